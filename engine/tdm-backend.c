@@ -1,0 +1,106 @@
+/* tdm-backend.c — what every backend shares: construction by device name, the
+ * byte-counting allocation wrappers and the sticky error. The operations themselves
+ * live in tdm-backend-cpu.c and tdm-backend-cuda.c. */
+#include "tdm-backend.h"
+#include "tdm-error.h"
+#include "tdm-build-config.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+TdmBackend *
+tdm_backend_new(const char *device, TdmPrecision precision, GError **error)
+{
+  g_return_val_if_fail(device != NULL, NULL);
+
+  if (g_str_equal(device, "cpu"))
+    return tdm_backend_cpu_new(error);
+
+  if (g_str_has_prefix(device, "cuda:")) {
+    const char *digits = device + 5;
+    char *end = NULL;
+    guint64 ordinal = g_ascii_strtoull(digits, &end, 10);
+    if (*digits == '\0' || *end != '\0' || ordinal > 1024) {
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
+                  "device “%s”: expected cuda:N with N a GPU number", device);
+      return NULL;
+    }
+#if TDM_HAVE_CUDA
+    return tdm_backend_cuda_new((int)ordinal, precision, error);
+#else
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
+                "device “%s”: this build of Tandem has no CUDA backend", device);
+    return NULL;
+#endif
+  }
+
+  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
+              "unknown device “%s”: expected cpu or cuda:N", device);
+  return NULL;
+}
+
+#if !TDM_HAVE_CUDA
+gboolean
+tdm_backend_cuda_available(void)
+{
+  return FALSE;
+}
+#endif
+
+void
+tdm_backend_free(TdmBackend *b)
+{
+  if (b == NULL)
+    return;
+  b->ops->destroy(b);
+}
+
+void *
+tdm_backend_alloc(TdmBackend *b, size_t bytes, GError **error)
+{
+  return b->ops->alloc(b, bytes, error);
+}
+
+void
+tdm_backend_release(TdmBackend *b, void *ptr)
+{
+  if (ptr != NULL)
+    b->ops->free(b, ptr);
+}
+
+void
+tdm_backend_fail(TdmBackend *b, int code, const char *format, ...)
+{
+  va_list args;
+  va_start(args, format);
+  char *message = g_strdup_vprintf(format, args);
+  va_end(args);
+
+  g_mutex_lock(&b->error_lock);
+  if (b->error == NULL)
+    b->error = g_error_new(TDM_ENGINE_ERROR, code, "%s: %s", b->name, message);
+  g_mutex_unlock(&b->error_lock);
+  g_free(message);
+}
+
+gboolean
+tdm_backend_failed(TdmBackend *b)
+{
+  g_mutex_lock(&b->error_lock);
+  gboolean failed = b->error != NULL;
+  g_mutex_unlock(&b->error_lock);
+  return failed;
+}
+
+gboolean
+tdm_backend_check(TdmBackend *b, GError **error)
+{
+  b->ops->synchronize(b);
+  g_mutex_lock(&b->error_lock);
+  gboolean ok = b->error == NULL;
+  if (!ok && error != NULL)
+    *error = g_error_copy(b->error);
+  g_mutex_unlock(&b->error_lock);
+  return ok;
+}

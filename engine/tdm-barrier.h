@@ -1,0 +1,25 @@
+/* tdm-barrier.h — a reusable barrier for the replicas' worker threads that can be
+ * broken: once any thread fails, every waiter returns FALSE instead of hanging. */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef struct {
+  GMutex lock;
+  GCond cond;
+  int parties;
+  int waiting;
+  guint generation;
+  gboolean broken;
+} TdmBarrier;
+
+void tdm_barrier_init (TdmBarrier *b, int parties);
+void tdm_barrier_clear (TdmBarrier *b);
+/* Blocks until all parties arrive; FALSE when the barrier is or becomes broken. */
+gboolean tdm_barrier_wait (TdmBarrier *b);
+void tdm_barrier_break (TdmBarrier *b);
+void tdm_barrier_reset (TdmBarrier *b);
+
+G_END_DECLS

@@ -1,0 +1,47 @@
+/* tdm-checkpoint.h — safetensors files: named float32 tensors plus string metadata.
+ *
+ * The layout is safetensors': an 8-byte little-endian header length, a JSON header
+ * ({"name": {"dtype": "F32", "shape": [...], "data_offsets": [b, e]}, …,
+ * "__metadata__": {"key": "value", …}}), then the raw little-endian data. PyTorch's
+ * safetensors loads the tensors. Files are written to a temporary file in the same
+ * folder and renamed over the target, so a crash never leaves a partial checkpoint.
+ * Not the trainer's policy of what goes in (tdm-trainer.c decides that).
+ */
+#pragma once
+
+#include <glib.h>
+#include <stddef.h>
+
+G_BEGIN_DECLS
+
+typedef struct {
+  char *name;
+  int rank;               /* dimensions used in shape */
+  gint64 shape[4];
+  float *data;            /* element count = product of shape */
+} TdmTensor;
+
+typedef struct _TdmCheckpoint TdmCheckpoint;
+
+TdmCheckpoint *tdm_checkpoint_new (void);
+void tdm_checkpoint_free (TdmCheckpoint *ckpt);
+
+/* Adds a tensor; data is copied. */
+void tdm_checkpoint_add (TdmCheckpoint *ckpt, const char *name, int rank,
+                         const gint64 *shape, const float *data);
+void tdm_checkpoint_set_metadata (TdmCheckpoint *ckpt, const char *key, const char *value);
+
+/* Writes atomically. */
+gboolean tdm_checkpoint_save (TdmCheckpoint *ckpt, const char *path, GError **error);
+/* Reads and checks every header field against the file size. */
+TdmCheckpoint *tdm_checkpoint_load (const char *path, GError **error);
+
+/* NULL when absent. */
+const TdmTensor *tdm_checkpoint_get (TdmCheckpoint *ckpt, const char *name);
+const char *tdm_checkpoint_get_metadata (TdmCheckpoint *ckpt, const char *key);
+int tdm_checkpoint_count (TdmCheckpoint *ckpt);
+const TdmTensor *tdm_checkpoint_nth (TdmCheckpoint *ckpt, int index);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmCheckpoint, tdm_checkpoint_free)
+
+G_END_DECLS

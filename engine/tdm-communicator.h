@@ -1,0 +1,67 @@
+/* tdm-communicator.h — how replicas combine gradients and share parameters.
+ *
+ * One communicator serves every replica of this process. Like NCCL, each operation is
+ * a collective: every local replica's worker thread calls it, in the same order, with
+ * its own buffer (a device pointer on that replica's backend). Operations may return
+ * before the data has moved (GPU communicators enqueue on a communication stream);
+ * wait() makes the replica's compute stream wait for what it enqueued.
+ *
+ * Kinds: "host" (CPU workers: threads sum slices in place), "peer" (GPUs: device
+ * copies and an add kernel, for replicas that share a GPU or builds without NCCL),
+ * "nccl" (one process, several GPUs), "mpi" (one process per device, many machines).
+ * Not the choice of strategy: the trainer picks allreduce or reduce + broadcast.
+ */
+#pragma once
+
+#include <glib.h>
+#include "tdm-backend.h"
+
+G_BEGIN_DECLS
+
+typedef struct _TdmCommunicator TdmCommunicator;
+
+typedef struct {
+  /* buffer[offset, offset+count) ← the sum of that range over all replicas. */
+  gboolean (*allreduce) (TdmCommunicator *c, int replica, float *buffer,
+                         size_t offset, size_t count, GError **error);
+  /* root's buffer[0, count) ← the sum over all replicas; others' are unchanged. */
+  gboolean (*reduce) (TdmCommunicator *c, int replica, float *buffer, size_t count,
+                      int root, GError **error);
+  /* every buffer[0, count) ← root's. */
+  gboolean (*broadcast) (TdmCommunicator *c, int replica, float *buffer, size_t count,
+                         int root, GError **error);
+  /* The replica's compute stream waits for everything this replica enqueued. */
+  gboolean (*wait) (TdmCommunicator *c, int replica, GError **error);
+  /* Sums a few doubles over every replica of every process (metrics, evaluation);
+   * host memory, blocking. Called by each local replica's thread. */
+  gboolean (*sum_doubles) (TdmCommunicator *c, int replica, double *values, int n,
+                           GError **error);
+  void (*destroy) (TdmCommunicator *c);
+} TdmCommunicatorOps;
+
+struct _TdmCommunicator {
+  const TdmCommunicatorOps *ops;
+  const char *kind;            /* "host", "peer", "nccl", "mpi" */
+  int replicas;                /* local replicas, one worker thread each */
+  TdmBackend **backends;       /* [replicas], not owned */
+  int world_size;              /* replicas over all processes */
+  int first_rank;              /* global index of local replica 0 */
+  double *comm_seconds;        /* [replicas]: time spent communicating, accumulated */
+};
+
+/* Picks the best communicator for the backends: host for CPUs, nccl for distinct GPUs
+ * when NCCL is built in, peer otherwise. Several local replicas only; for processes
+ * under mpirun see tdm_communicator_mpi_new(). */
+TdmCommunicator *tdm_communicator_new (TdmBackend **backends, int replicas, GError **error);
+void tdm_communicator_free (TdmCommunicator *c);
+
+TdmCommunicator *tdm_communicator_host_new (TdmBackend **backends, int replicas);
+TdmCommunicator *tdm_communicator_peer_new (TdmBackend **backends, int replicas, GError **error);
+TdmCommunicator *tdm_communicator_nccl_new (TdmBackend **backends, int replicas, GError **error);
+/* One replica in this process; MPI must be initialized. */
+TdmCommunicator *tdm_communicator_mpi_new (TdmBackend *backend, GError **error);
+
+/* Returns and clears replica's accumulated communication time, in seconds. */
+double tdm_communicator_take_seconds (TdmCommunicator *c, int replica);
+
+G_END_DECLS

@@ -1,0 +1,85 @@
+/* tdm-config.h — everything that defines a training run, as one plain struct.
+ *
+ * The CLI fills it from flags, the GUI from its controls and GSettings; the trainer
+ * validates it before any work starts, and checkpoints carry it as JSON so a run can
+ * be resumed with the same choices. Not the run's state (that is the trainer's).
+ */
+#pragma once
+
+#include <glib.h>
+#include "tdm-backend.h"
+
+G_BEGIN_DECLS
+
+typedef enum {
+  TDM_OPTIMIZER_SGD,
+  TDM_OPTIMIZER_MOMENTUM,
+  TDM_OPTIMIZER_ADAM,
+} TdmOptimizerKind;
+
+typedef enum {
+  TDM_STRATEGY_MAIN,       /* reduce to the main replica, update there, broadcast */
+  TDM_STRATEGY_ALLREDUCE,  /* all-reduce the gradients, every replica updates */
+} TdmStrategy;
+
+typedef enum {
+  TDM_SCHEDULE_CONSTANT,
+  TDM_SCHEDULE_STEP,       /* lr · gamma^(epoch / step_epochs) */
+  TDM_SCHEDULE_COSINE,     /* cosine decay to 0 over the run */
+} TdmSchedule;
+
+typedef struct {
+  char *dataset;           /* name or folder, see tdm_dataset_open() */
+  char *network;           /* "mlp", "cnn" or a one-line spec */
+  char **devices;          /* NULL-terminated: "cpu", "cpu", "cuda:0", … one per replica */
+  int main_replica;        /* index into devices */
+  int batch;               /* global batch size */
+  int epochs;
+  TdmOptimizerKind optimizer;
+  double lr;               /* learning rate; Adam's alpha */
+  double momentum;         /* MomentumSGD */
+  double beta1, beta2, eps;/* Adam */
+  double weight_decay;
+  TdmSchedule schedule;
+  int step_epochs;         /* TDM_SCHEDULE_STEP */
+  double gamma;            /* TDM_SCHEDULE_STEP */
+  TdmStrategy strategy;
+  TdmPrecision precision;
+  guint64 seed;
+  char *save_path;         /* checkpoint written at every epoch end and at the end; or NULL */
+  int eval_batch;          /* evaluation chunk size */
+  size_t bucket_bytes;     /* gradient bucket size for overlapped all-reduce */
+} TdmConfig;
+
+/* Chainer's defaults: Fashion-MNIST, mlp, one CPU worker, batch 100, 20 epochs, Adam. */
+TdmConfig *tdm_config_new (void);
+TdmConfig *tdm_config_copy (const TdmConfig *config);
+void tdm_config_free (TdmConfig *config);
+
+/* Parses "cpu:4", "cuda:0,cuda:1", "cpu,cuda:0" into config->devices. */
+gboolean tdm_config_set_devices (TdmConfig *config, const char *list, GError **error);
+int tdm_config_replica_count (const TdmConfig *config);
+
+/* Checks what can be checked without loading anything. Messages name the option. */
+gboolean tdm_config_validate (const TdmConfig *config, GError **error);
+
+/* Names ↔ enums for flags, settings and JSON; parsers return FALSE on unknown names. */
+const char *tdm_optimizer_name (TdmOptimizerKind kind);
+gboolean tdm_optimizer_from_name (const char *name, TdmOptimizerKind *kind);
+const char *tdm_strategy_name (TdmStrategy strategy);
+gboolean tdm_strategy_from_name (const char *name, TdmStrategy *strategy);
+const char *tdm_schedule_name (TdmSchedule schedule);
+gboolean tdm_schedule_from_name (const char *name, TdmSchedule *schedule);
+const char *tdm_precision_name (TdmPrecision precision);
+gboolean tdm_precision_from_name (const char *name, TdmPrecision *precision);
+
+/* JSON round trip, for checkpoints. */
+char *tdm_config_to_json (const TdmConfig *config);
+TdmConfig *tdm_config_from_json (const char *json, GError **error);
+
+/* The learning rate at a fractional epoch under the configured schedule. */
+double tdm_config_lr_at (const TdmConfig *config, double epoch);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmConfig, tdm_config_free)
+
+G_END_DECLS

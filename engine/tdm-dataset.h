@@ -1,0 +1,65 @@
+/* tdm-dataset.h — labelled image sets held in memory as uint8.
+ *
+ * A TdmDataset is one split (train or test): count images of height × width ×
+ * channels bytes in HWC order, and one uint8 label per image in [0, classes).
+ * Loaders check every header field against the file size before trusting it and
+ * name the file and the field in their errors. Not an iterator (tdm-iterator.h).
+ */
+#pragma once
+
+#include <glib.h>
+#include <stdint.h>
+
+G_BEGIN_DECLS
+
+typedef struct {
+  char *name;            /* "fashion-mnist (train)" and the like */
+  int count;
+  int height, width, channels;
+  int classes;
+  uint8_t *images;       /* count × sample_size bytes, HWC */
+  uint8_t *labels;       /* count bytes */
+  char **class_names;    /* classes entries, or NULL */
+} TdmDataset;
+
+static inline int
+tdm_dataset_sample_size (const TdmDataset *d)
+{
+  return d->height * d->width * d->channels;
+}
+
+/* A pair of splits as the trainer uses them. */
+typedef struct {
+  char *name;            /* "fashion-mnist", "mnist", "cifar10", "synthetic" */
+  char *source;          /* the folder it came from, or NULL for built-in */
+  TdmDataset *train;
+  TdmDataset *test;
+} TdmDatasetPair;
+
+/* Opens a dataset by name or path:
+ * - "fashion-mnist" (the Debian package's folder), "mnist" (folder given by
+ *   TANDEM_MNIST_DIR or /usr/share/datasets/mnist), "synthetic" (built in);
+ * - a folder holding IDX files (train-images-idx3-ubyte[.gz] …) or CIFAR-10 binary
+ *   batches (data_batch_1.bin … test_batch.bin, also inside cifar-10-batches-bin/). */
+TdmDatasetPair *tdm_dataset_open (const char *name_or_path, GError **error);
+void tdm_dataset_pair_free (TdmDatasetPair *pair);
+
+/* The individual loaders. */
+TdmDataset *tdm_dataset_load_idx (const char *images_path, const char *labels_path,
+                                  const char *name, GError **error);
+TdmDatasetPair *tdm_dataset_load_idx_folder (const char *folder, GError **error);
+TdmDatasetPair *tdm_dataset_load_cifar10_folder (const char *folder, GError **error);
+/* A learnable but not trivial set of 10 classes of 28×28 grey images, made from seed. */
+TdmDatasetPair *tdm_dataset_synthetic (guint64 seed, int train_count, int test_count);
+
+TdmDataset *tdm_dataset_new (const char *name, int count, int height, int width,
+                             int channels, int classes);
+void tdm_dataset_free (TdmDataset *d);
+
+/* Where the default dataset lives. */
+#define TDM_FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmDataset, tdm_dataset_free)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmDatasetPair, tdm_dataset_pair_free)
+
+G_END_DECLS

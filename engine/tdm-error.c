@@ -1,0 +1,4 @@
+/* tdm-error.c — the quark behind TDM_ENGINE_ERROR. */
+#include "tdm-error.h"
+
+G_DEFINE_QUARK (tdm-engine-error-quark, tdm_engine_error)

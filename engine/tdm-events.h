@@ -1,0 +1,101 @@
+/* tdm-events.h — what the trainer reports, as plain structs.
+ *
+ * The trainer fills one TdmEvent at a time on its own thread and hands it to the
+ * sink, which must copy what it keeps (the GUI marshals a copy to the main loop; the
+ * CLI prints it). Nothing here points into the trainer's state after the call.
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+#define TDM_MAX_REPLICAS 64
+
+typedef enum {
+  TDM_EVENT_STARTED,
+  TDM_EVENT_STEP,
+  TDM_EVENT_DEVICES,
+  TDM_EVENT_EPOCH,
+  TDM_EVENT_PAUSED,
+  TDM_EVENT_RESUMED,
+  TDM_EVENT_FINISHED,
+  TDM_EVENT_FAILED,
+} TdmEventKind;
+
+typedef struct {
+  int replicas;
+  int main_replica;
+  char device[TDM_MAX_REPLICAS][32];   /* "cpu", "cuda:0" per replica */
+  int shard[TDM_MAX_REPLICAS];         /* samples per replica in a full batch */
+  int batch;
+  int epochs;
+  int steps_per_epoch;
+  long total_steps;
+  long start_step;                     /* > 0 when resumed */
+  size_t parameters;                   /* parameter count */
+  char network[256];                   /* the expanded spec */
+  char dataset[128];
+  int train_count, test_count;
+} TdmStartedEvent;
+
+typedef struct {
+  long step;                /* steps done since the run began */
+  int epoch;                /* 0-based epoch in progress */
+  double fraction;          /* of the whole run, 0..1 */
+  double epoch_float;       /* epochs done as a real number */
+  double train_loss;        /* mean since the last summary */
+  double train_accuracy;    /* 0..1, since the last summary */
+  double samples_per_second;
+  double lr;
+  double elapsed;           /* seconds of training (pauses excluded) */
+  double eta;               /* seconds left, estimated */
+} TdmStepEvent;
+
+typedef struct {
+  long step;
+  double elapsed;
+  int replicas;
+  struct {
+    double compute_ms;      /* forward, backward, update: mean per step */
+    double comm_ms;         /* reductions and broadcasts */
+    double wait_ms;         /* waiting for the other replicas */
+    gint64 tandem_bytes;    /* held by Tandem on this device */
+    gint64 used_bytes;      /* in use on the device in total, −1 if unknown */
+    gint64 total_bytes;     /* capacity, −1 if unknown */
+    double utilization;     /* 0..100, −1 if unknown */
+    double temperature;     /* °C, −1 if unknown */
+    double power;           /* W, −1 if unknown */
+  } device[TDM_MAX_REPLICAS];
+} TdmDevicesEvent;
+
+typedef struct {
+  int epoch;                /* 1-based: the epoch just finished */
+  long step;
+  double train_loss, train_accuracy;   /* over the whole epoch */
+  double test_loss, test_accuracy;
+  double elapsed;
+} TdmEpochEvent;
+
+typedef struct {
+  long steps;
+  double elapsed;
+  double test_loss, test_accuracy;
+  gboolean stopped;         /* TRUE when stopped before the last epoch */
+} TdmFinishedEvent;
+
+typedef struct {
+  TdmEventKind kind;
+  union {
+    TdmStartedEvent started;
+    TdmStepEvent step;
+    TdmDevicesEvent devices;
+    TdmEpochEvent epoch;
+    TdmFinishedEvent finished;
+    const GError *failed;   /* valid only during the call: copy it */
+  };
+} TdmEvent;
+
+typedef void (*TdmEventSink) (const TdmEvent *event, gpointer user_data);
+
+G_END_DECLS

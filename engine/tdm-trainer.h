@@ -1,0 +1,44 @@
+/* tdm-trainer.h — runs a data-parallel training job and reports it.
+ *
+ * The trainer owns the dataset, one replica per configured device, the communicator
+ * and the optimizer. tdm_trainer_run() does all the work on the calling thread (the
+ * GUI calls it from a worker GThread, the CLI from main) and reports through the sink
+ * from that thread. Pause, resume and stop may be called from any thread and take
+ * effect within a fraction of a second.
+ */
+#pragma once
+
+#include <gio/gio.h>
+#include "tdm-config.h"
+#include "tdm-events.h"
+
+G_BEGIN_DECLS
+
+typedef struct _TdmTrainer TdmTrainer;
+
+/* Cheap: copies the configuration; nothing is loaded until run. */
+TdmTrainer *tdm_trainer_new (const TdmConfig *config, TdmEventSink sink, gpointer user_data);
+void tdm_trainer_free (TdmTrainer *trainer);
+
+/* Continue from a checkpoint written by an earlier run of the same configuration:
+ * parameters, optimizer state and iterator position are restored before the first
+ * step, so the run goes on as if it had never stopped. */
+void tdm_trainer_set_resume_path (TdmTrainer *trainer, const char *path);
+
+/* Loads the dataset, builds the replicas, trains for the configured epochs and
+ * evaluates after each. Returns FALSE with the error (also sent as a FAILED event)
+ * when something goes wrong; being stopped through `cancellable` is not an error:
+ * it returns TRUE after a FINISHED event with stopped = TRUE. */
+gboolean tdm_trainer_run (TdmTrainer *trainer, GCancellable *cancellable, GError **error);
+
+/* Thread-safe. While paused, run() waits between steps (and a stop still works). */
+void tdm_trainer_set_paused (TdmTrainer *trainer, gboolean paused);
+gboolean tdm_trainer_get_paused (TdmTrainer *trainer);
+
+/* After run: the main replica's parameters (host copy) and their count, for tests
+ * and tools. NULL before a run has built the replicas. */
+const float *tdm_trainer_get_parameters (TdmTrainer *trainer, size_t *count);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmTrainer, tdm_trainer_free)
+
+G_END_DECLS
