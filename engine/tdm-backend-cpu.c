@@ -1,0 +1,727 @@
+/* tdm-backend-cpu.c — the CPU backend: OpenBLAS sgemm for the matrix products and
+ * plain C loops, written for GCC's auto-vectorizer, for everything else. It is a real
+ * backend (classroom laptops and CI train on it) and the reference the CUDA backend is
+ * tested against. It is not multi-threaded itself: one instance belongs to one CPU
+ * worker thread, and the trainer decides how many threads OpenBLAS may use. */
+#include "tdm-backend.h"
+#include "tdm-error.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define TDM_CPU_X86 1
+#else
+#define TDM_CPU_X86 0
+#endif
+
+#define TDM_CPU_ALIGN 64
+#define TDM_CPU_MAGIC G_GUINT64_CONSTANT(0x74646d2d63707521)
+
+typedef struct {
+  TdmBackend parent;
+  gboolean have_avx;
+} TdmBackendCpu;
+
+/* Kept in the TDM_CPU_ALIGN bytes in front of every allocation, so that free knows
+ * the size to take off the counter without a shared table, and can refuse pointers
+ * that some other backend handed out. */
+typedef struct {
+  guint64 magic;
+  size_t bytes;
+  const TdmBackend *owner;
+} TdmCpuBlock;
+
+G_STATIC_ASSERT(sizeof(TdmCpuBlock) <= TDM_CPU_ALIGN);
+
+/* Every operation starts here: after a failure the backend does nothing more, as the
+ * contract asks, and malformed sizes become that failure instead of a crash. */
+static gboolean
+cpu_begin(TdmBackend *b)
+{
+  return !tdm_backend_failed(b);
+}
+
+#define CPU_REQUIRE(b, cond, ...)                                      \
+  do {                                                                 \
+    if (G_UNLIKELY(!(cond))) {                                         \
+      tdm_backend_fail((b), TDM_ENGINE_ERROR_BACKEND, __VA_ARGS__);    \
+      return;                                                          \
+    }                                                                  \
+  } while (0)
+
+/* Memory */
+
+static void *
+cpu_alloc(TdmBackend *b, size_t bytes, GError **error)
+{
+  void *base = NULL;
+
+  /* Objects past PTRDIFF_MAX are not valid C objects; refusing them here also keeps
+   * sanitizer allocators from aborting on absurd requests. */
+  if (bytes > (size_t)PTRDIFF_MAX - TDM_CPU_ALIGN
+      || posix_memalign(&base, TDM_CPU_ALIGN, TDM_CPU_ALIGN + bytes) != 0) {
+    char *human = g_format_size_full(bytes, G_FORMAT_SIZE_IEC_UNITS);
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY,
+                "%s: out of memory: cannot allocate %zu bytes (%s); %zu bytes in use",
+                b->name, bytes, human, __atomic_load_n(&b->bytes_in_use, __ATOMIC_RELAXED));
+    g_free(human);
+    return NULL;
+  }
+
+  TdmCpuBlock *block = base;
+  block->magic = TDM_CPU_MAGIC;
+  block->bytes = bytes;
+  block->owner = b;
+
+  size_t in_use = __atomic_add_fetch(&b->bytes_in_use, bytes, __ATOMIC_RELAXED);
+  size_t peak = __atomic_load_n(&b->bytes_peak, __ATOMIC_RELAXED);
+  while (in_use > peak
+         && !__atomic_compare_exchange_n(&b->bytes_peak, &peak, in_use, TRUE,
+                                         __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    ;
+  return (char *)base + TDM_CPU_ALIGN;
+}
+
+static void
+cpu_free(TdmBackend *b, void *ptr)
+{
+  if (ptr == NULL)
+    return;
+  TdmCpuBlock *block = (TdmCpuBlock *)((char *)ptr - TDM_CPU_ALIGN);
+  if (block->magic != TDM_CPU_MAGIC || block->owner != b) {
+    g_critical("%s: free of %p, which this backend did not allocate", b->name, ptr);
+    return;
+  }
+  block->magic = 0;
+  __atomic_sub_fetch(&b->bytes_in_use, block->bytes, __ATOMIC_RELAXED);
+  free(block);
+}
+
+static void
+cpu_upload(TdmBackend *b, void *dst, const void *src, size_t bytes)
+{
+  if (cpu_begin(b) && bytes > 0)
+    memcpy(dst, src, bytes);
+}
+
+static void
+cpu_download(TdmBackend *b, void *dst, const void *src, size_t bytes)
+{
+  if (cpu_begin(b) && bytes > 0)
+    memcpy(dst, src, bytes);
+}
+
+static void
+cpu_copy(TdmBackend *b, void *dst, const void *src, size_t bytes)
+{
+  /* memmove: a communicator may well copy a buffer onto itself. */
+  if (cpu_begin(b) && bytes > 0 && dst != src)
+    memmove(dst, src, bytes);
+}
+
+static void
+cpu_zero(TdmBackend *b, void *ptr, size_t bytes)
+{
+  if (cpu_begin(b) && bytes > 0)
+    memset(ptr, 0, bytes);
+}
+
+static void
+cpu_synchronize(TdmBackend *b)
+{
+}
+
+/* GEMM */
+
+static void
+cpu_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+         const float *a, int lda, const float *bm, int ldb, float beta, float *c, int ldc)
+{
+  if (!cpu_begin(b))
+    return;
+  /* OpenBLAS reports bad arguments by printing from xerbla; check them first so the
+   * failure reaches the user as an error instead. */
+  CPU_REQUIRE(b, m >= 0 && n >= 0 && k >= 0, "gemm: negative size %d×%d×%d", m, n, k);
+  CPU_REQUIRE(b, lda >= MAX(1, trans_a ? m : k), "gemm: lda %d too small", lda);
+  CPU_REQUIRE(b, ldb >= MAX(1, trans_b ? k : n), "gemm: ldb %d too small", ldb);
+  CPU_REQUIRE(b, ldc >= MAX(1, n), "gemm: ldc %d too small", ldc);
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0) {
+    /* No product: C = beta·C, with beta = 0 clearing even NaNs, as BLAS does. */
+    for (int i = 0; i < m; i++) {
+      float *restrict row = c + (size_t)i * ldc;
+      for (int j = 0; j < n; j++)
+        row[j] = beta == 0.0f ? 0.0f : beta * row[j];
+    }
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, bm, ldb, beta,
+              c, ldc);
+}
+
+/* Bias and ReLU */
+
+/* `v < 0 ? 0 : v` rather than fmaxf: it maps onto maxps and lets NaN through, so a
+ * diverging run still shows up in the loss instead of being hidden by the ReLU. */
+static inline float
+relu1(float v)
+{
+  return v < 0.0f ? 0.0f : v;
+}
+
+static void
+cpu_bias_forward(TdmBackend *b, float *y, const float *bias, int outer, int channels,
+                 int inner, bool relu)
+{
+  if (!cpu_begin(b))
+    return;
+  CPU_REQUIRE(b, outer >= 0 && channels >= 0 && inner >= 0,
+              "bias_forward: negative size %d×%d×%d", outer, channels, inner);
+
+  if (inner == 1) {
+    for (int o = 0; o < outer; o++) {
+      float *restrict row = y + (size_t)o * channels;
+      const float *restrict bb = bias;
+      if (relu)
+        for (int ch = 0; ch < channels; ch++)
+          row[ch] = relu1(row[ch] + bb[ch]);
+      else
+        for (int ch = 0; ch < channels; ch++)
+          row[ch] += bb[ch];
+    }
+    return;
+  }
+
+  for (int o = 0; o < outer; o++)
+    for (int ch = 0; ch < channels; ch++) {
+      float *restrict seg = y + ((size_t)o * channels + ch) * inner;
+      const float value = bias[ch];
+      if (relu)
+        for (int i = 0; i < inner; i++)
+          seg[i] = relu1(seg[i] + value);
+      else
+        for (int i = 0; i < inner; i++)
+          seg[i] += value;
+    }
+}
+
+static void
+cpu_bias_backward(TdmBackend *b, float *dbias, const float *dy, int outer, int channels,
+                  int inner)
+{
+  if (!cpu_begin(b))
+    return;
+  CPU_REQUIRE(b, outer >= 0 && channels >= 0 && inner >= 0,
+              "bias_backward: negative size %d×%d×%d", outer, channels, inner);
+
+  /* A convolution's bias sums n·oh·ow rows (tens of thousands): float partial sums
+   * over short blocks keep the loop vectorized, double totals keep it accurate. */
+  enum { CHUNK = 256, BLOCK = 64 };
+  double total[CHUNK];
+  float part[CHUNK];
+
+  if (inner == 1) {
+    for (int c0 = 0; c0 < channels; c0 += CHUNK) {
+      const int cn = MIN(CHUNK, channels - c0);
+      for (int j = 0; j < cn; j++)
+        total[j] = 0.0;
+      for (int o0 = 0; o0 < outer; o0 += BLOCK) {
+        const int o1 = MIN(outer, o0 + BLOCK);
+        for (int j = 0; j < cn; j++)
+          part[j] = 0.0f;
+        for (int o = o0; o < o1; o++) {
+          const float *restrict row = dy + (size_t)o * channels + c0;
+          float *restrict acc = part;
+          for (int j = 0; j < cn; j++)
+            acc[j] += row[j];
+        }
+        for (int j = 0; j < cn; j++)
+          total[j] += part[j];
+      }
+      for (int j = 0; j < cn; j++)
+        dbias[c0 + j] = (float)total[j];
+    }
+    return;
+  }
+
+  for (int ch = 0; ch < channels; ch++) {
+    double sum = 0.0;
+    for (int o = 0; o < outer; o++) {
+      const float *restrict seg = dy + ((size_t)o * channels + ch) * inner;
+      float s = 0.0f;
+      for (int i = 0; i < inner; i++)
+        s += seg[i];
+      sum += s;
+    }
+    dbias[ch] = (float)sum;
+  }
+}
+
+static void
+cpu_relu_forward(TdmBackend *b, float *y, const float *x, size_t n)
+{
+  if (!cpu_begin(b))
+    return;
+  /* In place is allowed, so no restrict here; the loop still vectorizes because
+   * element i is only read before it is written. */
+  for (size_t i = 0; i < n; i++)
+    y[i] = relu1(x[i]);
+}
+
+static void
+cpu_relu_backward(TdmBackend *b, float *dx, const float *dy, const float *y, size_t n)
+{
+  if (!cpu_begin(b))
+    return;
+  for (size_t i = 0; i < n; i++) {
+    const float d = dy[i];
+    dx[i] = y[i] > 0.0f ? d : 0.0f;
+  }
+}
+
+/* Convolution by im2col */
+
+/* One output pixel's row of col, (channel, ky, kx) order. off is the index into x of
+ * the window's top-left corner, which lies outside x when the pixel touches the
+ * padding; only in-bounds taps [ky0, ky1) × [kx0, kx1) are read. Inlined with kh and
+ * kw as constants for the common 3×3 case so the tap loops unroll. */
+static G_ALWAYS_INLINE inline void
+im2col_pixel(float *restrict row, const float *restrict x, ptrdiff_t off, int w, int c,
+             int kh, int kw, int ky0, int ky1, int kx0, int kx1)
+{
+  if (ky0 == 0 && ky1 == kh && kx0 == 0 && kx1 == kw) {
+    for (int ch = 0; ch < c; ch++)
+      for (int ky = 0; ky < kh; ky++)
+        for (int kx = 0; kx < kw; kx++)
+          *row++ = x[off + ((ptrdiff_t)ky * w + kx) * c + ch];
+    return;
+  }
+  memset(row, 0, sizeof(float) * (size_t)c * kh * kw);
+  for (int ch = 0; ch < c; ch++)
+    for (int ky = ky0; ky < ky1; ky++)
+      for (int kx = kx0; kx < kx1; kx++)
+        row[((size_t)ch * kh + ky) * kw + kx] = x[off + ((ptrdiff_t)ky * w + kx) * c + ch];
+}
+
+static G_ALWAYS_INLINE inline void
+col2im_pixel(const float *restrict row, float *restrict dx, ptrdiff_t off, int w, int c,
+             int kh, int kw, int ky0, int ky1, int kx0, int kx1)
+{
+  for (int ch = 0; ch < c; ch++)
+    for (int ky = ky0; ky < ky1; ky++)
+      for (int kx = kx0; kx < kx1; kx++)
+        dx[off + ((ptrdiff_t)ky * w + kx) * c + ch] += row[((size_t)ch * kh + ky) * kw + kx];
+}
+
+/* Walks the output pixels of a stride-1 convolution and hands each to im2col_pixel
+ * (forward) or col2im_pixel (backward) with its in-bounds tap range. */
+static G_ALWAYS_INLINE inline void
+conv_walk(float *col, float *img, const float *x, int n, int h, int w, int c, int kh,
+          int kw, int pad, gboolean backward)
+{
+  const int oh = h + 2 * pad - kh + 1;
+  const int ow = w + 2 * pad - kw + 1;
+  const size_t cols = (size_t)c * kh * kw;
+
+  for (int im = 0; im < n; im++)
+    for (int oy = 0; oy < oh; oy++) {
+      const int iy = oy - pad;
+      const int ky0 = MAX(0, -iy), ky1 = MIN(kh, h - iy);
+      for (int ox = 0; ox < ow; ox++) {
+        const int ix = ox - pad;
+        const int kx0 = MAX(0, -ix), kx1 = MIN(kw, w - ix);
+        const ptrdiff_t off = (((ptrdiff_t)im * h + iy) * w + ix) * c;
+        float *row = col + (((size_t)im * oh + oy) * ow + ox) * cols;
+        if (backward)
+          col2im_pixel(row, img, off, w, c, kh, kw, ky0, ky1, kx0, kx1);
+        else
+          im2col_pixel(row, x, off, w, c, kh, kw, ky0, ky1, kx0, kx1);
+      }
+    }
+}
+
+static gboolean
+conv_check(TdmBackend *b, const char *op, int n, int h, int w, int c, int kh, int kw,
+           int pad)
+{
+  if (n < 0 || h < 1 || w < 1 || c < 1 || kh < 1 || kw < 1 || pad < 0
+      || h + 2 * pad - kh + 1 < 1 || w + 2 * pad - kw + 1 < 1) {
+    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND,
+                     "%s: bad shape n=%d h=%d w=%d c=%d kernel %d×%d pad %d", op, n, h, w,
+                     c, kh, kw, pad);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static void
+cpu_im2col(TdmBackend *b, float *col, const float *x, int n, int h, int w, int c, int kh,
+           int kw, int pad)
+{
+  if (!cpu_begin(b) || !conv_check(b, "im2col", n, h, w, c, kh, kw, pad))
+    return;
+  if (kh == 3 && kw == 3)
+    conv_walk(col, NULL, x, n, h, w, c, 3, 3, pad, FALSE);
+  else
+    conv_walk(col, NULL, x, n, h, w, c, kh, kw, pad, FALSE);
+}
+
+static void
+cpu_col2im(TdmBackend *b, float *dx, const float *col, int n, int h, int w, int c, int kh,
+           int kw, int pad)
+{
+  if (!cpu_begin(b) || !conv_check(b, "col2im", n, h, w, c, kh, kw, pad))
+    return;
+  memset(dx, 0, sizeof(float) * (size_t)n * h * w * c);
+  /* conv_walk only reads col on the way back; the cast keeps one walker for both. */
+  float *col_rw = (float *)col;
+  if (kh == 3 && kw == 3)
+    conv_walk(col_rw, dx, NULL, n, h, w, c, 3, 3, pad, TRUE);
+  else
+    conv_walk(col_rw, dx, NULL, n, h, w, c, kh, kw, pad, TRUE);
+}
+
+/* Max pooling */
+
+static void
+cpu_maxpool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x, int n, int h,
+                    int w, int c, int k)
+{
+  if (!cpu_begin(b))
+    return;
+  CPU_REQUIRE(b, n >= 0 && h >= 0 && w >= 0 && c >= 0 && k >= 1,
+              "maxpool_forward: bad shape n=%d h=%d w=%d c=%d k=%d", n, h, w, c, k);
+  CPU_REQUIRE(b, (guint64)n * h * w * c <= G_MAXINT32,
+              "maxpool_forward: %d×%d×%d×%d inputs do not fit int32 indices", n, h, w, c);
+  const int oh = h / k, ow = w / k;
+
+  for (int im = 0; im < n; im++)
+    for (int oy = 0; oy < oh; oy++)
+      for (int ox = 0; ox < ow; ox++) {
+        const size_t out = (((size_t)im * oh + oy) * ow + ox) * c;
+        float *restrict yo = y + out;
+        int32_t *restrict ao = argmax + out;
+        const int32_t first = (int32_t)((((size_t)im * h + (size_t)oy * k) * w + (size_t)ox * k) * c);
+        for (int ch = 0; ch < c; ch++) {
+          yo[ch] = x[first + ch];
+          ao[ch] = first + ch;
+        }
+        for (int ky = 0; ky < k; ky++)
+          for (int kx = (ky == 0); kx < k; kx++) {
+            const int32_t base = first + (ky * w + kx) * c;
+            const float *restrict xi = x + base;
+            /* Unconditional stores and an integer mask, rather than a second
+             * ternary, are what GCC's if-conversion turns into vector code; strict >
+             * keeps the first maximum on ties. */
+            for (int ch = 0; ch < c; ch++) {
+              const float v = xi[ch], cur = yo[ch];
+              const int32_t was = ao[ch];
+              const int32_t take = -(int32_t)(v > cur);
+              yo[ch] = v > cur ? v : cur;
+              ao[ch] = (was & ~take) | ((base + ch) & take);
+            }
+          }
+      }
+}
+
+static void
+cpu_maxpool_backward(TdmBackend *b, float *dx, const float *dy, const int32_t *argmax,
+                     int n, int h, int w, int c, int k)
+{
+  if (!cpu_begin(b))
+    return;
+  CPU_REQUIRE(b, n >= 0 && h >= 0 && w >= 0 && c >= 0 && k >= 1,
+              "maxpool_backward: bad shape n=%d h=%d w=%d c=%d k=%d", n, h, w, c, k);
+  const size_t outputs = (size_t)n * (h / k) * (w / k) * c;
+  memset(dx, 0, sizeof(float) * (size_t)n * h * w * c);
+  /* Windows do not overlap (stride = window), yet += keeps the scatter right for any
+   * argmax a caller might bring. */
+  for (size_t j = 0; j < outputs; j++)
+    dx[argmax[j]] += dy[j];
+}
+
+/* Softmax cross-entropy */
+
+static void
+cpu_softmax_xent(TdmBackend *b, const float *logits, const int32_t *labels, int rows,
+                 int classes, float grad_scale, float *dlogits, TdmMetrics *metrics)
+{
+  if (!cpu_begin(b))
+    return;
+  CPU_REQUIRE(b, rows >= 0 && classes >= 1, "softmax_xent: bad shape %d×%d", rows, classes);
+  for (int r = 0; r < rows; r++)
+    CPU_REQUIRE(b, labels[r] >= 0 && labels[r] < classes,
+                "softmax_xent: label %d of row %d is not a class in [0, %d)", labels[r],
+                r, classes);
+
+  double loss_sum = 0.0;
+  double correct = 0.0;
+  for (int r = 0; r < rows; r++) {
+    const float *restrict z = logits + (size_t)r * classes;
+    const int label = labels[r];
+
+    float top = z[0];
+    int best = 0;
+    for (int j = 1; j < classes; j++)
+      if (z[j] > top) {
+        top = z[j];
+        best = j;
+      }
+
+    /* Shifting by the row maximum keeps every exponent <= 0: no overflow. */
+    float sum = 0.0f;
+    if (dlogits != NULL) {
+      float *restrict d = dlogits + (size_t)r * classes;
+      for (int j = 0; j < classes; j++) {
+        d[j] = expf(z[j] - top);
+        sum += d[j];
+      }
+      const float factor = grad_scale / sum;
+      for (int j = 0; j < classes; j++)
+        d[j] *= factor;
+      d[label] -= grad_scale;
+    } else {
+      for (int j = 0; j < classes; j++)
+        sum += expf(z[j] - top);
+    }
+
+    loss_sum += (double)logf(sum) - ((double)z[label] - top);
+    correct += best == label;
+  }
+  metrics->loss_sum += loss_sum;
+  metrics->correct += correct;
+}
+
+/* Batch gather */
+
+static void
+cpu_gather(TdmBackend *b, float *x, int32_t *y, const uint8_t *images, const uint8_t *labels,
+           const int32_t *indices, int count, int sample_size, float scale)
+{
+  if (!cpu_begin(b))
+    return;
+  CPU_REQUIRE(b, count >= 0 && sample_size >= 0, "gather: bad shape %d×%d", count,
+              sample_size);
+  for (int i = 0; i < count; i++)
+    CPU_REQUIRE(b, indices[i] >= 0, "gather: negative sample index %d", indices[i]);
+
+  for (int i = 0; i < count; i++) {
+    const size_t index = (size_t)indices[i];
+    const uint8_t *restrict src = images + index * sample_size;
+    float *restrict dst = x + (size_t)i * sample_size;
+    for (int j = 0; j < sample_size; j++)
+      dst[j] = (float)src[j] * scale;
+    if (y != NULL)
+      y[i] = labels[index];
+  }
+}
+
+/* Optimizers */
+
+static void
+cpu_sgd_update(TdmBackend *b, float *p, const float *g, size_t n, float lr,
+               float weight_decay)
+{
+  if (!cpu_begin(b))
+    return;
+  float *restrict pp = p;
+  const float *restrict gg = g;
+  for (size_t i = 0; i < n; i++)
+    pp[i] -= lr * (gg[i] + weight_decay * pp[i]);
+}
+
+static void
+cpu_momentum_update(TdmBackend *b, float *p, const float *g, float *velocity, size_t n,
+                    float lr, float momentum, float weight_decay)
+{
+  if (!cpu_begin(b))
+    return;
+  float *restrict pp = p;
+  float *restrict vv = velocity;
+  const float *restrict gg = g;
+  for (size_t i = 0; i < n; i++) {
+    const float v = momentum * vv[i] - lr * (gg[i] + weight_decay * pp[i]);
+    vv[i] = v;
+    pp[i] += v;
+  }
+}
+
+/* Adam runs over every parameter each step (1.8M floats for the MLP), so it has to
+ * vectorize. GCC will not vectorize sqrtf while -fmath-errno is on (the default), and
+ * neither the optimize attribute nor the pragma switches that off, so the x86 paths
+ * spell out SSE and AVX. They use separate multiplies and adds, in the order of the
+ * scalar loop, and no FMA: every path gives the same bits, so a run resumed on
+ * another CPU continues exactly. The scalar loop finishes the tail and serves other
+ * architectures. */
+typedef struct {
+  float lr_t, a1, a2, eps, wd;
+} TdmAdamArgs;
+
+static void
+adam_scalar(float *restrict p, const float *restrict g, float *restrict m,
+            float *restrict v, size_t from, size_t n, const TdmAdamArgs *k)
+{
+  for (size_t i = from; i < n; i++) {
+    const float gi = g[i] + k->wd * p[i];
+    const float mi = m[i] + k->a1 * (gi - m[i]);
+    const float vi = v[i] + k->a2 * (gi * gi - v[i]);
+    m[i] = mi;
+    v[i] = vi;
+    p[i] -= k->lr_t * mi / (sqrtf(vi) + k->eps);
+  }
+}
+
+#if TDM_CPU_X86
+static size_t
+adam_sse(float *restrict p, const float *restrict g, float *restrict m, float *restrict v,
+         size_t n, const TdmAdamArgs *k)
+{
+  const __m128 lr_t = _mm_set1_ps(k->lr_t), a1 = _mm_set1_ps(k->a1);
+  const __m128 a2 = _mm_set1_ps(k->a2), eps = _mm_set1_ps(k->eps);
+  const __m128 wd = _mm_set1_ps(k->wd);
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const __m128 pi = _mm_loadu_ps(p + i), mo = _mm_loadu_ps(m + i);
+    const __m128 vo = _mm_loadu_ps(v + i);
+    const __m128 gi = _mm_add_ps(_mm_loadu_ps(g + i), _mm_mul_ps(wd, pi));
+    const __m128 mi = _mm_add_ps(mo, _mm_mul_ps(a1, _mm_sub_ps(gi, mo)));
+    const __m128 vi = _mm_add_ps(vo, _mm_mul_ps(a2, _mm_sub_ps(_mm_mul_ps(gi, gi), vo)));
+    const __m128 step = _mm_div_ps(_mm_mul_ps(lr_t, mi), _mm_add_ps(_mm_sqrt_ps(vi), eps));
+    _mm_storeu_ps(m + i, mi);
+    _mm_storeu_ps(v + i, vi);
+    _mm_storeu_ps(p + i, _mm_sub_ps(pi, step));
+  }
+  return i;
+}
+
+__attribute__((target("avx"))) static size_t
+adam_avx(float *restrict p, const float *restrict g, float *restrict m, float *restrict v,
+         size_t n, const TdmAdamArgs *k)
+{
+  const __m256 lr_t = _mm256_set1_ps(k->lr_t), a1 = _mm256_set1_ps(k->a1);
+  const __m256 a2 = _mm256_set1_ps(k->a2), eps = _mm256_set1_ps(k->eps);
+  const __m256 wd = _mm256_set1_ps(k->wd);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 pi = _mm256_loadu_ps(p + i), mo = _mm256_loadu_ps(m + i);
+    const __m256 vo = _mm256_loadu_ps(v + i);
+    const __m256 gi = _mm256_add_ps(_mm256_loadu_ps(g + i), _mm256_mul_ps(wd, pi));
+    const __m256 mi = _mm256_add_ps(mo, _mm256_mul_ps(a1, _mm256_sub_ps(gi, mo)));
+    const __m256 vi =
+      _mm256_add_ps(vo, _mm256_mul_ps(a2, _mm256_sub_ps(_mm256_mul_ps(gi, gi), vo)));
+    const __m256 step =
+      _mm256_div_ps(_mm256_mul_ps(lr_t, mi), _mm256_add_ps(_mm256_sqrt_ps(vi), eps));
+    _mm256_storeu_ps(m + i, mi);
+    _mm256_storeu_ps(v + i, vi);
+    _mm256_storeu_ps(p + i, _mm256_sub_ps(pi, step));
+  }
+  return i;
+}
+#endif
+
+static void
+cpu_adam_update(TdmBackend *b, float *p, const float *g, float *m, float *v, size_t n,
+                float lr_t, float beta1, float beta2, float eps, float weight_decay)
+{
+  if (!cpu_begin(b))
+    return;
+  const TdmAdamArgs k = {
+    .lr_t = lr_t, .a1 = 1.0f - beta1, .a2 = 1.0f - beta2, .eps = eps, .wd = weight_decay,
+  };
+  size_t done = 0;
+#if TDM_CPU_X86
+  if (((TdmBackendCpu *)b)->have_avx)
+    done = adam_avx(p, g, m, v, n, &k);
+  else
+    done = adam_sse(p, g, m, v, n, &k);
+#endif
+  adam_scalar(p, g, m, v, done, n, &k);
+}
+
+/* Communicator helpers */
+
+static void
+cpu_add(TdmBackend *b, float *y, const float *x, size_t n)
+{
+  if (!cpu_begin(b))
+    return;
+  float *restrict yy = y;
+  const float *restrict xx = x;
+  for (size_t i = 0; i < n; i++)
+    yy[i] += xx[i];
+}
+
+static void
+cpu_scale(TdmBackend *b, float *y, float alpha, size_t n)
+{
+  if (!cpu_begin(b))
+    return;
+  for (size_t i = 0; i < n; i++)
+    y[i] *= alpha;
+}
+
+static void
+cpu_destroy(TdmBackend *b)
+{
+  if (b->bytes_in_use != 0)
+    g_warning("%s: backend destroyed with %zu bytes still allocated", b->name,
+              b->bytes_in_use);
+  g_free(b->name);
+  g_clear_error(&b->error);
+  g_mutex_clear(&b->error_lock);
+  g_free((TdmBackendCpu *)b);
+}
+
+static const TdmBackendOps tdm_backend_cpu_ops = {
+  .alloc = cpu_alloc,
+  .free = cpu_free,
+  .upload = cpu_upload,
+  .download = cpu_download,
+  .copy = cpu_copy,
+  .zero = cpu_zero,
+  .synchronize = cpu_synchronize,
+  .gemm = cpu_gemm,
+  .bias_forward = cpu_bias_forward,
+  .bias_backward = cpu_bias_backward,
+  .relu_forward = cpu_relu_forward,
+  .relu_backward = cpu_relu_backward,
+  .im2col = cpu_im2col,
+  .col2im = cpu_col2im,
+  .maxpool_forward = cpu_maxpool_forward,
+  .maxpool_backward = cpu_maxpool_backward,
+  .softmax_xent = cpu_softmax_xent,
+  .gather = cpu_gather,
+  .sgd_update = cpu_sgd_update,
+  .momentum_update = cpu_momentum_update,
+  .adam_update = cpu_adam_update,
+  .add = cpu_add,
+  .scale = cpu_scale,
+  .graph_begin = NULL,
+  .graph_end = NULL,
+  .graph_launch = NULL,
+  .destroy = cpu_destroy,
+};
+
+TdmBackend *
+tdm_backend_cpu_new(GError **error)
+{
+  TdmBackendCpu *cpu = g_new0(TdmBackendCpu, 1);
+  TdmBackend *b = &cpu->parent;
+
+  b->ops = &tdm_backend_cpu_ops;
+  b->kind = TDM_BACKEND_CPU;
+  b->device_index = 0;
+  b->name = g_strdup("cpu");
+  b->precision = TDM_PRECISION_FP32;
+  g_mutex_init(&b->error_lock);
+#if TDM_CPU_X86
+  cpu->have_avx = __builtin_cpu_supports("avx");
+#endif
+  return b;
+}
