@@ -36,6 +36,9 @@ typedef struct {
    * host memory, blocking. Called by each local replica's thread. */
   gboolean (*sum_doubles) (TdmCommunicator *c, int replica, double *values, int n,
                            GError **error);
+  /* Optional: makes every pending and later collective return FALSE promptly, from
+   * any thread (a replica failed or the run was stopped mid-step). */
+  void (*abort) (TdmCommunicator *c);
   void (*destroy) (TdmCommunicator *c);
 } TdmCommunicatorOps;
 
@@ -60,6 +63,9 @@ TdmCommunicator *tdm_communicator_peer_new (TdmBackend **backends, int replicas,
 TdmCommunicator *tdm_communicator_nccl_new (TdmBackend **backends, int replicas, GError **error);
 /* One replica in this process; MPI must be initialized. */
 TdmCommunicator *tdm_communicator_mpi_new (TdmBackend *backend, GError **error);
+
+/* Calls ops->abort where the communicator has one. */
+void tdm_communicator_abort (TdmCommunicator *c);
 
 /* Returns and clears replica's accumulated communication time, in seconds. */
 double tdm_communicator_take_seconds (TdmCommunicator *c, int replica);

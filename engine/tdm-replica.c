@@ -1,0 +1,345 @@
+/* tdm-replica.c — forward and backward passes of one replica, expressed as backend
+ * operations so the same code runs on the CPU and on a GPU (where the whole pass is
+ * captured once in a graph and replayed). No communication, no optimizer here. */
+#include "tdm-replica.h"
+#include "tdm-error.h"
+
+#include <string.h>
+
+#define ALLOC(ptr, bytes)                                                               \
+  do {                                                                                  \
+    (ptr) = tdm_backend_alloc(b, (bytes), error);                                       \
+    if ((ptr) == NULL)                                                                  \
+      goto fail;                                                                        \
+  } while (0)
+
+/* The largest im2col scratch any conv layer needs, in floats per sample. */
+static size_t
+col_floats_per_sample(const TdmNetwork *net)
+{
+  size_t most = 0;
+  for (int i = 0; i < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i];
+    if (l->kind == TDM_LAYER_CONV)
+      most = MAX(most, (size_t)l->out_h * l->out_w * l->in_c * l->kernel * l->kernel);
+  }
+  return most;
+}
+
+/* Whether layer i's output is a buffer of its own (flatten only renames). */
+static gboolean
+owns_output(const TdmLayer *l)
+{
+  return l->kind != TDM_LAYER_FLATTEN;
+}
+
+static size_t
+layer_out_floats(const TdmLayer *l)
+{
+  return (size_t)l->out_h * l->out_w * l->out_c;
+}
+
+size_t
+tdm_replica_bytes_needed(const TdmNetwork *net, int capacity, const TdmDataset *train,
+                         const TdmDataset *test)
+{
+  size_t floats = 2 * net->parameter_count;
+  floats += (size_t)capacity * net->in_h * net->in_w * net->in_c;
+  for (int i = 0; i < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i];
+    if (owns_output(l))
+      floats += (size_t)capacity * layer_out_floats(l);
+    if (l->kind == TDM_LAYER_POOL)
+      floats += (size_t)capacity * layer_out_floats(l); /* int32 argmax */
+  }
+  floats += (size_t)capacity * col_floats_per_sample(net);
+  floats += 2 * (size_t)capacity * net->max_activation;
+  size_t bytes = floats * sizeof(float) + 2 * (size_t)capacity * sizeof(int32_t) +
+                 sizeof(TdmMetrics);
+  bytes += (size_t)train->count * (tdm_dataset_sample_size(train) + 1);
+  bytes += (size_t)test->count * (tdm_dataset_sample_size(test) + 1);
+  return bytes;
+}
+
+TdmReplica *
+tdm_replica_new(TdmBackend *b, const TdmNetwork *net, int capacity, const TdmDataset *train,
+                const TdmDataset *test, GError **error)
+{
+  g_return_val_if_fail(capacity > 0, NULL);
+
+  TdmReplica *r = g_new0(TdmReplica, 1);
+  r->backend = b;
+  r->net = net;
+  r->capacity = capacity;
+  r->sample_size = tdm_dataset_sample_size(train);
+  r->acts = g_new0(float *, net->layer_count + 1);
+  r->argmax = g_new0(int32_t *, net->layer_count);
+
+  ALLOC(r->params, net->parameter_count * sizeof(float));
+  ALLOC(r->grads, net->parameter_count * sizeof(float));
+  ALLOC(r->metrics, sizeof(TdmMetrics));
+  b->ops->zero(b, r->metrics, sizeof(TdmMetrics));
+  ALLOC(r->acts[0], (size_t)capacity * net->in_h * net->in_w * net->in_c * sizeof(float));
+  for (int i = 0; i < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i];
+    if (owns_output(l))
+      ALLOC(r->acts[i + 1], (size_t)capacity * layer_out_floats(l) * sizeof(float));
+    else
+      r->acts[i + 1] = r->acts[i];
+    if (l->kind == TDM_LAYER_POOL)
+      ALLOC(r->argmax[i], (size_t)capacity * layer_out_floats(l) * sizeof(int32_t));
+  }
+  size_t col = col_floats_per_sample(net);
+  if (col > 0)
+    ALLOC(r->col, (size_t)capacity * col * sizeof(float));
+  ALLOC(r->grad_a, (size_t)capacity * net->max_activation * sizeof(float));
+  ALLOC(r->grad_b, (size_t)capacity * net->max_activation * sizeof(float));
+  ALLOC(r->labels, (size_t)capacity * sizeof(int32_t));
+  ALLOC(r->indices, (size_t)capacity * sizeof(int32_t));
+
+  size_t train_bytes = (size_t)train->count * r->sample_size;
+  size_t test_bytes = (size_t)test->count * r->sample_size;
+  ALLOC(r->train_images, train_bytes);
+  ALLOC(r->train_labels, train->count);
+  ALLOC(r->test_images, test_bytes);
+  ALLOC(r->test_labels, test->count);
+  b->ops->upload(b, r->train_images, train->images, train_bytes);
+  b->ops->upload(b, r->train_labels, train->labels, train->count);
+  b->ops->upload(b, r->test_images, test->images, test_bytes);
+  b->ops->upload(b, r->test_labels, test->labels, test->count);
+  if (!tdm_backend_check(b, error))
+    goto fail;
+  return r;
+
+fail:
+  tdm_replica_free(r);
+  return NULL;
+}
+
+void
+tdm_replica_free(TdmReplica *r)
+{
+  if (r == NULL)
+    return;
+  TdmBackend *b = r->backend;
+  const TdmNetwork *net = r->net;
+  tdm_backend_release(b, r->params);
+  tdm_backend_release(b, r->grads);
+  tdm_backend_release(b, r->metrics);
+  tdm_backend_release(b, r->acts[0]);
+  for (int i = 0; i < net->layer_count; i++) {
+    if (owns_output(&net->layers[i]))
+      tdm_backend_release(b, r->acts[i + 1]);
+    tdm_backend_release(b, r->argmax[i]);
+  }
+  tdm_backend_release(b, r->col);
+  tdm_backend_release(b, r->grad_a);
+  tdm_backend_release(b, r->grad_b);
+  tdm_backend_release(b, r->labels);
+  tdm_backend_release(b, r->indices);
+  tdm_backend_release(b, r->train_images);
+  tdm_backend_release(b, r->train_labels);
+  tdm_backend_release(b, r->test_images);
+  tdm_backend_release(b, r->test_labels);
+  g_free(r->acts);
+  g_free(r->argmax);
+  g_free(r);
+}
+
+static gboolean
+aborted(TdmReplica *r)
+{
+  return r->abort_flag != NULL && g_atomic_int_get(r->abort_flag);
+}
+
+static void
+forward(TdmReplica *r, int n)
+{
+  TdmBackend *b = r->backend;
+  const TdmBackendOps *ops = b->ops;
+  for (int i = 0; i < r->net->layer_count; i++) {
+    const TdmLayer *l = &r->net->layers[i];
+    const float *x = r->acts[i];
+    float *y = r->acts[i + 1];
+    const float *w = r->params + l->weight_offset;
+    const float *bias = r->params + l->bias_offset;
+    switch (l->kind) {
+    case TDM_LAYER_LINEAR: {
+      int in = l->in_h * l->in_w * l->in_c;
+      ops->gemm(b, false, true, n, l->out_c, in, 1.0f, x, in, w, in, 0.0f, y, l->out_c);
+      ops->bias_forward(b, y, bias, n, l->out_c, 1, l->fused_relu);
+      break;
+    }
+    case TDM_LAYER_CONV: {
+      int rows = n * l->out_h * l->out_w;
+      int k = l->in_c * l->kernel * l->kernel;
+      ops->im2col(b, r->col, x, n, l->in_h, l->in_w, l->in_c, l->kernel, l->kernel, l->pad);
+      ops->gemm(b, false, true, rows, l->out_c, k, 1.0f, r->col, k, w, k, 0.0f, y, l->out_c);
+      ops->bias_forward(b, y, bias, rows, l->out_c, 1, l->fused_relu);
+      break;
+    }
+    case TDM_LAYER_POOL:
+      ops->maxpool_forward(b, y, r->argmax[i], x, n, l->in_h, l->in_w, l->in_c, l->kernel);
+      break;
+    case TDM_LAYER_RELU:
+      ops->relu_forward(b, y, x, (size_t)n * layer_out_floats(l));
+      break;
+    case TDM_LAYER_FLATTEN:
+      break;
+    }
+    if (aborted(r))
+      return;
+  }
+}
+
+static void
+backward(TdmReplica *r, int n)
+{
+  TdmBackend *b = r->backend;
+  const TdmBackendOps *ops = b->ops;
+  float *dy = r->grad_a, *dx = r->grad_b;
+
+  for (int i = r->net->layer_count - 1; i >= 0; i--) {
+    const TdmLayer *l = &r->net->layers[i];
+    const float *x = r->acts[i];
+    const float *y = r->acts[i + 1];
+    const float *w = r->params + l->weight_offset;
+    float *dw = r->grads + l->weight_offset;
+    float *dbias = r->grads + l->bias_offset;
+    gboolean need_dx = i > 0;
+
+    switch (l->kind) {
+    case TDM_LAYER_LINEAR: {
+      int in = l->in_h * l->in_w * l->in_c;
+      if (l->fused_relu)
+        ops->relu_backward(b, dy, dy, y, (size_t)n * l->out_c);
+      ops->gemm(b, true, false, l->out_c, in, n, 1.0f, dy, l->out_c, x, in, 0.0f, dw, in);
+      ops->bias_backward(b, dbias, dy, n, l->out_c, 1);
+      if (need_dx)
+        ops->gemm(b, false, false, n, in, l->out_c, 1.0f, dy, l->out_c, w, in, 0.0f, dx, in);
+      break;
+    }
+    case TDM_LAYER_CONV: {
+      int rows = n * l->out_h * l->out_w;
+      int k = l->in_c * l->kernel * l->kernel;
+      if (l->fused_relu)
+        ops->relu_backward(b, dy, dy, y, (size_t)rows * l->out_c);
+      ops->bias_backward(b, dbias, dy, rows, l->out_c, 1);
+      /* The forward's columns were overwritten by later conv layers: rebuild them. */
+      ops->im2col(b, r->col, x, n, l->in_h, l->in_w, l->in_c, l->kernel, l->kernel, l->pad);
+      ops->gemm(b, true, false, l->out_c, k, rows, 1.0f, dy, l->out_c, r->col, k, 0.0f, dw, k);
+      if (need_dx) {
+        ops->gemm(b, false, false, rows, k, l->out_c, 1.0f, dy, l->out_c, w, k, 0.0f, r->col,
+                  k);
+        ops->col2im(b, dx, r->col, n, l->in_h, l->in_w, l->in_c, l->kernel, l->kernel,
+                    l->pad);
+      }
+      break;
+    }
+    case TDM_LAYER_POOL:
+      if (need_dx)
+        ops->maxpool_backward(b, dx, dy, r->argmax[i], n, l->in_h, l->in_w, l->in_c,
+                              l->kernel);
+      break;
+    case TDM_LAYER_RELU:
+      if (need_dx)
+        ops->relu_backward(b, dx, dy, y, (size_t)n * layer_out_floats(l));
+      break;
+    case TDM_LAYER_FLATTEN:
+      continue; /* dy already is the input's gradient */
+    }
+
+    if (l->weight_count > 0 && r->grads_ready != NULL)
+      r->grads_ready(r, l->weight_offset, l->weight_count + l->bias_count,
+                     r->grads_ready_data);
+    float *swap = dy;
+    dy = dx;
+    dx = swap;
+    if (aborted(r))
+      return;
+  }
+}
+
+/* The step body that a graph captures: everything but the upload of indices. */
+static void
+train_body(TdmReplica *r, int count, float grad_scale)
+{
+  TdmBackend *b = r->backend;
+  const TdmNetwork *net = r->net;
+  b->ops->gather(b, r->acts[0], r->labels, r->train_images, r->train_labels, r->indices,
+                 count, r->sample_size, 1.0f / 255.0f);
+  forward(r, count);
+  if (aborted(r))
+    return;
+  b->ops->softmax_xent(b, r->acts[net->layer_count], r->labels, count, net->classes,
+                       grad_scale, r->grad_a, r->metrics);
+  backward(r, count);
+}
+
+/* Graph keys pair the shard size with the gradient scale: both are baked in, and a
+ * short last batch can give one replica a full shard's size with another scale. */
+static int
+graph_key(int count, float grad_scale)
+{
+  guint32 bits;
+  memcpy(&bits, &grad_scale, sizeof bits);
+  return (int)(((guint32)count << 12) ^ (bits >> 8) ^ bits) & G_MAXINT;
+}
+
+void
+tdm_replica_train_step(TdmReplica *r, const int32_t *indices, int count, float grad_scale)
+{
+  TdmBackend *b = r->backend;
+  g_return_if_fail(count > 0 && count <= r->capacity);
+
+  b->ops->upload(b, r->indices, indices, (size_t)count * sizeof(int32_t));
+
+  /* Graphs replay fixed launches, so a bucket hook (which issues communication from
+   * the host) rules them out. A run has at most two shard sizes (full and last). */
+  if (b->ops->graph_launch == NULL || r->grads_ready != NULL) {
+    train_body(r, count, grad_scale);
+    return;
+  }
+  int key = graph_key(count, grad_scale);
+  if (b->ops->graph_launch(b, key))
+    return;
+  if (b->ops->graph_begin(b, key)) {
+    train_body(r, count, grad_scale);
+    b->ops->graph_end(b, key);
+    if (!b->ops->graph_launch(b, key) && !tdm_backend_failed(b))
+      tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, "a captured step graph did not launch");
+    return;
+  }
+  train_body(r, count, grad_scale);
+}
+
+void
+tdm_replica_evaluate(TdmReplica *r, int first, int count)
+{
+  TdmBackend *b = r->backend;
+  const TdmNetwork *net = r->net;
+  g_return_if_fail(count > 0 && count <= r->capacity);
+
+  int32_t *indices = g_new(int32_t, count);
+  for (int i = 0; i < count; i++)
+    indices[i] = first + i;
+  b->ops->upload(b, r->indices, indices, (size_t)count * sizeof(int32_t));
+  b->ops->gather(b, r->acts[0], r->labels, r->test_images, r->test_labels, r->indices, count,
+                 r->sample_size, 1.0f / 255.0f);
+  forward(r, count);
+  b->ops->softmax_xent(b, r->acts[net->layer_count], r->labels, count, net->classes, 0.0f,
+                       NULL, r->metrics);
+  /* The upload may be asynchronous: keep the host indices alive until it is done. */
+  b->ops->synchronize(b);
+  g_free(indices);
+}
+
+TdmMetrics
+tdm_replica_take_metrics(TdmReplica *r)
+{
+  TdmBackend *b = r->backend;
+  TdmMetrics m = {0, 0};
+  b->ops->download(b, &m, r->metrics, sizeof m);
+  b->ops->zero(b, r->metrics, sizeof(TdmMetrics));
+  return m;
+}

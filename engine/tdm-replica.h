@@ -1,0 +1,72 @@
+/* tdm-replica.h — one copy of the network on one device, and its training step.
+ *
+ * A replica owns its parameters and gradients (one flat buffer each, laid out as the
+ * TdmNetwork says), the activations for up to `capacity` samples, and a copy of the
+ * dataset resident on its device as uint8. It computes forward and backward passes
+ * for a shard of a batch; it does not communicate and does not update parameters
+ * (tdm-communicator.h and tdm-optimizer.h do).
+ */
+#pragma once
+
+#include <glib.h>
+#include "tdm-backend.h"
+#include "tdm-dataset.h"
+#include "tdm-network.h"
+
+G_BEGIN_DECLS
+
+typedef struct _TdmReplica TdmReplica;
+
+/* Called during backward when the gradients in [offset, offset + count) are final,
+ * from the last layer to the first, so their all-reduce can start early. */
+typedef void (*TdmGradsReady) (TdmReplica *replica, size_t offset, size_t count,
+                               gpointer user_data);
+
+struct _TdmReplica {
+  TdmBackend *backend;          /* not owned */
+  const TdmNetwork *net;        /* not owned */
+  int capacity;                 /* samples per step at most */
+  float *params;                /* device: parameter_count floats */
+  float *grads;                 /* device: parameter_count floats */
+  TdmMetrics *metrics;          /* device: summed loss and correct count */
+  /* private */
+  float **acts;                 /* [layer_count + 1]: input, then each layer's output */
+  int32_t **argmax;             /* [layer_count]: pool layers only */
+  float *col;                   /* im2col scratch, shared by the conv layers */
+  float *grad_a, *grad_b;       /* ping-pong buffers for activation gradients */
+  int32_t *labels;              /* device: the shard's labels */
+  int32_t *indices;             /* device: the shard's sample indices */
+  uint8_t *train_images, *train_labels;   /* device copies of the datasets */
+  uint8_t *test_images, *test_labels;
+  int sample_size;
+  TdmGradsReady grads_ready;
+  gpointer grads_ready_data;
+  volatile gint *abort_flag;    /* checked between layers on slow backends */
+};
+
+/* Allocates everything on the backend's device and uploads both datasets. Fails with
+ * TDM_ENGINE_ERROR_OUT_OF_MEMORY naming the device and the bytes needed. */
+TdmReplica *tdm_replica_new (TdmBackend *backend, const TdmNetwork *net, int capacity,
+                             const TdmDataset *train, const TdmDataset *test,
+                             GError **error);
+void tdm_replica_free (TdmReplica *replica);
+
+/* Bytes a replica of `net` for `capacity` samples needs on its device, datasets
+ * included: checked against free memory before anything is allocated. */
+size_t tdm_replica_bytes_needed (const TdmNetwork *net, int capacity,
+                                 const TdmDataset *train, const TdmDataset *test);
+
+/* Forward and backward over the training samples `indices[0, count)` (host memory),
+ * writing gradients of (sum of losses) · grad_scale into replica->grads and adding
+ * the loss and correct count into replica->metrics. Uses a captured graph on devices
+ * that have them, once the shapes repeat. */
+void tdm_replica_train_step (TdmReplica *replica, const int32_t *indices, int count,
+                             float grad_scale);
+
+/* Forward only over test samples [first, first + count), adding into metrics. */
+void tdm_replica_evaluate (TdmReplica *replica, int first, int count);
+
+/* Reads and clears the metrics (waits for the device). */
+TdmMetrics tdm_replica_take_metrics (TdmReplica *replica);
+
+G_END_DECLS
