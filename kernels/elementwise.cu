@@ -1,0 +1,260 @@
+/* elementwise.cu — bias add (with the ReLU fused in) and its gradient, ReLU forward
+ * and backward, and the add and scale that communicators use.
+ *
+ * All are memory-bound: one pass, 16-byte accesses where every pointer is aligned
+ * and the scalar loop otherwise. The bias gradient is a column sum done in two
+ * deterministic passes (partials, then their sum) rather than with atomics, so that
+ * the same inputs always give the same bits. Not here: anything with a GEMM in it.
+ */
+#include "tdm-kernels.h"
+#include "common.cuh"
+
+/* Matches the CPU reference: NaN and negative zero both become +0. */
+__device__ __forceinline__ float
+relu(float v)
+{
+  return v > 0.0f ? v : 0.0f;
+}
+
+__global__ void
+bias_forward_kernel(float *y, const float *bias, size_t total, int channels, int inner,
+                    bool use_relu)
+{
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += stride) {
+    int c = (int)((i / (size_t)inner) % (size_t)channels);
+    float v = y[i] + bias[c];
+    y[i] = use_relu ? relu(v) : v;
+  }
+}
+
+/* inner == 1 and channels % 4 == 0: the common case of NHWC and fully connected
+ * layers, four channels at a time. */
+__global__ void
+bias_forward_vec_kernel(float4 *y, const float4 *bias, size_t total4, int channels4,
+                        bool use_relu)
+{
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total4; i += stride) {
+    float4 b = bias[i % (size_t)channels4];
+    float4 v = y[i];
+    v.x += b.x;
+    v.y += b.y;
+    v.z += b.z;
+    v.w += b.w;
+    if (use_relu) {
+      v.x = relu(v.x);
+      v.y = relu(v.y);
+      v.z = relu(v.z);
+      v.w = relu(v.w);
+    }
+    y[i] = v;
+  }
+}
+
+extern "C" cudaError_t
+tdm_k_bias_forward(float *y, const float *bias, int outer, int channels, int inner,
+                   bool use_relu, cudaStream_t stream)
+{
+  size_t total = (size_t)outer * channels * inner;
+  if (total == 0)
+    return cudaSuccess;
+  if (inner == 1 && channels % 4 == 0 && tdm_k_aligned16(y) && tdm_k_aligned16(bias)) {
+    size_t total4 = total / 4;
+    bias_forward_vec_kernel<<<tdm_k_blocks(total4, TDM_K_THREADS), TDM_K_THREADS, 0,
+                              stream>>>((float4 *)y, (const float4 *)bias, total4,
+                                        channels / 4, use_relu);
+  } else {
+    bias_forward_kernel<<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+        y, bias, total, channels, inner, use_relu);
+  }
+  return tdm_k_launched();
+}
+
+/* Bias gradient, inner == 1: dy is [outer × channels]. Block (32, 8): x walks 32
+ * adjacent channels (coalesced), y walks rows; blockIdx.y picks every gridDim.y-th
+ * group of 8 rows. out[blockIdx.y · channels + c] receives the block's sum. */
+#define TDM_BB_ROWS 8
+__global__ void
+bias_backward_rows_kernel(float *out, const float *dy, int outer, int channels)
+{
+  __shared__ float sums[TDM_BB_ROWS][33];
+  int c = blockIdx.x * 32 + threadIdx.x;
+  float s = 0.0f;
+  if (c < channels) {
+    for (int r = blockIdx.y * TDM_BB_ROWS + threadIdx.y; r < outer;
+         r += gridDim.y * TDM_BB_ROWS)
+      s += dy[(size_t)r * channels + c];
+  }
+  sums[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < channels) {
+    float t = 0.0f;
+    for (int k = 0; k < TDM_BB_ROWS; k++)
+      t += sums[k][threadIdx.x];
+    out[(size_t)blockIdx.y * channels + c] = t;
+  }
+}
+
+/* Bias gradient, inner > 1: one block row per channel, the outer × inner elements of
+ * that channel shared among gridDim.y blocks. */
+__global__ void
+bias_backward_inner_kernel(float *out, const float *dy, int outer, int channels, int inner)
+{
+  __shared__ float sums[TDM_K_THREADS];
+  int c = blockIdx.x;
+  size_t count = (size_t)outer * inner;
+  float s = 0.0f;
+  for (size_t e = (size_t)blockIdx.y * blockDim.x + threadIdx.x; e < count;
+       e += (size_t)gridDim.y * blockDim.x) {
+    size_t o = e / (size_t)inner;
+    size_t i = e % (size_t)inner;
+    s += dy[(o * channels + c) * inner + i];
+  }
+  sums[threadIdx.x] = s;
+  __syncthreads();
+  for (int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half)
+      sums[threadIdx.x] += sums[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    out[(size_t)blockIdx.y * channels + c] = sums[0];
+}
+
+/* dbias[c] = Σ over r of partials[r · channels + c], in order of r. */
+__global__ void
+bias_backward_finish_kernel(float *dbias, const float *partials, int parts, int channels)
+{
+  int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= channels)
+    return;
+  float t = 0.0f;
+  for (int r = 0; r < parts; r++)
+    t += partials[(size_t)r * channels + c];
+  dbias[c] = t;
+}
+
+extern "C" cudaError_t
+tdm_k_bias_backward(float *dbias, const float *dy, int outer, int channels, int inner,
+                    float *partials, size_t partials_count, cudaStream_t stream)
+{
+  if (channels <= 0)
+    return cudaSuccess;
+  if (outer <= 0 || inner <= 0)
+    return cudaMemsetAsync(dbias, 0, (size_t)channels * sizeof(float), stream);
+
+  /* Enough parts to fill the GPU with blocks that still each sum a good run of
+   * elements; as many as the scratch holds, and at most 1024. */
+  size_t elements = (size_t)outer * inner;
+  size_t parts = inner == 1 ? elements / 256 : elements / 8192;
+  if (parts > 1024)
+    parts = 1024;
+  if (partials == NULL || parts * (size_t)channels > partials_count)
+    parts = partials == NULL ? 1 : partials_count / (size_t)channels;
+  if (parts < 1)
+    parts = 1;
+
+  float *out = parts == 1 ? dbias : partials;
+  if (inner == 1) {
+    dim3 block(32, TDM_BB_ROWS);
+    dim3 grid((unsigned)((channels + 31) / 32), (unsigned)parts);
+    bias_backward_rows_kernel<<<grid, block, 0, stream>>>(out, dy, outer, channels);
+  } else {
+    dim3 grid((unsigned)channels, (unsigned)parts);
+    bias_backward_inner_kernel<<<grid, TDM_K_THREADS, 0, stream>>>(out, dy, outer, channels,
+                                                                   inner);
+  }
+  cudaError_t err = tdm_k_launched();
+  if (err != cudaSuccess || parts == 1)
+    return err;
+  bias_backward_finish_kernel<<<(channels + TDM_K_THREADS - 1) / TDM_K_THREADS,
+                                TDM_K_THREADS, 0, stream>>>(dbias, partials, (int)parts,
+                                                            channels);
+  return tdm_k_launched();
+}
+
+/* The four simple maps share one shape: a float4 body over n / 4 elements when every
+ * pointer is 16-byte aligned, then the scalar tail, both in one launch. */
+enum { TDM_OP_RELU, TDM_OP_RELU_BACKWARD, TDM_OP_ADD, TDM_OP_SCALE };
+
+template <int OP>
+__device__ __forceinline__ float
+map1(float a, float b, float alpha)
+{
+  switch (OP) {
+  case TDM_OP_RELU:
+    return relu(b);
+  case TDM_OP_RELU_BACKWARD: /* a = dy, b = y */
+    return b > 0.0f ? a : 0.0f;
+  case TDM_OP_ADD:
+    return a + b;
+  default:
+    return a * alpha;
+  }
+}
+
+/* out[i] = map(a[i], b[i]); a may be out itself; b may be NULL when unused. */
+template <int OP>
+__global__ void
+map_kernel(float *out, const float *a, const float *b, float alpha, size_t n, bool vec)
+{
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  size_t start = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  size_t done = 0;
+  if (vec) {
+    size_t n4 = n / 4;
+    for (size_t i = start; i < n4; i += stride) {
+      float4 va = a ? ((const float4 *)a)[i] : make_float4(0, 0, 0, 0);
+      float4 vb = b ? ((const float4 *)b)[i] : make_float4(0, 0, 0, 0);
+      float4 r;
+      r.x = map1<OP>(va.x, vb.x, alpha);
+      r.y = map1<OP>(va.y, vb.y, alpha);
+      r.z = map1<OP>(va.z, vb.z, alpha);
+      r.w = map1<OP>(va.w, vb.w, alpha);
+      ((float4 *)out)[i] = r;
+    }
+    done = n4 * 4;
+  }
+  for (size_t i = done + start; i < n; i += stride)
+    out[i] = map1<OP>(a ? a[i] : 0.0f, b ? b[i] : 0.0f, alpha);
+}
+
+template <int OP>
+static cudaError_t
+launch_map(float *out, const float *a, const float *b, float alpha, size_t n,
+           cudaStream_t stream)
+{
+  if (n == 0)
+    return cudaSuccess;
+  bool vec = tdm_k_aligned16(out) && tdm_k_aligned16(a) && tdm_k_aligned16(b);
+  size_t work = vec ? (n + 3) / 4 : n;
+  map_kernel<OP><<<tdm_k_blocks(work, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+      out, a, b, alpha, n, vec);
+  return tdm_k_launched();
+}
+
+extern "C" cudaError_t
+tdm_k_relu_forward(float *y, const float *x, size_t n, cudaStream_t stream)
+{
+  return launch_map<TDM_OP_RELU>(y, NULL, x, 0.0f, n, stream);
+}
+
+extern "C" cudaError_t
+tdm_k_relu_backward(float *dx, const float *dy, const float *y, size_t n,
+                    cudaStream_t stream)
+{
+  return launch_map<TDM_OP_RELU_BACKWARD>(dx, dy, y, 0.0f, n, stream);
+}
+
+extern "C" cudaError_t
+tdm_k_add(float *y, const float *x, size_t n, cudaStream_t stream)
+{
+  return launch_map<TDM_OP_ADD>(y, y, x, 0.0f, n, stream);
+}
+
+extern "C" cudaError_t
+tdm_k_scale(float *y, float alpha, size_t n, cudaStream_t stream)
+{
+  return launch_map<TDM_OP_SCALE>(y, y, NULL, alpha, n, stream);
+}

@@ -1,0 +1,122 @@
+/* optimizer.cu — SGD, MomentumSGD and Chainer's Adam over the whole flat parameter
+ * buffer, each one fused pass (weight decay folded into the gradient as it is read,
+ * never written back: g is const).
+ *
+ * Memory-bound: float4 loads and stores when every buffer is 16-byte aligned, which
+ * the flat buffers are unless a caller passes an odd slice; then the scalar loop.
+ * The formulas match the CPU reference operation by operation. Not the schedule or
+ * Adam's bias correction: lr_t comes from the caller.
+ */
+#include "tdm-kernels.h"
+#include "common.cuh"
+
+#include <math.h>
+
+struct Sgd {
+  float lr, wd;
+  __device__ void operator()(float &p, float g, float &, float &) const
+  {
+    g += wd * p;
+    p -= lr * g;
+  }
+};
+
+/* Chainer's MomentumSGD: v = momentum · v − lr · g; p += v. */
+struct Momentum {
+  float lr, momentum, wd;
+  __device__ void operator()(float &p, float g, float &v, float &) const
+  {
+    g += wd * p;
+    v = momentum * v - lr * g;
+    p += v;
+  }
+};
+
+/* Chainer's Adam: m += (1 − β1)(g − m); v += (1 − β2)(g² − v);
+ * p −= lr_t · m / (√v + eps). */
+struct Adam {
+  float lr_t, beta1, beta2, eps, wd;
+  __device__ void operator()(float &p, float g, float &m, float &v) const
+  {
+    g += wd * p;
+    m += (1.0f - beta1) * (g - m);
+    v += (1.0f - beta2) * (g * g - v);
+    p -= lr_t * m / (sqrtf(v) + eps);
+  }
+};
+
+/* s1 and s2 are the optional state buffers (velocity, or m and v); NULL when the
+ * optimizer has none, then a dummy stands in. */
+template <typename Op>
+__global__ void
+update_kernel(Op op, float *p, const float *g, float *s1, float *s2, size_t n, bool vec)
+{
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  size_t start = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  size_t done = 0;
+  if (vec) {
+    size_t n4 = n / 4;
+    for (size_t i = start; i < n4; i += stride) {
+      float4 vp = ((float4 *)p)[i];
+      float4 vg = ((const float4 *)g)[i];
+      float4 a = s1 ? ((float4 *)s1)[i] : make_float4(0, 0, 0, 0);
+      float4 b = s2 ? ((float4 *)s2)[i] : make_float4(0, 0, 0, 0);
+      op(vp.x, vg.x, a.x, b.x);
+      op(vp.y, vg.y, a.y, b.y);
+      op(vp.z, vg.z, a.z, b.z);
+      op(vp.w, vg.w, a.w, b.w);
+      ((float4 *)p)[i] = vp;
+      if (s1)
+        ((float4 *)s1)[i] = a;
+      if (s2)
+        ((float4 *)s2)[i] = b;
+    }
+    done = n4 * 4;
+  }
+  for (size_t i = done + start; i < n; i += stride) {
+    float a = s1 ? s1[i] : 0.0f;
+    float b = s2 ? s2[i] : 0.0f;
+    op(p[i], g[i], a, b);
+    if (s1)
+      s1[i] = a;
+    if (s2)
+      s2[i] = b;
+  }
+}
+
+template <typename Op>
+static cudaError_t
+launch_update(Op op, float *p, const float *g, float *s1, float *s2, size_t n,
+              cudaStream_t stream)
+{
+  if (n == 0)
+    return cudaSuccess;
+  bool vec = tdm_k_aligned16(p) && tdm_k_aligned16(g) && tdm_k_aligned16(s1) &&
+             tdm_k_aligned16(s2);
+  size_t work = vec ? (n + 3) / 4 : n;
+  update_kernel<Op><<<tdm_k_blocks(work, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+      op, p, g, s1, s2, n, vec);
+  return tdm_k_launched();
+}
+
+extern "C" cudaError_t
+tdm_k_sgd_update(float *p, const float *g, size_t n, float lr, float weight_decay,
+                 cudaStream_t stream)
+{
+  return launch_update(Sgd{lr, weight_decay}, p, g, NULL, NULL, n, stream);
+}
+
+extern "C" cudaError_t
+tdm_k_momentum_update(float *p, const float *g, float *velocity, size_t n, float lr,
+                      float momentum, float weight_decay, cudaStream_t stream)
+{
+  return launch_update(Momentum{lr, momentum, weight_decay}, p, g, velocity, NULL, n, stream);
+}
+
+extern "C" cudaError_t
+tdm_k_adam_update(float *p, const float *g, float *m, float *v, size_t n, float lr_t,
+                  float beta1, float beta2, float eps, float weight_decay,
+                  cudaStream_t stream)
+{
+  return launch_update(Adam{lr_t, beta1, beta2, eps, weight_decay}, p, g, m, v, n, stream);
+}

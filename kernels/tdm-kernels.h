@@ -1,0 +1,68 @@
+/* tdm-kernels.h — the C launchers of Tandem's CUDA kernels.
+ *
+ * Each launcher enqueues one operation of engine/tdm-backend.h on the given stream and
+ * returns cudaGetLastError() after its launches (cudaSuccess for empty work, which
+ * launches nothing). Pointers are device pointers; the semantics, layouts (NHWC, the
+ * (channel, ky, kx) im2col column order, flat argmax indices into x) and argument
+ * meanings are exactly those of the matching TdmBackendOps entry. This header is plain
+ * C and knows nothing of GLib or of the engine's types: the metrics are a device pair
+ * of doubles {loss_sum, correct}, the layout of TdmMetrics.
+ */
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* elementwise.cu */
+cudaError_t tdm_k_bias_forward(float *y, const float *bias, int outer, int channels,
+                               int inner, bool relu, cudaStream_t stream);
+/* dbias[c] = Σ dy[o, c, i]. Large sums go through two deterministic passes over
+ * `partials` (device scratch of partials_count floats; may be NULL, then one pass). */
+cudaError_t tdm_k_bias_backward(float *dbias, const float *dy, int outer, int channels,
+                                int inner, float *partials, size_t partials_count,
+                                cudaStream_t stream);
+cudaError_t tdm_k_relu_forward(float *y, const float *x, size_t n, cudaStream_t stream);
+cudaError_t tdm_k_relu_backward(float *dx, const float *dy, const float *y, size_t n,
+                                cudaStream_t stream);
+cudaError_t tdm_k_add(float *y, const float *x, size_t n, cudaStream_t stream);
+cudaError_t tdm_k_scale(float *y, float alpha, size_t n, cudaStream_t stream);
+
+/* conv.cu */
+cudaError_t tdm_k_im2col(float *col, const float *x, int n, int h, int w, int c, int kh,
+                         int kw, int pad, cudaStream_t stream);
+cudaError_t tdm_k_col2im(float *dx, const float *col, int n, int h, int w, int c, int kh,
+                         int kw, int pad, cudaStream_t stream);
+cudaError_t tdm_k_maxpool_forward(float *y, int32_t *argmax, const float *x, int n, int h,
+                                  int w, int c, int k, cudaStream_t stream);
+cudaError_t tdm_k_maxpool_backward(float *dx, const float *dy, const int32_t *argmax, int n,
+                                   int h, int w, int c, int k, cudaStream_t stream);
+
+/* softmax.cu: metrics points to two doubles, {loss_sum, correct}, added into. */
+cudaError_t tdm_k_softmax_xent(const float *logits, const int32_t *labels, int rows,
+                               int classes, float grad_scale, float *dlogits,
+                               double *metrics, cudaStream_t stream);
+
+/* gather.cu */
+cudaError_t tdm_k_gather(float *x, int32_t *y, const uint8_t *images, const uint8_t *labels,
+                         const int32_t *indices, int count, int sample_size, float scale,
+                         cudaStream_t stream);
+
+/* optimizer.cu */
+cudaError_t tdm_k_sgd_update(float *p, const float *g, size_t n, float lr,
+                             float weight_decay, cudaStream_t stream);
+cudaError_t tdm_k_momentum_update(float *p, const float *g, float *velocity, size_t n,
+                                  float lr, float momentum, float weight_decay,
+                                  cudaStream_t stream);
+cudaError_t tdm_k_adam_update(float *p, const float *g, float *m, float *v, size_t n,
+                              float lr_t, float beta1, float beta2, float eps,
+                              float weight_decay, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
