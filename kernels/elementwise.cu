@@ -9,11 +9,12 @@
 #include "tdm-kernels.h"
 #include "common.cuh"
 
-/* Matches the CPU reference: NaN and negative zero both become +0. */
+/* As the CPU reference writes it: NaN passes through, so that a diverging run
+ * still shows in the loss instead of being hidden by the ReLU. */
 __device__ __forceinline__ float
 relu(float v)
 {
-  return v > 0.0f ? v : 0.0f;
+  return v < 0.0f ? 0.0f : v;
 }
 
 __global__ void

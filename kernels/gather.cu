@@ -1,6 +1,7 @@
 /* gather.cu — a training batch from the uint8 dataset resident on the device.
  *
- * x[i, :] = images[indices[i], :] · scale as float32 and y[i] = labels[indices[i]]:
+ * x[i, :] = images[indices[i], :] · scale as float32 and y[i] = labels[indices[i]]
+ * (y may be NULL):
  * the only per-step input is the int32 index list, so the host never touches
  * pixels during training. Not a data loader: shuffling and sharding are the
  * iterator's, and the dataset is already in HWC order.
@@ -19,7 +20,7 @@ gather_kernel(float *x, int32_t *y, const uint8_t *images, const uint8_t *labels
   for (int i = blockIdx.y; i < count; i += gridDim.y) {
     size_t src = (size_t)indices[i] * (size_t)sample_size;
     size_t dst = (size_t)i * (size_t)sample_size;
-    if (blockIdx.x == 0 && threadIdx.x == 0)
+    if (y != NULL && blockIdx.x == 0 && threadIdx.x == 0)
       y[i] = (int32_t)labels[indices[i]];
     for (int p = blockIdx.x * blockDim.x + threadIdx.x; p < per_row;
          p += gridDim.x * blockDim.x) {

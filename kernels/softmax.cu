@@ -55,15 +55,16 @@ softmax_xent_kernel(const float *logits, const int32_t *labels, int rows, int cl
     bool label_ok = label >= 0 && label < classes;
     if (lane == 0) {
       /* A label out of range cannot have a loss: NaN, so that the trainer stops. */
-      loss = label_ok ? (double)(logf(sum) - (l[label] - best)) : (double)NAN;
+      loss = label_ok ? (double)logf(sum) - ((double)l[label] - best) : (double)NAN;
       correct = label_ok && best_at == label ? 1.0 : 0.0;
     }
     if (dlogits != NULL) {
-      float inv = 1.0f / sum;
+      /* The CPU reference's order of operations, so both round alike. */
+      float factor = grad_scale / sum;
       float *d = dlogits + (size_t)row * classes;
       for (int j = lane; j < classes; j += 32) {
-        float p = expf(l[j] - best) * inv;
-        d[j] = (p - (j == label ? 1.0f : 0.0f)) * grad_scale;
+        float p = expf(l[j] - best) * factor;
+        d[j] = j == label ? p - grad_scale : p;
       }
     }
   }

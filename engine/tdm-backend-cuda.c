@@ -1,0 +1,858 @@
+/* tdm-backend-cuda.c — the CUDA backend: one GPU as the engine computes on it, with
+ * cuBLAS for the GEMMs and kernels/ for everything else, all on one non-blocking
+ * stream of its own (so several backends, one per replica, can share a GPU).
+ *
+ * It also captures a replica's step into a CUDA graph and replays it, counts every
+ * byte it allocates, and turns each CUDA or cuBLAS failure into the backend's sticky
+ * error with file and line: it never exits. Not the communicators (they only borrow
+ * the stream, through tdm-backend-cuda.h) and not device discovery (tdm-device.c).
+ */
+#include "tdm-backend-cuda.h"
+#include "tdm-error.h"
+#include "tdm-kernels.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <string.h>
+
+/* Uploads go through a ring of pinned staging buffers so that they are truly
+ * asynchronous and the caller may reuse its host memory at once (see cuda_upload).
+ * Each slot is reused only after the copy out of it has finished: with four slots the
+ * host can run at most four uploads ahead of the GPU. Larger uploads (datasets, once)
+ * copy straight from the caller's memory and wait. */
+#define TDM_UPLOAD_SLOTS 4
+#define TDM_UPLOAD_STAGED_MAX ((size_t)8 << 20)
+/* Scratch for the bias gradient's first pass: partial sums of up to 1024 row groups. */
+#define TDM_PARTIALS_FLOATS ((size_t)256 << 10)
+
+typedef struct {
+  void *host;                  /* pinned */
+  size_t capacity;
+  cudaEvent_t done;            /* recorded after the copy out of this slot */
+  gboolean pending;
+} TdmUploadSlot;
+
+typedef struct {
+  TdmBackend base;
+  cudaStream_t stream;
+  cublasHandle_t cublas;
+  void *cublas_workspace;
+  float *partials;
+  char *gpu_name;              /* "NVIDIA H200", for messages */
+
+  GMutex lock;                 /* blocks, counters, upload ring */
+  GHashTable *blocks;          /* device pointer → size in bytes */
+  TdmUploadSlot ring[TDM_UPLOAD_SLOTS];
+  int ring_next;
+
+  GHashTable *graphs;          /* key → cudaGraphExec_t; the replica's thread only */
+  gboolean capturing;
+  gboolean graphs_disabled;
+} TdmBackendCuda;
+
+#define CUDA_B(b) ((TdmBackendCuda *)(b))
+
+/* Errors */
+
+static const char *
+call_name(const char *call, char *buf, size_t size)
+{
+  /* "cudaMemcpyAsync(dst, …)" → "cudaMemcpyAsync": the arguments are noise in a
+   * message meant for a person, the file and line say which call it was. */
+  size_t n = strcspn(call, " (");
+  if (n >= size)
+    n = size - 1;
+  memcpy(buf, call, n);
+  buf[n] = '\0';
+  return buf;
+}
+
+gboolean
+tdm_cuda_ok_at(TdmBackend *b, cudaError_t err, const char *call, const char *file, int line)
+{
+  if (G_LIKELY(err == cudaSuccess))
+    return TRUE;
+  char name[64];
+  tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, "%s failed: %s (%s) at %s:%d",
+                   call_name(call, name, sizeof name), cudaGetErrorString(err),
+                   cudaGetErrorName(err), file, line);
+  return FALSE;
+}
+
+gboolean
+tdm_cuda_set_error_at(GError **error, int code, const char *who, cudaError_t err,
+                      const char *call, const char *file, int line)
+{
+  if (G_LIKELY(err == cudaSuccess))
+    return TRUE;
+  char name[64];
+  g_set_error(error, TDM_ENGINE_ERROR, code, "%s: %s failed: %s (%s) at %s:%d", who,
+              call_name(call, name, sizeof name), cudaGetErrorString(err),
+              cudaGetErrorName(err), file, line);
+  return FALSE;
+}
+
+static gboolean
+cublas_ok_at(TdmBackend *b, cublasStatus_t status, const char *call, const char *file,
+             int line)
+{
+  if (G_LIKELY(status == CUBLAS_STATUS_SUCCESS))
+    return TRUE;
+  char name[64];
+  tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, "%s failed: %s (%s) at %s:%d",
+                   call_name(call, name, sizeof name), cublasGetStatusString(status),
+                   cublasGetStatusName(status), file, line);
+  return FALSE;
+}
+#define CUBLAS_OK(b, call) cublas_ok_at((b), (call), #call, __FILE__, __LINE__)
+
+#define CUDA_REQUIRE(b, cond, ...)                                  \
+  do {                                                              \
+    if (G_UNLIKELY(!(cond))) {                                      \
+      tdm_backend_fail((b), TDM_ENGINE_ERROR_BACKEND, __VA_ARGS__); \
+      return;                                                       \
+    }                                                               \
+  } while (0)
+
+/* Every operation starts here: nothing more after a failure (the contract), and the
+ * backend's GPU made current, since a replica's thread may have used another. */
+static gboolean
+cuda_begin(TdmBackend *b)
+{
+  if (tdm_backend_failed(b))
+    return FALSE;
+  return TDM_CUDA_OK(b, cudaSetDevice(b->device_index));
+}
+
+cudaStream_t
+tdm_backend_cuda_stream(TdmBackend *b)
+{
+  g_return_val_if_fail(b != NULL && b->kind == TDM_BACKEND_CUDA, NULL);
+  return CUDA_B(b)->stream;
+}
+
+int
+tdm_backend_cuda_ordinal(TdmBackend *b)
+{
+  return b->device_index;
+}
+
+gboolean
+tdm_backend_cuda_capturing(TdmBackend *b)
+{
+  return CUDA_B(b)->capturing;
+}
+
+/* Memory */
+
+static void
+count_bytes(TdmBackendCuda *cb, void *ptr, size_t bytes)
+{
+  g_mutex_lock(&cb->lock);
+  g_hash_table_insert(cb->blocks, ptr, GSIZE_TO_POINTER(bytes));
+  cb->base.bytes_in_use += bytes;
+  if (cb->base.bytes_in_use > cb->base.bytes_peak)
+    cb->base.bytes_peak = cb->base.bytes_in_use;
+  g_mutex_unlock(&cb->lock);
+}
+
+static void *
+cuda_alloc(TdmBackend *b, size_t bytes, GError **error)
+{
+  TdmBackendCuda *cb = CUDA_B(b);
+  void *ptr = NULL;
+
+  cudaError_t err = cudaSetDevice(b->device_index);
+  if (err == cudaSuccess)
+    err = cudaMalloc(&ptr, MAX(bytes, 1));
+  if (err != cudaSuccess) {
+    /* Allocation failures are not sticky in CUDA; clear the last error so that the
+     * next launch check does not report it again. */
+    (void)cudaGetLastError();
+    size_t free_bytes = 0, total_bytes = 0;
+    if (err == cudaErrorMemoryAllocation &&
+        cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
+      char *need = g_format_size_full(bytes, G_FORMAT_SIZE_IEC_UNITS);
+      char *have = g_format_size_full(free_bytes, G_FORMAT_SIZE_IEC_UNITS);
+      char *total = g_format_size_full(total_bytes, G_FORMAT_SIZE_IEC_UNITS);
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY,
+                  "%s (%s): out of memory: %zu bytes (%s) needed, %zu bytes (%s) free of "
+                  "%s; Tandem holds %zu bytes on this backend",
+                  b->name, cb->gpu_name, bytes, need, free_bytes, have, total,
+                  b->bytes_in_use);
+      g_free(need);
+      g_free(have);
+      g_free(total);
+    } else {
+      (void)cudaGetLastError();
+      g_set_error(error, TDM_ENGINE_ERROR,
+                  err == cudaErrorMemoryAllocation ? TDM_ENGINE_ERROR_OUT_OF_MEMORY
+                                                   : TDM_ENGINE_ERROR_BACKEND,
+                  "%s (%s): cannot allocate %zu bytes: %s (%s)", b->name, cb->gpu_name,
+                  bytes, cudaGetErrorString(err), cudaGetErrorName(err));
+    }
+    return NULL;
+  }
+  count_bytes(cb, ptr, bytes);
+  return ptr;
+}
+
+static void
+destroy_graphs(TdmBackendCuda *cb)
+{
+  GHashTableIter iter;
+  gpointer value;
+  g_hash_table_iter_init(&iter, cb->graphs);
+  while (g_hash_table_iter_next(&iter, NULL, &value)) {
+    (void)cudaGraphExecDestroy((cudaGraphExec_t)value);
+    g_hash_table_iter_remove(&iter);
+  }
+}
+
+static void
+cuda_free(TdmBackend *b, void *ptr)
+{
+  TdmBackendCuda *cb = CUDA_B(b);
+  if (ptr == NULL)
+    return;
+  g_mutex_lock(&cb->lock);
+  gpointer size;
+  gboolean known = g_hash_table_lookup_extended(cb->blocks, ptr, NULL, &size);
+  if (known) {
+    g_hash_table_remove(cb->blocks, ptr);
+    b->bytes_in_use -= GPOINTER_TO_SIZE(size);
+  }
+  g_mutex_unlock(&cb->lock);
+  if (!known) {
+    g_critical("%s: free of %p, which this backend did not allocate", b->name, ptr);
+    return;
+  }
+  /* A captured graph holds raw pointers: once any buffer goes, no graph is trusted
+   * (the replica frees only at the end, so this costs nothing in a run). */
+  destroy_graphs(cb);
+  TDM_CUDA_OK(b, cudaSetDevice(b->device_index));
+  TDM_CUDA_OK(b, cudaFree(ptr));
+}
+
+/* Asynchronous and safe to call every step: the bytes are copied into a pinned slot
+ * at once, so the caller may reuse or free src when this returns, and the copy to
+ * dst is ordered on the stream after every operation issued before it (a previous
+ * step still reading dst) and before every one issued after. A slot is reused only
+ * once the copy out of it has completed. */
+static void
+cuda_upload(TdmBackend *b, void *dst, const void *src, size_t bytes)
+{
+  TdmBackendCuda *cb = CUDA_B(b);
+  if (!cuda_begin(b) || bytes == 0)
+    return;
+  CUDA_REQUIRE(b, !cb->capturing,
+               "upload inside a graph capture (a graph would replay stale host data)");
+
+  if (bytes > TDM_UPLOAD_STAGED_MAX) {
+    if (TDM_CUDA_OK(b, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cb->stream)))
+      TDM_CUDA_OK(b, cudaStreamSynchronize(cb->stream));
+    return;
+  }
+
+  g_mutex_lock(&cb->lock);
+  TdmUploadSlot *slot = &cb->ring[cb->ring_next];
+  cb->ring_next = (cb->ring_next + 1) % TDM_UPLOAD_SLOTS;
+  gboolean ok = TRUE;
+  if (slot->pending) {
+    ok = TDM_CUDA_OK(b, cudaEventSynchronize(slot->done));
+    slot->pending = FALSE;
+  }
+  if (ok && slot->capacity < bytes) {
+    if (slot->host != NULL)
+      TDM_CUDA_OK(b, cudaFreeHost(slot->host));
+    slot->host = NULL;
+    slot->capacity = 0;
+    /* Powers of two, at least 64 KiB, so that growing batches settle quickly. */
+    size_t want = MAX((size_t)64 << 10, bytes);
+    want = (size_t)1 << g_bit_storage(want - 1);
+    ok = TDM_CUDA_OK(b, cudaHostAlloc(&slot->host, want, cudaHostAllocDefault));
+    if (ok)
+      slot->capacity = want;
+  }
+  if (ok) {
+    memcpy(slot->host, src, bytes);
+    ok = TDM_CUDA_OK(b, cudaMemcpyAsync(dst, slot->host, bytes, cudaMemcpyHostToDevice,
+                                        cb->stream)) &&
+         TDM_CUDA_OK(b, cudaEventRecord(slot->done, cb->stream));
+    slot->pending = ok;
+  }
+  g_mutex_unlock(&cb->lock);
+}
+
+static void
+cuda_download(TdmBackend *b, void *dst, const void *src, size_t bytes)
+{
+  TdmBackendCuda *cb = CUDA_B(b);
+  if (!cuda_begin(b) || bytes == 0)
+    return;
+  CUDA_REQUIRE(b, !cb->capturing, "download inside a graph capture");
+  if (TDM_CUDA_OK(b, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cb->stream)))
+    TDM_CUDA_OK(b, cudaStreamSynchronize(cb->stream));
+}
+
+static void
+cuda_copy(TdmBackend *b, void *dst, const void *src, size_t bytes)
+{
+  if (!cuda_begin(b) || bytes == 0 || dst == src)
+    return;
+  TDM_CUDA_OK(b, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, CUDA_B(b)->stream));
+}
+
+static void
+cuda_zero(TdmBackend *b, void *ptr, size_t bytes)
+{
+  if (!cuda_begin(b) || bytes == 0)
+    return;
+  TDM_CUDA_OK(b, cudaMemsetAsync(ptr, 0, bytes, CUDA_B(b)->stream));
+}
+
+static void
+cuda_synchronize(TdmBackend *b)
+{
+  TdmBackendCuda *cb = CUDA_B(b);
+  if (!cuda_begin(b))
+    return;
+  CUDA_REQUIRE(b, !cb->capturing, "synchronize inside a graph capture");
+  TDM_CUDA_OK(b, cudaStreamSynchronize(cb->stream));
+}
+
+/* GEMM */
+
+static void
+cuda_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+          const float *a, int lda, const float *bm, int ldb, float beta, float *c, int ldc)
+{
+  if (!cuda_begin(b))
+    return;
+  CUDA_REQUIRE(b, m >= 0 && n >= 0 && k >= 0, "gemm: negative size %d×%d×%d", m, n, k);
+  CUDA_REQUIRE(b, lda >= MAX(1, trans_a ? m : k), "gemm: lda %d too small", lda);
+  CUDA_REQUIRE(b, ldb >= MAX(1, trans_b ? k : n), "gemm: ldb %d too small", ldb);
+  CUDA_REQUIRE(b, ldc >= MAX(1, n), "gemm: ldc %d too small", ldc);
+  if (m == 0 || n == 0)
+    return;
+  /* cuBLAS is column-major, and a row-major matrix read column-major is its
+   * transpose: so compute Cᵀ (n×m) = op(B)ᵀ · op(A)ᵀ, that is, swap the operands. */
+  CUBLAS_OK(b, cublasSgemm(CUDA_B(b)->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                           trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, bm, ldb, a,
+                           lda, &beta, c, ldc));
+}
+
+/* Bias and ReLU */
+
+static void
+cuda_bias_forward(TdmBackend *b, float *y, const float *bias, int outer, int channels,
+                  int inner, bool relu)
+{
+  if (!cuda_begin(b))
+    return;
+  CUDA_REQUIRE(b, outer >= 0 && channels >= 0 && inner >= 0,
+               "bias_forward: negative size %d×%d×%d", outer, channels, inner);
+  TDM_CUDA_OK(b, tdm_k_bias_forward(y, bias, outer, channels, inner, relu, CUDA_B(b)->stream));
+}
+
+static void
+cuda_bias_backward(TdmBackend *b, float *dbias, const float *dy, int outer, int channels,
+                   int inner)
+{
+  if (!cuda_begin(b))
+    return;
+  CUDA_REQUIRE(b, outer >= 0 && channels >= 0 && inner >= 0,
+               "bias_backward: negative size %d×%d×%d", outer, channels, inner);
+  TDM_CUDA_OK(b, tdm_k_bias_backward(dbias, dy, outer, channels, inner, CUDA_B(b)->partials,
+                                     TDM_PARTIALS_FLOATS, CUDA_B(b)->stream));
+}
+
+static void
+cuda_relu_forward(TdmBackend *b, float *y, const float *x, size_t n)
+{
+  if (cuda_begin(b))
+    TDM_CUDA_OK(b, tdm_k_relu_forward(y, x, n, CUDA_B(b)->stream));
+}
+
+static void
+cuda_relu_backward(TdmBackend *b, float *dx, const float *dy, const float *y, size_t n)
+{
+  if (cuda_begin(b))
+    TDM_CUDA_OK(b, tdm_k_relu_backward(dx, dy, y, n, CUDA_B(b)->stream));
+}
+
+/* Convolution and pooling */
+
+static gboolean
+conv_check(TdmBackend *b, const char *op, int n, int h, int w, int c, int kh, int kw,
+           int pad)
+{
+  if (n < 0 || h < 1 || w < 1 || c < 1 || kh < 1 || kw < 1 || pad < 0 ||
+      h + 2 * pad - kh + 1 < 1 || w + 2 * pad - kw + 1 < 1) {
+    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND,
+                     "%s: bad shape n=%d h=%d w=%d c=%d kernel %d×%d pad %d", op, n, h, w,
+                     c, kh, kw, pad);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static void
+cuda_im2col(TdmBackend *b, float *col, const float *x, int n, int h, int w, int c, int kh,
+            int kw, int pad)
+{
+  if (cuda_begin(b) && conv_check(b, "im2col", n, h, w, c, kh, kw, pad))
+    TDM_CUDA_OK(b, tdm_k_im2col(col, x, n, h, w, c, kh, kw, pad, CUDA_B(b)->stream));
+}
+
+static void
+cuda_col2im(TdmBackend *b, float *dx, const float *col, int n, int h, int w, int c, int kh,
+            int kw, int pad)
+{
+  if (cuda_begin(b) && conv_check(b, "col2im", n, h, w, c, kh, kw, pad))
+    TDM_CUDA_OK(b, tdm_k_col2im(dx, col, n, h, w, c, kh, kw, pad, CUDA_B(b)->stream));
+}
+
+static void
+cuda_maxpool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x, int n, int h,
+                     int w, int c, int k)
+{
+  if (!cuda_begin(b))
+    return;
+  CUDA_REQUIRE(b, n >= 0 && h >= 0 && w >= 0 && c >= 0 && k >= 1,
+               "maxpool_forward: bad shape n=%d h=%d w=%d c=%d k=%d", n, h, w, c, k);
+  CUDA_REQUIRE(b, (guint64)n * h * w * c <= G_MAXINT32,
+               "maxpool_forward: %d×%d×%d×%d inputs do not fit int32 indices", n, h, w, c);
+  TDM_CUDA_OK(b, tdm_k_maxpool_forward(y, argmax, x, n, h, w, c, k, CUDA_B(b)->stream));
+}
+
+static void
+cuda_maxpool_backward(TdmBackend *b, float *dx, const float *dy, const int32_t *argmax,
+                      int n, int h, int w, int c, int k)
+{
+  if (!cuda_begin(b))
+    return;
+  CUDA_REQUIRE(b, n >= 0 && h >= 0 && w >= 0 && c >= 0 && k >= 1,
+               "maxpool_backward: bad shape n=%d h=%d w=%d c=%d k=%d", n, h, w, c, k);
+  TDM_CUDA_OK(b, tdm_k_maxpool_backward(dx, dy, argmax, n, h, w, c, k, CUDA_B(b)->stream));
+}
+
+/* Loss, input, optimizers */
+
+static void
+cuda_softmax_xent(TdmBackend *b, const float *logits, const int32_t *labels, int rows,
+                  int classes, float grad_scale, float *dlogits, TdmMetrics *metrics)
+{
+  if (!cuda_begin(b))
+    return;
+  CUDA_REQUIRE(b, rows >= 0 && classes >= 1, "softmax_xent: bad shape %d×%d", rows, classes);
+  /* Labels live on the device and are not checked here: one out of range gives a NaN
+   * loss, which the trainer reports as divergence. */
+  TDM_CUDA_OK(b, tdm_k_softmax_xent(logits, labels, rows, classes, grad_scale, dlogits,
+                                    &metrics->loss_sum, CUDA_B(b)->stream));
+}
+
+static void
+cuda_gather(TdmBackend *b, float *x, int32_t *y, const uint8_t *images, const uint8_t *labels,
+            const int32_t *indices, int count, int sample_size, float scale)
+{
+  if (!cuda_begin(b))
+    return;
+  CUDA_REQUIRE(b, count >= 0 && sample_size >= 0, "gather: bad shape %d×%d", count,
+               sample_size);
+  if (count == 0 || sample_size == 0)
+    return;
+  TDM_CUDA_OK(b, tdm_k_gather(x, y, images, labels, indices, count, sample_size, scale,
+                              CUDA_B(b)->stream));
+}
+
+static void
+cuda_sgd_update(TdmBackend *b, float *p, const float *g, size_t n, float lr,
+                float weight_decay)
+{
+  if (cuda_begin(b))
+    TDM_CUDA_OK(b, tdm_k_sgd_update(p, g, n, lr, weight_decay, CUDA_B(b)->stream));
+}
+
+static void
+cuda_momentum_update(TdmBackend *b, float *p, const float *g, float *velocity, size_t n,
+                     float lr, float momentum, float weight_decay)
+{
+  if (cuda_begin(b))
+    TDM_CUDA_OK(b, tdm_k_momentum_update(p, g, velocity, n, lr, momentum, weight_decay,
+                                         CUDA_B(b)->stream));
+}
+
+static void
+cuda_adam_update(TdmBackend *b, float *p, const float *g, float *m, float *v, size_t n,
+                 float lr_t, float beta1, float beta2, float eps, float weight_decay)
+{
+  if (cuda_begin(b))
+    TDM_CUDA_OK(b, tdm_k_adam_update(p, g, m, v, n, lr_t, beta1, beta2, eps, weight_decay,
+                                     CUDA_B(b)->stream));
+}
+
+static void
+cuda_add(TdmBackend *b, float *y, const float *x, size_t n)
+{
+  if (cuda_begin(b))
+    TDM_CUDA_OK(b, tdm_k_add(y, x, n, CUDA_B(b)->stream));
+}
+
+static void
+cuda_scale(TdmBackend *b, float *y, float alpha, size_t n)
+{
+  if (cuda_begin(b))
+    TDM_CUDA_OK(b, tdm_k_scale(y, alpha, n, CUDA_B(b)->stream));
+}
+
+/* Graphs. The replica calls graph_launch(key); when there is no graph yet it calls
+ * graph_begin(key), issues the step, graph_end(key), and then graph_launch(key) to
+ * run what was captured (capture itself runs nothing). Capture is thread-local, so
+ * other replicas' threads may keep allocating and synchronizing meanwhile. */
+
+static gboolean
+cuda_graph_begin(TdmBackend *b, int key)
+{
+  TdmBackendCuda *cb = CUDA_B(b);
+  if (cb->graphs_disabled || cb->capturing || !cuda_begin(b))
+    return FALSE;
+  gpointer old;
+  if (g_hash_table_lookup_extended(cb->graphs, GINT_TO_POINTER(key), NULL, &old)) {
+    (void)cudaGraphExecDestroy((cudaGraphExec_t)old);
+    g_hash_table_remove(cb->graphs, GINT_TO_POINTER(key));
+  }
+  if (!TDM_CUDA_OK(b, cudaStreamBeginCapture(cb->stream, cudaStreamCaptureModeThreadLocal)))
+    return FALSE;
+  cb->capturing = TRUE;
+  return TRUE;
+}
+
+static void
+cuda_graph_end(TdmBackend *b, int key)
+{
+  TdmBackendCuda *cb = CUDA_B(b);
+  if (!cb->capturing) {
+    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, "graph_end(%d) without graph_begin", key);
+    return;
+  }
+  /* End the capture even after a failure, so the stream is usable (and freeable). */
+  cudaGraph_t graph = NULL;
+  (void)cudaSetDevice(b->device_index);
+  cudaError_t err = cudaStreamEndCapture(cb->stream, &graph);
+  cb->capturing = FALSE;
+  if (TDM_CUDA_OK(b, err) && !tdm_backend_failed(b)) {
+    cudaGraphExec_t exec = NULL;
+    if (TDM_CUDA_OK(b, cudaGraphInstantiate(&exec, graph, 0)))
+      g_hash_table_insert(cb->graphs, GINT_TO_POINTER(key), exec);
+  }
+  if (graph != NULL)
+    (void)cudaGraphDestroy(graph);
+}
+
+static gboolean
+cuda_graph_launch(TdmBackend *b, int key)
+{
+  TdmBackendCuda *cb = CUDA_B(b);
+  if (cb->capturing || !cuda_begin(b))
+    return FALSE;
+  cudaGraphExec_t exec = g_hash_table_lookup(cb->graphs, GINT_TO_POINTER(key));
+  if (exec == NULL)
+    return FALSE;
+  return TDM_CUDA_OK(b, cudaGraphLaunch(exec, cb->stream));
+}
+
+/* Life cycle */
+
+static void
+cuda_destroy(TdmBackend *b)
+{
+  TdmBackendCuda *cb = CUDA_B(b);
+  (void)cudaSetDevice(b->device_index);
+  if (cb->capturing) {
+    cudaGraph_t graph = NULL;
+    if (cudaStreamEndCapture(cb->stream, &graph) == cudaSuccess && graph != NULL)
+      (void)cudaGraphDestroy(graph);
+    cb->capturing = FALSE;
+  }
+  if (cb->stream != NULL)
+    (void)cudaStreamSynchronize(cb->stream);
+  if (cb->graphs != NULL) {
+    destroy_graphs(cb);
+    g_hash_table_destroy(cb->graphs);
+  }
+  for (int i = 0; i < TDM_UPLOAD_SLOTS; i++) {
+    if (cb->ring[i].done != NULL)
+      (void)cudaEventDestroy(cb->ring[i].done);
+    if (cb->ring[i].host != NULL)
+      (void)cudaFreeHost(cb->ring[i].host);
+  }
+  if (cb->cublas != NULL)
+    (void)cublasDestroy(cb->cublas);
+  if (cb->blocks != NULL) {
+    tdm_backend_release(b, cb->cublas_workspace);
+    tdm_backend_release(b, cb->partials);
+    if (b->bytes_in_use != 0)
+      g_warning("%s: backend destroyed with %zu bytes still allocated", b->name,
+                b->bytes_in_use);
+    /* Free what the caller leaked anyway: the GPU outlives this backend. */
+    GHashTableIter iter;
+    gpointer ptr;
+    g_hash_table_iter_init(&iter, cb->blocks);
+    while (g_hash_table_iter_next(&iter, &ptr, NULL))
+      (void)cudaFree(ptr);
+    g_hash_table_destroy(cb->blocks);
+  }
+  if (cb->stream != NULL)
+    (void)cudaStreamDestroy(cb->stream);
+  (void)cudaGetLastError();
+  g_free(cb->gpu_name);
+  g_free(b->name);
+  g_clear_error(&b->error);
+  g_mutex_clear(&b->error_lock);
+  g_mutex_clear(&cb->lock);
+  g_free(cb);
+}
+
+static const TdmBackendOps tdm_backend_cuda_ops = {
+  .alloc = cuda_alloc,
+  .free = cuda_free,
+  .upload = cuda_upload,
+  .download = cuda_download,
+  .copy = cuda_copy,
+  .zero = cuda_zero,
+  .synchronize = cuda_synchronize,
+  .gemm = cuda_gemm,
+  .bias_forward = cuda_bias_forward,
+  .bias_backward = cuda_bias_backward,
+  .relu_forward = cuda_relu_forward,
+  .relu_backward = cuda_relu_backward,
+  .im2col = cuda_im2col,
+  .col2im = cuda_col2im,
+  .maxpool_forward = cuda_maxpool_forward,
+  .maxpool_backward = cuda_maxpool_backward,
+  .softmax_xent = cuda_softmax_xent,
+  .gather = cuda_gather,
+  .sgd_update = cuda_sgd_update,
+  .momentum_update = cuda_momentum_update,
+  .adam_update = cuda_adam_update,
+  .add = cuda_add,
+  .scale = cuda_scale,
+  .graph_begin = cuda_graph_begin,
+  .graph_end = cuda_graph_end,
+  .graph_launch = cuda_graph_launch,
+  .destroy = cuda_destroy,
+};
+
+static gpointer
+probe_gpus(gpointer data)
+{
+  int count = 0;
+  /* No driver or no GPU is an ordinary answer here, not an error to print. */
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    count = 0;
+  }
+  return GINT_TO_POINTER(count + 1);
+}
+
+static int
+gpu_count(void)
+{
+  static GOnce once = G_ONCE_INIT;
+  return GPOINTER_TO_INT(g_once(&once, probe_gpus, NULL)) - 1;
+}
+
+gboolean
+tdm_backend_cuda_available(void)
+{
+  return gpu_count() > 0;
+}
+
+TdmBackend *
+tdm_backend_cuda_new(int ordinal, TdmPrecision precision, GError **error)
+{
+  int count = gpu_count();
+  if (ordinal < 0 || ordinal >= count) {
+    if (count == 0)
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
+                  "device “cuda:%d”: no CUDA GPU is available (no GPU or no driver)", ordinal);
+    else
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
+                  "device “cuda:%d”: no such GPU; this machine has %d (cuda:0 to cuda:%d)",
+                  ordinal, count, count - 1);
+    return NULL;
+  }
+
+  TdmBackendCuda *cb = g_new0(TdmBackendCuda, 1);
+  TdmBackend *b = &cb->base;
+  b->ops = &tdm_backend_cuda_ops;
+  b->kind = TDM_BACKEND_CUDA;
+  b->device_index = ordinal;
+  b->name = g_strdup_printf("cuda:%d", ordinal);
+  b->precision = precision;
+  g_mutex_init(&b->error_lock);
+  g_mutex_init(&cb->lock);
+  cb->blocks = g_hash_table_new(g_direct_hash, g_direct_equal);
+  cb->graphs = g_hash_table_new(g_direct_hash, g_direct_equal);
+  const char *graphs = g_getenv("TDM_CUDA_GRAPHS");
+  cb->graphs_disabled = graphs != NULL && g_str_equal(graphs, "0");
+
+  struct cudaDeviceProp prop;
+  memset(&prop, 0, sizeof prop);
+  gboolean ok = TDM_CUDA_OK(b, cudaSetDevice(ordinal)) &&
+                TDM_CUDA_OK(b, cudaGetDeviceProperties(&prop, ordinal));
+  cb->gpu_name = g_strdup(ok ? prop.name : "unknown GPU");
+  ok = ok && TDM_CUDA_OK(b, cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking));
+  for (int i = 0; ok && i < TDM_UPLOAD_SLOTS; i++)
+    ok = TDM_CUDA_OK(b, cudaEventCreateWithFlags(&cb->ring[i].done, cudaEventDisableTiming));
+  ok = ok && CUBLAS_OK(b, cublasCreate(&cb->cublas)) &&
+       CUBLAS_OK(b, cublasSetStream(cb->cublas, cb->stream));
+
+  /* TF32 only where asked and the GPU has it (Ampere and later); otherwise cuBLAS's
+   * default math, which for float32 GEMMs is full float32. */
+  cublasMath_t math = CUBLAS_DEFAULT_MATH;
+  if (ok && precision == TDM_PRECISION_TF32 && prop.major >= 8)
+    math = CUBLAS_TF32_TENSOR_OP_MATH;
+  ok = ok && CUBLAS_OK(b, cublasSetMathMode(cb->cublas, math));
+
+  /* A workspace of our own, so cuBLAS never allocates while a graph is captured;
+   * 32 MiB is what cuBLAS asks for on Hopper, 4 MiB before. Counted like any buffer. */
+  size_t workspace = ok && prop.major >= 9 ? (size_t)32 << 20 : (size_t)4 << 20;
+  GError *local = NULL;
+  if (ok) {
+    cb->cublas_workspace = cuda_alloc(b, workspace, &local);
+    cb->partials = cb->cublas_workspace != NULL
+                       ? cuda_alloc(b, TDM_PARTIALS_FLOATS * sizeof(float), &local)
+                       : NULL;
+    ok = cb->partials != NULL;
+  }
+  ok = ok && CUBLAS_OK(b, cublasSetWorkspace(cb->cublas, cb->cublas_workspace, workspace));
+
+  if (!ok) {
+    if (local != NULL)
+      g_propagate_error(error, local);
+    else if (b->error != NULL)
+      g_propagate_error(error, g_error_copy(b->error));
+    cuda_destroy(b);
+    return NULL;
+  }
+  return b;
+}
+
+/* Helpers for the GPU communicators */
+
+gboolean
+tdm_cuda_timer_init(TdmCudaTimer *t, GError **error)
+{
+  memset(t, 0, sizeof *t);
+  for (int i = 0; i < TDM_CUDA_TIMER_PAIRS; i++) {
+    if (!TDM_CUDA_TRY(error, TDM_ENGINE_ERROR_COMMUNICATION, "timer",
+                      cudaEventCreate(&t->start[i])) ||
+        !TDM_CUDA_TRY(error, TDM_ENGINE_ERROR_COMMUNICATION, "timer",
+                      cudaEventCreate(&t->end[i])))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+void
+tdm_cuda_timer_clear(TdmCudaTimer *t)
+{
+  for (int i = 0; i < TDM_CUDA_TIMER_PAIRS; i++) {
+    if (t->start[i] != NULL)
+      (void)cudaEventDestroy(t->start[i]);
+    if (t->end[i] != NULL)
+      (void)cudaEventDestroy(t->end[i]);
+  }
+  memset(t, 0, sizeof *t);
+}
+
+double
+tdm_cuda_timer_harvest(TdmCudaTimer *t)
+{
+  double seconds = 0.0;
+  while (t->start[0] != NULL && t->tail < t->head) {
+    int i = (int)(t->tail % TDM_CUDA_TIMER_PAIRS);
+    cudaError_t err = cudaEventQuery(t->end[i]);
+    /* Not ready is an answer, not a failure; clear it (and anything a failed
+     * elapsed-time read left) so no later launch check reports it. */
+    (void)cudaGetLastError();
+    if (err == cudaErrorNotReady)
+      break;
+    float ms = 0.0f;
+    if (err == cudaSuccess && cudaEventElapsedTime(&ms, t->start[i], t->end[i]) == cudaSuccess)
+      seconds += ms / 1e3;
+    (void)cudaGetLastError();
+    t->tail++;
+  }
+  return seconds;
+}
+
+void
+tdm_cuda_timer_begin(TdmCudaTimer *t, cudaStream_t stream)
+{
+  if (t->start[0] == NULL || t->open)
+    return;
+  if (t->head - t->tail == TDM_CUDA_TIMER_PAIRS)
+    return; /* all pairs in flight: skip this one rather than block a collective */
+  int i = (int)(t->head % TDM_CUDA_TIMER_PAIRS);
+  if (cudaEventRecord(t->start[i], stream) == cudaSuccess)
+    t->open = TRUE;
+}
+
+void
+tdm_cuda_timer_end(TdmCudaTimer *t, cudaStream_t stream)
+{
+  if (!t->open)
+    return;
+  int i = (int)(t->head % TDM_CUDA_TIMER_PAIRS);
+  t->open = FALSE;
+  if (cudaEventRecord(t->end[i], stream) == cudaSuccess)
+    t->head++;
+}
+
+void
+tdm_host_sum_init(TdmHostSum *s, int parties)
+{
+  tdm_barrier_init(&s->barrier, parties);
+  s->parties = parties;
+  s->slots = g_new0(double, (size_t)parties * TDM_HOST_SUM_MAX);
+}
+
+void
+tdm_host_sum_clear(TdmHostSum *s)
+{
+  tdm_barrier_clear(&s->barrier);
+  g_free(s->slots);
+  s->slots = NULL;
+}
+
+gboolean
+tdm_host_sum(TdmHostSum *s, int party, double *values, int n, GError **error)
+{
+  if (n < 0 || n > TDM_HOST_SUM_MAX) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_COMMUNICATION,
+                "sum_doubles: %d values, at most %d", n, TDM_HOST_SUM_MAX);
+    tdm_barrier_break(&s->barrier);
+    return FALSE;
+  }
+  memcpy(s->slots + (size_t)party * TDM_HOST_SUM_MAX, values, (size_t)n * sizeof(double));
+  if (!tdm_barrier_wait(&s->barrier))
+    goto broken;
+  for (int j = 0; j < n; j++) {
+    double total = 0.0;
+    for (int k = 0; k < s->parties; k++)
+      total += s->slots[(size_t)k * TDM_HOST_SUM_MAX + j];
+    values[j] = total;
+  }
+  /* Nobody overwrites a slot with the next sum's values until all have read. */
+  if (!tdm_barrier_wait(&s->barrier))
+    goto broken;
+  return TRUE;
+
+broken:
+  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_COMMUNICATION,
+              "sum_doubles: another replica failed or the run was stopped");
+  return FALSE;
+}

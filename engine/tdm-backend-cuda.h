@@ -1,0 +1,69 @@
+/* tdm-backend-cuda.h — private to the engine's CUDA code: what the peer and NCCL
+ * communicators need from a CUDA backend (its stream and GPU), the checks that turn
+ * CUDA failures into engine errors with file and line, and two small helpers the
+ * GPU communicators share (stream timing by events, a host-side sum over the local
+ * replicas). Not public API: the UI and the trainer never include it.
+ */
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <glib.h>
+
+#include "tdm-backend.h"
+#include "tdm-barrier.h"
+
+G_BEGIN_DECLS
+
+/* The backend's one non-blocking stream, on which all its operations run. */
+cudaStream_t tdm_backend_cuda_stream (TdmBackend *b);
+/* The CUDA ordinal of the backend's GPU (the same as b->device_index). */
+int tdm_backend_cuda_ordinal (TdmBackend *b);
+/* TRUE while the backend's stream is capturing a graph. */
+gboolean tdm_backend_cuda_capturing (TdmBackend *b);
+
+/* Records err in b's sticky error, naming the call, file and line; TRUE when err is
+ * cudaSuccess. Never exits. */
+gboolean tdm_cuda_ok_at (TdmBackend *b, cudaError_t err, const char *call, const char *file,
+                         int line);
+#define TDM_CUDA_OK(b, call) tdm_cuda_ok_at ((b), (call), #call, __FILE__, __LINE__)
+
+/* The same for code that reports through a GError (communicators); `who` names the
+ * device or replica in the message. FALSE and error set unless err is cudaSuccess. */
+gboolean tdm_cuda_set_error_at (GError **error, int code, const char *who, cudaError_t err,
+                                const char *call, const char *file, int line);
+#define TDM_CUDA_TRY(error, code, who, call) \
+  tdm_cuda_set_error_at ((error), (code), (who), (call), #call, __FILE__, __LINE__)
+
+/* Time spent by work on one stream, measured with pairs of timed events and read
+ * without blocking once they have completed. One per replica, used by one thread. */
+#define TDM_CUDA_TIMER_PAIRS 64
+typedef struct {
+  cudaEvent_t start[TDM_CUDA_TIMER_PAIRS];
+  cudaEvent_t end[TDM_CUDA_TIMER_PAIRS];
+  guint64 head, tail;          /* pairs begun, pairs harvested */
+  gboolean open;
+} TdmCudaTimer;
+
+/* The current device must be the stream's. */
+gboolean tdm_cuda_timer_init (TdmCudaTimer *t, GError **error);
+void tdm_cuda_timer_clear (TdmCudaTimer *t);
+void tdm_cuda_timer_begin (TdmCudaTimer *t, cudaStream_t stream);
+void tdm_cuda_timer_end (TdmCudaTimer *t, cudaStream_t stream);
+/* Seconds of the pairs that have completed since the last call. */
+double tdm_cuda_timer_harvest (TdmCudaTimer *t);
+
+/* Sums n doubles over `parties` threads in party order, so every party gets the
+ * same bits. Each party passes its own values and receives the sum in place. */
+#define TDM_HOST_SUM_MAX 64
+typedef struct {
+  TdmBarrier barrier;
+  int parties;
+  double *slots;               /* [parties × TDM_HOST_SUM_MAX] */
+} TdmHostSum;
+
+void tdm_host_sum_init (TdmHostSum *s, int parties);
+void tdm_host_sum_clear (TdmHostSum *s);
+/* FALSE with error when n is too large or the barrier was broken (an abort). */
+gboolean tdm_host_sum (TdmHostSum *s, int party, double *values, int n, GError **error);
+
+G_END_DECLS
