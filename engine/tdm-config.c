@@ -1,0 +1,691 @@
+/* tdm-config.c — the run configuration: defaults, the --devices list, validation,
+ * the name tables shared by flags, settings and JSON, the JSON form that checkpoints
+ * carry, and the learning-rate schedules. It checks only what it can see without
+ * opening a dataset or a device; those are the trainer's to check.
+ */
+#include "tdm-config.h"
+#include "tdm-error.h"
+#include "tdm-events.h"
+
+#include <json-glib/json-glib.h>
+#include <math.h>
+#include <string.h>
+
+TdmConfig *
+tdm_config_new(void)
+{
+  TdmConfig *c = g_new0(TdmConfig, 1);
+  c->dataset = g_strdup("fashion-mnist");
+  c->network = g_strdup("mlp");
+  c->devices = g_new0(char *, 2);
+  c->devices[0] = g_strdup("cpu");
+  c->main_replica = 0;
+  c->batch = 100;
+  c->epochs = 20;
+  c->optimizer = TDM_OPTIMIZER_ADAM;
+  c->lr = 1e-3;
+  c->momentum = 0.9;
+  c->beta1 = 0.9;
+  c->beta2 = 0.999;
+  c->eps = 1e-8;
+  c->weight_decay = 0.0;
+  c->schedule = TDM_SCHEDULE_CONSTANT;
+  c->step_epochs = 10;
+  c->gamma = 0.1;
+  c->strategy = TDM_STRATEGY_ALLREDUCE;
+  c->precision = TDM_PRECISION_FP32;
+  c->seed = 0;
+  c->save_path = NULL;
+  c->eval_batch = 1000;
+  c->bucket_bytes = 4u << 20;
+  return c;
+}
+
+TdmConfig *
+tdm_config_copy(const TdmConfig *config)
+{
+  g_return_val_if_fail(config != NULL, NULL);
+
+  TdmConfig *c = g_new(TdmConfig, 1);
+  *c = *config;
+  c->dataset = g_strdup(config->dataset);
+  c->network = g_strdup(config->network);
+  c->devices = g_strdupv(config->devices);
+  c->save_path = g_strdup(config->save_path);
+  return c;
+}
+
+void
+tdm_config_free(TdmConfig *config)
+{
+  if (config == NULL)
+    return;
+  g_free(config->dataset);
+  g_free(config->network);
+  g_strfreev(config->devices);
+  g_free(config->save_path);
+  g_free(config);
+}
+
+/* Strict decimal: digits only, no sign, no spaces, no overflow past `max`. */
+static gboolean
+parse_count(const char *text, gint64 max, gint64 *out)
+{
+  if (*text == '\0')
+    return FALSE;
+  gint64 value = 0;
+  for (const char *p = text; *p; p++) {
+    if (!g_ascii_isdigit(*p))
+      return FALSE;
+    value = value * 10 + (*p - '0');
+    if (value > max)
+      return FALSE;
+  }
+  *out = value;
+  return TRUE;
+}
+
+/* One --devices item, appended to `out` as one entry per replica. */
+static gboolean
+parse_device_item(const char *item, GPtrArray *out, GError **error)
+{
+  gint64 n;
+
+  if (*item == '\0') {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
+                "--devices: empty device name in the list (use e.g. “cpu:4” or "
+                "“cuda:0,cuda:1”)");
+    return FALSE;
+  }
+  if (g_str_equal(item, "cpu")) {
+    g_ptr_array_add(out, g_strdup("cpu"));
+    return TRUE;
+  }
+  if (g_str_has_prefix(item, "cpu:")) {
+    if (!parse_count(item + 4, TDM_MAX_REPLICAS + 1, &n) || n < 1) {
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
+                  "--devices: “%s”: the number of CPU workers must be a whole number "
+                  "from 1 to %d", item, TDM_MAX_REPLICAS);
+      return FALSE;
+    }
+    for (gint64 i = 0; i < n; i++)
+      g_ptr_array_add(out, g_strdup("cpu"));
+    return TRUE;
+  }
+  if (g_str_has_prefix(item, "cuda:")) {
+    if (!parse_count(item + 5, 4095, &n)) {
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
+                  "--devices: “%s”: a GPU is named cuda:N with N its ordinal "
+                  "(see --list-devices)", item);
+      return FALSE;
+    }
+    /* Normalised so "cuda:01" and "cuda:1" are the same device in messages. */
+    g_ptr_array_add(out, g_strdup_printf("cuda:%d", (int)n));
+    return TRUE;
+  }
+  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
+              "--devices: unknown device “%s” (use cpu, cpu:N for N CPU workers, or "
+              "cuda:N; see --list-devices)", item);
+  return FALSE;
+}
+
+gboolean
+tdm_config_set_devices(TdmConfig *config, const char *list, GError **error)
+{
+  g_return_val_if_fail(config != NULL, FALSE);
+  g_return_val_if_fail(list != NULL, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+
+  g_auto(GStrv) items = g_strsplit(list, ",", -1);
+  g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func(g_free);
+
+  if (items[0] == NULL) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
+                "--devices: no device given (use e.g. “cpu:4” or “cuda:0,cuda:1”)");
+    return FALSE;
+  }
+  for (int i = 0; items[i]; i++) {
+    char *item = g_strstrip(items[i]);
+    if (!parse_device_item(item, out, error))
+      return FALSE;
+    if (out->len > TDM_MAX_REPLICAS) {
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
+                  "--devices: “%s” makes more than %d replicas", list, TDM_MAX_REPLICAS);
+      return FALSE;
+    }
+  }
+
+  g_ptr_array_add(out, NULL);
+  g_strfreev(config->devices);
+  config->devices = (char **)g_ptr_array_free(g_steal_pointer(&out), FALSE);
+  return TRUE;
+}
+
+int
+tdm_config_replica_count(const TdmConfig *config)
+{
+  g_return_val_if_fail(config != NULL, 0);
+  return config->devices ? (int)g_strv_length(config->devices) : 0;
+}
+
+/* A device entry as the trainer takes it: exactly "cpu" or "cuda:N". */
+static gboolean
+device_entry_ok(const char *entry)
+{
+  gint64 n;
+  if (g_str_equal(entry, "cpu"))
+    return TRUE;
+  return g_str_has_prefix(entry, "cuda:") && parse_count(entry + 5, 4095, &n);
+}
+
+static gboolean
+invalid(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
+
+static gboolean
+invalid(GError **error, const char *format, ...)
+{
+  va_list args;
+  va_start(args, format);
+  char *message = g_strdup_vprintf(format, args);
+  va_end(args);
+  g_set_error_literal(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION, message);
+  g_free(message);
+  return FALSE;
+}
+
+gboolean
+tdm_config_validate(const TdmConfig *c, GError **error)
+{
+  g_return_val_if_fail(c != NULL, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+
+  if (c->dataset == NULL || *c->dataset == '\0')
+    return invalid(error, "--dataset: no dataset given (a name such as fashion-mnist, "
+                          "mnist, synthetic, or a folder)");
+  if (c->network == NULL || *c->network == '\0')
+    return invalid(error, "--network: no network given (mlp, cnn or a spec such as "
+                          "“fc100,relu,fc10”)");
+
+  int replicas = tdm_config_replica_count(c);
+  if (replicas < 1)
+    return invalid(error, "--devices: no device given");
+  if (replicas > TDM_MAX_REPLICAS)
+    return invalid(error, "--devices: %d replicas, more than the %d Tandem supports",
+                   replicas, TDM_MAX_REPLICAS);
+  for (int i = 0; i < replicas; i++) {
+    if (!device_entry_ok(c->devices[i])) {
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
+                  "--devices: unknown device “%s” (use cpu or cuda:N)", c->devices[i]);
+      return FALSE;
+    }
+  }
+  if (c->main_replica < 0 || c->main_replica >= replicas) {
+    if (replicas == 1)
+      return invalid(error, "--main %d: there is one device, number 0", c->main_replica);
+    return invalid(error, "--main %d: give a device number from 0 to %d (the place in "
+                          "--devices)", c->main_replica, replicas - 1);
+  }
+
+  if (c->batch < 1)
+    return invalid(error, "--batch %d: the batch size must be at least 1", c->batch);
+  if (c->batch < replicas)
+    return invalid(error, "--batch %d is smaller than the %d devices: each device needs "
+                          "at least one sample", c->batch, replicas);
+  if (c->epochs < 1)
+    return invalid(error, "--epochs %d: train for at least 1 epoch", c->epochs);
+
+  if ((unsigned)c->optimizer > TDM_OPTIMIZER_ADAM)
+    return invalid(error, "--optimizer: unknown optimizer %d", (int)c->optimizer);
+  if (!isfinite(c->lr) || c->lr <= 0)
+    return invalid(error, "--lr %g: the learning rate must be a positive number", c->lr);
+  if (!isfinite(c->momentum) || c->momentum < 0 || c->momentum >= 1)
+    return invalid(error, "--momentum %g: must be at least 0 and less than 1", c->momentum);
+  if (!isfinite(c->beta1) || c->beta1 < 0 || c->beta1 >= 1)
+    return invalid(error, "--beta1 %g: Adam's beta1 must be at least 0 and less than 1",
+                   c->beta1);
+  if (!isfinite(c->beta2) || c->beta2 < 0 || c->beta2 >= 1)
+    return invalid(error, "--beta2 %g: Adam's beta2 must be at least 0 and less than 1",
+                   c->beta2);
+  if (!isfinite(c->eps) || c->eps <= 0)
+    return invalid(error, "--eps %g: Adam's epsilon must be a positive number", c->eps);
+  if (!isfinite(c->weight_decay) || c->weight_decay < 0)
+    return invalid(error, "--weight-decay %g: must be 0 or a positive number",
+                   c->weight_decay);
+
+  if ((unsigned)c->schedule > TDM_SCHEDULE_COSINE)
+    return invalid(error, "--schedule: unknown schedule %d", (int)c->schedule);
+  if (c->step_epochs < 1)
+    return invalid(error, "--step-epochs %d: the step schedule needs at least 1 epoch "
+                          "between steps", c->step_epochs);
+  if (!isfinite(c->gamma) || c->gamma <= 0)
+    return invalid(error, "--gamma %g: the step schedule's factor must be a positive number",
+                   c->gamma);
+
+  if ((unsigned)c->strategy > TDM_STRATEGY_ALLREDUCE)
+    return invalid(error, "--strategy: unknown strategy %d", (int)c->strategy);
+  if ((unsigned)c->precision > TDM_PRECISION_TF32)
+    return invalid(error, "--precision: unknown precision %d", (int)c->precision);
+  if (c->save_path != NULL && *c->save_path == '\0')
+    return invalid(error, "--save: the file name is empty");
+  if (c->eval_batch < 1)
+    return invalid(error, "--eval-batch %d: the evaluation batch must be at least 1",
+                   c->eval_batch);
+  if (c->bucket_bytes < sizeof(float))
+    return invalid(error, "--bucket-bytes %zu: a gradient bucket must hold at least one "
+                          "value", c->bucket_bytes);
+  return TRUE;
+}
+
+/* Name tables. The enum values index them, so the order matters. */
+static const char *const optimizer_names[] = {"sgd", "momentum", "adam"};
+static const char *const strategy_names[] = {"main", "allreduce"};
+static const char *const schedule_names[] = {"constant", "step", "cosine"};
+static const char *const precision_names[] = {"fp32", "tf32"};
+
+static const char *
+name_of(const char *const *names, unsigned count, int value)
+{
+  if (value < 0 || (unsigned)value >= count)
+    return NULL;
+  return names[value];
+}
+
+/* For writing a configuration that has not been validated: never a NULL string. */
+static const char *
+or_unknown(const char *name)
+{
+  return name ? name : "unknown";
+}
+
+static gboolean
+value_of(const char *const *names, unsigned count, const char *name, int *value)
+{
+  if (name == NULL)
+    return FALSE;
+  for (unsigned i = 0; i < count; i++) {
+    if (g_str_equal(name, names[i])) {
+      *value = (int)i;
+      return TRUE;
+    }
+  }
+  return FALSE;
+}
+
+#define NAME_TABLE(Type, prefix, table)                                                  \
+  const char *prefix##_name(Type v)                                                      \
+  {                                                                                      \
+    return name_of(table, G_N_ELEMENTS(table), (int)v);                                  \
+  }                                                                                      \
+  gboolean prefix##_from_name(const char *name, Type *out)                               \
+  {                                                                                      \
+    int v;                                                                               \
+    if (!value_of(table, G_N_ELEMENTS(table), name, &v))                                 \
+      return FALSE;                                                                      \
+    *out = (Type)v;                                                                      \
+    return TRUE;                                                                         \
+  }
+
+NAME_TABLE(TdmOptimizerKind, tdm_optimizer, optimizer_names)
+NAME_TABLE(TdmStrategy, tdm_strategy, strategy_names)
+NAME_TABLE(TdmSchedule, tdm_schedule, schedule_names)
+NAME_TABLE(TdmPrecision, tdm_precision, precision_names)
+
+/* JSON. Every field is written and every field is required on reading, so a
+ * checkpoint from another version fails loudly instead of training differently. */
+
+/* json-glib before 1.8 writes 1e-08 as "1e-08.0", which no JSON parser accepts (its
+ * own included). This drops such a ".0" outside strings; where json-glib is fixed it
+ * finds nothing to do. */
+static void
+json_fix_exponents(char *text)
+{
+  gboolean in_string = FALSE;
+  char prev = '\0';
+  char *w = text;
+  const char *r = text;
+  while (*r) {
+    char ch = *r++;
+    *w++ = ch;
+    if (in_string) {
+      if (ch == '\\' && *r)
+        *w++ = *r++;
+      else if (ch == '"')
+        in_string = FALSE;
+    } else if (ch == '"') {
+      in_string = TRUE;
+    } else if ((ch == 'e' || ch == 'E') && g_ascii_isdigit(prev)) {
+      if (*r == '+' || *r == '-')
+        *w++ = *r++;
+      while (g_ascii_isdigit(*r))
+        *w++ = *r++;
+      if (r[0] == '.' && r[1] == '0' && !g_ascii_isdigit(r[2]))
+        r += 2;
+    }
+    prev = ch;
+  }
+  *w = '\0';
+}
+
+char *
+tdm_config_to_json(const TdmConfig *c)
+{
+  g_return_val_if_fail(c != NULL, NULL);
+
+  g_autoptr(JsonBuilder) b = json_builder_new();
+  json_builder_begin_object(b);
+  json_builder_set_member_name(b, "dataset");
+  json_builder_add_string_value(b, c->dataset ? c->dataset : "");
+  json_builder_set_member_name(b, "network");
+  json_builder_add_string_value(b, c->network ? c->network : "");
+  json_builder_set_member_name(b, "devices");
+  json_builder_begin_array(b);
+  for (int i = 0; c->devices && c->devices[i]; i++)
+    json_builder_add_string_value(b, c->devices[i]);
+  json_builder_end_array(b);
+  json_builder_set_member_name(b, "main_replica");
+  json_builder_add_int_value(b, c->main_replica);
+  json_builder_set_member_name(b, "batch");
+  json_builder_add_int_value(b, c->batch);
+  json_builder_set_member_name(b, "epochs");
+  json_builder_add_int_value(b, c->epochs);
+  json_builder_set_member_name(b, "optimizer");
+  json_builder_add_string_value(b, or_unknown(tdm_optimizer_name(c->optimizer)));
+  json_builder_set_member_name(b, "lr");
+  json_builder_add_double_value(b, c->lr);
+  json_builder_set_member_name(b, "momentum");
+  json_builder_add_double_value(b, c->momentum);
+  json_builder_set_member_name(b, "beta1");
+  json_builder_add_double_value(b, c->beta1);
+  json_builder_set_member_name(b, "beta2");
+  json_builder_add_double_value(b, c->beta2);
+  json_builder_set_member_name(b, "eps");
+  json_builder_add_double_value(b, c->eps);
+  json_builder_set_member_name(b, "weight_decay");
+  json_builder_add_double_value(b, c->weight_decay);
+  json_builder_set_member_name(b, "schedule");
+  json_builder_add_string_value(b, or_unknown(tdm_schedule_name(c->schedule)));
+  json_builder_set_member_name(b, "step_epochs");
+  json_builder_add_int_value(b, c->step_epochs);
+  json_builder_set_member_name(b, "gamma");
+  json_builder_add_double_value(b, c->gamma);
+  json_builder_set_member_name(b, "strategy");
+  json_builder_add_string_value(b, or_unknown(tdm_strategy_name(c->strategy)));
+  json_builder_set_member_name(b, "precision");
+  json_builder_add_string_value(b, or_unknown(tdm_precision_name(c->precision)));
+  /* JSON integers are signed 64-bit here; a seed past that range goes as a string
+   * so no reader silently wraps it. */
+  json_builder_set_member_name(b, "seed");
+  if (c->seed <= (guint64)G_MAXINT64) {
+    json_builder_add_int_value(b, (gint64)c->seed);
+  } else {
+    char text[32];
+    g_snprintf(text, sizeof text, "%" G_GUINT64_FORMAT, c->seed);
+    json_builder_add_string_value(b, text);
+  }
+  json_builder_set_member_name(b, "save_path");
+  if (c->save_path)
+    json_builder_add_string_value(b, c->save_path);
+  else
+    json_builder_add_null_value(b);
+  json_builder_set_member_name(b, "eval_batch");
+  json_builder_add_int_value(b, c->eval_batch);
+  json_builder_set_member_name(b, "bucket_bytes");
+  json_builder_add_int_value(b, (gint64)c->bucket_bytes);
+  json_builder_end_object(b);
+
+  g_autoptr(JsonNode) root = json_builder_get_root(b);
+  g_autoptr(JsonGenerator) gen = json_generator_new();
+  json_generator_set_root(gen, root);
+  char *text = json_generator_to_data(gen, NULL);
+  json_fix_exponents(text);
+  return text;
+}
+
+static gboolean
+json_bad(GError **error, const char *field, const char *why)
+{
+  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
+              "run configuration: field “%s” %s", field, why);
+  return FALSE;
+}
+
+static JsonNode *
+member(JsonObject *o, const char *field, GError **error)
+{
+  JsonNode *node = json_object_get_member(o, field);
+  if (node == NULL)
+    json_bad(error, field, "is missing");
+  return node;
+}
+
+static gboolean
+get_string(JsonObject *o, const char *field, char **out, GError **error)
+{
+  JsonNode *node = member(o, field, error);
+  if (node == NULL)
+    return FALSE;
+  if (json_node_get_value_type(node) != G_TYPE_STRING)
+    return json_bad(error, field, "must be a string");
+  g_free(*out);
+  *out = g_strdup(json_node_get_string(node));
+  return TRUE;
+}
+
+static gboolean
+get_int64(JsonObject *o, const char *field, gint64 min, gint64 max, gint64 *out,
+          GError **error)
+{
+  JsonNode *node = member(o, field, error);
+  if (node == NULL)
+    return FALSE;
+  if (json_node_get_value_type(node) != G_TYPE_INT64)
+    return json_bad(error, field, "must be a whole number");
+  gint64 v = json_node_get_int(node);
+  if (v < min || v > max)
+    return json_bad(error, field, "is out of range");
+  *out = v;
+  return TRUE;
+}
+
+static gboolean
+get_int(JsonObject *o, const char *field, int *out, GError **error)
+{
+  gint64 v;
+  if (!get_int64(o, field, G_MININT, G_MAXINT, &v, error))
+    return FALSE;
+  *out = (int)v;
+  return TRUE;
+}
+
+static gboolean
+get_double(JsonObject *o, const char *field, double *out, GError **error)
+{
+  JsonNode *node = member(o, field, error);
+  if (node == NULL)
+    return FALSE;
+  GType type = json_node_get_value_type(node);
+  /* "1" is as good a learning rate as "1.0"; writers differ. */
+  if (type != G_TYPE_DOUBLE && type != G_TYPE_INT64)
+    return json_bad(error, field, "must be a number");
+  *out = json_node_get_double(node);
+  return TRUE;
+}
+
+static gboolean
+get_enum(JsonObject *o, const char *field, gboolean (*from_name)(const char *, int *),
+         int *out, GError **error)
+{
+  g_autofree char *name = NULL;
+  if (!get_string(o, field, &name, error))
+    return FALSE;
+  if (!from_name(name, out)) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
+                "run configuration: field “%s” has the unknown value “%s”", field, name);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+optimizer_int(const char *n, int *v)
+{
+  return value_of(optimizer_names, G_N_ELEMENTS(optimizer_names), n, v);
+}
+
+static gboolean
+strategy_int(const char *n, int *v)
+{
+  return value_of(strategy_names, G_N_ELEMENTS(strategy_names), n, v);
+}
+
+static gboolean
+schedule_int(const char *n, int *v)
+{
+  return value_of(schedule_names, G_N_ELEMENTS(schedule_names), n, v);
+}
+
+static gboolean
+precision_int(const char *n, int *v)
+{
+  return value_of(precision_names, G_N_ELEMENTS(precision_names), n, v);
+}
+
+static gboolean
+get_devices(JsonObject *o, TdmConfig *c, GError **error)
+{
+  JsonNode *node = member(o, "devices", error);
+  if (node == NULL)
+    return FALSE;
+  if (!JSON_NODE_HOLDS_ARRAY(node))
+    return json_bad(error, "devices", "must be an array of strings");
+  JsonArray *array = json_node_get_array(node);
+  guint n = json_array_get_length(array);
+  if (n < 1 || n > TDM_MAX_REPLICAS) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
+                "run configuration: field “devices” must list from 1 to %d devices",
+                TDM_MAX_REPLICAS);
+    return FALSE;
+  }
+  char **devices = g_new0(char *, n + 1);
+  for (guint i = 0; i < n; i++) {
+    JsonNode *e = json_array_get_element(array, i);
+    if (json_node_get_value_type(e) != G_TYPE_STRING) {
+      g_strfreev(devices);
+      return json_bad(error, "devices", "must be an array of strings");
+    }
+    devices[i] = g_strdup(json_node_get_string(e));
+  }
+  g_strfreev(c->devices);
+  c->devices = devices;
+  return TRUE;
+}
+
+static gboolean
+get_seed(JsonObject *o, guint64 *out, GError **error)
+{
+  JsonNode *node = member(o, "seed", error);
+  if (node == NULL)
+    return FALSE;
+  GType type = json_node_get_value_type(node);
+  if (type == G_TYPE_INT64 && json_node_get_int(node) >= 0) {
+    *out = (guint64)json_node_get_int(node);
+    return TRUE;
+  }
+  if (type == G_TYPE_STRING &&
+      g_ascii_string_to_unsigned(json_node_get_string(node), 10, 0, G_MAXUINT64, out, NULL))
+    return TRUE;
+  return json_bad(error, "seed", "must be a non-negative whole number");
+}
+
+TdmConfig *
+tdm_config_from_json(const char *json, GError **error)
+{
+  g_return_val_if_fail(json != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+
+  g_autoptr(JsonParser) parser = json_parser_new();
+  g_autoptr(GError) local = NULL;
+  if (!json_parser_load_from_data(parser, json, -1, &local)) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
+                "run configuration: not valid JSON: %s", local->message);
+    return NULL;
+  }
+  JsonNode *root = json_parser_get_root(parser);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
+                "run configuration: expected a JSON object");
+    return NULL;
+  }
+  JsonObject *o = json_node_get_object(root);
+  g_autoptr(TdmConfig) c = tdm_config_new();
+  int optimizer, schedule, strategy, precision;
+  gint64 bucket_bytes;
+
+  if (!get_string(o, "dataset", &c->dataset, error) ||
+      !get_string(o, "network", &c->network, error) ||
+      !get_devices(o, c, error) ||
+      !get_int(o, "main_replica", &c->main_replica, error) ||
+      !get_int(o, "batch", &c->batch, error) ||
+      !get_int(o, "epochs", &c->epochs, error) ||
+      !get_enum(o, "optimizer", optimizer_int, &optimizer, error) ||
+      !get_double(o, "lr", &c->lr, error) ||
+      !get_double(o, "momentum", &c->momentum, error) ||
+      !get_double(o, "beta1", &c->beta1, error) ||
+      !get_double(o, "beta2", &c->beta2, error) ||
+      !get_double(o, "eps", &c->eps, error) ||
+      !get_double(o, "weight_decay", &c->weight_decay, error) ||
+      !get_enum(o, "schedule", schedule_int, &schedule, error) ||
+      !get_int(o, "step_epochs", &c->step_epochs, error) ||
+      !get_double(o, "gamma", &c->gamma, error) ||
+      !get_enum(o, "strategy", strategy_int, &strategy, error) ||
+      !get_enum(o, "precision", precision_int, &precision, error) ||
+      !get_seed(o, &c->seed, error) ||
+      !get_int(o, "eval_batch", &c->eval_batch, error) ||
+      !get_int64(o, "bucket_bytes", 0, G_MAXINT64, &bucket_bytes, error))
+    return NULL;
+
+  JsonNode *save = member(o, "save_path", error);
+  if (save == NULL)
+    return NULL;
+  if (JSON_NODE_HOLDS_NULL(save)) {
+    g_clear_pointer(&c->save_path, g_free);
+  } else if (json_node_get_value_type(save) == G_TYPE_STRING) {
+    g_free(c->save_path);
+    c->save_path = g_strdup(json_node_get_string(save));
+  } else {
+    json_bad(error, "save_path", "must be a string or null");
+    return NULL;
+  }
+
+  c->optimizer = (TdmOptimizerKind)optimizer;
+  c->schedule = (TdmSchedule)schedule;
+  c->strategy = (TdmStrategy)strategy;
+  c->precision = (TdmPrecision)precision;
+  c->bucket_bytes = (size_t)bucket_bytes;
+  return g_steal_pointer(&c);
+}
+
+double
+tdm_config_lr_at(const TdmConfig *c, double epoch)
+{
+  g_return_val_if_fail(c != NULL, 0.0);
+
+  if (epoch < 0)
+    epoch = 0;
+  switch (c->schedule) {
+  case TDM_SCHEDULE_STEP:
+    if (c->step_epochs < 1)
+      return c->lr;
+    return c->lr * pow(c->gamma, floor(epoch / c->step_epochs));
+  case TDM_SCHEDULE_COSINE:
+    if (c->epochs < 1)
+      return c->lr;
+    /* Held at 0 past the end rather than rising again on a second half-wave. */
+    if (epoch > c->epochs)
+      epoch = c->epochs;
+    return c->lr * 0.5 * (1.0 + cos(G_PI * epoch / c->epochs));
+  case TDM_SCHEDULE_CONSTANT:
+  default:
+    return c->lr;
+  }
+}
