@@ -49,6 +49,8 @@ typedef struct {
   char *save_path;         /* checkpoint written at every epoch end and at the end; or NULL */
   int eval_batch;          /* evaluation chunk size */
   size_t bucket_bytes;     /* gradient bucket size for overlapped all-reduce */
+  long max_steps;          /* stop after this many steps in all (0: run every epoch);
+                            * for tests and benchmarks */
 } TdmConfig;
 
 /* Chainer's defaults: Fashion-MNIST, mlp, one CPU worker, batch 100, 20 epochs, Adam. */

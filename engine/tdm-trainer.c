@@ -1,0 +1,1142 @@
+/* tdm-trainer.c — the data-parallel training loop.
+ *
+ * One thread per local replica: the calling thread drives replica 0 and coordinates,
+ * worker threads drive the others. Each step is a "job" that every thread runs in
+ * lock-step between two barriers: train a shard, combine gradients (all-reduce, or
+ * reduce to the main replica and broadcast its parameters back), update. Metrics,
+ * evaluation and stop votes are jobs too, so processes under MPI stay in step.
+ * Checkpoints are written by the process that holds the main replica.
+ */
+#include "tdm-trainer.h"
+#include "tdm-backend.h"
+#include "tdm-barrier.h"
+#include "tdm-checkpoint.h"
+#include "tdm-communicator.h"
+#include "tdm-dataset.h"
+#include "tdm-error.h"
+#include "tdm-iterator.h"
+#include "tdm-network.h"
+#include "tdm-optimizer.h"
+#include "tdm-replica.h"
+#include "tdm-telemetry.h"
+#include "tdm-build-config.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#define SUMMARY_INTERVAL_US (50 * 1000)
+#define DEVICES_INTERVAL_US (250 * 1000)
+
+typedef enum {
+  JOB_TRAIN,
+  JOB_METRICS,
+  JOB_EVALUATE,
+  JOB_BROADCAST,
+  JOB_QUIT,
+} JobKind;
+
+typedef struct {
+  JobKind kind;
+  const int32_t *indices;       /* the whole global batch */
+  int count;                    /* samples in the global batch */
+  double lr;
+  gboolean timed;               /* synchronize and time each phase */
+  double stop_vote;             /* JOB_METRICS: this process wants to stop */
+} Job;
+
+typedef struct {
+  double compute, comm, wait;   /* seconds over timed steps */
+  double wall;                  /* seconds of timed steps, start to end */
+  int timed_steps;
+} Timing;
+
+struct _TdmTrainer {
+  TdmConfig *config;
+  TdmEventSink sink;
+  gpointer sink_data;
+  char *resume_path;
+
+  GMutex pause_lock;
+  GCond pause_cond;
+  gboolean paused;
+
+  /* The run. */
+  TdmDatasetPair *data;
+  TdmNetwork *net;
+  int replicas;                 /* local */
+  int world;                    /* over all processes */
+  int rank0;                    /* global index of local replica 0 */
+  int main_local;               /* local index of the main replica, or −1 elsewhere */
+  TdmBackend **backends;
+  TdmReplica **reps;
+  TdmOptimizer **opts;          /* per replica; NULL where no update runs */
+  TdmCommunicator *comm;
+  TdmIterator *it;
+  TdmTelemetry *telemetry;
+  float *host_params;
+  size_t host_params_count;
+  long step;
+  gint64 opt_t_restored;
+
+  /* Lock-step machinery. */
+  GThread **threads;
+  TdmBarrier start, end, pre_comm;
+  Job job;
+  volatile gint abort_flag;
+  GMutex error_lock;
+  GError *worker_error;
+  gboolean main_updated;        /* the main replica applied this step's update */
+  double metrics_out[4];        /* JOB_METRICS/EVALUATE result: loss, correct, stop */
+  Timing *timing;               /* [replicas] */
+  gulong cancel_handler;
+  GCancellable *cancellable;
+};
+
+TdmTrainer *
+tdm_trainer_new(const TdmConfig *config, TdmEventSink sink, gpointer user_data)
+{
+  g_return_val_if_fail(config != NULL, NULL);
+  TdmTrainer *t = g_new0(TdmTrainer, 1);
+  t->config = tdm_config_copy(config);
+  t->sink = sink;
+  t->sink_data = user_data;
+  g_mutex_init(&t->pause_lock);
+  g_cond_init(&t->pause_cond);
+  g_mutex_init(&t->error_lock);
+  return t;
+}
+
+void
+tdm_trainer_free(TdmTrainer *t)
+{
+  if (t == NULL)
+    return;
+  tdm_config_free(t->config);
+  g_free(t->resume_path);
+  g_free(t->host_params);
+  g_mutex_clear(&t->pause_lock);
+  g_cond_clear(&t->pause_cond);
+  g_mutex_clear(&t->error_lock);
+  g_free(t);
+}
+
+void
+tdm_trainer_set_resume_path(TdmTrainer *t, const char *path)
+{
+  g_free(t->resume_path);
+  t->resume_path = g_strdup(path);
+}
+
+void
+tdm_trainer_set_paused(TdmTrainer *t, gboolean paused)
+{
+  g_mutex_lock(&t->pause_lock);
+  t->paused = paused;
+  g_cond_broadcast(&t->pause_cond);
+  g_mutex_unlock(&t->pause_lock);
+}
+
+gboolean
+tdm_trainer_get_paused(TdmTrainer *t)
+{
+  g_mutex_lock(&t->pause_lock);
+  gboolean paused = t->paused;
+  g_mutex_unlock(&t->pause_lock);
+  return paused;
+}
+
+const float *
+tdm_trainer_get_parameters(TdmTrainer *t, size_t *count)
+{
+  if (count != NULL)
+    *count = t->host_params_count;
+  return t->host_params;
+}
+
+static void
+emit(TdmTrainer *t, const TdmEvent *event)
+{
+  if (t->sink != NULL && t->main_local >= 0)
+    t->sink(event, t->sink_data);
+}
+
+/* ---- failures from any thread -------------------------------------------------- */
+
+static void
+abort_run(TdmTrainer *t)
+{
+  g_atomic_int_set(&t->abort_flag, 1);
+  tdm_barrier_break(&t->start);
+  tdm_barrier_break(&t->end);
+  tdm_barrier_break(&t->pre_comm);
+  tdm_communicator_abort(t->comm);
+}
+
+static void
+fail_worker(TdmTrainer *t, GError *error)
+{
+  g_mutex_lock(&t->error_lock);
+  if (t->worker_error == NULL)
+    t->worker_error = error;
+  else
+    g_error_free(error);
+  g_mutex_unlock(&t->error_lock);
+  abort_run(t);
+}
+
+static gboolean
+aborted(TdmTrainer *t)
+{
+  return g_atomic_int_get(&t->abort_flag) != 0;
+}
+
+/* ---- the jobs, run by every local replica's thread -------------------------------- */
+
+/* Global batch of `count` samples split into near-equal contiguous shards. */
+static void
+shard_of(int count, int world, int rank, int *offset, int *size)
+{
+  int base = count / world, extra = count % world;
+  *size = base + (rank < extra ? 1 : 0);
+  *offset = rank * base + MIN(rank, extra);
+}
+
+static double
+now_seconds(void)
+{
+  return g_get_monotonic_time() / 1e6;
+}
+
+static gboolean
+communicate(TdmTrainer *t, int r, gboolean (*op)(TdmTrainer *, int, GError **), Timing *tm,
+            gboolean timed)
+{
+  TdmBackend *b = t->backends[r];
+  GError *error = NULL;
+  double t0 = timed ? now_seconds() : 0;
+  if (!tdm_barrier_wait(&t->pre_comm))
+    return FALSE;
+  double t1 = timed ? now_seconds() : 0;
+  if (!op(t, r, &error) || !t->comm->ops->wait(t->comm, r, &error)) {
+    if (error != NULL)
+      fail_worker(t, error);
+    return FALSE;
+  }
+  if (timed) {
+    b->ops->synchronize(b);
+    tm->wait += t1 - t0;
+    tm->comm += now_seconds() - t1;
+  }
+  return TRUE;
+}
+
+static gboolean
+op_allreduce(TdmTrainer *t, int r, GError **error)
+{
+  return t->comm->ops->allreduce(t->comm, r, t->reps[r]->grads, 0,
+                                 t->net->parameter_count, error);
+}
+
+static gboolean
+op_reduce(TdmTrainer *t, int r, GError **error)
+{
+  return t->comm->ops->reduce(t->comm, r, t->reps[r]->grads, t->net->parameter_count,
+                              t->config->main_replica, error);
+}
+
+static gboolean
+op_broadcast(TdmTrainer *t, int r, GError **error)
+{
+  return t->comm->ops->broadcast(t->comm, r, t->reps[r]->params, t->net->parameter_count,
+                                 t->config->main_replica, error);
+}
+
+static void
+job_train(TdmTrainer *t, int r)
+{
+  TdmReplica *rep = t->reps[r];
+  TdmBackend *b = t->backends[r];
+  Timing *tm = &t->timing[r];
+  const Job *job = &t->job;
+  gboolean timed = job->timed || b->kind == TDM_BACKEND_CPU;
+  gboolean is_main = r == t->main_local;
+  double start = timed ? now_seconds() : 0;
+
+  int offset, size;
+  shard_of(job->count, t->world, t->rank0 + r, &offset, &size);
+  if (size > 0)
+    tdm_replica_train_step(rep, job->indices + offset, size, 1.0f / (float)job->count);
+  else
+    b->ops->zero(b, rep->grads, t->net->parameter_count * sizeof(float));
+  if (timed) {
+    b->ops->synchronize(b);
+    tm->compute += now_seconds() - start;
+  }
+  /* A stop mid-step leaves the step undone on every replica (see trainer_step). */
+  if (aborted(t))
+    return;
+
+  gboolean ok = TRUE;
+  if (t->world > 1) {
+    if (t->config->strategy == TDM_STRATEGY_ALLREDUCE)
+      ok = communicate(t, r, op_allreduce, tm, timed);
+    else
+      ok = communicate(t, r, op_reduce, tm, timed);
+  }
+  if (!ok)
+    return;
+
+  double update_start = timed ? now_seconds() : 0;
+  if (t->opts[r] != NULL) {
+    tdm_optimizer_step(t->opts[r], rep->params, rep->grads, job->lr);
+    if (is_main)
+      t->main_updated = TRUE;
+  }
+  if (timed) {
+    b->ops->synchronize(b);
+    tm->compute += now_seconds() - update_start;
+  }
+  if (t->world > 1 && t->config->strategy == TDM_STRATEGY_MAIN)
+    communicate(t, r, op_broadcast, tm, timed);
+
+  if (timed) {
+    tm->wall += now_seconds() - start;
+    tm->timed_steps++;
+  }
+}
+
+static void
+job_metrics(TdmTrainer *t, int r)
+{
+  TdmMetrics m = tdm_replica_take_metrics(t->reps[r]);
+  double values[3] = {m.loss_sum, m.correct, r == 0 ? t->job.stop_vote : 0};
+  GError *error = NULL;
+  if (!t->comm->ops->sum_doubles(t->comm, r, values, 3, &error)) {
+    if (error != NULL)
+      fail_worker(t, error);
+    return;
+  }
+  if (r == 0)
+    memcpy(t->metrics_out, values, sizeof values);
+}
+
+static void
+job_evaluate(TdmTrainer *t, int r)
+{
+  TdmReplica *rep = t->reps[r];
+  int total = t->data->test->count;
+  int first, count;
+  shard_of(total, t->world, t->rank0 + r, &first, &count);
+  for (int done = 0; done < count && !aborted(t); done += rep->capacity)
+    tdm_replica_evaluate(rep, first + done, MIN(rep->capacity, count - done));
+}
+
+static void
+job_broadcast(TdmTrainer *t, int r)
+{
+  GError *error = NULL;
+  if (t->world > 1 && (!op_broadcast(t, r, &error) || !t->comm->ops->wait(t->comm, r, &error))) {
+    if (error != NULL)
+      fail_worker(t, error);
+  }
+}
+
+static void
+run_job(TdmTrainer *t, int r)
+{
+  switch (t->job.kind) {
+  case JOB_TRAIN:
+    job_train(t, r);
+    break;
+  case JOB_METRICS:
+    job_metrics(t, r);
+    break;
+  case JOB_EVALUATE:
+    job_evaluate(t, r);
+    break;
+  case JOB_BROADCAST:
+    job_broadcast(t, r);
+    break;
+  case JOB_QUIT:
+    break;
+  }
+  GError *error = NULL;
+  if (!tdm_backend_check(t->backends[r], &error))
+    fail_worker(t, error);
+}
+
+typedef struct {
+  TdmTrainer *trainer;
+  int replica;
+} WorkerArgs;
+
+static gpointer
+worker_main(gpointer data)
+{
+  WorkerArgs *args = data;
+  TdmTrainer *t = args->trainer;
+  int r = args->replica;
+  g_free(args);
+  for (;;) {
+    if (!tdm_barrier_wait(&t->start) || t->job.kind == JOB_QUIT)
+      break;
+    run_job(t, r);
+    if (!tdm_barrier_wait(&t->end))
+      break;
+  }
+  return NULL;
+}
+
+/* Runs t->job on every local replica; FALSE with the first error when one failed. */
+static gboolean
+run_all(TdmTrainer *t, GError **error)
+{
+  if (!tdm_barrier_wait(&t->start))
+    goto failed;
+  run_job(t, 0);
+  if (!tdm_barrier_wait(&t->end))
+    goto failed;
+  if (t->worker_error == NULL)
+    return TRUE;
+failed:
+  g_mutex_lock(&t->error_lock);
+  if (t->worker_error != NULL) {
+    g_propagate_error(error, t->worker_error);
+    t->worker_error = NULL;
+  } else if (!aborted(t)) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_BACKEND,
+                "a replica's worker stopped unexpectedly");
+  }
+  g_mutex_unlock(&t->error_lock);
+  return FALSE;
+}
+
+/* ---- set-up and tear-down ----------------------------------------------------- */
+
+/* Ends the worker threads; after this only the calling thread touches replicas. */
+static void
+stop_workers(TdmTrainer *t)
+{
+  if (t->threads == NULL)
+    return;
+  t->job.kind = JOB_QUIT;
+  /* Workers wait at `start`; a broken barrier releases them too. */
+  if (!tdm_barrier_wait(&t->start))
+    tdm_barrier_break(&t->start);
+  for (int r = 1; r < t->replicas; r++)
+    if (t->threads[r] != NULL)
+      g_thread_join(t->threads[r]);
+  g_clear_pointer(&t->threads, g_free);
+}
+
+static void
+teardown(TdmTrainer *t)
+{
+  stop_workers(t);
+  if (t->cancel_handler != 0)
+    g_cancellable_disconnect(t->cancellable, t->cancel_handler);
+  t->cancel_handler = 0;
+  g_clear_object(&t->cancellable);
+  g_clear_pointer(&t->comm, tdm_communicator_free);
+  for (int r = 0; r < t->replicas; r++) {
+    if (t->opts != NULL)
+      tdm_optimizer_free(t->opts[r]);
+    if (t->reps != NULL)
+      tdm_replica_free(t->reps[r]);
+    if (t->backends != NULL)
+      tdm_backend_free(t->backends[r]);
+  }
+  g_clear_pointer(&t->opts, g_free);
+  g_clear_pointer(&t->reps, g_free);
+  g_clear_pointer(&t->backends, g_free);
+  g_clear_pointer(&t->timing, g_free);
+  g_clear_pointer(&t->it, tdm_iterator_free);
+  g_clear_pointer(&t->telemetry, tdm_telemetry_free);
+  g_clear_pointer(&t->net, tdm_network_free);
+  g_clear_pointer(&t->data, tdm_dataset_pair_free);
+  tdm_barrier_clear(&t->start);
+  tdm_barrier_clear(&t->end);
+  tdm_barrier_clear(&t->pre_comm);
+  g_clear_error(&t->worker_error);
+  t->replicas = 0;
+}
+
+static void
+on_cancelled(GCancellable *cancellable, gpointer data)
+{
+  TdmTrainer *t = data;
+  abort_run(t);
+  /* Wake a paused run so it can see the stop. */
+  tdm_trainer_set_paused(t, tdm_trainer_get_paused(t));
+}
+
+/* Replicas need room for a full shard and for an evaluation chunk. */
+static int
+replica_capacity(const TdmTrainer *t)
+{
+  int shard = (t->config->batch + t->world - 1) / t->world;
+  int eval = MIN(t->config->eval_batch, MAX(1, t->data->test->count));
+  return MAX(shard, eval);
+}
+
+static gboolean
+build_replicas(TdmTrainer *t, GError **error)
+{
+  const TdmConfig *cfg = t->config;
+  int capacity = replica_capacity(t);
+  t->backends = g_new0(TdmBackend *, t->replicas);
+  t->reps = g_new0(TdmReplica *, t->replicas);
+  t->opts = g_new0(TdmOptimizer *, t->replicas);
+  t->timing = g_new0(Timing, t->replicas);
+
+  for (int r = 0; r < t->replicas; r++) {
+    const char *device = cfg->devices[t->rank0 + r];
+    t->backends[r] = tdm_backend_new(device, cfg->precision, error);
+    if (t->backends[r] == NULL)
+      return FALSE;
+    g_autoptr(GError) local = NULL;
+    t->reps[r] = tdm_replica_new(t->backends[r], t->net, capacity, t->data->train,
+                                 t->data->test, &local);
+    if (t->reps[r] == NULL) {
+      if (g_error_matches(local, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY)) {
+        size_t need = tdm_replica_bytes_needed(t->net, capacity, t->data->train,
+                                               t->data->test);
+        g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY,
+                    "%s: the replica needs %.1f MiB (parameters, gradients, activations "
+                    "for %d samples and the dataset) and did not fit: %s",
+                    device, need / 1048576.0, capacity, local->message);
+      } else {
+        g_propagate_error(error, g_steal_pointer(&local));
+      }
+      return FALSE;
+    }
+    t->reps[r]->abort_flag = &t->abort_flag;
+    gboolean updates = cfg->strategy == TDM_STRATEGY_ALLREDUCE || t->rank0 + r == cfg->main_replica;
+    if (updates) {
+      t->opts[r] = tdm_optimizer_new(t->backends[r], cfg, t->net->parameter_count, error);
+      if (t->opts[r] == NULL)
+        return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+static gboolean
+start_workers(TdmTrainer *t, GError **error)
+{
+  t->threads = g_new0(GThread *, t->replicas);
+  for (int r = 1; r < t->replicas; r++) {
+    WorkerArgs *args = g_new(WorkerArgs, 1);
+    args->trainer = t;
+    args->replica = r;
+    char name[32];
+    g_snprintf(name, sizeof name, "tdm-replica-%d", r);
+    t->threads[r] = g_thread_try_new(name, worker_main, args, error);
+    if (t->threads[r] == NULL) {
+      g_free(args);
+      tdm_barrier_break(&t->start);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+static gboolean
+all_cpu(const TdmConfig *cfg)
+{
+  for (int i = 0; cfg->devices[i] != NULL; i++)
+    if (!g_str_equal(cfg->devices[i], "cpu"))
+      return FALSE;
+  return TRUE;
+}
+
+static gboolean
+setup(TdmTrainer *t, GError **error)
+{
+  const TdmConfig *cfg = t->config;
+  tdm_barrier_init(&t->start, 1);
+  tdm_barrier_init(&t->end, 1);
+  tdm_barrier_init(&t->pre_comm, 1);
+  if (!tdm_config_validate(cfg, error))
+    return FALSE;
+
+  t->data = tdm_dataset_open(cfg->dataset, error);
+  if (t->data == NULL)
+    return FALSE;
+  const TdmDataset *train = t->data->train;
+  if (cfg->batch > train->count) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
+                "--batch %d is larger than the %d training samples of %s", cfg->batch,
+                train->count, t->data->name);
+    return FALSE;
+  }
+  t->net = tdm_network_new(cfg->network, train->height, train->width, train->channels,
+                           train->classes, error);
+  if (t->net == NULL)
+    return FALSE;
+
+  t->world = tdm_config_replica_count(cfg);
+  t->rank0 = 0;
+  t->replicas = t->world;
+  t->main_local = cfg->main_replica - t->rank0;
+  if (t->main_local < 0 || t->main_local >= t->replicas)
+    t->main_local = -1;
+
+  /* One OpenBLAS thread per worker; a lone worker may use every core. */
+  if (all_cpu(cfg))
+    openblas_set_num_threads(t->replicas == 1 ? (int)g_get_num_processors() : 1);
+
+  t->start.parties = t->end.parties = t->pre_comm.parties = t->replicas;
+
+  if (!build_replicas(t, error))
+    return FALSE;
+  t->comm = tdm_communicator_new(t->backends, t->replicas, error);
+  if (t->comm == NULL)
+    return FALSE;
+  t->it = tdm_iterator_new(cfg->seed, train->count, cfg->batch);
+  if (!all_cpu(cfg))
+    t->telemetry = tdm_telemetry_new(500);
+  return start_workers(t, error);
+}
+
+/* ---- checkpoints ---------------------------------------------------------------- */
+
+static gboolean
+download_main_parameters(TdmTrainer *t, GError **error)
+{
+  if (t->main_local < 0)
+    return TRUE;
+  TdmBackend *b = t->backends[t->main_local];
+  size_t n = t->net->parameter_count;
+  if (t->host_params_count != n) {
+    g_free(t->host_params);
+    t->host_params = g_new(float, n);
+    t->host_params_count = n;
+  }
+  b->ops->download(b, t->host_params, t->reps[t->main_local]->params, n * sizeof(float));
+  return tdm_backend_check(b, error);
+}
+
+static void
+add_layer_tensors(TdmCheckpoint *ckpt, const TdmNetwork *net, const float *params)
+{
+  for (int i = 0; i < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i];
+    char name[64];
+    if (l->kind == TDM_LAYER_LINEAR) {
+      gint64 shape[2] = {l->out_c, (gint64)l->in_h * l->in_w * l->in_c};
+      g_snprintf(name, sizeof name, "%s.weight", l->name);
+      tdm_checkpoint_add(ckpt, name, 2, shape, params + l->weight_offset);
+    } else if (l->kind == TDM_LAYER_CONV) {
+      gint64 shape[4] = {l->out_c, l->in_c, l->kernel, l->kernel};
+      g_snprintf(name, sizeof name, "%s.weight", l->name);
+      tdm_checkpoint_add(ckpt, name, 4, shape, params + l->weight_offset);
+    } else {
+      continue;
+    }
+    gint64 bias_shape[1] = {l->out_c};
+    g_snprintf(name, sizeof name, "%s.bias", l->name);
+    tdm_checkpoint_add(ckpt, name, 1, bias_shape, params + l->bias_offset);
+  }
+}
+
+static gboolean
+save_checkpoint(TdmTrainer *t, GError **error)
+{
+  const TdmConfig *cfg = t->config;
+  if (cfg->save_path == NULL || t->main_local < 0)
+    return TRUE;
+  if (!download_main_parameters(t, error))
+    return FALSE;
+
+  g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_new();
+  add_layer_tensors(ckpt, t->net, t->host_params);
+
+  TdmOptimizer *opt = t->opts[t->main_local];
+  size_t n = t->net->parameter_count;
+  g_autofree float *state = g_new(float, n);
+  for (int i = 0; i < opt->state_count; i++) {
+    opt->backend->ops->download(opt->backend, state, opt->state[i], n * sizeof(float));
+    gint64 shape[1] = {(gint64)n};
+    tdm_checkpoint_add(ckpt, tdm_optimizer_state_name(opt, i), 1, shape, state);
+  }
+  if (!tdm_backend_check(opt->backend, error))
+    return FALSE;
+
+  g_autofree char *config_json = tdm_config_to_json(cfg);
+  g_autofree char *epoch = g_strdup_printf("%d", t->it->epoch);
+  g_autofree char *position = g_strdup_printf("%d", t->it->position);
+  g_autofree char *step = g_strdup_printf("%ld", t->step);
+  g_autofree char *opt_t = g_strdup_printf("%ld", opt->t);
+  g_autofree char *params = g_strdup_printf("%zu", n);
+  tdm_checkpoint_set_metadata(ckpt, "format", "tandem-checkpoint-1");
+  tdm_checkpoint_set_metadata(ckpt, "config", config_json);
+  tdm_checkpoint_set_metadata(ckpt, "network", t->net->spec);
+  tdm_checkpoint_set_metadata(ckpt, "dataset", t->data->name);
+  tdm_checkpoint_set_metadata(ckpt, "epoch", epoch);
+  tdm_checkpoint_set_metadata(ckpt, "position", position);
+  tdm_checkpoint_set_metadata(ckpt, "step", step);
+  tdm_checkpoint_set_metadata(ckpt, "optimizer_t", opt_t);
+  tdm_checkpoint_set_metadata(ckpt, "parameters", params);
+  tdm_checkpoint_set_metadata(ckpt, "activation_layout",
+                              "NHWC: an fc layer after a conv reads features in (row, "
+                              "column, channel) order");
+  return tdm_checkpoint_save(ckpt, cfg->save_path, error);
+}
+
+static gboolean
+metadata_long(TdmCheckpoint *ckpt, const char *path, const char *key, gint64 min, gint64 max,
+              gint64 *out, GError **error)
+{
+  const char *text = tdm_checkpoint_get_metadata(ckpt, key);
+  if (text == NULL || !g_ascii_string_to_signed(text, 10, min, max, out, NULL)) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                "%s: metadata “%s” is missing or not a number in [%" G_GINT64_FORMAT
+                ", %" G_GINT64_FORMAT "]",
+                path, key, min, max);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Puts the run where the checkpoint left it: parameters on every replica, optimizer
+ * state where updates run, the iterator and the step count. */
+static gboolean
+restore_checkpoint(TdmTrainer *t, const char *path, GError **error)
+{
+  g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_load(path, error);
+  if (ckpt == NULL)
+    return FALSE;
+  const char *spec = tdm_checkpoint_get_metadata(ckpt, "network");
+  if (spec == NULL || !g_str_equal(spec, t->net->spec)) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                "%s: the checkpoint is of network “%s”, but this run is “%s”", path,
+                spec ? spec : "(none)", t->net->spec);
+    return FALSE;
+  }
+  gint64 epoch, position, step, opt_t;
+  if (!metadata_long(ckpt, path, "epoch", 0, G_MAXINT, &epoch, error) ||
+      !metadata_long(ckpt, path, "position", 0, t->data->train->count, &position, error) ||
+      !metadata_long(ckpt, path, "step", 0, G_MAXINT64, &step, error) ||
+      !metadata_long(ckpt, path, "optimizer_t", 0, G_MAXINT64, &opt_t, error))
+    return FALSE;
+
+  size_t n = t->net->parameter_count;
+  g_autofree float *params = g_new0(float, n);
+  for (int i = 0; i < t->net->layer_count; i++) {
+    const TdmLayer *l = &t->net->layers[i];
+    if (l->weight_count == 0)
+      continue;
+    const char *suffix[2] = {"weight", "bias"};
+    size_t offsets[2] = {l->weight_offset, l->bias_offset};
+    size_t counts[2] = {l->weight_count, l->bias_count};
+    for (int k = 0; k < 2; k++) {
+      g_autofree char *name = g_strdup_printf("%s.%s", l->name, suffix[k]);
+      const TdmTensor *tensor = tdm_checkpoint_get(ckpt, name);
+      gint64 elements = 1;
+      for (int d = 0; tensor != NULL && d < tensor->rank; d++)
+        elements *= tensor->shape[d];
+      if (tensor == NULL || elements != (gint64)counts[k]) {
+        g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                    "%s: tensor “%s” is missing or has the wrong size (%zu values expected)",
+                    path, name, counts[k]);
+        return FALSE;
+      }
+      memcpy(params + offsets[k], tensor->data, counts[k] * sizeof(float));
+    }
+  }
+
+  for (int r = 0; r < t->replicas; r++) {
+    TdmBackend *b = t->backends[r];
+    b->ops->upload(b, t->reps[r]->params, params, n * sizeof(float));
+    TdmOptimizer *opt = t->opts[r];
+    if (opt == NULL)
+      continue;
+    opt->t = opt_t;
+    for (int i = 0; i < opt->state_count; i++) {
+      const char *name = tdm_optimizer_state_name(opt, i);
+      const TdmTensor *tensor = tdm_checkpoint_get(ckpt, name);
+      if (tensor == NULL || tensor->rank != 1 || tensor->shape[0] != (gint64)n) {
+        g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                    "%s: optimizer state “%s” is missing or has the wrong size", path, name);
+        return FALSE;
+      }
+      b->ops->upload(b, opt->state[i], tensor->data, n * sizeof(float));
+    }
+  }
+  for (int r = 0; r < t->replicas; r++)
+    if (!tdm_backend_check(t->backends[r], error))
+      return FALSE;
+  tdm_iterator_seek(t->it, (int)epoch, (int)position);
+  t->step = step;
+  return TRUE;
+}
+
+/* Seeded parameters on the main replica, then broadcast: every replica starts equal. */
+static gboolean
+initialize_parameters(TdmTrainer *t, GError **error)
+{
+  size_t n = t->net->parameter_count;
+  g_autofree float *params = g_new(float, n);
+  tdm_network_init_parameters(t->net, t->config->seed, params);
+  if (t->main_local >= 0) {
+    TdmBackend *b = t->backends[t->main_local];
+    b->ops->upload(b, t->reps[t->main_local]->params, params, n * sizeof(float));
+  }
+  t->job.kind = JOB_BROADCAST;
+  return run_all(t, error);
+}
+
+/* ---- the loop -------------------------------------------------------------------- */
+
+typedef struct {
+  double loss_sum, correct;     /* since the last summary */
+  long samples;
+  double epoch_loss, epoch_correct;
+  long epoch_samples;
+  gint64 last_summary_us, last_devices_us;
+  long samples_at_summary;
+  double trained_seconds;       /* pauses and evaluation excluded */
+  gint64 segment_start_us;
+  gboolean next_timed;
+} RunStats;
+
+static void
+emit_started(TdmTrainer *t)
+{
+  const TdmConfig *cfg = t->config;
+  TdmEvent e = {.kind = TDM_EVENT_STARTED};
+  TdmStartedEvent *s = &e.started;
+  s->replicas = t->world;
+  s->main_replica = cfg->main_replica;
+  for (int r = 0; r < t->world && r < TDM_MAX_REPLICAS; r++) {
+    g_strlcpy(s->device[r], cfg->devices[r], sizeof s->device[r]);
+    int offset;
+    shard_of(cfg->batch, t->world, r, &offset, &s->shard[r]);
+  }
+  s->batch = cfg->batch;
+  s->epochs = cfg->epochs;
+  s->steps_per_epoch = tdm_iterator_batches_per_epoch(t->it);
+  s->total_steps = (long)s->steps_per_epoch * cfg->epochs;
+  s->start_step = t->step;
+  s->parameters = t->net->parameter_count;
+  g_strlcpy(s->network, t->net->spec, sizeof s->network);
+  g_strlcpy(s->dataset, t->data->name, sizeof s->dataset);
+  s->train_count = t->data->train->count;
+  s->test_count = t->data->test->count;
+  emit(t, &e);
+}
+
+static double
+run_fraction(TdmTrainer *t)
+{
+  double done = t->it->epoch + (double)t->it->position / t->it->count;
+  return MIN(1.0, done / t->config->epochs);
+}
+
+static double
+elapsed_training(RunStats *st)
+{
+  return st->trained_seconds + (g_get_monotonic_time() - st->segment_start_us) / 1e6;
+}
+
+/* Collects metrics over every replica (and process) and votes on stopping. */
+static gboolean
+collect_metrics(TdmTrainer *t, gboolean want_stop, double *loss_sum, double *correct,
+                gboolean *stop, GError **error)
+{
+  t->job.kind = JOB_METRICS;
+  t->job.stop_vote = want_stop ? 1 : 0;
+  if (!run_all(t, error))
+    return FALSE;
+  *loss_sum = t->metrics_out[0];
+  *correct = t->metrics_out[1];
+  if (stop != NULL)
+    *stop = t->metrics_out[2] > 0;
+  return TRUE;
+}
+
+static void
+emit_devices(TdmTrainer *t, RunStats *st)
+{
+  TdmEvent e = {.kind = TDM_EVENT_DEVICES};
+  TdmDevicesEvent *d = &e.devices;
+  d->step = t->step;
+  d->elapsed = elapsed_training(st);
+  d->replicas = MIN(t->replicas, TDM_MAX_REPLICAS);
+  for (int r = 0; r < d->replicas; r++) {
+    Timing *tm = &t->timing[r];
+    TdmBackend *b = t->backends[r];
+    int steps = MAX(1, tm->timed_steps);
+    d->device[r].compute_ms = 1e3 * tm->compute / steps;
+    d->device[r].comm_ms = 1e3 * tm->comm / steps;
+    d->device[r].wait_ms = 1e3 * tm->wait / steps;
+    d->device[r].tandem_bytes = (gint64)b->bytes_in_use;
+    d->device[r].used_bytes = -1;
+    d->device[r].total_bytes = -1;
+    d->device[r].utilization = -1;
+    d->device[r].temperature = -1;
+    d->device[r].power = -1;
+    if (b->kind == TDM_BACKEND_CPU && tm->wall > 0) {
+      /* A CPU worker's load is the share of the step it spent computing. */
+      d->device[r].utilization = MIN(100.0, 100.0 * tm->compute / tm->wall);
+    } else if (b->kind == TDM_BACKEND_CUDA && t->telemetry != NULL) {
+      TdmTelemetrySample s = tdm_telemetry_get(t->telemetry, b->device_index);
+      if (s.valid_memory) {
+        d->device[r].used_bytes = s.memory_used;
+        d->device[r].total_bytes = s.memory_total;
+      }
+      if (s.valid_utilization)
+        d->device[r].utilization = s.utilization;
+      if (s.valid_temperature)
+        d->device[r].temperature = s.temperature;
+      if (s.valid_power)
+        d->device[r].power = s.power;
+    }
+    memset(tm, 0, sizeof *tm);
+  }
+  emit(t, &e);
+}
+
+static gboolean
+check_finite(TdmTrainer *t, double loss_sum, GError **error)
+{
+  if (isfinite(loss_sum))
+    return TRUE;
+  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DIVERGED,
+              "the training loss became %s at step %ld (epoch %d): training diverged; "
+              "try a smaller learning rate than --lr %g",
+              isnan(loss_sum) ? "NaN" : "infinite", t->step, t->it->epoch + 1, t->config->lr);
+  return FALSE;
+}
+
+static gboolean
+summarize(TdmTrainer *t, RunStats *st, gboolean want_stop, gboolean *stop, GError **error)
+{
+  double loss_sum, correct;
+  if (!collect_metrics(t, want_stop, &loss_sum, &correct, stop, error))
+    return FALSE;
+  if (!check_finite(t, loss_sum, error))
+    return FALSE;
+  st->epoch_loss += loss_sum;
+  st->epoch_correct += correct;
+
+  gint64 now = g_get_monotonic_time();
+  long samples = st->samples;
+  double interval = (now - st->last_summary_us) / 1e6;
+  TdmEvent e = {.kind = TDM_EVENT_STEP};
+  TdmStepEvent *s = &e.step;
+  s->step = t->step;
+  s->epoch = MIN(t->it->epoch, t->config->epochs - 1);
+  s->fraction = run_fraction(t);
+  s->epoch_float = s->fraction * t->config->epochs;
+  s->train_loss = samples > 0 ? loss_sum / samples : NAN;
+  s->train_accuracy = samples > 0 ? correct / samples : NAN;
+  s->samples_per_second = interval > 0 ? samples / interval : 0;
+  s->lr = t->job.lr;
+  s->elapsed = elapsed_training(st);
+  s->eta = s->fraction > 0 ? s->elapsed * (1 - s->fraction) / s->fraction : -1;
+  emit(t, &e);
+
+  st->samples = 0;
+  st->last_summary_us = now;
+  st->next_timed = TRUE;
+  if (now - st->last_devices_us >= DEVICES_INTERVAL_US) {
+    emit_devices(t, st);
+    st->last_devices_us = now;
+  }
+  return TRUE;
+}
+
+static gboolean
+evaluate(TdmTrainer *t, double *loss, double *accuracy, GError **error)
+{
+  t->job.kind = JOB_EVALUATE;
+  if (!run_all(t, error))
+    return FALSE;
+  double loss_sum, correct;
+  if (!collect_metrics(t, FALSE, &loss_sum, &correct, NULL, error))
+    return FALSE;
+  *loss = loss_sum / t->data->test->count;
+  *accuracy = correct / t->data->test->count;
+  return TRUE;
+}
+
+/* Waits while paused; FALSE when the run was stopped meanwhile. */
+static gboolean
+wait_while_paused(TdmTrainer *t, RunStats *st)
+{
+  if (!tdm_trainer_get_paused(t))
+    return TRUE;
+  st->trained_seconds = elapsed_training(st);
+  TdmEvent e = {.kind = TDM_EVENT_PAUSED};
+  emit(t, &e);
+  g_mutex_lock(&t->pause_lock);
+  while (t->paused && !aborted(t)) {
+    gint64 deadline = g_get_monotonic_time() + 50 * 1000;
+    g_cond_wait_until(&t->pause_cond, &t->pause_lock, deadline);
+  }
+  g_mutex_unlock(&t->pause_lock);
+  st->segment_start_us = g_get_monotonic_time();
+  st->last_summary_us = st->segment_start_us;
+  st->samples = 0;
+  e.kind = TDM_EVENT_RESUMED;
+  emit(t, &e);
+  return !aborted(t);
+}
+
+static gboolean
+train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final_accuracy,
+             GError **error)
+{
+  const TdmConfig *cfg = t->config;
+  RunStats st = {0};
+  st.segment_start_us = st.last_summary_us = st.last_devices_us = g_get_monotonic_time();
+  st.next_timed = TRUE;
+  *final_loss = *final_accuracy = NAN;
+
+  while (t->it->epoch < cfg->epochs) {
+    if (cfg->max_steps > 0 && t->step >= cfg->max_steps) {
+      gboolean stop;
+      if (st.samples > 0 && !summarize(t, &st, FALSE, &stop, error))
+        return FALSE;
+      break;
+    }
+    if (!wait_while_paused(t, &st) || aborted(t)) {
+      *stopped = TRUE;
+      break;
+    }
+    int epoch_before = t->it->epoch, position_before = t->it->position;
+    double epoch_float = epoch_before + (double)position_before / t->it->count;
+    int count;
+    gboolean epoch_end;
+    const int32_t *indices = tdm_iterator_next(t->it, &count, &epoch_end);
+
+    t->job.kind = JOB_TRAIN;
+    t->job.indices = indices;
+    t->job.count = count;
+    t->job.lr = tdm_config_lr_at(cfg, epoch_float);
+    t->job.timed = st.next_timed;
+    t->main_updated = FALSE;
+    st.next_timed = FALSE;
+    if (!run_all(t, error) || aborted(t)) {
+      if (!aborted(t) || (error != NULL && *error != NULL))
+        return FALSE;
+      /* Stopped mid-step: keep the step only if the main replica applied it. */
+      if (!t->main_updated)
+        tdm_iterator_seek(t->it, epoch_before, position_before);
+      else
+        t->step++;
+      *stopped = TRUE;
+      break;
+    }
+    t->step++;
+    st.samples += count;
+    st.epoch_samples += count;
+
+    gint64 now = g_get_monotonic_time();
+    if (epoch_end || now - st.last_summary_us >= SUMMARY_INTERVAL_US) {
+      gboolean stop = FALSE;
+      if (!summarize(t, &st, FALSE, &stop, error))
+        return FALSE;
+    }
+    if (epoch_end) {
+      st.trained_seconds = elapsed_training(&st);
+      double test_loss, test_accuracy;
+      if (!evaluate(t, &test_loss, &test_accuracy, error)) {
+        if (aborted(t) && (error == NULL || *error == NULL)) {
+          *stopped = TRUE;
+          break;
+        }
+        return FALSE;
+      }
+      TdmEvent e = {.kind = TDM_EVENT_EPOCH};
+      e.epoch.epoch = epoch_before + 1;
+      e.epoch.step = t->step;
+      e.epoch.train_loss = st.epoch_loss / MAX(1, st.epoch_samples);
+      e.epoch.train_accuracy = st.epoch_correct / MAX(1, st.epoch_samples);
+      e.epoch.test_loss = test_loss;
+      e.epoch.test_accuracy = test_accuracy;
+      e.epoch.elapsed = st.trained_seconds;
+      emit(t, &e);
+      *final_loss = test_loss;
+      *final_accuracy = test_accuracy;
+      st.epoch_loss = st.epoch_correct = 0;
+      st.epoch_samples = 0;
+      if (!save_checkpoint(t, error))
+        return FALSE;
+      st.segment_start_us = st.last_summary_us = g_get_monotonic_time();
+      st.samples = 0;
+    }
+  }
+  return TRUE;
+}
+
+gboolean
+tdm_trainer_run(TdmTrainer *t, GCancellable *cancellable, GError **error)
+{
+  g_return_val_if_fail(t != NULL, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+
+  GError *local = NULL;
+  gboolean stopped = FALSE;
+  double test_loss = NAN, test_accuracy = NAN;
+  gint64 start_us = g_get_monotonic_time();
+  t->abort_flag = 0;
+  t->main_local = 0;
+  t->step = 0;
+
+  if (!setup(t, &local))
+    goto failed;
+  if (cancellable != NULL) {
+    t->cancellable = g_object_ref(cancellable);
+    t->cancel_handler = g_cancellable_connect(cancellable, G_CALLBACK(on_cancelled), t, NULL);
+  }
+  if (!initialize_parameters(t, &local))
+    goto failed_or_stopped;
+  if (t->resume_path != NULL && !restore_checkpoint(t, t->resume_path, &local))
+    goto failed;
+
+  emit_started(t);
+  if (!train_epochs(t, &stopped, &test_loss, &test_accuracy, &local))
+    goto failed_or_stopped;
+
+finish:
+  /* With the workers gone, the main replica's state can be read whatever stopped. */
+  stop_workers(t);
+  t->abort_flag = 0;
+  if (stopped && !save_checkpoint(t, &local))
+    goto failed;
+  if (!download_main_parameters(t, &local))
+    goto failed;
+  {
+    TdmEvent e = {.kind = TDM_EVENT_FINISHED};
+    e.finished.steps = t->step;
+    e.finished.elapsed = (g_get_monotonic_time() - start_us) / 1e6;
+    e.finished.test_loss = test_loss;
+    e.finished.test_accuracy = test_accuracy;
+    e.finished.stopped = stopped;
+    emit(t, &e);
+  }
+  teardown(t);
+  return TRUE;
+
+failed_or_stopped:
+  if (local == NULL && aborted(t)) {
+    stopped = TRUE;
+    goto finish;
+  }
+failed:
+  if (local == NULL)
+    g_set_error(&local, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_BACKEND, "training stopped");
+  if (t->sink != NULL) {
+    /* Every process reports its own failure, not only the main one's. */
+    TdmEvent e = {.kind = TDM_EVENT_FAILED};
+    e.failed = local;
+    t->sink(&e, t->sink_data);
+  }
+  teardown(t);
+  g_propagate_error(error, local);
+  return FALSE;
+}

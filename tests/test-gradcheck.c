@@ -1,0 +1,156 @@
+/* test-gradcheck.c — every layer kind and the loss, checked through a real replica on
+ * the CPU backend: the analytic gradient of the mean loss against central
+ * differences, parameter by parameter. */
+#include "tdm-backend.h"
+#include "tdm-dataset.h"
+#include "tdm-network.h"
+#include "tdm-replica.h"
+
+#include <math.h>
+
+#define SAMPLES 6
+
+static TdmDataset *
+random_dataset(int h, int w, int c, int classes, GRand *rng)
+{
+  TdmDataset *d = tdm_dataset_new("gradcheck", SAMPLES, h, w, c, classes);
+  for (int i = 0; i < SAMPLES * h * w * c; i++)
+    d->images[i] = (uint8_t)g_rand_int_range(rng, 0, 256);
+  for (int i = 0; i < SAMPLES; i++)
+    d->labels[i] = (uint8_t)g_rand_int_range(rng, 0, classes);
+  return d;
+}
+
+/* Mean loss over the dataset at the current parameters. */
+static double
+mean_loss(TdmReplica *rep)
+{
+  tdm_replica_evaluate(rep, 0, SAMPLES);
+  TdmMetrics m = tdm_replica_take_metrics(rep);
+  return m.loss_sum / SAMPLES;
+}
+
+static void
+check_spec(const char *spec, int h, int w, int c, int classes)
+{
+  g_autoptr(GRand) rng = g_rand_new_with_seed(g_str_hash(spec));
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmDataset) data = random_dataset(h, w, c, classes, rng);
+  g_autoptr(TdmNetwork) net = tdm_network_new(spec, h, w, c, classes, &error);
+  g_assert_no_error(error);
+  TdmBackend *b = tdm_backend_cpu_new(&error);
+  g_assert_no_error(error);
+  TdmReplica *rep = tdm_replica_new(b, net, SAMPLES, data, data, &error);
+  g_assert_no_error(error);
+
+  size_t n = net->parameter_count;
+  g_autofree float *params = g_new(float, n);
+  tdm_network_init_parameters(net, 3, params);
+  /* Non-zero biases, so their gradients and the ReLU kinks are exercised. */
+  for (int i = 0; i < net->layer_count; i++)
+    for (size_t j = 0; j < net->layers[i].bias_count; j++)
+      params[net->layers[i].bias_offset + j] = (float)g_rand_double_range(rng, -0.1, 0.1);
+  b->ops->upload(b, rep->params, params, n * sizeof(float));
+
+  int32_t indices[SAMPLES];
+  for (int i = 0; i < SAMPLES; i++)
+    indices[i] = i;
+  tdm_replica_train_step(rep, indices, SAMPLES, 1.0f / SAMPLES);
+  g_autofree float *grads = g_new(float, n);
+  b->ops->download(b, grads, rep->grads, n * sizeof(float));
+  tdm_replica_take_metrics(rep);
+
+  int checked = 0, bad = 0;
+  double worst = 0;
+  for (size_t j = 0; j < n; j++) {
+    /* A perturbation across a ReLU or max-pool kink spoils one finite difference;
+     * a smaller step usually steps back from the kink, so try two. */
+    const double steps[2] = {1e-3, 2.5e-4};
+    gboolean agreed = FALSE;
+    for (int s = 0; s < 2 && !agreed; s++) {
+      float saved = params[j];
+      params[j] = saved + (float)steps[s];
+      b->ops->upload(b, rep->params + j, &params[j], sizeof(float));
+      double up = mean_loss(rep);
+      params[j] = saved - (float)steps[s];
+      b->ops->upload(b, rep->params + j, &params[j], sizeof(float));
+      double down = mean_loss(rep);
+      params[j] = saved;
+      b->ops->upload(b, rep->params + j, &params[j], sizeof(float));
+
+      double numeric = (up - down) / (2 * steps[s]);
+      double diff = fabs(numeric - grads[j]);
+      double scale = MAX(fabs(numeric), fabs(grads[j]));
+      /* Float losses differ by ~1e-7 relative: that, over the step, is the noise. */
+      agreed = diff <= 2e-3 * scale + 1e-7 / steps[s] * 2;
+      if (agreed)
+        worst = MAX(worst, diff / (scale + 1e-6));
+      else if (s == 1 && g_getenv("GRADCHECK_VERBOSE"))
+        g_test_message("param %zu: numeric %.6f analytic %.6f", j, numeric, grads[j]);
+    }
+    bad += !agreed;
+    checked++;
+  }
+  g_test_message("%s: %d parameters, %d outside tolerance, worst relative %.2e", spec,
+                 checked, bad, worst);
+  /* A wrong gradient is wrong almost everywhere; kinks spoil a few at most. */
+  g_assert_cmpint(bad, <=, checked / 20);
+  /* The analytic gradient is not trivially zero. */
+  double norm = 0;
+  for (size_t j = 0; j < n; j++)
+    norm += (double)grads[j] * grads[j];
+  g_assert_cmpfloat(norm, >, 1e-8);
+
+  tdm_replica_free(rep);
+  tdm_backend_free(b);
+}
+
+static void
+test_linear(void)
+{
+  check_spec("fc7,fc4", 3, 3, 1, 4);
+}
+
+static void
+test_linear_relu(void)
+{
+  check_spec("fc9,relu,fc6,relu,fc3", 4, 4, 1, 3);
+}
+
+static void
+test_conv_pool(void)
+{
+  check_spec("conv4k3p1,relu,pool2,fc5,relu,fc3", 6, 6, 2, 3);
+}
+
+static void
+test_conv_nopad_standalone_relu(void)
+{
+  check_spec("conv3k2,pool2,relu,conv2k1,flatten,fc3", 7, 7, 3, 3);
+}
+
+static void
+test_conv_wide_kernel(void)
+{
+  check_spec("conv2k5p2,relu,pool3,fc4", 9, 9, 1, 4);
+}
+
+static void
+test_env_spec(void)
+{
+  check_spec(g_getenv("GRADCHECK_SPEC"), 7, 7, 3, 3);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  if (g_getenv("GRADCHECK_SPEC"))
+    g_test_add_func("/gradcheck/env", test_env_spec);
+  g_test_add_func("/gradcheck/linear", test_linear);
+  g_test_add_func("/gradcheck/linear-relu", test_linear_relu);
+  g_test_add_func("/gradcheck/conv-pool", test_conv_pool);
+  g_test_add_func("/gradcheck/conv-nopad-standalone-relu", test_conv_nopad_standalone_relu);
+  g_test_add_func("/gradcheck/conv-wide-kernel", test_conv_wide_kernel);
+  return g_test_run();
+}

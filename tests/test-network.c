@@ -1,0 +1,136 @@
+/* test-network.c — network specs: parsing, shapes, parameter layout, errors, and the
+ * seeded initialization. */
+#include "tdm-network.h"
+#include "tdm-error.h"
+
+#include <math.h>
+#include <string.h>
+
+static void
+test_mlp_layout(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new("mlp", 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  /* relu is fused into the fc before it: three layers remain. */
+  g_assert_cmpint(net->layer_count, ==, 3);
+  g_assert_true(net->layers[0].fused_relu);
+  g_assert_true(net->layers[1].fused_relu);
+  g_assert_false(net->layers[2].fused_relu);
+  size_t expected = 784 * 1000 + 1000 + 1000 * 1000 + 1000 + 1000 * 10 + 10;
+  g_assert_cmpuint(net->parameter_count, ==, expected);
+  /* Weights then bias, layer after layer, with no gaps. */
+  size_t offset = 0;
+  for (int i = 0; i < net->layer_count; i++) {
+    g_assert_cmpuint(net->layers[i].weight_offset, ==, offset);
+    offset += net->layers[i].weight_count;
+    g_assert_cmpuint(net->layers[i].bias_offset, ==, offset);
+    offset += net->layers[i].bias_count;
+  }
+  g_assert_cmpuint(offset, ==, expected);
+  g_assert_cmpstr(net->spec, ==, "fc1000,relu,fc1000,relu,fc10");
+  g_assert_cmpstr(net->layers[0].name, ==, "fc1");
+  g_assert_cmpstr(net->layers[2].name, ==, "fc3");
+  g_assert_cmpfloat(tdm_network_forward_flops(net), ==, 2.0 * (784 * 1000 + 1000 * 1000 + 10000));
+}
+
+static void
+test_cnn_shapes(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new("cnn", 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(net->layer_count, ==, 6);
+  const TdmLayer *conv1 = &net->layers[0], *pool1 = &net->layers[1];
+  const TdmLayer *conv2 = &net->layers[2], *pool2 = &net->layers[3];
+  const TdmLayer *fc1 = &net->layers[4];
+  g_assert_cmpint(conv1->out_h, ==, 28);
+  g_assert_cmpint(conv1->out_c, ==, 32);
+  g_assert_cmpuint(conv1->weight_count, ==, 32 * 1 * 3 * 3);
+  g_assert_cmpint(pool1->out_h, ==, 14);
+  g_assert_cmpint(conv2->in_c, ==, 32);
+  g_assert_cmpuint(conv2->weight_count, ==, 64 * 32 * 9);
+  g_assert_cmpint(pool2->out_w, ==, 7);
+  g_assert_cmpuint(fc1->weight_count, ==, 128 * 7 * 7 * 64);
+  g_assert_cmpuint(net->max_activation, ==, 28 * 28 * 32);
+
+  /* CIFAR-sized input: 32×32×3, odd pooling floors. */
+  g_autoptr(TdmNetwork) odd = tdm_network_new("conv8k5,pool3,relu,flatten,fc10", 32, 32, 3, 10,
+                                              &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(odd->layers[0].out_h, ==, 28);
+  g_assert_cmpint(odd->layers[1].out_h, ==, 9);
+  g_assert_cmpint(odd->layers[2].kind, ==, TDM_LAYER_RELU); /* after a pool: not fused */
+  g_assert_cmpint(odd->layers[3].out_c, ==, 9 * 9 * 8);
+  g_assert_cmpstr(odd->spec, ==, "conv8k5p0,pool3,relu,flatten,fc10");
+}
+
+static void
+expect_error(const char *spec, int classes, const char *fragment)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new(spec, 28, 28, 1, classes, &error);
+  g_assert_null(net);
+  g_assert_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC);
+  if (strstr(error->message, fragment) == NULL)
+    g_error("spec “%s”: message “%s” lacks “%s”", spec, error->message, fragment);
+}
+
+static void
+test_errors(void)
+{
+  expect_error("", 10, "empty");
+  expect_error("fc128,relu,fc10,softmax", 10, "layer 4 “softmax”: unknown layer");
+  expect_error("fc,fc10", 10, "layer 1 “fc”");
+  expect_error("conv32,fc10", 10, "kernel size");
+  expect_error("conv32k3p3,fc10", 10, "padding 3 must be smaller");
+  expect_error("conv32k3q1,fc10", 10, "unexpected");
+  expect_error("pool1,fc10", 10, "window K of 2 or more");
+  expect_error("pool64,fc10", 10, "does not fit");
+  expect_error("conv4k15,conv4k15,fc10", 10, "does not fit");
+  expect_error("fc128,relu", 10, "must end with fc10");
+  expect_error("fc128,fc5", 10, "ends with fc5 but the dataset has 10 classes");
+  expect_error("fc10,relu", 10, "without a relu");
+  expect_error("fc99999999,fc10", 10, "fcN");
+  expect_error("fc128,conv8k3,fc10", 10, "flat vector");
+}
+
+static void
+test_init_is_seeded_lecun(void)
+{
+  g_autoptr(TdmNetwork) net = tdm_network_new("mlp", 28, 28, 1, 10, NULL);
+  size_t n = net->parameter_count;
+  g_autofree float *a = g_new(float, n), *b = g_new(float, n), *c = g_new(float, n);
+  tdm_network_init_parameters(net, 7, a);
+  tdm_network_init_parameters(net, 7, b);
+  tdm_network_init_parameters(net, 8, c);
+  g_assert_cmpmem(a, n * sizeof(float), b, n * sizeof(float));
+  g_assert_true(memcmp(a, c, n * sizeof(float)) != 0);
+
+  for (int i = 0; i < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i];
+    double sum = 0, sq = 0;
+    for (size_t j = 0; j < l->weight_count; j++) {
+      sum += a[l->weight_offset + j];
+      sq += (double)a[l->weight_offset + j] * a[l->weight_offset + j];
+    }
+    double mean = sum / l->weight_count;
+    double std = sqrt(sq / l->weight_count - mean * mean);
+    double fan_in = (double)l->weight_count / l->bias_count;
+    g_assert_cmpfloat(fabs(mean), <, 0.05 / sqrt(fan_in));
+    g_assert_cmpfloat(fabs(std * sqrt(fan_in) - 1.0), <, 0.05);
+    for (size_t j = 0; j < l->bias_count; j++)
+      g_assert_cmpfloat(a[l->bias_offset + j], ==, 0.0f);
+  }
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/network/mlp-layout", test_mlp_layout);
+  g_test_add_func("/network/cnn-shapes", test_cnn_shapes);
+  g_test_add_func("/network/errors", test_errors);
+  g_test_add_func("/network/init-seeded-lecun", test_init_is_seeded_lecun);
+  return g_test_run();
+}
