@@ -17,8 +17,7 @@
 #define TDM_CIFAR_TRAIN_BATCHES 5
 
 static const char *const tdm_cifar10_names[TDM_CIFAR_CLASSES] = {
-    "airplane", "automobile", "bird", "cat", "deer",
-    "dog",      "frog",       "horse", "ship", "truck",
+    "airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck",
 };
 
 /* Returns the number of records in path, checking only its size. */
@@ -51,8 +50,7 @@ tdm_cifar_count(const char *path, int *records, GError **error)
   }
   if (size / TDM_CIFAR_RECORD > G_MAXINT32 / 8) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                "%s: absurd size %" G_GOFFSET_FORMAT " bytes for a CIFAR-10 batch", path,
-                size);
+                "%s: absurd size %" G_GOFFSET_FORMAT " bytes for a CIFAR-10 batch", path, size);
     return FALSE;
   }
   *records = (int)(size / TDM_CIFAR_RECORD);
@@ -68,16 +66,16 @@ tdm_cifar_read(const char *path, TdmDataset *d, int first, int records, GError *
   gsize length = 0;
   GError *local = NULL;
   if (!g_file_load_contents(file, NULL, &contents, &length, NULL, &local)) {
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, "%s: cannot read: %s",
-                path, local->message);
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, "%s: cannot read: %s", path,
+                local->message);
     g_error_free(local);
     return FALSE;
   }
   /* The size was checked a moment ago; a file that changed since is not trusted. */
   if (length != (gsize)records * TDM_CIFAR_RECORD) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                "%s: changed size while being read (%" G_GSIZE_FORMAT " bytes, expected %"
-                G_GSIZE_FORMAT ")",
+                "%s: changed size while being read (%" G_GSIZE_FORMAT
+                " bytes, expected %" G_GSIZE_FORMAT ")",
                 path, length, (gsize)records * TDM_CIFAR_RECORD);
     return FALSE;
   }
@@ -92,7 +90,8 @@ tdm_cifar_read(const char *path, TdmDataset *d, int first, int records, GError *
       return FALSE;
     }
     d->labels[first + r] = record[0];
-    const guint8 *red = record + 1, *green = red + TDM_CIFAR_PLANE, *blue = green + TDM_CIFAR_PLANE;
+    const guint8 *red = record + 1, *green = red + TDM_CIFAR_PLANE,
+                 *blue = green + TDM_CIFAR_PLANE;
     guint8 *out = d->images + (gsize)(first + r) * TDM_CIFAR_IMAGE;
     for (int p = 0; p < TDM_CIFAR_PLANE; p++) {
       out[3 * p + 0] = red[p];
@@ -127,7 +126,8 @@ tdm_cifar_load_split(const char *folder, const char *const *files, int n_files,
     total += records[i];
   }
 
-  TdmDataset *d = tdm_dataset_new(name, total, TDM_CIFAR_SIDE, TDM_CIFAR_SIDE, 3, TDM_CIFAR_CLASSES);
+  TdmDataset *d =
+      tdm_dataset_new(name, total, TDM_CIFAR_SIDE, TDM_CIFAR_SIDE, 3, TDM_CIFAR_CLASSES);
   int first = 0;
   for (int i = 0; i < n_files; i++) {
     if (!tdm_cifar_read(paths[i], d, first, records[i], error)) {
@@ -168,7 +168,8 @@ tdm_dataset_load_cifar10_folder(const char *folder, GError **error)
       tdm_cifar_load_split(dir, train_files, TDM_CIFAR_TRAIN_BATCHES, "cifar10 (train)", error);
   if (train == NULL)
     return NULL;
-  g_autoptr(TdmDataset) test = tdm_cifar_load_split(dir, test_files, 1, "cifar10 (test)", error);
+  g_autoptr(TdmDataset) test =
+      tdm_cifar_load_split(dir, test_files, 1, "cifar10 (test)", error);
   if (test == NULL)
     return NULL;
 

@@ -20,10 +20,10 @@
 
 typedef struct {
   const char *path;
-  GInputStream *stream;   /* raw file, or the inflating stream over it */
-  guint64 file_size;      /* bytes on disk */
+  GInputStream *stream; /* raw file, or the inflating stream over it */
+  guint64 file_size;    /* bytes on disk */
   gboolean gzip;
-  guint64 consumed;       /* uncompressed bytes read so far */
+  guint64 consumed; /* uncompressed bytes read so far */
 } TdmIdxFile;
 
 typedef struct {
@@ -54,8 +54,7 @@ tdm_idx_file_open(TdmIdxFile *f, const char *path, GError **error)
   g_autoptr(GFileInputStream) in = g_file_read(file, NULL, &local);
   if (in == NULL) {
     if (g_error_matches(local, G_IO_ERROR, G_IO_ERROR_NOT_FOUND))
-      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, "%s: missing file",
-                  path);
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, "%s: missing file", path);
     else
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, "%s: cannot read: %s",
                   path, local->message);
@@ -77,8 +76,8 @@ tdm_idx_file_open(TdmIdxFile *f, const char *path, GError **error)
   gsize got = 0;
   if (!g_input_stream_read_all(G_INPUT_STREAM(in), magic, sizeof magic, &got, NULL, &local) ||
       !g_seekable_seek(G_SEEKABLE(in), 0, G_SEEK_SET, NULL, &local)) {
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, "%s: cannot read: %s",
-                path, local->message);
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, "%s: cannot read: %s", path,
+                local->message);
     g_error_free(local);
     return FALSE;
   }
@@ -105,10 +104,15 @@ tdm_idx_file_read(TdmIdxFile *f, void *buffer, gsize bytes, gsize *got, GError *
   gboolean ok = g_input_stream_read_all(f->stream, buffer, bytes, got, NULL, &local);
   f->consumed += *got;
   if (!ok) {
-    if (f->gzip)
+    /* A cut-off download ends the deflate stream early: say so, not "bad data". */
+    if (f->gzip && g_error_matches(local, G_IO_ERROR, G_IO_ERROR_PARTIAL_INPUT))
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                  "%s: damaged gzip data after %" G_GUINT64_FORMAT
-                  " uncompressed bytes: %s",
+                  "%s: truncated gzip data: the compressed stream ends after %" G_GUINT64_FORMAT
+                  " uncompressed bytes",
+                  f->path, f->consumed);
+    else if (f->gzip)
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
+                  "%s: damaged gzip data after %" G_GUINT64_FORMAT " uncompressed bytes: %s",
                   f->path, f->consumed, local->message);
     else
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, "%s: cannot read: %s",
@@ -122,13 +126,20 @@ static const char *
 tdm_idx_type_name(guint type)
 {
   switch (type) {
-  case 0x08: return "unsigned byte";
-  case 0x09: return "signed byte";
-  case 0x0B: return "short";
-  case 0x0C: return "int";
-  case 0x0D: return "float";
-  case 0x0E: return "double";
-  default: return "unknown";
+  case 0x08:
+    return "unsigned byte";
+  case 0x09:
+    return "signed byte";
+  case 0x0B:
+    return "short";
+  case 0x0C:
+    return "int";
+  case 0x0D:
+    return "float";
+  case 0x0E:
+    return "double";
+  default:
+    return "unknown";
   }
 }
 
@@ -211,8 +222,8 @@ tdm_idx_read_header(TdmIdxFile *f, gboolean images, TdmIdxHeader *h, GError **er
     if (expected > f->file_size)
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
                   "%s: truncated: header says %s (%" G_GUINT64_FORMAT
-                  " bytes after the %" G_GSIZE_FORMAT "-byte header) but the file holds %"
-                  G_GUINT64_FORMAT " bytes",
+                  " bytes after the %" G_GSIZE_FORMAT
+                  "-byte header) but the file holds %" G_GUINT64_FORMAT " bytes",
                   f->path, what, data, header_bytes, f->file_size);
     else
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
@@ -243,12 +254,11 @@ tdm_idx_read_body(TdmIdxFile *f, const TdmIdxHeader *h, guint8 *out, gsize bytes
     g_autofree char *what =
         h->rank == 3 ? g_strdup_printf("%u images of %u×%u", h->dims[0], h->dims[1], h->dims[2])
                      : g_strdup_printf("%u labels", h->dims[0]);
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                "%s: truncated: header says %s (%" G_GSIZE_FORMAT
-                " bytes after the %d-byte header) but the file holds %" G_GUINT64_FORMAT
-                " bytes%s",
-                f->path, what, bytes, 4 + 4 * h->rank, f->consumed,
-                f->gzip ? " once inflated" : "");
+    g_set_error(
+        error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
+        "%s: truncated: header says %s (%" G_GSIZE_FORMAT
+        " bytes after the %d-byte header) but the file holds %" G_GUINT64_FORMAT " bytes%s",
+        f->path, what, bytes, 4 + 4 * h->rank, f->consumed, f->gzip ? " once inflated" : "");
     return FALSE;
   }
   if (f->gzip) {
@@ -353,8 +363,8 @@ tdm_idx_class_names(const char *kind, int classes)
 }
 
 static gboolean
-tdm_idx_check_labels(const TdmDataset *d, const char *labels_path, int classes,
-                     const char *why, GError **error)
+tdm_idx_check_labels(const TdmDataset *d, const char *labels_path, int classes, const char *why,
+                     GError **error)
 {
   for (int i = 0; i < d->count; i++)
     if (d->labels[i] >= classes) {
@@ -400,9 +410,8 @@ tdm_dataset_load_idx_folder_as(const char *folder, const char *kind, int classes
 
   if (test->height != train->height || test->width != train->width) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                "%s: test images are %d×%d but the training images (%s) are %d×%d",
-                test_images, test->height, test->width, train_images, train->height,
-                train->width);
+                "%s: test images are %d×%d but the training images (%s) are %d×%d", test_images,
+                test->height, test->width, train_images, train->height, train->width);
     return NULL;
   }
 

@@ -15,8 +15,8 @@
 #define TDM_SYN_CLASSES 10
 
 static const char *const tdm_synthetic_names[TDM_SYN_CLASSES] = {
-    "horizontal bar", "vertical bar", "ring",   "plus",   "falling diagonal",
-    "rising diagonal", "blob",        "cross",  "square", "triangle",
+    "horizontal bar",  "vertical bar", "ring",  "plus",   "falling diagonal",
+    "rising diagonal", "blob",         "cross", "square", "triangle",
 };
 
 typedef struct {
@@ -123,8 +123,8 @@ tdm_syn_ring(TdmSynCanvas *c, float cx, float cy, float r, float width, float va
 
 /* A closed polygon of n corners around (cx, cy) at radius r, turned by angle. */
 static void
-tdm_syn_polygon(TdmSynCanvas *c, int n, float cx, float cy, float r, float angle,
-                float width, float value)
+tdm_syn_polygon(TdmSynCanvas *c, int n, float cx, float cy, float r, float angle, float width,
+                float value)
 {
   float px[8], py[8];
   for (int i = 0; i < n; i++) {
@@ -138,8 +138,7 @@ tdm_syn_polygon(TdmSynCanvas *c, int n, float cx, float cy, float r, float angle
 
 /* A stroke of half-length h through (cx, cy) at angle a. */
 static void
-tdm_syn_stroke(TdmSynCanvas *c, float cx, float cy, float h, float a, float width,
-               float value)
+tdm_syn_stroke(TdmSynCanvas *c, float cx, float cy, float h, float a, float width, float value)
 {
   float ux = h * cosf(a), uy = h * sinf(a);
   tdm_syn_segment(c, cx - ux, cy - uy, cx + ux, cy + uy, width, value);
@@ -232,8 +231,7 @@ tdm_syn_mix(guint64 x)
 static TdmDataset *
 tdm_syn_split(guint64 seed, int split, int count, const char *name)
 {
-  TdmDataset *d =
-      tdm_dataset_new(name, count, TDM_SYN_SIDE, TDM_SYN_SIDE, 1, TDM_SYN_CLASSES);
+  TdmDataset *d = tdm_dataset_new(name, count, TDM_SYN_SIDE, TDM_SYN_SIDE, 1, TDM_SYN_CLASSES);
   d->class_names = g_new0(char *, TDM_SYN_CLASSES + 1);
   for (int i = 0; i < TDM_SYN_CLASSES; i++)
     d->class_names[i] = g_strdup(tdm_synthetic_names[i]);

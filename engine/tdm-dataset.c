@@ -8,8 +8,7 @@
 #include <string.h>
 
 TdmDataset *
-tdm_dataset_new(const char *name, int count, int height, int width, int channels,
-                int classes)
+tdm_dataset_new(const char *name, int count, int height, int width, int channels, int classes)
 {
   g_return_val_if_fail(count >= 0 && height > 0 && width > 0 && channels > 0, NULL);
   g_return_val_if_fail(classes > 0 && classes <= 256, NULL);
@@ -165,8 +164,8 @@ tdm_dataset_open(const char *name_or_path, GError **error)
     const char *env = g_getenv("TANDEM_MNIST_DIR");
     if (env != NULL && *env != '\0') {
       g_autofree char *folder = tdm_dataset_expand_path(env);
-      return tdm_dataset_open_named_idx("mnist", folder, "the folder comes from TANDEM_MNIST_DIR",
-                                        error);
+      return tdm_dataset_open_named_idx("mnist", folder,
+                                        "the folder comes from TANDEM_MNIST_DIR", error);
     }
     return tdm_dataset_open_named_idx("mnist", "/usr/share/datasets/mnist",
                                       "set TANDEM_MNIST_DIR to its folder", error);

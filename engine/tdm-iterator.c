@@ -82,6 +82,7 @@ const int32_t *
 tdm_iterator_next(TdmIterator *it, int *size, gboolean *epoch_end)
 {
   g_return_val_if_fail(it != NULL, NULL);
+  g_return_val_if_fail(it->position >= 0 && it->position < it->count, NULL);
 
   /* At position 0 the permutation is rebuilt for it->epoch. It cannot be rebuilt
    * when the previous epoch ends, because the batch just returned still points

@@ -138,7 +138,7 @@ write_idx_folder(const char *folder, guint gz_mask)
   const char *bases[4] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
                           "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
   GByteArray *files[4] = {idx_images(0, TRAIN_N, IMG_H, IMG_W), idx_labels(0, TRAIN_N),
-                                    idx_images(1, TEST_N, IMG_H, IMG_W), idx_labels(1, TEST_N)};
+                          idx_images(1, TEST_N, IMG_H, IMG_W), idx_labels(1, TEST_N)};
   for (int i = 0; i < 4; i++) {
     gboolean gz = (gz_mask >> i) & 1;
     gboolean suffix = (gz_mask & 16) ? FALSE : (gz_mask & 32) ? TRUE : gz;
@@ -298,37 +298,59 @@ run_broken_case(const BrokenCase *c, gboolean gzip)
   g_autoptr(GByteArray) labels = idx_labels(0, TRAIN_N);
 
   switch (c->breakage) {
-  case BREAK_WRONG_MAGIC: set_be32(images, 0, 0x12340803); break;
-  case BREAK_LABEL_MAGIC: set_be32(images, 0, 0x00000801); break;
-  case BREAK_ELEMENT_TYPE: set_be32(images, 0, 0x00000D03); break;
-  case BREAK_SHORT_MAGIC: g_byte_array_set_size(images, 3); break;
-  case BREAK_SHORT_HEADER: g_byte_array_set_size(images, 10); break;
-  case BREAK_TRUNCATED: g_byte_array_set_size(images, images->len - 5); break;
-  case BREAK_TRAILING: g_byte_array_append(images, (const guint8 *)"xyz", 3); break;
+  case BREAK_WRONG_MAGIC:
+    set_be32(images, 0, 0x12340803);
+    break;
+  case BREAK_LABEL_MAGIC:
+    set_be32(images, 0, 0x00000801);
+    break;
+  case BREAK_ELEMENT_TYPE:
+    set_be32(images, 0, 0x00000D03);
+    break;
+  case BREAK_SHORT_MAGIC:
+    g_byte_array_set_size(images, 3);
+    break;
+  case BREAK_SHORT_HEADER:
+    g_byte_array_set_size(images, 10);
+    break;
+  case BREAK_TRUNCATED:
+    g_byte_array_set_size(images, images->len - 5);
+    break;
+  case BREAK_TRAILING:
+    g_byte_array_append(images, (const guint8 *)"xyz", 3);
+    break;
   case BREAK_COUNT_MISMATCH:
     set_be32(labels, 4, TRAIN_N - 1);
     g_byte_array_set_size(labels, labels->len - 1);
     break;
-  case BREAK_ZERO_HEIGHT: set_be32(images, 8, 0); break;
-  case BREAK_HUGE_WIDTH: set_be32(images, 12, 5000); break;
-  case BREAK_ZERO_COUNT: set_be32(images, 4, 0); break;
+  case BREAK_ZERO_HEIGHT:
+    set_be32(images, 8, 0);
+    break;
+  case BREAK_HUGE_WIDTH:
+    set_be32(images, 12, 5000);
+    break;
+  case BREAK_ZERO_COUNT:
+    set_be32(images, 4, 0);
+    break;
   case BREAK_HUGE_COUNT:
     set_be32(images, 4, 2000000000);
     set_be32(labels, 4, 2000000000);
     break;
-  case BREAK_EMPTY_FILE: g_byte_array_set_size(images, 0); break;
+  case BREAK_EMPTY_FILE:
+    g_byte_array_set_size(images, 0);
+    break;
   }
 
-  g_autofree char *ip = write_file(dir, gzip ? "train-images-idx3-ubyte.gz"
-                                             : "train-images-idx3-ubyte",
-                                   images->data, images->len, gzip);
-  g_autofree char *lp = write_file(dir, "train-labels-idx1-ubyte", labels->data, labels->len,
-                                   FALSE);
+  g_autofree char *ip =
+      write_file(dir, gzip ? "train-images-idx3-ubyte.gz" : "train-images-idx3-ubyte",
+                 images->data, images->len, gzip);
+  g_autofree char *lp =
+      write_file(dir, "train-labels-idx1-ubyte", labels->data, labels->len, FALSE);
   GError *error = NULL;
   g_autoptr(TdmDataset) d = tdm_dataset_load_idx(ip, lp, NULL, &error);
   g_assert_null(d);
-  assert_dataset_error(error, c->in_labels ? lp : ip, c->fragments[0],
-                       c->fragments[1], c->fragments[2], NULL);
+  assert_dataset_error(error, c->in_labels ? lp : ip, c->fragments[0], c->fragments[1],
+                       c->fragments[2], NULL);
   g_error_free(error);
   rm_rf(dir);
 }
@@ -375,6 +397,27 @@ test_idx_bad_gzip(void)
   rm_rf(dir);
 }
 
+/* A gzip file cut short, as an interrupted download leaves it. */
+static void
+test_idx_cut_gzip(void)
+{
+  g_autofree char *dir = make_tmp();
+  g_autoptr(GByteArray) images = idx_images(0, 2000, 28, 28);
+  g_autoptr(GByteArray) labels = idx_labels(0, 2000);
+  g_autoptr(GBytes) packed = gzip_bytes(images->data, images->len);
+  gsize len = g_bytes_get_size(packed);
+  g_autofree char *ip =
+      write_file(dir, "images.gz", g_bytes_get_data(packed, NULL), len / 2, FALSE);
+  g_autofree char *lp = write_file(dir, "labels", labels->data, labels->len, FALSE);
+
+  GError *error = NULL;
+  g_autoptr(TdmDataset) d = tdm_dataset_load_idx(ip, lp, NULL, &error);
+  g_assert_null(d);
+  assert_dataset_error(error, ip, "truncated gzip", NULL);
+  g_error_free(error);
+  rm_rf(dir);
+}
+
 /* A label the training set never has cannot be a class. */
 static void
 test_idx_label_out_of_range(void)
@@ -383,8 +426,8 @@ test_idx_label_out_of_range(void)
   write_idx_folder(dir, 0);
   g_autoptr(GByteArray) labels = idx_labels(1, TEST_N);
   labels->data[8 + 4] = 12;
-  g_autofree char *lp = write_file(dir, "t10k-labels-idx1-ubyte", labels->data, labels->len,
-                                   FALSE);
+  g_autofree char *lp =
+      write_file(dir, "t10k-labels-idx1-ubyte", labels->data, labels->len, FALSE);
   GError *error = NULL;
   g_autoptr(TdmDatasetPair) pair = tdm_dataset_load_idx_folder(dir, &error);
   g_assert_null(pair);
@@ -403,8 +446,8 @@ test_idx_label_out_of_range_named(void)
   write_idx_folder(dir, 0);
   g_autoptr(GByteArray) labels = idx_labels(0, TRAIN_N);
   labels->data[8 + 17] = 10;
-  g_autofree char *lp = write_file(dir, "train-labels-idx1-ubyte", labels->data, labels->len,
-                                   FALSE);
+  g_autofree char *lp =
+      write_file(dir, "train-labels-idx1-ubyte", labels->data, labels->len, FALSE);
   GError *error = NULL;
   g_autoptr(TdmDatasetPair) pair = tdm_dataset_open(dir, &error);
   g_assert_null(pair);
@@ -464,8 +507,8 @@ test_idx_unreadable(void)
     g_test_message("running as root: permission bits cannot make files unreadable");
   } else {
     g_autoptr(GByteArray) images = idx_images(0, TRAIN_N, IMG_H, IMG_W);
-    g_autofree char *path = write_file(dir, "train-images-idx3-ubyte", images->data,
-                                       images->len, FALSE);
+    g_autofree char *path =
+        write_file(dir, "train-images-idx3-ubyte", images->data, images->len, FALSE);
     g_chmod(path, 0);
     pair = tdm_dataset_load_idx_folder(dir, &error);
     g_assert_null(pair);
@@ -843,6 +886,7 @@ main(int argc, char **argv)
     g_test_add_data_func(gz, &broken_cases[i], test_idx_broken_gzip);
   }
   g_test_add_func("/dataset/idx/bad-gzip", test_idx_bad_gzip);
+  g_test_add_func("/dataset/idx/cut-gzip", test_idx_cut_gzip);
   g_test_add_func("/dataset/idx/label-out-of-range", test_idx_label_out_of_range);
   g_test_add_func("/dataset/idx/label-out-of-range-named", test_idx_label_out_of_range_named);
   g_test_add_func("/dataset/idx/missing-file", test_idx_missing_file);
