@@ -1,0 +1,129 @@
+/* bench-chart.c: how long TdmChart takes to draw a frame.
+ *
+ * Appends 1,000,000 points, then renders 100 frames of 800x400 onto an image
+ * surface through tdm_chart_render(), the function the widget and the exports
+ * use, and prints the median time per frame (target: under 5 ms). Not a test;
+ * it needs a display for GTK: tests/gui/xvfb-run-test.sh build/bench/bench-chart
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <gtk/gtk.h>
+
+#include "tdm-chart.h"
+
+#define N_POINTS 1000000
+#define N_FRAMES 100
+#define WIDTH 800
+#define HEIGHT 400
+
+static int
+cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+typedef void (*FillFunc)(TdmChart *chart);
+
+/* One noisy loss curve, as the first row of the table. */
+static void
+fill_line(TdmChart *chart)
+{
+  guint id = tdm_chart_add_series(chart, "train", NULL, TDM_CHART_STYLE_LINE);
+  GRand *rand = g_rand_new_with_seed(1);
+
+  for (int i = 0; i < N_POINTS; i++)
+    tdm_chart_append(chart, id, i * 0.01, 2.3 * exp(-i / 2e5) + 0.2 * g_rand_double(rand));
+  g_rand_free(rand);
+}
+
+/* The loss chart as the window shows it: log scale, smoothing, test points. */
+static void
+fill_loss(TdmChart *chart)
+{
+  guint train = tdm_chart_add_series(chart, "train", NULL, TDM_CHART_STYLE_LINE);
+  guint test = tdm_chart_add_series(chart, "test", NULL, TDM_CHART_STYLE_POINTS);
+  GRand *rand = g_rand_new_with_seed(2);
+
+  tdm_chart_set_log_scale(chart, TRUE);
+  tdm_chart_set_x_unit(chart, "s");
+  tdm_chart_set_series_smoothing(chart, train, 0.6);
+  for (int i = 0; i < N_POINTS; i++) {
+    double loss = 2.3 * exp(-i / 2e5) + 0.05;
+    tdm_chart_append(chart, train, i * 0.01, loss * (0.8 + 0.4 * g_rand_double(rand)));
+    if (i % 20000 == 19999)
+      tdm_chart_append(chart, test, i * 0.01, loss);
+  }
+  g_rand_free(rand);
+}
+
+/* Compute / communication / wait stacked, a million points each. */
+static void
+fill_stacked(TdmChart *chart)
+{
+  guint ids[3];
+  GRand *rand = g_rand_new_with_seed(3);
+
+  ids[0] = tdm_chart_add_series(chart, "compute", NULL, TDM_CHART_STYLE_STACKED);
+  ids[1] = tdm_chart_add_series(chart, "communication", NULL, TDM_CHART_STYLE_STACKED);
+  ids[2] = tdm_chart_add_series(chart, "wait", NULL, TDM_CHART_STYLE_STACKED);
+  for (int i = 0; i < N_POINTS; i++)
+    for (int s = 0; s < 3; s++)
+      tdm_chart_append(chart, ids[s], i * 0.01, (3 - s) * (1 + g_rand_double(rand)));
+  g_rand_free(rand);
+}
+
+static void
+run(const char *name, FillFunc fill)
+{
+  TdmChart *chart = TDM_CHART(g_object_ref_sink(tdm_chart_new()));
+  cairo_surface_t *surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, WIDTH, HEIGHT);
+  cairo_t *cr = cairo_create(surface);
+  double times[N_FRAMES], append_s;
+  gint64 t0;
+
+  tdm_chart_set_title(chart, name);
+  tdm_chart_set_x_label(chart, "Elapsed");
+  t0 = g_get_monotonic_time();
+  fill(chart);
+  append_s = (g_get_monotonic_time() - t0) / 1e6;
+
+  for (int i = 0; i < 5; i++) /* warm-up: fonts, glyph caches, scratch buffers */
+    tdm_chart_render(chart, cr, WIDTH, HEIGHT);
+  for (int i = 0; i < N_FRAMES; i++) {
+    t0 = g_get_monotonic_time();
+    tdm_chart_render(chart, cr, WIDTH, HEIGHT);
+    cairo_surface_flush(surface);
+    times[i] = (g_get_monotonic_time() - t0) / 1e3;
+  }
+  qsort(times, N_FRAMES, sizeof times[0], cmp_double);
+
+  printf("%-28s %10u %12.1f %10.2f %10.2f %10.2f\n", name,
+         tdm_series_get_capacity(tdm_chart_get_series(chart, 0)),
+         append_s * 1e9 / N_POINTS / tdm_chart_get_n_series(chart), times[0],
+         times[N_FRAMES / 2], times[N_FRAMES * 9 / 10]);
+
+  cairo_destroy(cr);
+  cairo_surface_destroy(surface);
+  g_object_unref(chart);
+}
+
+int
+main(int argc, char **argv)
+{
+  if (!gtk_init_check()) {
+    fprintf(stderr, "bench-chart: no display; run it under tests/gui/xvfb-run-test.sh\n");
+    return 77;
+  }
+
+  printf("TdmChart: %d points per series, %d frames of %dx%d (ms per frame)\n", N_POINTS,
+         N_FRAMES, WIDTH, HEIGHT);
+  printf("%-28s %10s %12s %10s %10s %10s\n", "chart", "buckets", "ns/append", "min",
+         "median", "p90");
+  run("line, 1M points", fill_line);
+  run("loss: log, smoothed, points", fill_loss);
+  run("stacked 3 x 1M points", fill_stacked);
+  return 0;
+}
