@@ -1,0 +1,895 @@
+/* tandem-train.c — the headless trainer: the engine's choices as flags, a progress
+ * bar on a terminal, plain epoch lines in a log, JSON lines with --json.
+ *
+ * It only turns flags into a TdmConfig, runs tdm_trainer_run() on the main thread and
+ * prints the events; all training logic lives in the engine. Exit status: 0 done,
+ * 1 a failure while running, 2 bad input (options, dataset, network spec, devices,
+ * a checkpoint to resume from), 130 stopped by Ctrl-C.
+ */
+#include "tdm-build-config.h"
+#include "tdm-checkpoint.h"
+#include "tdm-config.h"
+#include "tdm-dataset.h"
+#include "tdm-device.h"
+#include "tdm-error.h"
+#include "tdm-trainer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+#include <locale.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+enum {
+  EXIT_RUNTIME = 1,
+  EXIT_BAD_INPUT = 2,
+  EXIT_INTERRUPTED = 130,
+};
+
+/* Flags are read as text and converted here, so a bad number gets a message that
+ * names its flag, and an absent flag (NULL) can leave a resumed value alone. */
+typedef struct {
+  char *dataset, *network, *devices, *main_replica, *batch, *epochs;
+  char *optimizer, *lr, *momentum, *beta1, *beta2, *eps, *weight_decay;
+  char *schedule, *step_epochs, *gamma, *strategy, *precision, *seed;
+  char *eval_batch, *max_steps, *save, *resume;
+  gboolean list_devices, json, quiet, version;
+} Options;
+
+static void
+options_clear(Options *o)
+{
+  char **strings[] = {
+    &o->dataset, &o->network, &o->devices, &o->main_replica, &o->batch, &o->epochs,
+    &o->optimizer, &o->lr, &o->momentum, &o->beta1, &o->beta2, &o->eps, &o->weight_decay,
+    &o->schedule, &o->step_epochs, &o->gamma, &o->strategy, &o->precision, &o->seed,
+    &o->eval_batch, &o->max_steps, &o->save, &o->resume,
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(strings); i++)
+    g_clear_pointer(strings[i], g_free);
+}
+
+static const char summary[] =
+  "Trains a neural network with data parallelism: each batch is split across the\n"
+  "devices, gradients are combined, and every device keeps the same parameters.\n"
+  "Progress goes to the terminal; each epoch ends with a line of train and test\n"
+  "figures; --json prints every event as one JSON object per line instead.";
+
+static const char description[] =
+  "Datasets: fashion-mnist (the default, in " TDM_FASHION_MNIST_DIR "),\n"
+  "mnist, synthetic (built in, needs no files), or a folder of IDX files or of\n"
+  "CIFAR-10 batches.\n"
+  "Networks: mlp (784-1000-1000-10), cnn, or a spec such as\n"
+  "  conv32k3p1,relu,pool2,fc128,relu,fc10\n"
+  "Devices: cpu, cpu:N (N CPU workers), cuda:N (GPU N); a GPU may be named twice.\n"
+  "Strategies: allreduce all-reduces the gradients and every device updates (as\n"
+  "ChainerMN and PyTorch DDP); main reduces them onto the main device, updates\n"
+  "there and broadcasts the parameters (as Chainer's ParallelUpdater).\n"
+  "\n"
+  "Examples:\n"
+  "  tandem-train --dataset synthetic --epochs 1\n"
+  "  tandem-train --devices cpu:4 --batch 256 --save run.safetensors\n"
+  "  tandem-train --devices cuda:0,cuda:1 --network cnn --strategy main --main 1\n"
+  "  tandem-train --resume run.safetensors --epochs 40\n"
+  "  tandem-train --dataset synthetic --epochs 1 --json | jq .type\n"
+  "\n"
+  "With --resume the run's settings come from the checkpoint; flags given as well\n"
+  "override them (e.g. --epochs to train longer), and checkpoints go on being saved\n"
+  "to the resumed file unless --save names another.\n"
+  "\n"
+  "Exit status: 0 finished, 1 failed while running, 2 bad options or input files,\n"
+  "130 stopped by Ctrl-C (a second Ctrl-C quits at once).";
+
+static GOptionContext *
+options_context(Options *o)
+{
+  const GOptionEntry entries[] = {
+    {"dataset", 0, 0, G_OPTION_ARG_FILENAME, &o->dataset,
+     "Name or folder (default fashion-mnist)", "NAME|FOLDER"},
+    {"network", 0, 0, G_OPTION_ARG_STRING, &o->network,
+     "mlp, cnn or a layer spec (default mlp)", "mlp|cnn|SPEC"},
+    {"devices", 0, 0, G_OPTION_ARG_STRING, &o->devices,
+     "Devices, a replica each: cpu:4, cuda:0,cuda:1 (cpu)", "LIST"},
+    {"main", 0, 0, G_OPTION_ARG_STRING, &o->main_replica,
+     "Which of --devices evaluates and saves (default 0)", "N"},
+    {"batch", 0, 0, G_OPTION_ARG_STRING, &o->batch,
+     "Global batch, split across devices (default 100)", "N"},
+    {"epochs", 0, 0, G_OPTION_ARG_STRING, &o->epochs,
+     "Epochs to train (default 20)", "N"},
+    {"optimizer", 0, 0, G_OPTION_ARG_STRING, &o->optimizer,
+     "sgd, momentum or adam (default adam)", "NAME"},
+    {"lr", 0, 0, G_OPTION_ARG_STRING, &o->lr,
+     "Learning rate; Adam's alpha (default 0.001)", "X"},
+    {"momentum", 0, 0, G_OPTION_ARG_STRING, &o->momentum,
+     "Momentum of --optimizer momentum (default 0.9)", "X"},
+    {"beta1", 0, 0, G_OPTION_ARG_STRING, &o->beta1, "Adam's beta1 (default 0.9)", "X"},
+    {"beta2", 0, 0, G_OPTION_ARG_STRING, &o->beta2, "Adam's beta2 (default 0.999)", "X"},
+    {"eps", 0, 0, G_OPTION_ARG_STRING, &o->eps, "Adam's epsilon (default 1e-8)", "X"},
+    {"weight-decay", 0, 0, G_OPTION_ARG_STRING, &o->weight_decay,
+     "Weight decay (default 0)", "X"},
+    {"schedule", 0, 0, G_OPTION_ARG_STRING, &o->schedule,
+     "Learning rate schedule: constant, step, cosine", "NAME"},
+    {"step-epochs", 0, 0, G_OPTION_ARG_STRING, &o->step_epochs,
+     "Epochs between steps of --schedule step (10)", "N"},
+    {"gamma", 0, 0, G_OPTION_ARG_STRING, &o->gamma,
+     "Factor at each step of --schedule step (0.1)", "X"},
+    {"strategy", 0, 0, G_OPTION_ARG_STRING, &o->strategy,
+     "allreduce (default) or main; see below", "NAME"},
+    {"precision", 0, 0, G_OPTION_ARG_STRING, &o->precision,
+     "GEMMs in fp32 (default) or tf32 on GPUs", "NAME"},
+    {"seed", 0, 0, G_OPTION_ARG_STRING, &o->seed,
+     "Seed of initial weights and shuffling (default 0)", "N"},
+    {"eval-batch", 0, 0, G_OPTION_ARG_STRING, &o->eval_batch,
+     "Samples per evaluation chunk (default 1000)", "N"},
+    {"max-steps", 0, 0, G_OPTION_ARG_STRING, &o->max_steps,
+     "Stop after N steps in all (default 0: no limit)", "N"},
+    {"save", 0, 0, G_OPTION_ARG_FILENAME, &o->save,
+     "Save a safetensors checkpoint every epoch", "FILE"},
+    {"resume", 0, 0, G_OPTION_ARG_FILENAME, &o->resume,
+     "Continue the run saved in a checkpoint", "FILE"},
+    {"list-devices", 0, 0, G_OPTION_ARG_NONE, &o->list_devices,
+     "List the devices and exit", NULL},
+    {"json", 0, 0, G_OPTION_ARG_NONE, &o->json,
+     "Print each event as a JSON line on stdout", NULL},
+    {"quiet", 'q', 0, G_OPTION_ARG_NONE, &o->quiet,
+     "Print only errors (and JSON lines with --json)", NULL},
+    {"version", 0, 0, G_OPTION_ARG_NONE, &o->version, "Print the version and exit", NULL},
+    {NULL},
+  };
+  GOptionContext *context = g_option_context_new(NULL);
+  g_option_context_set_summary(context, summary);
+  g_option_context_set_description(context, description);
+  g_option_context_add_main_entries(context, entries, NULL);
+  return context;
+}
+
+static gboolean
+bad_option(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
+
+static gboolean
+bad_option(GError **error, const char *format, ...)
+{
+  va_list args;
+  va_start(args, format);
+  char *message = g_strdup_vprintf(format, args);
+  va_end(args);
+  g_set_error_literal(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION, message);
+  g_free(message);
+  return FALSE;
+}
+
+static gboolean
+parse_int(const char *flag, const char *text, int *out, GError **error)
+{
+  gint64 v;
+  if (text == NULL)
+    return TRUE;
+  if (!g_ascii_string_to_signed(text, 10, G_MININT, G_MAXINT, &v, NULL))
+    return bad_option(error, "%s: “%s” is not a whole number", flag, text);
+  *out = (int)v;
+  return TRUE;
+}
+
+static gboolean
+parse_double(const char *flag, const char *text, double *out, GError **error)
+{
+  if (text == NULL)
+    return TRUE;
+  char *end = NULL;
+  errno = 0;
+  double v = g_ascii_strtod(text, &end);
+  if (*text == '\0' || g_ascii_isspace(*text) || *end != '\0' || errno == ERANGE ||
+      !isfinite(v))
+    return bad_option(error, "%s: “%s” is not a number", flag, text);
+  *out = v;
+  return TRUE;
+}
+
+#define NAME_OPTION(flag, text, parse, out, choices)                                        \
+  do {                                                                                     \
+    if ((text) != NULL && !parse((text), (out)))                                           \
+      return bad_option(error, "%s: unknown value “%s” (choose %s)", flag, (text), choices); \
+  } while (0)
+
+/* Applies the flags that were given over `c` (defaults or a resumed run). */
+static gboolean
+options_apply(const Options *o, TdmConfig *c, GError **error)
+{
+  if (o->dataset) {
+    g_free(c->dataset);
+    c->dataset = g_strdup(o->dataset);
+  }
+  if (o->network) {
+    g_free(c->network);
+    c->network = g_strdup(o->network);
+  }
+  if (o->devices && !tdm_config_set_devices(c, o->devices, error))
+    return FALSE;
+  if (!parse_int("--main", o->main_replica, &c->main_replica, error) ||
+      !parse_int("--batch", o->batch, &c->batch, error) ||
+      !parse_int("--epochs", o->epochs, &c->epochs, error) ||
+      !parse_double("--lr", o->lr, &c->lr, error) ||
+      !parse_double("--momentum", o->momentum, &c->momentum, error) ||
+      !parse_double("--beta1", o->beta1, &c->beta1, error) ||
+      !parse_double("--beta2", o->beta2, &c->beta2, error) ||
+      !parse_double("--eps", o->eps, &c->eps, error) ||
+      !parse_double("--weight-decay", o->weight_decay, &c->weight_decay, error) ||
+      !parse_int("--step-epochs", o->step_epochs, &c->step_epochs, error) ||
+      !parse_double("--gamma", o->gamma, &c->gamma, error) ||
+      !parse_int("--eval-batch", o->eval_batch, &c->eval_batch, error))
+    return FALSE;
+  gint64 max_steps;
+  if (o->max_steps) {
+    if (!g_ascii_string_to_signed(o->max_steps, 10, G_MINLONG, G_MAXLONG, &max_steps, NULL))
+      return bad_option(error, "--max-steps: “%s” is not a whole number", o->max_steps);
+    c->max_steps = (long)max_steps;
+  }
+  if (o->seed && !g_ascii_string_to_unsigned(o->seed, 10, 0, G_MAXUINT64, &c->seed, NULL))
+    return bad_option(error, "--seed: “%s” is not a non-negative whole number", o->seed);
+  NAME_OPTION("--optimizer", o->optimizer, tdm_optimizer_from_name, &c->optimizer,
+              "sgd, momentum or adam");
+  NAME_OPTION("--schedule", o->schedule, tdm_schedule_from_name, &c->schedule,
+              "constant, step or cosine");
+  NAME_OPTION("--strategy", o->strategy, tdm_strategy_from_name, &c->strategy,
+              "main or allreduce");
+  NAME_OPTION("--precision", o->precision, tdm_precision_from_name, &c->precision,
+              "fp32 or tf32");
+  if (o->save) {
+    g_free(c->save_path);
+    c->save_path = g_strdup(o->save);
+  } else if (o->resume) {
+    /* Going on with a run means going on saving it where it was found. */
+    g_free(c->save_path);
+    c->save_path = g_strdup(o->resume);
+  }
+  return TRUE;
+}
+
+/* A checkpoint that cannot be written would only fail after the first epoch's
+ * work; say so before any is done. */
+static gboolean
+check_save_path(const char *path, GError **error)
+{
+  if (path == NULL)
+    return TRUE;
+  if (g_file_test(path, G_FILE_TEST_IS_DIR))
+    return bad_option(error, "--save %s: is a folder, not a file", path);
+  g_autofree char *dir = g_path_get_dirname(path);
+  if (!g_file_test(dir, G_FILE_TEST_IS_DIR))
+    return bad_option(error, "--save %s: the folder %s does not exist", path, dir);
+  if (g_access(dir, W_OK) != 0)
+    return bad_option(error, "--save %s: the folder %s is not writable", path, dir);
+  return TRUE;
+}
+
+static TdmConfig *
+config_from_checkpoint(const char *path, GError **error)
+{
+  g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_load(path, error);
+  if (ckpt == NULL)
+    return NULL;
+  const char *json = tdm_checkpoint_get_metadata(ckpt, "config");
+  if (json == NULL) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                "checkpoint %s: no run configuration in its metadata (not written by "
+                "Tandem?)", path);
+    return NULL;
+  }
+  g_autoptr(GError) local = NULL;
+  TdmConfig *c = tdm_config_from_json(json, &local);
+  if (c == NULL)
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                "checkpoint %s: %s", path, local->message);
+  return c;
+}
+
+/* Ctrl-C (and SIGTERM). The handler only counts and writes a byte to a pipe (both async-signal-
+ * safe); a small thread reads the pipe and cancels the run, which the trainer notices
+ * within a step. The second Ctrl-C leaves at once. */
+
+static volatile sig_atomic_t interrupts;
+static int wake_pipe[2] = {-1, -1};
+
+static void
+on_interrupt(int signum)
+{
+  int saved = errno;
+  if (++interrupts >= 2) {
+    static const char message[] = "\ntandem-train: interrupted\n";
+    (void)!write(STDERR_FILENO, message, sizeof message - 1);
+    _exit(EXIT_INTERRUPTED);
+  }
+  (void)!write(wake_pipe[1], "i", 1);
+  errno = saved;
+}
+
+static gpointer
+interrupt_watch(gpointer data)
+{
+  GCancellable *cancellable = data;
+  char c;
+  for (;;) {
+    ssize_t n = read(wake_pipe[0], &c, 1);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0 || c == 'q')
+      return NULL;
+    g_cancellable_cancel(cancellable);
+  }
+}
+
+static gboolean
+interrupts_install(void)
+{
+  if (pipe(wake_pipe) != 0)
+    return FALSE;
+  for (int i = 0; i < 2; i++)
+    fcntl(wake_pipe[i], F_SETFD, FD_CLOEXEC);
+  struct sigaction sa = {0};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  sigaddset(&sa.sa_mask, SIGINT);
+  sigaddset(&sa.sa_mask, SIGTERM);
+  sa.sa_flags = SA_RESTART;
+  const int signals[] = {SIGINT, SIGTERM};
+  for (gsize i = 0; i < G_N_ELEMENTS(signals); i++) {
+    /* A shell starts background jobs with SIGINT ignored, so that Ctrl-C leaves
+     * them alone; keep it that way, as Python and most tools do. */
+    struct sigaction old;
+    if (sigaction(signals[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+      continue;
+    sigaction(signals[i], &sa, NULL);
+  }
+  return TRUE;
+}
+
+/* Printing. */
+
+typedef struct {
+  gboolean json;          /* JSON lines on stdout, nothing else there */
+  gboolean quiet;
+  gboolean bar;           /* stderr is a terminal: draw the live line */
+  gboolean bar_shown;     /* something is on the live line now */
+  gboolean stop_told;
+  gboolean started;
+  gboolean stepped;       /* a training step has been reported */
+  TdmStartedEvent start;
+  double trained;         /* seconds of training in this process, as the engine counts */
+  gint64 t_epoch, t_draw;   /* monotonic µs */
+  GCancellable *cancellable;
+} Printer;
+
+static void
+format_count(char *out, size_t size, gint64 n)
+{
+  char digits[32];
+  g_snprintf(digits, sizeof digits, "%" G_GINT64_FORMAT, n < 0 ? -n : n);
+  size_t len = strlen(digits), o = 0;
+  if (n < 0 && o + 1 < size)
+    out[o++] = '-';
+  for (size_t i = 0; i < len && o + 1 < size; i++) {
+    if (i > 0 && (len - i) % 3 == 0 && o + 1 < size)
+      out[o++] = ',';
+    out[o++] = digits[i];
+  }
+  out[o] = '\0';
+}
+
+static void
+format_duration(char *out, size_t size, double seconds)
+{
+  if (!isfinite(seconds) || seconds < 0)
+    seconds = 0;
+  long s = lround(seconds);
+  if (s >= 3600)
+    g_snprintf(out, size, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
+  else
+    g_snprintf(out, size, "%ld:%02ld", s / 60, s % 60);
+}
+
+static void
+bar_clear(Printer *p)
+{
+  if (p->bar_shown) {
+    fputs("\r\033[K", stderr);
+    fflush(stderr);
+    p->bar_shown = FALSE;
+  }
+}
+
+static int
+terminal_width(void)
+{
+  struct winsize ws;
+  if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20)
+    return ws.ws_col;
+  return 80;
+}
+
+static void
+bar_draw(Printer *p, const TdmStepEvent *s)
+{
+  gint64 now = g_get_monotonic_time();
+  if (p->bar_shown && now - p->t_draw < G_USEC_PER_SEC / 10)
+    return;
+  p->t_draw = now;
+
+  double within = CLAMP(s->epoch_float - s->epoch, 0.0, 1.0);
+  char rate[32], eta[32], head[64], tail[160];
+  format_count(rate, sizeof rate, (gint64)llround(s->samples_per_second));
+  if (s->eta >= 0)
+    format_duration(eta, sizeof eta, s->eta);
+  else
+    g_strlcpy(eta, "?", sizeof eta);
+  g_snprintf(head, sizeof head, "epoch %d/%d ", s->epoch + 1, p->start.epochs);
+  g_snprintf(tail, sizeof tail, " %3d%%  loss %.3f  acc %.1f%%  %s samples/s  ETA %s",
+             (int)floor(within * 100), s->train_loss, 100 * s->train_accuracy, rate, eta);
+
+  /* One column short of the width, so the cursor never wraps to a new line. */
+  int room = terminal_width() - 1 - (int)strlen(head) - (int)strlen(tail) - 2;
+  int width = CLAMP(room, 0, 40);
+  GString *line = g_string_new("\r");
+  g_string_append(line, head);
+  if (width >= 5) {
+    int filled = (int)floor(within * width);
+    g_string_append_c(line, '[');
+    for (int i = 0; i < width; i++)
+      g_string_append_c(line, i < filled ? '#' : '.');
+    g_string_append_c(line, ']');
+  }
+  g_string_append(line, tail);
+  g_string_append(line, "\033[K");
+  fputs(line->str, stderr);
+  fflush(stderr);
+  g_string_free(line, TRUE);
+  p->bar_shown = TRUE;
+}
+
+static void
+print_started(Printer *p, const TdmStartedEvent *s)
+{
+  char params[32];
+  format_count(params, sizeof params, (gint64)s->parameters);
+  GString *devices = g_string_new(NULL);
+  for (int i = 0; i < s->replicas; i++)
+    g_string_append_printf(devices, "%s%s%s", i ? ", " : "", s->device[i],
+                           i == s->main_replica && s->replicas > 1 ? " (main)" : "");
+  printf("training %s, %s parameters, on %s (%d train, %d test)\n", s->network, params,
+         s->dataset, s->train_count, s->test_count);
+  printf("devices: %s; batch %d = ", devices->str, s->batch);
+  for (int i = 0; i < s->replicas; i++)
+    printf("%s%d", i ? " + " : "", s->shard[i]);
+  printf("\n");
+  if (s->start_step > 0 && s->steps_per_epoch > 0)
+    printf("resuming at step %ld (epoch %ld of %d)\n", s->start_step,
+           s->start_step / s->steps_per_epoch + 1, s->epochs);
+  fflush(stdout);
+  g_string_free(devices, TRUE);
+}
+
+static void
+print_epoch(Printer *p, const TdmEpochEvent *e)
+{
+  gint64 now = g_get_monotonic_time();
+  double seconds = (now - p->t_epoch) / (double)G_USEC_PER_SEC;
+  p->t_epoch = now;
+  bar_clear(p);
+  printf("epoch %d/%d  train loss %.3f acc %.1f%%  test loss %.3f acc %.1f%%  %.1f s\n",
+         e->epoch, p->start.epochs, e->train_loss, 100 * e->train_accuracy, e->test_loss,
+         100 * e->test_accuracy, seconds);
+  fflush(stdout);
+}
+
+static void
+print_finished(Printer *p, const TdmFinishedEvent *f)
+{
+  const TdmStartedEvent *s = &p->start;
+  long steps = f->steps - s->start_step;
+  /* Training time only: evaluation and saving would make the rate look worse than
+   * what the devices did. */
+  double rate = p->trained > 0 && steps > 0 ? (double)steps * s->batch / p->trained : 0;
+  char params[32], samples[32], time[32];
+  format_count(params, sizeof params, (gint64)s->parameters);
+  format_count(samples, sizeof samples, (gint64)llround(rate));
+  format_duration(time, sizeof time, f->elapsed);
+
+  bar_clear(p);
+  if (f->stopped)
+    printf("stopped after %ld of %ld steps", f->steps, s->total_steps);
+  else
+    printf("finished");
+  if (isfinite(f->test_accuracy))
+    printf(": test accuracy %.1f%% (loss %.3f)\n", 100 * f->test_accuracy, f->test_loss);
+  else
+    printf(" before the first evaluation\n");
+  printf("  %ld steps in %s, %s samples/s; %s parameters on %d device%s (", steps, time,
+         samples, params, s->replicas, s->replicas == 1 ? "" : "s");
+  for (int i = 0; i < s->replicas; i++)
+    printf("%s%s", i ? ", " : "", s->device[i]);
+  printf("), %s\n", s->replicas > 1 ? "data parallel" : "one replica");
+  fflush(stdout);
+}
+
+/* JSON lines. Non-finite numbers (a diverged loss) become null: JSON has no NaN. */
+
+static void
+json_double(JsonBuilder *b, const char *name, double v)
+{
+  json_builder_set_member_name(b, name);
+  if (isfinite(v))
+    json_builder_add_double_value(b, v);
+  else
+    json_builder_add_null_value(b);
+}
+
+static void
+json_int(JsonBuilder *b, const char *name, gint64 v)
+{
+  json_builder_set_member_name(b, name);
+  json_builder_add_int_value(b, v);
+}
+
+/* Telemetry marks what it does not know with a negative value. */
+static void
+json_known(JsonBuilder *b, const char *name, double v, gboolean integer)
+{
+  json_builder_set_member_name(b, name);
+  if (v < 0 || !isfinite(v))
+    json_builder_add_null_value(b);
+  else if (integer)
+    json_builder_add_int_value(b, (gint64)v);
+  else
+    json_builder_add_double_value(b, v);
+}
+
+static void
+json_string(JsonBuilder *b, const char *name, const char *v)
+{
+  json_builder_set_member_name(b, name);
+  json_builder_add_string_value(b, v);
+}
+
+static const char *
+error_code_name(const GError *e)
+{
+  static const char *const names[] = {
+    "invalid-option", "invalid-spec", "dataset", "device", "out-of-memory", "backend",
+    "communication", "checkpoint", "diverged", "cancelled",
+  };
+  if (e->domain == TDM_ENGINE_ERROR && e->code >= 0 && e->code < (int)G_N_ELEMENTS(names))
+    return names[e->code];
+  return "other";
+}
+
+/* json-glib before 1.8 writes 1e-08 as "1e-08.0", which no JSON parser accepts (its
+ * own included). This drops such a ".0" outside strings; where json-glib is fixed it
+ * finds nothing to do. */
+static void
+json_fix_exponents(char *text)
+{
+  gboolean in_string = FALSE;
+  char prev = '\0';
+  char *w = text;
+  const char *r = text;
+  while (*r) {
+    char ch = *r++;
+    *w++ = ch;
+    if (in_string) {
+      if (ch == '\\' && *r)
+        *w++ = *r++;
+      else if (ch == '"')
+        in_string = FALSE;
+    } else if (ch == '"') {
+      in_string = TRUE;
+    } else if ((ch == 'e' || ch == 'E') && g_ascii_isdigit(prev)) {
+      if (*r == '+' || *r == '-')
+        *w++ = *r++;
+      while (g_ascii_isdigit(*r))
+        *w++ = *r++;
+      if (r[0] == '.' && r[1] == '0' && !g_ascii_isdigit(r[2]))
+        r += 2;
+    }
+    prev = ch;
+  }
+  *w = '\0';
+}
+
+static void
+json_event(const TdmEvent *ev)
+{
+  g_autoptr(JsonBuilder) b = json_builder_new();
+  json_builder_begin_object(b);
+  switch (ev->kind) {
+  case TDM_EVENT_STARTED: {
+    const TdmStartedEvent *s = &ev->started;
+    json_string(b, "type", "started");
+    json_int(b, "replicas", s->replicas);
+    json_int(b, "main_replica", s->main_replica);
+    json_builder_set_member_name(b, "devices");
+    json_builder_begin_array(b);
+    for (int i = 0; i < s->replicas && i < TDM_MAX_REPLICAS; i++)
+      json_builder_add_string_value(b, s->device[i]);
+    json_builder_end_array(b);
+    json_builder_set_member_name(b, "shards");
+    json_builder_begin_array(b);
+    for (int i = 0; i < s->replicas && i < TDM_MAX_REPLICAS; i++)
+      json_builder_add_int_value(b, s->shard[i]);
+    json_builder_end_array(b);
+    json_int(b, "batch", s->batch);
+    json_int(b, "epochs", s->epochs);
+    json_int(b, "steps_per_epoch", s->steps_per_epoch);
+    json_int(b, "total_steps", s->total_steps);
+    json_int(b, "start_step", s->start_step);
+    json_int(b, "parameters", (gint64)s->parameters);
+    json_string(b, "network", s->network);
+    json_string(b, "dataset", s->dataset);
+    json_int(b, "train_count", s->train_count);
+    json_int(b, "test_count", s->test_count);
+    break;
+  }
+  case TDM_EVENT_STEP: {
+    const TdmStepEvent *s = &ev->step;
+    json_string(b, "type", "step");
+    json_int(b, "step", s->step);
+    json_int(b, "epoch", s->epoch);
+    json_double(b, "fraction", s->fraction);
+    json_double(b, "epoch_float", s->epoch_float);
+    json_double(b, "train_loss", s->train_loss);
+    json_double(b, "train_accuracy", s->train_accuracy);
+    json_double(b, "samples_per_second", s->samples_per_second);
+    json_double(b, "lr", s->lr);
+    json_double(b, "elapsed", s->elapsed);
+    json_double(b, "eta", s->eta);
+    break;
+  }
+  case TDM_EVENT_DEVICES: {
+    const TdmDevicesEvent *d = &ev->devices;
+    json_string(b, "type", "devices");
+    json_int(b, "step", d->step);
+    json_double(b, "elapsed", d->elapsed);
+    json_int(b, "replicas", d->replicas);
+    json_builder_set_member_name(b, "devices");
+    json_builder_begin_array(b);
+    for (int i = 0; i < d->replicas && i < TDM_MAX_REPLICAS; i++) {
+      json_builder_begin_object(b);
+      json_double(b, "compute_ms", d->device[i].compute_ms);
+      json_double(b, "comm_ms", d->device[i].comm_ms);
+      json_double(b, "wait_ms", d->device[i].wait_ms);
+      json_int(b, "tandem_bytes", d->device[i].tandem_bytes);
+      json_known(b, "used_bytes", (double)d->device[i].used_bytes, TRUE);
+      json_known(b, "total_bytes", (double)d->device[i].total_bytes, TRUE);
+      json_known(b, "utilization", d->device[i].utilization, FALSE);
+      json_known(b, "temperature", d->device[i].temperature, FALSE);
+      json_known(b, "power", d->device[i].power, FALSE);
+      json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    break;
+  }
+  case TDM_EVENT_EPOCH: {
+    const TdmEpochEvent *e = &ev->epoch;
+    json_string(b, "type", "epoch");
+    json_int(b, "epoch", e->epoch);
+    json_int(b, "step", e->step);
+    json_double(b, "train_loss", e->train_loss);
+    json_double(b, "train_accuracy", e->train_accuracy);
+    json_double(b, "test_loss", e->test_loss);
+    json_double(b, "test_accuracy", e->test_accuracy);
+    json_double(b, "elapsed", e->elapsed);
+    break;
+  }
+  case TDM_EVENT_PAUSED:
+    json_string(b, "type", "paused");
+    break;
+  case TDM_EVENT_RESUMED:
+    json_string(b, "type", "resumed");
+    break;
+  case TDM_EVENT_FINISHED: {
+    const TdmFinishedEvent *f = &ev->finished;
+    json_string(b, "type", "finished");
+    json_int(b, "steps", f->steps);
+    json_double(b, "elapsed", f->elapsed);
+    json_double(b, "test_loss", f->test_loss);
+    json_double(b, "test_accuracy", f->test_accuracy);
+    json_builder_set_member_name(b, "stopped");
+    json_builder_add_boolean_value(b, f->stopped);
+    break;
+  }
+  case TDM_EVENT_FAILED:
+    json_string(b, "type", "failed");
+    json_string(b, "error", ev->failed ? error_code_name(ev->failed) : "other");
+    json_string(b, "message", ev->failed ? ev->failed->message : "unknown error");
+    break;
+  }
+  json_builder_end_object(b);
+
+  g_autoptr(JsonNode) root = json_builder_get_root(b);
+  g_autoptr(JsonGenerator) gen = json_generator_new();
+  json_generator_set_root(gen, root);
+  g_autofree char *line = json_generator_to_data(gen, NULL);
+  json_fix_exponents(line);
+  /* One write per line, flushed, so a reader piped to us sees whole lines live. */
+  printf("%s\n", line);
+  fflush(stdout);
+}
+
+static void
+on_event(const TdmEvent *ev, gpointer user_data)
+{
+  Printer *p = user_data;
+
+  if (ev->kind == TDM_EVENT_STARTED) {
+    p->start = ev->started;
+    p->started = TRUE;
+    p->t_epoch = g_get_monotonic_time();
+  }
+  if (ev->kind == TDM_EVENT_STEP) {
+    p->stepped = TRUE;
+    p->trained = MAX(p->trained, ev->step.elapsed);
+  }
+  if (ev->kind == TDM_EVENT_EPOCH)
+    p->trained = MAX(p->trained, ev->epoch.elapsed);
+
+  if (p->json) {
+    json_event(ev);
+    return;
+  }
+  if (p->quiet)
+    return;
+
+  if (!p->stop_told && g_cancellable_is_cancelled(p->cancellable)) {
+    bar_clear(p);
+    fputs("tandem-train: stopping (Ctrl-C again to quit at once)\n", stderr);
+    p->stop_told = TRUE;
+  }
+
+  switch (ev->kind) {
+  case TDM_EVENT_STARTED:
+    if (p->bar)
+      print_started(p, &ev->started);
+    break;
+  case TDM_EVENT_STEP:
+    if (p->bar)
+      bar_draw(p, &ev->step);
+    break;
+  case TDM_EVENT_EPOCH:
+    print_epoch(p, &ev->epoch);
+    break;
+  case TDM_EVENT_FINISHED:
+    print_finished(p, &ev->finished);
+    break;
+  case TDM_EVENT_FAILED:
+    bar_clear(p);   /* main() prints the message itself */
+    break;
+  case TDM_EVENT_DEVICES:
+  case TDM_EVENT_PAUSED:
+  case TDM_EVENT_RESUMED:
+    break;
+  }
+}
+
+/* 2 for what the person asked for, 1 for what went wrong while doing it. A checkpoint
+ * error before the first step is the resumed file; after it, a failed save. */
+static int
+exit_status_for(const GError *e, gboolean stepped)
+{
+  if (e->domain != TDM_ENGINE_ERROR)
+    return EXIT_RUNTIME;
+  switch (e->code) {
+  case TDM_ENGINE_ERROR_INVALID_OPTION:
+  case TDM_ENGINE_ERROR_INVALID_SPEC:
+  case TDM_ENGINE_ERROR_DATASET:
+  case TDM_ENGINE_ERROR_DEVICE:
+    return EXIT_BAD_INPUT;
+  case TDM_ENGINE_ERROR_CHECKPOINT:
+    return stepped ? EXIT_RUNTIME : EXIT_BAD_INPUT;
+  case TDM_ENGINE_ERROR_CANCELLED:
+    return EXIT_INTERRUPTED;
+  default:
+    return EXIT_RUNTIME;
+  }
+}
+
+static int
+fail(int status, const char *message)
+{
+  fprintf(stderr, "tandem-train: %s\n", message);
+  return status;
+}
+
+static int
+list_devices(void)
+{
+  GArray *devices = tdm_device_list();
+  for (guint i = 0; i < devices->len; i++) {
+    g_autofree char *line = tdm_device_describe(&g_array_index(devices, TdmDeviceInfo, i));
+    printf("%s\n", line);
+  }
+  g_array_unref(devices);
+  return 0;
+}
+
+static int
+run(const TdmConfig *config, const Options *o)
+{
+  g_autoptr(GCancellable) cancellable = g_cancellable_new();
+  Printer printer = {
+    .json = o->json,
+    .quiet = o->quiet,
+    .bar = !o->json && !o->quiet && isatty(STDERR_FILENO),
+    .cancellable = cancellable,
+  };
+  printer.t_epoch = g_get_monotonic_time();
+
+  GThread *watch = NULL;
+  if (interrupts_install())
+    watch = g_thread_new("tdm-interrupt", interrupt_watch, cancellable);
+
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(config, on_event, &printer);
+  if (o->resume)
+    tdm_trainer_set_resume_path(trainer, o->resume);
+  g_autoptr(GError) error = NULL;
+  gboolean ok = tdm_trainer_run(trainer, cancellable, &error);
+  bar_clear(&printer);
+
+  if (watch) {
+    (void)!write(wake_pipe[1], "q", 1);
+    g_thread_join(watch);
+  }
+
+  if (!ok) {
+    int status = exit_status_for(error, printer.stepped);
+    if (status == EXIT_INTERRUPTED)
+      return status;
+    return fail(status, error->message);
+  }
+  return g_cancellable_is_cancelled(cancellable) ? EXIT_INTERRUPTED : 0;
+}
+
+int
+main(int argc, char **argv)
+{
+  setlocale(LC_ALL, "");
+  /* Decimal points in flags, logs and JSON are '.', whatever the locale. */
+  setlocale(LC_NUMERIC, "C");
+
+  Options o = {0};
+  g_autoptr(GError) error = NULL;
+  GOptionContext *context = options_context(&o);
+  gboolean parsed = g_option_context_parse(context, &argc, &argv, &error);
+  g_option_context_free(context);
+  if (!parsed) {
+    options_clear(&o);
+    return fail(EXIT_BAD_INPUT, error->message);
+  }
+  if (argc > 1) {
+    g_autofree char *message = g_strdup_printf("unexpected argument “%s” (see --help)",
+                                               argv[1]);
+    options_clear(&o);
+    return fail(EXIT_BAD_INPUT, message);
+  }
+
+  int status = 0;
+  if (o.version) {
+    printf("tandem-train %s\n", TDM_VERSION);
+  } else if (o.list_devices) {
+    status = list_devices();
+  } else {
+    g_autoptr(TdmConfig) config = o.resume ? config_from_checkpoint(o.resume, &error)
+                                           : tdm_config_new();
+    if (config == NULL || !options_apply(&o, config, &error) ||
+        !tdm_config_validate(config, &error) || !check_save_path(config->save_path, &error))
+      status = fail(EXIT_BAD_INPUT, error->message);
+    else
+      status = run(config, &o);
+  }
+  options_clear(&o);
+  return status;
+}
