@@ -38,6 +38,7 @@ tdm_config_new(void)
   c->save_path = NULL;
   c->eval_batch = 1000;
   c->bucket_bytes = 4u << 20;
+  c->max_steps = 0;
   return c;
 }
 
@@ -270,6 +271,9 @@ tdm_config_validate(const TdmConfig *c, GError **error)
   if (c->eval_batch < 1)
     return invalid(error, "--eval-batch %d: the evaluation batch must be at least 1",
                    c->eval_batch);
+  if (c->max_steps < 0)
+    return invalid(error, "--max-steps %ld: give 0 (no limit) or a positive number of "
+                          "steps", c->max_steps);
   if (c->bucket_bytes < sizeof(float))
     return invalid(error, "--bucket-bytes %zu: a gradient bucket must hold at least one "
                           "value", c->bucket_bytes);
@@ -431,6 +435,8 @@ tdm_config_to_json(const TdmConfig *c)
   json_builder_add_int_value(b, c->eval_batch);
   json_builder_set_member_name(b, "bucket_bytes");
   json_builder_add_int_value(b, (gint64)c->bucket_bytes);
+  json_builder_set_member_name(b, "max_steps");
+  json_builder_add_int_value(b, c->max_steps);
   json_builder_end_object(b);
 
   g_autoptr(JsonNode) root = json_builder_get_root(b);
@@ -619,7 +625,7 @@ tdm_config_from_json(const char *json, GError **error)
   JsonObject *o = json_node_get_object(root);
   g_autoptr(TdmConfig) c = tdm_config_new();
   int optimizer, schedule, strategy, precision;
-  gint64 bucket_bytes;
+  gint64 bucket_bytes, max_steps;
 
   if (!get_string(o, "dataset", &c->dataset, error) ||
       !get_string(o, "network", &c->network, error) ||
@@ -641,7 +647,8 @@ tdm_config_from_json(const char *json, GError **error)
       !get_enum(o, "precision", precision_int, &precision, error) ||
       !get_seed(o, &c->seed, error) ||
       !get_int(o, "eval_batch", &c->eval_batch, error) ||
-      !get_int64(o, "bucket_bytes", 0, G_MAXINT64, &bucket_bytes, error))
+      !get_int64(o, "bucket_bytes", 0, G_MAXINT64, &bucket_bytes, error) ||
+      !get_int64(o, "max_steps", 0, G_MAXLONG, &max_steps, error))
     return NULL;
 
   JsonNode *save = member(o, "save_path", error);
@@ -662,6 +669,7 @@ tdm_config_from_json(const char *json, GError **error)
   c->strategy = (TdmStrategy)strategy;
   c->precision = (TdmPrecision)precision;
   c->bucket_bytes = (size_t)bucket_bytes;
+  c->max_steps = (long)max_steps;
   return g_steal_pointer(&c);
 }
 

@@ -35,6 +35,7 @@ test_defaults(void)
   g_assert_null(c->save_path);
   g_assert_cmpint(c->eval_batch, ==, 1000);
   g_assert_cmpuint(c->bucket_bytes, ==, 4 << 20);
+  g_assert_cmpint(c->max_steps, ==, 0);
 
   g_autoptr(GError) error = NULL;
   g_assert_true(tdm_config_validate(c, &error));
@@ -187,6 +188,7 @@ static void strategy_bogus(TdmConfig *c) { c->strategy = (TdmStrategy)7; }
 static void schedule_bogus(TdmConfig *c) { c->schedule = (TdmSchedule)-1; }
 static void precision_bogus(TdmConfig *c) { c->precision = (TdmPrecision)9; }
 static void save_empty(TdmConfig *c) { c->save_path = g_strdup(""); }
+static void max_steps_negative(TdmConfig *c) { c->max_steps = -1; }
 
 static void
 test_validate(void)
@@ -219,6 +221,7 @@ test_validate(void)
   assert_invalid(schedule_bogus, opt, "--schedule");
   assert_invalid(precision_bogus, opt, "--precision");
   assert_invalid(save_empty, opt, "--save");
+  assert_invalid(max_steps_negative, opt, "--max-steps");
 
   /* The message the CLI shows for the classic mistake, word for word. */
   g_autoptr(TdmConfig) c = tdm_config_new();
@@ -320,6 +323,7 @@ unusual_config(void)
   c->save_path = g_strdup("/tmp/run.safetensors");
   c->eval_batch = 333;
   c->bucket_bytes = (size_t)1 << 33;
+  c->max_steps = 1234567;
   return c;
 }
 
@@ -349,6 +353,7 @@ assert_config_equal(const TdmConfig *a, const TdmConfig *b)
   g_assert_cmpstr(a->save_path, ==, b->save_path);
   g_assert_cmpint(a->eval_batch, ==, b->eval_batch);
   g_assert_cmpuint(a->bucket_bytes, ==, b->bucket_bytes);
+  g_assert_cmpint(a->max_steps, ==, b->max_steps);
 }
 
 static void
@@ -449,7 +454,7 @@ test_json_rejects(void)
   const char *fields[] = {
     "dataset", "network", "devices", "main_replica", "batch", "epochs", "optimizer", "lr",
     "momentum", "beta1", "beta2", "eps", "weight_decay", "schedule", "step_epochs", "gamma",
-    "strategy", "precision", "seed", "save_path", "eval_batch", "bucket_bytes",
+    "strategy", "precision", "seed", "save_path", "eval_batch", "bucket_bytes", "max_steps",
   };
   for (gsize i = 0; i < G_N_ELEMENTS(fields); i++) {
     g_autofree char *json = json_with(fields[i], NULL);
@@ -480,6 +485,7 @@ test_json_rejects(void)
     {"seed", string_node("twelve"), "“seed” must be a non-negative"},
     {"save_path", int_node(1), "“save_path” must be a string or null"},
     {"bucket_bytes", int_node(-1), "“bucket_bytes” is out of range"},
+    {"max_steps", double_node(1.5), "“max_steps” must be a whole number"},
   };
   for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
     g_autofree char *json = json_with(bad[i].field, bad[i].value);
