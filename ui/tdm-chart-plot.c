@@ -1,0 +1,438 @@
+/* tdm-chart-plot.c: the marks of TdmChart's series.
+ *
+ * Lines, dashed lines, points, reference lines and stacked areas, drawn into
+ * the plot area that tdm-chart-draw.c laid out. Series are aggregated per pixel
+ * column (min, max, mean) before any path is built, so the cost depends on the
+ * width of the chart, not on the number of points. The scratch buffers live in
+ * the chart and only grow, so steady drawing does not allocate here.
+ */
+
+#include "tdm-chart-private.h"
+
+#include <string.h>
+
+Column *
+tdm_chart_ensure_columns (TdmChart *self,
+                          guint     n)
+{
+  if (n > self->n_cols_allocated)
+    {
+      self->n_cols_allocated = MAX (n, 2 * self->n_cols_allocated);
+      self->cols = g_renew (Column, self->cols, self->n_cols_allocated);
+    }
+
+  return self->cols;
+}
+
+double *
+tdm_chart_ensure_scratch (TdmChart *self,
+                          guint     n)
+{
+  if (n > self->n_scratch_allocated)
+    {
+      self->n_scratch_allocated = MAX (n, 2 * self->n_scratch_allocated);
+      self->scratch = g_renew (double, self->scratch, self->n_scratch_allocated);
+    }
+
+  return self->scratch;
+}
+
+
+/* Aggregates a series per pixel column; values NULL means bucket means.
+ * Without envelope, top and bottom are left meaningless (and log10 unpaid). */
+static guint
+build_columns (TdmChart      *self,
+               TdmSeries     *series,
+               const double  *values,
+               const Mapping *m,
+               gboolean       envelope)
+{
+  const TdmSeriesBucket *buckets;
+  Column *cols;
+  guint n, nc = 0, count = 0;
+  double sx = 0, sy = 0, top = INFINITY, bottom = -INFINITY;
+  gboolean start = TRUE;
+  long cur = G_MINLONG;
+
+  buckets = tdm_series_get_buckets (series, &n);
+  cols = tdm_chart_ensure_columns (self, n + 1);
+
+#define FLUSH()                                                   \
+  G_STMT_START {                                                  \
+    if (count > 0)                                                \
+      {                                                           \
+        cols[nc++] = (Column) { sx / count, sy / count,           \
+                                top, bottom, start };             \
+        start = FALSE;                                            \
+      }                                                           \
+    count = 0; sx = sy = 0; top = INFINITY; bottom = -INFINITY;   \
+  } G_STMT_END
+
+  for (guint i = 0; i < n; i++)
+    {
+      const TdmSeriesBucket *b = &buckets[i];
+      double v = values ? values[i] : tdm_series_bucket_mean (b);
+      double yv = map_y (m, v);
+      double xv;
+      long c;
+
+      if (isnan (yv) || b->n_finite == 0)
+        {
+          FLUSH ();
+          start = TRUE;
+          continue;
+        }
+
+      xv = map_x (m, tdm_series_bucket_x (b));
+      c = (long) floor (xv);
+      if (c != cur)
+        {
+          FLUSH ();
+          cur = c;
+        }
+
+      sx += xv;
+      sy += yv;
+      count++;
+      if (envelope)
+        {
+          top = MIN (top, MIN (yv, map_y_floor (m, b->y_max)));
+          bottom = MAX (bottom, MAX (yv, map_y_floor (m, b->y_min)));
+        }
+      else
+        top = bottom = yv;
+    }
+  FLUSH ();
+
+#undef FLUSH
+
+  return nc;
+}
+
+static void
+stroke_columns (cairo_t      *cr,
+                const Column *cols,
+                guint         n,
+                gboolean      dashed)
+{
+  static const double dash[] = { 6, 4 };
+
+  gboolean lone = FALSE;
+
+  for (guint i = 0; i < n; i++)
+    {
+      if (cols[i].start)
+        cairo_move_to (cr, cols[i].x, cols[i].y);
+      else
+        cairo_line_to (cr, cols[i].x, cols[i].y);
+      lone |= cols[i].start && (i + 1 == n || cols[i + 1].start);
+    }
+
+  cairo_set_line_width (cr, LINE_WIDTH);
+  cairo_set_line_cap (cr, CAIRO_LINE_CAP_ROUND);
+  cairo_set_line_join (cr, CAIRO_LINE_JOIN_ROUND);
+  cairo_set_dash (cr, dash, dashed ? 2 : 0, 0);
+  cairo_stroke (cr);
+  cairo_set_dash (cr, NULL, 0, 0);
+
+  if (!lone)
+    return;
+
+  /* A point with gaps (or nothing) on both sides strokes to nothing: dot it. */
+  for (guint i = 0; i < n; i++)
+    if (cols[i].start && (i + 1 == n || cols[i + 1].start))
+      {
+        cairo_new_sub_path (cr);
+        cairo_arc (cr, cols[i].x, cols[i].y, LINE_WIDTH * 1.25, 0, 2 * G_PI);
+      }
+  cairo_fill (cr);
+}
+
+/* The min/max envelope. Dense columns (about one per pixel, as decimated
+ * series are) become one pixel-wide vertical strokes, which tile into a band,
+ * keep a lone spike a full pixel wide, and take cairo's fast rectilinear
+ * path. Sparse ones are joined into a filled band per unbroken run. */
+static void
+fill_band (cairo_t       *cr,
+           const Column  *cols,
+           guint          n,
+           double         plot_width,
+           const GdkRGBA *colour)
+{
+  guint s = 0;
+
+  set_source (cr, colour, 0.3);
+
+  if (n >= plot_width * 0.75)
+    {
+      for (guint i = 0; i < n; i++)
+        if (cols[i].bottom - cols[i].top > 0.75)
+          {
+            double x = floor (cols[i].x) + 0.5;
+
+            cairo_move_to (cr, x, cols[i].top);
+            cairo_line_to (cr, x, cols[i].bottom);
+          }
+      cairo_set_line_width (cr, 1);
+      cairo_set_line_cap (cr, CAIRO_LINE_CAP_BUTT);
+      cairo_stroke (cr);
+
+      /* Outliers (a column reaching past its neighbours by more than their
+       * own spread) are what decimation must not hide: ink them darker. */
+      for (guint i = 0; i < n; i++)
+        {
+          gboolean has_prev = i > 0 && !cols[i].start;
+          gboolean has_next = i + 1 < n && !cols[i + 1].start;
+          double top, bottom, spread, x = floor (cols[i].x) + 0.5;
+
+          if (!has_prev && !has_next)
+            continue;
+          top = MIN (has_prev ? cols[i - 1].top : INFINITY,
+                     has_next ? cols[i + 1].top : INFINITY);
+          bottom = MAX (has_prev ? cols[i - 1].bottom : -INFINITY,
+                        has_next ? cols[i + 1].bottom : -INFINITY);
+          spread = MAX (6, 1.5 * (bottom - top));
+          if (top - cols[i].top > spread)
+            {
+              cairo_move_to (cr, x, cols[i].top);
+              cairo_line_to (cr, x, top);
+            }
+          if (cols[i].bottom - bottom > spread)
+            {
+              cairo_move_to (cr, x, bottom);
+              cairo_line_to (cr, x, cols[i].bottom);
+            }
+        }
+      set_source (cr, colour, 0.8);
+      cairo_stroke (cr);
+      return;
+    }
+
+  while (s < n)
+    {
+      guint e = s + 1;
+      gboolean wide = cols[s].bottom - cols[s].top > 0.75;
+
+      while (e < n && !cols[e].start)
+        {
+          wide |= cols[e].bottom - cols[e].top > 0.75;
+          e++;
+        }
+
+      if (wide)
+        {
+          cairo_move_to (cr, cols[s].x, cols[s].top);
+          for (guint i = s + 1; i < e; i++)
+            cairo_line_to (cr, cols[i].x, cols[i].top);
+          for (guint i = e; i-- > s;)
+            cairo_line_to (cr, cols[i].x, cols[i].bottom);
+          cairo_close_path (cr);
+        }
+      s = e;
+    }
+
+  cairo_fill (cr);
+}
+
+static void
+draw_line_series (TdmChart *self,
+                  Frame    *f,
+                  Entry    *e)
+{
+  double w = tdm_series_get_smoothing (e->series);
+  guint n;
+
+  guint nb;
+
+  tdm_series_get_buckets (e->series, &nb);
+  n = build_columns (self, e->series, NULL, &f->map, TRUE);
+  fill_band (f->cr, self->cols, n, f->map.pw, &e->colour);
+
+  if (w > 0)
+    {
+      double *smooth;
+
+      /* Raw values faint under the smoothed curve. Where buckets outnumber
+       * columns the band already shows them, and a second noisy stroke would
+       * double the cost of the frame. */
+      if (nb <= n + n / 2)
+        {
+          set_source (f->cr, &e->colour, 0.35);
+          stroke_columns (f->cr, self->cols, n, e->style == TDM_CHART_STYLE_DASHED);
+        }
+
+      smooth = tdm_chart_ensure_scratch (self, nb + 1);
+      tdm_series_get_smoothed (e->series, smooth, nb);
+      n = build_columns (self, e->series, smooth, &f->map, FALSE);
+    }
+
+  set_source (f->cr, &e->colour, 1);
+  stroke_columns (f->cr, self->cols, n, e->style == TDM_CHART_STYLE_DASHED);
+}
+
+static void
+draw_points_series (TdmChart *self,
+                    Frame    *f,
+                    Entry    *e)
+{
+  guint n = build_columns (self, e->series, NULL, &f->map, TRUE);
+
+  set_source (f->cr, &e->colour, 1);
+  cairo_set_line_width (f->cr, 1.5);
+  for (guint i = 0; i < n; i++)
+    if (self->cols[i].bottom - self->cols[i].top > 1)
+      {
+        cairo_move_to (f->cr, self->cols[i].x, self->cols[i].top);
+        cairo_line_to (f->cr, self->cols[i].x, self->cols[i].bottom);
+      }
+  cairo_stroke (f->cr);
+
+  for (guint i = 0; i < n; i++)
+    {
+      cairo_new_sub_path (f->cr);
+      cairo_arc (f->cr, self->cols[i].x, self->cols[i].y, POINT_RADIUS, 0, 2 * G_PI);
+    }
+  cairo_fill (f->cr);
+}
+
+static void
+draw_reference_series (Frame *f,
+                       Entry *e)
+{
+  static const double dash[] = { 8, 4 };
+  double y;
+
+  if (!tdm_series_get_last (e->series, NULL, &y) || isnan (map_y (&f->map, y)))
+    return;
+
+  y = map_y (&f->map, y);
+  set_source (f->cr, &e->colour, 1);
+  cairo_set_line_width (f->cr, 1.5);
+  cairo_set_dash (f->cr, dash, 2, 0);
+  cairo_move_to (f->cr, f->map.px, y);
+  cairo_line_to (f->cr, f->map.px + f->map.pw, y);
+  cairo_stroke (f->cr);
+  cairo_set_dash (f->cr, NULL, 0, 0);
+}
+
+/* Stacked series share a grid of 2-pixel columns, each the mean of the
+ * buckets that fall in it, so series need not have identical x values. */
+static void
+draw_stacked (TdmChart *self,
+              Frame    *f)
+{
+  const Mapping *m = &f->map;
+  guint nc = (guint) ceil (m->pw / 2.0);
+  double *base, *top, *val;
+  gboolean any = FALSE;
+
+  for (guint i = 0; i < self->entries->len && !any; i++)
+    any = get_entry (self, i)->visible
+          && get_entry (self, i)->style == TDM_CHART_STYLE_STACKED;
+  if (!any || nc == 0)
+    return;
+
+  base = tdm_chart_ensure_scratch (self, 3 * nc);
+  top = base + nc;
+  val = top + nc;
+  for (guint c = 0; c < nc; c++)
+    base[c] = 0;
+
+  for (guint i = 0; i < self->entries->len; i++)
+    {
+      Entry *e = get_entry (self, i);
+      guint s = 0;
+
+      if (!e->visible || e->style != TDM_CHART_STYLE_STACKED)
+        continue;
+
+      for (guint c = 0; c < nc; c++)
+        {
+          double x0 = unmap_x (m, m->px + 2.0 * c);
+          double x1 = unmap_x (m, MIN (m->px + 2.0 * c + 2, m->px + m->pw + 1e-6));
+
+          /* The last column is closed on the right, to catch the last point. */
+          if (c + 1 == nc)
+            x1 = nextafter (x1, INFINITY);
+          val[c] = tdm_series_mean_between (e->series, x0, x1);
+          top[c] = base[c] + (isfinite (val[c]) ? val[c] : 0);
+        }
+
+      while (s < nc)
+        {
+          guint end;
+
+          if (!isfinite (val[s]))
+            {
+              s++;
+              continue;
+            }
+          for (end = s; end < nc && isfinite (val[end]); end++)
+            ;
+
+          cairo_new_sub_path (f->cr);
+          for (guint c = s; c < end; c++)
+            cairo_line_to (f->cr, m->px + 2.0 * c + 1, map_y_floor (m, top[c]));
+          for (guint c = end; c-- > s;)
+            cairo_line_to (f->cr, m->px + 2.0 * c + 1, map_y_floor (m, base[c]));
+          cairo_close_path (f->cr);
+          s = end;
+        }
+      set_source (f->cr, &e->colour, 0.6);
+      cairo_fill (f->cr);
+
+      s = 0;
+      while (s < nc)
+        {
+          if (isfinite (val[s]))
+            {
+              gboolean first = s == 0 || !isfinite (val[s - 1]);
+              double y = map_y_floor (m, top[s]);
+
+              if (first)
+                cairo_move_to (f->cr, m->px + 2.0 * s + 1, y);
+              else
+                cairo_line_to (f->cr, m->px + 2.0 * s + 1, y);
+            }
+          s++;
+        }
+      set_source (f->cr, &e->colour, 1);
+      cairo_set_line_width (f->cr, 1.5);
+      cairo_stroke (f->cr);
+
+      memcpy (base, top, nc * sizeof *base);
+    }
+}
+
+/* Every visible series, stacked areas first, in the plot area already
+ * clipped by the caller. */
+void
+tdm_chart_plot_series (TdmChart *self,
+                       Frame    *f)
+{
+  draw_stacked (self, f);
+  for (guint i = 0; i < self->entries->len; i++)
+    {
+      Entry *e = get_entry (self, i);
+
+      if (!e->visible)
+        continue;
+
+      switch (e->style)
+        {
+        case TDM_CHART_STYLE_LINE:
+        case TDM_CHART_STYLE_DASHED:
+          draw_line_series (self, f, e);
+          break;
+        case TDM_CHART_STYLE_POINTS:
+          draw_points_series (self, f, e);
+          break;
+        case TDM_CHART_STYLE_REFERENCE:
+          draw_reference_series (f, e);
+          break;
+        case TDM_CHART_STYLE_STACKED:
+        default:
+          break;
+        }
+    }
+}

@@ -1,0 +1,173 @@
+/* tdm-chart-private.h: what the files of TdmChart share.
+ *
+ * The widget's state, the per-frame drawing context and the data-to-pixel
+ * mapping, for tdm-chart.c (the widget and its API), tdm-chart-draw.c (layout,
+ * axes, legend, hover) and tdm-chart-plot.c (the series themselves). Not for
+ * use outside ui/tdm-chart*.c.
+ */
+
+#pragma once
+
+#include <math.h>
+
+#include "tdm-chart.h"
+#include "tdm-chart-axis.h"
+
+G_BEGIN_DECLS
+
+#define PAD           8.0
+#define LINE_WIDTH    2.0
+#define POINT_RADIUS  3.5
+#define SWATCH_W      18
+#define SWATCH_H      10
+#define MAX_READOUT   24
+
+typedef struct
+{
+  TdmSeries     *series;
+  GdkRGBA        colour;
+  TdmChartStyle  style;
+  gboolean       visible;
+} Entry;
+
+/* One pixel column of a series, in device coordinates. */
+typedef struct
+{
+  double   x, y;          /* mean position */
+  double   top, bottom;   /* envelope */
+  gboolean start;         /* a gap (or nothing) comes before it */
+} Column;
+
+struct _TdmChart
+{
+  GtkWidget  parent_instance;
+
+  char      *title;
+  char      *x_label;
+  char      *x_unit;
+  char      *y_label;
+  char      *y_unit;
+  gboolean   log_scale;
+  gboolean   fixed_range;
+  double     fixed_min, fixed_max;
+
+  GPtrArray *entries;     /* of Entry, in drawing (and stacking) order */
+
+  gboolean   hovering;
+  double     hover_x, hover_y;
+
+  Column    *cols;
+  guint      n_cols_allocated;
+  double    *scratch;
+  guint      n_scratch_allocated;
+};
+
+/* Device coordinates of the plot area and the data ranges mapped onto it. */
+typedef struct
+{
+  double   px, py, pw, ph;
+  double   x_lo, x_hi;
+  double   ty_lo, ty_hi;    /* y range after the log transform, if any */
+  gboolean log;
+} Mapping;
+
+typedef struct
+{
+  cairo_t              *cr;
+  PangoLayout          *layout;
+  PangoFontDescription *font;
+  PangoFontDescription *small;
+  PangoFontDescription *bold;
+  GdkRGBA               fg;
+  GdkRGBA               box_bg;
+  int                   width, height;
+  gboolean              interactive;
+
+  /* Filled in by tdm_chart_frame_layout(). */
+  int                   normal_h, small_h;
+  double                body_top;
+  double                legend_y;
+  gboolean              empty;
+  gboolean              has_plot;
+  TdmChartAxis          xa, ya;
+  Mapping               map;
+} Frame;
+
+static inline double
+map_x (const Mapping *m,
+       double         x)
+{
+  return m->px + (x - m->x_lo) / (m->x_hi - m->x_lo) * m->pw;
+}
+
+static inline double
+unmap_x (const Mapping *m,
+         double         px)
+{
+  return m->x_lo + (px - m->px) / m->pw * (m->x_hi - m->x_lo);
+}
+
+/* NaN where the value cannot be shown (a gap, or <= 0 on a log scale). */
+static inline double
+map_y (const Mapping *m,
+       double         y)
+{
+  if (m->log)
+    {
+      if (!(y > 0))
+        return NAN;
+      y = log10 (y);
+    }
+
+  return m->py + m->ph - (y - m->ty_lo) / (m->ty_hi - m->ty_lo) * m->ph;
+}
+
+/* Like map_y(), but values a log scale cannot show sit on the bottom edge. */
+static inline double
+map_y_floor (const Mapping *m,
+             double         y)
+{
+  double v = map_y (m, y);
+
+  return isnan (v) && !isnan (y) ? m->py + m->ph : v;
+}
+
+static inline Entry *
+get_entry (TdmChart *self,
+           guint     id)
+{
+  return g_ptr_array_index (self->entries, id);
+}
+
+static inline void
+set_source (cairo_t       *cr,
+            const GdkRGBA *c,
+            double         alpha)
+{
+  cairo_set_source_rgba (cr, c->red, c->green, c->blue, c->alpha * alpha);
+}
+
+/* tdm-chart-draw.c */
+void      tdm_chart_frame_init      (TdmChart   *self,
+                                     Frame      *f,
+                                     cairo_t    *cr,
+                                     int         width,
+                                     int         height,
+                                     gboolean    interactive);
+void      tdm_chart_frame_clear     (Frame      *f);
+gboolean  tdm_chart_frame_layout    (TdmChart   *self,
+                                     Frame      *f);
+void      tdm_chart_frame_draw      (TdmChart   *self,
+                                     Frame      *f);
+char     *tdm_chart_axis_title      (const char *label,
+                                     const char *unit);
+
+/* tdm-chart-plot.c */
+Column   *tdm_chart_ensure_columns  (TdmChart   *self,
+                                     guint       n);
+double   *tdm_chart_ensure_scratch  (TdmChart   *self,
+                                     guint       n);
+void      tdm_chart_plot_series     (TdmChart   *self,
+                                     Frame      *f);
+
+G_END_DECLS
