@@ -200,6 +200,8 @@ cuda_alloc(TdmBackend *b, size_t bytes, GError **error)
 static void
 destroy_graphs(TdmBackendCuda *cb)
 {
+  if (cb->graphs == NULL)
+    return;
   GHashTableIter iter;
   gpointer value;
   g_hash_table_iter_init(&iter, cb->graphs);
@@ -580,6 +582,7 @@ cuda_destroy(TdmBackend *b)
   if (cb->graphs != NULL) {
     destroy_graphs(cb);
     g_hash_table_destroy(cb->graphs);
+    cb->graphs = NULL;
   }
   for (int i = 0; i < TDM_UPLOAD_SLOTS; i++) {
     if (cb->ring[i].done != NULL)

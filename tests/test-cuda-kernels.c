@@ -824,7 +824,7 @@ peer_worker(gpointer data)
 }
 
 static void
-peer_case(int replicas, size_t n, gboolean staging)
+comm_case(const char *kind, int replicas, size_t n, gboolean staging)
 {
   g_autoptr(GError) error = NULL;
   TdmBackend *backends[4];
@@ -834,10 +834,16 @@ peer_case(int replicas, size_t n, gboolean staging)
   }
   if (staging)
     g_setenv("TDM_PEER_STAGING", "1", TRUE);
-  TdmCommunicator *c = tdm_communicator_peer_new(backends, replicas, &error);
+  TdmCommunicator *c = NULL;
+  if (g_str_equal(kind, "peer"))
+    c = tdm_communicator_peer_new(backends, replicas, &error);
+#if TDM_HAVE_NCCL
+  else
+    c = tdm_communicator_nccl_new(backends, replicas, &error);
+#endif
   g_unsetenv("TDM_PEER_STAGING");
   g_assert_no_error(error);
-  g_assert_cmpstr(c->kind, ==, "peer");
+  g_assert_cmpstr(c->kind, ==, kind);
 
   PeerJob jobs[4];
   float *init[4];
@@ -891,9 +897,10 @@ peer_case(int replicas, size_t n, gboolean staging)
     g_free(init[r]);
   }
   tdm_communicator_free(c);
+  /* The communicator gave back its staging: each backend holds its workspace alone. */
   for (int r = 0; r < replicas; r++) {
     assert_ok(backends[r]);
-    g_assert_cmpuint(backends[r]->bytes_in_use, ==, backends[0]->bytes_in_use);
+    g_assert_cmpuint(backends[r]->bytes_in_use, ==, gpu_base_bytes);
     tdm_backend_free(backends[r]);
   }
 }
@@ -903,11 +910,35 @@ test_peer(void)
 {
   if (!have_gpu())
     return;
-  peer_case(2, 100003, FALSE);
-  peer_case(3, 100003, FALSE);
-  peer_case(3, 3000017, TRUE);  /* more than one staging piece */
-  peer_case(2, 999, TRUE);
-  peer_case(1, 1000, FALSE);
+  comm_case("peer", 2, 100003, FALSE);
+  comm_case("peer", 3, 100003, FALSE);
+  comm_case("peer", 3, 3000017, TRUE);  /* more than one staging piece */
+  comm_case("peer", 2, 999, TRUE);
+  comm_case("peer", 1, 1000, FALSE);
+}
+
+/* One GPU can only show NCCL's plumbing: one rank, and the refusal of two replicas
+ * on one GPU. Several GPUs are test-cuda-train's. */
+static void
+test_nccl(void)
+{
+  if (!have_gpu())
+    return;
+#if TDM_HAVE_NCCL
+  comm_case("nccl", 1, 100003, FALSE);
+  g_autoptr(GError) error = NULL;
+  TdmBackend *backends[2];
+  for (int r = 0; r < 2; r++)
+    backends[r] = tdm_backend_cuda_new(0, TDM_PRECISION_FP32, &error);
+  g_assert_no_error(error);
+  g_assert_null(tdm_communicator_nccl_new(backends, 2, &error));
+  g_assert_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_COMMUNICATION);
+  g_test_message("%s", error->message);
+  for (int r = 0; r < 2; r++)
+    tdm_backend_free(backends[r]);
+#else
+  g_test_skip("built without NCCL");
+#endif
 }
 
 /* Abort: a replica that never arrives must not hang the others. */
@@ -946,7 +977,7 @@ test_peer_abort(void)
 }
 
 /* Timings: µs per operation, issued back to back (launch cost included), median of
- * five runs of 200 after a warm-up. Sizes are the CNN's at a shard of 256. */
+ * five runs of 200 after a warm-up, at the sizes of a CNN layer at batch 256. */
 
 typedef void (*BenchFn) (gpointer data);
 
@@ -1099,6 +1130,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda/alloc", test_alloc);
   g_test_add_func("/cuda/peer", test_peer);
   g_test_add_func("/cuda/peer-abort", test_peer_abort);
+  g_test_add_func("/cuda/nccl", test_nccl);
   g_test_add_func("/cuda/bench", test_bench);
 
   int status = g_test_run();
