@@ -116,16 +116,36 @@ stroke_columns (cairo_t      *cr,
                 gboolean      dashed)
 {
   static const double dash[] = { 6, 4 };
-
   gboolean lone = FALSE;
+  double lx = 0, ly = 0;
 
   for (guint i = 0; i < n; i++)
     {
-      if (cols[i].start)
-        cairo_move_to (cr, cols[i].x, cols[i].y);
-      else
-        cairo_line_to (cr, cols[i].x, cols[i].y);
-      lone |= cols[i].start && (i + 1 == n || cols[i + 1].start);
+      const Column *c = &cols[i];
+
+      if (c->start)
+        {
+          cairo_move_to (cr, c->x, c->y);
+          lx = c->x, ly = c->y;
+          lone |= i + 1 == n || cols[i + 1].start;
+          continue;
+        }
+
+      /* Smooth stretches need few vertices: drop one that lies within a
+       * tenth of a pixel of the chord from the last vertex to the next.
+       * Stroking is most of a frame's cost. */
+      if (i + 1 < n && !cols[i + 1].start)
+        {
+          const Column *next = &cols[i + 1];
+          double dx = next->x - lx, dy = next->y - ly;
+          double cross = (c->x - lx) * dy - (c->y - ly) * dx;
+
+          if (cross * cross < 0.01 * (dx * dx + dy * dy))
+            continue;
+        }
+
+      cairo_line_to (cr, c->x, c->y);
+      lx = c->x, ly = c->y;
     }
 
   cairo_set_line_width (cr, LINE_WIDTH);
