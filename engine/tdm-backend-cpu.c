@@ -289,8 +289,7 @@ cpu_relu_backward(TdmBackend *b, float *dx, const float *dy, const float *y, siz
 
 /* One output pixel's row of col, (channel, ky, kx) order. off is the index into x of
  * the window's top-left corner, which lies outside x when the pixel touches the
- * padding; only in-bounds taps [ky0, ky1) × [kx0, kx1) are read. Inlined with kh and
- * kw as constants for the common 3×3 case so the tap loops unroll. */
+ * padding; only in-bounds taps [ky0, ky1) × [kx0, kx1) are read. */
 static G_ALWAYS_INLINE inline void
 im2col_pixel(float *restrict row, const float *restrict x, ptrdiff_t off, int w, int c,
              int kh, int kw, int ky0, int ky1, int kx0, int kx1)
@@ -309,21 +308,11 @@ im2col_pixel(float *restrict row, const float *restrict x, ptrdiff_t off, int w,
         row[((size_t)ch * kh + ky) * kw + kx] = x[off + ((ptrdiff_t)ky * w + kx) * c + ch];
 }
 
+/* Inlined into cpu_im2col twice, once with kh = kw = 3 as constants so that the tap
+ * loops of the common case unroll. */
 static G_ALWAYS_INLINE inline void
-col2im_pixel(const float *restrict row, float *restrict dx, ptrdiff_t off, int w, int c,
-             int kh, int kw, int ky0, int ky1, int kx0, int kx1)
-{
-  for (int ch = 0; ch < c; ch++)
-    for (int ky = ky0; ky < ky1; ky++)
-      for (int kx = kx0; kx < kx1; kx++)
-        dx[off + ((ptrdiff_t)ky * w + kx) * c + ch] += row[((size_t)ch * kh + ky) * kw + kx];
-}
-
-/* Walks the output pixels of a stride-1 convolution and hands each to im2col_pixel
- * (forward) or col2im_pixel (backward) with its in-bounds tap range. */
-static G_ALWAYS_INLINE inline void
-conv_walk(float *col, float *img, const float *x, int n, int h, int w, int c, int kh,
-          int kw, int pad, gboolean backward)
+im2col_walk(float *restrict col, const float *restrict x, int n, int h, int w, int c,
+            int kh, int kw, int pad)
 {
   const int oh = h + 2 * pad - kh + 1;
   const int ow = w + 2 * pad - kw + 1;
@@ -338,10 +327,55 @@ conv_walk(float *col, float *img, const float *x, int n, int h, int w, int c, in
         const int kx0 = MAX(0, -ix), kx1 = MIN(kw, w - ix);
         const ptrdiff_t off = (((ptrdiff_t)im * h + iy) * w + ix) * c;
         float *row = col + (((size_t)im * oh + oy) * ow + ox) * cols;
-        if (backward)
-          col2im_pixel(row, img, off, w, c, kh, kw, ky0, ky1, kx0, kx1);
+        im2col_pixel(row, x, off, w, c, kh, kw, ky0, ky1, kx0, kx1);
+      }
+    }
+}
+
+/* d[ch] = the sum over the taps [ky0, ky1) × [kx0, kx1) that cover this pixel. Tap
+ * (ky, kx) sits in col at o0 + ky·sy + kx·sx + ch·taps: moving down a tap moves up an
+ * output row. Channels outside, taps inside, so each element is summed in a register
+ * and stored once. */
+static G_ALWAYS_INLINE inline void
+col2im_pixel(float *restrict d, const float *restrict col, ptrdiff_t o0, ptrdiff_t sy,
+             ptrdiff_t sx, int c, int taps, int ky0, int ky1, int kx0, int kx1)
+{
+  for (int ch = 0; ch < c; ch++) {
+    const ptrdiff_t at = o0 + (ptrdiff_t)ch * taps;
+    float s = 0.0f;
+    for (int ky = ky0; ky < ky1; ky++)
+      for (int kx = kx0; kx < kx1; kx++)
+        s += col[at + ky * sy + kx * sx];
+    d[ch] = s;
+  }
+}
+
+/* col2im as a gather: each pixel of dx sums the col entries of the output pixels whose
+ * windows cover it, so dx is written once, in order, with no clearing pass and no
+ * scattered read-modify-write. */
+static G_ALWAYS_INLINE inline void
+col2im_walk(float *restrict dx, const float *restrict col, int n, int h, int w, int c,
+            int kh, int kw, int pad)
+{
+  const int oh = h + 2 * pad - kh + 1;
+  const int ow = w + 2 * pad - kw + 1;
+  const int taps = kh * kw;
+  const ptrdiff_t cols = (ptrdiff_t)c * taps;
+  const ptrdiff_t sy = kw - ow * cols, sx = 1 - cols;
+
+  for (int im = 0; im < n; im++)
+    for (int iy = 0; iy < h; iy++) {
+      /* The output rows oy = iy + pad − ky that exist. */
+      const int ky0 = MAX(0, iy + pad - oh + 1), ky1 = MIN(kh, iy + pad + 1);
+      for (int ix = 0; ix < w; ix++) {
+        const int kx0 = MAX(0, ix + pad - ow + 1), kx1 = MIN(kw, ix + pad + 1);
+        /* Where tap (0, 0) would be, had its output pixel existed. */
+        const ptrdiff_t o0 = (((ptrdiff_t)im * oh + iy + pad) * ow + ix + pad) * cols;
+        float *d = dx + (((size_t)im * h + iy) * w + ix) * c;
+        if (ky0 == 0 && ky1 == kh && kx0 == 0 && kx1 == kw)
+          col2im_pixel(d, col, o0, sy, sx, c, taps, 0, kh, 0, kw);
         else
-          im2col_pixel(row, x, off, w, c, kh, kw, ky0, ky1, kx0, kx1);
+          col2im_pixel(d, col, o0, sy, sx, c, taps, ky0, ky1, kx0, kx1);
       }
     }
 }
@@ -367,9 +401,9 @@ cpu_im2col(TdmBackend *b, float *col, const float *x, int n, int h, int w, int c
   if (!cpu_begin(b) || !conv_check(b, "im2col", n, h, w, c, kh, kw, pad))
     return;
   if (kh == 3 && kw == 3)
-    conv_walk(col, NULL, x, n, h, w, c, 3, 3, pad, FALSE);
+    im2col_walk(col, x, n, h, w, c, 3, 3, pad);
   else
-    conv_walk(col, NULL, x, n, h, w, c, kh, kw, pad, FALSE);
+    im2col_walk(col, x, n, h, w, c, kh, kw, pad);
 }
 
 static void
@@ -378,16 +412,65 @@ cpu_col2im(TdmBackend *b, float *dx, const float *col, int n, int h, int w, int 
 {
   if (!cpu_begin(b) || !conv_check(b, "col2im", n, h, w, c, kh, kw, pad))
     return;
-  memset(dx, 0, sizeof(float) * (size_t)n * h * w * c);
-  /* conv_walk only reads col on the way back; the cast keeps one walker for both. */
-  float *col_rw = (float *)col;
-  if (kh == 3 && kw == 3)
-    conv_walk(col_rw, dx, NULL, n, h, w, c, 3, 3, pad, TRUE);
+  /* One channel (a first layer) gets its own copy: a loop over one channel costs more
+   * than the add in it. */
+  if (kh == 3 && kw == 3 && c == 1)
+    col2im_walk(dx, col, n, h, w, 1, 3, 3, pad);
+  else if (kh == 3 && kw == 3)
+    col2im_walk(dx, col, n, h, w, c, 3, 3, pad);
   else
-    conv_walk(col_rw, dx, NULL, n, h, w, c, kh, kw, pad, TRUE);
+    col2im_walk(dx, col, n, h, w, c, kh, kw, pad);
 }
 
 /* Max pooling */
+
+static inline void
+pool_first(float *restrict yo, int32_t *restrict ao, const float *restrict xi, int c,
+           int32_t base)
+{
+  for (int ch = 0; ch < c; ch++) {
+    yo[ch] = xi[ch];
+    ao[ch] = base + ch;
+  }
+}
+
+/* Unconditional stores and an integer mask, rather than a second ternary, are what
+ * GCC's if-conversion turns into vector code; strict > keeps the first maximum on
+ * ties. */
+static inline void
+pool_next(float *restrict yo, int32_t *restrict ao, const float *restrict xi, int c,
+          int32_t base)
+{
+  for (int ch = 0; ch < c; ch++) {
+    const float v = xi[ch], cur = yo[ch];
+    const int32_t was = ao[ch];
+    const int32_t take = -(int32_t)(v > cur);
+    yo[ch] = v > cur ? v : cur;
+    ao[ch] = (was & ~take) | ((base + ch) & take);
+  }
+}
+
+/* A whole window per channel in registers, one store of y and argmax each. Used with
+ * k a constant (2, the common case), when the tap loops unroll and the channel loop
+ * vectorizes. */
+static G_ALWAYS_INLINE inline void
+pool_window(float *restrict yo, int32_t *restrict ao, const float *restrict x,
+            int32_t first, int w, int c, int k)
+{
+  for (int ch = 0; ch < c; ch++) {
+    float best = x[first + ch];
+    int32_t arg = first + ch;
+    for (int t = 1; t < k * k; t++) {
+      const int32_t at = first + ((t / k) * w + t % k) * c + ch;
+      const float v = x[at];
+      const int32_t take = -(int32_t)(v > best);
+      best = v > best ? v : best;
+      arg = (arg & ~take) | (at & take);
+    }
+    yo[ch] = best;
+    ao[ch] = arg;
+  }
+}
 
 static void
 cpu_maxpool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x, int n, int h,
@@ -405,29 +488,28 @@ cpu_maxpool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x, in
     for (int oy = 0; oy < oh; oy++)
       for (int ox = 0; ox < ow; ox++) {
         const size_t out = (((size_t)im * oh + oy) * ow + ox) * c;
-        float *restrict yo = y + out;
-        int32_t *restrict ao = argmax + out;
-        const int32_t first = (int32_t)((((size_t)im * h + (size_t)oy * k) * w + (size_t)ox * k) * c);
-        for (int ch = 0; ch < c; ch++) {
-          yo[ch] = x[first + ch];
-          ao[ch] = first + ch;
+        const int32_t first = (((im * h) + oy * k) * w + ox * k) * c;
+        if (k == 2) {
+          pool_window(y + out, argmax + out, x, first, w, c, 2);
+          continue;
         }
+        pool_first(y + out, argmax + out, x + first, c, first);
         for (int ky = 0; ky < k; ky++)
           for (int kx = (ky == 0); kx < k; kx++) {
             const int32_t base = first + (ky * w + kx) * c;
-            const float *restrict xi = x + base;
-            /* Unconditional stores and an integer mask, rather than a second
-             * ternary, are what GCC's if-conversion turns into vector code; strict >
-             * keeps the first maximum on ties. */
-            for (int ch = 0; ch < c; ch++) {
-              const float v = xi[ch], cur = yo[ch];
-              const int32_t was = ao[ch];
-              const int32_t take = -(int32_t)(v > cur);
-              yo[ch] = v > cur ? v : cur;
-              ao[ch] = (was & ~take) | ((base + ch) & take);
-            }
+            pool_next(y + out, argmax + out, x + base, c, base);
           }
       }
+}
+
+static inline void
+unpool(float *restrict d, const float *restrict dyo, const int32_t *restrict ao, int c,
+       int32_t base)
+{
+  for (int ch = 0; ch < c; ch++) {
+    const float g = dyo[ch];
+    d[ch] = ao[ch] == base + ch ? g : 0.0f;
+  }
 }
 
 static void
@@ -438,12 +520,32 @@ cpu_maxpool_backward(TdmBackend *b, float *dx, const float *dy, const int32_t *a
     return;
   CPU_REQUIRE(b, n >= 0 && h >= 0 && w >= 0 && c >= 0 && k >= 1,
               "maxpool_backward: bad shape n=%d h=%d w=%d c=%d k=%d", n, h, w, c, k);
-  const size_t outputs = (size_t)n * (h / k) * (w / k) * c;
-  memset(dx, 0, sizeof(float) * (size_t)n * h * w * c);
-  /* Windows do not overlap (stride = window), yet += keeps the scatter right for any
-   * argmax a caller might bring. */
-  for (size_t j = 0; j < outputs; j++)
-    dx[argmax[j]] += dy[j];
+  CPU_REQUIRE(b, (guint64)n * h * w * c <= G_MAXINT32,
+              "maxpool_backward: %d×%d×%d×%d inputs do not fit int32 indices", n, h, w, c);
+  const int oh = h / k, ow = w / k;
+  const size_t row = (size_t)w * c, tail = (size_t)(w - ow * k) * c;
+
+  /* One pass that writes every element of dx once, each input asking whether it was
+   * its window's choice, instead of clearing dx and scattering into it: half the
+   * memory traffic. Relies on argmax coming from maxpool_forward, as it does. */
+  for (int im = 0; im < n; im++)
+    for (int iy = 0; iy < h; iy++) {
+      float *drow = dx + ((size_t)im * h + iy) * row;
+      const int oy = iy / k;
+      if (oy >= oh) {
+        memset(drow, 0, sizeof(float) * row);
+        continue;
+      }
+      for (int ox = 0; ox < ow; ox++) {
+        const size_t out = (((size_t)im * oh + oy) * ow + ox) * c;
+        for (int kx = 0; kx < k; kx++) {
+          const int32_t base = ((im * h + iy) * w + ox * k + kx) * c;
+          unpool(drow + (size_t)(ox * k + kx) * c, dy + out, argmax + out, c, base);
+        }
+      }
+      if (tail > 0)
+        memset(drow + row - tail, 0, sizeof(float) * tail);
+    }
 }
 
 /* Softmax cross-entropy */

@@ -542,6 +542,10 @@ test_maxpool(void)
   b->ops->maxpool_forward(b, y, arg, x, 1, 2, 2, 2, 2);
   g_assert_cmpint(arg[0], ==, 0);
   g_assert_cmpint(arg[1], ==, 1);
+  float x3[3 * 3] = { 0, 4, 4, 1, 4, 2, 4, 3, 4 };  /* k = 3 takes another path */
+  b->ops->maxpool_forward(b, y, arg, x3, 1, 3, 3, 1, 3);
+  g_assert_cmpint(arg[0], ==, 1);
+  g_assert_cmpfloat(y[0], ==, 4.0f);
   free_backend(b);
 }
 
