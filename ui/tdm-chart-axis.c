@@ -214,11 +214,11 @@ tdm_chart_axis_time (TdmChartAxis *axis,
   end = MAX (fabs (lo), fabs (hi));
 
   if (end < 180)
-    unit = 1, name = _("s");
+    unit = 1, name = C_("time unit", "s");
   else if (end < 3 * 3600)
-    unit = 60, name = _("min");
+    unit = 60, name = C_("time unit", "min");
   else
-    unit = 3600, name = _("h");
+    unit = 3600, name = C_("time unit", "h");
 
   tdm_chart_axis_linear (axis, lo / unit, hi / unit, max_ticks, FALSE);
   axis->kind = TDM_CHART_AXIS_TIME;
@@ -326,7 +326,7 @@ tdm_chart_format_duration (double seconds,
 
   if (a < 60)
     {
-      g_snprintf (buf, size, "%s%.3g %s", sign, a, _("s"));
+      g_snprintf (buf, size, "%s%.3g %s", sign, a, C_("time unit", "s"));
       return;
     }
 
