@@ -83,6 +83,8 @@ bias_backward_rows_kernel(float *out, const float *dy, int outer, int channels)
   int c = blockIdx.x * 32 + threadIdx.x;
   float s = 0.0f;
   if (c < channels) {
+    /* Unrolled so that several rows' loads are in flight at once. */
+#pragma unroll 4
     for (int r = blockIdx.y * TDM_BB_ROWS + threadIdx.y; r < outer;
          r += gridDim.y * TDM_BB_ROWS)
       s += dy[(size_t)r * channels + c];

@@ -333,6 +333,8 @@ test_conv(void)
   conv_case(2, 6, 6, 1, 5, 0);
   conv_case(2, 5, 8, 4, 3, 2);
   conv_case(16, 28, 28, 32, 3, 1);
+  conv_case(8, 28, 28, 1, 3, 1);    /* a first layer: 9 columns */
+  conv_case(1, 4, 4, 1000, 3, 1);   /* 9000 columns: past the table, the plain kernel */
 }
 
 static void
