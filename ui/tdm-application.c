@@ -1,0 +1,234 @@
+/* tdm-application.c: Tandem's GtkApplication.
+ *
+ * The application owns nothing but its windows. Quitting closes every window
+ * rather than stopping the main loop outright: a window that is closed during a run
+ * stops its trainer, and the run holds the application until its thread has been
+ * joined, so the process never exits with a training thread still running.
+ */
+
+#include <locale.h>
+#include <glib/gi18n.h>
+
+#include "tdm-build-config.h"
+
+#include "tdm-application.h"
+#include "tdm-window.h"
+
+struct _TdmApplication
+{
+  GtkApplication parent_instance;
+
+  gboolean       start_on_activate;
+};
+
+G_DEFINE_FINAL_TYPE (TdmApplication, tdm_application, GTK_TYPE_APPLICATION)
+
+static gboolean
+running_from_build_tree (void)
+{
+  g_autofree char *exe = g_file_read_link ("/proc/self/exe", NULL);
+  g_autofree char *build = g_canonicalize_filename (TDM_BUILD_DIR, NULL);
+  g_autofree char *prefix = g_strconcat (build, G_DIR_SEPARATOR_S, NULL);
+
+  return exe != NULL && g_str_has_prefix (exe, prefix);
+}
+
+void
+tdm_application_init_i18n (void)
+{
+  const char *localedir = g_getenv ("TANDEM_LOCALEDIR");
+  g_autofree char *build_po = NULL;
+
+  if (localedir == NULL || localedir[0] == '\0')
+    {
+      localedir = TDM_LOCALEDIR;
+      if (running_from_build_tree ())
+        {
+          build_po = g_build_filename (TDM_BUILD_DIR, "po", NULL);
+          localedir = build_po;
+        }
+    }
+
+  bindtextdomain (GETTEXT_PACKAGE, localedir);
+  bind_textdomain_codeset (GETTEXT_PACKAGE, "UTF-8");
+  textdomain (GETTEXT_PACKAGE);
+}
+
+void
+tdm_application_init_uninstalled (void)
+{
+  g_autofree char *schemas = NULL;
+
+  if (g_getenv ("GSETTINGS_SCHEMA_DIR") != NULL || !running_from_build_tree ())
+    return;
+
+  schemas = g_build_filename (TDM_BUILD_DIR, "data", NULL);
+  g_setenv ("GSETTINGS_SCHEMA_DIR", schemas, TRUE);
+}
+
+/* --start: press Start as soon as the remembered choices allow it (the dataset has
+ * to load first). For demonstrations and tools/screenshot. */
+static void
+tdm_application_start_when_ready (GtkWidget *window)
+{
+  gboolean can_start = FALSE;
+
+  g_object_get (window, "can-start", &can_start, NULL);
+  if (!can_start)
+    return;
+
+  g_signal_handlers_disconnect_by_func (window, tdm_application_start_when_ready, NULL);
+  gtk_widget_activate_action (window, "win.start", NULL);
+}
+
+static void
+tdm_application_activate (GApplication *app)
+{
+  TdmApplication *self = TDM_APPLICATION (app);
+  GtkWindow *window = gtk_application_get_active_window (GTK_APPLICATION (app));
+
+  if (window == NULL)
+    window = GTK_WINDOW (tdm_window_new (self));
+
+  if (self->start_on_activate)
+    {
+      self->start_on_activate = FALSE;
+      g_signal_connect (window, "notify::can-start",
+                        G_CALLBACK (tdm_application_start_when_ready), NULL);
+      tdm_application_start_when_ready (GTK_WIDGET (window));
+    }
+
+  gtk_window_present (window);
+}
+
+static int
+tdm_application_handle_local_options (GApplication *app,
+                                      GVariantDict *options)
+{
+  if (g_variant_dict_contains (options, "start"))
+    TDM_APPLICATION (app)->start_on_activate = TRUE;
+
+  return -1;
+}
+
+static void
+tdm_application_quit (GSimpleAction *action,
+                      GVariant      *parameter,
+                      gpointer       user_data)
+{
+  GtkApplication *app = user_data;
+  GtkWindow *window;
+
+  /* Each destroyed window leaves the application's list. */
+  while ((window = gtk_application_get_active_window (app)) != NULL)
+    gtk_window_destroy (window);
+}
+
+static void
+tdm_application_shortcuts (GSimpleAction *action,
+                           GVariant      *parameter,
+                           gpointer       user_data)
+{
+  GtkWindow *window = gtk_application_get_active_window (GTK_APPLICATION (user_data));
+
+  if (window != NULL)
+    gtk_widget_activate_action (GTK_WIDGET (window), "win.show-help-overlay", NULL);
+}
+
+static void
+tdm_application_about (GSimpleAction *action,
+                       GVariant      *parameter,
+                       gpointer       user_data)
+{
+  static const char *developers[] = { "The Tandem developers", NULL };
+  GtkWindow *window = gtk_application_get_active_window (GTK_APPLICATION (user_data));
+
+  gtk_show_about_dialog (window,
+                         "program-name", "Tandem",
+                         "logo-icon-name", TDM_APP_ID,
+                         "version", TDM_VERSION,
+                         "comments", _("Train neural networks on several devices at once and watch them learn"),
+                         "license-type", GTK_LICENSE_GPL_3_0,
+                         "authors", developers,
+                         /* Translators: put your names here, one per line */
+                         "translator-credits", _("translator-credits"),
+                         "copyright", "© 2025 The Tandem developers",
+                         NULL);
+}
+
+static const GActionEntry app_actions[] = {
+  { "quit", tdm_application_quit, NULL, NULL, NULL, { 0 } },
+  { "shortcuts", tdm_application_shortcuts, NULL, NULL, NULL, { 0 } },
+  { "about", tdm_application_about, NULL, NULL, NULL, { 0 } },
+};
+
+static const struct {
+  const char *action;
+  const char *accels[3];
+} accelerators[] = {
+  { "app.quit", { "<Control>q", NULL } },
+  { "app.shortcuts", { "<Control>question", NULL } },
+  { "win.start", { "<Control>Return", NULL } },
+  { "win.pause", { "<Control>p", NULL } },
+  { "win.stop", { "<Control>period", NULL } },
+  { "win.export", { "<Control>e", NULL } },
+  { "win.open-folder", { "<Control>o", NULL } },
+  { "window.close", { "<Control>w", NULL } },
+};
+
+static void
+tdm_application_startup (GApplication *app)
+{
+  g_autoptr(GtkCssProvider) provider = NULL;
+
+  G_APPLICATION_CLASS (tdm_application_parent_class)->startup (app);
+
+  g_action_map_add_action_entries (G_ACTION_MAP (app), app_actions,
+                                   G_N_ELEMENTS (app_actions), app);
+  for (guint i = 0; i < G_N_ELEMENTS (accelerators); i++)
+    gtk_application_set_accels_for_action (GTK_APPLICATION (app),
+                                           accelerators[i].action,
+                                           accelerators[i].accels);
+
+  gtk_window_set_default_icon_name (TDM_APP_ID);
+
+  /* GtkApplication loads the shortcuts window and icons from the resource base path
+   * by itself, but not a style sheet. */
+  provider = gtk_css_provider_new ();
+  gtk_css_provider_load_from_resource (provider, "/io/github/tandem/Tandem/style.css");
+  gtk_style_context_add_provider_for_display (gdk_display_get_default (),
+                                              GTK_STYLE_PROVIDER (provider),
+                                              GTK_STYLE_PROVIDER_PRIORITY_APPLICATION);
+}
+
+static void
+tdm_application_class_init (TdmApplicationClass *klass)
+{
+  GApplicationClass *app_class = G_APPLICATION_CLASS (klass);
+
+  app_class->activate = tdm_application_activate;
+  app_class->handle_local_options = tdm_application_handle_local_options;
+  app_class->startup = tdm_application_startup;
+}
+
+static const GOptionEntry options[] = {
+  { "start", 0, 0, G_OPTION_ARG_NONE, NULL,
+    N_("Start training with the last choices as soon as the window opens"), NULL },
+  { NULL }
+};
+
+static void
+tdm_application_init (TdmApplication *self)
+{
+  g_application_add_main_option_entries (G_APPLICATION (self), options);
+}
+
+TdmApplication *
+tdm_application_new (void)
+{
+  return g_object_new (TDM_TYPE_APPLICATION,
+                       "application-id", TDM_APP_ID,
+                       "flags", G_APPLICATION_DEFAULT_FLAGS,
+                       "resource-base-path", "/io/github/tandem/Tandem",
+                       NULL);
+}

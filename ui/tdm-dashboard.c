@@ -1,0 +1,887 @@
+/* tdm-dashboard.c: the live charts and status line of a training run.
+ *
+ * Loss and accuracy are drawn against epochs (fractional for the training curves,
+ * whole for the test points); everything about devices is drawn against training
+ * time, so a stall on one device lines up with a dip in throughput. Every replica
+ * keeps one colour, tdm_chart_device_colour() of its index, in every chart.
+ *
+ * Memory and load of a GPU come from NVML telemetry, sampled here twice a second
+ * while a run uses GPUs; when NVML is missing, and always for CPU workers, they come
+ * from the engine's per-device events (bytes held by Tandem, and the busy share of
+ * each step as the load). The step-time chart stacks compute, communication and
+ * waiting for one replica at a time, picked in the chart's corner; the log keeps all
+ * of them, so switching replays that replica's history.
+ */
+
+#include <math.h>
+#include <string.h>
+#include <glib/gi18n.h>
+
+#include "tdm-dashboard.h"
+#include "tdm-telemetry.h"
+
+#define TELEMETRY_INTERVAL_MS 500
+
+typedef enum
+{
+  CHART_LOSS,
+  CHART_ACCURACY,
+  CHART_THROUGHPUT,
+  CHART_MEMORY,
+  CHART_LOAD,
+  CHART_STEP_TIME,
+  N_CHARTS
+} ChartId;
+
+static const struct
+{
+  const char *id;
+  const char *title;
+  const char *x_label;
+  const char *x_unit;
+  const char *y_label;
+  const char *y_unit;
+} chart_info[N_CHARTS] = {
+  { "loss", N_("Loss"), N_("Epoch"), NULL, N_("Loss"), NULL },
+  { "accuracy", N_("Accuracy"), N_("Epoch"), NULL, N_("Accuracy"), "%" },
+  { "throughput", N_("Throughput"), N_("Time"), "s", N_("Throughput"),
+    /* Translators: the unit of throughput on a chart axis */
+    N_("samples/s") },
+  { "memory", N_("Memory per device"), N_("Time"), "s", N_("Memory"), "B" },
+  { "load", N_("Load per device"), N_("Time"), "s", N_("Load"), "%" },
+  { "step-time", N_("Step time"), N_("Time"), "s", N_("Time per step"), "ms" },
+};
+
+struct _TdmDashboard
+{
+  GtkWidget        parent_instance;
+
+  GtkGrid         *chart_grid;
+  GtkLabel        *status_label;
+  GtkProgressBar  *progress_bar;
+
+  TdmChart        *charts[N_CHARTS];
+  GMenu           *step_time_devices;   /* the step-time menu's list of replicas */
+
+  TdmMetricsLog   *log;
+
+  /* The run being shown. */
+  TdmStartedEvent  started;
+  gboolean         have_started;
+  int              gpu[TDM_MAX_REPLICAS];          /* CUDA ordinal, or −1 */
+  guint            memory_series[TDM_MAX_REPLICAS];
+  guint            load_series[TDM_MAX_REPLICAS];
+  int              capacity_series[TDM_MAX_REPLICAS]; /* −1 where another replica has it */
+  gboolean         telemetry_memory[TDM_MAX_REPLICAS];
+  gboolean         telemetry_load[TDM_MAX_REPLICAS];
+  guint            loss_train, loss_test, accuracy_train, accuracy_test, throughput;
+  guint            step_series[3];
+  int              step_replica;
+
+  TdmStepEvent     last_step;
+  gboolean         have_step;
+  gboolean         paused;
+  double           last_elapsed;
+  gint64           last_elapsed_at;   /* monotonic µs when last_elapsed arrived */
+
+  TdmTelemetry    *telemetry;
+  guint            telemetry_source;
+};
+
+enum {
+  PROP_0,
+  PROP_STEP_REPLICA,
+  N_PROPS
+};
+
+static GParamSpec *properties[N_PROPS];
+
+G_DEFINE_FINAL_TYPE (TdmDashboard, tdm_dashboard, GTK_TYPE_WIDGET)
+
+static void
+rgba_from_hex (GdkRGBA *out,
+               guint32  hex)
+{
+  out->red = ((hex >> 16) & 0xff) / 255.0;
+  out->green = ((hex >> 8) & 0xff) / 255.0;
+  out->blue = (hex & 0xff) / 255.0;
+  out->alpha = 1;
+}
+
+static int
+chart_index (const char *id)
+{
+  for (int i = 0; i < N_CHARTS; i++)
+    if (g_strcmp0 (chart_info[i].id, id) == 0)
+      return i;
+
+  return -1;
+}
+
+/* "cpu 1", "cpu 2" where several replicas share a device, else the device's id. */
+static char *
+replica_label (const TdmStartedEvent *started,
+               int                    replica)
+{
+  const char *id = started->device[replica];
+  int same = 0, nth = 0;
+
+  for (int r = 0; r < started->replicas; r++)
+    if (strncmp (started->device[r], id, sizeof started->device[r]) == 0)
+      {
+        same++;
+        if (r <= replica)
+          nth++;
+      }
+
+  if (same <= 1)
+    return g_strndup (id, sizeof started->device[replica]);
+
+  /* Translators: one of several replicas on the same device, e.g. "cpu 2" */
+  return g_strdup_printf (C_("replica", "%.32s %d"), id, nth);
+}
+
+static char *
+format_duration (double seconds)
+{
+  gint64 s;
+
+  if (!isfinite (seconds) || seconds < 0)
+    return g_strdup ("—");
+
+  s = (gint64) (seconds + 0.5);
+  if (s >= 3600)
+    return g_strdup_printf ("%" G_GINT64_FORMAT ":%02d:%02d",
+                            s / 3600, (int) (s / 60 % 60), (int) (s % 60));
+
+  return g_strdup_printf ("%d:%02d", (int) (s / 60), (int) (s % 60));
+}
+
+static char *
+format_count (double value)
+{
+  if (!isfinite (value))
+    return g_strdup ("—");
+
+  return g_strdup_printf ("%'.0f", value);
+}
+
+/* Training time now, moving on between events so telemetry samples spread out. */
+static double
+tdm_dashboard_now (TdmDashboard *self)
+{
+  if (self->paused || self->last_elapsed_at == 0)
+    return self->last_elapsed;
+
+  return self->last_elapsed + (g_get_monotonic_time () - self->last_elapsed_at) / 1e6;
+}
+
+static void
+tdm_dashboard_note_elapsed (TdmDashboard *self,
+                            double        elapsed)
+{
+  if (!isfinite (elapsed))
+    return;
+
+  self->last_elapsed = elapsed;
+  self->last_elapsed_at = g_get_monotonic_time ();
+}
+
+static void
+tdm_dashboard_update_status (TdmDashboard *self)
+{
+  const TdmStepEvent *s = &self->last_step;
+  g_autofree char *epoch = NULL;
+  g_autofree char *step = NULL;
+  g_autofree char *rate = NULL;
+  g_autofree char *elapsed = NULL;
+  g_autofree char *eta = NULL;
+  g_autofree char *steps_done = NULL;
+  g_autofree char *steps_total = NULL;
+  g_autofree char *samples = NULL;
+  g_autofree char *elapsed_time = NULL;
+  g_autofree char *eta_time = NULL;
+  g_autofree char *text = NULL;
+
+  if (!self->have_started)
+    return;
+
+  epoch = g_strdup_printf (_("Epoch %d of %d"),
+                           MIN (s->epoch + 1, self->started.epochs), self->started.epochs);
+  steps_done = format_count (s->step);
+  steps_total = format_count (self->started.total_steps);
+  step = g_strdup_printf (_("Step %s of %s"), steps_done, steps_total);
+  samples = format_count (s->samples_per_second);
+  rate = g_strdup_printf (_("%s samples/s"), samples);
+  elapsed_time = format_duration (s->elapsed);
+  elapsed = g_strdup_printf (_("%s elapsed"), elapsed_time);
+  eta_time = format_duration (s->eta);
+  eta = g_strdup_printf (_("%s left"), eta_time);
+
+  text = g_strjoin (" · ", epoch, step, rate, elapsed, eta, NULL);
+  if (self->paused)
+    {
+      g_autofree char *body = g_steal_pointer (&text);
+
+      text = g_strjoin (" · ", _("Paused"), body, NULL);
+    }
+
+  gtk_label_set_label (self->status_label, text);
+  gtk_progress_bar_set_fraction (self->progress_bar, CLAMP (s->fraction, 0.0, 1.0));
+}
+
+static void
+tdm_dashboard_append_step_time (double   elapsed,
+                                double   compute_ms,
+                                double   comm_ms,
+                                double   wait_ms,
+                                gpointer user_data)
+{
+  TdmDashboard *self = user_data;
+  TdmChart *chart = self->charts[CHART_STEP_TIME];
+
+  tdm_chart_append (chart, self->step_series[0], elapsed, compute_ms);
+  tdm_chart_append (chart, self->step_series[1], elapsed, comm_ms);
+  tdm_chart_append (chart, self->step_series[2], elapsed, wait_ms);
+}
+
+static void
+tdm_dashboard_setup_step_time (TdmDashboard *self)
+{
+  TdmChart *chart = self->charts[CHART_STEP_TIME];
+  GdkRGBA compute, comm, wait;
+
+  tdm_chart_remove_all_series (chart);
+
+  /* The replica's own colour for the work it does, lighter for talking to the others,
+   * grey for waiting on them. */
+  tdm_chart_device_colour (MAX (self->step_replica, 0), &compute);
+  comm = compute;
+  comm.red = 0.45 * comm.red + 0.55;
+  comm.green = 0.45 * comm.green + 0.55;
+  comm.blue = 0.45 * comm.blue + 0.55;
+  rgba_from_hex (&wait, 0x9a9996);
+
+  self->step_series[0] = tdm_chart_add_series (chart, _("Compute"), &compute,
+                                               TDM_CHART_STYLE_STACKED);
+  self->step_series[1] = tdm_chart_add_series (chart, _("Communication"), &comm,
+                                               TDM_CHART_STYLE_STACKED);
+  self->step_series[2] = tdm_chart_add_series (chart, _("Waiting"), &wait,
+                                               TDM_CHART_STYLE_STACKED);
+
+  if (self->have_started && self->started.replicas > 1)
+    {
+      g_autofree char *label = replica_label (&self->started, self->step_replica);
+      /* Translators: the step-time chart's title when it shows one of several
+       * devices; %s is the device, e.g. "cpu 2" */
+      g_autofree char *title = g_strdup_printf (_("Step time · %s"), label);
+
+      tdm_chart_set_title (chart, title);
+    }
+  else
+    tdm_chart_set_title (chart, _(chart_info[CHART_STEP_TIME].title));
+
+  if (self->have_started)
+    tdm_metrics_log_foreach_step_time (self->log, self->step_replica,
+                                       tdm_dashboard_append_step_time, self);
+}
+
+static void
+tdm_dashboard_set_step_replica (TdmDashboard *self,
+                                int           replica)
+{
+  if (replica == self->step_replica ||
+      replica < 0 || (self->have_started && replica >= self->started.replicas))
+    return;
+
+  self->step_replica = replica;
+  tdm_dashboard_setup_step_time (self);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STEP_REPLICA]);
+}
+
+static gboolean
+tdm_dashboard_sample_telemetry (gpointer user_data)
+{
+  TdmDashboard *self = user_data;
+  double now;
+
+  if (self->telemetry == NULL || self->paused)
+    return G_SOURCE_CONTINUE;
+
+  now = tdm_dashboard_now (self);
+  for (int r = 0; r < self->started.replicas; r++)
+    {
+      TdmTelemetrySample sample;
+
+      if (self->gpu[r] < 0)
+        continue;
+
+      sample = tdm_telemetry_get (self->telemetry, self->gpu[r]);
+      self->telemetry_memory[r] = sample.valid_memory;
+      self->telemetry_load[r] = sample.valid_utilization;
+
+      if (sample.valid_memory)
+        {
+          tdm_chart_append (self->charts[CHART_MEMORY], self->memory_series[r],
+                            now, (double) sample.memory_used);
+          if (self->capacity_series[r] >= 0)
+            tdm_chart_append (self->charts[CHART_MEMORY], self->capacity_series[r],
+                              now, (double) sample.memory_total);
+        }
+      if (sample.valid_utilization)
+        tdm_chart_append (self->charts[CHART_LOAD], self->load_series[r],
+                          now, sample.utilization);
+
+      if (sample.valid_memory || sample.valid_utilization)
+        tdm_metrics_log_add_telemetry (self->log, now, r,
+                                       sample.valid_memory ? (double) sample.memory_used : NAN,
+                                       sample.valid_memory ? (double) sample.memory_total : NAN,
+                                       sample.valid_utilization ? sample.utilization : NAN);
+    }
+
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+tdm_dashboard_stop_telemetry (TdmDashboard *self)
+{
+  g_clear_handle_id (&self->telemetry_source, g_source_remove);
+  g_clear_pointer (&self->telemetry, tdm_telemetry_free);
+}
+
+static void
+tdm_dashboard_begin (TdmDashboard          *self,
+                     const TdmStartedEvent *started)
+{
+  TdmChart *memory = self->charts[CHART_MEMORY];
+  TdmChart *load = self->charts[CHART_LOAD];
+  gboolean any_gpu = FALSE;
+
+  tdm_dashboard_stop_telemetry (self);
+
+  self->started = *started;
+  self->started.replicas = CLAMP (started->replicas, 0, TDM_MAX_REPLICAS);
+  self->have_started = TRUE;
+  self->have_step = FALSE;
+  self->paused = FALSE;
+  self->last_elapsed = 0;
+  self->last_elapsed_at = g_get_monotonic_time ();
+  memset (&self->last_step, 0, sizeof self->last_step);
+
+  tdm_metrics_log_begin (self->log, &self->started);
+
+  tdm_chart_clear (self->charts[CHART_LOSS]);
+  tdm_chart_clear (self->charts[CHART_ACCURACY]);
+  tdm_chart_clear (self->charts[CHART_THROUGHPUT]);
+  tdm_chart_remove_all_series (memory);
+  tdm_chart_remove_all_series (load);
+
+  for (int r = 0; r < self->started.replicas; r++)
+    {
+      g_autofree char *label = replica_label (&self->started, r);
+      const char *id = self->started.device[r];
+      GdkRGBA colour;
+
+      tdm_chart_device_colour (r, &colour);
+      self->gpu[r] = -1;
+      if (g_str_has_prefix (id, "cuda:"))
+        {
+          self->gpu[r] = (int) g_ascii_strtoll (id + 5, NULL, 10);
+          any_gpu = TRUE;
+        }
+      self->telemetry_memory[r] = FALSE;
+      self->telemetry_load[r] = FALSE;
+
+      self->memory_series[r] = tdm_chart_add_series (memory, label, &colour,
+                                                     TDM_CHART_STYLE_LINE);
+      self->load_series[r] = tdm_chart_add_series (load, label, &colour,
+                                                   TDM_CHART_STYLE_LINE);
+    }
+
+  /* One capacity line per GPU, kept by the first replica on it; the CPU's "capacity"
+   * is all of the machine's memory, which would flatten everything else, so it has
+   * none. */
+  for (int r = 0; r < self->started.replicas; r++)
+    {
+      g_autofree char *label = NULL;
+      gboolean shared = FALSE;
+      GdkRGBA colour;
+
+      self->capacity_series[r] = -1;
+      if (self->gpu[r] < 0)
+        continue;
+
+      for (int q = 0; q < r; q++)
+        shared |= self->gpu[q] == self->gpu[r];
+      if (shared)
+        continue;
+
+      tdm_chart_device_colour (r, &colour);
+      /* Translators: the memory chart's line for a GPU's total memory; %s is "cuda:0" */
+      label = g_strdup_printf (_("%.32s capacity"), self->started.device[r]);
+      self->capacity_series[r] = tdm_chart_add_series (memory, label, &colour,
+                                                       TDM_CHART_STYLE_REFERENCE);
+    }
+
+  /* The step-time chart starts on the main replica; its menu offers the others. */
+  g_menu_remove_all (self->step_time_devices);
+  for (int r = 0; self->started.replicas > 1 && r < self->started.replicas; r++)
+    {
+      g_autofree char *label = replica_label (&self->started, r);
+      g_autoptr(GMenuItem) item = g_menu_item_new (label, NULL);
+
+      g_menu_item_set_action_and_target_value (item, "dashboard.step-replica",
+                                               g_variant_new_int32 (r));
+      g_menu_append_item (self->step_time_devices, item);
+    }
+  self->step_replica = CLAMP (started->main_replica, 0, MAX (self->started.replicas - 1, 0));
+  tdm_dashboard_setup_step_time (self);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STEP_REPLICA]);
+
+  if (any_gpu)
+    {
+      self->telemetry = tdm_telemetry_new (TELEMETRY_INTERVAL_MS);
+      self->telemetry_source = g_timeout_add (TELEMETRY_INTERVAL_MS,
+                                              tdm_dashboard_sample_telemetry, self);
+    }
+
+  gtk_progress_bar_set_fraction (self->progress_bar, 0);
+  {
+    g_autofree char *text = g_strdup_printf (_("Starting: %d replicas, batch %d"),
+                                             self->started.replicas, self->started.batch);
+    gtk_label_set_label (self->status_label, text);
+  }
+}
+
+static void
+tdm_dashboard_handle_devices (TdmDashboard          *self,
+                              const TdmDevicesEvent *devices)
+{
+  int n = MIN (devices->replicas, self->started.replicas);
+  double x = devices->elapsed;
+
+  for (int r = 0; r < n; r++)
+    {
+      double busy = devices->device[r].compute_ms + devices->device[r].comm_ms +
+                    devices->device[r].wait_ms;
+      gint64 bytes;
+      double load;
+
+      if (!self->telemetry_memory[r])
+        {
+          bytes = devices->device[r].tandem_bytes;
+          if (self->gpu[r] >= 0 && devices->device[r].used_bytes >= 0)
+            bytes = devices->device[r].used_bytes;
+          if (bytes >= 0)
+            tdm_chart_append (self->charts[CHART_MEMORY], self->memory_series[r],
+                              x, (double) bytes);
+          if (self->capacity_series[r] >= 0 && devices->device[r].total_bytes > 0)
+            tdm_chart_append (self->charts[CHART_MEMORY], self->capacity_series[r],
+                              x, (double) devices->device[r].total_bytes);
+        }
+
+      if (!self->telemetry_load[r])
+        {
+          load = devices->device[r].utilization;
+          if (load < 0)
+            load = busy > 0 ? 100.0 * devices->device[r].compute_ms / busy : NAN;
+          tdm_chart_append (self->charts[CHART_LOAD], self->load_series[r], x, load);
+        }
+    }
+
+  if (self->step_replica >= 0 && self->step_replica < n)
+    tdm_dashboard_append_step_time (x,
+                                    devices->device[self->step_replica].compute_ms,
+                                    devices->device[self->step_replica].comm_ms,
+                                    devices->device[self->step_replica].wait_ms,
+                                    self);
+}
+
+void
+tdm_dashboard_handle_event (TdmDashboard   *self,
+                            const TdmEvent *event)
+{
+  g_return_if_fail (TDM_IS_DASHBOARD (self));
+  g_return_if_fail (event != NULL);
+
+  if (event->kind == TDM_EVENT_STARTED)
+    {
+      tdm_dashboard_begin (self, &event->started);
+      return;
+    }
+
+  if (!self->have_started)
+    return;
+
+  tdm_metrics_log_add (self->log, event);
+
+  switch (event->kind)
+    {
+    case TDM_EVENT_STEP:
+      {
+        const TdmStepEvent *s = &event->step;
+
+        self->last_step = *s;
+        self->have_step = TRUE;
+        tdm_dashboard_note_elapsed (self, s->elapsed);
+        tdm_chart_append (self->charts[CHART_LOSS], self->loss_train,
+                          s->epoch_float, s->train_loss);
+        tdm_chart_append (self->charts[CHART_ACCURACY], self->accuracy_train,
+                          s->epoch_float, 100.0 * s->train_accuracy);
+        tdm_chart_append (self->charts[CHART_THROUGHPUT], self->throughput,
+                          s->elapsed, s->samples_per_second);
+        tdm_dashboard_update_status (self);
+      }
+      break;
+
+    case TDM_EVENT_DEVICES:
+      tdm_dashboard_note_elapsed (self, event->devices.elapsed);
+      tdm_dashboard_handle_devices (self, &event->devices);
+      break;
+
+    case TDM_EVENT_EPOCH:
+      tdm_dashboard_note_elapsed (self, event->epoch.elapsed);
+      tdm_chart_append (self->charts[CHART_LOSS], self->loss_test,
+                        event->epoch.epoch, event->epoch.test_loss);
+      tdm_chart_append (self->charts[CHART_ACCURACY], self->accuracy_test,
+                        event->epoch.epoch, 100.0 * event->epoch.test_accuracy);
+      break;
+
+    case TDM_EVENT_PAUSED:
+      self->last_elapsed = tdm_dashboard_now (self);
+      self->paused = TRUE;
+      tdm_dashboard_update_status (self);
+      break;
+
+    case TDM_EVENT_RESUMED:
+      self->paused = FALSE;
+      self->last_elapsed_at = g_get_monotonic_time ();
+      tdm_dashboard_update_status (self);
+      break;
+
+    case TDM_EVENT_FINISHED:
+      {
+        const TdmFinishedEvent *f = &event->finished;
+        g_autofree char *elapsed = format_duration (f->elapsed);
+        g_autofree char *steps = format_count (f->steps);
+        g_autofree char *text = NULL;
+
+        self->paused = FALSE;
+        if (f->stopped)
+          text = g_strdup_printf (_("Stopped after %s steps in %s"), steps, elapsed);
+        else if (isfinite (f->test_accuracy))
+          text = g_strdup_printf (_("Finished in %s · test accuracy %.1f %% · test loss %.4f"),
+                                  elapsed, 100.0 * f->test_accuracy, f->test_loss);
+        else
+          text = g_strdup_printf (_("Finished in %s"), elapsed);
+        gtk_label_set_label (self->status_label, text);
+        if (!f->stopped)
+          gtk_progress_bar_set_fraction (self->progress_bar, 1.0);
+      }
+      break;
+
+    case TDM_EVENT_FAILED:
+      gtk_label_set_label (self->status_label, _("Training failed"));
+      break;
+
+    case TDM_EVENT_STARTED:
+    default:
+      break;
+    }
+}
+
+void
+tdm_dashboard_end (TdmDashboard *self)
+{
+  g_return_if_fail (TDM_IS_DASHBOARD (self));
+
+  tdm_dashboard_stop_telemetry (self);
+  self->paused = FALSE;
+}
+
+void
+tdm_dashboard_set_status (TdmDashboard *self,
+                          const char   *text)
+{
+  g_return_if_fail (TDM_IS_DASHBOARD (self));
+
+  gtk_label_set_label (self->status_label, text ? text : "");
+}
+
+TdmChart *
+tdm_dashboard_get_chart (TdmDashboard *self,
+                         const char   *id)
+{
+  int i;
+
+  g_return_val_if_fail (TDM_IS_DASHBOARD (self), NULL);
+
+  i = chart_index (id);
+
+  return i < 0 ? NULL : self->charts[i];
+}
+
+const char *
+tdm_dashboard_get_chart_title (TdmDashboard *self,
+                               const char   *id)
+{
+  int i;
+
+  g_return_val_if_fail (TDM_IS_DASHBOARD (self), NULL);
+
+  i = chart_index (id);
+
+  return i < 0 ? NULL : _(chart_info[i].title);
+}
+
+gboolean
+tdm_dashboard_export_chart (TdmDashboard  *self,
+                            const char    *id,
+                            const char    *format,
+                            const char    *path,
+                            GError       **error)
+{
+  TdmChart *chart;
+  int width, height;
+
+  g_return_val_if_fail (TDM_IS_DASHBOARD (self), FALSE);
+  g_return_val_if_fail (format != NULL, FALSE);
+  g_return_val_if_fail (path != NULL, FALSE);
+
+  chart = tdm_dashboard_get_chart (self, id);
+  if (chart == NULL)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                   _("There is no chart called “%s”."), id);
+      return FALSE;
+    }
+
+  /* What is on screen, but never smaller than a readable figure. */
+  width = MAX (gtk_widget_get_width (GTK_WIDGET (chart)), 960);
+  height = MAX (gtk_widget_get_height (GTK_WIDGET (chart)), 600);
+
+  if (g_str_equal (format, "png"))
+    return tdm_chart_export_png (chart, path, width, height, error);
+  if (g_str_equal (format, "svg"))
+    return tdm_chart_export_svg (chart, path, width, height, error);
+  if (g_str_equal (format, "csv"))
+    return tdm_chart_export_csv (chart, path, error);
+
+  g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+               _("Charts can be saved as PNG, SVG or CSV, not “%s”."), format);
+  return FALSE;
+}
+
+TdmMetricsLog *
+tdm_dashboard_get_log (TdmDashboard *self)
+{
+  g_return_val_if_fail (TDM_IS_DASHBOARD (self), NULL);
+
+  return self->log;
+}
+
+static GtkWidget *
+tdm_dashboard_make_card (TdmDashboard *self,
+                         ChartId       id,
+                         GMenuModel   *extra)
+{
+  static const struct { const char *label; const char *format; } items[] = {
+    { N_("Save as _PNG…"), "png" },
+    { N_("Save as _SVG…"), "svg" },
+    { N_("Save Data as _CSV…"), "csv" },
+  };
+  GtkWidget *overlay = gtk_overlay_new ();
+  GtkWidget *chart = tdm_chart_new ();
+  GtkWidget *menu_button = gtk_menu_button_new ();
+  g_autoptr(GMenu) menu = g_menu_new ();
+  g_autoptr(GMenu) export = g_menu_new ();
+  g_autofree char *tooltip = NULL;
+
+  self->charts[id] = TDM_CHART (chart);
+  tdm_chart_set_title (self->charts[id], _(chart_info[id].title));
+  tdm_chart_set_x_label (self->charts[id], _(chart_info[id].x_label));
+  tdm_chart_set_x_unit (self->charts[id], chart_info[id].x_unit);
+  tdm_chart_set_y_label (self->charts[id], _(chart_info[id].y_label));
+  tdm_chart_set_y_unit (self->charts[id],
+                        chart_info[id].y_unit ? _(chart_info[id].y_unit) : NULL);
+  gtk_widget_set_hexpand (chart, TRUE);
+  gtk_widget_set_vexpand (chart, TRUE);
+  gtk_overlay_set_child (GTK_OVERLAY (overlay), chart);
+
+  for (guint i = 0; i < G_N_ELEMENTS (items); i++)
+    {
+      g_autoptr(GMenuItem) item = g_menu_item_new (_(items[i].label), NULL);
+      g_autofree char *target = g_strdup_printf ("%s:%s", chart_info[id].id, items[i].format);
+
+      g_menu_item_set_action_and_target (item, "win.export-chart", "s", target);
+      g_menu_append_item (export, item);
+    }
+  if (extra != NULL)
+    /* Translators: heading of the step-time chart's list of devices */
+    g_menu_append_section (menu, _("Show"), extra);
+  g_menu_append_section (menu, NULL, G_MENU_MODEL (export));
+  gtk_menu_button_set_menu_model (GTK_MENU_BUTTON (menu_button), G_MENU_MODEL (menu));
+  gtk_menu_button_set_icon_name (GTK_MENU_BUTTON (menu_button), "view-more-symbolic");
+  gtk_menu_button_set_has_frame (GTK_MENU_BUTTON (menu_button), FALSE);
+  /* Translators: tooltip of a chart's menu; %s is the chart's title */
+  tooltip = g_strdup_printf (_("Options for “%s”"), _(chart_info[id].title));
+  gtk_widget_set_tooltip_text (menu_button, tooltip);
+  gtk_accessible_update_property (GTK_ACCESSIBLE (menu_button),
+                                  GTK_ACCESSIBLE_PROPERTY_LABEL, tooltip,
+                                  -1);
+
+  gtk_widget_set_halign (menu_button, GTK_ALIGN_END);
+  gtk_widget_set_valign (menu_button, GTK_ALIGN_START);
+  gtk_widget_set_margin_top (menu_button, 4);
+  gtk_widget_set_margin_end (menu_button, 4);
+  gtk_overlay_add_overlay (GTK_OVERLAY (overlay), menu_button);
+
+  gtk_widget_add_css_class (overlay, "chart-card");
+  gtk_widget_set_overflow (overlay, GTK_OVERFLOW_HIDDEN);
+
+  return overlay;
+}
+
+static void
+tdm_dashboard_dispose (GObject *object)
+{
+  TdmDashboard *self = (TdmDashboard *)object;
+
+  tdm_dashboard_stop_telemetry (self);
+  gtk_widget_dispose_template (GTK_WIDGET (self), TDM_TYPE_DASHBOARD);
+
+  G_OBJECT_CLASS (tdm_dashboard_parent_class)->dispose (object);
+}
+
+static void
+tdm_dashboard_finalize (GObject *object)
+{
+  TdmDashboard *self = (TdmDashboard *)object;
+
+  g_clear_pointer (&self->log, tdm_metrics_log_free);
+  g_clear_object (&self->step_time_devices);
+
+  G_OBJECT_CLASS (tdm_dashboard_parent_class)->finalize (object);
+}
+
+static void
+tdm_dashboard_get_property (GObject    *object,
+                            guint       prop_id,
+                            GValue     *value,
+                            GParamSpec *pspec)
+{
+  TdmDashboard *self = TDM_DASHBOARD (object);
+
+  switch (prop_id)
+    {
+    case PROP_STEP_REPLICA:
+      g_value_set_int (value, self->step_replica);
+      break;
+
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+tdm_dashboard_set_property (GObject      *object,
+                            guint         prop_id,
+                            const GValue *value,
+                            GParamSpec   *pspec)
+{
+  TdmDashboard *self = TDM_DASHBOARD (object);
+
+  switch (prop_id)
+    {
+    case PROP_STEP_REPLICA:
+      tdm_dashboard_set_step_replica (self, g_value_get_int (value));
+      break;
+
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+tdm_dashboard_class_init (TdmDashboardClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->dispose = tdm_dashboard_dispose;
+  object_class->finalize = tdm_dashboard_finalize;
+  object_class->get_property = tdm_dashboard_get_property;
+  object_class->set_property = tdm_dashboard_set_property;
+
+  properties[PROP_STEP_REPLICA] =
+    g_param_spec_int ("step-replica", NULL, NULL, 0, TDM_MAX_REPLICAS - 1, 0,
+                      G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+
+  gtk_widget_class_install_property_action (widget_class, "dashboard.step-replica",
+                                            "step-replica");
+
+  gtk_widget_class_set_template_from_resource (widget_class,
+                                               "/io/github/tandem/Tandem/ui/tdm-dashboard.ui");
+  gtk_widget_class_bind_template_child (widget_class, TdmDashboard, chart_grid);
+  gtk_widget_class_bind_template_child (widget_class, TdmDashboard, status_label);
+  gtk_widget_class_bind_template_child (widget_class, TdmDashboard, progress_bar);
+  gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BOX_LAYOUT);
+  gtk_widget_class_set_css_name (widget_class, "dashboard");
+}
+
+static void
+tdm_dashboard_init (TdmDashboard *self)
+{
+  GtkLayoutManager *layout;
+  GdkRGBA train, test;
+  GtkWidget *card;
+
+  gtk_widget_init_template (GTK_WIDGET (self));
+
+  layout = gtk_widget_get_layout_manager (GTK_WIDGET (self));
+  gtk_orientable_set_orientation (GTK_ORIENTABLE (layout), GTK_ORIENTATION_VERTICAL);
+
+  self->log = tdm_metrics_log_new ();
+  self->step_time_devices = g_menu_new ();
+  self->step_replica = 0;
+
+  for (int i = 0; i < N_CHARTS; i++)
+    {
+      card = tdm_dashboard_make_card (self, i,
+                                      i == CHART_STEP_TIME ? G_MENU_MODEL (self->step_time_devices) : NULL);
+      gtk_grid_attach (self->chart_grid, card, i % 3, i / 3, 1, 1);
+    }
+
+  rgba_from_hex (&train, 0x1c71d8);
+  rgba_from_hex (&test, 0xc01c28);
+
+  tdm_chart_set_log_scale (self->charts[CHART_LOSS], TRUE);
+  self->loss_train = tdm_chart_add_series (self->charts[CHART_LOSS], _("Training"),
+                                           &train, TDM_CHART_STYLE_LINE);
+  tdm_chart_set_series_smoothing (self->charts[CHART_LOSS], self->loss_train, 0.6);
+  self->loss_test = tdm_chart_add_series (self->charts[CHART_LOSS], _("Test"),
+                                          &test, TDM_CHART_STYLE_POINTS);
+
+  tdm_chart_set_y_range (self->charts[CHART_ACCURACY], 0, 100);
+  self->accuracy_train = tdm_chart_add_series (self->charts[CHART_ACCURACY], _("Training"),
+                                               &train, TDM_CHART_STYLE_LINE);
+  tdm_chart_set_series_smoothing (self->charts[CHART_ACCURACY], self->accuracy_train, 0.6);
+  self->accuracy_test = tdm_chart_add_series (self->charts[CHART_ACCURACY], _("Test"),
+                                              &test, TDM_CHART_STYLE_POINTS);
+
+  self->throughput = tdm_chart_add_series (self->charts[CHART_THROUGHPUT], _("Samples/s"),
+                                           &train, TDM_CHART_STYLE_LINE);
+  tdm_chart_set_series_smoothing (self->charts[CHART_THROUGHPUT], self->throughput, 0.6);
+
+  tdm_chart_set_y_range (self->charts[CHART_LOAD], 0, 100);
+  tdm_dashboard_setup_step_time (self);
+
+  gtk_label_set_label (self->status_label, _("Ready. Press Start (Ctrl+Enter) to train."));
+}
+
+GtkWidget *
+tdm_dashboard_new (void)
+{
+  return g_object_new (TDM_TYPE_DASHBOARD, NULL);
+}

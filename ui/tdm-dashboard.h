@@ -1,0 +1,49 @@
+/* tdm-dashboard.h: the live charts and status line of a training run.
+ *
+ * The right-hand side of the window: six TdmCharts (loss, accuracy, throughput,
+ * memory, load and step time per device) and a status line with epoch, step,
+ * samples/s, elapsed time and ETA. It is fed the engine's events on the main
+ * thread, samples GPU telemetry while a run uses GPUs, and keeps every figure in a
+ * TdmMetricsLog for the CSV export. It does not start or stop runs.
+ */
+
+#pragma once
+
+#include <gtk/gtk.h>
+
+#include "tdm-chart.h"
+#include "tdm-events.h"
+#include "tdm-metrics-log.h"
+
+G_BEGIN_DECLS
+
+#define TDM_TYPE_DASHBOARD (tdm_dashboard_get_type ())
+
+G_DECLARE_FINAL_TYPE (TdmDashboard, tdm_dashboard, TDM, DASHBOARD, GtkWidget)
+
+GtkWidget     *tdm_dashboard_new          (void);
+
+/* A STARTED event starts over; the others add to the charts and the status. */
+void           tdm_dashboard_handle_event (TdmDashboard  *self,
+                                           const TdmEvent *event);
+/* The run's thread has ended: telemetry sampling stops. */
+void           tdm_dashboard_end          (TdmDashboard  *self);
+/* Replaces the status line, when no run tells what to show. */
+void           tdm_dashboard_set_status   (TdmDashboard  *self,
+                                           const char    *text);
+
+/* Charts by id: "loss", "accuracy", "throughput", "memory", "load", "step-time". */
+TdmChart      *tdm_dashboard_get_chart    (TdmDashboard  *self,
+                                           const char    *id);
+const char    *tdm_dashboard_get_chart_title (TdmDashboard *self,
+                                              const char   *id);
+/* Writes a chart as "png", "svg" or "csv". */
+gboolean       tdm_dashboard_export_chart (TdmDashboard  *self,
+                                           const char    *id,
+                                           const char    *format,
+                                           const char    *path,
+                                           GError       **error);
+
+TdmMetricsLog *tdm_dashboard_get_log      (TdmDashboard  *self);
+
+G_END_DECLS

@@ -1,0 +1,404 @@
+/* tdm-run.c: one training run on a worker thread, reported on the main loop.
+ *
+ * The worker thread and the main loop share a small reference-counted block: the
+ * trainer (under a lock, because pause comes from the main thread), the cancellable
+ * that stops it, and a weak reference back to the TdmRun. The thread never touches
+ * the TdmRun itself. Each engine event is copied on the worker (g_memdup2) and
+ * queued to the main context; the receiver looks the TdmRun up through the weak
+ * reference and checks the cancellable before emitting anything, so a run that was
+ * dropped or stopped goes quiet at once. The thread is joined from the main loop
+ * after its last message, when joining no longer waits. This is the pattern of
+ * GNOME Text Editor's editor-document-statistics.c.
+ */
+
+#include "tdm-run.h"
+#include "tdm-trainer.h"
+
+typedef struct
+{
+  gatomicrefcount  ref_count;
+  GMutex           lock;
+  TdmTrainer      *trainer;      /* under lock; NULL once the thread let go of it */
+  GCancellable    *cancellable;
+  GMainContext    *context;
+  GWeakRef         run;
+  GThread         *thread;
+  GApplication    *application;  /* held while the thread runs */
+} TdmRunShared;
+
+typedef struct
+{
+  TdmRunShared *shared;
+  TdmEvent     *event;           /* NULL for the message that says the thread ended */
+  GError       *error;
+} TdmRunMessage;
+
+struct _TdmRun
+{
+  GObject       parent_instance;
+
+  TdmConfig    *config;
+  TdmRunShared *shared;
+  guint         running : 1;
+  guint         paused : 1;
+};
+
+enum {
+  EVENT,
+  DONE,
+  N_SIGNALS
+};
+
+static guint signals[N_SIGNALS];
+static guint n_threads;
+
+G_DEFINE_FINAL_TYPE (TdmRun, tdm_run, G_TYPE_OBJECT)
+
+static TdmRunShared *
+tdm_run_shared_new (TdmRun *run)
+{
+  TdmRunShared *shared = g_new0 (TdmRunShared, 1);
+
+  g_atomic_ref_count_init (&shared->ref_count);
+  g_mutex_init (&shared->lock);
+  shared->cancellable = g_cancellable_new ();
+  shared->context = g_main_context_ref_thread_default ();
+  g_weak_ref_init (&shared->run, run);
+
+  return shared;
+}
+
+static TdmRunShared *
+tdm_run_shared_ref (TdmRunShared *shared)
+{
+  g_atomic_ref_count_inc (&shared->ref_count);
+  return shared;
+}
+
+static void
+tdm_run_shared_unref (TdmRunShared *shared)
+{
+  if (!g_atomic_ref_count_dec (&shared->ref_count))
+    return;
+
+  g_assert (shared->thread == NULL);
+  g_clear_pointer (&shared->trainer, tdm_trainer_free);
+  g_clear_object (&shared->cancellable);
+  g_clear_pointer (&shared->context, g_main_context_unref);
+  g_weak_ref_clear (&shared->run);
+  g_mutex_clear (&shared->lock);
+  g_free (shared);
+}
+
+static void
+tdm_run_message_free (gpointer data)
+{
+  TdmRunMessage *message = data;
+
+  g_clear_pointer (&message->shared, tdm_run_shared_unref);
+  g_clear_pointer (&message->event, g_free);
+  g_clear_error (&message->error);
+  g_free (message);
+}
+
+static void
+tdm_run_post (TdmRunShared *shared,
+              TdmEvent     *event,
+              GError       *error,
+              GSourceFunc   callback)
+{
+  TdmRunMessage *message = g_new0 (TdmRunMessage, 1);
+
+  message->shared = tdm_run_shared_ref (shared);
+  message->event = event;
+  message->error = error;
+  g_main_context_invoke_full (shared->context, G_PRIORITY_DEFAULT,
+                              callback, message, tdm_run_message_free);
+}
+
+/* Main thread. */
+static gboolean
+tdm_run_deliver (gpointer data)
+{
+  TdmRunMessage *message = data;
+  TdmEvent *event = message->event;
+  g_autoptr(TdmRun) self = g_weak_ref_get (&message->shared->run);
+
+  if (self == NULL)
+    return G_SOURCE_REMOVE;
+
+  /* Once stopped, progress that was already on its way is stale; the outcome
+   * (finished or failed) still matters. */
+  if (g_cancellable_is_cancelled (message->shared->cancellable) &&
+      event->kind != TDM_EVENT_FINISHED &&
+      event->kind != TDM_EVENT_FAILED)
+    return G_SOURCE_REMOVE;
+
+  if (event->kind == TDM_EVENT_PAUSED)
+    self->paused = TRUE;
+  else if (event->kind == TDM_EVENT_RESUMED)
+    self->paused = FALSE;
+  else if (event->kind == TDM_EVENT_FAILED)
+    event->failed = message->error;
+
+  g_signal_emit (self, signals[EVENT], 0, event);
+
+  return G_SOURCE_REMOVE;
+}
+
+/* Main thread: the worker has sent its last message, so joining is immediate. */
+static gboolean
+tdm_run_finish (gpointer data)
+{
+  TdmRunMessage *message = data;
+  TdmRunShared *shared = message->shared;
+  g_autoptr(TdmRun) self = NULL;
+
+  g_thread_join (g_steal_pointer (&shared->thread));
+  n_threads--;
+
+  if (shared->application != NULL)
+    {
+      g_application_release (shared->application);
+      g_clear_object (&shared->application);
+    }
+
+  self = g_weak_ref_get (&shared->run);
+  if (self != NULL)
+    {
+      self->running = FALSE;
+      self->paused = FALSE;
+      g_signal_emit (self, signals[DONE], 0, message->error);
+    }
+
+  /* The reference the thread held. */
+  tdm_run_shared_unref (shared);
+
+  return G_SOURCE_REMOVE;
+}
+
+/* Worker thread. */
+static void
+tdm_run_sink (const TdmEvent *event,
+              gpointer        user_data)
+{
+  TdmRunShared *shared = user_data;
+  TdmEvent *copy = g_memdup2 (event, sizeof *event);
+  GError *error = NULL;
+
+  if (event->kind == TDM_EVENT_FAILED)
+    {
+      if (event->failed != NULL)
+        error = g_error_copy (event->failed);
+      copy->failed = NULL;
+    }
+
+  tdm_run_post (shared, copy, error, tdm_run_deliver);
+}
+
+/* Worker thread. */
+static gpointer
+tdm_run_thread (gpointer data)
+{
+  TdmRunShared *shared = data;
+  TdmTrainer *trainer;
+  GError *error = NULL;
+
+  /* Only this thread frees the trainer, so reading it unlocked is safe here. */
+  trainer = shared->trainer;
+  tdm_trainer_run (trainer, shared->cancellable, &error);
+
+  g_mutex_lock (&shared->lock);
+  shared->trainer = NULL;
+  g_mutex_unlock (&shared->lock);
+
+  /* Releasing replicas can take a while on a GPU: do it here, not on the main loop. */
+  tdm_trainer_free (trainer);
+
+  tdm_run_post (shared, NULL, error, tdm_run_finish);
+
+  return NULL;
+}
+
+static void
+tdm_run_dispose (GObject *object)
+{
+  TdmRun *self = (TdmRun *)object;
+
+  /* The thread, if any, ends by itself within a fraction of a second and is joined
+   * by tdm_run_finish(); nothing here waits for it. */
+  if (self->shared != NULL)
+    g_cancellable_cancel (self->shared->cancellable);
+  g_clear_pointer (&self->shared, tdm_run_shared_unref);
+
+  G_OBJECT_CLASS (tdm_run_parent_class)->dispose (object);
+}
+
+static void
+tdm_run_finalize (GObject *object)
+{
+  TdmRun *self = (TdmRun *)object;
+
+  g_clear_pointer (&self->config, tdm_config_free);
+
+  G_OBJECT_CLASS (tdm_run_parent_class)->finalize (object);
+}
+
+static void
+tdm_run_class_init (TdmRunClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+
+  object_class->dispose = tdm_run_dispose;
+  object_class->finalize = tdm_run_finalize;
+
+  /**
+   * TdmRun::event:
+   * @event: (type gpointer): the TdmEvent, valid during the emission only
+   *
+   * An engine event, on the main loop. Progress (steps, device figures) stops
+   * coming once the run has been told to stop.
+   */
+  signals[EVENT] =
+    g_signal_new ("event",
+                  G_TYPE_FROM_CLASS (klass),
+                  G_SIGNAL_RUN_LAST,
+                  0, NULL, NULL,
+                  g_cclosure_marshal_VOID__POINTER,
+                  G_TYPE_NONE, 1, G_TYPE_POINTER);
+
+  /**
+   * TdmRun::done:
+   * @error: (type gpointer) (nullable): why the run failed, or %NULL
+   *
+   * The worker thread has ended and been joined.
+   */
+  signals[DONE] =
+    g_signal_new ("done",
+                  G_TYPE_FROM_CLASS (klass),
+                  G_SIGNAL_RUN_LAST,
+                  0, NULL, NULL,
+                  g_cclosure_marshal_VOID__POINTER,
+                  G_TYPE_NONE, 1, G_TYPE_POINTER);
+}
+
+static void
+tdm_run_init (TdmRun *self)
+{
+}
+
+TdmRun *
+tdm_run_new (const TdmConfig *config)
+{
+  TdmRun *self;
+
+  g_return_val_if_fail (config != NULL, NULL);
+
+  self = g_object_new (TDM_TYPE_RUN, NULL);
+  self->config = tdm_config_copy (config);
+
+  return self;
+}
+
+gboolean
+tdm_run_start (TdmRun  *self,
+               GError **error)
+{
+  TdmRunShared *shared;
+  GApplication *application;
+
+  g_return_val_if_fail (TDM_IS_RUN (self), FALSE);
+  g_return_val_if_fail (self->shared == NULL, FALSE);
+
+  if (!tdm_config_validate (self->config, error))
+    return FALSE;
+
+  shared = tdm_run_shared_new (self);
+  shared->trainer = tdm_trainer_new (self->config, tdm_run_sink, shared);
+
+  /* An application quits when its last window goes; the hold keeps it (and so the
+   * process) alive until the thread has wound down and been joined. */
+  application = g_application_get_default ();
+  if (application != NULL)
+    {
+      shared->application = g_object_ref (application);
+      g_application_hold (application);
+    }
+
+  shared->thread = g_thread_try_new ("tandem-trainer", tdm_run_thread,
+                                     tdm_run_shared_ref (shared), error);
+  if (shared->thread == NULL)
+    {
+      if (shared->application != NULL)
+        {
+          g_application_release (shared->application);
+          g_clear_object (&shared->application);
+        }
+      /* Once for the thread that never started, once for ours. */
+      tdm_run_shared_unref (shared);
+      tdm_run_shared_unref (shared);
+      return FALSE;
+    }
+
+  n_threads++;
+  self->shared = shared;
+  self->running = TRUE;
+
+  return TRUE;
+}
+
+void
+tdm_run_stop (TdmRun *self)
+{
+  g_return_if_fail (TDM_IS_RUN (self));
+
+  if (self->shared != NULL)
+    g_cancellable_cancel (self->shared->cancellable);
+}
+
+void
+tdm_run_set_paused (TdmRun   *self,
+                    gboolean  paused)
+{
+  g_return_if_fail (TDM_IS_RUN (self));
+
+  if (self->shared == NULL)
+    return;
+
+  g_mutex_lock (&self->shared->lock);
+  if (self->shared->trainer != NULL)
+    tdm_trainer_set_paused (self->shared->trainer, paused);
+  g_mutex_unlock (&self->shared->lock);
+
+  self->paused = !!paused;
+}
+
+gboolean
+tdm_run_get_paused (TdmRun *self)
+{
+  g_return_val_if_fail (TDM_IS_RUN (self), FALSE);
+
+  return self->paused;
+}
+
+gboolean
+tdm_run_is_running (TdmRun *self)
+{
+  g_return_val_if_fail (TDM_IS_RUN (self), FALSE);
+
+  return self->running;
+}
+
+gboolean
+tdm_run_is_stopping (TdmRun *self)
+{
+  g_return_val_if_fail (TDM_IS_RUN (self), FALSE);
+
+  return self->running && g_cancellable_is_cancelled (self->shared->cancellable);
+}
+
+guint
+tdm_run_get_n_threads (void)
+{
+  return n_threads;
+}

@@ -1,0 +1,37 @@
+/* tdm-run.h: one training run on a worker thread, reported on the main loop.
+ *
+ * A TdmRun owns a TdmTrainer and the GThread that calls tdm_trainer_run(). The
+ * engine's events are copied on that thread and delivered as the "event" signal on
+ * the main context the run was started from; "done" follows once the thread has
+ * ended and been joined. Dropping the last reference while the thread still runs
+ * stops it and lets it wind down by itself: nothing on the main loop waits for it.
+ * It is not a widget and draws nothing.
+ */
+
+#pragma once
+
+#include <gio/gio.h>
+
+#include "tdm-config.h"
+#include "tdm-events.h"
+
+G_BEGIN_DECLS
+
+#define TDM_TYPE_RUN (tdm_run_get_type ())
+
+G_DECLARE_FINAL_TYPE (TdmRun, tdm_run, TDM, RUN, GObject)
+
+TdmRun   *tdm_run_new        (const TdmConfig  *config);
+gboolean  tdm_run_start      (TdmRun           *self,
+                              GError          **error);
+void      tdm_run_stop       (TdmRun           *self);
+void      tdm_run_set_paused (TdmRun           *self,
+                              gboolean          paused);
+gboolean  tdm_run_get_paused (TdmRun           *self);
+gboolean  tdm_run_is_running (TdmRun           *self);
+gboolean  tdm_run_is_stopping (TdmRun          *self);
+
+/* Worker threads started and not yet joined, in this process: for tests. */
+guint     tdm_run_get_n_threads (void);
+
+G_END_DECLS

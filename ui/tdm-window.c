@@ -1,0 +1,1326 @@
+/* tdm-window.c: Tandem's main window.
+ *
+ * The window holds the choices and the run's life cycle; the charts are the
+ * dashboard's. Loading a dataset to show its size and shape happens on a GTask
+ * thread (the trainer loads it again for itself: the window keeps only the
+ * figures). A run is a TdmRun: its events arrive on the main loop as signals, and
+ * dropping it (Stop, or closing the window) cancels the trainer without waiting
+ * for it here. While a run is alive every choice is locked, since none of them can
+ * change a run in flight.
+ *
+ * Choices are saved to GSettings as they change, so the next start shows the last
+ * ones. The device list is whatever tdm_device_list() reports, or a list a test
+ * injects with tdm_window_set_devices().
+ */
+
+#include <math.h>
+#include <glib/gi18n.h>
+
+#include "tdm-build-config.h"
+
+#include "tdm-config.h"
+#include "tdm-dashboard.h"
+#include "tdm-dataset.h"
+#include "tdm-device-row.h"
+#include "tdm-device.h"
+#include "tdm-error.h"
+#include "tdm-network.h"
+#include "tdm-run.h"
+#include "tdm-spec-entry.h"
+#include "tdm-window.h"
+
+/* Positions in the dataset drop-down; the folder entry exists once one is opened. */
+enum {
+  DATASET_FASHION_MNIST,
+  DATASET_MNIST,
+  DATASET_SYNTHETIC,
+  DATASET_FOLDER,
+};
+
+static const char *dataset_ids[] = { "fashion-mnist", "mnist", "synthetic" };
+
+enum {
+  NETWORK_MLP,
+  NETWORK_CNN,
+  NETWORK_CUSTOM,
+};
+
+static const char *network_ids[] = { "mlp", "cnn", "custom" };
+
+/* In the order of TdmOptimizerKind and TdmStrategy, as the drop-downs list them. */
+static const char *optimizer_ids[] = { "sgd", "momentum", "adam" };
+static const double optimizer_default_lr[] = { 0.01, 0.01, 0.001 };
+static const char *strategy_ids[] = { "main", "allreduce" };
+
+typedef struct
+{
+  int count, test_count;
+  int height, width, channels, classes;
+} DatasetFacts;
+
+struct _TdmWindow
+{
+  GtkApplicationWindow  parent_instance;
+
+  /* Template children. */
+  GtkButton            *start_button;
+  GtkButton            *pause_button;
+  GtkButton            *stop_button;
+  GtkLabel             *subtitle_label;
+  GtkRevealer          *error_revealer;
+  GtkLabel             *error_label;
+  GtkWidget            *sidebar;
+  GtkLabel             *dataset_heading;
+  GtkDropDown          *dataset_dropdown;
+  GtkStringList        *dataset_model;
+  GtkSpinner           *dataset_spinner;
+  GtkLabel             *dataset_info_label;
+  GtkDropDown          *network_dropdown;
+  TdmSpecEntry         *spec_entry;
+  GtkListBox           *device_list;
+  GtkSpinButton        *batch_spin;
+  GtkLabel             *batch_split_label;
+  GtkSpinButton        *epochs_spin;
+  GtkDropDown          *optimizer_dropdown;
+  GtkSpinButton        *lr_spin;
+  GtkDropDown          *strategy_dropdown;
+  TdmDashboard         *dashboard;
+
+  GSettings            *settings;
+  GArray               *devices;            /* of TdmDeviceInfo */
+  char                 *dataset_folder;     /* the opened folder, or NULL */
+  char                 *custom_spec;
+
+  GCancellable         *dataset_cancellable;
+  DatasetFacts          dataset;
+  gboolean              dataset_ready;
+
+  TdmRun               *run;
+  gboolean              run_failed;         /* an error was shown for this run */
+  gboolean              run_stopped;
+
+  GtkNativeDialog      *chooser;
+
+  gboolean              can_start;
+  gboolean              restoring;          /* applying settings: do not write them back */
+};
+
+enum {
+  PROP_0,
+  PROP_RUNNING,
+  PROP_CAN_START,
+  N_PROPS
+};
+
+static GParamSpec *properties[N_PROPS];
+
+G_DEFINE_FINAL_TYPE (TdmWindow, tdm_window, GTK_TYPE_APPLICATION_WINDOW)
+
+static void tdm_window_update_state (TdmWindow *self);
+
+/* Errors ------------------------------------------------------------------ */
+
+static const char *
+headline_for_error (const GError *error)
+{
+  if (error->domain != TDM_ENGINE_ERROR)
+    return _("Something went wrong.");
+
+  switch ((TdmEngineError) error->code)
+    {
+    case TDM_ENGINE_ERROR_INVALID_OPTION:
+      return _("One of the settings cannot work.");
+    case TDM_ENGINE_ERROR_INVALID_SPEC:
+      return _("The network does not fit the dataset.");
+    case TDM_ENGINE_ERROR_DATASET:
+      return _("The dataset could not be read.");
+    case TDM_ENGINE_ERROR_DEVICE:
+      return _("A device could not be used.");
+    case TDM_ENGINE_ERROR_OUT_OF_MEMORY:
+      return _("A device ran out of memory. Try a smaller batch or a smaller network.");
+    case TDM_ENGINE_ERROR_BACKEND:
+      return _("A computation failed on a device.");
+    case TDM_ENGINE_ERROR_COMMUNICATION:
+      return _("The devices could not exchange their gradients.");
+    case TDM_ENGINE_ERROR_CHECKPOINT:
+      return _("The checkpoint could not be saved or read.");
+    case TDM_ENGINE_ERROR_DIVERGED:
+      return _("Training diverged: the loss is no longer a number. Try a smaller learning rate.");
+    case TDM_ENGINE_ERROR_CANCELLED:
+      return _("Training was stopped.");
+    default:
+      return _("Training failed.");
+    }
+}
+
+static void
+tdm_window_show_error (TdmWindow  *self,
+                       const char *headline,
+                       const char *detail)
+{
+  g_autofree char *markup = NULL;
+
+  if (detail != NULL && detail[0] != '\0')
+    markup = g_markup_printf_escaped ("<b>%s</b>\n%s", headline, detail);
+  else
+    markup = g_markup_printf_escaped ("<b>%s</b>", headline);
+
+  gtk_label_set_markup (self->error_label, markup);
+  gtk_revealer_set_reveal_child (self->error_revealer, TRUE);
+}
+
+static void
+tdm_window_show_gerror (TdmWindow    *self,
+                        const GError *error)
+{
+  tdm_window_show_error (self, headline_for_error (error), error->message);
+}
+
+static void
+tdm_window_dismiss_error (GtkWidget  *widget,
+                          const char *action_name,
+                          GVariant   *parameter)
+{
+  TdmWindow *self = TDM_WINDOW (widget);
+
+  gtk_revealer_set_reveal_child (self->error_revealer, FALSE);
+}
+
+/* Devices ----------------------------------------------------------------- */
+
+static GPtrArray *
+tdm_window_get_rows (TdmWindow *self)
+{
+  GPtrArray *rows = g_ptr_array_new ();
+
+  for (GtkWidget *child = gtk_widget_get_first_child (GTK_WIDGET (self->device_list));
+       child != NULL;
+       child = gtk_widget_get_next_sibling (child))
+    if (TDM_IS_DEVICE_ROW (child))
+      g_ptr_array_add (rows, child);
+
+  return rows;
+}
+
+/* The replicas the checked devices make, and which of them is the main one. */
+static char **
+tdm_window_get_replica_devices (TdmWindow *self,
+                                int       *main_replica)
+{
+  g_autoptr(GPtrArray) rows = tdm_window_get_rows (self);
+  g_autoptr(GStrvBuilder) builder = g_strv_builder_new ();
+  int n = 0;
+
+  *main_replica = 0;
+  for (guint i = 0; i < rows->len; i++)
+    {
+      TdmDeviceRow *row = rows->pdata[i];
+      int replicas = tdm_device_row_get_replicas (row);
+
+      if (replicas > 0 && tdm_device_row_get_main (row))
+        *main_replica = n;
+      for (int k = 0; k < replicas; k++)
+        g_strv_builder_add (builder, tdm_device_row_get_id (row));
+      n += replicas;
+    }
+
+  return g_strv_builder_end (builder);
+}
+
+static int
+tdm_window_count_replicas (TdmWindow *self)
+{
+  g_autoptr(GPtrArray) rows = tdm_window_get_rows (self);
+  int n = 0;
+
+  for (guint i = 0; i < rows->len; i++)
+    n += tdm_device_row_get_replicas (rows->pdata[i]);
+
+  return n;
+}
+
+/* Exactly one checked device is main whenever any is checked. */
+static void
+tdm_window_fix_main (TdmWindow *self)
+{
+  g_autoptr(GPtrArray) rows = tdm_window_get_rows (self);
+  TdmDeviceRow *first = NULL;
+
+  for (guint i = 0; i < rows->len; i++)
+    {
+      TdmDeviceRow *row = rows->pdata[i];
+
+      if (!tdm_device_row_get_active (row))
+        continue;
+      if (tdm_device_row_get_main (row))
+        return;
+      if (first == NULL)
+        first = row;
+    }
+
+  if (first != NULL)
+    tdm_device_row_set_main (first, TRUE);
+}
+
+static void
+tdm_window_save_devices (TdmWindow *self)
+{
+  g_autoptr(GPtrArray) rows = NULL;
+  g_autoptr(GStrvBuilder) builder = NULL;
+  g_auto(GStrv) ids = NULL;
+
+  if (self->restoring)
+    return;
+
+  rows = tdm_window_get_rows (self);
+  builder = g_strv_builder_new ();
+  for (guint i = 0; i < rows->len; i++)
+    {
+      TdmDeviceRow *row = rows->pdata[i];
+
+      if (tdm_device_row_get_active (row))
+        g_strv_builder_add (builder, tdm_device_row_get_id (row));
+      if (tdm_device_row_get_active (row) && tdm_device_row_get_main (row))
+        g_settings_set_string (self->settings, "main-device", tdm_device_row_get_id (row));
+      if (tdm_device_row_is_cpu (row))
+        g_settings_set_int (self->settings, "cpu-workers", tdm_device_row_get_workers (row));
+    }
+  ids = g_strv_builder_end (builder);
+  g_settings_set_strv (self->settings, "devices", (const char * const *) ids);
+}
+
+static void
+tdm_window_device_changed (TdmWindow    *self,
+                           TdmDeviceRow *row)
+{
+  if (self->restoring)
+    return;
+
+  self->restoring = TRUE;
+  tdm_window_fix_main (self);
+  self->restoring = FALSE;
+
+  tdm_window_save_devices (self);
+  tdm_window_update_state (self);
+}
+
+void
+tdm_window_set_devices (TdmWindow *self,
+                        GArray    *devices)
+{
+  g_auto(GStrv) chosen = NULL;
+  g_autofree char *main_id = NULL;
+  TdmDeviceRow *group = NULL;
+  gboolean any_gpu = FALSE;
+  GtkWidget *child;
+
+  g_return_if_fail (TDM_IS_WINDOW (self));
+  g_return_if_fail (devices != NULL);
+  g_return_if_fail (g_array_get_element_size (devices) == sizeof (TdmDeviceInfo));
+
+  g_clear_pointer (&self->devices, g_array_unref);
+  self->devices = g_array_ref (devices);
+
+  while ((child = gtk_widget_get_first_child (GTK_WIDGET (self->device_list))))
+    gtk_list_box_remove (self->device_list, child);
+
+  chosen = g_settings_get_strv (self->settings, "devices");
+  main_id = g_settings_get_string (self->settings, "main-device");
+  for (guint i = 0; i < devices->len; i++)
+    any_gpu |= g_array_index (devices, TdmDeviceInfo, i).kind != TDM_BACKEND_CPU;
+
+  self->restoring = TRUE;
+  for (guint i = 0; i < devices->len; i++)
+    {
+      const TdmDeviceInfo *info = &g_array_index (devices, TdmDeviceInfo, i);
+      TdmDeviceRow *row = TDM_DEVICE_ROW (tdm_device_row_new (info));
+      gboolean active;
+
+      /* With nothing remembered: every GPU, or the CPU when there is none. */
+      if (chosen[0] != NULL)
+        active = g_strv_contains ((const char * const *) chosen, info->id);
+      else
+        active = any_gpu ? info->kind != TDM_BACKEND_CPU : TRUE;
+
+      if (info->kind == TDM_BACKEND_CPU)
+        tdm_device_row_set_workers (row, g_settings_get_int (self->settings, "cpu-workers"));
+      tdm_device_row_set_group (row, group);
+      if (group == NULL)
+        group = row;
+      tdm_device_row_set_active (row, active);
+      if (active && g_strcmp0 (main_id, info->id) == 0)
+        tdm_device_row_set_main (row, TRUE);
+
+      g_signal_connect_object (row, "changed",
+                               G_CALLBACK (tdm_window_device_changed), self,
+                               G_CONNECT_SWAPPED);
+      gtk_list_box_append (self->device_list, GTK_WIDGET (row));
+    }
+
+  /* A remembered choice of devices that are all gone now: fall back to the default. */
+  if (tdm_window_count_replicas (self) == 0)
+    {
+      g_autoptr(GPtrArray) rows = tdm_window_get_rows (self);
+
+      for (guint i = 0; i < rows->len; i++)
+        tdm_device_row_set_active (rows->pdata[i],
+                                   any_gpu ? !tdm_device_row_is_cpu (rows->pdata[i]) : TRUE);
+    }
+  tdm_window_fix_main (self);
+  self->restoring = FALSE;
+
+  tdm_window_update_state (self);
+}
+
+/* Batch split ------------------------------------------------------------- */
+
+/* How the engine shards a global batch: near-equal, the first ones one larger. */
+static char *
+describe_split (int batch,
+                int replicas)
+{
+  int q, r;
+
+  if (replicas <= 0)
+    return g_strdup (_("Pick at least one device"));
+
+  q = batch / replicas;
+  r = batch % replicas;
+
+  if (q == 0)
+    /* Translators: the batch split when the batch is too small for the devices */
+    return g_strdup_printf (ngettext ("A batch of %d is too small for %d replica",
+                                      "A batch of %d is too small for %d replicas",
+                                      replicas),
+                            batch, replicas);
+
+  if (r == 0)
+    return g_strdup_printf ("%d = %d × %d", batch, q, replicas);
+
+  if (replicas <= 4)
+    {
+      GString *text = g_string_new (NULL);
+
+      g_string_append_printf (text, "%d = ", batch);
+      for (int i = 0; i < replicas; i++)
+        g_string_append_printf (text, i == 0 ? "%d" : " + %d", q + (i < r ? 1 : 0));
+      return g_string_free (text, FALSE);
+    }
+
+  return g_strdup_printf ("%d = %d × %d + %d × %d", batch, q + 1, r, q, replicas - r);
+}
+
+static void
+tdm_window_update_split (TdmWindow *self)
+{
+  int batch = gtk_spin_button_get_value_as_int (self->batch_spin);
+  int replicas = tdm_window_count_replicas (self);
+  g_autofree char *text = describe_split (batch, replicas);
+  gboolean ok = replicas > 0 && batch >= replicas;
+
+  gtk_label_set_label (self->batch_split_label, text);
+  if (ok)
+    {
+      gtk_widget_remove_css_class (GTK_WIDGET (self->batch_split_label), "error");
+      gtk_widget_add_css_class (GTK_WIDGET (self->batch_split_label), "dim-label");
+    }
+  else
+    {
+      gtk_widget_add_css_class (GTK_WIDGET (self->batch_split_label), "error");
+      gtk_widget_remove_css_class (GTK_WIDGET (self->batch_split_label), "dim-label");
+    }
+}
+
+/* State ------------------------------------------------------------------- */
+
+static void
+tdm_window_set_subtitle (TdmWindow  *self,
+                         const char *text)
+{
+  gtk_label_set_label (self->subtitle_label, text);
+  gtk_widget_set_visible (GTK_WIDGET (self->subtitle_label), text != NULL && text[0] != '\0');
+}
+
+static void
+tdm_window_update_state (TdmWindow *self)
+{
+  gboolean running = self->run != NULL;
+  gboolean stopping = running && tdm_run_is_stopping (self->run);
+  gboolean paused = running && tdm_run_get_paused (self->run);
+  int replicas = tdm_window_count_replicas (self);
+  int batch = gtk_spin_button_get_value_as_int (self->batch_spin);
+  gboolean can_start;
+
+  tdm_window_update_split (self);
+
+  can_start = !running &&
+              self->dataset_ready &&
+              tdm_spec_entry_get_valid (self->spec_entry) &&
+              replicas > 0 &&
+              batch >= replicas;
+
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.start", can_start);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.pause", running && !stopping);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.stop", running && !stopping);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.open-folder", !running);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.export",
+                                 tdm_metrics_log_get_n_rows (tdm_dashboard_get_log (self->dashboard)) > 0);
+
+  /* Nothing on the left can change a run in flight. */
+  gtk_widget_set_sensitive (self->sidebar, !running);
+
+  gtk_button_set_icon_name (self->pause_button,
+                            paused ? "media-playback-start-symbolic"
+                                   : "media-playback-pause-symbolic");
+  gtk_widget_set_tooltip_text (GTK_WIDGET (self->pause_button),
+                               paused ? _("Resume (Ctrl+P)") : _("Pause (Ctrl+P)"));
+  gtk_accessible_update_property (GTK_ACCESSIBLE (self->pause_button),
+                                  GTK_ACCESSIBLE_PROPERTY_LABEL,
+                                  paused ? _("Resume training") : _("Pause training"),
+                                  -1);
+
+  if (running)
+    tdm_window_set_subtitle (self, stopping ? _("Stopping…")
+                                            : paused ? _("Paused") : _("Training"));
+
+  if (can_start != self->can_start)
+    {
+      self->can_start = can_start;
+      g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_CAN_START]);
+    }
+}
+
+/* Dataset ----------------------------------------------------------------- */
+
+static const char *
+tdm_window_get_dataset_source (TdmWindow *self)
+{
+  guint selected = gtk_drop_down_get_selected (self->dataset_dropdown);
+
+  if (selected < G_N_ELEMENTS (dataset_ids))
+    return dataset_ids[selected];
+  if (selected == DATASET_FOLDER && self->dataset_folder != NULL)
+    return self->dataset_folder;
+
+  return dataset_ids[DATASET_FASHION_MNIST];
+}
+
+static void
+dataset_load_thread (GTask        *task,
+                     gpointer      source_object,
+                     gpointer      task_data,
+                     GCancellable *cancellable)
+{
+  g_autoptr(TdmDatasetPair) pair = NULL;
+  GError *error = NULL;
+  DatasetFacts *facts;
+
+  pair = tdm_dataset_open (task_data, &error);
+  if (pair == NULL)
+    {
+      g_task_return_error (task, error);
+      return;
+    }
+
+  facts = g_new0 (DatasetFacts, 1);
+  facts->count = pair->train->count;
+  facts->test_count = pair->test ? pair->test->count : 0;
+  facts->height = pair->train->height;
+  facts->width = pair->train->width;
+  facts->channels = pair->train->channels;
+  facts->classes = pair->train->classes;
+  g_task_return_pointer (task, facts, g_free);
+}
+
+static void
+dataset_weak_ref_free (gpointer data)
+{
+  g_weak_ref_clear (data);
+  g_free (data);
+}
+
+static void
+dataset_loaded (GObject      *source_object,
+                GAsyncResult *result,
+                gpointer      user_data)
+{
+  g_autoptr(TdmWindow) self = g_weak_ref_get (user_data);
+  g_autoptr(GError) error = NULL;
+  g_autofree DatasetFacts *facts = NULL;
+  g_autofree char *train = NULL;
+  g_autofree char *test = NULL;
+  g_autofree char *text = NULL;
+
+  facts = g_task_propagate_pointer (G_TASK (result), &error);
+
+  /* Gone, or superseded by another choice. */
+  if (self == NULL || g_task_get_cancellable (G_TASK (result)) != self->dataset_cancellable)
+    return;
+  g_clear_object (&self->dataset_cancellable);
+
+  gtk_spinner_stop (self->dataset_spinner);
+  gtk_widget_set_visible (GTK_WIDGET (self->dataset_spinner), FALSE);
+
+  if (facts == NULL)
+    {
+      self->dataset_ready = FALSE;
+      gtk_label_set_label (self->dataset_info_label, error->message);
+      gtk_widget_add_css_class (GTK_WIDGET (self->dataset_info_label), "error");
+      gtk_widget_remove_css_class (GTK_WIDGET (self->dataset_info_label), "dim-label");
+      tdm_window_set_subtitle (self, _("The dataset could not be loaded"));
+      tdm_window_update_state (self);
+      return;
+    }
+
+  self->dataset = *facts;
+  self->dataset_ready = TRUE;
+
+  train = g_strdup_printf ("%'d", facts->count);
+  test = g_strdup_printf ("%'d", facts->test_count);
+  /* Translators: the dataset's figures: training images, test images, classes,
+   * then height × width × channels of each image */
+  text = g_strdup_printf (_("%s training and %s test images\n%d classes · %d × %d × %d"),
+                          train, test, facts->classes,
+                          facts->height, facts->width, facts->channels);
+  gtk_label_set_label (self->dataset_info_label, text);
+  gtk_widget_remove_css_class (GTK_WIDGET (self->dataset_info_label), "error");
+  gtk_widget_add_css_class (GTK_WIDGET (self->dataset_info_label), "dim-label");
+  tdm_window_set_subtitle (self, NULL);
+
+  tdm_spec_entry_set_shape (self->spec_entry, facts->height, facts->width,
+                            facts->channels, facts->classes);
+  tdm_window_update_state (self);
+}
+
+static void
+tdm_window_load_dataset (TdmWindow *self)
+{
+  g_autoptr(GTask) task = NULL;
+  GWeakRef *weak;
+
+  if (self->dataset_cancellable != NULL)
+    g_cancellable_cancel (self->dataset_cancellable);
+  g_clear_object (&self->dataset_cancellable);
+  self->dataset_cancellable = g_cancellable_new ();
+  self->dataset_ready = FALSE;
+
+  gtk_widget_set_visible (GTK_WIDGET (self->dataset_spinner), TRUE);
+  gtk_spinner_start (self->dataset_spinner);
+  gtk_label_set_label (self->dataset_info_label, _("Loading…"));
+  gtk_widget_remove_css_class (GTK_WIDGET (self->dataset_info_label), "error");
+  gtk_widget_add_css_class (GTK_WIDGET (self->dataset_info_label), "dim-label");
+
+  /* No source object: a window that closes meanwhile is not kept alive by the task. */
+  weak = g_new0 (GWeakRef, 1);
+  g_weak_ref_init (weak, self);
+  task = g_task_new (NULL, self->dataset_cancellable, dataset_loaded, weak);
+  g_task_set_source_tag (task, tdm_window_load_dataset);
+  g_task_set_task_data (task, g_strdup (tdm_window_get_dataset_source (self)), g_free);
+  g_object_set_data_full (G_OBJECT (task), "weak-ref", weak, dataset_weak_ref_free);
+  g_task_run_in_thread (task, dataset_load_thread);
+
+  tdm_window_update_state (self);
+}
+
+static void
+tdm_window_dataset_changed (TdmWindow *self)
+{
+  if (!self->restoring)
+    g_settings_set_string (self->settings, "dataset", tdm_window_get_dataset_source (self));
+
+  tdm_window_load_dataset (self);
+}
+
+/* Puts the opened folder in the drop-down (as its fourth entry) and selects it. */
+static void
+tdm_window_set_dataset_folder (TdmWindow  *self,
+                               const char *folder)
+{
+  g_autofree char *name = g_path_get_basename (folder);
+  const char *items[] = { name, NULL };
+  guint n = g_list_model_get_n_items (G_LIST_MODEL (self->dataset_model));
+
+  g_free (self->dataset_folder);
+  self->dataset_folder = g_strdup (folder);
+
+  gtk_string_list_splice (self->dataset_model, DATASET_FOLDER, n - DATASET_FOLDER, items);
+  if (gtk_drop_down_get_selected (self->dataset_dropdown) != DATASET_FOLDER)
+    gtk_drop_down_set_selected (self->dataset_dropdown, DATASET_FOLDER);
+  else if (!self->restoring)
+    tdm_window_dataset_changed (self);
+}
+
+/* Network ----------------------------------------------------------------- */
+
+static void
+tdm_window_network_changed (TdmWindow *self)
+{
+  guint selected = gtk_drop_down_get_selected (self->network_dropdown);
+  gboolean custom = selected == NETWORK_CUSTOM;
+
+  if (selected >= G_N_ELEMENTS (network_ids))
+    return;
+
+  if (!self->restoring)
+    g_settings_set_string (self->settings, "network", network_ids[selected]);
+
+  tdm_spec_entry_set_editable (self->spec_entry, custom);
+  self->restoring = TRUE;
+  tdm_spec_entry_set_text (self->spec_entry,
+                           custom ? self->custom_spec : tdm_network_expand (network_ids[selected]));
+  self->restoring = FALSE;
+
+  tdm_window_update_state (self);
+}
+
+static void
+tdm_window_spec_changed (TdmWindow *self)
+{
+  if (!self->restoring && tdm_spec_entry_get_editable (self->spec_entry))
+    {
+      g_free (self->custom_spec);
+      self->custom_spec = g_strdup (tdm_spec_entry_get_text (self->spec_entry));
+      g_settings_set_string (self->settings, "spec", self->custom_spec);
+    }
+
+  tdm_window_update_state (self);
+}
+
+/* Settings ---------------------------------------------------------------- */
+
+static gboolean
+map_id_to_position (GValue   *value,
+                    GVariant *variant,
+                    gpointer  user_data)
+{
+  const char * const *ids = user_data;
+  const char *id = g_variant_get_string (variant, NULL);
+
+  for (guint i = 0; ids[i] != NULL; i++)
+    if (g_str_equal (ids[i], id))
+      {
+        g_value_set_uint (value, i);
+        return TRUE;
+      }
+
+  return FALSE;
+}
+
+static GVariant *
+map_position_to_id (const GValue       *value,
+                    const GVariantType *expected_type,
+                    gpointer            user_data)
+{
+  const char * const *ids = user_data;
+  guint position = g_value_get_uint (value);
+
+  if (position >= g_strv_length ((char **) ids))
+    return NULL;
+
+  return g_variant_new_string (ids[position]);
+}
+
+static void
+bind_choice (TdmWindow          *self,
+             const char         *key,
+             GtkDropDown        *dropdown,
+             const char * const *ids)
+{
+  g_settings_bind_with_mapping (self->settings, key, dropdown, "selected",
+                                G_SETTINGS_BIND_DEFAULT,
+                                map_id_to_position, map_position_to_id,
+                                (gpointer) ids, NULL);
+}
+
+static void
+tdm_window_restore (TdmWindow *self)
+{
+  static const char *optimizers[] = { "sgd", "momentum", "adam", NULL };
+  static const char *strategies[] = { "main", "allreduce", NULL };
+  static const char *networks[] = { "mlp", "cnn", "custom", NULL };
+  g_autofree char *dataset = NULL;
+  g_autofree char *network = NULL;
+
+  G_STATIC_ASSERT (G_N_ELEMENTS (optimizers) == G_N_ELEMENTS (optimizer_ids) + 1);
+  G_STATIC_ASSERT (G_N_ELEMENTS (strategies) == G_N_ELEMENTS (strategy_ids) + 1);
+
+  self->restoring = TRUE;
+
+  gtk_window_set_default_size (GTK_WINDOW (self),
+                               g_settings_get_int (self->settings, "window-width"),
+                               g_settings_get_int (self->settings, "window-height"));
+  if (g_settings_get_boolean (self->settings, "window-maximized"))
+    gtk_window_maximize (GTK_WINDOW (self));
+
+  g_settings_bind (self->settings, "batch", self->batch_spin, "value", G_SETTINGS_BIND_DEFAULT);
+  g_settings_bind (self->settings, "epochs", self->epochs_spin, "value", G_SETTINGS_BIND_DEFAULT);
+  g_settings_bind (self->settings, "learning-rate", self->lr_spin, "value", G_SETTINGS_BIND_DEFAULT);
+  bind_choice (self, "optimizer", self->optimizer_dropdown, optimizers);
+  bind_choice (self, "strategy", self->strategy_dropdown, strategies);
+
+  self->custom_spec = g_settings_get_string (self->settings, "spec");
+  network = g_settings_get_string (self->settings, "network");
+  for (guint i = 0; networks[i] != NULL; i++)
+    if (g_str_equal (network, networks[i]))
+      gtk_drop_down_set_selected (self->network_dropdown, i);
+
+  dataset = g_settings_get_string (self->settings, "dataset");
+  for (guint i = 0; i < G_N_ELEMENTS (dataset_ids); i++)
+    if (g_str_equal (dataset, dataset_ids[i]))
+      gtk_drop_down_set_selected (self->dataset_dropdown, i);
+  if (g_path_is_absolute (dataset))
+    tdm_window_set_dataset_folder (self, dataset);
+
+  self->restoring = FALSE;
+}
+
+static void
+tdm_window_optimizer_changed (TdmWindow *self)
+{
+  guint selected = gtk_drop_down_get_selected (self->optimizer_dropdown);
+
+  /* Each optimizer starts from its usual learning rate; the user can change it after. */
+  if (!self->restoring && selected < G_N_ELEMENTS (optimizer_default_lr))
+    gtk_spin_button_set_value (self->lr_spin, optimizer_default_lr[selected]);
+}
+
+/* Runs -------------------------------------------------------------------- */
+
+static TdmConfig *
+tdm_window_build_config (TdmWindow  *self,
+                         GError    **error)
+{
+  g_autoptr(TdmConfig) config = tdm_config_new ();
+  guint network = gtk_drop_down_get_selected (self->network_dropdown);
+  guint optimizer = gtk_drop_down_get_selected (self->optimizer_dropdown);
+  guint strategy = gtk_drop_down_get_selected (self->strategy_dropdown);
+
+  g_free (config->dataset);
+  config->dataset = g_strdup (tdm_window_get_dataset_source (self));
+
+  g_free (config->network);
+  if (network == NETWORK_CUSTOM)
+    config->network = g_strstrip (g_strdup (tdm_spec_entry_get_text (self->spec_entry)));
+  else
+    config->network = g_strdup (network_ids[MIN (network, NETWORK_CNN)]);
+
+  g_strfreev (config->devices);
+  config->devices = tdm_window_get_replica_devices (self, &config->main_replica);
+
+  config->batch = gtk_spin_button_get_value_as_int (self->batch_spin);
+  config->epochs = gtk_spin_button_get_value_as_int (self->epochs_spin);
+  config->optimizer = optimizer == 0 ? TDM_OPTIMIZER_SGD
+                    : optimizer == 1 ? TDM_OPTIMIZER_MOMENTUM
+                    : TDM_OPTIMIZER_ADAM;
+  config->lr = gtk_spin_button_get_value (self->lr_spin);
+  config->strategy = strategy == 0 ? TDM_STRATEGY_MAIN : TDM_STRATEGY_ALLREDUCE;
+
+  if (!tdm_config_validate (config, error))
+    return NULL;
+
+  return g_steal_pointer (&config);
+}
+
+static void
+tdm_window_run_event (TdmWindow      *self,
+                      const TdmEvent *event,
+                      TdmRun         *run)
+{
+  if (run != self->run)
+    return;
+
+  tdm_dashboard_handle_event (self->dashboard, event);
+
+  switch (event->kind)
+    {
+    case TDM_EVENT_FAILED:
+      if (event->failed != NULL)
+        tdm_window_show_gerror (self, event->failed);
+      else
+        tdm_window_show_error (self, _("Training failed."), NULL);
+      self->run_failed = TRUE;
+      break;
+
+    case TDM_EVENT_FINISHED:
+      self->run_stopped = event->finished.stopped;
+      break;
+
+    case TDM_EVENT_STARTED:
+    case TDM_EVENT_PAUSED:
+    case TDM_EVENT_RESUMED:
+      tdm_window_update_state (self);
+      break;
+
+    case TDM_EVENT_STEP:
+    case TDM_EVENT_DEVICES:
+    case TDM_EVENT_EPOCH:
+    default:
+      break;
+    }
+}
+
+static void
+tdm_window_run_done (TdmWindow    *self,
+                     const GError *error,
+                     TdmRun       *run)
+{
+  if (run != self->run)
+    return;
+
+  if (error != NULL && !self->run_failed)
+    tdm_window_show_gerror (self, error);
+
+  g_clear_object (&self->run);
+  tdm_dashboard_end (self->dashboard);
+
+  if (error != NULL || self->run_failed)
+    tdm_window_set_subtitle (self, _("Failed"));
+  else if (self->run_stopped)
+    tdm_window_set_subtitle (self, _("Stopped"));
+  else
+    tdm_window_set_subtitle (self, _("Finished"));
+
+  tdm_window_update_state (self);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_RUNNING]);
+}
+
+static void
+tdm_window_start (GtkWidget  *widget,
+                  const char *action_name,
+                  GVariant   *parameter)
+{
+  TdmWindow *self = TDM_WINDOW (widget);
+  g_autoptr(TdmConfig) config = NULL;
+  g_autoptr(TdmRun) run = NULL;
+  g_autoptr(GError) error = NULL;
+
+  if (self->run != NULL)
+    return;
+
+  config = tdm_window_build_config (self, &error);
+  if (config == NULL)
+    {
+      tdm_window_show_error (self, _("Training cannot start."), error->message);
+      return;
+    }
+
+  run = tdm_run_new (config);
+  g_signal_connect_object (run, "event", G_CALLBACK (tdm_window_run_event), self,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_object (run, "done", G_CALLBACK (tdm_window_run_done), self,
+                           G_CONNECT_SWAPPED);
+  if (!tdm_run_start (run, &error))
+    {
+      tdm_window_show_error (self, _("Training cannot start."), error->message);
+      return;
+    }
+
+  gtk_revealer_set_reveal_child (self->error_revealer, FALSE);
+  self->run = g_steal_pointer (&run);
+  self->run_failed = FALSE;
+  self->run_stopped = FALSE;
+  tdm_dashboard_set_status (self->dashboard, _("Loading the dataset and building the replicas…"));
+
+  tdm_window_update_state (self);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_RUNNING]);
+}
+
+static void
+tdm_window_pause (GtkWidget  *widget,
+                  const char *action_name,
+                  GVariant   *parameter)
+{
+  TdmWindow *self = TDM_WINDOW (widget);
+
+  if (self->run == NULL)
+    return;
+
+  tdm_run_set_paused (self->run, !tdm_run_get_paused (self->run));
+  tdm_window_update_state (self);
+}
+
+static void
+tdm_window_stop (GtkWidget  *widget,
+                 const char *action_name,
+                 GVariant   *parameter)
+{
+  TdmWindow *self = TDM_WINDOW (widget);
+
+  if (self->run == NULL)
+    return;
+
+  tdm_run_stop (self->run);
+  tdm_window_update_state (self);
+}
+
+/* Files ------------------------------------------------------------------- */
+
+static void
+tdm_window_chooser_done (TdmWindow *self)
+{
+  if (self->chooser == NULL)
+    return;
+
+  gtk_native_dialog_destroy (self->chooser);
+  g_clear_object (&self->chooser);
+}
+
+static GtkFileChooser *
+tdm_window_new_chooser (TdmWindow            *self,
+                        const char           *title,
+                        GtkFileChooserAction  action,
+                        const char           *accept_label)
+{
+  GtkFileChooserNative *native;
+
+  tdm_window_chooser_done (self);
+
+  native = gtk_file_chooser_native_new (title, GTK_WINDOW (self), action,
+                                        accept_label, _("_Cancel"));
+  gtk_native_dialog_set_modal (GTK_NATIVE_DIALOG (native), TRUE);
+  self->chooser = GTK_NATIVE_DIALOG (native);
+
+  return GTK_FILE_CHOOSER (native);
+}
+
+static void
+tdm_window_folder_chosen (TdmWindow       *self,
+                          int              response,
+                          GtkNativeDialog *dialog)
+{
+  g_autoptr(GFile) file = NULL;
+  g_autofree char *path = NULL;
+
+  if (response == GTK_RESPONSE_ACCEPT)
+    file = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (dialog));
+  tdm_window_chooser_done (self);
+
+  if (file == NULL)
+    return;
+
+  path = g_file_get_path (file);
+  if (path == NULL)
+    {
+      tdm_window_show_error (self, _("The dataset could not be read."),
+                             _("Only folders on this computer can be opened."));
+      return;
+    }
+
+  tdm_window_set_dataset_folder (self, path);
+}
+
+static void
+tdm_window_open_folder (GtkWidget  *widget,
+                        const char *action_name,
+                        GVariant   *parameter)
+{
+  TdmWindow *self = TDM_WINDOW (widget);
+  GtkFileChooser *chooser;
+
+  chooser = tdm_window_new_chooser (self, _("Open Dataset Folder"),
+                                    GTK_FILE_CHOOSER_ACTION_SELECT_FOLDER, _("_Open"));
+  g_signal_connect_object (chooser, "response", G_CALLBACK (tdm_window_folder_chosen),
+                           self, G_CONNECT_SWAPPED);
+  gtk_native_dialog_show (self->chooser);
+}
+
+static void
+tdm_window_add_filter (GtkFileChooser *chooser,
+                       const char     *name,
+                       const char     *mime_type,
+                       const char     *pattern)
+{
+  g_autoptr(GtkFileFilter) filter = gtk_file_filter_new ();
+
+  gtk_file_filter_set_name (filter, name);
+  gtk_file_filter_add_mime_type (filter, mime_type);
+  gtk_file_filter_add_pattern (filter, pattern);
+  gtk_file_chooser_add_filter (chooser, filter);
+}
+
+static void
+tdm_window_export_chosen (TdmWindow       *self,
+                          int              response,
+                          GtkNativeDialog *dialog)
+{
+  g_autoptr(GFile) file = NULL;
+  g_autofree char *path = NULL;
+  g_autofree char *target = g_strdup (g_object_get_data (G_OBJECT (dialog), "target"));
+  g_autoptr(GError) error = NULL;
+  gboolean ok;
+
+  if (response == GTK_RESPONSE_ACCEPT)
+    file = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (dialog));
+  tdm_window_chooser_done (self);
+
+  if (file == NULL)
+    return;
+
+  path = g_file_get_path (file);
+  if (path == NULL)
+    {
+      tdm_window_show_error (self, _("The file could not be saved."),
+                             _("Only folders on this computer can be written to."));
+      return;
+    }
+
+  if (target == NULL)
+    ok = tdm_metrics_log_write_csv (tdm_dashboard_get_log (self->dashboard), path, &error);
+  else
+    {
+      g_auto(GStrv) parts = g_strsplit (target, ":", 2);
+
+      ok = tdm_dashboard_export_chart (self->dashboard, parts[0], parts[1], path, &error);
+    }
+
+  if (!ok)
+    tdm_window_show_error (self, _("The file could not be saved."), error->message);
+}
+
+static void
+tdm_window_export (GtkWidget  *widget,
+                   const char *action_name,
+                   GVariant   *parameter)
+{
+  TdmWindow *self = TDM_WINDOW (widget);
+  GtkFileChooser *chooser;
+
+  chooser = tdm_window_new_chooser (self, _("Export Metrics"),
+                                    GTK_FILE_CHOOSER_ACTION_SAVE, _("_Save"));
+  gtk_file_chooser_set_current_name (chooser, "tandem-metrics.csv");
+  tdm_window_add_filter (chooser, _("CSV files"), "text/csv", "*.csv");
+  g_signal_connect_object (chooser, "response", G_CALLBACK (tdm_window_export_chosen),
+                           self, G_CONNECT_SWAPPED);
+  gtk_native_dialog_show (self->chooser);
+}
+
+static void
+tdm_window_export_chart (GtkWidget  *widget,
+                         const char *action_name,
+                         GVariant   *parameter)
+{
+  TdmWindow *self = TDM_WINDOW (widget);
+  const char *target = g_variant_get_string (parameter, NULL);
+  g_auto(GStrv) parts = g_strsplit (target, ":", 2);
+  g_autofree char *title = NULL;
+  g_autofree char *name = NULL;
+  GtkFileChooser *chooser;
+  const char *chart_title;
+
+  chart_title = tdm_dashboard_get_chart_title (self->dashboard, parts[0]);
+  if (chart_title == NULL || parts[1] == NULL)
+    return;
+
+  /* Translators: title of the file chooser that saves a chart; %s is its title */
+  title = g_strdup_printf (_("Save “%s”"), chart_title);
+  chooser = tdm_window_new_chooser (self, title, GTK_FILE_CHOOSER_ACTION_SAVE, _("_Save"));
+  name = g_strdup_printf ("tandem-%s.%s", parts[0], parts[1]);
+  gtk_file_chooser_set_current_name (chooser, name);
+  if (g_str_equal (parts[1], "png"))
+    tdm_window_add_filter (chooser, _("PNG images"), "image/png", "*.png");
+  else if (g_str_equal (parts[1], "svg"))
+    tdm_window_add_filter (chooser, _("SVG images"), "image/svg+xml", "*.svg");
+  else
+    tdm_window_add_filter (chooser, _("CSV files"), "text/csv", "*.csv");
+  g_object_set_data_full (G_OBJECT (chooser), "target", g_strdup (target), g_free);
+  g_signal_connect_object (chooser, "response", G_CALLBACK (tdm_window_export_chosen),
+                           self, G_CONNECT_SWAPPED);
+  gtk_native_dialog_show (self->chooser);
+}
+
+/* GObject ----------------------------------------------------------------- */
+
+static gboolean
+tdm_window_close_request (GtkWindow *window)
+{
+  TdmWindow *self = TDM_WINDOW (window);
+  int width, height;
+
+  gtk_window_get_default_size (window, &width, &height);
+  g_settings_delay (self->settings);
+  g_settings_set_int (self->settings, "window-width", width);
+  g_settings_set_int (self->settings, "window-height", height);
+  g_settings_set_boolean (self->settings, "window-maximized", gtk_window_is_maximized (window));
+  g_settings_apply (self->settings);
+
+  /* A run still going is stopped when the window lets go of it (dispose). */
+  return GTK_WINDOW_CLASS (tdm_window_parent_class)->close_request (window);
+}
+
+static void
+tdm_window_dispose (GObject *object)
+{
+  TdmWindow *self = (TdmWindow *)object;
+
+  if (self->dataset_cancellable != NULL)
+    g_cancellable_cancel (self->dataset_cancellable);
+  g_clear_object (&self->dataset_cancellable);
+
+  /* Dropping the run cancels its trainer; its thread winds down on its own. */
+  if (self->run != NULL)
+    tdm_run_stop (self->run);
+  g_clear_object (&self->run);
+
+  tdm_window_chooser_done (self);
+  gtk_widget_dispose_template (GTK_WIDGET (self), TDM_TYPE_WINDOW);
+
+  G_OBJECT_CLASS (tdm_window_parent_class)->dispose (object);
+}
+
+static void
+tdm_window_finalize (GObject *object)
+{
+  TdmWindow *self = (TdmWindow *)object;
+
+  g_clear_object (&self->settings);
+  g_clear_pointer (&self->devices, g_array_unref);
+  g_free (self->dataset_folder);
+  g_free (self->custom_spec);
+
+  G_OBJECT_CLASS (tdm_window_parent_class)->finalize (object);
+}
+
+static void
+tdm_window_get_property (GObject    *object,
+                         guint       prop_id,
+                         GValue     *value,
+                         GParamSpec *pspec)
+{
+  TdmWindow *self = TDM_WINDOW (object);
+
+  switch (prop_id)
+    {
+    case PROP_RUNNING:
+      g_value_set_boolean (value, tdm_window_get_running (self));
+      break;
+
+    case PROP_CAN_START:
+      g_value_set_boolean (value, tdm_window_get_can_start (self));
+      break;
+
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+tdm_window_class_init (TdmWindowClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+  GtkWindowClass *window_class = GTK_WINDOW_CLASS (klass);
+
+  object_class->dispose = tdm_window_dispose;
+  object_class->finalize = tdm_window_finalize;
+  object_class->get_property = tdm_window_get_property;
+
+  window_class->close_request = tdm_window_close_request;
+
+  properties[PROP_RUNNING] =
+    g_param_spec_boolean ("running", NULL, NULL, FALSE,
+                          G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  properties[PROP_CAN_START] =
+    g_param_spec_boolean ("can-start", NULL, NULL, FALSE,
+                          G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+
+  g_type_ensure (TDM_TYPE_SPEC_ENTRY);
+  g_type_ensure (TDM_TYPE_DASHBOARD);
+
+  gtk_widget_class_set_template_from_resource (widget_class,
+                                               "/io/github/tandem/Tandem/ui/tdm-window.ui");
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, start_button);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, pause_button);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, stop_button);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, subtitle_label);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, error_revealer);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, error_label);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, sidebar);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, dataset_heading);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, dataset_dropdown);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, dataset_model);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, dataset_spinner);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, dataset_info_label);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, network_dropdown);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, spec_entry);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, device_list);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, batch_spin);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, batch_split_label);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, epochs_spin);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, optimizer_dropdown);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, lr_spin);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, strategy_dropdown);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, dashboard);
+
+  gtk_widget_class_install_action (widget_class, "win.start", NULL, tdm_window_start);
+  gtk_widget_class_install_action (widget_class, "win.pause", NULL, tdm_window_pause);
+  gtk_widget_class_install_action (widget_class, "win.stop", NULL, tdm_window_stop);
+  gtk_widget_class_install_action (widget_class, "win.open-folder", NULL, tdm_window_open_folder);
+  gtk_widget_class_install_action (widget_class, "win.export", NULL, tdm_window_export);
+  gtk_widget_class_install_action (widget_class, "win.export-chart", "s", tdm_window_export_chart);
+  gtk_widget_class_install_action (widget_class, "win.dismiss-error", NULL, tdm_window_dismiss_error);
+}
+
+static void
+tdm_window_init (TdmWindow *self)
+{
+  g_autoptr(GArray) devices = NULL;
+
+  gtk_widget_init_template (GTK_WIDGET (self));
+
+  self->settings = g_settings_new (TDM_APP_ID);
+
+  tdm_window_restore (self);
+
+  g_signal_connect_object (self->dataset_dropdown, "notify::selected",
+                           G_CALLBACK (tdm_window_dataset_changed), self,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->network_dropdown, "notify::selected",
+                           G_CALLBACK (tdm_window_network_changed), self,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->spec_entry, "notify::text",
+                           G_CALLBACK (tdm_window_spec_changed), self,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->spec_entry, "notify::valid",
+                           G_CALLBACK (tdm_window_update_state), self,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->batch_spin, "value-changed",
+                           G_CALLBACK (tdm_window_update_state), self,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->optimizer_dropdown, "notify::selected",
+                           G_CALLBACK (tdm_window_optimizer_changed), self,
+                           G_CONNECT_SWAPPED);
+
+  devices = tdm_device_list ();
+  tdm_window_set_devices (self, devices);
+
+  tdm_window_network_changed (self);
+  tdm_window_set_subtitle (self, NULL);
+  tdm_window_load_dataset (self);
+}
+
+TdmWindow *
+tdm_window_new (TdmApplication *app)
+{
+  g_return_val_if_fail (app == NULL || TDM_IS_APPLICATION (app), NULL);
+
+  return g_object_new (TDM_TYPE_WINDOW,
+                       "application", app,
+                       NULL);
+}
+
+gboolean
+tdm_window_get_running (TdmWindow *self)
+{
+  g_return_val_if_fail (TDM_IS_WINDOW (self), FALSE);
+
+  return self->run != NULL;
+}
+
+gboolean
+tdm_window_get_can_start (TdmWindow *self)
+{
+  g_return_val_if_fail (TDM_IS_WINDOW (self), FALSE);
+
+  return self->can_start;
+}

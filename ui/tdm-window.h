@@ -1,0 +1,36 @@
+/* tdm-window.h: Tandem's main window.
+ *
+ * The choices for a run on the left (dataset, network, devices, batch size, epochs,
+ * optimizer, learning rate, strategy), the live charts on the right, and Start,
+ * Pause and Stop in the header bar as the window actions win.start, win.pause and
+ * win.stop. The window turns its controls into a TdmConfig, runs it as a TdmRun on a
+ * worker thread and feeds the events to its TdmDashboard. It remembers the last
+ * choices in GSettings.
+ */
+
+#pragma once
+
+#include <gtk/gtk.h>
+
+#include "tdm-application.h"
+
+G_BEGIN_DECLS
+
+#define TDM_TYPE_WINDOW (tdm_window_get_type ())
+
+G_DECLARE_FINAL_TYPE (TdmWindow, tdm_window, TDM, WINDOW, GtkApplicationWindow)
+
+/* `app` may be NULL (tests). */
+TdmWindow *tdm_window_new          (TdmApplication *app);
+
+/* Replaces the device list (an array of TdmDeviceInfo) with another, such as a
+ * made-up set of GPUs in a test; the window lists tdm_device_list() otherwise. */
+void       tdm_window_set_devices  (TdmWindow      *self,
+                                    GArray         *devices);
+
+/* Properties "running" (a run's thread is alive) and "can-start" (the choices make a
+ * run that can start now). */
+gboolean   tdm_window_get_running  (TdmWindow      *self);
+gboolean   tdm_window_get_can_start (TdmWindow     *self);
+
+G_END_DECLS
