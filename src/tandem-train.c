@@ -797,10 +797,34 @@ exit_status_for(const GError *e, gboolean stepped)
   }
 }
 
-static int
-fail(int status, const char *message)
+/* The flag a failure of the engine comes back to, so the message says where to look;
+ * NULL when it is no one flag's fault. */
+static const char *
+flag_of(const GError *e, gboolean stepped, gboolean resumed)
 {
-  fprintf(stderr, "tandem-train: %s\n", message);
+  if (e->domain != TDM_ENGINE_ERROR || g_str_has_prefix(e->message, "--"))
+    return NULL;
+  switch (e->code) {
+  case TDM_ENGINE_ERROR_INVALID_SPEC:
+    return "--network";
+  case TDM_ENGINE_ERROR_DATASET:
+    return "--dataset";
+  case TDM_ENGINE_ERROR_DEVICE:
+    return "--devices";
+  case TDM_ENGINE_ERROR_CHECKPOINT:
+    return resumed && !stepped ? "--resume" : NULL;
+  default:
+    return NULL;
+  }
+}
+
+static int
+fail(int status, const char *flag, const char *message)
+{
+  if (flag != NULL)
+    fprintf(stderr, "tandem-train: %s: %s\n", flag, message);
+  else
+    fprintf(stderr, "tandem-train: %s\n", message);
   return status;
 }
 
@@ -848,7 +872,7 @@ run(const TdmConfig *config, const Options *o)
     int status = exit_status_for(error, printer.stepped);
     if (status == EXIT_INTERRUPTED)
       return status;
-    return fail(status, error->message);
+    return fail(status, flag_of(error, printer.stepped, o->resume != NULL), error->message);
   }
   return g_cancellable_is_cancelled(cancellable) ? EXIT_INTERRUPTED : 0;
 }
@@ -867,13 +891,13 @@ main(int argc, char **argv)
   g_option_context_free(context);
   if (!parsed) {
     options_clear(&o);
-    return fail(EXIT_BAD_INPUT, error->message);
+    return fail(EXIT_BAD_INPUT, NULL, error->message);
   }
   if (argc > 1) {
     g_autofree char *message = g_strdup_printf("unexpected argument “%s” (see --help)",
                                                argv[1]);
     options_clear(&o);
-    return fail(EXIT_BAD_INPUT, message);
+    return fail(EXIT_BAD_INPUT, NULL, message);
   }
 
   int status = 0;
@@ -886,7 +910,7 @@ main(int argc, char **argv)
                                            : tdm_config_new();
     if (config == NULL || !options_apply(&o, config, &error) ||
         !tdm_config_validate(config, &error) || !check_save_path(config->save_path, &error))
-      status = fail(EXIT_BAD_INPUT, error->message);
+      status = fail(EXIT_BAD_INPUT, flag_of(error, FALSE, o.resume != NULL), error->message);
     else
       status = run(config, &o);
   }

@@ -1,0 +1,300 @@
+#!/usr/bin/env bash
+# test-cli.sh — tandem-train as a person and a script use it: --help, --list-devices,
+# one clear line and exit status 2 for each kind of bad input (and no checkpoint left
+# behind), a short real run with --json and --save, resuming it, and Ctrl-C.
+# TAP on stdout; meson passes the path of tandem-train as $1.
+set -u
+train=${1:?usage: test-cli.sh PATH-TO-TANDEM-TRAIN}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tdm-cli-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+n=0
+failed=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() {
+  n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"
+  shift
+  for line in "$@"; do echo "# $line"; done
+}
+diag() { sed 's/^/# /'; }
+
+have_python=0
+command -v python3 >/dev/null 2>&1 && have_python=1
+
+plan=27
+echo "1..$plan"
+
+# --- help and listings -------------------------------------------------------------
+
+"$train" --help >"$tmp/help" 2>&1
+status=$?
+missing=()
+for flag in --dataset --network --devices --main --batch --epochs --optimizer --lr \
+            --momentum --weight-decay --schedule --strategy --precision --seed --save \
+            --resume --list-devices --json --quiet --version; do
+  grep -q -- "$flag" "$tmp/help" || missing+=("$flag")
+done
+if [ $status -eq 0 ] && [ ${#missing[@]} -eq 0 ] && grep -q Examples "$tmp/help"; then
+  ok "--help documents every flag"
+else
+  not_ok "--help documents every flag" "status $status, missing: ${missing[*]:-none}"
+fi
+
+out=$("$train" --version 2>&1)
+if [ $? -eq 0 ] && [[ $out == "tandem-train "[0-9]* ]]; then
+  ok "--version"
+else
+  not_ok "--version" "$out"
+fi
+
+out=$("$train" --list-devices 2>&1)
+if [ $? -eq 0 ] && grep -q '^cpu' <<<"$out"; then
+  ok "--list-devices lists the CPU"
+else
+  not_ok "--list-devices lists the CPU" "$out"
+fi
+
+# --- bad input: exit 2, one line on stderr naming the culprit, nothing saved -------
+
+# A dataset folder whose IDX files have the wrong magic number.
+mkdir "$tmp/bad-idx"
+for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte \
+         t10k-labels-idx1-ubyte; do
+  printf '\x00\x00\x08\x07\x00\x00\x00\x01\x00\x00\x00\x1c\x00\x00\x00\x1c' >"$tmp/bad-idx/$f"
+done
+echo "this is not a checkpoint" >"$tmp/not-a-checkpoint.safetensors"
+
+# expect_bad NEEDLE ARGS...: exit status 2, exactly one stderr line "tandem-train: …"
+# containing NEEDLE, nothing on stdout, and no checkpoint file written.
+expect_bad() {
+  local needle=$1
+  shift
+  local ckpt="$tmp/never.safetensors"
+  # --save first, so a test's own --save (given later) wins; a bad input must fail
+  # quickly, so a run that goes on is cut short rather than hang the suite.
+  timeout 60 "$train" --save "$ckpt" "$@" >"$tmp/out" 2>"$tmp/err"
+  local status=$?
+  local lines
+  lines=$(wc -l <"$tmp/err")
+  local err
+  err=$(cat "$tmp/err")
+  if [ $status -eq 2 ] && [ "$lines" -eq 1 ] && [[ $err == "tandem-train: "* ]] &&
+     [[ $err == *"$needle"* ]] && [ ! -s "$tmp/out" ] && [ ! -e "$ckpt" ] &&
+     [ -z "$(ls -A "$tmp" | grep '^\.never')" ]; then
+    ok "$* → exit 2: $err"
+  else
+    not_ok "$* → exit 2 naming “$needle”" "status $status, $lines stderr lines:" \
+      "$err" "stdout: $(head -c 300 "$tmp/out")" "checkpoint: $(ls "$ckpt" 2>&1)"
+  fi
+  rm -f "$ckpt"
+}
+
+expect_bad "--batch" --batch 0
+expect_bad "--batch 3 is smaller than the 4 devices" --batch 3 --devices cpu:4
+expect_bad "--epochs" --epochs 0
+expect_bad "bogus" --dataset synthetic --network bogus
+expect_bad "gpu:1" --devices gpu:1
+expect_bad "cpu:0" --devices cpu:0
+expect_bad "/nonexistent" --dataset /nonexistent
+expect_bad "$tmp/bad-idx" --dataset "$tmp/bad-idx"
+expect_bad "$tmp/not-a-checkpoint.safetensors" --resume "$tmp/not-a-checkpoint.safetensors"
+expect_bad "--batch" --batch abc
+expect_bad "--lr" --lr -1
+expect_bad "--lr" --lr 1e-3x
+expect_bad "--optimizer" --optimizer rmsprop
+expect_bad "--no-such-flag" --no-such-flag
+expect_bad "--main" --main 2 --devices cpu:2
+expect_bad "/no/such/folder" --dataset synthetic --save /no/such/folder/x.safetensors
+
+# --- a real run --------------------------------------------------------------------
+
+# check_json FILE: every line is one JSON object; prints a summary the tests grep.
+check_json() {
+  python3 - "$1" <<'EOF'
+import json, sys
+events = []
+for number, line in enumerate(open(sys.argv[1]), 1):
+    try:
+        event = json.loads(line)
+    except ValueError as e:
+        print("line %d is not JSON (%s): %s" % (number, e, line.strip()[:200]))
+        sys.exit(1)
+    if not isinstance(event, dict) or "type" not in event:
+        print("line %d has no type: %s" % (number, line.strip()[:200]))
+        sys.exit(1)
+    events.append(event)
+types = [e["type"] for e in events]
+started = [e for e in events if e["type"] == "started"]
+epochs = [e for e in events if e["type"] == "epoch"]
+finished = [e for e in events if e["type"] == "finished"]
+print("types", " ".join(sorted(set(types))))
+print("first", types[0] if types else "-", "last", types[-1] if types else "-")
+if started:
+    s = started[0]
+    print("replicas", s["replicas"], "shards", ",".join(map(str, s["shards"])),
+          "start_step", s["start_step"], "steps_per_epoch", s["steps_per_epoch"])
+print("epochs", " ".join(str(e["epoch"]) for e in epochs))
+if finished:
+    f = finished[-1]
+    acc = f["test_accuracy"]
+    print("accuracy", "ok" if acc is not None and acc >= 0.9 else "low (%s)" % acc)
+    print("steps", f["steps"], "stopped", f["stopped"])
+EOF
+}
+
+run_json="$tmp/run.json"
+ckpt="$tmp/c.safetensors"
+start=$(date +%s)
+"$train" --dataset synthetic --network mlp --epochs 1 --devices cpu:2 --batch 200 --json \
+  --save "$ckpt" >"$run_json" 2>"$tmp/err"
+status=$?
+seconds=$(( $(date +%s) - start ))
+if [ $status -eq 0 ] && [ ! -s "$tmp/err" ]; then
+  ok "1 epoch on synthetic, 2 CPU workers, --json ($seconds s)"
+else
+  not_ok "1 epoch on synthetic, 2 CPU workers, --json" "status $status" "$(cat "$tmp/err")"
+fi
+
+if [ $have_python -eq 1 ]; then
+  summary=$(check_json "$run_json")
+  if [ $? -eq 0 ] && grep -q "types.*started" <<<"$summary" && grep -q "types.*epoch" <<<"$summary" &&
+     grep -q "types.*finished" <<<"$summary" && grep -q "types.*step" <<<"$summary" &&
+     grep -q "first started last finished" <<<"$summary" &&
+     grep -q "replicas 2 shards 100,100 start_step 0" <<<"$summary" &&
+     grep -q "^epochs 1$" <<<"$summary" && grep -q "accuracy ok" <<<"$summary"; then
+    ok "every stdout line is a JSON event: started … epoch … finished, accuracy ≥ 0.9"
+  else
+    not_ok "JSON lines" $summary
+  fi
+else
+  ok "JSON lines # SKIP no python3"
+fi
+
+# The checkpoint, read the way safetensors' own readers do it.
+if [ $have_python -eq 1 ] && [ -f "$ckpt" ]; then
+  out=$(python3 - "$ckpt" <<'EOF'
+import json, struct, sys
+data = open(sys.argv[1], "rb").read()
+(n,) = struct.unpack("<Q", data[:8])
+assert 8 + n <= len(data) and n % 8 == 0, "header length"
+header = json.loads(data[8:8 + n])
+meta = header.pop("__metadata__")
+assert all(isinstance(v, str) for v in meta.values()), "metadata must be strings"
+config = json.loads(meta["config"])
+assert config["epochs"] == 1 and config["batch"] == 200, config
+end = 0
+for name, t in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0]):
+    assert t["dtype"] == "F32", name
+    b, e = t["data_offsets"]
+    count = 1
+    for d in t["shape"]:
+        count *= d
+    assert b == end and e - b == 4 * count, name
+    end = e
+assert 8 + n + end == len(data), "data length"
+print("%d tensors, %d bytes" % (len(header), end))
+EOF
+)
+  if [ $? -eq 0 ]; then
+    ok "--save wrote a valid safetensors file ($out)"
+  else
+    not_ok "--save wrote a valid safetensors file" "$out"
+  fi
+else
+  if [ -f "$ckpt" ]; then ok "--save wrote a checkpoint # SKIP no python3 to read it"
+  else not_ok "--save wrote a checkpoint"; fi
+fi
+
+# Resume: epoch 2 only, printed as plain lines (not a terminal: no progress bar).
+cp "$ckpt" "$tmp/c-epoch1.safetensors"
+"$train" --resume "$ckpt" --epochs 2 >"$tmp/out" 2>"$tmp/err"
+status=$?
+if [ $status -eq 0 ] && [ ! -s "$tmp/err" ] &&
+   grep -Eq '^epoch 2/2  train loss [0-9.]+ acc [0-9.]+%  test loss [0-9.]+ acc [0-9.]+%  [0-9.]+ s$' "$tmp/out" &&
+   ! grep -q '^epoch 1/' "$tmp/out" && grep -q '^finished: test accuracy' "$tmp/out" &&
+   ! grep -q $'\r' "$tmp/out"; then
+  ok "--resume --epochs 2 continues with epoch 2"
+else
+  not_ok "--resume --epochs 2 continues with epoch 2" "status $status" "$(cat "$tmp/out" "$tmp/err")"
+fi
+
+# Resuming saves to the resumed file: it now records two epochs.
+if [ $have_python -eq 1 ]; then
+  epochs=$(python3 -c '
+import json, struct, sys
+d = open(sys.argv[1], "rb").read(); (n,) = struct.unpack("<Q", d[:8])
+m = json.loads(d[8:8 + n])["__metadata__"]
+print(m["epoch"], json.loads(m["config"])["epochs"])' "$ckpt")
+  if [ "$epochs" = "2 2" ]; then
+    ok "the resumed run saved over its checkpoint (epoch 2 of 2)"
+  else
+    not_ok "the resumed run saved over its checkpoint" "epoch, epochs: $epochs"
+  fi
+else
+  ok "resumed checkpoint # SKIP no python3"
+fi
+
+# --- Ctrl-C ------------------------------------------------------------------------
+
+# Job control puts the run in its own process group with SIGINT not ignored, as an
+# interactive shell would.
+set -m
+"$train" --resume "$tmp/c-epoch1.safetensors" --save "$tmp/stopped.safetensors" --epochs 3 \
+  --json >"$tmp/stopped.json" 2>"$tmp/err" &
+pid=$!
+# Wait until it is training (at most 60 s), then press Ctrl-C once.
+for _ in $(seq 600); do
+  grep -q '"type":"step"' "$tmp/stopped.json" 2>/dev/null && break
+  sleep 0.1
+done
+sleep 0.5
+kill -INT $pid 2>/dev/null
+wait $pid 2>/dev/null
+status=$?
+set +m
+summary=""
+[ $have_python -eq 1 ] && summary=$(check_json "$tmp/stopped.json")
+if [ $status -eq 130 ] && [ -f "$tmp/stopped.safetensors" ] &&
+   { [ $have_python -eq 0 ] || grep -q "last finished" <<<"$summary" && grep -q "stopped True" <<<"$summary"; }; then
+  ok "Ctrl-C stops the run, saves, exits 130"
+else
+  not_ok "Ctrl-C stops the run, saves, exits 130" "status $status" $summary "$(cat "$tmp/err")"
+fi
+
+# The stopped checkpoint is mid-epoch; a resume picks up there (a few steps only).
+if [ $have_python -eq 1 ] && [ -f "$tmp/stopped.safetensors" ]; then
+  "$train" --resume "$tmp/stopped.safetensors" --json >"$tmp/resumed.json" 2>"$tmp/err" &
+  pid=$!
+  # Only the first events matter here: stop it once it has started.
+  for _ in $(seq 600); do
+    grep -q '"type":"step"' "$tmp/resumed.json" 2>/dev/null && break
+    sleep 0.1
+  done
+  kill -TERM $pid 2>/dev/null
+  wait $pid 2>/dev/null
+  status=$?
+  summary=$(check_json "$tmp/resumed.json")
+  start_step=$(sed -n 's/.*start_step \([0-9]*\).*/\1/p' <<<"$summary")
+  if [ $status -eq 130 ] && [ -n "$start_step" ] && [ "$start_step" -gt 300 ] &&
+     grep -q "last finished" <<<"$summary" && grep -q "stopped True" <<<"$summary"; then
+    ok "resuming a stopped run starts at its step ($start_step); SIGTERM stops too"
+  else
+    not_ok "resuming a stopped run" "status $status" $summary "$(cat "$tmp/err")"
+  fi
+else
+  ok "resuming a stopped run # SKIP no python3 or no checkpoint"
+fi
+
+# No temporary files were left anywhere along the way.
+leftovers=$(ls -A "$tmp" | grep '^\.' || true)
+if [ -z "$leftovers" ]; then
+  ok "no temporary checkpoint files left behind"
+else
+  not_ok "no temporary checkpoint files left behind" "$leftovers"
+fi
+
+if [ $n -ne $plan ]; then
+  echo "# planned $plan tests but ran $n"
+  exit 1
+fi
+exit $((failed > 0))
