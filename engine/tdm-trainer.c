@@ -27,6 +27,8 @@
 
 #define SUMMARY_INTERVAL_US (50 * 1000)
 #define DEVICES_INTERVAL_US (250 * 1000)
+/* Across processes summaries come every so many steps, the same on every rank. */
+#define DISTRIBUTED_SUMMARY_STEPS 20
 
 typedef enum {
   JOB_TRAIN,
@@ -91,6 +93,7 @@ struct _TdmTrainer {
   Timing *timing;               /* [replicas] */
   gulong cancel_handler;
   GCancellable *cancellable;
+  volatile gint stop_requested; /* distributed runs: stop at the next summary vote */
 };
 
 TdmTrainer *
@@ -462,11 +465,24 @@ teardown(TdmTrainer *t)
   t->replicas = 0;
 }
 
+/* Whether other processes take part: then every decision that changes the sequence of
+ * collectives (summaries, stopping) must be taken the same way on every rank. */
+static gboolean
+distributed(const TdmTrainer *t)
+{
+  return t->world > t->replicas;
+}
+
 static void
 on_cancelled(GCancellable *cancellable, gpointer data)
 {
   TdmTrainer *t = data;
-  abort_run(t);
+  /* Within one process a stop may cut a step short; across processes the ranks must
+   * agree first, which they do at the next summary. */
+  if (distributed(t))
+    g_atomic_int_set(&t->stop_requested, 1);
+  else
+    abort_run(t);
   /* Wake a paused run so it can see the stop. */
   tdm_trainer_set_paused(t, tdm_trainer_get_paused(t));
 }
@@ -1036,10 +1052,16 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
     st.epoch_samples += count;
 
     gint64 now = g_get_monotonic_time();
-    if (epoch_end || now - st.last_summary_us >= SUMMARY_INTERVAL_US) {
+    gboolean due = distributed(t) ? t->step % DISTRIBUTED_SUMMARY_STEPS == 0
+                                  : now - st.last_summary_us >= SUMMARY_INTERVAL_US;
+    if (epoch_end || due) {
       gboolean stop = FALSE;
-      if (!summarize(t, &st, FALSE, &stop, error))
+      if (!summarize(t, &st, g_atomic_int_get(&t->stop_requested), &stop, error))
         return FALSE;
+      if (stop) {
+        *stopped = TRUE;
+        break;
+      }
     }
     if (epoch_end) {
       st.trained_seconds = elapsed_training(&st);
@@ -1084,6 +1106,7 @@ tdm_trainer_run(TdmTrainer *t, GCancellable *cancellable, GError **error)
   double test_loss = NAN, test_accuracy = NAN;
   gint64 start_us = g_get_monotonic_time();
   t->abort_flag = 0;
+  t->stop_requested = 0;
   t->main_local = 0;
   t->step = 0;
 

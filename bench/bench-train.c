@@ -1,0 +1,186 @@
+/* bench-train.c — training throughput of Tandem's engine, as a table.
+ *
+ * For each configuration it runs one warm-up epoch, then times `--repeat` epochs
+ * (median) from the first step to the last, evaluation excluded, and prints
+ * samples/s and the GFLOP/s achieved (3 × the forward FLOPs per sample: forward,
+ * and backward for inputs and weights). With --torch it runs bench/torch_reference.py
+ * on the same data and prints the ratio. Not a test: it asserts nothing.
+ *
+ *   bench-train                          CPU table: mlp and cnn, batch 100 and 1024,
+ *                                        1 and 2 workers
+ *   bench-train --devices cuda:0         the same table on a GPU
+ *   bench-train --network cnn --batch 100 --devices cpu:2   one configuration
+ */
+#include "tdm-dataset.h"
+#include "tdm-network.h"
+#include "tdm-trainer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  gint64 first_step_us, last_us;
+  long steps;
+  double flops_per_sample;
+} Clock;
+
+static void
+on_event(const TdmEvent *e, gpointer data)
+{
+  Clock *c = data;
+  if (e->kind == TDM_EVENT_STARTED) {
+    c->first_step_us = g_get_monotonic_time();
+  } else if (e->kind == TDM_EVENT_FINISHED) {
+    c->last_us = g_get_monotonic_time();
+    c->steps = e->finished.steps;
+  } else if (e->kind == TDM_EVENT_FAILED) {
+    g_printerr("bench-train: %s\n", e->failed->message);
+  }
+}
+
+static int
+compare_doubles(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Seconds for one epoch (median of `repeat`), or NAN on failure. */
+static double
+time_epoch(const char *dataset, const char *network, const char *devices, int batch,
+           const char *precision, int repeat, int *steps_out)
+{
+  double times[16];
+  repeat = CLAMP(repeat, 1, 16);
+  for (int run = -1; run < repeat; run++) {
+    g_autoptr(TdmConfig) cfg = tdm_config_new();
+    g_free(cfg->dataset);
+    cfg->dataset = g_strdup(dataset);
+    g_free(cfg->network);
+    cfg->network = g_strdup(network);
+    if (!tdm_config_set_devices(cfg, devices, NULL))
+      return NAN;
+    tdm_precision_from_name(precision, &cfg->precision);
+    cfg->batch = batch;
+    cfg->epochs = 1;
+    /* One epoch of steps and no evaluation: training throughput alone. */
+    cfg->max_steps = 0;
+    Clock clock = {0};
+    g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, on_event, &clock);
+    /* A warm-up run (run −1) pays for graph capture, page faults and caches. */
+    g_autoptr(TdmDataset) probe = NULL;
+    cfg->max_steps = -1;
+    int steps_per_epoch = 0;
+    {
+      g_autoptr(TdmDatasetPair) pair = tdm_dataset_open(dataset, NULL);
+      if (pair == NULL)
+        return NAN;
+      steps_per_epoch = (pair->train->count + batch - 1) / batch;
+    }
+    cfg->max_steps = steps_per_epoch;
+    tdm_trainer_free(g_steal_pointer(&trainer));
+    trainer = tdm_trainer_new(cfg, on_event, &clock);
+    g_autoptr(GError) error = NULL;
+    if (!tdm_trainer_run(trainer, NULL, &error))
+      return NAN;
+    if (run >= 0)
+      times[run] = (clock.last_us - clock.first_step_us) / 1e6;
+    *steps_out = (int)clock.steps;
+  }
+  qsort(times, repeat, sizeof times[0], compare_doubles);
+  return times[repeat / 2];
+}
+
+/* The PyTorch reference's samples/s for the same configuration, or NAN. */
+static double
+torch_samples_per_second(const char *python, const char *dataset, const char *network,
+                         const char *device, int batch, const char *precision, int repeat)
+{
+  g_autofree char *script = g_build_filename(TDM_SOURCE_DIR, "bench", "torch_reference.py", NULL);
+  g_autofree char *batch_text = g_strdup_printf("%d", batch);
+  g_autofree char *repeat_text = g_strdup_printf("%d", repeat);
+  const char *argv[] = {python, script, "--dataset", dataset, "--network", network,
+                        "--device", device, "--batch", batch_text, "--precision", precision,
+                        "--repeat", repeat_text, NULL};
+  g_autofree char *out = NULL;
+  int status = 0;
+  if (!g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL,
+                    NULL, NULL, &out, NULL, &status, NULL) ||
+      !g_spawn_check_wait_status(status, NULL))
+    return NAN;
+  const char *line = strstr(out, "samples_per_second=");
+  return line ? g_ascii_strtod(line + strlen("samples_per_second="), NULL) : NAN;
+}
+
+int
+main(int argc, char **argv)
+{
+  g_autofree char *devices = NULL, *network = NULL, *dataset = NULL, *python = NULL;
+  g_autofree char *precision = NULL;
+  int batch = 0, repeat = 3;
+  gboolean torch = FALSE;
+  GOptionEntry entries[] = {
+    {"devices", 0, 0, G_OPTION_ARG_STRING, &devices, "Devices (default: cpu and cpu:2)", "LIST"},
+    {"network", 0, 0, G_OPTION_ARG_STRING, &network, "One network (default: mlp and cnn)", "NET"},
+    {"batch", 0, 0, G_OPTION_ARG_INT, &batch, "One batch size (default: 100 and 1024)", "N"},
+    {"dataset", 0, 0, G_OPTION_ARG_STRING, &dataset, "Dataset (default fashion-mnist)", "NAME"},
+    {"precision", 0, 0, G_OPTION_ARG_STRING, &precision, "fp32 or tf32 (default fp32)", "P"},
+    {"repeat", 0, 0, G_OPTION_ARG_INT, &repeat, "Timed epochs, median taken (default 3)", "N"},
+    {"torch", 0, 0, G_OPTION_ARG_NONE, &torch, "Also run the PyTorch reference", NULL},
+    {"python", 0, 0, G_OPTION_ARG_STRING, &python, "Python for --torch (python3)", "PATH"},
+    {NULL},
+  };
+  g_autoptr(GOptionContext) context = g_option_context_new("— Tandem training throughput");
+  g_option_context_add_main_entries(context, entries, NULL);
+  g_autoptr(GError) error = NULL;
+  if (!g_option_context_parse(context, &argc, &argv, &error)) {
+    g_printerr("bench-train: %s\n", error->message);
+    return 2;
+  }
+  if (dataset == NULL)
+    dataset = g_strdup(g_file_test(TDM_FASHION_MNIST_DIR, G_FILE_TEST_IS_DIR) ? "fashion-mnist"
+                                                                               : "synthetic");
+  if (precision == NULL)
+    precision = g_strdup("fp32");
+  if (python == NULL)
+    python = g_strdup("python3");
+
+  const char *networks[] = {"mlp", "cnn"};
+  const int batches[] = {100, 1024};
+  const char *device_sets[] = {"cpu", "cpu:2"};
+  int n_networks = network ? 1 : 2, n_batches = batch ? 1 : 2, n_devices = devices ? 1 : 2;
+
+  printf("dataset %s, Adam, %s, one epoch timed after a warm-up, median of %d\n\n", dataset,
+         precision, repeat);
+  printf("| network | batch | devices | s/epoch | samples/s | GFLOP/s |%s\n",
+         torch ? " PyTorch samples/s | ratio |" : "");
+  printf("|---|---|---|---|---|---|%s\n", torch ? "---|---|" : "");
+  for (int i = 0; i < n_networks; i++)
+    for (int j = 0; j < n_batches; j++)
+      for (int k = 0; k < n_devices; k++) {
+        const char *net_name = network ? network : networks[i];
+        int b = batch ? batch : batches[j];
+        const char *dev = devices ? devices : device_sets[k];
+        int steps = 0;
+        double seconds = time_epoch(dataset, net_name, dev, b, precision, repeat, &steps);
+        g_autoptr(TdmDatasetPair) pair = tdm_dataset_open(dataset, NULL);
+        g_autoptr(TdmNetwork) net =
+            tdm_network_new(net_name, pair->train->height, pair->train->width,
+                            pair->train->channels, pair->train->classes, NULL);
+        double samples = pair->train->count / seconds;
+        double gflops = samples * 3 * tdm_network_forward_flops(net) / 1e9;
+        printf("| %s | %d | %s | %.3f | %.0f | %.1f |", net_name, b, dev, seconds, samples,
+               gflops);
+        if (torch) {
+          const char *torch_device = g_str_has_prefix(dev, "cuda") ? "cuda" : "cpu";
+          double ref = torch_samples_per_second(python, dataset, net_name, torch_device, b,
+                                                precision, repeat);
+          printf(" %.0f | %.2f× |", ref, samples / ref);
+        }
+        printf("\n");
+        fflush(stdout);
+      }
+  return 0;
+}

@@ -1,0 +1,369 @@
+/* test-trainer.c — the trainer end to end on CPU workers: accuracy after one epoch,
+ * events, pause, stop, bit-exact resume, divergence, checkpoints, bad input. */
+#include "tdm-checkpoint.h"
+#include "tdm-dataset.h"
+#include "tdm-error.h"
+#include "tdm-trainer.h"
+
+#include <glib/gstdio.h>
+#include <stdlib.h>
+#include <math.h>
+#include <string.h>
+
+typedef struct {
+  int started, steps, devices, epochs, finished, failed, paused, resumed;
+  double last_test_accuracy;
+  TdmFinishedEvent finished_event;
+  TdmStartedEvent started_event;
+  GCancellable *cancel_after_steps;
+  int cancel_at;
+  TdmTrainer *pause_trainer;
+  gint64 last_step_us;
+  double min_step_gap_ms;
+} Recorder;
+
+static void
+record(const TdmEvent *e, gpointer data)
+{
+  Recorder *r = data;
+  switch (e->kind) {
+  case TDM_EVENT_STARTED:
+    r->started++;
+    r->started_event = e->started;
+    break;
+  case TDM_EVENT_STEP: {
+    gint64 now = g_get_monotonic_time();
+    if (r->steps > 0)
+      r->min_step_gap_ms = MIN(r->min_step_gap_ms, (now - r->last_step_us) / 1e3);
+    r->last_step_us = now;
+    r->steps++;
+    g_assert_cmpfloat(e->step.fraction, >=, 0);
+    g_assert_cmpfloat(e->step.fraction, <=, 1);
+    g_assert_true(isfinite(e->step.train_loss));
+    if (r->cancel_after_steps != NULL && r->steps == r->cancel_at)
+      g_cancellable_cancel(r->cancel_after_steps);
+    if (r->pause_trainer != NULL && r->steps == 2)
+      tdm_trainer_set_paused(r->pause_trainer, TRUE);
+    break;
+  }
+  case TDM_EVENT_DEVICES:
+    r->devices++;
+    g_assert_cmpint(e->devices.replicas, >=, 1);
+    g_assert_cmpint(e->devices.device[0].tandem_bytes, >, 0);
+    break;
+  case TDM_EVENT_EPOCH:
+    r->epochs++;
+    r->last_test_accuracy = e->epoch.test_accuracy;
+    break;
+  case TDM_EVENT_PAUSED:
+    r->paused++;
+    break;
+  case TDM_EVENT_RESUMED:
+    r->resumed++;
+    break;
+  case TDM_EVENT_FINISHED:
+    r->finished++;
+    r->finished_event = e->finished;
+    break;
+  case TDM_EVENT_FAILED:
+    r->failed++;
+    g_assert_nonnull(e->failed);
+    break;
+  }
+}
+
+static TdmConfig *
+small_config(const char *dataset, const char *network)
+{
+  TdmConfig *cfg = tdm_config_new();
+  g_free(cfg->dataset);
+  cfg->dataset = g_strdup(dataset);
+  g_free(cfg->network);
+  cfg->network = g_strdup(network);
+  cfg->epochs = 1;
+  return cfg;
+}
+
+static void
+check_one_epoch(const char *dataset, const char *devices, double expected)
+{
+  g_autoptr(TdmConfig) cfg = small_config(dataset, "mlp");
+  g_autoptr(GError) error = NULL;
+  g_assert_true(tdm_config_set_devices(cfg, devices, &error));
+  Recorder rec = {.min_step_gap_ms = 1e9};
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, record, &rec);
+  gint64 start = g_get_monotonic_time();
+  g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+  g_assert_no_error(error);
+  double seconds = (g_get_monotonic_time() - start) / 1e6;
+  g_test_message("%s on %s: test accuracy %.4f after one epoch, %.1f s, %d summaries",
+                 dataset, devices, rec.last_test_accuracy, seconds, rec.steps);
+  g_assert_cmpint(rec.started, ==, 1);
+  g_assert_cmpint(rec.epochs, ==, 1);
+  g_assert_cmpint(rec.finished, ==, 1);
+  g_assert_cmpint(rec.failed, ==, 0);
+  g_assert_false(rec.finished_event.stopped);
+  g_assert_cmpint(rec.finished_event.steps, ==, 600);
+  g_assert_cmpint(rec.started_event.steps_per_epoch, ==, 600);
+  g_assert_cmpuint(rec.started_event.parameters, ==, 1796010);
+  g_assert_cmpfloat(rec.last_test_accuracy, >=, expected);
+  g_assert_cmpfloat(rec.finished_event.test_accuracy, ==, rec.last_test_accuracy);
+  g_assert_cmpint(rec.devices, >=, 1);
+  /* Summaries are throttled: never more than one per ~50 ms, bar the epoch's end. */
+  if (rec.steps > 2)
+    g_assert_cmpfloat(rec.min_step_gap_ms, >=, 10);
+}
+
+static void
+test_synthetic_one_epoch(void)
+{
+  check_one_epoch("synthetic", "cpu:2", 0.95);
+}
+
+static void
+test_fashion_mnist_one_epoch(void)
+{
+  if (!g_file_test(TDM_FASHION_MNIST_DIR "/train-images-idx3-ubyte.gz", G_FILE_TEST_EXISTS)) {
+    g_test_skip("Fashion-MNIST is not installed (Debian package dataset-fashion-mnist)");
+    return;
+  }
+  check_one_epoch("fashion-mnist", "cpu", 0.84);
+}
+
+/* Runs `steps` steps in all, resuming from `resume` when given; returns parameters. */
+static float *
+run_steps(TdmConfig *cfg, long steps, const char *resume, const char *save,
+          GCancellable *cancel_at_summary, size_t *count, gboolean *stopped)
+{
+  g_autoptr(GError) error = NULL;
+  cfg->max_steps = steps;
+  g_free(cfg->save_path);
+  cfg->save_path = g_strdup(save);
+  Recorder rec = {.min_step_gap_ms = 1e9};
+  rec.cancel_after_steps = cancel_at_summary;
+  rec.cancel_at = 3;
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, record, &rec);
+  if (resume != NULL)
+    tdm_trainer_set_resume_path(trainer, resume);
+  g_assert_true(tdm_trainer_run(trainer, cancel_at_summary, &error));
+  g_assert_no_error(error);
+  if (stopped != NULL)
+    *stopped = rec.finished_event.stopped;
+  const float *params = tdm_trainer_get_parameters(trainer, count);
+  return g_memdup2(params, *count * sizeof(float));
+}
+
+static void
+check_resume(const char *devices, TdmStrategy strategy)
+{
+  g_autofree char *dir = g_dir_make_tmp("tandem-resume-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "run.safetensors", NULL);
+  g_autoptr(TdmConfig) cfg = small_config("synthetic", "fc32,relu,fc10");
+  g_assert_true(tdm_config_set_devices(cfg, devices, NULL));
+  cfg->strategy = strategy;
+  cfg->batch = 100;
+  cfg->epochs = 2;
+  /* 700 steps cross the epoch boundary at 600, where the shuffle changes. */
+  const long total = 700;
+  size_t n_full = 0, n_resumed = 0;
+  g_autofree float *full = run_steps(cfg, total, NULL, NULL, NULL, &n_full, NULL);
+
+  /* Stop mid-run through the cancellable, then resume to the same total. */
+  g_autoptr(GCancellable) cancel = g_cancellable_new();
+  gboolean stopped = FALSE;
+  size_t n_stopped = 0;
+  g_autofree float *partial = run_steps(cfg, total, NULL, path, cancel, &n_stopped, &stopped);
+  g_assert_true(stopped);
+  g_assert_true(g_file_test(path, G_FILE_TEST_EXISTS));
+  g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_load(path, NULL);
+  g_assert_nonnull(ckpt);
+  long at = atol(tdm_checkpoint_get_metadata(ckpt, "step"));
+  g_test_message("%s %s: stopped after step %ld of %ld", devices, tdm_strategy_name(strategy),
+                 at, total);
+  g_assert_cmpint(at, >, 0);
+  g_assert_cmpint(at, <, total);
+
+  g_autofree float *resumed = run_steps(cfg, total, path, NULL, NULL, &n_resumed, NULL);
+  g_assert_cmpuint(n_resumed, ==, n_full);
+  g_assert_cmpmem(resumed, n_resumed * sizeof(float), full, n_full * sizeof(float));
+
+  /* And a resume from a clean epoch-1 checkpoint crosses the boundary the same way. */
+  g_autofree float *first = run_steps(cfg, 600, NULL, path, NULL, &n_stopped, NULL);
+  g_autofree float *second = run_steps(cfg, total, path, NULL, NULL, &n_resumed, NULL);
+  g_assert_cmpmem(second, n_resumed * sizeof(float), full, n_full * sizeof(float));
+
+  g_unlink(path);
+  g_rmdir(dir);
+}
+
+static void
+test_stop_resume_bit_exact(void)
+{
+  check_resume("cpu", TDM_STRATEGY_ALLREDUCE);
+  check_resume("cpu:2", TDM_STRATEGY_MAIN);
+}
+
+static gboolean
+unpause_later(gpointer data)
+{
+  tdm_trainer_set_paused(data, FALSE);
+  return G_SOURCE_REMOVE;
+}
+
+static gpointer
+unpause_thread(gpointer data)
+{
+  while (!tdm_trainer_get_paused(data))
+    g_usleep(1000);
+  g_usleep(300 * 1000);
+  unpause_later(data);
+  return NULL;
+}
+
+static void
+test_pause_resume(void)
+{
+  g_autoptr(TdmConfig) cfg = small_config("synthetic", "fc64,relu,fc10");
+  cfg->max_steps = 400;
+  Recorder rec = {.min_step_gap_ms = 1e9};
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, record, &rec);
+  rec.pause_trainer = trainer;
+  GThread *helper = g_thread_new("unpause", unpause_thread, trainer);
+  g_autoptr(GError) error = NULL;
+  g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+  g_thread_join(helper);
+  g_assert_cmpint(rec.paused, ==, 1);
+  g_assert_cmpint(rec.resumed, ==, 1);
+  g_assert_cmpint(rec.finished_event.steps, ==, 400);
+  g_assert_false(rec.finished_event.stopped);
+}
+
+typedef struct {
+  GCancellable *cancellable;
+  gint64 cancelled_at;
+} StopLater;
+
+static gpointer
+stop_thread(gpointer data)
+{
+  StopLater *s = data;
+  g_usleep(700 * 1000);
+  s->cancelled_at = g_get_monotonic_time();
+  g_cancellable_cancel(s->cancellable);
+  return NULL;
+}
+
+static void
+test_stop_is_prompt(void)
+{
+  /* A step of this network at batch 512 on one CPU takes far longer than 200 ms. */
+  g_autoptr(TdmConfig) cfg = small_config("synthetic", "cnn");
+  cfg->batch = 512;
+  Recorder rec = {.min_step_gap_ms = 1e9};
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, record, &rec);
+  g_autoptr(GCancellable) cancellable = g_cancellable_new();
+  StopLater s = {cancellable, 0};
+  GThread *helper = g_thread_new("stop", stop_thread, &s);
+  g_autoptr(GError) error = NULL;
+  g_assert_true(tdm_trainer_run(trainer, cancellable, &error));
+  gint64 returned = g_get_monotonic_time();
+  g_thread_join(helper);
+  g_assert_no_error(error);
+  g_assert_true(rec.finished_event.stopped);
+  double ms = (returned - s.cancelled_at) / 1e3;
+  g_test_message("stopped %.0f ms after the request", ms);
+  /* Generous here (CI machines are busy); bench/ measures the real latency. */
+  g_assert_cmpfloat(ms, <, 1000);
+}
+
+static void
+test_divergence_is_reported(void)
+{
+  g_autoptr(TdmConfig) cfg = small_config("synthetic", "fc64,relu,fc10");
+  cfg->optimizer = TDM_OPTIMIZER_SGD;
+  cfg->lr = 1e30;
+  Recorder rec = {.min_step_gap_ms = 1e9};
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, record, &rec);
+  g_autoptr(GError) error = NULL;
+  g_assert_false(tdm_trainer_run(trainer, NULL, &error));
+  g_assert_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DIVERGED);
+  g_assert_nonnull(strstr(error->message, "--lr"));
+  g_assert_cmpint(rec.failed, ==, 1);
+  g_assert_cmpint(rec.finished, ==, 0);
+}
+
+static void
+test_bad_dataset_fails_cleanly(void)
+{
+  g_autoptr(TdmConfig) cfg = small_config("/nonexistent/folder", "mlp");
+  Recorder rec = {.min_step_gap_ms = 1e9};
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, record, &rec);
+  g_autoptr(GError) error = NULL;
+  g_assert_false(tdm_trainer_run(trainer, NULL, &error));
+  g_assert_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET);
+  g_assert_nonnull(strstr(error->message, "/nonexistent/folder"));
+  g_assert_cmpint(rec.failed, ==, 1);
+  g_assert_cmpint(rec.started, ==, 0);
+
+  /* The same trainer object can run again after a failure. */
+  g_clear_error(&error);
+  g_assert_false(tdm_trainer_run(trainer, NULL, &error));
+  g_assert_cmpint(rec.failed, ==, 2);
+}
+
+static void
+test_checkpoint_contents(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("tandem-ckpt-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "cnn.safetensors", NULL);
+  g_autoptr(TdmConfig) cfg = small_config("synthetic", "conv4k3p1,relu,pool2,fc16,relu,fc10");
+  cfg->max_steps = 5;
+  cfg->save_path = g_strdup(path);
+  g_autoptr(GCancellable) cancel = g_cancellable_new();
+  /* max_steps ends the run without an epoch end: no checkpoint unless stopped. */
+  Recorder rec = {.min_step_gap_ms = 1e9};
+  rec.cancel_after_steps = cancel;
+  rec.cancel_at = 1;
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, record, &rec);
+  g_assert_true(tdm_trainer_run(trainer, cancel, NULL));
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_load(path, &error);
+  g_assert_no_error(error);
+  const TdmTensor *w = tdm_checkpoint_get(ckpt, "conv1.weight");
+  g_assert_nonnull(w);
+  g_assert_cmpint(w->rank, ==, 4);
+  g_assert_cmpint(w->shape[0], ==, 4);
+  g_assert_cmpint(w->shape[1], ==, 1);
+  g_assert_cmpint(w->shape[2], ==, 3);
+  const TdmTensor *fc = tdm_checkpoint_get(ckpt, "fc1.weight");
+  g_assert_cmpint(fc->shape[0], ==, 16);
+  g_assert_cmpint(fc->shape[1], ==, 14 * 14 * 4);
+  g_assert_nonnull(tdm_checkpoint_get(ckpt, "fc2.bias"));
+  g_assert_nonnull(tdm_checkpoint_get(ckpt, "optimizer.adam.m"));
+  g_assert_nonnull(tdm_checkpoint_get(ckpt, "optimizer.adam.v"));
+  g_autoptr(TdmConfig) back = tdm_config_from_json(tdm_checkpoint_get_metadata(ckpt, "config"),
+                                                   &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(back->network, ==, cfg->network);
+  /* The weights in the file are the trainer's parameters. */
+  size_t n = 0;
+  const float *params = tdm_trainer_get_parameters(trainer, &n);
+  g_assert_cmpmem(w->data, 36 * sizeof(float), params, 36 * sizeof(float));
+  g_unlink(path);
+  g_rmdir(dir);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/trainer/synthetic-one-epoch", test_synthetic_one_epoch);
+  g_test_add_func("/trainer/fashion-mnist-one-epoch", test_fashion_mnist_one_epoch);
+  g_test_add_func("/trainer/stop-resume-bit-exact", test_stop_resume_bit_exact);
+  g_test_add_func("/trainer/pause-resume", test_pause_resume);
+  g_test_add_func("/trainer/stop-is-prompt", test_stop_is_prompt);
+  g_test_add_func("/trainer/divergence", test_divergence_is_reported);
+  g_test_add_func("/trainer/bad-dataset", test_bad_dataset_fails_cleanly);
+  g_test_add_func("/trainer/checkpoint-contents", test_checkpoint_contents);
+  return g_test_run();
+}
