@@ -747,8 +747,13 @@ tdm_dashboard_dispose (GObject *object)
 {
   TdmDashboard *self = (TdmDashboard *)object;
 
+  GtkWidget *child;
+
   tdm_dashboard_stop_telemetry (self);
   gtk_widget_dispose_template (GTK_WIDGET (self), TDM_TYPE_DASHBOARD);
+  /* The separator and the status box are not bound, so the template leaves them. */
+  while ((child = gtk_widget_get_first_child (GTK_WIDGET (self))))
+    gtk_widget_unparent (child);
 
   G_OBJECT_CLASS (tdm_dashboard_parent_class)->dispose (object);
 }

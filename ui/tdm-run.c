@@ -8,7 +8,8 @@
  * reference and checks the cancellable before emitting anything, so a run that was
  * dropped or stopped goes quiet at once. The thread is joined from the main loop
  * after its last message, when joining no longer waits. This is the pattern of
- * GNOME Text Editor's editor-document-statistics.c.
+ * GNOME Text Editor's editor-document-statistics.c, with an idle source in place of
+ * g_main_context_invoke() (see tdm_run_post()).
  */
 
 #include "tdm-run.h"
@@ -108,12 +109,21 @@ tdm_run_post (TdmRunShared *shared,
               GSourceFunc   callback)
 {
   TdmRunMessage *message = g_new0 (TdmRunMessage, 1);
+  GSource *source;
 
   message->shared = tdm_run_shared_ref (shared);
   message->event = event;
   message->error = error;
-  g_main_context_invoke_full (shared->context, G_PRIORITY_DEFAULT,
-                              callback, message, tdm_run_message_free);
+
+  /* Always through a source, never g_main_context_invoke(): that would call back on
+   * this worker thread whenever it can acquire the context, which it can between two
+   * iterations of a loop that is not running (as in tests). */
+  source = g_idle_source_new ();
+  g_source_set_priority (source, G_PRIORITY_DEFAULT);
+  g_source_set_callback (source, callback, message, tdm_run_message_free);
+  g_source_set_static_name (source, "[tandem] training event");
+  g_source_attach (source, shared->context);
+  g_source_unref (source);
 }
 
 /* Main thread. */

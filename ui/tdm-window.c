@@ -64,6 +64,7 @@ struct _TdmWindow
 
   /* Template children. */
   GtkButton            *start_button;
+  GtkLabel             *start_label;
   GtkButton            *pause_button;
   GtkButton            *stop_button;
   GtkLabel             *subtitle_label;
@@ -1230,6 +1231,7 @@ tdm_window_class_init (TdmWindowClass *klass)
   gtk_widget_class_set_template_from_resource (widget_class,
                                                "/io/github/tandem/Tandem/ui/tdm-window.ui");
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, start_button);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, start_label);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, pause_button);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, stop_button);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, subtitle_label);

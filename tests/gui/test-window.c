@@ -1,0 +1,535 @@
+/* test-window.c: the main window, driven the way a person would drive it.
+ *
+ * The window is built from its template with a device list the test chooses (two
+ * made-up GPUs and the real CPU), its batch split is read back from the label, and
+ * whole runs on two CPU workers and the synthetic dataset are started, stopped and
+ * abandoned through the window's actions while the main loop turns. Every window
+ * must be finalized at the end (g_assert_finalize_object), so a reference kept by a
+ * run, a task or a signal shows up here. Runs under the Xvfb that
+ * xvfb-run-test.sh starts; settings live in memory (GSETTINGS_BACKEND=memory).
+ */
+
+#include <locale.h>
+#include <string.h>
+
+#include <glib/gstdio.h>
+#include <gtk/gtk.h>
+
+#include "tdm-build-config.h"
+
+#include "tdm-application.h"
+#include "tdm-chart.h"
+#include "tdm-dashboard.h"
+#include "tdm-device-row.h"
+#include "tdm-device.h"
+#include "tdm-run.h"
+#include "tdm-series.h"
+#include "tdm-spec-entry.h"
+#include "tdm-window.h"
+
+/* ---- helpers ---------------------------------------------------------------- */
+
+static gboolean
+tick(gpointer data)
+{
+  return G_SOURCE_CONTINUE;
+}
+
+/* Turns the main loop until cond(data) holds or `seconds` pass. */
+static gboolean
+wait_for(gboolean (*cond)(gpointer), gpointer data, double seconds)
+{
+  gint64 end = g_get_monotonic_time() + (gint64)(seconds * G_USEC_PER_SEC);
+  guint source = g_timeout_add(5, tick, NULL);
+  gboolean ok;
+
+  while (!(ok = cond(data)) && g_get_monotonic_time() < end)
+    g_main_context_iteration(NULL, TRUE);
+  g_source_remove(source);
+  return ok;
+}
+
+static void
+drain(void)
+{
+  while (g_main_context_iteration(NULL, FALSE))
+    ;
+}
+
+static gpointer
+child(TdmWindow *window, const char *name)
+{
+  GObject *object = gtk_widget_get_template_child(GTK_WIDGET(window), TDM_TYPE_WINDOW, name);
+
+  g_assert_nonnull(object);
+  return object;
+}
+
+/* Every test starts from the defaults, whatever the one before it chose. */
+static void
+reset_settings(void)
+{
+  g_autoptr(GSettings) settings = g_settings_new(TDM_APP_ID);
+  g_autoptr(GSettingsSchema) schema = NULL;
+  g_auto(GStrv) keys = NULL;
+
+  g_object_get(settings, "settings-schema", &schema, NULL);
+  keys = g_settings_schema_list_keys(schema);
+  for (guint i = 0; keys[i] != NULL; i++)
+    g_settings_reset(settings, keys[i]);
+  g_settings_sync();
+}
+
+static GArray *
+fake_devices(gboolean with_gpus)
+{
+  g_autoptr(GArray) real = tdm_device_list();
+  GArray *devices = g_array_new(FALSE, TRUE, sizeof(TdmDeviceInfo));
+
+  if (with_gpus) {
+    for (int i = 0; i < 2; i++) {
+      TdmDeviceInfo gpu = {0};
+
+      gpu.kind = TDM_BACKEND_CUDA;
+      gpu.index = i;
+      g_snprintf(gpu.id, sizeof gpu.id, "cuda:%d", i);
+      g_snprintf(gpu.name, sizeof gpu.name, "Made-up GPU %d", i);
+      gpu.memory_bytes = (gint64)80 << 30;
+      gpu.compute_major = 9;
+      gpu.compute_minor = 0;
+      g_snprintf(gpu.pci_bus_id, sizeof gpu.pci_bus_id, "0000:%02x:00.0", 0x10 + i);
+      gpu.cores = 132;
+      g_array_append_val(devices, gpu);
+    }
+  }
+
+  /* The real CPU, however many GPUs this machine has. */
+  for (guint i = 0; i < real->len; i++) {
+    const TdmDeviceInfo *info = &g_array_index(real, TdmDeviceInfo, i);
+
+    if (info->kind == TDM_BACKEND_CPU)
+      g_array_append_val(devices, *info);
+  }
+  g_assert_cmpuint(devices->len, ==, with_gpus ? 3 : 1);
+  return devices;
+}
+
+static GPtrArray *
+device_rows(TdmWindow *window)
+{
+  GtkWidget *list = child(window, "device_list");
+  GPtrArray *rows = g_ptr_array_new();
+
+  for (GtkWidget *w = gtk_widget_get_first_child(list); w; w = gtk_widget_get_next_sibling(w))
+    if (TDM_IS_DEVICE_ROW(w))
+      g_ptr_array_add(rows, w);
+  return rows;
+}
+
+static TdmDeviceRow *
+cpu_row(TdmWindow *window)
+{
+  g_autoptr(GPtrArray) rows = device_rows(window);
+
+  for (guint i = 0; i < rows->len; i++)
+    if (tdm_device_row_is_cpu(rows->pdata[i]))
+      return rows->pdata[i];
+  g_assert_not_reached();
+}
+
+static const char *
+split_text(TdmWindow *window)
+{
+  return gtk_label_get_label(child(window, "batch_split_label"));
+}
+
+static void
+set_batch(TdmWindow *window, int batch)
+{
+  gtk_spin_button_set_value(child(window, "batch_spin"), batch);
+}
+
+static TdmWindow *
+new_window(void)
+{
+  TdmWindow *window = g_object_ref(tdm_window_new(NULL));
+
+  gtk_window_present(GTK_WINDOW(window));
+  return window;
+}
+
+static void
+destroy_window(TdmWindow *window)
+{
+  gtk_window_destroy(GTK_WINDOW(window));
+  drain();
+  g_assert_finalize_object(window);
+}
+
+static gboolean
+can_start(gpointer data)
+{
+  return tdm_window_get_can_start(data);
+}
+
+static gboolean
+not_running(gpointer data)
+{
+  return !tdm_window_get_running(data);
+}
+
+static TdmChart *
+chart(TdmWindow *window, const char *id)
+{
+  TdmChart *c = tdm_dashboard_get_chart(child(window, "dashboard"), id);
+
+  g_assert_nonnull(c);
+  return c;
+}
+
+static guint64
+points(TdmWindow *window, const char *id, guint series)
+{
+  TdmChart *c = chart(window, id);
+
+  if (series >= tdm_chart_get_n_series(c))
+    return 0;
+  return tdm_series_get_n_appended(tdm_chart_get_series(c, series));
+}
+
+static gboolean
+has_training_points(gpointer data)
+{
+  return points(data, "loss", 0) >= 2 && points(data, "load", 0) >= 1;
+}
+
+/* A window set for a run on two CPU workers and the synthetic set. */
+static TdmWindow *
+window_for_run(const char *spec, int batch, int epochs)
+{
+  g_autoptr(GArray) devices = fake_devices(FALSE);
+  TdmWindow *window;
+
+  reset_settings();
+  window = new_window();
+  tdm_window_set_devices(window, devices);
+  tdm_device_row_set_active(cpu_row(window), TRUE);
+  tdm_device_row_set_workers(cpu_row(window), 2);
+  gtk_drop_down_set_selected(child(window, "dataset_dropdown"), 2);
+  gtk_drop_down_set_selected(child(window, "network_dropdown"), 2);
+  tdm_spec_entry_set_text(child(window, "spec_entry"), spec);
+  set_batch(window, batch);
+  gtk_spin_button_set_value(child(window, "epochs_spin"), epochs);
+
+  g_assert_true(wait_for(can_start, window, 60));
+  return window;
+}
+
+/* ---- tests ------------------------------------------------------------------ */
+
+static void
+test_window_builds(void)
+{
+  TdmWindow *window;
+  TdmDashboard *dashboard;
+  static const char *charts[] = {"loss", "accuracy", "throughput", "memory", "load", "step-time"};
+
+  reset_settings();
+  window = new_window();
+  dashboard = child(window, "dashboard");
+  for (guint i = 0; i < G_N_ELEMENTS(charts); i++)
+    g_assert_nonnull(tdm_dashboard_get_chart(dashboard, charts[i]));
+  g_assert_null(tdm_dashboard_get_chart(dashboard, "no-such-chart"));
+  g_assert_true(tdm_chart_get_log_scale(chart(window, "loss")));
+  g_assert_false(tdm_window_get_running(window));
+
+  /* Nothing can run before the dataset has loaded; Stop and Pause never idle. */
+  g_assert_false(gtk_widget_get_sensitive(child(window, "stop_button")));
+  g_assert_false(gtk_widget_get_sensitive(child(window, "pause_button")));
+
+  destroy_window(window);
+}
+
+static void
+test_window_devices(void)
+{
+  g_autoptr(GArray) devices = fake_devices(TRUE);
+  g_autoptr(GPtrArray) rows = NULL;
+  TdmWindow *window;
+
+  reset_settings();
+  window = new_window();
+  tdm_window_set_devices(window, devices);
+  rows = device_rows(window);
+
+  g_assert_cmpuint(rows->len, ==, 3);
+  g_assert_cmpstr(tdm_device_row_get_id(rows->pdata[0]), ==, "cuda:0");
+  g_assert_cmpstr(tdm_device_row_get_id(rows->pdata[1]), ==, "cuda:1");
+  g_assert_cmpstr(tdm_device_row_get_id(rows->pdata[2]), ==, "cpu");
+  g_assert_true(tdm_device_row_is_cpu(rows->pdata[2]));
+
+  /* With GPUs and nothing remembered: every GPU, not the CPU; the first is main. */
+  g_assert_true(tdm_device_row_get_active(rows->pdata[0]));
+  g_assert_true(tdm_device_row_get_active(rows->pdata[1]));
+  g_assert_false(tdm_device_row_get_active(rows->pdata[2]));
+  g_assert_true(tdm_device_row_get_main(rows->pdata[0]));
+  g_assert_false(tdm_device_row_get_main(rows->pdata[1]));
+
+  set_batch(window, 256);
+  g_assert_cmpstr(split_text(window), ==, "256 = 128 × 2");
+  set_batch(window, 250);
+  g_assert_cmpstr(split_text(window), ==, "250 = 125 × 2");
+
+  /* The CPU with one worker makes three replicas. */
+  tdm_device_row_set_workers(rows->pdata[2], 1);
+  tdm_device_row_set_active(rows->pdata[2], TRUE);
+  set_batch(window, 100);
+  g_assert_cmpstr(split_text(window), ==, "100 = 34 + 33 + 33");
+
+  /* Four CPU workers and the two GPUs: six replicas, grouped. */
+  tdm_device_row_set_workers(rows->pdata[2], 4);
+  g_assert_cmpstr(split_text(window), ==, "100 = 17 × 4 + 16 × 2");
+
+  /* Unchecking the main device moves "main" to another checked one. */
+  tdm_device_row_set_active(rows->pdata[0], FALSE);
+  g_assert_true(tdm_device_row_get_main(rows->pdata[1]));
+  g_assert_cmpstr(split_text(window), ==, "100 = 20 × 5");
+
+  destroy_window(window);
+}
+
+static void
+test_window_run(void)
+{
+  TdmWindow *window = window_for_run("fc32,relu,fc10", 500, 2);
+  g_autofree char *dir = g_dir_make_tmp("tandem-test-XXXXXX", NULL);
+  g_autofree char *csv_path = g_build_filename(dir, "metrics.csv", NULL);
+  g_autofree char *png_path = g_build_filename(dir, "loss.png", NULL);
+  g_autofree char *svg_path = g_build_filename(dir, "memory.svg", NULL);
+  g_autofree char *csv = NULL;
+  TdmDashboard *dashboard = child(window, "dashboard");
+  g_autoptr(GError) error = NULL;
+
+  g_assert_cmpstr(split_text(window), ==, "500 = 250 × 2");
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.start", NULL));
+  g_assert_true(tdm_window_get_running(window));
+  g_assert_false(gtk_widget_get_sensitive(child(window, "sidebar")));
+  g_assert_true(gtk_widget_get_sensitive(child(window, "stop_button")));
+
+  g_assert_true(wait_for(not_running, window, 120));
+  g_assert_true(gtk_widget_get_sensitive(child(window, "sidebar")));
+  g_assert_false(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
+
+  /* Training curves, a test point per epoch, and a line per replica. */
+  g_assert_cmpuint(points(window, "loss", 0), >, 2);
+  g_assert_cmpuint(points(window, "loss", 1), ==, 2);
+  g_assert_cmpuint(points(window, "accuracy", 0), >, 2);
+  g_assert_cmpuint(points(window, "accuracy", 1), ==, 2);
+  g_assert_cmpuint(points(window, "throughput", 0), >, 0);
+  g_assert_cmpuint(tdm_chart_get_n_series(chart(window, "memory")), ==, 2);
+  g_assert_cmpuint(points(window, "memory", 1), >, 0);
+  g_assert_cmpuint(tdm_chart_get_n_series(chart(window, "load")), ==, 2);
+  g_assert_cmpuint(points(window, "load", 1), >, 0);
+  g_assert_cmpuint(points(window, "step-time", 0), >, 0);
+  g_assert_true(g_str_has_prefix(gtk_label_get_label(child(window, "subtitle_label")), "Finished"));
+
+  /* Exports. */
+  g_assert_true(tdm_metrics_log_write_csv(tdm_dashboard_get_log(dashboard), csv_path, &error));
+  g_assert_no_error(error);
+  g_assert_true(g_file_get_contents(csv_path, &csv, NULL, NULL));
+  g_assert_true(g_str_has_prefix(csv, "time_s,event,step,epoch,train_loss"));
+  g_assert_nonnull(strstr(csv, "r1_cpu_compute_ms"));
+  g_assert_nonnull(strstr(csv, "\n"));
+  g_assert_true(tdm_dashboard_export_chart(dashboard, "loss", "png", png_path, &error));
+  g_assert_no_error(error);
+  g_assert_true(tdm_dashboard_export_chart(dashboard, "memory", "svg", svg_path, &error));
+  g_assert_no_error(error);
+  g_assert_true(g_file_test(png_path, G_FILE_TEST_IS_REGULAR));
+  g_assert_true(g_file_test(svg_path, G_FILE_TEST_IS_REGULAR));
+  g_assert_false(tdm_dashboard_export_chart(dashboard, "loss", "gif", png_path, &error));
+  g_assert_nonnull(error);
+
+  g_unlink(csv_path);
+  g_unlink(png_path);
+  g_unlink(svg_path);
+  g_rmdir(dir);
+
+  destroy_window(window);
+  g_assert_cmpuint(tdm_run_get_n_threads(), ==, 0);
+}
+
+static void
+test_window_stop(void)
+{
+  /* Chainer's MLP: an epoch takes far longer than this test waits. */
+  TdmWindow *window = window_for_run("fc1000,relu,fc1000,relu,fc10", 100, 1);
+  gint64 asked;
+  double took;
+
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.start", NULL));
+  g_assert_true(wait_for(has_training_points, window, 60));
+  g_assert_true(tdm_window_get_running(window));
+
+  /* Pause and resume on the way. */
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.pause", NULL));
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.pause", NULL));
+
+  asked = g_get_monotonic_time();
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.stop", NULL));
+  g_assert_true(wait_for(not_running, window, 5));
+  took = (g_get_monotonic_time() - asked) / 1e6;
+  g_test_message("stopped %.3f s after win.stop", took);
+  g_assert_cmpfloat(took, <, 1.0);
+
+  g_assert_cmpstr(gtk_label_get_label(child(window, "subtitle_label")), ==, "Stopped");
+  g_assert_false(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
+  g_assert_true(tdm_window_get_can_start(window));
+
+  destroy_window(window);
+  g_assert_cmpuint(tdm_run_get_n_threads(), ==, 0);
+}
+
+static gboolean
+no_threads(gpointer data)
+{
+  return tdm_run_get_n_threads() == 0;
+}
+
+static void
+test_window_close_while_running(void)
+{
+  TdmWindow *window = window_for_run("fc1000,relu,fc1000,relu,fc10", 100, 1);
+  gint64 closed;
+
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.start", NULL));
+  g_assert_true(wait_for(has_training_points, window, 60));
+
+  /* The window goes at once; the thread is stopped and joined soon after, and
+   * the main loop keeps turning meanwhile. */
+  closed = g_get_monotonic_time();
+  gtk_window_destroy(GTK_WINDOW(window));
+  g_assert_finalize_object(window);
+  g_assert_cmpint(g_get_monotonic_time() - closed, <, G_USEC_PER_SEC / 10);
+  g_assert_true(wait_for(no_threads, NULL, 2));
+}
+
+static void
+test_window_bad_spec(void)
+{
+  g_autoptr(GArray) devices = fake_devices(FALSE);
+  TdmWindow *window;
+  TdmSpecEntry *entry;
+
+  reset_settings();
+  window = new_window();
+  tdm_window_set_devices(window, devices);
+  gtk_drop_down_set_selected(child(window, "dataset_dropdown"), 2);
+  gtk_drop_down_set_selected(child(window, "network_dropdown"), 2);
+  entry = child(window, "spec_entry");
+
+  tdm_spec_entry_set_text(entry, "fc64,relu,fc10");
+  g_assert_true(wait_for(can_start, window, 60));
+  g_assert_true(tdm_spec_entry_get_valid(entry));
+
+  /* Ten classes need ten outputs: Start goes grey and the entry says why. */
+  tdm_spec_entry_set_text(entry, "fc64,relu,fc7");
+  g_assert_false(tdm_spec_entry_get_valid(entry));
+  g_assert_false(tdm_window_get_can_start(window));
+  g_assert_nonnull(tdm_spec_entry_get_message(entry));
+  tdm_spec_entry_set_text(entry, "fc64,banana");
+  g_assert_false(tdm_spec_entry_get_valid(entry));
+
+  /* Built-in networks are shown, expanded and read-only. */
+  gtk_drop_down_set_selected(child(window, "network_dropdown"), 0);
+  g_assert_true(tdm_spec_entry_get_valid(entry));
+  g_assert_false(tdm_spec_entry_get_editable(entry));
+  g_assert_cmpstr(tdm_spec_entry_get_text(entry), ==, "fc1000,relu,fc1000,relu,fc10");
+  g_assert_true(tdm_window_get_can_start(window));
+
+  destroy_window(window);
+}
+
+static gboolean
+dataset_failed(gpointer data)
+{
+  return gtk_widget_has_css_class(child(data, "dataset_info_label"), "error");
+}
+
+static void
+test_window_bad_folder(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("tandem-test-XXXXXX", NULL);
+  g_autoptr(GSettings) settings = g_settings_new(TDM_APP_ID);
+  g_autoptr(GArray) devices = fake_devices(FALSE);
+  TdmWindow *window;
+  const char *message;
+
+  /* The last choice was a folder that holds no dataset (any more). */
+  reset_settings();
+  g_settings_set_string(settings, "dataset", dir);
+  window = new_window();
+  tdm_window_set_devices(window, devices);
+
+  g_assert_true(wait_for(dataset_failed, window, 30));
+  message = gtk_label_get_label(child(window, "dataset_info_label"));
+  g_test_message("%s", message);
+  g_assert_cmpuint(strlen(message), >, 10);
+  g_assert_false(tdm_window_get_can_start(window));
+  g_assert_cmpuint(gtk_drop_down_get_selected(child(window, "dataset_dropdown")), ==, 3);
+
+  /* Still usable: a built-in set loads and the window can start. */
+  gtk_drop_down_set_selected(child(window, "dataset_dropdown"), 2);
+  g_assert_true(wait_for(can_start, window, 60));
+
+  destroy_window(window);
+  g_rmdir(dir);
+}
+
+static void
+test_window_japanese_subprocess(void)
+{
+  TdmWindow *window;
+
+  /* gettext ignores LANGUAGE in the "C" locale; C.UTF-8 is always there on Debian. */
+  if (g_strcmp0(setlocale(LC_MESSAGES, NULL), "C") == 0)
+    setlocale(LC_ALL, "C.UTF-8");
+  g_setenv("LANGUAGE", "ja", TRUE);
+  tdm_application_init_i18n();
+
+  reset_settings();
+  window = new_window();
+  g_assert_cmpstr(gtk_label_get_label(child(window, "dataset_heading")), ==, "データセット");
+  g_assert_cmpstr(gtk_label_get_label(child(window, "start_label")), ==, "開始");
+  g_assert_cmpstr(tdm_chart_get_title(chart(window, "loss")), ==, "損失");
+  destroy_window(window);
+}
+
+static void
+test_window_japanese(void)
+{
+  g_test_trap_subprocess("/window/japanese/subprocess", 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
+  g_test_trap_assert_passed();
+}
+
+int
+main(int argc, char **argv)
+{
+  gtk_test_init(&argc, &argv, NULL);
+  /* After GTK's own start-up: GLib decides once, at the first translated string,
+   * whether to translate at all, and must not decide it for the "tandem" domain in
+   * the C locale. */
+  tdm_application_init_i18n();
+  tdm_application_init_uninstalled();
+
+  g_test_add_func("/window/builds", test_window_builds);
+  g_test_add_func("/window/devices", test_window_devices);
+  g_test_add_func("/window/bad-spec", test_window_bad_spec);
+  g_test_add_func("/window/bad-folder", test_window_bad_folder);
+  g_test_add_func("/window/run", test_window_run);
+  g_test_add_func("/window/stop", test_window_stop);
+  g_test_add_func("/window/close-while-running", test_window_close_while_running);
+  g_test_add_func("/window/japanese", test_window_japanese);
+  g_test_add_func("/window/japanese/subprocess", test_window_japanese_subprocess);
+
+  return g_test_run();
+}
