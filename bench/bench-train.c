@@ -11,6 +11,7 @@
  *   bench-train --devices cuda:0         the same table on a GPU
  *   bench-train --network cnn --batch 100 --devices cpu:2   one configuration
  */
+#include "tdm-build-config.h"
 #include "tdm-dataset.h"
 #include "tdm-network.h"
 #include "tdm-trainer.h"
@@ -22,8 +23,6 @@
 
 typedef struct {
   gint64 first_step_us, last_us;
-  long steps;
-  double flops_per_sample;
 } Clock;
 
 static void
@@ -34,7 +33,6 @@ on_event(const TdmEvent *e, gpointer data)
     c->first_step_us = g_get_monotonic_time();
   } else if (e->kind == TDM_EVENT_FINISHED) {
     c->last_us = g_get_monotonic_time();
-    c->steps = e->finished.steps;
   } else if (e->kind == TDM_EVENT_FAILED) {
     g_printerr("bench-train: %s\n", e->failed->message);
   }
@@ -49,45 +47,32 @@ compare_doubles(const void *a, const void *b)
 
 /* Seconds for one epoch (median of `repeat`), or NAN on failure. */
 static double
-time_epoch(const char *dataset, const char *network, const char *devices, int batch,
-           const char *precision, int repeat, int *steps_out)
+time_epoch(const char *dataset, int train_count, const char *network, const char *devices,
+           int batch, const char *precision, int repeat)
 {
   double times[16];
   repeat = CLAMP(repeat, 1, 16);
+  g_autoptr(TdmConfig) cfg = tdm_config_new();
+  g_free(cfg->dataset);
+  cfg->dataset = g_strdup(dataset);
+  g_free(cfg->network);
+  cfg->network = g_strdup(network);
+  if (!tdm_config_set_devices(cfg, devices, NULL))
+    return NAN;
+  tdm_precision_from_name(precision, &cfg->precision);
+  cfg->batch = batch;
+  cfg->epochs = 1;
+  /* One epoch of steps and no evaluation: training throughput alone. */
+  cfg->max_steps = (train_count + batch - 1) / batch;
+
+  /* Run −1 is the warm-up: graph capture, page faults, caches. */
   for (int run = -1; run < repeat; run++) {
-    g_autoptr(TdmConfig) cfg = tdm_config_new();
-    g_free(cfg->dataset);
-    cfg->dataset = g_strdup(dataset);
-    g_free(cfg->network);
-    cfg->network = g_strdup(network);
-    if (!tdm_config_set_devices(cfg, devices, NULL))
-      return NAN;
-    tdm_precision_from_name(precision, &cfg->precision);
-    cfg->batch = batch;
-    cfg->epochs = 1;
-    /* One epoch of steps and no evaluation: training throughput alone. */
-    cfg->max_steps = 0;
     Clock clock = {0};
     g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, on_event, &clock);
-    /* A warm-up run (run −1) pays for graph capture, page faults and caches. */
-    g_autoptr(TdmDataset) probe = NULL;
-    cfg->max_steps = -1;
-    int steps_per_epoch = 0;
-    {
-      g_autoptr(TdmDatasetPair) pair = tdm_dataset_open(dataset, NULL);
-      if (pair == NULL)
-        return NAN;
-      steps_per_epoch = (pair->train->count + batch - 1) / batch;
-    }
-    cfg->max_steps = steps_per_epoch;
-    tdm_trainer_free(g_steal_pointer(&trainer));
-    trainer = tdm_trainer_new(cfg, on_event, &clock);
-    g_autoptr(GError) error = NULL;
-    if (!tdm_trainer_run(trainer, NULL, &error))
+    if (!tdm_trainer_run(trainer, NULL, NULL))
       return NAN;
     if (run >= 0)
       times[run] = (clock.last_us - clock.first_step_us) / 1e6;
-    *steps_out = (int)clock.steps;
   }
   qsort(times, repeat, sizeof times[0], compare_doubles);
   return times[repeat / 2];
@@ -163,9 +148,11 @@ main(int argc, char **argv)
         const char *net_name = network ? network : networks[i];
         int b = batch ? batch : batches[j];
         const char *dev = devices ? devices : device_sets[k];
-        int steps = 0;
-        double seconds = time_epoch(dataset, net_name, dev, b, precision, repeat, &steps);
         g_autoptr(TdmDatasetPair) pair = tdm_dataset_open(dataset, NULL);
+        if (pair == NULL)
+          return 1;
+        double seconds = time_epoch(dataset, pair->train->count, net_name, dev, b, precision,
+                                    repeat);
         g_autoptr(TdmNetwork) net =
             tdm_network_new(net_name, pair->train->height, pair->train->width,
                             pair->train->channels, pair->train->classes, NULL);
