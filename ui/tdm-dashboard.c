@@ -447,7 +447,9 @@ tdm_dashboard_begin (TdmDashboard          *self,
 
   gtk_progress_bar_set_fraction (self->progress_bar, 0);
   {
-    g_autofree char *text = g_strdup_printf (_("Starting: %d replicas, batch %d"),
+    g_autofree char *text = g_strdup_printf (ngettext ("Starting: %d replica, batch %d",
+                                                       "Starting: %d replicas, batch %d",
+                                                       self->started.replicas),
                                              self->started.replicas, self->started.batch);
     gtk_label_set_label (self->status_label, text);
   }

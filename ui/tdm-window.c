@@ -831,6 +831,8 @@ tdm_window_run_event (TdmWindow      *self,
     return;
 
   tdm_dashboard_handle_event (self->dashboard, event);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.export",
+                                 tdm_metrics_log_get_n_rows (tdm_dashboard_get_log (self->dashboard)) > 0);
 
   switch (event->kind)
     {

@@ -450,6 +450,52 @@ test_window_bad_spec(void)
 }
 
 static gboolean
+error_shown(gpointer data)
+{
+  return !tdm_window_get_running(data) &&
+         gtk_revealer_get_reveal_child(child(data, "error_revealer"));
+}
+
+static void
+test_window_start_error(void)
+{
+  g_autoptr(GArray) devices = g_array_new(FALSE, TRUE, sizeof(TdmDeviceInfo));
+  TdmDeviceInfo gpu = {0};
+  TdmWindow *window;
+  const char *message;
+
+  /* A GPU no machine has: the start fails, in words, and the window stays usable. */
+  gpu.kind = TDM_BACKEND_CUDA;
+  gpu.index = 63;
+  g_strlcpy(gpu.id, "cuda:63", sizeof gpu.id);
+  g_strlcpy(gpu.name, "Missing GPU", sizeof gpu.name);
+  gpu.memory_bytes = (gint64)16 << 30;
+  g_array_append_val(devices, gpu);
+
+  reset_settings();
+  window = new_window();
+  tdm_window_set_devices(window, devices);
+  gtk_drop_down_set_selected(child(window, "dataset_dropdown"), 2);
+  gtk_drop_down_set_selected(child(window, "network_dropdown"), 2);
+  tdm_spec_entry_set_text(child(window, "spec_entry"), "fc32,relu,fc10");
+  g_assert_true(wait_for(can_start, window, 60));
+
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.start", NULL));
+  g_assert_true(wait_for(error_shown, window, 60));
+  message = gtk_label_get_text(child(window, "error_label"));
+  g_test_message("%s", message);
+  g_assert_nonnull(strstr(message, "cuda:63"));
+  g_assert_true(tdm_window_get_can_start(window));
+  g_assert_true(gtk_widget_get_sensitive(child(window, "sidebar")));
+
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.dismiss-error", NULL));
+  g_assert_false(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
+
+  destroy_window(window);
+  g_assert_cmpuint(tdm_run_get_n_threads(), ==, 0);
+}
+
+static gboolean
 dataset_failed(gpointer data)
 {
   return gtk_widget_has_css_class(child(data, "dataset_info_label"), "error");
@@ -525,6 +571,7 @@ main(int argc, char **argv)
   g_test_add_func("/window/devices", test_window_devices);
   g_test_add_func("/window/bad-spec", test_window_bad_spec);
   g_test_add_func("/window/bad-folder", test_window_bad_folder);
+  g_test_add_func("/window/start-error", test_window_start_error);
   g_test_add_func("/window/run", test_window_run);
   g_test_add_func("/window/stop", test_window_stop);
   g_test_add_func("/window/close-while-running", test_window_close_while_running);
