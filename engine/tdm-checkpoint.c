@@ -550,8 +550,9 @@ tdm_checkpoint_load(const char *path, GError **error)
   }
 
   /* Sorted by offset, each span must end before the next begins. */
-  g_autofree Span *sorted = g_memdup2(spans, sizeof(Span) * MAX(count, 1));
-  qsort(sorted, count, sizeof(Span), span_compare);
+  g_autofree Span *sorted = g_memdup2(spans, sizeof(Span) * count);
+  if (count > 1)
+    qsort(sorted, count, sizeof(Span), span_compare);
   for (guint i = 1; i < count; i++) {
     if (sorted[i].begin < sorted[i - 1].end) {
       load_failed(error, path, "tensors “%s” and “%s” overlap in the data",
