@@ -220,11 +220,20 @@ tdm_device_row_new (const TdmDeviceInfo *info)
     }
   else
     {
+      g_autofree char *tooltip = NULL;
+
       name = g_strdup (info->name[0] ? info->name : self->info.id);
-      /* Translators: a GPU's description in the device list, e.g. "cuda:0 · 139.8 GiB · compute 9.0" */
-      detail = g_strdup_printf (_("%s · %s · compute %d.%d"),
+      /* Translators: a GPU's description in the device list, e.g. "cuda:0 · 139.8 GiB · CC 9.0";
+       * CC is its CUDA compute capability */
+      detail = g_strdup_printf (_("%s · %s · CC %d.%d"),
                                 self->info.id, memory,
                                 info->compute_major, info->compute_minor);
+      /* Translators: tooltip of a GPU in the device list */
+      tooltip = g_strdup_printf (_("%s, %s of memory, compute capability %d.%d, %d multiprocessors, PCI bus %s"),
+                                 self->info.id, memory,
+                                 info->compute_major, info->compute_minor,
+                                 info->cores, info->pci_bus_id[0] ? info->pci_bus_id : "—");
+      gtk_widget_set_tooltip_text (GTK_WIDGET (self->detail_label), tooltip);
     }
 
   gtk_label_set_label (self->name_label, name);

@@ -877,7 +877,10 @@ tdm_window_run_done (TdmWindow    *self,
   tdm_dashboard_end (self->dashboard);
 
   if (error != NULL || self->run_failed)
-    tdm_window_set_subtitle (self, _("Failed"));
+    {
+      tdm_window_set_subtitle (self, _("Failed"));
+      tdm_dashboard_set_status (self->dashboard, _("Training failed: see the message above."));
+    }
   else if (self->run_stopped)
     tdm_window_set_subtitle (self, _("Stopped"));
   else
