@@ -296,6 +296,8 @@ config_from_checkpoint(const char *path, GError **error)
 
 static volatile sig_atomic_t interrupts;
 static int wake_pipe[2] = {-1, -1};
+/* Set once the trainer reports STARTED: from then on a stop saves the run's state. */
+static gint training_started;
 
 static void
 on_interrupt(int signum)
@@ -321,6 +323,14 @@ interrupt_watch(gpointer data)
       continue;
     if (n <= 0 || c == 'q')
       return NULL;
+    /* Before training starts there is nothing to keep, and a stop now would have the
+     * trainer save freshly initialised parameters over --save (with --resume, over
+     * the very checkpoint being resumed). Leave without writing anything. */
+    if (!g_atomic_int_get(&training_started)) {
+      static const char message[] = "tandem-train: interrupted before training started\n";
+      (void)!write(STDERR_FILENO, message, sizeof message - 1);
+      _exit(EXIT_INTERRUPTED);
+    }
     g_cancellable_cancel(cancellable);
   }
 }
@@ -726,6 +736,7 @@ on_event(const TdmEvent *ev, gpointer user_data)
   Printer *p = user_data;
 
   if (ev->kind == TDM_EVENT_STARTED) {
+    g_atomic_int_set(&training_started, 1);
     p->start = ev->started;
     p->started = TRUE;
     p->t_epoch = g_get_monotonic_time();

@@ -21,7 +21,7 @@ diag() { sed 's/^/# /'; }
 have_python=0
 command -v python3 >/dev/null 2>&1 && have_python=1
 
-plan=27
+plan=28
 echo "1..$plan"
 
 # --- help and listings -------------------------------------------------------------
@@ -259,6 +259,26 @@ if [ $status -eq 130 ] && [ -f "$tmp/stopped.safetensors" ] &&
   ok "Ctrl-C stops the run, saves, exits 130"
 else
   not_ok "Ctrl-C stops the run, saves, exits 130" "status $status" $summary "$(cat "$tmp/err")"
+fi
+
+# Ctrl-C while the run is still loading: nothing is written, least of all over the
+# checkpoint being resumed.
+cp "$tmp/c-epoch1.safetensors" "$tmp/early.safetensors"
+set -m
+"$train" --resume "$tmp/early.safetensors" --epochs 3 >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+sleep 0.2
+kill -INT $pid 2>/dev/null
+wait $pid 2>/dev/null
+status=$?
+set +m
+if ! grep -q "before training started" "$tmp/err"; then
+  ok "Ctrl-C before training started # SKIP training started within 0.2 s"
+elif [ $status -eq 130 ] && cmp -s "$tmp/early.safetensors" "$tmp/c-epoch1.safetensors"; then
+  ok "Ctrl-C before training started leaves the resumed checkpoint alone"
+else
+  not_ok "Ctrl-C before training started leaves the resumed checkpoint alone" "status $status" \
+    "$(cat "$tmp/out" "$tmp/err")"
 fi
 
 # The stopped checkpoint is mid-epoch; a resume picks up there (a few steps only).
