@@ -80,9 +80,9 @@ static const char description[] =
   "  tandem-train --resume run.safetensors --epochs 40\n"
   "  tandem-train --dataset synthetic --epochs 1 --json | jq .type\n"
   "\n"
-  "With --resume the run's settings come from the checkpoint; flags given as well\n"
-  "override them (e.g. --epochs to train longer), and checkpoints go on being saved\n"
-  "to the resumed file unless --save names another.\n"
+  "With --resume the run's settings come from the checkpoint (all but --max-steps);\n"
+  "flags given as well override them (e.g. --epochs to train longer), and\n"
+  "checkpoints go on being saved to the resumed file unless --save names another.\n"
   "\n"
   "Exit status: 0 finished, 1 failed while running, 2 bad options or input files,\n"
   "130 stopped by Ctrl-C (a second Ctrl-C quits at once).";
@@ -230,6 +230,10 @@ options_apply(const Options *o, TdmConfig *c, GError **error)
     if (!g_ascii_string_to_signed(o->max_steps, 10, G_MINLONG, G_MAXLONG, &max_steps, NULL))
       return bad_option(error, "--max-steps: “%s” is not a whole number", o->max_steps);
     c->max_steps = (long)max_steps;
+  } else if (o->resume) {
+    /* A limit counts steps in all, so an inherited one would end the resumed run
+     * before it began. */
+    c->max_steps = 0;
   }
   if (o->seed && !g_ascii_string_to_unsigned(o->seed, 10, 0, G_MAXUINT64, &c->seed, NULL))
     return bad_option(error, "--seed: “%s” is not a non-negative whole number", o->seed);
@@ -255,17 +259,18 @@ options_apply(const Options *o, TdmConfig *c, GError **error)
 /* A checkpoint that cannot be written would only fail after the first epoch's
  * work; say so before any is done. */
 static gboolean
-check_save_path(const char *path, GError **error)
+check_save_path(const char *path, const char *flag, GError **error)
 {
   if (path == NULL)
     return TRUE;
   if (g_file_test(path, G_FILE_TEST_IS_DIR))
-    return bad_option(error, "--save %s: is a folder, not a file", path);
+    return bad_option(error, "%s %s: is a folder, not a file", flag, path);
   g_autofree char *dir = g_path_get_dirname(path);
   if (!g_file_test(dir, G_FILE_TEST_IS_DIR))
-    return bad_option(error, "--save %s: the folder %s does not exist", path, dir);
+    return bad_option(error, "%s %s: the folder %s does not exist", flag, path, dir);
   if (g_access(dir, W_OK) != 0)
-    return bad_option(error, "--save %s: the folder %s is not writable", path, dir);
+    return bad_option(error, "%s %s: cannot save there: the folder %s is not writable", flag,
+                      path, dir);
   return TRUE;
 }
 
@@ -290,9 +295,9 @@ config_from_checkpoint(const char *path, GError **error)
   return c;
 }
 
-/* Ctrl-C (and SIGTERM). The handler only counts and writes a byte to a pipe (both async-signal-
- * safe); a small thread reads the pipe and cancels the run, which the trainer notices
- * within a step. The second Ctrl-C leaves at once. */
+/* Ctrl-C (and SIGTERM). The handler only counts and writes a byte to a pipe (both
+ * async-signal-safe); a small thread reads the pipe and cancels the run, which the
+ * trainer notices within a step. The second Ctrl-C leaves at once. */
 
 static volatile sig_atomic_t interrupts;
 static int wake_pipe[2] = {-1, -1};
@@ -920,7 +925,9 @@ main(int argc, char **argv)
     g_autoptr(TdmConfig) config = o.resume ? config_from_checkpoint(o.resume, &error)
                                            : tdm_config_new();
     if (config == NULL || !options_apply(&o, config, &error) ||
-        !tdm_config_validate(config, &error) || !check_save_path(config->save_path, &error))
+        !tdm_config_validate(config, &error) ||
+        !check_save_path(config->save_path, o.save || !o.resume ? "--save" : "--resume",
+                         &error))
       status = fail(EXIT_BAD_INPUT, flag_of(error, FALSE, o.resume != NULL), error->message);
     else
       status = run(config, &o);
