@@ -13,6 +13,7 @@
 #include "tdm-checkpoint.h"
 #include "tdm-communicator.h"
 #include "tdm-dataset.h"
+#include "tdm-distributed.h"
 #include "tdm-error.h"
 #include "tdm-iterator.h"
 #include "tdm-network.h"
@@ -79,7 +80,7 @@ struct _TdmTrainer {
   float *host_params;
   size_t host_params_count;
   long step;
-  gint64 opt_t_restored;
+  long saved_step;              /* the step of the last checkpoint, −1 for none */
 
   /* Lock-step machinery. */
   GThread **threads;
@@ -196,15 +197,6 @@ aborted(TdmTrainer *t)
 
 /* ---- the jobs, run by every local replica's thread -------------------------------- */
 
-/* Global batch of `count` samples split into near-equal contiguous shards. */
-static void
-shard_of(int count, int world, int rank, int *offset, int *size)
-{
-  int base = count / world, extra = count % world;
-  *size = base + (rank < extra ? 1 : 0);
-  *offset = rank * base + MIN(rank, extra);
-}
-
 static double
 now_seconds(void)
 {
@@ -267,7 +259,7 @@ job_train(TdmTrainer *t, int r)
   double start = timed ? now_seconds() : 0;
 
   int offset, size;
-  shard_of(job->count, t->world, t->rank0 + r, &offset, &size);
+  tdm_shard_of(job->count, t->world, t->rank0 + r, &offset, &size);
   if (size > 0)
     tdm_replica_train_step(rep, job->indices + offset, size, 1.0f / (float)job->count);
   else
@@ -330,7 +322,7 @@ job_evaluate(TdmTrainer *t, int r)
   TdmReplica *rep = t->reps[r];
   int total = t->data->test->count;
   int first, count;
-  shard_of(total, t->world, t->rank0 + r, &first, &count);
+  tdm_shard_of(total, t->world, t->rank0 + r, &first, &count);
   for (int done = 0; done < count && !aborted(t); done += rep->capacity)
     tdm_replica_evaluate(rep, first + done, MIN(rep->capacity, count - done));
 }
@@ -574,6 +566,10 @@ setup(TdmTrainer *t, GError **error)
   tdm_barrier_init(&t->start, 1);
   tdm_barrier_init(&t->end, 1);
   tdm_barrier_init(&t->pre_comm, 1);
+  /* Under mpirun (tdm-distributed.h) every process is one replica, and its device is
+   * its rank's entry in --devices, once a single device is made one per rank. */
+  if (tdm_distributed_active() && !tdm_distributed_resolve_devices(t->config, error))
+    return FALSE;
   if (!tdm_config_validate(cfg, error))
     return FALSE;
 
@@ -595,19 +591,34 @@ setup(TdmTrainer *t, GError **error)
   t->world = tdm_config_replica_count(cfg);
   t->rank0 = 0;
   t->replicas = t->world;
+  if (tdm_distributed_active()) {
+    /* Ranks are global replica indices: shards, evaluation chunks and the main
+     * replica's rank follow from them (see distributed()). */
+    t->world = tdm_distributed_size();
+    t->rank0 = tdm_distributed_rank();
+    t->replicas = 1;
+  }
   t->main_local = cfg->main_replica - t->rank0;
   if (t->main_local < 0 || t->main_local >= t->replicas)
     t->main_local = -1;
 
-  /* One OpenBLAS thread per worker; a lone worker may use every core. */
-  if (all_cpu(cfg))
-    openblas_set_num_threads(t->replicas == 1 ? (int)g_get_num_processors() : 1);
+  /* One OpenBLAS thread per worker; a lone worker may use every core, or under
+   * mpirun its share of the machine's. */
+  if (all_cpu(cfg)) {
+    int cores = MAX(1, (int)g_get_num_processors() / tdm_distributed_local_size());
+    openblas_set_num_threads(t->replicas == 1 ? cores : 1);
+  }
 
   t->start.parties = t->end.parties = t->pre_comm.parties = t->replicas;
 
   if (!build_replicas(t, error))
     return FALSE;
-  t->comm = tdm_communicator_new(t->backends, t->replicas, error);
+#if TDM_HAVE_MPI
+  if (tdm_distributed_active())
+    t->comm = tdm_communicator_mpi_new(t->backends[0], error);
+  else
+#endif
+    t->comm = tdm_communicator_new(t->backends, t->replicas, error);
   if (t->comm == NULL)
     return FALSE;
   t->it = tdm_iterator_new(cfg->seed, train->count, cfg->batch);
@@ -698,7 +709,10 @@ save_checkpoint(TdmTrainer *t, GError **error)
   tdm_checkpoint_set_metadata(ckpt, "activation_layout",
                               "NHWC: an fc layer after a conv reads features in (row, "
                               "column, channel) order");
-  return tdm_checkpoint_save(ckpt, cfg->save_path, error);
+  if (!tdm_checkpoint_save(ckpt, cfg->save_path, error))
+    return FALSE;
+  t->saved_step = t->step;
+  return TRUE;
 }
 
 static gboolean
@@ -829,7 +843,7 @@ emit_started(TdmTrainer *t)
   for (int r = 0; r < t->world && r < TDM_MAX_REPLICAS; r++) {
     g_strlcpy(s->device[r], cfg->devices[r], sizeof s->device[r]);
     int offset;
-    shard_of(cfg->batch, t->world, r, &offset, &s->shard[r]);
+    tdm_shard_of(cfg->batch, t->world, r, &offset, &s->shard[r]);
   }
   s->batch = cfg->batch;
   s->epochs = cfg->epochs;
@@ -1109,6 +1123,7 @@ tdm_trainer_run(TdmTrainer *t, GCancellable *cancellable, GError **error)
   t->stop_requested = 0;
   t->main_local = 0;
   t->step = 0;
+  t->saved_step = -1;
 
   if (!setup(t, &local))
     goto failed;
@@ -1129,7 +1144,8 @@ finish:
   /* With the workers gone, the main replica's state can be read whatever stopped. */
   stop_workers(t);
   t->abort_flag = 0;
-  if (stopped && !save_checkpoint(t, &local))
+  /* However the run ended (stopped, or at --max-steps), its last state is saved. */
+  if (t->step != t->saved_step && !save_checkpoint(t, &local))
     goto failed;
   if (!download_main_parameters(t, &local))
     goto failed;
@@ -1159,6 +1175,10 @@ failed:
     e.failed = local;
     t->sink(&e, t->sink_data);
   }
+  /* The other processes may be waiting in a collective for this one, which must not
+   * wait for them in turn while tearing down (NCCL's or MPI's clean-up). */
+  if (distributed(t))
+    tdm_communicator_abort(t->comm);
   teardown(t);
   g_propagate_error(error, local);
   return FALSE;
