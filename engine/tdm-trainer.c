@@ -800,6 +800,8 @@ restore_checkpoint(TdmTrainer *t, const char *path, GError **error)
       return FALSE;
   tdm_iterator_seek(t->it, (int)epoch, (int)position);
   t->step = step;
+  /* Stopping before the first step must not rewrite the file with the same state. */
+  t->saved_step = step;
   return TRUE;
 }
 
@@ -1145,7 +1147,7 @@ finish:
   stop_workers(t);
   t->abort_flag = 0;
   /* However the run ended (stopped, or at --max-steps), its last state is saved. */
-  if (t->step != t->saved_step && !save_checkpoint(t, &local))
+  if (t->step > 0 && t->step != t->saved_step && !save_checkpoint(t, &local))
     goto failed;
   if (!download_main_parameters(t, &local))
     goto failed;
