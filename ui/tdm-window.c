@@ -1,15 +1,14 @@
 /* tdm-window.c: Tandem's main window.
  *
- * The window holds the choices and the run's life cycle; the charts are the
- * dashboard's. Loading a dataset to show its size and shape happens on a GTask
- * thread (the trainer loads it again for itself: the window keeps only the
- * figures). A run is a TdmRun: its events arrive on the main loop as signals, and
+ * The window holds the choices and the run's life cycle; the dataset chooser, the
+ * device picker, the spec entry and the dashboard of charts are widgets of their
+ * own. A run is a TdmRun: its events arrive on the main loop as signals, and
  * dropping it (Stop, or closing the window) cancels the trainer without waiting
  * for it here. While a run is alive every choice is locked, since none of them can
  * change a run in flight.
  *
  * Choices are saved to GSettings as they change, so the next start shows the last
- * ones. The device list is whatever tdm_device_list() reports, or a list a test
+ * ones. The devices are whatever tdm_device_list() reports, or a list a test
  * injects with tdm_window_set_devices().
  */
 
@@ -20,8 +19,8 @@
 
 #include "tdm-config.h"
 #include "tdm-dashboard.h"
-#include "tdm-dataset.h"
-#include "tdm-device-row.h"
+#include "tdm-dataset-chooser.h"
+#include "tdm-device-picker.h"
 #include "tdm-device.h"
 #include "tdm-error.h"
 #include "tdm-network.h"
@@ -29,34 +28,18 @@
 #include "tdm-spec-entry.h"
 #include "tdm-window.h"
 
-/* Positions in the dataset drop-down; the folder entry exists once one is opened. */
-enum {
-  DATASET_FASHION_MNIST,
-  DATASET_MNIST,
-  DATASET_SYNTHETIC,
-  DATASET_FOLDER,
-};
-
-static const char *dataset_ids[] = { "fashion-mnist", "mnist", "synthetic" };
-
 enum {
   NETWORK_MLP,
   NETWORK_CNN,
   NETWORK_CUSTOM,
 };
 
-static const char *network_ids[] = { "mlp", "cnn", "custom" };
+static const char *network_ids[] = { "mlp", "cnn", "custom", NULL };
 
 /* In the order of TdmOptimizerKind and TdmStrategy, as the drop-downs list them. */
-static const char *optimizer_ids[] = { "sgd", "momentum", "adam" };
+static const char *optimizer_ids[] = { "sgd", "momentum", "adam", NULL };
 static const double optimizer_default_lr[] = { 0.01, 0.01, 0.001 };
-static const char *strategy_ids[] = { "main", "allreduce" };
-
-typedef struct
-{
-  int count, test_count;
-  int height, width, channels, classes;
-} DatasetFacts;
+static const char *strategy_ids[] = { "main", "allreduce", NULL };
 
 struct _TdmWindow
 {
@@ -72,13 +55,10 @@ struct _TdmWindow
   GtkLabel             *error_label;
   GtkWidget            *sidebar;
   GtkLabel             *dataset_heading;
-  GtkDropDown          *dataset_dropdown;
-  GtkStringList        *dataset_model;
-  GtkSpinner           *dataset_spinner;
-  GtkLabel             *dataset_info_label;
+  TdmDatasetChooser    *dataset_chooser;
   GtkDropDown          *network_dropdown;
   TdmSpecEntry         *spec_entry;
-  GtkListBox           *device_list;
+  TdmDevicePicker      *device_picker;
   GtkSpinButton        *batch_spin;
   GtkLabel             *batch_split_label;
   GtkSpinButton        *epochs_spin;
@@ -88,13 +68,7 @@ struct _TdmWindow
   TdmDashboard         *dashboard;
 
   GSettings            *settings;
-  GArray               *devices;            /* of TdmDeviceInfo */
-  char                 *dataset_folder;     /* the opened folder, or NULL */
   char                 *custom_spec;
-
-  GCancellable         *dataset_cancellable;
-  DatasetFacts          dataset;
-  gboolean              dataset_ready;
 
   TdmRun               *run;
   gboolean              run_failed;         /* an error was shown for this run */
@@ -189,119 +163,25 @@ tdm_window_dismiss_error (GtkWidget  *widget,
 
 /* Devices ----------------------------------------------------------------- */
 
-static GPtrArray *
-tdm_window_get_rows (TdmWindow *self)
+static void
+tdm_window_devices_changed (TdmWindow *self)
 {
-  GPtrArray *rows = g_ptr_array_new ();
+  g_auto(GStrv) chosen = NULL;
+  const char *main_id;
+  int workers;
 
-  for (GtkWidget *child = gtk_widget_get_first_child (GTK_WIDGET (self->device_list));
-       child != NULL;
-       child = gtk_widget_get_next_sibling (child))
-    if (TDM_IS_DEVICE_ROW (child))
-      g_ptr_array_add (rows, child);
-
-  return rows;
-}
-
-/* The replicas the checked devices make, and which of them is the main one. */
-static char **
-tdm_window_get_replica_devices (TdmWindow *self,
-                                int       *main_replica)
-{
-  g_autoptr(GPtrArray) rows = tdm_window_get_rows (self);
-  g_autoptr(GStrvBuilder) builder = g_strv_builder_new ();
-  int n = 0;
-
-  *main_replica = 0;
-  for (guint i = 0; i < rows->len; i++)
+  if (!self->restoring)
     {
-      TdmDeviceRow *row = rows->pdata[i];
-      int replicas = tdm_device_row_get_replicas (row);
+      chosen = tdm_device_picker_get_chosen (self->device_picker);
+      main_id = tdm_device_picker_get_main_id (self->device_picker);
+      workers = tdm_device_picker_get_cpu_workers (self->device_picker);
 
-      if (replicas > 0 && tdm_device_row_get_main (row))
-        *main_replica = n;
-      for (int k = 0; k < replicas; k++)
-        g_strv_builder_add (builder, tdm_device_row_get_id (row));
-      n += replicas;
+      g_settings_set_strv (self->settings, "devices", (const char * const *) chosen);
+      g_settings_set_string (self->settings, "main-device", main_id ? main_id : "");
+      if (workers > 0)
+        g_settings_set_int (self->settings, "cpu-workers", workers);
     }
 
-  return g_strv_builder_end (builder);
-}
-
-static int
-tdm_window_count_replicas (TdmWindow *self)
-{
-  g_autoptr(GPtrArray) rows = tdm_window_get_rows (self);
-  int n = 0;
-
-  for (guint i = 0; i < rows->len; i++)
-    n += tdm_device_row_get_replicas (rows->pdata[i]);
-
-  return n;
-}
-
-/* Exactly one checked device is main whenever any is checked. */
-static void
-tdm_window_fix_main (TdmWindow *self)
-{
-  g_autoptr(GPtrArray) rows = tdm_window_get_rows (self);
-  TdmDeviceRow *first = NULL;
-
-  for (guint i = 0; i < rows->len; i++)
-    {
-      TdmDeviceRow *row = rows->pdata[i];
-
-      if (!tdm_device_row_get_active (row))
-        continue;
-      if (tdm_device_row_get_main (row))
-        return;
-      if (first == NULL)
-        first = row;
-    }
-
-  if (first != NULL)
-    tdm_device_row_set_main (first, TRUE);
-}
-
-static void
-tdm_window_save_devices (TdmWindow *self)
-{
-  g_autoptr(GPtrArray) rows = NULL;
-  g_autoptr(GStrvBuilder) builder = NULL;
-  g_auto(GStrv) ids = NULL;
-
-  if (self->restoring)
-    return;
-
-  rows = tdm_window_get_rows (self);
-  builder = g_strv_builder_new ();
-  for (guint i = 0; i < rows->len; i++)
-    {
-      TdmDeviceRow *row = rows->pdata[i];
-
-      if (tdm_device_row_get_active (row))
-        g_strv_builder_add (builder, tdm_device_row_get_id (row));
-      if (tdm_device_row_get_active (row) && tdm_device_row_get_main (row))
-        g_settings_set_string (self->settings, "main-device", tdm_device_row_get_id (row));
-      if (tdm_device_row_is_cpu (row))
-        g_settings_set_int (self->settings, "cpu-workers", tdm_device_row_get_workers (row));
-    }
-  ids = g_strv_builder_end (builder);
-  g_settings_set_strv (self->settings, "devices", (const char * const *) ids);
-}
-
-static void
-tdm_window_device_changed (TdmWindow    *self,
-                           TdmDeviceRow *row)
-{
-  if (self->restoring)
-    return;
-
-  self->restoring = TRUE;
-  tdm_window_fix_main (self);
-  self->restoring = FALSE;
-
-  tdm_window_save_devices (self);
   tdm_window_update_state (self);
 }
 
@@ -311,63 +191,17 @@ tdm_window_set_devices (TdmWindow *self,
 {
   g_auto(GStrv) chosen = NULL;
   g_autofree char *main_id = NULL;
-  TdmDeviceRow *group = NULL;
-  gboolean any_gpu = FALSE;
-  GtkWidget *child;
 
   g_return_if_fail (TDM_IS_WINDOW (self));
   g_return_if_fail (devices != NULL);
-  g_return_if_fail (g_array_get_element_size (devices) == sizeof (TdmDeviceInfo));
-
-  g_clear_pointer (&self->devices, g_array_unref);
-  self->devices = g_array_ref (devices);
-
-  while ((child = gtk_widget_get_first_child (GTK_WIDGET (self->device_list))))
-    gtk_list_box_remove (self->device_list, child);
 
   chosen = g_settings_get_strv (self->settings, "devices");
   main_id = g_settings_get_string (self->settings, "main-device");
-  for (guint i = 0; i < devices->len; i++)
-    any_gpu |= g_array_index (devices, TdmDeviceInfo, i).kind != TDM_BACKEND_CPU;
 
   self->restoring = TRUE;
-  for (guint i = 0; i < devices->len; i++)
-    {
-      const TdmDeviceInfo *info = &g_array_index (devices, TdmDeviceInfo, i);
-      TdmDeviceRow *row = TDM_DEVICE_ROW (tdm_device_row_new (info));
-      gboolean active;
-
-      /* With nothing remembered: every GPU, or the CPU when there is none. */
-      if (chosen[0] != NULL)
-        active = g_strv_contains ((const char * const *) chosen, info->id);
-      else
-        active = any_gpu ? info->kind != TDM_BACKEND_CPU : TRUE;
-
-      if (info->kind == TDM_BACKEND_CPU)
-        tdm_device_row_set_workers (row, g_settings_get_int (self->settings, "cpu-workers"));
-      tdm_device_row_set_group (row, group);
-      if (group == NULL)
-        group = row;
-      tdm_device_row_set_active (row, active);
-      if (active && g_strcmp0 (main_id, info->id) == 0)
-        tdm_device_row_set_main (row, TRUE);
-
-      g_signal_connect_object (row, "changed",
-                               G_CALLBACK (tdm_window_device_changed), self,
-                               G_CONNECT_SWAPPED);
-      gtk_list_box_append (self->device_list, GTK_WIDGET (row));
-    }
-
-  /* A remembered choice of devices that are all gone now: fall back to the default. */
-  if (tdm_window_count_replicas (self) == 0)
-    {
-      g_autoptr(GPtrArray) rows = tdm_window_get_rows (self);
-
-      for (guint i = 0; i < rows->len; i++)
-        tdm_device_row_set_active (rows->pdata[i],
-                                   any_gpu ? !tdm_device_row_is_cpu (rows->pdata[i]) : TRUE);
-    }
-  tdm_window_fix_main (self);
+  tdm_device_picker_set_devices (self->device_picker, devices,
+                                 (const char * const *) chosen, main_id,
+                                 g_settings_get_int (self->settings, "cpu-workers"));
   self->restoring = FALSE;
 
   tdm_window_update_state (self);
@@ -415,7 +249,7 @@ static void
 tdm_window_update_split (TdmWindow *self)
 {
   int batch = gtk_spin_button_get_value_as_int (self->batch_spin);
-  int replicas = tdm_window_count_replicas (self);
+  int replicas = tdm_device_picker_count_replicas (self->device_picker);
   g_autofree char *text = describe_split (batch, replicas);
   gboolean ok = replicas > 0 && batch >= replicas;
 
@@ -448,14 +282,14 @@ tdm_window_update_state (TdmWindow *self)
   gboolean running = self->run != NULL;
   gboolean stopping = running && tdm_run_is_stopping (self->run);
   gboolean paused = running && tdm_run_get_paused (self->run);
-  int replicas = tdm_window_count_replicas (self);
+  int replicas = tdm_device_picker_count_replicas (self->device_picker);
   int batch = gtk_spin_button_get_value_as_int (self->batch_spin);
   gboolean can_start;
 
   tdm_window_update_split (self);
 
   can_start = !running &&
-              self->dataset_ready &&
+              tdm_dataset_chooser_get_ready (self->dataset_chooser) &&
               tdm_spec_entry_get_valid (self->spec_entry) &&
               replicas > 0 &&
               batch >= replicas;
@@ -493,162 +327,25 @@ tdm_window_update_state (TdmWindow *self)
 
 /* Dataset ----------------------------------------------------------------- */
 
-static const char *
-tdm_window_get_dataset_source (TdmWindow *self)
-{
-  guint selected = gtk_drop_down_get_selected (self->dataset_dropdown);
-
-  if (selected < G_N_ELEMENTS (dataset_ids))
-    return dataset_ids[selected];
-  if (selected == DATASET_FOLDER && self->dataset_folder != NULL)
-    return self->dataset_folder;
-
-  return dataset_ids[DATASET_FASHION_MNIST];
-}
-
-static void
-dataset_load_thread (GTask        *task,
-                     gpointer      source_object,
-                     gpointer      task_data,
-                     GCancellable *cancellable)
-{
-  g_autoptr(TdmDatasetPair) pair = NULL;
-  GError *error = NULL;
-  DatasetFacts *facts;
-
-  pair = tdm_dataset_open (task_data, &error);
-  if (pair == NULL)
-    {
-      g_task_return_error (task, error);
-      return;
-    }
-
-  facts = g_new0 (DatasetFacts, 1);
-  facts->count = pair->train->count;
-  facts->test_count = pair->test ? pair->test->count : 0;
-  facts->height = pair->train->height;
-  facts->width = pair->train->width;
-  facts->channels = pair->train->channels;
-  facts->classes = pair->train->classes;
-  g_task_return_pointer (task, facts, g_free);
-}
-
-static void
-dataset_weak_ref_free (gpointer data)
-{
-  g_weak_ref_clear (data);
-  g_free (data);
-}
-
-static void
-dataset_loaded (GObject      *source_object,
-                GAsyncResult *result,
-                gpointer      user_data)
-{
-  g_autoptr(TdmWindow) self = g_weak_ref_get (user_data);
-  g_autoptr(GError) error = NULL;
-  g_autofree DatasetFacts *facts = NULL;
-  g_autofree char *train = NULL;
-  g_autofree char *test = NULL;
-  g_autofree char *text = NULL;
-
-  facts = g_task_propagate_pointer (G_TASK (result), &error);
-
-  /* Gone, or superseded by another choice. */
-  if (self == NULL || g_task_get_cancellable (G_TASK (result)) != self->dataset_cancellable)
-    return;
-  g_clear_object (&self->dataset_cancellable);
-
-  gtk_spinner_stop (self->dataset_spinner);
-  gtk_widget_set_visible (GTK_WIDGET (self->dataset_spinner), FALSE);
-
-  if (facts == NULL)
-    {
-      self->dataset_ready = FALSE;
-      gtk_label_set_label (self->dataset_info_label, error->message);
-      gtk_widget_add_css_class (GTK_WIDGET (self->dataset_info_label), "error");
-      gtk_widget_remove_css_class (GTK_WIDGET (self->dataset_info_label), "dim-label");
-      tdm_window_set_subtitle (self, _("The dataset could not be loaded"));
-      tdm_window_update_state (self);
-      return;
-    }
-
-  self->dataset = *facts;
-  self->dataset_ready = TRUE;
-
-  train = g_strdup_printf ("%'d", facts->count);
-  test = g_strdup_printf ("%'d", facts->test_count);
-  /* Translators: the dataset's figures: training images, test images, classes,
-   * then height × width × channels of each image */
-  text = g_strdup_printf (_("%s training and %s test images\n%d classes · %d × %d × %d"),
-                          train, test, facts->classes,
-                          facts->height, facts->width, facts->channels);
-  gtk_label_set_label (self->dataset_info_label, text);
-  gtk_widget_remove_css_class (GTK_WIDGET (self->dataset_info_label), "error");
-  gtk_widget_add_css_class (GTK_WIDGET (self->dataset_info_label), "dim-label");
-  tdm_window_set_subtitle (self, NULL);
-
-  tdm_spec_entry_set_shape (self->spec_entry, facts->height, facts->width,
-                            facts->channels, facts->classes);
-  tdm_window_update_state (self);
-}
-
-static void
-tdm_window_load_dataset (TdmWindow *self)
-{
-  g_autoptr(GTask) task = NULL;
-  GWeakRef *weak;
-
-  if (self->dataset_cancellable != NULL)
-    g_cancellable_cancel (self->dataset_cancellable);
-  g_clear_object (&self->dataset_cancellable);
-  self->dataset_cancellable = g_cancellable_new ();
-  self->dataset_ready = FALSE;
-
-  gtk_widget_set_visible (GTK_WIDGET (self->dataset_spinner), TRUE);
-  gtk_spinner_start (self->dataset_spinner);
-  gtk_label_set_label (self->dataset_info_label, _("Loading…"));
-  gtk_widget_remove_css_class (GTK_WIDGET (self->dataset_info_label), "error");
-  gtk_widget_add_css_class (GTK_WIDGET (self->dataset_info_label), "dim-label");
-
-  /* No source object: a window that closes meanwhile is not kept alive by the task. */
-  weak = g_new0 (GWeakRef, 1);
-  g_weak_ref_init (weak, self);
-  task = g_task_new (NULL, self->dataset_cancellable, dataset_loaded, weak);
-  g_task_set_source_tag (task, tdm_window_load_dataset);
-  g_task_set_task_data (task, g_strdup (tdm_window_get_dataset_source (self)), g_free);
-  g_object_set_data_full (G_OBJECT (task), "weak-ref", weak, dataset_weak_ref_free);
-  g_task_run_in_thread (task, dataset_load_thread);
-
-  tdm_window_update_state (self);
-}
-
 static void
 tdm_window_dataset_changed (TdmWindow *self)
 {
   if (!self->restoring)
-    g_settings_set_string (self->settings, "dataset", tdm_window_get_dataset_source (self));
+    g_settings_set_string (self->settings, "dataset",
+                           tdm_dataset_chooser_get_source (self->dataset_chooser));
 
-  tdm_window_load_dataset (self);
+  tdm_window_update_state (self);
 }
 
-/* Puts the opened folder in the drop-down (as its fourth entry) and selects it. */
 static void
-tdm_window_set_dataset_folder (TdmWindow  *self,
-                               const char *folder)
+tdm_window_dataset_ready (TdmWindow *self)
 {
-  g_autofree char *name = g_path_get_basename (folder);
-  const char *items[] = { name, NULL };
-  guint n = g_list_model_get_n_items (G_LIST_MODEL (self->dataset_model));
+  int height, width, channels, classes;
 
-  g_free (self->dataset_folder);
-  self->dataset_folder = g_strdup (folder);
+  if (tdm_dataset_chooser_get_shape (self->dataset_chooser, &height, &width, &channels, &classes))
+    tdm_spec_entry_set_shape (self->spec_entry, height, width, channels, classes);
 
-  gtk_string_list_splice (self->dataset_model, DATASET_FOLDER, n - DATASET_FOLDER, items);
-  if (gtk_drop_down_get_selected (self->dataset_dropdown) != DATASET_FOLDER)
-    gtk_drop_down_set_selected (self->dataset_dropdown, DATASET_FOLDER);
-  else if (!self->restoring)
-    tdm_window_dataset_changed (self);
+  tdm_window_update_state (self);
 }
 
 /* Network ----------------------------------------------------------------- */
@@ -659,7 +356,7 @@ tdm_window_network_changed (TdmWindow *self)
   guint selected = gtk_drop_down_get_selected (self->network_dropdown);
   gboolean custom = selected == NETWORK_CUSTOM;
 
-  if (selected >= G_N_ELEMENTS (network_ids))
+  if (selected > NETWORK_CUSTOM)
     return;
 
   if (!self->restoring)
@@ -736,14 +433,8 @@ bind_choice (TdmWindow          *self,
 static void
 tdm_window_restore (TdmWindow *self)
 {
-  static const char *optimizers[] = { "sgd", "momentum", "adam", NULL };
-  static const char *strategies[] = { "main", "allreduce", NULL };
-  static const char *networks[] = { "mlp", "cnn", "custom", NULL };
   g_autofree char *dataset = NULL;
   g_autofree char *network = NULL;
-
-  G_STATIC_ASSERT (G_N_ELEMENTS (optimizers) == G_N_ELEMENTS (optimizer_ids) + 1);
-  G_STATIC_ASSERT (G_N_ELEMENTS (strategies) == G_N_ELEMENTS (strategy_ids) + 1);
 
   self->restoring = TRUE;
 
@@ -756,21 +447,17 @@ tdm_window_restore (TdmWindow *self)
   g_settings_bind (self->settings, "batch", self->batch_spin, "value", G_SETTINGS_BIND_DEFAULT);
   g_settings_bind (self->settings, "epochs", self->epochs_spin, "value", G_SETTINGS_BIND_DEFAULT);
   g_settings_bind (self->settings, "learning-rate", self->lr_spin, "value", G_SETTINGS_BIND_DEFAULT);
-  bind_choice (self, "optimizer", self->optimizer_dropdown, optimizers);
-  bind_choice (self, "strategy", self->strategy_dropdown, strategies);
+  bind_choice (self, "optimizer", self->optimizer_dropdown, optimizer_ids);
+  bind_choice (self, "strategy", self->strategy_dropdown, strategy_ids);
 
   self->custom_spec = g_settings_get_string (self->settings, "spec");
   network = g_settings_get_string (self->settings, "network");
-  for (guint i = 0; networks[i] != NULL; i++)
-    if (g_str_equal (network, networks[i]))
+  for (guint i = 0; network_ids[i] != NULL; i++)
+    if (g_str_equal (network, network_ids[i]))
       gtk_drop_down_set_selected (self->network_dropdown, i);
 
   dataset = g_settings_get_string (self->settings, "dataset");
-  for (guint i = 0; i < G_N_ELEMENTS (dataset_ids); i++)
-    if (g_str_equal (dataset, dataset_ids[i]))
-      gtk_drop_down_set_selected (self->dataset_dropdown, i);
-  if (g_path_is_absolute (dataset))
-    tdm_window_set_dataset_folder (self, dataset);
+  tdm_dataset_chooser_set_source (self->dataset_chooser, dataset);
 
   self->restoring = FALSE;
 }
@@ -797,7 +484,7 @@ tdm_window_build_config (TdmWindow  *self,
   guint strategy = gtk_drop_down_get_selected (self->strategy_dropdown);
 
   g_free (config->dataset);
-  config->dataset = g_strdup (tdm_window_get_dataset_source (self));
+  config->dataset = g_strdup (tdm_dataset_chooser_get_source (self->dataset_chooser));
 
   g_free (config->network);
   if (network == NETWORK_CUSTOM)
@@ -806,7 +493,7 @@ tdm_window_build_config (TdmWindow  *self,
     config->network = g_strdup (network_ids[MIN (network, NETWORK_CNN)]);
 
   g_strfreev (config->devices);
-  config->devices = tdm_window_get_replica_devices (self, &config->main_replica);
+  config->devices = tdm_device_picker_get_replicas (self->device_picker, &config->main_replica);
 
   config->batch = gtk_spin_button_get_value_as_int (self->batch_spin);
   config->epochs = gtk_spin_button_get_value_as_int (self->epochs_spin);
@@ -990,44 +677,13 @@ tdm_window_new_chooser (TdmWindow            *self,
 }
 
 static void
-tdm_window_folder_chosen (TdmWindow       *self,
-                          int              response,
-                          GtkNativeDialog *dialog)
-{
-  g_autoptr(GFile) file = NULL;
-  g_autofree char *path = NULL;
-
-  if (response == GTK_RESPONSE_ACCEPT)
-    file = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (dialog));
-  tdm_window_chooser_done (self);
-
-  if (file == NULL)
-    return;
-
-  path = g_file_get_path (file);
-  if (path == NULL)
-    {
-      tdm_window_show_error (self, _("The dataset could not be read."),
-                             _("Only folders on this computer can be opened."));
-      return;
-    }
-
-  tdm_window_set_dataset_folder (self, path);
-}
-
-static void
 tdm_window_open_folder (GtkWidget  *widget,
                         const char *action_name,
                         GVariant   *parameter)
 {
   TdmWindow *self = TDM_WINDOW (widget);
-  GtkFileChooser *chooser;
 
-  chooser = tdm_window_new_chooser (self, _("Open Dataset Folder"),
-                                    GTK_FILE_CHOOSER_ACTION_SELECT_FOLDER, _("_Open"));
-  g_signal_connect_object (chooser, "response", G_CALLBACK (tdm_window_folder_chosen),
-                           self, G_CONNECT_SWAPPED);
-  gtk_native_dialog_show (self->chooser);
+  tdm_dataset_chooser_open_folder (self->dataset_chooser);
 }
 
 static void
@@ -1158,10 +814,6 @@ tdm_window_dispose (GObject *object)
 {
   TdmWindow *self = (TdmWindow *)object;
 
-  if (self->dataset_cancellable != NULL)
-    g_cancellable_cancel (self->dataset_cancellable);
-  g_clear_object (&self->dataset_cancellable);
-
   /* Dropping the run cancels its trainer; its thread winds down on its own. */
   if (self->run != NULL)
     tdm_run_stop (self->run);
@@ -1179,8 +831,6 @@ tdm_window_finalize (GObject *object)
   TdmWindow *self = (TdmWindow *)object;
 
   g_clear_object (&self->settings);
-  g_clear_pointer (&self->devices, g_array_unref);
-  g_free (self->dataset_folder);
   g_free (self->custom_spec);
 
   G_OBJECT_CLASS (tdm_window_parent_class)->finalize (object);
@@ -1230,6 +880,8 @@ tdm_window_class_init (TdmWindowClass *klass)
                           G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
   g_object_class_install_properties (object_class, N_PROPS, properties);
 
+  g_type_ensure (TDM_TYPE_DATASET_CHOOSER);
+  g_type_ensure (TDM_TYPE_DEVICE_PICKER);
   g_type_ensure (TDM_TYPE_SPEC_ENTRY);
   g_type_ensure (TDM_TYPE_DASHBOARD);
 
@@ -1244,13 +896,10 @@ tdm_window_class_init (TdmWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, error_label);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, sidebar);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, dataset_heading);
-  gtk_widget_class_bind_template_child (widget_class, TdmWindow, dataset_dropdown);
-  gtk_widget_class_bind_template_child (widget_class, TdmWindow, dataset_model);
-  gtk_widget_class_bind_template_child (widget_class, TdmWindow, dataset_spinner);
-  gtk_widget_class_bind_template_child (widget_class, TdmWindow, dataset_info_label);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, dataset_chooser);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, network_dropdown);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, spec_entry);
-  gtk_widget_class_bind_template_child (widget_class, TdmWindow, device_list);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, device_picker);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, batch_spin);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, batch_split_label);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, epochs_spin);
@@ -1277,11 +926,18 @@ tdm_window_init (TdmWindow *self)
 
   self->settings = g_settings_new (TDM_APP_ID);
 
-  tdm_window_restore (self);
-
-  g_signal_connect_object (self->dataset_dropdown, "notify::selected",
+  g_signal_connect_object (self->dataset_chooser, "notify::source",
                            G_CALLBACK (tdm_window_dataset_changed), self,
                            G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->dataset_chooser, "notify::ready",
+                           G_CALLBACK (tdm_window_dataset_ready), self,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->device_picker, "changed",
+                           G_CALLBACK (tdm_window_devices_changed), self,
+                           G_CONNECT_SWAPPED);
+
+  tdm_window_restore (self);
+
   g_signal_connect_object (self->network_dropdown, "notify::selected",
                            G_CALLBACK (tdm_window_network_changed), self,
                            G_CONNECT_SWAPPED);
@@ -1303,7 +959,6 @@ tdm_window_init (TdmWindow *self)
 
   tdm_window_network_changed (self);
   tdm_window_set_subtitle (self, NULL);
-  tdm_window_load_dataset (self);
 }
 
 TdmWindow *

@@ -20,6 +20,8 @@
 #include "tdm-application.h"
 #include "tdm-chart.h"
 #include "tdm-dashboard.h"
+#include "tdm-dataset-chooser.h"
+#include "tdm-device-picker.h"
 #include "tdm-device-row.h"
 #include "tdm-device.h"
 #include "tdm-run.h"
@@ -117,13 +119,13 @@ fake_devices(gboolean with_gpus)
 static GPtrArray *
 device_rows(TdmWindow *window)
 {
-  GtkWidget *list = child(window, "device_list");
-  GPtrArray *rows = g_ptr_array_new();
+  return tdm_device_picker_get_rows(child(window, "device_picker"));
+}
 
-  for (GtkWidget *w = gtk_widget_get_first_child(list); w; w = gtk_widget_get_next_sibling(w))
-    if (TDM_IS_DEVICE_ROW(w))
-      g_ptr_array_add(rows, w);
-  return rows;
+static void
+set_dataset(TdmWindow *window, const char *source)
+{
+  tdm_dataset_chooser_set_source(child(window, "dataset_chooser"), source);
 }
 
 static TdmDeviceRow *
@@ -215,7 +217,7 @@ window_for_run(const char *spec, int batch, int epochs)
   tdm_window_set_devices(window, devices);
   tdm_device_row_set_active(cpu_row(window), TRUE);
   tdm_device_row_set_workers(cpu_row(window), 2);
-  gtk_drop_down_set_selected(child(window, "dataset_dropdown"), 2);
+  set_dataset(window, "synthetic");
   gtk_drop_down_set_selected(child(window, "network_dropdown"), 2);
   tdm_spec_entry_set_text(child(window, "spec_entry"), spec);
   set_batch(window, batch);
@@ -423,7 +425,7 @@ test_window_bad_spec(void)
   reset_settings();
   window = new_window();
   tdm_window_set_devices(window, devices);
-  gtk_drop_down_set_selected(child(window, "dataset_dropdown"), 2);
+  set_dataset(window, "synthetic");
   gtk_drop_down_set_selected(child(window, "network_dropdown"), 2);
   entry = child(window, "spec_entry");
 
@@ -475,7 +477,7 @@ test_window_start_error(void)
   reset_settings();
   window = new_window();
   tdm_window_set_devices(window, devices);
-  gtk_drop_down_set_selected(child(window, "dataset_dropdown"), 2);
+  set_dataset(window, "synthetic");
   gtk_drop_down_set_selected(child(window, "network_dropdown"), 2);
   tdm_spec_entry_set_text(child(window, "spec_entry"), "fc32,relu,fc10");
   g_assert_true(wait_for(can_start, window, 60));
@@ -498,7 +500,7 @@ test_window_start_error(void)
 static gboolean
 dataset_failed(gpointer data)
 {
-  return gtk_widget_has_css_class(child(data, "dataset_info_label"), "error");
+  return tdm_dataset_chooser_get_error(child(data, "dataset_chooser")) != NULL;
 }
 
 static void
@@ -517,14 +519,14 @@ test_window_bad_folder(void)
   tdm_window_set_devices(window, devices);
 
   g_assert_true(wait_for(dataset_failed, window, 30));
-  message = gtk_label_get_label(child(window, "dataset_info_label"));
+  message = tdm_dataset_chooser_get_error(child(window, "dataset_chooser"));
   g_test_message("%s", message);
   g_assert_cmpuint(strlen(message), >, 10);
   g_assert_false(tdm_window_get_can_start(window));
-  g_assert_cmpuint(gtk_drop_down_get_selected(child(window, "dataset_dropdown")), ==, 3);
+  g_assert_cmpstr(tdm_dataset_chooser_get_source(child(window, "dataset_chooser")), ==, dir);
 
   /* Still usable: a built-in set loads and the window can start. */
-  gtk_drop_down_set_selected(child(window, "dataset_dropdown"), 2);
+  set_dataset(window, "synthetic");
   g_assert_true(wait_for(can_start, window, 60));
 
   destroy_window(window);

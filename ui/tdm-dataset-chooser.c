@@ -1,0 +1,481 @@
+/* tdm-dataset-chooser.c: picks the dataset and says what it holds.
+ *
+ * Each choice starts a GTask on a worker thread that opens the dataset, reads its
+ * figures and frees it again. The task has no source object and its callback finds
+ * the chooser through a weak reference, so a window that closes while a large set
+ * is still being read is not kept alive by it; a newer choice cancels the older
+ * load, and a result that arrives for a superseded choice is dropped.
+ */
+
+#include <glib/gi18n.h>
+
+#include "tdm-dataset.h"
+#include "tdm-dataset-chooser.h"
+
+/* Positions in the drop-down; the folder entry exists once a folder is chosen. */
+enum {
+  DATASET_FASHION_MNIST,
+  DATASET_MNIST,
+  DATASET_SYNTHETIC,
+  DATASET_FOLDER,
+};
+
+static const char *builtin_ids[] = { "fashion-mnist", "mnist", "synthetic" };
+
+typedef struct
+{
+  int count, test_count;
+  int height, width, channels, classes;
+} DatasetFacts;
+
+struct _TdmDatasetChooser
+{
+  GtkWidget             parent_instance;
+
+  GtkDropDown          *dropdown;
+  GtkStringList        *model;
+  GtkSpinner           *spinner;
+  GtkLabel             *info_label;
+
+  char                 *folder;        /* the folder entry's path, or NULL */
+  GCancellable         *cancellable;   /* of the load under way */
+  DatasetFacts          facts;
+  char                 *error;
+  gboolean              ready;
+  GtkFileChooserNative *chooser;
+};
+
+enum {
+  PROP_0,
+  PROP_SOURCE,
+  PROP_READY,
+  N_PROPS
+};
+
+static GParamSpec *properties[N_PROPS];
+
+G_DEFINE_FINAL_TYPE (TdmDatasetChooser, tdm_dataset_chooser, GTK_TYPE_WIDGET)
+
+static void
+set_info (TdmDatasetChooser *self,
+          const char        *text,
+          gboolean           is_error)
+{
+  gtk_label_set_label (self->info_label, text);
+  if (is_error)
+    {
+      gtk_widget_add_css_class (GTK_WIDGET (self->info_label), "error");
+      gtk_widget_remove_css_class (GTK_WIDGET (self->info_label), "dim-label");
+    }
+  else
+    {
+      gtk_widget_remove_css_class (GTK_WIDGET (self->info_label), "error");
+      gtk_widget_add_css_class (GTK_WIDGET (self->info_label), "dim-label");
+    }
+}
+
+static void
+set_ready (TdmDatasetChooser *self,
+           gboolean           ready)
+{
+  if (self->ready == ready)
+    return;
+
+  self->ready = ready;
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_READY]);
+}
+
+static void
+load_thread (GTask        *task,
+             gpointer      source_object,
+             gpointer      task_data,
+             GCancellable *cancellable)
+{
+  g_autoptr(TdmDatasetPair) pair = NULL;
+  GError *error = NULL;
+  DatasetFacts *facts;
+
+  pair = tdm_dataset_open (task_data, &error);
+  if (pair == NULL)
+    {
+      g_task_return_error (task, error);
+      return;
+    }
+
+  facts = g_new0 (DatasetFacts, 1);
+  facts->count = pair->train->count;
+  facts->test_count = pair->test ? pair->test->count : 0;
+  facts->height = pair->train->height;
+  facts->width = pair->train->width;
+  facts->channels = pair->train->channels;
+  facts->classes = pair->train->classes;
+  g_task_return_pointer (task, facts, g_free);
+}
+
+static void
+weak_ref_free (gpointer data)
+{
+  g_weak_ref_clear (data);
+  g_free (data);
+}
+
+static void
+loaded (GObject      *source_object,
+        GAsyncResult *result,
+        gpointer      user_data)
+{
+  g_autoptr(TdmDatasetChooser) self = g_weak_ref_get (user_data);
+  g_autoptr(GError) error = NULL;
+  g_autofree DatasetFacts *facts = NULL;
+  g_autofree char *train = NULL;
+  g_autofree char *test = NULL;
+  g_autofree char *text = NULL;
+
+  facts = g_task_propagate_pointer (G_TASK (result), &error);
+
+  /* Gone, or superseded by another choice. */
+  if (self == NULL || g_task_get_cancellable (G_TASK (result)) != self->cancellable)
+    return;
+  g_clear_object (&self->cancellable);
+
+  gtk_spinner_stop (self->spinner);
+  gtk_widget_set_visible (GTK_WIDGET (self->spinner), FALSE);
+
+  if (facts == NULL)
+    {
+      self->error = g_strdup (error->message);
+      set_info (self, error->message, TRUE);
+      return;
+    }
+
+  self->facts = *facts;
+  train = g_strdup_printf ("%'d", facts->count);
+  test = g_strdup_printf ("%'d", facts->test_count);
+  /* Translators: the dataset's figures: training images, test images, classes,
+   * then height × width × channels of each image */
+  text = g_strdup_printf (_("%s training and %s test images\n%d classes · %d × %d × %d"),
+                          train, test, facts->classes,
+                          facts->height, facts->width, facts->channels);
+  set_info (self, text, FALSE);
+  set_ready (self, TRUE);
+}
+
+static void
+tdm_dataset_chooser_load (TdmDatasetChooser *self)
+{
+  g_autoptr(GTask) task = NULL;
+  GWeakRef *weak;
+
+  if (self->cancellable != NULL)
+    g_cancellable_cancel (self->cancellable);
+  g_clear_object (&self->cancellable);
+  g_clear_pointer (&self->error, g_free);
+  self->cancellable = g_cancellable_new ();
+  set_ready (self, FALSE);
+
+  gtk_widget_set_visible (GTK_WIDGET (self->spinner), TRUE);
+  gtk_spinner_start (self->spinner);
+  set_info (self, _("Loading…"), FALSE);
+
+  weak = g_new0 (GWeakRef, 1);
+  g_weak_ref_init (weak, self);
+  task = g_task_new (NULL, self->cancellable, loaded, weak);
+  g_task_set_source_tag (task, tdm_dataset_chooser_load);
+  g_task_set_task_data (task, g_strdup (tdm_dataset_chooser_get_source (self)), g_free);
+  g_object_set_data_full (G_OBJECT (task), "weak-ref", weak, weak_ref_free);
+  g_task_run_in_thread (task, load_thread);
+}
+
+static void
+tdm_dataset_chooser_selected_changed (TdmDatasetChooser *self)
+{
+  tdm_dataset_chooser_load (self);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_SOURCE]);
+}
+
+/* Puts a folder in the drop-down (as its fourth entry) and selects it. */
+static void
+tdm_dataset_chooser_set_folder (TdmDatasetChooser *self,
+                                const char        *folder)
+{
+  g_autofree char *name = g_path_get_basename (folder);
+  const char *items[] = { name, NULL };
+  guint n = g_list_model_get_n_items (G_LIST_MODEL (self->model));
+
+  g_free (self->folder);
+  self->folder = g_strdup (folder);
+
+  /* Replacing the selected entry must not load twice. */
+  g_signal_handlers_block_by_func (self->dropdown, tdm_dataset_chooser_selected_changed, self);
+  gtk_string_list_splice (self->model, DATASET_FOLDER, n - DATASET_FOLDER, items);
+  gtk_drop_down_set_selected (self->dropdown, DATASET_FOLDER);
+  g_signal_handlers_unblock_by_func (self->dropdown, tdm_dataset_chooser_selected_changed, self);
+
+  tdm_dataset_chooser_selected_changed (self);
+}
+
+static void
+tdm_dataset_chooser_folder_chosen (TdmDatasetChooser    *self,
+                                   int                   response,
+                                   GtkFileChooserNative *chooser)
+{
+  g_autoptr(GFile) file = NULL;
+  g_autofree char *path = NULL;
+
+  if (response == GTK_RESPONSE_ACCEPT)
+    file = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (chooser));
+  gtk_native_dialog_destroy (GTK_NATIVE_DIALOG (chooser));
+  g_clear_object (&self->chooser);
+
+  if (file == NULL)
+    return;
+
+  path = g_file_get_path (file);
+  if (path == NULL)
+    {
+      set_info (self, _("Only folders on this computer can be opened."), TRUE);
+      return;
+    }
+
+  tdm_dataset_chooser_set_folder (self, path);
+}
+
+void
+tdm_dataset_chooser_open_folder (TdmDatasetChooser *self)
+{
+  GtkRoot *root;
+
+  g_return_if_fail (TDM_IS_DATASET_CHOOSER (self));
+
+  if (self->chooser != NULL)
+    {
+      gtk_native_dialog_show (GTK_NATIVE_DIALOG (self->chooser));
+      return;
+    }
+
+  root = gtk_widget_get_root (GTK_WIDGET (self));
+  self->chooser = gtk_file_chooser_native_new (_("Open Dataset Folder"),
+                                               GTK_IS_WINDOW (root) ? GTK_WINDOW (root) : NULL,
+                                               GTK_FILE_CHOOSER_ACTION_SELECT_FOLDER,
+                                               _("_Open"), _("_Cancel"));
+  gtk_native_dialog_set_modal (GTK_NATIVE_DIALOG (self->chooser), TRUE);
+  if (self->folder != NULL)
+    {
+      g_autoptr(GFile) folder = g_file_new_for_path (self->folder);
+      g_autoptr(GFile) parent = g_file_get_parent (folder);
+
+      if (parent != NULL)
+        gtk_file_chooser_set_current_folder (GTK_FILE_CHOOSER (self->chooser), parent, NULL);
+    }
+  g_signal_connect_object (self->chooser, "response",
+                           G_CALLBACK (tdm_dataset_chooser_folder_chosen), self,
+                           G_CONNECT_SWAPPED);
+  gtk_native_dialog_show (GTK_NATIVE_DIALOG (self->chooser));
+}
+
+static void
+tdm_dataset_chooser_dispose (GObject *object)
+{
+  TdmDatasetChooser *self = (TdmDatasetChooser *)object;
+
+  if (self->cancellable != NULL)
+    g_cancellable_cancel (self->cancellable);
+  g_clear_object (&self->cancellable);
+
+  if (self->chooser != NULL)
+    gtk_native_dialog_destroy (GTK_NATIVE_DIALOG (self->chooser));
+  g_clear_object (&self->chooser);
+
+  gtk_widget_dispose_template (GTK_WIDGET (self), TDM_TYPE_DATASET_CHOOSER);
+  for (GtkWidget *child; (child = gtk_widget_get_first_child (GTK_WIDGET (self))); )
+    gtk_widget_unparent (child);
+
+  G_OBJECT_CLASS (tdm_dataset_chooser_parent_class)->dispose (object);
+}
+
+static void
+tdm_dataset_chooser_finalize (GObject *object)
+{
+  TdmDatasetChooser *self = (TdmDatasetChooser *)object;
+
+  g_free (self->folder);
+  g_free (self->error);
+
+  G_OBJECT_CLASS (tdm_dataset_chooser_parent_class)->finalize (object);
+}
+
+static void
+tdm_dataset_chooser_get_property (GObject    *object,
+                                  guint       prop_id,
+                                  GValue     *value,
+                                  GParamSpec *pspec)
+{
+  TdmDatasetChooser *self = TDM_DATASET_CHOOSER (object);
+
+  switch (prop_id)
+    {
+    case PROP_SOURCE:
+      g_value_set_string (value, tdm_dataset_chooser_get_source (self));
+      break;
+
+    case PROP_READY:
+      g_value_set_boolean (value, self->ready);
+      break;
+
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+tdm_dataset_chooser_set_property (GObject      *object,
+                                  guint         prop_id,
+                                  const GValue *value,
+                                  GParamSpec   *pspec)
+{
+  TdmDatasetChooser *self = TDM_DATASET_CHOOSER (object);
+
+  switch (prop_id)
+    {
+    case PROP_SOURCE:
+      tdm_dataset_chooser_set_source (self, g_value_get_string (value));
+      break;
+
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+tdm_dataset_chooser_class_init (TdmDatasetChooserClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->dispose = tdm_dataset_chooser_dispose;
+  object_class->finalize = tdm_dataset_chooser_finalize;
+  object_class->get_property = tdm_dataset_chooser_get_property;
+  object_class->set_property = tdm_dataset_chooser_set_property;
+
+  properties[PROP_SOURCE] =
+    g_param_spec_string ("source", NULL, NULL, "fashion-mnist",
+                         G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  properties[PROP_READY] =
+    g_param_spec_boolean ("ready", NULL, NULL, FALSE,
+                          G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+
+  gtk_widget_class_set_template_from_resource (widget_class,
+                                               "/io/github/tandem/Tandem/ui/tdm-dataset-chooser.ui");
+  gtk_widget_class_bind_template_child (widget_class, TdmDatasetChooser, dropdown);
+  gtk_widget_class_bind_template_child (widget_class, TdmDatasetChooser, model);
+  gtk_widget_class_bind_template_child (widget_class, TdmDatasetChooser, spinner);
+  gtk_widget_class_bind_template_child (widget_class, TdmDatasetChooser, info_label);
+  gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BOX_LAYOUT);
+  gtk_widget_class_set_accessible_role (widget_class, GTK_ACCESSIBLE_ROLE_GROUP);
+}
+
+static void
+tdm_dataset_chooser_init (TdmDatasetChooser *self)
+{
+  GtkLayoutManager *layout;
+
+  gtk_widget_init_template (GTK_WIDGET (self));
+
+  layout = gtk_widget_get_layout_manager (GTK_WIDGET (self));
+  gtk_orientable_set_orientation (GTK_ORIENTABLE (layout), GTK_ORIENTATION_VERTICAL);
+  gtk_box_layout_set_spacing (GTK_BOX_LAYOUT (layout), 6);
+
+  /* Nothing loads until a source is set (or picked): the owner chooses the first. */
+  g_signal_connect_object (self->dropdown, "notify::selected",
+                           G_CALLBACK (tdm_dataset_chooser_selected_changed), self,
+                           G_CONNECT_SWAPPED);
+}
+
+GtkWidget *
+tdm_dataset_chooser_new (void)
+{
+  return g_object_new (TDM_TYPE_DATASET_CHOOSER, NULL);
+}
+
+const char *
+tdm_dataset_chooser_get_source (TdmDatasetChooser *self)
+{
+  guint selected;
+
+  g_return_val_if_fail (TDM_IS_DATASET_CHOOSER (self), NULL);
+
+  selected = gtk_drop_down_get_selected (self->dropdown);
+  if (selected < G_N_ELEMENTS (builtin_ids))
+    return builtin_ids[selected];
+  if (selected == DATASET_FOLDER && self->folder != NULL)
+    return self->folder;
+
+  return builtin_ids[DATASET_FASHION_MNIST];
+}
+
+void
+tdm_dataset_chooser_set_source (TdmDatasetChooser *self,
+                                const char        *source)
+{
+  g_return_if_fail (TDM_IS_DATASET_CHOOSER (self));
+
+  if (source == NULL || source[0] == '\0')
+    source = builtin_ids[DATASET_FASHION_MNIST];
+
+  for (guint i = 0; i < G_N_ELEMENTS (builtin_ids); i++)
+    if (g_str_equal (source, builtin_ids[i]))
+      {
+        if (gtk_drop_down_get_selected (self->dropdown) == i && self->cancellable == NULL &&
+            (self->ready || self->error != NULL))
+          return;
+
+        g_signal_handlers_block_by_func (self->dropdown, tdm_dataset_chooser_selected_changed, self);
+        gtk_drop_down_set_selected (self->dropdown, i);
+        g_signal_handlers_unblock_by_func (self->dropdown, tdm_dataset_chooser_selected_changed, self);
+        tdm_dataset_chooser_selected_changed (self);
+        return;
+      }
+
+  tdm_dataset_chooser_set_folder (self, source);
+}
+
+gboolean
+tdm_dataset_chooser_get_ready (TdmDatasetChooser *self)
+{
+  g_return_val_if_fail (TDM_IS_DATASET_CHOOSER (self), FALSE);
+
+  return self->ready;
+}
+
+gboolean
+tdm_dataset_chooser_get_shape (TdmDatasetChooser *self,
+                               int               *height,
+                               int               *width,
+                               int               *channels,
+                               int               *classes)
+{
+  g_return_val_if_fail (TDM_IS_DATASET_CHOOSER (self), FALSE);
+
+  if (!self->ready)
+    return FALSE;
+
+  if (height != NULL)
+    *height = self->facts.height;
+  if (width != NULL)
+    *width = self->facts.width;
+  if (channels != NULL)
+    *channels = self->facts.channels;
+  if (classes != NULL)
+    *classes = self->facts.classes;
+
+  return TRUE;
+}
+
+const char *
+tdm_dataset_chooser_get_error (TdmDatasetChooser *self)
+{
+  g_return_val_if_fail (TDM_IS_DATASET_CHOOSER (self), NULL);
+
+  return self->error;
+}

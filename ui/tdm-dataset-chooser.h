@@ -1,0 +1,41 @@
+/* tdm-dataset-chooser.h: picks the dataset and says what it holds.
+ *
+ * A drop-down of the built-in sets (Fashion-MNIST, MNIST, synthetic) plus the last
+ * folder opened, a button that opens a folder of IDX files or CIFAR-10 batches,
+ * and a line with the dataset's size, classes and image shape, or why it could not
+ * be read. The dataset is loaded on a worker thread to learn those figures and then
+ * let go: the trainer loads it again for itself.
+ */
+
+#pragma once
+
+#include <gtk/gtk.h>
+
+G_BEGIN_DECLS
+
+#define TDM_TYPE_DATASET_CHOOSER (tdm_dataset_chooser_get_type ())
+
+G_DECLARE_FINAL_TYPE (TdmDatasetChooser, tdm_dataset_chooser, TDM, DATASET_CHOOSER, GtkWidget)
+
+GtkWidget  *tdm_dataset_chooser_new         (void);
+
+/* Property "source": "fashion-mnist", "mnist", "synthetic" or a folder's path, as
+ * tdm_dataset_open() takes it. Setting it starts loading. */
+const char *tdm_dataset_chooser_get_source  (TdmDatasetChooser *self);
+void        tdm_dataset_chooser_set_source  (TdmDatasetChooser *self,
+                                             const char        *source);
+
+/* Asks for a folder (a file chooser transient for the window) and uses it. */
+void        tdm_dataset_chooser_open_folder (TdmDatasetChooser *self);
+
+/* Property "ready": the source has loaded; its figures are then known. */
+gboolean    tdm_dataset_chooser_get_ready   (TdmDatasetChooser *self);
+gboolean    tdm_dataset_chooser_get_shape   (TdmDatasetChooser *self,
+                                             int               *height,
+                                             int               *width,
+                                             int               *channels,
+                                             int               *classes);
+/* Why the source could not be loaded, or NULL. */
+const char *tdm_dataset_chooser_get_error   (TdmDatasetChooser *self);
+
+G_END_DECLS

@@ -1,0 +1,272 @@
+/* tdm-device-picker.c: the list of devices to train on.
+ *
+ * A GtkListBox of TdmDeviceRows in a frame. The rows' "Main" buttons share one
+ * radio group; when the main device is unchecked, the first checked device becomes
+ * main, so a run always has one.
+ */
+
+#include <glib/gi18n.h>
+
+#include "tdm-device.h"
+#include "tdm-device-picker.h"
+#include "tdm-device-row.h"
+
+struct _TdmDevicePicker
+{
+  GtkWidget   parent_instance;
+
+  GtkWidget  *frame;
+  GtkListBox *list;
+  gboolean    filling;   /* while rows are made: one "changed" at the end */
+};
+
+enum {
+  CHANGED,
+  N_SIGNALS
+};
+
+static guint signals[N_SIGNALS];
+
+G_DEFINE_FINAL_TYPE (TdmDevicePicker, tdm_device_picker, GTK_TYPE_WIDGET)
+
+GPtrArray *
+tdm_device_picker_get_rows (TdmDevicePicker *self)
+{
+  GPtrArray *rows = g_ptr_array_new ();
+
+  g_return_val_if_fail (TDM_IS_DEVICE_PICKER (self), rows);
+
+  for (GtkWidget *child = gtk_widget_get_first_child (GTK_WIDGET (self->list));
+       child != NULL;
+       child = gtk_widget_get_next_sibling (child))
+    if (TDM_IS_DEVICE_ROW (child))
+      g_ptr_array_add (rows, child);
+
+  return rows;
+}
+
+/* Exactly one checked device is main whenever any is checked. */
+static void
+tdm_device_picker_fix_main (TdmDevicePicker *self)
+{
+  g_autoptr(GPtrArray) rows = tdm_device_picker_get_rows (self);
+  TdmDeviceRow *first = NULL;
+
+  for (guint i = 0; i < rows->len; i++)
+    {
+      TdmDeviceRow *row = rows->pdata[i];
+
+      if (!tdm_device_row_get_active (row))
+        continue;
+      if (tdm_device_row_get_main (row))
+        return;
+      if (first == NULL)
+        first = row;
+    }
+
+  if (first != NULL)
+    tdm_device_row_set_main (first, TRUE);
+}
+
+static void
+tdm_device_picker_row_changed (TdmDevicePicker *self)
+{
+  if (self->filling)
+    return;
+
+  self->filling = TRUE;
+  tdm_device_picker_fix_main (self);
+  self->filling = FALSE;
+
+  g_signal_emit (self, signals[CHANGED], 0);
+}
+
+void
+tdm_device_picker_set_devices (TdmDevicePicker    *self,
+                               GArray             *devices,
+                               const char * const *chosen,
+                               const char         *main_id,
+                               int                 cpu_workers)
+{
+  g_autoptr(GPtrArray) rows = NULL;
+  TdmDeviceRow *group = NULL;
+  gboolean any_gpu = FALSE;
+  gboolean remembered = chosen != NULL && chosen[0] != NULL;
+  GtkWidget *child;
+
+  g_return_if_fail (TDM_IS_DEVICE_PICKER (self));
+  g_return_if_fail (devices != NULL);
+  g_return_if_fail (g_array_get_element_size (devices) == sizeof (TdmDeviceInfo));
+
+  self->filling = TRUE;
+
+  while ((child = gtk_widget_get_first_child (GTK_WIDGET (self->list))))
+    gtk_list_box_remove (self->list, child);
+
+  for (guint i = 0; i < devices->len; i++)
+    any_gpu |= g_array_index (devices, TdmDeviceInfo, i).kind != TDM_BACKEND_CPU;
+
+  for (guint i = 0; i < devices->len; i++)
+    {
+      const TdmDeviceInfo *info = &g_array_index (devices, TdmDeviceInfo, i);
+      TdmDeviceRow *row = TDM_DEVICE_ROW (tdm_device_row_new (info));
+      gboolean active;
+
+      if (remembered)
+        active = g_strv_contains (chosen, info->id);
+      else
+        active = any_gpu ? info->kind != TDM_BACKEND_CPU : TRUE;
+
+      if (info->kind == TDM_BACKEND_CPU && cpu_workers > 0)
+        tdm_device_row_set_workers (row, cpu_workers);
+      tdm_device_row_set_group (row, group);
+      if (group == NULL)
+        group = row;
+      tdm_device_row_set_active (row, active);
+      if (active && g_strcmp0 (main_id, info->id) == 0)
+        tdm_device_row_set_main (row, TRUE);
+
+      g_signal_connect_object (row, "changed",
+                               G_CALLBACK (tdm_device_picker_row_changed), self,
+                               G_CONNECT_SWAPPED);
+      gtk_list_box_append (self->list, GTK_WIDGET (row));
+    }
+
+  /* What was remembered is gone (another machine, a GPU less): the default. */
+  if (tdm_device_picker_count_replicas (self) == 0)
+    {
+      rows = tdm_device_picker_get_rows (self);
+      for (guint i = 0; i < rows->len; i++)
+        tdm_device_row_set_active (rows->pdata[i],
+                                   any_gpu ? !tdm_device_row_is_cpu (rows->pdata[i]) : TRUE);
+    }
+
+  tdm_device_picker_fix_main (self);
+  self->filling = FALSE;
+
+  g_signal_emit (self, signals[CHANGED], 0);
+}
+
+char **
+tdm_device_picker_get_replicas (TdmDevicePicker *self,
+                                int             *main_replica)
+{
+  g_autoptr(GPtrArray) rows = tdm_device_picker_get_rows (self);
+  g_autoptr(GStrvBuilder) builder = g_strv_builder_new ();
+  int n = 0, main = 0;
+
+  for (guint i = 0; i < rows->len; i++)
+    {
+      TdmDeviceRow *row = rows->pdata[i];
+      int replicas = tdm_device_row_get_replicas (row);
+
+      if (replicas > 0 && tdm_device_row_get_main (row))
+        main = n;
+      for (int k = 0; k < replicas; k++)
+        g_strv_builder_add (builder, tdm_device_row_get_id (row));
+      n += replicas;
+    }
+
+  if (main_replica != NULL)
+    *main_replica = main;
+
+  return g_strv_builder_end (builder);
+}
+
+int
+tdm_device_picker_count_replicas (TdmDevicePicker *self)
+{
+  g_autoptr(GPtrArray) rows = tdm_device_picker_get_rows (self);
+  int n = 0;
+
+  for (guint i = 0; i < rows->len; i++)
+    n += tdm_device_row_get_replicas (rows->pdata[i]);
+
+  return n;
+}
+
+char **
+tdm_device_picker_get_chosen (TdmDevicePicker *self)
+{
+  g_autoptr(GPtrArray) rows = tdm_device_picker_get_rows (self);
+  g_autoptr(GStrvBuilder) builder = g_strv_builder_new ();
+
+  for (guint i = 0; i < rows->len; i++)
+    if (tdm_device_row_get_active (rows->pdata[i]))
+      g_strv_builder_add (builder, tdm_device_row_get_id (rows->pdata[i]));
+
+  return g_strv_builder_end (builder);
+}
+
+const char *
+tdm_device_picker_get_main_id (TdmDevicePicker *self)
+{
+  g_autoptr(GPtrArray) rows = tdm_device_picker_get_rows (self);
+
+  for (guint i = 0; i < rows->len; i++)
+    if (tdm_device_row_get_active (rows->pdata[i]) && tdm_device_row_get_main (rows->pdata[i]))
+      return tdm_device_row_get_id (rows->pdata[i]);
+
+  return NULL;
+}
+
+int
+tdm_device_picker_get_cpu_workers (TdmDevicePicker *self)
+{
+  g_autoptr(GPtrArray) rows = tdm_device_picker_get_rows (self);
+
+  for (guint i = 0; i < rows->len; i++)
+    if (tdm_device_row_is_cpu (rows->pdata[i]))
+      return tdm_device_row_get_workers (rows->pdata[i]);
+
+  return 0;
+}
+
+static void
+tdm_device_picker_dispose (GObject *object)
+{
+  TdmDevicePicker *self = (TdmDevicePicker *)object;
+
+  g_clear_pointer (&self->frame, gtk_widget_unparent);
+
+  G_OBJECT_CLASS (tdm_device_picker_parent_class)->dispose (object);
+}
+
+static void
+tdm_device_picker_class_init (TdmDevicePickerClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->dispose = tdm_device_picker_dispose;
+
+  signals[CHANGED] =
+    g_signal_new ("changed",
+                  G_TYPE_FROM_CLASS (klass),
+                  G_SIGNAL_RUN_LAST,
+                  0, NULL, NULL, NULL,
+                  G_TYPE_NONE, 0);
+
+  gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
+}
+
+static void
+tdm_device_picker_init (TdmDevicePicker *self)
+{
+  self->list = GTK_LIST_BOX (gtk_list_box_new ());
+  gtk_list_box_set_selection_mode (self->list, GTK_SELECTION_NONE);
+  gtk_widget_add_css_class (GTK_WIDGET (self->list), "device-list");
+  gtk_accessible_update_property (GTK_ACCESSIBLE (self->list),
+                                  GTK_ACCESSIBLE_PROPERTY_LABEL, _("Devices"),
+                                  -1);
+
+  self->frame = gtk_frame_new (NULL);
+  gtk_frame_set_child (GTK_FRAME (self->frame), GTK_WIDGET (self->list));
+  gtk_widget_set_parent (self->frame, GTK_WIDGET (self));
+}
+
+GtkWidget *
+tdm_device_picker_new (void)
+{
+  return g_object_new (TDM_TYPE_DEVICE_PICKER, NULL);
+}

@@ -1,0 +1,45 @@
+/* tdm-device-picker.h: the list of devices to train on.
+ *
+ * One TdmDeviceRow per device of an array of TdmDeviceInfo (what tdm_device_list()
+ * reports, or a made-up set in tests), with exactly one checked device marked main
+ * whenever any is checked. It turns the choice into replicas, one per GPU and one
+ * per CPU worker, in the order the engine takes them.
+ */
+
+#pragma once
+
+#include <gtk/gtk.h>
+
+G_BEGIN_DECLS
+
+#define TDM_TYPE_DEVICE_PICKER (tdm_device_picker_get_type ())
+
+G_DECLARE_FINAL_TYPE (TdmDevicePicker, tdm_device_picker, TDM, DEVICE_PICKER, GtkWidget)
+
+GtkWidget  *tdm_device_picker_new          (void);
+
+/* Replaces the rows. `chosen` (device ids) may be NULL or empty for the default:
+ * every GPU, or the CPU when there is none; `main_id` may be NULL. */
+void        tdm_device_picker_set_devices  (TdmDevicePicker    *self,
+                                            GArray             *devices,
+                                            const char * const *chosen,
+                                            const char         *main_id,
+                                            int                 cpu_workers);
+
+/* The rows (TdmDeviceRow), in order. */
+GPtrArray  *tdm_device_picker_get_rows     (TdmDevicePicker    *self);
+
+/* One device id per replica ("cpu" once per worker), and which one is main. */
+char      **tdm_device_picker_get_replicas (TdmDevicePicker    *self,
+                                            int                *main_replica);
+int         tdm_device_picker_count_replicas (TdmDevicePicker  *self);
+
+/* For saving the choice: the checked devices' ids, the main one's, CPU workers. */
+char      **tdm_device_picker_get_chosen   (TdmDevicePicker    *self);
+const char *tdm_device_picker_get_main_id  (TdmDevicePicker    *self);
+int         tdm_device_picker_get_cpu_workers (TdmDevicePicker *self);
+
+/* Signal "changed": a device was checked or unchecked, made main, or its workers
+ * changed. */
+
+G_END_DECLS
