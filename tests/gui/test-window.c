@@ -562,6 +562,10 @@ test_window_japanese(void)
 int
 main(int argc, char **argv)
 {
+  /* The checks read English text, whatever language the caller speaks; the Japanese
+   * test sets its own. */
+  g_setenv("LC_ALL", "C.UTF-8", TRUE);
+  g_unsetenv("LANGUAGE");
   gtk_test_init(&argc, &argv, NULL);
   /* After GTK's own start-up: GLib decides once, at the first translated string,
    * whether to translate at all, and must not decide it for the "tandem" domain in
