@@ -130,3 +130,12 @@ tdm_iterator_batches_per_epoch(const TdmIterator *it)
   g_return_val_if_fail(it != NULL, 0);
   return (int)(((gint64)it->count + it->batch - 1) / it->batch);
 }
+
+void
+tdm_shard_of(int count, int world, int rank, int *offset, int *size)
+{
+  g_return_if_fail(count >= 0 && world > 0 && rank >= 0 && rank < world);
+  int base = count / world, extra = count % world;
+  *size = base + (rank < extra ? 1 : 0);
+  *offset = rank * base + MIN(rank, extra);
+}

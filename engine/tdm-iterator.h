@@ -38,6 +38,12 @@ int tdm_iterator_batches_per_epoch (const TdmIterator *it);
 /* The permutation of epoch `epoch` for `seed`, written to order[count]. */
 void tdm_iterator_permutation (guint64 seed, int epoch, int count, int32_t *order);
 
+/* The share of global replica `rank` (of `world`) in a batch of `count` samples:
+ * near-equal contiguous slices in rank order, the first count % world one larger,
+ * some empty when count < world. Every process computes every replica's share from
+ * the same batch, so together they cover it exactly once. */
+void tdm_shard_of (int count, int world, int rank, int *offset, int *size);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmIterator, tdm_iterator_free)
 
 G_END_DECLS
