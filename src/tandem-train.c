@@ -11,6 +11,7 @@
 #include "tdm-config.h"
 #include "tdm-dataset.h"
 #include "tdm-device.h"
+#include "tdm-distributed.h"
 #include "tdm-error.h"
 #include "tdm-trainer.h"
 
@@ -40,7 +41,7 @@ typedef struct {
   char *optimizer, *lr, *momentum, *beta1, *beta2, *eps, *weight_decay;
   char *schedule, *step_epochs, *gamma, *strategy, *precision, *seed;
   char *eval_batch, *max_steps, *save, *resume;
-  gboolean list_devices, json, quiet, version;
+  gboolean list_devices, json, quiet, version, distributed;
 } Options;
 
 static void
@@ -85,7 +86,15 @@ static const char description[] =
   "checkpoints go on being saved to the resumed file unless --save names another.\n"
   "\n"
   "Exit status: 0 finished, 1 failed while running, 2 bad options or input files,\n"
-  "130 stopped by Ctrl-C (a second Ctrl-C quits at once).";
+  "130 stopped by Ctrl-C (a second Ctrl-C quits at once).\n"
+  "\n"
+  "Across processes and machines, under Open MPI (see docs/distributed.md):\n"
+  "  mpirun -np 4 tandem-train --distributed --devices cuda --network cnn\n"
+  "With --distributed each process (rank) trains one replica: --devices lists one\n"
+  "device per rank, or one for all (cpu; cuda or cuda:N: GPU N plus the rank's\n"
+  "number on its machine). The rank of the main device prints progress and saves\n"
+  "checkpoints; a rank that fails prints its message after \"rank N:\" and ends\n"
+  "every rank of the job.";
 
 static GOptionContext *
 options_context(Options *o)
@@ -141,6 +150,8 @@ options_context(Options *o)
     {"quiet", 'q', 0, G_OPTION_ARG_NONE, &o->quiet,
      "Print only errors (and JSON lines with --json)", NULL},
     {"version", 0, 0, G_OPTION_ARG_NONE, &o->version, "Print the version and exit", NULL},
+    {"distributed", 0, 0, G_OPTION_ARG_NONE, &o->distributed,
+     "Run as one rank of mpirun -np N, a device each (see below)", NULL},
     {NULL},
   };
   GOptionContext *context = g_option_context_new(NULL);
@@ -837,11 +848,23 @@ flag_of(const GError *e, gboolean stepped, gboolean resumed)
 static int
 fail(int status, const char *flag, const char *message)
 {
+  /* Under mpirun the lines of every rank arrive mixed: say whose this is. */
+  char rank[32] = "";
+  if (tdm_distributed_active())
+    g_snprintf(rank, sizeof rank, "rank %d: ", tdm_distributed_rank());
   if (flag != NULL)
-    fprintf(stderr, "tandem-train: %s: %s\n", flag, message);
+    fprintf(stderr, "tandem-train: %s%s: %s\n", rank, flag, message);
   else
-    fprintf(stderr, "tandem-train: %s\n", message);
+    fprintf(stderr, "tandem-train: %s%s\n", rank, message);
   return status;
+}
+
+/* Under mpirun only the rank of the main device writes checkpoints; the folder need
+ * not exist on the other ranks' machines. */
+static gboolean
+saves_here(const TdmConfig *config)
+{
+  return !tdm_distributed_active() || config->main_replica == tdm_distributed_rank();
 }
 
 static int
@@ -869,7 +892,10 @@ run(const TdmConfig *config, const Options *o)
   printer.t_epoch = g_get_monotonic_time();
 
   GThread *watch = NULL;
-  if (interrupts_install())
+  /* Under mpirun, Ctrl-C is mpirun's: it ends every rank with SIGTERM and then
+   * SIGKILL, too soon for a stop to be agreed and saved, so the default action is
+   * kept (checkpoints of finished epochs stay whole: they are written atomically). */
+  if (!tdm_distributed_active() && interrupts_install())
     watch = g_thread_new("tdm-interrupt", interrupt_watch, cancellable);
 
   g_autoptr(TdmTrainer) trainer = tdm_trainer_new(config, on_event, &printer);
@@ -921,17 +947,32 @@ main(int argc, char **argv)
     printf("tandem-train %s\n", TDM_VERSION);
   } else if (o.list_devices) {
     status = list_devices();
+  } else if (o.distributed && !tdm_distributed_init(&argc, &argv, &error)) {
+    status = fail(EXIT_RUNTIME, "--distributed", error->message);
   } else {
+    /* Under mpirun, "cuda" is each rank's own GPU, counted from GPU 0. */
+    if (o.distributed && g_strcmp0(o.devices, "cuda") == 0) {
+      g_free(o.devices);
+      o.devices = g_strdup("cuda:0");
+    }
     g_autoptr(TdmConfig) config = o.resume ? config_from_checkpoint(o.resume, &error)
                                            : tdm_config_new();
     if (config == NULL || !options_apply(&o, config, &error) ||
+        !tdm_distributed_resolve_devices(config, &error) ||
         !tdm_config_validate(config, &error) ||
-        !check_save_path(config->save_path, o.save || !o.resume ? "--save" : "--resume",
-                         &error))
+        !check_save_path(saves_here(config) ? config->save_path : NULL,
+                         o.save || !o.resume ? "--save" : "--resume", &error))
       status = fail(EXIT_BAD_INPUT, flag_of(error, FALSE, o.resume != NULL), error->message);
     else
       status = run(config, &o);
   }
   options_clear(&o);
+  if (tdm_distributed_active()) {
+    /* A rank that failed ends the others, which may be waiting for it in a
+     * collective; when all went well they all get here and finish together. */
+    if (status != 0 && status != EXIT_INTERRUPTED)
+      tdm_distributed_abort(status);
+    tdm_distributed_finalize();
+  }
   return status;
 }
