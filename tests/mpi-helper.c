@@ -1,0 +1,114 @@
+/* mpi-helper.c — two small tools for test-mpi.sh, which has no Python to rely on:
+ *
+ *   mpi-helper idx FOLDER TRAIN TEST    writes a synthetic set of TRAIN and TEST
+ *                                       images as raw IDX files, so a test can pick
+ *                                       sizes that end an epoch at a chosen step
+ *   mpi-helper compare A B TOLERANCE    compares the parameters of two checkpoints:
+ *                                       the relative L2 difference over all layers
+ *                                       must be at most TOLERANCE (exit 1 if not)
+ *
+ * Not part of Tandem; built only for the 'mpi' suite.
+ */
+#include "tdm-checkpoint.h"
+#include "tdm-dataset.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void
+put_be32(GString *out, guint32 v)
+{
+  guint32 be = GUINT32_TO_BE(v);
+  g_string_append_len(out, (const char *)&be, 4);
+}
+
+static gboolean
+write_split(const char *folder, const char *prefix, const TdmDataset *d, GError **error)
+{
+  g_autoptr(GString) images = g_string_new(NULL);
+  put_be32(images, 0x00000803);
+  put_be32(images, d->count);
+  put_be32(images, d->height);
+  put_be32(images, d->width);
+  g_string_append_len(images, (const char *)d->images,
+                      (gssize)d->count * tdm_dataset_sample_size(d));
+  g_autoptr(GString) labels = g_string_new(NULL);
+  put_be32(labels, 0x00000801);
+  put_be32(labels, d->count);
+  g_string_append_len(labels, (const char *)d->labels, d->count);
+
+  g_autofree char *images_path = g_strdup_printf("%s/%s-images-idx3-ubyte", folder, prefix);
+  g_autofree char *labels_path = g_strdup_printf("%s/%s-labels-idx1-ubyte", folder, prefix);
+  return g_file_set_contents(images_path, images->str, images->len, error) &&
+         g_file_set_contents(labels_path, labels->str, labels->len, error);
+}
+
+static int
+make_idx(const char *folder, int train, int test)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmDatasetPair) pair = tdm_dataset_synthetic(5, train, test);
+  if (g_mkdir_with_parents(folder, 0755) != 0 ||
+      !write_split(folder, "train", pair->train, &error) ||
+      !write_split(folder, "t10k", pair->test, &error)) {
+    fprintf(stderr, "mpi-helper: %s: %s\n", folder, error ? error->message : "cannot create");
+    return 2;
+  }
+  return 0;
+}
+
+static int
+compare(const char *a_path, const char *b_path, double tolerance)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmCheckpoint) a = tdm_checkpoint_load(a_path, &error);
+  g_autoptr(TdmCheckpoint) b = a ? tdm_checkpoint_load(b_path, &error) : NULL;
+  if (b == NULL) {
+    fprintf(stderr, "mpi-helper: %s\n", error->message);
+    return 2;
+  }
+  double diff = 0, norm = 0;
+  int tensors = 0;
+  for (int i = 0; i < tdm_checkpoint_count(a); i++) {
+    const TdmTensor *ta = tdm_checkpoint_nth(a, i);
+    if (g_str_has_prefix(ta->name, "optimizer."))
+      continue;
+    const TdmTensor *tb = tdm_checkpoint_get(b, ta->name);
+    gint64 n = 1;
+    for (int d = 0; d < ta->rank; d++)
+      n *= ta->shape[d];
+    if (tb == NULL || tb->rank != ta->rank ||
+        memcmp(tb->shape, ta->shape, ta->rank * sizeof(gint64)) != 0) {
+      fprintf(stderr, "mpi-helper: %s: no tensor “%s” of that shape\n", b_path, ta->name);
+      return 1;
+    }
+    for (gint64 k = 0; k < n; k++) {
+      double d = (double)ta->data[k] - tb->data[k];
+      diff += d * d;
+      norm += (double)tb->data[k] * tb->data[k];
+    }
+    tensors++;
+  }
+  const char *step_a = tdm_checkpoint_get_metadata(a, "step");
+  const char *step_b = tdm_checkpoint_get_metadata(b, "step");
+  double relative = norm > 0 ? sqrt(diff / norm) : sqrt(diff);
+  printf("%d tensors, steps %s and %s, relative difference %.3g\n", tensors,
+         step_a ? step_a : "?", step_b ? step_b : "?", relative);
+  if (tensors == 0 || g_strcmp0(step_a, step_b) != 0 || !(relative <= tolerance))
+    return 1;
+  return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+  if (argc == 5 && g_str_equal(argv[1], "idx"))
+    return make_idx(argv[2], atoi(argv[3]), atoi(argv[4]));
+  if (argc == 5 && g_str_equal(argv[1], "compare"))
+    return compare(argv[2], argv[3], g_ascii_strtod(argv[4], NULL));
+  fprintf(stderr, "usage: mpi-helper idx FOLDER TRAIN TEST\n"
+                  "       mpi-helper compare A.safetensors B.safetensors TOLERANCE\n");
+  return 2;
+}

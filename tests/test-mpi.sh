@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# test-mpi.sh — tandem-train --distributed under mpirun, on CPU ranks: 2 and 3 ranks
+# train exactly as one process does with the same global batch (either strategy, the
+# main replica on any rank, an uneven last batch, evaluation split across ranks),
+# only the main rank reports and saves, and a rank that fails ends the whole job
+# within seconds with its own message. Oversubscribed, so it runs on a 2-core CI
+# machine, as root there. TAP on stdout; meson passes tandem-train as $1 and the
+# mpi-helper tool (IDX writer, checkpoint comparison) as $2.
+set -u
+train=${1:?usage: test-mpi.sh PATH-TO-TANDEM-TRAIN PATH-TO-MPI-HELPER}
+helper=${2:?usage: test-mpi.sh PATH-TO-TANDEM-TRAIN PATH-TO-MPI-HELPER}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tdm-mpi-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+# Containers forbid the cross-memory attach Open MPI's shared-memory transport uses
+# by default; one machine needs no network transport; more ranks than cores is the
+# point here.
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_MCA_btl=self,vader
+export OMPI_MCA_rmaps_base_oversubscribe=1
+export OMPI_MCA_orte_base_help_aggregate=0
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+n=0
+failed=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() {
+  n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"
+  shift
+  for line in "$@"; do echo "# $line"; done
+}
+# A hang is a failure too: nothing here should take a minute.
+run_mpi() { timeout 60 mpirun --oversubscribe --allow-run-as-root --bind-to none "$@"; }
+field() { grep -o "\"$2\":[^,}]*" "$1" | head -n 1 | cut -d: -f2; }
+
+plan=11
+echo "1..$plan"
+
+# 983 training samples in batches of 50: 19 full batches and a short one of 33, so
+# the epoch, and the run, ends at step 20 (shards 17+17+16 then 11+11+11 on 3 ranks,
+# 25+25 then 17+16 on 2); 301 test samples split unevenly for the evaluation.
+data=$tmp/data
+if ! "$helper" idx "$data" 983 301; then
+  echo "Bail out! could not write the test dataset"
+  exit 1
+fi
+common=(--dataset "$data" --network conv4k3p1,relu,pool2,fc16,relu,fc10 --batch 50
+        --epochs 1 --seed 3 --json)
+
+# --- the reference: one process, one CPU worker, the same global batch ---------------
+
+"$train" "${common[@]}" --devices cpu --save "$tmp/ref.safetensors" >"$tmp/ref.json" \
+  2>"$tmp/ref.err"
+status=$?
+if [ $status -eq 0 ] && [ -f "$tmp/ref.safetensors" ] && grep -q '"type":"epoch"' "$tmp/ref.json"
+then
+  ok "single-process reference run (20 steps, one epoch)"
+else
+  not_ok "single-process reference run" "status $status" "$(cat "$tmp/ref.err")"
+fi
+ref_accuracy=$(field "$tmp/ref.json" test_accuracy)
+ref_loss=$(field "$tmp/ref.json" test_loss)
+
+# --- N ranks train as one process does ------------------------------------------------
+
+# same_as_reference NAME RANKS ARGS...: runs, then checks the checkpoint, the one
+# report from the main rank and the evaluation against the reference.
+same_as_reference() {
+  local name=$1 ranks=$2
+  shift 2
+  local out=$tmp/$name
+  local start=$SECONDS
+  run_mpi -np "$ranks" "$train" --distributed "${common[@]}" --save "$out.safetensors" "$@" \
+    >"$out.json" 2>"$out.err"
+  local status=$? seconds=$((SECONDS - start))
+  local compared
+  compared=$("$helper" compare "$out.safetensors" "$tmp/ref.safetensors" 1e-5 2>&1)
+  local same=$?
+  local started epochs accuracy loss loss_close
+  started=$(grep -c '"type":"started"' "$out.json")
+  epochs=$(grep -c '"type":"epoch"' "$out.json")
+  accuracy=$(field "$out.json" test_accuracy)
+  loss=$(field "$out.json" test_loss)
+  loss_close=$(awk -v a="$loss" -v b="$ref_loss" \
+    'BEGIN { d = a - b; if (d < 0) d = -d; print (a != "" && d <= 1e-5 * (b < 0 ? -b : b)) }')
+  if [ $status -eq 0 ] && [ $same -eq 0 ] && [ "$started" = 1 ] && [ "$epochs" = 1 ] &&
+     grep -q "\"replicas\":$ranks" "$out.json" && [ "$accuracy" = "$ref_accuracy" ] &&
+     [ "$loss_close" = 1 ]; then
+    ok "$name: parameters after 20 steps equal one process's ($compared; ${seconds} s)"
+  else
+    not_ok "$name: parameters after 20 steps equal one process's" "status $status" \
+      "$compared" "reports: $started started, $epochs epoch lines" \
+      "test accuracy $accuracy (reference $ref_accuracy), loss $loss ($ref_loss)" \
+      "$(head -c 2000 "$out.err")"
+  fi
+}
+
+same_as_reference "2 ranks, allreduce" 2 --devices cpu
+same_as_reference "3 ranks, allreduce" 3 --devices cpu
+same_as_reference "2 ranks, main on rank 1" 2 --devices cpu,cpu --strategy main --main 1
+same_as_reference "3 ranks, main on rank 2" 3 --devices cpu:3 --strategy main --main 2
+
+# Only the main rank writes checkpoints, so only its --save folder must exist: the
+# other ranks are given one that does not (as on machines without a shared disk).
+mkdir "$tmp/saves"
+run_mpi -np 1 "$train" --distributed "${common[@]}" --save "$tmp/saves/run.safetensors" : \
+  -np 2 "$train" --distributed "${common[@]}" --save "$tmp/nowhere/run.safetensors" \
+  >"$tmp/one-writer.json" 2>"$tmp/one-writer.err"
+status=$?
+files=$(ls "$tmp/saves")
+if [ $status -eq 0 ] && [ "$files" = run.safetensors ]; then
+  ok "only the main rank writes the checkpoint"
+else
+  not_ok "only the main rank writes the checkpoint" "status $status, files: $files" \
+    "$(cat "$tmp/one-writer.err")"
+fi
+
+# --- failures end the whole job, with the failing rank's message ----------------------
+
+# expect_failure NAME PATTERN MPIRUN-ARGS...: mpirun must fail within 20 s and its
+# output name the rank and what went wrong.
+expect_failure() {
+  local name=$1 pattern=$2
+  shift 2
+  local start=$SECONDS
+  run_mpi "$@" >"$tmp/fail.out" 2>"$tmp/fail.err"
+  local status=$? seconds=$((SECONDS - start))
+  if [ $status -ne 0 ] && [ $status -ne 124 ] && [ $seconds -le 20 ] &&
+     grep -q -- "$pattern" "$tmp/fail.err"; then
+    ok "$name (exit $status after ${seconds} s)"
+  else
+    not_ok "$name" "status $status after $seconds s (124: mpirun timed out, a hang)" \
+      "expected on stderr: $pattern" "$(head -c 2000 "$tmp/fail.err")"
+  fi
+}
+
+# Rank 1 of 3 is given a dataset folder that does not exist (mpirun's MPMD syntax
+# gives each rank its own flags); ranks 0 and 2 load theirs and wait for it.
+expect_failure "a rank with a broken dataset path ends the job with its message" \
+  "rank 1: --dataset: $tmp/missing" \
+  -np 1 "$train" --distributed "${common[@]}" : \
+  -np 1 "$train" --distributed "${common[@]}" --dataset "$tmp/missing" : \
+  -np 1 "$train" --distributed "${common[@]}"
+
+# The same once training has begun: the main rank's checkpoint folder disappears
+# after a few epochs, so its next save fails while the others wait for it.
+mkdir -p "$tmp/gone/deleted"
+(sleep 3; rm -rf "$tmp/gone/deleted") &
+expect_failure "a rank failing mid-run ends the job with its message" \
+  "rank 0: .*$tmp/gone/deleted" \
+  -np 3 "$train" --distributed "${common[@]}" --epochs 10000 \
+  --save "$tmp/gone/deleted/run.safetensors"
+wait
+
+expect_failure "--devices must match the number of ranks" \
+  "--devices lists 2 devices but mpirun started 3 ranks" \
+  -np 3 "$train" --distributed "${common[@]}" --devices cpu,cpu
+
+expect_failure "every rank must use the same kind of device" \
+  "mixes CPU workers and GPUs" \
+  -np 2 "$train" --distributed "${common[@]}" --devices cpu,cuda:0
+
+# --- without mpirun: a job of one rank ----------------------------------------------
+
+timeout 60 "$train" --distributed "${common[@]}" --devices cpu --save "$tmp/single.safetensors" \
+  >"$tmp/single.json" 2>"$tmp/single.err"
+status=$?
+compared=$("$helper" compare "$tmp/single.safetensors" "$tmp/ref.safetensors" 0 2>&1)
+same=$?
+if [ $status -eq 0 ] && [ $same -eq 0 ]; then
+  ok "--distributed without mpirun is one rank, bit-exact ($compared)"
+else
+  not_ok "--distributed without mpirun is one rank" "status $status" "$compared" \
+    "$(cat "$tmp/single.err")"
+fi
+
+[ $n -eq $plan ] || echo "# ran $n of $plan tests"
+[ $failed -eq 0 ]
