@@ -11,6 +11,10 @@
  * each step as the load). The step-time chart stacks compute, communication and
  * waiting for one replica at a time, picked in the chart's corner; the log keeps all
  * of them, so switching replays that replica's history.
+ *
+ * Redrawing all six charts costs more than a frame on a slow CPU, so points are
+ * queued and handed to the charts two at a time, round robin (see FLUSH_INTERVAL_MS):
+ * the charts stay live to a tenth of a second and no frame pays for all of them.
  */
 
 #include <math.h>
@@ -21,6 +25,18 @@
 #include "tdm-telemetry.h"
 
 #define TELEMETRY_INTERVAL_MS 500
+
+/* Points wait here and reach the charts a few at a time: every FLUSH_INTERVAL_MS the
+ * next CHARTS_PER_FLUSH charts (round robin) take their pending points and redraw.
+ * Each chart then redraws about every 100 ms, and no frame redraws all six. */
+#define FLUSH_INTERVAL_MS 33
+#define CHARTS_PER_FLUSH  2
+
+typedef struct
+{
+  guint  series;
+  double x, y;
+} Pending;
 
 typedef enum
 {
@@ -61,6 +77,9 @@ struct _TdmDashboard
   GtkProgressBar  *progress_bar;
 
   TdmChart        *charts[N_CHARTS];
+  GArray          *pending[N_CHARTS];   /* of Pending */
+  guint            flush_source;
+  int              flush_next;
   GMenu           *step_time_devices;   /* the step-time menu's list of replicas */
 
   TdmMetricsLog   *log;
@@ -166,6 +185,61 @@ format_count (double value)
   return g_strdup_printf ("%'.0f", value);
 }
 
+static void
+tdm_dashboard_flush_chart (TdmDashboard *self,
+                           ChartId       id)
+{
+  GArray *pending = self->pending[id];
+
+  for (guint i = 0; i < pending->len; i++)
+    {
+      const Pending *p = &g_array_index (pending, Pending, i);
+
+      tdm_chart_append (self->charts[id], p->series, p->x, p->y);
+    }
+  g_array_set_size (pending, 0);
+}
+
+static void
+tdm_dashboard_flush_all (TdmDashboard *self)
+{
+  for (int id = 0; id < N_CHARTS; id++)
+    tdm_dashboard_flush_chart (self, id);
+}
+
+static gboolean
+tdm_dashboard_flush_some (gpointer user_data)
+{
+  TdmDashboard *self = user_data;
+
+  for (int n = 0, tried = 0; n < CHARTS_PER_FLUSH && tried < N_CHARTS; tried++)
+    {
+      int id = self->flush_next;
+
+      self->flush_next = (self->flush_next + 1) % N_CHARTS;
+      if (self->pending[id]->len == 0)
+        continue;
+      tdm_dashboard_flush_chart (self, id);
+      n++;
+    }
+
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+tdm_dashboard_queue (TdmDashboard *self,
+                     ChartId       id,
+                     guint         series,
+                     double        x,
+                     double        y)
+{
+  Pending p = { series, x, y };
+
+  g_array_append_val (self->pending[id], p);
+  if (self->flush_source == 0)
+    self->flush_source = g_timeout_add (FLUSH_INTERVAL_MS, tdm_dashboard_flush_some, self);
+}
+
 /* Training time now, moving on between events so telemetry samples spread out. */
 static double
 tdm_dashboard_now (TdmDashboard *self)
@@ -238,11 +312,10 @@ tdm_dashboard_append_step_time (double   elapsed,
                                 gpointer user_data)
 {
   TdmDashboard *self = user_data;
-  TdmChart *chart = self->charts[CHART_STEP_TIME];
 
-  tdm_chart_append (chart, self->step_series[0], elapsed, compute_ms);
-  tdm_chart_append (chart, self->step_series[1], elapsed, comm_ms);
-  tdm_chart_append (chart, self->step_series[2], elapsed, wait_ms);
+  tdm_dashboard_queue (self, CHART_STEP_TIME, self->step_series[0], elapsed, compute_ms);
+  tdm_dashboard_queue (self, CHART_STEP_TIME, self->step_series[1], elapsed, comm_ms);
+  tdm_dashboard_queue (self, CHART_STEP_TIME, self->step_series[2], elapsed, wait_ms);
 }
 
 static void
@@ -251,6 +324,8 @@ tdm_dashboard_setup_step_time (TdmDashboard *self)
   TdmChart *chart = self->charts[CHART_STEP_TIME];
   GdkRGBA compute, comm, wait;
 
+  /* Queued points name the old series; the replay below brings them back. */
+  g_array_set_size (self->pending[CHART_STEP_TIME], 0);
   tdm_chart_remove_all_series (chart);
 
   /* The replica's own colour for the work it does, lighter for talking to the others,
@@ -282,8 +357,11 @@ tdm_dashboard_setup_step_time (TdmDashboard *self)
     tdm_chart_set_title (chart, _(chart_info[CHART_STEP_TIME].title));
 
   if (self->have_started)
-    tdm_metrics_log_foreach_step_time (self->log, self->step_replica,
-                                       tdm_dashboard_append_step_time, self);
+    {
+      tdm_metrics_log_foreach_step_time (self->log, self->step_replica,
+                                         tdm_dashboard_append_step_time, self);
+      tdm_dashboard_flush_chart (self, CHART_STEP_TIME);
+    }
 }
 
 static void
@@ -322,14 +400,14 @@ tdm_dashboard_sample_telemetry (gpointer user_data)
 
       if (sample.valid_memory)
         {
-          tdm_chart_append (self->charts[CHART_MEMORY], self->memory_series[r],
+          tdm_dashboard_queue (self, CHART_MEMORY, self->memory_series[r],
                             now, (double) sample.memory_used);
           if (self->capacity_series[r] >= 0)
-            tdm_chart_append (self->charts[CHART_MEMORY], self->capacity_series[r],
+            tdm_dashboard_queue (self, CHART_MEMORY, self->capacity_series[r],
                               now, (double) sample.memory_total);
         }
       if (sample.valid_utilization)
-        tdm_chart_append (self->charts[CHART_LOAD], self->load_series[r],
+        tdm_dashboard_queue (self, CHART_LOAD, self->load_series[r],
                           now, sample.utilization);
 
       if (sample.valid_memory || sample.valid_utilization)
@@ -369,6 +447,8 @@ tdm_dashboard_begin (TdmDashboard          *self,
   memset (&self->last_step, 0, sizeof self->last_step);
 
   tdm_metrics_log_begin (self->log, &self->started);
+  for (int id = 0; id < N_CHARTS; id++)
+    g_array_set_size (self->pending[id], 0);
 
   tdm_chart_clear (self->charts[CHART_LOSS]);
   tdm_chart_clear (self->charts[CHART_ACCURACY]);
@@ -475,10 +555,10 @@ tdm_dashboard_handle_devices (TdmDashboard          *self,
           if (self->gpu[r] >= 0 && devices->device[r].used_bytes >= 0)
             bytes = devices->device[r].used_bytes;
           if (bytes >= 0)
-            tdm_chart_append (self->charts[CHART_MEMORY], self->memory_series[r],
+            tdm_dashboard_queue (self, CHART_MEMORY, self->memory_series[r],
                               x, (double) bytes);
           if (self->capacity_series[r] >= 0 && devices->device[r].total_bytes > 0)
-            tdm_chart_append (self->charts[CHART_MEMORY], self->capacity_series[r],
+            tdm_dashboard_queue (self, CHART_MEMORY, self->capacity_series[r],
                               x, (double) devices->device[r].total_bytes);
         }
 
@@ -487,7 +567,7 @@ tdm_dashboard_handle_devices (TdmDashboard          *self,
           load = devices->device[r].utilization;
           if (load < 0)
             load = busy > 0 ? 100.0 * devices->device[r].compute_ms / busy : NAN;
-          tdm_chart_append (self->charts[CHART_LOAD], self->load_series[r], x, load);
+          tdm_dashboard_queue (self, CHART_LOAD, self->load_series[r], x, load);
         }
     }
 
@@ -526,11 +606,11 @@ tdm_dashboard_handle_event (TdmDashboard   *self,
         self->last_step = *s;
         self->have_step = TRUE;
         tdm_dashboard_note_elapsed (self, s->elapsed);
-        tdm_chart_append (self->charts[CHART_LOSS], self->loss_train,
+        tdm_dashboard_queue (self, CHART_LOSS, self->loss_train,
                           s->epoch_float, s->train_loss);
-        tdm_chart_append (self->charts[CHART_ACCURACY], self->accuracy_train,
+        tdm_dashboard_queue (self, CHART_ACCURACY, self->accuracy_train,
                           s->epoch_float, 100.0 * s->train_accuracy);
-        tdm_chart_append (self->charts[CHART_THROUGHPUT], self->throughput,
+        tdm_dashboard_queue (self, CHART_THROUGHPUT, self->throughput,
                           s->elapsed, s->samples_per_second);
         tdm_dashboard_update_status (self);
       }
@@ -543,9 +623,9 @@ tdm_dashboard_handle_event (TdmDashboard   *self,
 
     case TDM_EVENT_EPOCH:
       tdm_dashboard_note_elapsed (self, event->epoch.elapsed);
-      tdm_chart_append (self->charts[CHART_LOSS], self->loss_test,
+      tdm_dashboard_queue (self, CHART_LOSS, self->loss_test,
                         event->epoch.epoch, event->epoch.test_loss);
-      tdm_chart_append (self->charts[CHART_ACCURACY], self->accuracy_test,
+      tdm_dashboard_queue (self, CHART_ACCURACY, self->accuracy_test,
                         event->epoch.epoch, 100.0 * event->epoch.test_accuracy);
       break;
 
@@ -569,6 +649,7 @@ tdm_dashboard_handle_event (TdmDashboard   *self,
         g_autofree char *text = NULL;
 
         self->paused = FALSE;
+        tdm_dashboard_flush_all (self);
         if (f->stopped)
           text = g_strdup_printf (_("Stopped after %s steps in %s"), steps, elapsed);
         else if (isfinite (f->test_accuracy))
@@ -598,6 +679,8 @@ tdm_dashboard_end (TdmDashboard *self)
   g_return_if_fail (TDM_IS_DASHBOARD (self));
 
   tdm_dashboard_stop_telemetry (self);
+  tdm_dashboard_flush_all (self);
+  g_clear_handle_id (&self->flush_source, g_source_remove);
   self->paused = FALSE;
 }
 
@@ -657,6 +740,8 @@ tdm_dashboard_export_chart (TdmDashboard  *self,
                    _("There is no chart called “%s”."), id);
       return FALSE;
     }
+
+  tdm_dashboard_flush_chart (self, chart_index (id));
 
   /* What is on screen, but never smaller than a readable figure. */
   width = MAX (gtk_widget_get_width (GTK_WIDGET (chart)), 960);
@@ -752,6 +837,7 @@ tdm_dashboard_dispose (GObject *object)
   GtkWidget *child;
 
   tdm_dashboard_stop_telemetry (self);
+  g_clear_handle_id (&self->flush_source, g_source_remove);
   gtk_widget_dispose_template (GTK_WIDGET (self), TDM_TYPE_DASHBOARD);
   /* The separator and the status box are not bound, so the template leaves them. */
   while ((child = gtk_widget_get_first_child (GTK_WIDGET (self))))
@@ -766,6 +852,8 @@ tdm_dashboard_finalize (GObject *object)
   TdmDashboard *self = (TdmDashboard *)object;
 
   g_clear_pointer (&self->log, tdm_metrics_log_free);
+  for (int id = 0; id < N_CHARTS; id++)
+    g_clear_pointer (&self->pending[id], g_array_unref);
   g_clear_object (&self->step_time_devices);
 
   G_OBJECT_CLASS (tdm_dashboard_parent_class)->finalize (object);
@@ -850,6 +938,8 @@ tdm_dashboard_init (TdmDashboard *self)
   gtk_orientable_set_orientation (GTK_ORIENTABLE (layout), GTK_ORIENTATION_VERTICAL);
 
   self->log = tdm_metrics_log_new ();
+  for (int id = 0; id < N_CHARTS; id++)
+    self->pending[id] = g_array_new (FALSE, FALSE, sizeof (Pending));
   self->step_time_devices = g_menu_new ();
   self->step_replica = 0;
 
