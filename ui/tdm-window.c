@@ -191,6 +191,7 @@ tdm_window_set_devices (TdmWindow *self,
 {
   g_auto(GStrv) chosen = NULL;
   g_autofree char *main_id = NULL;
+  gboolean restoring;
 
   g_return_if_fail (TDM_IS_WINDOW (self));
   g_return_if_fail (devices != NULL);
@@ -198,11 +199,12 @@ tdm_window_set_devices (TdmWindow *self,
   chosen = g_settings_get_strv (self->settings, "devices");
   main_id = g_settings_get_string (self->settings, "main-device");
 
+  restoring = self->restoring;
   self->restoring = TRUE;
   tdm_device_picker_set_devices (self->device_picker, devices,
                                  (const char * const *) chosen, main_id,
                                  g_settings_get_int (self->settings, "cpu-workers"));
-  self->restoring = FALSE;
+  self->restoring = restoring;
 
   tdm_window_update_state (self);
 }
@@ -355,6 +357,7 @@ tdm_window_network_changed (TdmWindow *self)
 {
   guint selected = gtk_drop_down_get_selected (self->network_dropdown);
   gboolean custom = selected == NETWORK_CUSTOM;
+  gboolean restoring;
 
   if (selected > NETWORK_CUSTOM)
     return;
@@ -362,11 +365,13 @@ tdm_window_network_changed (TdmWindow *self)
   if (!self->restoring)
     g_settings_set_string (self->settings, "network", network_ids[selected]);
 
+  /* Showing a built-in network's spec is not the user typing a custom one. */
   tdm_spec_entry_set_editable (self->spec_entry, custom);
+  restoring = self->restoring;
   self->restoring = TRUE;
   tdm_spec_entry_set_text (self->spec_entry,
                            custom ? self->custom_spec : tdm_network_expand (network_ids[selected]));
-  self->restoring = FALSE;
+  self->restoring = restoring;
 
   tdm_window_update_state (self);
 }
