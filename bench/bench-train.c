@@ -12,6 +12,7 @@
  *   bench-train --network cnn --batch 100 --devices cpu:2   one configuration
  */
 #include "tdm-build-config.h"
+#include "tdm-backend.h"
 #include "tdm-dataset.h"
 #include "tdm-network.h"
 #include "tdm-trainer.h"
@@ -23,6 +24,7 @@
 
 typedef struct {
   gint64 first_step_us, last_us;
+  int operations_per_step;
 } Clock;
 
 static void
@@ -33,6 +35,8 @@ on_event(const TdmEvent *e, gpointer data)
     c->first_step_us = g_get_monotonic_time();
   } else if (e->kind == TDM_EVENT_FINISHED) {
     c->last_us = g_get_monotonic_time();
+  } else if (e->kind == TDM_EVENT_DEVICES) {
+    c->operations_per_step = e->devices.device[0].operations_per_step;
   } else if (e->kind == TDM_EVENT_FAILED) {
     g_printerr("bench-train: %s\n", e->failed->message);
   }
@@ -48,7 +52,7 @@ compare_doubles(const void *a, const void *b)
 /* Seconds for one epoch (median of `repeat`), or NAN on failure. */
 static double
 time_epoch(const char *dataset, int train_count, const char *network, const char *devices,
-           int batch, const char *precision, int repeat)
+           int batch, const char *precision, int repeat, int *operations_per_step)
 {
   double times[16];
   repeat = CLAMP(repeat, 1, 16);
@@ -73,9 +77,81 @@ time_epoch(const char *dataset, int train_count, const char *network, const char
       return NAN;
     if (run >= 0)
       times[run] = (clock.last_us - clock.first_step_us) / 1e6;
+    *operations_per_step = clock.operations_per_step;
   }
   qsort(times, repeat, sizeof times[0], compare_doubles);
   return times[repeat / 2];
+}
+
+/* The two ceilings behind the floor: the GEMM rate (FLOP/s of a large square sgemm)
+ * and the cost of one operation replayed from a graph (or issued, on the CPU). */
+typedef struct {
+  double gemm_flops;
+  double operation_seconds;
+} Ceilings;
+
+static double
+seconds_since(gint64 start_us)
+{
+  return (g_get_monotonic_time() - start_us) / 1e6;
+}
+
+static Ceilings
+measure_ceilings(const char *device, const char *precision)
+{
+  Ceilings c = {NAN, NAN};
+  TdmPrecision p = TDM_PRECISION_FP32;
+  tdm_precision_from_name(precision, &p);
+  g_autoptr(GError) error = NULL;
+  TdmBackend *b = tdm_backend_new(device, p, &error);
+  if (b == NULL)
+    return c;
+  const TdmBackendOps *ops = b->ops;
+  int n = b->kind == TDM_BACKEND_CUDA ? 8192 : 1024;
+  size_t bytes = (size_t)n * n * sizeof(float);
+  float *a = tdm_backend_alloc(b, bytes, NULL), *m = tdm_backend_alloc(b, bytes, NULL);
+  float *out = tdm_backend_alloc(b, bytes, NULL);
+  g_autofree float *host = g_new(float, (size_t)n * n);
+  for (size_t i = 0; i < (size_t)n * n; i++)
+    host[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;  /* never zeros */
+  ops->upload(b, a, host, bytes);
+  ops->upload(b, m, host, bytes);
+  double best = G_MAXDOUBLE;
+  for (int i = 0; i < 6; i++) {
+    ops->synchronize(b);
+    gint64 start = g_get_monotonic_time();
+    ops->gemm(b, false, false, n, n, n, 1.0f, a, n, m, n, 0.0f, out, n);
+    ops->synchronize(b);
+    if (i > 0)
+      best = MIN(best, seconds_since(start));
+  }
+  c.gemm_flops = 2.0 * n * n * n / best;
+
+  /* Tiny operations: what remains is the cost of issuing one. */
+  const int per_graph = 200, replays = 50;
+  gboolean graphs = ops->graph_begin != NULL && ops->graph_begin(b, 1);
+  if (graphs) {
+    for (int i = 0; i < per_graph; i++)
+      ops->scale(b, out, 1.0f, 1);
+    ops->graph_end(b, 1);
+    ops->graph_launch(b, 1);
+    ops->synchronize(b);
+  }
+  gint64 start = g_get_monotonic_time();
+  for (int r = 0; r < replays; r++) {
+    if (graphs)
+      ops->graph_launch(b, 1);
+    else
+      for (int i = 0; i < per_graph; i++)
+        ops->scale(b, out, 1.0f, 1);
+  }
+  ops->synchronize(b);
+  c.operation_seconds = seconds_since(start) / (replays * per_graph);
+  tdm_backend_release(b, a);
+  tdm_backend_release(b, m);
+  tdm_backend_release(b, out);
+  tdm_backend_free(b);
+  return c;
 }
 
 /* The PyTorch reference's samples/s for the same configuration, or NAN. */
@@ -137,11 +213,20 @@ main(int argc, char **argv)
   const char *device_sets[] = {"cpu", "cpu:2"};
   int n_networks = network ? 1 : 2, n_batches = batch ? 1 : 2, n_devices = devices ? 1 : 2;
 
-  printf("dataset %s, Adam, %s, one epoch timed after a warm-up, median of %d\n\n", dataset,
+  printf("dataset %s, Adam, %s, one epoch timed after a warm-up, median of %d\n", dataset,
          precision, repeat);
-  printf("| network | batch | devices | s/epoch | samples/s | GFLOP/s |%s\n",
+  const char *first_device = devices ? devices : "cpu";
+  g_auto(GStrv) first = g_strsplit(first_device, ",", 2);
+  g_autofree char *ceiling_device = g_str_has_prefix(first[0], "cpu") ? g_strdup("cpu")
+                                                                     : g_strdup(first[0]);
+  Ceilings ceil = measure_ceilings(ceiling_device, precision);
+  printf("ceilings on %s: sgemm %.1f GFLOP/s, one operation %.2f µs%s\n\n", ceiling_device,
+         ceil.gemm_flops / 1e9, ceil.operation_seconds * 1e6,
+         g_str_has_prefix(ceiling_device, "cuda") ? " (replayed from a graph)" : "");
+  printf("| network | batch | devices | s/epoch | samples/s | GFLOP/s | ops/step | floor "
+         "samples/s | of floor |%s\n",
          torch ? " PyTorch samples/s | ratio |" : "");
-  printf("|---|---|---|---|---|---|%s\n", torch ? "---|---|" : "");
+  printf("|---|---|---|---|---|---|---|---|---|%s\n", torch ? "---|---|" : "");
   for (int i = 0; i < n_networks; i++)
     for (int j = 0; j < n_batches; j++)
       for (int k = 0; k < n_devices; k++) {
@@ -151,15 +236,27 @@ main(int argc, char **argv)
         g_autoptr(TdmDatasetPair) pair = tdm_dataset_open(dataset, NULL);
         if (pair == NULL)
           return 1;
+        int operations = 0;
         double seconds = time_epoch(dataset, pair->train->count, net_name, dev, b, precision,
-                                    repeat);
+                                    repeat, &operations);
         g_autoptr(TdmNetwork) net =
             tdm_network_new(net_name, pair->train->height, pair->train->width,
                             pair->train->channels, pair->train->classes, NULL);
         double samples = pair->train->count / seconds;
         double gflops = samples * 3 * tdm_network_forward_flops(net) / 1e9;
-        printf("| %s | %d | %s | %.3f | %.0f | %.1f |", net_name, b, dev, seconds, samples,
-               gflops);
+        /* The floor of one step: its FLOPs at the GEMM rate, or its operations at the
+         * issue cost, whichever is longer (split over the replicas for the FLOPs). */
+        g_auto(GStrv) replicas = g_strsplit(dev, ",", -1);
+        int n_replicas = g_strv_length(replicas);
+        if (g_str_has_prefix(dev, "cpu:"))
+          n_replicas = atoi(dev + 4);
+        double step_flops = 3 * tdm_network_forward_flops(net) * b;
+        double floor_step = MAX(step_flops / n_replicas / ceil.gemm_flops,
+                                operations * ceil.operation_seconds);
+        double floor_samples = b / floor_step;
+        printf("| %s | %d | %s | %.3f | %.0f | %.1f | %d | %.0f | %.0f%% |", net_name, b, dev,
+               seconds, samples, gflops, operations, floor_samples,
+               100 * samples / floor_samples);
         if (torch) {
           const char *torch_device = g_str_has_prefix(dev, "cuda") ? "cuda" : "cpu";
           double ref = torch_samples_per_second(python, dataset, net_name, torch_device, b,

@@ -42,6 +42,7 @@ G_STATIC_ASSERT(sizeof(TdmCpuBlock) <= TDM_CPU_ALIGN);
 static gboolean
 cpu_begin(TdmBackend *b)
 {
+  b->operations++;
   return !tdm_backend_failed(b);
 }
 

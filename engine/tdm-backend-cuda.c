@@ -119,6 +119,7 @@ cublas_ok_at(TdmBackend *b, cublasStatus_t status, const char *call, const char 
 static gboolean
 cuda_begin(TdmBackend *b)
 {
+  b->operations++;
   if (tdm_backend_failed(b))
     return FALSE;
   return TDM_CUDA_OK(b, cudaSetDevice(b->device_index));

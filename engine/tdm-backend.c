@@ -97,6 +97,12 @@ gboolean
 tdm_backend_check(TdmBackend *b, GError **error)
 {
   b->ops->synchronize(b);
+  return tdm_backend_check_queued(b, error);
+}
+
+gboolean
+tdm_backend_check_queued(TdmBackend *b, GError **error)
+{
   g_mutex_lock(&b->error_lock);
   gboolean ok = b->error == NULL;
   if (!ok && error != NULL)

@@ -130,6 +130,7 @@ struct _TdmBackend {
   TdmPrecision precision;
   size_t bytes_in_use;        /* what Tandem holds on this device, exactly */
   size_t bytes_peak;
+  guint64 operations;         /* operations issued (≈ kernels launched), for floors */
   GError *error;              /* the first failure, sticky */
   GMutex error_lock;
 };
@@ -152,6 +153,9 @@ void tdm_backend_release (TdmBackend *b, void *ptr);
 void tdm_backend_fail (TdmBackend *b, int code, const char *format, ...) G_GNUC_PRINTF (3, 4);
 /* Waits for the device, then returns FALSE with the sticky error if one occurred. */
 gboolean tdm_backend_check (TdmBackend *b, GError **error);
+/* The same without waiting: errors of work still queued show up at a later check.
+ * For hot loops, where waiting every step would stall the device's queue. */
+gboolean tdm_backend_check_queued (TdmBackend *b, GError **error);
 gboolean tdm_backend_failed (TdmBackend *b);
 
 G_END_DECLS

@@ -66,6 +66,7 @@ typedef struct {
     double utilization;     /* 0..100, −1 if unknown */
     double temperature;     /* °C, −1 if unknown */
     double power;           /* W, −1 if unknown */
+    int operations_per_step;/* kernels (or CPU operations) a step issues, update included */
   } device[TDM_MAX_REPLICAS];
 } TdmDevicesEvent;
 

@@ -266,6 +266,7 @@ train_body(TdmReplica *r, int count, float grad_scale)
 {
   TdmBackend *b = r->backend;
   const TdmNetwork *net = r->net;
+  guint64 first = b->operations;
   b->ops->gather(b, r->acts[0], r->labels, r->train_images, r->train_labels, r->indices,
                  count, r->sample_size, 1.0f / 255.0f);
   forward(r, count);
@@ -274,6 +275,7 @@ train_body(TdmReplica *r, int count, float grad_scale)
   b->ops->softmax_xent(b, r->acts[net->layer_count], r->labels, count, net->classes,
                        grad_scale, r->grad_a, r->metrics);
   backward(r, count);
+  r->ops_per_step = (int)(b->operations - first);
 }
 
 /* Graph keys pair the shard size with the gradient scale: both are baked in, and a

@@ -42,6 +42,7 @@ struct _TdmReplica {
   TdmGradsReady grads_ready;
   gpointer grads_ready_data;
   volatile gint *abort_flag;    /* checked between layers on slow backends */
+  int ops_per_step;             /* backend operations of one step's body (graph or not) */
 };
 
 /* Allocates everything on the backend's device and uploads both datasets. Fails with

@@ -356,8 +356,9 @@ run_job(TdmTrainer *t, int r)
   case JOB_QUIT:
     break;
   }
+  /* No wait here: the device runs ahead of the host until a summary reads metrics. */
   GError *error = NULL;
-  if (!tdm_backend_check(t->backends[r], &error))
+  if (!tdm_backend_check_queued(t->backends[r], &error))
     fail_worker(t, error);
 }
 
@@ -905,6 +906,8 @@ emit_devices(TdmTrainer *t, RunStats *st)
     d->device[r].comm_ms = 1e3 * tm->comm / steps;
     d->device[r].wait_ms = 1e3 * tm->wait / steps;
     d->device[r].tandem_bytes = (gint64)b->bytes_in_use;
+    /* The step body, the upload of its indices and the optimizer's one operation. */
+    d->device[r].operations_per_step = t->reps[r]->ops_per_step + 2;
     d->device[r].used_bytes = -1;
     d->device[r].total_bytes = -1;
     d->device[r].utilization = -1;
