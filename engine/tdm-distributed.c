@@ -111,7 +111,9 @@ gboolean
 tdm_distributed_resolve_devices(TdmConfig *config, GError **error)
 {
   g_return_val_if_fail(config != NULL, FALSE);
-  int size = tdm_distributed_size();
+  if (!dist.active)
+    return TRUE;
+  int size = dist.size;
   int given = tdm_config_replica_count(config);
 
   if (given != size && given != 1) {

@@ -34,7 +34,8 @@ int tdm_distributed_local_size (void);
 
 /* Makes config->devices list one device per rank: kept when it already does; one
  * device for all is "cpu" on every rank, or for cuda:N the GPU N + local rank of
- * each rank. Fails when the list has another length or mixes CPUs and GPUs. */
+ * each rank. Fails when the list has another length or mixes CPUs and GPUs. Does
+ * nothing outside an MPI job. */
 gboolean tdm_distributed_resolve_devices (TdmConfig *config, GError **error);
 
 /* After a run that ended normally on every rank (it waits for the others). */
