@@ -78,6 +78,7 @@ struct _TdmWindow
 
   gboolean              can_start;
   gboolean              restoring;          /* applying settings: do not write them back */
+  long                  max_steps;          /* for benchmarks: 0 runs every epoch */
 };
 
 enum {
@@ -507,6 +508,7 @@ tdm_window_build_config (TdmWindow  *self,
                     : TDM_OPTIMIZER_ADAM;
   config->lr = gtk_spin_button_get_value (self->lr_spin);
   config->strategy = strategy == 0 ? TDM_STRATEGY_MAIN : TDM_STRATEGY_ALLREDUCE;
+  config->max_steps = self->max_steps;
 
   if (!tdm_config_validate (config, error))
     return NULL;
@@ -990,4 +992,14 @@ tdm_window_get_can_start (TdmWindow *self)
   g_return_val_if_fail (TDM_IS_WINDOW (self), FALSE);
 
   return self->can_start;
+}
+
+void
+tdm_window_set_max_steps (TdmWindow *self,
+                          long       max_steps)
+{
+  g_return_if_fail (TDM_IS_WINDOW (self));
+  g_return_if_fail (max_steps >= 0);
+
+  self->max_steps = max_steps;
 }

@@ -33,4 +33,10 @@ void       tdm_window_set_devices  (TdmWindow      *self,
 gboolean   tdm_window_get_running  (TdmWindow      *self);
 gboolean   tdm_window_get_can_start (TdmWindow     *self);
 
+/* Runs started from now on stop after this many steps (0: they run every epoch), as
+ * TdmConfig.max_steps does; for benchmarks, so the window trains exactly what
+ * tandem-train --max-steps does. Not a setting and not shown. */
+void       tdm_window_set_max_steps (TdmWindow     *self,
+                                     long           max_steps);
+
 G_END_DECLS

@@ -1,0 +1,485 @@
+/* bench-gui.c: what the window costs a training run, and how smooth it stays.
+ *
+ * Trains the same run (synthetic set, a fixed number of steps through
+ * TdmConfig.max_steps) two ways, alternating, --repeat times each: headless, through
+ * tdm_trainer_run() with a sink that only copies each event (as tandem-train's
+ * does before printing), and through the real TdmWindow, driven by its actions as
+ * tests/gui/test-window.c drives it. It prints samples/s of both and their ratio
+ * (target: the window keeps at least 97 %), from the engine's own training time and
+ * from the wall clock around the whole run.
+ *
+ * While the window trains it watches the main loop two ways: a tick callback on the
+ * window (the gaps between frames, and how long each frame's layout and paint took)
+ * and a high-priority timeout that should fire every --probe-ms (the longest it
+ * waited past that is the longest the loop was busy). Target: no stall over 16 ms.
+ *
+ * A benchmark, not a test: it asserts nothing. It needs a display:
+ *   tests/gui/xvfb-run-test.sh build/bench/bench-gui [--devices cpu:2 --max-steps 600]
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gtk/gtk.h>
+
+#include "tdm-application.h"
+#include "tdm-config.h"
+#include "tdm-device-picker.h"
+#include "tdm-device-row.h"
+#include "tdm-run.h"
+#include "tdm-spec-entry.h"
+#include "tdm-dataset-chooser.h"
+#include "tdm-trainer.h"
+#include "tdm-window.h"
+
+#define STALL_TARGET_MS 16.0
+
+typedef struct {
+  long steps;
+  double train_s;   /* the last summary's elapsed: the engine's training time */
+  double wall_s;    /* from asking for the run to its end, set-up included */
+} Result;
+
+/* Samples of one quantity, in milliseconds. */
+typedef struct {
+  const char *name;
+  GArray *ms;
+} Samples;
+
+typedef struct {
+  TdmWindow *window;
+  GMainLoop *loop;
+  gboolean recording;
+  TdmStepEvent last_step;
+  gboolean have_step;
+
+  /* Frame clock. */
+  GdkFrameClock *clock;
+  gint64 last_tick_us, tick_us;
+  gint64 layout_done_us;
+  double refresh_ms;
+  Samples frame_gap, frame_late, frame_layout, frame_paint;
+
+  /* The probe. */
+  guint probe_ms;
+  gint64 last_probe_us;
+  Samples probe_late;
+} Gui;
+
+static void
+samples_init(Samples *s, const char *name)
+{
+  s->name = name;
+  s->ms = g_array_new(FALSE, FALSE, sizeof(double));
+}
+
+static void
+samples_add(Samples *s, double ms)
+{
+  g_array_append_val(s->ms, ms);
+}
+
+static int
+compare_doubles(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double
+median(double *values, int n)
+{
+  qsort(values, n, sizeof values[0], compare_doubles);
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+/* Nearest-rank percentile of sorted values. */
+static double
+percentile(const GArray *sorted, double p)
+{
+  guint rank;
+
+  if (sorted->len == 0)
+    return NAN;
+  rank = (guint)ceil(p / 100 * sorted->len);
+  return g_array_index(sorted, double, CLAMP(rank, 1, sorted->len) - 1);
+}
+
+static void
+print_samples(Samples *s)
+{
+  const double over = STALL_TARGET_MS;
+  guint n_over = 0;
+
+  g_array_sort(s->ms, compare_doubles);
+  for (guint i = 0; i < s->ms->len; i++)
+    n_over += g_array_index(s->ms, double, i) > over;
+  printf("| %-38s | %6u | %6.2f | %6.2f | %6.2f | %6u |\n", s->name, s->ms->len,
+         percentile(s->ms, 50), percentile(s->ms, 99),
+         s->ms->len ? g_array_index(s->ms, double, s->ms->len - 1) : NAN, n_over);
+}
+
+/* ---- headless ---------------------------------------------------------------- */
+
+/* What any sink must do at least: keep its own copy (TdmRun's posts it on). */
+static void
+copy_event(const TdmEvent *event, gpointer data)
+{
+  Result *result = data;
+  TdmEvent *copy = g_memdup2(event, sizeof *event);
+
+  if (copy->kind == TDM_EVENT_STEP) {
+    result->steps = copy->step.step;
+    result->train_s = copy->step.elapsed;
+  }
+  g_free(copy);
+}
+
+static Result
+run_headless(const TdmConfig *config)
+{
+  Result result = {0};
+  g_autoptr(GError) error = NULL;
+  gint64 start = g_get_monotonic_time();
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(config, copy_event, &result);
+
+  if (!tdm_trainer_run(trainer, NULL, &error))
+    g_printerr("bench-gui: headless run failed: %s\n", error->message);
+  g_clear_pointer(&trainer, tdm_trainer_free);
+  result.wall_s = (g_get_monotonic_time() - start) / 1e6;
+  return result;
+}
+
+/* ---- the window ----------------------------------------------------------------- */
+
+static gpointer
+window_child(TdmWindow *window, const char *name)
+{
+  return gtk_widget_get_template_child(GTK_WIDGET(window), TDM_TYPE_WINDOW, name);
+}
+
+static gboolean
+keep_going(gpointer data)
+{
+  return G_SOURCE_CONTINUE;
+}
+
+/* Turns the main loop until cond() holds or `seconds` pass. */
+static gboolean
+iterate_until(gboolean (*cond)(gpointer), gpointer data, double seconds)
+{
+  gint64 end = g_get_monotonic_time() + (gint64)(seconds * G_USEC_PER_SEC);
+  guint wake = g_timeout_add(10, keep_going, NULL);
+
+  while (!cond(data) && g_get_monotonic_time() < end)
+    g_main_context_iteration(NULL, TRUE);
+  g_source_remove(wake);
+  return cond(data);
+}
+
+static gboolean
+can_start(gpointer data)
+{
+  return tdm_window_get_can_start(data);
+}
+
+/* The window's controls set to what `config` says, as a person would set them. */
+static gboolean
+set_up_window(TdmWindow *window, const TdmConfig *config)
+{
+  g_autoptr(GPtrArray) rows = tdm_device_picker_get_rows(window_child(window, "device_picker"));
+  static const char *built_in[] = {"mlp", "cnn"};
+  int cpus = 0, network = 2;
+
+  for (int i = 0; config->devices[i] != NULL; i++)
+    cpus += g_str_equal(config->devices[i], "cpu");
+  for (guint r = 0; r < rows->len; r++) {
+    TdmDeviceRow *row = rows->pdata[r];
+    gboolean chosen = FALSE;
+
+    if (tdm_device_row_is_cpu(row)) {
+      chosen = cpus > 0;
+      if (chosen)
+        tdm_device_row_set_workers(row, cpus);
+    } else {
+      for (int i = 0; config->devices[i] != NULL; i++)
+        chosen |= g_str_equal(config->devices[i], tdm_device_row_get_id(row));
+    }
+    tdm_device_row_set_active(row, chosen);
+  }
+
+  tdm_dataset_chooser_set_source(window_child(window, "dataset_chooser"), config->dataset);
+  for (int i = 0; i < 2; i++)
+    if (g_str_equal(config->network, built_in[i]))
+      network = i;
+  gtk_drop_down_set_selected(window_child(window, "network_dropdown"), network);
+  if (network == 2)
+    tdm_spec_entry_set_text(window_child(window, "spec_entry"), config->network);
+  gtk_spin_button_set_value(window_child(window, "batch_spin"), config->batch);
+  gtk_spin_button_set_value(window_child(window, "epochs_spin"), config->epochs);
+  /* The drop-downs list these in the order of their enums; the optimizer first,
+   * since choosing one resets the learning rate. */
+  gtk_drop_down_set_selected(window_child(window, "optimizer_dropdown"), config->optimizer);
+  gtk_spin_button_set_value(window_child(window, "lr_spin"), config->lr);
+  gtk_drop_down_set_selected(window_child(window, "strategy_dropdown"), config->strategy);
+  tdm_window_set_max_steps(window, config->max_steps);
+
+  return iterate_until(can_start, window, 60);
+}
+
+/* Every TdmRun event on its way to the window: the engine's own figures. */
+static gboolean
+on_run_event(GSignalInvocationHint *hint, guint n_values, const GValue *values, gpointer data)
+{
+  Gui *gui = data;
+  const TdmEvent *event = g_value_get_pointer(&values[1]);
+
+  if (event->kind == TDM_EVENT_STEP) {
+    gui->last_step = event->step;
+    gui->have_step = TRUE;
+  }
+  return TRUE;
+}
+
+static gboolean
+on_tick(GtkWidget *widget, GdkFrameClock *clock, gpointer data)
+{
+  Gui *gui = data;
+  gint64 now = g_get_monotonic_time();
+
+  /* The real time the frame started: frame_time itself is smoothed to the refresh
+   * rate, which would hide how late a frame came. */
+  if (gui->recording && gui->last_tick_us != 0) {
+    double gap = (now - gui->last_tick_us) / 1e3;
+
+    samples_add(&gui->frame_gap, gap);
+    samples_add(&gui->frame_late, MAX(0, gap - gui->refresh_ms));
+  }
+  gui->last_tick_us = now;
+  gui->tick_us = now;
+  gui->layout_done_us = 0;
+  return G_SOURCE_CONTINUE;
+}
+
+/* Connected after GTK's own handlers, so these run when its layout or paint is done. */
+static void
+on_layout(GdkFrameClock *clock, Gui *gui)
+{
+  gui->layout_done_us = g_get_monotonic_time();
+  if (gui->recording && gui->tick_us != 0)
+    samples_add(&gui->frame_layout, (gui->layout_done_us - gui->tick_us) / 1e3);
+}
+
+static void
+on_paint(GdkFrameClock *clock, Gui *gui)
+{
+  if (gui->recording && gui->layout_done_us != 0)
+    samples_add(&gui->frame_paint, (g_get_monotonic_time() - gui->layout_done_us) / 1e3);
+  gui->layout_done_us = 0;
+}
+
+static gboolean
+on_probe(gpointer data)
+{
+  Gui *gui = data;
+  gint64 now = g_get_monotonic_time();
+
+  if (gui->recording && gui->last_probe_us != 0)
+    samples_add(&gui->probe_late, MAX(0, (now - gui->last_probe_us) / 1e3 - gui->probe_ms));
+  gui->last_probe_us = now;
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+on_running(TdmWindow *window, GParamSpec *pspec, Gui *gui)
+{
+  if (!tdm_window_get_running(window))
+    g_main_loop_quit(gui->loop);
+}
+
+/* As a click would come: from the main loop, while it turns. */
+static gboolean
+press_start(gpointer data)
+{
+  Gui *gui = data;
+
+  if (!gtk_widget_activate_action(GTK_WIDGET(gui->window), "win.start", NULL) ||
+      !tdm_window_get_running(gui->window)) {
+    g_printerr("bench-gui: the window did not start the run\n");
+    g_main_loop_quit(gui->loop);
+  }
+  return G_SOURCE_REMOVE;
+}
+
+static Result
+run_window(Gui *gui)
+{
+  Result result = {0};
+  gulong handler;
+  gint64 start;
+  guint probe;
+
+  gui->have_step = FALSE;
+  gui->last_tick_us = gui->last_probe_us = 0;
+  probe = g_timeout_add_full(G_PRIORITY_HIGH, gui->probe_ms, on_probe, gui, NULL);
+  handler = g_signal_connect(gui->window, "notify::running", G_CALLBACK(on_running), gui);
+
+  gui->recording = TRUE;
+  start = g_get_monotonic_time();
+  g_idle_add(press_start, gui);
+  g_main_loop_run(gui->loop);
+  result.wall_s = (g_get_monotonic_time() - start) / 1e6;
+  gui->recording = FALSE;
+
+  g_signal_handler_disconnect(gui->window, handler);
+  g_source_remove(probe);
+  if (gui->have_step) {
+    result.steps = gui->last_step.step;
+    result.train_s = gui->last_step.elapsed;
+  }
+  return result;
+}
+
+/* ---- main ---------------------------------------------------------------------- */
+
+static double
+samples_per_second(const Result *r, int batch, gboolean wall)
+{
+  return r->steps * (double)batch / (wall ? r->wall_s : r->train_s);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_autofree char *devices = NULL, *network = NULL, *dataset = NULL, *strategy = NULL;
+  int batch = 100, max_steps = 600, repeat = 3, probe_ms = 2;
+  GOptionEntry entries[] = {
+    {"devices", 0, 0, G_OPTION_ARG_STRING, &devices, "Devices (default cpu:2)", "LIST"},
+    {"network", 0, 0, G_OPTION_ARG_STRING, &network, "Network or spec (default mlp)", "NET"},
+    {"dataset", 0, 0, G_OPTION_ARG_STRING, &dataset, "Dataset (default synthetic)", "NAME"},
+    {"batch", 0, 0, G_OPTION_ARG_INT, &batch, "Global batch size (default 100)", "N"},
+    {"strategy", 0, 0, G_OPTION_ARG_STRING, &strategy, "main or allreduce", "S"},
+    {"max-steps", 0, 0, G_OPTION_ARG_INT, &max_steps, "Steps per run (default 600)", "N"},
+    {"repeat", 0, 0, G_OPTION_ARG_INT, &repeat, "Runs of each kind, alternating (default 3)",
+     "N"},
+    {"probe-ms", 0, 0, G_OPTION_ARG_INT, &probe_ms, "Main-loop probe period (default 2)", "MS"},
+    {NULL},
+  };
+  g_autoptr(GOptionContext) context = g_option_context_new("— the window's cost to training");
+  g_autoptr(TdmConfig) config = tdm_config_new();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GArray) device_list = NULL;
+  double head_train[16], head_wall[16], gui_train[16], gui_wall[16];
+  Result head[16], win[16];
+  GdkFrameClock *clock;
+  Gui gui = {0};
+
+  g_option_context_add_main_entries(context, entries, NULL);
+  if (!g_option_context_parse(context, &argc, &argv, &error)) {
+    g_printerr("bench-gui: %s\n", error->message);
+    return 2;
+  }
+  repeat = CLAMP(repeat, 1, 16);
+  probe_ms = MAX(probe_ms, 1);
+
+  g_free(config->dataset);
+  config->dataset = g_strdup(dataset ? dataset : "synthetic");
+  g_free(config->network);
+  config->network = g_strdup(network ? network : "mlp");
+  config->batch = batch;
+  config->max_steps = max_steps;
+  /* Enough epochs that max_steps ends the run, never an epoch's evaluation. */
+  config->epochs = 1000;
+  if (!tdm_config_set_devices(config, devices ? devices : "cpu:2", &error) ||
+      (strategy != NULL && !tdm_strategy_from_name(strategy, &config->strategy)) ||
+      !tdm_config_validate(config, &error)) {
+    g_printerr("bench-gui: %s\n", error ? error->message : "unknown strategy");
+    return 2;
+  }
+
+  /* Settings in memory, from this build's schemas; English whatever the locale. */
+  g_setenv("GSETTINGS_BACKEND", "memory", TRUE);
+  tdm_application_init_uninstalled();
+  if (!gtk_init_check()) {
+    fprintf(stderr, "bench-gui: no display; run it under tests/gui/xvfb-run-test.sh\n");
+    return 77;
+  }
+
+  gui.loop = g_main_loop_new(NULL, FALSE);
+  gui.probe_ms = probe_ms;
+  samples_init(&gui.frame_gap, "frame gap (tick to tick)");
+  samples_init(&gui.frame_late, "frame: late past one refresh (= stall)");
+  samples_init(&gui.frame_layout, "frame: ticks and layout");
+  samples_init(&gui.frame_paint, "frame: paint (render to X)");
+  samples_init(&gui.probe_late, "probe: late past its period (= stall)");
+  /* The signal exists once the class does. */
+  g_type_class_unref(g_type_class_ref(TDM_TYPE_RUN));
+  g_signal_add_emission_hook(g_signal_lookup("event", TDM_TYPE_RUN), 0, on_run_event, &gui,
+                             NULL);
+
+  gui.window = g_object_ref_sink(tdm_window_new(NULL));
+  device_list = tdm_device_list();
+  tdm_window_set_devices(gui.window, device_list);
+  gtk_window_present(GTK_WINDOW(gui.window));
+  if (!set_up_window(gui.window, config)) {
+    g_printerr("bench-gui: the window cannot start this run\n");
+    return 1;
+  }
+  gtk_widget_add_tick_callback(GTK_WIDGET(gui.window), on_tick, &gui, NULL);
+  clock = gtk_widget_get_frame_clock(GTK_WIDGET(gui.window));
+  g_signal_connect_after(clock, "layout", G_CALLBACK(on_layout), &gui);
+  g_signal_connect_after(clock, "paint", G_CALLBACK(on_paint), &gui);
+  {
+    gint64 refresh_us = 0;
+
+    gdk_frame_clock_get_refresh_info(clock, 0, &refresh_us, NULL);
+    gui.refresh_ms = refresh_us > 0 ? refresh_us / 1e3 : 1000.0 / 60;
+  }
+
+  printf("bench-gui: %s on %s, batch %d, %d steps, %s set; %d runs of each, alternating\n",
+         config->network, devices ? devices : "cpu:2", batch, max_steps, config->dataset, repeat);
+  fflush(stdout);
+  for (int i = 0; i < repeat; i++) {
+    head[i] = run_headless(config);
+    win[i] = run_window(&gui);
+    fprintf(stderr, "  run %d: headless %.0f, window %.0f samples/s\n", i + 1,
+            samples_per_second(&head[i], batch, FALSE), samples_per_second(&win[i], batch, FALSE));
+    head_train[i] = samples_per_second(&head[i], batch, FALSE);
+    head_wall[i] = samples_per_second(&head[i], batch, TRUE);
+    gui_train[i] = samples_per_second(&win[i], batch, FALSE);
+    gui_wall[i] = samples_per_second(&win[i], batch, TRUE);
+  }
+
+  double ht = median(head_train, repeat), hw = median(head_wall, repeat);
+  double gt = median(gui_train, repeat), gw = median(gui_wall, repeat);
+
+  printf("\nThroughput (median of %d; training time from the engine, wall from start to end)\n",
+         repeat);
+  printf("| %-9s | %6s | %17s | %16s |\n", "run", "steps", "samples/s (train)",
+         "samples/s (wall)");
+  printf("|-----------|--------|-------------------|------------------|\n");
+  printf("| %-9s | %6ld | %17.0f | %16.0f |\n", "headless", head[0].steps, ht, hw);
+  printf("| %-9s | %6ld | %17.0f | %16.0f |\n", "window", win[0].steps, gt, gw);
+  printf("| %-9s | %6s | %16.1f%% | %15.1f%% |\n", "ratio", "", 100 * gt / ht, 100 * gw / hw);
+
+  printf("\nMain loop while the window trained (ms, all runs; target: no stall over %.0f ms)\n",
+         STALL_TARGET_MS);
+  printf("| %-38s | %6s | %6s | %6s | %6s | %6s |\n", "measure", "n", "p50", "p99", "max",
+         "> 16ms");
+  printf("|----------------------------------------|--------|--------|--------|--------|--------|\n");
+  print_samples(&gui.frame_gap);
+  print_samples(&gui.frame_late);
+  print_samples(&gui.frame_layout);
+  print_samples(&gui.frame_paint);
+  print_samples(&gui.probe_late);
+  printf("(a refresh is %.1f ms; the probe is a G_PRIORITY_HIGH timeout of %d ms)\n",
+         gui.refresh_ms, probe_ms);
+
+  gtk_window_destroy(GTK_WINDOW(gui.window));
+  while (g_main_context_iteration(NULL, FALSE))
+    ;
+  g_object_unref(gui.window);
+  g_main_loop_unref(gui.loop);
+  return 0;
+}
