@@ -88,9 +88,10 @@ nccl_ok_at(MpiCommunicator *m, ncclResult_t res, const char *call, GError **erro
   if (G_LIKELY(res == ncclSuccess))
     return TRUE;
   const char *detail = m->nccl != NULL ? ncclGetLastError(m->nccl) : NULL;
-  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_COMMUNICATION, "%s: %.*s failed: %s%s%s",
-              m->who, (int)strcspn(call, "("), call, ncclGetErrorString(res),
-              detail != NULL && *detail ? ": " : "", detail != NULL ? detail : "");
+  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_COMMUNICATION,
+              "%s: %.*s failed: %s%s%s", m->who, (int)strcspn(call, "("), call,
+              ncclGetErrorString(res), detail != NULL && *detail ? ": " : "",
+              detail != NULL ? detail : "");
   return FALSE;
 }
 #define NCCL_OK(m, error, call) nccl_ok_at((m), (call), #call, (error))
@@ -219,7 +220,8 @@ collective(TdmCommunicator *c, int replica, Op op, float *data, size_t count, in
       break;
     case OP_REDUCE:
       if (m->rank == root)
-        ok = MPI_OK(m, error, MPI_Reduce(MPI_IN_PLACE, p, n, MPI_FLOAT, MPI_SUM, root, m->comm));
+        ok = MPI_OK(m, error,
+                    MPI_Reduce(MPI_IN_PLACE, p, n, MPI_FLOAT, MPI_SUM, root, m->comm));
       else
         ok = MPI_OK(m, error, MPI_Reduce(p, NULL, n, MPI_FLOAT, MPI_SUM, root, m->comm));
       break;

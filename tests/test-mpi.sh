@@ -52,8 +52,8 @@ common=(--dataset "$data" --network conv4k3p1,relu,pool2,fc16,relu,fc10 --batch 
 "$train" "${common[@]}" --devices cpu --save "$tmp/ref.safetensors" >"$tmp/ref.json" \
   2>"$tmp/ref.err"
 status=$?
-if [ $status -eq 0 ] && [ -f "$tmp/ref.safetensors" ] && grep -q '"type":"epoch"' "$tmp/ref.json"
-then
+if [ $status -eq 0 ] && [ -f "$tmp/ref.safetensors" ] &&
+   grep -q '"type":"epoch"' "$tmp/ref.json"; then
   ok "single-process reference run (20 steps, one epoch)"
 else
   not_ok "single-process reference run" "status $status" "$(cat "$tmp/ref.err")"
@@ -130,7 +130,8 @@ expect_failure() {
     ok "$name (exit $status after ${seconds} s)"
   else
     not_ok "$name" "status $status after $seconds s (124: mpirun timed out, a hang)" \
-      "expected on stderr: $pattern" "$(head -c 2000 "$tmp/fail.err")"
+      "expected on stderr: $pattern" "$(head -c 2000 "$tmp/fail.err")" \
+      "last output: $(tail -n 3 "$tmp/fail.out")"
   fi
 }
 
@@ -145,7 +146,8 @@ expect_failure "a rank with a broken dataset path ends the job with its message"
 # The same once training has begun: the main rank's checkpoint folder disappears
 # after a few epochs, so its next save fails while the others wait for it.
 mkdir -p "$tmp/gone/deleted"
-(sleep 3; rm -rf "$tmp/gone/deleted") &
+# Moved, not removed: rm -rf could race with a save creating its temporary file there.
+(sleep 3; mv "$tmp/gone/deleted" "$tmp/gone/moved") &
 expect_failure "a rank failing mid-run ends the job with its message" \
   "rank 0: .*$tmp/gone/deleted" \
   -np 3 "$train" --distributed "${common[@]}" --epochs 10000 \
@@ -162,8 +164,8 @@ expect_failure "every rank must use the same kind of device" \
 
 # --- without mpirun: a job of one rank ----------------------------------------------
 
-timeout 60 "$train" --distributed "${common[@]}" --devices cpu --save "$tmp/single.safetensors" \
-  >"$tmp/single.json" 2>"$tmp/single.err"
+timeout 60 "$train" --distributed "${common[@]}" --devices cpu \
+  --save "$tmp/single.safetensors" >"$tmp/single.json" 2>"$tmp/single.err"
 status=$?
 compared=$("$helper" compare "$tmp/single.safetensors" "$tmp/ref.safetensors" 0 2>&1)
 same=$?
