@@ -159,7 +159,13 @@ static double
 torch_samples_per_second(const char *python, const char *dataset, const char *network,
                          const char *device, int batch, const char *precision, int repeat)
 {
+  /* The source tree it was built from, or the current folder's bench/ when the build
+   * was carried to another machine. */
   g_autofree char *script = g_build_filename(TDM_SOURCE_DIR, "bench", "torch_reference.py", NULL);
+  if (!g_file_test(script, G_FILE_TEST_EXISTS)) {
+    g_free(script);
+    script = g_build_filename("bench", "torch_reference.py", NULL);
+  }
   g_autofree char *batch_text = g_strdup_printf("%d", batch);
   g_autofree char *repeat_text = g_strdup_printf("%d", repeat);
   const char *argv[] = {python, script, "--dataset", dataset, "--network", network,

@@ -1111,6 +1111,8 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
       st.samples = 0;
     }
   }
+  /* The last figures of the run, however short it was. */
+  emit_devices(t, &st);
   return TRUE;
 }
 
