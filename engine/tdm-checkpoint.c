@@ -6,6 +6,7 @@
  * any tensor is copied out. Which tensors a checkpoint holds is the trainer's business.
  */
 #include "tdm-checkpoint.h"
+#include "tdm-json.h"
 #include "tdm-error.h"
 
 #include <errno.h>
@@ -200,9 +201,7 @@ header_json(TdmCheckpoint *ckpt)
   json_builder_end_object(b);
 
   g_autoptr(JsonNode) root = json_builder_get_root(b);
-  g_autoptr(JsonGenerator) gen = json_generator_new();
-  json_generator_set_root(gen, root);
-  return json_generator_to_data(gen, NULL);
+  return tdm_json_to_string(root);
 }
 
 static gboolean

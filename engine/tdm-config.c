@@ -4,6 +4,7 @@
  * opening a dataset or a device; those are the trainer's to check.
  */
 #include "tdm-config.h"
+#include "tdm-json.h"
 #include "tdm-error.h"
 #include "tdm-events.h"
 
@@ -337,38 +338,6 @@ NAME_TABLE(TdmPrecision, tdm_precision, precision_names)
 /* JSON. Every field is written and every field is required on reading, so a
  * checkpoint from another version fails loudly instead of training differently. */
 
-/* json-glib before 1.8 writes 1e-08 as "1e-08.0", which no JSON parser accepts (its
- * own included). This drops such a ".0" outside strings; where json-glib is fixed it
- * finds nothing to do. */
-static void
-json_fix_exponents(char *text)
-{
-  gboolean in_string = FALSE;
-  char prev = '\0';
-  char *w = text;
-  const char *r = text;
-  while (*r) {
-    char ch = *r++;
-    *w++ = ch;
-    if (in_string) {
-      if (ch == '\\' && *r)
-        *w++ = *r++;
-      else if (ch == '"')
-        in_string = FALSE;
-    } else if (ch == '"') {
-      in_string = TRUE;
-    } else if ((ch == 'e' || ch == 'E') && g_ascii_isdigit(prev)) {
-      if (*r == '+' || *r == '-')
-        *w++ = *r++;
-      while (g_ascii_isdigit(*r))
-        *w++ = *r++;
-      if (r[0] == '.' && r[1] == '0' && !g_ascii_isdigit(r[2]))
-        r += 2;
-    }
-    prev = ch;
-  }
-  *w = '\0';
-}
 
 char *
 tdm_config_to_json(const TdmConfig *c)
@@ -440,11 +409,7 @@ tdm_config_to_json(const TdmConfig *c)
   json_builder_end_object(b);
 
   g_autoptr(JsonNode) root = json_builder_get_root(b);
-  g_autoptr(JsonGenerator) gen = json_generator_new();
-  json_generator_set_root(gen, root);
-  char *text = json_generator_to_data(gen, NULL);
-  json_fix_exponents(text);
-  return text;
+  return tdm_json_to_string(root);
 }
 
 static gboolean

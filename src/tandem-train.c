@@ -13,6 +13,7 @@
 #include "tdm-device.h"
 #include "tdm-distributed.h"
 #include "tdm-error.h"
+#include "tdm-json.h"
 #include "tdm-trainer.h"
 
 #include <errno.h>
@@ -594,38 +595,6 @@ error_code_name(const GError *e)
   return "other";
 }
 
-/* json-glib before 1.8 writes 1e-08 as "1e-08.0", which no JSON parser accepts (its
- * own included). This drops such a ".0" outside strings; where json-glib is fixed it
- * finds nothing to do. */
-static void
-json_fix_exponents(char *text)
-{
-  gboolean in_string = FALSE;
-  char prev = '\0';
-  char *w = text;
-  const char *r = text;
-  while (*r) {
-    char ch = *r++;
-    *w++ = ch;
-    if (in_string) {
-      if (ch == '\\' && *r)
-        *w++ = *r++;
-      else if (ch == '"')
-        in_string = FALSE;
-    } else if (ch == '"') {
-      in_string = TRUE;
-    } else if ((ch == 'e' || ch == 'E') && g_ascii_isdigit(prev)) {
-      if (*r == '+' || *r == '-')
-        *w++ = *r++;
-      while (g_ascii_isdigit(*r))
-        *w++ = *r++;
-      if (r[0] == '.' && r[1] == '0' && !g_ascii_isdigit(r[2]))
-        r += 2;
-    }
-    prev = ch;
-  }
-  *w = '\0';
-}
 
 static void
 json_event(const TdmEvent *ev)
@@ -737,10 +706,7 @@ json_event(const TdmEvent *ev)
   json_builder_end_object(b);
 
   g_autoptr(JsonNode) root = json_builder_get_root(b);
-  g_autoptr(JsonGenerator) gen = json_generator_new();
-  json_generator_set_root(gen, root);
-  g_autofree char *line = json_generator_to_data(gen, NULL);
-  json_fix_exponents(line);
+  g_autofree char *line = tdm_json_to_string(root);
   /* One write per line, flushed, so a reader piped to us sees whole lines live. */
   printf("%s\n", line);
   fflush(stdout);

@@ -1,0 +1,45 @@
+/* tdm-json.c — JSON text from json-glib trees that every parser accepts. */
+#include "tdm-json.h"
+
+/* json-glib before 1.8 writes 1e-08 as "1e-08.0", which no JSON parser accepts (its
+ * own included). This drops such a ".0" outside strings; where json-glib is fixed it
+ * finds nothing to do. */
+static void
+fix_exponents(char *text)
+{
+  gboolean in_string = FALSE;
+  char prev = '\0';
+  char *w = text;
+  const char *r = text;
+  while (*r) {
+    char ch = *r++;
+    *w++ = ch;
+    if (in_string) {
+      if (ch == '\\' && *r)
+        *w++ = *r++;
+      else if (ch == '"')
+        in_string = FALSE;
+    } else if (ch == '"') {
+      in_string = TRUE;
+    } else if ((ch == 'e' || ch == 'E') && g_ascii_isdigit(prev)) {
+      if (*r == '+' || *r == '-')
+        *w++ = *r++;
+      while (g_ascii_isdigit(*r))
+        *w++ = *r++;
+      if (r[0] == '.' && r[1] == '0' && !g_ascii_isdigit(r[2]))
+        r += 2;
+    }
+    prev = ch;
+  }
+  *w = '\0';
+}
+
+char *
+tdm_json_to_string(JsonNode *root)
+{
+  g_autoptr(JsonGenerator) gen = json_generator_new();
+  json_generator_set_root(gen, root);
+  char *text = json_generator_to_data(gen, NULL);
+  fix_exponents(text);
+  return text;
+}
