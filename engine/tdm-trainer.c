@@ -92,6 +92,7 @@ struct _TdmTrainer {
   gboolean main_updated;        /* the main replica applied this step's update */
   double metrics_out[4];        /* JOB_METRICS/EVALUATE result: loss, correct, stop */
   Timing *timing;               /* [replicas] */
+  struct Buckets *buckets;      /* [replicas] when gradients are all-reduced in buckets */
   gulong cancel_handler;
   GCancellable *cancellable;
   volatile gint stop_requested; /* distributed runs: stop at the next summary vote */
@@ -247,6 +248,67 @@ op_broadcast(TdmTrainer *t, int r, GError **error)
                                  t->config->main_replica, error);
 }
 
+/* Gradient buckets: during backward each layer hands over its finished gradients (the
+ * last layer's first); once a bucket's worth has gathered, its all-reduce starts on
+ * the communication stream while backward goes on. Every replica forms the same
+ * buckets in the same order, as collectives require. */
+typedef struct Buckets {
+  TdmTrainer *trainer;
+  int replica;
+  size_t lo, hi;                /* the pending range [lo, hi); empty when lo == hi */
+  gboolean failed;
+} Buckets;
+
+static void
+flush_bucket(Buckets *bk)
+{
+  TdmTrainer *t = bk->trainer;
+  if (bk->lo == bk->hi || bk->failed)
+    return;
+  GError *error = NULL;
+  if (!t->comm->ops->allreduce(t->comm, bk->replica, t->reps[bk->replica]->grads, bk->lo,
+                               bk->hi - bk->lo, &error)) {
+    bk->failed = TRUE;
+    if (error != NULL)
+      fail_worker(t, error);
+  }
+  bk->hi = bk->lo;
+}
+
+static void
+on_grads_ready(TdmReplica *rep, size_t offset, size_t count, gpointer data)
+{
+  Buckets *bk = data;
+  if (bk->lo == bk->hi)
+    bk->hi = offset + count;
+  bk->lo = offset;
+  if ((bk->hi - bk->lo) * sizeof(float) >= bk->trainer->config->bucket_bytes)
+    flush_bucket(bk);
+}
+
+/* A replica with no samples this step still takes part in every bucket. */
+static void
+announce_all_gradients(TdmTrainer *t, int r)
+{
+  const TdmNetwork *net = t->net;
+  for (int i = net->layer_count - 1; i >= 0; i--) {
+    const TdmLayer *l = &net->layers[i];
+    if (l->weight_count > 0)
+      on_grads_ready(t->reps[r], l->weight_offset, l->weight_count + l->bias_count,
+                     &t->buckets[r]);
+  }
+}
+
+static gboolean
+buckets_wanted(const TdmTrainer *t)
+{
+  /* Overlap pays where a communication stream runs beside the compute stream; CPU
+   * workers would only do the same work sooner on the same cores. */
+  return t->world > 1 && t->config->strategy == TDM_STRATEGY_ALLREDUCE &&
+         t->config->bucket_bytes > 0 &&
+         (g_str_equal(t->comm->kind, "nccl") || g_str_equal(t->comm->kind, "peer"));
+}
+
 static void
 job_train(TdmTrainer *t, int r)
 {
@@ -260,10 +322,20 @@ job_train(TdmTrainer *t, int r)
 
   int offset, size;
   tdm_shard_of(job->count, t->world, t->rank0 + r, &offset, &size);
-  if (size > 0)
+  Buckets *bk = t->buckets != NULL ? &t->buckets[r] : NULL;
+  if (bk != NULL) {
+    bk->lo = bk->hi = 0;
+    bk->failed = FALSE;
+  }
+  if (size > 0) {
     tdm_replica_train_step(rep, job->indices + offset, size, 1.0f / (float)job->count);
-  else
+  } else {
     b->ops->zero(b, rep->grads, t->net->parameter_count * sizeof(float));
+    if (bk != NULL)
+      announce_all_gradients(t, r);
+  }
+  if (bk != NULL)
+    flush_bucket(bk);
   if (timed) {
     b->ops->synchronize(b);
     tm->compute += now_seconds() - start;
@@ -273,7 +345,18 @@ job_train(TdmTrainer *t, int r)
     return;
 
   gboolean ok = TRUE;
-  if (t->world > 1) {
+  if (bk != NULL) {
+    /* The buckets are on their way: only wait for them to land. */
+    GError *error = NULL;
+    double t1 = timed ? now_seconds() : 0;
+    ok = !bk->failed && t->comm->ops->wait(t->comm, r, &error);
+    if (error != NULL)
+      fail_worker(t, error);
+    if (timed) {
+      b->ops->synchronize(b);
+      tm->comm += now_seconds() - t1;
+    }
+  } else if (t->world > 1) {
     if (t->config->strategy == TDM_STRATEGY_ALLREDUCE)
       ok = communicate(t, r, op_allreduce, tm, timed);
     else
@@ -447,6 +530,7 @@ teardown(TdmTrainer *t)
   g_clear_pointer(&t->reps, g_free);
   g_clear_pointer(&t->backends, g_free);
   g_clear_pointer(&t->timing, g_free);
+  g_clear_pointer(&t->buckets, g_free);
   g_clear_pointer(&t->it, tdm_iterator_free);
   g_clear_pointer(&t->telemetry, tdm_telemetry_free);
   g_clear_pointer(&t->net, tdm_network_free);
@@ -622,6 +706,15 @@ setup(TdmTrainer *t, GError **error)
     t->comm = tdm_communicator_new(t->backends, t->replicas, error);
   if (t->comm == NULL)
     return FALSE;
+  if (buckets_wanted(t)) {
+    t->buckets = g_new0(Buckets, t->replicas);
+    for (int r = 0; r < t->replicas; r++) {
+      t->buckets[r].trainer = t;
+      t->buckets[r].replica = r;
+      t->reps[r]->grads_ready = on_grads_ready;
+      t->reps[r]->grads_ready_data = &t->buckets[r];
+    }
+  }
   t->it = tdm_iterator_new(cfg->seed, train->count, cfg->batch);
   if (!all_cpu(cfg))
     t->telemetry = tdm_telemetry_new(500);
