@@ -25,6 +25,7 @@
  *   bench-scaling --cpu 2                  CPU workers
  */
 #include "tdm-build-config.h"
+#include "tdm-dataset.h"
 #include "tdm-device.h"
 #include "tdm-trainer.h"
 
@@ -462,20 +463,31 @@ tdm_scale_compare_doubles(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
-/* Seconds for one ncclAllReduce of `count` floats in place over the GPUs `ordinals`:
- * per trial, `iterations` back-to-back calls between cudaEvents on every rank's
- * stream; a trial's time is the rank with the shortest span (the one whose calls
- * started last, so it waited least for the others); the median of `trials` after a
- * warm-up trial. NAN on failure. */
+/* Device work that holds a stream while the host enqueues a trial: memsets of this
+ * size (a fraction of a millisecond each on a current GPU). */
+#define TDM_SCALE_GATE_BYTES ((size_t)256 << 20)
+#define TDM_SCALE_MAX_GATES 64
+
+/* Seconds for one ncclAllReduce of `count` floats in place over the GPUs `ordinals`,
+ * or NAN on failure. A trial is `iterations` back-to-back calls between cudaEvents on
+ * every rank's stream. One thread enqueues every rank's calls, which can take longer
+ * than the GPUs need for small buffers; so each stream first runs memsets long enough
+ * to cover the enqueueing (sized in the warm-up trials), and the calls then run from
+ * a full queue: the time is the GPUs', not the host's launch rate. A trial's time is
+ * the rank with the shortest span (it waited least for the others); the result is
+ * the median of `trials`. */
 static double
 tdm_scale_bare_allreduce(const int *ordinals, int n, size_t count, int trials, int iterations)
 {
   ncclComm_t comms[TDM_MAX_REPLICAS] = {0};
   cudaStream_t streams[TDM_MAX_REPLICAS] = {0};
+  cudaEvent_t gates[TDM_MAX_REPLICAS] = {0};
   cudaEvent_t starts[TDM_MAX_REPLICAS] = {0}, ends[TDM_MAX_REPLICAS] = {0};
   float *buffers[TDM_MAX_REPLICAS] = {0};
+  void *scratch[TDM_MAX_REPLICAS] = {0};
   double times[TDM_SCALE_MAX_REPEAT * 2];
   trials = CLAMP(trials, 1, (int)G_N_ELEMENTS(times));
+  int gate_count = 1;
   gboolean ok = n >= 2 && n <= TDM_MAX_REPLICAS &&
                 TDM_SCALE_NCCL(ncclCommInitAll(comms, n, ordinals));
   for (int r = 0; ok && r < n; r++)
@@ -483,16 +495,25 @@ tdm_scale_bare_allreduce(const int *ordinals, int n, size_t count, int trials, i
          TDM_SCALE_CUDA(cudaMalloc((void **)&buffers[r], count * sizeof(float))) &&
          /* Zeros stay zeros under a sum: no overflow however many calls. */
          TDM_SCALE_CUDA(cudaMemset(buffers[r], 0, count * sizeof(float))) &&
+         TDM_SCALE_CUDA(cudaMalloc(&scratch[r], TDM_SCALE_GATE_BYTES)) &&
          TDM_SCALE_CUDA(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking)) &&
+         TDM_SCALE_CUDA(cudaEventCreate(&gates[r])) &&
          TDM_SCALE_CUDA(cudaEventCreate(&starts[r])) &&
          TDM_SCALE_CUDA(cudaEventCreate(&ends[r]));
   for (int r = 0; ok && r < n; r++)
     ok = TDM_SCALE_CUDA(cudaSetDevice(ordinals[r])) && TDM_SCALE_CUDA(cudaDeviceSynchronize());
 
-  for (int trial = -1; ok && trial < trials; trial++) {
-    for (int r = 0; ok && r < n; r++)
+  /* Trials −2 and −1 warm up (NCCL connects lazily) and size the gate. */
+  for (int trial = -2; ok && trial < trials; trial++) {
+    for (int r = 0; ok && r < n; r++) {
       ok = TDM_SCALE_CUDA(cudaSetDevice(ordinals[r])) &&
-           TDM_SCALE_CUDA(cudaEventRecord(starts[r], streams[r]));
+           TDM_SCALE_CUDA(cudaEventRecord(gates[r], streams[r]));
+      for (int g = 0; ok && g < gate_count; g++)
+        ok = TDM_SCALE_CUDA(cudaMemsetAsync(scratch[r], g & 0xff, TDM_SCALE_GATE_BYTES,
+                                            streams[r]));
+      ok = ok && TDM_SCALE_CUDA(cudaEventRecord(starts[r], streams[r]));
+    }
+    gint64 enqueue_us = g_get_monotonic_time();
     for (int i = 0; ok && i < iterations; i++) {
       /* One thread drives every rank: a group lets each rank's call be enqueued
        * without waiting for the others. */
@@ -505,14 +526,21 @@ tdm_scale_bare_allreduce(const int *ordinals, int n, size_t count, int trials, i
     for (int r = 0; ok && r < n; r++)
       ok = TDM_SCALE_CUDA(cudaSetDevice(ordinals[r])) &&
            TDM_SCALE_CUDA(cudaEventRecord(ends[r], streams[r]));
+    double enqueue_ms = (g_get_monotonic_time() - enqueue_us) / 1e3;
     double least = INFINITY;
+    float gate_ms = 0;
     for (int r = 0; ok && r < n; r++) {
       float ms = 0;
       ok = TDM_SCALE_CUDA(cudaSetDevice(ordinals[r])) &&
            TDM_SCALE_CUDA(cudaEventSynchronize(ends[r])) &&
            TDM_SCALE_CUDA(cudaEventElapsedTime(&ms, starts[r], ends[r]));
       least = MIN(least, ms / 1e3 / iterations);
+      if (ok && r == 0)
+        ok = TDM_SCALE_CUDA(cudaEventElapsedTime(&gate_ms, gates[r], starts[r]));
     }
+    if (ok && trial == -1 && gate_ms > 0)
+      gate_count = CLAMP((int)ceil(1.5 * enqueue_ms / (gate_ms / gate_count)), 1,
+                         TDM_SCALE_MAX_GATES);
     if (ok && trial >= 0)
       times[trial] = least;
   }
@@ -526,6 +554,10 @@ tdm_scale_bare_allreduce(const int *ordinals, int n, size_t count, int trials, i
       (void)TDM_SCALE_NCCL(ncclCommDestroy(comms[r]));
     if (buffers[r] != NULL)
       (void)TDM_SCALE_CUDA(cudaFree(buffers[r]));
+    if (scratch[r] != NULL)
+      (void)TDM_SCALE_CUDA(cudaFree(scratch[r]));
+    if (gates[r] != NULL)
+      (void)TDM_SCALE_CUDA(cudaEventDestroy(gates[r]));
     if (starts[r] != NULL)
       (void)TDM_SCALE_CUDA(cudaEventDestroy(starts[r]));
     if (ends[r] != NULL)
@@ -571,7 +603,8 @@ tdm_scale_bandwidth(const TdmScaleOptions *o, const TdmScaleDevices *d, int per_
          "all-reduced once, after backward), %d samples per replica; t = the communication "
          "ms per step of the replica that communicated least (the others also waited for "
          "it). Bare: ncclAllReduce of the same bytes on the same GPUs, %d back-to-back "
-         "calls per trial, median of %d trials. algbw = S / t, busbw = algbw · 2(n−1)/n "
+         "calls per trial from a queue filled before the GPUs reach it, median of %d "
+         "trials. algbw = S / t, busbw = algbw · 2(n−1)/n "
          "(nccl-tests); 1 GB = 1e9 bytes.\n\n", per_replica, o->bare_iterations,
          o->bare_trials);
   printf("| network | S (MB) | n | devices | communicator | trainer t ms | algbw GB/s | "
