@@ -138,20 +138,21 @@ t_col2im(TdmBackend *b, float *dx, const float *col, int n, int h, int w, int c,
 }
 
 static void
-t_maxpool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x, int n, int h,
-                  int w, int c, int k)
+t_maxpool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x, const float *bias,
+                  bool relu, int n, int h, int w, int c, int k)
 {
-  int i = begin("maxpool_forward", "%d×%d×%d×%d", n, h, w, c);
-  T.real->maxpool_forward(b, y, argmax, x, n, h, w, c, k);
+  int i = begin("maxpool_forward", "%d×%d×%d×%d%s%s", n, h, w, c, bias ? " bias" : "",
+                relu ? " relu" : "");
+  T.real->maxpool_forward(b, y, argmax, x, bias, relu, n, h, w, c, k);
   end(i);
 }
 
 static void
-t_maxpool_backward(TdmBackend *b, float *dx, const float *dy, const int32_t *argmax, int n,
-                   int h, int w, int c, int k)
+t_maxpool_backward(TdmBackend *b, float *dx, const float *dy, const int32_t *argmax,
+                   const float *y, int n, int h, int w, int c, int k)
 {
-  int i = begin("maxpool_backward", "%d×%d×%d×%d", n, h, w, c);
-  T.real->maxpool_backward(b, dx, dy, argmax, n, h, w, c, k);
+  int i = begin("maxpool_backward", "%d×%d×%d×%d%s", n, h, w, c, y ? " masked" : "");
+  T.real->maxpool_backward(b, dx, dy, argmax, y, n, h, w, c, k);
   end(i);
 }
 

@@ -288,25 +288,24 @@ cpu_relu_backward(TdmBackend *b, float *dx, const float *dy, const float *y, siz
 
 /* Convolution by im2col */
 
-/* One output pixel's row of col, (channel, ky, kx) order. off is the index into x of
- * the window's top-left corner, which lies outside x when the pixel touches the
- * padding; only in-bounds taps [ky0, ky1) × [kx0, kx1) are read. */
+/* One output pixel's row of col, (ky, kx, channel) order: each row of taps is a run
+ * of kw·c floats in x as in col, so a copy. off is the index into x of the window's
+ * top-left corner, which lies outside x when the pixel touches the padding; only
+ * in-bounds taps [ky0, ky1) × [kx0, kx1) are read. */
 static G_ALWAYS_INLINE inline void
 im2col_pixel(float *restrict row, const float *restrict x, ptrdiff_t off, int w, int c,
              int kh, int kw, int ky0, int ky1, int kx0, int kx1)
 {
+  const size_t run = (size_t)kw * c;
   if (ky0 == 0 && ky1 == kh && kx0 == 0 && kx1 == kw) {
-    for (int ch = 0; ch < c; ch++)
-      for (int ky = 0; ky < kh; ky++)
-        for (int kx = 0; kx < kw; kx++)
-          *row++ = x[off + ((ptrdiff_t)ky * w + kx) * c + ch];
+    for (int ky = 0; ky < kh; ky++)
+      memcpy(row + ky * run, x + (off + (ptrdiff_t)ky * w * c), sizeof(float) * run);
     return;
   }
-  memset(row, 0, sizeof(float) * (size_t)c * kh * kw);
-  for (int ch = 0; ch < c; ch++)
-    for (int ky = ky0; ky < ky1; ky++)
-      for (int kx = kx0; kx < kx1; kx++)
-        row[((size_t)ch * kh + ky) * kw + kx] = x[off + ((ptrdiff_t)ky * w + kx) * c + ch];
+  memset(row, 0, sizeof(float) * kh * run);
+  for (int ky = ky0; ky < ky1; ky++)
+    memcpy(row + ky * run + (size_t)kx0 * c, x + (off + ((ptrdiff_t)ky * w + kx0) * c),
+           sizeof(float) * (size_t)(kx1 - kx0) * c);
 }
 
 /* Inlined into cpu_im2col twice, once with kh = kw = 3 as constants so that the tap
@@ -334,21 +333,21 @@ im2col_walk(float *restrict col, const float *restrict x, int n, int h, int w, i
 }
 
 /* d[ch] = the sum over the taps [ky0, ky1) × [kx0, kx1) that cover this pixel. Tap
- * (ky, kx) sits in col at o0 + ky·sy + kx·sx + ch·taps: moving down a tap moves up an
- * output row. Channels outside, taps inside, so each element is summed in a register
- * and stored once. */
+ * (ky, kx) sits in col at o0 + ky·sy + kx·sx, its c channels contiguous: moving down
+ * a tap moves up an output row. Taps outside and channels inside, so the channel
+ * loop vectorizes; the taps are summed in order, as the GPU sums them. */
 static G_ALWAYS_INLINE inline void
 col2im_pixel(float *restrict d, const float *restrict col, ptrdiff_t o0, ptrdiff_t sy,
-             ptrdiff_t sx, int c, int taps, int ky0, int ky1, int kx0, int kx1)
+             ptrdiff_t sx, int c, int ky0, int ky1, int kx0, int kx1)
 {
-  for (int ch = 0; ch < c; ch++) {
-    const ptrdiff_t at = o0 + (ptrdiff_t)ch * taps;
-    float s = 0.0f;
-    for (int ky = ky0; ky < ky1; ky++)
-      for (int kx = kx0; kx < kx1; kx++)
-        s += col[at + ky * sy + kx * sx];
-    d[ch] = s;
-  }
+  for (int ch = 0; ch < c; ch++)
+    d[ch] = 0.0f;
+  for (int ky = ky0; ky < ky1; ky++)
+    for (int kx = kx0; kx < kx1; kx++) {
+      const float *restrict tap = col + (o0 + ky * sy + kx * sx);
+      for (int ch = 0; ch < c; ch++)
+        d[ch] += tap[ch];
+    }
 }
 
 /* col2im as a gather: each pixel of dx sums the col entries of the output pixels whose
@@ -360,9 +359,8 @@ col2im_walk(float *restrict dx, const float *restrict col, int n, int h, int w, 
 {
   const int oh = h + 2 * pad - kh + 1;
   const int ow = w + 2 * pad - kw + 1;
-  const int taps = kh * kw;
-  const ptrdiff_t cols = (ptrdiff_t)c * taps;
-  const ptrdiff_t sy = kw - ow * cols, sx = 1 - cols;
+  const ptrdiff_t cols = (ptrdiff_t)c * kh * kw;
+  const ptrdiff_t sy = (ptrdiff_t)kw * c - ow * cols, sx = c - cols;
 
   for (int im = 0; im < n; im++)
     for (int iy = 0; iy < h; iy++) {
@@ -374,9 +372,9 @@ col2im_walk(float *restrict dx, const float *restrict col, int n, int h, int w, 
         const ptrdiff_t o0 = (((ptrdiff_t)im * oh + iy + pad) * ow + ix + pad) * cols;
         float *d = dx + (((size_t)im * h + iy) * w + ix) * c;
         if (ky0 == 0 && ky1 == kh && kx0 == 0 && kx1 == kw)
-          col2im_pixel(d, col, o0, sy, sx, c, taps, 0, kh, 0, kw);
+          col2im_pixel(d, col, o0, sy, sx, c, 0, kh, 0, kw);
         else
-          col2im_pixel(d, col, o0, sy, sx, c, taps, ky0, ky1, kx0, kx1);
+          col2im_pixel(d, col, o0, sy, sx, c, ky0, ky1, kx0, kx1);
       }
     }
 }
@@ -473,9 +471,21 @@ pool_window(float *restrict yo, int32_t *restrict ao, const float *restrict x,
   }
 }
 
+/* The conv layer's bias and ReLU, folded into the pool (the contract says why). */
+static inline void
+pool_bias(float *restrict yo, const float *restrict bias, int c, gboolean relu)
+{
+  if (relu)
+    for (int ch = 0; ch < c; ch++)
+      yo[ch] = relu1(yo[ch] + bias[ch]);
+  else
+    for (int ch = 0; ch < c; ch++)
+      yo[ch] += bias[ch];
+}
+
 static void
-cpu_maxpool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x, int n, int h,
-                    int w, int c, int k)
+cpu_maxpool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
+                    const float *bias, bool relu, int n, int h, int w, int c, int k)
 {
   if (!cpu_begin(b))
     return;
@@ -492,14 +502,16 @@ cpu_maxpool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x, in
         const int32_t first = (((im * h) + oy * k) * w + ox * k) * c;
         if (k == 2) {
           pool_window(y + out, argmax + out, x, first, w, c, 2);
-          continue;
+        } else {
+          pool_first(y + out, argmax + out, x + first, c, first);
+          for (int ky = 0; ky < k; ky++)
+            for (int kx = (ky == 0); kx < k; kx++) {
+              const int32_t base = first + (ky * w + kx) * c;
+              pool_next(y + out, argmax + out, x + base, c, base);
+            }
         }
-        pool_first(y + out, argmax + out, x + first, c, first);
-        for (int ky = 0; ky < k; ky++)
-          for (int kx = (ky == 0); kx < k; kx++) {
-            const int32_t base = first + (ky * w + kx) * c;
-            pool_next(y + out, argmax + out, x + base, c, base);
-          }
+        if (bias != NULL)
+          pool_bias(y + out, bias, c, relu);
       }
 }
 
@@ -513,9 +525,20 @@ unpool(float *restrict d, const float *restrict dyo, const int32_t *restrict ao,
   }
 }
 
+/* The same through the ReLU folded into the pool: only where its output yo > 0. */
+static inline void
+unpool_masked(float *restrict d, const float *restrict dyo, const int32_t *restrict ao,
+              const float *restrict yo, int c, int32_t base)
+{
+  for (int ch = 0; ch < c; ch++) {
+    const float g = dyo[ch];
+    d[ch] = ao[ch] == base + ch && yo[ch] > 0.0f ? g : 0.0f;
+  }
+}
+
 static void
 cpu_maxpool_backward(TdmBackend *b, float *dx, const float *dy, const int32_t *argmax,
-                     int n, int h, int w, int c, int k)
+                     const float *y, int n, int h, int w, int c, int k)
 {
   if (!cpu_begin(b))
     return;
@@ -541,7 +564,11 @@ cpu_maxpool_backward(TdmBackend *b, float *dx, const float *dy, const int32_t *a
         const size_t out = (((size_t)im * oh + oy) * ow + ox) * c;
         for (int kx = 0; kx < k; kx++) {
           const int32_t base = ((im * h + iy) * w + ox * k + kx) * c;
-          unpool(drow + (size_t)(ox * k + kx) * c, dy + out, argmax + out, c, base);
+          if (y != NULL)
+            unpool_masked(drow + (size_t)(ox * k + kx) * c, dy + out, argmax + out, y + out,
+                          c, base);
+          else
+            unpool(drow + (size_t)(ox * k + kx) * c, dy + out, argmax + out, c, base);
         }
       }
       if (tail > 0)

@@ -24,6 +24,9 @@
 #define TDM_UPLOAD_STAGED_MAX ((size_t)8 << 20)
 /* Scratch for the bias gradient's first pass: partial sums of up to 1024 row groups. */
 #define TDM_PARTIALS_FLOATS ((size_t)256 << 10)
+/* Scratch for split-K GEMMs (cuda_gemm): chunks × m × n partial products. 8 MiB holds
+ * a conv weight gradient of 64×288 in 100 chunks. */
+#define TDM_SPLIT_K_FLOATS ((size_t)2 << 20)
 
 typedef struct {
   void *host;                  /* pinned */
@@ -38,6 +41,9 @@ typedef struct {
   cublasHandle_t cublas;
   void *cublas_workspace;
   float *partials;
+  float *split_parts;          /* TDM_SPLIT_K_FLOATS */
+  int split_k;                 /* TDM_CUDA_SPLIT_K: -1 chooses, 0 never, else chunks */
+  int sm_count;
   char *gpu_name;              /* "NVIDIA H200", for messages */
 
   GMutex lock;                 /* blocks, counters, upload ring */
@@ -326,6 +332,26 @@ cuda_synchronize(TdmBackend *b)
 
 /* GEMM */
 
+/* How many chunks to cut a GEMM's reduction into. A long reduction into a small
+ * output, such as a conv weight gradient (out × kh·kw·c values summed over n·oh·ow
+ * rows), gives cuBLAS a handful of output tiles for the whole GPU; chunks multiplied
+ * as one batch and summed in order after (tdm_k_sum_parts) fill it, and stay
+ * deterministic. Aim at two blocks per multiprocessor, counting 128×128 tiles, with
+ * chunks of at least 512 rows. */
+static int
+split_k_chunks(TdmBackendCuda *cb, int m, int n, int k)
+{
+  size_t mn = (size_t)m * n;
+  if (cb->split_k == 0 || mn == 0 || mn > TDM_SPLIT_K_FLOATS / 2 || k < 4096 ||
+      k < 16 * MAX(m, n))
+    return 1;
+  size_t tiles = (size_t)((m + 127) / 128) * ((n + 127) / 128);
+  size_t chunks = cb->split_k > 0 ? (size_t)cb->split_k
+                                  : MIN((size_t)k / 512, 2 * (size_t)cb->sm_count / tiles);
+  chunks = MIN(chunks, MIN((size_t)k / 2, TDM_SPLIT_K_FLOATS / mn));
+  return chunks < 2 ? 1 : (int)chunks;
+}
+
 static void
 cuda_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
           const float *a, int lda, const float *bm, int ldb, float beta, float *c, int ldc)
@@ -338,11 +364,38 @@ cuda_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, float 
   CUDA_REQUIRE(b, ldc >= MAX(1, n), "gemm: ldc %d too small", ldc);
   if (m == 0 || n == 0)
     return;
-  /* cuBLAS is column-major, and a row-major matrix read column-major is its
-   * transpose: so compute Cᵀ (n×m) = op(B)ᵀ · op(A)ᵀ, that is, swap the operands. */
-  CUBLAS_OK(b, cublasSgemm(CUDA_B(b)->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                           trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, bm, ldb, a,
-                           lda, &beta, c, ldc));
+  TdmBackendCuda *cb = CUDA_B(b);
+  cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  int chunks = split_k_chunks(cb, m, n, k);
+  if (chunks <= 1) {
+    /* cuBLAS is column-major, and a row-major matrix read column-major is its
+     * transpose: so compute Cᵀ (n×m) = op(B)ᵀ · op(A)ᵀ, that is, swap the operands. */
+    CUBLAS_OK(b, cublasSgemm(cb->cublas, op_b, op_a, n, m, k, &alpha, bm, ldb, a, lda, &beta,
+                             c, ldc));
+    return;
+  }
+
+  /* Split-K: chunk s multiplies rows [s·len, (s + 1)·len) of the reduction, the last
+   * chunk also takes the remainder; all but that one go as one strided batch. Chunk
+   * s of op(A) starts s·len columns in: rows of A when it is transposed. */
+  const float one = 1.0f, zero = 0.0f;
+  int len = k / chunks, last = k - len * (chunks - 1);
+  long long step_a = (long long)len * (trans_a ? lda : 1);
+  long long step_b = (long long)len * (trans_b ? 1 : ldb);
+  long long mn = (long long)m * n;
+  int batched = last == len ? chunks : chunks - 1;
+  if (!CUBLAS_OK(b, cublasSgemmStridedBatched(cb->cublas, op_b, op_a, n, m, len, &one, bm,
+                                              ldb, step_b, a, lda, step_a, &zero,
+                                              cb->split_parts, n, mn, batched)))
+    return;
+  if (batched < chunks &&
+      !CUBLAS_OK(b, cublasSgemm(cb->cublas, op_b, op_a, n, m, last, &one,
+                                bm + step_b * batched, ldb, a + step_a * batched, lda, &zero,
+                                cb->split_parts + mn * batched, n)))
+    return;
+  TDM_CUDA_OK(b, tdm_k_sum_parts(c, ldc, cb->split_parts, chunks, m, n, alpha, beta,
+                                 cb->stream));
 }
 
 /* Bias and ReLU */
@@ -417,8 +470,8 @@ cuda_col2im(TdmBackend *b, float *dx, const float *col, int n, int h, int w, int
 }
 
 static void
-cuda_maxpool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x, int n, int h,
-                     int w, int c, int k)
+cuda_maxpool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
+                     const float *bias, bool relu, int n, int h, int w, int c, int k)
 {
   if (!cuda_begin(b))
     return;
@@ -426,18 +479,21 @@ cuda_maxpool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x, i
                "maxpool_forward: bad shape n=%d h=%d w=%d c=%d k=%d", n, h, w, c, k);
   CUDA_REQUIRE(b, (guint64)n * h * w * c <= G_MAXINT32,
                "maxpool_forward: %d×%d×%d×%d inputs do not fit int32 indices", n, h, w, c);
-  TDM_CUDA_OK(b, tdm_k_maxpool_forward(y, argmax, x, n, h, w, c, k, CUDA_B(b)->stream));
+  TDM_CUDA_OK(b, tdm_k_maxpool_forward(y, argmax, x, bias, relu, n, h, w, c, k,
+                                       CUDA_B(b)->stream));
 }
 
 static void
 cuda_maxpool_backward(TdmBackend *b, float *dx, const float *dy, const int32_t *argmax,
-                      int n, int h, int w, int c, int k)
+                      const float *y, int n, int h, int w, int c, int k)
 {
   if (!cuda_begin(b))
     return;
   CUDA_REQUIRE(b, n >= 0 && h >= 0 && w >= 0 && c >= 0 && k >= 1,
                "maxpool_backward: bad shape n=%d h=%d w=%d c=%d k=%d", n, h, w, c, k);
-  TDM_CUDA_OK(b, tdm_k_maxpool_backward(dx, dy, argmax, n, h, w, c, k, CUDA_B(b)->stream));
+  CUDA_REQUIRE(b, (guint64)n * h * w * c <= G_MAXINT32,
+               "maxpool_backward: %d×%d×%d×%d inputs do not fit int32 indices", n, h, w, c);
+  TDM_CUDA_OK(b, tdm_k_maxpool_backward(dx, dy, argmax, y, n, h, w, c, k, CUDA_B(b)->stream));
 }
 
 /* Loss, input, optimizers */
@@ -596,6 +652,7 @@ cuda_destroy(TdmBackend *b)
   if (cb->blocks != NULL) {
     tdm_backend_release(b, cb->cublas_workspace);
     tdm_backend_release(b, cb->partials);
+    tdm_backend_release(b, cb->split_parts);
     if (b->bytes_in_use != 0)
       g_warning("%s: backend destroyed with %zu bytes still allocated", b->name,
                 b->bytes_in_use);
@@ -701,12 +758,17 @@ tdm_backend_cuda_new(int ordinal, TdmPrecision precision, GError **error)
   cb->graphs = g_hash_table_new(g_direct_hash, g_direct_equal);
   const char *graphs = g_getenv("TDM_CUDA_GRAPHS");
   cb->graphs_disabled = graphs != NULL && g_str_equal(graphs, "0");
+  /* For benchmarks (bench/bench-cnn-ops): 0 turns split-K GEMMs off, N forces N
+   * chunks wherever the scratch allows. */
+  const char *split = g_getenv("TDM_CUDA_SPLIT_K");
+  cb->split_k = split != NULL ? (int)CLAMP(g_ascii_strtoll(split, NULL, 10), 0, 4096) : -1;
 
   struct cudaDeviceProp prop;
   memset(&prop, 0, sizeof prop);
   gboolean ok = TDM_CUDA_OK(b, cudaSetDevice(ordinal)) &&
                 TDM_CUDA_OK(b, cudaGetDeviceProperties(&prop, ordinal));
   cb->gpu_name = g_strdup(ok ? prop.name : "unknown GPU");
+  cb->sm_count = ok ? MAX(prop.multiProcessorCount, 1) : 1;
   ok = ok && TDM_CUDA_OK(b, cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking));
   for (int i = 0; ok && i < TDM_UPLOAD_SLOTS; i++)
     ok = TDM_CUDA_OK(b, cudaEventCreateWithFlags(&cb->ring[i].done, cudaEventDisableTiming));
@@ -729,7 +791,10 @@ tdm_backend_cuda_new(int ordinal, TdmPrecision precision, GError **error)
     cb->partials = cb->cublas_workspace != NULL
                        ? cuda_alloc(b, TDM_PARTIALS_FLOATS * sizeof(float), &local)
                        : NULL;
-    ok = cb->partials != NULL;
+    cb->split_parts = cb->partials != NULL
+                          ? cuda_alloc(b, TDM_SPLIT_K_FLOATS * sizeof(float), &local)
+                          : NULL;
+    ok = cb->split_parts != NULL;
   }
   ok = ok && CUBLAS_OK(b, cublasSetWorkspace(cb->cublas, cb->cublas_workspace, workspace));
 

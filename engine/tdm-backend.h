@@ -7,8 +7,10 @@
  * Conventions shared by every backend:
  * - Pointers are device pointers obtained from tdm_backend_alloc(); float32 row-major.
  * - Activations are NHWC (sample, row, column, channel); a flat feature vector is the
- *   same as H = W = 1. Weights keep PyTorch's layouts: Linear [out, in], Conv2d
- *   [out, in, kh, kw], so checkpoints load into PyTorch.
+ *   same as H = W = 1. Weights: Linear [out, in], as PyTorch's; Conv2d [out, kh, kw,
+ *   in], the order of im2col's columns (each tap a contiguous run of channels), where
+ *   PyTorch has [out, in, kh, kw]: checkpoints hold PyTorch's layout, and the trainer
+ *   permutes on save and load (tdm_layer_weight_to_torch() in tdm-network.h).
  * - Operations are asynchronous on the device's stream and return nothing. The first
  *   failure is kept in the backend (a sticky error, as CUDA keeps its own) and reported
  *   by tdm_backend_check(); later operations after a failure do nothing.
@@ -69,8 +71,8 @@ typedef struct {
 
   /* Convolution by GEMM, stride 1. x is n×h×w×c (NHWC); the output is
    * n×oh×ow where oh = h + 2·pad − kh + 1, ow likewise. col has one row per output
-   * pixel (n·oh·ow rows) and c·kh·kw columns ordered (channel, ky, kx), the order of
-   * PyTorch's weight, so that out = col · Wᵀ. Padding reads as zero. */
+   * pixel (n·oh·ow rows) and kh·kw·c columns ordered (ky, kx, channel), the order of
+   * the conv weight's rows, so that out = col · Wᵀ. Padding reads as zero. */
   void (*im2col) (TdmBackend *b, float *col, const float *x,
                   int n, int h, int w, int c, int kh, int kw, int pad);
   /* dx = the sum of col's entries back onto the pixels they were read from. */
@@ -78,12 +80,19 @@ typedef struct {
                   int n, int h, int w, int c, int kh, int kw, int pad);
 
   /* Max pooling, window = stride = k, floor division: y is n×(h/k)×(w/k)×c.
-   * argmax holds, per output, the index into x of the chosen input. */
+   * argmax holds, per output, the index into x of the chosen input (the first
+   * maximum, windows scanned row by row). When bias is not NULL, y += bias[channel]
+   * after the max, then y = max(y, 0) when relu: the bias and ReLU of the conv layer
+   * before the pool, which commute with the max (both are monotonic) and so cost a
+   * quarter of the passes over the conv's output. */
   void (*maxpool_forward) (TdmBackend *b, float *y, int32_t *argmax, const float *x,
-                           int n, int h, int w, int c, int k);
-  /* dx (n×h×w×c) = dy scattered through argmax, zero elsewhere. */
+                           const float *bias, bool relu, int n, int h, int w, int c, int k);
+  /* dx (n×h×w×c) = dy scattered through argmax, zero elsewhere. When y (the pool's
+   * output) is not NULL, only where y > 0: the ReLU folded into maxpool_forward, whose
+   * gradient is dy where the chosen input was positive, which is where y is. */
   void (*maxpool_backward) (TdmBackend *b, float *dx, const float *dy,
-                            const int32_t *argmax, int n, int h, int w, int c, int k);
+                            const int32_t *argmax, const float *y, int n, int h, int w,
+                            int c, int k);
 
   /* Softmax cross-entropy over rows × classes logits with int32 labels. Adds the
    * rows' loss sum and correct count into *metrics (device memory). When dlogits is

@@ -331,6 +331,41 @@ tdm_network_init_parameters(const TdmNetwork *net, guint64 seed, float *params)
   }
 }
 
+/* Element (o, i, t) of [out, in, taps] is element (o, t, i) of [out, taps, in]:
+ * to_torch walks the first and reads the second, from_torch the reverse. */
+static void
+permute_conv(const TdmLayer *l, const float *src, float *dst, gboolean to_torch)
+{
+  const size_t in = l->in_c, taps = (size_t)l->kernel * l->kernel;
+  for (size_t o = 0; o < (size_t)l->out_c; o++)
+    for (size_t i = 0; i < in; i++)
+      for (size_t t = 0; t < taps; t++) {
+        size_t torch = (o * in + i) * taps + t, ours = (o * taps + t) * in + i;
+        if (to_torch)
+          dst[torch] = src[ours];
+        else
+          dst[ours] = src[torch];
+      }
+}
+
+void
+tdm_layer_weight_to_torch(const TdmLayer *l, const float *params, float *torch)
+{
+  if (l->kind == TDM_LAYER_CONV)
+    permute_conv(l, params, torch, TRUE);
+  else
+    memcpy(torch, params, l->weight_count * sizeof(float));
+}
+
+void
+tdm_layer_weight_from_torch(const TdmLayer *l, const float *torch, float *params)
+{
+  if (l->kind == TDM_LAYER_CONV)
+    permute_conv(l, torch, params, FALSE);
+  else
+    memcpy(params, torch, l->weight_count * sizeof(float));
+}
+
 double
 tdm_network_forward_flops(const TdmNetwork *net)
 {

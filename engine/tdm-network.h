@@ -58,6 +58,13 @@ void tdm_network_free (TdmNetwork *net);
  * weights, as Chainer's default; zero biases). The same seed gives the same values. */
 void tdm_network_init_parameters (const TdmNetwork *net, guint64 seed, float *params);
 
+/* A conv layer's weights are [out, kh, kw, in] in the parameter buffer (the order of
+ * im2col's columns, tdm-backend.h), PyTorch's are [out, in, kh, kw]. These copy one
+ * layer's weight_count values between the two; for other layers, and for convs of
+ * one input channel, the layouts agree and they copy as they are. */
+void tdm_layer_weight_to_torch (const TdmLayer *layer, const float *params, float *torch);
+void tdm_layer_weight_from_torch (const TdmLayer *layer, const float *torch, float *params);
+
 /* Floating-point operations of one sample's forward pass (multiply-add = 2). */
 double tdm_network_forward_flops (const TdmNetwork *net);
 

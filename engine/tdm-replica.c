@@ -13,17 +13,26 @@
       goto fail;                                                                        \
   } while (0)
 
-/* The largest im2col scratch any conv layer needs, in floats per sample. */
+/* Layer i's im2col columns, in floats per sample (0 for other layers). Each conv
+ * layer keeps its own, so that backward reuses the forward's instead of rebuilding
+ * them (a copy as large as the columns themselves, per layer and step). */
 static size_t
-col_floats_per_sample(const TdmNetwork *net)
+col_floats_per_sample(const TdmLayer *l)
 {
-  size_t most = 0;
-  for (int i = 0; i < net->layer_count; i++) {
-    const TdmLayer *l = &net->layers[i];
-    if (l->kind == TDM_LAYER_CONV)
-      most = MAX(most, (size_t)l->out_h * l->out_w * l->in_c * l->kernel * l->kernel);
-  }
-  return most;
+  if (l->kind != TDM_LAYER_CONV)
+    return 0;
+  return (size_t)l->out_h * l->out_w * l->in_c * l->kernel * l->kernel;
+}
+
+/* Whether conv layer i hands its bias, and its ReLU if it has one, to the pool after
+ * it (maxpool_forward applies them after the max, on a quarter of the elements, and
+ * maxpool_backward masks by the pool's output, so the conv runs neither bias_forward
+ * nor relu_backward). Its own output then holds the bare product. */
+static gboolean
+bias_in_pool(const TdmNetwork *net, int i)
+{
+  return net->layers[i].kind == TDM_LAYER_CONV && i + 1 < net->layer_count &&
+         net->layers[i + 1].kind == TDM_LAYER_POOL;
 }
 
 /* Whether layer i's output is a buffer of its own (flatten only renames). */
@@ -52,7 +61,8 @@ tdm_replica_bytes_needed(const TdmNetwork *net, int capacity, const TdmDataset *
     if (l->kind == TDM_LAYER_POOL)
       floats += (size_t)capacity * layer_out_floats(l); /* int32 argmax */
   }
-  floats += (size_t)capacity * col_floats_per_sample(net);
+  for (int i = 0; i < net->layer_count; i++)
+    floats += (size_t)capacity * col_floats_per_sample(&net->layers[i]);
   floats += 2 * (size_t)capacity * net->max_activation;
   size_t bytes = floats * sizeof(float) + 2 * (size_t)capacity * sizeof(int32_t) +
                  sizeof(TdmMetrics);
@@ -74,6 +84,7 @@ tdm_replica_new(TdmBackend *b, const TdmNetwork *net, int capacity, const TdmDat
   r->sample_size = tdm_dataset_sample_size(train);
   r->acts = g_new0(float *, net->layer_count + 1);
   r->argmax = g_new0(int32_t *, net->layer_count);
+  r->cols = g_new0(float *, net->layer_count);
 
   ALLOC(r->params, net->parameter_count * sizeof(float));
   ALLOC(r->grads, net->parameter_count * sizeof(float));
@@ -88,10 +99,9 @@ tdm_replica_new(TdmBackend *b, const TdmNetwork *net, int capacity, const TdmDat
       r->acts[i + 1] = r->acts[i];
     if (l->kind == TDM_LAYER_POOL)
       ALLOC(r->argmax[i], (size_t)capacity * layer_out_floats(l) * sizeof(int32_t));
+    if (l->kind == TDM_LAYER_CONV)
+      ALLOC(r->cols[i], (size_t)capacity * col_floats_per_sample(l) * sizeof(float));
   }
-  size_t col = col_floats_per_sample(net);
-  if (col > 0)
-    ALLOC(r->col, (size_t)capacity * col * sizeof(float));
   ALLOC(r->grad_a, (size_t)capacity * net->max_activation * sizeof(float));
   ALLOC(r->grad_b, (size_t)capacity * net->max_activation * sizeof(float));
   ALLOC(r->labels, (size_t)capacity * sizeof(int32_t));
@@ -131,8 +141,8 @@ tdm_replica_free(TdmReplica *r)
     if (owns_output(&net->layers[i]))
       tdm_backend_release(b, r->acts[i + 1]);
     tdm_backend_release(b, r->argmax[i]);
+    tdm_backend_release(b, r->cols[i]);
   }
-  tdm_backend_release(b, r->col);
   tdm_backend_release(b, r->grad_a);
   tdm_backend_release(b, r->grad_b);
   tdm_backend_release(b, r->labels);
@@ -143,6 +153,7 @@ tdm_replica_free(TdmReplica *r)
   tdm_backend_release(b, r->test_labels);
   g_free(r->acts);
   g_free(r->argmax);
+  g_free(r->cols);
   g_free(r);
 }
 
@@ -173,14 +184,21 @@ forward(TdmReplica *r, int n)
     case TDM_LAYER_CONV: {
       int rows = n * l->out_h * l->out_w;
       int k = l->in_c * l->kernel * l->kernel;
-      ops->im2col(b, r->col, x, n, l->in_h, l->in_w, l->in_c, l->kernel, l->kernel, l->pad);
-      ops->gemm(b, false, true, rows, l->out_c, k, 1.0f, r->col, k, w, k, 0.0f, y, l->out_c);
-      ops->bias_forward(b, y, bias, rows, l->out_c, 1, l->fused_relu);
+      float *col = r->cols[i];
+      ops->im2col(b, col, x, n, l->in_h, l->in_w, l->in_c, l->kernel, l->kernel, l->pad);
+      ops->gemm(b, false, true, rows, l->out_c, k, 1.0f, col, k, w, k, 0.0f, y, l->out_c);
+      if (!bias_in_pool(r->net, i))
+        ops->bias_forward(b, y, bias, rows, l->out_c, 1, l->fused_relu);
       break;
     }
-    case TDM_LAYER_POOL:
-      ops->maxpool_forward(b, y, r->argmax[i], x, n, l->in_h, l->in_w, l->in_c, l->kernel);
+    case TDM_LAYER_POOL: {
+      const TdmLayer *conv = i > 0 && bias_in_pool(r->net, i - 1) ? l - 1 : NULL;
+      ops->maxpool_forward(b, y, r->argmax[i], x,
+                           conv ? r->params + conv->bias_offset : NULL,
+                           conv != NULL && conv->fused_relu, n, l->in_h, l->in_w, l->in_c,
+                           l->kernel);
       break;
+    }
     case TDM_LAYER_RELU:
       ops->relu_forward(b, y, x, (size_t)n * layer_out_floats(l));
       break;
@@ -222,24 +240,24 @@ backward(TdmReplica *r, int n)
     case TDM_LAYER_CONV: {
       int rows = n * l->out_h * l->out_w;
       int k = l->in_c * l->kernel * l->kernel;
-      if (l->fused_relu)
+      float *col = r->cols[i];
+      if (l->fused_relu && !bias_in_pool(r->net, i))
         ops->relu_backward(b, dy, dy, y, (size_t)rows * l->out_c);
       ops->bias_backward(b, dbias, dy, rows, l->out_c, 1);
-      /* The forward's columns were overwritten by later conv layers: rebuild them. */
-      ops->im2col(b, r->col, x, n, l->in_h, l->in_w, l->in_c, l->kernel, l->kernel, l->pad);
-      ops->gemm(b, true, false, l->out_c, k, rows, 1.0f, dy, l->out_c, r->col, k, 0.0f, dw, k);
+      ops->gemm(b, true, false, l->out_c, k, rows, 1.0f, dy, l->out_c, col, k, 0.0f, dw, k);
       if (need_dx) {
-        ops->gemm(b, false, false, rows, k, l->out_c, 1.0f, dy, l->out_c, w, k, 0.0f, r->col,
-                  k);
-        ops->col2im(b, dx, r->col, n, l->in_h, l->in_w, l->in_c, l->kernel, l->kernel,
-                    l->pad);
+        /* The columns are spent: their gradient takes their place. */
+        ops->gemm(b, false, false, rows, k, l->out_c, 1.0f, dy, l->out_c, w, k, 0.0f, col, k);
+        ops->col2im(b, dx, col, n, l->in_h, l->in_w, l->in_c, l->kernel, l->kernel, l->pad);
       }
       break;
     }
     case TDM_LAYER_POOL:
-      if (need_dx)
-        ops->maxpool_backward(b, dx, dy, r->argmax[i], n, l->in_h, l->in_w, l->in_c,
-                              l->kernel);
+      if (need_dx) {
+        gboolean relu = bias_in_pool(r->net, i - 1) && l[-1].fused_relu;
+        ops->maxpool_backward(b, dx, dy, r->argmax[i], relu ? y : NULL, n, l->in_h, l->in_w,
+                              l->in_c, l->kernel);
+      }
       break;
     case TDM_LAYER_RELU:
       if (need_dx)

@@ -32,7 +32,7 @@ struct _TdmReplica {
   /* private */
   float **acts;                 /* [layer_count + 1]: input, then each layer's output */
   int32_t **argmax;             /* [layer_count]: pool layers only */
-  float *col;                   /* im2col scratch, shared by the conv layers */
+  float **cols;                 /* [layer_count]: conv layers' im2col columns */
   float *grad_a, *grad_b;       /* ping-pong buffers for activation gradients */
   int32_t *labels;              /* device: the shard's labels */
   int32_t *indices;             /* device: the shard's sample indices */

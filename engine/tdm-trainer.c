@@ -750,9 +750,12 @@ add_layer_tensors(TdmCheckpoint *ckpt, const TdmNetwork *net, const float *param
       g_snprintf(name, sizeof name, "%s.weight", l->name);
       tdm_checkpoint_add(ckpt, name, 2, shape, params + l->weight_offset);
     } else if (l->kind == TDM_LAYER_CONV) {
+      /* PyTorch's [out, in, kh, kw] in the file, ours [out, kh, kw, in] in memory. */
       gint64 shape[4] = {l->out_c, l->in_c, l->kernel, l->kernel};
+      g_autofree float *torch = g_new(float, l->weight_count);
+      tdm_layer_weight_to_torch(l, params + l->weight_offset, torch);
       g_snprintf(name, sizeof name, "%s.weight", l->name);
-      tdm_checkpoint_add(ckpt, name, 4, shape, params + l->weight_offset);
+      tdm_checkpoint_add(ckpt, name, 4, shape, torch);
     } else {
       continue;
     }
@@ -867,7 +870,10 @@ restore_checkpoint(TdmTrainer *t, const char *path, GError **error)
                     path, name, counts[k]);
         return FALSE;
       }
-      memcpy(params + offsets[k], tensor->data, counts[k] * sizeof(float));
+      if (k == 0)
+        tdm_layer_weight_from_torch(l, tensor->data, params + offsets[k]);
+      else
+        memcpy(params + offsets[k], tensor->data, counts[k] * sizeof(float));
     }
   }
 

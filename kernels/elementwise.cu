@@ -1,5 +1,6 @@
 /* elementwise.cu — bias add (with the ReLU fused in) and its gradient, ReLU forward
- * and backward, and the add and scale that communicators use.
+ * and backward, the add and scale that communicators use, and the sum that ends a
+ * split-K GEMM.
  *
  * All are memory-bound: one pass, 16-byte accesses where every pointer is aligned
  * and the scalar loop otherwise. The bias gradient is a column sum done in two
@@ -260,4 +261,35 @@ extern "C" cudaError_t
 tdm_k_scale(float *y, float alpha, size_t n, cudaStream_t stream)
 {
   return launch_map<TDM_OP_SCALE>(y, y, NULL, alpha, n, stream);
+}
+
+/* c = alpha · Σ parts + beta · c, one thread per element of c, the parts summed in
+ * order so that the same inputs give the same bits. beta == 0 never reads c (BLAS's
+ * rule: c may hold anything, NaN included). */
+__global__ void
+sum_parts_kernel(float *c, int ldc, const float *parts, int count, int m, int n, float alpha,
+                 float beta)
+{
+  size_t mn = (size_t)m * n;
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < mn; e += stride) {
+    float s = 0.0f;
+    for (int p = 0; p < count; p++)
+      s += parts[(size_t)p * mn + e];
+    size_t i = e / (size_t)n, j = e % (size_t)n;
+    float *out = c + i * (size_t)ldc + j;
+    *out = beta == 0.0f ? alpha * s : alpha * s + beta * *out;
+  }
+}
+
+extern "C" cudaError_t
+tdm_k_sum_parts(float *c, int ldc, const float *parts, int count, int m, int n, float alpha,
+                float beta, cudaStream_t stream)
+{
+  size_t mn = (size_t)(m > 0 ? m : 0) * (n > 0 ? n : 0);
+  if (mn == 0)
+    return cudaSuccess;
+  sum_parts_kernel<<<tdm_k_blocks(mn, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+      c, ldc, parts, count, m, n, alpha, beta);
+  return tdm_k_launched();
 }

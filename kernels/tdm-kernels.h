@@ -3,7 +3,7 @@
  * Each launcher enqueues one operation of engine/tdm-backend.h on the given stream and
  * returns cudaGetLastError() after its launches (cudaSuccess for empty work, which
  * launches nothing). Pointers are device pointers; the semantics, layouts (NHWC, the
- * (channel, ky, kx) im2col column order, flat argmax indices into x) and argument
+ * (ky, kx, channel) im2col column order, flat argmax indices into x) and argument
  * meanings are exactly those of the matching TdmBackendOps entry. This header is plain
  * C and knows nothing of GLib or of the engine's types: the metrics are a device pair
  * of doubles {loss_sum, correct}, the layout of TdmMetrics.
@@ -32,16 +32,22 @@ cudaError_t tdm_k_relu_backward(float *dx, const float *dy, const float *y, size
                                 cudaStream_t stream);
 cudaError_t tdm_k_add(float *y, const float *x, size_t n, cudaStream_t stream);
 cudaError_t tdm_k_scale(float *y, float alpha, size_t n, cudaStream_t stream);
+/* The end of a split-K GEMM: c[i, j] (row-major, ldc) = alpha · Σ over s in order of
+ * parts[s · m · n + i · n + j] (+ beta · c[i, j] when beta is not 0). */
+cudaError_t tdm_k_sum_parts(float *c, int ldc, const float *parts, int count, int m, int n,
+                            float alpha, float beta, cudaStream_t stream);
 
 /* conv.cu */
 cudaError_t tdm_k_im2col(float *col, const float *x, int n, int h, int w, int c, int kh,
                          int kw, int pad, cudaStream_t stream);
 cudaError_t tdm_k_col2im(float *dx, const float *col, int n, int h, int w, int c, int kh,
                          int kw, int pad, cudaStream_t stream);
-cudaError_t tdm_k_maxpool_forward(float *y, int32_t *argmax, const float *x, int n, int h,
-                                  int w, int c, int k, cudaStream_t stream);
-cudaError_t tdm_k_maxpool_backward(float *dx, const float *dy, const int32_t *argmax, int n,
-                                   int h, int w, int c, int k, cudaStream_t stream);
+cudaError_t tdm_k_maxpool_forward(float *y, int32_t *argmax, const float *x,
+                                  const float *bias, bool relu, int n, int h, int w, int c,
+                                  int k, cudaStream_t stream);
+cudaError_t tdm_k_maxpool_backward(float *dx, const float *dy, const int32_t *argmax,
+                                   const float *y, int n, int h, int w, int c, int k,
+                                   cudaStream_t stream);
 
 /* softmax.cu: metrics points to two doubles, {loss_sum, correct}, added into. */
 cudaError_t tdm_k_softmax_xent(const float *logits, const int32_t *labels, int rows,

@@ -407,7 +407,8 @@ static ptrdiff_t
 im2col_source(const ConvShape *s, int oh, int ow, size_t row, size_t col)
 {
   const int ox = row % ow, oy = (row / ow) % oh, im = row / ((size_t)ow * oh);
-  const int kx = col % s->kw, ky = (col / s->kw) % s->kh, ch = col / ((size_t)s->kw * s->kh);
+  /* Columns are ordered (ky, kx, channel). */
+  const int ch = col % s->c, kx = (col / s->c) % s->kw, ky = col / ((size_t)s->c * s->kw);
   const int iy = oy + ky - s->pad, ix = ox + kx - s->pad;
   if (iy < 0 || iy >= s->h || ix < 0 || ix >= s->w)
     return -1;
@@ -470,16 +471,21 @@ test_im2col(void)
 
 /* Max pooling */
 
+/* fold: a bias added after the max (and a ReLU when relu), the gradient then masked
+ * by the pool's output, as a conv layer hands them to its pool. */
 static void
-maxpool_case(TdmBackend *b, int n, int h, int w, int c, int k)
+maxpool_case_full(TdmBackend *b, int n, int h, int w, int c, int k, gboolean fold,
+                  gboolean relu)
 {
   const int oh = h / k, ow = w / k;
   const size_t xn = (size_t)n * h * w * c, yn = (size_t)n * oh * ow * c;
   float *x = dev_floats(b, xn), *y = dev_floats(b, yn);
   float *dy = dev_floats(b, yn), *dx = dev_floats(b, xn);
+  float *bias = dev_floats(b, c);
   int32_t *arg = dev_alloc(b, yn * sizeof(int32_t));
   fill_random(x, xn, -1, 1);
   fill_random(dy, yn, -1, 1);
+  fill_random(bias, c, -0.5, 0.5);
 
   double *ref = g_new(double, yn), *dref = g_new0(double, xn);
   int32_t *aref = g_new(int32_t, yn);
@@ -496,24 +502,32 @@ maxpool_case(TdmBackend *b, int n, int h, int w, int c, int k)
                 best = at;
             }
           ref[out] = x[best];
+          if (fold) {
+            ref[out] += bias[ch];
+            if (relu && ref[out] < 0)
+              ref[out] = 0;
+          }
           aref[out] = best;
-          dref[best] += dy[out];
+          /* The folded ReLU's gradient: dy where its output is positive. */
+          if (!(fold && relu) || ref[out] > 0)
+            dref[best] += dy[out];
         }
 
   poison(y, yn);
   for (size_t i = 0; i < yn; i++)
     arg[i] = -1;
-  b->ops->maxpool_forward(b, y, arg, x, n, h, w, c, k);
+  b->ops->maxpool_forward(b, y, arg, x, fold ? bias : NULL, relu, n, h, w, c, k);
   assert_written(y, yn);
   assert_rel(y, ref, yn, TOL);
   for (size_t i = 0; i < yn; i++)
     g_assert_cmpint(arg[i], ==, aref[i]);
 
   poison(dx, xn);
-  b->ops->maxpool_backward(b, dx, dy, arg, n, h, w, c, k);
+  b->ops->maxpool_backward(b, dx, dy, arg, fold && relu ? y : NULL, n, h, w, c, k);
   assert_written(dx, xn);
   assert_rel(dx, dref, xn, TOL);
   g_assert_true(tdm_backend_check(b, NULL));
+  tdm_backend_release(b, bias);
 
   g_free(ref);
   g_free(dref);
@@ -523,6 +537,14 @@ maxpool_case(TdmBackend *b, int n, int h, int w, int c, int k)
   tdm_backend_release(b, dy);
   tdm_backend_release(b, dx);
   tdm_backend_release(b, arg);
+}
+
+static void
+maxpool_case(TdmBackend *b, int n, int h, int w, int c, int k)
+{
+  maxpool_case_full(b, n, h, w, c, k, FALSE, FALSE);
+  maxpool_case_full(b, n, h, w, c, k, TRUE, FALSE);
+  maxpool_case_full(b, n, h, w, c, k, TRUE, TRUE);
 }
 
 static void
@@ -539,11 +561,11 @@ test_maxpool(void)
   float x[2 * 2 * 2] = { 1, 5, 1, 5, 1, 5, 1, 5 };
   float y[2];
   int32_t arg[2];
-  b->ops->maxpool_forward(b, y, arg, x, 1, 2, 2, 2, 2);
+  b->ops->maxpool_forward(b, y, arg, x, NULL, false, 1, 2, 2, 2, 2);
   g_assert_cmpint(arg[0], ==, 0);
   g_assert_cmpint(arg[1], ==, 1);
   float x3[3 * 3] = { 0, 4, 4, 1, 4, 2, 4, 3, 4 };  /* k = 3 takes another path */
-  b->ops->maxpool_forward(b, y, arg, x3, 1, 3, 3, 1, 3);
+  b->ops->maxpool_forward(b, y, arg, x3, NULL, false, 1, 3, 3, 1, 3);
   g_assert_cmpint(arg[0], ==, 1);
   g_assert_cmpfloat(y[0], ==, 4.0f);
   free_backend(b);
@@ -1072,7 +1094,7 @@ typedef struct {
   TdmBackend *b;
   int n, h, w, c, k;
   size_t xn, yn;
-  float *x, *y, *r;
+  float *x, *y, *r, *bias;     /* bias NULL: a plain pool; else bias and ReLU folded in */
   int32_t *arg;
 } Pool;
 
@@ -1080,12 +1102,13 @@ static double
 pool_loss(gpointer data)
 {
   Pool *p = data;
-  p->b->ops->maxpool_forward(p->b, p->y, p->arg, p->x, p->n, p->h, p->w, p->c, p->k);
+  p->b->ops->maxpool_forward(p->b, p->y, p->arg, p->x, p->bias, p->bias != NULL, p->n, p->h,
+                             p->w, p->c, p->k);
   return dot(p->y, p->r, p->yn);
 }
 
 static void
-test_gradcheck_maxpool(void)
+gradcheck_maxpool(gboolean fold)
 {
   TdmBackend *b = new_backend();
   Pool p = { .b = b, .n = 2, .h = 7, .w = 5, .c = 3, .k = 2 };
@@ -1098,10 +1121,16 @@ test_gradcheck_maxpool(void)
   float *dx = dev_floats(b, p.xn);
   fill_distinct(p.x, p.xn);
   fill_random(p.r, p.yn, -1, 1);
+  if (fold) {
+    /* Multiples of the inputs' spacing keep x + bias off the ReLU's kink. */
+    p.bias = dev_floats(b, p.c);
+    for (int ch = 0; ch < p.c; ch++)
+      p.bias[ch] = (float)(5 * GRAD_H * (ch - 1) * 3);
+  }
 
   pool_loss(&p);
   poison(dx, p.xn);
-  b->ops->maxpool_backward(b, dx, p.r, p.arg, p.n, p.h, p.w, p.c, p.k);
+  b->ops->maxpool_backward(b, dx, p.r, p.arg, fold ? p.y : NULL, p.n, p.h, p.w, p.c, p.k);
   assert_written(dx, p.xn);
   assert_grad(dx, pool_loss, &p, p.x, p.xn);
   g_assert_true(tdm_backend_check(b, NULL));
@@ -1110,8 +1139,16 @@ test_gradcheck_maxpool(void)
   tdm_backend_release(b, p.y);
   tdm_backend_release(b, p.r);
   tdm_backend_release(b, p.arg);
+  tdm_backend_release(b, p.bias);
   tdm_backend_release(b, dx);
   free_backend(b);
+}
+
+static void
+test_gradcheck_maxpool(void)
+{
+  gradcheck_maxpool(FALSE);
+  gradcheck_maxpool(TRUE);
 }
 
 typedef struct {

@@ -197,6 +197,77 @@ test_gemm(void)
   tdm_backend_free(tf32);
 }
 
+/* Long reductions into small outputs go split-K (chunks, then their sum): checked
+ * against a double reference, since over tens of thousands of terms the CPU's float
+ * GEMM is no closer to the truth than the GPU's. */
+static void
+split_case(TdmBackend *g, bool ta, bool tb, int m, int n, int k, float beta, double tol)
+{
+  int lda = (ta ? m : k) + 1, ldb = (tb ? k : n) + 2, ldc = n + 3;
+  size_t a_n = (size_t)(ta ? k : m) * lda, b_n = (size_t)(tb ? n : k) * ldb;
+  size_t c_n = (size_t)m * ldc;
+  g_autofree float *a = random_floats(a_n, -1, 1);
+  g_autofree float *bm = random_floats(b_n, -1, 1);
+  g_autofree float *c = random_floats(c_n, -1, 1);
+  g_autofree float *ref = g_new(float, (size_t)m * n);
+  g_autofree double *acc = g_new0(double, (size_t)m * n);
+  for (int p = 0; p < k; p++)
+    for (int i = 0; i < m; i++) {
+      double av = ta ? a[(size_t)p * lda + i] : a[(size_t)i * lda + p];
+      for (int j = 0; j < n; j++)
+        acc[(size_t)i * n + j] += av * (tb ? bm[(size_t)j * ldb + p] : bm[(size_t)p * ldb + j]);
+    }
+  for (int i = 0; i < m; i++)
+    for (int j = 0; j < n; j++)
+      ref[(size_t)i * n + j] = (float)(0.75 * acc[(size_t)i * n + j] +
+                                       (beta != 0.0f ? beta * (double)c[(size_t)i * ldc + j] : 0));
+
+  float *da = on(g, a, a_n * 4), *db = on(g, bm, b_n * 4);
+  float *dc = beta != 0.0f ? on(g, c, c_n * 4) : poisoned_on(g, c_n);
+  g->ops->gemm(g, ta, tb, m, n, k, 0.75f, da, lda, db, ldb, beta, dc, ldc);
+  assert_ok(g);
+  g_autofree float *out = back(g, dc, c_n * 4);
+  g_autofree float *o = g_new(float, (size_t)m * n);
+  for (int i = 0; i < m; i++)
+    for (int j = 0; j < n; j++) {
+      o[(size_t)i * n + j] = out[(size_t)i * ldc + j];
+      g_assert_true(isfinite(o[(size_t)i * n + j]));
+    }
+  /* The padding between rows of C is left alone. */
+  for (int i = 0; i < m; i++)
+    for (int j = n; j < ldc; j++)
+      if (beta != 0.0f)
+        g_assert_cmpfloat(out[(size_t)i * ldc + j], ==, c[(size_t)i * ldc + j]);
+  double err = rel_error(o, ref, (size_t)m * n);
+  g_test_message("split-k gemm %s%s %d×%d×%d beta %g (%s): relative error %.3g",
+                 ta ? "T" : "N", tb ? "T" : "N", m, n, k, beta,
+                 g->precision == TDM_PRECISION_TF32 ? "tf32" : "fp32", err);
+  if (!(err <= tol))
+    g_error("split-k gemm %d×%d×%d: relative error %.3g exceeds %.1g", m, n, k, err, tol);
+  tdm_backend_release(g, da);
+  tdm_backend_release(g, db);
+  tdm_backend_release(g, dc);
+}
+
+static void
+test_gemm_split_k(void)
+{
+  if (!have_gpu())
+    return;
+  g_autoptr(GError) error = NULL;
+  TdmBackend *tf32 = tdm_backend_cuda_new(0, TDM_PRECISION_TF32, &error);
+  g_assert_no_error(error);
+  for (int t = 0; t < 4; t++) {
+    bool ta = t & 1, tb = t & 2;
+    split_case(gpu, ta, tb, 19, 37, 9001, 0.0f, TOL);   /* a remainder for the last chunk */
+    split_case(gpu, ta, tb, 19, 37, 9001, 0.5f, TOL);
+  }
+  split_case(gpu, true, false, 32, 9, 78400, 0.0f, TOL);    /* conv1 dW, batch 100 */
+  split_case(gpu, true, false, 64, 288, 19600, 0.0f, TOL);  /* conv2 dW, batch 100 */
+  split_case(tf32, true, false, 64, 288, 19600, 0.0f, TF32_TOL);
+  tdm_backend_free(tf32);
+}
+
 /* Bias and ReLU */
 
 static void
@@ -334,36 +405,51 @@ test_conv(void)
   conv_case(2, 5, 8, 4, 3, 2);
   conv_case(16, 28, 28, 32, 3, 1);
   conv_case(8, 28, 28, 1, 3, 1);    /* a first layer: 9 columns */
-  conv_case(1, 4, 4, 1000, 3, 1);   /* 9000 columns: past the table, the plain kernel */
+  conv_case(1, 4, 4, 1000, 3, 1);   /* 2250 float4s a row: the table, 30 lanes a row */
+  conv_case(1, 4, 4, 1001, 3, 1);   /* 9009 columns: past the table, the plain kernel */
+}
+
+/* fold: the conv's bias and ReLU applied by the pool, the gradient masked by y. */
+static void
+pool_case_full(int n, int h, int w, int c, int k, gboolean fold)
+{
+  int ph = h / k, pw = w / k;
+  size_t xs = (size_t)n * h * w * c, ys = (size_t)n * ph * pw * c;
+  g_autofree float *x = random_floats(xs, -1, 1);
+  g_autofree float *bias = random_floats(c, -0.5, 0.5);
+  g_autofree float *y_ref = g_new(float, ys);
+  g_autofree int32_t *arg_ref = g_new(int32_t, ys);
+  cpu->ops->maxpool_forward(cpu, y_ref, arg_ref, x, fold ? bias : NULL, fold, n, h, w, c, k);
+  float *dx = on(gpu, x, xs * 4), *dy = poisoned(ys), *dbias = on(gpu, bias, c * 4);
+  int32_t *darg = on(gpu, NULL, ys * 4);
+  gpu->ops->zero(gpu, darg, ys * 4);
+  gpu->ops->maxpool_forward(gpu, dy, darg, dx, fold ? dbias : NULL, fold, n, h, w, c, k);
+  g_autofree char *what = g_strdup_printf("maxpool_forward n%d %dx%dx%d k%d%s", n, h, w, c, k,
+                                          fold ? " bias+relu" : "");
+  check_close(what, dy, y_ref, ys, TOL);
+  check_ints("maxpool argmax", darg, arg_ref, ys);
+
+  g_autofree float *g = random_floats(ys, -1, 1);
+  g_autofree float *gx_ref = g_new(float, xs);
+  cpu->ops->maxpool_backward(cpu, gx_ref, g, arg_ref, fold ? y_ref : NULL, n, h, w, c, k);
+  float *dg = on(gpu, g, ys * 4), *dgx = poisoned(xs);
+  gpu->ops->maxpool_backward(gpu, dgx, dg, darg, fold ? dy : NULL, n, h, w, c, k);
+  g_autofree char *what2 = g_strdup_printf("maxpool_backward n%d %dx%dx%d k%d%s", n, h, w, c,
+                                           k, fold ? " masked" : "");
+  check_close(what2, dgx, gx_ref, xs, TOL);
+  tdm_backend_release(gpu, dx);
+  tdm_backend_release(gpu, dy);
+  tdm_backend_release(gpu, dbias);
+  tdm_backend_release(gpu, darg);
+  tdm_backend_release(gpu, dg);
+  tdm_backend_release(gpu, dgx);
 }
 
 static void
 pool_case(int n, int h, int w, int c, int k)
 {
-  int ph = h / k, pw = w / k;
-  size_t xs = (size_t)n * h * w * c, ys = (size_t)n * ph * pw * c;
-  g_autofree float *x = random_floats(xs, -1, 1);
-  g_autofree float *y_ref = g_new(float, ys);
-  g_autofree int32_t *arg_ref = g_new(int32_t, ys);
-  cpu->ops->maxpool_forward(cpu, y_ref, arg_ref, x, n, h, w, c, k);
-  float *dx = on(gpu, x, xs * 4), *dy = poisoned(ys);
-  int32_t *darg = on(gpu, NULL, ys * 4);
-  gpu->ops->zero(gpu, darg, ys * 4);
-  gpu->ops->maxpool_forward(gpu, dy, darg, dx, n, h, w, c, k);
-  check_close("maxpool_forward", dy, y_ref, ys, TOL);
-  check_ints("maxpool argmax", darg, arg_ref, ys);
-
-  g_autofree float *g = random_floats(ys, -1, 1);
-  g_autofree float *gx_ref = g_new(float, xs);
-  cpu->ops->maxpool_backward(cpu, gx_ref, g, arg_ref, n, h, w, c, k);
-  float *dg = on(gpu, g, ys * 4), *dgx = poisoned(xs);
-  gpu->ops->maxpool_backward(gpu, dgx, dg, darg, n, h, w, c, k);
-  check_close("maxpool_backward", dgx, gx_ref, xs, TOL);
-  tdm_backend_release(gpu, dx);
-  tdm_backend_release(gpu, dy);
-  tdm_backend_release(gpu, darg);
-  tdm_backend_release(gpu, dg);
-  tdm_backend_release(gpu, dgx);
+  pool_case_full(n, h, w, c, k, FALSE);
+  pool_case_full(n, h, w, c, k, TRUE);
 }
 
 static void
@@ -374,6 +460,8 @@ test_maxpool(void)
   pool_case(3, 8, 10, 6, 2);
   pool_case(2, 7, 9, 5, 3);   /* edges past the last whole window */
   pool_case(32, 28, 28, 32, 2);
+  pool_case(4, 9, 6, 8, 3);   /* float4 channels, whole windows of 3 */
+  pool_case(2, 7, 8, 12, 2);  /* float4 channels, a row past the last window */
 }
 
 /* Softmax cross-entropy */
@@ -1021,8 +1109,8 @@ static void b_gemm_mlp(gpointer d) { Bench *s = d; gpu->ops->gemm(gpu, false, tr
 static void b_bias(gpointer d) { Bench *s = d; gpu->ops->bias_forward(gpu, s->y, s->w, 256 * 784, 64, 1, true); }
 static void b_bias_bw(gpointer d) { Bench *s = d; gpu->ops->bias_backward(gpu, s->w, s->y, 256 * 784, 64, 1); }
 static void b_relu_bw(gpointer d) { Bench *s = d; gpu->ops->relu_backward(gpu, s->dy, s->dy, s->y, (size_t)256 * 784 * 64); }
-static void b_pool(gpointer d) { Bench *s = d; gpu->ops->maxpool_forward(gpu, s->dy, s->arg, s->y, 256, 28, 28, 64, 2); }
-static void b_pool_bw(gpointer d) { Bench *s = d; gpu->ops->maxpool_backward(gpu, s->y, s->dy, s->arg, 256, 28, 28, 64, 2); }
+static void b_pool(gpointer d) { Bench *s = d; gpu->ops->maxpool_forward(gpu, s->dy, s->arg, s->y, NULL, false, 256, 28, 28, 64, 2); }
+static void b_pool_bw(gpointer d) { Bench *s = d; gpu->ops->maxpool_backward(gpu, s->y, s->dy, s->arg, NULL, 256, 28, 28, 64, 2); }
 static void b_softmax(gpointer d) { Bench *s = d; gpu->ops->softmax_xent(gpu, s->logits, s->labels, 256, 10, 1.0f / 256, s->dl, s->metrics); }
 static void b_gather(gpointer d) { Bench *s = d; gpu->ops->gather(gpu, s->x, s->yl, s->images, s->ilabels, s->indices, 256, 784, 1.0f / 255); }
 static void b_adam(gpointer d) { Bench *s = d; gpu->ops->adam_update(gpu, s->p, s->g, s->m, s->v, 1863690, 1e-3f, 0.9f, 0.999f, 1e-8f, 0); }
@@ -1119,6 +1207,7 @@ main(int argc, char **argv)
   }
 
   g_test_add_func("/cuda/gemm", test_gemm);
+  g_test_add_func("/cuda/gemm-split-k", test_gemm_split_k);
   g_test_add_func("/cuda/bias", test_bias);
   g_test_add_func("/cuda/elementwise", test_elementwise);
   g_test_add_func("/cuda/conv", test_conv);

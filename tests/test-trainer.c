@@ -351,6 +351,54 @@ test_checkpoint_contents(void)
   g_rmdir(dir);
 }
 
+/* Conv weights of several input channels: [out, in, kh, kw] in the file, as PyTorch
+ * has them, [out, kh, kw, in] in the trainer; a resumed run reads them back. */
+static void
+test_checkpoint_conv_layout(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("tandem-ckpt-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "cnn.safetensors", NULL);
+  g_autoptr(TdmConfig) cfg =
+      small_config("synthetic", "conv4k3p1,relu,pool2,conv3k3p1,relu,pool2,fc10");
+  cfg->max_steps = 3;
+  cfg->save_path = g_strdup(path);
+  Recorder rec = {.min_step_gap_ms = 1e9};
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, record, &rec);
+  g_assert_true(tdm_trainer_run(trainer, NULL, NULL));
+  size_t n = 0;
+  const float *trained = tdm_trainer_get_parameters(trainer, &n);
+  g_autofree float *params = g_memdup2(trained, n * sizeof(float));
+
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_load(path, &error);
+  g_assert_no_error(error);
+  const TdmTensor *w = tdm_checkpoint_get(ckpt, "conv2.weight");
+  g_assert_nonnull(w);
+  g_assert_cmpint(w->shape[0], ==, 3);
+  g_assert_cmpint(w->shape[1], ==, 4);
+  const size_t offset = 4 * 9 + 4;  /* after conv1's weights and bias */
+  for (int o = 0; o < 3; o++)
+    for (int i = 0; i < 4; i++)
+      for (int t = 0; t < 9; t++)
+        g_assert_cmpfloat(w->data[(o * 4 + i) * 9 + t], ==, params[offset + (o * 9 + t) * 4 + i]);
+
+  /* Resumed at its last step, a run takes no step: it holds what was saved. */
+  g_autoptr(TdmConfig) again =
+      small_config("synthetic", "conv4k3p1,relu,pool2,conv3k3p1,relu,pool2,fc10");
+  again->max_steps = 3;
+  Recorder rec2 = {.min_step_gap_ms = 1e9};
+  g_autoptr(TdmTrainer) resumed = tdm_trainer_new(again, record, &rec2);
+  tdm_trainer_set_resume_path(resumed, path);
+  g_assert_true(tdm_trainer_run(resumed, NULL, &error));
+  g_assert_no_error(error);
+  size_t n2 = 0;
+  const float *back = tdm_trainer_get_parameters(resumed, &n2);
+  g_assert_cmpuint(n2, ==, n);
+  g_assert_cmpmem(back, n * sizeof(float), params, n * sizeof(float));
+  g_unlink(path);
+  g_rmdir(dir);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -363,5 +411,6 @@ main(int argc, char **argv)
   g_test_add_func("/trainer/divergence", test_divergence_is_reported);
   g_test_add_func("/trainer/bad-dataset", test_bad_dataset_fails_cleanly);
   g_test_add_func("/trainer/checkpoint-contents", test_checkpoint_contents);
+  g_test_add_func("/trainer/checkpoint-conv-layout", test_checkpoint_conv_layout);
   return g_test_run();
 }
