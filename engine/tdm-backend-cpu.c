@@ -37,6 +37,9 @@ typedef struct {
 
 G_STATIC_ASSERT(sizeof(TdmCpuBlock) <= TDM_CPU_ALIGN);
 
+/* Work between two looks at the stop flag in a long GEMM: ~10 ms on one core. */
+#define GEMM_PIECE_FLOPS 5e8
+
 /* Every operation starts here: after a failure the backend does nothing more, as the
  * contract asks, and malformed sizes become that failure instead of a crash. */
 static gboolean
@@ -161,9 +164,39 @@ cpu_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, float a
     }
     return;
   }
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, bm, ldb, beta,
-              c, ldc);
+  /* A convolution's GEMM at a large batch runs for a good part of a second. Cut into
+   * pieces of about GEMM_PIECE_FLOPS, it can stop between them when the run is
+   * stopped (the step is then discarded, so a half-written C does no harm). */
+  const double flops = 2.0 * m * n * k;
+  if (b->abort_flag == NULL || flops < 2 * GEMM_PIECE_FLOPS) {
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, bm, ldb, beta,
+                c, ldc);
+    return;
+  }
+  if (m >= k) {
+    /* Rows of C are independent: pieces of rows. */
+    int rows = MAX(1, (int)(GEMM_PIECE_FLOPS / (2.0 * n * k)));
+    for (int i = 0; i < m && !g_atomic_int_get(b->abort_flag); i += rows) {
+      int piece = MIN(rows, m - i);
+      const float *ai = trans_a ? a + i : a + (size_t)i * lda;
+      cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                  trans_b ? CblasTrans : CblasNoTrans, piece, n, k, alpha, ai, lda, bm, ldb,
+                  beta, c + (size_t)i * ldc, ldc);
+    }
+  } else {
+    /* A long reduction (weight gradients sum over every pixel): pieces of it, each
+     * adding onto the last. */
+    int depth = MAX(1, (int)(GEMM_PIECE_FLOPS / (2.0 * m * n)));
+    for (int p = 0; p < k && !g_atomic_int_get(b->abort_flag); p += depth) {
+      int piece = MIN(depth, k - p);
+      const float *ap = trans_a ? a + (size_t)p * lda : a + p;
+      const float *bp = trans_b ? bm + p : bm + (size_t)p * ldb;
+      cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                  trans_b ? CblasTrans : CblasNoTrans, m, n, piece, alpha, ap, lda, bp, ldb,
+                  p == 0 ? beta : 1.0f, c, ldc);
+    }
+  }
 }
 
 /* Bias and ReLU */

@@ -140,6 +140,7 @@ struct _TdmBackend {
   size_t bytes_in_use;        /* what Tandem holds on this device, exactly */
   size_t bytes_peak;
   guint64 operations;         /* operations issued (≈ kernels launched), for floors */
+  volatile gint *abort_flag;  /* when set and non-zero, long CPU operations stop early */
   GError *error;              /* the first failure, sticky */
   GMutex error_lock;
 };

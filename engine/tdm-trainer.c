@@ -605,6 +605,7 @@ build_replicas(TdmTrainer *t, GError **error)
       return FALSE;
     }
     t->reps[r]->abort_flag = &t->abort_flag;
+    t->backends[r]->abort_flag = &t->abort_flag;
     gboolean updates = cfg->strategy == TDM_STRATEGY_ALLREDUCE || t->rank0 + r == cfg->main_replica;
     if (updates) {
       t->opts[r] = tdm_optimizer_new(t->backends[r], cfg, t->net->parameter_count, error);
