@@ -229,7 +229,100 @@ tdm_chart_axis_time (TdmChartAxis *axis,
     axis->ticks[i] *= unit;
   axis->scale = unit;
   axis->suffix = "";
-  axis->time_unit = name;
+  axis->unit = name;
+}
+
+/* The units a quantity climbs through as it grows, each a factor of the first. A
+ * person reads "74 MiB" and "1.5 s", not "77.6M B" and "1.5k ms". */
+typedef struct
+{
+  const char *name;     /* msgid, context "unit" */
+  double      factor;
+} Rung;
+
+static const Rung byte_ladder[] = {
+  { NC_("unit", "B"), 1 },
+  { NC_("unit", "KiB"), 1024.0 },
+  { NC_("unit", "MiB"), 1024.0 * 1024 },
+  { NC_("unit", "GiB"), 1024.0 * 1024 * 1024 },
+  { NC_("unit", "TiB"), 1024.0 * 1024 * 1024 * 1024 },
+  { NULL, 0 }
+};
+
+static const Rung ms_ladder[] = {
+  { NC_("unit", "ms"), 1 },
+  { NC_("unit", "s"), 1000 },
+  { NULL, 0 }
+};
+
+static const Rung *
+ladder_for (const char *unit)
+{
+  if (g_strcmp0 (unit, "B") == 0)
+    return byte_ladder;
+  if (g_strcmp0 (unit, "ms") == 0)
+    return ms_ladder;
+
+  return NULL;
+}
+
+/* The rung that keeps `magnitude` under a thousand, or the top one. */
+static const Rung *
+climb (const Rung *ladder,
+       double      magnitude)
+{
+  const Rung *r = ladder;
+
+  while (r[1].name != NULL && isfinite (magnitude) && magnitude / r->factor >= 1000)
+    r++;
+
+  return r;
+}
+
+gboolean
+tdm_chart_unit_has_ladder (const char *unit)
+{
+  return ladder_for (unit) != NULL;
+}
+
+/**
+ * tdm_chart_axis_in_unit:
+ * @unit: the data's unit; "B" and "ms" climb their ladders (see the header),
+ *   others give a linear axis with SI suffixes
+ *
+ * A linear axis whose ticks are nice numbers in the unit they are shown in:
+ * 0, 20, 40 GiB rather than 0, 21.5, 42.9 G.
+ */
+void
+tdm_chart_axis_in_unit (TdmChartAxis *axis,
+                        const char   *unit,
+                        double        lo,
+                        double        hi,
+                        guint         max_ticks,
+                        gboolean      extend)
+{
+  const Rung *ladder = ladder_for (unit);
+  const Rung *rung;
+
+  if (ladder == NULL)
+    {
+      tdm_chart_axis_linear (axis, lo, hi, max_ticks, extend);
+      axis->unit = unit && *unit ? unit : NULL;
+      return;
+    }
+
+  if (!isfinite (lo) || !isfinite (hi))
+    lo = 0, hi = 1;
+  rung = climb (ladder, MAX (fabs (lo), fabs (hi)));
+
+  tdm_chart_axis_linear (axis, lo / rung->factor, hi / rung->factor, max_ticks, extend);
+  axis->lo *= rung->factor;
+  axis->hi *= rung->factor;
+  axis->step *= rung->factor;
+  for (guint i = 0; i < axis->n_ticks; i++)
+    axis->ticks[i] *= rung->factor;
+  axis->scale *= rung->factor;
+  axis->unit = g_dpgettext2 (NULL, "unit", rung->name);
 }
 
 /* Drop trailing zeros after a decimal point: "1.50" -> "1.5", "2.0" -> "2". */
@@ -306,6 +399,37 @@ tdm_chart_format_value (double value,
     g_snprintf (buf, size, "%.3g", value);
   else
     g_snprintf (buf, size, "%.4g", value);
+}
+
+/**
+ * tdm_chart_format_in_unit:
+ * @unit: (nullable): the value's unit, as for tdm_chart_axis_in_unit()
+ *
+ * The value and its unit, for a readout: "74.21 MiB", "1.5 s", "87.5 %".
+ */
+void
+tdm_chart_format_in_unit (double      value,
+                          const char *unit,
+                          char       *buf,
+                          gsize       size)
+{
+  const Rung *ladder = ladder_for (unit);
+
+  if (ladder != NULL && isfinite (value))
+    {
+      const Rung *rung = climb (ladder, fabs (value));
+
+      g_snprintf (buf, size, "%.4g %s", value / rung->factor,
+                  g_dpgettext2 (NULL, "unit", rung->name));
+      return;
+    }
+
+  tdm_chart_format_value (value, buf, size);
+  if (unit && *unit && !isnan (value))
+    {
+      g_strlcat (buf, " ", size);
+      g_strlcat (buf, unit, size);
+    }
 }
 
 /* "42.5 s", "3:07", "1:02:03". */

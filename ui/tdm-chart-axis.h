@@ -2,7 +2,9 @@
  *
  * Private to the chart (and its tests): nice-number ticks (1, 2, 5 × 10^k)
  * on linear, log and time axes, and labels with SI suffixes (k, M, G) or time
- * units (s, min, h). Pure functions: no drawing, no GTK.
+ * units (s, min, h). Two units climb a ladder instead of taking SI suffixes:
+ * "B" (bytes, shown in KiB, MiB, GiB as they grow) and "ms" (shown in s from
+ * 1,000 ms). Pure functions: no drawing, no GTK.
  */
 
 #pragma once
@@ -29,7 +31,8 @@ typedef struct
   double           step;         /* between ticks, in data units (decades on log) */
   double           scale;        /* labels show value / scale ... */
   const char      *suffix;       /* ... followed by this (SI prefix or "") */
-  const char      *time_unit;    /* TIME: "s", "min" or "h", for the axis title */
+  const char      *unit;         /* TIME: "s", "min" or "h"; a unit's ladder: "MiB",
+                                  * "GiB", "s"…; for the axis title, or NULL */
   int              decimals;
 } TdmChartAxis;
 
@@ -47,6 +50,13 @@ void  tdm_chart_axis_time          (TdmChartAxis *axis,
                                     double        lo,
                                     double        hi,
                                     guint         max_ticks);
+gboolean tdm_chart_unit_has_ladder (const char   *unit);
+void  tdm_chart_axis_in_unit       (TdmChartAxis *axis,
+                                    const char   *unit,
+                                    double        lo,
+                                    double        hi,
+                                    guint         max_ticks,
+                                    gboolean      extend);
 
 double tdm_chart_axis_nice_step    (double        span,
                                     guint         max_ticks);
@@ -55,6 +65,10 @@ void  tdm_chart_axis_format_tick   (const TdmChartAxis *axis,
                                     char         *buf,
                                     gsize         size);
 void  tdm_chart_format_value       (double        value,
+                                    char         *buf,
+                                    gsize         size);
+void  tdm_chart_format_in_unit     (double        value,
+                                    const char   *unit,
                                     char         *buf,
                                     gsize         size);
 void  tdm_chart_format_duration    (double        seconds,

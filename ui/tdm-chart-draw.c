@@ -306,12 +306,14 @@ compute_y_axis (TdmChart *self,
         }
       else
         tdm_chart_axis_log (&f->ya, found ? lo : NAN, found ? hi : NAN, max_ticks, TRUE);
+      f->ya.unit = self->y_unit && *self->y_unit ? self->y_unit : NULL;
       return;
     }
 
   if (self->fixed_range)
     {
-      tdm_chart_axis_linear (&f->ya, self->fixed_min, self->fixed_max, max_ticks, FALSE);
+      tdm_chart_axis_in_unit (&f->ya, self->y_unit, self->fixed_min, self->fixed_max,
+                              max_ticks, FALSE);
       return;
     }
 
@@ -323,7 +325,7 @@ compute_y_axis (TdmChart *self,
       lo = lo >= 0 && lo - pad < 0 ? 0 : lo - pad;
       hi += pad;
     }
-  tdm_chart_axis_linear (&f->ya, found ? lo : 0, found ? hi : 1, max_ticks, TRUE);
+  tdm_chart_axis_in_unit (&f->ya, self->y_unit, found ? lo : 0, found ? hi : 1, max_ticks, TRUE);
 }
 
 gboolean
@@ -407,7 +409,7 @@ draw_axes (TdmChart *self,
 {
   const Mapping *m = &f->map;
   cairo_t *cr = f->cr;
-  g_autofree char *y_title = tdm_chart_axis_title (self->y_label, self->y_unit);
+  g_autofree char *y_title = tdm_chart_axis_title (self->y_label, f->ya.unit);
   g_autofree char *x_title = NULL;
   char buf[64];
 
@@ -446,7 +448,7 @@ draw_axes (TdmChart *self,
       draw_text (f, f->small, buf, map_x (m, f->xa.ticks[i]), m->py + m->ph + 4, 0.5, 0, 0.7);
     }
 
-  x_title = tdm_chart_axis_title (self->x_label, x_is_time (self) ? f->xa.time_unit : self->x_unit);
+  x_title = tdm_chart_axis_title (self->x_label, x_is_time (self) ? f->xa.unit : self->x_unit);
   if (x_title)
     draw_text (f, f->font, x_title, m->px + m->pw / 2, f->height - PAD, 0.5, 1, 0.85);
 
@@ -495,7 +497,6 @@ draw_hover (TdmChart *self,
   double best_x = NAN, best_d = INFINITY, X, bw, bh, bx, by, y;
   guint n_rows = 0;
   int w, h, header_w;
-  const char *unit = self->y_unit && *self->y_unit ? self->y_unit : NULL;
 
   if (self->hover_x < m->px || self->hover_x > m->px + m->pw)
     return;
@@ -561,25 +562,24 @@ draw_hover (TdmChart *self,
               double *smooth = tdm_chart_ensure_scratch (self, nb + 1);
 
               tdm_series_get_smoothed (e->series, smooth, nb);
-              tdm_chart_format_value (smooth[idx], smooth_value, sizeof smooth_value);
+              tdm_chart_format_in_unit (smooth[idx], self->y_unit,
+                                        smooth_value, sizeof smooth_value);
               marker = smooth[idx];
             }
         }
       if (!smooth_value[0])
         marker = v;
 
-      tdm_chart_format_value (v, value, sizeof value);
+      tdm_chart_format_in_unit (v, self->y_unit, value, sizeof value);
       rows[n_rows].colour = &e->colour;
       if (smooth_value[0])
         /* TRANSLATORS: hover readout of a smoothed series: name, smoothed
-         * value, unit (with its leading space), raw value: "Train: 0.25 % (raw 0.31)" */
-        g_snprintf (rows[n_rows].text, sizeof rows[n_rows].text, _("%s: %s%s%s (raw %s)"),
-                    tdm_series_get_name (e->series), smooth_value,
-                    unit ? " " : "", unit ? unit : "", value);
+         * value and raw value, each with its unit: "Train: 25.3 % (raw 31.2 %)" */
+        g_snprintf (rows[n_rows].text, sizeof rows[n_rows].text, _("%s: %s (raw %s)"),
+                    tdm_series_get_name (e->series), smooth_value, value);
       else
-        g_snprintf (rows[n_rows].text, sizeof rows[n_rows].text, "%s: %s%s%s",
-                    tdm_series_get_name (e->series), value,
-                    unit ? " " : "", unit ? unit : "");
+        g_snprintf (rows[n_rows].text, sizeof rows[n_rows].text, "%s: %s",
+                    tdm_series_get_name (e->series), value);
       n_rows++;
 
       if (e->style != TDM_CHART_STYLE_REFERENCE && !isnan (map_y (m, marker))

@@ -402,13 +402,40 @@ test_axis_ticks(void)
   g_assert_cmpfloat(a.lo, >, 0);
 
   tdm_chart_axis_time(&a, 0, 600, 6);
-  g_assert_cmpstr(a.time_unit, ==, "min");
+  g_assert_cmpstr(a.unit, ==, "min");
   tdm_chart_axis_format_tick(&a, 300, buf, sizeof buf);
   g_assert_cmpstr(buf, ==, "5");
   tdm_chart_axis_time(&a, 0, 90, 6);
-  g_assert_cmpstr(a.time_unit, ==, "s");
+  g_assert_cmpstr(a.unit, ==, "s");
   tdm_chart_axis_time(&a, 0, 5 * 3600, 6);
-  g_assert_cmpstr(a.time_unit, ==, "h");
+  g_assert_cmpstr(a.unit, ==, "h");
+
+  /* Bytes and milliseconds climb their ladders; ticks are nice in the unit shown. */
+  tdm_chart_axis_in_unit(&a, "B", 0, 80.0 * 1073741824, 6, TRUE);
+  g_assert_cmpstr(a.unit, ==, "GiB");
+  tdm_chart_axis_format_tick(&a, a.ticks[1], buf, sizeof buf);
+  g_assert_cmpstr(buf, ==, "20");
+  g_assert_cmpfloat_with_epsilon(a.hi, 80.0 * 1073741824, 1);
+  tdm_chart_axis_in_unit(&a, "B", 0, 77.6e6, 6, TRUE);
+  g_assert_cmpstr(a.unit, ==, "MiB");
+  tdm_chart_axis_format_tick(&a, a.ticks[1], buf, sizeof buf);
+  g_assert_cmpstr(buf, ==, "20");
+  tdm_chart_axis_in_unit(&a, "B", 0, 1010.0 * 1048576, 6, TRUE);
+  g_assert_cmpstr(a.unit, ==, "GiB"); /* never "1k MiB" */
+  tdm_chart_axis_in_unit(&a, "ms", 0, 1500, 6, TRUE);
+  g_assert_cmpstr(a.unit, ==, "s");
+  tdm_chart_axis_format_tick(&a, a.ticks[1], buf, sizeof buf);
+  g_assert_cmpstr(buf, ==, "0.5");
+  tdm_chart_axis_in_unit(&a, "ms", 0, 40, 6, TRUE);
+  g_assert_cmpstr(a.unit, ==, "ms");
+  tdm_chart_axis_in_unit(&a, "%", 0, 100, 6, FALSE);
+  g_assert_cmpstr(a.unit, ==, "%");
+  tdm_chart_format_in_unit(77.6e6, "B", buf, sizeof buf);
+  g_assert_cmpstr(buf, ==, "74.01 MiB");
+  tdm_chart_format_in_unit(1500, "ms", buf, sizeof buf);
+  g_assert_cmpstr(buf, ==, "1.5 s");
+  tdm_chart_format_in_unit(87.5, "%", buf, sizeof buf);
+  g_assert_cmpstr(buf, ==, "87.5 %");
 
   tdm_chart_format_value(12345, buf, sizeof buf);
   g_assert_cmpstr(buf, ==, "12.35k");
