@@ -28,6 +28,7 @@
 #include "tdm-device-picker.h"
 #include "tdm-device-row.h"
 #include "tdm-run.h"
+#include "tdm-run-form.h"
 #include "tdm-spec-entry.h"
 #include "tdm-dataset-chooser.h"
 #include "tdm-trainer.h"
@@ -65,8 +66,8 @@ typedef struct {
 
   /* Frame clock. */
   GdkFrameClock *clock;
-  gint64 last_tick_us, tick_us;
-  gint64 layout_done_us;
+  gint64 last_tick_us;
+  gint64 phase_start_us;    /* when the frame's last phase ended, 0 outside a frame */
   double tick_cpu_ms;
   double refresh_ms;
   Samples frame_gap, frame_late, frame_layout, frame_paint, frame_cpu;
@@ -177,10 +178,13 @@ run_headless(const TdmConfig *config)
 
 /* ---- the window ----------------------------------------------------------------- */
 
+/* A control of the window's run form, by its id in tdm-run-form.ui. */
 static gpointer
 window_child(TdmWindow *window, const char *name)
 {
-  return gtk_widget_get_template_child(GTK_WIDGET(window), TDM_TYPE_WINDOW, name);
+  GObject *form = gtk_widget_get_template_child(GTK_WIDGET(window), TDM_TYPE_WINDOW, "sidebar");
+
+  return gtk_widget_get_template_child(GTK_WIDGET(form), TDM_TYPE_RUN_FORM, name);
 }
 
 static gboolean
@@ -281,29 +285,37 @@ on_tick(GtkWidget *widget, GdkFrameClock *clock, gpointer data)
     samples_add(&gui->frame_late, MAX(0, gap - gui->refresh_ms));
   }
   gui->last_tick_us = now;
-  gui->tick_us = now;
   gui->tick_cpu_ms = thread_cpu_ms();
-  gui->layout_done_us = 0;
   return G_SOURCE_CONTINUE;
 }
 
-/* Connected after GTK's own handlers, so these run when its layout or paint is done. */
+/* Connected after GTK's own handlers, so each runs when that phase of the frame is
+ * done. The update phase runs in every frame (the tick callback asks for it); layout
+ * and paint only when something needs them. */
+static void
+on_update(GdkFrameClock *clock, Gui *gui)
+{
+  gui->phase_start_us = g_get_monotonic_time();
+}
+
 static void
 on_layout(GdkFrameClock *clock, Gui *gui)
 {
-  gui->layout_done_us = g_get_monotonic_time();
-  if (gui->recording && gui->tick_us != 0)
-    samples_add(&gui->frame_layout, (gui->layout_done_us - gui->tick_us) / 1e3);
+  gint64 now = g_get_monotonic_time();
+
+  if (gui->recording && gui->phase_start_us != 0)
+    samples_add(&gui->frame_layout, (now - gui->phase_start_us) / 1e3);
+  gui->phase_start_us = now;
 }
 
 static void
 on_paint(GdkFrameClock *clock, Gui *gui)
 {
-  if (gui->recording && gui->layout_done_us != 0) {
-    samples_add(&gui->frame_paint, (g_get_monotonic_time() - gui->layout_done_us) / 1e3);
+  if (gui->recording && gui->phase_start_us != 0) {
+    samples_add(&gui->frame_paint, (g_get_monotonic_time() - gui->phase_start_us) / 1e3);
     samples_add(&gui->frame_cpu, thread_cpu_ms() - gui->tick_cpu_ms);
   }
-  gui->layout_done_us = 0;
+  gui->phase_start_us = 0;
 }
 
 static gboolean
@@ -460,9 +472,9 @@ main(int argc, char **argv)
   gui.probe_ms = probe_ms;
   samples_init(&gui.frame_gap, "frame gap (tick to tick)");
   samples_init(&gui.frame_late, "frame: late past one refresh (= stall)");
-  samples_init(&gui.frame_layout, "frame: ticks and layout");
-  samples_init(&gui.frame_paint, "frame: paint (render to X)");
-  samples_init(&gui.frame_cpu, "frame: CPU time of the whole frame");
+  samples_init(&gui.frame_layout, "frame: layout, when needed");
+  samples_init(&gui.frame_paint, "frame: paint (render to X), when needed");
+  samples_init(&gui.frame_cpu, "frame: main-thread CPU, painted frames");
   samples_init(&gui.probe_late, "probe: late past its period (= stall)");
   samples_init(&gui.probe_cpu, "probe: main-thread CPU between probes");
   gui.worst = g_array_new(FALSE, FALSE, sizeof(Stall));
@@ -481,6 +493,7 @@ main(int argc, char **argv)
   }
   gtk_widget_add_tick_callback(GTK_WIDGET(gui.window), on_tick, &gui, NULL);
   clock = gtk_widget_get_frame_clock(GTK_WIDGET(gui.window));
+  g_signal_connect_after(clock, "update", G_CALLBACK(on_update), &gui);
   g_signal_connect_after(clock, "layout", G_CALLBACK(on_layout), &gui);
   g_signal_connect_after(clock, "paint", G_CALLBACK(on_paint), &gui);
   {

@@ -12,9 +12,11 @@
  * waiting for one replica at a time, picked in the chart's corner; the log keeps all
  * of them, so switching replays that replica's history.
  *
- * Redrawing all six charts costs more than a frame on a slow CPU, so points are
- * queued and handed to the charts two at a time, round robin (see FLUSH_INTERVAL_MS):
- * the charts stay live to a tenth of a second and no frame pays for all of them.
+ * Redrawing a chart costs a few milliseconds of a frame's 16 on a slow CPU, and a new
+ * status line costs a relayout of the window; events come twenty times a second. So
+ * points are queued here, and a TdmPacer hands each chart its points, and the status
+ * line its latest figures, at most four times a second, one of them per tick: the
+ * window stays live and no frame pays for more than one.
  */
 
 #include <math.h>
@@ -22,15 +24,15 @@
 #include <glib/gi18n.h>
 
 #include "tdm-dashboard.h"
+#include "tdm-pacer.h"
 #include "tdm-telemetry.h"
 
 #define TELEMETRY_INTERVAL_MS 500
 
-/* Points wait here and reach the charts a few at a time: every FLUSH_INTERVAL_MS the
- * next CHARTS_PER_FLUSH charts (round robin) take their pending points and redraw.
- * Each chart then redraws about every 100 ms, and no frame redraws all six. */
-#define FLUSH_INTERVAL_MS 33
-#define CHARTS_PER_FLUSH  2
+/* Each chart, and the status line, is a slot of the pacer: one slot is updated per
+ * PACE_MS (about two frames), and each at most every REFRESH_MS. */
+#define PACE_MS    35
+#define REFRESH_MS 250
 
 typedef struct
 {
@@ -49,6 +51,9 @@ typedef enum
   N_CHARTS
 } ChartId;
 
+/* The pacer's slot for the status line; the charts' are their ChartIds. */
+#define STATUS_SLOT N_CHARTS
+
 static const struct
 {
   const char *id;
@@ -63,6 +68,8 @@ static const struct
   { "throughput", N_("Throughput"), N_("Time"), "s", N_("Throughput"),
     /* Translators: the unit of throughput on a chart axis */
     N_("samples/s") },
+  /* Bytes and milliseconds: the chart shows them in MiB or GiB, ms or s, whichever
+   * reads best for the values (tdm-chart-axis.h). */
   { "memory", N_("Memory per device"), N_("Time"), "s", N_("Memory"), "B" },
   { "load", N_("Load per device"), N_("Time"), "s", N_("Load"), "%" },
   { "step-time", N_("Step time"), N_("Time"), "s", N_("Time per step"), "ms" },
@@ -78,8 +85,7 @@ struct _TdmDashboard
 
   TdmChart        *charts[N_CHARTS];
   GArray          *pending[N_CHARTS];   /* of Pending */
-  guint            flush_source;
-  int              flush_next;
+  TdmPacer        *pacer;
   GMenu           *step_time_devices;   /* the step-time menu's list of replicas */
 
   TdmMetricsLog   *log;
@@ -198,32 +204,7 @@ tdm_dashboard_flush_chart (TdmDashboard *self,
       tdm_chart_append (self->charts[id], p->series, p->x, p->y);
     }
   g_array_set_size (pending, 0);
-}
-
-static void
-tdm_dashboard_flush_all (TdmDashboard *self)
-{
-  for (int id = 0; id < N_CHARTS; id++)
-    tdm_dashboard_flush_chart (self, id);
-}
-
-static gboolean
-tdm_dashboard_flush_some (gpointer user_data)
-{
-  TdmDashboard *self = user_data;
-
-  for (int n = 0, tried = 0; n < CHARTS_PER_FLUSH && tried < N_CHARTS; tried++)
-    {
-      int id = self->flush_next;
-
-      self->flush_next = (self->flush_next + 1) % N_CHARTS;
-      if (self->pending[id]->len == 0)
-        continue;
-      tdm_dashboard_flush_chart (self, id);
-      n++;
-    }
-
-  return G_SOURCE_CONTINUE;
+  tdm_pacer_unmark (self->pacer, id);
 }
 
 static void
@@ -236,8 +217,7 @@ tdm_dashboard_queue (TdmDashboard *self,
   Pending p = { series, x, y };
 
   g_array_append_val (self->pending[id], p);
-  if (self->flush_source == 0)
-    self->flush_source = g_timeout_add (FLUSH_INTERVAL_MS, tdm_dashboard_flush_some, self);
+  tdm_pacer_mark (self->pacer, id);
 }
 
 /* Training time now, moving on between events so telemetry samples spread out. */
@@ -277,6 +257,7 @@ tdm_dashboard_update_status (TdmDashboard *self)
   g_autofree char *eta_time = NULL;
   g_autofree char *text = NULL;
 
+  tdm_pacer_unmark (self->pacer, STATUS_SLOT);
   if (!self->have_started)
     return;
 
@@ -305,6 +286,26 @@ tdm_dashboard_update_status (TdmDashboard *self)
 }
 
 static void
+tdm_dashboard_paced (guint    slot,
+                     gpointer user_data)
+{
+  TdmDashboard *self = user_data;
+
+  if (slot == STATUS_SLOT)
+    tdm_dashboard_update_status (self);
+  else if (slot < N_CHARTS)
+    tdm_dashboard_flush_chart (self, slot);
+}
+
+static void
+tdm_dashboard_drop_pending (TdmDashboard *self,
+                            ChartId       id)
+{
+  g_array_set_size (self->pending[id], 0);
+  tdm_pacer_unmark (self->pacer, id);
+}
+
+static void
 tdm_dashboard_append_step_time (double   elapsed,
                                 double   compute_ms,
                                 double   comm_ms,
@@ -325,7 +326,7 @@ tdm_dashboard_setup_step_time (TdmDashboard *self)
   GdkRGBA compute, comm, wait;
 
   /* Queued points name the old series; the replay below brings them back. */
-  g_array_set_size (self->pending[CHART_STEP_TIME], 0);
+  tdm_dashboard_drop_pending (self, CHART_STEP_TIME);
   tdm_chart_remove_all_series (chart);
 
   /* The replica's own colour for the work it does, lighter for talking to the others,
@@ -448,7 +449,7 @@ tdm_dashboard_begin (TdmDashboard          *self,
 
   tdm_metrics_log_begin (self->log, &self->started);
   for (int id = 0; id < N_CHARTS; id++)
-    g_array_set_size (self->pending[id], 0);
+    tdm_dashboard_drop_pending (self, id);
 
   tdm_chart_clear (self->charts[CHART_LOSS]);
   tdm_chart_clear (self->charts[CHART_ACCURACY]);
@@ -612,7 +613,7 @@ tdm_dashboard_handle_event (TdmDashboard   *self,
                           s->epoch_float, 100.0 * s->train_accuracy);
         tdm_dashboard_queue (self, CHART_THROUGHPUT, self->throughput,
                           s->elapsed, s->samples_per_second);
-        tdm_dashboard_update_status (self);
+        tdm_pacer_mark (self->pacer, STATUS_SLOT);
       }
       break;
 
@@ -648,8 +649,9 @@ tdm_dashboard_handle_event (TdmDashboard   *self,
         g_autofree char *steps = format_count (f->steps);
         g_autofree char *text = NULL;
 
+        /* The charts catch up at their pace; the status line says it is over now. */
         self->paused = FALSE;
-        tdm_dashboard_flush_all (self);
+        tdm_pacer_unmark (self->pacer, STATUS_SLOT);
         if (f->stopped)
           text = g_strdup_printf (_("Stopped after %s steps in %s"), steps, elapsed);
         else if (isfinite (f->test_accuracy))
@@ -664,6 +666,7 @@ tdm_dashboard_handle_event (TdmDashboard   *self,
       break;
 
     case TDM_EVENT_FAILED:
+      tdm_pacer_unmark (self->pacer, STATUS_SLOT);
       gtk_label_set_label (self->status_label, _("Training failed"));
       break;
 
@@ -678,9 +681,9 @@ tdm_dashboard_end (TdmDashboard *self)
 {
   g_return_if_fail (TDM_IS_DASHBOARD (self));
 
+  /* Points still queued reach the charts over the next few ticks, one chart a tick,
+   * rather than all six redrawing in one frame. */
   tdm_dashboard_stop_telemetry (self);
-  tdm_dashboard_flush_all (self);
-  g_clear_handle_id (&self->flush_source, g_source_remove);
   self->paused = FALSE;
 }
 
@@ -690,6 +693,7 @@ tdm_dashboard_set_status (TdmDashboard *self,
 {
   g_return_if_fail (TDM_IS_DASHBOARD (self));
 
+  tdm_pacer_unmark (self->pacer, STATUS_SLOT);
   gtk_label_set_label (self->status_label, text ? text : "");
 }
 
@@ -837,7 +841,7 @@ tdm_dashboard_dispose (GObject *object)
   GtkWidget *child;
 
   tdm_dashboard_stop_telemetry (self);
-  g_clear_handle_id (&self->flush_source, g_source_remove);
+  g_clear_pointer (&self->pacer, tdm_pacer_free);
   gtk_widget_dispose_template (GTK_WIDGET (self), TDM_TYPE_DASHBOARD);
   /* The separator and the status box are not bound, so the template leaves them. */
   while ((child = gtk_widget_get_first_child (GTK_WIDGET (self))))
@@ -940,6 +944,7 @@ tdm_dashboard_init (TdmDashboard *self)
   self->log = tdm_metrics_log_new ();
   for (int id = 0; id < N_CHARTS; id++)
     self->pending[id] = g_array_new (FALSE, FALSE, sizeof (Pending));
+  self->pacer = tdm_pacer_new (PACE_MS, REFRESH_MS, tdm_dashboard_paced, self);
   self->step_time_devices = g_menu_new ();
   self->step_replica = 0;
 

@@ -1,45 +1,27 @@
 /* tdm-window.c: Tandem's main window.
  *
- * The window holds the choices and the run's life cycle; the dataset chooser, the
- * device picker, the spec entry and the dashboard of charts are widgets of their
- * own. A run is a TdmRun: its events arrive on the main loop as signals, and
- * dropping it (Stop, or closing the window) cancels the trainer without waiting
- * for it here. While a run is alive every choice is locked, since none of them can
- * change a run in flight.
+ * The window holds the run's life cycle: the choices are a TdmRunForm on the left,
+ * the charts a TdmDashboard on the right. A run is a TdmRun: its events arrive on
+ * the main loop as signals, and dropping it (Stop, or closing the window) cancels
+ * the trainer without waiting for it here. While a run is alive the form is locked,
+ * since none of its choices can change a run in flight. Errors show in a bar across
+ * the top, in words, and the window stays usable.
  *
- * Choices are saved to GSettings as they change, so the next start shows the last
- * ones. The devices are whatever tdm_device_list() reports, or a list a test
- * injects with tdm_window_set_devices().
+ * The window's own size is remembered in GSettings (the form remembers the choices).
+ * The devices are whatever tdm_device_list() reports, or a list a test injects with
+ * tdm_window_set_devices().
  */
 
-#include <math.h>
 #include <glib/gi18n.h>
 
 #include "tdm-build-config.h"
 
 #include "tdm-config.h"
 #include "tdm-dashboard.h"
-#include "tdm-dataset-chooser.h"
-#include "tdm-device-picker.h"
-#include "tdm-device.h"
 #include "tdm-error.h"
-#include "tdm-network.h"
 #include "tdm-run.h"
-#include "tdm-spec-entry.h"
+#include "tdm-run-form.h"
 #include "tdm-window.h"
-
-enum {
-  NETWORK_MLP,
-  NETWORK_CNN,
-  NETWORK_CUSTOM,
-};
-
-static const char *network_ids[] = { "mlp", "cnn", "custom", NULL };
-
-/* In the order of TdmOptimizerKind and TdmStrategy, as the drop-downs list them. */
-static const char *optimizer_ids[] = { "sgd", "momentum", "adam", NULL };
-static const double optimizer_default_lr[] = { 0.01, 0.01, 0.001 };
-static const char *strategy_ids[] = { "main", "allreduce", NULL };
 
 struct _TdmWindow
 {
@@ -53,22 +35,10 @@ struct _TdmWindow
   GtkLabel             *subtitle_label;
   GtkRevealer          *error_revealer;
   GtkLabel             *error_label;
-  GtkWidget            *sidebar;
-  GtkLabel             *dataset_heading;
-  TdmDatasetChooser    *dataset_chooser;
-  GtkDropDown          *network_dropdown;
-  TdmSpecEntry         *spec_entry;
-  TdmDevicePicker      *device_picker;
-  GtkSpinButton        *batch_spin;
-  GtkLabel             *batch_split_label;
-  GtkSpinButton        *epochs_spin;
-  GtkDropDown          *optimizer_dropdown;
-  GtkSpinButton        *lr_spin;
-  GtkDropDown          *strategy_dropdown;
+  TdmRunForm           *sidebar;
   TdmDashboard         *dashboard;
 
   GSettings            *settings;
-  char                 *custom_spec;
 
   TdmRun               *run;
   gboolean              run_failed;         /* an error was shown for this run */
@@ -77,7 +47,6 @@ struct _TdmWindow
   GtkNativeDialog      *chooser;
 
   gboolean              can_start;
-  gboolean              restoring;          /* applying settings: do not write them back */
   long                  max_steps;          /* for benchmarks: 0 runs every epoch */
 };
 
@@ -164,109 +133,14 @@ tdm_window_dismiss_error (GtkWidget  *widget,
 
 /* Devices ----------------------------------------------------------------- */
 
-static void
-tdm_window_devices_changed (TdmWindow *self)
-{
-  g_auto(GStrv) chosen = NULL;
-  const char *main_id;
-  int workers;
-
-  if (!self->restoring)
-    {
-      chosen = tdm_device_picker_get_chosen (self->device_picker);
-      main_id = tdm_device_picker_get_main_id (self->device_picker);
-      workers = tdm_device_picker_get_cpu_workers (self->device_picker);
-
-      g_settings_set_strv (self->settings, "devices", (const char * const *) chosen);
-      g_settings_set_string (self->settings, "main-device", main_id ? main_id : "");
-      if (workers > 0)
-        g_settings_set_int (self->settings, "cpu-workers", workers);
-    }
-
-  tdm_window_update_state (self);
-}
-
 void
 tdm_window_set_devices (TdmWindow *self,
                         GArray    *devices)
 {
-  g_auto(GStrv) chosen = NULL;
-  g_autofree char *main_id = NULL;
-  gboolean restoring;
-
   g_return_if_fail (TDM_IS_WINDOW (self));
   g_return_if_fail (devices != NULL);
 
-  chosen = g_settings_get_strv (self->settings, "devices");
-  main_id = g_settings_get_string (self->settings, "main-device");
-
-  restoring = self->restoring;
-  self->restoring = TRUE;
-  tdm_device_picker_set_devices (self->device_picker, devices,
-                                 (const char * const *) chosen, main_id,
-                                 g_settings_get_int (self->settings, "cpu-workers"));
-  self->restoring = restoring;
-
-  tdm_window_update_state (self);
-}
-
-/* Batch split ------------------------------------------------------------- */
-
-/* How the engine shards a global batch: near-equal, the first ones one larger. */
-static char *
-describe_split (int batch,
-                int replicas)
-{
-  int q, r;
-
-  if (replicas <= 0)
-    return g_strdup (_("Pick at least one device"));
-
-  q = batch / replicas;
-  r = batch % replicas;
-
-  if (q == 0)
-    /* Translators: the batch split when the batch is too small for the devices */
-    return g_strdup_printf (ngettext ("A batch of %d is too small for %d replica",
-                                      "A batch of %d is too small for %d replicas",
-                                      replicas),
-                            batch, replicas);
-
-  if (r == 0)
-    return g_strdup_printf ("%d = %d × %d", batch, q, replicas);
-
-  if (replicas <= 4)
-    {
-      GString *text = g_string_new (NULL);
-
-      g_string_append_printf (text, "%d = ", batch);
-      for (int i = 0; i < replicas; i++)
-        g_string_append_printf (text, i == 0 ? "%d" : " + %d", q + (i < r ? 1 : 0));
-      return g_string_free (text, FALSE);
-    }
-
-  return g_strdup_printf ("%d = %d × %d + %d × %d", batch, q + 1, r, q, replicas - r);
-}
-
-static void
-tdm_window_update_split (TdmWindow *self)
-{
-  int batch = gtk_spin_button_get_value_as_int (self->batch_spin);
-  int replicas = tdm_device_picker_count_replicas (self->device_picker);
-  g_autofree char *text = describe_split (batch, replicas);
-  gboolean ok = replicas > 0 && batch >= replicas;
-
-  gtk_label_set_label (self->batch_split_label, text);
-  if (ok)
-    {
-      gtk_widget_remove_css_class (GTK_WIDGET (self->batch_split_label), "error");
-      gtk_widget_add_css_class (GTK_WIDGET (self->batch_split_label), "dim-label");
-    }
-  else
-    {
-      gtk_widget_add_css_class (GTK_WIDGET (self->batch_split_label), "error");
-      gtk_widget_remove_css_class (GTK_WIDGET (self->batch_split_label), "dim-label");
-    }
+  tdm_run_form_set_devices (self->sidebar, devices);
 }
 
 /* State ------------------------------------------------------------------- */
@@ -285,17 +159,7 @@ tdm_window_update_state (TdmWindow *self)
   gboolean running = self->run != NULL;
   gboolean stopping = running && tdm_run_is_stopping (self->run);
   gboolean paused = running && tdm_run_get_paused (self->run);
-  int replicas = tdm_device_picker_count_replicas (self->device_picker);
-  int batch = gtk_spin_button_get_value_as_int (self->batch_spin);
-  gboolean can_start;
-
-  tdm_window_update_split (self);
-
-  can_start = !running &&
-              tdm_dataset_chooser_get_ready (self->dataset_chooser) &&
-              tdm_spec_entry_get_valid (self->spec_entry) &&
-              replicas > 0 &&
-              batch >= replicas;
+  gboolean can_start = !running && tdm_run_form_get_ready (self->sidebar);
 
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.start", can_start);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.pause", running && !stopping);
@@ -305,7 +169,7 @@ tdm_window_update_state (TdmWindow *self)
                                  tdm_metrics_log_get_n_rows (tdm_dashboard_get_log (self->dashboard)) > 0);
 
   /* Nothing on the left can change a run in flight. */
-  gtk_widget_set_sensitive (self->sidebar, !running);
+  gtk_widget_set_sensitive (GTK_WIDGET (self->sidebar), !running);
 
   gtk_button_set_icon_name (self->pause_button,
                             paused ? "media-playback-start-symbolic"
@@ -328,193 +192,7 @@ tdm_window_update_state (TdmWindow *self)
     }
 }
 
-/* Dataset ----------------------------------------------------------------- */
-
-static void
-tdm_window_dataset_changed (TdmWindow *self)
-{
-  if (!self->restoring)
-    g_settings_set_string (self->settings, "dataset",
-                           tdm_dataset_chooser_get_source (self->dataset_chooser));
-
-  tdm_window_update_state (self);
-}
-
-static void
-tdm_window_dataset_ready (TdmWindow *self)
-{
-  int height, width, channels, classes;
-
-  if (tdm_dataset_chooser_get_shape (self->dataset_chooser, &height, &width, &channels, &classes))
-    tdm_spec_entry_set_shape (self->spec_entry, height, width, channels, classes);
-
-  tdm_window_update_state (self);
-}
-
-/* Network ----------------------------------------------------------------- */
-
-static void
-tdm_window_network_changed (TdmWindow *self)
-{
-  guint selected = gtk_drop_down_get_selected (self->network_dropdown);
-  gboolean custom = selected == NETWORK_CUSTOM;
-  gboolean restoring;
-
-  if (selected > NETWORK_CUSTOM)
-    return;
-
-  if (!self->restoring)
-    g_settings_set_string (self->settings, "network", network_ids[selected]);
-
-  /* Showing a built-in network's spec is not the user typing a custom one. */
-  tdm_spec_entry_set_editable (self->spec_entry, custom);
-  restoring = self->restoring;
-  self->restoring = TRUE;
-  tdm_spec_entry_set_text (self->spec_entry,
-                           custom ? self->custom_spec : tdm_network_expand (network_ids[selected]));
-  self->restoring = restoring;
-
-  tdm_window_update_state (self);
-}
-
-static void
-tdm_window_spec_changed (TdmWindow *self)
-{
-  if (!self->restoring && tdm_spec_entry_get_editable (self->spec_entry))
-    {
-      g_free (self->custom_spec);
-      self->custom_spec = g_strdup (tdm_spec_entry_get_text (self->spec_entry));
-      g_settings_set_string (self->settings, "spec", self->custom_spec);
-    }
-
-  tdm_window_update_state (self);
-}
-
-/* Settings ---------------------------------------------------------------- */
-
-static gboolean
-map_id_to_position (GValue   *value,
-                    GVariant *variant,
-                    gpointer  user_data)
-{
-  const char * const *ids = user_data;
-  const char *id = g_variant_get_string (variant, NULL);
-
-  for (guint i = 0; ids[i] != NULL; i++)
-    if (g_str_equal (ids[i], id))
-      {
-        g_value_set_uint (value, i);
-        return TRUE;
-      }
-
-  return FALSE;
-}
-
-static GVariant *
-map_position_to_id (const GValue       *value,
-                    const GVariantType *expected_type,
-                    gpointer            user_data)
-{
-  const char * const *ids = user_data;
-  guint position = g_value_get_uint (value);
-
-  if (position >= g_strv_length ((char **) ids))
-    return NULL;
-
-  return g_variant_new_string (ids[position]);
-}
-
-static void
-bind_choice (TdmWindow          *self,
-             const char         *key,
-             GtkDropDown        *dropdown,
-             const char * const *ids)
-{
-  g_settings_bind_with_mapping (self->settings, key, dropdown, "selected",
-                                G_SETTINGS_BIND_DEFAULT,
-                                map_id_to_position, map_position_to_id,
-                                (gpointer) ids, NULL);
-}
-
-static void
-tdm_window_restore (TdmWindow *self)
-{
-  g_autofree char *dataset = NULL;
-  g_autofree char *network = NULL;
-
-  self->restoring = TRUE;
-
-  gtk_window_set_default_size (GTK_WINDOW (self),
-                               g_settings_get_int (self->settings, "window-width"),
-                               g_settings_get_int (self->settings, "window-height"));
-  if (g_settings_get_boolean (self->settings, "window-maximized"))
-    gtk_window_maximize (GTK_WINDOW (self));
-
-  g_settings_bind (self->settings, "batch", self->batch_spin, "value", G_SETTINGS_BIND_DEFAULT);
-  g_settings_bind (self->settings, "epochs", self->epochs_spin, "value", G_SETTINGS_BIND_DEFAULT);
-  g_settings_bind (self->settings, "learning-rate", self->lr_spin, "value", G_SETTINGS_BIND_DEFAULT);
-  bind_choice (self, "optimizer", self->optimizer_dropdown, optimizer_ids);
-  bind_choice (self, "strategy", self->strategy_dropdown, strategy_ids);
-
-  self->custom_spec = g_settings_get_string (self->settings, "spec");
-  network = g_settings_get_string (self->settings, "network");
-  for (guint i = 0; network_ids[i] != NULL; i++)
-    if (g_str_equal (network, network_ids[i]))
-      gtk_drop_down_set_selected (self->network_dropdown, i);
-
-  dataset = g_settings_get_string (self->settings, "dataset");
-  tdm_dataset_chooser_set_source (self->dataset_chooser, dataset);
-
-  self->restoring = FALSE;
-}
-
-static void
-tdm_window_optimizer_changed (TdmWindow *self)
-{
-  guint selected = gtk_drop_down_get_selected (self->optimizer_dropdown);
-
-  /* Each optimizer starts from its usual learning rate; the user can change it after. */
-  if (!self->restoring && selected < G_N_ELEMENTS (optimizer_default_lr))
-    gtk_spin_button_set_value (self->lr_spin, optimizer_default_lr[selected]);
-}
-
 /* Runs -------------------------------------------------------------------- */
-
-static TdmConfig *
-tdm_window_build_config (TdmWindow  *self,
-                         GError    **error)
-{
-  g_autoptr(TdmConfig) config = tdm_config_new ();
-  guint network = gtk_drop_down_get_selected (self->network_dropdown);
-  guint optimizer = gtk_drop_down_get_selected (self->optimizer_dropdown);
-  guint strategy = gtk_drop_down_get_selected (self->strategy_dropdown);
-
-  g_free (config->dataset);
-  config->dataset = g_strdup (tdm_dataset_chooser_get_source (self->dataset_chooser));
-
-  g_free (config->network);
-  if (network == NETWORK_CUSTOM)
-    config->network = g_strstrip (g_strdup (tdm_spec_entry_get_text (self->spec_entry)));
-  else
-    config->network = g_strdup (network_ids[MIN (network, NETWORK_CNN)]);
-
-  g_strfreev (config->devices);
-  config->devices = tdm_device_picker_get_replicas (self->device_picker, &config->main_replica);
-
-  config->batch = gtk_spin_button_get_value_as_int (self->batch_spin);
-  config->epochs = gtk_spin_button_get_value_as_int (self->epochs_spin);
-  config->optimizer = optimizer == 0 ? TDM_OPTIMIZER_SGD
-                    : optimizer == 1 ? TDM_OPTIMIZER_MOMENTUM
-                    : TDM_OPTIMIZER_ADAM;
-  config->lr = gtk_spin_button_get_value (self->lr_spin);
-  config->strategy = strategy == 0 ? TDM_STRATEGY_MAIN : TDM_STRATEGY_ALLREDUCE;
-  config->max_steps = self->max_steps;
-
-  if (!tdm_config_validate (config, error))
-    return NULL;
-
-  return g_steal_pointer (&config);
-}
 
 static void
 tdm_window_run_event (TdmWindow      *self,
@@ -597,12 +275,13 @@ tdm_window_start (GtkWidget  *widget,
   if (self->run != NULL)
     return;
 
-  config = tdm_window_build_config (self, &error);
+  config = tdm_run_form_build_config (self->sidebar, &error);
   if (config == NULL)
     {
       tdm_window_show_error (self, _("Training cannot start."), error->message);
       return;
     }
+  config->max_steps = self->max_steps;
 
   run = tdm_run_new (config);
   g_signal_connect_object (run, "event", G_CALLBACK (tdm_window_run_event), self,
@@ -690,7 +369,7 @@ tdm_window_open_folder (GtkWidget  *widget,
 {
   TdmWindow *self = TDM_WINDOW (widget);
 
-  tdm_dataset_chooser_open_folder (self->dataset_chooser);
+  tdm_run_form_open_folder (self->sidebar);
 }
 
 static void
@@ -838,7 +517,6 @@ tdm_window_finalize (GObject *object)
   TdmWindow *self = (TdmWindow *)object;
 
   g_clear_object (&self->settings);
-  g_free (self->custom_spec);
 
   G_OBJECT_CLASS (tdm_window_parent_class)->finalize (object);
 }
@@ -887,9 +565,7 @@ tdm_window_class_init (TdmWindowClass *klass)
                           G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
   g_object_class_install_properties (object_class, N_PROPS, properties);
 
-  g_type_ensure (TDM_TYPE_DATASET_CHOOSER);
-  g_type_ensure (TDM_TYPE_DEVICE_PICKER);
-  g_type_ensure (TDM_TYPE_SPEC_ENTRY);
+  g_type_ensure (TDM_TYPE_RUN_FORM);
   g_type_ensure (TDM_TYPE_DASHBOARD);
 
   gtk_widget_class_set_template_from_resource (widget_class,
@@ -902,17 +578,6 @@ tdm_window_class_init (TdmWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, error_revealer);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, error_label);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, sidebar);
-  gtk_widget_class_bind_template_child (widget_class, TdmWindow, dataset_heading);
-  gtk_widget_class_bind_template_child (widget_class, TdmWindow, dataset_chooser);
-  gtk_widget_class_bind_template_child (widget_class, TdmWindow, network_dropdown);
-  gtk_widget_class_bind_template_child (widget_class, TdmWindow, spec_entry);
-  gtk_widget_class_bind_template_child (widget_class, TdmWindow, device_picker);
-  gtk_widget_class_bind_template_child (widget_class, TdmWindow, batch_spin);
-  gtk_widget_class_bind_template_child (widget_class, TdmWindow, batch_split_label);
-  gtk_widget_class_bind_template_child (widget_class, TdmWindow, epochs_spin);
-  gtk_widget_class_bind_template_child (widget_class, TdmWindow, optimizer_dropdown);
-  gtk_widget_class_bind_template_child (widget_class, TdmWindow, lr_spin);
-  gtk_widget_class_bind_template_child (widget_class, TdmWindow, strategy_dropdown);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, dashboard);
 
   gtk_widget_class_install_action (widget_class, "win.start", NULL, tdm_window_start);
@@ -927,44 +592,20 @@ tdm_window_class_init (TdmWindowClass *klass)
 static void
 tdm_window_init (TdmWindow *self)
 {
-  g_autoptr(GArray) devices = NULL;
-
   gtk_widget_init_template (GTK_WIDGET (self));
 
   self->settings = g_settings_new (TDM_APP_ID);
+  gtk_window_set_default_size (GTK_WINDOW (self),
+                               g_settings_get_int (self->settings, "window-width"),
+                               g_settings_get_int (self->settings, "window-height"));
+  if (g_settings_get_boolean (self->settings, "window-maximized"))
+    gtk_window_maximize (GTK_WINDOW (self));
 
-  g_signal_connect_object (self->dataset_chooser, "notify::source",
-                           G_CALLBACK (tdm_window_dataset_changed), self,
-                           G_CONNECT_SWAPPED);
-  g_signal_connect_object (self->dataset_chooser, "notify::ready",
-                           G_CALLBACK (tdm_window_dataset_ready), self,
-                           G_CONNECT_SWAPPED);
-  g_signal_connect_object (self->device_picker, "changed",
-                           G_CALLBACK (tdm_window_devices_changed), self,
-                           G_CONNECT_SWAPPED);
-
-  tdm_window_restore (self);
-
-  g_signal_connect_object (self->network_dropdown, "notify::selected",
-                           G_CALLBACK (tdm_window_network_changed), self,
-                           G_CONNECT_SWAPPED);
-  g_signal_connect_object (self->spec_entry, "notify::text",
-                           G_CALLBACK (tdm_window_spec_changed), self,
-                           G_CONNECT_SWAPPED);
-  g_signal_connect_object (self->spec_entry, "notify::valid",
+  g_signal_connect_object (self->sidebar, "notify::ready",
                            G_CALLBACK (tdm_window_update_state), self,
                            G_CONNECT_SWAPPED);
-  g_signal_connect_object (self->batch_spin, "value-changed",
-                           G_CALLBACK (tdm_window_update_state), self,
-                           G_CONNECT_SWAPPED);
-  g_signal_connect_object (self->optimizer_dropdown, "notify::selected",
-                           G_CALLBACK (tdm_window_optimizer_changed), self,
-                           G_CONNECT_SWAPPED);
 
-  devices = tdm_device_list ();
-  tdm_window_set_devices (self, devices);
-
-  tdm_window_network_changed (self);
+  tdm_window_update_state (self);
   tdm_window_set_subtitle (self, NULL);
 }
 

@@ -1,12 +1,12 @@
 /* test-window.c: the main window, driven the way a person would drive it.
  *
  * The window is built from its template with a device list the test chooses (two
- * made-up GPUs and the real CPU), its batch split is read back from the label, and
- * whole runs on two CPU workers and the synthetic dataset are started, stopped and
- * abandoned through the window's actions while the main loop turns. Every window
- * must be finalized at the end (g_assert_finalize_object), so a reference kept by a
- * run, a task or a signal shows up here. Runs under the Xvfb that
- * xvfb-run-test.sh starts; settings live in memory (GSETTINGS_BACKEND=memory).
+ * made-up GPUs and the real CPU), its batch split is read back from the run form's
+ * label, and whole runs on two CPU workers and the synthetic dataset are started,
+ * stopped and abandoned through the window's actions while the main loop turns.
+ * Every window must be finalized at the end (g_assert_finalize_object), so a
+ * reference kept by a run, a task or a signal shows up here. Runs under the Xvfb
+ * that xvfb-run-test.sh starts; settings live in memory (GSETTINGS_BACKEND=memory).
  */
 
 #include <locale.h>
@@ -25,6 +25,7 @@
 #include "tdm-device-row.h"
 #include "tdm-device.h"
 #include "tdm-run.h"
+#include "tdm-run-form.h"
 #include "tdm-series.h"
 #include "tdm-spec-entry.h"
 #include "tdm-window.h"
@@ -58,11 +59,17 @@ drain(void)
     ;
 }
 
+/* A part of the window by its id, in the window's template or in its run form's. */
 static gpointer
 child(TdmWindow *window, const char *name)
 {
   GObject *object = gtk_widget_get_template_child(GTK_WIDGET(window), TDM_TYPE_WINDOW, name);
 
+  if (object == NULL) {
+    GObject *form = gtk_widget_get_template_child(GTK_WIDGET(window), TDM_TYPE_WINDOW, "sidebar");
+
+    object = gtk_widget_get_template_child(GTK_WIDGET(form), TDM_TYPE_RUN_FORM, name);
+  }
   g_assert_nonnull(object);
   return object;
 }
@@ -205,6 +212,14 @@ has_training_points(gpointer data)
   return points(data, "loss", 0) >= 2 && points(data, "load", 0) >= 1;
 }
 
+/* Charts catch up with a run a moment after it ends (the dashboard paces redraws);
+ * the last test point is among the last points to come. */
+static gboolean
+has_test_points(gpointer data)
+{
+  return points(data, "loss", 1) >= 2 && points(data, "accuracy", 1) >= 2;
+}
+
 /* A window set for a run on two CPU workers and the synthetic set. */
 static TdmWindow *
 window_for_run(const char *spec, int batch, int epochs)
@@ -321,6 +336,7 @@ test_window_run(void)
   g_assert_true(wait_for(not_running, window, 120));
   g_assert_true(gtk_widget_get_sensitive(child(window, "sidebar")));
   g_assert_false(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
+  g_assert_true(wait_for(has_test_points, window, 2));
 
   /* Training curves, a test point per epoch, and a line per replica. */
   g_assert_cmpuint(points(window, "loss", 0), >, 2);

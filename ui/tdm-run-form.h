@@ -1,0 +1,36 @@
+/* tdm-run-form.h: the choices that make a training run, on the window's left.
+ *
+ * Dataset, network (a built-in or a one-line spec), devices, global batch size with
+ * its split over the replicas, epochs, optimizer, learning rate and strategy. The
+ * form remembers them in GSettings as they change, says whether they make a run that
+ * can start (the "ready" property), and turns them into a TdmConfig. It does not run
+ * anything: TdmWindow does, and makes the form insensitive meanwhile.
+ */
+
+#pragma once
+
+#include <gtk/gtk.h>
+
+#include "tdm-config.h"
+
+G_BEGIN_DECLS
+
+#define TDM_TYPE_RUN_FORM (tdm_run_form_get_type ())
+
+G_DECLARE_FINAL_TYPE (TdmRunForm, tdm_run_form, TDM, RUN_FORM, GtkWidget)
+
+GtkWidget *tdm_run_form_new          (void);
+
+/* Replaces the device list (an array of TdmDeviceInfo), keeping the remembered
+ * choice of devices where it still applies. */
+void       tdm_run_form_set_devices  (TdmRunForm  *self,
+                                      GArray      *devices);
+gboolean   tdm_run_form_get_ready    (TdmRunForm  *self);
+/* The run the choices describe, validated; NULL with @error set when they cannot make
+ * one. */
+TdmConfig *tdm_run_form_build_config (TdmRunForm  *self,
+                                      GError     **error);
+/* Asks for a dataset folder (a file chooser). */
+void       tdm_run_form_open_folder  (TdmRunForm  *self);
+
+G_END_DECLS
