@@ -15,8 +15,8 @@
  * Redrawing a chart costs a few milliseconds of a frame's 16 on a slow CPU, and a new
  * status line costs a relayout of the window; events come twenty times a second. So
  * points are queued here, and a TdmPacer hands each chart its points, and the status
- * line its latest figures, at most four times a second, one of them per tick: the
- * window stays live and no frame pays for more than one.
+ * line its latest figures, at most twice a second, one of them per tick: the window
+ * stays live and no frame pays for more than one.
  */
 
 #include <math.h>
@@ -30,9 +30,11 @@
 #define TELEMETRY_INTERVAL_MS 500
 
 /* Each chart, and the status line, is a slot of the pacer: one slot is updated per
- * PACE_MS (about two frames), and each at most every REFRESH_MS. */
-#define PACE_MS    35
-#define REFRESH_MS 250
+ * PACE_MS (about four frames), and each at most every REFRESH_MS. Where training
+ * keeps every core busy, what the window draws is taken from training: at 2 Hz the
+ * seven slots cost about 5 % of one core (bench/NOTES.md, "GUI"), at 4 Hz twice that. */
+#define PACE_MS    60
+#define REFRESH_MS 500
 
 typedef struct
 {
