@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <gtk/gtk.h>
 
@@ -45,6 +46,7 @@ typedef struct {
   double train_s;   /* the last summary's elapsed: the engine's training time */
   double wall_s;    /* from asking for the run to its end, set-up included */
   double main_cpu_s; /* CPU time of the main thread meanwhile (the window's share) */
+  double cpu_s;      /* CPU time of the whole process meanwhile (X server not included) */
 } Result;
 
 /* One stall: when in the run, how long, and how much of that the main thread spent
@@ -96,6 +98,16 @@ thread_cpu_ms(void)
 
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static double
+process_cpu_s(void)
+{
+  struct rusage usage;
+
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
+         (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
 }
 
 static void
@@ -173,12 +185,14 @@ run_headless(const TdmConfig *config)
   Result result = {0};
   g_autoptr(GError) error = NULL;
   gint64 start = g_get_monotonic_time();
+  double cpu = process_cpu_s();
   g_autoptr(TdmTrainer) trainer = tdm_trainer_new(config, copy_event, &result);
 
   if (!tdm_trainer_run(trainer, NULL, &error))
     g_printerr("bench-gui: headless run failed: %s\n", error->message);
   g_clear_pointer(&trainer, tdm_trainer_free);
   result.wall_s = (g_get_monotonic_time() - start) / 1e6;
+  result.cpu_s = process_cpu_s() - cpu;
   return result;
 }
 
@@ -441,10 +455,12 @@ run_window(Gui *gui)
   gui->recording = TRUE;
   start = gui->run_start_us = g_get_monotonic_time();
   cpu = thread_cpu_ms();
+  result.cpu_s = process_cpu_s();
   g_idle_add(press_start, gui);
   g_main_loop_run(gui->loop);
   result.wall_s = (g_get_monotonic_time() - start) / 1e6;
   result.main_cpu_s = (thread_cpu_ms() - cpu) / 1e3;
+  result.cpu_s = process_cpu_s() - result.cpu_s;
   gui->recording = FALSE;
 
   g_signal_handler_disconnect(gui->window, handler);
@@ -493,6 +509,7 @@ main(int argc, char **argv)
   g_autoptr(GError) error = NULL;
   g_autoptr(GArray) device_list = NULL;
   double head_train[16], head_wall[16], gui_train[16], gui_wall[16], gui_cpu[16];
+  double head_cpu_s[16], gui_cpu_s[16];
   Result head[16], win[16];
   GdkFrameClock *clock;
   Gui gui = {0};
@@ -591,6 +608,8 @@ main(int argc, char **argv)
     gui_train[i] = samples_per_second(&win[i], batch, FALSE);
     gui_wall[i] = samples_per_second(&win[i], batch, TRUE);
     gui_cpu[i] = 100 * win[i].main_cpu_s / win[i].wall_s;
+    head_cpu_s[i] = head[i].cpu_s;
+    gui_cpu_s[i] = win[i].cpu_s;
     fprintf(stderr, "  run %d: headless %.0f, window %.0f samples/s (main thread %.1f %% busy)\n",
             i + 1, head_train[i], gui_train[i], gui_cpu[i]);
   }
@@ -618,6 +637,18 @@ main(int argc, char **argv)
   }
   printf("(samples/s; target ratio >= 97 %%. The window's main thread was busy %.1f %% of the "
          "time, median)\n", median(gui_cpu, repeat));
+
+  /* Other jobs on the machine move samples/s by more than the window does; CPU time
+   * they do not move. Where training keeps every core busy, the window's extra CPU
+   * time is what it takes from training, so this ratio is what a quiet machine would
+   * show (less what the X server spends drawing, which is another process). */
+  {
+    double hc = median(head_cpu_s, repeat), gc = median(gui_cpu_s, repeat);
+
+    printf("CPU time per run, whole process: headless %.2f s, window %.2f s (+%.1f %%); "
+           "expected ratio with every core training: %.1f %%\n", hc, gc, 100 * (gc / hc - 1),
+           100 * hc / gc);
+  }
 
   printf("\nMain loop while the window trained (ms, all runs; target: no stall over %.0f ms)\n",
          STALL_TARGET_MS);
