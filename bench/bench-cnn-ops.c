@@ -1,16 +1,17 @@
-/* bench-cnn-ops.c — where one training step's time goes on a GPU, operation by
- * operation, as a table.
+/* bench-cnn-ops.c — where one training step's time goes, operation by operation, as
+ * a table.
  *
- * It builds one replica of a network (cnn by default) on cuda:0 over a synthetic
- * dataset, swaps the backend's operation table for one that brackets every operation
- * with CUDA events, runs steps without a graph and prints each operation's median
- * time over the timed steps. Then it times whole steps as the trainer issues them
- * (the captured graph, then the Adam update) for the total. With --gemms it times
- * only the GEMMs of the conv weight gradients, the shapes cuBLAS handles worst.
- * Not a test: it checks nothing but CUDA's errors.
+ * It builds one replica of a network (cnn by default) on cuda:0 (or the CPU) over a
+ * synthetic dataset, swaps the backend's operation table for one that brackets every
+ * operation with CUDA events (host clock reads on the CPU), runs steps without a
+ * graph and prints each operation's median time over the timed steps. Then it times
+ * whole steps as the trainer issues them (the captured graph, then the Adam update)
+ * for the total. With --gemms it times only the GEMMs of the weight gradients, the
+ * shapes cuBLAS handles worst (TDM_CUDA_SPLIT_K=0 or N: without split-K, N chunks). Not a test: it checks nothing but CUDA's errors.
  *
  *   bench-cnn-ops --batch 1024           one table
  *   bench-cnn-ops                        batch 100 and 1024
+ *   bench-cnn-ops --device cpu --batch 1024 --steps 3
  */
 #include "tdm-build-config.h"
 #include "tdm-backend.h"
@@ -39,9 +40,11 @@ typedef struct {
 static struct {
   const TdmBackendOps *real;
   TdmBackend *b;
+  gboolean cuda;               /* else the CPU: host clock, µs */
   cudaStream_t stream;
   OpLabel labels[MAX_OPS];
   cudaEvent_t start[MAX_STEPS][MAX_OPS], end[MAX_STEPS][MAX_OPS];
+  gint64 host_start[MAX_STEPS][MAX_OPS], host_end[MAX_STEPS][MAX_OPS];
   int step, count;
   gboolean failed;
 } T;
@@ -73,15 +76,22 @@ begin(const char *name, const char *format, ...)
     g_vsnprintf(T.labels[i].shape, sizeof T.labels[i].shape, format, args);
     va_end(args);
   }
-  check(cudaEventRecord(T.start[T.step][i], T.stream), "cudaEventRecord");
+  if (T.cuda)
+    check(cudaEventRecord(T.start[T.step][i], T.stream), "cudaEventRecord");
+  else
+    T.host_start[T.step][i] = g_get_monotonic_time();
   return i;
 }
 
 static void
 end(int i)
 {
-  if (i >= 0)
+  if (i < 0)
+    return;
+  if (T.cuda)
     check(cudaEventRecord(T.end[T.step][i], T.stream), "cudaEventRecord");
+  else
+    T.host_end[T.step][i] = g_get_monotonic_time();
 }
 
 static void
@@ -148,11 +158,33 @@ t_maxpool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x, cons
 }
 
 static void
-t_maxpool_backward(TdmBackend *b, float *dx, const float *dy, const int32_t *argmax,
-                   const float *y, int n, int h, int w, int c, int k)
+t_maxpool_backward(TdmBackend *b, float *dx, float *dbias, const float *dy,
+                   const int32_t *argmax, const float *y, int n, int h, int w, int c, int k)
 {
-  int i = begin("maxpool_backward", "%d×%d×%d×%d%s", n, h, w, c, y ? " masked" : "");
-  T.real->maxpool_backward(b, dx, dy, argmax, y, n, h, w, c, k);
+  int i = begin("maxpool_backward", "%d×%d×%d×%d%s%s", n, h, w, c, y ? " masked" : "",
+                dbias ? " dbias" : "");
+  T.real->maxpool_backward(b, dx, dbias, dy, argmax, y, n, h, w, c, k);
+  end(i);
+}
+
+static void
+t_conv_pool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x, const float *wt,
+                    const float *bias, bool relu, int n, int h, int w, int c, int out, int kh,
+                    int kw, int pad, int pk)
+{
+  int i = begin("conv_pool_forward", "%d×%d×%d×%d→%d k%d pool%d", n, h, w, c, out, kh, pk);
+  T.real->conv_pool_forward(b, y, argmax, x, wt, bias, relu, n, h, w, c, out, kh, kw, pad, pk);
+  end(i);
+}
+
+static void
+t_conv_pool_backward(TdmBackend *b, float *dwt, float *dbias, const float *dy,
+                     const int32_t *argmax, const float *y, const float *x, bool relu, int n,
+                     int h, int w, int c, int out, int kh, int kw, int pad, int pk)
+{
+  int i = begin("conv_pool_backward", "%d×%d×%d×%d→%d k%d pool%d", n, h, w, c, out, kh, pk);
+  T.real->conv_pool_backward(b, dwt, dbias, dy, argmax, y, x, relu, n, h, w, c, out, kh, kw,
+                             pad, pk);
   end(i);
 }
 
@@ -201,11 +233,11 @@ typedef struct {
 } Setup;
 
 static gboolean
-setup(Setup *s, const char *network, int batch, TdmPrecision precision)
+setup(Setup *s, const char *device, const char *network, int batch, TdmPrecision precision)
 {
   g_autoptr(GError) error = NULL;
   memset(s, 0, sizeof *s);
-  s->b = tdm_backend_new("cuda:0", precision, &error);
+  s->b = tdm_backend_new(device, precision, &error);
   s->data = tdm_dataset_synthetic(7, 60000, 1000);
   s->net = s->b ? tdm_network_new(network, 28, 28, 1, 10, &error) : NULL;
   s->r = s->net ? tdm_replica_new(s->b, s->net, batch, s->data->train, s->data->test, &error)
@@ -251,10 +283,10 @@ one_step(Setup *s, int batch)
 }
 
 static void
-op_table(const char *network, int batch, TdmPrecision precision, int steps)
+op_table(const char *device, const char *network, int batch, TdmPrecision precision, int steps)
 {
   Setup s;
-  if (!setup(&s, network, batch, precision)) {
+  if (!setup(&s, device, network, batch, precision)) {
     teardown(&s);
     return;
   }
@@ -262,7 +294,8 @@ op_table(const char *network, int batch, TdmPrecision precision, int steps)
   TdmBackendOps timed = *s.b->ops;
   T.real = s.b->ops;
   T.b = s.b;
-  T.stream = tdm_backend_cuda_stream(s.b);
+  T.cuda = s.b->kind == TDM_BACKEND_CUDA;
+  T.stream = T.cuda ? tdm_backend_cuda_stream(s.b) : NULL;
   timed.gemm = t_gemm;
   timed.bias_forward = t_bias_forward;
   timed.bias_backward = t_bias_backward;
@@ -271,6 +304,8 @@ op_table(const char *network, int batch, TdmPrecision precision, int steps)
   timed.col2im = t_col2im;
   timed.maxpool_forward = t_maxpool_forward;
   timed.maxpool_backward = t_maxpool_backward;
+  timed.conv_pool_forward = t_conv_pool_forward;
+  timed.conv_pool_backward = t_conv_pool_backward;
   timed.softmax_xent = t_softmax_xent;
   timed.gather = t_gather;
   timed.adam_update = t_adam_update;
@@ -279,7 +314,7 @@ op_table(const char *network, int batch, TdmPrecision precision, int steps)
   timed.graph_launch = NULL;
 
   steps = CLAMP(steps, 1, MAX_STEPS);
-  for (int j = 0; j < steps; j++)
+  for (int j = 0; j < steps && T.cuda; j++)
     for (int i = 0; i < MAX_OPS; i++) {
       check(cudaEventCreate(&T.start[j][i]), "cudaEventCreate");
       check(cudaEventCreate(&T.end[j][i]), "cudaEventCreate");
@@ -297,33 +332,38 @@ op_table(const char *network, int batch, TdmPrecision precision, int steps)
     count = T.count;
   }
   s.b->ops = T.real;
-  check(cudaStreamSynchronize(T.stream), "cudaStreamSynchronize");
+  s.b->ops->synchronize(s.b);
 
-  printf("\n%s, batch %d, %s: median µs of %d steps, each operation between events\n",
-         network, batch, precision == TDM_PRECISION_TF32 ? "tf32" : "fp32", steps);
+  printf("\n%s, batch %d, %s, %s: median µs of %d steps, each operation between %s\n",
+         network, batch, device, precision == TDM_PRECISION_TF32 ? "tf32" : "fp32", steps,
+         T.cuda ? "events" : "clock reads");
   printf("| # | operation | shape | µs |\n|---|---|---|---|\n");
   double total = 0;
   for (int i = 0; i < count && !T.failed; i++) {
     float ms[MAX_STEPS];
-    for (int j = 0; j < steps; j++)
-      check(cudaEventElapsedTime(&ms[j], T.start[j][i], T.end[j][i]), "cudaEventElapsedTime");
+    for (int j = 0; j < steps; j++) {
+      if (T.cuda)
+        check(cudaEventElapsedTime(&ms[j], T.start[j][i], T.end[j][i]), "cudaEventElapsedTime");
+      else
+        ms[j] = (T.host_end[j][i] - T.host_start[j][i]) / 1e3f;
+    }
     qsort(ms, steps, sizeof ms[0], compare_floats);
     double us = ms[steps / 2] * 1e3;
     total += us;
     printf("| %d | %s | %s | %.1f |\n", i, T.labels[i].name, T.labels[i].shape, us);
   }
   printf("| | sum | | %.1f |\n", total);
-  for (int j = 0; j < steps; j++)
+  for (int j = 0; j < steps && T.cuda; j++)
     for (int i = 0; i < MAX_OPS; i++) {
       (void)cudaEventDestroy(T.start[j][i]);
       (void)cudaEventDestroy(T.end[j][i]);
     }
 
   /* The step as the trainer issues it: graph replay, Adam, no waiting between. */
-  for (int w = 0; w < 5; w++)
+  for (int w = 0; w < (T.cuda ? 5 : 1); w++)
     one_step(&s, batch);
   s.b->ops->synchronize(s.b);
-  const int reps = 200;
+  const int reps = T.cuda ? 200 : steps;
   gint64 t0 = g_get_monotonic_time();
   for (int k = 0; k < reps; k++)
     one_step(&s, batch);
@@ -331,12 +371,13 @@ op_table(const char *network, int batch, TdmPrecision precision, int steps)
   double us = (g_get_monotonic_time() - t0) / (double)reps;
   g_autoptr(GError) error = NULL;
   gboolean ok = tdm_backend_check(s.b, &error);
-  printf("whole step (graph + adam): %.1f µs = %.0f samples/s%s%s\n", us, batch / us * 1e6,
-         ok ? "" : " FAILED: ", ok ? "" : error->message);
+  printf("whole step (%s + adam): %.1f µs = %.0f samples/s%s%s\n",
+         T.cuda ? "graph" : "no graph", us, batch / us * 1e6, ok ? "" : " FAILED: ",
+         ok ? "" : error->message);
   teardown(&s);
 }
 
-/* The conv weight gradients' GEMMs at this batch: dW[out × k] = dyᵀ · col. */
+/* The weight gradients' GEMMs at this batch: dW[out × k] = dyᵀ · col (or · x). */
 static void
 gemm_table(int batch, TdmPrecision precision)
 {
@@ -352,6 +393,7 @@ gemm_table(int batch, TdmPrecision precision)
     {32, 9, batch * 784},     /* conv1 dW */
     {64, 288, batch * 196},   /* conv2 dW */
     {128, 3136, batch},       /* fc1 dW */
+    {10, 128, batch},         /* fc2 dW */
   };
   const char *split = g_getenv("TDM_CUDA_SPLIT_K");
   for (guint s = 0; s < G_N_ELEMENTS(shapes); s++) {
@@ -396,15 +438,16 @@ gemm_table(int batch, TdmPrecision precision)
 int
 main(int argc, char **argv)
 {
-  g_autofree char *network = NULL, *precision_name = NULL;
+  g_autofree char *network = NULL, *precision_name = NULL, *device = NULL;
   int batch = 0, steps = 15;
   gboolean gemms = FALSE;
   GOptionEntry entries[] = {
+    {"device", 0, 0, G_OPTION_ARG_STRING, &device, "cuda:0 (default) or cpu", "DEVICE"},
     {"network", 0, 0, G_OPTION_ARG_STRING, &network, "Network (default cnn)", "NET"},
     {"batch", 0, 0, G_OPTION_ARG_INT, &batch, "One batch size (default: 100 and 1024)", "N"},
     {"precision", 0, 0, G_OPTION_ARG_STRING, &precision_name, "fp32 or tf32", "P"},
     {"steps", 0, 0, G_OPTION_ARG_INT, &steps, "Timed steps (default 15, at most 32)", "N"},
-    {"gemms", 0, 0, G_OPTION_ARG_NONE, &gemms, "Only the conv weight-gradient GEMMs", NULL},
+    {"gemms", 0, 0, G_OPTION_ARG_NONE, &gemms, "Only the weight-gradient GEMMs", NULL},
     {NULL},
   };
   g_autoptr(GOptionContext) context = g_option_context_new("— a step's time by operation");
@@ -414,7 +457,9 @@ main(int argc, char **argv)
     g_printerr("bench-cnn-ops: %s\n", error->message);
     return 2;
   }
-  if (!tdm_backend_cuda_available()) {
+  if (device == NULL)
+    device = g_strdup("cuda:0");
+  if (g_str_has_prefix(device, "cuda") && !tdm_backend_cuda_available()) {
     g_printerr("bench-cnn-ops: no CUDA GPU\n");
     return 1;
   }
@@ -429,7 +474,7 @@ main(int argc, char **argv)
     if (gemms)
       gemm_table(n, precision);
     else
-      op_table(network ? network : "cnn", n, precision, steps);
+      op_table(device, network ? network : "cnn", n, precision, steps);
   }
   return T.failed ? 1 : 0;
 }

@@ -18,6 +18,26 @@
 #define TDM_CPU_X86 0
 #endif
 
+/* Four floats as one value (GCC and Clang vector extensions: SSE on x86, NEON on
+ * Arm), for the loops the auto-vectorizer leaves scalar. Loads and stores go through
+ * memcpy, which compiles to one unaligned access. */
+typedef float TdmV4 __attribute__((vector_size(16)));
+typedef int32_t TdmV4i __attribute__((vector_size(16)));
+
+static inline TdmV4
+v4_load(const float *p)
+{
+  TdmV4 v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+static inline void
+v4_store(float *p, TdmV4 v)
+{
+  memcpy(p, &v, sizeof v);
+}
+
 #define TDM_CPU_ALIGN 64
 #define TDM_CPU_MAGIC G_GUINT64_CONSTANT(0x74646d2d63707521)
 
@@ -373,14 +393,27 @@ static G_ALWAYS_INLINE inline void
 col2im_pixel(float *restrict d, const float *restrict col, ptrdiff_t o0, ptrdiff_t sy,
              ptrdiff_t sx, int c, int ky0, int ky1, int kx0, int kx1)
 {
-  for (int ch = 0; ch < c; ch++)
-    d[ch] = 0.0f;
-  for (int ky = ky0; ky < ky1; ky++)
-    for (int kx = kx0; kx < kx1; kx++) {
-      const float *restrict tap = col + (o0 + ky * sy + kx * sx);
-      for (int ch = 0; ch < c; ch++)
-        d[ch] += tap[ch];
-    }
+  /* Eight channels at a time summed in registers: adding each tap into d instead
+   * would load and store d once per tap. */
+  int ch = 0;
+  for (; ch + 8 <= c; ch += 8) {
+    TdmV4 s0 = {0, 0, 0, 0}, s1 = {0, 0, 0, 0};
+    for (int ky = ky0; ky < ky1; ky++)
+      for (int kx = kx0; kx < kx1; kx++) {
+        const float *tap = col + (o0 + ky * sy + kx * sx + ch);
+        s0 += v4_load(tap);
+        s1 += v4_load(tap + 4);
+      }
+    v4_store(d + ch, s0);
+    v4_store(d + ch + 4, s1);
+  }
+  for (; ch < c; ch++) {
+    float s = 0.0f;
+    for (int ky = ky0; ky < ky1; ky++)
+      for (int kx = kx0; kx < kx1; kx++)
+        s += col[o0 + ky * sy + kx * sx + ch];
+    d[ch] = s;
+  }
 }
 
 /* col2im as a gather: each pixel of dx sums the col entries of the output pixels whose
@@ -563,15 +596,50 @@ static inline void
 unpool_masked(float *restrict d, const float *restrict dyo, const int32_t *restrict ao,
               const float *restrict yo, int c, int32_t base)
 {
+  /* & rather than &&: no branch, so the loop vectorizes. */
   for (int ch = 0; ch < c; ch++) {
     const float g = dyo[ch];
-    d[ch] = ao[ch] == base + ch && yo[ch] > 0.0f ? g : 0.0f;
+    d[ch] = (ao[ch] == base + ch) & (yo[ch] > 0.0f) ? g : 0.0f;
   }
 }
 
+/* The gradient of a bias folded into the pool: per channel, the sum of what the pool
+ * passes back (dy, masked by y when given): float sums over blocks of outputs, double
+ * totals, as cpu_bias_backward sums. */
+static inline void
+pool_bias_block(float *restrict part, const float *restrict g, const float *restrict yo,
+                int c)
+{
+  if (yo != NULL)
+    for (int ch = 0; ch < c; ch++)
+      part[ch] += yo[ch] > 0.0f ? g[ch] : 0.0f;
+  else
+    for (int ch = 0; ch < c; ch++)
+      part[ch] += g[ch];
+}
+
 static void
-cpu_maxpool_backward(TdmBackend *b, float *dx, const float *dy, const int32_t *argmax,
-                     const float *y, int n, int h, int w, int c, int k)
+pool_bias_gradient(float *dbias, const float *dy, const float *y, size_t outputs, int c)
+{
+  enum { BLOCK = 64 };
+  double *total = g_new0(double, c);
+  float *part = g_new(float, c);
+  for (size_t o0 = 0; o0 < outputs; o0 += BLOCK) {
+    memset(part, 0, sizeof(float) * c);
+    for (size_t o = o0; o < MIN(outputs, o0 + BLOCK); o++)
+      pool_bias_block(part, dy + o * c, y != NULL ? y + o * c : NULL, c);
+    for (int ch = 0; ch < c; ch++)
+      total[ch] += part[ch];
+  }
+  for (int ch = 0; ch < c; ch++)
+    dbias[ch] = (float)total[ch];
+  g_free(part);
+  g_free(total);
+}
+
+static void
+cpu_maxpool_backward(TdmBackend *b, float *dx, float *dbias, const float *dy,
+                     const int32_t *argmax, const float *y, int n, int h, int w, int c, int k)
 {
   if (!cpu_begin(b))
     return;
@@ -607,6 +675,212 @@ cpu_maxpool_backward(TdmBackend *b, float *dx, const float *dy, const int32_t *a
       if (tail > 0)
         memset(drow + row - tail, 0, sizeof(float) * tail);
     }
+  if (dbias != NULL)
+    pool_bias_gradient(dbias, dy, y, (size_t)n * oh * ow, c);
+}
+
+/* conv_pool: a first layer's small convolution, bias, ReLU and max pool in one pass,
+ * and its parameter gradients (the contract is in tdm-backend.h). Taps are summed in
+ * the weights' (ky, kx, channel) order, as the GPU sums them. */
+
+static gboolean
+conv_pool_check(TdmBackend *b, const char *op, int n, int h, int w, int c, int out, int kh,
+                int kw, int pad, int pk)
+{
+  if (!conv_check(b, op, n, h, w, c, kh, kw, pad))
+    return FALSE;
+  if (out < 1 || out > TDM_CONV_POOL_OUT || kh * kw * c > TDM_CONV_POOL_TAPS || pk < 1 ||
+      (guint64)n * (h + 2 * pad - kh + 1) * (w + 2 * pad - kw + 1) * out > G_MAXINT32) {
+    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND,
+                     "%s: %d outputs of %d×%d×%d taps, pool %d, batch %d: outside what it "
+                     "takes (at most %d outputs, %d taps, int32 indices)",
+                     op, out, kh, kw, c, pk, n, TDM_CONV_POOL_OUT, TDM_CONV_POOL_TAPS);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* One image, zero-padded by pad on every side, so that every tap of every conv
+ * position is an in-bounds read at a fixed offset (padding taps then add products of
+ * zero, the same sums as leaving them out). tap[t] is tap t's offset from a
+ * position's corner, in the weights' (ky, kx, channel) order. */
+static void
+conv_pool_pad(float *restrict xp, int32_t *restrict tap, const float *restrict x, int h, int w,
+              int c, int kh, int kw, int pad)
+{
+  const int wp = w + 2 * pad;
+  memset(xp, 0, sizeof(float) * (size_t)(h + 2 * pad) * wp * c);
+  for (int iy = 0; iy < h; iy++)
+    memcpy(xp + ((size_t)(iy + pad) * wp + pad) * c, x + (size_t)iy * w * c,
+           sizeof(float) * (size_t)w * c);
+  for (int ky = 0; ky < kh; ky++)
+    for (int kx = 0; kx < kw; kx++)
+      for (int ch = 0; ch < c; ch++)
+        tap[(ky * kw + kx) * c + ch] = (ky * wp + kx) * c + ch;
+}
+
+/* Eight output channels of one pooled pixel: each window position's conv in two
+ * vector registers, then the max (first on ties: only a strictly greater value
+ * takes), the bias and the ReLU. corner[p] is position p's corner in the padded
+ * image, index[p] its first element in the conv's output; wtt is [tap][out]. */
+static inline void
+conv_pool_eight(float *restrict yo, int32_t *restrict ao, const float *restrict xp,
+                const int32_t *restrict tap, const float *restrict wtt,
+                const float *restrict bias, gboolean relu, int taps, int out, int positions,
+                const int32_t *restrict corner, const int32_t *restrict index)
+{
+  TdmV4 best0 = {0, 0, 0, 0}, best1 = best0;
+  TdmV4i arg0 = {0, 1, 2, 3}, arg1 = {4, 5, 6, 7};
+  const TdmV4i lane0 = arg0, lane1 = arg1;
+  for (int p = 0; p < positions; p++) {
+    TdmV4 s0 = {0, 0, 0, 0}, s1 = s0;
+    const float *restrict xc = xp + corner[p];
+    for (int t = 0; t < taps; t++) {
+      const float v = xc[tap[t]];
+      s0 += v * v4_load(wtt + (size_t)t * out);
+      s1 += v * v4_load(wtt + (size_t)t * out + 4);
+    }
+    if (p == 0) {
+      best0 = s0;
+      best1 = s1;
+      arg0 = index[0] + lane0;
+      arg1 = index[0] + lane1;
+      continue;
+    }
+    const TdmV4i take0 = s0 > best0, take1 = s1 > best1;
+    best0 = (TdmV4)(((TdmV4i)s0 & take0) | ((TdmV4i)best0 & ~take0));
+    best1 = (TdmV4)(((TdmV4i)s1 & take1) | ((TdmV4i)best1 & ~take1));
+    arg0 = ((index[p] + lane0) & take0) | (arg0 & ~take0);
+    arg1 = ((index[p] + lane1) & take1) | (arg1 & ~take1);
+  }
+  TdmV4 v0 = best0 + v4_load(bias), v1 = best1 + v4_load(bias + 4);
+  if (relu) {
+    /* relu1's rule: negative to zero, NaN passes. */
+    v0 = (TdmV4)((TdmV4i)v0 & ~(v0 < 0));
+    v1 = (TdmV4)((TdmV4i)v1 & ~(v1 < 0));
+  }
+  v4_store(yo, v0);
+  v4_store(yo + 4, v1);
+  memcpy(ao, &arg0, sizeof arg0);
+  memcpy(ao + 4, &arg1, sizeof arg1);
+}
+
+/* The corners and output indices of a pooled pixel's window positions. */
+static inline void
+conv_pool_window(int32_t *restrict corner, int32_t *restrict index, int im, int py, int px,
+                 int w, int c, int pad, int oh, int ow, int out, int pk)
+{
+  for (int p = 0; p < pk * pk; p++) {
+    const int oy = py * pk + p / pk, ox = px * pk + p % pk;
+    corner[p] = (oy * (w + 2 * pad) + ox) * c;
+    index[p] = ((im * oh + oy) * ow + ox) * out;
+  }
+}
+
+static void
+cpu_conv_pool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
+                      const float *wt, const float *bias, bool relu, int n, int h, int w,
+                      int c, int out, int kh, int kw, int pad, int pk)
+{
+  if (!cpu_begin(b) || !conv_pool_check(b, "conv_pool_forward", n, h, w, c, out, kh, kw, pad, pk))
+    return;
+  const int oh = h + 2 * pad - kh + 1, ow = w + 2 * pad - kw + 1;
+  const int ph = oh / pk, pw = ow / pk, taps = kh * kw * c, positions = pk * pk;
+  /* Weights as [tap][out], padded to a multiple of eight outputs (zero weights, zero
+   * bias, results dropped) so that every group of channels takes the vector path. */
+  const int out8 = (out + 7) / 8 * 8;
+  float *wtt = g_new0(float, (size_t)taps * out8), *bias8 = g_new0(float, out8);
+  for (int o = 0; o < out; o++) {
+    for (int t = 0; t < taps; t++)
+      wtt[(size_t)t * out8 + o] = wt[(size_t)o * taps + t];
+    bias8[o] = bias[o];
+  }
+  float *xp = g_new(float, (size_t)(h + 2 * pad) * (w + 2 * pad) * c), yo[8];
+  int32_t *tap = g_new(int32_t, taps), *corner = g_new(int32_t, positions);
+  int32_t *index = g_new(int32_t, positions), ao[8];
+
+  for (int im = 0; im < n; im++) {
+    conv_pool_pad(xp, tap, x + (size_t)im * h * w * c, h, w, c, kh, kw, pad);
+    for (int py = 0; py < ph; py++)
+      for (int px = 0; px < pw; px++) {
+        const size_t e = (((size_t)im * ph + py) * pw + px) * out;
+        conv_pool_window(corner, index, im, py, px, w, c, pad, oh, ow, out, pk);
+        for (int o0 = 0; o0 < out; o0 += 8) {
+          conv_pool_eight(yo, ao, xp, tap, wtt + o0, bias8 + o0, relu, taps, out8, positions,
+                          corner, index);
+          for (int j = 0; j < MIN(8, out - o0); j++) {
+            y[e + o0 + j] = yo[j];
+            argmax[e + o0 + j] = ao[j] + o0;
+          }
+        }
+      }
+  }
+  g_free(index);
+  g_free(corner);
+  g_free(tap);
+  g_free(xp);
+  g_free(bias8);
+  g_free(wtt);
+}
+
+/* Each output channel's gradient goes to the window position it chose: its taps
+ * times g into that channel's row of the weight gradient. Float sums over one image,
+ * double across images. */
+static void
+cpu_conv_pool_backward(TdmBackend *b, float *dwt, float *dbias, const float *dy,
+                       const int32_t *argmax, const float *y, const float *x, bool relu,
+                       int n, int h, int w, int c, int out, int kh, int kw, int pad, int pk)
+{
+  if (!cpu_begin(b) ||
+      !conv_pool_check(b, "conv_pool_backward", n, h, w, c, out, kh, kw, pad, pk))
+    return;
+  const int oh = h + 2 * pad - kh + 1, ow = w + 2 * pad - kw + 1;
+  const int ph = oh / pk, pw = ow / pk, taps = kh * kw * c, positions = pk * pk;
+  double *dw = g_new0(double, (size_t)out * taps), *db = g_new0(double, out);
+  float *acc = g_new(float, (size_t)out * taps), *bacc = g_new(float, out);
+  float *xp = g_new(float, (size_t)(h + 2 * pad) * (w + 2 * pad) * c);
+  int32_t *tap = g_new(int32_t, taps), *corner = g_new(int32_t, positions);
+  int32_t *index = g_new(int32_t, positions);
+
+  for (int im = 0; im < n; im++) {
+    conv_pool_pad(xp, tap, x + (size_t)im * h * w * c, h, w, c, kh, kw, pad);
+    memset(acc, 0, sizeof(float) * out * taps);
+    memset(bacc, 0, sizeof(float) * out);
+    for (int py = 0; py < ph; py++)
+      for (int px = 0; px < pw; px++) {
+        const size_t e = (((size_t)im * ph + py) * pw + px) * out;
+        conv_pool_window(corner, index, im, py, px, w, c, pad, oh, ow, out, pk);
+        for (int o = 0; o < out; o++) {
+          const float g = dy[e + o];
+          if ((relu && !(y[e + o] > 0.0f)) || g == 0.0f)
+            continue;
+          int p = 0;
+          while (p < positions - 1 && argmax[e + o] != index[p] + o)
+            p++;
+          float *restrict row = acc + (size_t)o * taps;
+          const float *restrict xc = xp + corner[p];
+          for (int t = 0; t < taps; t++)
+            row[t] += g * xc[tap[t]];
+          bacc[o] += g;
+        }
+      }
+    for (size_t i = 0; i < (size_t)out * taps; i++)
+      dw[i] += acc[i];
+    for (int o = 0; o < out; o++)
+      db[o] += bacc[o];
+  }
+  for (size_t i = 0; i < (size_t)out * taps; i++)
+    dwt[i] = (float)dw[i];
+  for (int o = 0; o < out; o++)
+    dbias[o] = (float)db[o];
+  g_free(index);
+  g_free(corner);
+  g_free(tap);
+  g_free(xp);
+  g_free(acc);
+  g_free(bacc);
+  g_free(dw);
+  g_free(db);
 }
 
 /* Softmax cross-entropy */
@@ -858,6 +1132,8 @@ static const TdmBackendOps tdm_backend_cpu_ops = {
   .col2im = cpu_col2im,
   .maxpool_forward = cpu_maxpool_forward,
   .maxpool_backward = cpu_maxpool_backward,
+  .conv_pool_forward = cpu_conv_pool_forward,
+  .conv_pool_backward = cpu_conv_pool_backward,
   .softmax_xent = cpu_softmax_xent,
   .gather = cpu_gather,
   .sgd_update = cpu_sgd_update,

@@ -22,8 +22,13 @@
  * copy straight from the caller's memory and wait. */
 #define TDM_UPLOAD_SLOTS 4
 #define TDM_UPLOAD_STAGED_MAX ((size_t)8 << 20)
-/* Scratch for the bias gradient's first pass: partial sums of up to 1024 row groups. */
-#define TDM_PARTIALS_FLOATS ((size_t)256 << 10)
+/* Scratch for the first pass of the sums that reduce over rows (bias gradients,
+ * conv_pool_backward): up to 1024 row groups of 256 values, or of 320 for a first
+ * layer's 32 × (9 + 1) weight and bias gradients. */
+#define TDM_PARTIALS_FLOATS ((size_t)1 << 20)
+
+G_STATIC_ASSERT(TDM_K_CONV_POOL_TAPS == TDM_CONV_POOL_TAPS);
+G_STATIC_ASSERT(TDM_K_CONV_POOL_OUT == TDM_CONV_POOL_OUT);
 /* Scratch for split-K GEMMs (cuda_gemm): chunks × m × n partial products. 8 MiB holds
  * a conv weight gradient of 64×288 in 100 chunks. */
 #define TDM_SPLIT_K_FLOATS ((size_t)2 << 20)
@@ -334,20 +339,21 @@ cuda_synchronize(TdmBackend *b)
 
 /* How many chunks to cut a GEMM's reduction into. A long reduction into a small
  * output, such as a conv weight gradient (out × kh·kw·c values summed over n·oh·ow
- * rows), gives cuBLAS a handful of output tiles for the whole GPU; chunks multiplied
- * as one batch and summed in order after (tdm_k_sum_parts) fill it, and stay
- * deterministic. Aim at two blocks per multiprocessor, counting 128×128 tiles, with
- * chunks of at least 512 rows. */
+ * rows) or a last layer's (10 × 128 summed over the batch), gives cuBLAS a handful of
+ * output tiles for the whole GPU: one block then walks the whole reduction (seen: 56
+ * µs for 10×128×1024). Chunks multiplied as one batch and summed in order after
+ * (tdm_k_sum_parts) fill the GPU and stay deterministic. Aim at two blocks per
+ * multiprocessor, counting 128×128 tiles, with chunks of at least 128 rows. */
 static int
 split_k_chunks(TdmBackendCuda *cb, int m, int n, int k)
 {
   size_t mn = (size_t)m * n;
-  if (cb->split_k == 0 || mn == 0 || mn > TDM_SPLIT_K_FLOATS / 2 || k < 4096 ||
-      k < 16 * MAX(m, n))
+  if (cb->split_k == 0 || mn == 0 || mn > TDM_SPLIT_K_FLOATS / 2 || k < 1024 ||
+      k < 4 * MAX(m, n))
     return 1;
   size_t tiles = (size_t)((m + 127) / 128) * ((n + 127) / 128);
   size_t chunks = cb->split_k > 0 ? (size_t)cb->split_k
-                                  : MIN((size_t)k / 512, 2 * (size_t)cb->sm_count / tiles);
+                                  : MIN((size_t)k / 128, 2 * (size_t)cb->sm_count / tiles);
   chunks = MIN(chunks, MIN((size_t)k / 2, TDM_SPLIT_K_FLOATS / mn));
   return chunks < 2 ? 1 : (int)chunks;
 }
@@ -484,8 +490,8 @@ cuda_maxpool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
 }
 
 static void
-cuda_maxpool_backward(TdmBackend *b, float *dx, const float *dy, const int32_t *argmax,
-                      const float *y, int n, int h, int w, int c, int k)
+cuda_maxpool_backward(TdmBackend *b, float *dx, float *dbias, const float *dy,
+                      const int32_t *argmax, const float *y, int n, int h, int w, int c, int k)
 {
   if (!cuda_begin(b))
     return;
@@ -493,7 +499,48 @@ cuda_maxpool_backward(TdmBackend *b, float *dx, const float *dy, const int32_t *
                "maxpool_backward: bad shape n=%d h=%d w=%d c=%d k=%d", n, h, w, c, k);
   CUDA_REQUIRE(b, (guint64)n * h * w * c <= G_MAXINT32,
                "maxpool_backward: %d×%d×%d×%d inputs do not fit int32 indices", n, h, w, c);
-  TDM_CUDA_OK(b, tdm_k_maxpool_backward(dx, dy, argmax, y, n, h, w, c, k, CUDA_B(b)->stream));
+  TDM_CUDA_OK(b, tdm_k_maxpool_backward(dx, dbias, dy, argmax, y, n, h, w, c, k,
+                                        CUDA_B(b)->partials, TDM_PARTIALS_FLOATS,
+                                        CUDA_B(b)->stream));
+}
+
+static gboolean
+conv_pool_check(TdmBackend *b, const char *op, int n, int h, int w, int c, int out, int kh,
+                int kw, int pad, int pk)
+{
+  if (!conv_check(b, op, n, h, w, c, kh, kw, pad))
+    return FALSE;
+  if (out < 1 || out > TDM_CONV_POOL_OUT || kh * kw * c > TDM_CONV_POOL_TAPS || pk < 1 ||
+      (guint64)n * (h + 2 * pad - kh + 1) * (w + 2 * pad - kw + 1) * out > G_MAXINT32) {
+    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND,
+                     "%s: %d outputs of %d×%d×%d taps, pool %d, batch %d: outside what it "
+                     "takes (at most %d outputs, %d taps, int32 indices)",
+                     op, out, kh, kw, c, pk, n, TDM_CONV_POOL_OUT, TDM_CONV_POOL_TAPS);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static void
+cuda_conv_pool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
+                       const float *wt, const float *bias, bool relu, int n, int h, int w,
+                       int c, int out, int kh, int kw, int pad, int pk)
+{
+  if (cuda_begin(b) && conv_pool_check(b, "conv_pool_forward", n, h, w, c, out, kh, kw, pad, pk))
+    TDM_CUDA_OK(b, tdm_k_conv_pool_forward(y, argmax, x, wt, bias, relu, n, h, w, c, out, kh,
+                                           kw, pad, pk, CUDA_B(b)->stream));
+}
+
+static void
+cuda_conv_pool_backward(TdmBackend *b, float *dwt, float *dbias, const float *dy,
+                        const int32_t *argmax, const float *y, const float *x, bool relu,
+                        int n, int h, int w, int c, int out, int kh, int kw, int pad, int pk)
+{
+  if (cuda_begin(b) &&
+      conv_pool_check(b, "conv_pool_backward", n, h, w, c, out, kh, kw, pad, pk))
+    TDM_CUDA_OK(b, tdm_k_conv_pool_backward(dwt, dbias, dy, argmax, y, x, relu, n, h, w, c, out,
+                                            kh, kw, pad, pk, CUDA_B(b)->partials,
+                                            TDM_PARTIALS_FLOATS, CUDA_B(b)->stream));
 }
 
 /* Loss, input, optimizers */
@@ -692,6 +739,8 @@ static const TdmBackendOps tdm_backend_cuda_ops = {
   .col2im = cuda_col2im,
   .maxpool_forward = cuda_maxpool_forward,
   .maxpool_backward = cuda_maxpool_backward,
+  .conv_pool_forward = cuda_conv_pool_forward,
+  .conv_pool_backward = cuda_conv_pool_backward,
   .softmax_xent = cuda_softmax_xent,
   .gather = cuda_gather,
   .sgd_update = cuda_sgd_update,

@@ -32,6 +32,11 @@ typedef enum {
   TDM_BACKEND_CUDA,
 } TdmBackendKind;
 
+/* The sizes conv_pool_forward and conv_pool_backward take: kh·kw·c taps, out
+ * channels. */
+#define TDM_CONV_POOL_TAPS 32
+#define TDM_CONV_POOL_OUT 256
+
 typedef enum {
   TDM_PRECISION_FP32,   /* full float32 GEMMs (default) */
   TDM_PRECISION_TF32,   /* TensorFloat-32 GEMMs where the device has them */
@@ -89,10 +94,30 @@ typedef struct {
                            const float *bias, bool relu, int n, int h, int w, int c, int k);
   /* dx (n×h×w×c) = dy scattered through argmax, zero elsewhere. When y (the pool's
    * output) is not NULL, only where y > 0: the ReLU folded into maxpool_forward, whose
-   * gradient is dy where the chosen input was positive, which is where y is. */
-  void (*maxpool_backward) (TdmBackend *b, float *dx, const float *dy,
+   * gradient is dy where the chosen input was positive, which is where y is. When
+   * dbias is not NULL it receives the folded bias's gradient, dbias[ch] = the sum of
+   * dx over every pixel of channel ch. */
+  void (*maxpool_backward) (TdmBackend *b, float *dx, float *dbias, const float *dy,
                             const int32_t *argmax, const float *y, int n, int h, int w,
                             int c, int k);
+
+  /* A network's first layer when it is a small convolution followed by a max pool:
+   * the conv (stride 1, weights wt [out, kh, kw, c]), its bias, its ReLU when relu,
+   * and the pool (window = stride = pk), in one pass. y and argmax are what
+   * maxpool_forward with the bias and ReLU folded in would give from the conv's
+   * output, n×oh×ow×out, and argmax indexes that output, which is never stored. For
+   * kh·kw·c <= TDM_CONV_POOL_TAPS and out <= TDM_CONV_POOL_OUT: with so few taps,
+   * im2col and a GEMM would move as many floats as they multiply. */
+  void (*conv_pool_forward) (TdmBackend *b, float *y, int32_t *argmax, const float *x,
+                             const float *wt, const float *bias, bool relu, int n, int h,
+                             int w, int c, int out, int kh, int kw, int pad, int pk);
+  /* Its parameter gradients from dy, the gradient of y: dwt and dbias as the conv's
+   * weight and bias gradients would be after maxpool_backward (with the ReLU mask
+   * when relu). No input gradient: a first layer needs none. */
+  void (*conv_pool_backward) (TdmBackend *b, float *dwt, float *dbias, const float *dy,
+                              const int32_t *argmax, const float *y, const float *x,
+                              bool relu, int n, int h, int w, int c, int out, int kh,
+                              int kw, int pad, int pk);
 
   /* Softmax cross-entropy over rows × classes logits with int32 labels. Adds the
    * rows' loss sum and correct count into *metrics (device memory). When dlogits is

@@ -35,11 +35,23 @@ bias_in_pool(const TdmNetwork *net, int i)
          net->layers[i + 1].kind == TDM_LAYER_POOL;
 }
 
-/* Whether layer i's output is a buffer of its own (flatten only renames). */
+/* Whether the first layer is a small conv whose pool comes next, so that the two run
+ * as conv_pool_forward and conv_pool_backward: no columns, and the conv's output is
+ * never stored (nor its gradient, which a first layer does not pass on). */
 static gboolean
-owns_output(const TdmLayer *l)
+conv_pool_first(const TdmNetwork *net)
 {
-  return l->kind != TDM_LAYER_FLATTEN;
+  const TdmLayer *l = &net->layers[0];
+  return bias_in_pool(net, 0) && l->in_c * l->kernel * l->kernel <= TDM_CONV_POOL_TAPS &&
+         l->out_c <= TDM_CONV_POOL_OUT;
+}
+
+/* Whether layer i's output is a buffer of its own (flatten only renames; the conv of
+ * a conv_pool_first network has none). */
+static gboolean
+owns_output(const TdmNetwork *net, int i)
+{
+  return net->layers[i].kind != TDM_LAYER_FLATTEN && !(i == 0 && conv_pool_first(net));
 }
 
 static size_t
@@ -56,13 +68,13 @@ tdm_replica_bytes_needed(const TdmNetwork *net, int capacity, const TdmDataset *
   floats += (size_t)capacity * net->in_h * net->in_w * net->in_c;
   for (int i = 0; i < net->layer_count; i++) {
     const TdmLayer *l = &net->layers[i];
-    if (owns_output(l))
+    if (owns_output(net, i))
       floats += (size_t)capacity * layer_out_floats(l);
     if (l->kind == TDM_LAYER_POOL)
       floats += (size_t)capacity * layer_out_floats(l); /* int32 argmax */
+    if (!(i == 0 && conv_pool_first(net)))
+      floats += (size_t)capacity * col_floats_per_sample(l);
   }
-  for (int i = 0; i < net->layer_count; i++)
-    floats += (size_t)capacity * col_floats_per_sample(&net->layers[i]);
   floats += 2 * (size_t)capacity * net->max_activation;
   size_t bytes = floats * sizeof(float) + 2 * (size_t)capacity * sizeof(int32_t) +
                  sizeof(TdmMetrics);
@@ -93,13 +105,13 @@ tdm_replica_new(TdmBackend *b, const TdmNetwork *net, int capacity, const TdmDat
   ALLOC(r->acts[0], (size_t)capacity * net->in_h * net->in_w * net->in_c * sizeof(float));
   for (int i = 0; i < net->layer_count; i++) {
     const TdmLayer *l = &net->layers[i];
-    if (owns_output(l))
+    if (owns_output(net, i))
       ALLOC(r->acts[i + 1], (size_t)capacity * layer_out_floats(l) * sizeof(float));
-    else
+    else if (l->kind == TDM_LAYER_FLATTEN)
       r->acts[i + 1] = r->acts[i];
     if (l->kind == TDM_LAYER_POOL)
       ALLOC(r->argmax[i], (size_t)capacity * layer_out_floats(l) * sizeof(int32_t));
-    if (l->kind == TDM_LAYER_CONV)
+    if (l->kind == TDM_LAYER_CONV && !(i == 0 && conv_pool_first(net)))
       ALLOC(r->cols[i], (size_t)capacity * col_floats_per_sample(l) * sizeof(float));
   }
   ALLOC(r->grad_a, (size_t)capacity * net->max_activation * sizeof(float));
@@ -138,7 +150,7 @@ tdm_replica_free(TdmReplica *r)
   tdm_backend_release(b, r->metrics);
   tdm_backend_release(b, r->acts[0]);
   for (int i = 0; i < net->layer_count; i++) {
-    if (owns_output(&net->layers[i]))
+    if (owns_output(net, i))
       tdm_backend_release(b, r->acts[i + 1]);
     tdm_backend_release(b, r->argmax[i]);
     tdm_backend_release(b, r->cols[i]);
@@ -168,7 +180,16 @@ forward(TdmReplica *r, int n)
 {
   TdmBackend *b = r->backend;
   const TdmBackendOps *ops = b->ops;
-  for (int i = 0; i < r->net->layer_count; i++) {
+  int first = 0;
+  if (conv_pool_first(r->net)) {
+    const TdmLayer *l = &r->net->layers[0];
+    ops->conv_pool_forward(b, r->acts[2], r->argmax[1], r->acts[0], r->params + l->weight_offset,
+                           r->params + l->bias_offset, l->fused_relu, n, l->in_h, l->in_w,
+                           l->in_c, l->out_c, l->kernel, l->kernel, l->pad,
+                           r->net->layers[1].kernel);
+    first = 2;
+  }
+  for (int i = first; i < r->net->layer_count; i++) {
     const TdmLayer *l = &r->net->layers[i];
     const float *x = r->acts[i];
     float *y = r->acts[i + 1];
@@ -241,9 +262,12 @@ backward(TdmReplica *r, int n)
       int rows = n * l->out_h * l->out_w;
       int k = l->in_c * l->kernel * l->kernel;
       float *col = r->cols[i];
-      if (l->fused_relu && !bias_in_pool(r->net, i))
-        ops->relu_backward(b, dy, dy, y, (size_t)rows * l->out_c);
-      ops->bias_backward(b, dbias, dy, rows, l->out_c, 1);
+      /* With its bias and ReLU in the pool, the pool's backward did both. */
+      if (!bias_in_pool(r->net, i)) {
+        if (l->fused_relu)
+          ops->relu_backward(b, dy, dy, y, (size_t)rows * l->out_c);
+        ops->bias_backward(b, dbias, dy, rows, l->out_c, 1);
+      }
       ops->gemm(b, true, false, l->out_c, k, rows, 1.0f, dy, l->out_c, col, k, 0.0f, dw, k);
       if (need_dx) {
         /* The columns are spent: their gradient takes their place. */
@@ -253,10 +277,23 @@ backward(TdmReplica *r, int n)
       break;
     }
     case TDM_LAYER_POOL:
+      if (i == 1 && conv_pool_first(r->net)) {
+        const TdmLayer *c = l - 1;
+        ops->conv_pool_backward(b, r->grads + c->weight_offset, r->grads + c->bias_offset, dy,
+                                r->argmax[1], y, r->acts[0], c->fused_relu, n, c->in_h,
+                                c->in_w, c->in_c, c->out_c, c->kernel, c->kernel, c->pad,
+                                l->kernel);
+        if (r->grads_ready != NULL)
+          r->grads_ready(r, c->weight_offset, c->weight_count + c->bias_count,
+                         r->grads_ready_data);
+        return;
+      }
       if (need_dx) {
-        gboolean relu = bias_in_pool(r->net, i - 1) && l[-1].fused_relu;
-        ops->maxpool_backward(b, dx, dy, r->argmax[i], relu ? y : NULL, n, l->in_h, l->in_w,
-                              l->in_c, l->kernel);
+        /* The conv below handed this pool its bias (and ReLU): their gradients too. */
+        const TdmLayer *c = bias_in_pool(r->net, i - 1) ? l - 1 : NULL;
+        ops->maxpool_backward(b, dx, c ? r->grads + c->bias_offset : NULL, dy, r->argmax[i],
+                              c && c->fused_relu ? y : NULL, n, l->in_h, l->in_w, l->in_c,
+                              l->kernel);
       }
       break;
     case TDM_LAYER_RELU:

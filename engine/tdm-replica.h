@@ -30,7 +30,8 @@ struct _TdmReplica {
   float *grads;                 /* device: parameter_count floats */
   TdmMetrics *metrics;          /* device: summed loss and correct count */
   /* private */
-  float **acts;                 /* [layer_count + 1]: input, then each layer's output */
+  float **acts;                 /* [layer_count + 1]: input, then each layer's output
+                                 * (none for a first conv run with its pool as one) */
   int32_t **argmax;             /* [layer_count]: pool layers only */
   float **cols;                 /* [layer_count]: conv layers' im2col columns */
   float *grad_a, *grad_b;       /* ping-pong buffers for activation gradients */

@@ -93,7 +93,7 @@ relu(float v)
 /* im2col, the common case: rows (img, oy, ox) on threadIdx.y and blocks, a row's
  * vectors of V floats on threadIdx.x. Each vector's (ky, kx, channel) comes from a
  * table in shared memory built once per block instead of three divisions per
- * vector. Needs kcols / V <= TDM_IM2COL_TABLE, kh, kw < 256, c / V < 65536. */
+ * vector. Needs kcols / V <= TDM_IM2COL_TABLE, kh < 128, kw < 256, c / V < 65536. */
 #define TDM_IM2COL_TABLE 8192
 template <int V>
 __global__ void
@@ -186,7 +186,7 @@ tdm_k_im2col(float *col, const float *x, int n, int h, int w, int c, int kh, int
   bool vec = c % 4 == 0 && tdm_k_aligned16(col) && tdm_k_aligned16(x);
   int v = vec ? 4 : 1;
   size_t kvecs = kcols / v;
-  if (kvecs <= TDM_IM2COL_TABLE && kh < 256 && kw < 256 && c / v < 65536 &&
+  if (kvecs <= TDM_IM2COL_TABLE && kh < 128 && kw < 256 && c / v < 65536 &&
       rows <= INT32_MAX && (size_t)h * w * c <= INT32_MAX) {
     unsigned bx = im2col_lanes((int)kvecs);
     dim3 block(bx, TDM_K_THREADS / bx);
@@ -386,67 +386,353 @@ maxpool_backward_kernel(float *dx, const float *dy, const int32_t *argmax, const
 
 /* The same when the windows tile x exactly and c % 4 == 0: one thread per four
  * channels of an output pixel writes its whole window, so dy, argmax and y are read
- * once and every store is a float4. */
+ * once and every store is a float4. Block (bx, by): x walks the channel vectors, y the
+ * output pixels, so each thread keeps its channels and can sum their gradient for
+ * the folded bias: the block's sums go to partials[blockIdx.x · c + channel]. */
 __global__ void
-maxpool_backward_window_kernel(float *dx, const float *dy, const int32_t *argmax,
-                               const float *y, uint32_t total, int h, int w, int c, int k,
-                               int ph, int pw)
+maxpool_backward_window_kernel(float *dx, float *partials, const float *dy,
+                               const int32_t *argmax, const float *y, int pixels, int h,
+                               int w, int c, int k, int ph, int pw)
 {
+  __shared__ float sums[TDM_K_THREADS * 4];
   int cv = c / 4;
-  for (uint32_t e = grid_start<uint32_t>(); e < total; e += grid_stride<uint32_t>()) {
-    int q = (int)(e % (uint32_t)cv);
-    uint32_t pixel = e / (uint32_t)cv;
-    int ox = (int)(pixel % (uint32_t)pw);
-    uint32_t line = pixel / (uint32_t)pw;
-    int oy = (int)(line % (uint32_t)ph);
-    int img = (int)(line / (uint32_t)ph);
-    int32_t first = ((img * h + oy * k) * w + ox * k) * c + q * 4;
-    float g[4];
-    int32_t at[4];
-    load_v<4>(g, dy + (size_t)e * 4);
-    load_iv<4>(at, argmax + (size_t)e * 4);
-    if (y != NULL) {
-      float pooled[4];
-      load_v<4>(pooled, y + (size_t)e * 4);
-      for (int j = 0; j < 4; j++)
-        g[j] = pooled[j] > 0.0f ? g[j] : 0.0f;
-    }
-    for (int ky = 0; ky < k; ky++) {
-      for (int kx = 0; kx < k; kx++) {
-        int32_t base = first + (ky * w + kx) * c;
-        float out[4];
+  int q = blockIdx.y * blockDim.x + threadIdx.x;
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  if (q < cv) {
+    for (int p = blockIdx.x * blockDim.y + threadIdx.y; p < pixels;
+         p += gridDim.x * blockDim.y) {
+      int ox = p % pw;
+      int line = p / pw;
+      int oy = line % ph;
+      int img = line / ph;
+      size_t e = (size_t)p * cv + q;
+      int32_t first = ((img * h + oy * k) * w + ox * k) * c + q * 4;
+      float g[4];
+      int32_t at[4];
+      load_v<4>(g, dy + e * 4);
+      load_iv<4>(at, argmax + e * 4);
+      if (y != NULL) {
+        float pooled[4];
+        load_v<4>(pooled, y + e * 4);
         for (int j = 0; j < 4; j++)
-          out[j] = at[j] == base + j ? g[j] : 0.0f;
-        store_v<4>(dx + base, out);
+          g[j] = pooled[j] > 0.0f ? g[j] : 0.0f;
       }
+      for (int ky = 0; ky < k; ky++) {
+        for (int kx = 0; kx < k; kx++) {
+          int32_t base = first + (ky * w + kx) * c;
+          float out[4];
+          for (int j = 0; j < 4; j++) {
+            out[j] = at[j] == base + j ? g[j] : 0.0f;
+            acc[j] += out[j];
+          }
+          store_v<4>(dx + base, out);
+        }
+      }
+    }
+  }
+  if (partials == NULL)
+    return;
+  int tid = threadIdx.y * blockDim.x + threadIdx.x;
+  for (int j = 0; j < 4; j++)
+    sums[tid * 4 + j] = acc[j];
+  __syncthreads();
+  if (threadIdx.y == 0 && q < cv) {
+    for (int j = 0; j < 4; j++) {
+      float t = 0.0f;
+      for (int r = 0; r < (int)blockDim.y; r++)
+        t += sums[(r * blockDim.x + threadIdx.x) * 4 + j];
+      partials[(size_t)blockIdx.x * c + q * 4 + j] = t;
     }
   }
 }
 
 extern "C" cudaError_t
-tdm_k_maxpool_backward(float *dx, const float *dy, const int32_t *argmax, const float *y,
-                       int n, int h, int w, int c, int k, cudaStream_t stream)
+tdm_k_maxpool_backward(float *dx, float *dbias, const float *dy, const int32_t *argmax,
+                       const float *y, int n, int h, int w, int c, int k, float *partials,
+                       size_t partials_count, cudaStream_t stream)
 {
   if (k <= 0)
     return cudaErrorInvalidValue;
   size_t total = (size_t)(n > 0 ? n : 0) * (h > 0 ? h : 0) * (w > 0 ? w : 0) * (c > 0 ? c : 0);
   if (total == 0)
-    return cudaSuccess;
+    return dbias != NULL && c > 0 ? cudaMemsetAsync(dbias, 0, (size_t)c * sizeof(float), stream)
+                                  : cudaSuccess;
   int ph = h / k, pw = w / k;
-  if (h % k == 0 && w % k == 0 && c % 4 == 0 && total <= INT32_MAX && tdm_k_aligned16(dx) &&
-      tdm_k_aligned16(dy) && tdm_k_aligned16(argmax) && tdm_k_aligned16(y)) {
-    size_t outputs = (size_t)n * ph * pw * (c / 4);
-    maxpool_backward_window_kernel<<<tdm_k_blocks(outputs, TDM_K_THREADS), TDM_K_THREADS, 0,
-                                     stream>>>(dx, dy, argmax, y, (uint32_t)outputs, h, w, c,
-                                               k, ph, pw);
-  } else if (total <= UINT32_MAX) {
+  size_t pixels = (size_t)n * ph * pw;
+  /* Enough blocks to fill the GPU, few enough that their bias sums are cheap to add. */
+  size_t parts = dbias != NULL ? (partials != NULL ? partials_count / (size_t)c : 0) : 256;
+  if (parts > 256)
+    parts = 256;
+  if (h % k == 0 && w % k == 0 && c % 4 == 0 && total <= INT32_MAX && parts >= 1 &&
+      tdm_k_aligned16(dx) && tdm_k_aligned16(dy) && tdm_k_aligned16(argmax) &&
+      tdm_k_aligned16(y)) {
+    int cv = c / 4;
+    unsigned bx = cv < 32 ? (unsigned)cv : 32;
+    unsigned by = TDM_K_THREADS / bx;
+    size_t blocks = (pixels + by - 1) / by;
+    if (blocks > parts)
+      blocks = parts;
+    if (blocks < 1)
+      blocks = 1;
+    dim3 grid((unsigned)blocks, (unsigned)((cv + bx - 1) / bx));
+    maxpool_backward_window_kernel<<<grid, dim3(bx, by), 0, stream>>>(
+        dx, dbias != NULL ? partials : NULL, dy, argmax, y, (int)pixels, h, w, c, k, ph, pw);
+    cudaError_t err = tdm_k_launched();
+    if (err != cudaSuccess || dbias == NULL)
+      return err;
+    return tdm_k_sum_parts(dbias, c, partials, (int)blocks, 1, c, 1.0f, 0.0f, stream);
+  }
+  if (total <= UINT32_MAX)
     maxpool_backward_kernel<uint32_t>
         <<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
             dx, dy, argmax, y, (uint32_t)total, h, w, c, k, ph, pw);
-  } else {
+  else
     maxpool_backward_kernel<size_t>
         <<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
             dx, dy, argmax, y, total, h, w, c, k, ph, pw);
+  cudaError_t err = tdm_k_launched();
+  if (err != cudaSuccess || dbias == NULL)
+    return err;
+  /* Other shapes: the bias gradient as any bias's, from dx. */
+  return tdm_k_bias_backward(dbias, dx, (int)(total / c), c, 1, partials, partials_count,
+                             stream);
+}
+
+/* conv_pool: a first layer's small convolution, its bias and ReLU, and the max pool
+ * after it, as one pass forward and one backward (the contract in tdm-backend.h).
+ * Each tap t of the kh·kw·c comes from a table of (ky, kx, channel) in shared memory,
+ * in the order of the weights' rows. */
+__device__ __forceinline__ void
+conv_pool_taps(int *table, int taps, int c, int kw)
+{
+  for (int t = threadIdx.y * blockDim.x + threadIdx.x; t < taps;
+       t += blockDim.x * blockDim.y) {
+    int tap = t / c;
+    table[t] = ((tap / kw) << 20) | ((tap % kw) << 10) | (t % c);
   }
+}
+
+/* One thread per V output channels of a pooled pixel: the conv at each position of
+ * its window, weights from shared memory transposed to [tap][out] so that the V
+ * channels are one load, taps summed in order as the CPU sums them; then the max
+ * (first on ties), bias and ReLU of maxpool_forward. */
+template <int V>
+__global__ void
+conv_pool_forward_kernel(float *y, int32_t *argmax, const float *x, const float *wt,
+                         const float *bias, bool use_relu, uint32_t total, int h, int w, int c,
+                         int out, int kh, int kw, int pad, int oh, int ow, int pk, int ph,
+                         int pw)
+{
+  extern __shared__ float4 shared4[];
+  float *sw = (float *)shared4;
+  __shared__ int table[TDM_K_CONV_POOL_TAPS];
+  int taps = kh * kw * c;
+  for (int i = threadIdx.x; i < taps * out; i += blockDim.x)
+    sw[(i % taps) * out + i / taps] = wt[i];
+  conv_pool_taps(table, taps, c, kw);
+  __syncthreads();
+
+  int ov = out / V;
+  for (uint32_t e = grid_start<uint32_t>(); e < total; e += grid_stride<uint32_t>()) {
+    int q = (int)(e % (uint32_t)ov);
+    uint32_t pixel = e / (uint32_t)ov;
+    int px = (int)(pixel % (uint32_t)pw);
+    uint32_t line = pixel / (uint32_t)pw;
+    int py = (int)(line % (uint32_t)ph);
+    int img = (int)(line / (uint32_t)ph);
+    const float *xi = x + (size_t)img * h * w * c;
+    float best[V] = {};
+    int32_t at[V] = {};
+    for (int wy = 0; wy < pk; wy++) {
+      for (int wx = 0; wx < pk; wx++) {
+        int oy = py * pk + wy, ox = px * pk + wx;
+        float s[V];
+        for (int j = 0; j < V; j++)
+          s[j] = 0.0f;
+        for (int t = 0; t < taps; t++) {
+          int tb = table[t];
+          int iy = oy + (tb >> 20) - pad;
+          int ix = ox + ((tb >> 10) & 1023) - pad;
+          if ((unsigned)iy >= (unsigned)h || (unsigned)ix >= (unsigned)w)
+            continue;
+          float xv = xi[(iy * w + ix) * c + (tb & 1023)];
+          float wv[V];
+          load_v<V>(wv, sw + t * out + q * V);
+          for (int j = 0; j < V; j++)
+            s[j] += xv * wv[j];
+        }
+        int32_t index = ((img * oh + oy) * ow + ox) * out + q * V;
+        for (int j = 0; j < V; j++) {
+          if ((wy == 0 && wx == 0) || s[j] > best[j]) {
+            best[j] = s[j];
+            at[j] = index + j;
+          }
+        }
+      }
+    }
+    float b[V];
+    load_v<V>(b, bias + q * V);
+    for (int j = 0; j < V; j++)
+      best[j] = use_relu ? relu(best[j] + b[j]) : best[j] + b[j];
+    store_v<V>(y + (size_t)e * V, best);
+    store_iv<V>(argmax + (size_t)e * V, at);
+  }
+}
+
+/* Block (32, 8): x walks output channels, y pooled pixels. Each thread sums, for its
+ * channel, g · x over the taps of the chosen position into KT registers (KT >= taps,
+ * a constant so that the array stays in registers) and g for the bias; the block's
+ * sums go to partials: [block][out][taps] for the weights, then [block][out] for the
+ * bias, after all blocks' weights. */
+template <int KT>
+__global__ void
+conv_pool_backward_kernel(float *partials, const float *dy, const int32_t *argmax,
+                          const float *y, const float *x, bool use_relu, int pixels, int h,
+                          int w, int c, int out, int kh, int kw, int pad, int oh, int ow)
+{
+  __shared__ int table[TDM_K_CONV_POOL_TAPS];
+  __shared__ float sums[8][32][KT + 1];
+  int taps = kh * kw * c;
+  conv_pool_taps(table, taps, c, kw);
+  __syncthreads();
+  int o = blockIdx.y * 32 + threadIdx.x;
+  float acc[KT + 1];
+  for (int t = 0; t <= KT; t++)
+    acc[t] = 0.0f;
+  if (o < out) {
+    for (int p = blockIdx.x * 8 + threadIdx.y; p < pixels; p += gridDim.x * 8) {
+      size_t e = (size_t)p * out + o;
+      float g = dy[e];
+      if (use_relu && !(y[e] > 0.0f))
+        continue;
+      int32_t index = argmax[e];
+      int pixel = index / out;
+      int ix = pixel % ow;
+      int rest = pixel / ow;
+      int iy = rest % oh;
+      int img = rest / oh;
+      const float *xi = x + (size_t)img * h * w * c;
+#pragma unroll
+      for (int t = 0; t < KT; t++) {
+        if (t < taps) {
+          int tb = table[t];
+          int yy = iy + (tb >> 20) - pad;
+          int xx = ix + ((tb >> 10) & 1023) - pad;
+          if ((unsigned)yy < (unsigned)h && (unsigned)xx < (unsigned)w)
+            acc[t] += g * xi[(yy * w + xx) * c + (tb & 1023)];
+        }
+      }
+      acc[KT] += g;
+    }
+  }
+  for (int t = 0; t <= KT; t++)
+    sums[threadIdx.y][threadIdx.x][t] = acc[t];
+  __syncthreads();
+  if (threadIdx.y != 0 || o >= out)
+    return;
+  size_t weights = (size_t)gridDim.x * out * taps;
+  for (int t = 0; t <= KT; t++) {
+    if (t < taps || t == KT) {
+      float s = 0.0f;
+      for (int r = 0; r < 8; r++)
+        s += sums[r][threadIdx.x][t];
+      if (t == KT)
+        partials[weights + (size_t)blockIdx.x * out + o] = s;
+      else
+        partials[((size_t)blockIdx.x * out + o) * taps + t] = s;
+    }
+  }
+}
+
+static bool
+conv_pool_shape(int n, int h, int w, int c, int out, int kh, int kw, int pad, int pk, int *oh,
+                int *ow, int *ph, int *pw)
+{
+  *oh = h + 2 * pad - kh + 1;
+  *ow = w + 2 * pad - kw + 1;
+  if (pk <= 0 || *oh <= 0 || *ow <= 0)
+    return false;
+  *ph = *oh / pk;
+  *pw = *ow / pk;
+  return n > 0 && c > 0 && out > 0 && *ph > 0 && *pw > 0;
+}
+
+extern "C" cudaError_t
+tdm_k_conv_pool_forward(float *y, int32_t *argmax, const float *x, const float *wt,
+                        const float *bias, bool relu, int n, int h, int w, int c, int out,
+                        int kh, int kw, int pad, int pk, cudaStream_t stream)
+{
+  int oh, ow, ph, pw;
+  if (!conv_pool_shape(n, h, w, c, out, kh, kw, pad, pk, &oh, &ow, &ph, &pw))
+    return cudaSuccess;
+  if (kh * kw * c > TDM_K_CONV_POOL_TAPS || out > TDM_K_CONV_POOL_OUT)
+    return cudaErrorInvalidValue;
+  size_t total = (size_t)n * ph * pw * out;
+  size_t shared = (size_t)kh * kw * c * out * sizeof(float);
+  if (out % 4 == 0 && tdm_k_aligned16(y) && tdm_k_aligned16(argmax) && tdm_k_aligned16(bias))
+    conv_pool_forward_kernel<4><<<tdm_k_blocks(total / 4, TDM_K_THREADS), TDM_K_THREADS,
+                                  shared, stream>>>(y, argmax, x, wt, bias, relu,
+                                                    (uint32_t)(total / 4), h, w, c, out, kh,
+                                                    kw, pad, oh, ow, pk, ph, pw);
+  else
+    conv_pool_forward_kernel<1><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, shared,
+                                  stream>>>(y, argmax, x, wt, bias, relu, (uint32_t)total, h,
+                                            w, c, out, kh, kw, pad, oh, ow, pk, ph, pw);
   return tdm_k_launched();
+}
+
+template <int KT>
+static size_t
+launch_conv_pool_backward(float *partials, size_t partials_count, const float *dy,
+                          const int32_t *argmax, const float *y, const float *x, bool relu,
+                          int pixels, int h, int w, int c, int out, int kh, int kw, int pad,
+                          int oh, int ow, cudaStream_t stream)
+{
+  /* Enough blocks for every multiprocessor several times over, as many as the
+   * scratch holds. */
+  size_t per_block = (size_t)out * (kh * kw * c + 1);
+  size_t blocks = ((size_t)pixels + 7) / 8;
+  if (blocks > 1024)
+    blocks = 1024;
+  if (blocks > partials_count / per_block)
+    blocks = partials_count / per_block;
+  if (blocks < 1)
+    return 0;
+  dim3 grid((unsigned)blocks, (unsigned)((out + 31) / 32));
+  conv_pool_backward_kernel<KT><<<grid, dim3(32, 8), 0, stream>>>(
+      partials, dy, argmax, y, x, relu, pixels, h, w, c, out, kh, kw, pad, oh, ow);
+  return blocks;
+}
+
+extern "C" cudaError_t
+tdm_k_conv_pool_backward(float *dwt, float *dbias, const float *dy, const int32_t *argmax,
+                         const float *y, const float *x, bool relu, int n, int h, int w, int c,
+                         int out, int kh, int kw, int pad, int pk, float *partials,
+                         size_t partials_count, cudaStream_t stream)
+{
+  int oh, ow, ph, pw;
+  int taps = kh * kw * c;
+  if (taps > TDM_K_CONV_POOL_TAPS || out > TDM_K_CONV_POOL_OUT || taps <= 0 || out <= 0)
+    return cudaErrorInvalidValue;
+  if (!conv_pool_shape(n, h, w, c, out, kh, kw, pad, pk, &oh, &ow, &ph, &pw)) {
+    cudaError_t err = cudaMemsetAsync(dwt, 0, (size_t)taps * out * sizeof(float), stream);
+    return err != cudaSuccess ? err : cudaMemsetAsync(dbias, 0, out * sizeof(float), stream);
+  }
+  int pixels = n * ph * pw;
+  size_t blocks =
+      taps <= 9 ? launch_conv_pool_backward<9>(partials, partials_count, dy, argmax, y, x, relu,
+                                               pixels, h, w, c, out, kh, kw, pad, oh, ow,
+                                               stream)
+                : launch_conv_pool_backward<TDM_K_CONV_POOL_TAPS>(
+                      partials, partials_count, dy, argmax, y, x, relu, pixels, h, w, c, out,
+                      kh, kw, pad, oh, ow, stream);
+  if (blocks == 0)
+    return cudaErrorInvalidValue;
+  cudaError_t err = tdm_k_launched();
+  if (err == cudaSuccess)
+    err = tdm_k_sum_parts(dwt, taps, partials, (int)blocks, out, taps, 1.0f, 0.0f, stream);
+  if (err == cudaSuccess)
+    err = tdm_k_sum_parts(dbias, out, partials + blocks * out * taps, (int)blocks, 1, out,
+                          1.0f, 0.0f, stream);
+  return err;
 }

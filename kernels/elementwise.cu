@@ -126,19 +126,6 @@ bias_backward_inner_kernel(float *out, const float *dy, int outer, int channels,
     out[(size_t)blockIdx.y * channels + c] = sums[0];
 }
 
-/* dbias[c] = Σ over r of partials[r · channels + c], in order of r. */
-__global__ void
-bias_backward_finish_kernel(float *dbias, const float *partials, int parts, int channels)
-{
-  int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= channels)
-    return;
-  float t = 0.0f;
-  for (int r = 0; r < parts; r++)
-    t += partials[(size_t)r * channels + c];
-  dbias[c] = t;
-}
-
 extern "C" cudaError_t
 tdm_k_bias_backward(float *dbias, const float *dy, int outer, int channels, int inner,
                     float *partials, size_t partials_count, cudaStream_t stream)
@@ -172,10 +159,8 @@ tdm_k_bias_backward(float *dbias, const float *dy, int outer, int channels, int 
   cudaError_t err = tdm_k_launched();
   if (err != cudaSuccess || parts == 1)
     return err;
-  bias_backward_finish_kernel<<<(channels + TDM_K_THREADS - 1) / TDM_K_THREADS,
-                                TDM_K_THREADS, 0, stream>>>(dbias, partials, (int)parts,
-                                                            channels);
-  return tdm_k_launched();
+  return tdm_k_sum_parts(dbias, channels, partials, (int)parts, 1, channels, 1.0f, 0.0f,
+                         stream);
 }
 
 /* The four simple maps share one shape: a float4 body over n / 4 elements when every
@@ -263,22 +248,36 @@ tdm_k_scale(float *y, float alpha, size_t n, cudaStream_t stream)
   return launch_map<TDM_OP_SCALE>(y, y, NULL, alpha, n, stream);
 }
 
-/* c = alpha · Σ parts + beta · c, one thread per element of c, the parts summed in
- * order so that the same inputs give the same bits. beta == 0 never reads c (BLAS's
- * rule: c may hold anything, NaN included). */
+/* c = alpha · Σ parts + beta · c. Block (32, 8): x walks 32 adjacent elements of c,
+ * y the parts, each lane summing every 8th part in order, the lanes then summed in
+ * order: the same inputs give the same bits, and eight loads per element are in
+ * flight instead of one chain (a conv's weight gradient has hundreds of parts).
+ * beta == 0 never reads c (BLAS's rule: c may hold anything, NaN included). */
+#define TDM_SUM_LANES 8
 __global__ void
 sum_parts_kernel(float *c, int ldc, const float *parts, int count, int m, int n, float alpha,
                  float beta)
 {
+  __shared__ float sums[TDM_SUM_LANES][33];
   size_t mn = (size_t)m * n;
-  size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < mn; e += stride) {
+  for (size_t base = (size_t)blockIdx.x * 32; base < mn; base += (size_t)gridDim.x * 32) {
+    size_t e = base + threadIdx.x;
     float s = 0.0f;
-    for (int p = 0; p < count; p++)
-      s += parts[(size_t)p * mn + e];
-    size_t i = e / (size_t)n, j = e % (size_t)n;
-    float *out = c + i * (size_t)ldc + j;
-    *out = beta == 0.0f ? alpha * s : alpha * s + beta * *out;
+    if (e < mn) {
+#pragma unroll 4
+      for (int p = threadIdx.y; p < count; p += TDM_SUM_LANES)
+        s += parts[(size_t)p * mn + e];
+    }
+    sums[threadIdx.y][threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.y == 0 && e < mn) {
+      float t = 0.0f;
+      for (int k = 0; k < TDM_SUM_LANES; k++)
+        t += sums[k][threadIdx.x];
+      float *out = c + (e / (size_t)n) * (size_t)ldc + e % (size_t)n;
+      *out = beta == 0.0f ? alpha * t : alpha * t + beta * *out;
+    }
+    __syncthreads();
   }
 }
 
@@ -289,7 +288,10 @@ tdm_k_sum_parts(float *c, int ldc, const float *parts, int count, int m, int n, 
   size_t mn = (size_t)(m > 0 ? m : 0) * (n > 0 ? n : 0);
   if (mn == 0)
     return cudaSuccess;
-  sum_parts_kernel<<<tdm_k_blocks(mn, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+  size_t blocks = (mn + 31) / 32;
+  if (blocks > 65535)
+    blocks = 65535;
+  sum_parts_kernel<<<(unsigned)blocks, dim3(32, TDM_SUM_LANES), 0, stream>>>(
       c, ldc, parts, count, m, n, alpha, beta);
   return tdm_k_launched();
 }

@@ -45,9 +45,26 @@ cudaError_t tdm_k_col2im(float *dx, const float *col, int n, int h, int w, int c
 cudaError_t tdm_k_maxpool_forward(float *y, int32_t *argmax, const float *x,
                                   const float *bias, bool relu, int n, int h, int w, int c,
                                   int k, cudaStream_t stream);
-cudaError_t tdm_k_maxpool_backward(float *dx, const float *dy, const int32_t *argmax,
-                                   const float *y, int n, int h, int w, int c, int k,
-                                   cudaStream_t stream);
+/* dbias (may be NULL) goes through `partials`, device scratch of partials_count
+ * floats, as tdm_k_bias_backward's sums do. */
+cudaError_t tdm_k_maxpool_backward(float *dx, float *dbias, const float *dy,
+                                   const int32_t *argmax, const float *y, int n, int h,
+                                   int w, int c, int k, float *partials,
+                                   size_t partials_count, cudaStream_t stream);
+/* The limits of conv_pool_forward and conv_pool_backward (TDM_CONV_POOL_TAPS and
+ * TDM_CONV_POOL_OUT of tdm-backend.h); larger shapes return cudaErrorInvalidValue.
+ * The backward's sums go through `partials` as well. */
+#define TDM_K_CONV_POOL_TAPS 32
+#define TDM_K_CONV_POOL_OUT 256
+cudaError_t tdm_k_conv_pool_forward(float *y, int32_t *argmax, const float *x, const float *wt,
+                                    const float *bias, bool relu, int n, int h, int w, int c,
+                                    int out, int kh, int kw, int pad, int pk,
+                                    cudaStream_t stream);
+cudaError_t tdm_k_conv_pool_backward(float *dwt, float *dbias, const float *dy,
+                                     const int32_t *argmax, const float *y, const float *x,
+                                     bool relu, int n, int h, int w, int c, int out, int kh,
+                                     int kw, int pad, int pk, float *partials,
+                                     size_t partials_count, cudaStream_t stream);
 
 /* softmax.cu: metrics points to two doubles, {loss_sum, correct}, added into. */
 cudaError_t tdm_k_softmax_xent(const float *logits, const int32_t *labels, int rows,

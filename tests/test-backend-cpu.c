@@ -487,8 +487,9 @@ maxpool_case_full(TdmBackend *b, int n, int h, int w, int c, int k, gboolean fol
   fill_random(dy, yn, -1, 1);
   fill_random(bias, c, -0.5, 0.5);
 
-  double *ref = g_new(double, yn), *dref = g_new0(double, xn);
+  double *ref = g_new(double, yn), *dref = g_new0(double, xn), *bref = g_new0(double, c);
   int32_t *aref = g_new(int32_t, yn);
+  float *db = dev_floats(b, c);
   for (int im = 0; im < n; im++)
     for (int oy = 0; oy < oh; oy++)
       for (int ox = 0; ox < ow; ox++)
@@ -509,8 +510,10 @@ maxpool_case_full(TdmBackend *b, int n, int h, int w, int c, int k, gboolean fol
           }
           aref[out] = best;
           /* The folded ReLU's gradient: dy where its output is positive. */
-          if (!(fold && relu) || ref[out] > 0)
+          if (!(fold && relu) || ref[out] > 0) {
             dref[best] += dy[out];
+            bref[ch] += dy[out];
+          }
         }
 
   poison(y, yn);
@@ -523,11 +526,19 @@ maxpool_case_full(TdmBackend *b, int n, int h, int w, int c, int k, gboolean fol
     g_assert_cmpint(arg[i], ==, aref[i]);
 
   poison(dx, xn);
-  b->ops->maxpool_backward(b, dx, dy, arg, fold && relu ? y : NULL, n, h, w, c, k);
+  poison(db, c);
+  b->ops->maxpool_backward(b, dx, fold ? db : NULL, dy, arg, fold && relu ? y : NULL, n, h, w,
+                           c, k);
   assert_written(dx, xn);
   assert_rel(dx, dref, xn, TOL);
+  if (fold) {
+    assert_written(db, c);
+    assert_rel(db, bref, c, TOL);
+  }
   g_assert_true(tdm_backend_check(b, NULL));
   tdm_backend_release(b, bias);
+  tdm_backend_release(b, db);
+  g_free(bref);
 
   g_free(ref);
   g_free(dref);
@@ -569,6 +580,89 @@ test_maxpool(void)
   g_assert_cmpint(arg[0], ==, 1);
   g_assert_cmpfloat(y[0], ==, 4.0f);
   free_backend(b);
+}
+
+/* conv_pool: a first layer's conv, bias, ReLU and pool as one operation, against the
+ * same layer as separate operations (im2col, GEMM, maxpool with the bias folded in). */
+
+typedef struct {
+  int n, h, w, c, out, k, pad, pk;
+  gboolean relu;
+} ConvPoolShape;
+
+static void
+conv_pool_case(const ConvPoolShape *s)
+{
+  TdmBackend *b = new_backend();
+  const int oh = s->h + 2 * s->pad - s->k + 1, ow = s->w + 2 * s->pad - s->k + 1;
+  const int ph = oh / s->pk, pw = ow / s->pk, taps = s->k * s->k * s->c;
+  const size_t xn = (size_t)s->n * s->h * s->w * s->c, rows = (size_t)s->n * oh * ow;
+  const size_t yn = (size_t)s->n * ph * pw * s->out, wn = (size_t)s->out * taps;
+  float *x = dev_floats(b, xn), *wt = dev_floats(b, wn), *bias = dev_floats(b, s->out);
+  float *col = dev_floats(b, rows * taps), *conv = dev_floats(b, rows * s->out);
+  float *y_ref = dev_floats(b, yn), *y = dev_floats(b, yn), *dy = dev_floats(b, yn);
+  float *dconv = dev_floats(b, rows * s->out), *dw_ref = dev_floats(b, wn);
+  float *db_ref = dev_floats(b, s->out), *dw = dev_floats(b, wn), *db = dev_floats(b, s->out);
+  int32_t *arg_ref = dev_alloc(b, yn * sizeof(int32_t)), *arg = dev_alloc(b, yn * sizeof(int32_t));
+  fill_random(x, xn, -1, 1);
+  fill_random(wt, wn, -1, 1);
+  fill_random(bias, s->out, -0.5, 0.5);
+  fill_random(dy, yn, -1, 1);
+
+  b->ops->im2col(b, col, x, s->n, s->h, s->w, s->c, s->k, s->k, s->pad);
+  b->ops->gemm(b, false, true, rows, s->out, taps, 1.0f, col, taps, wt, taps, 0.0f, conv,
+               s->out);
+  b->ops->maxpool_forward(b, y_ref, arg_ref, conv, bias, s->relu, s->n, oh, ow, s->out, s->pk);
+  poison(y, yn);
+  b->ops->conv_pool_forward(b, y, arg, x, wt, bias, s->relu, s->n, s->h, s->w, s->c, s->out,
+                            s->k, s->k, s->pad, s->pk);
+  assert_written(y, yn);
+  double *ref = to_double(y_ref, yn);
+  assert_rel(y, ref, yn, TOL);
+  /* The same choice in every window, unless two of its values differ by rounding. */
+  for (size_t i = 0; i < yn; i++)
+    if (arg[i] != arg_ref[i])
+      g_assert_cmpfloat(fabs(conv[arg[i]] - conv[arg_ref[i]]), <=, 1e-5);
+
+  /* The gradients through the same choices. */
+  b->ops->maxpool_backward(b, dconv, db_ref, dy, arg, s->relu ? y : NULL, s->n, oh, ow, s->out,
+                           s->pk);
+  b->ops->gemm(b, true, false, s->out, taps, rows, 1.0f, dconv, s->out, col, taps, 0.0f,
+               dw_ref, taps);
+  poison(dw, wn);
+  poison(db, s->out);
+  b->ops->conv_pool_backward(b, dw, db, dy, arg, y, x, s->relu, s->n, s->h, s->w, s->c,
+                             s->out, s->k, s->k, s->pad, s->pk);
+  assert_written(dw, wn);
+  assert_written(db, s->out);
+  double *dw_d = to_double(dw_ref, wn), *db_d = to_double(db_ref, s->out);
+  assert_rel(dw, dw_d, wn, TOL);
+  assert_rel(db, db_d, s->out, TOL);
+  g_assert_true(tdm_backend_check(b, NULL));
+
+  g_free(ref);
+  g_free(dw_d);
+  g_free(db_d);
+  for (float **p = (float *[]){ x, wt, bias, col, conv, y_ref, y, dy, dconv, dw_ref, db_ref, dw,
+                                db, NULL };
+       *p; p++)
+    tdm_backend_release(b, *p);
+  tdm_backend_release(b, arg_ref);
+  tdm_backend_release(b, arg);
+  free_backend(b);
+}
+
+static void
+test_conv_pool(void)
+{
+  static const ConvPoolShape shapes[] = {
+    { 3, 8, 8, 1, 8, 3, 1, 2, TRUE },    /* the CNN's first layer, smaller */
+    { 2, 7, 7, 2, 5, 3, 1, 2, TRUE },    /* odd: the last row and column are dropped */
+    { 2, 9, 9, 1, 4, 5, 2, 3, TRUE },    /* 25 taps, windows of 3 */
+    { 2, 6, 6, 3, 4, 3, 0, 2, FALSE },   /* 27 taps (RGB), no padding, no ReLU */
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(shapes); i++)
+    conv_pool_case(&shapes[i]);
 }
 
 /* Softmax cross-entropy */
@@ -1130,10 +1224,16 @@ gradcheck_maxpool(gboolean fold)
 
   pool_loss(&p);
   poison(dx, p.xn);
-  b->ops->maxpool_backward(b, dx, p.r, p.arg, fold ? p.y : NULL, p.n, p.h, p.w, p.c, p.k);
+  float *db = dev_floats(b, p.c);
+  poison(db, p.c);
+  b->ops->maxpool_backward(b, dx, fold ? db : NULL, p.r, p.arg, fold ? p.y : NULL, p.n, p.h,
+                           p.w, p.c, p.k);
   assert_written(dx, p.xn);
   assert_grad(dx, pool_loss, &p, p.x, p.xn);
+  if (fold)
+    assert_grad(db, pool_loss, &p, p.bias, p.c);
   g_assert_true(tdm_backend_check(b, NULL));
+  tdm_backend_release(b, db);
 
   tdm_backend_release(b, p.x);
   tdm_backend_release(b, p.y);
@@ -1279,6 +1379,7 @@ main(int argc, char **argv)
   g_test_add_func("/backend-cpu/relu", test_relu);
   g_test_add_func("/backend-cpu/im2col", test_im2col);
   g_test_add_func("/backend-cpu/maxpool", test_maxpool);
+  g_test_add_func("/backend-cpu/conv-pool", test_conv_pool);
   g_test_add_func("/backend-cpu/softmax-xent", test_softmax_xent);
   g_test_add_func("/backend-cpu/gather", test_gather);
   g_test_add_func("/backend-cpu/optimizers", test_optimizers);

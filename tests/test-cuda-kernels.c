@@ -262,6 +262,7 @@ test_gemm_split_k(void)
     split_case(gpu, ta, tb, 19, 37, 9001, 0.0f, TOL);   /* a remainder for the last chunk */
     split_case(gpu, ta, tb, 19, 37, 9001, 0.5f, TOL);
   }
+  split_case(gpu, true, false, 10, 128, 1024, 0.0f, TOL);   /* fc2 dW, batch 1024 */
   split_case(gpu, true, false, 32, 9, 78400, 0.0f, TOL);    /* conv1 dW, batch 100 */
   split_case(gpu, true, false, 64, 288, 19600, 0.0f, TOL);  /* conv2 dW, batch 100 */
   split_case(tf32, true, false, 64, 288, 19600, 0.0f, TF32_TOL);
@@ -431,12 +432,21 @@ pool_case_full(int n, int h, int w, int c, int k, gboolean fold)
 
   g_autofree float *g = random_floats(ys, -1, 1);
   g_autofree float *gx_ref = g_new(float, xs);
-  cpu->ops->maxpool_backward(cpu, gx_ref, g, arg_ref, fold ? y_ref : NULL, n, h, w, c, k);
-  float *dg = on(gpu, g, ys * 4), *dgx = poisoned(xs);
-  gpu->ops->maxpool_backward(gpu, dgx, dg, darg, fold ? dy : NULL, n, h, w, c, k);
+  g_autofree float *gb_ref = g_new(float, c);
+  cpu->ops->maxpool_backward(cpu, gx_ref, fold ? gb_ref : NULL, g, arg_ref,
+                             fold ? y_ref : NULL, n, h, w, c, k);
+  float *dg = on(gpu, g, ys * 4), *dgx = poisoned(xs), *dgb = poisoned(c);
+  gpu->ops->maxpool_backward(gpu, dgx, fold ? dgb : NULL, dg, darg, fold ? dy : NULL, n, h, w,
+                             c, k);
   g_autofree char *what2 = g_strdup_printf("maxpool_backward n%d %dx%dx%d k%d%s", n, h, w, c,
                                            k, fold ? " masked" : "");
   check_close(what2, dgx, gx_ref, xs, TOL);
+  if (fold) {
+    g_autofree char *what3 = g_strdup_printf("maxpool_backward dbias n%d %dx%dx%d k%d", n, h,
+                                             w, c, k);
+    check_close(what3, dgb, gb_ref, c, TOL);
+  }
+  tdm_backend_release(gpu, dgb);
   tdm_backend_release(gpu, dx);
   tdm_backend_release(gpu, dy);
   tdm_backend_release(gpu, dbias);
@@ -462,6 +472,67 @@ test_maxpool(void)
   pool_case(32, 28, 28, 32, 2);
   pool_case(4, 9, 6, 8, 3);   /* float4 channels, whole windows of 3 */
   pool_case(2, 7, 8, 12, 2);  /* float4 channels, a row past the last window */
+}
+
+/* conv_pool: the first layer's conv, bias, ReLU and pool in one operation. The
+ * backward gets the CPU's argmax on both sides, so that a window whose two values
+ * differ by rounding alone sends the gradient to the same place. */
+static void
+conv_pool_case(int n, int h, int w, int c, int out, int k, int pad, int pk, gboolean relu)
+{
+  int oh = h + 2 * pad - k + 1, ow = w + 2 * pad - k + 1, ph = oh / pk, pw = ow / pk;
+  int taps = k * k * c;
+  size_t xs = (size_t)n * h * w * c, ys = (size_t)n * ph * pw * out, ws = (size_t)out * taps;
+  g_autofree float *x = random_floats(xs, -1, 1);
+  g_autofree float *wt = random_floats(ws, -1, 1);
+  g_autofree float *bias = random_floats(out, -0.5, 0.5);
+  g_autofree float *y_ref = g_new(float, ys);
+  g_autofree int32_t *arg_ref = g_new(int32_t, ys);
+  cpu->ops->conv_pool_forward(cpu, y_ref, arg_ref, x, wt, bias, relu, n, h, w, c, out, k, k,
+                              pad, pk);
+  float *dx = on(gpu, x, xs * 4), *dwt = on(gpu, wt, ws * 4), *dbias = on(gpu, bias, out * 4);
+  float *dy = poisoned(ys);
+  int32_t *darg = on(gpu, NULL, ys * 4);
+  gpu->ops->conv_pool_forward(gpu, dy, darg, dx, dwt, dbias, relu, n, h, w, c, out, k, k, pad,
+                              pk);
+  g_autofree char *what = g_strdup_printf("conv_pool_forward n%d %dx%dx%d→%d k%d pool%d%s", n,
+                                          h, w, c, out, k, pk, relu ? " relu" : "");
+  check_close(what, dy, y_ref, ys, TOL);
+  g_autofree int32_t *arg = back(gpu, darg, ys * 4);
+  size_t differ = 0;
+  for (size_t i = 0; i < ys; i++)
+    differ += arg[i] != arg_ref[i];
+  g_test_message("%s: %zu of %zu choices differ (ties within rounding)", what, differ, ys);
+  g_assert_cmpuint(differ, <=, ys / 10000 + 1);
+
+  g_autofree float *g = random_floats(ys, -1, 1);
+  g_autofree float *gw_ref = g_new(float, ws);
+  g_autofree float *gb_ref = g_new(float, out);
+  cpu->ops->conv_pool_backward(cpu, gw_ref, gb_ref, g, arg_ref, y_ref, x, relu, n, h, w, c,
+                               out, k, k, pad, pk);
+  float *dg = on(gpu, g, ys * 4), *dyr = on(gpu, y_ref, ys * 4);
+  int32_t *dargr = on(gpu, arg_ref, ys * 4);
+  float *dgw = poisoned(ws), *dgb = poisoned(out);
+  gpu->ops->conv_pool_backward(gpu, dgw, dgb, dg, dargr, dyr, dx, relu, n, h, w, c, out, k, k,
+                               pad, pk);
+  g_autofree char *what2 = g_strdup_printf("conv_pool_backward dw n%d %dx%dx%d→%d k%d pool%d",
+                                           n, h, w, c, out, k, pk);
+  check_close(what2, dgw, gw_ref, ws, TOL);
+  check_close("conv_pool_backward dbias", dgb, gb_ref, out, TOL);
+  void *all[] = {dx, dwt, dbias, dy, darg, dg, dyr, dargr, dgw, dgb};
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++)
+    tdm_backend_release(gpu, all[i]);
+}
+
+static void
+test_conv_pool(void)
+{
+  if (!have_gpu())
+    return;
+  conv_pool_case(64, 28, 28, 1, 32, 3, 1, 2, TRUE);   /* the cnn's first layer */
+  conv_pool_case(5, 9, 11, 1, 6, 3, 1, 2, TRUE);      /* out % 4 != 0, odd sizes */
+  conv_pool_case(4, 12, 12, 3, 16, 3, 1, 2, TRUE);    /* RGB: 27 taps */
+  conv_pool_case(3, 10, 10, 1, 8, 5, 2, 3, FALSE);    /* 25 taps, windows of 3, no ReLU */
 }
 
 /* Softmax cross-entropy */
@@ -1110,7 +1181,7 @@ static void b_bias(gpointer d) { Bench *s = d; gpu->ops->bias_forward(gpu, s->y,
 static void b_bias_bw(gpointer d) { Bench *s = d; gpu->ops->bias_backward(gpu, s->w, s->y, 256 * 784, 64, 1); }
 static void b_relu_bw(gpointer d) { Bench *s = d; gpu->ops->relu_backward(gpu, s->dy, s->dy, s->y, (size_t)256 * 784 * 64); }
 static void b_pool(gpointer d) { Bench *s = d; gpu->ops->maxpool_forward(gpu, s->dy, s->arg, s->y, NULL, false, 256, 28, 28, 64, 2); }
-static void b_pool_bw(gpointer d) { Bench *s = d; gpu->ops->maxpool_backward(gpu, s->y, s->dy, s->arg, NULL, 256, 28, 28, 64, 2); }
+static void b_pool_bw(gpointer d) { Bench *s = d; gpu->ops->maxpool_backward(gpu, s->y, NULL, s->dy, s->arg, NULL, 256, 28, 28, 64, 2); }
 static void b_softmax(gpointer d) { Bench *s = d; gpu->ops->softmax_xent(gpu, s->logits, s->labels, 256, 10, 1.0f / 256, s->dl, s->metrics); }
 static void b_gather(gpointer d) { Bench *s = d; gpu->ops->gather(gpu, s->x, s->yl, s->images, s->ilabels, s->indices, 256, 784, 1.0f / 255); }
 static void b_adam(gpointer d) { Bench *s = d; gpu->ops->adam_update(gpu, s->p, s->g, s->m, s->v, 1863690, 1e-3f, 0.9f, 0.999f, 1e-8f, 0); }
@@ -1212,6 +1283,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda/elementwise", test_elementwise);
   g_test_add_func("/cuda/conv", test_conv);
   g_test_add_func("/cuda/maxpool", test_maxpool);
+  g_test_add_func("/cuda/conv-pool", test_conv_pool);
   g_test_add_func("/cuda/softmax-xent", test_softmax);
   g_test_add_func("/cuda/gather", test_gather);
   g_test_add_func("/cuda/optimizers", test_optimizers);
