@@ -181,13 +181,58 @@ torch_samples_per_second(const char *python, const char *dataset, const char *ne
   return line ? g_ascii_strtod(line + strlen("samples_per_second="), NULL) : NAN;
 }
 
+typedef struct {
+  GCancellable *cancellable;
+  gint64 cancelled_at;
+  int after_ms;
+} Stopper;
+
+static gpointer
+stop_later(gpointer data)
+{
+  Stopper *s = data;
+  g_usleep(s->after_ms * 1000);
+  s->cancelled_at = g_get_monotonic_time();
+  g_cancellable_cancel(s->cancellable);
+  return NULL;
+}
+
+/* How long a stop takes, from the request to tdm_trainer_run() returning, in a run
+ * whose steps are long (cnn at batch 512 on the CPU: several hundred ms a step). */
+static void
+measure_stop_latency(const char *devices, int repeat)
+{
+  double ms[16];
+  repeat = CLAMP(repeat, 1, 16);
+  for (int i = 0; i < repeat; i++) {
+    g_autoptr(TdmConfig) cfg = tdm_config_new();
+    g_free(cfg->dataset);
+    cfg->dataset = g_strdup("synthetic");
+    g_free(cfg->network);
+    cfg->network = g_strdup("cnn");
+    tdm_config_set_devices(cfg, devices, NULL);
+    cfg->batch = 512;
+    g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, NULL, NULL);
+    g_autoptr(GCancellable) cancellable = g_cancellable_new();
+    Stopper s = {cancellable, 0, 1500 + 137 * i};
+    GThread *thread = g_thread_new("stop", stop_later, &s);
+    tdm_trainer_run(trainer, cancellable, NULL);
+    gint64 returned = g_get_monotonic_time();
+    g_thread_join(thread);
+    ms[i] = (returned - s.cancelled_at) / 1e3;
+  }
+  qsort(ms, repeat, sizeof ms[0], compare_doubles);
+  printf("stop latency on %s, cnn batch 512: median %.0f ms, worst %.0f ms (%d stops)\n",
+         devices, ms[repeat / 2], ms[repeat - 1], repeat);
+}
+
 int
 main(int argc, char **argv)
 {
   g_autofree char *devices = NULL, *network = NULL, *dataset = NULL, *python = NULL;
   g_autofree char *precision = NULL;
   int batch = 0, repeat = 3;
-  gboolean torch = FALSE;
+  gboolean torch = FALSE, stop_latency = FALSE;
   GOptionEntry entries[] = {
     {"devices", 0, 0, G_OPTION_ARG_STRING, &devices, "Devices (default: cpu and cpu:2)", "LIST"},
     {"network", 0, 0, G_OPTION_ARG_STRING, &network, "One network (default: mlp and cnn)", "NET"},
@@ -196,6 +241,8 @@ main(int argc, char **argv)
     {"precision", 0, 0, G_OPTION_ARG_STRING, &precision, "fp32 or tf32 (default fp32)", "P"},
     {"repeat", 0, 0, G_OPTION_ARG_INT, &repeat, "Timed epochs, median taken (default 3)", "N"},
     {"torch", 0, 0, G_OPTION_ARG_NONE, &torch, "Also run the PyTorch reference", NULL},
+    {"stop-latency", 0, 0, G_OPTION_ARG_NONE, &stop_latency,
+     "Measure how long a stop takes instead", NULL},
     {"python", 0, 0, G_OPTION_ARG_STRING, &python, "Python for --torch (python3)", "PATH"},
     {NULL},
   };
@@ -205,6 +252,10 @@ main(int argc, char **argv)
   if (!g_option_context_parse(context, &argc, &argv, &error)) {
     g_printerr("bench-train: %s\n", error->message);
     return 2;
+  }
+  if (stop_latency) {
+    measure_stop_latency(devices ? devices : "cpu", repeat);
+    return 0;
   }
   if (dataset == NULL)
     dataset = g_strdup(g_file_test(TDM_FASHION_MNIST_DIR, G_FILE_TEST_IS_DIR) ? "fashion-mnist"

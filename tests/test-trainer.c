@@ -272,8 +272,9 @@ test_stop_is_prompt(void)
   g_assert_true(rec.finished_event.stopped);
   double ms = (returned - s.cancelled_at) / 1e3;
   g_test_message("stopped %.0f ms after the request", ms);
-  /* Generous here (CI machines are busy); bench/ measures the real latency. */
-  g_assert_cmpfloat(ms, <, 1000);
+  /* The epoch would take minutes: stopping is prompt whatever the machine's load (the
+   * latency itself is a benchmark's business: bench-train --stop-latency). */
+  g_assert_cmpfloat(ms, <, 5000);
 }
 
 static void
