@@ -48,6 +48,7 @@ typedef struct {
   float *partials;
   float *split_parts;          /* TDM_SPLIT_K_FLOATS */
   int split_k;                 /* TDM_CUDA_SPLIT_K: -1 chooses, 0 never, else chunks */
+  gboolean small_gemm;         /* TDM_CUDA_SMALL_GEMM=0 turns tdm_k_gemm_small off */
   int sm_count;
   char *gpu_name;              /* "NVIDIA H200", for messages */
 
@@ -337,19 +338,27 @@ cuda_synchronize(TdmBackend *b)
 
 /* GEMM */
 
+/* Products whose output has at most this many values, over reductions up to this
+ * long, go to tdm_k_gemm_small: for a last layer's weight gradient (10 × 128) cuBLAS
+ * picks one block that walks the whole reduction, 56 µs whether the batch is 100 or
+ * 1024. Longer reductions go split-K. */
+#define TDM_SMALL_GEMM_OUTPUT 4096
+#define TDM_SMALL_GEMM_DEPTH 8192
+
 /* How many chunks to cut a GEMM's reduction into. A long reduction into a small
  * output, such as a conv weight gradient (out × kh·kw·c values summed over n·oh·ow
- * rows) or a last layer's (10 × 128 summed over the batch), gives cuBLAS a handful of
- * output tiles for the whole GPU: one block then walks the whole reduction (seen: 56
- * µs for 10×128×1024). Chunks multiplied as one batch and summed in order after
- * (tdm_k_sum_parts) fill the GPU and stay deterministic. Aim at two blocks per
- * multiprocessor, counting 128×128 tiles, with chunks of at least 128 rows. */
+ * rows), gives cuBLAS a handful of output tiles for the whole GPU (seen: 190 µs for
+ * 32×9×802816, 137 µs in chunks). Chunks multiplied as one batch and summed in order
+ * after (tdm_k_sum_parts) fill it and stay deterministic. Aim at two blocks per
+ * multiprocessor, counting 128×128 tiles, with chunks of at least 128 rows; only for
+ * reductions 32 times longer than the output's sides (a layer's forward product at a
+ * small batch, 100×128×3136, came out slower in chunks). */
 static int
 split_k_chunks(TdmBackendCuda *cb, int m, int n, int k)
 {
   size_t mn = (size_t)m * n;
   if (cb->split_k == 0 || mn == 0 || mn > TDM_SPLIT_K_FLOATS / 2 || k < 1024 ||
-      k < 4 * MAX(m, n))
+      k < 32 * MAX(m, n))
     return 1;
   size_t tiles = (size_t)((m + 127) / 128) * ((n + 127) / 128);
   size_t chunks = cb->split_k > 0 ? (size_t)cb->split_k
@@ -371,6 +380,11 @@ cuda_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, float 
   if (m == 0 || n == 0)
     return;
   TdmBackendCuda *cb = CUDA_B(b);
+  if (cb->small_gemm && (size_t)m * n <= TDM_SMALL_GEMM_OUTPUT && k <= TDM_SMALL_GEMM_DEPTH) {
+    TDM_CUDA_OK(b, tdm_k_gemm_small(trans_a, trans_b, m, n, k, alpha, a, lda, bm, ldb, beta, c,
+                                    ldc, cb->stream));
+    return;
+  }
   cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   int chunks = split_k_chunks(cb, m, n, k);
@@ -807,10 +821,13 @@ tdm_backend_cuda_new(int ordinal, TdmPrecision precision, GError **error)
   cb->graphs = g_hash_table_new(g_direct_hash, g_direct_equal);
   const char *graphs = g_getenv("TDM_CUDA_GRAPHS");
   cb->graphs_disabled = graphs != NULL && g_str_equal(graphs, "0");
-  /* For benchmarks (bench/bench-cnn-ops): 0 turns split-K GEMMs off, N forces N
-   * chunks wherever the scratch allows. */
+  /* For benchmarks (bench/bench-cnn-ops): TDM_CUDA_SPLIT_K=0 turns split-K GEMMs off,
+   * N forces N chunks wherever they apply; TDM_CUDA_SMALL_GEMM=0 leaves tiny products
+   * to cuBLAS. */
   const char *split = g_getenv("TDM_CUDA_SPLIT_K");
   cb->split_k = split != NULL ? (int)CLAMP(g_ascii_strtoll(split, NULL, 10), 0, 4096) : -1;
+  const char *small = g_getenv("TDM_CUDA_SMALL_GEMM");
+  cb->small_gemm = small == NULL || !g_str_equal(small, "0");
 
   struct cudaDeviceProp prop;
   memset(&prop, 0, sizeof prop);

@@ -1,6 +1,5 @@
 /* elementwise.cu — bias add (with the ReLU fused in) and its gradient, ReLU forward
- * and backward, the add and scale that communicators use, and the sum that ends a
- * split-K GEMM.
+ * and backward, and the add and scale that communicators use.
  *
  * All are memory-bound: one pass, 16-byte accesses where every pointer is aligned
  * and the scalar loop otherwise. The bias gradient is a column sum done in two
@@ -136,9 +135,11 @@ tdm_k_bias_backward(float *dbias, const float *dy, int outer, int channels, int 
     return cudaMemsetAsync(dbias, 0, (size_t)channels * sizeof(float), stream);
 
   /* Enough parts to fill the GPU with blocks that still each sum a good run of
-   * elements; as many as the scratch holds, and at most 1024. */
+   * elements (a batch of 1024 rows: 16 parts of 8 lanes, 8 rows a thread, where 4
+   * parts left 32 dependent loads a thread); as many as the scratch holds, and at
+   * most 1024. */
   size_t elements = (size_t)outer * inner;
-  size_t parts = inner == 1 ? elements / 256 : elements / 8192;
+  size_t parts = inner == 1 ? elements / 64 : elements / 8192;
   if (parts > 1024)
     parts = 1024;
   if (partials == NULL || parts * (size_t)channels > partials_count)
@@ -246,52 +247,4 @@ extern "C" cudaError_t
 tdm_k_scale(float *y, float alpha, size_t n, cudaStream_t stream)
 {
   return launch_map<TDM_OP_SCALE>(y, y, NULL, alpha, n, stream);
-}
-
-/* c = alpha · Σ parts + beta · c. Block (32, 8): x walks 32 adjacent elements of c,
- * y the parts, each lane summing every 8th part in order, the lanes then summed in
- * order: the same inputs give the same bits, and eight loads per element are in
- * flight instead of one chain (a conv's weight gradient has hundreds of parts).
- * beta == 0 never reads c (BLAS's rule: c may hold anything, NaN included). */
-#define TDM_SUM_LANES 8
-__global__ void
-sum_parts_kernel(float *c, int ldc, const float *parts, int count, int m, int n, float alpha,
-                 float beta)
-{
-  __shared__ float sums[TDM_SUM_LANES][33];
-  size_t mn = (size_t)m * n;
-  for (size_t base = (size_t)blockIdx.x * 32; base < mn; base += (size_t)gridDim.x * 32) {
-    size_t e = base + threadIdx.x;
-    float s = 0.0f;
-    if (e < mn) {
-#pragma unroll 4
-      for (int p = threadIdx.y; p < count; p += TDM_SUM_LANES)
-        s += parts[(size_t)p * mn + e];
-    }
-    sums[threadIdx.y][threadIdx.x] = s;
-    __syncthreads();
-    if (threadIdx.y == 0 && e < mn) {
-      float t = 0.0f;
-      for (int k = 0; k < TDM_SUM_LANES; k++)
-        t += sums[k][threadIdx.x];
-      float *out = c + (e / (size_t)n) * (size_t)ldc + e % (size_t)n;
-      *out = beta == 0.0f ? alpha * t : alpha * t + beta * *out;
-    }
-    __syncthreads();
-  }
-}
-
-extern "C" cudaError_t
-tdm_k_sum_parts(float *c, int ldc, const float *parts, int count, int m, int n, float alpha,
-                float beta, cudaStream_t stream)
-{
-  size_t mn = (size_t)(m > 0 ? m : 0) * (n > 0 ? n : 0);
-  if (mn == 0)
-    return cudaSuccess;
-  size_t blocks = (mn + 31) / 32;
-  if (blocks > 65535)
-    blocks = 65535;
-  sum_parts_kernel<<<(unsigned)blocks, dim3(32, TDM_SUM_LANES), 0, stream>>>(
-      c, ldc, parts, count, m, n, alpha, beta);
-  return tdm_k_launched();
 }

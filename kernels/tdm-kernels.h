@@ -32,10 +32,17 @@ cudaError_t tdm_k_relu_backward(float *dx, const float *dy, const float *y, size
                                 cudaStream_t stream);
 cudaError_t tdm_k_add(float *y, const float *x, size_t n, cudaStream_t stream);
 cudaError_t tdm_k_scale(float *y, float alpha, size_t n, cudaStream_t stream);
-/* The end of a split-K GEMM: c[i, j] (row-major, ldc) = alpha · Σ over s in order of
- * parts[s · m · n + i · n + j] (+ beta · c[i, j] when beta is not 0). */
+
+/* gemm.cu. The end of a split-K GEMM or of a sum over rows: c[i, j] (row-major, ldc)
+ * = alpha · Σ over s of parts[s · m · n + i · n + j] (+ beta · c[i, j] when beta is
+ * not 0), in a fixed order. */
 cudaError_t tdm_k_sum_parts(float *c, int ldc, const float *parts, int count, int m, int n,
                             float alpha, float beta, cudaStream_t stream);
+/* The backend's gemm (row-major, op = transpose when set) for a tiny C: m blocks of
+ * rows, m <= 65535. */
+cudaError_t tdm_k_gemm_small(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                             const float *a, int lda, const float *b, int ldb, float beta,
+                             float *c, int ldc, cudaStream_t stream);
 
 /* conv.cu */
 cudaError_t tdm_k_im2col(float *col, const float *x, int n, int h, int w, int c, int kh,

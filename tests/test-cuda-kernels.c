@@ -197,9 +197,10 @@ test_gemm(void)
   tdm_backend_free(tf32);
 }
 
-/* Long reductions into small outputs go split-K (chunks, then their sum): checked
- * against a double reference, since over tens of thousands of terms the CPU's float
- * GEMM is no closer to the truth than the GPU's. */
+/* Long reductions into small outputs go split-K (chunks, then their sum), tiny
+ * outputs over shorter ones to a kernel of the backend's own (test_gemm's 67×45 and
+ * 33×70 cases too): checked against a double reference, since over tens of thousands
+ * of terms the CPU's float GEMM is no closer to the truth than the GPU's. */
 static void
 split_case(TdmBackend *g, bool ta, bool tb, int m, int n, int k, float beta, double tol)
 {
@@ -262,7 +263,8 @@ test_gemm_split_k(void)
     split_case(gpu, ta, tb, 19, 37, 9001, 0.0f, TOL);   /* a remainder for the last chunk */
     split_case(gpu, ta, tb, 19, 37, 9001, 0.5f, TOL);
   }
-  split_case(gpu, true, false, 10, 128, 1024, 0.0f, TOL);   /* fc2 dW, batch 1024 */
+  split_case(gpu, true, false, 10, 128, 1024, 0.0f, TOL);   /* fc2 dW, batch 1024: small */
+  split_case(gpu, true, false, 10, 128, 100, 0.5f, TOL);    /* fc2 dW, batch 100: small */
   split_case(gpu, true, false, 32, 9, 78400, 0.0f, TOL);    /* conv1 dW, batch 100 */
   split_case(gpu, true, false, 64, 288, 19600, 0.0f, TOL);  /* conv2 dW, batch 100 */
   split_case(tf32, true, false, 64, 288, 19600, 0.0f, TF32_TOL);
@@ -531,6 +533,7 @@ test_conv_pool(void)
     return;
   conv_pool_case(64, 28, 28, 1, 32, 3, 1, 2, TRUE);   /* the cnn's first layer */
   conv_pool_case(5, 9, 11, 1, 6, 3, 1, 2, TRUE);      /* out % 4 != 0, odd sizes */
+  conv_pool_case(3, 10, 9, 1, 8, 3, 0, 2, FALSE);     /* no padding, a column dropped */
   conv_pool_case(4, 12, 12, 3, 16, 3, 1, 2, TRUE);    /* RGB: 27 taps */
   conv_pool_case(3, 10, 10, 1, 8, 5, 2, 3, FALSE);    /* 25 taps, windows of 3, no ReLU */
 }
