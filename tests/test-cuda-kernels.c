@@ -240,11 +240,11 @@ split_case(TdmBackend *g, bool ta, bool tb, int m, int n, int k, float beta, dou
       if (beta != 0.0f)
         g_assert_cmpfloat(out[(size_t)i * ldc + j], ==, c[(size_t)i * ldc + j]);
   double err = rel_error(o, ref, (size_t)m * n);
-  g_test_message("split-k gemm %s%s %d×%d×%d beta %g (%s): relative error %.3g",
+  g_test_message("long-k gemm %s%s %d×%d×%d beta %g (%s): relative error %.3g",
                  ta ? "T" : "N", tb ? "T" : "N", m, n, k, beta,
                  g->precision == TDM_PRECISION_TF32 ? "tf32" : "fp32", err);
   if (!(err <= tol))
-    g_error("split-k gemm %d×%d×%d: relative error %.3g exceeds %.1g", m, n, k, err, tol);
+    g_error("long-k gemm %d×%d×%d: relative error %.3g exceeds %.1g", m, n, k, err, tol);
   tdm_backend_release(g, da);
   tdm_backend_release(g, db);
   tdm_backend_release(g, dc);
