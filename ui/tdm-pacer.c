@@ -80,6 +80,17 @@ tdm_pacer_free (TdmPacer *self)
   g_free (self);
 }
 
+static void
+tdm_pacer_start (TdmPacer *self)
+{
+  GSource *source = g_timeout_source_new (self->interval_ms);
+
+  g_source_set_callback (source, tdm_pacer_tick, self, NULL);
+  g_source_set_static_name (source, "[tandem] pacer");
+  self->source = g_source_attach (source, NULL);
+  g_source_unref (source);
+}
+
 void
 tdm_pacer_mark (TdmPacer *self,
                 guint     slot)
@@ -89,11 +100,7 @@ tdm_pacer_mark (TdmPacer *self,
 
   self->marked |= 1u << slot;
   if (self->source == 0)
-    {
-      self->source = g_timeout_add (self->interval_ms, tdm_pacer_tick, self);
-      g_source_set_static_name (g_main_context_find_source_by_id (NULL, self->source),
-                                "[tandem] pacer");
-    }
+    tdm_pacer_start (self);
 }
 
 void
