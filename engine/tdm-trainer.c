@@ -5,9 +5,9 @@
  * lock-step between two barriers: train a shard, combine gradients (all-reduce, or
  * reduce to the main replica and broadcast its parameters back), update. Metrics,
  * evaluation and stop votes are jobs too, so processes under MPI stay in step.
- * Checkpoints are written by the process that holds the main replica.
+ * Checkpoints (what goes in, how a run resumes) live in tdm-trainer-checkpoint.c.
  */
-#include "tdm-trainer.h"
+#include "tdm-trainer-private.h"
 #include "tdm-backend.h"
 #include "tdm-barrier.h"
 #include "tdm-checkpoint.h"
@@ -31,72 +31,6 @@
 /* Across processes summaries come every so many steps, the same on every rank. */
 #define DISTRIBUTED_SUMMARY_STEPS 20
 
-typedef enum {
-  JOB_TRAIN,
-  JOB_METRICS,
-  JOB_EVALUATE,
-  JOB_BROADCAST,
-  JOB_QUIT,
-} JobKind;
-
-typedef struct {
-  JobKind kind;
-  const int32_t *indices;       /* the whole global batch */
-  int count;                    /* samples in the global batch */
-  double lr;
-  gboolean timed;               /* synchronize and time each phase */
-  double stop_vote;             /* JOB_METRICS: this process wants to stop */
-} Job;
-
-typedef struct {
-  double compute, comm, wait;   /* seconds over timed steps */
-  double wall;                  /* seconds of timed steps, start to end */
-  int timed_steps;
-} Timing;
-
-struct _TdmTrainer {
-  TdmConfig *config;
-  TdmEventSink sink;
-  gpointer sink_data;
-  char *resume_path;
-
-  GMutex pause_lock;
-  GCond pause_cond;
-  gboolean paused;
-
-  /* The run. */
-  TdmDatasetPair *data;
-  TdmNetwork *net;
-  int replicas;                 /* local */
-  int world;                    /* over all processes */
-  int rank0;                    /* global index of local replica 0 */
-  int main_local;               /* local index of the main replica, or −1 elsewhere */
-  TdmBackend **backends;
-  TdmReplica **reps;
-  TdmOptimizer **opts;          /* per replica; NULL where no update runs */
-  TdmCommunicator *comm;
-  TdmIterator *it;
-  TdmTelemetry *telemetry;
-  float *host_params;
-  size_t host_params_count;
-  long step;
-  long saved_step;              /* the step of the last checkpoint, −1 for none */
-
-  /* Lock-step machinery. */
-  GThread **threads;
-  TdmBarrier start, end, pre_comm;
-  Job job;
-  volatile gint abort_flag;
-  GMutex error_lock;
-  GError *worker_error;
-  gboolean main_updated;        /* the main replica applied this step's update */
-  double metrics_out[4];        /* JOB_METRICS/EVALUATE result: loss, correct, stop */
-  Timing *timing;               /* [replicas] */
-  struct Buckets *buckets;      /* [replicas] when gradients are all-reduced in buckets */
-  gulong cancel_handler;
-  GCancellable *cancellable;
-  volatile gint stop_requested; /* distributed runs: stop at the next summary vote */
-};
 
 TdmTrainer *
 tdm_trainer_new(const TdmConfig *config, TdmEventSink sink, gpointer user_data)
@@ -722,190 +656,6 @@ setup(TdmTrainer *t, GError **error)
   return start_workers(t, error);
 }
 
-/* ---- checkpoints ---------------------------------------------------------------- */
-
-static gboolean
-download_main_parameters(TdmTrainer *t, GError **error)
-{
-  if (t->main_local < 0)
-    return TRUE;
-  TdmBackend *b = t->backends[t->main_local];
-  size_t n = t->net->parameter_count;
-  if (t->host_params_count != n) {
-    g_free(t->host_params);
-    t->host_params = g_new(float, n);
-    t->host_params_count = n;
-  }
-  b->ops->download(b, t->host_params, t->reps[t->main_local]->params, n * sizeof(float));
-  return tdm_backend_check(b, error);
-}
-
-static void
-add_layer_tensors(TdmCheckpoint *ckpt, const TdmNetwork *net, const float *params)
-{
-  for (int i = 0; i < net->layer_count; i++) {
-    const TdmLayer *l = &net->layers[i];
-    char name[64];
-    if (l->kind == TDM_LAYER_LINEAR) {
-      gint64 shape[2] = {l->out_c, (gint64)l->in_h * l->in_w * l->in_c};
-      g_snprintf(name, sizeof name, "%s.weight", l->name);
-      tdm_checkpoint_add(ckpt, name, 2, shape, params + l->weight_offset);
-    } else if (l->kind == TDM_LAYER_CONV) {
-      /* PyTorch's [out, in, kh, kw] in the file, ours [out, kh, kw, in] in memory. */
-      gint64 shape[4] = {l->out_c, l->in_c, l->kernel, l->kernel};
-      g_autofree float *torch = g_new(float, l->weight_count);
-      tdm_layer_weight_to_torch(l, params + l->weight_offset, torch);
-      g_snprintf(name, sizeof name, "%s.weight", l->name);
-      tdm_checkpoint_add(ckpt, name, 4, shape, torch);
-    } else {
-      continue;
-    }
-    gint64 bias_shape[1] = {l->out_c};
-    g_snprintf(name, sizeof name, "%s.bias", l->name);
-    tdm_checkpoint_add(ckpt, name, 1, bias_shape, params + l->bias_offset);
-  }
-}
-
-static gboolean
-save_checkpoint(TdmTrainer *t, GError **error)
-{
-  const TdmConfig *cfg = t->config;
-  if (cfg->save_path == NULL || t->main_local < 0)
-    return TRUE;
-  if (!download_main_parameters(t, error))
-    return FALSE;
-
-  g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_new();
-  add_layer_tensors(ckpt, t->net, t->host_params);
-
-  TdmOptimizer *opt = t->opts[t->main_local];
-  size_t n = t->net->parameter_count;
-  g_autofree float *state = g_new(float, n);
-  for (int i = 0; i < opt->state_count; i++) {
-    opt->backend->ops->download(opt->backend, state, opt->state[i], n * sizeof(float));
-    gint64 shape[1] = {(gint64)n};
-    tdm_checkpoint_add(ckpt, tdm_optimizer_state_name(opt, i), 1, shape, state);
-  }
-  if (!tdm_backend_check(opt->backend, error))
-    return FALSE;
-
-  g_autofree char *config_json = tdm_config_to_json(cfg);
-  g_autofree char *epoch = g_strdup_printf("%d", t->it->epoch);
-  g_autofree char *position = g_strdup_printf("%d", t->it->position);
-  g_autofree char *step = g_strdup_printf("%ld", t->step);
-  g_autofree char *opt_t = g_strdup_printf("%ld", opt->t);
-  g_autofree char *params = g_strdup_printf("%zu", n);
-  tdm_checkpoint_set_metadata(ckpt, "format", "tandem-checkpoint-1");
-  tdm_checkpoint_set_metadata(ckpt, "config", config_json);
-  tdm_checkpoint_set_metadata(ckpt, "network", t->net->spec);
-  tdm_checkpoint_set_metadata(ckpt, "dataset", t->data->name);
-  tdm_checkpoint_set_metadata(ckpt, "epoch", epoch);
-  tdm_checkpoint_set_metadata(ckpt, "position", position);
-  tdm_checkpoint_set_metadata(ckpt, "step", step);
-  tdm_checkpoint_set_metadata(ckpt, "optimizer_t", opt_t);
-  tdm_checkpoint_set_metadata(ckpt, "parameters", params);
-  tdm_checkpoint_set_metadata(ckpt, "activation_layout",
-                              "NHWC: an fc layer after a conv reads features in (row, "
-                              "column, channel) order");
-  if (!tdm_checkpoint_save(ckpt, cfg->save_path, error))
-    return FALSE;
-  t->saved_step = t->step;
-  return TRUE;
-}
-
-static gboolean
-metadata_long(TdmCheckpoint *ckpt, const char *path, const char *key, gint64 min, gint64 max,
-              gint64 *out, GError **error)
-{
-  const char *text = tdm_checkpoint_get_metadata(ckpt, key);
-  if (text == NULL || !g_ascii_string_to_signed(text, 10, min, max, out, NULL)) {
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                "%s: metadata “%s” is missing or not a number in [%" G_GINT64_FORMAT
-                ", %" G_GINT64_FORMAT "]",
-                path, key, min, max);
-    return FALSE;
-  }
-  return TRUE;
-}
-
-/* Puts the run where the checkpoint left it: parameters on every replica, optimizer
- * state where updates run, the iterator and the step count. */
-static gboolean
-restore_checkpoint(TdmTrainer *t, const char *path, GError **error)
-{
-  g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_load(path, error);
-  if (ckpt == NULL)
-    return FALSE;
-  const char *spec = tdm_checkpoint_get_metadata(ckpt, "network");
-  if (spec == NULL || !g_str_equal(spec, t->net->spec)) {
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                "%s: the checkpoint is of network “%s”, but this run is “%s”", path,
-                spec ? spec : "(none)", t->net->spec);
-    return FALSE;
-  }
-  gint64 epoch, position, step, opt_t;
-  if (!metadata_long(ckpt, path, "epoch", 0, G_MAXINT, &epoch, error) ||
-      !metadata_long(ckpt, path, "position", 0, t->data->train->count, &position, error) ||
-      !metadata_long(ckpt, path, "step", 0, G_MAXINT64, &step, error) ||
-      !metadata_long(ckpt, path, "optimizer_t", 0, G_MAXINT64, &opt_t, error))
-    return FALSE;
-
-  size_t n = t->net->parameter_count;
-  g_autofree float *params = g_new0(float, n);
-  for (int i = 0; i < t->net->layer_count; i++) {
-    const TdmLayer *l = &t->net->layers[i];
-    if (l->weight_count == 0)
-      continue;
-    const char *suffix[2] = {"weight", "bias"};
-    size_t offsets[2] = {l->weight_offset, l->bias_offset};
-    size_t counts[2] = {l->weight_count, l->bias_count};
-    for (int k = 0; k < 2; k++) {
-      g_autofree char *name = g_strdup_printf("%s.%s", l->name, suffix[k]);
-      const TdmTensor *tensor = tdm_checkpoint_get(ckpt, name);
-      gint64 elements = 1;
-      for (int d = 0; tensor != NULL && d < tensor->rank; d++)
-        elements *= tensor->shape[d];
-      if (tensor == NULL || elements != (gint64)counts[k]) {
-        g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                    "%s: tensor “%s” is missing or has the wrong size (%zu values expected)",
-                    path, name, counts[k]);
-        return FALSE;
-      }
-      if (k == 0)
-        tdm_layer_weight_from_torch(l, tensor->data, params + offsets[k]);
-      else
-        memcpy(params + offsets[k], tensor->data, counts[k] * sizeof(float));
-    }
-  }
-
-  for (int r = 0; r < t->replicas; r++) {
-    TdmBackend *b = t->backends[r];
-    b->ops->upload(b, t->reps[r]->params, params, n * sizeof(float));
-    TdmOptimizer *opt = t->opts[r];
-    if (opt == NULL)
-      continue;
-    opt->t = opt_t;
-    for (int i = 0; i < opt->state_count; i++) {
-      const char *name = tdm_optimizer_state_name(opt, i);
-      const TdmTensor *tensor = tdm_checkpoint_get(ckpt, name);
-      if (tensor == NULL || tensor->rank != 1 || tensor->shape[0] != (gint64)n) {
-        g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                    "%s: optimizer state “%s” is missing or has the wrong size", path, name);
-        return FALSE;
-      }
-      b->ops->upload(b, opt->state[i], tensor->data, n * sizeof(float));
-    }
-  }
-  for (int r = 0; r < t->replicas; r++)
-    if (!tdm_backend_check(t->backends[r], error))
-      return FALSE;
-  tdm_iterator_seek(t->it, (int)epoch, (int)position);
-  t->step = step;
-  /* Stopping before the first step must not rewrite the file with the same state. */
-  t->saved_step = step;
-  return TRUE;
-}
-
 /* Seeded parameters on the main replica, then broadcast: every replica starts equal. */
 static gboolean
 initialize_parameters(TdmTrainer *t, GError **error)
@@ -1205,7 +955,7 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
       *final_accuracy = test_accuracy;
       st.epoch_loss = st.epoch_correct = 0;
       st.epoch_samples = 0;
-      if (!save_checkpoint(t, error))
+      if (!tdm_trainer_save_checkpoint(t, error))
         return FALSE;
       st.segment_start_us = st.last_summary_us = g_get_monotonic_time();
       st.samples = 0;
@@ -1240,7 +990,7 @@ tdm_trainer_run(TdmTrainer *t, GCancellable *cancellable, GError **error)
   }
   if (!initialize_parameters(t, &local))
     goto failed_or_stopped;
-  if (t->resume_path != NULL && !restore_checkpoint(t, t->resume_path, &local))
+  if (t->resume_path != NULL && !tdm_trainer_restore_checkpoint(t, t->resume_path, &local))
     goto failed;
 
   emit_started(t);
@@ -1252,9 +1002,9 @@ finish:
   stop_workers(t);
   t->abort_flag = 0;
   /* However the run ended (stopped, or at --max-steps), its last state is saved. */
-  if (t->step > 0 && t->step != t->saved_step && !save_checkpoint(t, &local))
+  if (t->step > 0 && t->step != t->saved_step && !tdm_trainer_save_checkpoint(t, &local))
     goto failed;
-  if (!download_main_parameters(t, &local))
+  if (!tdm_trainer_download_parameters(t, &local))
     goto failed;
   {
     TdmEvent e = {.kind = TDM_EVENT_FINISHED};

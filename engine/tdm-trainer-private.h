@@ -1,0 +1,88 @@
+/* tdm-trainer-private.h — the trainer's state, shared by tdm-trainer.c (the loop)
+ * and tdm-trainer-checkpoint.c (saving and resuming). Not for anything else. */
+#pragma once
+
+#include "tdm-trainer.h"
+#include "tdm-backend.h"
+#include "tdm-barrier.h"
+#include "tdm-communicator.h"
+#include "tdm-dataset.h"
+#include "tdm-iterator.h"
+#include "tdm-network.h"
+#include "tdm-optimizer.h"
+#include "tdm-replica.h"
+#include "tdm-telemetry.h"
+
+typedef enum {
+  JOB_TRAIN,
+  JOB_METRICS,
+  JOB_EVALUATE,
+  JOB_BROADCAST,
+  JOB_QUIT,
+} JobKind;
+
+typedef struct {
+  JobKind kind;
+  const int32_t *indices;       /* the whole global batch */
+  int count;                    /* samples in the global batch */
+  double lr;
+  gboolean timed;               /* synchronize and time each phase */
+  double stop_vote;             /* JOB_METRICS: this process wants to stop */
+} Job;
+
+typedef struct {
+  double compute, comm, wait;   /* seconds over timed steps */
+  double wall;                  /* seconds of timed steps, start to end */
+  int timed_steps;
+} Timing;
+
+struct _TdmTrainer {
+  TdmConfig *config;
+  TdmEventSink sink;
+  gpointer sink_data;
+  char *resume_path;
+
+  GMutex pause_lock;
+  GCond pause_cond;
+  gboolean paused;
+
+  /* The run. */
+  TdmDatasetPair *data;
+  TdmNetwork *net;
+  int replicas;                 /* local */
+  int world;                    /* over all processes */
+  int rank0;                    /* global index of local replica 0 */
+  int main_local;               /* local index of the main replica, or −1 elsewhere */
+  TdmBackend **backends;
+  TdmReplica **reps;
+  TdmOptimizer **opts;          /* per replica; NULL where no update runs */
+  TdmCommunicator *comm;
+  TdmIterator *it;
+  TdmTelemetry *telemetry;
+  float *host_params;
+  size_t host_params_count;
+  long step;
+  long saved_step;              /* the step of the last checkpoint, −1 for none */
+
+  /* Lock-step machinery. */
+  GThread **threads;
+  TdmBarrier start, end, pre_comm;
+  Job job;
+  volatile gint abort_flag;
+  GMutex error_lock;
+  GError *worker_error;
+  gboolean main_updated;        /* the main replica applied this step's update */
+  double metrics_out[4];        /* JOB_METRICS/EVALUATE result: loss, correct, stop */
+  Timing *timing;               /* [replicas] */
+  struct Buckets *buckets;      /* [replicas] when gradients are all-reduced in buckets */
+  gulong cancel_handler;
+  GCancellable *cancellable;
+  volatile gint stop_requested; /* distributed runs: stop at the next summary vote */
+};
+
+/* The main replica's parameters into t->host_params (waits for its device). */
+gboolean tdm_trainer_download_parameters (TdmTrainer *t, GError **error);
+/* Writes config->save_path from the main replica, when there is one in this process. */
+gboolean tdm_trainer_save_checkpoint (TdmTrainer *t, GError **error);
+/* Puts the run where the checkpoint at path left it. */
+gboolean tdm_trainer_restore_checkpoint (TdmTrainer *t, const char *path, GError **error);
