@@ -11,6 +11,10 @@
 
 #include <string.h>
 
+/* Bumped when the meaning of what is stored changes: version 2 keeps the optimizer's
+ * state in the [out, kh, kw, in] order of conv weights in memory. */
+#define CHECKPOINT_FORMAT "tandem-checkpoint-2"
+
 gboolean
 tdm_trainer_download_parameters(TdmTrainer *t, GError **error)
 {
@@ -82,7 +86,7 @@ tdm_trainer_save_checkpoint(TdmTrainer *t, GError **error)
   g_autofree char *step = g_strdup_printf("%ld", t->step);
   g_autofree char *opt_t = g_strdup_printf("%ld", opt->t);
   g_autofree char *params = g_strdup_printf("%zu", n);
-  tdm_checkpoint_set_metadata(ckpt, "format", "tandem-checkpoint-1");
+  tdm_checkpoint_set_metadata(ckpt, "format", CHECKPOINT_FORMAT);
   tdm_checkpoint_set_metadata(ckpt, "config", config_json);
   tdm_checkpoint_set_metadata(ckpt, "network", t->net->spec);
   tdm_checkpoint_set_metadata(ckpt, "dataset", t->data->name);
@@ -123,6 +127,14 @@ tdm_trainer_restore_checkpoint(TdmTrainer *t, const char *path, GError **error)
   g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_load(path, error);
   if (ckpt == NULL)
     return FALSE;
+  const char *format = tdm_checkpoint_get_metadata(ckpt, "format");
+  if (format == NULL || !g_str_equal(format, CHECKPOINT_FORMAT)) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                "%s: not a checkpoint this version of Tandem can resume (format “%s”, "
+                "expected “%s”); its weights still load into PyTorch",
+                path, format ? format : "none", CHECKPOINT_FORMAT);
+    return FALSE;
+  }
   const char *spec = tdm_checkpoint_get_metadata(ckpt, "network");
   if (spec == NULL || !g_str_equal(spec, t->net->spec)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
