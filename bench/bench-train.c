@@ -302,13 +302,16 @@ main(int argc, char **argv)
         double samples = pair->train->count / seconds;
         double gflops = samples * 3 * tdm_network_forward_flops(net) / 1e9;
         /* The floor of one step: its FLOPs at the GEMM rate, or its operations at the
-         * issue cost, whichever is longer (split over the replicas for the FLOPs). */
+         * issue cost, whichever is longer. The FLOPs split over distinct devices only:
+         * CPU workers share the cores the ceiling was measured on, and replicas on
+         * one GPU share its rate. */
         g_auto(GStrv) replicas = g_strsplit(dev, ",", -1);
-        int n_replicas = g_strv_length(replicas);
-        if (g_str_has_prefix(dev, "cpu:"))
-          n_replicas = atoi(dev + 4);
+        g_autoptr(GHashTable) distinct = g_hash_table_new(g_str_hash, g_str_equal);
+        for (int i = 0; replicas[i] != NULL; i++)
+          g_hash_table_add(distinct, g_str_has_prefix(replicas[i], "cpu") ? "cpu" : replicas[i]);
+        int devices_used = MAX(1, (int)g_hash_table_size(distinct));
         double step_flops = 3 * tdm_network_forward_flops(net) * b;
-        double floor_step = MAX(step_flops / n_replicas / ceil.gemm_flops,
+        double floor_step = MAX(step_flops / devices_used / ceil.gemm_flops,
                                 operations * ceil.operation_seconds);
         double floor_samples = b / floor_step;
         printf("| %s | %d | %s | %.3f | %.0f | %.1f | %d | %.0f | %.0f%% |", net_name, b, dev,
