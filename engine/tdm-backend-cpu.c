@@ -445,25 +445,11 @@ col2im_walk(float *restrict dx, const float *restrict col, int n, int h, int w, 
     }
 }
 
-static gboolean
-conv_check(TdmBackend *b, const char *op, int n, int h, int w, int c, int kh, int kw,
-           int pad)
-{
-  if (n < 0 || h < 1 || w < 1 || c < 1 || kh < 1 || kw < 1 || pad < 0
-      || h + 2 * pad - kh + 1 < 1 || w + 2 * pad - kw + 1 < 1) {
-    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND,
-                     "%s: bad shape n=%d h=%d w=%d c=%d kernel %d×%d pad %d", op, n, h, w,
-                     c, kh, kw, pad);
-    return FALSE;
-  }
-  return TRUE;
-}
-
 static void
 cpu_im2col(TdmBackend *b, float *col, const float *x, int n, int h, int w, int c, int kh,
            int kw, int pad)
 {
-  if (!cpu_begin(b) || !conv_check(b, "im2col", n, h, w, c, kh, kw, pad))
+  if (!cpu_begin(b) || !tdm_backend_check_conv(b, "im2col", n, h, w, c, kh, kw, pad))
     return;
   if (kh == 3 && kw == 3)
     im2col_walk(col, x, n, h, w, c, 3, 3, pad);
@@ -475,7 +461,7 @@ static void
 cpu_col2im(TdmBackend *b, float *dx, const float *col, int n, int h, int w, int c, int kh,
            int kw, int pad)
 {
-  if (!cpu_begin(b) || !conv_check(b, "col2im", n, h, w, c, kh, kw, pad))
+  if (!cpu_begin(b) || !tdm_backend_check_conv(b, "col2im", n, h, w, c, kh, kw, pad))
     return;
   /* One channel (a first layer) gets its own copy: a loop over one channel costs more
    * than the add in it. */
@@ -683,23 +669,6 @@ cpu_maxpool_backward(TdmBackend *b, float *dx, float *dbias, const float *dy,
  * and its parameter gradients (the contract is in tdm-backend.h). Taps are summed in
  * the weights' (ky, kx, channel) order, as the GPU sums them. */
 
-static gboolean
-conv_pool_check(TdmBackend *b, const char *op, int n, int h, int w, int c, int out, int kh,
-                int kw, int pad, int pk)
-{
-  if (!conv_check(b, op, n, h, w, c, kh, kw, pad))
-    return FALSE;
-  if (out < 1 || out > TDM_CONV_POOL_OUT || kh * kw * c > TDM_CONV_POOL_TAPS || pk < 1 ||
-      (guint64)n * (h + 2 * pad - kh + 1) * (w + 2 * pad - kw + 1) * out > G_MAXINT32) {
-    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND,
-                     "%s: %d outputs of %d×%d×%d taps, pool %d, batch %d: outside what it "
-                     "takes (at most %d outputs, %d taps, int32 indices)",
-                     op, out, kh, kw, c, pk, n, TDM_CONV_POOL_OUT, TDM_CONV_POOL_TAPS);
-    return FALSE;
-  }
-  return TRUE;
-}
-
 /* One image, zero-padded by pad on every side, so that every tap of every conv
  * position is an in-bounds read at a fixed offset (padding taps then add products of
  * zero, the same sums as leaving them out). tap[t] is tap t's offset from a
@@ -782,7 +751,7 @@ cpu_conv_pool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
                       const float *wt, const float *bias, bool relu, int n, int h, int w,
                       int c, int out, int kh, int kw, int pad, int pk)
 {
-  if (!cpu_begin(b) || !conv_pool_check(b, "conv_pool_forward", n, h, w, c, out, kh, kw, pad, pk))
+  if (!cpu_begin(b) || !tdm_backend_check_conv_pool(b, "conv_pool_forward", n, h, w, c, out, kh, kw, pad, pk))
     return;
   const int oh = h + 2 * pad - kh + 1, ow = w + 2 * pad - kw + 1;
   const int ph = oh / pk, pw = ow / pk, taps = kh * kw * c, positions = pk * pk;
@@ -832,7 +801,7 @@ cpu_conv_pool_backward(TdmBackend *b, float *dwt, float *dbias, const float *dy,
                        int n, int h, int w, int c, int out, int kh, int kw, int pad, int pk)
 {
   if (!cpu_begin(b) ||
-      !conv_pool_check(b, "conv_pool_backward", n, h, w, c, out, kh, kw, pad, pk))
+      !tdm_backend_check_conv_pool(b, "conv_pool_backward", n, h, w, c, out, kh, kw, pad, pk))
     return;
   const int oh = h + 2 * pad - kh + 1, ow = w + 2 * pad - kw + 1;
   const int ph = oh / pk, pw = ow / pk, taps = kh * kw * c, positions = pk * pk;

@@ -459,25 +459,11 @@ cuda_relu_backward(TdmBackend *b, float *dx, const float *dy, const float *y, si
 
 /* Convolution and pooling */
 
-static gboolean
-conv_check(TdmBackend *b, const char *op, int n, int h, int w, int c, int kh, int kw,
-           int pad)
-{
-  if (n < 0 || h < 1 || w < 1 || c < 1 || kh < 1 || kw < 1 || pad < 0 ||
-      h + 2 * pad - kh + 1 < 1 || w + 2 * pad - kw + 1 < 1) {
-    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND,
-                     "%s: bad shape n=%d h=%d w=%d c=%d kernel %d×%d pad %d", op, n, h, w,
-                     c, kh, kw, pad);
-    return FALSE;
-  }
-  return TRUE;
-}
-
 static void
 cuda_im2col(TdmBackend *b, float *col, const float *x, int n, int h, int w, int c, int kh,
             int kw, int pad)
 {
-  if (cuda_begin(b) && conv_check(b, "im2col", n, h, w, c, kh, kw, pad))
+  if (cuda_begin(b) && tdm_backend_check_conv(b, "im2col", n, h, w, c, kh, kw, pad))
     TDM_CUDA_OK(b, tdm_k_im2col(col, x, n, h, w, c, kh, kw, pad, CUDA_B(b)->stream));
 }
 
@@ -485,7 +471,7 @@ static void
 cuda_col2im(TdmBackend *b, float *dx, const float *col, int n, int h, int w, int c, int kh,
             int kw, int pad)
 {
-  if (cuda_begin(b) && conv_check(b, "col2im", n, h, w, c, kh, kw, pad))
+  if (cuda_begin(b) && tdm_backend_check_conv(b, "col2im", n, h, w, c, kh, kw, pad))
     TDM_CUDA_OK(b, tdm_k_col2im(dx, col, n, h, w, c, kh, kw, pad, CUDA_B(b)->stream));
 }
 
@@ -518,29 +504,12 @@ cuda_maxpool_backward(TdmBackend *b, float *dx, float *dbias, const float *dy,
                                         CUDA_B(b)->stream));
 }
 
-static gboolean
-conv_pool_check(TdmBackend *b, const char *op, int n, int h, int w, int c, int out, int kh,
-                int kw, int pad, int pk)
-{
-  if (!conv_check(b, op, n, h, w, c, kh, kw, pad))
-    return FALSE;
-  if (out < 1 || out > TDM_CONV_POOL_OUT || kh * kw * c > TDM_CONV_POOL_TAPS || pk < 1 ||
-      (guint64)n * (h + 2 * pad - kh + 1) * (w + 2 * pad - kw + 1) * out > G_MAXINT32) {
-    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND,
-                     "%s: %d outputs of %d×%d×%d taps, pool %d, batch %d: outside what it "
-                     "takes (at most %d outputs, %d taps, int32 indices)",
-                     op, out, kh, kw, c, pk, n, TDM_CONV_POOL_OUT, TDM_CONV_POOL_TAPS);
-    return FALSE;
-  }
-  return TRUE;
-}
-
 static void
 cuda_conv_pool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
                        const float *wt, const float *bias, bool relu, int n, int h, int w,
                        int c, int out, int kh, int kw, int pad, int pk)
 {
-  if (cuda_begin(b) && conv_pool_check(b, "conv_pool_forward", n, h, w, c, out, kh, kw, pad, pk))
+  if (cuda_begin(b) && tdm_backend_check_conv_pool(b, "conv_pool_forward", n, h, w, c, out, kh, kw, pad, pk))
     TDM_CUDA_OK(b, tdm_k_conv_pool_forward(y, argmax, x, wt, bias, relu, n, h, w, c, out, kh,
                                            kw, pad, pk, CUDA_B(b)->stream));
 }
@@ -551,7 +520,7 @@ cuda_conv_pool_backward(TdmBackend *b, float *dwt, float *dbias, const float *dy
                         int n, int h, int w, int c, int out, int kh, int kw, int pad, int pk)
 {
   if (cuda_begin(b) &&
-      conv_pool_check(b, "conv_pool_backward", n, h, w, c, out, kh, kw, pad, pk))
+      tdm_backend_check_conv_pool(b, "conv_pool_backward", n, h, w, c, out, kh, kw, pad, pk))
     TDM_CUDA_OK(b, tdm_k_conv_pool_backward(dwt, dbias, dy, argmax, y, x, relu, n, h, w, c, out,
                                             kh, kw, pad, pk, CUDA_B(b)->partials,
                                             TDM_PARTIALS_FLOATS, CUDA_B(b)->stream));

@@ -110,3 +110,34 @@ tdm_backend_check_queued(TdmBackend *b, GError **error)
   g_mutex_unlock(&b->error_lock);
   return ok;
 }
+
+gboolean
+tdm_backend_check_conv(TdmBackend *b, const char *op, int n, int h, int w, int c, int kh,
+                       int kw, int pad)
+{
+  if (n < 0 || h < 1 || w < 1 || c < 1 || kh < 1 || kw < 1 || pad < 0 ||
+      h + 2 * pad - kh + 1 < 1 || w + 2 * pad - kw + 1 < 1) {
+    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND,
+                     "%s: bad shape n=%d h=%d w=%d c=%d kernel %d×%d pad %d", op, n, h, w,
+                     c, kh, kw, pad);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+tdm_backend_check_conv_pool(TdmBackend *b, const char *op, int n, int h, int w, int c,
+                            int out, int kh, int kw, int pad, int pk)
+{
+  if (!tdm_backend_check_conv(b, op, n, h, w, c, kh, kw, pad))
+    return FALSE;
+  if (out < 1 || out > TDM_CONV_POOL_OUT || kh * kw * c > TDM_CONV_POOL_TAPS || pk < 1 ||
+      (guint64)n * (h + 2 * pad - kh + 1) * (w + 2 * pad - kw + 1) * out > G_MAXINT32) {
+    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND,
+                     "%s: %d outputs of %d×%d×%d taps, pool %d, batch %d: outside what it "
+                     "takes (at most %d outputs, %d taps, int32 indices)",
+                     op, out, kh, kw, c, pk, n, TDM_CONV_POOL_OUT, TDM_CONV_POOL_TAPS);
+    return FALSE;
+  }
+  return TRUE;
+}
