@@ -373,10 +373,8 @@ cuda_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, float 
 {
   if (!cuda_begin(b))
     return;
-  CUDA_REQUIRE(b, m >= 0 && n >= 0 && k >= 0, "gemm: negative size %d×%d×%d", m, n, k);
-  CUDA_REQUIRE(b, lda >= MAX(1, trans_a ? m : k), "gemm: lda %d too small", lda);
-  CUDA_REQUIRE(b, ldb >= MAX(1, trans_b ? k : n), "gemm: ldb %d too small", ldb);
-  CUDA_REQUIRE(b, ldc >= MAX(1, n), "gemm: ldc %d too small", ldc);
+  if (!tdm_backend_check_gemm(b, trans_a, trans_b, m, n, k, lda, ldb, ldc))
+    return;
   if (m == 0 || n == 0)
     return;
   TdmBackendCuda *cb = CUDA_B(b);

@@ -141,3 +141,23 @@ tdm_backend_check_conv_pool(TdmBackend *b, const char *op, int n, int h, int w, 
   }
   return TRUE;
 }
+
+gboolean
+tdm_backend_check_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k,
+                       int lda, int ldb, int ldc)
+{
+  const char *why = NULL;
+  if (m < 0 || n < 0 || k < 0)
+    why = "negative size";
+  else if (lda < MAX(1, trans_a ? m : k))
+    why = "lda too small";
+  else if (ldb < MAX(1, trans_b ? k : n))
+    why = "ldb too small";
+  else if (ldc < MAX(1, n))
+    why = "ldc too small";
+  if (why == NULL)
+    return TRUE;
+  tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, "gemm %d×%d×%d (lda %d, ldb %d, ldc %d): %s",
+                   m, n, k, lda, ldb, ldc, why);
+  return FALSE;
+}

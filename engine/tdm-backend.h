@@ -193,8 +193,10 @@ gboolean tdm_backend_check (TdmBackend *b, GError **error);
 gboolean tdm_backend_check_queued (TdmBackend *b, GError **error);
 gboolean tdm_backend_failed (TdmBackend *b);
 
-/* Shape checks every backend makes before a convolution's operations; a bad shape
- * becomes the sticky error (naming op) and FALSE. */
+/* Shape checks every backend makes before a GEMM or a convolution's operations; a
+ * bad shape becomes the sticky error (naming the operation) and FALSE. */
+gboolean tdm_backend_check_gemm (TdmBackend *b, bool trans_a, bool trans_b, int m, int n,
+                                 int k, int lda, int ldb, int ldc);
 gboolean tdm_backend_check_conv (TdmBackend *b, const char *op, int n, int h, int w, int c,
                                  int kh, int kw, int pad);
 gboolean tdm_backend_check_conv_pool (TdmBackend *b, const char *op, int n, int h, int w,
