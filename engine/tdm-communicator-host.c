@@ -47,54 +47,51 @@ sum_range(HostCommunicator *h, size_t offset, size_t begin, size_t end, int only
   }
 }
 
+/* Every collective has one shape: register this replica's buffer, meet, do this
+ * replica's part (which may read the others' buffers), meet again. */
+typedef enum { SUM_TO_ALL, SUM_TO_ROOT, COPY_FROM_ROOT } Collective;
+
 static gboolean
-host_allreduce(TdmCommunicator *c, int replica, float *buffer, size_t offset, size_t count,
-               GError **error)
+collective(TdmCommunicator *c, Collective kind, int replica, float *buffer, size_t offset,
+           size_t count, int root)
 {
   HostCommunicator *h = (HostCommunicator *)c;
   gint64 start = g_get_monotonic_time();
   h->buffers[replica] = buffer;
   if (!tdm_barrier_wait(&h->barrier))
     return FALSE;
-  size_t begin, end;
-  slice_of(count, c->replicas, replica, &begin, &end);
-  sum_range(h, offset, begin, end, -1);
+  if (kind == COPY_FROM_ROOT) {
+    if (replica != root)
+      memcpy(buffer + offset, h->buffers[root] + offset, count * sizeof(float));
+  } else {
+    size_t begin, end;
+    slice_of(count, c->replicas, replica, &begin, &end);
+    sum_range(h, offset, begin, end, kind == SUM_TO_ROOT ? root : -1);
+  }
   gboolean ok = tdm_barrier_wait(&h->barrier);
   c->comm_seconds[replica] += (g_get_monotonic_time() - start) / 1e6;
   return ok;
+}
+
+static gboolean
+host_allreduce(TdmCommunicator *c, int replica, float *buffer, size_t offset, size_t count,
+               GError **error)
+{
+  return collective(c, SUM_TO_ALL, replica, buffer, offset, count, -1);
 }
 
 static gboolean
 host_reduce(TdmCommunicator *c, int replica, float *buffer, size_t count, int root,
             GError **error)
 {
-  HostCommunicator *h = (HostCommunicator *)c;
-  gint64 start = g_get_monotonic_time();
-  h->buffers[replica] = buffer;
-  if (!tdm_barrier_wait(&h->barrier))
-    return FALSE;
-  size_t begin, end;
-  slice_of(count, c->replicas, replica, &begin, &end);
-  sum_range(h, 0, begin, end, root);
-  gboolean ok = tdm_barrier_wait(&h->barrier);
-  c->comm_seconds[replica] += (g_get_monotonic_time() - start) / 1e6;
-  return ok;
+  return collective(c, SUM_TO_ROOT, replica, buffer, 0, count, root);
 }
 
 static gboolean
 host_broadcast(TdmCommunicator *c, int replica, float *buffer, size_t count, int root,
                GError **error)
 {
-  HostCommunicator *h = (HostCommunicator *)c;
-  gint64 start = g_get_monotonic_time();
-  h->buffers[replica] = buffer;
-  if (!tdm_barrier_wait(&h->barrier))
-    return FALSE;
-  if (replica != root)
-    memcpy(buffer, h->buffers[root], count * sizeof(float));
-  gboolean ok = tdm_barrier_wait(&h->barrier);
-  c->comm_seconds[replica] += (g_get_monotonic_time() - start) / 1e6;
-  return ok;
+  return collective(c, COPY_FROM_ROOT, replica, buffer, 0, count, root);
 }
 
 static gboolean

@@ -306,7 +306,7 @@ tdm_dataset_load_idx(const char *images_path, const char *labels_path, const cha
     goto out;
   }
 
-  /* classes is not known until the labels are read; 256 is a placeholder. */
+  /* classes is known once the labels are read; until then, every uint8 label fits. */
   d = tdm_dataset_new(name, (int)ih.dims[0], (int)ih.dims[1], (int)ih.dims[2], 1, 256);
   if (!tdm_idx_read_body(&labels, &lh, d->labels, d->count, error) ||
       !tdm_idx_read_body(&images, &ih, d->images,
