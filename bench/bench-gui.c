@@ -24,9 +24,13 @@
  *   tests/gui/xvfb-run-test.sh build/bench/bench-gui [--devices cpu:2 --max-steps 600]
  */
 
+#define _GNU_SOURCE  /* RUSAGE_THREAD */
+
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <gtk/gtk.h>
@@ -50,6 +54,9 @@ typedef struct {
   double wall_s;    /* from asking for the run to its end, set-up included */
   double main_cpu_s; /* CPU time of the main thread meanwhile (the window's share) */
   double x_cpu_s;    /* CPU time of the X server meanwhile, or NAN */
+  long preempted;    /* involuntary context switches of the whole process meanwhile */
+  long main_wakes;   /* voluntary context switches of the main thread meanwhile */
+  int worker_nice;   /* nice value of the training threads, seen at the first step */
 } Result;
 
 /* One stall: when in the run, how long, and how much of that the main thread spent
@@ -72,6 +79,7 @@ typedef struct {
   gboolean recording;
   TdmStepEvent last_step;
   gboolean have_step;
+  int worker_nice;
 
   /* Frame clock, watched in the runs with the tick callback. */
   gboolean ticking;
@@ -103,6 +111,52 @@ thread_cpu_ms(void)
 
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Switches of the process (every thread, ended ones too) that the scheduler forced,
+ * a training thread being put off a core for another task being the common case. */
+static long
+process_preempted(void)
+{
+  struct rusage usage;
+
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_nivcsw;
+}
+
+/* How often the calling thread went to sleep: for the main thread, its wake-ups. */
+static long
+thread_sleeps(void)
+{
+  struct rusage usage;
+
+  getrusage(RUSAGE_THREAD, &usage);
+  return usage.ru_nvcsw;
+}
+
+/* The nice value of this process's thread called `name`, or INT_MIN. */
+static int
+thread_nice(const char *name)
+{
+  g_autoptr(GDir) tasks = g_dir_open("/proc/self/task", 0, NULL);
+  const char *tid;
+
+  while (tasks != NULL && (tid = g_dir_read_name(tasks)) != NULL) {
+    g_autofree char *path = g_build_filename("/proc/self/task", tid, "stat", NULL);
+    g_autofree char *stat = NULL;
+    const char *after_comm;
+    int nice_value;
+
+    if (!g_file_get_contents(path, &stat, NULL, NULL) ||
+        (after_comm = strrchr(stat, ')')) == NULL)
+      continue;
+    /* The name sits between "(" and ")"; nice is the 19th field. */
+    if (strncmp(strchr(stat, '(') + 1, name, strlen(name)) == 0 &&
+        sscanf(after_comm, ") %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %d",
+               &nice_value) == 1)
+      return nice_value;
+  }
+  return INT_MIN;
 }
 
 /* The X server, when it is our sibling (xvfb-run-test.sh starts Xvfb, then us), so
@@ -221,6 +275,7 @@ run_headless(const TdmConfig *config, int x_server)
   g_autoptr(GError) error = NULL;
   gint64 start = g_get_monotonic_time();
   double cpu = thread_cpu_ms();
+  long preempted = process_preempted();
   g_autoptr(TdmTrainer) trainer = tdm_trainer_new(config, copy_event, &result);
 
   result.x_cpu_s = other_process_cpu_s(x_server);
@@ -230,6 +285,8 @@ run_headless(const TdmConfig *config, int x_server)
   result.wall_s = (g_get_monotonic_time() - start) / 1e6;
   result.main_cpu_s = (thread_cpu_ms() - cpu) / 1e3;
   result.x_cpu_s = other_process_cpu_s(x_server) - result.x_cpu_s;
+  result.preempted = process_preempted() - preempted;
+  result.worker_nice = 0;
   return result;
 }
 
@@ -327,6 +384,8 @@ on_run_event(GSignalInvocationHint *hint, guint n_values, const GValue *values, 
   const TdmEvent *event = g_value_get_pointer(&values[1]);
 
   if (event->kind == TDM_EVENT_STEP) {
+    if (!gui->have_step)
+      gui->worker_nice = thread_nice("tdm-replica-1");
     gui->last_step = event->step;
     gui->have_step = TRUE;
   }
@@ -490,6 +549,7 @@ run_window(Gui *gui, gboolean tick)
   gulong handler;
   gint64 start;
   double cpu;
+  long preempted, wakes;
   guint probe = 0, ticker = 0;
 
   gui->have_step = FALSE;
@@ -512,9 +572,13 @@ run_window(Gui *gui, gboolean tick)
   start = gui->run_start_us = g_get_monotonic_time();
   cpu = thread_cpu_ms();
   result.x_cpu_s = other_process_cpu_s(gui->x_server);
+  preempted = process_preempted();
+  wakes = thread_sleeps();
   g_idle_add(press_start, gui);
   g_main_loop_run(gui->loop);
   result.wall_s = (g_get_monotonic_time() - start) / 1e6;
+  result.preempted = process_preempted() - preempted;
+  result.main_wakes = thread_sleeps() - wakes;
   result.main_cpu_s = (thread_cpu_ms() - cpu) / 1e3;
   result.x_cpu_s = other_process_cpu_s(gui->x_server) - result.x_cpu_s;
   gui->recording = FALSE;
@@ -531,6 +595,7 @@ run_window(Gui *gui, gboolean tick)
     result.steps = gui->last_step.step;
     result.train_s = gui->last_step.elapsed;
   }
+  result.worker_nice = gui->worker_nice;
   return result;
 }
 
@@ -551,12 +616,13 @@ static const char *kind_labels[N_KINDS] = {"headless", "window",
 typedef struct {
   double train, train_best, wall, wall_best;
   double main_share, x_share;   /* % of one core */
+  double preempted, main_wakes; /* per second */
 } Summary;
 
 static Summary
 summarize(const Result *runs, int n, int batch)
 {
-  double train[16], wall[16], main_share[16], x_share[16];
+  double train[16], wall[16], main_share[16], x_share[16], preempted[16], wakes[16];
   Summary sum;
 
   for (int i = 0; i < n; i++) {
@@ -564,6 +630,8 @@ summarize(const Result *runs, int n, int batch)
     wall[i] = samples_per_second(&runs[i], batch, TRUE);
     main_share[i] = 100 * runs[i].main_cpu_s / runs[i].wall_s;
     x_share[i] = 100 * runs[i].x_cpu_s / runs[i].wall_s;
+    preempted[i] = runs[i].preempted / runs[i].wall_s;
+    wakes[i] = runs[i].main_wakes / runs[i].wall_s;
   }
   sum.train = median(train, n);
   sum.wall = median(wall, n);
@@ -572,6 +640,8 @@ summarize(const Result *runs, int n, int batch)
   sum.wall_best = wall[n - 1];
   sum.main_share = median(main_share, n);
   sum.x_share = median(x_share, n);
+  sum.preempted = median(preempted, n);
+  sum.main_wakes = median(wakes, n);
   return sum;
 }
 
@@ -709,9 +779,8 @@ main(int argc, char **argv)
          "train median", "train best", "wall median", "wall best", "main thread", "X server");
   printf("|-----------------------------|-------|--------------|------------|-------------|"
          "-----------|-------------|----------|\n");
+  Summary sum[N_KINDS];
   {
-    Summary sum[N_KINDS];
-
     for (int kind = 0; kind < N_KINDS; kind++) {
       sum[kind] = summarize(runs[kind], repeat, batch);
       printf("| %-27s | %5ld | %12.0f | %10.0f | %11.0f | %9.0f | %9.1f %% | %6.1f %% |\n",
@@ -725,10 +794,35 @@ main(int argc, char **argv)
              100 * sum[kind].train_best / sum[HEADLESS].train_best,
              100 * sum[kind].wall / sum[HEADLESS].wall,
              100 * sum[kind].wall_best / sum[HEADLESS].wall_best, "", "");
+    /* Each window run against the headless run next to it: a drift of the machine
+     * over minutes cancels out, which it does not between the two medians. */
+    for (int kind = WINDOW; kind < N_KINDS; kind++) {
+      double train[16], wall[16];
+
+      for (int i = 0; i < repeat; i++) {
+        train[i] = runs[kind][i].train_s > 0 ? runs[HEADLESS][i].train_s / runs[kind][i].train_s
+                                             : NAN;
+        wall[i] = runs[kind][i].wall_s > 0 ? runs[HEADLESS][i].wall_s / runs[kind][i].wall_s
+                                           : NAN;
+      }
+      printf("| %-27s | %5s | %11.1f%% | %10s | %10.1f%% | %9s | %11s | %8s |\n",
+             kind == WINDOW ? "paired: window / headless" : "paired: ticked / headless", "",
+             100 * median(train, repeat), "", 100 * median(wall, repeat), "", "", "");
+    }
   }
-  printf("(target: window / headless >= 97 %%. Main thread and X server: CPU time as a share "
+  printf("(paired: the median of each round's ratio, window run against headless run.\n");
+  printf(" target: window / headless >= 97 %%. Main thread and X server: CPU time as a share "
          "of one core, median;\n the headless run's main thread trains. \"ticked\" is the "
          "window with the 60 Hz tick callback that\n watches the frame clock below.)\n");
+
+  printf("\nScheduling (per second, median: switches forced on any thread of the process, "
+         "mostly training\nthreads put off a core; the main thread's wake-ups; the "
+         "training threads' nice value)\n");
+  printf("| %-27s | %10s | %10s | %4s |\n", "run", "preempted", "main wakes", "nice");
+  printf("|-----------------------------|------------|------------|------|\n");
+  for (int kind = 0; kind < N_KINDS; kind++)
+    printf("| %-27s | %10.1f | %10.1f | %4d |\n", kind_labels[kind], sum[kind].preempted,
+           kind == HEADLESS ? NAN : sum[kind].main_wakes, runs[kind][0].worker_nice);
 
   printf("\nMain loop while the window trained (ms; frames: the ticked runs, loop: every window "
          "run;\ntarget: no stall over %.0f ms)\n", STALL_TARGET_MS);

@@ -1,10 +1,13 @@
 /* tdm-pacer.c: spreads costly updates of the screen over time, one at a time.
  *
  * The state is a bit mask of marked slots, the time each slot was last handed out,
- * and where the round robin stands. The timeout is added by the first mark and
- * removes itself once nothing is marked, so an idle window does not wake up. A slot
- * marked again within its minimum period waits for a later tick instead of jumping
- * the queue, which keeps a chart fed at 20 Hz from taking every tick.
+ * and where the round robin stands. The timeout is one-shot: the first mark adds it,
+ * and each tick adds the next for when the earliest marked slot is due (at least
+ * `interval_ms` on), so an idle window does not wake up, and one whose slots all wait
+ * out their minimum period sleeps until the first may go instead of ticking through
+ * it: on a machine whose every core trains, each wake-up takes a core from training.
+ * A slot marked again within its minimum period waits for a later tick instead of
+ * jumping the queue, which keeps a chart fed at 20 Hz from taking every tick.
  */
 
 #include "tdm-pacer.h"
@@ -20,13 +23,19 @@ struct _TdmPacer
   gint64        last_us[TDM_PACER_MAX_SLOTS];
   guint         next;
   guint         source;
+  gint64        source_due_us;  /* when the source fires */
 };
+
+static void tdm_pacer_schedule (TdmPacer *self,
+                                gint64    now);
 
 static gboolean
 tdm_pacer_tick (gpointer data)
 {
   TdmPacer *self = data;
   gint64 now = g_get_monotonic_time ();
+
+  self->source = 0;
 
   for (guint tried = 0; tried < TDM_PACER_MAX_SLOTS; tried++)
     {
@@ -43,11 +52,41 @@ tdm_pacer_tick (gpointer data)
       break;
     }
 
-  if (self->marked != 0)
-    return G_SOURCE_CONTINUE;
+  if (self->marked != 0 && self->source == 0)
+    tdm_pacer_schedule (self, now);
 
-  self->source = 0;
   return G_SOURCE_REMOVE;
+}
+
+/* When the earliest marked slot may go: not before one interval from now. */
+static gint64
+tdm_pacer_next_due (TdmPacer *self,
+                    gint64    now)
+{
+  gint64 due = G_MAXINT64;
+
+  for (guint slot = 0; slot < TDM_PACER_MAX_SLOTS; slot++)
+    if (self->marked & (1u << slot))
+      due = MIN (due, self->last_us[slot] + self->min_period_us);
+
+  return MAX (due, now + (gint64) self->interval_ms * 1000);
+}
+
+static void
+tdm_pacer_schedule (TdmPacer *self,
+                    gint64    now)
+{
+  gint64 due = tdm_pacer_next_due (self, now);
+  GSource *source;
+
+  g_clear_handle_id (&self->source, g_source_remove);
+  /* Rounded up: a tick that comes early finds nothing due and sleeps again. */
+  source = g_timeout_source_new ((guint) ((due - now + 999) / 1000));
+  g_source_set_callback (source, tdm_pacer_tick, self, NULL);
+  g_source_set_static_name (source, "[tandem] pacer");
+  self->source = g_source_attach (source, NULL);
+  self->source_due_us = due;
+  g_source_unref (source);
 }
 
 TdmPacer *
@@ -80,27 +119,23 @@ tdm_pacer_free (TdmPacer *self)
   g_free (self);
 }
 
-static void
-tdm_pacer_start (TdmPacer *self)
-{
-  GSource *source = g_timeout_source_new (self->interval_ms);
-
-  g_source_set_callback (source, tdm_pacer_tick, self, NULL);
-  g_source_set_static_name (source, "[tandem] pacer");
-  self->source = g_source_attach (source, NULL);
-  g_source_unref (source);
-}
-
 void
 tdm_pacer_mark (TdmPacer *self,
                 guint     slot)
 {
+  gint64 now;
+
   g_return_if_fail (self != NULL);
   g_return_if_fail (slot < TDM_PACER_MAX_SLOTS);
 
+  if (self->marked & (1u << slot))
+    return;
+
   self->marked |= 1u << slot;
-  if (self->source == 0)
-    tdm_pacer_start (self);
+  now = g_get_monotonic_time ();
+  /* A slot due before the tick that waits for others gets an earlier one. */
+  if (self->source == 0 || tdm_pacer_next_due (self, now) < self->source_due_us)
+    tdm_pacer_schedule (self, now);
 }
 
 void

@@ -2,18 +2,47 @@
  *
  * The worker thread and the main loop share a small reference-counted block: the
  * trainer (under a lock, because pause comes from the main thread), the cancellable
- * that stops it, and a weak reference back to the TdmRun. The thread never touches
- * the TdmRun itself. Each engine event is copied on the worker (g_memdup2) and
- * queued to the main context; the receiver looks the TdmRun up through the weak
- * reference and checks the cancellable before emitting anything, so a run that was
- * dropped or stopped goes quiet at once. The thread is joined from the main loop
- * after its last message, when joining no longer waits. This is the pattern of
- * GNOME Text Editor's editor-document-statistics.c, with an idle source in place of
- * g_main_context_invoke() (see tdm_run_post()).
+ * that stops it, a weak reference back to the TdmRun, and the queue of events on
+ * their way. The thread never touches the TdmRun itself. Each engine event is copied
+ * on the worker (g_memdup2) and queued; the main loop takes the whole queue at once
+ * and looks the TdmRun up through the weak reference, checking the cancellable
+ * before emitting anything, so a run that was dropped or stopped goes quiet at once.
+ * The thread is joined from the main loop after its last message, when joining no
+ * longer waits. This is the pattern of GNOME Text Editor's
+ * editor-document-statistics.c, with sources in place of g_main_context_invoke()
+ * (see tdm_run_schedule()).
+ *
+ * Progress (steps twenty times a second, device figures four) is delivered in
+ * batches, every BATCH_MS: the window shows it at most twice a second anyway, and
+ * each delivery wakes the main thread, which on a machine whose every core trains
+ * puts a training thread off its core. Everything else (started, epoch, pause,
+ * finished, failed) is delivered at once, with whatever progress came before it.
+ *
+ * The thread lowers its own scheduling priority before the trainer starts, and the
+ * replica threads the trainer starts inherit it (see tdm_run_lower_priority()).
  */
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE  /* gettid() */
+#endif
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "tdm-run.h"
 #include "tdm-trainer.h"
+
+/* The nice value of the training threads a window starts: the main loop, and the
+ * X server or compositor that shows its frames, then get a core at once when they
+ * wake, instead of queueing behind a training step on a machine whose every core
+ * trains (bench/NOTES.md, "GUI"). Training loses nothing while they sleep; only
+ * work that is niced further (builds at 19) takes a larger share from it.
+ * TANDEM_TRAINING_NICE overrides it, to measure (bench/bench-gui.c). */
+#define TDM_RUN_WORKER_NICE 10
+
+#define BATCH_MS 250
 
 typedef struct
 {
@@ -25,12 +54,18 @@ typedef struct
   GWeakRef         run;
   GThread         *thread;
   GApplication    *application;  /* held while the thread runs */
+
+  /* Under lock: messages not yet delivered, oldest first, and the sources that will
+   * deliver them (0 when none is attached). */
+  GQueue           queue;
+  GSource         *batch_source;
+  gboolean         urgent_scheduled;
+  GError          *thread_error;  /* why tdm_trainer_run() failed, once it returned */
 } TdmRunShared;
 
 typedef struct
 {
-  TdmRunShared *shared;
-  TdmEvent     *event;           /* NULL for the message that says the thread ended */
+  TdmEvent     *event;
   GError       *error;
 } TdmRunMessage;
 
@@ -54,6 +89,16 @@ static guint signals[N_SIGNALS];
 static guint n_threads;
 
 G_DEFINE_FINAL_TYPE (TdmRun, tdm_run, G_TYPE_OBJECT)
+
+static void
+tdm_run_message_free (gpointer data)
+{
+  TdmRunMessage *message = data;
+
+  g_clear_pointer (&message->event, g_free);
+  g_clear_error (&message->error);
+  g_free (message);
+}
 
 static TdmRunShared *
 tdm_run_shared_new (TdmRun *run)
@@ -83,6 +128,9 @@ tdm_run_shared_unref (TdmRunShared *shared)
     return;
 
   g_assert (shared->thread == NULL);
+  g_assert (shared->batch_source == NULL);
+  g_queue_clear_full (&shared->queue, tdm_run_message_free);
+  g_clear_error (&shared->thread_error);
   g_clear_pointer (&shared->trainer, tdm_trainer_free);
   g_clear_object (&shared->cancellable);
   g_clear_pointer (&shared->context, g_main_context_unref);
@@ -91,58 +139,69 @@ tdm_run_shared_unref (TdmRunShared *shared)
   g_free (shared);
 }
 
-static void
-tdm_run_message_free (gpointer data)
-{
-  TdmRunMessage *message = data;
+static gboolean tdm_run_deliver_batch (gpointer data);
+static gboolean tdm_run_deliver_urgent (gpointer data);
 
-  g_clear_pointer (&message->shared, tdm_run_shared_unref);
-  g_clear_pointer (&message->event, g_free);
-  g_clear_error (&message->error);
-  g_free (message);
+/* Always through a source, never g_main_context_invoke(): that would call back on the
+ * worker thread whenever it can acquire the context, which it can between two
+ * iterations of a loop that is not running (as in tests). Under lock. */
+static GSource *
+tdm_run_schedule (TdmRunShared *shared,
+                  guint         delay_ms,
+                  GSourceFunc   callback,
+                  const char   *name)
+{
+  GSource *source = delay_ms > 0 ? g_timeout_source_new (delay_ms) : g_idle_source_new ();
+
+  g_source_set_priority (source, G_PRIORITY_DEFAULT);
+  g_source_set_callback (source, callback, tdm_run_shared_ref (shared),
+                         (GDestroyNotify) tdm_run_shared_unref);
+  g_source_set_static_name (source, name);
+  g_source_attach (source, shared->context);
+
+  return source;
 }
 
+/* Worker thread. */
 static void
 tdm_run_post (TdmRunShared *shared,
               TdmEvent     *event,
-              GError       *error,
-              GSourceFunc   callback)
+              GError       *error)
 {
   TdmRunMessage *message = g_new0 (TdmRunMessage, 1);
-  GSource *source;
+  gboolean progress = event->kind == TDM_EVENT_STEP || event->kind == TDM_EVENT_DEVICES;
 
-  message->shared = tdm_run_shared_ref (shared);
   message->event = event;
   message->error = error;
 
-  /* Always through a source, never g_main_context_invoke(): that would call back on
-   * this worker thread whenever it can acquire the context, which it can between two
-   * iterations of a loop that is not running (as in tests). */
-  source = g_idle_source_new ();
-  g_source_set_priority (source, G_PRIORITY_DEFAULT);
-  g_source_set_callback (source, callback, message, tdm_run_message_free);
-  g_source_set_static_name (source, "[tandem] training event");
-  g_source_attach (source, shared->context);
-  g_source_unref (source);
+  g_mutex_lock (&shared->lock);
+  g_queue_push_tail (&shared->queue, message);
+  if (!progress && !shared->urgent_scheduled)
+    {
+      g_source_unref (tdm_run_schedule (shared, 0, tdm_run_deliver_urgent,
+                                        "[tandem] training event"));
+      shared->urgent_scheduled = TRUE;
+    }
+  else if (progress && shared->batch_source == NULL && !shared->urgent_scheduled)
+    shared->batch_source = tdm_run_schedule (shared, BATCH_MS, tdm_run_deliver_batch,
+                                             "[tandem] training progress");
+  g_mutex_unlock (&shared->lock);
 }
 
 /* Main thread. */
-static gboolean
-tdm_run_deliver (gpointer data)
+static void
+tdm_run_deliver (TdmRun        *self,
+                 TdmRunShared  *shared,
+                 TdmRunMessage *message)
 {
-  TdmRunMessage *message = data;
   TdmEvent *event = message->event;
-  g_autoptr(TdmRun) self = g_weak_ref_get (&message->shared->run);
-
-  if (self == NULL)
-    return G_SOURCE_REMOVE;
 
   /* Once stopped, progress that was already on its way is stale; the outcome
    * (finished or failed) still matters. */
-  if (g_cancellable_is_cancelled (message->shared->cancellable) &&
+  if (g_cancellable_is_cancelled (shared->cancellable) &&
       event->kind != TDM_EVENT_FINISHED &&
       event->kind != TDM_EVENT_FAILED)
-    return G_SOURCE_REMOVE;
+    return;
 
   if (event->kind == TDM_EVENT_PAUSED)
     self->paused = TRUE;
@@ -152,7 +211,48 @@ tdm_run_deliver (gpointer data)
     event->failed = message->error;
 
   g_signal_emit (self, signals[EVENT], 0, event);
+}
 
+/* Main thread: every message queued so far, in order. */
+static void
+tdm_run_deliver_all (TdmRunShared *shared)
+{
+  g_autoptr(TdmRun) self = NULL;
+  GQueue queue = G_QUEUE_INIT;
+  TdmRunMessage *message;
+
+  g_mutex_lock (&shared->lock);
+  queue = shared->queue;
+  g_queue_init (&shared->queue);
+  /* Whatever was scheduled is done by this; news from now on schedules anew. */
+  if (shared->batch_source != NULL)
+    {
+      g_source_destroy (shared->batch_source);
+      g_clear_pointer (&shared->batch_source, g_source_unref);
+    }
+  shared->urgent_scheduled = FALSE;
+  g_mutex_unlock (&shared->lock);
+
+  self = g_weak_ref_get (&shared->run);
+  while ((message = g_queue_pop_head (&queue)) != NULL)
+    {
+      if (self != NULL)
+        tdm_run_deliver (self, shared, message);
+      tdm_run_message_free (message);
+    }
+}
+
+static gboolean
+tdm_run_deliver_batch (gpointer data)
+{
+  tdm_run_deliver_all (data);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+tdm_run_deliver_urgent (gpointer data)
+{
+  tdm_run_deliver_all (data);
   return G_SOURCE_REMOVE;
 }
 
@@ -160,12 +260,18 @@ tdm_run_deliver (gpointer data)
 static gboolean
 tdm_run_finish (gpointer data)
 {
-  TdmRunMessage *message = data;
-  TdmRunShared *shared = message->shared;
+  TdmRunShared *shared = data;
   g_autoptr(TdmRun) self = NULL;
+  g_autoptr(GError) error = NULL;
 
   g_thread_join (g_steal_pointer (&shared->thread));
   n_threads--;
+
+  /* The outcome comes last, after any event still queued. */
+  g_mutex_lock (&shared->lock);
+  error = g_steal_pointer (&shared->thread_error);
+  g_mutex_unlock (&shared->lock);
+  tdm_run_deliver_all (shared);
 
   if (shared->application != NULL)
     {
@@ -178,11 +284,8 @@ tdm_run_finish (gpointer data)
     {
       self->running = FALSE;
       self->paused = FALSE;
-      g_signal_emit (self, signals[DONE], 0, message->error);
+      g_signal_emit (self, signals[DONE], 0, error);
     }
-
-  /* The reference the thread held. */
-  tdm_run_shared_unref (shared);
 
   return G_SOURCE_REMOVE;
 }
@@ -203,7 +306,24 @@ tdm_run_sink (const TdmEvent *event,
       copy->failed = NULL;
     }
 
-  tdm_run_post (shared, copy, error, tdm_run_deliver);
+  tdm_run_post (shared, copy, error);
+}
+
+/* Worker thread: on Linux a nice value belongs to one thread, and a thread started
+ * later inherits its creator's, so this covers the trainer's replica threads too;
+ * tandem-train keeps the normal priority. Lowering one's own priority needs no
+ * privilege; where it fails nothing else changes. */
+static void
+tdm_run_lower_priority (void)
+{
+#ifdef __linux__
+  const char *env = g_getenv ("TANDEM_TRAINING_NICE");
+  int nice_value = env ? atoi (env) : TDM_RUN_WORKER_NICE;
+
+  errno = 0;
+  if (setpriority (PRIO_PROCESS, gettid (), nice_value) != 0)
+    g_debug ("could not lower the training thread's priority: %s", g_strerror (errno));
+#endif
 }
 
 /* Worker thread. */
@@ -216,6 +336,7 @@ tdm_run_thread (gpointer data)
 
   /* Only this thread frees the trainer, so reading it unlocked is safe here. */
   trainer = shared->trainer;
+  tdm_run_lower_priority ();
   tdm_trainer_run (trainer, shared->cancellable, &error);
 
   g_mutex_lock (&shared->lock);
@@ -225,7 +346,12 @@ tdm_run_thread (gpointer data)
   /* Releasing replicas can take a while on a GPU: do it here, not on the main loop. */
   tdm_trainer_free (trainer);
 
-  tdm_run_post (shared, NULL, error, tdm_run_finish);
+  g_mutex_lock (&shared->lock);
+  shared->thread_error = error;
+  g_source_unref (tdm_run_schedule (shared, 0, tdm_run_finish, "[tandem] training ended"));
+  g_mutex_unlock (&shared->lock);
+
+  tdm_run_shared_unref (shared);
 
   return NULL;
 }
