@@ -7,6 +7,7 @@
  * differences. This is not a speed test; bench/ times the backend.
  */
 #include "tdm-backend.h"
+#include "tdm-cpu-kernels.h"
 #include "tdm-error.h"
 
 #include <math.h>
@@ -657,12 +658,34 @@ test_conv_pool(void)
 {
   static const ConvPoolShape shapes[] = {
     { 3, 8, 8, 1, 8, 3, 1, 2, TRUE },    /* the CNN's first layer, smaller */
+    { 2, 28, 28, 1, 32, 3, 1, 2, TRUE }, /* the CNN's first layer */
+    { 2, 7, 9, 1, 11, 3, 1, 2, FALSE },  /* its loops with odd sides, a partial group */
     { 2, 7, 7, 2, 5, 3, 1, 2, TRUE },    /* odd: the last row and column are dropped */
     { 2, 9, 9, 1, 4, 5, 2, 3, TRUE },    /* 25 taps, windows of 3 */
     { 2, 6, 6, 3, 4, 3, 0, 2, FALSE },   /* 27 taps (RGB), no padding, no ReLU */
   };
   for (size_t i = 0; i < G_N_ELEMENTS(shapes); i++)
     conv_pool_case(&shapes[i]);
+}
+
+/* Which copy of the CPU loops runs: the one named in TANDEM_CPU_KERNELS (the generic
+ * test runs set it), else the best this CPU has. */
+static void
+test_kernel_choice(void)
+{
+  const char *wanted = g_getenv("TANDEM_CPU_KERNELS");
+  const char *name = tdm_cpu_kernels_pick()->name;
+  if (wanted != NULL) {
+    g_assert_cmpstr(name, ==, wanted);
+    return;
+  }
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    g_assert_cmpstr(name, ==, "avx2");
+    return;
+  }
+#endif
+  g_assert_cmpstr(name, ==, "generic");
 }
 
 /* Softmax cross-entropy */
@@ -1380,6 +1403,7 @@ main(int argc, char **argv)
   g_test_add_func("/backend-cpu/im2col", test_im2col);
   g_test_add_func("/backend-cpu/maxpool", test_maxpool);
   g_test_add_func("/backend-cpu/conv-pool", test_conv_pool);
+  g_test_add_func("/backend-cpu/kernel-choice", test_kernel_choice);
   g_test_add_func("/backend-cpu/softmax-xent", test_softmax_xent);
   g_test_add_func("/backend-cpu/gather", test_gather);
   g_test_add_func("/backend-cpu/optimizers", test_optimizers);
