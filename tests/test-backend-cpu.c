@@ -276,6 +276,10 @@ test_gemm(void)
   /* The shapes of the MLP's first layer, where OpenBLAS takes its blocked path. */
   gemm_case(b, false, true, 100, 1000, 784, 1.0f, 0.0f);
   gemm_case(b, true, false, 1000, 784, 100, 1.0f, 0.0f);
+  /* A convolution's weight gradient (a long reduction into a short, wide C), which the
+   * backend computes transposed, with and without what C held. */
+  gemm_case(b, true, false, 64, 288, 2500, 1.0f, 0.0f);
+  gemm_case(b, true, false, 6, 20, 200, 0.75f, 0.5f);
   free_backend(b);
 }
 
