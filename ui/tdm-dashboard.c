@@ -15,7 +15,7 @@
  * Redrawing a chart costs a few milliseconds of a frame's 16 on a slow CPU, and a new
  * status line costs a relayout of the window; events come twenty times a second. So
  * points are queued here, and a TdmPacer hands each chart its points, and the status
- * line its latest figures, at most twice a second, one of them per tick: the window
+ * line its latest figures, at most once a second, one of them per tick: the window
  * stays live and no frame pays for more than one.
  */
 
@@ -31,10 +31,12 @@
 
 /* Each chart, and the status line, is a slot of the pacer: one slot is updated per
  * PACE_MS (about four frames), and each at most every REFRESH_MS. Where training
- * keeps every core busy, what the window draws is taken from training: at 2 Hz the
- * seven slots cost about 5 % of one core (bench/NOTES.md, "GUI"), at 4 Hz twice that. */
+ * keeps every core busy, what the window draws is taken from training, and more:
+ * each wake-up of the main thread puts a replica off its core while the others wait
+ * for it. At 2 Hz the window cost mlp on cpu:2 about 8 % of its throughput (main
+ * thread 2.8 % of a core), at 1 Hz about 2 % (1.5 %); bench/NOTES.md, "GUI". */
 #define PACE_MS    60
-#define REFRESH_MS 500
+#define REFRESH_MS 1000
 
 typedef struct
 {
