@@ -559,16 +559,23 @@ cpu_destroy(TdmBackend *b)
 const TdmCpuKernels *
 tdm_cpu_kernels_pick(void)
 {
-  const char *wanted = g_getenv("TANDEM_CPU_KERNELS");
-  const TdmCpuKernels *best = &tdm_cpu_kernels_generic;
+  /* The copies this CPU runs, from the plainest to the best. */
+  const TdmCpuKernels *runs[3];
+  int count = 0;
+  runs[count++] = &tdm_cpu_kernels_generic;
 #if defined(__x86_64__)
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    best = &tdm_cpu_kernels_avx2;
-  if (wanted != NULL && g_str_equal(wanted, tdm_cpu_kernels_avx2.name))
-    return best;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    runs[count++] = &tdm_cpu_kernels_avx2;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw"))
+      runs[count++] = &tdm_cpu_kernels_avx512;
+  }
 #endif
-  return wanted != NULL && g_str_equal(wanted, tdm_cpu_kernels_generic.name)
-           ? &tdm_cpu_kernels_generic : best;
+  const char *wanted = g_getenv("TANDEM_CPU_KERNELS");
+  for (int i = 0; wanted != NULL && i < count; i++)
+    if (g_str_equal(wanted, runs[i]->name))
+      return runs[i];
+  return runs[count - 1];
 }
 
 static const TdmBackendOps tdm_backend_cpu_ops = {

@@ -13,10 +13,12 @@
 #error "TDM_CPU_KERNELS and TDM_CPU_KERNELS_NAME name the table this copy defines"
 #endif
 
-/* A vector of floats as one value: eight (one AVX register) in the copies built for
- * AVX, four (one SSE or NEON register) in the others. Loads and stores go through
- * memcpy, which compiles to one unaligned access. */
-#if defined(__AVX__)
+/* A vector of floats as one value: sixteen (one AVX-512 register), eight (AVX) or
+ * four (SSE, NEON), as the copy is built. Loads and stores go through memcpy, which
+ * compiles to one unaligned access. */
+#if defined(__AVX512F__)
+#define LANES 16
+#elif defined(__AVX__)
 #define LANES 8
 #else
 #define LANES 4

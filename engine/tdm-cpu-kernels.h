@@ -1,8 +1,9 @@
 /* tdm-cpu-kernels.h — the CPU backend's loops (everything but the GEMMs and the
  * optimizers), as a table of plain functions. tdm-cpu-kernels.c is compiled once per
  * instruction set: "generic" for any CPU of the architecture, and on x86-64 also
- * "avx2" (AVX2 and FMA); tdm_cpu_kernels_pick() chooses the best one the CPU runs.
- * The backend checks every argument before it calls in here. */
+ * "avx2" (AVX2 and FMA) and "avx512" (AVX-512 F, VL, DQ, BW);
+ * tdm_cpu_kernels_pick() chooses the best one the CPU runs. The backend checks every
+ * argument before it calls in here. */
 #pragma once
 
 #include <stdbool.h>
@@ -38,8 +39,9 @@ typedef struct {
 extern const TdmCpuKernels tdm_cpu_kernels_generic;
 #if defined(__x86_64__)
 extern const TdmCpuKernels tdm_cpu_kernels_avx2;
+extern const TdmCpuKernels tdm_cpu_kernels_avx512;
 #endif
 
-/* The fastest table this CPU runs; TANDEM_CPU_KERNELS=generic (or avx2) in the
- * environment chooses one by name, for tests and measurements. */
+/* The best table this CPU runs; TANDEM_CPU_KERNELS=generic, avx2 or avx512 in the
+ * environment chooses one by name (if the CPU runs it), for tests and measurements. */
 const TdmCpuKernels *tdm_cpu_kernels_pick (void);
