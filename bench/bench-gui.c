@@ -20,6 +20,13 @@
  * --probe-ms adds a high-priority timeout of that period, which also sees a loop
  * that woke late, at the price of its wake-ups. Target: no stall over 16 ms.
  *
+ * Beside them: how often the scheduler forced a thread of the process off its core,
+ * how often the main thread woke, and the training threads' nice value (TdmRun lowers
+ * it; TANDEM_TRAINING_NICE=0 keeps it); the window's ratio to headless also paired
+ * round by round, which a drift of the machine over minutes disturbs less than the
+ * two medians. --headless-thread trains the headless runs on a thread of their own,
+ * as the window does, to tell what the thread costs from what the window costs.
+ *
  * A benchmark, not a test: it asserts nothing. It needs a display:
  *   tests/gui/xvfb-run-test.sh build/bench/bench-gui [--devices cpu:2 --max-steps 600]
  */
@@ -412,7 +419,7 @@ on_run_event(GSignalInvocationHint *hint, guint n_values, const GValue *values, 
 
   if (event->kind == TDM_EVENT_STEP) {
     if (!gui->have_step)
-      gui->worker_nice = thread_nice("tdm-replica-1");
+      gui->worker_nice = thread_nice("tandem-trainer");
     gui->last_step = event->step;
     gui->have_step = TRUE;
   }
