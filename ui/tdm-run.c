@@ -13,7 +13,7 @@
  * (see tdm_run_schedule()).
  *
  * Progress (steps twenty times a second, device figures four) is delivered in
- * batches, every BATCH_MS: the window shows it at most twice a second anyway, and
+ * batches, every BATCH_MS: the window shows it at most once a second anyway, and
  * each delivery wakes the main thread, which on a machine whose every core trains
  * puts a training thread off its core. Everything else (started, epoch, pause,
  * finished, failed) is delivered at once, with whatever progress came before it.
