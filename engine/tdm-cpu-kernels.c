@@ -523,18 +523,35 @@ conv_pool_pad(float *restrict xp, int32_t *restrict tap, const float *restrict x
         tap[(ky * kw + kx) * c + ch] = (ky * wp + kx) * c + ch;
 }
 
-/* The weights, [out][tap], as [group][tap][LANES], zeros past out. A buffer of the
- * same shape holds weight gradients while they are summed. */
+/* The weights, [out][tap], as [group][tap][LANES], zeros past out. Weight gradients
+ * are summed in the same shape. */
 static float *
 conv_pool_pack(const float *wt, int taps, int out)
 {
   const int groups = (out + LANES - 1) / LANES;
   float *packed = g_new0(float, (size_t)groups * taps * LANES);
-  if (wt != NULL)
-    for (int o = 0; o < out; o++)
-      for (int t = 0; t < taps; t++)
-        packed[((size_t)(o / LANES) * taps + t) * LANES + o % LANES] = wt[(size_t)o * taps + t];
+  for (int o = 0; o < out; o++)
+    for (int t = 0; t < taps; t++)
+      packed[((size_t)(o / LANES) * taps + t) * LANES + o % LANES] = wt[(size_t)o * taps + t];
   return packed;
+}
+
+/* The cnn's first layer, which has loops of its own: one channel, 3×3 taps padded by
+ * one, 2×2 pool. */
+static inline gboolean
+conv_pool_is_3x3(int c, int kh, int kw, int pad, int pk)
+{
+  return c == 1 && kh == 3 && kw == 3 && pad == 1 && pk == 2;
+}
+
+/* In a 2×2 pool's 4×4 patch of input, the tap of window position q that reads the
+ * value at (r, col), or −1 when none does. Constant once the loops over r, col and q
+ * unroll. */
+static inline int
+conv_pool_patch_tap(int r, int col, int q)
+{
+  const int ky = r - q / 2, kx = col - q % 2;
+  return ky >= 0 && ky < 3 && kx >= 0 && kx < 3 ? ky * 3 + kx : -1;
 }
 
 /* Where a pooled pixel's window position q sits: its corner in the padded image and
@@ -611,9 +628,9 @@ conv_pool_3x3_forward(float *restrict y, int32_t *restrict argmax, const float *
         for (int col = 0; col < 4; col++) {
           const float v = patch[r * wp + col];
           for (int q = 0; q < 4; q++) {
-            const int ky = r - q / 2, kx = col - q % 2;
-            if (ky >= 0 && ky < 3 && kx >= 0 && kx < 3)
-              s[q] += v * wv[ky * 3 + kx];
+            const int t = conv_pool_patch_tap(r, col, q);
+            if (t >= 0)
+              s[q] += v * wv[t];
           }
         }
       conv_pool_window(at, im, py, px, w, 1, 1, oh, ow, out, 2);
@@ -655,7 +672,6 @@ k_conv_pool_forward(float *y, int32_t *argmax, const float *x, const float *wt,
 {
   const int oh = h + 2 * pad - kh + 1, ow = w + 2 * pad - kw + 1;
   const int ph = oh / pk, pw = ow / pk, taps = kh * kw * c, positions = pk * pk;
-  const gboolean first_layer = c == 1 && kh == 3 && kw == 3 && pad == 1 && pk == 2;
   float *wg = conv_pool_pack(wt, taps, out);
   float *xp = g_new(float, (size_t)(h + 2 * pad) * (w + 2 * pad) * c);
   int32_t *tap = g_new(int32_t, taps);
@@ -663,18 +679,22 @@ k_conv_pool_forward(float *y, int32_t *argmax, const float *x, const float *wt,
 
   for (int im = 0; im < n; im++) {
     conv_pool_pad(xp, tap, x + (size_t)im * h * w * c, h, w, c, kh, kw, pad);
-    for (int o0 = 0; first_layer && o0 < out; o0 += LANES)
-      conv_pool_3x3_forward(y, argmax, xp, wg + (size_t)o0 * taps,
-                            vec_load_part(bias + o0, out - o0), relu, im, w, oh, ow, out, o0);
-    for (int py = 0; !first_layer && py < ph; py++)
-      for (int px = 0; px < pw; px++) {
-        const size_t e = (((size_t)im * ph + py) * pw + px) * out;
-        conv_pool_window(at, im, py, px, w, c, pad, oh, ow, out, pk);
-        for (int o0 = 0; o0 < out; o0 += LANES)
-          conv_pool_any_forward(y + e + o0, argmax + e + o0, xp, tap, wg + (size_t)o0 * taps,
-                                vec_load_part(bias + o0, out - o0), relu, taps, at,
-                                positions, o0, out - o0);
-      }
+    if (conv_pool_is_3x3(c, kh, kw, pad, pk)) {
+      for (int o0 = 0; o0 < out; o0 += LANES)
+        conv_pool_3x3_forward(y, argmax, xp, wg + (size_t)o0 * taps,
+                              vec_load_part(bias + o0, out - o0), relu, im, w, oh, ow, out,
+                              o0);
+    } else {
+      for (int py = 0; py < ph; py++)
+        for (int px = 0; px < pw; px++) {
+          const size_t e = (((size_t)im * ph + py) * pw + px) * out;
+          conv_pool_window(at, im, py, px, w, c, pad, oh, ow, out, pk);
+          for (int o0 = 0; o0 < out; o0 += LANES)
+            conv_pool_any_forward(y + e + o0, argmax + e + o0, xp, tap, wg + (size_t)o0 * taps,
+                                  vec_load_part(bias + o0, out - o0), relu, taps, at,
+                                  positions, o0, out - o0);
+        }
+    }
   }
   g_free(at);
   g_free(tap);
@@ -723,9 +743,9 @@ conv_pool_3x3_backward(float *restrict acc, float *restrict bacc, const float *r
         for (int col = 0; col < 4; col++) {
           const float v = patch[r * wp + col];
           for (int q = 0; q < 4; q++) {
-            const int ky = r - q / 2, kx = col - q % 2;
-            if (ky >= 0 && ky < 3 && kx >= 0 && kx < 3)
-              a[ky * 3 + kx] += share[q] * v;
+            const int t = conv_pool_patch_tap(r, col, q);
+            if (t >= 0)
+              a[t] += share[q] * v;
           }
         }
     }
@@ -763,11 +783,10 @@ k_conv_pool_backward(float *dwt, float *dbias, const float *dy, const int32_t *a
 {
   const int oh = h + 2 * pad - kh + 1, ow = w + 2 * pad - kw + 1;
   const int ph = oh / pk, pw = ow / pk, taps = kh * kw * c, positions = pk * pk;
-  const gboolean first_layer = c == 1 && kh == 3 && kw == 3 && pad == 1 && pk == 2;
   const int groups = (out + LANES - 1) / LANES;
   const size_t sums = (size_t)groups * taps * LANES;
   double *dw = g_new0(double, sums), *db = g_new0(double, (size_t)groups * LANES);
-  float *acc = conv_pool_pack(NULL, taps, out), *bacc = g_new(float, (size_t)groups * LANES);
+  float *acc = g_new(float, sums), *bacc = g_new(float, (size_t)groups * LANES);
   float *xp = g_new(float, (size_t)(h + 2 * pad) * (w + 2 * pad) * c);
   int32_t *tap = g_new(int32_t, taps);
   TdmPoolPosition *at = g_new(TdmPoolPosition, positions);
@@ -776,18 +795,21 @@ k_conv_pool_backward(float *dwt, float *dbias, const float *dy, const int32_t *a
     conv_pool_pad(xp, tap, x + (size_t)im * h * w * c, h, w, c, kh, kw, pad);
     memset(acc, 0, sizeof(float) * sums);
     memset(bacc, 0, sizeof(float) * groups * LANES);
-    for (int o0 = 0; first_layer && o0 < out; o0 += LANES)
-      conv_pool_3x3_backward(acc + (size_t)o0 * taps, bacc + o0, dy, argmax, y, relu, xp, im,
-                             w, oh, ow, out, o0);
-    for (int py = 0; !first_layer && py < ph; py++)
-      for (int px = 0; px < pw; px++) {
-        const size_t e = (((size_t)im * ph + py) * pw + px) * out;
-        conv_pool_window(at, im, py, px, w, c, pad, oh, ow, out, pk);
-        for (int o0 = 0; o0 < out; o0 += LANES)
-          conv_pool_any_backward(acc + (size_t)o0 * taps, bacc + o0, dy + e + o0,
-                                 argmax + e + o0, y + e + o0, relu, xp, tap, taps, at,
-                                 positions, o0, out - o0);
-      }
+    if (conv_pool_is_3x3(c, kh, kw, pad, pk)) {
+      for (int o0 = 0; o0 < out; o0 += LANES)
+        conv_pool_3x3_backward(acc + (size_t)o0 * taps, bacc + o0, dy, argmax, y, relu, xp,
+                               im, w, oh, ow, out, o0);
+    } else {
+      for (int py = 0; py < ph; py++)
+        for (int px = 0; px < pw; px++) {
+          const size_t e = (((size_t)im * ph + py) * pw + px) * out;
+          conv_pool_window(at, im, py, px, w, c, pad, oh, ow, out, pk);
+          for (int o0 = 0; o0 < out; o0 += LANES)
+            conv_pool_any_backward(acc + (size_t)o0 * taps, bacc + o0, dy + e + o0,
+                                   argmax + e + o0, y + e + o0, relu, xp, tap, taps, at,
+                                   positions, o0, out - o0);
+        }
+    }
     for (size_t i = 0; i < sums; i++)
       dw[i] += acc[i];
     for (int o = 0; o < out; o++)
