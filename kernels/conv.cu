@@ -512,6 +512,58 @@ conv_pool_taps(int *table, int taps, int c, int kw)
   }
 }
 
+/* Position sums s into a window's max so far (first on ties: only a strictly greater
+ * value takes), with where they came from. */
+template <int V>
+__device__ __forceinline__ void
+conv_pool_take(float *best, int32_t *at, const float *s, int32_t index, bool first)
+{
+  for (int j = 0; j < V; j++) {
+    if (first || s[j] > best[j]) {
+      best[j] = s[j];
+      at[j] = index + j;
+    }
+  }
+}
+
+/* A window's max, with the bias and ReLU of maxpool_forward, and its argmax, stored as
+ * element e of V channels. */
+template <int V>
+__device__ __forceinline__ void
+conv_pool_store(float *y, int32_t *argmax, uint32_t e, float *best, const int32_t *at,
+                const float *bias, int q, bool use_relu)
+{
+  float b[V];
+  load_v<V>(b, bias + q * V);
+  for (int j = 0; j < V; j++)
+    best[j] = use_relu ? relu(best[j] + b[j]) : best[j] + b[j];
+  store_v<V>(y + (size_t)e * V, best);
+  store_iv<V>(argmax + (size_t)e * V, at);
+}
+
+/* The backward kernels' block sums: the 8 rows of sums (KT weight columns, the bias
+ * last) added up by row 0 and written to partials, [block][out][taps] for the
+ * weights, then [block][out] for the bias after all blocks' weights. */
+template <int KT>
+__device__ __forceinline__ void
+conv_pool_write_partials(float *partials, float (*sums)[32][KT + 1], int taps, int out, int o)
+{
+  if (threadIdx.y != 0 || o >= out)
+    return;
+  size_t weights = (size_t)gridDim.x * out * taps;
+  for (int t = 0; t <= KT; t++) {
+    if (t < taps || t == KT) {
+      float s = 0.0f;
+      for (int r = 0; r < 8; r++)
+        s += sums[r][threadIdx.x][t];
+      if (t == KT)
+        partials[weights + (size_t)blockIdx.x * out + o] = s;
+      else
+        partials[((size_t)blockIdx.x * out + o) * taps + t] = s;
+    }
+  }
+}
+
 /* One thread per V output channels of a pooled pixel: the conv at each position of
  * its window, weights from shared memory transposed to [tap][out] so that the V
  * channels are one load, taps summed in order as the CPU sums them; then the max
@@ -561,21 +613,11 @@ conv_pool_forward_kernel(float *y, int32_t *argmax, const float *x, const float 
           for (int j = 0; j < V; j++)
             s[j] += xv * wv[j];
         }
-        int32_t index = ((img * oh + oy) * ow + ox) * out + q * V;
-        for (int j = 0; j < V; j++) {
-          if ((wy == 0 && wx == 0) || s[j] > best[j]) {
-            best[j] = s[j];
-            at[j] = index + j;
-          }
-        }
+        conv_pool_take<V>(best, at, s, ((img * oh + oy) * ow + ox) * out + q * V,
+                          wy == 0 && wx == 0);
       }
     }
-    float b[V];
-    load_v<V>(b, bias + q * V);
-    for (int j = 0; j < V; j++)
-      best[j] = use_relu ? relu(best[j] + b[j]) : best[j] + b[j];
-    store_v<V>(y + (size_t)e * V, best);
-    store_iv<V>(argmax + (size_t)e * V, at);
+    conv_pool_store<V>(y, argmax, e, best, at, bias, q, use_relu);
   }
 }
 
@@ -628,20 +670,7 @@ conv_pool_backward_kernel(float *partials, const float *dy, const int32_t *argma
   for (int t = 0; t <= KT; t++)
     sums[threadIdx.y][threadIdx.x][t] = acc[t];
   __syncthreads();
-  if (threadIdx.y != 0 || o >= out)
-    return;
-  size_t weights = (size_t)gridDim.x * out * taps;
-  for (int t = 0; t <= KT; t++) {
-    if (t < taps || t == KT) {
-      float s = 0.0f;
-      for (int r = 0; r < 8; r++)
-        s += sums[r][threadIdx.x][t];
-      if (t == KT)
-        partials[weights + (size_t)blockIdx.x * out + o] = s;
-      else
-        partials[((size_t)blockIdx.x * out + o) * taps + t] = s;
-    }
-  }
+  conv_pool_write_partials<KT>(partials, sums, taps, out, o);
 }
 
 /* The cnn's first layer, one channel, 3×3 taps, windows of 2: the four positions of
@@ -702,19 +731,9 @@ conv_pool3_forward_kernel(float *y, int32_t *argmax, const float *x, const float
           s[j] += v * wv[t][j];
       }
       int32_t index = ((img * oh + py * 2 + wy) * ow + px * 2 + wx) * out + q * V;
-      for (int j = 0; j < V; j++) {
-        if (pos == 0 || s[j] > best[j]) {
-          best[j] = s[j];
-          at[j] = index + j;
-        }
-      }
+      conv_pool_take<V>(best, at, s, index, pos == 0);
     }
-    float b[V];
-    load_v<V>(b, bias + q * V);
-    for (int j = 0; j < V; j++)
-      best[j] = use_relu ? relu(best[j] + b[j]) : best[j] + b[j];
-    store_v<V>(y + (size_t)e * V, best);
-    store_iv<V>(argmax + (size_t)e * V, at);
+    conv_pool_store<V>(y, argmax, e, best, at, bias, q, use_relu);
   }
 }
 
@@ -761,18 +780,7 @@ conv_pool3_backward_kernel(float *partials, const float *dy, const int32_t *argm
   for (int t = 0; t < 10; t++)
     sums[threadIdx.y][threadIdx.x][t] = acc[t];
   __syncthreads();
-  if (threadIdx.y != 0 || o >= out)
-    return;
-  size_t weights = (size_t)gridDim.x * out * 9;
-  for (int t = 0; t < 10; t++) {
-    float s = 0.0f;
-    for (int r = 0; r < 8; r++)
-      s += sums[r][threadIdx.x][t];
-    if (t == 9)
-      partials[weights + (size_t)blockIdx.x * out + o] = s;
-    else
-      partials[((size_t)blockIdx.x * out + o) * 9 + t] = s;
-  }
+  conv_pool_write_partials<9>(partials, sums, 9, out, o);
 }
 
 static bool
