@@ -139,8 +139,7 @@ tdm_run_shared_unref (TdmRunShared *shared)
   g_free (shared);
 }
 
-static gboolean tdm_run_deliver_batch (gpointer data);
-static gboolean tdm_run_deliver_urgent (gpointer data);
+static gboolean tdm_run_deliver_queued (gpointer data);
 
 /* Always through a source, never g_main_context_invoke(): that would call back on the
  * worker thread whenever it can acquire the context, which it can between two
@@ -178,12 +177,12 @@ tdm_run_post (TdmRunShared *shared,
   g_queue_push_tail (&shared->queue, message);
   if (!progress && !shared->urgent_scheduled)
     {
-      g_source_unref (tdm_run_schedule (shared, 0, tdm_run_deliver_urgent,
+      g_source_unref (tdm_run_schedule (shared, 0, tdm_run_deliver_queued,
                                         "[tandem] training event"));
       shared->urgent_scheduled = TRUE;
     }
   else if (progress && shared->batch_source == NULL && !shared->urgent_scheduled)
-    shared->batch_source = tdm_run_schedule (shared, BATCH_MS, tdm_run_deliver_batch,
+    shared->batch_source = tdm_run_schedule (shared, BATCH_MS, tdm_run_deliver_queued,
                                              "[tandem] training progress");
   g_mutex_unlock (&shared->lock);
 }
@@ -243,14 +242,7 @@ tdm_run_deliver_all (TdmRunShared *shared)
 }
 
 static gboolean
-tdm_run_deliver_batch (gpointer data)
-{
-  tdm_run_deliver_all (data);
-  return G_SOURCE_REMOVE;
-}
-
-static gboolean
-tdm_run_deliver_urgent (gpointer data)
+tdm_run_deliver_queued (gpointer data)
 {
   tdm_run_deliver_all (data);
   return G_SOURCE_REMOVE;
