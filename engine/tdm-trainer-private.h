@@ -41,6 +41,8 @@ struct _TdmTrainer {
   TdmEventSink sink;
   gpointer sink_data;
   char *resume_path;
+  TdmClockFunc clock;
+  gpointer clock_data;
 
   GMutex pause_lock;
   GCond pause_cond;

@@ -47,6 +47,20 @@ tdm_trainer_new(const TdmConfig *config, TdmEventSink sink, gpointer user_data)
 }
 
 void
+tdm_trainer_set_clock(TdmTrainer *t, TdmClockFunc clock, gpointer user_data)
+{
+  g_return_if_fail(t != NULL);
+  t->clock = clock;
+  t->clock_data = user_data;
+}
+
+static gint64
+now_us(TdmTrainer *t)
+{
+  return t->clock != NULL ? t->clock(t->clock_data) : g_get_monotonic_time();
+}
+
+void
 tdm_trainer_free(TdmTrainer *t)
 {
   if (t == NULL)
@@ -719,9 +733,9 @@ run_fraction(TdmTrainer *t)
 }
 
 static double
-elapsed_training(RunStats *st)
+elapsed_training(TdmTrainer *t, RunStats *st)
 {
-  return st->trained_seconds + (g_get_monotonic_time() - st->segment_start_us) / 1e6;
+  return st->trained_seconds + (now_us(t) - st->segment_start_us) / 1e6;
 }
 
 /* Collects metrics over every replica (and process) and votes on stopping. */
@@ -746,7 +760,7 @@ emit_devices(TdmTrainer *t, RunStats *st)
   TdmEvent e = {.kind = TDM_EVENT_DEVICES};
   TdmDevicesEvent *d = &e.devices;
   d->step = t->step;
-  d->elapsed = elapsed_training(st);
+  d->elapsed = elapsed_training(t, st);
   d->replicas = MIN(t->replicas, TDM_MAX_REPLICAS);
   for (int r = 0; r < d->replicas; r++) {
     Timing *tm = &t->timing[r];
@@ -807,7 +821,7 @@ summarize(TdmTrainer *t, RunStats *st, gboolean want_stop, gboolean *stop, GErro
   st->epoch_loss += loss_sum;
   st->epoch_correct += correct;
 
-  gint64 now = g_get_monotonic_time();
+  gint64 now = now_us(t);
   long samples = st->samples;
   double interval = (now - st->last_summary_us) / 1e6;
   TdmEvent e = {.kind = TDM_EVENT_STEP};
@@ -820,7 +834,7 @@ summarize(TdmTrainer *t, RunStats *st, gboolean want_stop, gboolean *stop, GErro
   s->train_accuracy = samples > 0 ? correct / samples : NAN;
   s->samples_per_second = interval > 0 ? samples / interval : 0;
   s->lr = t->job.lr;
-  s->elapsed = elapsed_training(st);
+  s->elapsed = elapsed_training(t, st);
   s->eta = s->fraction > 0 ? s->elapsed * (1 - s->fraction) / s->fraction : -1;
   emit(t, &e);
 
@@ -854,7 +868,7 @@ wait_while_paused(TdmTrainer *t, RunStats *st)
 {
   if (!tdm_trainer_get_paused(t))
     return TRUE;
-  st->trained_seconds = elapsed_training(st);
+  st->trained_seconds = elapsed_training(t, st);
   TdmEvent e = {.kind = TDM_EVENT_PAUSED};
   emit(t, &e);
   g_mutex_lock(&t->pause_lock);
@@ -863,7 +877,7 @@ wait_while_paused(TdmTrainer *t, RunStats *st)
     g_cond_wait_until(&t->pause_cond, &t->pause_lock, deadline);
   }
   g_mutex_unlock(&t->pause_lock);
-  st->segment_start_us = g_get_monotonic_time();
+  st->segment_start_us = now_us(t);
   st->last_summary_us = st->segment_start_us;
   st->samples = 0;
   e.kind = TDM_EVENT_RESUMED;
@@ -877,7 +891,7 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
 {
   const TdmConfig *cfg = t->config;
   RunStats st = {0};
-  st.segment_start_us = st.last_summary_us = st.last_devices_us = g_get_monotonic_time();
+  st.segment_start_us = st.last_summary_us = st.last_devices_us = now_us(t);
   st.next_timed = TRUE;
   *final_loss = *final_accuracy = NAN;
 
@@ -920,7 +934,7 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
     st.samples += count;
     st.epoch_samples += count;
 
-    gint64 now = g_get_monotonic_time();
+    gint64 now = now_us(t);
     gboolean due = distributed(t) ? t->step % DISTRIBUTED_SUMMARY_STEPS == 0
                                   : now - st.last_summary_us >= SUMMARY_INTERVAL_US;
     if (epoch_end || due) {
@@ -933,7 +947,7 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
       }
     }
     if (epoch_end) {
-      st.trained_seconds = elapsed_training(&st);
+      st.trained_seconds = elapsed_training(t, &st);
       double test_loss, test_accuracy;
       if (!evaluate(t, &test_loss, &test_accuracy, error)) {
         if (aborted(t) && (error == NULL || *error == NULL)) {
@@ -957,7 +971,7 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
       st.epoch_samples = 0;
       if (!tdm_trainer_save_checkpoint(t, error))
         return FALSE;
-      st.segment_start_us = st.last_summary_us = g_get_monotonic_time();
+      st.segment_start_us = st.last_summary_us = now_us(t);
       st.samples = 0;
     }
   }
@@ -975,7 +989,7 @@ tdm_trainer_run(TdmTrainer *t, GCancellable *cancellable, GError **error)
   GError *local = NULL;
   gboolean stopped = FALSE;
   double test_loss = NAN, test_accuracy = NAN;
-  gint64 start_us = g_get_monotonic_time();
+  gint64 start_us = now_us(t);
   t->abort_flag = 0;
   t->stop_requested = 0;
   t->main_local = 0;
@@ -1009,7 +1023,7 @@ finish:
   {
     TdmEvent e = {.kind = TDM_EVENT_FINISHED};
     e.finished.steps = t->step;
-    e.finished.elapsed = (g_get_monotonic_time() - start_us) / 1e6;
+    e.finished.elapsed = (now_us(t) - start_us) / 1e6;
     e.finished.test_loss = test_loss;
     e.finished.test_accuracy = test_accuracy;
     e.finished.stopped = stopped;

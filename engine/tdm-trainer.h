@@ -31,6 +31,12 @@ void tdm_trainer_set_resume_path (TdmTrainer *trainer, const char *path);
  * it returns TRUE after a FINISHED event with stopped = TRUE. */
 gboolean tdm_trainer_run (TdmTrainer *trainer, GCancellable *cancellable, GError **error);
 
+/* The clock that paces step summaries and device figures and measures elapsed time
+ * (monotonic microseconds); g_get_monotonic_time() unless a test sets another, so
+ * the throttle can be tested by counting events instead of timing them. */
+typedef gint64 (*TdmClockFunc) (gpointer user_data);
+void tdm_trainer_set_clock (TdmTrainer *trainer, TdmClockFunc clock, gpointer user_data);
+
 /* Thread-safe. While paused, run() waits between steps (and a stop still works). */
 void tdm_trainer_set_paused (TdmTrainer *trainer, gboolean paused);
 gboolean tdm_trainer_get_paused (TdmTrainer *trainer);

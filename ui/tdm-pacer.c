@@ -24,7 +24,16 @@ struct _TdmPacer
   guint         next;
   guint         source;
   gint64        source_due_us;  /* when the source fires */
+
+  TdmPacerClock clock;
+  gpointer      clock_data;
 };
+
+static gint64
+tdm_pacer_now (TdmPacer *self)
+{
+  return self->clock != NULL ? self->clock (self->clock_data) : g_get_monotonic_time ();
+}
 
 static void tdm_pacer_schedule (TdmPacer *self,
                                 gint64    now);
@@ -33,7 +42,7 @@ static gboolean
 tdm_pacer_tick (gpointer data)
 {
   TdmPacer *self = data;
-  gint64 now = g_get_monotonic_time ();
+  gint64 now = tdm_pacer_now (self);
 
   self->source = 0;
 
@@ -120,6 +129,17 @@ tdm_pacer_free (TdmPacer *self)
 }
 
 void
+tdm_pacer_set_clock (TdmPacer     *self,
+                     TdmPacerClock clock,
+                     gpointer      user_data)
+{
+  g_return_if_fail (self != NULL);
+
+  self->clock = clock;
+  self->clock_data = user_data;
+}
+
+void
 tdm_pacer_mark (TdmPacer *self,
                 guint     slot)
 {
@@ -132,7 +152,7 @@ tdm_pacer_mark (TdmPacer *self,
     return;
 
   self->marked |= 1u << slot;
-  now = g_get_monotonic_time ();
+  now = tdm_pacer_now (self);
   /* A slot due before the tick that waits for others gets an earlier one. */
   if (self->source == 0 || tdm_pacer_next_due (self, now) < self->source_due_us)
     tdm_pacer_schedule (self, now);

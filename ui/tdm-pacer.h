@@ -28,6 +28,13 @@ TdmPacer *tdm_pacer_new      (guint         interval_ms,
                               gpointer      user_data);
 void      tdm_pacer_free     (TdmPacer     *pacer);
 
+/* For tests: the clock (monotonic microseconds) the pacer reads instead of
+ * g_get_monotonic_time(), so its rate can be checked on the clock's readings. */
+typedef gint64 (*TdmPacerClock) (gpointer user_data);
+void      tdm_pacer_set_clock (TdmPacer     *pacer,
+                               TdmPacerClock clock,
+                               gpointer      user_data);
+
 /* The slot has news; the callback comes for it soon. */
 void      tdm_pacer_mark     (TdmPacer     *pacer,
                               guint         slot);
