@@ -1,6 +1,6 @@
 /* tdm-kernels.h — the C launchers of Tandem's CUDA kernels.
  *
- * Each launcher enqueues one operation of engine/tdm-backend.h on the given stream and
+ * Each launcher enqueues one operation of engine/compute/tdm-backend.h on the given stream and
  * returns cudaGetLastError() after its launches (cudaSuccess for empty work, which
  * launches nothing). Pointers are device pointers; the semantics, layouts (NHWC, the
  * (ky, kx, channel) im2col column order, flat argmax indices into x) and argument
