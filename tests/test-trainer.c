@@ -310,7 +310,9 @@ test_stop_is_prompt(void)
   g_test_message("stopped %.0f ms after the request", (returned - s.cancelled_at) / 1e3);
   /* The epoch would take minutes: the stop cut it short, after a handful of steps
    * (the latency itself is a benchmark's business: bench-train --stop-latency). */
-  g_assert_cmpint(rec.finished_event.steps, <, rec.started_event.steps_per_epoch / 4);
+  /* (The stop may come before the first step, even before STARTED, on a busy machine.) */
+  const long steps_per_epoch = 60000 / 512;
+  g_assert_cmpint(rec.finished_event.steps, <, steps_per_epoch / 4);
 }
 
 static void
