@@ -254,7 +254,8 @@ test_names(void)
     strategies[] = {{"main", TDM_STRATEGY_MAIN}, {"allreduce", TDM_STRATEGY_ALLREDUCE}},
     schedules[] = {{"constant", TDM_SCHEDULE_CONSTANT}, {"step", TDM_SCHEDULE_STEP},
                    {"cosine", TDM_SCHEDULE_COSINE}},
-    precisions[] = {{"fp32", TDM_PRECISION_FP32}, {"tf32", TDM_PRECISION_TF32}};
+    precisions[] = {{"fp32", TDM_PRECISION_FP32}, {"tf32", TDM_PRECISION_TF32},
+                   {"bf16", TDM_PRECISION_BF16}};
 
   for (gsize i = 0; i < G_N_ELEMENTS(optimizers); i++) {
     TdmOptimizerKind k = 99;
@@ -480,7 +481,7 @@ test_json_rejects(void)
     {"optimizer", int_node(2), "“optimizer” must be a string"},
     {"schedule", string_node("linear"), "“schedule” has the unknown value"},
     {"strategy", string_node("ring"), "“strategy” has the unknown value"},
-    {"precision", string_node("bf16"), "“precision” has the unknown value"},
+    {"precision", string_node("fp16"), "“precision” has the unknown value"},
     {"seed", int_node(-1), "“seed” must be a non-negative"},
     {"seed", string_node("twelve"), "“seed” must be a non-negative"},
     {"save_path", int_node(1), "“save_path” must be a string or null"},

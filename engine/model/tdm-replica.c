@@ -206,7 +206,7 @@ forward(TdmReplica *r, int n)
       int rows = n * l->out_h * l->out_w;
       int k = l->in_c * l->kernel * l->kernel;
       float *col = r->cols[i];
-      ops->im2col(b, col, x, n, l->in_h, l->in_w, l->in_c, l->kernel, l->kernel, l->pad);
+      ops->im2col(b, col, x, n, l->in_h, l->in_w, l->in_c, l->kernel, l->kernel, l->pad, 1);
       ops->gemm(b, false, true, rows, l->out_c, k, 1.0f, col, k, w, k, 0.0f, y, l->out_c);
       if (!bias_in_pool(r->net, i))
         ops->bias_forward(b, y, bias, rows, l->out_c, 1, l->fused_relu);
@@ -272,7 +272,7 @@ backward(TdmReplica *r, int n)
       if (need_dx) {
         /* The columns are spent: their gradient takes their place. */
         ops->gemm(b, false, false, rows, k, l->out_c, 1.0f, dy, l->out_c, w, k, 0.0f, col, k);
-        ops->col2im(b, dx, col, n, l->in_h, l->in_w, l->in_c, l->kernel, l->kernel, l->pad);
+        ops->col2im(b, dx, col, n, l->in_h, l->in_w, l->in_c, l->kernel, l->kernel, l->pad, 1);
       }
       break;
     }
@@ -327,7 +327,7 @@ train_body(TdmReplica *r, int count, float grad_scale)
   forward(r, count);
   if (aborted(r))
     return;
-  b->ops->softmax_xent(b, r->acts[net->layer_count], r->labels, count, net->classes,
+  b->ops->softmax_xent(b, r->acts[net->layer_count], r->labels, count, net->classes, 0.0f,
                        grad_scale, r->grad_a, r->metrics);
   backward(r, count);
   r->ops_per_step = (int)(b->operations - first);
@@ -384,7 +384,7 @@ tdm_replica_evaluate(TdmReplica *r, int first, int count)
   b->ops->gather(b, r->acts[0], r->labels, r->test_images, r->test_labels, r->indices, count,
                  r->sample_size, 1.0f / 255.0f);
   forward(r, count);
-  b->ops->softmax_xent(b, r->acts[net->layer_count], r->labels, count, net->classes, 0.0f,
+  b->ops->softmax_xent(b, r->acts[net->layer_count], r->labels, count, net->classes, 0.0f, 0.0f,
                        NULL, r->metrics);
   /* The upload may be asynchronous: keep the host indices alive until it is done. */
   b->ops->synchronize(b);

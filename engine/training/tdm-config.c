@@ -265,7 +265,7 @@ tdm_config_validate(const TdmConfig *c, GError **error)
 
   if ((unsigned)c->strategy > TDM_STRATEGY_ALLREDUCE)
     return invalid(error, "--strategy: unknown strategy %d", (int)c->strategy);
-  if ((unsigned)c->precision > TDM_PRECISION_TF32)
+  if ((unsigned)c->precision > TDM_PRECISION_BF16)
     return invalid(error, "--precision: unknown precision %d", (int)c->precision);
   if (c->save_path != NULL && *c->save_path == '\0')
     return invalid(error, "--save: the file name is empty");
@@ -285,7 +285,7 @@ tdm_config_validate(const TdmConfig *c, GError **error)
 static const char *const optimizer_names[] = {"sgd", "momentum", "adam"};
 static const char *const strategy_names[] = {"main", "allreduce"};
 static const char *const schedule_names[] = {"constant", "step", "cosine"};
-static const char *const precision_names[] = {"fp32", "tf32"};
+static const char *const precision_names[] = {"fp32", "tf32", "bf16"};
 
 static const char *
 name_of(const char *const *names, unsigned count, int value)
