@@ -25,6 +25,7 @@ typedef struct {
   JobKind kind;
   const int32_t *indices;       /* the whole global batch */
   int count;                    /* samples in the global batch */
+  int epoch;                    /* the epoch of the batch (augmentation, dropout) */
   double lr;
   gboolean timed;               /* synchronize and time each phase */
   double stop_vote;             /* JOB_METRICS: this process wants to stop */
