@@ -64,6 +64,8 @@ struct _TdmTrainer {
   TdmTelemetry *telemetry;
   float *host_params;
   size_t host_params_count;
+  GPtrArray *host_states;       /* after a run: each local replica's BN statistics */
+  size_t host_state_count;
   long step;
   long saved_step;              /* the step of the last checkpoint, −1 for none */
 

@@ -68,6 +68,7 @@ tdm_trainer_free(TdmTrainer *t)
   tdm_config_free(t->config);
   g_free(t->resume_path);
   g_free(t->host_params);
+  g_clear_pointer(&t->host_states, g_ptr_array_unref);
   g_mutex_clear(&t->pause_lock);
   g_cond_clear(&t->pause_cond);
   g_mutex_clear(&t->error_lock);
@@ -105,6 +106,34 @@ tdm_trainer_get_parameters(TdmTrainer *t, size_t *count)
   if (count != NULL)
     *count = t->host_params_count;
   return t->host_params;
+}
+
+const float *
+tdm_trainer_get_bn_state(TdmTrainer *t, int replica, size_t *count)
+{
+  if (count != NULL)
+    *count = t->host_state_count;
+  if (t->host_states == NULL || replica < 0 || (guint)replica >= t->host_states->len)
+    return NULL;
+  return g_ptr_array_index(t->host_states, replica);
+}
+
+/* Every local replica's BN running statistics, for tdm_trainer_get_bn_state(). */
+static gboolean
+download_states(TdmTrainer *t, GError **error)
+{
+  g_clear_pointer(&t->host_states, g_ptr_array_unref);
+  t->host_states = g_ptr_array_new_with_free_func(g_free);
+  t->host_state_count = t->net->state_count;
+  for (int r = 0; r < t->replicas; r++) {
+    float *state = g_new0(float, MAX(1, t->net->state_count));
+    g_ptr_array_add(t->host_states, state);
+    TdmBackend *b = t->backends[r];
+    b->ops->download(b, state, t->reps[r]->state, t->net->state_count * sizeof(float));
+    if (!tdm_backend_check(b, error))
+      return FALSE;
+  }
+  return TRUE;
 }
 
 static void
@@ -1080,7 +1109,7 @@ finish:
   /* However the run ended (stopped, or at --max-steps), its last state is saved. */
   if (t->step > 0 && t->step != t->saved_step && !tdm_trainer_save_checkpoint(t, &local))
     goto failed;
-  if (!tdm_trainer_download_parameters(t, &local))
+  if (!tdm_trainer_download_parameters(t, &local) || !download_states(t, &local))
     goto failed;
   {
     TdmEvent e = {.kind = TDM_EVENT_FINISHED};
