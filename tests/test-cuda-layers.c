@@ -116,8 +116,11 @@ check_close_b(TdmBackend *b, const char *what, const float *dev, const float *re
       g_error("%s: element %zu is %g (reference %g): not written", what, i, out[i], ref[i]);
   double err = rel_error(out, ref, n);
   g_test_message("%s: relative error %.3g", what, err);
-  if (!(err <= tol))
-    g_error("%s: relative error %.3g exceeds %.1g", what, err, tol);
+  if (!(err <= tol)) {
+    /* Fail the test but go on, so one run on a lent GPU reports every case. */
+    g_test_message("FAILED %s: relative error %.3g exceeds %.1g", what, err, tol);
+    g_test_fail();
+  }
 }
 
 static void
@@ -133,8 +136,11 @@ check_ints(const char *what, const int32_t *dev, const int32_t *ref, size_t n)
   gpu->ops->download(gpu, out, dev, n * sizeof(int32_t));
   assert_ok(gpu);
   for (size_t i = 0; i < n; i++)
-    if (out[i] != ref[i])
-      g_error("%s: element %zu is %d, expected %d", what, i, out[i], ref[i]);
+    if (out[i] != ref[i]) {
+      g_test_message("FAILED %s: element %zu is %d, expected %d", what, i, out[i], ref[i]);
+      g_test_fail();
+      return;
+    }
 }
 
 /* Strided convolution's data movement */
@@ -181,8 +187,11 @@ test_strided_conv(void)
 
 /* Batch normalization: the training steps as one replica runs them. */
 
+/* tol: 1e-5, except for a single row, whose variance is 0: invstd = 1/√eps ≈ 316
+ * multiplies the rounding of x − mean, and the forward's x · scale + shift cancels to
+ * β, so its few-ulp differences (an FMA on the GPU) come out ~3e-5 relative. */
 static void
-bn_case(int rows, int channels, bool relu)
+bn_case(int rows, int channels, bool relu, double tol)
 {
   size_t n = (size_t)rows * channels;
   /* An offset and a spread per channel, as activations have. */
@@ -243,14 +252,14 @@ bn_case(int rows, int channels, bool relu)
   check_close(w4, drm, rm_ref, channels, TOL);
   check_close(w4, drv, rv_ref, channels, TOL);
   g_autofree char *w5 = g_strdup_printf("bn_forward %s", tag);
-  check_close(w5, dyo, y_ref, n, TOL);
+  check_close(w5, dyo, y_ref, n, tol);
   g_autofree char *w6 = g_strdup_printf("bn_forward_eval %s", tag);
   check_close(w6, dye, ye_ref, n, TOL);
   g_autofree char *w7 = g_strdup_printf("bn_backward_sums %s", tag);
   check_close(w7, ddg, dg_ref, channels, TOL);
   check_close(w7, ddb, db_ref, channels, TOL);
   g_autofree char *w8 = g_strdup_printf("bn_backward_dx %s", tag);
-  check_close(w8, ddx, dx_ref, n, TOL);
+  check_close(w8, ddx, dx_ref, n, tol);
 
   void *all[] = {dx_in, dgam, dbet, drm, drv, ddy, dsum, dsq, dsaved, dyo, dye, ddg, ddb, ddx};
   for (guint i = 0; i < G_N_ELEMENTS(all); i++)
@@ -262,10 +271,10 @@ test_batchnorm(void)
 {
   if (!have_gpu())
     return;
-  bn_case(512 * 14 * 14, 64, true);   /* a conv layer's output at batch 512 */
-  bn_case(300, 100, false);           /* an fc layer's, channels not a multiple of 32 */
-  bn_case(7, 3, true);                /* fewer rows than a block's lanes */
-  bn_case(1, 5, false);               /* one row: the running variance's count − 1 is 0 */
+  bn_case(512 * 14 * 14, 64, true, TOL);  /* a conv layer's output at batch 512 */
+  bn_case(300, 100, false, TOL);          /* an fc layer's, channels not a multiple of 32 */
+  bn_case(7, 3, true, TOL);               /* fewer rows than a block's lanes */
+  bn_case(1, 5, false, 1e-3);             /* one row: count − 1 is 0, variance 0 */
 }
 
 /* Pooling */
