@@ -370,11 +370,15 @@ dropout_case(int n, int per_sample, float p)
   g_autofree char *what = g_strdup_printf("dropout %d×%d p %g", n, per_sample, p);
   check_close(what, dy, y_ref, total, 0.0);
   check_close(what, dg, gx_ref, total, 0.0);
-  /* The mask is not trivial: about p of the elements are dropped. */
-  size_t dropped = 0;
-  for (size_t i = 0; i < total; i++)
-    dropped += y_ref[i] == 0.0f;
-  g_assert_cmpfloat(fabs((double)dropped / total - p), <, 0.05);
+  /* The mask is not trivial: about p of the elements are dropped (counted where there
+   * are enough of them for the fraction to mean something: at 256 000 draws its
+   * standard deviation is under 1e-3). */
+  if (total >= 10000) {
+    size_t dropped = 0;
+    for (size_t i = 0; i < total; i++)
+      dropped += y_ref[i] == 0.0f;
+    g_assert_cmpfloat(fabs((double)dropped / total - p), <, 0.01);
+  }
   release(dx);
   release(dy);
   release(dg);
