@@ -51,6 +51,8 @@ typedef struct {
   size_t bucket_bytes;     /* gradient bucket size for overlapped all-reduce */
   long max_steps;          /* stop after this many steps in all (0: run every epoch);
                             * for tests and benchmarks */
+  int image_size;          /* image folders: side of the samples (0: from the images) */
+  int image_channels;      /* image folders: 1 grey, 3 RGB (0: from the images) */
 } TdmConfig;
 
 /* Chainer's defaults: Fashion-MNIST, mlp, one CPU worker, batch 100, 20 epochs, Adam. */
@@ -73,6 +75,9 @@ gboolean tdm_strategy_from_name (const char *name, TdmStrategy *strategy);
 const char *tdm_schedule_name (TdmSchedule schedule);
 gboolean tdm_schedule_from_name (const char *name, TdmSchedule *schedule);
 const char *tdm_precision_name (TdmPrecision precision);
+/* "auto" (0), "grey" (1), "rgb" (3): --color. */
+const char *tdm_color_name (int channels);
+gboolean tdm_color_from_name (const char *name, int *channels);
 gboolean tdm_precision_from_name (const char *name, TdmPrecision *precision);
 
 /* JSON round trip, for checkpoints. */

@@ -607,7 +607,9 @@ setup(TdmTrainer *t, GError **error)
   if (!tdm_config_validate(cfg, error))
     return FALSE;
 
-  t->data = tdm_dataset_open(cfg->dataset, error);
+  TdmImageOptions image = {.size = cfg->image_size, .channels = cfg->image_channels,
+                           .seed = cfg->seed};
+  t->data = tdm_dataset_open_with(cfg->dataset, &image, error);
   if (t->data == NULL)
     return FALSE;
   const TdmDataset *train = t->data->train;
