@@ -520,6 +520,9 @@ tdm_dataset_load_image_folder(const char *folder, const TdmImageOptions *options
   }
   TdmDatasetPair *pair = NULL;
   g_autoptr(GPtrArray) jobs = g_ptr_array_new();
+  /* Declared before the first jump to out, so their cleanups see NULL at worst. */
+  g_autofree char *base = NULL;
+  g_autofree int *per_class = NULL;
   char opts_text[96];
   g_snprintf(opts_text, sizeof opts_text, "|%d|%d|%" G_GUINT64_FORMAT "|", asked.size,
              asked.channels, asked.seed);
@@ -560,7 +563,7 @@ tdm_dataset_load_image_folder(const char *folder, const TdmImageOptions *options
       g_ptr_array_add(jobs, e);
     }
   }
-  g_autofree char *base = g_path_get_basename(s.root);
+  base = g_path_get_basename(s.root);
   Work w = {.jobs = jobs, .size = o.size, .channels = o.channels,
             .cancellable = cancellable, .progress = progress, .user_data = user_data};
   const char *which[2] = {"train", "test"};
@@ -590,7 +593,7 @@ tdm_dataset_load_image_folder(const char *folder, const TdmImageOptions *options
   pair->notice = build_notice(&s, jobs);
 
   int usable = 0;
-  g_autofree int *per_class = g_new0(int, s.classes->len);
+  per_class = g_new0(int, s.classes->len);
   for (int i = 0; i < pair->train->count; i++)
     per_class[pair->train->labels[i]]++;
   for (guint k = 0; k < s.classes->len; k++)

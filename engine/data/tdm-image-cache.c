@@ -32,6 +32,9 @@ tdm_image_cache_read(const char *path, const guint8 key[TDM_IMAGE_CACHE_KEY_BYTE
   if (fp == NULL)
     return NULL;
   TdmDatasetPair *pair = NULL;
+  /* Declared before the first jump to miss, so every cleanup sees NULL or its value. */
+  char *names = NULL, *notice = NULL, *name = NULL, *source = NULL;
+  char **class_names = NULL;
   char magic[8];
   guint8 stored[TDM_IMAGE_CACHE_KEY_BYTES];
   guint32 f[CACHE_FIELDS];
@@ -56,10 +59,10 @@ tdm_image_cache_read(const char *path, const guint8 key[TDM_IMAGE_CACHE_KEY_BYTE
   if (fstat(fileno(fp), &st) != 0 || (guint64)st.st_size != expect)
     goto miss;
 
-  g_autofree char *names = g_malloc0(names_bytes + 1);
-  g_autofree char *notice = g_malloc0(notice_bytes + 1);
-  g_autofree char *name = g_malloc0(name_bytes + 1);
-  g_autofree char *source = g_malloc0(source_bytes + 1);
+  names = g_malloc0(names_bytes + 1);
+  notice = g_malloc0(notice_bytes + 1);
+  name = g_malloc0(name_bytes + 1);
+  source = g_malloc0(source_bytes + 1);
   if (!read_exact(fp, names, names_bytes) || !read_exact(fp, notice, notice_bytes) ||
       !read_exact(fp, name, name_bytes) || !read_exact(fp, source, source_bytes))
     goto miss;
@@ -69,7 +72,7 @@ tdm_image_cache_read(const char *path, const guint8 key[TDM_IMAGE_CACHE_KEY_BYTE
     nuls += names[i] == '\0';
   if (nuls != classes || names_bytes == 0 || names[names_bytes - 1] != '\0')
     goto miss;
-  char **class_names = g_new0(char *, classes + 1);
+  class_names = g_new0(char *, classes + 1);
   const char *p = names;
   for (guint32 k = 0; k < classes; k++) {
     class_names[k] = g_strdup(p);
@@ -91,24 +94,24 @@ tdm_image_cache_read(const char *path, const guint8 key[TDM_IMAGE_CACHE_KEY_BYTE
     else
       pair->test = d;
     if (!read_exact(fp, d->images, (size_t)counts[s] * sample) ||
-        !read_exact(fp, d->labels, counts[s])) {
-      g_strfreev(class_names);
+        !read_exact(fp, d->labels, counts[s]))
       goto miss;
-    }
     for (guint32 i = 0; i < counts[s]; i++)
-      if (d->labels[i] >= classes) {
-        g_strfreev(class_names);
+      if (d->labels[i] >= classes)
         goto miss;
-      }
   }
-  g_strfreev(class_names);
-  fclose(fp);
-  return pair;
+  goto out;
 
 miss:
-  tdm_dataset_pair_free(pair);
+  g_clear_pointer(&pair, tdm_dataset_pair_free);
+out:
+  g_strfreev(class_names);
+  g_free(names);
+  g_free(notice);
+  g_free(name);
+  g_free(source);
   fclose(fp);
-  return NULL;
+  return pair;
 }
 
 static gboolean

@@ -68,6 +68,10 @@ void tdm_replica_train_step (TdmReplica *replica, const int32_t *indices, int co
 /* Forward only over test samples [first, first + count), adding into metrics. */
 void tdm_replica_evaluate (TdmReplica *replica, int first, int count);
 
+/* Forward only over test samples [first, first + count), copying the network's
+ * outputs (count × classes logits) to host memory; metrics are left alone. */
+void tdm_replica_predict (TdmReplica *replica, int first, int count, float *logits);
+
 /* Reads and clears the metrics (waits for the device). */
 TdmMetrics tdm_replica_take_metrics (TdmReplica *replica);
 

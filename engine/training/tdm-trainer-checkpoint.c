@@ -8,6 +8,9 @@
 #include "tdm-trainer-private.h"
 #include "tdm-checkpoint.h"
 #include "tdm-error.h"
+#include "tdm-json.h"
+
+#include <json-glib/json-glib.h>
 
 #include <string.h>
 
@@ -57,6 +60,20 @@ add_layer_tensors(TdmCheckpoint *ckpt, const TdmNetwork *net, const float *param
   }
 }
 
+static char *
+class_names_json(const TdmDataset *d)
+{
+  if (d->class_names == NULL)
+    return NULL;
+  g_autoptr(JsonBuilder) b = json_builder_new();
+  json_builder_begin_array(b);
+  for (int k = 0; k < d->classes; k++)
+    json_builder_add_string_value(b, d->class_names[k] != NULL ? d->class_names[k] : "");
+  json_builder_end_array(b);
+  g_autoptr(JsonNode) root = json_builder_get_root(b);
+  return tdm_json_to_string(root);
+}
+
 gboolean
 tdm_trainer_save_checkpoint(TdmTrainer *t, GError **error)
 {
@@ -95,6 +112,14 @@ tdm_trainer_save_checkpoint(TdmTrainer *t, GError **error)
   tdm_checkpoint_set_metadata(ckpt, "step", step);
   tdm_checkpoint_set_metadata(ckpt, "optimizer_t", opt_t);
   tdm_checkpoint_set_metadata(ckpt, "parameters", params);
+  /* What a classifier needs besides the weights: the input it was trained on and the
+   * names of its outputs. */
+  g_autofree char *shape = g_strdup_printf("%d,%d,%d", t->net->in_h, t->net->in_w,
+                                           t->net->in_c);
+  tdm_checkpoint_set_metadata(ckpt, "input_shape", shape);
+  g_autofree char *names = class_names_json(t->data->train);
+  if (names != NULL)
+    tdm_checkpoint_set_metadata(ckpt, "class_names", names);
   tdm_checkpoint_set_metadata(ckpt, "activation_layout",
                               "NHWC: an fc layer after a conv reads features in (row, "
                               "column, channel) order");
@@ -115,6 +140,38 @@ metadata_long(TdmCheckpoint *ckpt, const char *path, const char *key, gint64 min
                 ", %" G_GINT64_FORMAT "]",
                 path, key, min, max);
     return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+tdm_checkpoint_read_parameters(TdmCheckpoint *ckpt, const TdmNetwork *net, const char *path,
+                               float *params, GError **error)
+{
+  for (int i = 0; i < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i];
+    if (l->weight_count == 0)
+      continue;
+    const char *suffix[2] = {"weight", "bias"};
+    size_t offsets[2] = {l->weight_offset, l->bias_offset};
+    size_t counts[2] = {l->weight_count, l->bias_count};
+    for (int k = 0; k < 2; k++) {
+      g_autofree char *name = g_strdup_printf("%s.%s", l->name, suffix[k]);
+      const TdmTensor *tensor = tdm_checkpoint_get(ckpt, name);
+      gint64 elements = 1;
+      for (int d = 0; tensor != NULL && d < tensor->rank; d++)
+        elements *= tensor->shape[d];
+      if (tensor == NULL || elements != (gint64)counts[k]) {
+        g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                    "%s: tensor “%s” is missing or has the wrong size (%zu values expected)",
+                    path, name, counts[k]);
+        return FALSE;
+      }
+      if (k == 0)
+        tdm_layer_weight_from_torch(l, tensor->data, params + offsets[k]);
+      else
+        memcpy(params + offsets[k], tensor->data, counts[k] * sizeof(float));
+    }
   }
   return TRUE;
 }
@@ -151,31 +208,8 @@ tdm_trainer_restore_checkpoint(TdmTrainer *t, const char *path, GError **error)
 
   size_t n = t->net->parameter_count;
   g_autofree float *params = g_new0(float, n);
-  for (int i = 0; i < t->net->layer_count; i++) {
-    const TdmLayer *l = &t->net->layers[i];
-    if (l->weight_count == 0)
-      continue;
-    const char *suffix[2] = {"weight", "bias"};
-    size_t offsets[2] = {l->weight_offset, l->bias_offset};
-    size_t counts[2] = {l->weight_count, l->bias_count};
-    for (int k = 0; k < 2; k++) {
-      g_autofree char *name = g_strdup_printf("%s.%s", l->name, suffix[k]);
-      const TdmTensor *tensor = tdm_checkpoint_get(ckpt, name);
-      gint64 elements = 1;
-      for (int d = 0; tensor != NULL && d < tensor->rank; d++)
-        elements *= tensor->shape[d];
-      if (tensor == NULL || elements != (gint64)counts[k]) {
-        g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                    "%s: tensor “%s” is missing or has the wrong size (%zu values expected)",
-                    path, name, counts[k]);
-        return FALSE;
-      }
-      if (k == 0)
-        tdm_layer_weight_from_torch(l, tensor->data, params + offsets[k]);
-      else
-        memcpy(params + offsets[k], tensor->data, counts[k] * sizeof(float));
-    }
-  }
+  if (!tdm_checkpoint_read_parameters(ckpt, t->net, path, params, error))
+    return FALSE;
 
   for (int r = 0; r < t->replicas; r++) {
     TdmBackend *b = t->backends[r];

@@ -724,6 +724,7 @@ emit_started(TdmTrainer *t)
   g_strlcpy(s->dataset, t->data->name, sizeof s->dataset);
   s->train_count = t->data->train->count;
   s->test_count = t->data->test->count;
+  g_strlcpy(s->notice, t->data->notice != NULL ? t->data->notice : "", sizeof s->notice);
   emit(t, &e);
 }
 
