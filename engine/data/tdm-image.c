@@ -249,6 +249,17 @@ static gboolean
 png_decode(FILE *fp, int size, int channels, uint8_t *out, TdmImageInfo *info,
            GError **error)
 {
+  /* The size is in IHDR, the first chunk; libpng would read on to the first pixel
+   * data before saying it, so a bomb with nothing after its header would pass as
+   * merely truncated. */
+  uint8_t head[24];
+  if (fread(head, 1, sizeof head, fp) != sizeof head || memcmp(head + 12, "IHDR", 4) != 0)
+    return image_error(error, "truncated");
+  rewind(fp);
+  if (!check_pixels(GUINT32_FROM_BE(*(guint32 *)(head + 16)),
+                    GUINT32_FROM_BE(*(guint32 *)(head + 20)), error))
+    return FALSE;
+
   PngFailure failure = {.message = ""};
   png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &failure, png_on_error,
                                            png_on_warning);
