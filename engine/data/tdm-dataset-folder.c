@@ -13,7 +13,10 @@
 #include "tdm-image.h"
 #include "tdm-image-cache.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <glib/gstdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -107,27 +110,36 @@ is_dir(const char *root, const char *name)
   return g_file_test(path, G_FILE_TEST_IS_DIR);
 }
 
-/* Adds the regular files of one class folder. */
+/* Adds the regular files of one class folder. Files are looked at relative to the
+ * open folder (fstatat), which keeps a cached start's scan of many thousand files
+ * from walking the whole path for each. */
 static void
 scan_class_folder(Scan *s, const char *part, const char *cls, int label, int split)
 {
   g_autofree char *dir = g_build_filename(s->root, part, cls, NULL);
   GPtrArray *list = g_ptr_array_index(s->files, label);
-  g_autoptr(GPtrArray) names = list_names(dir, FALSE, NULL);
-  if (names == NULL) {
-    g_ptr_array_add(s->bad, g_strdup_printf("%s%s%s (cannot read the folder)", part,
-                                            *part ? "/" : "", cls));
+  DIR *d = opendir(dir);
+  if (d == NULL) {
+    g_ptr_array_add(s->bad, g_strdup_printf("%s%s%s (cannot read the folder: %s)", part,
+                                            *part ? "/" : "", cls, g_strerror(errno)));
     g_checksum_update(s->key, (const guchar *)dir, -1);
     return;
   }
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL)
+    if (de->d_name[0] != '.')
+      g_ptr_array_add(names, g_strdup(de->d_name));
+  g_ptr_array_sort(names, compare_names);
+  char prefix[PATH_MAX];
+  g_snprintf(prefix, sizeof prefix, "%s%s%s/", part, *part ? "/" : "", cls);
   for (guint i = 0; i < names->len; i++) {
     const char *name = g_ptr_array_index(names, i);
-    g_autofree char *path = g_build_filename(dir, name, NULL);
-    g_autofree char *rel = g_build_filename(part, cls, name, NULL);
-    GStatBuf st;
+    g_autofree char *rel = g_strconcat(prefix, name, NULL);
+    struct stat st;
     char stamp[96];
     /* stat follows links: a loop or a dangling link fails here, unopened. */
-    if (g_stat(path, &st) != 0) {
+    if (fstatat(dirfd(d), name, &st, 0) != 0) {
       int saved = errno;
       g_ptr_array_add(s->bad, g_strdup_printf("%s (%s)", rel, g_strerror(saved)));
       g_checksum_update(s->key, (const guchar *)rel, -1);
@@ -140,17 +152,18 @@ scan_class_folder(Scan *s, const char *part, const char *cls, int label, int spl
       g_checksum_update(s->key, (const guchar *)rel, -1);
       continue;
     }
-    g_snprintf(stamp, sizeof stamp, "|%" G_GINT64_FORMAT "|%" G_GINT64_FORMAT "|%ld|",
-               (gint64)st.st_size, (gint64)st.st_mtime, (long)st.st_mtim.tv_nsec);
-    g_checksum_update(s->key, (const guchar *)rel, -1);
-    g_checksum_update(s->key, (const guchar *)stamp, -1);
+    int len = g_snprintf(stamp, sizeof stamp, "%s|%" G_GINT64_FORMAT "|%" G_GINT64_FORMAT
+                         "|%ld|", name, (gint64)st.st_size, (gint64)st.st_mtime,
+                         (long)st.st_mtim.tv_nsec);
+    g_checksum_update(s->key, (const guchar *)stamp, MIN(len, (int)sizeof stamp - 1));
     Entry *e = g_new0(Entry, 1);
-    e->path = g_steal_pointer(&path);
+    e->path = g_strconcat(dir, G_DIR_SEPARATOR_S, name, NULL);
     e->rel = g_steal_pointer(&rel);
     e->label = label;
     e->split = split;
     g_ptr_array_add(list, e);
   }
+  closedir(d);
 }
 
 static gboolean
