@@ -828,7 +828,7 @@ tdm_replica_predict(TdmReplica *r, int first, int count, float *logits)
   b->ops->upload(b, r->indices, indices, (size_t)count * sizeof(int32_t));
   b->ops->gather(b, r->acts[0], r->labels, r->test_images, r->test_labels, r->indices, count,
                  r->sample_size, 1.0f / 255.0f);
-  forward(r, count);
+  forward(r, count, MODE_EVAL);
   b->ops->download(b, logits, r->acts[net->layer_count],
                    (size_t)count * net->classes * sizeof(float));
   g_free(indices);
