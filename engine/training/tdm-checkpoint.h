@@ -43,11 +43,13 @@ const char *tdm_checkpoint_get_metadata (TdmCheckpoint *ckpt, const char *key);
 int tdm_checkpoint_count (TdmCheckpoint *ckpt);
 const TdmTensor *tdm_checkpoint_nth (TdmCheckpoint *ckpt, int index);
 
-/* A network's weights and biases out of a checkpoint (PyTorch's names and layouts)
- * into params[net->parameter_count] (ours); in tdm-trainer-checkpoint.c, shared by
- * the trainer's resume and the classifier. */
+/* A network's parameters and BN running statistics out of a checkpoint (PyTorch's
+ * names and layouts) into params[net->parameter_count] and state[net->state_count]
+ * (ours); in tdm-trainer-checkpoint.c, shared by the trainer's resume and the
+ * classifier. */
 gboolean tdm_checkpoint_read_parameters (TdmCheckpoint *ckpt, const TdmNetwork *net,
-                                         const char *path, float *params, GError **error);
+                                         const char *path, float *params, float *state,
+                                         GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmCheckpoint, tdm_checkpoint_free)
 

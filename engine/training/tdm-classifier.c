@@ -93,8 +93,9 @@ tdm_classifier_load(const char *path, GError **error)
     g_prefix_error(error, "%s: ", path);
     return NULL;
   }
-  g_autofree float *params = g_new0(float, net->parameter_count);
-  if (!tdm_checkpoint_read_parameters(ckpt, net, path, params, error)) {
+  g_autofree float *params = g_new0(float, MAX(1, net->parameter_count));
+  g_autofree float *state = g_new0(float, MAX(1, net->state_count));
+  if (!tdm_checkpoint_read_parameters(ckpt, net, path, params, state, error)) {
     tdm_network_free(net);
     return NULL;
   }
@@ -115,6 +116,9 @@ tdm_classifier_load(const char *path, GError **error)
   }
   cl->backend->ops->upload(cl->backend, cl->replica->params, params,
                            net->parameter_count * sizeof(float));
+  if (net->state_count > 0)
+    cl->backend->ops->upload(cl->backend, cl->replica->state, state,
+                             net->state_count * sizeof(float));
   if (!tdm_backend_check(cl->backend, error)) {
     tdm_classifier_free(cl);
     return NULL;
