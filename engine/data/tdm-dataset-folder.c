@@ -507,11 +507,17 @@ tdm_dataset_is_image_folder(const char *folder)
   g_return_val_if_fail(folder != NULL, FALSE);
   if (is_dir(folder, "train") && is_dir(folder, "test"))
     return TRUE;
+  /* The window asks on its main loop: read one name of each class folder, not all. */
   g_autoptr(GPtrArray) classes = list_names(folder, TRUE, NULL);
   for (guint i = 0; classes != NULL && i < classes->len; i++) {
     g_autofree char *dir = g_build_filename(folder, g_ptr_array_index(classes, i), NULL);
-    g_autoptr(GPtrArray) files = list_names(dir, FALSE, NULL);
-    if (files != NULL && files->len > 0)
+    GDir *d = g_dir_open(dir, 0, NULL);
+    const char *name = NULL;
+    while (d != NULL && (name = g_dir_read_name(d)) != NULL && name[0] == '.')
+      ;
+    if (d != NULL)
+      g_dir_close(d);
+    if (name != NULL)
       return TRUE;
   }
   return FALSE;
