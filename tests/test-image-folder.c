@@ -402,6 +402,17 @@ test_cache(void)
   }
   g_assert_true(found);
 
+  /* Cancelled: nothing returned, the error says so, the cache is left alone. */
+  TdmImageOptions other_size = options;
+  other_size.size = 5;
+  g_autoptr(GCancellable) cancel = g_cancellable_new();
+  g_cancellable_cancel(cancel);
+  g_autoptr(GError) cancelled = NULL;
+  g_assert_null(tdm_dataset_load_image_folder(root, &other_size, NULL, NULL, cancel, &cancelled));
+  g_assert_error(cancelled, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CANCELLED);
+  g_autofree char *other_cache = tdm_image_folder_cache_path(root, &other_size);
+  g_assert_false(g_file_test(other_cache, G_FILE_TEST_EXISTS));
+
   /* A damaged cache is a miss, not an error, and is written anew. */
   g_autofree char *bytes = NULL;
   gsize len = 0;
