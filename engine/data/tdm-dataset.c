@@ -4,6 +4,7 @@
  * tdm-dataset-synthetic.c; this file reads no dataset bytes. */
 #include "tdm-dataset.h"
 #include "tdm-error.h"
+#include "tdm-file.h"
 
 #include <string.h>
 
@@ -25,6 +26,26 @@ tdm_dataset_new(const char *name, int count, int height, int width, int channels
   d->images = g_malloc0((gsize)count * (gsize)tdm_dataset_sample_size(d) + 1);
   d->labels = g_malloc0((gsize)count + 1);
   d->class_names = NULL;
+  return d;
+}
+
+TdmDataset *
+tdm_dataset_new_take(const char *name, int count, int height, int width, int channels,
+                     int classes, uint8_t *images, uint8_t *labels)
+{
+  g_return_val_if_fail(count > 0 && height > 0 && width > 0 && channels > 0, NULL);
+  g_return_val_if_fail(classes > 0 && classes <= 256, NULL);
+  g_return_val_if_fail(images != NULL && labels != NULL, NULL);
+
+  TdmDataset *d = g_new0(TdmDataset, 1);
+  d->name = g_strdup(name != NULL ? name : "dataset");
+  d->count = count;
+  d->height = height;
+  d->width = width;
+  d->channels = channels;
+  d->classes = classes;
+  d->images = images;
+  d->labels = labels;
   return d;
 }
 
@@ -72,7 +93,7 @@ tdm_dataset_has_idx(const char *folder)
   for (guint i = 0; i < G_N_ELEMENTS(bases); i++) {
     g_autofree char *raw = g_build_filename(folder, bases[i], NULL);
     g_autofree char *gz = g_strconcat(raw, ".gz", NULL);
-    if (g_file_test(raw, G_FILE_TEST_EXISTS) || g_file_test(gz, G_FILE_TEST_EXISTS))
+    if (tdm_file_present(raw) || tdm_file_present(gz))
       return TRUE;
   }
   return FALSE;
@@ -86,7 +107,7 @@ tdm_dataset_has_cifar10(const char *folder)
   for (guint i = 0; i < G_N_ELEMENTS(places); i++)
     for (guint j = 0; j < G_N_ELEMENTS(files); j++) {
       g_autofree char *path = g_build_filename(folder, places[i], files[j], NULL);
-      if (g_file_test(path, G_FILE_TEST_EXISTS))
+      if (tdm_file_present(path))
         return TRUE;
     }
   return FALSE;
