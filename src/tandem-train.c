@@ -42,7 +42,8 @@ typedef struct {
   char *optimizer, *lr, *momentum, *beta1, *beta2, *eps, *weight_decay;
   char *schedule, *step_epochs, *gamma, *strategy, *precision, *seed;
   char *eval_batch, *max_steps, *save, *resume;
-  gboolean list_devices, json, quiet, version, distributed;
+  char *batchnorm, *decay_on, *warmup, *smoothing, *crop, *flip;
+  gboolean test_flip, list_devices, json, quiet, version, distributed;
 } Options;
 
 static void
@@ -53,6 +54,7 @@ options_clear(Options *o)
     &o->optimizer, &o->lr, &o->momentum, &o->beta1, &o->beta2, &o->eps, &o->weight_decay,
     &o->schedule, &o->step_epochs, &o->gamma, &o->strategy, &o->precision, &o->seed,
     &o->eval_batch, &o->max_steps, &o->save, &o->resume,
+    &o->batchnorm, &o->decay_on, &o->warmup, &o->smoothing, &o->crop, &o->flip,
   };
   for (gsize i = 0; i < G_N_ELEMENTS(strings); i++)
     g_clear_pointer(strings[i], g_free);
@@ -68,8 +70,23 @@ static const char description[] =
   "Datasets: fashion-mnist (the default, in " TDM_FASHION_MNIST_DIR "),\n"
   "mnist, synthetic (built in, needs no files), or a folder of IDX files or of\n"
   "CIFAR-10 batches.\n"
-  "Networks: mlp (784-1000-1000-10), cnn, or a spec such as\n"
+  "Networks: mlp (784-1000-1000-10), cnn, resnet (a small residual BN network; it\n"
+  "brings its recipe: 10 epochs, batch 512, Nesterov SGD lr 0.2, weight decay 5e-4\n"
+  "on weights, 1 epoch of warm-up then linear decay, label smoothing 0.1, crop 2,\n"
+  "flip auto, synchronized BN; flags given override any of it), or a spec such as\n"
   "  conv32k3p1,relu,pool2,fc128,relu,fc10\n"
+  "  conv32k3p1,bn,relu,res(conv32k3p1,bn,relu,conv32k3p1,bn),relu,gap,fc10\n"
+  "Spec items: fcN, convNkK[sS][pP] (N channels, K×K kernel, stride S, padding P),\n"
+  "poolK, avgK (max/average pooling), gap, gmp (global average/max pooling), bn,\n"
+  "relu, dropP (dropout rate P), flatten, res(…) (residual block: its layers plus\n"
+  "its input, through a 1×1 conv and bn where the shape changes), N*item and\n"
+  "N*(…) (repeats). A conv or fc right before bn has no bias.\n"
+  "Batch norm across devices (--batchnorm): per-replica normalizes each device's\n"
+  "share with its own statistics (PyTorch DDP's default); sync combines them over\n"
+  "all devices every step, so N devices train exactly as one with the same batch.\n"
+  "Augmentation: --crop P shifts each image by up to P pixels (zero padded),\n"
+  "--flip mirrors half of them (auto: not for digits, mnist and synthetic); both\n"
+  "depend only on the seed, epoch and sample, never on the number of devices.\n"
   "Devices: cpu, cpu:N (N CPU workers), cuda:N (GPU N); a GPU may be named twice.\n"
   "Strategies: allreduce all-reduces the gradients and every device updates (as\n"
   "ChainerMN and PyTorch DDP); main reduces them onto the main device, updates\n"
@@ -114,7 +131,7 @@ options_context(Options *o)
     {"epochs", 0, 0, G_OPTION_ARG_STRING, &o->epochs,
      "Epochs to train (default 20)", "N"},
     {"optimizer", 0, 0, G_OPTION_ARG_STRING, &o->optimizer,
-     "sgd, momentum or adam (default adam)", "NAME"},
+     "sgd, momentum, adam or nesterov (default adam)", "NAME"},
     {"lr", 0, 0, G_OPTION_ARG_STRING, &o->lr,
      "Learning rate; Adam's alpha (default 0.001)", "X"},
     {"momentum", 0, 0, G_OPTION_ARG_STRING, &o->momentum,
@@ -125,7 +142,7 @@ options_context(Options *o)
     {"weight-decay", 0, 0, G_OPTION_ARG_STRING, &o->weight_decay,
      "Weight decay (default 0)", "X"},
     {"schedule", 0, 0, G_OPTION_ARG_STRING, &o->schedule,
-     "Learning rate schedule: constant, step, cosine", "NAME"},
+     "Learning rate schedule: constant, step, cosine, linear", "NAME"},
     {"step-epochs", 0, 0, G_OPTION_ARG_STRING, &o->step_epochs,
      "Epochs between steps of --schedule step (10)", "N"},
     {"gamma", 0, 0, G_OPTION_ARG_STRING, &o->gamma,
@@ -133,7 +150,21 @@ options_context(Options *o)
     {"strategy", 0, 0, G_OPTION_ARG_STRING, &o->strategy,
      "allreduce (default) or main; see below", "NAME"},
     {"precision", 0, 0, G_OPTION_ARG_STRING, &o->precision,
-     "GEMMs in fp32 (default) or tf32 on GPUs", "NAME"},
+     "fp32 (default), tf32 or bf16 (GPUs: bf16 GEMMs, fp32 weights)", "NAME"},
+    {"batchnorm", 0, 0, G_OPTION_ARG_STRING, &o->batchnorm,
+     "Batch norm across devices: per-replica (default) or sync", "MODE"},
+    {"weight-decay-on", 0, 0, G_OPTION_ARG_STRING, &o->decay_on,
+     "What weight decay applies to: all (default) or weights (not biases, not BN)", "WHAT"},
+    {"warmup", 0, 0, G_OPTION_ARG_STRING, &o->warmup,
+     "Epochs of linear learning-rate warm-up before the schedule (default 0)", "E"},
+    {"label-smoothing", 0, 0, G_OPTION_ARG_STRING, &o->smoothing,
+     "Label smoothing of the training loss, in [0, 1) (default 0)", "X"},
+    {"crop", 0, 0, G_OPTION_ARG_STRING, &o->crop,
+     "Random crop: shift images by up to P pixels, zero padded (default 0, off)", "P"},
+    {"flip", 0, 0, G_OPTION_ARG_STRING, &o->flip,
+     "Random horizontal flip in training: auto, on or off (default off)", "WHEN"},
+    {"test-flip", 0, 0, G_OPTION_ARG_NONE, &o->test_flip,
+     "Evaluate each test image and its mirror and average the two", NULL},
     {"seed", 0, 0, G_OPTION_ARG_STRING, &o->seed,
      "Seed of initial weights and shuffling (default 0)", "N"},
     {"eval-batch", 0, 0, G_OPTION_ARG_STRING, &o->eval_batch,
@@ -221,6 +252,10 @@ options_apply(const Options *o, TdmConfig *c, GError **error)
   if (o->network) {
     g_free(c->network);
     c->network = g_strdup(o->network);
+    /* A built-in network's recipe, under whatever else was given. A resumed run keeps
+     * the recipe it was started with. */
+    if (!o->resume)
+      tdm_config_apply_preset(c, o->network);
   }
   if (o->devices && !tdm_config_set_devices(c, o->devices, error))
     return FALSE;
@@ -235,8 +270,13 @@ options_apply(const Options *o, TdmConfig *c, GError **error)
       !parse_double("--weight-decay", o->weight_decay, &c->weight_decay, error) ||
       !parse_int("--step-epochs", o->step_epochs, &c->step_epochs, error) ||
       !parse_double("--gamma", o->gamma, &c->gamma, error) ||
-      !parse_int("--eval-batch", o->eval_batch, &c->eval_batch, error))
+      !parse_int("--eval-batch", o->eval_batch, &c->eval_batch, error) ||
+      !parse_double("--warmup", o->warmup, &c->warmup_epochs, error) ||
+      !parse_double("--label-smoothing", o->smoothing, &c->label_smoothing, error) ||
+      !parse_int("--crop", o->crop, &c->crop_pad, error))
     return FALSE;
+  if (o->test_flip)
+    c->test_flip = TRUE;
   gint64 max_steps;
   if (o->max_steps) {
     if (!g_ascii_string_to_signed(o->max_steps, 10, G_MINLONG, G_MAXLONG, &max_steps, NULL))
@@ -250,13 +290,18 @@ options_apply(const Options *o, TdmConfig *c, GError **error)
   if (o->seed && !g_ascii_string_to_unsigned(o->seed, 10, 0, G_MAXUINT64, &c->seed, NULL))
     return bad_option(error, "--seed: “%s” is not a non-negative whole number", o->seed);
   NAME_OPTION("--optimizer", o->optimizer, tdm_optimizer_from_name, &c->optimizer,
-              "sgd, momentum or adam");
+              "sgd, momentum, adam or nesterov");
   NAME_OPTION("--schedule", o->schedule, tdm_schedule_from_name, &c->schedule,
-              "constant, step or cosine");
+              "constant, step, cosine or linear");
+  NAME_OPTION("--batchnorm", o->batchnorm, tdm_batchnorm_from_name, &c->batchnorm,
+              "per-replica or sync");
+  NAME_OPTION("--weight-decay-on", o->decay_on, tdm_decay_scope_from_name, &c->decay_scope,
+              "all or weights");
+  NAME_OPTION("--flip", o->flip, tdm_flip_setting_from_name, &c->flip, "auto, on or off");
   NAME_OPTION("--strategy", o->strategy, tdm_strategy_from_name, &c->strategy,
               "main or allreduce");
   NAME_OPTION("--precision", o->precision, tdm_precision_from_name, &c->precision,
-              "fp32 or tf32");
+              "fp32, tf32 or bf16");
   if (o->save) {
     g_free(c->save_path);
     c->save_path = g_strdup(o->save);
