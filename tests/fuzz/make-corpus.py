@@ -78,6 +78,9 @@ write("network/cnn-rgb", spec(32, 32, 3, 10, "cnn"))
 write("network/fc", spec(4, 4, 1, 3, "fc100,relu,fc3"))
 write("network/conv", spec(8, 8, 2, 5, "conv4k3p1,relu,pool2,flatten,fc5"))
 write("network/bad", spec(8, 8, 1, 5, "conv0k9p-1,,fc"))
+write("network/resnet", spec(32, 32, 3, 10, "resnet"))
+write("network/res-block", spec(16, 16, 3, 10, "conv8k3p1,bn,relu,2*(res(conv8k3p1,bn,relu,conv8k3p1,bn),relu),gap,fc10"))
+write("network/stride-proj", spec(16, 16, 3, 7, "conv8k3s2p1,res(conv16k3s2p1,bn),avg2,drop0.25,fc7"))
 
 if len(sys.argv) > 1:
     path = os.path.join(here, "corpus", "checkpoint", "one-epoch.safetensors")
