@@ -21,7 +21,7 @@ diag() { sed 's/^/# /'; }
 have_python=0
 command -v python3 >/dev/null 2>&1 && have_python=1
 
-plan=43
+plan=44
 echo "1..$plan"
 
 # --- help and listings -------------------------------------------------------------
@@ -361,6 +361,27 @@ if [ $have_python -eq 1 ] && [ -f "$tmp/stopped.safetensors" ]; then
   fi
 else
   ok "resuming a stopped run # SKIP no python3 or no checkpoint"
+fi
+
+# A bad value inside a checkpoint's saved configuration is the checkpoint's fault,
+# named with its key, never blamed on a flag that was not given (issue 14).
+if [ $have_python -eq 1 ] && [ -f "$tmp/c-epoch1.safetensors" ]; then
+  python3 - "$tmp/c-epoch1.safetensors" "$tmp/bad-config.safetensors" <<'EOF'
+import json, struct, sys
+data = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+header = json.loads(data[8:8 + n])
+config = json.loads(header["__metadata__"]["config"])
+config["batch"] = -7
+header["__metadata__"]["config"] = json.dumps(config)
+text = json.dumps(header).encode()
+text += b" " * (-len(text) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(text)) + text + data[8 + n:])
+EOF
+  expect_bad "--resume: checkpoint $tmp/bad-config.safetensors: bad value in its saved run configuration: key “batch” = -7" \
+    --resume "$tmp/bad-config.safetensors"
+else
+  ok "a bad value in a checkpoint's configuration # SKIP no python3 or no checkpoint"
 fi
 
 # No temporary files were left anywhere along the way.

@@ -255,6 +255,15 @@ test_idx_not_regular(void)
   expect_dataset_error(dir, "train-images-idx3-ubyte: a dangling symbolic link",
                        "elsewhere/images");
 
+  /* The folder itself: a loop and a dangling link are named, not "no such folder". */
+  g_autofree char *top = g_path_get_dirname(dir);
+  g_autofree char *folder_loop = g_build_filename(top, "folder-loop", NULL);
+  g_assert_cmpint(symlink("folder-loop", folder_loop), ==, 0);
+  expect_dataset_error(folder_loop, "folder-loop: a symbolic link loop", NULL);
+  g_autofree char *folder_gone = g_build_filename(top, "folder-gone", NULL);
+  g_assert_cmpint(symlink("no-such-set", folder_gone), ==, 0);
+  expect_dataset_error(folder_gone, "folder-gone: a dangling symbolic link", NULL);
+
   /* A link to a good file is fine. */
   g_unlink(ip);
   g_autoptr(GByteArray) images = idx_images(12, 3, 3, TRUE);

@@ -6,7 +6,9 @@
 #include "tdm-error.h"
 #include "tdm-file.h"
 
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 TdmDataset *
 tdm_dataset_new(const char *name, int count, int height, int width, int channels, int classes)
@@ -119,6 +121,15 @@ static gboolean
 tdm_dataset_check_folder(const char *folder, const char *hint, GError **error)
 {
   if (!g_file_test(folder, G_FILE_TEST_EXISTS)) {
+    /* A link that leads nowhere is not "no such folder": say what it is. */
+    struct stat st;
+    if (lstat(folder, &st) == 0 && S_ISLNK(st.st_mode)) {
+      int err = stat(folder, &st) == 0 ? 0 : errno;
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, "%s: %s%s", folder,
+                  err == ELOOP ? "a symbolic link loop" : "a dangling symbolic link",
+                  hint != NULL ? hint : "");
+      return FALSE;
+    }
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, "%s: no such folder%s",
                 folder, hint != NULL ? hint : "");
     return FALSE;
@@ -200,7 +211,7 @@ tdm_dataset_open(const char *name_or_path, GError **error)
 
   g_autofree char *folder = tdm_dataset_expand_path(name_or_path);
   /* A bare word that is not a folder is most likely a misspelt name. */
-  if (!g_file_test(folder, G_FILE_TEST_EXISTS) && strchr(folder, G_DIR_SEPARATOR) == NULL) {
+  if (!tdm_file_present(folder) && strchr(folder, G_DIR_SEPARATOR) == NULL) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
                 "unknown dataset “%s”: expected fashion-mnist, mnist, synthetic or a folder "
                 "of IDX files or CIFAR-10 batches",
