@@ -29,6 +29,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "tdm-cli-classify.h"
+
 enum {
   EXIT_RUNTIME = 1,
   EXIT_BAD_INPUT = 2,
@@ -41,8 +43,9 @@ typedef struct {
   char *dataset, *network, *devices, *main_replica, *batch, *epochs;
   char *optimizer, *lr, *momentum, *beta1, *beta2, *eps, *weight_decay;
   char *schedule, *step_epochs, *gamma, *strategy, *precision, *seed;
-  char *eval_batch, *max_steps, *save, *resume;
+  char *eval_batch, *max_steps, *save, *resume, *image_size, *color, *top;
   char *batchnorm, *decay_on, *warmup, *smoothing, *crop, *flip;
+  char **classify;
   gboolean test_flip, list_devices, json, quiet, version, distributed;
 } Options;
 
@@ -53,11 +56,12 @@ options_clear(Options *o)
     &o->dataset, &o->network, &o->devices, &o->main_replica, &o->batch, &o->epochs,
     &o->optimizer, &o->lr, &o->momentum, &o->beta1, &o->beta2, &o->eps, &o->weight_decay,
     &o->schedule, &o->step_epochs, &o->gamma, &o->strategy, &o->precision, &o->seed,
-    &o->eval_batch, &o->max_steps, &o->save, &o->resume,
+    &o->eval_batch, &o->max_steps, &o->save, &o->resume, &o->image_size, &o->color, &o->top,
     &o->batchnorm, &o->decay_on, &o->warmup, &o->smoothing, &o->crop, &o->flip,
   };
   for (gsize i = 0; i < G_N_ELEMENTS(strings); i++)
     g_clear_pointer(strings[i], g_free);
+  g_clear_pointer(&o->classify, g_strfreev);
 }
 
 static const char summary[] =
@@ -68,8 +72,10 @@ static const char summary[] =
 
 static const char description[] =
   "Datasets: fashion-mnist (the default, in " TDM_FASHION_MNIST_DIR "),\n"
-  "mnist, synthetic (built in, needs no files), or a folder of IDX files or of\n"
-  "CIFAR-10 batches.\n"
+  "mnist, synthetic (built in, needs no files), or a folder of IDX files, of\n"
+  "CIFAR-10 batches, or of class folders of PNG/JPEG images (FOLDER/CLASS/IMAGE, or\n"
+  "FOLDER/train/CLASS/… and FOLDER/test/CLASS/…; --image-size and --color choose\n"
+  "the samples; the decoded set is cached in ~/.cache/tandem/images).\n"
   "Networks: mlp (784-1000-1000-10), cnn, resnet (a small residual BN network; it\n"
   "brings its recipe: 10 epochs, batch 512, Nesterov SGD lr 0.2, weight decay 5e-4\n"
   "on weights, 1 epoch of warm-up then linear decay, label smoothing 0.1, crop 2,\n"
@@ -98,6 +104,8 @@ static const char description[] =
   "  tandem-train --devices cuda:0,cuda:1 --network cnn --strategy main --main 1\n"
   "  tandem-train --resume run.safetensors --epochs 40\n"
   "  tandem-train --dataset synthetic --epochs 1 --json | jq .type\n"
+  "  tandem-train --dataset ~/photos --image-size 64 --color rgb --save photos.st\n"
+  "  tandem-train --resume photos.st --classify cat.jpg dog.png\n"
   "\n"
   "With --resume the run's settings come from the checkpoint (all but --max-steps);\n"
   "flags given as well override them (e.g. --epochs to train longer), and\n"
@@ -175,6 +183,16 @@ options_context(Options *o)
      "Save a safetensors checkpoint every epoch", "FILE"},
     {"resume", 0, 0, G_OPTION_ARG_FILENAME, &o->resume,
      "Continue the run saved in a checkpoint", "FILE"},
+    {"image-size", 0, 0, G_OPTION_ARG_STRING, &o->image_size,
+     "Image folders: side of the square samples (default: from the images, at most 64)",
+     "N"},
+    {"color", 0, 0, G_OPTION_ARG_STRING, &o->color,
+     "Image folders: auto, grey or rgb (default auto: grey when every image is)", "C"},
+    {"classify", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o->classify,
+     "Classify image files with the --resume checkpoint and exit (repeat or list after)",
+     "IMAGE"},
+    {"top", 0, 0, G_OPTION_ARG_STRING, &o->top,
+     "With --classify: how many classes to print per image (default 3)", "N"},
     {"list-devices", 0, 0, G_OPTION_ARG_NONE, &o->list_devices,
      "List the devices and exit", NULL},
     {"json", 0, 0, G_OPTION_ARG_NONE, &o->json,
@@ -273,10 +291,13 @@ options_apply(const Options *o, TdmConfig *c, GError **error)
       !parse_int("--eval-batch", o->eval_batch, &c->eval_batch, error) ||
       !parse_double("--warmup", o->warmup, &c->warmup_epochs, error) ||
       !parse_double("--label-smoothing", o->smoothing, &c->label_smoothing, error) ||
-      !parse_int("--crop", o->crop, &c->crop_pad, error))
+      !parse_int("--crop", o->crop, &c->crop_pad, error) ||
+      !parse_int("--image-size", o->image_size, &c->image_size, error))
     return FALSE;
   if (o->test_flip)
     c->test_flip = TRUE;
+  NAME_OPTION("--color", o->color, tdm_color_from_name, &c->image_channels,
+              "auto, grey or rgb");
   gint64 max_steps;
   if (o->max_steps) {
     if (!g_ascii_string_to_signed(o->max_steps, 10, G_MINLONG, G_MAXLONG, &max_steps, NULL))
@@ -675,6 +696,8 @@ json_event(const TdmEvent *ev)
     json_string(b, "dataset", s->dataset);
     json_int(b, "train_count", s->train_count);
     json_int(b, "test_count", s->test_count);
+    if (s->notice[0] != '\0')
+      json_string(b, "notice", s->notice);
     break;
   }
   case TDM_EVENT_STEP: {
@@ -793,6 +816,9 @@ on_event(const TdmEvent *ev, gpointer user_data)
 
   switch (ev->kind) {
   case TDM_EVENT_STARTED:
+    /* Skipped files are said once, whether or not progress is shown. */
+    if (ev->started.notice[0] != '\0')
+      fprintf(stderr, "tandem-train: warning: %s\n", ev->started.notice);
     if (p->bar)
       print_started(p, &ev->started);
     break;
@@ -949,6 +975,17 @@ main(int argc, char **argv)
     options_clear(&o);
     return fail(EXIT_BAD_INPUT, NULL, error->message);
   }
+  /* --classify a.png b.png: the names after the first are arguments too. */
+  if (o.classify != NULL && argc > 1) {
+    GStrvBuilder *all = g_strv_builder_new();
+    g_strv_builder_addv(all, (const char **)o.classify);
+    for (int i = 1; i < argc; i++)
+      g_strv_builder_add(all, argv[i]);
+    g_strfreev(o.classify);
+    o.classify = g_strv_builder_end(all);
+    g_strv_builder_unref(all);
+    argc = 1;
+  }
   if (argc > 1) {
     g_autofree char *message = g_strdup_printf("unexpected argument “%s” (see --help)",
                                                argv[1]);
@@ -961,6 +998,15 @@ main(int argc, char **argv)
     printf("tandem-train %s\n", TDM_VERSION);
   } else if (o.list_devices) {
     status = list_devices();
+  } else if (o.classify != NULL) {
+    gint64 top = 3;
+    if (o.resume == NULL)
+      status = fail(EXIT_BAD_INPUT, "--classify", "needs --resume CHECKPOINT: the trained "
+                                                  "network to classify with");
+    else if (o.top != NULL && !g_ascii_string_to_signed(o.top, 10, 1, 256, &top, NULL))
+      status = fail(EXIT_BAD_INPUT, "--top", "expected a whole number from 1 to 256");
+    else
+      status = tdm_cli_classify(o.resume, (const char *const *)o.classify, (int)top, o.json);
   } else if (o.distributed && !tdm_distributed_init(&argc, &argv, &error)) {
     status = fail(EXIT_RUNTIME, "--distributed", error->message);
   } else {

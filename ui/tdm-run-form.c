@@ -14,6 +14,7 @@
 
 #include "tdm-build-config.h"
 
+#include "tdm-classify-view.h"
 #include "tdm-dataset-chooser.h"
 #include "tdm-device-picker.h"
 #include "tdm-device.h"
@@ -386,6 +387,14 @@ tdm_run_form_build_config (TdmRunForm  *self,
 
   g_free (config->dataset);
   config->dataset = g_strdup (tdm_dataset_chooser_get_source (self->dataset_chooser));
+  tdm_dataset_chooser_get_image_options (self->dataset_chooser, &config->image_size,
+                                         &config->image_channels);
+  /* Every run keeps its network, so images can be classified with it afterwards. */
+  config->save_path = tdm_classify_view_last_run_path ();
+  {
+    g_autofree char *dir = g_path_get_dirname (config->save_path);
+    g_mkdir_with_parents (dir, 0700);
+  }
 
   g_free (config->network);
   if (network == NETWORK_CUSTOM)

@@ -815,6 +815,25 @@ tdm_replica_evaluate(TdmReplica *r, int first, int count)
   g_free(indices);
 }
 
+void
+tdm_replica_predict(TdmReplica *r, int first, int count, float *logits)
+{
+  TdmBackend *b = r->backend;
+  const TdmNetwork *net = r->net;
+  g_return_if_fail(count > 0 && count <= r->capacity && logits != NULL);
+
+  int32_t *indices = g_new(int32_t, count);
+  for (int i = 0; i < count; i++)
+    indices[i] = first + i;
+  b->ops->upload(b, r->indices, indices, (size_t)count * sizeof(int32_t));
+  b->ops->gather(b, r->acts[0], r->labels, r->test_images, r->test_labels, r->indices, count,
+                 r->sample_size, 1.0f / 255.0f);
+  forward(r, count, MODE_EVAL);
+  b->ops->download(b, logits, r->acts[net->layer_count],
+                   (size_t)count * net->classes * sizeof(float));
+  g_free(indices);
+}
+
 TdmMetrics
 tdm_replica_take_metrics(TdmReplica *r)
 {

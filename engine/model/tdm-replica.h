@@ -110,6 +110,9 @@ void tdm_replica_train_idle (TdmReplica *replica);
  * missing one. */
 gboolean tdm_replica_supported (TdmBackend *backend, const TdmNetwork *net,
                                 GError **error);
+/* Forward only over test samples [first, first + count), copying the network's
+ * outputs (count × classes logits) to host memory; metrics are left alone. */
+void tdm_replica_predict (TdmReplica *replica, int first, int count, float *logits);
 
 /* Reads and clears the metrics (waits for the device). */
 TdmMetrics tdm_replica_take_metrics (TdmReplica *replica);

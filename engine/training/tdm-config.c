@@ -333,6 +333,12 @@ tdm_config_validate(const TdmConfig *c, GError **error)
                    c->crop_pad);
   if ((unsigned)c->flip > TDM_FLIP_OFF)
     return invalid(error, "--flip: unknown setting %d", (int)c->flip);
+  if (c->image_size != 0 && (c->image_size < 4 || c->image_size > 512))
+    return invalid(error, "--image-size %d: give 0 (chosen from the images) or a side from "
+                          "4 to 512 pixels", c->image_size);
+  if (c->image_channels != 0 && c->image_channels != 1 && c->image_channels != 3)
+    return invalid(error, "--color: %d channels; expected auto, grey or rgb",
+                   c->image_channels);
   if (c->bucket_bytes < sizeof(float))
     return invalid(error, "--bucket-bytes %zu: a gradient bucket must hold at least one "
                           "value", c->bucket_bytes);
@@ -387,6 +393,27 @@ static const char *const batchnorm_names[] = {"per-replica", "sync"};
 static const char *const decay_scope_names[] = {"all", "weights"};
 static const char *const flip_names[] = {"auto", "on", "off"};
 static const char *const precision_names[] = {"fp32", "tf32", "bf16"};
+
+const char *
+tdm_color_name(int channels)
+{
+  return channels == 1 ? "grey" : channels == 3 ? "rgb" : "auto";
+}
+
+gboolean
+tdm_color_from_name(const char *name, int *channels)
+{
+  g_return_val_if_fail(name != NULL && channels != NULL, FALSE);
+  if (g_str_equal(name, "auto"))
+    *channels = 0;
+  else if (g_str_equal(name, "grey") || g_str_equal(name, "gray"))
+    *channels = 1;
+  else if (g_str_equal(name, "rgb") || g_str_equal(name, "color") || g_str_equal(name, "colour"))
+    *channels = 3;
+  else
+    return FALSE;
+  return TRUE;
+}
 
 static const char *
 name_of(const char *const *names, unsigned count, int value)
@@ -524,6 +551,10 @@ tdm_config_to_json(const TdmConfig *c)
   json_builder_add_string_value(b, or_unknown(tdm_flip_setting_name(c->flip)));
   json_builder_set_member_name(b, "test_flip");
   json_builder_add_boolean_value(b, c->test_flip);
+  json_builder_set_member_name(b, "image_size");
+  json_builder_add_int_value(b, c->image_size);
+  json_builder_set_member_name(b, "image_channels");
+  json_builder_add_int_value(b, c->image_channels);
   json_builder_end_object(b);
 
   g_autoptr(JsonNode) root = json_builder_get_root(b);
@@ -787,6 +818,13 @@ tdm_config_from_json(const char *json, GError **error)
       !get_int64(o, "bucket_bytes", 0, G_MAXINT64, &bucket_bytes, error) ||
       !get_int64(o, "max_steps", 0, G_MAXLONG, &max_steps, error) ||
       !get_recipe(o, c, error))
+    return NULL;
+
+  /* Optional: checkpoints written before image folders existed lack them. */
+  if ((json_object_has_member(o, "image_size") &&
+       !get_int(o, "image_size", &c->image_size, error)) ||
+      (json_object_has_member(o, "image_channels") &&
+       !get_int(o, "image_channels", &c->image_channels, error)))
     return NULL;
 
   JsonNode *save = member(o, "save_path", error);

@@ -80,6 +80,8 @@ typedef struct {
   int crop_pad;            /* random crop: pad by this many pixels and shift; 0 off */
   TdmFlipSetting flip;     /* random horizontal flip in training */
   gboolean test_flip;      /* evaluate each test image and its mirror, average logits */
+  int image_size;          /* image folders: side of the samples (0: from the images) */
+  int image_channels;      /* image folders: 1 grey, 3 RGB (0: from the images) */
 } TdmConfig;
 
 /* Chainer's defaults: Fashion-MNIST, mlp, one CPU worker, batch 100, 20 epochs, Adam. */
@@ -118,6 +120,9 @@ gboolean tdm_strategy_from_name (const char *name, TdmStrategy *strategy);
 const char *tdm_schedule_name (TdmSchedule schedule);
 gboolean tdm_schedule_from_name (const char *name, TdmSchedule *schedule);
 const char *tdm_precision_name (TdmPrecision precision);
+/* "auto" (0), "grey" (1), "rgb" (3): --color. */
+const char *tdm_color_name (int channels);
+gboolean tdm_color_from_name (const char *name, int *channels);
 gboolean tdm_precision_from_name (const char *name, TdmPrecision *precision);
 const char *tdm_batchnorm_name (TdmBatchNorm mode);
 gboolean tdm_batchnorm_from_name (const char *name, TdmBatchNorm *mode);

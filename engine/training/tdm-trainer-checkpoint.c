@@ -10,6 +10,9 @@
 #include "tdm-trainer-private.h"
 #include "tdm-checkpoint.h"
 #include "tdm-error.h"
+#include "tdm-json.h"
+
+#include <json-glib/json-glib.h>
 
 #include <string.h>
 
@@ -148,6 +151,20 @@ download_state(TdmTrainer *t, GError **error)
   return state;
 }
 
+static char *
+class_names_json(const TdmDataset *d)
+{
+  if (d->class_names == NULL)
+    return NULL;
+  g_autoptr(JsonBuilder) b = json_builder_new();
+  json_builder_begin_array(b);
+  for (int k = 0; k < d->classes; k++)
+    json_builder_add_string_value(b, d->class_names[k] != NULL ? d->class_names[k] : "");
+  json_builder_end_array(b);
+  g_autoptr(JsonNode) root = json_builder_get_root(b);
+  return tdm_json_to_string(root);
+}
+
 gboolean
 tdm_trainer_save_checkpoint(TdmTrainer *t, GError **error)
 {
@@ -189,6 +206,14 @@ tdm_trainer_save_checkpoint(TdmTrainer *t, GError **error)
   tdm_checkpoint_set_metadata(ckpt, "step", step);
   tdm_checkpoint_set_metadata(ckpt, "optimizer_t", opt_t);
   tdm_checkpoint_set_metadata(ckpt, "parameters", params);
+  /* What a classifier needs besides the weights: the input it was trained on and the
+   * names of its outputs. */
+  g_autofree char *shape = g_strdup_printf("%d,%d,%d", t->net->in_h, t->net->in_w,
+                                           t->net->in_c);
+  tdm_checkpoint_set_metadata(ckpt, "input_shape", shape);
+  g_autofree char *names = class_names_json(t->data->train);
+  if (names != NULL)
+    tdm_checkpoint_set_metadata(ckpt, "class_names", names);
   tdm_checkpoint_set_metadata(ckpt, "activation_layout",
                               "NHWC: an fc layer after a conv reads features in (row, "
                               "column, channel) order");
@@ -209,6 +234,36 @@ metadata_long(TdmCheckpoint *ckpt, const char *path, const char *key, gint64 min
                 ", %" G_GINT64_FORMAT "]",
                 path, key, min, max);
     return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+tdm_checkpoint_read_parameters(TdmCheckpoint *ckpt, const TdmNetwork *net, const char *path,
+                               float *params, float *state, GError **error)
+{
+  for (int i = 0; i < net->layer_count; i++) {
+    Entry e[8];
+    int count = layer_entries(net, &net->layers[i], e);
+    for (int k = 0; k < count; k++) {
+      if (e[k].home == IS_STEP)
+        continue;
+      const TdmTensor *tensor = tdm_checkpoint_get(ckpt, e[k].name);
+      gint64 elements = 1;
+      for (int d = 0; tensor != NULL && d < tensor->rank; d++)
+        elements *= tensor->shape[d];
+      if (tensor == NULL || elements != (gint64)e[k].count) {
+        g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                    "%s: tensor “%s” is missing or has the wrong size (%zu values expected)",
+                    path, e[k].name, e[k].count);
+        return FALSE;
+      }
+      if (e[k].conv != NULL)
+        tdm_layer_weight_from_torch(e[k].conv, tensor->data, params + e[k].offset);
+      else
+        memcpy((e[k].home == IN_STATE ? state : params) + e[k].offset, tensor->data,
+               e[k].count * sizeof(float));
+    }
   }
   return TRUE;
 }
@@ -269,29 +324,8 @@ tdm_trainer_restore_checkpoint(TdmTrainer *t, const char *path, GError **error)
   size_t ns = t->net->state_count;
   g_autofree float *params = g_new0(float, MAX(1, n));
   g_autofree float *state = g_new0(float, MAX(1, ns));
-  for (int i = 0; i < t->net->layer_count; i++) {
-    Entry e[8];
-    int count = layer_entries(t->net, &t->net->layers[i], e);
-    for (int k = 0; k < count; k++) {
-      if (e[k].home == IS_STEP)
-        continue;
-      const TdmTensor *tensor = tdm_checkpoint_get(ckpt, e[k].name);
-      gint64 elements = 1;
-      for (int d = 0; tensor != NULL && d < tensor->rank; d++)
-        elements *= tensor->shape[d];
-      if (tensor == NULL || elements != (gint64)e[k].count) {
-        g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                    "%s: tensor “%s” is missing or has the wrong size (%zu values expected)",
-                    path, e[k].name, e[k].count);
-        return FALSE;
-      }
-      if (e[k].conv != NULL)
-        tdm_layer_weight_from_torch(e[k].conv, tensor->data, params + e[k].offset);
-      else
-        memcpy((e[k].home == IN_STATE ? state : params) + e[k].offset, tensor->data,
-               e[k].count * sizeof(float));
-    }
-  }
+  if (!tdm_checkpoint_read_parameters(ckpt, t->net, path, params, state, error))
+    return FALSE;
 
   for (int r = 0; r < t->replicas; r++) {
     TdmBackend *b = t->backends[r];

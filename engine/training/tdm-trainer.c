@@ -698,7 +698,9 @@ setup(TdmTrainer *t, GError **error)
       !tdm_checkpoint_check_writable(cfg->save_path, error))
     return FALSE;
 
-  t->data = tdm_dataset_open(cfg->dataset, error);
+  TdmImageOptions image = {.size = cfg->image_size, .channels = cfg->image_channels,
+                           .seed = cfg->seed};
+  t->data = tdm_dataset_open_with(cfg->dataset, &image, error);
   if (t->data == NULL)
     return FALSE;
   const TdmDataset *train = t->data->train;
@@ -818,6 +820,7 @@ emit_started(TdmTrainer *t)
   g_strlcpy(s->dataset, t->data->name, sizeof s->dataset);
   s->train_count = t->data->train->count;
   s->test_count = t->data->test->count;
+  g_strlcpy(s->notice, t->data->notice != NULL ? t->data->notice : "", sizeof s->notice);
   emit(t, &e);
 }
 
