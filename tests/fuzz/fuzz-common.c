@@ -88,6 +88,9 @@ fuzz_write_files(const char *folder, const char *const *names, int count, const 
     if (len > size)
       len = size;
     g_autofree char *path = g_build_filename(folder, names[i], NULL);
+    /* Names may hold a sub-folder ("cat/1.png"). */
+    g_autofree char *parent = g_path_get_dirname(path);
+    g_mkdir_with_parents(parent, 0755);
     if (!g_file_set_contents(path, (const char *)data, (gssize)len, NULL))
       abort();
     data += len;

@@ -16,7 +16,7 @@
 const char *fuzz_temp_folder (void);
 
 /* Writes the files named in names[0..count) into folder from data as described
- * above; returns the number written. */
+ * above (a name may hold a sub-folder, made as needed); returns the number written. */
 int fuzz_write_files (const char *folder, const char *const *names, int count,
                       const uint8_t *data, size_t size);
 

@@ -82,6 +82,41 @@ write("network/resnet", spec(32, 32, 3, 10, "resnet"))
 write("network/res-block", spec(16, 16, 3, 10, "conv8k3p1,bn,relu,2*(res(conv8k3p1,bn,relu,conv8k3p1,bn),relu),gap,fc10"))
 write("network/stride-proj", spec(16, 16, 3, 7, "conv8k3s2p1,res(conv16k3s2p1,bn),avg2,drop0.25,fc7"))
 
+# Image folders: six files in two class folders (cat: png, jpg, png; dog: png, jpg,
+# jpeg). PNGs are written here; JPEGs come from ImageMagick's convert when present.
+import shutil
+import tempfile
+import zlib
+
+
+def png(w, h, colour, seed):
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    channels = 3 if colour else 1
+    rows = b"".join(b"\0" + bytes((seed + x * 17 + y * 29 + c * 7) % 256
+                                   for x in range(w) for c in range(channels)) for y in range(h))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2 if colour else 0, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+def jpeg(w, h, seed):
+    convert = shutil.which("convert")
+    if convert is None:
+        return png(w, h, True, seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = os.path.join(tmp, "a.png"), os.path.join(tmp, "a.jpg")
+        with open(src, "wb") as f:
+            f.write(png(w, h, True, seed))
+        subprocess.run([convert, src, "-quality", "50", dst], check=True)
+        with open(dst, "rb") as f:
+            return f.read()
+
+
+write("image-folder/mixed", pack(0x3F, [png(4, 4, False, 1), jpeg(6, 5, 2), png(5, 3, True, 3),
+                                        png(4, 4, True, 4), jpeg(4, 4, 5), jpeg(3, 7, 6)]))
+write("image-folder/png-only", pack(0x09, [png(8, 8, True, 7), png(8, 8, False, 8)]))
+write("image-folder/one-class", pack(0x07, [png(4, 4, False, 9), jpeg(4, 4, 10), png(2, 2, True, 11)]))
+
 if len(sys.argv) > 1:
     path = os.path.join(here, "corpus", "checkpoint", "one-epoch.safetensors")
     os.makedirs(os.path.dirname(path), exist_ok=True)
