@@ -3,6 +3,7 @@
  * captured once in a graph and replayed). No communication, no optimizer here. */
 #include "tdm-replica.h"
 #include "tdm-error.h"
+#include "tdm-memory.h"
 
 #include <string.h>
 
@@ -12,17 +13,6 @@
     if ((ptr) == NULL)                                                                  \
       goto fail;                                                                        \
   } while (0)
-
-/* Layer i's im2col columns, in floats per sample (0 for other layers). Each conv
- * layer keeps its own, so that backward reuses the forward's instead of rebuilding
- * them (a copy as large as the columns themselves, per layer and step). */
-static size_t
-col_floats_per_sample(const TdmLayer *l)
-{
-  if (l->kind != TDM_LAYER_CONV)
-    return 0;
-  return (size_t)l->out_h * l->out_w * l->in_c * l->kernel * l->kernel;
-}
 
 /* Whether conv layer i hands its bias, and its ReLU if it has one, to the pool after
  * it (maxpool_forward applies them after the max, on a quarter of the elements, and
@@ -38,20 +28,12 @@ bias_in_pool(const TdmNetwork *net, int i)
 /* Whether the first layer is a small conv whose pool comes next, so that the two run
  * as conv_pool_forward and conv_pool_backward: no columns, and the conv's output is
  * never stored (nor its gradient, which a first layer does not pass on). */
-static gboolean
-conv_pool_first(const TdmNetwork *net)
+gboolean
+tdm_replica_fuses_first_conv(const TdmNetwork *net)
 {
   const TdmLayer *l = &net->layers[0];
   return bias_in_pool(net, 0) && l->in_c * l->kernel * l->kernel <= TDM_CONV_POOL_TAPS &&
          l->out_c <= TDM_CONV_POOL_OUT;
-}
-
-/* Whether layer i's output is a buffer of its own (flatten only renames; the conv of
- * a conv_pool_first network has none). */
-static gboolean
-owns_output(const TdmNetwork *net, int i)
-{
-  return net->layers[i].kind != TDM_LAYER_FLATTEN && !(i == 0 && conv_pool_first(net));
 }
 
 static size_t
@@ -64,23 +46,7 @@ size_t
 tdm_replica_bytes_needed(const TdmNetwork *net, int capacity, const TdmDataset *train,
                          const TdmDataset *test)
 {
-  size_t floats = 2 * net->parameter_count;
-  floats += (size_t)capacity * net->in_h * net->in_w * net->in_c;
-  for (int i = 0; i < net->layer_count; i++) {
-    const TdmLayer *l = &net->layers[i];
-    if (owns_output(net, i))
-      floats += (size_t)capacity * layer_out_floats(l);
-    if (l->kind == TDM_LAYER_POOL)
-      floats += (size_t)capacity * layer_out_floats(l); /* int32 argmax */
-    if (!(i == 0 && conv_pool_first(net)))
-      floats += (size_t)capacity * col_floats_per_sample(l);
-  }
-  floats += 2 * (size_t)capacity * net->max_activation;
-  size_t bytes = floats * sizeof(float) + 2 * (size_t)capacity * sizeof(int32_t) +
-                 sizeof(TdmMetrics);
-  bytes += (size_t)train->count * (tdm_dataset_sample_size(train) + 1);
-  bytes += (size_t)test->count * (tdm_dataset_sample_size(test) + 1);
-  return bytes;
+  return tdm_memory_replica(net, capacity, train->count, test->count).total;
 }
 
 TdmReplica *
@@ -103,16 +69,17 @@ tdm_replica_new(TdmBackend *b, const TdmNetwork *net, int capacity, const TdmDat
   ALLOC(r->metrics, sizeof(TdmMetrics));
   b->ops->zero(b, r->metrics, sizeof(TdmMetrics));
   ALLOC(r->acts[0], (size_t)capacity * net->in_h * net->in_w * net->in_c * sizeof(float));
+  /* Sizes by tdm-memory.c's rule, so that the estimate is what is allocated here. */
   for (int i = 0; i < net->layer_count; i++) {
-    const TdmLayer *l = &net->layers[i];
-    if (owns_output(net, i))
-      ALLOC(r->acts[i + 1], (size_t)capacity * layer_out_floats(l) * sizeof(float));
-    else if (l->kind == TDM_LAYER_FLATTEN)
+    TdmLayerBuffers buf = tdm_memory_layer_buffers(net, i);
+    if (buf.output > 0)
+      ALLOC(r->acts[i + 1], (size_t)capacity * buf.output * sizeof(float));
+    else if (net->layers[i].kind == TDM_LAYER_FLATTEN)
       r->acts[i + 1] = r->acts[i];
-    if (l->kind == TDM_LAYER_POOL)
-      ALLOC(r->argmax[i], (size_t)capacity * layer_out_floats(l) * sizeof(int32_t));
-    if (l->kind == TDM_LAYER_CONV && !(i == 0 && conv_pool_first(net)))
-      ALLOC(r->cols[i], (size_t)capacity * col_floats_per_sample(l) * sizeof(float));
+    if (buf.argmax > 0)
+      ALLOC(r->argmax[i], (size_t)capacity * buf.argmax * sizeof(int32_t));
+    if (buf.columns > 0)
+      ALLOC(r->cols[i], (size_t)capacity * buf.columns * sizeof(float));
   }
   ALLOC(r->grad_a, (size_t)capacity * net->max_activation * sizeof(float));
   ALLOC(r->grad_b, (size_t)capacity * net->max_activation * sizeof(float));
@@ -150,7 +117,7 @@ tdm_replica_free(TdmReplica *r)
   tdm_backend_release(b, r->metrics);
   tdm_backend_release(b, r->acts[0]);
   for (int i = 0; i < net->layer_count; i++) {
-    if (owns_output(net, i))
+    if (r->acts[i + 1] != r->acts[i])
       tdm_backend_release(b, r->acts[i + 1]);
     tdm_backend_release(b, r->argmax[i]);
     tdm_backend_release(b, r->cols[i]);
@@ -181,7 +148,7 @@ forward(TdmReplica *r, int n)
   TdmBackend *b = r->backend;
   const TdmBackendOps *ops = b->ops;
   int first = 0;
-  if (conv_pool_first(r->net)) {
+  if (tdm_replica_fuses_first_conv(r->net)) {
     const TdmLayer *l = &r->net->layers[0];
     ops->conv_pool_forward(b, r->acts[2], r->argmax[1], r->acts[0], r->params + l->weight_offset,
                            r->params + l->bias_offset, l->fused_relu, n, l->in_h, l->in_w,
@@ -277,7 +244,7 @@ backward(TdmReplica *r, int n)
       break;
     }
     case TDM_LAYER_POOL:
-      if (i == 1 && conv_pool_first(r->net)) {
+      if (i == 1 && tdm_replica_fuses_first_conv(r->net)) {
         const TdmLayer *c = l - 1;
         ops->conv_pool_backward(b, r->grads + c->weight_offset, r->grads + c->bias_offset, dy,
                                 r->argmax[1], y, r->acts[0], c->fused_relu, n, c->in_h,

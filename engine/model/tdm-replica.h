@@ -54,9 +54,15 @@ TdmReplica *tdm_replica_new (TdmBackend *backend, const TdmNetwork *net, int cap
 void tdm_replica_free (TdmReplica *replica);
 
 /* Bytes a replica of `net` for `capacity` samples needs on its device, datasets
- * included: checked against free memory before anything is allocated. */
+ * included: checked against free memory before anything is allocated. The figure is
+ * tdm_memory_replica()'s total (tdm-memory.h), whose per-layer rule this file
+ * allocates by. */
 size_t tdm_replica_bytes_needed (const TdmNetwork *net, int capacity,
                                  const TdmDataset *train, const TdmDataset *test);
+
+/* Whether the first layer is a conv that runs fused with its pool (conv_pool_forward
+ * in tdm-backend.h): then neither its output nor its columns are stored. */
+gboolean tdm_replica_fuses_first_conv (const TdmNetwork *net);
 
 /* Forward and backward over the training samples `indices[0, count)` (host memory),
  * writing gradients of (sum of losses) · grad_scale into replica->grads and adding

@@ -16,6 +16,7 @@
 #include "tdm-distributed.h"
 #include "tdm-error.h"
 #include "tdm-iterator.h"
+#include "tdm-memory.h"
 #include "tdm-network.h"
 #include "tdm-optimizer.h"
 #include "tdm-replica.h"
@@ -593,6 +594,31 @@ all_cpu(const TdmConfig *cfg)
   return TRUE;
 }
 
+/* Reports the memory estimate, and refuses a run whose host needs exceed what is left
+ * before anything large is allocated (the dataset is loaded already: it counts as
+ * allocated). Under mpirun each process estimates every replica, so it only reports. */
+static gboolean
+estimate_memory(TdmTrainer *t, GError **error)
+{
+  const TdmConfig *cfg = t->config;
+  int train = t->data->train->count, test = t->data->test->count;
+  g_autofree TdmEvent *e = g_new0(TdmEvent, 1);
+  e->kind = TDM_EVENT_MEMORY;
+  TdmMemoryEvent *m = &e->memory;
+  tdm_memory_estimate(cfg, t->net, train, test, m);
+  const char *why = NULL;
+  guint64 available = tdm_memory_host_available(&why);
+  m->host_available = available;
+  m->largest_batch = -1;
+  if (available != G_MAXUINT64)
+    m->largest_batch = tdm_memory_largest_batch(cfg, t->net, train, test,
+                                                available + m->host_dataset, 0);
+  emit(t, e);
+  if (distributed(t))
+    return TRUE;
+  return tdm_memory_check_host(m, available, m->host_dataset, why, error);
+}
+
 static gboolean
 setup(TdmTrainer *t, GError **error)
 {
@@ -645,6 +671,8 @@ setup(TdmTrainer *t, GError **error)
 
   t->start.parties = t->end.parties = t->pre_comm.parties = t->replicas;
 
+  if (!estimate_memory(t, error))
+    return FALSE;
   if (!build_replicas(t, error))
     return FALSE;
 #if TDM_HAVE_MPI

@@ -1,0 +1,262 @@
+/* tdm-memory.c — see tdm-memory.h. Every figure here mirrors an allocation elsewhere:
+ * the replica's (tdm-replica.c allocates by tdm_memory_layer_buffers()), the
+ * optimizer's (tdm-optimizer.c), the peer communicator's staging buffer, and the
+ * trainer's host copies (tdm-trainer.c, tdm-trainer-checkpoint.c). A change there is
+ * a change here; tests/test-memory.c compares the two on the CPU backend's counter. */
+#include "tdm-memory.h"
+#include "tdm-error.h"
+#include "tdm-iterator.h"
+#include "tdm-replica.h"
+#include "tdm-build-config.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+/* tdm-communicator-peer.c's staging buffer, per GPU replica that cannot reach another
+ * directly. */
+#define PEER_STAGING_BYTES ((guint64)4 << 20)
+
+TdmLayerBuffers
+tdm_memory_layer_buffers(const TdmNetwork *net, int i)
+{
+  const TdmLayer *l = &net->layers[i];
+  size_t out = (size_t)l->out_h * l->out_w * l->out_c;
+  /* The first conv, when fused with its pool, stores neither its output nor columns. */
+  gboolean fused_first = i == 0 && tdm_replica_fuses_first_conv(net);
+  TdmLayerBuffers buf = {0, 0, 0};
+  switch (l->kind) {
+  case TDM_LAYER_LINEAR:
+  case TDM_LAYER_RELU:
+    buf.output = out;
+    break;
+  case TDM_LAYER_CONV:
+    if (!fused_first) {
+      buf.output = out;
+      buf.columns = (size_t)l->out_h * l->out_w * l->in_c * l->kernel * l->kernel;
+    }
+    break;
+  case TDM_LAYER_POOL:
+    buf.output = out;
+    buf.argmax = out;
+    break;
+  case TDM_LAYER_FLATTEN:
+    break; /* a new name for its input's buffer */
+  }
+  return buf;
+}
+
+TdmReplicaBytes
+tdm_memory_replica(const TdmNetwork *net, int capacity, int train_count, int test_count)
+{
+  TdmReplicaBytes rb = {0};
+  guint64 cap = (guint64)MAX(capacity, 0);
+  guint64 sample = (guint64)net->in_h * net->in_w * net->in_c;
+  rb.parameters = (guint64)net->parameter_count * sizeof(float);
+  rb.gradients = rb.parameters;
+  rb.activations = cap * sample * sizeof(float);
+  guint64 workspace = 0;
+  for (int i = 0; i < net->layer_count; i++) {
+    TdmLayerBuffers buf = tdm_memory_layer_buffers(net, i);
+    rb.activations += cap * buf.output * sizeof(float);
+    workspace += cap * (buf.argmax * sizeof(int32_t) + buf.columns * sizeof(float));
+  }
+  /* The two activation-gradient buffers, the shard's labels and indices, the metrics. */
+  workspace += 2 * cap * net->max_activation * sizeof(float);
+  workspace += 2 * cap * sizeof(int32_t) + sizeof(TdmMetrics);
+  rb.workspace = workspace;
+  rb.dataset = (guint64)MAX(train_count, 0) * (sample + 1) +
+               (guint64)MAX(test_count, 0) * (sample + 1);
+  rb.total = rb.parameters + rb.gradients + rb.activations + rb.workspace + rb.dataset;
+  return rb;
+}
+
+int
+tdm_memory_capacity(const TdmConfig *cfg, int world, int test_count)
+{
+  world = MAX(world, 1);
+  int shard = (cfg->batch + world - 1) / world;
+  int eval = MIN(cfg->eval_batch, MAX(1, test_count));
+  return MAX(shard, eval);
+}
+
+static int
+optimizer_states(TdmOptimizerKind kind)
+{
+  return kind == TDM_OPTIMIZER_ADAM ? 2 : kind == TDM_OPTIMIZER_MOMENTUM ? 1 : 0;
+}
+
+/* Whether GPU replicas would talk through the peer communicator, and so may stage. */
+static gboolean
+peer_staging(const TdmConfig *cfg, int world)
+{
+  if (world < 2)
+    return FALSE;
+  gboolean distinct = TRUE;
+  for (int i = 0; i < world; i++)
+    for (int j = i + 1; j < world; j++)
+      if (g_str_equal(cfg->devices[i], cfg->devices[j]))
+        distinct = FALSE;
+#if TDM_HAVE_NCCL
+  /* NCCL serves distinct GPUs, with buffers of its own outside Tandem's counter. */
+  if (distinct)
+    return FALSE;
+#endif
+  /* Replicas on one GPU copy directly; distinct GPUs may lack peer access. */
+  return distinct;
+}
+
+void
+tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count,
+                    int test_count, TdmMemoryEvent *e)
+{
+  memset(e, 0, sizeof *e);
+  int world = tdm_config_replica_count(cfg);
+  int capacity = tdm_memory_capacity(cfg, world, test_count);
+  TdmReplicaBytes rb = tdm_memory_replica(net, capacity, train_count, test_count);
+  guint64 param_bytes = (guint64)net->parameter_count * sizeof(float);
+  int states = optimizer_states(cfg->optimizer);
+  gboolean staging = peer_staging(cfg, world);
+
+  e->replicas = MIN(world, TDM_MAX_REPLICAS);
+  e->batch = cfg->batch;
+  e->capacity = capacity;
+  for (int r = 0; r < world; r++) {
+    gboolean cpu = g_str_equal(cfg->devices[r], "cpu");
+    gboolean updates = cfg->strategy == TDM_STRATEGY_ALLREDUCE || r == cfg->main_replica;
+    guint64 optimizer = updates ? states * param_bytes : 0;
+    guint64 communication = !cpu && staging ? PEER_STAGING_BYTES : 0;
+    guint64 total = rb.total + optimizer + communication;
+    if (cpu)
+      e->host_devices += total;
+    else
+      e->gpu_total += total;
+    if (r >= TDM_MAX_REPLICAS)
+      continue;
+    TdmMemoryDevice *d = &e->device[r];
+    g_strlcpy(d->device, cfg->devices[r], sizeof d->device);
+    int offset;
+    tdm_shard_of(cfg->batch, world, r, &offset, &d->shard);
+    d->host = cpu;
+    d->parameters = rb.parameters;
+    d->gradients = rb.gradients;
+    d->optimizer = optimizer;
+    d->activations = rb.activations;
+    d->workspace = rb.workspace;
+    d->dataset = rb.dataset;
+    d->communication = communication;
+    d->total = total;
+  }
+
+  /* The host's own copy of both splits (tdm_dataset_new: one spare byte for each of
+   * images and labels) and the iterator's shuffled order. */
+  guint64 sample = (guint64)net->in_h * net->in_w * net->in_c;
+  e->host_dataset = (guint64)train_count * sample + 1 + (guint64)train_count + 1 +
+                    (guint64)test_count * sample + 1 + (guint64)test_count + 1;
+  guint64 copies = (guint64)train_count * sizeof(int32_t);
+  /* The initial parameters, later the downloaded ones (t->host_params); a checkpoint
+   * adds its copy of them, a download buffer and its copies of the optimizer's state. */
+  copies += param_bytes;
+  if (cfg->save_path != NULL)
+    copies += (2 + (guint64)states) * param_bytes;
+  e->host_copies = copies;
+  e->host_total = e->host_dataset + e->host_copies + e->host_devices;
+}
+
+int
+tdm_memory_largest_batch(const TdmConfig *cfg, const TdmNetwork *net, int train_count,
+                         int test_count, guint64 host_budget, guint64 gpu_budget)
+{
+  g_autoptr(TdmConfig) trial = tdm_config_copy(cfg);
+  g_autofree TdmMemoryEvent *e = g_new(TdmMemoryEvent, 1);
+
+  /* Needs grow with the batch, so the fitting batches are a prefix of 1 … count. */
+  int lo = 0, hi = MAX(train_count, 0);
+  while (lo < hi) {
+    int mid = lo + (hi - lo + 1) / 2;
+    trial->batch = mid;
+    tdm_memory_estimate(trial, net, train_count, test_count, e);
+    gboolean fits = host_budget == 0 || e->host_total <= host_budget;
+    for (int r = 0; r < e->replicas && fits; r++)
+      if (!e->device[r].host && gpu_budget != 0 && e->device[r].total > gpu_budget)
+        fits = FALSE;
+    if (fits)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+/* A "Key:  1234 kB" line of a /proc file, in bytes; FALSE when absent. */
+static gboolean
+proc_kib(const char *path, const char *key, guint64 *bytes)
+{
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents(path, &text, NULL, NULL))
+    return FALSE;
+  size_t klen = strlen(key);
+  for (const char *line = text; line != NULL && *line != '\0';) {
+    if (strncmp(line, key, klen) == 0 && line[klen] == ':') {
+      guint64 kib = g_ascii_strtoull(line + klen + 1, NULL, 10);
+      *bytes = kib * 1024;
+      return TRUE;
+    }
+    line = strchr(line, '\n');
+    if (line != NULL)
+      line++;
+  }
+  return FALSE;
+}
+
+guint64
+tdm_memory_host_available(const char **why)
+{
+  guint64 best = G_MAXUINT64;
+  const char *reason = "available memory";
+  guint64 bytes;
+  if (proc_kib("/proc/meminfo", "MemAvailable", &bytes))
+    best = bytes;
+
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    guint64 used = 0;
+    proc_kib("/proc/self/status", "VmSize", &used);
+    guint64 left = rl.rlim_cur > used ? rl.rlim_cur - used : 0;
+    if (left < best) {
+      best = left;
+      reason = "the address-space limit (ulimit -v)";
+    }
+  }
+  if (getrlimit(RLIMIT_DATA, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    guint64 used = 0;
+    proc_kib("/proc/self/status", "VmData", &used);
+    guint64 left = rl.rlim_cur > used ? rl.rlim_cur - used : 0;
+    if (left < best) {
+      best = left;
+      reason = "the data-size limit (ulimit -d)";
+    }
+  }
+  if (why != NULL)
+    *why = reason;
+  return best;
+}
+
+gboolean
+tdm_memory_check_host(const TdmMemoryEvent *e, guint64 available, guint64 allocated,
+                      const char *why, GError **error)
+{
+  guint64 more = e->host_total > allocated ? e->host_total - allocated : 0;
+  if (more <= available)
+    return TRUE;
+  g_autofree char *need = g_format_size_full(more, G_FORMAT_SIZE_IEC_UNITS);
+  g_autofree char *have = g_format_size_full(available, G_FORMAT_SIZE_IEC_UNITS);
+  g_autofree char *workers = g_format_size_full(e->host_devices, G_FORMAT_SIZE_IEC_UNITS);
+  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY,
+              "not enough host memory: the run needs %s, %s available (%s); %s of it "
+              "for the CPU workers' parameters, gradients, optimizer state, activations "
+              "and dataset copies at batch %d: choose a smaller network or batch",
+              need, have, why != NULL ? why : "available memory", workers, e->batch);
+  return FALSE;
+}
