@@ -81,8 +81,10 @@ tdm_replica_new(TdmBackend *b, const TdmNetwork *net, int capacity, const TdmDat
     if (buf.columns > 0)
       ALLOC(r->cols[i], (size_t)capacity * buf.columns * sizeof(float));
   }
-  ALLOC(r->grad_a, (size_t)capacity * net->max_activation * sizeof(float));
-  ALLOC(r->grad_b, (size_t)capacity * net->max_activation * sizeof(float));
+  /* Not max_activation: a fused first conv's output has no gradient buffer. */
+  size_t grad_floats = tdm_memory_gradient_floats(net);
+  ALLOC(r->grad_a, (size_t)capacity * grad_floats * sizeof(float));
+  ALLOC(r->grad_b, (size_t)capacity * grad_floats * sizeof(float));
   ALLOC(r->labels, (size_t)capacity * sizeof(int32_t));
   ALLOC(r->indices, (size_t)capacity * sizeof(int32_t));
 

@@ -47,6 +47,22 @@ tdm_memory_layer_buffers(const TdmNetwork *net, int i)
   return buf;
 }
 
+size_t
+tdm_memory_gradient_floats(const TdmNetwork *net)
+{
+  /* Backward writes the loss's gradient (the logits'), then each layer i > 0 writes
+   * its input's; the pool of a fused first conv stops there and writes none. */
+  size_t most = (size_t)net->classes;
+  gboolean fused_first = tdm_replica_fuses_first_conv(net);
+  for (int i = 1; i < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i];
+    if (i == 1 && fused_first)
+      continue;
+    most = MAX(most, (size_t)l->in_h * l->in_w * l->in_c);
+  }
+  return most;
+}
+
 TdmReplicaBytes
 tdm_memory_replica(const TdmNetwork *net, int capacity, int train_count, int test_count)
 {
@@ -63,7 +79,7 @@ tdm_memory_replica(const TdmNetwork *net, int capacity, int train_count, int tes
     workspace += cap * (buf.argmax * sizeof(int32_t) + buf.columns * sizeof(float));
   }
   /* The two activation-gradient buffers, the shard's labels and indices, the metrics. */
-  workspace += 2 * cap * net->max_activation * sizeof(float);
+  workspace += 2 * cap * tdm_memory_gradient_floats(net) * sizeof(float);
   workspace += 2 * cap * sizeof(int32_t) + sizeof(TdmMetrics);
   rb.workspace = workspace;
   rb.dataset = (guint64)MAX(train_count, 0) * (sample + 1) +
@@ -243,6 +259,18 @@ tdm_memory_host_available(const char **why)
   return best;
 }
 
+/* "22.4 GiB", "310.5 MiB": the figures of the refusal, in plain ASCII so that they
+ * read (and grep) the same everywhere. */
+static char *
+format_bytes(guint64 bytes)
+{
+  if (bytes >= ((guint64)1 << 30))
+    return g_strdup_printf("%.1f GiB", bytes / 1073741824.0);
+  if (bytes >= ((guint64)1 << 20))
+    return g_strdup_printf("%.1f MiB", bytes / 1048576.0);
+  return g_strdup_printf("%.1f KiB", bytes / 1024.0);
+}
+
 gboolean
 tdm_memory_check_host(const TdmMemoryEvent *e, guint64 available, guint64 allocated,
                       const char *why, GError **error)
@@ -250,9 +278,9 @@ tdm_memory_check_host(const TdmMemoryEvent *e, guint64 available, guint64 alloca
   guint64 more = e->host_total > allocated ? e->host_total - allocated : 0;
   if (more <= available)
     return TRUE;
-  g_autofree char *need = g_format_size_full(more, G_FORMAT_SIZE_IEC_UNITS);
-  g_autofree char *have = g_format_size_full(available, G_FORMAT_SIZE_IEC_UNITS);
-  g_autofree char *workers = g_format_size_full(e->host_devices, G_FORMAT_SIZE_IEC_UNITS);
+  g_autofree char *need = format_bytes(more);
+  g_autofree char *have = format_bytes(available);
+  g_autofree char *workers = format_bytes(e->host_devices);
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY,
               "not enough host memory: the run needs %s, %s available (%s); %s of it "
               "for the CPU workers' parameters, gradients, optimizer state, activations "

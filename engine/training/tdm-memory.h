@@ -26,6 +26,10 @@ typedef struct {
 
 TdmLayerBuffers tdm_memory_layer_buffers (const TdmNetwork *net, int i);
 
+/* Per sample, in floats, each of the two buffers backward passes gradients through:
+ * the largest gradient it writes. */
+size_t tdm_memory_gradient_floats (const TdmNetwork *net);
+
 /* One replica's bytes on its device, by kind; total is their sum. */
 typedef struct {
   guint64 parameters, gradients, activations, workspace, dataset, total;
