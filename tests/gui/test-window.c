@@ -10,6 +10,7 @@
  */
 
 #include <locale.h>
+#include <sys/resource.h>
 #include <string.h>
 
 #include <glib/gstdio.h>
@@ -511,6 +512,52 @@ test_window_start_error(void)
   g_assert_cmpuint(tdm_run_get_n_threads(), ==, 0);
 }
 
+/* A network too big for the host is refused before anything big is allocated: a
+ * FAILED event shows its figures, and the window stays usable. The address space is
+ * limited meanwhile, so that a regression fails to allocate instead of taking the
+ * machine's memory. */
+static void
+test_window_too_big(void)
+{
+  g_autoptr(GArray) devices = fake_devices(FALSE);
+  struct rlimit saved, limited;
+  g_autofree char *status = NULL;
+  const char *vm;
+  const char *message;
+  TdmWindow *window;
+
+  g_assert_true(g_file_get_contents("/proc/self/status", &status, NULL, NULL));
+  vm = strstr(status, "VmSize:");
+  g_assert_nonnull(vm);
+  g_assert_cmpint(getrlimit(RLIMIT_AS, &saved), ==, 0);
+  limited = saved;
+  limited.rlim_cur = (rlim_t)g_ascii_strtoull(vm + 7, NULL, 10) * 1024 + ((rlim_t)4 << 30);
+  if (saved.rlim_cur != RLIM_INFINITY && saved.rlim_cur < limited.rlim_cur)
+    limited.rlim_cur = saved.rlim_cur;
+  g_assert_cmpint(setrlimit(RLIMIT_AS, &limited), ==, 0);
+
+  reset_settings();
+  window = new_window();
+  tdm_window_set_devices(window, devices);
+  set_dataset(window, "synthetic");
+  gtk_drop_down_set_selected(child(window, "network_dropdown"), 2);
+  tdm_spec_entry_set_text(child(window, "spec_entry"), "fc1048576,fc1000,fc10");
+  g_assert_true(wait_for(can_start, window, 60));
+
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.start", NULL));
+  g_assert_true(wait_for(error_shown, window, 60));
+  message = gtk_label_get_text(child(window, "error_label"));
+  g_test_message("%s", message);
+  g_assert_nonnull(strstr(message, "not enough host memory"));
+  g_assert_nonnull(strstr(message, " available ("));
+  g_assert_true(tdm_window_get_can_start(window));
+  g_assert_true(gtk_widget_get_sensitive(child(window, "sidebar")));
+
+  destroy_window(window);
+  g_assert_cmpuint(tdm_run_get_n_threads(), ==, 0);
+  g_assert_cmpint(setrlimit(RLIMIT_AS, &saved), ==, 0);
+}
+
 static gboolean
 dataset_failed(gpointer data)
 {
@@ -592,6 +639,7 @@ main(int argc, char **argv)
   g_test_add_func("/window/bad-spec", test_window_bad_spec);
   g_test_add_func("/window/bad-folder", test_window_bad_folder);
   g_test_add_func("/window/start-error", test_window_start_error);
+  g_test_add_func("/window/too-big", test_window_too_big);
   g_test_add_func("/window/run", test_window_run);
   g_test_add_func("/window/stop", test_window_stop);
   g_test_add_func("/window/close-while-running", test_window_close_while_running);
