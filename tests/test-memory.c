@@ -4,6 +4,7 @@
  * counters the trainer reports and the process's peak RSS growth, within 10 %; the
  * largest batch that fits against the estimate; the refusal's message. */
 #include "tdm-backend.h"
+#include "tdm-build-config.h"
 #include "tdm-dataset.h"
 #include "tdm-error.h"
 #include "tdm-memory.h"
@@ -231,11 +232,30 @@ test_largest_batch(void)
   tdm_memory_estimate(cfg, net, 60000, 10000, e);
   g_assert_cmpuint(e->host_devices, ==, 0);
   g_assert_cmpuint(e->gpu_total, ==, e->device[0].total + e->device[1].total);
-  int gpu_largest = tdm_memory_largest_batch(cfg, net, 60000, 10000, 0, e->device[0].total);
+  /* Replicas on one GPU copy directly: no staging buffers. */
+  g_assert_cmpuint(e->device[0].communication, ==, 0);
+  g_assert_cmpuint(e->device[0].optimizer, ==, 2 * e->device[0].parameters);
+  guint64 gpu_budget = e->device[0].total;
+  int gpu_largest = tdm_memory_largest_batch(cfg, net, 60000, 10000, 0, gpu_budget);
   g_assert_cmpint(gpu_largest, >=, 1000);
-  cfg->batch = gpu_largest + 2;
+  g_assert_cmpint(gpu_largest, <, 60000);
+  cfg->batch = gpu_largest;
   tdm_memory_estimate(cfg, net, 60000, 10000, e);
-  g_assert_cmpuint(e->device[0].total, >, e->device[0].total - 1);
+  g_assert_cmpuint(e->device[0].total, <=, gpu_budget);
+  cfg->batch = gpu_largest + 1;
+  tdm_memory_estimate(cfg, net, 60000, 10000, e);
+  g_assert_cmpuint(e->device[0].total, >, gpu_budget);
+
+  /* Two GPUs: NCCL's buffers are its own; without NCCL the peer communicator may
+   * stage through 4 MiB on each. With `main` only the main one holds Adam's state. */
+  g_assert_true(tdm_config_set_devices(cfg, "cuda:0,cuda:1", NULL));
+  cfg->strategy = TDM_STRATEGY_MAIN;
+  cfg->main_replica = 1;
+  tdm_memory_estimate(cfg, net, 60000, 10000, e);
+  g_assert_cmpuint(e->device[0].communication, ==, TDM_HAVE_NCCL ? 0 : 4 << 20);
+  g_assert_cmpuint(e->device[0].optimizer, ==, 0);
+  g_assert_cmpuint(e->device[1].optimizer, ==, 2 * e->device[1].parameters);
+  g_assert_cmpuint(e->device[1].total - e->device[0].total, ==, 2 * e->device[1].parameters);
   g_free(e);
 }
 

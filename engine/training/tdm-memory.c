@@ -103,24 +103,27 @@ optimizer_states(TdmOptimizerKind kind)
   return kind == TDM_OPTIMIZER_ADAM ? 2 : kind == TDM_OPTIMIZER_MOMENTUM ? 1 : 0;
 }
 
-/* Whether GPU replicas would talk through the peer communicator, and so may stage. */
+/* Whether GPU replicas may stage through the peer communicator: it serves them when
+ * one GPU holds several replicas or NCCL is not built in (tdm_communicator_new), and
+ * stages between two different GPUs that lack peer access, which only CUDA can tell:
+ * so two different GPUs count as staging, an upper bound. */
 static gboolean
 peer_staging(const TdmConfig *cfg, int world)
 {
-  if (world < 2)
-    return FALSE;
-  gboolean distinct = TRUE;
+  gboolean repeated = FALSE, different = FALSE;
   for (int i = 0; i < world; i++)
-    for (int j = i + 1; j < world; j++)
+    for (int j = i + 1; j < world; j++) {
       if (g_str_equal(cfg->devices[i], cfg->devices[j]))
-        distinct = FALSE;
+        repeated = TRUE;
+      else
+        different = TRUE;
+    }
 #if TDM_HAVE_NCCL
   /* NCCL serves distinct GPUs, with buffers of its own outside Tandem's counter. */
-  if (distinct)
+  if (!repeated)
     return FALSE;
 #endif
-  /* Replicas on one GPU copy directly; distinct GPUs may lack peer access. */
-  return distinct;
+  return different;
 }
 
 void
