@@ -108,10 +108,10 @@ expect_bad "/no/such/folder" --dataset synthetic --save /no/such/folder/x.safete
 
 # A network too big for the host (~1.9e9 parameters) is refused with the figures before
 # anything big is allocated. Under an address-space limit, so that a regression fails
-# to allocate instead of eating the machine; AddressSanitizer's shadow memory cannot
+# to allocate instead of eating the machine; a sanitizer's shadow memory cannot
 # live under one, so sanitized builds skip it.
-if ldd "$train" 2>/dev/null | grep -q libasan; then
-  ok "--network fc1048576,fc1000,fc10 refused for memory # SKIP AddressSanitizer build"
+if ldd "$train" 2>/dev/null | grep -qE "lib(asan|tsan)"; then
+  ok "--network fc1048576,fc1000,fc10 refused for memory # SKIP sanitizer build"
 else
   printf '#!/usr/bin/env bash\nulimit -v 4194304\nexec "%s" "$@"\n' "$train" >"$tmp/limited-train"
   chmod +x "$tmp/limited-train"

@@ -137,13 +137,13 @@ static void
 test_runs_measured(void)
 {
   static const char *const networks[] = {"mlp", "cnn"};
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   static const int batches[] = {64}; /* every run is ~5× slower; the counters suffice */
 #else
   static const int batches[] = {64, 512};
 #endif
   static const char *const devices[] = {"cpu", "cpu:2"};
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   gboolean rss = FALSE; /* shadow memory and quarantine are not the run's */
 #else
   gboolean rss = can_reset_peak();
