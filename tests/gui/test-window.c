@@ -316,6 +316,30 @@ test_window_devices(void)
   destroy_window(window);
 }
 
+/* The runs whose events were seen, and the latest of them until it is finalized. */
+static int runs_seen;
+static gpointer live_run;
+
+static gboolean
+note_run(GSignalInvocationHint *hint, guint n_values, const GValue *values, gpointer data)
+{
+  gpointer run = g_value_get_object(&values[0]);
+
+  if (run != live_run)
+    {
+      runs_seen++;
+      live_run = run;
+      g_object_add_weak_pointer(run, &live_run);
+    }
+  return TRUE;
+}
+
+static gboolean
+run_finalized(gpointer data)
+{
+  return live_run == NULL;
+}
+
 static void
 test_window_run(void)
 {
@@ -328,6 +352,11 @@ test_window_run(void)
   TdmDashboard *dashboard = child(window, "dashboard");
   g_autoptr(GError) error = NULL;
 
+  /* The signal exists once the class does. */
+  g_type_class_unref(g_type_class_ref(TDM_TYPE_RUN));
+  guint signal_id = g_signal_lookup("event", TDM_TYPE_RUN);
+  gulong hook = g_signal_add_emission_hook(signal_id, 0, note_run, NULL, NULL);
+
   g_assert_cmpstr(split_text(window), ==, "500 = 250 × 2");
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.start", NULL));
   g_assert_true(tdm_window_get_running(window));
@@ -338,6 +367,11 @@ test_window_run(void)
   g_assert_true(gtk_widget_get_sensitive(child(window, "sidebar")));
   g_assert_false(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
   g_assert_true(wait_for(has_test_points, window, 2));
+
+  /* Once over, nothing holds the run (issue 14, item 9: nothing kept per run). */
+  g_assert_true(wait_for(run_finalized, NULL, 10));
+  g_assert_cmpint(runs_seen, ==, 1);
+  g_signal_remove_emission_hook(signal_id, hook);
 
   /* Training curves, a test point per epoch, and a line per replica. */
   g_assert_cmpuint(points(window, "loss", 0), >, 2);
