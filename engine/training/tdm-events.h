@@ -48,7 +48,8 @@ typedef struct {
   guint64 parameters, gradients;
   guint64 optimizer;        /* state; with `main`, on the main device only */
   guint64 activations;      /* at the replica's capacity (shard or evaluation chunk) */
-  guint64 workspace;        /* convolution columns, pool indices, gradient buffers */
+  guint64 workspace;        /* convolution columns, pool indices, gradient buffers,
+                             * and a GPU backend's own (cuBLAS workspace, scratch) */
   guint64 dataset;          /* the device's copy of both splits, uint8 */
   guint64 communication;    /* communicator staging buffers */
   guint64 total;

@@ -1,6 +1,7 @@
 /* tdm-memory.c — see tdm-memory.h. Every figure here mirrors an allocation elsewhere:
  * the replica's (tdm-replica.c allocates by tdm_memory_layer_buffers()), the
- * optimizer's (tdm-optimizer.c), the peer communicator's staging buffer, and the
+ * optimizer's (tdm-optimizer.c), a GPU backend's own workspace
+ * (tdm_backend_own_bytes()), the peer communicator's staging buffer, and the
  * trainer's host copies (tdm-trainer.c, tdm-trainer-checkpoint.c). A change there is
  * a change here; tests/test-memory.c compares the two on the CPU backend's counter. */
 #include "tdm-memory.h"
@@ -146,7 +147,8 @@ tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count
     gboolean updates = cfg->strategy == TDM_STRATEGY_ALLREDUCE || r == cfg->main_replica;
     guint64 optimizer = updates ? states * param_bytes : 0;
     guint64 communication = !cpu && staging ? PEER_STAGING_BYTES : 0;
-    guint64 total = rb.total + optimizer + communication;
+    guint64 own = tdm_backend_own_bytes(cfg->devices[r]);
+    guint64 total = rb.total + optimizer + communication + own;
     if (cpu)
       e->host_devices += total;
     else
@@ -162,7 +164,7 @@ tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count
     d->gradients = rb.gradients;
     d->optimizer = optimizer;
     d->activations = rb.activations;
-    d->workspace = rb.workspace;
+    d->workspace = rb.workspace + own;
     d->dataset = rb.dataset;
     d->communication = communication;
     d->total = total;
