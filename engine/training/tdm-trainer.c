@@ -385,8 +385,6 @@ run_job(TdmTrainer *t, int r)
   case JOB_BROADCAST:
     job_broadcast(t, r);
     break;
-  case JOB_QUIT:
-    break;
   }
   /* No wait here: the device runs ahead of the host until a summary reads metrics. */
   GError *error = NULL;
@@ -407,7 +405,7 @@ worker_main(gpointer data)
   int r = args->replica;
   g_free(args);
   for (;;) {
-    if (!tdm_barrier_wait(&t->start) || t->job.kind == JOB_QUIT)
+    if (!tdm_barrier_wait(&t->start) || g_atomic_int_get(&t->quit_workers))
       break;
     run_job(t, r);
     if (!tdm_barrier_wait(&t->end))
@@ -448,7 +446,7 @@ stop_workers(TdmTrainer *t)
 {
   if (t->threads == NULL)
     return;
-  t->job.kind = JOB_QUIT;
+  g_atomic_int_set(&t->quit_workers, 1);
   /* Workers wait at `start`; a broken barrier releases them too. */
   if (!tdm_barrier_wait(&t->start))
     tdm_barrier_break(&t->start);
@@ -1003,7 +1001,9 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
       st.samples = 0;
     }
   }
-  /* The last figures of the run, however short it was. */
+  /* The last figures of the run, however short it was. A stop can leave workers in
+   * their last job, still writing their timing: read it once they are gone. */
+  stop_workers(t);
   emit_devices(t, &st);
   return TRUE;
 }
@@ -1019,6 +1019,7 @@ tdm_trainer_run(TdmTrainer *t, GCancellable *cancellable, GError **error)
   double test_loss = NAN, test_accuracy = NAN;
   gint64 start_us = now_us(t);
   t->abort_flag = 0;
+  t->quit_workers = 0;
   t->stop_requested = 0;
   t->main_local = 0;
   t->step = 0;
