@@ -1,5 +1,5 @@
 /* tdm-memory.c — see tdm-memory.h. Every figure here mirrors an allocation elsewhere:
- * the replica's (tdm-replica.c allocates by tdm_memory_layer_buffers()), the
+ * the replica's (tdm-replica.c allocates by tdm_replica_layer_buffers()), the
  * optimizer's (tdm-optimizer.c), a GPU backend's own workspace
  * (tdm_backend_own_bytes()), the peer communicator's staging buffer, and the
  * trainer's host copies (tdm-trainer.c, tdm-trainer-checkpoint.c). A change there is
@@ -19,68 +19,29 @@
  * directly. */
 #define PEER_STAGING_BYTES ((guint64)4 << 20)
 
-TdmLayerBuffers
-tdm_memory_layer_buffers(const TdmNetwork *net, int i)
-{
-  const TdmLayer *l = &net->layers[i];
-  size_t out = (size_t)l->out_h * l->out_w * l->out_c;
-  /* The first conv, when fused with its pool, stores neither its output nor columns. */
-  gboolean fused_first = i == 0 && tdm_replica_fuses_first_conv(net);
-  TdmLayerBuffers buf = {0, 0, 0};
-  switch (l->kind) {
-  case TDM_LAYER_LINEAR:
-  case TDM_LAYER_RELU:
-    buf.output = out;
-    break;
-  case TDM_LAYER_CONV:
-    if (!fused_first) {
-      buf.output = out;
-      buf.columns = (size_t)l->out_h * l->out_w * l->in_c * l->kernel * l->kernel;
-    }
-    break;
-  case TDM_LAYER_POOL:
-    buf.output = out;
-    buf.argmax = out;
-    break;
-  case TDM_LAYER_FLATTEN:
-    break; /* a new name for its input's buffer */
-  }
-  return buf;
-}
-
-size_t
-tdm_memory_gradient_floats(const TdmNetwork *net)
-{
-  /* Backward writes the loss's gradient (the logits'), then each layer i > 0 writes
-   * its input's; the pool of a fused first conv stops there and writes none. */
-  size_t most = (size_t)net->classes;
-  gboolean fused_first = tdm_replica_fuses_first_conv(net);
-  for (int i = 1; i < net->layer_count; i++) {
-    const TdmLayer *l = &net->layers[i];
-    if (i == 1 && fused_first)
-      continue;
-    most = MAX(most, (size_t)l->in_h * l->in_w * l->in_c);
-  }
-  return most;
-}
-
 TdmReplicaBytes
 tdm_memory_replica(const TdmNetwork *net, int capacity, int train_count, int test_count)
 {
   TdmReplicaBytes rb = {0};
   guint64 cap = (guint64)MAX(capacity, 0);
   guint64 sample = (guint64)net->in_h * net->in_w * net->in_c;
-  rb.parameters = (guint64)net->parameter_count * sizeof(float);
-  rb.gradients = rb.parameters;
+  /* Never an empty allocation: a network without parameters or state gets one float. */
+  rb.parameters = (guint64)MAX(1, net->parameter_count) * sizeof(float) +
+                  (guint64)MAX(1, net->state_count) * sizeof(float);
+  rb.gradients = (guint64)MAX(1, net->parameter_count) * sizeof(float);
   rb.activations = cap * sample * sizeof(float);
   guint64 workspace = 0;
   for (int i = 0; i < net->layer_count; i++) {
-    TdmLayerBuffers buf = tdm_memory_layer_buffers(net, i);
+    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i);
     rb.activations += cap * buf.output * sizeof(float);
-    workspace += cap * (buf.argmax * sizeof(int32_t) + buf.columns * sizeof(float));
+    workspace += cap * buf.argmax * sizeof(int32_t);
+    workspace += cap * (buf.columns + buf.skip + 2 * buf.projection) * sizeof(float);
+    workspace += buf.bn_work * sizeof(float);
   }
-  /* The two activation-gradient buffers, the shard's labels and indices, the metrics. */
-  workspace += 2 * cap * tdm_memory_gradient_floats(net) * sizeof(float);
+  /* The two activation-gradient buffers, the test-time flip's logits, the shard's
+   * labels and indices, the metrics. */
+  workspace += 2 * cap * net->max_activation * sizeof(float);
+  workspace += cap * (guint64)net->classes * sizeof(float);
   workspace += 2 * cap * sizeof(int32_t) + sizeof(TdmMetrics);
   rb.workspace = workspace;
   rb.dataset = (guint64)MAX(train_count, 0) * (sample + 1) +
@@ -98,10 +59,16 @@ tdm_memory_capacity(const TdmConfig *cfg, int world, int test_count)
   return MAX(shard, eval);
 }
 
-static int
-optimizer_states(TdmOptimizerKind kind)
+/* tdm_optimizer_new's state buffers, and its weight-decay mask (a byte a parameter)
+ * where decay skips biases and BN parameters. */
+static guint64
+optimizer_bytes(const TdmConfig *cfg, size_t parameters)
 {
-  return kind == TDM_OPTIMIZER_ADAM ? 2 : kind == TDM_OPTIMIZER_MOMENTUM ? 1 : 0;
+  int states = cfg->optimizer == TDM_OPTIMIZER_ADAM ? 2 : cfg->optimizer == TDM_OPTIMIZER_SGD ? 0 : 1;
+  guint64 bytes = (guint64)states * parameters * sizeof(float);
+  if (cfg->decay_scope == TDM_DECAY_WEIGHTS && cfg->weight_decay > 0)
+    bytes += parameters;
+  return bytes;
 }
 
 /* Whether GPU replicas may stage through the peer communicator: it serves them when
@@ -136,7 +103,7 @@ tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count
   int capacity = tdm_memory_capacity(cfg, world, test_count);
   TdmReplicaBytes rb = tdm_memory_replica(net, capacity, train_count, test_count);
   guint64 param_bytes = (guint64)net->parameter_count * sizeof(float);
-  int states = optimizer_states(cfg->optimizer);
+  guint64 opt_bytes = optimizer_bytes(cfg, net->parameter_count);
   gboolean staging = peer_staging(cfg, world);
 
   e->replicas = MIN(world, TDM_MAX_REPLICAS);
@@ -145,7 +112,7 @@ tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count
   for (int r = 0; r < world; r++) {
     gboolean cpu = g_str_equal(cfg->devices[r], "cpu");
     gboolean updates = cfg->strategy == TDM_STRATEGY_ALLREDUCE || r == cfg->main_replica;
-    guint64 optimizer = updates ? states * param_bytes : 0;
+    guint64 optimizer = updates ? opt_bytes : 0;
     guint64 communication = !cpu && staging ? PEER_STAGING_BYTES : 0;
     guint64 own = tdm_backend_own_bytes(cfg->devices[r]);
     guint64 total = rb.total + optimizer + communication + own;
@@ -180,7 +147,7 @@ tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count
    * adds its copy of them, a download buffer and its copies of the optimizer's state. */
   copies += param_bytes;
   if (cfg->save_path != NULL)
-    copies += (2 + (guint64)states) * param_bytes;
+    copies += 2 * param_bytes + opt_bytes;
   e->host_copies = copies;
   e->host_total = e->host_dataset + e->host_copies + e->host_devices;
 }

@@ -1,7 +1,7 @@
 /* tdm-memory.h — what a run will allocate, per device and on the host, before it does.
  *
  * The estimate follows the code that allocates: a replica's buffers layer by layer
- * (tdm_memory_layer_buffers() is the rule tdm-replica.c allocates by), the optimizer's
+ * (tdm_replica_layer_buffers(), the rule tdm-replica.c allocates by), the optimizer's
  * state where the strategy keeps it, communicators' staging buffers, the trainer's host
  * copies and the dataset. The trainer refuses a run whose host needs exceed what the
  * machine and the process's limits leave (tdm_memory_check_host()), and reports the
@@ -14,21 +14,9 @@
 #include "tdm-config.h"
 #include "tdm-events.h"
 #include "tdm-network.h"
+#include "tdm-replica.h"
 
 G_BEGIN_DECLS
-
-/* Per sample, in elements, the buffers a replica keeps for layer i (0 where none). */
-typedef struct {
-  size_t output;      /* floats: the layer's output, kept for backward */
-  size_t argmax;      /* int32: a max pool's chosen inputs */
-  size_t columns;     /* floats: a convolution's im2col columns */
-} TdmLayerBuffers;
-
-TdmLayerBuffers tdm_memory_layer_buffers (const TdmNetwork *net, int i);
-
-/* Per sample, in floats, each of the two buffers backward passes gradients through:
- * the largest gradient it writes. */
-size_t tdm_memory_gradient_floats (const TdmNetwork *net);
 
 /* One replica's bytes on its device, by kind; total is their sum. */
 typedef struct {
