@@ -40,6 +40,22 @@ tdm_replica_layer_buffers(const TdmNetwork *net, int i)
 }
 
 size_t
+tdm_replica_gradient_floats(const TdmNetwork *net)
+{
+  /* Backward writes the loss's gradient (the logits'), then each layer i > 0 its
+   * input's; the pool of a fused first conv stops there and writes none, so the
+   * conv's output, often the largest activation, needs no gradient buffer. */
+  size_t most = (size_t)net->classes;
+  for (int i = 1; i < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i];
+    if (i == 1 && conv_pool_first(net))
+      continue;
+    most = MAX(most, (size_t)l->in_h * l->in_w * l->in_c);
+  }
+  return most;
+}
+
+size_t
 tdm_replica_bytes_needed(const TdmNetwork *net, int capacity, const TdmDataset *train,
                          const TdmDataset *test)
 {
@@ -155,8 +171,9 @@ tdm_replica_new(TdmBackend *b, const TdmNetwork *net, int capacity, const TdmDat
       ALLOC(r->proj_bn[i], (size_t)capacity * buf.projection * sizeof(float));
     }
   }
-  ALLOC(r->grad_a, (size_t)capacity * net->max_activation * sizeof(float));
-  ALLOC(r->grad_b, (size_t)capacity * net->max_activation * sizeof(float));
+  size_t grad_floats = tdm_replica_gradient_floats(net);
+  ALLOC(r->grad_a, (size_t)capacity * grad_floats * sizeof(float));
+  ALLOC(r->grad_b, (size_t)capacity * grad_floats * sizeof(float));
   ALLOC(r->tta_logits, (size_t)capacity * net->classes * sizeof(float));
   ALLOC(r->labels, (size_t)capacity * sizeof(int32_t));
   ALLOC(r->indices, (size_t)capacity * sizeof(int32_t));

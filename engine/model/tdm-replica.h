@@ -101,6 +101,11 @@ typedef struct {
 
 TdmLayerBuffers tdm_replica_layer_buffers (const TdmNetwork *net, int i);
 
+/* Per sample, in floats, each of the two buffers backward passes gradients through:
+ * the largest gradient it writes (not max_activation: a fused first conv's output
+ * has no gradient). */
+size_t tdm_replica_gradient_floats (const TdmNetwork *net);
+
 /* Forward and backward over the training samples `indices[0, count)` (host memory),
  * writing gradients of (sum of losses) · grad_scale into replica->grads and adding
  * the loss and correct count into replica->metrics. Uses a captured graph on devices

@@ -40,7 +40,7 @@ tdm_memory_replica(const TdmNetwork *net, int capacity, int train_count, int tes
   }
   /* The two activation-gradient buffers, the test-time flip's logits, the shard's
    * labels and indices, the metrics. */
-  workspace += 2 * cap * net->max_activation * sizeof(float);
+  workspace += 2 * cap * tdm_replica_gradient_floats(net) * sizeof(float);
   workspace += cap * (guint64)net->classes * sizeof(float);
   workspace += 2 * cap * sizeof(int32_t) + sizeof(TdmMetrics);
   rb.workspace = workspace;
