@@ -76,6 +76,8 @@ struct _TdmTrainer {
   volatile gint quit_workers;   /* atomic: a worker may still be in its last job when
                                  * the run is stopped, so this is not a job kind */
   GMutex error_lock;
+  GMutex abort_lock;            /* a stop from another thread against teardown */
+  gboolean live;                /* barriers and communicator exist (abort_lock) */
   GError *worker_error;
   gboolean main_updated;        /* the main replica applied this step's update */
   double metrics_out[4];        /* JOB_METRICS/EVALUATE result: loss, correct, stop */

@@ -44,6 +44,7 @@ tdm_trainer_new(const TdmConfig *config, TdmEventSink sink, gpointer user_data)
   g_mutex_init(&t->pause_lock);
   g_cond_init(&t->pause_cond);
   g_mutex_init(&t->error_lock);
+  g_mutex_init(&t->abort_lock);
   return t;
 }
 
@@ -73,6 +74,7 @@ tdm_trainer_free(TdmTrainer *t)
   g_mutex_clear(&t->pause_lock);
   g_cond_clear(&t->pause_cond);
   g_mutex_clear(&t->error_lock);
+  g_mutex_clear(&t->abort_lock);
   g_free(t);
 }
 
@@ -146,14 +148,26 @@ emit(TdmTrainer *t, const TdmEvent *event)
 
 /* ---- failures from any thread -------------------------------------------------- */
 
+/* Called with abort_lock held: a stop may come from another thread while the run is
+ * being torn down, which clears the barriers and the communicator under that lock. */
 static void
-abort_run(TdmTrainer *t)
+abort_run_locked(TdmTrainer *t)
 {
   g_atomic_int_set(&t->abort_flag, 1);
+  if (!t->live)
+    return;
   tdm_barrier_break(&t->start);
   tdm_barrier_break(&t->end);
   tdm_barrier_break(&t->pre_comm);
   tdm_communicator_abort(t->comm);
+}
+
+static void
+abort_run(TdmTrainer *t)
+{
+  g_mutex_lock(&t->abort_lock);
+  abort_run_locked(t);
+  g_mutex_unlock(&t->abort_lock);
 }
 
 static void
@@ -537,7 +551,14 @@ teardown(TdmTrainer *t)
     g_cancellable_disconnect(t->cancellable, t->cancel_handler);
   t->cancel_handler = 0;
   g_clear_object(&t->cancellable);
+  /* A stop from another thread (on_cancelled) may still be on its way. */
+  g_mutex_lock(&t->abort_lock);
+  t->live = FALSE;
   g_clear_pointer(&t->comm, tdm_communicator_free);
+  tdm_barrier_clear(&t->start);
+  tdm_barrier_clear(&t->end);
+  tdm_barrier_clear(&t->pre_comm);
+  g_mutex_unlock(&t->abort_lock);
   for (int r = 0; r < t->replicas; r++) {
     if (t->opts != NULL)
       tdm_optimizer_free(t->opts[r]);
@@ -555,9 +576,6 @@ teardown(TdmTrainer *t)
   g_clear_pointer(&t->telemetry, tdm_telemetry_free);
   g_clear_pointer(&t->net, tdm_network_free);
   g_clear_pointer(&t->data, tdm_dataset_pair_free);
-  tdm_barrier_clear(&t->start);
-  tdm_barrier_clear(&t->end);
-  tdm_barrier_clear(&t->pre_comm);
   g_clear_error(&t->worker_error);
   t->replicas = 0;
 }
@@ -576,10 +594,12 @@ on_cancelled(GCancellable *cancellable, gpointer data)
   TdmTrainer *t = data;
   /* Within one process a stop may cut a step short; across processes the ranks must
    * agree first, which they do at the next summary. */
-  if (distributed(t))
+  g_mutex_lock(&t->abort_lock);
+  if (t->live && distributed(t))
     g_atomic_int_set(&t->stop_requested, 1);
   else
-    abort_run(t);
+    abort_run_locked(t);
+  g_mutex_unlock(&t->abort_lock);
   /* Wake a paused run so it can see the stop. */
   tdm_trainer_set_paused(t, tdm_trainer_get_paused(t));
 }
@@ -709,6 +729,9 @@ setup(TdmTrainer *t, GError **error)
   tdm_barrier_init(&t->start, 1);
   tdm_barrier_init(&t->end, 1);
   tdm_barrier_init(&t->pre_comm, 1);
+  g_mutex_lock(&t->abort_lock);
+  t->live = TRUE;
+  g_mutex_unlock(&t->abort_lock);
   /* Under mpirun (tdm-distributed.h) every process is one replica, and its device is
    * its rank's entry in --devices, once a single device is made one per rank. */
   if (tdm_distributed_active() && !tdm_distributed_resolve_devices(t->config, error))
