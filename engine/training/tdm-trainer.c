@@ -723,7 +723,7 @@ estimate_memory(TdmTrainer *t, GError **error)
 }
 
 static gboolean
-setup(TdmTrainer *t, GError **error)
+setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
 {
   const TdmConfig *cfg = t->config;
   tdm_barrier_init(&t->start, 1);
@@ -738,9 +738,16 @@ setup(TdmTrainer *t, GError **error)
     return FALSE;
   if (!tdm_config_validate(cfg, error))
     return FALSE;
+  /* A checkpoint that cannot be written would fail only after the first epoch's
+   * work; the process that saves finds out now. */
+  if (cfg->save_path != NULL &&
+      (!tdm_distributed_active() || cfg->main_replica == tdm_distributed_rank()) &&
+      !tdm_checkpoint_check_writable(cfg->save_path, error))
+    return FALSE;
 
+  /* Decoding an image folder can take minutes: a stop ends it too. */
   TdmImageOptions image = {.size = cfg->image_size, .channels = cfg->image_channels,
-                           .seed = cfg->seed};
+                           .seed = cfg->seed, .cancellable = cancellable};
   t->data = tdm_dataset_open_with(cfg->dataset, &image, error);
   if (t->data == NULL)
     return FALSE;
@@ -1142,7 +1149,7 @@ tdm_trainer_run(TdmTrainer *t, GCancellable *cancellable, GError **error)
   t->step = 0;
   t->saved_step = -1;
 
-  if (!setup(t, &local))
+  if (!setup(t, cancellable, &local))
     goto failed;
   if (cancellable != NULL) {
     t->cancellable = g_object_ref(cancellable);
