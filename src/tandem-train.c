@@ -570,6 +570,31 @@ print_started(Printer *p, const TdmStartedEvent *s)
   g_string_free(devices, TRUE);
 }
 
+/* One line: the host's needs, and each GPU's (CPU workers are host memory). */
+static void
+print_memory(const TdmMemoryEvent *m)
+{
+  g_autofree char *host = g_format_size_full(m->host_total, G_FORMAT_SIZE_IEC_UNITS);
+  GString *line = g_string_new(NULL);
+  g_string_append_printf(line, "memory estimate: host %s", host);
+  if (m->host_available != G_MAXUINT64) {
+    g_autofree char *avail = g_format_size_full(m->host_available, G_FORMAT_SIZE_IEC_UNITS);
+    g_string_append_printf(line, " (%s available", avail);
+    if (m->largest_batch >= 0)
+      g_string_append_printf(line, ", batch up to %d fits", m->largest_batch);
+    g_string_append(line, ")");
+  }
+  for (int i = 0; i < m->replicas; i++) {
+    if (m->device[i].host)
+      continue;
+    g_autofree char *dev = g_format_size_full(m->device[i].total, G_FORMAT_SIZE_IEC_UNITS);
+    g_string_append_printf(line, "; %s %s", m->device[i].device, dev);
+  }
+  printf("%s\n", line->str);
+  fflush(stdout);
+  g_string_free(line, TRUE);
+}
+
 static void
 print_epoch(Printer *p, const TdmEpochEvent *e)
 {
@@ -671,6 +696,41 @@ json_event(const TdmEvent *ev)
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_object(b);
   switch (ev->kind) {
+  case TDM_EVENT_MEMORY: {
+    const TdmMemoryEvent *m = &ev->memory;
+    json_string(b, "type", "memory");
+    json_int(b, "batch", m->batch);
+    json_int(b, "capacity", m->capacity);
+    json_builder_set_member_name(b, "devices");
+    json_builder_begin_array(b);
+    for (int i = 0; i < m->replicas && i < TDM_MAX_REPLICAS; i++) {
+      const TdmMemoryDevice *d = &m->device[i];
+      json_builder_begin_object(b);
+      json_string(b, "device", d->device);
+      json_int(b, "shard", d->shard);
+      json_builder_set_member_name(b, "host");
+      json_builder_add_boolean_value(b, d->host);
+      json_int(b, "parameters", (gint64)d->parameters);
+      json_int(b, "gradients", (gint64)d->gradients);
+      json_int(b, "optimizer", (gint64)d->optimizer);
+      json_int(b, "activations", (gint64)d->activations);
+      json_int(b, "workspace", (gint64)d->workspace);
+      json_int(b, "dataset", (gint64)d->dataset);
+      json_int(b, "communication", (gint64)d->communication);
+      json_int(b, "total", (gint64)d->total);
+      json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    json_int(b, "host_dataset", (gint64)m->host_dataset);
+    json_int(b, "host_copies", (gint64)m->host_copies);
+    json_int(b, "host_devices", (gint64)m->host_devices);
+    json_int(b, "host_total", (gint64)m->host_total);
+    json_int(b, "gpu_total", (gint64)m->gpu_total);
+    json_known(b, "host_available",
+               m->host_available == G_MAXUINT64 ? -1 : (double)m->host_available, TRUE);
+    json_known(b, "largest_batch", m->largest_batch, TRUE);
+    break;
+  }
   case TDM_EVENT_STARTED: {
     const TdmStartedEvent *s = &ev->started;
     json_string(b, "type", "started");
@@ -815,6 +875,10 @@ on_event(const TdmEvent *ev, gpointer user_data)
   }
 
   switch (ev->kind) {
+  case TDM_EVENT_MEMORY:
+    if (p->bar)
+      print_memory(&ev->memory);
+    break;
   case TDM_EVENT_STARTED:
     /* Skipped files are said once, whether or not progress is shown. */
     if (ev->started.notice[0] != '\0')
@@ -856,6 +920,8 @@ exit_status_for(const GError *e, gboolean stepped)
   case TDM_ENGINE_ERROR_DEVICE:
     return EXIT_BAD_INPUT;
   case TDM_ENGINE_ERROR_CHECKPOINT:
+  case TDM_ENGINE_ERROR_OUT_OF_MEMORY:
+    /* A run refused for memory before its first step asked for too much. */
     return stepped ? EXIT_RUNTIME : EXIT_BAD_INPUT;
   case TDM_ENGINE_ERROR_CANCELLED:
     return EXIT_INTERRUPTED;

@@ -21,7 +21,7 @@ diag() { sed 's/^/# /'; }
 have_python=0
 command -v python3 >/dev/null 2>&1 && have_python=1
 
-plan=44
+plan=45
 echo "1..$plan"
 
 # --- help and listings -------------------------------------------------------------
@@ -119,6 +119,22 @@ expect_bad "--crop" --crop -2
 expect_bad "--warmup" --warmup 30 --epochs 2
 expect_bad "--precision bf16 needs a GPU" --dataset synthetic --precision bf16
 
+# A network too big for the host (~1.9e9 parameters) is refused with the figures before
+# anything big is allocated. Under an address-space limit, so that a regression fails
+# to allocate instead of eating the machine; a sanitizer's shadow memory cannot
+# live under one, so sanitized builds skip it.
+if ldd "$train" 2>/dev/null | grep -qE "lib(asan|tsan)"; then
+  ok "--network fc1048576,fc1000,fc10 refused for memory # SKIP sanitizer build"
+else
+  printf '#!/usr/bin/env bash\nulimit -v 4194304\nexec "%s" "$@"\n' "$train" >"$tmp/limited-train"
+  chmod +x "$tmp/limited-train"
+  unlimited=$train
+  train=$tmp/limited-train
+  expect_bad "GiB available (the address-space limit (ulimit -v))" --dataset synthetic \
+    --network fc1048576,fc1000,fc10
+  train=$unlimited
+fi
+
 # --- hostile files (issue 14): refused before any work, one line naming them -------
 
 # A FIFO where a dataset file or the checkpoint to resume should be: opening it for
@@ -183,6 +199,13 @@ for number, line in enumerate(open(sys.argv[1]), 1):
     events.append(event)
 types = [e["type"] for e in events]
 started = [e for e in events if e["type"] == "started"]
+memory = [e for e in events if e["type"] == "memory"]
+if memory:
+    m = memory[0]
+    parts = sum(d["total"] for d in m["devices"] if d["host"])
+    print("memory", "ok" if m["host_devices"] == parts and
+          m["host_total"] == m["host_dataset"] + m["host_copies"] + parts and
+          types.index("memory") < types.index("started") else "inconsistent")
 epochs = [e for e in events if e["type"] == "epoch"]
 finished = [e for e in events if e["type"] == "finished"]
 print("types", " ".join(sorted(set(types))))
@@ -217,7 +240,7 @@ if [ $have_python -eq 1 ]; then
   summary=$(check_json "$run_json")
   if [ $? -eq 0 ] && grep -q "types.*started" <<<"$summary" && grep -q "types.*epoch" <<<"$summary" &&
      grep -q "types.*finished" <<<"$summary" && grep -q "types.*step" <<<"$summary" &&
-     grep -q "first started last finished" <<<"$summary" &&
+     grep -q "first memory last finished" <<<"$summary" && grep -q "^memory ok" <<<"$summary" &&
      grep -q "replicas 2 shards 100,100 start_step 0" <<<"$summary" &&
      grep -q "^epochs 1$" <<<"$summary" && grep -q "accuracy ok" <<<"$summary"; then
     ok "every stdout line is a JSON event: started … epoch … finished, accuracy ≥ 0.9"

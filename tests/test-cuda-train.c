@@ -4,6 +4,7 @@
  * accuracy. Skips with a message where no CUDA GPU is present. */
 #include "tdm-backend.h"
 #include "tdm-dataset.h"
+#include "tdm-events.h"
 #include "tdm-trainer.h"
 
 #include <math.h>
@@ -294,6 +295,64 @@ test_out_of_memory_is_reported(void)
   g_assert_cmpuint(n, >, 0);
 }
 
+typedef struct {
+  TdmMemoryEvent estimate;
+  gint64 tandem_bytes[TDM_MAX_REPLICAS];
+  int replicas, estimates;
+} MemorySeen;
+
+static void
+on_memory_event(const TdmEvent *e, gpointer data)
+{
+  MemorySeen *seen = data;
+  if (e->kind == TDM_EVENT_MEMORY) {
+    seen->estimate = e->memory;
+    seen->estimates++;
+  } else if (e->kind == TDM_EVENT_DEVICES) {
+    seen->replicas = e->devices.replicas;
+    for (int r = 0; r < e->devices.replicas; r++)
+      seen->tandem_bytes[r] = e->devices.device[r].tandem_bytes;
+  }
+}
+
+/* The memory estimate is what each GPU's backend counter holds during the run, to the
+ * byte: replica, optimizer (on the main GPU only with `main`), cuBLAS's workspace. */
+static void
+test_memory_estimate(void)
+{
+  if (!have_gpu())
+    return;
+  static const char *const devices[] = {"cuda:0", "cuda:0,cuda:0"};
+  static const char *const networks[] = {NETWORK, "cnn", "mlp"};
+  for (guint d = 0; d < G_N_ELEMENTS(devices); d++)
+    for (guint n = 0; n < G_N_ELEMENTS(networks); n++)
+      for (int strategy = TDM_STRATEGY_MAIN; strategy <= TDM_STRATEGY_ALLREDUCE; strategy++) {
+        g_autoptr(TdmConfig) cfg = tdm_config_new();
+        g_free(cfg->dataset);
+        cfg->dataset = g_strdup("synthetic");
+        g_free(cfg->network);
+        cfg->network = g_strdup(networks[n]);
+        g_assert_true(tdm_config_set_devices(cfg, devices[d], NULL));
+        cfg->batch = 256;
+        cfg->strategy = strategy;
+        cfg->max_steps = 3;
+        MemorySeen seen = {0};
+        g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, on_memory_event, &seen);
+        g_autoptr(GError) error = NULL;
+        g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+        g_assert_no_error(error);
+        g_assert_cmpint(seen.estimates, ==, 1);
+        g_assert_cmpint(seen.replicas, ==, seen.estimate.replicas);
+        for (int r = 0; r < seen.replicas; r++) {
+          g_test_message("%s on %s, %s, replica %d: estimate %" G_GUINT64_FORMAT
+                         ", counter %" G_GINT64_FORMAT, networks[n], devices[d],
+                         tdm_strategy_name(strategy), r, seen.estimate.device[r].total,
+                         seen.tandem_bytes[r]);
+          g_assert_cmpuint(seen.estimate.device[r].total, ==, (guint64)seen.tandem_bytes[r]);
+        }
+      }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -306,6 +365,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda-train/bn-network-matches-cpu", test_bn_network_matches_cpu);
   g_test_add_func("/cuda-train/sync-bn-replicas-on-one-gpu", test_sync_bn_replicas_on_one_gpu);
   g_test_add_func("/cuda-train/out-of-memory", test_out_of_memory_is_reported);
+  g_test_add_func("/cuda-train/memory-estimate", test_memory_estimate);
   g_test_add_func("/cuda-train/mlp-accuracy", test_mlp_accuracy);
   g_test_add_func("/cuda-train/cnn-accuracy", test_cnn_accuracy);
   return g_test_run();

@@ -18,6 +18,7 @@ typedef struct {
   GCancellable *cancel_after_steps;
   int cancel_at;
   TdmTrainer *pause_trainer;
+  int memory;
 } Recorder;
 
 static void
@@ -25,6 +26,9 @@ record(const TdmEvent *e, gpointer data)
 {
   Recorder *r = data;
   switch (e->kind) {
+  case TDM_EVENT_MEMORY:
+    r->memory++;
+    break;
   case TDM_EVENT_STARTED:
     r->started++;
     r->started_event = e->started;

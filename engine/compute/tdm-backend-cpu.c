@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -37,7 +38,20 @@ typedef struct {
   guint64 magic;
   size_t bytes;
   const TdmBackend *owner;
+  gboolean mapped;             /* from mmap, returned with munmap */
 } TdmCpuBlock;
+
+/* Blocks from this size on are mapped directly and unmapped when freed. Through
+ * malloc they would not be given back: glibc raises its mmap threshold to the size of
+ * the largest mapped block freed (up to 32 MiB), so the next run's buffers come from
+ * the heaps of the arenas of its new threads, which keep what is freed: the window's
+ * memory grew from 163 to 269 MiB over 40 runs (bench-cycles, bench/NOTES.md).
+ * AddressSanitizer builds keep malloc, whose redzones catch overflows. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TDM_CPU_MAP_BYTES ((size_t)-1)
+#else
+#define TDM_CPU_MAP_BYTES ((size_t)256 << 10)
+#endif
 
 G_STATIC_ASSERT(sizeof(TdmCpuBlock) <= TDM_CPU_ALIGN);
 
@@ -67,11 +81,20 @@ static void *
 cpu_alloc(TdmBackend *b, size_t bytes, GError **error)
 {
   void *base = NULL;
+  gboolean mapped = bytes >= TDM_CPU_MAP_BYTES;
 
   /* Objects past PTRDIFF_MAX are not valid C objects; refusing them here also keeps
-   * sanitizer allocators from aborting on absurd requests. */
-  if (bytes > (size_t)PTRDIFF_MAX - TDM_CPU_ALIGN
-      || posix_memalign(&base, TDM_CPU_ALIGN, TDM_CPU_ALIGN + bytes) != 0) {
+   * sanitizer allocators from aborting on absurd requests. Mappings are page-aligned,
+   * more than TDM_CPU_ALIGN asks. */
+  gboolean ok = bytes <= (size_t)PTRDIFF_MAX - TDM_CPU_ALIGN;
+  if (ok && mapped) {
+    base = mmap(NULL, TDM_CPU_ALIGN + bytes, PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ok = base != MAP_FAILED;
+  } else if (ok) {
+    ok = posix_memalign(&base, TDM_CPU_ALIGN, TDM_CPU_ALIGN + bytes) == 0;
+  }
+  if (!ok) {
     char *human = g_format_size_full(bytes, G_FORMAT_SIZE_IEC_UNITS);
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY,
                 "%s: out of memory: cannot allocate %zu bytes (%s); %zu bytes in use",
@@ -84,6 +107,7 @@ cpu_alloc(TdmBackend *b, size_t bytes, GError **error)
   block->magic = TDM_CPU_MAGIC;
   block->bytes = bytes;
   block->owner = b;
+  block->mapped = mapped;
 
   size_t in_use = __atomic_add_fetch(&b->bytes_in_use, bytes, __ATOMIC_RELAXED);
   size_t peak = __atomic_load_n(&b->bytes_peak, __ATOMIC_RELAXED);
@@ -106,7 +130,10 @@ cpu_free(TdmBackend *b, void *ptr)
   }
   block->magic = 0;
   __atomic_sub_fetch(&b->bytes_in_use, block->bytes, __ATOMIC_RELAXED);
-  free(block);
+  if (block->mapped)
+    munmap(block, TDM_CPU_ALIGN + block->bytes);
+  else
+    free(block);
 }
 
 static void

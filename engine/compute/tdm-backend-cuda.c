@@ -164,6 +164,26 @@ tdm_backend_cuda_capturing(TdmBackend *b)
   return CUDA_B(b)->capturing;
 }
 
+/* A workspace of our own, so cuBLAS never allocates while a graph is captured;
+ * 32 MiB is what cuBLAS asks for on Hopper, 4 MiB before. Counted like any buffer. */
+static size_t
+cublas_workspace_bytes(int major)
+{
+  return major >= 9 ? (size_t)32 << 20 : (size_t)4 << 20;
+}
+
+size_t
+tdm_backend_cuda_own_bytes(int ordinal)
+{
+  /* Hopper's, the most, when the GPU cannot be asked (tdm-memory.h estimates). */
+  int major = 9;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal) != cudaSuccess) {
+    (void)cudaGetLastError();
+    major = 9;
+  }
+  return cublas_workspace_bytes(major) + (TDM_PARTIALS_FLOATS + TDM_SPLIT_K_FLOATS) * sizeof(float);
+}
+
 /* Memory */
 
 static void
@@ -865,9 +885,7 @@ tdm_backend_cuda_new(int ordinal, TdmPrecision precision, GError **error)
     math = CUBLAS_TF32_TENSOR_OP_MATH;
   ok = ok && CUBLAS_OK(b, cublasSetMathMode(cb->cublas, math));
 
-  /* A workspace of our own, so cuBLAS never allocates while a graph is captured;
-   * 32 MiB is what cuBLAS asks for on Hopper, 4 MiB before. Counted like any buffer. */
-  size_t workspace = ok && prop.major >= 9 ? (size_t)32 << 20 : (size_t)4 << 20;
+  size_t workspace = cublas_workspace_bytes(prop.major);
   GError *local = NULL;
   if (ok) {
     cb->cublas_workspace = cuda_alloc(b, workspace, &local);

@@ -56,6 +56,17 @@ tdm_backend_cuda_available(void)
 }
 #endif
 
+size_t
+tdm_backend_own_bytes(const char *device)
+{
+  g_return_val_if_fail(device != NULL, 0);
+#if TDM_HAVE_CUDA
+  if (g_str_has_prefix(device, "cuda:"))
+    return tdm_backend_cuda_own_bytes((int)g_ascii_strtoll(device + 5, NULL, 10));
+#endif
+  return 0;
+}
+
 void
 tdm_backend_free(TdmBackend *b)
 {

@@ -311,7 +311,13 @@ void tdm_backend_free (TdmBackend *b);
 /* Backend constructors; the CUDA one exists only in builds with CUDA. */
 TdmBackend *tdm_backend_cpu_new (GError **error);
 TdmBackend *tdm_backend_cuda_new (int ordinal, TdmPrecision precision, GError **error);
+size_t tdm_backend_cuda_own_bytes (int ordinal);
 gboolean tdm_backend_cuda_available (void);
+
+/* Bytes a backend for `device` ("cpu", "cuda:N") allocates for itself when created, on
+ * its byte counter: cuBLAS's workspace and scratch on a GPU, nothing on the CPU. For
+ * the memory estimate (tdm-memory.h); 0 for devices this build cannot open. */
+size_t tdm_backend_own_bytes (const char *device);
 
 /* Convenience wrappers that read like calls. */
 void *tdm_backend_alloc (TdmBackend *b, size_t bytes, GError **error);

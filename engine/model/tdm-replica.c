@@ -7,6 +7,7 @@
 #include "tdm-replica-private.h"
 #include "tdm-counter-rng.h"
 #include "tdm-error.h"
+#include "tdm-memory.h"
 
 #include <string.h>
 
@@ -17,34 +18,48 @@
       goto fail;                                                                        \
   } while (0)
 
+TdmLayerBuffers
+tdm_replica_layer_buffers(const TdmNetwork *net, int i)
+{
+  const TdmLayer *l = &net->layers[i];
+  size_t out = layer_out_floats(l);
+  TdmLayerBuffers buf = {0};
+  if (owns_output(net, i))
+    buf.output = out;
+  if (has_argmax(l))
+    buf.argmax = out;
+  if (!(i == 0 && conv_pool_first(net)))
+    buf.columns = col_floats_per_sample(net, l);
+  buf.bn_work = 4 * (size_t)bn_channels(l);
+  if (l->kind == TDM_LAYER_RES_END) {
+    buf.skip = block_in_floats(net, l);
+    if (l->projection)
+      buf.projection = out;
+  }
+  return buf;
+}
+
+size_t
+tdm_replica_gradient_floats(const TdmNetwork *net)
+{
+  /* Backward writes the loss's gradient (the logits'), then each layer i > 0 its
+   * input's; the pool of a fused first conv stops there and writes none, so the
+   * conv's output, often the largest activation, needs no gradient buffer. */
+  size_t most = (size_t)net->classes;
+  for (int i = 1; i < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i];
+    if (i == 1 && conv_pool_first(net))
+      continue;
+    most = MAX(most, (size_t)l->in_h * l->in_w * l->in_c);
+  }
+  return most;
+}
+
 size_t
 tdm_replica_bytes_needed(const TdmNetwork *net, int capacity, const TdmDataset *train,
                          const TdmDataset *test)
 {
-  size_t floats = 2 * net->parameter_count + net->state_count;
-  floats += (size_t)capacity * net->in_h * net->in_w * net->in_c;
-  for (int i = 0; i < net->layer_count; i++) {
-    const TdmLayer *l = &net->layers[i];
-    if (owns_output(net, i))
-      floats += (size_t)capacity * layer_out_floats(l);
-    if (has_argmax(l))
-      floats += (size_t)capacity * layer_out_floats(l); /* int32 argmax */
-    if (!(i == 0 && conv_pool_first(net)))
-      floats += (size_t)capacity * col_floats_per_sample(net, l);
-    floats += 4 * (size_t)bn_channels(l);
-    if (l->kind == TDM_LAYER_RES_END) {
-      floats += (size_t)capacity * block_in_floats(net, l);
-      if (l->projection)
-        floats += 2 * (size_t)capacity * layer_out_floats(l);
-    }
-  }
-  floats += 2 * (size_t)capacity * net->max_activation;
-  floats += (size_t)capacity * net->classes; /* test-time flip */
-  size_t bytes = floats * sizeof(float) + 2 * (size_t)capacity * sizeof(int32_t) +
-                 sizeof(TdmMetrics);
-  bytes += (size_t)train->count * (tdm_dataset_sample_size(train) + 1);
-  bytes += (size_t)test->count * (tdm_dataset_sample_size(test) + 1);
-  return bytes;
+  return tdm_memory_replica(net, capacity, train->count, test->count).total;
 }
 
 /* The backend operations a layer kind needs beyond those every network uses. */
@@ -135,30 +150,30 @@ tdm_replica_new(TdmBackend *b, const TdmNetwork *net, int capacity, const TdmDat
     b->ops->synchronize(b);
   }
   ALLOC(r->acts[0], (size_t)capacity * net->in_h * net->in_w * net->in_c * sizeof(float));
+  /* Sized by tdm_replica_layer_buffers(), which the memory estimate sums. */
   for (int i = 0; i < n; i++) {
     const TdmLayer *l = &net->layers[i];
-    size_t out = (size_t)capacity * layer_out_floats(l);
-    if (owns_output(net, i))
-      ALLOC(r->acts[i + 1], out * sizeof(float));
+    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i);
+    if (buf.output > 0)
+      ALLOC(r->acts[i + 1], (size_t)capacity * buf.output * sizeof(float));
     else if (l->kind == TDM_LAYER_FLATTEN || l->kind == TDM_LAYER_RES_BEGIN)
       r->acts[i + 1] = r->acts[i];
-    if (has_argmax(l))
-      ALLOC(r->argmax[i], out * sizeof(int32_t));
-    size_t cols = col_floats_per_sample(net, l);
-    if (cols > 0 && !(i == 0 && conv_pool_first(net)))
-      ALLOC(r->cols[i], (size_t)capacity * cols * sizeof(float));
-    if (bn_channels(l) > 0)
-      ALLOC(r->bn_work[i], 4 * (size_t)bn_channels(l) * sizeof(float));
-    if (l->kind == TDM_LAYER_RES_END) {
-      ALLOC(r->skip_grad[i], (size_t)capacity * block_in_floats(net, l) * sizeof(float));
-      if (l->projection) {
-        ALLOC(r->proj_conv[i], out * sizeof(float));
-        ALLOC(r->proj_bn[i], out * sizeof(float));
-      }
+    if (buf.argmax > 0)
+      ALLOC(r->argmax[i], (size_t)capacity * buf.argmax * sizeof(int32_t));
+    if (buf.columns > 0)
+      ALLOC(r->cols[i], (size_t)capacity * buf.columns * sizeof(float));
+    if (buf.bn_work > 0)
+      ALLOC(r->bn_work[i], buf.bn_work * sizeof(float));
+    if (buf.skip > 0)
+      ALLOC(r->skip_grad[i], (size_t)capacity * buf.skip * sizeof(float));
+    if (buf.projection > 0) {
+      ALLOC(r->proj_conv[i], (size_t)capacity * buf.projection * sizeof(float));
+      ALLOC(r->proj_bn[i], (size_t)capacity * buf.projection * sizeof(float));
     }
   }
-  ALLOC(r->grad_a, (size_t)capacity * net->max_activation * sizeof(float));
-  ALLOC(r->grad_b, (size_t)capacity * net->max_activation * sizeof(float));
+  size_t grad_floats = tdm_replica_gradient_floats(net);
+  ALLOC(r->grad_a, (size_t)capacity * grad_floats * sizeof(float));
+  ALLOC(r->grad_b, (size_t)capacity * grad_floats * sizeof(float));
   ALLOC(r->tta_logits, (size_t)capacity * net->classes * sizeof(float));
   ALLOC(r->labels, (size_t)capacity * sizeof(int32_t));
   ALLOC(r->indices, (size_t)capacity * sizeof(int32_t));

@@ -81,9 +81,30 @@ TdmReplica *tdm_replica_new (TdmBackend *backend, const TdmNetwork *net, int cap
 void tdm_replica_free (TdmReplica *replica);
 
 /* Bytes a replica of `net` for `capacity` samples needs on its device, datasets
- * included: checked against free memory before anything is allocated. */
+ * included: checked against free memory before anything is allocated. The figure is
+ * tdm_memory_replica()'s total (tdm-memory.h), which sums the buffers below. */
 size_t tdm_replica_bytes_needed (const TdmNetwork *net, int capacity,
                                  const TdmDataset *train, const TdmDataset *test);
+
+/* The buffers a replica keeps for layer i, in elements: per sample (times the
+ * replica's capacity) unless said otherwise. tdm_replica_new() allocates exactly these,
+ * and the memory estimate (tdm-memory.h) sums them: a new layer's buffers are one
+ * case here. */
+typedef struct {
+  size_t output;      /* floats: the layer's output, kept for backward */
+  size_t argmax;      /* int32: a max pool's chosen inputs */
+  size_t columns;     /* floats: a convolution's im2col columns */
+  size_t bn_work;     /* floats, not per sample: a BN's batch statistics and sums */
+  size_t skip;        /* floats: a residual block's skip gradient */
+  size_t projection;  /* floats, twice: a projection's conv output and its BN's */
+} TdmLayerBuffers;
+
+TdmLayerBuffers tdm_replica_layer_buffers (const TdmNetwork *net, int i);
+
+/* Per sample, in floats, each of the two buffers backward passes gradients through:
+ * the largest gradient it writes (not max_activation: a fused first conv's output
+ * has no gradient). */
+size_t tdm_replica_gradient_floats (const TdmNetwork *net);
 
 /* Forward and backward over the training samples `indices[0, count)` (host memory),
  * writing gradients of (sum of losses) · grad_scale into replica->grads and adding

@@ -13,6 +13,7 @@ G_BEGIN_DECLS
 #define TDM_MAX_REPLICAS 64
 
 typedef enum {
+  TDM_EVENT_MEMORY,
   TDM_EVENT_STARTED,
   TDM_EVENT_STEP,
   TDM_EVENT_DEVICES,
@@ -39,6 +40,35 @@ typedef struct {
   int train_count, test_count;
   char notice[1024];                   /* files the dataset skipped, or "" */
 } TdmStartedEvent;
+
+/* The memory estimate (tdm-memory.h), sent before anything large is allocated. */
+typedef struct {
+  char device[32];
+  int shard;                /* samples per step in a full batch */
+  gboolean host;            /* a CPU worker: these bytes are host memory */
+  guint64 parameters, gradients;
+  guint64 optimizer;        /* state; with `main`, on the main device only */
+  guint64 activations;      /* at the replica's capacity (shard or evaluation chunk) */
+  guint64 workspace;        /* convolution columns, pool indices, gradient buffers,
+                             * and a GPU backend's own (cuBLAS workspace, scratch) */
+  guint64 dataset;          /* the device's copy of both splits, uint8 */
+  guint64 communication;    /* communicator staging buffers */
+  guint64 total;
+} TdmMemoryDevice;
+
+typedef struct {
+  int replicas;
+  int batch;
+  int capacity;             /* samples each replica holds activations for */
+  TdmMemoryDevice device[TDM_MAX_REPLICAS];
+  guint64 host_dataset;     /* the host's copy of both splits */
+  guint64 host_copies;      /* parameters, checkpoint buffers, the shuffled order */
+  guint64 host_devices;     /* CPU workers' replicas and optimizers */
+  guint64 host_total;       /* all of the above */
+  guint64 gpu_total;        /* summed over GPU replicas */
+  guint64 host_available;   /* what the host had left, G_MAXUINT64 if unknown */
+  int largest_batch;        /* the largest batch whose host needs fit, or −1 */
+} TdmMemoryEvent;
 
 typedef struct {
   long step;                /* steps done since the run began */
@@ -89,6 +119,7 @@ typedef struct {
 typedef struct {
   TdmEventKind kind;
   union {
+    TdmMemoryEvent memory;
     TdmStartedEvent started;
     TdmStepEvent step;
     TdmDevicesEvent devices;

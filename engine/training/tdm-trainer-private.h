@@ -18,7 +18,6 @@ typedef enum {
   JOB_METRICS,
   JOB_EVALUATE,
   JOB_BROADCAST,
-  JOB_QUIT,
 } JobKind;
 
 typedef struct {
@@ -74,7 +73,11 @@ struct _TdmTrainer {
   TdmBarrier start, end, pre_comm;
   Job job;
   volatile gint abort_flag;
+  volatile gint quit_workers;   /* atomic: a worker may still be in its last job when
+                                 * the run is stopped, so this is not a job kind */
   GMutex error_lock;
+  GMutex abort_lock;            /* a stop from another thread against teardown */
+  gboolean live;                /* barriers and communicator exist (abort_lock) */
   GError *worker_error;
   gboolean main_updated;        /* the main replica applied this step's update */
   double metrics_out[4];        /* JOB_METRICS/EVALUATE result: loss, correct, stop */

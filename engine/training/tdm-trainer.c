@@ -16,6 +16,7 @@
 #include "tdm-distributed.h"
 #include "tdm-error.h"
 #include "tdm-iterator.h"
+#include "tdm-memory.h"
 #include "tdm-network.h"
 #include "tdm-optimizer.h"
 #include "tdm-replica.h"
@@ -43,6 +44,7 @@ tdm_trainer_new(const TdmConfig *config, TdmEventSink sink, gpointer user_data)
   g_mutex_init(&t->pause_lock);
   g_cond_init(&t->pause_cond);
   g_mutex_init(&t->error_lock);
+  g_mutex_init(&t->abort_lock);
   return t;
 }
 
@@ -72,6 +74,7 @@ tdm_trainer_free(TdmTrainer *t)
   g_mutex_clear(&t->pause_lock);
   g_cond_clear(&t->pause_cond);
   g_mutex_clear(&t->error_lock);
+  g_mutex_clear(&t->abort_lock);
   g_free(t);
 }
 
@@ -145,14 +148,26 @@ emit(TdmTrainer *t, const TdmEvent *event)
 
 /* ---- failures from any thread -------------------------------------------------- */
 
+/* Called with abort_lock held: a stop may come from another thread while the run is
+ * being torn down, which clears the barriers and the communicator under that lock. */
 static void
-abort_run(TdmTrainer *t)
+abort_run_locked(TdmTrainer *t)
 {
   g_atomic_int_set(&t->abort_flag, 1);
+  if (!t->live)
+    return;
   tdm_barrier_break(&t->start);
   tdm_barrier_break(&t->end);
   tdm_barrier_break(&t->pre_comm);
   tdm_communicator_abort(t->comm);
+}
+
+static void
+abort_run(TdmTrainer *t)
+{
+  g_mutex_lock(&t->abort_lock);
+  abort_run_locked(t);
+  g_mutex_unlock(&t->abort_lock);
 }
 
 static void
@@ -457,8 +472,6 @@ run_job(TdmTrainer *t, int r)
   case JOB_BROADCAST:
     job_broadcast(t, r);
     break;
-  case JOB_QUIT:
-    break;
   }
   /* No wait here: the device runs ahead of the host until a summary reads metrics. */
   GError *error = NULL;
@@ -479,7 +492,7 @@ worker_main(gpointer data)
   int r = args->replica;
   g_free(args);
   for (;;) {
-    if (!tdm_barrier_wait(&t->start) || t->job.kind == JOB_QUIT)
+    if (!tdm_barrier_wait(&t->start) || g_atomic_int_get(&t->quit_workers))
       break;
     run_job(t, r);
     if (!tdm_barrier_wait(&t->end))
@@ -520,7 +533,7 @@ stop_workers(TdmTrainer *t)
 {
   if (t->threads == NULL)
     return;
-  t->job.kind = JOB_QUIT;
+  g_atomic_int_set(&t->quit_workers, 1);
   /* Workers wait at `start`; a broken barrier releases them too. */
   if (!tdm_barrier_wait(&t->start))
     tdm_barrier_break(&t->start);
@@ -538,7 +551,14 @@ teardown(TdmTrainer *t)
     g_cancellable_disconnect(t->cancellable, t->cancel_handler);
   t->cancel_handler = 0;
   g_clear_object(&t->cancellable);
+  /* A stop from another thread (on_cancelled) may still be on its way. */
+  g_mutex_lock(&t->abort_lock);
+  t->live = FALSE;
   g_clear_pointer(&t->comm, tdm_communicator_free);
+  tdm_barrier_clear(&t->start);
+  tdm_barrier_clear(&t->end);
+  tdm_barrier_clear(&t->pre_comm);
+  g_mutex_unlock(&t->abort_lock);
   for (int r = 0; r < t->replicas; r++) {
     if (t->opts != NULL)
       tdm_optimizer_free(t->opts[r]);
@@ -556,9 +576,6 @@ teardown(TdmTrainer *t)
   g_clear_pointer(&t->telemetry, tdm_telemetry_free);
   g_clear_pointer(&t->net, tdm_network_free);
   g_clear_pointer(&t->data, tdm_dataset_pair_free);
-  tdm_barrier_clear(&t->start);
-  tdm_barrier_clear(&t->end);
-  tdm_barrier_clear(&t->pre_comm);
   g_clear_error(&t->worker_error);
   t->replicas = 0;
 }
@@ -577,10 +594,12 @@ on_cancelled(GCancellable *cancellable, gpointer data)
   TdmTrainer *t = data;
   /* Within one process a stop may cut a step short; across processes the ranks must
    * agree first, which they do at the next summary. */
-  if (distributed(t))
+  g_mutex_lock(&t->abort_lock);
+  if (t->live && distributed(t))
     g_atomic_int_set(&t->stop_requested, 1);
   else
-    abort_run(t);
+    abort_run_locked(t);
+  g_mutex_unlock(&t->abort_lock);
   /* Wake a paused run so it can see the stop. */
   tdm_trainer_set_paused(t, tdm_trainer_get_paused(t));
 }
@@ -678,6 +697,31 @@ all_cpu(const TdmConfig *cfg)
   return TRUE;
 }
 
+/* Reports the memory estimate, and refuses a run whose host needs exceed what is left
+ * before anything large is allocated (the dataset is loaded already: it counts as
+ * allocated). Under mpirun each process estimates every replica, so it only reports. */
+static gboolean
+estimate_memory(TdmTrainer *t, GError **error)
+{
+  const TdmConfig *cfg = t->config;
+  int train = t->data->train->count, test = t->data->test->count;
+  g_autofree TdmEvent *e = g_new0(TdmEvent, 1);
+  e->kind = TDM_EVENT_MEMORY;
+  TdmMemoryEvent *m = &e->memory;
+  tdm_memory_estimate(cfg, t->net, train, test, m);
+  const char *why = NULL;
+  guint64 available = tdm_memory_host_available(&why);
+  m->host_available = available;
+  m->largest_batch = -1;
+  if (available != G_MAXUINT64)
+    m->largest_batch = tdm_memory_largest_batch(cfg, t->net, train, test,
+                                                available + m->host_dataset, 0);
+  emit(t, e);
+  if (distributed(t))
+    return TRUE;
+  return tdm_memory_check_host(m, available, m->host_dataset, why, error);
+}
+
 static gboolean
 setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
 {
@@ -685,6 +729,9 @@ setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
   tdm_barrier_init(&t->start, 1);
   tdm_barrier_init(&t->end, 1);
   tdm_barrier_init(&t->pre_comm, 1);
+  g_mutex_lock(&t->abort_lock);
+  t->live = TRUE;
+  g_mutex_unlock(&t->abort_lock);
   /* Under mpirun (tdm-distributed.h) every process is one replica, and its device is
    * its rank's entry in --devices, once a single device is made one per rank. */
   if (tdm_distributed_active() && !tdm_distributed_resolve_devices(t->config, error))
@@ -739,6 +786,8 @@ setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
 
   t->start.parties = t->end.parties = t->pre_comm.parties = t->replicas;
 
+  if (!estimate_memory(t, error))
+    return FALSE;
   if (!build_replicas(t, error))
     return FALSE;
 #if TDM_HAVE_MPI
@@ -1076,7 +1125,9 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
       st.samples = 0;
     }
   }
-  /* The last figures of the run, however short it was. */
+  /* The last figures of the run, however short it was. A stop can leave workers in
+   * their last job, still writing their timing: read it once they are gone. */
+  stop_workers(t);
   emit_devices(t, &st);
   return TRUE;
 }
@@ -1092,6 +1143,7 @@ tdm_trainer_run(TdmTrainer *t, GCancellable *cancellable, GError **error)
   double test_loss = NAN, test_accuracy = NAN;
   gint64 start_us = now_us(t);
   t->abort_flag = 0;
+  t->quit_workers = 0;
   t->stop_requested = 0;
   t->main_local = 0;
   t->step = 0;

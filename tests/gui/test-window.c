@@ -10,6 +10,7 @@
  */
 
 #include <locale.h>
+#include <sys/resource.h>
 #include <string.h>
 
 #include <glib/gstdio.h>
@@ -316,6 +317,30 @@ test_window_devices(void)
   destroy_window(window);
 }
 
+/* The runs whose events were seen, and the latest of them until it is finalized. */
+static int runs_seen;
+static gpointer live_run;
+
+static gboolean
+note_run(GSignalInvocationHint *hint, guint n_values, const GValue *values, gpointer data)
+{
+  gpointer run = g_value_get_object(&values[0]);
+
+  if (run != live_run)
+    {
+      runs_seen++;
+      live_run = run;
+      g_object_add_weak_pointer(run, &live_run);
+    }
+  return TRUE;
+}
+
+static gboolean
+run_finalized(gpointer data)
+{
+  return live_run == NULL;
+}
+
 static void
 test_window_run(void)
 {
@@ -328,6 +353,11 @@ test_window_run(void)
   TdmDashboard *dashboard = child(window, "dashboard");
   g_autoptr(GError) error = NULL;
 
+  /* The signal exists once the class does. */
+  g_type_class_unref(g_type_class_ref(TDM_TYPE_RUN));
+  guint signal_id = g_signal_lookup("event", TDM_TYPE_RUN);
+  gulong hook = g_signal_add_emission_hook(signal_id, 0, note_run, NULL, NULL);
+
   g_assert_cmpstr(split_text(window), ==, "500 = 250 × 2");
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.start", NULL));
   g_assert_true(tdm_window_get_running(window));
@@ -338,6 +368,11 @@ test_window_run(void)
   g_assert_true(gtk_widget_get_sensitive(child(window, "sidebar")));
   g_assert_false(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
   g_assert_true(wait_for(has_test_points, window, 2));
+
+  /* Once over, nothing holds the run (issue 14, item 9: nothing kept per run). */
+  g_assert_true(wait_for(run_finalized, NULL, 10));
+  g_assert_cmpint(runs_seen, ==, 1);
+  g_signal_remove_emission_hook(signal_id, hook);
 
   /* Training curves, a test point per epoch, and a line per replica. */
   g_assert_cmpuint(points(window, "loss", 0), >, 2);
@@ -541,6 +576,52 @@ test_window_start_error(void)
   g_assert_cmpuint(tdm_run_get_n_threads(), ==, 0);
 }
 
+/* A network too big for the host is refused before anything big is allocated: a
+ * FAILED event shows its figures, and the window stays usable. The address space is
+ * limited meanwhile, so that a regression fails to allocate instead of taking the
+ * machine's memory. */
+static void
+test_window_too_big(void)
+{
+  g_autoptr(GArray) devices = fake_devices(FALSE);
+  struct rlimit saved, limited;
+  g_autofree char *status = NULL;
+  const char *vm;
+  const char *message;
+  TdmWindow *window;
+
+  g_assert_true(g_file_get_contents("/proc/self/status", &status, NULL, NULL));
+  vm = strstr(status, "VmSize:");
+  g_assert_nonnull(vm);
+  g_assert_cmpint(getrlimit(RLIMIT_AS, &saved), ==, 0);
+  limited = saved;
+  limited.rlim_cur = (rlim_t)g_ascii_strtoull(vm + 7, NULL, 10) * 1024 + ((rlim_t)4 << 30);
+  if (saved.rlim_cur != RLIM_INFINITY && saved.rlim_cur < limited.rlim_cur)
+    limited.rlim_cur = saved.rlim_cur;
+  g_assert_cmpint(setrlimit(RLIMIT_AS, &limited), ==, 0);
+
+  reset_settings();
+  window = new_window();
+  tdm_window_set_devices(window, devices);
+  set_dataset(window, "synthetic");
+  gtk_drop_down_set_selected(child(window, "network_dropdown"), 2);
+  tdm_spec_entry_set_text(child(window, "spec_entry"), "fc1048576,fc1000,fc10");
+  g_assert_true(wait_for(can_start, window, 60));
+
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.start", NULL));
+  g_assert_true(wait_for(error_shown, window, 60));
+  message = gtk_label_get_text(child(window, "error_label"));
+  g_test_message("%s", message);
+  g_assert_nonnull(strstr(message, "not enough host memory"));
+  g_assert_nonnull(strstr(message, " available ("));
+  g_assert_true(tdm_window_get_can_start(window));
+  g_assert_true(gtk_widget_get_sensitive(child(window, "sidebar")));
+
+  destroy_window(window);
+  g_assert_cmpuint(tdm_run_get_n_threads(), ==, 0);
+  g_assert_cmpint(setrlimit(RLIMIT_AS, &saved), ==, 0);
+}
+
 static gboolean
 dataset_failed(gpointer data)
 {
@@ -622,6 +703,7 @@ main(int argc, char **argv)
   g_test_add_func("/window/bad-spec", test_window_bad_spec);
   g_test_add_func("/window/bad-folder", test_window_bad_folder);
   g_test_add_func("/window/start-error", test_window_start_error);
+  g_test_add_func("/window/too-big", test_window_too_big);
   g_test_add_func("/window/run", test_window_run);
   g_test_add_func("/window/stop", test_window_stop);
   g_test_add_func("/window/close-while-running", test_window_close_while_running);

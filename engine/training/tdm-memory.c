@@ -1,0 +1,262 @@
+/* tdm-memory.c — see tdm-memory.h. Every figure here mirrors an allocation elsewhere:
+ * the replica's (tdm-replica.c allocates by tdm_replica_layer_buffers()), the
+ * optimizer's (tdm-optimizer.c), a GPU backend's own workspace
+ * (tdm_backend_own_bytes()), the peer communicator's staging buffer, and the
+ * trainer's host copies (tdm-trainer.c, tdm-trainer-checkpoint.c). A change there is
+ * a change here; tests/test-memory.c compares the two on the CPU backend's counter. */
+#include "tdm-memory.h"
+#include "tdm-error.h"
+#include "tdm-iterator.h"
+#include "tdm-replica.h"
+#include "tdm-build-config.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+/* tdm-communicator-peer.c's staging buffer, per GPU replica that cannot reach another
+ * directly. */
+#define PEER_STAGING_BYTES ((guint64)4 << 20)
+
+TdmReplicaBytes
+tdm_memory_replica(const TdmNetwork *net, int capacity, int train_count, int test_count)
+{
+  TdmReplicaBytes rb = {0};
+  guint64 cap = (guint64)MAX(capacity, 0);
+  guint64 sample = (guint64)net->in_h * net->in_w * net->in_c;
+  /* Never an empty allocation: a network without parameters or state gets one float. */
+  rb.parameters = (guint64)MAX(1, net->parameter_count) * sizeof(float) +
+                  (guint64)MAX(1, net->state_count) * sizeof(float);
+  rb.gradients = (guint64)MAX(1, net->parameter_count) * sizeof(float);
+  rb.activations = cap * sample * sizeof(float);
+  guint64 workspace = 0;
+  for (int i = 0; i < net->layer_count; i++) {
+    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i);
+    rb.activations += cap * buf.output * sizeof(float);
+    workspace += cap * buf.argmax * sizeof(int32_t);
+    workspace += cap * (buf.columns + buf.skip + 2 * buf.projection) * sizeof(float);
+    workspace += buf.bn_work * sizeof(float);
+  }
+  /* The two activation-gradient buffers, the test-time flip's logits, the shard's
+   * labels and indices, the metrics. */
+  workspace += 2 * cap * tdm_replica_gradient_floats(net) * sizeof(float);
+  workspace += cap * (guint64)net->classes * sizeof(float);
+  workspace += 2 * cap * sizeof(int32_t) + sizeof(TdmMetrics);
+  rb.workspace = workspace;
+  rb.dataset = (guint64)MAX(train_count, 0) * (sample + 1) +
+               (guint64)MAX(test_count, 0) * (sample + 1);
+  rb.total = rb.parameters + rb.gradients + rb.activations + rb.workspace + rb.dataset;
+  return rb;
+}
+
+int
+tdm_memory_capacity(const TdmConfig *cfg, int world, int test_count)
+{
+  world = MAX(world, 1);
+  int shard = (cfg->batch + world - 1) / world;
+  int eval = MIN(cfg->eval_batch, MAX(1, test_count));
+  return MAX(shard, eval);
+}
+
+/* tdm_optimizer_new's state buffers, and its weight-decay mask (a byte a parameter)
+ * where decay skips biases and BN parameters. */
+static guint64
+optimizer_bytes(const TdmConfig *cfg, size_t parameters)
+{
+  int states = cfg->optimizer == TDM_OPTIMIZER_ADAM ? 2 : cfg->optimizer == TDM_OPTIMIZER_SGD ? 0 : 1;
+  guint64 bytes = (guint64)states * parameters * sizeof(float);
+  if (cfg->decay_scope == TDM_DECAY_WEIGHTS && cfg->weight_decay > 0)
+    bytes += parameters;
+  return bytes;
+}
+
+/* Whether GPU replicas may stage through the peer communicator: it serves them when
+ * one GPU holds several replicas or NCCL is not built in (tdm_communicator_new), and
+ * stages between two different GPUs that lack peer access, which only CUDA can tell:
+ * so two different GPUs count as staging, an upper bound. */
+static gboolean
+peer_staging(const TdmConfig *cfg, int world)
+{
+  gboolean repeated = FALSE, different = FALSE;
+  for (int i = 0; i < world; i++)
+    for (int j = i + 1; j < world; j++) {
+      if (g_str_equal(cfg->devices[i], cfg->devices[j]))
+        repeated = TRUE;
+      else
+        different = TRUE;
+    }
+#if TDM_HAVE_NCCL
+  /* NCCL serves distinct GPUs, with buffers of its own outside Tandem's counter. */
+  if (!repeated)
+    return FALSE;
+#endif
+  return different;
+}
+
+void
+tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count,
+                    int test_count, TdmMemoryEvent *e)
+{
+  memset(e, 0, sizeof *e);
+  int world = tdm_config_replica_count(cfg);
+  int capacity = tdm_memory_capacity(cfg, world, test_count);
+  TdmReplicaBytes rb = tdm_memory_replica(net, capacity, train_count, test_count);
+  guint64 param_bytes = (guint64)net->parameter_count * sizeof(float);
+  guint64 opt_bytes = optimizer_bytes(cfg, net->parameter_count);
+  gboolean staging = peer_staging(cfg, world);
+
+  e->replicas = MIN(world, TDM_MAX_REPLICAS);
+  e->batch = cfg->batch;
+  e->capacity = capacity;
+  for (int r = 0; r < world; r++) {
+    gboolean cpu = g_str_equal(cfg->devices[r], "cpu");
+    gboolean updates = cfg->strategy == TDM_STRATEGY_ALLREDUCE || r == cfg->main_replica;
+    guint64 optimizer = updates ? opt_bytes : 0;
+    guint64 communication = !cpu && staging ? PEER_STAGING_BYTES : 0;
+    guint64 own = tdm_backend_own_bytes(cfg->devices[r]);
+    guint64 total = rb.total + optimizer + communication + own;
+    if (cpu)
+      e->host_devices += total;
+    else
+      e->gpu_total += total;
+    if (r >= TDM_MAX_REPLICAS)
+      continue;
+    TdmMemoryDevice *d = &e->device[r];
+    g_strlcpy(d->device, cfg->devices[r], sizeof d->device);
+    int offset;
+    tdm_shard_of(cfg->batch, world, r, &offset, &d->shard);
+    d->host = cpu;
+    d->parameters = rb.parameters;
+    d->gradients = rb.gradients;
+    d->optimizer = optimizer;
+    d->activations = rb.activations;
+    d->workspace = rb.workspace + own;
+    d->dataset = rb.dataset;
+    d->communication = communication;
+    d->total = total;
+  }
+
+  /* The host's own copy of both splits (tdm_dataset_new: one spare byte for each of
+   * images and labels) and the iterator's shuffled order. */
+  guint64 sample = (guint64)net->in_h * net->in_w * net->in_c;
+  e->host_dataset = (guint64)train_count * sample + 1 + (guint64)train_count + 1 +
+                    (guint64)test_count * sample + 1 + (guint64)test_count + 1;
+  guint64 copies = (guint64)train_count * sizeof(int32_t);
+  /* The initial parameters, later the downloaded ones (t->host_params); a checkpoint
+   * adds its copy of them, a download buffer and its copies of the optimizer's state. */
+  copies += param_bytes;
+  if (cfg->save_path != NULL)
+    copies += 2 * param_bytes + opt_bytes;
+  e->host_copies = copies;
+  e->host_total = e->host_dataset + e->host_copies + e->host_devices;
+}
+
+int
+tdm_memory_largest_batch(const TdmConfig *cfg, const TdmNetwork *net, int train_count,
+                         int test_count, guint64 host_budget, guint64 gpu_budget)
+{
+  g_autoptr(TdmConfig) trial = tdm_config_copy(cfg);
+  g_autofree TdmMemoryEvent *e = g_new(TdmMemoryEvent, 1);
+
+  /* Needs grow with the batch, so the fitting batches are a prefix of 1 … count. */
+  int lo = 0, hi = MAX(train_count, 0);
+  while (lo < hi) {
+    int mid = lo + (hi - lo + 1) / 2;
+    trial->batch = mid;
+    tdm_memory_estimate(trial, net, train_count, test_count, e);
+    gboolean fits = host_budget == 0 || e->host_total <= host_budget;
+    for (int r = 0; r < e->replicas && fits; r++)
+      if (!e->device[r].host && gpu_budget != 0 && e->device[r].total > gpu_budget)
+        fits = FALSE;
+    if (fits)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+/* A "Key:  1234 kB" line of a /proc file, in bytes; FALSE when absent. */
+static gboolean
+proc_kib(const char *path, const char *key, guint64 *bytes)
+{
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents(path, &text, NULL, NULL))
+    return FALSE;
+  size_t klen = strlen(key);
+  for (const char *line = text; line != NULL && *line != '\0';) {
+    if (strncmp(line, key, klen) == 0 && line[klen] == ':') {
+      guint64 kib = g_ascii_strtoull(line + klen + 1, NULL, 10);
+      *bytes = kib * 1024;
+      return TRUE;
+    }
+    line = strchr(line, '\n');
+    if (line != NULL)
+      line++;
+  }
+  return FALSE;
+}
+
+guint64
+tdm_memory_host_available(const char **why)
+{
+  guint64 best = G_MAXUINT64;
+  const char *reason = "available memory";
+  guint64 bytes;
+  if (proc_kib("/proc/meminfo", "MemAvailable", &bytes))
+    best = bytes;
+
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    guint64 used = 0;
+    proc_kib("/proc/self/status", "VmSize", &used);
+    guint64 left = rl.rlim_cur > used ? rl.rlim_cur - used : 0;
+    if (left < best) {
+      best = left;
+      reason = "the address-space limit (ulimit -v)";
+    }
+  }
+  if (getrlimit(RLIMIT_DATA, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    guint64 used = 0;
+    proc_kib("/proc/self/status", "VmData", &used);
+    guint64 left = rl.rlim_cur > used ? rl.rlim_cur - used : 0;
+    if (left < best) {
+      best = left;
+      reason = "the data-size limit (ulimit -d)";
+    }
+  }
+  if (why != NULL)
+    *why = reason;
+  return best;
+}
+
+/* "22.4 GiB", "310.5 MiB": the figures of the refusal, in plain ASCII so that they
+ * read (and grep) the same everywhere. */
+static char *
+format_bytes(guint64 bytes)
+{
+  if (bytes >= ((guint64)1 << 30))
+    return g_strdup_printf("%.1f GiB", bytes / 1073741824.0);
+  if (bytes >= ((guint64)1 << 20))
+    return g_strdup_printf("%.1f MiB", bytes / 1048576.0);
+  return g_strdup_printf("%.1f KiB", bytes / 1024.0);
+}
+
+gboolean
+tdm_memory_check_host(const TdmMemoryEvent *e, guint64 available, guint64 allocated,
+                      const char *why, GError **error)
+{
+  guint64 more = e->host_total > allocated ? e->host_total - allocated : 0;
+  if (more <= available)
+    return TRUE;
+  g_autofree char *need = format_bytes(more);
+  g_autofree char *have = format_bytes(available);
+  g_autofree char *workers = format_bytes(e->host_devices);
+  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY,
+              "not enough host memory: the run needs %s, %s available (%s); %s of it "
+              "for the CPU workers' parameters, gradients, optimizer state, activations "
+              "and dataset copies at batch %d: choose a smaller network or batch",
+              need, have, why != NULL ? why : "available memory", workers, e->batch);
+  return FALSE;
+}

@@ -1,0 +1,59 @@
+/* tdm-memory.h — what a run will allocate, per device and on the host, before it does.
+ *
+ * The estimate follows the code that allocates: a replica's buffers layer by layer
+ * (tdm_replica_layer_buffers(), the rule tdm-replica.c allocates by), the optimizer's
+ * state where the strategy keeps it, communicators' staging buffers, the trainer's host
+ * copies and the dataset. The trainer refuses a run whose host needs exceed what the
+ * machine and the process's limits leave (tdm_memory_check_host()), and reports the
+ * estimate as an event; the window shows it before Start. Not a measurement: the
+ * backends' byte counters and telemetry measure.
+ */
+#pragma once
+
+#include <glib.h>
+#include "tdm-config.h"
+#include "tdm-events.h"
+#include "tdm-network.h"
+#include "tdm-replica.h"
+
+G_BEGIN_DECLS
+
+/* One replica's bytes on its device, by kind; total is their sum. */
+typedef struct {
+  guint64 parameters, gradients, activations, workspace, dataset, total;
+} TdmReplicaBytes;
+
+/* A replica of net for `capacity` samples with datasets of these sizes (samples of the
+ * network's input size, one label byte each). */
+TdmReplicaBytes tdm_memory_replica (const TdmNetwork *net, int capacity, int train_count,
+                                    int test_count);
+
+/* The samples a replica holds activations for: a full shard or an evaluation chunk. */
+int tdm_memory_capacity (const TdmConfig *config, int world, int test_count);
+
+/* Fills *estimate for config (its devices, batch, strategy, optimizer, save path) with
+ * net and datasets of these sizes. Host bytes count CPU workers' memory too (a CPU
+ * device's memory is the host's). */
+void tdm_memory_estimate (const TdmConfig *config, const TdmNetwork *net, int train_count,
+                          int test_count, TdmMemoryEvent *estimate);
+
+/* The largest global batch (at most train_count) whose estimate fits: host bytes within
+ * host_budget and every GPU's bytes within gpu_budget (0: no limit on that side).
+ * 0 when not even a batch of one fits. */
+int tdm_memory_largest_batch (const TdmConfig *config, const TdmNetwork *net, int train_count,
+                              int test_count, guint64 host_budget, guint64 gpu_budget);
+
+/* Bytes this process can still allocate on the host: MemAvailable from /proc/meminfo,
+ * lowered by RLIMIT_AS (less the address space in use) and RLIMIT_DATA (less the data
+ * in use) when they are set. G_MAXUINT64 when nothing can be read. `why` (may be NULL)
+ * receives which limit it was: "available memory", "the address-space limit (ulimit
+ * -v)" or "the data-size limit (ulimit -d)". */
+guint64 tdm_memory_host_available (const char **why);
+
+/* FALSE with TDM_ENGINE_ERROR_OUT_OF_MEMORY and the figures ("not enough host memory:
+ * the run needs 22.4 GiB, 18.1 GiB available …") when the estimate's host bytes, less
+ * `allocated` of them already in use (the loaded dataset), exceed `available`. */
+gboolean tdm_memory_check_host (const TdmMemoryEvent *estimate, guint64 available,
+                                guint64 allocated, const char *why, GError **error);
+
+G_END_DECLS

@@ -1,0 +1,328 @@
+/* test-memory.c — the memory estimate (tdm-memory.h) against what is allocated: a
+ * replica's and an optimizer's bytes on the CPU backend's counter, exactly; whole runs
+ * (mlp and cnn, two batch sizes, 1 and 2 workers, both strategies) against the
+ * counters the trainer reports and the process's peak RSS growth, within 10 %; the
+ * largest batch that fits against the estimate; the refusal's message. */
+#include "tdm-backend.h"
+#include "tdm-build-config.h"
+#include "tdm-dataset.h"
+#include "tdm-error.h"
+#include "tdm-memory.h"
+#include "tdm-network.h"
+#include "tdm-optimizer.h"
+#include "tdm-replica.h"
+#include "tdm-trainer.h"
+
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const specs[] = {
+  "mlp",
+  "cnn",
+  "conv8k3p1,relu,pool2,flatten,fc10",          /* a fused first conv, a flatten */
+  "conv4k3,relu,conv8k3p1,relu,pool2,fc32,fc10", /* first conv not fused */
+  "conv40k3p1,pool2,fc10",                       /* too many outputs to fuse, no relu */
+  "resnet",                                      /* BN, residual blocks, projections */
+  "conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv16k3s2p1,bn),avg2,drop0.5,gmp,fc10",
+};
+
+/* Every buffer a replica and its optimizer allocate is in the estimate, byte for byte. */
+static void
+test_replica_exact(void)
+{
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 200, 90);
+  g_autoptr(TdmConfig) cfg = tdm_config_new();
+  cfg->optimizer = TDM_OPTIMIZER_ADAM;
+  for (guint s = 0; s < G_N_ELEMENTS(specs); s++) {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(TdmNetwork) net = tdm_network_new(specs[s], 28, 28, 1, 10, &error);
+    g_assert_no_error(error);
+    TdmBackend *b = tdm_backend_cpu_new(&error);
+    g_assert_no_error(error);
+    for (int capacity = 1; capacity <= 37; capacity += 36) {
+      TdmReplica *r = tdm_replica_new(b, net, capacity, data->train, data->test, &error);
+      g_assert_no_error(error);
+      TdmReplicaBytes rb = tdm_memory_replica(net, capacity, 200, 90);
+      g_assert_cmpuint(b->bytes_in_use, ==, rb.total);
+      g_assert_cmpuint(tdm_replica_bytes_needed(net, capacity, data->train, data->test), ==,
+                       rb.total);
+      g_assert_cmpuint(rb.dataset, ==, 200 * 785 + 90 * 785);
+      TdmOptimizer *opt = tdm_optimizer_new(b, cfg, net->parameter_count, NULL, &error);
+      g_assert_no_error(error);
+      g_assert_cmpuint(b->bytes_in_use - rb.total, ==, 2 * net->parameter_count * sizeof(float));
+      tdm_optimizer_free(opt);
+      tdm_replica_free(r);
+      g_assert_cmpuint(b->bytes_in_use, ==, 0);
+    }
+    tdm_backend_free(b);
+  }
+}
+
+static gint64
+status_kib(const char *key)
+{
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents("/proc/self/status", &text, NULL, NULL))
+    return -1;
+  const char *line = strstr(text, key);
+  return line != NULL ? g_ascii_strtoll(line + strlen(key) + 1, NULL, 10) : -1;
+}
+
+typedef struct {
+  TdmMemoryEvent estimate;
+  gboolean have_estimate, have_devices;
+  gint64 tandem_bytes[TDM_MAX_REPLICAS];
+  int replicas;
+} Seen;
+
+static void
+on_event(const TdmEvent *e, gpointer data)
+{
+  Seen *seen = data;
+  if (e->kind == TDM_EVENT_MEMORY) {
+    g_assert_false(seen->have_devices);
+    seen->estimate = e->memory;
+    seen->have_estimate = TRUE;
+  } else if (e->kind == TDM_EVENT_DEVICES) {
+    seen->replicas = e->devices.replicas;
+    for (int r = 0; r < e->devices.replicas; r++)
+      seen->tandem_bytes[r] = e->devices.device[r].tandem_bytes;
+    seen->have_devices = TRUE;
+  }
+}
+
+static TdmConfig *
+run_config(const char *network, const char *devices, int batch, TdmStrategy strategy)
+{
+  TdmConfig *cfg = tdm_config_new();
+  g_free(cfg->dataset);
+  cfg->dataset = g_strdup("synthetic");
+  g_free(cfg->network);
+  cfg->network = g_strdup(network);
+  g_assert_true(tdm_config_set_devices(cfg, devices, NULL));
+  cfg->batch = batch;
+  cfg->strategy = strategy;
+  cfg->epochs = 1;
+  cfg->max_steps = 2;
+  /* Evaluation chunks no larger than a shard, so that the steps touch every page of
+   * the activations and RSS can see them. */
+  cfg->eval_batch = (batch + 1) / 2;
+  return cfg;
+}
+
+static void
+run(const TdmConfig *cfg, Seen *seen)
+{
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, on_event, seen);
+  g_autoptr(GError) error = NULL;
+  g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+  g_assert_no_error(error);
+}
+
+static gboolean
+can_reset_peak(void)
+{
+  /* Writing 5 resets the peak (VmHWM) to the current RSS; not where /proc forbids it. */
+  FILE *f = fopen("/proc/self/clear_refs", "w");
+  if (f == NULL)
+    return FALSE;
+  gboolean ok = fputs("5", f) >= 0;
+  ok = fclose(f) == 0 && ok;
+  return ok && status_kib("VmHWM:") > 0;
+}
+
+/* The estimate against the CPU backend's counters (exact by construction) and the
+ * process's peak RSS growth during the run (within 10 %). */
+static void
+test_runs_measured(void)
+{
+  static const char *const networks[] = {"mlp", "cnn"};
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  static const int batches[] = {64}; /* every run is ~5× slower; the counters suffice */
+#else
+  static const int batches[] = {64, 512};
+#endif
+  static const char *const devices[] = {"cpu", "cpu:2"};
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  gboolean rss = FALSE; /* shadow memory and quarantine are not the run's */
+#else
+  gboolean rss = can_reset_peak();
+#endif
+  if (!rss)
+    g_test_message("peak RSS cannot be reset here (or a sanitizer owns memory): "
+                   "counters only");
+
+  /* Warm up: OpenBLAS's buffers and the threads' first allocations are the process's,
+   * not a run's. */
+  for (guint n = 0; n < G_N_ELEMENTS(networks); n++)
+    for (guint d = 0; d < G_N_ELEMENTS(devices); d++) {
+      g_autoptr(TdmConfig) cfg = run_config(networks[n], devices[d], 512, TDM_STRATEGY_ALLREDUCE);
+      Seen seen = {0};
+      run(cfg, &seen);
+    }
+
+  for (guint n = 0; n < G_N_ELEMENTS(networks); n++)
+    for (guint bi = 0; bi < G_N_ELEMENTS(batches); bi++)
+      for (guint d = 0; d < G_N_ELEMENTS(devices); d++)
+        for (int strategy = TDM_STRATEGY_MAIN; strategy <= TDM_STRATEGY_ALLREDUCE; strategy++) {
+          if (d == 0 && strategy == TDM_STRATEGY_MAIN)
+            continue; /* one worker: the strategies are the same run */
+          g_autoptr(TdmConfig) cfg = run_config(networks[n], devices[d], batches[bi], strategy);
+          Seen seen = {0};
+          /* What earlier runs freed but malloc kept would be reused unseen. */
+          malloc_trim(0);
+          gint64 before = rss ? status_kib("VmRSS:") : 0;
+          if (rss)
+            g_assert_true(can_reset_peak());
+          run(cfg, &seen);
+          gint64 peak = rss ? status_kib("VmHWM:") : 0;
+          g_assert_true(seen.have_estimate && seen.have_devices);
+          const TdmMemoryEvent *m = &seen.estimate;
+          g_assert_cmpint(m->replicas, ==, seen.replicas);
+          for (int r = 0; r < seen.replicas; r++)
+            g_assert_cmpuint(m->device[r].total, ==, (guint64)seen.tandem_bytes[r]);
+          if (strategy == TDM_STRATEGY_MAIN)
+            g_assert_cmpuint(m->device[1].optimizer, ==, 0);
+          else
+            g_assert_cmpuint(m->device[0].optimizer, ==, m->device[0].gradients * 2);
+          if (!rss)
+            continue;
+          double grown = (peak - before) * 1024.0;
+          double ratio = grown / (double)m->host_total;
+          g_test_message("%s %s batch %d %s: estimate %.1f MiB, peak RSS grew %.1f MiB "
+                         "(%.3f)", networks[n], devices[d], batches[bi],
+                         tdm_strategy_name(strategy), m->host_total / 1048576.0,
+                         grown / 1048576.0, ratio);
+          g_assert_cmpfloat(ratio, >=, 0.9);
+          g_assert_cmpfloat(ratio, <=, 1.1);
+        }
+}
+
+/* The largest batch that fits is where the estimate crosses the budget. */
+static void
+test_largest_batch(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new("cnn", 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  g_autoptr(TdmConfig) cfg = tdm_config_new();
+  g_assert_true(tdm_config_set_devices(cfg, "cpu:2", NULL));
+  cfg->eval_batch = 100;
+  TdmMemoryEvent *e = g_new(TdmMemoryEvent, 1);
+
+  cfg->batch = 3000;
+  tdm_memory_estimate(cfg, net, 60000, 10000, e);
+  guint64 budget = e->host_total + 12345;
+  int largest = tdm_memory_largest_batch(cfg, net, 60000, 10000, budget, 0);
+  g_assert_cmpint(largest, >=, 3000);
+  cfg->batch = largest;
+  tdm_memory_estimate(cfg, net, 60000, 10000, e);
+  g_assert_cmpuint(e->host_total, <=, budget);
+  cfg->batch = largest + 1;
+  tdm_memory_estimate(cfg, net, 60000, 10000, e);
+  g_assert_cmpuint(e->host_total, >, budget);
+
+  /* No budget: every batch the dataset allows; too small a budget: none. */
+  g_assert_cmpint(tdm_memory_largest_batch(cfg, net, 60000, 10000, 0, 0), ==, 60000);
+  g_assert_cmpint(tdm_memory_largest_batch(cfg, net, 60000, 10000, 1 << 20, 0), ==, 0);
+
+  /* A GPU budget limits the GPU's share only. */
+  g_assert_true(tdm_config_set_devices(cfg, "cuda:0,cuda:0", NULL));
+  cfg->batch = 1000;
+  tdm_memory_estimate(cfg, net, 60000, 10000, e);
+  g_assert_cmpuint(e->host_devices, ==, 0);
+  g_assert_cmpuint(e->gpu_total, ==, e->device[0].total + e->device[1].total);
+  /* Replicas on one GPU copy directly: no staging buffers. */
+  g_assert_cmpuint(e->device[0].communication, ==, 0);
+  g_assert_cmpuint(e->device[0].optimizer, ==, 2 * e->device[0].gradients);
+  guint64 gpu_budget = e->device[0].total;
+  int gpu_largest = tdm_memory_largest_batch(cfg, net, 60000, 10000, 0, gpu_budget);
+  g_assert_cmpint(gpu_largest, >=, 1000);
+  g_assert_cmpint(gpu_largest, <, 60000);
+  cfg->batch = gpu_largest;
+  tdm_memory_estimate(cfg, net, 60000, 10000, e);
+  g_assert_cmpuint(e->device[0].total, <=, gpu_budget);
+  cfg->batch = gpu_largest + 1;
+  tdm_memory_estimate(cfg, net, 60000, 10000, e);
+  g_assert_cmpuint(e->device[0].total, >, gpu_budget);
+
+  /* Two GPUs: NCCL's buffers are its own; without NCCL the peer communicator may
+   * stage through 4 MiB on each. With `main` only the main one holds Adam's state. */
+  g_assert_true(tdm_config_set_devices(cfg, "cuda:0,cuda:1", NULL));
+  cfg->strategy = TDM_STRATEGY_MAIN;
+  cfg->main_replica = 1;
+  tdm_memory_estimate(cfg, net, 60000, 10000, e);
+  g_assert_cmpuint(e->device[0].communication, ==, TDM_HAVE_NCCL ? 0 : 4 << 20);
+  g_assert_cmpuint(e->device[0].optimizer, ==, 0);
+  g_assert_cmpuint(e->device[1].optimizer, ==, 2 * e->device[1].gradients);
+  g_assert_cmpuint(e->device[1].total - e->device[0].total, ==, 2 * e->device[1].gradients);
+  g_free(e);
+}
+
+/* The refusal names both figures and the limit; runs that fit pass. */
+static void
+test_check_host(void)
+{
+  TdmMemoryEvent *e = g_new0(TdmMemoryEvent, 1);
+  e->host_total = (guint64)24051816857; /* 22.4 GiB */
+  e->host_dataset = 1000;
+  e->batch = 100;
+  g_autoptr(GError) error = NULL;
+  g_assert_false(tdm_memory_check_host(e, (guint64)19434830234, 1000, "available memory",
+                                       &error));
+  g_assert_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY);
+  g_assert_nonnull(strstr(error->message, "needs 22.4 GiB, 18.1 GiB available"));
+  g_assert_true(tdm_memory_check_host(e, e->host_total - 1000, 1000, NULL, NULL));
+  g_assert_true(tdm_memory_host_available(NULL) > 0);
+  g_free(e);
+}
+
+/* What a run's buffers took goes back to the system when they are freed, even after
+ * glibc has raised its mmap threshold (issue 14, item 9: otherwise each Start/Stop in
+ * the window could keep what the run before it freed). */
+static void
+test_buffers_returned(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+  g_test_skip("AddressSanitizer keeps freed memory in quarantine");
+  return;
+#endif
+  /* A freed 16 MiB mapping raises glibc's threshold to 16 MiB: blocks below it would
+   * come from the heap from now on. */
+  void *big = malloc((size_t)16 << 20);
+  g_assert_nonnull(big);
+  ((volatile char *)big)[0] = 1;
+  free(big);
+
+  g_autoptr(GError) error = NULL;
+  TdmBackend *b = tdm_backend_cpu_new(&error);
+  g_assert_no_error(error);
+  size_t bytes = (size_t)8 << 20;
+  gint64 before = status_kib("RssAnon:");
+  g_assert_cmpint(before, >, 0);
+  char *block = tdm_backend_alloc(b, bytes, &error);
+  g_assert_no_error(error);
+  memset(block, 1, bytes);
+  gint64 held = status_kib("RssAnon:");
+  tdm_backend_release(b, block);
+  gint64 after = status_kib("RssAnon:");
+  g_test_message("RssAnon %" G_GINT64_FORMAT " -> %" G_GINT64_FORMAT " -> %" G_GINT64_FORMAT
+                 " KiB", before, held, after);
+  g_assert_cmpint(held - before, >=, 7 * 1024);
+  g_assert_cmpint(held - after, >=, 7 * 1024);
+  tdm_backend_free(b);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/memory/replica-exact", test_replica_exact);
+  g_test_add_func("/memory/largest-batch", test_largest_batch);
+  g_test_add_func("/memory/check-host", test_check_host);
+  g_test_add_func("/memory/buffers-returned", test_buffers_returned);
+  g_test_add_func("/memory/runs-measured", test_runs_measured);
+  return g_test_run();
+}
