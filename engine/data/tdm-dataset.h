@@ -71,6 +71,12 @@ TdmDatasetPair *tdm_dataset_synthetic (guint64 seed, int train_count, int test_c
 
 TdmDataset *tdm_dataset_new (const char *name, int count, int height, int width,
                              int channels, int classes);
+/* As tdm_dataset_new, but takes images (count × sample size bytes) and labels (count
+ * bytes), both from g_malloc, instead of allocating them: a loader that has read the
+ * data in growing steps hands it over without a copy. */
+TdmDataset *tdm_dataset_new_take (const char *name, int count, int height, int width,
+                                  int channels, int classes, uint8_t *images,
+                                  uint8_t *labels);
 void tdm_dataset_free (TdmDataset *d);
 
 /* Where the default dataset lives. */

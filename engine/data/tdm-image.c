@@ -357,7 +357,8 @@ jpeg_on_error(j_common_ptr cinfo)
 static void
 jpeg_on_message(j_common_ptr cinfo, int level)
 {
-  if (level >= 0)
+  /* Stray bytes between markers are common in camera files and harm no pixel. */
+  if (level >= 0 || cinfo->err->msg_code == JWRN_EXTRANEOUS_DATA)
     return;
   JpegFailure *failure = (JpegFailure *)cinfo->err;
   if (cinfo->err->msg_code == JWRN_JPEG_EOF)

@@ -344,13 +344,14 @@ tdm_replica_train_loss(TdmReplica *r, const int32_t *indices, int count)
   b->ops->synchronize(b);
 }
 
-void
-tdm_replica_evaluate(TdmReplica *r, int first, int count)
+/* The network's outputs for test samples [first, first + count) as the evaluation
+ * scores them (with the flipped copy averaged in where test-time flips are on); the
+ * classifier reads the same, so a test image gets the class the evaluation gave it. */
+static float *
+eval_logits(TdmReplica *r, int first, int count)
 {
   TdmBackend *b = r->backend;
   const TdmNetwork *net = r->net;
-  g_return_if_fail(count > 0 && count <= r->capacity);
-
   int32_t *indices = g_new(int32_t, count);
   for (int i = 0; i < count; i++)
     indices[i] = first + i;
@@ -369,11 +370,23 @@ tdm_replica_evaluate(TdmReplica *r, int first, int count)
     b->ops->add(b, logits, r->tta_logits, floats);
     b->ops->scale(b, logits, 0.5f, floats);
   }
-  b->ops->softmax_xent(b, logits, r->labels, count, net->classes, 0.0f, 0.0f, NULL,
-                       r->metrics);
   /* The upload may be asynchronous: keep the host indices alive until it is done. */
   b->ops->synchronize(b);
   g_free(indices);
+  return logits;
+}
+
+void
+tdm_replica_evaluate(TdmReplica *r, int first, int count)
+{
+  TdmBackend *b = r->backend;
+  const TdmNetwork *net = r->net;
+  g_return_if_fail(count > 0 && count <= r->capacity);
+
+  float *logits = eval_logits(r, first, count);
+  b->ops->softmax_xent(b, logits, r->labels, count, net->classes, 0.0f, 0.0f, NULL,
+                       r->metrics);
+  b->ops->synchronize(b);
 }
 
 void
@@ -383,16 +396,8 @@ tdm_replica_predict(TdmReplica *r, int first, int count, float *logits)
   const TdmNetwork *net = r->net;
   g_return_if_fail(count > 0 && count <= r->capacity && logits != NULL);
 
-  int32_t *indices = g_new(int32_t, count);
-  for (int i = 0; i < count; i++)
-    indices[i] = first + i;
-  b->ops->upload(b, r->indices, indices, (size_t)count * sizeof(int32_t));
-  b->ops->gather(b, r->acts[0], r->labels, r->test_images, r->test_labels, r->indices, count,
-                 r->sample_size, 1.0f / 255.0f);
-  tdm_replica_forward(r, count, MODE_EVAL);
-  b->ops->download(b, logits, r->acts[net->layer_count],
-                   (size_t)count * net->classes * sizeof(float));
-  g_free(indices);
+  float *device_logits = eval_logits(r, first, count);
+  b->ops->download(b, logits, device_logits, (size_t)count * net->classes * sizeof(float));
 }
 
 TdmMetrics

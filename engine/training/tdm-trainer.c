@@ -691,6 +691,12 @@ setup(TdmTrainer *t, GError **error)
     return FALSE;
   if (!tdm_config_validate(cfg, error))
     return FALSE;
+  /* A checkpoint that cannot be written would fail only after the first epoch's
+   * work; the process that saves finds out now. */
+  if (cfg->save_path != NULL &&
+      (!tdm_distributed_active() || cfg->main_replica == tdm_distributed_rank()) &&
+      !tdm_checkpoint_check_writable(cfg->save_path, error))
+    return FALSE;
 
   TdmImageOptions image = {.size = cfg->image_size, .channels = cfg->image_channels,
                            .seed = cfg->seed};
