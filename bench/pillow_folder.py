@@ -31,7 +31,7 @@ def main():
     for i, path in enumerate(paths):
         with Image.open(path) as im:
             if draft and im.format == "JPEG":
-                im.draft(mode, (2 * size, 2 * size))
+                im.draft(mode, (size, size))
             im = im.convert(mode)
             w, h = im.size
             side = min(w, h)

@@ -486,6 +486,17 @@ test_split_and_defaults(void)
   }
   g_assert_true(differs);
 
+  /* The same classes under train/ with no test/: the same split, names under train/. */
+  g_autofree char *nested = g_build_filename(root, "nested", NULL);
+  g_mkdir_with_parents(nested, 0755);
+  g_autofree char *target = g_build_filename(nested, "train", NULL);
+  g_assert_cmpint(symlink(root, target), ==, 0);
+  g_autoptr(TdmDatasetPair) n = tdm_dataset_load_image_folder(nested, &o1, NULL, NULL, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(n->train->count + n->test->count, ==, 40);
+  g_assert_cmpint(n->train->classes, ==, 2);
+  g_unlink(target);
+
   /* Chosen options: a grey 8 × 8 of averaged RGB. */
   TdmImageOptions o3 = {.size = 8, .channels = 1, .no_cache = TRUE};
   g_autoptr(TdmDatasetPair) g = tdm_dataset_load_image_folder(root, &o3, NULL, NULL, NULL, &error);

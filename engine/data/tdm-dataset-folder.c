@@ -41,6 +41,7 @@ typedef struct {
 typedef struct {
   char *root;
   gboolean split_layout;
+  const char *train_part;  /* "train" when the classes sit in train/, else "" */
   GPtrArray *classes;    /* char *: class names in order */
   GPtrArray *files;      /* per class: GArray of Entry */
   GStringChunk *strings; /* the entries' names */
@@ -188,7 +189,9 @@ scan_folder(Scan *s, const char *folder, GError **error)
   g_checksum_update(s->key, (const guchar *)s->root, -1);
 
   s->split_layout = is_dir(s->root, "train") && is_dir(s->root, "test");
-  g_autofree char *class_root = g_build_filename(s->root, s->split_layout ? "train" : "", NULL);
+  /* A train/ without a test/ holds the classes, and a share is held out of them. */
+  s->train_part = is_dir(s->root, "train") ? "train" : "";
+  g_autofree char *class_root = g_build_filename(s->root, s->train_part, NULL);
   s->classes = list_names(class_root, TRUE, error);
   if (s->classes == NULL)
     return FALSE;
@@ -221,7 +224,7 @@ scan_folder(Scan *s, const char *folder, GError **error)
   }
   for (guint k = 0; k < s->classes->len; k++) {
     const char *cls = g_ptr_array_index(s->classes, k);
-    scan_class_folder(s, s->split_layout ? "train" : "", cls, (int)k, 0);
+    scan_class_folder(s, s->train_part, cls, (int)k, 0);
     if (s->split_layout && is_dir(s->root, "test")) {
       g_autofree char *test_dir = g_build_filename(s->root, "test", cls, NULL);
       if (g_file_test(test_dir, G_FILE_TEST_IS_DIR))

@@ -165,7 +165,8 @@ tdm_dataset_open_folder(const char *folder, const TdmImageOptions *options, GErr
   if (tdm_dataset_has_cifar10(folder))
     return tdm_dataset_load_cifar10_folder(folder, error);
   if (tdm_dataset_is_image_folder(folder))
-    return tdm_dataset_load_image_folder(folder, options, NULL, NULL, NULL, error);
+    return tdm_dataset_load_image_folder(folder, options, NULL, NULL,
+                                         options != NULL ? options->cancellable : NULL, error);
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
               "%s: holds neither IDX files (train-images-idx3-ubyte[.gz] …), CIFAR-10 "
               "binary batches (data_batch_1.bin … test_batch.bin) nor class folders of "

@@ -7,7 +7,7 @@
  */
 #pragma once
 
-#include <glib.h>
+#include <gio/gio.h>
 #include <stdint.h>
 
 G_BEGIN_DECLS
@@ -53,6 +53,7 @@ typedef struct {
   int channels;        /* 1 grey, 3 RGB; 0: grey when every image is grey */
   guint64 seed;        /* of the held-out split */
   gboolean no_cache;   /* neither read nor write the cache */
+  GCancellable *cancellable;  /* stops decoding (tdm_dataset_open_with); may be NULL */
 } TdmImageOptions;
 
 /* The same, with the size, colour and split of image folders given (NULL: defaults). */

@@ -679,7 +679,7 @@ all_cpu(const TdmConfig *cfg)
 }
 
 static gboolean
-setup(TdmTrainer *t, GError **error)
+setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
 {
   const TdmConfig *cfg = t->config;
   tdm_barrier_init(&t->start, 1);
@@ -698,8 +698,9 @@ setup(TdmTrainer *t, GError **error)
       !tdm_checkpoint_check_writable(cfg->save_path, error))
     return FALSE;
 
+  /* Decoding an image folder can take minutes: a stop ends it too. */
   TdmImageOptions image = {.size = cfg->image_size, .channels = cfg->image_channels,
-                           .seed = cfg->seed};
+                           .seed = cfg->seed, .cancellable = cancellable};
   t->data = tdm_dataset_open_with(cfg->dataset, &image, error);
   if (t->data == NULL)
     return FALSE;
@@ -1096,7 +1097,7 @@ tdm_trainer_run(TdmTrainer *t, GCancellable *cancellable, GError **error)
   t->step = 0;
   t->saved_step = -1;
 
-  if (!setup(t, &local))
+  if (!setup(t, cancellable, &local))
     goto failed;
   if (cancellable != NULL) {
     t->cancellable = g_object_ref(cancellable);
