@@ -40,7 +40,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <gtk/gtk.h>
+#include <adwaita.h>
 
 #include "tdm-application.h"
 #include "tdm-config.h"
@@ -741,6 +741,7 @@ main(int argc, char **argv)
     fprintf(stderr, "bench-gui: no display; run it under tests/gui/xvfb-run-test.sh\n");
     return 77;
   }
+  adw_init();
 
   gui.loop = g_main_loop_new(NULL, FALSE);
   gui.probe_ms = probe_ms;

@@ -601,6 +601,56 @@ tdm_chart_get_plot_area (TdmChart     *self,
   return ok;
 }
 
+void
+tdm_chart_set_corner_reserve (TdmChart *self,
+                              int       width,
+                              int       height)
+{
+  g_return_if_fail (TDM_IS_CHART (self));
+
+  self->reserve_w = MAX (width, 0);
+  self->reserve_h = MAX (height, 0);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+void
+tdm_chart_set_nested_lines (TdmChart *self,
+                            gboolean  nested)
+{
+  g_return_if_fail (TDM_IS_CHART (self));
+
+  self->nested_lines = !!nested;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+gboolean
+tdm_chart_get_title_area (TdmChart     *self,
+                          int           width,
+                          int           height,
+                          GdkRectangle *area)
+{
+  cairo_surface_t *surface;
+  cairo_t *cr;
+  Frame f;
+
+  g_return_val_if_fail (TDM_IS_CHART (self), FALSE);
+  g_return_val_if_fail (area != NULL, FALSE);
+
+  if (self->title == NULL || self->title[0] == '\0')
+    return FALSE;
+
+  surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 1, 1);
+  cr = cairo_create (surface);
+  tdm_chart_frame_init (self, &f, cr, width, height, FALSE);
+  tdm_chart_frame_layout (self, &f);
+  *area = (GdkRectangle) { (int) PAD, (int) PAD, f.title_w, (int) (f.body_top - PAD) };
+  tdm_chart_frame_clear (&f);
+  cairo_destroy (cr);
+  cairo_surface_destroy (surface);
+
+  return TRUE;
+}
+
 static cairo_status_t
 append_bytes (void                *closure,
               const unsigned char *data,

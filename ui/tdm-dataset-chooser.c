@@ -10,6 +10,7 @@
 #include <glib/gi18n.h>
 
 #include "tdm-dataset.h"
+#include "tdm-format.h"
 #include "tdm-dataset-chooser.h"
 
 /* Positions in the drop-down; the folder entry exists once a folder is chosen. */
@@ -149,8 +150,8 @@ loaded (GObject      *source_object,
     }
 
   self->facts = *facts;
-  train = g_strdup_printf ("%'d", facts->count);
-  test = g_strdup_printf ("%'d", facts->test_count);
+  train = tdm_format_count (facts->count);
+  test = tdm_format_count (facts->test_count);
   /* Translators: the dataset's figures: training images, test images, classes,
    * then height × width × channels of each image */
   text = g_strdup_printf (_("%s training and %s test images\n%d classes · %d × %d × %d"),

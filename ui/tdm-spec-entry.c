@@ -9,6 +9,7 @@
 #include <glib/gi18n.h>
 
 #include "tdm-network.h"
+#include "tdm-format.h"
 #include "tdm-spec-entry.h"
 
 struct _TdmSpecEntry
@@ -54,7 +55,7 @@ tdm_spec_entry_check (TdmSpecEntry *self)
   else if ((network = tdm_network_new (stripped, self->height, self->width,
                                        self->channels, self->classes, &error)))
     {
-      g_autofree char *count = g_strdup_printf ("%'" G_GSIZE_FORMAT, network->parameter_count);
+      g_autofree char *count = tdm_format_count ((double) network->parameter_count);
 
       self->valid = TRUE;
       /* Translators: under the network spec; %s is a number like "1,796,010" */

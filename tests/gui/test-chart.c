@@ -437,6 +437,19 @@ test_axis_ticks(void)
   tdm_chart_format_in_unit(87.5, "%", buf, sizeof buf);
   g_assert_cmpstr(buf, ==, "87.5 %");
 
+  /* Fault 4: a short range on a narrow axis still gets two ticks, never one. */
+  tdm_chart_axis_linear(&a, 0.05, 3, 2, FALSE);
+  g_assert_cmpuint(a.n_ticks, >=, 2);
+  g_assert_cmpfloat(a.ticks[0], >=, 0.05);
+  g_assert_cmpfloat(a.ticks[a.n_ticks - 1], <=, 3);
+  tdm_chart_axis_time(&a, 0.3, 25, 2);
+  g_assert_cmpuint(a.n_ticks, >=, 2);
+  g_assert_cmpfloat(a.ticks[1] - a.ticks[0], <=, 10);
+  for (guint ticks = 2; ticks <= 12; ticks++) {
+    tdm_chart_axis_linear(&a, 0.3, 2.9, ticks, FALSE);
+    g_assert_cmpuint(a.n_ticks, >=, 2);
+  }
+
   tdm_chart_format_value(12345, buf, sizeof buf);
   g_assert_cmpstr(buf, ==, "12.35k");
   tdm_chart_format_value(0.25, buf, sizeof buf);

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include <glib/gstdio.h>
-#include <gtk/gtk.h>
+#include <adwaita.h>
 
 #include "tdm-build-config.h"
 
@@ -349,7 +349,7 @@ test_window_run(void)
   g_assert_cmpuint(tdm_chart_get_n_series(chart(window, "load")), ==, 2);
   g_assert_cmpuint(points(window, "load", 1), >, 0);
   g_assert_cmpuint(points(window, "step-time", 0), >, 0);
-  g_assert_true(g_str_has_prefix(gtk_label_get_label(child(window, "subtitle_label")), "Finished"));
+  g_assert_true(g_str_has_prefix(adw_window_title_get_subtitle(child(window, "window_title")), "Finished"));
 
   /* Exports. */
   g_assert_true(tdm_metrics_log_write_csv(tdm_dashboard_get_log(dashboard), csv_path, &error));
@@ -400,7 +400,7 @@ test_window_stop(void)
   took = (g_get_monotonic_time() - asked) / 1e6;
   g_test_message("stopped %.3f s after win.stop", took);
 
-  g_assert_cmpstr(gtk_label_get_label(child(window, "subtitle_label")), ==, "Stopped");
+  g_assert_cmpstr(adw_window_title_get_subtitle(child(window, "window_title")), ==, "Stopped");
   g_assert_false(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
   g_assert_true(tdm_window_get_can_start(window));
 
@@ -581,6 +581,7 @@ main(int argc, char **argv)
   g_setenv("LC_ALL", "C.UTF-8", TRUE);
   g_unsetenv("LANGUAGE");
   gtk_test_init(&argc, &argv, NULL);
+  adw_init();
   /* After GTK's own start-up: GLib decides once, at the first translated string,
    * whether to translate at all, and must not decide it for the "tandem" domain in
    * the C locale. */
