@@ -69,8 +69,10 @@ tdm_chart_measure (GtkWidget      *widget,
                    int            *minimum_baseline,
                    int            *natural_baseline)
 {
+  /* A modest natural width: a flow box of charts fits as many columns as natural
+   * widths allow, and the charts then expand to share the row. */
   if (orientation == GTK_ORIENTATION_HORIZONTAL)
-    *minimum = 160, *natural = 420;
+    *minimum = 160, *natural = 240;
   else
     *minimum = 120, *natural = 240;
 }
