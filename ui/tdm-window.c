@@ -36,7 +36,6 @@ struct _TdmWindow
   GtkButton            *start_button;
   GtkButton            *start_icon_button;
   GtkMenuButton        *primary_menu_button;
-  GtkButton            *error_close_button;
   GtkLabel             *start_label;
   GtkButton            *pause_button;
   GtkButton            *stop_button;
@@ -616,7 +615,6 @@ tdm_window_class_init (TdmWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, start_button);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, start_icon_button);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, primary_menu_button);
-  gtk_widget_class_bind_template_child (widget_class, TdmWindow, error_close_button);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, start_label);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, pause_button);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, stop_button);
@@ -650,25 +648,6 @@ tdm_window_init (TdmWindow *self)
                                g_settings_get_int (self->settings, "window-height"));
   if (g_settings_get_boolean (self->settings, "window-maximized"))
     gtk_window_maximize (GTK_WINDOW (self));
-
-  /* The template's <accessibility> labels of widgets nested in properties of an
-   * AdwApplicationWindow do not reach the accessible (GTK 4.8, seen in
-   * test-layout): named here. */
-  {
-    const struct { gpointer widget; const char *label; } names[] = {
-      { self->sidebar_button, _("Show or hide the settings") },
-      { self->start_button, _("Start training") },
-      { self->start_icon_button, _("Start training") },
-      { self->stop_button, _("Stop training") },
-      { self->primary_menu_button, _("Main menu") },
-      { self->error_close_button, _("Dismiss the message") },
-    };
-
-    for (guint i = 0; i < G_N_ELEMENTS (names); i++)
-      gtk_accessible_update_property (GTK_ACCESSIBLE (names[i].widget),
-                                      GTK_ACCESSIBLE_PROPERTY_LABEL, names[i].label,
-                                      -1);
-  }
 
   g_signal_connect_object (self->sidebar, "notify::ready",
                            G_CALLBACK (tdm_window_update_state), self,

@@ -296,6 +296,77 @@ test_style_high_contrast(void)
 
 /* ---- accessibility ----------------------------------------------------------- */
 
+static gboolean
+is_control(GtkWidget *w)
+{
+  return GTK_IS_BUTTON(w) || GTK_IS_MENU_BUTTON(w) || GTK_IS_SPIN_BUTTON(w) ||
+         GTK_IS_DROP_DOWN(w) || GTK_IS_CHECK_BUTTON(w) || GTK_IS_ENTRY(w) ||
+         GTK_IS_SWITCH(w) || ADW_IS_COMBO_ROW(w) || GTK_IS_PROGRESS_BAR(w);
+}
+
+/* Labels that name a widget through their mnemonic. */
+static void
+collect_mnemonic_targets(GtkWidget *w, GHashTable *named)
+{
+  if (GTK_IS_LABEL(w) && gtk_label_get_mnemonic_widget(GTK_LABEL(w)) != NULL)
+    g_hash_table_add(named, gtk_label_get_mnemonic_widget(GTK_LABEL(w)));
+  for (GtkWidget *c = gtk_widget_get_first_child(w); c; c = gtk_widget_get_next_sibling(c))
+    collect_mnemonic_targets(c, named);
+}
+
+static gboolean
+has_text_label(GtkWidget *w)
+{
+  const char *label = NULL;
+
+  if (GTK_IS_CHECK_BUTTON(w))
+    label = gtk_check_button_get_label(GTK_CHECK_BUTTON(w));
+  else if (GTK_IS_BUTTON(w))
+    label = gtk_button_get_label(GTK_BUTTON(w));
+  return label != NULL && label[0] != '\0';
+}
+
+static void
+check_names(GtkWidget *w, GHashTable *named, guint *n_controls)
+{
+  if (!gtk_widget_get_visible(w))
+    return;
+
+  if (is_control(w)) {
+    gboolean ok = has_text_label(w) || g_hash_table_contains(named, w) ||
+                  gtk_test_accessible_has_property(GTK_ACCESSIBLE(w), GTK_ACCESSIBLE_PROPERTY_LABEL) ||
+                  gtk_test_accessible_has_relation(GTK_ACCESSIBLE(w), GTK_ACCESSIBLE_RELATION_LABELLED_BY);
+
+    if (!ok)
+      g_error("a %s (tooltip “%s”) in a %s has no name a screen reader can read",
+              G_OBJECT_TYPE_NAME(w), gtk_widget_get_tooltip_text(w),
+              G_OBJECT_TYPE_NAME(gtk_widget_get_parent(w)));
+    (*n_controls)++;
+    /* A spin button's text field and a drop-down's button are its parts. */
+    if (GTK_IS_SPIN_BUTTON(w) || GTK_IS_DROP_DOWN(w) || GTK_IS_ENTRY(w) || GTK_IS_MENU_BUTTON(w))
+      return;
+  }
+  for (GtkWidget *c = gtk_widget_get_first_child(w); c; c = gtk_widget_get_next_sibling(c))
+    check_names(c, named, n_controls);
+}
+
+/* Every control has a name: its own text, a label whose mnemonic points at it, or
+ * an accessible label or labelled-by relation. */
+static void
+test_a11y_names(void)
+{
+  TdmWindow *window = window_at(1920, 1000);
+  g_autoptr(GHashTable) named = g_hash_table_new(NULL, NULL);
+  guint n_controls = 0;
+
+  gtk_revealer_set_reveal_child(child(window, "error_revealer"), TRUE);
+  collect_mnemonic_targets(GTK_WIDGET(window), named);
+  check_names(GTK_WIDGET(window), named, &n_controls);
+  /* Header, form and six chart menus at least. */
+  g_assert_cmpuint(n_controls, >=, 15);
+  destroy_window(window);
+}
+
 /* Keyboard only: every form label's mnemonic reaches its control, and Start,
  * Pause, Stop and export are actions the keyboard triggers (accelerators in
  * TdmApplication, listed in the shortcuts window). */
@@ -360,6 +431,9 @@ main(int argc, char **argv)
 {
   g_setenv("LC_ALL", "C.UTF-8", TRUE);
   g_unsetenv("LANGUAGE");
+  /* Accessible properties are kept only where there is an accessibility backend;
+   * "test" is GTK's in-process one (the other GUI tests turn it off). */
+  g_setenv("GTK_A11Y", "test", TRUE);
   gtk_test_init(&argc, &argv, NULL);
   adw_init();
   /* GNOME's own title-bar buttons (GTK's X11 default adds minimize and maximize,
@@ -375,6 +449,7 @@ main(int argc, char **argv)
   g_test_add_func("/style/dark", test_style_dark);
   g_test_add_func("/style/high-contrast", test_style_high_contrast);
   g_test_add_func("/style/high-contrast/subprocess", test_style_high_contrast_subprocess);
+  g_test_add_func("/a11y/names", test_a11y_names);
   g_test_add_func("/a11y/keyboard", test_a11y_keyboard);
 
   return g_test_run();
