@@ -149,7 +149,7 @@ cpu_row(TdmWindow *window)
 static const char *
 split_text(TdmWindow *window)
 {
-  return gtk_label_get_label(child(window, "batch_split_label"));
+  return adw_action_row_get_subtitle(child(window, "batch_row"));
 }
 
 static void
@@ -233,7 +233,7 @@ window_for_run(const char *spec, int batch, int epochs)
   tdm_device_row_set_active(cpu_row(window), TRUE);
   tdm_device_row_set_workers(cpu_row(window), 2);
   set_dataset(window, "synthetic");
-  gtk_drop_down_set_selected(child(window, "network_dropdown"), 2);
+  adw_combo_row_set_selected(child(window, "network_dropdown"), 2);
   tdm_spec_entry_set_text(child(window, "spec_entry"), spec);
   set_batch(window, batch);
   gtk_spin_button_set_value(child(window, "epochs_spin"), epochs);
@@ -440,7 +440,7 @@ test_window_bad_spec(void)
   window = new_window();
   tdm_window_set_devices(window, devices);
   set_dataset(window, "synthetic");
-  gtk_drop_down_set_selected(child(window, "network_dropdown"), 2);
+  adw_combo_row_set_selected(child(window, "network_dropdown"), 2);
   entry = child(window, "spec_entry");
 
   tdm_spec_entry_set_text(entry, "fc64,relu,fc10");
@@ -456,7 +456,7 @@ test_window_bad_spec(void)
   g_assert_false(tdm_spec_entry_get_valid(entry));
 
   /* Built-in networks are shown, expanded and read-only. */
-  gtk_drop_down_set_selected(child(window, "network_dropdown"), 0);
+  adw_combo_row_set_selected(child(window, "network_dropdown"), 0);
   g_assert_true(tdm_spec_entry_get_valid(entry));
   g_assert_false(tdm_spec_entry_get_editable(entry));
   g_assert_cmpstr(tdm_spec_entry_get_text(entry), ==, "fc1000,relu,fc1000,relu,fc10");
@@ -492,7 +492,7 @@ test_window_start_error(void)
   window = new_window();
   tdm_window_set_devices(window, devices);
   set_dataset(window, "synthetic");
-  gtk_drop_down_set_selected(child(window, "network_dropdown"), 2);
+  adw_combo_row_set_selected(child(window, "network_dropdown"), 2);
   tdm_spec_entry_set_text(child(window, "spec_entry"), "fc32,relu,fc10");
   g_assert_true(wait_for(can_start, window, 60));
 
@@ -560,7 +560,7 @@ test_window_japanese_subprocess(void)
 
   reset_settings();
   window = new_window();
-  g_assert_cmpstr(gtk_label_get_label(child(window, "dataset_heading")), ==, "データセット");
+  g_assert_cmpstr(adw_preferences_group_get_title(child(window, "dataset_group")), ==, "データセット");
   g_assert_cmpstr(gtk_label_get_label(child(window, "start_label")), ==, "開始");
   g_assert_cmpstr(tdm_chart_get_title(chart(window, "loss")), ==, "損失");
   destroy_window(window);
