@@ -146,6 +146,12 @@ cpu_row(TdmWindow *window)
   g_assert_not_reached();
 }
 
+static GtkWidget *
+main_check(TdmDeviceRow *row)
+{
+  return GTK_WIDGET(gtk_widget_get_template_child(GTK_WIDGET(row), TDM_TYPE_DEVICE_ROW, "main_check"));
+}
+
 static const char *
 split_text(TdmWindow *window)
 {
@@ -271,6 +277,7 @@ static void
 test_window_devices(void)
 {
   g_autoptr(GArray) devices = fake_devices(TRUE);
+  g_autoptr(GArray) cpu_only = fake_devices(FALSE);
   g_autoptr(GPtrArray) rows = NULL;
   TdmWindow *window;
 
@@ -307,11 +314,33 @@ test_window_devices(void)
   tdm_device_row_set_workers(rows->pdata[2], 4);
   g_assert_cmpstr(split_text(window), ==, "100 = 17 × 4 + 16 × 2");
 
-  /* Unchecking the main device moves "main" to another checked one. */
+  /* Unchecking the main device moves "main" to another checked one, and an unused
+   * device shows no Main at all (fault 8: it stayed ticked there). */
   tdm_device_row_set_active(rows->pdata[0], FALSE);
   g_assert_true(tdm_device_row_get_main(rows->pdata[1]));
   g_assert_cmpstr(split_text(window), ==, "100 = 20 × 5");
+  g_assert_false(gtk_widget_get_child_visible(main_check(rows->pdata[0])));
+  g_assert_true(gtk_widget_get_child_visible(main_check(rows->pdata[1])));
 
+  /* No device: said under the devices, not under the batch size. */
+  for (guint i = 0; i < rows->len; i++)
+    tdm_device_row_set_active(rows->pdata[i], FALSE);
+  g_assert_cmpstr(split_text(window), ==, "");
+  g_assert_true(gtk_widget_get_visible(child(window, "devices_hint_label")));
+  g_assert_false(tdm_window_get_can_start(window));
+
+  destroy_window(window);
+
+  /* One device: it is the main one, and there is nothing to choose. */
+  reset_settings();
+  window = new_window();
+  tdm_window_set_devices(window, cpu_only);
+  g_clear_pointer(&rows, g_ptr_array_unref);
+  rows = device_rows(window);
+  g_assert_cmpuint(rows->len, ==, 1);
+  g_assert_true(tdm_device_row_get_main(rows->pdata[0]));
+  g_assert_false(gtk_widget_get_child_visible(main_check(rows->pdata[0])));
+  g_assert_false(gtk_widget_get_visible(child(window, "devices_hint_label")));
   destroy_window(window);
 }
 
