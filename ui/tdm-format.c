@@ -38,3 +38,31 @@ tdm_format_count (double value)
   return g_string_free (out, FALSE);
 }
 
+
+char *
+tdm_format_sentence (const char *message)
+{
+  GString *out;
+  gunichar first;
+  gsize len;
+
+  if (message == NULL || message[0] == '\0')
+    return g_strdup ("");
+
+  if (!g_utf8_validate (message, -1, NULL))
+    return g_utf8_make_valid (message, -1);
+
+  out = g_string_new (NULL);
+  first = g_utf8_get_char (message);
+  g_string_append_unichar (out, g_unichar_totitle (first));
+  g_string_append (out, g_utf8_next_char (message));
+
+  len = out->len;
+  while (len > 0 && g_ascii_isspace (out->str[len - 1]))
+    len--;
+  g_string_truncate (out, len);
+  if (len > 0 && !strchr (".!?", out->str[len - 1]) && !g_str_has_suffix (out->str, "。"))
+    g_string_append_c (out, '.');
+
+  return g_string_free (out, FALSE);
+}

@@ -10,4 +10,8 @@ G_BEGIN_DECLS
  * none (the C locale); "—" for NaN and infinities. Free with g_free(). */
 char *tdm_format_count (double value);
 
+/* A message as a sentence for the window: its first letter upper case, a full stop
+ * at the end ("x: no such folder" → "X: no such folder."). Free with g_free(). */
+char *tdm_format_sentence (const char *message);
+
 G_END_DECLS

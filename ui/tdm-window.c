@@ -23,6 +23,7 @@
 #include "tdm-config.h"
 #include "tdm-dashboard.h"
 #include "tdm-error.h"
+#include "tdm-format.h"
 #include "tdm-run.h"
 #include "tdm-run-form.h"
 #include "tdm-window.h"
@@ -113,9 +114,11 @@ tdm_window_show_error (TdmWindow  *self,
                        const char *detail)
 {
   g_autofree char *markup = NULL;
+  g_autofree char *sentence = tdm_format_sentence (detail);
 
+  /* The engine's messages are written for a terminal; here they read as sentences. */
   if (detail != NULL && detail[0] != '\0')
-    markup = g_markup_printf_escaped ("<b>%s</b>\n%s", headline, detail);
+    markup = g_markup_printf_escaped ("<b>%s</b>\n%s", headline, sentence);
   else
     markup = g_markup_printf_escaped ("<b>%s</b>", headline);
 

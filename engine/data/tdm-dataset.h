@@ -42,6 +42,11 @@ typedef struct {
  * - a folder holding IDX files (train-images-idx3-ubyte[.gz] …) or CIFAR-10 binary
  *   batches (data_batch_1.bin … test_batch.bin, also inside cifar-10-batches-bin/). */
 TdmDatasetPair *tdm_dataset_open (const char *name_or_path, GError **error);
+
+/* Whether a built-in name ("fashion-mnist", "mnist", "synthetic") can be opened on
+ * this machine: its files are where tdm_dataset_open() looks (checked cheaply, by
+ * their presence). FALSE for anything else. For offering only what is there. */
+gboolean tdm_dataset_is_installed (const char *name);
 void tdm_dataset_pair_free (TdmDatasetPair *pair);
 
 /* The individual loaders. */

@@ -576,6 +576,34 @@ test_window_bad_folder(void)
   g_rmdir(dir);
 }
 
+/* Fault 10: a built-in set that is not installed is not offered, and a remembered
+ * choice of it falls back to one that is. */
+static void
+test_window_datasets_offered(void)
+{
+  g_autofree char *empty = g_dir_make_tmp("tandem-no-mnist-XXXXXX", NULL);
+  TdmWindow *window;
+  GtkDropDown *dropdown;
+  GListModel *model;
+
+  g_setenv("TANDEM_MNIST_DIR", empty, TRUE);
+  reset_settings();
+  window = new_window();
+  dropdown = GTK_DROP_DOWN(gtk_widget_get_template_child(child(window, "dataset_chooser"),
+                                                         TDM_TYPE_DATASET_CHOOSER, "dropdown"));
+  model = gtk_drop_down_get_model(dropdown);
+  for (guint i = 0; i < g_list_model_get_n_items(model); i++)
+    g_assert_cmpstr(gtk_string_list_get_string(GTK_STRING_LIST(model), i), !=, "MNIST");
+  g_assert_cmpstr(gtk_string_list_get_string(GTK_STRING_LIST(model),
+                                             g_list_model_get_n_items(model) - 1), ==, "Synthetic");
+
+  set_dataset(window, "mnist");
+  g_assert_cmpstr(tdm_dataset_chooser_get_source(child(window, "dataset_chooser")), !=, "mnist");
+  destroy_window(window);
+  g_unsetenv("TANDEM_MNIST_DIR");
+  g_rmdir(empty);
+}
+
 static void
 test_window_japanese_subprocess(void)
 {
@@ -625,6 +653,7 @@ main(int argc, char **argv)
   g_test_add_func("/window/run", test_window_run);
   g_test_add_func("/window/stop", test_window_stop);
   g_test_add_func("/window/close-while-running", test_window_close_while_running);
+  g_test_add_func("/window/datasets-offered", test_window_datasets_offered);
   g_test_add_func("/window/japanese", test_window_japanese);
   g_test_add_func("/window/japanese/subprocess", test_window_japanese_subprocess);
 
