@@ -474,7 +474,19 @@ draw_axes (TdmChart *self,
       cairo_save (cr);
       cairo_translate (cr, PAD, m->py + m->ph / 2);
       cairo_rotate (cr, -G_PI / 2);
-      draw_text (f, f->font, y_title, 0, 0, 0.5, 0, 0.85);
+      /* A short chart (a phone's) gets the title ellipsized along the plot's height
+       * rather than cut at the card's edges. */
+      pango_layout_set_font_description (f->layout, f->font);
+      pango_layout_set_text (f->layout, y_title, -1);
+      pango_layout_set_width (f->layout, (int) MAX (1, m->ph) * PANGO_SCALE);
+      pango_layout_set_ellipsize (f->layout, PANGO_ELLIPSIZE_END);
+      pango_layout_set_alignment (f->layout, PANGO_ALIGN_CENTER);
+      set_source (cr, &f->fg, 0.85);
+      cairo_move_to (cr, -MAX (1, m->ph) / 2.0, 0);
+      pango_cairo_show_layout (cr, f->layout);
+      pango_layout_set_width (f->layout, -1);
+      pango_layout_set_ellipsize (f->layout, PANGO_ELLIPSIZE_NONE);
+      pango_layout_set_alignment (f->layout, PANGO_ALIGN_LEFT);
       cairo_restore (cr);
     }
 }
