@@ -482,6 +482,16 @@ tdm_chart_set_series_smoothing (TdmChart *self,
   gtk_widget_queue_draw (GTK_WIDGET (self));
 }
 
+gboolean
+tdm_chart_get_series_visible (TdmChart *self,
+                              guint     series)
+{
+  g_return_val_if_fail (TDM_IS_CHART (self), FALSE);
+  g_return_val_if_fail (series < self->entries->len, FALSE);
+
+  return get_entry (self, series)->visible;
+}
+
 void
 tdm_chart_set_series_visible (TdmChart *self,
                               guint     series,

@@ -83,6 +83,8 @@ TdmSeries  *tdm_chart_get_series           (TdmChart      *chart,
 void        tdm_chart_set_series_smoothing (TdmChart      *chart,
                                             guint          series,
                                             double         weight);
+gboolean    tdm_chart_get_series_visible   (TdmChart      *chart,
+                                            guint          series);
 void        tdm_chart_set_series_visible   (TdmChart      *chart,
                                             guint          series,
                                             gboolean       visible);

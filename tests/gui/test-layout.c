@@ -303,6 +303,84 @@ test_style_high_contrast(void)
   g_test_trap_assert_passed();
 }
 
+/* ---- the dashboard's own rules ------------------------------------------------ */
+
+static void
+start_dashboard(TdmDashboard *dashboard, int replicas)
+{
+  TdmEvent e = {.kind = TDM_EVENT_STARTED};
+
+  e.started.replicas = replicas;
+  for (int r = 0; r < replicas; r++)
+    g_strlcpy(e.started.device[r], "cpu", sizeof e.started.device[r]);
+  e.started.batch = 100;
+  e.started.epochs = 1;
+  e.started.steps_per_epoch = 10;
+  e.started.total_steps = 10;
+  tdm_dashboard_handle_event(dashboard, &e);
+}
+
+/* Fault 7: one device neither communicates nor waits, so its step-time legend lists
+ * Compute only; two list all three. */
+static void
+test_dashboard_step_time_legend(void)
+{
+  TdmDashboard *dashboard = g_object_ref_sink(TDM_DASHBOARD(tdm_dashboard_new()));
+  TdmChart *chart = tdm_dashboard_get_chart(dashboard, "step-time");
+
+  start_dashboard(dashboard, 1);
+  g_assert_cmpuint(tdm_chart_get_n_series(chart), ==, 3);
+  g_assert_true(tdm_chart_get_series_visible(chart, 0));
+  g_assert_false(tdm_chart_get_series_visible(chart, 1));
+  g_assert_false(tdm_chart_get_series_visible(chart, 2));
+
+  start_dashboard(dashboard, 2);
+  for (guint i = 0; i < 3; i++)
+    g_assert_true(tdm_chart_get_series_visible(chart, i));
+
+  g_object_unref(dashboard);
+}
+
+/* Fault 9: the empty state never says "press Start" while Start cannot be pressed;
+ * the window tells it whether it can. */
+static void
+test_empty_state(void)
+{
+  TdmWindow *window = window_at(1024, 700);
+  AdwStatusPage *page;
+
+  gtk_stack_set_visible_child_name(dashboard_child(window, "view_stack"), "empty");
+  page = dashboard_child(window, "empty_page");
+  g_assert_false(tdm_window_get_can_start(window));
+  g_assert_null(strstr(adw_status_page_get_description(page), "Press Start"));
+  tdm_dashboard_set_can_start(child(window, "dashboard"), TRUE);
+  g_assert_nonnull(strstr(adw_status_page_get_description(page), "Press Start"));
+  destroy_window(window);
+}
+
+/* Fault 12: quitting (Ctrl+Q) saves the window's size as the close button does. */
+static void
+test_quit_saves_size(void)
+{
+  g_autoptr(TdmApplication) app = tdm_application_new();
+  g_autoptr(GSettings) settings = g_settings_new(TDM_APP_ID);
+  TdmWindow *window;
+
+  reset_settings();
+  g_application_set_flags(G_APPLICATION(app), G_APPLICATION_NON_UNIQUE);
+  g_assert_true(g_application_register(G_APPLICATION(app), NULL, NULL));
+  g_signal_emit_by_name(app, "startup");
+  window = g_object_ref(tdm_window_new(app));
+  gtk_window_set_default_size(GTK_WINDOW(window), 1111, 666);
+  gtk_window_present(GTK_WINDOW(window));
+  settle(20);
+  g_action_group_activate_action(G_ACTION_GROUP(app), "quit", NULL);
+  settle(5);
+  g_assert_cmpint(g_settings_get_int(settings, "window-width"), ==, 1111);
+  g_assert_cmpint(g_settings_get_int(settings, "window-height"), ==, 666);
+  g_assert_finalize_object(window);
+}
+
 /* ---- accessibility ----------------------------------------------------------- */
 
 static gboolean
@@ -455,6 +533,9 @@ main(int argc, char **argv)
   g_test_add_func("/style/dark", test_style_dark);
   g_test_add_func("/style/high-contrast", test_style_high_contrast);
   g_test_add_func("/style/high-contrast/subprocess", test_style_high_contrast_subprocess);
+  g_test_add_func("/dashboard/step-time-legend", test_dashboard_step_time_legend);
+  g_test_add_func("/dashboard/empty-state", test_empty_state);
+  g_test_add_func("/window/quit-saves-size", test_quit_saves_size);
   g_test_add_func("/a11y/names", test_a11y_names);
   g_test_add_func("/a11y/keyboard", test_a11y_keyboard);
 
