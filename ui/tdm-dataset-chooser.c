@@ -16,6 +16,8 @@
 #include "tdm-dataset.h"
 #include "tdm-format.h"
 #include "tdm-dataset-chooser.h"
+#include "tdm-dataset-folder.h"
+#include "tdm-folder-preview.h"
 
 /* The built-in sets in the order offered, with their names in the list. */
 static const char *builtin_ids[] = { "fashion-mnist", "mnist", "synthetic" };
@@ -44,6 +46,7 @@ struct _TdmDatasetChooser
   char                 *error;
   gboolean              ready;
   GtkFileChooserNative *chooser;
+  TdmFolderPreview     *preview;       /* shown for folders of class folders */
 };
 
 enum {
@@ -178,6 +181,19 @@ tdm_dataset_chooser_load (TdmDatasetChooser *self)
   gtk_spinner_start (self->spinner);
   set_info (self, _("Loading…"), FALSE);
 
+  /* Image folders decode with progress, a Cancel and their own options. */
+  if (self->folder != NULL &&
+      g_strcmp0 (tdm_dataset_chooser_get_source (self), self->folder) == 0 &&
+      tdm_dataset_is_image_folder (self->folder))
+    {
+      g_clear_object (&self->cancellable);
+      gtk_widget_set_visible (GTK_WIDGET (self->preview), TRUE);
+      tdm_folder_preview_set_folder (self->preview, self->folder);
+      return;
+    }
+  gtk_widget_set_visible (GTK_WIDGET (self->preview), FALSE);
+  tdm_folder_preview_set_folder (self->preview, NULL);
+
   weak = g_new0 (GWeakRef, 1);
   g_weak_ref_init (weak, self);
   task = g_task_new (NULL, self->cancellable, loaded, weak);
@@ -185,6 +201,66 @@ tdm_dataset_chooser_load (TdmDatasetChooser *self)
   g_task_set_task_data (task, g_strdup (tdm_dataset_chooser_get_source (self)), g_free);
   g_object_set_data_full (G_OBJECT (task), "weak-ref", weak, weak_ref_free);
   g_task_run_in_thread (task, load_thread);
+}
+
+static void
+preview_started (TdmDatasetChooser *self)
+{
+  g_clear_pointer (&self->error, g_free);
+  set_ready (self, FALSE);
+  gtk_widget_set_visible (GTK_WIDGET (self->spinner), TRUE);
+  gtk_spinner_start (self->spinner);
+  set_info (self, _("Decoding the images…"), FALSE);
+}
+
+static void
+preview_loaded (TdmDatasetChooser *self)
+{
+  DatasetFacts *f = &self->facts;
+  g_autofree char *train = NULL;
+  g_autofree char *test = NULL;
+  g_autofree char *text = NULL;
+  const char *notice;
+
+  gtk_spinner_stop (self->spinner);
+  gtk_widget_set_visible (GTK_WIDGET (self->spinner), FALSE);
+  tdm_folder_preview_get_facts (self->preview, &f->count, &f->test_count, &f->height,
+                                &f->width, &f->channels, &f->classes);
+  train = g_strdup_printf ("%'d", f->count);
+  test = g_strdup_printf ("%'d", f->test_count);
+  text = g_strdup_printf (_("%s training and %s test images\n%d classes · %d × %d × %d"),
+                          train, test, f->classes, f->height, f->width, f->channels);
+  notice = tdm_folder_preview_get_notice (self->preview);
+  if (notice != NULL)
+    {
+      char *with = g_strconcat (text, "\n", notice, NULL);
+      g_free (text);
+      text = with;
+    }
+  set_info (self, text, FALSE);
+  set_ready (self, TRUE);
+}
+
+static void
+preview_failed (TdmDatasetChooser *self,
+                const char        *message)
+{
+  gtk_spinner_stop (self->spinner);
+  gtk_widget_set_visible (GTK_WIDGET (self->spinner), FALSE);
+  g_free (self->error);
+  self->error = g_strdup (message);
+  set_info (self, message, TRUE);
+  set_ready (self, FALSE);
+}
+
+void
+tdm_dataset_chooser_get_image_options (TdmDatasetChooser *self,
+                                       int               *size,
+                                       int               *channels)
+{
+  g_return_if_fail (TDM_IS_DATASET_CHOOSER (self));
+
+  tdm_folder_preview_get_options (self->preview, size, channels);
 }
 
 static void
@@ -394,6 +470,16 @@ tdm_dataset_chooser_init (TdmDatasetChooser *self)
         self->offered[self->n_offered++] = builtin_ids[i];
         gtk_string_list_append (self->model, _(builtin_names[i]));
       }
+
+  self->preview = TDM_FOLDER_PREVIEW (tdm_folder_preview_new ());
+  gtk_widget_set_visible (GTK_WIDGET (self->preview), FALSE);
+  gtk_widget_set_parent (GTK_WIDGET (self->preview), GTK_WIDGET (self));
+  g_signal_connect_object (self->preview, "started", G_CALLBACK (preview_started), self,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->preview, "loaded", G_CALLBACK (preview_loaded), self,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->preview, "failed", G_CALLBACK (preview_failed), self,
+                           G_CONNECT_SWAPPED);
 
   /* Nothing loads until a source is set (or picked): the owner chooses the first. */
   g_signal_connect_object (self->dropdown, "notify::selected",

@@ -1,11 +1,15 @@
 /* tdm-dataset.c — TdmDataset's life cycle and tdm_dataset_open, which turns a name
  * or a folder into a pair of splits by asking the format loaders in turn. The file
- * formats themselves live in tdm-dataset-idx.c, tdm-dataset-cifar.c and
- * tdm-dataset-synthetic.c; this file reads no dataset bytes. */
+ * formats themselves live in tdm-dataset-idx.c, tdm-dataset-cifar.c,
+ * tdm-dataset-folder.c and tdm-dataset-synthetic.c; this file reads no dataset bytes. */
 #include "tdm-dataset.h"
+#include "tdm-dataset-folder.h"
 #include "tdm-error.h"
+#include "tdm-file.h"
 
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 TdmDataset *
 tdm_dataset_new(const char *name, int count, int height, int width, int channels, int classes)
@@ -28,6 +32,26 @@ tdm_dataset_new(const char *name, int count, int height, int width, int channels
   return d;
 }
 
+TdmDataset *
+tdm_dataset_new_take(const char *name, int count, int height, int width, int channels,
+                     int classes, uint8_t *images, uint8_t *labels)
+{
+  g_return_val_if_fail(count > 0 && height > 0 && width > 0 && channels > 0, NULL);
+  g_return_val_if_fail(classes > 0 && classes <= 256, NULL);
+  g_return_val_if_fail(images != NULL && labels != NULL, NULL);
+
+  TdmDataset *d = g_new0(TdmDataset, 1);
+  d->name = g_strdup(name != NULL ? name : "dataset");
+  d->count = count;
+  d->height = height;
+  d->width = width;
+  d->channels = channels;
+  d->classes = classes;
+  d->images = images;
+  d->labels = labels;
+  return d;
+}
+
 void
 tdm_dataset_free(TdmDataset *d)
 {
@@ -47,6 +71,7 @@ tdm_dataset_pair_free(TdmDatasetPair *pair)
     return;
   g_free(pair->name);
   g_free(pair->source);
+  g_free(pair->notice);
   tdm_dataset_free(pair->train);
   tdm_dataset_free(pair->test);
   g_free(pair);
@@ -72,7 +97,7 @@ tdm_dataset_has_idx(const char *folder)
   for (guint i = 0; i < G_N_ELEMENTS(bases); i++) {
     g_autofree char *raw = g_build_filename(folder, bases[i], NULL);
     g_autofree char *gz = g_strconcat(raw, ".gz", NULL);
-    if (g_file_test(raw, G_FILE_TEST_EXISTS) || g_file_test(gz, G_FILE_TEST_EXISTS))
+    if (tdm_file_present(raw) || tdm_file_present(gz))
       return TRUE;
   }
   return FALSE;
@@ -86,7 +111,7 @@ tdm_dataset_has_cifar10(const char *folder)
   for (guint i = 0; i < G_N_ELEMENTS(places); i++)
     for (guint j = 0; j < G_N_ELEMENTS(files); j++) {
       g_autofree char *path = g_build_filename(folder, places[i], files[j], NULL);
-      if (g_file_test(path, G_FILE_TEST_EXISTS))
+      if (tdm_file_present(path))
         return TRUE;
     }
   return FALSE;
@@ -98,13 +123,23 @@ static gboolean
 tdm_dataset_check_folder(const char *folder, const char *hint, GError **error)
 {
   if (!g_file_test(folder, G_FILE_TEST_EXISTS)) {
+    /* A link that leads nowhere is not "no such folder": say what it is. */
+    struct stat st;
+    if (lstat(folder, &st) == 0 && S_ISLNK(st.st_mode)) {
+      int err = stat(folder, &st) == 0 ? 0 : errno;
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, "%s: %s%s", folder,
+                  err == ELOOP ? "a symbolic link loop" : "a dangling symbolic link",
+                  hint != NULL ? hint : "");
+      return FALSE;
+    }
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, "%s: no such folder%s",
                 folder, hint != NULL ? hint : "");
     return FALSE;
   }
   if (!g_file_test(folder, G_FILE_TEST_IS_DIR)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                "%s: not a folder (expected a folder of IDX files or CIFAR-10 batches)",
+                "%s: not a folder (expected a folder of IDX files, CIFAR-10 batches or "
+                "class folders of images)",
                 folder);
     return FALSE;
   }
@@ -121,7 +156,7 @@ tdm_dataset_check_folder(const char *folder, const char *hint, GError **error)
 }
 
 static TdmDatasetPair *
-tdm_dataset_open_folder(const char *folder, GError **error)
+tdm_dataset_open_folder(const char *folder, const TdmImageOptions *options, GError **error)
 {
   if (!tdm_dataset_check_folder(folder, NULL, error))
     return NULL;
@@ -129,9 +164,12 @@ tdm_dataset_open_folder(const char *folder, GError **error)
     return tdm_dataset_load_idx_folder(folder, error);
   if (tdm_dataset_has_cifar10(folder))
     return tdm_dataset_load_cifar10_folder(folder, error);
+  if (tdm_dataset_is_image_folder(folder))
+    return tdm_dataset_load_image_folder(folder, options, NULL, NULL, NULL, error);
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-              "%s: holds neither IDX files (train-images-idx3-ubyte[.gz] …) nor CIFAR-10 "
-              "binary batches (data_batch_1.bin … test_batch.bin)",
+              "%s: holds neither IDX files (train-images-idx3-ubyte[.gz] …), CIFAR-10 "
+              "binary batches (data_batch_1.bin … test_batch.bin) nor class folders of "
+              "images (CLASS/IMAGE.png, or train/CLASS/… and test/CLASS/…)",
               folder);
   return NULL;
 }
@@ -175,6 +213,13 @@ tdm_dataset_is_installed(const char *name)
 TdmDatasetPair *
 tdm_dataset_open(const char *name_or_path, GError **error)
 {
+  return tdm_dataset_open_with(name_or_path, NULL, error);
+}
+
+TdmDatasetPair *
+tdm_dataset_open_with(const char *name_or_path, const TdmImageOptions *image_options,
+                      GError **error)
+{
   g_return_val_if_fail(name_or_path != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
 
@@ -204,12 +249,12 @@ tdm_dataset_open(const char *name_or_path, GError **error)
 
   g_autofree char *folder = tdm_dataset_expand_path(name_or_path);
   /* A bare word that is not a folder is most likely a misspelt name. */
-  if (!g_file_test(folder, G_FILE_TEST_EXISTS) && strchr(folder, G_DIR_SEPARATOR) == NULL) {
+  if (!tdm_file_present(folder) && strchr(folder, G_DIR_SEPARATOR) == NULL) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
                 "unknown dataset “%s”: expected fashion-mnist, mnist, synthetic or a folder "
-                "of IDX files or CIFAR-10 batches",
+                "of IDX files, CIFAR-10 batches or class folders of images",
                 name_or_path);
     return NULL;
   }
-  return tdm_dataset_open_folder(folder, error);
+  return tdm_dataset_open_folder(folder, image_options, error);
 }

@@ -1,7 +1,11 @@
-/* tdm-replica.c — forward and backward passes of one replica, expressed as backend
- * operations so the same code runs on the CPU and on a GPU (where the whole pass is
- * captured once in a graph and replayed). No communication, no optimizer here. */
-#include "tdm-replica.h"
+/* tdm-replica.c — one replica's buffers and its steps: training (gather, forward,
+ * loss, backward, captured once in a graph and replayed where the device has them),
+ * evaluation and prediction, all as backend operations so the same code runs on the
+ * CPU and on a GPU. The walks over the layers are tdm-replica-pass.c's. No
+ * communication here except synchronized BN's sums, handed to the caller's hook;
+ * no optimizer. */
+#include "tdm-replica-private.h"
+#include "tdm-counter-rng.h"
 #include "tdm-error.h"
 
 #include <string.h>
@@ -13,69 +17,29 @@
       goto fail;                                                                        \
   } while (0)
 
-/* Layer i's im2col columns, in floats per sample (0 for other layers). Each conv
- * layer keeps its own, so that backward reuses the forward's instead of rebuilding
- * them (a copy as large as the columns themselves, per layer and step). */
-static size_t
-col_floats_per_sample(const TdmLayer *l)
-{
-  if (l->kind != TDM_LAYER_CONV)
-    return 0;
-  return (size_t)l->out_h * l->out_w * l->in_c * l->kernel * l->kernel;
-}
-
-/* Whether conv layer i hands its bias, and its ReLU if it has one, to the pool after
- * it (maxpool_forward applies them after the max, on a quarter of the elements, and
- * maxpool_backward masks by the pool's output, so the conv runs neither bias_forward
- * nor relu_backward). Its own output then holds the bare product. */
-static gboolean
-bias_in_pool(const TdmNetwork *net, int i)
-{
-  return net->layers[i].kind == TDM_LAYER_CONV && i + 1 < net->layer_count &&
-         net->layers[i + 1].kind == TDM_LAYER_POOL;
-}
-
-/* Whether the first layer is a small conv whose pool comes next, so that the two run
- * as conv_pool_forward and conv_pool_backward: no columns, and the conv's output is
- * never stored (nor its gradient, which a first layer does not pass on). */
-static gboolean
-conv_pool_first(const TdmNetwork *net)
-{
-  const TdmLayer *l = &net->layers[0];
-  return bias_in_pool(net, 0) && l->in_c * l->kernel * l->kernel <= TDM_CONV_POOL_TAPS &&
-         l->out_c <= TDM_CONV_POOL_OUT;
-}
-
-/* Whether layer i's output is a buffer of its own (flatten only renames; the conv of
- * a conv_pool_first network has none). */
-static gboolean
-owns_output(const TdmNetwork *net, int i)
-{
-  return net->layers[i].kind != TDM_LAYER_FLATTEN && !(i == 0 && conv_pool_first(net));
-}
-
-static size_t
-layer_out_floats(const TdmLayer *l)
-{
-  return (size_t)l->out_h * l->out_w * l->out_c;
-}
-
 size_t
 tdm_replica_bytes_needed(const TdmNetwork *net, int capacity, const TdmDataset *train,
                          const TdmDataset *test)
 {
-  size_t floats = 2 * net->parameter_count;
+  size_t floats = 2 * net->parameter_count + net->state_count;
   floats += (size_t)capacity * net->in_h * net->in_w * net->in_c;
   for (int i = 0; i < net->layer_count; i++) {
     const TdmLayer *l = &net->layers[i];
     if (owns_output(net, i))
       floats += (size_t)capacity * layer_out_floats(l);
-    if (l->kind == TDM_LAYER_POOL)
+    if (has_argmax(l))
       floats += (size_t)capacity * layer_out_floats(l); /* int32 argmax */
     if (!(i == 0 && conv_pool_first(net)))
-      floats += (size_t)capacity * col_floats_per_sample(l);
+      floats += (size_t)capacity * col_floats_per_sample(net, l);
+    floats += 4 * (size_t)bn_channels(l);
+    if (l->kind == TDM_LAYER_RES_END) {
+      floats += (size_t)capacity * block_in_floats(net, l);
+      if (l->projection)
+        floats += 2 * (size_t)capacity * layer_out_floats(l);
+    }
   }
   floats += 2 * (size_t)capacity * net->max_activation;
+  floats += (size_t)capacity * net->classes; /* test-time flip */
   size_t bytes = floats * sizeof(float) + 2 * (size_t)capacity * sizeof(int32_t) +
                  sizeof(TdmMetrics);
   bytes += (size_t)train->count * (tdm_dataset_sample_size(train) + 1);
@@ -83,39 +47,119 @@ tdm_replica_bytes_needed(const TdmNetwork *net, int capacity, const TdmDataset *
   return bytes;
 }
 
+/* The backend operations a layer kind needs beyond those every network uses. */
+static const char *
+missing_op(const TdmBackendOps *ops, const TdmLayer *l)
+{
+#define NEED(op)                                                                        \
+  if (ops->op == NULL)                                                                  \
+    return #op;
+  switch (l->kind) {
+  case TDM_LAYER_BN:
+    NEED(bn_sums) NEED(bn_stats) NEED(bn_forward) NEED(bn_forward_eval)
+    NEED(bn_backward_sums) NEED(bn_backward_dx)
+    break;
+  case TDM_LAYER_RES_END:
+    if (l->projection) {
+      NEED(bn_sums) NEED(bn_stats) NEED(bn_forward) NEED(bn_forward_eval)
+      NEED(bn_backward_sums) NEED(bn_backward_dx)
+    }
+    break;
+  case TDM_LAYER_AVGPOOL:
+    NEED(avgpool_forward) NEED(avgpool_backward)
+    break;
+  case TDM_LAYER_GLOBAL_AVG:
+    NEED(global_avgpool_forward) NEED(global_avgpool_backward)
+    break;
+  case TDM_LAYER_GLOBAL_MAX:
+    NEED(global_maxpool_forward) NEED(global_maxpool_backward)
+    break;
+  case TDM_LAYER_DROPOUT:
+    NEED(dropout_forward) NEED(dropout_backward)
+    break;
+  default:
+    break;
+  }
+  return NULL;
+#undef NEED
+}
+
+gboolean
+tdm_replica_supported(TdmBackend *b, const TdmNetwork *net, GError **error)
+{
+  for (int i = 0; i < net->layer_count; i++) {
+    const char *op = missing_op(b->ops, &net->layers[i]);
+    if (op != NULL) {
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
+                  "%s: this build's backend for it has no %s, which the network's layer "
+                  "%d (“%s”) needs; train it on cpu",
+                  b->name, op, net->layers[i].position, net->layers[i].name);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 TdmReplica *
 tdm_replica_new(TdmBackend *b, const TdmNetwork *net, int capacity, const TdmDataset *train,
                 const TdmDataset *test, GError **error)
 {
   g_return_val_if_fail(capacity > 0, NULL);
+  if (!tdm_replica_supported(b, net, error))
+    return NULL;
 
   TdmReplica *r = g_new0(TdmReplica, 1);
   r->backend = b;
   r->net = net;
   r->capacity = capacity;
   r->sample_size = tdm_dataset_sample_size(train);
-  r->acts = g_new0(float *, net->layer_count + 1);
-  r->argmax = g_new0(int32_t *, net->layer_count);
-  r->cols = g_new0(float *, net->layer_count);
+  r->augment_flip = TDM_FLIP_NEVER;
+  int n = net->layer_count;
+  r->acts = g_new0(float *, n + 1);
+  r->argmax = g_new0(int32_t *, n);
+  r->cols = g_new0(float *, n);
+  r->bn_work = g_new0(float *, n);
+  r->proj_conv = g_new0(float *, n);
+  r->proj_bn = g_new0(float *, n);
+  r->skip_grad = g_new0(float *, n);
 
-  ALLOC(r->params, net->parameter_count * sizeof(float));
-  ALLOC(r->grads, net->parameter_count * sizeof(float));
+  ALLOC(r->params, MAX(1, net->parameter_count) * sizeof(float));
+  ALLOC(r->grads, MAX(1, net->parameter_count) * sizeof(float));
+  ALLOC(r->state, MAX(1, net->state_count) * sizeof(float));
   ALLOC(r->metrics, sizeof(TdmMetrics));
   b->ops->zero(b, r->metrics, sizeof(TdmMetrics));
+  if (net->state_count > 0) {
+    g_autofree float *state = g_new(float, net->state_count);
+    tdm_network_init_state(net, state);
+    b->ops->upload(b, r->state, state, net->state_count * sizeof(float));
+    b->ops->synchronize(b);
+  }
   ALLOC(r->acts[0], (size_t)capacity * net->in_h * net->in_w * net->in_c * sizeof(float));
-  for (int i = 0; i < net->layer_count; i++) {
+  for (int i = 0; i < n; i++) {
     const TdmLayer *l = &net->layers[i];
+    size_t out = (size_t)capacity * layer_out_floats(l);
     if (owns_output(net, i))
-      ALLOC(r->acts[i + 1], (size_t)capacity * layer_out_floats(l) * sizeof(float));
-    else if (l->kind == TDM_LAYER_FLATTEN)
+      ALLOC(r->acts[i + 1], out * sizeof(float));
+    else if (l->kind == TDM_LAYER_FLATTEN || l->kind == TDM_LAYER_RES_BEGIN)
       r->acts[i + 1] = r->acts[i];
-    if (l->kind == TDM_LAYER_POOL)
-      ALLOC(r->argmax[i], (size_t)capacity * layer_out_floats(l) * sizeof(int32_t));
-    if (l->kind == TDM_LAYER_CONV && !(i == 0 && conv_pool_first(net)))
-      ALLOC(r->cols[i], (size_t)capacity * col_floats_per_sample(l) * sizeof(float));
+    if (has_argmax(l))
+      ALLOC(r->argmax[i], out * sizeof(int32_t));
+    size_t cols = col_floats_per_sample(net, l);
+    if (cols > 0 && !(i == 0 && conv_pool_first(net)))
+      ALLOC(r->cols[i], (size_t)capacity * cols * sizeof(float));
+    if (bn_channels(l) > 0)
+      ALLOC(r->bn_work[i], 4 * (size_t)bn_channels(l) * sizeof(float));
+    if (l->kind == TDM_LAYER_RES_END) {
+      ALLOC(r->skip_grad[i], (size_t)capacity * block_in_floats(net, l) * sizeof(float));
+      if (l->projection) {
+        ALLOC(r->proj_conv[i], out * sizeof(float));
+        ALLOC(r->proj_bn[i], out * sizeof(float));
+      }
+    }
   }
   ALLOC(r->grad_a, (size_t)capacity * net->max_activation * sizeof(float));
   ALLOC(r->grad_b, (size_t)capacity * net->max_activation * sizeof(float));
+  ALLOC(r->tta_logits, (size_t)capacity * net->classes * sizeof(float));
   ALLOC(r->labels, (size_t)capacity * sizeof(int32_t));
   ALLOC(r->indices, (size_t)capacity * sizeof(int32_t));
 
@@ -147,6 +191,7 @@ tdm_replica_free(TdmReplica *r)
   const TdmNetwork *net = r->net;
   tdm_backend_release(b, r->params);
   tdm_backend_release(b, r->grads);
+  tdm_backend_release(b, r->state);
   tdm_backend_release(b, r->metrics);
   tdm_backend_release(b, r->acts[0]);
   for (int i = 0; i < net->layer_count; i++) {
@@ -154,9 +199,14 @@ tdm_replica_free(TdmReplica *r)
       tdm_backend_release(b, r->acts[i + 1]);
     tdm_backend_release(b, r->argmax[i]);
     tdm_backend_release(b, r->cols[i]);
+    tdm_backend_release(b, r->bn_work[i]);
+    tdm_backend_release(b, r->proj_conv[i]);
+    tdm_backend_release(b, r->proj_bn[i]);
+    tdm_backend_release(b, r->skip_grad[i]);
   }
   tdm_backend_release(b, r->grad_a);
   tdm_backend_release(b, r->grad_b);
+  tdm_backend_release(b, r->tta_logits);
   tdm_backend_release(b, r->labels);
   tdm_backend_release(b, r->indices);
   tdm_backend_release(b, r->train_images);
@@ -166,153 +216,32 @@ tdm_replica_free(TdmReplica *r)
   g_free(r->acts);
   g_free(r->argmax);
   g_free(r->cols);
+  g_free(r->bn_work);
+  g_free(r->proj_conv);
+  g_free(r->proj_bn);
+  g_free(r->skip_grad);
   g_free(r);
 }
 
 static gboolean
-aborted(TdmReplica *r)
+augments(const TdmReplica *r)
 {
-  return r->abort_flag != NULL && g_atomic_int_get(r->abort_flag);
+  return r->augment_pad > 0 || r->augment_flip != TDM_FLIP_NEVER;
 }
 
 static void
-forward(TdmReplica *r, int n)
+gather_train(TdmReplica *r, int count)
 {
   TdmBackend *b = r->backend;
-  const TdmBackendOps *ops = b->ops;
-  int first = 0;
-  if (conv_pool_first(r->net)) {
-    const TdmLayer *l = &r->net->layers[0];
-    ops->conv_pool_forward(b, r->acts[2], r->argmax[1], r->acts[0], r->params + l->weight_offset,
-                           r->params + l->bias_offset, l->fused_relu, n, l->in_h, l->in_w,
-                           l->in_c, l->out_c, l->kernel, l->kernel, l->pad,
-                           r->net->layers[1].kernel);
-    first = 2;
-  }
-  for (int i = first; i < r->net->layer_count; i++) {
-    const TdmLayer *l = &r->net->layers[i];
-    const float *x = r->acts[i];
-    float *y = r->acts[i + 1];
-    const float *w = r->params + l->weight_offset;
-    const float *bias = r->params + l->bias_offset;
-    switch (l->kind) {
-    case TDM_LAYER_LINEAR: {
-      int in = l->in_h * l->in_w * l->in_c;
-      ops->gemm(b, false, true, n, l->out_c, in, 1.0f, x, in, w, in, 0.0f, y, l->out_c);
-      ops->bias_forward(b, y, bias, n, l->out_c, 1, l->fused_relu);
-      break;
-    }
-    case TDM_LAYER_CONV: {
-      int rows = n * l->out_h * l->out_w;
-      int k = l->in_c * l->kernel * l->kernel;
-      float *col = r->cols[i];
-      ops->im2col(b, col, x, n, l->in_h, l->in_w, l->in_c, l->kernel, l->kernel, l->pad);
-      ops->gemm(b, false, true, rows, l->out_c, k, 1.0f, col, k, w, k, 0.0f, y, l->out_c);
-      if (!bias_in_pool(r->net, i))
-        ops->bias_forward(b, y, bias, rows, l->out_c, 1, l->fused_relu);
-      break;
-    }
-    case TDM_LAYER_POOL: {
-      const TdmLayer *conv = i > 0 && bias_in_pool(r->net, i - 1) ? l - 1 : NULL;
-      ops->maxpool_forward(b, y, r->argmax[i], x,
-                           conv ? r->params + conv->bias_offset : NULL,
-                           conv != NULL && conv->fused_relu, n, l->in_h, l->in_w, l->in_c,
-                           l->kernel);
-      break;
-    }
-    case TDM_LAYER_RELU:
-      ops->relu_forward(b, y, x, (size_t)n * layer_out_floats(l));
-      break;
-    case TDM_LAYER_FLATTEN:
-      break;
-    }
-    if (aborted(r))
-      return;
-  }
-}
-
-static void
-backward(TdmReplica *r, int n)
-{
-  TdmBackend *b = r->backend;
-  const TdmBackendOps *ops = b->ops;
-  float *dy = r->grad_a, *dx = r->grad_b;
-
-  for (int i = r->net->layer_count - 1; i >= 0; i--) {
-    const TdmLayer *l = &r->net->layers[i];
-    const float *x = r->acts[i];
-    const float *y = r->acts[i + 1];
-    const float *w = r->params + l->weight_offset;
-    float *dw = r->grads + l->weight_offset;
-    float *dbias = r->grads + l->bias_offset;
-    gboolean need_dx = i > 0;
-
-    switch (l->kind) {
-    case TDM_LAYER_LINEAR: {
-      int in = l->in_h * l->in_w * l->in_c;
-      if (l->fused_relu)
-        ops->relu_backward(b, dy, dy, y, (size_t)n * l->out_c);
-      ops->gemm(b, true, false, l->out_c, in, n, 1.0f, dy, l->out_c, x, in, 0.0f, dw, in);
-      ops->bias_backward(b, dbias, dy, n, l->out_c, 1);
-      if (need_dx)
-        ops->gemm(b, false, false, n, in, l->out_c, 1.0f, dy, l->out_c, w, in, 0.0f, dx, in);
-      break;
-    }
-    case TDM_LAYER_CONV: {
-      int rows = n * l->out_h * l->out_w;
-      int k = l->in_c * l->kernel * l->kernel;
-      float *col = r->cols[i];
-      /* With its bias and ReLU in the pool, the pool's backward did both. */
-      if (!bias_in_pool(r->net, i)) {
-        if (l->fused_relu)
-          ops->relu_backward(b, dy, dy, y, (size_t)rows * l->out_c);
-        ops->bias_backward(b, dbias, dy, rows, l->out_c, 1);
-      }
-      ops->gemm(b, true, false, l->out_c, k, rows, 1.0f, dy, l->out_c, col, k, 0.0f, dw, k);
-      if (need_dx) {
-        /* The columns are spent: their gradient takes their place. */
-        ops->gemm(b, false, false, rows, k, l->out_c, 1.0f, dy, l->out_c, w, k, 0.0f, col, k);
-        ops->col2im(b, dx, col, n, l->in_h, l->in_w, l->in_c, l->kernel, l->kernel, l->pad);
-      }
-      break;
-    }
-    case TDM_LAYER_POOL:
-      if (i == 1 && conv_pool_first(r->net)) {
-        const TdmLayer *c = l - 1;
-        ops->conv_pool_backward(b, r->grads + c->weight_offset, r->grads + c->bias_offset, dy,
-                                r->argmax[1], y, r->acts[0], c->fused_relu, n, c->in_h,
-                                c->in_w, c->in_c, c->out_c, c->kernel, c->kernel, c->pad,
-                                l->kernel);
-        if (r->grads_ready != NULL)
-          r->grads_ready(r, c->weight_offset, c->weight_count + c->bias_count,
-                         r->grads_ready_data);
-        return;
-      }
-      if (need_dx) {
-        /* The conv below handed this pool its bias (and ReLU): their gradients too. */
-        const TdmLayer *c = bias_in_pool(r->net, i - 1) ? l - 1 : NULL;
-        ops->maxpool_backward(b, dx, c ? r->grads + c->bias_offset : NULL, dy, r->argmax[i],
-                              c && c->fused_relu ? y : NULL, n, l->in_h, l->in_w, l->in_c,
-                              l->kernel);
-      }
-      break;
-    case TDM_LAYER_RELU:
-      if (need_dx)
-        ops->relu_backward(b, dx, dy, y, (size_t)n * layer_out_floats(l));
-      break;
-    case TDM_LAYER_FLATTEN:
-      continue; /* dy already is the input's gradient */
-    }
-
-    if (l->weight_count > 0 && r->grads_ready != NULL)
-      r->grads_ready(r, l->weight_offset, l->weight_count + l->bias_count,
-                     r->grads_ready_data);
-    float *swap = dy;
-    dy = dx;
-    dx = swap;
-    if (aborted(r))
-      return;
-  }
+  const TdmNetwork *net = r->net;
+  if (augments(r))
+    b->ops->gather_augment(b, r->acts[0], r->labels, r->train_images, r->train_labels,
+                           r->indices, count, net->in_h, net->in_w, net->in_c, 1.0f / 255.0f,
+                           r->augment_pad, r->augment_flip,
+                           tdm_crng_key(r->seed, TDM_RNG_AUGMENT), r->epoch);
+  else
+    b->ops->gather(b, r->acts[0], r->labels, r->train_images, r->train_labels, r->indices,
+                   count, r->sample_size, 1.0f / 255.0f);
 }
 
 /* The step body that a graph captures: everything but the upload of indices. */
@@ -322,25 +251,28 @@ train_body(TdmReplica *r, int count, float grad_scale)
   TdmBackend *b = r->backend;
   const TdmNetwork *net = r->net;
   guint64 first = b->operations;
-  b->ops->gather(b, r->acts[0], r->labels, r->train_images, r->train_labels, r->indices,
-                 count, r->sample_size, 1.0f / 255.0f);
-  forward(r, count);
-  if (aborted(r))
+  gather_train(r, count);
+  tdm_replica_forward(r, count, MODE_TRAIN);
+  if (tdm_replica_aborted(r))
     return;
   b->ops->softmax_xent(b, r->acts[net->layer_count], r->labels, count, net->classes,
-                       grad_scale, r->grad_a, r->metrics);
-  backward(r, count);
+                       r->smoothing, grad_scale, r->grad_a, r->metrics);
+  tdm_replica_backward(r, count);
   r->ops_per_step = (int)(b->operations - first);
 }
 
 /* Graph keys pair the shard size with the gradient scale: both are baked in, and a
- * short last batch can give one replica a full shard's size with another scale. */
+ * short last batch can give one replica a full shard's size with another scale.
+ * Augmentation and dropout bake the epoch in too. */
 static int
-graph_key(int count, float grad_scale)
+graph_key(const TdmReplica *r, int count, float grad_scale)
 {
   guint32 bits;
   memcpy(&bits, &grad_scale, sizeof bits);
-  return (int)(((guint32)count << 12) ^ (bits >> 8) ^ bits) & G_MAXINT;
+  guint32 key = ((guint32)count << 12) ^ (bits >> 8) ^ bits;
+  if (augments(r) || r->net->has_dropout)
+    key ^= r->epoch * 0x9E3779B1u;
+  return (int)(key & G_MAXINT);
 }
 
 void
@@ -351,13 +283,14 @@ tdm_replica_train_step(TdmReplica *r, const int32_t *indices, int count, float g
 
   b->ops->upload(b, r->indices, indices, (size_t)count * sizeof(int32_t));
 
-  /* Graphs replay fixed launches, so a bucket hook (which issues communication from
-   * the host) rules them out. A run has at most two shard sizes (full and last). */
-  if (b->ops->graph_launch == NULL || r->grads_ready != NULL) {
+  /* Graphs replay fixed launches, so a bucket hook or synchronized BN (which issue
+   * communication from the host) rule them out. A run has at most two shard sizes
+   * (full and last). */
+  if (b->ops->graph_launch == NULL || r->grads_ready != NULL || r->bn_reduce != NULL) {
     train_body(r, count, grad_scale);
     return;
   }
-  int key = graph_key(count, grad_scale);
+  int key = graph_key(r, count, grad_scale);
   if (b->ops->graph_launch(b, key))
     return;
   if (b->ops->graph_begin(b, key)) {
@@ -371,24 +304,100 @@ tdm_replica_train_step(TdmReplica *r, const int32_t *indices, int count, float g
 }
 
 void
-tdm_replica_evaluate(TdmReplica *r, int first, int count)
+tdm_replica_train_idle(TdmReplica *r)
+{
+  TdmBackend *b = r->backend;
+  const TdmNetwork *net = r->net;
+  b->ops->zero(b, r->grads, net->parameter_count * sizeof(float));
+  if (r->bn_reduce == NULL)
+    return;
+  /* The same collectives in the same order as a step: two per BN forward, one per BN
+   * backward, each with zeros. */
+  for (int i = 0; i < net->layer_count && !tdm_replica_aborted(r); i++) {
+    int c = bn_channels(&net->layers[i]);
+    if (c == 0)
+      continue;
+    b->ops->zero(b, r->bn_work[i], 4 * (size_t)c * sizeof(float));
+    tdm_replica_bn_reduce(r, r->bn_work[i], c);
+    tdm_replica_bn_reduce(r, r->bn_work[i] + c, c);
+  }
+  for (int i = net->layer_count - 1; i >= 0 && !tdm_replica_aborted(r); i--) {
+    int c = bn_channels(&net->layers[i]);
+    if (c == 0)
+      continue;
+    b->ops->zero(b, r->bn_work[i], 2 * (size_t)c * sizeof(float));
+    tdm_replica_bn_reduce(r, r->bn_work[i], 2 * (size_t)c);
+  }
+}
+
+void
+tdm_replica_train_loss(TdmReplica *r, const int32_t *indices, int count)
 {
   TdmBackend *b = r->backend;
   const TdmNetwork *net = r->net;
   g_return_if_fail(count > 0 && count <= r->capacity);
+  b->ops->upload(b, r->indices, indices, (size_t)count * sizeof(int32_t));
+  gather_train(r, count);
+  tdm_replica_forward(r, count, MODE_PROBE);
+  b->ops->softmax_xent(b, r->acts[net->layer_count], r->labels, count, net->classes,
+                       r->smoothing, 0.0f, NULL, r->metrics);
+  b->ops->synchronize(b);
+}
 
+/* The network's outputs for test samples [first, first + count) as the evaluation
+ * scores them (with the flipped copy averaged in where test-time flips are on); the
+ * classifier reads the same, so a test image gets the class the evaluation gave it. */
+static float *
+eval_logits(TdmReplica *r, int first, int count)
+{
+  TdmBackend *b = r->backend;
+  const TdmNetwork *net = r->net;
   int32_t *indices = g_new(int32_t, count);
   for (int i = 0; i < count; i++)
     indices[i] = first + i;
   b->ops->upload(b, r->indices, indices, (size_t)count * sizeof(int32_t));
   b->ops->gather(b, r->acts[0], r->labels, r->test_images, r->test_labels, r->indices, count,
                  r->sample_size, 1.0f / 255.0f);
-  forward(r, count);
-  b->ops->softmax_xent(b, r->acts[net->layer_count], r->labels, count, net->classes, 0.0f,
-                       NULL, r->metrics);
+  tdm_replica_forward(r, count, MODE_EVAL);
+  float *logits = r->acts[net->layer_count];
+  size_t floats = (size_t)count * net->classes;
+  if (r->test_flip && b->ops->gather_augment != NULL) {
+    b->ops->copy(b, r->tta_logits, logits, floats * sizeof(float));
+    b->ops->gather_augment(b, r->acts[0], r->labels, r->test_images, r->test_labels,
+                           r->indices, count, net->in_h, net->in_w, net->in_c, 1.0f / 255.0f,
+                           0, TDM_FLIP_ALWAYS, 0, 0);
+    tdm_replica_forward(r, count, MODE_EVAL);
+    b->ops->add(b, logits, r->tta_logits, floats);
+    b->ops->scale(b, logits, 0.5f, floats);
+  }
   /* The upload may be asynchronous: keep the host indices alive until it is done. */
   b->ops->synchronize(b);
   g_free(indices);
+  return logits;
+}
+
+void
+tdm_replica_evaluate(TdmReplica *r, int first, int count)
+{
+  TdmBackend *b = r->backend;
+  const TdmNetwork *net = r->net;
+  g_return_if_fail(count > 0 && count <= r->capacity);
+
+  float *logits = eval_logits(r, first, count);
+  b->ops->softmax_xent(b, logits, r->labels, count, net->classes, 0.0f, 0.0f, NULL,
+                       r->metrics);
+  b->ops->synchronize(b);
+}
+
+void
+tdm_replica_predict(TdmReplica *r, int first, int count, float *logits)
+{
+  TdmBackend *b = r->backend;
+  const TdmNetwork *net = r->net;
+  g_return_if_fail(count > 0 && count <= r->capacity && logits != NULL);
+
+  float *device_logits = eval_logits(r, first, count);
+  b->ops->download(b, logits, device_logits, (size_t)count * net->classes * sizeof(float));
 }
 
 TdmMetrics

@@ -11,6 +11,7 @@
 
 #include <glib.h>
 #include <stddef.h>
+#include "tdm-network.h"
 
 G_BEGIN_DECLS
 
@@ -31,8 +32,15 @@ void tdm_checkpoint_add (TdmCheckpoint *ckpt, const char *name, int rank,
                          const gint64 *shape, const float *data);
 void tdm_checkpoint_set_metadata (TdmCheckpoint *ckpt, const char *key, const char *value);
 
-/* Writes atomically. */
+/* Writes atomically: to a hidden temporary ".NAME.XXXXXX" beside path, renamed over
+ * it. A writer killed mid-save leaves its temporary behind; each save removes such
+ * leftovers of the same checkpoint name, but never one a live writer still holds
+ * (writers hold an flock on their temporary until it is renamed). */
 gboolean tdm_checkpoint_save (TdmCheckpoint *ckpt, const char *path, GError **error);
+/* Whether a checkpoint can be saved at path, found by doing what a save does first:
+ * creating (and removing) the temporary file in its folder. For a run to refuse a
+ * place it cannot write before any work, rather than at its first save. */
+gboolean tdm_checkpoint_check_writable (const char *path, GError **error);
 /* Reads and checks every header field against the file size. */
 TdmCheckpoint *tdm_checkpoint_load (const char *path, GError **error);
 
@@ -41,6 +49,14 @@ const TdmTensor *tdm_checkpoint_get (TdmCheckpoint *ckpt, const char *name);
 const char *tdm_checkpoint_get_metadata (TdmCheckpoint *ckpt, const char *key);
 int tdm_checkpoint_count (TdmCheckpoint *ckpt);
 const TdmTensor *tdm_checkpoint_nth (TdmCheckpoint *ckpt, int index);
+
+/* A network's parameters and BN running statistics out of a checkpoint (PyTorch's
+ * names and layouts) into params[net->parameter_count] and state[net->state_count]
+ * (ours); in tdm-trainer-checkpoint.c, shared by the trainer's resume and the
+ * classifier. */
+gboolean tdm_checkpoint_read_parameters (TdmCheckpoint *ckpt, const TdmNetwork *net,
+                                         const char *path, float *params, float *state,
+                                         GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmCheckpoint, tdm_checkpoint_free)
 
