@@ -386,7 +386,9 @@ test_window_run(void)
   g_assert_no_error(error);
   g_assert_true(g_file_get_contents(csv_path, &csv, NULL, NULL));
   g_assert_true(g_str_has_prefix(csv, "time_s,event,step,epoch,train_loss"));
-  g_assert_nonnull(strstr(csv, "r1_cpu_compute_ms"));
+  /* Columns named as the window names the replicas (fault 14: they were r0_, r1_). */
+  g_assert_nonnull(strstr(csv, "cpu_2_compute_ms"));
+  g_assert_null(strstr(csv, "r1_"));
   g_assert_nonnull(strstr(csv, "\n"));
   g_assert_true(tdm_dashboard_export_chart(dashboard, "loss", "png", png_path, &error));
   g_assert_no_error(error);
