@@ -40,7 +40,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <gtk/gtk.h>
+#include <adwaita.h>
 
 #include "tdm-application.h"
 #include "tdm-config.h"
@@ -395,16 +395,16 @@ set_up_window(TdmWindow *window, const TdmConfig *config)
   for (int i = 0; i < 2; i++)
     if (g_str_equal(config->network, built_in[i]))
       network = i;
-  gtk_drop_down_set_selected(window_child(window, "network_dropdown"), network);
+  adw_combo_row_set_selected(window_child(window, "network_dropdown"), network);
   if (network == 2)
     tdm_spec_entry_set_text(window_child(window, "spec_entry"), config->network);
   gtk_spin_button_set_value(window_child(window, "batch_spin"), config->batch);
   gtk_spin_button_set_value(window_child(window, "epochs_spin"), config->epochs);
   /* The drop-downs list these in the order of their enums; the optimizer first,
    * since choosing one resets the learning rate. */
-  gtk_drop_down_set_selected(window_child(window, "optimizer_dropdown"), config->optimizer);
+  adw_combo_row_set_selected(window_child(window, "optimizer_dropdown"), config->optimizer);
   gtk_spin_button_set_value(window_child(window, "lr_spin"), config->lr);
-  gtk_drop_down_set_selected(window_child(window, "strategy_dropdown"), config->strategy);
+  adw_combo_row_set_selected(window_child(window, "strategy_dropdown"), config->strategy);
   tdm_window_set_max_steps(window, config->max_steps);
 
   return iterate_until(can_start, window, 60);
@@ -741,6 +741,7 @@ main(int argc, char **argv)
     fprintf(stderr, "bench-gui: no display; run it under tests/gui/xvfb-run-test.sh\n");
     return 77;
   }
+  adw_init();
 
   gui.loop = g_main_loop_new(NULL, FALSE);
   gui.probe_ms = probe_ms;

@@ -240,6 +240,29 @@ test_idx_mnist_classes(void)
   rm_rf(dir);
 }
 
+/* Only what is there is offered: "mnist" follows TANDEM_MNIST_DIR. */
+static void
+test_is_installed(void)
+{
+  g_autofree char *dir = make_tmp();
+  g_autofree char *empty = g_build_filename(dir, "empty", NULL);
+
+  g_assert_true(tdm_dataset_is_installed("synthetic"));
+  g_assert_false(tdm_dataset_is_installed("no-such-set"));
+  g_assert_false(tdm_dataset_is_installed(dir));
+  g_assert_cmpint(tdm_dataset_is_installed("fashion-mnist"), ==,
+                  g_file_test(TDM_FASHION_MNIST_DIR, G_FILE_TEST_IS_DIR));
+
+  g_assert_cmpint(g_mkdir(empty, 0700), ==, 0);
+  g_setenv("TANDEM_MNIST_DIR", empty, TRUE);
+  g_assert_false(tdm_dataset_is_installed("mnist"));
+  write_idx_folder(dir, 0);
+  g_setenv("TANDEM_MNIST_DIR", dir, TRUE);
+  g_assert_true(tdm_dataset_is_installed("mnist"));
+  g_unsetenv("TANDEM_MNIST_DIR");
+  rm_rf(dir);
+}
+
 /* ---- IDX: malformed files ---------------------------------------------------- */
 
 typedef enum {
@@ -879,6 +902,7 @@ main(int argc, char **argv)
                        test_idx_roundtrip);
   g_test_add_func("/dataset/idx/single", test_idx_single);
   g_test_add_func("/dataset/idx/mnist-classes", test_idx_mnist_classes);
+  g_test_add_func("/dataset/is-installed", test_is_installed);
   for (guint i = 0; i < G_N_ELEMENTS(broken_cases); i++) {
     g_autofree char *raw = g_strdup_printf("/dataset/idx/broken/raw/%s", broken_cases[i].name);
     g_autofree char *gz = g_strdup_printf("/dataset/idx/broken/gzip/%s", broken_cases[i].name);

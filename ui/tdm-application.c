@@ -1,9 +1,14 @@
-/* tdm-application.c: Tandem's GtkApplication.
+/* tdm-application.c: Tandem's AdwApplication.
  *
  * The application owns nothing but its windows. Quitting closes every window
  * rather than stopping the main loop outright: a window that is closed during a run
  * stops its trainer, and the run holds the application until its thread has been
- * joined, so the process never exits with a training thread still running.
+ * joined, so the process never exits with a training thread still running. Quitting
+ * closes them the way the close button does, so each remembers its size.
+ *
+ * Being an AdwApplication gives the system's light, dark and high-contrast styles
+ * (AdwStyleManager follows the desktop's settings) and loads style.css from the
+ * resource base path; nothing here sets a theme.
  */
 
 #include <locale.h>
@@ -16,12 +21,12 @@
 
 struct _TdmApplication
 {
-  GtkApplication parent_instance;
+  AdwApplication parent_instance;
 
   gboolean       start_on_activate;
 };
 
-G_DEFINE_FINAL_TYPE (TdmApplication, tdm_application, GTK_TYPE_APPLICATION)
+G_DEFINE_FINAL_TYPE (TdmApplication, tdm_application, ADW_TYPE_APPLICATION)
 
 static gboolean
 running_from_build_tree (void)
@@ -117,11 +122,13 @@ tdm_application_quit (GSimpleAction *action,
                       gpointer       user_data)
 {
   GtkApplication *app = user_data;
-  GtkWindow *window;
+  GList *windows = g_list_copy (gtk_application_get_windows (app));
 
-  /* Each destroyed window leaves the application's list. */
-  while ((window = gtk_application_get_active_window (app)) != NULL)
-    gtk_window_destroy (window);
+  /* Closing, not destroying: close-request is where a window saves its size. */
+  g_list_foreach (windows, (GFunc) g_object_ref, NULL);
+  for (GList *l = windows; l != NULL; l = l->next)
+    gtk_window_close (l->data);
+  g_list_free_full (windows, g_object_unref);
 }
 
 static void
@@ -142,18 +149,23 @@ tdm_application_about (GSimpleAction *action,
 {
   static const char *developers[] = { "The Tandem developers", NULL };
   GtkWindow *window = gtk_application_get_active_window (GTK_APPLICATION (user_data));
+  GtkWidget *about;
 
-  gtk_show_about_dialog (window,
-                         "program-name", "Tandem",
-                         "logo-icon-name", TDM_APP_ID,
-                         "version", TDM_VERSION,
-                         "comments", _("Train neural networks on several devices at once and watch them learn"),
-                         "license-type", GTK_LICENSE_GPL_3_0,
-                         "authors", developers,
-                         /* Translators: put your names here, one per line */
-                         "translator-credits", _("translator-credits"),
-                         "copyright", "© 2025 The Tandem developers",
-                         NULL);
+  about = g_object_new (ADW_TYPE_ABOUT_WINDOW,
+                        "transient-for", window,
+                        "modal", TRUE,
+                        "application-name", "Tandem",
+                        "application-icon", TDM_APP_ID,
+                        "developer-name", "The Tandem developers",
+                        "version", TDM_VERSION,
+                        "comments", _("Train neural networks on several devices at once and watch them learn"),
+                        "license-type", GTK_LICENSE_GPL_3_0,
+                        "developers", developers,
+                        /* Translators: put your names here, one per line */
+                        "translator-credits", _("translator-credits"),
+                        "copyright", "© 2025 The Tandem developers",
+                        NULL);
+  gtk_window_present (GTK_WINDOW (about));
 }
 
 static const GActionEntry app_actions[] = {
@@ -179,8 +191,6 @@ static const struct {
 static void
 tdm_application_startup (GApplication *app)
 {
-  g_autoptr(GtkCssProvider) provider = NULL;
-
   G_APPLICATION_CLASS (tdm_application_parent_class)->startup (app);
 
   g_action_map_add_action_entries (G_ACTION_MAP (app), app_actions,
@@ -190,15 +200,9 @@ tdm_application_startup (GApplication *app)
                                            accelerators[i].action,
                                            accelerators[i].accels);
 
+  /* AdwApplication loads style.css, the shortcuts window and the icons from the
+   * resource base path by itself. */
   gtk_window_set_default_icon_name (TDM_APP_ID);
-
-  /* GtkApplication loads the shortcuts window and icons from the resource base path
-   * by itself, but not a style sheet. */
-  provider = gtk_css_provider_new ();
-  gtk_css_provider_load_from_resource (provider, "/io/github/tandem/Tandem/style.css");
-  gtk_style_context_add_provider_for_display (gdk_display_get_default (),
-                                              GTK_STYLE_PROVIDER (provider),
-                                              GTK_STYLE_PROVIDER_PRIORITY_APPLICATION);
 }
 
 static void

@@ -1,4 +1,4 @@
-/* tdm-application.h: Tandem's GtkApplication.
+/* tdm-application.h: Tandem's AdwApplication.
  *
  * One main window per activation, the app-wide actions (quit, keyboard shortcuts,
  * about) and their accelerators, and the set-up that lets Tandem run from its
@@ -8,13 +8,13 @@
 
 #pragma once
 
-#include <gtk/gtk.h>
+#include <adwaita.h>
 
 G_BEGIN_DECLS
 
 #define TDM_TYPE_APPLICATION (tdm_application_get_type ())
 
-G_DECLARE_FINAL_TYPE (TdmApplication, tdm_application, TDM, APPLICATION, GtkApplication)
+G_DECLARE_FINAL_TYPE (TdmApplication, tdm_application, TDM, APPLICATION, AdwApplication)
 
 TdmApplication *tdm_application_new       (void);
 

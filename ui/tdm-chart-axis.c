@@ -128,8 +128,19 @@ tdm_chart_axis_linear (TdmChartAxis *axis,
 
   axis->lo = lo;
   axis->hi = hi;
-  axis->step = step;
   fill_ticks (axis, lo, hi, step);
+  /* A fixed range narrower than two steps can hold a single tick ("2" on an axis
+   * from 0.05 to 3), which says nothing about the scale: take the next smaller
+   * nice step (5 → 2 → 1 → 0.5 …) until two ticks fit. */
+  while (axis->n_ticks < 2 && step > (hi - lo) * 1e-6)
+    {
+      double mag = pow (10, floor (log10 (step) + 1e-9));
+      double norm = step / mag;
+
+      step = norm > 4.5 ? 2 * mag : norm > 1.5 ? mag : 0.5 * mag;
+      fill_ticks (axis, lo, hi, step);
+    }
+  axis->step = step;
   choose_si_scale (axis, MAX (fabs (lo), fabs (hi)));
   axis->decimals = decimals_for (step / axis->scale);
 }

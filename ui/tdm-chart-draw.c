@@ -221,6 +221,14 @@ has_data (TdmChart *self)
 
 /* ---- layout -------------------------------------------------------------- */
 
+/* How wide the title may be: the width less the padding and the corner kept free. */
+static int
+title_room (TdmChart *self,
+            Frame    *f)
+{
+  return (int) (f->width - 2 * PAD - (self->reserve_w > 0 ? self->reserve_w : 0));
+}
+
 /* Lays the legend out in rows from the left; draws it if asked. */
 static double
 legend_pass (TdmChart *self,
@@ -271,7 +279,13 @@ legend_pass (TdmChart *self,
               break;
             case TDM_CHART_STYLE_STACKED:
             default:
+              /* As the area is drawn: the fill at its own opacity, a full-colour
+               * top edge, so swatch and area read as the same colour. */
               cairo_rectangle (f->cr, sx + 2, sy, SWATCH_W - 4, SWATCH_H);
+              set_source (f->cr, &e->colour, STACK_FILL_ALPHA);
+              cairo_fill (f->cr);
+              set_source (f->cr, &e->colour, 1);
+              cairo_rectangle (f->cr, sx + 2, sy, SWATCH_W - 4, 1.5);
               break;
             }
           cairo_fill (f->cr);
@@ -343,6 +357,7 @@ tdm_chart_frame_layout (TdmChart *self,
   if (self->title && *self->title)
     {
       text_size (f, f->bold, self->title, &w, &h);
+      f->title_w = MIN (w, MAX (0, title_room (self, f)));
       top += h + 4;
     }
   f->body_top = top;
@@ -351,6 +366,8 @@ tdm_chart_frame_layout (TdmChart *self,
   if (f->empty)
     return FALSE;
 
+  /* The legend's first row would run under the corner's button. */
+  top = MAX (top, self->reserve_h);
   f->legend_y = top;
   top += legend_pass (self, f, FALSE);
   top = ceil (top + f->small_h / 2.0);
@@ -457,7 +474,19 @@ draw_axes (TdmChart *self,
       cairo_save (cr);
       cairo_translate (cr, PAD, m->py + m->ph / 2);
       cairo_rotate (cr, -G_PI / 2);
-      draw_text (f, f->font, y_title, 0, 0, 0.5, 0, 0.85);
+      /* A short chart (a phone's) gets the title ellipsized along the plot's height
+       * rather than cut at the card's edges. */
+      pango_layout_set_font_description (f->layout, f->font);
+      pango_layout_set_text (f->layout, y_title, -1);
+      pango_layout_set_width (f->layout, (int) MAX (1, m->ph) * PANGO_SCALE);
+      pango_layout_set_ellipsize (f->layout, PANGO_ELLIPSIZE_END);
+      pango_layout_set_alignment (f->layout, PANGO_ALIGN_CENTER);
+      set_source (cr, &f->fg, 0.85);
+      cairo_move_to (cr, -MAX (1, m->ph) / 2.0, 0);
+      pango_cairo_show_layout (cr, f->layout);
+      pango_layout_set_width (f->layout, -1);
+      pango_layout_set_ellipsize (f->layout, PANGO_ELLIPSIZE_NONE);
+      pango_layout_set_alignment (f->layout, PANGO_ALIGN_LEFT);
       cairo_restore (cr);
     }
 }
@@ -467,6 +496,18 @@ typedef struct
   const GdkRGBA *colour;
   char           text[160];
 } ReadoutRow;
+
+/* Cuts " unit" off `value` when `other` ends in the same unit. */
+static void
+drop_shared_unit (char       *value,
+                  const char *other)
+{
+  const char *a = strrchr (value, ' ');
+  const char *b = strrchr (other, ' ');
+
+  if (a != NULL && b != NULL && g_str_equal (a, b))
+    value[a - value] = '\0';
+}
 
 static void
 format_x (TdmChart *self,
@@ -571,6 +612,9 @@ draw_hover (TdmChart *self,
         marker = v;
 
       tdm_chart_format_in_unit (v, self->y_unit, value, sizeof value);
+      /* "3.85k samples/s (raw 6.22k)": the unit once, when both share it. */
+      if (smooth_value[0])
+        drop_shared_unit (value, smooth_value);
       rows[n_rows].colour = &e->colour;
       if (smooth_value[0])
         /* TRANSLATORS: hover readout of a smoothed series: name, smoothed
@@ -602,15 +646,16 @@ draw_hover (TdmChart *self,
     }
   bw += 12;
   bh = (n_rows + 1) * (f->small_h + 2) + 10;
-  bx = X + 10 + bw > f->width - 2 ? X - 10 - bw : X + 10;
-  bx = MAX (2, bx);
-  by = m->py + 6;
+  tdm_chart_place_readout (f->width, f->height, X, m->py, &bw, &bh, &bx, &by);
 
+  cairo_save (f->cr);
   cairo_rectangle (f->cr, round (bx) + 0.5, round (by) + 0.5, round (bw), round (bh));
   set_source (f->cr, &f->box_bg, 0.92);
   cairo_fill_preserve (f->cr);
   set_source (f->cr, &f->fg, 0.25);
-  cairo_stroke (f->cr);
+  cairo_stroke_preserve (f->cr);
+  /* A readout wider than a small chart is cut at its own edge, not the card's. */
+  cairo_clip (f->cr);
 
   y = by + 5;
   draw_text (f, f->small, header, bx + 6, y, 0, 0, 0.7);
@@ -622,6 +667,26 @@ draw_hover (TdmChart *self,
       cairo_fill (f->cr);
       draw_text (f, f->small, rows[i].text, bx + 20, y, 0, 0, 0.9);
     }
+  cairo_restore (f->cr);
+}
+
+/* Beside the cursor line at x, on whichever side has room, and always inside the
+ * chart (2 px margin): the box shrinks to the chart when it is larger. */
+void
+tdm_chart_place_readout (int     width,
+                         int     height,
+                         double  x,
+                         double  top,
+                         double *bw,
+                         double *bh,
+                         double *bx,
+                         double *by)
+{
+  *bw = MIN (*bw, MAX (width - 5, 1));
+  *bh = MIN (*bh, MAX (height - 5, 1));
+  *bx = x + 10 + *bw <= width - 3 ? x + 10 : x - 10 - *bw;
+  *bx = CLAMP (*bx, 2, width - 3 - *bw);
+  *by = CLAMP (top + 6, 2, height - 3 - *bh);
 }
 
 void
@@ -634,7 +699,18 @@ tdm_chart_frame_draw (TdmChart *self,
   tdm_chart_frame_layout (self, f);
 
   if (self->title && *self->title)
-    draw_text (f, f->bold, self->title, PAD, PAD, 0, 0, 1);
+    {
+      /* Ellipsized short of the corner's button (fault: titles ran under ⋮). */
+      pango_layout_set_font_description (f->layout, f->bold);
+      pango_layout_set_text (f->layout, self->title, -1);
+      pango_layout_set_width (f->layout, MAX (1, title_room (self, f)) * PANGO_SCALE);
+      pango_layout_set_ellipsize (f->layout, PANGO_ELLIPSIZE_END);
+      set_source (cr, &f->fg, 1);
+      cairo_move_to (cr, PAD, PAD);
+      pango_cairo_show_layout (cr, f->layout);
+      pango_layout_set_width (f->layout, -1);
+      pango_layout_set_ellipsize (f->layout, PANGO_ELLIPSIZE_NONE);
+    }
 
   if (f->empty)
     {

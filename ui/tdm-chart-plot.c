@@ -113,7 +113,8 @@ static void
 stroke_columns (cairo_t      *cr,
                 const Column *cols,
                 guint         n,
-                gboolean      dashed)
+                gboolean      dashed,
+                double        width)
 {
   static const double dash[] = { 6, 4 };
   gboolean lone = FALSE;
@@ -148,7 +149,7 @@ stroke_columns (cairo_t      *cr,
       lx = c->x, ly = c->y;
     }
 
-  cairo_set_line_width (cr, LINE_WIDTH);
+  cairo_set_line_width (cr, width);
   cairo_set_line_cap (cr, CAIRO_LINE_CAP_ROUND);
   cairo_set_line_join (cr, CAIRO_LINE_JOIN_ROUND);
   cairo_set_dash (cr, dash, dashed ? 2 : 0, 0);
@@ -163,7 +164,7 @@ stroke_columns (cairo_t      *cr,
     if (cols[i].start && (i + 1 == n || cols[i + 1].start))
       {
         cairo_new_sub_path (cr);
-        cairo_arc (cr, cols[i].x, cols[i].y, LINE_WIDTH * 1.25, 0, 2 * G_PI);
+        cairo_arc (cr, cols[i].x, cols[i].y, width * 1.25, 0, 2 * G_PI);
       }
   cairo_fill (cr);
 }
@@ -254,12 +255,39 @@ fill_band (cairo_t       *cr,
   cairo_fill (cr);
 }
 
+/* With nested lines, each line is wider by the lines drawn on top of it, so lines
+ * that coincide leave a stripe of every colour. */
+static double
+line_width_for (TdmChart *self,
+                Entry    *e)
+{
+  guint above = 0;
+  gboolean seen = FALSE;
+
+  if (!self->nested_lines)
+    return LINE_WIDTH;
+
+  for (guint i = 0; i < self->entries->len; i++)
+    {
+      Entry *other = get_entry (self, i);
+
+      if (other == e)
+        seen = TRUE;
+      else if (seen && other->visible && (other->style == TDM_CHART_STYLE_LINE ||
+                                          other->style == TDM_CHART_STYLE_DASHED))
+        above++;
+    }
+
+  return LINE_WIDTH + 2.5 * above;
+}
+
 static void
 draw_line_series (TdmChart *self,
                   Frame    *f,
                   Entry    *e)
 {
   double w = tdm_series_get_smoothing (e->series);
+  double width = line_width_for (self, e);
   guint n;
 
   guint nb;
@@ -278,7 +306,7 @@ draw_line_series (TdmChart *self,
       if (nb <= n + n / 2)
         {
           set_source (f->cr, &e->colour, 0.35);
-          stroke_columns (f->cr, self->cols, n, e->style == TDM_CHART_STYLE_DASHED);
+          stroke_columns (f->cr, self->cols, n, e->style == TDM_CHART_STYLE_DASHED, width);
         }
 
       smooth = tdm_chart_ensure_scratch (self, nb + 1);
@@ -287,7 +315,7 @@ draw_line_series (TdmChart *self,
     }
 
   set_source (f->cr, &e->colour, 1);
-  stroke_columns (f->cr, self->cols, n, e->style == TDM_CHART_STYLE_DASHED);
+  stroke_columns (f->cr, self->cols, n, e->style == TDM_CHART_STYLE_DASHED, width);
 }
 
 static void
@@ -398,7 +426,7 @@ draw_stacked (TdmChart *self,
           cairo_close_path (f->cr);
           s = end;
         }
-      set_source (f->cr, &e->colour, 0.6);
+      set_source (f->cr, &e->colour, STACK_FILL_ALPHA);
       cairo_fill (f->cr);
 
       s = 0;

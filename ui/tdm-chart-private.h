@@ -21,6 +21,7 @@ G_BEGIN_DECLS
 #define SWATCH_W      18
 #define SWATCH_H      10
 #define MAX_READOUT   24
+#define STACK_FILL_ALPHA 0.6
 
 typedef struct
 {
@@ -48,6 +49,8 @@ struct _TdmChart
   char      *y_label;
   char      *y_unit;
   gboolean   log_scale;
+  int        reserve_w, reserve_h;   /* top-right corner kept for the card's button */
+  gboolean   nested_lines;
   gboolean   fixed_range;
   double     fixed_min, fixed_max;
 
@@ -85,6 +88,7 @@ typedef struct
 
   /* Filled in by tdm_chart_frame_layout(). */
   int                   normal_h, small_h;
+  int                   title_w;          /* the title's width as drawn (ellipsized) */
   double                body_top;
   double                legend_y;
   gboolean              empty;
@@ -159,6 +163,14 @@ gboolean  tdm_chart_frame_layout    (TdmChart   *self,
                                      Frame      *f);
 void      tdm_chart_frame_draw      (TdmChart   *self,
                                      Frame      *f);
+void      tdm_chart_place_readout   (int         width,
+                                     int         height,
+                                     double      x,
+                                     double      top,
+                                     double     *bw,
+                                     double     *bh,
+                                     double     *bx,
+                                     double     *by);
 char     *tdm_chart_axis_title      (const char *label,
                                      const char *unit);
 

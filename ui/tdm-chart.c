@@ -69,8 +69,10 @@ tdm_chart_measure (GtkWidget      *widget,
                    int            *minimum_baseline,
                    int            *natural_baseline)
 {
+  /* A modest natural width: a flow box of charts fits as many columns as natural
+   * widths allow, and the charts then expand to share the row. */
   if (orientation == GTK_ORIENTATION_HORIZONTAL)
-    *minimum = 160, *natural = 420;
+    *minimum = 160, *natural = 240;
   else
     *minimum = 120, *natural = 240;
 }
@@ -480,6 +482,16 @@ tdm_chart_set_series_smoothing (TdmChart *self,
   gtk_widget_queue_draw (GTK_WIDGET (self));
 }
 
+gboolean
+tdm_chart_get_series_visible (TdmChart *self,
+                              guint     series)
+{
+  g_return_val_if_fail (TDM_IS_CHART (self), FALSE);
+  g_return_val_if_fail (series < self->entries->len, FALSE);
+
+  return get_entry (self, series)->visible;
+}
+
 void
 tdm_chart_set_series_visible (TdmChart *self,
                               guint     series,
@@ -599,6 +611,56 @@ tdm_chart_get_plot_area (TdmChart     *self,
   cairo_surface_destroy (surface);
 
   return ok;
+}
+
+void
+tdm_chart_set_corner_reserve (TdmChart *self,
+                              int       width,
+                              int       height)
+{
+  g_return_if_fail (TDM_IS_CHART (self));
+
+  self->reserve_w = MAX (width, 0);
+  self->reserve_h = MAX (height, 0);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+void
+tdm_chart_set_nested_lines (TdmChart *self,
+                            gboolean  nested)
+{
+  g_return_if_fail (TDM_IS_CHART (self));
+
+  self->nested_lines = !!nested;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+gboolean
+tdm_chart_get_title_area (TdmChart     *self,
+                          int           width,
+                          int           height,
+                          GdkRectangle *area)
+{
+  cairo_surface_t *surface;
+  cairo_t *cr;
+  Frame f;
+
+  g_return_val_if_fail (TDM_IS_CHART (self), FALSE);
+  g_return_val_if_fail (area != NULL, FALSE);
+
+  if (self->title == NULL || self->title[0] == '\0')
+    return FALSE;
+
+  surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 1, 1);
+  cr = cairo_create (surface);
+  tdm_chart_frame_init (self, &f, cr, width, height, FALSE);
+  tdm_chart_frame_layout (self, &f);
+  *area = (GdkRectangle) { (int) PAD, (int) PAD, f.title_w, (int) (f.body_top - PAD) };
+  tdm_chart_frame_clear (&f);
+  cairo_destroy (cr);
+  cairo_surface_destroy (surface);
+
+  return TRUE;
 }
 
 static cairo_status_t

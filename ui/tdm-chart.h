@@ -83,6 +83,8 @@ TdmSeries  *tdm_chart_get_series           (TdmChart      *chart,
 void        tdm_chart_set_series_smoothing (TdmChart      *chart,
                                             guint          series,
                                             double         weight);
+gboolean    tdm_chart_get_series_visible   (TdmChart      *chart,
+                                            guint          series);
 void        tdm_chart_set_series_visible   (TdmChart      *chart,
                                             guint          series,
                                             gboolean       visible);
@@ -97,6 +99,24 @@ void        tdm_chart_render               (TdmChart      *chart,
                                             cairo_t       *cr,
                                             int            width,
                                             int            height);
+/* Keeps the top-right corner, width × height pixels, free of the title and the
+ * legend: a card's menu button sits there. The title is ellipsized short of it. */
+void        tdm_chart_set_corner_reserve   (TdmChart      *chart,
+                                            int            width,
+                                            int            height);
+
+/* Lines drawn earlier are drawn wider, so series that coincide (two devices with
+ * the same memory) still show every colour, as nested stripes. */
+void        tdm_chart_set_nested_lines     (TdmChart      *chart,
+                                            gboolean       nested);
+
+/* Where the title lands in a chart of width × height (for tests and exporters);
+ * FALSE when there is no title. */
+gboolean    tdm_chart_get_title_area       (TdmChart      *chart,
+                                            int            width,
+                                            int            height,
+                                            GdkRectangle  *area);
+
 gboolean    tdm_chart_get_plot_area        (TdmChart      *chart,
                                             int            width,
                                             int            height,

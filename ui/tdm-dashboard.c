@@ -12,6 +12,17 @@
  * waiting for one replica at a time, picked in the chart's corner; the log keeps all
  * of them, so switching replays that replica's history.
  *
+ * Until the first run starts there is nothing to chart, so an AdwStatusPage says what
+ * to do instead of six empty cards. The cards sit in a GtkFlowBox: three columns on
+ * a wide window, two, then one, each card no narrower than CARD_MIN_WIDTH.
+ *
+ * Throughput is the samples trained over the last THROUGHPUT_WINDOW_S seconds of
+ * training time (from the STEP events' step counts and pause-free elapsed time),
+ * not the engine's per-summary figure: that one covers about 50 ms, two or three
+ * steps, and swings with whatever else the machine did in those milliseconds (the
+ * window drawing, on a 2-core machine), which read as a sawtooth and made the
+ * smoothed and raw values disagree.
+ *
  * Redrawing a chart costs a few milliseconds of a frame's 16 on a slow CPU, and a new
  * status line costs a relayout of the window; events come twenty times a second. So
  * points are queued here, and a TdmPacer hands each chart its points, and the status
@@ -23,7 +34,10 @@
 #include <string.h>
 #include <glib/gi18n.h>
 
+#include <adwaita.h>
+
 #include "tdm-dashboard.h"
+#include "tdm-format.h"
 #include "tdm-pacer.h"
 #include "tdm-telemetry.h"
 
@@ -37,6 +51,19 @@
  * thread 2.8 % of a core), at 1 Hz about 2 % (1.5 %); bench/NOTES.md, "GUI". */
 #define PACE_MS    60
 #define REFRESH_MS 1000
+
+#define CARD_MIN_WIDTH       240
+#define CARD_MIN_HEIGHT      200
+/* The card's ⋮ button, margins included: the chart keeps this corner free. */
+#define CARD_BUTTON_RESERVE  44
+#define THROUGHPUT_WINDOW_S  1.0
+#define THROUGHPUT_HISTORY   64
+
+/* Fixed colours for the phases of a step, far apart in hue and lightness, so the
+ * three areas never read as one. */
+#define PHASE_COMPUTE 0x3584e4
+#define PHASE_COMM    0xe5a50a
+#define PHASE_WAIT    0x9a9996
 
 typedef struct
 {
@@ -83,7 +110,11 @@ struct _TdmDashboard
 {
   GtkWidget        parent_instance;
 
-  GtkGrid         *chart_grid;
+  GtkStack        *view_stack;
+  AdwStatusPage   *empty_page;
+  GtkFlowBox      *chart_grid;
+  GtkWidget       *status_separator;
+  GtkWidget       *status_box;
   GtkLabel        *status_label;
   GtkProgressBar  *progress_bar;
 
@@ -107,6 +138,12 @@ struct _TdmDashboard
   guint            step_series[3];
   int              step_replica;
 
+  /* (elapsed, step) of recent STEP events, for the windowed throughput. */
+  double           rate_elapsed[THROUGHPUT_HISTORY];
+  long             rate_step[THROUGHPUT_HISTORY];
+  guint            rate_head, rate_len;
+  double           samples_per_second;
+
   TdmStepEvent     last_step;
   gboolean         have_step;
   gboolean         paused;
@@ -126,6 +163,52 @@ enum {
 static GParamSpec *properties[N_PROPS];
 
 G_DEFINE_FINAL_TYPE (TdmDashboard, tdm_dashboard, GTK_TYPE_WIDGET)
+
+/* Samples per second over the last THROUGHPUT_WINDOW_S of training time, or NAN
+ * until the history spans some time. Steps of the last, smaller batch of an epoch
+ * count as whole ones: off by less than one batch in a window. */
+static double
+tdm_dashboard_note_rate (TdmDashboard *self,
+                         double        elapsed,
+                         long          step)
+{
+  guint newest, oldest;
+
+  if (!isfinite (elapsed))
+    return NAN;
+
+  if (self->rate_len > 0)
+    {
+      guint last = (self->rate_head + THROUGHPUT_HISTORY - 1) % THROUGHPUT_HISTORY;
+
+      if (step <= self->rate_step[last] || elapsed <= self->rate_elapsed[last])
+        return self->samples_per_second;
+    }
+
+  self->rate_elapsed[self->rate_head] = elapsed;
+  self->rate_step[self->rate_head] = step;
+  newest = self->rate_head;
+  self->rate_head = (self->rate_head + 1) % THROUGHPUT_HISTORY;
+  self->rate_len = MIN (self->rate_len + 1, THROUGHPUT_HISTORY);
+
+  /* The oldest entry still inside the window, or the newest one before it. */
+  oldest = (newest + THROUGHPUT_HISTORY - (self->rate_len - 1)) % THROUGHPUT_HISTORY;
+  for (guint i = self->rate_len - 1; i > 0; i--)
+    {
+      guint k = (newest + THROUGHPUT_HISTORY - i) % THROUGHPUT_HISTORY;
+      guint next = (k + 1) % THROUGHPUT_HISTORY;
+
+      oldest = k;
+      if (elapsed - self->rate_elapsed[next] < THROUGHPUT_WINDOW_S)
+        break;
+    }
+  if (oldest == newest)
+    return NAN;
+
+  self->samples_per_second = (double) (step - self->rate_step[oldest]) * self->started.batch
+                             / (elapsed - self->rate_elapsed[oldest]);
+  return self->samples_per_second;
+}
 
 static void
 rgba_from_hex (GdkRGBA *out,
@@ -186,14 +269,7 @@ format_duration (double seconds)
   return g_strdup_printf ("%d:%02d", (int) (s / 60), (int) (s % 60));
 }
 
-static char *
-format_count (double value)
-{
-  if (!isfinite (value))
-    return g_strdup ("—");
-
-  return g_strdup_printf ("%'.0f", value);
-}
+#define format_count tdm_format_count
 
 static void
 tdm_dashboard_flush_chart (TdmDashboard *self,
@@ -270,7 +346,8 @@ tdm_dashboard_update_status (TdmDashboard *self)
   steps_done = format_count (s->step);
   steps_total = format_count (self->started.total_steps);
   step = g_strdup_printf (_("Step %s of %s"), steps_done, steps_total);
-  samples = format_count (s->samples_per_second);
+  samples = format_count (isfinite (self->samples_per_second) ? self->samples_per_second
+                                                               : s->samples_per_second);
   rate = g_strdup_printf (_("%s samples/s"), samples);
   elapsed_time = format_duration (s->elapsed);
   elapsed = g_strdup_printf (_("%s elapsed"), elapsed_time);
@@ -327,20 +404,16 @@ static void
 tdm_dashboard_setup_step_time (TdmDashboard *self)
 {
   TdmChart *chart = self->charts[CHART_STEP_TIME];
+  gboolean alone = self->have_started && self->started.replicas <= 1;
   GdkRGBA compute, comm, wait;
 
   /* Queued points name the old series; the replay below brings them back. */
   tdm_dashboard_drop_pending (self, CHART_STEP_TIME);
   tdm_chart_remove_all_series (chart);
 
-  /* The replica's own colour for the work it does, lighter for talking to the others,
-   * grey for waiting on them. */
-  tdm_chart_device_colour (MAX (self->step_replica, 0), &compute);
-  comm = compute;
-  comm.red = 0.45 * comm.red + 0.55;
-  comm.green = 0.45 * comm.green + 0.55;
-  comm.blue = 0.45 * comm.blue + 0.55;
-  rgba_from_hex (&wait, 0x9a9996);
+  rgba_from_hex (&compute, PHASE_COMPUTE);
+  rgba_from_hex (&comm, PHASE_COMM);
+  rgba_from_hex (&wait, PHASE_WAIT);
 
   self->step_series[0] = tdm_chart_add_series (chart, _("Compute"), &compute,
                                                TDM_CHART_STYLE_STACKED);
@@ -348,6 +421,9 @@ tdm_dashboard_setup_step_time (TdmDashboard *self)
                                                TDM_CHART_STYLE_STACKED);
   self->step_series[2] = tdm_chart_add_series (chart, _("Waiting"), &wait,
                                                TDM_CHART_STYLE_STACKED);
+  /* One device neither talks to nor waits for another: no such entries. */
+  tdm_chart_set_series_visible (chart, self->step_series[1], !alone);
+  tdm_chart_set_series_visible (chart, self->step_series[2], !alone);
 
   if (self->have_started && self->started.replicas > 1)
     {
@@ -433,6 +509,14 @@ tdm_dashboard_stop_telemetry (TdmDashboard *self)
 }
 
 static void
+tdm_dashboard_show_charts (TdmDashboard *self)
+{
+  gtk_stack_set_visible_child_name (self->view_stack, "charts");
+  gtk_widget_set_visible (self->status_separator, TRUE);
+  gtk_widget_set_visible (self->status_box, TRUE);
+}
+
+static void
 tdm_dashboard_begin (TdmDashboard          *self,
                      const TdmStartedEvent *started)
 {
@@ -450,6 +534,9 @@ tdm_dashboard_begin (TdmDashboard          *self,
   self->last_elapsed = 0;
   self->last_elapsed_at = g_get_monotonic_time ();
   memset (&self->last_step, 0, sizeof self->last_step);
+  self->rate_head = self->rate_len = 0;
+  self->samples_per_second = NAN;
+  tdm_dashboard_show_charts (self);
 
   tdm_metrics_log_begin (self->log, &self->started);
   for (int id = 0; id < N_CHARTS; id++)
@@ -615,8 +702,12 @@ tdm_dashboard_handle_event (TdmDashboard   *self,
                           s->epoch_float, s->train_loss);
         tdm_dashboard_queue (self, CHART_ACCURACY, self->accuracy_train,
                           s->epoch_float, 100.0 * s->train_accuracy);
-        tdm_dashboard_queue (self, CHART_THROUGHPUT, self->throughput,
-                          s->elapsed, s->samples_per_second);
+        {
+          double rate = tdm_dashboard_note_rate (self, s->elapsed, s->step);
+
+          if (isfinite (rate))
+            tdm_dashboard_queue (self, CHART_THROUGHPUT, self->throughput, s->elapsed, rate);
+        }
         tdm_pacer_mark (self->pacer, STATUS_SLOT);
       }
       break;
@@ -699,6 +790,8 @@ tdm_dashboard_set_status (TdmDashboard *self,
 
   tdm_pacer_unmark (self->pacer, STATUS_SLOT);
   gtk_label_set_label (self->status_label, text ? text : "");
+  gtk_widget_set_visible (self->status_separator, TRUE);
+  gtk_widget_set_visible (self->status_box, TRUE);
 }
 
 TdmChart *
@@ -799,8 +892,10 @@ tdm_dashboard_make_card (TdmDashboard *self,
   tdm_chart_set_y_label (self->charts[id], _(chart_info[id].y_label));
   tdm_chart_set_y_unit (self->charts[id],
                         chart_info[id].y_unit ? _(chart_info[id].y_unit) : NULL);
+  tdm_chart_set_corner_reserve (self->charts[id], CARD_BUTTON_RESERVE, CARD_BUTTON_RESERVE);
   gtk_widget_set_hexpand (chart, TRUE);
   gtk_widget_set_vexpand (chart, TRUE);
+  gtk_widget_set_size_request (chart, CARD_MIN_WIDTH, CARD_MIN_HEIGHT);
   gtk_overlay_set_child (GTK_OVERLAY (overlay), chart);
 
   for (guint i = 0; i < G_N_ELEMENTS (items); i++)
@@ -847,7 +942,7 @@ tdm_dashboard_dispose (GObject *object)
   tdm_dashboard_stop_telemetry (self);
   g_clear_pointer (&self->pacer, tdm_pacer_free);
   gtk_widget_dispose_template (GTK_WIDGET (self), TDM_TYPE_DASHBOARD);
-  /* The separator and the status box are not bound, so the template leaves them. */
+  /* Whatever the template left behind. */
   while ((child = gtk_widget_get_first_child (GTK_WIDGET (self))))
     gtk_widget_unparent (child);
 
@@ -926,7 +1021,11 @@ tdm_dashboard_class_init (TdmDashboardClass *klass)
 
   gtk_widget_class_set_template_from_resource (widget_class,
                                                "/io/github/tandem/Tandem/ui/tdm-dashboard.ui");
+  gtk_widget_class_bind_template_child (widget_class, TdmDashboard, view_stack);
+  gtk_widget_class_bind_template_child (widget_class, TdmDashboard, empty_page);
   gtk_widget_class_bind_template_child (widget_class, TdmDashboard, chart_grid);
+  gtk_widget_class_bind_template_child (widget_class, TdmDashboard, status_separator);
+  gtk_widget_class_bind_template_child (widget_class, TdmDashboard, status_box);
   gtk_widget_class_bind_template_child (widget_class, TdmDashboard, status_label);
   gtk_widget_class_bind_template_child (widget_class, TdmDashboard, progress_bar);
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BOX_LAYOUT);
@@ -954,9 +1053,15 @@ tdm_dashboard_init (TdmDashboard *self)
 
   for (int i = 0; i < N_CHARTS; i++)
     {
+      GtkWidget *flow_child;
+
       card = tdm_dashboard_make_card (self, i,
                                       i == CHART_STEP_TIME ? G_MENU_MODEL (self->step_time_devices) : NULL);
-      gtk_grid_attach (self->chart_grid, card, i % 3, i / 3, 1, 1);
+      gtk_flow_box_append (self->chart_grid, card);
+      /* The cards are not items to pick: Tab goes straight to their menus. */
+      flow_child = gtk_widget_get_parent (card);
+      gtk_widget_set_focusable (flow_child, FALSE);
+      gtk_widget_set_vexpand (flow_child, TRUE);
     }
 
   rgba_from_hex (&train, 0x1c71d8);
@@ -976,14 +1081,31 @@ tdm_dashboard_init (TdmDashboard *self)
   self->accuracy_test = tdm_chart_add_series (self->charts[CHART_ACCURACY], _("Test"),
                                               &test, TDM_CHART_STYLE_POINTS);
 
-  self->throughput = tdm_chart_add_series (self->charts[CHART_THROUGHPUT], _("Samples/s"),
+  /* Already a one-second average: no smoothing, so what is drawn is what is read. */
+  self->throughput = tdm_chart_add_series (self->charts[CHART_THROUGHPUT], _("Training"),
                                            &train, TDM_CHART_STYLE_LINE);
-  tdm_chart_set_series_smoothing (self->charts[CHART_THROUGHPUT], self->throughput, 0.6);
+  tdm_chart_set_nested_lines (self->charts[CHART_MEMORY], TRUE);
+  tdm_chart_set_nested_lines (self->charts[CHART_LOAD], TRUE);
 
   tdm_chart_set_y_range (self->charts[CHART_LOAD], 0, 100);
   tdm_dashboard_setup_step_time (self);
 
-  gtk_label_set_label (self->status_label, _("Ready. Press Start (Ctrl+Enter) to train."));
+  self->samples_per_second = NAN;
+  gtk_widget_set_visible (self->status_separator, FALSE);
+  gtk_widget_set_visible (self->status_box, FALSE);
+  tdm_dashboard_set_can_start (self, FALSE);
+}
+
+void
+tdm_dashboard_set_can_start (TdmDashboard *self,
+                             gboolean      can_start)
+{
+  g_return_if_fail (TDM_IS_DASHBOARD (self));
+
+  /* Never "press Start" while Start cannot be pressed. */
+  adw_status_page_set_description (self->empty_page,
+                                   can_start ? _("Press Start (Ctrl+Enter) to train with the settings on the left.")
+                                             : _("Choose a dataset, a network and at least one device in the settings (F9)."));
 }
 
 GtkWidget *

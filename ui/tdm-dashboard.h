@@ -46,4 +46,8 @@ gboolean       tdm_dashboard_export_chart (TdmDashboard  *self,
 
 TdmMetricsLog *tdm_dashboard_get_log      (TdmDashboard  *self);
 
+/* Whether Start can be pressed now: the empty state says what to do next. */
+void           tdm_dashboard_set_can_start  (TdmDashboard  *self,
+                                             gboolean       can_start);
+
 G_END_DECLS

@@ -5,24 +5,23 @@
  * the chooser through a weak reference, so a window that closes while a large set
  * is still being read is not kept alive by it; a newer choice cancels the older
  * load, and a result that arrives for a superseded choice is dropped.
+ *
+ * Only the built-in sets this machine has are offered (the engine says which,
+ * tdm_dataset_is_installed()); a remembered choice that is gone falls back to the
+ * first one offered. Errors are shown as sentences, for a person, not a terminal.
  */
 
 #include <glib/gi18n.h>
 
 #include "tdm-dataset.h"
+#include "tdm-format.h"
 #include "tdm-dataset-chooser.h"
 #include "tdm-dataset-folder.h"
 #include "tdm-folder-preview.h"
 
-/* Positions in the drop-down; the folder entry exists once a folder is chosen. */
-enum {
-  DATASET_FASHION_MNIST,
-  DATASET_MNIST,
-  DATASET_SYNTHETIC,
-  DATASET_FOLDER,
-};
-
+/* The built-in sets in the order offered, with their names in the list. */
 static const char *builtin_ids[] = { "fashion-mnist", "mnist", "synthetic" };
+static const char *builtin_names[] = { N_("Fashion-MNIST"), N_("MNIST"), N_("Synthetic") };
 
 typedef struct
 {
@@ -39,6 +38,8 @@ struct _TdmDatasetChooser
   GtkSpinner           *spinner;
   GtkLabel             *info_label;
 
+  const char           *offered[G_N_ELEMENTS (builtin_ids)];  /* ids by position */
+  guint                 n_offered;     /* the folder entry, if any, comes after */
   char                 *folder;        /* the folder entry's path, or NULL */
   GCancellable         *cancellable;   /* of the load under way */
   DatasetFacts          facts;
@@ -146,14 +147,14 @@ loaded (GObject      *source_object,
 
   if (facts == NULL)
     {
-      self->error = g_strdup (error->message);
-      set_info (self, error->message, TRUE);
+      self->error = tdm_format_sentence (error->message);
+      set_info (self, self->error, TRUE);
       return;
     }
 
   self->facts = *facts;
-  train = g_strdup_printf ("%'d", facts->count);
-  test = g_strdup_printf ("%'d", facts->test_count);
+  train = tdm_format_count (facts->count);
+  test = tdm_format_count (facts->test_count);
   /* Translators: the dataset's figures: training images, test images, classes,
    * then height × width × channels of each image */
   text = g_strdup_printf (_("%s training and %s test images\n%d classes · %d × %d × %d"),
@@ -283,8 +284,8 @@ tdm_dataset_chooser_set_folder (TdmDatasetChooser *self,
 
   /* Replacing the selected entry must not load twice. */
   g_signal_handlers_block_by_func (self->dropdown, tdm_dataset_chooser_selected_changed, self);
-  gtk_string_list_splice (self->model, DATASET_FOLDER, n - DATASET_FOLDER, items);
-  gtk_drop_down_set_selected (self->dropdown, DATASET_FOLDER);
+  gtk_string_list_splice (self->model, self->n_offered, n - self->n_offered, items);
+  gtk_drop_down_set_selected (self->dropdown, self->n_offered);
   g_signal_handlers_unblock_by_func (self->dropdown, tdm_dataset_chooser_selected_changed, self);
 
   tdm_dataset_chooser_selected_changed (self);
@@ -462,6 +463,14 @@ tdm_dataset_chooser_init (TdmDatasetChooser *self)
   gtk_orientable_set_orientation (GTK_ORIENTABLE (layout), GTK_ORIENTATION_VERTICAL);
   gtk_box_layout_set_spacing (GTK_BOX_LAYOUT (layout), 6);
 
+  /* Synthetic is always there, so the list is never empty. */
+  for (guint i = 0; i < G_N_ELEMENTS (builtin_ids); i++)
+    if (tdm_dataset_is_installed (builtin_ids[i]))
+      {
+        self->offered[self->n_offered++] = builtin_ids[i];
+        gtk_string_list_append (self->model, _(builtin_names[i]));
+      }
+
   self->preview = TDM_FOLDER_PREVIEW (tdm_folder_preview_new ());
   gtk_widget_set_visible (GTK_WIDGET (self->preview), FALSE);
   gtk_widget_set_parent (GTK_WIDGET (self->preview), GTK_WIDGET (self));
@@ -492,12 +501,12 @@ tdm_dataset_chooser_get_source (TdmDatasetChooser *self)
   g_return_val_if_fail (TDM_IS_DATASET_CHOOSER (self), NULL);
 
   selected = gtk_drop_down_get_selected (self->dropdown);
-  if (selected < G_N_ELEMENTS (builtin_ids))
-    return builtin_ids[selected];
-  if (selected == DATASET_FOLDER && self->folder != NULL)
+  if (selected < self->n_offered)
+    return self->offered[selected];
+  if (selected == self->n_offered && self->folder != NULL)
     return self->folder;
 
-  return builtin_ids[DATASET_FASHION_MNIST];
+  return self->offered[0];
 }
 
 void
@@ -507,10 +516,14 @@ tdm_dataset_chooser_set_source (TdmDatasetChooser *self,
   g_return_if_fail (TDM_IS_DATASET_CHOOSER (self));
 
   if (source == NULL || source[0] == '\0')
-    source = builtin_ids[DATASET_FASHION_MNIST];
-
+    source = self->offered[0];
+  /* A built-in set that is not (or no longer) on this machine. */
   for (guint i = 0; i < G_N_ELEMENTS (builtin_ids); i++)
-    if (g_str_equal (source, builtin_ids[i]))
+    if (g_str_equal (source, builtin_ids[i]) && !tdm_dataset_is_installed (source))
+      source = self->offered[0];
+
+  for (guint i = 0; i < self->n_offered; i++)
+    if (g_str_equal (source, self->offered[i]))
       {
         if (gtk_drop_down_get_selected (self->dropdown) == i && self->cancellable == NULL &&
             (self->ready || self->error != NULL))

@@ -1,9 +1,9 @@
 /* tdm-device-row.c: one device in the window's device list.
  *
  * The row keeps a copy of the TdmDeviceInfo it was made from and mirrors its three
- * controls as properties. The "Main" button can only be on for a device in use, so
- * it is insensitive while the device is unchecked; keeping exactly one main device
- * across the list is the window's job.
+ * controls as properties. "Main" is a radio button among the rows, shown only on a
+ * device in use and only where there is more than one device to choose from;
+ * keeping exactly one main device across the list is the picker's job.
  */
 
 #include <glib/gi18n.h>
@@ -22,6 +22,7 @@ struct _TdmDeviceRow
   GtkWidget       *workers_box;
   GtkSpinButton   *workers_spin;
   GtkCheckButton  *main_check;
+  gboolean         in_group;     /* another row's Main is in the same radio group */
 };
 
 enum {
@@ -42,13 +43,25 @@ static guint signals[N_SIGNALS];
 
 G_DEFINE_FINAL_TYPE (TdmDeviceRow, tdm_device_row, GTK_TYPE_LIST_BOX_ROW)
 
+/* "Main" is a choice among the devices in use: shown (as a radio button) only on a
+ * used device, and only when there is another device to choose instead. It keeps
+ * its place when hidden, so the rows do not jump. */
+static void
+tdm_device_row_update_main (TdmDeviceRow *self)
+{
+  gboolean active = gtk_check_button_get_active (self->use_check);
+
+  gtk_widget_set_child_visible (GTK_WIDGET (self->main_check), active && self->in_group);
+  gtk_widget_set_sensitive (GTK_WIDGET (self->main_check), active);
+}
+
 static void
 tdm_device_row_use_toggled (TdmDeviceRow   *self,
                             GtkCheckButton *button)
 {
   gboolean active = gtk_check_button_get_active (button);
 
-  gtk_widget_set_sensitive (GTK_WIDGET (self->main_check), active);
+  tdm_device_row_update_main (self);
   gtk_widget_set_sensitive (self->workers_box, active);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_ACTIVE]);
   g_signal_emit (self, signals[CHANGED], 0);
@@ -166,8 +179,8 @@ tdm_device_row_init (TdmDeviceRow *self)
 {
   gtk_widget_init_template (GTK_WIDGET (self));
 
-  gtk_widget_set_sensitive (GTK_WIDGET (self->main_check), FALSE);
   gtk_widget_set_sensitive (self->workers_box, FALSE);
+  tdm_device_row_update_main (self);
 
   g_signal_connect_object (self->use_check, "toggled",
                            G_CALLBACK (tdm_device_row_use_toggled), self,
@@ -351,4 +364,11 @@ tdm_device_row_set_group (TdmDeviceRow *self,
   g_return_if_fail (group == NULL || TDM_IS_DEVICE_ROW (group));
 
   gtk_check_button_set_group (self->main_check, group ? group->main_check : NULL);
+  self->in_group = group != NULL;
+  tdm_device_row_update_main (self);
+  if (group != NULL)
+    {
+      group->in_group = TRUE;
+      tdm_device_row_update_main (group);
+    }
 }

@@ -93,12 +93,22 @@ tdm_metrics_log_begin (TdmMetricsLog         *log,
 
   log->replicas = CLAMP (started->replicas, 0, TDM_MAX_REPLICAS);
   log->names = g_new0 (char *, log->replicas + 1);
+  /* As the window names them ("cpu 1", "cpu 2" where replicas share a device, else
+   * the device: "cuda:0"), spelt for a CSV header: cpu_1, cuda_0. */
   for (int r = 0; r < log->replicas; r++)
     {
       g_autofree char *id = g_strndup (started->device[r], sizeof started->device[r]);
+      int same = 0, nth = 0;
 
-      g_strdelimit (id, ":", '_');
-      log->names[r] = g_strdup_printf ("r%d_%s", r, id);
+      for (int q = 0; q < log->replicas; q++)
+        if (strncmp (started->device[q], started->device[r], sizeof started->device[r]) == 0)
+          {
+            same++;
+            if (q <= r)
+              nth++;
+          }
+      g_strdelimit (id, ": ", '_');
+      log->names[r] = same > 1 ? g_strdup_printf ("%s_%d", id, nth) : g_steal_pointer (&id);
     }
   log->last_step = 0;
   log->last_epoch = 0;

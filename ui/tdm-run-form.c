@@ -4,12 +4,18 @@
  * own; this form lays them out with the training options, keeps the batch split
  * label in step, and works out whether the whole makes a run that can start.
  *
+ * The form is GNOME's boxed lists: a group per concern, a row per option (combo
+ * rows for choices, action rows with a spin button for numbers); the batch row's
+ * subtitle shows how the batch splits, and a missing device is said under the
+ * devices, where it is fixed.
+ *
  * Choices are saved to GSettings as they change and restored at start-up. While
  * restoring, and while the form itself puts a built-in network's spec in the entry,
  * nothing is written back: a setting is only ever what the user chose. The spin
  * buttons and drop-downs are bound to their keys; the rest is saved by hand.
  */
 
+#include <adwaita.h>
 #include <glib/gi18n.h>
 
 #include "tdm-build-config.h"
@@ -43,19 +49,19 @@ struct _TdmRunForm
   GtkWidget          parent_instance;
 
   /* Template children. */
-  GtkLabel          *dataset_heading;
+  AdwPreferencesGroup *dataset_group;
   TdmDatasetChooser *dataset_chooser;
-  GtkDropDown       *network_dropdown;
+  AdwComboRow       *network_dropdown;
   TdmSpecEntry      *spec_entry;
   TdmDevicePicker   *device_picker;
+  GtkLabel          *devices_hint_label;
+  AdwActionRow      *batch_row;
   GtkSpinButton     *batch_spin;
-  GtkLabel          *batch_split_label;
   GtkSpinButton     *epochs_spin;
-  GtkDropDown       *optimizer_dropdown;
+  AdwComboRow       *optimizer_dropdown;
   GtkSpinButton     *lr_spin;
-  GtkDropDown       *strategy_dropdown;
-  GtkDropDown       *batchnorm_dropdown;
-  GtkLabel          *batchnorm_label;
+  AdwComboRow       *strategy_dropdown;
+  AdwComboRow       *batchnorm_dropdown;
 
   GSettings         *settings;
   char              *custom_spec;
@@ -84,7 +90,7 @@ describe_split (int batch,
   int q, r;
 
   if (replicas <= 0)
-    return g_strdup (_("Pick at least one device"));
+    return g_strdup ("");
 
   q = batch / replicas;
   r = batch % replicas;
@@ -122,17 +128,13 @@ tdm_run_form_update (TdmRunForm *self)
   gboolean split_ok = replicas > 0 && batch >= replicas;
   gboolean ready;
 
-  gtk_label_set_label (self->batch_split_label, text);
-  if (split_ok)
-    {
-      gtk_widget_remove_css_class (GTK_WIDGET (self->batch_split_label), "error");
-      gtk_widget_add_css_class (GTK_WIDGET (self->batch_split_label), "dim-label");
-    }
+  /* The split under the batch size; a missing device is said under the devices. */
+  adw_action_row_set_subtitle (self->batch_row, text);
+  gtk_widget_set_visible (GTK_WIDGET (self->devices_hint_label), replicas <= 0);
+  if (split_ok || replicas <= 0)
+    gtk_widget_remove_css_class (GTK_WIDGET (self->batch_row), "error");
   else
-    {
-      gtk_widget_add_css_class (GTK_WIDGET (self->batch_split_label), "error");
-      gtk_widget_remove_css_class (GTK_WIDGET (self->batch_split_label), "dim-label");
-    }
+    gtk_widget_add_css_class (GTK_WIDGET (self->batch_row), "error");
 
   ready = split_ok &&
           tdm_dataset_chooser_get_ready (self->dataset_chooser) &&
@@ -228,7 +230,7 @@ tdm_run_form_open_folder (TdmRunForm *self)
 static void
 tdm_run_form_network_changed (TdmRunForm *self)
 {
-  guint selected = gtk_drop_down_get_selected (self->network_dropdown);
+  guint selected = adw_combo_row_get_selected (self->network_dropdown);
   gboolean custom = selected == NETWORK_CUSTOM;
   gboolean restoring;
 
@@ -246,9 +248,9 @@ tdm_run_form_network_changed (TdmRunForm *self)
         {
           gtk_spin_button_set_value (self->batch_spin, recipe->batch);
           gtk_spin_button_set_value (self->epochs_spin, recipe->epochs);
-          gtk_drop_down_set_selected (self->optimizer_dropdown, recipe->optimizer);
+          adw_combo_row_set_selected (self->optimizer_dropdown, recipe->optimizer);
           gtk_spin_button_set_value (self->lr_spin, recipe->lr);
-          gtk_drop_down_set_selected (self->batchnorm_dropdown, recipe->batchnorm);
+          adw_combo_row_set_selected (self->batchnorm_dropdown, recipe->batchnorm);
         }
     }
 
@@ -279,9 +281,9 @@ tdm_run_form_spec_changed (TdmRunForm *self)
 static void
 tdm_run_form_batchnorm_changed (TdmRunForm *self)
 {
-  gboolean sync = gtk_drop_down_get_selected (self->batchnorm_dropdown) == TDM_BATCHNORM_SYNC;
+  gboolean sync = adw_combo_row_get_selected (self->batchnorm_dropdown) == TDM_BATCHNORM_SYNC;
 
-  gtk_label_set_label (self->batchnorm_label,
+  adw_action_row_set_subtitle (ADW_ACTION_ROW (self->batchnorm_dropdown),
                        sync ? _("Statistics over the whole batch: N devices train as one")
                             : _("Each device normalizes its own share of the batch"));
 }
@@ -289,7 +291,7 @@ tdm_run_form_batchnorm_changed (TdmRunForm *self)
 static void
 tdm_run_form_optimizer_changed (TdmRunForm *self)
 {
-  guint selected = gtk_drop_down_get_selected (self->optimizer_dropdown);
+  guint selected = adw_combo_row_get_selected (self->optimizer_dropdown);
 
   /* Each optimizer starts from its usual learning rate; the user can change it after. */
   if (!self->restoring && selected < G_N_ELEMENTS (optimizer_default_lr))
@@ -333,7 +335,7 @@ map_position_to_id (const GValue       *value,
 static void
 bind_choice (TdmRunForm         *self,
              const char         *key,
-             GtkDropDown        *dropdown,
+             AdwComboRow        *dropdown,
              const char * const *ids)
 {
   g_settings_bind_with_mapping (self->settings, key, dropdown, "selected",
@@ -361,7 +363,7 @@ tdm_run_form_restore (TdmRunForm *self)
   network = g_settings_get_string (self->settings, "network");
   for (guint i = 0; network_ids[i] != NULL; i++)
     if (g_str_equal (network, network_ids[i]))
-      gtk_drop_down_set_selected (self->network_dropdown, i);
+      adw_combo_row_set_selected (self->network_dropdown, i);
 
   dataset = g_settings_get_string (self->settings, "dataset");
   tdm_dataset_chooser_set_source (self->dataset_chooser, dataset);
@@ -381,9 +383,9 @@ tdm_run_form_build_config (TdmRunForm  *self,
   g_return_val_if_fail (TDM_IS_RUN_FORM (self), NULL);
 
   config = tdm_config_new ();
-  network = gtk_drop_down_get_selected (self->network_dropdown);
-  optimizer = gtk_drop_down_get_selected (self->optimizer_dropdown);
-  strategy = gtk_drop_down_get_selected (self->strategy_dropdown);
+  network = adw_combo_row_get_selected (self->network_dropdown);
+  optimizer = adw_combo_row_get_selected (self->optimizer_dropdown);
+  strategy = adw_combo_row_get_selected (self->strategy_dropdown);
 
   g_free (config->dataset);
   config->dataset = g_strdup (tdm_dataset_chooser_get_source (self->dataset_chooser));
@@ -416,7 +418,7 @@ tdm_run_form_build_config (TdmRunForm  *self,
                     : TDM_OPTIMIZER_NESTEROV;
   config->lr = gtk_spin_button_get_value (self->lr_spin);
   config->strategy = strategy == 0 ? TDM_STRATEGY_MAIN : TDM_STRATEGY_ALLREDUCE;
-  config->batchnorm = gtk_drop_down_get_selected (self->batchnorm_dropdown) == 1
+  config->batchnorm = adw_combo_row_get_selected (self->batchnorm_dropdown) == 1
                         ? TDM_BATCHNORM_SYNC : TDM_BATCHNORM_PER_REPLICA;
 
   if (!tdm_config_validate (config, error))
@@ -442,7 +444,7 @@ tdm_run_form_dispose (GObject *object)
   GtkWidget *child;
 
   gtk_widget_dispose_template (GTK_WIDGET (self), TDM_TYPE_RUN_FORM);
-  /* Headings and the options grid are not bound, so the template leaves them. */
+  /* Whatever the template left behind. */
   while ((child = gtk_widget_get_first_child (GTK_WIDGET (self))))
     gtk_widget_unparent (child);
 
@@ -500,19 +502,19 @@ tdm_run_form_class_init (TdmRunFormClass *klass)
 
   gtk_widget_class_set_template_from_resource (widget_class,
                                                "/io/github/tandem/Tandem/ui/tdm-run-form.ui");
-  gtk_widget_class_bind_template_child (widget_class, TdmRunForm, dataset_heading);
+  gtk_widget_class_bind_template_child (widget_class, TdmRunForm, dataset_group);
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, dataset_chooser);
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, network_dropdown);
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, spec_entry);
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, device_picker);
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, batch_spin);
-  gtk_widget_class_bind_template_child (widget_class, TdmRunForm, batch_split_label);
+  gtk_widget_class_bind_template_child (widget_class, TdmRunForm, devices_hint_label);
+  gtk_widget_class_bind_template_child (widget_class, TdmRunForm, batch_row);
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, epochs_spin);
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, optimizer_dropdown);
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, lr_spin);
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, strategy_dropdown);
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, batchnorm_dropdown);
-  gtk_widget_class_bind_template_child (widget_class, TdmRunForm, batchnorm_label);
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BOX_LAYOUT);
 }
 
@@ -526,7 +528,7 @@ tdm_run_form_init (TdmRunForm *self)
 
   layout = gtk_widget_get_layout_manager (GTK_WIDGET (self));
   gtk_orientable_set_orientation (GTK_ORIENTABLE (layout), GTK_ORIENTATION_VERTICAL);
-  gtk_box_layout_set_spacing (GTK_BOX_LAYOUT (layout), 6);
+  gtk_box_layout_set_spacing (GTK_BOX_LAYOUT (layout), 18);
 
   self->settings = g_settings_new (TDM_APP_ID);
 

@@ -10,6 +10,7 @@
 #include <glib/gi18n.h>
 
 #include "tdm-network.h"
+#include "tdm-format.h"
 #include "tdm-spec-entry.h"
 
 struct _TdmSpecEntry
@@ -55,7 +56,7 @@ tdm_spec_entry_check (TdmSpecEntry *self)
   else if ((network = tdm_network_new (stripped, self->height, self->width,
                                        self->channels, self->classes, &error)))
     {
-      g_autofree char *count = g_strdup_printf ("%'" G_GSIZE_FORMAT, network->parameter_count);
+      g_autofree char *count = tdm_format_count ((double) network->parameter_count);
       g_autofree char *params = NULL;
 
       self->valid = TRUE;

@@ -5,7 +5,11 @@
  * the main loop as signals, and dropping it (Stop, or closing the window) cancels
  * the trainer without waiting for it here. While a run is alive the form is locked,
  * since none of its choices can change a run in flight. Errors show in a bar across
- * the top, in words, and the window stays usable.
+ * the top, in words, and the window stays usable; notices that need nothing done
+ * (a file saved, a run over) are toasts.
+ *
+ * The form sits in an AdwFlap, which folds it over the charts when both do not fit
+ * side by side (below about 700 px); the charts reflow on their own (TdmDashboard).
  *
  * The window's own size is remembered in GSettings (the form remembers the choices).
  * The devices are whatever tdm_device_list() reports, or a list a test injects with
@@ -20,20 +24,26 @@
 #include "tdm-config.h"
 #include "tdm-dashboard.h"
 #include "tdm-error.h"
+#include "tdm-format.h"
 #include "tdm-run.h"
 #include "tdm-run-form.h"
 #include "tdm-window.h"
 
 struct _TdmWindow
 {
-  GtkApplicationWindow  parent_instance;
+  AdwApplicationWindow  parent_instance;
 
   /* Template children. */
+  GtkButton            *sidebar_button;
   GtkButton            *start_button;
+  GtkButton            *start_icon_button;
+  GtkMenuButton        *primary_menu_button;
   GtkLabel             *start_label;
   GtkButton            *pause_button;
   GtkButton            *stop_button;
-  GtkLabel             *subtitle_label;
+  AdwWindowTitle       *window_title;
+  AdwToastOverlay      *toast_overlay;
+  AdwFlap              *flap;
   GtkRevealer          *error_revealer;
   GtkLabel             *error_label;
   TdmRunForm           *sidebar;
@@ -63,7 +73,7 @@ enum {
 
 static GParamSpec *properties[N_PROPS];
 
-G_DEFINE_FINAL_TYPE (TdmWindow, tdm_window, GTK_TYPE_APPLICATION_WINDOW)
+G_DEFINE_FINAL_TYPE (TdmWindow, tdm_window, ADW_TYPE_APPLICATION_WINDOW)
 
 static void tdm_window_update_state (TdmWindow *self);
 
@@ -108,9 +118,11 @@ tdm_window_show_error (TdmWindow  *self,
                        const char *detail)
 {
   g_autofree char *markup = NULL;
+  g_autofree char *sentence = tdm_format_sentence (detail);
 
+  /* The engine's messages are written for a terminal; here they read as sentences. */
   if (detail != NULL && detail[0] != '\0')
-    markup = g_markup_printf_escaped ("<b>%s</b>\n%s", headline, detail);
+    markup = g_markup_printf_escaped ("<b>%s</b>\n%s", headline, sentence);
   else
     markup = g_markup_printf_escaped ("<b>%s</b>", headline);
 
@@ -153,8 +165,17 @@ static void
 tdm_window_set_subtitle (TdmWindow  *self,
                          const char *text)
 {
-  gtk_label_set_label (self->subtitle_label, text);
-  gtk_widget_set_visible (GTK_WIDGET (self->subtitle_label), text != NULL && text[0] != '\0');
+  adw_window_title_set_subtitle (self->window_title, text ? text : "");
+}
+
+void
+tdm_window_toast (TdmWindow  *self,
+                  const char *text)
+{
+  g_return_if_fail (TDM_IS_WINDOW (self));
+  g_return_if_fail (text != NULL);
+
+  adw_toast_overlay_add_toast (self->toast_overlay, adw_toast_new (text));
 }
 
 static void
@@ -184,6 +205,8 @@ tdm_window_update_state (TdmWindow *self)
                                   GTK_ACCESSIBLE_PROPERTY_LABEL,
                                   paused ? _("Resume training") : _("Pause training"),
                                   -1);
+
+  tdm_dashboard_set_can_start (self->dashboard, can_start);
 
   if (running)
     tdm_window_set_subtitle (self, stopping ? _("Stopping…")
@@ -349,6 +372,9 @@ tdm_window_start (GtkWidget  *widget,
     }
 
   gtk_revealer_set_reveal_child (self->error_revealer, FALSE);
+  /* On a narrow window the settings cover the charts the user now wants to see. */
+  if (adw_flap_get_folded (self->flap))
+    adw_flap_set_reveal_flap (self->flap, FALSE);
   self->run = g_steal_pointer (&run);
   self->run_failed = FALSE;
   self->run_stopped = FALSE;
@@ -477,6 +503,14 @@ tdm_window_export_chosen (TdmWindow       *self,
 
   if (!ok)
     tdm_window_show_error (self, _("The file could not be saved."), error->message);
+  else
+    {
+      g_autofree char *name = g_file_get_basename (file);
+      /* Translators: a notice after an export; %s is the file's name */
+      g_autofree char *text = g_strdup_printf (_("Saved “%s”"), name);
+
+      tdm_window_toast (self, text);
+    }
 }
 
 static void
@@ -528,6 +562,16 @@ tdm_window_export_chart (GtkWidget  *widget,
   g_signal_connect_object (chooser, "response", G_CALLBACK (tdm_window_export_chosen),
                            self, G_CONNECT_SWAPPED);
   gtk_native_dialog_show (self->chooser);
+}
+
+static void
+tdm_window_toggle_sidebar (GtkWidget  *widget,
+                           const char *action_name,
+                           GVariant   *parameter)
+{
+  TdmWindow *self = TDM_WINDOW (widget);
+
+  adw_flap_set_reveal_flap (self->flap, !adw_flap_get_reveal_flap (self->flap));
 }
 
 /* GObject ----------------------------------------------------------------- */
@@ -629,11 +673,16 @@ tdm_window_class_init (TdmWindowClass *klass)
 
   gtk_widget_class_set_template_from_resource (widget_class,
                                                "/io/github/tandem/Tandem/ui/tdm-window.ui");
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, sidebar_button);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, start_button);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, start_icon_button);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, primary_menu_button);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, start_label);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, pause_button);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, stop_button);
-  gtk_widget_class_bind_template_child (widget_class, TdmWindow, subtitle_label);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, window_title);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, toast_overlay);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, flap);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, error_revealer);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, error_label);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, sidebar);
@@ -646,6 +695,8 @@ tdm_window_class_init (TdmWindowClass *klass)
   gtk_widget_class_install_action (widget_class, "win.export", NULL, tdm_window_export);
   gtk_widget_class_install_action (widget_class, "win.export-chart", "s", tdm_window_export_chart);
   gtk_widget_class_install_action (widget_class, "win.dismiss-error", NULL, tdm_window_dismiss_error);
+  gtk_widget_class_install_action (widget_class, "win.toggle-sidebar", NULL, tdm_window_toggle_sidebar);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_F9, 0, "win.toggle-sidebar", NULL);
   gtk_widget_class_install_action (widget_class, "win.classify", NULL, tdm_window_classify);
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_i, GDK_CONTROL_MASK, "win.classify", NULL);
 }
@@ -669,20 +720,11 @@ tdm_window_init (TdmWindow *self)
   /* Images dropped anywhere on the window are classified with the last network. */
   {
     GtkDropTarget *target = gtk_drop_target_new (GDK_TYPE_FILE_LIST, GDK_ACTION_COPY);
-    GtkWidget *titlebar = gtk_window_get_titlebar (GTK_WINDOW (self));
 
+    /* Classify is in the main menu (Ctrl+I): the header bar keeps to what fits
+     * 360 px. */
     g_signal_connect_object (target, "drop", G_CALLBACK (tdm_window_drop_files), self, 0);
     gtk_widget_add_controller (GTK_WIDGET (self), GTK_EVENT_CONTROLLER (target));
-    if (GTK_IS_HEADER_BAR (titlebar))
-      {
-        GtkWidget *button = gtk_button_new_from_icon_name ("image-x-generic-symbolic");
-
-        gtk_actionable_set_action_name (GTK_ACTIONABLE (button), "win.classify");
-        gtk_widget_set_tooltip_text (button, _("Classify images with the trained network (Ctrl+I)"));
-        gtk_accessible_update_property (GTK_ACCESSIBLE (button), GTK_ACCESSIBLE_PROPERTY_LABEL,
-                                        _("Classify images"), -1);
-        gtk_header_bar_pack_end (GTK_HEADER_BAR (titlebar), button);
-      }
   }
 
   tdm_window_update_state (self);

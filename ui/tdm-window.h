@@ -10,7 +10,7 @@
 
 #pragma once
 
-#include <gtk/gtk.h>
+#include <adwaita.h>
 
 #include "tdm-application.h"
 
@@ -18,7 +18,7 @@ G_BEGIN_DECLS
 
 #define TDM_TYPE_WINDOW (tdm_window_get_type ())
 
-G_DECLARE_FINAL_TYPE (TdmWindow, tdm_window, TDM, WINDOW, GtkApplicationWindow)
+G_DECLARE_FINAL_TYPE (TdmWindow, tdm_window, TDM, WINDOW, AdwApplicationWindow)
 
 /* `app` may be NULL (tests). */
 TdmWindow *tdm_window_new          (TdmApplication *app);
@@ -38,5 +38,9 @@ gboolean   tdm_window_get_can_start (TdmWindow     *self);
  * tandem-train --max-steps does. Not a setting and not shown. */
 void       tdm_window_set_max_steps (TdmWindow     *self,
                                      long           max_steps);
+
+/* Shows a short notice at the bottom of the window that goes away by itself. */
+void       tdm_window_toast         (TdmWindow     *self,
+                                     const char    *text);
 
 G_END_DECLS

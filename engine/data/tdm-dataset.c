@@ -185,6 +185,32 @@ tdm_dataset_open_named_idx(const char *name, const char *folder, const char *hin
   return tdm_dataset_load_idx_folder_as(folder, name, 10, error);
 }
 
+/* Where "mnist" is looked for: TANDEM_MNIST_DIR, else Debian's usual place. */
+static char *
+tdm_dataset_mnist_folder(void)
+{
+  const char *env = g_getenv("TANDEM_MNIST_DIR");
+  if (env != NULL && *env != '\0')
+    return tdm_dataset_expand_path(env);
+  return g_strdup("/usr/share/datasets/mnist");
+}
+
+gboolean
+tdm_dataset_is_installed(const char *name)
+{
+  g_return_val_if_fail(name != NULL, FALSE);
+
+  if (g_str_equal(name, "synthetic"))
+    return TRUE;
+  if (g_str_equal(name, "fashion-mnist"))
+    return tdm_dataset_has_idx(TDM_FASHION_MNIST_DIR);
+  if (g_str_equal(name, "mnist")) {
+    g_autofree char *folder = tdm_dataset_mnist_folder();
+    return tdm_dataset_has_idx(folder);
+  }
+  return FALSE;
+}
+
 TdmDatasetPair *
 tdm_dataset_open(const char *name_or_path, GError **error)
 {
@@ -208,13 +234,12 @@ tdm_dataset_open_with(const char *name_or_path, const TdmImageOptions *image_opt
 
   if (g_str_equal(name_or_path, "mnist")) {
     const char *env = g_getenv("TANDEM_MNIST_DIR");
-    if (env != NULL && *env != '\0') {
-      g_autofree char *folder = tdm_dataset_expand_path(env);
-      return tdm_dataset_open_named_idx("mnist", folder,
-                                        "the folder comes from TANDEM_MNIST_DIR", error);
-    }
-    return tdm_dataset_open_named_idx("mnist", "/usr/share/datasets/mnist",
-                                      "set TANDEM_MNIST_DIR to its folder", error);
+    g_autofree char *folder = tdm_dataset_mnist_folder();
+    return tdm_dataset_open_named_idx("mnist", folder,
+                                      env != NULL && *env != '\0'
+                                          ? "the folder comes from TANDEM_MNIST_DIR"
+                                          : "set TANDEM_MNIST_DIR to its folder",
+                                      error);
   }
 
   if (*name_or_path == '\0') {

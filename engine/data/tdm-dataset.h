@@ -47,6 +47,11 @@ typedef struct {
  *   with the default size and colour. */
 TdmDatasetPair *tdm_dataset_open (const char *name_or_path, GError **error);
 
+/* Whether a built-in name ("fashion-mnist", "mnist", "synthetic") can be opened on
+ * this machine: its files are where tdm_dataset_open() looks (checked cheaply, by
+ * their presence). FALSE for anything else. For offering only what is there. */
+gboolean tdm_dataset_is_installed (const char *name);
+
 /* How image folders are read; other formats ignore it. */
 typedef struct {
   int size;            /* side of the square samples; 0: chosen from the images */

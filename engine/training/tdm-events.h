@@ -111,7 +111,7 @@ typedef struct {
 
 typedef struct {
   long steps;
-  double elapsed;
+  double elapsed;           /* seconds of training, as STEP's (pauses excluded) */
   double test_loss, test_accuracy;
   gboolean stopped;         /* TRUE when stopped before the last epoch */
 } TdmFinishedEvent;

@@ -67,6 +67,7 @@ struct _TdmTrainer {
   size_t host_state_count;
   long step;
   long saved_step;              /* the step of the last checkpoint, −1 for none */
+  double trained_seconds;       /* the run's training time, as STEP's elapsed */
 
   /* Lock-step machinery. */
   GThread **threads;

@@ -15,6 +15,7 @@
 
 #include "tdm-chart-axis.h"
 #include "tdm-chart.h"
+#include "tdm-chart-private.h"
 #include "tdm-series.h"
 
 #define W 800
@@ -437,6 +438,19 @@ test_axis_ticks(void)
   tdm_chart_format_in_unit(87.5, "%", buf, sizeof buf);
   g_assert_cmpstr(buf, ==, "87.5 %");
 
+  /* Fault 4: a short range on a narrow axis still gets two ticks, never one. */
+  tdm_chart_axis_linear(&a, 0.05, 3, 2, FALSE);
+  g_assert_cmpuint(a.n_ticks, >=, 2);
+  g_assert_cmpfloat(a.ticks[0], >=, 0.05);
+  g_assert_cmpfloat(a.ticks[a.n_ticks - 1], <=, 3);
+  tdm_chart_axis_time(&a, 0.3, 25, 2);
+  g_assert_cmpuint(a.n_ticks, >=, 2);
+  g_assert_cmpfloat(a.ticks[1] - a.ticks[0], <=, 10);
+  for (guint ticks = 2; ticks <= 12; ticks++) {
+    tdm_chart_axis_linear(&a, 0.3, 2.9, ticks, FALSE);
+    g_assert_cmpuint(a.n_ticks, >=, 2);
+  }
+
   tdm_chart_format_value(12345, buf, sizeof buf);
   g_assert_cmpstr(buf, ==, "12.35k");
   tdm_chart_format_value(0.25, buf, sizeof buf);
@@ -530,6 +544,80 @@ test_render_colours_legend(void)
 
   cairo_surface_destroy(s);
   g_assert_finalize_object(chart);
+}
+
+/* Fault 5: two devices with the same memory both show (nested stripes). */
+static void
+test_render_coinciding(void)
+{
+  TdmChart *chart = new_chart();
+  cairo_surface_t *s;
+  GdkRectangle area;
+  GdkRGBA c0, c1;
+  guint a, b;
+
+  tdm_chart_device_colour(0, &c0);
+  tdm_chart_device_colour(1, &c1);
+  tdm_chart_set_nested_lines(chart, TRUE);
+  a = tdm_chart_add_series(chart, "cpu 1", &c0, TDM_CHART_STYLE_LINE);
+  b = tdm_chart_add_series(chart, "cpu 2", &c1, TDM_CHART_STYLE_LINE);
+  for (int i = 0; i <= 100; i++) {
+    tdm_chart_append(chart, a, i, 64);
+    tdm_chart_append(chart, b, i, 64);
+  }
+  g_assert_true(tdm_chart_get_plot_area(chart, W, H, &area));
+  s = render(chart, W, H);
+  g_assert_cmpint(count_colour(s, area.x, area.y, area.x + area.width, area.y + area.height,
+                               &c0, 30), >=, 100);
+  g_assert_cmpint(count_colour(s, area.x, area.y, area.x + area.width, area.y + area.height,
+                               &c1, 30), >=, 100);
+  cairo_surface_destroy(s);
+  g_assert_finalize_object(chart);
+}
+
+/* Fault 1: the title stops short of the card's ⋮ corner, and so does the legend. */
+static void
+test_title_corner(void)
+{
+  TdmChart *chart = new_chart();
+  GdkRectangle title, area;
+  GdkRGBA c0;
+  guint a;
+
+  tdm_chart_device_colour(0, &c0);
+  tdm_chart_set_title(chart, "A very long chart title that cannot fit in a narrow card");
+  tdm_chart_set_corner_reserve(chart, 44, 40);
+  a = tdm_chart_add_series(chart, "Training", &c0, TDM_CHART_STYLE_LINE);
+  for (int i = 0; i <= 10; i++)
+    tdm_chart_append(chart, a, i, i);
+  for (int width = 240; width <= 640; width += 100) {
+    g_assert_true(tdm_chart_get_title_area(chart, width, 240, &title));
+    g_assert_cmpint(title.x + title.width, <=, width - 44);
+    g_assert_true(tdm_chart_get_plot_area(chart, width, 240, &area));
+    g_assert_cmpint(area.y, >=, 40);
+  }
+  g_assert_finalize_object(chart);
+}
+
+/* Fault 2: the hover readout stays inside the chart, whatever its size and side. */
+static void
+test_readout_inside(void)
+{
+  const int widths[] = {240, 400, 960};
+
+  for (guint i = 0; i < G_N_ELEMENTS(widths); i++)
+    for (double x = 0; x <= widths[i]; x += widths[i] / 8.0) {
+      double bw = 300, bh = 260, bx, by;
+
+      tdm_chart_place_readout(widths[i], 200, x, 30, &bw, &bh, &bx, &by);
+      g_assert_cmpfloat(bx, >=, 2);
+      g_assert_cmpfloat(by, >=, 2);
+      g_assert_cmpfloat(bx + bw, <=, widths[i] - 2);
+      g_assert_cmpfloat(by + bh, <=, 200 - 2);
+      /* Beside the cursor line where there is room, never over it. */
+      if (widths[i] >= 960)
+        g_assert_true(bx > x || bx + bw < x);
+    }
 }
 
 static int
@@ -952,6 +1040,9 @@ main(int argc, char **argv)
   g_test_add_func("/chart/render/line-row", test_render_line_row);
   g_test_add_func("/chart/render/colours-legend", test_render_colours_legend);
   g_test_add_func("/chart/render/empty", test_render_empty);
+  g_test_add_func("/chart/render/coinciding", test_render_coinciding);
+  g_test_add_func("/chart/title-corner", test_title_corner);
+  g_test_add_func("/chart/readout-inside", test_readout_inside);
   g_test_add_func("/chart/render/edge-cases", test_render_edge_cases);
   g_test_add_func("/chart/render/million", test_render_million);
   g_test_add_func("/chart/export/png-svg", test_export_png_svg);

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include <glib/gstdio.h>
-#include <gtk/gtk.h>
+#include <adwaita.h>
 
 #include "tdm-build-config.h"
 
@@ -148,10 +148,16 @@ cpu_row(TdmWindow *window)
   g_assert_not_reached();
 }
 
+static GtkWidget *
+main_check(TdmDeviceRow *row)
+{
+  return GTK_WIDGET(gtk_widget_get_template_child(GTK_WIDGET(row), TDM_TYPE_DEVICE_ROW, "main_check"));
+}
+
 static const char *
 split_text(TdmWindow *window)
 {
-  return gtk_label_get_label(child(window, "batch_split_label"));
+  return adw_action_row_get_subtitle(child(window, "batch_row"));
 }
 
 static void
@@ -235,7 +241,7 @@ window_for_run(const char *spec, int batch, int epochs)
   tdm_device_row_set_active(cpu_row(window), TRUE);
   tdm_device_row_set_workers(cpu_row(window), 2);
   set_dataset(window, "synthetic");
-  gtk_drop_down_set_selected(child(window, "network_dropdown"), 3);
+  adw_combo_row_set_selected(child(window, "network_dropdown"), 3);
   tdm_spec_entry_set_text(child(window, "spec_entry"), spec);
   set_batch(window, batch);
   gtk_spin_button_set_value(child(window, "epochs_spin"), epochs);
@@ -273,6 +279,7 @@ static void
 test_window_devices(void)
 {
   g_autoptr(GArray) devices = fake_devices(TRUE);
+  g_autoptr(GArray) cpu_only = fake_devices(FALSE);
   g_autoptr(GPtrArray) rows = NULL;
   TdmWindow *window;
 
@@ -309,11 +316,33 @@ test_window_devices(void)
   tdm_device_row_set_workers(rows->pdata[2], 4);
   g_assert_cmpstr(split_text(window), ==, "100 = 17 × 4 + 16 × 2");
 
-  /* Unchecking the main device moves "main" to another checked one. */
+  /* Unchecking the main device moves "main" to another checked one, and an unused
+   * device shows no Main at all (fault 8: it stayed ticked there). */
   tdm_device_row_set_active(rows->pdata[0], FALSE);
   g_assert_true(tdm_device_row_get_main(rows->pdata[1]));
   g_assert_cmpstr(split_text(window), ==, "100 = 20 × 5");
+  g_assert_false(gtk_widget_get_child_visible(main_check(rows->pdata[0])));
+  g_assert_true(gtk_widget_get_child_visible(main_check(rows->pdata[1])));
 
+  /* No device: said under the devices, not under the batch size. */
+  for (guint i = 0; i < rows->len; i++)
+    tdm_device_row_set_active(rows->pdata[i], FALSE);
+  g_assert_cmpstr(split_text(window), ==, "");
+  g_assert_true(gtk_widget_get_visible(child(window, "devices_hint_label")));
+  g_assert_false(tdm_window_get_can_start(window));
+
+  destroy_window(window);
+
+  /* One device: it is the main one, and there is nothing to choose. */
+  reset_settings();
+  window = new_window();
+  tdm_window_set_devices(window, cpu_only);
+  g_clear_pointer(&rows, g_ptr_array_unref);
+  rows = device_rows(window);
+  g_assert_cmpuint(rows->len, ==, 1);
+  g_assert_true(tdm_device_row_get_main(rows->pdata[0]));
+  g_assert_false(gtk_widget_get_child_visible(main_check(rows->pdata[0])));
+  g_assert_false(gtk_widget_get_visible(child(window, "devices_hint_label")));
   destroy_window(window);
 }
 
@@ -385,14 +414,16 @@ test_window_run(void)
   g_assert_cmpuint(tdm_chart_get_n_series(chart(window, "load")), ==, 2);
   g_assert_cmpuint(points(window, "load", 1), >, 0);
   g_assert_cmpuint(points(window, "step-time", 0), >, 0);
-  g_assert_true(g_str_has_prefix(gtk_label_get_label(child(window, "subtitle_label")), "Finished"));
+  g_assert_true(g_str_has_prefix(adw_window_title_get_subtitle(child(window, "window_title")), "Finished"));
 
   /* Exports. */
   g_assert_true(tdm_metrics_log_write_csv(tdm_dashboard_get_log(dashboard), csv_path, &error));
   g_assert_no_error(error);
   g_assert_true(g_file_get_contents(csv_path, &csv, NULL, NULL));
   g_assert_true(g_str_has_prefix(csv, "time_s,event,step,epoch,train_loss"));
-  g_assert_nonnull(strstr(csv, "r1_cpu_compute_ms"));
+  /* Columns named as the window names the replicas (fault 14: they were r0_, r1_). */
+  g_assert_nonnull(strstr(csv, "cpu_2_compute_ms"));
+  g_assert_null(strstr(csv, "r1_"));
   g_assert_nonnull(strstr(csv, "\n"));
   g_assert_true(tdm_dashboard_export_chart(dashboard, "loss", "png", png_path, &error));
   g_assert_no_error(error);
@@ -436,7 +467,7 @@ test_window_stop(void)
   took = (g_get_monotonic_time() - asked) / 1e6;
   g_test_message("stopped %.3f s after win.stop", took);
 
-  g_assert_cmpstr(gtk_label_get_label(child(window, "subtitle_label")), ==, "Stopped");
+  g_assert_cmpstr(adw_window_title_get_subtitle(child(window, "window_title")), ==, "Stopped");
   g_assert_false(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
   g_assert_true(tdm_window_get_can_start(window));
 
@@ -476,7 +507,7 @@ test_window_bad_spec(void)
   window = new_window();
   tdm_window_set_devices(window, devices);
   set_dataset(window, "synthetic");
-  gtk_drop_down_set_selected(child(window, "network_dropdown"), 3);
+  adw_combo_row_set_selected(child(window, "network_dropdown"), 3);
   entry = child(window, "spec_entry");
 
   tdm_spec_entry_set_text(entry, "fc64,relu,fc10");
@@ -498,14 +529,14 @@ test_window_bad_spec(void)
   g_assert_true(tdm_spec_entry_get_valid(entry));
 
   /* The resnet preset brings its recipe into the form, every value still editable. */
-  gtk_drop_down_set_selected(child(window, "network_dropdown"), 2);
+  adw_combo_row_set_selected(child(window, "network_dropdown"), 2);
   g_assert_true(tdm_spec_entry_get_valid(entry));
   g_assert_false(tdm_spec_entry_get_editable(entry));
   g_assert_cmpstr(tdm_spec_entry_get_text(entry), ==, TDM_NETWORK_RESNET);
   g_assert_cmpint(gtk_spin_button_get_value_as_int(child(window, "batch_spin")), ==, 512);
-  g_assert_cmpint(gtk_drop_down_get_selected(child(window, "optimizer_dropdown")), ==,
+  g_assert_cmpint(adw_combo_row_get_selected(child(window, "optimizer_dropdown")), ==,
                   TDM_OPTIMIZER_NESTEROV);
-  g_assert_cmpint(gtk_drop_down_get_selected(child(window, "batchnorm_dropdown")), ==,
+  g_assert_cmpint(adw_combo_row_get_selected(child(window, "batchnorm_dropdown")), ==,
                   TDM_BATCHNORM_SYNC);
   gtk_spin_button_set_value(child(window, "batch_spin"), 256);
   {
@@ -521,7 +552,7 @@ test_window_bad_spec(void)
   }
 
   /* Built-in networks are shown, expanded and read-only. */
-  gtk_drop_down_set_selected(child(window, "network_dropdown"), 0);
+  adw_combo_row_set_selected(child(window, "network_dropdown"), 0);
   g_assert_true(tdm_spec_entry_get_valid(entry));
   g_assert_false(tdm_spec_entry_get_editable(entry));
   g_assert_cmpstr(tdm_spec_entry_get_text(entry), ==, "fc1000,relu,fc1000,relu,fc10");
@@ -557,7 +588,7 @@ test_window_start_error(void)
   window = new_window();
   tdm_window_set_devices(window, devices);
   set_dataset(window, "synthetic");
-  gtk_drop_down_set_selected(child(window, "network_dropdown"), 3);
+  adw_combo_row_set_selected(child(window, "network_dropdown"), 3);
   tdm_spec_entry_set_text(child(window, "spec_entry"), "fc32,relu,fc10");
   g_assert_true(wait_for(can_start, window, 60));
 
@@ -658,6 +689,34 @@ test_window_bad_folder(void)
   g_rmdir(dir);
 }
 
+/* Fault 10: a built-in set that is not installed is not offered, and a remembered
+ * choice of it falls back to one that is. */
+static void
+test_window_datasets_offered(void)
+{
+  g_autofree char *empty = g_dir_make_tmp("tandem-no-mnist-XXXXXX", NULL);
+  TdmWindow *window;
+  GtkDropDown *dropdown;
+  GListModel *model;
+
+  g_setenv("TANDEM_MNIST_DIR", empty, TRUE);
+  reset_settings();
+  window = new_window();
+  dropdown = GTK_DROP_DOWN(gtk_widget_get_template_child(child(window, "dataset_chooser"),
+                                                         TDM_TYPE_DATASET_CHOOSER, "dropdown"));
+  model = gtk_drop_down_get_model(dropdown);
+  for (guint i = 0; i < g_list_model_get_n_items(model); i++)
+    g_assert_cmpstr(gtk_string_list_get_string(GTK_STRING_LIST(model), i), !=, "MNIST");
+  g_assert_cmpstr(gtk_string_list_get_string(GTK_STRING_LIST(model),
+                                             g_list_model_get_n_items(model) - 1), ==, "Synthetic");
+
+  set_dataset(window, "mnist");
+  g_assert_cmpstr(tdm_dataset_chooser_get_source(child(window, "dataset_chooser")), !=, "mnist");
+  destroy_window(window);
+  g_unsetenv("TANDEM_MNIST_DIR");
+  g_rmdir(empty);
+}
+
 static void
 test_window_japanese_subprocess(void)
 {
@@ -671,7 +730,7 @@ test_window_japanese_subprocess(void)
 
   reset_settings();
   window = new_window();
-  g_assert_cmpstr(gtk_label_get_label(child(window, "dataset_heading")), ==, "データセット");
+  g_assert_cmpstr(adw_preferences_group_get_title(child(window, "dataset_group")), ==, "データセット");
   g_assert_cmpstr(gtk_label_get_label(child(window, "start_label")), ==, "開始");
   g_assert_cmpstr(tdm_chart_get_title(chart(window, "loss")), ==, "損失");
   destroy_window(window);
@@ -692,6 +751,7 @@ main(int argc, char **argv)
   g_setenv("LC_ALL", "C.UTF-8", TRUE);
   g_unsetenv("LANGUAGE");
   gtk_test_init(&argc, &argv, NULL);
+  adw_init();
   /* After GTK's own start-up: GLib decides once, at the first translated string,
    * whether to translate at all, and must not decide it for the "tandem" domain in
    * the C locale. */
@@ -707,6 +767,7 @@ main(int argc, char **argv)
   g_test_add_func("/window/run", test_window_run);
   g_test_add_func("/window/stop", test_window_stop);
   g_test_add_func("/window/close-while-running", test_window_close_while_running);
+  g_test_add_func("/window/datasets-offered", test_window_datasets_offered);
   g_test_add_func("/window/japanese", test_window_japanese);
   g_test_add_func("/window/japanese/subprocess", test_window_japanese_subprocess);
 

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Runs one GUI test (or any program) on a private Xvfb server, which it starts on a
-# free display (Xvfb -displayfd picks it) and stops afterwards. Without Xvfb it
+# free display (Xvfb -displayfd picks it; 1920×1200, so the widest layout test fits)
+# and stops afterwards. Without Xvfb it
 # reports a TAP skip, so the 'gui' suite passes on machines that cannot run it.
 #   usage: xvfb-run-test.sh PROGRAM [ARGS...]
 
@@ -10,7 +11,7 @@ if ! command -v Xvfb >/dev/null 2>&1; then
 fi
 
 fdfile=$(mktemp "${TMPDIR:-/tmp}/tdm-xvfb.XXXXXX") || exit 1
-Xvfb -displayfd 3 -screen 0 1280x1024x24 -nolisten tcp 3>"$fdfile" 2>/dev/null &
+Xvfb -displayfd 3 -screen 0 1920x1200x24 -nolisten tcp 3>"$fdfile" 2>/dev/null &
 xvfb_pid=$!
 
 cleanup() {

@@ -1,0 +1,66 @@
+/* test-format.c: numbers and messages as the window shows them (tdm-format.h).
+ *
+ * Counts are grouped in threes in every locale, the C locale included (fault 16:
+ * "1796010 parameters"); engine messages become sentences (fault 10: they started
+ * in lower case and read like the command line's).
+ */
+
+#include <locale.h>
+#include <math.h>
+
+#include <glib.h>
+
+#include "tdm-format.h"
+
+static void
+check_count(double value, const char *expected)
+{
+  g_autofree char *text = tdm_format_count(value);
+
+  g_assert_cmpstr(text, ==, expected);
+}
+
+static void
+test_count_c_locale(void)
+{
+  g_assert_nonnull(setlocale(LC_ALL, "C"));
+  check_count(1796010, "1,796,010");
+  check_count(0, "0");
+  check_count(999, "999");
+  check_count(1000, "1,000");
+  check_count(12345.6, "12,346");
+  check_count(-4200, "−4,200");
+  check_count(NAN, "—");
+  check_count(INFINITY, "—");
+}
+
+static void
+check_sentence(const char *message, const char *expected)
+{
+  g_autofree char *text = tdm_format_sentence(message);
+
+  g_assert_cmpstr(text, ==, expected);
+}
+
+static void
+test_sentence(void)
+{
+  check_sentence("/data/x: no such folder", "/data/x: no such folder.");
+  check_sentence("the training loss became NaN at step 3 ", "The training loss became NaN at step 3.");
+  check_sentence("Already a sentence.", "Already a sentence.");
+  check_sentence("réseau trop grand?", "Réseau trop grand?");
+  check_sentence("データセットがありません。", "データセットがありません。");
+  check_sentence("", "");
+  check_sentence(NULL, "");
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+
+  g_test_add_func("/format/count/c-locale", test_count_c_locale);
+  g_test_add_func("/format/sentence", test_sentence);
+
+  return g_test_run();
+}
