@@ -122,10 +122,10 @@ tdm_application_quit (GSimpleAction *action,
                       gpointer       user_data)
 {
   GtkApplication *app = user_data;
-  GList *windows = g_list_copy (gtk_application_get_windows (app));
+  GList *windows = g_list_copy_deep (gtk_application_get_windows (app),
+                                     (GCopyFunc) (void (*) (void)) g_object_ref, NULL);
 
   /* Closing, not destroying: close-request is where a window saves its size. */
-  g_list_foreach (windows, (GFunc) g_object_ref, NULL);
   for (GList *l = windows; l != NULL; l = l->next)
     gtk_window_close (l->data);
   g_list_free_full (windows, g_object_unref);
