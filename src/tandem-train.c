@@ -588,7 +588,7 @@ error_code_name(const GError *e)
 {
   static const char *const names[] = {
     "invalid-option", "invalid-spec", "dataset", "device", "out-of-memory", "backend",
-    "communication", "checkpoint", "diverged", "cancelled",
+    "communication", "checkpoint", "diverged", "cancelled", "history",
   };
   if (e->domain == TDM_ENGINE_ERROR && e->code >= 0 && e->code < (int)G_N_ELEMENTS(names))
     return names[e->code];
@@ -697,6 +697,11 @@ json_event(const TdmEvent *ev)
     json_builder_add_boolean_value(b, f->stopped);
     break;
   }
+  case TDM_EVENT_PHASES:
+  case TDM_EVENT_BATCH:
+  case TDM_EVENT_PREDICTIONS:
+    tdm_event_detail_to_json(b, ev);
+    break;
   case TDM_EVENT_FAILED:
     json_string(b, "type", "failed");
     json_string(b, "error", ev->failed ? error_code_name(ev->failed) : "other");
@@ -764,6 +769,9 @@ on_event(const TdmEvent *ev, gpointer user_data)
   case TDM_EVENT_DEVICES:
   case TDM_EVENT_PAUSED:
   case TDM_EVENT_RESUMED:
+  case TDM_EVENT_PHASES:
+  case TDM_EVENT_BATCH:
+  case TDM_EVENT_PREDICTIONS:
     break;
   }
 }

@@ -327,6 +327,8 @@ train_body(TdmReplica *r, int count, float grad_scale)
   forward(r, count);
   if (aborted(r))
     return;
+  if (r->forward_done != NULL)
+    r->forward_done(r, r->forward_done_data);
   b->ops->softmax_xent(b, r->acts[net->layer_count], r->labels, count, net->classes,
                        grad_scale, r->grad_a, r->metrics);
   backward(r, count);
@@ -353,7 +355,7 @@ tdm_replica_train_step(TdmReplica *r, const int32_t *indices, int count, float g
 
   /* Graphs replay fixed launches, so a bucket hook (which issues communication from
    * the host) rules them out. A run has at most two shard sizes (full and last). */
-  if (b->ops->graph_launch == NULL || r->grads_ready != NULL) {
+  if (b->ops->graph_launch == NULL || r->grads_ready != NULL || r->forward_done != NULL) {
     train_body(r, count, grad_scale);
     return;
   }
@@ -389,6 +391,12 @@ tdm_replica_evaluate(TdmReplica *r, int first, int count)
   /* The upload may be asynchronous: keep the host indices alive until it is done. */
   b->ops->synchronize(b);
   g_free(indices);
+}
+
+const float *
+tdm_replica_outputs(const TdmReplica *r)
+{
+  return r->acts[r->net->layer_count];
 }
 
 TdmMetrics
