@@ -342,7 +342,7 @@ read_settings(TdmRunRecord *r, JsonObject *o, const char *path, GError **error)
                 "%s: the settings line has no configuration", path);
     return FALSE;
   }
-  g_autofree char *text = json_to_string(config, FALSE);
+  g_autofree char *text = tdm_json_to_string(config);
   g_autoptr(GError) local = NULL;
   r->config = tdm_config_from_json(text, &local);
   if (r->config == NULL) {
