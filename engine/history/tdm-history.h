@@ -16,6 +16,10 @@
 
 G_BEGIN_DECLS
 
+/* The step grid recorded runs summarize on (tdm_trainer_set_summary_steps): the same
+ * for the window and tandem-train --record, so their runs overlay too. */
+#define TDM_HISTORY_SUMMARY_STEPS 10
+
 typedef struct {
   long step;
   double epoch;                 /* epochs done, as a real number */

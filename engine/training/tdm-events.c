@@ -37,7 +37,8 @@ static void
 member_double(JsonBuilder *b, const char *name, double v)
 {
   json_builder_set_member_name(b, name);
-  json_builder_add_double_value(b, isfinite(v) ? v : 0);
+  /* Microseconds are all a timeline can show; fewer digits, shorter lines. */
+  json_builder_add_double_value(b, isfinite(v) ? round(v * 1e3) / 1e3 : 0);
 }
 
 static void
