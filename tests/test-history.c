@@ -6,6 +6,7 @@
 #include "tdm-error.h"
 #include "tdm-history.h"
 #include "tdm-network.h"
+#include "tdm-scaling.h"
 #include "tdm-trainer.h"
 
 #include <glib/gstdio.h>
@@ -270,6 +271,59 @@ test_compare_describe(void)
   g_assert_cmpstr(large, ==, "largest difference 1.2 × 10⁻¹: more than rounding explains");
 }
 
+typedef struct {
+  GArray *points;
+  GCancellable *cancel_after_first;
+} Points;
+
+static void
+on_point(const TdmScalingPoint *point, gpointer data)
+{
+  Points *p = data;
+  g_array_append_val(p->points, *point);
+  if (p->cancel_after_first != NULL)
+    g_cancellable_cancel(p->cancel_after_first);
+}
+
+/* 1 and 2 CPU workers: two points, in order, the first the baseline; throughput is
+ * measured, never compared with a number. */
+static void
+test_scaling_two_points(gconstpointer data)
+{
+  TdmScalingMode mode = GPOINTER_TO_INT(data);
+  g_autoptr(TdmConfig) cfg = config("cpu:2", 0);
+  Points p = {g_array_new(FALSE, FALSE, sizeof(TdmScalingPoint)), NULL};
+  g_autoptr(GError) error = NULL;
+  g_assert_true(tdm_scaling_run(cfg, mode, 30, on_point, &p, NULL, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(p.points->len, ==, 2);
+  for (int i = 0; i < 2; i++) {
+    const TdmScalingPoint *q = &g_array_index(p.points, TdmScalingPoint, i);
+    g_assert_cmpint(q->index, ==, i);
+    g_assert_cmpint(q->count, ==, 2);
+    g_assert_cmpint(q->devices, ==, i + 1);
+    g_assert_cmpint(q->batch, ==, mode == TDM_SCALING_WEAK ? 50 * (i + 1) : 100);
+    g_assert_cmpfloat(q->samples_per_second, >, 0);
+    g_assert_cmpfloat(fabs(q->efficiency - q->speedup / q->devices), <, 1e-12);
+  }
+  const TdmScalingPoint *first = &g_array_index(p.points, TdmScalingPoint, 0);
+  g_assert_cmpfloat(first->speedup, ==, 1.0);
+  g_array_unref(p.points);
+}
+
+static void
+test_scaling_cancel(void)
+{
+  g_autoptr(TdmConfig) cfg = config("cpu:2", 0);
+  g_autoptr(GCancellable) cancel = g_cancellable_new();
+  Points p = {g_array_new(FALSE, FALSE, sizeof(TdmScalingPoint)), cancel};
+  g_autoptr(GError) error = NULL;
+  g_assert_false(tdm_scaling_run(cfg, TDM_SCALING_STRONG, 30, on_point, &p, cancel, &error));
+  g_assert_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CANCELLED);
+  g_assert_cmpuint(p.points->len, ==, 1);
+  g_array_unref(p.points);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -280,5 +334,10 @@ main(int argc, char **argv)
   g_test_add_func("/history/damaged-files", test_damaged_files);
   g_test_add_func("/compare/one-device", test_compare_one_device);
   g_test_add_func("/compare/describe", test_compare_describe);
+  g_test_add_data_func("/scaling/strong", GINT_TO_POINTER(TDM_SCALING_STRONG),
+                       test_scaling_two_points);
+  g_test_add_data_func("/scaling/weak", GINT_TO_POINTER(TDM_SCALING_WEAK),
+                       test_scaling_two_points);
+  g_test_add_func("/scaling/cancel", test_scaling_cancel);
   return g_test_run();
 }
