@@ -83,6 +83,7 @@ struct _TdmTrainer {
   gulong cancel_handler;
   GCancellable *cancellable;
   volatile gint stop_requested; /* distributed runs: stop at the next summary vote */
+  gboolean step_detail;         /* phases and batch split of sampled steps (default on) */
   int summary_steps;             /* > 0: summaries on this step grid, not by the clock */
   int32_t *predicted;           /* [test count]: each test sample's predicted class */
 

@@ -43,6 +43,7 @@ tdm_trainer_new(const TdmConfig *config, TdmEventSink sink, gpointer user_data)
   g_mutex_init(&t->pause_lock);
   g_cond_init(&t->pause_cond);
   g_mutex_init(&t->error_lock);
+  t->step_detail = TRUE;
   return t;
 }
 
@@ -157,7 +158,7 @@ static void
 mark_phase(TdmTrainer *t, Timing *tm, TdmPhase phase, double start, double end)
 {
   TdmDevicePhases *p = &tm->phases;
-  if (p->spans >= TDM_MAX_PHASE_SPANS)
+  if (!t->step_detail || p->spans >= TDM_MAX_PHASE_SPANS)
     return;
   p->span[p->spans].start_ms = (float)(1e3 * (start - t->job.origin));
   p->span[p->spans].end_ms = (float)(1e3 * (end - t->job.origin));
@@ -295,7 +296,7 @@ job_train(TdmTrainer *t, int r)
   double start = timed ? now_seconds() : 0;
   /* Sampled steps also record their phases: forward and backward apart (the hook
    * takes the step off its graph), each collective and each wait. */
-  if (job->timed) {
+  if (job->timed && t->step_detail) {
     tm->phases.spans = 0;
     tm->forward_end = start;
     rep->forward_done = on_forward_done;
@@ -322,7 +323,7 @@ job_train(TdmTrainer *t, int r)
     b->ops->synchronize(b);
     double end = now_seconds();
     tm->compute += end - start;
-    if (job->timed) {
+    if (job->timed && t->step_detail) {
       rep->forward_done = NULL;
       mark_phase(t, tm, TDM_PHASE_FORWARD, start, tm->forward_end);
       mark_phase(t, tm, TDM_PHASE_BACKWARD, tm->forward_end, end);
@@ -1070,6 +1071,13 @@ wait_for_pace(TdmTrainer *t)
 }
 
 void
+tdm_trainer_set_step_detail(TdmTrainer *t, gboolean detail)
+{
+  g_return_if_fail(t != NULL);
+  t->step_detail = detail;
+}
+
+void
 tdm_trainer_set_summary_steps(TdmTrainer *t, int steps)
 {
   g_return_if_fail(t != NULL && steps >= 0);
@@ -1155,7 +1163,7 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
     t->step++;
     st.samples += count;
     st.epoch_samples += count;
-    if (t->job.timed)
+    if (t->job.timed && t->step_detail)
       emit_step_detail(t);
 
     gint64 now = now_us(t);

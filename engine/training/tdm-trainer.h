@@ -41,6 +41,10 @@ void tdm_trainer_set_clock (TdmTrainer *trainer, TdmClockFunc clock, gpointer us
 void tdm_trainer_set_paused (TdmTrainer *trainer, gboolean paused);
 gboolean tdm_trainer_get_paused (TdmTrainer *trainer);
 
+/* Whether sampled steps also report their phases and batch split (PHASES and BATCH
+ * events; on by default). Off only to measure what they cost (bench-phases). */
+void tdm_trainer_set_step_detail (TdmTrainer *trainer, gboolean detail);
+
 /* Step summaries every `steps` steps (and at epoch ends) instead of every ~50 ms, so
  * two runs of one configuration record the same points and overlay exactly (run
  * history); 0, the default, goes by the clock. Set before run. */
