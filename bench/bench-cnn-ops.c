@@ -131,19 +131,19 @@ t_relu_backward(TdmBackend *b, float *dx, const float *dy, const float *y, size_
 
 static void
 t_im2col(TdmBackend *b, float *col, const float *x, int n, int h, int w, int c, int kh,
-         int kw, int pad)
+         int kw, int pad, int stride)
 {
-  int i = begin("im2col", "%d×%d×%d×%d k%d", n, h, w, c, kh);
-  T.real->im2col(b, col, x, n, h, w, c, kh, kw, pad);
+  int i = begin("im2col", "%d×%d×%d×%d k%d s%d", n, h, w, c, kh, stride);
+  T.real->im2col(b, col, x, n, h, w, c, kh, kw, pad, stride);
   end(i);
 }
 
 static void
 t_col2im(TdmBackend *b, float *dx, const float *col, int n, int h, int w, int c, int kh,
-         int kw, int pad)
+         int kw, int pad, int stride)
 {
-  int i = begin("col2im", "%d×%d×%d×%d k%d", n, h, w, c, kh);
-  T.real->col2im(b, dx, col, n, h, w, c, kh, kw, pad);
+  int i = begin("col2im", "%d×%d×%d×%d k%d s%d", n, h, w, c, kh, stride);
+  T.real->col2im(b, dx, col, n, h, w, c, kh, kw, pad, stride);
   end(i);
 }
 
@@ -190,10 +190,12 @@ t_conv_pool_backward(TdmBackend *b, float *dwt, float *dbias, const float *dy,
 
 static void
 t_softmax_xent(TdmBackend *b, const float *logits, const int32_t *labels, int rows,
-               int classes, float grad_scale, float *dlogits, TdmMetrics *metrics)
+               int classes, float smoothing, float grad_scale, float *dlogits,
+               TdmMetrics *metrics)
 {
   int i = begin("softmax_xent", "%d×%d", rows, classes);
-  T.real->softmax_xent(b, logits, labels, rows, classes, grad_scale, dlogits, metrics);
+  T.real->softmax_xent(b, logits, labels, rows, classes, smoothing, grad_scale, dlogits,
+                       metrics);
   end(i);
 }
 

@@ -10,6 +10,9 @@
  *                                        1 and 2 workers
  *   bench-train --devices cuda:0         the same table on a GPU
  *   bench-train --network cnn --batch 100 --devices cpu:2   one configuration
+ *   bench-train --network resnet --batch 512 --devices cpu:2 --steps 20 --torch
+ *                                        a fixed number of steps instead of an epoch
+ *                                        (the resnet preset's recipe on both sides)
  */
 #include "tdm-build-config.h"
 #include "tdm-backend.h"
@@ -57,7 +60,7 @@ compare_doubles(const void *a, const void *b)
 /* Seconds for one epoch (median of `repeat`), or NAN on failure. */
 static double
 time_epoch(const char *dataset, int train_count, const char *network, const char *devices,
-           int batch, const char *precision, int repeat, int *operations_per_step)
+           int batch, const char *precision, int repeat, int steps, int *operations_per_step)
 {
   double times[16];
   repeat = CLAMP(repeat, 1, 16);
@@ -66,6 +69,8 @@ time_epoch(const char *dataset, int train_count, const char *network, const char
   cfg->dataset = g_strdup(dataset);
   g_free(cfg->network);
   cfg->network = g_strdup(network);
+  /* A preset's recipe (augmentation, BN mode, optimizer) is part of its cost. */
+  tdm_config_apply_preset(cfg, network);
   if (!tdm_config_set_devices(cfg, devices, NULL))
     return NAN;
   tdm_precision_from_name(precision, &cfg->precision);
@@ -74,7 +79,7 @@ time_epoch(const char *dataset, int train_count, const char *network, const char
   /* One epoch of steps: training throughput alone. The run ends at the epoch's end,
    * and so evaluates the test set after its last step: the clock stops at the last
    * step's summary, which the trainer always sends. */
-  cfg->max_steps = (train_count + batch - 1) / batch;
+  cfg->max_steps = steps > 0 ? steps : (train_count + batch - 1) / batch;
 
   /* Run −1 is the warm-up: graph capture, page faults, caches. */
   for (int run = -1; run < repeat; run++) {
@@ -165,7 +170,8 @@ measure_ceilings(const char *device, const char *precision)
 /* The PyTorch reference's samples/s for the same configuration, or NAN. */
 static double
 torch_samples_per_second(const char *python, const char *dataset, const char *network,
-                         const char *device, int batch, const char *precision, int repeat)
+                         const char *device, int batch, const char *precision, int repeat,
+                         int steps, int threads)
 {
   /* The source tree it was built from, or the current folder's bench/ when the build
    * was carried to another machine. */
@@ -176,9 +182,12 @@ torch_samples_per_second(const char *python, const char *dataset, const char *ne
   }
   g_autofree char *batch_text = g_strdup_printf("%d", batch);
   g_autofree char *repeat_text = g_strdup_printf("%d", repeat);
+  g_autofree char *steps_text = g_strdup_printf("%d", steps);
+  g_autofree char *threads_text = g_strdup_printf("%d", threads);
   const char *argv[] = {python, script, "--dataset", dataset, "--network", network,
                         "--device", device, "--batch", batch_text, "--precision", precision,
-                        "--repeat", repeat_text, NULL};
+                        "--repeat", repeat_text, "--steps", steps_text,
+                        threads > 0 ? "--threads" : NULL, threads_text, NULL};
   g_autofree char *out = NULL;
   int status = 0;
   if (!g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL,
@@ -239,7 +248,7 @@ main(int argc, char **argv)
 {
   g_autofree char *devices = NULL, *network = NULL, *dataset = NULL, *python = NULL;
   g_autofree char *precision = NULL;
-  int batch = 0, repeat = 3;
+  int batch = 0, repeat = 3, steps = 0;
   gboolean torch = FALSE, stop_latency = FALSE;
   GOptionEntry entries[] = {
     {"devices", 0, 0, G_OPTION_ARG_STRING, &devices, "Devices (default: cpu and cpu:2)", "LIST"},
@@ -248,6 +257,7 @@ main(int argc, char **argv)
     {"dataset", 0, 0, G_OPTION_ARG_STRING, &dataset, "Dataset (default fashion-mnist)", "NAME"},
     {"precision", 0, 0, G_OPTION_ARG_STRING, &precision, "fp32 or tf32 (default fp32)", "P"},
     {"repeat", 0, 0, G_OPTION_ARG_INT, &repeat, "Timed epochs, median taken (default 3)", "N"},
+    {"steps", 0, 0, G_OPTION_ARG_INT, &steps, "Time N steps instead of an epoch", "N"},
     {"torch", 0, 0, G_OPTION_ARG_NONE, &torch, "Also run the PyTorch reference", NULL},
     {"stop-latency", 0, 0, G_OPTION_ARG_NONE, &stop_latency,
      "Measure how long a stop takes instead", NULL},
@@ -303,11 +313,11 @@ main(int argc, char **argv)
           return 1;
         int operations = 0;
         double seconds = time_epoch(dataset, pair->train->count, net_name, dev, b, precision,
-                                    repeat, &operations);
+                                    repeat, steps, &operations);
         g_autoptr(TdmNetwork) net =
             tdm_network_new(net_name, pair->train->height, pair->train->width,
                             pair->train->channels, pair->train->classes, NULL);
-        double samples = pair->train->count / seconds;
+        double samples = (steps > 0 ? (double)steps * b : pair->train->count) / seconds;
         double gflops = samples * 3 * tdm_network_forward_flops(net) / 1e9;
         /* The floor of one step: its FLOPs at the GEMM rate, or its operations at the
          * issue cost, whichever is longer. The FLOPs split over distinct devices only:
@@ -327,8 +337,16 @@ main(int argc, char **argv)
                100 * samples / floor_samples);
         if (torch) {
           const char *torch_device = g_str_has_prefix(dev, "cuda") ? "cuda" : "cpu";
+          /* As many threads as Tandem's CPU workers have cores between them. */
+          int threads = 0;
+          if (g_str_has_prefix(dev, "cpu"))
+            threads = MIN((int)g_get_num_processors(), g_strv_length(replicas) > 1
+                                                            ? (int)g_strv_length(replicas)
+                                                            : (int)g_get_num_processors());
+          if (g_str_has_prefix(dev, "cpu:"))
+            threads = MIN((int)g_get_num_processors(), atoi(dev + 4));
           double ref = torch_samples_per_second(python, dataset, net_name, torch_device, b,
-                                                precision, repeat);
+                                                precision, repeat, steps, threads);
           printf(" %.0f | %.2f× |", ref, samples / ref);
         }
         printf("\n");

@@ -5,6 +5,15 @@ same way (one warm-up epoch, then the median of --repeat epochs, evaluation excl
 The data sits where the model runs (GPU memory for --device cuda), gathered and
 normalized per batch as Tandem does, so the comparison is of the training step alone.
 Prints one line: samples_per_second=N.
+
+--network resnet is Tandem's `resnet` preset as a PyTorch module (its state_dict has
+the names and shapes of Tandem's checkpoints) trained with the preset's recipe: SGD
+with Nesterov momentum 0.9, lr 0.2, weight decay 5e-4 on conv and fc weights only,
+label smoothing 0.1, random 2-pixel crops and horizontal flips done on the device.
+--steps N times N steps instead of an epoch (CPUs are slow at it); --precision bf16
+runs under torch.autocast on CUDA. --time-to-accuracy trains the preset's 10 epochs
+(1 of warm-up, then linear decay) and prints the training seconds until the test
+accuracy first reaches --target.
 """
 import argparse
 import gzip
@@ -16,6 +25,7 @@ import time
 import numpy as np
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 FASHION = "/usr/share/datasets/fashion-mnist"
 
@@ -29,12 +39,13 @@ def read_idx(path):
     return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
 
 
-def load(dataset):
+def load(dataset, split="train"):
     if dataset in ("fashion-mnist", "mnist"):
         folder = FASHION if dataset == "fashion-mnist" else os.environ.get(
             "TANDEM_MNIST_DIR", "/usr/share/datasets/mnist")
-        images = read_idx(os.path.join(folder, "train-images-idx3-ubyte.gz"))
-        labels = read_idx(os.path.join(folder, "train-labels-idx1-ubyte.gz"))
+        prefix = "train" if split == "train" else "t10k"
+        images = read_idx(os.path.join(folder, f"{prefix}-images-idx3-ubyte.gz"))
+        labels = read_idx(os.path.join(folder, f"{prefix}-labels-idx1-ubyte.gz"))
         return images.reshape(-1, 1, 28, 28), labels
     # Synthetic stand-in of the same shape: throughput does not depend on content.
     rng = np.random.default_rng(0)
@@ -42,7 +53,64 @@ def load(dataset):
             rng.integers(0, 10, 60000, dtype=np.uint8))
 
 
+class Block(nn.Module):
+    """A basic residual block: Tandem's res(convCk3sSp1,bn,relu,convCk3p1,bn),relu."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.downsample = None
+        if stride != 1 or cin != cout:
+            self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                            nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return F.relu(out + (x if self.downsample is None else self.downsample(x)))
+
+
+class ResNet(nn.Module):
+    """Tandem's `resnet` preset (TDM_NETWORK_RESNET in engine/model/tdm-network.h)."""
+
+    def __init__(self, channels=1, classes=10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, 32, 3, 1, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(32)
+        self.layer1 = nn.Sequential(Block(32, 32, 1))
+        self.layer2 = nn.Sequential(Block(32, 64, 2))
+        self.layer3 = nn.Sequential(Block(64, 128, 2))
+        self.fc1 = nn.Linear(128, classes)
+
+    def forward(self, x):
+        x = F.relu(self.bn1(self.conv1(x)))
+        x = self.layer3(self.layer2(self.layer1(x)))
+        return self.fc1(x.mean((2, 3)))
+
+
+def augment(x, pad, gen):
+    """Random crop (zero padding) and horizontal flip of a uint8-derived batch, on its
+    device."""
+    n, _, h, w = x.shape
+    padded = F.pad(x, (pad, pad, pad, pad))
+    dy = torch.randint(0, 2 * pad + 1, (n,), device=x.device, generator=gen)
+    dx = torch.randint(0, 2 * pad + 1, (n,), device=x.device, generator=gen)
+    rows = (dy.view(n, 1) + torch.arange(h, device=x.device)).view(n, 1, h, 1)
+    cols = (dx.view(n, 1) + torch.arange(w, device=x.device)).view(n, 1, 1, w)
+    flip = torch.rand(n, device=x.device, generator=gen) < 0.5
+    cols = torch.where(flip.view(n, 1, 1, 1), cols.flip(3), cols)
+    c = x.shape[1]
+    idx_n = torch.arange(n, device=x.device).view(n, 1, 1, 1)
+    idx_c = torch.arange(c, device=x.device).view(1, c, 1, 1)
+    return padded[idx_n, idx_c, rows, cols]
+
+
 def network(name):
+    if name == "resnet":
+        return ResNet()
     if name == "mlp":
         return nn.Sequential(nn.Flatten(), nn.Linear(784, 1000), nn.ReLU(),
                              nn.Linear(1000, 1000), nn.ReLU(), nn.Linear(1000, 10))
@@ -65,6 +133,10 @@ def main():
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--compile", action="store_true",
                    help="torch.compile(mode='reduce-overhead')")
+    p.add_argument("--steps", type=int, default=0, help="time N steps, not an epoch")
+    p.add_argument("--time-to-accuracy", action="store_true")
+    p.add_argument("--target", type=float, default=0.94)
+    p.add_argument("--seed", type=int, default=0)
     a = p.parse_args()
 
     torch.set_num_threads(a.threads)
@@ -74,15 +146,31 @@ def main():
     images, labels = load(a.dataset)
     x_all = torch.from_numpy(images.copy()).to(device)
     y_all = torch.from_numpy(labels.astype(np.int64)).to(device)
-    model = network(a.network).to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    loss_fn = nn.CrossEntropyLoss()
+    torch.manual_seed(a.seed)
+    model = network(a.network).to(device).to(memory_format=torch.channels_last)
+    recipe = a.network == "resnet"
+    if recipe:
+        decay = [p for n_, p in model.named_parameters() if p.dim() > 1]
+        rest = [p for n_, p in model.named_parameters() if p.dim() <= 1]
+        opt = torch.optim.SGD([{"params": decay, "weight_decay": 5e-4},
+                               {"params": rest, "weight_decay": 0.0}],
+                              lr=0.2, momentum=0.9, nesterov=True)
+        loss_fn = nn.CrossEntropyLoss(label_smoothing=0.1)
+    else:
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        loss_fn = nn.CrossEntropyLoss()
+    aug_gen = torch.Generator(device=device).manual_seed(a.seed)
+    autocast = a.precision == "bf16" and device.type == "cuda"
 
     def step(idx):
         x = x_all[idx].float().div_(255.0)
+        if recipe:
+            x = augment(x, 2, aug_gen)
+        x = x.contiguous(memory_format=torch.channels_last)
         y = y_all[idx]
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast):
+            loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
         return loss
@@ -90,14 +178,18 @@ def main():
     if a.compile:
         step = torch.compile(step, mode="reduce-overhead")
     n = x_all.shape[0]
-    gen = torch.Generator(device="cpu").manual_seed(0)
+    gen = torch.Generator(device="cpu").manual_seed(a.seed)
+    if a.time_to_accuracy:
+        time_to_accuracy(a, model, opt, step, x_all, n, gen, device)
+        return
+    limit = a.steps * a.batch if a.steps > 0 else n
 
     def epoch():
         order = torch.randperm(n, generator=gen).to(device)
         if device.type == "cuda":
             torch.cuda.synchronize()
         start = time.perf_counter()
-        for i in range(0, n, a.batch):
+        for i in range(0, limit, a.batch):
             step(order[i:i + a.batch])
         if device.type == "cuda":
             torch.cuda.synchronize()
@@ -105,8 +197,47 @@ def main():
 
     epoch()
     times = sorted(epoch() for _ in range(a.repeat))
-    print(f"samples_per_second={n / times[len(times) // 2]:.1f}")
+    print(f"samples_per_second={limit / times[len(times) // 2]:.1f}")
     print(f"seconds_per_epoch={times[len(times) // 2]:.4f}")
+
+
+def time_to_accuracy(a, model, opt, step, x_all, n, gen, device):
+    """The preset's schedule (10 epochs: 1 of linear warm-up from lr/10, then linear
+    decay to 0), training time only, test accuracy after each epoch."""
+    images, labels = load(a.dataset, "test")
+    x_test = torch.from_numpy(images.copy()).to(device).float().div_(255.0)
+    x_test = x_test.contiguous(memory_format=torch.channels_last)
+    y_test = torch.from_numpy(labels.astype(np.int64)).to(device)
+    epochs, warm, base = 10, 1.0, 0.2
+    steps_per_epoch = (n + a.batch - 1) // a.batch
+    trained, reached = 0.0, None
+    for e in range(epochs):
+        order = torch.randperm(n, generator=gen).to(device)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        for k, i in enumerate(range(0, n, a.batch)):
+            t = e + k / steps_per_epoch
+            lr = base * (0.1 + 0.9 * t / warm) if t < warm else \
+                base * (1 - (t - warm) / (epochs - warm))
+            for g in opt.param_groups:
+                g["lr"] = lr
+            step(order[i:i + a.batch])
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        trained += time.perf_counter() - start
+        model.eval()
+        with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16,
+                                             enabled=a.precision == "bf16" and
+                                             device.type == "cuda"):
+            correct = sum((model(x_test[j:j + 1000]).argmax(1) == y_test[j:j + 1000])
+                          .sum().item() for j in range(0, x_test.shape[0], 1000))
+        model.train()
+        accuracy = correct / x_test.shape[0]
+        print(f"epoch={e + 1} accuracy={accuracy:.4f} trained_seconds={trained:.3f}")
+        if reached is None and accuracy >= a.target:
+            reached = trained
+    print(f"time_to_accuracy={reached if reached is not None else float('nan'):.3f}")
 
 
 if __name__ == "__main__":

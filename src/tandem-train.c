@@ -30,6 +30,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "tdm-cli-classify.h"
+
 enum {
   EXIT_RUNTIME = 1,
   EXIT_BAD_INPUT = 2,
@@ -42,9 +44,11 @@ typedef struct {
   char *dataset, *network, *devices, *main_replica, *batch, *epochs;
   char *optimizer, *lr, *momentum, *beta1, *beta2, *eps, *weight_decay;
   char *schedule, *step_epochs, *gamma, *strategy, *precision, *seed;
-  char *eval_batch, *max_steps, *save, *resume;
+  char *eval_batch, *max_steps, *save, *resume, *image_size, *color, *top;
+  char *batchnorm, *decay_on, *warmup, *smoothing, *crop, *flip;
+  char **classify;
+  gboolean test_flip, list_devices, json, quiet, version, distributed, record;
   char *run_name, *history, *pace;
-  gboolean list_devices, json, quiet, version, distributed, record;
 } Options;
 
 static void
@@ -54,11 +58,13 @@ options_clear(Options *o)
     &o->dataset, &o->network, &o->devices, &o->main_replica, &o->batch, &o->epochs,
     &o->optimizer, &o->lr, &o->momentum, &o->beta1, &o->beta2, &o->eps, &o->weight_decay,
     &o->schedule, &o->step_epochs, &o->gamma, &o->strategy, &o->precision, &o->seed,
-    &o->eval_batch, &o->max_steps, &o->save, &o->resume,
+    &o->eval_batch, &o->max_steps, &o->save, &o->resume, &o->image_size, &o->color, &o->top,
+    &o->batchnorm, &o->decay_on, &o->warmup, &o->smoothing, &o->crop, &o->flip,
     &o->run_name, &o->history, &o->pace,
   };
   for (gsize i = 0; i < G_N_ELEMENTS(strings); i++)
     g_clear_pointer(strings[i], g_free);
+  g_clear_pointer(&o->classify, g_strfreev);
 }
 
 static const char summary[] =
@@ -69,10 +75,27 @@ static const char summary[] =
 
 static const char description[] =
   "Datasets: fashion-mnist (the default, in " TDM_FASHION_MNIST_DIR "),\n"
-  "mnist, synthetic (built in, needs no files), or a folder of IDX files or of\n"
-  "CIFAR-10 batches.\n"
-  "Networks: mlp (784-1000-1000-10), cnn, or a spec such as\n"
+  "mnist, synthetic (built in, needs no files), or a folder of IDX files, of\n"
+  "CIFAR-10 batches, or of class folders of PNG/JPEG images (FOLDER/CLASS/IMAGE, or\n"
+  "FOLDER/train/CLASS/… and FOLDER/test/CLASS/…; --image-size and --color choose\n"
+  "the samples; the decoded set is cached in ~/.cache/tandem/images).\n"
+  "Networks: mlp (784-1000-1000-10), cnn, resnet (a small residual BN network; it\n"
+  "brings its recipe: 10 epochs, batch 512, Nesterov SGD lr 0.2, weight decay 5e-4\n"
+  "on weights, 1 epoch of warm-up then linear decay, label smoothing 0.1, crop 2,\n"
+  "flip auto, synchronized BN; flags given override any of it), or a spec such as\n"
   "  conv32k3p1,relu,pool2,fc128,relu,fc10\n"
+  "  conv32k3p1,bn,relu,res(conv32k3p1,bn,relu,conv32k3p1,bn),relu,gap,fc10\n"
+  "Spec items: fcN, convNkK[sS][pP] (N channels, K×K kernel, stride S, padding P),\n"
+  "poolK, avgK (max/average pooling), gap, gmp (global average/max pooling), bn,\n"
+  "relu, dropP (dropout rate P), flatten, res(…) (residual block: its layers plus\n"
+  "its input, through a 1×1 conv and bn where the shape changes), N*item and\n"
+  "N*(…) (repeats). A conv or fc right before bn has no bias.\n"
+  "Batch norm across devices (--batchnorm): per-replica normalizes each device's\n"
+  "share with its own statistics (PyTorch DDP's default); sync combines them over\n"
+  "all devices every step, so N devices train exactly as one with the same batch.\n"
+  "Augmentation: --crop P shifts each image by up to P pixels (zero padded),\n"
+  "--flip mirrors half of them (auto: not for digits, mnist and synthetic); both\n"
+  "depend only on the seed, epoch and sample, never on the number of devices.\n"
   "Devices: cpu, cpu:N (N CPU workers), cuda:N (GPU N); a GPU may be named twice.\n"
   "Strategies: allreduce all-reduces the gradients and every device updates (as\n"
   "ChainerMN and PyTorch DDP); main reduces them onto the main device, updates\n"
@@ -84,6 +107,8 @@ static const char description[] =
   "  tandem-train --devices cuda:0,cuda:1 --network cnn --strategy main --main 1\n"
   "  tandem-train --resume run.safetensors --epochs 40\n"
   "  tandem-train --dataset synthetic --epochs 1 --json | jq .type\n"
+  "  tandem-train --dataset ~/photos --image-size 64 --color rgb --save photos.st\n"
+  "  tandem-train --resume photos.st --classify cat.jpg dog.png\n"
   "\n"
   "With --resume the run's settings come from the checkpoint (all but --max-steps);\n"
   "flags given as well override them (e.g. --epochs to train longer), and\n"
@@ -117,7 +142,7 @@ options_context(Options *o)
     {"epochs", 0, 0, G_OPTION_ARG_STRING, &o->epochs,
      "Epochs to train (default 20)", "N"},
     {"optimizer", 0, 0, G_OPTION_ARG_STRING, &o->optimizer,
-     "sgd, momentum or adam (default adam)", "NAME"},
+     "sgd, momentum, adam or nesterov (default adam)", "NAME"},
     {"lr", 0, 0, G_OPTION_ARG_STRING, &o->lr,
      "Learning rate; Adam's alpha (default 0.001)", "X"},
     {"momentum", 0, 0, G_OPTION_ARG_STRING, &o->momentum,
@@ -128,7 +153,7 @@ options_context(Options *o)
     {"weight-decay", 0, 0, G_OPTION_ARG_STRING, &o->weight_decay,
      "Weight decay (default 0)", "X"},
     {"schedule", 0, 0, G_OPTION_ARG_STRING, &o->schedule,
-     "Learning rate schedule: constant, step, cosine", "NAME"},
+     "Learning rate schedule: constant, step, cosine, linear", "NAME"},
     {"step-epochs", 0, 0, G_OPTION_ARG_STRING, &o->step_epochs,
      "Epochs between steps of --schedule step (10)", "N"},
     {"gamma", 0, 0, G_OPTION_ARG_STRING, &o->gamma,
@@ -136,7 +161,21 @@ options_context(Options *o)
     {"strategy", 0, 0, G_OPTION_ARG_STRING, &o->strategy,
      "allreduce (default) or main; see below", "NAME"},
     {"precision", 0, 0, G_OPTION_ARG_STRING, &o->precision,
-     "GEMMs in fp32 (default) or tf32 on GPUs", "NAME"},
+     "fp32 (default), tf32 or bf16 (GPUs: bf16 GEMMs, fp32 weights)", "NAME"},
+    {"batchnorm", 0, 0, G_OPTION_ARG_STRING, &o->batchnorm,
+     "Batch norm across devices: per-replica (default) or sync", "MODE"},
+    {"weight-decay-on", 0, 0, G_OPTION_ARG_STRING, &o->decay_on,
+     "What weight decay applies to: all (default) or weights (not biases, not BN)", "WHAT"},
+    {"warmup", 0, 0, G_OPTION_ARG_STRING, &o->warmup,
+     "Epochs of linear learning-rate warm-up before the schedule (default 0)", "E"},
+    {"label-smoothing", 0, 0, G_OPTION_ARG_STRING, &o->smoothing,
+     "Label smoothing of the training loss, in [0, 1) (default 0)", "X"},
+    {"crop", 0, 0, G_OPTION_ARG_STRING, &o->crop,
+     "Random crop: shift images by up to P pixels, zero padded (default 0, off)", "P"},
+    {"flip", 0, 0, G_OPTION_ARG_STRING, &o->flip,
+     "Random horizontal flip in training: auto, on or off (default off)", "WHEN"},
+    {"test-flip", 0, 0, G_OPTION_ARG_NONE, &o->test_flip,
+     "Evaluate each test image and its mirror and average the two", NULL},
     {"seed", 0, 0, G_OPTION_ARG_STRING, &o->seed,
      "Seed of initial weights and shuffling (default 0)", "N"},
     {"eval-batch", 0, 0, G_OPTION_ARG_STRING, &o->eval_batch,
@@ -147,6 +186,16 @@ options_context(Options *o)
      "Save a safetensors checkpoint every epoch", "FILE"},
     {"resume", 0, 0, G_OPTION_ARG_FILENAME, &o->resume,
      "Continue the run saved in a checkpoint", "FILE"},
+    {"image-size", 0, 0, G_OPTION_ARG_STRING, &o->image_size,
+     "Image folders: side of the square samples (default: from the images, at most 64)",
+     "N"},
+    {"color", 0, 0, G_OPTION_ARG_STRING, &o->color,
+     "Image folders: auto, grey or rgb (default auto: grey when every image is)", "C"},
+    {"classify", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o->classify,
+     "Classify image files with the --resume checkpoint and exit (repeat or list after)",
+     "IMAGE"},
+    {"top", 0, 0, G_OPTION_ARG_STRING, &o->top,
+     "With --classify: how many classes to print per image (default 3)", "N"},
     {"record", 0, 0, G_OPTION_ARG_NONE, &o->record,
      "Keep the run in the run history (the window lists it)", NULL},
     {"run-name", 0, 0, G_OPTION_ARG_STRING, &o->run_name,
@@ -232,6 +281,10 @@ options_apply(const Options *o, TdmConfig *c, GError **error)
   if (o->network) {
     g_free(c->network);
     c->network = g_strdup(o->network);
+    /* A built-in network's recipe, under whatever else was given. A resumed run keeps
+     * the recipe it was started with. */
+    if (!o->resume)
+      tdm_config_apply_preset(c, o->network);
   }
   if (o->devices && !tdm_config_set_devices(c, o->devices, error))
     return FALSE;
@@ -246,8 +299,16 @@ options_apply(const Options *o, TdmConfig *c, GError **error)
       !parse_double("--weight-decay", o->weight_decay, &c->weight_decay, error) ||
       !parse_int("--step-epochs", o->step_epochs, &c->step_epochs, error) ||
       !parse_double("--gamma", o->gamma, &c->gamma, error) ||
-      !parse_int("--eval-batch", o->eval_batch, &c->eval_batch, error))
+      !parse_int("--eval-batch", o->eval_batch, &c->eval_batch, error) ||
+      !parse_double("--warmup", o->warmup, &c->warmup_epochs, error) ||
+      !parse_double("--label-smoothing", o->smoothing, &c->label_smoothing, error) ||
+      !parse_int("--crop", o->crop, &c->crop_pad, error) ||
+      !parse_int("--image-size", o->image_size, &c->image_size, error))
     return FALSE;
+  if (o->test_flip)
+    c->test_flip = TRUE;
+  NAME_OPTION("--color", o->color, tdm_color_from_name, &c->image_channels,
+              "auto, grey or rgb");
   gint64 max_steps;
   if (o->max_steps) {
     if (!g_ascii_string_to_signed(o->max_steps, 10, G_MINLONG, G_MAXLONG, &max_steps, NULL))
@@ -261,13 +322,18 @@ options_apply(const Options *o, TdmConfig *c, GError **error)
   if (o->seed && !g_ascii_string_to_unsigned(o->seed, 10, 0, G_MAXUINT64, &c->seed, NULL))
     return bad_option(error, "--seed: “%s” is not a non-negative whole number", o->seed);
   NAME_OPTION("--optimizer", o->optimizer, tdm_optimizer_from_name, &c->optimizer,
-              "sgd, momentum or adam");
+              "sgd, momentum, adam or nesterov");
   NAME_OPTION("--schedule", o->schedule, tdm_schedule_from_name, &c->schedule,
-              "constant, step or cosine");
+              "constant, step, cosine or linear");
+  NAME_OPTION("--batchnorm", o->batchnorm, tdm_batchnorm_from_name, &c->batchnorm,
+              "per-replica or sync");
+  NAME_OPTION("--weight-decay-on", o->decay_on, tdm_decay_scope_from_name, &c->decay_scope,
+              "all or weights");
+  NAME_OPTION("--flip", o->flip, tdm_flip_setting_from_name, &c->flip, "auto, on or off");
   NAME_OPTION("--strategy", o->strategy, tdm_strategy_from_name, &c->strategy,
               "main or allreduce");
   NAME_OPTION("--precision", o->precision, tdm_precision_from_name, &c->precision,
-              "fp32 or tf32");
+              "fp32, tf32 or bf16");
   if (o->save) {
     g_free(c->save_path);
     c->save_path = g_strdup(o->save);
@@ -639,6 +705,8 @@ json_event(const TdmEvent *ev)
     json_string(b, "dataset", s->dataset);
     json_int(b, "train_count", s->train_count);
     json_int(b, "test_count", s->test_count);
+    if (s->notice[0] != '\0')
+      json_string(b, "notice", s->notice);
     break;
   }
   case TDM_EVENT_STEP: {
@@ -764,6 +832,9 @@ on_event(const TdmEvent *ev, gpointer user_data)
 
   switch (ev->kind) {
   case TDM_EVENT_STARTED:
+    /* Skipped files are said once, whether or not progress is shown. */
+    if (ev->started.notice[0] != '\0')
+      fprintf(stderr, "tandem-train: warning: %s\n", ev->started.notice);
     if (p->bar)
       print_started(p, &ev->started);
     break;
@@ -951,6 +1022,17 @@ main(int argc, char **argv)
     options_clear(&o);
     return fail(EXIT_BAD_INPUT, NULL, error->message);
   }
+  /* --classify a.png b.png: the names after the first are arguments too. */
+  if (o.classify != NULL && argc > 1) {
+    GStrvBuilder *all = g_strv_builder_new();
+    g_strv_builder_addv(all, (const char **)o.classify);
+    for (int i = 1; i < argc; i++)
+      g_strv_builder_add(all, argv[i]);
+    g_strfreev(o.classify);
+    o.classify = g_strv_builder_end(all);
+    g_strv_builder_unref(all);
+    argc = 1;
+  }
   if (argc > 1) {
     g_autofree char *message = g_strdup_printf("unexpected argument “%s” (see --help)",
                                                argv[1]);
@@ -963,6 +1045,15 @@ main(int argc, char **argv)
     printf("tandem-train %s\n", TDM_VERSION);
   } else if (o.list_devices) {
     status = list_devices();
+  } else if (o.classify != NULL) {
+    gint64 top = 3;
+    if (o.resume == NULL)
+      status = fail(EXIT_BAD_INPUT, "--classify", "needs --resume CHECKPOINT: the trained "
+                                                  "network to classify with");
+    else if (o.top != NULL && !g_ascii_string_to_signed(o.top, 10, 1, 256, &top, NULL))
+      status = fail(EXIT_BAD_INPUT, "--top", "expected a whole number from 1 to 256");
+    else
+      status = tdm_cli_classify(o.resume, (const char *const *)o.classify, (int)top, o.json);
   } else if (o.distributed && !tdm_distributed_init(&argc, &argv, &error)) {
     status = fail(EXIT_RUNTIME, "--distributed", error->message);
   } else {

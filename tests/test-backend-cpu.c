@@ -444,12 +444,12 @@ test_im2col(void)
       }
 
     poison(col, rows * cols);
-    b->ops->im2col(b, col, x, s->n, s->h, s->w, s->c, s->kh, s->kw, s->pad);
+    b->ops->im2col(b, col, x, s->n, s->h, s->w, s->c, s->kh, s->kw, s->pad, 1);
     assert_written(col, rows * cols);
     assert_rel(col, ref, rows * cols, TOL);
 
     poison(dx, xn);
-    b->ops->col2im(b, dx, dcol, s->n, s->h, s->w, s->c, s->kh, s->kw, s->pad);
+    b->ops->col2im(b, dx, dcol, s->n, s->h, s->w, s->c, s->kh, s->kw, s->pad, 1);
     assert_written(dx, xn);
     assert_rel(dx, dref, xn, TOL);
     g_assert_true(tdm_backend_check(b, NULL));
@@ -614,7 +614,7 @@ conv_pool_case(const ConvPoolShape *s)
   fill_random(bias, s->out, -0.5, 0.5);
   fill_random(dy, yn, -1, 1);
 
-  b->ops->im2col(b, col, x, s->n, s->h, s->w, s->c, s->k, s->k, s->pad);
+  b->ops->im2col(b, col, x, s->n, s->h, s->w, s->c, s->k, s->k, s->pad, 1);
   b->ops->gemm(b, false, true, rows, s->out, taps, 1.0f, col, taps, wt, taps, 0.0f, conv,
                s->out);
   b->ops->maxpool_forward(b, y_ref, arg_ref, conv, bias, s->relu, s->n, oh, ow, s->out, s->pk);
@@ -731,7 +731,7 @@ xent_case(TdmBackend *b, int rows, int classes, double spread, gboolean with_gra
   metrics->loss_sum = 10.0;
   metrics->correct = 3.0;
   poison(d, n);
-  b->ops->softmax_xent(b, z, labels, rows, classes, grad_scale, with_grad ? d : NULL,
+  b->ops->softmax_xent(b, z, labels, rows, classes, 0.0f, grad_scale, with_grad ? d : NULL,
                        metrics);
   g_assert_true(tdm_backend_check(b, NULL));
   g_assert_true(isfinite(metrics->loss_sum));
@@ -768,7 +768,7 @@ test_softmax_xent(void)
   float z[4] = { 2, 2, 1, 2 };
   int32_t labels[2] = { 1, 1 };
   TdmMetrics m = { 0, 0 };
-  b->ops->softmax_xent(b, z, labels, 2, 2, 1.0f, NULL, &m);
+  b->ops->softmax_xent(b, z, labels, 2, 2, 0.0f, 1.0f, NULL, &m);
   g_assert_cmpfloat(m.correct, ==, 1.0);
   free_backend(b);
 }
@@ -947,14 +947,14 @@ test_sticky_error(void)
   g_assert_cmpfloat(c[0], ==, 7.0f);
   int32_t bad_label = 5;
   TdmMetrics m = { 0, 0 };
-  b->ops->softmax_xent(b, a, &bad_label, 1, 4, 1.0f, NULL, &m);
+  b->ops->softmax_xent(b, a, &bad_label, 1, 4, 0.0f, 1.0f, NULL, &m);
   g_clear_error(&error);
   g_assert_false(tdm_backend_check(b, &error));
   g_assert_nonnull(strstr(error->message, "lda"));  /* the first failure wins */
   tdm_backend_free(b);
 
   b = new_backend();
-  b->ops->softmax_xent(b, a, &bad_label, 1, 4, 1.0f, NULL, &m);
+  b->ops->softmax_xent(b, a, &bad_label, 1, 4, 0.0f, 1.0f, NULL, &m);
   g_clear_error(&error);
   g_assert_false(tdm_backend_check(b, &error));
   g_assert_nonnull(strstr(error->message, "label 5"));
@@ -1137,7 +1137,7 @@ conv_loss(gpointer data)
   Conv *cv = data;
   TdmBackend *b = cv->b;
   const ConvShape *s = &cv->s;
-  b->ops->im2col(b, cv->col, cv->x, s->n, s->h, s->w, s->c, s->kh, s->kw, s->pad);
+  b->ops->im2col(b, cv->col, cv->x, s->n, s->h, s->w, s->c, s->kh, s->kw, s->pad, 1);
   b->ops->gemm(b, false, true, cv->rows, cv->cout, cv->cols, 1.0f, cv->col, cv->cols, cv->w,
                cv->cols, 0.0f, cv->y, cv->cout);
   b->ops->bias_forward(b, cv->y, cv->bias, cv->rows, cv->cout, 1, false);
@@ -1175,7 +1175,7 @@ gradcheck_conv(const ConvShape *shape, int cout)
   b->ops->gemm(b, false, false, cv.rows, cv.cols, cout, 1.0f, dy, cout, cv.w, cv.cols,
                0.0f, dcol, cv.cols);
   b->ops->col2im(b, dx, dcol, shape->n, shape->h, shape->w, shape->c, shape->kh,
-                 shape->kw, shape->pad);
+                 shape->kw, shape->pad, 1);
   assert_written(dx, cv.xn);
   assert_written(dw, wn);
   assert_written(db, cout);
@@ -1366,7 +1366,7 @@ xent_loss(gpointer data)
 {
   Xent *x = data;
   TdmMetrics m = { 0, 0 };
-  x->b->ops->softmax_xent(x->b, x->z, x->labels, x->rows, x->classes, 1.0f, NULL, &m);
+  x->b->ops->softmax_xent(x->b, x->z, x->labels, x->rows, x->classes, 0.0f, 1.0f, NULL, &m);
   return m.loss_sum / x->rows;
 }
 
@@ -1385,7 +1385,7 @@ test_gradcheck_softmax_xent(void)
     x.labels[r] = g_test_rand_int_range(0, x.classes);
   *m = (TdmMetrics){ 0, 0 };
   poison(d, n);
-  b->ops->softmax_xent(b, x.z, x.labels, x.rows, x.classes, 1.0f / x.rows, d, m);
+  b->ops->softmax_xent(b, x.z, x.labels, x.rows, x.classes, 0.0f, 1.0f / x.rows, d, m);
   assert_written(d, n);
   assert_grad(d, xent_loss, &x, x.z, n);
   g_assert_true(tdm_backend_check(b, NULL));

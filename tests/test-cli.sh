@@ -21,7 +21,7 @@ diag() { sed 's/^/# /'; }
 have_python=0
 command -v python3 >/dev/null 2>&1 && have_python=1
 
-plan=32
+plan=41
 echo "1..$plan"
 
 # --- help and listings -------------------------------------------------------------
@@ -31,7 +31,8 @@ status=$?
 missing=()
 for flag in --dataset --network --devices --main --batch --epochs --optimizer --lr \
             --momentum --weight-decay --schedule --strategy --precision --seed --save \
-            --resume --list-devices --json --quiet --version; do
+            --resume --list-devices --json --quiet --version --batchnorm --weight-decay-on \
+            --warmup --label-smoothing --crop --flip --test-flip; do
   grep -q -- "$flag" "$tmp/help" || missing+=("$flag")
 done
 if [ $status -eq 0 ] && [ ${#missing[@]} -eq 0 ] && grep -q Examples "$tmp/help"; then
@@ -107,6 +108,18 @@ expect_bad "--main" --main 2 --devices cpu:2
 expect_bad "/no/such/folder" --dataset synthetic --save /no/such/folder/x.safetensors
 expect_bad "--pace" --dataset synthetic --pace -1
 expect_bad "--history" --dataset synthetic --record --history /proc/no-such-folder
+# Issue 10: specs that cannot work, and the recipe's flags.
+expect_bad "--network: network spec, layer 1 “bn”: bn before any layer" \
+  --dataset synthetic --network bn,fc10
+expect_bad "layer 2 “res(”: the block turns its 28×28×8 input into 30×30×8" \
+  --dataset synthetic --network "conv8k3p1,res(conv8k3p2),gap,fc10"
+expect_bad "stride 15 is larger" --dataset synthetic --network "conv8k3s9,conv8k3s15,fc10"
+expect_bad "--batchnorm" --batchnorm global
+expect_bad "--flip" --flip maybe
+expect_bad "--label-smoothing" --label-smoothing 1.5
+expect_bad "--crop" --crop -2
+expect_bad "--warmup" --warmup 30 --epochs 2
+expect_bad "--precision bf16 needs a GPU" --dataset synthetic --precision bf16
 
 # --- a real run --------------------------------------------------------------------
 

@@ -250,11 +250,12 @@ test_names(void)
     const char *name;
     int value;
   } optimizers[] = {{"sgd", TDM_OPTIMIZER_SGD}, {"momentum", TDM_OPTIMIZER_MOMENTUM},
-                    {"adam", TDM_OPTIMIZER_ADAM}},
+                    {"adam", TDM_OPTIMIZER_ADAM}, {"nesterov", TDM_OPTIMIZER_NESTEROV}},
     strategies[] = {{"main", TDM_STRATEGY_MAIN}, {"allreduce", TDM_STRATEGY_ALLREDUCE}},
     schedules[] = {{"constant", TDM_SCHEDULE_CONSTANT}, {"step", TDM_SCHEDULE_STEP},
-                   {"cosine", TDM_SCHEDULE_COSINE}},
-    precisions[] = {{"fp32", TDM_PRECISION_FP32}, {"tf32", TDM_PRECISION_TF32}};
+                   {"cosine", TDM_SCHEDULE_COSINE}, {"linear", TDM_SCHEDULE_LINEAR}},
+    precisions[] = {{"fp32", TDM_PRECISION_FP32}, {"tf32", TDM_PRECISION_TF32},
+                   {"bf16", TDM_PRECISION_BF16}};
 
   for (gsize i = 0; i < G_N_ELEMENTS(optimizers); i++) {
     TdmOptimizerKind k = 99;
@@ -289,7 +290,19 @@ test_names(void)
   TdmStrategy s;
   g_assert_false(tdm_strategy_from_name("ring", &s));
   TdmSchedule sc;
-  g_assert_false(tdm_schedule_from_name("linear", &sc));
+  g_assert_false(tdm_schedule_from_name("exponential", &sc));
+  TdmBatchNorm bn = TDM_BATCHNORM_PER_REPLICA;
+  g_assert_true(tdm_batchnorm_from_name("sync", &bn));
+  g_assert_cmpint(bn, ==, TDM_BATCHNORM_SYNC);
+  g_assert_cmpstr(tdm_batchnorm_name(TDM_BATCHNORM_PER_REPLICA), ==, "per-replica");
+  g_assert_false(tdm_batchnorm_from_name("global", &bn));
+  TdmDecayScope ds;
+  g_assert_true(tdm_decay_scope_from_name("weights", &ds));
+  g_assert_cmpint(ds, ==, TDM_DECAY_WEIGHTS);
+  TdmFlipSetting fl;
+  g_assert_true(tdm_flip_setting_from_name("auto", &fl));
+  g_assert_cmpint(fl, ==, TDM_FLIP_AUTO);
+  g_assert_false(tdm_flip_setting_from_name("yes", &fl));
   TdmPrecision p;
   g_assert_false(tdm_precision_from_name("fp16", &p));
   g_assert_null(tdm_optimizer_name((TdmOptimizerKind)42));
@@ -324,6 +337,13 @@ unusual_config(void)
   c->eval_batch = 333;
   c->bucket_bytes = (size_t)1 << 33;
   c->max_steps = 1234567;
+  c->batchnorm = TDM_BATCHNORM_SYNC;
+  c->decay_scope = TDM_DECAY_WEIGHTS;
+  c->warmup_epochs = 1.0 / 7.0;
+  c->label_smoothing = 0.1;
+  c->crop_pad = 3;
+  c->flip = TDM_FLIP_AUTO;
+  c->test_flip = TRUE;
   return c;
 }
 
@@ -354,6 +374,85 @@ assert_config_equal(const TdmConfig *a, const TdmConfig *b)
   g_assert_cmpint(a->eval_batch, ==, b->eval_batch);
   g_assert_cmpuint(a->bucket_bytes, ==, b->bucket_bytes);
   g_assert_cmpint(a->max_steps, ==, b->max_steps);
+  g_assert_cmpint(a->batchnorm, ==, b->batchnorm);
+  g_assert_cmpint(a->decay_scope, ==, b->decay_scope);
+  g_assert_cmpmem(&a->warmup_epochs, sizeof(double), &b->warmup_epochs, sizeof(double));
+  g_assert_cmpmem(&a->label_smoothing, sizeof(double), &b->label_smoothing, sizeof(double));
+  g_assert_cmpint(a->crop_pad, ==, b->crop_pad);
+  g_assert_cmpint(a->flip, ==, b->flip);
+  g_assert_cmpint(a->test_flip, ==, b->test_flip);
+}
+
+/* A checkpoint written before the recipe's fields reads with their defaults. */
+static void
+test_json_without_recipe(void)
+{
+  g_autoptr(TdmConfig) c = unusual_config();
+  g_autofree char *json = tdm_config_to_json(c);
+  g_autoptr(JsonNode) root = json_from_string(json, NULL);
+  JsonObject *o = json_node_get_object(root);
+  const char *recipe[] = {"batchnorm", "weight_decay_on", "warmup_epochs", "label_smoothing",
+                          "crop_pad", "flip", "test_flip"};
+  for (gsize i = 0; i < G_N_ELEMENTS(recipe); i++)
+    json_object_remove_member(o, recipe[i]);
+  g_autofree char *old = json_to_string(root, FALSE);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmConfig) back = tdm_config_from_json(old, &error);
+  g_assert_no_error(error);
+  g_autoptr(TdmConfig) defaults = tdm_config_new();
+  g_assert_cmpint(back->batchnorm, ==, defaults->batchnorm);
+  g_assert_cmpint(back->decay_scope, ==, defaults->decay_scope);
+  g_assert_cmpfloat(back->label_smoothing, ==, 0.0);
+  g_assert_cmpint(back->crop_pad, ==, 0);
+  g_assert_false(back->test_flip);
+  g_assert_cmpint(back->epochs, ==, c->epochs);
+}
+
+/* "resnet" brings its recipe; other networks change nothing. */
+static void
+test_preset(void)
+{
+  g_autoptr(TdmConfig) c = tdm_config_new();
+  g_autoptr(TdmConfig) before = tdm_config_copy(c);
+  g_assert_false(tdm_config_apply_preset(c, "cnn"));
+  assert_config_equal(c, before);
+  g_assert_true(tdm_config_apply_preset(c, "resnet"));
+  g_assert_cmpint(c->optimizer, ==, TDM_OPTIMIZER_NESTEROV);
+  g_assert_cmpint(c->batch, ==, 512);
+  g_assert_cmpint(c->decay_scope, ==, TDM_DECAY_WEIGHTS);
+  g_assert_cmpint(c->schedule, ==, TDM_SCHEDULE_LINEAR);
+  g_assert_cmpfloat(c->warmup_epochs, >, 0);
+  g_assert_cmpfloat(c->label_smoothing, >, 0);
+  g_assert_cmpint(c->crop_pad, >, 0);
+  g_assert_true(tdm_config_validate(c, NULL));
+  /* Flips: auto means on, except for digits. */
+  g_assert_true(tdm_config_flips(c, "fashion-mnist"));
+  g_assert_true(tdm_config_flips(c, "cifar10"));
+  g_assert_false(tdm_config_flips(c, "mnist"));
+  c->flip = TDM_FLIP_ON;
+  g_assert_true(tdm_config_flips(c, "mnist"));
+  c->flip = TDM_FLIP_OFF;
+  g_assert_false(tdm_config_flips(c, "cifar10"));
+}
+
+static void
+test_recipe_validation(void)
+{
+  g_autoptr(TdmConfig) c = tdm_config_new();
+  g_autoptr(GError) error = NULL;
+  c->label_smoothing = 1.0;
+  g_assert_false(tdm_config_validate(c, &error));
+  g_assert_nonnull(strstr(error->message, "--label-smoothing"));
+  g_clear_error(&error);
+  c->label_smoothing = 0.1;
+  c->warmup_epochs = c->epochs + 1;
+  g_assert_false(tdm_config_validate(c, &error));
+  g_assert_nonnull(strstr(error->message, "--warmup"));
+  g_clear_error(&error);
+  c->warmup_epochs = 1;
+  c->crop_pad = -1;
+  g_assert_false(tdm_config_validate(c, &error));
+  g_assert_nonnull(strstr(error->message, "--crop"));
 }
 
 static void
@@ -478,9 +577,13 @@ test_json_rejects(void)
     {"lr", string_node("0.001"), "“lr” must be a number"},
     {"optimizer", string_node("rmsprop"), "“optimizer” has the unknown value “rmsprop”"},
     {"optimizer", int_node(2), "“optimizer” must be a string"},
-    {"schedule", string_node("linear"), "“schedule” has the unknown value"},
+    {"schedule", string_node("exponential"), "“schedule” has the unknown value"},
+    {"batchnorm", string_node("global"), "“batchnorm” has the unknown value"},
+    {"flip", int_node(1), "“flip” must be a string"},
+    {"crop_pad", double_node(2.5), "“crop_pad” must be a whole number"},
+    {"test_flip", int_node(1), "“test_flip” must be true or false"},
     {"strategy", string_node("ring"), "“strategy” has the unknown value"},
-    {"precision", string_node("bf16"), "“precision” has the unknown value"},
+    {"precision", string_node("fp16"), "“precision” has the unknown value"},
     {"seed", int_node(-1), "“seed” must be a non-negative"},
     {"seed", string_node("twelve"), "“seed” must be a non-negative"},
     {"save_path", int_node(1), "“save_path” must be a string or null"},
@@ -544,6 +647,31 @@ test_lr_schedules(void)
   }
 }
 
+/* Warm-up from lr/10 to lr, then the linear or cosine decay over what is left. */
+static void
+test_lr_warmup_linear(void)
+{
+  g_autoptr(TdmConfig) c = tdm_config_new();
+  c->lr = 0.2;
+  c->epochs = 10;
+  c->warmup_epochs = 2;
+  c->schedule = TDM_SCHEDULE_LINEAR;
+  g_assert_cmpfloat_with_epsilon(tdm_config_lr_at(c, 0), 0.02, 1e-15);
+  g_assert_cmpfloat_with_epsilon(tdm_config_lr_at(c, 1), 0.2 * 0.55, 1e-15);
+  g_assert_cmpfloat_with_epsilon(tdm_config_lr_at(c, 2), 0.2, 1e-15);
+  g_assert_cmpfloat_with_epsilon(tdm_config_lr_at(c, 6), 0.1, 1e-15);
+  g_assert_cmpfloat_with_epsilon(tdm_config_lr_at(c, 10), 0.0, 1e-15);
+  g_assert_cmpfloat_with_epsilon(tdm_config_lr_at(c, 12), 0.0, 1e-15);
+  c->schedule = TDM_SCHEDULE_COSINE;
+  g_assert_cmpfloat_with_epsilon(tdm_config_lr_at(c, 6), 0.1, 1e-15);
+  g_assert_cmpfloat_with_epsilon(tdm_config_lr_at(c, 4), 0.1 * (1 + cos(G_PI / 4)), 1e-15);
+  /* Without warm-up the linear decay spans the run. */
+  c->warmup_epochs = 0;
+  c->schedule = TDM_SCHEDULE_LINEAR;
+  g_assert_cmpfloat_with_epsilon(tdm_config_lr_at(c, 0), 0.2, 1e-15);
+  g_assert_cmpfloat_with_epsilon(tdm_config_lr_at(c, 2.5), 0.15, 1e-15);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -557,5 +685,9 @@ main(int argc, char **argv)
   g_test_add_func("/config/json-round-trip", test_json_round_trip);
   g_test_add_func("/config/json-rejects", test_json_rejects);
   g_test_add_func("/config/lr-schedules", test_lr_schedules);
+  g_test_add_func("/config/lr-warmup-linear", test_lr_warmup_linear);
+  g_test_add_func("/config/json-without-recipe", test_json_without_recipe);
+  g_test_add_func("/config/preset", test_preset);
+  g_test_add_func("/config/recipe-validation", test_recipe_validation);
   return g_test_run();
 }

@@ -379,17 +379,17 @@ conv_case(int n, int h, int w, int c, int k, int pad)
   size_t xs = (size_t)n * h * w * c, cols = (size_t)n * oh * ow * c * k * k;
   g_autofree float *x = random_floats(xs, -1, 1);
   g_autofree float *col_ref = g_new(float, cols);
-  cpu->ops->im2col(cpu, col_ref, x, n, h, w, c, k, k, pad);
+  cpu->ops->im2col(cpu, col_ref, x, n, h, w, c, k, k, pad, 1);
   float *dx = on(gpu, x, xs * 4), *dcol = poisoned(cols);
-  gpu->ops->im2col(gpu, dcol, dx, n, h, w, c, k, k, pad);
+  gpu->ops->im2col(gpu, dcol, dx, n, h, w, c, k, k, pad, 1);
   g_autofree char *what = g_strdup_printf("im2col n%d %dx%dx%d k%d pad%d", n, h, w, c, k, pad);
   check_close(what, dcol, col_ref, cols, TOL);
 
   g_autofree float *col = random_floats(cols, -1, 1);
   g_autofree float *dx_ref = g_new(float, xs);
-  cpu->ops->col2im(cpu, dx_ref, col, n, h, w, c, k, k, pad);
+  cpu->ops->col2im(cpu, dx_ref, col, n, h, w, c, k, k, pad, 1);
   float *dcol2 = on(gpu, col, cols * 4), *ddx = poisoned(xs);
-  gpu->ops->col2im(gpu, ddx, dcol2, n, h, w, c, k, k, pad);
+  gpu->ops->col2im(gpu, ddx, dcol2, n, h, w, c, k, k, pad, 1);
   g_autofree char *what2 = g_strdup_printf("col2im n%d %dx%dx%d k%d pad%d", n, h, w, c, k, pad);
   check_close(what2, ddx, dx_ref, xs, TOL);
   tdm_backend_release(gpu, dx);
@@ -551,7 +551,7 @@ softmax_case(int rows, int classes, bool with_grad)
   float scale = 1.0f / rows;
   TdmMetrics m_ref = {1.5, 2.0}; /* added into, not overwritten */
   g_autofree float *d_ref = with_grad ? g_new(float, n) : NULL;
-  cpu->ops->softmax_xent(cpu, logits, labels, rows, classes, scale, d_ref, &m_ref);
+  cpu->ops->softmax_xent(cpu, logits, labels, rows, classes, 0.0f, scale, d_ref, &m_ref);
   assert_ok(cpu);
 
   float *dl = on(gpu, logits, n * 4);
@@ -559,7 +559,7 @@ softmax_case(int rows, int classes, bool with_grad)
   TdmMetrics m0 = {1.5, 2.0};
   TdmMetrics *dm = on(gpu, &m0, sizeof m0);
   float *dd = with_grad ? poisoned(n) : NULL;
-  gpu->ops->softmax_xent(gpu, dl, dlab, rows, classes, scale, dd, dm);
+  gpu->ops->softmax_xent(gpu, dl, dlab, rows, classes, 0.0f, scale, dd, dm);
   TdmMetrics m;
   gpu->ops->download(gpu, &m, dm, sizeof m);
   assert_ok(gpu);
@@ -708,7 +708,7 @@ mini_body(TdmBackend *b, MiniStep *s)
   o->gemm(b, false, true, s->count, s->out, s->ss, 1.0f, s->x, s->ss, s->w, s->ss, 0.0f,
           s->logits, s->out);
   o->bias_forward(b, s->logits, s->bias, s->count, s->out, 1, false);
-  o->softmax_xent(b, s->logits, s->y, s->count, s->out, 1.0f / s->count, s->dlogits,
+  o->softmax_xent(b, s->logits, s->y, s->count, s->out, 0.0f, 1.0f / s->count, s->dlogits,
                   s->metrics);
   o->bias_backward(b, s->db, s->dlogits, s->count, s->out, 1);
   o->gemm(b, true, false, s->out, s->ss, s->count, 1.0f, s->dlogits, s->out, s->x, s->ss,
@@ -1176,8 +1176,8 @@ typedef struct {
   TdmMetrics *metrics;
 } Bench;
 
-static void b_im2col(gpointer d) { Bench *s = d; gpu->ops->im2col(gpu, s->col, s->x, 256, 28, 28, 32, 3, 3, 1); }
-static void b_col2im(gpointer d) { Bench *s = d; gpu->ops->col2im(gpu, s->x, s->col, 256, 28, 28, 32, 3, 3, 1); }
+static void b_im2col(gpointer d) { Bench *s = d; gpu->ops->im2col(gpu, s->col, s->x, 256, 28, 28, 32, 3, 3, 1, 1); }
+static void b_col2im(gpointer d) { Bench *s = d; gpu->ops->col2im(gpu, s->x, s->col, 256, 28, 28, 32, 3, 3, 1, 1); }
 static void b_gemm_conv(gpointer d) { Bench *s = d; gpu->ops->gemm(gpu, false, true, 256 * 784, 64, 288, 1, s->col, 288, s->w, 288, 0, s->y, 64); }
 static void b_gemm_mlp(gpointer d) { Bench *s = d; gpu->ops->gemm(gpu, false, true, 256, 1000, 784, 1, s->x, 784, s->w, 784, 0, s->y, 1000); }
 static void b_bias(gpointer d) { Bench *s = d; gpu->ops->bias_forward(gpu, s->y, s->w, 256 * 784, 64, 1, true); }
@@ -1185,7 +1185,7 @@ static void b_bias_bw(gpointer d) { Bench *s = d; gpu->ops->bias_backward(gpu, s
 static void b_relu_bw(gpointer d) { Bench *s = d; gpu->ops->relu_backward(gpu, s->dy, s->dy, s->y, (size_t)256 * 784 * 64); }
 static void b_pool(gpointer d) { Bench *s = d; gpu->ops->maxpool_forward(gpu, s->dy, s->arg, s->y, NULL, false, 256, 28, 28, 64, 2); }
 static void b_pool_bw(gpointer d) { Bench *s = d; gpu->ops->maxpool_backward(gpu, s->y, NULL, s->dy, s->arg, NULL, 256, 28, 28, 64, 2); }
-static void b_softmax(gpointer d) { Bench *s = d; gpu->ops->softmax_xent(gpu, s->logits, s->labels, 256, 10, 1.0f / 256, s->dl, s->metrics); }
+static void b_softmax(gpointer d) { Bench *s = d; gpu->ops->softmax_xent(gpu, s->logits, s->labels, 256, 10, 0.0f, 1.0f / 256, s->dl, s->metrics); }
 static void b_gather(gpointer d) { Bench *s = d; gpu->ops->gather(gpu, s->x, s->yl, s->images, s->ilabels, s->indices, 256, 784, 1.0f / 255); }
 static void b_adam(gpointer d) { Bench *s = d; gpu->ops->adam_update(gpu, s->p, s->g, s->m, s->v, 1863690, 1e-3f, 0.9f, 0.999f, 1e-8f, 0); }
 static void b_upload(gpointer d) { Bench *s = d; static int32_t idx[256]; gpu->ops->upload(gpu, s->indices, idx, sizeof idx); }

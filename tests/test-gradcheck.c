@@ -1,6 +1,7 @@
 /* test-gradcheck.c — every layer kind and the loss, checked through a real replica on
- * the CPU backend: the analytic gradient of the mean loss against central
- * differences, parameter by parameter. */
+ * the CPU backend: the analytic gradient of the mean training loss (batch statistics
+ * for BN, the step's dropout mask, label smoothing) against central differences,
+ * parameter by parameter. */
 #include "tdm-backend.h"
 #include "tdm-dataset.h"
 #include "tdm-network.h"
@@ -21,17 +22,26 @@ random_dataset(int h, int w, int c, int classes, GRand *rng)
   return d;
 }
 
-/* Mean loss over the dataset at the current parameters. */
+/* Mean training-mode loss over the dataset at the current parameters. */
 static double
-mean_loss(TdmReplica *rep)
+mean_loss(TdmReplica *rep, const int32_t *indices)
 {
-  tdm_replica_evaluate(rep, 0, SAMPLES);
+  tdm_replica_train_loss(rep, indices, SAMPLES);
   TdmMetrics m = tdm_replica_take_metrics(rep);
   return m.loss_sum / SAMPLES;
 }
 
+static void check_spec_smoothed (const char *spec, int h, int w, int c, int classes,
+                                 float smoothing);
+
 static void
 check_spec(const char *spec, int h, int w, int c, int classes)
+{
+  check_spec_smoothed(spec, h, w, c, classes, 0.0f);
+}
+
+static void
+check_spec_smoothed(const char *spec, int h, int w, int c, int classes, float smoothing)
 {
   g_autoptr(GRand) rng = g_rand_new_with_seed(g_str_hash(spec));
   g_autoptr(GError) error = NULL;
@@ -42,14 +52,23 @@ check_spec(const char *spec, int h, int w, int c, int classes)
   g_assert_no_error(error);
   TdmReplica *rep = tdm_replica_new(b, net, SAMPLES, data, data, &error);
   g_assert_no_error(error);
+  rep->smoothing = smoothing;
+  rep->seed = 11;
+  rep->epoch = 2;
 
   size_t n = net->parameter_count;
   g_autofree float *params = g_new(float, n);
   tdm_network_init_parameters(net, 3, params);
-  /* Non-zero biases, so their gradients and the ReLU kinks are exercised. */
-  for (int i = 0; i < net->layer_count; i++)
-    for (size_t j = 0; j < net->layers[i].bias_count; j++)
-      params[net->layers[i].bias_offset + j] = (float)g_rand_double_range(rng, -0.1, 0.1);
+  /* Non-zero biases (BN betas, and gammas away from 1), so their gradients and the
+   * ReLU kinks are exercised. */
+  for (int i = 0; i < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i];
+    for (size_t j = 0; j < l->bias_count; j++)
+      params[l->bias_offset + j] = (float)g_rand_double_range(rng, -0.1, 0.1);
+    if (l->kind == TDM_LAYER_BN)
+      for (size_t j = 0; j < l->weight_count; j++)
+        params[l->weight_offset + j] = (float)g_rand_double_range(rng, 0.5, 1.5);
+  }
   b->ops->upload(b, rep->params, params, n * sizeof(float));
 
   int32_t indices[SAMPLES];
@@ -71,10 +90,10 @@ check_spec(const char *spec, int h, int w, int c, int classes)
       float saved = params[j];
       params[j] = saved + (float)steps[s];
       b->ops->upload(b, rep->params + j, &params[j], sizeof(float));
-      double up = mean_loss(rep);
+      double up = mean_loss(rep, indices);
       params[j] = saved - (float)steps[s];
       b->ops->upload(b, rep->params + j, &params[j], sizeof(float));
-      double down = mean_loss(rep);
+      double down = mean_loss(rep, indices);
       params[j] = saved;
       b->ops->upload(b, rep->params + j, &params[j], sizeof(float));
 
@@ -136,6 +155,73 @@ test_conv_wide_kernel(void)
 }
 
 static void
+test_bn_conv(void)
+{
+  /* Training-mode BN: the batch statistics depend on every sample, and the conv
+   * before it has no bias. */
+  check_spec("conv4k3p1,bn,relu,fc3", 5, 5, 2, 3);
+}
+
+static void
+test_bn_linear(void)
+{
+  check_spec("fc6,bn,relu,fc3", 3, 3, 2, 3);
+}
+
+static void
+test_strided_conv(void)
+{
+  check_spec("conv3k3s2p1,relu,conv4k2s2,fc3", 7, 7, 2, 3);
+}
+
+static void
+test_residual_identity(void)
+{
+  check_spec("conv3k3p1,relu,res(conv3k3p1,bn,relu,conv3k3p1,bn),relu,fc3", 5, 5, 2, 3);
+}
+
+static void
+test_residual_projection(void)
+{
+  /* Channels and size change: the skip path is a 1×1 conv of stride 2 and a bn. */
+  check_spec("res(conv4k3s2p1,bn,relu,conv4k3p1,bn),relu,fc3", 6, 6, 2, 3);
+  /* Channels only: a 1×1 conv of stride 1 reads the input as it is. */
+  check_spec("conv2k3p1,res(conv4k3p1,bn),fc3", 4, 4, 1, 3);
+}
+
+static void
+test_residual_nested(void)
+{
+  check_spec("conv2k3p1,res(res(conv2k3p1,relu),conv3k1,relu),gap,fc3", 4, 4, 2, 3);
+}
+
+static void
+test_avg_pool(void)
+{
+  check_spec("conv3k3p1,relu,avg2,fc3", 5, 5, 2, 3);
+}
+
+static void
+test_global_pools(void)
+{
+  check_spec("conv4k3p1,relu,gap,fc3", 4, 4, 2, 3);
+  check_spec("conv4k3p1,gmp,fc3", 4, 4, 2, 3);
+}
+
+static void
+test_dropout(void)
+{
+  /* The mask is a function of (seed, layer, epoch, sample, element): fixed here. */
+  check_spec("fc12,relu,drop0.4,fc3", 3, 3, 2, 3);
+}
+
+static void
+test_label_smoothing(void)
+{
+  check_spec_smoothed("fc7,fc4", 3, 3, 1, 4, 0.1f);
+}
+
+static void
 test_env_spec(void)
 {
   check_spec(g_getenv("GRADCHECK_SPEC"), 7, 7, 3, 3);
@@ -152,5 +238,15 @@ main(int argc, char **argv)
   g_test_add_func("/gradcheck/conv-pool", test_conv_pool);
   g_test_add_func("/gradcheck/conv-nopad-standalone-relu", test_conv_nopad_standalone_relu);
   g_test_add_func("/gradcheck/conv-wide-kernel", test_conv_wide_kernel);
+  g_test_add_func("/gradcheck/bn-conv", test_bn_conv);
+  g_test_add_func("/gradcheck/bn-linear", test_bn_linear);
+  g_test_add_func("/gradcheck/strided-conv", test_strided_conv);
+  g_test_add_func("/gradcheck/residual-identity", test_residual_identity);
+  g_test_add_func("/gradcheck/residual-projection", test_residual_projection);
+  g_test_add_func("/gradcheck/residual-nested", test_residual_nested);
+  g_test_add_func("/gradcheck/avg-pool", test_avg_pool);
+  g_test_add_func("/gradcheck/global-pools", test_global_pools);
+  g_test_add_func("/gradcheck/dropout", test_dropout);
+  g_test_add_func("/gradcheck/label-smoothing", test_label_smoothing);
   return g_test_run();
 }

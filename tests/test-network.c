@@ -93,6 +93,132 @@ test_errors(void)
   expect_error("fc10,relu", 10, "without a relu");
   expect_error("fc99999999,fc10", 10, "fcN");
   expect_error("fc128,conv8k3,fc10", 10, "flat vector");
+  /* Issue 10's: each names the item, its position and why. */
+  expect_error("bn,conv8k3p1,fc10", 10, "layer 1 “bn”: bn before any layer");
+  expect_error("conv8k3p1,res(conv8k3p1,bn,avg2,conv16k1,res(conv16k3p2)),fc10", 10,
+               "layer 7 “res(”: the block turns its 14×14×16 input into 16×16×16");
+  expect_error("conv8k3s8p1,conv8k3s8p1,fc10", 10, "layer 2 “conv8k3s8p1”: stride 8 is larger");
+  expect_error("conv8k3s0,fc10", 10, "stride sS between 1 and 15");
+  expect_error("conv8k3p1s2s2,fc10", 10, "one stride");
+  expect_error("res(conv1k3p1,fc10", 10, "layer 1 “res(”: its “(” is not closed");
+  expect_error("conv8k3p1),fc10", 10, "a “)” with no res( open");
+  expect_error("res(),fc10", 10, "needs layers");
+  expect_error("blk(fc3),fc10", 10, "unknown block");
+  expect_error("fc10,,fc10", 10, "layer 2 “”: an empty item");
+  expect_error("drop1.5,fc10", 10, "rate P in [0, 1)");
+  expect_error("99*fc3,fc10", 10, "repeat count");
+  expect_error("fc16,bn", 10, "must end with fc10");
+  expect_error("avg1,fc10", 10, "avgK with a window K of 2");
+}
+
+static void
+test_resnet_preset(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new("resnet", 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(net->spec, ==, TDM_NETWORK_RESNET);
+  /* The canonical spec parses to itself. */
+  g_autoptr(TdmNetwork) again = tdm_network_new(net->spec, 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(again->spec, ==, net->spec);
+  g_assert_cmpuint(again->parameter_count, ==, net->parameter_count);
+
+  /* Names as PyTorch's ResNets have them; bn gets five tensors' worth of layout. */
+  const char *names[] = {"conv1", "bn1", "layer1.0.conv1", "layer1.0.bn1", "layer1.0.conv2",
+                         "layer1.0.bn2", "layer2.0.conv1", "layer3.0.downsample", "fc1"};
+  for (gsize k = 0; k < G_N_ELEMENTS(names); k++) {
+    gboolean found = FALSE;
+    for (int i = 0; i < net->layer_count; i++)
+      found |= g_str_equal(net->layers[i].name, names[k]);
+    if (!found)
+      g_error("no layer named %s", names[k]);
+  }
+  int projections = 0, bns = 0;
+  size_t offset = 0;
+  for (int i = 0; i < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i];
+    if (l->kind == TDM_LAYER_RES_END && l->projection) {
+      projections++;
+      g_assert_cmpint(l->stride, ==, 2);
+      g_assert_cmpint(net->layers[l->partner].partner, ==, i);
+    }
+    if (l->kind == TDM_LAYER_BN)
+      bns++;
+    /* Convs before bn have no bias. */
+    if (l->kind == TDM_LAYER_CONV)
+      g_assert_cmpuint(l->bias_count, ==, 0);
+    if (l->param_count > 0) {
+      g_assert_cmpuint(l->param_offset, ==, offset);
+      offset += l->param_count;
+    }
+  }
+  g_assert_cmpuint(offset, ==, net->parameter_count);
+  g_assert_cmpint(projections, ==, 2);
+  g_assert_cmpint(net->bn_count, ==, bns + projections);
+  /* 1 + 2·3 bn of 32, 64, 128 channels, and two projections of 64 and 128. */
+  g_assert_cmpuint(net->state_count, ==, 2 * (32 * 3 + 64 * 2 + 128 * 2 + 64 + 128));
+  const TdmLayer *last = &net->layers[net->layer_count - 1];
+  g_assert_cmpint(last->kind, ==, TDM_LAYER_LINEAR);
+  g_assert_cmpint(last->in_h * last->in_w * last->in_c, ==, 128);
+  double mflop = tdm_network_forward_flops(net) / 1e6;
+  g_test_message("resnet on 28×28: %zu parameters, %.1f MFLOP a sample", net->parameter_count,
+                 mflop);
+  g_assert_cmpfloat(mflop, >, 40);
+  g_assert_cmpfloat(mflop, <, 100);
+
+  /* 32×32×3 inputs take the same spec. */
+  g_autoptr(TdmNetwork) cifar = tdm_network_new("resnet", 32, 32, 3, 10, &error);
+  g_assert_no_error(error);
+
+  /* Weight decay reaches conv, projection and fc weights, not biases or BN. */
+  g_autofree uint8_t *mask = g_malloc(net->parameter_count);
+  tdm_network_decay_mask(net, mask);
+  for (int i = 0; i < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i];
+    for (size_t j = 0; j < l->weight_count; j++)
+      g_assert_cmpint(mask[l->weight_offset + j], ==, l->kind != TDM_LAYER_BN);
+    for (size_t j = 0; j < l->bias_count; j++)
+      g_assert_cmpint(mask[l->bias_offset + j], ==, 0);
+  }
+  /* BN starts as the identity: gamma 1, beta 0, running mean 0 and variance 1. */
+  g_autofree float *params = g_new(float, net->parameter_count);
+  g_autofree float *state = g_new(float, net->state_count);
+  tdm_network_init_parameters(net, 1, params);
+  tdm_network_init_state(net, state);
+  const TdmLayer *bn1 = &net->layers[1];
+  g_assert_cmpint(bn1->kind, ==, TDM_LAYER_BN);
+  g_assert_cmpfloat(params[bn1->weight_offset + 5], ==, 1.0f);
+  g_assert_cmpfloat(params[bn1->bias_offset + 5], ==, 0.0f);
+  g_assert_cmpfloat(state[bn1->state_offset + 5], ==, 0.0f);
+  g_assert_cmpfloat(state[bn1->state_offset + 32 + 5], ==, 1.0f);
+}
+
+static void
+test_repeats_and_shapes(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new(
+    "conv8k3p1,bn,relu,2*(res(conv8k3p1,bn,relu,conv8k3p1,bn),relu),conv16k3s2p1,avg2,"
+    "drop0.25,gmp,fc10",
+    28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(net->spec, ==,
+                  "conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"
+                  "res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,conv16k3s2p1,avg2,drop0.25,gmp,"
+                  "fc10");
+  /* Two blocks of one stage: layer1.0 and layer1.1. */
+  gboolean second = FALSE;
+  for (int i = 0; i < net->layer_count; i++)
+    second |= g_str_equal(net->layers[i].name, "layer1.1.conv2");
+  g_assert_true(second);
+  g_assert_true(net->has_dropout);
+  /* 28 → stride 2 → 14 → avg2 → 7 → gmp → 1. */
+  const TdmLayer *gmp = &net->layers[net->layer_count - 2];
+  g_assert_cmpint(gmp->kind, ==, TDM_LAYER_GLOBAL_MAX);
+  g_assert_cmpint(gmp->in_h, ==, 7);
+  g_assert_cmpint(gmp->out_h, ==, 1);
+  g_assert_cmpint(gmp->out_c, ==, 16);
 }
 
 static void
@@ -128,6 +254,8 @@ int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/network/resnet-preset", test_resnet_preset);
+  g_test_add_func("/network/repeats-and-shapes", test_repeats_and_shapes);
   g_test_add_func("/network/mlp-layout", test_mlp_layout);
   g_test_add_func("/network/cnn-shapes", test_cnn_shapes);
   g_test_add_func("/network/errors", test_errors);

@@ -11,6 +11,8 @@
 
 #include "tdm-dataset.h"
 #include "tdm-dataset-chooser.h"
+#include "tdm-dataset-folder.h"
+#include "tdm-folder-preview.h"
 
 /* Positions in the drop-down; the folder entry exists once a folder is chosen. */
 enum {
@@ -43,6 +45,7 @@ struct _TdmDatasetChooser
   char                 *error;
   gboolean              ready;
   GtkFileChooserNative *chooser;
+  TdmFolderPreview     *preview;       /* shown for folders of class folders */
 };
 
 enum {
@@ -177,6 +180,19 @@ tdm_dataset_chooser_load (TdmDatasetChooser *self)
   gtk_spinner_start (self->spinner);
   set_info (self, _("Loading…"), FALSE);
 
+  /* Image folders decode with progress, a Cancel and their own options. */
+  if (self->folder != NULL &&
+      g_strcmp0 (tdm_dataset_chooser_get_source (self), self->folder) == 0 &&
+      tdm_dataset_is_image_folder (self->folder))
+    {
+      g_clear_object (&self->cancellable);
+      gtk_widget_set_visible (GTK_WIDGET (self->preview), TRUE);
+      tdm_folder_preview_set_folder (self->preview, self->folder);
+      return;
+    }
+  gtk_widget_set_visible (GTK_WIDGET (self->preview), FALSE);
+  tdm_folder_preview_set_folder (self->preview, NULL);
+
   weak = g_new0 (GWeakRef, 1);
   g_weak_ref_init (weak, self);
   task = g_task_new (NULL, self->cancellable, loaded, weak);
@@ -184,6 +200,66 @@ tdm_dataset_chooser_load (TdmDatasetChooser *self)
   g_task_set_task_data (task, g_strdup (tdm_dataset_chooser_get_source (self)), g_free);
   g_object_set_data_full (G_OBJECT (task), "weak-ref", weak, weak_ref_free);
   g_task_run_in_thread (task, load_thread);
+}
+
+static void
+preview_started (TdmDatasetChooser *self)
+{
+  g_clear_pointer (&self->error, g_free);
+  set_ready (self, FALSE);
+  gtk_widget_set_visible (GTK_WIDGET (self->spinner), TRUE);
+  gtk_spinner_start (self->spinner);
+  set_info (self, _("Decoding the images…"), FALSE);
+}
+
+static void
+preview_loaded (TdmDatasetChooser *self)
+{
+  DatasetFacts *f = &self->facts;
+  g_autofree char *train = NULL;
+  g_autofree char *test = NULL;
+  g_autofree char *text = NULL;
+  const char *notice;
+
+  gtk_spinner_stop (self->spinner);
+  gtk_widget_set_visible (GTK_WIDGET (self->spinner), FALSE);
+  tdm_folder_preview_get_facts (self->preview, &f->count, &f->test_count, &f->height,
+                                &f->width, &f->channels, &f->classes);
+  train = g_strdup_printf ("%'d", f->count);
+  test = g_strdup_printf ("%'d", f->test_count);
+  text = g_strdup_printf (_("%s training and %s test images\n%d classes · %d × %d × %d"),
+                          train, test, f->classes, f->height, f->width, f->channels);
+  notice = tdm_folder_preview_get_notice (self->preview);
+  if (notice != NULL)
+    {
+      char *with = g_strconcat (text, "\n", notice, NULL);
+      g_free (text);
+      text = with;
+    }
+  set_info (self, text, FALSE);
+  set_ready (self, TRUE);
+}
+
+static void
+preview_failed (TdmDatasetChooser *self,
+                const char        *message)
+{
+  gtk_spinner_stop (self->spinner);
+  gtk_widget_set_visible (GTK_WIDGET (self->spinner), FALSE);
+  g_free (self->error);
+  self->error = g_strdup (message);
+  set_info (self, message, TRUE);
+  set_ready (self, FALSE);
+}
+
+void
+tdm_dataset_chooser_get_image_options (TdmDatasetChooser *self,
+                                       int               *size,
+                                       int               *channels)
+{
+  g_return_if_fail (TDM_IS_DATASET_CHOOSER (self));
+
+  tdm_folder_preview_get_options (self->preview, size, channels);
 }
 
 static void
@@ -385,6 +461,16 @@ tdm_dataset_chooser_init (TdmDatasetChooser *self)
   layout = gtk_widget_get_layout_manager (GTK_WIDGET (self));
   gtk_orientable_set_orientation (GTK_ORIENTABLE (layout), GTK_ORIENTATION_VERTICAL);
   gtk_box_layout_set_spacing (GTK_BOX_LAYOUT (layout), 6);
+
+  self->preview = TDM_FOLDER_PREVIEW (tdm_folder_preview_new ());
+  gtk_widget_set_visible (GTK_WIDGET (self->preview), FALSE);
+  gtk_widget_set_parent (GTK_WIDGET (self->preview), GTK_WIDGET (self));
+  g_signal_connect_object (self->preview, "started", G_CALLBACK (preview_started), self,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->preview, "loaded", G_CALLBACK (preview_loaded), self,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->preview, "failed", G_CALLBACK (preview_failed), self,
+                           G_CONNECT_SWAPPED);
 
   /* Nothing loads until a source is set (or picked): the owner chooses the first. */
   g_signal_connect_object (self->dropdown, "notify::selected",

@@ -1,7 +1,8 @@
 /* tdm-dataset-chooser.h: picks the dataset and says what it holds.
  *
  * A drop-down of the built-in sets (Fashion-MNIST, MNIST, synthetic) plus the last
- * folder opened, a button that opens a folder of IDX files or CIFAR-10 batches,
+ * folder opened, a button that opens a folder of IDX files, CIFAR-10 batches or
+ * class folders of images (those get a TdmFolderPreview with progress and options),
  * and a line with the dataset's size, classes and image shape, or why it could not
  * be read. The dataset is loaded on a worker thread to learn those figures and then
  * let go: the trainer loads it again for itself.
@@ -35,6 +36,12 @@ gboolean    tdm_dataset_chooser_get_shape   (TdmDatasetChooser *self,
                                              int               *width,
                                              int               *channels,
                                              int               *classes);
+/* For a folder of class folders of images: the size and colour chosen for it (as
+ * TdmConfig's image_size and image_channels; 0 automatic). */
+void        tdm_dataset_chooser_get_image_options (TdmDatasetChooser *self,
+                                                   int               *size,
+                                                   int               *channels);
+
 /* Why the source could not be loaded, or NULL. */
 const char *tdm_dataset_chooser_get_error   (TdmDatasetChooser *self);
 

@@ -14,6 +14,7 @@
 
 #include "tdm-build-config.h"
 
+#include "tdm-classify-view.h"
 #include "tdm-dataset-chooser.h"
 #include "tdm-device-picker.h"
 #include "tdm-device.h"
@@ -24,15 +25,18 @@
 enum {
   NETWORK_MLP,
   NETWORK_CNN,
+  NETWORK_RESNET,
   NETWORK_CUSTOM,
 };
 
-static const char *network_ids[] = { "mlp", "cnn", "custom", NULL };
+static const char *network_ids[] = { "mlp", "cnn", "resnet", "custom", NULL };
 
-/* In the order of TdmOptimizerKind and TdmStrategy, as the drop-downs list them. */
-static const char *optimizer_ids[] = { "sgd", "momentum", "adam", NULL };
-static const double optimizer_default_lr[] = { 0.01, 0.01, 0.001 };
+/* In the order of TdmOptimizerKind, TdmStrategy and TdmBatchNorm, as the drop-downs
+ * list them. */
+static const char *optimizer_ids[] = { "sgd", "momentum", "adam", "nesterov", NULL };
+static const double optimizer_default_lr[] = { 0.01, 0.01, 0.001, 0.1 };
 static const char *strategy_ids[] = { "main", "allreduce", NULL };
+static const char *batchnorm_ids[] = { "per-replica", "sync", NULL };
 
 struct _TdmRunForm
 {
@@ -50,6 +54,8 @@ struct _TdmRunForm
   GtkDropDown       *optimizer_dropdown;
   GtkSpinButton     *lr_spin;
   GtkDropDown       *strategy_dropdown;
+  GtkDropDown       *batchnorm_dropdown;
+  GtkLabel          *batchnorm_label;
 
   GSettings         *settings;
   char              *custom_spec;
@@ -230,7 +236,21 @@ tdm_run_form_network_changed (TdmRunForm *self)
     return;
 
   if (!self->restoring)
-    g_settings_set_string (self->settings, "network", network_ids[selected]);
+    {
+      g_autoptr(TdmConfig) recipe = tdm_config_new ();
+
+      g_settings_set_string (self->settings, "network", network_ids[selected]);
+      /* A built-in network with a recipe of its own (the engine says which) brings
+       * its batch, epochs, optimizer and BN mode; each stays editable. */
+      if (tdm_config_apply_preset (recipe, network_ids[selected]))
+        {
+          gtk_spin_button_set_value (self->batch_spin, recipe->batch);
+          gtk_spin_button_set_value (self->epochs_spin, recipe->epochs);
+          gtk_drop_down_set_selected (self->optimizer_dropdown, recipe->optimizer);
+          gtk_spin_button_set_value (self->lr_spin, recipe->lr);
+          gtk_drop_down_set_selected (self->batchnorm_dropdown, recipe->batchnorm);
+        }
+    }
 
   /* Showing a built-in network's spec is not the user typing a custom one. */
   tdm_spec_entry_set_editable (self->spec_entry, custom);
@@ -254,6 +274,16 @@ tdm_run_form_spec_changed (TdmRunForm *self)
     }
 
   tdm_run_form_update (self);
+}
+
+static void
+tdm_run_form_batchnorm_changed (TdmRunForm *self)
+{
+  gboolean sync = gtk_drop_down_get_selected (self->batchnorm_dropdown) == TDM_BATCHNORM_SYNC;
+
+  gtk_label_set_label (self->batchnorm_label,
+                       sync ? _("Statistics over the whole batch: N devices train as one")
+                            : _("Each device normalizes its own share of the batch"));
 }
 
 static void
@@ -325,6 +355,7 @@ tdm_run_form_restore (TdmRunForm *self)
   g_settings_bind (self->settings, "learning-rate", self->lr_spin, "value", G_SETTINGS_BIND_DEFAULT);
   bind_choice (self, "optimizer", self->optimizer_dropdown, optimizer_ids);
   bind_choice (self, "strategy", self->strategy_dropdown, strategy_ids);
+  bind_choice (self, "batchnorm", self->batchnorm_dropdown, batchnorm_ids);
 
   self->custom_spec = g_settings_get_string (self->settings, "spec");
   network = g_settings_get_string (self->settings, "network");
@@ -356,12 +387,23 @@ tdm_run_form_build_config (TdmRunForm  *self,
 
   g_free (config->dataset);
   config->dataset = g_strdup (tdm_dataset_chooser_get_source (self->dataset_chooser));
+  tdm_dataset_chooser_get_image_options (self->dataset_chooser, &config->image_size,
+                                         &config->image_channels);
+  /* Every run keeps its network, so images can be classified with it afterwards. */
+  config->save_path = tdm_classify_view_last_run_path ();
+  {
+    g_autofree char *dir = g_path_get_dirname (config->save_path);
+    g_mkdir_with_parents (dir, 0700);
+  }
 
   g_free (config->network);
   if (network == NETWORK_CUSTOM)
     config->network = g_strstrip (g_strdup (tdm_spec_entry_get_text (self->spec_entry)));
   else
-    config->network = g_strdup (network_ids[MIN (network, NETWORK_CNN)]);
+    config->network = g_strdup (network_ids[MIN (network, NETWORK_RESNET)]);
+  /* The recipe's parts the form has no control for (decay, warm-up, smoothing,
+   * augmentation); what the form shows is set below. */
+  tdm_config_apply_preset (config, config->network);
 
   g_strfreev (config->devices);
   config->devices = tdm_device_picker_get_replicas (self->device_picker, &config->main_replica);
@@ -370,9 +412,12 @@ tdm_run_form_build_config (TdmRunForm  *self,
   config->epochs = gtk_spin_button_get_value_as_int (self->epochs_spin);
   config->optimizer = optimizer == 0 ? TDM_OPTIMIZER_SGD
                     : optimizer == 1 ? TDM_OPTIMIZER_MOMENTUM
-                    : TDM_OPTIMIZER_ADAM;
+                    : optimizer == 2 ? TDM_OPTIMIZER_ADAM
+                    : TDM_OPTIMIZER_NESTEROV;
   config->lr = gtk_spin_button_get_value (self->lr_spin);
   config->strategy = strategy == 0 ? TDM_STRATEGY_MAIN : TDM_STRATEGY_ALLREDUCE;
+  config->batchnorm = gtk_drop_down_get_selected (self->batchnorm_dropdown) == 1
+                        ? TDM_BATCHNORM_SYNC : TDM_BATCHNORM_PER_REPLICA;
 
   if (!tdm_config_validate (config, error))
     return NULL;
@@ -466,6 +511,8 @@ tdm_run_form_class_init (TdmRunFormClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, optimizer_dropdown);
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, lr_spin);
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, strategy_dropdown);
+  gtk_widget_class_bind_template_child (widget_class, TdmRunForm, batchnorm_dropdown);
+  gtk_widget_class_bind_template_child (widget_class, TdmRunForm, batchnorm_label);
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BOX_LAYOUT);
 }
 
@@ -510,11 +557,15 @@ tdm_run_form_init (TdmRunForm *self)
   g_signal_connect_object (self->optimizer_dropdown, "notify::selected",
                            G_CALLBACK (tdm_run_form_optimizer_changed), self,
                            G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->batchnorm_dropdown, "notify::selected",
+                           G_CALLBACK (tdm_run_form_batchnorm_changed), self,
+                           G_CONNECT_SWAPPED);
 
   devices = tdm_device_list ();
   tdm_run_form_set_devices (self, devices);
 
   tdm_run_form_network_changed (self);
+  tdm_run_form_batchnorm_changed (self);
 }
 
 GtkWidget *

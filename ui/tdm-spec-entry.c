@@ -3,7 +3,8 @@
  * Parsing a spec only lays out the parameters (nothing is allocated on a device),
  * so it is cheap enough to do on every keystroke on the main thread. The entry gets
  * the "error" style class while the spec does not work, and the message line says
- * why in the engine's words, which name the token and its position.
+ * why in the engine's words, which name the token and its position. The tooltip
+ * gives the syntax (layers, res(…) blocks, repeats), also the engine's.
  */
 
 #include <glib/gi18n.h>
@@ -49,18 +50,22 @@ tdm_spec_entry_check (TdmSpecEntry *self)
   if (stripped[0] == '\0')
     {
       self->valid = FALSE;
-      self->message = g_strdup (_("Type a network, for example fc128,relu,fc10"));
+      self->message = g_strdup (_("Type a network, for example fc128,relu,fc10 or conv16k3p1,bn,relu,gap,fc10"));
     }
   else if ((network = tdm_network_new (stripped, self->height, self->width,
                                        self->channels, self->classes, &error)))
     {
       g_autofree char *count = g_strdup_printf ("%'" G_GSIZE_FORMAT, network->parameter_count);
+      g_autofree char *params = NULL;
 
       self->valid = TRUE;
       /* Translators: under the network spec; %s is a number like "1,796,010" */
-      self->message = g_strdup_printf (ngettext ("%s parameter", "%s parameters",
-                                                 (gulong) MIN (network->parameter_count, G_MAXULONG)),
-                                       count);
+      params = g_strdup_printf (ngettext ("%s parameter", "%s parameters",
+                                          (gulong) MIN (network->parameter_count, G_MAXULONG)),
+                                count);
+      /* Translators: under the network spec: "308,074 parameters, 74.3 MFLOP a sample" */
+      self->message = g_strdup_printf (_("%s, %.1f MFLOP a sample"), params,
+                                       tdm_network_forward_flops (network) / 1e6);
     }
   else
     {
@@ -219,6 +224,9 @@ tdm_spec_entry_init (TdmSpecEntry *self)
   self->width = 28;
   self->channels = 1;
   self->classes = 10;
+
+  /* The syntax, in the engine's words (one rule, one place). */
+  gtk_widget_set_tooltip_text (GTK_WIDGET (self->entry), tdm_network_spec_help ());
 
   g_signal_connect_object (self->entry, "changed",
                            G_CALLBACK (tdm_spec_entry_text_changed), self,

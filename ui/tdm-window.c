@@ -16,6 +16,7 @@
 
 #include "tdm-build-config.h"
 
+#include "tdm-classify-view.h"
 #include "tdm-config.h"
 #include "tdm-dashboard.h"
 #include "tdm-error.h"
@@ -48,6 +49,9 @@ struct _TdmWindow
 
   gboolean              can_start;
   long                  max_steps;          /* for benchmarks: 0 runs every epoch */
+
+  GtkWindow            *classify_window;    /* made on first use */
+  TdmClassifyView      *classify_view;
 };
 
 enum {
@@ -194,6 +198,55 @@ tdm_window_update_state (TdmWindow *self)
 
 /* Runs -------------------------------------------------------------------- */
 
+
+/* Classifying ------------------------------------------------------------------ */
+
+static TdmClassifyView *
+tdm_window_get_classify_view (TdmWindow *self)
+{
+  if (self->classify_window == NULL)
+    self->classify_window = tdm_classify_view_window_new (GTK_WINDOW (self),
+                                                          &self->classify_view);
+  return self->classify_view;
+}
+
+/* After a run the network it saved answers dropped images. */
+static void
+tdm_window_classify_with_last_run (TdmWindow *self)
+{
+  g_autofree char *path = tdm_classify_view_last_run_path ();
+
+  if (g_file_test (path, G_FILE_TEST_IS_REGULAR))
+    tdm_classify_view_set_checkpoint (tdm_window_get_classify_view (self), path);
+}
+
+static void
+tdm_window_classify (GtkWidget  *widget,
+                     const char *action_name,
+                     GVariant   *parameter)
+{
+  TdmWindow *self = TDM_WINDOW (widget);
+  TdmClassifyView *view = tdm_window_get_classify_view (self);
+
+  if (tdm_classify_view_get_checkpoint (view) == NULL)
+    tdm_window_classify_with_last_run (self);
+  gtk_window_present (self->classify_window);
+}
+
+static gboolean
+tdm_window_drop_files (GtkDropTarget *target,
+                       const GValue  *value,
+                       double         x,
+                       double         y,
+                       TdmWindow     *self)
+{
+  if (!G_VALUE_HOLDS (value, GDK_TYPE_FILE_LIST))
+    return FALSE;
+  tdm_window_classify (GTK_WIDGET (self), "win.classify", NULL);
+  tdm_classify_view_add_files (self->classify_view, g_value_get_boxed (value));
+  return TRUE;
+}
+
 static void
 tdm_window_run_event (TdmWindow      *self,
                       const TdmEvent *event,
@@ -218,6 +271,7 @@ tdm_window_run_event (TdmWindow      *self,
 
     case TDM_EVENT_FINISHED:
       self->run_stopped = event->finished.stopped;
+      tdm_window_classify_with_last_run (self);
       break;
 
     case TDM_EVENT_STARTED:
@@ -506,6 +560,11 @@ tdm_window_dispose (GObject *object)
   g_clear_object (&self->run);
 
   tdm_window_chooser_done (self);
+  /* A toplevel is owned by GTK's list of windows: destroy it to let it go. */
+  if (self->classify_window != NULL)
+    gtk_window_destroy (self->classify_window);
+  self->classify_window = NULL;
+  self->classify_view = NULL;
   gtk_widget_dispose_template (GTK_WIDGET (self), TDM_TYPE_WINDOW);
 
   G_OBJECT_CLASS (tdm_window_parent_class)->dispose (object);
@@ -587,6 +646,8 @@ tdm_window_class_init (TdmWindowClass *klass)
   gtk_widget_class_install_action (widget_class, "win.export", NULL, tdm_window_export);
   gtk_widget_class_install_action (widget_class, "win.export-chart", "s", tdm_window_export_chart);
   gtk_widget_class_install_action (widget_class, "win.dismiss-error", NULL, tdm_window_dismiss_error);
+  gtk_widget_class_install_action (widget_class, "win.classify", NULL, tdm_window_classify);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_i, GDK_CONTROL_MASK, "win.classify", NULL);
 }
 
 static void
@@ -604,6 +665,25 @@ tdm_window_init (TdmWindow *self)
   g_signal_connect_object (self->sidebar, "notify::ready",
                            G_CALLBACK (tdm_window_update_state), self,
                            G_CONNECT_SWAPPED);
+
+  /* Images dropped anywhere on the window are classified with the last network. */
+  {
+    GtkDropTarget *target = gtk_drop_target_new (GDK_TYPE_FILE_LIST, GDK_ACTION_COPY);
+    GtkWidget *titlebar = gtk_window_get_titlebar (GTK_WINDOW (self));
+
+    g_signal_connect_object (target, "drop", G_CALLBACK (tdm_window_drop_files), self, 0);
+    gtk_widget_add_controller (GTK_WIDGET (self), GTK_EVENT_CONTROLLER (target));
+    if (GTK_IS_HEADER_BAR (titlebar))
+      {
+        GtkWidget *button = gtk_button_new_from_icon_name ("image-x-generic-symbolic");
+
+        gtk_actionable_set_action_name (GTK_ACTIONABLE (button), "win.classify");
+        gtk_widget_set_tooltip_text (button, _("Classify images with the trained network (Ctrl+I)"));
+        gtk_accessible_update_property (GTK_ACCESSIBLE (button), GTK_ACCESSIBLE_PROPERTY_LABEL,
+                                        _("Classify images"), -1);
+        gtk_header_bar_pack_end (GTK_HEADER_BAR (titlebar), button);
+      }
+  }
 
   tdm_window_update_state (self);
   tdm_window_set_subtitle (self, NULL);

@@ -5,6 +5,7 @@
  * against. It is not multi-threaded itself: one instance belongs to one CPU worker
  * thread, and the trainer decides how many threads OpenBLAS may use. */
 #include "tdm-backend.h"
+#include "tdm-backend-cpu-layers.h"
 #include "tdm-cpu-kernels.h"
 #include "tdm-error.h"
 
@@ -268,18 +269,18 @@ cpu_relu_backward(TdmBackend *b, float *dx, const float *dy, const float *y, siz
 
 static void
 cpu_im2col(TdmBackend *b, float *col, const float *x, int n, int h, int w, int c, int kh,
-           int kw, int pad)
+           int kw, int pad, int stride)
 {
-  if (cpu_begin(b) && tdm_backend_check_conv(b, "im2col", n, h, w, c, kh, kw, pad))
-    cpu_kernels(b)->im2col(col, x, n, h, w, c, kh, kw, pad);
+  if (cpu_begin(b) && tdm_backend_check_conv(b, "im2col", n, h, w, c, kh, kw, pad, stride))
+    cpu_kernels(b)->im2col(col, x, n, h, w, c, kh, kw, pad, stride);
 }
 
 static void
 cpu_col2im(TdmBackend *b, float *dx, const float *col, int n, int h, int w, int c, int kh,
-           int kw, int pad)
+           int kw, int pad, int stride)
 {
-  if (cpu_begin(b) && tdm_backend_check_conv(b, "col2im", n, h, w, c, kh, kw, pad))
-    cpu_kernels(b)->col2im(dx, col, n, h, w, c, kh, kw, pad);
+  if (cpu_begin(b) && tdm_backend_check_conv(b, "col2im", n, h, w, c, kh, kw, pad, stride))
+    cpu_kernels(b)->col2im(dx, col, n, h, w, c, kh, kw, pad, stride);
 }
 
 static void
@@ -334,11 +335,14 @@ cpu_conv_pool_backward(TdmBackend *b, float *dwt, float *dbias, const float *dy,
 
 static void
 cpu_softmax_xent(TdmBackend *b, const float *logits, const int32_t *labels, int rows,
-                 int classes, float grad_scale, float *dlogits, TdmMetrics *metrics)
+                 int classes, float smoothing, float grad_scale, float *dlogits,
+                 TdmMetrics *metrics)
 {
   if (!cpu_begin(b))
     return;
   CPU_REQUIRE(b, rows >= 0 && classes >= 1, "softmax_xent: bad shape %d×%d", rows, classes);
+  CPU_REQUIRE(b, smoothing >= 0.0f && smoothing <= 1.0f,
+              "softmax_xent: label smoothing %g is not in [0, 1]", smoothing);
   for (int r = 0; r < rows; r++)
     CPU_REQUIRE(b, labels[r] >= 0 && labels[r] < classes,
                 "softmax_xent: label %d of row %d is not a class in [0, %d)", labels[r],
@@ -367,15 +371,25 @@ cpu_softmax_xent(TdmBackend *b, const float *logits, const int32_t *labels, int 
         sum += d[j];
       }
       const float factor = grad_scale / sum;
+      /* softmax − q, q = (1 − ε)·onehot + ε/K. */
+      const float spread = grad_scale * smoothing / classes;
       for (int j = 0; j < classes; j++)
-        d[j] *= factor;
-      d[label] -= grad_scale;
+        d[j] = d[j] * factor - spread;
+      d[label] -= grad_scale * (1.0f - smoothing);
     } else {
       for (int j = 0; j < classes; j++)
         sum += expf(z[j] - top);
     }
 
-    loss_sum += (double)logf(sum) - ((double)z[label] - top);
+    /* −Σ q·log p = log Σe − (1 − ε)(z_label − top) − ε/K · Σ (z_j − top). */
+    double shifted = (double)z[label] - top;
+    if (smoothing != 0.0f) {
+      double all = 0.0;
+      for (int j = 0; j < classes; j++)
+        all += (double)z[j] - top;
+      shifted = (1.0 - smoothing) * shifted + smoothing * all / classes;
+    }
+    loss_sum += (double)logf(sum) - shifted;
     correct += best == label;
   }
   metrics->loss_sum += loss_sum;
@@ -599,7 +613,24 @@ static const TdmBackendOps tdm_backend_cpu_ops = {
   .conv_pool_backward = cpu_conv_pool_backward,
   .softmax_xent = cpu_softmax_xent,
   .gather = cpu_gather,
+  .gather_augment = tdm_cpu_gather_augment,
+  .bn_sums = tdm_cpu_bn_sums,
+  .bn_stats = tdm_cpu_bn_stats,
+  .bn_forward = tdm_cpu_bn_forward,
+  .bn_forward_eval = tdm_cpu_bn_forward_eval,
+  .bn_backward_sums = tdm_cpu_bn_backward_sums,
+  .bn_backward_dx = tdm_cpu_bn_backward_dx,
+  .avgpool_forward = tdm_cpu_avgpool_forward,
+  .avgpool_backward = tdm_cpu_avgpool_backward,
+  .global_avgpool_forward = tdm_cpu_global_avgpool_forward,
+  .global_avgpool_backward = tdm_cpu_global_avgpool_backward,
+  .global_maxpool_forward = tdm_cpu_global_maxpool_forward,
+  .global_maxpool_backward = tdm_cpu_global_maxpool_backward,
+  .dropout_forward = tdm_cpu_dropout_forward,
+  .dropout_backward = tdm_cpu_dropout_backward,
   .sgd_update = cpu_sgd_update,
+  .sgd_momentum_update = tdm_cpu_sgd_momentum_update,
+  .weight_decay = tdm_cpu_weight_decay,
   .momentum_update = cpu_momentum_update,
   .adam_update = cpu_adam_update,
   .add = cpu_add,

@@ -459,18 +459,24 @@ cuda_relu_backward(TdmBackend *b, float *dx, const float *dy, const float *y, si
 
 static void
 cuda_im2col(TdmBackend *b, float *col, const float *x, int n, int h, int w, int c, int kh,
-            int kw, int pad)
+            int kw, int pad, int stride)
 {
-  if (cuda_begin(b) && tdm_backend_check_conv(b, "im2col", n, h, w, c, kh, kw, pad))
-    TDM_CUDA_OK(b, tdm_k_im2col(col, x, n, h, w, c, kh, kw, pad, CUDA_B(b)->stream));
+  if (!cuda_begin(b) || !tdm_backend_check_conv(b, "im2col", n, h, w, c, kh, kw, pad, stride))
+    return;
+  /* Strided kernels come with issue 10's CUDA work; until then a clear failure. */
+  CUDA_REQUIRE(b, stride == 1, "im2col: stride %d is not in the CUDA backend yet", stride);
+  TDM_CUDA_OK(b, tdm_k_im2col(col, x, n, h, w, c, kh, kw, pad, CUDA_B(b)->stream));
 }
 
 static void
 cuda_col2im(TdmBackend *b, float *dx, const float *col, int n, int h, int w, int c, int kh,
-            int kw, int pad)
+            int kw, int pad, int stride)
 {
-  if (cuda_begin(b) && tdm_backend_check_conv(b, "col2im", n, h, w, c, kh, kw, pad))
-    TDM_CUDA_OK(b, tdm_k_col2im(dx, col, n, h, w, c, kh, kw, pad, CUDA_B(b)->stream));
+  if (!cuda_begin(b) || !tdm_backend_check_conv(b, "col2im", n, h, w, c, kh, kw, pad, stride))
+    return;
+  /* Strided kernels come with issue 10's CUDA work; until then a clear failure. */
+  CUDA_REQUIRE(b, stride == 1, "col2im: stride %d is not in the CUDA backend yet", stride);
+  TDM_CUDA_OK(b, tdm_k_col2im(dx, col, n, h, w, c, kh, kw, pad, CUDA_B(b)->stream));
 }
 
 static void
@@ -528,11 +534,14 @@ cuda_conv_pool_backward(TdmBackend *b, float *dwt, float *dbias, const float *dy
 
 static void
 cuda_softmax_xent(TdmBackend *b, const float *logits, const int32_t *labels, int rows,
-                  int classes, float grad_scale, float *dlogits, TdmMetrics *metrics)
+                  int classes, float smoothing, float grad_scale, float *dlogits,
+                  TdmMetrics *metrics)
 {
   if (!cuda_begin(b))
     return;
   CUDA_REQUIRE(b, rows >= 0 && classes >= 1, "softmax_xent: bad shape %d×%d", rows, classes);
+  CUDA_REQUIRE(b, smoothing == 0.0f,
+               "softmax_xent: label smoothing is not in the CUDA backend yet");
   /* Labels live on the device and are not checked here: one out of range gives a NaN
    * loss, which the trainer reports as divergence. */
   TDM_CUDA_OK(b, tdm_k_softmax_xent(logits, labels, rows, classes, grad_scale, dlogits,
@@ -724,6 +733,9 @@ static const TdmBackendOps tdm_backend_cuda_ops = {
   .conv_pool_backward = cuda_conv_pool_backward,
   .softmax_xent = cuda_softmax_xent,
   .gather = cuda_gather,
+  /* Issue 10's operations (gather_augment, bn_*, avgpool_*, global_*pool_*, dropout_*,
+   * sgd_momentum_update, weight_decay) are NULL until their kernels land: a replica
+   * whose network needs one refuses this backend with a message naming it. */
   .sgd_update = cuda_sgd_update,
   .momentum_update = cuda_momentum_update,
   .adam_update = cuda_adam_update,

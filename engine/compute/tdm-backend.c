@@ -14,8 +14,16 @@ tdm_backend_new(const char *device, TdmPrecision precision, GError **error)
 {
   g_return_val_if_fail(device != NULL, NULL);
 
-  if (g_str_equal(device, "cpu"))
+  if (g_str_equal(device, "cpu")) {
+    /* tf32 on a CPU is float32 (what a GPU without tensor cores does too); bf16 would
+     * change the numbers, and the CPU has no bf16 GEMM worth it. */
+    if (precision == TDM_PRECISION_BF16) {
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
+                  "device “cpu”: --precision bf16 needs a GPU; use fp32 on the CPU");
+      return NULL;
+    }
     return tdm_backend_cpu_new(error);
+  }
 
   if (g_str_has_prefix(device, "cuda:")) {
     const char *digits = device + 5;
@@ -113,13 +121,13 @@ tdm_backend_check_queued(TdmBackend *b, GError **error)
 
 gboolean
 tdm_backend_check_conv(TdmBackend *b, const char *op, int n, int h, int w, int c, int kh,
-                       int kw, int pad)
+                       int kw, int pad, int stride)
 {
-  if (n < 0 || h < 1 || w < 1 || c < 1 || kh < 1 || kw < 1 || pad < 0 ||
+  if (n < 0 || h < 1 || w < 1 || c < 1 || kh < 1 || kw < 1 || pad < 0 || stride < 1 ||
       h + 2 * pad - kh + 1 < 1 || w + 2 * pad - kw + 1 < 1) {
     tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND,
-                     "%s: bad shape n=%d h=%d w=%d c=%d kernel %d×%d pad %d", op, n, h, w,
-                     c, kh, kw, pad);
+                     "%s: bad shape n=%d h=%d w=%d c=%d kernel %d×%d pad %d stride %d", op,
+                     n, h, w, c, kh, kw, pad, stride);
     return FALSE;
   }
   return TRUE;
@@ -129,7 +137,7 @@ gboolean
 tdm_backend_check_conv_pool(TdmBackend *b, const char *op, int n, int h, int w, int c,
                             int out, int kh, int kw, int pad, int pk)
 {
-  if (!tdm_backend_check_conv(b, op, n, h, w, c, kh, kw, pad))
+  if (!tdm_backend_check_conv(b, op, n, h, w, c, kh, kw, pad, 1))
     return FALSE;
   if (out < 1 || out > TDM_CONV_POOL_OUT || kh * kw * c > TDM_CONV_POOL_TAPS || pk < 1 ||
       (guint64)n * (h + 2 * pad - kh + 1) * (w + 2 * pad - kw + 1) * out > G_MAXINT32) {

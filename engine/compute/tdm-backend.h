@@ -40,7 +40,18 @@ typedef enum {
 typedef enum {
   TDM_PRECISION_FP32,   /* full float32 GEMMs (default) */
   TDM_PRECISION_TF32,   /* TensorFloat-32 GEMMs where the device has them */
+  TDM_PRECISION_BF16,   /* bfloat16 GEMMs and convolutions with float32 accumulation,
+                         * float32 master weights, optimizer state and BN statistics;
+                         * GPUs only (the CPU backend refuses it) */
 } TdmPrecision;
+
+/* gather_augment's flip: never, with probability ½ per sample, or always (test-time
+ * flip averaging evaluates each test image twice, once mirrored). */
+typedef enum {
+  TDM_FLIP_NEVER = 0,
+  TDM_FLIP_RANDOM = 1,
+  TDM_FLIP_ALWAYS = 2,
+} TdmFlip;
 
 /* The fields that every step's loss and accuracy are summed into, on the device. */
 typedef struct {
@@ -74,15 +85,19 @@ typedef struct {
   /* dx = y > 0 ? dy : 0 where y is the ReLU's output; in place (dx == dy) allowed. */
   void (*relu_backward) (TdmBackend *b, float *dx, const float *dy, const float *y, size_t n);
 
-  /* Convolution by GEMM, stride 1. x is n×h×w×c (NHWC); the output is
-   * n×oh×ow where oh = h + 2·pad − kh + 1, ow likewise. col has one row per output
-   * pixel (n·oh·ow rows) and kh·kw·c columns ordered (ky, kx, channel), the order of
-   * the conv weight's rows, so that out = col · Wᵀ. Padding reads as zero. */
+  /* Convolution by GEMM. x is n×h×w×c (NHWC); the output is n×oh×ow where
+   * oh = (h + 2·pad − kh) / stride + 1 (floor), ow likewise. col has one row per
+   * output pixel (n·oh·ow rows, image-major, then oy, then ox) and kh·kw·c columns
+   * ordered (ky, kx, channel), the order of the conv weight's rows, so that
+   * out = col · Wᵀ. Output pixel (oy, ox) reads input pixel (oy·stride − pad + ky,
+   * ox·stride − pad + kx); outside the image reads as zero. */
   void (*im2col) (TdmBackend *b, float *col, const float *x,
-                  int n, int h, int w, int c, int kh, int kw, int pad);
-  /* dx = the sum of col's entries back onto the pixels they were read from. */
+                  int n, int h, int w, int c, int kh, int kw, int pad, int stride);
+  /* dx = the sum of col's entries back onto the pixels they were read from (written,
+   * not accumulated: pixels no window reads, possible with stride > kernel or with
+   * the floor, get zero). The adjoint of im2col. */
   void (*col2im) (TdmBackend *b, float *dx, const float *col,
-                  int n, int h, int w, int c, int kh, int kw, int pad);
+                  int n, int h, int w, int c, int kh, int kw, int pad, int stride);
 
   /* Max pooling, window = stride = k, floor division: y is n×(h/k)×(w/k)×c.
    * argmax holds, per output, the index into x of the chosen input (the first
@@ -119,11 +134,14 @@ typedef struct {
                               bool relu, int n, int h, int w, int c, int out, int kh,
                               int kw, int pad, int pk);
 
-  /* Softmax cross-entropy over rows × classes logits with int32 labels. Adds the
-   * rows' loss sum and correct count into *metrics (device memory). When dlogits is
-   * not NULL it receives (softmax − onehot) · grad_scale. */
+  /* Softmax cross-entropy over rows × classes logits with int32 labels, against the
+   * label-smoothed target q = (1 − smoothing) · onehot + smoothing / classes (PyTorch's
+   * CrossEntropyLoss(label_smoothing=…); smoothing 0 is the plain loss). Adds the
+   * rows' loss sum −Σ q·log softmax and their correct count (arg-max, first maximum,
+   * equals the label) into *metrics (device memory). When dlogits is not NULL it
+   * receives (softmax − q) · grad_scale. */
   void (*softmax_xent) (TdmBackend *b, const float *logits, const int32_t *labels,
-                        int rows, int classes, float grad_scale,
+                        int rows, int classes, float smoothing, float grad_scale,
                         float *dlogits, TdmMetrics *metrics);
 
   /* x[i, :] = images[indices[i], :] · scale as float; y[i] = labels[indices[i]].
@@ -131,12 +149,127 @@ typedef struct {
   void (*gather) (TdmBackend *b, float *x, int32_t *y, const uint8_t *images,
                   const uint8_t *labels, const int32_t *indices, int count,
                   int sample_size, float scale);
+  /* gather with augmentation, for h×w×c samples: each sample is shifted (a random crop
+   * of the image zero-padded by pad on every side) and then mirrored left-right as
+   * flip says. Sample i, s = indices[i], draws from the counter RNG of
+   * tdm-counter-rng.h, stream TDM_RNG_AUGMENT of key (seed), its epoch and s:
+   *   sy = tdm_crng_u32 (key, epoch, s, 0) % (2·pad + 1) − pad,
+   *   sx = tdm_crng_u32 (key, epoch, s, 1) % (2·pad + 1) − pad,
+   *   mirrored = flip == ALWAYS || (flip == RANDOM && (tdm_crng_u32 (key, epoch, s, 2) & 1)),
+   * and x[i, r, q, ch] = images[s, r + sy, q' + sx, ch] · scale with q' = w − 1 − q
+   * when mirrored, else q; 0 where (r + sy, q' + sx) is outside the image. So the
+   * numbers depend on (seed, epoch, sample index) alone, never on which replica or
+   * shard position the sample has. key is tdm_crng_key (seed, TDM_RNG_AUGMENT). pad 0
+   * and flip NEVER is gather. */
+  void (*gather_augment) (TdmBackend *b, float *x, int32_t *y, const uint8_t *images,
+                          const uint8_t *labels, const int32_t *indices, int count,
+                          int h, int w, int c, float scale, int pad, TdmFlip flip,
+                          uint64_t key, uint32_t epoch);
+
+  /* Batch normalization over rows × channels (NHWC activations: rows = n·h·w; after
+   * an fc, h = w = 1). Training mode takes three steps so that synchronized BN can
+   * all-reduce the per-channel sums between them (two-pass variance: exact enough
+   * for float, and every replica ends with the same numbers):
+   *   bn_sums (sum, x, NULL, …)         sum[c] = Σ_r x[r, c]
+   *   (all-reduce sum over replicas when synchronized; count = rows over them all)
+   *   bn_sums (sqdev, x, sum, 1/count)  sqdev[c] = Σ_r (x[r, c] − sum[c]/count)²
+   *   (all-reduce sqdev likewise)
+   *   bn_stats (saved, sum, sqdev, count, …)  saved = [mean[C], invstd[C]]
+   *   bn_forward (y, x, saved, saved + C, gamma, beta, …)
+   * Sums are accumulated in at least double-like precision in a fixed order (results
+   * do not depend on thread timing); outputs are float. */
+  void (*bn_sums) (TdmBackend *b, float *sums, const float *x, const float *center_sum,
+                   float inv_count, int rows, int channels);
+  /* For each channel c: mean = sum[c] / count, var = sqdev[c] / count (biased, used to
+   * normalize), saved[c] = mean, saved[C + c] = 1 / sqrt(var + eps). When running_mean
+   * is not NULL the running averages move as PyTorch's do:
+   *   running_mean = (1 − momentum) · running_mean + momentum · mean,
+   *   running_var  = (1 − momentum) · running_var + momentum · var · count / (count − 1)
+   * (the unbiased variance; var itself when count is 1). */
+  void (*bn_stats) (TdmBackend *b, float *saved, const float *sum, const float *sqdev,
+                    int channels, double count, float eps, float momentum,
+                    float *running_mean, float *running_var);
+  /* y[r, c] = (x[r, c] − mean[c]) · invstd[c] · gamma[c] + beta[c], then max(y, 0)
+   * when relu. y != x (backward reads x). */
+  void (*bn_forward) (TdmBackend *b, float *y, const float *x, const float *mean,
+                      const float *invstd, const float *gamma, const float *beta,
+                      int rows, int channels, bool relu);
+  /* Evaluation mode: the same with mean = running_mean and invstd =
+   * 1 / sqrt(running_var + eps). y != x. */
+  void (*bn_forward_eval) (TdmBackend *b, float *y, const float *x,
+                           const float *running_mean, const float *running_var,
+                           const float *gamma, const float *beta, float eps, int rows,
+                           int channels, bool relu);
+  /* Backward, step 1 (a fused ReLU's mask is applied to dy before, by relu_backward):
+   * dbeta[c] = Σ_r dy[r, c], dgamma[c] = Σ_r dy[r, c] · xhat[r, c] with xhat =
+   * (x − mean) · invstd. Written. These are this replica's parameter gradients; when
+   * synchronized the caller all-reduces a copy of them for step 2. */
+  void (*bn_backward_sums) (TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
+                            const float *x, const float *mean, const float *invstd,
+                            int rows, int channels);
+  /* Step 2: dx = gamma · invstd · (dy − sum_dbeta · inv_count − xhat · sum_dgamma ·
+   * inv_count), with the sums over every row of the batch (all replicas when
+   * synchronized) and inv_count = 1 / that row count. dx == dy allowed. */
+  void (*bn_backward_dx) (TdmBackend *b, float *dx, const float *dy, const float *x,
+                          const float *mean, const float *invstd, const float *gamma,
+                          const float *sum_dgamma, const float *sum_dbeta, float inv_count,
+                          int rows, int channels);
+
+  /* Average pooling, window = stride = k, floor division: y is n×(h/k)×(w/k)×c, each
+   * output the mean of its k·k inputs. */
+  void (*avgpool_forward) (TdmBackend *b, float *y, const float *x, int n, int h, int w,
+                           int c, int k);
+  /* dx[pixel] = dy[its window] / (k·k); pixels in no window (the floor's remainder)
+   * get zero. Written. */
+  void (*avgpool_backward) (TdmBackend *b, float *dx, const float *dy, int n, int h,
+                            int w, int c, int k);
+  /* Global pooling over the pixels of each sample: x is n×pixels×c, y is n×c.
+   * Average: y[i, c] = mean over pixels. Backward: dx[i, p, c] = dy[i, c] / pixels. */
+  void (*global_avgpool_forward) (TdmBackend *b, float *y, const float *x, int n,
+                                  int pixels, int c);
+  void (*global_avgpool_backward) (TdmBackend *b, float *dx, const float *dy, int n,
+                                   int pixels, int c);
+  /* Max: y[i, c] = max over pixels, argmax[i, c] = the flat index into x of the first
+   * maximum (pixels in order). Backward: dx = dy scattered through argmax, zero
+   * elsewhere. */
+  void (*global_maxpool_forward) (TdmBackend *b, float *y, int32_t *argmax, const float *x,
+                                  int n, int pixels, int c);
+  void (*global_maxpool_backward) (TdmBackend *b, float *dx, const float *dy,
+                                   const int32_t *argmax, int n, int pixels, int c);
+
+  /* Inverted dropout over n samples of per_sample floats. Element e of sample i (its
+   * dataset index s = indices[i], device memory) is kept when
+   * tdm_crng_uniform (key, epoch, s, e) >= p, and then scaled by 1 / (1 − p); dropped
+   * elements are 0. key is tdm_crng_key (seed, TDM_RNG_DROPOUT + layer): masks depend
+   * on (seed, layer, epoch, sample index, element) only, so any split into replicas
+   * draws the same mask, and backward draws it again instead of storing it. y == x
+   * allowed. 0 <= p < 1. */
+  void (*dropout_forward) (TdmBackend *b, float *y, const float *x, const int32_t *indices,
+                           int n, int per_sample, float p, uint64_t key, uint32_t epoch);
+  /* dx = dy masked and scaled by the same mask. dx == dy allowed. */
+  void (*dropout_backward) (TdmBackend *b, float *dx, const float *dy,
+                            const int32_t *indices, int n, int per_sample, float p,
+                            uint64_t key, uint32_t epoch);
 
   /* Optimizers over the flat parameter buffer; g += weight_decay · p first. */
   void (*sgd_update) (TdmBackend *b, float *p, const float *g, size_t n,
                       float lr, float weight_decay);
   void (*momentum_update) (TdmBackend *b, float *p, const float *g, float *velocity,
                            size_t n, float lr, float momentum, float weight_decay);
+  /* PyTorch's SGD with momentum (torch.optim.SGD, dampening 0):
+   *   d = g + weight_decay · mask · p      (mask[i] ∈ {0, 1}; NULL = decay everything)
+   *   v = momentum · v + d
+   *   p −= lr · (nesterov ? d + momentum · v : v)
+   * The mask is one byte a parameter (tdm_network_decay_mask()): weight decay skips
+   * biases and BN parameters. v starts at zero (PyTorch's first step sets v = d, the
+   * same thing). */
+  void (*sgd_momentum_update) (TdmBackend *b, float *p, const float *g, float *velocity,
+                               const uint8_t *decay_mask, size_t n, float lr,
+                               float momentum, float weight_decay, bool nesterov);
+  /* g += weight_decay · mask · p, for the other optimizers when decay skips some
+   * parameters (they then run with weight_decay 0). */
+  void (*weight_decay) (TdmBackend *b, float *g, const float *p, const uint8_t *decay_mask,
+                        size_t n, float weight_decay);
   /* Chainer's Adam: m, v moments; p −= lr_t · m / (sqrt(v) + eps), with lr_t the
    * bias-corrected step alpha · sqrt(1 − beta2ᵗ) / (1 − beta1ᵗ) computed by the caller. */
   void (*adam_update) (TdmBackend *b, float *p, const float *g, float *m, float *v,
@@ -198,7 +331,7 @@ gboolean tdm_backend_failed (TdmBackend *b);
 gboolean tdm_backend_check_gemm (TdmBackend *b, bool trans_a, bool trans_b, int m, int n,
                                  int k, int lda, int ldb, int ldc);
 gboolean tdm_backend_check_conv (TdmBackend *b, const char *op, int n, int h, int w, int c,
-                                 int kh, int kw, int pad);
+                                 int kh, int kw, int pad, int stride);
 gboolean tdm_backend_check_conv_pool (TdmBackend *b, const char *op, int n, int h, int w,
                                       int c, int out, int kh, int kw, int pad, int pk);
 

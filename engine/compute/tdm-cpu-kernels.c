@@ -218,18 +218,18 @@ im2col_pixel(float *restrict row, const float *restrict x, ptrdiff_t off, int w,
  * loops of the common case unroll. */
 static G_ALWAYS_INLINE inline void
 im2col_walk(float *restrict col, const float *restrict x, int n, int h, int w, int c,
-            int kh, int kw, int pad)
+            int kh, int kw, int pad, int stride)
 {
-  const int oh = h + 2 * pad - kh + 1;
-  const int ow = w + 2 * pad - kw + 1;
+  const int oh = (h + 2 * pad - kh) / stride + 1;
+  const int ow = (w + 2 * pad - kw) / stride + 1;
   const size_t cols = (size_t)c * kh * kw;
 
   for (int im = 0; im < n; im++)
     for (int oy = 0; oy < oh; oy++) {
-      const int iy = oy - pad;
+      const int iy = oy * stride - pad;
       const int ky0 = MAX(0, -iy), ky1 = MIN(kh, h - iy);
       for (int ox = 0; ox < ow; ox++) {
-        const int ix = ox - pad;
+        const int ix = ox * stride - pad;
         const int kx0 = MAX(0, -ix), kx1 = MIN(kw, w - ix);
         const ptrdiff_t off = (((ptrdiff_t)im * h + iy) * w + ix) * c;
         float *row = col + (((size_t)im * oh + oy) * ow + ox) * cols;
@@ -294,23 +294,59 @@ col2im_walk(float *restrict dx, const float *restrict col, int n, int h, int w, 
     }
 }
 
+/* col2im for stride > 1 as a scatter: a strided conv's windows overlap little or
+ * not at all, so clearing dx and adding each row of col where it was read costs
+ * about one pass, and the pixel-gather of col2im_walk would need a division per tap.
+ * Rows are added in order, so the sums are the same on every run. */
+static void
+col2im_strided(float *restrict dx, const float *restrict col, int n, int h, int w, int c,
+               int kh, int kw, int pad, int stride)
+{
+  const int oh = (h + 2 * pad - kh) / stride + 1;
+  const int ow = (w + 2 * pad - kw) / stride + 1;
+  const size_t cols = (size_t)c * kh * kw;
+
+  memset(dx, 0, sizeof(float) * (size_t)n * h * w * c);
+  for (int im = 0; im < n; im++)
+    for (int oy = 0; oy < oh; oy++)
+      for (int ox = 0; ox < ow; ox++) {
+        const float *row = col + (((size_t)im * oh + oy) * ow + ox) * cols;
+        for (int ky = 0; ky < kh; ky++) {
+          const int iy = oy * stride - pad + ky;
+          if (iy < 0 || iy >= h)
+            continue;
+          for (int kx = 0; kx < kw; kx++) {
+            const int ix = ox * stride - pad + kx;
+            if (ix < 0 || ix >= w)
+              continue;
+            float *restrict d = dx + (((size_t)im * h + iy) * w + ix) * c;
+            const float *restrict src = row + ((size_t)ky * kw + kx) * c;
+            for (int ch = 0; ch < c; ch++)
+              d[ch] += src[ch];
+          }
+        }
+      }
+}
+
 static void
 k_im2col(float *col, const float *x, int n, int h, int w, int c, int kh,
-           int kw, int pad)
+           int kw, int pad, int stride)
 {
-  if (kh == 3 && kw == 3)
-    im2col_walk(col, x, n, h, w, c, 3, 3, pad);
+  if (kh == 3 && kw == 3 && stride == 1)
+    im2col_walk(col, x, n, h, w, c, 3, 3, pad, 1);
   else
-    im2col_walk(col, x, n, h, w, c, kh, kw, pad);
+    im2col_walk(col, x, n, h, w, c, kh, kw, pad, stride);
 }
 
 static void
 k_col2im(float *dx, const float *col, int n, int h, int w, int c, int kh,
-           int kw, int pad)
+           int kw, int pad, int stride)
 {
+  if (stride != 1)
+    col2im_strided(dx, col, n, h, w, c, kh, kw, pad, stride);
   /* One channel (a first layer) gets its own copy: a loop over one channel costs more
    * than the add in it. */
-  if (kh == 3 && kw == 3 && c == 1)
+  else if (kh == 3 && kw == 3 && c == 1)
     col2im_walk(dx, col, n, h, w, 1, 3, 3, pad);
   else if (kh == 3 && kw == 3)
     col2im_walk(dx, col, n, h, w, c, 3, 3, pad);

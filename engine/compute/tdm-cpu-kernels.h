@@ -18,9 +18,9 @@ typedef struct {
   void (*relu_forward) (float *y, const float *x, size_t n);
   void (*relu_backward) (float *dx, const float *dy, const float *y, size_t n);
   void (*im2col) (float *col, const float *x, int n, int h, int w, int c, int kh, int kw,
-                  int pad);
+                  int pad, int stride);
   void (*col2im) (float *dx, const float *col, int n, int h, int w, int c, int kh, int kw,
-                  int pad);
+                  int pad, int stride);
   void (*maxpool_forward) (float *y, int32_t *argmax, const float *x, const float *bias,
                            bool relu, int n, int h, int w, int c, int k);
   void (*maxpool_backward) (float *dx, float *dbias, const float *dy, const int32_t *argmax,

@@ -1,8 +1,9 @@
 /* tdm-dataset.c — TdmDataset's life cycle and tdm_dataset_open, which turns a name
  * or a folder into a pair of splits by asking the format loaders in turn. The file
- * formats themselves live in tdm-dataset-idx.c, tdm-dataset-cifar.c and
- * tdm-dataset-synthetic.c; this file reads no dataset bytes. */
+ * formats themselves live in tdm-dataset-idx.c, tdm-dataset-cifar.c,
+ * tdm-dataset-folder.c and tdm-dataset-synthetic.c; this file reads no dataset bytes. */
 #include "tdm-dataset.h"
+#include "tdm-dataset-folder.h"
 #include "tdm-error.h"
 
 #include <string.h>
@@ -47,6 +48,7 @@ tdm_dataset_pair_free(TdmDatasetPair *pair)
     return;
   g_free(pair->name);
   g_free(pair->source);
+  g_free(pair->notice);
   tdm_dataset_free(pair->train);
   tdm_dataset_free(pair->test);
   g_free(pair);
@@ -104,7 +106,8 @@ tdm_dataset_check_folder(const char *folder, const char *hint, GError **error)
   }
   if (!g_file_test(folder, G_FILE_TEST_IS_DIR)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                "%s: not a folder (expected a folder of IDX files or CIFAR-10 batches)",
+                "%s: not a folder (expected a folder of IDX files, CIFAR-10 batches or "
+                "class folders of images)",
                 folder);
     return FALSE;
   }
@@ -121,7 +124,7 @@ tdm_dataset_check_folder(const char *folder, const char *hint, GError **error)
 }
 
 static TdmDatasetPair *
-tdm_dataset_open_folder(const char *folder, GError **error)
+tdm_dataset_open_folder(const char *folder, const TdmImageOptions *options, GError **error)
 {
   if (!tdm_dataset_check_folder(folder, NULL, error))
     return NULL;
@@ -129,9 +132,12 @@ tdm_dataset_open_folder(const char *folder, GError **error)
     return tdm_dataset_load_idx_folder(folder, error);
   if (tdm_dataset_has_cifar10(folder))
     return tdm_dataset_load_cifar10_folder(folder, error);
+  if (tdm_dataset_is_image_folder(folder))
+    return tdm_dataset_load_image_folder(folder, options, NULL, NULL, NULL, error);
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-              "%s: holds neither IDX files (train-images-idx3-ubyte[.gz] …) nor CIFAR-10 "
-              "binary batches (data_batch_1.bin … test_batch.bin)",
+              "%s: holds neither IDX files (train-images-idx3-ubyte[.gz] …), CIFAR-10 "
+              "binary batches (data_batch_1.bin … test_batch.bin) nor class folders of "
+              "images (CLASS/IMAGE.png, or train/CLASS/… and test/CLASS/…)",
               folder);
   return NULL;
 }
@@ -148,6 +154,13 @@ tdm_dataset_open_named_idx(const char *name, const char *folder, const char *hin
 
 TdmDatasetPair *
 tdm_dataset_open(const char *name_or_path, GError **error)
+{
+  return tdm_dataset_open_with(name_or_path, NULL, error);
+}
+
+TdmDatasetPair *
+tdm_dataset_open_with(const char *name_or_path, const TdmImageOptions *image_options,
+                      GError **error)
 {
   g_return_val_if_fail(name_or_path != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
@@ -182,9 +195,9 @@ tdm_dataset_open(const char *name_or_path, GError **error)
   if (!g_file_test(folder, G_FILE_TEST_EXISTS) && strchr(folder, G_DIR_SEPARATOR) == NULL) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
                 "unknown dataset “%s”: expected fashion-mnist, mnist, synthetic or a folder "
-                "of IDX files or CIFAR-10 batches",
+                "of IDX files, CIFAR-10 batches or class folders of images",
                 name_or_path);
     return NULL;
   }
-  return tdm_dataset_open_folder(folder, error);
+  return tdm_dataset_open_folder(folder, image_options, error);
 }

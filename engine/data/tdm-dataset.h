@@ -34,14 +34,31 @@ typedef struct {
   char *source;          /* the folder it came from, or NULL for built-in */
   TdmDataset *train;
   TdmDataset *test;
+  char *notice;          /* what was skipped while loading ("3 of 12,040 files could
+                          * not be read: …"), or NULL */
 } TdmDatasetPair;
 
 /* Opens a dataset by name or path:
  * - "fashion-mnist" (the Debian package's folder), "mnist" (folder given by
  *   TANDEM_MNIST_DIR or /usr/share/datasets/mnist), "synthetic" (built in);
  * - a folder holding IDX files (train-images-idx3-ubyte[.gz] …) or CIFAR-10 binary
- *   batches (data_batch_1.bin … test_batch.bin, also inside cifar-10-batches-bin/). */
+ *   batches (data_batch_1.bin … test_batch.bin, also inside cifar-10-batches-bin/);
+ * - a folder of class folders of PNG and JPEG images (tdm-dataset-folder.h), decoded
+ *   with the default size and colour. */
 TdmDatasetPair *tdm_dataset_open (const char *name_or_path, GError **error);
+
+/* How image folders are read; other formats ignore it. */
+typedef struct {
+  int size;            /* side of the square samples; 0: chosen from the images */
+  int channels;        /* 1 grey, 3 RGB; 0: grey when every image is grey */
+  guint64 seed;        /* of the held-out split */
+  gboolean no_cache;   /* neither read nor write the cache */
+} TdmImageOptions;
+
+/* The same, with the size, colour and split of image folders given (NULL: defaults). */
+TdmDatasetPair *tdm_dataset_open_with (const char *name_or_path,
+                                       const TdmImageOptions *image_options,
+                                       GError **error);
 void tdm_dataset_pair_free (TdmDatasetPair *pair);
 
 /* The individual loaders. */

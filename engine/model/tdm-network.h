@@ -1,75 +1,139 @@
-/* tdm-network.h — a network as a sequence of layers, parsed from a one-line spec.
+/* tdm-network.h — a network as a small tree of layers and residual blocks, parsed
+ * from a one-line spec, with its parameter and state layout.
  *
- * Specs read left to right: "conv32k3p1,relu,pool2,fc128,relu,fc10". Layers:
- *   fcN          Linear to N features (flattens its input)
- *   convNkKpP    Conv2d to N channels, K×K kernel, padding P (stride 1); pP optional
- *   poolK        MaxPool2d K×K, stride K
- *   relu         ReLU (fused into the layer before it where that one has a bias)
- *   flatten      explicit flatten (fc flattens anyway)
- * The built-ins "mlp" and "cnn" expand to Chainer's MNIST MLP and a small CNN. The
- * last layer must be an fc with as many outputs as the dataset has classes.
- * A TdmNetwork is only the description and parameter layout; replicas compute it.
+ * Specs read left to right, items separated by commas:
+ *   fcN            Linear to N features (flattens its input)
+ *   convNkK[sS][pP] Conv2d to N channels, K×K kernel, stride S (1), padding P (0)
+ *   poolK          MaxPool2d K×K, stride K          avgK   AvgPool2d K×K, stride K
+ *   gap            global average pool (to 1×1)     gmp    global max pool
+ *   bn             BatchNorm of the channels (or features) before it
+ *   relu           ReLU (fused into the layer before it where it can be)
+ *   dropP          dropout with rate P, e.g. drop0.25
+ *   flatten        explicit flatten (fc flattens anyway)
+ *   res(…)         a residual block: its items, then the block's input added to their
+ *                  output; where the shapes differ the input goes through a 1×1
+ *                  projection conv (stride to match) and a bn first
+ *   N*item, N*(…)  N copies of an item or of a group: 2*(res(…),relu)
+ * A conv or fc followed directly by bn has no bias (the bn's mean would cancel it),
+ * as in PyTorch's ResNets. Built-ins "mlp", "cnn" and "resnet" expand to their specs.
+ * The last layer must be an fc with as many outputs as the dataset has classes.
+ *
+ * The tree is kept flat, in execution order: a block is a RES_BEGIN item, its
+ * layers, and a RES_END item that adds (and projects); each knows the other's index,
+ * and layers know their depth. Parameters of a replica are one flat buffer (layer
+ * after layer, each layer's contiguous); BN running statistics are a second flat
+ * buffer of state. A TdmNetwork is only the description; replicas compute it.
  */
 #pragma once
 
 #include <glib.h>
 #include <stddef.h>
+#include <stdint.h>
 
 G_BEGIN_DECLS
 
 #define TDM_NETWORK_MLP "fc1000,relu,fc1000,relu,fc10"
 #define TDM_NETWORK_CNN "conv32k3p1,relu,pool2,conv64k3p1,relu,pool2,fc128,relu,fc10"
+/* A small ResNet for 28×28 and 32×32 inputs: a stem, three stages of one basic block
+ * each (32, 64, 128 channels, the last two halving the size), global average pool.
+ * About 74 MFLOP a sample forward on 28×28: few FLOPs per sample, so it trains fast. */
+#define TDM_NETWORK_RESNET                                                           \
+  "conv32k3p1,bn,relu,"                                                              \
+  "res(conv32k3p1,bn,relu,conv32k3p1,bn),relu,"                                      \
+  "res(conv64k3s2p1,bn,relu,conv64k3p1,bn),relu,"                                    \
+  "res(conv128k3s2p1,bn,relu,conv128k3p1,bn),relu,"                                  \
+  "gap,fc10"
+
+/* BN constants, PyTorch's defaults. */
+#define TDM_BN_MOMENTUM 0.1f
+#define TDM_BN_EPS 1e-5f
 
 typedef enum {
   TDM_LAYER_LINEAR,
   TDM_LAYER_CONV,
-  TDM_LAYER_POOL,
+  TDM_LAYER_POOL,          /* max pool */
   TDM_LAYER_RELU,
   TDM_LAYER_FLATTEN,
+  TDM_LAYER_BN,
+  TDM_LAYER_AVGPOOL,
+  TDM_LAYER_GLOBAL_AVG,
+  TDM_LAYER_GLOBAL_MAX,
+  TDM_LAYER_DROPOUT,
+  TDM_LAYER_RES_BEGIN,     /* marks a block's input; computes nothing */
+  TDM_LAYER_RES_END,       /* output = the block's layers' output + (projected) input */
 } TdmLayerKind;
 
 typedef struct {
   TdmLayerKind kind;
   int in_h, in_w, in_c;        /* input shape per sample (NHWC) */
   int out_h, out_w, out_c;     /* output shape per sample */
-  int kernel, pad;             /* conv, pool */
-  gboolean fused_relu;         /* linear/conv followed by relu, applied in place */
-  size_t weight_offset, weight_count;   /* into the flat parameter buffer */
+  int kernel, pad, stride;     /* conv, pools; stride also a projection's */
+  float rate;                  /* dropout */
+  gboolean fused_relu;         /* relu applied in place after this layer */
+  /* Parameters in the flat buffer. conv/fc: weight, bias (bias_count 0 without one).
+   * bn: weight = gamma, bias = beta. RES_END with a projection: weight = the 1×1
+   * conv's [out, in], bias = the projection bn's gamma then beta (2·out_c). All of a
+   * layer's parameters are [param_offset, param_offset + param_count). */
+  size_t weight_offset, weight_count;
   size_t bias_offset, bias_count;
-  char name[32];               /* "fc1", "conv2": tensor names in checkpoints */
+  size_t param_offset, param_count;
+  /* BN running mean then running variance (2·C) in the state buffer: bn layers and
+   * projections. */
+  size_t state_offset, state_count;
+  int partner;                 /* RES_BEGIN ↔ RES_END: the other's index; else −1 */
+  int depth;                   /* blocks around this item */
+  gboolean projection;         /* RES_END: the input goes through conv 1×1 + bn */
+  int position;                /* the spec item it came from, 1-based (errors) */
+  char name[64];               /* module path in checkpoints: "conv1", "layer2.0.bn1",
+                                * "layer2.0.downsample" (projections) */
 } TdmLayer;
 
 typedef struct {
-  char *spec;                  /* the expanded spec */
+  char *spec;                  /* the expanded spec, canonical */
   int layer_count;
   TdmLayer *layers;
   int in_h, in_w, in_c, classes;
   size_t parameter_count;
+  size_t state_count;          /* BN running statistics, floats */
   size_t max_activation;       /* largest per-sample activation, in floats */
+  int bn_count;                /* bn layers and projections */
+  gboolean has_dropout;
 } TdmNetwork;
 
-/* Parses spec (or "mlp"/"cnn") for inputs of h×w×c and `classes` outputs. Errors name
- * the offending token and its position. */
+/* Parses spec (or a built-in name) for inputs of h×w×c and `classes` outputs. Errors
+ * (TDM_ENGINE_ERROR_INVALID_SPEC) name the offending item, its position and why. */
 TdmNetwork *tdm_network_new (const char *spec, int h, int w, int c, int classes,
                              GError **error);
 void tdm_network_free (TdmNetwork *net);
 
-/* Fills params[parameter_count] with seeded initial values (LeCun normal for
- * weights, as Chainer's default; zero biases). The same seed gives the same values. */
+/* Fills params[parameter_count] with seeded initial values: LeCun normal for conv and
+ * fc weights (Chainer's default), zero biases, BN gamma 1 and beta 0. The same seed
+ * gives the same values. */
 void tdm_network_init_parameters (const TdmNetwork *net, guint64 seed, float *params);
+/* Fills state[state_count]: running means 0, running variances 1 (PyTorch's). */
+void tdm_network_init_state (const TdmNetwork *net, float *state);
+/* mask[parameter_count]: 1 for conv and fc weights (projections included), 0 for
+ * biases and BN parameters: what weight decay applies to when it skips those. */
+void tdm_network_decay_mask (const TdmNetwork *net, uint8_t *mask);
 
 /* A conv layer's weights are [out, kh, kw, in] in the parameter buffer (the order of
  * im2col's columns, tdm-backend.h), PyTorch's are [out, in, kh, kw]. These copy one
- * layer's weight_count values between the two; for other layers, and for convs of
- * one input channel, the layouts agree and they copy as they are. */
+ * layer's weight_count values between the two; for other layers (1×1 projections
+ * included), and for convs of one input channel, the layouts agree. */
 void tdm_layer_weight_to_torch (const TdmLayer *layer, const float *params, float *torch);
 void tdm_layer_weight_from_torch (const TdmLayer *layer, const float *torch, float *params);
 
-/* Floating-point operations of one sample's forward pass (multiply-add = 2). */
+/* Floating-point operations of one sample's forward pass (multiply-add = 2; conv, fc
+ * and projections). */
 double tdm_network_forward_flops (const TdmNetwork *net);
 
-/* Expands "mlp"/"cnn" to their specs; other strings are returned as they are. */
+/* Expands "mlp", "cnn" and "resnet" to their specs; other strings are returned as
+ * they are. */
 const char *tdm_network_expand (const char *name);
+
+/* The help text for specs, for --help and the GUI (several lines, translated by the
+ * caller if at all). */
+const char *tdm_network_spec_help (void);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmNetwork, tdm_network_free)
 

@@ -1,4 +1,5 @@
-/* tdm-optimizer.h — SGD, MomentumSGD and Adam over one flat parameter buffer.
+/* tdm-optimizer.h — SGD, MomentumSGD, Adam and Nesterov SGD over one flat parameter
+ * buffer.
  *
  * An optimizer lives on the device whose parameters it updates and keeps its state
  * (velocity; Adam's moments and step count) there. One fused backend operation
@@ -20,16 +21,20 @@ typedef struct {
   long t;                       /* updates done */
   float *state[2];              /* device buffers: velocity, or Adam's m and v */
   int state_count;
+  uint8_t *decay_mask;          /* device: which parameters decay; NULL: all */
 } TdmOptimizer;
 
+/* decay_mask (host, count bytes, see tdm_network_decay_mask()) is used when the
+ * config's weight decay skips biases and BN parameters; NULL otherwise. */
 TdmOptimizer *tdm_optimizer_new (TdmBackend *backend, const TdmConfig *config, size_t count,
-                                 GError **error);
+                                 const uint8_t *decay_mask, GError **error);
 void tdm_optimizer_free (TdmOptimizer *opt);
 
 /* One update with learning rate lr (Adam's alpha) from grads into params. */
-void tdm_optimizer_step (TdmOptimizer *opt, float *params, const float *grads, double lr);
+void tdm_optimizer_step (TdmOptimizer *opt, float *params, float *grads, double lr);
 
-/* The state buffers' names in checkpoints: "momentum.velocity", "adam.m", "adam.v". */
+/* The state buffers' names in checkpoints: "optimizer.momentum.velocity",
+ * "optimizer.adam.m", "optimizer.adam.v", "optimizer.nesterov.velocity". */
 const char *tdm_optimizer_state_name (const TdmOptimizer *opt, int index);
 
 G_END_DECLS

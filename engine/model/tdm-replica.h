@@ -22,6 +22,13 @@ typedef struct _TdmReplica TdmReplica;
 typedef void (*TdmGradsReady) (TdmReplica *replica, size_t offset, size_t count,
                                gpointer user_data);
 
+/* Synchronized batch normalization: buffer[0, count) (device memory) ← its sum over
+ * every replica, done before the call returns as far as this replica's later
+ * operations can tell. Called in the same order on every replica (forward: twice per
+ * BN, backward: once). FALSE when the collective failed; the step then stops. */
+typedef gboolean (*TdmBnReduce) (TdmReplica *replica, float *buffer, size_t count,
+                                 gpointer user_data);
+
 /* Called between a training step's forward and backward passes (the trainer times
  * the two apart on sampled steps). Like grads_ready, it rules out graph replay. */
 typedef void (*TdmForwardDone) (TdmReplica *replica, gpointer user_data);
@@ -32,12 +39,32 @@ struct _TdmReplica {
   int capacity;                 /* samples per step at most */
   float *params;                /* device: parameter_count floats */
   float *grads;                 /* device: parameter_count floats */
+  float *state;                 /* device: state_count floats (BN running statistics) */
   TdmMetrics *metrics;          /* device: summed loss and correct count */
+
+  /* What a step draws and how it normalizes; the trainer sets these. */
+  guint64 seed;                 /* augmentation and dropout streams */
+  guint32 epoch;                /* the epoch the step's samples belong to */
+  int augment_pad;              /* random crop: shift up to this many pixels */
+  TdmFlip augment_flip;         /* NEVER or RANDOM in training */
+  gboolean test_flip;           /* evaluation averages the logits of x and its mirror */
+  float smoothing;              /* label smoothing of the training loss */
+  int global_count;             /* samples of the whole batch over every replica (sync
+                                 * BN's row count); 0: this step's count */
+  TdmBnReduce bn_reduce;        /* synchronized BN when set */
+  gpointer bn_reduce_data;
+
   /* private */
   float **acts;                 /* [layer_count + 1]: input, then each layer's output
                                  * (none for a first conv run with its pool as one) */
-  int32_t **argmax;             /* [layer_count]: pool layers only */
-  float **cols;                 /* [layer_count]: conv layers' im2col columns */
+  int32_t **argmax;             /* [layer_count]: max and global max pools */
+  float **cols;                 /* [layer_count]: im2col columns of convs, projections */
+  float **bn_work;              /* [layer_count]: bn and projections: sum, sqdev, mean,
+                                 * invstd (4·C) */
+  float **proj_conv, **proj_bn; /* [layer_count]: a projection's conv and bn outputs */
+  float **skip_grad;            /* [layer_count]: RES_END: the gradient of the skip path */
+  float *tta_logits;            /* test-time flip averaging */
+  gboolean reduce_failed;
   float *grad_a, *grad_b;       /* ping-pong buffers for activation gradients */
   int32_t *labels;              /* device: the shard's labels */
   int32_t *indices;             /* device: the shard's sample indices */
@@ -71,8 +98,27 @@ size_t tdm_replica_bytes_needed (const TdmNetwork *net, int capacity,
 void tdm_replica_train_step (TdmReplica *replica, const int32_t *indices, int count,
                              float grad_scale);
 
-/* Forward only over test samples [first, first + count), adding into metrics. */
+/* Forward only over test samples [first, first + count), adding into metrics (BN with
+ * running statistics, no dropout; with test_flip, the mean of the logits of each
+ * image and its mirror). */
 void tdm_replica_evaluate (TdmReplica *replica, int first, int count);
+
+/* The training-mode loss (batch statistics, dropout, augmentation and smoothing as in
+ * a step) over training samples indices[0, count), added into metrics, with no
+ * backward pass and the running statistics left alone: for gradient checks. */
+void tdm_replica_train_loss (TdmReplica *replica, const int32_t *indices, int count);
+
+/* A step's collectives without samples: a replica whose shard is empty still takes
+ * part in synchronized BN's all-reduces (with zeros), then zeroes its gradients. */
+void tdm_replica_train_idle (TdmReplica *replica);
+
+/* Whether the backend has every operation the network needs; FALSE names the first
+ * missing one. */
+gboolean tdm_replica_supported (TdmBackend *backend, const TdmNetwork *net,
+                                GError **error);
+/* Forward only over test samples [first, first + count), copying the network's
+ * outputs (count × classes logits) to host memory; metrics are left alone. */
+void tdm_replica_predict (TdmReplica *replica, int first, int count, float *logits);
 
 /* The network's outputs (logits, samples × classes, device memory) of the last
  * forward pass: after tdm_replica_evaluate, the predictions for its samples. */

@@ -11,6 +11,7 @@
 
 #include <glib.h>
 #include <stddef.h>
+#include "tdm-network.h"
 
 G_BEGIN_DECLS
 
@@ -41,6 +42,14 @@ const TdmTensor *tdm_checkpoint_get (TdmCheckpoint *ckpt, const char *name);
 const char *tdm_checkpoint_get_metadata (TdmCheckpoint *ckpt, const char *key);
 int tdm_checkpoint_count (TdmCheckpoint *ckpt);
 const TdmTensor *tdm_checkpoint_nth (TdmCheckpoint *ckpt, int index);
+
+/* A network's parameters and BN running statistics out of a checkpoint (PyTorch's
+ * names and layouts) into params[net->parameter_count] and state[net->state_count]
+ * (ours); in tdm-trainer-checkpoint.c, shared by the trainer's resume and the
+ * classifier. */
+gboolean tdm_checkpoint_read_parameters (TdmCheckpoint *ckpt, const TdmNetwork *net,
+                                         const char *path, float *params, float *state,
+                                         GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmCheckpoint, tdm_checkpoint_free)
 

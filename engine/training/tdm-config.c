@@ -40,7 +40,50 @@ tdm_config_new(void)
   c->eval_batch = 1000;
   c->bucket_bytes = 4u << 20;
   c->max_steps = 0;
+  c->batchnorm = TDM_BATCHNORM_PER_REPLICA;
+  c->decay_scope = TDM_DECAY_ALL;
+  c->warmup_epochs = 0.0;
+  c->label_smoothing = 0.0;
+  c->crop_pad = 0;
+  c->flip = TDM_FLIP_OFF;
+  c->test_flip = FALSE;
   return c;
+}
+
+gboolean
+tdm_config_apply_preset(TdmConfig *c, const char *network)
+{
+  g_return_val_if_fail(c != NULL && network != NULL, FALSE);
+  if (!g_str_equal(network, "resnet"))
+    return FALSE;
+  /* A standard recipe for a BN ResNet at batch 512, sized for Fashion-MNIST's 94 %
+   * in ten epochs: Nesterov SGD, decay on weights only, one epoch of warm-up then a
+   * linear decay to 0, label smoothing 0.1, 2-pixel crops and flips. */
+  c->epochs = 10;
+  c->batch = 512;
+  c->optimizer = TDM_OPTIMIZER_NESTEROV;
+  c->lr = 0.2;
+  c->momentum = 0.9;
+  c->weight_decay = 5e-4;
+  c->decay_scope = TDM_DECAY_WEIGHTS;
+  c->schedule = TDM_SCHEDULE_LINEAR;
+  c->warmup_epochs = 1.0;
+  c->label_smoothing = 0.1;
+  c->crop_pad = 2;
+  c->flip = TDM_FLIP_AUTO;
+  c->batchnorm = TDM_BATCHNORM_SYNC;
+  return TRUE;
+}
+
+gboolean
+tdm_config_flips(const TdmConfig *c, const char *dataset_name)
+{
+  if (c->flip != TDM_FLIP_AUTO)
+    return c->flip == TDM_FLIP_ON;
+  /* Digits mirrored are not digits; clothes, objects and photos mirrored are the
+   * same class. The synthetic set's classes are oriented strokes. */
+  return dataset_name == NULL ||
+         !(g_str_equal(dataset_name, "mnist") || g_str_equal(dataset_name, "synthetic"));
 }
 
 TdmConfig *
@@ -236,7 +279,7 @@ tdm_config_validate(const TdmConfig *c, GError **error)
   if (c->epochs < 1)
     return invalid(error, "--epochs %d: train for at least 1 epoch", c->epochs);
 
-  if ((unsigned)c->optimizer > TDM_OPTIMIZER_ADAM)
+  if ((unsigned)c->optimizer > TDM_OPTIMIZER_NESTEROV)
     return invalid(error, "--optimizer: unknown optimizer %d", (int)c->optimizer);
   if (!isfinite(c->lr) || c->lr <= 0)
     return invalid(error, "--lr %g: the learning rate must be a positive number", c->lr);
@@ -254,7 +297,7 @@ tdm_config_validate(const TdmConfig *c, GError **error)
     return invalid(error, "--weight-decay %g: must be 0 or a positive number",
                    c->weight_decay);
 
-  if ((unsigned)c->schedule > TDM_SCHEDULE_COSINE)
+  if ((unsigned)c->schedule > TDM_SCHEDULE_LINEAR)
     return invalid(error, "--schedule: unknown schedule %d", (int)c->schedule);
   if (c->step_epochs < 1)
     return invalid(error, "--step-epochs %d: the step schedule needs at least 1 epoch "
@@ -265,7 +308,7 @@ tdm_config_validate(const TdmConfig *c, GError **error)
 
   if ((unsigned)c->strategy > TDM_STRATEGY_ALLREDUCE)
     return invalid(error, "--strategy: unknown strategy %d", (int)c->strategy);
-  if ((unsigned)c->precision > TDM_PRECISION_TF32)
+  if ((unsigned)c->precision > TDM_PRECISION_BF16)
     return invalid(error, "--precision: unknown precision %d", (int)c->precision);
   if (c->save_path != NULL && *c->save_path == '\0')
     return invalid(error, "--save: the file name is empty");
@@ -275,6 +318,27 @@ tdm_config_validate(const TdmConfig *c, GError **error)
   if (c->max_steps < 0)
     return invalid(error, "--max-steps %ld: give 0 (no limit) or a positive number of "
                           "steps", c->max_steps);
+  if ((unsigned)c->batchnorm > TDM_BATCHNORM_SYNC)
+    return invalid(error, "--batchnorm: unknown mode %d", (int)c->batchnorm);
+  if ((unsigned)c->decay_scope > TDM_DECAY_WEIGHTS)
+    return invalid(error, "--weight-decay-on: unknown scope %d", (int)c->decay_scope);
+  if (!isfinite(c->warmup_epochs) || c->warmup_epochs < 0 || c->warmup_epochs > c->epochs)
+    return invalid(error, "--warmup %g: give 0 or a number of epochs up to --epochs (%d)",
+                   c->warmup_epochs, c->epochs);
+  if (!isfinite(c->label_smoothing) || c->label_smoothing < 0 || c->label_smoothing >= 1)
+    return invalid(error, "--label-smoothing %g: must be at least 0 and less than 1",
+                   c->label_smoothing);
+  if (c->crop_pad < 0 || c->crop_pad > 64)
+    return invalid(error, "--crop %d: give the padding in pixels, 0 (off) to 64",
+                   c->crop_pad);
+  if ((unsigned)c->flip > TDM_FLIP_OFF)
+    return invalid(error, "--flip: unknown setting %d", (int)c->flip);
+  if (c->image_size != 0 && (c->image_size < 4 || c->image_size > 512))
+    return invalid(error, "--image-size %d: give 0 (chosen from the images) or a side from "
+                          "4 to 512 pixels", c->image_size);
+  if (c->image_channels != 0 && c->image_channels != 1 && c->image_channels != 3)
+    return invalid(error, "--color: %d channels; expected auto, grey or rgb",
+                   c->image_channels);
   if (c->bucket_bytes < sizeof(float))
     return invalid(error, "--bucket-bytes %zu: a gradient bucket must hold at least one "
                           "value", c->bucket_bytes);
@@ -282,10 +346,34 @@ tdm_config_validate(const TdmConfig *c, GError **error)
 }
 
 /* Name tables. The enum values index them, so the order matters. */
-static const char *const optimizer_names[] = {"sgd", "momentum", "adam"};
+static const char *const optimizer_names[] = {"sgd", "momentum", "adam", "nesterov"};
 static const char *const strategy_names[] = {"main", "allreduce"};
-static const char *const schedule_names[] = {"constant", "step", "cosine"};
-static const char *const precision_names[] = {"fp32", "tf32"};
+static const char *const schedule_names[] = {"constant", "step", "cosine", "linear"};
+static const char *const batchnorm_names[] = {"per-replica", "sync"};
+static const char *const decay_scope_names[] = {"all", "weights"};
+static const char *const flip_names[] = {"auto", "on", "off"};
+static const char *const precision_names[] = {"fp32", "tf32", "bf16"};
+
+const char *
+tdm_color_name(int channels)
+{
+  return channels == 1 ? "grey" : channels == 3 ? "rgb" : "auto";
+}
+
+gboolean
+tdm_color_from_name(const char *name, int *channels)
+{
+  g_return_val_if_fail(name != NULL && channels != NULL, FALSE);
+  if (g_str_equal(name, "auto"))
+    *channels = 0;
+  else if (g_str_equal(name, "grey") || g_str_equal(name, "gray"))
+    *channels = 1;
+  else if (g_str_equal(name, "rgb") || g_str_equal(name, "color") || g_str_equal(name, "colour"))
+    *channels = 3;
+  else
+    return FALSE;
+  return TRUE;
+}
 
 static const char *
 name_of(const char *const *names, unsigned count, int value)
@@ -334,6 +422,9 @@ NAME_TABLE(TdmOptimizerKind, tdm_optimizer, optimizer_names)
 NAME_TABLE(TdmStrategy, tdm_strategy, strategy_names)
 NAME_TABLE(TdmSchedule, tdm_schedule, schedule_names)
 NAME_TABLE(TdmPrecision, tdm_precision, precision_names)
+NAME_TABLE(TdmBatchNorm, tdm_batchnorm, batchnorm_names)
+NAME_TABLE(TdmDecayScope, tdm_decay_scope, decay_scope_names)
+NAME_TABLE(TdmFlipSetting, tdm_flip_setting, flip_names)
 
 /* JSON. Every field is written and every field is required on reading, so a
  * checkpoint from another version fails loudly instead of training differently. */
@@ -406,6 +497,24 @@ tdm_config_to_json(const TdmConfig *c)
   json_builder_add_int_value(b, (gint64)c->bucket_bytes);
   json_builder_set_member_name(b, "max_steps");
   json_builder_add_int_value(b, c->max_steps);
+  json_builder_set_member_name(b, "batchnorm");
+  json_builder_add_string_value(b, or_unknown(tdm_batchnorm_name(c->batchnorm)));
+  json_builder_set_member_name(b, "weight_decay_on");
+  json_builder_add_string_value(b, or_unknown(tdm_decay_scope_name(c->decay_scope)));
+  json_builder_set_member_name(b, "warmup_epochs");
+  json_builder_add_double_value(b, c->warmup_epochs);
+  json_builder_set_member_name(b, "label_smoothing");
+  json_builder_add_double_value(b, c->label_smoothing);
+  json_builder_set_member_name(b, "crop_pad");
+  json_builder_add_int_value(b, c->crop_pad);
+  json_builder_set_member_name(b, "flip");
+  json_builder_add_string_value(b, or_unknown(tdm_flip_setting_name(c->flip)));
+  json_builder_set_member_name(b, "test_flip");
+  json_builder_add_boolean_value(b, c->test_flip);
+  json_builder_set_member_name(b, "image_size");
+  json_builder_add_int_value(b, c->image_size);
+  json_builder_set_member_name(b, "image_channels");
+  json_builder_add_int_value(b, c->image_channels);
   json_builder_end_object(b);
 
   g_autoptr(JsonNode) root = json_builder_get_root(b);
@@ -522,6 +631,60 @@ precision_int(const char *n, int *v)
 }
 
 static gboolean
+batchnorm_int(const char *n, int *v)
+{
+  return value_of(batchnorm_names, G_N_ELEMENTS(batchnorm_names), n, v);
+}
+
+static gboolean
+decay_scope_int(const char *n, int *v)
+{
+  return value_of(decay_scope_names, G_N_ELEMENTS(decay_scope_names), n, v);
+}
+
+static gboolean
+flip_int(const char *n, int *v)
+{
+  return value_of(flip_names, G_N_ELEMENTS(flip_names), n, v);
+}
+
+/* The recipe's fields, which checkpoints from before them lack: absent means the
+ * default; present must be right. */
+static gboolean
+get_recipe(JsonObject *o, TdmConfig *c, GError **error)
+{
+  int v;
+  if (json_object_has_member(o, "batchnorm")) {
+    if (!get_enum(o, "batchnorm", batchnorm_int, &v, error))
+      return FALSE;
+    c->batchnorm = (TdmBatchNorm)v;
+  }
+  if (json_object_has_member(o, "weight_decay_on")) {
+    if (!get_enum(o, "weight_decay_on", decay_scope_int, &v, error))
+      return FALSE;
+    c->decay_scope = (TdmDecayScope)v;
+  }
+  if (json_object_has_member(o, "flip")) {
+    if (!get_enum(o, "flip", flip_int, &v, error))
+      return FALSE;
+    c->flip = (TdmFlipSetting)v;
+  }
+  if ((json_object_has_member(o, "warmup_epochs") &&
+       !get_double(o, "warmup_epochs", &c->warmup_epochs, error)) ||
+      (json_object_has_member(o, "label_smoothing") &&
+       !get_double(o, "label_smoothing", &c->label_smoothing, error)) ||
+      (json_object_has_member(o, "crop_pad") && !get_int(o, "crop_pad", &c->crop_pad, error)))
+    return FALSE;
+  if (json_object_has_member(o, "test_flip")) {
+    JsonNode *node = json_object_get_member(o, "test_flip");
+    if (json_node_get_value_type(node) != G_TYPE_BOOLEAN)
+      return json_bad(error, "test_flip", "must be true or false");
+    c->test_flip = json_node_get_boolean(node);
+  }
+  return TRUE;
+}
+
+static gboolean
 get_devices(JsonObject *o, TdmConfig *c, GError **error)
 {
   JsonNode *node = member(o, "devices", error);
@@ -613,7 +776,15 @@ tdm_config_from_json(const char *json, GError **error)
       !get_seed(o, &c->seed, error) ||
       !get_int(o, "eval_batch", &c->eval_batch, error) ||
       !get_int64(o, "bucket_bytes", 0, G_MAXINT64, &bucket_bytes, error) ||
-      !get_int64(o, "max_steps", 0, G_MAXLONG, &max_steps, error))
+      !get_int64(o, "max_steps", 0, G_MAXLONG, &max_steps, error) ||
+      !get_recipe(o, c, error))
+    return NULL;
+
+  /* Optional: checkpoints written before image folders existed lack them. */
+  if ((json_object_has_member(o, "image_size") &&
+       !get_int(o, "image_size", &c->image_size, error)) ||
+      (json_object_has_member(o, "image_channels") &&
+       !get_int(o, "image_channels", &c->image_channels, error)))
     return NULL;
 
   JsonNode *save = member(o, "save_path", error);
@@ -645,6 +816,14 @@ tdm_config_lr_at(const TdmConfig *c, double epoch)
 
   if (epoch < 0)
     epoch = 0;
+  /* Warm-up: linear from lr/10 (a first step at lr 0 would be wasted) to lr. */
+  double warm = c->warmup_epochs > 0 ? c->warmup_epochs : 0;
+  if (warm > 0 && epoch < warm)
+    return c->lr * (0.1 + 0.9 * epoch / warm);
+  /* The decays run over what is left after the warm-up, held at 0 past the end
+   * rather than rising again. */
+  double span = c->epochs - warm;
+  double progress = span > 0 ? MIN(1.0, (epoch - warm) / span) : 1.0;
   switch (c->schedule) {
   case TDM_SCHEDULE_STEP:
     if (c->step_epochs < 1)
@@ -653,10 +832,11 @@ tdm_config_lr_at(const TdmConfig *c, double epoch)
   case TDM_SCHEDULE_COSINE:
     if (c->epochs < 1)
       return c->lr;
-    /* Held at 0 past the end rather than rising again on a second half-wave. */
-    if (epoch > c->epochs)
-      epoch = c->epochs;
-    return c->lr * 0.5 * (1.0 + cos(G_PI * epoch / c->epochs));
+    return c->lr * 0.5 * (1.0 + cos(G_PI * progress));
+  case TDM_SCHEDULE_LINEAR:
+    if (c->epochs < 1)
+      return c->lr;
+    return c->lr * (1.0 - progress);
   case TDM_SCHEDULE_CONSTANT:
   default:
     return c->lr;

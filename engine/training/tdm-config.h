@@ -15,6 +15,8 @@ typedef enum {
   TDM_OPTIMIZER_SGD,
   TDM_OPTIMIZER_MOMENTUM,
   TDM_OPTIMIZER_ADAM,
+  TDM_OPTIMIZER_NESTEROV,  /* PyTorch's SGD with Nesterov momentum (v = μv + g,
+                            * p −= lr·(g + μv)) */
 } TdmOptimizerKind;
 
 typedef enum {
@@ -25,8 +27,26 @@ typedef enum {
 typedef enum {
   TDM_SCHEDULE_CONSTANT,
   TDM_SCHEDULE_STEP,       /* lr · gamma^(epoch / step_epochs) */
-  TDM_SCHEDULE_COSINE,     /* cosine decay to 0 over the run */
+  TDM_SCHEDULE_COSINE,     /* cosine decay to 0 over the run (after any warm-up) */
+  TDM_SCHEDULE_LINEAR,     /* linear decay to 0 over the run (after any warm-up) */
 } TdmSchedule;
+
+typedef enum {
+  TDM_BATCHNORM_PER_REPLICA, /* each replica normalizes with its shard's statistics */
+  TDM_BATCHNORM_SYNC,        /* statistics over the whole batch, every replica */
+} TdmBatchNorm;
+
+typedef enum {
+  TDM_DECAY_ALL,           /* weight decay on every parameter (Chainer's) */
+  TDM_DECAY_WEIGHTS,       /* on conv and fc weights only: not biases, not BN */
+} TdmDecayScope;
+
+typedef enum {
+  TDM_FLIP_AUTO,           /* on, except for digits (mnist, synthetic), where a mirror
+                            * image is another or no digit */
+  TDM_FLIP_ON,
+  TDM_FLIP_OFF,
+} TdmFlipSetting;
 
 typedef struct {
   char *dataset;           /* name or folder, see tdm_dataset_open() */
@@ -51,6 +71,17 @@ typedef struct {
   size_t bucket_bytes;     /* gradient bucket size for overlapped all-reduce */
   long max_steps;          /* stop after this many steps in all (0: run every epoch);
                             * for tests and benchmarks */
+  /* Issue 10's recipe. JSON readers take these as optional (older checkpoints lack
+   * them and mean the defaults). */
+  TdmBatchNorm batchnorm;
+  TdmDecayScope decay_scope;
+  double warmup_epochs;    /* linear warm-up from lr/10 to lr, then the schedule */
+  double label_smoothing;  /* in [0, 1) */
+  int crop_pad;            /* random crop: pad by this many pixels and shift; 0 off */
+  TdmFlipSetting flip;     /* random horizontal flip in training */
+  gboolean test_flip;      /* evaluate each test image and its mirror, average logits */
+  int image_size;          /* image folders: side of the samples (0: from the images) */
+  int image_channels;      /* image folders: 1 grey, 3 RGB (0: from the images) */
 } TdmConfig;
 
 /* Chainer's defaults: Fashion-MNIST, mlp, one CPU worker, batch 100, 20 epochs, Adam. */
@@ -61,6 +92,16 @@ void tdm_config_free (TdmConfig *config);
 /* Parses "cpu:4", "cuda:0,cuda:1", "cpu,cuda:0" into config->devices. */
 gboolean tdm_config_set_devices (TdmConfig *config, const char *list, GError **error);
 int tdm_config_replica_count (const TdmConfig *config);
+
+/* Sets the recipe a built-in network is meant to train with (for "resnet": epochs,
+ * batch, Nesterov SGD, weight decay on weights, warm-up and linear decay, label
+ * smoothing, crop and flip); other networks leave config alone. Callers apply it when
+ * the network is chosen, before any value the user gave. TRUE when it changed
+ * anything. */
+gboolean tdm_config_apply_preset (TdmConfig *config, const char *network);
+
+/* Whether random flips are on for a dataset of this name under config->flip. */
+gboolean tdm_config_flips (const TdmConfig *config, const char *dataset_name);
 
 /* Checks what can be checked without loading anything. Messages name the option. */
 gboolean tdm_config_validate (const TdmConfig *config, GError **error);
@@ -73,7 +114,16 @@ gboolean tdm_strategy_from_name (const char *name, TdmStrategy *strategy);
 const char *tdm_schedule_name (TdmSchedule schedule);
 gboolean tdm_schedule_from_name (const char *name, TdmSchedule *schedule);
 const char *tdm_precision_name (TdmPrecision precision);
+/* "auto" (0), "grey" (1), "rgb" (3): --color. */
+const char *tdm_color_name (int channels);
+gboolean tdm_color_from_name (const char *name, int *channels);
 gboolean tdm_precision_from_name (const char *name, TdmPrecision *precision);
+const char *tdm_batchnorm_name (TdmBatchNorm mode);
+gboolean tdm_batchnorm_from_name (const char *name, TdmBatchNorm *mode);
+const char *tdm_decay_scope_name (TdmDecayScope scope);
+gboolean tdm_decay_scope_from_name (const char *name, TdmDecayScope *scope);
+const char *tdm_flip_setting_name (TdmFlipSetting flip);
+gboolean tdm_flip_setting_from_name (const char *name, TdmFlipSetting *flip);
 
 /* JSON round trip, for checkpoints. */
 char *tdm_config_to_json (const TdmConfig *config);

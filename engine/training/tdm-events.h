@@ -41,6 +41,7 @@ typedef struct {
   char network[256];                   /* the expanded spec */
   char dataset[128];
   int train_count, test_count;
+  char notice[1024];                   /* files the dataset skipped, or "" */
 } TdmStartedEvent;
 
 typedef struct {

@@ -1,13 +1,18 @@
 /* tdm-trainer-checkpoint.c — what a checkpoint holds and how a run resumes from it.
  *
  * Tensors are named and shaped as PyTorch names them (fc1.weight [out, in],
- * conv1.weight [out, in, kh, kw]), so safetensors loads them there; the optimizer's
+ * conv1.weight [out, in, kh, kw], bn1.running_mean, layer2.0.downsample.0.weight: a
+ * module of the same shape loads them with load_state_dict), BN running statistics
+ * included; the optimizer's
  * state, the configuration, the iterator position and the step count go in too, so a
  * stopped run continues exactly. Not the file format (tdm-checkpoint.c).
  */
 #include "tdm-trainer-private.h"
 #include "tdm-checkpoint.h"
 #include "tdm-error.h"
+#include "tdm-json.h"
+
+#include <json-glib/json-glib.h>
 
 #include <string.h>
 
@@ -31,30 +36,133 @@ tdm_trainer_download_parameters(TdmTrainer *t, GError **error)
   return tdm_backend_check(b, error);
 }
 
+/* One tensor of a checkpoint as PyTorch's state_dict names it, and where it lives:
+ * the parameter buffer (conv weights permuted to [out, in, kh, kw]) or the BN state
+ * buffer; num_batches_tracked is the step count, written and not read back. */
+typedef enum { IN_PARAMS, IN_STATE, IS_STEP } Home;
+
+typedef struct {
+  char name[96];
+  int rank;
+  gint64 shape[4];
+  Home home;
+  size_t offset, count;
+  const TdmLayer *conv;        /* permute through this conv layer's layout */
+} Entry;
+
 static void
-add_layer_tensors(TdmCheckpoint *ckpt, const TdmNetwork *net, const float *params)
+entry(Entry *e, const char *prefix, const char *suffix, Home home, size_t offset,
+      size_t count, int rank, gint64 d0, gint64 d1, gint64 d2, gint64 d3)
 {
-  for (int i = 0; i < net->layer_count; i++) {
-    const TdmLayer *l = &net->layers[i];
-    char name[64];
-    if (l->kind == TDM_LAYER_LINEAR) {
-      gint64 shape[2] = {l->out_c, (gint64)l->in_h * l->in_w * l->in_c};
-      g_snprintf(name, sizeof name, "%s.weight", l->name);
-      tdm_checkpoint_add(ckpt, name, 2, shape, params + l->weight_offset);
-    } else if (l->kind == TDM_LAYER_CONV) {
-      /* PyTorch's [out, in, kh, kw] in the file, ours [out, kh, kw, in] in memory. */
-      gint64 shape[4] = {l->out_c, l->in_c, l->kernel, l->kernel};
-      g_autofree float *torch = g_new(float, l->weight_count);
-      tdm_layer_weight_to_torch(l, params + l->weight_offset, torch);
-      g_snprintf(name, sizeof name, "%s.weight", l->name);
-      tdm_checkpoint_add(ckpt, name, 4, shape, torch);
-    } else {
-      continue;
-    }
-    gint64 bias_shape[1] = {l->out_c};
-    g_snprintf(name, sizeof name, "%s.bias", l->name);
-    tdm_checkpoint_add(ckpt, name, 1, bias_shape, params + l->bias_offset);
+  memset(e, 0, sizeof *e);
+  g_snprintf(e->name, sizeof e->name, "%s.%s", prefix, suffix);
+  e->home = home;
+  e->offset = offset;
+  e->count = count;
+  e->rank = rank;
+  gint64 dims[4] = {d0, d1, d2, d3};
+  memcpy(e->shape, dims, sizeof dims);
+}
+
+/* BN's five tensors under prefix: gamma and beta at offset, running stats at state. */
+static int
+bn_entries(Entry *e, const char *prefix, size_t offset, size_t state, gint64 c)
+{
+  entry(&e[0], prefix, "weight", IN_PARAMS, offset, c, 1, c, 0, 0, 0);
+  entry(&e[1], prefix, "bias", IN_PARAMS, offset + c, c, 1, c, 0, 0, 0);
+  entry(&e[2], prefix, "running_mean", IN_STATE, state, c, 1, c, 0, 0, 0);
+  entry(&e[3], prefix, "running_var", IN_STATE, state + c, c, 1, c, 0, 0, 0);
+  entry(&e[4], prefix, "num_batches_tracked", IS_STEP, 0, 1, 0, 0, 0, 0, 0);
+  return 5;
+}
+
+/* The tensors of layer l into e[0, 7); returns how many. */
+static int
+layer_entries(const TdmNetwork *net, const TdmLayer *l, Entry *e)
+{
+  int n = 0;
+  switch (l->kind) {
+  case TDM_LAYER_LINEAR:
+    entry(&e[n++], l->name, "weight", IN_PARAMS, l->weight_offset, l->weight_count, 2,
+          l->out_c, (gint64)l->in_h * l->in_w * l->in_c, 0, 0);
+    break;
+  case TDM_LAYER_CONV:
+    entry(&e[n], l->name, "weight", IN_PARAMS, l->weight_offset, l->weight_count, 4, l->out_c,
+          l->in_c, l->kernel, l->kernel);
+    e[n++].conv = l;
+    break;
+  case TDM_LAYER_BN:
+    return bn_entries(e, l->name, l->weight_offset, l->state_offset, l->out_c);
+  case TDM_LAYER_RES_END: {
+    if (!l->projection)
+      return 0;
+    char prefix[80];
+    g_snprintf(prefix, sizeof prefix, "%s.0", l->name);
+    entry(&e[n++], prefix, "weight", IN_PARAMS, l->weight_offset, l->weight_count, 4, l->out_c,
+          net->layers[l->partner].in_c, 1, 1);
+    g_snprintf(prefix, sizeof prefix, "%s.1", l->name);
+    return n + bn_entries(&e[n], prefix, l->bias_offset, l->state_offset, l->out_c);
   }
+  default:
+    return 0;
+  }
+  if (l->bias_count > 0)
+    entry(&e[n++], l->name, "bias", IN_PARAMS, l->bias_offset, l->bias_count, 1, l->out_c, 0,
+          0, 0);
+  return n;
+}
+
+static void
+add_layer_tensors(TdmCheckpoint *ckpt, const TdmNetwork *net, const float *params,
+                  const float *state, long step)
+{
+  float steps = (float)step;
+  for (int i = 0; i < net->layer_count; i++) {
+    Entry e[8];
+    int n = layer_entries(net, &net->layers[i], e);
+    for (int k = 0; k < n; k++) {
+      if (e[k].home == IS_STEP) {
+        tdm_checkpoint_add(ckpt, e[k].name, 0, e[k].shape, &steps);
+      } else if (e[k].conv != NULL) {
+        /* PyTorch's [out, in, kh, kw] in the file, ours [out, kh, kw, in] in memory. */
+        g_autofree float *torch = g_new(float, e[k].count);
+        tdm_layer_weight_to_torch(e[k].conv, params + e[k].offset, torch);
+        tdm_checkpoint_add(ckpt, e[k].name, e[k].rank, e[k].shape, torch);
+      } else {
+        const float *home = e[k].home == IN_STATE ? state : params;
+        tdm_checkpoint_add(ckpt, e[k].name, e[k].rank, e[k].shape, home + e[k].offset);
+      }
+    }
+  }
+}
+
+/* The main replica's BN running statistics (every replica holds the same). */
+static float *
+download_state(TdmTrainer *t, GError **error)
+{
+  size_t n = MAX(1, t->net->state_count);
+  float *state = g_new0(float, n);
+  if (t->net->state_count == 0)
+    return state;
+  TdmBackend *b = t->backends[t->main_local];
+  b->ops->download(b, state, t->reps[t->main_local]->state, n * sizeof(float));
+  if (!tdm_backend_check(b, error))
+    g_clear_pointer(&state, g_free);
+  return state;
+}
+
+static char *
+class_names_json(const TdmDataset *d)
+{
+  if (d->class_names == NULL)
+    return NULL;
+  g_autoptr(JsonBuilder) b = json_builder_new();
+  json_builder_begin_array(b);
+  for (int k = 0; k < d->classes; k++)
+    json_builder_add_string_value(b, d->class_names[k] != NULL ? d->class_names[k] : "");
+  json_builder_end_array(b);
+  g_autoptr(JsonNode) root = json_builder_get_root(b);
+  return tdm_json_to_string(root);
 }
 
 gboolean
@@ -66,8 +174,11 @@ tdm_trainer_save_checkpoint(TdmTrainer *t, GError **error)
   if (!tdm_trainer_download_parameters(t, error))
     return FALSE;
 
+  g_autofree float *bn_state = download_state(t, error);
+  if (bn_state == NULL)
+    return FALSE;
   g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_new();
-  add_layer_tensors(ckpt, t->net, t->host_params);
+  add_layer_tensors(ckpt, t->net, t->host_params, bn_state, t->step);
 
   TdmOptimizer *opt = t->opts[t->main_local];
   size_t n = t->net->parameter_count;
@@ -95,6 +206,14 @@ tdm_trainer_save_checkpoint(TdmTrainer *t, GError **error)
   tdm_checkpoint_set_metadata(ckpt, "step", step);
   tdm_checkpoint_set_metadata(ckpt, "optimizer_t", opt_t);
   tdm_checkpoint_set_metadata(ckpt, "parameters", params);
+  /* What a classifier needs besides the weights: the input it was trained on and the
+   * names of its outputs. */
+  g_autofree char *shape = g_strdup_printf("%d,%d,%d", t->net->in_h, t->net->in_w,
+                                           t->net->in_c);
+  tdm_checkpoint_set_metadata(ckpt, "input_shape", shape);
+  g_autofree char *names = class_names_json(t->data->train);
+  if (names != NULL)
+    tdm_checkpoint_set_metadata(ckpt, "class_names", names);
   tdm_checkpoint_set_metadata(ckpt, "activation_layout",
                               "NHWC: an fc layer after a conv reads features in (row, "
                               "column, channel) order");
@@ -115,6 +234,36 @@ metadata_long(TdmCheckpoint *ckpt, const char *path, const char *key, gint64 min
                 ", %" G_GINT64_FORMAT "]",
                 path, key, min, max);
     return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+tdm_checkpoint_read_parameters(TdmCheckpoint *ckpt, const TdmNetwork *net, const char *path,
+                               float *params, float *state, GError **error)
+{
+  for (int i = 0; i < net->layer_count; i++) {
+    Entry e[8];
+    int count = layer_entries(net, &net->layers[i], e);
+    for (int k = 0; k < count; k++) {
+      if (e[k].home == IS_STEP)
+        continue;
+      const TdmTensor *tensor = tdm_checkpoint_get(ckpt, e[k].name);
+      gint64 elements = 1;
+      for (int d = 0; tensor != NULL && d < tensor->rank; d++)
+        elements *= tensor->shape[d];
+      if (tensor == NULL || elements != (gint64)e[k].count) {
+        g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                    "%s: tensor “%s” is missing or has the wrong size (%zu values expected)",
+                    path, e[k].name, e[k].count);
+        return FALSE;
+      }
+      if (e[k].conv != NULL)
+        tdm_layer_weight_from_torch(e[k].conv, tensor->data, params + e[k].offset);
+      else
+        memcpy((e[k].home == IN_STATE ? state : params) + e[k].offset, tensor->data,
+               e[k].count * sizeof(float));
+    }
   }
   return TRUE;
 }
@@ -150,36 +299,17 @@ tdm_trainer_restore_checkpoint(TdmTrainer *t, const char *path, GError **error)
     return FALSE;
 
   size_t n = t->net->parameter_count;
-  g_autofree float *params = g_new0(float, n);
-  for (int i = 0; i < t->net->layer_count; i++) {
-    const TdmLayer *l = &t->net->layers[i];
-    if (l->weight_count == 0)
-      continue;
-    const char *suffix[2] = {"weight", "bias"};
-    size_t offsets[2] = {l->weight_offset, l->bias_offset};
-    size_t counts[2] = {l->weight_count, l->bias_count};
-    for (int k = 0; k < 2; k++) {
-      g_autofree char *name = g_strdup_printf("%s.%s", l->name, suffix[k]);
-      const TdmTensor *tensor = tdm_checkpoint_get(ckpt, name);
-      gint64 elements = 1;
-      for (int d = 0; tensor != NULL && d < tensor->rank; d++)
-        elements *= tensor->shape[d];
-      if (tensor == NULL || elements != (gint64)counts[k]) {
-        g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                    "%s: tensor “%s” is missing or has the wrong size (%zu values expected)",
-                    path, name, counts[k]);
-        return FALSE;
-      }
-      if (k == 0)
-        tdm_layer_weight_from_torch(l, tensor->data, params + offsets[k]);
-      else
-        memcpy(params + offsets[k], tensor->data, counts[k] * sizeof(float));
-    }
-  }
+  size_t ns = t->net->state_count;
+  g_autofree float *params = g_new0(float, MAX(1, n));
+  g_autofree float *state = g_new0(float, MAX(1, ns));
+  if (!tdm_checkpoint_read_parameters(ckpt, t->net, path, params, state, error))
+    return FALSE;
 
   for (int r = 0; r < t->replicas; r++) {
     TdmBackend *b = t->backends[r];
     b->ops->upload(b, t->reps[r]->params, params, n * sizeof(float));
+    if (ns > 0)
+      b->ops->upload(b, t->reps[r]->state, state, ns * sizeof(float));
     TdmOptimizer *opt = t->opts[r];
     if (opt == NULL)
       continue;

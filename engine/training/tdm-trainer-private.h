@@ -25,6 +25,7 @@ typedef struct {
   JobKind kind;
   const int32_t *indices;       /* the whole global batch */
   int count;                    /* samples in the global batch */
+  int epoch;                    /* the epoch of the batch (augmentation, dropout) */
   double lr;
   gboolean timed;               /* synchronize and time each phase */
   double origin;                /* JOB_TRAIN: seconds when the step was handed out */
@@ -66,6 +67,8 @@ struct _TdmTrainer {
   TdmTelemetry *telemetry;
   float *host_params;
   size_t host_params_count;
+  GPtrArray *host_states;       /* after a run: each local replica's BN statistics */
+  size_t host_state_count;
   long step;
   long saved_step;              /* the step of the last checkpoint, −1 for none */
 

@@ -69,6 +69,7 @@ tdm_trainer_free(TdmTrainer *t)
   tdm_config_free(t->config);
   g_free(t->resume_path);
   g_free(t->host_params);
+  g_clear_pointer(&t->host_states, g_ptr_array_unref);
   g_mutex_clear(&t->pause_lock);
   g_cond_clear(&t->pause_cond);
   g_mutex_clear(&t->error_lock);
@@ -106,6 +107,34 @@ tdm_trainer_get_parameters(TdmTrainer *t, size_t *count)
   if (count != NULL)
     *count = t->host_params_count;
   return t->host_params;
+}
+
+const float *
+tdm_trainer_get_bn_state(TdmTrainer *t, int replica, size_t *count)
+{
+  if (count != NULL)
+    *count = t->host_state_count;
+  if (t->host_states == NULL || replica < 0 || (guint)replica >= t->host_states->len)
+    return NULL;
+  return g_ptr_array_index(t->host_states, replica);
+}
+
+/* Every local replica's BN running statistics, for tdm_trainer_get_bn_state(). */
+static gboolean
+download_states(TdmTrainer *t, GError **error)
+{
+  g_clear_pointer(&t->host_states, g_ptr_array_unref);
+  t->host_states = g_ptr_array_new_with_free_func(g_free);
+  t->host_state_count = t->net->state_count;
+  for (int r = 0; r < t->replicas; r++) {
+    float *state = g_new0(float, MAX(1, t->net->state_count));
+    g_ptr_array_add(t->host_states, state);
+    TdmBackend *b = t->backends[r];
+    b->ops->download(b, state, t->reps[r]->state, t->net->state_count * sizeof(float));
+    if (!tdm_backend_check(b, error))
+      return FALSE;
+  }
+  return TRUE;
 }
 
 static void
@@ -216,6 +245,38 @@ op_reduce(TdmTrainer *t, int r, GError **error)
                               t->config->main_replica, error);
 }
 
+/* Per-replica BN: each replica's running averages moved with its own shard's
+ * statistics; their mean becomes every replica's, so they stay identical (and equal
+ * to averages moved by the mean of the shards' statistics). */
+static gboolean
+op_average_bn_state(TdmTrainer *t, int r, GError **error)
+{
+  TdmReplica *rep = t->reps[r];
+  if (!t->comm->ops->allreduce(t->comm, r, rep->state, 0, t->net->state_count, error) ||
+      !t->comm->ops->wait(t->comm, r, error))
+    return FALSE;
+  t->backends[r]->ops->scale(t->backends[r], rep->state, 1.0f / (float)t->world,
+                             t->net->state_count);
+  return TRUE;
+}
+
+/* Synchronized BN's hook (tdm-replica.h): the small per-channel sums, all-reduced. */
+static gboolean
+on_bn_reduce(TdmReplica *rep, float *buffer, size_t count, gpointer data)
+{
+  TdmTrainer *t = data;
+  int r = 0;
+  while (t->reps[r] != rep)
+    r++;
+  GError *error = NULL;
+  if (t->comm->ops->allreduce(t->comm, r, buffer, 0, count, &error) &&
+      t->comm->ops->wait(t->comm, r, &error))
+    return TRUE;
+  if (error != NULL)
+    fail_worker(t, error);
+  return FALSE;
+}
+
 static gboolean
 op_broadcast(TdmTrainer *t, int r, GError **error)
 {
@@ -268,10 +329,15 @@ announce_all_gradients(TdmTrainer *t, int r)
   const TdmNetwork *net = t->net;
   for (int i = net->layer_count - 1; i >= 0; i--) {
     const TdmLayer *l = &net->layers[i];
-    if (l->weight_count > 0)
-      on_grads_ready(t->reps[r], l->weight_offset, l->weight_count + l->bias_count,
-                     &t->buckets[r]);
+    if (l->param_count > 0)
+      on_grads_ready(t->reps[r], l->param_offset, l->param_count, &t->buckets[r]);
   }
+}
+
+static gboolean
+sync_bn(const TdmTrainer *t)
+{
+  return t->world > 1 && t->net->bn_count > 0 && t->config->batchnorm == TDM_BATCHNORM_SYNC;
 }
 
 static gboolean
@@ -279,8 +345,10 @@ buckets_wanted(const TdmTrainer *t)
 {
   /* Overlap pays where a communication stream runs beside the compute stream; CPU
    * workers would only do the same work sooner on the same cores. */
+  /* Synchronized BN's all-reduces during backward would interleave with the buckets'
+   * differently on a replica with an empty shard; it goes without buckets. */
   return t->world > 1 && t->config->strategy == TDM_STRATEGY_ALLREDUCE &&
-         t->config->bucket_bytes > 0 &&
+         t->config->bucket_bytes > 0 && !sync_bn(t) &&
          (g_str_equal(t->comm->kind, "nccl") || g_str_equal(t->comm->kind, "peer"));
 }
 
@@ -310,10 +378,12 @@ job_train(TdmTrainer *t, int r)
     bk->lo = bk->hi = 0;
     bk->failed = FALSE;
   }
+  rep->epoch = (guint32)job->epoch;
+  rep->global_count = job->count;
   if (size > 0) {
     tdm_replica_train_step(rep, job->indices + offset, size, 1.0f / (float)job->count);
   } else {
-    b->ops->zero(b, rep->grads, t->net->parameter_count * sizeof(float));
+    tdm_replica_train_idle(rep);
     if (bk != NULL)
       announce_all_gradients(t, r);
   }
@@ -354,6 +424,9 @@ job_train(TdmTrainer *t, int r)
     else
       ok = communicate(t, r, op_reduce, tm, timed, TDM_PHASE_REDUCE);
   }
+  if (ok && t->world > 1 && t->net->state_count > 0 &&
+      t->config->batchnorm == TDM_BATCHNORM_PER_REPLICA)
+    ok = communicate(t, r, op_average_bn_state, tm, timed, TDM_PHASE_ALLREDUCE);
   if (!ok)
     return;
 
@@ -621,9 +694,21 @@ build_replicas(TdmTrainer *t, GError **error)
     }
     t->reps[r]->abort_flag = &t->abort_flag;
     t->backends[r]->abort_flag = &t->abort_flag;
+    TdmReplica *rep = t->reps[r];
+    rep->seed = cfg->seed;
+    rep->smoothing = (float)cfg->label_smoothing;
+    rep->augment_pad = cfg->crop_pad;
+    rep->augment_flip = tdm_config_flips(cfg, t->data->name) ? TDM_FLIP_RANDOM : TDM_FLIP_NEVER;
+    rep->test_flip = cfg->test_flip;
     gboolean updates = cfg->strategy == TDM_STRATEGY_ALLREDUCE || t->rank0 + r == cfg->main_replica;
     if (updates) {
-      t->opts[r] = tdm_optimizer_new(t->backends[r], cfg, t->net->parameter_count, error);
+      g_autofree uint8_t *mask = NULL;
+      if (cfg->decay_scope == TDM_DECAY_WEIGHTS) {
+        mask = g_malloc(MAX(1, t->net->parameter_count));
+        tdm_network_decay_mask(t->net, mask);
+      }
+      t->opts[r] = tdm_optimizer_new(t->backends[r], cfg, t->net->parameter_count, mask,
+                                     error);
       if (t->opts[r] == NULL)
         return FALSE;
     }
@@ -674,7 +759,9 @@ setup(TdmTrainer *t, GError **error)
   if (!tdm_config_validate(cfg, error))
     return FALSE;
 
-  t->data = tdm_dataset_open(cfg->dataset, error);
+  TdmImageOptions image = {.size = cfg->image_size, .channels = cfg->image_channels,
+                           .seed = cfg->seed};
+  t->data = tdm_dataset_open_with(cfg->dataset, &image, error);
   if (t->data == NULL)
     return FALSE;
   const TdmDataset *train = t->data->train;
@@ -722,6 +809,11 @@ setup(TdmTrainer *t, GError **error)
     t->comm = tdm_communicator_new(t->backends, t->replicas, error);
   if (t->comm == NULL)
     return FALSE;
+  if (sync_bn(t))
+    for (int r = 0; r < t->replicas; r++) {
+      t->reps[r]->bn_reduce = on_bn_reduce;
+      t->reps[r]->bn_reduce_data = t;
+    }
   if (buckets_wanted(t)) {
     t->buckets = g_new0(Buckets, t->replicas);
     for (int r = 0; r < t->replicas; r++) {
@@ -792,6 +884,7 @@ emit_started(TdmTrainer *t)
   g_strlcpy(s->dataset, t->data->name, sizeof s->dataset);
   s->train_count = t->data->train->count;
   s->test_count = t->data->test->count;
+  g_strlcpy(s->notice, t->data->notice != NULL ? t->data->notice : "", sizeof s->notice);
   emit(t, &e);
 }
 
@@ -1144,6 +1237,7 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
     t->job.kind = JOB_TRAIN;
     t->job.indices = indices;
     t->job.count = count;
+    t->job.epoch = epoch_before;
     t->job.lr = tdm_config_lr_at(cfg, epoch_float);
     t->job.timed = st.next_timed;
     t->job.origin = now_seconds();
@@ -1253,7 +1347,7 @@ finish:
   /* However the run ended (stopped, or at --max-steps), its last state is saved. */
   if (t->step > 0 && t->step != t->saved_step && !tdm_trainer_save_checkpoint(t, &local))
     goto failed;
-  if (!tdm_trainer_download_parameters(t, &local))
+  if (!tdm_trainer_download_parameters(t, &local) || !download_states(t, &local))
     goto failed;
   {
     TdmEvent e = {.kind = TDM_EVENT_FINISHED};

@@ -62,6 +62,10 @@ void tdm_trainer_single_step (TdmTrainer *trainer);
 /* After run: the main replica's parameters (host copy) and their count, for tests
  * and tools. NULL before a run has built the replicas. */
 const float *tdm_trainer_get_parameters (TdmTrainer *trainer, size_t *count);
+/* After run: local replica `replica`'s BN running statistics (host copy: each BN's
+ * running means then variances, tdm-network.h's state layout) and their count; NULL
+ * for a replica that is not there or before a run. */
+const float *tdm_trainer_get_bn_state (TdmTrainer *trainer, int replica, size_t *count);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmTrainer, tdm_trainer_free)
 

@@ -24,6 +24,7 @@
 #include "tdm-device-picker.h"
 #include "tdm-device-row.h"
 #include "tdm-device.h"
+#include "tdm-network.h"
 #include "tdm-run.h"
 #include "tdm-run-form.h"
 #include "tdm-series.h"
@@ -233,7 +234,7 @@ window_for_run(const char *spec, int batch, int epochs)
   tdm_device_row_set_active(cpu_row(window), TRUE);
   tdm_device_row_set_workers(cpu_row(window), 2);
   set_dataset(window, "synthetic");
-  gtk_drop_down_set_selected(child(window, "network_dropdown"), 2);
+  gtk_drop_down_set_selected(child(window, "network_dropdown"), 3);
   tdm_spec_entry_set_text(child(window, "spec_entry"), spec);
   set_batch(window, batch);
   gtk_spin_button_set_value(child(window, "epochs_spin"), epochs);
@@ -440,7 +441,7 @@ test_window_bad_spec(void)
   window = new_window();
   tdm_window_set_devices(window, devices);
   set_dataset(window, "synthetic");
-  gtk_drop_down_set_selected(child(window, "network_dropdown"), 2);
+  gtk_drop_down_set_selected(child(window, "network_dropdown"), 3);
   entry = child(window, "spec_entry");
 
   tdm_spec_entry_set_text(entry, "fc64,relu,fc10");
@@ -454,6 +455,35 @@ test_window_bad_spec(void)
   g_assert_nonnull(tdm_spec_entry_get_message(entry));
   tdm_spec_entry_set_text(entry, "fc64,banana");
   g_assert_false(tdm_spec_entry_get_valid(entry));
+  /* Issue 10's errors are shown under the entry in the engine's words. */
+  tdm_spec_entry_set_text(entry, "bn,conv8k3p1,gap,fc10");
+  g_assert_false(tdm_spec_entry_get_valid(entry));
+  g_assert_nonnull(strstr(tdm_spec_entry_get_message(entry), "bn before any layer"));
+  tdm_spec_entry_set_text(entry, "conv8k3p1,bn,relu,res(conv16k3s2p1,bn),relu,gap,fc10");
+  g_assert_true(tdm_spec_entry_get_valid(entry));
+
+  /* The resnet preset brings its recipe into the form, every value still editable. */
+  gtk_drop_down_set_selected(child(window, "network_dropdown"), 2);
+  g_assert_true(tdm_spec_entry_get_valid(entry));
+  g_assert_false(tdm_spec_entry_get_editable(entry));
+  g_assert_cmpstr(tdm_spec_entry_get_text(entry), ==, TDM_NETWORK_RESNET);
+  g_assert_cmpint(gtk_spin_button_get_value_as_int(child(window, "batch_spin")), ==, 512);
+  g_assert_cmpint(gtk_drop_down_get_selected(child(window, "optimizer_dropdown")), ==,
+                  TDM_OPTIMIZER_NESTEROV);
+  g_assert_cmpint(gtk_drop_down_get_selected(child(window, "batchnorm_dropdown")), ==,
+                  TDM_BATCHNORM_SYNC);
+  gtk_spin_button_set_value(child(window, "batch_spin"), 256);
+  {
+    g_autoptr(GError) error = NULL;
+    GObject *form = gtk_widget_get_template_child(GTK_WIDGET(window), TDM_TYPE_WINDOW, "sidebar");
+    g_autoptr(TdmConfig) config = tdm_run_form_build_config(TDM_RUN_FORM(form), &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(config->network, ==, "resnet");
+    g_assert_cmpint(config->batch, ==, 256);
+    g_assert_cmpint(config->batchnorm, ==, TDM_BATCHNORM_SYNC);
+    g_assert_cmpint(config->crop_pad, ==, 2);
+    g_assert_cmpint(config->decay_scope, ==, TDM_DECAY_WEIGHTS);
+  }
 
   /* Built-in networks are shown, expanded and read-only. */
   gtk_drop_down_set_selected(child(window, "network_dropdown"), 0);
@@ -492,7 +522,7 @@ test_window_start_error(void)
   window = new_window();
   tdm_window_set_devices(window, devices);
   set_dataset(window, "synthetic");
-  gtk_drop_down_set_selected(child(window, "network_dropdown"), 2);
+  gtk_drop_down_set_selected(child(window, "network_dropdown"), 3);
   tdm_spec_entry_set_text(child(window, "spec_entry"), "fc32,relu,fc10");
   g_assert_true(wait_for(can_start, window, 60));
 

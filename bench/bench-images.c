@@ -1,0 +1,252 @@
+/* bench-images.c — decoding image folders: Tandem against Pillow, the cache, memory.
+ *
+ * Writes two folders of class folders into a temporary folder: (a) 28 × 28 grey PNGs
+ * (Fashion-MNIST's first training images, or the synthetic set), (b) 256 × 256 RGB
+ * JPEGs of smooth shapes and noise, decoded to 64 × 64. For each it times Tandem's
+ * decode on every core (cache off, median of three), bench/pillow_folder.py in one
+ * process (the ImageFolder way; for JPEGs also with Pillow's draft mode), the first
+ * start that writes the cache and later starts that read it (median of five), and the
+ * peak memory of a process that only decodes, against the size of the decoded set.
+ * Not a test: it asserts nothing.
+ *
+ *   bench-images [--png N] [--jpeg N] [--python PATH]
+ */
+#include "../tests/image-writer.h"
+#include "tdm-dataset-folder.h"
+#include "tdm-dataset.h"
+
+#include <glib/gstdio.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void
+remove_tree(const char *path)
+{
+  if (g_file_test(path, G_FILE_TEST_IS_DIR) && !g_file_test(path, G_FILE_TEST_IS_SYMLINK)) {
+    GDir *d = g_dir_open(path, 0, NULL);
+    const char *name;
+    while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
+      g_autofree char *child = g_build_filename(path, name, NULL);
+      remove_tree(child);
+    }
+    if (d != NULL)
+      g_dir_close(d);
+    g_rmdir(path);
+  } else {
+    g_unlink(path);
+  }
+}
+
+static void
+write_png_set(const char *root, int count)
+{
+  g_autoptr(TdmDatasetPair) pair = NULL;
+  if (g_file_test(TDM_FASHION_MNIST_DIR, G_FILE_TEST_IS_DIR))
+    pair = tdm_dataset_open("fashion-mnist", NULL);
+  if (pair == NULL)
+    pair = tdm_dataset_synthetic(3, count, 10);
+  const TdmDataset *d = pair->train;
+  count = MIN(count, d->count);
+  for (int i = 0; i < count; i++) {
+    g_autofree char *dir = g_strdup_printf("%s/%d", root, d->labels[i]);
+    g_mkdir_with_parents(dir, 0755);
+    g_autofree char *path = g_strdup_printf("%s/%06d.png", dir, i);
+    test_write_png(path, d->width, d->height, 1, d->images + (size_t)i * tdm_dataset_sample_size(d));
+  }
+}
+
+static void
+write_jpeg_set(const char *root, int count)
+{
+  const int side = 256;
+  guint8 *px = g_malloc((size_t)side * side * 3);
+  GRand *rand = g_rand_new_with_seed(7);
+  for (int i = 0; i < count; i++) {
+    int cls = i % 4;
+    double cx = g_rand_double_range(rand, 64, 192), cy = g_rand_double_range(rand, 64, 192);
+    double r = g_rand_double_range(rand, 30, 90);
+    for (int y = 0; y < side; y++)
+      for (int x = 0; x < side; x++) {
+        guint8 *p = px + ((size_t)y * side + x) * 3;
+        gboolean inside = (x - cx) * (x - cx) + (y - cy) * (y - cy) < r * r;
+        int noise = g_rand_int_range(rand, -12, 13);
+        p[0] = (guint8)CLAMP((inside ? 60 * cls : x) + noise, 0, 255);
+        p[1] = (guint8)CLAMP((inside ? 255 - 50 * cls : y) + noise, 0, 255);
+        p[2] = (guint8)CLAMP((x + y) / 2 + noise, 0, 255);
+      }
+    g_autofree char *dir = g_strdup_printf("%s/c%d", root, cls);
+    g_mkdir_with_parents(dir, 0755);
+    g_autofree char *path = g_strdup_printf("%s/%06d.jpg", dir, i);
+    test_write_jpeg(path, side, side, 3, px, 90);
+  }
+  g_rand_free(rand);
+  g_free(px);
+}
+
+static double
+load_seconds(const char *folder, int size, int channels, gboolean no_cache, int *files)
+{
+  TdmImageOptions o = {.size = size, .channels = channels, .no_cache = no_cache};
+  g_autoptr(GError) error = NULL;
+  gint64 t0 = g_get_monotonic_time();
+  g_autoptr(TdmDatasetPair) pair = tdm_dataset_load_image_folder(folder, &o, NULL, NULL, NULL,
+                                                                  &error);
+  double s = (g_get_monotonic_time() - t0) / 1e6;
+  if (pair == NULL) {
+    g_printerr("bench-images: %s\n", error->message);
+    exit(1);
+  }
+  if (files != NULL)
+    *files = pair->train->count + pair->test->count;
+  return s;
+}
+
+static int
+compare_doubles(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double
+median_load(const char *folder, int size, int channels, gboolean no_cache, int repeat,
+            int *files)
+{
+  double t[8];
+  for (int i = 0; i < repeat; i++)
+    t[i] = load_seconds(folder, size, channels, no_cache, files);
+  qsort(t, repeat, sizeof(double), compare_doubles);
+  return t[repeat / 2];
+}
+
+static double
+pillow_seconds(const char *python, const char *folder, int size, int channels, gboolean draft)
+{
+  g_autofree char *script = g_build_filename(TDM_BENCH_DIR, "pillow_folder.py", NULL);
+  g_autofree char *s_size = g_strdup_printf("%d", size);
+  g_autofree char *s_ch = g_strdup_printf("%d", channels);
+  const char *argv[] = {python, script, folder, s_size, s_ch, draft ? "--draft" : NULL, NULL};
+  g_autofree char *out = NULL;
+  g_autoptr(GError) error = NULL;
+  int status = 0;
+  if (!g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, NULL,
+                    &status, &error) || status != 0) {
+    g_printerr("bench-images: Pillow run failed: %s\n", error ? error->message : "exit status");
+    return -1;
+  }
+  const char *p = strstr(out, "\"seconds\": ");
+  return p != NULL ? g_ascii_strtod(p + 11, NULL) : -1;
+}
+
+static long
+status_kb(const char *field)
+{
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents("/proc/self/status", &text, NULL, NULL))
+    return -1;
+  const char *p = strstr(text, field);
+  return p != NULL ? strtol(p + strlen(field) + 1, NULL, 10) : -1;
+}
+
+/* In a child: only the decode, so the peak is the decoder's. */
+static int
+child_load(const char *folder, int size, int channels)
+{
+  long before = status_kb("VmRSS:");
+  TdmImageOptions o = {.size = size, .channels = channels, .no_cache = TRUE};
+  g_autoptr(TdmDatasetPair) pair = tdm_dataset_load_image_folder(folder, &o, NULL, NULL, NULL,
+                                                                  NULL);
+  if (pair == NULL)
+    return 1;
+  long peak = status_kb("VmHWM:");
+  double set = ((double)pair->train->count + pair->test->count) *
+               tdm_dataset_sample_size(pair->train) / 1024.0;
+  printf("%ld %ld %.0f\n", before, peak, set);
+  return 0;
+}
+
+static void
+memory(const char *self, const char *folder, int size, int channels, double *set_mb,
+       double *extra_mb)
+{
+  g_autofree char *s_size = g_strdup_printf("%d", size);
+  g_autofree char *s_ch = g_strdup_printf("%d", channels);
+  const char *argv[] = {self, "--child-load", folder, s_size, s_ch, NULL};
+  g_autofree char *out = NULL;
+  int status = 0;
+  long before = 0, peak = 0;
+  double set = 0;
+  *set_mb = *extra_mb = -1;
+  if (g_spawn_sync(NULL, (char **)argv, NULL, 0, NULL, NULL, &out, NULL, &status, NULL) &&
+      status == 0 && sscanf(out, "%ld %ld %lf", &before, &peak, &set) == 3) {
+    *set_mb = set / 1024.0;
+    *extra_mb = (peak - before - set) / 1024.0;
+  }
+}
+
+static void
+bench_set(const char *self, const char *python, const char *label, const char *folder,
+          int size, int channels, gboolean jpeg)
+{
+  int files = 0;
+  double tandem = median_load(folder, size, channels, TRUE, 3, &files);
+  double pil = pillow_seconds(python, folder, size, channels, FALSE);
+  double pil_draft = jpeg ? pillow_seconds(python, folder, size, channels, TRUE) : -1;
+  g_autofree char *cache = NULL;
+  TdmImageOptions o = {.size = size, .channels = channels};
+  cache = tdm_image_folder_cache_path(folder, &o);
+  g_unlink(cache);
+  double first = load_seconds(folder, size, channels, FALSE, NULL);
+  double hit = median_load(folder, size, channels, FALSE, 5, NULL);
+  double set_mb, extra_mb;
+  memory(self, folder, size, channels, &set_mb, &extra_mb);
+
+  printf("\n%s: %d files → %d × %d × %d\n", label, files, size, size, channels);
+  printf("  Tandem (%u threads)     %8.3f s  %9.0f files/s\n", g_get_num_processors(), tandem,
+         files / tandem);
+  if (pil > 0)
+    printf("  Pillow (1 process)      %8.3f s  %9.0f files/s   Tandem %.1f×\n", pil, files / pil,
+           pil / tandem);
+  if (pil_draft > 0)
+    printf("  Pillow, draft mode      %8.3f s  %9.0f files/s   Tandem %.1f×\n", pil_draft,
+           files / pil_draft, pil_draft / tandem);
+  printf("  first start (writes cache) %6.3f s; cached start %.4f s: %.0f× faster than "
+         "decoding\n", first, hit, tandem / hit);
+  if (set_mb >= 0)
+    printf("  memory while decoding: decoded set %.1f MB, peak beyond it %.1f MB (%.1f %%)\n",
+           set_mb, extra_mb, 100.0 * extra_mb / set_mb);
+}
+
+int
+main(int argc, char **argv)
+{
+  int png_count = 20000, jpeg_count = 1000;
+  const char *python = "/usr/bin/python3";
+  if (argc == 5 && g_str_equal(argv[1], "--child-load"))
+    return child_load(argv[2], atoi(argv[3]), atoi(argv[4]));
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (g_str_equal(argv[i], "--png"))
+      png_count = atoi(argv[i + 1]);
+    else if (g_str_equal(argv[i], "--jpeg"))
+      jpeg_count = atoi(argv[i + 1]);
+    else if (g_str_equal(argv[i], "--python"))
+      python = argv[i + 1];
+  }
+  g_autofree char *cache = g_dir_make_tmp("tdm-bench-cache-XXXXXX", NULL);
+  g_setenv("XDG_CACHE_HOME", cache, TRUE);
+  g_autofree char *root = g_dir_make_tmp("tdm-bench-images-XXXXXX", NULL);
+  g_autofree char *png = g_build_filename(root, "png", NULL);
+  g_autofree char *jpeg = g_build_filename(root, "jpeg", NULL);
+  printf("writing %d PNGs and %d JPEGs under %s …\n", png_count, jpeg_count, root);
+  fflush(stdout);
+  write_png_set(png, png_count);
+  write_jpeg_set(jpeg, jpeg_count);
+  g_autofree char *self = g_file_read_link("/proc/self/exe", NULL);
+
+  bench_set(self, python, "(a) 28 × 28 grey PNG", png, 28, 1, FALSE);
+  bench_set(self, python, "(b) 256 × 256 RGB JPEG → 64 × 64", jpeg, 64, 3, TRUE);
+  remove_tree(root);
+  remove_tree(cache);
+  return 0;
+}

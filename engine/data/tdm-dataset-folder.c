@@ -1,0 +1,686 @@
+/* tdm-dataset-folder.c — a folder of class folders of images as a dataset pair
+ * (tdm-dataset-folder.h).
+ *
+ * Three steps: a scan that lists the classes and their regular files without opening
+ * any (stat only, so a FIFO or a symlink loop costs nothing; folders inside a class
+ * folder are not entered, so no link can make the walk endless); a cache look-up keyed
+ * by that list; on a miss, decoding on every core straight into the datasets' buffers,
+ * then closing the gaps left by files that could not be decoded. Not the decoder
+ * (tdm-image.c) and not the cache file (tdm-image-cache.c).
+ */
+#include "tdm-dataset-folder.h"
+#include "tdm-error.h"
+#include "tdm-image.h"
+#include "tdm-image-cache.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Bumped whenever decoding changes what a cached set would hold. */
+#define FOLDER_CACHE_VERSION "tandem-image-folder-1"
+/* Files named in the notice; the rest are counted. */
+#define NOTICE_EXAMPLES 5
+#define PROBE_FILES 64
+#define DEFAULT_MAX_SIZE 64
+
+typedef struct {
+  char *path;            /* full path */
+  char *rel;             /* relative to the root, for messages */
+  int label;
+  int split;             /* 0 train, 1 test */
+  int index;             /* within its split */
+  char *reason;          /* why it could not be used, or NULL */
+} Entry;
+
+typedef struct {
+  char *root;
+  gboolean split_layout;
+  GPtrArray *classes;    /* char *: class names in order */
+  GPtrArray *files;      /* per class: GPtrArray of Entry * */
+  GPtrArray *bad;        /* char *: "rel (reason)" found by the scan */
+  GPtrArray *empty;      /* char *: class folders without files */
+  GChecksum *key;
+} Scan;
+
+static void
+entry_free(gpointer data)
+{
+  Entry *e = data;
+  g_free(e->path);
+  g_free(e->rel);
+  g_free(e->reason);
+  g_free(e);
+}
+
+static void
+scan_clear(Scan *s)
+{
+  g_free(s->root);
+  g_clear_pointer(&s->classes, g_ptr_array_unref);
+  g_clear_pointer(&s->files, g_ptr_array_unref);
+  g_clear_pointer(&s->bad, g_ptr_array_unref);
+  g_clear_pointer(&s->empty, g_ptr_array_unref);
+  g_clear_pointer(&s->key, g_checksum_free);
+}
+
+static gint
+compare_names(gconstpointer a, gconstpointer b)
+{
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Names in `dir` in byte order, hidden ones left out; folders only or not. */
+static GPtrArray *
+list_names(const char *dir, gboolean folders, GError **error)
+{
+  GError *local = NULL;
+  GDir *d = g_dir_open(dir, 0, &local);
+  if (d == NULL) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
+                "%s: cannot read the folder: %s", dir, local->message);
+    g_error_free(local);
+    return NULL;
+  }
+  GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+  const char *name;
+  while ((name = g_dir_read_name(d)) != NULL) {
+    if (name[0] == '.')
+      continue;
+    if (folders) {
+      g_autofree char *path = g_build_filename(dir, name, NULL);
+      if (!g_file_test(path, G_FILE_TEST_IS_DIR))
+        continue;
+    }
+    g_ptr_array_add(names, g_strdup(name));
+  }
+  g_dir_close(d);
+  g_ptr_array_sort(names, compare_names);
+  return names;
+}
+
+static gboolean
+is_dir(const char *root, const char *name)
+{
+  g_autofree char *path = g_build_filename(root, name, NULL);
+  return g_file_test(path, G_FILE_TEST_IS_DIR);
+}
+
+/* Adds the regular files of one class folder. Files are looked at relative to the
+ * open folder (fstatat), which keeps a cached start's scan of many thousand files
+ * from walking the whole path for each. */
+static void
+scan_class_folder(Scan *s, const char *part, const char *cls, int label, int split)
+{
+  g_autofree char *dir = g_build_filename(s->root, part, cls, NULL);
+  GPtrArray *list = g_ptr_array_index(s->files, label);
+  DIR *d = opendir(dir);
+  if (d == NULL) {
+    g_ptr_array_add(s->bad, g_strdup_printf("%s%s%s (cannot read the folder: %s)", part,
+                                            *part ? "/" : "", cls, g_strerror(errno)));
+    g_checksum_update(s->key, (const guchar *)dir, -1);
+    return;
+  }
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL)
+    if (de->d_name[0] != '.')
+      g_ptr_array_add(names, g_strdup(de->d_name));
+  g_ptr_array_sort(names, compare_names);
+  char prefix[PATH_MAX];
+  g_snprintf(prefix, sizeof prefix, "%s%s%s/", part, *part ? "/" : "", cls);
+  for (guint i = 0; i < names->len; i++) {
+    const char *name = g_ptr_array_index(names, i);
+    g_autofree char *rel = g_strconcat(prefix, name, NULL);
+    struct stat st;
+    char stamp[96];
+    /* stat follows links: a loop or a dangling link fails here, unopened. */
+    if (fstatat(dirfd(d), name, &st, 0) != 0) {
+      int saved = errno;
+      g_ptr_array_add(s->bad, g_strdup_printf("%s (%s)", rel, g_strerror(saved)));
+      g_checksum_update(s->key, (const guchar *)rel, -1);
+      continue;
+    }
+    if (S_ISDIR(st.st_mode))
+      continue;
+    if (!S_ISREG(st.st_mode)) {
+      g_ptr_array_add(s->bad, g_strdup_printf("%s (not a regular file)", rel));
+      g_checksum_update(s->key, (const guchar *)rel, -1);
+      continue;
+    }
+    int len = g_snprintf(stamp, sizeof stamp, "%s|%" G_GINT64_FORMAT "|%" G_GINT64_FORMAT
+                         "|%ld|", name, (gint64)st.st_size, (gint64)st.st_mtime,
+                         (long)st.st_mtim.tv_nsec);
+    g_checksum_update(s->key, (const guchar *)stamp, MIN(len, (int)sizeof stamp - 1));
+    Entry *e = g_new0(Entry, 1);
+    e->path = g_strconcat(dir, G_DIR_SEPARATOR_S, name, NULL);
+    e->rel = g_steal_pointer(&rel);
+    e->label = label;
+    e->split = split;
+    g_ptr_array_add(list, e);
+  }
+  closedir(d);
+}
+
+static gboolean
+scan_folder(Scan *s, const char *folder, GError **error)
+{
+  memset(s, 0, sizeof *s);
+  if (g_path_is_absolute(folder)) {
+    s->root = g_canonicalize_filename(folder, NULL);
+  } else {
+    g_autofree char *cwd = g_get_current_dir();
+    s->root = g_canonicalize_filename(folder, cwd);
+  }
+  s->bad = g_ptr_array_new_with_free_func(g_free);
+  s->empty = g_ptr_array_new_with_free_func(g_free);
+  s->key = g_checksum_new(G_CHECKSUM_SHA256);
+  g_checksum_update(s->key, (const guchar *)FOLDER_CACHE_VERSION, -1);
+  g_checksum_update(s->key, (const guchar *)s->root, -1);
+
+  s->split_layout = is_dir(s->root, "train") && is_dir(s->root, "test");
+  g_autofree char *class_root = g_build_filename(s->root, s->split_layout ? "train" : "", NULL);
+  s->classes = list_names(class_root, TRUE, error);
+  if (s->classes == NULL)
+    return FALSE;
+  if (s->split_layout) {
+    g_autofree char *test_root = g_build_filename(s->root, "test", NULL);
+    g_autoptr(GPtrArray) test_classes = list_names(test_root, TRUE, error);
+    if (test_classes == NULL)
+      return FALSE;
+    for (guint i = 0; i < test_classes->len; i++) {
+      const char *name = g_ptr_array_index(test_classes, i);
+      if (!g_ptr_array_find_with_equal_func(s->classes, name, g_str_equal, NULL)) {
+        g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
+                    "%s/test/%s: a class that train/ does not have", s->root, name);
+        return FALSE;
+      }
+    }
+  }
+  s->files = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref);
+  for (guint k = 0; k < s->classes->len; k++)
+    g_ptr_array_add(s->files, g_ptr_array_new_with_free_func(entry_free));
+  for (guint k = 0; k < s->classes->len; k++) {
+    const char *cls = g_ptr_array_index(s->classes, k);
+    scan_class_folder(s, s->split_layout ? "train" : "", cls, (int)k, 0);
+    if (s->split_layout && is_dir(s->root, "test")) {
+      g_autofree char *test_dir = g_build_filename(s->root, "test", cls, NULL);
+      if (g_file_test(test_dir, G_FILE_TEST_IS_DIR))
+        scan_class_folder(s, "test", cls, (int)k, 1);
+    }
+  }
+  return TRUE;
+}
+
+/* Leaves out class folders without files, so labels stay dense. */
+static void
+drop_empty_classes(Scan *s)
+{
+  for (guint k = s->classes->len; k-- > 0;) {
+    GPtrArray *list = g_ptr_array_index(s->files, k);
+    if (list->len > 0)
+      continue;
+    g_ptr_array_add(s->empty, g_strdup(g_ptr_array_index(s->classes, k)));
+    g_ptr_array_remove_index(s->classes, k);
+    g_ptr_array_remove_index(s->files, k);
+  }
+  for (guint k = 0; k < s->classes->len; k++) {
+    GPtrArray *list = g_ptr_array_index(s->files, k);
+    for (guint i = 0; i < list->len; i++)
+      ((Entry *)g_ptr_array_index(list, i))->label = (int)k;
+  }
+}
+
+static guint64
+mix64(guint64 x)
+{
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+typedef struct {
+  guint64 rank;
+  Entry *entry;
+} Ranked;
+
+static gint
+compare_ranked(gconstpointer a, gconstpointer b)
+{
+  guint64 x = ((const Ranked *)a)->rank, y = ((const Ranked *)b)->rank;
+  return x < y ? -1 : x > y;
+}
+
+/* Holds out TDM_FOLDER_TEST_PERCENT of each class (at least one where a class has two
+ * files): those whose seeded hash of the file name ranks lowest, so adding a file
+ * moves no other file across the split. */
+static void
+split_classes(Scan *s, guint64 seed)
+{
+  for (guint k = 0; k < s->files->len; k++) {
+    GPtrArray *list = g_ptr_array_index(s->files, k);
+    int n = (int)list->len;
+    int hold = n >= 2 ? MAX(1, (n * TDM_FOLDER_TEST_PERCENT + 50) / 100) : 0;
+    g_autofree Ranked *ranked = g_new(Ranked, n);
+    for (int i = 0; i < n; i++) {
+      Entry *e = g_ptr_array_index(list, i);
+      guint64 h = seed;
+      for (const char *p = e->rel; *p; p++)
+        h = mix64(h ^ (guint8)*p);
+      ranked[i] = (Ranked){h, e};
+    }
+    qsort(ranked, n, sizeof *ranked, (int (*)(const void *, const void *))compare_ranked);
+    for (int i = 0; i < hold; i++)
+      ranked[i].entry->split = 1;
+  }
+}
+
+static gint
+compare_ints(gconstpointer a, gconstpointer b)
+{
+  int x = *(const int *)a, y = *(const int *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Picks the size and colour left at 0 from a few headers spread over the folder. */
+static void
+resolve_options(Scan *s, TdmImageOptions *o)
+{
+  if (o->size > 0 && o->channels > 0)
+    return;
+  g_autoptr(GPtrArray) all = g_ptr_array_new();
+  for (guint k = 0; k < s->files->len; k++) {
+    GPtrArray *list = g_ptr_array_index(s->files, k);
+    for (guint i = 0; i < list->len; i++)
+      g_ptr_array_add(all, g_ptr_array_index(list, i));
+  }
+  guint step = MAX(1u, all->len / PROBE_FILES);
+  g_autoptr(GArray) sides = g_array_new(FALSE, FALSE, sizeof(int));
+  gboolean colour = FALSE, same = TRUE;
+  int first_w = -1, first_h = -1;
+  for (guint i = 0; i < all->len; i += step) {
+    TdmImageInfo info;
+    if (!tdm_image_probe(((Entry *)g_ptr_array_index(all, i))->path, &info, NULL))
+      continue;
+    int side = MIN(info.width, info.height);
+    g_array_append_val(sides, side);
+    colour |= info.channels == 3;
+    if (first_w < 0) {
+      first_w = info.width;
+      first_h = info.height;
+    }
+    same &= info.width == first_w && info.height == first_h;
+  }
+  if (o->channels == 0)
+    o->channels = colour || sides->len == 0 ? 3 : 1;
+  if (o->size == 0) {
+    if (sides->len == 0) {
+      o->size = 32;
+    } else if (same && first_w == first_h && first_w <= DEFAULT_MAX_SIZE) {
+      o->size = MAX(first_w, TDM_FOLDER_MIN_SIZE);
+    } else {
+      g_array_sort(sides, compare_ints);
+      const int *v = (const int *)sides->data;
+      int median = v[sides->len / 2];
+      o->size = CLAMP(median, TDM_FOLDER_MIN_SIZE, DEFAULT_MAX_SIZE);
+    }
+  }
+}
+
+static char *
+format_count(gint64 n)
+{
+  g_autofree char *digits = g_strdup_printf("%" G_GINT64_FORMAT, n);
+  GString *out = g_string_new(NULL);
+  size_t len = strlen(digits);
+  for (size_t i = 0; i < len; i++) {
+    if (i > 0 && (len - i) % 3 == 0)
+      g_string_append_c(out, ',');
+    g_string_append_c(out, digits[i]);
+  }
+  return g_string_free(out, FALSE);
+}
+
+/* ---- parallel decoding ------------------------------------------------------ */
+
+typedef struct {
+  GPtrArray *jobs;       /* Entry * */
+  TdmDataset *sets[2];
+  int size, channels;
+  gint next;
+  gint done;
+  GCancellable *cancellable;
+  TdmFolderProgress progress;
+  gpointer user_data;
+} Work;
+
+static void
+work_one(Work *w, Entry *e)
+{
+  TdmDataset *d = w->sets[e->split];
+  uint8_t *out = d->images + (size_t)e->index * tdm_dataset_sample_size(d);
+  GError *local = NULL;
+  if (!tdm_image_load(e->path, w->size, w->channels, out, &local)) {
+    e->reason = g_strdup(local->message);
+    g_error_free(local);
+  }
+}
+
+static gpointer
+work_thread(gpointer data)
+{
+  Work *w = data;
+  for (;;) {
+    gint i = g_atomic_int_add(&w->next, 1);
+    if (i >= (gint)w->jobs->len || g_cancellable_is_cancelled(w->cancellable))
+      break;
+    work_one(w, g_ptr_array_index(w->jobs, i));
+    g_atomic_int_inc(&w->done);
+  }
+  return NULL;
+}
+
+/* The calling thread works too, and is the one that reports progress. */
+static void
+decode_all(Work *w)
+{
+  int threads = MAX(1, (int)g_get_num_processors());
+  int total = (int)w->jobs->len;
+  GThread **pool = g_new0(GThread *, threads);
+  for (int t = 1; t < threads && t < total; t++)
+    pool[t] = g_thread_new("tdm-decode", work_thread, w);
+  int reported = -1, step = MAX(1, total / 200);
+  for (;;) {
+    gint i = g_atomic_int_add(&w->next, 1);
+    if (i >= total || g_cancellable_is_cancelled(w->cancellable))
+      break;
+    work_one(w, g_ptr_array_index(w->jobs, i));
+    int done = g_atomic_int_add(&w->done, 1) + 1;
+    if (w->progress != NULL && done - reported >= step) {
+      w->progress(done, total, w->user_data);
+      reported = done;
+    }
+  }
+  for (int t = 1; t < threads; t++)
+    if (pool[t] != NULL)
+      g_thread_join(pool[t]);
+  g_free(pool);
+  if (w->progress != NULL && !g_cancellable_is_cancelled(w->cancellable))
+    w->progress(total, total, w->user_data);
+}
+
+/* Moves the decoded samples over the gaps of the failed ones; returns the count kept. */
+static int
+compact(TdmDataset *d, GPtrArray *jobs, int split)
+{
+  size_t sample = (size_t)tdm_dataset_sample_size(d);
+  int kept = 0;
+  for (guint i = 0; i < jobs->len; i++) {
+    Entry *e = g_ptr_array_index(jobs, i);
+    if (e->split != split || e->reason != NULL)
+      continue;
+    if (kept != e->index)
+      memmove(d->images + (size_t)kept * sample, d->images + (size_t)e->index * sample, sample);
+    d->labels[kept] = (uint8_t)e->label;
+    kept++;
+  }
+  d->count = kept;
+  return kept;
+}
+
+static char *
+build_notice(Scan *s, GPtrArray *jobs)
+{
+  g_autoptr(GPtrArray) failed = g_ptr_array_new_with_free_func(g_free);
+  for (guint i = 0; i < s->bad->len; i++)
+    g_ptr_array_add(failed, g_strdup(g_ptr_array_index(s->bad, i)));
+  for (guint i = 0; i < jobs->len; i++) {
+    Entry *e = g_ptr_array_index(jobs, i);
+    if (e->reason != NULL)
+      g_ptr_array_add(failed, g_strdup_printf("%s (%s)", e->rel, e->reason));
+  }
+  g_ptr_array_sort(failed, compare_names);
+  GString *notice = g_string_new(NULL);
+  if (failed->len > 0) {
+    g_autofree char *bad = format_count(failed->len);
+    g_autofree char *all = format_count((gint64)jobs->len + s->bad->len);
+    g_string_append_printf(notice, "%s of %s files could not be read: ", bad, all);
+    for (guint i = 0; i < failed->len && i < NOTICE_EXAMPLES; i++)
+      g_string_append_printf(notice, "%s%s", i > 0 ? ", " : "",
+                             (char *)g_ptr_array_index(failed, i));
+    if (failed->len > NOTICE_EXAMPLES)
+      g_string_append(notice, ", …");
+  }
+  for (guint i = 0; i < s->empty->len; i++)
+    g_string_append_printf(notice, "%sclass folder “%s” holds no files and is left out",
+                           notice->len > 0 ? "; " : "", (char *)g_ptr_array_index(s->empty, i));
+  return notice->len > 0 ? g_string_free(notice, FALSE) : (g_string_free(notice, TRUE), NULL);
+}
+
+static char *
+cache_path_for(const char *root, const TdmImageOptions *o)
+{
+  g_autofree char *id = g_strdup_printf("%s|%d|%d|%" G_GUINT64_FORMAT, root, o->size,
+                                        o->channels, o->seed);
+  g_autofree char *hex = g_compute_checksum_for_string(G_CHECKSUM_SHA256, id, -1);
+  g_autofree char *name = g_strconcat(hex, ".cache", NULL);
+  return g_build_filename(g_get_user_cache_dir(), "tandem", "images", name, NULL);
+}
+
+char *
+tdm_image_folder_cache_path(const char *folder, const TdmImageOptions *options)
+{
+  g_return_val_if_fail(folder != NULL, NULL);
+  TdmImageOptions o = options != NULL ? *options : (TdmImageOptions){0};
+  g_autofree char *cwd = g_get_current_dir();
+  g_autofree char *root = g_canonicalize_filename(folder, cwd);
+  return cache_path_for(root, &o);
+}
+
+gboolean
+tdm_dataset_is_image_folder(const char *folder)
+{
+  g_return_val_if_fail(folder != NULL, FALSE);
+  if (is_dir(folder, "train") && is_dir(folder, "test"))
+    return TRUE;
+  g_autoptr(GPtrArray) classes = list_names(folder, TRUE, NULL);
+  for (guint i = 0; classes != NULL && i < classes->len; i++) {
+    g_autofree char *dir = g_build_filename(folder, g_ptr_array_index(classes, i), NULL);
+    g_autoptr(GPtrArray) files = list_names(dir, FALSE, NULL);
+    if (files != NULL && files->len > 0)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+static gboolean
+check_options(const TdmImageOptions *o, GError **error)
+{
+  if (o->size != 0 && (o->size < TDM_FOLDER_MIN_SIZE || o->size > TDM_FOLDER_MAX_SIZE)) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
+                "--image-size %d is outside %d…%d", o->size, TDM_FOLDER_MIN_SIZE,
+                TDM_FOLDER_MAX_SIZE);
+    return FALSE;
+  }
+  if (o->channels != 0 && o->channels != 1 && o->channels != 3) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
+                "--color: %d channels; expected grey (1) or rgb (3)", o->channels);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+TdmDatasetPair *
+tdm_dataset_load_image_folder(const char *folder, const TdmImageOptions *options,
+                              TdmFolderProgress progress, gpointer user_data,
+                              GCancellable *cancellable, GError **error)
+{
+  g_return_val_if_fail(folder != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  TdmImageOptions asked = options != NULL ? *options : (TdmImageOptions){0};
+  if (!check_options(&asked, error))
+    return NULL;
+
+  Scan s;
+  if (!scan_folder(&s, folder, error)) {
+    scan_clear(&s);
+    return NULL;
+  }
+  TdmDatasetPair *pair = NULL;
+  g_autoptr(GPtrArray) jobs = g_ptr_array_new();
+  /* Declared before the first jump to out, so their cleanups see NULL at worst. */
+  g_autofree char *base = NULL;
+  g_autofree int *per_class = NULL;
+  char opts_text[96];
+  g_snprintf(opts_text, sizeof opts_text, "|%d|%d|%" G_GUINT64_FORMAT "|", asked.size,
+             asked.channels, asked.seed);
+  g_checksum_update(s.key, (const guchar *)opts_text, -1);
+  guint8 key[TDM_IMAGE_CACHE_KEY_BYTES];
+  gsize key_len = sizeof key;
+  g_checksum_get_digest(s.key, key, &key_len);
+  g_autofree char *cache = cache_path_for(s.root, &asked);
+
+  if (!asked.no_cache) {
+    pair = tdm_image_cache_read(cache, key);
+    if (pair != NULL) {
+      if (progress != NULL)
+        progress(1, 1, user_data);
+      goto out;
+    }
+  }
+
+  drop_empty_classes(&s);
+  if (s.classes->len < 2) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
+                "%s: needs at least two class folders holding images; found %u%s", s.root,
+                s.classes->len,
+                s.classes->len == 1 ? " (every image would get the same label)" : "");
+    goto out;
+  }
+  if (!s.split_layout)
+    split_classes(&s, asked.seed);
+  TdmImageOptions o = asked;
+  resolve_options(&s, &o);
+
+  int counts[2] = {0, 0};
+  for (guint k = 0; k < s.files->len; k++) {
+    GPtrArray *list = g_ptr_array_index(s.files, k);
+    for (guint i = 0; i < list->len; i++) {
+      Entry *e = g_ptr_array_index(list, i);
+      e->index = counts[e->split]++;
+      g_ptr_array_add(jobs, e);
+    }
+  }
+  base = g_path_get_basename(s.root);
+  Work w = {.jobs = jobs, .size = o.size, .channels = o.channels,
+            .cancellable = cancellable, .progress = progress, .user_data = user_data};
+  const char *which[2] = {"train", "test"};
+  for (int t = 0; t < 2; t++) {
+    g_autofree char *name = g_strdup_printf("%s (%s)", base, which[t]);
+    w.sets[t] = tdm_dataset_new(name, counts[t], o.size, o.size, o.channels, (int)s.classes->len);
+    w.sets[t]->class_names = g_new0(char *, s.classes->len + 1);
+    for (guint k = 0; k < s.classes->len; k++)
+      w.sets[t]->class_names[k] = g_filename_display_name(g_ptr_array_index(s.classes, k));
+  }
+  decode_all(&w);
+  if (g_cancellable_is_cancelled(cancellable)) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CANCELLED,
+                "%s: loading was cancelled", s.root);
+    tdm_dataset_free(w.sets[0]);
+    tdm_dataset_free(w.sets[1]);
+    goto out;
+  }
+  compact(w.sets[0], jobs, 0);
+  compact(w.sets[1], jobs, 1);
+
+  pair = g_new0(TdmDatasetPair, 1);
+  pair->name = g_filename_display_name(base);
+  pair->source = g_strdup(s.root);
+  pair->train = w.sets[0];
+  pair->test = w.sets[1];
+  pair->notice = build_notice(&s, jobs);
+
+  int usable = 0;
+  per_class = g_new0(int, s.classes->len);
+  for (int i = 0; i < pair->train->count; i++)
+    per_class[pair->train->labels[i]]++;
+  for (guint k = 0; k < s.classes->len; k++)
+    usable += per_class[k] > 0;
+  if (usable < 2) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
+                "%s: needs at least two classes with images that can be read; %d %s%s%s%s",
+                s.root, usable, usable == 1 ? "has" : "have",
+                pair->notice != NULL ? " (" : "", pair->notice != NULL ? pair->notice : "",
+                pair->notice != NULL ? ")" : "");
+    g_clear_pointer(&pair, tdm_dataset_pair_free);
+    goto out;
+  }
+  if (pair->test->count == 0) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
+                "%s: too few images to hold out a test split (add a test/ folder or more "
+                "images per class)",
+                s.root);
+    g_clear_pointer(&pair, tdm_dataset_pair_free);
+    goto out;
+  }
+  if (!asked.no_cache) {
+    GError *local = NULL;
+    if (!tdm_image_cache_write(cache, key, pair, &local)) {
+      /* Training still works without the cache; say why the next start is slow. */
+      g_autofree char *old = pair->notice;
+      pair->notice = g_strdup_printf("%s%s%s", old != NULL ? old : "", old != NULL ? "; " : "",
+                                     local->message);
+      g_error_free(local);
+    }
+  }
+out:
+  scan_clear(&s);
+  return pair;
+}
+
+TdmFolderSummary *
+tdm_image_folder_scan(const char *folder, GError **error)
+{
+  g_return_val_if_fail(folder != NULL, NULL);
+  Scan s;
+  if (!scan_folder(&s, folder, error)) {
+    scan_clear(&s);
+    return NULL;
+  }
+  TdmFolderSummary *sum = g_new0(TdmFolderSummary, 1);
+  sum->folder = g_strdup(s.root);
+  sum->split = s.split_layout;
+  sum->class_count = (int)s.classes->len;
+  sum->classes = g_new0(TdmFolderClass, s.classes->len + 1);
+  for (guint k = 0; k < s.classes->len; k++) {
+    GPtrArray *list = g_ptr_array_index(s.files, k);
+    TdmFolderClass *c = &sum->classes[k];
+    c->name = g_filename_display_name(g_ptr_array_index(s.classes, k));
+    c->count = (int)list->len;
+    c->examples = g_new0(char *, TDM_FOLDER_EXAMPLES + 1);
+    for (guint i = 0; i < list->len && i < TDM_FOLDER_EXAMPLES; i++)
+      c->examples[i] = g_strdup(((Entry *)g_ptr_array_index(list, i))->path);
+    sum->files += c->count;
+  }
+  scan_clear(&s);
+  return sum;
+}
+
+void
+tdm_folder_summary_free(TdmFolderSummary *sum)
+{
+  if (sum == NULL)
+    return;
+  for (int k = 0; k < sum->class_count; k++) {
+    g_free(sum->classes[k].name);
+    g_strfreev(sum->classes[k].examples);
+  }
+  g_free(sum->classes);
+  g_free(sum->folder);
+  g_free(sum);
+}

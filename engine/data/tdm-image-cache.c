@@ -1,0 +1,182 @@
+/* tdm-image-cache.c — reads and writes the decoded-folder cache (tdm-image-cache.h).
+ *
+ * Layout, little-endian: "TDMIMGC1", the 32-byte key, then u32 fields (classes, height,
+ * width, channels, train count, test count, names bytes, notice bytes, name bytes,
+ * source bytes), the class names NUL-separated, the notice, the set's name, the source
+ * folder, then train images, train labels, test images, test labels. Reading a
+ * hit is a few large reads straight into the datasets' buffers.
+ */
+#include "tdm-image-cache.h"
+#include "tdm-error.h"
+
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CACHE_MAGIC "TDMIMGC1"
+#define CACHE_FIELDS 10
+
+static gboolean
+read_exact(FILE *fp, void *buffer, size_t bytes)
+{
+  return bytes == 0 || fread(buffer, 1, bytes, fp) == bytes;
+}
+
+TdmDatasetPair *
+tdm_image_cache_read(const char *path, const guint8 key[TDM_IMAGE_CACHE_KEY_BYTES])
+{
+  FILE *fp = fopen(path, "rb");
+  if (fp == NULL)
+    return NULL;
+  TdmDatasetPair *pair = NULL;
+  /* Declared before the first jump to miss, so every cleanup sees NULL or its value. */
+  char *names = NULL, *notice = NULL, *name = NULL, *source = NULL;
+  char **class_names = NULL;
+  char magic[8];
+  guint8 stored[TDM_IMAGE_CACHE_KEY_BYTES];
+  guint32 f[CACHE_FIELDS];
+  if (!read_exact(fp, magic, 8) || memcmp(magic, CACHE_MAGIC, 8) != 0 ||
+      !read_exact(fp, stored, sizeof stored) || memcmp(stored, key, sizeof stored) != 0 ||
+      !read_exact(fp, f, sizeof f))
+    goto miss;
+  for (int i = 0; i < CACHE_FIELDS; i++)
+    f[i] = GUINT32_FROM_LE(f[i]);
+  guint32 classes = f[0], h = f[1], w = f[2], c = f[3], train_n = f[4], test_n = f[5];
+  guint32 names_bytes = f[6], notice_bytes = f[7], name_bytes = f[8], source_bytes = f[9];
+  if (classes < 2 || classes > 256 || h == 0 || h > 4096 || w == 0 || w > 4096 ||
+      (c != 1 && c != 3) || train_n > G_MAXINT / 2 || test_n > G_MAXINT / 2 ||
+      names_bytes > (1u << 20) || notice_bytes > (1u << 20) || name_bytes > 4096 ||
+      source_bytes > 65536)
+    goto miss;
+  /* Everything promised must be in the file before anything is allocated. */
+  struct stat st;
+  guint64 sample = (guint64)h * w * c;
+  guint64 expect = 8 + sizeof stored + sizeof f + (guint64)names_bytes + notice_bytes +
+                   name_bytes + source_bytes + ((guint64)train_n + test_n) * (sample + 1);
+  if (fstat(fileno(fp), &st) != 0 || (guint64)st.st_size != expect)
+    goto miss;
+
+  names = g_malloc0(names_bytes + 1);
+  notice = g_malloc0(notice_bytes + 1);
+  name = g_malloc0(name_bytes + 1);
+  source = g_malloc0(source_bytes + 1);
+  if (!read_exact(fp, names, names_bytes) || !read_exact(fp, notice, notice_bytes) ||
+      !read_exact(fp, name, name_bytes) || !read_exact(fp, source, source_bytes))
+    goto miss;
+  /* Exactly one NUL after each of the class names. */
+  guint32 nuls = 0;
+  for (guint32 i = 0; i < names_bytes; i++)
+    nuls += names[i] == '\0';
+  if (nuls != classes || names_bytes == 0 || names[names_bytes - 1] != '\0')
+    goto miss;
+  class_names = g_new0(char *, classes + 1);
+  const char *p = names;
+  for (guint32 k = 0; k < classes; k++) {
+    class_names[k] = g_strdup(p);
+    p += strlen(p) + 1;
+  }
+
+  pair = g_new0(TdmDatasetPair, 1);
+  pair->name = g_strdup(name);
+  pair->source = g_strdup(source);
+  pair->notice = notice_bytes > 0 ? g_strdup(notice) : NULL;
+  guint32 counts[2] = {train_n, test_n};
+  const char *which[2] = {"train", "test"};
+  for (int s = 0; s < 2; s++) {
+    g_autofree char *split = g_strdup_printf("%s (%s)", name, which[s]);
+    TdmDataset *d = tdm_dataset_new(split, (int)counts[s], (int)h, (int)w, (int)c, (int)classes);
+    d->class_names = g_strdupv(class_names);
+    if (s == 0)
+      pair->train = d;
+    else
+      pair->test = d;
+    if (!read_exact(fp, d->images, (size_t)counts[s] * sample) ||
+        !read_exact(fp, d->labels, counts[s]))
+      goto miss;
+    for (guint32 i = 0; i < counts[s]; i++)
+      if (d->labels[i] >= classes)
+        goto miss;
+  }
+  goto out;
+
+miss:
+  g_clear_pointer(&pair, tdm_dataset_pair_free);
+out:
+  g_strfreev(class_names);
+  g_free(names);
+  g_free(notice);
+  g_free(name);
+  g_free(source);
+  fclose(fp);
+  return pair;
+}
+
+static gboolean
+write_exact(FILE *fp, const void *buffer, size_t bytes)
+{
+  return bytes == 0 || fwrite(buffer, 1, bytes, fp) == bytes;
+}
+
+gboolean
+tdm_image_cache_write(const char *path, const guint8 key[TDM_IMAGE_CACHE_KEY_BYTES],
+                      const TdmDatasetPair *pair, GError **error)
+{
+  g_autofree char *dir = g_path_get_dirname(path);
+  if (g_mkdir_with_parents(dir, 0700) != 0) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
+                "%s: cannot create the cache folder: %s", dir, g_strerror(errno));
+    return FALSE;
+  }
+  g_autofree char *tmp = g_strconcat(path, ".XXXXXX", NULL);
+  int fd = g_mkstemp(tmp);
+  if (fd < 0) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
+                "%s: cannot write the cache: %s", dir, g_strerror(errno));
+    return FALSE;
+  }
+  FILE *fp = fdopen(fd, "wb");
+  const TdmDataset *train = pair->train, *test = pair->test;
+  GString *names = g_string_new(NULL);
+  for (int k = 0; k < train->classes; k++)
+    g_string_append_len(names, train->class_names[k], (gssize)strlen(train->class_names[k]) + 1);
+  const char *notice = pair->notice != NULL ? pair->notice : "";
+  const char *source = pair->source != NULL ? pair->source : "";
+  guint32 f[CACHE_FIELDS] = {
+      (guint32)train->classes, (guint32)train->height, (guint32)train->width,
+      (guint32)train->channels, (guint32)train->count, (guint32)test->count,
+      (guint32)names->len, (guint32)strlen(notice), (guint32)strlen(pair->name),
+      (guint32)strlen(source),
+  };
+  for (int i = 0; i < CACHE_FIELDS; i++)
+    f[i] = GUINT32_TO_LE(f[i]);
+  size_t sample = (size_t)tdm_dataset_sample_size(train);
+  gboolean ok = fp != NULL && write_exact(fp, CACHE_MAGIC, 8) &&
+                write_exact(fp, key, TDM_IMAGE_CACHE_KEY_BYTES) && write_exact(fp, f, sizeof f) &&
+                write_exact(fp, names->str, names->len) &&
+                write_exact(fp, notice, strlen(notice)) &&
+                write_exact(fp, pair->name, strlen(pair->name)) &&
+                write_exact(fp, source, strlen(source)) &&
+                write_exact(fp, train->images, (size_t)train->count * sample) &&
+                write_exact(fp, train->labels, (size_t)train->count) &&
+                write_exact(fp, test->images, (size_t)test->count * sample) &&
+                write_exact(fp, test->labels, (size_t)test->count) && fflush(fp) == 0 &&
+                fsync(fileno(fp)) == 0;
+  int saved = errno;
+  g_string_free(names, TRUE);
+  if (fp != NULL)
+    fclose(fp);
+  else
+    close(fd);
+  if (!ok || g_rename(tmp, path) != 0) {
+    if (ok)
+      saved = errno;
+    g_unlink(tmp);
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
+                "%s: cannot write the cache: %s", path, g_strerror(saved));
+    return FALSE;
+  }
+  return TRUE;
+}

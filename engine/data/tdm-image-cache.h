@@ -1,0 +1,25 @@
+/* tdm-image-cache.h — the file that keeps a decoded image folder between starts.
+ *
+ * One file per folder and options; inside, a key made from the folder's file list
+ * (names, sizes, modification times) says which state of the folder it holds, so a
+ * changed folder misses and the file is replaced. Reads check every count against
+ * the file's size and treat anything odd as a miss, never as an error; writes go to a
+ * temporary file renamed over the old one. Not the folder scanner.
+ */
+#pragma once
+
+#include <glib.h>
+#include "tdm-dataset.h"
+
+G_BEGIN_DECLS
+
+#define TDM_IMAGE_CACHE_KEY_BYTES 32
+
+/* NULL on a miss (no file, another key, a damaged file). */
+TdmDatasetPair *tdm_image_cache_read (const char *path,
+                                      const guint8 key[TDM_IMAGE_CACHE_KEY_BYTES]);
+gboolean tdm_image_cache_write (const char *path,
+                                const guint8 key[TDM_IMAGE_CACHE_KEY_BYTES],
+                                const TdmDatasetPair *pair, GError **error);
+
+G_END_DECLS

@@ -1,0 +1,487 @@
+/* tdm-image.c — PNG and JPEG decoding into small square samples (tdm-image.h).
+ *
+ * Both decoders hand rows to one resampler that crops the centre square and
+ * area-averages it: every output pixel is the mean of the source area it covers,
+ * weighted by how much of each source pixel falls in it. At scale 1 every weight is
+ * exactly 1, so an image already of the chosen size comes out byte for byte (the test
+ * that compares a folder of PNGs with IDX relies on it). JPEG's DCT scaling (1/2, 1/4,
+ * 1/8) does the first part of a large reduction inside the decoder. libpng and libjpeg
+ * report errors by longjmp; the jumps never cross a frame that owns GLib memory. Not a
+ * folder reader.
+ */
+#include "tdm-image.h"
+#include "tdm-error.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jpeglib.h>
+#include <jerror.h>
+#include <png.h>
+
+static gboolean
+image_error(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
+
+static gboolean
+image_error(GError **error, const char *format, ...)
+{
+  va_list args;
+  va_start(args, format);
+  g_autofree char *message = g_strdup_vprintf(format, args);
+  va_end(args);
+  g_set_error_literal(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, message);
+  return FALSE;
+}
+
+/* ---- the resampler ---------------------------------------------------------- */
+
+/* Output pixel j covers source columns [x0 + j·f, x0 + (j+1)·f); its taps are the
+ * source columns it touches and their overlap, divided by f so they sum to 1. */
+typedef struct {
+  int size, channels;
+  int src_w, src_h;
+  int x0, y0;            /* the crop's corner */
+  double f;              /* source pixels per output pixel */
+  int *tap_first;        /* [size] */
+  int *tap_count;        /* [size] */
+  float *tap_weight;     /* [size × max taps] */
+  int max_taps;
+  float *row;            /* [size × channels]: one source row resampled across */
+  float *acc;            /* [size × size × channels] */
+} Resampler;
+
+static double
+overlap(double a0, double a1, double b0, double b1)
+{
+  double lo = a0 > b0 ? a0 : b0;
+  double hi = a1 < b1 ? a1 : b1;
+  return hi > lo ? hi - lo : 0.0;
+}
+
+static void
+resampler_init(Resampler *r, int src_w, int src_h, int channels, int size)
+{
+  int side = src_w < src_h ? src_w : src_h;
+  r->size = size;
+  r->channels = channels;
+  r->src_w = src_w;
+  r->src_h = src_h;
+  r->x0 = (src_w - side) / 2;
+  r->y0 = (src_h - side) / 2;
+  r->f = (double)side / size;
+  r->max_taps = (int)ceil(r->f) + 2;
+  r->tap_first = g_new(int, size);
+  r->tap_count = g_new0(int, size);
+  r->tap_weight = g_new0(float, (size_t)size * r->max_taps);
+  for (int j = 0; j < size; j++) {
+    double a0 = j * r->f, a1 = (j + 1) * r->f;
+    int first = (int)floor(a0);
+    r->tap_first[j] = r->x0 + first;
+    for (int s = first; s < side && s < a1 && r->tap_count[j] < r->max_taps; s++)
+      r->tap_weight[(size_t)j * r->max_taps + r->tap_count[j]++] =
+          (float)(overlap(a0, a1, s, s + 1) / r->f);
+  }
+  r->row = g_new(float, (size_t)size * channels);
+  r->acc = g_new0(float, (size_t)size * size * channels);
+}
+
+static void
+resampler_clear(Resampler *r)
+{
+  g_free(r->tap_first);
+  g_free(r->tap_count);
+  g_free(r->tap_weight);
+  g_free(r->row);
+  g_free(r->acc);
+}
+
+/* Source row y (0 ≤ y < src_h) of channels bytes a pixel. */
+static void
+resampler_add_row(Resampler *r, int y, const uint8_t *pixels)
+{
+  int rel = y - r->y0;
+  int side_h = r->src_w < r->src_h ? r->src_w : r->src_h;
+  if (rel < 0 || rel >= side_h)
+    return;
+  const int c = r->channels;
+  for (int j = 0; j < r->size; j++) {
+    const float *w = r->tap_weight + (size_t)j * r->max_taps;
+    const uint8_t *p = pixels + (size_t)r->tap_first[j] * c;
+    for (int k = 0; k < c; k++) {
+      float sum = 0.0f;
+      for (int t = 0; t < r->tap_count[j]; t++)
+        sum += w[t] * p[(size_t)t * c + k];
+      r->row[j * c + k] = sum;
+    }
+  }
+  int i_first = (int)floor(rel / r->f);
+  for (int i = i_first; i < r->size; i++) {
+    double a0 = i * r->f, a1 = (i + 1) * r->f;
+    if (a0 >= rel + 1)
+      break;
+    float wy = (float)(overlap(a0, a1, rel, rel + 1) / r->f);
+    if (wy <= 0.0f)
+      continue;
+    float *dst = r->acc + (size_t)i * r->size * c;
+    for (int k = 0; k < r->size * c; k++)
+      dst[k] += wy * r->row[k];
+  }
+}
+
+static void
+resampler_finish(Resampler *r, uint8_t *out)
+{
+  size_t n = (size_t)r->size * r->size * r->channels;
+  for (size_t k = 0; k < n; k++) {
+    float v = r->acc[k] + 0.5f;
+    out[k] = v <= 0.0f ? 0 : v >= 255.0f ? 255 : (uint8_t)v;
+  }
+}
+
+void
+tdm_image_resample(const uint8_t *pixels, int w, int h, int stride, int channels, int size,
+                   uint8_t *out)
+{
+  g_return_if_fail(pixels != NULL && out != NULL && w > 0 && h > 0 && size > 0);
+  Resampler r;
+  resampler_init(&r, w, h, channels, size);
+  for (int y = 0; y < h; y++)
+    resampler_add_row(&r, y, pixels + (size_t)y * stride);
+  resampler_finish(&r, out);
+  resampler_clear(&r);
+}
+
+/* ---- files ----------------------------------------------------------------- */
+
+/* Opens without blocking (a FIFO would block an ordinary open) and refuses anything
+ * but a regular file. */
+static FILE *
+open_regular(const char *path, GError **error)
+{
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    image_error(error, "cannot open: %s", g_strerror(errno));
+    return NULL;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    image_error(error, "not a regular file");
+    return NULL;
+  }
+  int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0)
+    fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  FILE *fp = fdopen(fd, "rb");
+  if (fp == NULL) {
+    close(fd);
+    image_error(error, "cannot open: %s", g_strerror(errno));
+  }
+  return fp;
+}
+
+static TdmImageFormat
+sniff(FILE *fp)
+{
+  uint8_t magic[8] = {0};
+  size_t got = fread(magic, 1, sizeof magic, fp);
+  rewind(fp);
+  if (got == 8 && png_sig_cmp(magic, 0, 8) == 0)
+    return TDM_IMAGE_PNG;
+  if (got >= 3 && magic[0] == 0xFF && magic[1] == 0xD8 && magic[2] == 0xFF)
+    return TDM_IMAGE_JPEG;
+  return TDM_IMAGE_UNKNOWN;
+}
+
+static gboolean
+check_pixels(gint64 w, gint64 h, GError **error)
+{
+  if (w <= 0 || h <= 0)
+    return image_error(error, "the header gives a size of %" G_GINT64_FORMAT " × %" G_GINT64_FORMAT,
+                       w, h);
+  if (w * h > TDM_IMAGE_MAX_PIXELS)
+    return image_error(error,
+                       "%" G_GINT64_FORMAT " × %" G_GINT64_FORMAT " pixels is above the "
+                       "limit of %lld megapixels (not decoded)",
+                       w, h, TDM_IMAGE_MAX_PIXELS / (1024 * 1024));
+  return TRUE;
+}
+
+/* ---- PNG ------------------------------------------------------------------- */
+
+typedef struct {
+  jmp_buf jump;
+  char message[160];
+} PngFailure;
+
+static void
+png_on_error(png_structp png, png_const_charp message)
+{
+  PngFailure *failure = png_get_error_ptr(png);
+  g_strlcpy(failure->message, message, sizeof failure->message);
+  longjmp(failure->jump, 1);
+}
+
+static void
+png_on_warning(png_structp png, png_const_charp message)
+{
+  (void)png;
+  (void)message;   /* ancillary-chunk complaints: the pixels are still good */
+}
+
+static const char *
+png_reason(const char *message)
+{
+  /* libpng says "Read Error" or "Not enough image data" when the file ends early. */
+  if (strstr(message, "Read Error") != NULL || strstr(message, "Not enough") != NULL)
+    return "truncated";
+  return message;
+}
+
+/* Decodes the PNG on fp; `size` 0 reads the header only into info. */
+static gboolean
+png_decode(FILE *fp, int size, int channels, uint8_t *out, TdmImageInfo *info,
+           GError **error)
+{
+  /* The size is in IHDR, the first chunk; libpng would read on to the first pixel
+   * data before saying it, so a bomb with nothing after its header would pass as
+   * merely truncated. */
+  uint8_t head[24];
+  if (fread(head, 1, sizeof head, fp) != sizeof head || memcmp(head + 12, "IHDR", 4) != 0)
+    return image_error(error, "truncated");
+  rewind(fp);
+  if (!check_pixels(GUINT32_FROM_BE(*(guint32 *)(head + 16)),
+                    GUINT32_FROM_BE(*(guint32 *)(head + 20)), error))
+    return FALSE;
+
+  PngFailure failure = {.message = ""};
+  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &failure, png_on_error,
+                                           png_on_warning);
+  if (png == NULL)
+    return image_error(error, "out of memory");
+  png_infop pinfo = png_create_info_struct(png);
+  /* Set before the jump point, freed after it: nothing allocated in between. */
+  Resampler *volatile r = NULL;
+  uint8_t *volatile rows = NULL;
+  volatile gboolean ok = FALSE;
+  if (pinfo == NULL || setjmp(failure.jump) != 0) {
+    image_error(error, "%s", pinfo == NULL ? "out of memory" : png_reason(failure.message));
+    goto done;
+  }
+  png_init_io(png, fp);
+  png_set_user_limits(png, 0x7fffffff, 0x7fffffff);
+  png_read_info(png, pinfo);
+  png_uint_32 w = png_get_image_width(png, pinfo), h = png_get_image_height(png, pinfo);
+  int color = png_get_color_type(png, pinfo);
+  if (!check_pixels(w, h, error))
+    goto done;
+  if (info != NULL) {
+    info->format = TDM_IMAGE_PNG;
+    info->width = (int)w;
+    info->height = (int)h;
+    info->channels = (color & PNG_COLOR_MASK_COLOR) ? 3 : 1;
+  }
+  if (size == 0) {
+    ok = TRUE;
+    goto done;
+  }
+  png_set_expand(png);
+  png_set_strip_16(png);
+  png_set_strip_alpha(png);
+  if (channels == 1 && (color & PNG_COLOR_MASK_COLOR))
+    png_set_rgb_to_gray_fixed(png, 1, -1, -1);
+  if (channels == 3 && !(color & PNG_COLOR_MASK_COLOR))
+    png_set_gray_to_rgb(png);
+  int passes = png_set_interlace_handling(png);
+  png_read_update_info(png, pinfo);
+  if (png_get_rowbytes(png, pinfo) != (size_t)w * channels) {
+    image_error(error, "unsupported PNG pixel layout");
+    goto done;
+  }
+  r = g_new0(Resampler, 1);
+  resampler_init(r, (int)w, (int)h, channels, size);
+  if (passes > 1) {
+    /* Interlaced: every pass touches every row, so the whole image is needed. */
+    rows = g_malloc((size_t)w * h * channels);
+    png_bytep *pointers = g_newa(png_bytep, 1);
+    for (int p = 0; p < passes; p++)
+      for (png_uint_32 y = 0; y < h; y++) {
+        pointers[0] = rows + (size_t)y * w * channels;
+        png_read_rows(png, pointers, NULL, 1);
+      }
+    for (png_uint_32 y = 0; y < h; y++)
+      resampler_add_row(r, (int)y, rows + (size_t)y * w * channels);
+  } else {
+    rows = g_malloc((size_t)w * channels);
+    for (png_uint_32 y = 0; y < h; y++) {
+      png_read_row(png, rows, NULL);
+      resampler_add_row(r, (int)y, rows);
+    }
+  }
+  resampler_finish(r, out);
+  ok = TRUE;
+done:
+  if (r != NULL) {
+    resampler_clear(r);
+    g_free(r);
+  }
+  g_free(rows);
+  png_destroy_read_struct(&png, pinfo != NULL ? &pinfo : NULL, NULL);
+  return ok;
+}
+
+/* ---- JPEG ------------------------------------------------------------------ */
+
+typedef struct {
+  struct jpeg_error_mgr mgr;
+  jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+} JpegFailure;
+
+static void
+jpeg_on_error(j_common_ptr cinfo)
+{
+  JpegFailure *failure = (JpegFailure *)cinfo->err;
+  cinfo->err->format_message(cinfo, failure->message);
+  longjmp(failure->jump, 1);
+}
+
+/* libjpeg only warns about a file that ends early or corrupt data and fills the rest
+ * with grey; a training set must not learn from that, so warnings fail the file. */
+static void
+jpeg_on_message(j_common_ptr cinfo, int level)
+{
+  if (level >= 0)
+    return;
+  JpegFailure *failure = (JpegFailure *)cinfo->err;
+  if (cinfo->err->msg_code == JWRN_JPEG_EOF)
+    g_strlcpy(failure->message, "truncated", sizeof failure->message);
+  else
+    cinfo->err->format_message(cinfo, failure->message);
+  longjmp(failure->jump, 1);
+}
+
+static gboolean
+jpeg_decode(FILE *fp, int size, int channels, uint8_t *out, TdmImageInfo *info,
+            GError **error)
+{
+  struct jpeg_decompress_struct cinfo;
+  JpegFailure failure;
+  memset(&failure, 0, sizeof failure);
+  cinfo.err = jpeg_std_error(&failure.mgr);
+  failure.mgr.error_exit = jpeg_on_error;
+  failure.mgr.emit_message = jpeg_on_message;
+  Resampler *volatile r = NULL;
+  uint8_t *volatile row = NULL;
+  volatile gboolean ok = FALSE;
+  if (setjmp(failure.jump) != 0) {
+    image_error(error, "%s", failure.message);
+    goto done;
+  }
+  jpeg_create_decompress(&cinfo);
+  jpeg_stdio_src(&cinfo, fp);
+  jpeg_read_header(&cinfo, TRUE);
+  if (!check_pixels(cinfo.image_width, cinfo.image_height, error))
+    goto done;
+  if (cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK) {
+    image_error(error, "CMYK JPEG is not supported");
+    goto done;
+  }
+  if (info != NULL) {
+    info->format = TDM_IMAGE_JPEG;
+    info->width = (int)cinfo.image_width;
+    info->height = (int)cinfo.image_height;
+    info->channels = cinfo.num_components == 1 ? 1 : 3;
+  }
+  if (size == 0) {
+    ok = TRUE;
+    goto done;
+  }
+  cinfo.out_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  /* The largest DCT reduction that keeps the centre square at least twice the
+   * output, so the area average still has pixels to average. */
+  unsigned side = cinfo.image_width < cinfo.image_height ? cinfo.image_width
+                                                         : cinfo.image_height;
+  cinfo.scale_num = 1;
+  cinfo.scale_denom = 1;
+  for (unsigned d = 8; d > 1; d /= 2)
+    if (side / d >= 2u * (unsigned)size) {
+      cinfo.scale_denom = d;
+      break;
+    }
+  cinfo.dct_method = JDCT_ISLOW;
+  jpeg_start_decompress(&cinfo);
+  if (cinfo.output_components != channels) {
+    image_error(error, "unsupported JPEG colour layout");
+    goto done;
+  }
+  int w = (int)cinfo.output_width, h = (int)cinfo.output_height;
+  r = g_new0(Resampler, 1);
+  resampler_init(r, w, h, channels, size);
+  row = g_malloc((size_t)w * channels);
+  while (cinfo.output_scanline < cinfo.output_height) {
+    int y = (int)cinfo.output_scanline;
+    JSAMPROW rows[1] = {row};
+    if (jpeg_read_scanlines(&cinfo, rows, 1) != 1)
+      break;
+    resampler_add_row(r, y, row);
+  }
+  jpeg_finish_decompress(&cinfo);
+  resampler_finish(r, out);
+  ok = TRUE;
+done:
+  if (r != NULL) {
+    resampler_clear(r);
+    g_free(r);
+  }
+  g_free(row);
+  jpeg_destroy_decompress(&cinfo);
+  return ok;
+}
+
+/* ---- entry points ---------------------------------------------------------- */
+
+static gboolean
+decode(const char *path, int size, int channels, uint8_t *out, TdmImageInfo *info,
+       GError **error)
+{
+  FILE *fp = open_regular(path, error);
+  if (fp == NULL)
+    return FALSE;
+  gboolean ok;
+  switch (sniff(fp)) {
+  case TDM_IMAGE_PNG:
+    ok = png_decode(fp, size, channels, out, info, error);
+    break;
+  case TDM_IMAGE_JPEG:
+    ok = jpeg_decode(fp, size, channels, out, info, error);
+    break;
+  default:
+    ok = image_error(error, "not a PNG or JPEG image");
+    break;
+  }
+  fclose(fp);
+  return ok;
+}
+
+gboolean
+tdm_image_probe(const char *path, TdmImageInfo *info, GError **error)
+{
+  g_return_val_if_fail(path != NULL && info != NULL, FALSE);
+  memset(info, 0, sizeof *info);
+  return decode(path, 0, 0, NULL, info, error);
+}
+
+gboolean
+tdm_image_load(const char *path, int size, int channels, uint8_t *out, GError **error)
+{
+  g_return_val_if_fail(path != NULL && out != NULL, FALSE);
+  g_return_val_if_fail(size > 0 && (channels == 1 || channels == 3), FALSE);
+  return decode(path, size, channels, out, NULL, error);
+}

@@ -1,0 +1,679 @@
+/* tdm-network-spec.c — the spec parser: text to the flat tree of layers of
+ * tdm-network.h, with shapes, the parameter and state layout, checkpoint names and
+ * the canonical spec. Errors name the item, its position and why. Not the numbers
+ * (initial values, layouts for PyTorch: tdm-network.c). */
+#include "tdm-network.h"
+#include "tdm-error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_DEPTH 16
+#define MAX_ITEMS 4096
+
+typedef enum { ITEM_LAYER, ITEM_BEGIN, ITEM_END } ItemType;
+
+typedef struct {
+  ItemType type;
+  char *text;                  /* the layer's token (ITEM_LAYER) */
+  int position;                /* 1-based, in reading order of the text */
+} Item;
+
+typedef struct {
+  const char *spec;
+  const char *p;
+  int next_position;
+  GArray *items;               /* Item */
+  GError **error;
+} Parser;
+
+static gboolean
+spec_error(GError **error, const char *token, int position, const char *format, ...)
+    G_GNUC_PRINTF(4, 5);
+
+static gboolean
+spec_error(GError **error, const char *token, int position, const char *format, ...)
+{
+  va_list args;
+  va_start(args, format);
+  char *why = g_strdup_vprintf(format, args);
+  va_end(args);
+  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC,
+              "network spec, layer %d “%s”: %s", position, token, why);
+  g_free(why);
+  return FALSE;
+}
+
+/* Reads a positive decimal at *p and advances; FALSE when there is none. */
+static gboolean
+read_number(const char **p, int *out)
+{
+  if (!g_ascii_isdigit(**p))
+    return FALSE;
+  gint64 value = 0;
+  while (g_ascii_isdigit(**p)) {
+    value = value * 10 + (**p - '0');
+    if (value > 1 << 20)
+      return FALSE;
+    (*p)++;
+  }
+  *out = (int)value;
+  return TRUE;
+}
+
+static void
+skip_spaces(Parser *ps)
+{
+  while (g_ascii_isspace(*ps->p))
+    ps->p++;
+}
+
+static void
+push(Parser *ps, ItemType type, char *text, int position)
+{
+  Item item = {type, text, position};
+  g_array_append_val(ps->items, item);
+}
+
+static gboolean parse_list(Parser *ps, int depth);
+
+/* One item: [N*] (res( list ) | ( list ) | token). */
+static gboolean
+parse_item(Parser *ps, int depth)
+{
+  skip_spaces(ps);
+  const char *start = ps->p;
+  int repeat = 1;
+  const char *q = ps->p;
+  if (read_number(&q, &repeat) && *q == '*') {
+    if (repeat < 1 || repeat > 64) {
+      g_autofree char *what = g_strndup(start, q + 1 - start);
+      return spec_error(ps->error, what, ps->next_position,
+                        "a repeat count must be between 1 and 64");
+    }
+    ps->p = q + 1;
+    skip_spaces(ps);
+  } else {
+    repeat = 1;
+  }
+
+  const char *body = ps->p;
+  int first_position = ps->next_position;
+  for (int copy = 0; copy < repeat; copy++) {
+    /* Each copy parses the same text again, with the same positions. */
+    ps->p = body;
+    ps->next_position = first_position;
+    if (*ps->p == '(') {
+      /* A plain group, for repeats: 2*(res(…),relu). */
+      int position = ps->next_position;
+      ps->p++;
+      if (!parse_list(ps, depth))
+        return FALSE;
+      if (*ps->p != ')')
+        return spec_error(ps->error, "(", position, "its “(” is not closed");
+      ps->p++;
+    } else if (g_str_has_prefix(ps->p, "res(")) {
+      int position = ps->next_position++;
+      if (depth + 1 > MAX_DEPTH)
+        return spec_error(ps->error, "res(", position, "blocks nest deeper than %d",
+                          MAX_DEPTH);
+      ps->p += 4;
+      push(ps, ITEM_BEGIN, NULL, position);
+      skip_spaces(ps);
+      if (*ps->p == ')')
+        return spec_error(ps->error, "res()", position, "a residual block needs layers");
+      if (!parse_list(ps, depth + 1))
+        return FALSE;
+      if (*ps->p != ')')
+        return spec_error(ps->error, "res(", position,
+                          "its “(” is not closed: expected “)” after its layers");
+      ps->p++;
+      push(ps, ITEM_END, NULL, position);
+    } else {
+      const char *end = ps->p;
+      while (*end != '\0' && *end != ',' && *end != '(' && *end != ')')
+        end++;
+      g_autofree char *raw = g_strndup(ps->p, end - ps->p);
+      char *token = g_strdup(g_strstrip(raw));
+      int position = ps->next_position++;
+      if (*end == '(') {
+        spec_error(ps->error, token, position,
+                   "unknown block; blocks are res(…), e.g. res(conv32k3p1,bn)");
+        g_free(token);
+        return FALSE;
+      }
+      if (*token == '\0') {
+        g_free(token);
+        return spec_error(ps->error, "", position, "an empty item (two commas in a row?)");
+      }
+      push(ps, ITEM_LAYER, token, position);
+      ps->p = end;
+    }
+    if (ps->items->len > MAX_ITEMS)
+      return spec_error(ps->error, start, first_position, "more than %d layers", MAX_ITEMS);
+  }
+  skip_spaces(ps);
+  return TRUE;
+}
+
+static gboolean
+parse_list(Parser *ps, int depth)
+{
+  for (;;) {
+    if (!parse_item(ps, depth))
+      return FALSE;
+    if (*ps->p != ',')
+      return TRUE;
+    ps->p++;
+  }
+}
+
+/* Parses one layer token into layer->kind and its numbers; shapes come later. */
+static gboolean
+parse_token(const char *token, int position, TdmLayer *layer, int *features, GError **error)
+{
+  const char *p = token;
+  if (g_str_equal(token, "relu")) {
+    layer->kind = TDM_LAYER_RELU;
+    return TRUE;
+  }
+  if (g_str_equal(token, "flatten")) {
+    layer->kind = TDM_LAYER_FLATTEN;
+    return TRUE;
+  }
+  if (g_str_equal(token, "bn")) {
+    layer->kind = TDM_LAYER_BN;
+    return TRUE;
+  }
+  if (g_str_equal(token, "gap")) {
+    layer->kind = TDM_LAYER_GLOBAL_AVG;
+    return TRUE;
+  }
+  if (g_str_equal(token, "gmp")) {
+    layer->kind = TDM_LAYER_GLOBAL_MAX;
+    return TRUE;
+  }
+  if (g_str_has_prefix(token, "fc")) {
+    p += 2;
+    layer->kind = TDM_LAYER_LINEAR;
+    if (!read_number(&p, features) || *features < 1 || *p != '\0')
+      return spec_error(error, token, position,
+                        "expected fcN with N output features, e.g. fc128");
+    return TRUE;
+  }
+  if (g_str_has_prefix(token, "conv")) {
+    p += 4;
+    layer->kind = TDM_LAYER_CONV;
+    if (!read_number(&p, features) || *features < 1)
+      return spec_error(error, token, position,
+                        "expected convNkK[sS][pP] with N output channels, e.g. conv32k3p1");
+    if (*p != 'k' || (p++, !read_number(&p, &layer->kernel)) || layer->kernel < 1 ||
+        layer->kernel > 15)
+      return spec_error(error, token, position,
+                        "expected a kernel size kK between 1 and 15 after the channels, "
+                        "e.g. conv32k3p1");
+    layer->pad = 0;
+    layer->stride = 1;
+    gboolean seen_s = FALSE, seen_p = FALSE;
+    while (*p == 's' || *p == 'p') {
+      if (*p == 's') {
+        p++;
+        if (seen_s || !read_number(&p, &layer->stride) || layer->stride < 1 ||
+            layer->stride > 15)
+          return spec_error(error, token, position,
+                            "expected one stride sS between 1 and 15, e.g. conv64k3s2p1");
+        seen_s = TRUE;
+      } else {
+        p++;
+        if (seen_p || !read_number(&p, &layer->pad))
+          return spec_error(error, token, position,
+                            "expected one padding pP, e.g. conv32k3p1");
+        seen_p = TRUE;
+      }
+    }
+    if (*p != '\0')
+      return spec_error(error, token, position, "unexpected “%s” at its end", p);
+    if (layer->pad >= layer->kernel)
+      return spec_error(error, token, position,
+                        "padding %d must be smaller than the kernel size %d", layer->pad,
+                        layer->kernel);
+    return TRUE;
+  }
+  if (g_str_has_prefix(token, "pool") || g_str_has_prefix(token, "avg")) {
+    gboolean avg = token[0] == 'a';
+    p += avg ? 3 : 4;
+    layer->kind = avg ? TDM_LAYER_AVGPOOL : TDM_LAYER_POOL;
+    if (!read_number(&p, &layer->kernel) || layer->kernel < 2 || *p != '\0')
+      return spec_error(error, token, position,
+                        avg ? "expected avgK with a window K of 2 or more, e.g. avg2"
+                            : "expected poolK with a window K of 2 or more, e.g. pool2");
+    layer->stride = layer->kernel;
+    return TRUE;
+  }
+  if (g_str_has_prefix(token, "drop")) {
+    p += g_str_has_prefix(token, "dropout") ? 7 : 4;
+    layer->kind = TDM_LAYER_DROPOUT;
+    char *end = NULL;
+    double rate = g_ascii_strtod(p, &end);
+    if (end == p || *end != '\0' || !(rate >= 0.0 && rate < 1.0))
+      return spec_error(error, token, position,
+                        "expected dropP with a rate P in [0, 1), e.g. drop0.25");
+    layer->rate = (float)rate;
+    return TRUE;
+  }
+  return spec_error(error, token, position,
+                    "unknown layer; layers are fcN, convNkK[sS][pP], poolK, avgK, gap, gmp, "
+                    "bn, relu, dropP, flatten and res(…)");
+}
+
+/* The stride s with which a 1×1 conv maps in to out (in − 1) / s + 1 = out, both
+ * ways; 0 when there is none. */
+static int
+projection_stride(int in_h, int in_w, int out_h, int out_w)
+{
+  for (int s = 1; s <= MAX(in_h, in_w); s++)
+    if ((in_h - 1) / s + 1 == out_h && (in_w - 1) / s + 1 == out_w)
+      return s;
+  return 0;
+}
+
+typedef struct {
+  int begin;                   /* index of the block's RES_BEGIN */
+  int h, w, c;                 /* its input shape */
+} OpenBlock;
+
+/* Module names as PyTorch's ResNets have them: at each level, conv1, bn1, fc1 … by
+ * kind, and blocks layerS.B where a new stage S starts at the first block and at
+ * every block with a projection (a change of shape), B counting within the stage. */
+typedef struct {
+  char prefix[48];
+  int conv, bn, fc, stage, block;
+} NameLevel;
+
+static void
+assign_names(TdmNetwork *net)
+{
+  NameLevel levels[MAX_DEPTH + 2];
+  int depth = 0;
+  memset(&levels[0], 0, sizeof levels[0]);
+  for (int i = 0; i < net->layer_count; i++) {
+    TdmLayer *l = &net->layers[i];
+    NameLevel *lv = &levels[depth];
+    const char *dot = lv->prefix[0] ? "." : "";
+    switch (l->kind) {
+    case TDM_LAYER_CONV:
+      g_snprintf(l->name, sizeof l->name, "%s%sconv%d", lv->prefix, dot, ++lv->conv);
+      break;
+    case TDM_LAYER_LINEAR:
+      g_snprintf(l->name, sizeof l->name, "%s%sfc%d", lv->prefix, dot, ++lv->fc);
+      break;
+    case TDM_LAYER_BN:
+      g_snprintf(l->name, sizeof l->name, "%s%sbn%d", lv->prefix, dot, ++lv->bn);
+      break;
+    case TDM_LAYER_RES_BEGIN: {
+      const TdmLayer *end = &net->layers[l->partner];
+      if (lv->stage == 0 || end->projection) {
+        lv->stage++;
+        lv->block = 0;
+      } else {
+        lv->block++;
+      }
+      NameLevel *inner = &levels[depth + 1];
+      memset(inner, 0, sizeof *inner);
+      g_snprintf(inner->prefix, sizeof inner->prefix, "%s%slayer%d.%d", lv->prefix, dot,
+                 lv->stage, lv->block);
+      g_strlcpy(l->name, inner->prefix, sizeof l->name);
+      depth++;
+      break;
+    }
+    case TDM_LAYER_RES_END:
+      g_snprintf(l->name, sizeof l->name, "%s.downsample", levels[depth].prefix);
+      depth--;
+      break;
+    default:
+      g_snprintf(l->name, sizeof l->name, "%s%s%d", lv->prefix, dot, i + 1);
+      break;
+    }
+  }
+}
+
+static void
+append_canonical(GString *s, const TdmLayer *l)
+{
+  switch (l->kind) {
+  case TDM_LAYER_LINEAR:
+    g_string_append_printf(s, "fc%d", l->out_c);
+    break;
+  case TDM_LAYER_CONV:
+    if (l->stride != 1)
+      g_string_append_printf(s, "conv%dk%ds%dp%d", l->out_c, l->kernel, l->stride, l->pad);
+    else
+      g_string_append_printf(s, "conv%dk%dp%d", l->out_c, l->kernel, l->pad);
+    break;
+  case TDM_LAYER_POOL:
+    g_string_append_printf(s, "pool%d", l->kernel);
+    break;
+  case TDM_LAYER_AVGPOOL:
+    g_string_append_printf(s, "avg%d", l->kernel);
+    break;
+  case TDM_LAYER_GLOBAL_AVG:
+    g_string_append(s, "gap");
+    break;
+  case TDM_LAYER_GLOBAL_MAX:
+    g_string_append(s, "gmp");
+    break;
+  case TDM_LAYER_RELU:
+    g_string_append(s, "relu");
+    break;
+  case TDM_LAYER_FLATTEN:
+    g_string_append(s, "flatten");
+    break;
+  case TDM_LAYER_BN:
+    g_string_append(s, "bn");
+    break;
+  case TDM_LAYER_DROPOUT: {
+    char rate[G_ASCII_DTOSTR_BUF_SIZE];
+    g_ascii_formatd(rate, sizeof rate, "%g", l->rate);
+    g_string_append_printf(s, "drop%s", rate);
+    break;
+  }
+  case TDM_LAYER_RES_BEGIN:
+    g_string_append(s, "res(");
+    return;
+  case TDM_LAYER_RES_END:
+    g_string_append_c(s, ')');
+    break;
+  }
+  if (l->fused_relu)
+    g_string_append(s, ",relu");
+}
+
+static char *
+canonical_spec(const TdmNetwork *net)
+{
+  GString *s = g_string_new(NULL);
+  for (int i = 0; i < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i];
+    if (i > 0 && l->kind != TDM_LAYER_RES_END && net->layers[i - 1].kind != TDM_LAYER_RES_BEGIN)
+      g_string_append_c(s, ',');
+    append_canonical(s, l);
+  }
+  return g_string_free(s, FALSE);
+}
+
+static gboolean
+fusable(const TdmLayer *prev)
+{
+  return !prev->fused_relu &&
+         (prev->kind == TDM_LAYER_LINEAR || prev->kind == TDM_LAYER_CONV ||
+          prev->kind == TDM_LAYER_BN || prev->kind == TDM_LAYER_RES_END);
+}
+
+TdmNetwork *
+tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **error)
+{
+  g_return_val_if_fail(spec != NULL, NULL);
+  g_return_val_if_fail(h > 0 && w > 0 && c > 0 && classes > 0, NULL);
+
+  const char *expanded = tdm_network_expand(spec);
+  {
+    g_autofree char *probe = g_strstrip(g_strdup(expanded));
+    if (*probe == '\0') {
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC,
+                  "network spec is empty: give mlp, cnn, resnet or layers such as "
+                  "fc128,relu,fc10");
+      return NULL;
+    }
+  }
+
+  Parser ps = {expanded, expanded, 1, g_array_new(FALSE, TRUE, sizeof(Item)), error};
+  TdmNetwork *net = g_new0(TdmNetwork, 1);
+  gboolean parsed = parse_list(&ps, 0);
+  if (parsed && *ps.p != '\0') {
+    if (*ps.p == ')')
+      spec_error(error, ")", ps.next_position, "a “)” with no res( open before it");
+    else
+      spec_error(error, ps.p, ps.next_position, "unexpected text");
+    parsed = FALSE;
+  }
+  Item *items = (Item *)ps.items->data;
+  int n_items = ps.items->len;
+  if (!parsed)
+    goto fail;
+
+  net->layers = g_new0(TdmLayer, n_items);
+  net->in_h = h;
+  net->in_w = w;
+  net->in_c = c;
+  net->classes = classes;
+  net->max_activation = (size_t)h * w * c;
+
+  OpenBlock open[MAX_DEPTH + 1];
+  int depth = 0;
+  int cur_h = h, cur_w = w, cur_c = c;
+  size_t offset = 0, state = 0;
+
+  for (int i = 0; i < n_items; i++) {
+    const Item *it = &items[i];
+    TdmLayer layer;
+    memset(&layer, 0, sizeof layer);
+    layer.partner = -1;
+    layer.position = it->position;
+    layer.stride = 1;
+    int features = 0;
+    const char *token = it->text ? it->text : (it->type == ITEM_BEGIN ? "res(" : ")");
+
+    if (it->type == ITEM_BEGIN) {
+      layer.kind = TDM_LAYER_RES_BEGIN;
+    } else if (it->type == ITEM_END) {
+      layer.kind = TDM_LAYER_RES_END;
+    } else if (!parse_token(it->text, it->position, &layer, &features, error)) {
+      goto fail;
+    }
+
+    if (layer.kind == TDM_LAYER_RELU && net->layer_count > 0 &&
+        fusable(&net->layers[net->layer_count - 1])) {
+      net->layers[net->layer_count - 1].fused_relu = TRUE;
+      continue;
+    }
+
+    layer.in_h = cur_h;
+    layer.in_w = cur_w;
+    layer.in_c = cur_c;
+    layer.out_h = cur_h;
+    layer.out_w = cur_w;
+    layer.out_c = cur_c;
+    layer.depth = depth;
+    /* A conv or fc right before a bn goes without bias. */
+    gboolean before_bn = i + 1 < n_items && items[i + 1].type == ITEM_LAYER &&
+                         g_str_equal(items[i + 1].text, "bn");
+    switch (layer.kind) {
+    case TDM_LAYER_LINEAR: {
+      size_t in = (size_t)cur_h * cur_w * cur_c;
+      layer.out_h = layer.out_w = 1;
+      layer.out_c = features;
+      layer.weight_count = in * features;
+      layer.bias_count = before_bn ? 0 : (size_t)features;
+      break;
+    }
+    case TDM_LAYER_CONV:
+      if (cur_h == 1 && cur_w == 1 && net->layer_count > 0) {
+        spec_error(error, token, it->position,
+                   "a convolution needs an image, but its input is a flat vector of %d "
+                   "features",
+                   cur_c);
+        goto fail;
+      }
+      if (cur_h + 2 * layer.pad < layer.kernel || cur_w + 2 * layer.pad < layer.kernel) {
+        spec_error(error, token, it->position, "a %d×%d kernel does not fit its %d×%d input",
+                   layer.kernel, layer.kernel, cur_h, cur_w);
+        goto fail;
+      }
+      layer.out_h = (cur_h + 2 * layer.pad - layer.kernel) / layer.stride + 1;
+      layer.out_w = (cur_w + 2 * layer.pad - layer.kernel) / layer.stride + 1;
+      layer.out_c = features;
+      if (layer.stride > cur_h + 2 * layer.pad || layer.stride > cur_w + 2 * layer.pad) {
+        spec_error(error, token, it->position,
+                   "stride %d is larger than its padded %d×%d input: it leaves nothing "
+                   "to convolve",
+                   layer.stride, cur_h + 2 * layer.pad, cur_w + 2 * layer.pad);
+        goto fail;
+      }
+      layer.weight_count = (size_t)features * cur_c * layer.kernel * layer.kernel;
+      layer.bias_count = before_bn ? 0 : (size_t)features;
+      break;
+    case TDM_LAYER_POOL:
+    case TDM_LAYER_AVGPOOL:
+      if (cur_h < layer.kernel || cur_w < layer.kernel) {
+        spec_error(error, token, it->position, "a %d×%d window does not fit its %d×%d input",
+                   layer.kernel, layer.kernel, cur_h, cur_w);
+        goto fail;
+      }
+      layer.out_h = cur_h / layer.kernel;
+      layer.out_w = cur_w / layer.kernel;
+      break;
+    case TDM_LAYER_GLOBAL_AVG:
+    case TDM_LAYER_GLOBAL_MAX:
+      layer.out_h = layer.out_w = 1;
+      break;
+    case TDM_LAYER_FLATTEN:
+      layer.out_h = layer.out_w = 1;
+      layer.out_c = cur_h * cur_w * cur_c;
+      break;
+    case TDM_LAYER_BN:
+      if (net->layer_count == 0) {
+        spec_error(error, token, it->position,
+                   "bn before any layer: it normalizes the output of a conv or fc, so put "
+                   "it after one (e.g. conv32k3p1,bn)");
+        goto fail;
+      }
+      layer.weight_count = layer.bias_count = (size_t)cur_c;
+      layer.state_count = 2 * (size_t)cur_c;
+      break;
+    case TDM_LAYER_DROPOUT:
+      net->has_dropout = TRUE;
+      break;
+    case TDM_LAYER_RELU:
+      break;
+    case TDM_LAYER_RES_BEGIN:
+      open[depth].begin = net->layer_count;
+      open[depth].h = cur_h;
+      open[depth].w = cur_w;
+      open[depth].c = cur_c;
+      depth++;
+      layer.depth = depth;
+      break;
+    case TDM_LAYER_RES_END: {
+      depth--;
+      const OpenBlock *ob = &open[depth];
+      TdmLayer *begin = &net->layers[ob->begin];
+      layer.depth = depth + 1;
+      layer.partner = ob->begin;
+      begin->partner = net->layer_count;
+      if (ob->h != cur_h || ob->w != cur_w || ob->c != cur_c) {
+        int s = projection_stride(ob->h, ob->w, cur_h, cur_w);
+        if (s == 0) {
+          spec_error(error, "res(", it->position,
+                     "the block turns its %d×%d×%d input into %d×%d×%d, which no 1×1 "
+                     "projection with a stride can match (a block may keep or shrink the "
+                     "size, not grow it)",
+                     ob->h, ob->w, ob->c, cur_h, cur_w, cur_c);
+          goto fail;
+        }
+        layer.projection = TRUE;
+        layer.stride = s;
+        layer.weight_count = (size_t)cur_c * ob->c;
+        layer.bias_count = 2 * (size_t)cur_c;
+        layer.state_count = 2 * (size_t)cur_c;
+      }
+      layer.in_h = cur_h;
+      layer.in_w = cur_w;
+      layer.in_c = cur_c;
+      break;
+    }
+    }
+
+    if (layer.weight_count + layer.bias_count > 0) {
+      layer.param_offset = offset;
+      layer.weight_offset = offset;
+      offset += layer.weight_count;
+      layer.bias_offset = offset;
+      offset += layer.bias_count;
+      layer.param_count = layer.weight_count + layer.bias_count;
+    }
+    if (layer.state_count > 0) {
+      layer.state_offset = state;
+      state += layer.state_count;
+      net->bn_count++;
+    }
+    size_t activation = (size_t)layer.out_h * layer.out_w * layer.out_c;
+    if (activation > ((size_t)1 << 26)) {
+      spec_error(error, token, it->position,
+                 "its output of %zu values per sample is too large", activation);
+      goto fail;
+    }
+    net->max_activation = MAX(net->max_activation, activation);
+    cur_h = layer.out_h;
+    cur_w = layer.out_w;
+    cur_c = layer.out_c;
+    net->layers[net->layer_count++] = layer;
+  }
+
+  TdmLayer *last = &net->layers[net->layer_count - 1];
+  if (last->kind != TDM_LAYER_LINEAR || last->fused_relu) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC,
+                "network spec must end with fc%d (one output per class), without a relu",
+                classes);
+    goto fail;
+  }
+  if (last->out_c != classes) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC,
+                "network spec ends with fc%d but the dataset has %d classes: end with fc%d",
+                last->out_c, classes, classes);
+    goto fail;
+  }
+  if (last->bias_count == 0) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC,
+                "network spec must end with fc%d, not with a bn after it", classes);
+    goto fail;
+  }
+  if (offset > ((size_t)1 << 31)) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC,
+                "network has %zu parameters; Tandem's limit is 2³¹", offset);
+    goto fail;
+  }
+
+  net->parameter_count = offset;
+  net->state_count = state;
+  assign_names(net);
+  net->spec = canonical_spec(net);
+  for (int i = 0; i < n_items; i++)
+    g_free(items[i].text);
+  g_array_free(ps.items, TRUE);
+  return net;
+
+fail:
+  for (guint i = 0; i < ps.items->len; i++)
+    g_free(g_array_index(ps.items, Item, i).text);
+  g_array_free(ps.items, TRUE);
+  tdm_network_free(net);
+  return NULL;
+}
+
+const char *
+tdm_network_spec_help(void)
+{
+  return "Layers, separated by commas:\n"
+         "  fcN              fully connected, N outputs (flattens its input)\n"
+         "  convNkK[sS][pP]  convolution: N channels, K×K kernel, stride S, padding P\n"
+         "  poolK, avgK      max or average pooling, K×K window and stride\n"
+         "  gap, gmp         global average or max pooling\n"
+         "  bn               batch normalization (a conv or fc before it has no bias)\n"
+         "  relu, dropP      ReLU; dropout with rate P (e.g. drop0.25)\n"
+         "  res(…)           residual block: its layers plus its input (through a 1×1\n"
+         "                   conv and bn where the shape changes)\n"
+         "  N*item, N*(…)    N copies of an item or of a group of items\n"
+         "Built in: mlp, cnn, resnet. The last layer is fcC, C = the number of classes.\n"
+         "Example: conv32k3p1,bn,relu,2*(res(conv32k3p1,bn,relu,conv32k3p1,bn),relu),"
+         "res(conv64k3s2p1,bn,relu,conv64k3p1,bn),relu,gap,fc10";
+}

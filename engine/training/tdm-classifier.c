@@ -1,0 +1,221 @@
+/* tdm-classifier.c — classifying images with a saved network (tdm-classifier.h).
+ *
+ * The replica is built over a one-sample dataset that each call overwrites, so the
+ * forward pass, the uint8 → [0, 1] scaling and the layouts are exactly the trainer's:
+ * a test image classified here gets the class the evaluation gave it.
+ */
+#include "tdm-classifier.h"
+#include "tdm-backend.h"
+#include "tdm-checkpoint.h"
+#include "tdm-dataset.h"
+#include "tdm-error.h"
+#include "tdm-image.h"
+#include "tdm-network.h"
+#include "tdm-replica.h"
+
+#include <json-glib/json-glib.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+struct _TdmClassifier {
+  TdmNetwork *net;
+  TdmBackend *backend;
+  TdmReplica *replica;
+  TdmDataset *input;      /* one sample; the replica holds its own copy */
+  char **names;           /* classes entries */
+  float *logits;
+};
+
+static gboolean
+bad_checkpoint(GError **error, const char *path, const char *why)
+{
+  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT, "%s: %s", path, why);
+  return FALSE;
+}
+
+static char **
+read_names(TdmCheckpoint *ckpt, int classes)
+{
+  char **names = g_new0(char *, classes + 1);
+  const char *json = tdm_checkpoint_get_metadata(ckpt, "class_names");
+  g_autoptr(JsonParser) parser = json_parser_new();
+  JsonArray *array = NULL;
+  if (json != NULL && json_parser_load_from_data(parser, json, -1, NULL)) {
+    JsonNode *root = json_parser_get_root(parser);
+    if (root != NULL && JSON_NODE_HOLDS_ARRAY(root))
+      array = json_node_get_array(root);
+  }
+  for (int k = 0; k < classes; k++) {
+    const char *name = NULL;
+    if (array != NULL && (guint)k < json_array_get_length(array)) {
+      JsonNode *e = json_array_get_element(array, k);
+      if (json_node_get_value_type(e) == G_TYPE_STRING)
+        name = json_node_get_string(e);
+    }
+    names[k] = name != NULL && *name ? g_strdup(name) : g_strdup_printf("%d", k);
+  }
+  return names;
+}
+
+TdmClassifier *
+tdm_classifier_load(const char *path, GError **error)
+{
+  g_return_val_if_fail(path != NULL, NULL);
+  g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_load(path, error);
+  if (ckpt == NULL)
+    return NULL;
+  const char *spec = tdm_checkpoint_get_metadata(ckpt, "network");
+  const char *shape = tdm_checkpoint_get_metadata(ckpt, "input_shape");
+  if (spec == NULL) {
+    bad_checkpoint(error, path, "no network in its metadata (not written by Tandem?)");
+    return NULL;
+  }
+  int h = 0, w = 0, c = 0;
+  if (shape == NULL || sscanf(shape, "%d,%d,%d", &h, &w, &c) != 3 || h < 1 || w < 1 ||
+      h > 4096 || w > 4096 || (c != 1 && c != 3)) {
+    bad_checkpoint(error, path,
+                   "no usable input shape in its metadata (saved by an older Tandem: "
+                   "resume it for one step with --save to add it)");
+    return NULL;
+  }
+  /* A network ends in an fc with one output per class (tdm-network.h). */
+  int classes = 0;
+  const char *last = strrchr(spec, ',');
+  const char *fc = last != NULL ? last + 1 : spec;
+  if (sscanf(fc, "fc%d", &classes) != 1 || classes < 1 || classes > 256) {
+    bad_checkpoint(error, path, "its network does not end in an fc layer of 1 to 256 "
+                                "outputs");
+    return NULL;
+  }
+  TdmNetwork *net = tdm_network_new(spec, h, w, c, classes, error);
+  if (net == NULL) {
+    g_prefix_error(error, "%s: ", path);
+    return NULL;
+  }
+  g_autofree float *params = g_new0(float, MAX(1, net->parameter_count));
+  g_autofree float *state = g_new0(float, MAX(1, net->state_count));
+  if (!tdm_checkpoint_read_parameters(ckpt, net, path, params, state, error)) {
+    tdm_network_free(net);
+    return NULL;
+  }
+  TdmClassifier *cl = g_new0(TdmClassifier, 1);
+  cl->net = net;
+  cl->names = read_names(ckpt, classes);
+  cl->logits = g_new0(float, classes);
+  cl->input = tdm_dataset_new("classify", 1, h, w, c, classes);
+  cl->backend = tdm_backend_cpu_new(error);
+  if (cl->backend == NULL) {
+    tdm_classifier_free(cl);
+    return NULL;
+  }
+  cl->replica = tdm_replica_new(cl->backend, net, 1, cl->input, cl->input, error);
+  if (cl->replica == NULL) {
+    tdm_classifier_free(cl);
+    return NULL;
+  }
+  cl->backend->ops->upload(cl->backend, cl->replica->params, params,
+                           net->parameter_count * sizeof(float));
+  if (net->state_count > 0)
+    cl->backend->ops->upload(cl->backend, cl->replica->state, state,
+                             net->state_count * sizeof(float));
+  if (!tdm_backend_check(cl->backend, error)) {
+    tdm_classifier_free(cl);
+    return NULL;
+  }
+  return cl;
+}
+
+void
+tdm_classifier_free(TdmClassifier *cl)
+{
+  if (cl == NULL)
+    return;
+  tdm_replica_free(cl->replica);
+  tdm_backend_free(cl->backend);
+  tdm_dataset_free(cl->input);
+  tdm_network_free(cl->net);
+  g_strfreev(cl->names);
+  g_free(cl->logits);
+  g_free(cl);
+}
+
+int
+tdm_classifier_classes(const TdmClassifier *cl)
+{
+  return cl->net->classes;
+}
+
+const char *
+tdm_classifier_class_name(const TdmClassifier *cl, int k)
+{
+  g_return_val_if_fail(k >= 0 && k < cl->net->classes, NULL);
+  return cl->names[k];
+}
+
+void
+tdm_classifier_input(const TdmClassifier *cl, int *height, int *width, int *channels)
+{
+  *height = cl->net->in_h;
+  *width = cl->net->in_w;
+  *channels = cl->net->in_c;
+}
+
+gboolean
+tdm_classifier_run(TdmClassifier *cl, const uint8_t *sample, float *probs, GError **error)
+{
+  g_return_val_if_fail(cl != NULL && sample != NULL && probs != NULL, FALSE);
+  TdmBackend *b = cl->backend;
+  int n = tdm_dataset_sample_size(cl->input);
+  b->ops->upload(b, cl->replica->test_images, sample, (size_t)n);
+  tdm_replica_predict(cl->replica, 0, 1, cl->logits);
+  if (!tdm_backend_check(b, error))
+    return FALSE;
+  int classes = cl->net->classes;
+  float top = cl->logits[0];
+  for (int k = 1; k < classes; k++)
+    top = MAX(top, cl->logits[k]);
+  double sum = 0;
+  for (int k = 0; k < classes; k++)
+    sum += exp((double)cl->logits[k] - top);
+  for (int k = 0; k < classes; k++)
+    probs[k] = (float)(exp((double)cl->logits[k] - top) / sum);
+  return TRUE;
+}
+
+gboolean
+tdm_classifier_run_file(TdmClassifier *cl, const char *path, float *probs, GError **error)
+{
+  g_return_val_if_fail(cl != NULL && path != NULL && probs != NULL, FALSE);
+  if (cl->net->in_h != cl->net->in_w) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
+                "%s: the network takes %d × %d inputs; only square inputs can be made from "
+                "image files", path, cl->net->in_h, cl->net->in_w);
+    return FALSE;
+  }
+  g_autofree uint8_t *sample = g_malloc(tdm_dataset_sample_size(cl->input));
+  GError *local = NULL;
+  if (!tdm_image_load(path, cl->net->in_h, cl->net->in_c, sample, &local)) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, "%s: %s", path,
+                local->message);
+    g_error_free(local);
+    return FALSE;
+  }
+  return tdm_classifier_run(cl, sample, probs, error);
+}
+
+void
+tdm_classifier_rank(const float *probs, int classes, int top, int *order)
+{
+  /* Selection of the top few: classes are at most 256. */
+  gboolean *taken = g_newa(gboolean, classes);
+  memset(taken, 0, sizeof(gboolean) * classes);
+  for (int r = 0; r < top && r < classes; r++) {
+    int best = -1;
+    for (int k = 0; k < classes; k++)
+      if (!taken[k] && (best < 0 || probs[k] > probs[best]))
+        best = k;
+    taken[best] = TRUE;
+    order[r] = best;
+  }
+}

@@ -1,0 +1,42 @@
+/* tdm-classifier.h — a trained network from a checkpoint, run forward on new images.
+ *
+ * Loads the network, its parameters, its input shape and its class names from a
+ * checkpoint that Tandem saved, builds one replica on the CPU backend (the same
+ * forward pass that training and evaluation use) and turns images into class
+ * probabilities. Image files are decoded as image folders are (tdm-image.h) to the
+ * network's input size and colour. Not a trainer; not thread-safe (one caller at a
+ * time per classifier).
+ */
+#pragma once
+
+#include <glib.h>
+#include <stdint.h>
+
+G_BEGIN_DECLS
+
+typedef struct _TdmClassifier TdmClassifier;
+
+TdmClassifier *tdm_classifier_load (const char *checkpoint, GError **error);
+void tdm_classifier_free (TdmClassifier *classifier);
+
+int tdm_classifier_classes (const TdmClassifier *classifier);
+/* The class's name from the checkpoint, or its number when the checkpoint has none. */
+const char *tdm_classifier_class_name (const TdmClassifier *classifier, int k);
+/* The input: size × size × channels (an image folder's samples are square). */
+void tdm_classifier_input (const TdmClassifier *classifier, int *height, int *width,
+                           int *channels);
+
+/* probs[classes]: softmax of the network's outputs for one sample of the input
+ * shape (HWC bytes, as datasets hold them). */
+gboolean tdm_classifier_run (TdmClassifier *classifier, const uint8_t *sample, float *probs,
+                             GError **error);
+/* The same for an image file; errors name the file. */
+gboolean tdm_classifier_run_file (TdmClassifier *classifier, const char *path, float *probs,
+                                  GError **error);
+
+/* The indices of the `top` largest of probs[classes], largest first. */
+void tdm_classifier_rank (const float *probs, int classes, int top, int *order);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmClassifier, tdm_classifier_free)
+
+G_END_DECLS

@@ -1,0 +1,18 @@
+/* tdm-cli-classify.h — tandem-train --classify: images through a saved network.
+ *
+ * Prints the top classes of each image with their probabilities (or one JSON line per
+ * image), going through the engine's classifier (tdm-classifier.h). Not the option
+ * parsing (tandem-train.c).
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* Returns the exit status: 0, or 2 when the checkpoint or any image could not be used
+ * (each has its message on stderr; the others are still classified). */
+int tdm_cli_classify (const char *checkpoint, const char *const *images, int top,
+                      gboolean json);
+
+G_END_DECLS
