@@ -17,6 +17,7 @@
 
 #include <glib/gstdio.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,15 +85,29 @@ write_jpeg_set(const char *root, int count)
   g_free(px);
 }
 
+/* CPU seconds of this process, all threads: on a shared, loaded machine the wall
+ * clock measures the other users as much as the work. */
+static double
+cpu_now(void)
+{
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+static double last_cpu;
+
 static double
 load_seconds(const char *folder, int size, int channels, gboolean no_cache, int *files)
 {
   TdmImageOptions o = {.size = size, .channels = channels, .no_cache = no_cache};
   g_autoptr(GError) error = NULL;
+  double c0 = cpu_now();
   gint64 t0 = g_get_monotonic_time();
   g_autoptr(TdmDatasetPair) pair = tdm_dataset_load_image_folder(folder, &o, NULL, NULL, NULL,
                                                                   &error);
   double s = (g_get_monotonic_time() - t0) / 1e6;
+  last_cpu = cpu_now() - c0;
   if (pair == NULL) {
     g_printerr("bench-images: %s\n", error->message);
     exit(1);
@@ -109,19 +124,25 @@ compare_doubles(const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
+/* Median wall seconds; *cpu gets the median CPU seconds. */
 static double
 median_load(const char *folder, int size, int channels, gboolean no_cache, int repeat,
-            int *files)
+            int *files, double *cpu)
 {
-  double t[8];
-  for (int i = 0; i < repeat; i++)
+  double t[8], c[8];
+  for (int i = 0; i < repeat; i++) {
     t[i] = load_seconds(folder, size, channels, no_cache, files);
+    c[i] = last_cpu;
+  }
   qsort(t, repeat, sizeof(double), compare_doubles);
+  qsort(c, repeat, sizeof(double), compare_doubles);
+  *cpu = c[repeat / 2];
   return t[repeat / 2];
 }
 
 static double
-pillow_seconds(const char *python, const char *folder, int size, int channels, gboolean draft)
+pillow_seconds(const char *python, const char *folder, int size, int channels, gboolean draft,
+               double *cpu)
 {
   g_autofree char *script = g_build_filename(TDM_BENCH_DIR, "pillow_folder.py", NULL);
   g_autofree char *s_size = g_strdup_printf("%d", size);
@@ -136,6 +157,8 @@ pillow_seconds(const char *python, const char *folder, int size, int channels, g
     return -1;
   }
   const char *p = strstr(out, "\"seconds\": ");
+  const char *q = strstr(out, "\"cpu\": ");
+  *cpu = q != NULL ? g_ascii_strtod(q + 7, NULL) : -1;
   return p != NULL ? g_ascii_strtod(p + 11, NULL) : -1;
 }
 
@@ -190,29 +213,32 @@ bench_set(const char *self, const char *python, const char *label, const char *f
           int size, int channels, gboolean jpeg)
 {
   int files = 0;
-  double tandem = median_load(folder, size, channels, TRUE, 3, &files);
-  double pil = pillow_seconds(python, folder, size, channels, FALSE);
-  double pil_draft = jpeg ? pillow_seconds(python, folder, size, channels, TRUE) : -1;
+  double tandem_cpu, pil_cpu = -1, draft_cpu = -1, hit_cpu;
+  double tandem = median_load(folder, size, channels, TRUE, 3, &files, &tandem_cpu);
+  double pil = pillow_seconds(python, folder, size, channels, FALSE, &pil_cpu);
+  double pil_draft = jpeg ? pillow_seconds(python, folder, size, channels, TRUE, &draft_cpu) : -1;
   g_autofree char *cache = NULL;
   TdmImageOptions o = {.size = size, .channels = channels};
   cache = tdm_image_folder_cache_path(folder, &o);
   g_unlink(cache);
   double first = load_seconds(folder, size, channels, FALSE, NULL);
-  double hit = median_load(folder, size, channels, FALSE, 5, NULL);
+  double hit = median_load(folder, size, channels, FALSE, 5, NULL, &hit_cpu);
   double set_mb, extra_mb;
   memory(self, folder, size, channels, &set_mb, &extra_mb);
 
   printf("\n%s: %d files → %d × %d × %d\n", label, files, size, size, channels);
-  printf("  Tandem (%u threads)     %8.3f s  %9.0f files/s\n", g_get_num_processors(), tandem,
-         files / tandem);
+  printf("                         wall s   files/s  ratio   CPU s (all threads)\n");
+  printf("  Tandem (%u threads)    %8.3f %9.0f          %7.3f\n", g_get_num_processors(), tandem,
+         files / tandem, tandem_cpu);
   if (pil > 0)
-    printf("  Pillow (1 process)      %8.3f s  %9.0f files/s   Tandem %.1f×\n", pil, files / pil,
-           pil / tandem);
+    printf("  Pillow (1 process)    %8.3f %9.0f  %5.1f×  %7.3f\n", pil, files / pil,
+           pil / tandem, pil_cpu);
   if (pil_draft > 0)
-    printf("  Pillow, draft mode      %8.3f s  %9.0f files/s   Tandem %.1f×\n", pil_draft,
-           files / pil_draft, pil_draft / tandem);
-  printf("  first start (writes cache) %6.3f s; cached start %.4f s: %.0f× faster than "
-         "decoding\n", first, hit, tandem / hit);
+    printf("  Pillow, draft mode    %8.3f %9.0f  %5.1f×  %7.3f\n", pil_draft, files / pil_draft,
+           pil_draft / tandem, draft_cpu);
+  printf("  first start (writes cache) %.3f s; cached start %.4f s wall, %.4f s CPU: "
+         "%.0f× (wall), %.0f× (CPU) faster than decoding\n", first, hit, hit_cpu,
+         tandem / hit, tandem_cpu / hit_cpu);
   if (set_mb >= 0)
     printf("  memory while decoding: decoded set %.1f MB, peak beyond it %.1f MB (%.1f %%)\n",
            set_mb, extra_mb, 100.0 * extra_mb / set_mb);

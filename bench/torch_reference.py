@@ -6,6 +6,7 @@ The data sits where the model runs (GPU memory for --device cuda), gathered and
 normalized per batch as Tandem does, so the comparison is of the training step alone.
 Prints one line: samples_per_second=N.
 
+--network myrtle is a ResNet-9-style net with the same recipe (see network()).
 --network resnet is Tandem's `resnet` preset as a PyTorch module (its state_dict has
 the names and shapes of Tandem's checkpoints) trained with the preset's recipe: SGD
 with Nesterov momentum 0.9, lr 0.2, weight decay 5e-4 on conv and fc weights only,
@@ -108,9 +109,34 @@ def augment(x, pad, gen):
     return padded[idx_n, idx_c, rows, cols]
 
 
+def cbr(cin, cout):
+    return nn.Sequential(nn.Conv2d(cin, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout),
+                         nn.ReLU())
+
+
+class Plus(nn.Module):
+    """res(…) without a projection: the body's output plus its input."""
+
+    def __init__(self, body):
+        super().__init__()
+        self.body = body
+
+    def forward(self, x):
+        return x + self.body(x)
+
+
 def network(name):
     if name == "resnet":
         return ResNet()
+    if name == "myrtle":
+        # A ResNet-9-style net (bench/bench-resnet-gpu.sh's MYRTLE spec): conv32;
+        # conv64, pool, residual(two conv64); conv128, pool; conv256, pool,
+        # residual(two conv256); global max pool; fc10 (conv = conv3x3, bn, relu).
+        return nn.Sequential(cbr(1, 32), cbr(32, 64), nn.MaxPool2d(2),
+                             Plus(nn.Sequential(cbr(64, 64), cbr(64, 64))),
+                             cbr(64, 128), nn.MaxPool2d(2), cbr(128, 256), nn.MaxPool2d(2),
+                             Plus(nn.Sequential(cbr(256, 256), cbr(256, 256))),
+                             nn.AdaptiveMaxPool2d(1), nn.Flatten(), nn.Linear(256, 10))
     if name == "mlp":
         return nn.Sequential(nn.Flatten(), nn.Linear(784, 1000), nn.ReLU(),
                              nn.Linear(1000, 1000), nn.ReLU(), nn.Linear(1000, 10))
@@ -148,7 +174,7 @@ def main():
     y_all = torch.from_numpy(labels.astype(np.int64)).to(device)
     torch.manual_seed(a.seed)
     model = network(a.network).to(device).to(memory_format=torch.channels_last)
-    recipe = a.network == "resnet"
+    recipe = a.network in ("resnet", "myrtle")
     if recipe:
         decay = [p for n_, p in model.named_parameters() if p.dim() > 1]
         rest = [p for n_, p in model.named_parameters() if p.dim() <= 1]

@@ -98,7 +98,7 @@ relu(float v)
 template <int V>
 __global__ void
 im2col_table_kernel(float *col, const float *x, int rows, int h, int w, int c, int kh,
-                    int kw, int pad, int oh, int ow)
+                    int kw, int pad, int stride, int oh, int ow)
 {
   extern __shared__ int taps[];
   int cv = c / V;
@@ -119,8 +119,8 @@ im2col_table_kernel(float *col, const float *x, int rows, int h, int w, int c, i
     float *out = col + (size_t)row * kvecs * V;
     for (int k = threadIdx.x; k < kvecs; k += blockDim.x) {
       int tap = taps[k];
-      int iy = oy + (tap >> 24) - pad;
-      int ix = ox + ((tap >> 16) & 0xff) - pad;
+      int iy = oy * stride + (tap >> 24) - pad;
+      int ix = ox * stride + ((tap >> 16) & 0xff) - pad;
       float v[V];
       if ((unsigned)iy < (unsigned)h && (unsigned)ix < (unsigned)w)
         load_v<V>(v, xi + (iy * w + ix) * c + (tap & 0xffff) * V);
@@ -136,7 +136,7 @@ im2col_table_kernel(float *col, const float *x, int rows, int h, int w, int c, i
 template <typename I>
 __global__ void
 im2col_kernel(float *col, const float *x, I total, int h, int w, int c, int kh, int kw,
-              int pad, int oh, int ow)
+              int pad, int stride, int oh, int ow)
 {
   I kcols = (I)c * kh * kw;
   for (I e = grid_start<I>(); e < total; e += grid_stride<I>()) {
@@ -149,8 +149,8 @@ im2col_kernel(float *col, const float *x, I total, int h, int w, int c, int kh, 
     int ox = (int)(row % (I)ow);
     int oy = (int)((row / (I)ow) % (I)oh);
     I img = row / ((I)ow * oh);
-    int iy = oy + ky - pad;
-    int ix = ox + kx - pad;
+    int iy = oy * stride + ky - pad;
+    int ix = ox * stride + kx - pad;
     float v = 0.0f;
     if (iy >= 0 && iy < h && ix >= 0 && ix < w)
       v = x[(((size_t)img * h + iy) * w + ix) * c + ch];
@@ -174,10 +174,12 @@ im2col_lanes(int kvecs)
 
 extern "C" cudaError_t
 tdm_k_im2col(float *col, const float *x, int n, int h, int w, int c, int kh, int kw, int pad,
-             cudaStream_t stream)
+             int stride, cudaStream_t stream)
 {
-  int oh = h + 2 * pad - kh + 1;
-  int ow = w + 2 * pad - kw + 1;
+  if (stride <= 0)
+    return cudaErrorInvalidValue;
+  int oh = h + 2 * pad - kh >= 0 ? (h + 2 * pad - kh) / stride + 1 : 0;
+  int ow = w + 2 * pad - kw >= 0 ? (w + 2 * pad - kw) / stride + 1 : 0;
   if (n <= 0 || oh <= 0 || ow <= 0 || c <= 0 || kh <= 0 || kw <= 0)
     return cudaSuccess;
   size_t rows = (size_t)n * oh * ow;
@@ -196,28 +198,29 @@ tdm_k_im2col(float *col, const float *x, int n, int h, int w, int c, int kh, int
     size_t shared = kvecs * sizeof(int);
     if (vec)
       im2col_table_kernel<4><<<(unsigned)blocks, block, shared, stream>>>(
-          col, x, (int)rows, h, w, c, kh, kw, pad, oh, ow);
+          col, x, (int)rows, h, w, c, kh, kw, pad, stride, oh, ow);
     else
       im2col_table_kernel<1><<<(unsigned)blocks, block, shared, stream>>>(
-          col, x, (int)rows, h, w, c, kh, kw, pad, oh, ow);
+          col, x, (int)rows, h, w, c, kh, kw, pad, stride, oh, ow);
   } else if (total <= UINT32_MAX) {
     im2col_kernel<uint32_t><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
-        col, x, (uint32_t)total, h, w, c, kh, kw, pad, oh, ow);
+        col, x, (uint32_t)total, h, w, c, kh, kw, pad, stride, oh, ow);
   } else {
     im2col_kernel<size_t><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
-        col, x, total, h, w, c, kh, kw, pad, oh, ow);
+        col, x, total, h, w, c, kh, kw, pad, stride, oh, ow);
   }
   return tdm_k_launched();
 }
 
-/* dx[img, iy, ix, ch] = Σ over (ky, kx) of col[(img, iy − ky + pad, ix − kx + pad),
- * (ky, kx, ch)] for the output pixels that exist, taps in the CPU's order. One
+/* dx[img, iy, ix, ch] = Σ over (ky, kx) of col[(img, oy, ox), (ky, kx, ch)] for the
+ * output pixels that read it, oy · stride = iy − ky + pad (and ox likewise), taps in
+ * the CPU's order. One
  * thread per V channels of a dx pixel: the warp's reads of one tap are runs of c
  * contiguous floats. */
 template <typename I, int V>
 __global__ void
 col2im_kernel(float *dx, const float *col, I total, int h, int w, int c, int kh, int kw,
-              int pad, int oh, int ow)
+              int pad, int stride, int oh, int ow)
 {
   int cv = c / V;
   size_t kcols = (size_t)c * kh * kw;
@@ -232,12 +235,14 @@ col2im_kernel(float *dx, const float *col, I total, int h, int w, int c, int kh,
     for (int j = 0; j < V; j++)
       s[j] = 0.0f;
     for (int ky = 0; ky < kh; ky++) {
-      int oy = iy - ky + pad;
-      if (oy < 0 || oy >= oh)
+      int ty = iy - ky + pad;
+      int oy = ty / stride;
+      if (ty < 0 || ty - oy * stride != 0 || oy >= oh)
         continue;
       for (int kx = 0; kx < kw; kx++) {
-        int ox = ix - kx + pad;
-        if (ox < 0 || ox >= ow)
+        int tx = ix - kx + pad;
+        int ox = tx / stride;
+        if (tx < 0 || tx - ox * stride != 0 || ox >= ow)
           continue;
         size_t row = (img * oh + oy) * ow + ox;
         float v[V];
@@ -253,32 +258,35 @@ col2im_kernel(float *dx, const float *col, I total, int h, int w, int c, int kh,
 template <int V>
 static void
 launch_col2im(float *dx, const float *col, size_t total, int h, int w, int c, int kh, int kw,
-              int pad, int oh, int ow, cudaStream_t stream)
+              int pad, int stride, int oh, int ow, cudaStream_t stream)
 {
   if (total <= UINT32_MAX)
     col2im_kernel<uint32_t, V><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
                                  stream>>>(dx, col, (uint32_t)total, h, w, c, kh, kw, pad,
-                                           oh, ow);
+                                           stride, oh, ow);
   else
     col2im_kernel<size_t, V><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
-                               stream>>>(dx, col, total, h, w, c, kh, kw, pad, oh, ow);
+                               stream>>>(dx, col, total, h, w, c, kh, kw, pad, stride, oh,
+                                         ow);
 }
 
 extern "C" cudaError_t
 tdm_k_col2im(float *dx, const float *col, int n, int h, int w, int c, int kh, int kw, int pad,
-             cudaStream_t stream)
+             int stride, cudaStream_t stream)
 {
-  int oh = h + 2 * pad - kh + 1;
-  int ow = w + 2 * pad - kw + 1;
+  if (stride <= 0)
+    return cudaErrorInvalidValue;
+  int oh = h + 2 * pad - kh >= 0 ? (h + 2 * pad - kh) / stride + 1 : 0;
+  int ow = w + 2 * pad - kw >= 0 ? (w + 2 * pad - kw) / stride + 1 : 0;
   size_t total = (size_t)(n > 0 ? n : 0) * (h > 0 ? h : 0) * (w > 0 ? w : 0) * (c > 0 ? c : 0);
   if (total == 0)
     return cudaSuccess;
   if (oh <= 0 || ow <= 0 || kh <= 0 || kw <= 0)
     return cudaMemsetAsync(dx, 0, total * sizeof(float), stream);
   if (c % 4 == 0 && tdm_k_aligned16(dx) && tdm_k_aligned16(col))
-    launch_col2im<4>(dx, col, total / 4, h, w, c, kh, kw, pad, oh, ow, stream);
+    launch_col2im<4>(dx, col, total / 4, h, w, c, kh, kw, pad, stride, oh, ow, stream);
   else
-    launch_col2im<1>(dx, col, total, h, w, c, kh, kw, pad, oh, ow, stream);
+    launch_col2im<1>(dx, col, total, h, w, c, kh, kw, pad, stride, oh, ow, stream);
   return tdm_k_launched();
 }
 

@@ -3,11 +3,17 @@
  * x[i, :] = images[indices[i], :] · scale as float32 and y[i] = labels[indices[i]]
  * (y may be NULL):
  * the only per-step input is the int32 index list, so the host never touches
- * pixels during training. Not a data loader: shuffling and sharding are the
- * iterator's, and the dataset is already in HWC order.
+ * pixels during training; with augmentation (random crop and flip) likewise, drawn
+ * on the device. Not a data loader: shuffling and sharding are the iterator's, and
+ * the dataset is already in HWC order.
  */
 #include "tdm-kernels.h"
+#include "tdm-counter-rng.h"
 #include "common.cuh"
+
+/* TdmFlip of tdm-backend.h, which kernels/ do not include (it is GLib's side). */
+#define TDM_FLIP_RANDOM 1
+#define TDM_FLIP_ALWAYS 2
 
 /* Four pixels per thread (uchar4 in, float4 out) when sample_size % 4 == 0 and the
  * pointers allow it; one otherwise. Rows are blockIdx.y-strided, pixels x-strided. */
@@ -55,5 +61,71 @@ tdm_k_gather(float *x, int32_t *y, const uint8_t *images, const uint8_t *labels,
   else
     gather_kernel<false><<<grid, TDM_K_THREADS, 0, stream>>>(x, y, images, labels, indices,
                                                              count, sample_size, scale);
+  return tdm_k_launched();
+}
+
+/* The gather with a random crop (shift within ±pad, zeros outside) and a mirror, per
+ * sample from the counter RNG, so the numbers are the CPU's (tdm-counter-rng.h is
+ * the same code on both). Block rows are samples: thread 0 draws the sample's shift
+ * and flip once into shared memory, then the block writes its h·w·c floats, one a
+ * thread, reading the shifted pixel (reads are scattered by at most one row, which
+ * the cache absorbs; these images are small). */
+__global__ void
+gather_augment_kernel(float *x, int32_t *y, const uint8_t *images, const uint8_t *labels,
+                      const int32_t *indices, int count, int h, int w, int c, float scale,
+                      int pad, int flip, uint64_t key, uint32_t epoch)
+{
+  __shared__ int draw[3];
+  int sample = h * w * c;
+  for (int i = blockIdx.y; i < count; i += gridDim.y) {
+    uint32_t s = (uint32_t)indices[i];
+    if (threadIdx.x == 0) {
+      uint32_t span = 2u * (uint32_t)pad + 1u;
+      draw[0] = (int)(tdm_crng_u32(key, epoch, s, 0) % span) - pad;
+      draw[1] = (int)(tdm_crng_u32(key, epoch, s, 1) % span) - pad;
+      draw[2] = flip == TDM_FLIP_ALWAYS ||
+                (flip == TDM_FLIP_RANDOM && (tdm_crng_u32(key, epoch, s, 2) & 1));
+      if (y != NULL && blockIdx.x == 0)
+        y[i] = (int32_t)labels[s];
+    }
+    __syncthreads();
+    int sy = draw[0], sx = draw[1];
+    bool mirrored = draw[2] != 0;
+    const uint8_t *src = images + (size_t)s * sample;
+    float *dst = x + (size_t)i * sample;
+    for (int e = blockIdx.x * blockDim.x + threadIdx.x; e < sample;
+         e += gridDim.x * blockDim.x) {
+      int ch = e % c;
+      int pixel = e / c;
+      int q = pixel % w;
+      int r = pixel / w;
+      int iy = r + sy;
+      int ix = (mirrored ? w - 1 - q : q) + sx;
+      float v = 0.0f;
+      if (iy >= 0 && iy < h && ix >= 0 && ix < w)
+        v = (float)src[(iy * w + ix) * c + ch] * scale;
+      dst[e] = v;
+    }
+    /* Nobody draws the next sample's shift before all have read this one's. */
+    __syncthreads();
+  }
+}
+
+extern "C" cudaError_t
+tdm_k_gather_augment(float *x, int32_t *y, const uint8_t *images, const uint8_t *labels,
+                     const int32_t *indices, int count, int h, int w, int c, float scale,
+                     int pad, int flip, uint64_t key, uint32_t epoch, cudaStream_t stream)
+{
+  if (count <= 0)
+    return cudaSuccess;
+  if (h <= 0 || w <= 0 || c <= 0 || pad < 0 || (size_t)h * w * c > INT32_MAX)
+    return cudaErrorInvalidValue;
+  int sample = h * w * c;
+  unsigned bx = (unsigned)((sample + TDM_K_THREADS - 1) / TDM_K_THREADS);
+  if (bx > 64)
+    bx = 64;
+  unsigned by = (unsigned)(count < 65535 ? count : 65535);
+  gather_augment_kernel<<<dim3(bx, by), TDM_K_THREADS, 0, stream>>>(
+      x, y, images, labels, indices, count, h, w, c, scale, pad, flip, key, epoch);
   return tdm_k_launched();
 }

@@ -1,4 +1,5 @@
-/* optimizer.cu — SGD, MomentumSGD and Chainer's Adam over the whole flat parameter
+/* optimizer.cu — SGD, MomentumSGD, Chainer's Adam and PyTorch's (Nesterov) SGD with a
+ * weight-decay mask, over the whole flat parameter
  * buffer, each one fused pass (weight decay folded into the gradient as it is read,
  * never written back: g is const).
  *
@@ -119,4 +120,55 @@ tdm_k_adam_update(float *p, const float *g, float *m, float *v, size_t n, float 
                   cudaStream_t stream)
 {
   return launch_update(Adam{lr_t, beta1, beta2, eps, weight_decay}, p, g, m, v, n, stream);
+}
+
+/* PyTorch's SGD with momentum (dampening 0), Nesterov when asked, and weight decay
+ * only where mask[i] is set (NULL: everywhere): the CPU reference's operations in its
+ * order. One element a thread: the mask is a byte a parameter, so the float4 path of
+ * update_kernel would need a uchar4 that the mask's slices do not promise. */
+__global__ void
+sgd_momentum_kernel(float *p, const float *g, float *v, const uint8_t *mask, size_t n,
+                    float lr, float momentum, float wd, bool nesterov)
+{
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) {
+    float pi = p[i];
+    float w = mask == NULL || mask[i] ? wd : 0.0f;
+    float d = g[i] + w * pi;
+    float vi = momentum * v[i] + d;
+    v[i] = vi;
+    p[i] = pi - lr * (nesterov ? d + momentum * vi : vi);
+  }
+}
+
+extern "C" cudaError_t
+tdm_k_sgd_momentum_update(float *p, const float *g, float *velocity,
+                          const uint8_t *decay_mask, size_t n, float lr, float momentum,
+                          float weight_decay, bool nesterov, cudaStream_t stream)
+{
+  if (n == 0)
+    return cudaSuccess;
+  sgd_momentum_kernel<<<tdm_k_blocks(n, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+      p, g, velocity, decay_mask, n, lr, momentum, weight_decay, nesterov);
+  return tdm_k_launched();
+}
+
+__global__ void
+weight_decay_kernel(float *g, const float *p, const uint8_t *mask, size_t n, float wd)
+{
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride)
+    if (mask == NULL || mask[i])
+      g[i] += wd * p[i];
+}
+
+extern "C" cudaError_t
+tdm_k_weight_decay(float *g, const float *p, const uint8_t *decay_mask, size_t n,
+                   float weight_decay, cudaStream_t stream)
+{
+  if (n == 0)
+    return cudaSuccess;
+  weight_decay_kernel<<<tdm_k_blocks(n, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+      g, p, decay_mask, n, weight_decay);
+  return tdm_k_launched();
 }

@@ -1,8 +1,9 @@
 /* softmax.cu — softmax cross-entropy, forward and backward fused in one kernel.
  *
  * One warp per row: the row's maximum and arg-max, the sum of exponentials, the
- * loss log Σ exp(l − max) − (l[label] − max), and, when asked, the gradient
- * (softmax − onehot) · grad_scale. Each block adds its rows' loss and correct count
+ * loss against the label-smoothed target q = (1 − ε)·onehot + ε/K,
+ * log Σ exp(l − max) − (1 − ε)(l[label] − max) − ε/K · Σ (l − max), and, when asked,
+ * the gradient (softmax − q) · grad_scale (ε = 0: the plain loss). Each block adds its rows' loss and correct count
  * into the device metrics with one double atomic per block. Not a general softmax:
  * nothing but training's loss lives here.
  */
@@ -15,7 +16,7 @@
 
 __global__ void
 softmax_xent_kernel(const float *logits, const int32_t *labels, int rows, int classes,
-                    float grad_scale, float *dlogits, double *metrics)
+                    float smoothing, float grad_scale, float *dlogits, double *metrics)
 {
   __shared__ double block_loss[TDM_SM_WARPS];
   __shared__ double block_correct[TDM_SM_WARPS];
@@ -46,25 +47,35 @@ softmax_xent_kernel(const float *logits, const int32_t *labels, int rows, int cl
       }
     }
     float sum = 0.0f;
-    for (int j = lane; j < classes; j += 32)
+    double all = 0.0;
+    for (int j = lane; j < classes; j += 32) {
       sum += expf(l[j] - best);
-    for (int off = 16; off > 0; off /= 2)
+      all += (double)l[j] - best;
+    }
+    for (int off = 16; off > 0; off /= 2) {
       sum += __shfl_xor_sync(0xffffffffu, sum, off);
+      all += __shfl_xor_sync(0xffffffffu, all, off);
+    }
 
     int label = labels[row];
     bool label_ok = label >= 0 && label < classes;
     if (lane == 0) {
       /* A label out of range cannot have a loss: NaN, so that the trainer stops. */
-      loss = label_ok ? (double)logf(sum) - ((double)l[label] - best) : (double)NAN;
+      double shifted = label_ok ? (double)l[label] - best : 0.0;
+      if (smoothing != 0.0f)
+        shifted = (1.0 - smoothing) * shifted + smoothing * all / classes;
+      loss = label_ok ? (double)logf(sum) - shifted : (double)NAN;
       correct = label_ok && best_at == label ? 1.0 : 0.0;
     }
     if (dlogits != NULL) {
       /* The CPU reference's order of operations, so both round alike. */
       float factor = grad_scale / sum;
+      float spread = grad_scale * smoothing / classes;
+      float hit = grad_scale * (1.0f - smoothing);
       float *d = dlogits + (size_t)row * classes;
       for (int j = lane; j < classes; j += 32) {
-        float p = expf(l[j] - best) * factor;
-        d[j] = j == label ? p - grad_scale : p;
+        float p = expf(l[j] - best) * factor - spread;
+        d[j] = j == label ? p - hit : p;
       }
     }
   }
@@ -86,12 +97,13 @@ softmax_xent_kernel(const float *logits, const int32_t *labels, int rows, int cl
 
 extern "C" cudaError_t
 tdm_k_softmax_xent(const float *logits, const int32_t *labels, int rows, int classes,
-                   float grad_scale, float *dlogits, double *metrics, cudaStream_t stream)
+                   float smoothing, float grad_scale, float *dlogits, double *metrics,
+                   cudaStream_t stream)
 {
   if (rows <= 0 || classes <= 0)
     return cudaSuccess;
   unsigned blocks = (unsigned)((rows + TDM_SM_WARPS - 1) / TDM_SM_WARPS);
-  softmax_xent_kernel<<<blocks, TDM_SM_WARPS * 32, 0, stream>>>(logits, labels, rows, classes,
-                                                                 grad_scale, dlogits, metrics);
+  softmax_xent_kernel<<<blocks, TDM_SM_WARPS * 32, 0, stream>>>(
+      logits, labels, rows, classes, smoothing, grad_scale, dlogits, metrics);
   return tdm_k_launched();
 }

@@ -46,9 +46,9 @@ cudaError_t tdm_k_gemm_small(bool trans_a, bool trans_b, int m, int n, int k, fl
 
 /* conv.cu */
 cudaError_t tdm_k_im2col(float *col, const float *x, int n, int h, int w, int c, int kh,
-                         int kw, int pad, cudaStream_t stream);
+                         int kw, int pad, int stride, cudaStream_t stream);
 cudaError_t tdm_k_col2im(float *dx, const float *col, int n, int h, int w, int c, int kh,
-                         int kw, int pad, cudaStream_t stream);
+                         int kw, int pad, int stride, cudaStream_t stream);
 cudaError_t tdm_k_maxpool_forward(float *y, int32_t *argmax, const float *x,
                                   const float *bias, bool relu, int n, int h, int w, int c,
                                   int k, cudaStream_t stream);
@@ -75,13 +75,60 @@ cudaError_t tdm_k_conv_pool_backward(float *dwt, float *dbias, const float *dy,
 
 /* softmax.cu: metrics points to two doubles, {loss_sum, correct}, added into. */
 cudaError_t tdm_k_softmax_xent(const float *logits, const int32_t *labels, int rows,
-                               int classes, float grad_scale, float *dlogits,
-                               double *metrics, cudaStream_t stream);
+                               int classes, float smoothing, float grad_scale,
+                               float *dlogits, double *metrics, cudaStream_t stream);
 
 /* gather.cu */
 cudaError_t tdm_k_gather(float *x, int32_t *y, const uint8_t *images, const uint8_t *labels,
                          const int32_t *indices, int count, int sample_size, float scale,
                          cudaStream_t stream);
+/* flip is TdmFlip's value (0 never, 1 random, 2 always); key and epoch as the
+ * backend's gather_augment. */
+cudaError_t tdm_k_gather_augment(float *x, int32_t *y, const uint8_t *images,
+                                 const uint8_t *labels, const int32_t *indices, int count,
+                                 int h, int w, int c, float scale, int pad, int flip,
+                                 uint64_t key, uint32_t epoch, cudaStream_t stream);
+
+/* layers.cu. The per-channel sums go through `partials`, device scratch of
+ * partials_count doubles (at least 2 · channels). */
+cudaError_t tdm_k_bn_sums(float *sums, const float *x, const float *center_sum,
+                          float inv_count, int rows, int channels, double *partials,
+                          size_t partials_count, cudaStream_t stream);
+cudaError_t tdm_k_bn_stats(float *saved, const float *sum, const float *sqdev, int channels,
+                           double count, float eps, float momentum, float *running_mean,
+                           float *running_var, cudaStream_t stream);
+cudaError_t tdm_k_bn_forward(float *y, const float *x, const float *mean, const float *invstd,
+                             const float *gamma, const float *beta, int rows, int channels,
+                             bool relu, cudaStream_t stream);
+cudaError_t tdm_k_bn_forward_eval(float *y, const float *x, const float *running_mean,
+                                  const float *running_var, const float *gamma,
+                                  const float *beta, float eps, int rows, int channels,
+                                  bool relu, cudaStream_t stream);
+cudaError_t tdm_k_bn_backward_sums(float *dgamma, float *dbeta, const float *dy,
+                                   const float *x, const float *mean, const float *invstd,
+                                   int rows, int channels, double *partials,
+                                   size_t partials_count, cudaStream_t stream);
+cudaError_t tdm_k_bn_backward_dx(float *dx, const float *dy, const float *x, const float *mean,
+                                 const float *invstd, const float *gamma,
+                                 const float *sum_dgamma, const float *sum_dbeta,
+                                 float inv_count, int rows, int channels,
+                                 cudaStream_t stream);
+cudaError_t tdm_k_avgpool_forward(float *y, const float *x, int n, int h, int w, int c, int k,
+                                  cudaStream_t stream);
+cudaError_t tdm_k_avgpool_backward(float *dx, const float *dy, int n, int h, int w, int c,
+                                   int k, cudaStream_t stream);
+cudaError_t tdm_k_global_avgpool_forward(float *y, const float *x, int n, int pixels, int c,
+                                         cudaStream_t stream);
+cudaError_t tdm_k_global_avgpool_backward(float *dx, const float *dy, int n, int pixels,
+                                          int c, cudaStream_t stream);
+cudaError_t tdm_k_global_maxpool_forward(float *y, int32_t *argmax, const float *x, int n,
+                                         int pixels, int c, cudaStream_t stream);
+cudaError_t tdm_k_global_maxpool_backward(float *dx, const float *dy, const int32_t *argmax,
+                                          int n, int pixels, int c, cudaStream_t stream);
+/* Forward and backward alike (y == x allowed): x masked and scaled by 1 / (1 − p). */
+cudaError_t tdm_k_dropout(float *y, const float *x, const int32_t *indices, int n,
+                          int per_sample, float p, uint64_t key, uint32_t epoch,
+                          cudaStream_t stream);
 
 /* optimizer.cu */
 cudaError_t tdm_k_sgd_update(float *p, const float *g, size_t n, float lr,
@@ -92,6 +139,13 @@ cudaError_t tdm_k_momentum_update(float *p, const float *g, float *velocity, siz
 cudaError_t tdm_k_adam_update(float *p, const float *g, float *m, float *v, size_t n,
                               float lr_t, float beta1, float beta2, float eps,
                               float weight_decay, cudaStream_t stream);
+/* decay_mask: one byte a parameter, NULL = decay everything. */
+cudaError_t tdm_k_sgd_momentum_update(float *p, const float *g, float *velocity,
+                                      const uint8_t *decay_mask, size_t n, float lr,
+                                      float momentum, float weight_decay, bool nesterov,
+                                      cudaStream_t stream);
+cudaError_t tdm_k_weight_decay(float *g, const float *p, const uint8_t *decay_mask, size_t n,
+                               float weight_decay, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -346,20 +346,16 @@ options_apply(const Options *o, TdmConfig *c, GError **error)
 }
 
 /* A checkpoint that cannot be written would only fail after the first epoch's
- * work; say so before any is done. */
+ * work; say so before any is done. The engine tries what a save does first: create
+ * (and remove) the temporary file in the checkpoint's folder. */
 static gboolean
 check_save_path(const char *path, const char *flag, GError **error)
 {
   if (path == NULL)
     return TRUE;
-  if (g_file_test(path, G_FILE_TEST_IS_DIR))
-    return bad_option(error, "%s %s: is a folder, not a file", flag, path);
-  g_autofree char *dir = g_path_get_dirname(path);
-  if (!g_file_test(dir, G_FILE_TEST_IS_DIR))
-    return bad_option(error, "%s %s: the folder %s does not exist", flag, path, dir);
-  if (g_access(dir, W_OK) != 0)
-    return bad_option(error, "%s %s: cannot save there: the folder %s is not writable", flag,
-                      path, dir);
+  g_autoptr(GError) local = NULL;
+  if (!tdm_checkpoint_check_writable(path, &local))
+    return bad_option(error, "%s: %s", flag, local->message);
   return TRUE;
 }
 
@@ -377,11 +373,18 @@ config_from_checkpoint(const char *path, GError **error)
     return NULL;
   }
   g_autoptr(GError) local = NULL;
-  TdmConfig *c = tdm_config_from_json(json, &local);
-  if (c == NULL)
+  g_autoptr(TdmConfig) c = tdm_config_from_json(json, &local);
+  if (c == NULL) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
                 "checkpoint %s: %s", path, local->message);
-  return c;
+    return NULL;
+  }
+  /* Checked before the flags apply, so a bad saved value is blamed on the file and
+   * its key, not on a flag the person never gave. */
+  g_autofree char *source = g_strdup_printf("checkpoint %s", path);
+  if (!tdm_config_validate_saved(c, source, error))
+    return NULL;
+  return g_steal_pointer(&c);
 }
 
 /* Ctrl-C (and SIGTERM). The handler only counts and writes a byte to a pipe (both

@@ -209,8 +209,8 @@ test_malformed(Fixture *f, gconstpointer data)
 {
   float floats[8] = {0};
   g_autofree char *missing = g_build_filename(f->dir, "missing.safetensors", NULL);
-  assert_load_fails(missing, "cannot open: No such file");
-  assert_load_fails(f->dir, "not a regular file");
+  assert_load_fails(missing, "missing file");
+  assert_load_fails(f->dir, "a folder, not a file");
 
   /* Shorter than the 8-byte length itself. */
   g_autofree char *tiny = g_build_filename(f->dir, "tiny", NULL);

@@ -21,7 +21,7 @@ diag() { sed 's/^/# /'; }
 have_python=0
 command -v python3 >/dev/null 2>&1 && have_python=1
 
-plan=41
+plan=48
 echo "1..$plan"
 
 # --- help and listings -------------------------------------------------------------
@@ -120,6 +120,51 @@ expect_bad "--label-smoothing" --label-smoothing 1.5
 expect_bad "--crop" --crop -2
 expect_bad "--warmup" --warmup 30 --epochs 2
 expect_bad "--precision bf16 needs a GPU" --dataset synthetic --precision bf16
+
+# --- hostile files (issue 14): refused before any work, one line naming them -------
+
+# A FIFO where a dataset file or the checkpoint to resume should be: opening it for
+# reading would block for ever (expect_bad's timeout turns a hang into a failure).
+mkdir "$tmp/fifo-idx"
+cp "$tmp/bad-idx/"* "$tmp/fifo-idx/"
+rm "$tmp/fifo-idx/train-images-idx3-ubyte"
+mkfifo "$tmp/fifo-idx/train-images-idx3-ubyte" "$tmp/fifo.safetensors"
+expect_bad "train-images-idx3-ubyte: a FIFO" --dataset "$tmp/fifo-idx"
+expect_bad "fifo.safetensors: a FIFO" --resume "$tmp/fifo.safetensors"
+ln -s loop.safetensors "$tmp/loop.safetensors"
+expect_bad "loop.safetensors: a symbolic link loop" --resume "$tmp/loop.safetensors"
+ln -s gone.safetensors "$tmp/dangling.safetensors"
+expect_bad "dangling.safetensors: a dangling symbolic link" --resume "$tmp/dangling.safetensors"
+# /proc takes no new files, whoever asks (root included): found at start, not at
+# the first save after an epoch of work.
+expect_bad "cannot save there" --dataset synthetic --save /proc/tandem-test.safetensors
+
+# A gzipped IDX header that claims 5 million 28×28 images (3.9 GB), padded to 4 MB
+# so it passes the compression-ratio check, under a 3 GB address-space limit: the
+# reader must not allocate what the file has not delivered. AddressSanitizer
+# reserves terabytes of address space, so the limit cannot apply to its build.
+mkdir "$tmp/huge-idx"
+printf '\x00\x00\x08\x03\x00\x4c\x4b\x40\x00\x00\x00\x1c\x00\x00\x00\x1c' | gzip -c \
+  >"$tmp/huge-idx/train-images-idx3-ubyte.gz"
+head -c 4000000 /dev/zero >>"$tmp/huge-idx/train-images-idx3-ubyte.gz"
+{ printf '\x00\x00\x08\x01\x00\x4c\x4b\x40'; head -c 5000000 /dev/zero; } | gzip -c \
+  >"$tmp/huge-idx/train-labels-idx1-ubyte.gz"
+cp "$tmp/bad-idx/t10k-"* "$tmp/huge-idx/"
+if ldd "$train" 2>/dev/null | grep -q 'libasan'; then
+  ok "4 MB IDX claiming 3.9 GB under ulimit -v # SKIP AddressSanitizer build"
+else
+  (ulimit -v 3000000; exec "$train" --dataset "$tmp/huge-idx" --max-steps 1) \
+    >"$tmp/out" 2>"$tmp/err"
+  status=$?
+  err=$(cat "$tmp/err")
+  if [ $status -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+     [[ $err == *"train-images-idx3-ubyte.gz: truncated"* ]]; then
+    ok "4 MB IDX claiming 3.9 GB under ulimit -v 3000000 → exit 2: $err"
+  else
+    not_ok "4 MB IDX claiming 3.9 GB under ulimit -v 3000000 → exit 2 naming the file" \
+      "status $status" "$err"
+  fi
+fi
 
 # --- a real run --------------------------------------------------------------------
 
@@ -380,6 +425,27 @@ if [ $have_python -eq 1 ] && [ -f "$tmp/stopped.safetensors" ]; then
   fi
 else
   ok "resuming a stopped run # SKIP no python3 or no checkpoint"
+fi
+
+# A bad value inside a checkpoint's saved configuration is the checkpoint's fault,
+# named with its key, never blamed on a flag that was not given (issue 14).
+if [ $have_python -eq 1 ] && [ -f "$tmp/c-epoch1.safetensors" ]; then
+  python3 - "$tmp/c-epoch1.safetensors" "$tmp/bad-config.safetensors" <<'EOF'
+import json, struct, sys
+data = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+header = json.loads(data[8:8 + n])
+config = json.loads(header["__metadata__"]["config"])
+config["batch"] = -7
+header["__metadata__"]["config"] = json.dumps(config)
+text = json.dumps(header).encode()
+text += b" " * (-len(text) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(text)) + text + data[8 + n:])
+EOF
+  expect_bad "--resume: checkpoint $tmp/bad-config.safetensors: bad value in its saved run configuration: key “batch” = -7" \
+    --resume "$tmp/bad-config.safetensors"
+else
+  ok "a bad value in a checkpoint's configuration # SKIP no python3 or no checkpoint"
 fi
 
 # No temporary files were left anywhere along the way.

@@ -451,14 +451,14 @@ test_idx_label_out_of_range_named(void)
   GError *error = NULL;
   g_autoptr(TdmDatasetPair) pair = tdm_dataset_open(dir, &error);
   g_assert_null(pair);
-  assert_dataset_error(error, lp, "label 10 at index 17", "fashion-mnist has 10 classes", NULL);
+  assert_dataset_error(error, lp, "label 10 at index 17", "out of range for 10 classes (fashion-mnist has labels 0 to 9)", NULL);
   g_clear_error(&error);
 
   /* TANDEM_MNIST_DIR names the folder; "mnist" insists on 10 classes. */
   g_setenv("TANDEM_MNIST_DIR", dir, TRUE);
   pair = tdm_dataset_open("mnist", &error);
   g_assert_null(pair);
-  assert_dataset_error(error, lp, "label 10 at index 17", ": mnist has 10 classes", NULL);
+  assert_dataset_error(error, lp, "label 10 at index 17", "out of range for 10 classes (mnist has labels 0 to 9)", NULL);
   g_clear_error(&error);
   g_unsetenv("TANDEM_MNIST_DIR");
   rm_rf(root);
@@ -499,7 +499,7 @@ test_idx_unreadable(void)
   GError *error = NULL;
   g_autoptr(TdmDatasetPair) pair = tdm_dataset_load_idx_folder(dir, &error);
   g_assert_null(pair);
-  assert_dataset_error(error, ip, "cannot read", NULL);
+  assert_dataset_error(error, ip, "a folder, not a file", NULL);
   g_clear_error(&error);
   g_rmdir(ip);
 

@@ -402,6 +402,17 @@ test_cache(void)
   }
   g_assert_true(found);
 
+  /* Cancelled: nothing returned, the error says so, the cache is left alone. */
+  TdmImageOptions other_size = options;
+  other_size.size = 5;
+  g_autoptr(GCancellable) cancel = g_cancellable_new();
+  g_cancellable_cancel(cancel);
+  g_autoptr(GError) cancelled = NULL;
+  g_assert_null(tdm_dataset_load_image_folder(root, &other_size, NULL, NULL, cancel, &cancelled));
+  g_assert_error(cancelled, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CANCELLED);
+  g_autofree char *other_cache = tdm_image_folder_cache_path(root, &other_size);
+  g_assert_false(g_file_test(other_cache, G_FILE_TEST_EXISTS));
+
   /* A damaged cache is a miss, not an error, and is written anew. */
   g_autofree char *bytes = NULL;
   gsize len = 0;
@@ -474,6 +485,17 @@ test_split_and_defaults(void)
                      (size_t)6 * tdm_dataset_sample_size(a->test)) != 0;
   }
   g_assert_true(differs);
+
+  /* The same classes under train/ with no test/: the same split, names under train/. */
+  g_autofree char *nested = g_build_filename(root, "nested", NULL);
+  g_mkdir_with_parents(nested, 0755);
+  g_autofree char *target = g_build_filename(nested, "train", NULL);
+  g_assert_cmpint(symlink(root, target), ==, 0);
+  g_autoptr(TdmDatasetPair) n = tdm_dataset_load_image_folder(nested, &o1, NULL, NULL, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(n->train->count + n->test->count, ==, 40);
+  g_assert_cmpint(n->train->classes, ==, 2);
+  g_unlink(target);
 
   /* Chosen options: a grey 8 × 8 of averaged RGB. */
   TdmImageOptions o3 = {.size = 8, .channels = 1, .no_cache = TRUE};
@@ -567,7 +589,11 @@ test_classify(void)
 int
 main(int argc, char **argv)
 {
-  g_test_init(&argc, &argv, G_TEST_OPTION_ISOLATE_DIRS, NULL);
+  /* A cache folder of the test's own, set before GLib reads it (GLib's
+   * G_TEST_OPTION_ISOLATE_DIRS would do this, but leaks under LeakSanitizer). */
+  g_autofree char *cache = make_tmp();
+  g_setenv("XDG_CACHE_HOME", cache, TRUE);
+  g_test_init(&argc, &argv, NULL);
   g_test_add_func("/image-folder/resample", test_resample);
   g_test_add_func("/image-folder/equals-idx", test_equals_idx);
   g_test_add_func("/image-folder/bad-files", test_bad_files);
@@ -575,5 +601,7 @@ main(int argc, char **argv)
   g_test_add_func("/image-folder/cache", test_cache);
   g_test_add_func("/image-folder/split-and-defaults", test_split_and_defaults);
   g_test_add_func("/image-folder/classify", test_classify);
-  return g_test_run();
+  int status = g_test_run();
+  remove_tree(cache);
+  return status;
 }

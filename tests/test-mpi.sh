@@ -33,7 +33,7 @@ not_ok() {
 run_mpi() { timeout 60 mpirun --oversubscribe --allow-run-as-root --bind-to none "$@"; }
 field() { grep -o "\"$2\":[^,}]*" "$1" | head -n 1 | cut -d: -f2; }
 
-plan=11
+plan=13
 echo "1..$plan"
 
 # 983 training samples in batches of 50: 19 full batches and a short one of 33, so
@@ -98,6 +98,34 @@ same_as_reference() {
 same_as_reference "2 ranks, allreduce" 2 --devices cpu
 same_as_reference "3 ranks, allreduce" 3 --devices cpu
 same_as_reference "2 ranks, main on rank 1" 2 --devices cpu,cpu --strategy main --main 1
+
+# Synchronized BN through MPI_Allreduce: a residual BN network with crops, flips and
+# Nesterov SGD on 3 ranks trains as one process does (parameters and running
+# statistics, which the checkpoints hold, to 1e-5; the same test accuracy).
+bn=(--dataset "$data" --network "conv4k3p1,bn,relu,res(conv8k3s2p1,bn,relu,conv8k3p1,bn),relu,gap,fc10"
+    --batch 50 --epochs 1 --seed 3 --json --batchnorm sync --optimizer nesterov --lr 0.05
+    --weight-decay 5e-4 --weight-decay-on weights --crop 2 --flip on)
+"$train" "${bn[@]}" --devices cpu --save "$tmp/bn-ref.safetensors" >"$tmp/bn-ref.json" \
+  2>"$tmp/bn-ref.err"
+status=$?
+if [ $status -eq 0 ] && [ -f "$tmp/bn-ref.safetensors" ]; then
+  ok "single-process reference run with synchronized BN"
+else
+  not_ok "single-process reference run with synchronized BN" "status $status" \
+    "$(cat "$tmp/bn-ref.err")"
+fi
+run_mpi -np 3 "$train" --distributed "${bn[@]}" --devices cpu --save "$tmp/bn3.safetensors" \
+  >"$tmp/bn3.json" 2>"$tmp/bn3.err"
+status=$?
+compared=$("$helper" compare "$tmp/bn3.safetensors" "$tmp/bn-ref.safetensors" 1e-5 2>&1)
+same=$?
+if [ $status -eq 0 ] && [ $same -eq 0 ] &&
+   [ "$(field "$tmp/bn3.json" test_accuracy)" = "$(field "$tmp/bn-ref.json" test_accuracy)" ]; then
+  ok "3 ranks, synchronized BN: parameters and BN statistics equal one process's ($compared)"
+else
+  not_ok "3 ranks, synchronized BN equal one process" "status $status" "$compared" \
+    "$(head -c 2000 "$tmp/bn3.err")"
+fi
 same_as_reference "3 ranks, main on rank 2" 3 --devices cpu:3 --strategy main --main 2
 
 # Only the main rank writes checkpoints, so only its --save folder must exist: the

@@ -8,6 +8,7 @@
  */
 
 #include <glib/gi18n.h>
+#include <string.h>
 
 #include "tdm-classifier.h"
 #include "tdm-classify-view.h"
@@ -154,7 +155,13 @@ classify_thread (GTask        *task,
 
   if (!ok)
     {
-      o->text = g_strdup (error->message);
+      /* The row is titled with the file's name already. */
+      const char *message = error->message;
+      size_t n = strlen (job->path);
+
+      if (strncmp (message, job->path, n) == 0 && strncmp (message + n, ": ", 2) == 0)
+        message += n + 2;
+      o->text = g_strdup (message);
     }
   else
     {
@@ -334,6 +341,7 @@ add_path (TdmClassifyView *self,
   gtk_label_set_selectable (item->label, TRUE);
   gtk_box_append (GTK_BOX (texts), GTK_WIDGET (item->label));
   gtk_widget_set_valign (texts, GTK_ALIGN_CENTER);
+  gtk_widget_set_hexpand (texts, TRUE);
   gtk_box_append (GTK_BOX (row), texts);
   gtk_list_box_prepend (self->list, row);
 

@@ -491,6 +491,8 @@ tdm_folder_preview_init (TdmFolderPreview *self)
   scroller = gtk_scrolled_window_new ();
   gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (scroller), GTK_POLICY_NEVER,
                                   GTK_POLICY_AUTOMATIC);
+  /* Three or four classes in view, the rest a scroll away: the form goes on below. */
+  gtk_scrolled_window_set_min_content_height (GTK_SCROLLED_WINDOW (scroller), 120);
   gtk_scrolled_window_set_max_content_height (GTK_SCROLLED_WINDOW (scroller), 220);
   gtk_scrolled_window_set_propagate_natural_height (GTK_SCROLLED_WINDOW (scroller), TRUE);
   self->classes_list = GTK_LIST_BOX (gtk_list_box_new ());

@@ -128,8 +128,8 @@ cublas_ok_at(TdmBackend *b, cublasStatus_t status, const char *call, const char 
 
 /* Every operation starts here: nothing more after a failure (the contract), and the
  * backend's GPU made current, since a replica's thread may have used another. */
-static gboolean
-cuda_begin(TdmBackend *b)
+gboolean
+tdm_cuda_begin(TdmBackend *b)
 {
   b->operations++;
   if (tdm_backend_failed(b))
@@ -142,6 +142,14 @@ tdm_backend_cuda_stream(TdmBackend *b)
 {
   g_return_val_if_fail(b != NULL && b->kind == TDM_BACKEND_CUDA, NULL);
   return CUDA_B(b)->stream;
+}
+
+double *
+tdm_backend_cuda_sum_scratch(TdmBackend *b, size_t *count)
+{
+  /* The partials buffer of the bias sums, read as doubles: one stream uses both. */
+  *count = TDM_PARTIALS_FLOATS / 2;
+  return (double *)CUDA_B(b)->partials;
 }
 
 int
@@ -258,7 +266,7 @@ static void
 cuda_upload(TdmBackend *b, void *dst, const void *src, size_t bytes)
 {
   TdmBackendCuda *cb = CUDA_B(b);
-  if (!cuda_begin(b) || bytes == 0)
+  if (!tdm_cuda_begin(b) || bytes == 0)
     return;
   CUDA_REQUIRE(b, !cb->capturing,
                "upload inside a graph capture (a graph would replay stale host data)");
@@ -303,7 +311,7 @@ static void
 cuda_download(TdmBackend *b, void *dst, const void *src, size_t bytes)
 {
   TdmBackendCuda *cb = CUDA_B(b);
-  if (!cuda_begin(b) || bytes == 0)
+  if (!tdm_cuda_begin(b) || bytes == 0)
     return;
   CUDA_REQUIRE(b, !cb->capturing, "download inside a graph capture");
   if (TDM_CUDA_OK(b, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cb->stream)))
@@ -313,7 +321,7 @@ cuda_download(TdmBackend *b, void *dst, const void *src, size_t bytes)
 static void
 cuda_copy(TdmBackend *b, void *dst, const void *src, size_t bytes)
 {
-  if (!cuda_begin(b) || bytes == 0 || dst == src)
+  if (!tdm_cuda_begin(b) || bytes == 0 || dst == src)
     return;
   TDM_CUDA_OK(b, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, CUDA_B(b)->stream));
 }
@@ -321,7 +329,7 @@ cuda_copy(TdmBackend *b, void *dst, const void *src, size_t bytes)
 static void
 cuda_zero(TdmBackend *b, void *ptr, size_t bytes)
 {
-  if (!cuda_begin(b) || bytes == 0)
+  if (!tdm_cuda_begin(b) || bytes == 0)
     return;
   TDM_CUDA_OK(b, cudaMemsetAsync(ptr, 0, bytes, CUDA_B(b)->stream));
 }
@@ -330,7 +338,7 @@ static void
 cuda_synchronize(TdmBackend *b)
 {
   TdmBackendCuda *cb = CUDA_B(b);
-  if (!cuda_begin(b))
+  if (!tdm_cuda_begin(b))
     return;
   CUDA_REQUIRE(b, !cb->capturing, "synchronize inside a graph capture");
   TDM_CUDA_OK(b, cudaStreamSynchronize(cb->stream));
@@ -367,11 +375,21 @@ split_k_chunks(TdmBackendCuda *cb, int m, int n, int k)
   return chunks < 2 ? 1 : (int)chunks;
 }
 
+/* bf16 (--precision bf16): cuBLAS's CUBLAS_COMPUTE_32F_FAST_16BF, which takes the
+ * float32 operands as they are, rounds them to bfloat16 as it loads its tiles and
+ * multiplies on the bf16 tensor cores with float32 accumulation and output. So no
+ * bf16 copy lives anywhere: the master weights, the activations the BN and pooling
+ * kernels read, the optimizer state and the BN statistics all stay float32, and no
+ * conversion pass is added (a stored bf16 copy of the activations would halve the
+ * GEMMs' reads, but every kernel around them would need a bf16 variant, and these
+ * networks' GEMMs are short enough that the operands' reads are not what bounds
+ * them). TF32 goes through the handle's math mode instead; tdm_k_gemm_small's tiny
+ * products stay float32 in every precision. */
 static void
 cuda_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
           const float *a, int lda, const float *bm, int ldb, float beta, float *c, int ldc)
 {
-  if (!cuda_begin(b))
+  if (!tdm_cuda_begin(b))
     return;
   if (!tdm_backend_check_gemm(b, trans_a, trans_b, m, n, k, lda, ldb, ldc))
     return;
@@ -389,8 +407,13 @@ cuda_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, float 
   if (chunks <= 1) {
     /* cuBLAS is column-major, and a row-major matrix read column-major is its
      * transpose: so compute Cᵀ (n×m) = op(B)ᵀ · op(A)ᵀ, that is, swap the operands. */
-    CUBLAS_OK(b, cublasSgemm(cb->cublas, op_b, op_a, n, m, k, &alpha, bm, ldb, a, lda, &beta,
-                             c, ldc));
+    if (b->precision == TDM_PRECISION_BF16)
+      CUBLAS_OK(b, cublasGemmEx(cb->cublas, op_b, op_a, n, m, k, &alpha, bm, CUDA_R_32F, ldb, a,
+                                CUDA_R_32F, lda, &beta, c, CUDA_R_32F, ldc,
+                                CUBLAS_COMPUTE_32F_FAST_16BF, CUBLAS_GEMM_DEFAULT));
+    else
+      CUBLAS_OK(b, cublasSgemm(cb->cublas, op_b, op_a, n, m, k, &alpha, bm, ldb, a, lda, &beta,
+                               c, ldc));
     return;
   }
 
@@ -403,14 +426,19 @@ cuda_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, float 
   long long step_b = (long long)len * (trans_b ? 1 : ldb);
   long long mn = (long long)m * n;
   int batched = last == len ? chunks : chunks - 1;
-  if (!CUBLAS_OK(b, cublasSgemmStridedBatched(cb->cublas, op_b, op_a, n, m, len, &one, bm,
-                                              ldb, step_b, a, lda, step_a, &zero,
-                                              cb->split_parts, n, mn, batched)))
+  cublasComputeType_t compute = b->precision == TDM_PRECISION_BF16
+                                    ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                    : CUBLAS_COMPUTE_32F;
+  if (!CUBLAS_OK(b, cublasGemmStridedBatchedEx(cb->cublas, op_b, op_a, n, m, len, &one, bm,
+                                               CUDA_R_32F, ldb, step_b, a, CUDA_R_32F, lda,
+                                               step_a, &zero, cb->split_parts, CUDA_R_32F, n,
+                                               mn, batched, compute, CUBLAS_GEMM_DEFAULT)))
     return;
   if (batched < chunks &&
-      !CUBLAS_OK(b, cublasSgemm(cb->cublas, op_b, op_a, n, m, last, &one,
-                                bm + step_b * batched, ldb, a + step_a * batched, lda, &zero,
-                                cb->split_parts + mn * batched, n)))
+      !CUBLAS_OK(b, cublasGemmEx(cb->cublas, op_b, op_a, n, m, last, &one,
+                                 bm + step_b * batched, CUDA_R_32F, ldb, a + step_a * batched,
+                                 CUDA_R_32F, lda, &zero, cb->split_parts + mn * batched,
+                                 CUDA_R_32F, n, compute, CUBLAS_GEMM_DEFAULT)))
     return;
   TDM_CUDA_OK(b, tdm_k_sum_parts(c, ldc, cb->split_parts, chunks, m, n, alpha, beta,
                                  cb->stream));
@@ -422,7 +450,7 @@ static void
 cuda_bias_forward(TdmBackend *b, float *y, const float *bias, int outer, int channels,
                   int inner, bool relu)
 {
-  if (!cuda_begin(b))
+  if (!tdm_cuda_begin(b))
     return;
   CUDA_REQUIRE(b, outer >= 0 && channels >= 0 && inner >= 0,
                "bias_forward: negative size %d×%d×%d", outer, channels, inner);
@@ -433,7 +461,7 @@ static void
 cuda_bias_backward(TdmBackend *b, float *dbias, const float *dy, int outer, int channels,
                    int inner)
 {
-  if (!cuda_begin(b))
+  if (!tdm_cuda_begin(b))
     return;
   CUDA_REQUIRE(b, outer >= 0 && channels >= 0 && inner >= 0,
                "bias_backward: negative size %d×%d×%d", outer, channels, inner);
@@ -444,14 +472,14 @@ cuda_bias_backward(TdmBackend *b, float *dbias, const float *dy, int outer, int 
 static void
 cuda_relu_forward(TdmBackend *b, float *y, const float *x, size_t n)
 {
-  if (cuda_begin(b))
+  if (tdm_cuda_begin(b))
     TDM_CUDA_OK(b, tdm_k_relu_forward(y, x, n, CUDA_B(b)->stream));
 }
 
 static void
 cuda_relu_backward(TdmBackend *b, float *dx, const float *dy, const float *y, size_t n)
 {
-  if (cuda_begin(b))
+  if (tdm_cuda_begin(b))
     TDM_CUDA_OK(b, tdm_k_relu_backward(dx, dy, y, n, CUDA_B(b)->stream));
 }
 
@@ -461,29 +489,25 @@ static void
 cuda_im2col(TdmBackend *b, float *col, const float *x, int n, int h, int w, int c, int kh,
             int kw, int pad, int stride)
 {
-  if (!cuda_begin(b) || !tdm_backend_check_conv(b, "im2col", n, h, w, c, kh, kw, pad, stride))
+  if (!tdm_cuda_begin(b) || !tdm_backend_check_conv(b, "im2col", n, h, w, c, kh, kw, pad, stride))
     return;
-  /* Strided kernels come with issue 10's CUDA work; until then a clear failure. */
-  CUDA_REQUIRE(b, stride == 1, "im2col: stride %d is not in the CUDA backend yet", stride);
-  TDM_CUDA_OK(b, tdm_k_im2col(col, x, n, h, w, c, kh, kw, pad, CUDA_B(b)->stream));
+  TDM_CUDA_OK(b, tdm_k_im2col(col, x, n, h, w, c, kh, kw, pad, stride, CUDA_B(b)->stream));
 }
 
 static void
 cuda_col2im(TdmBackend *b, float *dx, const float *col, int n, int h, int w, int c, int kh,
             int kw, int pad, int stride)
 {
-  if (!cuda_begin(b) || !tdm_backend_check_conv(b, "col2im", n, h, w, c, kh, kw, pad, stride))
+  if (!tdm_cuda_begin(b) || !tdm_backend_check_conv(b, "col2im", n, h, w, c, kh, kw, pad, stride))
     return;
-  /* Strided kernels come with issue 10's CUDA work; until then a clear failure. */
-  CUDA_REQUIRE(b, stride == 1, "col2im: stride %d is not in the CUDA backend yet", stride);
-  TDM_CUDA_OK(b, tdm_k_col2im(dx, col, n, h, w, c, kh, kw, pad, CUDA_B(b)->stream));
+  TDM_CUDA_OK(b, tdm_k_col2im(dx, col, n, h, w, c, kh, kw, pad, stride, CUDA_B(b)->stream));
 }
 
 static void
 cuda_maxpool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
                      const float *bias, bool relu, int n, int h, int w, int c, int k)
 {
-  if (!cuda_begin(b))
+  if (!tdm_cuda_begin(b))
     return;
   CUDA_REQUIRE(b, n >= 0 && h >= 0 && w >= 0 && c >= 0 && k >= 1,
                "maxpool_forward: bad shape n=%d h=%d w=%d c=%d k=%d", n, h, w, c, k);
@@ -497,7 +521,7 @@ static void
 cuda_maxpool_backward(TdmBackend *b, float *dx, float *dbias, const float *dy,
                       const int32_t *argmax, const float *y, int n, int h, int w, int c, int k)
 {
-  if (!cuda_begin(b))
+  if (!tdm_cuda_begin(b))
     return;
   CUDA_REQUIRE(b, n >= 0 && h >= 0 && w >= 0 && c >= 0 && k >= 1,
                "maxpool_backward: bad shape n=%d h=%d w=%d c=%d k=%d", n, h, w, c, k);
@@ -513,7 +537,7 @@ cuda_conv_pool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
                        const float *wt, const float *bias, bool relu, int n, int h, int w,
                        int c, int out, int kh, int kw, int pad, int pk)
 {
-  if (cuda_begin(b) && tdm_backend_check_conv_pool(b, "conv_pool_forward", n, h, w, c, out, kh, kw, pad, pk))
+  if (tdm_cuda_begin(b) && tdm_backend_check_conv_pool(b, "conv_pool_forward", n, h, w, c, out, kh, kw, pad, pk))
     TDM_CUDA_OK(b, tdm_k_conv_pool_forward(y, argmax, x, wt, bias, relu, n, h, w, c, out, kh,
                                            kw, pad, pk, CUDA_B(b)->stream));
 }
@@ -523,7 +547,7 @@ cuda_conv_pool_backward(TdmBackend *b, float *dwt, float *dbias, const float *dy
                         const int32_t *argmax, const float *y, const float *x, bool relu,
                         int n, int h, int w, int c, int out, int kh, int kw, int pad, int pk)
 {
-  if (cuda_begin(b) &&
+  if (tdm_cuda_begin(b) &&
       tdm_backend_check_conv_pool(b, "conv_pool_backward", n, h, w, c, out, kh, kw, pad, pk))
     TDM_CUDA_OK(b, tdm_k_conv_pool_backward(dwt, dbias, dy, argmax, y, x, relu, n, h, w, c, out,
                                             kh, kw, pad, pk, CUDA_B(b)->partials,
@@ -537,22 +561,22 @@ cuda_softmax_xent(TdmBackend *b, const float *logits, const int32_t *labels, int
                   int classes, float smoothing, float grad_scale, float *dlogits,
                   TdmMetrics *metrics)
 {
-  if (!cuda_begin(b))
+  if (!tdm_cuda_begin(b))
     return;
   CUDA_REQUIRE(b, rows >= 0 && classes >= 1, "softmax_xent: bad shape %d×%d", rows, classes);
-  CUDA_REQUIRE(b, smoothing == 0.0f,
-               "softmax_xent: label smoothing is not in the CUDA backend yet");
+  CUDA_REQUIRE(b, smoothing >= 0.0f && smoothing <= 1.0f,
+               "softmax_xent: label smoothing %g is not in [0, 1]", smoothing);
   /* Labels live on the device and are not checked here: one out of range gives a NaN
    * loss, which the trainer reports as divergence. */
-  TDM_CUDA_OK(b, tdm_k_softmax_xent(logits, labels, rows, classes, grad_scale, dlogits,
-                                    &metrics->loss_sum, CUDA_B(b)->stream));
+  TDM_CUDA_OK(b, tdm_k_softmax_xent(logits, labels, rows, classes, smoothing, grad_scale,
+                                    dlogits, &metrics->loss_sum, CUDA_B(b)->stream));
 }
 
 static void
 cuda_gather(TdmBackend *b, float *x, int32_t *y, const uint8_t *images, const uint8_t *labels,
             const int32_t *indices, int count, int sample_size, float scale)
 {
-  if (!cuda_begin(b))
+  if (!tdm_cuda_begin(b))
     return;
   CUDA_REQUIRE(b, count >= 0 && sample_size >= 0, "gather: bad shape %d×%d", count,
                sample_size);
@@ -566,7 +590,7 @@ static void
 cuda_sgd_update(TdmBackend *b, float *p, const float *g, size_t n, float lr,
                 float weight_decay)
 {
-  if (cuda_begin(b))
+  if (tdm_cuda_begin(b))
     TDM_CUDA_OK(b, tdm_k_sgd_update(p, g, n, lr, weight_decay, CUDA_B(b)->stream));
 }
 
@@ -574,7 +598,7 @@ static void
 cuda_momentum_update(TdmBackend *b, float *p, const float *g, float *velocity, size_t n,
                      float lr, float momentum, float weight_decay)
 {
-  if (cuda_begin(b))
+  if (tdm_cuda_begin(b))
     TDM_CUDA_OK(b, tdm_k_momentum_update(p, g, velocity, n, lr, momentum, weight_decay,
                                          CUDA_B(b)->stream));
 }
@@ -583,7 +607,7 @@ static void
 cuda_adam_update(TdmBackend *b, float *p, const float *g, float *m, float *v, size_t n,
                  float lr_t, float beta1, float beta2, float eps, float weight_decay)
 {
-  if (cuda_begin(b))
+  if (tdm_cuda_begin(b))
     TDM_CUDA_OK(b, tdm_k_adam_update(p, g, m, v, n, lr_t, beta1, beta2, eps, weight_decay,
                                      CUDA_B(b)->stream));
 }
@@ -591,14 +615,14 @@ cuda_adam_update(TdmBackend *b, float *p, const float *g, float *m, float *v, si
 static void
 cuda_add(TdmBackend *b, float *y, const float *x, size_t n)
 {
-  if (cuda_begin(b))
+  if (tdm_cuda_begin(b))
     TDM_CUDA_OK(b, tdm_k_add(y, x, n, CUDA_B(b)->stream));
 }
 
 static void
 cuda_scale(TdmBackend *b, float *y, float alpha, size_t n)
 {
-  if (cuda_begin(b))
+  if (tdm_cuda_begin(b))
     TDM_CUDA_OK(b, tdm_k_scale(y, alpha, n, CUDA_B(b)->stream));
 }
 
@@ -611,7 +635,7 @@ static gboolean
 cuda_graph_begin(TdmBackend *b, int key)
 {
   TdmBackendCuda *cb = CUDA_B(b);
-  if (cb->graphs_disabled || cb->capturing || !cuda_begin(b))
+  if (cb->graphs_disabled || cb->capturing || !tdm_cuda_begin(b))
     return FALSE;
   gpointer old;
   if (g_hash_table_lookup_extended(cb->graphs, GINT_TO_POINTER(key), NULL, &old)) {
@@ -650,7 +674,7 @@ static gboolean
 cuda_graph_launch(TdmBackend *b, int key)
 {
   TdmBackendCuda *cb = CUDA_B(b);
-  if (cb->capturing || !cuda_begin(b))
+  if (cb->capturing || !tdm_cuda_begin(b))
     return FALSE;
   cudaGraphExec_t exec = g_hash_table_lookup(cb->graphs, GINT_TO_POINTER(key));
   if (exec == NULL)
@@ -733,9 +757,23 @@ static const TdmBackendOps tdm_backend_cuda_ops = {
   .conv_pool_backward = cuda_conv_pool_backward,
   .softmax_xent = cuda_softmax_xent,
   .gather = cuda_gather,
-  /* Issue 10's operations (gather_augment, bn_*, avgpool_*, global_*pool_*, dropout_*,
-   * sgd_momentum_update, weight_decay) are NULL until their kernels land: a replica
-   * whose network needs one refuses this backend with a message naming it. */
+  .gather_augment = tdm_cuda_gather_augment,
+  .bn_sums = tdm_cuda_bn_sums,
+  .bn_stats = tdm_cuda_bn_stats,
+  .bn_forward = tdm_cuda_bn_forward,
+  .bn_forward_eval = tdm_cuda_bn_forward_eval,
+  .bn_backward_sums = tdm_cuda_bn_backward_sums,
+  .bn_backward_dx = tdm_cuda_bn_backward_dx,
+  .avgpool_forward = tdm_cuda_avgpool_forward,
+  .avgpool_backward = tdm_cuda_avgpool_backward,
+  .global_avgpool_forward = tdm_cuda_global_avgpool_forward,
+  .global_avgpool_backward = tdm_cuda_global_avgpool_backward,
+  .global_maxpool_forward = tdm_cuda_global_maxpool_forward,
+  .global_maxpool_backward = tdm_cuda_global_maxpool_backward,
+  .dropout_forward = tdm_cuda_dropout_forward,
+  .dropout_backward = tdm_cuda_dropout_backward,
+  .sgd_momentum_update = tdm_cuda_sgd_momentum_update,
+  .weight_decay = tdm_cuda_weight_decay,
   .sgd_update = cuda_sgd_update,
   .momentum_update = cuda_momentum_update,
   .adam_update = cuda_adam_update,

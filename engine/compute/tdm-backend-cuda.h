@@ -21,6 +21,62 @@ int tdm_backend_cuda_ordinal (TdmBackend *b);
 /* TRUE while the backend's stream is capturing a graph. */
 gboolean tdm_backend_cuda_capturing (TdmBackend *b);
 
+/* Every CUDA operation starts here: counts it, does nothing after a failure (FALSE),
+ * and makes the backend's GPU current, since a replica's thread may have used
+ * another. */
+gboolean tdm_cuda_begin (TdmBackend *b);
+/* The backend's scratch for the first pass of per-channel sums (batch normalization),
+ * *count doubles; the stream orders its users. */
+double *tdm_backend_cuda_sum_scratch (TdmBackend *b, size_t *count);
+
+/* The operations of tdm-backend-cuda-layers.c, in the backend's table. */
+void tdm_cuda_gather_augment (TdmBackend *b, float *x, int32_t *y, const uint8_t *images,
+                              const uint8_t *labels, const int32_t *indices, int count,
+                              int h, int w, int c, float scale, int pad, TdmFlip flip,
+                              uint64_t key, uint32_t epoch);
+void tdm_cuda_bn_sums (TdmBackend *b, float *sums, const float *x, const float *center_sum,
+                       float inv_count, int rows, int channels);
+void tdm_cuda_bn_stats (TdmBackend *b, float *saved, const float *sum, const float *sqdev,
+                        int channels, double count, float eps, float momentum,
+                        float *running_mean, float *running_var);
+void tdm_cuda_bn_forward (TdmBackend *b, float *y, const float *x, const float *mean,
+                          const float *invstd, const float *gamma, const float *beta,
+                          int rows, int channels, bool relu);
+void tdm_cuda_bn_forward_eval (TdmBackend *b, float *y, const float *x,
+                               const float *running_mean, const float *running_var,
+                               const float *gamma, const float *beta, float eps, int rows,
+                               int channels, bool relu);
+void tdm_cuda_bn_backward_sums (TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
+                                const float *x, const float *mean, const float *invstd,
+                                int rows, int channels);
+void tdm_cuda_bn_backward_dx (TdmBackend *b, float *dx, const float *dy, const float *x,
+                              const float *mean, const float *invstd, const float *gamma,
+                              const float *sum_dgamma, const float *sum_dbeta,
+                              float inv_count, int rows, int channels);
+void tdm_cuda_avgpool_forward (TdmBackend *b, float *y, const float *x, int n, int h, int w,
+                               int c, int k);
+void tdm_cuda_avgpool_backward (TdmBackend *b, float *dx, const float *dy, int n, int h,
+                                int w, int c, int k);
+void tdm_cuda_global_avgpool_forward (TdmBackend *b, float *y, const float *x, int n,
+                                      int pixels, int c);
+void tdm_cuda_global_avgpool_backward (TdmBackend *b, float *dx, const float *dy, int n,
+                                       int pixels, int c);
+void tdm_cuda_global_maxpool_forward (TdmBackend *b, float *y, int32_t *argmax,
+                                      const float *x, int n, int pixels, int c);
+void tdm_cuda_global_maxpool_backward (TdmBackend *b, float *dx, const float *dy,
+                                       const int32_t *argmax, int n, int pixels, int c);
+void tdm_cuda_dropout_forward (TdmBackend *b, float *y, const float *x,
+                               const int32_t *indices, int n, int per_sample, float p,
+                               uint64_t key, uint32_t epoch);
+void tdm_cuda_dropout_backward (TdmBackend *b, float *dx, const float *dy,
+                                const int32_t *indices, int n, int per_sample, float p,
+                                uint64_t key, uint32_t epoch);
+void tdm_cuda_sgd_momentum_update (TdmBackend *b, float *p, const float *g, float *velocity,
+                                   const uint8_t *decay_mask, size_t n, float lr,
+                                   float momentum, float weight_decay, bool nesterov);
+void tdm_cuda_weight_decay (TdmBackend *b, float *g, const float *p,
+                            const uint8_t *decay_mask, size_t n, float weight_decay);
+
 /* Records err in b's sticky error, naming the call, file and line; TRUE when err is
  * cudaSuccess. Never exits. */
 gboolean tdm_cuda_ok_at (TdmBackend *b, cudaError_t err, const char *call, const char *file,

@@ -460,7 +460,7 @@ unpool_masked(float *restrict d, const float *restrict dyo, const int32_t *restr
   /* & rather than &&: no branch, so the loop vectorizes. */
   for (int ch = 0; ch < c; ch++) {
     const float g = dyo[ch];
-    d[ch] = (ao[ch] == base + ch) & (yo[ch] > 0.0f) ? g : 0.0f;
+    d[ch] = ((ao[ch] == base + ch) & (yo[ch] > 0.0f)) ? g : 0.0f;
   }
 }
 

@@ -6,8 +6,11 @@
 #include "tdm-dataset.h"
 #include "tdm-error.h"
 
-#include <gio/gio.h>
+#include "tdm-file.h"
+
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #define TDM_CIFAR_SIDE 32
 #define TDM_CIFAR_PLANE (TDM_CIFAR_SIDE * TDM_CIFAR_SIDE)
@@ -24,23 +27,22 @@ static const char *const tdm_cifar10_names[TDM_CIFAR_CLASSES] = {
 static gboolean
 tdm_cifar_count(const char *path, int *records, GError **error)
 {
-  g_autoptr(GFile) file = g_file_new_for_path(path);
+  struct stat st;
   GError *local = NULL;
-  g_autoptr(GFileInfo) info = g_file_query_info(file, G_FILE_ATTRIBUTE_STANDARD_SIZE,
-                                                G_FILE_QUERY_INFO_NONE, NULL, &local);
-  if (info == NULL) {
-    if (g_error_matches(local, G_IO_ERROR, G_IO_ERROR_NOT_FOUND))
+  int fd = tdm_file_open_regular(path, "", TDM_ENGINE_ERROR_DATASET, &st, &local);
+  if (fd < 0) {
+    if (!tdm_file_present(path))
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
                   "%s: missing batch file (CIFAR-10 needs data_batch_1.bin … "
                   "data_batch_5.bin and test_batch.bin)",
                   path);
     else
-      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, "%s: cannot read: %s",
-                  path, local->message);
-    g_error_free(local);
+      g_propagate_error(error, local), local = NULL;
+    g_clear_error(&local);
     return FALSE;
   }
-  goffset size = g_file_info_get_size(info);
+  close(fd);
+  goffset size = st.st_size;
   if (size <= 0 || size % TDM_CIFAR_RECORD != 0) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
                 "%s: size %" G_GOFFSET_FORMAT " bytes is not a positive multiple of the "
@@ -61,24 +63,36 @@ tdm_cifar_count(const char *path, int *records, GError **error)
 static gboolean
 tdm_cifar_read(const char *path, TdmDataset *d, int first, int records, GError **error)
 {
-  g_autoptr(GFile) file = g_file_new_for_path(path);
-  g_autofree char *contents = NULL;
-  gsize length = 0;
-  GError *local = NULL;
-  if (!g_file_load_contents(file, NULL, &contents, &length, NULL, &local)) {
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, "%s: cannot read: %s", path,
-                local->message);
-    g_error_free(local);
+  struct stat st;
+  int fd = tdm_file_open_regular(path, "", TDM_ENGINE_ERROR_DATASET, &st, error);
+  if (fd < 0)
     return FALSE;
-  }
   /* The size was checked a moment ago; a file that changed since is not trusted. */
-  if (length != (gsize)records * TDM_CIFAR_RECORD) {
+  gsize length = (gsize)records * TDM_CIFAR_RECORD;
+  if ((guint64)st.st_size != length) {
+    close(fd);
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                "%s: changed size while being read (%" G_GSIZE_FORMAT
+                "%s: changed size while being read (%" G_GOFFSET_FORMAT
                 " bytes, expected %" G_GSIZE_FORMAT ")",
-                path, length, (gsize)records * TDM_CIFAR_RECORD);
+                path, (goffset)st.st_size, length);
     return FALSE;
   }
+  g_autofree char *contents = g_malloc(length);
+  gsize have = 0;
+  while (have < length) {
+    ssize_t n = read(fd, contents + have, length - have);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      int err = n < 0 ? errno : 0;
+      close(fd);
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, "%s: cannot read: %s",
+                  path, err ? g_strerror(err) : "the file shrank while being read");
+      return FALSE;
+    }
+    have += (gsize)n;
+  }
+  close(fd);
 
   for (int r = 0; r < records; r++) {
     const guint8 *record = (const guint8 *)contents + (gsize)r * TDM_CIFAR_RECORD;
@@ -154,7 +168,7 @@ tdm_dataset_load_cifar10_folder(const char *folder, GError **error)
   g_autofree char *probe = g_build_filename(folder, "data_batch_1.bin", NULL);
   g_autofree char *probe_test = g_build_filename(folder, "test_batch.bin", NULL);
   const char *dir = folder;
-  if (!g_file_test(probe, G_FILE_TEST_EXISTS) && !g_file_test(probe_test, G_FILE_TEST_EXISTS) &&
+  if (!tdm_file_present(probe) && !tdm_file_present(probe_test) &&
       g_file_test(inner, G_FILE_TEST_IS_DIR))
     dir = inner;
 

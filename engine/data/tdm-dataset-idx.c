@@ -1,29 +1,47 @@
 /* tdm-dataset-idx.c — the IDX reader (MNIST, Fashion-MNIST and their kin), raw or
- * gzipped, read through GIO. Every header field is checked against what the file
- * can hold before a buffer is sized from it, so a damaged or hostile file gives an
- * error naming the file and the field, never a huge allocation or a crash. Only
- * unsigned-byte images of rank 3 and labels of rank 1 are read; other IDX element
- * types are refused. Not a writer. */
+ * gzipped (one member or several, as zcat reads them). Every header field is checked
+ * against what the file can hold before it is trusted, and a gzipped body is inflated
+ * in bounded steps into a buffer that grows only as data actually arrives, so a
+ * header that lies gives an error naming the file, never a huge allocation or a
+ * crash. Only regular files are opened (tdm-file.h). Only unsigned-byte images of
+ * rank 3 and labels of rank 1 are read; other IDX element types are refused. Not a
+ * writer. */
 #include "tdm-dataset.h"
 #include "tdm-error.h"
+#include "tdm-file.h"
 
-#include <gio/gio.h>
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
+#include <zlib.h>
 
 #define TDM_IDX_MAGIC_IMAGES 0x00000803u
 #define TDM_IDX_MAGIC_LABELS 0x00000801u
 #define TDM_IDX_TYPE_UBYTE 0x08u
 #define TDM_IDX_MAX_SIDE 4096u
 /* deflate cannot expand data by more than about 1032:1, so a gzip file promising
- * more than this ratio is truncated or lying, and is refused before allocating. */
+ * more than this ratio is truncated or lying, and is refused before reading on. The
+ * check is cheap but not enough alone (padding defeats it): the body is also read in
+ * bounded steps. */
 #define TDM_IDX_MAX_GZIP_RATIO 1100u
+/* Compressed bytes read from the file at a time. */
+#define TDM_IDX_INPUT_CHUNK (64u * 1024u)
+/* The first size of a gzipped body's buffer; it doubles as data arrives. */
+#define TDM_IDX_FIRST_GROWTH (1u << 20)
 
 typedef struct {
   const char *path;
-  GInputStream *stream; /* raw file, or the inflating stream over it */
-  guint64 file_size;    /* bytes on disk */
+  int fd;
+  guint64 file_size; /* bytes on disk */
   gboolean gzip;
   guint64 consumed; /* uncompressed bytes read so far */
+  /* gzip only */
+  z_stream z;
+  gboolean z_live;
+  guint8 *in;            /* TDM_IDX_INPUT_CHUNK bytes of compressed input */
+  gboolean in_eof;       /* the file has no more bytes */
+  gboolean done;         /* the last member has ended */
+  guint64 garbage;       /* bytes after the last member that start no new member */
 } TdmIdxFile;
 
 typedef struct {
@@ -40,7 +58,34 @@ static const char *const tdm_fashion_mnist_names[] = {
 static void
 tdm_idx_file_close(TdmIdxFile *f)
 {
-  g_clear_object(&f->stream);
+  if (f->z_live)
+    inflateEnd(&f->z);
+  f->z_live = FALSE;
+  g_clear_pointer(&f->in, g_free);
+  if (f->fd >= 0)
+    close(f->fd);
+  f->fd = -1;
+}
+
+/* read(2) until `bytes` or the end of the file. */
+static gboolean
+tdm_idx_read_fd(TdmIdxFile *f, guint8 *buffer, gsize bytes, gsize *got, GError **error)
+{
+  *got = 0;
+  while (*got < bytes) {
+    ssize_t n = read(f->fd, buffer + *got, bytes - *got);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, "%s: cannot read: %s",
+                  f->path, g_strerror(errno));
+      return FALSE;
+    }
+    if (n == 0)
+      break;
+    *got += (gsize)n;
+  }
+  return TRUE;
 }
 
 static gboolean
@@ -48,37 +93,19 @@ tdm_idx_file_open(TdmIdxFile *f, const char *path, GError **error)
 {
   memset(f, 0, sizeof *f);
   f->path = path;
+  f->fd = -1;
 
-  g_autoptr(GFile) file = g_file_new_for_path(path);
-  GError *local = NULL;
-  g_autoptr(GFileInputStream) in = g_file_read(file, NULL, &local);
-  if (in == NULL) {
-    if (g_error_matches(local, G_IO_ERROR, G_IO_ERROR_NOT_FOUND))
-      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, "%s: missing file", path);
-    else
-      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, "%s: cannot read: %s",
-                  path, local->message);
-    g_error_free(local);
+  struct stat st;
+  f->fd = tdm_file_open_regular(path, "", TDM_ENGINE_ERROR_DATASET, &st, error);
+  if (f->fd < 0)
     return FALSE;
-  }
-
-  g_autoptr(GFileInfo) info =
-      g_file_input_stream_query_info(in, G_FILE_ATTRIBUTE_STANDARD_SIZE, NULL, &local);
-  if (info == NULL) {
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                "%s: cannot read its size: %s", path, local->message);
-    g_error_free(local);
-    return FALSE;
-  }
-  f->file_size = (guint64)g_file_info_get_size(info);
+  f->file_size = (guint64)st.st_size;
 
   guint8 magic[2] = {0, 0};
-  gsize got = 0;
-  if (!g_input_stream_read_all(G_INPUT_STREAM(in), magic, sizeof magic, &got, NULL, &local) ||
-      !g_seekable_seek(G_SEEKABLE(in), 0, G_SEEK_SET, NULL, &local)) {
+  ssize_t got = pread(f->fd, magic, sizeof magic, 0);
+  if (got < 0) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, "%s: cannot read: %s", path,
-                local->message);
-    g_error_free(local);
+                g_strerror(errno));
     return FALSE;
   }
 
@@ -86,11 +113,105 @@ tdm_idx_file_open(TdmIdxFile *f, const char *path, GError **error)
    * tools inflate the file but keep ".gz". */
   f->gzip = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
   if (f->gzip) {
-    g_autoptr(GZlibDecompressor) inflater =
-        g_zlib_decompressor_new(G_ZLIB_COMPRESSOR_FORMAT_GZIP);
-    f->stream = g_converter_input_stream_new(G_INPUT_STREAM(in), G_CONVERTER(inflater));
-  } else {
-    f->stream = G_INPUT_STREAM(g_object_ref(in));
+    /* 16 + MAX_WBITS: gzip framing only, checked CRC and length. */
+    if (inflateInit2(&f->z, 16 + MAX_WBITS) != Z_OK) {
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
+                  "%s: cannot start inflating: out of memory", path);
+      return FALSE;
+    }
+    f->z_live = TRUE;
+    f->in = g_malloc(TDM_IDX_INPUT_CHUNK);
+  }
+  return TRUE;
+}
+
+static gboolean
+tdm_idx_refill(TdmIdxFile *f, GError **error)
+{
+  if (f->z.avail_in > 0 || f->in_eof)
+    return TRUE;
+  gsize got = 0;
+  if (!tdm_idx_read_fd(f, f->in, TDM_IDX_INPUT_CHUNK, &got, error))
+    return FALSE;
+  f->z.next_in = f->in;
+  f->z.avail_in = (uInt)got;
+  if (got < TDM_IDX_INPUT_CHUNK)
+    f->in_eof = TRUE;
+  return TRUE;
+}
+
+/* At the end of one gzip member: another member follows (zcat reads on), or the file
+ * ends, or bytes that are no gzip member follow (counted, reported by the caller once
+ * it knows whether the data it wanted was all there). */
+static gboolean
+tdm_idx_next_member(TdmIdxFile *f, GError **error)
+{
+  if (!tdm_idx_refill(f, error))
+    return FALSE;
+  if (f->z.avail_in == 0) {
+    f->done = TRUE;
+    return TRUE;
+  }
+  /* The two magic bytes may straddle a chunk boundary. */
+  guint8 first[2];
+  gsize have = MIN(f->z.avail_in, 2u);
+  memcpy(first, f->z.next_in, have);
+  if (have == 1 && !f->in_eof) {
+    guint8 rest;
+    ssize_t n = pread(f->fd, &rest, 1, lseek(f->fd, 0, SEEK_CUR));
+    if (n == 1) {
+      first[1] = rest;
+      have = 2;
+    }
+  }
+  if (have == 2 && first[0] == 0x1f && first[1] == 0x8b) {
+    inflateReset(&f->z);
+    return TRUE;
+  }
+  off_t at = lseek(f->fd, 0, SEEK_CUR);
+  f->garbage = f->z.avail_in + (at >= 0 && (guint64)at < f->file_size
+                                    ? f->file_size - (guint64)at : 0);
+  f->z.avail_in = 0;
+  f->done = TRUE;
+  return TRUE;
+}
+
+static gboolean
+tdm_idx_inflate(TdmIdxFile *f, guint8 *buffer, gsize bytes, gsize *got, GError **error)
+{
+  *got = 0;
+  while (*got < bytes && !f->done) {
+    if (!tdm_idx_refill(f, error))
+      return FALSE;
+    gsize want = MIN(bytes - *got, (gsize)G_MAXUINT32);
+    f->z.next_out = buffer + *got;
+    f->z.avail_out = (uInt)want;
+    int rc = inflate(&f->z, Z_NO_FLUSH);
+    gsize made = want - f->z.avail_out;
+    *got += made;
+    f->consumed += made;
+    if (rc == Z_STREAM_END) {
+      if (!tdm_idx_next_member(f, error))
+        return FALSE;
+      continue;
+    }
+    if (rc == Z_OK)
+      continue;
+    if (rc == Z_BUF_ERROR && f->z.avail_in == 0 && f->in_eof) {
+      /* A cut-off download ends the deflate stream early: say so, not "bad data". */
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
+                  "%s: truncated gzip data: the compressed stream ends after %" G_GUINT64_FORMAT
+                  " uncompressed bytes",
+                  f->path, f->consumed);
+      return FALSE;
+    }
+    if (rc == Z_BUF_ERROR)
+      continue;
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
+                "%s: damaged gzip data after %" G_GUINT64_FORMAT " uncompressed bytes: %s",
+                f->path, f->consumed,
+                rc == Z_MEM_ERROR ? "out of memory" : f->z.msg ? f->z.msg : "invalid data");
+    return FALSE;
   }
   return TRUE;
 }
@@ -99,27 +220,12 @@ tdm_idx_file_open(TdmIdxFile *f, const char *path, GError **error)
 static gboolean
 tdm_idx_file_read(TdmIdxFile *f, void *buffer, gsize bytes, gsize *got, GError **error)
 {
-  GError *local = NULL;
-  *got = 0;
-  gboolean ok = g_input_stream_read_all(f->stream, buffer, bytes, got, NULL, &local);
+  if (f->gzip)
+    return tdm_idx_inflate(f, buffer, bytes, got, error);
+  if (!tdm_idx_read_fd(f, buffer, bytes, got, error))
+    return FALSE;
   f->consumed += *got;
-  if (!ok) {
-    /* A cut-off download ends the deflate stream early: say so, not "bad data". */
-    if (f->gzip && g_error_matches(local, G_IO_ERROR, G_IO_ERROR_PARTIAL_INPUT))
-      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                  "%s: truncated gzip data: the compressed stream ends after %" G_GUINT64_FORMAT
-                  " uncompressed bytes",
-                  f->path, f->consumed);
-    else if (f->gzip)
-      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                  "%s: damaged gzip data after %" G_GUINT64_FORMAT " uncompressed bytes: %s",
-                  f->path, f->consumed, local->message);
-    else
-      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, "%s: cannot read: %s",
-                  f->path, local->message);
-    g_error_free(local);
-  }
-  return ok;
+  return TRUE;
 }
 
 static const char *
@@ -242,31 +348,76 @@ tdm_idx_read_header(TdmIdxFile *f, gboolean images, TdmIdxHeader *h, GError **er
   return TRUE;
 }
 
-/* Reads the `bytes` of data the header announced, then makes sure nothing follows. */
-static gboolean
-tdm_idx_read_body(TdmIdxFile *f, const TdmIdxHeader *h, guint8 *out, gsize bytes,
-                  GError **error)
+static char *
+tdm_idx_what(const TdmIdxHeader *h)
 {
-  gsize got = 0;
-  if (!tdm_idx_file_read(f, out, bytes, &got, error))
-    return FALSE;
-  if (got < bytes) {
-    g_autofree char *what =
-        h->rank == 3 ? g_strdup_printf("%u images of %u×%u", h->dims[0], h->dims[1], h->dims[2])
-                     : g_strdup_printf("%u labels", h->dims[0]);
-    g_set_error(
-        error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-        "%s: truncated: header says %s (%" G_GSIZE_FORMAT
-        " bytes after the %d-byte header) but the file holds %" G_GUINT64_FORMAT " bytes%s",
-        f->path, what, bytes, 4 + 4 * h->rank, f->consumed, f->gzip ? " once inflated" : "");
-    return FALSE;
+  return h->rank == 3 ? g_strdup_printf("%u images of %u×%u", h->dims[0], h->dims[1], h->dims[2])
+                      : g_strdup_printf("%u labels", h->dims[0]);
+}
+
+static gboolean
+tdm_idx_short(TdmIdxFile *f, const TdmIdxHeader *h, gsize bytes, GError **error)
+{
+  g_autofree char *what = tdm_idx_what(h);
+  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
+              "%s: truncated: header says %s (%" G_GSIZE_FORMAT
+              " bytes after the %d-byte header) but the file holds %" G_GUINT64_FORMAT " bytes%s",
+              f->path, what, bytes, 4 + 4 * h->rank, f->consumed,
+              f->gzip ? " once inflated" : "");
+  return FALSE;
+}
+
+static gboolean
+tdm_idx_no_memory(TdmIdxFile *f, const TdmIdxHeader *h, gsize bytes, GError **error)
+{
+  g_autofree char *what = tdm_idx_what(h);
+  g_autofree char *size = g_format_size_full(bytes, G_FORMAT_SIZE_IEC_UNITS);
+  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
+              "%s: not enough memory to hold %s (%s)", f->path, what, size);
+  return FALSE;
+}
+
+/* Reads the `bytes` of data the header announced into a new buffer, then makes sure
+ * nothing follows. A raw file's size was checked against the header, so the file has
+ * proved it holds the data; a gzipped one proves it only as it inflates, so its buffer
+ * starts small and doubles as the data arrives: a lying header costs at most twice
+ * what the file really holds. Allocations that fail are errors, not aborts. */
+static guint8 *
+tdm_idx_read_body(TdmIdxFile *f, const TdmIdxHeader *h, gsize bytes, GError **error)
+{
+  gsize capacity = f->gzip ? MIN(bytes, (gsize)TDM_IDX_FIRST_GROWTH) : bytes;
+  g_autofree guint8 *out = g_try_malloc(capacity + 1);
+  if (out == NULL) {
+    tdm_idx_no_memory(f, h, bytes, error);
+    return NULL;
   }
+  gsize have = 0;
+  for (;;) {
+    gsize got = 0;
+    if (!tdm_idx_file_read(f, out + have, capacity - have, &got, error))
+      return NULL;
+    have += got;
+    if (have < capacity) {
+      tdm_idx_short(f, h, bytes, error);
+      return NULL;
+    }
+    if (have == bytes)
+      break;
+    capacity = bytes - capacity > capacity ? 2 * capacity : bytes;
+    guint8 *grown = g_try_realloc(out, capacity + 1);
+    if (grown == NULL) {
+      tdm_idx_no_memory(f, h, bytes, error);
+      return NULL;
+    }
+    out = grown;
+  }
+
   if (f->gzip) {
     guint8 extra[256];
     gsize more = 0, total = 0;
     do {
       if (!tdm_idx_file_read(f, extra, sizeof extra, &more, error))
-        return FALSE;
+        return NULL;
       total += more;
     } while (more == sizeof extra && total < 1u << 20);
     if (total > 0) {
@@ -275,10 +426,19 @@ tdm_idx_read_body(TdmIdxFile *f, const TdmIdxHeader *h, guint8 *out, gsize bytes
                   "%u %s the header announces",
                   f->path, more == sizeof extra ? "over " : "", total, h->dims[0],
                   h->rank == 3 ? "images" : "labels");
-      return FALSE;
+      return NULL;
+    }
+    if (f->garbage > 0) {
+      /* zcat warns and goes on; a training set with junk appended was damaged or
+       * tampered with, and is refused. */
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
+                  "%s: %" G_GUINT64_FORMAT " bytes after the end of the gzip data are not "
+                  "gzip data (the file is damaged or has something appended)",
+                  f->path, f->garbage);
+      return NULL;
     }
   }
-  return TRUE;
+  return g_steal_pointer(&out);
 }
 
 TdmDataset *
@@ -288,9 +448,10 @@ tdm_dataset_load_idx(const char *images_path, const char *labels_path, const cha
   g_return_val_if_fail(images_path != NULL && labels_path != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
 
-  TdmIdxFile images = {0}, labels = {0};
+  TdmIdxFile images = {.fd = -1}, labels = {.fd = -1};
   TdmIdxHeader ih, lh;
   TdmDataset *d = NULL;
+  guint8 *label_bytes = NULL, *image_bytes = NULL;
 
   /* Both headers first, so a mismatch is found before 47 MB are inflated. */
   if (!tdm_idx_file_open(&images, images_path, error) ||
@@ -306,14 +467,19 @@ tdm_dataset_load_idx(const char *images_path, const char *labels_path, const cha
     goto out;
   }
 
-  /* classes is known once the labels are read; until then, every uint8 label fits. */
-  d = tdm_dataset_new(name, (int)ih.dims[0], (int)ih.dims[1], (int)ih.dims[2], 1, 256);
-  if (!tdm_idx_read_body(&labels, &lh, d->labels, d->count, error) ||
-      !tdm_idx_read_body(&images, &ih, d->images,
-                         (gsize)d->count * (gsize)tdm_dataset_sample_size(d), error)) {
-    g_clear_pointer(&d, tdm_dataset_free);
+  /* Labels first: they are small, and a short label file is found before the images
+   * are inflated. */
+  label_bytes = tdm_idx_read_body(&labels, &lh, lh.dims[0], error);
+  if (label_bytes == NULL)
     goto out;
-  }
+  image_bytes =
+      tdm_idx_read_body(&images, &ih, (gsize)ih.dims[0] * ih.dims[1] * ih.dims[2], error);
+  if (image_bytes == NULL)
+    goto out;
+
+  /* classes is known once the labels are read; until then, every uint8 label fits. */
+  d = tdm_dataset_new_take(name, (int)ih.dims[0], (int)ih.dims[1], (int)ih.dims[2], 1, 256,
+                           g_steal_pointer(&image_bytes), g_steal_pointer(&label_bytes));
 
   int max_label = 0;
   for (int i = 0; i < d->count; i++)
@@ -325,6 +491,8 @@ tdm_dataset_load_idx(const char *images_path, const char *labels_path, const cha
     d->classes = 10;
 
 out:
+  g_free(label_bytes);
+  g_free(image_bytes);
   tdm_idx_file_close(&images);
   tdm_idx_file_close(&labels);
   return d;
@@ -336,10 +504,11 @@ static char *
 tdm_idx_find(const char *folder, const char *base, GError **error)
 {
   g_autofree char *raw = g_build_filename(folder, base, NULL);
-  if (g_file_test(raw, G_FILE_TEST_EXISTS))
+  /* lstat, not stat: a dangling link is found, and its open says what is wrong. */
+  if (tdm_file_present(raw))
     return g_steal_pointer(&raw);
   g_autofree char *gz = g_strconcat(raw, ".gz", NULL);
-  if (g_file_test(gz, G_FILE_TEST_EXISTS))
+  if (tdm_file_present(gz))
     return g_steal_pointer(&gz);
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
               "%s: missing file: neither %s nor %s.gz is there", folder, base, base);
@@ -369,8 +538,8 @@ tdm_idx_check_labels(const TdmDataset *d, const char *labels_path, int classes, 
   for (int i = 0; i < d->count; i++)
     if (d->labels[i] >= classes) {
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                  "%s: label %d at index %d is out of range: %s has %d classes (0 to %d)",
-                  labels_path, d->labels[i], i, why, classes, classes - 1);
+                  "%s: label %d at index %d is out of range for %d classes (%s)",
+                  labels_path, d->labels[i], i, classes, why);
       return FALSE;
     }
   return TRUE;
@@ -416,14 +585,33 @@ tdm_dataset_load_idx_folder_as(const char *folder, const char *kind, int classes
   }
 
   if (classes > 0) {
-    if (!tdm_idx_check_labels(train, train_labels, classes, kind, error) ||
-        !tdm_idx_check_labels(test, test_labels, classes, kind, error))
+    g_autofree char *why = g_strdup_printf("%s has labels 0 to %d", kind, classes - 1);
+    if (!tdm_idx_check_labels(train, train_labels, classes, why, error) ||
+        !tdm_idx_check_labels(test, test_labels, classes, why, error))
       return NULL;
   } else {
-    /* The classes are the training set's: a test label the network cannot output
-     * means the files do not belong together. */
+    /* The classes are the training set's labels 0 to K-1, K the first label no
+     * training image has: a label past such a gap leaves classes without a single
+     * example, which is a damaged label file (a stray 200 among 0 to 9), not a set
+     * of 201 classes. A test label the network cannot output means the files do not
+     * belong together. */
+    guint64 seen[256] = {0};
+    for (int i = 0; i < train->count; i++)
+      seen[train->labels[i]]++;
+    int first_gap = 0;
+    while (first_gap < 256 && seen[first_gap] > 0)
+      first_gap++;
+    if (first_gap < train->classes && first_gap > 0) {
+      g_autofree char *why = g_strdup_printf(
+          "the training labels are 0 to %d; no training image has label %d", first_gap - 1,
+          first_gap);
+      if (!tdm_idx_check_labels(train, train_labels, first_gap, why, error))
+        return NULL;
+    }
     classes = train->classes;
-    if (!tdm_idx_check_labels(test, test_labels, classes, "the training set", error))
+    g_autofree char *why =
+        g_strdup_printf("the training set has labels 0 to %d", classes - 1);
+    if (!tdm_idx_check_labels(test, test_labels, classes, why, error))
       return NULL;
   }
   train->classes = test->classes = classes;

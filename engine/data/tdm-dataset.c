@@ -5,8 +5,11 @@
 #include "tdm-dataset.h"
 #include "tdm-dataset-folder.h"
 #include "tdm-error.h"
+#include "tdm-file.h"
 
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 TdmDataset *
 tdm_dataset_new(const char *name, int count, int height, int width, int channels, int classes)
@@ -26,6 +29,26 @@ tdm_dataset_new(const char *name, int count, int height, int width, int channels
   d->images = g_malloc0((gsize)count * (gsize)tdm_dataset_sample_size(d) + 1);
   d->labels = g_malloc0((gsize)count + 1);
   d->class_names = NULL;
+  return d;
+}
+
+TdmDataset *
+tdm_dataset_new_take(const char *name, int count, int height, int width, int channels,
+                     int classes, uint8_t *images, uint8_t *labels)
+{
+  g_return_val_if_fail(count > 0 && height > 0 && width > 0 && channels > 0, NULL);
+  g_return_val_if_fail(classes > 0 && classes <= 256, NULL);
+  g_return_val_if_fail(images != NULL && labels != NULL, NULL);
+
+  TdmDataset *d = g_new0(TdmDataset, 1);
+  d->name = g_strdup(name != NULL ? name : "dataset");
+  d->count = count;
+  d->height = height;
+  d->width = width;
+  d->channels = channels;
+  d->classes = classes;
+  d->images = images;
+  d->labels = labels;
   return d;
 }
 
@@ -74,7 +97,7 @@ tdm_dataset_has_idx(const char *folder)
   for (guint i = 0; i < G_N_ELEMENTS(bases); i++) {
     g_autofree char *raw = g_build_filename(folder, bases[i], NULL);
     g_autofree char *gz = g_strconcat(raw, ".gz", NULL);
-    if (g_file_test(raw, G_FILE_TEST_EXISTS) || g_file_test(gz, G_FILE_TEST_EXISTS))
+    if (tdm_file_present(raw) || tdm_file_present(gz))
       return TRUE;
   }
   return FALSE;
@@ -88,7 +111,7 @@ tdm_dataset_has_cifar10(const char *folder)
   for (guint i = 0; i < G_N_ELEMENTS(places); i++)
     for (guint j = 0; j < G_N_ELEMENTS(files); j++) {
       g_autofree char *path = g_build_filename(folder, places[i], files[j], NULL);
-      if (g_file_test(path, G_FILE_TEST_EXISTS))
+      if (tdm_file_present(path))
         return TRUE;
     }
   return FALSE;
@@ -100,6 +123,15 @@ static gboolean
 tdm_dataset_check_folder(const char *folder, const char *hint, GError **error)
 {
   if (!g_file_test(folder, G_FILE_TEST_EXISTS)) {
+    /* A link that leads nowhere is not "no such folder": say what it is. */
+    struct stat st;
+    if (lstat(folder, &st) == 0 && S_ISLNK(st.st_mode)) {
+      int err = stat(folder, &st) == 0 ? 0 : errno;
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, "%s: %s%s", folder,
+                  err == ELOOP ? "a symbolic link loop" : "a dangling symbolic link",
+                  hint != NULL ? hint : "");
+      return FALSE;
+    }
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, "%s: no such folder%s",
                 folder, hint != NULL ? hint : "");
     return FALSE;
@@ -133,7 +165,8 @@ tdm_dataset_open_folder(const char *folder, const TdmImageOptions *options, GErr
   if (tdm_dataset_has_cifar10(folder))
     return tdm_dataset_load_cifar10_folder(folder, error);
   if (tdm_dataset_is_image_folder(folder))
-    return tdm_dataset_load_image_folder(folder, options, NULL, NULL, NULL, error);
+    return tdm_dataset_load_image_folder(folder, options, NULL, NULL,
+                                         options != NULL ? options->cancellable : NULL, error);
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
               "%s: holds neither IDX files (train-images-idx3-ubyte[.gz] …), CIFAR-10 "
               "binary batches (data_batch_1.bin … test_batch.bin) nor class folders of "
@@ -192,7 +225,7 @@ tdm_dataset_open_with(const char *name_or_path, const TdmImageOptions *image_opt
 
   g_autofree char *folder = tdm_dataset_expand_path(name_or_path);
   /* A bare word that is not a folder is most likely a misspelt name. */
-  if (!g_file_test(folder, G_FILE_TEST_EXISTS) && strchr(folder, G_DIR_SEPARATOR) == NULL) {
+  if (!tdm_file_present(folder) && strchr(folder, G_DIR_SEPARATOR) == NULL) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
                 "unknown dataset “%s”: expected fashion-mnist, mnist, synthetic or a folder "
                 "of IDX files, CIFAR-10 batches or class folders of images",

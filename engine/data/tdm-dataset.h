@@ -7,7 +7,7 @@
  */
 #pragma once
 
-#include <glib.h>
+#include <gio/gio.h>
 #include <stdint.h>
 
 G_BEGIN_DECLS
@@ -53,6 +53,7 @@ typedef struct {
   int channels;        /* 1 grey, 3 RGB; 0: grey when every image is grey */
   guint64 seed;        /* of the held-out split */
   gboolean no_cache;   /* neither read nor write the cache */
+  GCancellable *cancellable;  /* stops decoding (tdm_dataset_open_with); may be NULL */
 } TdmImageOptions;
 
 /* The same, with the size, colour and split of image folders given (NULL: defaults). */
@@ -71,6 +72,12 @@ TdmDatasetPair *tdm_dataset_synthetic (guint64 seed, int train_count, int test_c
 
 TdmDataset *tdm_dataset_new (const char *name, int count, int height, int width,
                              int channels, int classes);
+/* As tdm_dataset_new, but takes images (count × sample size bytes) and labels (count
+ * bytes), both from g_malloc, instead of allocating them: a loader that has read the
+ * data in growing steps hands it over without a copy. */
+TdmDataset *tdm_dataset_new_take (const char *name, int count, int height, int width,
+                                  int channels, int classes, uint8_t *images,
+                                  uint8_t *labels);
 void tdm_dataset_free (TdmDataset *d);
 
 /* Where the default dataset lives. */

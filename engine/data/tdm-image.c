@@ -357,7 +357,8 @@ jpeg_on_error(j_common_ptr cinfo)
 static void
 jpeg_on_message(j_common_ptr cinfo, int level)
 {
-  if (level >= 0)
+  /* Stray bytes between markers are common in camera files and harm no pixel. */
+  if (level >= 0 || cinfo->err->msg_code == JWRN_EXTRANEOUS_DATA)
     return;
   JpegFailure *failure = (JpegFailure *)cinfo->err;
   if (cinfo->err->msg_code == JWRN_JPEG_EOF)
@@ -404,14 +405,15 @@ jpeg_decode(FILE *fp, int size, int channels, uint8_t *out, TdmImageInfo *info,
     goto done;
   }
   cinfo.out_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
-  /* The largest DCT reduction that keeps the centre square at least twice the
-   * output, so the area average still has pixels to average. */
+  /* The largest DCT reduction that keeps the centre square at least the output's
+   * size: libjpeg's scaled inverse DCT is itself a low-pass reduction, and decoding
+   * 4× fewer pixels is most of a JPEG's time; the area average does the rest. */
   unsigned side = cinfo.image_width < cinfo.image_height ? cinfo.image_width
                                                          : cinfo.image_height;
   cinfo.scale_num = 1;
   cinfo.scale_denom = 1;
   for (unsigned d = 8; d > 1; d /= 2)
-    if (side / d >= 2u * (unsigned)size) {
+    if (side / d >= (unsigned)size) {
       cinfo.scale_denom = d;
       break;
     }

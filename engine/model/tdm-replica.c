@@ -1,10 +1,10 @@
-/* tdm-replica.c — forward and backward passes of one replica, expressed as backend
- * operations so the same code runs on the CPU and on a GPU (where the whole pass is
- * captured once in a graph and replayed). The network is walked flat: residual
- * blocks are RES_BEGIN … RES_END, the skip path's gradient kept aside until the walk
- * back reaches the block's start. No communication here except synchronized BN's
- * sums, handed to the caller's hook; no optimizer. */
-#include "tdm-replica.h"
+/* tdm-replica.c — one replica's buffers and its steps: training (gather, forward,
+ * loss, backward, captured once in a graph and replayed where the device has them),
+ * evaluation and prediction, all as backend operations so the same code runs on the
+ * CPU and on a GPU. The walks over the layers are tdm-replica-pass.c's. No
+ * communication here except synchronized BN's sums, handed to the caller's hook;
+ * no optimizer. */
+#include "tdm-replica-private.h"
 #include "tdm-counter-rng.h"
 #include "tdm-error.h"
 
@@ -16,84 +16,6 @@
     if ((ptr) == NULL)                                                                  \
       goto fail;                                                                        \
   } while (0)
-
-/* Layer i's im2col columns, in floats per sample (0 for other layers). Each conv
- * layer keeps its own, so that backward reuses the forward's instead of rebuilding
- * them (a copy as large as the columns themselves, per layer and step). */
-static gboolean
-direct_1x1(const TdmLayer *l)
-{
-  return l->kind == TDM_LAYER_CONV && l->kernel == 1 && l->stride == 1 && l->pad == 0;
-}
-
-static size_t
-col_floats_per_sample(const TdmNetwork *net, const TdmLayer *l)
-{
-  /* A 1×1 conv of stride 1 multiplies its input as it is: no columns. */
-  if (l->kind == TDM_LAYER_CONV && !direct_1x1(l))
-    return (size_t)l->out_h * l->out_w * l->in_c * l->kernel * l->kernel;
-  if (l->kind == TDM_LAYER_RES_END && l->projection && l->stride > 1)
-    return (size_t)l->out_h * l->out_w * net->layers[l->partner].in_c;
-  return 0;
-}
-
-/* The channels a layer normalizes (bn, or a projection's bn), else 0. */
-static int
-bn_channels(const TdmLayer *l)
-{
-  return (int)(l->state_count / 2);
-}
-
-/* Whether conv layer i hands its bias, and its ReLU if it has one, to the pool after
- * it (maxpool_forward applies them after the max, on a quarter of the elements, and
- * maxpool_backward masks by the pool's output, so the conv runs neither bias_forward
- * nor relu_backward). Its own output then holds the bare product. */
-static gboolean
-bias_in_pool(const TdmNetwork *net, int i)
-{
-  return net->layers[i].kind == TDM_LAYER_CONV && net->layers[i].bias_count > 0 &&
-         i + 1 < net->layer_count && net->layers[i + 1].kind == TDM_LAYER_POOL;
-}
-
-/* Whether the first layer is a small conv whose pool comes next, so that the two run
- * as conv_pool_forward and conv_pool_backward: no columns, and the conv's output is
- * never stored (nor its gradient, which a first layer does not pass on). */
-static gboolean
-conv_pool_first(const TdmNetwork *net)
-{
-  const TdmLayer *l = &net->layers[0];
-  return bias_in_pool(net, 0) && l->stride == 1 &&
-         l->in_c * l->kernel * l->kernel <= TDM_CONV_POOL_TAPS && l->out_c <= TDM_CONV_POOL_OUT;
-}
-
-/* Whether layer i's output is a buffer of its own (flatten and a block's start only
- * rename; the conv of a conv_pool_first network has none). */
-static gboolean
-owns_output(const TdmNetwork *net, int i)
-{
-  TdmLayerKind kind = net->layers[i].kind;
-  return kind != TDM_LAYER_FLATTEN && kind != TDM_LAYER_RES_BEGIN &&
-         !(i == 0 && conv_pool_first(net));
-}
-
-static gboolean
-has_argmax(const TdmLayer *l)
-{
-  return l->kind == TDM_LAYER_POOL || l->kind == TDM_LAYER_GLOBAL_MAX;
-}
-
-static size_t
-block_in_floats(const TdmNetwork *net, const TdmLayer *end)
-{
-  const TdmLayer *begin = &net->layers[end->partner];
-  return (size_t)begin->in_h * begin->in_w * begin->in_c;
-}
-
-static size_t
-layer_out_floats(const TdmLayer *l)
-{
-  return (size_t)l->out_h * l->out_w * l->out_c;
-}
 
 size_t
 tdm_replica_bytes_needed(const TdmNetwork *net, int capacity, const TdmDataset *train,
@@ -302,367 +224,6 @@ tdm_replica_free(TdmReplica *r)
 }
 
 static gboolean
-aborted(TdmReplica *r)
-{
-  return r->reduce_failed || (r->abort_flag != NULL && g_atomic_int_get(r->abort_flag));
-}
-
-typedef enum {
-  MODE_EVAL,                   /* running statistics, no dropout */
-  MODE_TRAIN,                  /* batch statistics, running averages move */
-  MODE_PROBE,                  /* batch statistics, running averages left alone */
-} Mode;
-
-static gboolean
-bn_reduce(TdmReplica *r, float *buffer, size_t count)
-{
-  if (r->bn_reduce == NULL || r->reduce_failed)
-    return !r->reduce_failed;
-  if (!r->bn_reduce(r, buffer, count, r->bn_reduce_data))
-    r->reduce_failed = TRUE;
-  return !r->reduce_failed;
-}
-
-/* The rows the batch statistics run over: this shard's, or every replica's when
- * synchronized. */
-static double
-bn_count(TdmReplica *r, int n, int pixels)
-{
-  int samples = r->bn_reduce != NULL && r->global_count > 0 ? r->global_count : n;
-  return (double)samples * pixels;
-}
-
-/* y = BN(x) (then ReLU) over rows × C, in the given mode; work is the layer's 4·C. */
-static void
-bn_forward(TdmReplica *r, Mode mode, float *y, const float *x, int n, int pixels, int c,
-           const float *gamma, const float *beta, float *work, float *running, bool relu)
-{
-  TdmBackend *b = r->backend;
-  const TdmBackendOps *ops = b->ops;
-  int rows = n * pixels;
-  if (mode == MODE_EVAL) {
-    ops->bn_forward_eval(b, y, x, running, running + c, gamma, beta, TDM_BN_EPS, rows, c,
-                         relu);
-    return;
-  }
-  double count = bn_count(r, n, pixels);
-  float *sum = work, *sqdev = work + c, *saved = work + 2 * c;
-  ops->bn_sums(b, sum, x, NULL, 0.0f, rows, c);
-  if (!bn_reduce(r, sum, c))
-    return;
-  ops->bn_sums(b, sqdev, x, sum, (float)(1.0 / count), rows, c);
-  if (!bn_reduce(r, sqdev, c))
-    return;
-  ops->bn_stats(b, saved, sum, sqdev, c, count, TDM_BN_EPS, TDM_BN_MOMENTUM,
-                mode == MODE_TRAIN ? running : NULL, mode == MODE_TRAIN ? running + c : NULL);
-  ops->bn_forward(b, y, x, saved, saved + c, gamma, beta, rows, c, relu);
-}
-
-/* dx from dy through BN (a fused ReLU's mask already applied to dy), and the
- * parameter gradients into dgamma and dbeta (contiguous: dbeta = dgamma + C). */
-static void
-bn_backward(TdmReplica *r, float *dx, const float *dy, const float *x, int n, int pixels,
-            int c, const float *gamma, float *dgamma, float *work)
-{
-  TdmBackend *b = r->backend;
-  const TdmBackendOps *ops = b->ops;
-  int rows = n * pixels;
-  const float *saved = work + 2 * c;
-  ops->bn_backward_sums(b, dgamma, dgamma + c, dy, x, saved, saved + c, rows, c);
-  const float *sums = dgamma;
-  if (r->bn_reduce != NULL) {
-    /* The gradients stay this replica's (the gradient all-reduce sums them); the
-     * normalization's backward needs the sums over every replica. */
-    ops->copy(b, work, dgamma, 2 * (size_t)c * sizeof(float));
-    if (!bn_reduce(r, work, 2 * (size_t)c))
-      return;
-    sums = work;
-  }
-  ops->bn_backward_dx(b, dx, dy, x, saved, saved + c, gamma, sums, sums + c,
-                      (float)(1.0 / bn_count(r, n, pixels)), rows, c);
-}
-
-static uint64_t
-dropout_key(const TdmReplica *r, int layer)
-{
-  return tdm_crng_key(r->seed, TDM_RNG_DROPOUT + (uint32_t)layer);
-}
-
-/* A conv's product: out = cols(x) · Wᵀ, the columns kept in col (or x itself for a
- * 1×1 conv of stride 1). */
-static void
-conv_forward(TdmReplica *r, const TdmLayer *l, float *y, const float *x, float *col,
-             const float *w, int n, int in_h, int in_w, int in_c, int out_c, int kernel,
-             int pad, int stride, int out_h, int out_w)
-{
-  TdmBackend *b = r->backend;
-  int rows = n * out_h * out_w;
-  int k = in_c * kernel * kernel;
-  const float *a = x;
-  if (col != NULL) {
-    b->ops->im2col(b, col, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
-    a = col;
-  }
-  b->ops->gemm(b, false, true, rows, out_c, k, 1.0f, a, k, w, k, 0.0f, y, out_c);
-}
-
-/* Its backward from dy: dw, and dx when wanted (col is spent: its gradient takes its
- * place before col2im). */
-static void
-conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy, const float *x, float *col,
-              const float *w, int n, int in_h, int in_w, int in_c, int out_c, int kernel,
-              int pad, int stride, int out_h, int out_w, gboolean need_dx)
-{
-  TdmBackend *b = r->backend;
-  int rows = n * out_h * out_w;
-  int k = in_c * kernel * kernel;
-  b->ops->gemm(b, true, false, out_c, k, rows, 1.0f, dy, out_c, col ? col : x, k, 0.0f, dw, k);
-  if (!need_dx)
-    return;
-  if (col == NULL) {
-    b->ops->gemm(b, false, false, rows, k, out_c, 1.0f, dy, out_c, w, k, 0.0f, dx, k);
-    return;
-  }
-  b->ops->gemm(b, false, false, rows, k, out_c, 1.0f, dy, out_c, w, k, 0.0f, col, k);
-  b->ops->col2im(b, dx, col, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
-}
-
-static void
-forward(TdmReplica *r, int n, Mode mode)
-{
-  TdmBackend *b = r->backend;
-  const TdmBackendOps *ops = b->ops;
-  const TdmNetwork *net = r->net;
-  int first = 0;
-  if (conv_pool_first(net)) {
-    const TdmLayer *l = &net->layers[0];
-    ops->conv_pool_forward(b, r->acts[2], r->argmax[1], r->acts[0], r->params + l->weight_offset,
-                           r->params + l->bias_offset, l->fused_relu, n, l->in_h, l->in_w,
-                           l->in_c, l->out_c, l->kernel, l->kernel, l->pad,
-                           net->layers[1].kernel);
-    first = 2;
-  }
-  for (int i = first; i < net->layer_count; i++) {
-    const TdmLayer *l = &net->layers[i];
-    const float *x = r->acts[i];
-    float *y = r->acts[i + 1];
-    const float *w = r->params + l->weight_offset;
-    const float *bias = r->params + l->bias_offset;
-    size_t out = (size_t)n * layer_out_floats(l);
-    int pixels = l->out_h * l->out_w;
-    switch (l->kind) {
-    case TDM_LAYER_LINEAR: {
-      int in = l->in_h * l->in_w * l->in_c;
-      ops->gemm(b, false, true, n, l->out_c, in, 1.0f, x, in, w, in, 0.0f, y, l->out_c);
-      if (l->bias_count > 0)
-        ops->bias_forward(b, y, bias, n, l->out_c, 1, l->fused_relu);
-      else if (l->fused_relu)
-        ops->relu_forward(b, y, y, out);
-      break;
-    }
-    case TDM_LAYER_CONV:
-      conv_forward(r, l, y, x, r->cols[i], w, n, l->in_h, l->in_w, l->in_c, l->out_c,
-                   l->kernel, l->pad, l->stride, l->out_h, l->out_w);
-      if (bias_in_pool(net, i))
-        break;
-      if (l->bias_count > 0)
-        ops->bias_forward(b, y, bias, n * pixels, l->out_c, 1, l->fused_relu);
-      else if (l->fused_relu)
-        ops->relu_forward(b, y, y, out);
-      break;
-    case TDM_LAYER_POOL: {
-      const TdmLayer *conv = i > 0 && bias_in_pool(net, i - 1) ? l - 1 : NULL;
-      ops->maxpool_forward(b, y, r->argmax[i], x, conv ? r->params + conv->bias_offset : NULL,
-                           conv != NULL && conv->fused_relu, n, l->in_h, l->in_w, l->in_c,
-                           l->kernel);
-      break;
-    }
-    case TDM_LAYER_RELU:
-      ops->relu_forward(b, y, x, out);
-      break;
-    case TDM_LAYER_FLATTEN:
-    case TDM_LAYER_RES_BEGIN:
-      break;
-    case TDM_LAYER_BN:
-      bn_forward(r, mode, y, x, n, pixels, l->out_c, w, bias, r->bn_work[i],
-                 r->state + l->state_offset, l->fused_relu);
-      break;
-    case TDM_LAYER_AVGPOOL:
-      ops->avgpool_forward(b, y, x, n, l->in_h, l->in_w, l->in_c, l->kernel);
-      break;
-    case TDM_LAYER_GLOBAL_AVG:
-      ops->global_avgpool_forward(b, y, x, n, l->in_h * l->in_w, l->in_c);
-      break;
-    case TDM_LAYER_GLOBAL_MAX:
-      ops->global_maxpool_forward(b, y, r->argmax[i], x, n, l->in_h * l->in_w, l->in_c);
-      break;
-    case TDM_LAYER_DROPOUT:
-      if (mode == MODE_EVAL || l->rate == 0.0f)
-        ops->copy(b, y, x, out * sizeof(float));
-      else
-        ops->dropout_forward(b, y, x, r->indices, n, (int)layer_out_floats(l), l->rate,
-                             dropout_key(r, i), r->epoch);
-      break;
-    case TDM_LAYER_RES_END: {
-      const TdmLayer *begin = &net->layers[l->partner];
-      const float *skip = r->acts[l->partner];
-      if (l->projection) {
-        conv_forward(r, l, r->proj_conv[i], skip, r->cols[i], w, n, begin->in_h, begin->in_w,
-                     begin->in_c, l->out_c, 1, 0, l->stride, l->out_h, l->out_w);
-        bn_forward(r, mode, r->proj_bn[i], r->proj_conv[i], n, pixels, l->out_c, bias,
-                   bias + l->out_c, r->bn_work[i], r->state + l->state_offset, false);
-        skip = r->proj_bn[i];
-      }
-      ops->copy(b, y, x, out * sizeof(float));
-      ops->add(b, y, skip, out);
-      if (l->fused_relu)
-        ops->relu_forward(b, y, y, out);
-      break;
-    }
-    }
-    if (aborted(r))
-      return;
-  }
-}
-
-static void
-announce(TdmReplica *r, const TdmLayer *l)
-{
-  if (l->param_count > 0 && r->grads_ready != NULL)
-    r->grads_ready(r, l->param_offset, l->param_count, r->grads_ready_data);
-}
-
-static void
-backward(TdmReplica *r, int n)
-{
-  TdmBackend *b = r->backend;
-  const TdmBackendOps *ops = b->ops;
-  const TdmNetwork *net = r->net;
-  float *dy = r->grad_a, *dx = r->grad_b;
-
-  for (int i = net->layer_count - 1; i >= 0; i--) {
-    const TdmLayer *l = &net->layers[i];
-    const float *x = r->acts[i];
-    const float *y = r->acts[i + 1];
-    const float *w = r->params + l->weight_offset;
-    float *dw = r->grads + l->weight_offset;
-    float *dbias = r->grads + l->bias_offset;
-    gboolean need_dx = i > 0;
-    size_t out = (size_t)n * layer_out_floats(l);
-    int pixels = l->out_h * l->out_w;
-
-    switch (l->kind) {
-    case TDM_LAYER_LINEAR: {
-      int in = l->in_h * l->in_w * l->in_c;
-      if (l->fused_relu)
-        ops->relu_backward(b, dy, dy, y, out);
-      ops->gemm(b, true, false, l->out_c, in, n, 1.0f, dy, l->out_c, x, in, 0.0f, dw, in);
-      if (l->bias_count > 0)
-        ops->bias_backward(b, dbias, dy, n, l->out_c, 1);
-      if (need_dx)
-        ops->gemm(b, false, false, n, in, l->out_c, 1.0f, dy, l->out_c, w, in, 0.0f, dx, in);
-      break;
-    }
-    case TDM_LAYER_CONV:
-      /* With its bias and ReLU in the pool, the pool's backward did both. */
-      if (!bias_in_pool(net, i)) {
-        if (l->fused_relu)
-          ops->relu_backward(b, dy, dy, y, out);
-        if (l->bias_count > 0)
-          ops->bias_backward(b, dbias, dy, n * pixels, l->out_c, 1);
-      }
-      conv_backward(r, dx, dw, dy, x, r->cols[i], w, n, l->in_h, l->in_w, l->in_c, l->out_c,
-                    l->kernel, l->pad, l->stride, l->out_h, l->out_w, need_dx);
-      break;
-    case TDM_LAYER_POOL:
-      if (i == 1 && conv_pool_first(net)) {
-        const TdmLayer *c = l - 1;
-        ops->conv_pool_backward(b, r->grads + c->weight_offset, r->grads + c->bias_offset, dy,
-                                r->argmax[1], y, r->acts[0], c->fused_relu, n, c->in_h,
-                                c->in_w, c->in_c, c->out_c, c->kernel, c->kernel, c->pad,
-                                l->kernel);
-        announce(r, c);
-        return;
-      }
-      if (need_dx) {
-        /* The conv below handed this pool its bias (and ReLU): their gradients too. */
-        const TdmLayer *c = bias_in_pool(net, i - 1) ? l - 1 : NULL;
-        ops->maxpool_backward(b, dx, c ? r->grads + c->bias_offset : NULL, dy, r->argmax[i],
-                              c && c->fused_relu ? y : NULL, n, l->in_h, l->in_w, l->in_c,
-                              l->kernel);
-      }
-      break;
-    case TDM_LAYER_RELU:
-      if (need_dx)
-        ops->relu_backward(b, dx, dy, y, out);
-      break;
-    case TDM_LAYER_FLATTEN:
-      continue; /* dy already is the input's gradient */
-    case TDM_LAYER_BN:
-      if (l->fused_relu)
-        ops->relu_backward(b, dy, dy, y, out);
-      bn_backward(r, dx, dy, x, n, pixels, l->out_c, w, dw, r->bn_work[i]);
-      break;
-    case TDM_LAYER_AVGPOOL:
-      if (need_dx)
-        ops->avgpool_backward(b, dx, dy, n, l->in_h, l->in_w, l->in_c, l->kernel);
-      break;
-    case TDM_LAYER_GLOBAL_AVG:
-      if (need_dx)
-        ops->global_avgpool_backward(b, dx, dy, n, l->in_h * l->in_w, l->in_c);
-      break;
-    case TDM_LAYER_GLOBAL_MAX:
-      if (need_dx)
-        ops->global_maxpool_backward(b, dx, dy, r->argmax[i], n, l->in_h * l->in_w, l->in_c);
-      break;
-    case TDM_LAYER_DROPOUT:
-      if (need_dx) {
-        if (l->rate == 0.0f)
-          ops->copy(b, dx, dy, out * sizeof(float));
-        else
-          ops->dropout_backward(b, dx, dy, r->indices, n, (int)layer_out_floats(l), l->rate,
-                                dropout_key(r, i), r->epoch);
-      }
-      break;
-    case TDM_LAYER_RES_END: {
-      /* dy goes on to the block's layers unchanged; the skip path's share waits in
-       * skip_grad for the block's start. */
-      if (l->fused_relu)
-        ops->relu_backward(b, dy, dy, y, out);
-      float *skip = r->skip_grad[i];
-      if (l->projection) {
-        const TdmLayer *begin = &net->layers[l->partner];
-        float *dconv = r->proj_bn[i]; /* the bn's output is spent */
-        bn_backward(r, dconv, dy, r->proj_conv[i], n, pixels, l->out_c,
-                    r->params + l->bias_offset, r->grads + l->bias_offset, r->bn_work[i]);
-        conv_backward(r, skip, dw, dconv, r->acts[l->partner], r->cols[i], w, n, begin->in_h,
-                      begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride, l->out_h, l->out_w,
-                      TRUE);
-      } else {
-        ops->copy(b, skip, dy, out * sizeof(float));
-      }
-      announce(r, l);
-      if (aborted(r))
-        return;
-      continue;
-    }
-    case TDM_LAYER_RES_BEGIN: {
-      const TdmLayer *end = &net->layers[l->partner];
-      ops->add(b, dy, r->skip_grad[l->partner], (size_t)n * block_in_floats(net, end));
-      continue;
-    }
-    }
-
-    announce(r, l);
-    float *swap = dy;
-    dy = dx;
-    dx = swap;
-    if (aborted(r))
-      return;
-  }
-}
-
-static gboolean
 augments(const TdmReplica *r)
 {
   return r->augment_pad > 0 || r->augment_flip != TDM_FLIP_NEVER;
@@ -691,14 +252,14 @@ train_body(TdmReplica *r, int count, float grad_scale)
   const TdmNetwork *net = r->net;
   guint64 first = b->operations;
   gather_train(r, count);
-  forward(r, count, MODE_TRAIN);
-  if (aborted(r))
+  tdm_replica_forward(r, count, MODE_TRAIN);
+  if (tdm_replica_aborted(r))
     return;
   if (r->forward_done != NULL)
     r->forward_done(r, r->forward_done_data);
   b->ops->softmax_xent(b, r->acts[net->layer_count], r->labels, count, net->classes,
                        r->smoothing, grad_scale, r->grad_a, r->metrics);
-  backward(r, count);
+  tdm_replica_backward(r, count);
   r->ops_per_step = (int)(b->operations - first);
 }
 
@@ -755,20 +316,20 @@ tdm_replica_train_idle(TdmReplica *r)
     return;
   /* The same collectives in the same order as a step: two per BN forward, one per BN
    * backward, each with zeros. */
-  for (int i = 0; i < net->layer_count && !aborted(r); i++) {
+  for (int i = 0; i < net->layer_count && !tdm_replica_aborted(r); i++) {
     int c = bn_channels(&net->layers[i]);
     if (c == 0)
       continue;
     b->ops->zero(b, r->bn_work[i], 4 * (size_t)c * sizeof(float));
-    bn_reduce(r, r->bn_work[i], c);
-    bn_reduce(r, r->bn_work[i] + c, c);
+    tdm_replica_bn_reduce(r, r->bn_work[i], c);
+    tdm_replica_bn_reduce(r, r->bn_work[i] + c, c);
   }
-  for (int i = net->layer_count - 1; i >= 0 && !aborted(r); i--) {
+  for (int i = net->layer_count - 1; i >= 0 && !tdm_replica_aborted(r); i--) {
     int c = bn_channels(&net->layers[i]);
     if (c == 0)
       continue;
     b->ops->zero(b, r->bn_work[i], 2 * (size_t)c * sizeof(float));
-    bn_reduce(r, r->bn_work[i], 2 * (size_t)c);
+    tdm_replica_bn_reduce(r, r->bn_work[i], 2 * (size_t)c);
   }
 }
 
@@ -780,10 +341,42 @@ tdm_replica_train_loss(TdmReplica *r, const int32_t *indices, int count)
   g_return_if_fail(count > 0 && count <= r->capacity);
   b->ops->upload(b, r->indices, indices, (size_t)count * sizeof(int32_t));
   gather_train(r, count);
-  forward(r, count, MODE_PROBE);
+  tdm_replica_forward(r, count, MODE_PROBE);
   b->ops->softmax_xent(b, r->acts[net->layer_count], r->labels, count, net->classes,
                        r->smoothing, 0.0f, NULL, r->metrics);
   b->ops->synchronize(b);
+}
+
+/* The network's outputs for test samples [first, first + count) as the evaluation
+ * scores them (with the flipped copy averaged in where test-time flips are on); the
+ * classifier reads the same, so a test image gets the class the evaluation gave it. */
+static float *
+eval_logits(TdmReplica *r, int first, int count)
+{
+  TdmBackend *b = r->backend;
+  const TdmNetwork *net = r->net;
+  int32_t *indices = g_new(int32_t, count);
+  for (int i = 0; i < count; i++)
+    indices[i] = first + i;
+  b->ops->upload(b, r->indices, indices, (size_t)count * sizeof(int32_t));
+  b->ops->gather(b, r->acts[0], r->labels, r->test_images, r->test_labels, r->indices, count,
+                 r->sample_size, 1.0f / 255.0f);
+  tdm_replica_forward(r, count, MODE_EVAL);
+  float *logits = r->acts[net->layer_count];
+  size_t floats = (size_t)count * net->classes;
+  if (r->test_flip && b->ops->gather_augment != NULL) {
+    b->ops->copy(b, r->tta_logits, logits, floats * sizeof(float));
+    b->ops->gather_augment(b, r->acts[0], r->labels, r->test_images, r->test_labels,
+                           r->indices, count, net->in_h, net->in_w, net->in_c, 1.0f / 255.0f,
+                           0, TDM_FLIP_ALWAYS, 0, 0);
+    tdm_replica_forward(r, count, MODE_EVAL);
+    b->ops->add(b, logits, r->tta_logits, floats);
+    b->ops->scale(b, logits, 0.5f, floats);
+  }
+  /* The upload may be asynchronous: keep the host indices alive until it is done. */
+  b->ops->synchronize(b);
+  g_free(indices);
+  return logits;
 }
 
 void
@@ -793,29 +386,10 @@ tdm_replica_evaluate(TdmReplica *r, int first, int count)
   const TdmNetwork *net = r->net;
   g_return_if_fail(count > 0 && count <= r->capacity);
 
-  int32_t *indices = g_new(int32_t, count);
-  for (int i = 0; i < count; i++)
-    indices[i] = first + i;
-  b->ops->upload(b, r->indices, indices, (size_t)count * sizeof(int32_t));
-  b->ops->gather(b, r->acts[0], r->labels, r->test_images, r->test_labels, r->indices, count,
-                 r->sample_size, 1.0f / 255.0f);
-  forward(r, count, MODE_EVAL);
-  float *logits = r->acts[net->layer_count];
-  size_t floats = (size_t)count * net->classes;
-  if (r->test_flip && b->ops->gather_augment != NULL) {
-    b->ops->copy(b, r->tta_logits, logits, floats * sizeof(float));
-    b->ops->gather_augment(b, r->acts[0], r->labels, r->test_images, r->test_labels,
-                           r->indices, count, net->in_h, net->in_w, net->in_c, 1.0f / 255.0f,
-                           0, TDM_FLIP_ALWAYS, 0, 0);
-    forward(r, count, MODE_EVAL);
-    b->ops->add(b, logits, r->tta_logits, floats);
-    b->ops->scale(b, logits, 0.5f, floats);
-  }
+  float *logits = eval_logits(r, first, count);
   b->ops->softmax_xent(b, logits, r->labels, count, net->classes, 0.0f, 0.0f, NULL,
                        r->metrics);
-  /* The upload may be asynchronous: keep the host indices alive until it is done. */
   b->ops->synchronize(b);
-  g_free(indices);
 }
 
 const float *
@@ -831,16 +405,8 @@ tdm_replica_predict(TdmReplica *r, int first, int count, float *logits)
   const TdmNetwork *net = r->net;
   g_return_if_fail(count > 0 && count <= r->capacity && logits != NULL);
 
-  int32_t *indices = g_new(int32_t, count);
-  for (int i = 0; i < count; i++)
-    indices[i] = first + i;
-  b->ops->upload(b, r->indices, indices, (size_t)count * sizeof(int32_t));
-  b->ops->gather(b, r->acts[0], r->labels, r->test_images, r->test_labels, r->indices, count,
-                 r->sample_size, 1.0f / 255.0f);
-  forward(r, count, MODE_EVAL);
-  b->ops->download(b, logits, r->acts[net->layer_count],
-                   (size_t)count * net->classes * sizeof(float));
-  g_free(indices);
+  float *device_logits = eval_logits(r, first, count);
+  b->ops->download(b, logits, device_logits, (size_t)count * net->classes * sizeof(float));
 }
 
 TdmMetrics

@@ -8,6 +8,7 @@
 #include "tdm-checkpoint.h"
 #include "tdm-json.h"
 #include "tdm-error.h"
+#include "tdm-file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -251,6 +253,122 @@ save_failed(GError **error, const char *path, const char *what, int err)
   return FALSE;
 }
 
+/* mkstemp's six characters. */
+static gboolean
+is_temp_suffix(const char *s)
+{
+  if (strlen(s) != 6)
+    return FALSE;
+  for (; *s; s++)
+    if (!g_ascii_isalnum(*s))
+      return FALSE;
+  return TRUE;
+}
+
+/* Removes ".BASE.XXXXXX" files in dir that a save killed mid-write left behind, and
+ * only those: other names are never touched, nor a temporary whose writer is alive.
+ * A writer holds an exclusive flock on its temporary from creation to rename, and
+ * the kernel drops it when the writer dies; so a temporary whose lock can be taken
+ * has no writer left. The writer's own side of the race (a cleaner taking the lock in
+ * the instant between its mkstemp and its flock) is closed in create_temp. */
+static void
+remove_stale_temporaries(const char *dir, const char *base)
+{
+  GDir *d = g_dir_open(dir, 0, NULL);
+  if (d == NULL)
+    return;
+  g_autofree char *prefix = g_strdup_printf(".%s.", base);
+  const char *entry;
+  while ((entry = g_dir_read_name(d)) != NULL) {
+    if (!g_str_has_prefix(entry, prefix) || !is_temp_suffix(entry + strlen(prefix)))
+      continue;
+    g_autofree char *path = g_build_filename(dir, entry, NULL);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+      continue;
+    struct stat held, named;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0 && fstat(fd, &held) == 0 && S_ISREG(held.st_mode) &&
+        held.st_nlink > 0 && lstat(path, &named) == 0 && named.st_ino == held.st_ino &&
+        named.st_dev == held.st_dev)
+      (void)g_unlink(path);
+    close(fd);
+  }
+  g_dir_close(d);
+}
+
+/* Creates and locks the temporary for path; -1 with errno set on failure. */
+static int
+create_temp(const char *dir, const char *base, char **tmp_path_out)
+{
+  for (int attempt = 0; attempt < 8; attempt++) {
+    g_autofree char *tmp_name = g_strdup_printf(".%s.XXXXXX", base);
+    g_autofree char *tmp_path = g_build_filename(dir, tmp_name, NULL);
+    /* 0666 less the umask, like any file the user saves; mkstemp's 0600 would make
+     * the renamed checkpoint private. */
+    int fd = g_mkstemp_full(tmp_path, O_WRONLY | O_CLOEXEC, 0666);
+    if (fd < 0)
+      return -1;
+    struct stat st;
+    /* Where flock is not supported the temporary simply goes unlocked. */
+    if (flock(fd, LOCK_EX) != 0 && errno != ENOLCK && errno != EOPNOTSUPP &&
+        errno != EINVAL) {
+      int err = errno;
+      close(fd);
+      g_unlink(tmp_path);
+      errno = err;
+      return -1;
+    }
+    /* Another save's cleaner may have taken the file for a leftover just before the
+     * lock was ours, and removed it: start again with a fresh name. */
+    if (fstat(fd, &st) == 0 && st.st_nlink == 0) {
+      close(fd);
+      continue;
+    }
+    *tmp_path_out = g_steal_pointer(&tmp_path);
+    return fd;
+  }
+  errno = EAGAIN;
+  return -1;
+}
+
+gboolean
+tdm_checkpoint_check_writable(const char *path, GError **error)
+{
+  g_return_val_if_fail(path != NULL, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                "checkpoint %s: is a folder, not a file", path);
+    return FALSE;
+  }
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                "checkpoint %s: exists and is not a regular file; a save would replace it",
+                path);
+    return FALSE;
+  }
+  g_autofree char *dir = g_path_get_dirname(path);
+  g_autofree char *base = g_path_get_basename(path);
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                "checkpoint %s: cannot save there: the folder %s does not exist", path, dir);
+    return FALSE;
+  }
+  g_autofree char *tmp_path = NULL;
+  int fd = create_temp(dir, base, &tmp_path);
+  if (fd < 0) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                "checkpoint %s: cannot save there: cannot create a file in %s: %s", path, dir,
+                g_strerror(errno));
+    return FALSE;
+  }
+  close(fd);
+  g_unlink(tmp_path);
+  return TRUE;
+}
+
 gboolean
 tdm_checkpoint_save(TdmCheckpoint *ckpt, const char *path, GError **error)
 {
@@ -270,12 +388,9 @@ tdm_checkpoint_save(TdmCheckpoint *ckpt, const char *path, GError **error)
 
   g_autofree char *dir = g_path_get_dirname(path);
   g_autofree char *base = g_path_get_basename(path);
-  g_autofree char *tmp_name = g_strdup_printf(".%s.XXXXXX", base);
-  g_autofree char *tmp_path = g_build_filename(dir, tmp_name, NULL);
-
-  /* 0666 less the umask, like any file the user saves; mkstemp's 0600 would make
-   * the renamed checkpoint private. */
-  int fd = g_mkstemp_full(tmp_path, O_WRONLY | O_CLOEXEC, 0666);
+  remove_stale_temporaries(dir, base);
+  g_autofree char *tmp_path = NULL;
+  int fd = create_temp(dir, base, &tmp_path);
   if (fd < 0)
     return save_failed(error, path, "create a temporary file in its folder", errno);
 
@@ -462,17 +577,10 @@ tdm_checkpoint_load(const char *path, GError **error)
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
 
   g_autoptr(GError) local = NULL;
-  int fd = g_open(path, O_RDONLY | O_CLOEXEC, 0);
-  if (fd < 0) {
-    load_failed(error, path, "cannot open: %s", g_strerror(errno));
+  /* A FIFO or a device would block or never end: refused before it is opened. */
+  int fd = tdm_file_open_regular(path, "checkpoint ", TDM_ENGINE_ERROR_CHECKPOINT, NULL, error);
+  if (fd < 0)
     return NULL;
-  }
-  struct stat st;
-  if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
-    close(fd);
-    load_failed(error, path, "not a regular file");
-    return NULL;
-  }
   g_autoptr(GMappedFile) file = g_mapped_file_new_from_fd(fd, FALSE, &local);
   close(fd);   /* the mapping keeps what it needs */
   if (file == NULL) {

@@ -32,8 +32,15 @@ void tdm_checkpoint_add (TdmCheckpoint *ckpt, const char *name, int rank,
                          const gint64 *shape, const float *data);
 void tdm_checkpoint_set_metadata (TdmCheckpoint *ckpt, const char *key, const char *value);
 
-/* Writes atomically. */
+/* Writes atomically: to a hidden temporary ".NAME.XXXXXX" beside path, renamed over
+ * it. A writer killed mid-save leaves its temporary behind; each save removes such
+ * leftovers of the same checkpoint name, but never one a live writer still holds
+ * (writers hold an flock on their temporary until it is renamed). */
 gboolean tdm_checkpoint_save (TdmCheckpoint *ckpt, const char *path, GError **error);
+/* Whether a checkpoint can be saved at path, found by doing what a save does first:
+ * creating (and removing) the temporary file in its folder. For a run to refuse a
+ * place it cannot write before any work, rather than at its first save. */
+gboolean tdm_checkpoint_check_writable (const char *path, GError **error);
 /* Reads and checks every header field against the file size. */
 TdmCheckpoint *tdm_checkpoint_load (const char *path, GError **error);
 

@@ -7,6 +7,7 @@
 #include "tdm-classifier.h"
 #include "tdm-backend.h"
 #include "tdm-checkpoint.h"
+#include "tdm-config.h"
 #include "tdm-dataset.h"
 #include "tdm-error.h"
 #include "tdm-image.h"
@@ -114,6 +115,11 @@ tdm_classifier_load(const char *path, GError **error)
     tdm_classifier_free(cl);
     return NULL;
   }
+  /* Evaluated as the run evaluated: with its test-time flips, if it used them. */
+  const char *config_json = tdm_checkpoint_get_metadata(ckpt, "config");
+  g_autoptr(TdmConfig) config = config_json != NULL ? tdm_config_from_json(config_json, NULL)
+                                                    : NULL;
+  cl->replica->test_flip = config != NULL && config->test_flip;
   cl->backend->ops->upload(cl->backend, cl->replica->params, params,
                            net->parameter_count * sizeof(float));
   if (net->state_count > 0)

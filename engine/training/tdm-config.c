@@ -345,6 +345,46 @@ tdm_config_validate(const TdmConfig *c, GError **error)
   return TRUE;
 }
 
+/* The JSON key of the field a validation message's leading flag names. */
+static char *
+key_of_flag(const char *flag)
+{
+  if (g_str_equal(flag, "main"))
+    return g_strdup("main_replica");
+  if (g_str_equal(flag, "save"))
+    return g_strdup("save_path");
+  char *key = g_strdup(flag);
+  g_strdelimit(key, "-", '_');
+  return key;
+}
+
+gboolean
+tdm_config_validate_saved(const TdmConfig *c, const char *source, GError **error)
+{
+  g_return_val_if_fail(c != NULL && source != NULL, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+
+  g_autoptr(GError) local = NULL;
+  if (tdm_config_validate(c, &local))
+    return TRUE;
+  /* Every message of tdm_config_validate starts with the flag ("--batch -7: …");
+   * here the value came from the file, so the file and the key are named instead. */
+  const char *m = local->message;
+  if (g_str_has_prefix(m, "--")) {
+    gsize len = strcspn(m + 2, " :");
+    g_autofree char *flag = g_strndup(m + 2, len);
+    g_autofree char *key = key_of_flag(flag);
+    const char *rest = m + 2 + len;
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                "%s: bad value in its saved run configuration: key “%s”%s%s", source, key,
+                *rest == ' ' ? " =" : "", rest);
+  } else {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                "%s: bad value in its saved run configuration: %s", source, m);
+  }
+  return FALSE;
+}
+
 /* Name tables. The enum values index them, so the order matters. */
 static const char *const optimizer_names[] = {"sgd", "momentum", "adam", "nesterov"};
 static const char *const strategy_names[] = {"main", "allreduce"};

@@ -105,6 +105,12 @@ gboolean tdm_config_flips (const TdmConfig *config, const char *dataset_name);
 
 /* Checks what can be checked without loading anything. Messages name the option. */
 gboolean tdm_config_validate (const TdmConfig *config, GError **error);
+/* The same checks for a configuration read from a file (a checkpoint's metadata):
+ * the error is the file's, TDM_ENGINE_ERROR_CHECKPOINT, and names the source and the
+ * key ("checkpoint run.safetensors: bad value in its saved configuration: key
+ * “batch” = -7: …"), never a flag the person did not give. */
+gboolean tdm_config_validate_saved (const TdmConfig *config, const char *source,
+                                    GError **error);
 
 /* Names ↔ enums for flags, settings and JSON; parsers return FALSE on unknown names. */
 const char *tdm_optimizer_name (TdmOptimizerKind kind);

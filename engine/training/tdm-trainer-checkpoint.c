@@ -291,7 +291,29 @@ tdm_trainer_restore_checkpoint(TdmTrainer *t, const char *path, GError **error)
                 spec ? spec : "(none)", t->net->spec);
     return FALSE;
   }
+  /* Positions and steps mean nothing on another dataset: say which two they are,
+   * rather than that a number is out of range. */
+  const char *dataset = tdm_checkpoint_get_metadata(ckpt, "dataset");
+  if (dataset == NULL || !g_str_equal(dataset, t->data->name)) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                "%s: the checkpoint was saved training on dataset “%s”, but this run uses "
+                "“%s”; resume with the dataset it was saved with",
+                path, dataset ? dataset : "(none)", t->data->name);
+    return FALSE;
+  }
   gint64 epoch, position, step, opt_t;
+  const char *saved_position = tdm_checkpoint_get_metadata(ckpt, "position");
+  gint64 p;
+  if (saved_position != NULL &&
+      g_ascii_string_to_signed(saved_position, 10, 0, G_MAXINT, &p, NULL) &&
+      p > t->data->train->count) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                "%s: the checkpoint stopped at sample %" G_GINT64_FORMAT " of an epoch, but "
+                "dataset “%s” now holds %d training samples: it is not the dataset the "
+                "checkpoint was saved with",
+                path, p, t->data->name, t->data->train->count);
+    return FALSE;
+  }
   if (!metadata_long(ckpt, path, "epoch", 0, G_MAXINT, &epoch, error) ||
       !metadata_long(ckpt, path, "position", 0, t->data->train->count, &position, error) ||
       !metadata_long(ckpt, path, "step", 0, G_MAXINT64, &step, error) ||

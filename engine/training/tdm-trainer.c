@@ -746,7 +746,7 @@ all_cpu(const TdmConfig *cfg)
 }
 
 static gboolean
-setup(TdmTrainer *t, GError **error)
+setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
 {
   const TdmConfig *cfg = t->config;
   tdm_barrier_init(&t->start, 1);
@@ -758,9 +758,16 @@ setup(TdmTrainer *t, GError **error)
     return FALSE;
   if (!tdm_config_validate(cfg, error))
     return FALSE;
+  /* A checkpoint that cannot be written would fail only after the first epoch's
+   * work; the process that saves finds out now. */
+  if (cfg->save_path != NULL &&
+      (!tdm_distributed_active() || cfg->main_replica == tdm_distributed_rank()) &&
+      !tdm_checkpoint_check_writable(cfg->save_path, error))
+    return FALSE;
 
+  /* Decoding an image folder can take minutes: a stop ends it too. */
   TdmImageOptions image = {.size = cfg->image_size, .channels = cfg->image_channels,
-                           .seed = cfg->seed};
+                           .seed = cfg->seed, .cancellable = cancellable};
   t->data = tdm_dataset_open_with(cfg->dataset, &image, error);
   if (t->data == NULL)
     return FALSE;
@@ -1325,7 +1332,7 @@ tdm_trainer_run(TdmTrainer *t, GCancellable *cancellable, GError **error)
   t->saved_step = -1;
   t->last_step_us = 0;
 
-  if (!setup(t, &local))
+  if (!setup(t, cancellable, &local))
     goto failed;
   if (cancellable != NULL) {
     t->cancellable = g_object_ref(cancellable);

@@ -202,7 +202,7 @@ test_classify_view (void)
   g_assert_true (g_str_has_prefix (tdm_classify_view_get_result (view, 0), "dark ") ||
                  g_str_has_prefix (tdm_classify_view_get_result (view, 0), "light "));
   g_assert_nonnull (strstr (tdm_classify_view_get_result (view, 0), " %"));
-  g_assert_nonnull (strstr (tdm_classify_view_get_result (view, 1), "missing.png: cannot open"));
+  g_assert_true (g_str_has_prefix (tdm_classify_view_get_result (view, 1), "cannot open: "));
 
   /* The same answer as the engine's classifier gives directly. */
   {

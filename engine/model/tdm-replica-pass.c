@@ -1,0 +1,363 @@
+/* tdm-replica-pass.c — the forward and backward walks of a replica over the flat
+ * tree of layers (tdm-network.h): each layer as backend operations, blocks as
+ * RES_BEGIN … RES_END with the skip path's gradient kept aside until the walk back
+ * reaches the block's start, batch normalization's sums handed to the synchronized
+ * BN hook between its steps. Not the buffers, the gather or the step's shape
+ * (tdm-replica.c). */
+#include "tdm-replica-private.h"
+#include "tdm-counter-rng.h"
+
+gboolean
+tdm_replica_aborted(TdmReplica *r)
+{
+  return r->reduce_failed || (r->abort_flag != NULL && g_atomic_int_get(r->abort_flag));
+}
+
+gboolean
+tdm_replica_bn_reduce(TdmReplica *r, float *buffer, size_t count)
+{
+  if (r->bn_reduce == NULL || r->reduce_failed)
+    return !r->reduce_failed;
+  if (!r->bn_reduce(r, buffer, count, r->bn_reduce_data))
+    r->reduce_failed = TRUE;
+  return !r->reduce_failed;
+}
+
+/* The rows the batch statistics run over: this shard's, or every replica's when
+ * synchronized. */
+static double
+bn_count(TdmReplica *r, int n, int pixels)
+{
+  int samples = r->bn_reduce != NULL && r->global_count > 0 ? r->global_count : n;
+  return (double)samples * pixels;
+}
+
+/* y = BN(x) (then ReLU) over rows × C, in the given mode; work is the layer's 4·C. */
+static void
+bn_forward(TdmReplica *r, TdmPassMode mode, float *y, const float *x, int n, int pixels, int c,
+           const float *gamma, const float *beta, float *work, float *running, bool relu)
+{
+  TdmBackend *b = r->backend;
+  const TdmBackendOps *ops = b->ops;
+  int rows = n * pixels;
+  if (mode == MODE_EVAL) {
+    ops->bn_forward_eval(b, y, x, running, running + c, gamma, beta, TDM_BN_EPS, rows, c,
+                         relu);
+    return;
+  }
+  double count = bn_count(r, n, pixels);
+  float *sum = work, *sqdev = work + c, *saved = work + 2 * c;
+  ops->bn_sums(b, sum, x, NULL, 0.0f, rows, c);
+  if (!tdm_replica_bn_reduce(r, sum, c))
+    return;
+  ops->bn_sums(b, sqdev, x, sum, (float)(1.0 / count), rows, c);
+  if (!tdm_replica_bn_reduce(r, sqdev, c))
+    return;
+  ops->bn_stats(b, saved, sum, sqdev, c, count, TDM_BN_EPS, TDM_BN_MOMENTUM,
+                mode == MODE_TRAIN ? running : NULL, mode == MODE_TRAIN ? running + c : NULL);
+  ops->bn_forward(b, y, x, saved, saved + c, gamma, beta, rows, c, relu);
+}
+
+/* dx from dy through BN (a fused ReLU's mask already applied to dy), and the
+ * parameter gradients into dgamma and dbeta (contiguous: dbeta = dgamma + C). */
+static void
+bn_backward(TdmReplica *r, float *dx, const float *dy, const float *x, int n, int pixels,
+            int c, const float *gamma, float *dgamma, float *work)
+{
+  TdmBackend *b = r->backend;
+  const TdmBackendOps *ops = b->ops;
+  int rows = n * pixels;
+  const float *saved = work + 2 * c;
+  ops->bn_backward_sums(b, dgamma, dgamma + c, dy, x, saved, saved + c, rows, c);
+  const float *sums = dgamma;
+  if (r->bn_reduce != NULL) {
+    /* The gradients stay this replica's (the gradient all-reduce sums them); the
+     * normalization's backward needs the sums over every replica. */
+    ops->copy(b, work, dgamma, 2 * (size_t)c * sizeof(float));
+    if (!tdm_replica_bn_reduce(r, work, 2 * (size_t)c))
+      return;
+    sums = work;
+  }
+  ops->bn_backward_dx(b, dx, dy, x, saved, saved + c, gamma, sums, sums + c,
+                      (float)(1.0 / bn_count(r, n, pixels)), rows, c);
+}
+
+static uint64_t
+dropout_key(const TdmReplica *r, int layer)
+{
+  return tdm_crng_key(r->seed, TDM_RNG_DROPOUT + (uint32_t)layer);
+}
+
+/* A conv's product: out = cols(x) · Wᵀ, the columns kept in col (or x itself for a
+ * 1×1 conv of stride 1). */
+static void
+conv_forward(TdmReplica *r, const TdmLayer *l, float *y, const float *x, float *col,
+             const float *w, int n, int in_h, int in_w, int in_c, int out_c, int kernel,
+             int pad, int stride, int out_h, int out_w)
+{
+  TdmBackend *b = r->backend;
+  int rows = n * out_h * out_w;
+  int k = in_c * kernel * kernel;
+  const float *a = x;
+  if (col != NULL) {
+    b->ops->im2col(b, col, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
+    a = col;
+  }
+  b->ops->gemm(b, false, true, rows, out_c, k, 1.0f, a, k, w, k, 0.0f, y, out_c);
+}
+
+/* Its backward from dy: dw, and dx when wanted (col is spent: its gradient takes its
+ * place before col2im). */
+static void
+conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy, const float *x, float *col,
+              const float *w, int n, int in_h, int in_w, int in_c, int out_c, int kernel,
+              int pad, int stride, int out_h, int out_w, gboolean need_dx)
+{
+  TdmBackend *b = r->backend;
+  int rows = n * out_h * out_w;
+  int k = in_c * kernel * kernel;
+  b->ops->gemm(b, true, false, out_c, k, rows, 1.0f, dy, out_c, col ? col : x, k, 0.0f, dw, k);
+  if (!need_dx)
+    return;
+  if (col == NULL) {
+    b->ops->gemm(b, false, false, rows, k, out_c, 1.0f, dy, out_c, w, k, 0.0f, dx, k);
+    return;
+  }
+  b->ops->gemm(b, false, false, rows, k, out_c, 1.0f, dy, out_c, w, k, 0.0f, col, k);
+  b->ops->col2im(b, dx, col, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
+}
+
+void
+tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
+{
+  TdmBackend *b = r->backend;
+  const TdmBackendOps *ops = b->ops;
+  const TdmNetwork *net = r->net;
+  int first = 0;
+  if (conv_pool_first(net)) {
+    const TdmLayer *l = &net->layers[0];
+    ops->conv_pool_forward(b, r->acts[2], r->argmax[1], r->acts[0], r->params + l->weight_offset,
+                           r->params + l->bias_offset, l->fused_relu, n, l->in_h, l->in_w,
+                           l->in_c, l->out_c, l->kernel, l->kernel, l->pad,
+                           net->layers[1].kernel);
+    first = 2;
+  }
+  for (int i = first; i < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i];
+    const float *x = r->acts[i];
+    float *y = r->acts[i + 1];
+    const float *w = r->params + l->weight_offset;
+    const float *bias = r->params + l->bias_offset;
+    size_t out = (size_t)n * layer_out_floats(l);
+    int pixels = l->out_h * l->out_w;
+    switch (l->kind) {
+    case TDM_LAYER_LINEAR: {
+      int in = l->in_h * l->in_w * l->in_c;
+      ops->gemm(b, false, true, n, l->out_c, in, 1.0f, x, in, w, in, 0.0f, y, l->out_c);
+      if (l->bias_count > 0)
+        ops->bias_forward(b, y, bias, n, l->out_c, 1, l->fused_relu);
+      else if (l->fused_relu)
+        ops->relu_forward(b, y, y, out);
+      break;
+    }
+    case TDM_LAYER_CONV:
+      conv_forward(r, l, y, x, r->cols[i], w, n, l->in_h, l->in_w, l->in_c, l->out_c,
+                   l->kernel, l->pad, l->stride, l->out_h, l->out_w);
+      if (bias_in_pool(net, i))
+        break;
+      if (l->bias_count > 0)
+        ops->bias_forward(b, y, bias, n * pixels, l->out_c, 1, l->fused_relu);
+      else if (l->fused_relu)
+        ops->relu_forward(b, y, y, out);
+      break;
+    case TDM_LAYER_POOL: {
+      const TdmLayer *conv = i > 0 && bias_in_pool(net, i - 1) ? l - 1 : NULL;
+      ops->maxpool_forward(b, y, r->argmax[i], x, conv ? r->params + conv->bias_offset : NULL,
+                           conv != NULL && conv->fused_relu, n, l->in_h, l->in_w, l->in_c,
+                           l->kernel);
+      break;
+    }
+    case TDM_LAYER_RELU:
+      ops->relu_forward(b, y, x, out);
+      break;
+    case TDM_LAYER_FLATTEN:
+    case TDM_LAYER_RES_BEGIN:
+      break;
+    case TDM_LAYER_BN:
+      bn_forward(r, mode, y, x, n, pixels, l->out_c, w, bias, r->bn_work[i],
+                 r->state + l->state_offset, l->fused_relu);
+      break;
+    case TDM_LAYER_AVGPOOL:
+      ops->avgpool_forward(b, y, x, n, l->in_h, l->in_w, l->in_c, l->kernel);
+      break;
+    case TDM_LAYER_GLOBAL_AVG:
+      ops->global_avgpool_forward(b, y, x, n, l->in_h * l->in_w, l->in_c);
+      break;
+    case TDM_LAYER_GLOBAL_MAX:
+      ops->global_maxpool_forward(b, y, r->argmax[i], x, n, l->in_h * l->in_w, l->in_c);
+      break;
+    case TDM_LAYER_DROPOUT:
+      if (mode == MODE_EVAL || l->rate == 0.0f)
+        ops->copy(b, y, x, out * sizeof(float));
+      else
+        ops->dropout_forward(b, y, x, r->indices, n, (int)layer_out_floats(l), l->rate,
+                             dropout_key(r, i), r->epoch);
+      break;
+    case TDM_LAYER_RES_END: {
+      const TdmLayer *begin = &net->layers[l->partner];
+      const float *skip = r->acts[l->partner];
+      if (l->projection) {
+        conv_forward(r, l, r->proj_conv[i], skip, r->cols[i], w, n, begin->in_h, begin->in_w,
+                     begin->in_c, l->out_c, 1, 0, l->stride, l->out_h, l->out_w);
+        bn_forward(r, mode, r->proj_bn[i], r->proj_conv[i], n, pixels, l->out_c, bias,
+                   bias + l->out_c, r->bn_work[i], r->state + l->state_offset, false);
+        skip = r->proj_bn[i];
+      }
+      ops->copy(b, y, x, out * sizeof(float));
+      ops->add(b, y, skip, out);
+      if (l->fused_relu)
+        ops->relu_forward(b, y, y, out);
+      break;
+    }
+    }
+    if (tdm_replica_aborted(r))
+      return;
+  }
+}
+
+static void
+announce(TdmReplica *r, const TdmLayer *l)
+{
+  if (l->param_count > 0 && r->grads_ready != NULL)
+    r->grads_ready(r, l->param_offset, l->param_count, r->grads_ready_data);
+}
+
+void
+tdm_replica_backward(TdmReplica *r, int n)
+{
+  TdmBackend *b = r->backend;
+  const TdmBackendOps *ops = b->ops;
+  const TdmNetwork *net = r->net;
+  float *dy = r->grad_a, *dx = r->grad_b;
+
+  for (int i = net->layer_count - 1; i >= 0; i--) {
+    const TdmLayer *l = &net->layers[i];
+    const float *x = r->acts[i];
+    const float *y = r->acts[i + 1];
+    const float *w = r->params + l->weight_offset;
+    float *dw = r->grads + l->weight_offset;
+    float *dbias = r->grads + l->bias_offset;
+    gboolean need_dx = i > 0;
+    size_t out = (size_t)n * layer_out_floats(l);
+    int pixels = l->out_h * l->out_w;
+
+    switch (l->kind) {
+    case TDM_LAYER_LINEAR: {
+      int in = l->in_h * l->in_w * l->in_c;
+      if (l->fused_relu)
+        ops->relu_backward(b, dy, dy, y, out);
+      ops->gemm(b, true, false, l->out_c, in, n, 1.0f, dy, l->out_c, x, in, 0.0f, dw, in);
+      if (l->bias_count > 0)
+        ops->bias_backward(b, dbias, dy, n, l->out_c, 1);
+      if (need_dx)
+        ops->gemm(b, false, false, n, in, l->out_c, 1.0f, dy, l->out_c, w, in, 0.0f, dx, in);
+      break;
+    }
+    case TDM_LAYER_CONV:
+      /* With its bias and ReLU in the pool, the pool's backward did both. */
+      if (!bias_in_pool(net, i)) {
+        if (l->fused_relu)
+          ops->relu_backward(b, dy, dy, y, out);
+        if (l->bias_count > 0)
+          ops->bias_backward(b, dbias, dy, n * pixels, l->out_c, 1);
+      }
+      conv_backward(r, dx, dw, dy, x, r->cols[i], w, n, l->in_h, l->in_w, l->in_c, l->out_c,
+                    l->kernel, l->pad, l->stride, l->out_h, l->out_w, need_dx);
+      break;
+    case TDM_LAYER_POOL:
+      if (i == 1 && conv_pool_first(net)) {
+        const TdmLayer *c = l - 1;
+        ops->conv_pool_backward(b, r->grads + c->weight_offset, r->grads + c->bias_offset, dy,
+                                r->argmax[1], y, r->acts[0], c->fused_relu, n, c->in_h,
+                                c->in_w, c->in_c, c->out_c, c->kernel, c->kernel, c->pad,
+                                l->kernel);
+        announce(r, c);
+        return;
+      }
+      if (need_dx) {
+        /* The conv below handed this pool its bias (and ReLU): their gradients too. */
+        const TdmLayer *c = bias_in_pool(net, i - 1) ? l - 1 : NULL;
+        ops->maxpool_backward(b, dx, c ? r->grads + c->bias_offset : NULL, dy, r->argmax[i],
+                              c && c->fused_relu ? y : NULL, n, l->in_h, l->in_w, l->in_c,
+                              l->kernel);
+      }
+      break;
+    case TDM_LAYER_RELU:
+      if (need_dx)
+        ops->relu_backward(b, dx, dy, y, out);
+      break;
+    case TDM_LAYER_FLATTEN:
+      continue; /* dy already is the input's gradient */
+    case TDM_LAYER_BN:
+      if (l->fused_relu)
+        ops->relu_backward(b, dy, dy, y, out);
+      bn_backward(r, dx, dy, x, n, pixels, l->out_c, w, dw, r->bn_work[i]);
+      break;
+    case TDM_LAYER_AVGPOOL:
+      if (need_dx)
+        ops->avgpool_backward(b, dx, dy, n, l->in_h, l->in_w, l->in_c, l->kernel);
+      break;
+    case TDM_LAYER_GLOBAL_AVG:
+      if (need_dx)
+        ops->global_avgpool_backward(b, dx, dy, n, l->in_h * l->in_w, l->in_c);
+      break;
+    case TDM_LAYER_GLOBAL_MAX:
+      if (need_dx)
+        ops->global_maxpool_backward(b, dx, dy, r->argmax[i], n, l->in_h * l->in_w, l->in_c);
+      break;
+    case TDM_LAYER_DROPOUT:
+      if (need_dx) {
+        if (l->rate == 0.0f)
+          ops->copy(b, dx, dy, out * sizeof(float));
+        else
+          ops->dropout_backward(b, dx, dy, r->indices, n, (int)layer_out_floats(l), l->rate,
+                                dropout_key(r, i), r->epoch);
+      }
+      break;
+    case TDM_LAYER_RES_END: {
+      /* dy goes on to the block's layers unchanged; the skip path's share waits in
+       * skip_grad for the block's start. */
+      if (l->fused_relu)
+        ops->relu_backward(b, dy, dy, y, out);
+      float *skip = r->skip_grad[i];
+      if (l->projection) {
+        const TdmLayer *begin = &net->layers[l->partner];
+        float *dconv = r->proj_bn[i]; /* the bn's output is spent */
+        bn_backward(r, dconv, dy, r->proj_conv[i], n, pixels, l->out_c,
+                    r->params + l->bias_offset, r->grads + l->bias_offset, r->bn_work[i]);
+        conv_backward(r, skip, dw, dconv, r->acts[l->partner], r->cols[i], w, n, begin->in_h,
+                      begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride, l->out_h, l->out_w,
+                      TRUE);
+      } else {
+        ops->copy(b, skip, dy, out * sizeof(float));
+      }
+      announce(r, l);
+      if (tdm_replica_aborted(r))
+        return;
+      continue;
+    }
+    case TDM_LAYER_RES_BEGIN: {
+      const TdmLayer *end = &net->layers[l->partner];
+      ops->add(b, dy, r->skip_grad[l->partner], (size_t)n * block_in_floats(net, end));
+      continue;
+    }
+    }
+
+    announce(r, l);
+    float *swap = dy;
+    dy = dx;
+    dx = swap;
+    if (tdm_replica_aborted(r))
+      return;
+  }
+}

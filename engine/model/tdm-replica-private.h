@@ -1,0 +1,100 @@
+/* tdm-replica-private.h — what tdm-replica.c (buffers, steps, evaluation) and
+ * tdm-replica-pass.c (the forward and backward walks over the layers) share: the
+ * buffer layout rules and the passes. Not for anything else. */
+#pragma once
+
+#include "tdm-replica.h"
+
+typedef enum {
+  MODE_EVAL,                   /* running statistics, no dropout */
+  MODE_TRAIN,                  /* batch statistics, running averages move */
+  MODE_PROBE,                  /* batch statistics, running averages left alone */
+} TdmPassMode;
+
+/* The forward pass over n samples already gathered into acts[0]. */
+void tdm_replica_forward (TdmReplica *r, int n, TdmPassMode mode);
+/* The backward pass from the loss gradient in grad_a. */
+void tdm_replica_backward (TdmReplica *r, int n);
+/* A stop was asked for, or a synchronized BN all-reduce failed. */
+gboolean tdm_replica_aborted (TdmReplica *r);
+/* Synchronized BN's all-reduce through the hook; FALSE (and sticky) on failure. */
+gboolean tdm_replica_bn_reduce (TdmReplica *r, float *buffer, size_t count);
+
+/* Layer i's im2col columns, in floats per sample (0 for other layers). Each conv
+ * layer keeps its own, so that backward reuses the forward's instead of rebuilding
+ * them (a copy as large as the columns themselves, per layer and step). */
+static inline gboolean
+direct_1x1(const TdmLayer *l)
+{
+  return l->kind == TDM_LAYER_CONV && l->kernel == 1 && l->stride == 1 && l->pad == 0;
+}
+
+static inline size_t
+col_floats_per_sample(const TdmNetwork *net, const TdmLayer *l)
+{
+  /* A 1×1 conv of stride 1 multiplies its input as it is: no columns. */
+  if (l->kind == TDM_LAYER_CONV && !direct_1x1(l))
+    return (size_t)l->out_h * l->out_w * l->in_c * l->kernel * l->kernel;
+  if (l->kind == TDM_LAYER_RES_END && l->projection && l->stride > 1)
+    return (size_t)l->out_h * l->out_w * net->layers[l->partner].in_c;
+  return 0;
+}
+
+/* The channels a layer normalizes (bn, or a projection's bn), else 0. */
+static inline int
+bn_channels(const TdmLayer *l)
+{
+  return (int)(l->state_count / 2);
+}
+
+/* Whether conv layer i hands its bias, and its ReLU if it has one, to the pool after
+ * it (maxpool_forward applies them after the max, on a quarter of the elements, and
+ * maxpool_backward masks by the pool's output, so the conv runs neither bias_forward
+ * nor relu_backward). Its own output then holds the bare product. */
+static inline gboolean
+bias_in_pool(const TdmNetwork *net, int i)
+{
+  return net->layers[i].kind == TDM_LAYER_CONV && net->layers[i].bias_count > 0 &&
+         i + 1 < net->layer_count && net->layers[i + 1].kind == TDM_LAYER_POOL;
+}
+
+/* Whether the first layer is a small conv whose pool comes next, so that the two run
+ * as conv_pool_forward and conv_pool_backward: no columns, and the conv's output is
+ * never stored (nor its gradient, which a first layer does not pass on). */
+static inline gboolean
+conv_pool_first(const TdmNetwork *net)
+{
+  const TdmLayer *l = &net->layers[0];
+  return bias_in_pool(net, 0) && l->stride == 1 &&
+         l->in_c * l->kernel * l->kernel <= TDM_CONV_POOL_TAPS && l->out_c <= TDM_CONV_POOL_OUT;
+}
+
+/* Whether layer i's output is a buffer of its own (flatten and a block's start only
+ * rename; the conv of a conv_pool_first network has none). */
+static inline gboolean
+owns_output(const TdmNetwork *net, int i)
+{
+  TdmLayerKind kind = net->layers[i].kind;
+  return kind != TDM_LAYER_FLATTEN && kind != TDM_LAYER_RES_BEGIN &&
+         !(i == 0 && conv_pool_first(net));
+}
+
+static inline gboolean
+has_argmax(const TdmLayer *l)
+{
+  return l->kind == TDM_LAYER_POOL || l->kind == TDM_LAYER_GLOBAL_MAX;
+}
+
+static inline size_t
+block_in_floats(const TdmNetwork *net, const TdmLayer *end)
+{
+  const TdmLayer *begin = &net->layers[end->partner];
+  return (size_t)begin->in_h * begin->in_w * begin->in_c;
+}
+
+static inline size_t
+layer_out_floats(const TdmLayer *l)
+{
+  return (size_t)l->out_h * l->out_w * l->out_c;
+}
+

@@ -1,0 +1,103 @@
+/* tdm-file.c — refuses what is not a regular file before reading from it
+ * (tdm-file.h). Not a reader and not a writer. */
+#include "tdm-file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *
+kind_of(mode_t mode)
+{
+  if (S_ISDIR(mode))
+    return "a folder, not a file";
+  if (S_ISFIFO(mode))
+    return "a FIFO (named pipe), not a regular file";
+  if (S_ISCHR(mode) || S_ISBLK(mode))
+    return "a device, not a regular file";
+  if (S_ISSOCK(mode))
+    return "a socket, not a regular file";
+  return "not a regular file";
+}
+
+static int
+refuse(GError **error, TdmEngineError code, const char *label, const char *path,
+       const char *why)
+{
+  g_set_error(error, TDM_ENGINE_ERROR, code, "%s%s: %s", label, path, why);
+  return -1;
+}
+
+/* Why a link cannot be followed: a loop or a missing target, said as such. */
+static int
+refuse_link(GError **error, TdmEngineError code, const char *label, const char *path, int err)
+{
+  if (err == ELOOP)
+    return refuse(error, code, label, path, "a symbolic link loop (the link leads back to "
+                                            "itself)");
+  if (err == ENOENT || err == ENOTDIR) {
+    g_autofree char *target = g_file_read_link(path, NULL);
+    g_autofree char *why = g_strdup_printf("a dangling symbolic link: its target %s does "
+                                           "not exist", target ? target : "(unreadable)");
+    return refuse(error, code, label, path, why);
+  }
+  return refuse(error, code, label, path, g_strerror(err));
+}
+
+int
+tdm_file_open_regular(const char *path, const char *label, TdmEngineError code,
+                      struct stat *st_out, GError **error)
+{
+  g_return_val_if_fail(path != NULL, -1);
+  if (label == NULL)
+    label = "";
+
+  struct stat link_st, st;
+  if (lstat(path, &link_st) != 0) {
+    if (errno == ENOENT)
+      return refuse(error, code, label, path, "missing file");
+    return refuse(error, code, label, path, g_strerror(errno));
+  }
+  if (S_ISLNK(link_st.st_mode)) {
+    if (stat(path, &st) != 0)
+      return refuse_link(error, code, label, path, errno);
+  } else {
+    st = link_st;
+  }
+  if (!S_ISREG(st.st_mode))
+    return refuse(error, code, label, path, kind_of(st.st_mode));
+
+  /* O_NONBLOCK: should a FIFO be swapped in after the look, open returns at once
+   * instead of waiting for a writer; the fstat below then refuses it. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    if (err == ELOOP || err == ENOENT)
+      return refuse_link(error, code, label, path, err);
+    g_autofree char *why = g_strdup_printf("cannot read: %s", g_strerror(err));
+    return refuse(error, code, label, path, why);
+  }
+  struct stat opened;
+  if (fstat(fd, &opened) != 0 || !S_ISREG(opened.st_mode) || opened.st_dev != st.st_dev ||
+      opened.st_ino != st.st_ino) {
+    close(fd);
+    return refuse(error, code, label, path, "changed while being opened (no longer the "
+                                            "regular file it was)");
+  }
+  /* Regular files ignore O_NONBLOCK, but readers should not have to know that. */
+  int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0)
+    (void)fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  if (st_out != NULL)
+    *st_out = opened;
+  return fd;
+}
+
+gboolean
+tdm_file_present(const char *path)
+{
+  struct stat st;
+  return lstat(path, &st) == 0;
+}

@@ -1,0 +1,447 @@
+/* layers.cu — the kernels of issue 10's layers on NHWC activations: batch
+ * normalization (the per-channel sums, the statistics and running averages, the
+ * forward in training and evaluation mode with an optional ReLU, the backward),
+ * average and global pooling forward and backward, and inverted dropout on the
+ * counter RNG.
+ *
+ * Per-channel sums are the only reductions. They run in two deterministic passes in
+ * double (each block sums a fixed slice of rows into partials, then one pass adds the
+ * partials in order): no atomics, so the same inputs give the same bits, and the
+ * precision matches the CPU reference, which also sums in double. Everything else is
+ * one memory-bound elementwise pass. Not here: the convolutions (conv.cu) and the
+ * all-reduce of synchronized BN, which the engine does between these launches.
+ */
+#include "tdm-kernels.h"
+#include "tdm-counter-rng.h"
+#include "common.cuh"
+
+#include <math.h>
+
+/* Sums over rows: a block is 32 channels (threadIdx.x, so a warp reads 128
+ * contiguous bytes of a row) × 8 row lanes (threadIdx.y); blockIdx.y picks the
+ * channel tile, blockIdx.x the row group. */
+#define BN_LANES 8
+#define BN_MAX_GROUPS 256
+
+enum { SUM_X = 0, SUM_SQDEV = 1, SUM_BACKWARD = 2 };
+
+/* partials[(group · 2 + which) · channels + ch]: which 0 holds Σx, Σ(x − mean)² or
+ * Σdy·xhat, which 1 holds Σdy (backward only). */
+template <int MODE>
+__global__ void
+bn_partial_kernel(double *partials, const float *x, const float *dy, const float *center_sum,
+                  float inv_count, const float *mean, const float *invstd, int rows,
+                  int channels)
+{
+  __shared__ double s0[BN_LANES][32];
+  __shared__ double s1[BN_LANES][32];
+  int ch = blockIdx.y * 32 + threadIdx.x;
+  double a0 = 0.0, a1 = 0.0;
+  if (ch < channels) {
+    float m = 0.0f, is = 0.0f;
+    if (MODE == SUM_SQDEV)
+      m = center_sum[ch] * inv_count;
+    if (MODE == SUM_BACKWARD) {
+      m = mean[ch];
+      is = invstd[ch];
+    }
+    for (int r = blockIdx.x * BN_LANES + threadIdx.y; r < rows; r += gridDim.x * BN_LANES) {
+      float v = x[(size_t)r * channels + ch];
+      if (MODE == SUM_X) {
+        a0 += v;
+      } else if (MODE == SUM_SQDEV) {
+        double d = (double)v - m;
+        a0 += d * d;
+      } else {
+        float g = dy[(size_t)r * channels + ch];
+        float xhat = (v - m) * is;
+        a0 += (double)g * xhat;
+        a1 += g;
+      }
+    }
+  }
+  s0[threadIdx.y][threadIdx.x] = a0;
+  s1[threadIdx.y][threadIdx.x] = a1;
+  __syncthreads();
+  if (threadIdx.y == 0 && ch < channels) {
+    for (int k = 1; k < BN_LANES; k++) {
+      a0 += s0[k][threadIdx.x];
+      a1 += s1[k][threadIdx.x];
+    }
+    partials[((size_t)blockIdx.x * 2) * channels + ch] = a0;
+    partials[((size_t)blockIdx.x * 2 + 1) * channels + ch] = a1;
+  }
+}
+
+/* out0[ch] = Σ over groups of the first partial, out1 the second (when not NULL). */
+__global__ void
+bn_finish_kernel(float *out0, float *out1, const double *partials, int groups, int channels)
+{
+  for (int ch = blockIdx.x * blockDim.x + threadIdx.x; ch < channels;
+       ch += gridDim.x * blockDim.x) {
+    double a0 = 0.0, a1 = 0.0;
+    for (int g = 0; g < groups; g++) {
+      a0 += partials[((size_t)g * 2) * channels + ch];
+      a1 += partials[((size_t)g * 2 + 1) * channels + ch];
+    }
+    out0[ch] = (float)a0;
+    if (out1 != NULL)
+      out1[ch] = (float)a1;
+  }
+}
+
+template <int MODE>
+static cudaError_t
+bn_reduce(float *out0, float *out1, const float *x, const float *dy, const float *center_sum,
+          float inv_count, const float *mean, const float *invstd, int rows, int channels,
+          double *partials, size_t partials_count, cudaStream_t stream)
+{
+  if (channels <= 0)
+    return cudaSuccess;
+  if (partials == NULL || partials_count < 2 * (size_t)channels)
+    return cudaErrorInvalidValue;
+  /* About 64 rows a thread lane, fewer groups for short inputs, as many as the
+   * scratch holds. */
+  size_t groups = ((size_t)(rows > 0 ? rows : 0) + 64 * BN_LANES - 1) / (64 * BN_LANES);
+  if (groups > BN_MAX_GROUPS)
+    groups = BN_MAX_GROUPS;
+  if (groups > partials_count / (2 * (size_t)channels))
+    groups = partials_count / (2 * (size_t)channels);
+  if (groups < 1)
+    groups = 1;
+  dim3 grid((unsigned)groups, (unsigned)((channels + 31) / 32));
+  bn_partial_kernel<MODE><<<grid, dim3(32, BN_LANES), 0, stream>>>(
+      partials, x, dy, center_sum, inv_count, mean, invstd, rows, channels);
+  bn_finish_kernel<<<tdm_k_blocks((size_t)channels, TDM_K_THREADS), TDM_K_THREADS, 0,
+                     stream>>>(out0, out1, partials, (int)groups, channels);
+  return tdm_k_launched();
+}
+
+extern "C" cudaError_t
+tdm_k_bn_sums(float *sums, const float *x, const float *center_sum, float inv_count, int rows,
+              int channels, double *partials, size_t partials_count, cudaStream_t stream)
+{
+  if (center_sum == NULL)
+    return bn_reduce<SUM_X>(sums, NULL, x, NULL, NULL, 0.0f, NULL, NULL, rows, channels,
+                            partials, partials_count, stream);
+  return bn_reduce<SUM_SQDEV>(sums, NULL, x, NULL, center_sum, inv_count, NULL, NULL, rows,
+                              channels, partials, partials_count, stream);
+}
+
+extern "C" cudaError_t
+tdm_k_bn_backward_sums(float *dgamma, float *dbeta, const float *dy, const float *x,
+                       const float *mean, const float *invstd, int rows, int channels,
+                       double *partials, size_t partials_count, cudaStream_t stream)
+{
+  return bn_reduce<SUM_BACKWARD>(dgamma, dbeta, x, dy, NULL, 0.0f, mean, invstd, rows,
+                                 channels, partials, partials_count, stream);
+}
+
+__global__ void
+bn_stats_kernel(float *saved, const float *sum, const float *sqdev, int channels,
+                double count, float eps, float momentum, float *running_mean,
+                float *running_var)
+{
+  int ch = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ch >= channels)
+    return;
+  float mean = (float)(sum[ch] / count);
+  float var = (float)(sqdev[ch] / count);
+  saved[ch] = mean;
+  saved[channels + ch] = 1.0f / sqrtf(var + eps);
+  if (running_mean != NULL) {
+    float unbiased = count > 1 ? (float)(sqdev[ch] / (count - 1)) : var;
+    running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * mean;
+    running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * unbiased;
+  }
+}
+
+extern "C" cudaError_t
+tdm_k_bn_stats(float *saved, const float *sum, const float *sqdev, int channels, double count,
+               float eps, float momentum, float *running_mean, float *running_var,
+               cudaStream_t stream)
+{
+  if (channels <= 0)
+    return cudaSuccess;
+  bn_stats_kernel<<<tdm_k_blocks((size_t)channels, TDM_K_THREADS), TDM_K_THREADS, 0,
+                    stream>>>(saved, sum, sqdev, channels, count, eps, momentum, running_mean,
+                              running_var);
+  return tdm_k_launched();
+}
+
+/* The forward in both modes is y = x · scale + shift per channel (then the ReLU):
+ * training mode's scale = invstd · γ, evaluation's γ / √(running_var + eps), each
+ * thread computing its channel's pair as the CPU reference does. */
+template <bool EVAL>
+__global__ void
+bn_forward_kernel(float *y, const float *x, const float *mean, const float *spread,
+                  const float *gamma, const float *beta, float eps, size_t total,
+                  int channels, bool use_relu)
+{
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += stride) {
+    int ch = (int)(i % (size_t)channels);
+    float scale = EVAL ? gamma[ch] / sqrtf(spread[ch] + eps) : spread[ch] * gamma[ch];
+    float shift = beta[ch] - mean[ch] * scale;
+    float v = x[i] * scale + shift;
+    y[i] = use_relu && v < 0.0f ? 0.0f : v;
+  }
+}
+
+extern "C" cudaError_t
+tdm_k_bn_forward(float *y, const float *x, const float *mean, const float *invstd,
+                 const float *gamma, const float *beta, int rows, int channels, bool relu,
+                 cudaStream_t stream)
+{
+  size_t total = (size_t)(rows > 0 ? rows : 0) * (channels > 0 ? channels : 0);
+  if (total == 0)
+    return cudaSuccess;
+  bn_forward_kernel<false><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+      y, x, mean, invstd, gamma, beta, 0.0f, total, channels, relu);
+  return tdm_k_launched();
+}
+
+extern "C" cudaError_t
+tdm_k_bn_forward_eval(float *y, const float *x, const float *running_mean,
+                      const float *running_var, const float *gamma, const float *beta,
+                      float eps, int rows, int channels, bool relu, cudaStream_t stream)
+{
+  size_t total = (size_t)(rows > 0 ? rows : 0) * (channels > 0 ? channels : 0);
+  if (total == 0)
+    return cudaSuccess;
+  bn_forward_kernel<true><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+      y, x, running_mean, running_var, gamma, beta, eps, total, channels, relu);
+  return tdm_k_launched();
+}
+
+/* dx = k·dy + a·x + c per channel, the CPU reference's expansion of
+ * γ·invstd·(dy − Σdβ/M − xhat·Σdγ/M). */
+__global__ void
+bn_backward_dx_kernel(float *dx, const float *dy, const float *x, const float *mean,
+                      const float *invstd, const float *gamma, const float *sum_dgamma,
+                      const float *sum_dbeta, float inv_count, size_t total, int channels)
+{
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += stride) {
+    int ch = (int)(i % (size_t)channels);
+    float k = gamma[ch] * invstd[ch];
+    float a = -k * invstd[ch] * sum_dgamma[ch] * inv_count;
+    float c = -k * sum_dbeta[ch] * inv_count - a * mean[ch];
+    dx[i] = k * dy[i] + a * x[i] + c;
+  }
+}
+
+extern "C" cudaError_t
+tdm_k_bn_backward_dx(float *dx, const float *dy, const float *x, const float *mean,
+                     const float *invstd, const float *gamma, const float *sum_dgamma,
+                     const float *sum_dbeta, float inv_count, int rows, int channels,
+                     cudaStream_t stream)
+{
+  size_t total = (size_t)(rows > 0 ? rows : 0) * (channels > 0 ? channels : 0);
+  if (total == 0)
+    return cudaSuccess;
+  bn_backward_dx_kernel<<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+      dx, dy, x, mean, invstd, gamma, sum_dgamma, sum_dbeta, inv_count, total, channels);
+  return tdm_k_launched();
+}
+
+/* Average pooling, window = stride = k: one thread per output value, channels
+ * fastest; the window summed row by row as the CPU does. */
+__global__ void
+avgpool_forward_kernel(float *y, const float *x, size_t total, int h, int w, int c, int k,
+                       int oh, int ow)
+{
+  float inv = 1.0f / (float)(k * k);
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total; e += stride) {
+    int ch = (int)(e % (size_t)c);
+    size_t pixel = e / (size_t)c;
+    int ox = (int)(pixel % (size_t)ow);
+    size_t line = pixel / (size_t)ow;
+    int oy = (int)(line % (size_t)oh);
+    size_t img = line / (size_t)oh;
+    float s = 0.0f;
+    for (int ky = 0; ky < k; ky++)
+      for (int kx = 0; kx < k; kx++)
+        s += x[((img * h + oy * k + ky) * w + ox * k + kx) * c + ch];
+    y[e] = s * inv;
+  }
+}
+
+__global__ void
+avgpool_backward_kernel(float *dx, const float *dy, size_t total, int h, int w, int c, int k,
+                        int oh, int ow)
+{
+  float inv = 1.0f / (float)(k * k);
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total; e += stride) {
+    int ch = (int)(e % (size_t)c);
+    size_t pixel = e / (size_t)c;
+    int ix = (int)(pixel % (size_t)w);
+    size_t line = pixel / (size_t)w;
+    int iy = (int)(line % (size_t)h);
+    size_t img = line / (size_t)h;
+    int oy = iy / k, ox = ix / k;
+    dx[e] = oy < oh && ox < ow ? dy[((img * oh + oy) * ow + ox) * c + ch] * inv : 0.0f;
+  }
+}
+
+extern "C" cudaError_t
+tdm_k_avgpool_forward(float *y, const float *x, int n, int h, int w, int c, int k,
+                      cudaStream_t stream)
+{
+  if (k <= 0)
+    return cudaErrorInvalidValue;
+  int oh = h / k, ow = w / k;
+  if (n <= 0 || oh <= 0 || ow <= 0 || c <= 0)
+    return cudaSuccess;
+  size_t total = (size_t)n * oh * ow * c;
+  avgpool_forward_kernel<<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+      y, x, total, h, w, c, k, oh, ow);
+  return tdm_k_launched();
+}
+
+extern "C" cudaError_t
+tdm_k_avgpool_backward(float *dx, const float *dy, int n, int h, int w, int c, int k,
+                       cudaStream_t stream)
+{
+  if (k <= 0)
+    return cudaErrorInvalidValue;
+  size_t total = (size_t)(n > 0 ? n : 0) * (h > 0 ? h : 0) * (w > 0 ? w : 0) * (c > 0 ? c : 0);
+  if (total == 0)
+    return cudaSuccess;
+  avgpool_backward_kernel<<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+      dx, dy, total, h, w, c, k, h / k, w / k);
+  return tdm_k_launched();
+}
+
+/* Global pooling: one thread per (sample, channel), walking the pixels in order
+ * (consecutive threads read consecutive channels of a pixel). The maximum keeps the
+ * first of equal values, as the CPU's strict comparison does. */
+template <bool MAX>
+__global__ void
+global_pool_forward_kernel(float *y, int32_t *argmax, const float *x, size_t total,
+                           int pixels, int c)
+{
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total; e += stride) {
+    size_t img = e / (size_t)c;
+    int ch = (int)(e % (size_t)c);
+    size_t base = img * pixels * c + ch;
+    float acc = x[base];
+    size_t at = base;
+    for (int p = 1; p < pixels; p++) {
+      float v = x[base + (size_t)p * c];
+      if (MAX) {
+        if (v > acc) {
+          acc = v;
+          at = base + (size_t)p * c;
+        }
+      } else {
+        acc += v;
+      }
+    }
+    if (MAX) {
+      y[e] = acc;
+      argmax[e] = (int32_t)at;
+    } else {
+      y[e] = acc * (1.0f / (float)pixels);
+    }
+  }
+}
+
+/* Backward of both: a gather over dx, each element getting dy[its sample, channel]
+ * divided by the pixel count (average) or where it was the chosen input (max). */
+template <bool MAX>
+__global__ void
+global_pool_backward_kernel(float *dx, const float *dy, const int32_t *argmax, size_t total,
+                            int pixels, int c)
+{
+  float inv = 1.0f / (float)pixels;
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total; e += stride) {
+    size_t out = (e / ((size_t)pixels * c)) * c + e % (size_t)c;
+    if (MAX)
+      dx[e] = (size_t)argmax[out] == e ? dy[out] : 0.0f;
+    else
+      dx[e] = dy[out] * inv;
+  }
+}
+
+extern "C" cudaError_t
+tdm_k_global_avgpool_forward(float *y, const float *x, int n, int pixels, int c,
+                             cudaStream_t stream)
+{
+  size_t total = (size_t)(n > 0 ? n : 0) * (c > 0 ? c : 0);
+  if (total == 0 || pixels <= 0)
+    return pixels <= 0 ? cudaErrorInvalidValue : cudaSuccess;
+  global_pool_forward_kernel<false><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                      stream>>>(y, NULL, x, total, pixels, c);
+  return tdm_k_launched();
+}
+
+extern "C" cudaError_t
+tdm_k_global_avgpool_backward(float *dx, const float *dy, int n, int pixels, int c,
+                              cudaStream_t stream)
+{
+  size_t total = (size_t)(n > 0 ? n : 0) * (pixels > 0 ? pixels : 0) * (c > 0 ? c : 0);
+  if (total == 0)
+    return cudaSuccess;
+  global_pool_backward_kernel<false><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                       stream>>>(dx, dy, NULL, total, pixels, c);
+  return tdm_k_launched();
+}
+
+extern "C" cudaError_t
+tdm_k_global_maxpool_forward(float *y, int32_t *argmax, const float *x, int n, int pixels,
+                             int c, cudaStream_t stream)
+{
+  size_t total = (size_t)(n > 0 ? n : 0) * (c > 0 ? c : 0);
+  if (total == 0 || pixels <= 0)
+    return pixels <= 0 ? cudaErrorInvalidValue : cudaSuccess;
+  global_pool_forward_kernel<true><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                     stream>>>(y, argmax, x, total, pixels, c);
+  return tdm_k_launched();
+}
+
+extern "C" cudaError_t
+tdm_k_global_maxpool_backward(float *dx, const float *dy, const int32_t *argmax, int n,
+                              int pixels, int c, cudaStream_t stream)
+{
+  size_t total = (size_t)(n > 0 ? n : 0) * (pixels > 0 ? pixels : 0) * (c > 0 ? c : 0);
+  if (total == 0)
+    return cudaSuccess;
+  global_pool_backward_kernel<true><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                      stream>>>(dx, dy, argmax, total, pixels, c);
+  return tdm_k_launched();
+}
+
+/* Inverted dropout: element e of row i kept when its uniform draw for (key, epoch,
+ * indices[i], e) is >= p. Forward and backward are the same pass. */
+__global__ void
+dropout_kernel(float *y, const float *x, const int32_t *indices, size_t total, int per_sample,
+               float p, uint64_t key, uint32_t epoch)
+{
+  float keep_scale = 1.0f / (1.0f - p);
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total; e += stride) {
+    size_t i = e / (size_t)per_sample;
+    uint32_t el = (uint32_t)(e - i * (size_t)per_sample);
+    uint32_t s = (uint32_t)indices[i];
+    y[e] = tdm_crng_uniform(key, epoch, s, el) >= p ? x[e] * keep_scale : 0.0f;
+  }
+}
+
+extern "C" cudaError_t
+tdm_k_dropout(float *y, const float *x, const int32_t *indices, int n, int per_sample, float p,
+              uint64_t key, uint32_t epoch, cudaStream_t stream)
+{
+  size_t total = (size_t)(n > 0 ? n : 0) * (per_sample > 0 ? per_sample : 0);
+  if (total == 0)
+    return cudaSuccess;
+  if (!(p >= 0.0f && p < 1.0f))
+    return cudaErrorInvalidValue;
+  dropout_kernel<<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+      y, x, indices, total, per_sample, p, key, epoch);
+  return tdm_k_launched();
+}

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""make-corpus.py [FUZZ_CHECKPOINT] — writes the seed corpus of the fuzz harnesses
+into corpus/ beside this script: small valid inputs of each format and a few near
+misses, in the layout fuzz-common.h describes. With the path of a built
+fuzz-checkpoint harness it also makes the checkpoint seed (a real one-epoch run's
+file). Run again after changing a format; the files are committed."""
+import gzip
+import os
+import struct
+import subprocess
+import sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+
+
+def write(name, data):
+    path = os.path.join(here, "corpus", name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def pack(mask, files):
+    """A mask byte, then each file as a 4-byte little-endian length and its bytes."""
+    out = bytes([mask])
+    for data in files:
+        out += struct.pack("<I", len(data)) + data
+    return out
+
+
+def idx_images(n, h, w):
+    return struct.pack(">IIII", 0x803, n, h, w) + bytes((i * 7) % 256 for i in range(n * h * w))
+
+
+def idx_labels(n, classes):
+    return struct.pack(">II", 0x801, n) + bytes(i % classes for i in range(n))
+
+
+def gz(data, members=1):
+    if members == 1:
+        return gzip.compress(data, mtime=0)
+    cut = len(data) // members
+    parts = [data[i * cut:(i + 1) * cut if i < members - 1 else len(data)] for i in range(members)]
+    return b"".join(gzip.compress(p, mtime=0) for p in parts)
+
+
+# IDX: mask bits 0-3 say which files are present, bits 4-7 which get a .gz name.
+train = [idx_images(6, 3, 3), idx_labels(6, 3)]
+test = [idx_images(3, 3, 3), idx_labels(3, 3)]
+write("idx/raw", pack(0x0F, train + test))
+write("idx/gzip", pack(0xFF, [gz(x) for x in train + test]))
+write("idx/gzip-members", pack(0xFF, [gz(x, 3) for x in train + test]))
+write("idx/mixed", pack(0x5F, [gz(train[0]), train[1], gz(test[0]), test[1]]))
+write("idx/missing-test", pack(0x03, train))
+write("idx/label-gap", pack(0x0F, [train[0], struct.pack(">II", 0x801, 6) + bytes([0, 1, 2, 0, 200, 1])] + test))
+write("idx/lying-gzip", pack(0xFF, [gz(struct.pack(">IIII", 0x803, 38000000, 28, 28)) + bytes(64),
+                                    gz(idx_labels(6, 3)), gz(test[0]), gz(test[1])]))
+
+# CIFAR-10: six batch files, records of 1 label byte and 3072 pixel bytes.
+def cifar(records, first_label=0):
+    return b"".join(bytes([(first_label + r) % 10]) + bytes((r * 13 + i) % 256 for i in range(3072))
+                    for r in range(records))
+
+
+write("cifar/one-record-each", pack(0x3F, [cifar(1, i) for i in range(6)]))
+write("cifar/two-records", pack(0x3F, [cifar(2, i) for i in range(6)]))
+write("cifar/short-last", pack(0x3F, [cifar(1, i) for i in range(5)] + [cifar(1)[:-5]]))
+
+# Network specs: four shape bytes (height, width, channels, classes, each taken
+# modulo its range by the harness), then the spec.
+def spec(h, w, c, classes, text):
+    return bytes([h - 1, w - 1, c - 1, classes - 1]) + text.encode()
+
+
+write("network/mlp", spec(28, 28, 1, 10, "mlp"))
+write("network/cnn", spec(28, 28, 1, 10, "cnn"))
+write("network/cnn-rgb", spec(32, 32, 3, 10, "cnn"))
+write("network/fc", spec(4, 4, 1, 3, "fc100,relu,fc3"))
+write("network/conv", spec(8, 8, 2, 5, "conv4k3p1,relu,pool2,flatten,fc5"))
+write("network/bad", spec(8, 8, 1, 5, "conv0k9p-1,,fc"))
+write("network/resnet", spec(32, 32, 3, 10, "resnet"))
+write("network/res-block", spec(16, 16, 3, 10, "conv8k3p1,bn,relu,2*(res(conv8k3p1,bn,relu,conv8k3p1,bn),relu),gap,fc10"))
+write("network/stride-proj", spec(16, 16, 3, 7, "conv8k3s2p1,res(conv16k3s2p1,bn),avg2,drop0.25,fc7"))
+
+# Image folders: six files in two class folders (cat: png, jpg, png; dog: png, jpg,
+# jpeg). PNGs are written here; JPEGs come from ImageMagick's convert when present.
+import shutil
+import tempfile
+import zlib
+
+
+def png(w, h, colour, seed):
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    channels = 3 if colour else 1
+    rows = b"".join(b"\0" + bytes((seed + x * 17 + y * 29 + c * 7) % 256
+                                   for x in range(w) for c in range(channels)) for y in range(h))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2 if colour else 0, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+def jpeg(w, h, seed):
+    convert = shutil.which("convert")
+    if convert is None:
+        return png(w, h, True, seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = os.path.join(tmp, "a.png"), os.path.join(tmp, "a.jpg")
+        with open(src, "wb") as f:
+            f.write(png(w, h, True, seed))
+        subprocess.run([convert, src, "-quality", "50", dst], check=True)
+        with open(dst, "rb") as f:
+            return f.read()
+
+
+write("image-folder/mixed", pack(0x3F, [png(4, 4, False, 1), jpeg(6, 5, 2), png(5, 3, True, 3),
+                                        png(4, 4, True, 4), jpeg(4, 4, 5), jpeg(3, 7, 6)]))
+write("image-folder/png-only", pack(0x09, [png(8, 8, True, 7), png(8, 8, False, 8)]))
+write("image-folder/one-class", pack(0x07, [png(4, 4, False, 9), jpeg(4, 4, 10), png(2, 2, True, 11)]))
+
+if len(sys.argv) > 1:
+    path = os.path.join(here, "corpus", "checkpoint", "one-epoch.safetensors")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    env = dict(os.environ, FUZZ_CHECKPOINT_SEED=path)
+    subprocess.run([sys.argv[1], "-runs=0"], env=env, check=True)
+    with open(path, "rb") as f:
+        good = f.read()
+    # Near misses: cut short, and a header whose length is one too long.
+    write("checkpoint/truncated", good[: len(good) - 10])
+    n = struct.unpack("<Q", good[:8])[0]
+    write("checkpoint/long-header", struct.pack("<Q", n + 1) + good[8:])

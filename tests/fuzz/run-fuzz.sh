@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# run-fuzz.sh HARNESS CORPUS SECONDS [libFuzzer flags…] — runs a libFuzzer harness
+# over its seed corpus and then fuzzes for SECONDS. New inputs go to a temporary
+# folder, never into the seed corpus in the tree; a crash, leak or timeout is kept
+# under fuzz-artifacts/ in the current folder and fails the run.
+set -euo pipefail
+harness=$1 corpus=$2 seconds=$3
+shift 3
+[ -d "$corpus" ] || { echo "run-fuzz.sh: $corpus: no such corpus folder" >&2; exit 2; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/tandem-fuzz-corpus-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+artifacts="$PWD/fuzz-artifacts/$(basename "$harness")/"
+mkdir -p "$artifacts"
+# -rss_limit_mb and -malloc_limit_mb: a reader that allocates what a header claims
+# rather than what the file holds is a finding, not a slow run.
+exec "$harness" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 \
+  -malloc_limit_mb=1024 -print_final_stats=1 -artifact_prefix="$artifacts" \
+  "$@" "$work" "$corpus"
