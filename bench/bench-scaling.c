@@ -27,6 +27,7 @@
 #include "tdm-build-config.h"
 #include "tdm-dataset.h"
 #include "tdm-device.h"
+#include "tdm-scaling.h"
 #include "tdm-trainer.h"
 
 #include <math.h>
@@ -47,157 +48,8 @@
  * with more steps, at most this many times. */
 #define TDM_SCALE_MAX_RECALIBRATIONS 4
 
-/* ---- one run, as its events tell it ---------------------------------------------- */
-
-typedef struct {
-  int batch;                   /* global, as configured */
-  int replicas;
-  int train_count, steps_per_epoch;
-  size_t parameters;
-  gint64 started_us;
-  gint64 first_step_us, last_step_us;
-  long first_step, last_step;
-  int step_events;
-  gint64 excluded_us;          /* epoch-end evaluations after the first summary */
-  /* DEVICES figures: per replica sums of the per-step means, over the events that
-   * timed any step; `late` leaves out the first such event, which holds step 1. */
-  int all_events, late_events;
-  double all[TDM_MAX_REPLICAS][3], late[TDM_MAX_REPLICAS][3];
-  char failure[256];
-} TdmScaleRun;
-
-static void
-tdm_scale_on_event(const TdmEvent *e, gpointer data)
-{
-  TdmScaleRun *run = data;
-  gint64 now = g_get_monotonic_time();
-  switch (e->kind) {
-  case TDM_EVENT_STARTED:
-    run->started_us = now;
-    run->replicas = MIN(e->started.replicas, TDM_MAX_REPLICAS);
-    run->train_count = e->started.train_count;
-    run->steps_per_epoch = e->started.steps_per_epoch;
-    run->parameters = e->started.parameters;
-    break;
-  case TDM_EVENT_STEP:
-    if (run->step_events == 0) {
-      run->first_step_us = now;
-      run->first_step = e->step.step;
-    }
-    run->last_step_us = now;
-    run->last_step = e->step.step;
-    run->step_events++;
-    break;
-  case TDM_EVENT_EPOCH:
-    /* The trainer summarizes at every epoch end just before it evaluates, so the
-     * gap since the last STEP event is the evaluation. */
-    if (run->step_events > 0)
-      run->excluded_us += now - run->last_step_us;
-    break;
-  case TDM_EVENT_DEVICES: {
-    double busy = 0;
-    for (int r = 0; r < e->devices.replicas; r++)
-      busy += e->devices.device[r].compute_ms + e->devices.device[r].comm_ms;
-    if (busy <= 0)
-      break;   /* no timed step since the last DEVICES event */
-    gboolean late = run->all_events > 0;
-    for (int r = 0; r < e->devices.replicas && r < TDM_MAX_REPLICAS; r++) {
-      double v[3] = {e->devices.device[r].compute_ms, e->devices.device[r].comm_ms,
-                     e->devices.device[r].wait_ms};
-      for (int k = 0; k < 3; k++) {
-        run->all[r][k] += v[k];
-        if (late)
-          run->late[r][k] += v[k];
-      }
-    }
-    run->all_events++;
-    run->late_events += late;
-    break;
-  }
-  case TDM_EVENT_FAILED:
-    g_strlcpy(run->failure, e->failed->message, sizeof run->failure);
-    break;
-  default:
-    break;
-  }
-}
-
-/* Samples trained in the first `step` steps: whole epochs, then full batches (only
- * the last batch of an epoch is short). */
-static double
-tdm_scale_samples_done(const TdmScaleRun *run, long step)
-{
-  long per_epoch = MAX(1, run->steps_per_epoch);
-  return (double)(step / per_epoch) * run->train_count + (double)(step % per_epoch) * run->batch;
-}
-
-typedef struct {
-  long steps;                  /* the run's max_steps */
-  double seconds;              /* of the timed window */
-  double samples_per_second;
-  double compute_ms, comm_ms, wait_ms;   /* per step, mean over replicas */
-  double comm_least_ms;        /* per step, the replica that communicated least */
-  size_t parameters;
-  gboolean from_start;         /* one summary only: timed from STARTED */
-} TdmScaleResult;
-
-static gboolean
-tdm_scale_result_of(const TdmScaleRun *run, long steps, TdmScaleResult *out)
-{
-  memset(out, 0, sizeof *out);
-  out->steps = steps;
-  out->parameters = run->parameters;
-  double samples;
-  if (run->step_events >= 2 && run->last_step > run->first_step) {
-    out->seconds = (run->last_step_us - run->first_step_us - run->excluded_us) / 1e6;
-    samples = tdm_scale_samples_done(run, run->last_step) -
-              tdm_scale_samples_done(run, run->first_step);
-  } else if (run->step_events >= 1 && run->last_step > 0) {
-    out->seconds = (run->last_step_us - run->started_us - run->excluded_us) / 1e6;
-    samples = tdm_scale_samples_done(run, run->last_step);
-    out->from_start = TRUE;
-  } else {
-    return FALSE;
-  }
-  if (out->seconds <= 0)
-    return FALSE;
-  out->samples_per_second = samples / out->seconds;
-
-  int events = run->late_events > 0 ? run->late_events : run->all_events;
-  out->comm_least_ms = INFINITY;
-  for (int r = 0; r < run->replicas && events > 0; r++) {
-    const double *v = run->late_events > 0 ? run->late[r] : run->all[r];
-    out->compute_ms += v[0] / events / run->replicas;
-    out->comm_ms += v[1] / events / run->replicas;
-    out->wait_ms += v[2] / events / run->replicas;
-    out->comm_least_ms = MIN(out->comm_least_ms, v[1] / events);
-  }
-  if (events == 0)
-    out->compute_ms = out->comm_ms = out->wait_ms = out->comm_least_ms = NAN;
-  return TRUE;
-}
-
-/* Seconds per step of a run, for sizing the next: from its window when it has one,
- * else an upper bound (the first steps' costs included). */
-static double
-tdm_scale_seconds_per_step(const TdmScaleRun *run)
-{
-  if (run->step_events >= 2 && run->last_step > run->first_step)
-    return MAX(1e-7, (run->last_step_us - run->first_step_us - run->excluded_us) / 1e6 /
-                         (run->last_step - run->first_step));
-  return MAX(1e-7, (run->last_step_us - run->started_us - run->excluded_us) / 1e6 /
-                       MAX(1, run->last_step));
-}
-
-static gboolean
-tdm_scale_run_once(TdmConfig *cfg, long steps, TdmScaleRun *run, GError **error)
-{
-  memset(run, 0, sizeof *run);
-  run->batch = cfg->batch;
-  cfg->max_steps = steps;
-  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, tdm_scale_on_event, run);
-  return tdm_trainer_run(trainer, NULL, error);
-}
+/* One run is measured by the engine's scaling meter (tdm-scaling.h), which the
+ * window's scaling run uses too. */
 
 /* ---- one configuration: warm-up, then repeats ------------------------------------ */
 
@@ -240,16 +92,16 @@ tdm_scale_config(const TdmScaleOptions *o, const char *network, const char *devi
 static int
 tdm_scale_by_rate(const void *a, const void *b)
 {
-  double x = ((const TdmScaleResult *)a)->samples_per_second;
-  double y = ((const TdmScaleResult *)b)->samples_per_second;
+  double x = ((const TdmScalingResult *)a)->samples_per_second;
+  double y = ((const TdmScalingResult *)b)->samples_per_second;
   return (x > y) - (x < y);
 }
 
 static int
 tdm_scale_by_comm(const void *a, const void *b)
 {
-  double x = ((const TdmScaleResult *)a)->comm_least_ms;
-  double y = ((const TdmScaleResult *)b)->comm_least_ms;
+  double x = ((const TdmScalingResult *)a)->comm_least_ms;
+  double y = ((const TdmScalingResult *)b)->comm_least_ms;
   return (x > y) - (x < y);
 }
 
@@ -258,25 +110,25 @@ tdm_scale_by_comm(const void *a, const void *b)
  * run fails. */
 static gboolean
 tdm_scale_measure(const TdmScaleOptions *o, TdmConfig *cfg,
-                  int (*order)(const void *, const void *), TdmScaleResult *median,
+                  int (*order)(const void *, const void *), TdmScalingResult *median,
                   GError **error)
 {
-  TdmScaleResult results[TDM_SCALE_MAX_REPEAT];
-  g_autofree TdmScaleRun *run = g_new0(TdmScaleRun, 1);
-  if (!tdm_scale_run_once(cfg, o->warmup_steps, run, error))
+  TdmScalingResult results[TDM_SCALE_MAX_REPEAT];
+  g_autofree TdmScalingMeter *run = g_new0(TdmScalingMeter, 1);
+  if (!tdm_scaling_measure_once(cfg, o->warmup_steps, run, NULL, error))
     return FALSE;
   /* The first summary comes 50 ms into a run: leave room for it. */
-  double per_step = tdm_scale_seconds_per_step(run);
+  double per_step = tdm_scaling_meter_seconds_per_step(run);
   long steps = MAX(o->steps, (long)ceil((o->min_seconds + 0.06) / per_step));
   int recalibrations = 0;
   for (int i = 0; i < o->repeat; i++) {
-    if (!tdm_scale_run_once(cfg, steps, run, error))
+    if (!tdm_scaling_measure_once(cfg, steps, run, NULL, error))
       return FALSE;
-    gboolean ok = tdm_scale_result_of(run, steps, &results[i]);
+    gboolean ok = tdm_scaling_meter_result(run, steps, &results[i]);
     if ((!ok || results[i].from_start || results[i].seconds < o->min_seconds / 2) &&
         recalibrations < TDM_SCALE_MAX_RECALIBRATIONS && steps < o->steps * 100000L) {
       /* Too short to trust: that run becomes a warm-up and all repeats start over. */
-      per_step = tdm_scale_seconds_per_step(run);
+      per_step = tdm_scaling_meter_seconds_per_step(run);
       long more = (long)ceil((o->min_seconds + 0.06) / per_step);
       steps = MAX(more, steps * 2);
       recalibrations++;
@@ -350,7 +202,7 @@ tdm_scale_counts(const TdmScaleDevices *d, int *counts)
  * network, devices and global batch) are run once. */
 typedef struct {
   char *key;
-  TdmScaleResult result;
+  TdmScalingResult result;
   gboolean ok;
 } TdmScaleCached;
 
@@ -414,7 +266,7 @@ tdm_scale_table(GPtrArray *cache, const TdmScaleOptions *o, const TdmScaleDevice
         fflush(stdout);
         continue;
       }
-      const TdmScaleResult *r = &c->result;
+      const TdmScalingResult *r = &c->result;
       if (n == 1)
         base = r->samples_per_second;
       /* Both kinds: speedup over one replica, per replica. Weak scaling keeps each
@@ -630,7 +482,7 @@ tdm_scale_bandwidth(const TdmScaleOptions *o, const TdmScaleDevices *d, int per_
       g_autoptr(GError) error = NULL;
       g_autoptr(TdmConfig) cfg = tdm_scale_config(&single, network, devices, per_replica * n,
                                                   &error);
-      TdmScaleResult r;
+      TdmScalingResult r;
       if (cfg == NULL || !tdm_scale_measure(&single, cfg, tdm_scale_by_comm, &r, &error)) {
         g_printerr("bench-scaling: all-reduce run, %s on %s: %s\n", network, devices,
                    error != NULL ? error->message : "failed");

@@ -24,6 +24,7 @@ typedef enum {
   TDM_ENGINE_ERROR_CHECKPOINT,       /* a checkpoint that cannot be written or read */
   TDM_ENGINE_ERROR_DIVERGED,         /* the loss became NaN or infinite */
   TDM_ENGINE_ERROR_CANCELLED,        /* the run was stopped */
+  TDM_ENGINE_ERROR_HISTORY,          /* a run history file that cannot be written or read */
 } TdmEngineError;
 
 G_END_DECLS

@@ -14,6 +14,7 @@
 #include "tdm-distributed.h"
 #include "tdm-error.h"
 #include "tdm-json.h"
+#include "tdm-history.h"
 #include "tdm-trainer.h"
 
 #include <errno.h>
@@ -46,7 +47,8 @@ typedef struct {
   char *eval_batch, *max_steps, *save, *resume, *image_size, *color, *top;
   char *batchnorm, *decay_on, *warmup, *smoothing, *crop, *flip;
   char **classify;
-  gboolean test_flip, list_devices, json, quiet, version, distributed;
+  gboolean test_flip, list_devices, json, quiet, version, distributed, record;
+  char *run_name, *history, *pace;
 } Options;
 
 static void
@@ -58,6 +60,7 @@ options_clear(Options *o)
     &o->schedule, &o->step_epochs, &o->gamma, &o->strategy, &o->precision, &o->seed,
     &o->eval_batch, &o->max_steps, &o->save, &o->resume, &o->image_size, &o->color, &o->top,
     &o->batchnorm, &o->decay_on, &o->warmup, &o->smoothing, &o->crop, &o->flip,
+    &o->run_name, &o->history, &o->pace,
   };
   for (gsize i = 0; i < G_N_ELEMENTS(strings); i++)
     g_clear_pointer(strings[i], g_free);
@@ -193,6 +196,14 @@ options_context(Options *o)
      "IMAGE"},
     {"top", 0, 0, G_OPTION_ARG_STRING, &o->top,
      "With --classify: how many classes to print per image (default 3)", "N"},
+    {"record", 0, 0, G_OPTION_ARG_NONE, &o->record,
+     "Keep the run in the run history (the window lists it)", NULL},
+    {"run-name", 0, 0, G_OPTION_ARG_STRING, &o->run_name,
+     "Name of the recorded run (default: its date)", "NAME"},
+    {"history", 0, 0, G_OPTION_ARG_FILENAME, &o->history,
+     "Run history folder (default ~/.local/share/tandem/runs)", "DIR"},
+    {"pace", 0, 0, G_OPTION_ARG_STRING, &o->pace,
+     "At most N steps a second, to watch a small network (default 0: no limit)", "N"},
     {"list-devices", 0, 0, G_OPTION_ARG_NONE, &o->list_devices,
      "List the devices and exit", NULL},
     {"json", 0, 0, G_OPTION_ARG_NONE, &o->json,
@@ -460,6 +471,7 @@ typedef struct {
   double trained;         /* seconds of training in this process, as the engine counts */
   gint64 t_epoch, t_draw;   /* monotonic µs */
   GCancellable *cancellable;
+  TdmRunRecorder *recorder; /* --record */
 } Printer;
 
 static void
@@ -682,7 +694,7 @@ error_code_name(const GError *e)
 {
   static const char *const names[] = {
     "invalid-option", "invalid-spec", "dataset", "device", "out-of-memory", "backend",
-    "communication", "checkpoint", "diverged", "cancelled",
+    "communication", "checkpoint", "diverged", "cancelled", "history",
   };
   if (e->domain == TDM_ENGINE_ERROR && e->code >= 0 && e->code < (int)G_N_ELEMENTS(names))
     return names[e->code];
@@ -828,6 +840,11 @@ json_event(const TdmEvent *ev)
     json_builder_add_boolean_value(b, f->stopped);
     break;
   }
+  case TDM_EVENT_PHASES:
+  case TDM_EVENT_BATCH:
+  case TDM_EVENT_PREDICTIONS:
+    tdm_event_detail_to_json(b, ev);
+    break;
   case TDM_EVENT_FAILED:
     json_string(b, "type", "failed");
     json_string(b, "error", ev->failed ? error_code_name(ev->failed) : "other");
@@ -848,6 +865,8 @@ on_event(const TdmEvent *ev, gpointer user_data)
 {
   Printer *p = user_data;
 
+  if (p->recorder != NULL)
+    tdm_run_recorder_add(ev, p->recorder);
   if (ev->kind == TDM_EVENT_STARTED) {
     g_atomic_int_set(&training_started, 1);
     p->start = ev->started;
@@ -902,6 +921,9 @@ on_event(const TdmEvent *ev, gpointer user_data)
   case TDM_EVENT_DEVICES:
   case TDM_EVENT_PAUSED:
   case TDM_EVENT_RESUMED:
+  case TDM_EVENT_PHASES:
+  case TDM_EVENT_BATCH:
+  case TDM_EVENT_PREDICTIONS:
     break;
   }
 }
@@ -1004,12 +1026,40 @@ run(const TdmConfig *config, const Options *o)
   if (!tdm_distributed_active() && interrupts_install())
     watch = g_thread_new("tdm-interrupt", interrupt_watch, cancellable);
 
+  g_autoptr(GError) error = NULL;
+  double pace = 0;
+  if (!parse_double("--pace", o->pace, &pace, &error) ||
+      (pace < 0 && !bad_option(&error, "--pace: %g is not a number of steps a second", pace)))
+    return fail(EXIT_BAD_INPUT, NULL, error->message);
+  g_autoptr(TdmHistory) history = NULL;
+  g_autoptr(TdmRunRecorder) recorder = NULL;
+  if (o->record && saves_here(config)) {
+    history = tdm_history_new(o->history);
+    recorder = tdm_run_recorder_new(history, config, o->run_name, &error);
+    if (recorder == NULL)
+      return fail(EXIT_BAD_INPUT, o->history != NULL ? "--history" : "--record", error->message);
+    printer.recorder = recorder;
+  }
+
   g_autoptr(TdmTrainer) trainer = tdm_trainer_new(config, on_event, &printer);
   if (o->resume)
     tdm_trainer_set_resume_path(trainer, o->resume);
-  g_autoptr(GError) error = NULL;
+  /* Recorded runs summarize on a step grid so that runs of one configuration overlay
+   * point for point in the history. */
+  if (recorder != NULL)
+    tdm_trainer_set_summary_steps(trainer, TDM_HISTORY_SUMMARY_STEPS);
+  tdm_trainer_set_pace(trainer, pace);
   gboolean ok = tdm_trainer_run(trainer, cancellable, &error);
   bar_clear(&printer);
+  int record_status = 0;
+  if (recorder != NULL) {
+    g_autoptr(GError) record_error = NULL;
+    if (!tdm_run_recorder_finish(recorder, &record_error))
+      record_status = fail(EXIT_RUNTIME, "--record", record_error->message);
+    else if (!o->json && !o->quiet)
+      fprintf(stderr, "tandem-train: recorded as run %s in %s\n",
+              tdm_run_recorder_get_id(recorder), tdm_history_get_folder(history));
+  }
 
   if (watch) {
     (void)!write(wake_pipe[1], "q", 1);
@@ -1022,7 +1072,7 @@ run(const TdmConfig *config, const Options *o)
       return status;
     return fail(status, flag_of(error, printer.stepped, o->resume != NULL), error->message);
   }
-  return g_cancellable_is_cancelled(cancellable) ? EXIT_INTERRUPTED : 0;
+  return g_cancellable_is_cancelled(cancellable) ? EXIT_INTERRUPTED : record_status;
 }
 
 int

@@ -21,7 +21,7 @@ diag() { sed 's/^/# /'; }
 have_python=0
 command -v python3 >/dev/null 2>&1 && have_python=1
 
-plan=45
+plan=49
 echo "1..$plan"
 
 # --- help and listings -------------------------------------------------------------
@@ -106,6 +106,8 @@ expect_bad "--optimizer" --optimizer rmsprop
 expect_bad "--no-such-flag" --no-such-flag
 expect_bad "--main" --main 2 --devices cpu:2
 expect_bad "/no/such/folder" --dataset synthetic --save /no/such/folder/x.safetensors
+expect_bad "--pace" --dataset synthetic --pace -1
+expect_bad "--history" --dataset synthetic --record --history /proc/no-such-folder
 # Issue 10: specs that cannot work, and the recipe's flags.
 expect_bad "--network: network spec, layer 1 “bn”: bn before any layer" \
   --dataset synthetic --network bn,fc10
@@ -249,6 +251,68 @@ if [ $have_python -eq 1 ]; then
   fi
 else
   ok "JSON lines # SKIP no python3"
+fi
+
+# What a window draws comes in the same JSON: phases per device, the batch split, and
+# the test set's predictions, whose confusion matrix sums to the test set and whose
+# diagonal is the reported accuracy.
+if [ $have_python -eq 1 ]; then
+  out=$(python3 - "$run_json" <<'EOF'
+import json, sys
+events = [json.loads(line) for line in open(sys.argv[1])]
+phases = [e for e in events if e["type"] == "phases"]
+batches = [e for e in events if e["type"] == "batch"]
+predictions = [e for e in events if e["type"] == "predictions"]
+epochs = [e for e in events if e["type"] == "epoch"]
+assert phases and len(phases[0]["devices"]) == 2, "phases"
+names = {span["phase"] for device in phases[0]["devices"] for span in device}
+assert {"forward", "backward", "all-reduce", "update"} <= names, names
+assert batches and [d["size"] for d in batches[0]["devices"]] == [100, 100], "batch"
+assert len(predictions) == 1, "one evaluation, one predictions event"
+p = predictions[0]
+total = sum(map(sum, p["confusion"]))
+diagonal = sum(p["confusion"][i][i] for i in range(p["classes"]))
+assert total == p["test_count"] and diagonal == p["correct"], (total, diagonal)
+assert round(epochs[0]["test_accuracy"] * p["test_count"]) == p["correct"]
+print("%d phases events, matrix of %d, %d correct" % (len(phases), total, diagonal))
+EOF
+)
+  if [ $? -eq 0 ]; then
+    ok "--json carries phases, batch split and predictions ($out)"
+  else
+    not_ok "--json carries phases, batch split and predictions" "$out"
+  fi
+else
+  ok "phases, batch, predictions # SKIP no python3"
+fi
+
+# --record keeps runs in the history folder; two runs of one configuration record
+# the same series by step (what lets the window overlay them exactly).
+for i in 1 2; do
+  "$train" --dataset synthetic --network fc16,relu,fc10 --devices cpu:2 --max-steps 40 \
+    --record --run-name "run $i" --history "$tmp/history" --quiet 2>"$tmp/err"
+done
+if [ $have_python -eq 1 ]; then
+  out=$(python3 - "$tmp/history" <<'EOF'
+import glob, json, sys
+files = sorted(glob.glob(sys.argv[1] + "/*.jsonl"))
+assert len(files) == 2, files
+series = []
+for f in files:
+    lines = [json.loads(l) for l in open(f)]
+    assert lines[0]["type"] == "settings" and lines[-1]["type"] == "finished", f
+    series.append([(e["step"], e["train_loss"]) for e in lines if e["type"] == "step"])
+assert series[0] == series[1] and len(series[0]) == 4, series
+print("2 runs, %d points each, equal" % len(series[0]))
+EOF
+)
+  if [ $? -eq 0 ]; then
+    ok "--record: $out"
+  else
+    not_ok "--record keeps identical runs identical" "$out" "$(cat "$tmp/err")"
+  fi
+else
+  ok "--record # SKIP no python3"
 fi
 
 # The checkpoint, read the way safetensors' own readers do it.

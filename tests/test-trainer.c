@@ -67,6 +67,10 @@ record(const TdmEvent *e, gpointer data)
     r->failed++;
     g_assert_nonnull(e->failed);
     break;
+  case TDM_EVENT_PHASES:
+  case TDM_EVENT_BATCH:
+  case TDM_EVENT_PREDICTIONS:
+    break;
   }
 }
 

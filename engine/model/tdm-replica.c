@@ -270,6 +270,8 @@ train_body(TdmReplica *r, int count, float grad_scale)
   tdm_replica_forward(r, count, MODE_TRAIN);
   if (tdm_replica_aborted(r))
     return;
+  if (r->forward_done != NULL)
+    r->forward_done(r, r->forward_done_data);
   b->ops->softmax_xent(b, r->acts[net->layer_count], r->labels, count, net->classes,
                        r->smoothing, grad_scale, r->grad_a, r->metrics);
   tdm_replica_backward(r, count);
@@ -298,10 +300,11 @@ tdm_replica_train_step(TdmReplica *r, const int32_t *indices, int count, float g
 
   b->ops->upload(b, r->indices, indices, (size_t)count * sizeof(int32_t));
 
-  /* Graphs replay fixed launches, so a bucket hook or synchronized BN (which issue
-   * communication from the host) rule them out. A run has at most two shard sizes
-   * (full and last). */
-  if (b->ops->graph_launch == NULL || r->grads_ready != NULL || r->bn_reduce != NULL) {
+  /* Graphs replay fixed launches, so a bucket hook, synchronized BN (which issue
+   * communication from the host) or the forward hook of a sampled step rule them
+   * out. A run has at most two shard sizes (full and last). */
+  if (b->ops->graph_launch == NULL || r->grads_ready != NULL || r->bn_reduce != NULL ||
+      r->forward_done != NULL) {
     train_body(r, count, grad_scale);
     return;
   }
@@ -402,6 +405,12 @@ tdm_replica_evaluate(TdmReplica *r, int first, int count)
   b->ops->softmax_xent(b, logits, r->labels, count, net->classes, 0.0f, 0.0f, NULL,
                        r->metrics);
   b->ops->synchronize(b);
+}
+
+const float *
+tdm_replica_outputs(const TdmReplica *r)
+{
+  return r->acts[r->net->layer_count];
 }
 
 void

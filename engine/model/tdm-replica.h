@@ -29,6 +29,10 @@ typedef void (*TdmGradsReady) (TdmReplica *replica, size_t offset, size_t count,
 typedef gboolean (*TdmBnReduce) (TdmReplica *replica, float *buffer, size_t count,
                                  gpointer user_data);
 
+/* Called between a training step's forward and backward passes (the trainer times
+ * the two apart on sampled steps). Like grads_ready, it rules out graph replay. */
+typedef void (*TdmForwardDone) (TdmReplica *replica, gpointer user_data);
+
 struct _TdmReplica {
   TdmBackend *backend;          /* not owned */
   const TdmNetwork *net;        /* not owned */
@@ -69,6 +73,8 @@ struct _TdmReplica {
   int sample_size;
   TdmGradsReady grads_ready;
   gpointer grads_ready_data;
+  TdmForwardDone forward_done;
+  gpointer forward_done_data;
   volatile gint *abort_flag;    /* checked between layers on slow backends */
   int ops_per_step;             /* backend operations of one step's body (graph or not) */
 };
@@ -134,6 +140,10 @@ gboolean tdm_replica_supported (TdmBackend *backend, const TdmNetwork *net,
 /* Forward only over test samples [first, first + count), copying the network's
  * outputs (count × classes logits) to host memory; metrics are left alone. */
 void tdm_replica_predict (TdmReplica *replica, int first, int count, float *logits);
+
+/* The network's outputs (logits, samples × classes, device memory) of the last
+ * forward pass: after tdm_replica_evaluate, the predictions for its samples. */
+const float *tdm_replica_outputs (const TdmReplica *replica);
 
 /* Reads and clears the metrics (waits for the device). */
 TdmMetrics tdm_replica_take_metrics (TdmReplica *replica);

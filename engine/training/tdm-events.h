@@ -7,6 +7,7 @@
 #pragma once
 
 #include <glib.h>
+#include <stdint.h>
 
 G_BEGIN_DECLS
 
@@ -22,6 +23,9 @@ typedef enum {
   TDM_EVENT_RESUMED,
   TDM_EVENT_FINISHED,
   TDM_EVENT_FAILED,
+  TDM_EVENT_PHASES,
+  TDM_EVENT_BATCH,
+  TDM_EVENT_PREDICTIONS,
 } TdmEventKind;
 
 typedef struct {
@@ -116,6 +120,80 @@ typedef struct {
   gboolean stopped;         /* TRUE when stopped before the last epoch */
 } TdmFinishedEvent;
 
+/* What a device does during a step, in the order a step does it. Communication has
+ * one phase per collective so that the `main` strategy's reduce → update on the main
+ * device → broadcast reads as such. */
+typedef enum {
+  TDM_PHASE_FORWARD,
+  TDM_PHASE_BACKWARD,
+  TDM_PHASE_REDUCE,
+  TDM_PHASE_ALLREDUCE,
+  TDM_PHASE_BROADCAST,
+  TDM_PHASE_UPDATE,
+  TDM_PHASE_WAIT,          /* at a barrier, for the other replicas */
+  TDM_PHASE_COUNT,
+} TdmPhase;
+
+#define TDM_MAX_PHASE_SPANS 8
+
+/* One sampled step, per device: its phases as start/end times in milliseconds from
+ * the moment the step was handed to the replicas (the same origin for all of them).
+ * Sent for the steps the trainer times anyway (about one per step summary). */
+typedef struct {
+  int spans;
+  struct {
+    float start_ms, end_ms;
+    int phase;              /* TdmPhase */
+  } span[TDM_MAX_PHASE_SPANS];
+} TdmDevicePhases;
+
+typedef struct {
+  long step;                /* the step's number, 1-based */
+  int replicas;
+  TdmDevicePhases device[TDM_MAX_REPLICAS];
+} TdmPhasesEvent;
+
+#define TDM_BATCH_SAMPLES_SHOWN 8
+
+/* How one batch was split: each device's contiguous shard of the global batch and
+ * the first few of its samples (indices into the training set, with their labels),
+ * so a window can draw them. Sent with the timed steps, like TdmPhasesEvent. */
+typedef struct {
+  long step;
+  int batch;                /* samples in this batch (the last one may be short) */
+  int replicas;
+  struct {
+    int offset, size;       /* the shard: batch positions [offset, offset + size) */
+    int shown;              /* entries used below, ≤ TDM_BATCH_SAMPLES_SHOWN */
+    int32_t index[TDM_BATCH_SAMPLES_SHOWN];
+    uint8_t label[TDM_BATCH_SAMPLES_SHOWN];
+  } device[TDM_MAX_REPLICAS];
+} TdmBatchEvent;
+
+#define TDM_MAX_CONFUSION_CLASSES 32
+#define TDM_PREDICTION_SAMPLES 32
+#define TDM_CLASS_NAME_SIZE 24
+
+/* The test set's predictions after an evaluation: the confusion matrix (rows the true
+ * class, columns the predicted one) and a bounded list of test samples, mistakes
+ * first, in test-set order within each group. Datasets with more than
+ * TDM_MAX_CONFUSION_CLASSES classes get the list but no matrix (has_matrix FALSE). */
+typedef struct {
+  int epoch;                /* 1-based, as TdmEpochEvent */
+  long step;
+  int classes;
+  gboolean has_matrix;
+  int test_count;
+  int correct;              /* the diagonal's sum */
+  char class_name[TDM_MAX_CONFUSION_CLASSES][TDM_CLASS_NAME_SIZE];   /* "" when unnamed */
+  int32_t matrix[TDM_MAX_CONFUSION_CLASSES][TDM_MAX_CONFUSION_CLASSES];
+  int samples;              /* entries used below */
+  struct {
+    int32_t index;          /* into the test set */
+    uint8_t truth, predicted;
+  } sample[TDM_PREDICTION_SAMPLES];
+} TdmPredictionsEvent;
+
 typedef struct {
   TdmEventKind kind;
   union {
@@ -125,9 +203,20 @@ typedef struct {
     TdmDevicesEvent devices;
     TdmEpochEvent epoch;
     TdmFinishedEvent finished;
+    TdmPhasesEvent phases;
+    TdmBatchEvent batch;
+    TdmPredictionsEvent predictions;
     const GError *failed;   /* valid only during the call: copy it */
   };
 } TdmEvent;
+
+/* "forward", "all-reduce", … for labels, legends and JSON. */
+const char *tdm_phase_name (TdmPhase phase);
+
+/* Adds the members of a phases, batch or predictions event ("type" first) to an
+ * open JSON object; FALSE, adding nothing, for the other kinds. */
+typedef struct _JsonBuilder JsonBuilder;
+gboolean tdm_event_detail_to_json (JsonBuilder *builder, const TdmEvent *event);
 
 typedef void (*TdmEventSink) (const TdmEvent *event, gpointer user_data);
 

@@ -27,6 +27,7 @@ typedef struct {
   int epoch;                    /* the epoch of the batch (augmentation, dropout) */
   double lr;
   gboolean timed;               /* synchronize and time each phase */
+  double origin;                /* JOB_TRAIN: seconds when the step was handed out */
   double stop_vote;             /* JOB_METRICS: this process wants to stop */
 } Job;
 
@@ -34,6 +35,8 @@ typedef struct {
   double compute, comm, wait;   /* seconds over timed steps */
   double wall;                  /* seconds of timed steps, start to end */
   int timed_steps;
+  TdmDevicePhases phases;       /* the last sampled step's phases */
+  double forward_end;           /* seconds, set by the forward_done hook */
 } Timing;
 
 struct _TdmTrainer {
@@ -87,6 +90,14 @@ struct _TdmTrainer {
   gulong cancel_handler;
   GCancellable *cancellable;
   volatile gint stop_requested; /* distributed runs: stop at the next summary vote */
+  gboolean step_detail;         /* phases and batch split of sampled steps (default on) */
+  int summary_steps;             /* > 0: summaries on this step grid, not by the clock */
+  int32_t *predicted;           /* [test count]: each test sample's predicted class */
+
+  /* Pace: under pause_lock. */
+  double pace;                  /* steps per second at most; 0 for no limit */
+  int single_steps;             /* steps still to run while paused */
+  gint64 last_step_us;          /* on the trainer's clock, when the last step began */
 };
 
 /* The main replica's parameters into t->host_params (waits for its device). */

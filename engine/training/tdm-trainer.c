@@ -45,6 +45,7 @@ tdm_trainer_new(const TdmConfig *config, TdmEventSink sink, gpointer user_data)
   g_cond_init(&t->pause_cond);
   g_mutex_init(&t->error_lock);
   g_mutex_init(&t->abort_lock);
+  t->step_detail = TRUE;
   return t;
 }
 
@@ -196,9 +197,30 @@ now_seconds(void)
   return g_get_monotonic_time() / 1e6;
 }
 
+/* Appends a span to the replica's record of a sampled step. */
+static void
+mark_phase(TdmTrainer *t, Timing *tm, TdmPhase phase, double start, double end)
+{
+  TdmDevicePhases *p = &tm->phases;
+  if (!t->step_detail || p->spans >= TDM_MAX_PHASE_SPANS)
+    return;
+  p->span[p->spans].start_ms = (float)(1e3 * (start - t->job.origin));
+  p->span[p->spans].end_ms = (float)(1e3 * (end - t->job.origin));
+  p->span[p->spans].phase = phase;
+  p->spans++;
+}
+
+static void
+on_forward_done(TdmReplica *rep, gpointer data)
+{
+  Timing *tm = data;
+  rep->backend->ops->synchronize(rep->backend);
+  tm->forward_end = now_seconds();
+}
+
 static gboolean
 communicate(TdmTrainer *t, int r, gboolean (*op)(TdmTrainer *, int, GError **), Timing *tm,
-            gboolean timed)
+            gboolean timed, TdmPhase phase)
 {
   TdmBackend *b = t->backends[r];
   GError *error = NULL;
@@ -213,8 +235,13 @@ communicate(TdmTrainer *t, int r, gboolean (*op)(TdmTrainer *, int, GError **), 
   }
   if (timed) {
     b->ops->synchronize(b);
+    double t2 = now_seconds();
     tm->wait += t1 - t0;
-    tm->comm += now_seconds() - t1;
+    tm->comm += t2 - t1;
+    if (t->job.timed) {
+      mark_phase(t, tm, TDM_PHASE_WAIT, t0, t1);
+      mark_phase(t, tm, phase, t1, t2);
+    }
   }
   return TRUE;
 }
@@ -350,6 +377,14 @@ job_train(TdmTrainer *t, int r)
   gboolean timed = job->timed || b->kind == TDM_BACKEND_CPU;
   gboolean is_main = r == t->main_local;
   double start = timed ? now_seconds() : 0;
+  /* Sampled steps also record their phases: forward and backward apart (the hook
+   * takes the step off its graph), each collective and each wait. */
+  if (job->timed && t->step_detail) {
+    tm->phases.spans = 0;
+    tm->forward_end = start;
+    rep->forward_done = on_forward_done;
+    rep->forward_done_data = tm;
+  }
 
   int offset, size;
   tdm_shard_of(job->count, t->world, t->rank0 + r, &offset, &size);
@@ -371,7 +406,13 @@ job_train(TdmTrainer *t, int r)
     flush_bucket(bk);
   if (timed) {
     b->ops->synchronize(b);
-    tm->compute += now_seconds() - start;
+    double end = now_seconds();
+    tm->compute += end - start;
+    if (job->timed && t->step_detail) {
+      rep->forward_done = NULL;
+      mark_phase(t, tm, TDM_PHASE_FORWARD, start, tm->forward_end);
+      mark_phase(t, tm, TDM_PHASE_BACKWARD, tm->forward_end, end);
+    }
   }
   /* A stop mid-step leaves the step undone on every replica (see trainer_step). */
   if (aborted(t))
@@ -387,17 +428,20 @@ job_train(TdmTrainer *t, int r)
       fail_worker(t, error);
     if (timed) {
       b->ops->synchronize(b);
-      tm->comm += now_seconds() - t1;
+      double t2 = now_seconds();
+      tm->comm += t2 - t1;
+      if (job->timed)
+        mark_phase(t, tm, TDM_PHASE_ALLREDUCE, t1, t2);
     }
   } else if (t->world > 1) {
     if (t->config->strategy == TDM_STRATEGY_ALLREDUCE)
-      ok = communicate(t, r, op_allreduce, tm, timed);
+      ok = communicate(t, r, op_allreduce, tm, timed, TDM_PHASE_ALLREDUCE);
     else
-      ok = communicate(t, r, op_reduce, tm, timed);
+      ok = communicate(t, r, op_reduce, tm, timed, TDM_PHASE_REDUCE);
   }
   if (ok && t->world > 1 && t->net->state_count > 0 &&
       t->config->batchnorm == TDM_BATCHNORM_PER_REPLICA)
-    ok = communicate(t, r, op_average_bn_state, tm, timed);
+    ok = communicate(t, r, op_average_bn_state, tm, timed, TDM_PHASE_ALLREDUCE);
   if (!ok)
     return;
 
@@ -409,10 +453,13 @@ job_train(TdmTrainer *t, int r)
   }
   if (timed) {
     b->ops->synchronize(b);
-    tm->compute += now_seconds() - update_start;
+    double end = now_seconds();
+    tm->compute += end - update_start;
+    if (job->timed && t->opts[r] != NULL)
+      mark_phase(t, tm, TDM_PHASE_UPDATE, update_start, end);
   }
   if (t->world > 1 && t->config->strategy == TDM_STRATEGY_MAIN)
-    communicate(t, r, op_broadcast, tm, timed);
+    communicate(t, r, op_broadcast, tm, timed, TDM_PHASE_BROADCAST);
 
   if (timed) {
     tm->wall += now_seconds() - start;
@@ -442,8 +489,27 @@ job_evaluate(TdmTrainer *t, int r)
   int total = t->data->test->count;
   int first, count;
   tdm_shard_of(total, t->world, t->rank0 + r, &first, &count);
-  for (int done = 0; done < count && !aborted(t); done += rep->capacity)
-    tdm_replica_evaluate(rep, first + done, MIN(rep->capacity, count - done));
+  int classes = t->net->classes;
+  g_autofree float *logits = t->predicted != NULL ? g_new(float, (size_t)rep->capacity * classes)
+                                                  : NULL;
+  for (int done = 0; done < count && !aborted(t); done += rep->capacity) {
+    int chunk = MIN(rep->capacity, count - done);
+    tdm_replica_evaluate(rep, first + done, chunk);
+    if (logits == NULL)
+      continue;
+    /* The same rule as the loss's correct count (the first maximum wins), so the
+     * confusion matrix's diagonal is the reported accuracy. */
+    TdmBackend *b = t->backends[r];
+    b->ops->download(b, logits, tdm_replica_outputs(rep), (size_t)chunk * classes * sizeof(float));
+    for (int i = 0; i < chunk; i++) {
+      const float *z = logits + (size_t)i * classes;
+      int best = 0;
+      for (int j = 1; j < classes; j++)
+        if (z[j] > z[best])
+          best = j;
+      t->predicted[first + done + i] = best;
+    }
+  }
 }
 
 static void
@@ -573,6 +639,7 @@ teardown(TdmTrainer *t)
   g_clear_pointer(&t->timing, g_free);
   g_clear_pointer(&t->buckets, g_free);
   g_clear_pointer(&t->it, tdm_iterator_free);
+  g_clear_pointer(&t->predicted, g_free);
   g_clear_pointer(&t->telemetry, tdm_telemetry_free);
   g_clear_pointer(&t->net, tdm_network_free);
   g_clear_pointer(&t->data, tdm_dataset_pair_free);
@@ -813,6 +880,9 @@ setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
     }
   }
   t->it = tdm_iterator_new(cfg->seed, train->count, cfg->batch);
+  /* Predictions need every test sample's answer in this process. */
+  if (!tdm_distributed_active() && t->data->test->count > 0)
+    t->predicted = g_new0(int32_t, t->data->test->count);
   if (!all_cpu(cfg))
     t->telemetry = tdm_telemetry_new(500);
   return start_workers(t, error);
@@ -947,6 +1017,77 @@ emit_devices(TdmTrainer *t, RunStats *st)
   emit(t, &e);
 }
 
+/* The sampled step just run: each local replica's phases, then how its batch split. */
+static void
+emit_step_detail(TdmTrainer *t)
+{
+  TdmEvent e = {.kind = TDM_EVENT_PHASES};
+  TdmPhasesEvent *p = &e.phases;
+  p->step = t->step;
+  p->replicas = MIN(t->replicas, TDM_MAX_REPLICAS);
+  for (int r = 0; r < p->replicas; r++)
+    p->device[r] = t->timing[r].phases;
+  emit(t, &e);
+
+  memset(&e, 0, sizeof e);
+  e.kind = TDM_EVENT_BATCH;
+  TdmBatchEvent *bt = &e.batch;
+  const TdmDataset *train = t->data->train;
+  bt->step = t->step;
+  bt->batch = t->job.count;
+  bt->replicas = MIN(t->world, TDM_MAX_REPLICAS);
+  for (int r = 0; r < bt->replicas; r++) {
+    tdm_shard_of(t->job.count, t->world, r, &bt->device[r].offset, &bt->device[r].size);
+    bt->device[r].shown = MIN(bt->device[r].size, TDM_BATCH_SAMPLES_SHOWN);
+    for (int i = 0; i < bt->device[r].shown; i++) {
+      int32_t index = t->job.indices[bt->device[r].offset + i];
+      bt->device[r].index[i] = index;
+      bt->device[r].label[i] = train->labels[index];
+    }
+  }
+  emit(t, &e);
+}
+
+/* After an evaluation: the confusion matrix and the sample list from t->predicted. */
+static void
+emit_predictions(TdmTrainer *t, int epoch)
+{
+  if (t->predicted == NULL)
+    return;
+  const TdmDataset *test = t->data->test;
+  TdmEvent *e = g_new0(TdmEvent, 1);
+  e->kind = TDM_EVENT_PREDICTIONS;
+  TdmPredictionsEvent *p = &e->predictions;
+  p->epoch = epoch;
+  p->step = t->step;
+  p->classes = test->classes;
+  p->has_matrix = test->classes <= TDM_MAX_CONFUSION_CLASSES;
+  p->test_count = test->count;
+  for (int c = 0; c < MIN(test->classes, TDM_MAX_CONFUSION_CLASSES); c++)
+    if (test->class_names != NULL && test->class_names[c] != NULL)
+      g_strlcpy(p->class_name[c], test->class_names[c], TDM_CLASS_NAME_SIZE);
+  for (int i = 0; i < test->count; i++) {
+    int truth = test->labels[i], predicted = t->predicted[i];
+    if (truth == predicted)
+      p->correct++;
+    if (p->has_matrix)
+      p->matrix[truth][predicted]++;
+  }
+  /* Mistakes first, then right answers, each in test-set order. */
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < test->count && p->samples < TDM_PREDICTION_SAMPLES; i++) {
+      gboolean right = test->labels[i] == t->predicted[i];
+      if (right != (pass == 1))
+        continue;
+      p->sample[p->samples].index = i;
+      p->sample[p->samples].truth = test->labels[i];
+      p->sample[p->samples].predicted = (uint8_t)t->predicted[i];
+      p->samples++;
+    }
+  emit(t, e);
+  g_free(e);
+}
+
 static gboolean
 check_finite(TdmTrainer *t, double loss_sum, GError **error)
 {
@@ -1011,27 +1152,115 @@ evaluate(TdmTrainer *t, double *loss, double *accuracy, GError **error)
   return TRUE;
 }
 
-/* Waits while paused; FALSE when the run was stopped meanwhile. */
+/* Waits while paused, unless single steps were asked for (each one lets one step
+ * through and the run rests again); FALSE when the run was stopped meanwhile. */
 static gboolean
 wait_while_paused(TdmTrainer *t, RunStats *st)
 {
-  if (!tdm_trainer_get_paused(t))
-    return TRUE;
-  st->trained_seconds = elapsed_training(t, st);
-  TdmEvent e = {.kind = TDM_EVENT_PAUSED};
-  emit(t, &e);
   g_mutex_lock(&t->pause_lock);
-  while (t->paused && !aborted(t)) {
+  gboolean rest = t->paused && t->single_steps == 0;
+  g_mutex_unlock(&t->pause_lock);
+  if (rest) {
+    st->trained_seconds = elapsed_training(t, st);
+    TdmEvent e = {.kind = TDM_EVENT_PAUSED};
+    emit(t, &e);
+  }
+  g_mutex_lock(&t->pause_lock);
+  while (t->paused && t->single_steps == 0 && !aborted(t)) {
     gint64 deadline = g_get_monotonic_time() + 50 * 1000;
     g_cond_wait_until(&t->pause_cond, &t->pause_lock, deadline);
   }
+  gboolean stepping = t->paused && t->single_steps > 0;
+  if (stepping)
+    t->single_steps--;
   g_mutex_unlock(&t->pause_lock);
-  st->segment_start_us = now_us(t);
-  st->last_summary_us = st->segment_start_us;
-  st->samples = 0;
-  e.kind = TDM_EVENT_RESUMED;
-  emit(t, &e);
+  if (rest) {
+    st->segment_start_us = now_us(t);
+    st->last_summary_us = st->segment_start_us;
+    st->samples = 0;
+    if (!stepping) {
+      TdmEvent e = {.kind = TDM_EVENT_RESUMED};
+      emit(t, &e);
+    }
+  }
+  /* A single step is always sampled: whoever steps through wants to see it. */
+  if (stepping)
+    st->next_timed = TRUE;
   return !aborted(t);
+}
+
+/* Holds the next step back until the pace allows it (on the trainer's clock, so a
+ * test can count steps against simulated time); FALSE when stopped meanwhile. */
+static gboolean
+wait_for_pace(TdmTrainer *t)
+{
+  g_mutex_lock(&t->pause_lock);
+  for (;;) {
+    if (aborted(t))
+      break;
+    double pace = t->pace;
+    gint64 now = now_us(t);
+    if (pace <= 0 || t->last_step_us == 0) {
+      t->last_step_us = now;
+      break;
+    }
+    gint64 due = t->last_step_us + (gint64)(1e6 / pace);
+    if (now >= due) {
+      /* Catch up at most one step: a slow step is not followed by a burst. */
+      t->last_step_us = MAX(due, now - (gint64)(1e6 / pace));
+      break;
+    }
+    /* Woken early by a change of pace, a pause or a stop; long waits are cut in
+     * pieces so a clock that is not the real one still gets read again. */
+    gint64 wait = MIN(due - now, 50 * 1000);
+    g_cond_wait_until(&t->pause_cond, &t->pause_lock, g_get_monotonic_time() + wait);
+  }
+  g_mutex_unlock(&t->pause_lock);
+  return !aborted(t);
+}
+
+void
+tdm_trainer_set_step_detail(TdmTrainer *t, gboolean detail)
+{
+  g_return_if_fail(t != NULL);
+  t->step_detail = detail;
+}
+
+void
+tdm_trainer_set_summary_steps(TdmTrainer *t, int steps)
+{
+  g_return_if_fail(t != NULL && steps >= 0);
+  t->summary_steps = steps;
+}
+
+void
+tdm_trainer_set_pace(TdmTrainer *t, double steps_per_second)
+{
+  g_return_if_fail(t != NULL);
+  g_mutex_lock(&t->pause_lock);
+  t->pace = MAX(0.0, steps_per_second);
+  g_cond_broadcast(&t->pause_cond);
+  g_mutex_unlock(&t->pause_lock);
+}
+
+double
+tdm_trainer_get_pace(TdmTrainer *t)
+{
+  g_mutex_lock(&t->pause_lock);
+  double pace = t->pace;
+  g_mutex_unlock(&t->pause_lock);
+  return pace;
+}
+
+void
+tdm_trainer_single_step(TdmTrainer *t)
+{
+  g_return_if_fail(t != NULL);
+  g_mutex_lock(&t->pause_lock);
+  if (t->paused)
+    t->single_steps++;
+  g_cond_broadcast(&t->pause_cond);
+  g_mutex_unlock(&t->pause_lock);
 }
 
 static gboolean
@@ -1051,7 +1280,7 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
         return FALSE;
       break;
     }
-    if (!wait_while_paused(t, &st) || aborted(t)) {
+    if (!wait_while_paused(t, &st) || !wait_for_pace(t) || aborted(t)) {
       *stopped = TRUE;
       break;
     }
@@ -1067,6 +1296,7 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
     t->job.epoch = epoch_before;
     t->job.lr = tdm_config_lr_at(cfg, epoch_float);
     t->job.timed = st.next_timed;
+    t->job.origin = now_seconds();
     t->main_updated = FALSE;
     st.next_timed = FALSE;
     if (!run_all(t, error) || aborted(t)) {
@@ -1083,10 +1313,13 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
     t->step++;
     st.samples += count;
     st.epoch_samples += count;
+    if (t->job.timed && t->step_detail)
+      emit_step_detail(t);
 
     gint64 now = now_us(t);
-    gboolean due = distributed(t) ? t->step % DISTRIBUTED_SUMMARY_STEPS == 0
-                                  : now - st.last_summary_us >= SUMMARY_INTERVAL_US;
+    gboolean due = distributed(t)       ? t->step % DISTRIBUTED_SUMMARY_STEPS == 0
+                   : t->summary_steps > 0 ? t->step % t->summary_steps == 0
+                                          : now - st.last_summary_us >= SUMMARY_INTERVAL_US;
     if (epoch_end || due) {
       gboolean stop = FALSE;
       if (!summarize(t, &st, g_atomic_int_get(&t->stop_requested), &stop, error))
@@ -1115,6 +1348,7 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
       e.epoch.test_accuracy = test_accuracy;
       e.epoch.elapsed = st.trained_seconds;
       emit(t, &e);
+      emit_predictions(t, epoch_before + 1);
       *final_loss = test_loss;
       *final_accuracy = test_accuracy;
       st.epoch_loss = st.epoch_correct = 0;
@@ -1149,6 +1383,7 @@ tdm_trainer_run(TdmTrainer *t, GCancellable *cancellable, GError **error)
   t->main_local = 0;
   t->step = 0;
   t->saved_step = -1;
+  t->last_step_us = 0;
 
   if (!setup(t, cancellable, &local))
     goto failed;

@@ -41,6 +41,24 @@ void tdm_trainer_set_clock (TdmTrainer *trainer, TdmClockFunc clock, gpointer us
 void tdm_trainer_set_paused (TdmTrainer *trainer, gboolean paused);
 gboolean tdm_trainer_get_paused (TdmTrainer *trainer);
 
+/* Whether sampled steps also report their phases and batch split (PHASES and BATCH
+ * events; on by default). Off only to measure what they cost (bench-phases). */
+void tdm_trainer_set_step_detail (TdmTrainer *trainer, gboolean detail);
+
+/* Step summaries every `steps` steps (and at epoch ends) instead of every ~50 ms, so
+ * two runs of one configuration record the same points and overlay exactly (run
+ * history); 0, the default, goes by the clock. Set before run. */
+void tdm_trainer_set_summary_steps (TdmTrainer *trainer, int steps);
+
+/* Pace, thread-safe: at most `steps_per_second` steps a second (0: as fast as it
+ * goes), so a small network can be watched; measured on the trainer's clock. */
+void tdm_trainer_set_pace (TdmTrainer *trainer, double steps_per_second);
+double tdm_trainer_get_pace (TdmTrainer *trainer);
+
+/* While paused: lets exactly one more step run, after which the run rests again (a
+ * PAUSED event each time it comes to rest). Calls add up; ignored when not paused. */
+void tdm_trainer_single_step (TdmTrainer *trainer);
+
 /* After run: the main replica's parameters (host copy) and their count, for tests
  * and tools. NULL before a run has built the replicas. */
 const float *tdm_trainer_get_parameters (TdmTrainer *trainer, size_t *count);

@@ -1,0 +1,64 @@
+/* tdm-compare.c — the one-device configuration of a run and the distance between
+ * two parameter vectors (see tdm-compare.h). Nothing here trains. */
+#include "tdm-compare.h"
+
+#include <math.h>
+
+/* Above this the runs differ by more than fp32 rounding over a few hundred steps. */
+#define ROUNDING_LIMIT 1e-5
+
+TdmConfig *
+tdm_compare_one_device_config(const TdmConfig *config, long steps)
+{
+  g_return_val_if_fail(config != NULL && config->devices != NULL && config->devices[0] != NULL,
+                       NULL);
+  TdmConfig *one = tdm_config_copy(config);
+  int count = tdm_config_replica_count(config);
+  int main_index = CLAMP(config->main_replica, 0, count - 1);
+  char *device = g_strdup(config->devices[main_index]);
+  g_strfreev(one->devices);
+  one->devices = g_new0(char *, 2);
+  one->devices[0] = device;
+  one->main_replica = 0;
+  g_clear_pointer(&one->save_path, g_free);
+  if (steps > 0)
+    one->max_steps = steps;
+  return one;
+}
+
+double
+tdm_compare_parameters(const float *a, const float *reference, size_t n)
+{
+  g_return_val_if_fail(n == 0 || (a != NULL && reference != NULL), NAN);
+  double largest = 0, diff = 0;
+  for (size_t i = 0; i < n; i++) {
+    largest = MAX(largest, fabs((double)reference[i]));
+    diff = MAX(diff, fabs((double)a[i] - reference[i]));
+  }
+  if (diff == 0)
+    return 0;
+  return largest > 0 ? diff / largest : INFINITY;
+}
+
+char *
+tdm_compare_describe(double difference)
+{
+  if (difference == 0)
+    return g_strdup("no difference: bit for bit the same");
+  if (!isfinite(difference))
+    return g_strdup("the runs differ completely");
+  int exponent = (int)floor(log10(difference));
+  double mantissa = difference / pow(10, exponent);
+  static const char *const superscript[] = {"⁰", "¹", "²", "³", "⁴", "⁵", "⁶", "⁷", "⁸", "⁹"};
+  GString *s = g_string_new(NULL);
+  g_string_append_printf(s, "largest difference %.1f × 10", mantissa);
+  if (exponent < 0)
+    g_string_append(s, "⁻");
+  char digits[16];
+  g_snprintf(digits, sizeof digits, "%d", abs(exponent));
+  for (const char *d = digits; *d != '\0'; d++)
+    g_string_append(s, superscript[*d - '0']);
+  g_string_append(s, difference <= ROUNDING_LIMIT ? ": the same up to rounding"
+                                                   : ": more than rounding explains");
+  return g_string_free(s, FALSE);
+}

@@ -1,0 +1,29 @@
+/* tdm-compare.h — "compare with one device": the run that N devices must equal.
+ *
+ * Data parallelism here takes the gradient as the mean over the global batch, so N
+ * replicas train as one device with the same global batch and seed would. These two
+ * helpers let the window (and tests) prove it on a live run: make that one-device
+ * configuration, train both, and measure how far their parameters are apart. Not a
+ * driver: the caller runs the two trainers.
+ */
+#pragma once
+
+#include <glib.h>
+#include "tdm-config.h"
+
+G_BEGIN_DECLS
+
+/* A copy of `config` on its main device alone, with the same global batch, seed,
+ * optimizer and schedule; no checkpoint path (the comparison must not overwrite the
+ * real run's). `steps` > 0 limits it to that many steps (max_steps). */
+TdmConfig *tdm_compare_one_device_config (const TdmConfig *config, long steps);
+
+/* The largest difference between two parameter vectors, relative to the largest
+ * magnitude in `reference`: max |a − ref| / max |ref|. Rounding differences of fp32
+ * training come out near 1e-7; 0 for identical vectors (and for n = 0). */
+double tdm_compare_parameters (const float *a, const float *reference, size_t n);
+
+/* "largest difference 2.1 × 10⁻⁷: the same up to rounding", for a label. */
+char *tdm_compare_describe (double difference);
+
+G_END_DECLS

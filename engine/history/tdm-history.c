@@ -1,0 +1,609 @@
+/* tdm-history.c — runs on disk as JSON lines: the recorder that appends them while a
+ * run goes, and the reader that lists, loads, renames, deletes and exports them.
+ *
+ * One line per record, written with a single write() and no buffering, so a crash
+ * leaves whole lines and at most one partial last line (ignored on reading). Not the
+ * trainer's event stream: only what a history keeps (no phases, batches or
+ * predictions, which are for watching, not for comparing).
+ */
+#include "tdm-history.h"
+#include "tdm-error.h"
+#include "tdm-json.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+#define RUN_SUFFIX ".jsonl"
+
+struct _TdmHistory {
+  char *folder;
+};
+
+struct _TdmRunRecorder {
+  char *id;
+  char *path;
+  int fd;
+  GError *error;                /* the first write error */
+};
+
+TdmHistory *
+tdm_history_new(const char *folder)
+{
+  TdmHistory *h = g_new0(TdmHistory, 1);
+  h->folder = folder != NULL ? g_strdup(folder)
+                             : g_build_filename(g_get_user_data_dir(), "tandem", "runs", NULL);
+  return h;
+}
+
+void
+tdm_history_free(TdmHistory *h)
+{
+  if (h == NULL)
+    return;
+  g_free(h->folder);
+  g_free(h);
+}
+
+const char *
+tdm_history_get_folder(TdmHistory *h)
+{
+  return h->folder;
+}
+
+void
+tdm_run_record_free(TdmRunRecord *r)
+{
+  if (r == NULL)
+    return;
+  g_free(r->id);
+  g_free(r->name);
+  tdm_config_free(r->config);
+  g_array_unref(r->points);
+  g_array_unref(r->device_points);
+  g_array_unref(r->epochs);
+  g_free(r->error);
+  g_free(r);
+}
+
+double
+tdm_run_record_samples_per_second(const TdmRunRecord *r)
+{
+  double sum = 0;
+  int n = 0;
+  for (guint i = 0; i < r->points->len; i++) {
+    double v = g_array_index(r->points, TdmHistoryPoint, i).samples_per_second;
+    if (v > 0 && isfinite(v)) {
+      sum += v;
+      n++;
+    }
+  }
+  return n > 0 ? sum / n : 0;
+}
+
+double
+tdm_run_record_final_train_loss(const TdmRunRecord *r)
+{
+  if (r->points->len == 0)
+    return NAN;
+  return g_array_index(r->points, TdmHistoryPoint, r->points->len - 1).train_loss;
+}
+
+/* Ids come from file names: refuse anything that would leave the folder. */
+static gboolean
+valid_id(const char *id, GError **error)
+{
+  if (id != NULL && *id != '\0' && strchr(id, '/') == NULL && id[0] != '.')
+    return TRUE;
+  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
+              "“%s” is not the id of a run in the history", id != NULL ? id : "");
+  return FALSE;
+}
+
+static char *
+run_path(TdmHistory *h, const char *id)
+{
+  g_autofree char *file = g_strconcat(id, RUN_SUFFIX, NULL);
+  return g_build_filename(h->folder, file, NULL);
+}
+
+/* ---- writing ---------------------------------------------------------------------- */
+
+static void
+set_double(JsonBuilder *b, const char *name, double v)
+{
+  json_builder_set_member_name(b, name);
+  if (isfinite(v))
+    json_builder_add_double_value(b, v);
+  else
+    json_builder_add_null_value(b);
+}
+
+static void
+set_int(JsonBuilder *b, const char *name, gint64 v)
+{
+  json_builder_set_member_name(b, name);
+  json_builder_add_int_value(b, v);
+}
+
+static void
+set_string(JsonBuilder *b, const char *name, const char *v)
+{
+  json_builder_set_member_name(b, name);
+  json_builder_add_string_value(b, v);
+}
+
+/* One whole line in one write: a reader (or a crash) never sees half of it, short of
+ * the disk filling up, which the reader tolerates on the last line. */
+static gboolean
+append_line(int fd, const char *path, JsonBuilder *b, GError **error)
+{
+  g_autoptr(JsonNode) root = json_builder_get_root(b);
+  g_autofree char *text = tdm_json_to_string(root);
+  g_autofree char *line = g_strconcat(text, "\n", NULL);
+  size_t len = strlen(line), done = 0;
+  while (done < len) {
+    ssize_t n = write(fd, line + done, len - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      int saved = errno;
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
+                  "could not write the run history file %s: %s", path, g_strerror(saved));
+      return FALSE;
+    }
+    done += (size_t)n;
+  }
+  return TRUE;
+}
+
+static char *
+new_id(void)
+{
+  g_autoptr(GDateTime) now = g_date_time_new_now_local();
+  g_autofree char *stamp = g_date_time_format(now, "%Y%m%d-%H%M%S");
+  return g_strdup_printf("%s-%06x", stamp, g_random_int() & 0xffffff);
+}
+
+TdmRunRecorder *
+tdm_run_recorder_new(TdmHistory *h, const TdmConfig *config, const char *name, GError **error)
+{
+  g_return_val_if_fail(h != NULL && config != NULL, NULL);
+  if (g_mkdir_with_parents(h->folder, 0700) != 0) {
+    int saved = errno;
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
+                "could not make the run history folder %s: %s", h->folder, g_strerror(saved));
+    return NULL;
+  }
+  g_autoptr(TdmRunRecorder) rec = g_new0(TdmRunRecorder, 1);
+  rec->fd = -1;
+  rec->id = new_id();
+  rec->path = run_path(h, rec->id);
+  rec->fd = g_open(rec->path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
+  if (rec->fd < 0) {
+    int saved = errno;
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
+                "could not create the run history file %s: %s", rec->path, g_strerror(saved));
+    return NULL;
+  }
+  g_autofree char *config_json = tdm_config_to_json(config);
+  g_autoptr(JsonNode) config_node = json_from_string(config_json, NULL);
+  g_autoptr(GDateTime) now = g_date_time_new_now_local();
+  g_autofree char *date = g_date_time_format(now, "%Y-%m-%d %H:%M");
+
+  g_autoptr(JsonBuilder) b = json_builder_new();
+  json_builder_begin_object(b);
+  set_string(b, "type", "settings");
+  set_string(b, "name", name != NULL ? name : date);
+  set_int(b, "created", g_date_time_to_unix(now));
+  json_builder_set_member_name(b, "config");
+  json_builder_add_value(b, g_steal_pointer(&config_node));
+  json_builder_end_object(b);
+  if (!append_line(rec->fd, rec->path, b, error))
+    return NULL;
+  return g_steal_pointer(&rec);
+}
+
+const char *
+tdm_run_recorder_get_id(TdmRunRecorder *rec)
+{
+  return rec->id;
+}
+
+void
+tdm_run_recorder_add(const TdmEvent *e, gpointer data)
+{
+  TdmRunRecorder *rec = data;
+  if (rec->fd < 0 || rec->error != NULL)
+    return;
+  g_autoptr(JsonBuilder) b = json_builder_new();
+  json_builder_begin_object(b);
+  switch (e->kind) {
+  case TDM_EVENT_STARTED:
+    set_string(b, "type", "started");
+    set_int(b, "replicas", e->started.replicas);
+    set_int(b, "steps_per_epoch", e->started.steps_per_epoch);
+    set_int(b, "total_steps", e->started.total_steps);
+    break;
+  case TDM_EVENT_STEP:
+    set_string(b, "type", "step");
+    set_int(b, "step", e->step.step);
+    set_double(b, "epoch", e->step.epoch_float);
+    set_double(b, "train_loss", e->step.train_loss);
+    set_double(b, "train_accuracy", e->step.train_accuracy);
+    set_double(b, "samples_per_second", e->step.samples_per_second);
+    set_double(b, "elapsed", e->step.elapsed);
+    break;
+  case TDM_EVENT_DEVICES:
+    set_string(b, "type", "devices");
+    set_int(b, "step", e->devices.step);
+    json_builder_set_member_name(b, "devices");
+    json_builder_begin_array(b);
+    for (int r = 0; r < e->devices.replicas && r < TDM_MAX_REPLICAS; r++) {
+      json_builder_begin_object(b);
+      set_double(b, "compute_ms", e->devices.device[r].compute_ms);
+      set_double(b, "comm_ms", e->devices.device[r].comm_ms);
+      set_double(b, "wait_ms", e->devices.device[r].wait_ms);
+      set_int(b, "tandem_bytes", e->devices.device[r].tandem_bytes);
+      json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    break;
+  case TDM_EVENT_EPOCH:
+    set_string(b, "type", "epoch");
+    set_int(b, "epoch", e->epoch.epoch);
+    set_int(b, "step", e->epoch.step);
+    set_double(b, "train_loss", e->epoch.train_loss);
+    set_double(b, "train_accuracy", e->epoch.train_accuracy);
+    set_double(b, "test_loss", e->epoch.test_loss);
+    set_double(b, "test_accuracy", e->epoch.test_accuracy);
+    set_double(b, "elapsed", e->epoch.elapsed);
+    break;
+  case TDM_EVENT_FINISHED:
+    set_string(b, "type", "finished");
+    set_int(b, "steps", e->finished.steps);
+    set_double(b, "elapsed", e->finished.elapsed);
+    set_double(b, "test_loss", e->finished.test_loss);
+    set_double(b, "test_accuracy", e->finished.test_accuracy);
+    json_builder_set_member_name(b, "stopped");
+    json_builder_add_boolean_value(b, e->finished.stopped);
+    break;
+  case TDM_EVENT_FAILED:
+    set_string(b, "type", "failed");
+    set_string(b, "message", e->failed != NULL ? e->failed->message : "unknown error");
+    break;
+  default:
+    return;
+  }
+  json_builder_end_object(b);
+  append_line(rec->fd, rec->path, b, &rec->error);
+}
+
+gboolean
+tdm_run_recorder_finish(TdmRunRecorder *rec, GError **error)
+{
+  if (rec->fd >= 0) {
+    if (g_close(rec->fd, rec->error == NULL ? &rec->error : NULL) == FALSE && rec->error != NULL)
+      g_prefix_error(&rec->error, "%s: ", rec->path);
+    rec->fd = -1;
+  }
+  if (rec->error != NULL) {
+    g_propagate_error(error, g_steal_pointer(&rec->error));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+void
+tdm_run_recorder_free(TdmRunRecorder *rec)
+{
+  if (rec == NULL)
+    return;
+  if (rec->fd >= 0)
+    g_close(rec->fd, NULL);
+  g_clear_error(&rec->error);
+  g_free(rec->id);
+  g_free(rec->path);
+  g_free(rec);
+}
+
+/* ---- reading ---------------------------------------------------------------------- */
+
+static double
+get_double(JsonObject *o, const char *name)
+{
+  JsonNode *n = json_object_get_member(o, name);
+  if (n == NULL || JSON_NODE_HOLDS_NULL(n) || !JSON_NODE_HOLDS_VALUE(n))
+    return NAN;
+  return json_node_get_double(n);
+}
+
+static gint64
+get_int(JsonObject *o, const char *name)
+{
+  JsonNode *n = json_object_get_member(o, name);
+  if (n == NULL || !JSON_NODE_HOLDS_VALUE(n))
+    return 0;
+  return json_node_get_int(n);
+}
+
+static gboolean
+read_settings(TdmRunRecord *r, JsonObject *o, const char *path, GError **error)
+{
+  const char *name = json_object_get_string_member_with_default(o, "name", NULL);
+  JsonNode *config = json_object_get_member(o, "config");
+  if (config == NULL || !JSON_NODE_HOLDS_OBJECT(config)) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
+                "%s: the settings line has no configuration", path);
+    return FALSE;
+  }
+  g_autofree char *text = tdm_json_to_string(config);
+  g_autoptr(GError) local = NULL;
+  r->config = tdm_config_from_json(text, &local);
+  if (r->config == NULL) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY, "%s: %s", path,
+                local->message);
+    return FALSE;
+  }
+  g_free(r->name);
+  r->name = g_strdup(name != NULL ? name : r->id);
+  r->created = get_int(o, "created");
+  r->replicas = tdm_config_replica_count(r->config);
+  return TRUE;
+}
+
+static void
+read_record(TdmRunRecord *r, const char *type, JsonObject *o)
+{
+  if (g_str_equal(type, "step")) {
+    TdmHistoryPoint p = {
+      .step = get_int(o, "step"),
+      .epoch = get_double(o, "epoch"),
+      .train_loss = get_double(o, "train_loss"),
+      .train_accuracy = get_double(o, "train_accuracy"),
+      .samples_per_second = get_double(o, "samples_per_second"),
+      .elapsed = get_double(o, "elapsed"),
+    };
+    g_array_append_val(r->points, p);
+  } else if (g_str_equal(type, "devices")) {
+    JsonNode *node = json_object_get_member(o, "devices");
+    JsonArray *devices = node != NULL && JSON_NODE_HOLDS_ARRAY(node) ? json_node_get_array(node)
+                                                                      : NULL;
+    for (guint i = 0; devices != NULL && i < json_array_get_length(devices); i++) {
+      JsonObject *d = json_array_get_object_element(devices, i);
+      if (d == NULL)
+        continue;
+      TdmHistoryDevicePoint p = {
+        .step = get_int(o, "step"),
+        .device = (int)i,
+        .compute_ms = get_double(d, "compute_ms"),
+        .comm_ms = get_double(d, "comm_ms"),
+        .wait_ms = get_double(d, "wait_ms"),
+        .tandem_bytes = get_int(d, "tandem_bytes"),
+      };
+      g_array_append_val(r->device_points, p);
+    }
+  } else if (g_str_equal(type, "epoch")) {
+    TdmEpochEvent e = {
+      .epoch = (int)get_int(o, "epoch"),
+      .step = get_int(o, "step"),
+      .train_loss = get_double(o, "train_loss"),
+      .train_accuracy = get_double(o, "train_accuracy"),
+      .test_loss = get_double(o, "test_loss"),
+      .test_accuracy = get_double(o, "test_accuracy"),
+      .elapsed = get_double(o, "elapsed"),
+    };
+    g_array_append_val(r->epochs, e);
+  } else if (g_str_equal(type, "finished")) {
+    r->finished = TRUE;
+    r->final.steps = get_int(o, "steps");
+    r->final.elapsed = get_double(o, "elapsed");
+    r->final.test_loss = get_double(o, "test_loss");
+    r->final.test_accuracy = get_double(o, "test_accuracy");
+    r->final.stopped = json_object_get_boolean_member_with_default(o, "stopped", FALSE);
+  } else if (g_str_equal(type, "failed")) {
+    r->failed = TRUE;
+    g_free(r->error);
+    r->error = g_strdup(json_object_get_string_member_with_default(o, "message", ""));
+  } else if (g_str_equal(type, "name")) {
+    const char *name = json_object_get_string_member_with_default(o, "name", NULL);
+    if (name != NULL) {
+      g_free(r->name);
+      r->name = g_strdup(name);
+    }
+  }
+  /* Unknown types come from newer versions: skipped, not an error. */
+}
+
+TdmRunRecord *
+tdm_history_load(TdmHistory *h, const char *id, GError **error)
+{
+  g_return_val_if_fail(h != NULL, NULL);
+  if (!valid_id(id, error))
+    return NULL;
+  g_autofree char *path = run_path(h, id);
+  g_autofree char *contents = NULL;
+  gsize length = 0;
+  if (!g_file_get_contents(path, &contents, &length, error))
+    return NULL;
+
+  g_autoptr(TdmRunRecord) r = g_new0(TdmRunRecord, 1);
+  r->id = g_strdup(id);
+  r->points = g_array_new(FALSE, FALSE, sizeof(TdmHistoryPoint));
+  r->device_points = g_array_new(FALSE, FALSE, sizeof(TdmHistoryDevicePoint));
+  r->epochs = g_array_new(FALSE, FALSE, sizeof(TdmEpochEvent));
+
+  g_autoptr(JsonParser) parser = json_parser_new();
+  char *line = contents;
+  int number = 0;
+  while (line < contents + length) {
+    char *end = memchr(line, '\n', contents + length - line);
+    gboolean last = end == NULL;
+    if (end != NULL)
+      *end = '\0';
+    number++;
+    g_autoptr(GError) local = NULL;
+    JsonObject *o = NULL;
+    if (*line != '\0' && json_parser_load_from_data(parser, line, -1, &local)) {
+      JsonNode *root = json_parser_get_root(parser);
+      o = root != NULL && JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : NULL;
+    }
+    if (*line != '\0' && o == NULL) {
+      /* A crash mid-write leaves a partial last line: what came before stands. */
+      if (last && number > 1)
+        break;
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
+                  "%s, line %d: not a run history record%s%s", path, number,
+                  local != NULL ? ": " : "", local != NULL ? local->message : "");
+      return NULL;
+    }
+    if (o != NULL) {
+      const char *type = json_object_get_string_member_with_default(o, "type", "");
+      if (number == 1) {
+        if (!g_str_equal(type, "settings")) {
+          g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
+                      "%s: does not start with a run's settings", path);
+          return NULL;
+        }
+        if (!read_settings(r, o, path, error))
+          return NULL;
+      } else {
+        read_record(r, type, o);
+      }
+    }
+    if (last)
+      break;
+    line = end + 1;
+  }
+  if (r->config == NULL) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
+                "%s: empty, not a run history file", path);
+    return NULL;
+  }
+  return g_steal_pointer(&r);
+}
+
+static int
+compare_ids(gconstpointer a, gconstpointer b)
+{
+  const TdmRunRecord *x = *(TdmRunRecord *const *)a, *y = *(TdmRunRecord *const *)b;
+  if (x->created != y->created)
+    return x->created < y->created ? -1 : 1;
+  return strcmp(x->id, y->id);
+}
+
+GPtrArray *
+tdm_history_list(TdmHistory *h, GPtrArray *problems)
+{
+  g_return_val_if_fail(h != NULL, NULL);
+  GPtrArray *runs = g_ptr_array_new_with_free_func((GDestroyNotify)tdm_run_record_free);
+  g_autoptr(GDir) dir = g_dir_open(h->folder, 0, NULL);
+  if (dir == NULL)
+    return runs;   /* no runs yet */
+  const char *file;
+  while ((file = g_dir_read_name(dir)) != NULL) {
+    if (!g_str_has_suffix(file, RUN_SUFFIX))
+      continue;
+    g_autofree char *id = g_strndup(file, strlen(file) - strlen(RUN_SUFFIX));
+    g_autoptr(GError) error = NULL;
+    TdmRunRecord *r = tdm_history_load(h, id, &error);
+    if (r != NULL)
+      g_ptr_array_add(runs, r);
+    else if (problems != NULL)
+      g_ptr_array_add(problems, g_strdup(error->message));
+  }
+  g_ptr_array_sort(runs, compare_ids);
+  return runs;
+}
+
+gboolean
+tdm_history_rename(TdmHistory *h, const char *id, const char *name, GError **error)
+{
+  g_return_val_if_fail(h != NULL && name != NULL, FALSE);
+  if (!valid_id(id, error))
+    return FALSE;
+  g_autofree char *path = run_path(h, id);
+  int fd = g_open(path, O_WRONLY | O_APPEND | O_CLOEXEC, 0);
+  if (fd < 0) {
+    int saved = errno;
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
+                "could not rename the run %s: %s", path, g_strerror(saved));
+    return FALSE;
+  }
+  g_autoptr(JsonBuilder) b = json_builder_new();
+  json_builder_begin_object(b);
+  set_string(b, "type", "name");
+  set_string(b, "name", name);
+  json_builder_end_object(b);
+  gboolean ok = append_line(fd, path, b, error);
+  g_close(fd, NULL);
+  return ok;
+}
+
+gboolean
+tdm_history_delete(TdmHistory *h, const char *id, GError **error)
+{
+  g_return_val_if_fail(h != NULL, FALSE);
+  if (!valid_id(id, error))
+    return FALSE;
+  g_autofree char *path = run_path(h, id);
+  if (g_unlink(path) != 0) {
+    int saved = errno;
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
+                "could not delete the run %s: %s", path, g_strerror(saved));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static void
+csv_value(GString *s, double v)
+{
+  if (isfinite(v))
+    g_string_append_printf(s, ",%.9g", v);
+  else
+    g_string_append_c(s, ',');
+}
+
+gboolean
+tdm_history_export_csv(TdmHistory *h, const char *id, const char *path, GError **error)
+{
+  g_autoptr(TdmRunRecord) r = tdm_history_load(h, id, error);
+  if (r == NULL)
+    return FALSE;
+  g_autoptr(GString) s = g_string_new("kind,step,epoch,train_loss,train_accuracy,"
+                                      "samples_per_second,elapsed,test_loss,test_accuracy\n");
+  for (guint i = 0; i < r->points->len; i++) {
+    const TdmHistoryPoint *p = &g_array_index(r->points, TdmHistoryPoint, i);
+    g_string_append_printf(s, "step,%ld", p->step);
+    csv_value(s, p->epoch);
+    csv_value(s, p->train_loss);
+    csv_value(s, p->train_accuracy);
+    csv_value(s, p->samples_per_second);
+    csv_value(s, p->elapsed);
+    g_string_append(s, ",,\n");
+  }
+  for (guint i = 0; i < r->epochs->len; i++) {
+    const TdmEpochEvent *e = &g_array_index(r->epochs, TdmEpochEvent, i);
+    g_string_append_printf(s, "epoch,%ld,%d", e->step, e->epoch);
+    csv_value(s, e->train_loss);
+    csv_value(s, e->train_accuracy);
+    g_string_append_c(s, ',');
+    csv_value(s, e->elapsed);
+    csv_value(s, e->test_loss);
+    csv_value(s, e->test_accuracy);
+    g_string_append_c(s, '\n');
+  }
+  g_autoptr(GError) local = NULL;
+  if (!g_file_set_contents(path, s->str, (gssize)s->len, &local)) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
+                "could not export the run to %s: %s", path, local->message);
+    return FALSE;
+  }
+  return TRUE;
+}

@@ -1,0 +1,96 @@
+/* tdm-history.h — every run kept on disk, for overlays, comparisons and exports.
+ *
+ * A history is a folder (by default g_get_user_data_dir()/tandem/runs) holding one
+ * JSON-lines file per run, <id>.jsonl: a settings line (configuration, name, date),
+ * then per-step metrics, per-device figures, epoch results and the end, one line per
+ * event, each written whole and flushed as it happens. A run cut short by a crash
+ * keeps everything before it; a truncated last line is ignored when the file is read.
+ * Renames are appended lines (the last name wins). Headless: the window and
+ * tandem-train --record both use it. Not a chart: series are plain arrays.
+ */
+#pragma once
+
+#include <glib.h>
+#include "tdm-config.h"
+#include "tdm-events.h"
+
+G_BEGIN_DECLS
+
+/* The step grid recorded runs summarize on (tdm_trainer_set_summary_steps): the same
+ * for the window and tandem-train --record, so their runs overlay too. */
+#define TDM_HISTORY_SUMMARY_STEPS 10
+
+typedef struct {
+  long step;
+  double epoch;                 /* epochs done, as a real number */
+  double train_loss, train_accuracy;
+  double samples_per_second;
+  double elapsed;
+} TdmHistoryPoint;
+
+typedef struct {
+  long step;
+  int device;                   /* replica index */
+  double compute_ms, comm_ms, wait_ms;
+  gint64 tandem_bytes;
+} TdmHistoryDevicePoint;
+
+typedef struct {
+  char *id;                     /* the file's stem: unique, sortable by date */
+  char *name;                   /* shown in lists; the id unless renamed */
+  gint64 created;               /* Unix seconds */
+  TdmConfig *config;
+  int replicas;
+  GArray *points;               /* TdmHistoryPoint, by step */
+  GArray *device_points;        /* TdmHistoryDevicePoint */
+  GArray *epochs;               /* TdmEpochEvent */
+  gboolean finished;            /* the run ended (stopped or not) */
+  gboolean failed;
+  TdmFinishedEvent final;       /* valid when finished */
+  char *error;                  /* the failure's message, when failed */
+} TdmRunRecord;
+
+void tdm_run_record_free (TdmRunRecord *record);
+/* Mean samples per second over the run's summaries (0 when there are none). */
+double tdm_run_record_samples_per_second (const TdmRunRecord *record);
+/* The last training loss recorded, NaN when none. */
+double tdm_run_record_final_train_loss (const TdmRunRecord *record);
+
+typedef struct _TdmHistory TdmHistory;
+
+/* `folder` NULL: the user's data folder. The folder is made when first written. */
+TdmHistory *tdm_history_new (const char *folder);
+void tdm_history_free (TdmHistory *history);
+const char *tdm_history_get_folder (TdmHistory *history);
+
+/* Every readable run, oldest first. A file that cannot be read is left out and its
+ * message (naming the file) added to `problems` when given (a GPtrArray of strings). */
+GPtrArray *tdm_history_list (TdmHistory *history, GPtrArray *problems);
+TdmRunRecord *tdm_history_load (TdmHistory *history, const char *id, GError **error);
+gboolean tdm_history_rename (TdmHistory *history, const char *id, const char *name,
+                             GError **error);
+gboolean tdm_history_delete (TdmHistory *history, const char *id, GError **error);
+/* The run's per-step metrics and epoch results as CSV at `path` (written atomically). */
+gboolean tdm_history_export_csv (TdmHistory *history, const char *id, const char *path,
+                                 GError **error);
+
+/* Writing a run as it happens. */
+typedef struct _TdmRunRecorder TdmRunRecorder;
+
+/* Creates the run's file with its settings line; `name` NULL: named by its date. */
+TdmRunRecorder *tdm_run_recorder_new (TdmHistory *history, const TdmConfig *config,
+                                      const char *name, GError **error);
+const char *tdm_run_recorder_get_id (TdmRunRecorder *recorder);
+/* Appends what the event says that a history keeps (a TdmEventSink, to chain from
+ * another sink on the trainer's thread). Write errors are kept, not raised: see
+ * tdm_run_recorder_finish. */
+void tdm_run_recorder_add (const TdmEvent *event, gpointer recorder);
+/* Closes the file; FALSE with the first write error, if any happened. */
+gboolean tdm_run_recorder_finish (TdmRunRecorder *recorder, GError **error);
+void tdm_run_recorder_free (TdmRunRecorder *recorder);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmRunRecord, tdm_run_record_free)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmHistory, tdm_history_free)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmRunRecorder, tdm_run_recorder_free)
+
+G_END_DECLS

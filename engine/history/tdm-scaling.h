@@ -1,0 +1,86 @@
+/* tdm-scaling.h — how training throughput scales over 1 … N devices.
+ *
+ * Two layers. The meter reads one run's events (as a TdmEventSink) and turns them
+ * into samples per second over the window between its first and last step summary,
+ * with each device's compute / communication / wait per step: bench/bench-scaling.c
+ * and the window's scaling run measure the same way. The driver runs a configuration
+ * on its first 1, 2, … N devices, strong scaling (the same global batch) or weak (the
+ * same batch per device), and reports each point as it is measured; it is
+ * cancellable. Measures wall-clock throughput: for benchmarks and teaching, never for
+ * asserting speeds in tests.
+ */
+#pragma once
+
+#include <gio/gio.h>
+#include "tdm-config.h"
+#include "tdm-events.h"
+
+G_BEGIN_DECLS
+
+/* One run as its events tell it; zero it (or use tdm_scaling_measure_once) first. */
+typedef struct {
+  int batch;                   /* global, as configured */
+  int replicas;
+  int train_count, steps_per_epoch;
+  size_t parameters;
+  gint64 started_us;
+  gint64 first_step_us, last_step_us;
+  long first_step, last_step;
+  int step_events;
+  gint64 excluded_us;          /* epoch-end evaluations after the first summary */
+  /* DEVICES figures: per replica sums of the per-step means, over the events that
+   * timed any step; `late` leaves out the first such event, which holds step 1. */
+  int all_events, late_events;
+  double all[TDM_MAX_REPLICAS][3], late[TDM_MAX_REPLICAS][3];
+  char failure[256];
+} TdmScalingMeter;
+
+typedef struct {
+  long steps;                  /* the run's max_steps */
+  double seconds;              /* of the timed window */
+  double samples_per_second;
+  double compute_ms, comm_ms, wait_ms;   /* per step, mean over replicas */
+  double comm_least_ms;        /* per step, the replica that communicated least */
+  size_t parameters;
+  gboolean from_start;         /* one summary only: timed from STARTED */
+} TdmScalingResult;
+
+/* A TdmEventSink; `meter` is a TdmScalingMeter. */
+void tdm_scaling_meter_event (const TdmEvent *event, gpointer meter);
+/* FALSE when the run gave no timed window. */
+gboolean tdm_scaling_meter_result (const TdmScalingMeter *meter, long steps,
+                                   TdmScalingResult *result);
+/* Seconds per step, for sizing the next run: from the window when there is one, else
+ * an upper bound (the first steps' costs included). */
+double tdm_scaling_meter_seconds_per_step (const TdmScalingMeter *meter);
+/* Trains `config` for `steps` steps (it sets config->max_steps) into a fresh meter. */
+gboolean tdm_scaling_measure_once (TdmConfig *config, long steps, TdmScalingMeter *meter,
+                                   GCancellable *cancellable, GError **error);
+
+typedef enum {
+  TDM_SCALING_STRONG,          /* the configured global batch at every n */
+  TDM_SCALING_WEAK,            /* the configured batch per device, times n */
+} TdmScalingMode;
+
+typedef struct {
+  int index, count;            /* this point, of how many */
+  int devices;                 /* n */
+  int batch;                   /* global batch at n */
+  long steps;
+  double samples_per_second;
+  double speedup;              /* over n = 1 */
+  double efficiency;           /* speedup / n; 1 is the ideal line */
+  double compute_ms, comm_ms, wait_ms;   /* per step, mean over the devices */
+} TdmScalingPoint;
+
+typedef void (*TdmScalingSink) (const TdmScalingPoint *point, gpointer user_data);
+
+/* Runs `config` on its first n devices for n = 1 … its device count, `steps` steps
+ * each (after a short warm-up run), calling `sink` after each point. Weak scaling
+ * takes config->batch / devices (rounded up) per device. Returns FALSE with the
+ * error when a run fails, or TDM_ENGINE_ERROR_CANCELLED when cancelled. */
+gboolean tdm_scaling_run (const TdmConfig *config, TdmScalingMode mode, long steps,
+                          TdmScalingSink sink, gpointer user_data,
+                          GCancellable *cancellable, GError **error);
+
+G_END_DECLS

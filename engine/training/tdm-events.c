@@ -1,0 +1,151 @@
+/* tdm-events.c — names and JSON for the events that describe a step's inside: its
+ * phases per device, how its batch split, and the test set's predictions.
+ *
+ * tandem-train --json prints these through tdm_event_detail_to_json(); the window
+ * reads the same structs. The older kinds (started, step, …) are still written by
+ * the CLI itself. Not a sink: nothing here keeps an event.
+ */
+#include "tdm-events.h"
+
+#include <json-glib/json-glib.h>
+#include <math.h>
+
+static const char *const phase_names[TDM_PHASE_COUNT] = {
+  [TDM_PHASE_FORWARD] = "forward",
+  [TDM_PHASE_BACKWARD] = "backward",
+  [TDM_PHASE_REDUCE] = "reduce",
+  [TDM_PHASE_ALLREDUCE] = "all-reduce",
+  [TDM_PHASE_BROADCAST] = "broadcast",
+  [TDM_PHASE_UPDATE] = "update",
+  [TDM_PHASE_WAIT] = "wait",
+};
+
+const char *
+tdm_phase_name(TdmPhase phase)
+{
+  return phase >= 0 && phase < TDM_PHASE_COUNT ? phase_names[phase] : "unknown";
+}
+
+static void
+member_int(JsonBuilder *b, const char *name, gint64 v)
+{
+  json_builder_set_member_name(b, name);
+  json_builder_add_int_value(b, v);
+}
+
+static void
+member_double(JsonBuilder *b, const char *name, double v)
+{
+  json_builder_set_member_name(b, name);
+  /* Microseconds are all a timeline can show; fewer digits, shorter lines. */
+  json_builder_add_double_value(b, isfinite(v) ? round(v * 1e3) / 1e3 : 0);
+}
+
+static void
+add_phases(JsonBuilder *b, const TdmPhasesEvent *p)
+{
+  member_int(b, "step", p->step);
+  json_builder_set_member_name(b, "devices");
+  json_builder_begin_array(b);
+  for (int r = 0; r < p->replicas && r < TDM_MAX_REPLICAS; r++) {
+    json_builder_begin_array(b);
+    for (int i = 0; i < p->device[r].spans && i < TDM_MAX_PHASE_SPANS; i++) {
+      json_builder_begin_object(b);
+      json_builder_set_member_name(b, "phase");
+      json_builder_add_string_value(b, tdm_phase_name(p->device[r].span[i].phase));
+      member_double(b, "start_ms", p->device[r].span[i].start_ms);
+      member_double(b, "end_ms", p->device[r].span[i].end_ms);
+      json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+  }
+  json_builder_end_array(b);
+}
+
+static void
+add_batch(JsonBuilder *b, const TdmBatchEvent *bt)
+{
+  member_int(b, "step", bt->step);
+  member_int(b, "batch", bt->batch);
+  json_builder_set_member_name(b, "devices");
+  json_builder_begin_array(b);
+  for (int r = 0; r < bt->replicas && r < TDM_MAX_REPLICAS; r++) {
+    json_builder_begin_object(b);
+    member_int(b, "offset", bt->device[r].offset);
+    member_int(b, "size", bt->device[r].size);
+    json_builder_set_member_name(b, "samples");
+    json_builder_begin_array(b);
+    for (int i = 0; i < bt->device[r].shown && i < TDM_BATCH_SAMPLES_SHOWN; i++) {
+      json_builder_begin_object(b);
+      member_int(b, "index", bt->device[r].index[i]);
+      member_int(b, "label", bt->device[r].label[i]);
+      json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+}
+
+static void
+add_predictions(JsonBuilder *b, const TdmPredictionsEvent *p)
+{
+  member_int(b, "epoch", p->epoch);
+  member_int(b, "step", p->step);
+  member_int(b, "classes", p->classes);
+  member_int(b, "test_count", p->test_count);
+  member_int(b, "correct", p->correct);
+  int shown = MIN(p->classes, TDM_MAX_CONFUSION_CLASSES);
+  json_builder_set_member_name(b, "class_names");
+  json_builder_begin_array(b);
+  for (int c = 0; c < shown; c++)
+    json_builder_add_string_value(b, p->class_name[c]);
+  json_builder_end_array(b);
+  json_builder_set_member_name(b, "confusion");
+  if (p->has_matrix) {
+    json_builder_begin_array(b);
+    for (int i = 0; i < shown; i++) {
+      json_builder_begin_array(b);
+      for (int j = 0; j < shown; j++)
+        json_builder_add_int_value(b, p->matrix[i][j]);
+      json_builder_end_array(b);
+    }
+    json_builder_end_array(b);
+  } else {
+    json_builder_add_null_value(b);
+  }
+  json_builder_set_member_name(b, "samples");
+  json_builder_begin_array(b);
+  for (int i = 0; i < p->samples && i < TDM_PREDICTION_SAMPLES; i++) {
+    json_builder_begin_object(b);
+    member_int(b, "index", p->sample[i].index);
+    member_int(b, "truth", p->sample[i].truth);
+    member_int(b, "predicted", p->sample[i].predicted);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+}
+
+gboolean
+tdm_event_detail_to_json(JsonBuilder *b, const TdmEvent *event)
+{
+  switch (event->kind) {
+  case TDM_EVENT_PHASES:
+    json_builder_set_member_name(b, "type");
+    json_builder_add_string_value(b, "phases");
+    add_phases(b, &event->phases);
+    return TRUE;
+  case TDM_EVENT_BATCH:
+    json_builder_set_member_name(b, "type");
+    json_builder_add_string_value(b, "batch");
+    add_batch(b, &event->batch);
+    return TRUE;
+  case TDM_EVENT_PREDICTIONS:
+    json_builder_set_member_name(b, "type");
+    json_builder_add_string_value(b, "predictions");
+    add_predictions(b, &event->predictions);
+    return TRUE;
+  default:
+    return FALSE;
+  }
+}

@@ -1,0 +1,114 @@
+/* test-batch-strip.c: TdmBatchStrip on the BATCH events of a real run on 3 CPU
+ * workers: a row per device, shard bars in proportion to the shard sizes (which sum
+ * to the batch), the shown samples' labels as the dataset has them, every part inside
+ * the widget. No pixels, no timing. */
+
+#include <gtk/gtk.h>
+#include <math.h>
+
+#include "tdm-batch-strip.h"
+#include "tdm-trainer.h"
+
+typedef struct
+{
+  TdmBatchStrip  *strip;
+  TdmDatasetPair *data;
+  TdmBatchEvent   last;
+} Seen;
+
+static void
+on_event (const TdmEvent *e,
+          gpointer        data)
+{
+  Seen *seen = data;
+
+  /* The sink runs on the thread that called tdm_trainer_run: here the main thread,
+   * as the window's events arrive after being marshalled to it. */
+  if (e->kind == TDM_EVENT_BATCH)
+    {
+      tdm_batch_strip_set_batch (seen->strip, &e->batch, seen->data->train);
+      seen->last = e->batch;
+    }
+}
+
+static void
+test_real_run (void)
+{
+  TdmBatchStrip *strip = g_object_ref_sink (TDM_BATCH_STRIP (tdm_batch_strip_new ()));
+  g_autoptr(TdmConfig) cfg = tdm_config_new ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_open ("synthetic", &error);
+  Seen seen = { strip, data };
+  const double W = 900, H = 240;
+
+  g_assert_no_error (error);
+  g_assert_cmpint (tdm_batch_strip_get_devices (strip), ==, 0);
+  g_free (cfg->dataset);
+  cfg->dataset = g_strdup ("synthetic");
+  g_free (cfg->network);
+  cfg->network = g_strdup ("fc16,relu,fc10");
+  cfg->max_steps = 3;
+  cfg->batch = 100;
+  g_assert_true (tdm_config_set_devices (cfg, "cpu:3", &error));
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new (cfg, on_event, &seen);
+  g_assert_true (tdm_trainer_run (trainer, NULL, &error));
+  g_assert_no_error (error);
+
+  g_assert_cmpint (tdm_batch_strip_get_devices (strip), ==, 3);
+  g_autoptr(GArray) rows = tdm_batch_strip_layout (strip, W, H);
+  g_assert_cmpuint (rows->len, ==, 3);
+  int sum = 0;
+  double widest = 0;
+  for (guint r = 0; r < rows->len; r++)
+    {
+      const TdmBatchStripRow *row = &g_array_index (rows, TdmBatchStripRow, r);
+
+      sum += row->size;
+      g_assert_cmpint (row->size, ==, seen.last.device[r].size);
+      g_assert_cmpint (row->shown, ==, TDM_BATCH_SAMPLES_SHOWN);
+      /* Bars in proportion: 34, 33, 33 of 100. */
+      if (r > 0)
+        {
+          const TdmBatchStripRow *first = &g_array_index (rows, TdmBatchStripRow, 0);
+          g_assert_cmpfloat (fabs (row->shard.size.width / first->shard.size.width -
+                                   (double) row->size / first->size), <, 1e-4);
+          g_assert_cmpfloat (row->shard.origin.y, >, first->shard.origin.y);
+        }
+      widest = MAX (widest, row->shard.origin.x + row->shard.size.width);
+      for (int i = 0; i < row->shown; i++)
+        {
+          const graphene_rect_t *t = &row->thumb[i];
+          int index = seen.last.device[r].index[i];
+
+          g_assert_cmpfloat (t->origin.x, >=, widest - 1e-3);
+          g_assert_cmpfloat (t->origin.x + t->size.width, <=, W + 1e-3);
+          g_assert_cmpfloat (t->origin.y + t->size.height, <=, H + 1e-3);
+          g_assert_cmpint (tdm_batch_strip_get_label (strip, r, i), ==, data->train->labels[index]);
+        }
+    }
+  g_assert_cmpint (sum, ==, 100);
+  g_assert_cmpint (tdm_batch_strip_get_label (strip, 3, 0), ==, -1);
+  g_assert_cmpint (tdm_batch_strip_get_label (strip, 0, TDM_BATCH_SAMPLES_SHOWN), ==, -1);
+
+  /* Shown in a window it draws (thumbnails included) and goes away cleanly. */
+  GtkWidget *window = gtk_window_new ();
+  gtk_window_set_child (GTK_WINDOW (window), GTK_WIDGET (strip));
+  gtk_window_present (GTK_WINDOW (window));
+  for (int i = 0; i < 20; i++)
+    g_main_context_iteration (NULL, FALSE);
+  gtk_window_destroy (GTK_WINDOW (window));
+
+  tdm_batch_strip_clear (strip);
+  g_autoptr(GArray) none = tdm_batch_strip_layout (strip, W, H);
+  g_assert_cmpuint (none->len, ==, 0);
+  g_assert_finalize_object (strip);
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  gtk_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/batch-strip/real-run", test_real_run);
+  return g_test_run ();
+}

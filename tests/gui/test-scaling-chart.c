@@ -1,0 +1,104 @@
+/* test-scaling-chart.c: TdmScalingChart fed by the engine's scaling driver over 1
+ * and 2 CPU workers: two points, the first on the ideal line (speed-up 1), points
+ * inside the plot and in device order, y scaled so that the ideal line reaches the
+ * top at N devices; a point for a device count replaces the earlier one. No pixels,
+ * and no measured speed is compared with a number. */
+
+#include <gtk/gtk.h>
+#include <math.h>
+
+#include "tdm-scaling-chart.h"
+
+static void
+on_point (const TdmScalingPoint *point,
+          gpointer               data)
+{
+  tdm_scaling_chart_add_point (TDM_SCALING_CHART (data), point);
+}
+
+static void
+test_driver_points (void)
+{
+  TdmScalingChart *chart = g_object_ref_sink (TDM_SCALING_CHART (tdm_scaling_chart_new ()));
+  g_autoptr(TdmConfig) cfg = tdm_config_new ();
+  g_autoptr(GError) error = NULL;
+  const double W = 600, H = 400;
+  graphene_point_t one, two, ideal_one, ideal_two;
+
+  g_free (cfg->dataset);
+  cfg->dataset = g_strdup ("synthetic");
+  g_free (cfg->network);
+  cfg->network = g_strdup ("fc16,relu,fc10");
+  g_assert_true (tdm_config_set_devices (cfg, "cpu:2", &error));
+  g_assert_true (tdm_scaling_run (cfg, TDM_SCALING_STRONG, 30, on_point, chart, NULL, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (tdm_scaling_chart_get_n_points (chart), ==, 2);
+
+  g_assert_true (tdm_scaling_chart_point_position (chart, W, H, 1, FALSE, &one));
+  g_assert_true (tdm_scaling_chart_point_position (chart, W, H, 2, FALSE, &two));
+  g_assert_true (tdm_scaling_chart_point_position (chart, W, H, 1, TRUE, &ideal_one));
+  g_assert_true (tdm_scaling_chart_point_position (chart, W, H, 2, TRUE, &ideal_two));
+  g_assert_false (tdm_scaling_chart_point_position (chart, W, H, 3, FALSE, &one));
+  g_assert_true (tdm_scaling_chart_point_position (chart, W, H, 1, FALSE, &one));
+  /* One device is the baseline: on the ideal line. */
+  g_assert_cmpfloat (fabs (one.y - ideal_one.y), <, 1e-3);
+  g_assert_cmpfloat (one.x, <, two.x);
+  g_assert_cmpfloat (fabs (two.x - ideal_two.x), <, 1e-3);
+  for (int k = 0; k < 2; k++)
+    {
+      graphene_point_t *p = k == 0 ? &one : &two;
+      g_assert_cmpfloat (p->x, >=, 0);
+      g_assert_cmpfloat (p->x, <=, W);
+      g_assert_cmpfloat (p->y, >=, 0);
+      g_assert_cmpfloat (p->y, <=, H);
+    }
+  g_assert_cmpfloat (tdm_scaling_chart_get_y_max (chart), >=, 2);
+
+  /* Shown in a window it draws and goes away cleanly. */
+  GtkWidget *window = gtk_window_new ();
+  gtk_window_set_child (GTK_WINDOW (window), GTK_WIDGET (chart));
+  gtk_window_present (GTK_WINDOW (window));
+  for (int i = 0; i < 20; i++)
+    g_main_context_iteration (NULL, FALSE);
+  gtk_window_destroy (GTK_WINDOW (window));
+  g_assert_finalize_object (chart);
+}
+
+static void
+test_scale (void)
+{
+  TdmScalingChart *chart = g_object_ref_sink (TDM_SCALING_CHART (tdm_scaling_chart_new ()));
+  TdmScalingPoint a = { .index = 0, .count = 4, .devices = 1, .speedup = 1, .efficiency = 1 };
+  TdmScalingPoint b = { .index = 3, .count = 4, .devices = 4, .speedup = 3, .efficiency = 0.75 };
+  graphene_point_t p, top;
+
+  tdm_scaling_chart_add_point (chart, &a);
+  tdm_scaling_chart_add_point (chart, &b);
+  /* The ideal 4× is the top of the scale; 3× lies a quarter of the plot below it. */
+  g_assert_cmpfloat (tdm_scaling_chart_get_y_max (chart), ==, 4);
+  g_assert_true (tdm_scaling_chart_point_position (chart, 400, 300, 4, TRUE, &top));
+  g_assert_true (tdm_scaling_chart_point_position (chart, 400, 300, 4, FALSE, &p));
+  graphene_point_t zero;
+  g_assert_true (tdm_scaling_chart_point_position (chart, 400, 300, 1, TRUE, &zero));
+  double per_unit = (zero.y - top.y) / 3;   /* from 1× to 4× */
+  g_assert_cmpfloat (fabs ((p.y - top.y) - per_unit), <, 1e-3);
+
+  /* A faster measurement (5×) raises the scale past the ideal; the point replaces. */
+  b.speedup = 5;
+  tdm_scaling_chart_add_point (chart, &b);
+  g_assert_cmpuint (tdm_scaling_chart_get_n_points (chart), ==, 2);
+  g_assert_cmpfloat (tdm_scaling_chart_get_y_max (chart), ==, 5);
+  tdm_scaling_chart_clear (chart);
+  g_assert_cmpuint (tdm_scaling_chart_get_n_points (chart), ==, 0);
+  g_assert_finalize_object (chart);
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  gtk_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/scaling-chart/driver-points", test_driver_points);
+  g_test_add_func ("/scaling-chart/scale", test_scale);
+  return g_test_run ();
+}

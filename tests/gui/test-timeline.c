@@ -1,0 +1,147 @@
+/* test-timeline.c: TdmTimeline's data handling and layout, on events from a real run
+ * of each strategy on 2 CPU workers: every phase of both strategies is kept and laid
+ * out, one lane per device, boxes in time order inside the widget; the colours are
+ * distinct. No pixels are compared and nothing is timed. */
+
+#include <gtk/gtk.h>
+#include <math.h>
+
+#include "tdm-timeline.h"
+#include "tdm-trainer.h"
+
+static void
+on_event (const TdmEvent *e,
+          gpointer        data)
+{
+  if (e->kind == TDM_EVENT_PHASES)
+    tdm_timeline_add_phases (TDM_TIMELINE (data), &e->phases);
+}
+
+static void
+train_into (TdmTimeline *timeline,
+            TdmStrategy  strategy)
+{
+  g_autoptr(TdmConfig) cfg = tdm_config_new ();
+  g_autoptr(GError) error = NULL;
+
+  g_free (cfg->dataset);
+  cfg->dataset = g_strdup ("synthetic");
+  g_free (cfg->network);
+  cfg->network = g_strdup ("fc16,relu,fc10");
+  cfg->max_steps = 12;
+  cfg->strategy = strategy;
+  g_assert_true (tdm_config_set_devices (cfg, "cpu:2", &error));
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new (cfg, on_event, timeline);
+  /* Every step summarized, so every step is sampled and timed. */
+  tdm_trainer_set_summary_steps (trainer, 1);
+  g_assert_true (tdm_trainer_run (trainer, NULL, &error));
+  g_assert_no_error (error);
+}
+
+static void
+check_layout (TdmTimeline *timeline)
+{
+  const double W = 800, H = 300;
+  g_autoptr(GArray) boxes = tdm_timeline_layout (timeline, W, H);
+  double lane_top[2] = { INFINITY, INFINITY };
+  double last_x[2] = { -1, -1 };
+
+  g_assert_cmpuint (boxes->len, >, 0);
+  for (guint i = 0; i < boxes->len; i++)
+    {
+      const TdmTimelineBox *b = &g_array_index (boxes, TdmTimelineBox, i);
+
+      g_assert_cmpint (b->device, >=, 0);
+      g_assert_cmpint (b->device, <, 2);
+      g_assert_cmpfloat (b->x, >=, 0);
+      g_assert_cmpfloat (b->x + b->width, <=, W + 1e-6);
+      g_assert_cmpfloat (b->y, >=, 0);
+      g_assert_cmpfloat (b->y + b->height, <=, H);
+      g_assert_cmpfloat (b->width, >=, 0);
+      /* Within a lane, time runs left to right. */
+      g_assert_cmpfloat (b->x, >=, last_x[b->device] - 1e-6);
+      last_x[b->device] = b->x;
+      lane_top[b->device] = MIN (lane_top[b->device], b->y);
+    }
+  /* Device 1's lane lies below device 0's. */
+  g_assert_cmpfloat (lane_top[1], >, lane_top[0]);
+}
+
+static void
+test_strategies (void)
+{
+  TdmTimeline *timeline = g_object_ref_sink (TDM_TIMELINE (tdm_timeline_new ()));
+
+  train_into (timeline, TDM_STRATEGY_ALLREDUCE);
+  g_assert_cmpuint (tdm_timeline_get_n_steps (timeline), ==, TDM_TIMELINE_STEPS);
+  g_assert_true (tdm_timeline_has_phase (timeline, TDM_PHASE_FORWARD));
+  g_assert_true (tdm_timeline_has_phase (timeline, TDM_PHASE_BACKWARD));
+  g_assert_true (tdm_timeline_has_phase (timeline, TDM_PHASE_ALLREDUCE));
+  g_assert_true (tdm_timeline_has_phase (timeline, TDM_PHASE_UPDATE));
+  g_assert_true (tdm_timeline_has_phase (timeline, TDM_PHASE_WAIT));
+  g_assert_false (tdm_timeline_has_phase (timeline, TDM_PHASE_REDUCE));
+  check_layout (timeline);
+
+  tdm_timeline_clear (timeline);
+  g_assert_cmpuint (tdm_timeline_get_n_steps (timeline), ==, 0);
+  g_autoptr(GArray) none = tdm_timeline_layout (timeline, 800, 300);
+  g_assert_cmpuint (none->len, ==, 0);
+
+  train_into (timeline, TDM_STRATEGY_MAIN);
+  g_assert_true (tdm_timeline_has_phase (timeline, TDM_PHASE_REDUCE));
+  g_assert_true (tdm_timeline_has_phase (timeline, TDM_PHASE_UPDATE));
+  g_assert_true (tdm_timeline_has_phase (timeline, TDM_PHASE_BROADCAST));
+  g_assert_false (tdm_timeline_has_phase (timeline, TDM_PHASE_ALLREDUCE));
+  check_layout (timeline);
+
+  /* Only the main device (0) updates under `main`. */
+  g_autoptr(GArray) boxes = tdm_timeline_layout (timeline, 800, 300);
+  for (guint i = 0; i < boxes->len; i++)
+    {
+      const TdmTimelineBox *b = &g_array_index (boxes, TdmTimelineBox, i);
+      if (b->phase == TDM_PHASE_UPDATE)
+        g_assert_cmpint (b->device, ==, 0);
+    }
+  g_assert_finalize_object (timeline);
+}
+
+/* Shown in a window it draws (the snapshot path runs) and goes away cleanly. */
+static void
+test_realized (void)
+{
+  GtkWidget *window = gtk_window_new ();
+  GtkWidget *timeline = tdm_timeline_new ();
+
+  gtk_window_set_child (GTK_WINDOW (window), timeline);
+  train_into (TDM_TIMELINE (timeline), TDM_STRATEGY_MAIN);
+  gtk_window_present (GTK_WINDOW (window));
+  for (int i = 0; i < 20; i++)
+    g_main_context_iteration (NULL, FALSE);
+  gtk_window_destroy (GTK_WINDOW (window));
+}
+
+static void
+test_colours_distinct (void)
+{
+  for (int a = 0; a < TDM_PHASE_COUNT; a++)
+    for (int b = a + 1; b < TDM_PHASE_COUNT; b++)
+      {
+        GdkRGBA x, y;
+
+        tdm_timeline_phase_colour (a, &x);
+        tdm_timeline_phase_colour (b, &y);
+        double d = fabs (x.red - y.red) + fabs (x.green - y.green) + fabs (x.blue - y.blue);
+        g_assert_cmpfloat (d, >, 0.25);
+      }
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  gtk_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/timeline/strategies", test_strategies);
+  g_test_add_func ("/timeline/realized", test_realized);
+  g_test_add_func ("/timeline/colours", test_colours_distinct);
+  return g_test_run ();
+}

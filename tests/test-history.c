@@ -1,0 +1,343 @@
+/* test-history.c — runs kept on disk: recorded while training, read back by a new
+ * history object (as after a restart), identical runs overlaying point for point,
+ * rename, export, delete, a crash's truncated last line, a corrupt file named in the
+ * message; and "compare with one device" on 2 CPU workers. */
+#include "tdm-compare.h"
+#include "tdm-error.h"
+#include "tdm-history.h"
+#include "tdm-network.h"
+#include "tdm-scaling.h"
+#include "tdm-trainer.h"
+
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+static TdmConfig *
+config(const char *devices, long steps)
+{
+  TdmConfig *cfg = tdm_config_new();
+  g_free(cfg->dataset);
+  cfg->dataset = g_strdup("synthetic");
+  g_free(cfg->network);
+  cfg->network = g_strdup("fc16,relu,fc10");
+  cfg->epochs = 1;
+  cfg->max_steps = steps;
+  cfg->seed = 5;
+  g_autoptr(GError) error = NULL;
+  g_assert_true(tdm_config_set_devices(cfg, devices, &error));
+  return cfg;
+}
+
+/* Trains `cfg` recording into `history`; returns the run's id. */
+static char *
+record_run(TdmHistory *history, const TdmConfig *cfg, const char *name)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmRunRecorder) rec = tdm_run_recorder_new(history, cfg, name, &error);
+  g_assert_no_error(error);
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, tdm_run_recorder_add, rec);
+  tdm_trainer_set_summary_steps(trainer, 5);
+  g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+  g_assert_no_error(error);
+  g_assert_true(tdm_run_recorder_finish(rec, &error));
+  g_assert_no_error(error);
+  return g_strdup(tdm_run_recorder_get_id(rec));
+}
+
+static char *
+temp_folder(void)
+{
+  g_autoptr(GError) error = NULL;
+  char *dir = g_dir_make_tmp("tandem-history-XXXXXX", &error);
+  g_assert_no_error(error);
+  return dir;
+}
+
+static void
+remove_folder(const char *dir)
+{
+  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+  const char *name;
+  while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+    g_unlink(path);
+  }
+  g_rmdir(dir);
+}
+
+static void
+test_survives_restart(void)
+{
+  g_autofree char *dir = temp_folder();
+  g_autoptr(TdmConfig) cfg = config("cpu:2", 30);
+  g_autofree char *id = NULL;
+  {
+    g_autoptr(TdmHistory) history = tdm_history_new(dir);
+    id = record_run(history, cfg, "two workers");
+  }
+  /* A new history object on the same folder: what a restarted program sees. */
+  g_autoptr(TdmHistory) history = tdm_history_new(dir);
+  g_autoptr(GPtrArray) problems = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) runs = tdm_history_list(history, problems);
+  for (guint i = 0; i < problems->len; i++)
+    g_test_message("%s", (char *)problems->pdata[i]);
+  g_assert_cmpuint(problems->len, ==, 0);
+  g_assert_cmpuint(runs->len, ==, 1);
+  TdmRunRecord *r = runs->pdata[0];
+  g_assert_cmpstr(r->id, ==, id);
+  g_assert_cmpstr(r->name, ==, "two workers");
+  g_assert_cmpint(r->replicas, ==, 2);
+  g_assert_cmpstr(r->config->network, ==, "fc16,relu,fc10");
+  g_assert_cmpint(r->config->seed, ==, 5);
+  g_assert_true(r->finished);
+  g_assert_false(r->failed);
+  g_assert_cmpint(r->final.steps, ==, 30);
+  /* Summaries on the step grid: 5, 10, … 30. */
+  g_assert_cmpuint(r->points->len, ==, 6);
+  for (guint i = 0; i < r->points->len; i++) {
+    const TdmHistoryPoint *p = &g_array_index(r->points, TdmHistoryPoint, i);
+    g_assert_cmpint(p->step, ==, 5 * (long)(i + 1));
+    g_assert_true(isfinite(p->train_loss));
+  }
+  g_assert_cmpuint(r->device_points->len, >=, 2);
+  g_assert_cmpfloat(tdm_run_record_samples_per_second(r), >, 0);
+  remove_folder(dir);
+}
+
+/* Two runs of one configuration record the same series by step, point for point. */
+static void
+test_identical_runs_overlay(void)
+{
+  g_autofree char *dir = temp_folder();
+  g_autoptr(TdmHistory) history = tdm_history_new(dir);
+  g_autoptr(TdmConfig) cfg = config("cpu:2", 40);
+  cfg->strategy = TDM_STRATEGY_MAIN;
+  g_autofree char *a_id = record_run(history, cfg, "first");
+  g_autofree char *b_id = record_run(history, cfg, "second");
+  g_assert_cmpstr(a_id, !=, b_id);
+  g_autoptr(TdmRunRecord) a = tdm_history_load(history, a_id, NULL);
+  g_autoptr(TdmRunRecord) b = tdm_history_load(history, b_id, NULL);
+  g_assert_nonnull(a);
+  g_assert_nonnull(b);
+  g_assert_cmpuint(a->points->len, ==, 8);
+  g_assert_cmpuint(a->points->len, ==, b->points->len);
+  for (guint i = 0; i < a->points->len; i++) {
+    const TdmHistoryPoint *p = &g_array_index(a->points, TdmHistoryPoint, i);
+    const TdmHistoryPoint *q = &g_array_index(b->points, TdmHistoryPoint, i);
+    g_assert_cmpint(p->step, ==, q->step);
+    g_assert_cmpfloat(p->epoch, ==, q->epoch);
+    g_assert_cmpfloat(p->train_loss, ==, q->train_loss);
+    g_assert_cmpfloat(p->train_accuracy, ==, q->train_accuracy);
+  }
+  remove_folder(dir);
+}
+
+static void
+test_rename_export_delete(void)
+{
+  g_autofree char *dir = temp_folder();
+  g_autoptr(TdmHistory) history = tdm_history_new(dir);
+  g_autoptr(TdmConfig) cfg = config("cpu", 10);
+  g_autofree char *id = record_run(history, cfg, NULL);
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true(tdm_history_rename(history, id, "baseline", &error));
+  g_assert_no_error(error);
+  g_autoptr(TdmRunRecord) r = tdm_history_load(history, id, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(r->name, ==, "baseline");
+
+  g_autofree char *csv = g_build_filename(dir, "run.csv", NULL);
+  g_assert_true(tdm_history_export_csv(history, id, csv, &error));
+  g_assert_no_error(error);
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(csv, &text, NULL, NULL));
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  g_assert_true(g_str_has_prefix(lines[0], "kind,step,epoch,train_loss"));
+  g_assert_true(g_str_has_prefix(lines[1], "step,5,"));
+  g_assert_true(g_str_has_prefix(lines[2], "step,10,"));
+  g_unlink(csv);
+
+  g_assert_true(tdm_history_delete(history, id, &error));
+  g_assert_no_error(error);
+  g_autoptr(GPtrArray) runs = tdm_history_list(history, NULL);
+  g_assert_cmpuint(runs->len, ==, 0);
+  g_assert_false(tdm_history_delete(history, id, &error));
+  g_assert_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY);
+  g_clear_error(&error);
+  /* Ids never leave the folder. */
+  g_assert_false(tdm_history_delete(history, "../x", &error));
+  g_assert_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY);
+  remove_folder(dir);
+}
+
+static void
+append(const char *path, const char *text)
+{
+  FILE *f = fopen(path, "a");
+  g_assert_nonnull(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+/* A crash mid-line leaves a partial last line: ignored. Garbage elsewhere is an error
+ * naming the file and line, and the list leaves that run out and says why. */
+static void
+test_damaged_files(void)
+{
+  g_autofree char *dir = temp_folder();
+  g_autoptr(TdmHistory) history = tdm_history_new(dir);
+  g_autoptr(TdmConfig) cfg = config("cpu", 10);
+  g_autofree char *id = record_run(history, cfg, "crashed");
+  g_autofree char *file = g_strconcat(id, ".jsonl", NULL);
+  g_autofree char *path = g_build_filename(dir, file, NULL);
+  append(path, "{\"type\":\"step\",\"step\":15,\"train_lo");
+
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmRunRecord) r = tdm_history_load(history, id, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(r->points->len, ==, 2);
+
+  append(path, "\n{\"type\":\"step\",\"step\":20}\n");
+  g_autoptr(TdmRunRecord) broken = tdm_history_load(history, id, &error);
+  g_assert_null(broken);
+  g_assert_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY);
+  g_assert_nonnull(strstr(error->message, path));
+  g_assert_nonnull(strstr(error->message, "line"));
+
+  g_autofree char *other = g_build_filename(dir, "empty.jsonl", NULL);
+  g_assert_true(g_file_set_contents(other, "", 0, NULL));
+  g_autoptr(GPtrArray) problems = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) runs = tdm_history_list(history, problems);
+  g_assert_cmpuint(runs->len, ==, 0);
+  g_assert_cmpuint(problems->len, ==, 2);
+  remove_folder(dir);
+}
+
+/* The N = 1 equivalence, as the window shows it: 2 CPU workers and the one-device
+ * configuration made from them end within rounding of each other. */
+static void
+test_compare_one_device(void)
+{
+  g_autoptr(TdmConfig) cfg = config("cpu:2", 0);
+  cfg->network = (g_free(cfg->network), g_strdup("conv4k3p1,relu,pool2,fc16,relu,fc10"));
+  cfg->batch = 50;
+  cfg->main_replica = 1;
+  cfg->save_path = g_strdup("/nonexistent/never-written.safetensors");
+  g_autoptr(TdmConfig) one = tdm_compare_one_device_config(cfg, 25);
+  g_assert_cmpint(tdm_config_replica_count(one), ==, 1);
+  g_assert_cmpint(one->batch, ==, 50);
+  g_assert_cmpint(one->seed, ==, cfg->seed);
+  g_assert_cmpint(one->max_steps, ==, 25);
+  g_assert_null(one->save_path);
+  g_clear_pointer(&cfg->save_path, g_free);
+  cfg->max_steps = 25;
+
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmTrainer) many = tdm_trainer_new(cfg, NULL, NULL);
+  g_autoptr(TdmTrainer) single = tdm_trainer_new(one, NULL, NULL);
+  g_assert_true(tdm_trainer_run(many, NULL, &error));
+  g_assert_true(tdm_trainer_run(single, NULL, &error));
+  g_assert_no_error(error);
+  size_t n = 0, m = 0;
+  const float *a = tdm_trainer_get_parameters(many, &n);
+  const float *b = tdm_trainer_get_parameters(single, &m);
+  g_assert_cmpuint(n, ==, m);
+  double difference = tdm_compare_parameters(a, b, n);
+  g_test_message("2 workers vs one device: %g", difference);
+  g_assert_cmpfloat(difference, <=, 1e-5);
+  g_autofree char *text = tdm_compare_describe(difference);
+  g_assert_true(g_str_has_suffix(text, "the same up to rounding") ||
+                g_str_has_suffix(text, "bit for bit the same"));
+
+  /* The measure sees a real difference: the trained parameters against the start. */
+  g_autoptr(TdmNetwork) net = tdm_network_new(cfg->network, 28, 28, 1, 10, NULL);
+  g_autofree float *initial = g_new(float, net->parameter_count);
+  tdm_network_init_parameters(net, cfg->seed, initial);
+  g_assert_cmpfloat(tdm_compare_parameters(initial, b, n), >, 1e-3);
+}
+
+static void
+test_compare_describe(void)
+{
+  float a[3] = {1.0f, -2.0f, 4.0f}, b[3] = {1.0f, -2.0f, 4.0f};
+  g_assert_cmpfloat(tdm_compare_parameters(a, b, 3), ==, 0);
+  a[1] = -2.5f;   /* 0.5 off, largest magnitude 4 */
+  g_assert_cmpfloat(fabs(tdm_compare_parameters(a, b, 3) - 0.125), <, 1e-12);
+  g_autofree char *small = tdm_compare_describe(2.1e-7);
+  g_assert_cmpstr(small, ==, "largest difference 2.1 × 10⁻⁷: the same up to rounding");
+  g_autofree char *large = tdm_compare_describe(0.125);
+  g_assert_cmpstr(large, ==, "largest difference 1.2 × 10⁻¹: more than rounding explains");
+}
+
+typedef struct {
+  GArray *points;
+  GCancellable *cancel_after_first;
+} Points;
+
+static void
+on_point(const TdmScalingPoint *point, gpointer data)
+{
+  Points *p = data;
+  g_array_append_val(p->points, *point);
+  if (p->cancel_after_first != NULL)
+    g_cancellable_cancel(p->cancel_after_first);
+}
+
+/* 1 and 2 CPU workers: two points, in order, the first the baseline; throughput is
+ * measured, never compared with a number. */
+static void
+test_scaling_two_points(gconstpointer data)
+{
+  TdmScalingMode mode = GPOINTER_TO_INT(data);
+  g_autoptr(TdmConfig) cfg = config("cpu:2", 0);
+  Points p = {g_array_new(FALSE, FALSE, sizeof(TdmScalingPoint)), NULL};
+  g_autoptr(GError) error = NULL;
+  g_assert_true(tdm_scaling_run(cfg, mode, 30, on_point, &p, NULL, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(p.points->len, ==, 2);
+  for (int i = 0; i < 2; i++) {
+    const TdmScalingPoint *q = &g_array_index(p.points, TdmScalingPoint, i);
+    g_assert_cmpint(q->index, ==, i);
+    g_assert_cmpint(q->count, ==, 2);
+    g_assert_cmpint(q->devices, ==, i + 1);
+    g_assert_cmpint(q->batch, ==, mode == TDM_SCALING_WEAK ? 50 * (i + 1) : 100);
+    g_assert_cmpfloat(q->samples_per_second, >, 0);
+    g_assert_cmpfloat(fabs(q->efficiency - q->speedup / q->devices), <, 1e-12);
+  }
+  const TdmScalingPoint *first = &g_array_index(p.points, TdmScalingPoint, 0);
+  g_assert_cmpfloat(first->speedup, ==, 1.0);
+  g_array_unref(p.points);
+}
+
+static void
+test_scaling_cancel(void)
+{
+  g_autoptr(TdmConfig) cfg = config("cpu:2", 0);
+  g_autoptr(GCancellable) cancel = g_cancellable_new();
+  Points p = {g_array_new(FALSE, FALSE, sizeof(TdmScalingPoint)), cancel};
+  g_autoptr(GError) error = NULL;
+  g_assert_false(tdm_scaling_run(cfg, TDM_SCALING_STRONG, 30, on_point, &p, cancel, &error));
+  g_assert_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CANCELLED);
+  g_assert_cmpuint(p.points->len, ==, 1);
+  g_array_unref(p.points);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/history/survives-restart", test_survives_restart);
+  g_test_add_func("/history/identical-runs-overlay", test_identical_runs_overlay);
+  g_test_add_func("/history/rename-export-delete", test_rename_export_delete);
+  g_test_add_func("/history/damaged-files", test_damaged_files);
+  g_test_add_func("/compare/one-device", test_compare_one_device);
+  g_test_add_func("/compare/describe", test_compare_describe);
+  g_test_add_data_func("/scaling/strong", GINT_TO_POINTER(TDM_SCALING_STRONG),
+                       test_scaling_two_points);
+  g_test_add_data_func("/scaling/weak", GINT_TO_POINTER(TDM_SCALING_WEAK),
+                       test_scaling_two_points);
+  g_test_add_func("/scaling/cancel", test_scaling_cancel);
+  return g_test_run();
+}

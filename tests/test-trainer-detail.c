@@ -1,0 +1,367 @@
+/* test-trainer-detail.c — what the trainer tells about a step's inside, on CPU
+ * workers: each device's phases under both strategies, how a batch splits, the test
+ * set's predictions; and the pace control (a step limit and single steps), counted
+ * against an injected clock. Timing values are never compared with wall-clock time:
+ * only their order and presence. */
+#include "tdm-dataset.h"
+#include "tdm-error.h"
+#include "tdm-trainer.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct {
+  GArray *phases;               /* TdmPhasesEvent */
+  GArray *batches;              /* TdmBatchEvent */
+  GArray *predictions;          /* TdmPredictionsEvent */
+  TdmEpochEvent epoch;
+  TdmFinishedEvent finished;
+  int steps_run, paused;
+  TdmTrainer *trainer;
+  GCancellable *cancel_at_rest; /* cancelled at the `rest_limit`-th PAUSED event */
+  int rest_limit;
+} Detail;
+
+static void
+detail_init(Detail *d)
+{
+  memset(d, 0, sizeof *d);
+  d->phases = g_array_new(FALSE, FALSE, sizeof(TdmPhasesEvent));
+  d->batches = g_array_new(FALSE, FALSE, sizeof(TdmBatchEvent));
+  d->predictions = g_array_new(FALSE, FALSE, sizeof(TdmPredictionsEvent));
+}
+
+static void
+detail_clear(Detail *d)
+{
+  g_array_unref(d->phases);
+  g_array_unref(d->batches);
+  g_array_unref(d->predictions);
+}
+
+static void
+record(const TdmEvent *e, gpointer data)
+{
+  Detail *d = data;
+  switch (e->kind) {
+  case TDM_EVENT_PHASES:
+    g_array_append_val(d->phases, e->phases);
+    break;
+  case TDM_EVENT_BATCH:
+    g_array_append_val(d->batches, e->batch);
+    d->steps_run = (int)e->batch.step;
+    break;
+  case TDM_EVENT_PREDICTIONS:
+    g_array_append_val(d->predictions, e->predictions);
+    break;
+  case TDM_EVENT_EPOCH:
+    d->epoch = e->epoch;
+    break;
+  case TDM_EVENT_FINISHED:
+    d->finished = e->finished;
+    break;
+  case TDM_EVENT_PAUSED:
+    d->paused++;
+    /* Each rest lets one more step through, until the last rest stops the run. */
+    if (d->cancel_at_rest != NULL && d->paused == d->rest_limit)
+      g_cancellable_cancel(d->cancel_at_rest);
+    else if (d->cancel_at_rest != NULL)
+      tdm_trainer_single_step(d->trainer);
+    break;
+  default:
+    break;
+  }
+}
+
+static TdmConfig *
+config(const char *devices, TdmStrategy strategy, long max_steps)
+{
+  TdmConfig *cfg = tdm_config_new();
+  g_free(cfg->dataset);
+  cfg->dataset = g_strdup("synthetic");
+  g_free(cfg->network);
+  cfg->network = g_strdup("fc16,relu,fc10");
+  cfg->epochs = 1;
+  cfg->max_steps = max_steps;
+  cfg->strategy = strategy;
+  g_autoptr(GError) error = NULL;
+  g_assert_true(tdm_config_set_devices(cfg, devices, &error));
+  return cfg;
+}
+
+static void
+run(const TdmConfig *cfg, Detail *d)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, record, d);
+  g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+  g_assert_no_error(error);
+}
+
+/* Index of the first span of `phase` on a device, or −1. */
+static int
+find_phase(const TdmDevicePhases *p, TdmPhase phase, int from)
+{
+  for (int i = from; i < p->spans; i++)
+    if (p->span[i].phase == (int)phase)
+      return i;
+  return -1;
+}
+
+static void
+check_spans_ordered(const TdmDevicePhases *p)
+{
+  g_assert_cmpint(p->spans, >, 0);
+  for (int i = 0; i < p->spans; i++) {
+    g_assert_cmpfloat(p->span[i].start_ms, <=, p->span[i].end_ms);
+    if (i > 0)
+      g_assert_cmpfloat(p->span[i - 1].end_ms, <=, p->span[i].start_ms);
+  }
+}
+
+static void
+test_phases_allreduce(void)
+{
+  g_autoptr(TdmConfig) cfg = config("cpu:2", TDM_STRATEGY_ALLREDUCE, 6);
+  Detail d;
+  detail_init(&d);
+  run(cfg, &d);
+  /* The first step is always sampled. */
+  g_assert_cmpuint(d.phases->len, >=, 1);
+  for (guint i = 0; i < d.phases->len; i++) {
+    const TdmPhasesEvent *e = &g_array_index(d.phases, TdmPhasesEvent, i);
+    g_assert_cmpint(e->replicas, ==, 2);
+    for (int r = 0; r < 2; r++) {
+      const TdmDevicePhases *p = &e->device[r];
+      check_spans_ordered(p);
+      int fwd = find_phase(p, TDM_PHASE_FORWARD, 0);
+      int bwd = find_phase(p, TDM_PHASE_BACKWARD, 0);
+      int wait = find_phase(p, TDM_PHASE_WAIT, 0);
+      int ar = find_phase(p, TDM_PHASE_ALLREDUCE, 0);
+      int up = find_phase(p, TDM_PHASE_UPDATE, 0);
+      g_assert_cmpint(fwd, ==, 0);
+      g_assert_cmpint(bwd, ==, 1);
+      g_assert_cmpint(wait, ==, 2);
+      g_assert_cmpint(ar, ==, 3);
+      g_assert_cmpint(up, ==, 4);
+      g_assert_cmpint(find_phase(p, TDM_PHASE_REDUCE, 0), ==, -1);
+      g_assert_cmpint(find_phase(p, TDM_PHASE_BROADCAST, 0), ==, -1);
+    }
+  }
+  detail_clear(&d);
+}
+
+/* With `main`: reduce, the update on the main device alone, then the broadcast. The
+ * other device waits through the update: its broadcast cannot start before the main
+ * device's update ended. */
+static void
+test_phases_main(void)
+{
+  g_autoptr(TdmConfig) cfg = config("cpu:2", TDM_STRATEGY_MAIN, 6);
+  cfg->main_replica = 1;
+  Detail d;
+  detail_init(&d);
+  run(cfg, &d);
+  g_assert_cmpuint(d.phases->len, >=, 1);
+  for (guint i = 0; i < d.phases->len; i++) {
+    const TdmPhasesEvent *e = &g_array_index(d.phases, TdmPhasesEvent, i);
+    const TdmDevicePhases *primary = &e->device[1], *other = &e->device[0];
+    check_spans_ordered(primary);
+    check_spans_ordered(other);
+    int reduce = find_phase(primary, TDM_PHASE_REDUCE, 0);
+    int update = find_phase(primary, TDM_PHASE_UPDATE, 0);
+    int broadcast = find_phase(primary, TDM_PHASE_BROADCAST, 0);
+    g_assert_cmpint(reduce, >=, 0);
+    g_assert_cmpint(update, >, reduce);
+    g_assert_cmpint(broadcast, >, update);
+    g_assert_cmpint(find_phase(primary, TDM_PHASE_ALLREDUCE, 0), ==, -1);
+
+    g_assert_cmpint(find_phase(other, TDM_PHASE_UPDATE, 0), ==, -1);
+    int other_reduce = find_phase(other, TDM_PHASE_REDUCE, 0);
+    int other_broadcast = find_phase(other, TDM_PHASE_BROADCAST, 0);
+    g_assert_cmpint(other_reduce, >=, 0);
+    g_assert_cmpint(other_broadcast, >, other_reduce);
+    /* Between them the other device waits (for the main device's update). */
+    int other_wait = find_phase(other, TDM_PHASE_WAIT, other_reduce);
+    g_assert_cmpint(other_wait, >, other_reduce);
+    g_assert_cmpint(other_wait, <, other_broadcast);
+    g_assert_cmpfloat(other->span[other_broadcast].start_ms, >=,
+                      primary->span[update].end_ms - 0.001f);
+  }
+  detail_clear(&d);
+}
+
+/* Shards are contiguous and near-equal, and the samples shown are the batch's own. */
+static void
+test_batch_split(void)
+{
+  g_autoptr(TdmConfig) cfg = config("cpu:3", TDM_STRATEGY_ALLREDUCE, 4);
+  cfg->batch = 100;
+  Detail d;
+  detail_init(&d);
+  run(cfg, &d);
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_open("synthetic", NULL);
+  g_assert_cmpuint(d.batches->len, >=, 1);
+  const TdmBatchEvent *b = &g_array_index(d.batches, TdmBatchEvent, 0);
+  g_assert_cmpint(b->step, ==, 1);
+  g_assert_cmpint(b->batch, ==, 100);
+  g_assert_cmpint(b->replicas, ==, 3);
+  int next = 0;
+  for (int r = 0; r < 3; r++) {
+    g_assert_cmpint(b->device[r].offset, ==, next);
+    g_assert_cmpint(b->device[r].size, >=, 33);
+    g_assert_cmpint(b->device[r].size, <=, 34);
+    next += b->device[r].size;
+    g_assert_cmpint(b->device[r].shown, ==, TDM_BATCH_SAMPLES_SHOWN);
+    for (int i = 0; i < b->device[r].shown; i++) {
+      int32_t index = b->device[r].index[i];
+      g_assert_cmpint(index, >=, 0);
+      g_assert_cmpint(index, <, data->train->count);
+      g_assert_cmpint(b->device[r].label[i], ==, data->train->labels[index]);
+    }
+  }
+  g_assert_cmpint(next, ==, 100);
+  detail_clear(&d);
+}
+
+/* One epoch: the matrix sums to the test set and its diagonal is the accuracy. */
+static void
+test_predictions(void)
+{
+  g_autoptr(TdmConfig) cfg = config("cpu:2", TDM_STRATEGY_ALLREDUCE, 0);
+  Detail d;
+  detail_init(&d);
+  run(cfg, &d);
+  g_assert_cmpuint(d.predictions->len, ==, 1);
+  const TdmPredictionsEvent *p = &g_array_index(d.predictions, TdmPredictionsEvent, 0);
+  g_assert_cmpint(p->epoch, ==, 1);
+  g_assert_cmpint(p->classes, ==, 10);
+  g_assert_true(p->has_matrix);
+  g_assert_cmpint(p->test_count, ==, 10000);
+  long sum = 0, diagonal = 0;
+  for (int i = 0; i < p->classes; i++)
+    for (int j = 0; j < p->classes; j++) {
+      sum += p->matrix[i][j];
+      if (i == j)
+        diagonal += p->matrix[i][j];
+    }
+  g_assert_cmpint(sum, ==, p->test_count);
+  g_assert_cmpint(diagonal, ==, p->correct);
+  g_assert_cmpint(p->correct, ==, (int)lround(d.epoch.test_accuracy * p->test_count));
+  g_assert_cmpstr(p->class_name[0], !=, "");
+
+  /* Mistakes first, each sample's truth as the dataset has it. */
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_open("synthetic", NULL);
+  int mistakes = p->test_count - p->correct;
+  g_assert_cmpint(p->samples, ==, TDM_PREDICTION_SAMPLES);
+  for (int i = 0; i < p->samples; i++) {
+    g_assert_cmpint(p->sample[i].truth, ==, data->test->labels[p->sample[i].index]);
+    gboolean wrong = p->sample[i].truth != p->sample[i].predicted;
+    g_assert_true(wrong == (i < mistakes));
+  }
+  detail_clear(&d);
+}
+
+/* ---- pace ----------------------------------------------------------------------- */
+
+typedef struct {
+  gint64 now_us, step_us;
+} FakeClock;
+
+static gint64
+fake_clock_read(gpointer data)
+{
+  FakeClock *c = data;
+  c->now_us += c->step_us;
+  return c->now_us;
+}
+
+/* Simulated microseconds a run of `steps` steps takes at `pace` (0: none). */
+static gint64
+simulated_run(double pace, long steps)
+{
+  g_autoptr(TdmConfig) cfg = config("cpu", TDM_STRATEGY_ALLREDUCE, steps);
+  Detail d;
+  detail_init(&d);
+  FakeClock clock = {.now_us = 1, .step_us = 5000};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, record, &d);
+  tdm_trainer_set_clock(trainer, fake_clock_read, &clock);
+  tdm_trainer_set_pace(trainer, pace);
+  g_assert_cmpfloat(tdm_trainer_get_pace(trainer), ==, pace);
+  g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+  g_assert_no_error(error);
+  g_assert_cmpint(d.finished.steps, ==, steps);
+  detail_clear(&d);
+  return clock.now_us - 1;
+}
+
+/* At 50 steps a second, 10 steps take at least 9 intervals of 20 ms on the clock;
+ * unpaced, the same clock sees them done far sooner. */
+static void
+test_pace_limit(void)
+{
+  const long steps = 10;
+  gint64 interval = G_USEC_PER_SEC / 50;
+  gint64 paced = simulated_run(50, steps);
+  gint64 free_running = simulated_run(0, steps);
+  g_assert_cmpint(paced, >=, (steps - 1) * interval);
+  g_assert_cmpint(free_running, <, (steps - 1) * interval);
+}
+
+/* Paused from the start, the run rests (a PAUSED event); each rest asks for one single
+ * step, which runs exactly one step before the next rest; a stop at the fourth rest
+ * finds three steps done. Steps asked for before the run add up. */
+static void
+test_single_step(void)
+{
+  g_autoptr(TdmConfig) cfg = config("cpu:2", TDM_STRATEGY_MAIN, 50);
+  Detail d;
+  detail_init(&d);
+  g_autoptr(GCancellable) cancel = g_cancellable_new();
+  d.cancel_at_rest = cancel;
+  d.rest_limit = 4;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, record, &d);
+  d.trainer = trainer;
+  tdm_trainer_single_step(trainer);   /* not paused: ignored */
+  tdm_trainer_set_paused(trainer, TRUE);
+  g_assert_true(tdm_trainer_run(trainer, cancel, &error));
+  g_assert_no_error(error);
+  g_assert_cmpint(d.paused, ==, 4);
+  g_assert_cmpint(d.finished.steps, ==, 3);
+  g_assert_true(d.finished.stopped);
+  /* Every single step is sampled, so each shows its phases. */
+  g_assert_cmpuint(d.phases->len, ==, 3);
+  detail_clear(&d);
+
+  /* Two steps asked for before the run go through in one go: one rest after them. */
+  Detail queued;
+  detail_init(&queued);
+  g_autoptr(GCancellable) cancel2 = g_cancellable_new();
+  queued.cancel_at_rest = cancel2;
+  queued.rest_limit = 1;
+  g_autoptr(TdmTrainer) trainer2 = tdm_trainer_new(cfg, record, &queued);
+  queued.trainer = trainer2;
+  tdm_trainer_set_paused(trainer2, TRUE);
+  tdm_trainer_single_step(trainer2);
+  tdm_trainer_single_step(trainer2);
+  g_assert_true(tdm_trainer_run(trainer2, cancel2, &error));
+  g_assert_no_error(error);
+  g_assert_cmpint(queued.paused, ==, 1);
+  g_assert_cmpint(queued.finished.steps, ==, 2);
+  detail_clear(&queued);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/trainer-detail/phases-allreduce", test_phases_allreduce);
+  g_test_add_func("/trainer-detail/phases-main", test_phases_main);
+  g_test_add_func("/trainer-detail/batch-split", test_batch_split);
+  g_test_add_func("/trainer-detail/predictions", test_predictions);
+  g_test_add_func("/trainer-detail/pace-limit", test_pace_limit);
+  g_test_add_func("/trainer-detail/single-step", test_single_step);
+  return g_test_run();
+}

@@ -1,0 +1,260 @@
+/* tdm-scaling-chart.c: the scaling chart's axes (devices across, speed-up up), the
+ * ideal line, the measured points and their phase split, in Cairo. */
+
+#include "tdm-scaling-chart.h"
+
+#include <glib/gi18n.h>
+#include <math.h>
+
+#define LEFT   56.0
+#define RIGHT  16.0
+#define TOP    12.0
+#define BOTTOM 44.0
+
+struct _TdmScalingChart
+{
+  GtkWidget  parent_instance;
+  GArray    *points;   /* TdmScalingPoint, by devices */
+};
+
+G_DEFINE_FINAL_TYPE (TdmScalingChart, tdm_scaling_chart, GTK_TYPE_WIDGET)
+
+static int
+tdm_scaling_chart_max_devices (TdmScalingChart *self)
+{
+  int n = 1;
+
+  for (guint i = 0; i < self->points->len; i++)
+    {
+      const TdmScalingPoint *p = &g_array_index (self->points, TdmScalingPoint, i);
+      n = MAX (n, MAX (p->devices, p->count));
+    }
+  return n;
+}
+
+double
+tdm_scaling_chart_get_y_max (TdmScalingChart *self)
+{
+  double y = tdm_scaling_chart_max_devices (self);
+
+  g_return_val_if_fail (TDM_IS_SCALING_CHART (self), 1);
+  for (guint i = 0; i < self->points->len; i++)
+    {
+      double s = g_array_index (self->points, TdmScalingPoint, i).speedup;
+      if (isfinite (s))
+        y = MAX (y, s);
+    }
+  return y;
+}
+
+gboolean
+tdm_scaling_chart_point_position (TdmScalingChart  *self,
+                                  double            width,
+                                  double            height,
+                                  int               devices,
+                                  gboolean          ideal,
+                                  graphene_point_t *position)
+{
+  int n = tdm_scaling_chart_max_devices (self);
+  double plot_w = width - LEFT - RIGHT, plot_h = height - TOP - BOTTOM;
+  double value = devices;
+
+  g_return_val_if_fail (TDM_IS_SCALING_CHART (self), FALSE);
+  if (plot_w <= 0 || plot_h <= 0 || devices < 1 || devices > n)
+    return FALSE;
+  if (!ideal)
+    {
+      gboolean found = FALSE;
+
+      for (guint i = 0; i < self->points->len && !found; i++)
+        {
+          const TdmScalingPoint *p = &g_array_index (self->points, TdmScalingPoint, i);
+          if (p->devices == devices)
+            {
+              value = p->speedup;
+              found = isfinite (value);
+            }
+        }
+      if (!found)
+        return FALSE;
+    }
+  /* Devices 1 … n spread over the width (one device alone sits in the middle). */
+  position->x = LEFT + (n == 1 ? plot_w / 2 : (devices - 1) * plot_w / (n - 1));
+  position->y = TOP + plot_h * (1 - value / tdm_scaling_chart_get_y_max (self));
+  return TRUE;
+}
+
+static void
+tdm_scaling_chart_snapshot (GtkWidget   *widget,
+                            GtkSnapshot *snapshot)
+{
+  TdmScalingChart *self = TDM_SCALING_CHART (widget);
+  double width = gtk_widget_get_width (widget);
+  double height = gtk_widget_get_height (widget);
+  int n = tdm_scaling_chart_max_devices (self);
+  double y_max = tdm_scaling_chart_get_y_max (self);
+  graphene_point_t p, q;
+  GdkRGBA fg;
+  cairo_t *cr;
+
+  if (width <= LEFT + RIGHT || height <= TOP + BOTTOM)
+    return;
+  G_GNUC_BEGIN_IGNORE_DEPRECATIONS
+  gtk_style_context_get_color (gtk_widget_get_style_context (widget), &fg);
+  G_GNUC_END_IGNORE_DEPRECATIONS
+  cr = gtk_snapshot_append_cairo (snapshot, &GRAPHENE_RECT_INIT (0, 0, width, height));
+  cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+  cairo_set_font_size (cr, 14);
+  gdk_cairo_set_source_rgba (cr, &fg);
+  cairo_set_line_width (cr, 1);
+
+  /* Axes, device ticks and the speed-up scale's ends. */
+  cairo_move_to (cr, LEFT, TOP);
+  cairo_line_to (cr, LEFT, height - BOTTOM);
+  cairo_line_to (cr, width - RIGHT, height - BOTTOM);
+  cairo_stroke (cr);
+  for (int d = 1; d <= n; d++)
+    if (tdm_scaling_chart_point_position (self, width, height, d, TRUE, &p))
+      {
+        char text[16];
+        g_snprintf (text, sizeof text, "%d", d);
+        cairo_move_to (cr, p.x - 4, height - BOTTOM + 18);
+        cairo_show_text (cr, text);
+      }
+  cairo_move_to (cr, LEFT, height - 6);
+  cairo_show_text (cr, _("Devices"));
+  {
+    char text[32];
+    g_snprintf (text, sizeof text, "%.1f×", y_max);
+    cairo_move_to (cr, 4, TOP + 12);
+    cairo_show_text (cr, text);
+    cairo_move_to (cr, 4, height - BOTTOM);
+    cairo_show_text (cr, "0×");
+  }
+
+  /* The ideal line, dashed. */
+  if (tdm_scaling_chart_point_position (self, width, height, 1, TRUE, &p) &&
+      tdm_scaling_chart_point_position (self, width, height, n, TRUE, &q))
+    {
+      double dash[] = { 6, 4 };
+      cairo_set_dash (cr, dash, 2, 0);
+      cairo_move_to (cr, p.x, p.y);
+      cairo_line_to (cr, q.x, q.y);
+      cairo_stroke (cr);
+      cairo_set_dash (cr, NULL, 0, 0);
+    }
+
+  /* Measured points joined, each with its efficiency and its phase split. */
+  cairo_set_source_rgb (cr, 0.0, 0.447, 0.698);
+  cairo_set_line_width (cr, 2);
+  gboolean started = FALSE;
+  for (int d = 1; d <= n; d++)
+    if (tdm_scaling_chart_point_position (self, width, height, d, FALSE, &p))
+      {
+        if (started)
+          cairo_line_to (cr, p.x, p.y);
+        else
+          cairo_move_to (cr, p.x, p.y);
+        started = TRUE;
+      }
+  cairo_stroke (cr);
+  for (guint i = 0; i < self->points->len; i++)
+    {
+      const TdmScalingPoint *pt = &g_array_index (self->points, TdmScalingPoint, i);
+      double total = pt->compute_ms + pt->comm_ms + pt->wait_ms;
+      char text[32];
+
+      if (!tdm_scaling_chart_point_position (self, width, height, pt->devices, FALSE, &p))
+        continue;
+      cairo_set_source_rgb (cr, 0.0, 0.447, 0.698);
+      cairo_arc (cr, p.x, p.y, 4, 0, 2 * G_PI);
+      cairo_fill (cr);
+      gdk_cairo_set_source_rgba (cr, &fg);
+      g_snprintf (text, sizeof text, "%.0f %%", 100 * pt->efficiency);
+      cairo_move_to (cr, p.x + 6, p.y - 6);
+      cairo_show_text (cr, text);
+      if (total > 0 && isfinite (total))
+        {
+          /* compute (blue), communication (vermillion), wait (grey), left to right */
+          double x = p.x - 20, y = height - BOTTOM + 24, w = 40;
+          double parts[3] = { pt->compute_ms, pt->comm_ms, pt->wait_ms };
+          double colours[3][3] = { { 0.0, 0.447, 0.698 }, { 0.835, 0.369, 0.0 },
+                                   { 0.63, 0.63, 0.63 } };
+          for (int k = 0; k < 3; k++)
+            {
+              cairo_set_source_rgb (cr, colours[k][0], colours[k][1], colours[k][2]);
+              cairo_rectangle (cr, x, y, w * parts[k] / total, 6);
+              cairo_fill (cr);
+              x += w * parts[k] / total;
+            }
+        }
+    }
+  cairo_destroy (cr);
+}
+
+void
+tdm_scaling_chart_add_point (TdmScalingChart       *self,
+                             const TdmScalingPoint *point)
+{
+  g_return_if_fail (TDM_IS_SCALING_CHART (self));
+  g_return_if_fail (point != NULL && point->devices >= 1);
+
+  for (guint i = 0; i < self->points->len; i++)
+    if (g_array_index (self->points, TdmScalingPoint, i).devices == point->devices)
+      {
+        g_array_index (self->points, TdmScalingPoint, i) = *point;
+        gtk_widget_queue_draw (GTK_WIDGET (self));
+        return;
+      }
+  g_array_append_val (self->points, *point);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+void
+tdm_scaling_chart_clear (TdmScalingChart *self)
+{
+  g_return_if_fail (TDM_IS_SCALING_CHART (self));
+  g_array_set_size (self->points, 0);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+guint
+tdm_scaling_chart_get_n_points (TdmScalingChart *self)
+{
+  g_return_val_if_fail (TDM_IS_SCALING_CHART (self), 0);
+  return self->points->len;
+}
+
+static void
+tdm_scaling_chart_finalize (GObject *object)
+{
+  TdmScalingChart *self = TDM_SCALING_CHART (object);
+
+  g_array_unref (self->points);
+  G_OBJECT_CLASS (tdm_scaling_chart_parent_class)->finalize (object);
+}
+
+static void
+tdm_scaling_chart_class_init (TdmScalingChartClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->finalize = tdm_scaling_chart_finalize;
+  widget_class->snapshot = tdm_scaling_chart_snapshot;
+  gtk_widget_class_set_css_name (widget_class, "scaling-chart");
+  gtk_widget_class_set_accessible_role (widget_class, GTK_ACCESSIBLE_ROLE_IMG);
+}
+
+static void
+tdm_scaling_chart_init (TdmScalingChart *self)
+{
+  self->points = g_array_new (FALSE, FALSE, sizeof (TdmScalingPoint));
+  gtk_widget_set_size_request (GTK_WIDGET (self), 320, 200);
+}
+
+GtkWidget *
+tdm_scaling_chart_new (void)
+{
+  return g_object_new (TDM_TYPE_SCALING_CHART, NULL);
+}

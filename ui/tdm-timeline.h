@@ -1,0 +1,51 @@
+/* tdm-timeline.h: one lane per device, the last few sampled steps as phases.
+ *
+ * TdmTimeline draws what the engine's PHASES events say: forward, backward, each
+ * collective (reduce, all-reduce, broadcast), the optimizer update and waiting, as
+ * coloured boxes on a shared time axis, the kept steps one after another. Colours
+ * are the colour-blind-safe Okabe–Ito set (wait in grey), far apart enough for a
+ * projector. It keeps copies of the last TDM_TIMELINE_STEPS events; it measures
+ * nothing itself. Main-thread only.
+ */
+
+#pragma once
+
+#include <gtk/gtk.h>
+
+#include "tdm-events.h"
+
+G_BEGIN_DECLS
+
+#define TDM_TIMELINE_STEPS 4
+
+/* One drawn box, in widget coordinates (tdm_timeline_layout). */
+typedef struct
+{
+  double x, y, width, height;
+  int    device;
+  int    phase;   /* TdmPhase */
+  long   step;
+} TdmTimelineBox;
+
+#define TDM_TYPE_TIMELINE (tdm_timeline_get_type ())
+
+G_DECLARE_FINAL_TYPE (TdmTimeline, tdm_timeline, TDM, TIMELINE, GtkWidget)
+
+GtkWidget *tdm_timeline_new          (void);
+/* Keeps a copy; the oldest kept step goes when more than TDM_TIMELINE_STEPS are. */
+void       tdm_timeline_add_phases   (TdmTimeline          *self,
+                                      const TdmPhasesEvent *phases);
+void       tdm_timeline_clear        (TdmTimeline          *self);
+guint      tdm_timeline_get_n_steps  (TdmTimeline          *self);
+/* Whether any kept step shows the phase on any device. */
+gboolean   tdm_timeline_has_phase    (TdmTimeline          *self,
+                                      TdmPhase              phase);
+/* The boxes as drawn at width × height: an array of TdmTimelineBox, lanes top to
+ * bottom by device, within each lane in time order. */
+GArray    *tdm_timeline_layout       (TdmTimeline          *self,
+                                      double                width,
+                                      double                height);
+void       tdm_timeline_phase_colour (TdmPhase              phase,
+                                      GdkRGBA              *colour);
+
+G_END_DECLS
