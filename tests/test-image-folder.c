@@ -293,6 +293,19 @@ test_bad_files(void)
   g_autoptr(GError) e2 = NULL;
   g_assert_false(tdm_image_load(jpeg_cut, 2, 1, out, &e2));
   g_assert_cmpstr(e2->message, ==, "truncated");
+  /* Sides of 2^32 − 1 each: refused from the header, their product never formed
+   * (it overflows 64 bits; the fuzzer found it). */
+  {
+    static const uint8_t huge[] = {
+      0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R',
+      0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 8, 0, 0, 0, 0, 0, 0, 0, 0};
+    g_autofree char *path = g_build_filename(root, "huge.png", NULL);
+    g_assert_true(g_file_set_contents(path, (const char *)huge, sizeof huge, NULL));
+    g_autoptr(GError) e4 = NULL;
+    g_assert_false(tdm_image_load(path, 2, 1, out, &e4));
+    g_assert_cmpstr(e4->message, ==, "4294967295 × 4294967295 pixels is above the limit of "
+                                     "64 megapixels (not decoded)");
+  }
   if (!root_user) {
     g_autoptr(GError) e3 = NULL;
     g_assert_false(tdm_image_load(locked, 2, 1, out, &e3));

@@ -205,7 +205,9 @@ check_pixels(gint64 w, gint64 h, GError **error)
   if (w <= 0 || h <= 0)
     return image_error(error, "the header gives a size of %" G_GINT64_FORMAT " × %" G_GINT64_FORMAT,
                        w, h);
-  if (w * h > TDM_IMAGE_MAX_PIXELS)
+  /* Each side is at most 2^32 − 1 in a header, so test them one by one before the
+   * product, which could overflow. */
+  if (w > TDM_IMAGE_MAX_PIXELS || h > TDM_IMAGE_MAX_PIXELS || w * h > TDM_IMAGE_MAX_PIXELS)
     return image_error(error,
                        "%" G_GINT64_FORMAT " × %" G_GINT64_FORMAT " pixels is above the "
                        "limit of %lld megapixels (not decoded)",

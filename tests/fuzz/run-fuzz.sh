@@ -3,6 +3,12 @@
 # over its seed corpus and then fuzzes for SECONDS. New inputs go to a temporary
 # folder, never into the seed corpus in the tree; a crash, leak or timeout is kept
 # under fuzz-artifacts/ in the current folder and fails the run.
+#
+# The mutations follow a fixed seed (TANDEM_FUZZ_SEED, 1 unless set; 0 lets libFuzzer
+# pick one), so ./test explores the same inputs on every machine and a CI failure is a
+# regression, not a new finding by luck. Longer campaigns with fresh seeds find those:
+#   TANDEM_FUZZ_SEED=0 tests/fuzz/run-fuzz.sh build-fuzz/tests/fuzz/fuzz-idx \
+#     tests/fuzz/corpus/idx 600
 set -euo pipefail
 harness=$1 corpus=$2 seconds=$3
 shift 3
@@ -13,6 +19,6 @@ artifacts="$PWD/fuzz-artifacts/$(basename "$harness")/"
 mkdir -p "$artifacts"
 # -rss_limit_mb and -malloc_limit_mb: a reader that allocates what a header claims
 # rather than what the file holds is a finding, not a slow run.
-exec "$harness" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 \
+exec "$harness" -seed="${TANDEM_FUZZ_SEED:-1}" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 \
   -malloc_limit_mb=1024 -print_final_stats=1 -artifact_prefix="$artifacts" \
   "$@" "$work" "$corpus"
