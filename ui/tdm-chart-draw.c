@@ -246,7 +246,7 @@ legend_pass (TdmChart *self,
       int w, h;
       double item_w;
 
-      if (!e->visible)
+      if (!e->visible || e->no_legend)
         continue;
 
       text_size (f, f->font, name, &w, &h);
@@ -276,6 +276,10 @@ legend_pass (TdmChart *self,
               break;
             case TDM_CHART_STYLE_POINTS:
               cairo_arc (f->cr, sx + SWATCH_W / 2.0, mid, POINT_RADIUS + 1, 0, 2 * G_PI);
+              break;
+            case TDM_CHART_STYLE_OVERLAY:
+              set_source (f->cr, &e->colour, OVERLAY_ALPHA);
+              cairo_rectangle (f->cr, sx, mid - 1, SWATCH_W, 2);
               break;
             case TDM_CHART_STYLE_STACKED:
             default:

@@ -452,18 +452,46 @@ draw_stacked (TdmChart *self,
     }
 }
 
-/* Every visible series, stacked areas first, in the plot area already
- * clipped by the caller. */
+/* An earlier run under the live one: its smoothed curve only, thin and faint, so
+ * twenty of them still leave the live run readable. */
+static void
+draw_overlay_series (TdmChart *self,
+                     Frame    *f,
+                     Entry    *e)
+{
+  double *smooth = NULL;
+  guint nb, n;
+
+  tdm_series_get_buckets (e->series, &nb);
+  if (tdm_series_get_smoothing (e->series) > 0)
+    {
+      smooth = tdm_chart_ensure_scratch (self, nb + 1);
+      tdm_series_get_smoothed (e->series, smooth, nb);
+    }
+  n = build_columns (self, e->series, smooth, &f->map, FALSE);
+  set_source (f->cr, &e->colour, OVERLAY_ALPHA);
+  stroke_columns (f->cr, self->cols, n, FALSE, OVERLAY_WIDTH);
+}
+
+/* Every visible series, overlaid runs and stacked areas first, in the plot area
+ * already clipped by the caller. */
 void
 tdm_chart_plot_series (TdmChart *self,
                        Frame    *f)
 {
+  for (guint i = 0; i < self->entries->len; i++)
+    {
+      Entry *e = get_entry (self, i);
+
+      if (e->visible && e->style == TDM_CHART_STYLE_OVERLAY)
+        draw_overlay_series (self, f, e);
+    }
   draw_stacked (self, f);
   for (guint i = 0; i < self->entries->len; i++)
     {
       Entry *e = get_entry (self, i);
 
-      if (!e->visible)
+      if (!e->visible || e->style == TDM_CHART_STYLE_OVERLAY)
         continue;
 
       switch (e->style)

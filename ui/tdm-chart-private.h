@@ -22,6 +22,8 @@ G_BEGIN_DECLS
 #define SWATCH_H      10
 #define MAX_READOUT   24
 #define STACK_FILL_ALPHA 0.6
+#define OVERLAY_ALPHA 0.45
+#define OVERLAY_WIDTH 1.5
 
 typedef struct
 {
@@ -29,6 +31,7 @@ typedef struct
   GdkRGBA        colour;
   TdmChartStyle  style;
   gboolean       visible;
+  gboolean       no_legend;
 } Entry;
 
 /* One pixel column of a series, in device coordinates. */

@@ -424,7 +424,7 @@ tdm_chart_add_series (TdmChart      *self,
   Entry *e;
 
   g_return_val_if_fail (TDM_IS_CHART (self), 0);
-  g_return_val_if_fail (style <= TDM_CHART_STYLE_REFERENCE, 0);
+  g_return_val_if_fail (style <= TDM_CHART_STYLE_OVERLAY, 0);
 
   e = g_new0 (Entry, 1);
   e->series = tdm_series_new (name, TDM_SERIES_DEFAULT_CAPACITY);
@@ -502,6 +502,31 @@ tdm_chart_set_series_visible (TdmChart *self,
 
   get_entry (self, series)->visible = !!visible;
   gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+void
+tdm_chart_set_series_in_legend (TdmChart *self,
+                                guint     series,
+                                gboolean  in_legend)
+{
+  g_return_if_fail (TDM_IS_CHART (self));
+  g_return_if_fail (series < self->entries->len);
+
+  get_entry (self, series)->no_legend = !in_legend;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+void
+tdm_chart_truncate_series (TdmChart *self,
+                           guint     n_series)
+{
+  g_return_if_fail (TDM_IS_CHART (self));
+
+  if (n_series < self->entries->len)
+    {
+      g_ptr_array_set_size (self->entries, n_series);
+      gtk_widget_queue_draw (GTK_WIDGET (self));
+    }
 }
 
 /**

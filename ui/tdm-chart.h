@@ -38,6 +38,7 @@ typedef enum
   TDM_CHART_STYLE_POINTS,     /* markers, e.g. per-epoch test values */
   TDM_CHART_STYLE_STACKED,    /* filled area stacked on the previous stacked series */
   TDM_CHART_STYLE_REFERENCE,  /* horizontal line at the latest y, e.g. capacity */
+  TDM_CHART_STYLE_OVERLAY,    /* faint thin line under the others: an earlier run */
 } TdmChartStyle;
 
 #define TDM_CHART_N_DEVICE_COLOURS 8
@@ -88,6 +89,14 @@ gboolean    tdm_chart_get_series_visible   (TdmChart      *chart,
 void        tdm_chart_set_series_visible   (TdmChart      *chart,
                                             guint          series,
                                             gboolean       visible);
+/* Whether the series has an entry in the legend (it has by default): overlaid runs
+ * name one of their series only. */
+void        tdm_chart_set_series_in_legend (TdmChart      *chart,
+                                            guint          series,
+                                            gboolean       in_legend);
+/* Removes the series numbered `n_series` and up, keeping the first ones. */
+void        tdm_chart_truncate_series      (TdmChart      *chart,
+                                            guint          n_series);
 void        tdm_chart_append               (TdmChart      *chart,
                                             guint          series,
                                             double         x,

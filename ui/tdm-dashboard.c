@@ -1,8 +1,12 @@
 /* tdm-dashboard.c: the live charts and status line of a training run.
  *
  * Loss and accuracy are drawn against epochs (fractional for the training curves,
- * whole for the test points); everything about devices is drawn against training
- * time, so a stall on one device lines up with a dip in throughput. Every replica
+ * whole for the test points) or steps, a setting of those two charts, never against
+ * the clock: a recorded run's summaries come every few steps, so two runs of one
+ * configuration give the same points and overlay exactly. Earlier runs from the
+ * history are drawn there as faint curves (their training curves, one legend entry
+ * each). Everything about devices is drawn against training time, so a stall on one
+ * device lines up with a dip in throughput. Every replica
  * keeps one colour, tdm_chart_device_colour() of its index, in every chart.
  *
  * Memory and load of a GPU come from NVML telemetry, sampled here twice a second
@@ -71,6 +75,25 @@ typedef struct
   double x, y;
 } Pending;
 
+/* The live run's loss and accuracy points, kept to redraw them on another x axis. */
+typedef struct
+{
+  long   step;
+  double epoch;
+  double loss, accuracy;   /* accuracy in % */
+  gboolean test;
+} LivePoint;
+
+typedef struct
+{
+  char   *name;
+  GArray *points;          /* of TdmHistoryPoint */
+  guint   loss_series, accuracy_series;
+} Overlay;
+
+/* Series each of the loss and accuracy charts has before any overlay. */
+#define N_LIVE_SERIES 2
+
 typedef enum
 {
   CHART_LOSS,
@@ -122,6 +145,7 @@ struct _TdmDashboard
   GArray          *pending[N_CHARTS];   /* of Pending */
   TdmPacer        *pacer;
   GMenu           *step_time_devices;   /* the step-time menu's list of replicas */
+  GMenu           *x_axis_menu;         /* the loss and accuracy charts' x axes */
 
   TdmMetricsLog   *log;
 
@@ -152,11 +176,16 @@ struct _TdmDashboard
 
   TdmTelemetry    *telemetry;
   guint            telemetry_source;
+
+  TdmDashboardXAxis x_axis;
+  GArray          *live;                /* of LivePoint */
+  GPtrArray       *overlays;            /* of Overlay */
 };
 
 enum {
   PROP_0,
   PROP_STEP_REPLICA,
+  PROP_X_AXIS,
   N_PROPS
 };
 
@@ -228,6 +257,24 @@ chart_index (const char *id)
       return i;
 
   return -1;
+}
+
+static void
+overlay_free (gpointer data)
+{
+  Overlay *o = data;
+
+  g_free (o->name);
+  g_array_unref (o->points);
+  g_free (o);
+}
+
+static double
+tdm_dashboard_x (TdmDashboard *self,
+                 long          step,
+                 double        epoch)
+{
+  return self->x_axis == TDM_DASHBOARD_X_STEP ? (double) step : epoch;
 }
 
 /* "cpu 1", "cpu 2" where several replicas share a device, else the device's id. */
@@ -516,6 +563,126 @@ tdm_dashboard_show_charts (TdmDashboard *self)
   gtk_widget_set_visible (self->status_box, TRUE);
 }
 
+/* The loss and accuracy charts from scratch: the overlays, then the live run's
+ * points so far, on the chosen x axis. */
+static void
+tdm_dashboard_replot (TdmDashboard *self)
+{
+  static const ChartId ids[] = { CHART_LOSS, CHART_ACCURACY };
+  gboolean by_step = self->x_axis == TDM_DASHBOARD_X_STEP;
+
+  for (guint c = 0; c < G_N_ELEMENTS (ids); c++)
+    {
+      TdmChart *chart = self->charts[ids[c]];
+
+      tdm_dashboard_drop_pending (self, ids[c]);
+      tdm_chart_truncate_series (chart, N_LIVE_SERIES);
+      tdm_chart_clear (chart);
+      tdm_chart_set_x_label (chart, by_step ? _("Step") : _("Epoch"));
+    }
+
+  for (guint i = 0; i < self->overlays->len; i++)
+    {
+      Overlay *o = g_ptr_array_index (self->overlays, i);
+      GdkRGBA colour;
+
+      /* Far from the live run's blue and red: device colours from the third on. */
+      tdm_chart_device_colour (2 + i, &colour);
+      o->loss_series = tdm_chart_add_series (self->charts[CHART_LOSS], o->name, &colour,
+                                             TDM_CHART_STYLE_OVERLAY);
+      o->accuracy_series = tdm_chart_add_series (self->charts[CHART_ACCURACY], o->name,
+                                                 &colour, TDM_CHART_STYLE_OVERLAY);
+      /* Smoothed as the live training curve is, so equal runs draw equal curves. */
+      tdm_chart_set_series_smoothing (self->charts[CHART_LOSS], o->loss_series, 0.6);
+      tdm_chart_set_series_smoothing (self->charts[CHART_ACCURACY], o->accuracy_series, 0.6);
+      for (guint k = 0; k < o->points->len; k++)
+        {
+          const TdmHistoryPoint *p = &g_array_index (o->points, TdmHistoryPoint, k);
+          double x = tdm_dashboard_x (self, p->step, p->epoch);
+
+          tdm_chart_append (self->charts[CHART_LOSS], o->loss_series, x, p->train_loss);
+          tdm_chart_append (self->charts[CHART_ACCURACY], o->accuracy_series, x,
+                            100.0 * p->train_accuracy);
+        }
+    }
+
+  for (guint k = 0; k < self->live->len; k++)
+    {
+      const LivePoint *p = &g_array_index (self->live, LivePoint, k);
+      double x = tdm_dashboard_x (self, p->step, p->epoch);
+
+      tdm_chart_append (self->charts[CHART_LOSS], p->test ? self->loss_test : self->loss_train,
+                        x, p->loss);
+      tdm_chart_append (self->charts[CHART_ACCURACY],
+                        p->test ? self->accuracy_test : self->accuracy_train, x, p->accuracy);
+    }
+}
+
+void
+tdm_dashboard_set_x_axis (TdmDashboard      *self,
+                          TdmDashboardXAxis  axis)
+{
+  g_return_if_fail (TDM_IS_DASHBOARD (self));
+  g_return_if_fail (axis == TDM_DASHBOARD_X_EPOCH || axis == TDM_DASHBOARD_X_STEP);
+
+  if (axis == self->x_axis)
+    return;
+
+  self->x_axis = axis;
+  tdm_dashboard_replot (self);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_X_AXIS]);
+}
+
+TdmDashboardXAxis
+tdm_dashboard_get_x_axis (TdmDashboard *self)
+{
+  g_return_val_if_fail (TDM_IS_DASHBOARD (self), TDM_DASHBOARD_X_EPOCH);
+
+  return self->x_axis;
+}
+
+void
+tdm_dashboard_set_overlays (TdmDashboard *self,
+                            GPtrArray    *records)
+{
+  g_return_if_fail (TDM_IS_DASHBOARD (self));
+
+  g_ptr_array_set_size (self->overlays, 0);
+  for (guint i = 0; records != NULL && i < records->len; i++)
+    {
+      const TdmRunRecord *record = g_ptr_array_index (records, i);
+      Overlay *o = g_new0 (Overlay, 1);
+
+      o->name = g_strdup (record->name);
+      o->points = g_array_copy (record->points);
+      g_ptr_array_add (self->overlays, o);
+    }
+
+  tdm_dashboard_replot (self);
+  /* Earlier runs are worth seeing before any run of this session. */
+  if (self->overlays->len > 0)
+    tdm_dashboard_show_charts (self);
+}
+
+int
+tdm_dashboard_get_overlay_series (TdmDashboard *self,
+                                  const char   *chart_id,
+                                  guint         index)
+{
+  Overlay *o;
+
+  g_return_val_if_fail (TDM_IS_DASHBOARD (self), -1);
+
+  if (index >= self->overlays->len)
+    return -1;
+  o = g_ptr_array_index (self->overlays, index);
+  if (g_strcmp0 (chart_id, "loss") == 0)
+    return (int) o->loss_series;
+  if (g_strcmp0 (chart_id, "accuracy") == 0)
+    return (int) o->accuracy_series;
+  return -1;
+}
+
 static void
 tdm_dashboard_begin (TdmDashboard          *self,
                      const TdmStartedEvent *started)
@@ -542,8 +709,8 @@ tdm_dashboard_begin (TdmDashboard          *self,
   for (int id = 0; id < N_CHARTS; id++)
     tdm_dashboard_drop_pending (self, id);
 
-  tdm_chart_clear (self->charts[CHART_LOSS]);
-  tdm_chart_clear (self->charts[CHART_ACCURACY]);
+  g_array_set_size (self->live, 0);
+  tdm_dashboard_replot (self);
   tdm_chart_clear (self->charts[CHART_THROUGHPUT]);
   tdm_chart_remove_all_series (memory);
   tdm_chart_remove_all_series (load);
@@ -698,10 +865,15 @@ tdm_dashboard_handle_event (TdmDashboard   *self,
         self->last_step = *s;
         self->have_step = TRUE;
         tdm_dashboard_note_elapsed (self, s->elapsed);
-        tdm_dashboard_queue (self, CHART_LOSS, self->loss_train,
-                          s->epoch_float, s->train_loss);
-        tdm_dashboard_queue (self, CHART_ACCURACY, self->accuracy_train,
-                          s->epoch_float, 100.0 * s->train_accuracy);
+        {
+          LivePoint p = { s->step, s->epoch_float, s->train_loss,
+                          100.0 * s->train_accuracy, FALSE };
+          double x = tdm_dashboard_x (self, s->step, s->epoch_float);
+
+          g_array_append_val (self->live, p);
+          tdm_dashboard_queue (self, CHART_LOSS, self->loss_train, x, p.loss);
+          tdm_dashboard_queue (self, CHART_ACCURACY, self->accuracy_train, x, p.accuracy);
+        }
         {
           double rate = tdm_dashboard_note_rate (self, s->elapsed, s->step);
 
@@ -719,10 +891,15 @@ tdm_dashboard_handle_event (TdmDashboard   *self,
 
     case TDM_EVENT_EPOCH:
       tdm_dashboard_note_elapsed (self, event->epoch.elapsed);
-      tdm_dashboard_queue (self, CHART_LOSS, self->loss_test,
-                        event->epoch.epoch, event->epoch.test_loss);
-      tdm_dashboard_queue (self, CHART_ACCURACY, self->accuracy_test,
-                        event->epoch.epoch, 100.0 * event->epoch.test_accuracy);
+      {
+        LivePoint p = { event->epoch.step, event->epoch.epoch, event->epoch.test_loss,
+                        100.0 * event->epoch.test_accuracy, TRUE };
+        double x = tdm_dashboard_x (self, p.step, p.epoch);
+
+        g_array_append_val (self->live, p);
+        tdm_dashboard_queue (self, CHART_LOSS, self->loss_test, x, p.loss);
+        tdm_dashboard_queue (self, CHART_ACCURACY, self->accuracy_test, x, p.accuracy);
+      }
       break;
 
     case TDM_EVENT_PAUSED:
@@ -907,7 +1084,8 @@ tdm_dashboard_make_card (TdmDashboard *self,
       g_menu_append_item (export, item);
     }
   if (extra != NULL)
-    /* Translators: heading of the step-time chart's list of devices */
+    /* Translators: heading of the step-time chart's list of devices, and of the
+     * loss and accuracy charts' choice of x axis */
     g_menu_append_section (menu, _("Show"), extra);
   g_menu_append_section (menu, NULL, G_MENU_MODEL (export));
   gtk_menu_button_set_menu_model (GTK_MENU_BUTTON (menu_button), G_MENU_MODEL (menu));
@@ -958,6 +1136,9 @@ tdm_dashboard_finalize (GObject *object)
   for (int id = 0; id < N_CHARTS; id++)
     g_clear_pointer (&self->pending[id], g_array_unref);
   g_clear_object (&self->step_time_devices);
+  g_clear_object (&self->x_axis_menu);
+  g_clear_pointer (&self->live, g_array_unref);
+  g_clear_pointer (&self->overlays, g_ptr_array_unref);
 
   G_OBJECT_CLASS (tdm_dashboard_parent_class)->finalize (object);
 }
@@ -974,6 +1155,10 @@ tdm_dashboard_get_property (GObject    *object,
     {
     case PROP_STEP_REPLICA:
       g_value_set_int (value, self->step_replica);
+      break;
+
+    case PROP_X_AXIS:
+      g_value_set_string (value, self->x_axis == TDM_DASHBOARD_X_STEP ? "step" : "epoch");
       break;
 
     default:
@@ -995,6 +1180,11 @@ tdm_dashboard_set_property (GObject      *object,
       tdm_dashboard_set_step_replica (self, g_value_get_int (value));
       break;
 
+    case PROP_X_AXIS:
+      tdm_dashboard_set_x_axis (self, g_strcmp0 (g_value_get_string (value), "step") == 0
+                                        ? TDM_DASHBOARD_X_STEP : TDM_DASHBOARD_X_EPOCH);
+      break;
+
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     }
@@ -1014,10 +1204,16 @@ tdm_dashboard_class_init (TdmDashboardClass *klass)
   properties[PROP_STEP_REPLICA] =
     g_param_spec_int ("step-replica", NULL, NULL, 0, TDM_MAX_REPLICAS - 1, 0,
                       G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  /* "epoch" or "step": a string, so that the charts' menus can offer it as radio
+   * items through a property action. */
+  properties[PROP_X_AXIS] =
+    g_param_spec_string ("x-axis", NULL, NULL, "epoch",
+                         G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
   g_object_class_install_properties (object_class, N_PROPS, properties);
 
   gtk_widget_class_install_property_action (widget_class, "dashboard.step-replica",
                                             "step-replica");
+  gtk_widget_class_install_property_action (widget_class, "dashboard.x-axis", "x-axis");
 
   gtk_widget_class_set_template_from_resource (widget_class,
                                                "/io/github/tandem/Tandem/ui/tdm-dashboard.ui");
@@ -1050,13 +1246,22 @@ tdm_dashboard_init (TdmDashboard *self)
   self->pacer = tdm_pacer_new (PACE_MS, REFRESH_MS, tdm_dashboard_paced, self);
   self->step_time_devices = g_menu_new ();
   self->step_replica = 0;
+  self->live = g_array_new (FALSE, FALSE, sizeof (LivePoint));
+  self->overlays = g_ptr_array_new_with_free_func (overlay_free);
+  self->x_axis_menu = g_menu_new ();
+  g_menu_append (self->x_axis_menu, _("By _Epoch"), "dashboard.x-axis::epoch");
+  g_menu_append (self->x_axis_menu, _("By _Step"), "dashboard.x-axis::step");
 
   for (int i = 0; i < N_CHARTS; i++)
     {
       GtkWidget *flow_child;
+      GMenuModel *extra = NULL;
 
-      card = tdm_dashboard_make_card (self, i,
-                                      i == CHART_STEP_TIME ? G_MENU_MODEL (self->step_time_devices) : NULL);
+      if (i == CHART_STEP_TIME)
+        extra = G_MENU_MODEL (self->step_time_devices);
+      else if (i == CHART_LOSS || i == CHART_ACCURACY)
+        extra = G_MENU_MODEL (self->x_axis_menu);
+      card = tdm_dashboard_make_card (self, i, extra);
       gtk_flow_box_append (self->chart_grid, card);
       /* The cards are not items to pick: Tab goes straight to their menus. */
       flow_child = gtk_widget_get_parent (card);

@@ -13,6 +13,7 @@
 
 #include "tdm-chart.h"
 #include "tdm-events.h"
+#include "tdm-history.h"
 #include "tdm-metrics-log.h"
 
 G_BEGIN_DECLS
@@ -45,6 +46,29 @@ gboolean       tdm_dashboard_export_chart (TdmDashboard  *self,
                                            GError       **error);
 
 TdmMetricsLog *tdm_dashboard_get_log      (TdmDashboard  *self);
+
+/* What the loss and accuracy charts are drawn against: never the clock, so that two
+ * runs of one configuration overlay point for point. */
+typedef enum
+{
+  TDM_DASHBOARD_X_EPOCH,
+  TDM_DASHBOARD_X_STEP,
+} TdmDashboardXAxis;
+
+void           tdm_dashboard_set_x_axis   (TdmDashboard      *self,
+                                           TdmDashboardXAxis  axis);
+TdmDashboardXAxis tdm_dashboard_get_x_axis (TdmDashboard     *self);
+
+/* Earlier runs, drawn as faint curves under the current one on the loss and
+ * accuracy charts: `records` holds TdmRunRecord pointers, read here and not kept
+ * (NULL or empty: none). */
+void           tdm_dashboard_set_overlays (TdmDashboard  *self,
+                                           GPtrArray     *records);
+/* The chart's series number of overlay `index` (in the order given), on "loss" or
+ * "accuracy"; −1 when there is no such overlay. For tests. */
+int            tdm_dashboard_get_overlay_series (TdmDashboard *self,
+                                                 const char   *chart_id,
+                                                 guint         index);
 
 /* Whether Start can be pressed now: the empty state says what to do next. */
 void           tdm_dashboard_set_can_start  (TdmDashboard  *self,

@@ -61,6 +61,13 @@ typedef struct
   GSource         *batch_source;
   gboolean         urgent_scheduled;
   GError          *thread_error;  /* why tdm_trainer_run() failed, once it returned */
+
+  /* Set before the thread starts; the thread alone uses them until it has ended. */
+  TdmRunRecorder  *recorder;
+  GError          *record_error;
+  gboolean         keep_parameters;
+  float           *parameters;
+  size_t           n_parameters;
 } TdmRunShared;
 
 typedef struct
@@ -75,6 +82,12 @@ struct _TdmRun
 
   TdmConfig    *config;
   TdmRunShared *shared;
+  TdmRunRecorder *recorder;     /* until start hands it to the thread */
+  char         *record_id;
+  GError       *record_error;
+  gboolean      keep_parameters;
+  float        *parameters;
+  size_t        n_parameters;
   guint         running : 1;
   guint         paused : 1;
 };
@@ -131,6 +144,9 @@ tdm_run_shared_unref (TdmRunShared *shared)
   g_assert (shared->batch_source == NULL);
   g_queue_clear_full (&shared->queue, tdm_run_message_free);
   g_clear_error (&shared->thread_error);
+  g_clear_error (&shared->record_error);
+  g_clear_pointer (&shared->recorder, tdm_run_recorder_free);
+  g_clear_pointer (&shared->parameters, g_free);
   g_clear_pointer (&shared->trainer, tdm_trainer_free);
   g_clear_object (&shared->cancellable);
   g_clear_pointer (&shared->context, g_main_context_unref);
@@ -274,6 +290,11 @@ tdm_run_finish (gpointer data)
   self = g_weak_ref_get (&shared->run);
   if (self != NULL)
     {
+      g_mutex_lock (&shared->lock);
+      self->record_error = g_steal_pointer (&shared->record_error);
+      self->parameters = g_steal_pointer (&shared->parameters);
+      self->n_parameters = shared->n_parameters;
+      g_mutex_unlock (&shared->lock);
       self->running = FALSE;
       self->paused = FALSE;
       g_signal_emit (self, signals[DONE], 0, error);
@@ -290,6 +311,9 @@ tdm_run_sink (const TdmEvent *event,
   TdmRunShared *shared = user_data;
   TdmEvent *copy = g_memdup2 (event, sizeof *event);
   GError *error = NULL;
+
+  if (shared->recorder != NULL)
+    tdm_run_recorder_add (event, shared->recorder);
 
   if (event->kind == TDM_EVENT_FAILED)
     {
@@ -335,6 +359,27 @@ tdm_run_thread (gpointer data)
   shared->trainer = NULL;
   g_mutex_unlock (&shared->lock);
 
+  if (shared->keep_parameters)
+    {
+      size_t count = 0;
+      const float *parameters = tdm_trainer_get_parameters (trainer, &count);
+      float *copy = parameters != NULL ? g_memdup2 (parameters, count * sizeof (float)) : NULL;
+
+      g_mutex_lock (&shared->lock);
+      shared->parameters = copy;
+      shared->n_parameters = copy != NULL ? count : 0;
+      g_mutex_unlock (&shared->lock);
+    }
+  if (shared->recorder != NULL)
+    {
+      GError *record_error = NULL;
+
+      tdm_run_recorder_finish (shared->recorder, &record_error);
+      g_mutex_lock (&shared->lock);
+      shared->record_error = record_error;
+      g_mutex_unlock (&shared->lock);
+    }
+
   /* Releasing replicas can take a while on a GPU: do it here, not on the main loop. */
   tdm_trainer_free (trainer);
 
@@ -368,6 +413,10 @@ tdm_run_finalize (GObject *object)
   TdmRun *self = (TdmRun *)object;
 
   g_clear_pointer (&self->config, tdm_config_free);
+  g_clear_pointer (&self->recorder, tdm_run_recorder_free);
+  g_clear_pointer (&self->record_id, g_free);
+  g_clear_error (&self->record_error);
+  g_clear_pointer (&self->parameters, g_free);
 
   G_OBJECT_CLASS (tdm_run_parent_class)->finalize (object);
 }
@@ -443,6 +492,12 @@ tdm_run_start (TdmRun  *self,
 
   shared = tdm_run_shared_new (self);
   shared->trainer = tdm_trainer_new (self->config, tdm_run_sink, shared);
+  shared->keep_parameters = self->keep_parameters;
+  if (self->recorder != NULL)
+    {
+      shared->recorder = g_steal_pointer (&self->recorder);
+      tdm_trainer_set_summary_steps (shared->trainer, TDM_HISTORY_SUMMARY_STEPS);
+    }
 
   /* An application quits when its last window goes; the hold keeps it (and so the
    * process) alive until the thread has wound down and been joined. */
@@ -523,6 +578,57 @@ tdm_run_is_stopping (TdmRun *self)
   g_return_val_if_fail (TDM_IS_RUN (self), FALSE);
 
   return self->running && g_cancellable_is_cancelled (self->shared->cancellable);
+}
+
+void
+tdm_run_set_recorder (TdmRun         *self,
+                      TdmRunRecorder *recorder)
+{
+  g_return_if_fail (TDM_IS_RUN (self));
+  g_return_if_fail (self->shared == NULL);
+
+  g_clear_pointer (&self->recorder, tdm_run_recorder_free);
+  g_clear_pointer (&self->record_id, g_free);
+  self->recorder = recorder;
+  if (recorder != NULL)
+    self->record_id = g_strdup (tdm_run_recorder_get_id (recorder));
+}
+
+const char *
+tdm_run_get_record_id (TdmRun *self)
+{
+  g_return_val_if_fail (TDM_IS_RUN (self), NULL);
+
+  return self->record_id;
+}
+
+const GError *
+tdm_run_get_record_error (TdmRun *self)
+{
+  g_return_val_if_fail (TDM_IS_RUN (self), NULL);
+
+  return self->record_error;
+}
+
+void
+tdm_run_set_keep_parameters (TdmRun   *self,
+                             gboolean  keep)
+{
+  g_return_if_fail (TDM_IS_RUN (self));
+  g_return_if_fail (self->shared == NULL);
+
+  self->keep_parameters = !!keep;
+}
+
+const float *
+tdm_run_get_parameters (TdmRun *self,
+                        size_t *count)
+{
+  g_return_val_if_fail (TDM_IS_RUN (self), NULL);
+
+  if (count != NULL)
+    *count = self->n_parameters;
+  return self->parameters;
 }
 
 guint

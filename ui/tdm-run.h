@@ -14,6 +14,7 @@
 
 #include "tdm-config.h"
 #include "tdm-events.h"
+#include "tdm-history.h"
 
 G_BEGIN_DECLS
 
@@ -30,6 +31,25 @@ void      tdm_run_set_paused (TdmRun           *self,
 gboolean  tdm_run_get_paused (TdmRun           *self);
 gboolean  tdm_run_is_running (TdmRun           *self);
 gboolean  tdm_run_is_stopping (TdmRun          *self);
+
+/* Before start. Keeps the run in the history: the recorder (taken) is fed every
+ * event on the worker thread, so a stopped run or a busy main loop loses nothing,
+ * and step summaries come every TDM_HISTORY_SUMMARY_STEPS steps instead of by the
+ * clock, so two runs of one configuration overlay point for point. */
+void      tdm_run_set_recorder (TdmRun         *self,
+                                TdmRunRecorder *recorder);
+/* The recorded run's id, or NULL; and once done, why the history could not be
+ * written (NULL when it could). */
+const char   *tdm_run_get_record_id    (TdmRun *self);
+const GError *tdm_run_get_record_error (TdmRun *self);
+
+/* Before start: keep a copy of the main replica's parameters when the run ends, for
+ * "compare with one device". */
+void      tdm_run_set_keep_parameters (TdmRun   *self,
+                                       gboolean  keep);
+/* Once done: the kept parameters (NULL when not kept or never built). */
+const float *tdm_run_get_parameters   (TdmRun   *self,
+                                       size_t   *count);
 
 /* Worker threads started and not yet joined, in this process: for tests. */
 guint     tdm_run_get_n_threads (void);

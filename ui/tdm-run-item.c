@@ -1,0 +1,273 @@
+/* tdm-run-item.c: one run of the history, as an item of a list model.
+ *
+ * The record is loaded once and kept; only the name changes afterwards (a rename is
+ * an appended line on disk, mirrored here). The two choices are plain properties, so
+ * rows bind their check buttons to them.
+ */
+
+#include <math.h>
+#include <string.h>
+#include <glib/gi18n.h>
+
+#include "tdm-run-item.h"
+
+struct _TdmRunItem
+{
+  GObject       parent_instance;
+
+  TdmRunRecord *record;
+  gboolean      overlay;
+  gboolean      baseline;
+};
+
+enum {
+  PROP_0,
+  PROP_NAME,
+  PROP_OVERLAY,
+  PROP_BASELINE,
+  N_PROPS
+};
+
+static GParamSpec *properties[N_PROPS];
+
+G_DEFINE_FINAL_TYPE (TdmRunItem, tdm_run_item, G_TYPE_OBJECT)
+
+static void
+tdm_run_item_finalize (GObject *object)
+{
+  TdmRunItem *self = TDM_RUN_ITEM (object);
+
+  g_clear_pointer (&self->record, tdm_run_record_free);
+
+  G_OBJECT_CLASS (tdm_run_item_parent_class)->finalize (object);
+}
+
+static void
+tdm_run_item_get_property (GObject    *object,
+                           guint       prop_id,
+                           GValue     *value,
+                           GParamSpec *pspec)
+{
+  TdmRunItem *self = TDM_RUN_ITEM (object);
+
+  switch (prop_id)
+    {
+    case PROP_NAME:
+      g_value_set_string (value, tdm_run_item_get_name (self));
+      break;
+    case PROP_OVERLAY:
+      g_value_set_boolean (value, self->overlay);
+      break;
+    case PROP_BASELINE:
+      g_value_set_boolean (value, self->baseline);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+tdm_run_item_set_property (GObject      *object,
+                           guint         prop_id,
+                           const GValue *value,
+                           GParamSpec   *pspec)
+{
+  TdmRunItem *self = TDM_RUN_ITEM (object);
+
+  switch (prop_id)
+    {
+    case PROP_NAME:
+      tdm_run_item_set_name (self, g_value_get_string (value));
+      break;
+    case PROP_OVERLAY:
+      tdm_run_item_set_overlay (self, g_value_get_boolean (value));
+      break;
+    case PROP_BASELINE:
+      tdm_run_item_set_baseline (self, g_value_get_boolean (value));
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+tdm_run_item_class_init (TdmRunItemClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+
+  object_class->finalize = tdm_run_item_finalize;
+  object_class->get_property = tdm_run_item_get_property;
+  object_class->set_property = tdm_run_item_set_property;
+
+  properties[PROP_NAME] =
+    g_param_spec_string ("name", NULL, NULL, NULL,
+                         G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  properties[PROP_OVERLAY] =
+    g_param_spec_boolean ("overlay", NULL, NULL, FALSE,
+                          G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  properties[PROP_BASELINE] =
+    g_param_spec_boolean ("baseline", NULL, NULL, FALSE,
+                          G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+}
+
+static void
+tdm_run_item_init (TdmRunItem *self)
+{
+}
+
+TdmRunItem *
+tdm_run_item_new (TdmRunRecord *record)
+{
+  TdmRunItem *self;
+
+  g_return_val_if_fail (record != NULL, NULL);
+
+  self = g_object_new (TDM_TYPE_RUN_ITEM, NULL);
+  self->record = record;
+
+  return self;
+}
+
+const TdmRunRecord *
+tdm_run_item_get_record (TdmRunItem *self)
+{
+  g_return_val_if_fail (TDM_IS_RUN_ITEM (self), NULL);
+
+  return self->record;
+}
+
+const char *
+tdm_run_item_get_id (TdmRunItem *self)
+{
+  g_return_val_if_fail (TDM_IS_RUN_ITEM (self), NULL);
+
+  return self->record->id;
+}
+
+const char *
+tdm_run_item_get_name (TdmRunItem *self)
+{
+  g_return_val_if_fail (TDM_IS_RUN_ITEM (self), NULL);
+
+  return self->record->name;
+}
+
+void
+tdm_run_item_set_name (TdmRunItem *self,
+                       const char *name)
+{
+  g_return_if_fail (TDM_IS_RUN_ITEM (self));
+  g_return_if_fail (name != NULL);
+
+  if (g_strcmp0 (name, self->record->name) == 0)
+    return;
+  g_free (self->record->name);
+  self->record->name = g_strdup (name);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_NAME]);
+}
+
+gboolean
+tdm_run_item_get_overlay (TdmRunItem *self)
+{
+  g_return_val_if_fail (TDM_IS_RUN_ITEM (self), FALSE);
+
+  return self->overlay;
+}
+
+void
+tdm_run_item_set_overlay (TdmRunItem *self,
+                          gboolean    overlay)
+{
+  g_return_if_fail (TDM_IS_RUN_ITEM (self));
+
+  if (self->overlay == !!overlay)
+    return;
+  self->overlay = !!overlay;
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_OVERLAY]);
+}
+
+gboolean
+tdm_run_item_get_baseline (TdmRunItem *self)
+{
+  g_return_val_if_fail (TDM_IS_RUN_ITEM (self), FALSE);
+
+  return self->baseline;
+}
+
+void
+tdm_run_item_set_baseline (TdmRunItem *self,
+                           gboolean    baseline)
+{
+  g_return_if_fail (TDM_IS_RUN_ITEM (self));
+
+  if (self->baseline == !!baseline)
+    return;
+  self->baseline = !!baseline;
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_BASELINE]);
+}
+
+/* "cpu ×2" when every replica is on one device, else the devices in order. */
+static char *
+describe_devices (const TdmConfig *config)
+{
+  g_autoptr(GString) s = g_string_new (NULL);
+  guint n = config->devices != NULL ? g_strv_length (config->devices) : 0;
+  gboolean same = n > 0;
+
+  for (guint i = 1; i < n; i++)
+    same &= g_str_equal (config->devices[i], config->devices[0]);
+  if (n == 0)
+    return g_strdup ("—");
+  if (same && n > 1)
+    return g_strdup_printf ("%s ×%u", config->devices[0], n);
+  for (guint i = 0; i < n; i++)
+    {
+      if (i > 0)
+        g_string_append (s, ", ");
+      g_string_append (s, config->devices[i]);
+    }
+  return g_string_free (g_steal_pointer (&s), FALSE);
+}
+
+char *
+tdm_run_item_describe (TdmRunItem *self)
+{
+  const TdmRunRecord *r;
+  g_autofree char *devices = NULL;
+  g_autofree char *batch = NULL;
+  g_autofree char *outcome = NULL;
+
+  g_return_val_if_fail (TDM_IS_RUN_ITEM (self), NULL);
+
+  r = self->record;
+  devices = describe_devices (r->config);
+  /* Translators: the global batch size of a run, in the run history */
+  batch = g_strdup_printf (_("batch %d"), r->config->batch);
+  if (r->failed)
+    outcome = g_strdup (_("failed"));
+  else if (r->finished && isfinite (r->final.test_accuracy))
+    outcome = g_strdup_printf ("%.1f %%", 100.0 * r->final.test_accuracy);
+  else if (r->finished)
+    outcome = g_strdup (_("stopped"));
+  else
+    /* Translators: a run whose file ends before its end (it crashed or still runs) */
+    outcome = g_strdup (_("unfinished"));
+
+  return g_strjoin (" · ", devices, tdm_strategy_name (r->config->strategy), batch,
+                    outcome, NULL);
+}
+
+char *
+tdm_run_item_format_date (TdmRunItem *self)
+{
+  g_autoptr(GDateTime) date = NULL;
+
+  g_return_val_if_fail (TDM_IS_RUN_ITEM (self), NULL);
+
+  date = g_date_time_new_from_unix_local (self->record->created);
+  if (date == NULL)
+    return g_strdup ("—");
+  /* Translators: a run's date in the run history, strftime format */
+  return g_date_time_format (date, _("%Y-%m-%d %H:%M"));
+}

@@ -1,0 +1,41 @@
+/* tdm-run-item.h: one run of the history, as an item of a list model.
+ *
+ * A TdmRunItem holds a TdmRunRecord loaded from the history folder and the two
+ * choices a person makes about it in the window: drawn over the charts ("overlay")
+ * and the run others are measured against ("baseline"). It reads nothing from disk
+ * itself and draws nothing: TdmHistoryStore makes items, TdmHistoryView shows them.
+ */
+
+#pragma once
+
+#include <glib-object.h>
+
+#include "tdm-history.h"
+
+G_BEGIN_DECLS
+
+#define TDM_TYPE_RUN_ITEM (tdm_run_item_get_type ())
+
+G_DECLARE_FINAL_TYPE (TdmRunItem, tdm_run_item, TDM, RUN_ITEM, GObject)
+
+/* Takes `record`. */
+TdmRunItem         *tdm_run_item_new          (TdmRunRecord *record);
+const TdmRunRecord *tdm_run_item_get_record   (TdmRunItem   *self);
+const char         *tdm_run_item_get_id       (TdmRunItem   *self);
+/* Properties "name", "overlay" and "baseline". */
+const char         *tdm_run_item_get_name     (TdmRunItem   *self);
+void                tdm_run_item_set_name     (TdmRunItem   *self,
+                                               const char   *name);
+gboolean            tdm_run_item_get_overlay  (TdmRunItem   *self);
+void                tdm_run_item_set_overlay  (TdmRunItem   *self,
+                                               gboolean      overlay);
+gboolean            tdm_run_item_get_baseline (TdmRunItem   *self);
+void                tdm_run_item_set_baseline (TdmRunItem   *self,
+                                               gboolean      baseline);
+
+/* For lists: "cpu ×2 · allreduce · batch 200 · 85.3 %" (what the run was and how it
+ * ended), and its date in the user's locale. */
+char               *tdm_run_item_describe     (TdmRunItem   *self);
+char               *tdm_run_item_format_date  (TdmRunItem   *self);
+
+G_END_DECLS
