@@ -271,3 +271,11 @@ tdm_run_item_format_date (TdmRunItem *self)
   /* Translators: a run's date in the run history, strftime format */
   return g_date_time_format (date, _("%Y-%m-%d %H:%M"));
 }
+
+char *
+tdm_run_item_format_devices (TdmRunItem *self)
+{
+  g_return_val_if_fail (TDM_IS_RUN_ITEM (self), NULL);
+
+  return describe_devices (self->record->config);
+}

@@ -37,5 +37,7 @@ void                tdm_run_item_set_baseline (TdmRunItem   *self,
  * ended), and its date in the user's locale. */
 char               *tdm_run_item_describe     (TdmRunItem   *self);
 char               *tdm_run_item_format_date  (TdmRunItem   *self);
+/* "cpu ×2", "cuda:0, cuda:1". */
+char               *tdm_run_item_format_devices (TdmRunItem *self);
 
 G_END_DECLS

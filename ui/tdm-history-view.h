@@ -1,0 +1,43 @@
+/* tdm-history-view.h: the History page of the window.
+ *
+ * Lists the runs of a TdmHistoryStore (name, date, devices, strategy, batch, final
+ * accuracy) with a tick to overlay each on the charts and a menu to rename, export,
+ * delete (with an undo toast) or make it the baseline; below, "compare with one
+ * device" (its steps and its last result) and the comparison table (TdmRunTable).
+ * It starts no runs: its Compare button activates the window's
+ * "win.compare-one-device", which reads the steps from here.
+ */
+
+#pragma once
+
+#include <adwaita.h>
+
+#include "tdm-history-store.h"
+
+G_BEGIN_DECLS
+
+#define TDM_TYPE_HISTORY_VIEW (tdm_history_view_get_type ())
+
+G_DECLARE_FINAL_TYPE (TdmHistoryView, tdm_history_view, TDM, HISTORY_VIEW, GtkWidget)
+
+GtkWidget       *tdm_history_view_new                (TdmHistoryStore *store);
+TdmHistoryStore *tdm_history_view_get_store          (TdmHistoryView  *self);
+
+/* Steps of each run of "compare with one device". */
+int              tdm_history_view_get_compare_steps  (TdmHistoryView  *self);
+void             tdm_history_view_set_compare_steps  (TdmHistoryView  *self,
+                                                      int              steps);
+/* What the last comparison found, in words (NULL: none yet). */
+void             tdm_history_view_set_compare_result (TdmHistoryView  *self,
+                                                      const char      *text);
+const char      *tdm_history_view_get_compare_result (TdmHistoryView  *self);
+
+/* Takes the run off the list and offers to undo it in a toast (the action
+ * "history.undo-delete" with the run's id); the file goes when the toast does. */
+void             tdm_history_view_delete             (TdmHistoryView  *self,
+                                                      TdmRunItem      *item);
+/* A notice on the page (a failure to rename or export, a file saved). */
+void             tdm_history_view_toast              (TdmHistoryView  *self,
+                                                      const char      *text);
+
+G_END_DECLS

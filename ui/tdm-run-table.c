@@ -1,0 +1,281 @@
+/* tdm-run-table.c: the comparison table of the run history.
+ *
+ * Cells are labels filled from tdm_run_table_cell_text(), the one place that turns a
+ * record into the table's words, so tests read the table without widgets. The
+ * speed-up depends on the baseline: when it changes the view is given its model
+ * again, which rebinds every visible cell (there are a few dozen runs, not
+ * thousands). Phase times are the mean per step over every device figure recorded;
+ * memory is the most any one device held.
+ */
+
+#include <math.h>
+#include <glib/gi18n.h>
+
+#include "tdm-format.h"
+#include "tdm-run-table.h"
+
+struct _TdmRunTable
+{
+  GtkWidget        parent_instance;
+
+  TdmHistoryStore *store;
+  GtkColumnView   *view;
+};
+
+G_DEFINE_FINAL_TYPE (TdmRunTable, tdm_run_table, GTK_TYPE_WIDGET)
+
+static const char *const titles[TDM_RUN_TABLE_N_COLUMNS] = {
+  N_("Run"),
+  N_("Devices"),
+  N_("Strategy"),
+  N_("Batch"),
+  N_("Time"),
+  N_("Samples/s"),
+  N_("Final loss"),
+  N_("Accuracy"),
+  N_("Speed-up"),
+  /* Translators: a column: compute time per step, in ms */
+  N_("Compute ms"),
+  /* Translators: a column: communication time per step, in ms */
+  N_("Comm. ms"),
+  /* Translators: a column: time spent waiting per step, in ms */
+  N_("Wait ms"),
+  /* Translators: a column: the most memory one device held */
+  N_("Memory/device"),
+};
+
+const char *
+tdm_run_table_column_title (TdmRunTableColumn column)
+{
+  g_return_val_if_fail (column < TDM_RUN_TABLE_N_COLUMNS, NULL);
+
+  return _(titles[column]);
+}
+
+static double
+record_time (const TdmRunRecord *r)
+{
+  if (r->finished && isfinite (r->final.elapsed))
+    return r->final.elapsed;
+  if (r->points->len > 0)
+    return g_array_index (r->points, TdmHistoryPoint, r->points->len - 1).elapsed;
+  return NAN;
+}
+
+static double
+phase_mean (const TdmRunRecord *r,
+            TdmRunTableColumn   column)
+{
+  double sum = 0;
+  guint n = 0;
+
+  for (guint i = 0; i < r->device_points->len; i++)
+    {
+      const TdmHistoryDevicePoint *p = &g_array_index (r->device_points,
+                                                       TdmHistoryDevicePoint, i);
+      double v = column == TDM_RUN_TABLE_COMPUTE ? p->compute_ms
+                 : column == TDM_RUN_TABLE_COMMUNICATION ? p->comm_ms : p->wait_ms;
+
+      if (isfinite (v))
+        {
+          sum += v;
+          n++;
+        }
+    }
+  return n > 0 ? sum / n : NAN;
+}
+
+static gint64
+peak_memory (const TdmRunRecord *r)
+{
+  gint64 peak = -1;
+
+  for (guint i = 0; i < r->device_points->len; i++)
+    peak = MAX (peak, g_array_index (r->device_points, TdmHistoryDevicePoint, i).tandem_bytes);
+  return peak;
+}
+
+static char *
+number (double value,
+        int    digits)
+{
+  if (!isfinite (value))
+    return g_strdup ("—");
+  return g_strdup_printf ("%.*f", digits, value);
+}
+
+char *
+tdm_run_table_cell_text (TdmRunItem        *item,
+                         TdmRunItem        *baseline,
+                         TdmRunTableColumn  column)
+{
+  const TdmRunRecord *r;
+
+  g_return_val_if_fail (TDM_IS_RUN_ITEM (item), NULL);
+
+  r = tdm_run_item_get_record (item);
+  switch (column)
+    {
+    case TDM_RUN_TABLE_NAME:
+      return g_strdup (r->name);
+    case TDM_RUN_TABLE_DEVICES:
+      return tdm_run_item_format_devices (item);
+    case TDM_RUN_TABLE_STRATEGY:
+      return g_strdup (tdm_strategy_name (r->config->strategy));
+    case TDM_RUN_TABLE_BATCH:
+      return g_strdup_printf ("%d", r->config->batch);
+    case TDM_RUN_TABLE_TIME:
+      {
+        double t = record_time (r);
+
+        return isfinite (t) ? g_strdup_printf ("%.1f s", t) : g_strdup ("—");
+      }
+    case TDM_RUN_TABLE_SAMPLES_PER_SECOND:
+      {
+        double sps = tdm_run_record_samples_per_second (r);
+
+        return sps > 0 ? tdm_format_count (sps) : g_strdup ("—");
+      }
+    case TDM_RUN_TABLE_LOSS:
+      return number (r->finished && isfinite (r->final.test_loss)
+                     ? r->final.test_loss : tdm_run_record_final_train_loss (r), 4);
+    case TDM_RUN_TABLE_ACCURACY:
+      if (r->finished && isfinite (r->final.test_accuracy))
+        return g_strdup_printf ("%.1f %%", 100.0 * r->final.test_accuracy);
+      return g_strdup ("—");
+    case TDM_RUN_TABLE_SPEEDUP:
+      {
+        double ours = tdm_run_record_samples_per_second (r);
+        double theirs = baseline != NULL
+                        ? tdm_run_record_samples_per_second (tdm_run_item_get_record (baseline))
+                        : 0;
+
+        if (ours > 0 && theirs > 0)
+          return g_strdup_printf ("%.2f×", ours / theirs);
+        return g_strdup ("—");
+      }
+    case TDM_RUN_TABLE_COMPUTE:
+    case TDM_RUN_TABLE_COMMUNICATION:
+    case TDM_RUN_TABLE_WAIT:
+      return number (phase_mean (r, column), 2);
+    case TDM_RUN_TABLE_MEMORY:
+      {
+        gint64 peak = peak_memory (r);
+
+        return peak >= 0 ? g_format_size_full ((guint64) peak, G_FORMAT_SIZE_IEC_UNITS)
+                         : g_strdup ("—");
+      }
+    case TDM_RUN_TABLE_N_COLUMNS:
+    default:
+      g_return_val_if_reached (NULL);
+    }
+}
+
+static void
+setup_cell (GtkSignalListItemFactory *factory,
+            GtkListItem              *list_item,
+            gpointer                  user_data)
+{
+  TdmRunTableColumn column = GPOINTER_TO_INT (user_data);
+  GtkWidget *label = gtk_label_new (NULL);
+
+  /* Names read from the left, figures line up on the right. */
+  gtk_label_set_xalign (GTK_LABEL (label), column <= TDM_RUN_TABLE_STRATEGY ? 0 : 1);
+  if (column == TDM_RUN_TABLE_NAME)
+    {
+      gtk_label_set_ellipsize (GTK_LABEL (label), PANGO_ELLIPSIZE_END);
+      gtk_label_set_width_chars (GTK_LABEL (label), 12);
+    }
+  else
+    gtk_widget_add_css_class (label, "numeric");
+  gtk_list_item_set_child (list_item, label);
+}
+
+static void
+bind_cell (GtkSignalListItemFactory *factory,
+           GtkListItem              *list_item,
+           gpointer                  user_data)
+{
+  TdmRunTable *self = g_object_get_data (G_OBJECT (factory), "table");
+  TdmRunTableColumn column = GPOINTER_TO_INT (user_data);
+  TdmRunItem *item = gtk_list_item_get_item (list_item);
+  g_autofree char *text = NULL;
+
+  text = tdm_run_table_cell_text (item, tdm_history_store_get_baseline (self->store), column);
+  gtk_label_set_label (GTK_LABEL (gtk_list_item_get_child (list_item)), text);
+}
+
+static void
+tdm_run_table_rebind (TdmRunTable *self)
+{
+  g_autoptr(GtkNoSelection) selection = gtk_no_selection_new (g_object_ref (G_LIST_MODEL (self->store)));
+
+  gtk_column_view_set_model (self->view, GTK_SELECTION_MODEL (selection));
+}
+
+static void
+tdm_run_table_dispose (GObject *object)
+{
+  TdmRunTable *self = TDM_RUN_TABLE (object);
+
+  if (self->view != NULL)
+    gtk_widget_unparent (GTK_WIDGET (self->view));
+  self->view = NULL;
+  g_clear_object (&self->store);
+
+  G_OBJECT_CLASS (tdm_run_table_parent_class)->dispose (object);
+}
+
+static void
+tdm_run_table_class_init (TdmRunTableClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->dispose = tdm_run_table_dispose;
+  gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
+  gtk_widget_class_set_css_name (widget_class, "runtable");
+}
+
+static void
+tdm_run_table_init (TdmRunTable *self)
+{
+  self->view = GTK_COLUMN_VIEW (gtk_column_view_new (NULL));
+  gtk_column_view_set_show_column_separators (self->view, TRUE);
+  gtk_column_view_set_reorderable (self->view, FALSE);
+  gtk_widget_add_css_class (GTK_WIDGET (self->view), "data-table");
+  gtk_widget_set_parent (GTK_WIDGET (self->view), GTK_WIDGET (self));
+
+  for (int c = 0; c < TDM_RUN_TABLE_N_COLUMNS; c++)
+    {
+      GtkListItemFactory *factory = gtk_signal_list_item_factory_new ();
+      GtkColumnViewColumn *column;
+
+      g_object_set_data (G_OBJECT (factory), "table", self);
+      g_signal_connect (factory, "setup", G_CALLBACK (setup_cell), GINT_TO_POINTER (c));
+      g_signal_connect (factory, "bind", G_CALLBACK (bind_cell), GINT_TO_POINTER (c));
+      column = gtk_column_view_column_new (_(titles[c]), factory);
+      gtk_column_view_column_set_expand (column, c == TDM_RUN_TABLE_NAME);
+      gtk_column_view_column_set_resizable (column, TRUE);
+      gtk_column_view_append_column (self->view, column);
+      g_object_unref (column);
+    }
+}
+
+GtkWidget *
+tdm_run_table_new (TdmHistoryStore *store)
+{
+  TdmRunTable *self;
+
+  g_return_val_if_fail (TDM_IS_HISTORY_STORE (store), NULL);
+
+  self = g_object_new (TDM_TYPE_RUN_TABLE, NULL);
+  self->store = g_object_ref (store);
+  tdm_run_table_rebind (self);
+  g_signal_connect_object (store, "baseline-changed",
+                           G_CALLBACK (tdm_run_table_rebind), self, G_CONNECT_SWAPPED);
+  gtk_accessible_update_property (GTK_ACCESSIBLE (self->view),
+                                  GTK_ACCESSIBLE_PROPERTY_LABEL, _("Comparison of runs"), -1);
+
+  return GTK_WIDGET (self);
+}
