@@ -336,9 +336,15 @@ tdm_history_store_undo_delete (TdmHistoryStore *self,
 
   item = g_ptr_array_steal_index (self->deleted, index);
   created = tdm_run_item_get_record (item)->created;
-  while (at < self->items->len &&
-         tdm_run_item_get_record (g_ptr_array_index (self->items, at))->created <= created)
-    at++;
+  /* Where the history lists it: by date, then by id (tdm_history_list). */
+  while (at < self->items->len)
+    {
+      const TdmRunRecord *r = tdm_run_item_get_record (g_ptr_array_index (self->items, at));
+
+      if (r->created > created || (r->created == created && g_strcmp0 (r->id, id) > 0))
+        break;
+      at++;
+    }
   g_ptr_array_insert (self->items, at, item);
   tdm_history_store_watch (self, item);
   g_list_model_items_changed (G_LIST_MODEL (self), at, 0, 1);

@@ -16,11 +16,14 @@
  * tdm_window_set_devices().
  */
 
+#include <math.h>
 #include <glib/gi18n.h>
 
 #include "tdm-build-config.h"
 
 #include "tdm-classify-view.h"
+#include "tdm-compare.h"
+#include "tdm-history-view.h"
 #include "tdm-config.h"
 #include "tdm-dashboard.h"
 #include "tdm-error.h"
@@ -62,6 +65,18 @@ struct _TdmWindow
 
   GtkWindow            *classify_window;    /* made on first use */
   TdmClassifyView      *classify_view;
+
+  /* The run history (every run is recorded) and its page. */
+  TdmHistoryStore      *history;
+  GtkWidget            *history_view;
+
+  /* "Compare with one device": 1 while the N-device run goes, 2 during the
+   * one-device run; its configuration and the first run's parameters. */
+  int                   compare_stage;
+  TdmConfig            *compare_config;
+  float                *compare_parameters;
+  size_t                compare_count;
+  double                compare_difference;
 };
 
 enum {
@@ -76,6 +91,12 @@ static GParamSpec *properties[N_PROPS];
 G_DEFINE_FINAL_TYPE (TdmWindow, tdm_window, ADW_TYPE_APPLICATION_WINDOW)
 
 static void tdm_window_update_state (TdmWindow *self);
+static void tdm_window_history_run_done (TdmWindow *self,
+                                         TdmRun    *run,
+                                         gboolean   completed);
+static void tdm_window_compare_next (TdmWindow *self);
+static void tdm_window_add_history_page (TdmWindow *self,
+                                         GtkWidget *page);
 
 /* Errors ------------------------------------------------------------------ */
 
@@ -187,6 +208,7 @@ tdm_window_update_state (TdmWindow *self)
   gboolean can_start = !running && tdm_run_form_get_ready (self->sidebar);
 
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.start", can_start);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.compare-one-device", can_start);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.pause", running && !stopping);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.stop", running && !stopping);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.open-folder", !running);
@@ -322,6 +344,7 @@ tdm_window_run_done (TdmWindow    *self,
   if (error != NULL && !self->run_failed)
     tdm_window_show_gerror (self, error);
 
+  tdm_window_history_run_done (self, run, error == NULL && !self->run_failed && !self->run_stopped);
   g_clear_object (&self->run);
   tdm_dashboard_end (self->dashboard);
 
@@ -337,7 +360,15 @@ tdm_window_run_done (TdmWindow    *self,
 
   tdm_window_update_state (self);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_RUNNING]);
+
+  /* The next run of a comparison starts once this one is over and shown. */
+  tdm_window_compare_next (self);
 }
+
+static gboolean tdm_window_launch (TdmWindow       *self,
+                                   const TdmConfig *config,
+                                   const char      *record_name,
+                                   gboolean         keep_parameters);
 
 static void
 tdm_window_start (GtkWidget  *widget,
@@ -346,7 +377,6 @@ tdm_window_start (GtkWidget  *widget,
 {
   TdmWindow *self = TDM_WINDOW (widget);
   g_autoptr(TdmConfig) config = NULL;
-  g_autoptr(TdmRun) run = NULL;
   g_autoptr(GError) error = NULL;
 
   if (self->run != NULL)
@@ -360,7 +390,28 @@ tdm_window_start (GtkWidget  *widget,
     }
   config->max_steps = self->max_steps;
 
+  tdm_window_launch (self, config, NULL, FALSE);
+}
+
+/* Starts `config` as the window's run, recorded in the history under `record_name`
+ * (NULL: its date). */
+static gboolean
+tdm_window_launch (TdmWindow       *self,
+                   const TdmConfig *config,
+                   const char      *record_name,
+                   gboolean         keep_parameters)
+{
+  g_autoptr(TdmRun) run = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GError) record_error = NULL;
+  TdmRunRecorder *recorder;
+
   run = tdm_run_new (config);
+  tdm_run_set_keep_parameters (run, keep_parameters);
+  /* A run the history cannot keep still trains; the toast says it is not kept. */
+  recorder = tdm_history_store_record (self->history, config, record_name, &record_error);
+  if (recorder != NULL)
+    tdm_run_set_recorder (run, recorder);
   g_signal_connect_object (run, "event", G_CALLBACK (tdm_window_run_event), self,
                            G_CONNECT_SWAPPED);
   g_signal_connect_object (run, "done", G_CALLBACK (tdm_window_run_done), self,
@@ -368,7 +419,20 @@ tdm_window_start (GtkWidget  *widget,
   if (!tdm_run_start (run, &error))
     {
       tdm_window_show_error (self, _("Training cannot start."), error->message);
-      return;
+      /* Nothing ran: nothing to keep. */
+      if (tdm_run_get_record_id (run) != NULL)
+        tdm_history_delete (tdm_history_store_get_history (self->history),
+                            tdm_run_get_record_id (run), NULL);
+      return FALSE;
+    }
+  if (record_error != NULL)
+    {
+      g_autofree char *sentence = tdm_format_sentence (record_error->message);
+      /* Translators: a toast; %s says why the run history could not be written */
+      g_autofree char *text = g_strdup_printf (_("This run is not kept in the history. %s"),
+                                               sentence);
+
+      tdm_window_toast (self, text);
     }
 
   gtk_revealer_set_reveal_child (self->error_revealer, FALSE);
@@ -382,6 +446,7 @@ tdm_window_start (GtkWidget  *widget,
 
   tdm_window_update_state (self);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_RUNNING]);
+  return TRUE;
 }
 
 static void
@@ -410,6 +475,196 @@ tdm_window_stop (GtkWidget  *widget,
 
   tdm_run_stop (self->run);
   tdm_window_update_state (self);
+}
+
+/* History ------------------------------------------------------------------- */
+
+/* Until the window has its pages (h11v's view stack), the History page is kept
+ * here, built and working but not shown. */
+static void
+tdm_window_add_history_page (TdmWindow *self,
+                             GtkWidget *page)
+{
+  g_object_set_data_full (G_OBJECT (self), "history-page", g_object_ref_sink (page),
+                          g_object_unref);
+}
+
+static void
+tdm_window_overlays_changed (TdmWindow *self)
+{
+  g_autoptr(GPtrArray) records = tdm_history_store_get_overlays (self->history);
+
+  tdm_dashboard_set_overlays (self->dashboard, records);
+}
+
+/* A run is over: the history lists it (with what it recorded), and a comparison
+ * takes the parameters it kept. */
+static void
+tdm_window_history_run_done (TdmWindow *self,
+                             TdmRun    *run,
+                             gboolean   completed)
+{
+  const GError *record_error = tdm_run_get_record_error (run);
+
+  if (record_error != NULL)
+    {
+      g_autofree char *sentence = tdm_format_sentence (record_error->message);
+      /* Translators: a toast; %s says why the run history could not be written */
+      g_autofree char *text = g_strdup_printf (_("The run history could not be written in full. %s"),
+                                               sentence);
+
+      tdm_window_toast (self, text);
+    }
+  tdm_history_store_reload (self->history);
+
+  if (self->compare_stage == 0)
+    return;
+  if (!completed)
+    {
+      self->compare_stage = 0;
+      tdm_history_view_set_compare_result (TDM_HISTORY_VIEW (self->history_view),
+                                           _("The comparison was stopped before its end."));
+      return;
+    }
+
+  if (self->compare_stage == 1)
+    {
+      size_t count = 0;
+      const float *parameters = tdm_run_get_parameters (run, &count);
+      TdmRunItem *item = tdm_history_store_find (self->history, tdm_run_get_record_id (run));
+
+      g_clear_pointer (&self->compare_parameters, g_free);
+      self->compare_parameters = parameters != NULL ? g_memdup2 (parameters, count * sizeof (float))
+                                                    : NULL;
+      self->compare_count = count;
+      /* The N-device curve stays on the charts, faint, under the one-device run. */
+      if (item != NULL)
+        tdm_run_item_set_overlay (item, TRUE);
+      self->compare_stage = 2;
+    }
+  else if (self->compare_stage == 2)
+    {
+      size_t count = 0;
+      const float *one = tdm_run_get_parameters (run, &count);
+      g_autofree char *words = NULL;
+      g_autofree char *text = NULL;
+      int replicas = tdm_config_replica_count (self->compare_config);
+
+      self->compare_stage = 0;
+      if (one == NULL || self->compare_parameters == NULL || count != self->compare_count)
+        {
+          tdm_history_view_set_compare_result (TDM_HISTORY_VIEW (self->history_view),
+                                               _("The two runs have no parameters to compare."));
+          return;
+        }
+      self->compare_difference = tdm_compare_parameters (self->compare_parameters, one, count);
+      words = tdm_compare_describe (self->compare_difference);
+      /* Translators: the result of "compare with one device"; %d devices against one
+       * after %ld steps, then the engine's words, e.g. "largest difference 2.1 × 10⁻⁷:
+       * the same up to rounding" */
+      text = g_strdup_printf (ngettext ("%d device against one, after %ld steps: %s",
+                                        "%d devices against one, after %ld steps: %s",
+                                        replicas),
+                              replicas, self->compare_config->max_steps, words);
+      tdm_history_view_set_compare_result (TDM_HISTORY_VIEW (self->history_view), text);
+      tdm_window_toast (self, text);
+      g_clear_pointer (&self->compare_parameters, g_free);
+    }
+}
+
+/* After the N-device run of a comparison: the same on the main device alone. */
+static void
+tdm_window_compare_next (TdmWindow *self)
+{
+  g_autoptr(TdmConfig) one = NULL;
+
+  if (self->compare_stage != 2 || self->run != NULL)
+    return;
+
+  one = tdm_compare_one_device_config (self->compare_config, self->compare_config->max_steps);
+  if (!tdm_window_launch (self, one, _("Compare: one device"), TRUE))
+    self->compare_stage = 0;
+}
+
+static void
+tdm_window_compare_one_device (GtkWidget  *widget,
+                               const char *action_name,
+                               GVariant   *parameter)
+{
+  TdmWindow *self = TDM_WINDOW (widget);
+  g_autoptr(TdmConfig) config = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *name = NULL;
+  int replicas;
+
+  if (self->run != NULL)
+    return;
+
+  config = tdm_run_form_build_config (self->sidebar, &error);
+  if (config == NULL)
+    {
+      tdm_window_show_error (self, _("The comparison cannot start."), error->message);
+      return;
+    }
+  replicas = tdm_config_replica_count (config);
+  if (replicas < 2)
+    {
+      tdm_window_show_error (self, _("The comparison cannot start."),
+                             _("compare with one device needs at least two devices (or CPU workers) ticked in the settings"));
+      return;
+    }
+  config->max_steps = tdm_history_view_get_compare_steps (TDM_HISTORY_VIEW (self->history_view));
+
+  g_clear_pointer (&self->compare_config, tdm_config_free);
+  self->compare_config = tdm_config_copy (config);
+  self->compare_difference = NAN;
+  /* Earlier overlays would only blur the two curves being compared. */
+  for (guint i = 0; i < g_list_model_get_n_items (G_LIST_MODEL (self->history)); i++)
+    {
+      g_autoptr(TdmRunItem) item = g_list_model_get_item (G_LIST_MODEL (self->history), i);
+
+      tdm_run_item_set_overlay (item, FALSE);
+    }
+  /* Translators: the name of a comparison's first run in the history; %d devices */
+  name = g_strdup_printf (ngettext ("Compare: %d device", "Compare: %d devices", replicas),
+                          replicas);
+  self->compare_stage = 1;
+  tdm_history_view_set_compare_result (TDM_HISTORY_VIEW (self->history_view),
+                                       _("Training on every device…"));
+  if (!tdm_window_launch (self, config, name, TRUE))
+    self->compare_stage = 0;
+}
+
+TdmHistoryStore *
+tdm_window_get_history (TdmWindow *self)
+{
+  g_return_val_if_fail (TDM_IS_WINDOW (self), NULL);
+
+  return self->history;
+}
+
+GtkWidget *
+tdm_window_get_history_view (TdmWindow *self)
+{
+  g_return_val_if_fail (TDM_IS_WINDOW (self), NULL);
+
+  return self->history_view;
+}
+
+gboolean
+tdm_window_get_comparing (TdmWindow *self)
+{
+  g_return_val_if_fail (TDM_IS_WINDOW (self), FALSE);
+
+  return self->compare_stage != 0;
+}
+
+double
+tdm_window_get_compare_difference (TdmWindow *self)
+{
+  g_return_val_if_fail (TDM_IS_WINDOW (self), NAN);
+
+  return self->compare_difference;
 }
 
 /* Files ------------------------------------------------------------------- */
@@ -604,6 +859,12 @@ tdm_window_dispose (GObject *object)
   g_clear_object (&self->run);
 
   tdm_window_chooser_done (self);
+  self->compare_stage = 0;
+  /* The page is the view stack's child; the store, ours. */
+  self->history_view = NULL;
+  if (self->history != NULL)
+    g_signal_handlers_disconnect_by_data (self->history, self);
+  g_clear_object (&self->history);
   /* A toplevel is owned by GTK's list of windows: destroy it to let it go. */
   if (self->classify_window != NULL)
     gtk_window_destroy (self->classify_window);
@@ -620,6 +881,8 @@ tdm_window_finalize (GObject *object)
   TdmWindow *self = (TdmWindow *)object;
 
   g_clear_object (&self->settings);
+  g_clear_pointer (&self->compare_config, tdm_config_free);
+  g_clear_pointer (&self->compare_parameters, g_free);
 
   G_OBJECT_CLASS (tdm_window_parent_class)->finalize (object);
 }
@@ -698,6 +961,8 @@ tdm_window_class_init (TdmWindowClass *klass)
   gtk_widget_class_install_action (widget_class, "win.toggle-sidebar", NULL, tdm_window_toggle_sidebar);
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_F9, 0, "win.toggle-sidebar", NULL);
   gtk_widget_class_install_action (widget_class, "win.classify", NULL, tdm_window_classify);
+  gtk_widget_class_install_action (widget_class, "win.compare-one-device", NULL,
+                                   tdm_window_compare_one_device);
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_i, GDK_CONTROL_MASK, "win.classify", NULL);
 }
 
@@ -705,6 +970,13 @@ static void
 tdm_window_init (TdmWindow *self)
 {
   gtk_widget_init_template (GTK_WIDGET (self));
+
+  self->compare_difference = NAN;
+  self->history = tdm_history_store_new (NULL);
+  self->history_view = tdm_history_view_new (self->history);
+  g_signal_connect_object (self->history, "overlays-changed",
+                           G_CALLBACK (tdm_window_overlays_changed), self, G_CONNECT_SWAPPED);
+  tdm_window_add_history_page (self, self->history_view);
 
   self->settings = g_settings_new (TDM_APP_ID);
   gtk_window_set_default_size (GTK_WINDOW (self),

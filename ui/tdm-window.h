@@ -13,6 +13,7 @@
 #include <adwaita.h>
 
 #include "tdm-application.h"
+#include "tdm-history-store.h"
 
 G_BEGIN_DECLS
 
@@ -42,5 +43,14 @@ void       tdm_window_set_max_steps (TdmWindow     *self,
 /* Shows a short notice at the bottom of the window that goes away by itself. */
 void       tdm_window_toast         (TdmWindow     *self,
                                      const char    *text);
+
+/* The run history the window records into and lists on its History page. */
+TdmHistoryStore *tdm_window_get_history (TdmWindow   *self);
+/* The History page (for the window's view stack and for tests). */
+GtkWidget *tdm_window_get_history_view  (TdmWindow     *self);
+/* Whether "compare with one device" is under way, and what its last comparison
+ * measured (tdm_compare_parameters; NaN before any). */
+gboolean   tdm_window_get_comparing     (TdmWindow     *self);
+double     tdm_window_get_compare_difference (TdmWindow *self);
 
 G_END_DECLS

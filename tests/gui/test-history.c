@@ -1,0 +1,639 @@
+/* test-history.c: the run history in the window.
+ *
+ * The store and the page on a history folder filled by hand (rename, an undoable
+ * delete, export, a file that cannot be read, the comparison table's figures), then
+ * the window itself: its runs are recorded and survive a restart (a new window on the
+ * same XDG_DATA_HOME, a temporary folder set before GLib first reads it), two
+ * identical CPU runs overlay point for point (checked on the charts' series, not on
+ * pixels), the x axis switches between epochs and steps, and "compare with one
+ * device" on two CPU workers finds the parameters within 1e-5. Runs under the Xvfb
+ * that xvfb-run-test.sh starts; settings live in memory.
+ */
+
+#include <locale.h>
+#include <math.h>
+#include <string.h>
+
+#include <glib/gstdio.h>
+#include <adwaita.h>
+
+#include "tdm-build-config.h"
+
+#include "tdm-chart.h"
+#include "tdm-dashboard.h"
+#include "tdm-dataset-chooser.h"
+#include "tdm-device-picker.h"
+#include "tdm-device-row.h"
+#include "tdm-device.h"
+#include "tdm-history-store.h"
+#include "tdm-history-view.h"
+#include "tdm-run-form.h"
+#include "tdm-run-table.h"
+#include "tdm-series.h"
+#include "tdm-spec-entry.h"
+#include "tdm-window.h"
+
+static char *data_home;
+
+/* ---- helpers ---------------------------------------------------------------- */
+
+static gboolean
+tick(gpointer data)
+{
+  return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+wait_for(gboolean (*cond)(gpointer), gpointer data, double seconds)
+{
+  gint64 end = g_get_monotonic_time() + (gint64)(seconds * G_USEC_PER_SEC);
+  guint source = g_timeout_add(5, tick, NULL);
+  gboolean ok;
+
+  while (!(ok = cond(data)) && g_get_monotonic_time() < end)
+    g_main_context_iteration(NULL, TRUE);
+  g_source_remove(source);
+  return ok;
+}
+
+static void
+drain(void)
+{
+  while (g_main_context_iteration(NULL, FALSE))
+    ;
+}
+
+static void
+remove_folder(const char *dir)
+{
+  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+  const char *name;
+
+  while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+
+    if (g_file_test(path, G_FILE_TEST_IS_DIR))
+      remove_folder(path);
+    else
+      g_unlink(path);
+  }
+  g_rmdir(dir);
+}
+
+static char *
+runs_folder(void)
+{
+  return g_build_filename(g_get_user_data_dir(), "tandem", "runs", NULL);
+}
+
+static guint
+files_in(const char *dir)
+{
+  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+  guint n = 0;
+
+  while (d != NULL && g_dir_read_name(d) != NULL)
+    n++;
+  return n;
+}
+
+static TdmConfig *
+small_config(const char *devices)
+{
+  TdmConfig *cfg = tdm_config_new();
+  g_autoptr(GError) error = NULL;
+
+  g_free(cfg->dataset);
+  cfg->dataset = g_strdup("synthetic");
+  g_free(cfg->network);
+  cfg->network = g_strdup("fc16,relu,fc10");
+  cfg->batch = 100;
+  g_assert_true(tdm_config_set_devices(cfg, devices, &error));
+  g_assert_no_error(error);
+  return cfg;
+}
+
+/* A run written by hand: `n` summaries at `sps` samples/s, device figures, an end. */
+static char *
+write_run(TdmHistory *history, const char *devices, const char *name, double sps,
+          double accuracy)
+{
+  g_autoptr(TdmConfig) cfg = small_config(devices);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmRunRecorder) rec = tdm_run_recorder_new(history, cfg, name, &error);
+  TdmEvent e = {0};
+
+  g_assert_no_error(error);
+  e.kind = TDM_EVENT_STARTED;
+  e.started.replicas = tdm_config_replica_count(cfg);
+  tdm_run_recorder_add(&e, rec);
+  for (int i = 1; i <= 4; i++) {
+    memset(&e, 0, sizeof e);
+    e.kind = TDM_EVENT_STEP;
+    e.step.step = 10 * i;
+    e.step.epoch_float = 0.25 * i;
+    e.step.train_loss = 2.0 / i;
+    e.step.train_accuracy = 0.2 * i;
+    e.step.samples_per_second = sps;
+    e.step.elapsed = 0.5 * i;
+    tdm_run_recorder_add(&e, rec);
+
+    memset(&e, 0, sizeof e);
+    e.kind = TDM_EVENT_DEVICES;
+    e.devices.step = 10 * i;
+    e.devices.replicas = 2;
+    for (int r = 0; r < 2; r++) {
+      e.devices.device[r].compute_ms = 4;
+      e.devices.device[r].comm_ms = 1;
+      e.devices.device[r].wait_ms = 0.5;
+      e.devices.device[r].tandem_bytes = (gint64)(r + 1) << 20;
+    }
+    tdm_run_recorder_add(&e, rec);
+  }
+  memset(&e, 0, sizeof e);
+  e.kind = TDM_EVENT_FINISHED;
+  e.finished.steps = 40;
+  e.finished.elapsed = 2.0;
+  e.finished.test_loss = 0.5;
+  e.finished.test_accuracy = accuracy;
+  tdm_run_recorder_add(&e, rec);
+  g_assert_true(tdm_run_recorder_finish(rec, &error));
+  g_assert_no_error(error);
+  return g_strdup(tdm_run_recorder_get_id(rec));
+}
+
+static TdmRunItem *
+item_at(TdmHistoryStore *store, guint i)
+{
+  TdmRunItem *item = g_list_model_get_item(G_LIST_MODEL(store), i);
+
+  g_assert_nonnull(item);
+  g_object_unref(item);   /* the store keeps it */
+  return item;
+}
+
+static void
+count_signal(gpointer instance, gpointer data)
+{
+  (*(int *)data)++;
+}
+
+/* ---- the store and the page, on runs written by hand ------------------------- */
+
+static void
+test_history_store(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("tandem-store-XXXXXX", NULL);
+  g_autofree char *csv = g_build_filename(dir, "run.csv", NULL);
+  g_autofree char *bad = g_build_filename(dir, "broken.jsonl", NULL);
+  g_autoptr(TdmHistory) history = tdm_history_new(dir);
+  g_autofree char *first = write_run(history, "cpu:2", "two workers", 100, 0.8);
+  g_autofree char *second = write_run(history, "cpu", "one worker", 250, 0.75);
+  g_autoptr(TdmHistoryStore) store = NULL;
+  g_autoptr(GError) error = NULL;
+  g_auto(GStrv) problems = NULL;
+  g_autofree char *contents = NULL;
+  int overlays_changed = 0;
+
+  g_assert_true(g_file_set_contents(bad, "this is not a run\n", -1, NULL));
+  store = tdm_history_store_new(dir);
+  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 2);
+  problems = tdm_history_store_get_problems(store);
+  g_assert_cmpuint(g_strv_length(problems), ==, 1);
+  g_assert_nonnull(strstr(problems[0], "broken.jsonl"));
+  g_unlink(bad);
+
+  /* Oldest first (the same second: by id), with what a row says. */
+  TdmRunItem *a = tdm_history_store_find(store, first);
+  TdmRunItem *b = tdm_history_store_find(store, second);
+  g_assert_nonnull(a);
+  g_assert_nonnull(b);
+  g_assert_cmpstr(tdm_run_item_get_name(a), ==, "two workers");
+  {
+    g_autofree char *what = tdm_run_item_describe(a);
+
+    g_assert_cmpstr(what, ==, "cpu ×2 · allreduce · batch 100 · 80.0 %");
+  }
+
+  /* Overlays: ticking tells, and the records come oldest first. */
+  g_signal_connect(store, "overlays-changed", G_CALLBACK(count_signal), &overlays_changed);
+  tdm_run_item_set_overlay(b, TRUE);
+  tdm_run_item_set_overlay(a, TRUE);
+  g_assert_cmpint(overlays_changed, ==, 2);
+  {
+    g_autoptr(GPtrArray) records = tdm_history_store_get_overlays(store);
+
+    g_assert_cmpuint(records->len, ==, 2);
+  }
+
+  /* The comparison table, against the oldest run until another is chosen. */
+  g_assert_true(tdm_history_store_get_baseline(store) == item_at(store, 0));
+  {
+    TdmRunItem *base = tdm_history_store_get_baseline(store);
+    TdmRunItem *other = base == a ? b : a;
+    g_autofree char *speedup = tdm_run_table_cell_text(other, base, TDM_RUN_TABLE_SPEEDUP);
+    g_autofree char *self_speedup = tdm_run_table_cell_text(base, base, TDM_RUN_TABLE_SPEEDUP);
+    g_autofree char *compute = tdm_run_table_cell_text(a, base, TDM_RUN_TABLE_COMPUTE);
+    g_autofree char *comm = tdm_run_table_cell_text(a, base, TDM_RUN_TABLE_COMMUNICATION);
+    g_autofree char *memory = tdm_run_table_cell_text(a, base, TDM_RUN_TABLE_MEMORY);
+    g_autofree char *accuracy = tdm_run_table_cell_text(b, base, TDM_RUN_TABLE_ACCURACY);
+    g_autofree char *time = tdm_run_table_cell_text(b, base, TDM_RUN_TABLE_TIME);
+    g_autofree char *loss = tdm_run_table_cell_text(b, base, TDM_RUN_TABLE_LOSS);
+
+    g_assert_cmpstr(speedup, ==, base == a ? "2.50×" : "0.40×");
+    g_assert_cmpstr(self_speedup, ==, "1.00×");
+    g_assert_cmpstr(compute, ==, "4.00");
+    g_assert_cmpstr(comm, ==, "1.00");
+    g_assert_cmpstr(memory, ==, "2.0\u00a0MiB");
+    g_assert_cmpstr(accuracy, ==, "75.0 %");
+    g_assert_cmpstr(time, ==, "2.0 s");
+    g_assert_cmpstr(loss, ==, "0.5000");
+  }
+  tdm_history_store_set_baseline(store, b);
+  g_assert_true(tdm_history_store_get_baseline(store) == b);
+  g_assert_true(tdm_run_item_get_baseline(b));
+  g_assert_false(tdm_run_item_get_baseline(a));
+
+  /* Rename: kept on disk, so a new store (a restart) reads it. */
+  g_assert_true(tdm_history_store_rename(store, a, "  renamed  ", &error));
+  g_assert_no_error(error);
+  g_assert_cmpstr(tdm_run_item_get_name(a), ==, "renamed");
+  g_assert_false(tdm_history_store_rename(store, a, "   ", &error));
+  g_assert_nonnull(error);
+  g_clear_error(&error);
+  g_assert_cmpstr(tdm_run_item_get_name(a), ==, "renamed");
+
+  /* Export. */
+  g_assert_true(tdm_history_store_export_csv(store, a, csv, &error));
+  g_assert_no_error(error);
+  g_assert_true(g_file_get_contents(csv, &contents, NULL, NULL));
+  g_assert_true(g_str_has_prefix(contents, "kind,step,epoch,train_loss"));
+  g_unlink(csv);
+
+  /* Delete: off the list at once, the file still there until committed, and the
+   * overlay goes with it; undo brings it back where it was, ticks and all. */
+  overlays_changed = 0;
+  g_object_ref(a);
+  guint where = item_at(store, 0) == a ? 0 : 1;
+  tdm_history_store_delete(store, a);
+  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 1);
+  g_assert_cmpuint(files_in(dir), ==, 2);
+  g_assert_cmpint(overlays_changed, ==, 1);
+  tdm_history_store_reload(store);    /* a reload does not bring it back */
+  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 1);
+  g_assert_true(tdm_history_store_undo_delete(store, first));
+  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 2);
+  g_assert_true(item_at(store, where) == a);
+  g_assert_true(tdm_run_item_get_overlay(a));
+  g_object_unref(a);
+  tdm_history_store_delete(store, a);
+  g_assert_true(tdm_history_store_commit_deletes(store, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(files_in(dir), ==, 1);
+  g_assert_false(tdm_history_store_undo_delete(store, first));
+
+  /* A restart: what is left, with its name. */
+  g_clear_object(&store);
+  store = tdm_history_store_new(dir);
+  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 1);
+  g_assert_cmpstr(tdm_run_item_get_name(item_at(store, 0)), ==, "one worker");
+  g_clear_object(&store);
+
+  remove_folder(dir);
+}
+
+/* The page: rows for the runs, and a delete undone from its toast's action. */
+static void
+test_history_view(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("tandem-view-XXXXXX", NULL);
+  g_autoptr(TdmHistory) history = tdm_history_new(dir);
+  g_autofree char *first = write_run(history, "cpu:2", "two workers", 100, 0.8);
+  g_autofree char *second = write_run(history, "cpu", "one worker", 250, 0.75);
+  g_autoptr(TdmHistoryStore) store = tdm_history_store_new(dir);
+  GtkWidget *window = gtk_window_new();
+  GtkWidget *view = tdm_history_view_new(store);
+  g_autoptr(GVariant) target = NULL;
+
+  gtk_window_set_child(GTK_WINDOW(window), view);
+  gtk_window_present(GTK_WINDOW(window));
+  drain();
+
+  g_assert_cmpint(tdm_history_view_get_compare_steps(TDM_HISTORY_VIEW(view)), >, 0);
+  g_assert_null(tdm_history_view_get_compare_result(TDM_HISTORY_VIEW(view)));
+
+  tdm_history_view_delete(TDM_HISTORY_VIEW(view), tdm_history_store_find(store, first));
+  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 1);
+  target = g_variant_ref_sink(g_variant_new_string(first));
+  g_assert_true(gtk_widget_activate_action_variant(view, "history.undo-delete", target));
+  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 2);
+
+  gtk_window_destroy(GTK_WINDOW(window));
+  drain();
+  g_clear_object(&store);
+  /* Nothing was deleted for good. */
+  g_assert_cmpuint(files_in(dir), ==, 2);
+  remove_folder(dir);
+}
+
+/* ---- the window ------------------------------------------------------------- */
+
+static gpointer
+child(TdmWindow *window, const char *name)
+{
+  GObject *object = gtk_widget_get_template_child(GTK_WIDGET(window), TDM_TYPE_WINDOW, name);
+
+  if (object == NULL) {
+    GObject *form = gtk_widget_get_template_child(GTK_WIDGET(window), TDM_TYPE_WINDOW, "sidebar");
+
+    object = gtk_widget_get_template_child(GTK_WIDGET(form), TDM_TYPE_RUN_FORM, name);
+  }
+  g_assert_nonnull(object);
+  return object;
+}
+
+static void
+reset_settings(void)
+{
+  g_autoptr(GSettings) settings = g_settings_new(TDM_APP_ID);
+  g_autoptr(GSettingsSchema) schema = NULL;
+  g_auto(GStrv) keys = NULL;
+
+  g_object_get(settings, "settings-schema", &schema, NULL);
+  keys = g_settings_schema_list_keys(schema);
+  for (guint i = 0; keys[i] != NULL; i++)
+    g_settings_reset(settings, keys[i]);
+  g_settings_sync();
+}
+
+static TdmDeviceRow *
+cpu_row(TdmWindow *window)
+{
+  g_autoptr(GPtrArray) rows = tdm_device_picker_get_rows(child(window, "device_picker"));
+
+  for (guint i = 0; i < rows->len; i++)
+    if (tdm_device_row_is_cpu(rows->pdata[i]))
+      return rows->pdata[i];
+  g_assert_not_reached();
+}
+
+static gboolean
+can_start(gpointer data)
+{
+  return tdm_window_get_can_start(data);
+}
+
+static gboolean
+not_running(gpointer data)
+{
+  return !tdm_window_get_running(data);
+}
+
+static gboolean
+not_comparing(gpointer data)
+{
+  return !tdm_window_get_comparing(data) && !tdm_window_get_running(data);
+}
+
+/* A window for a small run on two CPU workers and the synthetic set. */
+static TdmWindow *
+window_for_run(int epochs)
+{
+  g_autoptr(GArray) real = tdm_device_list();
+  g_autoptr(GArray) devices = g_array_new(FALSE, TRUE, sizeof(TdmDeviceInfo));
+  TdmWindow *window;
+
+  for (guint i = 0; i < real->len; i++)
+    if (g_array_index(real, TdmDeviceInfo, i).kind == TDM_BACKEND_CPU)
+      g_array_append_val(devices, g_array_index(real, TdmDeviceInfo, i));
+
+  reset_settings();
+  window = g_object_ref(tdm_window_new(NULL));
+  gtk_window_present(GTK_WINDOW(window));
+  tdm_window_set_devices(window, devices);
+  tdm_device_row_set_active(cpu_row(window), TRUE);
+  tdm_device_row_set_workers(cpu_row(window), 2);
+  tdm_dataset_chooser_set_source(child(window, "dataset_chooser"), "synthetic");
+  adw_combo_row_set_selected(child(window, "network_dropdown"), 3);
+  tdm_spec_entry_set_text(child(window, "spec_entry"), "fc16,relu,fc10");
+  gtk_spin_button_set_value(child(window, "batch_spin"), 200);
+  gtk_spin_button_set_value(child(window, "epochs_spin"), epochs);
+  g_assert_true(wait_for(can_start, window, 60));
+  return window;
+}
+
+static void
+destroy_window(TdmWindow *window)
+{
+  gtk_window_destroy(GTK_WINDOW(window));
+  drain();
+  g_assert_finalize_object(window);
+}
+
+static TdmChart *
+chart(TdmWindow *window, const char *id)
+{
+  return tdm_dashboard_get_chart(child(window, "dashboard"), id);
+}
+
+static void
+run_once(TdmWindow *window)
+{
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.start", NULL));
+  g_assert_true(wait_for(not_running, window, 120));
+  g_assert_false(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
+}
+
+/* Every bucket of two series, x and y, equal to the last bit. */
+static void
+assert_same_series(TdmSeries *a, TdmSeries *b)
+{
+  guint na, nb;
+  const TdmSeriesBucket *ba = tdm_series_get_buckets(a, &na);
+  const TdmSeriesBucket *bb = tdm_series_get_buckets(b, &nb);
+
+  g_assert_cmpuint(na, >, 3);
+  g_assert_cmpuint(na, ==, nb);
+  for (guint i = 0; i < na; i++) {
+    g_assert_cmpfloat(ba[i].x_min, ==, bb[i].x_min);
+    g_assert_cmpfloat(ba[i].x_max, ==, bb[i].x_max);
+    g_assert_cmpfloat(ba[i].y_sum, ==, bb[i].y_sum);
+    g_assert_cmpuint(ba[i].n_points, ==, bb[i].n_points);
+  }
+}
+
+/* Points of the live training loss in the charts: they arrive at the pacer's pace. */
+static guint64 expected_points;
+
+static gboolean
+loss_caught_up(gpointer data)
+{
+  return tdm_series_get_n_appended(tdm_chart_get_series(chart(data, "loss"), 0)) >= expected_points;
+}
+
+static void
+test_history_window(void)
+{
+  g_autofree char *runs = runs_folder();
+  TdmWindow *window = window_for_run(1);
+  TdmHistoryStore *store = tdm_window_get_history(window);
+  TdmDashboard *dashboard = child(window, "dashboard");
+  const TdmRunRecord *first;
+  int series_a, series_b;
+
+  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 0);
+  run_once(window);
+
+  /* The run is in the history at once, whole. */
+  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 1);
+  first = tdm_run_item_get_record(item_at(store, 0));
+  g_assert_true(first->finished);
+  g_assert_cmpint(first->replicas, ==, 2);
+  g_assert_cmpuint(first->points->len, >, 3);
+  g_assert_cmpuint(files_in(runs), ==, 1);
+  destroy_window(window);
+
+  /* A restart: a new window lists it, from the files alone. */
+  window = window_for_run(1);
+  store = tdm_window_get_history(window);
+  dashboard = child(window, "dashboard");
+  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 1);
+  first = tdm_run_item_get_record(item_at(store, 0));
+  g_assert_true(first->finished);
+
+  /* Ticked, it is drawn on the charts before any run of this window. */
+  tdm_run_item_set_overlay(item_at(store, 0), TRUE);
+  series_a = tdm_dashboard_get_overlay_series(dashboard, "loss", 0);
+  g_assert_cmpint(series_a, >=, 2);
+  g_assert_cmpuint(tdm_series_get_n_appended(tdm_chart_get_series(chart(window, "loss"), series_a)),
+                   ==, first->points->len);
+
+  /* The same run again: its live curve lies on the earlier one, point for point. */
+  expected_points = first->points->len;
+  run_once(window);
+  /* The list was read again: its records are new. */
+  first = tdm_run_item_get_record(item_at(store, 0));
+  g_assert_true(wait_for(loss_caught_up, window, 10));
+  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 2);
+  assert_same_series(tdm_chart_get_series(chart(window, "loss"), 0),
+                     tdm_chart_get_series(chart(window, "loss"), series_a));
+  assert_same_series(tdm_chart_get_series(chart(window, "accuracy"), 0),
+                     tdm_chart_get_series(chart(window, "accuracy"),
+                                          tdm_dashboard_get_overlay_series(dashboard, "accuracy", 0)));
+
+  /* Both ticked: the two overlays coincide too. */
+  tdm_run_item_set_overlay(item_at(store, 1), TRUE);
+  series_a = tdm_dashboard_get_overlay_series(dashboard, "loss", 0);
+  series_b = tdm_dashboard_get_overlay_series(dashboard, "loss", 1);
+  g_assert_cmpint(series_b, >, series_a);
+  assert_same_series(tdm_chart_get_series(chart(window, "loss"), series_a),
+                     tdm_chart_get_series(chart(window, "loss"), series_b));
+
+  /* By step: the same points against the step, live and overlaid. */
+  tdm_dashboard_set_x_axis(dashboard, TDM_DASHBOARD_X_STEP);
+  g_assert_cmpstr(tdm_chart_get_x_label(chart(window, "loss")), ==, "Step");
+  {
+    double x_live, x_overlay;
+
+    g_assert_true(tdm_series_get_last(tdm_chart_get_series(chart(window, "loss"), 0), &x_live, NULL));
+    g_assert_true(tdm_series_get_last(tdm_chart_get_series(chart(window, "loss"),
+                                                           tdm_dashboard_get_overlay_series(dashboard, "loss", 0)),
+                                      &x_overlay, NULL));
+    g_assert_cmpfloat(x_live, ==, (double)first->final.steps);
+    g_assert_cmpfloat(x_overlay, ==, x_live);
+  }
+  assert_same_series(tdm_chart_get_series(chart(window, "loss"), 0),
+                     tdm_chart_get_series(chart(window, "loss"),
+                                          tdm_dashboard_get_overlay_series(dashboard, "loss", 1)));
+  g_assert_true(gtk_widget_activate_action_variant(GTK_WIDGET(dashboard), "dashboard.x-axis",
+                                                   g_variant_new_string("epoch")));
+  g_assert_cmpint(tdm_dashboard_get_x_axis(dashboard), ==, TDM_DASHBOARD_X_EPOCH);
+  g_assert_cmpstr(tdm_chart_get_x_label(chart(window, "loss")), ==, "Epoch");
+
+  /* Unticked, gone from the charts. */
+  tdm_run_item_set_overlay(item_at(store, 0), FALSE);
+  tdm_run_item_set_overlay(item_at(store, 1), FALSE);
+  g_assert_cmpint(tdm_dashboard_get_overlay_series(dashboard, "loss", 0), ==, -1);
+  g_assert_cmpuint(tdm_chart_get_n_series(chart(window, "loss")), ==, 2);
+
+  destroy_window(window);
+  remove_folder(runs);
+}
+
+static void
+test_history_compare(void)
+{
+  g_autofree char *runs = runs_folder();
+  TdmWindow *window = window_for_run(1);
+  TdmHistoryStore *store = tdm_window_get_history(window);
+  TdmHistoryView *view = TDM_HISTORY_VIEW(tdm_window_get_history_view(window));
+  double difference;
+
+  tdm_history_view_set_compare_steps(view, 30);
+  g_assert_true(isnan(tdm_window_get_compare_difference(window)));
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.compare-one-device", NULL));
+  g_assert_true(tdm_window_get_comparing(window));
+  g_assert_true(wait_for(not_comparing, window, 180));
+  g_assert_false(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
+
+  difference = tdm_window_get_compare_difference(window);
+  g_test_message("2 CPU workers against one device after 30 steps: %g", difference);
+  g_assert_true(isfinite(difference));
+  g_assert_cmpfloat(difference, <=, 1e-5);
+  {
+    const char *result = tdm_history_view_get_compare_result(view);
+
+    g_assert_nonnull(result);
+    g_assert_true(strstr(result, "the same up to rounding") != NULL ||
+                  strstr(result, "bit for bit") != NULL);
+    g_assert_nonnull(strstr(result, "2 devices against one, after 30 steps"));
+  }
+
+  /* Both runs are kept, 30 steps each; the N-device one stays drawn. */
+  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 2);
+  {
+    const TdmRunRecord *many = tdm_run_item_get_record(item_at(store, 0));
+    const TdmRunRecord *one = tdm_run_item_get_record(item_at(store, 1));
+
+    g_assert_cmpint(many->replicas, ==, 2);
+    g_assert_cmpint(one->replicas, ==, 1);
+    g_assert_cmpint(many->final.steps, ==, 30);
+    g_assert_cmpint(one->final.steps, ==, 30);
+    g_assert_cmpint(one->config->batch, ==, many->config->batch);
+    g_assert_true(tdm_run_item_get_overlay(item_at(store, 0)));
+  }
+
+  /* One device alone cannot be compared with one device: said, nothing started. */
+  tdm_device_row_set_workers(cpu_row(window), 1);
+  g_assert_true(wait_for(can_start, window, 10));
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.compare-one-device", NULL));
+  g_assert_false(tdm_window_get_running(window));
+  g_assert_true(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
+
+  destroy_window(window);
+  remove_folder(runs);
+}
+
+int
+main(int argc, char **argv)
+{
+  int status;
+
+  /* Before GLib reads it: the window's history goes to a folder of this test. */
+  data_home = g_dir_make_tmp("tandem-xdg-XXXXXX", NULL);
+  g_setenv("XDG_DATA_HOME", data_home, TRUE);
+  g_setenv("LANGUAGE", "C", TRUE);
+  setlocale(LC_ALL, "");
+  gtk_test_init(&argc, &argv, NULL);
+  adw_init();
+
+  g_test_add_func("/history/store", test_history_store);
+  g_test_add_func("/history/view", test_history_view);
+  g_test_add_func("/history/window", test_history_window);
+  g_test_add_func("/history/compare", test_history_compare);
+
+  status = g_test_run();
+  remove_folder(data_home);
+  g_free(data_home);
+  return status;
+}
