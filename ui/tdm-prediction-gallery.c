@@ -107,6 +107,16 @@ tdm_prediction_gallery_set_predictions (TdmPredictionGallery      *self,
   gtk_widget_queue_draw (GTK_WIDGET (self));
 }
 
+void
+tdm_prediction_gallery_clear (TdmPredictionGallery *self)
+{
+  g_return_if_fail (TDM_IS_PREDICTION_GALLERY (self));
+
+  tdm_prediction_gallery_drop (self);
+  g_clear_pointer (&self->predictions, g_free);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
 static char *
 tdm_prediction_gallery_name (TdmPredictionGallery *self,
                              int                   c)

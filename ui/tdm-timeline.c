@@ -18,6 +18,7 @@ struct _TdmTimeline
   GtkWidget       parent_instance;
   TdmPhasesEvent *steps[TDM_TIMELINE_STEPS];   /* oldest first */
   guint           n_steps;
+  gboolean        high_contrast;
 };
 
 G_DEFINE_FINAL_TYPE (TdmTimeline, tdm_timeline, GTK_TYPE_WIDGET)
@@ -33,6 +34,47 @@ static const char *const phase_colours[TDM_PHASE_COUNT] = {
   [TDM_PHASE_UPDATE] = "#E69F00",
   [TDM_PHASE_WAIT] = "#A0A0A0",
 };
+
+/* Presentation mode, for a projector in a lit room: fully saturated colours far apart
+ * in lightness, every box outlined, so neighbouring phases never blend. */
+static const char *const phase_colours_high_contrast[TDM_PHASE_COUNT] = {
+  [TDM_PHASE_FORWARD] = "#0033CC",
+  [TDM_PHASE_BACKWARD] = "#33CCFF",
+  [TDM_PHASE_REDUCE] = "#CC00CC",
+  [TDM_PHASE_ALLREDUCE] = "#FF3300",
+  [TDM_PHASE_BROADCAST] = "#00AA00",
+  [TDM_PHASE_UPDATE] = "#FFCC00",
+  [TDM_PHASE_WAIT] = "#FFFFFF",
+};
+
+static void
+tdm_timeline_colour (TdmTimeline *self,
+                     TdmPhase     phase,
+                     GdkRGBA     *colour)
+{
+  if (self->high_contrast)
+    gdk_rgba_parse (colour, phase_colours_high_contrast[phase]);
+  else
+    tdm_timeline_phase_colour (phase, colour);
+}
+
+void
+tdm_timeline_set_high_contrast (TdmTimeline *self,
+                                gboolean     high_contrast)
+{
+  g_return_if_fail (TDM_IS_TIMELINE (self));
+
+  self->high_contrast = !!high_contrast;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+gboolean
+tdm_timeline_get_high_contrast (TdmTimeline *self)
+{
+  g_return_val_if_fail (TDM_IS_TIMELINE (self), FALSE);
+
+  return self->high_contrast;
+}
 
 void
 tdm_timeline_phase_colour (TdmPhase  phase,
@@ -147,10 +189,18 @@ tdm_timeline_snapshot (GtkWidget   *widget,
     {
       const TdmTimelineBox *b = &g_array_index (boxes, TdmTimelineBox, i);
 
-      tdm_timeline_phase_colour (b->phase, &colour);
+      tdm_timeline_colour (self, b->phase, &colour);
       gdk_cairo_set_source_rgba (cr, &colour);
       cairo_rectangle (cr, b->x, b->y, MAX (1.0, b->width), b->height);
-      cairo_fill (cr);
+      if (self->high_contrast)
+        {
+          cairo_fill_preserve (cr);
+          cairo_set_source_rgb (cr, 0, 0, 0);
+          cairo_set_line_width (cr, 1.5);
+          cairo_stroke (cr);
+        }
+      else
+        cairo_fill (cr);
     }
 
   gdk_cairo_set_source_rgba (cr, &fg);
@@ -179,10 +229,18 @@ tdm_timeline_snapshot (GtkWidget   *widget,
       cairo_text_extents_t ext;
       const char *name = tdm_phase_name (p);
 
-      tdm_timeline_phase_colour (p, &colour);
+      tdm_timeline_colour (self, p, &colour);
       gdk_cairo_set_source_rgba (cr, &colour);
       cairo_rectangle (cr, x, y + 2, 12, 12);
-      cairo_fill (cr);
+      if (self->high_contrast)
+        {
+          cairo_fill_preserve (cr);
+          cairo_set_source_rgb (cr, 0, 0, 0);
+          cairo_set_line_width (cr, 1.5);
+          cairo_stroke (cr);
+        }
+      else
+        cairo_fill (cr);
       gdk_cairo_set_source_rgba (cr, &fg);
       cairo_text_extents (cr, name, &ext);
       cairo_move_to (cr, x + 16, y + 13);

@@ -8,8 +8,16 @@
  * the top, in words, and the window stays usable; notices that need nothing done
  * (a file saved, a run over) are toasts.
  *
- * The form sits in an AdwFlap, which folds it over the charts when both do not fit
+ * The form sits in an AdwFlap, which folds it over the views when both do not fit
  * side by side (below about 700 px); the charts reflow on their own (TdmDashboard).
+ * The views are pages of an AdwViewStack: the charts, the devices (timeline, batch
+ * split, memory), the predictions, the scaling run and the run history. Every page
+ * is fed the same events; thumbnails come from the dataset the run trains on
+ * (tdm_run_get_dataset()). Before Start the Devices page shows the engine's memory
+ * estimate for the choices as they stand (TdmRunForm asks the engine).
+ *
+ * Presentation mode (F11) is for a class: fullscreen, larger text, one chart
+ * enlarged, high-contrast phase colours and the pace control shown.
  *
  * The window's own size is remembered in GSettings (the form remembers the choices).
  * The devices are whatever tdm_device_list() reports, or a list a test injects with
@@ -26,11 +34,18 @@
 #include "tdm-history-view.h"
 #include "tdm-config.h"
 #include "tdm-dashboard.h"
+#include "tdm-devices-page.h"
 #include "tdm-error.h"
 #include "tdm-format.h"
+#include "tdm-predictions-page.h"
 #include "tdm-run.h"
 #include "tdm-run-form.h"
+#include "tdm-scaling-chart.h"
+#include "tdm-scaling-page.h"
 #include "tdm-window.h"
+
+/* The chart presentation mode enlarges. */
+#define PRESENTATION_CHART "loss"
 
 struct _TdmWindow
 {
@@ -44,13 +59,25 @@ struct _TdmWindow
   GtkLabel             *start_label;
   GtkButton            *pause_button;
   GtkButton            *stop_button;
-  AdwWindowTitle       *window_title;
+  AdwViewSwitcherTitle *window_title;
   AdwToastOverlay      *toast_overlay;
   AdwFlap              *flap;
   GtkRevealer          *error_revealer;
   GtkLabel             *error_label;
   TdmRunForm           *sidebar;
+  AdwViewStack         *view_stack;
+  AdwViewSwitcherBar   *switcher_bar;
   TdmDashboard         *dashboard;
+  TdmDevicesPage       *devices_page;
+  TdmPredictionsPage   *predictions_page;
+  TdmScalingPage       *scaling_page;
+  GtkBox               *history_slot;
+  GtkRevealer          *pace_revealer;
+  GtkSpinButton        *pace_spin;
+  GtkButton            *step_button;
+
+  gboolean              presentation;
+  int                   grid_columns;       /* the chart grid's, outside presentation */
 
   GSettings            *settings;
 
@@ -95,8 +122,7 @@ static void tdm_window_history_run_done (TdmWindow *self,
                                          TdmRun    *run,
                                          gboolean   completed);
 static void tdm_window_compare_next (TdmWindow *self);
-static void tdm_window_add_history_page (TdmWindow *self,
-                                         GtkWidget *page);
+
 
 /* Errors ------------------------------------------------------------------ */
 
@@ -186,7 +212,7 @@ static void
 tdm_window_set_subtitle (TdmWindow  *self,
                          const char *text)
 {
-  adw_window_title_set_subtitle (self->window_title, text ? text : "");
+  adw_view_switcher_title_set_subtitle (self->window_title, text ? text : "");
 }
 
 void
@@ -205,18 +231,26 @@ tdm_window_update_state (TdmWindow *self)
   gboolean running = self->run != NULL;
   gboolean stopping = running && tdm_run_is_stopping (self->run);
   gboolean paused = running && tdm_run_get_paused (self->run);
-  gboolean can_start = !running && tdm_run_form_get_ready (self->sidebar);
+  gboolean scaling = tdm_scaling_page_get_running (self->scaling_page);
+  gboolean can_start = !running && !scaling && tdm_run_form_get_ready (self->sidebar);
 
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.start", can_start);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.compare-one-device", can_start);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.pause", running && !stopping);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.stop", running && !stopping);
-  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.open-folder", !running);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.open-folder", !running && !scaling);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.single-step", running && !stopping);
+  /* A scaling run and a training run would measure each other: one at a time. */
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.scaling-run",
+                                 !running && !scaling && tdm_run_form_get_ready (self->sidebar));
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.scaling-cancel", scaling);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.scaling-export",
+                                 tdm_scaling_chart_get_n_points (TDM_SCALING_CHART (tdm_scaling_page_get_chart (self->scaling_page))) > 0);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.export",
                                  tdm_metrics_log_get_n_rows (tdm_dashboard_get_log (self->dashboard)) > 0);
 
   /* Nothing on the left can change a run in flight. */
-  gtk_widget_set_sensitive (GTK_WIDGET (self->sidebar), !running);
+  gtk_widget_set_sensitive (GTK_WIDGET (self->sidebar), !running && !scaling);
 
   gtk_button_set_icon_name (self->pause_button,
                             paused ? "media-playback-start-symbolic"
@@ -243,6 +277,222 @@ tdm_window_update_state (TdmWindow *self)
 
 /* Runs -------------------------------------------------------------------- */
 
+
+/* Memory estimate --------------------------------------------------------- */
+
+/* Before Start, the engine's estimate for the choices as they stand. */
+static void
+tdm_window_update_estimate (TdmWindow *self)
+{
+  TdmMemoryEvent estimate;
+  g_autoptr(GError) error = NULL;
+  gboolean fits = TRUE;
+  int largest = 0;
+
+  /* A run in flight reports its own estimate and peaks. */
+  if (self->run != NULL)
+    return;
+
+  if (tdm_run_form_estimate_memory (self->sidebar, &estimate, &fits, &largest, &error))
+    tdm_devices_page_set_estimate (self->devices_page, &estimate, NULL, fits, largest);
+  else
+    {
+      g_autofree char *reason = tdm_format_sentence (error->message);
+
+      tdm_devices_page_set_estimate (self->devices_page, NULL, reason, TRUE, 0);
+    }
+}
+
+/* Pace -------------------------------------------------------------------- */
+
+static void
+tdm_window_pace_changed (TdmWindow *self)
+{
+  if (self->run != NULL)
+    tdm_run_set_pace (self->run, gtk_spin_button_get_value (self->pace_spin));
+}
+
+static void
+tdm_window_single_step (GtkWidget  *widget,
+                        const char *action_name,
+                        GVariant   *parameter)
+{
+  TdmWindow *self = TDM_WINDOW (widget);
+
+  if (self->run == NULL)
+    return;
+
+  tdm_run_single_step (self->run);
+  tdm_window_update_state (self);
+}
+
+static void
+tdm_window_show_pace (GtkWidget  *widget,
+                      const char *action_name,
+                      GVariant   *parameter)
+{
+  TdmWindow *self = TDM_WINDOW (widget);
+
+  gtk_revealer_set_reveal_child (self->pace_revealer,
+                                 !gtk_revealer_get_reveal_child (self->pace_revealer));
+}
+
+/* Presentation mode ------------------------------------------------------- */
+
+/* One chart over the whole Charts page: the others step aside and the grid keeps one
+ * column. Only the dashboard's public charts and the grid they sit in are touched. */
+static void
+tdm_window_enlarge_chart (TdmWindow  *self,
+                          const char *id)
+{
+  TdmChart *chart = tdm_dashboard_get_chart (self->dashboard, PRESENTATION_CHART);
+  GtkWidget *card = chart ? gtk_widget_get_ancestor (GTK_WIDGET (chart), GTK_TYPE_FLOW_BOX_CHILD) : NULL;
+  GtkWidget *grid = card ? gtk_widget_get_parent (card) : NULL;
+
+  if (grid == NULL || !GTK_IS_FLOW_BOX (grid))
+    return;
+
+  if (id != NULL && self->grid_columns == 0)
+    self->grid_columns = gtk_flow_box_get_max_children_per_line (GTK_FLOW_BOX (grid));
+  for (GtkWidget *c = gtk_widget_get_first_child (grid); c; c = gtk_widget_get_next_sibling (c))
+    if (GTK_IS_FLOW_BOX_CHILD (c))
+      gtk_widget_set_visible (c, id == NULL || c == card);
+  if (id != NULL)
+    gtk_flow_box_set_max_children_per_line (GTK_FLOW_BOX (grid), 1);
+  else if (self->grid_columns > 0)
+    {
+      gtk_flow_box_set_max_children_per_line (GTK_FLOW_BOX (grid), self->grid_columns);
+      self->grid_columns = 0;
+    }
+}
+
+void
+tdm_window_set_presentation (TdmWindow *self,
+                             gboolean   presentation)
+{
+  g_return_if_fail (TDM_IS_WINDOW (self));
+
+  presentation = !!presentation;
+  if (presentation == self->presentation)
+    return;
+  self->presentation = presentation;
+
+  if (presentation)
+    {
+      gtk_widget_add_css_class (GTK_WIDGET (self), "presentation");
+      gtk_window_fullscreen (GTK_WINDOW (self));
+      /* The class looks at the views, not at the settings. */
+      adw_flap_set_reveal_flap (self->flap, FALSE);
+    }
+  else
+    {
+      gtk_widget_remove_css_class (GTK_WIDGET (self), "presentation");
+      gtk_window_unfullscreen (GTK_WINDOW (self));
+      if (!adw_flap_get_folded (self->flap))
+        adw_flap_set_reveal_flap (self->flap, TRUE);
+    }
+  tdm_window_enlarge_chart (self, presentation ? PRESENTATION_CHART : NULL);
+  tdm_devices_page_set_presentation (self->devices_page, presentation);
+  gtk_revealer_set_reveal_child (self->pace_revealer, presentation);
+  /* Escape leaves presentation mode, and is left to the rest of the window otherwise. */
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.leave-presentation", presentation);
+}
+
+gboolean
+tdm_window_get_presentation (TdmWindow *self)
+{
+  g_return_val_if_fail (TDM_IS_WINDOW (self), FALSE);
+
+  return self->presentation;
+}
+
+static void
+tdm_window_toggle_presentation (GtkWidget  *widget,
+                                const char *action_name,
+                                GVariant   *parameter)
+{
+  TdmWindow *self = TDM_WINDOW (widget);
+
+  tdm_window_set_presentation (self, !self->presentation);
+}
+
+static void
+tdm_window_leave_presentation (GtkWidget  *widget,
+                               const char *action_name,
+                               GVariant   *parameter)
+{
+  tdm_window_set_presentation (TDM_WINDOW (widget), FALSE);
+}
+
+/* Scaling run ------------------------------------------------------------- */
+
+static void
+tdm_window_scaling_run (GtkWidget  *widget,
+                        const char *action_name,
+                        GVariant   *parameter)
+{
+  TdmWindow *self = TDM_WINDOW (widget);
+  g_autoptr(TdmConfig) config = NULL;
+  g_autoptr(GError) error = NULL;
+
+  if (self->run != NULL || tdm_scaling_page_get_running (self->scaling_page))
+    return;
+
+  config = tdm_run_form_build_config (self->sidebar, &error);
+  /* A scaling run measures speed: it keeps no checkpoint. */
+  if (config != NULL)
+    g_clear_pointer (&config->save_path, g_free);
+  if (config == NULL || !tdm_scaling_page_start (self->scaling_page, config, &error))
+    {
+      tdm_window_show_error (self, _("The scaling run cannot start."), error->message);
+      return;
+    }
+  gtk_revealer_set_reveal_child (self->error_revealer, FALSE);
+  adw_view_stack_set_visible_child_name (self->view_stack, "scaling");
+  if (adw_flap_get_folded (self->flap))
+    adw_flap_set_reveal_flap (self->flap, FALSE);
+  tdm_window_update_state (self);
+}
+
+static void
+tdm_window_scaling_cancel (GtkWidget  *widget,
+                           const char *action_name,
+                           GVariant   *parameter)
+{
+  TdmWindow *self = TDM_WINDOW (widget);
+
+  tdm_scaling_page_cancel (self->scaling_page);
+}
+
+static void
+tdm_window_scaling_finished (TdmWindow      *self,
+                             const GError   *error,
+                             TdmScalingPage *page)
+{
+  const char *saved = tdm_scaling_page_get_saved_path (page);
+
+  if (error == NULL && saved != NULL)
+    {
+      g_autofree char *name = g_path_get_basename (saved);
+      /* Translators: a scaling run was kept in the run history; %s is the file */
+      g_autofree char *text = g_strdup_printf (_("Scaling run kept as “%s”"), name);
+
+      tdm_window_toast (self, text);
+    }
+  tdm_window_update_state (self);
+}
+
+/* History ----------------------------------------------------------------- */
+
+/* The History page: the runs, "compare with one device" and the comparison table
+ * (TdmHistoryView over the window's TdmHistoryStore). */
+static void
+tdm_window_fill_history_slot (TdmWindow *self,
+                              GtkBox    *slot)
+{
+  gtk_widget_set_vexpand (self->history_view, TRUE);
+  gtk_box_append (slot, self->history_view);
+}
 
 /* Classifying ------------------------------------------------------------------ */
 
@@ -301,6 +551,8 @@ tdm_window_run_event (TdmWindow      *self,
     return;
 
   tdm_dashboard_handle_event (self->dashboard, event);
+  tdm_devices_page_handle_event (self->devices_page, event, tdm_run_get_dataset (run));
+  tdm_predictions_page_handle_event (self->predictions_page, event, tdm_run_get_dataset (run));
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.export",
                                  tdm_metrics_log_get_n_rows (tdm_dashboard_get_log (self->dashboard)) > 0);
 
@@ -325,9 +577,13 @@ tdm_window_run_event (TdmWindow      *self,
       tdm_window_update_state (self);
       break;
 
+    case TDM_EVENT_MEMORY:
     case TDM_EVENT_STEP:
     case TDM_EVENT_DEVICES:
     case TDM_EVENT_EPOCH:
+    case TDM_EVENT_PHASES:
+    case TDM_EVENT_BATCH:
+    case TDM_EVENT_PREDICTIONS:
     default:
       break;
     }
@@ -412,6 +668,7 @@ tdm_window_launch (TdmWindow       *self,
   recorder = tdm_history_store_record (self->history, config, record_name, &record_error);
   if (recorder != NULL)
     tdm_run_set_recorder (run, recorder);
+  tdm_run_set_pace (run, gtk_spin_button_get_value (self->pace_spin));
   g_signal_connect_object (run, "event", G_CALLBACK (tdm_window_run_event), self,
                            G_CONNECT_SWAPPED);
   g_signal_connect_object (run, "done", G_CALLBACK (tdm_window_run_done), self,
@@ -478,16 +735,6 @@ tdm_window_stop (GtkWidget  *widget,
 }
 
 /* History ------------------------------------------------------------------- */
-
-/* Until the window has its pages (h11v's view stack), the History page is kept
- * here, built and working but not shown. */
-static void
-tdm_window_add_history_page (TdmWindow *self,
-                             GtkWidget *page)
-{
-  g_object_set_data_full (G_OBJECT (self), "history-page", g_object_ref_sink (page),
-                          g_object_unref);
-}
 
 static void
 tdm_window_overlays_changed (TdmWindow *self)
@@ -749,6 +996,10 @@ tdm_window_export_chosen (TdmWindow       *self,
 
   if (target == NULL)
     ok = tdm_metrics_log_write_csv (tdm_dashboard_get_log (self->dashboard), path, &error);
+  else if (g_str_equal (target, "scaling:csv"))
+    ok = tdm_scaling_page_write_csv (self->scaling_page, path, &error);
+  else if (g_str_equal (target, "scaling:svg"))
+    ok = tdm_scaling_page_write_svg (self->scaling_page, path, 800, 500, &error);
   else
     {
       g_auto(GStrv) parts = g_strsplit (target, ":", 2);
@@ -814,6 +1065,30 @@ tdm_window_export_chart (GtkWidget  *widget,
   else
     tdm_window_add_filter (chooser, _("CSV files"), "text/csv", "*.csv");
   g_object_set_data_full (G_OBJECT (chooser), "target", g_strdup (target), g_free);
+  g_signal_connect_object (chooser, "response", G_CALLBACK (tdm_window_export_chosen),
+                           self, G_CONNECT_SWAPPED);
+  gtk_native_dialog_show (self->chooser);
+}
+
+static void
+tdm_window_scaling_export (GtkWidget  *widget,
+                           const char *action_name,
+                           GVariant   *parameter)
+{
+  TdmWindow *self = TDM_WINDOW (widget);
+  const char *format = g_variant_get_string (parameter, NULL);
+  gboolean svg = g_str_equal (format, "svg");
+  GtkFileChooser *chooser;
+
+  chooser = tdm_window_new_chooser (self, svg ? _("Save the Scaling Chart") : _("Export the Scaling Run"),
+                                    GTK_FILE_CHOOSER_ACTION_SAVE, _("_Save"));
+  gtk_file_chooser_set_current_name (chooser, svg ? "tandem-scaling.svg" : "tandem-scaling.csv");
+  if (svg)
+    tdm_window_add_filter (chooser, _("SVG images"), "image/svg+xml", "*.svg");
+  else
+    tdm_window_add_filter (chooser, _("CSV files"), "text/csv", "*.csv");
+  g_object_set_data_full (G_OBJECT (chooser), "target",
+                          g_strdup (svg ? "scaling:svg" : "scaling:csv"), g_free);
   g_signal_connect_object (chooser, "response", G_CALLBACK (tdm_window_export_chosen),
                            self, G_CONNECT_SWAPPED);
   gtk_native_dialog_show (self->chooser);
@@ -933,6 +1208,9 @@ tdm_window_class_init (TdmWindowClass *klass)
 
   g_type_ensure (TDM_TYPE_RUN_FORM);
   g_type_ensure (TDM_TYPE_DASHBOARD);
+  g_type_ensure (TDM_TYPE_DEVICES_PAGE);
+  g_type_ensure (TDM_TYPE_PREDICTIONS_PAGE);
+  g_type_ensure (TDM_TYPE_SCALING_PAGE);
 
   gtk_widget_class_set_template_from_resource (widget_class,
                                                "/io/github/tandem/Tandem/ui/tdm-window.ui");
@@ -949,7 +1227,16 @@ tdm_window_class_init (TdmWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, error_revealer);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, error_label);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, sidebar);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, view_stack);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, switcher_bar);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, dashboard);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, devices_page);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, predictions_page);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, scaling_page);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, history_slot);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, pace_revealer);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, pace_spin);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, step_button);
 
   gtk_widget_class_install_action (widget_class, "win.start", NULL, tdm_window_start);
   gtk_widget_class_install_action (widget_class, "win.pause", NULL, tdm_window_pause);
@@ -963,6 +1250,16 @@ tdm_window_class_init (TdmWindowClass *klass)
   gtk_widget_class_install_action (widget_class, "win.classify", NULL, tdm_window_classify);
   gtk_widget_class_install_action (widget_class, "win.compare-one-device", NULL,
                                    tdm_window_compare_one_device);
+  gtk_widget_class_install_action (widget_class, "win.single-step", NULL, tdm_window_single_step);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_Right, GDK_CONTROL_MASK, "win.single-step", NULL);
+  gtk_widget_class_install_action (widget_class, "win.show-pace", NULL, tdm_window_show_pace);
+  gtk_widget_class_install_action (widget_class, "win.presentation", NULL, tdm_window_toggle_presentation);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_F11, 0, "win.presentation", NULL);
+  gtk_widget_class_install_action (widget_class, "win.leave-presentation", NULL, tdm_window_leave_presentation);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_Escape, 0, "win.leave-presentation", NULL);
+  gtk_widget_class_install_action (widget_class, "win.scaling-run", NULL, tdm_window_scaling_run);
+  gtk_widget_class_install_action (widget_class, "win.scaling-cancel", NULL, tdm_window_scaling_cancel);
+  gtk_widget_class_install_action (widget_class, "win.scaling-export", "s", tdm_window_scaling_export);
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_i, GDK_CONTROL_MASK, "win.classify", NULL);
 }
 
@@ -976,7 +1273,6 @@ tdm_window_init (TdmWindow *self)
   self->history_view = tdm_history_view_new (self->history);
   g_signal_connect_object (self->history, "overlays-changed",
                            G_CALLBACK (tdm_window_overlays_changed), self, G_CONNECT_SWAPPED);
-  tdm_window_add_history_page (self, self->history_view);
 
   self->settings = g_settings_new (TDM_APP_ID);
   gtk_window_set_default_size (GTK_WINDOW (self),
@@ -988,6 +1284,24 @@ tdm_window_init (TdmWindow *self)
   g_signal_connect_object (self->sidebar, "notify::ready",
                            G_CALLBACK (tdm_window_update_state), self,
                            G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->sidebar, "changed",
+                           G_CALLBACK (tdm_window_update_estimate), self,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->pace_spin, "value-changed",
+                           G_CALLBACK (tdm_window_pace_changed), self,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->scaling_page, "finished",
+                           G_CALLBACK (tdm_window_scaling_finished), self,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->scaling_page, "notify::running",
+                           G_CALLBACK (tdm_window_update_state), self,
+                           G_CONNECT_SWAPPED);
+  /* The switcher moves to the bottom when the header bar has no room for it. */
+  g_object_bind_property (self->window_title, "title-visible",
+                          self->switcher_bar, "reveal", G_BINDING_SYNC_CREATE);
+  tdm_window_fill_history_slot (self, self->history_slot);
+  tdm_window_update_estimate (self);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.leave-presentation", FALSE);
 
   /* Images dropped anywhere on the window are classified with the last network. */
   {
