@@ -3,10 +3,12 @@
  * Appends 1,000,000 points, then renders 100 frames of 800x400 onto an image
  * surface through tdm_chart_render(), the function the widget and the exports
  * use, and prints the median time per frame (target: under 5 ms), wall clock
- * and the thread's CPU time. Not a test;
+ * and the thread's CPU time; the last chart is the loss chart with twenty earlier
+ * runs of the history overlaid (issue 11). Not a test;
  * it needs a display for GTK: tests/gui/xvfb-run-test.sh build/bench/bench-chart
  */
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -67,6 +69,30 @@ fill_loss(TdmChart *chart)
     tdm_chart_append(chart, train, i * 0.01, loss * (0.8 + 0.4 * g_rand_double(rand)));
     if (i % 20000 == 19999)
       tdm_chart_append(chart, test, i * 0.01, loss);
+  }
+  g_rand_free(rand);
+}
+
+#define N_OVERLAYS 20
+
+/* The loss chart with the history on: the live run as above, and twenty earlier runs
+ * as faint smoothed overlays of a tenth as many points each (runs recorded every ten
+ * steps, as the window records them). */
+static void
+fill_overlays(TdmChart *chart)
+{
+  GRand *rand = g_rand_new_with_seed(4);
+
+  fill_loss(chart);
+  for (int r = 0; r < N_OVERLAYS; r++) {
+    g_autofree char *name = g_strdup_printf("run %d", r + 1);
+    guint id = tdm_chart_add_series(chart, name, NULL, TDM_CHART_STYLE_OVERLAY);
+
+    tdm_chart_set_series_smoothing(chart, id, 0.6);
+    for (int i = 0; i < N_POINTS / 10; i++) {
+      double loss = 2.3 * exp(-i / (2e4 * (1 + 0.05 * r))) + 0.05;
+      tdm_chart_append(chart, id, i * 0.1, loss * (0.8 + 0.4 * g_rand_double(rand)));
+    }
   }
   g_rand_free(rand);
 }
@@ -140,5 +166,6 @@ main(int argc, char **argv)
   run("line, 1M points", fill_line);
   run("loss: log, smoothed, points", fill_loss);
   run("stacked 3 x 1M points", fill_stacked);
+  run("loss + 20 overlaid runs", fill_overlays);
   return 0;
 }

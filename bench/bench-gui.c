@@ -27,6 +27,12 @@
  * two medians. --headless-thread trains the headless runs on a thread of their own,
  * as the window does, to tell what the thread costs from what the window costs.
  *
+ * Every window run is recorded in the run history, as the window always does; the
+ * history lives in a temporary XDG_DATA_HOME, removed at the end. --overlays N first
+ * writes N earlier runs of the same length there (a summary every ten steps, as
+ * recorded runs have) and ticks them all, so the loss and accuracy charts draw N
+ * faint curves under the live one for the whole measurement (issue 11: 20).
+ *
  * A benchmark, not a test: it asserts nothing. It needs a display:
  *   tests/gui/xvfb-run-test.sh build/bench/bench-gui [--devices cpu:2 --max-steps 600]
  */
@@ -34,6 +40,7 @@
 #define _GNU_SOURCE  /* RUSAGE_THREAD */
 
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,8 +57,11 @@
 #include "tdm-run-form.h"
 #include "tdm-spec-entry.h"
 #include "tdm-dataset-chooser.h"
+#include "tdm-history-store.h"
 #include "tdm-trainer.h"
 #include "tdm-window.h"
+
+#include <glib/gstdio.h>
 
 #define STALL_TARGET_MS 16.0
 
@@ -633,6 +643,69 @@ run_window(Gui *gui, gboolean tick)
   return result;
 }
 
+/* ---- history ------------------------------------------------------------------- */
+
+/* An earlier run of `config` as the history keeps it: a summary every ten steps with a
+ * falling, noisy loss, and its end. Written through the engine's recorder. */
+static void
+write_overlay_run(TdmHistory *history, const TdmConfig *config, int index)
+{
+  g_autofree char *name = g_strdup_printf("earlier run %d", index + 1);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmRunRecorder) rec = tdm_run_recorder_new(history, config, name, &error);
+  GRand *rand = g_rand_new_with_seed(index + 1);
+  TdmEvent e = {0};
+
+  if (rec == NULL) {
+    g_printerr("bench-gui: %s\n", error->message);
+    exit(1);
+  }
+  e.kind = TDM_EVENT_STARTED;
+  e.started.replicas = tdm_config_replica_count(config);
+  tdm_run_recorder_add(&e, rec);
+  for (long step = 10; step <= config->max_steps; step += 10) {
+    memset(&e, 0, sizeof e);
+    e.kind = TDM_EVENT_STEP;
+    e.step.step = step;
+    e.step.epoch_float = step / 600.0;
+    e.step.train_loss = (2.3 * exp(-step / (200.0 + 10 * index)) + 0.1) *
+                        (0.9 + 0.2 * g_rand_double(rand));
+    e.step.train_accuracy = 1 - e.step.train_loss / 2.5;
+    e.step.samples_per_second = 1000;
+    e.step.elapsed = step / 100.0;
+    tdm_run_recorder_add(&e, rec);
+  }
+  memset(&e, 0, sizeof e);
+  e.kind = TDM_EVENT_FINISHED;
+  e.finished.steps = config->max_steps;
+  e.finished.elapsed = config->max_steps / 100.0;
+  e.finished.test_loss = NAN;
+  e.finished.test_accuracy = NAN;
+  tdm_run_recorder_add(&e, rec);
+  if (!tdm_run_recorder_finish(rec, &error)) {
+    g_printerr("bench-gui: %s\n", error->message);
+    exit(1);
+  }
+  g_rand_free(rand);
+}
+
+static void
+remove_tree(const char *dir)
+{
+  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+  const char *name;
+
+  while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+
+    if (g_file_test(path, G_FILE_TEST_IS_DIR))
+      remove_tree(path);
+    else
+      g_unlink(path);
+  }
+  g_rmdir(dir);
+}
+
 /* ---- main ---------------------------------------------------------------------- */
 
 static double
@@ -684,7 +757,7 @@ main(int argc, char **argv)
 {
   g_autofree char *devices = NULL, *network = NULL, *dataset = NULL, *strategy = NULL;
   g_autofree char *only = NULL;
-  int batch = 100, max_steps = 600, repeat = 3, probe_ms = 0;
+  int batch = 100, max_steps = 600, repeat = 3, probe_ms = 0, overlays = 0;
   GOptionEntry entries[] = {
     {"devices", 0, 0, G_OPTION_ARG_STRING, &devices, "Devices (default cpu:2)", "LIST"},
     {"network", 0, 0, G_OPTION_ARG_STRING, &network, "Network or spec (default mlp)", "NET"},
@@ -698,6 +771,8 @@ main(int argc, char **argv)
      "Also a high-priority timeout of this period (default: none)", "MS"},
     {"headless-thread", 0, 0, G_OPTION_ARG_NONE, &headless_on_thread,
      "Headless runs train on a thread of their own, as the window's do", NULL},
+    {"overlays", 0, 0, G_OPTION_ARG_INT, &overlays,
+     "Earlier runs drawn under the live one (default 0)", "N"},
     {"only", 0, 0, G_OPTION_ARG_STRING, &only,
      "Only these kinds of run: headless, window, ticked (comma-separated)",
      "KIND"},
@@ -734,8 +809,12 @@ main(int argc, char **argv)
     return 2;
   }
 
-  /* Settings in memory, from this build's schemas; English whatever the locale. */
+  /* Settings in memory, from this build's schemas; English whatever the locale. The
+   * runs the window records go to a folder of this benchmark, set before GLib reads
+   * it. */
   g_setenv("GSETTINGS_BACKEND", "memory", TRUE);
+  g_autofree char *data_home = g_dir_make_tmp("bench-gui-XXXXXX", NULL);
+  g_setenv("XDG_DATA_HOME", data_home, TRUE);
   tdm_application_init_uninstalled();
   if (!gtk_init_check()) {
     fprintf(stderr, "bench-gui: no display; run it under tests/gui/xvfb-run-test.sh\n");
@@ -767,6 +846,18 @@ main(int argc, char **argv)
     g_printerr("bench-gui: the window cannot start this run\n");
     return 1;
   }
+  if (overlays > 0) {
+    TdmHistoryStore *store = tdm_window_get_history(gui.window);
+
+    for (int i = 0; i < overlays; i++)
+      write_overlay_run(tdm_history_store_get_history(store), config, i);
+    tdm_history_store_reload(store);
+    for (guint i = 0; i < g_list_model_get_n_items(G_LIST_MODEL(store)); i++) {
+      g_autoptr(TdmRunItem) item = g_list_model_get_item(G_LIST_MODEL(store), i);
+
+      tdm_run_item_set_overlay(item, TRUE);
+    }
+  }
   gui.x_server = find_x_server();
   clock = gtk_widget_get_frame_clock(GTK_WIDGET(gui.window));
   g_signal_connect_after(clock, "update", G_CALLBACK(on_update), &gui);
@@ -779,8 +870,10 @@ main(int argc, char **argv)
     gui.refresh_ms = refresh_us > 0 ? refresh_us / 1e3 : 1000.0 / 60;
   }
 
-  printf("bench-gui: %s on %s, batch %d, %d steps, %s set; %d runs of each kind, in turn\n",
-         config->network, devices ? devices : "cpu:2", batch, max_steps, config->dataset, repeat);
+  printf("bench-gui: %s on %s, batch %d, %d steps, %s set; %d runs of each kind, in turn; "
+         "%d earlier runs overlaid\n",
+         config->network, devices ? devices : "cpu:2", batch, max_steps, config->dataset, repeat,
+         overlays);
   fflush(stdout);
 
   /* Not counted: OpenBLAS's threads, page faults, the dataset's first build. */
@@ -892,5 +985,6 @@ main(int argc, char **argv)
     ;
   g_object_unref(gui.window);
   g_main_loop_unref(gui.loop);
+  remove_tree(data_home);
   return 0;
 }
