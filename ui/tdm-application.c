@@ -24,6 +24,7 @@ struct _TdmApplication
   AdwApplication parent_instance;
 
   gboolean       start_on_activate;
+  char          *page;               /* --page: the view to open on */
 };
 
 G_DEFINE_FINAL_TYPE (TdmApplication, tdm_application, ADW_TYPE_APPLICATION)
@@ -95,6 +96,10 @@ tdm_application_activate (GApplication *app)
   if (window == NULL)
     window = GTK_WINDOW (tdm_window_new (self));
 
+  if (self->page != NULL)
+    tdm_window_show_page (TDM_WINDOW (window), self->page);
+  g_clear_pointer (&self->page, g_free);
+
   if (self->start_on_activate)
     {
       self->start_on_activate = FALSE;
@@ -112,6 +117,7 @@ tdm_application_handle_local_options (GApplication *app,
 {
   if (g_variant_dict_contains (options, "start"))
     TDM_APPLICATION (app)->start_on_activate = TRUE;
+  g_variant_dict_lookup (options, "page", "s", &TDM_APPLICATION (app)->page);
 
   return -1;
 }
@@ -206,6 +212,14 @@ tdm_application_startup (GApplication *app)
 }
 
 static void
+tdm_application_finalize (GObject *object)
+{
+  g_clear_pointer (&TDM_APPLICATION (object)->page, g_free);
+
+  G_OBJECT_CLASS (tdm_application_parent_class)->finalize (object);
+}
+
+static void
 tdm_application_class_init (TdmApplicationClass *klass)
 {
   GApplicationClass *app_class = G_APPLICATION_CLASS (klass);
@@ -213,11 +227,15 @@ tdm_application_class_init (TdmApplicationClass *klass)
   app_class->activate = tdm_application_activate;
   app_class->handle_local_options = tdm_application_handle_local_options;
   app_class->startup = tdm_application_startup;
+  G_OBJECT_CLASS (klass)->finalize = tdm_application_finalize;
 }
 
 static const GOptionEntry options[] = {
   { "start", 0, 0, G_OPTION_ARG_NONE, NULL,
     N_("Start training with the last choices as soon as the window opens"), NULL },
+  { "page", 0, 0, G_OPTION_ARG_STRING, NULL,
+    N_("Open the window on this page: charts, devices, predictions, scaling or history"),
+    N_("PAGE") },
   { NULL }
 };
 

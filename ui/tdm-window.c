@@ -122,6 +122,7 @@ static void tdm_window_history_run_done (TdmWindow *self,
                                          TdmRun    *run,
                                          gboolean   completed);
 static void tdm_window_compare_next (TdmWindow *self);
+static void tdm_window_restore_overlays (TdmWindow *self);
 
 
 /* Errors ------------------------------------------------------------------ */
@@ -740,8 +741,44 @@ static void
 tdm_window_overlays_changed (TdmWindow *self)
 {
   g_autoptr(GPtrArray) records = tdm_history_store_get_overlays (self->history);
+  g_autoptr(GStrvBuilder) ids = g_strv_builder_new ();
+  g_auto(GStrv) strv = NULL;
 
   tdm_dashboard_set_overlays (self->dashboard, records);
+  /* Remembered, so the same runs are drawn after a restart. */
+  for (guint i = 0; i < records->len; i++)
+    g_strv_builder_add (ids, ((const TdmRunRecord *) g_ptr_array_index (records, i))->id);
+  strv = g_strv_builder_end (ids);
+  g_settings_set_strv (self->settings, "overlay-runs", (const char *const *) strv);
+}
+
+/* The runs ticked when the window was last closed, where they still exist. */
+static void
+tdm_window_restore_overlays (TdmWindow *self)
+{
+  g_auto(GStrv) ids = g_settings_get_strv (self->settings, "overlay-runs");
+  g_autoptr(GPtrArray) records = NULL;
+
+  for (guint i = 0; ids[i] != NULL; i++)
+    {
+      TdmRunItem *item = tdm_history_store_find (self->history, ids[i]);
+
+      if (item != NULL)
+        tdm_run_item_set_overlay (item, TRUE);
+    }
+  records = tdm_history_store_get_overlays (self->history);
+  tdm_dashboard_set_overlays (self->dashboard, records);
+}
+
+void
+tdm_window_show_page (TdmWindow  *self,
+                      const char *name)
+{
+  g_return_if_fail (TDM_IS_WINDOW (self));
+  g_return_if_fail (name != NULL);
+
+  if (adw_view_stack_get_child_by_name (self->view_stack, name) != NULL)
+    adw_view_stack_set_visible_child_name (self->view_stack, name);
 }
 
 /* A run is over: the history lists it (with what it recorded), and a comparison
@@ -1268,13 +1305,16 @@ tdm_window_init (TdmWindow *self)
 {
   gtk_widget_init_template (GTK_WIDGET (self));
 
+  self->settings = g_settings_new (TDM_APP_ID);
+
   self->compare_difference = NAN;
   self->history = tdm_history_store_new (NULL);
   self->history_view = tdm_history_view_new (self->history);
+  tdm_window_restore_overlays (self);
   g_signal_connect_object (self->history, "overlays-changed",
                            G_CALLBACK (tdm_window_overlays_changed), self, G_CONNECT_SWAPPED);
-
-  self->settings = g_settings_new (TDM_APP_ID);
+  g_settings_bind (self->settings, "chart-x-axis", self->dashboard, "x-axis",
+                   G_SETTINGS_BIND_DEFAULT);
   gtk_window_set_default_size (GTK_WINDOW (self),
                                g_settings_get_int (self->settings, "window-width"),
                                g_settings_get_int (self->settings, "window-height"));

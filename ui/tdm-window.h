@@ -50,6 +50,11 @@ gboolean   tdm_window_get_presentation (TdmWindow  *self);
 void       tdm_window_toast         (TdmWindow     *self,
                                      const char    *text);
 
+/* Shows one of the window's pages: "charts", "devices", "predictions", "scaling" or
+ * "history" (tandem --page). Another name changes nothing. */
+void       tdm_window_show_page         (TdmWindow     *self,
+                                         const char    *name);
+
 /* The run history the window records into and lists on its History page. */
 TdmHistoryStore *tdm_window_get_history (TdmWindow   *self);
 /* The History page (for the window's view stack and for tests). */

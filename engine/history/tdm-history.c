@@ -162,12 +162,15 @@ append_line(int fd, const char *path, JsonBuilder *b, GError **error)
   return TRUE;
 }
 
+/* Sortable to the microsecond, so runs of one second (a short comparison's two runs)
+ * list in the order they ran; the random tail keeps two processes apart. */
 static char *
 new_id(void)
 {
   g_autoptr(GDateTime) now = g_date_time_new_now_local();
   g_autofree char *stamp = g_date_time_format(now, "%Y%m%d-%H%M%S");
-  return g_strdup_printf("%s-%06x", stamp, g_random_int() & 0xffffff);
+  return g_strdup_printf("%s-%06d-%04x", stamp, g_date_time_get_microsecond(now),
+                         g_random_int() & 0xffff);
 }
 
 TdmRunRecorder *

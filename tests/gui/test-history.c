@@ -550,6 +550,15 @@ test_history_window(void)
   g_assert_cmpint(tdm_dashboard_get_x_axis(dashboard), ==, TDM_DASHBOARD_X_EPOCH);
   g_assert_cmpstr(tdm_chart_get_x_label(chart(window, "loss")), ==, "Epoch");
 
+  /* The ticks are remembered for the next start. */
+  {
+    g_autoptr(GSettings) settings = g_settings_new(TDM_APP_ID);
+    g_auto(GStrv) ids = g_settings_get_strv(settings, "overlay-runs");
+
+    g_assert_cmpuint(g_strv_length(ids), ==, 2);
+    g_assert_cmpstr(ids[0], ==, tdm_run_item_get_id(item_at(store, 0)));
+  }
+
   /* Unticked, gone from the charts. */
   tdm_run_item_set_overlay(item_at(store, 0), FALSE);
   tdm_run_item_set_overlay(item_at(store, 1), FALSE);
