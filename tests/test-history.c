@@ -183,6 +183,31 @@ append(const char *path, const char *text)
 
 /* A crash mid-line leaves a partial last line: ignored. Garbage elsewhere is an error
  * naming the file and line, and the list leaves that run out and says why. */
+/* Two summaries of ten steps each, at 100 and at 300 samples/s: 20 steps' samples in
+ * the time of 10/100 + 10/300, so 150, not the mean 200. */
+static void
+test_samples_per_second(void)
+{
+  g_autofree char *dir = temp_folder();
+  g_autoptr(TdmHistory) history = tdm_history_new(dir);
+  g_autoptr(TdmConfig) cfg = config("cpu", 20);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmRunRecorder) rec = tdm_run_recorder_new(history, cfg, NULL, &error);
+  g_assert_no_error(error);
+  const double rates[] = {100, 300};
+  for (int i = 0; i < 2; i++) {
+    TdmEvent e = {.kind = TDM_EVENT_STEP};
+    e.step.step = 10 * (i + 1);
+    e.step.samples_per_second = rates[i];
+    tdm_run_recorder_add(&e, rec);
+  }
+  g_assert_true(tdm_run_recorder_finish(rec, &error));
+  g_autoptr(TdmRunRecord) r = tdm_history_load(history, tdm_run_recorder_get_id(rec), &error);
+  g_assert_no_error(error);
+  g_assert_cmpfloat_with_epsilon(tdm_run_record_samples_per_second(r), 150, 1e-9);
+  remove_folder(dir);
+}
+
 static void
 test_damaged_files(void)
 {
@@ -332,6 +357,7 @@ main(int argc, char **argv)
   g_test_add_func("/history/identical-runs-overlay", test_identical_runs_overlay);
   g_test_add_func("/history/rename-export-delete", test_rename_export_delete);
   g_test_add_func("/history/damaged-files", test_damaged_files);
+  g_test_add_func("/history/samples-per-second", test_samples_per_second);
   g_test_add_func("/compare/one-device", test_compare_one_device);
   g_test_add_func("/compare/describe", test_compare_describe);
   g_test_add_data_func("/scaling/strong", GINT_TO_POINTER(TDM_SCALING_STRONG),

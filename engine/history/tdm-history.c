@@ -71,19 +71,25 @@ tdm_run_record_free(TdmRunRecord *r)
   g_free(r);
 }
 
+/* Each summary's rate covers the steps since the one before: the run's rate is the
+ * steps they cover over the time they took (a mean of the rates would let a few fast
+ * summaries on a busy machine outweigh the slow ones). */
 double
 tdm_run_record_samples_per_second(const TdmRunRecord *r)
 {
-  double sum = 0;
-  int n = 0;
+  double steps = 0, time = 0;
+  long previous = 0;
   for (guint i = 0; i < r->points->len; i++) {
-    double v = g_array_index(r->points, TdmHistoryPoint, i).samples_per_second;
-    if (v > 0 && isfinite(v)) {
-      sum += v;
-      n++;
+    const TdmHistoryPoint *p = &g_array_index(r->points, TdmHistoryPoint, i);
+    long covered = p->step - previous;
+    if (covered > 0 && p->samples_per_second > 0 && isfinite(p->samples_per_second)) {
+      steps += covered;
+      time += covered / p->samples_per_second;
     }
+    if (covered > 0)
+      previous = p->step;
   }
-  return n > 0 ? sum / n : 0;
+  return time > 0 ? steps / time : 0;
 }
 
 double

@@ -51,7 +51,8 @@ typedef struct {
 } TdmRunRecord;
 
 void tdm_run_record_free (TdmRunRecord *record);
-/* Mean samples per second over the run's summaries (0 when there are none). */
+/* Samples per second over the run's summaries, each weighted by the steps it covers
+ * (0 when there are none). */
 double tdm_run_record_samples_per_second (const TdmRunRecord *record);
 /* The last training loss recorded, NaN when none. */
 double tdm_run_record_final_train_loss (const TdmRunRecord *record);
