@@ -5,7 +5,7 @@
  * speed-up depends on the baseline: when it changes the view is given its model
  * again, which rebinds every visible cell (there are a few dozen runs, not
  * thousands). Phase times are the mean per step over the device figures recorded,
- * but the first; memory is the most any one device held.
+ * but the first; memory is the most each device held.
  */
 
 #include <math.h>
@@ -40,7 +40,7 @@ static const char *const titles[TDM_RUN_TABLE_N_COLUMNS] = {
   N_("Comm. ms"),
   /* Translators: a column: time spent waiting per step, in ms */
   N_("Wait ms"),
-  /* Translators: a column: the most memory one device held */
+  /* Translators: a column: the most memory each device held */
   N_("Memory/device"),
 };
 
@@ -97,14 +97,38 @@ phase_mean (const TdmRunRecord *r,
   return n > 0 ? sum / n : NAN;
 }
 
-static gint64
+/* The most each device held, in replica order: "59 MiB · 59 MiB"; with `main` the
+ * main device's optimizer state shows as a larger first figure. */
+static char *
 peak_memory (const TdmRunRecord *r)
 {
-  gint64 peak = -1;
+  gint64 peak[TDM_MAX_REPLICAS];
+  int devices = 0;
+  g_autoptr(GString) text = g_string_new (NULL);
 
+  for (int d = 0; d < TDM_MAX_REPLICAS; d++)
+    peak[d] = -1;
   for (guint i = 0; i < r->device_points->len; i++)
-    peak = MAX (peak, g_array_index (r->device_points, TdmHistoryDevicePoint, i).tandem_bytes);
-  return peak;
+    {
+      const TdmHistoryDevicePoint *p = &g_array_index (r->device_points,
+                                                       TdmHistoryDevicePoint, i);
+
+      if (p->device < 0 || p->device >= TDM_MAX_REPLICAS)
+        continue;
+      peak[p->device] = MAX (peak[p->device], p->tandem_bytes);
+      devices = MAX (devices, p->device + 1);
+    }
+  for (int d = 0; d < devices; d++)
+    {
+      g_autofree char *size = peak[d] >= 0
+                              ? g_format_size_full ((guint64) peak[d], G_FORMAT_SIZE_IEC_UNITS)
+                              : g_strdup ("—");
+
+      if (d > 0)
+        g_string_append (text, " · ");
+      g_string_append (text, size);
+    }
+  return devices > 0 ? g_string_free (g_steal_pointer (&text), FALSE) : g_strdup ("—");
 }
 
 static char *
@@ -171,12 +195,7 @@ tdm_run_table_cell_text (TdmRunItem        *item,
     case TDM_RUN_TABLE_WAIT:
       return number (phase_mean (r, column), 2);
     case TDM_RUN_TABLE_MEMORY:
-      {
-        gint64 peak = peak_memory (r);
-
-        return peak >= 0 ? g_format_size_full ((guint64) peak, G_FORMAT_SIZE_IEC_UNITS)
-                         : g_strdup ("—");
-      }
+      return peak_memory (r);
     case TDM_RUN_TABLE_N_COLUMNS:
     default:
       g_return_val_if_reached (NULL);

@@ -244,7 +244,7 @@ test_history_store(void)
     g_assert_cmpstr(self_speedup, ==, "1.00×");
     g_assert_cmpstr(compute, ==, "4.00");
     g_assert_cmpstr(comm, ==, "1.00");
-    g_assert_cmpstr(memory, ==, "2.0\u00a0MiB");
+    g_assert_cmpstr(memory, ==, "1.0\u00a0MiB · 2.0\u00a0MiB");
     g_assert_cmpstr(accuracy, ==, "75.0 %");
     g_assert_cmpstr(time, ==, "2.0 s");
     g_assert_cmpstr(loss, ==, "0.5000");
