@@ -7,7 +7,7 @@
 #include <math.h>
 
 #define LEFT   56.0
-#define RIGHT  16.0
+#define RIGHT  56.0   /* room for the last point's efficiency and split bar */
 #define TOP    12.0
 #define BOTTOM 44.0
 
@@ -169,7 +169,8 @@ tdm_scaling_chart_draw (TdmScalingChart *self,
       cairo_fill (cr);
       gdk_cairo_set_source_rgba (cr, &fg);
       g_snprintf (text, sizeof text, "%.0f %%", 100 * pt->efficiency);
-      cairo_move_to (cr, p.x + 6, p.y - 6);
+      /* Above the point, or below it at the top of the plot, where it would be cut. */
+      cairo_move_to (cr, p.x + 6, p.y - 6 < TOP + 14 ? p.y + 18 : p.y - 6);
       cairo_show_text (cr, text);
       if (total > 0 && isfinite (total))
         {

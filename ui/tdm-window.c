@@ -483,6 +483,41 @@ tdm_window_scaling_finished (TdmWindow      *self,
   tdm_window_update_state (self);
 }
 
+/* Pages ------------------------------------------------------------------- */
+
+static const char *const page_names[] = {
+  "charts", "devices", "predictions", "scaling", "history",
+};
+
+gboolean
+tdm_window_has_page (const char *name)
+{
+  g_return_val_if_fail (name != NULL, FALSE);
+
+  for (guint i = 0; i < G_N_ELEMENTS (page_names); i++)
+    if (g_str_equal (page_names[i], name))
+      return TRUE;
+  return FALSE;
+}
+
+void
+tdm_window_set_page (TdmWindow  *self,
+                     const char *name)
+{
+  g_return_if_fail (TDM_IS_WINDOW (self));
+  g_return_if_fail (name != NULL && tdm_window_has_page (name));
+
+  adw_view_stack_set_visible_child_name (self->view_stack, name);
+}
+
+const char *
+tdm_window_get_page (TdmWindow *self)
+{
+  g_return_val_if_fail (TDM_IS_WINDOW (self), NULL);
+
+  return adw_view_stack_get_visible_child_name (self->view_stack);
+}
+
 /* History ----------------------------------------------------------------- */
 
 /* The History page: the runs, "compare with one device" and the comparison table
@@ -770,16 +805,6 @@ tdm_window_restore_overlays (TdmWindow *self)
   tdm_dashboard_set_overlays (self->dashboard, records);
 }
 
-void
-tdm_window_show_page (TdmWindow  *self,
-                      const char *name)
-{
-  g_return_if_fail (TDM_IS_WINDOW (self));
-  g_return_if_fail (name != NULL);
-
-  if (adw_view_stack_get_child_by_name (self->view_stack, name) != NULL)
-    adw_view_stack_set_visible_child_name (self->view_stack, name);
-}
 
 /* A run is over: the history lists it (with what it recorded), and a comparison
  * takes the parameters it kept. */

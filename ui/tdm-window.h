@@ -46,14 +46,16 @@ void       tdm_window_set_presentation (TdmWindow  *self,
                                         gboolean    presentation);
 gboolean   tdm_window_get_presentation (TdmWindow  *self);
 
+/* The views' pages: "charts", "devices", "predictions", "scaling", "history". */
+gboolean   tdm_window_has_page      (const char    *name);
+void       tdm_window_set_page      (TdmWindow     *self,
+                                     const char    *name);
+const char *tdm_window_get_page     (TdmWindow     *self);
+
 /* Shows a short notice at the bottom of the window that goes away by itself. */
 void       tdm_window_toast         (TdmWindow     *self,
                                      const char    *text);
 
-/* Shows one of the window's pages: "charts", "devices", "predictions", "scaling" or
- * "history" (tandem --page). Another name changes nothing. */
-void       tdm_window_show_page         (TdmWindow     *self,
-                                         const char    *name);
 
 /* The run history the window records into and lists on its History page. */
 TdmHistoryStore *tdm_window_get_history (TdmWindow   *self);
