@@ -237,6 +237,44 @@ tdm_history_store_reload (TdmHistoryStore *self)
   g_signal_emit (self, signals[BASELINE_CHANGED], 0);
 }
 
+gboolean
+tdm_history_store_add_run (TdmHistoryStore  *self,
+                           const char       *id,
+                           GError          **error)
+{
+  TdmRunRecord *record;
+  TdmRunItem *before, *item;
+  guint index = 0;
+
+  g_return_val_if_fail (TDM_IS_HISTORY_STORE (self), FALSE);
+
+  record = tdm_history_load (self->history, id, error);
+  if (record == NULL)
+    return FALSE;
+  item = tdm_run_item_new (record);
+  tdm_history_store_watch (self, item);
+  before = find_in (self->items, id, &index);
+  if (before != NULL)
+    {
+      tdm_run_item_set_overlay (item, tdm_run_item_get_overlay (before));
+      tdm_run_item_set_baseline (item, tdm_run_item_get_baseline (before));
+      g_signal_handlers_disconnect_by_data (before, self);
+      g_ptr_array_index (self->items, index) = item;
+      g_object_unref (before);
+      g_list_model_items_changed (G_LIST_MODEL (self), index, 1, 1);
+      if (tdm_run_item_get_overlay (item))
+        g_signal_emit (self, signals[OVERLAYS_CHANGED], 0);
+    }
+  else
+    {
+      /* The newest run: it goes last. */
+      g_ptr_array_add (self->items, item);
+      g_list_model_items_changed (G_LIST_MODEL (self), self->items->len - 1, 0, 1);
+    }
+  g_signal_emit (self, signals[BASELINE_CHANGED], 0);
+  return TRUE;
+}
+
 GStrv
 tdm_history_store_get_problems (TdmHistoryStore *self)
 {

@@ -29,6 +29,11 @@ TdmHistory      *tdm_history_store_get_history    (TdmHistoryStore  *self);
  * are left out; their messages (each naming its file) until the next reload: */
 void             tdm_history_store_reload         (TdmHistoryStore  *self);
 GStrv            tdm_history_store_get_problems   (TdmHistoryStore  *self);
+/* Reads one run (a run that just ended) into the list, or again if listed: cheaper
+ * than a reload once the history holds many long runs. FALSE with why it could not. */
+gboolean         tdm_history_store_add_run        (TdmHistoryStore  *self,
+                                                   const char       *id,
+                                                   GError          **error);
 
 TdmRunItem      *tdm_history_store_find           (TdmHistoryStore  *self,
                                                    const char       *id);

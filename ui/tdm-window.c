@@ -824,7 +824,18 @@ tdm_window_history_run_done (TdmWindow *self,
 
       tdm_window_toast (self, text);
     }
-  tdm_history_store_reload (self->history);
+  /* Only the new run is read: the others have not changed. */
+  if (tdm_run_get_record_id (run) != NULL)
+    {
+      g_autoptr(GError) error = NULL;
+
+      if (!tdm_history_store_add_run (self->history, tdm_run_get_record_id (run), &error))
+        {
+          g_autofree char *sentence = tdm_format_sentence (error->message);
+
+          tdm_window_toast (self, sentence);
+        }
+    }
 
   if (self->compare_stage == 0)
     return;

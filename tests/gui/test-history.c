@@ -292,6 +292,26 @@ test_history_store(void)
   g_assert_cmpuint(files_in(dir), ==, 1);
   g_assert_false(tdm_history_store_undo_delete(store, first));
 
+  /* A run that ends is read alone, last in the list; read again, it keeps its tick. */
+  {
+    g_autofree char *third = write_run(history, "cpu:2", "third", 200, 0.7);
+    guint n = g_list_model_get_n_items(G_LIST_MODEL(store));
+
+    g_assert_true(tdm_history_store_add_run(store, third, &error));
+    g_assert_no_error(error);
+    g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, n + 1);
+    g_assert_cmpstr(tdm_run_item_get_id(item_at(store, n)), ==, third);
+    tdm_run_item_set_overlay(item_at(store, n), TRUE);
+    g_assert_true(tdm_history_store_add_run(store, third, &error));
+    g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, n + 1);
+    g_assert_true(tdm_run_item_get_overlay(item_at(store, n)));
+    g_assert_false(tdm_history_store_add_run(store, "no-such-run", &error));
+    g_assert_nonnull(error);
+    g_clear_error(&error);
+    tdm_history_store_delete(store, item_at(store, n));
+    g_assert_true(tdm_history_store_commit_deletes(store, &error));
+  }
+
   /* A restart: what is left, with its name. */
   g_clear_object(&store);
   store = tdm_history_store_new(dir);
@@ -462,13 +482,14 @@ assert_same_series(TdmSeries *a, TdmSeries *b)
   }
 }
 
-/* Points of the live training loss in the charts: they arrive at the pacer's pace. */
+/* Points of the live training curves in the charts: they arrive at the pacer's pace. */
 static guint64 expected_points;
 
 static gboolean
 loss_caught_up(gpointer data)
 {
-  return tdm_series_get_n_appended(tdm_chart_get_series(chart(data, "loss"), 0)) >= expected_points;
+  return tdm_series_get_n_appended(tdm_chart_get_series(chart(data, "loss"), 0)) >= expected_points &&
+         tdm_series_get_n_appended(tdm_chart_get_series(chart(data, "accuracy"), 0)) >= expected_points;
 }
 
 static void
