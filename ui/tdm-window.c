@@ -902,6 +902,8 @@ tdm_window_compare_next (TdmWindow *self)
     return;
 
   one = tdm_compare_one_device_config (self->compare_config, self->compare_config->max_steps);
+  tdm_history_view_set_compare_result (TDM_HISTORY_VIEW (self->history_view),
+                                       _("Training on the main device alone…"));
   if (!tdm_window_launch (self, one, _("Compare: one device"), TRUE))
     self->compare_stage = 0;
 }
@@ -952,7 +954,12 @@ tdm_window_compare_one_device (GtkWidget  *widget,
   tdm_history_view_set_compare_result (TDM_HISTORY_VIEW (self->history_view),
                                        _("Training on every device…"));
   if (!tdm_window_launch (self, config, name, TRUE))
-    self->compare_stage = 0;
+    {
+      self->compare_stage = 0;
+      return;
+    }
+  /* The two curves are the point: show them. */
+  tdm_window_set_page (self, "charts");
 }
 
 TdmHistoryStore *
