@@ -208,6 +208,45 @@ test_samples_per_second(void)
   remove_folder(dir);
 }
 
+/* Each strategy's phases, per device, kept in the run file: all-reduce on both
+ * devices; with `main`, reduce and broadcast, and the update on the main device only. */
+static void
+test_phases_recorded(void)
+{
+  g_autofree char *dir = temp_folder();
+  g_autoptr(TdmHistory) history = tdm_history_new(dir);
+  const TdmStrategy strategies[] = {TDM_STRATEGY_ALLREDUCE, TDM_STRATEGY_MAIN};
+  for (guint s = 0; s < G_N_ELEMENTS(strategies); s++) {
+    g_autoptr(TdmConfig) cfg = config("cpu:2", 40);
+    cfg->strategy = strategies[s];
+    g_autofree char *id = record_run(history, cfg, NULL);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(TdmRunRecord) r = tdm_history_load(history, id, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(r->phases->len, >=, 2);
+    double ms[2][TDM_PHASE_COUNT];
+    for (int d = 0; d < 2; d++) {
+      g_assert_cmpint(tdm_run_record_phase_means(r, d, ms[d]), >, 0);
+      g_assert_cmpfloat(ms[d][TDM_PHASE_FORWARD], >, 0);
+      g_assert_cmpfloat(ms[d][TDM_PHASE_BACKWARD], >, 0);
+    }
+    if (strategies[s] == TDM_STRATEGY_ALLREDUCE) {
+      for (int d = 0; d < 2; d++) {
+        g_assert_cmpfloat(ms[d][TDM_PHASE_ALLREDUCE], >, 0);
+        g_assert_cmpfloat(ms[d][TDM_PHASE_REDUCE], ==, 0);
+        g_assert_cmpfloat(ms[d][TDM_PHASE_UPDATE], >, 0);
+      }
+    } else {
+      g_assert_cmpfloat(ms[0][TDM_PHASE_ALLREDUCE], ==, 0);
+      g_assert_cmpfloat(ms[0][TDM_PHASE_REDUCE] + ms[1][TDM_PHASE_REDUCE], >, 0);
+      g_assert_cmpfloat(ms[0][TDM_PHASE_BROADCAST] + ms[1][TDM_PHASE_BROADCAST], >, 0);
+      g_assert_cmpfloat(ms[0][TDM_PHASE_UPDATE], >, 0);
+      g_assert_cmpfloat(ms[1][TDM_PHASE_UPDATE], ==, 0);
+    }
+  }
+  remove_folder(dir);
+}
+
 static void
 test_damaged_files(void)
 {
@@ -358,6 +397,7 @@ main(int argc, char **argv)
   g_test_add_func("/history/rename-export-delete", test_rename_export_delete);
   g_test_add_func("/history/damaged-files", test_damaged_files);
   g_test_add_func("/history/samples-per-second", test_samples_per_second);
+  g_test_add_func("/history/phases-recorded", test_phases_recorded);
   g_test_add_func("/compare/one-device", test_compare_one_device);
   g_test_add_func("/compare/describe", test_compare_describe);
   g_test_add_data_func("/scaling/strong", GINT_TO_POINTER(TDM_SCALING_STRONG),

@@ -2,7 +2,8 @@
  *
  * A GtkColumnView over a TdmHistoryStore, one row a run: devices, strategy, batch,
  * time, samples/s, final loss and accuracy, speed-up against the store's baseline,
- * each phase's time per step, and the memory each device held at most. Every figure
+ * compute, communication and waiting per step, each phase's time per sampled step,
+ * and the memory each device held at most. Every figure
  * comes from the run files (tdm-history.h); nothing is measured here. Read-only: the
  * list above it on the History page renames, deletes and ticks.
  */
@@ -29,6 +30,7 @@ typedef enum
   TDM_RUN_TABLE_COMPUTE,
   TDM_RUN_TABLE_COMMUNICATION,
   TDM_RUN_TABLE_WAIT,
+  TDM_RUN_TABLE_PHASES,
   TDM_RUN_TABLE_MEMORY,
   TDM_RUN_TABLE_N_COLUMNS
 } TdmRunTableColumn;

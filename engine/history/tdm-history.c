@@ -3,8 +3,9 @@
  *
  * One line per record, written with a single write() and no buffering, so a crash
  * leaves whole lines and at most one partial last line (ignored on reading). Not the
- * trainer's event stream: only what a history keeps (no phases, batches or
- * predictions, which are for watching, not for comparing).
+ * trainer's event stream: only what a history keeps (each sampled step's time in each
+ * phase, per device, but no spans, batches or predictions, which are for watching,
+ * not for comparing).
  */
 #include "tdm-history.h"
 #include "tdm-error.h"
@@ -66,6 +67,7 @@ tdm_run_record_free(TdmRunRecord *r)
   tdm_config_free(r->config);
   g_array_unref(r->points);
   g_array_unref(r->device_points);
+  g_array_unref(r->phases);
   g_array_unref(r->epochs);
   g_free(r->error);
   g_free(r);
@@ -90,6 +92,31 @@ tdm_run_record_samples_per_second(const TdmRunRecord *r)
       previous = p->step;
   }
   return time > 0 ? steps / time : 0;
+}
+
+int
+tdm_run_record_phase_means(const TdmRunRecord *r, int device, double ms[TDM_PHASE_COUNT])
+{
+  long first = G_MAXLONG, last = G_MINLONG;
+  int n = 0;
+  for (int k = 0; k < TDM_PHASE_COUNT; k++)
+    ms[k] = 0;
+  for (guint i = 0; i < r->phases->len; i++) {
+    long step = g_array_index(r->phases, TdmHistoryPhases, i).step;
+    first = MIN(first, step);
+    last = MAX(last, step);
+  }
+  for (guint i = 0; i < r->phases->len; i++) {
+    const TdmHistoryPhases *p = &g_array_index(r->phases, TdmHistoryPhases, i);
+    if ((device >= 0 && p->device != device) || (p->step == first && last > first))
+      continue;
+    for (int k = 0; k < TDM_PHASE_COUNT; k++)
+      ms[k] += p->ms[k];
+    n++;
+  }
+  for (int k = 0; n > 0 && k < TDM_PHASE_COUNT; k++)
+    ms[k] /= n;
+  return n;
 }
 
 double
@@ -282,6 +309,26 @@ tdm_run_recorder_add(const TdmEvent *e, gpointer data)
     json_builder_set_member_name(b, "stopped");
     json_builder_add_boolean_value(b, e->finished.stopped);
     break;
+  case TDM_EVENT_PHASES:
+    /* Per device, the time in each phase (in TdmPhase's order): enough to compare
+     * strategies, a fraction of the spans' size. */
+    set_string(b, "type", "phases");
+    set_int(b, "step", e->phases.step);
+    json_builder_set_member_name(b, "devices");
+    json_builder_begin_array(b);
+    for (int r = 0; r < e->phases.replicas && r < TDM_MAX_REPLICAS; r++) {
+      const TdmDevicePhases *d = &e->phases.device[r];
+      double ms[TDM_PHASE_COUNT] = {0};
+      for (int i = 0; i < d->spans && i < TDM_MAX_PHASE_SPANS; i++)
+        if (d->span[i].phase >= 0 && d->span[i].phase < TDM_PHASE_COUNT)
+          ms[d->span[i].phase] += d->span[i].end_ms - d->span[i].start_ms;
+      json_builder_begin_array(b);
+      for (int k = 0; k < TDM_PHASE_COUNT; k++)
+        json_builder_add_double_value(b, round(ms[k] * 1e3) / 1e3);
+      json_builder_end_array(b);
+    }
+    json_builder_end_array(b);
+    break;
   case TDM_EVENT_FAILED:
     set_string(b, "type", "failed");
     set_string(b, "message", e->failed != NULL ? e->failed->message : "unknown error");
@@ -397,6 +444,22 @@ read_record(TdmRunRecord *r, const char *type, JsonObject *o)
       };
       g_array_append_val(r->device_points, p);
     }
+  } else if (g_str_equal(type, "phases")) {
+    JsonNode *node = json_object_get_member(o, "devices");
+    JsonArray *devices = node != NULL && JSON_NODE_HOLDS_ARRAY(node) ? json_node_get_array(node)
+                                                                      : NULL;
+    for (guint i = 0; devices != NULL && i < json_array_get_length(devices); i++) {
+      JsonNode *d = json_array_get_element(devices, i);
+      if (d == NULL || !JSON_NODE_HOLDS_ARRAY(d))
+        continue;
+      JsonArray *values = json_node_get_array(d);
+      TdmHistoryPhases p = {.step = get_int(o, "step"), .device = (int)i};
+      for (guint k = 0; k < json_array_get_length(values) && k < TDM_PHASE_COUNT; k++) {
+        JsonNode *v = json_array_get_element(values, k);
+        p.ms[k] = v != NULL && JSON_NODE_HOLDS_VALUE(v) ? (float)json_node_get_double(v) : 0;
+      }
+      g_array_append_val(r->phases, p);
+    }
   } else if (g_str_equal(type, "epoch")) {
     TdmEpochEvent e = {
       .epoch = (int)get_int(o, "epoch"),
@@ -445,6 +508,7 @@ tdm_history_load(TdmHistory *h, const char *id, GError **error)
   r->id = g_strdup(id);
   r->points = g_array_new(FALSE, FALSE, sizeof(TdmHistoryPoint));
   r->device_points = g_array_new(FALSE, FALSE, sizeof(TdmHistoryDevicePoint));
+  r->phases = g_array_new(FALSE, FALSE, sizeof(TdmHistoryPhases));
   r->epochs = g_array_new(FALSE, FALSE, sizeof(TdmEpochEvent));
 
   g_autoptr(JsonParser) parser = json_parser_new();

@@ -35,6 +35,13 @@ typedef struct {
   gint64 tandem_bytes;
 } TdmHistoryDevicePoint;
 
+/* One sampled step of one device: milliseconds in each phase (TdmPhase). */
+typedef struct {
+  long step;
+  int device;
+  float ms[TDM_PHASE_COUNT];
+} TdmHistoryPhases;
+
 typedef struct {
   char *id;                     /* the file's stem: unique, sortable by date */
   char *name;                   /* shown in lists; the id unless renamed */
@@ -43,6 +50,7 @@ typedef struct {
   int replicas;
   GArray *points;               /* TdmHistoryPoint, by step */
   GArray *device_points;        /* TdmHistoryDevicePoint */
+  GArray *phases;               /* TdmHistoryPhases, of the sampled steps */
   GArray *epochs;               /* TdmEpochEvent */
   gboolean finished;            /* the run ended (stopped or not) */
   gboolean failed;
@@ -54,6 +62,11 @@ void tdm_run_record_free (TdmRunRecord *record);
 /* Samples per second over the run's summaries, each weighted by the steps it covers
  * (0 when there are none). */
 double tdm_run_record_samples_per_second (const TdmRunRecord *record);
+/* Milliseconds per step in each phase, the mean over the sampled steps (but the first,
+ * which warms caches up, where there are others) of `device`, or of every device for
+ * −1. Returns how many samples went in; `ms` is all zeros when none. */
+int tdm_run_record_phase_means (const TdmRunRecord *record, int device,
+                                double ms[TDM_PHASE_COUNT]);
 /* The last training loss recorded, NaN when none. */
 double tdm_run_record_final_train_loss (const TdmRunRecord *record);
 

@@ -149,6 +149,24 @@ write_run(TdmHistory *history, const char *devices, const char *name, double sps
       e.devices.device[r].tandem_bytes = (gint64)(r + 1) << 20;
     }
     tdm_run_recorder_add(&e, rec);
+
+    memset(&e, 0, sizeof e);
+    e.kind = TDM_EVENT_PHASES;
+    e.phases.step = 10 * i;
+    e.phases.replicas = 2;
+    for (int r = 0; r < 2; r++) {
+      static const struct { float start, end; int phase; } spans[] = {
+        {0, 1, TDM_PHASE_FORWARD}, {1, 3, TDM_PHASE_BACKWARD},
+        {3, 3.5f, TDM_PHASE_ALLREDUCE}, {3.5f, 3.75f, TDM_PHASE_UPDATE},
+      };
+      e.phases.device[r].spans = G_N_ELEMENTS(spans);
+      for (guint k = 0; k < G_N_ELEMENTS(spans); k++) {
+        e.phases.device[r].span[k].start_ms = spans[k].start;
+        e.phases.device[r].span[k].end_ms = spans[k].end;
+        e.phases.device[r].span[k].phase = spans[k].phase;
+      }
+    }
+    tdm_run_recorder_add(&e, rec);
   }
   memset(&e, 0, sizeof e);
   e.kind = TDM_EVENT_FINISHED;
@@ -236,6 +254,7 @@ test_history_store(void)
     g_autofree char *compute = tdm_run_table_cell_text(a, base, TDM_RUN_TABLE_COMPUTE);
     g_autofree char *comm = tdm_run_table_cell_text(a, base, TDM_RUN_TABLE_COMMUNICATION);
     g_autofree char *memory = tdm_run_table_cell_text(a, base, TDM_RUN_TABLE_MEMORY);
+    g_autofree char *phases = tdm_run_table_cell_text(a, base, TDM_RUN_TABLE_PHASES);
     g_autofree char *accuracy = tdm_run_table_cell_text(b, base, TDM_RUN_TABLE_ACCURACY);
     g_autofree char *time = tdm_run_table_cell_text(b, base, TDM_RUN_TABLE_TIME);
     g_autofree char *loss = tdm_run_table_cell_text(b, base, TDM_RUN_TABLE_LOSS);
@@ -246,6 +265,7 @@ test_history_store(void)
     g_assert_cmpstr(comm, ==, "1.00");
     g_assert_cmpstr(memory, ==, "1.0\u00a0MiB · 2.0\u00a0MiB");
     g_assert_cmpstr(accuracy, ==, "75.0 %");
+    g_assert_cmpstr(phases, ==, "forward 1.00 · backward 2.00 · all-reduce 0.50 · update 0.25");
     g_assert_cmpstr(time, ==, "2.0 s");
     g_assert_cmpstr(loss, ==, "0.5000");
   }
