@@ -92,6 +92,17 @@ tdm_history_view_delete (TdmHistoryView *self,
   adw_toast_overlay_add_toast (self->toasts, toast);
 }
 
+/* Runs recorded meanwhile by tandem-train --record, or by another window. */
+static void
+tdm_history_view_reload (GtkWidget  *widget,
+                         const char *action_name,
+                         GVariant   *parameter)
+{
+  TdmHistoryView *self = TDM_HISTORY_VIEW (widget);
+
+  tdm_history_store_reload (self->store);
+}
+
 static void
 tdm_history_view_undo_delete (GtkWidget  *widget,
                               const char *action_name,
@@ -384,6 +395,8 @@ tdm_history_view_class_init (TdmHistoryViewClass *klass)
 
   gtk_widget_class_install_action (widget_class, "history.undo-delete", "s",
                                    tdm_history_view_undo_delete);
+  gtk_widget_class_install_action (widget_class, "history.reload", NULL,
+                                   tdm_history_view_reload);
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
   gtk_widget_class_set_css_name (widget_class, "historyview");
 }
@@ -456,6 +469,17 @@ tdm_history_view_new (TdmHistoryStore *store)
   adw_preferences_group_set_title (ADW_PREFERENCES_GROUP (runs), _("Runs"));
   adw_preferences_group_set_description (ADW_PREFERENCES_GROUP (runs),
                                          _("Every run is kept. Tick runs to draw them as faint curves under the current one."));
+  {
+    GtkWidget *reload = gtk_button_new_from_icon_name ("view-refresh-symbolic");
+
+    gtk_actionable_set_action_name (GTK_ACTIONABLE (reload), "history.reload");
+    gtk_widget_add_css_class (reload, "flat");
+    gtk_widget_set_valign (reload, GTK_ALIGN_CENTER);
+    gtk_widget_set_tooltip_text (reload, _("Read the history folder again"));
+    gtk_accessible_update_property (GTK_ACCESSIBLE (reload), GTK_ACCESSIBLE_PROPERTY_LABEL,
+                                    _("Read the history folder again"), -1);
+    adw_preferences_group_set_header_suffix (ADW_PREFERENCES_GROUP (runs), reload);
+  }
   self->problems_label = GTK_LABEL (gtk_label_new (NULL));
   gtk_label_set_wrap (self->problems_label, TRUE);
   gtk_label_set_xalign (self->problems_label, 0);

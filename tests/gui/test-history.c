@@ -368,11 +368,20 @@ test_history_view(void)
   g_assert_true(gtk_widget_activate_action_variant(view, "history.undo-delete", target));
   g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 2);
 
+  /* A run recorded elsewhere (tandem-train --record) appears on reload. */
+  {
+    g_autofree char *third = write_run(history, "cpu", "from the terminal", 80, 0.7);
+
+    g_assert_true(gtk_widget_activate_action(view, "history.reload", NULL));
+    g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 3);
+    g_assert_nonnull(tdm_history_store_find(store, third));
+  }
+
   gtk_window_destroy(GTK_WINDOW(window));
   drain();
   g_clear_object(&store);
   /* Nothing was deleted for good. */
-  g_assert_cmpuint(files_in(dir), ==, 2);
+  g_assert_cmpuint(files_in(dir), ==, 3);
   remove_folder(dir);
 }
 
