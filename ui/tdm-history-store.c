@@ -20,11 +20,13 @@ struct _TdmHistoryStore
   GPtrArray  *items;      /* of TdmRunItem, oldest first */
   GPtrArray  *deleted;    /* of TdmRunItem: off the list, file still there */
   GPtrArray  *problems;   /* of char *, from the last reload */
+  GCancellable *loading;  /* while a reload runs on a thread */
 };
 
 enum {
   OVERLAYS_CHANGED,
   BASELINE_CHANGED,
+  LOADED,
   N_SIGNALS
 };
 
@@ -79,6 +81,9 @@ tdm_history_store_dispose (GObject *object)
   TdmHistoryStore *self = TDM_HISTORY_STORE (object);
   g_autoptr(GError) error = NULL;
 
+  if (self->loading != NULL)
+    g_cancellable_cancel (self->loading);
+  g_clear_object (&self->loading);
   /* The undo is no longer on offer: what was deleted goes now. */
   if (self->history != NULL && !tdm_history_store_commit_deletes (self, &error))
     g_warning ("%s", error->message);
@@ -125,6 +130,15 @@ tdm_history_store_class_init (TdmHistoryStoreClass *klass)
   signals[BASELINE_CHANGED] =
     g_signal_new ("baseline-changed", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
                   0, NULL, NULL, NULL, G_TYPE_NONE, 0);
+  /**
+   * TdmHistoryStore::loaded:
+   *
+   * The folder has been listed (by tdm_history_store_reload() or
+   * tdm_history_store_reload_async()).
+   */
+  signals[LOADED] =
+    g_signal_new ("loaded", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
+                  0, NULL, NULL, NULL, G_TYPE_NONE, 0);
 }
 
 static void
@@ -141,7 +155,6 @@ tdm_history_store_new (const char *folder)
   TdmHistoryStore *self = g_object_new (TDM_TYPE_HISTORY_STORE, NULL);
 
   self->history = tdm_history_new (folder);
-  tdm_history_store_reload (self);
 
   return self;
 }
@@ -182,18 +195,14 @@ tdm_history_store_watch (TdmHistoryStore *self,
                            G_CONNECT_SWAPPED);
 }
 
-void
-tdm_history_store_reload (TdmHistoryStore *self)
+/* The list becomes `records` (taken), keeping the ticks of the runs that stay. */
+static void
+tdm_history_store_apply (TdmHistoryStore *self,
+                         GPtrArray       *records)
 {
-  g_autoptr(GPtrArray) records = NULL;
   g_autoptr(GPtrArray) old = NULL;
   guint n_old;
   gboolean overlays_changed = FALSE;
-
-  g_return_if_fail (TDM_IS_HISTORY_STORE (self));
-
-  g_ptr_array_set_size (self->problems, 0);
-  records = tdm_history_list (self->history, self->problems);
 
   old = g_steal_pointer (&self->items);
   n_old = old->len;
@@ -237,6 +246,104 @@ tdm_history_store_reload (TdmHistoryStore *self)
   g_signal_emit (self, signals[BASELINE_CHANGED], 0);
 }
 
+void
+tdm_history_store_reload (TdmHistoryStore *self)
+{
+  g_autoptr(GPtrArray) records = NULL;
+
+  g_return_if_fail (TDM_IS_HISTORY_STORE (self));
+
+  /* A listing still on its way is older than this one. */
+  if (self->loading != NULL)
+    {
+      g_cancellable_cancel (self->loading);
+      g_clear_object (&self->loading);
+    }
+  g_ptr_array_set_size (self->problems, 0);
+  records = tdm_history_list (self->history, self->problems);
+  tdm_history_store_apply (self, records);
+  g_signal_emit (self, signals[LOADED], 0);
+}
+
+typedef struct
+{
+  GPtrArray *records;
+  GPtrArray *problems;
+} Listing;
+
+static void
+listing_free (gpointer data)
+{
+  Listing *listing = data;
+
+  g_clear_pointer (&listing->records, g_ptr_array_unref);
+  g_clear_pointer (&listing->problems, g_ptr_array_unref);
+  g_free (listing);
+}
+
+/* Worker thread: a history of its own on the same folder (it is only a path). */
+static void
+tdm_history_store_list_thread (GTask        *task,
+                               gpointer      source,
+                               gpointer      task_data,
+                               GCancellable *cancellable)
+{
+  g_autoptr(TdmHistory) history = tdm_history_new (task_data);
+  Listing *listing = g_new0 (Listing, 1);
+
+  listing->problems = g_ptr_array_new_with_free_func (g_free);
+  listing->records = tdm_history_list (history, listing->problems);
+  g_task_return_pointer (task, listing, listing_free);
+}
+
+static void
+tdm_history_store_listed (GObject      *source,
+                          GAsyncResult *result,
+                          gpointer      user_data)
+{
+  TdmHistoryStore *self = TDM_HISTORY_STORE (source);
+  GCancellable *cancellable = g_task_get_cancellable (G_TASK (result));
+  Listing *listing = g_task_propagate_pointer (G_TASK (result), NULL);
+
+  if (listing == NULL || g_cancellable_is_cancelled (cancellable))
+    {
+      g_clear_pointer (&listing, listing_free);
+      return;
+    }
+  if (self->loading == cancellable)
+    g_clear_object (&self->loading);
+  g_ptr_array_unref (self->problems);
+  self->problems = g_steal_pointer (&listing->problems);
+  tdm_history_store_apply (self, listing->records);
+  listing_free (listing);
+  g_signal_emit (self, signals[LOADED], 0);
+}
+
+void
+tdm_history_store_reload_async (TdmHistoryStore *self)
+{
+  g_autoptr(GTask) task = NULL;
+
+  g_return_if_fail (TDM_IS_HISTORY_STORE (self));
+
+  if (self->loading != NULL)
+    g_cancellable_cancel (self->loading);
+  g_clear_object (&self->loading);
+  self->loading = g_cancellable_new ();
+  task = g_task_new (self, self->loading, tdm_history_store_listed, NULL);
+  g_task_set_task_data (task, g_strdup (tdm_history_get_folder (self->history)), g_free);
+  g_task_set_check_cancellable (task, FALSE);
+  g_task_run_in_thread (task, tdm_history_store_list_thread);
+}
+
+gboolean
+tdm_history_store_get_loading (TdmHistoryStore *self)
+{
+  g_return_val_if_fail (TDM_IS_HISTORY_STORE (self), FALSE);
+
+  return self->loading != NULL;
+}
+
 gboolean
 tdm_history_store_add_run (TdmHistoryStore  *self,
                            const char       *id,
@@ -248,6 +355,13 @@ tdm_history_store_add_run (TdmHistoryStore  *self,
 
   g_return_val_if_fail (TDM_IS_HISTORY_STORE (self), FALSE);
 
+  /* A listing begun before this run ended would bring back its unfinished file:
+   * list again, from now. */
+  if (self->loading != NULL)
+    {
+      tdm_history_store_reload_async (self);
+      return TRUE;
+    }
   record = tdm_history_load (self->history, id, error);
   if (record == NULL)
     return FALSE;

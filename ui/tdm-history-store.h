@@ -21,13 +21,18 @@ G_BEGIN_DECLS
 
 G_DECLARE_FINAL_TYPE (TdmHistoryStore, tdm_history_store, TDM, HISTORY_STORE, GObject)
 
-/* `folder` NULL: the user's data folder (tdm_history_new). Lists it at once. */
+/* `folder` NULL: the user's data folder (tdm_history_new). Empty until a reload. */
 TdmHistoryStore *tdm_history_store_new            (const char       *folder);
 TdmHistory      *tdm_history_store_get_history    (TdmHistoryStore  *self);
 
 /* Reads the folder again, keeping what was ticked. The files that could not be read
  * are left out; their messages (each naming its file) until the next reload: */
 void             tdm_history_store_reload         (TdmHistoryStore  *self);
+/* The same on a worker thread, for a window that must not wait for a large history.
+ * Either way "loaded" follows once the list is new (on the main loop, unless the
+ * store went first or a newer reload replaced this one). */
+void             tdm_history_store_reload_async   (TdmHistoryStore  *self);
+gboolean         tdm_history_store_get_loading    (TdmHistoryStore  *self);
 GStrv            tdm_history_store_get_problems   (TdmHistoryStore  *self);
 /* Reads one run (a run that just ended) into the list, or again if listed: cheaper
  * than a reload once the history holds many long runs. FALSE with why it could not. */

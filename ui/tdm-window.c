@@ -787,13 +787,15 @@ tdm_window_overlays_changed (TdmWindow *self)
   g_settings_set_strv (self->settings, "overlay-runs", (const char *const *) strv);
 }
 
-/* The runs ticked when the window was last closed, where they still exist. */
+/* Once the history is first read: the runs ticked when the window was last closed,
+ * where they still exist; from then on the ticks are the person's. */
 static void
 tdm_window_restore_overlays (TdmWindow *self)
 {
   g_auto(GStrv) ids = g_settings_get_strv (self->settings, "overlay-runs");
   g_autoptr(GPtrArray) records = NULL;
 
+  g_signal_handlers_disconnect_by_func (self->history, tdm_window_restore_overlays, self);
   for (guint i = 0; ids[i] != NULL; i++)
     {
       TdmRunItem *item = tdm_history_store_find (self->history, ids[i]);
@@ -803,6 +805,8 @@ tdm_window_restore_overlays (TdmWindow *self)
     }
   records = tdm_history_store_get_overlays (self->history);
   tdm_dashboard_set_overlays (self->dashboard, records);
+  g_signal_connect_object (self->history, "overlays-changed",
+                           G_CALLBACK (tdm_window_overlays_changed), self, G_CONNECT_SWAPPED);
 }
 
 
@@ -1351,11 +1355,12 @@ tdm_window_init (TdmWindow *self)
   self->settings = g_settings_new (TDM_APP_ID);
 
   self->compare_difference = NAN;
+  /* The history is read on a thread: a long one must not hold the window up. */
   self->history = tdm_history_store_new (NULL);
   self->history_view = tdm_history_view_new (self->history);
-  tdm_window_restore_overlays (self);
-  g_signal_connect_object (self->history, "overlays-changed",
-                           G_CALLBACK (tdm_window_overlays_changed), self, G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->history, "loaded",
+                           G_CALLBACK (tdm_window_restore_overlays), self, G_CONNECT_SWAPPED);
+  tdm_history_store_reload_async (self->history);
   g_settings_bind (self->settings, "chart-x-axis", self->dashboard, "x-axis",
                    G_SETTINGS_BIND_DEFAULT);
   gtk_window_set_default_size (GTK_WINDOW (self),

@@ -190,6 +190,12 @@ item_at(TdmHistoryStore *store, guint i)
   return item;
 }
 
+static gboolean
+not_loading(gpointer store)
+{
+  return !tdm_history_store_get_loading(store);
+}
+
 static void
 count_signal(gpointer instance, gpointer data)
 {
@@ -215,6 +221,8 @@ test_history_store(void)
 
   g_assert_true(g_file_set_contents(bad, "this is not a run\n", -1, NULL));
   store = tdm_history_store_new(dir);
+  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 0);
+  tdm_history_store_reload(store);
   g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 2);
   problems = tdm_history_store_get_problems(store);
   g_assert_cmpuint(g_strv_length(problems), ==, 1);
@@ -335,6 +343,9 @@ test_history_store(void)
   /* A restart: what is left, with its name. */
   g_clear_object(&store);
   store = tdm_history_store_new(dir);
+  tdm_history_store_reload_async(store);
+  g_assert_true(tdm_history_store_get_loading(store));
+  g_assert_true(wait_for(not_loading, store, 30));
   g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 1);
   g_assert_cmpstr(tdm_run_item_get_name(item_at(store, 0)), ==, "one worker");
   g_clear_object(&store);
@@ -352,6 +363,7 @@ test_history_view(void)
   g_autofree char *second = write_run(history, "cpu", "one worker", 250, 0.75);
   g_autoptr(TdmHistoryStore) store = tdm_history_store_new(dir);
   GtkWidget *window = gtk_window_new();
+  tdm_history_store_reload(store);
   GtkWidget *view = tdm_history_view_new(store);
   g_autoptr(GVariant) target = NULL;
 
@@ -468,6 +480,7 @@ window_for_run(int epochs)
   gtk_spin_button_set_value(child(window, "batch_spin"), 200);
   gtk_spin_button_set_value(child(window, "epochs_spin"), epochs);
   g_assert_true(wait_for(can_start, window, 60));
+  g_assert_true(wait_for(not_loading, tdm_window_get_history(window), 30));
   return window;
 }
 
