@@ -42,7 +42,10 @@ image_error(GError **error, const char *format, ...)
 /* ---- the resampler ---------------------------------------------------------- */
 
 /* Output pixel j covers source columns [x0 + j·f, x0 + (j+1)·f); its taps are the
- * source columns it touches and their overlap, divided by f so they sum to 1. */
+ * source columns it touches and their overlap, divided by f so they sum to 1. Rows
+ * arrive in order, so an output row is finished as soon as a source row past it comes:
+ * only the few rows still open are kept (a ring of `window` rows), not the whole
+ * output in floats, which for 64 × 64 RGB was 48 KB a decoding thread. */
 typedef struct {
   int size, channels;
   int src_w, src_h;
@@ -53,7 +56,10 @@ typedef struct {
   float *tap_weight;     /* [size × max taps] */
   int max_taps;
   float *row;            /* [size × channels]: one source row resampled across */
-  float *acc;            /* [size × size × channels] */
+  float *acc;            /* [window × size × channels]: output row i in slot i % window */
+  int window;
+  int written;           /* output rows finished into out */
+  uint8_t *out;          /* [size × size × channels] */
 } Resampler;
 
 static double
@@ -65,7 +71,7 @@ overlap(double a0, double a1, double b0, double b1)
 }
 
 static void
-resampler_init(Resampler *r, int src_w, int src_h, int channels, int size)
+resampler_init(Resampler *r, int src_w, int src_h, int channels, int size, uint8_t *out)
 {
   int side = src_w < src_h ? src_w : src_h;
   r->size = size;
@@ -88,7 +94,11 @@ resampler_init(Resampler *r, int src_w, int src_h, int channels, int size)
           (float)(overlap(a0, a1, s, s + 1) / r->f);
   }
   r->row = g_new(float, (size_t)size * channels);
-  r->acc = g_new0(float, (size_t)size * size * channels);
+  /* One source row touches at most ceil(1/f) + 1 output rows. */
+  r->window = (int)MIN((double)size, ceil(1.0 / r->f) + 2);
+  r->acc = g_new0(float, (size_t)r->window * size * channels);
+  r->written = 0;
+  r->out = out;
 }
 
 static void
@@ -99,6 +109,22 @@ resampler_clear(Resampler *r)
   g_free(r->tap_weight);
   g_free(r->row);
   g_free(r->acc);
+}
+
+/* Rounds the finished output rows below `until` into out and empties their slots. */
+static void
+resampler_flush(Resampler *r, int until)
+{
+  size_t n = (size_t)r->size * r->channels;
+  for (; r->written < until && r->written < r->size; r->written++) {
+    float *acc = r->acc + (size_t)(r->written % r->window) * n;
+    uint8_t *out = r->out + (size_t)r->written * n;
+    for (size_t k = 0; k < n; k++) {
+      float v = acc[k] + 0.5f;
+      out[k] = v <= 0.0f ? 0 : v >= 255.0f ? 255 : (uint8_t)v;
+      acc[k] = 0.0f;
+    }
+  }
 }
 
 /* Source row y (0 ≤ y < src_h) of channels bytes a pixel. */
@@ -120,7 +146,9 @@ resampler_add_row(Resampler *r, int y, const uint8_t *pixels)
       r->row[j * c + k] = sum;
     }
   }
+  /* Later source rows start at i_first or below it: rows above are finished. */
   int i_first = (int)floor(rel / r->f);
+  resampler_flush(r, i_first);
   for (int i = i_first; i < r->size; i++) {
     double a0 = i * r->f, a1 = (i + 1) * r->f;
     if (a0 >= rel + 1)
@@ -128,20 +156,16 @@ resampler_add_row(Resampler *r, int y, const uint8_t *pixels)
     float wy = (float)(overlap(a0, a1, rel, rel + 1) / r->f);
     if (wy <= 0.0f)
       continue;
-    float *dst = r->acc + (size_t)i * r->size * c;
+    float *dst = r->acc + (size_t)(i % r->window) * r->size * c;
     for (int k = 0; k < r->size * c; k++)
       dst[k] += wy * r->row[k];
   }
 }
 
 static void
-resampler_finish(Resampler *r, uint8_t *out)
+resampler_finish(Resampler *r)
 {
-  size_t n = (size_t)r->size * r->size * r->channels;
-  for (size_t k = 0; k < n; k++) {
-    float v = r->acc[k] + 0.5f;
-    out[k] = v <= 0.0f ? 0 : v >= 255.0f ? 255 : (uint8_t)v;
-  }
+  resampler_flush(r, r->size);
 }
 
 void
@@ -150,10 +174,10 @@ tdm_image_resample(const uint8_t *pixels, int w, int h, int stride, int channels
 {
   g_return_if_fail(pixels != NULL && out != NULL && w > 0 && h > 0 && size > 0);
   Resampler r;
-  resampler_init(&r, w, h, channels, size);
+  resampler_init(&r, w, h, channels, size, out);
   for (int y = 0; y < h; y++)
     resampler_add_row(&r, y, pixels + (size_t)y * stride);
-  resampler_finish(&r, out);
+  resampler_finish(&r);
   resampler_clear(&r);
 }
 
@@ -307,7 +331,7 @@ png_decode(FILE *fp, int size, int channels, uint8_t *out, TdmImageInfo *info,
     goto done;
   }
   r = g_new0(Resampler, 1);
-  resampler_init(r, (int)w, (int)h, channels, size);
+  resampler_init(r, (int)w, (int)h, channels, size, out);
   if (passes > 1) {
     /* Interlaced: every pass touches every row, so the whole image is needed. */
     rows = g_malloc((size_t)w * h * channels);
@@ -326,7 +350,7 @@ png_decode(FILE *fp, int size, int channels, uint8_t *out, TdmImageInfo *info,
       resampler_add_row(r, (int)y, rows);
     }
   }
-  resampler_finish(r, out);
+  resampler_finish(r);
   ok = TRUE;
 done:
   if (r != NULL) {
@@ -427,7 +451,7 @@ jpeg_decode(FILE *fp, int size, int channels, uint8_t *out, TdmImageInfo *info,
   }
   int w = (int)cinfo.output_width, h = (int)cinfo.output_height;
   r = g_new0(Resampler, 1);
-  resampler_init(r, w, h, channels, size);
+  resampler_init(r, w, h, channels, size, out);
   row = g_malloc((size_t)w * channels);
   while (cinfo.output_scanline < cinfo.output_height) {
     int y = (int)cinfo.output_scanline;
@@ -437,7 +461,7 @@ jpeg_decode(FILE *fp, int size, int channels, uint8_t *out, TdmImageInfo *info,
     resampler_add_row(r, y, row);
   }
   jpeg_finish_decompress(&cinfo);
-  resampler_finish(r, out);
+  resampler_finish(r);
   ok = TRUE;
 done:
   if (r != NULL) {
