@@ -690,6 +690,49 @@ test_split_and_defaults(void)
   remove_tree(root);
 }
 
+/* Files above the size read whole (256 KiB) are streamed instead: the same pixels
+ * come out, and one cut short is still called truncated. */
+static void
+test_large_files(void)
+{
+  g_autofree char *root = make_tmp();
+  const int side = 520;
+  g_autofree uint8_t *pixels = g_malloc((size_t)side * side * 3);
+  GRand *rand = g_rand_new_with_seed(5);
+  for (size_t i = 0; i < (size_t)side * side * 3; i++)
+    pixels[i] = (uint8_t)g_rand_int_range(rand, 0, 256);
+  g_rand_free(rand);
+  g_autofree char *png = g_build_filename(root, "noise.png", NULL);
+  test_write_png(png, side, side, 3, pixels);
+  g_assert_cmpint(file_size(png), >, 256 * 1024);
+  uint8_t got[12 * 12 * 3], want[12 * 12 * 3];
+  g_autoptr(GError) error = NULL;
+  g_assert_true(tdm_image_load(png, 12, 3, got, &error));
+  g_assert_no_error(error);
+  tdm_image_resample(pixels, side, side, side * 3, 3, 12, want);
+  g_assert_cmpmem(got, sizeof got, want, sizeof want);
+
+  g_autofree char *jpeg = g_build_filename(root, "noise.jpg", NULL);
+  test_write_jpeg(jpeg, side, side, 3, pixels, 95);
+  g_assert_cmpint(file_size(jpeg), >, 256 * 1024);
+  g_assert_true(tdm_image_load(jpeg, 12, 3, got, &error));
+  g_assert_no_error(error);
+
+  const char *paths[2] = {png, jpeg};
+  for (int i = 0; i < 2; i++) {
+    g_autofree char *bytes = NULL;
+    gsize len = 0;
+    g_assert_true(g_file_get_contents(paths[i], &bytes, &len, NULL));
+    g_autofree char *cut = g_strconcat(paths[i], ".cut", NULL);
+    g_assert_true(g_file_set_contents(cut, bytes, (gssize)(len - 1000), NULL));
+    g_assert_cmpint(file_size(cut), >, 256 * 1024);
+    g_autoptr(GError) e = NULL;
+    g_assert_false(tdm_image_load(cut, 12, 3, got, &e));
+    g_assert_cmpstr(e->message, ==, "truncated");
+  }
+  remove_tree(root);
+}
+
 static void
 test_resample(void)
 {
@@ -710,6 +753,19 @@ test_resample(void)
   tdm_image_resample(three, 3, 3, 3, 1, 2, out);
   g_assert_cmpint(out[0], ==, 30);
   g_assert_cmpint(out[1], ==, 150);
+  /* 2 × 6 → 2 × 2 at scale 1 is a copy of the centre rows (2 and 3). */
+  const uint8_t tall[12] = {9, 9, 9, 9, 5, 6, 7, 8, 9, 9, 9, 9};
+  tdm_image_resample(tall, 2, 6, 2, 1, 2, out);
+  g_assert_cmpmem(out, 4, ((uint8_t[]){5, 6, 7, 8}), 4);
+  /* Enlarged, 2 × 2 → 6 × 6 RGB: one source row feeds three output rows, each
+   * output pixel lies in one source pixel and is that pixel. */
+  const uint8_t small[12] = {10, 11, 12, 20, 21, 22, 30, 31, 32, 40, 41, 42};
+  uint8_t big[6 * 6 * 3];
+  tdm_image_resample(small, 2, 2, 6, 3, 6, big);
+  for (int y = 0; y < 6; y++)
+    for (int x = 0; x < 6; x++)
+      for (int k = 0; k < 3; k++)
+        g_assert_cmpint(big[(y * 6 + x) * 3 + k], ==, small[((y / 3) * 2 + x / 3) * 3 + k]);
 }
 
 static void
@@ -779,6 +835,7 @@ main(int argc, char **argv)
   g_setenv("XDG_CACHE_HOME", cache, TRUE);
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/image-folder/resample", test_resample);
+  g_test_add_func("/image-folder/large-files", test_large_files);
   g_test_add_func("/image-folder/equals-idx", test_equals_idx);
   g_test_add_func("/image-folder/bad-files", test_bad_files);
   g_test_add_func("/image-folder/too-few-classes", test_too_few_classes);
