@@ -4,8 +4,11 @@
  * Three steps: a scan that lists the classes and their regular files without opening
  * any (stat only, so a FIFO or a symlink loop costs nothing; folders inside a class
  * folder are not entered, so no link can make the walk endless); a cache look-up keyed
- * by that list; on a miss, decoding on every core straight into the datasets' buffers,
- * then closing the gaps left by files that could not be decoded. Not the decoder
+ * by that list; on a miss, sorting the list, decoding on every core straight into the
+ * datasets' buffers, then closing the gaps left by files that could not be decoded.
+ * A cached start is the scan and one read: the scan is a readdir and an fstatat per
+ * file and little else, which is as far as a key that must see every changed file can
+ * go (a folder's own time does not change when a file in it is rewritten). Not the decoder
  * (tdm-image.c) and not the cache file (tdm-image-cache.c).
  */
 /* qsort_r() */
