@@ -604,7 +604,7 @@ test_cache_invalidation(void)
   g_assert_true(same_sets(fewer, rewritten));
   g_autofree char *renamed = g_build_filename(root, "ant", "zzz.png", NULL);
   g_assert_cmpint(g_rename(a, renamed), ==, 0);
-  assert_invalidated(root, &options, "renamed");
+  tdm_dataset_pair_free(assert_invalidated(root, &options, "renamed"));
   g_autofree char *moved = g_build_filename(root, "bee", "solo.png", NULL);
   g_assert_cmpint(g_rename(solo, moved), ==, 0);
   g_autoptr(TdmDatasetPair) relabelled = assert_invalidated(root, &options, "moved to another class");
