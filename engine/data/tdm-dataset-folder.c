@@ -43,12 +43,11 @@ resolve_options(TdmScan *s, TdmImageOptions *o)
   int first_w = -1, first_h = -1;
   guint folder = 0;
   for (guint i = 0; i < n; i += step) {
-    while (i >= g_array_index(s->folders, TdmScanFolder, folder).first +
-                    g_array_index(s->folders, TdmScanFolder, folder).count)
-      folder++;
+    const TdmScanFolder *f = &g_array_index(s->folders, TdmScanFolder, folder);
+    while (i >= f->first + f->count)
+      f = &g_array_index(s->folders, TdmScanFolder, ++folder);
     TdmImageInfo info;
-    g_autofree char *path = tdm_scan_entry_path(s, &g_array_index(s->folders, TdmScanFolder, folder),
-                                       &g_array_index(s->entries, TdmScanEntry, i));
+    g_autofree char *path = tdm_scan_entry_path(s, f, &g_array_index(s->entries, TdmScanEntry, i));
     if (!tdm_image_probe(path, &info, NULL))
       continue;
     int side = MIN(info.width, info.height);
@@ -115,6 +114,8 @@ static void
 work_one(Work *w, guint i)
 {
   const TdmScan *s = w->scan;
+  /* Entries are read-only here but for this one's failure mark, which no other
+   * thread touches. */
   TdmScanEntry *e = &g_array_index(s->entries, TdmScanEntry, i);
   const TdmScanFolder *f = tdm_scan_folder_of(s, i);
   TdmDataset *d = w->sets[(e->slot & TDM_SLOT_TEST) != 0];
@@ -124,7 +125,6 @@ work_one(Work *w, guint i)
   g_snprintf(path, sizeof path, "%s" G_DIR_SEPARATOR_S "%s" G_DIR_SEPARATOR_S "%s", s->root,
              f->dir, tdm_scan_entry_name(s, e));
   if (!tdm_image_load(path, w->size, w->channels, out, &local)) {
-    /* Only this thread writes this entry; the others read other entries. */
     e->slot |= TDM_SLOT_FAILED;
     g_autofree char *rel = tdm_scan_entry_rel(s, f, e);
     g_mutex_lock(&w->lock);

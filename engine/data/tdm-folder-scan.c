@@ -15,8 +15,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <glib/gstdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -152,7 +150,8 @@ static void
 scan_class_folder(TdmScan *s, const char *part, const char *cls, int label, int split)
 {
   TdmScanFolder f = {.dir = *part ? g_build_filename(part, cls, NULL) : g_strdup(cls),
-              .first = s->entries->len, .label = (guint8)label, .split = (guint8)split};
+                     .first = s->entries->len, .label = (guint8)label,
+                     .split = (guint8)split};
   guint32 index = s->folders->len;
   g_checksum_update(s->key, (const guchar *)f.dir, (gssize)strlen(f.dir) + 1);
   g_autofree char *path = g_build_filename(s->root, f.dir, NULL);
@@ -341,10 +340,12 @@ tdm_scan_split(TdmScan *s, guint64 seed)
   }
 }
 
-/* The folder holding entry i (folders are few; their ranges are in order). */
+/* The folder holding entry i (folders are few; their ranges are in order): the last
+ * one starting at or before i, since an empty folder starts where the next begins. */
 const TdmScanFolder *
 tdm_scan_folder_of(const TdmScan *s, guint i)
 {
+  g_return_val_if_fail(i < s->entries->len && s->folders->len > 0, NULL);
   guint lo = 0, hi = s->folders->len - 1;
   while (lo < hi) {
     guint mid = (lo + hi + 1) / 2;
