@@ -287,6 +287,21 @@ check_strategy(guint strategy)
     g_assert_false(tdm_timeline_has_phase(timeline, TDM_PHASE_REDUCE));
     g_assert_false(tdm_timeline_has_phase(timeline, TDM_PHASE_BROADCAST));
   }
+  /* The phase table: time in each phase on each device; with `main` only the main
+   * device (0) updates. (An update can take less than the clock's tick, so only its
+   * absence is asserted.) */
+  for (int d = 0; d < 2; d++) {
+    g_assert_cmpfloat(tdm_devices_page_get_phase_ms(page, d, TDM_PHASE_FORWARD), >, 0);
+    g_assert_cmpfloat(tdm_devices_page_get_phase_ms(page, d, TDM_PHASE_BACKWARD), >, 0);
+  }
+  if (strategy == 0) {
+    g_assert_cmpfloat(tdm_devices_page_get_phase_ms(page, 1, TDM_PHASE_UPDATE), ==, 0);
+    g_assert_cmpfloat(tdm_devices_page_get_phase_ms(page, 0, TDM_PHASE_ALLREDUCE), ==, 0);
+  } else {
+    g_assert_cmpfloat(tdm_devices_page_get_phase_ms(page, 0, TDM_PHASE_REDUCE), ==, 0);
+    g_assert_cmpfloat(tdm_devices_page_get_phase_ms(page, 1, TDM_PHASE_BROADCAST), ==, 0);
+  }
+
   /* Two lanes, boxes inside the widget. */
   {
     g_autoptr(GArray) boxes = tdm_timeline_layout(timeline, 600, 200);
