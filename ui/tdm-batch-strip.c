@@ -16,9 +16,20 @@ struct _TdmBatchStrip
   TdmBatchEvent   *batch;
   cairo_surface_t *thumbs[TDM_MAX_REPLICAS][TDM_BATCH_SAMPLES_SHOWN];
   char           **class_names;   /* NULL when the dataset names none */
+  int              main_device;   /* its row says "main"; −1 for none */
 };
 
 G_DEFINE_FINAL_TYPE (TdmBatchStrip, tdm_batch_strip, GTK_TYPE_WIDGET)
+
+void
+tdm_batch_strip_set_main_device (TdmBatchStrip *self,
+                                 int            device)
+{
+  g_return_if_fail (TDM_IS_BATCH_STRIP (self));
+
+  self->main_device = device;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
 
 int
 tdm_batch_strip_get_devices (TdmBatchStrip *self)
@@ -173,8 +184,14 @@ tdm_batch_strip_snapshot (GtkWidget   *widget,
       g_autofree char *size = g_strdup_printf ("%d", row->size);
 
       gdk_cairo_set_source_rgba (cr, &fg);
-      cairo_move_to (cr, 4, row->shard.origin.y + row->shard.size.height / 2 + 5);
+      cairo_move_to (cr, 4, row->shard.origin.y + row->shard.size.height / 2 +
+                            ((int) r == self->main_device ? -3 : 5));
       cairo_show_text (cr, label);
+      if ((int) r == self->main_device)
+        {
+          cairo_move_to (cr, 4, row->shard.origin.y + row->shard.size.height / 2 + 14);
+          cairo_show_text (cr, _("main"));
+        }
       cairo_set_source_rgb (cr, 0.0, 0.447, 0.698);
       cairo_rectangle (cr, row->shard.origin.x, row->shard.origin.y, row->shard.size.width,
                        row->shard.size.height);
@@ -245,6 +262,7 @@ static void
 tdm_batch_strip_init (TdmBatchStrip *self)
 {
   gtk_widget_set_size_request (GTK_WIDGET (self), 360, 80);
+  self->main_device = -1;
 }
 
 GtkWidget *

@@ -230,6 +230,9 @@ tdm_devices_page_handle_event (TdmDevicesPage       *self,
     case TDM_EVENT_STARTED:
       tdm_timeline_clear (TDM_TIMELINE (self->timeline));
       tdm_batch_strip_clear (TDM_BATCH_STRIP (self->batch_strip));
+      tdm_timeline_set_main_device (TDM_TIMELINE (self->timeline), event->started.main_replica);
+      tdm_batch_strip_set_main_device (TDM_BATCH_STRIP (self->batch_strip),
+                                       event->started.main_replica);
       memset (self->phase_ms, 0, sizeof self->phase_ms);
       self->timed_steps = 0;
       self->phase_replicas = CLAMP (event->started.replicas, 0, TDM_MAX_REPLICAS);

@@ -19,6 +19,7 @@ struct _TdmTimeline
   TdmPhasesEvent *steps[TDM_TIMELINE_STEPS];   /* oldest first */
   guint           n_steps;
   gboolean        high_contrast;
+  int             main_device;   /* its lane says "main"; −1 for none */
 };
 
 G_DEFINE_FINAL_TYPE (TdmTimeline, tdm_timeline, GTK_TYPE_WIDGET)
@@ -56,6 +57,16 @@ tdm_timeline_colour (TdmTimeline *self,
     gdk_rgba_parse (colour, phase_colours_high_contrast[phase]);
   else
     tdm_timeline_phase_colour (phase, colour);
+}
+
+void
+tdm_timeline_set_main_device (TdmTimeline *self,
+                              int          device)
+{
+  g_return_if_fail (TDM_IS_TIMELINE (self));
+
+  self->main_device = device;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
 }
 
 void
@@ -211,9 +222,16 @@ tdm_timeline_snapshot (GtkWidget   *widget,
       for (int r = 0; r < replicas; r++)
         {
           g_autofree char *label = g_strdup_printf (_("Device %d"), r);
+          gboolean is_main = r == self->main_device;
 
-          cairo_move_to (cr, 4, r * lane + lane / 2 + 5);
+          cairo_move_to (cr, 4, r * lane + lane / 2 + (is_main ? -3 : 5));
           cairo_show_text (cr, label);
+          /* The main device reduces, updates and broadcasts with `main`: say which. */
+          if (is_main)
+            {
+              cairo_move_to (cr, 4, r * lane + lane / 2 + 14);
+              cairo_show_text (cr, _("main"));
+            }
         }
     }
   else
@@ -323,6 +341,7 @@ static void
 tdm_timeline_init (TdmTimeline *self)
 {
   gtk_widget_set_size_request (GTK_WIDGET (self), 320, 120);
+  self->main_device = -1;
 }
 
 GtkWidget *
