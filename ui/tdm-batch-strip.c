@@ -7,6 +7,7 @@
 #include <string.h>
 
 #define LABEL_WIDTH 72.0
+#define MIN_THUMB   32.0   /* smaller thumbnails are shown fewer, not smaller */
 #define BAR_SHARE   0.35   /* of the row's width after the label, for a full batch */
 #define GAP         4.0
 
@@ -58,6 +59,7 @@ tdm_batch_strip_layout (TdmBatchStrip *self,
   GArray *rows = g_array_new (FALSE, TRUE, sizeof (TdmBatchStripRow));
   int devices = tdm_batch_strip_get_devices (self);
   double row_height, thumb, bar_full;
+  int fit = TDM_BATCH_SAMPLES_SHOWN;
 
   if (devices == 0 || width <= LABEL_WIDTH || height <= 0)
     return rows;
@@ -66,6 +68,12 @@ tdm_batch_strip_layout (TdmBatchStrip *self,
   bar_full = (width - LABEL_WIDTH) * BAR_SHARE;
   thumb = MIN (row_height - GAP,
                (width - LABEL_WIDTH - bar_full - GAP) / TDM_BATCH_SAMPLES_SHOWN - GAP);
+  /* On a narrow strip, fewer thumbnails that can still be told apart. */
+  if (thumb < MIN_THUMB)
+    {
+      fit = MAX (1, (int) ((width - LABEL_WIDTH - bar_full - GAP) / (MIN_THUMB + GAP)));
+      thumb = MIN (row_height - GAP, (width - LABEL_WIDTH - bar_full - GAP) / fit - GAP);
+    }
   if (thumb < 1)
     return rows;
   for (int r = 0; r < devices; r++)
@@ -76,7 +84,7 @@ tdm_batch_strip_layout (TdmBatchStrip *self,
                      ? (double) self->batch->device[r].size / self->batch->batch : 0;
 
       row.size = self->batch->device[r].size;
-      row.shown = self->batch->device[r].shown;
+      row.shown = MIN (self->batch->device[r].shown, fit);
       graphene_rect_init (&row.shard, LABEL_WIDTH, y, bar_full * share, row_height - GAP);
       for (int i = 0; i < row.shown; i++)
         graphene_rect_init (&row.thumb[i], LABEL_WIDTH + bar_full + GAP + i * (thumb + GAP),
