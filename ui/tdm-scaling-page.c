@@ -513,9 +513,11 @@ tdm_scaling_page_dispose (GObject *object)
 {
   TdmScalingPage *self = TDM_SCALING_PAGE (object);
 
-  /* The worker stops within a step and finds the page gone. */
+  /* The worker stops within a step and finds the page gone; should anything still
+   * hold the page, the new generation makes its points and outcome stale. */
   if (self->cancellable != NULL)
     g_cancellable_cancel (self->cancellable);
+  self->generation++;
   g_clear_object (&self->cancellable);
   g_clear_pointer (&self->scroller, gtk_widget_unparent);
   g_clear_pointer (&self->config, tdm_config_free);
