@@ -10,6 +10,7 @@
 #include "tdm-devices-page.h"
 
 #include <glib/gi18n.h>
+#include <string.h>
 
 #include "tdm-batch-strip.h"
 #include "tdm-timeline.h"
@@ -24,6 +25,18 @@ struct _TdmDevicesPage
   GtkWidget      *memory_grid;
   GtkWidget      *warning_label;
   GtkWidget      *memory_note;
+  GtkWidget      *phase_grid;
+
+  /* Time in each phase, summed over the run's timed steps, per device. */
+  double          phase_ms[TDM_MAX_REPLICAS][TDM_PHASE_COUNT];
+  int             timed_steps;
+  int             phase_replicas;
+  int             main_replica;
+  char            device_name[TDM_MAX_REPLICAS][32];
+  /* The phase table as built: which phases have columns, and their number cells, so
+   * that a new step changes texts instead of rebuilding the table. */
+  guint           phase_mask;
+  GtkWidget      *phase_cell[TDM_MAX_REPLICAS][TDM_PHASE_COUNT];
 
   TdmMemoryEvent  estimate;
   gboolean        has_estimate;
@@ -63,6 +76,81 @@ bytes_text (gint64 bytes)
   if (bytes < 0)
     return g_strdup ("—");
   return g_format_size_full ((guint64) bytes, G_FORMAT_SIZE_IEC_UNITS);
+}
+
+/* Mean milliseconds per timed step in each phase, per device: the numbers behind the
+ * timeline's boxes, so `main` and `allreduce` can be compared phase by phase. Only
+ * the phases some device spent time in get a column. */
+static void
+tdm_devices_page_fill_phases (TdmDevicesPage *self)
+{
+  GtkGrid *grid = GTK_GRID (self->phase_grid);
+  GtkWidget *child;
+  guint mask = 0;
+  int column = 1;
+
+  for (int p = 0; p < TDM_PHASE_COUNT; p++)
+    for (int r = 0; r < self->phase_replicas; r++)
+      if (self->phase_ms[r][p] > 0)
+        mask |= 1u << p;
+
+  gtk_widget_set_visible (self->phase_grid, self->timed_steps > 0);
+
+  /* The same columns as before: only the figures change (twenty times a second). */
+  if (self->timed_steps > 0 && mask == self->phase_mask && mask != 0)
+    {
+      for (int p = 0; p < TDM_PHASE_COUNT; p++)
+        for (int r = 0; r < self->phase_replicas; r++)
+          if (self->phase_cell[r][p] != NULL)
+            {
+              char text[32];
+
+              g_snprintf (text, sizeof text, "%.2f", self->phase_ms[r][p] / self->timed_steps);
+              gtk_label_set_label (GTK_LABEL (self->phase_cell[r][p]), text);
+            }
+      return;
+    }
+
+  while ((child = gtk_widget_get_first_child (self->phase_grid)) != NULL)
+    gtk_grid_remove (grid, child);
+  memset (self->phase_cell, 0, sizeof self->phase_cell);
+  self->phase_mask = mask;
+  if (self->timed_steps == 0)
+    return;
+
+  {
+    GtkWidget *label = cell (_("ms per step"), FALSE);
+
+    gtk_widget_add_css_class (label, "dim-label");
+    gtk_grid_attach (grid, label, 0, 0, 1, 1);
+  }
+  for (int r = 0; r < self->phase_replicas; r++)
+    {
+      g_autofree char *name = r == self->main_replica
+                              /* Translators: the main device's row in the phase table */
+                              ? g_strdup_printf (_("%s (main)"), self->device_name[r])
+                              : g_strdup (self->device_name[r]);
+
+      gtk_grid_attach (grid, cell (name, FALSE), 0, r + 1, 1, 1);
+    }
+  for (int p = 0; p < TDM_PHASE_COUNT; p++)
+    {
+      GtkWidget *header;
+
+      if (!(mask & (1u << p)))
+        continue;
+      header = cell (tdm_phase_name (p), TRUE);
+      gtk_widget_add_css_class (header, "dim-label");
+      gtk_grid_attach (grid, header, column, 0, 1, 1);
+      for (int r = 0; r < self->phase_replicas; r++)
+        {
+          g_autofree char *text = g_strdup_printf ("%.2f", self->phase_ms[r][p] / self->timed_steps);
+
+          self->phase_cell[r][p] = cell (text, TRUE);
+          gtk_grid_attach (grid, self->phase_cell[r][p], column, r + 1, 1, 1);
+        }
+      column++;
+    }
 }
 
 /* The table, rebuilt whole: it is a handful of labels and changes once a second. */
@@ -168,10 +256,31 @@ tdm_devices_page_handle_event (TdmDevicesPage       *self,
     case TDM_EVENT_STARTED:
       tdm_timeline_clear (TDM_TIMELINE (self->timeline));
       tdm_batch_strip_clear (TDM_BATCH_STRIP (self->batch_strip));
+      tdm_timeline_set_main_device (TDM_TIMELINE (self->timeline), event->started.main_replica);
+      tdm_batch_strip_set_main_device (TDM_BATCH_STRIP (self->batch_strip),
+                                       event->started.main_replica);
+      memset (self->phase_ms, 0, sizeof self->phase_ms);
+      self->timed_steps = 0;
+      self->phase_mask = 0;
+      self->phase_replicas = CLAMP (event->started.replicas, 0, TDM_MAX_REPLICAS);
+      self->main_replica = event->started.main_replica;
+      for (int r = 0; r < self->phase_replicas; r++)
+        g_strlcpy (self->device_name[r], event->started.device[r], sizeof self->device_name[r]);
+      tdm_devices_page_fill_phases (self);
       break;
 
     case TDM_EVENT_PHASES:
       tdm_timeline_add_phases (TDM_TIMELINE (self->timeline), &event->phases);
+      for (int r = 0; r < MIN (event->phases.replicas, self->phase_replicas); r++)
+        {
+          const TdmDevicePhases *d = &event->phases.device[r];
+
+          for (int i = 0; i < MIN (d->spans, TDM_MAX_PHASE_SPANS); i++)
+            if (d->span[i].phase >= 0 && d->span[i].phase < TDM_PHASE_COUNT)
+              self->phase_ms[r][d->span[i].phase] += d->span[i].end_ms - d->span[i].start_ms;
+        }
+      self->timed_steps++;
+      tdm_devices_page_fill_phases (self);
       break;
 
     case TDM_EVENT_BATCH:
@@ -213,6 +322,8 @@ tdm_devices_page_set_presentation (TdmDevicesPage *self,
   g_return_if_fail (TDM_IS_DEVICES_PAGE (self));
 
   tdm_timeline_set_high_contrast (TDM_TIMELINE (self->timeline), presentation);
+  /* Taller lanes for the back of the room. */
+  gtk_widget_set_size_request (self->timeline, 240, presentation ? 360 : 220);
 }
 
 GtkWidget *
@@ -220,6 +331,19 @@ tdm_devices_page_get_timeline (TdmDevicesPage *self)
 {
   g_return_val_if_fail (TDM_IS_DEVICES_PAGE (self), NULL);
   return self->timeline;
+}
+
+double
+tdm_devices_page_get_phase_ms (TdmDevicesPage *self,
+                               int             device,
+                               TdmPhase        phase)
+{
+  g_return_val_if_fail (TDM_IS_DEVICES_PAGE (self), 0);
+  g_return_val_if_fail (phase >= 0 && phase < TDM_PHASE_COUNT, 0);
+
+  if (device < 0 || device >= self->phase_replicas || self->timed_steps == 0)
+    return 0;
+  return self->phase_ms[device][phase] / self->timed_steps;
 }
 
 GtkWidget *
@@ -308,6 +432,20 @@ tdm_devices_page_init (TdmDevicesPage *self)
                                   GTK_ACCESSIBLE_PROPERTY_LABEL,
                                   _("Timeline of each device's phases"), -1);
   gtk_box_append (GTK_BOX (box), self->timeline);
+
+  /* The timeline's numbers: mean time per step in each phase. */
+  self->phase_grid = gtk_grid_new ();
+  gtk_grid_set_column_spacing (GTK_GRID (self->phase_grid), 18);
+  gtk_grid_set_row_spacing (GTK_GRID (self->phase_grid), 6);
+  gtk_widget_set_visible (self->phase_grid, FALSE);
+  {
+    GtkWidget *phase_scroller = gtk_scrolled_window_new ();
+
+    gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (phase_scroller),
+                                    GTK_POLICY_AUTOMATIC, GTK_POLICY_NEVER);
+    gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (phase_scroller), self->phase_grid);
+    gtk_box_append (GTK_BOX (box), phase_scroller);
+  }
 
   gtk_box_append (GTK_BOX (box), heading (_("How the batch is split")));
   self->batch_strip = tdm_batch_strip_new ();

@@ -1,6 +1,7 @@
 /* tdm-devices-page.h: the window's "Devices" page.
  *
- * What each device does in a step (a TdmTimeline of the last sampled steps), which
+ * What each device does in a step (a TdmTimeline of the last sampled steps, and a
+ * table of the mean time per step in each phase over the run), which
  * samples of the batch went to which device (a TdmBatchStrip), and each device's
  * memory: the engine's estimate before Start, beside the peak Tandem measured once a
  * run has reported it. It shows engine events and estimates; it computes no engine
@@ -44,6 +45,10 @@ void       tdm_devices_page_set_presentation (TdmDevicesPage       *self,
 
 GtkWidget *tdm_devices_page_get_timeline     (TdmDevicesPage       *self);
 GtkWidget *tdm_devices_page_get_batch_strip  (TdmDevicesPage       *self);
+/* Mean milliseconds per timed step the device spent in the phase (0 when none). */
+double     tdm_devices_page_get_phase_ms     (TdmDevicesPage       *self,
+                                              int                   device,
+                                              TdmPhase              phase);
 /* Devices in the memory table; the estimate's and the measured peak's bytes for one
  * (−1 when not known yet). */
 int        tdm_devices_page_get_n_memory_rows (TdmDevicesPage      *self);

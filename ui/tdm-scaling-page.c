@@ -68,6 +68,7 @@ typedef struct
   guint           generation;
   GWeakRef       *page;           /* shared with the points on their way */
   GMainContext   *context;
+  GApplication   *application;    /* held while the thread runs, as TdmRun does */
 } ScalingJob;
 
 typedef struct
@@ -92,6 +93,7 @@ scaling_job_free (gpointer data)
   tdm_config_free (job->config);
   g_atomic_rc_box_release_full (job->page, (GDestroyNotify) g_weak_ref_clear);
   g_main_context_unref (job->context);
+  g_clear_object (&job->application);
   g_free (job);
 }
 
@@ -263,6 +265,12 @@ tdm_scaling_page_done (GObject      *source_object,
   g_autoptr(GError) error = NULL;
 
   g_task_propagate_boolean (G_TASK (result), &error);
+  /* The thread is over: the application may quit now. */
+  if (job->application != NULL)
+    {
+      g_application_release (job->application);
+      g_clear_object (&job->application);
+    }
   if (self == NULL || job->generation != self->generation)
     return;
 
@@ -345,6 +353,13 @@ tdm_scaling_page_start (TdmScalingPage   *self,
   job->page = g_atomic_rc_box_new0 (GWeakRef);
   g_weak_ref_init (job->page, self);
   job->context = g_main_context_ref_thread_default ();
+  /* Closing the last window must not end the process under a training thread. */
+  job->application = g_application_get_default ();
+  if (job->application != NULL)
+    {
+      g_object_ref (job->application);
+      g_application_hold (job->application);
+    }
 
   weak = g_new0 (GWeakRef, 1);
   g_weak_ref_init (weak, self);
@@ -513,9 +528,11 @@ tdm_scaling_page_dispose (GObject *object)
 {
   TdmScalingPage *self = TDM_SCALING_PAGE (object);
 
-  /* The worker stops within a step and finds the page gone. */
+  /* The worker stops within a step and finds the page gone; should anything still
+   * hold the page, the new generation makes its points and outcome stale. */
   if (self->cancellable != NULL)
     g_cancellable_cancel (self->cancellable);
+  self->generation++;
   g_clear_object (&self->cancellable);
   g_clear_pointer (&self->scroller, gtk_widget_unparent);
   g_clear_pointer (&self->config, tdm_config_free);

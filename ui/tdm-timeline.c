@@ -8,7 +8,8 @@
 #include <string.h>
 
 #define LABEL_WIDTH   72.0
-#define LEGEND_HEIGHT 24.0
+#define LEGEND_ROW    20.0
+#define LEGEND_HEIGHT 24.0   /* one row of it; more where the width makes it wrap */
 #define LANE_GAP      6.0
 /* Between two kept steps, as a share of the whole time axis. */
 #define STEP_GAP      0.02
@@ -19,6 +20,8 @@ struct _TdmTimeline
   TdmPhasesEvent *steps[TDM_TIMELINE_STEPS];   /* oldest first */
   guint           n_steps;
   gboolean        high_contrast;
+  int             main_device;   /* its lane says "main"; −1 for none */
+  double          legend_height; /* as last drawn: LEGEND_HEIGHT, or more rows */
 };
 
 G_DEFINE_FINAL_TYPE (TdmTimeline, tdm_timeline, GTK_TYPE_WIDGET)
@@ -56,6 +59,16 @@ tdm_timeline_colour (TdmTimeline *self,
     gdk_rgba_parse (colour, phase_colours_high_contrast[phase]);
   else
     tdm_timeline_phase_colour (phase, colour);
+}
+
+void
+tdm_timeline_set_main_device (TdmTimeline *self,
+                              int          device)
+{
+  g_return_if_fail (TDM_IS_TIMELINE (self));
+
+  self->main_device = device;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
 }
 
 void
@@ -114,7 +127,7 @@ tdm_timeline_layout (TdmTimeline *self,
   GArray *boxes = g_array_new (FALSE, FALSE, sizeof (TdmTimelineBox));
   int replicas = tdm_timeline_replicas (self);
   double plot_width = width - LABEL_WIDTH;
-  double plot_height = height - LEGEND_HEIGHT;
+  double plot_height = height - self->legend_height;
   double total = 0, lane;
   double offset[TDM_TIMELINE_STEPS];
 
@@ -172,7 +185,7 @@ tdm_timeline_snapshot (GtkWidget   *widget,
   double width = gtk_widget_get_width (widget);
   double height = gtk_widget_get_height (widget);
   int replicas = tdm_timeline_replicas (self);
-  g_autoptr(GArray) boxes = tdm_timeline_layout (self, width, height);
+  g_autoptr(GArray) boxes = NULL;
   GdkRGBA fg, colour;
   cairo_t *cr;
 
@@ -184,6 +197,28 @@ tdm_timeline_snapshot (GtkWidget   *widget,
   cr = gtk_snapshot_append_cairo (snapshot, &GRAPHENE_RECT_INIT (0, 0, width, height));
   cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
   cairo_set_font_size (cr, 14);
+
+  /* How many rows the legend takes at this width, before the lanes are laid out
+   * above it (the same walk as the legend's drawing below). */
+  {
+    double x = 4;
+    int rows = 1;
+
+    for (int p = 0; p < TDM_PHASE_COUNT; p++)
+      {
+        cairo_text_extents_t ext;
+
+        cairo_text_extents (cr, tdm_phase_name (p), &ext);
+        if (p > 0 && x + 16 + ext.x_advance > width)
+          {
+            x = 4;
+            rows++;
+          }
+        x += 16 + ext.x_advance + 12;
+      }
+    self->legend_height = LEGEND_HEIGHT + (rows - 1) * LEGEND_ROW;
+  }
+  boxes = tdm_timeline_layout (self, width, height);
 
   for (guint i = 0; i < boxes->len; i++)
     {
@@ -206,24 +241,31 @@ tdm_timeline_snapshot (GtkWidget   *widget,
   gdk_cairo_set_source_rgba (cr, &fg);
   if (replicas > 0)
     {
-      double lane = (height - LEGEND_HEIGHT) / replicas;
+      double lane = (height - self->legend_height) / replicas;
 
       for (int r = 0; r < replicas; r++)
         {
           g_autofree char *label = g_strdup_printf (_("Device %d"), r);
+          gboolean is_main = r == self->main_device;
 
-          cairo_move_to (cr, 4, r * lane + lane / 2 + 5);
+          cairo_move_to (cr, 4, r * lane + lane / 2 + (is_main ? -3 : 5));
           cairo_show_text (cr, label);
+          /* The main device reduces, updates and broadcasts with `main`: say which. */
+          if (is_main)
+            {
+              cairo_move_to (cr, 4, r * lane + lane / 2 + 14);
+              cairo_show_text (cr, _("main"));
+            }
         }
     }
   else
     {
-      cairo_move_to (cr, 4, (height - LEGEND_HEIGHT) / 2);
+      cairo_move_to (cr, 4, (height - self->legend_height) / 2);
       cairo_show_text (cr, _("Phases appear once a run has timed a step"));
     }
 
   /* The legend: a swatch and the name of each phase. */
-  double x = 4, y = height - LEGEND_HEIGHT + 4;
+  double x = 4, y = height - self->legend_height + 4;
   for (int p = 0; p < TDM_PHASE_COUNT; p++)
     {
       cairo_text_extents_t ext;
@@ -246,6 +288,16 @@ tdm_timeline_snapshot (GtkWidget   *widget,
       cairo_move_to (cr, x + 16, y + 13);
       cairo_show_text (cr, name);
       x += 16 + ext.x_advance + 12;
+      /* The next entry on a new row when it would not fit this one. */
+      if (p + 1 < TDM_PHASE_COUNT)
+        {
+          cairo_text_extents (cr, tdm_phase_name (p + 1), &ext);
+          if (x + 16 + ext.x_advance > width)
+            {
+              x = 4;
+              y += LEGEND_ROW;
+            }
+        }
     }
   cairo_destroy (cr);
 }
@@ -323,6 +375,8 @@ static void
 tdm_timeline_init (TdmTimeline *self)
 {
   gtk_widget_set_size_request (GTK_WIDGET (self), 320, 120);
+  self->main_device = -1;
+  self->legend_height = LEGEND_HEIGHT;
 }
 
 GtkWidget *

@@ -47,6 +47,9 @@ GArray    *tdm_timeline_layout       (TdmTimeline          *self,
                                       double                height);
 void       tdm_timeline_phase_colour (TdmPhase              phase,
                                       GdkRGBA              *colour);
+/* The lane labelled "main" (−1: none), as the run's STARTED event names it. */
+void       tdm_timeline_set_main_device (TdmTimeline       *self,
+                                         int                device);
 /* Presentation mode's palette: saturated, outlined boxes. */
 void       tdm_timeline_set_high_contrast (TdmTimeline     *self,
                                            gboolean         high_contrast);

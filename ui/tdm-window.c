@@ -17,7 +17,9 @@
  * estimate for the choices as they stand (TdmRunForm asks the engine).
  *
  * Presentation mode (F11) is for a class: fullscreen, larger text, one chart
- * enlarged, high-contrast phase colours and the pace control shown.
+ * enlarged, high-contrast phase colours and the pace control shown. That side of
+ * the window (estimate, pace, presentation, scaling run, pages) lives in
+ * tdm-window-classroom.c; the fields both files use are in tdm-window-private.h.
  *
  * The window's own size is remembered in GSettings (the form remembers the choices).
  * The devices are whatever tdm_device_list() reports, or a list a test injects with
@@ -30,8 +32,6 @@
 #include "tdm-build-config.h"
 
 #include "tdm-classify-view.h"
-#include "tdm-compare.h"
-#include "tdm-history-view.h"
 #include "tdm-config.h"
 #include "tdm-dashboard.h"
 #include "tdm-devices-page.h"
@@ -43,68 +43,8 @@
 #include "tdm-scaling-chart.h"
 #include "tdm-scaling-page.h"
 #include "tdm-window.h"
+#include "tdm-window-private.h"
 
-/* The chart presentation mode enlarges. */
-#define PRESENTATION_CHART "loss"
-
-struct _TdmWindow
-{
-  AdwApplicationWindow  parent_instance;
-
-  /* Template children. */
-  GtkButton            *sidebar_button;
-  GtkButton            *start_button;
-  GtkButton            *start_icon_button;
-  GtkMenuButton        *primary_menu_button;
-  GtkLabel             *start_label;
-  GtkButton            *pause_button;
-  GtkButton            *stop_button;
-  AdwViewSwitcherTitle *window_title;
-  AdwToastOverlay      *toast_overlay;
-  AdwFlap              *flap;
-  GtkRevealer          *error_revealer;
-  GtkLabel             *error_label;
-  TdmRunForm           *sidebar;
-  AdwViewStack         *view_stack;
-  AdwViewSwitcherBar   *switcher_bar;
-  TdmDashboard         *dashboard;
-  TdmDevicesPage       *devices_page;
-  TdmPredictionsPage   *predictions_page;
-  TdmScalingPage       *scaling_page;
-  GtkBox               *history_slot;
-  GtkRevealer          *pace_revealer;
-  GtkSpinButton        *pace_spin;
-  GtkButton            *step_button;
-
-  gboolean              presentation;
-  int                   grid_columns;       /* the chart grid's, outside presentation */
-
-  GSettings            *settings;
-
-  TdmRun               *run;
-  gboolean              run_failed;         /* an error was shown for this run */
-  gboolean              run_stopped;
-
-  GtkNativeDialog      *chooser;
-
-  gboolean              can_start;
-  long                  max_steps;          /* for benchmarks: 0 runs every epoch */
-
-  GtkWindow            *classify_window;    /* made on first use */
-  TdmClassifyView      *classify_view;
-
-  /* The run history (every run is recorded) and its page. */
-  TdmHistoryStore      *history;
-  GtkWidget            *history_view;
-
-  /* "Compare with one device": 1 while the N-device run goes, 2 during the
-   * one-device run; its configuration and the first run's parameters. */
-  int                   compare_stage;
-  TdmConfig            *compare_config;
-  float                *compare_parameters;
-  size_t                compare_count;
-  double                compare_difference;
-};
 
 enum {
   PROP_0,
@@ -116,13 +56,6 @@ enum {
 static GParamSpec *properties[N_PROPS];
 
 G_DEFINE_FINAL_TYPE (TdmWindow, tdm_window, ADW_TYPE_APPLICATION_WINDOW)
-
-static void tdm_window_update_state (TdmWindow *self);
-static void tdm_window_history_run_done (TdmWindow *self,
-                                         TdmRun    *run,
-                                         gboolean   completed);
-static void tdm_window_compare_next (TdmWindow *self);
-static void tdm_window_restore_overlays (TdmWindow *self);
 
 
 /* Errors ------------------------------------------------------------------ */
@@ -160,7 +93,7 @@ headline_for_error (const GError *error)
     }
 }
 
-static void
+void
 tdm_window_show_error (TdmWindow  *self,
                        const char *headline,
                        const char *detail)
@@ -226,7 +159,7 @@ tdm_window_toast (TdmWindow  *self,
   adw_toast_overlay_add_toast (self->toast_overlay, adw_toast_new (text));
 }
 
-static void
+void
 tdm_window_update_state (TdmWindow *self)
 {
   gboolean running = self->run != NULL;
@@ -278,257 +211,6 @@ tdm_window_update_state (TdmWindow *self)
 
 /* Runs -------------------------------------------------------------------- */
 
-
-/* Memory estimate --------------------------------------------------------- */
-
-/* Before Start, the engine's estimate for the choices as they stand. */
-static void
-tdm_window_update_estimate (TdmWindow *self)
-{
-  TdmMemoryEvent estimate;
-  g_autoptr(GError) error = NULL;
-  gboolean fits = TRUE;
-  int largest = 0;
-
-  /* A run in flight reports its own estimate and peaks. */
-  if (self->run != NULL)
-    return;
-
-  if (tdm_run_form_estimate_memory (self->sidebar, &estimate, &fits, &largest, &error))
-    tdm_devices_page_set_estimate (self->devices_page, &estimate, NULL, fits, largest);
-  else
-    {
-      g_autofree char *reason = tdm_format_sentence (error->message);
-
-      tdm_devices_page_set_estimate (self->devices_page, NULL, reason, TRUE, 0);
-    }
-}
-
-/* Pace -------------------------------------------------------------------- */
-
-static void
-tdm_window_pace_changed (TdmWindow *self)
-{
-  if (self->run != NULL)
-    tdm_run_set_pace (self->run, gtk_spin_button_get_value (self->pace_spin));
-}
-
-static void
-tdm_window_single_step (GtkWidget  *widget,
-                        const char *action_name,
-                        GVariant   *parameter)
-{
-  TdmWindow *self = TDM_WINDOW (widget);
-
-  if (self->run == NULL)
-    return;
-
-  tdm_run_single_step (self->run);
-  tdm_window_update_state (self);
-}
-
-static void
-tdm_window_show_pace (GtkWidget  *widget,
-                      const char *action_name,
-                      GVariant   *parameter)
-{
-  TdmWindow *self = TDM_WINDOW (widget);
-
-  gtk_revealer_set_reveal_child (self->pace_revealer,
-                                 !gtk_revealer_get_reveal_child (self->pace_revealer));
-}
-
-/* Presentation mode ------------------------------------------------------- */
-
-/* One chart over the whole Charts page: the others step aside and the grid keeps one
- * column. Only the dashboard's public charts and the grid they sit in are touched. */
-static void
-tdm_window_enlarge_chart (TdmWindow  *self,
-                          const char *id)
-{
-  TdmChart *chart = tdm_dashboard_get_chart (self->dashboard, PRESENTATION_CHART);
-  GtkWidget *card = chart ? gtk_widget_get_ancestor (GTK_WIDGET (chart), GTK_TYPE_FLOW_BOX_CHILD) : NULL;
-  GtkWidget *grid = card ? gtk_widget_get_parent (card) : NULL;
-
-  if (grid == NULL || !GTK_IS_FLOW_BOX (grid))
-    return;
-
-  if (id != NULL && self->grid_columns == 0)
-    self->grid_columns = gtk_flow_box_get_max_children_per_line (GTK_FLOW_BOX (grid));
-  for (GtkWidget *c = gtk_widget_get_first_child (grid); c; c = gtk_widget_get_next_sibling (c))
-    if (GTK_IS_FLOW_BOX_CHILD (c))
-      gtk_widget_set_visible (c, id == NULL || c == card);
-  if (id != NULL)
-    gtk_flow_box_set_max_children_per_line (GTK_FLOW_BOX (grid), 1);
-  else if (self->grid_columns > 0)
-    {
-      gtk_flow_box_set_max_children_per_line (GTK_FLOW_BOX (grid), self->grid_columns);
-      self->grid_columns = 0;
-    }
-}
-
-void
-tdm_window_set_presentation (TdmWindow *self,
-                             gboolean   presentation)
-{
-  g_return_if_fail (TDM_IS_WINDOW (self));
-
-  presentation = !!presentation;
-  if (presentation == self->presentation)
-    return;
-  self->presentation = presentation;
-
-  if (presentation)
-    {
-      gtk_widget_add_css_class (GTK_WIDGET (self), "presentation");
-      gtk_window_fullscreen (GTK_WINDOW (self));
-      /* The class looks at the views, not at the settings. */
-      adw_flap_set_reveal_flap (self->flap, FALSE);
-    }
-  else
-    {
-      gtk_widget_remove_css_class (GTK_WIDGET (self), "presentation");
-      gtk_window_unfullscreen (GTK_WINDOW (self));
-      if (!adw_flap_get_folded (self->flap))
-        adw_flap_set_reveal_flap (self->flap, TRUE);
-    }
-  tdm_window_enlarge_chart (self, presentation ? PRESENTATION_CHART : NULL);
-  tdm_devices_page_set_presentation (self->devices_page, presentation);
-  gtk_revealer_set_reveal_child (self->pace_revealer, presentation);
-  /* Escape leaves presentation mode, and is left to the rest of the window otherwise. */
-  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.leave-presentation", presentation);
-}
-
-gboolean
-tdm_window_get_presentation (TdmWindow *self)
-{
-  g_return_val_if_fail (TDM_IS_WINDOW (self), FALSE);
-
-  return self->presentation;
-}
-
-static void
-tdm_window_toggle_presentation (GtkWidget  *widget,
-                                const char *action_name,
-                                GVariant   *parameter)
-{
-  TdmWindow *self = TDM_WINDOW (widget);
-
-  tdm_window_set_presentation (self, !self->presentation);
-}
-
-static void
-tdm_window_leave_presentation (GtkWidget  *widget,
-                               const char *action_name,
-                               GVariant   *parameter)
-{
-  tdm_window_set_presentation (TDM_WINDOW (widget), FALSE);
-}
-
-/* Scaling run ------------------------------------------------------------- */
-
-static void
-tdm_window_scaling_run (GtkWidget  *widget,
-                        const char *action_name,
-                        GVariant   *parameter)
-{
-  TdmWindow *self = TDM_WINDOW (widget);
-  g_autoptr(TdmConfig) config = NULL;
-  g_autoptr(GError) error = NULL;
-
-  if (self->run != NULL || tdm_scaling_page_get_running (self->scaling_page))
-    return;
-
-  config = tdm_run_form_build_config (self->sidebar, &error);
-  /* A scaling run measures speed: it keeps no checkpoint. */
-  if (config != NULL)
-    g_clear_pointer (&config->save_path, g_free);
-  if (config == NULL || !tdm_scaling_page_start (self->scaling_page, config, &error))
-    {
-      tdm_window_show_error (self, _("The scaling run cannot start."), error->message);
-      return;
-    }
-  gtk_revealer_set_reveal_child (self->error_revealer, FALSE);
-  adw_view_stack_set_visible_child_name (self->view_stack, "scaling");
-  if (adw_flap_get_folded (self->flap))
-    adw_flap_set_reveal_flap (self->flap, FALSE);
-  tdm_window_update_state (self);
-}
-
-static void
-tdm_window_scaling_cancel (GtkWidget  *widget,
-                           const char *action_name,
-                           GVariant   *parameter)
-{
-  TdmWindow *self = TDM_WINDOW (widget);
-
-  tdm_scaling_page_cancel (self->scaling_page);
-}
-
-static void
-tdm_window_scaling_finished (TdmWindow      *self,
-                             const GError   *error,
-                             TdmScalingPage *page)
-{
-  const char *saved = tdm_scaling_page_get_saved_path (page);
-
-  if (error == NULL && saved != NULL)
-    {
-      g_autofree char *name = g_path_get_basename (saved);
-      /* Translators: a scaling run was kept in the run history; %s is the file */
-      g_autofree char *text = g_strdup_printf (_("Scaling run kept as “%s”"), name);
-
-      tdm_window_toast (self, text);
-    }
-  tdm_window_update_state (self);
-}
-
-/* Pages ------------------------------------------------------------------- */
-
-static const char *const page_names[] = {
-  "charts", "devices", "predictions", "scaling", "history",
-};
-
-gboolean
-tdm_window_has_page (const char *name)
-{
-  g_return_val_if_fail (name != NULL, FALSE);
-
-  for (guint i = 0; i < G_N_ELEMENTS (page_names); i++)
-    if (g_str_equal (page_names[i], name))
-      return TRUE;
-  return FALSE;
-}
-
-void
-tdm_window_set_page (TdmWindow  *self,
-                     const char *name)
-{
-  g_return_if_fail (TDM_IS_WINDOW (self));
-  g_return_if_fail (name != NULL && tdm_window_has_page (name));
-
-  adw_view_stack_set_visible_child_name (self->view_stack, name);
-}
-
-const char *
-tdm_window_get_page (TdmWindow *self)
-{
-  g_return_val_if_fail (TDM_IS_WINDOW (self), NULL);
-
-  return adw_view_stack_get_visible_child_name (self->view_stack);
-}
-
-/* History ----------------------------------------------------------------- */
-
-/* The History page: the runs, "compare with one device" and the comparison table
- * (TdmHistoryView over the window's TdmHistoryStore). */
-static void
-tdm_window_fill_history_slot (TdmWindow *self,
-                              GtkBox    *slot)
-{
-  gtk_widget_set_vexpand (self->history_view, TRUE);
-  gtk_box_append (slot, self->history_view);
-}
 
 /* Classifying ------------------------------------------------------------------ */
 
@@ -657,11 +339,6 @@ tdm_window_run_done (TdmWindow    *self,
   tdm_window_compare_next (self);
 }
 
-static gboolean tdm_window_launch (TdmWindow       *self,
-                                   const TdmConfig *config,
-                                   const char      *record_name,
-                                   gboolean         keep_parameters);
-
 static void
 tdm_window_start (GtkWidget  *widget,
                   const char *action_name,
@@ -687,7 +364,7 @@ tdm_window_start (GtkWidget  *widget,
 
 /* Starts `config` as the window's run, recorded in the history under `record_name`
  * (NULL: its date). */
-static gboolean
+gboolean
 tdm_window_launch (TdmWindow       *self,
                    const TdmConfig *config,
                    const char      *record_name,
@@ -770,234 +447,6 @@ tdm_window_stop (GtkWidget  *widget,
   tdm_window_update_state (self);
 }
 
-/* History ------------------------------------------------------------------- */
-
-static void
-tdm_window_overlays_changed (TdmWindow *self)
-{
-  g_autoptr(GPtrArray) records = tdm_history_store_get_overlays (self->history);
-  g_autoptr(GStrvBuilder) ids = g_strv_builder_new ();
-  g_auto(GStrv) strv = NULL;
-
-  tdm_dashboard_set_overlays (self->dashboard, records);
-  /* Remembered, so the same runs are drawn after a restart. */
-  for (guint i = 0; i < records->len; i++)
-    g_strv_builder_add (ids, ((const TdmRunRecord *) g_ptr_array_index (records, i))->id);
-  strv = g_strv_builder_end (ids);
-  g_settings_set_strv (self->settings, "overlay-runs", (const char *const *) strv);
-}
-
-/* Once the history is first read: the runs ticked when the window was last closed,
- * where they still exist; from then on the ticks are the person's. */
-static void
-tdm_window_restore_overlays (TdmWindow *self)
-{
-  g_auto(GStrv) ids = g_settings_get_strv (self->settings, "overlay-runs");
-  g_autoptr(GPtrArray) records = NULL;
-
-  g_signal_handlers_disconnect_by_func (self->history, tdm_window_restore_overlays, self);
-  for (guint i = 0; ids[i] != NULL; i++)
-    {
-      TdmRunItem *item = tdm_history_store_find (self->history, ids[i]);
-
-      if (item != NULL)
-        tdm_run_item_set_overlay (item, TRUE);
-    }
-  records = tdm_history_store_get_overlays (self->history);
-  tdm_dashboard_set_overlays (self->dashboard, records);
-  g_signal_connect_object (self->history, "overlays-changed",
-                           G_CALLBACK (tdm_window_overlays_changed), self, G_CONNECT_SWAPPED);
-}
-
-
-/* A run is over: the history lists it (with what it recorded), and a comparison
- * takes the parameters it kept. */
-static void
-tdm_window_history_run_done (TdmWindow *self,
-                             TdmRun    *run,
-                             gboolean   completed)
-{
-  const GError *record_error = tdm_run_get_record_error (run);
-
-  if (record_error != NULL)
-    {
-      g_autofree char *sentence = tdm_format_sentence (record_error->message);
-      /* Translators: a toast; %s says why the run history could not be written */
-      g_autofree char *text = g_strdup_printf (_("The run history could not be written in full. %s"),
-                                               sentence);
-
-      tdm_window_toast (self, text);
-    }
-  /* Only the new run is read: the others have not changed. */
-  if (tdm_run_get_record_id (run) != NULL)
-    {
-      g_autoptr(GError) error = NULL;
-
-      if (!tdm_history_store_add_run (self->history, tdm_run_get_record_id (run), &error))
-        {
-          g_autofree char *sentence = tdm_format_sentence (error->message);
-
-          tdm_window_toast (self, sentence);
-        }
-    }
-
-  if (self->compare_stage == 0)
-    return;
-  if (!completed)
-    {
-      self->compare_stage = 0;
-      tdm_history_view_set_compare_result (TDM_HISTORY_VIEW (self->history_view),
-                                           _("The comparison was stopped before its end."));
-      return;
-    }
-
-  if (self->compare_stage == 1)
-    {
-      size_t count = 0;
-      const float *parameters = tdm_run_get_parameters (run, &count);
-      TdmRunItem *item = tdm_history_store_find (self->history, tdm_run_get_record_id (run));
-
-      g_clear_pointer (&self->compare_parameters, g_free);
-      self->compare_parameters = parameters != NULL ? g_memdup2 (parameters, count * sizeof (float))
-                                                    : NULL;
-      self->compare_count = count;
-      /* The N-device curve stays on the charts, faint, under the one-device run. */
-      if (item != NULL)
-        tdm_run_item_set_overlay (item, TRUE);
-      self->compare_stage = 2;
-    }
-  else if (self->compare_stage == 2)
-    {
-      size_t count = 0;
-      const float *one = tdm_run_get_parameters (run, &count);
-      g_autofree char *words = NULL;
-      g_autofree char *text = NULL;
-      int replicas = tdm_config_replica_count (self->compare_config);
-
-      self->compare_stage = 0;
-      if (one == NULL || self->compare_parameters == NULL || count != self->compare_count)
-        {
-          tdm_history_view_set_compare_result (TDM_HISTORY_VIEW (self->history_view),
-                                               _("The two runs have no parameters to compare."));
-          return;
-        }
-      self->compare_difference = tdm_compare_parameters (self->compare_parameters, one, count);
-      words = tdm_compare_describe (self->compare_difference);
-      /* Translators: the result of "compare with one device"; %d devices against one
-       * after %ld steps, then the engine's words, e.g. "largest difference 2.1 × 10⁻⁷:
-       * the same up to rounding" */
-      text = g_strdup_printf (ngettext ("%d device against one, after %ld steps: %s",
-                                        "%d devices against one, after %ld steps: %s",
-                                        replicas),
-                              replicas, self->compare_config->max_steps, words);
-      tdm_history_view_set_compare_result (TDM_HISTORY_VIEW (self->history_view), text);
-      tdm_window_toast (self, text);
-      g_clear_pointer (&self->compare_parameters, g_free);
-    }
-}
-
-/* After the N-device run of a comparison: the same on the main device alone. */
-static void
-tdm_window_compare_next (TdmWindow *self)
-{
-  g_autoptr(TdmConfig) one = NULL;
-
-  if (self->compare_stage != 2 || self->run != NULL)
-    return;
-
-  one = tdm_compare_one_device_config (self->compare_config, self->compare_config->max_steps);
-  tdm_history_view_set_compare_result (TDM_HISTORY_VIEW (self->history_view),
-                                       _("Training on the main device alone…"));
-  if (!tdm_window_launch (self, one, _("Compare: one device"), TRUE))
-    self->compare_stage = 0;
-}
-
-static void
-tdm_window_compare_one_device (GtkWidget  *widget,
-                               const char *action_name,
-                               GVariant   *parameter)
-{
-  TdmWindow *self = TDM_WINDOW (widget);
-  g_autoptr(TdmConfig) config = NULL;
-  g_autoptr(GError) error = NULL;
-  g_autofree char *name = NULL;
-  int replicas;
-
-  if (self->run != NULL)
-    return;
-
-  config = tdm_run_form_build_config (self->sidebar, &error);
-  if (config == NULL)
-    {
-      tdm_window_show_error (self, _("The comparison cannot start."), error->message);
-      return;
-    }
-  replicas = tdm_config_replica_count (config);
-  if (replicas < 2)
-    {
-      tdm_window_show_error (self, _("The comparison cannot start."),
-                             _("compare with one device needs at least two devices (or CPU workers) ticked in the settings"));
-      return;
-    }
-  config->max_steps = tdm_history_view_get_compare_steps (TDM_HISTORY_VIEW (self->history_view));
-
-  g_clear_pointer (&self->compare_config, tdm_config_free);
-  self->compare_config = tdm_config_copy (config);
-  self->compare_difference = NAN;
-  /* Earlier overlays would only blur the two curves being compared. */
-  for (guint i = 0; i < g_list_model_get_n_items (G_LIST_MODEL (self->history)); i++)
-    {
-      g_autoptr(TdmRunItem) item = g_list_model_get_item (G_LIST_MODEL (self->history), i);
-
-      tdm_run_item_set_overlay (item, FALSE);
-    }
-  /* Translators: the name of a comparison's first run in the history; %d devices */
-  name = g_strdup_printf (ngettext ("Compare: %d device", "Compare: %d devices", replicas),
-                          replicas);
-  self->compare_stage = 1;
-  tdm_history_view_set_compare_result (TDM_HISTORY_VIEW (self->history_view),
-                                       _("Training on every device…"));
-  if (!tdm_window_launch (self, config, name, TRUE))
-    {
-      self->compare_stage = 0;
-      return;
-    }
-  /* The two curves are the point: show them. */
-  tdm_window_set_page (self, "charts");
-}
-
-TdmHistoryStore *
-tdm_window_get_history (TdmWindow *self)
-{
-  g_return_val_if_fail (TDM_IS_WINDOW (self), NULL);
-
-  return self->history;
-}
-
-GtkWidget *
-tdm_window_get_history_view (TdmWindow *self)
-{
-  g_return_val_if_fail (TDM_IS_WINDOW (self), NULL);
-
-  return self->history_view;
-}
-
-gboolean
-tdm_window_get_comparing (TdmWindow *self)
-{
-  g_return_val_if_fail (TDM_IS_WINDOW (self), FALSE);
-
-  return self->compare_stage != 0;
-}
-
-double
-tdm_window_get_compare_difference (TdmWindow *self)
-{
-  g_return_val_if_fail (TDM_IS_WINDOW (self), NAN);
-
-  return self->compare_difference;
-}
-
 /* Files ------------------------------------------------------------------- */
 
 static void
@@ -1010,7 +459,7 @@ tdm_window_chooser_done (TdmWindow *self)
   g_clear_object (&self->chooser);
 }
 
-static GtkFileChooser *
+GtkFileChooser *
 tdm_window_new_chooser (TdmWindow            *self,
                         const char           *title,
                         GtkFileChooserAction  action,
@@ -1038,7 +487,7 @@ tdm_window_open_folder (GtkWidget  *widget,
   tdm_run_form_open_folder (self->sidebar);
 }
 
-static void
+void
 tdm_window_add_filter (GtkFileChooser *chooser,
                        const char     *name,
                        const char     *mime_type,
@@ -1052,7 +501,7 @@ tdm_window_add_filter (GtkFileChooser *chooser,
   gtk_file_chooser_add_filter (chooser, filter);
 }
 
-static void
+void
 tdm_window_export_chosen (TdmWindow       *self,
                           int              response,
                           GtkNativeDialog *dialog)
@@ -1155,30 +604,6 @@ tdm_window_export_chart (GtkWidget  *widget,
 }
 
 static void
-tdm_window_scaling_export (GtkWidget  *widget,
-                           const char *action_name,
-                           GVariant   *parameter)
-{
-  TdmWindow *self = TDM_WINDOW (widget);
-  const char *format = g_variant_get_string (parameter, NULL);
-  gboolean svg = g_str_equal (format, "svg");
-  GtkFileChooser *chooser;
-
-  chooser = tdm_window_new_chooser (self, svg ? _("Save the Scaling Chart") : _("Export the Scaling Run"),
-                                    GTK_FILE_CHOOSER_ACTION_SAVE, _("_Save"));
-  gtk_file_chooser_set_current_name (chooser, svg ? "tandem-scaling.svg" : "tandem-scaling.csv");
-  if (svg)
-    tdm_window_add_filter (chooser, _("SVG images"), "image/svg+xml", "*.svg");
-  else
-    tdm_window_add_filter (chooser, _("CSV files"), "text/csv", "*.csv");
-  g_object_set_data_full (G_OBJECT (chooser), "target",
-                          g_strdup (svg ? "scaling:svg" : "scaling:csv"), g_free);
-  g_signal_connect_object (chooser, "response", G_CALLBACK (tdm_window_export_chosen),
-                           self, G_CONNECT_SWAPPED);
-  gtk_native_dialog_show (self->chooser);
-}
-
-static void
 tdm_window_toggle_sidebar (GtkWidget  *widget,
                            const char *action_name,
                            GVariant   *parameter)
@@ -1218,12 +643,7 @@ tdm_window_dispose (GObject *object)
   g_clear_object (&self->run);
 
   tdm_window_chooser_done (self);
-  self->compare_stage = 0;
-  /* The page is the view stack's child; the store, ours. */
-  self->history_view = NULL;
-  if (self->history != NULL)
-    g_signal_handlers_disconnect_by_data (self->history, self);
-  g_clear_object (&self->history);
+  tdm_window_history_dispose (self);
   /* A toplevel is owned by GTK's list of windows: destroy it to let it go. */
   if (self->classify_window != NULL)
     gtk_window_destroy (self->classify_window);
@@ -1240,8 +660,7 @@ tdm_window_finalize (GObject *object)
   TdmWindow *self = (TdmWindow *)object;
 
   g_clear_object (&self->settings);
-  g_clear_pointer (&self->compare_config, tdm_config_free);
-  g_clear_pointer (&self->compare_parameters, g_free);
+  tdm_window_history_finalize (self);
 
   G_OBJECT_CLASS (tdm_window_parent_class)->finalize (object);
 }
@@ -1354,15 +773,7 @@ tdm_window_init (TdmWindow *self)
 
   self->settings = g_settings_new (TDM_APP_ID);
 
-  self->compare_difference = NAN;
-  /* The history is read on a thread: a long one must not hold the window up. */
-  self->history = tdm_history_store_new (NULL);
-  self->history_view = tdm_history_view_new (self->history);
-  g_signal_connect_object (self->history, "loaded",
-                           G_CALLBACK (tdm_window_restore_overlays), self, G_CONNECT_SWAPPED);
-  tdm_history_store_reload_async (self->history);
-  g_settings_bind (self->settings, "chart-x-axis", self->dashboard, "x-axis",
-                   G_SETTINGS_BIND_DEFAULT);
+  tdm_window_history_init (self);
   gtk_window_set_default_size (GTK_WINDOW (self),
                                g_settings_get_int (self->settings, "window-width"),
                                g_settings_get_int (self->settings, "window-height"));
@@ -1387,7 +798,6 @@ tdm_window_init (TdmWindow *self)
   /* The switcher moves to the bottom when the header bar has no room for it. */
   g_object_bind_property (self->window_title, "title-visible",
                           self->switcher_bar, "reveal", G_BINDING_SYNC_CREATE);
-  tdm_window_fill_history_slot (self, self->history_slot);
   tdm_window_update_estimate (self);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.leave-presentation", FALSE);
 

@@ -287,6 +287,21 @@ check_strategy(guint strategy)
     g_assert_false(tdm_timeline_has_phase(timeline, TDM_PHASE_REDUCE));
     g_assert_false(tdm_timeline_has_phase(timeline, TDM_PHASE_BROADCAST));
   }
+  /* The phase table: time in each phase on each device; with `main` only the main
+   * device (0) updates. (An update can take less than the clock's tick, so only its
+   * absence is asserted.) */
+  for (int d = 0; d < 2; d++) {
+    g_assert_cmpfloat(tdm_devices_page_get_phase_ms(page, d, TDM_PHASE_FORWARD), >, 0);
+    g_assert_cmpfloat(tdm_devices_page_get_phase_ms(page, d, TDM_PHASE_BACKWARD), >, 0);
+  }
+  if (strategy == 0) {
+    g_assert_cmpfloat(tdm_devices_page_get_phase_ms(page, 1, TDM_PHASE_UPDATE), ==, 0);
+    g_assert_cmpfloat(tdm_devices_page_get_phase_ms(page, 0, TDM_PHASE_ALLREDUCE), ==, 0);
+  } else {
+    g_assert_cmpfloat(tdm_devices_page_get_phase_ms(page, 0, TDM_PHASE_REDUCE), ==, 0);
+    g_assert_cmpfloat(tdm_devices_page_get_phase_ms(page, 1, TDM_PHASE_BROADCAST), ==, 0);
+  }
+
   /* Two lanes, boxes inside the widget. */
   {
     g_autoptr(GArray) boxes = tdm_timeline_layout(timeline, 600, 200);
@@ -498,6 +513,44 @@ test_scaling_run(void)
   destroy_window(window);
 }
 
+/* Weak scaling keeps the batch per device: 100 on one worker, 200 on two. */
+static void
+test_scaling_weak(void)
+{
+  TdmWindow *window = window_for_run("fc32,relu,fc10", 200, 1);
+  TdmScalingPage *page = child(window, "scaling_page");
+  TdmScalingChart *chart = TDM_SCALING_CHART(tdm_scaling_page_get_chart(page));
+
+  tdm_scaling_page_set_mode(page, TDM_SCALING_WEAK);
+  tdm_scaling_page_set_steps(page, 100);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.scaling-run", NULL));
+  g_assert_true(wait_for(scaling_done, page, 300));
+  g_assert_false(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
+  g_assert_cmpuint(tdm_scaling_chart_get_n_points(chart), ==, 2);
+  g_assert_cmpint(tdm_scaling_chart_get_point(chart, 0)->batch, ==, 100);
+  g_assert_cmpint(tdm_scaling_chart_get_point(chart, 1)->batch, ==, 200);
+  g_unlink(tdm_scaling_page_get_saved_path(page));
+  destroy_window(window);
+}
+
+/* Cancelled at once: the run ends, says so, and keeps nothing. */
+static void
+test_scaling_cancel(void)
+{
+  TdmWindow *window = window_for_run("fc32,relu,fc10", 200, 1);
+  TdmScalingPage *page = child(window, "scaling_page");
+
+  tdm_scaling_page_set_steps(page, 5000);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.scaling-run", NULL));
+  g_assert_true(tdm_scaling_page_get_running(page));
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.scaling-cancel", NULL));
+  g_assert_true(wait_for(scaling_done, page, 120));
+  g_assert_null(tdm_scaling_page_get_saved_path(page));
+  g_assert_true(tdm_window_get_can_start(window));
+  g_assert_false(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
+  destroy_window(window);
+}
+
 /* One device gives no scaling: said in words, nothing starts. */
 static void
 test_scaling_needs_two(void)
@@ -640,6 +693,8 @@ main(int argc, char *argv[])
   g_test_add_func("/classroom/devices/allreduce", test_devices_allreduce);
   g_test_add_func("/classroom/memory-warning", test_memory_warning);
   g_test_add_func("/classroom/scaling", test_scaling_run);
+  g_test_add_func("/classroom/scaling-weak", test_scaling_weak);
+  g_test_add_func("/classroom/scaling-cancel", test_scaling_cancel);
   g_test_add_func("/classroom/scaling-needs-two", test_scaling_needs_two);
   g_test_add_func("/classroom/presentation", test_presentation);
   g_test_add_func("/classroom/single-step", test_single_step);
