@@ -675,6 +675,28 @@ test_history_compare(void)
     g_assert_true(tdm_run_item_get_overlay(item_at(store, 0)));
   }
 
+  /* Both loss curves on the chart: the one-device run live, the N-device run under
+   * it, step for step and equal up to rounding. */
+  {
+    TdmDashboard *dashboard = child(window, "dashboard");
+    int overlay = tdm_dashboard_get_overlay_series(dashboard, "loss", 0);
+    const TdmRunRecord *one = tdm_run_item_get_record(item_at(store, 1));
+    guint na, nb;
+    const TdmSeriesBucket *a, *b;
+
+    g_assert_cmpint(overlay, >=, 2);
+    expected_points = one->points->len;
+    g_assert_true(wait_for(loss_caught_up, window, 10));
+    a = tdm_series_get_buckets(tdm_chart_get_series(chart(window, "loss"), 0), &na);
+    b = tdm_series_get_buckets(tdm_chart_get_series(chart(window, "loss"), overlay), &nb);
+    g_assert_cmpuint(na, ==, nb);
+    g_assert_cmpuint(na, >=, 3);
+    for (guint i = 0; i < na; i++) {
+      g_assert_cmpfloat(a[i].x_min, ==, b[i].x_min);
+      g_assert_cmpfloat(fabs(a[i].y_sum - b[i].y_sum), <=, 1e-4 * fabs(b[i].y_sum));
+    }
+  }
+
   /* One device alone cannot be compared with one device: said, nothing started. */
   tdm_device_row_set_workers(cpu_row(window), 1);
   g_assert_true(wait_for(can_start, window, 10));
