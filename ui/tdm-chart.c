@@ -516,6 +516,16 @@ tdm_chart_set_series_in_legend (TdmChart *self,
   gtk_widget_queue_draw (GTK_WIDGET (self));
 }
 
+gboolean
+tdm_chart_get_series_in_legend (TdmChart *self,
+                                guint     series)
+{
+  g_return_val_if_fail (TDM_IS_CHART (self), FALSE);
+  g_return_val_if_fail (series < self->entries->len, FALSE);
+
+  return !get_entry (self, series)->no_legend;
+}
+
 void
 tdm_chart_truncate_series (TdmChart *self,
                            guint     n_series)

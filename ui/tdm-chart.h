@@ -94,6 +94,8 @@ void        tdm_chart_set_series_visible   (TdmChart      *chart,
 void        tdm_chart_set_series_in_legend (TdmChart      *chart,
                                             guint          series,
                                             gboolean       in_legend);
+gboolean    tdm_chart_get_series_in_legend (TdmChart      *chart,
+                                            guint          series);
 /* Removes the series numbered `n_series` and up, keeping the first ones. */
 void        tdm_chart_truncate_series      (TdmChart      *chart,
                                             guint          n_series);

@@ -93,6 +93,8 @@ typedef struct
 
 /* Series each of the loss and accuracy charts has before any overlay. */
 #define N_LIVE_SERIES 2
+/* Overlaid runs named in the legend; the others are counted. */
+#define MAX_OVERLAY_NAMES 3
 
 typedef enum
 {
@@ -595,6 +597,14 @@ tdm_dashboard_replot (TdmDashboard *self)
       /* Smoothed as the live training curve is, so equal runs draw equal curves. */
       tdm_chart_set_series_smoothing (self->charts[CHART_LOSS], o->loss_series, 0.6);
       tdm_chart_set_series_smoothing (self->charts[CHART_ACCURACY], o->accuracy_series, 0.6);
+      /* Twenty names would leave no room to plot: the first few are named, the
+       * others counted in one entry below. */
+      if (i >= MAX_OVERLAY_NAMES)
+        {
+          tdm_chart_set_series_in_legend (self->charts[CHART_LOSS], o->loss_series, FALSE);
+          tdm_chart_set_series_in_legend (self->charts[CHART_ACCURACY], o->accuracy_series,
+                                          FALSE);
+        }
       for (guint k = 0; k < o->points->len; k++)
         {
           const TdmHistoryPoint *p = &g_array_index (o->points, TdmHistoryPoint, k);
@@ -604,6 +614,18 @@ tdm_dashboard_replot (TdmDashboard *self)
           tdm_chart_append (self->charts[CHART_ACCURACY], o->accuracy_series, x,
                             100.0 * p->train_accuracy);
         }
+    }
+
+  if (self->overlays->len > MAX_OVERLAY_NAMES)
+    {
+      guint more = self->overlays->len - MAX_OVERLAY_NAMES;
+      /* Translators: the legend entry for the earlier runs drawn but not named */
+      g_autofree char *label = g_strdup_printf (ngettext ("%u more run", "%u more runs", more),
+                                                more);
+      GdkRGBA grey = { 0.55, 0.55, 0.55, 1 };
+
+      for (guint c = 0; c < G_N_ELEMENTS (ids); c++)
+        tdm_chart_add_series (self->charts[ids[c]], label, &grey, TDM_CHART_STYLE_OVERLAY);
     }
 
   for (guint k = 0; k < self->live->len; k++)

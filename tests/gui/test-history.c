@@ -397,6 +397,47 @@ test_history_view(void)
   remove_folder(dir);
 }
 
+/* Many overlays: each drawn, the first three named in the legend, the rest counted. */
+static void
+test_history_many_overlays(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("tandem-many-XXXXXX", NULL);
+  g_autoptr(TdmHistory) history = tdm_history_new(dir);
+  g_autoptr(TdmHistoryStore) store = tdm_history_store_new(dir);
+  TdmDashboard *dashboard = g_object_ref_sink(TDM_DASHBOARD(tdm_dashboard_new()));
+  TdmChart *loss = tdm_dashboard_get_chart(dashboard, "loss");
+  g_autoptr(GPtrArray) records = NULL;
+
+  for (int i = 0; i < 5; i++) {
+    g_autofree char *name = g_strdup_printf("run %d", i);
+    g_autofree char *id = write_run(history, "cpu:2", name, 100, 0.8);
+  }
+  tdm_history_store_reload(store);
+  for (guint i = 0; i < 5; i++)
+    tdm_run_item_set_overlay(item_at(store, i), TRUE);
+  records = tdm_history_store_get_overlays(store);
+  tdm_dashboard_set_overlays(dashboard, records);
+
+  /* Training and test, five runs, and "2 more runs". */
+  g_assert_cmpuint(tdm_chart_get_n_series(loss), ==, 2 + 5 + 1);
+  for (guint i = 0; i < 5; i++) {
+    int series = tdm_dashboard_get_overlay_series(dashboard, "loss", i);
+
+    g_assert_cmpuint(tdm_series_get_n_appended(tdm_chart_get_series(loss, series)), ==, 4);
+    g_assert_cmpint(tdm_chart_get_series_in_legend(loss, series), ==, i < 3);
+  }
+  g_assert_cmpstr(tdm_series_get_name(tdm_chart_get_series(loss, 7)), ==, "2 more runs");
+  g_assert_true(tdm_chart_get_series_in_legend(loss, 7));
+
+  /* None: only the live series are left. */
+  tdm_dashboard_set_overlays(dashboard, NULL);
+  g_assert_cmpuint(tdm_chart_get_n_series(loss), ==, 2);
+
+  g_object_unref(dashboard);
+  g_clear_object(&store);
+  remove_folder(dir);
+}
+
 /* ---- the window ------------------------------------------------------------- */
 
 static gpointer
@@ -723,6 +764,7 @@ main(int argc, char **argv)
 
   g_test_add_func("/history/store", test_history_store);
   g_test_add_func("/history/view", test_history_view);
+  g_test_add_func("/history/many-overlays", test_history_many_overlays);
   g_test_add_func("/history/window", test_history_window);
   g_test_add_func("/history/compare", test_history_compare);
 
