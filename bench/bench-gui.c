@@ -756,7 +756,7 @@ int
 main(int argc, char **argv)
 {
   g_autofree char *devices = NULL, *network = NULL, *dataset = NULL, *strategy = NULL;
-  g_autofree char *only = NULL;
+  g_autofree char *only = NULL, *page = NULL;
   int batch = 100, max_steps = 600, repeat = 3, probe_ms = 0, overlays = 0;
   GOptionEntry entries[] = {
     {"devices", 0, 0, G_OPTION_ARG_STRING, &devices, "Devices (default cpu:2)", "LIST"},
@@ -771,6 +771,8 @@ main(int argc, char **argv)
      "Also a high-priority timeout of this period (default: none)", "MS"},
     {"headless-thread", 0, 0, G_OPTION_ARG_NONE, &headless_on_thread,
      "Headless runs train on a thread of their own, as the window's do", NULL},
+    {"page", 0, 0, G_OPTION_ARG_STRING, &page,
+     "The window's page shown meanwhile (default charts; devices shows the timeline)", "PAGE"},
     {"overlays", 0, 0, G_OPTION_ARG_INT, &overlays,
      "Earlier runs drawn under the live one (default 0)", "N"},
     {"only", 0, 0, G_OPTION_ARG_STRING, &only,
@@ -858,6 +860,8 @@ main(int argc, char **argv)
       tdm_run_item_set_overlay(item, TRUE);
     }
   }
+  if (page != NULL)
+    tdm_window_set_page(gui.window, page);
   gui.x_server = find_x_server();
   clock = gtk_widget_get_frame_clock(GTK_WIDGET(gui.window));
   g_signal_connect_after(clock, "update", G_CALLBACK(on_update), &gui);
@@ -871,9 +875,9 @@ main(int argc, char **argv)
   }
 
   printf("bench-gui: %s on %s, batch %d, %d steps, %s set; %d runs of each kind, in turn; "
-         "%d earlier runs overlaid\n",
+         "%d earlier runs overlaid; page %s\n",
          config->network, devices ? devices : "cpu:2", batch, max_steps, config->dataset, repeat,
-         overlays);
+         overlays, page != NULL ? page : "charts");
   fflush(stdout);
 
   /* Not counted: OpenBLAS's threads, page faults, the dataset's first build. */
