@@ -452,10 +452,40 @@ draw_stacked (TdmChart *self,
     }
 }
 
+/* Averages runs of columns into one vertex every `step` pixels (gaps kept): a faint
+ * smoothed curve needs no more, and stroking costs by the vertex. */
+static guint
+coarsen_columns (Column *cols,
+                 guint   n,
+                 double  step)
+{
+  guint out = 0, i = 0;
+
+  while (i < n)
+    {
+      double x0 = cols[i].x, sx = 0, sy = 0;
+      gboolean start = cols[i].start;
+      guint k = 0;
+
+      do
+        {
+          sx += cols[i].x;
+          sy += cols[i].y;
+          k++;
+          i++;
+        }
+      while (i < n && !cols[i].start && cols[i].x - x0 < step);
+      cols[out] = (Column) { sx / k, sy / k, sy / k, sy / k, start };
+      out++;
+    }
+  return out;
+}
+
 /* An earlier run under the live one: its smoothed curve only, thin and faint, so
  * twenty of them still leave the live run readable. */
 static void
 draw_overlay_series (TdmChart *self,
+                     cairo_t  *cr,
                      Frame    *f,
                      Entry    *e)
 {
@@ -469,8 +499,76 @@ draw_overlay_series (TdmChart *self,
       tdm_series_get_smoothed (e->series, smooth, nb);
     }
   n = build_columns (self, e->series, smooth, &f->map, FALSE);
-  set_source (f->cr, &e->colour, OVERLAY_ALPHA);
-  stroke_columns (f->cr, self->cols, n, FALSE, OVERLAY_WIDTH);
+  n = coarsen_columns (self->cols, n, OVERLAY_STEP);
+  set_source (cr, &e->colour, OVERLAY_ALPHA);
+  stroke_columns (cr, self->cols, n, FALSE, OVERLAY_WIDTH);
+}
+
+void
+tdm_chart_overlays_changed (TdmChart *self)
+{
+  self->overlay_serial++;
+}
+
+static void
+mapping_key (const Frame *f,
+             double       key[9])
+{
+  key[0] = f->map.px, key[1] = f->map.py, key[2] = f->map.pw, key[3] = f->map.ph;
+  key[4] = f->map.x_lo, key[5] = f->map.x_hi;
+  key[6] = f->map.ty_lo, key[7] = f->map.ty_hi, key[8] = f->map.log;
+}
+
+/* The overlaid runs. Twenty of them cost a frame about 15 ms of stroking on a slow
+ * CPU, and they do not change during a run: they are drawn into an image once and
+ * painted from it until they or the mapping (plot area, ranges, scale) change. A
+ * frame that misses draws them as before, into the image. */
+static void
+draw_overlays (TdmChart *self,
+               Frame    *f)
+{
+  GtkWidget *widget = GTK_WIDGET (self);
+  int scale = f->interactive ? gtk_widget_get_scale_factor (widget) : 1;
+  gboolean any = FALSE;
+  double key[9];
+  cairo_t *cr;
+
+  for (guint i = 0; i < self->entries->len && !any; i++)
+    any = get_entry (self, i)->visible && get_entry (self, i)->style == TDM_CHART_STYLE_OVERLAY
+          && tdm_series_get_n_appended (get_entry (self, i)->series) > 0;
+  if (!any)
+    return;
+
+  mapping_key (f, key);
+  if (self->overlay_cache == NULL || self->cache_serial != self->overlay_serial ||
+      self->cache_w != f->width || self->cache_h != f->height || self->cache_scale != scale ||
+      memcmp (key, self->cache_map, sizeof key) != 0)
+    {
+      g_clear_pointer (&self->overlay_cache, cairo_surface_destroy);
+      self->overlay_cache = cairo_image_surface_create (CAIRO_FORMAT_ARGB32,
+                                                        f->width * scale, f->height * scale);
+      cairo_surface_set_device_scale (self->overlay_cache, scale, scale);
+      cr = cairo_create (self->overlay_cache);
+      cairo_rectangle (cr, f->map.px - POINT_RADIUS, f->map.py - 2,
+                       f->map.pw + 2 * POINT_RADIUS, f->map.ph + 4);
+      cairo_clip (cr);
+      for (guint i = 0; i < self->entries->len; i++)
+        {
+          Entry *e = get_entry (self, i);
+
+          if (e->visible && e->style == TDM_CHART_STYLE_OVERLAY)
+            draw_overlay_series (self, cr, f, e);
+        }
+      cairo_destroy (cr);
+      self->cache_serial = self->overlay_serial;
+      self->cache_w = f->width;
+      self->cache_h = f->height;
+      self->cache_scale = scale;
+      memcpy (self->cache_map, key, sizeof key);
+    }
+
+  cairo_set_source_surface (f->cr, self->overlay_cache, 0, 0);
+  cairo_paint (f->cr);
 }
 
 /* Every visible series, overlaid runs and stacked areas first, in the plot area
@@ -479,13 +577,7 @@ void
 tdm_chart_plot_series (TdmChart *self,
                        Frame    *f)
 {
-  for (guint i = 0; i < self->entries->len; i++)
-    {
-      Entry *e = get_entry (self, i);
-
-      if (e->visible && e->style == TDM_CHART_STYLE_OVERLAY)
-        draw_overlay_series (self, f, e);
-    }
+  draw_overlays (self, f);
   draw_stacked (self, f);
   for (guint i = 0; i < self->entries->len; i++)
     {

@@ -24,6 +24,7 @@ G_BEGIN_DECLS
 #define STACK_FILL_ALPHA 0.6
 #define OVERLAY_ALPHA 0.45
 #define OVERLAY_WIDTH 1.5
+#define OVERLAY_STEP  3.0     /* pixels between an overlay's vertices */
 
 typedef struct
 {
@@ -66,6 +67,15 @@ struct _TdmChart
   guint      n_cols_allocated;
   double    *scratch;
   guint      n_scratch_allocated;
+
+  /* The overlaid runs drawn once into an image and painted from it while neither
+   * they nor the mapping change (tdm-chart-plot.c); `overlay_serial` counts their
+   * changes. */
+  guint64          overlay_serial;
+  cairo_surface_t *overlay_cache;
+  guint64          cache_serial;
+  int              cache_w, cache_h, cache_scale;
+  double           cache_map[9];
 };
 
 /* Device coordinates of the plot area and the data ranges mapped onto it. */
@@ -178,6 +188,7 @@ char     *tdm_chart_axis_title      (const char *label,
                                      const char *unit);
 
 /* tdm-chart-plot.c */
+void      tdm_chart_overlays_changed (TdmChart  *self);
 Column   *tdm_chart_ensure_columns  (TdmChart   *self,
                                      guint       n);
 double   *tdm_chart_ensure_scratch  (TdmChart   *self,

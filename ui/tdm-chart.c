@@ -110,6 +110,7 @@ tdm_chart_finalize (GObject *object)
   g_clear_pointer (&self->y_unit, g_free);
   g_clear_pointer (&self->cols, g_free);
   g_clear_pointer (&self->scratch, g_free);
+  g_clear_pointer (&self->overlay_cache, cairo_surface_destroy);
 
   G_OBJECT_CLASS (tdm_chart_parent_class)->finalize (object);
 }
@@ -435,6 +436,7 @@ tdm_chart_add_series (TdmChart      *self,
   else
     tdm_chart_device_colour (self->entries->len, &e->colour);
   g_ptr_array_add (self->entries, e);
+  tdm_chart_overlays_changed (self);
   gtk_widget_queue_draw (GTK_WIDGET (self));
 
   return self->entries->len - 1;
@@ -479,6 +481,7 @@ tdm_chart_set_series_smoothing (TdmChart *self,
   g_return_if_fail (series < self->entries->len);
 
   tdm_series_set_smoothing (get_entry (self, series)->series, weight);
+  tdm_chart_overlays_changed (self);
   gtk_widget_queue_draw (GTK_WIDGET (self));
 }
 
@@ -501,6 +504,7 @@ tdm_chart_set_series_visible (TdmChart *self,
   g_return_if_fail (series < self->entries->len);
 
   get_entry (self, series)->visible = !!visible;
+  tdm_chart_overlays_changed (self);
   gtk_widget_queue_draw (GTK_WIDGET (self));
 }
 
@@ -535,6 +539,7 @@ tdm_chart_truncate_series (TdmChart *self,
   if (n_series < self->entries->len)
     {
       g_ptr_array_set_size (self->entries, n_series);
+      tdm_chart_overlays_changed (self);
       gtk_widget_queue_draw (GTK_WIDGET (self));
     }
 }
@@ -560,6 +565,8 @@ tdm_chart_append (TdmChart *self,
   e = get_entry (self, series);
   if (e->style == TDM_CHART_STYLE_REFERENCE)
     tdm_series_clear (e->series);
+  else if (e->style == TDM_CHART_STYLE_OVERLAY)
+    tdm_chart_overlays_changed (self);
   tdm_series_append (e->series, x, y);
   gtk_widget_queue_draw (GTK_WIDGET (self));
 }
@@ -572,6 +579,7 @@ tdm_chart_clear (TdmChart *self)
 
   for (guint i = 0; i < self->entries->len; i++)
     tdm_series_clear (get_entry (self, i)->series);
+  tdm_chart_overlays_changed (self);
   gtk_widget_queue_draw (GTK_WIDGET (self));
 }
 
@@ -581,6 +589,7 @@ tdm_chart_remove_all_series (TdmChart *self)
   g_return_if_fail (TDM_IS_CHART (self));
 
   g_ptr_array_set_size (self->entries, 0);
+  tdm_chart_overlays_changed (self);
   gtk_widget_queue_draw (GTK_WIDGET (self));
 }
 
