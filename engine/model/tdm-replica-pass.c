@@ -203,6 +203,10 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
         ops->dropout_forward(b, y, x, r->indices, n, (int)layer_out_floats(l), l->rate,
                              dropout_key(r, i), r->epoch);
       break;
+    case TDM_LAYER_SCALE:
+      ops->copy(b, y, x, out * sizeof(float));
+      ops->scale(b, y, l->factor, out);
+      break;
     case TDM_LAYER_RES_END: {
       const TdmLayer *begin = &net->layers[l->partner];
       const float *skip = r->acts[l->partner];
@@ -322,6 +326,12 @@ tdm_replica_backward(TdmReplica *r, int n)
         else
           ops->dropout_backward(b, dx, dy, r->indices, n, (int)layer_out_floats(l), l->rate,
                                 dropout_key(r, i), r->epoch);
+      }
+      break;
+    case TDM_LAYER_SCALE:
+      if (need_dx) {
+        ops->copy(b, dx, dy, out * sizeof(float));
+        ops->scale(b, dx, l->factor, out);
       }
       break;
     case TDM_LAYER_RES_END: {
