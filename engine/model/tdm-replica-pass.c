@@ -88,6 +88,22 @@ dropout_key(const TdmReplica *r, int layer)
   return tdm_crng_key(r->seed, TDM_RNG_DROPOUT + (uint32_t)layer);
 }
 
+/* Whether a conv with columns runs its forward and weight-gradient products on
+ * bfloat16 operands (--precision bf16 on a backend that has them). The columns, as
+ * bf16, take the first half of the layer's float32 column buffer; the second half
+ * holds the weights as bf16 in the forward (out_c · k values) and the output gradient
+ * as bf16 in the backward (rows · out_c): both fit when out_c <= k and out_c <= rows.
+ * Else (a first layer of few input channels, a tiny batch) the float32 path. The
+ * data gradient stays float32 either way: its product writes the full buffer as
+ * col2im's input, after the weight gradient has read the bf16 halves. */
+static gboolean
+conv_bf16(TdmReplica *r, const float *col, int rows, int k, int out_c)
+{
+  const TdmBackendOps *ops = r->backend->ops;
+  return r->backend->precision == TDM_PRECISION_BF16 && col != NULL && ops->gemm_bf16 != NULL &&
+         ops->im2col_bf16 != NULL && ops->to_bf16 != NULL && out_c <= k && out_c <= rows;
+}
+
 /* A conv's product: out = cols(x) · Wᵀ, the columns kept in col (or x itself for a
  * 1×1 conv of stride 1). */
 static void
@@ -98,6 +114,13 @@ conv_forward(TdmReplica *r, const TdmLayer *l, float *y, const float *x, float *
   TdmBackend *b = r->backend;
   int rows = n * out_h * out_w;
   int k = in_c * kernel * kernel;
+  if (conv_bf16(r, col, rows, k, out_c)) {
+    uint16_t *col16 = (uint16_t *)col, *w16 = col16 + (size_t)rows * k;
+    b->ops->im2col_bf16(b, col16, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
+    b->ops->to_bf16(b, w16, w, (size_t)out_c * k);
+    b->ops->gemm_bf16(b, false, true, rows, out_c, k, 1.0f, col16, k, w16, k, 0.0f, y, out_c);
+    return;
+  }
   const float *a = x;
   if (col != NULL) {
     b->ops->im2col(b, col, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
@@ -116,7 +139,14 @@ conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy, const float 
   TdmBackend *b = r->backend;
   int rows = n * out_h * out_w;
   int k = in_c * kernel * kernel;
-  b->ops->gemm(b, true, false, out_c, k, rows, 1.0f, dy, out_c, col ? col : x, k, 0.0f, dw, k);
+  if (conv_bf16(r, col, rows, k, out_c)) {
+    uint16_t *col16 = (uint16_t *)col, *dy16 = col16 + (size_t)rows * k;
+    b->ops->to_bf16(b, dy16, dy, (size_t)rows * out_c);
+    b->ops->gemm_bf16(b, true, false, out_c, k, rows, 1.0f, dy16, out_c, col16, k, 0.0f, dw, k);
+  } else {
+    b->ops->gemm(b, true, false, out_c, k, rows, 1.0f, dy, out_c, col ? col : x, k, 0.0f, dw,
+                 k);
+  }
   if (!need_dx)
     return;
   if (col == NULL) {
