@@ -7,13 +7,16 @@
 # --time-to-accuracy); then samples/s at batch 512 in fp32, tf32 and bf16
 # (bench-train, which prints the achieved TFLOP/s); then a checkpoint of the preset
 # loaded strictly into torch_reference.py's module. Logs go to $OUT. Not a test: it
-# asserts nothing. WHAT="t94 throughput ckpt" picks parts; SEEDS="0 1 2".
+# asserts nothing. WHAT="t94 throughput ckpt torch" picks parts (without "torch",
+# PyTorch does not run); SEEDS="0 1 2".
 set -u
 G=${G:-$PWD/.gpu}
 # h10's preset before this one (three strided basic blocks, gap), for the record.
 BASIC="conv32k3p1,bn,relu,res(conv32k3p1,bn,relu,conv32k3p1,bn),relu,res(conv64k3s2p1,bn,relu,conv64k3p1,bn),relu,res(conv128k3s2p1,bn,relu,conv128k3p1,bn),relu,gap,fc10"
 SEEDS=${SEEDS:-0 1 2}
-WHAT=${WHAT:-t94 throughput ckpt}
+WHAT=${WHAT:-t94 throughput ckpt torch}
+TORCH=
+[[ " $WHAT " == *" torch "* ]] && TORCH=--torch
 
 to94() { # name, devices, then tandem-train's arguments
   local name=$1 devices=$2
@@ -43,8 +46,8 @@ if [[ " $WHAT " == *" t94 "* ]]; then
   to94 resnet cuda:0 --network resnet --precision bf16 | tee -a $OUT/t94.txt
   to94 resnet-sync2 cuda:0,cuda:0 --network resnet --precision bf16 --batchnorm sync |
     tee -a $OUT/t94.txt
-  echo "== time to 94 %, PyTorch eager bf16 autocast"
-  for seed in $SEEDS; do
+  [ -n "$TORCH" ] && echo "== time to 94 %, PyTorch eager bf16 autocast"
+  [ -n "$TORCH" ] && for seed in $SEEDS; do
     echo "torch resnet seed=$seed $(timeout 100 python3 $G/torch_reference.py --device cuda \
       --network resnet --batch 512 --precision bf16 --time-to-accuracy --seed $seed 2>&1 |
       tr '\n' ' ')" | tee -a $OUT/t94.txt
@@ -54,7 +57,7 @@ if [[ " $WHAT " == *" throughput "* ]]; then
   echo "== samples/s at batch 512"
   for p in fp32 tf32 bf16; do
     timeout 150 $G/bin/bench-train --devices cuda:0 --network resnet --batch 512 --repeat 2 \
-      --precision $p --torch 2>&1 | tail -4 | tee -a $OUT/throughput.txt
+      --precision $p $TORCH 2>&1 | tail -4 | tee -a $OUT/throughput.txt
   done
 fi
 if [[ " $WHAT " == *" ckpt "* ]]; then
