@@ -58,6 +58,26 @@ store_v(float *p, const float *v)
       p[j] = v[j];
 }
 
+/* V consecutive bfloat16 values as floats (V = 4: one 8-byte access). */
+template <int V>
+__device__ __forceinline__ void
+load_v(float *v, const uint16_t *p)
+{
+  uint16_t h[4];
+  if (V == 4) {
+    uint2 t = *(const uint2 *)p;
+    h[0] = (uint16_t)t.x;
+    h[1] = (uint16_t)(t.x >> 16);
+    h[2] = (uint16_t)t.y;
+    h[3] = (uint16_t)(t.y >> 16);
+  } else {
+    for (int j = 0; j < V; j++)
+      h[j] = p[j];
+  }
+  for (int j = 0; j < V; j++)
+    v[j] = __bfloat162float(__ushort_as_bfloat16(h[j]));
+}
+
 /* The same into bfloat16, rounded to nearest even (V = 4: one 8-byte access). */
 template <int V>
 __device__ __forceinline__ void
@@ -265,9 +285,9 @@ tdm_k_im2col_bf16(uint16_t *col, const float *x, int n, int h, int w, int c, int
  * the CPU's order. One
  * thread per V channels of a dx pixel: the warp's reads of one tap are runs of c
  * contiguous floats. */
-template <typename I, int V>
+template <typename I, int V, typename T>
 __global__ void
-col2im_kernel(float *dx, const float *col, I total, int h, int w, int c, int kh, int kw,
+col2im_kernel(float *dx, const T *col, I total, int h, int w, int c, int kh, int kw,
               int pad, int stride, int oh, int ow)
 {
   int cv = c / V;
@@ -303,24 +323,27 @@ col2im_kernel(float *dx, const float *col, I total, int h, int w, int c, int kh,
   }
 }
 
-template <int V>
+template <int V, typename T>
 static void
-launch_col2im(float *dx, const float *col, size_t total, int h, int w, int c, int kh, int kw,
+launch_col2im(float *dx, const T *col, size_t total, int h, int w, int c, int kh, int kw,
               int pad, int stride, int oh, int ow, cudaStream_t stream)
 {
   if (total <= UINT32_MAX)
-    col2im_kernel<uint32_t, V><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
-                                 stream>>>(dx, col, (uint32_t)total, h, w, c, kh, kw, pad,
-                                           stride, oh, ow);
+    col2im_kernel<uint32_t, V, T><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                    stream>>>(dx, col, (uint32_t)total, h, w, c, kh, kw, pad,
+                                              stride, oh, ow);
   else
-    col2im_kernel<size_t, V><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
-                               stream>>>(dx, col, total, h, w, c, kh, kw, pad, stride, oh,
-                                         ow);
+    col2im_kernel<size_t, V, T><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                  stream>>>(dx, col, total, h, w, c, kh, kw, pad, stride, oh,
+                                            ow);
 }
 
-extern "C" cudaError_t
-tdm_k_col2im(float *dx, const float *col, int n, int h, int w, int c, int kh, int kw, int pad,
-             int stride, cudaStream_t stream)
+/* From float32 columns (T = float) or bfloat16 ones (T = uint16_t, summed as float32
+ * in the same order). */
+template <typename T>
+static cudaError_t
+col2im_launch(float *dx, const T *col, int n, int h, int w, int c, int kh, int kw, int pad,
+              int stride, cudaStream_t stream)
 {
   if (stride <= 0)
     return cudaErrorInvalidValue;
@@ -331,11 +354,25 @@ tdm_k_col2im(float *dx, const float *col, int n, int h, int w, int c, int kh, in
     return cudaSuccess;
   if (oh <= 0 || ow <= 0 || kh <= 0 || kw <= 0)
     return cudaMemsetAsync(dx, 0, total * sizeof(float), stream);
-  if (c % 4 == 0 && tdm_k_aligned16(dx) && tdm_k_aligned16(col))
+  if (c % 4 == 0 && tdm_k_aligned16(dx) && ((uintptr_t)col & (4 * sizeof(T) - 1)) == 0)
     launch_col2im<4>(dx, col, total / 4, h, w, c, kh, kw, pad, stride, oh, ow, stream);
   else
     launch_col2im<1>(dx, col, total, h, w, c, kh, kw, pad, stride, oh, ow, stream);
   return tdm_k_launched();
+}
+
+extern "C" cudaError_t
+tdm_k_col2im(float *dx, const float *col, int n, int h, int w, int c, int kh, int kw, int pad,
+             int stride, cudaStream_t stream)
+{
+  return col2im_launch(dx, col, n, h, w, c, kh, kw, pad, stride, stream);
+}
+
+extern "C" cudaError_t
+tdm_k_col2im_bf16(float *dx, const uint16_t *col, int n, int h, int w, int c, int kh, int kw,
+                  int pad, int stride, cudaStream_t stream)
+{
+  return col2im_launch(dx, col, n, h, w, c, kh, kw, pad, stride, stream);
 }
 
 /* One thread per V channels of an output pixel, channels fastest so that reads are

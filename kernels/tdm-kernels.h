@@ -52,6 +52,9 @@ cudaError_t tdm_k_im2col(float *col, const float *x, int n, int h, int w, int c,
 /* im2col into bfloat16 columns (bits, rounded to nearest even). */
 cudaError_t tdm_k_im2col_bf16(uint16_t *col, const float *x, int n, int h, int w, int c,
                               int kh, int kw, int pad, int stride, cudaStream_t stream);
+/* col2im from bfloat16 columns, summed in float32. */
+cudaError_t tdm_k_col2im_bf16(float *dx, const uint16_t *col, int n, int h, int w, int c,
+                              int kh, int kw, int pad, int stride, cudaStream_t stream);
 cudaError_t tdm_k_col2im(float *dx, const float *col, int n, int h, int w, int c, int kh,
                          int kw, int pad, int stride, cudaStream_t stream);
 cudaError_t tdm_k_maxpool_forward(float *y, int32_t *argmax, const float *x,

@@ -403,17 +403,19 @@ split_k_chunks(TdmBackendCuda *cb, int m, int n, int k)
  * kernels read, the optimizer state and the BN statistics all stay float32. TF32 goes
  * through the handle's math mode instead; tdm_k_gemm_small's tiny products stay
  * float32 in every precision. */
-/* The cuBLAS part of cuda_gemm and cuda_gemm_bf16: A and B of `type` (float32 or
- * bfloat16, `size` bytes an element), C float32, one call or split-K. */
+/* The cuBLAS part of cuda_gemm and the bf16 ones: A and B of `type` (float32 or
+ * bfloat16, `size` bytes an element), C of c_type (float32, or bfloat16 without
+ * split-K, whose parts are float32), one call or split-K. */
 static void
 cublas_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
-            const void *a, int lda, const void *bm, int ldb, float beta, float *c, int ldc,
-            cudaDataType_t type, size_t size, cublasComputeType_t compute)
+            const void *a, int lda, const void *bm, int ldb, float beta, void *c, int ldc,
+            cudaDataType_t type, size_t size, cudaDataType_t c_type,
+            cublasComputeType_t compute)
 {
   TdmBackendCuda *cb = CUDA_B(b);
   cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  int chunks = split_k_chunks(cb, m, n, k);
+  int chunks = c_type == CUDA_R_32F ? split_k_chunks(cb, m, n, k) : 1;
   if (chunks <= 1) {
     /* cuBLAS is column-major, and a row-major matrix read column-major is its
      * transpose: so compute Cᵀ (n×m) = op(B)ᵀ · op(A)ᵀ, that is, swap the operands. */
@@ -422,7 +424,7 @@ cublas_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, floa
                                c, ldc));
     else
       CUBLAS_OK(b, cublasGemmEx(cb->cublas, op_b, op_a, n, m, k, &alpha, bm, type, ldb, a, type,
-                                lda, &beta, c, CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT));
+                                lda, &beta, c, c_type, ldc, compute, CUBLAS_GEMM_DEFAULT));
     return;
   }
 
@@ -468,7 +470,7 @@ cuda_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, float 
     return;
   }
   cublas_gemm(b, trans_a, trans_b, m, n, k, alpha, a, lda, bm, ldb, beta, c, ldc, CUDA_R_32F,
-              sizeof(float),
+              sizeof(float), CUDA_R_32F,
               b->precision == TDM_PRECISION_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF
                                                  : CUBLAS_COMPUTE_32F);
 }
@@ -488,7 +490,31 @@ cuda_gemm_bf16(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, f
   if (m == 0 || n == 0)
     return;
   cublas_gemm(b, trans_a, trans_b, m, n, k, alpha, a, lda, bm, ldb, beta, c, ldc, CUDA_R_16BF,
-              sizeof(uint16_t), CUBLAS_COMPUTE_32F);
+              sizeof(uint16_t), CUDA_R_32F, CUBLAS_COMPUTE_32F);
+}
+
+static void
+cuda_gemm_bf16_out(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k,
+                   const uint16_t *a, int lda, const uint16_t *bm, int ldb, uint16_t *c, int ldc)
+{
+  if (!tdm_cuda_begin(b))
+    return;
+  if (!tdm_backend_check_gemm(b, trans_a, trans_b, m, n, k, lda, ldb, ldc))
+    return;
+  if (m == 0 || n == 0)
+    return;
+  cublas_gemm(b, trans_a, trans_b, m, n, k, 1.0f, a, lda, bm, ldb, 0.0f, c, ldc, CUDA_R_16BF,
+              sizeof(uint16_t), CUDA_R_16BF, CUBLAS_COMPUTE_32F);
+}
+
+static void
+cuda_col2im_bf16(TdmBackend *b, float *dx, const uint16_t *col, int n, int h, int w, int c,
+                 int kh, int kw, int pad, int stride)
+{
+  if (!tdm_cuda_begin(b) ||
+      !tdm_backend_check_conv(b, "col2im_bf16", n, h, w, c, kh, kw, pad, stride))
+    return;
+  TDM_CUDA_OK(b, tdm_k_col2im_bf16(dx, col, n, h, w, c, kh, kw, pad, stride, CUDA_B(b)->stream));
 }
 
 static void
@@ -846,6 +872,8 @@ static const TdmBackendOps tdm_backend_cuda_ops = {
   .to_bf16 = cuda_to_bf16,
   .im2col_bf16 = cuda_im2col_bf16,
   .gemm_bf16 = cuda_gemm_bf16,
+  .gemm_bf16_out = cuda_gemm_bf16_out,
+  .col2im_bf16 = cuda_col2im_bf16,
   .graph_begin = cuda_graph_begin,
   .graph_end = cuda_graph_end,
   .graph_launch = cuda_graph_launch,

@@ -289,6 +289,14 @@ typedef struct {
   void (*gemm_bf16) (TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k,
                      float alpha, const uint16_t *a, int lda, const uint16_t *bm, int ldb,
                      float beta, float *c, int ldc);
+  /* C = op(A) · op(B) rounded to bfloat16 (accumulated in float32), and col2im from
+   * such columns (summed in float32): a convolution's input gradient through bf16
+   * columns, half the bytes written and read. */
+  void (*gemm_bf16_out) (TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k,
+                         const uint16_t *a, int lda, const uint16_t *bm, int ldb, uint16_t *c,
+                         int ldc);
+  void (*col2im_bf16) (TdmBackend *b, float *dx, const uint16_t *col,
+                       int n, int h, int w, int c, int kh, int kw, int pad, int stride);
 
   /* y += x; y *= alpha. For communicators. */
   void (*add) (TdmBackend *b, float *y, const float *x, size_t n);
