@@ -6,7 +6,8 @@
  * contiguous floats in x and in col: with c % 4 == 0 each thread moves float4s and a
  * warp's accesses are whole lines. col2im and the pooling gradient are gathers (each
  * output element sums what lands on it), never scatters with atomics, so results are
- * deterministic.
+ * deterministic. For --precision bf16, im2col also writes bfloat16 columns (rounded to
+ * nearest even) and col2im also reads them (summing in float32).
  */
 #include "tdm-kernels.h"
 #include "common.cuh"

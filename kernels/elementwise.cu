@@ -1,5 +1,6 @@
 /* elementwise.cu — bias add (with the ReLU fused in) and its gradient, ReLU forward
- * and backward, and the add and scale that communicators use.
+ * and backward, the add and scale that communicators use, and the float-to-bfloat16
+ * rounding of --precision bf16's stored operands.
  *
  * All are memory-bound: one pass, 16-byte accesses where every pointer is aligned
  * and the scalar loop otherwise. The bias gradient is a column sum done in two
