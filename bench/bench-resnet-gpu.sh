@@ -11,11 +11,6 @@
 # PyTorch does not run); SEEDS="0 1 2".
 set -u
 G=${G:-$PWD/.gpu}
-SEEDS="0 1 2".
-set -u
-G=${G:-$PWD/.gpu}
-# h10's preset before this one (three strided basic blocks, gap), for the record.
-BASIC="conv32k3p1,bn,relu,res(conv32k3p1,bn,relu,conv32k3p1,bn),relu,res(conv64k3s2p1,bn,relu,conv64k3p1,bn),relu,res(conv128k3s2p1,bn,relu,conv128k3p1,bn),relu,gap,fc10"
 SEEDS=${SEEDS:-0 1 2}
 WHAT=${WHAT:-t94 throughput ckpt torch}
 TORCH=
