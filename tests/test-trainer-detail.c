@@ -353,6 +353,55 @@ test_single_step(void)
   detail_clear(&queued);
 }
 
+/* A lent dataset: the run trains on it exactly as on one it opened itself (the same
+ * parameters after the same steps), and it is the caller's again afterwards. */
+static void
+test_lent_dataset(void)
+{
+  g_autoptr(TdmConfig) cfg = config("cpu:2", TDM_STRATEGY_ALLREDUCE, 12);
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_open("synthetic", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autofree float *own = NULL;
+  size_t own_count = 0, lent_count = 0;
+  Detail d;
+
+  g_assert_nonnull(data);
+  {
+    g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, NULL, NULL);
+    const float *p;
+
+    g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+    g_assert_no_error(error);
+    p = tdm_trainer_get_parameters(trainer, &own_count);
+    own = g_memdup2(p, own_count * sizeof *p);
+  }
+  detail_init(&d);
+  {
+    g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, record, &d);
+    const float *p;
+
+    tdm_trainer_set_dataset(trainer, data);
+    g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+    g_assert_no_error(error);
+    p = tdm_trainer_get_parameters(trainer, &lent_count);
+    g_assert_cmpuint(lent_count, ==, own_count);
+    g_assert_cmpmem(p, lent_count * sizeof *p, own, own_count * sizeof *own);
+  }
+  /* The batch events name samples of the lent set, with its labels. */
+  g_assert_cmpuint(d.batches->len, >, 0);
+  for (guint i = 0; i < d.batches->len; i++) {
+    const TdmBatchEvent *b = &g_array_index(d.batches, TdmBatchEvent, i);
+
+    for (int r = 0; r < b->replicas; r++)
+      for (int k = 0; k < b->device[r].shown; k++)
+        g_assert_cmpint(b->device[r].label[k], ==, data->train->labels[b->device[r].index[k]]);
+  }
+  detail_clear(&d);
+  /* Freed trainers left it alone. */
+  g_assert_cmpint(data->train->count, ==, 60000);
+  g_assert_nonnull(data->train->images);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -363,5 +412,6 @@ main(int argc, char **argv)
   g_test_add_func("/trainer-detail/predictions", test_predictions);
   g_test_add_func("/trainer-detail/pace-limit", test_pace_limit);
   g_test_add_func("/trainer-detail/single-step", test_single_step);
+  g_test_add_func("/trainer-detail/lent-dataset", test_lent_dataset);
   return g_test_run();
 }

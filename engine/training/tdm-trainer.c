@@ -642,6 +642,8 @@ teardown(TdmTrainer *t)
   g_clear_pointer(&t->predicted, g_free);
   g_clear_pointer(&t->telemetry, tdm_telemetry_free);
   g_clear_pointer(&t->net, tdm_network_free);
+  if (t->data == t->borrowed_data)
+    t->data = NULL;
   g_clear_pointer(&t->data, tdm_dataset_pair_free);
   g_clear_error(&t->worker_error);
   t->replicas = 0;
@@ -818,7 +820,8 @@ setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
   /* Decoding an image folder can take minutes: a stop ends it too. */
   TdmImageOptions image = {.size = cfg->image_size, .channels = cfg->image_channels,
                            .seed = cfg->seed, .cancellable = cancellable};
-  t->data = tdm_dataset_open_with(cfg->dataset, &image, error);
+  t->data = t->borrowed_data != NULL ? (TdmDatasetPair *)t->borrowed_data
+                                      : tdm_dataset_open_with(cfg->dataset, &image, error);
   if (t->data == NULL)
     return FALSE;
   const TdmDataset *train = t->data->train;
@@ -1220,6 +1223,13 @@ wait_for_pace(TdmTrainer *t)
   }
   g_mutex_unlock(&t->pause_lock);
   return !aborted(t);
+}
+
+void
+tdm_trainer_set_dataset(TdmTrainer *t, const TdmDatasetPair *data)
+{
+  g_return_if_fail(t != NULL && data != NULL && data->train != NULL && data->test != NULL);
+  t->borrowed_data = data;
 }
 
 void
