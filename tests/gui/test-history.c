@@ -749,6 +749,25 @@ test_history_compare(void)
   remove_folder(runs);
 }
 
+/* A history folder that cannot be made (a file stands in its way): the run still
+ * trains and ends normally, only it is not kept. */
+static void
+test_history_unwritable(void)
+{
+  g_autofree char *runs = runs_folder();
+  TdmWindow *window;
+
+  remove_folder(runs);
+  g_assert_true(g_file_set_contents(runs, "not a folder", -1, NULL));
+  window = window_for_run(1);
+  run_once(window);
+  g_assert_true(g_str_has_prefix(adw_view_switcher_title_get_subtitle(child(window, "window_title")),
+                                 "Finished"));
+  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(tdm_window_get_history(window))), ==, 0);
+  destroy_window(window);
+  g_unlink(runs);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -767,6 +786,7 @@ main(int argc, char **argv)
   g_test_add_func("/history/many-overlays", test_history_many_overlays);
   g_test_add_func("/history/window", test_history_window);
   g_test_add_func("/history/compare", test_history_compare);
+  g_test_add_func("/history/unwritable", test_history_unwritable);
 
   status = g_test_run();
   remove_folder(data_home);
