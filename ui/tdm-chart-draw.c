@@ -579,7 +579,8 @@ draw_hover (TdmChart *self,
       double v = NAN, marker = NAN, lo, hi, w_smooth;
       guint idx, nb;
 
-      if (!e->visible)
+      /* Runs overlaid but not named in the legend would only lengthen the box. */
+      if (!e->visible || e->no_legend)
         continue;
 
       buckets = tdm_series_get_buckets (e->series, &nb);
