@@ -37,6 +37,10 @@ struct _TdmDevicesPage
    * that a new step changes texts instead of rebuilding the table. */
   guint           phase_mask;
   GtkWidget      *phase_cell[TDM_MAX_REPLICAS][TDM_PHASE_COUNT];
+  /* Bytes the last timed step's collectives moved out of and into each device, and
+   * the two cells that show them (the engine counts them: tdm-communicator.h). */
+  guint64         bytes[TDM_MAX_REPLICAS][2];
+  GtkWidget      *bytes_cell[TDM_MAX_REPLICAS][2];
 
   TdmMemoryEvent  estimate;
   gboolean        has_estimate;
@@ -108,12 +112,21 @@ tdm_devices_page_fill_phases (TdmDevicesPage *self)
               g_snprintf (text, sizeof text, "%.2f", self->phase_ms[r][p] / self->timed_steps);
               gtk_label_set_label (GTK_LABEL (self->phase_cell[r][p]), text);
             }
+      for (int r = 0; r < self->phase_replicas; r++)
+        for (int k = 0; k < 2; k++)
+          if (self->bytes_cell[r][k] != NULL)
+            {
+              g_autofree char *text = g_format_size (self->bytes[r][k]);
+
+              gtk_label_set_label (GTK_LABEL (self->bytes_cell[r][k]), text);
+            }
       return;
     }
 
   while ((child = gtk_widget_get_first_child (self->phase_grid)) != NULL)
     gtk_grid_remove (grid, child);
   memset (self->phase_cell, 0, sizeof self->phase_cell);
+  memset (self->bytes_cell, 0, sizeof self->bytes_cell);
   self->phase_mask = mask;
   if (self->timed_steps == 0)
     return;
@@ -148,6 +161,27 @@ tdm_devices_page_fill_phases (TdmDevicesPage *self)
 
           self->phase_cell[r][p] = cell (text, TRUE);
           gtk_grid_attach (grid, self->phase_cell[r][p], column, r + 1, 1, 1);
+        }
+      column++;
+    }
+
+  /* What the strategy costs in traffic: `main` loads its main device, all-reduce
+   * spreads the same over all of them. Only where something moves (two devices or more). */
+  if (self->phase_replicas < 2)
+    return;
+  for (int k = 0; k < 2; k++)
+    {
+      /* Translators: columns of the phase table: bytes out of / into a device per step */
+      GtkWidget *header = cell (k == 0 ? _("sent") : _("received"), TRUE);
+
+      gtk_widget_add_css_class (header, "dim-label");
+      gtk_grid_attach (grid, header, column, 0, 1, 1);
+      for (int r = 0; r < self->phase_replicas; r++)
+        {
+          g_autofree char *text = g_format_size (self->bytes[r][k]);
+
+          self->bytes_cell[r][k] = cell (text, TRUE);
+          gtk_grid_attach (grid, self->bytes_cell[r][k], column, r + 1, 1, 1);
         }
       column++;
     }
@@ -260,6 +294,7 @@ tdm_devices_page_handle_event (TdmDevicesPage       *self,
       tdm_batch_strip_set_main_device (TDM_BATCH_STRIP (self->batch_strip),
                                        event->started.main_replica);
       memset (self->phase_ms, 0, sizeof self->phase_ms);
+      memset (self->bytes, 0, sizeof self->bytes);
       self->timed_steps = 0;
       self->phase_mask = 0;
       self->phase_replicas = CLAMP (event->started.replicas, 0, TDM_MAX_REPLICAS);
@@ -278,6 +313,8 @@ tdm_devices_page_handle_event (TdmDevicesPage       *self,
           for (int i = 0; i < MIN (d->spans, TDM_MAX_PHASE_SPANS); i++)
             if (d->span[i].phase >= 0 && d->span[i].phase < TDM_PHASE_COUNT)
               self->phase_ms[r][d->span[i].phase] += d->span[i].end_ms - d->span[i].start_ms;
+          self->bytes[r][0] = d->bytes_sent;
+          self->bytes[r][1] = d->bytes_received;
         }
       self->timed_steps++;
       tdm_devices_page_fill_phases (self);
@@ -344,6 +381,31 @@ tdm_devices_page_get_phase_ms (TdmDevicesPage *self,
   if (device < 0 || device >= self->phase_replicas || self->timed_steps == 0)
     return 0;
   return self->phase_ms[device][phase] / self->timed_steps;
+}
+
+/**
+ * tdm_devices_page_get_bytes_shown:
+ * @sent: (out): the text of the device's "sent" cell, or %NULL
+ * @received: (out): the text of its "received" cell, or %NULL
+ *
+ * What the phase table shows a device's collectives moved in the last timed step.
+ * Returns: %FALSE while the table has no such cells (no timed step yet, one device).
+ */
+gboolean
+tdm_devices_page_get_bytes_shown (TdmDevicesPage  *self,
+                                  int              device,
+                                  const char     **sent,
+                                  const char     **received)
+{
+  g_return_val_if_fail (TDM_IS_DEVICES_PAGE (self), FALSE);
+
+  if (device < 0 || device >= self->phase_replicas || self->bytes_cell[device][0] == NULL)
+    return FALSE;
+  if (sent != NULL)
+    *sent = gtk_label_get_label (GTK_LABEL (self->bytes_cell[device][0]));
+  if (received != NULL)
+    *received = gtk_label_get_label (GTK_LABEL (self->bytes_cell[device][1]));
+  return TRUE;
 }
 
 GtkWidget *

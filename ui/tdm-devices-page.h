@@ -49,6 +49,11 @@ GtkWidget *tdm_devices_page_get_batch_strip  (TdmDevicesPage       *self);
 double     tdm_devices_page_get_phase_ms     (TdmDevicesPage       *self,
                                               int                   device,
                                               TdmPhase              phase);
+/* The texts of the device's "sent" and "received" cells (bytes per step). */
+gboolean   tdm_devices_page_get_bytes_shown  (TdmDevicesPage       *self,
+                                              int                   device,
+                                              const char          **sent,
+                                              const char          **received);
 /* Devices in the memory table; the estimate's and the measured peak's bytes for one
  * (−1 when not known yet). */
 int        tdm_devices_page_get_n_memory_rows (TdmDevicesPage      *self);

@@ -249,14 +249,14 @@ communicate(TdmTrainer *t, int r, gboolean (*op)(TdmTrainer *, int, GError **), 
 static gboolean
 op_allreduce(TdmTrainer *t, int r, GError **error)
 {
-  return t->comm->ops->allreduce(t->comm, r, t->reps[r]->grads, 0,
+  return tdm_communicator_allreduce(t->comm, r, t->reps[r]->grads, 0,
                                  t->net->parameter_count, error);
 }
 
 static gboolean
 op_reduce(TdmTrainer *t, int r, GError **error)
 {
-  return t->comm->ops->reduce(t->comm, r, t->reps[r]->grads, t->net->parameter_count,
+  return tdm_communicator_reduce(t->comm, r, t->reps[r]->grads, t->net->parameter_count,
                               t->config->main_replica, error);
 }
 
@@ -267,7 +267,7 @@ static gboolean
 op_average_bn_state(TdmTrainer *t, int r, GError **error)
 {
   TdmReplica *rep = t->reps[r];
-  if (!t->comm->ops->allreduce(t->comm, r, rep->state, 0, t->net->state_count, error) ||
+  if (!tdm_communicator_allreduce(t->comm, r, rep->state, 0, t->net->state_count, error) ||
       !t->comm->ops->wait(t->comm, r, error))
     return FALSE;
   t->backends[r]->ops->scale(t->backends[r], rep->state, 1.0f / (float)t->world,
@@ -284,7 +284,7 @@ on_bn_reduce(TdmReplica *rep, float *buffer, size_t count, gpointer data)
   while (t->reps[r] != rep)
     r++;
   GError *error = NULL;
-  if (t->comm->ops->allreduce(t->comm, r, buffer, 0, count, &error) &&
+  if (tdm_communicator_allreduce(t->comm, r, buffer, 0, count, &error) &&
       t->comm->ops->wait(t->comm, r, &error))
     return TRUE;
   if (error != NULL)
@@ -295,7 +295,7 @@ on_bn_reduce(TdmReplica *rep, float *buffer, size_t count, gpointer data)
 static gboolean
 op_broadcast(TdmTrainer *t, int r, GError **error)
 {
-  return t->comm->ops->broadcast(t->comm, r, t->reps[r]->params, t->net->parameter_count,
+  return tdm_communicator_broadcast(t->comm, r, t->reps[r]->params, t->net->parameter_count,
                                  t->config->main_replica, error);
 }
 
@@ -317,7 +317,7 @@ flush_bucket(Buckets *bk)
   if (bk->lo == bk->hi || bk->failed)
     return;
   GError *error = NULL;
-  if (!t->comm->ops->allreduce(t->comm, bk->replica, t->reps[bk->replica]->grads, bk->lo,
+  if (!tdm_communicator_allreduce(t->comm, bk->replica, t->reps[bk->replica]->grads, bk->lo,
                                bk->hi - bk->lo, &error)) {
     bk->failed = TRUE;
     if (error != NULL)
@@ -381,6 +381,7 @@ job_train(TdmTrainer *t, int r)
    * takes the step off its graph), each collective and each wait. */
   if (job->timed && t->step_detail) {
     tm->phases.spans = 0;
+    tdm_communicator_take_bytes(t->comm, r, NULL, NULL);   /* from unsampled steps */
     tm->forward_end = start;
     rep->forward_done = on_forward_done;
     rep->forward_done_data = tm;
@@ -1031,8 +1032,11 @@ emit_step_detail(TdmTrainer *t)
   TdmPhasesEvent *p = &e.phases;
   p->step = t->step;
   p->replicas = MIN(t->replicas, TDM_MAX_REPLICAS);
-  for (int r = 0; r < p->replicas; r++)
+  for (int r = 0; r < p->replicas; r++) {
     p->device[r] = t->timing[r].phases;
+    tdm_communicator_take_bytes(t->comm, r, &p->device[r].bytes_sent,
+                                &p->device[r].bytes_received);
+  }
   emit(t, &e);
 
   memset(&e, 0, sizeof e);

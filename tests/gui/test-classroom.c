@@ -188,6 +188,7 @@ typedef struct {
   double test_accuracy;   /* of the last EPOCH */
   int test_count;         /* from STARTED */
   int batch;              /* from STARTED */
+  size_t parameters;      /* from STARTED */
 } Seen;
 
 static Seen seen;
@@ -201,6 +202,7 @@ note_event(GSignalInvocationHint *hint, guint n_values, const GValue *values, gp
   case TDM_EVENT_STARTED:
     seen.test_count = e->started.test_count;
     seen.batch = e->started.batch;
+    seen.parameters = e->started.parameters;
     break;
   case TDM_EVENT_PHASES:
     seen.phases_events++;
@@ -300,6 +302,20 @@ check_strategy(guint strategy)
   } else {
     g_assert_cmpfloat(tdm_devices_page_get_phase_ms(page, 0, TDM_PHASE_REDUCE), ==, 0);
     g_assert_cmpfloat(tdm_devices_page_get_phase_ms(page, 1, TDM_PHASE_BROADCAST), ==, 0);
+  }
+  /* Bytes per step: with two devices either strategy moves one gradient's worth out
+   * of and into each (`main`: one reduce and one broadcast; all-reduce: 2(N−1)/N). */
+  {
+    g_autofree char *gradient = g_format_size(seen.parameters * sizeof(float));
+
+    g_assert_cmpuint(seen.parameters, >, 0);
+    for (int d = 0; d < 2; d++) {
+      const char *sent = NULL, *received = NULL;
+
+      g_assert_true(tdm_devices_page_get_bytes_shown(page, d, &sent, &received));
+      g_assert_cmpstr(sent, ==, gradient);
+      g_assert_cmpstr(received, ==, gradient);
+    }
   }
 
   /* Two lanes, boxes inside the widget. */
