@@ -731,8 +731,15 @@ tdm_dashboard_begin (TdmDashboard          *self,
   for (int id = 0; id < N_CHARTS; id++)
     tdm_dashboard_drop_pending (self, id);
 
+  /* The live curves start over; the overlays stay as they are (redrawing twenty of
+   * them at each Start would cost a frame). */
   g_array_set_size (self->live, 0);
-  tdm_dashboard_replot (self);
+  tdm_series_clear (tdm_chart_get_series (self->charts[CHART_LOSS], self->loss_train));
+  tdm_series_clear (tdm_chart_get_series (self->charts[CHART_LOSS], self->loss_test));
+  tdm_series_clear (tdm_chart_get_series (self->charts[CHART_ACCURACY], self->accuracy_train));
+  tdm_series_clear (tdm_chart_get_series (self->charts[CHART_ACCURACY], self->accuracy_test));
+  gtk_widget_queue_draw (GTK_WIDGET (self->charts[CHART_LOSS]));
+  gtk_widget_queue_draw (GTK_WIDGET (self->charts[CHART_ACCURACY]));
   tdm_chart_clear (self->charts[CHART_THROUGHPUT]);
   tdm_chart_remove_all_series (memory);
   tdm_chart_remove_all_series (load);
