@@ -12,6 +12,7 @@
 
 #include "tdm-chart.h"
 #include "tdm-chart-axis.h"
+#include "tdm-chart-svg.h"
 
 G_BEGIN_DECLS
 

@@ -124,6 +124,8 @@ struct _TdmDashboard
   GMenu           *step_time_devices;   /* the step-time menu's list of replicas */
 
   TdmMetricsLog   *log;
+  TdmExportInfo   *next_info;   /* the settings of the run being started */
+  TdmExportInfo   *info;        /* the settings of the run shown, for exports */
 
   /* The run being shown. */
   TdmStartedEvent  started;
@@ -230,27 +232,12 @@ chart_index (const char *id)
   return -1;
 }
 
-/* "cpu 1", "cpu 2" where several replicas share a device, else the device's id. */
+/* As the CSV export names it too (tdm-format.h). */
 static char *
 replica_label (const TdmStartedEvent *started,
                int                    replica)
 {
-  const char *id = started->device[replica];
-  int same = 0, nth = 0;
-
-  for (int r = 0; r < started->replicas; r++)
-    if (strncmp (started->device[r], id, sizeof started->device[r]) == 0)
-      {
-        same++;
-        if (r <= replica)
-          nth++;
-      }
-
-  if (same <= 1)
-    return g_strndup (id, sizeof started->device[replica]);
-
-  /* Translators: one of several replicas on the same device, e.g. "cpu 2" */
-  return g_strdup_printf (C_("replica", "%.32s %d"), id, nth);
+  return tdm_format_replica (started, replica);
 }
 
 static char *
@@ -539,6 +526,12 @@ tdm_dashboard_begin (TdmDashboard          *self,
   tdm_dashboard_show_charts (self);
 
   tdm_metrics_log_begin (self->log, &self->started);
+  /* Only now do the charts show the run those settings belong to. */
+  if (self->next_info != NULL)
+    {
+      g_clear_pointer (&self->info, tdm_export_info_free);
+      self->info = g_steal_pointer (&self->next_info);
+    }
   for (int id = 0; id < N_CHARTS; id++)
     tdm_dashboard_drop_pending (self, id);
 
@@ -849,15 +842,44 @@ tdm_dashboard_export_chart (TdmDashboard  *self,
   height = MAX (gtk_widget_get_height (GTK_WIDGET (chart)), 600);
 
   if (g_str_equal (format, "png"))
-    return tdm_chart_export_png (chart, path, width, height, error);
+    return tdm_chart_export_png (chart, path, width, height, self->info, error);
   if (g_str_equal (format, "svg"))
-    return tdm_chart_export_svg (chart, path, width, height, error);
+    return tdm_chart_export_svg (chart, path, width, height, self->info, error);
   if (g_str_equal (format, "csv"))
-    return tdm_chart_export_csv (chart, path, error);
+    return tdm_chart_export_csv (chart, path, self->info, error);
 
   g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
                _("Charts can be saved as PNG, SVG or CSV, not “%s”."), format);
   return FALSE;
+}
+
+gboolean
+tdm_dashboard_export_metrics (TdmDashboard  *self,
+                              const char    *path,
+                              GError       **error)
+{
+  g_return_val_if_fail (TDM_IS_DASHBOARD (self), FALSE);
+  g_return_val_if_fail (path != NULL, FALSE);
+
+  return tdm_metrics_log_write_csv (self->log, path, self->info, error);
+}
+
+void
+tdm_dashboard_set_export_info (TdmDashboard  *self,
+                               TdmExportInfo *info)
+{
+  g_return_if_fail (TDM_IS_DASHBOARD (self));
+
+  g_clear_pointer (&self->next_info, tdm_export_info_free);
+  self->next_info = info;
+}
+
+const TdmExportInfo *
+tdm_dashboard_get_export_info (TdmDashboard *self)
+{
+  g_return_val_if_fail (TDM_IS_DASHBOARD (self), NULL);
+
+  return self->info;
 }
 
 TdmMetricsLog *
@@ -955,6 +977,8 @@ tdm_dashboard_finalize (GObject *object)
   TdmDashboard *self = (TdmDashboard *)object;
 
   g_clear_pointer (&self->log, tdm_metrics_log_free);
+  g_clear_pointer (&self->info, tdm_export_info_free);
+  g_clear_pointer (&self->next_info, tdm_export_info_free);
   for (int id = 0; id < N_CHARTS; id++)
     g_clear_pointer (&self->pending[id], g_array_unref);
   g_clear_object (&self->step_time_devices);

@@ -371,6 +371,7 @@ tdm_window_start (GtkWidget  *widget,
       return;
     }
 
+  tdm_dashboard_set_export_info (self->dashboard, tdm_export_info_new (config, NULL));
   gtk_revealer_set_reveal_child (self->error_revealer, FALSE);
   /* On a narrow window the settings cover the charts the user now wants to see. */
   if (adw_flap_get_folded (self->flap))
@@ -493,7 +494,7 @@ tdm_window_export_chosen (TdmWindow       *self,
     }
 
   if (target == NULL)
-    ok = tdm_metrics_log_write_csv (tdm_dashboard_get_log (self->dashboard), path, &error);
+    ok = tdm_dashboard_export_metrics (self->dashboard, path, &error);
   else
     {
       g_auto(GStrv) parts = g_strsplit (target, ":", 2);
