@@ -217,10 +217,9 @@ cuda_alloc(TdmBackend *b, size_t bytes, GError **error)
       char *have = g_format_size_full(free_bytes, G_FORMAT_SIZE_IEC_UNITS);
       char *total = g_format_size_full(total_bytes, G_FORMAT_SIZE_IEC_UNITS);
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY,
-                  "%s (%s): out of memory: %zu bytes (%s) needed, %zu bytes (%s) free of "
-                  "%s; Tandem holds %zu bytes on this backend",
-                  b->name, cb->gpu_name, bytes, need, free_bytes, have, total,
-                  b->bytes_in_use);
+                  "%s (%s): out of memory: one buffer of %s (%zu bytes) could not be "
+                  "allocated, %s free of %s; Tandem holds %zu bytes on this device",
+                  b->name, cb->gpu_name, need, bytes, have, total, b->bytes_in_use);
       g_free(need);
       g_free(have);
       g_free(total);
