@@ -1043,20 +1043,20 @@ test_export_provenance(void)
   SvgScan scan;
 
   g_free(config->dataset);
-  config->dataset = g_strdup("/data/my\nfolder");
+  config->dataset = g_strdup("/データ/my\nfolder");
   g_assert_true(tdm_config_set_devices(config, "cpu:2", &error));
   config->batch = 256;
   config->seed = 7;
   info = tdm_export_info_new(config, when);
   g_assert_cmpstr(tdm_export_info_lookup(info, "date"), ==, "2026-12-03T14:05:00Z");
   /* A line break in a value would end a CSV comment early. */
-  g_assert_cmpstr(tdm_export_info_lookup(info, "dataset"), ==, "/data/my folder");
+  g_assert_cmpstr(tdm_export_info_lookup(info, "dataset"), ==, "/データ/my folder");
 
   /* CSV: comment lines first, then the table as before. */
   g_assert_true(tdm_chart_export_csv(chart, csv_path, info, &error));
   g_assert_no_error(error);
   g_assert_true(g_file_get_contents(csv_path, &csv, NULL, NULL));
-  g_assert_true(g_str_has_prefix(csv, "# dataset: /data/my folder\n# network: mlp\n"
+  g_assert_true(g_str_has_prefix(csv, "# dataset: /データ/my folder\n# network: mlp\n"
                                       "# devices: cpu,cpu\n"));
   g_assert_nonnull(strstr(csv, "\n# batch: 256\n"));
   g_assert_nonnull(strstr(csv, "\n# seed: 7\n"));
@@ -1069,6 +1069,8 @@ test_export_provenance(void)
   g_assert_no_error(error);
   g_assert_cmpint(gdk_pixbuf_get_width(pixbuf), ==, 320);
   g_assert_cmpstr(gdk_pixbuf_get_option(pixbuf, "tEXt::devices"), ==, "cpu,cpu");
+  /* Beyond Latin-1 (a tEXt chunk's encoding) the value goes as UTF-8 in an iTXt. */
+  g_assert_cmpstr(gdk_pixbuf_get_option(pixbuf, "tEXt::dataset"), ==, "/データ/my folder");
   g_assert_cmpstr(gdk_pixbuf_get_option(pixbuf, "tEXt::lr"), ==, "0.001");
   g_assert_cmpstr(gdk_pixbuf_get_option(pixbuf, "tEXt::Title"), ==, "Loss");
   g_assert_true(g_str_has_prefix(gdk_pixbuf_get_option(pixbuf, "tEXt::Software"), "Tandem "));
