@@ -5,8 +5,10 @@
  * JPEGs of smooth shapes and noise, decoded to 64 × 64. For each it times Tandem's
  * decode on every core (cache off, median of three), bench/pillow_folder.py in one
  * process (the ImageFolder way; for JPEGs also with Pillow's draft mode), the first
- * start that writes the cache and later starts that read it (median of five), and the
- * peak memory of a process that only decodes, against the size of the decoded set.
+ * start that writes the cache and later starts that read it (median of five), what
+ * listing and stat-ing every file alone costs (a cached start must do that much to
+ * see a changed file), and the peak memory of a process that only decodes, against
+ * the size of the decoded set, with the pages of library files it maps in apart.
  * Not a test: it asserts nothing.
  *
  *   bench-images [--png N] [--jpeg N] [--python PATH]
@@ -15,9 +17,12 @@
 #include "tdm-dataset-folder.h"
 #include "tdm-dataset.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <glib/gstdio.h>
 #include <stdio.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,6 +182,7 @@ static int
 child_load(const char *folder, int size, int channels)
 {
   long before = status_kb("VmRSS:");
+  long file_before = status_kb("RssFile:");
   TdmImageOptions o = {.size = size, .channels = channels, .no_cache = TRUE};
   g_autoptr(TdmDatasetPair) pair = tdm_dataset_load_image_folder(folder, &o, NULL, NULL, NULL,
                                                                   NULL);
@@ -185,27 +191,68 @@ child_load(const char *folder, int size, int channels)
   long peak = status_kb("VmHWM:");
   double set = ((double)pair->train->count + pair->test->count) *
                tdm_dataset_sample_size(pair->train) / 1024.0;
-  printf("%ld %ld %.0f\n", before, peak, set);
+  printf("%ld %ld %.0f %ld\n", before, peak, set, status_kb("RssFile:") - file_before);
   return 0;
 }
 
+/* *files_mb: of the peak beyond the set, the pages of files (the libraries' code and
+ * tables the first decode maps in), counted as they stand when decoding ends. */
 static void
 memory(const char *self, const char *folder, int size, int channels, double *set_mb,
-       double *extra_mb)
+       double *extra_mb, double *files_mb)
 {
   g_autofree char *s_size = g_strdup_printf("%d", size);
   g_autofree char *s_ch = g_strdup_printf("%d", channels);
   const char *argv[] = {self, "--child-load", folder, s_size, s_ch, NULL};
   g_autofree char *out = NULL;
   int status = 0;
-  long before = 0, peak = 0;
+  long before = 0, peak = 0, files = 0;
   double set = 0;
-  *set_mb = *extra_mb = -1;
+  *set_mb = *extra_mb = *files_mb = -1;
   if (g_spawn_sync(NULL, (char **)argv, NULL, 0, NULL, NULL, &out, NULL, &status, NULL) &&
-      status == 0 && sscanf(out, "%ld %ld %lf", &before, &peak, &set) == 3) {
+      status == 0 && sscanf(out, "%ld %ld %lf %ld", &before, &peak, &set, &files) == 4) {
     *set_mb = set / 1024.0;
     *extra_mb = (peak - before - set) / 1024.0;
+    *files_mb = files / 1024.0;
   }
+}
+
+/* What a cached start cannot go below while it looks at every file: reading each
+ * class folder and one fstatat per entry (median of five). */
+static double
+scan_floor(const char *folder, double *cpu)
+{
+  double t[5], c[5];
+  g_autoptr(GPtrArray) classes = g_ptr_array_new_with_free_func(g_free);
+  GDir *top = g_dir_open(folder, 0, NULL);
+  const char *name;
+  while (top != NULL && (name = g_dir_read_name(top)) != NULL)
+    g_ptr_array_add(classes, g_build_filename(folder, name, NULL));
+  if (top != NULL)
+    g_dir_close(top);
+  for (int r = 0; r < 5; r++) {
+    double c0 = cpu_now();
+    gint64 t0 = g_get_monotonic_time();
+    long seen = 0;
+    for (guint k = 0; k < classes->len; k++) {
+      DIR *d = opendir(g_ptr_array_index(classes, k));
+      struct dirent *de;
+      while (d != NULL && (de = readdir(d)) != NULL) {
+        struct stat st;
+        if (de->d_name[0] != '.' && fstatat(dirfd(d), de->d_name, &st, 0) == 0)
+          seen += st.st_size > 0;
+      }
+      if (d != NULL)
+        closedir(d);
+    }
+    t[r] = (g_get_monotonic_time() - t0) / 1e6;
+    c[r] = cpu_now() - c0;
+    (void)seen;
+  }
+  qsort(t, 5, sizeof(double), compare_doubles);
+  qsort(c, 5, sizeof(double), compare_doubles);
+  *cpu = c[2];
+  return t[2];
 }
 
 static void
@@ -223,8 +270,10 @@ bench_set(const char *self, const char *python, const char *label, const char *f
   g_unlink(cache);
   double first = load_seconds(folder, size, channels, FALSE, NULL);
   double hit = median_load(folder, size, channels, FALSE, 5, NULL, &hit_cpu);
-  double set_mb, extra_mb;
-  memory(self, folder, size, channels, &set_mb, &extra_mb);
+  double set_mb, extra_mb, files_mb;
+  memory(self, folder, size, channels, &set_mb, &extra_mb, &files_mb);
+  double floor_cpu = 0;
+  double floor_s = scan_floor(folder, &floor_cpu);
 
   printf("\n%s: %d files → %d × %d × %d\n", label, files, size, size, channels);
   printf("                         wall s   files/s  ratio   CPU s (all threads)\n");
@@ -239,9 +288,14 @@ bench_set(const char *self, const char *python, const char *label, const char *f
   printf("  first start (writes cache) %.3f s; cached start %.4f s wall, %.4f s CPU: "
          "%.0f× (wall), %.0f× (CPU) faster than decoding\n", first, hit, hit_cpu,
          tandem / hit, tandem_cpu / hit_cpu);
+  printf("  of a cached start, listing and stat of every file alone: %.4f s wall, %.4f s CPU "
+         "(the most it allows: %.0f× wall, %.0f× CPU)\n", floor_s, floor_cpu,
+         tandem / floor_s, tandem_cpu / floor_cpu);
   if (set_mb >= 0)
-    printf("  memory while decoding: decoded set %.1f MB, peak beyond it %.1f MB (%.1f %%)\n",
-           set_mb, extra_mb, 100.0 * extra_mb / set_mb);
+    printf("  memory while decoding: decoded set %.1f MB, peak beyond it %.2f MB (%.1f %%); "
+           "of it, library pages mapped in %.2f MB, the rest %.2f MB (%.1f %%)\n",
+           set_mb, extra_mb, 100.0 * extra_mb / set_mb, files_mb, extra_mb - files_mb,
+           100.0 * (extra_mb - files_mb) / set_mb);
 }
 
 int

@@ -6,11 +6,12 @@ The data sits where the model runs (GPU memory for --device cuda), gathered and
 normalized per batch as Tandem does, so the comparison is of the training step alone.
 Prints one line: samples_per_second=N.
 
---network myrtle is a ResNet-9-style net with the same recipe (see network()).
---network resnet is Tandem's `resnet` preset as a PyTorch module (its state_dict has
-the names and shapes of Tandem's checkpoints) trained with the preset's recipe: SGD
-with Nesterov momentum 0.9, lr 0.2, weight decay 5e-4 on conv and fc weights only,
-label smoothing 0.1, random 2-pixel crops and horizontal flips done on the device.
+--network resnet is Tandem's `resnet` preset, a ResNet-9-style net, as a PyTorch module
+(its state_dict has the names and shapes of Tandem's checkpoints) trained with the
+preset's recipe: SGD with Nesterov momentum 0.9, lr 0.2, weight decay 5e-4 on conv
+and fc weights only, label smoothing 0.1, random 2-pixel crops and horizontal flips
+done on the device. --network basic is the preset before it (three strided basic
+blocks, gap; the spec in bench/bench-resnet-gpu.sh), same recipe.
 --steps N times N steps instead of an epoch (CPUs are slow at it); --precision bf16
 runs under torch.autocast on CUDA. --time-to-accuracy trains the preset's 10 epochs
 (1 of warm-up, then linear decay) and prints the training seconds until the test
@@ -74,8 +75,46 @@ class Block(nn.Module):
         return F.relu(out + (x if self.downsample is None else self.downsample(x)))
 
 
+class Residual(nn.Module):
+    """res(convCk3p1,bn,relu,convCk3p1,bn,relu): the input plus two conv-bn-relu."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.conv1 = nn.Conv2d(c, c, 3, 1, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(c)
+        self.conv2 = nn.Conv2d(c, c, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        return x + F.relu(self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x))))))
+
+
+class ResNet9(nn.Module):
+    """Tandem's `resnet` preset (TDM_NETWORK_RESNET in engine/model/tdm-network.h),
+    with its checkpoint names: conv1-4/bn1-4 at the top, the two blocks layer1.0 and
+    layer1.1, fc1 without bias, the logits scaled by 1/8."""
+
+    def __init__(self, channels=1, classes=10):
+        super().__init__()
+        widths = [(channels, 32), (32, 64), (64, 128), (128, 256)]
+        for i, (cin, cout) in enumerate(widths, 1):
+            setattr(self, f"conv{i}", nn.Conv2d(cin, cout, 3, 1, 1, bias=False))
+            setattr(self, f"bn{i}", nn.BatchNorm2d(cout))
+        self.layer1 = nn.ModuleList([Residual(64), Residual(256)])
+        self.fc1 = nn.Linear(256, classes, bias=False)
+
+    def forward(self, x):
+        x = F.relu(self.bn1(self.conv1(x)))
+        x = F.max_pool2d(F.relu(self.bn2(self.conv2(x))), 2)
+        x = self.layer1[0](x)
+        x = F.max_pool2d(F.relu(self.bn3(self.conv3(x))), 2)
+        x = F.max_pool2d(F.relu(self.bn4(self.conv4(x))), 2)
+        x = self.layer1[1](x)
+        return self.fc1(x.amax((2, 3))) * 0.125
+
+
 class ResNet(nn.Module):
-    """Tandem's `resnet` preset (TDM_NETWORK_RESNET in engine/model/tdm-network.h)."""
+    """The `resnet` preset before the ResNet-9-style one: three basic blocks."""
 
     def __init__(self, channels=1, classes=10):
         super().__init__()
@@ -109,34 +148,11 @@ def augment(x, pad, gen):
     return padded[idx_n, idx_c, rows, cols]
 
 
-def cbr(cin, cout):
-    return nn.Sequential(nn.Conv2d(cin, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout),
-                         nn.ReLU())
-
-
-class Plus(nn.Module):
-    """res(…) without a projection: the body's output plus its input."""
-
-    def __init__(self, body):
-        super().__init__()
-        self.body = body
-
-    def forward(self, x):
-        return x + self.body(x)
-
-
 def network(name):
     if name == "resnet":
+        return ResNet9()
+    if name == "basic":
         return ResNet()
-    if name == "myrtle":
-        # A ResNet-9-style net (bench/bench-resnet-gpu.sh's MYRTLE spec): conv32;
-        # conv64, pool, residual(two conv64); conv128, pool; conv256, pool,
-        # residual(two conv256); global max pool; fc10 (conv = conv3x3, bn, relu).
-        return nn.Sequential(cbr(1, 32), cbr(32, 64), nn.MaxPool2d(2),
-                             Plus(nn.Sequential(cbr(64, 64), cbr(64, 64))),
-                             cbr(64, 128), nn.MaxPool2d(2), cbr(128, 256), nn.MaxPool2d(2),
-                             Plus(nn.Sequential(cbr(256, 256), cbr(256, 256))),
-                             nn.AdaptiveMaxPool2d(1), nn.Flatten(), nn.Linear(256, 10))
     if name == "mlp":
         return nn.Sequential(nn.Flatten(), nn.Linear(784, 1000), nn.ReLU(),
                              nn.Linear(1000, 1000), nn.ReLU(), nn.Linear(1000, 10))
@@ -174,7 +190,7 @@ def main():
     y_all = torch.from_numpy(labels.astype(np.int64)).to(device)
     torch.manual_seed(a.seed)
     model = network(a.network).to(device).to(memory_format=torch.channels_last)
-    recipe = a.network in ("resnet", "myrtle")
+    recipe = a.network in ("resnet", "basic")
     if recipe:
         decay = [p for n_, p in model.named_parameters() if p.dim() > 1]
         rest = [p for n_, p in model.named_parameters() if p.dim() <= 1]

@@ -6,10 +6,13 @@
  * contiguous floats in x and in col: with c % 4 == 0 each thread moves float4s and a
  * warp's accesses are whole lines. col2im and the pooling gradient are gathers (each
  * output element sums what lands on it), never scatters with atomics, so results are
- * deterministic.
+ * deterministic. For --precision bf16, im2col also writes bfloat16 columns (rounded to
+ * nearest even) and col2im also reads them (summing in float32).
  */
 #include "tdm-kernels.h"
 #include "common.cuh"
+
+#include <cuda_bf16.h>
 
 /* Index arithmetic dominates these kernels (they move few bytes per division), so
  * each comes in two widths: 32-bit indices whenever the tensor allows, which is
@@ -56,6 +59,53 @@ store_v(float *p, const float *v)
       p[j] = v[j];
 }
 
+/* V consecutive bfloat16 values as floats (V = 4: one 8-byte access). */
+template <int V>
+__device__ __forceinline__ void
+load_v(float *v, const uint16_t *p)
+{
+  uint16_t h[4];
+  if (V == 4) {
+    uint2 t = *(const uint2 *)p;
+    h[0] = (uint16_t)t.x;
+    h[1] = (uint16_t)(t.x >> 16);
+    h[2] = (uint16_t)t.y;
+    h[3] = (uint16_t)(t.y >> 16);
+  } else {
+    for (int j = 0; j < V; j++)
+      h[j] = p[j];
+  }
+  for (int j = 0; j < V; j++)
+    v[j] = __bfloat162float(__ushort_as_bfloat16(h[j]));
+}
+
+/* The same into bfloat16, rounded to nearest even (V = 4: one 8-byte access). */
+template <int V>
+__device__ __forceinline__ void
+store_v(uint16_t *p, const float *v)
+{
+  uint16_t h[4];
+  for (int j = 0; j < V; j++)
+    h[j] = __bfloat16_as_ushort(__float2bfloat16_rn(v[j]));
+  if (V == 4)
+    *(uint2 *)p = make_uint2(h[0] | ((uint32_t)h[1] << 16), h[2] | ((uint32_t)h[3] << 16));
+  else
+    for (int j = 0; j < V; j++)
+      p[j] = h[j];
+}
+
+__device__ __forceinline__ void
+store_one(float *p, float v)
+{
+  *p = v;
+}
+
+__device__ __forceinline__ void
+store_one(uint16_t *p, float v)
+{
+  *p = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+}
+
 template <int V>
 __device__ __forceinline__ void
 load_iv(int32_t *v, const int32_t *p)
@@ -95,9 +145,9 @@ relu(float v)
  * table in shared memory built once per block instead of three divisions per
  * vector. Needs kcols / V <= TDM_IM2COL_TABLE, kh < 128, kw < 256, c / V < 65536. */
 #define TDM_IM2COL_TABLE 8192
-template <int V>
+template <int V, typename T>
 __global__ void
-im2col_table_kernel(float *col, const float *x, int rows, int h, int w, int c, int kh,
+im2col_table_kernel(T *col, const float *x, int rows, int h, int w, int c, int kh,
                     int kw, int pad, int stride, int oh, int ow)
 {
   extern __shared__ int taps[];
@@ -116,7 +166,7 @@ im2col_table_kernel(float *col, const float *x, int rows, int h, int w, int c, i
     int oy = t % oh;
     int img = t / oh;
     const float *xi = x + (size_t)img * h * w * c;
-    float *out = col + (size_t)row * kvecs * V;
+    T *out = col + (size_t)row * kvecs * V;
     for (int k = threadIdx.x; k < kvecs; k += blockDim.x) {
       int tap = taps[k];
       int iy = oy * stride + (tap >> 24) - pad;
@@ -133,9 +183,9 @@ im2col_table_kernel(float *col, const float *x, int rows, int h, int w, int c, i
 }
 
 /* im2col for any shape: one thread per col entry. */
-template <typename I>
+template <typename I, typename T>
 __global__ void
-im2col_kernel(float *col, const float *x, I total, int h, int w, int c, int kh, int kw,
+im2col_kernel(T *col, const float *x, I total, int h, int w, int c, int kh, int kw,
               int pad, int stride, int oh, int ow)
 {
   I kcols = (I)c * kh * kw;
@@ -154,7 +204,7 @@ im2col_kernel(float *col, const float *x, I total, int h, int w, int c, int kh, 
     float v = 0.0f;
     if (iy >= 0 && iy < h && ix >= 0 && ix < w)
       v = x[(((size_t)img * h + iy) * w + ix) * c + ch];
-    col[e] = v;
+    store_one(col + e, v);
   }
 }
 
@@ -172,9 +222,12 @@ im2col_lanes(int kvecs)
   return 32;
 }
 
-extern "C" cudaError_t
-tdm_k_im2col(float *col, const float *x, int n, int h, int w, int c, int kh, int kw, int pad,
-             int stride, cudaStream_t stream)
+/* Columns in float32 (T = float) or bfloat16 (T = uint16_t, --precision bf16's
+ * operands for the GEMMs that read them). */
+template <typename T>
+static cudaError_t
+im2col_launch(T *col, const float *x, int n, int h, int w, int c, int kh, int kw, int pad,
+              int stride, cudaStream_t stream)
 {
   if (stride <= 0)
     return cudaErrorInvalidValue;
@@ -185,7 +238,8 @@ tdm_k_im2col(float *col, const float *x, int n, int h, int w, int c, int kh, int
   size_t rows = (size_t)n * oh * ow;
   size_t kcols = (size_t)c * kh * kw;
   size_t total = rows * kcols;
-  bool vec = c % 4 == 0 && tdm_k_aligned16(col) && tdm_k_aligned16(x);
+  /* float4 loads; the stores are 16 bytes (float) or 8 (bf16) at the same offsets. */
+  bool vec = c % 4 == 0 && ((uintptr_t)col & (4 * sizeof(T) - 1)) == 0 && tdm_k_aligned16(x);
   int v = vec ? 4 : 1;
   size_t kvecs = kcols / v;
   if (kvecs <= TDM_IM2COL_TABLE && kh < 128 && kw < 256 && c / v < 65536 &&
@@ -197,19 +251,34 @@ tdm_k_im2col(float *col, const float *x, int n, int h, int w, int c, int kh, int
       blocks = 8192;
     size_t shared = kvecs * sizeof(int);
     if (vec)
-      im2col_table_kernel<4><<<(unsigned)blocks, block, shared, stream>>>(
+      im2col_table_kernel<4, T><<<(unsigned)blocks, block, shared, stream>>>(
           col, x, (int)rows, h, w, c, kh, kw, pad, stride, oh, ow);
     else
-      im2col_table_kernel<1><<<(unsigned)blocks, block, shared, stream>>>(
+      im2col_table_kernel<1, T><<<(unsigned)blocks, block, shared, stream>>>(
           col, x, (int)rows, h, w, c, kh, kw, pad, stride, oh, ow);
   } else if (total <= UINT32_MAX) {
-    im2col_kernel<uint32_t><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
-        col, x, (uint32_t)total, h, w, c, kh, kw, pad, stride, oh, ow);
+    im2col_kernel<uint32_t, T><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                 stream>>>(col, x, (uint32_t)total, h, w, c, kh, kw, pad,
+                                           stride, oh, ow);
   } else {
-    im2col_kernel<size_t><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
-        col, x, total, h, w, c, kh, kw, pad, stride, oh, ow);
+    im2col_kernel<size_t, T><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
+                               stream>>>(col, x, total, h, w, c, kh, kw, pad, stride, oh, ow);
   }
   return tdm_k_launched();
+}
+
+extern "C" cudaError_t
+tdm_k_im2col(float *col, const float *x, int n, int h, int w, int c, int kh, int kw, int pad,
+             int stride, cudaStream_t stream)
+{
+  return im2col_launch(col, x, n, h, w, c, kh, kw, pad, stride, stream);
+}
+
+extern "C" cudaError_t
+tdm_k_im2col_bf16(uint16_t *col, const float *x, int n, int h, int w, int c, int kh, int kw,
+                  int pad, int stride, cudaStream_t stream)
+{
+  return im2col_launch(col, x, n, h, w, c, kh, kw, pad, stride, stream);
 }
 
 /* dx[img, iy, ix, ch] = Σ over (ky, kx) of col[(img, oy, ox), (ky, kx, ch)] for the
@@ -217,9 +286,9 @@ tdm_k_im2col(float *col, const float *x, int n, int h, int w, int c, int kh, int
  * the CPU's order. One
  * thread per V channels of a dx pixel: the warp's reads of one tap are runs of c
  * contiguous floats. */
-template <typename I, int V>
+template <typename I, int V, typename T>
 __global__ void
-col2im_kernel(float *dx, const float *col, I total, int h, int w, int c, int kh, int kw,
+col2im_kernel(float *dx, const T *col, I total, int h, int w, int c, int kh, int kw,
               int pad, int stride, int oh, int ow)
 {
   int cv = c / V;
@@ -255,24 +324,27 @@ col2im_kernel(float *dx, const float *col, I total, int h, int w, int c, int kh,
   }
 }
 
-template <int V>
+template <int V, typename T>
 static void
-launch_col2im(float *dx, const float *col, size_t total, int h, int w, int c, int kh, int kw,
+launch_col2im(float *dx, const T *col, size_t total, int h, int w, int c, int kh, int kw,
               int pad, int stride, int oh, int ow, cudaStream_t stream)
 {
   if (total <= UINT32_MAX)
-    col2im_kernel<uint32_t, V><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
-                                 stream>>>(dx, col, (uint32_t)total, h, w, c, kh, kw, pad,
-                                           stride, oh, ow);
+    col2im_kernel<uint32_t, V, T><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                    stream>>>(dx, col, (uint32_t)total, h, w, c, kh, kw, pad,
+                                              stride, oh, ow);
   else
-    col2im_kernel<size_t, V><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
-                               stream>>>(dx, col, total, h, w, c, kh, kw, pad, stride, oh,
-                                         ow);
+    col2im_kernel<size_t, V, T><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                  stream>>>(dx, col, total, h, w, c, kh, kw, pad, stride, oh,
+                                            ow);
 }
 
-extern "C" cudaError_t
-tdm_k_col2im(float *dx, const float *col, int n, int h, int w, int c, int kh, int kw, int pad,
-             int stride, cudaStream_t stream)
+/* From float32 columns (T = float) or bfloat16 ones (T = uint16_t, summed as float32
+ * in the same order). */
+template <typename T>
+static cudaError_t
+col2im_launch(float *dx, const T *col, int n, int h, int w, int c, int kh, int kw, int pad,
+              int stride, cudaStream_t stream)
 {
   if (stride <= 0)
     return cudaErrorInvalidValue;
@@ -283,11 +355,25 @@ tdm_k_col2im(float *dx, const float *col, int n, int h, int w, int c, int kh, in
     return cudaSuccess;
   if (oh <= 0 || ow <= 0 || kh <= 0 || kw <= 0)
     return cudaMemsetAsync(dx, 0, total * sizeof(float), stream);
-  if (c % 4 == 0 && tdm_k_aligned16(dx) && tdm_k_aligned16(col))
+  if (c % 4 == 0 && tdm_k_aligned16(dx) && ((uintptr_t)col & (4 * sizeof(T) - 1)) == 0)
     launch_col2im<4>(dx, col, total / 4, h, w, c, kh, kw, pad, stride, oh, ow, stream);
   else
     launch_col2im<1>(dx, col, total, h, w, c, kh, kw, pad, stride, oh, ow, stream);
   return tdm_k_launched();
+}
+
+extern "C" cudaError_t
+tdm_k_col2im(float *dx, const float *col, int n, int h, int w, int c, int kh, int kw, int pad,
+             int stride, cudaStream_t stream)
+{
+  return col2im_launch(dx, col, n, h, w, c, kh, kw, pad, stride, stream);
+}
+
+extern "C" cudaError_t
+tdm_k_col2im_bf16(float *dx, const uint16_t *col, int n, int h, int w, int c, int kh, int kw,
+                  int pad, int stride, cudaStream_t stream)
+{
+  return col2im_launch(dx, col, n, h, w, c, kh, kw, pad, stride, stream);
 }
 
 /* One thread per V channels of an output pixel, channels fastest so that reads are

@@ -1,5 +1,6 @@
 /* elementwise.cu — bias add (with the ReLU fused in) and its gradient, ReLU forward
- * and backward, and the add and scale that communicators use.
+ * and backward, the add and scale that communicators use, and the float-to-bfloat16
+ * rounding of --precision bf16's stored operands.
  *
  * All are memory-bound: one pass, 16-byte accesses where every pointer is aligned
  * and the scalar loop otherwise. The bias gradient is a column sum done in two
@@ -8,6 +9,8 @@
  */
 #include "tdm-kernels.h"
 #include "common.cuh"
+
+#include <cuda_bf16.h>
 
 /* As the CPU reference writes it: NaN passes through, so that a diverging run
  * still shows in the loss instead of being hidden by the ReLU. */
@@ -241,6 +244,24 @@ extern "C" cudaError_t
 tdm_k_add(float *y, const float *x, size_t n, cudaStream_t stream)
 {
   return launch_map<TDM_OP_ADD>(y, y, x, 0.0f, n, stream);
+}
+
+/* out[i] = in[i] rounded to bfloat16, nearest even. */
+__global__ void
+to_bf16_kernel(uint16_t *out, const float *in, size_t n)
+{
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride)
+    out[i] = __bfloat16_as_ushort(__float2bfloat16_rn(in[i]));
+}
+
+extern "C" cudaError_t
+tdm_k_to_bf16(uint16_t *out, const float *in, size_t n, cudaStream_t stream)
+{
+  if (n == 0)
+    return cudaSuccess;
+  to_bf16_kernel<<<tdm_k_blocks(n, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(out, in, n);
+  return tdm_k_launched();
 }
 
 extern "C" cudaError_t

@@ -32,6 +32,8 @@ cudaError_t tdm_k_relu_backward(float *dx, const float *dy, const float *y, size
                                 cudaStream_t stream);
 cudaError_t tdm_k_add(float *y, const float *x, size_t n, cudaStream_t stream);
 cudaError_t tdm_k_scale(float *y, float alpha, size_t n, cudaStream_t stream);
+/* out[i] = in[i] as bfloat16 bits, rounded to nearest even. */
+cudaError_t tdm_k_to_bf16(uint16_t *out, const float *in, size_t n, cudaStream_t stream);
 
 /* gemm.cu. The end of a split-K GEMM or of a sum over rows: c[i, j] (row-major, ldc)
  * = alpha · Σ over s of parts[s · m · n + i · n + j] (+ beta · c[i, j] when beta is
@@ -47,6 +49,12 @@ cudaError_t tdm_k_gemm_small(bool trans_a, bool trans_b, int m, int n, int k, fl
 /* conv.cu */
 cudaError_t tdm_k_im2col(float *col, const float *x, int n, int h, int w, int c, int kh,
                          int kw, int pad, int stride, cudaStream_t stream);
+/* im2col into bfloat16 columns (bits, rounded to nearest even). */
+cudaError_t tdm_k_im2col_bf16(uint16_t *col, const float *x, int n, int h, int w, int c,
+                              int kh, int kw, int pad, int stride, cudaStream_t stream);
+/* col2im from bfloat16 columns, summed in float32. */
+cudaError_t tdm_k_col2im_bf16(float *dx, const uint16_t *col, int n, int h, int w, int c,
+                              int kh, int kw, int pad, int stride, cudaStream_t stream);
 cudaError_t tdm_k_col2im(float *dx, const float *col, int n, int h, int w, int c, int kh,
                          int kw, int pad, int stride, cudaStream_t stream);
 cudaError_t tdm_k_maxpool_forward(float *y, int32_t *argmax, const float *x,

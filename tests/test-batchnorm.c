@@ -144,6 +144,9 @@ test_sync_invariant_pooled_networks(void)
     "fc32,bn,fc10",
     "conv8k3p1,bn,relu,gap,fc32,bn,fc10",
     "conv8k3p1,bn,relu,gmp,fc32,bn,fc10",
+    /* The resnet preset's shape in small: pool after bn, a block without projection,
+     * a biasless fc scaled by 1/8. */
+    "conv8k3p1,bn,relu,pool2,res(conv8k3p1,bn,relu,conv8k3p1,bn,relu),gap,fc10nb,scale0.125",
   };
   for (size_t k = 0; k < G_N_ELEMENTS(specs); k++) {
     g_autoptr(TdmConfig) ref_cfg = bn_config("cpu", 25, TDM_STRATEGY_ALLREDUCE,

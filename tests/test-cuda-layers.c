@@ -275,6 +275,11 @@ test_batchnorm(void)
   bn_case(300, 100, false, TOL);          /* an fc layer's, channels not a multiple of 32 */
   bn_case(7, 3, true, TOL);               /* fewer rows than a block's lanes */
   bn_case(1, 5, false, 1e-3);             /* one row: count − 1 is 0, variance 0 */
+  /* The resnet preset's first and last stages: the most row groups (a thousand, the
+   * finish's 32 lanes each adding 32 of them) and eight channel tiles. */
+  bn_case(512 * 28 * 28, 32, true, TOL);
+  bn_case(512 * 3 * 3, 256, false, TOL);
+  bn_case(33, 6, true, TOL);              /* channels not a multiple of 4: no float4 */
 }
 
 /* Pooling */
@@ -570,6 +575,175 @@ test_gemm_bf16(void)
   bf16_case(false, true, 512, 256, 2304);
 }
 
+/* Stored bf16 operands (to_bf16, im2col_bf16, gemm_bf16). The rounding is exact
+ * arithmetic, so the bits must equal this reference's (float to nearest even bf16,
+ * as __float2bfloat16_rn; no NaN in these data). gemm_bf16 on rounded operands is
+ * the CPU's float32 GEMM of the same rounded values up to the order of float32
+ * additions: TOL. */
+static uint16_t
+bf16_bits(float f)
+{
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+
+static float
+bf16_value(uint16_t h)
+{
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+static void
+check_bits(const char *what, const uint16_t *dev, const float *ref, size_t n)
+{
+  g_autofree uint16_t *out = g_new(uint16_t, n);
+  gpu->ops->download(gpu, out, dev, n * sizeof(uint16_t));
+  assert_ok(gpu);
+  size_t wrong = 0, first = 0;
+  for (size_t i = 0; i < n; i++)
+    if (out[i] != bf16_bits(ref[i]) && wrong++ == 0)
+      first = i;
+  g_test_message("%s: %zu of %zu values differ", what, wrong, n);
+  if (wrong > 0) {
+    g_test_message("FAILED %s: value %zu is 0x%04x, expected 0x%04x (from %.9g)", what, first,
+                   out[first], bf16_bits(ref[first]), ref[first]);
+    g_test_fail();
+  }
+}
+
+static void
+im2col_bf16_case(int n, int h, int w, int c, int k, int pad, int stride)
+{
+  int oh = (h + 2 * pad - k) / stride + 1, ow = (w + 2 * pad - k) / stride + 1;
+  size_t xs = (size_t)n * h * w * c, cols = (size_t)n * oh * ow * k * k * c;
+  g_autofree float *x = random_floats(xs, -3, 3), *ref = g_new(float, cols);
+  cpu->ops->im2col(cpu, ref, x, n, h, w, c, k, k, pad, stride);
+  float *dx = on(x, xs * 4);
+  uint16_t *dcol = (uint16_t *)poisoned(cols / 2 + 1);
+  gpu->ops->im2col_bf16(gpu, dcol, dx, n, h, w, c, k, k, pad, stride);
+  g_autofree char *what = g_strdup_printf("im2col_bf16 %d×%d×%d×%d k%d p%d s%d", n, h, w, c, k,
+                                          pad, stride);
+  check_bits(what, dcol, ref, cols);
+  release(dx);
+  release(dcol);
+}
+
+static void
+gemm_stored_bf16_case(bool ta, bool tb, int m, int n, int k)
+{
+  int lda = ta ? m : k, ldb = tb ? k : n;
+  size_t as = (size_t)m * k, bs = (size_t)k * n, cs = (size_t)m * n;
+  g_autofree float *a = random_floats(as, -1, 1), *bm = random_floats(bs, -1, 1);
+  g_autofree uint16_t *a16 = g_new(uint16_t, as), *b16 = g_new(uint16_t, bs);
+  for (size_t i = 0; i < as; i++) {
+    a16[i] = bf16_bits(a[i]);
+    a[i] = bf16_value(a16[i]);
+  }
+  for (size_t i = 0; i < bs; i++) {
+    b16[i] = bf16_bits(bm[i]);
+    bm[i] = bf16_value(b16[i]);
+  }
+  g_autofree float *ref = g_new0(float, cs);
+  cpu->ops->gemm(cpu, ta, tb, m, n, k, 1.0f, a, lda, bm, ldb, 0.0f, ref, n);
+  assert_ok(cpu);
+  uint16_t *da = on(a16, as * 2), *db = on(b16, bs * 2);
+  float *dc = poisoned(cs);
+  gpu->ops->gemm_bf16(gpu, ta, tb, m, n, k, 1.0f, da, lda, db, ldb, 0.0f, dc, n);
+  g_autofree char *what = g_strdup_printf("gemm_bf16 %s%s %d×%d×%d", ta ? "T" : "N",
+                                          tb ? "T" : "N", m, n, k);
+  check_close(what, dc, ref, cs, TOL);
+  release(da);
+  release(db);
+  release(dc);
+}
+
+/* The input gradient through bf16 columns: C = dy · W rounded to bf16 (each value
+ * within half a unit of the 8th bit of the exact float32 product, 2⁻⁹ ≈ 2e-3
+ * relative, rms about 1.1e-3 on random data: 3e-3 bounds it), then col2im of those
+ * bf16 values summed in float32, which must equal the CPU's col2im of the same
+ * values to TOL. */
+static void
+dgrad_bf16_case(int n, int h, int w, int c, int out, int k, int pad, int stride)
+{
+  int oh = (h + 2 * pad - k) / stride + 1, ow = (w + 2 * pad - k) / stride + 1;
+  int rows = n * oh * ow, kc = k * k * c;
+  size_t ys = (size_t)rows * out, ws = (size_t)out * kc, cols = (size_t)rows * kc;
+  size_t xs = (size_t)n * h * w * c;
+  g_autofree float *dy = random_floats(ys, -1, 1), *wt = random_floats(ws, -1, 1);
+  g_autofree uint16_t *dy16 = g_new(uint16_t, ys), *w16 = g_new(uint16_t, ws);
+  for (size_t i = 0; i < ys; i++)
+    dy[i] = bf16_value(dy16[i] = bf16_bits(dy[i]));
+  for (size_t i = 0; i < ws; i++)
+    wt[i] = bf16_value(w16[i] = bf16_bits(wt[i]));
+  g_autofree float *dcol = g_new(float, cols), *dx_ref = g_new(float, xs);
+  cpu->ops->gemm(cpu, false, false, rows, kc, out, 1.0f, dy, out, wt, kc, 0.0f, dcol, kc);
+  assert_ok(cpu);
+  uint16_t *ddy = on(dy16, ys * 2), *dw = on(w16, ws * 2);
+  uint16_t *dcol16 = (uint16_t *)poisoned(cols / 2 + 1);
+  float *ddx = poisoned(xs);
+  gpu->ops->gemm_bf16_out(gpu, false, false, rows, kc, out, ddy, out, dw, kc, dcol16, kc);
+  g_autofree uint16_t *got = g_new(uint16_t, cols);
+  gpu->ops->download(gpu, got, dcol16, cols * 2);
+  assert_ok(gpu);
+  g_autofree float *got_f = g_new(float, cols);
+  for (size_t i = 0; i < cols; i++)
+    got_f[i] = bf16_value(got[i]);
+  double err = rel_error(got_f, dcol, cols);
+  g_test_message("gemm_bf16_out %d×%d×%d: relative error %.3g", rows, kc, out, err);
+  if (!(err <= 3e-3 && err > 1e-4)) {
+    g_test_message("FAILED gemm_bf16_out: relative error %.3g outside (1e-4, 3e-3]", err);
+    g_test_fail();
+  }
+  /* col2im of exactly what the GPU wrote. */
+  cpu->ops->col2im(cpu, dx_ref, got_f, n, h, w, c, k, k, pad, stride);
+  gpu->ops->col2im_bf16(gpu, ddx, dcol16, n, h, w, c, k, k, pad, stride);
+  g_autofree char *what = g_strdup_printf("col2im_bf16 %d×%d×%d×%d k%d p%d s%d", n, h, w, c, k,
+                                          pad, stride);
+  check_close(what, ddx, dx_ref, xs, TOL);
+  release(ddy);
+  release(dw);
+  release(dcol16);
+  release(ddx);
+}
+
+static void
+test_stored_bf16(void)
+{
+  if (!have_gpu())
+    return;
+  /* Rounding: random values, then ties (halfway between two bf16 numbers: to the
+   * even one), the largest finite float (rounds up to infinity, as in CUDA), zeros. */
+  size_t n = 100003;
+  g_autofree float *v = random_floats(n, -100, 100);
+  v[0] = 1.0f + 1.0f / 256.0f;            /* tie, rounds down to 1 (even) */
+  v[1] = 1.0f + 3.0f / 256.0f;            /* tie, rounds up to 1 + 2⁻⁶ (even) */
+  v[2] = -0.0f;
+  v[3] = 3.4028235e38f;
+  v[4] = 1e-40f;                          /* a subnormal */
+  float *dv = on(v, n * 4);
+  uint16_t *dh = (uint16_t *)poisoned(n / 2 + 1);
+  gpu->ops->to_bf16(gpu, dh, dv, n);
+  check_bits("to_bf16", dh, v, n);
+  release(dv);
+  release(dh);
+
+  im2col_bf16_case(3, 7, 6, 8, 3, 1, 1);  /* four channels a thread */
+  im2col_bf16_case(2, 9, 8, 3, 3, 1, 2);  /* one, strided */
+  im2col_bf16_case(512, 28, 28, 32, 3, 1, 1); /* the resnet preset's second conv */
+
+  gemm_stored_bf16_case(false, true, 512 * 49, 128, 576); /* a conv's forward */
+  gemm_stored_bf16_case(true, false, 64, 288, 100352);    /* weight gradient: split-K */
+  gemm_stored_bf16_case(true, false, 10, 27, 33);         /* small, odd */
+
+  dgrad_bf16_case(512, 14, 14, 64, 64, 3, 1, 1);          /* the preset's first block */
+  dgrad_bf16_case(3, 9, 8, 6, 5, 3, 1, 2);                /* strided, no float4 */
+}
+
 int
 main(int argc, char **argv)
 {
@@ -599,6 +773,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda-layers/label-smoothing", test_label_smoothing);
   g_test_add_func("/cuda-layers/nesterov", test_nesterov);
   g_test_add_func("/cuda-layers/gemm-bf16", test_gemm_bf16);
+  g_test_add_func("/cuda-layers/stored-bf16", test_stored_bf16);
 
   int status = g_test_run();
   if (gpu != NULL) {

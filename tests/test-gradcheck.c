@@ -222,6 +222,14 @@ test_label_smoothing(void)
 }
 
 static void
+test_scale_no_bias(void)
+{
+  /* The preset's head: a biasless fc scaled down, here after a biasless conv, and a
+   * scale inside the network. */
+  check_spec("conv3k3p1nb,relu,scale1.5,gmp,fc3nb,scale0.125", 5, 5, 2, 3);
+}
+
+static void
 test_env_spec(void)
 {
   check_spec(g_getenv("GRADCHECK_SPEC"), 7, 7, 3, 3);
@@ -248,5 +256,6 @@ main(int argc, char **argv)
   g_test_add_func("/gradcheck/global-pools", test_global_pools);
   g_test_add_func("/gradcheck/dropout", test_dropout);
   g_test_add_func("/gradcheck/label-smoothing", test_label_smoothing);
+  g_test_add_func("/gradcheck/scale-no-bias", test_scale_no_bias);
   return g_test_run();
 }

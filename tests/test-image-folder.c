@@ -14,6 +14,7 @@
 #include "tdm-image.h"
 #include "tdm-trainer.h"
 
+#include <fcntl.h>
 #include <glib/gstdio.h>
 #include <stdio.h>
 #include <string.h>
@@ -445,6 +446,176 @@ test_cache(void)
   remove_tree(root);
 }
 
+/* Loads through the cache; *hit says whether the set was read back whole. */
+static TdmDatasetPair *
+load_counting(const char *root, const TdmImageOptions *options, gboolean *hit)
+{
+  Progress p = {0};
+  g_autoptr(GError) error = NULL;
+  TdmDatasetPair *pair = tdm_dataset_load_image_folder(root, options, on_progress, &p, NULL,
+                                                       &error);
+  g_assert_no_error(error);
+  *hit = p.last_total == 1;
+  return pair;
+}
+
+/* After a change to the folder: the cache misses, the set is what decoding the folder
+ * now gives, and the next start reads that back. Returns the new set. */
+static TdmDatasetPair *
+assert_invalidated(const char *root, const TdmImageOptions *options, const char *change)
+{
+  g_test_message("folder change: %s", change);
+  gboolean hit = TRUE;
+  TdmDatasetPair *got = load_counting(root, options, &hit);
+  g_assert_false(hit);
+  TdmImageOptions plain = *options;
+  plain.no_cache = TRUE;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmDatasetPair) want =
+      tdm_dataset_load_image_folder(root, &plain, NULL, NULL, NULL, &error);
+  g_assert_no_error(error);
+  assert_same_dataset(got->train, want->train);
+  assert_same_dataset(got->test, want->test);
+  g_autoptr(TdmDatasetPair) again = load_counting(root, options, &hit);
+  g_assert_true(hit);
+  assert_same_dataset(again->train, want->train);
+  assert_same_dataset(again->test, want->test);
+  return got;
+}
+
+static gboolean
+same_sets(const TdmDatasetPair *a, const TdmDatasetPair *b)
+{
+  const TdmDataset *x[2] = {a->train, a->test}, *y[2] = {b->train, b->test};
+  for (int s = 0; s < 2; s++)
+    if (x[s]->count != y[s]->count || memcmp(x[s]->labels, y[s]->labels, x[s]->count) != 0 ||
+        memcmp(x[s]->images, y[s]->images,
+               (size_t)x[s]->count * tdm_dataset_sample_size(x[s])) != 0)
+      return FALSE;
+  return TRUE;
+}
+
+/* File times come from a coarse clock: waits (on a file of the root, which the scan
+ * does not look at) until a change made now gets another status-change time than
+ * `path` has. Counts on the clock moving, never on how fast. */
+static void
+wait_past_ctime(const char *root, const char *path)
+{
+  struct stat old, now;
+  g_assert_cmpint(stat(path, &old), ==, 0);
+  g_autofree char *probe = g_build_filename(root, ".probe", NULL);
+  for (;;) {
+    g_assert_true(g_file_set_contents(probe, "tick", -1, NULL));
+    g_assert_cmpint(stat(probe, &now), ==, 0);
+    if (now.st_ctim.tv_sec != old.st_ctim.tv_sec || now.st_ctim.tv_nsec != old.st_ctim.tv_nsec)
+      break;
+    g_usleep(1000);
+  }
+  g_unlink(probe);
+}
+
+static void
+set_mtime(const char *path, time_t seconds)
+{
+  struct timespec times[2] = {{.tv_sec = seconds}, {.tv_sec = seconds}};
+  g_assert_cmpint(utimensat(AT_FDCWD, path, times, 0), ==, 0);
+}
+
+static off_t
+file_size(const char *path)
+{
+  struct stat st;
+  g_assert_cmpint(stat(path, &st), ==, 0);
+  return st.st_size;
+}
+
+/* Every way a folder changes misses the cache, including those that keep every name,
+ * size and modification time (only the status-change time tells them). */
+static void
+test_cache_invalidation(void)
+{
+  g_autofree char *root = make_tmp();
+  write_classes(root, 8, 10);
+  g_autofree char *a = g_build_filename(root, "ant", "001.png", NULL);
+  g_autofree char *b = g_build_filename(root, "ant", "002.png", NULL);
+  g_autofree char *solo = g_build_filename(root, "ant", "solo.png", NULL);
+  test_write_flat_png(solo, 10, 10, 1, 77);
+  /* Two files of one size (shades below 144 take as many bits in deflate) and one
+   * time whose pixels differ. */
+  test_write_flat_png(a, 10, 10, 1, 11);
+  test_write_flat_png(b, 10, 10, 1, 130);
+  g_assert_cmpint(file_size(a), ==, file_size(b));
+  set_mtime(a, 1000000000);
+  set_mtime(b, 1000000000);
+  TdmImageOptions options = {.size = 6, .channels = 1, .seed = 3};
+  gboolean hit = TRUE;
+  g_autoptr(TdmDatasetPair) first = load_counting(root, &options, &hit);
+  g_assert_false(hit);
+  g_autoptr(TdmDatasetPair) second = load_counting(root, &options, &hit);
+  g_assert_true(hit);
+  assert_same_dataset(first->train, second->train);
+
+  /* Touched: the same bytes, a new time. */
+  set_mtime(a, 1000000100);
+  g_autoptr(TdmDatasetPair) touched = assert_invalidated(root, &options, "touched");
+  g_assert_true(same_sets(touched, second));
+  set_mtime(a, 1000000000);
+  g_autoptr(TdmDatasetPair) back = assert_invalidated(root, &options, "time set back");
+
+  /* Swapped: the two files trade places by renaming and get their time back, so
+   * every name, size and modification time is as it was. */
+  wait_past_ctime(root, b);
+  g_autofree char *tmp = g_build_filename(root, "ant", "swap.tmp", NULL);
+  g_assert_cmpint(g_rename(a, tmp), ==, 0);
+  g_assert_cmpint(g_rename(b, a), ==, 0);
+  g_assert_cmpint(g_rename(tmp, b), ==, 0);
+  set_mtime(a, 1000000000);
+  set_mtime(b, 1000000000);
+  g_autoptr(TdmDatasetPair) swapped = assert_invalidated(root, &options, "swapped");
+  g_assert_false(same_sets(swapped, back));
+
+  /* Replaced: another file of the same size renamed over one, its time set to the
+   * old file's. */
+  wait_past_ctime(root, a);
+  g_autofree char *fresh = g_build_filename(root, "fresh.png", NULL);
+  test_write_flat_png(fresh, 10, 10, 1, 100);
+  g_assert_cmpint(file_size(fresh), ==, file_size(a));
+  set_mtime(fresh, 1000000000);
+  g_assert_cmpint(g_rename(fresh, a), ==, 0);
+  g_autoptr(TdmDatasetPair) replaced = assert_invalidated(root, &options, "replaced");
+  g_assert_false(same_sets(replaced, swapped));
+
+  /* Rewritten in place with new pixels of the same size, its time set back. */
+  wait_past_ctime(root, a);
+  test_write_flat_png(a, 10, 10, 1, 99);
+  g_assert_cmpint(file_size(a), ==, file_size(b));
+  set_mtime(a, 1000000000);
+  g_autoptr(TdmDatasetPair) rewritten = assert_invalidated(root, &options, "rewritten");
+  g_assert_false(same_sets(rewritten, replaced));
+
+  /* Added, removed, renamed, moved to another class under the same name. */
+  g_autofree char *added = g_build_filename(root, "bee", "new.png", NULL);
+  test_write_flat_png(added, 10, 10, 1, 33);
+  g_autoptr(TdmDatasetPair) more = assert_invalidated(root, &options, "added");
+  g_assert_cmpint(more->train->count + more->test->count, ==,
+                  rewritten->train->count + rewritten->test->count + 1);
+  g_assert_cmpint(g_unlink(added), ==, 0);
+  g_autoptr(TdmDatasetPair) fewer = assert_invalidated(root, &options, "removed");
+  g_assert_true(same_sets(fewer, rewritten));
+  g_autofree char *renamed = g_build_filename(root, "ant", "zzz.png", NULL);
+  g_assert_cmpint(g_rename(a, renamed), ==, 0);
+  tdm_dataset_pair_free(assert_invalidated(root, &options, "renamed"));
+  g_autofree char *moved = g_build_filename(root, "bee", "solo.png", NULL);
+  g_assert_cmpint(g_rename(solo, moved), ==, 0);
+  g_autoptr(TdmDatasetPair) relabelled = assert_invalidated(root, &options, "moved to another class");
+  /* An empty class folder changes nothing in the set but the notice. */
+  mkdirs(root, "dog", NULL);
+  g_autoptr(TdmDatasetPair) with_empty = assert_invalidated(root, &options, "empty class added");
+  g_assert_true(same_sets(with_empty, relabelled));
+  g_assert_nonnull(strstr(with_empty->notice, "“dog” holds no files"));
+  remove_tree(root);
+}
+
 static void
 test_split_and_defaults(void)
 {
@@ -519,6 +690,49 @@ test_split_and_defaults(void)
   remove_tree(root);
 }
 
+/* Files above the size read whole (256 KiB) are streamed instead: the same pixels
+ * come out, and one cut short is still called truncated. */
+static void
+test_large_files(void)
+{
+  g_autofree char *root = make_tmp();
+  const int side = 520;
+  g_autofree uint8_t *pixels = g_malloc((size_t)side * side * 3);
+  GRand *rand = g_rand_new_with_seed(5);
+  for (size_t i = 0; i < (size_t)side * side * 3; i++)
+    pixels[i] = (uint8_t)g_rand_int_range(rand, 0, 256);
+  g_rand_free(rand);
+  g_autofree char *png = g_build_filename(root, "noise.png", NULL);
+  test_write_png(png, side, side, 3, pixels);
+  g_assert_cmpint(file_size(png), >, 256 * 1024);
+  uint8_t got[12 * 12 * 3], want[12 * 12 * 3];
+  g_autoptr(GError) error = NULL;
+  g_assert_true(tdm_image_load(png, 12, 3, got, &error));
+  g_assert_no_error(error);
+  tdm_image_resample(pixels, side, side, side * 3, 3, 12, want);
+  g_assert_cmpmem(got, sizeof got, want, sizeof want);
+
+  g_autofree char *jpeg = g_build_filename(root, "noise.jpg", NULL);
+  test_write_jpeg(jpeg, side, side, 3, pixels, 95);
+  g_assert_cmpint(file_size(jpeg), >, 256 * 1024);
+  g_assert_true(tdm_image_load(jpeg, 12, 3, got, &error));
+  g_assert_no_error(error);
+
+  const char *paths[2] = {png, jpeg};
+  for (int i = 0; i < 2; i++) {
+    g_autofree char *bytes = NULL;
+    gsize len = 0;
+    g_assert_true(g_file_get_contents(paths[i], &bytes, &len, NULL));
+    g_autofree char *cut = g_strconcat(paths[i], ".cut", NULL);
+    g_assert_true(g_file_set_contents(cut, bytes, (gssize)(len - 1000), NULL));
+    g_assert_cmpint(file_size(cut), >, 256 * 1024);
+    g_autoptr(GError) e = NULL;
+    g_assert_false(tdm_image_load(cut, 12, 3, got, &e));
+    g_assert_cmpstr(e->message, ==, "truncated");
+  }
+  remove_tree(root);
+}
+
 static void
 test_resample(void)
 {
@@ -539,6 +753,19 @@ test_resample(void)
   tdm_image_resample(three, 3, 3, 3, 1, 2, out);
   g_assert_cmpint(out[0], ==, 30);
   g_assert_cmpint(out[1], ==, 150);
+  /* 2 × 6 → 2 × 2 at scale 1 is a copy of the centre rows (2 and 3). */
+  const uint8_t tall[12] = {9, 9, 9, 9, 5, 6, 7, 8, 9, 9, 9, 9};
+  tdm_image_resample(tall, 2, 6, 2, 1, 2, out);
+  g_assert_cmpmem(out, 4, ((uint8_t[]){5, 6, 7, 8}), 4);
+  /* Enlarged, 2 × 2 → 6 × 6 RGB: one source row feeds three output rows, each
+   * output pixel lies in one source pixel and is that pixel. */
+  const uint8_t small[12] = {10, 11, 12, 20, 21, 22, 30, 31, 32, 40, 41, 42};
+  uint8_t big[6 * 6 * 3];
+  tdm_image_resample(small, 2, 2, 6, 3, 6, big);
+  for (int y = 0; y < 6; y++)
+    for (int x = 0; x < 6; x++)
+      for (int k = 0; k < 3; k++)
+        g_assert_cmpint(big[(y * 6 + x) * 3 + k], ==, small[((y / 3) * 2 + x / 3) * 3 + k]);
 }
 
 static void
@@ -608,10 +835,12 @@ main(int argc, char **argv)
   g_setenv("XDG_CACHE_HOME", cache, TRUE);
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/image-folder/resample", test_resample);
+  g_test_add_func("/image-folder/large-files", test_large_files);
   g_test_add_func("/image-folder/equals-idx", test_equals_idx);
   g_test_add_func("/image-folder/bad-files", test_bad_files);
   g_test_add_func("/image-folder/too-few-classes", test_too_few_classes);
   g_test_add_func("/image-folder/cache", test_cache);
+  g_test_add_func("/image-folder/cache-invalidation", test_cache_invalidation);
   g_test_add_func("/image-folder/split-and-defaults", test_split_and_defaults);
   g_test_add_func("/image-folder/classify", test_classify);
   int status = g_test_run();

@@ -109,6 +109,41 @@ test_errors(void)
   expect_error("99*fc3,fc10", 10, "repeat count");
   expect_error("fc16,bn", 10, "must end with fc10");
   expect_error("avg1,fc10", 10, "avgK with a window K of 2");
+  /* The scale and no-bias items of the ResNet-9-style preset. */
+  expect_error("fc10,scale0", 10, "layer 2 “scale0”: expected scaleS");
+  expect_error("fc10,scale", 10, "expected scaleS");
+  expect_error("fc10,scaleinf", 10, "expected scaleS");
+  expect_error("fc10,scale0x10", 10, "expected scaleS");
+  expect_error("fc10,scale2,relu", 10, "then scaleS if wanted), without a relu");
+  expect_error("fc10,scale2,fc3", 10, "ends with fc3");
+  expect_error("fc10n,fc10", 10, "layer 1 “fc10n”: unexpected “n” at its end");
+  expect_error("conv8k3p1nbb,fc10", 10, "nb, for no bias, is the only suffix");
+}
+
+static void
+test_scale_and_no_bias(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net =
+    tdm_network_new(" conv4k3p1nb, relu , gap,fc10nb,scale0.125 , scale-3 ", 6, 6, 1, 10,
+                    &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(net->spec, ==, "conv4k3p1nb,relu,gap,fc10nb,scale0.125,scale-3");
+  g_assert_cmpint(net->layer_count, ==, 5);
+  g_assert_cmpuint(net->layers[0].bias_count, ==, 0);
+  g_assert_cmpuint(net->layers[2].bias_count, ==, 0);
+  g_assert_cmpuint(net->parameter_count, ==, 4 * 9 + 4 * 10);
+  g_assert_cmpint(net->layers[3].kind, ==, TDM_LAYER_SCALE);
+  g_assert_cmpfloat(net->layers[3].factor, ==, 0.125f);
+  g_assert_cmpfloat(net->layers[4].factor, ==, -3.0f);
+  g_assert_cmpint(net->layers[4].out_c, ==, 10);
+  /* A factor that %g would round is written with enough digits to read back. */
+  g_autoptr(TdmNetwork) odd = tdm_network_new("fc10,scale0.1234567", 2, 2, 1, 10, &error);
+  g_assert_no_error(error);
+  g_autoptr(TdmNetwork) again = tdm_network_new(odd->spec, 2, 2, 1, 10, &error);
+  g_assert_no_error(error);
+  g_assert_cmpfloat(again->layers[1].factor, ==, odd->layers[1].factor);
+  g_assert_cmpfloat(odd->layers[1].factor, ==, 0.1234567f);
 }
 
 static void
@@ -124,9 +159,10 @@ test_resnet_preset(void)
   g_assert_cmpstr(again->spec, ==, net->spec);
   g_assert_cmpuint(again->parameter_count, ==, net->parameter_count);
 
-  /* Names as PyTorch's ResNets have them; bn gets five tensors' worth of layout. */
-  const char *names[] = {"conv1", "bn1", "layer1.0.conv1", "layer1.0.bn1", "layer1.0.conv2",
-                         "layer1.0.bn2", "layer2.0.conv1", "layer3.0.downsample", "fc1"};
+  /* Names as PyTorch's ResNets have them; the two blocks are one stage (no
+   * projection starts a new one). */
+  const char *names[] = {"conv1", "bn1", "conv2", "bn2", "layer1.0.conv1", "layer1.0.bn2",
+                         "conv3", "conv4", "bn4", "layer1.1.conv2", "layer1.1.bn2", "fc1"};
   for (gsize k = 0; k < G_N_ELEMENTS(names); k++) {
     gboolean found = FALSE;
     for (int i = 0; i < net->layer_count; i++)
@@ -134,38 +170,53 @@ test_resnet_preset(void)
     if (!found)
       g_error("no layer named %s", names[k]);
   }
-  int projections = 0, bns = 0;
+  int blocks = 0, bns = 0, convs = 0, pools = 0;
   size_t offset = 0;
   for (int i = 0; i < net->layer_count; i++) {
     const TdmLayer *l = &net->layers[i];
-    if (l->kind == TDM_LAYER_RES_END && l->projection) {
-      projections++;
-      g_assert_cmpint(l->stride, ==, 2);
+    if (l->kind == TDM_LAYER_RES_END) {
+      blocks++;
+      g_assert_false(l->projection);
       g_assert_cmpint(net->layers[l->partner].partner, ==, i);
     }
-    if (l->kind == TDM_LAYER_BN)
-      bns++;
-    /* Convs before bn have no bias. */
-    if (l->kind == TDM_LAYER_CONV)
+    bns += l->kind == TDM_LAYER_BN;
+    pools += l->kind == TDM_LAYER_POOL;
+    /* Convs before bn have no bias; every conv is 3×3, stride 1, with its ReLU. */
+    if (l->kind == TDM_LAYER_CONV) {
+      convs++;
       g_assert_cmpuint(l->bias_count, ==, 0);
+      g_assert_cmpint(l->kernel, ==, 3);
+      g_assert_cmpint(l->stride, ==, 1);
+      g_assert_true(net->layers[i + 1].fused_relu);
+    }
     if (l->param_count > 0) {
       g_assert_cmpuint(l->param_offset, ==, offset);
       offset += l->param_count;
     }
   }
   g_assert_cmpuint(offset, ==, net->parameter_count);
-  g_assert_cmpint(projections, ==, 2);
-  g_assert_cmpint(net->bn_count, ==, bns + projections);
-  /* 1 + 2·3 bn of 32, 64, 128 channels, and two projections of 64 and 128. */
-  g_assert_cmpuint(net->state_count, ==, 2 * (32 * 3 + 64 * 2 + 128 * 2 + 64 + 128));
-  const TdmLayer *last = &net->layers[net->layer_count - 1];
-  g_assert_cmpint(last->kind, ==, TDM_LAYER_LINEAR);
-  g_assert_cmpint(last->in_h * last->in_w * last->in_c, ==, 128);
+  g_assert_cmpint(blocks, ==, 2);
+  g_assert_cmpint(convs, ==, 8);
+  g_assert_cmpint(pools, ==, 3);
+  g_assert_cmpint(net->bn_count, ==, bns);
+  g_assert_cmpint(bns, ==, 8);
+  g_assert_cmpuint(net->state_count, ==, 2 * (32 + 64 * 3 + 128 + 256 * 3));
+  /* gmp, fc10 without bias, ×0.125: the logits. */
+  const TdmLayer *scale = &net->layers[net->layer_count - 1];
+  const TdmLayer *fc = scale - 1;
+  g_assert_cmpint(scale->kind, ==, TDM_LAYER_SCALE);
+  g_assert_cmpfloat(scale->factor, ==, 0.125f);
+  g_assert_cmpint(fc->kind, ==, TDM_LAYER_LINEAR);
+  g_assert_cmpuint(fc->bias_count, ==, 0);
+  g_assert_cmpint(fc->in_h * fc->in_w * fc->in_c, ==, 256);
+  g_assert_cmpint((fc - 1)->kind, ==, TDM_LAYER_GLOBAL_MAX);
+  g_assert_cmpint((fc - 1)->in_h, ==, 3);
   double mflop = tdm_network_forward_flops(net) / 1e6;
   g_test_message("resnet on 28×28: %zu parameters, %.1f MFLOP a sample", net->parameter_count,
                  mflop);
-  g_assert_cmpfloat(mflop, >, 40);
-  g_assert_cmpfloat(mflop, <, 100);
+  /* 28·28·9·32 + 28·28·9·32·64 + 14·14·9·64·64·2 + 14·14·9·64·128 + 7·7·9·128·256 +
+   * 3·3·9·256·256·2 + 256·10 multiply-adds. */
+  g_assert_cmpfloat(fabs(mflop - 137.296), <, 0.001);
 
   /* 32×32×3 inputs take the same spec. */
   g_autoptr(TdmNetwork) cifar = tdm_network_new("resnet", 32, 32, 3, 10, &error);
@@ -254,6 +305,7 @@ int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/network/scale-and-no-bias", test_scale_and_no_bias);
   g_test_add_func("/network/resnet-preset", test_resnet_preset);
   g_test_add_func("/network/repeats-and-shapes", test_repeats_and_shapes);
   g_test_add_func("/network/mlp-layout", test_mlp_layout);

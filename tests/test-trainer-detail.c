@@ -5,6 +5,7 @@
  * only their order and presence. */
 #include "tdm-dataset.h"
 #include "tdm-error.h"
+#include "tdm-communicator.h"
 #include "tdm-trainer.h"
 
 #include <math.h>
@@ -16,6 +17,7 @@ typedef struct {
   GArray *predictions;          /* TdmPredictionsEvent */
   TdmEpochEvent epoch;
   TdmFinishedEvent finished;
+  size_t parameters;
   int steps_run, paused;
   TdmTrainer *trainer;
   GCancellable *cancel_at_rest; /* cancelled at the `rest_limit`-th PAUSED event */
@@ -56,6 +58,9 @@ record(const TdmEvent *e, gpointer data)
     break;
   case TDM_EVENT_EPOCH:
     d->epoch = e->epoch;
+    break;
+  case TDM_EVENT_STARTED:
+    d->parameters = e->started.parameters;
     break;
   case TDM_EVENT_FINISHED:
     d->finished = e->finished;
@@ -192,6 +197,100 @@ test_phases_main(void)
 }
 
 /* Shards are contiguous and near-equal, and the samples shown are the batch's own. */
+/* Bytes moved per device per sampled step, on three CPU workers (the host
+ * communicator): all-reduce moves 2(N−1)/N of the gradient through every device; `main`
+ * is a star around the main device, which takes in N−1 gradients and gives out N−1
+ * copies of the parameters while every other device sends one and receives one. */
+static void
+test_bytes_moved(void)
+{
+  for (int strategy = 0; strategy < 2; strategy++) {
+    Detail d;
+    detail_init(&d);
+    g_autoptr(TdmConfig) cfg =
+      config("cpu,cpu,cpu", strategy ? TDM_STRATEGY_MAIN : TDM_STRATEGY_ALLREDUCE, 12);
+    cfg->batch = 60;
+    run(cfg, &d);
+    g_assert_cmpuint(d.phases->len, >, 0);
+    g_assert_cmpuint(d.parameters, >, 0);
+    guint64 gradient = d.parameters * sizeof(float);
+    for (guint i = 0; i < d.phases->len; i++) {
+      const TdmPhasesEvent *p = &g_array_index(d.phases, TdmPhasesEvent, i);
+      g_assert_cmpint(p->replicas, ==, 3);
+      for (int r = 0; r < 3; r++) {
+        const TdmDevicePhases *dev = &p->device[r];
+        if (strategy == 0) {
+          g_assert_cmpuint(dev->bytes_sent, ==, 2 * 2 * gradient / 3);
+          g_assert_cmpuint(dev->bytes_received, ==, 2 * 2 * gradient / 3);
+        } else if (r == cfg->main_replica) {
+          g_assert_cmpuint(dev->bytes_received, ==, 2 * gradient);
+          g_assert_cmpuint(dev->bytes_sent, ==, 2 * gradient);
+        } else {
+          g_assert_cmpuint(dev->bytes_received, ==, gradient);
+          g_assert_cmpuint(dev->bytes_sent, ==, gradient);
+        }
+      }
+    }
+    detail_clear(&d);
+  }
+}
+
+/* The same counts as they come out of the communicator itself, for a kind that
+ * chains reduce and broadcast through every device (NCCL, MPI): a fake with no data
+ * to move, since only the bookkeeping is under test. */
+static gboolean
+fake_allreduce(TdmCommunicator *c, int replica, float *buffer, size_t offset, size_t count,
+               GError **error)
+{
+  return TRUE;
+}
+
+static gboolean
+fake_rooted(TdmCommunicator *c, int replica, float *buffer, size_t count, int root,
+            GError **error)
+{
+  return TRUE;
+}
+
+static void
+test_bytes_chain(void)
+{
+  static const TdmCommunicatorOps ops = {.allreduce = fake_allreduce,
+                                         .reduce = fake_rooted,
+                                         .broadcast = fake_rooted};
+  guint64 sent[4] = {0}, received[4] = {0};
+  TdmCommunicator c = {.ops = &ops, .kind = "nccl", .replicas = 4, .world_size = 4,
+                       .bytes_sent = sent, .bytes_received = received};
+  /* Reduce to device 1: the chain runs 2 → 3 → 0 → 1. */
+  for (int r = 0; r < 4; r++)
+    g_assert_true(tdm_communicator_reduce(&c, r, NULL, 100, 1, NULL));
+  guint64 s[4], v[4];
+  for (int r = 0; r < 4; r++)
+    tdm_communicator_take_bytes(&c, r, &s[r], &v[r]);
+  g_assert_cmpuint(s[2], ==, 400);
+  g_assert_cmpuint(v[2], ==, 0);
+  g_assert_cmpuint(s[1], ==, 0);
+  g_assert_cmpuint(v[1], ==, 400);
+  g_assert_cmpuint(s[0], ==, 400);
+  g_assert_cmpuint(v[0], ==, 400);
+  /* Broadcast from device 1: 1 → 2 → 3 → 0. */
+  for (int r = 0; r < 4; r++)
+    g_assert_true(tdm_communicator_broadcast(&c, r, NULL, 100, 1, NULL));
+  for (int r = 0; r < 4; r++)
+    tdm_communicator_take_bytes(&c, r, &s[r], &v[r]);
+  g_assert_cmpuint(s[1], ==, 400);
+  g_assert_cmpuint(v[1], ==, 0);
+  g_assert_cmpuint(s[0], ==, 0);
+  g_assert_cmpuint(v[0], ==, 400);
+  g_assert_cmpuint(s[3], ==, 400);
+  g_assert_cmpuint(v[3], ==, 400);
+  /* Taking clears; one replica (no communicator) moved nothing. */
+  tdm_communicator_take_bytes(&c, 0, &s[0], &v[0]);
+  g_assert_cmpuint(s[0] + v[0], ==, 0);
+  tdm_communicator_take_bytes(NULL, 0, &s[0], &v[0]);
+  g_assert_cmpuint(s[0] + v[0], ==, 0);
+}
+
 static void
 test_batch_split(void)
 {
@@ -353,15 +452,67 @@ test_single_step(void)
   detail_clear(&queued);
 }
 
+/* A lent dataset: the run trains on it exactly as on one it opened itself (the same
+ * parameters after the same steps), and it is the caller's again afterwards. */
+static void
+test_lent_dataset(void)
+{
+  g_autoptr(TdmConfig) cfg = config("cpu:2", TDM_STRATEGY_ALLREDUCE, 12);
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_open("synthetic", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autofree float *own = NULL;
+  size_t own_count = 0, lent_count = 0;
+  Detail d;
+
+  g_assert_nonnull(data);
+  {
+    g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, NULL, NULL);
+    const float *p;
+
+    g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+    g_assert_no_error(error);
+    p = tdm_trainer_get_parameters(trainer, &own_count);
+    own = g_memdup2(p, own_count * sizeof *p);
+  }
+  detail_init(&d);
+  {
+    g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, record, &d);
+    const float *p;
+
+    tdm_trainer_set_dataset(trainer, data);
+    g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+    g_assert_no_error(error);
+    p = tdm_trainer_get_parameters(trainer, &lent_count);
+    g_assert_cmpuint(lent_count, ==, own_count);
+    g_assert_cmpmem(p, lent_count * sizeof *p, own, own_count * sizeof *own);
+  }
+  /* The batch events name samples of the lent set, with its labels. */
+  g_assert_cmpuint(d.batches->len, >, 0);
+  for (guint i = 0; i < d.batches->len; i++) {
+    const TdmBatchEvent *b = &g_array_index(d.batches, TdmBatchEvent, i);
+
+    for (int r = 0; r < b->replicas; r++)
+      for (int k = 0; k < b->device[r].shown; k++)
+        g_assert_cmpint(b->device[r].label[k], ==, data->train->labels[b->device[r].index[k]]);
+  }
+  detail_clear(&d);
+  /* Freed trainers left it alone. */
+  g_assert_cmpint(data->train->count, ==, 60000);
+  g_assert_nonnull(data->train->images);
+}
+
 int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/trainer-detail/phases-allreduce", test_phases_allreduce);
   g_test_add_func("/trainer-detail/phases-main", test_phases_main);
+  g_test_add_func("/trainer-detail/bytes-moved", test_bytes_moved);
+  g_test_add_func("/trainer-detail/bytes-chain", test_bytes_chain);
   g_test_add_func("/trainer-detail/batch-split", test_batch_split);
   g_test_add_func("/trainer-detail/predictions", test_predictions);
   g_test_add_func("/trainer-detail/pace-limit", test_pace_limit);
   g_test_add_func("/trainer-detail/single-step", test_single_step);
+  g_test_add_func("/trainer-detail/lent-dataset", test_lent_dataset);
   return g_test_run();
 }

@@ -24,6 +24,8 @@ struct _TdmApplication
   AdwApplication parent_instance;
 
   gboolean       start_on_activate;
+  gboolean       scaling_on_activate;
+  char          *page;            /* --page, until the window shows it */
 };
 
 G_DEFINE_FINAL_TYPE (TdmApplication, tdm_application, ADW_TYPE_APPLICATION)
@@ -74,7 +76,9 @@ tdm_application_init_uninstalled (void)
 /* --start: press Start as soon as the remembered choices allow it (the dataset has
  * to load first). For demonstrations and tools/screenshot. */
 static void
-tdm_application_start_when_ready (GtkWidget *window)
+tdm_application_start_when_ready (GtkWidget *window,
+                                  GParamSpec *pspec,
+                                  gpointer    action)
 {
   gboolean can_start = FALSE;
 
@@ -82,8 +86,8 @@ tdm_application_start_when_ready (GtkWidget *window)
   if (!can_start)
     return;
 
-  g_signal_handlers_disconnect_by_func (window, tdm_application_start_when_ready, NULL);
-  gtk_widget_activate_action (window, "win.start", NULL);
+  g_signal_handlers_disconnect_by_func (window, tdm_application_start_when_ready, action);
+  gtk_widget_activate_action (window, action, NULL);
 }
 
 static void
@@ -95,12 +99,21 @@ tdm_application_activate (GApplication *app)
   if (window == NULL)
     window = GTK_WINDOW (tdm_window_new (self));
 
-  if (self->start_on_activate)
+  if (self->start_on_activate || self->scaling_on_activate)
     {
+      /* A static string: it outlives the handler. */
+      const char *action = self->scaling_on_activate ? "win.scaling-run" : "win.start";
+
       self->start_on_activate = FALSE;
+      self->scaling_on_activate = FALSE;
       g_signal_connect (window, "notify::can-start",
-                        G_CALLBACK (tdm_application_start_when_ready), NULL);
-      tdm_application_start_when_ready (GTK_WIDGET (window));
+                        G_CALLBACK (tdm_application_start_when_ready), (gpointer) action);
+      tdm_application_start_when_ready (GTK_WIDGET (window), NULL, (gpointer) action);
+    }
+  if (self->page != NULL)
+    {
+      tdm_window_set_page (TDM_WINDOW (window), self->page);
+      g_clear_pointer (&self->page, g_free);
     }
 
   gtk_window_present (window);
@@ -110,8 +123,25 @@ static int
 tdm_application_handle_local_options (GApplication *app,
                                       GVariantDict *options)
 {
+  TdmApplication *self = TDM_APPLICATION (app);
+  const char *page = NULL;
+
   if (g_variant_dict_contains (options, "start"))
-    TDM_APPLICATION (app)->start_on_activate = TRUE;
+    self->start_on_activate = TRUE;
+  if (g_variant_dict_contains (options, "scaling"))
+    self->scaling_on_activate = TRUE;
+  if (g_variant_dict_lookup (options, "page", "&s", &page))
+    {
+      if (!tdm_window_has_page (page))
+        {
+          /* Translators: a bad --page; %s is what was given */
+          g_printerr (_("tandem: --page: there is no page “%s”; the pages are charts, devices, predictions, scaling and history\n"),
+                      page);
+          return 2;
+        }
+      g_free (self->page);
+      self->page = g_strdup (page);
+    }
 
   return -1;
 }
@@ -206,9 +236,19 @@ tdm_application_startup (GApplication *app)
 }
 
 static void
+tdm_application_finalize (GObject *object)
+{
+  g_free (TDM_APPLICATION (object)->page);
+
+  G_OBJECT_CLASS (tdm_application_parent_class)->finalize (object);
+}
+
+static void
 tdm_application_class_init (TdmApplicationClass *klass)
 {
   GApplicationClass *app_class = G_APPLICATION_CLASS (klass);
+
+  G_OBJECT_CLASS (klass)->finalize = tdm_application_finalize;
 
   app_class->activate = tdm_application_activate;
   app_class->handle_local_options = tdm_application_handle_local_options;
@@ -218,6 +258,10 @@ tdm_application_class_init (TdmApplicationClass *klass)
 static const GOptionEntry options[] = {
   { "start", 0, 0, G_OPTION_ARG_NONE, NULL,
     N_("Start training with the last choices as soon as the window opens"), NULL },
+  { "scaling", 0, 0, G_OPTION_ARG_NONE, NULL,
+    N_("Start a scaling run over the chosen devices as soon as the window opens"), NULL },
+  { "page", 0, 0, G_OPTION_ARG_STRING, NULL,
+    N_("Show this page first: charts, devices, predictions, scaling or history"), N_("PAGE") },
   { NULL }
 };
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #define LABEL_WIDTH 72.0
+#define MIN_THUMB   32.0   /* smaller thumbnails are shown fewer, not smaller */
 #define BAR_SHARE   0.35   /* of the row's width after the label, for a full batch */
 #define GAP         4.0
 
@@ -16,9 +17,20 @@ struct _TdmBatchStrip
   TdmBatchEvent   *batch;
   cairo_surface_t *thumbs[TDM_MAX_REPLICAS][TDM_BATCH_SAMPLES_SHOWN];
   char           **class_names;   /* NULL when the dataset names none */
+  int              main_device;   /* its row says "main"; −1 for none */
 };
 
 G_DEFINE_FINAL_TYPE (TdmBatchStrip, tdm_batch_strip, GTK_TYPE_WIDGET)
+
+void
+tdm_batch_strip_set_main_device (TdmBatchStrip *self,
+                                 int            device)
+{
+  g_return_if_fail (TDM_IS_BATCH_STRIP (self));
+
+  self->main_device = device;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
 
 int
 tdm_batch_strip_get_devices (TdmBatchStrip *self)
@@ -47,6 +59,7 @@ tdm_batch_strip_layout (TdmBatchStrip *self,
   GArray *rows = g_array_new (FALSE, TRUE, sizeof (TdmBatchStripRow));
   int devices = tdm_batch_strip_get_devices (self);
   double row_height, thumb, bar_full;
+  int fit = TDM_BATCH_SAMPLES_SHOWN;
 
   if (devices == 0 || width <= LABEL_WIDTH || height <= 0)
     return rows;
@@ -55,6 +68,12 @@ tdm_batch_strip_layout (TdmBatchStrip *self,
   bar_full = (width - LABEL_WIDTH) * BAR_SHARE;
   thumb = MIN (row_height - GAP,
                (width - LABEL_WIDTH - bar_full - GAP) / TDM_BATCH_SAMPLES_SHOWN - GAP);
+  /* On a narrow strip, fewer thumbnails that can still be told apart. */
+  if (thumb < MIN_THUMB)
+    {
+      fit = MAX (1, (int) ((width - LABEL_WIDTH - bar_full - GAP) / (MIN_THUMB + GAP)));
+      thumb = MIN (row_height - GAP, (width - LABEL_WIDTH - bar_full - GAP) / fit - GAP);
+    }
   if (thumb < 1)
     return rows;
   for (int r = 0; r < devices; r++)
@@ -65,7 +84,7 @@ tdm_batch_strip_layout (TdmBatchStrip *self,
                      ? (double) self->batch->device[r].size / self->batch->batch : 0;
 
       row.size = self->batch->device[r].size;
-      row.shown = self->batch->device[r].shown;
+      row.shown = MIN (self->batch->device[r].shown, fit);
       graphene_rect_init (&row.shard, LABEL_WIDTH, y, bar_full * share, row_height - GAP);
       for (int i = 0; i < row.shown; i++)
         graphene_rect_init (&row.thumb[i], LABEL_WIDTH + bar_full + GAP + i * (thumb + GAP),
@@ -173,8 +192,14 @@ tdm_batch_strip_snapshot (GtkWidget   *widget,
       g_autofree char *size = g_strdup_printf ("%d", row->size);
 
       gdk_cairo_set_source_rgba (cr, &fg);
-      cairo_move_to (cr, 4, row->shard.origin.y + row->shard.size.height / 2 + 5);
+      cairo_move_to (cr, 4, row->shard.origin.y + row->shard.size.height / 2 +
+                            ((int) r == self->main_device ? -3 : 5));
       cairo_show_text (cr, label);
+      if ((int) r == self->main_device)
+        {
+          cairo_move_to (cr, 4, row->shard.origin.y + row->shard.size.height / 2 + 14);
+          cairo_show_text (cr, _("main"));
+        }
       cairo_set_source_rgb (cr, 0.0, 0.447, 0.698);
       cairo_rectangle (cr, row->shard.origin.x, row->shard.origin.y, row->shard.size.width,
                        row->shard.size.height);
@@ -245,6 +270,7 @@ static void
 tdm_batch_strip_init (TdmBatchStrip *self)
 {
   gtk_widget_set_size_request (GTK_WIDGET (self), 360, 80);
+  self->main_device = -1;
 }
 
 GtkWidget *

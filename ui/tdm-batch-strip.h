@@ -36,6 +36,9 @@ void       tdm_batch_strip_set_batch (TdmBatchStrip       *self,
                                       const TdmBatchEvent *batch,
                                       const TdmDataset    *train);
 void       tdm_batch_strip_clear     (TdmBatchStrip       *self);
+/* The row labelled "main" (−1: none), as the run's STARTED event names it. */
+void       tdm_batch_strip_set_main_device (TdmBatchStrip *self,
+                                            int            device);
 int        tdm_batch_strip_get_devices (TdmBatchStrip     *self);
 /* The label of a shown sample, or −1. */
 int        tdm_batch_strip_get_label (TdmBatchStrip       *self,

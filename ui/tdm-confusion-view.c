@@ -221,6 +221,9 @@ tdm_confusion_view_query_tooltip (GtkWidget  *widget,
   int count = self->predictions->matrix[truth][predicted];
   g_autofree char *text = truth == predicted
                           ? g_strdup_printf (_("%d %s recognized"), count, a)
+                          : count == 0
+                          /* Translators: an empty cell of the confusion matrix */
+                          ? g_strdup_printf (_("No %s taken for %s"), a, b)
                           : g_strdup_printf (_("%d %s taken for %s"), count, a, b);
   gtk_tooltip_set_text (tooltip, text);
   return TRUE;

@@ -548,6 +548,24 @@ tdm_dataset_chooser_get_ready (TdmDatasetChooser *self)
 }
 
 gboolean
+tdm_dataset_chooser_get_counts (TdmDatasetChooser *self,
+                                int               *train_count,
+                                int               *test_count)
+{
+  g_return_val_if_fail (TDM_IS_DATASET_CHOOSER (self), FALSE);
+
+  if (!self->ready || self->facts.count <= 0)
+    return FALSE;
+
+  if (train_count != NULL)
+    *train_count = self->facts.count;
+  if (test_count != NULL)
+    *test_count = self->facts.test_count;
+
+  return TRUE;
+}
+
+gboolean
 tdm_dataset_chooser_get_shape (TdmDatasetChooser *self,
                                int               *height,
                                int               *width,

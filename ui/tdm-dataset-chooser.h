@@ -36,6 +36,10 @@ gboolean    tdm_dataset_chooser_get_shape   (TdmDatasetChooser *self,
                                              int               *width,
                                              int               *channels,
                                              int               *classes);
+/* Training and test images; FALSE while not known. */
+gboolean    tdm_dataset_chooser_get_counts  (TdmDatasetChooser *self,
+                                             int               *train_count,
+                                             int               *test_count);
 /* For a folder of class folders of images: the size and colour chosen for it (as
  * TdmConfig's image_size and image_channels; 0 automatic). */
 void        tdm_dataset_chooser_get_image_options (TdmDatasetChooser *self,

@@ -5,9 +5,10 @@
 
 #include <glib/gi18n.h>
 
-#define CELL    84.0   /* a thumbnail and its caption */
+#define CELL    100.0  /* a thumbnail and its caption: the truth, and for a mistake
+                        * "→ prediction" on a second line */
 #define THUMB   56.0
-#define CAPTION 22.0
+#define CAPTION 18.0
 
 struct _TdmPredictionGallery
 {
@@ -107,12 +108,22 @@ tdm_prediction_gallery_set_predictions (TdmPredictionGallery      *self,
   gtk_widget_queue_draw (GTK_WIDGET (self));
 }
 
+void
+tdm_prediction_gallery_clear (TdmPredictionGallery *self)
+{
+  g_return_if_fail (TDM_IS_PREDICTION_GALLERY (self));
+
+  tdm_prediction_gallery_drop (self);
+  g_clear_pointer (&self->predictions, g_free);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
 static char *
 tdm_prediction_gallery_name (TdmPredictionGallery *self,
                              int                   c)
 {
   if (self->class_names != NULL && c < (int) g_strv_length (self->class_names))
-    return g_utf8_substring (self->class_names[c], 0, 6);
+    return g_utf8_substring (self->class_names[c], 0, 10);
   return g_strdup_printf ("%d", c);
 }
 
@@ -147,8 +158,7 @@ tdm_prediction_gallery_snapshot (GtkWidget   *widget,
       gboolean wrong = tdm_prediction_gallery_is_mistake (self, i);
       g_autofree char *truth = tdm_prediction_gallery_name (self, self->predictions->sample[i].truth);
       g_autofree char *guess = tdm_prediction_gallery_name (self, self->predictions->sample[i].predicted);
-      g_autofree char *caption = wrong ? g_strdup_printf ("%s→%s", truth, guess)
-                                       : g_strdup (truth);
+      g_autofree char *second = wrong ? g_strdup_printf ("→ %s", guess) : NULL;
 
       if (s != NULL)
         {
@@ -167,9 +177,20 @@ tdm_prediction_gallery_snapshot (GtkWidget   *widget,
       cairo_set_line_width (cr, 3);
       cairo_rectangle (cr, r.origin.x - 1.5, r.origin.y - 1.5, r.size.width + 3, r.size.height + 3);
       cairo_stroke (cr);
+      /* Captions stay inside their cell: a long class name is cut, never drawn over
+       * its neighbour's. */
+      cairo_save (cr);
+      cairo_rectangle (cr, r.origin.x - (CELL - THUMB) / 2, r.origin.y + THUMB, CELL - 2, 2 * CAPTION + 4);
+      cairo_clip (cr);
       gdk_cairo_set_source_rgba (cr, &fg);
-      cairo_move_to (cr, r.origin.x - (CELL - THUMB) / 2 + 2, r.origin.y + THUMB + CAPTION - 6);
-      cairo_show_text (cr, caption);
+      cairo_move_to (cr, r.origin.x - (CELL - THUMB) / 2 + 2, r.origin.y + THUMB + CAPTION);
+      cairo_show_text (cr, truth);
+      if (second != NULL)
+        {
+          cairo_move_to (cr, r.origin.x - (CELL - THUMB) / 2 + 2, r.origin.y + THUMB + 2 * CAPTION);
+          cairo_show_text (cr, second);
+        }
+      cairo_restore (cr);
     }
   cairo_destroy (cr);
 }

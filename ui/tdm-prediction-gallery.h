@@ -25,6 +25,8 @@ GtkWidget *tdm_prediction_gallery_new             (void);
 void       tdm_prediction_gallery_set_predictions (TdmPredictionGallery      *self,
                                                    const TdmPredictionsEvent *predictions,
                                                    const TdmDataset          *test);
+/* Back to the empty gallery (a new run). */
+void       tdm_prediction_gallery_clear           (TdmPredictionGallery      *self);
 guint      tdm_prediction_gallery_get_n_items     (TdmPredictionGallery      *self);
 /* Whether item i is a mistake (its prediction differs from the truth). */
 gboolean   tdm_prediction_gallery_is_mistake      (TdmPredictionGallery      *self,

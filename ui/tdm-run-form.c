@@ -23,7 +23,11 @@
 #include "tdm-classify-view.h"
 #include "tdm-dataset-chooser.h"
 #include "tdm-device-picker.h"
+#include "tdm-device-row.h"
 #include "tdm-device.h"
+#include "tdm-error.h"
+#include "tdm-iterator.h"
+#include "tdm-memory.h"
 #include "tdm-network.h"
 #include "tdm-run-form.h"
 #include "tdm-spec-entry.h"
@@ -78,44 +82,65 @@ enum {
 
 static GParamSpec *properties[N_PROPS];
 
+enum {
+  CHANGED,
+  N_SIGNALS
+};
+
+static guint signals[N_SIGNALS];
+
 G_DEFINE_FINAL_TYPE (TdmRunForm, tdm_run_form, GTK_TYPE_WIDGET)
 
 /* Batch split ------------------------------------------------------------- */
 
-/* How the engine shards a global batch: near-equal, the first ones one larger. */
+/* The split as the engine makes it (tdm_shard_of()), written as a sum: equal shards
+ * as "200 = 100 × 2", a few unequal ones one by one, many as two products. */
 static char *
 describe_split (int batch,
                 int replicas)
 {
-  int q, r;
+  g_autofree int *sizes = NULL;
+  int offset, n_distinct = 1;
 
   if (replicas <= 0)
     return g_strdup ("");
 
-  q = batch / replicas;
-  r = batch % replicas;
-
-  if (q == 0)
+  if (batch < replicas)
     /* Translators: the batch split when the batch is too small for the devices */
     return g_strdup_printf (ngettext ("A batch of %d is too small for %d replica",
                                       "A batch of %d is too small for %d replicas",
                                       replicas),
                             batch, replicas);
 
-  if (r == 0)
-    return g_strdup_printf ("%d = %d × %d", batch, q, replicas);
+  sizes = g_new (int, replicas);
+  for (int i = 0; i < replicas; i++)
+    {
+      tdm_shard_of (batch, replicas, i, &offset, &sizes[i]);
+      if (i > 0 && sizes[i] != sizes[i - 1])
+        n_distinct++;
+    }
 
-  if (replicas <= 4)
+  if (n_distinct == 1)
+    return g_strdup_printf ("%d = %d × %d", batch, sizes[0], replicas);
+
+  if (replicas <= 4 || n_distinct > 2)
     {
       GString *text = g_string_new (NULL);
 
       g_string_append_printf (text, "%d = ", batch);
       for (int i = 0; i < replicas; i++)
-        g_string_append_printf (text, i == 0 ? "%d" : " + %d", q + (i < r ? 1 : 0));
+        g_string_append_printf (text, i == 0 ? "%d" : " + %d", sizes[i]);
       return g_string_free (text, FALSE);
     }
 
-  return g_strdup_printf ("%d = %d × %d + %d × %d", batch, q + 1, r, q, replicas - r);
+  {
+    int first = 1;
+
+    while (first < replicas && sizes[first] == sizes[0])
+      first++;
+    return g_strdup_printf ("%d = %d × %d + %d × %d", batch, sizes[0], first,
+                            sizes[replicas - 1], replicas - first);
+  }
 }
 
 /* The split label, and whether the choices make a run. */
@@ -144,6 +169,7 @@ tdm_run_form_update (TdmRunForm *self)
       self->ready = ready;
       g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_READY]);
     }
+  g_signal_emit (self, signals[CHANGED], 0);
 }
 
 /* Devices ----------------------------------------------------------------- */
@@ -427,6 +453,80 @@ tdm_run_form_build_config (TdmRunForm  *self,
   return g_steal_pointer (&config);
 }
 
+/* The smallest memory of the GPUs the choices use (0: no GPU, or none known). */
+static guint64
+tdm_run_form_gpu_budget (TdmRunForm      *self,
+                         const TdmConfig *config)
+{
+  g_autoptr(GPtrArray) rows = tdm_device_picker_get_rows (self->device_picker);
+  guint64 budget = 0;
+
+  for (int i = 0; config->devices != NULL && config->devices[i] != NULL; i++)
+    for (guint k = 0; k < rows->len; k++)
+      {
+        const TdmDeviceInfo *info = tdm_device_row_get_info (rows->pdata[k]);
+
+        if (info->kind != TDM_BACKEND_CPU && g_str_equal (info->id, config->devices[i]) &&
+            info->memory_bytes > 0 && (budget == 0 || (guint64) info->memory_bytes < budget))
+          budget = (guint64) info->memory_bytes;
+      }
+  return budget;
+}
+
+gboolean
+tdm_run_form_estimate_memory (TdmRunForm      *self,
+                              TdmMemoryEvent  *estimate,
+                              gboolean        *fits,
+                              int             *largest_batch,
+                              GError         **error)
+{
+  g_autoptr(TdmConfig) config = NULL;
+  TdmNetwork *net;
+  int height, width, channels, classes, train_count, test_count;
+  guint64 host_budget, gpu_budget;
+  gboolean ok = TRUE;
+
+  g_return_val_if_fail (TDM_IS_RUN_FORM (self), FALSE);
+  g_return_val_if_fail (estimate != NULL, FALSE);
+
+  if (!tdm_dataset_chooser_get_shape (self->dataset_chooser, &height, &width, &channels, &classes) ||
+      !tdm_dataset_chooser_get_counts (self->dataset_chooser, &train_count, &test_count))
+    {
+      g_set_error_literal (error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
+                           _("The estimate appears once the dataset has loaded."));
+      return FALSE;
+    }
+  config = tdm_run_form_build_config (self, error);
+  if (config == NULL)
+    return FALSE;
+  net = tdm_network_new (config->network, height, width, channels, classes, error);
+  if (net == NULL)
+    return FALSE;
+
+  tdm_memory_estimate (config, net, train_count, test_count, estimate);
+
+  /* The same budgets the trainer checks against: the host's free memory, and each
+   * GPU's capacity. */
+  host_budget = tdm_memory_host_available (NULL);
+  if (host_budget == G_MAXUINT64)
+    host_budget = 0;
+  gpu_budget = tdm_run_form_gpu_budget (self, config);
+  if (host_budget > 0 && estimate->host_total > host_budget)
+    ok = FALSE;
+  for (int r = 0; r < estimate->replicas && r < TDM_MAX_REPLICAS; r++)
+    if (!estimate->device[r].host && gpu_budget > 0 && estimate->device[r].total > gpu_budget)
+      ok = FALSE;
+
+  if (fits != NULL)
+    *fits = ok;
+  if (largest_batch != NULL)
+    *largest_batch = ok ? config->batch
+                        : tdm_memory_largest_batch (config, net, train_count, test_count,
+                                                    host_budget, gpu_budget);
+  tdm_network_free (net);
+  return TRUE;
+}
+
 gboolean
 tdm_run_form_get_ready (TdmRunForm *self)
 {
@@ -496,6 +596,19 @@ tdm_run_form_class_init (TdmRunFormClass *klass)
                           G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
   g_object_class_install_properties (object_class, N_PROPS, properties);
 
+  /**
+   * TdmRunForm::changed:
+   *
+   * A choice changed (or the dataset finished loading): what the run would be, and
+   * so its memory estimate, may differ.
+   */
+  signals[CHANGED] =
+    g_signal_new ("changed",
+                  G_TYPE_FROM_CLASS (klass),
+                  G_SIGNAL_RUN_LAST,
+                  0, NULL, NULL, NULL,
+                  G_TYPE_NONE, 0);
+
   g_type_ensure (TDM_TYPE_DATASET_CHOOSER);
   g_type_ensure (TDM_TYPE_DEVICE_PICKER);
   g_type_ensure (TDM_TYPE_SPEC_ENTRY);
@@ -561,6 +674,10 @@ tdm_run_form_init (TdmRunForm *self)
                            G_CONNECT_SWAPPED);
   g_signal_connect_object (self->batchnorm_dropdown, "notify::selected",
                            G_CALLBACK (tdm_run_form_batchnorm_changed), self,
+                           G_CONNECT_SWAPPED);
+  /* The strategy decides where the optimizer's state lives. */
+  g_signal_connect_object (self->strategy_dropdown, "notify::selected",
+                           G_CALLBACK (tdm_run_form_update), self,
                            G_CONNECT_SWAPPED);
 
   devices = tdm_device_list ();

@@ -12,6 +12,7 @@
 #include <gtk/gtk.h>
 
 #include "tdm-config.h"
+#include "tdm-events.h"
 
 G_BEGIN_DECLS
 
@@ -30,6 +31,16 @@ gboolean   tdm_run_form_get_ready    (TdmRunForm  *self);
  * one. */
 TdmConfig *tdm_run_form_build_config (TdmRunForm  *self,
                                       GError     **error);
+/* The engine's memory estimate (tdm-memory.h) for the run the choices describe, per
+ * device and on the host; whether it fits this machine's free memory and each chosen
+ * GPU, and the largest global batch that would (the configured one when it fits).
+ * FALSE with @error while the choices make no run or the dataset is not loaded. The
+ * signal "changed" says when to ask again. */
+gboolean   tdm_run_form_estimate_memory (TdmRunForm      *self,
+                                         TdmMemoryEvent  *estimate,
+                                         gboolean        *fits,
+                                         int             *largest_batch,
+                                         GError         **error);
 /* Asks for a dataset folder (a file chooser). */
 void       tdm_run_form_open_folder  (TdmRunForm  *self);
 

@@ -18,6 +18,13 @@
  * puts a training thread off its core. Everything else (started, epoch, pause,
  * finished, failed) is delivered at once, with whatever progress came before it.
  *
+ * The thread opens the dataset itself and lends it to the trainer, so the window can
+ * draw the very samples a batch or an evaluation names (tdm_run_get_dataset()); the
+ * dataset is read-only once open, and freed with the shared block, after the trainer.
+ *
+ * Pace and single steps (presentation mode) go straight to the trainer, under the
+ * lock; a pace set before the thread starts is handed over when it does.
+ *
  * The thread lowers its own scheduling priority before the trainer starts, and the
  * replica threads the trainer starts inherit it (see tdm_run_lower_priority()).
  */
@@ -61,6 +68,9 @@ typedef struct
   GSource         *batch_source;
   gboolean         urgent_scheduled;
   GError          *thread_error;  /* why tdm_trainer_run() failed, once it returned */
+  /* Set once by the thread before training, then read-only; freed with the block. */
+  TdmDatasetPair  *data;
+  TdmConfig       *config;        /* the thread's copy, for opening the dataset */
 } TdmRunShared;
 
 typedef struct
@@ -75,6 +85,7 @@ struct _TdmRun
 
   TdmConfig    *config;
   TdmRunShared *shared;
+  double        pace;
   guint         running : 1;
   guint         paused : 1;
 };
@@ -132,6 +143,8 @@ tdm_run_shared_unref (TdmRunShared *shared)
   g_queue_clear_full (&shared->queue, tdm_run_message_free);
   g_clear_error (&shared->thread_error);
   g_clear_pointer (&shared->trainer, tdm_trainer_free);
+  g_clear_pointer (&shared->data, tdm_dataset_pair_free);
+  g_clear_pointer (&shared->config, tdm_config_free);
   g_clear_object (&shared->cancellable);
   g_clear_pointer (&shared->context, g_main_context_unref);
   g_weak_ref_clear (&shared->run);
@@ -168,7 +181,9 @@ tdm_run_post (TdmRunShared *shared,
               GError       *error)
 {
   TdmRunMessage *message = g_new0 (TdmRunMessage, 1);
-  gboolean progress = event->kind == TDM_EVENT_STEP || event->kind == TDM_EVENT_DEVICES;
+  /* Phases and batch splits come with the sampled steps, as often as summaries. */
+  gboolean progress = event->kind == TDM_EVENT_STEP || event->kind == TDM_EVENT_DEVICES ||
+                      event->kind == TDM_EVENT_PHASES || event->kind == TDM_EVENT_BATCH;
 
   message->event = event;
   message->error = error;
@@ -318,6 +333,29 @@ tdm_run_lower_priority (void)
 #endif
 }
 
+/* Worker thread: the dataset, opened as the trainer would open it. */
+static gboolean
+tdm_run_open_dataset (TdmRunShared     *shared,
+                      const TdmConfig  *config,
+                      GError          **error)
+{
+  TdmImageOptions image = {
+    .size = config->image_size,
+    .channels = config->image_channels,
+    .seed = config->seed,
+    .cancellable = shared->cancellable,
+  };
+  TdmDatasetPair *data = tdm_dataset_open_with (config->dataset, &image, error);
+
+  if (data == NULL)
+    return FALSE;
+
+  g_mutex_lock (&shared->lock);
+  shared->data = data;
+  g_mutex_unlock (&shared->lock);
+  return TRUE;
+}
+
 /* Worker thread. */
 static gpointer
 tdm_run_thread (gpointer data)
@@ -329,7 +367,18 @@ tdm_run_thread (gpointer data)
   /* Only this thread frees the trainer, so reading it unlocked is safe here. */
   trainer = shared->trainer;
   tdm_run_lower_priority ();
-  tdm_trainer_run (trainer, shared->cancellable, &error);
+  if (tdm_run_open_dataset (shared, shared->config, &error))
+    {
+      tdm_trainer_set_dataset (trainer, shared->data);
+      tdm_trainer_run (trainer, shared->cancellable, &error);
+    }
+  else
+    {
+      /* Reported as the trainer would have: a FAILED event, then done. */
+      TdmEvent failed = { .kind = TDM_EVENT_FAILED, .failed = error };
+
+      tdm_run_sink (&failed, shared);
+    }
 
   g_mutex_lock (&shared->lock);
   shared->trainer = NULL;
@@ -443,6 +492,8 @@ tdm_run_start (TdmRun  *self,
 
   shared = tdm_run_shared_new (self);
   shared->trainer = tdm_trainer_new (self->config, tdm_run_sink, shared);
+  tdm_trainer_set_pace (shared->trainer, self->pace);
+  shared->config = tdm_config_copy (self->config);
 
   /* An application quits when its last window goes; the hold keeps it (and so the
    * process) alive until the thread has wound down and been joined. */
@@ -529,4 +580,67 @@ guint
 tdm_run_get_n_threads (void)
 {
   return n_threads;
+}
+
+const TdmDatasetPair *
+tdm_run_get_dataset (TdmRun *self)
+{
+  const TdmDatasetPair *data;
+
+  g_return_val_if_fail (TDM_IS_RUN (self), NULL);
+
+  if (self->shared == NULL)
+    return NULL;
+
+  g_mutex_lock (&self->shared->lock);
+  data = self->shared->data;
+  g_mutex_unlock (&self->shared->lock);
+
+  return data;
+}
+
+void
+tdm_run_set_pace (TdmRun *self,
+                  double  steps_per_second)
+{
+  g_return_if_fail (TDM_IS_RUN (self));
+  g_return_if_fail (steps_per_second >= 0);
+
+  self->pace = steps_per_second;
+  if (self->shared == NULL)
+    return;
+
+  g_mutex_lock (&self->shared->lock);
+  if (self->shared->trainer != NULL)
+    tdm_trainer_set_pace (self->shared->trainer, steps_per_second);
+  g_mutex_unlock (&self->shared->lock);
+}
+
+double
+tdm_run_get_pace (TdmRun *self)
+{
+  g_return_val_if_fail (TDM_IS_RUN (self), 0);
+
+  return self->pace;
+}
+
+void
+tdm_run_single_step (TdmRun *self)
+{
+  g_return_if_fail (TDM_IS_RUN (self));
+
+  if (self->shared == NULL)
+    return;
+
+  g_mutex_lock (&self->shared->lock);
+  if (self->shared->trainer != NULL)
+    {
+      /* A step from a running run first brings it to rest. */
+      if (!tdm_trainer_get_paused (self->shared->trainer))
+        tdm_trainer_set_paused (self->shared->trainer, TRUE);
+      else
+        tdm_trainer_single_step (self->shared->trainer);
+    }
+  g_mutex_unlock (&self->shared->lock);
+  self->paused = TRUE;
 }

@@ -13,6 +13,7 @@
 #include <gio/gio.h>
 
 #include "tdm-config.h"
+#include "tdm-dataset.h"
 #include "tdm-events.h"
 
 G_BEGIN_DECLS
@@ -30,6 +31,17 @@ void      tdm_run_set_paused (TdmRun           *self,
 gboolean  tdm_run_get_paused (TdmRun           *self);
 gboolean  tdm_run_is_running (TdmRun           *self);
 gboolean  tdm_run_is_stopping (TdmRun          *self);
+
+/* The dataset the run trains on, once its thread has opened it (NULL before, and
+ * when it could not be opened); read-only, valid while the run is. For thumbnails. */
+const TdmDatasetPair *tdm_run_get_dataset (TdmRun *self);
+
+/* At most this many steps a second (0: as fast as it goes), before or during the run. */
+void      tdm_run_set_pace   (TdmRun           *self,
+                              double            steps_per_second);
+double    tdm_run_get_pace   (TdmRun           *self);
+/* One step at a time: pauses a running run, and lets a paused one take one step. */
+void      tdm_run_single_step (TdmRun          *self);
 
 /* Worker threads started and not yet joined, in this process: for tests. */
 guint     tdm_run_get_n_threads (void);

@@ -7,7 +7,7 @@
 #include <math.h>
 
 #define LEFT   56.0
-#define RIGHT  16.0
+#define RIGHT  56.0   /* room for the last point's efficiency and split bar */
 #define TOP    12.0
 #define BOTTOM 44.0
 
@@ -84,25 +84,23 @@ tdm_scaling_chart_point_position (TdmScalingChart  *self,
   return TRUE;
 }
 
-static void
-tdm_scaling_chart_snapshot (GtkWidget   *widget,
-                            GtkSnapshot *snapshot)
+void
+tdm_scaling_chart_draw (TdmScalingChart *self,
+                        cairo_t         *cr,
+                        double           width,
+                        double           height,
+                        const GdkRGBA   *text_colour)
 {
-  TdmScalingChart *self = TDM_SCALING_CHART (widget);
-  double width = gtk_widget_get_width (widget);
-  double height = gtk_widget_get_height (widget);
   int n = tdm_scaling_chart_max_devices (self);
   double y_max = tdm_scaling_chart_get_y_max (self);
   graphene_point_t p, q;
-  GdkRGBA fg;
-  cairo_t *cr;
+  GdkRGBA fg = *text_colour;
+
+  g_return_if_fail (TDM_IS_SCALING_CHART (self));
 
   if (width <= LEFT + RIGHT || height <= TOP + BOTTOM)
     return;
-  G_GNUC_BEGIN_IGNORE_DEPRECATIONS
-  gtk_style_context_get_color (gtk_widget_get_style_context (widget), &fg);
-  G_GNUC_END_IGNORE_DEPRECATIONS
-  cr = gtk_snapshot_append_cairo (snapshot, &GRAPHENE_RECT_INIT (0, 0, width, height));
+  cairo_save (cr);
   cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
   cairo_set_font_size (cr, 14);
   gdk_cairo_set_source_rgba (cr, &fg);
@@ -171,7 +169,8 @@ tdm_scaling_chart_snapshot (GtkWidget   *widget,
       cairo_fill (cr);
       gdk_cairo_set_source_rgba (cr, &fg);
       g_snprintf (text, sizeof text, "%.0f %%", 100 * pt->efficiency);
-      cairo_move_to (cr, p.x + 6, p.y - 6);
+      /* Above the point, or below it at the top of the plot, where it would be cut. */
+      cairo_move_to (cr, p.x + 6, p.y - 6 < TOP + 14 ? p.y + 18 : p.y - 6);
       cairo_show_text (cr, text);
       if (total > 0 && isfinite (total))
         {
@@ -189,7 +188,36 @@ tdm_scaling_chart_snapshot (GtkWidget   *widget,
             }
         }
     }
+  cairo_restore (cr);
+}
+
+static void
+tdm_scaling_chart_snapshot (GtkWidget   *widget,
+                            GtkSnapshot *snapshot)
+{
+  double width = gtk_widget_get_width (widget);
+  double height = gtk_widget_get_height (widget);
+  GdkRGBA fg;
+  cairo_t *cr;
+
+  if (width <= 0 || height <= 0)
+    return;
+  G_GNUC_BEGIN_IGNORE_DEPRECATIONS
+  gtk_style_context_get_color (gtk_widget_get_style_context (widget), &fg);
+  G_GNUC_END_IGNORE_DEPRECATIONS
+  cr = gtk_snapshot_append_cairo (snapshot, &GRAPHENE_RECT_INIT (0, 0, width, height));
+  tdm_scaling_chart_draw (TDM_SCALING_CHART (widget), cr, width, height, &fg);
   cairo_destroy (cr);
+}
+
+const TdmScalingPoint *
+tdm_scaling_chart_get_point (TdmScalingChart *self,
+                             guint            i)
+{
+  g_return_val_if_fail (TDM_IS_SCALING_CHART (self), NULL);
+  g_return_val_if_fail (i < self->points->len, NULL);
+
+  return &g_array_index (self->points, TdmScalingPoint, i);
 }
 
 void

@@ -25,6 +25,15 @@ void       tdm_scaling_chart_add_point  (TdmScalingChart       *self,
                                          const TdmScalingPoint *point);
 void       tdm_scaling_chart_clear      (TdmScalingChart       *self);
 guint      tdm_scaling_chart_get_n_points (TdmScalingChart     *self);
+/* Point i, in the order they came. */
+const TdmScalingPoint *tdm_scaling_chart_get_point (TdmScalingChart *self,
+                                                    guint            i);
+/* Draws the chart on any Cairo surface (the widget's, or an SVG file's). */
+void       tdm_scaling_chart_draw       (TdmScalingChart       *self,
+                                         cairo_t               *cr,
+                                         double                 width,
+                                         double                 height,
+                                         const GdkRGBA         *text_colour);
 /* The plot's y range: 0 … the larger of the ideal speed-up and the best measured. */
 double     tdm_scaling_chart_get_y_max  (TdmScalingChart       *self);
 /* Where the point for `devices` (or the ideal line at `devices`, when `ideal`) is

@@ -8,7 +8,8 @@
 #include <string.h>
 
 #define LABEL_WIDTH   72.0
-#define LEGEND_HEIGHT 24.0
+#define LEGEND_ROW    20.0
+#define LEGEND_HEIGHT 24.0   /* one row of it; more where the width makes it wrap */
 #define LANE_GAP      6.0
 /* Between two kept steps, as a share of the whole time axis. */
 #define STEP_GAP      0.02
@@ -18,6 +19,9 @@ struct _TdmTimeline
   GtkWidget       parent_instance;
   TdmPhasesEvent *steps[TDM_TIMELINE_STEPS];   /* oldest first */
   guint           n_steps;
+  gboolean        high_contrast;
+  int             main_device;   /* its lane says "main"; −1 for none */
+  double          legend_height; /* as last drawn: LEGEND_HEIGHT, or more rows */
 };
 
 G_DEFINE_FINAL_TYPE (TdmTimeline, tdm_timeline, GTK_TYPE_WIDGET)
@@ -33,6 +37,57 @@ static const char *const phase_colours[TDM_PHASE_COUNT] = {
   [TDM_PHASE_UPDATE] = "#E69F00",
   [TDM_PHASE_WAIT] = "#A0A0A0",
 };
+
+/* Presentation mode, for a projector in a lit room: fully saturated colours far apart
+ * in lightness, every box outlined, so neighbouring phases never blend. */
+static const char *const phase_colours_high_contrast[TDM_PHASE_COUNT] = {
+  [TDM_PHASE_FORWARD] = "#0033CC",
+  [TDM_PHASE_BACKWARD] = "#33CCFF",
+  [TDM_PHASE_REDUCE] = "#CC00CC",
+  [TDM_PHASE_ALLREDUCE] = "#FF3300",
+  [TDM_PHASE_BROADCAST] = "#00AA00",
+  [TDM_PHASE_UPDATE] = "#FFCC00",
+  [TDM_PHASE_WAIT] = "#FFFFFF",
+};
+
+static void
+tdm_timeline_colour (TdmTimeline *self,
+                     TdmPhase     phase,
+                     GdkRGBA     *colour)
+{
+  if (self->high_contrast)
+    gdk_rgba_parse (colour, phase_colours_high_contrast[phase]);
+  else
+    tdm_timeline_phase_colour (phase, colour);
+}
+
+void
+tdm_timeline_set_main_device (TdmTimeline *self,
+                              int          device)
+{
+  g_return_if_fail (TDM_IS_TIMELINE (self));
+
+  self->main_device = device;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+void
+tdm_timeline_set_high_contrast (TdmTimeline *self,
+                                gboolean     high_contrast)
+{
+  g_return_if_fail (TDM_IS_TIMELINE (self));
+
+  self->high_contrast = !!high_contrast;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+gboolean
+tdm_timeline_get_high_contrast (TdmTimeline *self)
+{
+  g_return_val_if_fail (TDM_IS_TIMELINE (self), FALSE);
+
+  return self->high_contrast;
+}
 
 void
 tdm_timeline_phase_colour (TdmPhase  phase,
@@ -72,7 +127,7 @@ tdm_timeline_layout (TdmTimeline *self,
   GArray *boxes = g_array_new (FALSE, FALSE, sizeof (TdmTimelineBox));
   int replicas = tdm_timeline_replicas (self);
   double plot_width = width - LABEL_WIDTH;
-  double plot_height = height - LEGEND_HEIGHT;
+  double plot_height = height - self->legend_height;
   double total = 0, lane;
   double offset[TDM_TIMELINE_STEPS];
 
@@ -130,7 +185,7 @@ tdm_timeline_snapshot (GtkWidget   *widget,
   double width = gtk_widget_get_width (widget);
   double height = gtk_widget_get_height (widget);
   int replicas = tdm_timeline_replicas (self);
-  g_autoptr(GArray) boxes = tdm_timeline_layout (self, width, height);
+  g_autoptr(GArray) boxes = NULL;
   GdkRGBA fg, colour;
   cairo_t *cr;
 
@@ -143,51 +198,106 @@ tdm_timeline_snapshot (GtkWidget   *widget,
   cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
   cairo_set_font_size (cr, 14);
 
+  /* How many rows the legend takes at this width, before the lanes are laid out
+   * above it (the same walk as the legend's drawing below). */
+  {
+    double x = 4;
+    int rows = 1;
+
+    for (int p = 0; p < TDM_PHASE_COUNT; p++)
+      {
+        cairo_text_extents_t ext;
+
+        cairo_text_extents (cr, tdm_phase_name (p), &ext);
+        if (p > 0 && x + 16 + ext.x_advance > width)
+          {
+            x = 4;
+            rows++;
+          }
+        x += 16 + ext.x_advance + 12;
+      }
+    self->legend_height = LEGEND_HEIGHT + (rows - 1) * LEGEND_ROW;
+  }
+  boxes = tdm_timeline_layout (self, width, height);
+
   for (guint i = 0; i < boxes->len; i++)
     {
       const TdmTimelineBox *b = &g_array_index (boxes, TdmTimelineBox, i);
 
-      tdm_timeline_phase_colour (b->phase, &colour);
+      tdm_timeline_colour (self, b->phase, &colour);
       gdk_cairo_set_source_rgba (cr, &colour);
       cairo_rectangle (cr, b->x, b->y, MAX (1.0, b->width), b->height);
-      cairo_fill (cr);
+      if (self->high_contrast)
+        {
+          cairo_fill_preserve (cr);
+          cairo_set_source_rgb (cr, 0, 0, 0);
+          cairo_set_line_width (cr, 1.5);
+          cairo_stroke (cr);
+        }
+      else
+        cairo_fill (cr);
     }
 
   gdk_cairo_set_source_rgba (cr, &fg);
   if (replicas > 0)
     {
-      double lane = (height - LEGEND_HEIGHT) / replicas;
+      double lane = (height - self->legend_height) / replicas;
 
       for (int r = 0; r < replicas; r++)
         {
           g_autofree char *label = g_strdup_printf (_("Device %d"), r);
+          gboolean is_main = r == self->main_device;
 
-          cairo_move_to (cr, 4, r * lane + lane / 2 + 5);
+          cairo_move_to (cr, 4, r * lane + lane / 2 + (is_main ? -3 : 5));
           cairo_show_text (cr, label);
+          /* The main device reduces, updates and broadcasts with `main`: say which. */
+          if (is_main)
+            {
+              cairo_move_to (cr, 4, r * lane + lane / 2 + 14);
+              cairo_show_text (cr, _("main"));
+            }
         }
     }
   else
     {
-      cairo_move_to (cr, 4, (height - LEGEND_HEIGHT) / 2);
+      cairo_move_to (cr, 4, (height - self->legend_height) / 2);
       cairo_show_text (cr, _("Phases appear once a run has timed a step"));
     }
 
   /* The legend: a swatch and the name of each phase. */
-  double x = 4, y = height - LEGEND_HEIGHT + 4;
+  double x = 4, y = height - self->legend_height + 4;
   for (int p = 0; p < TDM_PHASE_COUNT; p++)
     {
       cairo_text_extents_t ext;
       const char *name = tdm_phase_name (p);
 
-      tdm_timeline_phase_colour (p, &colour);
+      tdm_timeline_colour (self, p, &colour);
       gdk_cairo_set_source_rgba (cr, &colour);
       cairo_rectangle (cr, x, y + 2, 12, 12);
-      cairo_fill (cr);
+      if (self->high_contrast)
+        {
+          cairo_fill_preserve (cr);
+          cairo_set_source_rgb (cr, 0, 0, 0);
+          cairo_set_line_width (cr, 1.5);
+          cairo_stroke (cr);
+        }
+      else
+        cairo_fill (cr);
       gdk_cairo_set_source_rgba (cr, &fg);
       cairo_text_extents (cr, name, &ext);
       cairo_move_to (cr, x + 16, y + 13);
       cairo_show_text (cr, name);
       x += 16 + ext.x_advance + 12;
+      /* The next entry on a new row when it would not fit this one. */
+      if (p + 1 < TDM_PHASE_COUNT)
+        {
+          cairo_text_extents (cr, tdm_phase_name (p + 1), &ext);
+          if (x + 16 + ext.x_advance > width)
+            {
+              x = 4;
+              y += LEGEND_ROW;
+            }
+        }
     }
   cairo_destroy (cr);
 }
@@ -265,6 +375,8 @@ static void
 tdm_timeline_init (TdmTimeline *self)
 {
   gtk_widget_set_size_request (GTK_WIDGET (self), 320, 120);
+  self->main_device = -1;
+  self->legend_height = LEGEND_HEIGHT;
 }
 
 GtkWidget *

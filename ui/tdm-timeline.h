@@ -47,5 +47,12 @@ GArray    *tdm_timeline_layout       (TdmTimeline          *self,
                                       double                height);
 void       tdm_timeline_phase_colour (TdmPhase              phase,
                                       GdkRGBA              *colour);
+/* The lane labelled "main" (−1: none), as the run's STARTED event names it. */
+void       tdm_timeline_set_main_device (TdmTimeline       *self,
+                                         int                device);
+/* Presentation mode's palette: saturated, outlined boxes. */
+void       tdm_timeline_set_high_contrast (TdmTimeline     *self,
+                                           gboolean         high_contrast);
+gboolean   tdm_timeline_get_high_contrast (TdmTimeline     *self);
 
 G_END_DECLS

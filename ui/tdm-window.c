@@ -8,8 +8,18 @@
  * the top, in words, and the window stays usable; notices that need nothing done
  * (a file saved, a run over) are toasts.
  *
- * The form sits in an AdwFlap, which folds it over the charts when both do not fit
+ * The form sits in an AdwFlap, which folds it over the views when both do not fit
  * side by side (below about 700 px); the charts reflow on their own (TdmDashboard).
+ * The views are pages of an AdwViewStack: the charts, the devices (timeline, batch
+ * split, memory), the predictions, the scaling run and the run history. Every page
+ * is fed the same events; thumbnails come from the dataset the run trains on
+ * (tdm_run_get_dataset()). Before Start the Devices page shows the engine's memory
+ * estimate for the choices as they stand (TdmRunForm asks the engine).
+ *
+ * Presentation mode (F11) is for a class: fullscreen, larger text, one chart
+ * enlarged, high-contrast phase colours and the pace control shown. That side of
+ * the window (estimate, pace, presentation, scaling run, pages) lives in
+ * tdm-window-classroom.c; the fields both files use are in tdm-window-private.h.
  *
  * The window's own size is remembered in GSettings (the form remembers the choices).
  * The devices are whatever tdm_device_list() reports, or a list a test injects with
@@ -23,46 +33,17 @@
 #include "tdm-classify-view.h"
 #include "tdm-config.h"
 #include "tdm-dashboard.h"
+#include "tdm-devices-page.h"
 #include "tdm-error.h"
 #include "tdm-format.h"
+#include "tdm-predictions-page.h"
 #include "tdm-run.h"
 #include "tdm-run-form.h"
+#include "tdm-scaling-chart.h"
+#include "tdm-scaling-page.h"
 #include "tdm-window.h"
+#include "tdm-window-private.h"
 
-struct _TdmWindow
-{
-  AdwApplicationWindow  parent_instance;
-
-  /* Template children. */
-  GtkButton            *sidebar_button;
-  GtkButton            *start_button;
-  GtkButton            *start_icon_button;
-  GtkMenuButton        *primary_menu_button;
-  GtkLabel             *start_label;
-  GtkButton            *pause_button;
-  GtkButton            *stop_button;
-  AdwWindowTitle       *window_title;
-  AdwToastOverlay      *toast_overlay;
-  AdwFlap              *flap;
-  GtkRevealer          *error_revealer;
-  GtkLabel             *error_label;
-  TdmRunForm           *sidebar;
-  TdmDashboard         *dashboard;
-
-  GSettings            *settings;
-
-  TdmRun               *run;
-  gboolean              run_failed;         /* an error was shown for this run */
-  gboolean              run_stopped;
-
-  GtkNativeDialog      *chooser;
-
-  gboolean              can_start;
-  long                  max_steps;          /* for benchmarks: 0 runs every epoch */
-
-  GtkWindow            *classify_window;    /* made on first use */
-  TdmClassifyView      *classify_view;
-};
 
 enum {
   PROP_0,
@@ -75,7 +56,6 @@ static GParamSpec *properties[N_PROPS];
 
 G_DEFINE_FINAL_TYPE (TdmWindow, tdm_window, ADW_TYPE_APPLICATION_WINDOW)
 
-static void tdm_window_update_state (TdmWindow *self);
 
 /* Errors ------------------------------------------------------------------ */
 
@@ -112,7 +92,7 @@ headline_for_error (const GError *error)
     }
 }
 
-static void
+void
 tdm_window_show_error (TdmWindow  *self,
                        const char *headline,
                        const char *detail)
@@ -165,7 +145,7 @@ static void
 tdm_window_set_subtitle (TdmWindow  *self,
                          const char *text)
 {
-  adw_window_title_set_subtitle (self->window_title, text ? text : "");
+  adw_view_switcher_title_set_subtitle (self->window_title, text ? text : "");
 }
 
 void
@@ -178,23 +158,31 @@ tdm_window_toast (TdmWindow  *self,
   adw_toast_overlay_add_toast (self->toast_overlay, adw_toast_new (text));
 }
 
-static void
+void
 tdm_window_update_state (TdmWindow *self)
 {
   gboolean running = self->run != NULL;
   gboolean stopping = running && tdm_run_is_stopping (self->run);
   gboolean paused = running && tdm_run_get_paused (self->run);
-  gboolean can_start = !running && tdm_run_form_get_ready (self->sidebar);
+  gboolean scaling = tdm_scaling_page_get_running (self->scaling_page);
+  gboolean can_start = !running && !scaling && tdm_run_form_get_ready (self->sidebar);
 
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.start", can_start);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.pause", running && !stopping);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.stop", running && !stopping);
-  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.open-folder", !running);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.open-folder", !running && !scaling);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.single-step", running && !stopping);
+  /* A scaling run and a training run would measure each other: one at a time. */
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.scaling-run",
+                                 !running && !scaling && tdm_run_form_get_ready (self->sidebar));
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.scaling-cancel", scaling);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.scaling-export",
+                                 tdm_scaling_chart_get_n_points (TDM_SCALING_CHART (tdm_scaling_page_get_chart (self->scaling_page))) > 0);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.export",
                                  tdm_metrics_log_get_n_rows (tdm_dashboard_get_log (self->dashboard)) > 0);
 
   /* Nothing on the left can change a run in flight. */
-  gtk_widget_set_sensitive (GTK_WIDGET (self->sidebar), !running);
+  gtk_widget_set_sensitive (GTK_WIDGET (self->sidebar), !running && !scaling);
 
   gtk_button_set_icon_name (self->pause_button,
                             paused ? "media-playback-start-symbolic"
@@ -221,6 +209,24 @@ tdm_window_update_state (TdmWindow *self)
 
 /* Runs -------------------------------------------------------------------- */
 
+
+/* History ----------------------------------------------------------------- */
+
+/* The History page's content. h11h's run history (ui/tdm-history-*.c) replaces this
+ * body with its own widget; until then the page says what it will hold. */
+static void
+tdm_window_fill_history_slot (TdmWindow *self,
+                              GtkBox    *slot)
+{
+  GtkWidget *status = adw_status_page_new ();
+
+  adw_status_page_set_icon_name (ADW_STATUS_PAGE (status), "document-open-recent-symbolic");
+  adw_status_page_set_title (ADW_STATUS_PAGE (status), _("Run History"));
+  adw_status_page_set_description (ADW_STATUS_PAGE (status),
+                                   _("Earlier runs, to overlay and compare, appear here."));
+  gtk_widget_set_vexpand (status, TRUE);
+  gtk_box_append (slot, status);
+}
 
 /* Classifying ------------------------------------------------------------------ */
 
@@ -279,6 +285,8 @@ tdm_window_run_event (TdmWindow      *self,
     return;
 
   tdm_dashboard_handle_event (self->dashboard, event);
+  tdm_devices_page_handle_event (self->devices_page, event, tdm_run_get_dataset (run));
+  tdm_predictions_page_handle_event (self->predictions_page, event, tdm_run_get_dataset (run));
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.export",
                                  tdm_metrics_log_get_n_rows (tdm_dashboard_get_log (self->dashboard)) > 0);
 
@@ -303,9 +311,13 @@ tdm_window_run_event (TdmWindow      *self,
       tdm_window_update_state (self);
       break;
 
+    case TDM_EVENT_MEMORY:
     case TDM_EVENT_STEP:
     case TDM_EVENT_DEVICES:
     case TDM_EVENT_EPOCH:
+    case TDM_EVENT_PHASES:
+    case TDM_EVENT_BATCH:
+    case TDM_EVENT_PREDICTIONS:
     default:
       break;
     }
@@ -361,6 +373,7 @@ tdm_window_start (GtkWidget  *widget,
   config->max_steps = self->max_steps;
 
   run = tdm_run_new (config);
+  tdm_run_set_pace (run, gtk_spin_button_get_value (self->pace_spin));
   g_signal_connect_object (run, "event", G_CALLBACK (tdm_window_run_event), self,
                            G_CONNECT_SWAPPED);
   g_signal_connect_object (run, "done", G_CALLBACK (tdm_window_run_done), self,
@@ -425,7 +438,7 @@ tdm_window_chooser_done (TdmWindow *self)
   g_clear_object (&self->chooser);
 }
 
-static GtkFileChooser *
+GtkFileChooser *
 tdm_window_new_chooser (TdmWindow            *self,
                         const char           *title,
                         GtkFileChooserAction  action,
@@ -453,7 +466,7 @@ tdm_window_open_folder (GtkWidget  *widget,
   tdm_run_form_open_folder (self->sidebar);
 }
 
-static void
+void
 tdm_window_add_filter (GtkFileChooser *chooser,
                        const char     *name,
                        const char     *mime_type,
@@ -467,7 +480,7 @@ tdm_window_add_filter (GtkFileChooser *chooser,
   gtk_file_chooser_add_filter (chooser, filter);
 }
 
-static void
+void
 tdm_window_export_chosen (TdmWindow       *self,
                           int              response,
                           GtkNativeDialog *dialog)
@@ -495,6 +508,10 @@ tdm_window_export_chosen (TdmWindow       *self,
 
   if (target == NULL)
     ok = tdm_dashboard_export_metrics (self->dashboard, path, &error);
+  else if (g_str_equal (target, "scaling:csv"))
+    ok = tdm_scaling_page_write_csv (self->scaling_page, path, &error);
+  else if (g_str_equal (target, "scaling:svg"))
+    ok = tdm_scaling_page_write_svg (self->scaling_page, path, 800, 500, &error);
   else
     {
       g_auto(GStrv) parts = g_strsplit (target, ":", 2);
@@ -671,6 +688,9 @@ tdm_window_class_init (TdmWindowClass *klass)
 
   g_type_ensure (TDM_TYPE_RUN_FORM);
   g_type_ensure (TDM_TYPE_DASHBOARD);
+  g_type_ensure (TDM_TYPE_DEVICES_PAGE);
+  g_type_ensure (TDM_TYPE_PREDICTIONS_PAGE);
+  g_type_ensure (TDM_TYPE_SCALING_PAGE);
 
   gtk_widget_class_set_template_from_resource (widget_class,
                                                "/io/github/tandem/Tandem/ui/tdm-window.ui");
@@ -687,7 +707,16 @@ tdm_window_class_init (TdmWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, error_revealer);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, error_label);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, sidebar);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, view_stack);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, switcher_bar);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, dashboard);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, devices_page);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, predictions_page);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, scaling_page);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, history_slot);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, pace_revealer);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, pace_spin);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, step_button);
 
   gtk_widget_class_install_action (widget_class, "win.start", NULL, tdm_window_start);
   gtk_widget_class_install_action (widget_class, "win.pause", NULL, tdm_window_pause);
@@ -699,6 +728,16 @@ tdm_window_class_init (TdmWindowClass *klass)
   gtk_widget_class_install_action (widget_class, "win.toggle-sidebar", NULL, tdm_window_toggle_sidebar);
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_F9, 0, "win.toggle-sidebar", NULL);
   gtk_widget_class_install_action (widget_class, "win.classify", NULL, tdm_window_classify);
+  gtk_widget_class_install_action (widget_class, "win.single-step", NULL, tdm_window_single_step);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_Right, GDK_CONTROL_MASK, "win.single-step", NULL);
+  gtk_widget_class_install_action (widget_class, "win.show-pace", NULL, tdm_window_show_pace);
+  gtk_widget_class_install_action (widget_class, "win.presentation", NULL, tdm_window_toggle_presentation);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_F11, 0, "win.presentation", NULL);
+  gtk_widget_class_install_action (widget_class, "win.leave-presentation", NULL, tdm_window_leave_presentation);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_Escape, 0, "win.leave-presentation", NULL);
+  gtk_widget_class_install_action (widget_class, "win.scaling-run", NULL, tdm_window_scaling_run);
+  gtk_widget_class_install_action (widget_class, "win.scaling-cancel", NULL, tdm_window_scaling_cancel);
+  gtk_widget_class_install_action (widget_class, "win.scaling-export", "s", tdm_window_scaling_export);
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_i, GDK_CONTROL_MASK, "win.classify", NULL);
 }
 
@@ -717,6 +756,24 @@ tdm_window_init (TdmWindow *self)
   g_signal_connect_object (self->sidebar, "notify::ready",
                            G_CALLBACK (tdm_window_update_state), self,
                            G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->sidebar, "changed",
+                           G_CALLBACK (tdm_window_update_estimate), self,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->pace_spin, "value-changed",
+                           G_CALLBACK (tdm_window_pace_changed), self,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->scaling_page, "finished",
+                           G_CALLBACK (tdm_window_scaling_finished), self,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->scaling_page, "notify::running",
+                           G_CALLBACK (tdm_window_update_state), self,
+                           G_CONNECT_SWAPPED);
+  /* The switcher moves to the bottom when the header bar has no room for it. */
+  g_object_bind_property (self->window_title, "title-visible",
+                          self->switcher_bar, "reveal", G_BINDING_SYNC_CREATE);
+  tdm_window_fill_history_slot (self, self->history_slot);
+  tdm_window_update_estimate (self);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.leave-presentation", FALSE);
 
   /* Images dropped anywhere on the window are classified with the last network. */
   {

@@ -134,6 +134,8 @@ host_destroy(TdmCommunicator *c)
   g_free(h->buffers);
   g_free(h->doubles);
   g_free(c->comm_seconds);
+  g_free(c->bytes_sent);
+  g_free(c->bytes_received);
   g_free(h);
 }
 
@@ -158,6 +160,8 @@ tdm_communicator_host_new(TdmBackend **backends, int replicas)
   h->base.world_size = replicas;
   h->base.first_rank = 0;
   h->base.comm_seconds = g_new0(double, replicas);
+  h->base.bytes_sent = g_new0(guint64, replicas);
+  h->base.bytes_received = g_new0(guint64, replicas);
   h->buffers = g_new0(float *, replicas);
   h->doubles = g_new0(double *, replicas);
   tdm_barrier_init(&h->barrier, replicas);

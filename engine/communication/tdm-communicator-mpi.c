@@ -318,6 +318,8 @@ mpi_destroy(TdmCommunicator *c)
   if (!aborted && m->comm != MPI_COMM_NULL)
     MPI_Comm_free(&m->comm);
   g_free(c->comm_seconds);
+  g_free(c->bytes_sent);
+  g_free(c->bytes_received);
   g_free(m);
 }
 
@@ -352,6 +354,8 @@ tdm_communicator_mpi_new(TdmBackend *backend, GError **error)
   c->world_size = tdm_distributed_size();
   c->first_rank = m->rank = tdm_distributed_rank();
   c->comm_seconds = g_new0(double, 1);
+  c->bytes_sent = g_new0(guint64, 1);
+  c->bytes_received = g_new0(guint64, 1);
   m->comm = MPI_COMM_NULL;
   g_snprintf(m->who, sizeof m->who, "rank %d (%s)", m->rank, backend->name);
 

@@ -216,6 +216,8 @@ nccl_destroy(TdmCommunicator *c)
   g_free(n->done);
   g_free(n->timers);
   g_free(c->comm_seconds);
+  g_free(c->bytes_sent);
+  g_free(c->bytes_received);
   g_free(n);
 }
 
@@ -261,6 +263,8 @@ tdm_communicator_nccl_new(TdmBackend **backends, int replicas, GError **error)
   c->world_size = replicas;
   c->first_rank = 0;
   c->comm_seconds = g_new0(double, replicas);
+  c->bytes_sent = g_new0(guint64, replicas);
+  c->bytes_received = g_new0(guint64, replicas);
   n->comms = g_new0(ncclComm_t, replicas);
   n->streams = g_new0(cudaStream_t, replicas);
   n->ready = g_new0(cudaEvent_t, replicas);

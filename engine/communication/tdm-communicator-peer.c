@@ -272,6 +272,8 @@ peer_destroy(TdmCommunicator *c)
   g_free(p->buffers);
   g_free(p->timers);
   g_free(c->comm_seconds);
+  g_free(c->bytes_sent);
+  g_free(c->bytes_received);
   g_free(p);
 }
 
@@ -350,6 +352,8 @@ tdm_communicator_peer_new(TdmBackend **backends, int replicas, GError **error)
   c->world_size = replicas;
   c->first_rank = 0;
   c->comm_seconds = g_new0(double, replicas);
+  c->bytes_sent = g_new0(guint64, replicas);
+  c->bytes_received = g_new0(guint64, replicas);
   tdm_barrier_init(&p->barrier, replicas);
   tdm_host_sum_init(&p->sum, replicas);
   p->streams = g_new0(cudaStream_t, replicas);

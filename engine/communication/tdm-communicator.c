@@ -55,6 +55,86 @@ tdm_communicator_take_seconds(TdmCommunicator *c, int replica)
   return seconds;
 }
 
+/* The bytes one collective moves out of and into one device, by the algorithm of the
+ * communicator's kind, with S the buffer's bytes and N the devices:
+ * - every kind's all-reduce sends and receives 2(N−1)/N × S per device: host and peer
+ *   sum a 1/N slice from the N−1 others and hand the sum back to them; NCCL's and
+ *   MPI's rings do the same amount;
+ * - host and peer reduce and broadcast are stars around the root: the root takes in
+ *   (N−1) × S (reduce) or gives out (N−1) × S (broadcast), every other device S once;
+ * - NCCL's and MPI's reduce and broadcast are chains through every device: each link
+ *   carries S, so the root and the chain's far end move S once, the others twice.
+ * This is why `main` loads its main device on host and peer, and not with NCCL. */
+typedef enum { MOVE_ALLREDUCE, MOVE_REDUCE, MOVE_BROADCAST } Move;
+
+static void
+count_bytes(TdmCommunicator *c, int replica, Move move, size_t count, int root)
+{
+  guint64 n = (guint64)MAX(c->world_size, 1);
+  guint64 s = (guint64)count * sizeof(float);
+  int me = c->first_rank + replica;
+  guint64 sent = 0, received = 0;
+  gboolean star = g_str_equal(c->kind, "host") || g_str_equal(c->kind, "peer");
+  if (n == 1)
+    return;
+  if (move == MOVE_ALLREDUCE) {
+    sent = received = 2 * (n - 1) * s / n;
+  } else if (star) {
+    /* The root's side of the star carries every other device's S. */
+    guint64 *root_side = move == MOVE_REDUCE ? &received : &sent;
+    guint64 *other_side = move == MOVE_REDUCE ? &sent : &received;
+    if (me == root)
+      *root_side = (n - 1) * s;
+    else
+      *other_side = s;
+  } else {
+    /* Position along the chain: a reduce starts just after the root and ends at it, a
+     * broadcast starts at the root. */
+    guint64 first = move == MOVE_REDUCE ? (guint64)root + 1 : (guint64)root;
+    guint64 position = ((guint64)me + n - first % n) % n;
+    sent = position < n - 1 ? s : 0;
+    received = position > 0 ? s : 0;
+  }
+  c->bytes_sent[replica] += sent;
+  c->bytes_received[replica] += received;
+}
+
+gboolean
+tdm_communicator_allreduce(TdmCommunicator *c, int replica, float *buffer, size_t offset,
+                           size_t count, GError **error)
+{
+  count_bytes(c, replica, MOVE_ALLREDUCE, count, -1);
+  return c->ops->allreduce(c, replica, buffer, offset, count, error);
+}
+
+gboolean
+tdm_communicator_reduce(TdmCommunicator *c, int replica, float *buffer, size_t count,
+                        int root, GError **error)
+{
+  count_bytes(c, replica, MOVE_REDUCE, count, root);
+  return c->ops->reduce(c, replica, buffer, count, root, error);
+}
+
+gboolean
+tdm_communicator_broadcast(TdmCommunicator *c, int replica, float *buffer, size_t count,
+                           int root, GError **error)
+{
+  count_bytes(c, replica, MOVE_BROADCAST, count, root);
+  return c->ops->broadcast(c, replica, buffer, count, root, error);
+}
+
+void
+tdm_communicator_take_bytes(TdmCommunicator *c, int replica, guint64 *sent,
+                            guint64 *received)
+{
+  if (sent != NULL)
+    *sent = c != NULL ? c->bytes_sent[replica] : 0;
+  if (received != NULL)
+    *received = c != NULL ? c->bytes_received[replica] : 0;
+  if (c != NULL)
+    c->bytes_sent[replica] = c->bytes_received[replica] = 0;
+}
+
 void
 tdm_communicator_abort(TdmCommunicator *c)
 {

@@ -50,6 +50,8 @@ struct _TdmCommunicator {
   int world_size;              /* replicas over all processes */
   int first_rank;              /* global index of local replica 0 */
   double *comm_seconds;        /* [replicas]: time spent communicating, accumulated */
+  guint64 *bytes_sent;         /* [replicas]: by the kind's algorithm (see */
+  guint64 *bytes_received;     /*   tdm_communicator_allreduce), accumulated */
 };
 
 /* Picks the best communicator for the backends: host for CPUs, nccl for distinct GPUs
@@ -69,5 +71,20 @@ void tdm_communicator_abort (TdmCommunicator *c);
 
 /* Returns and clears replica's accumulated communication time, in seconds. */
 double tdm_communicator_take_seconds (TdmCommunicator *c, int replica);
+
+/* The collectives as the trainer calls them: ops->… plus the count of the bytes each
+ * moves into and out of the replica's device, for the window and --json. The count
+ * follows the algorithm of the communicator's kind, not a measurement of a wire. */
+gboolean tdm_communicator_allreduce (TdmCommunicator *c, int replica, float *buffer,
+                                     size_t offset, size_t count, GError **error);
+gboolean tdm_communicator_reduce (TdmCommunicator *c, int replica, float *buffer,
+                                  size_t count, int root, GError **error);
+gboolean tdm_communicator_broadcast (TdmCommunicator *c, int replica, float *buffer,
+                                     size_t count, int root, GError **error);
+
+/* Returns (either may be NULL) and clears the bytes replica's device sent and received
+ * since the last call. A NULL communicator (one replica) moved nothing. */
+void tdm_communicator_take_bytes (TdmCommunicator *c, int replica, guint64 *sent,
+                                  guint64 *received);
 
 G_END_DECLS

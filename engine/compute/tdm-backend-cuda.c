@@ -394,16 +394,65 @@ split_k_chunks(TdmBackendCuda *cb, int m, int n, int k)
   return chunks < 2 ? 1 : (int)chunks;
 }
 
-/* bf16 (--precision bf16): cuBLAS's CUBLAS_COMPUTE_32F_FAST_16BF, which takes the
- * float32 operands as they are, rounds them to bfloat16 as it loads its tiles and
- * multiplies on the bf16 tensor cores with float32 accumulation and output. So no
- * bf16 copy lives anywhere: the master weights, the activations the BN and pooling
- * kernels read, the optimizer state and the BN statistics all stay float32, and no
- * conversion pass is added (a stored bf16 copy of the activations would halve the
- * GEMMs' reads, but every kernel around them would need a bf16 variant, and these
- * networks' GEMMs are short enough that the operands' reads are not what bounds
- * them). TF32 goes through the handle's math mode instead; tdm_k_gemm_small's tiny
- * products stay float32 in every precision. */
+/* bf16 (--precision bf16): float32 operands go through cuBLAS's
+ * CUBLAS_COMPUTE_32F_FAST_16BF, which may round them to bfloat16 as it loads its tiles
+ * (on the H200 it picked its tf32 kernels for these shapes, ncu 2026-12-03). The
+ * convolutions' columns, their weights and output gradients are stored as bfloat16
+ * for their forward and weight-gradient products (gemm_bf16, tdm-replica-pass.c), so
+ * those read half the bytes; the master weights, the activations the BN and pooling
+ * kernels read, the optimizer state and the BN statistics all stay float32. TF32 goes
+ * through the handle's math mode instead; tdm_k_gemm_small's tiny products stay
+ * float32 in every precision. */
+/* The cuBLAS part of cuda_gemm and the bf16 ones: A and B of `type` (float32 or
+ * bfloat16, `size` bytes an element), C of c_type (float32, or bfloat16 without
+ * split-K, whose parts are float32), one call or split-K. */
+static void
+cublas_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+            const void *a, int lda, const void *bm, int ldb, float beta, void *c, int ldc,
+            cudaDataType_t type, size_t size, cudaDataType_t c_type,
+            cublasComputeType_t compute)
+{
+  TdmBackendCuda *cb = CUDA_B(b);
+  cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  int chunks = c_type == CUDA_R_32F ? split_k_chunks(cb, m, n, k) : 1;
+  if (chunks <= 1) {
+    /* cuBLAS is column-major, and a row-major matrix read column-major is its
+     * transpose: so compute Cᵀ (n×m) = op(B)ᵀ · op(A)ᵀ, that is, swap the operands. */
+    if (type == CUDA_R_32F && compute == CUBLAS_COMPUTE_32F)
+      CUBLAS_OK(b, cublasSgemm(cb->cublas, op_b, op_a, n, m, k, &alpha, bm, ldb, a, lda, &beta,
+                               c, ldc));
+    else
+      CUBLAS_OK(b, cublasGemmEx(cb->cublas, op_b, op_a, n, m, k, &alpha, bm, type, ldb, a, type,
+                                lda, &beta, c, c_type, ldc, compute, CUBLAS_GEMM_DEFAULT));
+    return;
+  }
+
+  /* Split-K: chunk s multiplies rows [s·len, (s + 1)·len) of the reduction, the last
+   * chunk also takes the remainder; all but that one go as one strided batch. Chunk
+   * s of op(A) starts s·len columns in: rows of A when it is transposed. */
+  const float one = 1.0f, zero = 0.0f;
+  int len = k / chunks, last = k - len * (chunks - 1);
+  long long step_a = (long long)len * (trans_a ? lda : 1);
+  long long step_b = (long long)len * (trans_b ? 1 : ldb);
+  long long mn = (long long)m * n;
+  int batched = last == len ? chunks : chunks - 1;
+  if (!CUBLAS_OK(b, cublasGemmStridedBatchedEx(cb->cublas, op_b, op_a, n, m, len, &one, bm,
+                                               type, ldb, step_b, a, type, lda, step_a, &zero,
+                                               cb->split_parts, CUDA_R_32F, n, mn, batched,
+                                               compute, CUBLAS_GEMM_DEFAULT)))
+    return;
+  if (batched < chunks &&
+      !CUBLAS_OK(b, cublasGemmEx(cb->cublas, op_b, op_a, n, m, last, &one,
+                                 (const char *)bm + step_b * batched * (long long)size, type,
+                                 ldb, (const char *)a + step_a * batched * (long long)size,
+                                 type, lda, &zero, cb->split_parts + mn * batched, CUDA_R_32F,
+                                 n, compute, CUBLAS_GEMM_DEFAULT)))
+    return;
+  TDM_CUDA_OK(b, tdm_k_sum_parts(c, ldc, cb->split_parts, chunks, m, n, alpha, beta,
+                                 cb->stream));
+}
+
 static void
 cuda_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
           const float *a, int lda, const float *bm, int ldb, float beta, float *c, int ldc)
@@ -420,47 +469,69 @@ cuda_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, float 
                                     ldc, cb->stream));
     return;
   }
-  cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  int chunks = split_k_chunks(cb, m, n, k);
-  if (chunks <= 1) {
-    /* cuBLAS is column-major, and a row-major matrix read column-major is its
-     * transpose: so compute Cᵀ (n×m) = op(B)ᵀ · op(A)ᵀ, that is, swap the operands. */
-    if (b->precision == TDM_PRECISION_BF16)
-      CUBLAS_OK(b, cublasGemmEx(cb->cublas, op_b, op_a, n, m, k, &alpha, bm, CUDA_R_32F, ldb, a,
-                                CUDA_R_32F, lda, &beta, c, CUDA_R_32F, ldc,
-                                CUBLAS_COMPUTE_32F_FAST_16BF, CUBLAS_GEMM_DEFAULT));
-    else
-      CUBLAS_OK(b, cublasSgemm(cb->cublas, op_b, op_a, n, m, k, &alpha, bm, ldb, a, lda, &beta,
-                               c, ldc));
-    return;
-  }
+  cublas_gemm(b, trans_a, trans_b, m, n, k, alpha, a, lda, bm, ldb, beta, c, ldc, CUDA_R_32F,
+              sizeof(float), CUDA_R_32F,
+              b->precision == TDM_PRECISION_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                                 : CUBLAS_COMPUTE_32F);
+}
 
-  /* Split-K: chunk s multiplies rows [s·len, (s + 1)·len) of the reduction, the last
-   * chunk also takes the remainder; all but that one go as one strided batch. Chunk
-   * s of op(A) starts s·len columns in: rows of A when it is transposed. */
-  const float one = 1.0f, zero = 0.0f;
-  int len = k / chunks, last = k - len * (chunks - 1);
-  long long step_a = (long long)len * (trans_a ? lda : 1);
-  long long step_b = (long long)len * (trans_b ? 1 : ldb);
-  long long mn = (long long)m * n;
-  int batched = last == len ? chunks : chunks - 1;
-  cublasComputeType_t compute = b->precision == TDM_PRECISION_BF16
-                                    ? CUBLAS_COMPUTE_32F_FAST_16BF
-                                    : CUBLAS_COMPUTE_32F;
-  if (!CUBLAS_OK(b, cublasGemmStridedBatchedEx(cb->cublas, op_b, op_a, n, m, len, &one, bm,
-                                               CUDA_R_32F, ldb, step_b, a, CUDA_R_32F, lda,
-                                               step_a, &zero, cb->split_parts, CUDA_R_32F, n,
-                                               mn, batched, compute, CUBLAS_GEMM_DEFAULT)))
+/* bf16 operands as stored (tdm-backend.h's gemm_bf16): true bfloat16 tensor-core
+ * GEMMs, where FAST_16BF on float32 operands got cuBLAS's tf32 kernels reading twice
+ * the bytes (ncu, 2026-12-03). */
+static void
+cuda_gemm_bf16(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+               const uint16_t *a, int lda, const uint16_t *bm, int ldb, float beta, float *c,
+               int ldc)
+{
+  if (!tdm_cuda_begin(b))
     return;
-  if (batched < chunks &&
-      !CUBLAS_OK(b, cublasGemmEx(cb->cublas, op_b, op_a, n, m, last, &one,
-                                 bm + step_b * batched, CUDA_R_32F, ldb, a + step_a * batched,
-                                 CUDA_R_32F, lda, &zero, cb->split_parts + mn * batched,
-                                 CUDA_R_32F, n, compute, CUBLAS_GEMM_DEFAULT)))
+  if (!tdm_backend_check_gemm(b, trans_a, trans_b, m, n, k, lda, ldb, ldc))
     return;
-  TDM_CUDA_OK(b, tdm_k_sum_parts(c, ldc, cb->split_parts, chunks, m, n, alpha, beta,
-                                 cb->stream));
+  if (m == 0 || n == 0)
+    return;
+  cublas_gemm(b, trans_a, trans_b, m, n, k, alpha, a, lda, bm, ldb, beta, c, ldc, CUDA_R_16BF,
+              sizeof(uint16_t), CUDA_R_32F, CUBLAS_COMPUTE_32F);
+}
+
+static void
+cuda_gemm_bf16_out(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k,
+                   const uint16_t *a, int lda, const uint16_t *bm, int ldb, uint16_t *c, int ldc)
+{
+  if (!tdm_cuda_begin(b))
+    return;
+  if (!tdm_backend_check_gemm(b, trans_a, trans_b, m, n, k, lda, ldb, ldc))
+    return;
+  if (m == 0 || n == 0)
+    return;
+  cublas_gemm(b, trans_a, trans_b, m, n, k, 1.0f, a, lda, bm, ldb, 0.0f, c, ldc, CUDA_R_16BF,
+              sizeof(uint16_t), CUDA_R_16BF, CUBLAS_COMPUTE_32F);
+}
+
+static void
+cuda_col2im_bf16(TdmBackend *b, float *dx, const uint16_t *col, int n, int h, int w, int c,
+                 int kh, int kw, int pad, int stride)
+{
+  if (!tdm_cuda_begin(b) ||
+      !tdm_backend_check_conv(b, "col2im_bf16", n, h, w, c, kh, kw, pad, stride))
+    return;
+  TDM_CUDA_OK(b, tdm_k_col2im_bf16(dx, col, n, h, w, c, kh, kw, pad, stride, CUDA_B(b)->stream));
+}
+
+static void
+cuda_to_bf16(TdmBackend *b, uint16_t *out, const float *in, size_t n)
+{
+  if (tdm_cuda_begin(b))
+    TDM_CUDA_OK(b, tdm_k_to_bf16(out, in, n, CUDA_B(b)->stream));
+}
+
+static void
+cuda_im2col_bf16(TdmBackend *b, uint16_t *col, const float *x, int n, int h, int w, int c,
+                 int kh, int kw, int pad, int stride)
+{
+  if (!tdm_cuda_begin(b) ||
+      !tdm_backend_check_conv(b, "im2col_bf16", n, h, w, c, kh, kw, pad, stride))
+    return;
+  TDM_CUDA_OK(b, tdm_k_im2col_bf16(col, x, n, h, w, c, kh, kw, pad, stride, CUDA_B(b)->stream));
 }
 
 /* Bias and ReLU */
@@ -798,6 +869,11 @@ static const TdmBackendOps tdm_backend_cuda_ops = {
   .adam_update = cuda_adam_update,
   .add = cuda_add,
   .scale = cuda_scale,
+  .to_bf16 = cuda_to_bf16,
+  .im2col_bf16 = cuda_im2col_bf16,
+  .gemm_bf16 = cuda_gemm_bf16,
+  .gemm_bf16_out = cuda_gemm_bf16_out,
+  .col2im_bf16 = cuda_col2im_bf16,
   .graph_begin = cuda_graph_begin,
   .graph_end = cuda_graph_end,
   .graph_launch = cuda_graph_launch,

@@ -276,6 +276,28 @@ typedef struct {
                        size_t n, float lr_t, float beta1, float beta2, float eps,
                        float weight_decay);
 
+  /* --precision bf16's stored operands, optional (NULL on the CPU, which has no bf16):
+   * bfloat16 numbers as their bits (uint16_t), rounded to nearest even from float.
+   * to_bf16: out[i] = in[i] as bfloat16. im2col_bf16: im2col's columns, each value
+   * rounded. gemm_bf16: gemm's C = alpha · op(A) · op(B) + beta · C with A and B in
+   * bfloat16, products accumulated in float32, C float32. A convolution whose
+   * columns are bf16 reads half the bytes in its forward and weight-gradient GEMMs,
+   * which on a GPU wait on memory, not arithmetic. */
+  void (*to_bf16) (TdmBackend *b, uint16_t *out, const float *in, size_t n);
+  void (*im2col_bf16) (TdmBackend *b, uint16_t *col, const float *x,
+                       int n, int h, int w, int c, int kh, int kw, int pad, int stride);
+  void (*gemm_bf16) (TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k,
+                     float alpha, const uint16_t *a, int lda, const uint16_t *bm, int ldb,
+                     float beta, float *c, int ldc);
+  /* C = op(A) · op(B) rounded to bfloat16 (accumulated in float32), and col2im from
+   * such columns (summed in float32): a convolution's input gradient through bf16
+   * columns, half the bytes written and read. */
+  void (*gemm_bf16_out) (TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k,
+                         const uint16_t *a, int lda, const uint16_t *bm, int ldb, uint16_t *c,
+                         int ldc);
+  void (*col2im_bf16) (TdmBackend *b, float *dx, const uint16_t *col,
+                       int n, int h, int w, int c, int kh, int kw, int pad, int stride);
+
   /* y += x; y *= alpha. For communicators. */
   void (*add) (TdmBackend *b, float *y, const float *x, size_t n);
   void (*scale) (TdmBackend *b, float *y, float alpha, size_t n);

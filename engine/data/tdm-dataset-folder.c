@@ -2,301 +2,26 @@
  * (tdm-dataset-folder.h).
  *
  * Three steps: a scan that lists the classes and their regular files without opening
- * any (stat only, so a FIFO or a symlink loop costs nothing; folders inside a class
- * folder are not entered, so no link can make the walk endless); a cache look-up keyed
- * by that list; on a miss, decoding on every core straight into the datasets' buffers,
- * then closing the gaps left by files that could not be decoded. Not the decoder
- * (tdm-image.c) and not the cache file (tdm-image-cache.c).
+ * any (tdm-folder-scan.c: stat only, so a FIFO or a symlink loop costs nothing; folders
+ * inside a class folder are not entered, so no link can make the walk endless); a
+ * cache look-up keyed by that list; on a miss, sorting the list, decoding on every
+ * core straight into the datasets' buffers, then closing the gaps left by files that
+ * could not be decoded. A cached start is the scan and one read. Not the decoder
+ * (tdm-image.c), not the scan and not the cache file (tdm-image-cache.c).
  */
 #include "tdm-dataset-folder.h"
 #include "tdm-error.h"
 #include "tdm-image.h"
+#include "tdm-folder-scan.h"
 #include "tdm-image-cache.h"
 
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <glib/gstdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
-/* Bumped whenever decoding changes what a cached set would hold. */
-#define FOLDER_CACHE_VERSION "tandem-image-folder-2"
 /* Files named in the notice; the rest are counted. */
 #define NOTICE_EXAMPLES 5
 #define PROBE_FILES 64
 #define DEFAULT_MAX_SIZE 64
-
-/* Kept small and in arrays, names in one GStringChunk: for a folder of 28 × 28 PNGs
- * the list of files is otherwise a quarter of the decoded set's size. */
-typedef struct {
-  const char *rel;       /* relative to the root (in Scan.strings) */
-  char *reason;          /* why it could not be used, or NULL */
-  int index;             /* within its split */
-  guint8 label;          /* classes are at most 256 */
-  guint8 split;          /* 0 train, 1 test */
-} Entry;
-
-typedef struct {
-  char *root;
-  gboolean split_layout;
-  const char *train_part;  /* "train" when the classes sit in train/, else "" */
-  GPtrArray *classes;    /* char *: class names in order */
-  GPtrArray *files;      /* per class: GArray of Entry */
-  GStringChunk *strings; /* the entries' names */
-  GPtrArray *bad;        /* char *: "rel (reason)" found by the scan */
-  GPtrArray *empty;      /* char *: class folders without files */
-  GChecksum *key;
-} Scan;
-
-static void
-entry_clear(gpointer data)
-{
-  Entry *e = data;
-  g_free(e->reason);
-}
-
-static char *
-entry_path(const char *root, const Entry *e)
-{
-  return g_build_filename(root, e->rel, NULL);
-}
-
-static void
-scan_clear(Scan *s)
-{
-  g_free(s->root);
-  g_clear_pointer(&s->classes, g_ptr_array_unref);
-  g_clear_pointer(&s->files, g_ptr_array_unref);
-  g_clear_pointer(&s->bad, g_ptr_array_unref);
-  g_clear_pointer(&s->empty, g_ptr_array_unref);
-  g_clear_pointer(&s->key, g_checksum_free);
-  g_clear_pointer(&s->strings, g_string_chunk_free);
-}
-
-static gint
-compare_names(gconstpointer a, gconstpointer b)
-{
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Names in `dir` in byte order, hidden ones left out; folders only or not. */
-static GPtrArray *
-list_names(const char *dir, gboolean folders, GError **error)
-{
-  GError *local = NULL;
-  GDir *d = g_dir_open(dir, 0, &local);
-  if (d == NULL) {
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                "%s: cannot read the folder: %s", dir, local->message);
-    g_error_free(local);
-    return NULL;
-  }
-  GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
-  const char *name;
-  while ((name = g_dir_read_name(d)) != NULL) {
-    if (name[0] == '.')
-      continue;
-    if (folders) {
-      g_autofree char *path = g_build_filename(dir, name, NULL);
-      if (!g_file_test(path, G_FILE_TEST_IS_DIR))
-        continue;
-    }
-    g_ptr_array_add(names, g_strdup(name));
-  }
-  g_dir_close(d);
-  g_ptr_array_sort(names, compare_names);
-  return names;
-}
-
-static gboolean
-is_dir(const char *root, const char *name)
-{
-  g_autofree char *path = g_build_filename(root, name, NULL);
-  return g_file_test(path, G_FILE_TEST_IS_DIR);
-}
-
-/* Adds the regular files of one class folder. Files are looked at relative to the
- * open folder (fstatat), which keeps a cached start's scan of many thousand files
- * from walking the whole path for each. */
-static void
-scan_class_folder(Scan *s, const char *part, const char *cls, int label, int split)
-{
-  g_autofree char *dir = g_build_filename(s->root, part, cls, NULL);
-  GArray *list = g_ptr_array_index(s->files, label);
-  DIR *d = opendir(dir);
-  if (d == NULL) {
-    g_ptr_array_add(s->bad, g_strdup_printf("%s%s%s (cannot read the folder: %s)", part,
-                                            *part ? "/" : "", cls, g_strerror(errno)));
-    g_checksum_update(s->key, (const guchar *)dir, -1);
-    return;
-  }
-  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
-  struct dirent *de;
-  while ((de = readdir(d)) != NULL)
-    if (de->d_name[0] != '.')
-      g_ptr_array_add(names, g_strdup(de->d_name));
-  g_ptr_array_sort(names, compare_names);
-  char prefix[PATH_MAX];
-  g_snprintf(prefix, sizeof prefix, "%s%s%s/", part, *part ? "/" : "", cls);
-  for (guint i = 0; i < names->len; i++) {
-    const char *name = g_ptr_array_index(names, i);
-    g_autofree char *rel = g_strconcat(prefix, name, NULL);
-    struct stat st;
-    /* stat follows links: a loop or a dangling link fails here, unopened. */
-    if (fstatat(dirfd(d), name, &st, 0) != 0) {
-      int saved = errno;
-      g_ptr_array_add(s->bad, g_strdup_printf("%s (%s)", rel, g_strerror(saved)));
-      g_checksum_update(s->key, (const guchar *)rel, -1);
-      continue;
-    }
-    if (S_ISDIR(st.st_mode))
-      continue;
-    if (!S_ISREG(st.st_mode)) {
-      g_ptr_array_add(s->bad, g_strdup_printf("%s (not a regular file)", rel));
-      g_checksum_update(s->key, (const guchar *)rel, -1);
-      continue;
-    }
-    /* Name (with its NUL, so names cannot run together), size and time as bytes:
-     * formatting them as text was a tenth of a cached start. */
-    gint64 stamp[3] = {(gint64)st.st_size, (gint64)st.st_mtim.tv_sec,
-                       (gint64)st.st_mtim.tv_nsec};
-    g_checksum_update(s->key, (const guchar *)name, (gssize)strlen(name) + 1);
-    g_checksum_update(s->key, (const guchar *)stamp, sizeof stamp);
-    Entry e = {.rel = g_string_chunk_insert(s->strings, rel), .label = (guint8)label,
-               .split = (guint8)split};
-    g_array_append_val(list, e);
-  }
-  closedir(d);
-}
-
-static gboolean
-scan_folder(Scan *s, const char *folder, GError **error)
-{
-  memset(s, 0, sizeof *s);
-  if (g_path_is_absolute(folder)) {
-    s->root = g_canonicalize_filename(folder, NULL);
-  } else {
-    g_autofree char *cwd = g_get_current_dir();
-    s->root = g_canonicalize_filename(folder, cwd);
-  }
-  s->bad = g_ptr_array_new_with_free_func(g_free);
-  s->empty = g_ptr_array_new_with_free_func(g_free);
-  s->key = g_checksum_new(G_CHECKSUM_SHA256);
-  s->strings = g_string_chunk_new(64 * 1024);
-  g_checksum_update(s->key, (const guchar *)FOLDER_CACHE_VERSION, -1);
-  g_checksum_update(s->key, (const guchar *)s->root, -1);
-
-  s->split_layout = is_dir(s->root, "train") && is_dir(s->root, "test");
-  /* A train/ without a test/ holds the classes, and a share is held out of them. */
-  s->train_part = is_dir(s->root, "train") ? "train" : "";
-  g_autofree char *class_root = g_build_filename(s->root, s->train_part, NULL);
-  s->classes = list_names(class_root, TRUE, error);
-  if (s->classes == NULL)
-    return FALSE;
-  if (s->classes->len > 256) {
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                "%s: %u class folders; at most 256 classes are supported", class_root,
-                s->classes->len);
-    return FALSE;
-  }
-  if (s->split_layout) {
-    g_autofree char *test_root = g_build_filename(s->root, "test", NULL);
-    g_autoptr(GPtrArray) test_classes = list_names(test_root, TRUE, error);
-    if (test_classes == NULL)
-      return FALSE;
-    for (guint i = 0; i < test_classes->len; i++) {
-      const char *name = g_ptr_array_index(test_classes, i);
-      if (!g_ptr_array_find_with_equal_func(s->classes, name, g_str_equal, NULL)) {
-        g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                    "%s/test/%s: a class that train/ does not have", s->root, name);
-        return FALSE;
-      }
-    }
-  }
-  s->files = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
-  for (guint k = 0; k < s->classes->len; k++)
-  {
-    GArray *list = g_array_new(FALSE, TRUE, sizeof(Entry));
-    g_array_set_clear_func(list, entry_clear);
-    g_ptr_array_add(s->files, list);
-  }
-  for (guint k = 0; k < s->classes->len; k++) {
-    const char *cls = g_ptr_array_index(s->classes, k);
-    scan_class_folder(s, s->train_part, cls, (int)k, 0);
-    if (s->split_layout && is_dir(s->root, "test")) {
-      g_autofree char *test_dir = g_build_filename(s->root, "test", cls, NULL);
-      if (g_file_test(test_dir, G_FILE_TEST_IS_DIR))
-        scan_class_folder(s, "test", cls, (int)k, 1);
-    }
-  }
-  return TRUE;
-}
-
-/* Leaves out class folders without files, so labels stay dense. */
-static void
-drop_empty_classes(Scan *s)
-{
-  for (guint k = s->classes->len; k-- > 0;) {
-    GArray *list = g_ptr_array_index(s->files, k);
-    if (list->len > 0)
-      continue;
-    g_ptr_array_add(s->empty, g_strdup(g_ptr_array_index(s->classes, k)));
-    g_ptr_array_remove_index(s->classes, k);
-    g_ptr_array_remove_index(s->files, k);
-  }
-  for (guint k = 0; k < s->classes->len; k++) {
-    GArray *list = g_ptr_array_index(s->files, k);
-    for (guint i = 0; i < list->len; i++)
-      g_array_index(list, Entry, i).label = (guint8)k;
-  }
-}
-
-static guint64
-mix64(guint64 x)
-{
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-typedef struct {
-  guint64 rank;
-  Entry *entry;
-} Ranked;
-
-static gint
-compare_ranked(gconstpointer a, gconstpointer b)
-{
-  guint64 x = ((const Ranked *)a)->rank, y = ((const Ranked *)b)->rank;
-  return x < y ? -1 : x > y;
-}
-
-/* Holds out TDM_FOLDER_TEST_PERCENT of each class (at least one where a class has two
- * files): those whose seeded hash of the file name ranks lowest, so adding a file
- * moves no other file across the split. */
-static void
-split_classes(Scan *s, guint64 seed)
-{
-  for (guint k = 0; k < s->files->len; k++) {
-    GArray *list = g_ptr_array_index(s->files, k);
-    int n = (int)list->len;
-    int hold = n >= 2 ? MAX(1, (n * TDM_FOLDER_TEST_PERCENT + 50) / 100) : 0;
-    g_autofree Ranked *ranked = g_new(Ranked, n);
-    for (int i = 0; i < n; i++) {
-      Entry *e = &g_array_index(list, Entry, i);
-      guint64 h = seed;
-      for (const char *p = e->rel; *p; p++)
-        h = mix64(h ^ (guint8)*p);
-      ranked[i] = (Ranked){h, e};
-    }
-    qsort(ranked, n, sizeof *ranked, (int (*)(const void *, const void *))compare_ranked);
-    for (int i = 0; i < hold; i++)
-      ranked[i].entry->split = 1;
-  }
-}
 
 static gint
 compare_ints(gconstpointer a, gconstpointer b)
@@ -307,23 +32,22 @@ compare_ints(gconstpointer a, gconstpointer b)
 
 /* Picks the size and colour left at 0 from a few headers spread over the folder. */
 static void
-resolve_options(Scan *s, TdmImageOptions *o)
+resolve_options(TdmScan *s, TdmImageOptions *o)
 {
   if (o->size > 0 && o->channels > 0)
     return;
-  g_autoptr(GPtrArray) all = g_ptr_array_new();
-  for (guint k = 0; k < s->files->len; k++) {
-    GArray *list = g_ptr_array_index(s->files, k);
-    for (guint i = 0; i < list->len; i++)
-      g_ptr_array_add(all, &g_array_index(list, Entry, i));
-  }
-  guint step = MAX(1u, all->len / PROBE_FILES);
+  guint n = s->entries->len;
+  guint step = MAX(1u, n / PROBE_FILES);
   g_autoptr(GArray) sides = g_array_new(FALSE, FALSE, sizeof(int));
   gboolean colour = FALSE, same = TRUE;
   int first_w = -1, first_h = -1;
-  for (guint i = 0; i < all->len; i += step) {
+  guint folder = 0;
+  for (guint i = 0; i < n; i += step) {
+    const TdmScanFolder *f = &g_array_index(s->folders, TdmScanFolder, folder);
+    while (i >= f->first + f->count)
+      f = &g_array_index(s->folders, TdmScanFolder, ++folder);
     TdmImageInfo info;
-    g_autofree char *path = entry_path(s->root, g_ptr_array_index(all, i));
+    g_autofree char *path = tdm_scan_entry_path(s, f, &g_array_index(s->entries, TdmScanEntry, i));
     if (!tdm_image_probe(path, &info, NULL))
       continue;
     int side = MIN(info.width, info.height);
@@ -351,6 +75,12 @@ resolve_options(Scan *s, TdmImageOptions *o)
   }
 }
 
+static gint
+compare_names(gconstpointer a, gconstpointer b)
+{
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 static char *
 format_count(gint64 n)
 {
@@ -368,27 +98,38 @@ format_count(gint64 n)
 /* ---- parallel decoding ------------------------------------------------------ */
 
 typedef struct {
-  const char *root;
-  GPtrArray *jobs;       /* Entry * */
+  const TdmScan *scan;
   TdmDataset *sets[2];
   int size, channels;
   gint next;
   gint done;
+  GMutex lock;
+  GPtrArray *failed;     /* char *: "rel (reason)", under lock */
   GCancellable *cancellable;
   TdmFolderProgress progress;
   gpointer user_data;
 } Work;
 
 static void
-work_one(Work *w, Entry *e)
+work_one(Work *w, guint i)
 {
-  TdmDataset *d = w->sets[e->split];
-  uint8_t *out = d->images + (size_t)e->index * tdm_dataset_sample_size(d);
+  const TdmScan *s = w->scan;
+  /* Entries are read-only here but for this one's failure mark, which no other
+   * thread touches. */
+  TdmScanEntry *e = &g_array_index(s->entries, TdmScanEntry, i);
+  const TdmScanFolder *f = tdm_scan_folder_of(s, i);
+  TdmDataset *d = w->sets[(e->slot & TDM_SLOT_TEST) != 0];
+  uint8_t *out = d->images + (size_t)(e->slot & TDM_SLOT_INDEX) * tdm_dataset_sample_size(d);
   GError *local = NULL;
   char path[PATH_MAX];
-  g_snprintf(path, sizeof path, "%s" G_DIR_SEPARATOR_S "%s", w->root, e->rel);
+  g_snprintf(path, sizeof path, "%s" G_DIR_SEPARATOR_S "%s" G_DIR_SEPARATOR_S "%s", s->root,
+             f->dir, tdm_scan_entry_name(s, e));
   if (!tdm_image_load(path, w->size, w->channels, out, &local)) {
-    e->reason = g_strdup(local->message);
+    e->slot |= TDM_SLOT_FAILED;
+    g_autofree char *rel = tdm_scan_entry_rel(s, f, e);
+    g_mutex_lock(&w->lock);
+    g_ptr_array_add(w->failed, g_strdup_printf("%s (%s)", rel, local->message));
+    g_mutex_unlock(&w->lock);
     g_error_free(local);
   }
 }
@@ -397,11 +138,12 @@ static gpointer
 work_thread(gpointer data)
 {
   Work *w = data;
+  gint total = (gint)w->scan->entries->len;
   for (;;) {
     gint i = g_atomic_int_add(&w->next, 1);
-    if (i >= (gint)w->jobs->len || g_cancellable_is_cancelled(w->cancellable))
+    if (i >= total || g_cancellable_is_cancelled(w->cancellable))
       break;
-    work_one(w, g_ptr_array_index(w->jobs, i));
+    work_one(w, (guint)i);
     g_atomic_int_inc(&w->done);
   }
   return NULL;
@@ -412,7 +154,7 @@ static void
 decode_all(Work *w)
 {
   int threads = MAX(1, (int)g_get_num_processors());
-  int total = (int)w->jobs->len;
+  int total = (int)w->scan->entries->len;
   GThread **pool = g_new0(GThread *, threads);
   for (int t = 1; t < threads && t < total; t++)
     pool[t] = g_thread_new("tdm-decode", work_thread, w);
@@ -421,7 +163,7 @@ decode_all(Work *w)
     gint i = g_atomic_int_add(&w->next, 1);
     if (i >= total || g_cancellable_is_cancelled(w->cancellable))
       break;
-    work_one(w, g_ptr_array_index(w->jobs, i));
+    work_one(w, (guint)i);
     int done = g_atomic_int_add(&w->done, 1) + 1;
     if (w->progress != NULL && done - reported >= step) {
       w->progress(done, total, w->user_data);
@@ -436,41 +178,41 @@ decode_all(Work *w)
     w->progress(total, total, w->user_data);
 }
 
-/* Moves the decoded samples over the gaps of the failed ones; returns the count kept. */
-static int
-compact(TdmDataset *d, GPtrArray *jobs, int split)
+/* Moves the decoded samples over the gaps of the failed ones and sets the labels. */
+static void
+compact(const TdmScan *s, TdmDataset *d, int split)
 {
   size_t sample = (size_t)tdm_dataset_sample_size(d);
   int kept = 0;
-  for (guint i = 0; i < jobs->len; i++) {
-    Entry *e = g_ptr_array_index(jobs, i);
-    if (e->split != split || e->reason != NULL)
-      continue;
-    if (kept != e->index)
-      memmove(d->images + (size_t)kept * sample, d->images + (size_t)e->index * sample, sample);
-    d->labels[kept] = (uint8_t)e->label;
-    kept++;
+  for (guint k = 0; k < s->folders->len; k++) {
+    const TdmScanFolder *f = &g_array_index(s->folders, TdmScanFolder, k);
+    for (guint i = f->first; i < f->first + f->count; i++) {
+      const TdmScanEntry *e = &g_array_index(s->entries, TdmScanEntry, i);
+      if (((e->slot & TDM_SLOT_TEST) != 0) != split || (e->slot & TDM_SLOT_FAILED))
+        continue;
+      int index = (int)(e->slot & TDM_SLOT_INDEX);
+      if (kept != index)
+        memmove(d->images + (size_t)kept * sample, d->images + (size_t)index * sample, sample);
+      d->labels[kept] = f->label;
+      kept++;
+    }
   }
   d->count = kept;
-  return kept;
 }
 
 static char *
-build_notice(Scan *s, GPtrArray *jobs)
+build_notice(TdmScan *s, GPtrArray *decode_failed)
 {
-  g_autoptr(GPtrArray) failed = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) failed = g_ptr_array_new();
   for (guint i = 0; i < s->bad->len; i++)
-    g_ptr_array_add(failed, g_strdup(g_ptr_array_index(s->bad, i)));
-  for (guint i = 0; i < jobs->len; i++) {
-    Entry *e = g_ptr_array_index(jobs, i);
-    if (e->reason != NULL)
-      g_ptr_array_add(failed, g_strdup_printf("%s (%s)", e->rel, e->reason));
-  }
+    g_ptr_array_add(failed, g_ptr_array_index(s->bad, i));
+  for (guint i = 0; i < decode_failed->len; i++)
+    g_ptr_array_add(failed, g_ptr_array_index(decode_failed, i));
   g_ptr_array_sort(failed, compare_names);
   GString *notice = g_string_new(NULL);
   if (failed->len > 0) {
     g_autofree char *bad = format_count(failed->len);
-    g_autofree char *all = format_count((gint64)jobs->len + s->bad->len);
+    g_autofree char *all = format_count((gint64)s->entries->len + s->bad->len);
     g_string_append_printf(notice, "%s of %s files could not be read: ", bad, all);
     for (guint i = 0; i < failed->len && i < NOTICE_EXAMPLES; i++)
       g_string_append_printf(notice, "%s%s", i > 0 ? ", " : "",
@@ -508,10 +250,10 @@ gboolean
 tdm_dataset_is_image_folder(const char *folder)
 {
   g_return_val_if_fail(folder != NULL, FALSE);
-  if (is_dir(folder, "train") && is_dir(folder, "test"))
+  if (tdm_scan_is_dir(folder, "train") && tdm_scan_is_dir(folder, "test"))
     return TRUE;
   /* The window asks on its main loop: read one name of each class folder, not all. */
-  g_autoptr(GPtrArray) classes = list_names(folder, TRUE, NULL);
+  g_autoptr(GPtrArray) classes = tdm_scan_list_names(folder, TRUE, NULL);
   for (guint i = 0; classes != NULL && i < classes->len; i++) {
     g_autofree char *dir = g_build_filename(folder, g_ptr_array_index(classes, i), NULL);
     GDir *d = g_dir_open(dir, 0, NULL);
@@ -554,13 +296,13 @@ tdm_dataset_load_image_folder(const char *folder, const TdmImageOptions *options
   if (!check_options(&asked, error))
     return NULL;
 
-  Scan s;
-  if (!scan_folder(&s, folder, error)) {
-    scan_clear(&s);
+  TdmScan s;
+  if (!tdm_scan_open(&s, folder, error)) {
+    tdm_scan_clear(&s);
     return NULL;
   }
   TdmDatasetPair *pair = NULL;
-  g_autoptr(GPtrArray) jobs = g_ptr_array_new();
+  g_autoptr(GPtrArray) failed = g_ptr_array_new_with_free_func(g_free);
   /* Declared before the first jump to out, so their cleanups see NULL at worst. */
   g_autofree char *base = NULL;
   g_autofree int *per_class = NULL;
@@ -582,7 +324,8 @@ tdm_dataset_load_image_folder(const char *folder, const TdmImageOptions *options
     }
   }
 
-  drop_empty_classes(&s);
+  tdm_scan_sort(&s);
+  tdm_scan_drop_empty_classes(&s);
   if (s.classes->len < 2) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
                 "%s: needs at least two class folders holding images; found %u%s", s.root,
@@ -591,22 +334,16 @@ tdm_dataset_load_image_folder(const char *folder, const TdmImageOptions *options
     goto out;
   }
   if (!s.split_layout)
-    split_classes(&s, asked.seed);
+    tdm_scan_split(&s, asked.seed);
   TdmImageOptions o = asked;
   resolve_options(&s, &o);
 
-  int counts[2] = {0, 0};
-  for (guint k = 0; k < s.files->len; k++) {
-    GArray *list = g_ptr_array_index(s.files, k);
-    for (guint i = 0; i < list->len; i++) {
-      Entry *e = &g_array_index(list, Entry, i);
-      e->index = counts[e->split]++;
-      g_ptr_array_add(jobs, e);
-    }
-  }
+  int counts[2];
+  tdm_scan_plan_slots(&s, counts);
   base = g_path_get_basename(s.root);
-  Work w = {.root = s.root, .jobs = jobs, .size = o.size, .channels = o.channels,
+  Work w = {.scan = &s, .failed = failed, .size = o.size, .channels = o.channels,
             .cancellable = cancellable, .progress = progress, .user_data = user_data};
+  g_mutex_init(&w.lock);
   const char *which[2] = {"train", "test"};
   for (int t = 0; t < 2; t++) {
     g_autofree char *name = g_strdup_printf("%s (%s)", base, which[t]);
@@ -616,6 +353,7 @@ tdm_dataset_load_image_folder(const char *folder, const TdmImageOptions *options
       w.sets[t]->class_names[k] = g_filename_display_name(g_ptr_array_index(s.classes, k));
   }
   decode_all(&w);
+  g_mutex_clear(&w.lock);
   if (g_cancellable_is_cancelled(cancellable)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CANCELLED,
                 "%s: loading was cancelled", s.root);
@@ -623,15 +361,15 @@ tdm_dataset_load_image_folder(const char *folder, const TdmImageOptions *options
     tdm_dataset_free(w.sets[1]);
     goto out;
   }
-  compact(w.sets[0], jobs, 0);
-  compact(w.sets[1], jobs, 1);
+  compact(&s, w.sets[0], 0);
+  compact(&s, w.sets[1], 1);
 
   pair = g_new0(TdmDatasetPair, 1);
   pair->name = g_filename_display_name(base);
   pair->source = g_strdup(s.root);
   pair->train = w.sets[0];
   pair->test = w.sets[1];
-  pair->notice = build_notice(&s, jobs);
+  pair->notice = build_notice(&s, failed);
 
   int usable = 0;
   per_class = g_new0(int, s.classes->len);
@@ -667,7 +405,7 @@ tdm_dataset_load_image_folder(const char *folder, const TdmImageOptions *options
     }
   }
 out:
-  scan_clear(&s);
+  tdm_scan_clear(&s);
   return pair;
 }
 
@@ -675,9 +413,9 @@ TdmFolderSummary *
 tdm_image_folder_scan(const char *folder, GError **error)
 {
   g_return_val_if_fail(folder != NULL, NULL);
-  Scan s;
-  if (!scan_folder(&s, folder, error)) {
-    scan_clear(&s);
+  TdmScan s;
+  if (!tdm_scan_open(&s, folder, error)) {
+    tdm_scan_clear(&s);
     return NULL;
   }
   TdmFolderSummary *sum = g_new0(TdmFolderSummary, 1);
@@ -685,17 +423,23 @@ tdm_image_folder_scan(const char *folder, GError **error)
   sum->split = s.split_layout;
   sum->class_count = (int)s.classes->len;
   sum->classes = g_new0(TdmFolderClass, s.classes->len + 1);
+  tdm_scan_sort(&s);
   for (guint k = 0; k < s.classes->len; k++) {
-    GArray *list = g_ptr_array_index(s.files, k);
     TdmFolderClass *c = &sum->classes[k];
     c->name = g_filename_display_name(g_ptr_array_index(s.classes, k));
-    c->count = (int)list->len;
     c->examples = g_new0(char *, TDM_FOLDER_EXAMPLES + 1);
-    for (guint i = 0; i < list->len && i < TDM_FOLDER_EXAMPLES; i++)
-      c->examples[i] = entry_path(s.root, &g_array_index(list, Entry, i));
+    int shown = 0;
+    for (guint i = 0; i < s.folders->len; i++) {
+      const TdmScanFolder *f = &g_array_index(s.folders, TdmScanFolder, i);
+      if (f->label != k)
+        continue;
+      c->count += (int)f->count;
+      for (guint j = 0; j < f->count && shown < TDM_FOLDER_EXAMPLES; j++)
+        c->examples[shown++] = tdm_scan_entry_path(&s, f, &g_array_index(s.entries, TdmScanEntry, f->first + j));
+    }
     sum->files += c->count;
   }
-  scan_clear(&s);
+  tdm_scan_clear(&s);
   return sum;
 }
 

@@ -6,7 +6,7 @@
  * order of their names within a class, so the order is known and repeatable. Images
  * are decoded on every core (tdm-image.h), and the decoded set is cached under
  * g_get_user_cache_dir()/tandem/images/, keyed by the folder's path, its files'
- * names, sizes and modification times and the options. Files that cannot be used are
+ * names, sizes, modification and status-change times and the options. Files that cannot be used are
  * skipped and reported once in the pair's notice; fewer than two classes with images
  * is an error. Not the decoder (tdm-image.c) and not the cache file (tdm-image-cache.c).
  */

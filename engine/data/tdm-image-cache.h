@@ -1,8 +1,8 @@
 /* tdm-image-cache.h — the file that keeps a decoded image folder between starts.
  *
  * One file per folder and options; inside, a key made from the folder's file list
- * (names, sizes, modification times) says which state of the folder it holds, so a
- * changed folder misses and the file is replaced. Reads check every count against
+ * (names, sizes, modification and status-change times) says which state of the
+ * folder it holds, so a changed folder misses and the file is replaced. Reads check every count against
  * the file's size and treat anything odd as a miss, never as an error; writes go to a
  * temporary file renamed over the old one. Not the folder scanner.
  */

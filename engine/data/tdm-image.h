@@ -2,7 +2,8 @@
  *
  * Decoding goes through libpng and libjpeg-turbo, row by row: the image is converted
  * to grey or RGB while it is decoded, its centre square is cropped and area-averaged
- * to size × size, so memory stays at a few rows whatever the image's size. The header
+ * to size × size, so memory stays at a few rows whatever the image's size (a file of
+ * up to 256 KiB is read whole first: one read instead of a stream's many calls). The header
  * is read first and an image above TDM_IMAGE_MAX_PIXELS is refused before any pixel is
  * decoded. Only regular files are opened (a FIFO is refused without blocking).
  * Error messages give the reason only ("truncated", "not a PNG or JPEG image"): the

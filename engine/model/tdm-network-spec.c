@@ -5,6 +5,7 @@
 #include "tdm-network.h"
 #include "tdm-error.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -196,9 +197,14 @@ parse_token(const char *token, int position, TdmLayer *layer, int *features, GEr
   if (g_str_has_prefix(token, "fc")) {
     p += 2;
     layer->kind = TDM_LAYER_LINEAR;
-    if (!read_number(&p, features) || *features < 1 || *p != '\0')
+    if (!read_number(&p, features) || *features < 1)
       return spec_error(error, token, position,
                         "expected fcN with N output features, e.g. fc128");
+    if (g_str_equal(p, "nb"))
+      layer->no_bias = TRUE;
+    else if (*p != '\0')
+      return spec_error(error, token, position,
+                        "unexpected “%s” at its end (fcN, or fcNnb without bias)", p);
     return TRUE;
   }
   if (g_str_has_prefix(token, "conv")) {
@@ -231,8 +237,12 @@ parse_token(const char *token, int position, TdmLayer *layer, int *features, GEr
         seen_p = TRUE;
       }
     }
-    if (*p != '\0')
-      return spec_error(error, token, position, "unexpected “%s” at its end", p);
+    if (g_str_equal(p, "nb"))
+      layer->no_bias = TRUE;
+    else if (*p != '\0')
+      return spec_error(error, token, position,
+                        "unexpected “%s” at its end (nb, for no bias, is the only suffix "
+                        "after kK, sS and pP)", p);
     if (layer->pad >= layer->kernel)
       return spec_error(error, token, position,
                         "padding %d must be smaller than the kernel size %d", layer->pad,
@@ -261,9 +271,23 @@ parse_token(const char *token, int position, TdmLayer *layer, int *features, GEr
     layer->rate = (float)rate;
     return TRUE;
   }
+  if (g_str_has_prefix(token, "scale")) {
+    p += 5;
+    layer->kind = TDM_LAYER_SCALE;
+    char *end = NULL;
+    double factor = g_ascii_strtod(p, &end);
+    /* strtod also reads "inf", "nan" and hex; only plain decimals are a spec. */
+    gboolean plain = end != p && *end == '\0' && strspn(p, "0123456789.-+eE") == strlen(p);
+    if (!plain || !(fabs(factor) >= 1e-6 && fabs(factor) <= 1e6))
+      return spec_error(error, token, position,
+                        "expected scaleS with a factor S between 1e-6 and 1e6 in size, "
+                        "e.g. scale0.125");
+    layer->factor = (float)factor;
+    return TRUE;
+  }
   return spec_error(error, token, position,
                     "unknown layer; layers are fcN, convNkK[sS][pP], poolK, avgK, gap, gmp, "
-                    "bn, relu, dropP, flatten and res(…)");
+                    "bn, relu, dropP, scaleS, flatten and res(…)");
 }
 
 /* The stride s with which a 1×1 conv maps in to out (in − 1) / s + 1 = out, both
@@ -342,14 +366,25 @@ append_canonical(GString *s, const TdmLayer *l)
 {
   switch (l->kind) {
   case TDM_LAYER_LINEAR:
-    g_string_append_printf(s, "fc%d", l->out_c);
+    g_string_append_printf(s, "fc%d%s", l->out_c, l->no_bias ? "nb" : "");
     break;
   case TDM_LAYER_CONV:
     if (l->stride != 1)
       g_string_append_printf(s, "conv%dk%ds%dp%d", l->out_c, l->kernel, l->stride, l->pad);
     else
       g_string_append_printf(s, "conv%dk%dp%d", l->out_c, l->kernel, l->pad);
+    if (l->no_bias)
+      g_string_append(s, "nb");
     break;
+  case TDM_LAYER_SCALE: {
+    /* The shortest of %g and %.9g that reads back as the same float. */
+    char factor[G_ASCII_DTOSTR_BUF_SIZE];
+    g_ascii_formatd(factor, sizeof factor, "%g", l->factor);
+    if ((float)g_ascii_strtod(factor, NULL) != l->factor)
+      g_ascii_formatd(factor, sizeof factor, "%.9g", l->factor);
+    g_string_append_printf(s, "scale%s", factor);
+    break;
+  }
   case TDM_LAYER_POOL:
     g_string_append_printf(s, "pool%d", l->kernel);
     break;
@@ -493,7 +528,7 @@ tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **err
       layer.out_h = layer.out_w = 1;
       layer.out_c = features;
       layer.weight_count = in * features;
-      layer.bias_count = before_bn ? 0 : (size_t)features;
+      layer.bias_count = before_bn || layer.no_bias ? 0 : (size_t)features;
       break;
     }
     case TDM_LAYER_CONV:
@@ -520,7 +555,7 @@ tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **err
         goto fail;
       }
       layer.weight_count = (size_t)features * cur_c * layer.kernel * layer.kernel;
-      layer.bias_count = before_bn ? 0 : (size_t)features;
+      layer.bias_count = before_bn || layer.no_bias ? 0 : (size_t)features;
       break;
     case TDM_LAYER_POOL:
     case TDM_LAYER_AVGPOOL:
@@ -553,6 +588,7 @@ tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **err
     case TDM_LAYER_DROPOUT:
       net->has_dropout = TRUE;
       break;
+    case TDM_LAYER_SCALE:
     case TDM_LAYER_RELU:
       break;
     case TDM_LAYER_RES_BEGIN:
@@ -619,10 +655,15 @@ tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **err
     net->layers[net->layer_count++] = layer;
   }
 
-  TdmLayer *last = &net->layers[net->layer_count - 1];
+  /* The logits come from the last fc, scaled or not. */
+  int last_index = net->layer_count - 1;
+  while (last_index > 0 && net->layers[last_index].kind == TDM_LAYER_SCALE)
+    last_index--;
+  TdmLayer *last = &net->layers[last_index];
   if (last->kind != TDM_LAYER_LINEAR || last->fused_relu) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC,
-                "network spec must end with fc%d (one output per class), without a relu",
+                "network spec must end with fc%d (one output per class, then scaleS if "
+                "wanted), without a relu",
                 classes);
     goto fail;
   }
@@ -630,11 +671,6 @@ tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **err
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC,
                 "network spec ends with fc%d but the dataset has %d classes: end with fc%d",
                 last->out_c, classes, classes);
-    goto fail;
-  }
-  if (last->bias_count == 0) {
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC,
-                "network spec must end with fc%d, not with a bn after it", classes);
     goto fail;
   }
   if (offset > ((size_t)1 << 31)) {
@@ -670,6 +706,8 @@ tdm_network_spec_help(void)
          "  gap, gmp         global average or max pooling\n"
          "  bn               batch normalization (a conv or fc before it has no bias)\n"
          "  relu, dropP      ReLU; dropout with rate P (e.g. drop0.25)\n"
+         "  scaleS           multiply by S (e.g. scale0.125 after the last fc)\n"
+         "  nb               after fcN or a conv: no bias (fc10nb)\n"
          "  res(…)           residual block: its layers plus its input (through a 1×1\n"
          "                   conv and bn where the shape changes)\n"
          "  N*item, N*(…)    N copies of an item or of a group of items\n"

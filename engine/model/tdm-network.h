@@ -2,13 +2,15 @@
  * from a one-line spec, with its parameter and state layout.
  *
  * Specs read left to right, items separated by commas:
- *   fcN            Linear to N features (flattens its input)
- *   convNkK[sS][pP] Conv2d to N channels, K×K kernel, stride S (1), padding P (0)
+ *   fcN[nb]        Linear to N features (flattens its input); nb: without bias
+ *   convNkK[sS][pP][nb] Conv2d to N channels, K×K kernel, stride S (1), padding P (0)
  *   poolK          MaxPool2d K×K, stride K          avgK   AvgPool2d K×K, stride K
  *   gap            global average pool (to 1×1)     gmp    global max pool
  *   bn             BatchNorm of the channels (or features) before it
  *   relu           ReLU (fused into the layer before it where it can be)
  *   dropP          dropout with rate P, e.g. drop0.25
+ *   scaleS         multiplies by S, e.g. scale0.125 after the last fc (a colder
+ *                  softmax at initialization, as ResNet-9-style recipes have)
  *   flatten        explicit flatten (fc flattens anyway)
  *   res(…)         a residual block: its items, then the block's input added to their
  *                  output; where the shapes differ the input goes through a 1×1
@@ -16,7 +18,8 @@
  *   N*item, N*(…)  N copies of an item or of a group: 2*(res(…),relu)
  * A conv or fc followed directly by bn has no bias (the bn's mean would cancel it),
  * as in PyTorch's ResNets. Built-ins "mlp", "cnn" and "resnet" expand to their specs.
- * The last layer must be an fc with as many outputs as the dataset has classes.
+ * The last layer must be an fc with as many outputs as the dataset has classes,
+ * followed at most by scale items.
  *
  * The tree is kept flat, in execution order: a block is a RES_BEGIN item, its
  * layers, and a RES_END item that adds (and projects); each knows the other's index,
@@ -34,15 +37,19 @@ G_BEGIN_DECLS
 
 #define TDM_NETWORK_MLP "fc1000,relu,fc1000,relu,fc10"
 #define TDM_NETWORK_CNN "conv32k3p1,relu,pool2,conv64k3p1,relu,pool2,fc128,relu,fc10"
-/* A small ResNet for 28×28 and 32×32 inputs: a stem, three stages of one basic block
- * each (32, 64, 128 channels, the last two halving the size), global average pool.
- * About 74 MFLOP a sample forward on 28×28: few FLOPs per sample, so it trains fast. */
+/* A ResNet-9-style net ("myrtle", after Myrtle.ai's fast CIFAR-10 ResNet) for 28×28
+ * and 32×32 inputs: conv-bn-relu stages of 32, 64, 128 and 256 channels, each of the
+ * last three halving the size with a max pool, residual blocks of two convs after
+ * the 64 and 256 stages, a global max pool, then fc10 without bias scaled by 1/8
+ * (a colder softmax at the start; with it the net reaches 94 % on Fashion-MNIST in
+ * ten epochs where the same net without the scale, or h10's strided basic blocks,
+ * stay near 93 %). About 137 MFLOP a sample forward on 28×28. */
 #define TDM_NETWORK_RESNET                                                           \
   "conv32k3p1,bn,relu,"                                                              \
-  "res(conv32k3p1,bn,relu,conv32k3p1,bn),relu,"                                      \
-  "res(conv64k3s2p1,bn,relu,conv64k3p1,bn),relu,"                                    \
-  "res(conv128k3s2p1,bn,relu,conv128k3p1,bn),relu,"                                  \
-  "gap,fc10"
+  "conv64k3p1,bn,relu,pool2,res(conv64k3p1,bn,relu,conv64k3p1,bn,relu),"             \
+  "conv128k3p1,bn,relu,pool2,"                                                       \
+  "conv256k3p1,bn,relu,pool2,res(conv256k3p1,bn,relu,conv256k3p1,bn,relu),"          \
+  "gmp,fc10nb,scale0.125"
 
 /* BN constants, PyTorch's defaults. */
 #define TDM_BN_MOMENTUM 0.1f
@@ -59,6 +66,7 @@ typedef enum {
   TDM_LAYER_GLOBAL_AVG,
   TDM_LAYER_GLOBAL_MAX,
   TDM_LAYER_DROPOUT,
+  TDM_LAYER_SCALE,         /* output = factor · input */
   TDM_LAYER_RES_BEGIN,     /* marks a block's input; computes nothing */
   TDM_LAYER_RES_END,       /* output = the block's layers' output + (projected) input */
 } TdmLayerKind;
@@ -69,6 +77,8 @@ typedef struct {
   int out_h, out_w, out_c;     /* output shape per sample */
   int kernel, pad, stride;     /* conv, pools; stride also a projection's */
   float rate;                  /* dropout */
+  float factor;                /* scale */
+  gboolean no_bias;            /* conv, fc: "nb" asked for no bias */
   gboolean fused_relu;         /* relu applied in place after this layer */
   /* Parameters in the flat buffer. conv/fc: weight, bias (bias_count 0 without one).
    * bn: weight = gamma, bias = beta. RES_END with a projection: weight = the 1×1

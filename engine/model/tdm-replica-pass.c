@@ -88,6 +88,32 @@ dropout_key(const TdmReplica *r, int layer)
   return tdm_crng_key(r->seed, TDM_RNG_DROPOUT + (uint32_t)layer);
 }
 
+/* Whether a conv with columns runs its forward and weight-gradient products on
+ * bfloat16 operands (--precision bf16 on a backend that has them). The columns, as
+ * bf16, take the first half of the layer's float32 column buffer; the second half
+ * holds the weights as bf16 in the forward (out_c · k values) and the output gradient
+ * as bf16 in the backward (rows · out_c): both fit when out_c <= k and out_c <= rows.
+ * Else (a first layer of few input channels, a tiny batch) the float32 path. The
+ * data gradient goes through bf16 columns too when the output gradient and the
+ * weights fit side by side in the second half (conv_bf16_dx): its product writes
+ * them into the first half, after the weight gradient has read it, and col2im sums
+ * them in float32. */
+static gboolean
+conv_bf16(TdmReplica *r, const float *col, int rows, int k, int out_c)
+{
+  const TdmBackendOps *ops = r->backend->ops;
+  return r->backend->precision == TDM_PRECISION_BF16 && col != NULL && ops->gemm_bf16 != NULL &&
+         ops->im2col_bf16 != NULL && ops->to_bf16 != NULL && out_c <= k && out_c <= rows;
+}
+
+static gboolean
+conv_bf16_dx(TdmReplica *r, int rows, int k, int out_c)
+{
+  const TdmBackendOps *ops = r->backend->ops;
+  return ops->gemm_bf16_out != NULL && ops->col2im_bf16 != NULL &&
+         (size_t)rows * out_c + (size_t)out_c * k <= (size_t)rows * k;
+}
+
 /* A conv's product: out = cols(x) · Wᵀ, the columns kept in col (or x itself for a
  * 1×1 conv of stride 1). */
 static void
@@ -98,6 +124,13 @@ conv_forward(TdmReplica *r, const TdmLayer *l, float *y, const float *x, float *
   TdmBackend *b = r->backend;
   int rows = n * out_h * out_w;
   int k = in_c * kernel * kernel;
+  if (conv_bf16(r, col, rows, k, out_c)) {
+    uint16_t *col16 = (uint16_t *)col, *w16 = col16 + (size_t)rows * k;
+    b->ops->im2col_bf16(b, col16, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
+    b->ops->to_bf16(b, w16, w, (size_t)out_c * k);
+    b->ops->gemm_bf16(b, false, true, rows, out_c, k, 1.0f, col16, k, w16, k, 0.0f, y, out_c);
+    return;
+  }
   const float *a = x;
   if (col != NULL) {
     b->ops->im2col(b, col, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
@@ -116,7 +149,21 @@ conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy, const float 
   TdmBackend *b = r->backend;
   int rows = n * out_h * out_w;
   int k = in_c * kernel * kernel;
-  b->ops->gemm(b, true, false, out_c, k, rows, 1.0f, dy, out_c, col ? col : x, k, 0.0f, dw, k);
+  if (conv_bf16(r, col, rows, k, out_c)) {
+    uint16_t *col16 = (uint16_t *)col, *dy16 = col16 + (size_t)rows * k;
+    b->ops->to_bf16(b, dy16, dy, (size_t)rows * out_c);
+    b->ops->gemm_bf16(b, true, false, out_c, k, rows, 1.0f, dy16, out_c, col16, k, 0.0f, dw, k);
+    if (need_dx && conv_bf16_dx(r, rows, k, out_c)) {
+      uint16_t *w16 = dy16 + (size_t)rows * out_c;
+      b->ops->to_bf16(b, w16, w, (size_t)out_c * k);
+      b->ops->gemm_bf16_out(b, false, false, rows, k, out_c, dy16, out_c, w16, k, col16, k);
+      b->ops->col2im_bf16(b, dx, col16, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
+      return;
+    }
+  } else {
+    b->ops->gemm(b, true, false, out_c, k, rows, 1.0f, dy, out_c, col ? col : x, k, 0.0f, dw,
+                 k);
+  }
   if (!need_dx)
     return;
   if (col == NULL) {
@@ -202,6 +249,10 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       else
         ops->dropout_forward(b, y, x, r->indices, n, (int)layer_out_floats(l), l->rate,
                              dropout_key(r, i), r->epoch);
+      break;
+    case TDM_LAYER_SCALE:
+      ops->copy(b, y, x, out * sizeof(float));
+      ops->scale(b, y, l->factor, out);
       break;
     case TDM_LAYER_RES_END: {
       const TdmLayer *begin = &net->layers[l->partner];
@@ -322,6 +373,12 @@ tdm_replica_backward(TdmReplica *r, int n)
         else
           ops->dropout_backward(b, dx, dy, r->indices, n, (int)layer_out_floats(l), l->rate,
                                 dropout_key(r, i), r->epoch);
+      }
+      break;
+    case TDM_LAYER_SCALE:
+      if (need_dx) {
+        ops->copy(b, dx, dy, out * sizeof(float));
+        ops->scale(b, dx, l->factor, out);
       }
       break;
     case TDM_LAYER_RES_END: {

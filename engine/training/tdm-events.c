@@ -60,6 +60,16 @@ add_phases(JsonBuilder *b, const TdmPhasesEvent *p)
     json_builder_end_array(b);
   }
   json_builder_end_array(b);
+  /* Beside "devices", not inside it, so readers of the spans are unchanged. */
+  json_builder_set_member_name(b, "bytes");
+  json_builder_begin_array(b);
+  for (int r = 0; r < p->replicas && r < TDM_MAX_REPLICAS; r++) {
+    json_builder_begin_object(b);
+    member_int(b, "sent", (gint64)p->device[r].bytes_sent);
+    member_int(b, "received", (gint64)p->device[r].bytes_received);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
 }
 
 static void

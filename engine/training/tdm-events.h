@@ -146,6 +146,10 @@ typedef struct {
     float start_ms, end_ms;
     int phase;              /* TdmPhase */
   } span[TDM_MAX_PHASE_SPANS];
+  /* What the step's collectives moved out of and into the device (gradients,
+   * parameters, synchronized BN's sums), by the communicator's algorithm: see
+   * tdm_communicator_allreduce(). */
+  guint64 bytes_sent, bytes_received;
 } TdmDevicePhases;
 
 typedef struct {

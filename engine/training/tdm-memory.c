@@ -90,6 +90,8 @@ peer_staging(const TdmConfig *cfg, int world)
   /* NCCL serves distinct GPUs, with buffers of its own outside Tandem's counter. */
   if (!repeated)
     return FALSE;
+#else
+  (void)repeated;   /* without NCCL every GPU pair stages through the peer communicator */
 #endif
   return different;
 }

@@ -52,7 +52,8 @@ struct _TdmTrainer {
   gboolean paused;
 
   /* The run. */
-  TdmDatasetPair *data;
+  TdmDatasetPair *data;         /* == borrowed_data when the caller lent it */
+  const TdmDatasetPair *borrowed_data;
   TdmNetwork *net;
   int replicas;                 /* local */
   int world;                    /* over all processes */

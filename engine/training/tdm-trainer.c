@@ -257,14 +257,14 @@ communicate(TdmTrainer *t, int r, gboolean (*op)(TdmTrainer *, int, GError **), 
 static gboolean
 op_allreduce(TdmTrainer *t, int r, GError **error)
 {
-  return t->comm->ops->allreduce(t->comm, r, t->reps[r]->grads, 0,
+  return tdm_communicator_allreduce(t->comm, r, t->reps[r]->grads, 0,
                                  t->net->parameter_count, error);
 }
 
 static gboolean
 op_reduce(TdmTrainer *t, int r, GError **error)
 {
-  return t->comm->ops->reduce(t->comm, r, t->reps[r]->grads, t->net->parameter_count,
+  return tdm_communicator_reduce(t->comm, r, t->reps[r]->grads, t->net->parameter_count,
                               t->config->main_replica, error);
 }
 
@@ -275,7 +275,7 @@ static gboolean
 op_average_bn_state(TdmTrainer *t, int r, GError **error)
 {
   TdmReplica *rep = t->reps[r];
-  if (!t->comm->ops->allreduce(t->comm, r, rep->state, 0, t->net->state_count, error) ||
+  if (!tdm_communicator_allreduce(t->comm, r, rep->state, 0, t->net->state_count, error) ||
       !t->comm->ops->wait(t->comm, r, error))
     return FALSE;
   t->backends[r]->ops->scale(t->backends[r], rep->state, 1.0f / (float)t->world,
@@ -292,7 +292,7 @@ on_bn_reduce(TdmReplica *rep, float *buffer, size_t count, gpointer data)
   while (t->reps[r] != rep)
     r++;
   GError *error = NULL;
-  if (t->comm->ops->allreduce(t->comm, r, buffer, 0, count, &error) &&
+  if (tdm_communicator_allreduce(t->comm, r, buffer, 0, count, &error) &&
       t->comm->ops->wait(t->comm, r, &error))
     return TRUE;
   if (error != NULL)
@@ -303,7 +303,7 @@ on_bn_reduce(TdmReplica *rep, float *buffer, size_t count, gpointer data)
 static gboolean
 op_broadcast(TdmTrainer *t, int r, GError **error)
 {
-  return t->comm->ops->broadcast(t->comm, r, t->reps[r]->params, t->net->parameter_count,
+  return tdm_communicator_broadcast(t->comm, r, t->reps[r]->params, t->net->parameter_count,
                                  t->config->main_replica, error);
 }
 
@@ -325,7 +325,7 @@ flush_bucket(Buckets *bk)
   if (bk->lo == bk->hi || bk->failed)
     return;
   GError *error = NULL;
-  if (!t->comm->ops->allreduce(t->comm, bk->replica, t->reps[bk->replica]->grads, bk->lo,
+  if (!tdm_communicator_allreduce(t->comm, bk->replica, t->reps[bk->replica]->grads, bk->lo,
                                bk->hi - bk->lo, &error)) {
     bk->failed = TRUE;
     if (error != NULL)
@@ -389,6 +389,7 @@ job_train(TdmTrainer *t, int r)
    * takes the step off its graph), each collective and each wait. */
   if (job->timed && t->step_detail) {
     tm->phases.spans = 0;
+    tdm_communicator_take_bytes(t->comm, r, NULL, NULL);   /* from unsampled steps */
     tm->forward_end = start;
     rep->forward_done = on_forward_done;
     rep->forward_done_data = tm;
@@ -650,6 +651,8 @@ teardown(TdmTrainer *t)
   g_clear_pointer(&t->predicted, g_free);
   g_clear_pointer(&t->telemetry, tdm_telemetry_free);
   g_clear_pointer(&t->net, tdm_network_free);
+  if (t->data == t->borrowed_data)
+    t->data = NULL;
   g_clear_pointer(&t->data, tdm_dataset_pair_free);
   g_clear_error(&t->worker_error);
   t->replicas = 0;
@@ -826,7 +829,8 @@ setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
   /* Decoding an image folder can take minutes: a stop ends it too. */
   TdmImageOptions image = {.size = cfg->image_size, .channels = cfg->image_channels,
                            .seed = cfg->seed, .cancellable = cancellable};
-  t->data = tdm_dataset_open_with(cfg->dataset, &image, error);
+  t->data = t->borrowed_data != NULL ? (TdmDatasetPair *)t->borrowed_data
+                                      : tdm_dataset_open_with(cfg->dataset, &image, error);
   if (t->data == NULL)
     return FALSE;
   const TdmDataset *train = t->data->train;
@@ -1041,8 +1045,11 @@ emit_step_detail(TdmTrainer *t)
   TdmPhasesEvent *p = &e.phases;
   p->step = t->step;
   p->replicas = MIN(t->replicas, TDM_MAX_REPLICAS);
-  for (int r = 0; r < p->replicas; r++)
+  for (int r = 0; r < p->replicas; r++) {
     p->device[r] = t->timing[r].phases;
+    tdm_communicator_take_bytes(t->comm, r, &p->device[r].bytes_sent,
+                                &p->device[r].bytes_received);
+  }
   emit(t, &e);
 
   memset(&e, 0, sizeof e);
@@ -1262,6 +1269,13 @@ wait_for_pace(TdmTrainer *t)
   }
   g_mutex_unlock(&t->pause_lock);
   return !aborted(t);
+}
+
+void
+tdm_trainer_set_dataset(TdmTrainer *t, const TdmDatasetPair *data)
+{
+  g_return_if_fail(t != NULL && data != NULL && data->train != NULL && data->test != NULL);
+  t->borrowed_data = data;
 }
 
 void

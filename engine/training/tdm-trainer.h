@@ -10,6 +10,7 @@
 
 #include <gio/gio.h>
 #include "tdm-config.h"
+#include "tdm-dataset.h"
 #include "tdm-events.h"
 
 G_BEGIN_DECLS
@@ -24,6 +25,12 @@ void tdm_trainer_free (TdmTrainer *trainer);
  * parameters, optimizer state and iterator position are restored before the first
  * step, so the run goes on as if it had never stopped. */
 void tdm_trainer_set_resume_path (TdmTrainer *trainer, const char *path);
+
+/* Trains on `data`, which the caller opened from the configuration's dataset and
+ * keeps until the trainer is freed, instead of opening it again: a window then draws
+ * the samples the run uses (thumbnails of a batch, of predictions) from the same
+ * bytes, read-only, while the run trains on them. Set before run. */
+void tdm_trainer_set_dataset(TdmTrainer *trainer, const TdmDatasetPair *data);
 
 /* Loads the dataset, builds the replicas, trains for the configured epochs and
  * evaluates after each. Returns FALSE with the error (also sent as a FAILED event)

@@ -87,6 +87,25 @@ test_real_run (void)
         }
     }
   g_assert_cmpint (sum, ==, 100);
+
+  /* On a phone the rows show fewer thumbnails, none smaller than 32 px, all inside. */
+  {
+    g_autoptr(GArray) narrow = tdm_batch_strip_layout (strip, 320, H);
+
+    g_assert_cmpuint (narrow->len, ==, 3);
+    for (guint r = 0; r < narrow->len; r++)
+      {
+        const TdmBatchStripRow *row = &g_array_index (narrow, TdmBatchStripRow, r);
+
+        g_assert_cmpint (row->shown, >, 0);
+        g_assert_cmpint (row->shown, <, TDM_BATCH_SAMPLES_SHOWN);
+        for (int i = 0; i < row->shown; i++)
+          {
+            g_assert_cmpfloat (row->thumb[i].size.width, >=, 32);
+            g_assert_cmpfloat (row->thumb[i].origin.x + row->thumb[i].size.width, <=, 320 + 1e-3);
+          }
+      }
+  }
   g_assert_cmpint (tdm_batch_strip_get_label (strip, 3, 0), ==, -1);
   g_assert_cmpint (tdm_batch_strip_get_label (strip, 0, TDM_BATCH_SAMPLES_SHOWN), ==, -1);
 

@@ -54,20 +54,20 @@ test_real_run (void)
   for (guint i = 0; i < n; i++)
     g_assert_true (tdm_prediction_gallery_is_mistake (gallery, i) == ((int) i < seen.mistakes));
 
-  /* 4 columns of 84 px at 340 px, 2 rows at 180 px: 8 items fit, the 9th does not. */
+  /* 4 columns of 100 px at 410 px, 2 rows at 210 px: 8 items fit, the 9th does not. */
   for (guint i = 0; i < 8; i++)
     {
-      g_assert_true (tdm_prediction_gallery_item_rect (gallery, 340, 180, i, &r));
-      g_assert_cmpfloat (r.origin.x + r.size.width, <=, 340);
-      g_assert_cmpfloat (r.origin.y + r.size.height, <=, 180);
+      g_assert_true (tdm_prediction_gallery_item_rect (gallery, 410, 210, i, &r));
+      g_assert_cmpfloat (r.origin.x + r.size.width, <=, 410);
+      g_assert_cmpfloat (r.origin.y + r.size.height, <=, 210);
       if (i > 0 && i % 4 != 0)
         g_assert_cmpfloat (r.origin.x, >, previous.origin.x);
       if (i % 4 == 0 && i > 0)
         g_assert_cmpfloat (r.origin.y, >, previous.origin.y);
       previous = r;
     }
-  g_assert_false (tdm_prediction_gallery_item_rect (gallery, 340, 180, 8, &r));
-  g_assert_false (tdm_prediction_gallery_item_rect (gallery, 50, 180, 0, &r));
+  g_assert_false (tdm_prediction_gallery_item_rect (gallery, 410, 210, 8, &r));
+  g_assert_false (tdm_prediction_gallery_item_rect (gallery, 50, 210, 0, &r));
 
   GtkWidget *window = gtk_window_new ();
   gtk_window_set_child (GTK_WINDOW (window), GTK_WIDGET (gallery));

@@ -434,7 +434,7 @@ test_window_run(void)
   g_assert_cmpuint(tdm_chart_get_n_series(chart(window, "load")), ==, 2);
   g_assert_cmpuint(points(window, "load", 1), >, 0);
   g_assert_cmpuint(points(window, "step-time", 0), >, 0);
-  g_assert_true(g_str_has_prefix(adw_window_title_get_subtitle(child(window, "window_title")), "Finished"));
+  g_assert_true(g_str_has_prefix(adw_view_switcher_title_get_subtitle(child(window, "window_title")), "Finished"));
 
   /* Exports (fault 14): each carries the run's settings, from the run's TdmConfig
    * through the engine's describer, and names replicas as the legends do. */
@@ -512,7 +512,7 @@ test_window_stop(void)
   took = (g_get_monotonic_time() - asked) / 1e6;
   g_test_message("stopped %.3f s after win.stop", took);
 
-  g_assert_cmpstr(adw_window_title_get_subtitle(child(window, "window_title")), ==, "Stopped");
+  g_assert_cmpstr(adw_view_switcher_title_get_subtitle(child(window, "window_title")), ==, "Stopped");
   g_assert_false(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
   g_assert_true(tdm_window_get_can_start(window));
 

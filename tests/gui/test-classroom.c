@@ -1,0 +1,719 @@
+/* test-classroom.c: the window's classroom pages, fed by real runs.
+ *
+ * Whole runs on two CPU workers and the synthetic set go through the window's
+ * actions, and the Devices, Predictions and Scaling pages are checked on what they
+ * hold (the events they kept, their widgets' state), never on pixels or time: the
+ * timeline shows every phase of both strategies, the batch strip's shards add up to
+ * the batch, the confusion matrix sums to the test set and its diagonal gives the
+ * accuracy the run reported, the memory estimate made before Start is within 10 %
+ * of the peak the run measured, a scaling run over 1 and 2 workers gives two points
+ * and is kept, and presentation mode's chart text is at least 14 px at 1024×768.
+ * Runs under the Xvfb that xvfb-run-test.sh starts.
+ */
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <glib/gstdio.h>
+#include <adwaita.h>
+
+#include "tdm-build-config.h"
+
+#include "tdm-application.h"
+#include "tdm-batch-strip.h"
+#include "tdm-chart.h"
+#include "tdm-confusion-view.h"
+#include "tdm-dashboard.h"
+#include "tdm-dataset-chooser.h"
+#include "tdm-device-picker.h"
+#include "tdm-device-row.h"
+#include "tdm-device.h"
+#include "tdm-devices-page.h"
+#include "tdm-prediction-gallery.h"
+#include "tdm-predictions-page.h"
+#include "tdm-run.h"
+#include "tdm-run-form.h"
+#include "tdm-scaling-chart.h"
+#include "tdm-scaling-page.h"
+#include "tdm-spec-entry.h"
+#include "tdm-timeline.h"
+#include "tdm-window.h"
+
+/* ---- helpers ---------------------------------------------------------------- */
+
+static gboolean
+tick(gpointer data)
+{
+  return G_SOURCE_CONTINUE;
+}
+
+/* Turns the main loop until cond(data) holds; `seconds` only bounds a hung run. */
+static gboolean
+wait_for(gboolean (*cond)(gpointer), gpointer data, double seconds)
+{
+  gint64 end = g_get_monotonic_time() + (gint64)(seconds * G_USEC_PER_SEC);
+  guint source = g_timeout_add(5, tick, NULL);
+  gboolean ok;
+
+  while (!(ok = cond(data)) && g_get_monotonic_time() < end)
+    g_main_context_iteration(NULL, TRUE);
+  g_source_remove(source);
+  return ok;
+}
+
+static void
+drain(void)
+{
+  while (g_main_context_iteration(NULL, FALSE))
+    ;
+}
+
+static gpointer
+child(TdmWindow *window, const char *name)
+{
+  GObject *object = gtk_widget_get_template_child(GTK_WIDGET(window), TDM_TYPE_WINDOW, name);
+
+  if (object == NULL) {
+    GObject *form = gtk_widget_get_template_child(GTK_WIDGET(window), TDM_TYPE_WINDOW, "sidebar");
+
+    object = gtk_widget_get_template_child(GTK_WIDGET(form), TDM_TYPE_RUN_FORM, name);
+  }
+  g_assert_nonnull(object);
+  return object;
+}
+
+static void
+reset_settings(void)
+{
+  g_autoptr(GSettings) settings = g_settings_new(TDM_APP_ID);
+  g_autoptr(GSettingsSchema) schema = NULL;
+  g_auto(GStrv) keys = NULL;
+
+  g_object_get(settings, "settings-schema", &schema, NULL);
+  keys = g_settings_schema_list_keys(schema);
+  for (guint i = 0; keys[i] != NULL; i++)
+    g_settings_reset(settings, keys[i]);
+  g_settings_sync();
+}
+
+/* The real CPU, and a made-up GPU of `gpu_bytes` when that is > 0. */
+static GArray *
+devices_with(gint64 gpu_bytes)
+{
+  g_autoptr(GArray) real = tdm_device_list();
+  GArray *devices = g_array_new(FALSE, TRUE, sizeof(TdmDeviceInfo));
+
+  if (gpu_bytes > 0) {
+    TdmDeviceInfo gpu = {0};
+
+    gpu.kind = TDM_BACKEND_CUDA;
+    g_snprintf(gpu.id, sizeof gpu.id, "cuda:0");
+    g_snprintf(gpu.name, sizeof gpu.name, "Made-up small GPU");
+    gpu.memory_bytes = gpu_bytes;
+    gpu.compute_major = 9;
+    g_snprintf(gpu.pci_bus_id, sizeof gpu.pci_bus_id, "0000:10:00.0");
+    gpu.cores = 132;
+    g_array_append_val(devices, gpu);
+  }
+  for (guint i = 0; i < real->len; i++) {
+    const TdmDeviceInfo *info = &g_array_index(real, TdmDeviceInfo, i);
+
+    if (info->kind == TDM_BACKEND_CPU)
+      g_array_append_val(devices, *info);
+  }
+  return devices;
+}
+
+static TdmDeviceRow *
+row_where(TdmWindow *window, gboolean cpu)
+{
+  g_autoptr(GPtrArray) rows = tdm_device_picker_get_rows(child(window, "device_picker"));
+
+  for (guint i = 0; i < rows->len; i++)
+    if (tdm_device_row_is_cpu(rows->pdata[i]) == cpu)
+      return rows->pdata[i];
+  g_assert_not_reached();
+}
+
+static gboolean
+can_start(gpointer data)
+{
+  return tdm_window_get_can_start(data);
+}
+
+static gboolean
+not_running(gpointer data)
+{
+  return !tdm_window_get_running(data);
+}
+
+/* A window set for a run on two CPU workers and the synthetic set. */
+static TdmWindow *
+window_for_run(const char *spec, int batch, guint strategy)
+{
+  g_autoptr(GArray) devices = devices_with(0);
+  TdmWindow *window;
+
+  reset_settings();
+  window = g_object_ref(tdm_window_new(NULL));
+  gtk_window_present(GTK_WINDOW(window));
+  tdm_window_set_devices(window, devices);
+  tdm_device_row_set_active(row_where(window, TRUE), TRUE);
+  tdm_device_row_set_workers(row_where(window, TRUE), 2);
+  tdm_dataset_chooser_set_source(child(window, "dataset_chooser"), "synthetic");
+  adw_combo_row_set_selected(child(window, "network_dropdown"), 3);
+  tdm_spec_entry_set_text(child(window, "spec_entry"), spec);
+  gtk_spin_button_set_value(child(window, "batch_spin"), batch);
+  gtk_spin_button_set_value(child(window, "epochs_spin"), 1);
+  adw_combo_row_set_selected(child(window, "strategy_dropdown"), strategy);
+
+  g_assert_true(wait_for(can_start, window, 60));
+  return window;
+}
+
+static void
+destroy_window(TdmWindow *window)
+{
+  gtk_window_destroy(GTK_WINDOW(window));
+  drain();
+  g_assert_finalize_object(window);
+}
+
+/* What the run's own events said, seen through an emission hook on TdmRun::event. */
+typedef struct {
+  int phases_events;
+  int batch_events;
+  int predictions_events;
+  double test_accuracy;   /* of the last EPOCH */
+  int test_count;         /* from STARTED */
+  int batch;              /* from STARTED */
+  size_t parameters;      /* from STARTED */
+} Seen;
+
+static Seen seen;
+
+static gboolean
+note_event(GSignalInvocationHint *hint, guint n_values, const GValue *values, gpointer data)
+{
+  const TdmEvent *e = g_value_get_pointer(&values[1]);
+
+  switch (e->kind) {
+  case TDM_EVENT_STARTED:
+    seen.test_count = e->started.test_count;
+    seen.batch = e->started.batch;
+    seen.parameters = e->started.parameters;
+    break;
+  case TDM_EVENT_PHASES:
+    seen.phases_events++;
+    break;
+  case TDM_EVENT_BATCH:
+    seen.batch_events++;
+    break;
+  case TDM_EVENT_PREDICTIONS:
+    seen.predictions_events++;
+    break;
+  case TDM_EVENT_EPOCH:
+    seen.test_accuracy = e->epoch.test_accuracy;
+    break;
+  default:
+    break;
+  }
+  return TRUE;
+}
+
+static gulong
+hook_events(void)
+{
+  memset(&seen, 0, sizeof seen);
+  g_type_class_unref(g_type_class_ref(TDM_TYPE_RUN));
+  return g_signal_add_emission_hook(g_signal_lookup("event", TDM_TYPE_RUN), 0, note_event,
+                                    NULL, NULL);
+}
+
+static void
+unhook_events(gulong hook)
+{
+  g_signal_remove_emission_hook(g_signal_lookup("event", TDM_TYPE_RUN), hook);
+}
+
+static void
+run_to_end(TdmWindow *window)
+{
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.start", NULL));
+  g_assert_true(tdm_window_get_running(window));
+  g_assert_true(wait_for(not_running, window, 240));
+  g_assert_false(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
+}
+
+/* ---- tests ------------------------------------------------------------------ */
+
+/* The Devices page through one run of each strategy. */
+static void
+check_strategy(guint strategy)
+{
+  TdmWindow *window = window_for_run("fc32,relu,fc10", 500, strategy);
+  TdmDevicesPage *page = child(window, "devices_page");
+  TdmTimeline *timeline = TDM_TIMELINE(tdm_devices_page_get_timeline(page));
+  TdmBatchStrip *strip = TDM_BATCH_STRIP(tdm_devices_page_get_batch_strip(page));
+  gint64 estimate_before[2];
+  gulong hook;
+
+  /* Before Start: the engine's estimate for the choices, one row per worker. */
+  g_assert_cmpint(tdm_devices_page_get_n_memory_rows(page), ==, 2);
+  g_assert_null(tdm_devices_page_get_warning(page));
+  for (int d = 0; d < 2; d++) {
+    estimate_before[d] = tdm_devices_page_get_estimate_bytes(page, d);
+    g_assert_cmpint(estimate_before[d], >, 0);
+    g_assert_cmpint(tdm_devices_page_get_peak_bytes(page, d), ==, -1);
+  }
+
+  hook = hook_events();
+  run_to_end(window);
+  unhook_events(hook);
+
+  /* The timeline: every phase of the strategy, and only those of its collectives. */
+  g_assert_cmpint(seen.phases_events, >, 0);
+  g_assert_cmpuint(tdm_timeline_get_n_steps(timeline), >, 0);
+  g_assert_cmpuint(tdm_timeline_get_n_steps(timeline), <=, MIN(seen.phases_events, TDM_TIMELINE_STEPS));
+  g_assert_true(tdm_timeline_has_phase(timeline, TDM_PHASE_FORWARD));
+  g_assert_true(tdm_timeline_has_phase(timeline, TDM_PHASE_BACKWARD));
+  g_assert_true(tdm_timeline_has_phase(timeline, TDM_PHASE_UPDATE));
+  if (strategy == 0) {
+    /* main: reduce onto the main device, update there, broadcast back. */
+    g_assert_true(tdm_timeline_has_phase(timeline, TDM_PHASE_REDUCE));
+    g_assert_true(tdm_timeline_has_phase(timeline, TDM_PHASE_BROADCAST));
+    g_assert_false(tdm_timeline_has_phase(timeline, TDM_PHASE_ALLREDUCE));
+  } else {
+    g_assert_true(tdm_timeline_has_phase(timeline, TDM_PHASE_ALLREDUCE));
+    g_assert_false(tdm_timeline_has_phase(timeline, TDM_PHASE_REDUCE));
+    g_assert_false(tdm_timeline_has_phase(timeline, TDM_PHASE_BROADCAST));
+  }
+  /* The phase table: time in each phase on each device; with `main` only the main
+   * device (0) updates. (An update can take less than the clock's tick, so only its
+   * absence is asserted.) */
+  for (int d = 0; d < 2; d++) {
+    g_assert_cmpfloat(tdm_devices_page_get_phase_ms(page, d, TDM_PHASE_FORWARD), >, 0);
+    g_assert_cmpfloat(tdm_devices_page_get_phase_ms(page, d, TDM_PHASE_BACKWARD), >, 0);
+  }
+  if (strategy == 0) {
+    g_assert_cmpfloat(tdm_devices_page_get_phase_ms(page, 1, TDM_PHASE_UPDATE), ==, 0);
+    g_assert_cmpfloat(tdm_devices_page_get_phase_ms(page, 0, TDM_PHASE_ALLREDUCE), ==, 0);
+  } else {
+    g_assert_cmpfloat(tdm_devices_page_get_phase_ms(page, 0, TDM_PHASE_REDUCE), ==, 0);
+    g_assert_cmpfloat(tdm_devices_page_get_phase_ms(page, 1, TDM_PHASE_BROADCAST), ==, 0);
+  }
+  /* Bytes per step: with two devices either strategy moves one gradient's worth out
+   * of and into each (`main`: one reduce and one broadcast; all-reduce: 2(N−1)/N). */
+  {
+    g_autofree char *gradient = g_format_size(seen.parameters * sizeof(float));
+
+    g_assert_cmpuint(seen.parameters, >, 0);
+    for (int d = 0; d < 2; d++) {
+      const char *sent = NULL, *received = NULL;
+
+      g_assert_true(tdm_devices_page_get_bytes_shown(page, d, &sent, &received));
+      g_assert_cmpstr(sent, ==, gradient);
+      g_assert_cmpstr(received, ==, gradient);
+    }
+  }
+
+  /* Two lanes, boxes inside the widget. */
+  {
+    g_autoptr(GArray) boxes = tdm_timeline_layout(timeline, 600, 200);
+    gboolean lane[2] = {FALSE, FALSE};
+
+    g_assert_cmpuint(boxes->len, >, 0);
+    for (guint i = 0; i < boxes->len; i++) {
+      const TdmTimelineBox *b = &g_array_index(boxes, TdmTimelineBox, i);
+
+      g_assert_cmpint(b->device, >=, 0);
+      g_assert_cmpint(b->device, <, 2);
+      lane[b->device] = TRUE;
+      g_assert_cmpfloat(b->x, >=, 0);
+      g_assert_cmpfloat(b->x + b->width, <=, 600.5);
+    }
+    g_assert_true(lane[0] && lane[1]);
+  }
+
+  /* The batch strip: two shards that make the batch, with dataset labels. */
+  g_assert_cmpint(seen.batch_events, >, 0);
+  g_assert_cmpint(tdm_batch_strip_get_devices(strip), ==, 2);
+  {
+    g_autoptr(GArray) rows = tdm_batch_strip_layout(strip, 600, 200);
+    int sum = 0;
+
+    g_assert_cmpuint(rows->len, ==, 2);
+    for (guint r = 0; r < rows->len; r++) {
+      const TdmBatchStripRow *row = &g_array_index(rows, TdmBatchStripRow, r);
+
+      g_assert_cmpint(row->size, ==, 250);
+      g_assert_cmpint(row->shown, >, 0);
+      sum += row->size;
+      for (int k = 0; k < row->shown; k++) {
+        g_assert_cmpint(tdm_batch_strip_get_label(strip, r, k), >=, 0);
+        g_assert_cmpint(tdm_batch_strip_get_label(strip, r, k), <, 10);
+      }
+    }
+    g_assert_cmpint(sum, ==, seen.batch);
+  }
+
+  /* Memory: the estimate made before Start within 10 % of the measured peak, and the
+   * run's own estimate beside it. */
+  for (int d = 0; d < 2; d++) {
+    gint64 peak = tdm_devices_page_get_peak_bytes(page, d);
+    gint64 during = tdm_devices_page_get_estimate_bytes(page, d);
+
+    g_assert_cmpint(peak, >, 0);
+    g_assert_cmpfloat(fabs((double)estimate_before[d] - (double)peak), <=, 0.10 * (double)peak);
+    g_assert_cmpfloat(fabs((double)during - (double)peak), <=, 0.10 * (double)peak);
+  }
+
+  /* Predictions: the matrix sums to the test set, its diagonal is the accuracy. */
+  {
+    TdmPredictionsPage *predictions = child(window, "predictions_page");
+    TdmConfusionView *confusion = TDM_CONFUSION_VIEW(tdm_predictions_page_get_confusion(predictions));
+    TdmPredictionGallery *gallery =
+      TDM_PREDICTION_GALLERY(tdm_predictions_page_get_gallery(predictions));
+    long total = tdm_confusion_view_get_total(confusion);
+    long correct = tdm_confusion_view_get_correct(confusion);
+
+    g_assert_cmpint(seen.predictions_events, ==, 1);
+    g_assert_cmpint(tdm_confusion_view_get_classes(confusion), ==, 10);
+    g_assert_cmpint(total, ==, seen.test_count);
+    g_assert_cmpfloat(fabs((double)correct / total - seen.test_accuracy), <, 1e-6);
+    g_assert_cmpuint(tdm_prediction_gallery_get_n_items(gallery), >, 0);
+    /* Mistakes first: once a right answer shows, no mistake follows. */
+    for (guint i = 1; i < tdm_prediction_gallery_get_n_items(gallery); i++)
+      g_assert_true(tdm_prediction_gallery_is_mistake(gallery, i - 1) ||
+                    !tdm_prediction_gallery_is_mistake(gallery, i));
+    g_assert_nonnull(strstr(tdm_predictions_page_get_summary(predictions), "right"));
+  }
+
+  destroy_window(window);
+  g_assert_cmpuint(tdm_run_get_n_threads(), ==, 0);
+}
+
+static void
+test_devices_main(void)
+{
+  check_strategy(0);
+}
+
+static void
+test_devices_allreduce(void)
+{
+  check_strategy(1);
+}
+
+static gboolean
+no_warning(gpointer data)
+{
+  return tdm_devices_page_get_warning(data) == NULL;
+}
+
+/* A run that cannot fit says so before Start, with the largest batch that fits. */
+static void
+test_memory_warning(void)
+{
+  g_autoptr(GArray) devices = devices_with((gint64)256 << 20);
+  TdmWindow *window;
+  TdmDevicesPage *page;
+  const char *warning;
+
+  reset_settings();
+  window = g_object_ref(tdm_window_new(NULL));
+  gtk_window_present(GTK_WINDOW(window));
+  tdm_window_set_devices(window, devices);
+  tdm_device_row_set_active(row_where(window, TRUE), FALSE);
+  tdm_device_row_set_active(row_where(window, FALSE), TRUE);
+  tdm_dataset_chooser_set_source(child(window, "dataset_chooser"), "synthetic");
+  adw_combo_row_set_selected(child(window, "network_dropdown"), 3);
+  tdm_spec_entry_set_text(child(window, "spec_entry"), "fc2048,relu,fc10");
+  gtk_spin_button_set_value(child(window, "batch_spin"), 16384);
+  g_assert_true(wait_for(can_start, window, 60));
+
+  page = child(window, "devices_page");
+  g_assert_cmpint(tdm_devices_page_get_n_memory_rows(page), ==, 1);
+  /* 16,384 samples' activations of 2048 units (128 MiB a buffer) pass 256 MiB. */
+  g_assert_cmpint(tdm_devices_page_get_estimate_bytes(page, 0), >, (gint64)256 << 20);
+  warning = tdm_devices_page_get_warning(page);
+  g_assert_nonnull(warning);
+  g_assert_nonnull(strstr(warning, "will not fit"));
+  /* With the largest batch that fits, which is a smaller one. */
+  {
+    const char *at = strstr(warning, "largest batch that fits is ");
+    long largest;
+
+    g_assert_nonnull(at);
+    largest = strtol(at + strlen("largest batch that fits is "), NULL, 10);
+    g_assert_cmpint(largest, >, 0);
+    g_assert_cmpint(largest, <, 16384);
+  }
+
+  /* A small network fits the same GPU: the warning goes. */
+  tdm_spec_entry_set_text(child(window, "spec_entry"), "fc16,relu,fc10");
+  gtk_spin_button_set_value(child(window, "batch_spin"), 64);
+  g_assert_true(wait_for(no_warning, page, 30));
+  /* The images (53 MiB of both splits) and a small network fit 256 MiB. */
+  g_assert_cmpint(tdm_devices_page_get_estimate_bytes(page, 0), <, (gint64)256 << 20);
+
+  destroy_window(window);
+}
+
+static gboolean
+scaling_done(gpointer data)
+{
+  return !tdm_scaling_page_get_running(data);
+}
+
+/* A scaling run over 1 and 2 CPU workers: two points, kept and exported. */
+static void
+test_scaling_run(void)
+{
+  TdmWindow *window = window_for_run("fc32,relu,fc10", 200, 1);
+  TdmScalingPage *page = child(window, "scaling_page");
+  TdmScalingChart *chart = TDM_SCALING_CHART(tdm_scaling_page_get_chart(page));
+  g_autofree char *dir = g_dir_make_tmp("tandem-test-XXXXXX", NULL);
+  g_autofree char *csv_path = g_build_filename(dir, "scaling.csv", NULL);
+  g_autofree char *svg_path = g_build_filename(dir, "scaling.svg", NULL);
+  g_autofree char *kept = NULL;
+  g_autofree char *svg = NULL;
+  g_auto(GStrv) lines = NULL;
+  g_autoptr(GError) error = NULL;
+
+  tdm_scaling_page_set_mode(page, TDM_SCALING_STRONG);
+  tdm_scaling_page_set_steps(page, 100);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.scaling-run", NULL));
+  g_assert_true(tdm_scaling_page_get_running(page));
+  /* One thing at a time: no training run while the scaling run measures. */
+  g_assert_false(tdm_window_get_can_start(window));
+  g_assert_cmpstr(adw_view_stack_get_visible_child_name(child(window, "view_stack")), ==, "scaling");
+
+  g_assert_true(wait_for(scaling_done, page, 300));
+  g_assert_false(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
+  g_assert_cmpuint(tdm_scaling_chart_get_n_points(chart), ==, 2);
+  for (guint i = 0; i < 2; i++) {
+    const TdmScalingPoint *p = tdm_scaling_chart_get_point(chart, i);
+
+    g_assert_cmpint(p->devices, ==, (int)i + 1);
+    g_assert_cmpint(p->batch, ==, 200);
+    g_assert_cmpfloat(p->samples_per_second, >, 0);
+  }
+  g_assert_cmpfloat(tdm_scaling_chart_get_point(chart, 0)->speedup, ==, 1.0);
+  g_assert_true(tdm_window_get_can_start(window));
+
+  /* Kept in the history's folder, and exported. */
+  g_assert_nonnull(tdm_scaling_page_get_saved_path(page));
+  g_assert_true(g_file_get_contents(tdm_scaling_page_get_saved_path(page), &kept, NULL, NULL));
+  lines = g_strsplit(g_strchomp(kept), "\n", -1);
+  g_assert_cmpuint(g_strv_length(lines), ==, 4);
+  g_assert_true(g_str_has_prefix(lines[0], "# strong scaling"));
+  g_assert_true(g_str_has_prefix(lines[1], "devices,batch,steps,samples_per_second"));
+  g_assert_true(g_str_has_prefix(lines[2], "1,200,"));
+  g_assert_true(g_str_has_prefix(lines[3], "2,200,"));
+  g_assert_true(tdm_scaling_page_write_csv(page, csv_path, &error));
+  g_assert_no_error(error);
+  g_assert_true(tdm_scaling_page_write_svg(page, svg_path, 800, 500, &error));
+  g_assert_no_error(error);
+  g_assert_true(g_file_get_contents(svg_path, &svg, NULL, NULL));
+  g_assert_nonnull(strstr(svg, "<svg"));
+  /* A folder that is not there is an error with a message, not a crash. */
+  g_assert_false(tdm_scaling_page_write_csv(page, "/nonexistent-folder/x.csv", &error));
+  g_assert_nonnull(error);
+
+  g_unlink(tdm_scaling_page_get_saved_path(page));
+  g_unlink(csv_path);
+  g_unlink(svg_path);
+  g_rmdir(dir);
+  destroy_window(window);
+}
+
+/* Weak scaling keeps the batch per device: 100 on one worker, 200 on two. */
+static void
+test_scaling_weak(void)
+{
+  TdmWindow *window = window_for_run("fc32,relu,fc10", 200, 1);
+  TdmScalingPage *page = child(window, "scaling_page");
+  TdmScalingChart *chart = TDM_SCALING_CHART(tdm_scaling_page_get_chart(page));
+
+  tdm_scaling_page_set_mode(page, TDM_SCALING_WEAK);
+  tdm_scaling_page_set_steps(page, 100);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.scaling-run", NULL));
+  g_assert_true(wait_for(scaling_done, page, 300));
+  g_assert_false(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
+  g_assert_cmpuint(tdm_scaling_chart_get_n_points(chart), ==, 2);
+  g_assert_cmpint(tdm_scaling_chart_get_point(chart, 0)->batch, ==, 100);
+  g_assert_cmpint(tdm_scaling_chart_get_point(chart, 1)->batch, ==, 200);
+  g_unlink(tdm_scaling_page_get_saved_path(page));
+  destroy_window(window);
+}
+
+/* Cancelled at once: the run ends, says so, and keeps nothing. */
+static void
+test_scaling_cancel(void)
+{
+  TdmWindow *window = window_for_run("fc32,relu,fc10", 200, 1);
+  TdmScalingPage *page = child(window, "scaling_page");
+
+  tdm_scaling_page_set_steps(page, 5000);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.scaling-run", NULL));
+  g_assert_true(tdm_scaling_page_get_running(page));
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.scaling-cancel", NULL));
+  g_assert_true(wait_for(scaling_done, page, 120));
+  g_assert_null(tdm_scaling_page_get_saved_path(page));
+  g_assert_true(tdm_window_get_can_start(window));
+  g_assert_false(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
+  destroy_window(window);
+}
+
+/* One device gives no scaling: said in words, nothing starts. */
+static void
+test_scaling_needs_two(void)
+{
+  TdmWindow *window = window_for_run("fc32,relu,fc10", 200, 1);
+  TdmScalingPage *page = child(window, "scaling_page");
+
+  tdm_device_row_set_workers(row_where(window, TRUE), 1);
+  drain();
+  gtk_widget_activate_action(GTK_WIDGET(window), "win.scaling-run", NULL);
+  g_assert_false(tdm_scaling_page_get_running(page));
+  g_assert_true(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
+  g_assert_nonnull(strstr(gtk_label_get_label(child(window, "error_label")), "two devices"));
+  destroy_window(window);
+}
+
+/* The chart's axis and legend text in pixels: 0.85 of its font (tdm-chart-draw.c). */
+static double
+chart_text_px(TdmChart *chart)
+{
+  PangoContext *context = gtk_widget_get_pango_context(GTK_WIDGET(chart));
+  const PangoFontDescription *font = pango_context_get_font_description(context);
+  double size = pango_font_description_get_size(font) / (double)PANGO_SCALE;
+  int xft_dpi = 0;
+  double dpi;
+
+  g_object_get(gtk_settings_get_default(), "gtk-xft-dpi", &xft_dpi, NULL);
+  dpi = xft_dpi > 0 ? xft_dpi / 1024.0 : 96.0;
+  if (!pango_font_description_get_size_is_absolute(font))
+    size = size * dpi / 72.0;
+  return 0.85 * size;
+}
+
+static gboolean
+large_text(gpointer chart)
+{
+  return chart_text_px(chart) >= 14.0;
+}
+
+static gboolean
+small_text(gpointer chart)
+{
+  return chart_text_px(chart) < 14.0;
+}
+
+static void
+test_presentation(void)
+{
+  TdmWindow *window;
+  TdmDashboard *dashboard;
+  TdmChart *loss, *memory;
+  TdmTimeline *timeline;
+
+  /* What AdwApplication loads at start-up; this window has no application. */
+  {
+    g_autoptr(GtkCssProvider) css = gtk_css_provider_new();
+
+    gtk_css_provider_load_from_resource(css, "/io/github/tandem/Tandem/style.css");
+    gtk_style_context_add_provider_for_display(gdk_display_get_default(), GTK_STYLE_PROVIDER(css),
+                                               GTK_STYLE_PROVIDER_PRIORITY_APPLICATION);
+  }
+  reset_settings();
+  window = g_object_ref(tdm_window_new(NULL));
+  gtk_window_set_default_size(GTK_WINDOW(window), 1024, 768);
+  gtk_window_present(GTK_WINDOW(window));
+  drain();
+  dashboard = child(window, "dashboard");
+  /* The charts, as during a run (before one, the dashboard shows what to do). */
+  gtk_stack_set_visible_child_name((GtkStack *)gtk_widget_get_template_child(GTK_WIDGET(dashboard), TDM_TYPE_DASHBOARD, "view_stack"), "charts");
+  loss = tdm_dashboard_get_chart(dashboard, "loss");
+  memory = tdm_dashboard_get_chart(dashboard, "memory");
+  timeline = TDM_TIMELINE(tdm_devices_page_get_timeline(child(window, "devices_page")));
+
+  g_assert_false(tdm_window_get_presentation(window));
+  g_assert_true(wait_for(small_text, loss, 30));
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.presentation", NULL));
+  drain();
+  g_assert_true(tdm_window_get_presentation(window));
+  g_assert_true(gtk_widget_has_css_class(GTK_WIDGET(window), "presentation"));
+  /* Styles apply at the next frame. */
+  g_assert_true(wait_for(large_text, loss, 30));
+  g_assert_cmpfloat(chart_text_px(loss), >=, 14.0);
+  /* One chart enlarged: the others step aside. */
+  g_assert_true(gtk_widget_get_visible(gtk_widget_get_ancestor(GTK_WIDGET(loss), GTK_TYPE_FLOW_BOX_CHILD)));
+  g_assert_false(gtk_widget_get_visible(gtk_widget_get_ancestor(GTK_WIDGET(memory), GTK_TYPE_FLOW_BOX_CHILD)));
+  g_assert_true(tdm_timeline_get_high_contrast(timeline));
+  g_assert_true(gtk_revealer_get_reveal_child(child(window, "pace_revealer")));
+  g_assert_false(adw_flap_get_reveal_flap(child(window, "flap")));
+
+  /* Escape (win.leave-presentation) brings everything back. */
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.leave-presentation", NULL));
+  drain();
+  g_assert_false(tdm_window_get_presentation(window));
+  g_assert_false(gtk_widget_has_css_class(GTK_WIDGET(window), "presentation"));
+  g_assert_true(gtk_widget_get_visible(gtk_widget_get_ancestor(GTK_WIDGET(memory), GTK_TYPE_FLOW_BOX_CHILD)));
+  g_assert_false(tdm_timeline_get_high_contrast(timeline));
+  g_assert_true(wait_for(small_text, loss, 30));
+
+  destroy_window(window);
+}
+
+static gboolean
+run_paused(gpointer data)
+{
+  TdmWindow *window = data;
+
+  return g_str_equal(adw_view_switcher_title_get_subtitle(child(window, "window_title")), "Paused");
+}
+
+/* One step at a time: the step button brings a run to rest; Stop still ends it. */
+static void
+test_single_step(void)
+{
+  TdmWindow *window = window_for_run("fc32,relu,fc10", 100, 1);
+
+  gtk_spin_button_set_value(child(window, "pace_spin"), 20);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.start", NULL));
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.single-step", NULL));
+  g_assert_true(wait_for(run_paused, window, 120));
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.single-step", NULL));
+  g_assert_true(wait_for(run_paused, window, 120));
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.stop", NULL));
+  g_assert_true(wait_for(not_running, window, 120));
+  g_assert_cmpstr(adw_view_switcher_title_get_subtitle(child(window, "window_title")), ==, "Stopped");
+  destroy_window(window);
+}
+
+int
+main(int argc, char *argv[])
+{
+  /* The checks read English text, whatever language the caller speaks. */
+  g_setenv("LC_ALL", "C.UTF-8", TRUE);
+  g_unsetenv("LANGUAGE");
+  gtk_test_init(&argc, &argv, NULL);
+  adw_init();
+  tdm_application_init_i18n();
+  tdm_application_init_uninstalled();
+
+  g_test_add_func("/classroom/devices/main", test_devices_main);
+  g_test_add_func("/classroom/devices/allreduce", test_devices_allreduce);
+  g_test_add_func("/classroom/memory-warning", test_memory_warning);
+  g_test_add_func("/classroom/scaling", test_scaling_run);
+  g_test_add_func("/classroom/scaling-weak", test_scaling_weak);
+  g_test_add_func("/classroom/scaling-cancel", test_scaling_cancel);
+  g_test_add_func("/classroom/scaling-needs-two", test_scaling_needs_two);
+  g_test_add_func("/classroom/presentation", test_presentation);
+  g_test_add_func("/classroom/single-step", test_single_step);
+
+  return g_test_run();
+}

@@ -1,0 +1,693 @@
+/* tdm-scaling-page.c: the "Scaling" page and the worker thread of a scaling run.
+ *
+ * The run is a GTask in a thread of its own: tdm_scaling_run() trains and measures
+ * there, and every point it reports is copied and handed to the main loop through an
+ * idle source (never g_main_context_invoke(), which would call back on the worker
+ * whenever it can take the context: see tdm-run.c). Each point carries the number of
+ * the scaling run it belongs to, so points of a cancelled run that arrive late are
+ * dropped; the page is reached through a weak reference, so a page that is gone
+ * takes nothing. Cancelling lets the engine stop within a step; nothing here waits.
+ *
+ * Built in code, like the other classroom pages: a row of controls, a status line,
+ * the chart and a table of the points.
+ */
+
+#include "tdm-scaling-page.h"
+
+#include <cairo-svg.h>
+#include <glib/gi18n.h>
+#include <glib/gstdio.h>
+
+#include "tdm-error.h"
+#include "tdm-history.h"
+#include "tdm-scaling-chart.h"
+
+#define DEFAULT_STEPS 200
+
+struct _TdmScalingPage
+{
+  GtkWidget      parent_instance;
+
+  GtkWidget     *scroller;
+  GtkWidget     *mode_dropdown;
+  GtkWidget     *steps_spin;
+  GtkWidget     *run_button;
+  GtkWidget     *cancel_button;
+  GtkWidget     *status_label;
+  GtkWidget     *chart;
+  GtkWidget     *table;
+
+  GCancellable  *cancellable;     /* of the run going, or NULL */
+  guint          generation;      /* of the run going or last run */
+  int            devices;         /* of the run going or last run */
+  TdmConfig     *config;          /* of the run going or last run */
+  char          *saved_path;
+};
+
+enum {
+  PROP_0,
+  PROP_RUNNING,
+  N_PROPS
+};
+
+enum {
+  FINISHED,
+  N_SIGNALS
+};
+
+static GParamSpec *properties[N_PROPS];
+static guint signals[N_SIGNALS];
+
+G_DEFINE_FINAL_TYPE (TdmScalingPage, tdm_scaling_page, GTK_TYPE_WIDGET)
+
+typedef struct
+{
+  TdmConfig      *config;
+  TdmScalingMode  mode;
+  long            steps;
+  guint           generation;
+  GWeakRef       *page;           /* shared with the points on their way */
+  GMainContext   *context;
+  GApplication   *application;    /* held while the thread runs, as TdmRun does */
+} ScalingJob;
+
+typedef struct
+{
+  GWeakRef        *page;
+  guint            generation;
+  TdmScalingPoint  point;
+} ScalingPointMessage;
+
+static void
+weak_ref_free (gpointer data)
+{
+  g_weak_ref_clear (data);
+  g_free (data);
+}
+
+static void
+scaling_job_free (gpointer data)
+{
+  ScalingJob *job = data;
+
+  tdm_config_free (job->config);
+  g_atomic_rc_box_release_full (job->page, (GDestroyNotify) g_weak_ref_clear);
+  g_main_context_unref (job->context);
+  g_clear_object (&job->application);
+  g_free (job);
+}
+
+/* Table ------------------------------------------------------------------- */
+
+static GtkWidget *
+cell (const char *text,
+      gboolean    numeric,
+      gboolean    header)
+{
+  GtkWidget *label = gtk_label_new (text);
+
+  gtk_label_set_xalign (GTK_LABEL (label), numeric ? 1 : 0);
+  if (numeric)
+    gtk_widget_add_css_class (label, "numeric");
+  if (header)
+    gtk_widget_add_css_class (label, "dim-label");
+  return label;
+}
+
+static void
+tdm_scaling_page_fill_table (TdmScalingPage *self)
+{
+  static const char *headers[] = {
+    N_("Devices"), N_("Batch"), N_("Samples/s"), N_("Speed-up"), N_("Efficiency"),
+    N_("Compute ms"), N_("Communication ms"), N_("Wait ms"),
+  };
+  TdmScalingChart *chart = TDM_SCALING_CHART (self->chart);
+  GtkWidget *child;
+
+  while ((child = gtk_widget_get_first_child (self->table)) != NULL)
+    gtk_grid_remove (GTK_GRID (self->table), child);
+
+  for (guint c = 0; c < G_N_ELEMENTS (headers); c++)
+    gtk_grid_attach (GTK_GRID (self->table), cell (_(headers[c]), c > 0, TRUE), c, 0, 1, 1);
+
+  for (guint i = 0; i < tdm_scaling_chart_get_n_points (chart); i++)
+    {
+      const TdmScalingPoint *p = tdm_scaling_chart_get_point (chart, i);
+      g_autofree char *texts[8] = {
+        g_strdup_printf ("%d", p->devices),
+        g_strdup_printf ("%d", p->batch),
+        g_strdup_printf ("%.0f", p->samples_per_second),
+        g_strdup_printf ("%.2f×", p->speedup),
+        g_strdup_printf ("%.0f %%", 100 * p->efficiency),
+        g_strdup_printf ("%.2f", p->compute_ms),
+        g_strdup_printf ("%.2f", p->comm_ms),
+        g_strdup_printf ("%.2f", p->wait_ms),
+      };
+
+      for (guint c = 0; c < G_N_ELEMENTS (texts); c++)
+        {
+          gtk_grid_attach (GTK_GRID (self->table), cell (texts[c], c > 0, FALSE), c, i + 1, 1, 1);
+          g_free (texts[c]);
+          texts[c] = NULL;
+        }
+    }
+}
+
+/* Running ----------------------------------------------------------------- */
+
+static void
+tdm_scaling_page_set_status (TdmScalingPage *self,
+                             const char     *text)
+{
+  gtk_label_set_label (GTK_LABEL (self->status_label), text);
+}
+
+/* Main thread. */
+static gboolean
+tdm_scaling_page_point_arrived (gpointer data)
+{
+  ScalingPointMessage *message = data;
+  g_autoptr(TdmScalingPage) self = g_weak_ref_get (message->page);
+  g_autofree char *text = NULL;
+
+  if (self == NULL || message->generation != self->generation)
+    return G_SOURCE_REMOVE;
+
+  tdm_scaling_chart_add_point (TDM_SCALING_CHART (self->chart), &message->point);
+  tdm_scaling_page_fill_table (self);
+  /* Translators: progress of a scaling run: points measured of how many */
+  text = g_strdup_printf (_("Measured %d of %d: %d devices, %.2f× the speed of one"),
+                          message->point.index + 1, message->point.count,
+                          message->point.devices, message->point.speedup);
+  tdm_scaling_page_set_status (self, text);
+
+  return G_SOURCE_REMOVE;
+}
+
+static void
+scaling_point_message_free (gpointer data)
+{
+  ScalingPointMessage *message = data;
+
+  g_atomic_rc_box_release_full (message->page, (GDestroyNotify) g_weak_ref_clear);
+  g_free (message);
+}
+
+/* Worker thread. */
+static void
+tdm_scaling_page_sink (const TdmScalingPoint *point,
+                       gpointer               user_data)
+{
+  ScalingJob *job = user_data;
+  ScalingPointMessage *message = g_new0 (ScalingPointMessage, 1);
+  GSource *source = g_idle_source_new ();
+
+  message->page = g_atomic_rc_box_acquire (job->page);
+  message->generation = job->generation;
+  message->point = *point;
+  g_source_set_priority (source, G_PRIORITY_DEFAULT);
+  g_source_set_callback (source, tdm_scaling_page_point_arrived, message,
+                         scaling_point_message_free);
+  g_source_set_static_name (source, "[tandem] scaling point");
+  g_source_attach (source, job->context);
+  g_source_unref (source);
+}
+
+/* Worker thread. */
+static void
+tdm_scaling_page_thread (GTask        *task,
+                         gpointer      source_object,
+                         gpointer      task_data,
+                         GCancellable *cancellable)
+{
+  ScalingJob *job = task_data;
+  GError *error = NULL;
+
+  if (tdm_scaling_run (job->config, job->mode, job->steps, tdm_scaling_page_sink, job,
+                       cancellable, &error))
+    g_task_return_boolean (task, TRUE);
+  else
+    g_task_return_error (task, error);
+}
+
+/* Keeps a completed run beside the run history, where h11h's history page and any
+ * later session find it. */
+static void
+tdm_scaling_page_keep (TdmScalingPage *self)
+{
+  g_autoptr(TdmHistory) history = tdm_history_new (NULL);
+  g_autoptr(GDateTime) now = g_date_time_new_now_local ();
+  g_autofree char *stamp = g_date_time_format (now, "%Y%m%d-%H%M%S");
+  g_autofree char *name = g_strdup_printf ("scaling-%s.csv", stamp);
+  g_autofree char *path = g_build_filename (tdm_history_get_folder (history), name, NULL);
+  g_autoptr(GError) error = NULL;
+
+  g_clear_pointer (&self->saved_path, g_free);
+  if (g_mkdir_with_parents (tdm_history_get_folder (history), 0700) != 0 ||
+      !tdm_scaling_page_write_csv (self, path, &error))
+    {
+      g_warning ("the scaling run could not be kept in %s: %s",
+                 tdm_history_get_folder (history),
+                 error != NULL ? error->message : g_strerror (errno));
+      return;
+    }
+  self->saved_path = g_steal_pointer (&path);
+}
+
+/* Main thread. */
+static void
+tdm_scaling_page_done (GObject      *source_object,
+                       GAsyncResult *result,
+                       gpointer      user_data)
+{
+  g_autoptr(TdmScalingPage) self = g_weak_ref_get (user_data);
+  ScalingJob *job = g_task_get_task_data (G_TASK (result));
+  g_autoptr(GError) error = NULL;
+
+  g_task_propagate_boolean (G_TASK (result), &error);
+  /* The thread is over: the application may quit now. */
+  if (job->application != NULL)
+    {
+      g_application_release (job->application);
+      g_clear_object (&job->application);
+    }
+  if (self == NULL || job->generation != self->generation)
+    return;
+
+  /* The points came before: their sources were attached before the task's. */
+  g_clear_object (&self->cancellable);
+  if (error == NULL)
+    {
+      g_autofree char *text = NULL;
+
+      tdm_scaling_page_keep (self);
+      /* Translators: a scaling run is over; %d is the number of points */
+      text = g_strdup_printf (ngettext ("Done: %d point measured.",
+                                        "Done: %d points measured.",
+                                        tdm_scaling_chart_get_n_points (TDM_SCALING_CHART (self->chart))),
+                              tdm_scaling_chart_get_n_points (TDM_SCALING_CHART (self->chart)));
+      tdm_scaling_page_set_status (self, text);
+    }
+  else if (g_error_matches (error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CANCELLED) ||
+           g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+    tdm_scaling_page_set_status (self, _("Cancelled."));
+  else
+    {
+      g_autofree char *text = g_strdup_printf (_("The scaling run failed: %s"), error->message);
+
+      tdm_scaling_page_set_status (self, text);
+    }
+
+  gtk_widget_set_sensitive (self->mode_dropdown, TRUE);
+  gtk_widget_set_sensitive (self->steps_spin, TRUE);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_RUNNING]);
+  g_signal_emit (self, signals[FINISHED], 0, error);
+}
+
+gboolean
+tdm_scaling_page_start (TdmScalingPage   *self,
+                        const TdmConfig  *config,
+                        GError          **error)
+{
+  g_autoptr(GTask) task = NULL;
+  ScalingJob *job;
+  GWeakRef *weak;
+  int devices;
+
+  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), FALSE);
+  g_return_val_if_fail (config != NULL, FALSE);
+
+  if (self->cancellable != NULL)
+    {
+      g_set_error_literal (error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
+                           _("A scaling run is already going."));
+      return FALSE;
+    }
+  if (!tdm_config_validate (config, error))
+    return FALSE;
+  devices = tdm_config_replica_count (config);
+  if (devices < 2)
+    {
+      g_set_error_literal (error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
+                           _("A scaling run needs two devices or more: tick more GPUs, or give the CPU more workers."));
+      return FALSE;
+    }
+
+  self->generation++;
+  self->devices = devices;
+  g_clear_pointer (&self->config, tdm_config_free);
+  self->config = tdm_config_copy (config);
+  g_clear_pointer (&self->saved_path, g_free);
+  self->cancellable = g_cancellable_new ();
+  tdm_scaling_chart_clear (TDM_SCALING_CHART (self->chart));
+  tdm_scaling_page_fill_table (self);
+  tdm_scaling_page_set_status (self, _("Measuring one device…"));
+  gtk_widget_set_sensitive (self->mode_dropdown, FALSE);
+  gtk_widget_set_sensitive (self->steps_spin, FALSE);
+
+  job = g_new0 (ScalingJob, 1);
+  job->config = tdm_config_copy (config);
+  job->mode = tdm_scaling_page_get_mode (self);
+  job->steps = tdm_scaling_page_get_steps (self);
+  job->generation = self->generation;
+  job->page = g_atomic_rc_box_new0 (GWeakRef);
+  g_weak_ref_init (job->page, self);
+  job->context = g_main_context_ref_thread_default ();
+  /* Closing the last window must not end the process under a training thread. */
+  job->application = g_application_get_default ();
+  if (job->application != NULL)
+    {
+      g_object_ref (job->application);
+      g_application_hold (job->application);
+    }
+
+  weak = g_new0 (GWeakRef, 1);
+  g_weak_ref_init (weak, self);
+  task = g_task_new (NULL, self->cancellable, tdm_scaling_page_done, weak);
+  g_task_set_source_tag (task, tdm_scaling_page_start);
+  g_task_set_task_data (task, job, scaling_job_free);
+  /* The weak reference goes with the task, after its callback. */
+  g_object_set_data_full (G_OBJECT (task), "tdm-page", weak, weak_ref_free);
+  g_task_run_in_thread (task, tdm_scaling_page_thread);
+
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_RUNNING]);
+  return TRUE;
+}
+
+void
+tdm_scaling_page_cancel (TdmScalingPage *self)
+{
+  g_return_if_fail (TDM_IS_SCALING_PAGE (self));
+
+  if (self->cancellable != NULL)
+    {
+      g_cancellable_cancel (self->cancellable);
+      tdm_scaling_page_set_status (self, _("Cancelling…"));
+    }
+}
+
+gboolean
+tdm_scaling_page_get_running (TdmScalingPage *self)
+{
+  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), FALSE);
+
+  return self->cancellable != NULL;
+}
+
+void
+tdm_scaling_page_set_mode (TdmScalingPage *self,
+                           TdmScalingMode  mode)
+{
+  g_return_if_fail (TDM_IS_SCALING_PAGE (self));
+
+  gtk_drop_down_set_selected (GTK_DROP_DOWN (self->mode_dropdown),
+                              mode == TDM_SCALING_WEAK ? 1 : 0);
+}
+
+TdmScalingMode
+tdm_scaling_page_get_mode (TdmScalingPage *self)
+{
+  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), TDM_SCALING_STRONG);
+
+  return gtk_drop_down_get_selected (GTK_DROP_DOWN (self->mode_dropdown)) == 1
+           ? TDM_SCALING_WEAK : TDM_SCALING_STRONG;
+}
+
+void
+tdm_scaling_page_set_steps (TdmScalingPage *self,
+                            long            steps)
+{
+  g_return_if_fail (TDM_IS_SCALING_PAGE (self));
+
+  gtk_spin_button_set_value (GTK_SPIN_BUTTON (self->steps_spin), steps);
+}
+
+long
+tdm_scaling_page_get_steps (TdmScalingPage *self)
+{
+  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), DEFAULT_STEPS);
+
+  return gtk_spin_button_get_value_as_int (GTK_SPIN_BUTTON (self->steps_spin));
+}
+
+GtkWidget *
+tdm_scaling_page_get_chart (TdmScalingPage *self)
+{
+  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), NULL);
+
+  return self->chart;
+}
+
+const char *
+tdm_scaling_page_get_saved_path (TdmScalingPage *self)
+{
+  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), NULL);
+
+  return self->saved_path;
+}
+
+/* Export ------------------------------------------------------------------ */
+
+gboolean
+tdm_scaling_page_write_csv (TdmScalingPage  *self,
+                            const char      *path,
+                            GError         **error)
+{
+  TdmScalingChart *chart;
+  g_autoptr(GString) text = g_string_new (NULL);
+  char buffer[G_ASCII_DTOSTR_BUF_SIZE];
+
+  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), FALSE);
+  g_return_val_if_fail (path != NULL, FALSE);
+
+  chart = TDM_SCALING_CHART (self->chart);
+  if (self->config != NULL)
+    g_string_append_printf (text, "# %s scaling, %s, %s, batch %d\n",
+                            tdm_scaling_page_get_mode (self) == TDM_SCALING_WEAK ? "weak" : "strong",
+                            self->config->network, self->config->dataset, self->config->batch);
+  g_string_append (text, "devices,batch,steps,samples_per_second,speedup,efficiency,"
+                         "compute_ms,comm_ms,wait_ms\n");
+  for (guint i = 0; i < tdm_scaling_chart_get_n_points (chart); i++)
+    {
+      const TdmScalingPoint *p = tdm_scaling_chart_get_point (chart, i);
+      double values[] = { p->samples_per_second, p->speedup, p->efficiency,
+                          p->compute_ms, p->comm_ms, p->wait_ms };
+
+      /* Numbers in the C locale, whatever the user's: CSV readers expect points. */
+      g_string_append_printf (text, "%d,%d,%ld", p->devices, p->batch, p->steps);
+      for (guint k = 0; k < G_N_ELEMENTS (values); k++)
+        g_string_append_printf (text, ",%s",
+                                g_ascii_formatd (buffer, sizeof buffer, "%.6g", values[k]));
+      g_string_append_c (text, '\n');
+    }
+
+  return g_file_set_contents (path, text->str, text->len, error);
+}
+
+gboolean
+tdm_scaling_page_write_svg (TdmScalingPage  *self,
+                            const char      *path,
+                            double           width,
+                            double           height,
+                            GError         **error)
+{
+  cairo_surface_t *surface;
+  cairo_status_t status;
+  GdkRGBA black = { 0, 0, 0, 1 };
+  cairo_t *cr;
+
+  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), FALSE);
+  g_return_val_if_fail (path != NULL && width > 0 && height > 0, FALSE);
+
+  surface = cairo_svg_surface_create (path, width, height);
+  cr = cairo_create (surface);
+  /* On a white page, as a figure in a document. */
+  cairo_set_source_rgb (cr, 1, 1, 1);
+  cairo_paint (cr);
+  tdm_scaling_chart_draw (TDM_SCALING_CHART (self->chart), cr, width, height, &black);
+  cairo_destroy (cr);
+  cairo_surface_finish (surface);
+  status = cairo_surface_status (surface);
+  cairo_surface_destroy (surface);
+
+  if (status != CAIRO_STATUS_SUCCESS)
+    {
+      g_autofree char *name = g_filename_display_name (path);
+
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, _("%s could not be written: %s"),
+                   name, cairo_status_to_string (status));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* GObject ----------------------------------------------------------------- */
+
+static void
+tdm_scaling_page_dispose (GObject *object)
+{
+  TdmScalingPage *self = TDM_SCALING_PAGE (object);
+
+  /* The worker stops within a step and finds the page gone; should anything still
+   * hold the page, the new generation makes its points and outcome stale. */
+  if (self->cancellable != NULL)
+    g_cancellable_cancel (self->cancellable);
+  self->generation++;
+  g_clear_object (&self->cancellable);
+  g_clear_pointer (&self->scroller, gtk_widget_unparent);
+  g_clear_pointer (&self->config, tdm_config_free);
+  g_clear_pointer (&self->saved_path, g_free);
+
+  G_OBJECT_CLASS (tdm_scaling_page_parent_class)->dispose (object);
+}
+
+static void
+tdm_scaling_page_get_property (GObject    *object,
+                               guint       prop_id,
+                               GValue     *value,
+                               GParamSpec *pspec)
+{
+  TdmScalingPage *self = TDM_SCALING_PAGE (object);
+
+  switch (prop_id)
+    {
+    case PROP_RUNNING:
+      g_value_set_boolean (value, tdm_scaling_page_get_running (self));
+      break;
+
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+tdm_scaling_page_class_init (TdmScalingPageClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->dispose = tdm_scaling_page_dispose;
+  object_class->get_property = tdm_scaling_page_get_property;
+
+  properties[PROP_RUNNING] =
+    g_param_spec_boolean ("running", NULL, NULL, FALSE,
+                          G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+
+  /**
+   * TdmScalingPage::finished:
+   * @error: (type gpointer) (nullable): why it did not complete, or %NULL
+   */
+  signals[FINISHED] =
+    g_signal_new ("finished",
+                  G_TYPE_FROM_CLASS (klass),
+                  G_SIGNAL_RUN_LAST,
+                  0, NULL, NULL,
+                  g_cclosure_marshal_VOID__POINTER,
+                  G_TYPE_NONE, 1, G_TYPE_POINTER);
+
+  gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
+  gtk_widget_class_set_css_name (widget_class, "scalingpage");
+}
+
+static void
+tdm_scaling_page_init (TdmScalingPage *self)
+{
+  static const char *modes[] = {
+    N_("Strong: same global batch"), N_("Weak: same batch per device"), NULL,
+  };
+  const char *translated[G_N_ELEMENTS (modes)];
+  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 12);
+  GtkWidget *controls = gtk_flow_box_new ();
+  GtkWidget *steps_box = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 6);
+  GtkWidget *buttons = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 6);
+  GtkWidget *export_csv, *export_svg, *table_scroller;
+
+  for (guint i = 0; i < G_N_ELEMENTS (modes); i++)
+    translated[i] = modes[i] != NULL ? _(modes[i]) : NULL;
+
+  gtk_widget_set_margin_start (box, 12);
+  gtk_widget_set_margin_end (box, 12);
+  gtk_widget_set_margin_top (box, 18);
+  gtk_widget_set_margin_bottom (box, 18);
+
+  /* Controls wrap onto more lines on a phone. */
+  gtk_flow_box_set_selection_mode (GTK_FLOW_BOX (controls), GTK_SELECTION_NONE);
+  gtk_flow_box_set_column_spacing (GTK_FLOW_BOX (controls), 12);
+  gtk_flow_box_set_row_spacing (GTK_FLOW_BOX (controls), 6);
+  gtk_flow_box_set_max_children_per_line (GTK_FLOW_BOX (controls), 3);
+
+  self->mode_dropdown = gtk_drop_down_new_from_strings (translated);
+  gtk_widget_set_tooltip_text (self->mode_dropdown,
+                               _("Strong scaling splits the same batch over more devices; weak scaling gives every device the same share"));
+  gtk_accessible_update_property (GTK_ACCESSIBLE (self->mode_dropdown),
+                                  GTK_ACCESSIBLE_PROPERTY_LABEL, _("Scaling mode"), -1);
+  gtk_flow_box_append (GTK_FLOW_BOX (controls), self->mode_dropdown);
+
+  self->steps_spin = gtk_spin_button_new_with_range (20, 5000, 10);
+  gtk_spin_button_set_value (GTK_SPIN_BUTTON (self->steps_spin), DEFAULT_STEPS);
+  gtk_accessible_update_property (GTK_ACCESSIBLE (self->steps_spin),
+                                  GTK_ACCESSIBLE_PROPERTY_LABEL,
+                                  _("Steps per device count"), -1);
+  gtk_box_append (GTK_BOX (steps_box), self->steps_spin);
+  gtk_box_append (GTK_BOX (steps_box), gtk_label_new (_("steps each")));
+  gtk_flow_box_append (GTK_FLOW_BOX (controls), steps_box);
+
+  self->run_button = gtk_button_new_with_mnemonic (_("_Run Scaling"));
+  gtk_actionable_set_action_name (GTK_ACTIONABLE (self->run_button), "win.scaling-run");
+  gtk_widget_set_tooltip_text (self->run_button,
+                               _("Trains on 1, 2, … of the chosen devices in turn and measures each"));
+  gtk_widget_add_css_class (self->run_button, "suggested-action");
+  gtk_box_append (GTK_BOX (buttons), self->run_button);
+  self->cancel_button = gtk_button_new_with_mnemonic (_("_Cancel"));
+  gtk_actionable_set_action_name (GTK_ACTIONABLE (self->cancel_button), "win.scaling-cancel");
+  gtk_box_append (GTK_BOX (buttons), self->cancel_button);
+  export_csv = gtk_button_new_from_icon_name ("x-office-spreadsheet-symbolic");
+  gtk_actionable_set_detailed_action_name (GTK_ACTIONABLE (export_csv), "win.scaling-export::csv");
+  gtk_widget_set_tooltip_text (export_csv, _("Export the points as CSV"));
+  gtk_accessible_update_property (GTK_ACCESSIBLE (export_csv), GTK_ACCESSIBLE_PROPERTY_LABEL,
+                                  _("Export the points as CSV"), -1);
+  gtk_box_append (GTK_BOX (buttons), export_csv);
+  export_svg = gtk_button_new_from_icon_name ("image-x-generic-symbolic");
+  gtk_actionable_set_detailed_action_name (GTK_ACTIONABLE (export_svg), "win.scaling-export::svg");
+  gtk_widget_set_tooltip_text (export_svg, _("Export the chart as SVG"));
+  gtk_accessible_update_property (GTK_ACCESSIBLE (export_svg), GTK_ACCESSIBLE_PROPERTY_LABEL,
+                                  _("Export the chart as SVG"), -1);
+  gtk_box_append (GTK_BOX (buttons), export_svg);
+  gtk_flow_box_append (GTK_FLOW_BOX (controls), buttons);
+  gtk_box_append (GTK_BOX (box), controls);
+
+  self->status_label = gtk_label_new (_("Runs the chosen configuration on 1, 2, … of its devices and plots the speed-up."));
+  gtk_label_set_wrap (GTK_LABEL (self->status_label), TRUE);
+  gtk_label_set_xalign (GTK_LABEL (self->status_label), 0);
+  gtk_box_append (GTK_BOX (box), self->status_label);
+
+  self->chart = tdm_scaling_chart_new ();
+  gtk_widget_set_size_request (self->chart, 240, 280);
+  gtk_widget_set_vexpand (self->chart, TRUE);
+  gtk_accessible_update_property (GTK_ACCESSIBLE (self->chart), GTK_ACCESSIBLE_PROPERTY_LABEL,
+                                  _("Speed-up against the number of devices"), -1);
+  gtk_box_append (GTK_BOX (box), self->chart);
+
+  self->table = gtk_grid_new ();
+  gtk_grid_set_column_spacing (GTK_GRID (self->table), 18);
+  gtk_grid_set_row_spacing (GTK_GRID (self->table), 6);
+  table_scroller = gtk_scrolled_window_new ();
+  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (table_scroller),
+                                  GTK_POLICY_AUTOMATIC, GTK_POLICY_NEVER);
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (table_scroller), self->table);
+  gtk_box_append (GTK_BOX (box), table_scroller);
+  tdm_scaling_page_fill_table (self);
+
+  self->scroller = gtk_scrolled_window_new ();
+  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (self->scroller),
+                                  GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (self->scroller), box);
+  gtk_widget_set_parent (self->scroller, GTK_WIDGET (self));
+}
+
+GtkWidget *
+tdm_scaling_page_new (void)
+{
+  return g_object_new (TDM_TYPE_SCALING_PAGE, NULL);
+}

@@ -1,0 +1,60 @@
+/* tdm-scaling-page.h: the window's "Scaling" page: a scaling run and its chart.
+ *
+ * A scaling run trains the configuration on its first 1, 2, … N devices (strong:
+ * the same global batch at every N; weak: the same batch per device) for a few
+ * hundred steps each, through the engine's driver (tdm-scaling.h) on a worker
+ * thread, and plots each point as it arrives: samples/s, speed-up and efficiency
+ * against the ideal line, each point's compute / communication / wait. It can be
+ * cancelled, is kept in the run history's folder as CSV when it completes, and
+ * exports as CSV and SVG. The page does not decide the devices: the window hands it
+ * the configuration from the run form.
+ */
+
+#pragma once
+
+#include <gtk/gtk.h>
+
+#include "tdm-config.h"
+#include "tdm-scaling.h"
+
+G_BEGIN_DECLS
+
+#define TDM_TYPE_SCALING_PAGE (tdm_scaling_page_get_type ())
+
+G_DECLARE_FINAL_TYPE (TdmScalingPage, tdm_scaling_page, TDM, SCALING_PAGE, GtkWidget)
+
+GtkWidget     *tdm_scaling_page_new          (void);
+
+/* Starts a scaling run of `config` over 1 … its device count with the page's mode
+ * and steps; FALSE with the error (one device only, a run already going). The
+ * property "running" follows it; "finished" is emitted with the error (NULL when
+ * it completed, TDM_ENGINE_ERROR_CANCELLED when cancelled). */
+gboolean       tdm_scaling_page_start        (TdmScalingPage   *self,
+                                              const TdmConfig  *config,
+                                              GError          **error);
+void           tdm_scaling_page_cancel       (TdmScalingPage   *self);
+gboolean       tdm_scaling_page_get_running  (TdmScalingPage   *self);
+
+void           tdm_scaling_page_set_mode     (TdmScalingPage   *self,
+                                              TdmScalingMode    mode);
+TdmScalingMode tdm_scaling_page_get_mode     (TdmScalingPage   *self);
+void           tdm_scaling_page_set_steps    (TdmScalingPage   *self,
+                                              long              steps);
+long           tdm_scaling_page_get_steps    (TdmScalingPage   *self);
+
+GtkWidget     *tdm_scaling_page_get_chart    (TdmScalingPage   *self);
+/* Where the last completed run was kept, or NULL. */
+const char    *tdm_scaling_page_get_saved_path (TdmScalingPage *self);
+
+/* The points so far, one line each, with a header; written atomically. */
+gboolean       tdm_scaling_page_write_csv    (TdmScalingPage   *self,
+                                              const char       *path,
+                                              GError          **error);
+/* The chart as an SVG image of width × height points. */
+gboolean       tdm_scaling_page_write_svg    (TdmScalingPage   *self,
+                                              const char       *path,
+                                              double            width,
+                                              double            height,
+                                              GError          **error);
+
+G_END_DECLS

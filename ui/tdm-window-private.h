@@ -1,0 +1,115 @@
+/* tdm-window-private.h: TdmWindow's fields and the helpers its two source files share.
+ *
+ * tdm-window.c holds the run's life cycle, errors, files and the GObject; the
+ * classroom side (memory estimate, pace, presentation mode, the scaling run, the
+ * pages) is tdm-window-classroom.c. Nothing outside ui/tdm-window*.c includes this.
+ */
+
+#pragma once
+
+#include <adwaita.h>
+
+#include "tdm-classify-view.h"
+#include "tdm-dashboard.h"
+#include "tdm-devices-page.h"
+#include "tdm-predictions-page.h"
+#include "tdm-run.h"
+#include "tdm-run-form.h"
+#include "tdm-scaling-page.h"
+#include "tdm-window.h"
+
+G_BEGIN_DECLS
+
+struct _TdmWindow
+{
+  AdwApplicationWindow  parent_instance;
+
+  /* Template children. */
+  GtkButton            *sidebar_button;
+  GtkButton            *start_button;
+  GtkButton            *start_icon_button;
+  GtkMenuButton        *primary_menu_button;
+  GtkLabel             *start_label;
+  GtkButton            *pause_button;
+  GtkButton            *stop_button;
+  AdwViewSwitcherTitle *window_title;
+  AdwToastOverlay      *toast_overlay;
+  AdwFlap              *flap;
+  GtkRevealer          *error_revealer;
+  GtkLabel             *error_label;
+  TdmRunForm           *sidebar;
+  AdwViewStack         *view_stack;
+  AdwViewSwitcherBar   *switcher_bar;
+  TdmDashboard         *dashboard;
+  TdmDevicesPage       *devices_page;
+  TdmPredictionsPage   *predictions_page;
+  TdmScalingPage       *scaling_page;
+  GtkBox               *history_slot;
+  GtkRevealer          *pace_revealer;
+  GtkSpinButton        *pace_spin;
+  GtkButton            *step_button;
+
+  gboolean              presentation;
+  int                   grid_columns;       /* the chart grid's, outside presentation */
+
+  GSettings            *settings;
+
+  TdmRun               *run;
+  gboolean              run_failed;         /* an error was shown for this run */
+  gboolean              run_stopped;
+
+  GtkNativeDialog      *chooser;
+
+  gboolean              can_start;
+  long                  max_steps;          /* for benchmarks: 0 runs every epoch */
+
+  GtkWindow            *classify_window;    /* made on first use */
+  TdmClassifyView      *classify_view;
+};
+
+/* tdm-window.c */
+void            tdm_window_update_state     (TdmWindow            *self);
+void            tdm_window_show_error       (TdmWindow            *self,
+                                             const char           *headline,
+                                             const char           *detail);
+GtkFileChooser *tdm_window_new_chooser      (TdmWindow            *self,
+                                             const char           *title,
+                                             GtkFileChooserAction  action,
+                                             const char           *accept_label);
+void            tdm_window_add_filter       (GtkFileChooser       *chooser,
+                                             const char           *name,
+                                             const char           *mime_type,
+                                             const char           *pattern);
+void            tdm_window_export_chosen    (TdmWindow            *self,
+                                             int                   response,
+                                             GtkNativeDialog      *dialog);
+
+/* tdm-window-classroom.c: handlers the class installs, and what init connects. */
+void            tdm_window_update_estimate  (TdmWindow            *self);
+void            tdm_window_pace_changed     (TdmWindow            *self);
+void            tdm_window_single_step      (GtkWidget            *widget,
+                                             const char           *action_name,
+                                             GVariant             *parameter);
+void            tdm_window_show_pace        (GtkWidget            *widget,
+                                             const char           *action_name,
+                                             GVariant             *parameter);
+void            tdm_window_toggle_presentation (GtkWidget         *widget,
+                                                const char        *action_name,
+                                                GVariant          *parameter);
+void            tdm_window_leave_presentation (GtkWidget          *widget,
+                                               const char         *action_name,
+                                               GVariant           *parameter);
+void            tdm_window_scaling_run      (GtkWidget            *widget,
+                                             const char           *action_name,
+                                             GVariant             *parameter);
+void            tdm_window_scaling_cancel   (GtkWidget            *widget,
+                                             const char           *action_name,
+                                             GVariant             *parameter);
+void            tdm_window_scaling_export   (GtkWidget            *widget,
+                                             const char           *action_name,
+                                             GVariant             *parameter);
+void            tdm_window_scaling_finished (TdmWindow            *self,
+                                             const GError         *error,
+                                             TdmScalingPage       *page);
+
+G_END_DECLS
