@@ -12,8 +12,6 @@
 #include <gdk-pixbuf/gdk-pixbuf.h>
 #include <glib/gi18n.h>
 
-#define CAPTION_PX   11.0
-#define CAPTION_LINE 15.0
 
 static gboolean
 check_cairo (cairo_status_t   status,
@@ -125,41 +123,6 @@ tdm_chart_export_png (TdmChart            *self,
   return g_file_set_contents (path, data, (gssize) size, error);
 }
 
-/* The caption in lines that fit `width`, broken between its " · " parts. */
-static GPtrArray *
-caption_lines (cairo_t    *cr,
-               const char *caption,
-               double      width)
-{
-  g_autoptr(PangoLayout) layout = pango_cairo_create_layout (cr);
-  g_autoptr(PangoFontDescription) font = pango_font_description_from_string ("sans-serif");
-  g_auto(GStrv) parts = g_strsplit (caption, " · ", -1);
-  GPtrArray *lines = g_ptr_array_new_with_free_func (g_free);
-  GString *line = g_string_new (NULL);
-
-  pango_font_description_set_absolute_size (font, CAPTION_PX * PANGO_SCALE);
-  pango_layout_set_font_description (layout, font);
-  for (guint i = 0; parts[i] != NULL; i++)
-    {
-      g_autofree char *longer = line->len ? g_strconcat (line->str, " · ", parts[i], NULL)
-                                          : g_strdup (parts[i]);
-      int w, h;
-
-      pango_layout_set_text (layout, longer, -1);
-      pango_layout_get_pixel_size (layout, &w, &h);
-      if (w > width && line->len > 0)
-        {
-          g_ptr_array_add (lines, g_strdup (line->str));
-          g_string_assign (line, parts[i]);
-        }
-      else
-        g_string_assign (line, longer);
-    }
-  g_ptr_array_add (lines, g_string_free (line, FALSE));
-
-  return lines;
-}
-
 char *
 tdm_chart_to_svg (TdmChart            *self,
                   int                  width,
@@ -186,13 +149,14 @@ tdm_chart_to_svg (TdmChart            *self,
     {
       g_autofree char *caption = tdm_export_info_to_caption (info);
 
-      lines = caption_lines (cr, caption, width - 2 * PAD);
-      chart_height = MAX (height / 2, height - (int) ceil (lines->len * CAPTION_LINE + 6));
+      lines = tdm_chart_svg_caption_lines (cr, caption, width - 2 * PAD);
+      chart_height = MAX (height / 2, height - (int) ceil (lines->len * TDM_CHART_SVG_CAPTION_LINE + 6));
     }
   tdm_chart_render (self, cr, width, chart_height);
   for (guint i = 0; lines != NULL && i < lines->len; i++)
     tdm_chart_svg_caption (svg, lines->pdata[i], PAD,
-                           chart_height + CAPTION_PX + 2 + i * CAPTION_LINE, CAPTION_PX);
+                           chart_height + TDM_CHART_SVG_CAPTION_PX + 2 + i * TDM_CHART_SVG_CAPTION_LINE,
+                           TDM_CHART_SVG_CAPTION_PX);
   doc = tdm_chart_svg_finish (svg, self->title, info);
   cairo_destroy (cr);
   cairo_surface_destroy (surface);

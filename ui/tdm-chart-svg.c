@@ -414,6 +414,41 @@ tdm_chart_svg_caption (TdmChartSvg *svg,
   g_string_append (svg->body, "</text>\n");
 }
 
+/* The caption in lines that fit `width`, broken between its " · " parts. */
+GPtrArray *
+tdm_chart_svg_caption_lines (cairo_t    *cr,
+                             const char *caption,
+                             double      width)
+{
+  g_autoptr(PangoLayout) layout = pango_cairo_create_layout (cr);
+  g_autoptr(PangoFontDescription) font = pango_font_description_from_string ("sans-serif");
+  g_auto(GStrv) parts = g_strsplit (caption, " · ", -1);
+  GPtrArray *lines = g_ptr_array_new_with_free_func (g_free);
+  GString *line = g_string_new (NULL);
+
+  pango_font_description_set_absolute_size (font, TDM_CHART_SVG_CAPTION_PX * PANGO_SCALE);
+  pango_layout_set_font_description (layout, font);
+  for (guint i = 0; parts[i] != NULL; i++)
+    {
+      g_autofree char *longer = line->len ? g_strconcat (line->str, " · ", parts[i], NULL)
+                                          : g_strdup (parts[i]);
+      int w, h;
+
+      pango_layout_set_text (layout, longer, -1);
+      pango_layout_get_pixel_size (layout, &w, &h);
+      if (w > width && line->len > 0)
+        {
+          g_ptr_array_add (lines, g_strdup (line->str));
+          g_string_assign (line, parts[i]);
+        }
+      else
+        g_string_assign (line, longer);
+    }
+  g_ptr_array_add (lines, g_string_free (line, FALSE));
+
+  return lines;
+}
+
 char *
 tdm_chart_svg_finish (TdmChartSvg         *svg,
                       const char          *title,
@@ -516,4 +551,53 @@ tdm_chart_show_layout (cairo_t     *cr,
       return;
     }
   write_text (svg, cr, layout, anchor);
+}
+
+void
+tdm_chart_show_text (cairo_t    *cr,
+                     const char *utf8)
+{
+  TdmChartSvg *svg = attached (cr);
+  cairo_font_face_t *face;
+  cairo_matrix_t font;
+  cairo_text_extents_t extents;
+  double x, y;
+  GString *out;
+
+  if (svg == NULL)
+    {
+      cairo_show_text (cr, utf8);
+      return;
+    }
+  if (utf8 == NULL || *utf8 == '\0' || !cairo_has_current_point (cr))
+    return;
+
+  out = svg->body;
+  face = cairo_get_font_face (cr);
+  cairo_get_font_matrix (cr, &font);
+  cairo_get_current_point (cr, &x, &y);
+  follow_clip (svg, cr);
+  g_string_append (out, "<text");
+  put_attr_number (out, "x", x);
+  put_attr_number (out, "y", y);
+  put_transform (out, cr);
+  g_string_append (out, " font-family=\"");
+  if (cairo_font_face_get_type (face) == CAIRO_FONT_TYPE_TOY)
+    {
+      put_escaped (out, cairo_toy_font_face_get_family (face));
+      g_string_append (out, ", ");
+    }
+  g_string_append (out, "sans-serif\"");
+  put_attr_number (out, "font-size", font.yy);
+  if (cairo_font_face_get_type (face) == CAIRO_FONT_TYPE_TOY
+      && cairo_toy_font_face_get_weight (face) == CAIRO_FONT_WEIGHT_BOLD)
+    g_string_append (out, " font-weight=\"bold\"");
+  put_paint (out, cr, "fill");
+  g_string_append_c (out, '>');
+  put_escaped (out, utf8);
+  g_string_append (out, "</text>\n");
+
+  /* Where cairo_show_text() leaves the current point. */
+  cairo_text_extents (cr, utf8, &extents);
+  cairo_move_to (cr, x + extents.x_advance, y + extents.y_advance);
 }

@@ -8,7 +8,8 @@
  * areas, grid and swatches, <text> for titles, tick labels and the legend), from the
  * very path, colour, clip and position the frame would have drawn. It is not a
  * general cairo-to-SVG converter: paint, masks, gradients and images are not
- * written (the chart uses none of them).
+ * written (the charts use none of them). TdmScalingChart draws through the same
+ * hooks, so its export is written the same way.
  */
 
 #pragma once
@@ -26,6 +27,14 @@ typedef struct _TdmChartSvg TdmChartSvg;
 TdmChartSvg *tdm_chart_svg_new     (cairo_t             *cr,
                                     int                  width,
                                     int                  height);
+#define TDM_CHART_SVG_CAPTION_PX   11.0
+#define TDM_CHART_SVG_CAPTION_LINE 15.0
+
+/* A caption (parts joined by " · ") in lines that fit `width` at the caption's size,
+ * broken between parts; measured on `cr`. Free with g_ptr_array_unref(). */
+GPtrArray   *tdm_chart_svg_caption_lines (cairo_t     *cr,
+                                          const char  *caption,
+                                          double       width);
 /* A line of text below everything drawn, baseline at y (the figure's caption). */
 void         tdm_chart_svg_caption (TdmChartSvg         *svg,
                                     const char          *text,
@@ -47,6 +56,10 @@ void         tdm_chart_fill        (cairo_t             *cr);
 void         tdm_chart_show_layout (cairo_t             *cr,
                                     PangoLayout         *layout,
                                     double               anchor);
+/* As cairo_show_text(), for drawings that use cairo's own text (the scaling chart):
+ * a <text> at the current point's baseline in the context's font. */
+void         tdm_chart_show_text   (cairo_t             *cr,
+                                    const char          *utf8);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmChartSvg, tdm_chart_svg_free)
 
