@@ -267,6 +267,9 @@ epochs = [e for e in events if e["type"] == "epoch"]
 assert phases and len(phases[0]["devices"]) == 2, "phases"
 names = {span["phase"] for device in phases[0]["devices"] for span in device}
 assert {"forward", "backward", "all-reduce", "update"} <= names, names
+started = next(e for e in events if e["type"] == "started")
+gradient = 4 * started["parameters"]
+assert phases[0]["bytes"] == [{"sent": gradient, "received": gradient}] * 2, phases[0]["bytes"]
 assert batches and [d["size"] for d in batches[0]["devices"]] == [100, 100], "batch"
 assert len(predictions) == 1, "one evaluation, one predictions event"
 p = predictions[0]
