@@ -28,15 +28,27 @@
 /* The finish: 32 channels × 32 group lanes a block. */
 #define BN_FINISH_LANES 32
 
-enum { SUM_X = 0, SUM_SQDEV = 1, SUM_BACKWARD = 2 };
+enum { SUM_X = 0, SUM_SQDEV = 1, SUM_BACKWARD = 2, SUM_BACKWARD_RELU = 3 };
+
+/* The training forward's output before its ReLU, x · (invstd·γ) + (β − mean·invstd·γ):
+ * one function for bn_forward and for the backward's recomputed ReLU mask, so that
+ * both compile to the same operations and the mask is the forward's, bit for bit. */
+__device__ inline float
+bn_train_value(float x, int ch, const float *mean, const float *invstd, const float *gamma,
+               const float *beta)
+{
+  float scale = invstd[ch] * gamma[ch];
+  float shift = beta[ch] - mean[ch] * scale;
+  return x * scale + shift;
+}
 
 /* partials[(group · 2 + which) · channels + ch]: which 0 holds Σx, Σ(x − mean)² or
  * Σdy·xhat, which 1 holds Σdy (backward only). */
 template <int MODE>
 __global__ void
 bn_partial_kernel(double *partials, const float *x, const float *dy, const float *center_sum,
-                  float inv_count, const float *mean, const float *invstd, int rows,
-                  int channels)
+                  float inv_count, const float *mean, const float *invstd,
+                  const float *gamma, const float *beta, int rows, int channels)
 {
   __shared__ double s0[BN_LANES][32];
   __shared__ double s1[BN_LANES][32];
@@ -46,7 +58,7 @@ bn_partial_kernel(double *partials, const float *x, const float *dy, const float
     float m = 0.0f, is = 0.0f;
     if (MODE == SUM_SQDEV)
       m = center_sum[ch] * inv_count;
-    if (MODE == SUM_BACKWARD) {
+    if (MODE >= SUM_BACKWARD) {
       m = mean[ch];
       is = invstd[ch];
     }
@@ -61,6 +73,8 @@ bn_partial_kernel(double *partials, const float *x, const float *dy, const float
         a0 += d * d;
       } else {
         float g = dy[(size_t)r * channels + ch];
+        if (MODE == SUM_BACKWARD_RELU && !(bn_train_value(v, ch, mean, invstd, gamma, beta) > 0.0f))
+          g = 0.0f;
         float xhat = (v - m) * is;
         a0 += (double)g * xhat;
         a1 += g;
@@ -116,8 +130,9 @@ bn_finish_kernel(float *out0, float *out1, const double *partials, int groups, i
 template <int MODE>
 static cudaError_t
 bn_reduce(float *out0, float *out1, const float *x, const float *dy, const float *center_sum,
-          float inv_count, const float *mean, const float *invstd, int rows, int channels,
-          double *partials, size_t partials_count, cudaStream_t stream)
+          float inv_count, const float *mean, const float *invstd, const float *gamma,
+          const float *beta, int rows, int channels, double *partials,
+          size_t partials_count, cudaStream_t stream)
 {
   if (channels <= 0)
     return cudaSuccess;
@@ -138,7 +153,7 @@ bn_reduce(float *out0, float *out1, const float *x, const float *dy, const float
     groups = 1;
   dim3 grid((unsigned)groups, (unsigned)tiles);
   bn_partial_kernel<MODE><<<grid, dim3(32, BN_LANES), 0, stream>>>(
-      partials, x, dy, center_sum, inv_count, mean, invstd, rows, channels);
+      partials, x, dy, center_sum, inv_count, mean, invstd, gamma, beta, rows, channels);
   bn_finish_kernel<<<(unsigned)tiles, dim3(32, BN_FINISH_LANES), 0, stream>>>(
       out0, out1, partials, (int)groups, channels);
   return tdm_k_launched();
@@ -149,19 +164,24 @@ tdm_k_bn_sums(float *sums, const float *x, const float *center_sum, float inv_co
               int channels, double *partials, size_t partials_count, cudaStream_t stream)
 {
   if (center_sum == NULL)
-    return bn_reduce<SUM_X>(sums, NULL, x, NULL, NULL, 0.0f, NULL, NULL, rows, channels,
-                            partials, partials_count, stream);
-  return bn_reduce<SUM_SQDEV>(sums, NULL, x, NULL, center_sum, inv_count, NULL, NULL, rows,
-                              channels, partials, partials_count, stream);
+    return bn_reduce<SUM_X>(sums, NULL, x, NULL, NULL, 0.0f, NULL, NULL, NULL, NULL, rows,
+                            channels, partials, partials_count, stream);
+  return bn_reduce<SUM_SQDEV>(sums, NULL, x, NULL, center_sum, inv_count, NULL, NULL, NULL,
+                              NULL, rows, channels, partials, partials_count, stream);
 }
 
 extern "C" cudaError_t
 tdm_k_bn_backward_sums(float *dgamma, float *dbeta, const float *dy, const float *x,
-                       const float *mean, const float *invstd, int rows, int channels,
+                       const float *mean, const float *invstd, const float *gamma,
+                       const float *beta, bool relu, int rows, int channels,
                        double *partials, size_t partials_count, cudaStream_t stream)
 {
-  return bn_reduce<SUM_BACKWARD>(dgamma, dbeta, x, dy, NULL, 0.0f, mean, invstd, rows,
-                                 channels, partials, partials_count, stream);
+  if (relu)
+    return bn_reduce<SUM_BACKWARD_RELU>(dgamma, dbeta, x, dy, NULL, 0.0f, mean, invstd, gamma,
+                                        beta, rows, channels, partials, partials_count,
+                                        stream);
+  return bn_reduce<SUM_BACKWARD>(dgamma, dbeta, x, dy, NULL, 0.0f, mean, invstd, gamma, beta,
+                                 rows, channels, partials, partials_count, stream);
 }
 
 __global__ void
@@ -207,9 +227,14 @@ __device__ inline float
 bn_forward_one(float x, int ch, const float *mean, const float *spread, const float *gamma,
                const float *beta, float eps, bool use_relu)
 {
-  float scale = EVAL ? gamma[ch] / sqrtf(spread[ch] + eps) : spread[ch] * gamma[ch];
-  float shift = beta[ch] - mean[ch] * scale;
-  float v = x * scale + shift;
+  float v;
+  if (EVAL) {
+    float scale = gamma[ch] / sqrtf(spread[ch] + eps);
+    float shift = beta[ch] - mean[ch] * scale;
+    v = x * scale + shift;
+  } else {
+    v = bn_train_value(x, ch, mean, spread, gamma, beta);
+  }
   return use_relu && v < 0.0f ? 0.0f : v;
 }
 
@@ -281,49 +306,55 @@ tdm_k_bn_forward_eval(float *y, const float *x, const float *running_mean,
 }
 
 /* dx = k·dy + a·x + c per channel, the CPU reference's expansion of
- * γ·invstd·(dy − Σdβ/M − xhat·Σdγ/M); V and I as in the forward. */
+ * γ·invstd·(dy − Σdβ/M − xhat·Σdγ/M), dy taken as 0 where a fused ReLU (RELU)
+ * stopped the forward's value; V and I as in the forward. */
+template <bool RELU>
 __device__ inline float
 bn_backward_one(float dy, float x, int ch, const float *mean, const float *invstd,
-                const float *gamma, const float *sum_dgamma, const float *sum_dbeta,
-                float inv_count)
+                const float *gamma, const float *beta, const float *sum_dgamma,
+                const float *sum_dbeta, float inv_count)
 {
+  if (RELU && !(bn_train_value(x, ch, mean, invstd, gamma, beta) > 0.0f))
+    dy = 0.0f;
   float k = gamma[ch] * invstd[ch];
   float a = -k * invstd[ch] * sum_dgamma[ch] * inv_count;
   float c = -k * sum_dbeta[ch] * inv_count - a * mean[ch];
   return k * dy + a * x + c;
 }
 
-template <int V, typename I>
+template <bool RELU, int V, typename I>
 __global__ void
 bn_backward_dx_kernel(float *dx, const float *dy, const float *x, const float *mean,
-                      const float *invstd, const float *gamma, const float *sum_dgamma,
-                      const float *sum_dbeta, float inv_count, I total, I channels)
+                      const float *invstd, const float *gamma, const float *beta,
+                      const float *sum_dgamma, const float *sum_dbeta, float inv_count,
+                      I total, I channels)
 {
   I stride = (I)gridDim.x * blockDim.x;
   for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total / V; i += stride) {
     int ch = (int)((i * V) % channels);
     if (V == 4) {
       float4 g = ((const float4 *)dy)[i], v = ((const float4 *)x)[i];
-      g.x = bn_backward_one(g.x, v.x, ch, mean, invstd, gamma, sum_dgamma, sum_dbeta, inv_count);
-      g.y = bn_backward_one(g.y, v.y, ch + 1, mean, invstd, gamma, sum_dgamma, sum_dbeta,
-                            inv_count);
-      g.z = bn_backward_one(g.z, v.z, ch + 2, mean, invstd, gamma, sum_dgamma, sum_dbeta,
-                            inv_count);
-      g.w = bn_backward_one(g.w, v.w, ch + 3, mean, invstd, gamma, sum_dgamma, sum_dbeta,
-                            inv_count);
+      g.x = bn_backward_one<RELU>(g.x, v.x, ch, mean, invstd, gamma, beta, sum_dgamma, sum_dbeta,
+                                  inv_count);
+      g.y = bn_backward_one<RELU>(g.y, v.y, ch + 1, mean, invstd, gamma, beta, sum_dgamma,
+                                  sum_dbeta, inv_count);
+      g.z = bn_backward_one<RELU>(g.z, v.z, ch + 2, mean, invstd, gamma, beta, sum_dgamma,
+                                  sum_dbeta, inv_count);
+      g.w = bn_backward_one<RELU>(g.w, v.w, ch + 3, mean, invstd, gamma, beta, sum_dgamma,
+                                  sum_dbeta, inv_count);
       ((float4 *)dx)[i] = g;
     } else {
-      dx[i] = bn_backward_one(dy[i], x[i], ch, mean, invstd, gamma, sum_dgamma, sum_dbeta,
-                              inv_count);
+      dx[i] = bn_backward_one<RELU>(dy[i], x[i], ch, mean, invstd, gamma, beta, sum_dgamma,
+                                    sum_dbeta, inv_count);
     }
   }
 }
 
 extern "C" cudaError_t
 tdm_k_bn_backward_dx(float *dx, const float *dy, const float *x, const float *mean,
-                     const float *invstd, const float *gamma, const float *sum_dgamma,
-                     const float *sum_dbeta, float inv_count, int rows, int channels,
-                     cudaStream_t stream)
+                     const float *invstd, const float *gamma, const float *beta, bool relu,
+                     const float *sum_dgamma, const float *sum_dbeta, float inv_count,
+                     int rows, int channels, cudaStream_t stream)
 {
   size_t total = (size_t)(rows > 0 ? rows : 0) * (channels > 0 ? channels : 0);
   if (total == 0)
@@ -332,18 +363,26 @@ tdm_k_bn_backward_dx(float *dx, const float *dy, const float *x, const float *me
              tdm_k_aligned16(x);
   bool narrow = total < ((size_t)1 << 31);
   unsigned blocks = tdm_k_blocks(vec ? total / 4 : total, TDM_K_THREADS);
-#define BN_BACKWARD(V, I)                                                                  \
-  bn_backward_dx_kernel<V, I><<<blocks, TDM_K_THREADS, 0, stream>>>(                       \
-      dx, dy, x, mean, invstd, gamma, sum_dgamma, sum_dbeta, inv_count, (I)total,          \
+#define BN_BACKWARD(R, V, I)                                                               \
+  bn_backward_dx_kernel<R, V, I><<<blocks, TDM_K_THREADS, 0, stream>>>(                    \
+      dx, dy, x, mean, invstd, gamma, beta, sum_dgamma, sum_dbeta, inv_count, (I)total,    \
       (I)channels)
-  if (vec && narrow)
-    BN_BACKWARD(4, uint32_t);
+  if (relu && vec && narrow)
+    BN_BACKWARD(true, 4, uint32_t);
+  else if (relu && vec)
+    BN_BACKWARD(true, 4, size_t);
+  else if (relu && narrow)
+    BN_BACKWARD(true, 1, uint32_t);
+  else if (relu)
+    BN_BACKWARD(true, 1, size_t);
+  else if (vec && narrow)
+    BN_BACKWARD(false, 4, uint32_t);
   else if (vec)
-    BN_BACKWARD(4, size_t);
+    BN_BACKWARD(false, 4, size_t);
   else if (narrow)
-    BN_BACKWARD(1, uint32_t);
+    BN_BACKWARD(false, 1, uint32_t);
   else
-    BN_BACKWARD(1, size_t);
+    BN_BACKWARD(false, 1, size_t);
 #undef BN_BACKWARD
   return tdm_k_launched();
 }

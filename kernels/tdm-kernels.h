@@ -112,13 +112,16 @@ cudaError_t tdm_k_bn_forward_eval(float *y, const float *x, const float *running
                                   const float *running_var, const float *gamma,
                                   const float *beta, float eps, int rows, int channels,
                                   bool relu, cudaStream_t stream);
+/* The backward's two steps; with relu, dy counts as 0 where the forward's fused ReLU
+ * stopped the value (recomputed from x, gamma and beta as the forward computed it). */
 cudaError_t tdm_k_bn_backward_sums(float *dgamma, float *dbeta, const float *dy,
                                    const float *x, const float *mean, const float *invstd,
+                                   const float *gamma, const float *beta, bool relu,
                                    int rows, int channels, double *partials,
                                    size_t partials_count, cudaStream_t stream);
 cudaError_t tdm_k_bn_backward_dx(float *dx, const float *dy, const float *x, const float *mean,
-                                 const float *invstd, const float *gamma,
-                                 const float *sum_dgamma, const float *sum_dbeta,
+                                 const float *invstd, const float *gamma, const float *beta,
+                                 bool relu, const float *sum_dgamma, const float *sum_dbeta,
                                  float inv_count, int rows, int channels,
                                  cudaStream_t stream);
 cudaError_t tdm_k_avgpool_forward(float *y, const float *x, int n, int h, int w, int c, int k,

@@ -332,6 +332,49 @@ test_bn_statistics_match_pytorch_rule(void)
   tdm_backend_free(b);
 }
 
+/* BN's backward with a fused ReLU recomputes the ReLU's mask from x (no pass over y):
+ * the same bits as relu_backward on the forward's output followed by the plain
+ * backward, over values where the ReLU stops a quarter to three quarters of them. */
+static void
+test_bn_backward_relu_mask(void)
+{
+  g_autoptr(GError) error = NULL;
+  TdmBackend *b = tdm_backend_cpu_new(&error);
+  enum { ROWS = 37, CH = 5 };
+  float x[ROWS * CH], dy[ROWS * CH], y[ROWS * CH], masked[ROWS * CH];
+  float sum[CH], sq[CH], saved[2 * CH];
+  float gamma[CH] = {1, 2, 0.5f, -1.5f, 1}, beta[CH] = {0, -1, 0.25f, 0.5f, 0};
+  for (int i = 0; i < ROWS * CH; i++) {
+    x[i] = (float)((i * 7) % 13) - 6.0f;
+    dy[i] = (float)((i * 5) % 9) * 0.25f - 1.0f;
+  }
+  b->ops->bn_sums(b, sum, x, NULL, 0.0f, ROWS, CH);
+  b->ops->bn_sums(b, sq, x, sum, 1.0f / ROWS, ROWS, CH);
+  b->ops->bn_stats(b, saved, sum, sq, CH, ROWS, TDM_BN_EPS, TDM_BN_MOMENTUM, NULL, NULL);
+  b->ops->bn_forward(b, y, x, saved, saved + CH, gamma, beta, ROWS, CH, true);
+  int stopped = 0;
+  for (int i = 0; i < ROWS * CH; i++)
+    stopped += y[i] == 0.0f;
+  g_assert_cmpint(stopped, >, ROWS * CH / 4);
+  g_assert_cmpint(stopped, <, ROWS * CH * 3 / 4);
+  b->ops->relu_backward(b, masked, dy, y, ROWS * CH);
+
+  float dg_ref[CH], db_ref[CH], dx_ref[ROWS * CH], dg[CH], db[CH], dx[ROWS * CH];
+  b->ops->bn_backward_sums(b, dg_ref, db_ref, masked, x, saved, saved + CH, gamma, beta, false,
+                           ROWS, CH);
+  b->ops->bn_backward_dx(b, dx_ref, masked, x, saved, saved + CH, gamma, beta, false, dg_ref,
+                         db_ref, 1.0f / ROWS, ROWS, CH);
+  b->ops->bn_backward_sums(b, dg, db, dy, x, saved, saved + CH, gamma, beta, true, ROWS, CH);
+  memcpy(dx, dy, sizeof dx); /* dx == dy, as the engine may call it */
+  b->ops->bn_backward_dx(b, dx, dx, x, saved, saved + CH, gamma, beta, true, dg, db,
+                         1.0f / ROWS, ROWS, CH);
+  g_assert_cmpmem(dg, sizeof dg, dg_ref, sizeof dg_ref);
+  g_assert_cmpmem(db, sizeof db, db_ref, sizeof db_ref);
+  g_assert_cmpmem(dx, sizeof dx, dx_ref, sizeof dx_ref);
+  g_assert_true(tdm_backend_check(b, NULL));
+  tdm_backend_free(b);
+}
+
 /* Checkpoints hold BN's statistics under state_dict names; resuming from one is
  * bit-exact (parameters, velocity, running statistics, augmentation and dropout). */
 static void
@@ -415,6 +458,7 @@ main(int argc, char **argv)
                   test_augmentation_and_dropout_split_free);
   g_test_add_func("/batchnorm/backend-draws-per-sample", test_backend_draws_per_sample);
   g_test_add_func("/batchnorm/statistics-match-pytorch", test_bn_statistics_match_pytorch_rule);
+  g_test_add_func("/batchnorm/backward-relu-mask", test_bn_backward_relu_mask);
   g_test_add_func("/batchnorm/checkpoint-and-resume", test_checkpoint_and_resume);
   return g_test_run();
 }

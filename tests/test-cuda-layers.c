@@ -218,9 +218,15 @@ bn_case(int rows, int channels, bool relu, double tol)
   c->bn_stats(cpu, saved, sum, sq, channels, rows, eps, momentum, rm_ref, rv_ref);
   c->bn_forward(cpu, y_ref, x, saved, saved + channels, gamma, beta, rows, channels, relu);
   c->bn_forward_eval(cpu, ye_ref, x, rm_ref, rv_ref, gamma, beta, eps, rows, channels, relu);
-  c->bn_backward_sums(cpu, dg_ref, db_ref, dy, x, saved, saved + channels, rows, channels);
-  c->bn_backward_dx(cpu, dx_ref, dy, x, saved, saved + channels, gamma, dg_ref, db_ref,
-                    1.0f / rows, rows, channels);
+  /* The reference backward takes the ReLU's mask from y through relu_backward, as the
+   * engine did before the backend recomputed it from x; the GPU's comes from x. */
+  g_autofree float *dy_masked = g_memdup2(dy, n * 4);
+  if (relu)
+    c->relu_backward(cpu, dy_masked, dy, y_ref, n);
+  c->bn_backward_sums(cpu, dg_ref, db_ref, dy_masked, x, saved, saved + channels, gamma, beta,
+                      false, rows, channels);
+  c->bn_backward_dx(cpu, dx_ref, dy_masked, x, saved, saved + channels, gamma, beta, false,
+                    dg_ref, db_ref, 1.0f / rows, rows, channels);
   assert_ok(cpu);
 
   float *dx_in = on(x, n * 4), *dgam = on(gamma, channels * 4), *dbet = on(beta, channels * 4);
@@ -235,11 +241,12 @@ bn_case(int rows, int channels, bool relu, double tol)
   g->bn_stats(gpu, dsaved, dsum, dsq, channels, rows, eps, momentum, drm, drv);
   g->bn_forward(gpu, dyo, dx_in, dsaved, dsaved + channels, dgam, dbet, rows, channels, relu);
   g->bn_forward_eval(gpu, dye, dx_in, drm, drv, dgam, dbet, eps, rows, channels, relu);
-  g->bn_backward_sums(gpu, ddg, ddb, ddy, dx_in, dsaved, dsaved + channels, rows, channels);
+  g->bn_backward_sums(gpu, ddg, ddb, ddy, dx_in, dsaved, dsaved + channels, dgam, dbet, relu,
+                      rows, channels);
   /* dx == dy allowed: write over the gradient itself. */
   gpu->ops->copy(gpu, ddx, ddy, n * 4);
-  g->bn_backward_dx(gpu, ddx, ddx, dx_in, dsaved, dsaved + channels, dgam, ddg, ddb,
-                    1.0f / rows, rows, channels);
+  g->bn_backward_dx(gpu, ddx, ddx, dx_in, dsaved, dsaved + channels, dgam, dbet, relu, ddg,
+                    ddb, 1.0f / rows, rows, channels);
 
   g_autofree char *tag = g_strdup_printf("%d×%d%s", rows, channels, relu ? " relu" : "");
   g_autofree char *w1 = g_strdup_printf("bn_sums %s", tag);

@@ -172,9 +172,21 @@ tdm_cpu_bn_forward_eval(TdmBackend *b, float *y, const float *x, const float *ru
   g_free(scale);
 }
 
+/* Whether the forward's fused ReLU let x's value through: its output, computed as
+ * bn_forward does (the same float operations in the same order, so the same bits),
+ * is positive. The backward recomputes this from x instead of reading y. */
+static inline bool
+bn_relu_passes(float x, float mean, float invstd, float gamma, float beta)
+{
+  const float scale = invstd * gamma;
+  const float shift = beta - mean * scale;
+  return x * scale + shift > 0.0f;
+}
+
 void
 tdm_cpu_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
-                         const float *x, const float *mean, const float *invstd, int rows,
+                         const float *x, const float *mean, const float *invstd,
+                         const float *gamma, const float *beta, bool relu, int rows,
                          int channels)
 {
   if (!tdm_cpu_begin(b) || !bn_shape_ok(b, "bn_backward_sums", rows, channels))
@@ -184,9 +196,12 @@ tdm_cpu_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const float
     const float *restrict xr = x + (size_t)r * channels;
     const float *restrict dr = dy + (size_t)r * channels;
     for (int ch = 0; ch < channels; ch++) {
+      const float g = relu && !bn_relu_passes(xr[ch], mean[ch], invstd[ch], gamma[ch], beta[ch])
+                          ? 0.0f
+                          : dr[ch];
       const float xhat = (xr[ch] - mean[ch]) * invstd[ch];
-      acc[ch] += (double)dr[ch] * xhat;
-      accb[ch] += dr[ch];
+      acc[ch] += (double)g * xhat;
+      accb[ch] += g;
     }
   }
   for (int ch = 0; ch < channels; ch++) {
@@ -199,8 +214,8 @@ tdm_cpu_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const float
 void
 tdm_cpu_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const float *x,
                        const float *mean, const float *invstd, const float *gamma,
-                       const float *sum_dgamma, const float *sum_dbeta, float inv_count,
-                       int rows, int channels)
+                       const float *beta, bool relu, const float *sum_dgamma,
+                       const float *sum_dbeta, float inv_count, int rows, int channels)
 {
   if (!tdm_cpu_begin(b) || !bn_shape_ok(b, "bn_backward_dx", rows, channels))
     return;
@@ -216,8 +231,16 @@ tdm_cpu_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const float *x
     const float *xr = x + (size_t)r * channels;
     const float *dr = dy + (size_t)r * channels;
     float *out = dx + (size_t)r * channels;
-    for (int ch = 0; ch < channels; ch++)
-      out[ch] = k[ch] * dr[ch] + a[ch] * xr[ch] + c[ch];
+    if (!relu) {
+      for (int ch = 0; ch < channels; ch++)
+        out[ch] = k[ch] * dr[ch] + a[ch] * xr[ch] + c[ch];
+      continue;
+    }
+    for (int ch = 0; ch < channels; ch++) {
+      const float g =
+          bn_relu_passes(xr[ch], mean[ch], invstd[ch], gamma[ch], beta[ch]) ? dr[ch] : 0.0f;
+      out[ch] = k[ch] * g + a[ch] * xr[ch] + c[ch];
+    }
   }
   g_free(k);
 }

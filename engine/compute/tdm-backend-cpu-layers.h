@@ -35,11 +35,12 @@ void tdm_cpu_bn_forward_eval (TdmBackend *b, float *y, const float *x,
                               int channels, bool relu);
 void tdm_cpu_bn_backward_sums (TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
                                const float *x, const float *mean, const float *invstd,
-                               int rows, int channels);
+                               const float *gamma, const float *beta, bool relu, int rows,
+                               int channels);
 void tdm_cpu_bn_backward_dx (TdmBackend *b, float *dx, const float *dy, const float *x,
                              const float *mean, const float *invstd, const float *gamma,
-                             const float *sum_dgamma, const float *sum_dbeta,
-                             float inv_count, int rows, int channels);
+                             const float *beta, bool relu, const float *sum_dgamma,
+                             const float *sum_dbeta, float inv_count, int rows, int channels);
 void tdm_cpu_avgpool_forward (TdmBackend *b, float *y, const float *x, int n, int h, int w,
                               int c, int k);
 void tdm_cpu_avgpool_backward (TdmBackend *b, float *dx, const float *dy, int n, int h,

@@ -99,7 +99,8 @@ tdm_cuda_bn_forward_eval(TdmBackend *b, float *y, const float *x, const float *r
 
 void
 tdm_cuda_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
-                          const float *x, const float *mean, const float *invstd, int rows,
+                          const float *x, const float *mean, const float *invstd,
+                          const float *gamma, const float *beta, bool relu, int rows,
                           int channels)
 {
   if (!tdm_cuda_begin(b) || !bn_shape_ok(b, "bn_backward_sums", rows, channels))
@@ -108,19 +109,19 @@ tdm_cuda_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const floa
   double *partials = tdm_backend_cuda_sum_scratch(b, &count);
   REQUIRE(b, 2 * (size_t)channels <= count, "bn_backward_sums: %d channels, at most %zu",
           channels, count / 2);
-  TDM_CUDA_OK(b, tdm_k_bn_backward_sums(dgamma, dbeta, dy, x, mean, invstd, rows, channels,
-                                        partials, count, STREAM(b)));
+  TDM_CUDA_OK(b, tdm_k_bn_backward_sums(dgamma, dbeta, dy, x, mean, invstd, gamma, beta,
+                                        relu, rows, channels, partials, count, STREAM(b)));
 }
 
 void
 tdm_cuda_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const float *x,
                         const float *mean, const float *invstd, const float *gamma,
-                        const float *sum_dgamma, const float *sum_dbeta, float inv_count,
-                        int rows, int channels)
+                        const float *beta, bool relu, const float *sum_dgamma,
+                        const float *sum_dbeta, float inv_count, int rows, int channels)
 {
   if (tdm_cuda_begin(b) && bn_shape_ok(b, "bn_backward_dx", rows, channels))
-    TDM_CUDA_OK(b, tdm_k_bn_backward_dx(dx, dy, x, mean, invstd, gamma, sum_dgamma, sum_dbeta,
-                                        inv_count, rows, channels, STREAM(b)));
+    TDM_CUDA_OK(b, tdm_k_bn_backward_dx(dx, dy, x, mean, invstd, gamma, beta, relu, sum_dgamma,
+                                        sum_dbeta, inv_count, rows, channels, STREAM(b)));
 }
 
 /* Pooling */

@@ -200,20 +200,23 @@ typedef struct {
                            const float *running_mean, const float *running_var,
                            const float *gamma, const float *beta, float eps, int rows,
                            int channels, bool relu);
-  /* Backward, step 1 (a fused ReLU's mask is applied to dy before, by relu_backward):
-   * dbeta[c] = Σ_r dy[r, c], dgamma[c] = Σ_r dy[r, c] · xhat[r, c] with xhat =
-   * (x − mean) · invstd. Written. These are this replica's parameter gradients; when
-   * synchronized the caller all-reduces a copy of them for step 2. */
+  /* Backward, step 1: dbeta[c] = Σ_r g[r, c], dgamma[c] = Σ_r g[r, c] · xhat[r, c]
+   * with xhat = (x − mean) · invstd and g = dy, or with relu (the forward had a fused
+   * ReLU) g = dy where the forward's output x · (invstd·γ) + (β − mean·invstd·γ),
+   * computed as bn_forward computes it, is positive and 0 elsewhere: the ReLU's mask
+   * from x, with no pass of its own. Written. These are this replica's parameter
+   * gradients; when synchronized the caller all-reduces a copy of them for step 2. */
   void (*bn_backward_sums) (TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
                             const float *x, const float *mean, const float *invstd,
-                            int rows, int channels);
-  /* Step 2: dx = gamma · invstd · (dy − sum_dbeta · inv_count − xhat · sum_dgamma ·
-   * inv_count), with the sums over every row of the batch (all replicas when
-   * synchronized) and inv_count = 1 / that row count. dx == dy allowed. */
+                            const float *gamma, const float *beta, bool relu, int rows,
+                            int channels);
+  /* Step 2: dx = gamma · invstd · (g − sum_dbeta · inv_count − xhat · sum_dgamma ·
+   * inv_count), g as in step 1, with the sums over every row of the batch (all
+   * replicas when synchronized) and inv_count = 1 / that row count. dx == dy allowed. */
   void (*bn_backward_dx) (TdmBackend *b, float *dx, const float *dy, const float *x,
                           const float *mean, const float *invstd, const float *gamma,
-                          const float *sum_dgamma, const float *sum_dbeta, float inv_count,
-                          int rows, int channels);
+                          const float *beta, bool relu, const float *sum_dgamma,
+                          const float *sum_dbeta, float inv_count, int rows, int channels);
 
   /* Average pooling, window = stride = k, floor division: y is n×(h/k)×(w/k)×c, each
    * output the mean of its k·k inputs. */
