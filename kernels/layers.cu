@@ -4,15 +4,18 @@
  * average and global pooling forward and backward, and inverted dropout on the
  * counter RNG.
  *
- * Per-channel sums are the only reductions. They run in two deterministic passes in
- * double (each block sums a fixed slice of rows into partials, then one pass adds the
- * partials in order): no atomics, so the same inputs give the same bits, and the
- * precision matches the CPU reference, which also sums in double. Everything else is
+ * Per-channel sums are the only reductions. They run in two deterministic launches in
+ * double (each block sums a fixed slice of rows into partials, then one launch adds
+ * the partials in order): no atomics, so the same inputs give the same bits, and the
+ * precision matches the CPU reference, which also sums in double. The statistics take
+ * one read of x: shifted sums, finished and merged over replicas by
+ * tdm-bn-moments.h's rule, the CPU's. Everything else is
  * one memory-bound elementwise pass. Not here: the convolutions (conv.cu) and the
  * all-reduce of synchronized BN, which the engine does between these launches.
  */
 #include "tdm-kernels.h"
 #include "tdm-counter-rng.h"
+#include "tdm-bn-moments.h"
 #include "common.cuh"
 
 #include <math.h>
@@ -28,7 +31,7 @@
 /* The finish: 32 channels × 32 group lanes a block. */
 #define BN_FINISH_LANES 32
 
-enum { SUM_X = 0, SUM_SQDEV = 1, SUM_BACKWARD = 2, SUM_BACKWARD_RELU = 3 };
+enum { SUM_SHIFTED = 0, SUM_BACKWARD = 2, SUM_BACKWARD_RELU = 3 };
 
 /* The training forward's output before its ReLU, x · (invstd·γ) + (β − mean·invstd·γ):
  * one function for bn_forward and for the backward's recomputed ReLU mask, so that
@@ -42,13 +45,14 @@ bn_train_value(float x, int ch, const float *mean, const float *invstd, const fl
   return x * scale + shift;
 }
 
-/* partials[(group · 2 + which) · channels + ch]: which 0 holds Σx, Σ(x − mean)² or
- * Σdy·xhat, which 1 holds Σdy (backward only). */
+/* partials[(group · 2 + which) · channels + ch]: which 0 holds Σ(x − K) (K = the
+ * channel's first row, tdm-bn-moments.h) or Σdy·xhat, which 1 holds Σ(x − K)² or
+ * Σdy. */
 template <int MODE>
 __global__ void
-bn_partial_kernel(double *partials, const float *x, const float *dy, const float *center_sum,
-                  float inv_count, const float *mean, const float *invstd,
-                  const float *gamma, const float *beta, int rows, int channels)
+bn_partial_kernel(double *partials, const float *x, const float *dy, const float *mean,
+                  const float *invstd, const float *gamma, const float *beta, int rows,
+                  int channels)
 {
   __shared__ double s0[BN_LANES][32];
   __shared__ double s1[BN_LANES][32];
@@ -56,8 +60,9 @@ bn_partial_kernel(double *partials, const float *x, const float *dy, const float
   double a0 = 0.0, a1 = 0.0;
   if (ch < channels) {
     float m = 0.0f, is = 0.0f;
-    if (MODE == SUM_SQDEV)
-      m = center_sum[ch] * inv_count;
+    double shift = 0.0;
+    if (MODE == SUM_SHIFTED)
+      shift = x[ch];
     if (MODE >= SUM_BACKWARD) {
       m = mean[ch];
       is = invstd[ch];
@@ -66,11 +71,10 @@ bn_partial_kernel(double *partials, const float *x, const float *dy, const float
 #pragma unroll 4
     for (int r = blockIdx.x * BN_LANES + threadIdx.y; r < rows; r += gridDim.x * BN_LANES) {
       float v = x[(size_t)r * channels + ch];
-      if (MODE == SUM_X) {
-        a0 += v;
-      } else if (MODE == SUM_SQDEV) {
-        double d = (double)v - m;
-        a0 += d * d;
+      if (MODE == SUM_SHIFTED) {
+        double d = (double)v - shift;
+        a0 += d;
+        a1 += d * d;
       } else {
         float g = dy[(size_t)r * channels + ch];
         if (MODE == SUM_BACKWARD_RELU && !(bn_train_value(v, ch, mean, invstd, gamma, beta) > 0.0f))
@@ -94,13 +98,17 @@ bn_partial_kernel(double *partials, const float *x, const float *dy, const float
   }
 }
 
-/* out0[ch] = Σ over groups of the first partial, out1 the second (when not NULL).
- * A block is 32 channels × 32 lanes; lane y adds groups y, y + 32, … in order, then
- * lane 0 adds the lanes in order: a fixed order, so the same bits every run, and a
- * chain of groups / 32 loads instead of one of groups (one thread a channel took
- * 22 µs a call, a tenth of the step, ncu 2026-12-03). */
+/* The two sums of each channel over the groups' partials. A block is 32 channels ×
+ * 32 lanes; lane y adds groups y, y + 32, … in order, then lane 0 adds the lanes in
+ * order: a fixed order, so the same bits every run, and a chain of groups / 32 loads
+ * instead of one of groups (one thread a channel took 22 µs a call, a tenth of the
+ * step, ncu 2026-12-03). Then, for the statistics (MOMENTS), lane 0 finishes them
+ * into this replica's slot of `slots` (mean, M2, count; zeros in the other slots,
+ * tdm-bn-moments.h); for the backward, out0 and out1 get the sums. */
+template <bool MOMENTS>
 __global__ void
-bn_finish_kernel(float *out0, float *out1, const double *partials, int groups, int channels)
+bn_finish_kernel(float *out0, float *out1, const double *partials, int groups, int channels,
+                 float *slots, const float *x, int rows, int slot, int slot_count)
 {
   __shared__ double s0[BN_FINISH_LANES][33];
   __shared__ double s1[BN_FINISH_LANES][33];
@@ -116,23 +124,39 @@ bn_finish_kernel(float *out0, float *out1, const double *partials, int groups, i
   s0[threadIdx.y][threadIdx.x] = a0;
   s1[threadIdx.y][threadIdx.x] = a1;
   __syncthreads();
-  if (threadIdx.y == 0 && ch < channels) {
-    for (int k = 1; k < BN_FINISH_LANES; k++) {
-      a0 += s0[k][threadIdx.x];
-      a1 += s1[k][threadIdx.x];
-    }
+  if (threadIdx.y != 0 || ch >= channels)
+    return;
+  for (int k = 1; k < BN_FINISH_LANES; k++) {
+    a0 += s0[k][threadIdx.x];
+    a1 += s1[k][threadIdx.x];
+  }
+  if (!MOMENTS) {
     out0[ch] = (float)a0;
     if (out1 != NULL)
       out1[ch] = (float)a1;
+    return;
+  }
+  size_t size = TDM_BN_SLOT_FLOATS(channels);
+  for (int s = 0; s < slot_count; s++) {
+    float *dst = slots + size * s;
+    if (s == slot) {
+      double mean, m2;
+      tdm_bnm_finish(x[ch], a0, a1, rows, &mean, &m2);
+      tdm_bnm_store(dst, channels, ch, mean, m2);
+    } else {
+      tdm_bnm_store(dst, channels, ch, 0.0, 0.0);
+    }
+    if (ch == 0)
+      tdm_bnm_store_count(dst, channels, s == slot ? rows : 0);
   }
 }
 
 template <int MODE>
 static cudaError_t
-bn_reduce(float *out0, float *out1, const float *x, const float *dy, const float *center_sum,
-          float inv_count, const float *mean, const float *invstd, const float *gamma,
-          const float *beta, int rows, int channels, double *partials,
-          size_t partials_count, cudaStream_t stream)
+bn_reduce(float *out0, float *out1, const float *x, const float *dy, const float *mean,
+          const float *invstd, const float *gamma, const float *beta, int rows, int channels,
+          double *partials, size_t partials_count, float *slots, int slot, int slot_count,
+          cudaStream_t stream)
 {
   if (channels <= 0)
     return cudaSuccess;
@@ -153,21 +177,23 @@ bn_reduce(float *out0, float *out1, const float *x, const float *dy, const float
     groups = 1;
   dim3 grid((unsigned)groups, (unsigned)tiles);
   bn_partial_kernel<MODE><<<grid, dim3(32, BN_LANES), 0, stream>>>(
-      partials, x, dy, center_sum, inv_count, mean, invstd, gamma, beta, rows, channels);
-  bn_finish_kernel<<<(unsigned)tiles, dim3(32, BN_FINISH_LANES), 0, stream>>>(
-      out0, out1, partials, (int)groups, channels);
+      partials, x, dy, mean, invstd, gamma, beta, rows, channels);
+  bn_finish_kernel<MODE == SUM_SHIFTED><<<(unsigned)tiles, dim3(32, BN_FINISH_LANES), 0, stream>>>(
+      out0, out1, partials, (int)groups, channels, slots, x, rows, slot, slot_count);
   return tdm_k_launched();
 }
 
 extern "C" cudaError_t
-tdm_k_bn_sums(float *sums, const float *x, const float *center_sum, float inv_count, int rows,
-              int channels, double *partials, size_t partials_count, cudaStream_t stream)
+tdm_k_bn_moments(float *slots, const float *x, int rows, int channels, int slot,
+                 int slot_count, double *partials, size_t partials_count, cudaStream_t stream)
 {
-  if (center_sum == NULL)
-    return bn_reduce<SUM_X>(sums, NULL, x, NULL, NULL, 0.0f, NULL, NULL, NULL, NULL, rows,
-                            channels, partials, partials_count, stream);
-  return bn_reduce<SUM_SQDEV>(sums, NULL, x, NULL, center_sum, inv_count, NULL, NULL, NULL,
-                              NULL, rows, channels, partials, partials_count, stream);
+  if (channels <= 0 || slot < 0 || slot >= slot_count)
+    return cudaErrorInvalidValue;
+  if (rows <= 0) /* no first row to shift by: an empty slot */
+    return cudaMemsetAsync(slots, 0, TDM_BN_SLOT_FLOATS(channels) * slot_count * sizeof(float),
+                           stream);
+  return bn_reduce<SUM_SHIFTED>(NULL, NULL, x, NULL, NULL, NULL, NULL, NULL, rows, channels,
+                                partials, partials_count, slots, slot, slot_count, stream);
 }
 
 extern "C" cudaError_t
@@ -177,41 +203,41 @@ tdm_k_bn_backward_sums(float *dgamma, float *dbeta, const float *dy, const float
                        double *partials, size_t partials_count, cudaStream_t stream)
 {
   if (relu)
-    return bn_reduce<SUM_BACKWARD_RELU>(dgamma, dbeta, x, dy, NULL, 0.0f, mean, invstd, gamma,
-                                        beta, rows, channels, partials, partials_count,
+    return bn_reduce<SUM_BACKWARD_RELU>(dgamma, dbeta, x, dy, mean, invstd, gamma, beta, rows,
+                                        channels, partials, partials_count, NULL, 0, 0,
                                         stream);
-  return bn_reduce<SUM_BACKWARD>(dgamma, dbeta, x, dy, NULL, 0.0f, mean, invstd, gamma, beta,
-                                 rows, channels, partials, partials_count, stream);
+  return bn_reduce<SUM_BACKWARD>(dgamma, dbeta, x, dy, mean, invstd, gamma, beta, rows,
+                                 channels, partials, partials_count, NULL, 0, 0, stream);
 }
 
 __global__ void
-bn_stats_kernel(float *saved, const float *sum, const float *sqdev, int channels,
-                double count, float eps, float momentum, float *running_mean,
-                float *running_var)
+bn_stats_kernel(float *saved, const float *slots, int slot_count, int channels, float eps,
+                float momentum, float *running_mean, float *running_var)
 {
   int ch = blockIdx.x * blockDim.x + threadIdx.x;
   if (ch >= channels)
     return;
-  float mean = (float)(sum[ch] / count);
-  float var = (float)(sqdev[ch] / count);
+  double count, mean_d, m2;
+  tdm_bnm_merge(slots, slot_count, channels, ch, &count, &mean_d, &m2);
+  float mean = (float)mean_d;
+  float var = count > 0 ? (float)(m2 / count) : 0.0f;
   saved[ch] = mean;
   saved[channels + ch] = 1.0f / sqrtf(var + eps);
   if (running_mean != NULL) {
-    float unbiased = count > 1 ? (float)(sqdev[ch] / (count - 1)) : var;
+    float unbiased = count > 1 ? (float)(m2 / (count - 1)) : var;
     running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * mean;
     running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * unbiased;
   }
 }
 
 extern "C" cudaError_t
-tdm_k_bn_stats(float *saved, const float *sum, const float *sqdev, int channels, double count,
-               float eps, float momentum, float *running_mean, float *running_var,
-               cudaStream_t stream)
+tdm_k_bn_stats(float *saved, const float *slots, int slot_count, int channels, float eps,
+               float momentum, float *running_mean, float *running_var, cudaStream_t stream)
 {
   if (channels <= 0)
     return cudaSuccess;
   bn_stats_kernel<<<tdm_k_blocks((size_t)channels, TDM_K_THREADS), TDM_K_THREADS, 0,
-                    stream>>>(saved, sum, sqdev, channels, count, eps, momentum, running_mean,
+                    stream>>>(saved, slots, slot_count, channels, eps, momentum, running_mean,
                               running_var);
   return tdm_k_launched();
 }

@@ -24,7 +24,7 @@ tdm_replica_bn_reduce(TdmReplica *r, float *buffer, size_t count)
 }
 
 /* The rows the batch statistics run over: this shard's, or every replica's when
- * synchronized. */
+ * synchronized (the backward's; the forward's counts travel in the slots). */
 static double
 bn_count(TdmReplica *r, int n, int pixels)
 {
@@ -32,7 +32,9 @@ bn_count(TdmReplica *r, int n, int pixels)
   return (double)samples * pixels;
 }
 
-/* y = BN(x) (then ReLU) over rows × C, in the given mode; work is the layer's 4·C. */
+/* y = BN(x) (then ReLU) over rows × C, in the given mode; work is the layer's
+ * bn_work. The statistics: one pass into this replica's slot, one all-reduce of every
+ * replica's slots when synchronized, merged in slot order (tdm-bn-moments.h). */
 static void
 bn_forward(TdmReplica *r, TdmPassMode mode, float *y, const float *x, int n, int pixels, int c,
            const float *gamma, const float *beta, float *work, float *running, bool relu)
@@ -45,15 +47,14 @@ bn_forward(TdmReplica *r, TdmPassMode mode, float *y, const float *x, int n, int
                          relu);
     return;
   }
-  double count = bn_count(r, n, pixels);
-  float *sum = work, *sqdev = work + c, *saved = work + 2 * c;
-  ops->bn_sums(b, sum, x, NULL, 0.0f, rows, c);
-  if (!tdm_replica_bn_reduce(r, sum, c))
+  float *saved = work + 2 * c;
+  gboolean sync = r->bn_reduce != NULL;
+  float *slots = sync ? r->bn_slots : work + 4 * c;
+  int slot_count = sync ? r->bn_slot_count : 1;
+  ops->bn_moments(b, slots, x, rows, c, sync ? r->bn_slot : 0, slot_count);
+  if (!tdm_replica_bn_reduce(r, slots, TDM_BN_SLOT_FLOATS(c) * slot_count))
     return;
-  ops->bn_sums(b, sqdev, x, sum, (float)(1.0 / count), rows, c);
-  if (!tdm_replica_bn_reduce(r, sqdev, c))
-    return;
-  ops->bn_stats(b, saved, sum, sqdev, c, count, TDM_BN_EPS, TDM_BN_MOMENTUM,
+  ops->bn_stats(b, saved, slots, slot_count, c, TDM_BN_EPS, TDM_BN_MOMENTUM,
                 mode == MODE_TRAIN ? running : NULL, mode == MODE_TRAIN ? running + c : NULL);
   ops->bn_forward(b, y, x, saved, saved + c, gamma, beta, rows, c, relu);
 }
