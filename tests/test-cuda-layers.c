@@ -221,15 +221,6 @@ bn_case_offset(int rows, int channels, bool relu, double tol, float offset)
   c->bn_stats(cpu, saved, slots, 1, channels, eps, momentum, rm_ref, rv_ref);
   c->bn_forward(cpu, y_ref, x, saved, saved + channels, gamma, beta, rows, channels, relu);
   c->bn_forward_eval(cpu, ye_ref, x, rm_ref, rv_ref, gamma, beta, eps, rows, channels, relu);
-  /* The reference backward takes the ReLU's mask from y through relu_backward, as the
-   * engine did before the backend recomputed it from x; the GPU's comes from x. */
-  g_autofree float *dy_masked = g_memdup2(dy, n * 4);
-  if (relu)
-    c->relu_backward(cpu, dy_masked, dy, y_ref, n);
-  c->bn_backward_sums(cpu, dg_ref, db_ref, dy_masked, x, saved, saved + channels, gamma, beta,
-                      false, rows, channels);
-  c->bn_backward_dx(cpu, dx_ref, dy_masked, x, saved, saved + channels, gamma, beta, false,
-                    dg_ref, db_ref, 1.0f / rows, rows, channels);
   assert_ok(cpu);
 
   float *dx_in = on(x, n * 4), *dgam = on(gamma, channels * 4), *dbet = on(beta, channels * 4);
@@ -243,6 +234,25 @@ bn_case_offset(int rows, int channels, bool relu, double tol, float offset)
   g->bn_stats(gpu, dsaved, dslots, 3, channels, eps, momentum, drm, drv);
   g->bn_forward(gpu, dyo, dx_in, dsaved, dsaved + channels, dgam, dbet, rows, channels, relu);
   g->bn_forward_eval(gpu, dye, dx_in, drm, drv, dgam, dbet, eps, rows, channels, relu);
+
+  /* The reference backward takes the ReLU's mask through relu_backward from the GPU's
+   * own forward output, as the engine did before the backend recomputed the mask from
+   * x: so the GPU's recomputed mask must be its forward's, value for value. (The
+   * CPU's forward output would not do: with a large mean, x · scale + shift cancels
+   * and the two forwards' last bits, an FMA apart, put values within ~1e-4 of 0 on
+   * different sides of it.) */
+  g_autofree float *dy_masked = g_memdup2(dy, n * 4);
+  if (relu) {
+    g_autofree float *y_gpu = g_new(float, n);
+    gpu->ops->download(gpu, y_gpu, dyo, n * 4);
+    assert_ok(gpu);
+    c->relu_backward(cpu, dy_masked, dy, y_gpu, n);
+  }
+  c->bn_backward_sums(cpu, dg_ref, db_ref, dy_masked, x, saved, saved + channels, gamma, beta,
+                      false, rows, channels);
+  c->bn_backward_dx(cpu, dx_ref, dy_masked, x, saved, saved + channels, gamma, beta, false,
+                    dg_ref, db_ref, 1.0f / rows, rows, channels);
+  assert_ok(cpu);
   g->bn_backward_sums(gpu, ddg, ddb, ddy, dx_in, dsaved, dsaved + channels, dgam, dbet, relu,
                       rows, channels);
   /* dx == dy allowed: write over the gradient itself. */
