@@ -77,7 +77,8 @@ bn_partial_kernel(double *partials, const float *x, const float *dy, const float
         a1 += d * d;
       } else {
         float g = dy[(size_t)r * channels + ch];
-        if (MODE == SUM_BACKWARD_RELU && !(bn_train_value(v, ch, mean, invstd, gamma, beta) > 0.0f))
+        if (MODE == SUM_BACKWARD_RELU &&
+            !(bn_train_value(v, ch, mean, invstd, gamma, beta) > 0.0f))
           g = 0.0f;
         float xhat = (v - m) * is;
         a0 += (double)g * xhat;
@@ -178,8 +179,9 @@ bn_reduce(float *out0, float *out1, const float *x, const float *dy, const float
   dim3 grid((unsigned)groups, (unsigned)tiles);
   bn_partial_kernel<MODE><<<grid, dim3(32, BN_LANES), 0, stream>>>(
       partials, x, dy, mean, invstd, gamma, beta, rows, channels);
-  bn_finish_kernel<MODE == SUM_SHIFTED><<<(unsigned)tiles, dim3(32, BN_FINISH_LANES), 0, stream>>>(
-      out0, out1, partials, (int)groups, channels, slots, x, rows, slot, slot_count);
+  bn_finish_kernel<MODE == SUM_SHIFTED>
+      <<<(unsigned)tiles, dim3(32, BN_FINISH_LANES), 0, stream>>>(
+          out0, out1, partials, (int)groups, channels, slots, x, rows, slot, slot_count);
   return tdm_k_launched();
 }
 
@@ -360,8 +362,8 @@ bn_backward_dx_kernel(float *dx, const float *dy, const float *x, const float *m
     int ch = (int)((i * V) % channels);
     if (V == 4) {
       float4 g = ((const float4 *)dy)[i], v = ((const float4 *)x)[i];
-      g.x = bn_backward_one<RELU>(g.x, v.x, ch, mean, invstd, gamma, beta, sum_dgamma, sum_dbeta,
-                                  inv_count);
+      g.x = bn_backward_one<RELU>(g.x, v.x, ch, mean, invstd, gamma, beta, sum_dgamma,
+                                  sum_dbeta, inv_count);
       g.y = bn_backward_one<RELU>(g.y, v.y, ch + 1, mean, invstd, gamma, beta, sum_dgamma,
                                   sum_dbeta, inv_count);
       g.z = bn_backward_one<RELU>(g.z, v.z, ch + 2, mean, invstd, gamma, beta, sum_dgamma,

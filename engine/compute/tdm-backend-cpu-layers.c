@@ -198,9 +198,9 @@ tdm_cpu_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const float
     const float *restrict xr = x + (size_t)r * channels;
     const float *restrict dr = dy + (size_t)r * channels;
     for (int ch = 0; ch < channels; ch++) {
-      const float g = relu && !bn_relu_passes(xr[ch], mean[ch], invstd[ch], gamma[ch], beta[ch])
-                          ? 0.0f
-                          : dr[ch];
+      const bool stopped =
+          relu && !bn_relu_passes(xr[ch], mean[ch], invstd[ch], gamma[ch], beta[ch]);
+      const float g = stopped ? 0.0f : dr[ch];
       const float xhat = (xr[ch] - mean[ch]) * invstd[ch];
       acc[ch] += (double)g * xhat;
       accb[ch] += g;
