@@ -881,10 +881,9 @@ setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
   if (t->comm == NULL)
     return FALSE;
   if (sync_bn(t))
-    for (int r = 0; r < t->replicas; r++) {
-      t->reps[r]->bn_reduce = on_bn_reduce;
-      t->reps[r]->bn_reduce_data = t;
-    }
+    for (int r = 0; r < t->replicas; r++)
+      if (!tdm_replica_sync_bn(t->reps[r], on_bn_reduce, t, t->rank0 + r, t->world, error))
+        return FALSE;
   if (buckets_wanted(t)) {
     t->buckets = g_new0(Buckets, t->replicas);
     for (int r = 0; r < t->replicas; r++) {
