@@ -4,15 +4,18 @@
  * average and global pooling forward and backward, and inverted dropout on the
  * counter RNG.
  *
- * Per-channel sums are the only reductions. They run in two deterministic passes in
- * double (each block sums a fixed slice of rows into partials, then one pass adds the
- * partials in order): no atomics, so the same inputs give the same bits, and the
- * precision matches the CPU reference, which also sums in double. Everything else is
+ * Per-channel sums are the only reductions. They run in two deterministic launches in
+ * double (each block sums a fixed slice of rows into partials, then one launch adds
+ * the partials in order): no atomics, so the same inputs give the same bits, and the
+ * precision matches the CPU reference, which also sums in double. The statistics take
+ * one read of x: shifted sums, finished and merged over replicas by
+ * tdm-bn-moments.h's rule, the CPU's. Everything else is
  * one memory-bound elementwise pass. Not here: the convolutions (conv.cu) and the
  * all-reduce of synchronized BN, which the engine does between these launches.
  */
 #include "tdm-kernels.h"
 #include "tdm-counter-rng.h"
+#include "tdm-bn-moments.h"
 #include "common.cuh"
 
 #include <math.h>
@@ -28,14 +31,27 @@
 /* The finish: 32 channels × 32 group lanes a block. */
 #define BN_FINISH_LANES 32
 
-enum { SUM_X = 0, SUM_SQDEV = 1, SUM_BACKWARD = 2 };
+enum { SUM_SHIFTED = 0, SUM_BACKWARD = 2, SUM_BACKWARD_RELU = 3 };
 
-/* partials[(group · 2 + which) · channels + ch]: which 0 holds Σx, Σ(x − mean)² or
- * Σdy·xhat, which 1 holds Σdy (backward only). */
+/* The training forward's output before its ReLU, x · (invstd·γ) + (β − mean·invstd·γ):
+ * one function for bn_forward and for the backward's recomputed ReLU mask, so that
+ * both compile to the same operations and the mask is the forward's, bit for bit. */
+__device__ inline float
+bn_train_value(float x, int ch, const float *mean, const float *invstd, const float *gamma,
+               const float *beta)
+{
+  float scale = invstd[ch] * gamma[ch];
+  float shift = beta[ch] - mean[ch] * scale;
+  return x * scale + shift;
+}
+
+/* partials[(group · 2 + which) · channels + ch]: which 0 holds Σ(x − K) (K = the
+ * channel's first row, tdm-bn-moments.h) or Σdy·xhat, which 1 holds Σ(x − K)² or
+ * Σdy. */
 template <int MODE>
 __global__ void
-bn_partial_kernel(double *partials, const float *x, const float *dy, const float *center_sum,
-                  float inv_count, const float *mean, const float *invstd, int rows,
+bn_partial_kernel(double *partials, const float *x, const float *dy, const float *mean,
+                  const float *invstd, const float *gamma, const float *beta, int rows,
                   int channels)
 {
   __shared__ double s0[BN_LANES][32];
@@ -44,9 +60,10 @@ bn_partial_kernel(double *partials, const float *x, const float *dy, const float
   double a0 = 0.0, a1 = 0.0;
   if (ch < channels) {
     float m = 0.0f, is = 0.0f;
-    if (MODE == SUM_SQDEV)
-      m = center_sum[ch] * inv_count;
-    if (MODE == SUM_BACKWARD) {
+    double shift = 0.0;
+    if (MODE == SUM_SHIFTED)
+      shift = x[ch];
+    if (MODE >= SUM_BACKWARD) {
       m = mean[ch];
       is = invstd[ch];
     }
@@ -54,13 +71,15 @@ bn_partial_kernel(double *partials, const float *x, const float *dy, const float
 #pragma unroll 4
     for (int r = blockIdx.x * BN_LANES + threadIdx.y; r < rows; r += gridDim.x * BN_LANES) {
       float v = x[(size_t)r * channels + ch];
-      if (MODE == SUM_X) {
-        a0 += v;
-      } else if (MODE == SUM_SQDEV) {
-        double d = (double)v - m;
-        a0 += d * d;
+      if (MODE == SUM_SHIFTED) {
+        double d = (double)v - shift;
+        a0 += d;
+        a1 += d * d;
       } else {
         float g = dy[(size_t)r * channels + ch];
+        if (MODE == SUM_BACKWARD_RELU &&
+            !(bn_train_value(v, ch, mean, invstd, gamma, beta) > 0.0f))
+          g = 0.0f;
         float xhat = (v - m) * is;
         a0 += (double)g * xhat;
         a1 += g;
@@ -80,13 +99,17 @@ bn_partial_kernel(double *partials, const float *x, const float *dy, const float
   }
 }
 
-/* out0[ch] = Σ over groups of the first partial, out1 the second (when not NULL).
- * A block is 32 channels × 32 lanes; lane y adds groups y, y + 32, … in order, then
- * lane 0 adds the lanes in order: a fixed order, so the same bits every run, and a
- * chain of groups / 32 loads instead of one of groups (one thread a channel took
- * 22 µs a call, a tenth of the step, ncu 2026-12-03). */
+/* The two sums of each channel over the groups' partials. A block is 32 channels ×
+ * 32 lanes; lane y adds groups y, y + 32, … in order, then lane 0 adds the lanes in
+ * order: a fixed order, so the same bits every run, and a chain of groups / 32 loads
+ * instead of one of groups (one thread a channel took 22 µs a call, a tenth of the
+ * step, ncu 2026-12-03). Then, for the statistics (MOMENTS), lane 0 finishes them
+ * into this replica's slot of `slots` (mean, M2, count; zeros in the other slots,
+ * tdm-bn-moments.h); for the backward, out0 and out1 get the sums. */
+template <bool MOMENTS>
 __global__ void
-bn_finish_kernel(float *out0, float *out1, const double *partials, int groups, int channels)
+bn_finish_kernel(float *out0, float *out1, const double *partials, int groups, int channels,
+                 float *slots, const float *x, int rows, int slot, int slot_count)
 {
   __shared__ double s0[BN_FINISH_LANES][33];
   __shared__ double s1[BN_FINISH_LANES][33];
@@ -102,22 +125,39 @@ bn_finish_kernel(float *out0, float *out1, const double *partials, int groups, i
   s0[threadIdx.y][threadIdx.x] = a0;
   s1[threadIdx.y][threadIdx.x] = a1;
   __syncthreads();
-  if (threadIdx.y == 0 && ch < channels) {
-    for (int k = 1; k < BN_FINISH_LANES; k++) {
-      a0 += s0[k][threadIdx.x];
-      a1 += s1[k][threadIdx.x];
-    }
+  if (threadIdx.y != 0 || ch >= channels)
+    return;
+  for (int k = 1; k < BN_FINISH_LANES; k++) {
+    a0 += s0[k][threadIdx.x];
+    a1 += s1[k][threadIdx.x];
+  }
+  if (!MOMENTS) {
     out0[ch] = (float)a0;
     if (out1 != NULL)
       out1[ch] = (float)a1;
+    return;
+  }
+  size_t size = TDM_BN_SLOT_FLOATS(channels);
+  for (int s = 0; s < slot_count; s++) {
+    float *dst = slots + size * s;
+    if (s == slot) {
+      double mean, m2;
+      tdm_bnm_finish(x[ch], a0, a1, rows, &mean, &m2);
+      tdm_bnm_store(dst, channels, ch, mean, m2);
+    } else {
+      tdm_bnm_store(dst, channels, ch, 0.0, 0.0);
+    }
+    if (ch == 0)
+      tdm_bnm_store_count(dst, channels, s == slot ? rows : 0);
   }
 }
 
 template <int MODE>
 static cudaError_t
-bn_reduce(float *out0, float *out1, const float *x, const float *dy, const float *center_sum,
-          float inv_count, const float *mean, const float *invstd, int rows, int channels,
-          double *partials, size_t partials_count, cudaStream_t stream)
+bn_reduce(float *out0, float *out1, const float *x, const float *dy, const float *mean,
+          const float *invstd, const float *gamma, const float *beta, int rows, int channels,
+          double *partials, size_t partials_count, float *slots, int slot, int slot_count,
+          cudaStream_t stream)
 {
   if (channels <= 0)
     return cudaSuccess;
@@ -138,60 +178,68 @@ bn_reduce(float *out0, float *out1, const float *x, const float *dy, const float
     groups = 1;
   dim3 grid((unsigned)groups, (unsigned)tiles);
   bn_partial_kernel<MODE><<<grid, dim3(32, BN_LANES), 0, stream>>>(
-      partials, x, dy, center_sum, inv_count, mean, invstd, rows, channels);
-  bn_finish_kernel<<<(unsigned)tiles, dim3(32, BN_FINISH_LANES), 0, stream>>>(
-      out0, out1, partials, (int)groups, channels);
+      partials, x, dy, mean, invstd, gamma, beta, rows, channels);
+  bn_finish_kernel<MODE == SUM_SHIFTED>
+      <<<(unsigned)tiles, dim3(32, BN_FINISH_LANES), 0, stream>>>(
+          out0, out1, partials, (int)groups, channels, slots, x, rows, slot, slot_count);
   return tdm_k_launched();
 }
 
 extern "C" cudaError_t
-tdm_k_bn_sums(float *sums, const float *x, const float *center_sum, float inv_count, int rows,
-              int channels, double *partials, size_t partials_count, cudaStream_t stream)
+tdm_k_bn_moments(float *slots, const float *x, int rows, int channels, int slot,
+                 int slot_count, double *partials, size_t partials_count, cudaStream_t stream)
 {
-  if (center_sum == NULL)
-    return bn_reduce<SUM_X>(sums, NULL, x, NULL, NULL, 0.0f, NULL, NULL, rows, channels,
-                            partials, partials_count, stream);
-  return bn_reduce<SUM_SQDEV>(sums, NULL, x, NULL, center_sum, inv_count, NULL, NULL, rows,
-                              channels, partials, partials_count, stream);
+  if (channels <= 0 || slot < 0 || slot >= slot_count)
+    return cudaErrorInvalidValue;
+  if (rows <= 0) /* no first row to shift by: an empty slot */
+    return cudaMemsetAsync(slots, 0, TDM_BN_SLOT_FLOATS(channels) * slot_count * sizeof(float),
+                           stream);
+  return bn_reduce<SUM_SHIFTED>(NULL, NULL, x, NULL, NULL, NULL, NULL, NULL, rows, channels,
+                                partials, partials_count, slots, slot, slot_count, stream);
 }
 
 extern "C" cudaError_t
 tdm_k_bn_backward_sums(float *dgamma, float *dbeta, const float *dy, const float *x,
-                       const float *mean, const float *invstd, int rows, int channels,
+                       const float *mean, const float *invstd, const float *gamma,
+                       const float *beta, bool relu, int rows, int channels,
                        double *partials, size_t partials_count, cudaStream_t stream)
 {
-  return bn_reduce<SUM_BACKWARD>(dgamma, dbeta, x, dy, NULL, 0.0f, mean, invstd, rows,
-                                 channels, partials, partials_count, stream);
+  if (relu)
+    return bn_reduce<SUM_BACKWARD_RELU>(dgamma, dbeta, x, dy, mean, invstd, gamma, beta, rows,
+                                        channels, partials, partials_count, NULL, 0, 0,
+                                        stream);
+  return bn_reduce<SUM_BACKWARD>(dgamma, dbeta, x, dy, mean, invstd, gamma, beta, rows,
+                                 channels, partials, partials_count, NULL, 0, 0, stream);
 }
 
 __global__ void
-bn_stats_kernel(float *saved, const float *sum, const float *sqdev, int channels,
-                double count, float eps, float momentum, float *running_mean,
-                float *running_var)
+bn_stats_kernel(float *saved, const float *slots, int slot_count, int channels, float eps,
+                float momentum, float *running_mean, float *running_var)
 {
   int ch = blockIdx.x * blockDim.x + threadIdx.x;
   if (ch >= channels)
     return;
-  float mean = (float)(sum[ch] / count);
-  float var = (float)(sqdev[ch] / count);
+  double count, mean_d, m2;
+  tdm_bnm_merge(slots, slot_count, channels, ch, &count, &mean_d, &m2);
+  float mean = (float)mean_d;
+  float var = count > 0 ? (float)(m2 / count) : 0.0f;
   saved[ch] = mean;
   saved[channels + ch] = 1.0f / sqrtf(var + eps);
   if (running_mean != NULL) {
-    float unbiased = count > 1 ? (float)(sqdev[ch] / (count - 1)) : var;
+    float unbiased = count > 1 ? (float)(m2 / (count - 1)) : var;
     running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * mean;
     running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * unbiased;
   }
 }
 
 extern "C" cudaError_t
-tdm_k_bn_stats(float *saved, const float *sum, const float *sqdev, int channels, double count,
-               float eps, float momentum, float *running_mean, float *running_var,
-               cudaStream_t stream)
+tdm_k_bn_stats(float *saved, const float *slots, int slot_count, int channels, float eps,
+               float momentum, float *running_mean, float *running_var, cudaStream_t stream)
 {
   if (channels <= 0)
     return cudaSuccess;
   bn_stats_kernel<<<tdm_k_blocks((size_t)channels, TDM_K_THREADS), TDM_K_THREADS, 0,
-                    stream>>>(saved, sum, sqdev, channels, count, eps, momentum, running_mean,
+                    stream>>>(saved, slots, slot_count, channels, eps, momentum, running_mean,
                               running_var);
   return tdm_k_launched();
 }
@@ -207,9 +255,14 @@ __device__ inline float
 bn_forward_one(float x, int ch, const float *mean, const float *spread, const float *gamma,
                const float *beta, float eps, bool use_relu)
 {
-  float scale = EVAL ? gamma[ch] / sqrtf(spread[ch] + eps) : spread[ch] * gamma[ch];
-  float shift = beta[ch] - mean[ch] * scale;
-  float v = x * scale + shift;
+  float v;
+  if (EVAL) {
+    float scale = gamma[ch] / sqrtf(spread[ch] + eps);
+    float shift = beta[ch] - mean[ch] * scale;
+    v = x * scale + shift;
+  } else {
+    v = bn_train_value(x, ch, mean, spread, gamma, beta);
+  }
   return use_relu && v < 0.0f ? 0.0f : v;
 }
 
@@ -281,49 +334,55 @@ tdm_k_bn_forward_eval(float *y, const float *x, const float *running_mean,
 }
 
 /* dx = k·dy + a·x + c per channel, the CPU reference's expansion of
- * γ·invstd·(dy − Σdβ/M − xhat·Σdγ/M); V and I as in the forward. */
+ * γ·invstd·(dy − Σdβ/M − xhat·Σdγ/M), dy taken as 0 where a fused ReLU (RELU)
+ * stopped the forward's value; V and I as in the forward. */
+template <bool RELU>
 __device__ inline float
 bn_backward_one(float dy, float x, int ch, const float *mean, const float *invstd,
-                const float *gamma, const float *sum_dgamma, const float *sum_dbeta,
-                float inv_count)
+                const float *gamma, const float *beta, const float *sum_dgamma,
+                const float *sum_dbeta, float inv_count)
 {
+  if (RELU && !(bn_train_value(x, ch, mean, invstd, gamma, beta) > 0.0f))
+    dy = 0.0f;
   float k = gamma[ch] * invstd[ch];
   float a = -k * invstd[ch] * sum_dgamma[ch] * inv_count;
   float c = -k * sum_dbeta[ch] * inv_count - a * mean[ch];
   return k * dy + a * x + c;
 }
 
-template <int V, typename I>
+template <bool RELU, int V, typename I>
 __global__ void
 bn_backward_dx_kernel(float *dx, const float *dy, const float *x, const float *mean,
-                      const float *invstd, const float *gamma, const float *sum_dgamma,
-                      const float *sum_dbeta, float inv_count, I total, I channels)
+                      const float *invstd, const float *gamma, const float *beta,
+                      const float *sum_dgamma, const float *sum_dbeta, float inv_count,
+                      I total, I channels)
 {
   I stride = (I)gridDim.x * blockDim.x;
   for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total / V; i += stride) {
     int ch = (int)((i * V) % channels);
     if (V == 4) {
       float4 g = ((const float4 *)dy)[i], v = ((const float4 *)x)[i];
-      g.x = bn_backward_one(g.x, v.x, ch, mean, invstd, gamma, sum_dgamma, sum_dbeta, inv_count);
-      g.y = bn_backward_one(g.y, v.y, ch + 1, mean, invstd, gamma, sum_dgamma, sum_dbeta,
-                            inv_count);
-      g.z = bn_backward_one(g.z, v.z, ch + 2, mean, invstd, gamma, sum_dgamma, sum_dbeta,
-                            inv_count);
-      g.w = bn_backward_one(g.w, v.w, ch + 3, mean, invstd, gamma, sum_dgamma, sum_dbeta,
-                            inv_count);
+      g.x = bn_backward_one<RELU>(g.x, v.x, ch, mean, invstd, gamma, beta, sum_dgamma,
+                                  sum_dbeta, inv_count);
+      g.y = bn_backward_one<RELU>(g.y, v.y, ch + 1, mean, invstd, gamma, beta, sum_dgamma,
+                                  sum_dbeta, inv_count);
+      g.z = bn_backward_one<RELU>(g.z, v.z, ch + 2, mean, invstd, gamma, beta, sum_dgamma,
+                                  sum_dbeta, inv_count);
+      g.w = bn_backward_one<RELU>(g.w, v.w, ch + 3, mean, invstd, gamma, beta, sum_dgamma,
+                                  sum_dbeta, inv_count);
       ((float4 *)dx)[i] = g;
     } else {
-      dx[i] = bn_backward_one(dy[i], x[i], ch, mean, invstd, gamma, sum_dgamma, sum_dbeta,
-                              inv_count);
+      dx[i] = bn_backward_one<RELU>(dy[i], x[i], ch, mean, invstd, gamma, beta, sum_dgamma,
+                                    sum_dbeta, inv_count);
     }
   }
 }
 
 extern "C" cudaError_t
 tdm_k_bn_backward_dx(float *dx, const float *dy, const float *x, const float *mean,
-                     const float *invstd, const float *gamma, const float *sum_dgamma,
-                     const float *sum_dbeta, float inv_count, int rows, int channels,
-                     cudaStream_t stream)
+                     const float *invstd, const float *gamma, const float *beta, bool relu,
+                     const float *sum_dgamma, const float *sum_dbeta, float inv_count,
+                     int rows, int channels, cudaStream_t stream)
 {
   size_t total = (size_t)(rows > 0 ? rows : 0) * (channels > 0 ? channels : 0);
   if (total == 0)
@@ -332,18 +391,26 @@ tdm_k_bn_backward_dx(float *dx, const float *dy, const float *x, const float *me
              tdm_k_aligned16(x);
   bool narrow = total < ((size_t)1 << 31);
   unsigned blocks = tdm_k_blocks(vec ? total / 4 : total, TDM_K_THREADS);
-#define BN_BACKWARD(V, I)                                                                  \
-  bn_backward_dx_kernel<V, I><<<blocks, TDM_K_THREADS, 0, stream>>>(                       \
-      dx, dy, x, mean, invstd, gamma, sum_dgamma, sum_dbeta, inv_count, (I)total,          \
+#define BN_BACKWARD(R, V, I)                                                               \
+  bn_backward_dx_kernel<R, V, I><<<blocks, TDM_K_THREADS, 0, stream>>>(                    \
+      dx, dy, x, mean, invstd, gamma, beta, sum_dgamma, sum_dbeta, inv_count, (I)total,    \
       (I)channels)
-  if (vec && narrow)
-    BN_BACKWARD(4, uint32_t);
+  if (relu && vec && narrow)
+    BN_BACKWARD(true, 4, uint32_t);
+  else if (relu && vec)
+    BN_BACKWARD(true, 4, size_t);
+  else if (relu && narrow)
+    BN_BACKWARD(true, 1, uint32_t);
+  else if (relu)
+    BN_BACKWARD(true, 1, size_t);
+  else if (vec && narrow)
+    BN_BACKWARD(false, 4, uint32_t);
   else if (vec)
-    BN_BACKWARD(4, size_t);
+    BN_BACKWARD(false, 4, size_t);
   else if (narrow)
-    BN_BACKWARD(1, uint32_t);
+    BN_BACKWARD(false, 1, uint32_t);
   else
-    BN_BACKWARD(1, size_t);
+    BN_BACKWARD(false, 1, size_t);
 #undef BN_BACKWARD
   return tdm_k_launched();
 }

@@ -99,11 +99,12 @@ cudaError_t tdm_k_gather_augment(float *x, int32_t *y, const uint8_t *images,
 
 /* layers.cu. The per-channel sums go through `partials`, device scratch of
  * partials_count doubles (at least 2 · channels). */
-cudaError_t tdm_k_bn_sums(float *sums, const float *x, const float *center_sum,
-                          float inv_count, int rows, int channels, double *partials,
-                          size_t partials_count, cudaStream_t stream);
-cudaError_t tdm_k_bn_stats(float *saved, const float *sum, const float *sqdev, int channels,
-                           double count, float eps, float momentum, float *running_mean,
+/* bn_moments and bn_stats as the backend's (tdm-backend.h, tdm-bn-moments.h). */
+cudaError_t tdm_k_bn_moments(float *slots, const float *x, int rows, int channels, int slot,
+                             int slot_count, double *partials, size_t partials_count,
+                             cudaStream_t stream);
+cudaError_t tdm_k_bn_stats(float *saved, const float *slots, int slot_count, int channels,
+                           float eps, float momentum, float *running_mean,
                            float *running_var, cudaStream_t stream);
 cudaError_t tdm_k_bn_forward(float *y, const float *x, const float *mean, const float *invstd,
                              const float *gamma, const float *beta, int rows, int channels,
@@ -112,13 +113,16 @@ cudaError_t tdm_k_bn_forward_eval(float *y, const float *x, const float *running
                                   const float *running_var, const float *gamma,
                                   const float *beta, float eps, int rows, int channels,
                                   bool relu, cudaStream_t stream);
+/* The backward's two steps; with relu, dy counts as 0 where the forward's fused ReLU
+ * stopped the value (recomputed from x, gamma and beta as the forward computed it). */
 cudaError_t tdm_k_bn_backward_sums(float *dgamma, float *dbeta, const float *dy,
                                    const float *x, const float *mean, const float *invstd,
+                                   const float *gamma, const float *beta, bool relu,
                                    int rows, int channels, double *partials,
                                    size_t partials_count, cudaStream_t stream);
 cudaError_t tdm_k_bn_backward_dx(float *dx, const float *dy, const float *x, const float *mean,
-                                 const float *invstd, const float *gamma,
-                                 const float *sum_dgamma, const float *sum_dbeta,
+                                 const float *invstd, const float *gamma, const float *beta,
+                                 bool relu, const float *sum_dgamma, const float *sum_dbeta,
                                  float inv_count, int rows, int channels,
                                  cudaStream_t stream);
 cudaError_t tdm_k_avgpool_forward(float *y, const float *x, int n, int h, int w, int c, int k,

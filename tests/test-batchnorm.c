@@ -305,15 +305,13 @@ test_bn_statistics_match_pytorch_rule(void)
   g_autoptr(GError) error = NULL;
   TdmBackend *b = tdm_backend_cpu_new(&error);
   enum { ROWS = 5, CH = 3 };
-  float x[ROWS * CH], sum[CH], sq[CH], saved[2 * CH], y[ROWS * CH];
+  float x[ROWS * CH], slot[TDM_BN_SLOT_FLOATS(CH)], saved[2 * CH], y[ROWS * CH];
   float running[2 * CH] = {0, 0, 0, 1, 1, 1};
   float gamma[CH] = {1, 2, 0.5f}, beta[CH] = {0, -1, 0.25f};
   for (int i = 0; i < ROWS * CH; i++)
     x[i] = (float)((i * 7) % 11) - 3.0f;
-  b->ops->bn_sums(b, sum, x, NULL, 0.0f, ROWS, CH);
-  b->ops->bn_sums(b, sq, x, sum, 1.0f / ROWS, ROWS, CH);
-  b->ops->bn_stats(b, saved, sum, sq, CH, ROWS, TDM_BN_EPS, TDM_BN_MOMENTUM, running,
-                   running + CH);
+  b->ops->bn_moments(b, slot, x, ROWS, CH, 0, 1);
+  b->ops->bn_stats(b, saved, slot, 1, CH, TDM_BN_EPS, TDM_BN_MOMENTUM, running, running + CH);
   b->ops->bn_forward(b, y, x, saved, saved + CH, gamma, beta, ROWS, CH, false);
   for (int c = 0; c < CH; c++) {
     double mean = 0, var = 0;
@@ -328,6 +326,103 @@ test_bn_statistics_match_pytorch_rule(void)
       g_assert_cmpfloat_with_epsilon(y[r * CH + c], want, 1e-5);
     }
   }
+  g_assert_true(tdm_backend_check(b, NULL));
+  tdm_backend_free(b);
+}
+
+/* The one-pass statistics stay exact far from zero: values around 3·10⁴ (float's
+ * spacing there is 2⁻⁹) with a standard deviation near 1, the case where Σx² −
+ * (Σx)²/n loses everything in float. Mean and variance against a two-pass reference
+ * in double; then the same rows split over three slots as three replicas would
+ * write them (one empty, as an idle replica's), gathered by summing the buffers as
+ * the all-reduce does, merged: the same statistics as one replica to float
+ * rounding. */
+static void
+test_bn_moments_large_mean_and_slots(void)
+{
+  g_autoptr(GError) error = NULL;
+  TdmBackend *b = tdm_backend_cpu_new(&error);
+  enum { ROWS = 1000, CH = 2, SLOT = TDM_BN_SLOT_FLOATS(CH) };
+  static float x[ROWS * CH];
+  for (int i = 0; i < ROWS * CH; i++) {
+    /* spread ±1.75 in steps of 2⁻⁸, exact in float at this size */
+    float spread = (float)((i * 37) % 897) / 256.0f - 1.75f;
+    x[i] = (i % CH == 0 ? 30000.0f : -1000.0f) + spread;
+  }
+  float one[SLOT], saved_one[2 * CH];
+  b->ops->bn_moments(b, one, x, ROWS, CH, 0, 1);
+  b->ops->bn_stats(b, saved_one, one, 1, CH, 0.0f, 0.1f, NULL, NULL);
+  for (int c = 0; c < CH; c++) {
+    double mean = 0, var = 0;
+    for (int r = 0; r < ROWS; r++)
+      mean += x[r * CH + c];
+    mean /= ROWS;
+    for (int r = 0; r < ROWS; r++)
+      var += (x[r * CH + c] - mean) * (x[r * CH + c] - mean);
+    var /= ROWS;
+    g_assert_cmpfloat(var, >, 0.5);
+    g_assert_cmpfloat(fabs(saved_one[c] - mean), <=, 1e-7 * fabs(mean));
+    double invstd = 1.0 / sqrt(var);
+    g_assert_cmpfloat(fabs(saved_one[CH + c] - invstd), <=, 1e-6 * invstd);
+  }
+
+  /* Three replicas: rows [0, 400) in slot 0, none in slot 1, [400, 1000) in slot 2. */
+  float parts[3][3 * SLOT], gathered[3 * SLOT] = {0}, saved_three[2 * CH];
+  b->ops->bn_moments(b, parts[0], x, 400, CH, 0, 3);
+  b->ops->bn_moments(b, parts[1], x, 0, CH, 1, 3);
+  b->ops->bn_moments(b, parts[2], x + 400 * CH, 600, CH, 2, 3);
+  for (int k = 0; k < 3; k++)
+    for (int i = 0; i < 3 * SLOT; i++)
+      gathered[i] += parts[k][i];
+  for (int i = 0; i < SLOT; i++) /* a replica's slot holds only its own rows */
+    g_assert_cmpfloat(parts[0][SLOT + i], ==, 0.0f);
+  g_assert_cmpfloat(tdm_bnm_count(gathered, CH), ==, 400);
+  g_assert_cmpfloat(tdm_bnm_count(gathered + 2 * SLOT, CH), ==, 600);
+  b->ops->bn_stats(b, saved_three, gathered, 3, CH, 0.0f, 0.1f, NULL, NULL);
+  for (int c = 0; c < 2 * CH; c++)
+    g_assert_cmpfloat(fabs(saved_three[c] - saved_one[c]), <=, 1e-6 * fabs(saved_one[c]));
+  g_assert_true(tdm_backend_check(b, NULL));
+  tdm_backend_free(b);
+}
+
+/* BN's backward with a fused ReLU recomputes the ReLU's mask from x (no pass over y):
+ * the same bits as relu_backward on the forward's output followed by the plain
+ * backward, over values where the ReLU stops a quarter to three quarters of them. */
+static void
+test_bn_backward_relu_mask(void)
+{
+  g_autoptr(GError) error = NULL;
+  TdmBackend *b = tdm_backend_cpu_new(&error);
+  enum { ROWS = 37, CH = 5 };
+  float x[ROWS * CH], dy[ROWS * CH], y[ROWS * CH], masked[ROWS * CH];
+  float slot[TDM_BN_SLOT_FLOATS(CH)], saved[2 * CH];
+  float gamma[CH] = {1, 2, 0.5f, -1.5f, 1}, beta[CH] = {0, -1, 0.25f, 0.5f, 0};
+  for (int i = 0; i < ROWS * CH; i++) {
+    x[i] = (float)((i * 7) % 13) - 6.0f;
+    dy[i] = (float)((i * 5) % 9) * 0.25f - 1.0f;
+  }
+  b->ops->bn_moments(b, slot, x, ROWS, CH, 0, 1);
+  b->ops->bn_stats(b, saved, slot, 1, CH, TDM_BN_EPS, TDM_BN_MOMENTUM, NULL, NULL);
+  b->ops->bn_forward(b, y, x, saved, saved + CH, gamma, beta, ROWS, CH, true);
+  int stopped = 0;
+  for (int i = 0; i < ROWS * CH; i++)
+    stopped += y[i] == 0.0f;
+  g_assert_cmpint(stopped, >, ROWS * CH / 4);
+  g_assert_cmpint(stopped, <, ROWS * CH * 3 / 4);
+  b->ops->relu_backward(b, masked, dy, y, ROWS * CH);
+
+  float dg_ref[CH], db_ref[CH], dx_ref[ROWS * CH], dg[CH], db[CH], dx[ROWS * CH];
+  b->ops->bn_backward_sums(b, dg_ref, db_ref, masked, x, saved, saved + CH, gamma, beta, false,
+                           ROWS, CH);
+  b->ops->bn_backward_dx(b, dx_ref, masked, x, saved, saved + CH, gamma, beta, false, dg_ref,
+                         db_ref, 1.0f / ROWS, ROWS, CH);
+  b->ops->bn_backward_sums(b, dg, db, dy, x, saved, saved + CH, gamma, beta, true, ROWS, CH);
+  memcpy(dx, dy, sizeof dx); /* dx == dy, as the engine may call it */
+  b->ops->bn_backward_dx(b, dx, dx, x, saved, saved + CH, gamma, beta, true, dg, db,
+                         1.0f / ROWS, ROWS, CH);
+  g_assert_cmpmem(dg, sizeof dg, dg_ref, sizeof dg_ref);
+  g_assert_cmpmem(db, sizeof db, db_ref, sizeof db_ref);
+  g_assert_cmpmem(dx, sizeof dx, dx_ref, sizeof dx_ref);
   g_assert_true(tdm_backend_check(b, NULL));
   tdm_backend_free(b);
 }
@@ -415,6 +510,9 @@ main(int argc, char **argv)
                   test_augmentation_and_dropout_split_free);
   g_test_add_func("/batchnorm/backend-draws-per-sample", test_backend_draws_per_sample);
   g_test_add_func("/batchnorm/statistics-match-pytorch", test_bn_statistics_match_pytorch_rule);
+  g_test_add_func("/batchnorm/backward-relu-mask", test_bn_backward_relu_mask);
+  g_test_add_func("/batchnorm/moments-large-mean-and-slots",
+                  test_bn_moments_large_mean_and_slots);
   g_test_add_func("/batchnorm/checkpoint-and-resume", test_checkpoint_and_resume);
   return g_test_run();
 }

@@ -672,6 +672,61 @@ test_lr_warmup_linear(void)
   g_assert_cmpfloat_with_epsilon(tdm_config_lr_at(c, 2.5), 0.15, 1e-15);
 }
 
+/* The pairs exports print: every setting the brief of an export names, as the engine
+ * spells it, the optimizer's own parameters only, numbers in the C locale. */
+static const char *
+describe_value(char **pairs, const char *key)
+{
+  for (int i = 0; pairs[i] && pairs[i + 1]; i += 2)
+    if (g_str_equal(pairs[i], key))
+      return pairs[i + 1];
+  return NULL;
+}
+
+static void
+test_describe(void)
+{
+  g_autoptr(TdmConfig) c = tdm_config_new();
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true(tdm_config_set_devices(c, "cpu:2,cuda:1", &error));
+  c->main_replica = 2;
+  c->optimizer = TDM_OPTIMIZER_MOMENTUM;
+  c->lr = 0.05;
+  c->batch = 256;
+  c->epochs = 3;
+  c->seed = 18446744073709551615ull;
+  c->precision = TDM_PRECISION_BF16;
+
+  g_auto(GStrv) pairs = tdm_config_describe(c);
+  g_assert_nonnull(pairs);
+  g_assert_cmpuint(g_strv_length(pairs) % 2, ==, 0);
+  g_assert_cmpstr(pairs[0], ==, "dataset");
+  g_assert_cmpstr(describe_value(pairs, "dataset"), ==, "fashion-mnist");
+  g_assert_cmpstr(describe_value(pairs, "network"), ==, "mlp");
+  g_assert_cmpstr(describe_value(pairs, "devices"), ==, "cpu,cpu,cuda:1");
+  g_assert_cmpstr(describe_value(pairs, "main"), ==, "cuda:1 (replica 2)");
+  g_assert_cmpstr(describe_value(pairs, "strategy"), ==, "allreduce");
+  g_assert_cmpstr(describe_value(pairs, "batch"), ==, "256");
+  g_assert_cmpstr(describe_value(pairs, "epochs"), ==, "3");
+  g_assert_cmpstr(describe_value(pairs, "optimizer"), ==, "momentum");
+  g_assert_cmpstr(describe_value(pairs, "lr"), ==, "0.05");
+  g_assert_cmpstr(describe_value(pairs, "momentum"), ==, "0.9");
+  g_assert_null(describe_value(pairs, "beta1"));
+  g_assert_null(describe_value(pairs, "max_steps"));
+  g_assert_cmpstr(describe_value(pairs, "precision"), ==, "bf16");
+  g_assert_cmpstr(describe_value(pairs, "seed"), ==, "18446744073709551615");
+  g_assert_cmpstr(describe_value(pairs, "schedule"), ==, "constant");
+
+  /* Adam's parameters instead of the momentum, and a test run's step limit. */
+  c->optimizer = TDM_OPTIMIZER_ADAM;
+  c->max_steps = 40;
+  g_auto(GStrv) adam = tdm_config_describe(c);
+  g_assert_null(describe_value(adam, "momentum"));
+  g_assert_cmpstr(describe_value(adam, "beta2"), ==, "0.999");
+  g_assert_cmpstr(describe_value(adam, "max_steps"), ==, "40");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -689,5 +744,6 @@ main(int argc, char **argv)
   g_test_add_func("/config/json-without-recipe", test_json_without_recipe);
   g_test_add_func("/config/preset", test_preset);
   g_test_add_func("/config/recipe-validation", test_recipe_validation);
+  g_test_add_func("/config/describe", test_describe);
   return g_test_run();
 }

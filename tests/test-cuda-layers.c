@@ -190,14 +190,17 @@ test_strided_conv(void)
 /* tol: 1e-5, except for a single row, whose variance is 0: invstd = 1/√eps ≈ 316
  * multiplies the rounding of x − mean, and the forward's x · scale + shift cancels to
  * β, so its few-ulp differences (an FMA on the GPU) come out ~3e-5 relative. */
+/* offset: added to every value (a large mean tests the one-pass statistics); the GPU
+ * writes its statistics into slot 1 of 3, as the second of three synchronized
+ * replicas would, and the CPU's reference into slot 0 of 1. */
 static void
-bn_case(int rows, int channels, bool relu, double tol)
+bn_case_offset(int rows, int channels, bool relu, double tol, float offset)
 {
   size_t n = (size_t)rows * channels;
   /* An offset and a spread per channel, as activations have. */
   g_autofree float *x = random_floats(n, -1, 1);
   for (size_t i = 0; i < n; i++)
-    x[i] = x[i] * (1.0f + (float)(i % channels) * 0.1f) + 0.5f;
+    x[i] = x[i] * (1.0f + (float)(i % channels) * 0.1f) + 0.5f + offset;
   g_autofree float *gamma = random_floats(channels, 0.5, 1.5);
   g_autofree float *beta = random_floats(channels, -0.5, 0.5);
   g_autofree float *rm = random_floats(channels, -0.1, 0.1);
@@ -206,46 +209,68 @@ bn_case(int rows, int channels, bool relu, double tol)
   const float eps = 1e-5f, momentum = 0.1f;
 
   /* CPU reference */
-  g_autofree float *sum = g_new(float, channels), *sq = g_new(float, channels);
+  const size_t slot = TDM_BN_SLOT_FLOATS(channels);
+  g_autofree float *slots = g_new(float, slot);
   g_autofree float *saved = g_new(float, 2 * (size_t)channels);
   g_autofree float *rm_ref = g_memdup2(rm, channels * 4), *rv_ref = g_memdup2(rv, channels * 4);
   g_autofree float *y_ref = g_new(float, n), *ye_ref = g_new(float, n);
   g_autofree float *dg_ref = g_new(float, channels), *db_ref = g_new(float, channels);
   g_autofree float *dx_ref = g_new(float, n);
   const TdmBackendOps *c = cpu->ops;
-  c->bn_sums(cpu, sum, x, NULL, 0.0f, rows, channels);
-  c->bn_sums(cpu, sq, x, sum, 1.0f / rows, rows, channels);
-  c->bn_stats(cpu, saved, sum, sq, channels, rows, eps, momentum, rm_ref, rv_ref);
+  c->bn_moments(cpu, slots, x, rows, channels, 0, 1);
+  c->bn_stats(cpu, saved, slots, 1, channels, eps, momentum, rm_ref, rv_ref);
   c->bn_forward(cpu, y_ref, x, saved, saved + channels, gamma, beta, rows, channels, relu);
   c->bn_forward_eval(cpu, ye_ref, x, rm_ref, rv_ref, gamma, beta, eps, rows, channels, relu);
-  c->bn_backward_sums(cpu, dg_ref, db_ref, dy, x, saved, saved + channels, rows, channels);
-  c->bn_backward_dx(cpu, dx_ref, dy, x, saved, saved + channels, gamma, dg_ref, db_ref,
-                    1.0f / rows, rows, channels);
   assert_ok(cpu);
 
   float *dx_in = on(x, n * 4), *dgam = on(gamma, channels * 4), *dbet = on(beta, channels * 4);
   float *drm = on(rm, channels * 4), *drv = on(rv, channels * 4), *ddy = on(dy, n * 4);
-  float *dsum = poisoned(channels), *dsq = poisoned(channels);
+  float *dslots = poisoned(3 * slot);
   float *dsaved = poisoned(2 * (size_t)channels);
   float *dyo = poisoned(n), *dye = poisoned(n), *ddg = poisoned(channels);
   float *ddb = poisoned(channels), *ddx = poisoned(n);
   const TdmBackendOps *g = gpu->ops;
-  g->bn_sums(gpu, dsum, dx_in, NULL, 0.0f, rows, channels);
-  g->bn_sums(gpu, dsq, dx_in, dsum, 1.0f / rows, rows, channels);
-  g->bn_stats(gpu, dsaved, dsum, dsq, channels, rows, eps, momentum, drm, drv);
+  g->bn_moments(gpu, dslots, dx_in, rows, channels, 1, 3);
+  g->bn_stats(gpu, dsaved, dslots, 3, channels, eps, momentum, drm, drv);
   g->bn_forward(gpu, dyo, dx_in, dsaved, dsaved + channels, dgam, dbet, rows, channels, relu);
   g->bn_forward_eval(gpu, dye, dx_in, drm, drv, dgam, dbet, eps, rows, channels, relu);
-  g->bn_backward_sums(gpu, ddg, ddb, ddy, dx_in, dsaved, dsaved + channels, rows, channels);
+
+  /* The reference backward takes the ReLU's mask through relu_backward from the GPU's
+   * own forward output, as the engine did before the backend recomputed the mask from
+   * x: so the GPU's recomputed mask must be its forward's, value for value. (The
+   * CPU's forward output would not do: with a large mean, x · scale + shift cancels
+   * and the two forwards' last bits, an FMA apart, put values within ~1e-4 of 0 on
+   * different sides of it.) */
+  g_autofree float *dy_masked = g_memdup2(dy, n * 4);
+  if (relu) {
+    g_autofree float *y_gpu = g_new(float, n);
+    gpu->ops->download(gpu, y_gpu, dyo, n * 4);
+    assert_ok(gpu);
+    c->relu_backward(cpu, dy_masked, dy, y_gpu, n);
+  }
+  c->bn_backward_sums(cpu, dg_ref, db_ref, dy_masked, x, saved, saved + channels, gamma, beta,
+                      false, rows, channels);
+  c->bn_backward_dx(cpu, dx_ref, dy_masked, x, saved, saved + channels, gamma, beta, false,
+                    dg_ref, db_ref, 1.0f / rows, rows, channels);
+  assert_ok(cpu);
+  g->bn_backward_sums(gpu, ddg, ddb, ddy, dx_in, dsaved, dsaved + channels, dgam, dbet, relu,
+                      rows, channels);
   /* dx == dy allowed: write over the gradient itself. */
   gpu->ops->copy(gpu, ddx, ddy, n * 4);
-  g->bn_backward_dx(gpu, ddx, ddx, dx_in, dsaved, dsaved + channels, dgam, ddg, ddb,
-                    1.0f / rows, rows, channels);
+  g->bn_backward_dx(gpu, ddx, ddx, dx_in, dsaved, dsaved + channels, dgam, dbet, relu, ddg,
+                    ddb, 1.0f / rows, rows, channels);
 
-  g_autofree char *tag = g_strdup_printf("%d×%d%s", rows, channels, relu ? " relu" : "");
-  g_autofree char *w1 = g_strdup_printf("bn_sums %s", tag);
-  check_close(w1, dsum, sum, channels, TOL);
-  g_autofree char *w2 = g_strdup_printf("bn_sums sqdev %s", tag);
-  check_close(w2, dsq, sq, channels, TOL);
+  g_autofree char *tag = g_strdup_printf("%d×%d%s offset %g", rows, channels,
+                                         relu ? " relu" : "", offset);
+  /* Slots 0 and 2 all zeros; slot 1 the CPU's (mean high and low parts, M2, count). */
+  g_autofree float *zeros = g_new0(float, slot);
+  g_autofree char *w1 = g_strdup_printf("bn_moments other slots %s", tag);
+  check_close(w1, dslots, zeros, slot, 0.0);
+  check_close(w1, dslots + 2 * slot, zeros, slot, 0.0);
+  g_autofree char *w2 = g_strdup_printf("bn_moments mean %s", tag);
+  check_close(w2, dslots + slot, slots, channels, TOL);
+  g_autofree char *w2b = g_strdup_printf("bn_moments M2 and count %s", tag);
+  check_close(w2b, dslots + slot + 2 * channels, slots + 2 * channels, channels + 2, TOL);
   g_autofree char *w3 = g_strdup_printf("bn_stats %s", tag);
   check_close(w3, dsaved, saved, 2 * (size_t)channels, TOL);
   g_autofree char *w4 = g_strdup_printf("bn running mean and var %s", tag);
@@ -261,9 +286,15 @@ bn_case(int rows, int channels, bool relu, double tol)
   g_autofree char *w8 = g_strdup_printf("bn_backward_dx %s", tag);
   check_close(w8, ddx, dx_ref, n, tol);
 
-  void *all[] = {dx_in, dgam, dbet, drm, drv, ddy, dsum, dsq, dsaved, dyo, dye, ddg, ddb, ddx};
+  void *all[] = {dx_in, dgam, dbet, drm, drv, ddy, dslots, dsaved, dyo, dye, ddg, ddb, ddx};
   for (guint i = 0; i < G_N_ELEMENTS(all); i++)
     release(all[i]);
+}
+
+static void
+bn_case(int rows, int channels, bool relu, double tol)
+{
+  bn_case_offset(rows, channels, relu, tol, 0.0f);
 }
 
 static void
@@ -280,6 +311,10 @@ test_batchnorm(void)
   bn_case(512 * 28 * 28, 32, true, TOL);
   bn_case(512 * 3 * 3, 256, false, TOL);
   bn_case(33, 6, true, TOL);              /* channels not a multiple of 4: no float4 */
+  /* A mean 1000 spreads from zero: the one-pass sums' shift keeps M2 exact (float's
+   * Σx² − (Σx)²/n would lose it all); the forward's x · scale + shift then cancels
+   * 1000 to a few units, which leaves ~1e-4 of float rounding in y and dx. */
+  bn_case_offset(512 * 14 * 14, 64, true, 1e-3, 1000.0f);
 }
 
 /* Pooling */

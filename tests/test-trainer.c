@@ -159,6 +159,93 @@ test_summary_throttle(void)
   g_assert_cmpfloat(racing.finished_event.elapsed, >, 40);
 }
 
+/* A clock that moves 20 ms at each reading and stalls 100 ms more at every 50th,
+ * as a step does when a window's drawing or another process takes its core. */
+typedef struct {
+  gint64 now_us;
+  long readings;
+} StallClock;
+
+static gint64
+stall_clock_read(gpointer data)
+{
+  StallClock *c = data;
+  c->readings++;
+  c->now_us += 20000 + (c->readings % 50 == 0 ? 100000 : 0);
+  return c->now_us;
+}
+
+typedef struct {
+  GArray *steps;   /* of TdmStepEvent */
+  int batch, steps_per_epoch;
+} StepLog;
+
+static void
+log_steps(const TdmEvent *e, gpointer data)
+{
+  StepLog *log = data;
+  if (e->kind == TDM_EVENT_STEP)
+    g_array_append_val(log->steps, e->step);
+  else if (e->kind == TDM_EVENT_STARTED)
+    log->steps_per_epoch = e->started.steps_per_epoch;
+}
+
+/* Throughput is samples over the last second of training time, not over the last
+ * summary (fault 13: one slow step in a 50 ms summary swung the figure 2× and more,
+ * a regular sawtooth). Every STEP event's figure equals the windowed rate the test
+ * computes from the events' own steps and elapsed times, and it stays steady where
+ * the per-summary rate jumps at each stall. */
+static void
+test_throughput_window(void)
+{
+  g_autoptr(TdmConfig) cfg = small_config("synthetic", "fc16,relu,fc10");
+  g_autoptr(GError) error = NULL;
+  StallClock clock = {.now_us = 1};
+  StepLog log = {.steps = g_array_new(FALSE, FALSE, sizeof(TdmStepEvent))};
+
+  cfg->batch = 20;
+  cfg->max_steps = 150;
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, log_steps, &log);
+  tdm_trainer_set_clock(trainer, stall_clock_read, &clock);
+  tdm_trainer_set_summary_steps(trainer, 1);
+  g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+  g_assert_no_error(error);
+  /* Whole batches only, so step × batch counts the samples. */
+  g_assert_cmpint(log.steps_per_epoch, >, cfg->max_steps);
+  g_assert_cmpuint(log.steps->len, ==, cfg->max_steps);
+
+  const TdmStepEvent *ev = (const TdmStepEvent *)log.steps->data;
+  double instant_lo = INFINITY, instant_hi = 0, window_lo = INFINITY, window_hi = 0;
+  for (guint i = 0; i < log.steps->len; i++) {
+    /* The newest earlier summary a second or more before, else the run's start. */
+    double base_elapsed = 0;
+    long base_step = 0;
+    for (guint k = i; k-- > 0;) {
+      if (ev[i].elapsed - ev[k].elapsed >= 1.0) {
+        base_elapsed = ev[k].elapsed;
+        base_step = ev[k].step;
+        break;
+      }
+    }
+    double expected = (ev[i].step - base_step) * cfg->batch / (ev[i].elapsed - base_elapsed);
+    g_assert_cmpfloat_with_epsilon(ev[i].samples_per_second, expected, 1e-9 * expected);
+
+    if (i > 0 && ev[i].elapsed >= 2.0) {
+      double instant = (ev[i].step - ev[i - 1].step) * cfg->batch /
+                       (ev[i].elapsed - ev[i - 1].elapsed);
+      instant_lo = MIN(instant_lo, instant);
+      instant_hi = MAX(instant_hi, instant);
+      window_lo = MIN(window_lo, ev[i].samples_per_second);
+      window_hi = MAX(window_hi, ev[i].samples_per_second);
+    }
+  }
+  g_test_message("per summary %.0f..%.0f samples/s, over a second %.0f..%.0f",
+                 instant_lo, instant_hi, window_lo, window_hi);
+  g_assert_cmpfloat(instant_hi / instant_lo, >, 2);
+  g_assert_cmpfloat(window_hi / window_lo, <, 1.25);
+  g_array_unref(log.steps);
+}
+
 static void
 test_synthetic_one_epoch(void)
 {
@@ -471,6 +558,7 @@ main(int argc, char **argv)
   g_test_add_func("/trainer/synthetic-one-epoch", test_synthetic_one_epoch);
   g_test_add_func("/trainer/fashion-mnist-one-epoch", test_fashion_mnist_one_epoch);
   g_test_add_func("/trainer/summary-throttle", test_summary_throttle);
+  g_test_add_func("/trainer/throughput-window", test_throughput_window);
   g_test_add_func("/trainer/stop-resume-bit-exact", test_stop_resume_bit_exact);
   g_test_add_func("/trainer/pause-resume", test_pause_resume);
   g_test_add_func("/trainer/stop-is-prompt", test_stop_is_prompt);

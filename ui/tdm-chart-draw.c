@@ -41,7 +41,7 @@ draw_text (Frame                      *f,
   text_size (f, font, text, &w, &h);
   set_source (f->cr, &f->fg, alpha);
   cairo_move_to (f->cr, round (x - ax * w), round (y - ay * h));
-  pango_cairo_show_layout (f->cr, f->layout);
+  tdm_chart_show_layout (f->cr, f->layout, ax);
 }
 
 char *
@@ -287,12 +287,12 @@ legend_pass (TdmChart *self,
                * top edge, so swatch and area read as the same colour. */
               cairo_rectangle (f->cr, sx + 2, sy, SWATCH_W - 4, SWATCH_H);
               set_source (f->cr, &e->colour, STACK_FILL_ALPHA);
-              cairo_fill (f->cr);
+              tdm_chart_fill (f->cr);
               set_source (f->cr, &e->colour, 1);
               cairo_rectangle (f->cr, sx + 2, sy, SWATCH_W - 4, 1.5);
               break;
             }
-          cairo_fill (f->cr);
+          tdm_chart_fill (f->cr);
 
           draw_text (f, f->font, name, x + SWATCH_W + 5, y + (row_h - 4) / 2, 0, 0.5, 0.85);
         }
@@ -450,13 +450,13 @@ draw_axes (TdmChart *self,
       cairo_move_to (cr, x, m->py);
       cairo_line_to (cr, x, m->py + m->ph);
     }
-  cairo_stroke (cr);
+  tdm_chart_stroke (cr);
 
   set_source (cr, &f->fg, 0.45);
   cairo_move_to (cr, m->px - 0.5, m->py);
   cairo_line_to (cr, m->px - 0.5, m->py + m->ph + 0.5);
   cairo_line_to (cr, m->px + m->pw, m->py + m->ph + 0.5);
-  cairo_stroke (cr);
+  tdm_chart_stroke (cr);
 
   for (guint i = 0; i < f->ya.n_ticks; i++)
     {
@@ -487,7 +487,7 @@ draw_axes (TdmChart *self,
       pango_layout_set_alignment (f->layout, PANGO_ALIGN_CENTER);
       set_source (cr, &f->fg, 0.85);
       cairo_move_to (cr, -MAX (1, m->ph) / 2.0, 0);
-      pango_cairo_show_layout (cr, f->layout);
+      tdm_chart_show_layout (cr, f->layout, 0.5);
       pango_layout_set_width (f->layout, -1);
       pango_layout_set_ellipsize (f->layout, PANGO_ELLIPSIZE_NONE);
       pango_layout_set_alignment (f->layout, PANGO_ALIGN_LEFT);
@@ -570,7 +570,7 @@ draw_hover (TdmChart *self,
   cairo_set_line_width (f->cr, 1);
   cairo_move_to (f->cr, X, m->py);
   cairo_line_to (f->cr, X, m->py + m->ph);
-  cairo_stroke (f->cr);
+  tdm_chart_stroke (f->cr);
 
   for (guint i = 0; i < self->entries->len && n_rows < MAX_READOUT; i++)
     {
@@ -637,7 +637,7 @@ draw_hover (TdmChart *self,
           cairo_new_sub_path (f->cr);
           cairo_arc (f->cr, X, map_y (m, marker), 3, 0, 2 * G_PI);
           set_source (f->cr, &e->colour, 1);
-          cairo_fill (f->cr);
+          tdm_chart_fill (f->cr);
         }
     }
 
@@ -669,7 +669,7 @@ draw_hover (TdmChart *self,
       y += f->small_h + 2;
       set_source (f->cr, rows[i].colour, 1);
       cairo_rectangle (f->cr, round (bx + 6), round (y + f->small_h / 2.0 - 4), 8, 8);
-      cairo_fill (f->cr);
+      tdm_chart_fill (f->cr);
       draw_text (f, f->small, rows[i].text, bx + 20, y, 0, 0, 0.9);
     }
   cairo_restore (f->cr);
@@ -712,7 +712,7 @@ tdm_chart_frame_draw (TdmChart *self,
       pango_layout_set_ellipsize (f->layout, PANGO_ELLIPSIZE_END);
       set_source (cr, &f->fg, 1);
       cairo_move_to (cr, PAD, PAD);
-      pango_cairo_show_layout (cr, f->layout);
+      tdm_chart_show_layout (cr, f->layout, 0);
       pango_layout_set_width (f->layout, -1);
       pango_layout_set_ellipsize (f->layout, PANGO_ELLIPSIZE_NONE);
     }

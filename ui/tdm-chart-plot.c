@@ -153,7 +153,7 @@ stroke_columns (cairo_t      *cr,
   cairo_set_line_cap (cr, CAIRO_LINE_CAP_ROUND);
   cairo_set_line_join (cr, CAIRO_LINE_JOIN_ROUND);
   cairo_set_dash (cr, dash, dashed ? 2 : 0, 0);
-  cairo_stroke (cr);
+  tdm_chart_stroke (cr);
   cairo_set_dash (cr, NULL, 0, 0);
 
   if (!lone)
@@ -166,7 +166,7 @@ stroke_columns (cairo_t      *cr,
         cairo_new_sub_path (cr);
         cairo_arc (cr, cols[i].x, cols[i].y, width * 1.25, 0, 2 * G_PI);
       }
-  cairo_fill (cr);
+  tdm_chart_fill (cr);
 }
 
 /* The min/max envelope. Dense columns (about one per pixel, as decimated
@@ -196,7 +196,7 @@ fill_band (cairo_t       *cr,
           }
       cairo_set_line_width (cr, 1);
       cairo_set_line_cap (cr, CAIRO_LINE_CAP_BUTT);
-      cairo_stroke (cr);
+      tdm_chart_stroke (cr);
 
       /* Outliers (a column reaching past its neighbours by more than their
        * own spread) are what decimation must not hide: ink them darker. */
@@ -225,7 +225,7 @@ fill_band (cairo_t       *cr,
             }
         }
       set_source (cr, colour, 0.8);
-      cairo_stroke (cr);
+      tdm_chart_stroke (cr);
       return;
     }
 
@@ -252,7 +252,7 @@ fill_band (cairo_t       *cr,
       s = e;
     }
 
-  cairo_fill (cr);
+  tdm_chart_fill (cr);
 }
 
 /* With nested lines, each line is wider by the lines drawn on top of it, so lines
@@ -333,14 +333,14 @@ draw_points_series (TdmChart *self,
         cairo_move_to (f->cr, self->cols[i].x, self->cols[i].top);
         cairo_line_to (f->cr, self->cols[i].x, self->cols[i].bottom);
       }
-  cairo_stroke (f->cr);
+  tdm_chart_stroke (f->cr);
 
   for (guint i = 0; i < n; i++)
     {
       cairo_new_sub_path (f->cr);
       cairo_arc (f->cr, self->cols[i].x, self->cols[i].y, POINT_RADIUS, 0, 2 * G_PI);
     }
-  cairo_fill (f->cr);
+  tdm_chart_fill (f->cr);
 }
 
 static void
@@ -359,7 +359,7 @@ draw_reference_series (Frame *f,
   cairo_set_dash (f->cr, dash, 2, 0);
   cairo_move_to (f->cr, f->map.px, y);
   cairo_line_to (f->cr, f->map.px + f->map.pw, y);
-  cairo_stroke (f->cr);
+  tdm_chart_stroke (f->cr);
   cairo_set_dash (f->cr, NULL, 0, 0);
 }
 
@@ -427,7 +427,7 @@ draw_stacked (TdmChart *self,
           s = end;
         }
       set_source (f->cr, &e->colour, STACK_FILL_ALPHA);
-      cairo_fill (f->cr);
+      tdm_chart_fill (f->cr);
 
       s = 0;
       while (s < nc)
@@ -446,7 +446,7 @@ draw_stacked (TdmChart *self,
         }
       set_source (f->cr, &e->colour, 1);
       cairo_set_line_width (f->cr, 1.5);
-      cairo_stroke (f->cr);
+      tdm_chart_stroke (f->cr);
 
       memcpy (base, top, nc * sizeof *base);
     }

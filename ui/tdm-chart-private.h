@@ -2,8 +2,10 @@
  *
  * The widget's state, the per-frame drawing context and the data-to-pixel
  * mapping, for tdm-chart.c (the widget and its API), tdm-chart-draw.c (layout,
- * axes, legend, hover) and tdm-chart-plot.c (the series themselves). Not for
- * use outside ui/tdm-chart*.c.
+ * axes, legend, hover), tdm-chart-plot.c (the series themselves) and
+ * tdm-chart-export.c (files). Both drawing files stroke, fill and show text through
+ * tdm-chart-svg.h's hooks, so an SVG export writes what they draw. Not for use
+ * outside ui/tdm-chart*.c (and the chart's tests).
  */
 
 #pragma once
@@ -12,6 +14,7 @@
 
 #include "tdm-chart.h"
 #include "tdm-chart-axis.h"
+#include "tdm-chart-svg.h"
 
 G_BEGIN_DECLS
 

@@ -11,7 +11,6 @@
 
 #include <string.h>
 
-#include <cairo-svg.h>
 #include <glib/gi18n.h>
 
 enum {
@@ -705,128 +704,6 @@ tdm_chart_get_title_area (TdmChart     *self,
   cairo_surface_destroy (surface);
 
   return TRUE;
-}
-
-static cairo_status_t
-append_bytes (void                *closure,
-              const unsigned char *data,
-              unsigned int         length)
-{
-  g_byte_array_append (closure, data, length);
-
-  return CAIRO_STATUS_SUCCESS;
-}
-
-static gboolean
-check_cairo (cairo_status_t   status,
-             const char      *path,
-             GError         **error)
-{
-  if (status == CAIRO_STATUS_SUCCESS)
-    return TRUE;
-
-  g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
-               _("Could not draw the chart for “%s”: %s"),
-               path, cairo_status_to_string (status));
-
-  return FALSE;
-}
-
-/* Written whole through g_file_set_contents(), so a failed export leaves no
- * half-written file and the error names the real cause. */
-static gboolean
-save_bytes (GByteArray  *bytes,
-            const char  *path,
-            GError     **error)
-{
-  return g_file_set_contents (path, (const char *) bytes->data, bytes->len, error);
-}
-
-gboolean
-tdm_chart_export_png (TdmChart    *self,
-                      const char  *path,
-                      int          width,
-                      int          height,
-                      GError     **error)
-{
-  g_autoptr (GByteArray) bytes = g_byte_array_new ();
-  cairo_surface_t *surface;
-  cairo_status_t status;
-  cairo_t *cr;
-
-  g_return_val_if_fail (TDM_IS_CHART (self), FALSE);
-  g_return_val_if_fail (path != NULL, FALSE);
-  g_return_val_if_fail (width > 0 && height > 0, FALSE);
-  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
-
-  surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, width, height);
-  cr = cairo_create (surface);
-  tdm_chart_render (self, cr, width, height);
-  status = cairo_status (cr);
-  cairo_destroy (cr);
-  if (status == CAIRO_STATUS_SUCCESS)
-    status = cairo_surface_write_to_png_stream (surface, append_bytes, bytes);
-  cairo_surface_destroy (surface);
-
-  return check_cairo (status, path, error) && save_bytes (bytes, path, error);
-}
-
-gboolean
-tdm_chart_export_svg (TdmChart    *self,
-                      const char  *path,
-                      int          width,
-                      int          height,
-                      GError     **error)
-{
-  g_autoptr (GByteArray) bytes = g_byte_array_new ();
-  cairo_surface_t *surface;
-  cairo_status_t status;
-  cairo_t *cr;
-
-  g_return_val_if_fail (TDM_IS_CHART (self), FALSE);
-  g_return_val_if_fail (path != NULL, FALSE);
-  g_return_val_if_fail (width > 0 && height > 0, FALSE);
-  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
-
-  surface = cairo_svg_surface_create_for_stream (append_bytes, bytes, width, height);
-  cr = cairo_create (surface);
-  tdm_chart_render (self, cr, width, height);
-  status = cairo_status (cr);
-  cairo_destroy (cr);
-  cairo_surface_finish (surface);
-  if (status == CAIRO_STATUS_SUCCESS)
-    status = cairo_surface_status (surface);
-  cairo_surface_destroy (surface);
-
-  return check_cairo (status, path, error) && save_bytes (bytes, path, error);
-}
-
-/**
- * tdm_chart_export_csv:
- *
- * Writes every series but reference lines, joined on x; see
- * tdm_series_to_csv(). The first column is named after the x axis.
- */
-gboolean
-tdm_chart_export_csv (TdmChart    *self,
-                      const char  *path,
-                      GError     **error)
-{
-  g_autoptr (GPtrArray) list = g_ptr_array_new ();
-  g_autofree char *x_name = NULL;
-
-  g_return_val_if_fail (TDM_IS_CHART (self), FALSE);
-  g_return_val_if_fail (path != NULL, FALSE);
-  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
-
-  for (guint i = 0; i < self->entries->len; i++)
-    if (get_entry (self, i)->style != TDM_CHART_STYLE_REFERENCE)
-      g_ptr_array_add (list, get_entry (self, i)->series);
-
-  x_name = tdm_chart_axis_title (self->x_label, self->x_unit);
-
-  return tdm_series_write_csv ((TdmSeries *const *) list->pdata, list->len,
-                               x_name, path, error);
 }
 
 /**

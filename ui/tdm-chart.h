@@ -27,6 +27,7 @@
 
 #include <gtk/gtk.h>
 
+#include "tdm-export-info.h"
 #include "tdm-series.h"
 
 G_BEGIN_DECLS
@@ -132,19 +133,31 @@ gboolean    tdm_chart_get_plot_area        (TdmChart      *chart,
                                             int            width,
                                             int            height,
                                             GdkRectangle  *area);
+/* Exports: the chart as seen (light, no hover), with the run's settings when `info`
+ * is given: PNG text chunks (tEXt::dataset…, Title, Software, Description), an SVG's
+ * <metadata> and a caption line under the chart, `# key: value` lines atop a CSV.
+ * SVG text stays text (tdm-chart-svg.h). Files are written whole or not at all. */
 gboolean    tdm_chart_export_png           (TdmChart      *chart,
                                             const char    *path,
                                             int            width,
                                             int            height,
+                                            const TdmExportInfo *info,
                                             GError       **error);
 gboolean    tdm_chart_export_svg           (TdmChart      *chart,
                                             const char    *path,
                                             int            width,
                                             int            height,
+                                            const TdmExportInfo *info,
                                             GError       **error);
 gboolean    tdm_chart_export_csv           (TdmChart      *chart,
                                             const char    *path,
+                                            const TdmExportInfo *info,
                                             GError       **error);
+/* The SVG document itself, for tests. */
+char       *tdm_chart_to_svg               (TdmChart      *chart,
+                                            int            width,
+                                            int            height,
+                                            const TdmExportInfo *info);
 
 void        tdm_chart_device_colour        (int            index,
                                             GdkRGBA       *out);

@@ -20,12 +20,9 @@
  * to do instead of six empty cards. The cards sit in a GtkFlowBox: three columns on
  * a wide window, two, then one, each card no narrower than CARD_MIN_WIDTH.
  *
- * Throughput is the samples trained over the last THROUGHPUT_WINDOW_S seconds of
- * training time (from the STEP events' step counts and pause-free elapsed time),
- * not the engine's per-summary figure: that one covers about 50 ms, two or three
- * steps, and swings with whatever else the machine did in those milliseconds (the
- * window drawing, on a 2-core machine), which read as a sawtooth and made the
- * smoothed and raw values disagree.
+ * Throughput is the engine's figure, samples over the last second of training time
+ * (tdm-trainer.c says why not over one summary), drawn as it comes: the window
+ * derives no rate of its own, so it shows what `tandem-train --json` prints.
  *
  * Redrawing a chart costs a few milliseconds of a frame's 16 on a slow CPU, and a new
  * status line costs a relayout of the window; events come twenty times a second. So
@@ -60,8 +57,6 @@
 #define CARD_MIN_HEIGHT      200
 /* The card's ⋮ button, margins included: the chart keeps this corner free. */
 #define CARD_BUTTON_RESERVE  44
-#define THROUGHPUT_WINDOW_S  1.0
-#define THROUGHPUT_HISTORY   64
 
 /* Fixed colours for the phases of a step, far apart in hue and lightness, so the
  * three areas never read as one. */
@@ -150,6 +145,8 @@ struct _TdmDashboard
   GMenu           *x_axis_menu;         /* the loss and accuracy charts' x axes */
 
   TdmMetricsLog   *log;
+  TdmExportInfo   *next_info;   /* the settings of the run being started */
+  TdmExportInfo   *info;        /* the settings of the run shown, for exports */
 
   /* The run being shown. */
   TdmStartedEvent  started;
@@ -163,12 +160,6 @@ struct _TdmDashboard
   guint            loss_train, loss_test, accuracy_train, accuracy_test, throughput;
   guint            step_series[3];
   int              step_replica;
-
-  /* (elapsed, step) of recent STEP events, for the windowed throughput. */
-  double           rate_elapsed[THROUGHPUT_HISTORY];
-  long             rate_step[THROUGHPUT_HISTORY];
-  guint            rate_head, rate_len;
-  double           samples_per_second;
 
   TdmStepEvent     last_step;
   gboolean         have_step;
@@ -194,52 +185,6 @@ enum {
 static GParamSpec *properties[N_PROPS];
 
 G_DEFINE_FINAL_TYPE (TdmDashboard, tdm_dashboard, GTK_TYPE_WIDGET)
-
-/* Samples per second over the last THROUGHPUT_WINDOW_S of training time, or NAN
- * until the history spans some time. Steps of the last, smaller batch of an epoch
- * count as whole ones: off by less than one batch in a window. */
-static double
-tdm_dashboard_note_rate (TdmDashboard *self,
-                         double        elapsed,
-                         long          step)
-{
-  guint newest, oldest;
-
-  if (!isfinite (elapsed))
-    return NAN;
-
-  if (self->rate_len > 0)
-    {
-      guint last = (self->rate_head + THROUGHPUT_HISTORY - 1) % THROUGHPUT_HISTORY;
-
-      if (step <= self->rate_step[last] || elapsed <= self->rate_elapsed[last])
-        return self->samples_per_second;
-    }
-
-  self->rate_elapsed[self->rate_head] = elapsed;
-  self->rate_step[self->rate_head] = step;
-  newest = self->rate_head;
-  self->rate_head = (self->rate_head + 1) % THROUGHPUT_HISTORY;
-  self->rate_len = MIN (self->rate_len + 1, THROUGHPUT_HISTORY);
-
-  /* The oldest entry still inside the window, or the newest one before it. */
-  oldest = (newest + THROUGHPUT_HISTORY - (self->rate_len - 1)) % THROUGHPUT_HISTORY;
-  for (guint i = self->rate_len - 1; i > 0; i--)
-    {
-      guint k = (newest + THROUGHPUT_HISTORY - i) % THROUGHPUT_HISTORY;
-      guint next = (k + 1) % THROUGHPUT_HISTORY;
-
-      oldest = k;
-      if (elapsed - self->rate_elapsed[next] < THROUGHPUT_WINDOW_S)
-        break;
-    }
-  if (oldest == newest)
-    return NAN;
-
-  self->samples_per_second = (double) (step - self->rate_step[oldest]) * self->started.batch
-                             / (elapsed - self->rate_elapsed[oldest]);
-  return self->samples_per_second;
-}
 
 static void
 rgba_from_hex (GdkRGBA *out,
@@ -279,27 +224,12 @@ tdm_dashboard_x (TdmDashboard *self,
   return self->x_axis == TDM_DASHBOARD_X_STEP ? (double) step : epoch;
 }
 
-/* "cpu 1", "cpu 2" where several replicas share a device, else the device's id. */
+/* As the CSV export names it too (tdm-format.h). */
 static char *
 replica_label (const TdmStartedEvent *started,
                int                    replica)
 {
-  const char *id = started->device[replica];
-  int same = 0, nth = 0;
-
-  for (int r = 0; r < started->replicas; r++)
-    if (strncmp (started->device[r], id, sizeof started->device[r]) == 0)
-      {
-        same++;
-        if (r <= replica)
-          nth++;
-      }
-
-  if (same <= 1)
-    return g_strndup (id, sizeof started->device[replica]);
-
-  /* Translators: one of several replicas on the same device, e.g. "cpu 2" */
-  return g_strdup_printf (C_("replica", "%.32s %d"), id, nth);
+  return tdm_format_replica (started, replica);
 }
 
 static char *
@@ -395,8 +325,7 @@ tdm_dashboard_update_status (TdmDashboard *self)
   steps_done = format_count (s->step);
   steps_total = format_count (self->started.total_steps);
   step = g_strdup_printf (_("Step %s of %s"), steps_done, steps_total);
-  samples = format_count (isfinite (self->samples_per_second) ? self->samples_per_second
-                                                               : s->samples_per_second);
+  samples = format_count (s->samples_per_second);
   rate = g_strdup_printf (_("%s samples/s"), samples);
   elapsed_time = format_duration (s->elapsed);
   elapsed = g_strdup_printf (_("%s elapsed"), elapsed_time);
@@ -723,11 +652,15 @@ tdm_dashboard_begin (TdmDashboard          *self,
   self->last_elapsed = 0;
   self->last_elapsed_at = g_get_monotonic_time ();
   memset (&self->last_step, 0, sizeof self->last_step);
-  self->rate_head = self->rate_len = 0;
-  self->samples_per_second = NAN;
   tdm_dashboard_show_charts (self);
 
   tdm_metrics_log_begin (self->log, &self->started);
+  /* Only now do the charts show the run those settings belong to. */
+  if (self->next_info != NULL)
+    {
+      g_clear_pointer (&self->info, tdm_export_info_free);
+      self->info = g_steal_pointer (&self->next_info);
+    }
   for (int id = 0; id < N_CHARTS; id++)
     tdm_dashboard_drop_pending (self, id);
 
@@ -903,12 +836,8 @@ tdm_dashboard_handle_event (TdmDashboard   *self,
           tdm_dashboard_queue (self, CHART_LOSS, self->loss_train, x, p.loss);
           tdm_dashboard_queue (self, CHART_ACCURACY, self->accuracy_train, x, p.accuracy);
         }
-        {
-          double rate = tdm_dashboard_note_rate (self, s->elapsed, s->step);
-
-          if (isfinite (rate))
-            tdm_dashboard_queue (self, CHART_THROUGHPUT, self->throughput, s->elapsed, rate);
-        }
+        tdm_dashboard_queue (self, CHART_THROUGHPUT, self->throughput,
+                             s->elapsed, s->samples_per_second);
         tdm_pacer_mark (self->pacer, STATUS_SLOT);
       }
       break;
@@ -1055,15 +984,44 @@ tdm_dashboard_export_chart (TdmDashboard  *self,
   height = MAX (gtk_widget_get_height (GTK_WIDGET (chart)), 600);
 
   if (g_str_equal (format, "png"))
-    return tdm_chart_export_png (chart, path, width, height, error);
+    return tdm_chart_export_png (chart, path, width, height, self->info, error);
   if (g_str_equal (format, "svg"))
-    return tdm_chart_export_svg (chart, path, width, height, error);
+    return tdm_chart_export_svg (chart, path, width, height, self->info, error);
   if (g_str_equal (format, "csv"))
-    return tdm_chart_export_csv (chart, path, error);
+    return tdm_chart_export_csv (chart, path, self->info, error);
 
   g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
                _("Charts can be saved as PNG, SVG or CSV, not “%s”."), format);
   return FALSE;
+}
+
+gboolean
+tdm_dashboard_export_metrics (TdmDashboard  *self,
+                              const char    *path,
+                              GError       **error)
+{
+  g_return_val_if_fail (TDM_IS_DASHBOARD (self), FALSE);
+  g_return_val_if_fail (path != NULL, FALSE);
+
+  return tdm_metrics_log_write_csv (self->log, path, self->info, error);
+}
+
+void
+tdm_dashboard_set_export_info (TdmDashboard  *self,
+                               TdmExportInfo *info)
+{
+  g_return_if_fail (TDM_IS_DASHBOARD (self));
+
+  g_clear_pointer (&self->next_info, tdm_export_info_free);
+  self->next_info = info;
+}
+
+const TdmExportInfo *
+tdm_dashboard_get_export_info (TdmDashboard *self)
+{
+  g_return_val_if_fail (TDM_IS_DASHBOARD (self), NULL);
+
+  return self->info;
 }
 
 TdmMetricsLog *
@@ -1162,6 +1120,8 @@ tdm_dashboard_finalize (GObject *object)
   TdmDashboard *self = (TdmDashboard *)object;
 
   g_clear_pointer (&self->log, tdm_metrics_log_free);
+  g_clear_pointer (&self->info, tdm_export_info_free);
+  g_clear_pointer (&self->next_info, tdm_export_info_free);
   for (int id = 0; id < N_CHARTS; id++)
     g_clear_pointer (&self->pending[id], g_array_unref);
   g_clear_object (&self->step_time_devices);
@@ -1324,7 +1284,6 @@ tdm_dashboard_init (TdmDashboard *self)
   tdm_chart_set_y_range (self->charts[CHART_LOAD], 0, 100);
   tdm_dashboard_setup_step_time (self);
 
-  self->samples_per_second = NAN;
   gtk_widget_set_visible (self->status_separator, FALSE);
   gtk_widget_set_visible (self->status_box, FALSE);
   tdm_dashboard_set_can_start (self, FALSE);

@@ -14,6 +14,7 @@
 #include "tdm-chart.h"
 #include "tdm-events.h"
 #include "tdm-history.h"
+#include "tdm-export-info.h"
 #include "tdm-metrics-log.h"
 
 G_BEGIN_DECLS
@@ -38,12 +39,22 @@ TdmChart      *tdm_dashboard_get_chart    (TdmDashboard  *self,
                                            const char    *id);
 const char    *tdm_dashboard_get_chart_title (TdmDashboard *self,
                                               const char   *id);
-/* Writes a chart as "png", "svg" or "csv". */
+/* Writes a chart as "png", "svg" or "csv", with the settings of the run shown. */
 gboolean       tdm_dashboard_export_chart (TdmDashboard  *self,
                                            const char    *id,
                                            const char    *format,
                                            const char    *path,
                                            GError       **error);
+
+/* Every figure of the run shown as CSV, its settings first (tdm-metrics-log.h). */
+gboolean       tdm_dashboard_export_metrics (TdmDashboard *self,
+                                             const char   *path,
+                                             GError      **error);
+/* The settings of the run about to start (transfer full): exports carry them once
+ * its STARTED event arrives, and until the next run's does. */
+void           tdm_dashboard_set_export_info (TdmDashboard  *self,
+                                              TdmExportInfo *info);
+const TdmExportInfo *tdm_dashboard_get_export_info (TdmDashboard *self);
 
 TdmMetricsLog *tdm_dashboard_get_log      (TdmDashboard  *self);
 

@@ -2,7 +2,7 @@
  *
  * A GtkListBox of TdmDeviceRows in a frame. The rows' "Main" buttons share one
  * radio group; when the main device is unchecked, the first checked device becomes
- * main, so a run always has one.
+ * main, so a run always has one, and an unchecked device is never main.
  */
 
 #include <glib/gi18n.h>
@@ -45,26 +45,32 @@ tdm_device_picker_get_rows (TdmDevicePicker *self)
   return rows;
 }
 
-/* Exactly one checked device is main whenever any is checked. */
+/* Exactly one checked device is main whenever any is checked, and never an
+ * unchecked one: with nothing checked there is no main device at all, so no run,
+ * setting or later tick can inherit one from a device that is not used. */
 static void
 tdm_device_picker_fix_main (TdmDevicePicker *self)
 {
   g_autoptr(GPtrArray) rows = tdm_device_picker_get_rows (self);
   TdmDeviceRow *first = NULL;
+  gboolean have_main = FALSE;
 
   for (guint i = 0; i < rows->len; i++)
     {
       TdmDeviceRow *row = rows->pdata[i];
 
       if (!tdm_device_row_get_active (row))
-        continue;
-      if (tdm_device_row_get_main (row))
-        return;
+        {
+          if (tdm_device_row_get_main (row))
+            tdm_device_row_set_main (row, FALSE);
+          continue;
+        }
+      have_main |= tdm_device_row_get_main (row);
       if (first == NULL)
         first = row;
     }
 
-  if (first != NULL)
+  if (!have_main && first != NULL)
     tdm_device_row_set_main (first, TRUE);
 }
 

@@ -1,12 +1,15 @@
-/* tdm-format.c: numbers as the window shows them.
+/* tdm-format.c: numbers and names as the window shows them.
  *
  * One place for how counts read, so the status line, the dataset facts and the
- * network's size agree. Not for files: exports write plain numbers.
+ * network's size agree, and for how a replica is called, so the legends and the CSV
+ * columns agree. Not for numbers in files: exports write plain numbers.
  */
 
 #include <locale.h>
 #include <math.h>
 #include <string.h>
+
+#include <glib/gi18n.h>
 
 #include "tdm-format.h"
 
@@ -65,4 +68,30 @@ tdm_format_sentence (const char *message)
     g_string_append_c (out, '.');
 
   return g_string_free (out, FALSE);
+}
+
+char *
+tdm_format_replica (const TdmStartedEvent *started,
+                    int                    replica)
+{
+  const char *id;
+  int same = 0, nth = 0;
+
+  g_return_val_if_fail (started != NULL, NULL);
+  g_return_val_if_fail (replica >= 0 && replica < started->replicas, NULL);
+
+  id = started->device[replica];
+  for (int r = 0; r < started->replicas; r++)
+    if (strncmp (started->device[r], id, sizeof started->device[r]) == 0)
+      {
+        same++;
+        if (r <= replica)
+          nth++;
+      }
+
+  if (same <= 1)
+    return g_strndup (id, sizeof started->device[replica]);
+
+  /* Translators: one of several replicas on the same device, e.g. "cpu 2" */
+  return g_strdup_printf (C_("replica", "%.32s %d"), id, nth);
 }

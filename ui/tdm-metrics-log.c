@@ -4,12 +4,14 @@
  * flat array of doubles, so a long run costs a few dozen bytes per event rather
  * than an allocation each. The CSV has one row per event with the columns that
  * event knows filled in and the rest left empty; numbers are written in the C
- * locale so that every spreadsheet reads them the same way.
+ * locale so that every spreadsheet reads them the same way. The run's settings,
+ * when known, come first as `# key: value` lines.
  */
 
 #include <math.h>
 #include <string.h>
 
+#include "tdm-format.h"
 #include "tdm-metrics-log.h"
 
 typedef enum
@@ -93,23 +95,10 @@ tdm_metrics_log_begin (TdmMetricsLog         *log,
 
   log->replicas = CLAMP (started->replicas, 0, TDM_MAX_REPLICAS);
   log->names = g_new0 (char *, log->replicas + 1);
-  /* As the window names them ("cpu 1", "cpu 2" where replicas share a device, else
-   * the device: "cuda:0"), spelt for a CSV header: cpu_1, cuda_0. */
+  /* As the window names them ("cpu 1", "cpu 2", "cuda:0"), so a column reads as
+   * the legend does. */
   for (int r = 0; r < log->replicas; r++)
-    {
-      g_autofree char *id = g_strndup (started->device[r], sizeof started->device[r]);
-      int same = 0, nth = 0;
-
-      for (int q = 0; q < log->replicas; q++)
-        if (strncmp (started->device[q], started->device[r], sizeof started->device[r]) == 0)
-          {
-            same++;
-            if (q <= r)
-              nth++;
-          }
-      g_strdelimit (id, ": ", '_');
-      log->names[r] = same > 1 ? g_strdup_printf ("%s_%d", id, nth) : g_steal_pointer (&id);
-    }
+    log->names[r] = tdm_format_replica (started, r);
   log->last_step = 0;
   log->last_epoch = 0;
 }
@@ -289,20 +278,53 @@ put_empty (GString *csv,
     g_string_append_c (csv, ',');
 }
 
+/* RFC 4180, and a name with a space is quoted too, so no reader splits it. */
+static void
+put_field (GString    *csv,
+           const char *text)
+{
+  if (strpbrk (text, " ,\"\r\n") == NULL)
+    {
+      g_string_append (csv, text);
+      return;
+    }
+
+  g_string_append_c (csv, '"');
+  for (const char *p = text; *p; p++)
+    {
+      if (*p == '"')
+        g_string_append_c (csv, '"');
+      g_string_append_c (csv, *p);
+    }
+  g_string_append_c (csv, '"');
+}
+
 char *
-tdm_metrics_log_to_csv (TdmMetricsLog *log)
+tdm_metrics_log_to_csv (TdmMetricsLog       *log,
+                        const TdmExportInfo *info)
 {
   static const char *kinds[] = { "step", "epoch", "devices", "telemetry", "finished" };
   GString *csv;
 
   g_return_val_if_fail (log != NULL, NULL);
 
-  csv = g_string_sized_new (64 + 96 * log->rows->len);
+  csv = g_string_sized_new (1024 + 96 * log->rows->len);
+  if (info != NULL)
+    {
+      g_autofree char *comment = tdm_export_info_to_comment (info);
+
+      g_string_append (csv, comment);
+    }
   g_string_append (csv, "time_s,event,step,epoch,train_loss,train_accuracy,"
                         "test_loss,test_accuracy,samples_per_s,learning_rate");
   for (int r = 0; r < log->replicas; r++)
     for (int i = 0; i < DEV_N; i++)
-      g_string_append_printf (csv, ",%s_%s", log->names[r], device_columns[i]);
+      {
+        g_autofree char *name = g_strdup_printf ("%s %s", log->names[r], device_columns[i]);
+
+        g_string_append_c (csv, ',');
+        put_field (csv, name);
+      }
   g_string_append_c (csv, '\n');
 
   for (guint i = 0; i < log->rows->len; i++)
@@ -371,16 +393,17 @@ tdm_metrics_log_to_csv (TdmMetricsLog *log)
 }
 
 gboolean
-tdm_metrics_log_write_csv (TdmMetricsLog  *log,
-                           const char     *path,
-                           GError        **error)
+tdm_metrics_log_write_csv (TdmMetricsLog        *log,
+                           const char           *path,
+                           const TdmExportInfo  *info,
+                           GError              **error)
 {
   g_autofree char *csv = NULL;
 
   g_return_val_if_fail (log != NULL, FALSE);
   g_return_val_if_fail (path != NULL, FALSE);
 
-  csv = tdm_metrics_log_to_csv (log);
+  csv = tdm_metrics_log_to_csv (log, info);
 
   return g_file_set_contents (path, csv, -1, error);
 }

@@ -11,6 +11,7 @@
 #include <gio/gio.h>
 
 #include "tdm-events.h"
+#include "tdm-export-info.h"
 
 G_BEGIN_DECLS
 
@@ -45,9 +46,14 @@ void           tdm_metrics_log_foreach_step_time (TdmMetricsLog          *log,
                                                   TdmStepTimeFunc         func,
                                                   gpointer                user_data);
 
-char          *tdm_metrics_log_to_csv            (TdmMetricsLog          *log);
+/* One row per event; replica columns named as the legends name the replicas
+ * ("cpu 1 compute_ms", quoted); `info` (nullable): the run's settings as `# key:
+ * value` lines first (pandas: read_csv (path, comment='#')). */
+char          *tdm_metrics_log_to_csv            (TdmMetricsLog          *log,
+                                                  const TdmExportInfo    *info);
 gboolean       tdm_metrics_log_write_csv         (TdmMetricsLog          *log,
                                                   const char             *path,
+                                                  const TdmExportInfo    *info,
                                                   GError                **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmMetricsLog, tdm_metrics_log_free)

@@ -2,6 +2,7 @@
  * ideal line, the measured points and their phase split, in Cairo. */
 
 #include "tdm-scaling-chart.h"
+#include "tdm-chart-svg.h"
 
 #include <glib/gi18n.h>
 #include <math.h>
@@ -110,24 +111,24 @@ tdm_scaling_chart_draw (TdmScalingChart *self,
   cairo_move_to (cr, LEFT, TOP);
   cairo_line_to (cr, LEFT, height - BOTTOM);
   cairo_line_to (cr, width - RIGHT, height - BOTTOM);
-  cairo_stroke (cr);
+  tdm_chart_stroke (cr);
   for (int d = 1; d <= n; d++)
     if (tdm_scaling_chart_point_position (self, width, height, d, TRUE, &p))
       {
         char text[16];
         g_snprintf (text, sizeof text, "%d", d);
         cairo_move_to (cr, p.x - 4, height - BOTTOM + 18);
-        cairo_show_text (cr, text);
+        tdm_chart_show_text (cr, text);
       }
   cairo_move_to (cr, LEFT, height - 6);
-  cairo_show_text (cr, _("Devices"));
+  tdm_chart_show_text (cr, _("Devices"));
   {
     char text[32];
     g_snprintf (text, sizeof text, "%.1f×", y_max);
     cairo_move_to (cr, 4, TOP + 12);
-    cairo_show_text (cr, text);
+    tdm_chart_show_text (cr, text);
     cairo_move_to (cr, 4, height - BOTTOM);
-    cairo_show_text (cr, "0×");
+    tdm_chart_show_text (cr, "0×");
   }
 
   /* The ideal line, dashed. */
@@ -138,7 +139,7 @@ tdm_scaling_chart_draw (TdmScalingChart *self,
       cairo_set_dash (cr, dash, 2, 0);
       cairo_move_to (cr, p.x, p.y);
       cairo_line_to (cr, q.x, q.y);
-      cairo_stroke (cr);
+      tdm_chart_stroke (cr);
       cairo_set_dash (cr, NULL, 0, 0);
     }
 
@@ -155,7 +156,7 @@ tdm_scaling_chart_draw (TdmScalingChart *self,
           cairo_move_to (cr, p.x, p.y);
         started = TRUE;
       }
-  cairo_stroke (cr);
+  tdm_chart_stroke (cr);
   for (guint i = 0; i < self->points->len; i++)
     {
       const TdmScalingPoint *pt = &g_array_index (self->points, TdmScalingPoint, i);
@@ -166,12 +167,12 @@ tdm_scaling_chart_draw (TdmScalingChart *self,
         continue;
       cairo_set_source_rgb (cr, 0.0, 0.447, 0.698);
       cairo_arc (cr, p.x, p.y, 4, 0, 2 * G_PI);
-      cairo_fill (cr);
+      tdm_chart_fill (cr);
       gdk_cairo_set_source_rgba (cr, &fg);
       g_snprintf (text, sizeof text, "%.0f %%", 100 * pt->efficiency);
       /* Above the point, or below it at the top of the plot, where it would be cut. */
       cairo_move_to (cr, p.x + 6, p.y - 6 < TOP + 14 ? p.y + 18 : p.y - 6);
-      cairo_show_text (cr, text);
+      tdm_chart_show_text (cr, text);
       if (total > 0 && isfinite (total))
         {
           /* compute (blue), communication (vermillion), wait (grey), left to right */
@@ -183,7 +184,7 @@ tdm_scaling_chart_draw (TdmScalingChart *self,
             {
               cairo_set_source_rgb (cr, colours[k][0], colours[k][1], colours[k][2]);
               cairo_rectangle (cr, x, y, w * parts[k] / total, 6);
-              cairo_fill (cr);
+              tdm_chart_fill (cr);
               x += w * parts[k] / total;
             }
         }

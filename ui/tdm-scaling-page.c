@@ -14,11 +14,12 @@
 
 #include "tdm-scaling-page.h"
 
-#include <cairo-svg.h>
 #include <glib/gi18n.h>
 #include <glib/gstdio.h>
 
+#include "tdm-chart-svg.h"
 #include "tdm-error.h"
+#include "tdm-export-info.h"
 #include "tdm-history.h"
 #include "tdm-scaling-chart.h"
 
@@ -41,6 +42,7 @@ struct _TdmScalingPage
   guint          generation;      /* of the run going or last run */
   int            devices;         /* of the run going or last run */
   TdmConfig     *config;          /* of the run going or last run */
+  TdmExportInfo *info;            /* its settings and start, for the exports */
   char          *saved_path;
 };
 
@@ -337,6 +339,8 @@ tdm_scaling_page_start (TdmScalingPage   *self,
   self->devices = devices;
   g_clear_pointer (&self->config, tdm_config_free);
   self->config = tdm_config_copy (config);
+  g_clear_pointer (&self->info, tdm_export_info_free);
+  self->info = tdm_export_info_new (config, NULL);
   g_clear_pointer (&self->saved_path, g_free);
   self->cancellable = g_cancellable_new ();
   tdm_scaling_chart_clear (TDM_SCALING_CHART (self->chart));
@@ -461,10 +465,16 @@ tdm_scaling_page_write_csv (TdmScalingPage  *self,
   g_return_val_if_fail (path != NULL, FALSE);
 
   chart = TDM_SCALING_CHART (self->chart);
-  if (self->config != NULL)
-    g_string_append_printf (text, "# %s scaling, %s, %s, batch %d\n",
-                            tdm_scaling_page_get_mode (self) == TDM_SCALING_WEAK ? "weak" : "strong",
-                            self->config->network, self->config->dataset, self->config->batch);
+  /* Which sweep, then the settings it started from (tdm-export-info.h), as
+   * `# key: value` lines: pandas reads the table with comment='#'. */
+  if (self->info != NULL)
+    {
+      g_autofree char *comment = tdm_export_info_to_comment (self->info);
+
+      g_string_append_printf (text, "# scaling: %s\n",
+                              tdm_scaling_page_get_mode (self) == TDM_SCALING_WEAK ? "weak" : "strong");
+      g_string_append (text, comment);
+    }
   g_string_append (text, "devices,batch,steps,samples_per_second,speedup,efficiency,"
                          "compute_ms,comm_ms,wait_ms\n");
   for (guint i = 0; i < tdm_scaling_chart_get_n_points (chart); i++)
@@ -491,24 +501,49 @@ tdm_scaling_page_write_svg (TdmScalingPage  *self,
                             double           height,
                             GError         **error)
 {
+  cairo_rectangle_t extents = { 0, 0, width, height };
+  g_autoptr(TdmChartSvg) svg = NULL;
+  g_autoptr(GPtrArray) lines = NULL;
+  g_autoptr(GError) local = NULL;
+  g_autofree char *doc = NULL;
   cairo_surface_t *surface;
   cairo_status_t status;
   GdkRGBA black = { 0, 0, 0, 1 };
+  double chart_height = height;
   cairo_t *cr;
 
   g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), FALSE);
   g_return_val_if_fail (path != NULL && width > 0 && height > 0, FALSE);
 
-  surface = cairo_svg_surface_create (path, width, height);
+  /* Our own SVG writer (tdm-chart-svg.h): labels stay text, and the settings go in
+   * the metadata and a caption line, as the dashboard's charts do. */
+  surface = cairo_recording_surface_create (CAIRO_CONTENT_COLOR_ALPHA, &extents);
   cr = cairo_create (surface);
-  /* On a white page, as a figure in a document. */
-  cairo_set_source_rgb (cr, 1, 1, 1);
-  cairo_paint (cr);
-  tdm_scaling_chart_draw (TDM_SCALING_CHART (self->chart), cr, width, height, &black);
+  svg = tdm_chart_svg_new (cr, (int) width, (int) height);
+  if (self->info != NULL)
+    {
+      g_autofree char *caption = tdm_export_info_to_caption (self->info);
+
+      lines = tdm_chart_svg_caption_lines (cr, caption, width - 16);
+      chart_height = MAX (height / 2, height - lines->len * TDM_CHART_SVG_CAPTION_LINE - 6);
+    }
+  tdm_scaling_chart_draw (TDM_SCALING_CHART (self->chart), cr, width, chart_height, &black);
+  for (guint i = 0; lines != NULL && i < lines->len; i++)
+    tdm_chart_svg_caption (svg, lines->pdata[i], 8,
+                           chart_height + TDM_CHART_SVG_CAPTION_PX + 2 + i * TDM_CHART_SVG_CAPTION_LINE,
+                           TDM_CHART_SVG_CAPTION_PX);
+  status = cairo_status (cr);
+  doc = tdm_chart_svg_finish (svg, _("Scaling"), self->info);
   cairo_destroy (cr);
-  cairo_surface_finish (surface);
-  status = cairo_surface_status (surface);
   cairo_surface_destroy (surface);
+  if (status == CAIRO_STATUS_SUCCESS && !g_file_set_contents (path, doc, -1, &local))
+    {
+      g_autofree char *name = g_filename_display_name (path);
+
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, _("%s could not be written: %s"),
+                   name, local->message);
+      return FALSE;
+    }
 
   if (status != CAIRO_STATUS_SUCCESS)
     {
@@ -536,6 +571,7 @@ tdm_scaling_page_dispose (GObject *object)
   g_clear_object (&self->cancellable);
   g_clear_pointer (&self->scroller, gtk_widget_unparent);
   g_clear_pointer (&self->config, tdm_config_free);
+  g_clear_pointer (&self->info, tdm_export_info_free);
   g_clear_pointer (&self->saved_path, g_free);
 
   G_OBJECT_CLASS (tdm_scaling_page_parent_class)->dispose (object);

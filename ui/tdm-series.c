@@ -473,11 +473,12 @@ tdm_series_get_smoothed (TdmSeries *self,
   return n;
 }
 
+/* RFC 4180; a name with a space ("cpu 1") is quoted too, so no reader splits it. */
 static void
 append_csv_field (GString    *out,
                   const char *field)
 {
-  if (strpbrk (field, ",\"\r\n") == NULL)
+  if (strpbrk (field, " ,\"\r\n") == NULL)
     {
       g_string_append (out, field);
       return;

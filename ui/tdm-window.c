@@ -405,6 +405,7 @@ tdm_window_launch (TdmWindow       *self,
       tdm_window_toast (self, text);
     }
 
+  tdm_dashboard_set_export_info (self->dashboard, tdm_export_info_new (config, NULL));
   gtk_revealer_set_reveal_child (self->error_revealer, FALSE);
   /* On a narrow window the settings cover the charts the user now wants to see. */
   if (adw_flap_get_folded (self->flap))
@@ -528,7 +529,7 @@ tdm_window_export_chosen (TdmWindow       *self,
     }
 
   if (target == NULL)
-    ok = tdm_metrics_log_write_csv (tdm_dashboard_get_log (self->dashboard), path, &error);
+    ok = tdm_dashboard_export_metrics (self->dashboard, path, &error);
   else if (g_str_equal (target, "scaling:csv"))
     ok = tdm_scaling_page_write_csv (self->scaling_page, path, &error);
   else if (g_str_equal (target, "scaling:svg"))

@@ -73,52 +73,54 @@ bn_shape_ok(TdmBackend *b, const char *op, int rows, int channels)
 }
 
 void
-tdm_cpu_bn_sums(TdmBackend *b, float *sums, const float *x, const float *center_sum,
-                float inv_count, int rows, int channels)
+tdm_cpu_bn_moments(TdmBackend *b, float *slots, const float *x, int rows, int channels,
+                   int slot, int slot_count)
 {
-  if (!tdm_cpu_begin(b) || !bn_shape_ok(b, "bn_sums", rows, channels))
+  if (!tdm_cpu_begin(b) || !bn_shape_ok(b, "bn_moments", rows, channels))
     return;
-  double *acc = g_new0(double, channels);
-  if (center_sum == NULL) {
-    for (int r = 0; r < rows; r++) {
-      const float *restrict xr = x + (size_t)r * channels;
-      for (int ch = 0; ch < channels; ch++)
-        acc[ch] += xr[ch];
+  REQUIRE(b, slot >= 0 && slot < slot_count, "bn_moments: slot %d of %d", slot, slot_count);
+  const size_t size = TDM_BN_SLOT_FLOATS(channels);
+  memset(slots, 0, size * slot_count * sizeof(float));
+  if (rows == 0)
+    return;
+  /* The shift is the first row (tdm-bn-moments.h); differences exact in double. */
+  double *s1 = g_new0(double, 2 * (size_t)channels), *s2 = s1 + channels;
+  for (int r = 0; r < rows; r++) {
+    const float *restrict xr = x + (size_t)r * channels;
+    for (int ch = 0; ch < channels; ch++) {
+      const double d = (double)xr[ch] - (double)x[ch];
+      s1[ch] += d;
+      s2[ch] += d * d;
     }
-  } else {
-    float *mean = g_new(float, channels);
-    for (int ch = 0; ch < channels; ch++)
-      mean[ch] = center_sum[ch] * inv_count;
-    for (int r = 0; r < rows; r++) {
-      const float *restrict xr = x + (size_t)r * channels;
-      for (int ch = 0; ch < channels; ch++) {
-        const double d = (double)xr[ch] - mean[ch];
-        acc[ch] += d * d;
-      }
-    }
-    g_free(mean);
   }
-  for (int ch = 0; ch < channels; ch++)
-    sums[ch] = (float)acc[ch];
-  g_free(acc);
+  float *mine = slots + size * slot;
+  for (int ch = 0; ch < channels; ch++) {
+    double mean, m2;
+    tdm_bnm_finish(x[ch], s1[ch], s2[ch], rows, &mean, &m2);
+    tdm_bnm_store(mine, channels, ch, mean, m2);
+  }
+  tdm_bnm_store_count(mine, channels, rows);
+  g_free(s1);
 }
 
 void
-tdm_cpu_bn_stats(TdmBackend *b, float *saved, const float *sum, const float *sqdev,
-                 int channels, double count, float eps, float momentum,
-                 float *running_mean, float *running_var)
+tdm_cpu_bn_stats(TdmBackend *b, float *saved, const float *slots, int slot_count,
+                 int channels, float eps, float momentum, float *running_mean,
+                 float *running_var)
 {
   if (!tdm_cpu_begin(b))
     return;
-  REQUIRE(b, channels >= 1 && count >= 1, "bn_stats: %d channels over %g values", channels,
-          count);
+  REQUIRE(b, channels >= 1 && slot_count >= 1, "bn_stats: %d channels in %d slots",
+          channels, slot_count);
   for (int ch = 0; ch < channels; ch++) {
-    const float mean = (float)(sum[ch] / count);
-    const float var = (float)(sqdev[ch] / count);
+    double count, mean_d, m2;
+    tdm_bnm_merge(slots, slot_count, channels, ch, &count, &mean_d, &m2);
+    const float mean = (float)mean_d;
+    const float var = count > 0 ? (float)(m2 / count) : 0.0f;
     saved[ch] = mean;
     saved[channels + ch] = 1.0f / sqrtf(var + eps);
     if (running_mean != NULL) {
-      const float unbiased = count > 1 ? (float)(sqdev[ch] / (count - 1)) : var;
+      const float unbiased = count > 1 ? (float)(m2 / (count - 1)) : var;
       running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * mean;
       running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * unbiased;
     }
@@ -172,9 +174,21 @@ tdm_cpu_bn_forward_eval(TdmBackend *b, float *y, const float *x, const float *ru
   g_free(scale);
 }
 
+/* Whether the forward's fused ReLU let x's value through: its output, computed as
+ * bn_forward does (the same float operations in the same order, so the same bits),
+ * is positive. The backward recomputes this from x instead of reading y. */
+static inline bool
+bn_relu_passes(float x, float mean, float invstd, float gamma, float beta)
+{
+  const float scale = invstd * gamma;
+  const float shift = beta - mean * scale;
+  return x * scale + shift > 0.0f;
+}
+
 void
 tdm_cpu_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
-                         const float *x, const float *mean, const float *invstd, int rows,
+                         const float *x, const float *mean, const float *invstd,
+                         const float *gamma, const float *beta, bool relu, int rows,
                          int channels)
 {
   if (!tdm_cpu_begin(b) || !bn_shape_ok(b, "bn_backward_sums", rows, channels))
@@ -184,9 +198,12 @@ tdm_cpu_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const float
     const float *restrict xr = x + (size_t)r * channels;
     const float *restrict dr = dy + (size_t)r * channels;
     for (int ch = 0; ch < channels; ch++) {
+      const bool stopped =
+          relu && !bn_relu_passes(xr[ch], mean[ch], invstd[ch], gamma[ch], beta[ch]);
+      const float g = stopped ? 0.0f : dr[ch];
       const float xhat = (xr[ch] - mean[ch]) * invstd[ch];
-      acc[ch] += (double)dr[ch] * xhat;
-      accb[ch] += dr[ch];
+      acc[ch] += (double)g * xhat;
+      accb[ch] += g;
     }
   }
   for (int ch = 0; ch < channels; ch++) {
@@ -199,8 +216,8 @@ tdm_cpu_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const float
 void
 tdm_cpu_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const float *x,
                        const float *mean, const float *invstd, const float *gamma,
-                       const float *sum_dgamma, const float *sum_dbeta, float inv_count,
-                       int rows, int channels)
+                       const float *beta, bool relu, const float *sum_dgamma,
+                       const float *sum_dbeta, float inv_count, int rows, int channels)
 {
   if (!tdm_cpu_begin(b) || !bn_shape_ok(b, "bn_backward_dx", rows, channels))
     return;
@@ -216,8 +233,16 @@ tdm_cpu_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const float *x
     const float *xr = x + (size_t)r * channels;
     const float *dr = dy + (size_t)r * channels;
     float *out = dx + (size_t)r * channels;
-    for (int ch = 0; ch < channels; ch++)
-      out[ch] = k[ch] * dr[ch] + a[ch] * xr[ch] + c[ch];
+    if (!relu) {
+      for (int ch = 0; ch < channels; ch++)
+        out[ch] = k[ch] * dr[ch] + a[ch] * xr[ch] + c[ch];
+      continue;
+    }
+    for (int ch = 0; ch < channels; ch++) {
+      const float g =
+          bn_relu_passes(xr[ch], mean[ch], invstd[ch], gamma[ch], beta[ch]) ? dr[ch] : 0.0f;
+      out[ch] = k[ch] * g + a[ch] * xr[ch] + c[ch];
+    }
   }
   g_free(k);
 }

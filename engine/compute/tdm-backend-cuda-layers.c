@@ -51,29 +51,30 @@ bn_shape_ok(TdmBackend *b, const char *op, int rows, int channels)
 }
 
 void
-tdm_cuda_bn_sums(TdmBackend *b, float *sums, const float *x, const float *center_sum,
-                 float inv_count, int rows, int channels)
+tdm_cuda_bn_moments(TdmBackend *b, float *slots, const float *x, int rows, int channels,
+                    int slot, int slot_count)
 {
-  if (!tdm_cuda_begin(b) || !bn_shape_ok(b, "bn_sums", rows, channels))
+  if (!tdm_cuda_begin(b) || !bn_shape_ok(b, "bn_moments", rows, channels))
     return;
+  REQUIRE(b, slot >= 0 && slot < slot_count, "bn_moments: slot %d of %d", slot, slot_count);
   size_t count = 0;
   double *partials = tdm_backend_cuda_sum_scratch(b, &count);
-  REQUIRE(b, 2 * (size_t)channels <= count, "bn_sums: %d channels, at most %zu", channels,
+  REQUIRE(b, 2 * (size_t)channels <= count, "bn_moments: %d channels, at most %zu", channels,
           count / 2);
-  TDM_CUDA_OK(b, tdm_k_bn_sums(sums, x, center_sum, inv_count, rows, channels, partials, count,
-                               STREAM(b)));
+  TDM_CUDA_OK(b, tdm_k_bn_moments(slots, x, rows, channels, slot, slot_count, partials, count,
+                                  STREAM(b)));
 }
 
 void
-tdm_cuda_bn_stats(TdmBackend *b, float *saved, const float *sum, const float *sqdev,
-                  int channels, double count, float eps, float momentum,
-                  float *running_mean, float *running_var)
+tdm_cuda_bn_stats(TdmBackend *b, float *saved, const float *slots, int slot_count,
+                  int channels, float eps, float momentum, float *running_mean,
+                  float *running_var)
 {
   if (!tdm_cuda_begin(b))
     return;
-  REQUIRE(b, channels >= 1 && count >= 1, "bn_stats: %d channels over %g values", channels,
-          count);
-  TDM_CUDA_OK(b, tdm_k_bn_stats(saved, sum, sqdev, channels, count, eps, momentum,
+  REQUIRE(b, channels >= 1 && slot_count >= 1, "bn_stats: %d channels in %d slots",
+          channels, slot_count);
+  TDM_CUDA_OK(b, tdm_k_bn_stats(saved, slots, slot_count, channels, eps, momentum,
                                 running_mean, running_var, STREAM(b)));
 }
 
@@ -99,7 +100,8 @@ tdm_cuda_bn_forward_eval(TdmBackend *b, float *y, const float *x, const float *r
 
 void
 tdm_cuda_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
-                          const float *x, const float *mean, const float *invstd, int rows,
+                          const float *x, const float *mean, const float *invstd,
+                          const float *gamma, const float *beta, bool relu, int rows,
                           int channels)
 {
   if (!tdm_cuda_begin(b) || !bn_shape_ok(b, "bn_backward_sums", rows, channels))
@@ -108,19 +110,19 @@ tdm_cuda_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const floa
   double *partials = tdm_backend_cuda_sum_scratch(b, &count);
   REQUIRE(b, 2 * (size_t)channels <= count, "bn_backward_sums: %d channels, at most %zu",
           channels, count / 2);
-  TDM_CUDA_OK(b, tdm_k_bn_backward_sums(dgamma, dbeta, dy, x, mean, invstd, rows, channels,
-                                        partials, count, STREAM(b)));
+  TDM_CUDA_OK(b, tdm_k_bn_backward_sums(dgamma, dbeta, dy, x, mean, invstd, gamma, beta,
+                                        relu, rows, channels, partials, count, STREAM(b)));
 }
 
 void
 tdm_cuda_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const float *x,
                         const float *mean, const float *invstd, const float *gamma,
-                        const float *sum_dgamma, const float *sum_dbeta, float inv_count,
-                        int rows, int channels)
+                        const float *beta, bool relu, const float *sum_dgamma,
+                        const float *sum_dbeta, float inv_count, int rows, int channels)
 {
   if (tdm_cuda_begin(b) && bn_shape_ok(b, "bn_backward_dx", rows, channels))
-    TDM_CUDA_OK(b, tdm_k_bn_backward_dx(dx, dy, x, mean, invstd, gamma, sum_dgamma, sum_dbeta,
-                                        inv_count, rows, channels, STREAM(b)));
+    TDM_CUDA_OK(b, tdm_k_bn_backward_dx(dx, dy, x, mean, invstd, gamma, beta, relu, sum_dgamma,
+                                        sum_dbeta, inv_count, rows, channels, STREAM(b)));
 }
 
 /* Pooling */

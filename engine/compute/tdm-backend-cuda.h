@@ -34,11 +34,11 @@ void tdm_cuda_gather_augment (TdmBackend *b, float *x, int32_t *y, const uint8_t
                               const uint8_t *labels, const int32_t *indices, int count,
                               int h, int w, int c, float scale, int pad, TdmFlip flip,
                               uint64_t key, uint32_t epoch);
-void tdm_cuda_bn_sums (TdmBackend *b, float *sums, const float *x, const float *center_sum,
-                       float inv_count, int rows, int channels);
-void tdm_cuda_bn_stats (TdmBackend *b, float *saved, const float *sum, const float *sqdev,
-                        int channels, double count, float eps, float momentum,
-                        float *running_mean, float *running_var);
+void tdm_cuda_bn_moments (TdmBackend *b, float *slots, const float *x, int rows,
+                          int channels, int slot, int slot_count);
+void tdm_cuda_bn_stats (TdmBackend *b, float *saved, const float *slots, int slot_count,
+                        int channels, float eps, float momentum, float *running_mean,
+                        float *running_var);
 void tdm_cuda_bn_forward (TdmBackend *b, float *y, const float *x, const float *mean,
                           const float *invstd, const float *gamma, const float *beta,
                           int rows, int channels, bool relu);
@@ -48,11 +48,13 @@ void tdm_cuda_bn_forward_eval (TdmBackend *b, float *y, const float *x,
                                int channels, bool relu);
 void tdm_cuda_bn_backward_sums (TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
                                 const float *x, const float *mean, const float *invstd,
-                                int rows, int channels);
+                                const float *gamma, const float *beta, bool relu, int rows,
+                                int channels);
 void tdm_cuda_bn_backward_dx (TdmBackend *b, float *dx, const float *dy, const float *x,
                               const float *mean, const float *invstd, const float *gamma,
-                              const float *sum_dgamma, const float *sum_dbeta,
-                              float inv_count, int rows, int channels);
+                              const float *beta, bool relu, const float *sum_dgamma,
+                              const float *sum_dbeta, float inv_count, int rows,
+                              int channels);
 void tdm_cuda_avgpool_forward (TdmBackend *b, float *y, const float *x, int n, int h, int w,
                                int c, int k);
 void tdm_cuda_avgpool_backward (TdmBackend *b, float *dx, const float *dy, int n, int h,

@@ -23,6 +23,8 @@
 #include <stdint.h>
 #include <stdbool.h>
 
+#include "tdm-bn-moments.h"
+
 G_BEGIN_DECLS
 
 typedef struct _TdmBackend TdmBackend;
@@ -167,28 +169,30 @@ typedef struct {
                           uint64_t key, uint32_t epoch);
 
   /* Batch normalization over rows × channels (NHWC activations: rows = n·h·w; after
-   * an fc, h = w = 1). Training mode takes three steps so that synchronized BN can
-   * all-reduce the per-channel sums between them (two-pass variance: exact enough
-   * for float, and every replica ends with the same numbers):
-   *   bn_sums (sum, x, NULL, …)         sum[c] = Σ_r x[r, c]
-   *   (all-reduce sum over replicas when synchronized; count = rows over them all)
-   *   bn_sums (sqdev, x, sum, 1/count)  sqdev[c] = Σ_r (x[r, c] − sum[c]/count)²
-   *   (all-reduce sqdev likewise)
-   *   bn_stats (saved, sum, sqdev, count, …)  saved = [mean[C], invstd[C]]
+   * an fc, h = w = 1). Training mode's statistics take one pass over x and at most one
+   * all-reduce (tdm-bn-moments.h says how, and why it stays exact):
+   *   bn_moments (slots, x, …, slot, slot_count)  this replica's mean, M2 = Σ(x − mean)²
+   *                                                and row count into slot `slot`
+   *   (all-reduce the slots over replicas when synchronized; each replica its own slot)
+   *   bn_stats (saved, slots, slot_count, …)       saved = [mean[C], invstd[C]]
    *   bn_forward (y, x, saved, saved + C, gamma, beta, …)
-   * Sums are accumulated in at least double-like precision in a fixed order (results
-   * do not depend on thread timing); outputs are float. */
-  void (*bn_sums) (TdmBackend *b, float *sums, const float *x, const float *center_sum,
-                   float inv_count, int rows, int channels);
-  /* For each channel c: mean = sum[c] / count, var = sqdev[c] / count (biased, used to
-   * normalize), saved[c] = mean, saved[C + c] = 1 / sqrt(var + eps). When running_mean
-   * is not NULL the running averages move as PyTorch's do:
+   * Sums are accumulated in double in a fixed order (results do not depend on thread
+   * timing); outputs are float. */
+  /* slots holds slot_count slots of TDM_BN_SLOT_FLOATS(channels) floats; slot `slot`
+   * gets x's statistics, every other slot zeros. rows 0 writes an empty slot. */
+  void (*bn_moments) (TdmBackend *b, float *slots, const float *x, int rows, int channels,
+                      int slot, int slot_count);
+  /* For each channel c, the slots merged in order (tdm_bnm_merge) into the count, mean
+   * and M2 of every row; var = M2 / count (biased, used to normalize), saved[c] = mean,
+   * saved[C + c] = 1 / sqrt(var + eps). When running_mean is not NULL the running
+   * averages move as PyTorch's do:
    *   running_mean = (1 − momentum) · running_mean + momentum · mean,
-   *   running_var  = (1 − momentum) · running_var + momentum · var · count / (count − 1)
-   * (the unbiased variance; var itself when count is 1). */
-  void (*bn_stats) (TdmBackend *b, float *saved, const float *sum, const float *sqdev,
-                    int channels, double count, float eps, float momentum,
-                    float *running_mean, float *running_var);
+   *   running_var  = (1 − momentum) · running_var + momentum · M2 / (count − 1)
+   * (the unbiased variance; var itself when count is 1). Every slot empty: mean 0,
+   * var 0. */
+  void (*bn_stats) (TdmBackend *b, float *saved, const float *slots, int slot_count,
+                    int channels, float eps, float momentum, float *running_mean,
+                    float *running_var);
   /* y[r, c] = (x[r, c] − mean[c]) · invstd[c] · gamma[c] + beta[c], then max(y, 0)
    * when relu. y != x (backward reads x). */
   void (*bn_forward) (TdmBackend *b, float *y, const float *x, const float *mean,
@@ -200,20 +204,23 @@ typedef struct {
                            const float *running_mean, const float *running_var,
                            const float *gamma, const float *beta, float eps, int rows,
                            int channels, bool relu);
-  /* Backward, step 1 (a fused ReLU's mask is applied to dy before, by relu_backward):
-   * dbeta[c] = Σ_r dy[r, c], dgamma[c] = Σ_r dy[r, c] · xhat[r, c] with xhat =
-   * (x − mean) · invstd. Written. These are this replica's parameter gradients; when
-   * synchronized the caller all-reduces a copy of them for step 2. */
+  /* Backward, step 1: dbeta[c] = Σ_r g[r, c], dgamma[c] = Σ_r g[r, c] · xhat[r, c]
+   * with xhat = (x − mean) · invstd and g = dy, or with relu (the forward had a fused
+   * ReLU) g = dy where the forward's output x · (invstd·γ) + (β − mean·invstd·γ),
+   * computed as bn_forward computes it, is positive and 0 elsewhere: the ReLU's mask
+   * from x, with no pass of its own. Written. These are this replica's parameter
+   * gradients; when synchronized the caller all-reduces a copy of them for step 2. */
   void (*bn_backward_sums) (TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
                             const float *x, const float *mean, const float *invstd,
-                            int rows, int channels);
-  /* Step 2: dx = gamma · invstd · (dy − sum_dbeta · inv_count − xhat · sum_dgamma ·
-   * inv_count), with the sums over every row of the batch (all replicas when
-   * synchronized) and inv_count = 1 / that row count. dx == dy allowed. */
+                            const float *gamma, const float *beta, bool relu, int rows,
+                            int channels);
+  /* Step 2: dx = gamma · invstd · (g − sum_dbeta · inv_count − xhat · sum_dgamma ·
+   * inv_count), g as in step 1, with the sums over every row of the batch (all
+   * replicas when synchronized) and inv_count = 1 / that row count. dx == dy allowed. */
   void (*bn_backward_dx) (TdmBackend *b, float *dx, const float *dy, const float *x,
                           const float *mean, const float *invstd, const float *gamma,
-                          const float *sum_dgamma, const float *sum_dbeta, float inv_count,
-                          int rows, int channels);
+                          const float *beta, bool relu, const float *sum_dgamma,
+                          const float *sum_dbeta, float inv_count, int rows, int channels);
 
   /* Average pooling, window = stride = k, floor division: y is n×(h/k)×(w/k)×c, each
    * output the mean of its k·k inputs. */

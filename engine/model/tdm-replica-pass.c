@@ -24,7 +24,7 @@ tdm_replica_bn_reduce(TdmReplica *r, float *buffer, size_t count)
 }
 
 /* The rows the batch statistics run over: this shard's, or every replica's when
- * synchronized. */
+ * synchronized (the backward's; the forward's counts travel in the slots). */
 static double
 bn_count(TdmReplica *r, int n, int pixels)
 {
@@ -32,7 +32,9 @@ bn_count(TdmReplica *r, int n, int pixels)
   return (double)samples * pixels;
 }
 
-/* y = BN(x) (then ReLU) over rows × C, in the given mode; work is the layer's 4·C. */
+/* y = BN(x) (then ReLU) over rows × C, in the given mode; work is the layer's
+ * bn_work. The statistics: one pass into this replica's slot, one all-reduce of every
+ * replica's slots when synchronized, merged in slot order (tdm-bn-moments.h). */
 static void
 bn_forward(TdmReplica *r, TdmPassMode mode, float *y, const float *x, int n, int pixels, int c,
            const float *gamma, const float *beta, float *work, float *running, bool relu)
@@ -45,30 +47,32 @@ bn_forward(TdmReplica *r, TdmPassMode mode, float *y, const float *x, int n, int
                          relu);
     return;
   }
-  double count = bn_count(r, n, pixels);
-  float *sum = work, *sqdev = work + c, *saved = work + 2 * c;
-  ops->bn_sums(b, sum, x, NULL, 0.0f, rows, c);
-  if (!tdm_replica_bn_reduce(r, sum, c))
+  float *saved = work + 2 * c;
+  gboolean sync = r->bn_reduce != NULL;
+  float *slots = sync ? r->bn_slots : work + 4 * c;
+  int slot_count = sync ? r->bn_slot_count : 1;
+  ops->bn_moments(b, slots, x, rows, c, sync ? r->bn_slot : 0, slot_count);
+  if (!tdm_replica_bn_reduce(r, slots, TDM_BN_SLOT_FLOATS(c) * slot_count))
     return;
-  ops->bn_sums(b, sqdev, x, sum, (float)(1.0 / count), rows, c);
-  if (!tdm_replica_bn_reduce(r, sqdev, c))
-    return;
-  ops->bn_stats(b, saved, sum, sqdev, c, count, TDM_BN_EPS, TDM_BN_MOMENTUM,
+  ops->bn_stats(b, saved, slots, slot_count, c, TDM_BN_EPS, TDM_BN_MOMENTUM,
                 mode == MODE_TRAIN ? running : NULL, mode == MODE_TRAIN ? running + c : NULL);
   ops->bn_forward(b, y, x, saved, saved + c, gamma, beta, rows, c, relu);
 }
 
-/* dx from dy through BN (a fused ReLU's mask already applied to dy), and the
- * parameter gradients into dgamma and dbeta (contiguous: dbeta = dgamma + C). */
+/* dx from dy through BN (and its fused ReLU when relu: the backend recomputes the
+ * mask from x), and the parameter gradients into dgamma and dbeta (contiguous: dbeta =
+ * dgamma + C). */
 static void
 bn_backward(TdmReplica *r, float *dx, const float *dy, const float *x, int n, int pixels,
-            int c, const float *gamma, float *dgamma, float *work)
+            int c, const float *gamma, const float *beta, bool relu, float *dgamma,
+            float *work)
 {
   TdmBackend *b = r->backend;
   const TdmBackendOps *ops = b->ops;
   int rows = n * pixels;
   const float *saved = work + 2 * c;
-  ops->bn_backward_sums(b, dgamma, dgamma + c, dy, x, saved, saved + c, rows, c);
+  ops->bn_backward_sums(b, dgamma, dgamma + c, dy, x, saved, saved + c, gamma, beta, relu,
+                        rows, c);
   const float *sums = dgamma;
   if (r->bn_reduce != NULL) {
     /* The gradients stay this replica's (the gradient all-reduce sums them); the
@@ -78,7 +82,7 @@ bn_backward(TdmReplica *r, float *dx, const float *dy, const float *x, int n, in
       return;
     sums = work;
   }
-  ops->bn_backward_dx(b, dx, dy, x, saved, saved + c, gamma, sums, sums + c,
+  ops->bn_backward_dx(b, dx, dy, x, saved, saved + c, gamma, beta, relu, sums, sums + c,
                       (float)(1.0 / bn_count(r, n, pixels)), rows, c);
 }
 
@@ -350,9 +354,8 @@ tdm_replica_backward(TdmReplica *r, int n)
     case TDM_LAYER_FLATTEN:
       continue; /* dy already is the input's gradient */
     case TDM_LAYER_BN:
-      if (l->fused_relu)
-        ops->relu_backward(b, dy, dy, y, out);
-      bn_backward(r, dx, dy, x, n, pixels, l->out_c, w, dw, r->bn_work[i]);
+      bn_backward(r, dx, dy, x, n, pixels, l->out_c, w, r->params + l->bias_offset,
+                  l->fused_relu, dw, r->bn_work[i]);
       break;
     case TDM_LAYER_AVGPOOL:
       if (need_dx)
@@ -391,7 +394,9 @@ tdm_replica_backward(TdmReplica *r, int n)
         const TdmLayer *begin = &net->layers[l->partner];
         float *dconv = r->proj_bn[i]; /* the bn's output is spent */
         bn_backward(r, dconv, dy, r->proj_conv[i], n, pixels, l->out_c,
-                    r->params + l->bias_offset, r->grads + l->bias_offset, r->bn_work[i]);
+                    r->params + l->bias_offset, r->params + l->bias_offset + l->out_c, false,
+                    r->grads + l->bias_offset,
+                    r->bn_work[i]);
         conv_backward(r, skip, dw, dconv, r->acts[l->partner], r->cols[i], w, n, begin->in_h,
                       begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride, l->out_h, l->out_w,
                       TRUE);

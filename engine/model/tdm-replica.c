@@ -30,7 +30,9 @@ tdm_replica_layer_buffers(const TdmNetwork *net, int i)
     buf.argmax = out;
   if (!(i == 0 && conv_pool_first(net)))
     buf.columns = col_floats_per_sample(net, l);
-  buf.bn_work = 4 * (size_t)bn_channels(l);
+  /* saved mean and invstd, the backward's sums, one slot of statistics. */
+  if (bn_channels(l) > 0)
+    buf.bn_work = 4 * (size_t)bn_channels(l) + TDM_BN_SLOT_FLOATS(bn_channels(l));
   if (l->kind == TDM_LAYER_RES_END) {
     buf.skip = block_in_floats(net, l);
     if (l->projection)
@@ -71,12 +73,12 @@ missing_op(const TdmBackendOps *ops, const TdmLayer *l)
     return #op;
   switch (l->kind) {
   case TDM_LAYER_BN:
-    NEED(bn_sums) NEED(bn_stats) NEED(bn_forward) NEED(bn_forward_eval)
+    NEED(bn_moments) NEED(bn_stats) NEED(bn_forward) NEED(bn_forward_eval)
     NEED(bn_backward_sums) NEED(bn_backward_dx)
     break;
   case TDM_LAYER_RES_END:
     if (l->projection) {
-      NEED(bn_sums) NEED(bn_stats) NEED(bn_forward) NEED(bn_forward_eval)
+      NEED(bn_moments) NEED(bn_stats) NEED(bn_forward) NEED(bn_forward_eval)
       NEED(bn_backward_sums) NEED(bn_backward_dx)
     }
     break;
@@ -219,6 +221,7 @@ tdm_replica_free(TdmReplica *r)
     tdm_backend_release(b, r->proj_bn[i]);
     tdm_backend_release(b, r->skip_grad[i]);
   }
+  tdm_backend_release(b, r->bn_slots);
   tdm_backend_release(b, r->grad_a);
   tdm_backend_release(b, r->grad_b);
   tdm_backend_release(b, r->tta_logits);
@@ -329,15 +332,15 @@ tdm_replica_train_idle(TdmReplica *r)
   b->ops->zero(b, r->grads, net->parameter_count * sizeof(float));
   if (r->bn_reduce == NULL)
     return;
-  /* The same collectives in the same order as a step: two per BN forward, one per BN
-   * backward, each with zeros. */
+  /* The same collectives in the same order as a step: one per BN forward (an empty
+   * slot: count 0), one per BN backward (zero sums). */
   for (int i = 0; i < net->layer_count && !tdm_replica_aborted(r); i++) {
     int c = bn_channels(&net->layers[i]);
     if (c == 0)
       continue;
-    b->ops->zero(b, r->bn_work[i], 4 * (size_t)c * sizeof(float));
-    tdm_replica_bn_reduce(r, r->bn_work[i], c);
-    tdm_replica_bn_reduce(r, r->bn_work[i] + c, c);
+    size_t floats = TDM_BN_SLOT_FLOATS(c) * r->bn_slot_count;
+    b->ops->zero(b, r->bn_slots, floats * sizeof(float));
+    tdm_replica_bn_reduce(r, r->bn_slots, floats);
   }
   for (int i = net->layer_count - 1; i >= 0 && !tdm_replica_aborted(r); i--) {
     int c = bn_channels(&net->layers[i]);
@@ -346,6 +349,30 @@ tdm_replica_train_idle(TdmReplica *r)
     b->ops->zero(b, r->bn_work[i], 2 * (size_t)c * sizeof(float));
     tdm_replica_bn_reduce(r, r->bn_work[i], 2 * (size_t)c);
   }
+}
+
+gboolean
+tdm_replica_sync_bn(TdmReplica *r, TdmBnReduce reduce, gpointer data, int slot,
+                    int slot_count, GError **error)
+{
+  g_return_val_if_fail(slot >= 0 && slot < slot_count, FALSE);
+  TdmBackend *b = r->backend;
+  int most = 0;
+  for (int i = 0; i < r->net->layer_count; i++)
+    most = MAX(most, bn_channels(&r->net->layers[i]));
+  tdm_backend_release(b, r->bn_slots);
+  r->bn_slots = NULL;
+  if (most > 0) {
+    r->bn_slots = tdm_backend_alloc(b, TDM_BN_SLOT_FLOATS(most) * slot_count * sizeof(float),
+                                    error);
+    if (r->bn_slots == NULL)
+      return FALSE;
+  }
+  r->bn_slot = slot;
+  r->bn_slot_count = slot_count;
+  r->bn_reduce = reduce;
+  r->bn_reduce_data = data;
+  return TRUE;
 }
 
 void

@@ -51,16 +51,21 @@ struct _TdmReplica {
   float smoothing;              /* label smoothing of the training loss */
   int global_count;             /* samples of the whole batch over every replica (sync
                                  * BN's row count); 0: this step's count */
-  TdmBnReduce bn_reduce;        /* synchronized BN when set */
+  TdmBnReduce bn_reduce;        /* synchronized BN when set (tdm_replica_sync_bn) */
   gpointer bn_reduce_data;
+  int bn_slot, bn_slot_count;   /* synchronized BN: this replica's statistics slot, of
+                                 * how many (every replica's, tdm-bn-moments.h) */
 
   /* private */
   float **acts;                 /* [layer_count + 1]: input, then each layer's output
                                  * (none for a first conv run with its pool as one) */
   int32_t **argmax;             /* [layer_count]: max and global max pools */
   float **cols;                 /* [layer_count]: im2col columns of convs, projections */
-  float **bn_work;              /* [layer_count]: bn and projections: sum, sqdev, mean,
-                                 * invstd (4·C) */
+  float **bn_work;              /* [layer_count]: bn and projections: the backward's
+                                 * sums (2·C), mean and invstd (2·C), one statistics
+                                 * slot (TDM_BN_SLOT_FLOATS) */
+  float *bn_slots;              /* synchronized BN: bn_slot_count slots for the widest
+                                 * BN, shared by the layers in turn */
   float **proj_conv, **proj_bn; /* [layer_count]: a projection's conv and bn outputs */
   float **skip_grad;            /* [layer_count]: RES_END: the gradient of the skip path */
   float *tta_logits;            /* test-time flip averaging */
@@ -128,6 +133,13 @@ void tdm_replica_evaluate (TdmReplica *replica, int first, int count);
  * a step) over training samples indices[0, count), added into metrics, with no
  * backward pass and the running statistics left alone: for gradient checks. */
 void tdm_replica_train_loss (TdmReplica *replica, const int32_t *indices, int count);
+
+/* Synchronized BN: the hook that all-reduces (sums) BN's small buffers over every
+ * replica, and this replica's place among them: each BN forward writes its
+ * statistics into slot `slot` of slot_count and all-reduces them once. Allocates the
+ * slots (a few kB); FALSE with error when that fails. */
+gboolean tdm_replica_sync_bn (TdmReplica *replica, TdmBnReduce reduce, gpointer data,
+                              int slot, int slot_count, GError **error);
 
 /* A step's collectives without samples: a replica whose shard is empty still takes
  * part in synchronized BN's all-reduces (with zeros), then zeroes its gradients. */

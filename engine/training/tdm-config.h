@@ -131,6 +131,12 @@ gboolean tdm_decay_scope_from_name (const char *name, TdmDecayScope *scope);
 const char *tdm_flip_setting_name (TdmFlipSetting flip);
 gboolean tdm_flip_setting_from_name (const char *name, TdmFlipSetting *flip);
 
+/* The settings that shape the training, for people and exports: a NULL-terminated
+ * array of alternating keys and values ("dataset", "fashion-mnist", "network",
+ * "mlp", "devices", "cpu,cpu", …), keys as the JSON and flags name them, numbers in
+ * the C locale. Free with g_strfreev(). */
+char **tdm_config_describe(const TdmConfig *config);
+
 /* JSON round trip, for checkpoints. */
 char *tdm_config_to_json (const TdmConfig *config);
 TdmConfig *tdm_config_from_json (const char *json, GError **error);

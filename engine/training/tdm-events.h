@@ -81,7 +81,8 @@ typedef struct {
   double epoch_float;       /* epochs done as a real number */
   double train_loss;        /* mean since the last summary */
   double train_accuracy;    /* 0..1, since the last summary */
-  double samples_per_second;
+  double samples_per_second; /* over the last second of training time (since the start
+                             * before that): one summary covers 1–3 steps, too few */
   double lr;
   double elapsed;           /* seconds of training (pauses excluded) */
   double eta;               /* seconds left, estimated */

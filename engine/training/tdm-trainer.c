@@ -31,6 +31,14 @@
 #define DEVICES_INTERVAL_US (250 * 1000)
 /* Across processes summaries come every so many steps, the same on every rank. */
 #define DISTRIBUTED_SUMMARY_STEPS 20
+/* Throughput is measured over the last second of training time, not over one
+ * summary: a summary covers 50 ms, one to three steps of a mid-sized network, so any
+ * one step that waited for a core (the window drawing, another process, the first
+ * step after an evaluation) halved it, and the figure swung 2× and more in a regular
+ * sawtooth (issue 12, fault 13). RATE_HISTORY summaries are kept to find the start
+ * of the window; with summaries every step and a fast clock the window is shorter. */
+#define RATE_WINDOW_S 1.0
+#define RATE_HISTORY 64
 
 
 TdmTrainer *
@@ -873,10 +881,9 @@ setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
   if (t->comm == NULL)
     return FALSE;
   if (sync_bn(t))
-    for (int r = 0; r < t->replicas; r++) {
-      t->reps[r]->bn_reduce = on_bn_reduce;
-      t->reps[r]->bn_reduce_data = t;
-    }
+    for (int r = 0; r < t->replicas; r++)
+      if (!tdm_replica_sync_bn(t->reps[r], on_bn_reduce, t, t->rank0 + r, t->world, error))
+        return FALSE;
   if (buckets_wanted(t)) {
     t->buckets = g_new0(Buckets, t->replicas);
     for (int r = 0; r < t->replicas; r++) {
@@ -918,7 +925,12 @@ typedef struct {
   double epoch_loss, epoch_correct;
   long epoch_samples;
   gint64 last_summary_us, last_devices_us;
-  long samples_at_summary;
+  long samples_total;           /* trained since the run (or its resumption) began */
+  /* (training time, samples_total) at recent summaries and at the start, oldest
+   * first from rate_head - rate_len: the throughput window's ends. */
+  double rate_elapsed[RATE_HISTORY];
+  long rate_samples[RATE_HISTORY];
+  int rate_head, rate_len;
   double trained_seconds;       /* pauses and evaluation excluded */
   gint64 segment_start_us;
   gboolean next_timed;
@@ -1110,6 +1122,32 @@ check_finite(TdmTrainer *t, double loss_sum, GError **error)
   return FALSE;
 }
 
+/* Notes (elapsed, samples_total) and returns the samples per second of training time
+ * since the newest noted point at least RATE_WINDOW_S older (else the oldest kept,
+ * at worst the run's start); NaN when no training time has passed. */
+static double
+rate_over_window(RunStats *st, double elapsed)
+{
+  int newest = st->rate_head;
+  st->rate_elapsed[newest] = elapsed;
+  st->rate_samples[newest] = st->samples_total;
+  st->rate_head = (st->rate_head + 1) % RATE_HISTORY;
+  st->rate_len = MIN(st->rate_len + 1, RATE_HISTORY);
+
+  int base = (newest + RATE_HISTORY - (st->rate_len - 1)) % RATE_HISTORY;
+  for (int back = 1; back < st->rate_len; back++) {
+    int k = (newest + RATE_HISTORY - back) % RATE_HISTORY;
+    if (elapsed - st->rate_elapsed[k] >= RATE_WINDOW_S) {
+      base = k;
+      break;
+    }
+  }
+  double span = elapsed - st->rate_elapsed[base];
+  if (!(span > 0))
+    return NAN;
+  return (st->samples_total - st->rate_samples[base]) / span;
+}
+
 static gboolean
 summarize(TdmTrainer *t, RunStats *st, gboolean want_stop, gboolean *stop, GError **error)
 {
@@ -1124,6 +1162,9 @@ summarize(TdmTrainer *t, RunStats *st, gboolean want_stop, gboolean *stop, GErro
   gint64 now = now_us(t);
   long samples = st->samples;
   double interval = (now - st->last_summary_us) / 1e6;
+  double elapsed = st->trained_seconds + (now - st->segment_start_us) / 1e6;
+  st->samples_total += samples;
+  double rate = rate_over_window(st, elapsed);
   TdmEvent e = {.kind = TDM_EVENT_STEP};
   TdmStepEvent *s = &e.step;
   s->step = t->step;
@@ -1132,9 +1173,9 @@ summarize(TdmTrainer *t, RunStats *st, gboolean want_stop, gboolean *stop, GErro
   s->epoch_float = s->fraction * t->config->epochs;
   s->train_loss = samples > 0 ? loss_sum / samples : NAN;
   s->train_accuracy = samples > 0 ? correct / samples : NAN;
-  s->samples_per_second = interval > 0 ? samples / interval : 0;
+  s->samples_per_second = isfinite(rate) ? rate : interval > 0 ? samples / interval : 0;
   s->lr = t->job.lr;
-  s->elapsed = elapsed_training(t, st);
+  s->elapsed = elapsed;
   s->eta = s->fraction > 0 ? s->elapsed * (1 - s->fraction) / s->fraction : -1;
   emit(t, &e);
 
@@ -1288,6 +1329,9 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
   RunStats st = {0};
   st.segment_start_us = st.last_summary_us = st.last_devices_us = now_us(t);
   st.next_timed = TRUE;
+  /* The throughput window's first end: no samples, no training time yet. */
+  st.rate_len = 1;
+  st.rate_head = 1;
   *final_loss = *final_accuracy = NAN;
 
   while (t->it->epoch < cfg->epochs) {

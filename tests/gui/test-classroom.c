@@ -506,18 +506,29 @@ test_scaling_run(void)
   /* Kept in the history's folder, and exported. */
   g_assert_nonnull(tdm_scaling_page_get_saved_path(page));
   g_assert_true(g_file_get_contents(tdm_scaling_page_get_saved_path(page), &kept, NULL, NULL));
-  lines = g_strsplit(g_strchomp(kept), "\n", -1);
+  /* The sweep and the settings it started from as `# key: value` lines (issue 12,
+   * fault 14), then the table. */
+  g_assert_true(g_str_has_prefix(kept, "# scaling: strong\n# dataset: "));
+  g_assert_nonnull(strstr(kept, "\n# batch: 200\n"));
+  g_assert_nonnull(strstr(kept, "\n# tandem: "));
+  lines = g_strsplit(strstr(kept, "\ndevices,") + 1, "\n", -1);
+  g_strchomp(lines[2]);
   g_assert_cmpuint(g_strv_length(lines), ==, 4);
-  g_assert_true(g_str_has_prefix(lines[0], "# strong scaling"));
-  g_assert_true(g_str_has_prefix(lines[1], "devices,batch,steps,samples_per_second"));
-  g_assert_true(g_str_has_prefix(lines[2], "1,200,"));
-  g_assert_true(g_str_has_prefix(lines[3], "2,200,"));
+  g_assert_cmpstr(lines[3], ==, "");
+  g_assert_true(g_str_has_prefix(lines[0], "devices,batch,steps,samples_per_second"));
+  g_assert_true(g_str_has_prefix(lines[1], "1,200,"));
+  g_assert_true(g_str_has_prefix(lines[2], "2,200,"));
   g_assert_true(tdm_scaling_page_write_csv(page, csv_path, &error));
   g_assert_no_error(error);
   g_assert_true(tdm_scaling_page_write_svg(page, svg_path, 800, 500, &error));
   g_assert_no_error(error);
   g_assert_true(g_file_get_contents(svg_path, &svg, NULL, NULL));
   g_assert_nonnull(strstr(svg, "<svg"));
+  /* Labels as text, not glyph outlines; the settings in its metadata. */
+  g_assert_nonnull(strstr(svg, ">Devices</text>"));
+  g_assert_nonnull(strstr(svg, ">2</text>"));
+  g_assert_null(strstr(svg, "glyph"));
+  g_assert_nonnull(strstr(svg, "<tandem:setting name=\"batch\">200</tandem:setting>"));
   /* A folder that is not there is an error with a message, not a crash. */
   g_assert_false(tdm_scaling_page_write_csv(page, "/nonexistent-folder/x.csv", &error));
   g_assert_nonnull(error);

@@ -54,6 +54,24 @@ test_sentence(void)
   check_sentence(NULL, "");
 }
 
+/* One naming of replicas for legends and CSV columns (fault 14: the CSV said r0_,
+ * r1_ where the window said "cpu 1", "cpu 2"). */
+static void
+test_replica(void)
+{
+  TdmStartedEvent started = {.replicas = 4};
+  const char *ids[] = {"cpu", "cuda:0", "cpu", "cuda:1"};
+  const char *expected[] = {"cpu 1", "cuda:0", "cpu 2", "cuda:1"};
+
+  for (int r = 0; r < 4; r++)
+    g_strlcpy(started.device[r], ids[r], sizeof started.device[r]);
+  for (int r = 0; r < 4; r++) {
+    g_autofree char *name = tdm_format_replica(&started, r);
+
+    g_assert_cmpstr(name, ==, expected[r]);
+  }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -61,6 +79,7 @@ main(int argc, char **argv)
 
   g_test_add_func("/format/count/c-locale", test_count_c_locale);
   g_test_add_func("/format/sentence", test_sentence);
+  g_test_add_func("/format/replica", test_replica);
 
   return g_test_run();
 }

@@ -324,12 +324,22 @@ test_window_devices(void)
   g_assert_false(gtk_widget_get_child_visible(main_check(rows->pdata[0])));
   g_assert_true(gtk_widget_get_child_visible(main_check(rows->pdata[1])));
 
-  /* No device: said under the devices, not under the batch size. */
+  /* No device: said under the devices, not under the batch size; Start disabled;
+   * and no unticked device stays main (fault 8's last case). */
   for (guint i = 0; i < rows->len; i++)
     tdm_device_row_set_active(rows->pdata[i], FALSE);
   g_assert_cmpstr(split_text(window), ==, "");
   g_assert_true(gtk_widget_get_visible(child(window, "devices_hint_label")));
   g_assert_false(tdm_window_get_can_start(window));
+  for (guint i = 0; i < rows->len; i++)
+    g_assert_false(tdm_device_row_get_main(rows->pdata[i]));
+
+  /* Ticking one device again makes that one main, not the one main before. */
+  tdm_device_row_set_active(rows->pdata[2], TRUE);
+  g_assert_true(tdm_device_row_get_main(rows->pdata[2]));
+  g_assert_false(tdm_device_row_get_main(rows->pdata[1]));
+  g_assert_false(gtk_widget_get_visible(child(window, "devices_hint_label")));
+  g_assert_cmpstr(split_text(window), !=, "");
 
   destroy_window(window);
 
@@ -342,6 +352,16 @@ test_window_devices(void)
   g_assert_cmpuint(rows->len, ==, 1);
   g_assert_true(tdm_device_row_get_main(rows->pdata[0]));
   g_assert_false(gtk_widget_get_child_visible(main_check(rows->pdata[0])));
+  g_assert_false(gtk_widget_get_visible(child(window, "devices_hint_label")));
+
+  /* The only device unticked is main no longer, internally either, and the run's
+   * configuration cannot be built; ticked again it is main again. */
+  tdm_device_row_set_active(rows->pdata[0], FALSE);
+  g_assert_false(tdm_device_row_get_main(rows->pdata[0]));
+  g_assert_false(tdm_window_get_can_start(window));
+  g_assert_true(gtk_widget_get_visible(child(window, "devices_hint_label")));
+  tdm_device_row_set_active(rows->pdata[0], TRUE);
+  g_assert_true(tdm_device_row_get_main(rows->pdata[0]));
   g_assert_false(gtk_widget_get_visible(child(window, "devices_hint_label")));
   destroy_window(window);
 }
@@ -416,19 +436,44 @@ test_window_run(void)
   g_assert_cmpuint(points(window, "step-time", 0), >, 0);
   g_assert_true(g_str_has_prefix(adw_view_switcher_title_get_subtitle(child(window, "window_title")), "Finished"));
 
-  /* Exports. */
-  g_assert_true(tdm_metrics_log_write_csv(tdm_dashboard_get_log(dashboard), csv_path, &error));
+  /* Exports (fault 14): each carries the run's settings, from the run's TdmConfig
+   * through the engine's describer, and names replicas as the legends do. */
+  g_assert_nonnull(tdm_dashboard_get_export_info(dashboard));
+  g_assert_true(tdm_dashboard_export_metrics(dashboard, csv_path, &error));
   g_assert_no_error(error);
   g_assert_true(g_file_get_contents(csv_path, &csv, NULL, NULL));
-  g_assert_true(g_str_has_prefix(csv, "time_s,event,step,epoch,train_loss"));
-  /* Columns named as the window names the replicas (fault 14: they were r0_, r1_). */
-  g_assert_nonnull(strstr(csv, "cpu_2_compute_ms"));
+  g_assert_true(g_str_has_prefix(csv, "# dataset: "));
+  g_assert_nonnull(strstr(csv, "\n# network: fc32,relu,fc10\n"));
+  g_assert_nonnull(strstr(csv, "\n# devices: cpu,cpu\n"));
+  g_assert_nonnull(strstr(csv, "\n# batch: 500\n"));
+  g_assert_nonnull(strstr(csv, "\n# tandem: "));
+  g_assert_nonnull(strstr(csv, "\n# date: "));
+  g_assert_nonnull(strstr(csv, "\ntime_s,event,step,epoch,train_loss"));
+  /* Columns named as the window names the replicas (they were r0_, r1_). */
+  g_assert_nonnull(strstr(csv, ",\"cpu 1 compute_ms\","));
+  g_assert_nonnull(strstr(csv, ",\"cpu 2 utilization_percent\"\n"));
   g_assert_null(strstr(csv, "r1_"));
-  g_assert_nonnull(strstr(csv, "\n"));
   g_assert_true(tdm_dashboard_export_chart(dashboard, "loss", "png", png_path, &error));
   g_assert_no_error(error);
+  {
+    g_autoptr(GdkPixbuf) pixbuf = gdk_pixbuf_new_from_file(png_path, &error);
+
+    g_assert_no_error(error);
+    g_assert_cmpstr(gdk_pixbuf_get_option(pixbuf, "tEXt::network"), ==, "fc32,relu,fc10");
+    g_assert_cmpstr(gdk_pixbuf_get_option(pixbuf, "tEXt::batch"), ==, "500");
+    g_assert_cmpstr(gdk_pixbuf_get_option(pixbuf, "tEXt::Title"), ==, "Loss");
+  }
   g_assert_true(tdm_dashboard_export_chart(dashboard, "memory", "svg", svg_path, &error));
   g_assert_no_error(error);
+  {
+    g_autofree char *svg = NULL;
+
+    g_assert_true(g_file_get_contents(svg_path, &svg, NULL, NULL));
+    g_assert_nonnull(strstr(svg, "<tandem:setting name=\"devices\">cpu,cpu</tandem:setting>"));
+    /* The legend's names, as text. */
+    g_assert_nonnull(strstr(svg, ">cpu 1</text>"));
+    g_assert_nonnull(strstr(svg, ">cpu 2</text>"));
+  }
   g_assert_true(g_file_test(png_path, G_FILE_TEST_IS_REGULAR));
   g_assert_true(g_file_test(svg_path, G_FILE_TEST_IS_REGULAR));
   g_assert_false(tdm_dashboard_export_chart(dashboard, "loss", "gif", png_path, &error));

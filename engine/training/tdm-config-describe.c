@@ -1,0 +1,80 @@
+/* tdm-config-describe.c — a run's settings as (key, value) text pairs, for people.
+ *
+ * Exports (CSV comment lines, SVG metadata and caption, PNG text chunks) say which
+ * run they come from; they all print these pairs, so every file names the settings
+ * the same way, as the engine spells them (the names of flags and JSON). Numbers are
+ * written in the C locale. Not a serialization: tdm_config_to_json() is the form to
+ * read back; this one leaves out what does not change the training (save path,
+ * evaluation chunk, bucket size).
+ */
+#include "tdm-config.h"
+
+static void
+add(GPtrArray *pairs, const char *key, char *value)
+{
+  g_ptr_array_add(pairs, g_strdup(key));
+  g_ptr_array_add(pairs, value);
+}
+
+static char *
+number(double value)
+{
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+  return g_strdup(g_ascii_formatd(buf, sizeof buf, "%g", value));
+}
+
+static char *
+name_or_unknown(const char *name)
+{
+  return g_strdup(name ? name : "unknown");
+}
+
+char **
+tdm_config_describe(const TdmConfig *c)
+{
+  g_return_val_if_fail(c != NULL, NULL);
+
+  GPtrArray *pairs = g_ptr_array_new();
+  g_autofree char *devices = c->devices ? g_strjoinv(",", c->devices) : g_strdup("");
+  int n = tdm_config_replica_count(c);
+
+  add(pairs, "dataset", g_strdup(c->dataset ? c->dataset : ""));
+  add(pairs, "network", g_strdup(c->network ? c->network : ""));
+  add(pairs, "devices", g_steal_pointer(&devices));
+  add(pairs, "main", c->main_replica >= 0 && c->main_replica < n
+                         ? g_strdup_printf("%s (replica %d)", c->devices[c->main_replica],
+                                           c->main_replica)
+                         : g_strdup_printf("replica %d", c->main_replica));
+  add(pairs, "strategy", name_or_unknown(tdm_strategy_name(c->strategy)));
+  add(pairs, "batch", g_strdup_printf("%d", c->batch));
+  add(pairs, "epochs", g_strdup_printf("%d", c->epochs));
+  if (c->max_steps > 0)
+    add(pairs, "max_steps", g_strdup_printf("%ld", c->max_steps));
+  add(pairs, "optimizer", name_or_unknown(tdm_optimizer_name(c->optimizer)));
+  add(pairs, "lr", number(c->lr));
+  if (c->optimizer == TDM_OPTIMIZER_MOMENTUM || c->optimizer == TDM_OPTIMIZER_NESTEROV)
+    add(pairs, "momentum", number(c->momentum));
+  if (c->optimizer == TDM_OPTIMIZER_ADAM) {
+    add(pairs, "beta1", number(c->beta1));
+    add(pairs, "beta2", number(c->beta2));
+    add(pairs, "eps", number(c->eps));
+  }
+  add(pairs, "weight_decay", number(c->weight_decay));
+  if (c->weight_decay > 0)
+    add(pairs, "weight_decay_on", name_or_unknown(tdm_decay_scope_name(c->decay_scope)));
+  add(pairs, "schedule", name_or_unknown(tdm_schedule_name(c->schedule)));
+  if (c->schedule == TDM_SCHEDULE_STEP) {
+    add(pairs, "step_epochs", g_strdup_printf("%d", c->step_epochs));
+    add(pairs, "gamma", number(c->gamma));
+  }
+  add(pairs, "warmup_epochs", number(c->warmup_epochs));
+  add(pairs, "label_smoothing", number(c->label_smoothing));
+  add(pairs, "crop", g_strdup_printf("%d", c->crop_pad));
+  add(pairs, "flip", name_or_unknown(tdm_flip_setting_name(c->flip)));
+  add(pairs, "batchnorm", name_or_unknown(tdm_batchnorm_name(c->batchnorm)));
+  add(pairs, "precision", name_or_unknown(tdm_precision_name(c->precision)));
+  add(pairs, "seed", g_strdup_printf("%" G_GUINT64_FORMAT, c->seed));
+  g_ptr_array_add(pairs, NULL);
+
+  return (char **)g_ptr_array_free(pairs, FALSE);
+}
