@@ -528,7 +528,7 @@ draw_overlays (TdmChart *self,
                Frame    *f)
 {
   GtkWidget *widget = GTK_WIDGET (self);
-  int scale = f->interactive ? gtk_widget_get_scale_factor (widget) : 1;
+  int scale = gtk_widget_get_scale_factor (widget);
   gboolean any = FALSE;
   double key[9];
   cairo_t *cr;
@@ -538,6 +538,20 @@ draw_overlays (TdmChart *self,
           && tdm_series_get_n_appended (get_entry (self, i)->series) > 0;
   if (!any)
     return;
+
+  /* Exports draw them as they are: an SVG keeps them as paths (tdm-chart-svg.c sees
+   * the strokes, not an image), and an export happens once. */
+  if (!f->interactive)
+    {
+      for (guint i = 0; i < self->entries->len; i++)
+        {
+          Entry *e = get_entry (self, i);
+
+          if (e->visible && e->style == TDM_CHART_STYLE_OVERLAY)
+            draw_overlay_series (self, f->cr, f, e);
+        }
+      return;
+    }
 
   mapping_key (f, key);
   if (self->overlay_cache == NULL || self->cache_serial != self->overlay_serial ||

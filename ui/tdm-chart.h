@@ -111,6 +111,11 @@ void        tdm_chart_render               (TdmChart      *chart,
                                             cairo_t       *cr,
                                             int            width,
                                             int            height);
+/* As the widget draws itself, hover aside: for benchmarks. */
+void        tdm_chart_render_live          (TdmChart      *chart,
+                                            cairo_t       *cr,
+                                            int            width,
+                                            int            height);
 /* Keeps the top-right corner, width × height pixels, free of the title and the
  * legend: a card's menu button sits there. The title is ellipsized short of it. */
 void        tdm_chart_set_corner_reserve   (TdmChart      *chart,

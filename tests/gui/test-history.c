@@ -633,6 +633,21 @@ test_history_window(void)
   assert_same_series(tdm_chart_get_series(chart(window, "loss"), series_a),
                      tdm_chart_get_series(chart(window, "loss"), series_b));
 
+  /* An SVG export draws the overlays as paths and names them in its legend. */
+  {
+    g_autofree char *dir = g_dir_make_tmp("tandem-svg-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename(dir, "loss.svg", NULL);
+    g_autofree char *svg = NULL;
+    g_autoptr(GError) error = NULL;
+
+    g_assert_true(tdm_dashboard_export_chart(dashboard, "loss", "svg", path, &error));
+    g_assert_no_error(error);
+    g_assert_true(g_file_get_contents(path, &svg, NULL, NULL));
+    g_assert_nonnull(strstr(svg, tdm_run_item_get_name(item_at(store, 0))));
+    g_assert_null(strstr(svg, "<image"));
+    remove_folder(dir);
+  }
+
   /* By step: the same points against the step, live and overlaid. */
   tdm_dashboard_set_x_axis(dashboard, TDM_DASHBOARD_X_STEP);
   g_assert_cmpstr(tdm_chart_get_x_label(chart(window, "loss")), ==, "Step");
