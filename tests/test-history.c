@@ -217,7 +217,7 @@ test_phases_recorded(void)
   g_autoptr(TdmHistory) history = tdm_history_new(dir);
   const TdmStrategy strategies[] = {TDM_STRATEGY_ALLREDUCE, TDM_STRATEGY_MAIN};
   for (guint s = 0; s < G_N_ELEMENTS(strategies); s++) {
-    g_autoptr(TdmConfig) cfg = config("cpu:2", 40);
+    g_autoptr(TdmConfig) cfg = config("cpu:3", 40);
     cfg->strategy = strategies[s];
     g_autofree char *id = record_run(history, cfg, NULL);
     g_autoptr(GError) error = NULL;
@@ -243,6 +243,20 @@ test_phases_recorded(void)
       g_assert_cmpfloat(ms[0][TDM_PHASE_UPDATE], >, 0);
       g_assert_cmpfloat(ms[1][TDM_PHASE_UPDATE], ==, 0);
     }
+    /* The bytes each device moved per step, kept beside the phases: all-reduce
+     * spreads them evenly; `main` on CPU workers is a star, its main device moving
+     * N−1 = 2 times what each other device does. */
+    guint64 sent[3], received[3];
+    for (int d = 0; d < 3; d++) {
+      g_assert_true(tdm_run_record_bytes_per_step(r, d, &sent[d], &received[d]));
+      g_assert_cmpuint(sent[d], >, 0);
+    }
+    g_assert_false(tdm_run_record_bytes_per_step(r, 3, &sent[0], &sent[0]));
+    int hub = strategies[s] == TDM_STRATEGY_MAIN ? 2 : 1;
+    g_assert_cmpuint(sent[0], ==, hub * sent[1]);
+    g_assert_cmpuint(received[0], ==, hub * received[1]);
+    g_assert_cmpuint(sent[1], ==, sent[2]);
+    g_assert_cmpuint(received[1], ==, received[2]);
   }
   remove_folder(dir);
 }

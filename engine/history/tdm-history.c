@@ -119,6 +119,21 @@ tdm_run_record_phase_means(const TdmRunRecord *r, int device, double ms[TDM_PHAS
   return n;
 }
 
+gboolean
+tdm_run_record_bytes_per_step(const TdmRunRecord *r, int device, guint64 *sent,
+                              guint64 *received)
+{
+  for (guint i = r->phases->len; i-- > 0;) {
+    const TdmHistoryPhases *p = &g_array_index(r->phases, TdmHistoryPhases, i);
+    if (p->device == device) {
+      *sent = p->bytes_sent;
+      *received = p->bytes_received;
+      return TRUE;
+    }
+  }
+  return FALSE;
+}
+
 double
 tdm_run_record_final_train_loss(const TdmRunRecord *r)
 {
@@ -328,6 +343,16 @@ tdm_run_recorder_add(const TdmEvent *e, gpointer data)
       json_builder_end_array(b);
     }
     json_builder_end_array(b);
+    /* [sent, received] per device, beside "devices" as in --json. */
+    json_builder_set_member_name(b, "bytes");
+    json_builder_begin_array(b);
+    for (int r = 0; r < e->phases.replicas && r < TDM_MAX_REPLICAS; r++) {
+      json_builder_begin_array(b);
+      json_builder_add_int_value(b, (gint64)e->phases.device[r].bytes_sent);
+      json_builder_add_int_value(b, (gint64)e->phases.device[r].bytes_received);
+      json_builder_end_array(b);
+    }
+    json_builder_end_array(b);
     break;
   case TDM_EVENT_FAILED:
     set_string(b, "type", "failed");
@@ -448,6 +473,9 @@ read_record(TdmRunRecord *r, const char *type, JsonObject *o)
     JsonNode *node = json_object_get_member(o, "devices");
     JsonArray *devices = node != NULL && JSON_NODE_HOLDS_ARRAY(node) ? json_node_get_array(node)
                                                                       : NULL;
+    JsonNode *bytes_node = json_object_get_member(o, "bytes");
+    JsonArray *bytes = bytes_node != NULL && JSON_NODE_HOLDS_ARRAY(bytes_node)
+                       ? json_node_get_array(bytes_node) : NULL;
     for (guint i = 0; devices != NULL && i < json_array_get_length(devices); i++) {
       JsonNode *d = json_array_get_element(devices, i);
       if (d == NULL || !JSON_NODE_HOLDS_ARRAY(d))
@@ -457,6 +485,17 @@ read_record(TdmRunRecord *r, const char *type, JsonObject *o)
       for (guint k = 0; k < json_array_get_length(values) && k < TDM_PHASE_COUNT; k++) {
         JsonNode *v = json_array_get_element(values, k);
         p.ms[k] = v != NULL && JSON_NODE_HOLDS_VALUE(v) ? (float)json_node_get_double(v) : 0;
+      }
+      JsonNode *pair = bytes != NULL && i < json_array_get_length(bytes)
+                       ? json_array_get_element(bytes, i) : NULL;
+      if (pair != NULL && JSON_NODE_HOLDS_ARRAY(pair) &&
+          json_array_get_length(json_node_get_array(pair)) == 2) {
+        JsonArray *two = json_node_get_array(pair);
+        JsonNode *out = json_array_get_element(two, 0), *in = json_array_get_element(two, 1);
+        if (JSON_NODE_HOLDS_VALUE(out) && JSON_NODE_HOLDS_VALUE(in)) {
+          p.bytes_sent = (guint64)MAX(0, json_node_get_int(out));
+          p.bytes_received = (guint64)MAX(0, json_node_get_int(in));
+        }
       }
       g_array_append_val(r->phases, p);
     }

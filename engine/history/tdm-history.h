@@ -35,11 +35,13 @@ typedef struct {
   gint64 tandem_bytes;
 } TdmHistoryDevicePoint;
 
-/* One sampled step of one device: milliseconds in each phase (TdmPhase). */
+/* One sampled step of one device: milliseconds in each phase (TdmPhase), and the
+ * bytes its collectives moved out and in (TdmDevicePhases; 0 in older files). */
 typedef struct {
   long step;
   int device;
   float ms[TDM_PHASE_COUNT];
+  guint64 bytes_sent, bytes_received;
 } TdmHistoryPhases;
 
 typedef struct {
@@ -67,6 +69,10 @@ double tdm_run_record_samples_per_second (const TdmRunRecord *record);
  * −1. Returns how many samples went in; `ms` is all zeros when none. */
 int tdm_run_record_phase_means (const TdmRunRecord *record, int device,
                                 double ms[TDM_PHASE_COUNT]);
+/* Bytes `device`'s collectives moved out and in per step, from its last sampled step
+ * (every step moves the same). FALSE when the run has no sampled step of it. */
+gboolean tdm_run_record_bytes_per_step (const TdmRunRecord *record, int device,
+                                        guint64 *sent, guint64 *received);
 /* The last training loss recorded, NaN when none. */
 double tdm_run_record_final_train_loss (const TdmRunRecord *record);
 

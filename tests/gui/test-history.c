@@ -165,6 +165,8 @@ write_run(TdmHistory *history, const char *devices, const char *name, double sps
         e.phases.device[r].span[k].end_ms = spans[k].end;
         e.phases.device[r].span[k].phase = spans[k].phase;
       }
+      e.phases.device[r].bytes_sent = 1000000 * (guint64)(r + 1);
+      e.phases.device[r].bytes_received = 2000000;
     }
     tdm_run_recorder_add(&e, rec);
   }
@@ -266,6 +268,8 @@ test_history_store(void)
     g_autofree char *accuracy = tdm_run_table_cell_text(b, base, TDM_RUN_TABLE_ACCURACY);
     g_autofree char *time = tdm_run_table_cell_text(b, base, TDM_RUN_TABLE_TIME);
     g_autofree char *loss = tdm_run_table_cell_text(b, base, TDM_RUN_TABLE_LOSS);
+    g_autofree char *traffic = tdm_run_table_cell_text(a, base, TDM_RUN_TABLE_TRAFFIC);
+    g_autofree char *no_traffic = tdm_run_table_cell_text(b, base, TDM_RUN_TABLE_TRAFFIC);
 
     g_assert_cmpstr(speedup, ==, base == a ? "2.50×" : "0.40×");
     g_assert_cmpstr(self_speedup, ==, "1.00×");
@@ -276,6 +280,8 @@ test_history_store(void)
     g_assert_cmpstr(phases, ==, "forward 1.00 · backward 2.00 · all-reduce 0.50 · update 0.25");
     g_assert_cmpstr(time, ==, "2.0 s");
     g_assert_cmpstr(loss, ==, "0.5000");
+    g_assert_cmpstr(traffic, ==, "↑ 1.0\u00a0MB ↓ 2.0\u00a0MB · ↑ 2.0\u00a0MB ↓ 2.0\u00a0MB");
+    g_assert_cmpstr(no_traffic, ==, "—");   /* one worker moves nothing */
   }
   tdm_history_store_set_baseline(store, b);
   g_assert_true(tdm_history_store_get_baseline(store) == b);
