@@ -153,7 +153,16 @@ test_rename_export_delete(void)
   g_assert_no_error(error);
   g_autofree char *text = NULL;
   g_assert_true(g_file_get_contents(csv, &text, NULL, NULL));
-  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  /* The settings come first as comment lines (the run's name, its date, then
+   * tdm_config_describe's pairs), then the table. */
+  g_auto(GStrv) all = g_strsplit(text, "\n", -1);
+  g_assert_cmpstr(all[0], ==, "# run: baseline");
+  g_assert_true(g_str_has_prefix(all[1], "# date: "));
+  g_assert_nonnull(strstr(text, "\n# devices: cpu\n"));
+  g_assert_nonnull(strstr(text, "\n# dataset: synthetic\n"));
+  char **lines = all;
+  while (*lines != NULL && (*lines)[0] == '#')
+    lines++;
   g_assert_true(g_str_has_prefix(lines[0], "kind,step,epoch,train_loss"));
   g_assert_true(g_str_has_prefix(lines[1], "step,5,"));
   g_assert_true(g_str_has_prefix(lines[2], "step,10,"));

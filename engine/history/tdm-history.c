@@ -688,8 +688,19 @@ tdm_history_export_csv(TdmHistory *h, const char *id, const char *path, GError *
   g_autoptr(TdmRunRecord) r = tdm_history_load(h, id, error);
   if (r == NULL)
     return FALSE;
-  g_autoptr(GString) s = g_string_new("kind,step,epoch,train_loss,train_accuracy,"
-                                      "samples_per_second,elapsed,test_loss,test_accuracy\n");
+  /* The run's name, date and settings first, as `# key: value` lines (the window's
+   * chart exports do the same; pandas reads past them with comment='#'). */
+  g_autoptr(GString) s = g_string_new(NULL);
+  g_autoptr(GDateTime) created = g_date_time_new_from_unix_utc(r->created);
+  g_autofree char *date = created != NULL ? g_date_time_format_iso8601(created) : NULL;
+  g_string_append_printf(s, "# run: %s\n", r->name);
+  if (date != NULL)
+    g_string_append_printf(s, "# date: %s\n", date);
+  g_auto(GStrv) settings = tdm_config_describe(r->config);
+  for (int i = 0; settings[i] != NULL && settings[i + 1] != NULL; i += 2)
+    g_string_append_printf(s, "# %s: %s\n", settings[i], settings[i + 1]);
+  g_string_append(s, "kind,step,epoch,train_loss,train_accuracy,"
+                     "samples_per_second,elapsed,test_loss,test_accuracy\n");
   for (guint i = 0; i < r->points->len; i++) {
     const TdmHistoryPoint *p = &g_array_index(r->points, TdmHistoryPoint, i);
     g_string_append_printf(s, "step,%ld", p->step);

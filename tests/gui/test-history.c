@@ -301,7 +301,8 @@ test_history_store(void)
   g_assert_true(tdm_history_store_export_csv(store, a, csv, &error));
   g_assert_no_error(error);
   g_assert_true(g_file_get_contents(csv, &contents, NULL, NULL));
-  g_assert_true(g_str_has_prefix(contents, "kind,step,epoch,train_loss"));
+  g_assert_true(g_str_has_prefix(contents, "# run: renamed\n"));
+  g_assert_nonnull(strstr(contents, "\nkind,step,epoch,train_loss"));
   g_unlink(csv);
 
   /* Delete: off the list at once, the file still there until committed, and the
