@@ -29,6 +29,8 @@ struct _TdmDevicesPage
 
   /* Time in each phase, summed over the run's timed steps, per device. */
   double          phase_ms[TDM_MAX_REPLICAS][TDM_PHASE_COUNT];
+  /* Spans seen of each phase: a phase has a column once it occurred, however short. */
+  int             phase_spans[TDM_MAX_REPLICAS][TDM_PHASE_COUNT];
   int             timed_steps;
   int             phase_replicas;
   int             main_replica;
@@ -95,7 +97,7 @@ tdm_devices_page_fill_phases (TdmDevicesPage *self)
 
   for (int p = 0; p < TDM_PHASE_COUNT; p++)
     for (int r = 0; r < self->phase_replicas; r++)
-      if (self->phase_ms[r][p] > 0)
+      if (self->phase_spans[r][p] > 0)
         mask |= 1u << p;
 
   gtk_widget_set_visible (self->phase_grid, self->timed_steps > 0);
@@ -294,6 +296,7 @@ tdm_devices_page_handle_event (TdmDevicesPage       *self,
       tdm_batch_strip_set_main_device (TDM_BATCH_STRIP (self->batch_strip),
                                        event->started.main_replica);
       memset (self->phase_ms, 0, sizeof self->phase_ms);
+      memset (self->phase_spans, 0, sizeof self->phase_spans);
       memset (self->bytes, 0, sizeof self->bytes);
       self->timed_steps = 0;
       self->phase_mask = 0;
@@ -312,7 +315,10 @@ tdm_devices_page_handle_event (TdmDevicesPage       *self,
 
           for (int i = 0; i < MIN (d->spans, TDM_MAX_PHASE_SPANS); i++)
             if (d->span[i].phase >= 0 && d->span[i].phase < TDM_PHASE_COUNT)
-              self->phase_ms[r][d->span[i].phase] += d->span[i].end_ms - d->span[i].start_ms;
+              {
+                self->phase_ms[r][d->span[i].phase] += d->span[i].end_ms - d->span[i].start_ms;
+                self->phase_spans[r][d->span[i].phase]++;
+              }
           self->bytes[r][0] = d->bytes_sent;
           self->bytes[r][1] = d->bytes_received;
         }
@@ -370,17 +376,17 @@ tdm_devices_page_get_timeline (TdmDevicesPage *self)
   return self->timeline;
 }
 
-double
-tdm_devices_page_get_phase_ms (TdmDevicesPage *self,
-                               int             device,
-                               TdmPhase        phase)
+int
+tdm_devices_page_get_phase_spans (TdmDevicesPage *self,
+                                  int             device,
+                                  TdmPhase        phase)
 {
   g_return_val_if_fail (TDM_IS_DEVICES_PAGE (self), 0);
   g_return_val_if_fail (phase >= 0 && phase < TDM_PHASE_COUNT, 0);
 
-  if (device < 0 || device >= self->phase_replicas || self->timed_steps == 0)
+  if (device < 0 || device >= self->phase_replicas)
     return 0;
-  return self->phase_ms[device][phase] / self->timed_steps;
+  return self->phase_spans[device][phase];
 }
 
 /**

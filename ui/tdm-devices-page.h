@@ -45,8 +45,9 @@ void       tdm_devices_page_set_presentation (TdmDevicesPage       *self,
 
 GtkWidget *tdm_devices_page_get_timeline     (TdmDevicesPage       *self);
 GtkWidget *tdm_devices_page_get_batch_strip  (TdmDevicesPage       *self);
-/* Mean milliseconds per timed step the device spent in the phase (0 when none). */
-double     tdm_devices_page_get_phase_ms     (TdmDevicesPage       *self,
+/* How many spans of the phase the device's timed steps had (its column shows their
+ * mean milliseconds per step). */
+int        tdm_devices_page_get_phase_spans  (TdmDevicesPage       *self,
                                               int                   device,
                                               TdmPhase              phase);
 /* The texts of the device's "sent" and "received" cells (bytes per step). */
