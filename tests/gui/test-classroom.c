@@ -39,63 +39,9 @@
 #include "tdm-spec-entry.h"
 #include "tdm-timeline.h"
 #include "tdm-window.h"
+#include "window-test-util.h"
 
 /* ---- helpers ---------------------------------------------------------------- */
-
-static gboolean
-tick(gpointer data)
-{
-  return G_SOURCE_CONTINUE;
-}
-
-/* Turns the main loop until cond(data) holds; `seconds` only bounds a hung run. */
-static gboolean
-wait_for(gboolean (*cond)(gpointer), gpointer data, double seconds)
-{
-  gint64 end = g_get_monotonic_time() + (gint64)(seconds * G_USEC_PER_SEC);
-  guint source = g_timeout_add(5, tick, NULL);
-  gboolean ok;
-
-  while (!(ok = cond(data)) && g_get_monotonic_time() < end)
-    g_main_context_iteration(NULL, TRUE);
-  g_source_remove(source);
-  return ok;
-}
-
-static void
-drain(void)
-{
-  while (g_main_context_iteration(NULL, FALSE))
-    ;
-}
-
-static gpointer
-child(TdmWindow *window, const char *name)
-{
-  GObject *object = gtk_widget_get_template_child(GTK_WIDGET(window), TDM_TYPE_WINDOW, name);
-
-  if (object == NULL) {
-    GObject *form = gtk_widget_get_template_child(GTK_WIDGET(window), TDM_TYPE_WINDOW, "sidebar");
-
-    object = gtk_widget_get_template_child(GTK_WIDGET(form), TDM_TYPE_RUN_FORM, name);
-  }
-  g_assert_nonnull(object);
-  return object;
-}
-
-static void
-reset_settings(void)
-{
-  g_autoptr(GSettings) settings = g_settings_new(TDM_APP_ID);
-  g_autoptr(GSettingsSchema) schema = NULL;
-  g_auto(GStrv) keys = NULL;
-
-  g_object_get(settings, "settings-schema", &schema, NULL);
-  keys = g_settings_schema_list_keys(schema);
-  for (guint i = 0; keys[i] != NULL; i++)
-    g_settings_reset(settings, keys[i]);
-  g_settings_sync();
-}
 
 /* The real CPU, and a made-up GPU of `gpu_bytes` when that is > 0. */
 static GArray *
@@ -128,7 +74,7 @@ devices_with(gint64 gpu_bytes)
 static TdmDeviceRow *
 row_where(TdmWindow *window, gboolean cpu)
 {
-  g_autoptr(GPtrArray) rows = tdm_device_picker_get_rows(child(window, "device_picker"));
+  g_autoptr(GPtrArray) rows = tdm_device_picker_get_rows(window_child(window, "device_picker"));
 
   for (guint i = 0; i < rows->len; i++)
     if (tdm_device_row_is_cpu(rows->pdata[i]) == cpu)
@@ -161,12 +107,12 @@ window_for_run(const char *spec, int batch, guint strategy)
   tdm_window_set_devices(window, devices);
   tdm_device_row_set_active(row_where(window, TRUE), TRUE);
   tdm_device_row_set_workers(row_where(window, TRUE), 2);
-  tdm_dataset_chooser_set_source(child(window, "dataset_chooser"), "synthetic");
-  adw_combo_row_set_selected(child(window, "network_dropdown"), 3);
-  tdm_spec_entry_set_text(child(window, "spec_entry"), spec);
-  gtk_spin_button_set_value(child(window, "batch_spin"), batch);
-  gtk_spin_button_set_value(child(window, "epochs_spin"), 1);
-  adw_combo_row_set_selected(child(window, "strategy_dropdown"), strategy);
+  tdm_dataset_chooser_set_source(window_child(window, "dataset_chooser"), "synthetic");
+  adw_combo_row_set_selected(window_child(window, "network_dropdown"), 3);
+  tdm_spec_entry_set_text(window_child(window, "spec_entry"), spec);
+  gtk_spin_button_set_value(window_child(window, "batch_spin"), batch);
+  gtk_spin_button_set_value(window_child(window, "epochs_spin"), 1);
+  adw_combo_row_set_selected(window_child(window, "strategy_dropdown"), strategy);
 
   g_assert_true(wait_for(can_start, window, 60));
   return window;
@@ -243,7 +189,7 @@ run_to_end(TdmWindow *window)
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.start", NULL));
   g_assert_true(tdm_window_get_running(window));
   g_assert_true(wait_for(not_running, window, 240));
-  g_assert_false(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
+  g_assert_false(gtk_revealer_get_reveal_child(window_child(window, "error_revealer")));
 }
 
 /* ---- tests ------------------------------------------------------------------ */
@@ -253,7 +199,7 @@ static void
 check_strategy(guint strategy)
 {
   TdmWindow *window = window_for_run("fc32,relu,fc10", 500, strategy);
-  TdmDevicesPage *page = child(window, "devices_page");
+  TdmDevicesPage *page = window_child(window, "devices_page");
   TdmTimeline *timeline = TDM_TIMELINE(tdm_devices_page_get_timeline(page));
   TdmBatchStrip *strip = TDM_BATCH_STRIP(tdm_devices_page_get_batch_strip(page));
   gint64 estimate_before[2];
@@ -371,7 +317,7 @@ check_strategy(guint strategy)
 
   /* Predictions: the matrix sums to the test set, its diagonal is the accuracy. */
   {
-    TdmPredictionsPage *predictions = child(window, "predictions_page");
+    TdmPredictionsPage *predictions = window_child(window, "predictions_page");
     TdmConfusionView *confusion = TDM_CONFUSION_VIEW(tdm_predictions_page_get_confusion(predictions));
     TdmPredictionGallery *gallery =
       TDM_PREDICTION_GALLERY(tdm_predictions_page_get_gallery(predictions));
@@ -427,13 +373,13 @@ test_memory_warning(void)
   tdm_window_set_devices(window, devices);
   tdm_device_row_set_active(row_where(window, TRUE), FALSE);
   tdm_device_row_set_active(row_where(window, FALSE), TRUE);
-  tdm_dataset_chooser_set_source(child(window, "dataset_chooser"), "synthetic");
-  adw_combo_row_set_selected(child(window, "network_dropdown"), 3);
-  tdm_spec_entry_set_text(child(window, "spec_entry"), "fc2048,relu,fc10");
-  gtk_spin_button_set_value(child(window, "batch_spin"), 16384);
+  tdm_dataset_chooser_set_source(window_child(window, "dataset_chooser"), "synthetic");
+  adw_combo_row_set_selected(window_child(window, "network_dropdown"), 3);
+  tdm_spec_entry_set_text(window_child(window, "spec_entry"), "fc2048,relu,fc10");
+  gtk_spin_button_set_value(window_child(window, "batch_spin"), 16384);
   g_assert_true(wait_for(can_start, window, 60));
 
-  page = child(window, "devices_page");
+  page = window_child(window, "devices_page");
   g_assert_cmpint(tdm_devices_page_get_n_memory_rows(page), ==, 1);
   /* 16,384 samples' activations of 2048 units (128 MiB a buffer) pass 256 MiB. */
   g_assert_cmpint(tdm_devices_page_get_estimate_bytes(page, 0), >, (gint64)256 << 20);
@@ -452,8 +398,8 @@ test_memory_warning(void)
   }
 
   /* A small network fits the same GPU: the warning goes. */
-  tdm_spec_entry_set_text(child(window, "spec_entry"), "fc16,relu,fc10");
-  gtk_spin_button_set_value(child(window, "batch_spin"), 64);
+  tdm_spec_entry_set_text(window_child(window, "spec_entry"), "fc16,relu,fc10");
+  gtk_spin_button_set_value(window_child(window, "batch_spin"), 64);
   g_assert_true(wait_for(no_warning, page, 30));
   /* The images (53 MiB of both splits) and a small network fit 256 MiB. */
   g_assert_cmpint(tdm_devices_page_get_estimate_bytes(page, 0), <, (gint64)256 << 20);
@@ -472,7 +418,7 @@ static void
 test_scaling_run(void)
 {
   TdmWindow *window = window_for_run("fc32,relu,fc10", 200, 1);
-  TdmScalingPage *page = child(window, "scaling_page");
+  TdmScalingPage *page = window_child(window, "scaling_page");
   TdmScalingChart *chart = TDM_SCALING_CHART(tdm_scaling_page_get_chart(page));
   g_autofree char *dir = g_dir_make_tmp("tandem-test-XXXXXX", NULL);
   g_autofree char *csv_path = g_build_filename(dir, "scaling.csv", NULL);
@@ -488,10 +434,10 @@ test_scaling_run(void)
   g_assert_true(tdm_scaling_page_get_running(page));
   /* One thing at a time: no training run while the scaling run measures. */
   g_assert_false(tdm_window_get_can_start(window));
-  g_assert_cmpstr(adw_view_stack_get_visible_child_name(child(window, "view_stack")), ==, "scaling");
+  g_assert_cmpstr(adw_view_stack_get_visible_child_name(window_child(window, "view_stack")), ==, "scaling");
 
   g_assert_true(wait_for(scaling_done, page, 300));
-  g_assert_false(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
+  g_assert_false(gtk_revealer_get_reveal_child(window_child(window, "error_revealer")));
   g_assert_cmpuint(tdm_scaling_chart_get_n_points(chart), ==, 2);
   for (guint i = 0; i < 2; i++) {
     const TdmScalingPoint *p = tdm_scaling_chart_get_point(chart, i);
@@ -545,14 +491,14 @@ static void
 test_scaling_weak(void)
 {
   TdmWindow *window = window_for_run("fc32,relu,fc10", 200, 1);
-  TdmScalingPage *page = child(window, "scaling_page");
+  TdmScalingPage *page = window_child(window, "scaling_page");
   TdmScalingChart *chart = TDM_SCALING_CHART(tdm_scaling_page_get_chart(page));
 
   tdm_scaling_page_set_mode(page, TDM_SCALING_WEAK);
   tdm_scaling_page_set_steps(page, 100);
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.scaling-run", NULL));
   g_assert_true(wait_for(scaling_done, page, 300));
-  g_assert_false(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
+  g_assert_false(gtk_revealer_get_reveal_child(window_child(window, "error_revealer")));
   g_assert_cmpuint(tdm_scaling_chart_get_n_points(chart), ==, 2);
   g_assert_cmpint(tdm_scaling_chart_get_point(chart, 0)->batch, ==, 100);
   g_assert_cmpint(tdm_scaling_chart_get_point(chart, 1)->batch, ==, 200);
@@ -565,7 +511,7 @@ static void
 test_scaling_cancel(void)
 {
   TdmWindow *window = window_for_run("fc32,relu,fc10", 200, 1);
-  TdmScalingPage *page = child(window, "scaling_page");
+  TdmScalingPage *page = window_child(window, "scaling_page");
 
   tdm_scaling_page_set_steps(page, 5000);
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.scaling-run", NULL));
@@ -574,7 +520,7 @@ test_scaling_cancel(void)
   g_assert_true(wait_for(scaling_done, page, 120));
   g_assert_null(tdm_scaling_page_get_saved_path(page));
   g_assert_true(tdm_window_get_can_start(window));
-  g_assert_false(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
+  g_assert_false(gtk_revealer_get_reveal_child(window_child(window, "error_revealer")));
   destroy_window(window);
 }
 
@@ -583,14 +529,14 @@ static void
 test_scaling_needs_two(void)
 {
   TdmWindow *window = window_for_run("fc32,relu,fc10", 200, 1);
-  TdmScalingPage *page = child(window, "scaling_page");
+  TdmScalingPage *page = window_child(window, "scaling_page");
 
   tdm_device_row_set_workers(row_where(window, TRUE), 1);
   drain();
   gtk_widget_activate_action(GTK_WIDGET(window), "win.scaling-run", NULL);
   g_assert_false(tdm_scaling_page_get_running(page));
-  g_assert_true(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
-  g_assert_nonnull(strstr(gtk_label_get_label(child(window, "error_label")), "two devices"));
+  g_assert_true(gtk_revealer_get_reveal_child(window_child(window, "error_revealer")));
+  g_assert_nonnull(strstr(gtk_label_get_label(window_child(window, "error_label")), "two devices"));
   destroy_window(window);
 }
 
@@ -644,12 +590,12 @@ test_presentation(void)
   gtk_window_set_default_size(GTK_WINDOW(window), 1024, 768);
   gtk_window_present(GTK_WINDOW(window));
   drain();
-  dashboard = child(window, "dashboard");
+  dashboard = window_child(window, "dashboard");
   /* The charts, as during a run (before one, the dashboard shows what to do). */
   gtk_stack_set_visible_child_name((GtkStack *)gtk_widget_get_template_child(GTK_WIDGET(dashboard), TDM_TYPE_DASHBOARD, "view_stack"), "charts");
   loss = tdm_dashboard_get_chart(dashboard, "loss");
   memory = tdm_dashboard_get_chart(dashboard, "memory");
-  timeline = TDM_TIMELINE(tdm_devices_page_get_timeline(child(window, "devices_page")));
+  timeline = TDM_TIMELINE(tdm_devices_page_get_timeline(window_child(window, "devices_page")));
 
   g_assert_false(tdm_window_get_presentation(window));
   g_assert_true(wait_for(small_text, loss, 30));
@@ -664,8 +610,8 @@ test_presentation(void)
   g_assert_true(gtk_widget_get_visible(gtk_widget_get_ancestor(GTK_WIDGET(loss), GTK_TYPE_FLOW_BOX_CHILD)));
   g_assert_false(gtk_widget_get_visible(gtk_widget_get_ancestor(GTK_WIDGET(memory), GTK_TYPE_FLOW_BOX_CHILD)));
   g_assert_true(tdm_timeline_get_high_contrast(timeline));
-  g_assert_true(gtk_revealer_get_reveal_child(child(window, "pace_revealer")));
-  g_assert_false(adw_flap_get_reveal_flap(child(window, "flap")));
+  g_assert_true(gtk_revealer_get_reveal_child(window_child(window, "pace_revealer")));
+  g_assert_false(adw_flap_get_reveal_flap(window_child(window, "flap")));
 
   /* Escape (win.leave-presentation) brings everything back. */
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.leave-presentation", NULL));
@@ -684,7 +630,7 @@ run_paused(gpointer data)
 {
   TdmWindow *window = data;
 
-  return g_str_equal(adw_view_switcher_title_get_subtitle(child(window, "window_title")), "Paused");
+  return g_str_equal(adw_view_switcher_title_get_subtitle(window_child(window, "window_title")), "Paused");
 }
 
 /* One step at a time: the step button brings a run to rest; Stop still ends it. */
@@ -693,7 +639,7 @@ test_single_step(void)
 {
   TdmWindow *window = window_for_run("fc32,relu,fc10", 100, 1);
 
-  gtk_spin_button_set_value(child(window, "pace_spin"), 20);
+  gtk_spin_button_set_value(window_child(window, "pace_spin"), 20);
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.start", NULL));
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.single-step", NULL));
   g_assert_true(wait_for(run_paused, window, 120));
@@ -701,7 +647,7 @@ test_single_step(void)
   g_assert_true(wait_for(run_paused, window, 120));
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.stop", NULL));
   g_assert_true(wait_for(not_running, window, 120));
-  g_assert_cmpstr(adw_view_switcher_title_get_subtitle(child(window, "window_title")), ==, "Stopped");
+  g_assert_cmpstr(adw_view_switcher_title_get_subtitle(window_child(window, "window_title")), ==, "Stopped");
   destroy_window(window);
 }
 

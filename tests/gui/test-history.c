@@ -32,36 +32,11 @@
 #include "tdm-series.h"
 #include "tdm-spec-entry.h"
 #include "tdm-window.h"
+#include "window-test-util.h"
 
 static char *data_home;
 
 /* ---- helpers ---------------------------------------------------------------- */
-
-static gboolean
-tick(gpointer data)
-{
-  return G_SOURCE_CONTINUE;
-}
-
-static gboolean
-wait_for(gboolean (*cond)(gpointer), gpointer data, double seconds)
-{
-  gint64 end = g_get_monotonic_time() + (gint64)(seconds * G_USEC_PER_SEC);
-  guint source = g_timeout_add(5, tick, NULL);
-  gboolean ok;
-
-  while (!(ok = cond(data)) && g_get_monotonic_time() < end)
-    g_main_context_iteration(NULL, TRUE);
-  g_source_remove(source);
-  return ok;
-}
-
-static void
-drain(void)
-{
-  while (g_main_context_iteration(NULL, FALSE))
-    ;
-}
 
 static void
 remove_folder(const char *dir)
@@ -447,38 +422,10 @@ test_history_many_overlays(void)
 
 /* ---- the window ------------------------------------------------------------- */
 
-static gpointer
-child(TdmWindow *window, const char *name)
-{
-  GObject *object = gtk_widget_get_template_child(GTK_WIDGET(window), TDM_TYPE_WINDOW, name);
-
-  if (object == NULL) {
-    GObject *form = gtk_widget_get_template_child(GTK_WIDGET(window), TDM_TYPE_WINDOW, "sidebar");
-
-    object = gtk_widget_get_template_child(GTK_WIDGET(form), TDM_TYPE_RUN_FORM, name);
-  }
-  g_assert_nonnull(object);
-  return object;
-}
-
-static void
-reset_settings(void)
-{
-  g_autoptr(GSettings) settings = g_settings_new(TDM_APP_ID);
-  g_autoptr(GSettingsSchema) schema = NULL;
-  g_auto(GStrv) keys = NULL;
-
-  g_object_get(settings, "settings-schema", &schema, NULL);
-  keys = g_settings_schema_list_keys(schema);
-  for (guint i = 0; keys[i] != NULL; i++)
-    g_settings_reset(settings, keys[i]);
-  g_settings_sync();
-}
-
 static TdmDeviceRow *
 cpu_row(TdmWindow *window)
 {
-  g_autoptr(GPtrArray) rows = tdm_device_picker_get_rows(child(window, "device_picker"));
+  g_autoptr(GPtrArray) rows = tdm_device_picker_get_rows(window_child(window, "device_picker"));
 
   for (guint i = 0; i < rows->len; i++)
     if (tdm_device_row_is_cpu(rows->pdata[i]))
@@ -522,11 +469,11 @@ window_for_run(int epochs)
   tdm_window_set_devices(window, devices);
   tdm_device_row_set_active(cpu_row(window), TRUE);
   tdm_device_row_set_workers(cpu_row(window), 2);
-  tdm_dataset_chooser_set_source(child(window, "dataset_chooser"), "synthetic");
-  adw_combo_row_set_selected(child(window, "network_dropdown"), 3);
-  tdm_spec_entry_set_text(child(window, "spec_entry"), "fc16,relu,fc10");
-  gtk_spin_button_set_value(child(window, "batch_spin"), 200);
-  gtk_spin_button_set_value(child(window, "epochs_spin"), epochs);
+  tdm_dataset_chooser_set_source(window_child(window, "dataset_chooser"), "synthetic");
+  adw_combo_row_set_selected(window_child(window, "network_dropdown"), 3);
+  tdm_spec_entry_set_text(window_child(window, "spec_entry"), "fc16,relu,fc10");
+  gtk_spin_button_set_value(window_child(window, "batch_spin"), 200);
+  gtk_spin_button_set_value(window_child(window, "epochs_spin"), epochs);
   g_assert_true(wait_for(can_start, window, 60));
   g_assert_true(wait_for(not_loading, tdm_window_get_history(window), 30));
   return window;
@@ -543,7 +490,7 @@ destroy_window(TdmWindow *window)
 static TdmChart *
 chart(TdmWindow *window, const char *id)
 {
-  return tdm_dashboard_get_chart(child(window, "dashboard"), id);
+  return tdm_dashboard_get_chart(window_child(window, "dashboard"), id);
 }
 
 static void
@@ -551,7 +498,7 @@ run_once(TdmWindow *window)
 {
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.start", NULL));
   g_assert_true(wait_for(not_running, window, 120));
-  g_assert_false(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
+  g_assert_false(gtk_revealer_get_reveal_child(window_child(window, "error_revealer")));
 }
 
 /* Every bucket of two series, x and y, equal to the last bit. */
@@ -588,7 +535,7 @@ test_history_window(void)
   g_autofree char *runs = runs_folder();
   TdmWindow *window = window_for_run(1);
   TdmHistoryStore *store = tdm_window_get_history(window);
-  TdmDashboard *dashboard = child(window, "dashboard");
+  TdmDashboard *dashboard = window_child(window, "dashboard");
   const TdmRunRecord *first;
   int series_a, series_b;
 
@@ -607,7 +554,7 @@ test_history_window(void)
   /* A restart: a new window lists it, from the files alone. */
   window = window_for_run(1);
   store = tdm_window_get_history(window);
-  dashboard = child(window, "dashboard");
+  dashboard = window_child(window, "dashboard");
   g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 1);
   first = tdm_run_item_get_record(item_at(store, 0));
   g_assert_true(first->finished);
@@ -709,7 +656,7 @@ test_history_compare(void)
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.compare-one-device", NULL));
   g_assert_true(tdm_window_get_comparing(window));
   g_assert_true(wait_for(not_comparing, window, 180));
-  g_assert_false(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
+  g_assert_false(gtk_revealer_get_reveal_child(window_child(window, "error_revealer")));
 
   difference = tdm_window_get_compare_difference(window);
   g_test_message("2 CPU workers against one device after 30 steps: %g", difference);
@@ -741,7 +688,7 @@ test_history_compare(void)
   /* Both loss curves on the chart: the one-device run live, the N-device run under
    * it, step for step and equal up to rounding. */
   {
-    TdmDashboard *dashboard = child(window, "dashboard");
+    TdmDashboard *dashboard = window_child(window, "dashboard");
     int overlay = tdm_dashboard_get_overlay_series(dashboard, "loss", 0);
     const TdmRunRecord *one = tdm_run_item_get_record(item_at(store, 1));
     guint na, nb;
@@ -765,7 +712,7 @@ test_history_compare(void)
   g_assert_true(wait_for(can_start, window, 10));
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.compare-one-device", NULL));
   g_assert_false(tdm_window_get_running(window));
-  g_assert_true(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
+  g_assert_true(gtk_revealer_get_reveal_child(window_child(window, "error_revealer")));
 
   destroy_window(window);
   remove_folder(runs);
@@ -783,7 +730,7 @@ test_history_unwritable(void)
   g_assert_true(g_file_set_contents(runs, "not a folder", -1, NULL));
   window = window_for_run(1);
   run_once(window);
-  g_assert_true(g_str_has_prefix(adw_view_switcher_title_get_subtitle(child(window, "window_title")),
+  g_assert_true(g_str_has_prefix(adw_view_switcher_title_get_subtitle(window_child(window, "window_title")),
                                  "Finished"));
   g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(tdm_window_get_history(window))), ==, 0);
   destroy_window(window);

@@ -22,6 +22,7 @@
 #include "tdm-device.h"
 #include "tdm-run-form.h"
 #include "tdm-window.h"
+#include "window-test-util.h"
 
 static gboolean
 tick(gpointer data)
@@ -42,35 +43,13 @@ settle(guint iterations)
 }
 
 static gpointer
-child(TdmWindow *window, const char *name)
-{
-  GObject *object = gtk_widget_get_template_child(GTK_WIDGET(window), TDM_TYPE_WINDOW, name);
-
-  g_assert_nonnull(object);
-  return object;
-}
-
-static gpointer
 dashboard_child(TdmWindow *window, const char *name)
 {
-  GObject *object = gtk_widget_get_template_child(child(window, "dashboard"),
+  GObject *object = gtk_widget_get_template_child(window_child(window, "dashboard"),
                                                   TDM_TYPE_DASHBOARD, name);
 
   g_assert_nonnull(object);
   return object;
-}
-
-static void
-reset_settings(void)
-{
-  g_autoptr(GSettings) settings = g_settings_new(TDM_APP_ID);
-  g_autoptr(GSettingsSchema) schema = NULL;
-  g_auto(GStrv) keys = NULL;
-
-  g_object_get(settings, "settings-schema", &schema, NULL);
-  keys = g_settings_schema_list_keys(schema);
-  for (guint i = 0; keys[i] != NULL; i++)
-    g_settings_reset(settings, keys[i]);
 }
 
 static TdmWindow *
@@ -84,7 +63,7 @@ window_at(int width, int height)
   gtk_window_present(GTK_WINDOW(window));
   /* The charts, as during a run. */
   gtk_stack_set_visible_child_name(dashboard_child(window, "view_stack"), "charts");
-  tdm_dashboard_set_status(child(window, "dashboard"),
+  tdm_dashboard_set_status(window_child(window, "dashboard"),
                            "Epoch 10 of 20 · Step 6,000 of 12,000 · 12,345 samples/s · "
                            "1:02:03 elapsed · 1:02:03 left");
   for (int i = 0; i < 200 && gtk_widget_get_width(GTK_WIDGET(window)) < width - 12; i++)
@@ -92,13 +71,13 @@ window_at(int width, int height)
   settle(20);
   if (g_getenv("TDM_DEBUG_MIN")) {
     const char *names[] = {"flap", "sidebar", "dashboard", "start_button", NULL};
-    GtkWidget *hb = gtk_widget_get_ancestor(child(window, "pause_button"), ADW_TYPE_HEADER_BAR);
+    GtkWidget *hb = gtk_widget_get_ancestor(window_child(window, "pause_button"), ADW_TYPE_HEADER_BAR);
     int m;
     gtk_widget_measure(hb, GTK_ORIENTATION_HORIZONTAL, -1, &m, NULL, NULL, NULL);
     g_printerr("header min %d\n", m);
     for (int i = 0; names[i]; i++) {
       int m;
-      gtk_widget_measure(child(window, names[i]), GTK_ORIENTATION_HORIZONTAL, -1, &m, NULL, NULL, NULL);
+      gtk_widget_measure(window_child(window, names[i]), GTK_ORIENTATION_HORIZONTAL, -1, &m, NULL, NULL, NULL);
       g_printerr("%s min %d\n", names[i], m);
     }
   }
@@ -151,7 +130,7 @@ check_width(int width, gboolean folded, guint columns)
   const char *header[] = {"sidebar_button", "start", "pause_button", "stop_button",
                           "primary_menu_button"};
   graphene_rect_t boxes[G_N_ELEMENTS(header)];
-  AdwFlap *flap = child(window, "flap");
+  AdwFlap *flap = window_child(window, "flap");
   GtkWidget *grid = dashboard_child(window, "chart_grid");
   double xs[8];
   guint n_xs = 0, n_cards = 0;
@@ -163,11 +142,11 @@ check_width(int width, gboolean folded, guint columns)
   g_assert_cmpint(min_width, <=, 360);
 
   for (guint i = 0; i < G_N_ELEMENTS(header); i++) {
-    GtkWidget *w = child(window, g_str_equal(header[i], "start") ? "start_button" : header[i]);
+    GtkWidget *w = window_child(window, g_str_equal(header[i], "start") ? "start_button" : header[i]);
 
     /* On a narrow window Start shows its icon alone. */
     if (!gtk_widget_get_mapped(w) && g_str_equal(header[i], "start"))
-      w = child(window, "start_icon_button");
+      w = window_child(window, "start_icon_button");
     boxes[i] = bounds_inside(window, w, header[i]);
     for (guint j = 0; j < i; j++)
       if (overlap(&boxes[i], &boxes[j]))
@@ -186,7 +165,7 @@ check_width(int width, gboolean folded, guint columns)
   }
   /* The settings scroll up and down inside their pane, never sideways. */
   {
-    GtkWidget *form = child(window, "sidebar");
+    GtkWidget *form = window_child(window, "sidebar");
     graphene_rect_t r;
 
     bounds_inside(window, gtk_widget_get_ancestor(form, GTK_TYPE_SCROLLED_WINDOW), "the settings");
@@ -253,7 +232,7 @@ test_layout_1920(void)
 static double
 chart_text_luminance(TdmWindow *window)
 {
-  TdmChart *chart = tdm_dashboard_get_chart(child(window, "dashboard"), "loss");
+  TdmChart *chart = tdm_dashboard_get_chart(window_child(window, "dashboard"), "loss");
   GdkRGBA fg;
 
   G_GNUC_BEGIN_IGNORE_DEPRECATIONS
@@ -289,7 +268,7 @@ test_style_high_contrast_subprocess(void)
   TdmWindow *window = window_at(1024, 700);
 
   g_assert_true(adw_style_manager_get_high_contrast(adw_style_manager_get_default()));
-  bounds_inside(window, child(window, "stop_button"), "Stop");
+  bounds_inside(window, window_child(window, "stop_button"), "Stop");
   destroy_window(window);
 }
 
@@ -358,7 +337,7 @@ test_empty_state(void)
   page = dashboard_child(window, "empty_page");
   g_assert_false(tdm_window_get_can_start(window));
   g_assert_null(strstr(adw_status_page_get_description(page), "Press Start"));
-  tdm_dashboard_set_can_start(child(window, "dashboard"), TRUE);
+  tdm_dashboard_set_can_start(window_child(window, "dashboard"), TRUE);
   g_assert_nonnull(strstr(adw_status_page_get_description(page), "Press Start"));
   destroy_window(window);
 }
@@ -451,7 +430,7 @@ test_a11y_names(void)
   g_autoptr(GHashTable) named = g_hash_table_new(NULL, NULL);
   guint n_controls = 0;
 
-  gtk_revealer_set_reveal_child(child(window, "error_revealer"), TRUE);
+  gtk_revealer_set_reveal_child(window_child(window, "error_revealer"), TRUE);
   collect_mnemonic_targets(GTK_WIDGET(window), named);
   check_names(GTK_WIDGET(window), named, &n_controls);
   /* Header, form and six chart menus at least. */
@@ -491,14 +470,14 @@ test_a11y_keyboard(void)
   g_autoptr(TdmApplication) app = tdm_application_new();
   guint n = 0;
 
-  check_mnemonics(GTK_WIDGET(child(window, "sidebar")), window, &n);
+  check_mnemonics(GTK_WIDGET(window_child(window, "sidebar")), window, &n);
   g_assert_cmpuint(n, >=, 4);
 
   /* The header's controls take focus, so Tab reaches them. */
-  g_assert_true(gtk_widget_get_focusable(child(window, "pause_button")) ||
-                gtk_widget_get_can_focus(child(window, "pause_button")));
-  g_assert_true(gtk_widget_get_can_focus(child(window, "start_button")));
-  g_assert_true(gtk_widget_get_can_focus(child(window, "primary_menu_button")));
+  g_assert_true(gtk_widget_get_focusable(window_child(window, "pause_button")) ||
+                gtk_widget_get_can_focus(window_child(window, "pause_button")));
+  g_assert_true(gtk_widget_get_can_focus(window_child(window, "start_button")));
+  g_assert_true(gtk_widget_get_can_focus(window_child(window, "primary_menu_button")));
 
   /* Each run control has a key of its own once the application has started up. */
   g_application_set_flags(G_APPLICATION(app), G_APPLICATION_NON_UNIQUE);

@@ -31,65 +31,9 @@
 #include "tdm-series.h"
 #include "tdm-spec-entry.h"
 #include "tdm-window.h"
+#include "window-test-util.h"
 
 /* ---- helpers ---------------------------------------------------------------- */
-
-static gboolean
-tick(gpointer data)
-{
-  return G_SOURCE_CONTINUE;
-}
-
-/* Turns the main loop until cond(data) holds or `seconds` pass. */
-static gboolean
-wait_for(gboolean (*cond)(gpointer), gpointer data, double seconds)
-{
-  gint64 end = g_get_monotonic_time() + (gint64)(seconds * G_USEC_PER_SEC);
-  guint source = g_timeout_add(5, tick, NULL);
-  gboolean ok;
-
-  while (!(ok = cond(data)) && g_get_monotonic_time() < end)
-    g_main_context_iteration(NULL, TRUE);
-  g_source_remove(source);
-  return ok;
-}
-
-static void
-drain(void)
-{
-  while (g_main_context_iteration(NULL, FALSE))
-    ;
-}
-
-/* A part of the window by its id, in the window's template or in its run form's. */
-static gpointer
-child(TdmWindow *window, const char *name)
-{
-  GObject *object = gtk_widget_get_template_child(GTK_WIDGET(window), TDM_TYPE_WINDOW, name);
-
-  if (object == NULL) {
-    GObject *form = gtk_widget_get_template_child(GTK_WIDGET(window), TDM_TYPE_WINDOW, "sidebar");
-
-    object = gtk_widget_get_template_child(GTK_WIDGET(form), TDM_TYPE_RUN_FORM, name);
-  }
-  g_assert_nonnull(object);
-  return object;
-}
-
-/* Every test starts from the defaults, whatever the one before it chose. */
-static void
-reset_settings(void)
-{
-  g_autoptr(GSettings) settings = g_settings_new(TDM_APP_ID);
-  g_autoptr(GSettingsSchema) schema = NULL;
-  g_auto(GStrv) keys = NULL;
-
-  g_object_get(settings, "settings-schema", &schema, NULL);
-  keys = g_settings_schema_list_keys(schema);
-  for (guint i = 0; keys[i] != NULL; i++)
-    g_settings_reset(settings, keys[i]);
-  g_settings_sync();
-}
 
 static GArray *
 fake_devices(gboolean with_gpus)
@@ -128,13 +72,13 @@ fake_devices(gboolean with_gpus)
 static GPtrArray *
 device_rows(TdmWindow *window)
 {
-  return tdm_device_picker_get_rows(child(window, "device_picker"));
+  return tdm_device_picker_get_rows(window_child(window, "device_picker"));
 }
 
 static void
 set_dataset(TdmWindow *window, const char *source)
 {
-  tdm_dataset_chooser_set_source(child(window, "dataset_chooser"), source);
+  tdm_dataset_chooser_set_source(window_child(window, "dataset_chooser"), source);
 }
 
 static TdmDeviceRow *
@@ -157,13 +101,13 @@ main_check(TdmDeviceRow *row)
 static const char *
 split_text(TdmWindow *window)
 {
-  return adw_action_row_get_subtitle(child(window, "batch_row"));
+  return adw_action_row_get_subtitle(window_child(window, "batch_row"));
 }
 
 static void
 set_batch(TdmWindow *window, int batch)
 {
-  gtk_spin_button_set_value(child(window, "batch_spin"), batch);
+  gtk_spin_button_set_value(window_child(window, "batch_spin"), batch);
 }
 
 static TdmWindow *
@@ -198,7 +142,7 @@ not_running(gpointer data)
 static TdmChart *
 chart(TdmWindow *window, const char *id)
 {
-  TdmChart *c = tdm_dashboard_get_chart(child(window, "dashboard"), id);
+  TdmChart *c = tdm_dashboard_get_chart(window_child(window, "dashboard"), id);
 
   g_assert_nonnull(c);
   return c;
@@ -241,10 +185,10 @@ window_for_run(const char *spec, int batch, int epochs)
   tdm_device_row_set_active(cpu_row(window), TRUE);
   tdm_device_row_set_workers(cpu_row(window), 2);
   set_dataset(window, "synthetic");
-  adw_combo_row_set_selected(child(window, "network_dropdown"), 3);
-  tdm_spec_entry_set_text(child(window, "spec_entry"), spec);
+  adw_combo_row_set_selected(window_child(window, "network_dropdown"), 3);
+  tdm_spec_entry_set_text(window_child(window, "spec_entry"), spec);
   set_batch(window, batch);
-  gtk_spin_button_set_value(child(window, "epochs_spin"), epochs);
+  gtk_spin_button_set_value(window_child(window, "epochs_spin"), epochs);
 
   g_assert_true(wait_for(can_start, window, 60));
   return window;
@@ -261,7 +205,7 @@ test_window_builds(void)
 
   reset_settings();
   window = new_window();
-  dashboard = child(window, "dashboard");
+  dashboard = window_child(window, "dashboard");
   for (guint i = 0; i < G_N_ELEMENTS(charts); i++)
     g_assert_nonnull(tdm_dashboard_get_chart(dashboard, charts[i]));
   g_assert_null(tdm_dashboard_get_chart(dashboard, "no-such-chart"));
@@ -269,8 +213,8 @@ test_window_builds(void)
   g_assert_false(tdm_window_get_running(window));
 
   /* Nothing can run before the dataset has loaded; Stop and Pause never idle. */
-  g_assert_false(gtk_widget_get_sensitive(child(window, "stop_button")));
-  g_assert_false(gtk_widget_get_sensitive(child(window, "pause_button")));
+  g_assert_false(gtk_widget_get_sensitive(window_child(window, "stop_button")));
+  g_assert_false(gtk_widget_get_sensitive(window_child(window, "pause_button")));
 
   destroy_window(window);
 }
@@ -329,7 +273,7 @@ test_window_devices(void)
   for (guint i = 0; i < rows->len; i++)
     tdm_device_row_set_active(rows->pdata[i], FALSE);
   g_assert_cmpstr(split_text(window), ==, "");
-  g_assert_true(gtk_widget_get_visible(child(window, "devices_hint_label")));
+  g_assert_true(gtk_widget_get_visible(window_child(window, "devices_hint_label")));
   g_assert_false(tdm_window_get_can_start(window));
   for (guint i = 0; i < rows->len; i++)
     g_assert_false(tdm_device_row_get_main(rows->pdata[i]));
@@ -338,7 +282,7 @@ test_window_devices(void)
   tdm_device_row_set_active(rows->pdata[2], TRUE);
   g_assert_true(tdm_device_row_get_main(rows->pdata[2]));
   g_assert_false(tdm_device_row_get_main(rows->pdata[1]));
-  g_assert_false(gtk_widget_get_visible(child(window, "devices_hint_label")));
+  g_assert_false(gtk_widget_get_visible(window_child(window, "devices_hint_label")));
   g_assert_cmpstr(split_text(window), !=, "");
 
   destroy_window(window);
@@ -352,17 +296,17 @@ test_window_devices(void)
   g_assert_cmpuint(rows->len, ==, 1);
   g_assert_true(tdm_device_row_get_main(rows->pdata[0]));
   g_assert_false(gtk_widget_get_child_visible(main_check(rows->pdata[0])));
-  g_assert_false(gtk_widget_get_visible(child(window, "devices_hint_label")));
+  g_assert_false(gtk_widget_get_visible(window_child(window, "devices_hint_label")));
 
   /* The only device unticked is main no longer, internally either, and the run's
    * configuration cannot be built; ticked again it is main again. */
   tdm_device_row_set_active(rows->pdata[0], FALSE);
   g_assert_false(tdm_device_row_get_main(rows->pdata[0]));
   g_assert_false(tdm_window_get_can_start(window));
-  g_assert_true(gtk_widget_get_visible(child(window, "devices_hint_label")));
+  g_assert_true(gtk_widget_get_visible(window_child(window, "devices_hint_label")));
   tdm_device_row_set_active(rows->pdata[0], TRUE);
   g_assert_true(tdm_device_row_get_main(rows->pdata[0]));
-  g_assert_false(gtk_widget_get_visible(child(window, "devices_hint_label")));
+  g_assert_false(gtk_widget_get_visible(window_child(window, "devices_hint_label")));
   destroy_window(window);
 }
 
@@ -399,7 +343,7 @@ test_window_run(void)
   g_autofree char *png_path = g_build_filename(dir, "loss.png", NULL);
   g_autofree char *svg_path = g_build_filename(dir, "memory.svg", NULL);
   g_autofree char *csv = NULL;
-  TdmDashboard *dashboard = child(window, "dashboard");
+  TdmDashboard *dashboard = window_child(window, "dashboard");
   g_autoptr(GError) error = NULL;
 
   /* The signal exists once the class does. */
@@ -410,12 +354,12 @@ test_window_run(void)
   g_assert_cmpstr(split_text(window), ==, "500 = 250 × 2");
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.start", NULL));
   g_assert_true(tdm_window_get_running(window));
-  g_assert_false(gtk_widget_get_sensitive(child(window, "sidebar")));
-  g_assert_true(gtk_widget_get_sensitive(child(window, "stop_button")));
+  g_assert_false(gtk_widget_get_sensitive(window_child(window, "sidebar")));
+  g_assert_true(gtk_widget_get_sensitive(window_child(window, "stop_button")));
 
   g_assert_true(wait_for(not_running, window, 120));
-  g_assert_true(gtk_widget_get_sensitive(child(window, "sidebar")));
-  g_assert_false(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
+  g_assert_true(gtk_widget_get_sensitive(window_child(window, "sidebar")));
+  g_assert_false(gtk_revealer_get_reveal_child(window_child(window, "error_revealer")));
   g_assert_true(wait_for(has_test_points, window, 2));
 
   /* Once over, nothing holds the run (issue 14, item 9: nothing kept per run). */
@@ -434,7 +378,7 @@ test_window_run(void)
   g_assert_cmpuint(tdm_chart_get_n_series(chart(window, "load")), ==, 2);
   g_assert_cmpuint(points(window, "load", 1), >, 0);
   g_assert_cmpuint(points(window, "step-time", 0), >, 0);
-  g_assert_true(g_str_has_prefix(adw_view_switcher_title_get_subtitle(child(window, "window_title")), "Finished"));
+  g_assert_true(g_str_has_prefix(adw_view_switcher_title_get_subtitle(window_child(window, "window_title")), "Finished"));
 
   /* Exports (fault 14): each carries the run's settings, from the run's TdmConfig
    * through the engine's describer, and names replicas as the legends do. */
@@ -512,8 +456,8 @@ test_window_stop(void)
   took = (g_get_monotonic_time() - asked) / 1e6;
   g_test_message("stopped %.3f s after win.stop", took);
 
-  g_assert_cmpstr(adw_view_switcher_title_get_subtitle(child(window, "window_title")), ==, "Stopped");
-  g_assert_false(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
+  g_assert_cmpstr(adw_view_switcher_title_get_subtitle(window_child(window, "window_title")), ==, "Stopped");
+  g_assert_false(gtk_revealer_get_reveal_child(window_child(window, "error_revealer")));
   g_assert_true(tdm_window_get_can_start(window));
 
   destroy_window(window);
@@ -552,8 +496,8 @@ test_window_bad_spec(void)
   window = new_window();
   tdm_window_set_devices(window, devices);
   set_dataset(window, "synthetic");
-  adw_combo_row_set_selected(child(window, "network_dropdown"), 3);
-  entry = child(window, "spec_entry");
+  adw_combo_row_set_selected(window_child(window, "network_dropdown"), 3);
+  entry = window_child(window, "spec_entry");
 
   tdm_spec_entry_set_text(entry, "fc64,relu,fc10");
   g_assert_true(wait_for(can_start, window, 60));
@@ -574,16 +518,16 @@ test_window_bad_spec(void)
   g_assert_true(tdm_spec_entry_get_valid(entry));
 
   /* The resnet preset brings its recipe into the form, every value still editable. */
-  adw_combo_row_set_selected(child(window, "network_dropdown"), 2);
+  adw_combo_row_set_selected(window_child(window, "network_dropdown"), 2);
   g_assert_true(tdm_spec_entry_get_valid(entry));
   g_assert_false(tdm_spec_entry_get_editable(entry));
   g_assert_cmpstr(tdm_spec_entry_get_text(entry), ==, TDM_NETWORK_RESNET);
-  g_assert_cmpint(gtk_spin_button_get_value_as_int(child(window, "batch_spin")), ==, 512);
-  g_assert_cmpint(adw_combo_row_get_selected(child(window, "optimizer_dropdown")), ==,
+  g_assert_cmpint(gtk_spin_button_get_value_as_int(window_child(window, "batch_spin")), ==, 512);
+  g_assert_cmpint(adw_combo_row_get_selected(window_child(window, "optimizer_dropdown")), ==,
                   TDM_OPTIMIZER_NESTEROV);
-  g_assert_cmpint(adw_combo_row_get_selected(child(window, "batchnorm_dropdown")), ==,
+  g_assert_cmpint(adw_combo_row_get_selected(window_child(window, "batchnorm_dropdown")), ==,
                   TDM_BATCHNORM_SYNC);
-  gtk_spin_button_set_value(child(window, "batch_spin"), 256);
+  gtk_spin_button_set_value(window_child(window, "batch_spin"), 256);
   {
     g_autoptr(GError) error = NULL;
     GObject *form = gtk_widget_get_template_child(GTK_WIDGET(window), TDM_TYPE_WINDOW, "sidebar");
@@ -597,7 +541,7 @@ test_window_bad_spec(void)
   }
 
   /* Built-in networks are shown, expanded and read-only. */
-  adw_combo_row_set_selected(child(window, "network_dropdown"), 0);
+  adw_combo_row_set_selected(window_child(window, "network_dropdown"), 0);
   g_assert_true(tdm_spec_entry_get_valid(entry));
   g_assert_false(tdm_spec_entry_get_editable(entry));
   g_assert_cmpstr(tdm_spec_entry_get_text(entry), ==, "fc1000,relu,fc1000,relu,fc10");
@@ -610,7 +554,7 @@ static gboolean
 error_shown(gpointer data)
 {
   return !tdm_window_get_running(data) &&
-         gtk_revealer_get_reveal_child(child(data, "error_revealer"));
+         gtk_revealer_get_reveal_child(window_child(data, "error_revealer"));
 }
 
 static void
@@ -633,20 +577,20 @@ test_window_start_error(void)
   window = new_window();
   tdm_window_set_devices(window, devices);
   set_dataset(window, "synthetic");
-  adw_combo_row_set_selected(child(window, "network_dropdown"), 3);
-  tdm_spec_entry_set_text(child(window, "spec_entry"), "fc32,relu,fc10");
+  adw_combo_row_set_selected(window_child(window, "network_dropdown"), 3);
+  tdm_spec_entry_set_text(window_child(window, "spec_entry"), "fc32,relu,fc10");
   g_assert_true(wait_for(can_start, window, 60));
 
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.start", NULL));
   g_assert_true(wait_for(error_shown, window, 60));
-  message = gtk_label_get_text(child(window, "error_label"));
+  message = gtk_label_get_text(window_child(window, "error_label"));
   g_test_message("%s", message);
   g_assert_nonnull(strstr(message, "cuda:63"));
   g_assert_true(tdm_window_get_can_start(window));
-  g_assert_true(gtk_widget_get_sensitive(child(window, "sidebar")));
+  g_assert_true(gtk_widget_get_sensitive(window_child(window, "sidebar")));
 
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.dismiss-error", NULL));
-  g_assert_false(gtk_revealer_get_reveal_child(child(window, "error_revealer")));
+  g_assert_false(gtk_revealer_get_reveal_child(window_child(window, "error_revealer")));
 
   destroy_window(window);
   g_assert_cmpuint(tdm_run_get_n_threads(), ==, 0);
@@ -680,18 +624,18 @@ test_window_too_big(void)
   window = new_window();
   tdm_window_set_devices(window, devices);
   set_dataset(window, "synthetic");
-  adw_combo_row_set_selected(child(window, "network_dropdown"), 3);
-  tdm_spec_entry_set_text(child(window, "spec_entry"), "fc1048576,fc1000,fc10");
+  adw_combo_row_set_selected(window_child(window, "network_dropdown"), 3);
+  tdm_spec_entry_set_text(window_child(window, "spec_entry"), "fc1048576,fc1000,fc10");
   g_assert_true(wait_for(can_start, window, 60));
 
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.start", NULL));
   g_assert_true(wait_for(error_shown, window, 60));
-  message = gtk_label_get_text(child(window, "error_label"));
+  message = gtk_label_get_text(window_child(window, "error_label"));
   g_test_message("%s", message);
   g_assert_nonnull(strstr(message, "ot enough host memory: the run needs")); /* capitalized as a sentence */
   g_assert_nonnull(strstr(message, " available ("));
   g_assert_true(tdm_window_get_can_start(window));
-  g_assert_true(gtk_widget_get_sensitive(child(window, "sidebar")));
+  g_assert_true(gtk_widget_get_sensitive(window_child(window, "sidebar")));
 
   destroy_window(window);
   g_assert_cmpuint(tdm_run_get_n_threads(), ==, 0);
@@ -701,7 +645,7 @@ test_window_too_big(void)
 static gboolean
 dataset_failed(gpointer data)
 {
-  return tdm_dataset_chooser_get_error(child(data, "dataset_chooser")) != NULL;
+  return tdm_dataset_chooser_get_error(window_child(data, "dataset_chooser")) != NULL;
 }
 
 static void
@@ -720,11 +664,11 @@ test_window_bad_folder(void)
   tdm_window_set_devices(window, devices);
 
   g_assert_true(wait_for(dataset_failed, window, 30));
-  message = tdm_dataset_chooser_get_error(child(window, "dataset_chooser"));
+  message = tdm_dataset_chooser_get_error(window_child(window, "dataset_chooser"));
   g_test_message("%s", message);
   g_assert_cmpuint(strlen(message), >, 10);
   g_assert_false(tdm_window_get_can_start(window));
-  g_assert_cmpstr(tdm_dataset_chooser_get_source(child(window, "dataset_chooser")), ==, dir);
+  g_assert_cmpstr(tdm_dataset_chooser_get_source(window_child(window, "dataset_chooser")), ==, dir);
 
   /* Still usable: a built-in set loads and the window can start. */
   set_dataset(window, "synthetic");
@@ -747,7 +691,7 @@ test_window_datasets_offered(void)
   g_setenv("TANDEM_MNIST_DIR", empty, TRUE);
   reset_settings();
   window = new_window();
-  dropdown = GTK_DROP_DOWN(gtk_widget_get_template_child(child(window, "dataset_chooser"),
+  dropdown = GTK_DROP_DOWN(gtk_widget_get_template_child(window_child(window, "dataset_chooser"),
                                                          TDM_TYPE_DATASET_CHOOSER, "dropdown"));
   model = gtk_drop_down_get_model(dropdown);
   for (guint i = 0; i < g_list_model_get_n_items(model); i++)
@@ -756,7 +700,7 @@ test_window_datasets_offered(void)
                                              g_list_model_get_n_items(model) - 1), ==, "Synthetic");
 
   set_dataset(window, "mnist");
-  g_assert_cmpstr(tdm_dataset_chooser_get_source(child(window, "dataset_chooser")), !=, "mnist");
+  g_assert_cmpstr(tdm_dataset_chooser_get_source(window_child(window, "dataset_chooser")), !=, "mnist");
   destroy_window(window);
   g_unsetenv("TANDEM_MNIST_DIR");
   g_rmdir(empty);
@@ -775,8 +719,8 @@ test_window_japanese_subprocess(void)
 
   reset_settings();
   window = new_window();
-  g_assert_cmpstr(adw_preferences_group_get_title(child(window, "dataset_group")), ==, "データセット");
-  g_assert_cmpstr(gtk_label_get_label(child(window, "start_label")), ==, "開始");
+  g_assert_cmpstr(adw_preferences_group_get_title(window_child(window, "dataset_group")), ==, "データセット");
+  g_assert_cmpstr(gtk_label_get_label(window_child(window, "start_label")), ==, "開始");
   g_assert_cmpstr(tdm_chart_get_title(chart(window, "loss")), ==, "損失");
   destroy_window(window);
 }

@@ -1,0 +1,60 @@
+/* window-test-util.c — see window-test-util.h. */
+#include "window-test-util.h"
+
+#include "tdm-build-config.h"
+#include "tdm-run-form.h"
+
+static gboolean
+tick(gpointer data)
+{
+  return G_SOURCE_CONTINUE;
+}
+
+gboolean
+wait_for(gboolean (*cond)(gpointer), gpointer data, double seconds)
+{
+  gint64 end = g_get_monotonic_time() + (gint64)(seconds * G_USEC_PER_SEC);
+  /* A timer keeps the loop from blocking when nothing else is due. */
+  guint source = g_timeout_add(5, tick, NULL);
+  gboolean ok;
+
+  while (!(ok = cond(data)) && g_get_monotonic_time() < end)
+    g_main_context_iteration(NULL, TRUE);
+  g_source_remove(source);
+  return ok;
+}
+
+void
+drain(void)
+{
+  while (g_main_context_iteration(NULL, FALSE))
+    ;
+}
+
+gpointer
+window_child(TdmWindow *window, const char *name)
+{
+  GObject *object = gtk_widget_get_template_child(GTK_WIDGET(window), TDM_TYPE_WINDOW, name);
+
+  if (object == NULL) {
+    GObject *form = gtk_widget_get_template_child(GTK_WIDGET(window), TDM_TYPE_WINDOW, "sidebar");
+
+    object = gtk_widget_get_template_child(GTK_WIDGET(form), TDM_TYPE_RUN_FORM, name);
+  }
+  g_assert_nonnull(object);
+  return object;
+}
+
+void
+reset_settings(void)
+{
+  g_autoptr(GSettings) settings = g_settings_new(TDM_APP_ID);
+  g_autoptr(GSettingsSchema) schema = NULL;
+  g_auto(GStrv) keys = NULL;
+
+  g_object_get(settings, "settings-schema", &schema, NULL);
+  keys = g_settings_schema_list_keys(schema);
+  for (guint i = 0; keys[i] != NULL; i++)
+    g_settings_reset(settings, keys[i]);
+  g_settings_sync();
+}

@@ -1,0 +1,20 @@
+/* window-test-util.h — what the window's GUI tests share: turning the main loop until
+ * something holds, finding a part of the window by its template id, and starting
+ * every test from the default settings. Not for widget tests that build no window. */
+#pragma once
+
+#include "tdm-window.h"
+
+G_BEGIN_DECLS
+
+/* Turns the main loop until cond(data) holds; `seconds` only bounds a hung run (no
+ * assertion depends on how long it takes). Returns whether cond held. */
+gboolean wait_for       (gboolean (*cond) (gpointer), gpointer data, double seconds);
+/* Runs whatever the main loop has ready, without blocking. */
+void     drain          (void);
+/* A part of the window by its id, in the window's template or in its run form's. */
+gpointer window_child   (TdmWindow *window, const char *name);
+/* Every GSettings key back to its default. */
+void     reset_settings (void);
+
+G_END_DECLS
