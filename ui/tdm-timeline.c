@@ -177,6 +177,33 @@ tdm_timeline_layout (TdmTimeline *self,
   return boxes;
 }
 
+/* A box in a phase's colour: a bar of a lane, or a legend swatch; outlined in black
+ * in presentation mode's high contrast. */
+static void
+tdm_timeline_fill_phase (TdmTimeline *self,
+                         cairo_t     *cr,
+                         int          phase,
+                         double       x,
+                         double       y,
+                         double       width,
+                         double       height)
+{
+  GdkRGBA colour;
+
+  tdm_timeline_colour (self, phase, &colour);
+  gdk_cairo_set_source_rgba (cr, &colour);
+  cairo_rectangle (cr, x, y, width, height);
+  if (self->high_contrast)
+    {
+      cairo_fill_preserve (cr);
+      cairo_set_source_rgb (cr, 0, 0, 0);
+      cairo_set_line_width (cr, 1.5);
+      cairo_stroke (cr);
+    }
+  else
+    cairo_fill (cr);
+}
+
 static void
 tdm_timeline_snapshot (GtkWidget   *widget,
                        GtkSnapshot *snapshot)
@@ -186,7 +213,7 @@ tdm_timeline_snapshot (GtkWidget   *widget,
   double height = gtk_widget_get_height (widget);
   int replicas = tdm_timeline_replicas (self);
   g_autoptr(GArray) boxes = NULL;
-  GdkRGBA fg, colour;
+  GdkRGBA fg;
   cairo_t *cr;
 
   if (width <= 0 || height <= 0)
@@ -224,18 +251,7 @@ tdm_timeline_snapshot (GtkWidget   *widget,
     {
       const TdmTimelineBox *b = &g_array_index (boxes, TdmTimelineBox, i);
 
-      tdm_timeline_colour (self, b->phase, &colour);
-      gdk_cairo_set_source_rgba (cr, &colour);
-      cairo_rectangle (cr, b->x, b->y, MAX (1.0, b->width), b->height);
-      if (self->high_contrast)
-        {
-          cairo_fill_preserve (cr);
-          cairo_set_source_rgb (cr, 0, 0, 0);
-          cairo_set_line_width (cr, 1.5);
-          cairo_stroke (cr);
-        }
-      else
-        cairo_fill (cr);
+      tdm_timeline_fill_phase (self, cr, b->phase, b->x, b->y, MAX (1.0, b->width), b->height);
     }
 
   gdk_cairo_set_source_rgba (cr, &fg);
@@ -271,18 +287,7 @@ tdm_timeline_snapshot (GtkWidget   *widget,
       cairo_text_extents_t ext;
       const char *name = tdm_phase_name (p);
 
-      tdm_timeline_colour (self, p, &colour);
-      gdk_cairo_set_source_rgba (cr, &colour);
-      cairo_rectangle (cr, x, y + 2, 12, 12);
-      if (self->high_contrast)
-        {
-          cairo_fill_preserve (cr);
-          cairo_set_source_rgb (cr, 0, 0, 0);
-          cairo_set_line_width (cr, 1.5);
-          cairo_stroke (cr);
-        }
-      else
-        cairo_fill (cr);
+      tdm_timeline_fill_phase (self, cr, p, x, y + 2, 12, 12);
       gdk_cairo_set_source_rgba (cr, &fg);
       cairo_text_extents (cr, name, &ext);
       cairo_move_to (cr, x + 16, y + 13);
