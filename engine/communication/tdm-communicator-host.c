@@ -155,6 +155,7 @@ tdm_communicator_host_new(TdmBackend **backends, int replicas)
   HostCommunicator *h = g_new0(HostCommunicator, 1);
   h->base.ops = &host_ops;
   h->base.kind = "host";
+  h->base.star = TRUE;
   h->base.replicas = replicas;
   h->base.backends = backends;
   h->base.world_size = replicas;

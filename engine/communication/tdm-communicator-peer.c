@@ -347,6 +347,7 @@ tdm_communicator_peer_new(TdmBackend **backends, int replicas, GError **error)
   TdmCommunicator *c = &p->base;
   c->ops = &peer_ops;
   c->kind = "peer";
+  c->star = TRUE;
   c->replicas = replicas;
   c->backends = backends;
   c->world_size = replicas;

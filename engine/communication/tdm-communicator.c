@@ -74,12 +74,11 @@ count_bytes(TdmCommunicator *c, int replica, Move move, size_t count, int root)
   guint64 s = (guint64)count * sizeof(float);
   int me = c->first_rank + replica;
   guint64 sent = 0, received = 0;
-  gboolean star = g_str_equal(c->kind, "host") || g_str_equal(c->kind, "peer");
   if (n == 1)
     return;
   if (move == MOVE_ALLREDUCE) {
     sent = received = 2 * (n - 1) * s / n;
-  } else if (star) {
+  } else if (c->star) {
     /* The root's side of the star carries every other device's S. */
     guint64 *root_side = move == MOVE_REDUCE ? &received : &sent;
     guint64 *other_side = move == MOVE_REDUCE ? &sent : &received;

@@ -45,6 +45,8 @@ typedef struct {
 struct _TdmCommunicator {
   const TdmCommunicatorOps *ops;
   const char *kind;            /* "host", "peer", "nccl", "mpi" */
+  gboolean star;               /* reduce and broadcast go straight to and from the root
+                                * (host, peer), not along a chain (nccl, mpi) */
   int replicas;                /* local replicas, one worker thread each */
   TdmBackend **backends;       /* [replicas], not owned */
   int world_size;              /* replicas over all processes */
