@@ -174,15 +174,65 @@ tdm_cpu_bn_forward_eval(TdmBackend *b, float *y, const float *x, const float *ru
   g_free(scale);
 }
 
-/* Whether the forward's fused ReLU let x's value through: its output, computed as
- * bn_forward does (the same float operations in the same order, so the same bits),
- * is positive. The backward recomputes this from x instead of reading y. */
-static inline bool
-bn_relu_passes(float x, float mean, float invstd, float gamma, float beta)
+/* Per-channel constants of a BN backward, in one allocation: the channel loops read
+ * them through restrict pointers, so that GCC vectorizes those loops. */
+typedef struct {
+  float *mean, *invstd, *scale, *shift;
+} BnChannels;
+
+static BnChannels
+bn_channels(const float *mean, const float *invstd, const float *gamma, const float *beta,
+            int channels)
 {
-  const float scale = invstd * gamma;
-  const float shift = beta - mean * scale;
-  return x * scale + shift > 0.0f;
+  BnChannels p;
+  p.mean = g_new(float, 4 * (size_t)channels);
+  p.invstd = p.mean + channels;
+  p.scale = p.invstd + channels;
+  p.shift = p.scale + channels;
+  for (int ch = 0; ch < channels; ch++) {
+    p.mean[ch] = mean[ch];
+    p.invstd[ch] = invstd[ch];
+    /* As bn_forward computes them, so that the mask below has the forward's bits. */
+    p.scale[ch] = invstd[ch] * gamma[ch];
+    p.shift[ch] = beta[ch] - mean[ch] * p.scale[ch];
+  }
+  return p;
+}
+
+/* One row's share of the sums. The ReLU's mask is a select, not a branch: which
+ * values pass is as good as random, and a mispredicted branch per value cost more
+ * than the rest of the loop (10 % of a resnet step, bench/NOTES.md). Each channel
+ * adds its rows in order, in double, as before: vectorizing across channels changes
+ * no bit. */
+static inline void
+bn_sums_row(double *restrict acc, double *restrict accb, const float *restrict xr,
+            const float *restrict dr, const float *restrict mean,
+            const float *restrict invstd, const float *restrict scale,
+            const float *restrict shift, bool relu, int channels)
+{
+  if (relu) {
+    for (int ch = 0; ch < channels; ch++) {
+      const float x = xr[ch];
+      /* dy's bits where the output passed, +0 elsewhere (what `? dy : 0.0f` gives):
+       * GCC if-converts an integer mask here, not a float select whose value feeds a
+       * double. */
+      uint32_t bits;
+      memcpy(&bits, dr + ch, sizeof bits);
+      bits &= -(uint32_t)(x * scale[ch] + shift[ch] > 0.0f);
+      float g;
+      memcpy(&g, &bits, sizeof g);
+      const float xhat = (x - mean[ch]) * invstd[ch];
+      acc[ch] += (double)g * xhat;
+      accb[ch] += g;
+    }
+    return;
+  }
+  for (int ch = 0; ch < channels; ch++) {
+    const float g = dr[ch];
+    const float xhat = (xr[ch] - mean[ch]) * invstd[ch];
+    acc[ch] += (double)g * xhat;
+    accb[ch] += g;
+  }
 }
 
 void
@@ -193,24 +243,40 @@ tdm_cpu_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const float
 {
   if (!tdm_cpu_begin(b) || !bn_shape_ok(b, "bn_backward_sums", rows, channels))
     return;
+  /* With a fused ReLU, g = dy where the forward's output x·scale + shift was positive:
+   * the mask from x, computed as bn_forward computes it (the same bits). */
+  BnChannels p = bn_channels(mean, invstd, gamma, beta, channels);
   double *acc = g_new0(double, 2 * (size_t)channels), *accb = acc + channels;
-  for (int r = 0; r < rows; r++) {
-    const float *restrict xr = x + (size_t)r * channels;
-    const float *restrict dr = dy + (size_t)r * channels;
-    for (int ch = 0; ch < channels; ch++) {
-      const bool stopped =
-          relu && !bn_relu_passes(xr[ch], mean[ch], invstd[ch], gamma[ch], beta[ch]);
-      const float g = stopped ? 0.0f : dr[ch];
-      const float xhat = (xr[ch] - mean[ch]) * invstd[ch];
-      acc[ch] += (double)g * xhat;
-      accb[ch] += g;
-    }
-  }
+  for (int r = 0; r < rows; r++)
+    bn_sums_row(acc, accb, x + (size_t)r * channels, dy + (size_t)r * channels, p.mean,
+                p.invstd, p.scale, p.shift, relu, channels);
   for (int ch = 0; ch < channels; ch++) {
     dgamma[ch] = (float)acc[ch];
     dbeta[ch] = (float)accb[ch];
   }
   g_free(acc);
+  g_free(p.mean);
+}
+
+/* One row of dx. out may be dr (dx == dy): each value is read before it is written at
+ * the same index, so the loop vectorizes whatever the overlap (ivdep says so). */
+static inline void
+bn_dx_row(float *out, const float *dr, const float *restrict xr, const float *restrict k,
+          const float *restrict a, const float *restrict c, const float *restrict scale,
+          const float *restrict shift, bool relu, int channels)
+{
+  if (relu) {
+#pragma GCC ivdep
+    for (int ch = 0; ch < channels; ch++) {
+      const float x = xr[ch], d = dr[ch];
+      const float g = x * scale[ch] + shift[ch] > 0.0f ? d : 0.0f;
+      out[ch] = k[ch] * g + a[ch] * x + c[ch];
+    }
+    return;
+  }
+#pragma GCC ivdep
+  for (int ch = 0; ch < channels; ch++)
+    out[ch] = k[ch] * dr[ch] + a[ch] * xr[ch] + c[ch];
 }
 
 void
@@ -221,8 +287,9 @@ tdm_cpu_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const float *x
 {
   if (!tdm_cpu_begin(b) || !bn_shape_ok(b, "bn_backward_dx", rows, channels))
     return;
-  /* dx = k·dy + a·x + c per channel, with k = γ·invstd, a = −k·invstd·Σdγ/M and
-   * c = −k·Σdβ/M − a·mean: the same expression with xhat expanded. */
+  /* dx = k·g + a·x + c per channel, with k = γ·invstd, a = −k·invstd·Σdγ/M and
+   * c = −k·Σdβ/M − a·mean: the same expression with xhat expanded; g as in the sums. */
+  BnChannels p = bn_channels(mean, invstd, gamma, beta, channels);
   float *k = g_new(float, 3 * (size_t)channels), *a = k + channels, *c = a + channels;
   for (int ch = 0; ch < channels; ch++) {
     k[ch] = gamma[ch] * invstd[ch];
@@ -230,21 +297,11 @@ tdm_cpu_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const float *x
     c[ch] = -k[ch] * sum_dbeta[ch] * inv_count - a[ch] * mean[ch];
   }
   for (int r = 0; r < rows; r++) {
-    const float *xr = x + (size_t)r * channels;
-    const float *dr = dy + (size_t)r * channels;
-    float *out = dx + (size_t)r * channels;
-    if (!relu) {
-      for (int ch = 0; ch < channels; ch++)
-        out[ch] = k[ch] * dr[ch] + a[ch] * xr[ch] + c[ch];
-      continue;
-    }
-    for (int ch = 0; ch < channels; ch++) {
-      const float g =
-          bn_relu_passes(xr[ch], mean[ch], invstd[ch], gamma[ch], beta[ch]) ? dr[ch] : 0.0f;
-      out[ch] = k[ch] * g + a[ch] * xr[ch] + c[ch];
-    }
+    const size_t at = (size_t)r * channels;
+    bn_dx_row(dx + at, dy + at, x + at, k, a, c, p.scale, p.shift, relu, channels);
   }
   g_free(k);
+  g_free(p.mean);
 }
 
 /* Pooling */
