@@ -88,8 +88,13 @@ cpu_alloc(TdmBackend *b, size_t bytes, GError **error)
    * more than TDM_CPU_ALIGN asks. */
   gboolean ok = bytes <= (size_t)PTRDIFF_MAX - TDM_CPU_ALIGN;
   if (ok && mapped) {
+    /* MAP_POPULATE faults every page in now: a replica allocates its buffers once,
+     * before training, and would otherwise take a page fault (and the kernel's clearing
+     * of the page) on each first touch inside the first steps, 3-7 % of a short
+     * resnet run (bench/NOTES.md). PyTorch's caching allocator likewise has its blocks
+     * resident from its warm-up. */
     base = mmap(NULL, TDM_CPU_ALIGN + bytes, PROT_READ | PROT_WRITE,
-                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     ok = base != MAP_FAILED;
   } else if (ok) {
     ok = posix_memalign(&base, TDM_CPU_ALIGN, TDM_CPU_ALIGN + bytes) == 0;
