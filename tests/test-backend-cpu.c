@@ -280,6 +280,12 @@ test_gemm(void)
    * backend computes transposed, with and without what C held. */
   gemm_case(b, true, false, 64, 288, 2500, 1.0f, 0.0f);
   gemm_case(b, true, false, 6, 20, 200, 0.75f, 0.5f);
+  /* A short reduction into a tall C (a convolution's input gradient), which the
+   * backend computes in pieces of rows: a last piece shorter than the others, each
+   * transposition, beta 0 (C poisoned) and not. */
+  for (int ta = 0; ta < 2; ta++)
+    for (int tb = 0; tb < 2; tb++)
+      gemm_case(b, ta, tb, 2000, 72, 40, 1.0f, ta ? 0.5f : 0.0f);
   free_backend(b);
 }
 
