@@ -4,7 +4,11 @@
  * (median) from the first step to the last, evaluation excluded, and prints
  * samples/s and the GFLOP/s achieved (3 × the forward FLOPs per sample: forward,
  * and backward for inputs and weights). With --torch it runs bench/torch_reference.py
- * on the same data and prints the ratio. Not a test: it asserts nothing.
+ * on the same data and prints the ratio. On CPU devices it also prints the process's
+ * CPU seconds (every thread) over the timed epochs, and with --torch PyTorch's and the
+ * ratio of the two: on a machine shared with other work the wall clock also counts
+ * the waits for a core. PyTorch's OpenMP threads spin a while before they sleep, and
+ * that spinning is in its CPU seconds. Not a test: it asserts nothing.
  *
  *   bench-train                          CPU table: mlp and cnn, batch 100 and 1024,
  *                                        1 and 2 workers
@@ -22,6 +26,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,7 +35,20 @@ typedef struct {
   gint64 last_step_us;   /* when the newest step summary came */
   long last_step;        /* and its step */
   int operations_per_step;
+  /* The process's CPU time (every thread, user and system) at the same moments: on a
+   * machine shared with other work, the wall clock counts the time the workers wait
+   * for a core, and CPU seconds do not. */
+  double first_step_cpu, last_step_cpu, last_cpu;
 } Clock;
+
+static double
+process_cpu_seconds(void)
+{
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_utime.tv_usec / 1e6 + u.ru_stime.tv_sec +
+         u.ru_stime.tv_usec / 1e6;
+}
 
 static void
 on_event(const TdmEvent *e, gpointer data)
@@ -38,11 +56,14 @@ on_event(const TdmEvent *e, gpointer data)
   Clock *c = data;
   if (e->kind == TDM_EVENT_STARTED) {
     c->first_step_us = g_get_monotonic_time();
+    c->first_step_cpu = process_cpu_seconds();
   } else if (e->kind == TDM_EVENT_STEP) {
     c->last_step_us = g_get_monotonic_time();
+    c->last_step_cpu = process_cpu_seconds();
     c->last_step = e->step.step;
   } else if (e->kind == TDM_EVENT_FINISHED) {
     c->last_us = g_get_monotonic_time();
+    c->last_cpu = process_cpu_seconds();
   } else if (e->kind == TDM_EVENT_DEVICES) {
     c->operations_per_step = e->devices.device[0].operations_per_step;
   } else if (e->kind == TDM_EVENT_FAILED) {
@@ -57,12 +78,14 @@ compare_doubles(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
-/* Seconds for one epoch (median of `repeat`), or NAN on failure. */
+/* Seconds for one epoch (median of `repeat`), or NAN on failure; *cpu_seconds the
+ * median of the process's CPU seconds over the same stretches. */
 static double
 time_epoch(const char *dataset, int train_count, const char *network, const char *devices,
-           int batch, const char *precision, int repeat, int steps, int *operations_per_step)
+           int batch, const char *precision, int repeat, int steps, int *operations_per_step,
+           double *cpu_seconds)
 {
-  double times[16];
+  double times[16], cpu[16];
   repeat = CLAMP(repeat, 1, 16);
   g_autoptr(TdmConfig) cfg = tdm_config_new();
   g_free(cfg->dataset);
@@ -87,12 +110,18 @@ time_epoch(const char *dataset, int train_count, const char *network, const char
     g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, on_event, &clock);
     if (!tdm_trainer_run(trainer, NULL, NULL))
       return NAN;
-    const gint64 end_us = clock.last_step == cfg->max_steps ? clock.last_step_us : clock.last_us;
-    if (run >= 0)
+    const gboolean at_step = clock.last_step == cfg->max_steps;
+    const gint64 end_us = at_step ? clock.last_step_us : clock.last_us;
+    const double end_cpu = at_step ? clock.last_step_cpu : clock.last_cpu;
+    if (run >= 0) {
       times[run] = (end_us - clock.first_step_us) / 1e6;
+      cpu[run] = end_cpu - clock.first_step_cpu;
+    }
     *operations_per_step = clock.operations_per_step;
   }
   qsort(times, repeat, sizeof times[0], compare_doubles);
+  qsort(cpu, repeat, sizeof cpu[0], compare_doubles);
+  *cpu_seconds = cpu[repeat / 2];
   return times[repeat / 2];
 }
 
@@ -167,12 +196,14 @@ measure_ceilings(const char *device, const char *precision)
   return c;
 }
 
-/* The PyTorch reference's samples/s for the same configuration, or NAN. */
+/* The PyTorch reference's samples/s for the same configuration, or NAN; *cpu_seconds
+ * its CPU seconds a timed epoch (NAN when it does not say). */
 static double
 torch_samples_per_second(const char *python, const char *dataset, const char *network,
                          const char *device, int batch, const char *precision, int repeat,
-                         int steps, int threads)
+                         int steps, int threads, double *cpu_seconds)
 {
+  *cpu_seconds = NAN;
   /* The source tree it was built from, or the current folder's bench/ when the build
    * was carried to another machine. */
   g_autofree char *script = g_build_filename(TDM_SOURCE_DIR, "bench", "torch_reference.py", NULL);
@@ -194,6 +225,9 @@ torch_samples_per_second(const char *python, const char *dataset, const char *ne
                     NULL, NULL, &out, NULL, &status, NULL) ||
       !g_spawn_check_wait_status(status, NULL))
     return NAN;
+  const char *cpu_line = strstr(out, "cpu_seconds_per_epoch=");
+  if (cpu_line != NULL)
+    *cpu_seconds = g_ascii_strtod(cpu_line + strlen("cpu_seconds_per_epoch="), NULL);
   const char *line = strstr(out, "samples_per_second=");
   return line ? g_ascii_strtod(line + strlen("samples_per_second="), NULL) : NAN;
 }
@@ -298,10 +332,17 @@ main(int argc, char **argv)
   printf("ceilings on %s: sgemm %.1f GFLOP/s, one operation %.2f µs%s\n\n", ceiling_device,
          ceil.gemm_flops / 1e9, ceil.operation_seconds * 1e6,
          g_str_has_prefix(ceiling_device, "cuda") ? " (replayed from a graph)" : "");
+  /* On the CPU also the CPU seconds a timed epoch took (every thread), and beside
+   * PyTorch's the ratio of those: the work each side does, whatever share of the cores
+   * the machine's other load left it. */
+  gboolean cpu_columns = g_str_has_prefix(first_device, "cpu");
   printf("| network | batch | devices | s/epoch | samples/s | GFLOP/s | ops/step | floor "
-         "samples/s | of floor |%s\n",
-         torch ? " PyTorch samples/s | ratio |" : "");
-  printf("|---|---|---|---|---|---|---|---|---|%s\n", torch ? "---|---|" : "");
+         "samples/s | of floor |%s%s\n", cpu_columns ? " CPU s/epoch |" : "",
+         torch ? (cpu_columns ? " PyTorch samples/s | ratio | PyTorch CPU s/epoch | CPU ratio |"
+                              : " PyTorch samples/s | ratio |")
+               : "");
+  printf("|---|---|---|---|---|---|---|---|---|%s%s\n", cpu_columns ? "---|" : "",
+         torch ? (cpu_columns ? "---|---|---|---|" : "---|---|") : "");
   for (int i = 0; i < n_networks; i++)
     for (int j = 0; j < n_batches; j++)
       for (int k = 0; k < n_devices; k++) {
@@ -312,8 +353,9 @@ main(int argc, char **argv)
         if (pair == NULL)
           return 1;
         int operations = 0;
+        double cpu_seconds = NAN;
         double seconds = time_epoch(dataset, pair->train->count, net_name, dev, b, precision,
-                                    repeat, steps, &operations);
+                                    repeat, steps, &operations, &cpu_seconds);
         g_autoptr(TdmNetwork) net =
             tdm_network_new(net_name, pair->train->height, pair->train->width,
                             pair->train->channels, pair->train->classes, NULL);
@@ -335,6 +377,8 @@ main(int argc, char **argv)
         printf("| %s | %d | %s | %.3f | %.0f | %.1f | %d | %.0f | %.0f%% |", net_name, b, dev,
                seconds, samples, gflops, operations, floor_samples,
                100 * samples / floor_samples);
+        if (cpu_columns)
+          printf(" %.2f |", cpu_seconds);
         if (torch) {
           const char *torch_device = g_str_has_prefix(dev, "cuda") ? "cuda" : "cpu";
           /* As many threads as Tandem's CPU workers have cores between them. */
@@ -345,9 +389,12 @@ main(int argc, char **argv)
                                                             : (int)g_get_num_processors());
           if (g_str_has_prefix(dev, "cpu:"))
             threads = MIN((int)g_get_num_processors(), atoi(dev + 4));
+          double ref_cpu = NAN;
           double ref = torch_samples_per_second(python, dataset, net_name, torch_device, b,
-                                                precision, repeat, steps, threads);
+                                                precision, repeat, steps, threads, &ref_cpu);
           printf(" %.0f | %.2f× |", ref, samples / ref);
+          if (cpu_columns)
+            printf(" %.2f | %.2f× |", ref_cpu, ref_cpu / cpu_seconds);
         }
         printf("\n");
         fflush(stdout);
