@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <gtk/gtk.h>
@@ -129,6 +130,11 @@ touch_overlays(TdmChart *chart)
   tdm_chart_set_series_smoothing(chart, tdm_chart_get_n_series(chart) - 2, 0.6);
 }
 
+/* --only SUBSTRING: the rows whose name has it (to profile one); --png PREFIX: each
+ * row's last frame written to PREFIX-ROW.png (to look at what was timed). */
+static const char *only_rows;
+static const char *png_prefix;
+
 static void
 run(const char *name, FillFunc fill, FrameFunc before_frame, RenderFunc render)
 {
@@ -138,6 +144,12 @@ run(const char *name, FillFunc fill, FrameFunc before_frame, RenderFunc render)
   double times[N_FRAMES], cpu[N_FRAMES], append_s, c0;
   gint64 t0;
 
+  if (only_rows != NULL && strstr(name, only_rows) == NULL) {
+    cairo_destroy(cr);
+    cairo_surface_destroy(surface);
+    g_object_unref(chart);
+    return;
+  }
   tdm_chart_set_title(chart, name);
   tdm_chart_set_x_label(chart, "Elapsed");
   t0 = g_get_monotonic_time();
@@ -149,12 +161,23 @@ run(const char *name, FillFunc fill, FrameFunc before_frame, RenderFunc render)
   for (int i = 0; i < N_FRAMES; i++) {
     if (before_frame != NULL)
       before_frame(chart);
+    /* Each frame on a clear surface, as GTK's are (not timed). */
+    cairo_save(cr);
+    cairo_set_operator(cr, CAIRO_OPERATOR_CLEAR);
+    cairo_paint(cr);
+    cairo_restore(cr);
     t0 = g_get_monotonic_time();
     c0 = cpu_ms();
     render(chart, cr, WIDTH, HEIGHT);
     cairo_surface_flush(surface);
     cpu[i] = cpu_ms() - c0;
     times[i] = (g_get_monotonic_time() - t0) / 1e3;
+  }
+  if (png_prefix != NULL) {
+    g_autofree char *row = g_strdelimit(g_strstrip(g_strdup(name)), " ,:", '-');
+    g_autofree char *path = g_strdup_printf("%s-%s.png", png_prefix, row);
+
+    cairo_surface_write_to_png(surface, path);
   }
   qsort(times, N_FRAMES, sizeof times[0], cmp_double);
   qsort(cpu, N_FRAMES, sizeof cpu[0], cmp_double);
@@ -172,6 +195,12 @@ run(const char *name, FillFunc fill, FrameFunc before_frame, RenderFunc render)
 int
 main(int argc, char **argv)
 {
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (strcmp(argv[i], "--only") == 0)
+      only_rows = argv[i + 1];
+    else if (strcmp(argv[i], "--png") == 0)
+      png_prefix = argv[i + 1];
+  }
   if (!gtk_init_check()) {
     fprintf(stderr, "bench-chart: no display; run it under tests/gui/xvfb-run-test.sh\n");
     return 77;
