@@ -88,11 +88,11 @@ cover (TdmChartRaster *r,
 /* The capsule around (ax, ay)–(bx, by) of radius `rad`, in device pixels, cut by each
  * vertical line it reaches. Its cut is an interval whose ends lie on the capsule's
  * edge: on one of the two sides parallel to the segment, or on an end's circle; every
- * candidate below lies on that edge, so their extremes are the interval. Where
- * another segment continues the stroke, the circle there adds nothing that segment's
- * sides do not give the same lines (the lines' intervals gather every segment's),
- * beyond a wedge on the outside of a bend far under a pixel at these bends: `cap_a`
- * and `cap_b` say whether the stroke ends there, and only ends pay the square roots. */
+ * candidate below lies on that edge, so their extremes are the interval. Where a
+ * flat segment meets another, the circle there adds nothing that the other's sides
+ * do not give the same lines (the lines' intervals gather every segment's), beyond a
+ * wedge outside the bend far under a pixel: `cap_a` and `cap_b` say whether the
+ * stroke ends there, and only ends and steep segments pay the square roots. */
 static void
 add_segment (TdmChartRaster *r,
              double          ax,
@@ -120,6 +120,10 @@ add_segment (TdmChartRaster *r,
   nx = len > 0 ? fabs (dy) / len * rad : rad;
   ny = len > 0 ? (dy > 0 ? -dx : dx) / len * rad : 0;
   slope = dx > 0 ? dy / dx : 0;
+  /* A steep segment's sides leave the lines near its ends to its circles: where it
+   * meets a flat neighbour, that neighbour's sides do not reach them. */
+  if (nx > 0.3 * rad)
+    cap_a = cap_b = TRUE;
 
   k0 = MAX ((int) ceil ((ax - rad - r->x0) * SUB - 0.5), 0);
   k1 = MIN ((int) floor ((bx + rad - r->x0) * SUB - 0.5), n - 1);
@@ -254,8 +258,8 @@ flush (TdmChartRaster *r,
  *
  * Draws the polyline through the points, with round ends, clipped to the
  * rectangle given to tdm_chart_raster_init(). Points in order of x draw as one
- * stroke; where x goes back, what came before is blended first, so a curve that
- * turns back over itself is inked there twice, and otherwise right.
+ * stroke; where x turns back, what came before is blended first, so a curve that
+ * turns back over itself is inked twice where its legs cross, and otherwise right.
  */
 void
 tdm_chart_raster_curve (TdmChartRaster *r,
@@ -268,6 +272,7 @@ tdm_chart_raster_curve (TdmChartRaster *r,
 {
   double rad = MAX (width, 0) * r->scale / 2, px = NAN, py = NAN;
   gboolean capped = TRUE;   /* the next segment begins the stroke */
+  int dir = 0;              /* which way x went so far in this stroke: +1, −1, 0 */
 
   if (r->x1 <= r->x0 || r->y1 <= r->y0 || rad <= 0)
     return;
@@ -286,20 +291,27 @@ tdm_chart_raster_curve (TdmChartRaster *r,
       if (isnan (px))
         {
           capped = TRUE;
+          dir = 0;
           /* A lone point is a dot; otherwise the next segment covers it. */
           if (last)
             add_segment (r, cx, cy, cx, cy, rad, TRUE, TRUE);
         }
       else
         {
-          /* Where x goes back, the stroke so far is blended and a new one begins. */
-          if (cx < px)
+          int d = cx > px ? 1 : cx < px ? -1 : 0;
+          double nx = last ? cx : x[i + 1] * r->scale;
+
+          /* Where x turns, the stroke so far is blended and a new one begins: the
+           * lines would otherwise join one leg to the other. */
+          if (d != 0 && dir != 0 && d != dir)
             {
               flush (r, colour, alpha);
               capped = TRUE;
             }
+          if (d != 0)
+            dir = d;
           add_segment (r, px, py, cx, cy, rad, capped,
-                       last || x[i + 1] * r->scale < cx);
+                       last || (dir > 0 && nx < cx) || (dir < 0 && nx > cx));
           capped = FALSE;
         }
       px = cx, py = cy;
