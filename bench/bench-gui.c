@@ -606,6 +606,23 @@ timed_snapshot(GtkWidget *widget, GtkSnapshot *snapshot)
     }
 }
 
+/* --start-detail: the region each frame renders (GdkSurface::render), early in a run. */
+static gboolean
+on_surface_render(GSignalInvocationHint *hint, guint n_values, const GValue *values, gpointer data)
+{
+  Gui *gui = data;
+  const cairo_region_t *region = g_value_get_boxed(&values[1]);
+  cairo_rectangle_int_t box;
+  double at = (g_get_monotonic_time() - gui->run_start_us) / 1e6;
+
+  if (!gui->recording || at > 0.25 || region == NULL)
+    return TRUE;
+  cairo_region_get_extents(region, &box);
+  fprintf(stderr, "  start+%.3f s: render %d rectangles in %dx%d+%d+%d\n", at,
+          cairo_region_num_rectangles(region), box.width, box.height, box.x, box.y);
+  return TRUE;
+}
+
 static void
 time_snapshots(Gui *gui, const char *name, GType type)
 {
@@ -1148,6 +1165,8 @@ main(int argc, char **argv)
     time_snapshots(&gui, "the dashboard", TDM_TYPE_DASHBOARD);
     time_snapshots(&gui, "charts", TDM_TYPE_CHART);
     time_snapshots(&gui, "header bar", ADW_TYPE_HEADER_BAR);
+    g_signal_add_emission_hook(g_signal_lookup("render", GDK_TYPE_SURFACE), 0, on_surface_render,
+                               &gui, NULL);
   }
   clock = gtk_widget_get_frame_clock(GTK_WIDGET(gui.window));
   g_signal_connect_after(clock, "update", G_CALLBACK(on_update), &gui);

@@ -65,6 +65,13 @@ struct _TdmWindow
   gboolean              can_start;
   long                  max_steps;          /* for benchmarks: 0 runs every epoch */
 
+  /* The form greys out the frame after a run starts (tdm_window_lock_form): the
+   * frame clock and handler waiting for that frame to be painted, and a timeout in
+   * case no frame comes (a window not shown). */
+  GdkFrameClock        *lock_clock;
+  gulong                lock_handler;
+  guint                 lock_timeout;
+
   GtkWindow            *classify_window;    /* made on first use */
   TdmClassifyView      *classify_view;
 

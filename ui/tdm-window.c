@@ -159,6 +159,79 @@ tdm_window_toast (TdmWindow  *self,
   adw_toast_overlay_add_toast (self->toast_overlay, adw_toast_new (text));
 }
 
+/* Locking the form: greying it out restyles and repaints every control in it, 4 ms
+ * of a frame on a slow CPU, and the frame after Start already repaints the header,
+ * the status line and the charts' first points (bench/NOTES.md, "Stall at Start").
+ * So the form stops taking input at once (nothing in it can be clicked) and turns
+ * grey in the next frame, after the one that shows the run starting. */
+static void
+tdm_window_cancel_lock (TdmWindow *self)
+{
+  if (self->lock_handler != 0)
+    g_signal_handler_disconnect (self->lock_clock, self->lock_handler);
+  self->lock_handler = 0;
+  g_clear_object (&self->lock_clock);
+  g_clear_handle_id (&self->lock_timeout, g_source_remove);
+}
+
+static void
+tdm_window_grey_form (TdmWindow *self)
+{
+  tdm_window_cancel_lock (self);
+  gtk_widget_set_sensitive (GTK_WIDGET (self->sidebar), FALSE);
+}
+
+static void
+tdm_window_grey_form_after_paint (GdkFrameClock *clock,
+                                  TdmWindow     *self)
+{
+  tdm_window_grey_form (self);
+}
+
+static gboolean
+tdm_window_grey_form_late (gpointer data)
+{
+  TdmWindow *self = data;
+
+  self->lock_timeout = 0;
+  tdm_window_grey_form (self);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+tdm_window_lock_form (TdmWindow *self,
+                      gboolean   locked)
+{
+  GtkWidget *form = GTK_WIDGET (self->sidebar);
+  GdkFrameClock *clock;
+
+  gtk_widget_set_can_target (form, !locked);
+  if (!locked)
+    {
+      tdm_window_cancel_lock (self);
+      gtk_widget_set_sensitive (form, TRUE);
+      return;
+    }
+  if (!gtk_widget_get_sensitive (form) || self->lock_handler != 0)
+    return;
+
+  clock = gtk_widget_get_mapped (GTK_WIDGET (self)) ? gtk_widget_get_frame_clock (GTK_WIDGET (self))
+                                                    : NULL;
+  if (clock == NULL)
+    {
+      gtk_widget_set_sensitive (form, FALSE);
+      return;
+    }
+  /* Keys typed into the form meanwhile would change it under the run. */
+  if (gtk_widget_get_focus_child (form) != NULL)
+    gtk_widget_grab_focus (GTK_WIDGET (self->stop_button));
+  self->lock_clock = g_object_ref (clock);
+  self->lock_handler = g_signal_connect (clock, "after-paint",
+                                         G_CALLBACK (tdm_window_grey_form_after_paint), self);
+  self->lock_timeout = g_timeout_add (100, tdm_window_grey_form_late, self);
+  gdk_frame_clock_request_phase (clock, GDK_FRAME_CLOCK_PHASE_PAINT);
+}
+
 void
 tdm_window_update_state (TdmWindow *self)
 {
@@ -184,7 +257,7 @@ tdm_window_update_state (TdmWindow *self)
                                  tdm_metrics_log_get_n_rows (tdm_dashboard_get_log (self->dashboard)) > 0);
 
   /* Nothing on the left can change a run in flight. */
-  gtk_widget_set_sensitive (GTK_WIDGET (self->sidebar), !running && !scaling);
+  tdm_window_lock_form (self, running || scaling);
 
   gtk_button_set_icon_name (self->pause_button,
                             paused ? "media-playback-start-symbolic"
@@ -644,6 +717,7 @@ tdm_window_dispose (GObject *object)
   g_clear_object (&self->run);
 
   tdm_window_chooser_done (self);
+  tdm_window_cancel_lock (self);
   tdm_window_history_dispose (self);
   /* A toplevel is owned by GTK's list of windows: destroy it to let it go. */
   if (self->classify_window != NULL)

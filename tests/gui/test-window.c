@@ -139,6 +139,12 @@ not_running(gpointer data)
   return !tdm_window_get_running(data);
 }
 
+static gboolean
+form_greyed(gpointer data)
+{
+  return !gtk_widget_get_sensitive(window_child(data, "sidebar"));
+}
+
 static TdmChart *
 chart(TdmWindow *window, const char *id)
 {
@@ -354,10 +360,14 @@ test_window_run(void)
   g_assert_cmpstr(split_text(window), ==, "500 = 250 × 2");
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.start", NULL));
   g_assert_true(tdm_window_get_running(window));
-  g_assert_false(gtk_widget_get_sensitive(window_child(window, "sidebar")));
+  /* The form takes no input from Start on, and greys out by the next frame (not
+   * in the frame that shows the run starting: bench/NOTES.md). */
+  g_assert_false(gtk_widget_get_can_target(window_child(window, "sidebar")));
   g_assert_true(gtk_widget_get_sensitive(window_child(window, "stop_button")));
+  g_assert_true(wait_for(form_greyed, window, 5));
 
   g_assert_true(wait_for(not_running, window, 120));
+  g_assert_true(gtk_widget_get_can_target(window_child(window, "sidebar")));
   g_assert_true(gtk_widget_get_sensitive(window_child(window, "sidebar")));
   g_assert_false(gtk_revealer_get_reveal_child(window_child(window, "error_revealer")));
   g_assert_true(wait_for(has_test_points, window, 2));
