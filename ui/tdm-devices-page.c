@@ -38,6 +38,7 @@ struct _TdmDevicesPage
   /* The phase table as built: which phases have columns, and their number cells, so
    * that a new step changes texts instead of rebuilding the table. */
   guint           phase_mask;
+  gboolean        phases_stale;   /* figures arrived while the page was not shown */
   GtkWidget      *phase_cell[TDM_MAX_REPLICAS][TDM_PHASE_COUNT];
   /* Bytes the last timed step's collectives moved out of and into each device, and
    * the two cells that show them (the engine counts them: tdm-communicator.h). */
@@ -300,6 +301,7 @@ tdm_devices_page_handle_event (TdmDevicesPage       *self,
       memset (self->bytes, 0, sizeof self->bytes);
       self->timed_steps = 0;
       self->phase_mask = 0;
+      self->phases_stale = FALSE;
       self->phase_replicas = CLAMP (event->started.replicas, 0, TDM_MAX_REPLICAS);
       self->main_replica = event->started.main_replica;
       for (int r = 0; r < self->phase_replicas; r++)
@@ -323,7 +325,13 @@ tdm_devices_page_handle_event (TdmDevicesPage       *self,
           self->bytes[r][1] = d->bytes_received;
         }
       self->timed_steps++;
-      tdm_devices_page_fill_phases (self);
+      /* A new figure in a label relays out the whole window, whether or not the
+       * label is shown, a few times a second: the page not shown catches up when
+       * it is (bench/NOTES.md, "main-loop wake-ups"). */
+      if (gtk_widget_get_mapped (GTK_WIDGET (self)))
+        tdm_devices_page_fill_phases (self);
+      else
+        self->phases_stale = TRUE;
       break;
 
     case TDM_EVENT_BATCH:
@@ -469,12 +477,26 @@ tdm_devices_page_dispose (GObject *object)
 }
 
 static void
+tdm_devices_page_map (GtkWidget *widget)
+{
+  TdmDevicesPage *self = TDM_DEVICES_PAGE (widget);
+
+  GTK_WIDGET_CLASS (tdm_devices_page_parent_class)->map (widget);
+  if (self->phases_stale)
+    {
+      self->phases_stale = FALSE;
+      tdm_devices_page_fill_phases (self);
+    }
+}
+
+static void
 tdm_devices_page_class_init (TdmDevicesPageClass *klass)
 {
   GObjectClass *object_class = G_OBJECT_CLASS (klass);
   GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
 
   object_class->dispose = tdm_devices_page_dispose;
+  widget_class->map = tdm_devices_page_map;
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
   gtk_widget_class_set_css_name (widget_class, "devicespage");
 }
