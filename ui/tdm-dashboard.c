@@ -170,6 +170,8 @@ struct _TdmDashboard
   TdmTelemetry    *telemetry;
   guint            telemetry_source;
 
+  gboolean         status_stale;        /* news for the status line while not shown */
+
   TdmDashboardXAxis x_axis;
   GArray          *live;                /* of LivePoint */
   GPtrArray       *overlays;            /* of Overlay */
@@ -275,8 +277,28 @@ tdm_dashboard_queue (TdmDashboard *self,
 {
   Pending p = { series, x, y };
 
+  /* A chart not shown draws nothing, so its points need no pacing: they go
+   * straight in, and the pacer is not woken for them. */
+  if (!gtk_widget_get_mapped (GTK_WIDGET (self)))
+    {
+      if (self->pending[id]->len > 0)
+        tdm_dashboard_flush_chart (self, id);
+      tdm_chart_append (self->charts[id], series, x, y);
+      return;
+    }
   g_array_append_val (self->pending[id], p);
   tdm_pacer_mark (self->pacer, id);
+}
+
+/* The status line, at the pacer's pace while it is shown, at once when it is shown
+ * again. */
+static void
+tdm_dashboard_status_changed (TdmDashboard *self)
+{
+  if (gtk_widget_get_mapped (GTK_WIDGET (self)))
+    tdm_pacer_mark (self->pacer, STATUS_SLOT);
+  else
+    self->status_stale = TRUE;
 }
 
 /* Training time now, moving on between events so telemetry samples spread out. */
@@ -317,6 +339,7 @@ tdm_dashboard_update_status (TdmDashboard *self)
   g_autofree char *text = NULL;
 
   tdm_pacer_unmark (self->pacer, STATUS_SLOT);
+  self->status_stale = FALSE;
   if (!self->have_started)
     return;
 
@@ -753,6 +776,7 @@ tdm_dashboard_begin (TdmDashboard          *self,
                                                        self->started.replicas),
                                              self->started.replicas, self->started.batch);
     gtk_label_set_label (self->status_label, text);
+    self->status_stale = FALSE;
   }
 }
 
@@ -838,7 +862,7 @@ tdm_dashboard_handle_event (TdmDashboard   *self,
         }
         tdm_dashboard_queue (self, CHART_THROUGHPUT, self->throughput,
                              s->elapsed, s->samples_per_second);
-        tdm_pacer_mark (self->pacer, STATUS_SLOT);
+        tdm_dashboard_status_changed (self);
       }
       break;
 
@@ -882,6 +906,7 @@ tdm_dashboard_handle_event (TdmDashboard   *self,
         /* The charts catch up at their pace; the status line says it is over now. */
         self->paused = FALSE;
         tdm_pacer_unmark (self->pacer, STATUS_SLOT);
+        self->status_stale = FALSE;
         if (f->stopped)
           text = g_strdup_printf (_("Stopped after %s steps in %s"), steps, elapsed);
         else if (isfinite (f->test_accuracy))
@@ -897,6 +922,7 @@ tdm_dashboard_handle_event (TdmDashboard   *self,
 
     case TDM_EVENT_FAILED:
       tdm_pacer_unmark (self->pacer, STATUS_SLOT);
+      self->status_stale = FALSE;
       gtk_label_set_label (self->status_label, _("Training failed"));
       break;
 
@@ -924,6 +950,7 @@ tdm_dashboard_set_status (TdmDashboard *self,
   g_return_if_fail (TDM_IS_DASHBOARD (self));
 
   tdm_pacer_unmark (self->pacer, STATUS_SLOT);
+  self->status_stale = FALSE;
   gtk_label_set_label (self->status_label, text ? text : "");
   gtk_widget_set_visible (self->status_separator, TRUE);
   gtk_widget_set_visible (self->status_box, TRUE);
@@ -1179,11 +1206,40 @@ tdm_dashboard_set_property (GObject      *object,
     }
 }
 
+/* Another page is shown: what is queued goes in now, and nothing more wakes the
+ * pacer until the charts are shown again (a page not shown needs no ticks). */
+static void
+tdm_dashboard_unmap (GtkWidget *widget)
+{
+  TdmDashboard *self = TDM_DASHBOARD (widget);
+
+  for (int id = 0; id < N_CHARTS; id++)
+    if (self->pending[id]->len > 0)
+      tdm_dashboard_flush_chart (self, id);
+  GTK_WIDGET_CLASS (tdm_dashboard_parent_class)->unmap (widget);
+}
+
+static void
+tdm_dashboard_map (GtkWidget *widget)
+{
+  TdmDashboard *self = TDM_DASHBOARD (widget);
+
+  GTK_WIDGET_CLASS (tdm_dashboard_parent_class)->map (widget);
+  if (self->status_stale)
+    {
+      self->status_stale = FALSE;
+      tdm_dashboard_update_status (self);
+    }
+}
+
 static void
 tdm_dashboard_class_init (TdmDashboardClass *klass)
 {
   GObjectClass *object_class = G_OBJECT_CLASS (klass);
   GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  widget_class->map = tdm_dashboard_map;
+  widget_class->unmap = tdm_dashboard_unmap;
 
   object_class->dispose = tdm_dashboard_dispose;
   object_class->finalize = tdm_dashboard_finalize;
