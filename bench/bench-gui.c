@@ -136,7 +136,7 @@ typedef struct {
 
   /* --wakeups: why the main loop woke, by cause, while recording. */
   gboolean count_wakes;
-  gboolean start_detail;  /* --start-detail: every iteration of a run's first 250 ms */
+  gboolean start_detail;  /* --start-detail: every iteration of a run's first 500 ms */
   GHashTable *wakes;      /* cause → count (GUINT_TO_POINTER) */
   GPtrArray *sources;     /* every source seen attached to the main context, ref'd */
   guint last_source_id;
@@ -615,7 +615,7 @@ on_surface_render(GSignalInvocationHint *hint, guint n_values, const GValue *val
   cairo_rectangle_int_t box;
   double at = (g_get_monotonic_time() - gui->run_start_us) / 1e6;
 
-  if (!gui->recording || at > 0.25 || region == NULL)
+  if (!gui->recording || at > 0.5 || region == NULL)
     return TRUE;
   cairo_region_get_extents(region, &box);
   fprintf(stderr, "  start+%.3f s: render %d rectangles in %dx%d+%d+%d\n", at,
@@ -668,7 +668,7 @@ loop_probe_prepare(GSource *source, int *timeout)
     stall.at_s = (gui->woke_us - gui->run_start_us) / 1e6;
     stall.busy_ms = (now - gui->woke_us) / 1e3;
     stall.cpu_ms = thread_cpu_ms() - gui->woke_cpu_ms;
-    if (gui->start_detail && stall.at_s < 0.25 && stall.cpu_ms > 0.5) {
+    if (gui->start_detail && stall.at_s < 0.5 && stall.cpu_ms > 0.5) {
       fprintf(stderr, "  start+%.3f s: busy %.1f ms, CPU %.1f ms (start %.1f, layout %.1f, paint %.1f, "
               "frame %.1f, events %.1f; %u frames)\n", stall.at_s, stall.busy_ms, stall.cpu_ms,
               stall.start_ms, stall.layout_ms, stall.paint_ms, stall.frame_other_ms,
@@ -1067,7 +1067,7 @@ main(int argc, char **argv)
     {"overlays", 0, 0, G_OPTION_ARG_INT, &overlays,
      "Earlier runs drawn under the live one (default 0)", "N"},
     {"start-detail", 0, 0, G_OPTION_ARG_NONE, &gui.start_detail,
-     "Print every main-loop iteration of each window run's first 250 ms", NULL},
+     "Print every main-loop iteration of each window run's first 500 ms", NULL},
     {"wakeups", 0, 0, G_OPTION_ARG_NONE, &gui.count_wakes,
      "Count why the main loop woke during the window runs", NULL},
     {"only", 0, 0, G_OPTION_ARG_STRING, &only,
