@@ -20,11 +20,43 @@
 
 #define DG_BM 64        /* dx pixels a block */
 #define DG_BK 32        /* output channels a step of the reduction */
+#define DG_STAGES 4     /* steps in flight: cp.async copies hide the gathers' latency */
 #define DG_THREADS 128  /* four warps, 2 × 2 over the tile */
+
+/* 16 bytes from global to shared memory without registers, or 16 zero bytes when
+ * `valid` is false (the tap falls outside dy). */
+__device__ __forceinline__ void
+copy16(void *smem, const void *gmem, bool valid)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
+  int bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem),
+               "r"(bytes));
+#endif
+}
+
+__device__ __forceinline__ void
+copy_commit(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+template <int N>
+__device__ __forceinline__ void
+copy_wait(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
 
 /* BN: dx channels a block (32 or 64). Shared tiles are padded by 8 bf16 (16 bytes) a
  * row so that WMMA's row loads fall on different banks; the leading dimensions stay
- * multiples of 8 as WMMA requires. */
+ * multiples of 8 as WMMA requires. The float32 tile of the epilogue reuses the
+ * stages' memory once the reduction is done. */
 template <int BN>
 __global__ void __launch_bounds__(DG_THREADS)
 conv_dgrad_bf16_kernel(float *dx, const uint16_t *dy, const uint16_t *wt, int rows, int h,
@@ -34,16 +66,20 @@ conv_dgrad_bf16_kernel(float *dx, const uint16_t *dy, const uint16_t *wt, int ro
   using namespace nvcuda;
   constexpr int AS = DG_BK + 8, BS = BN + 8, CS = BN + 4;
   constexpr int FN = BN / 32;          /* 16-wide fragments a warp across channels */
-  __shared__ __align__(32) uint16_t a_tile[DG_BM * AS];
-  __shared__ __align__(32) uint16_t b_tile[DG_BK * BS];
-  __shared__ __align__(32) float c_tile[DG_BM * CS];
+  constexpr int A_STAGE = DG_BM * AS, B_STAGE = DG_BK * BS;
+  constexpr int PIPE_BYTES = DG_STAGES * (A_STAGE + B_STAGE) * 2;
+  constexpr int C_BYTES = DG_BM * CS * 4;
+  __shared__ __align__(128) unsigned char smem[PIPE_BYTES > C_BYTES ? PIPE_BYTES : C_BYTES];
+  uint16_t *a_tiles = (uint16_t *)smem;
+  uint16_t *b_tiles = a_tiles + DG_STAGES * A_STAGE;
+  float *c_tile = (float *)smem;
 
   int oh = h + 2 * pad - kh + 1, ow = w + 2 * pad - kw + 1;
   int m0 = blockIdx.x * DG_BM, c0 = blockIdx.y * BN;
   int tid = threadIdx.x, warp = tid / 32;
   int wm = warp / 2, wn = warp % 2;
 
-  /* A: 64 rows × 32 channels = 256 vectors of 8 bf16, two a thread; each thread keeps
+  /* A: 64 rows × 32 channels = 256 copies of 16 bytes, two a thread; each thread keeps
    * its rows' pixels for the whole reduction. */
   int a_row[2], a_seg[2], a_img[2], a_y[2], a_x[2];
   for (int v = 0; v < 2; v++) {
@@ -60,74 +96,67 @@ conv_dgrad_bf16_kernel(float *dx, const uint16_t *dy, const uint16_t *wt, int ro
       a_y[v] = a_x[v] = 0;
     }
   }
-  /* B: 32 rows (o) × BN channels = 4·BN vectors, 4·BN / 128 a thread. */
+  /* B: 32 rows (o) × BN channels = 4·BN copies, 4·BN / 128 a thread. */
   constexpr int BV = (DG_BK * BN / 8) / DG_THREADS;
   constexpr int BSEG = BN / 8;
   size_t kc = (size_t)kh * kw * c;
+  int chunks = out_c / DG_BK, steps = kh * kw * chunks;
+
+  /* Issues the copies of one step into its stage, then commits them as a group
+   * (an empty group past the end keeps the wait counts uniform). */
+  auto issue = [&](int step) {
+    if (step < steps) {
+      int stage = step % DG_STAGES;
+      int tap = step / chunks, o0 = (step % chunks) * DG_BK;
+      int ky = tap / kw, kx = tap % kw;
+      uint16_t *a = a_tiles + stage * A_STAGE, *bt = b_tiles + stage * B_STAGE;
+      for (int v = 0; v < 2; v++) {
+        int sy = a_y[v] + pad - ky, sx = a_x[v] + pad - kx;
+        bool valid = a_img[v] >= 0 && sy >= 0 && sy < oh && sx >= 0 && sx < ow;
+        size_t src = valid ? (((size_t)a_img[v] * oh + sy) * ow + sx) * out_c + o0 + a_seg[v] * 8
+                           : 0;
+        copy16(a + a_row[v] * AS + a_seg[v] * 8, dy + src, valid);
+      }
+      for (int v = 0; v < BV; v++) {
+        int idx = tid + v * DG_THREADS;
+        int r = idx / BSEG, sg = idx % BSEG;
+        size_t src = (size_t)(o0 + r) * kc + (size_t)tap * c + c0 + sg * 8;
+        copy16(bt + r * BS + sg * 8, wt + src, true);
+      }
+    }
+    copy_commit();
+  };
 
   wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][FN];
   for (int i = 0; i < 2; i++)
     for (int j = 0; j < FN; j++)
       wmma::fill_fragment(acc[i][j], 0.0f);
 
-  int chunks = out_c / DG_BK, steps = kh * kw * chunks;
-  uint4 a_reg[2], b_reg[BV];
-  auto fetch = [&](int step) {
-    int tap = step / chunks, o0 = (step % chunks) * DG_BK;
-    int ky = tap / kw, kx = tap % kw;
-    for (int v = 0; v < 2; v++) {
-      int sy = a_y[v] + pad - ky, sx = a_x[v] + pad - kx;
-      if (a_img[v] >= 0 && sy >= 0 && sy < oh && sx >= 0 && sx < ow) {
-        size_t src = (((size_t)a_img[v] * oh + sy) * ow + sx) * out_c + o0 + a_seg[v] * 8;
-        a_reg[v] = *(const uint4 *)(dy + src);
-      } else {
-        a_reg[v] = make_uint4(0, 0, 0, 0);
-      }
-    }
-    for (int v = 0; v < BV; v++) {
-      int idx = tid + v * DG_THREADS;
-      int r = idx / BSEG, s = idx % BSEG;
-      size_t src = (size_t)(o0 + r) * kc + (size_t)tap * c + c0 + s * 8;
-      b_reg[v] = *(const uint4 *)(wt + src);
-    }
-  };
-  auto stash = [&]() {
-    for (int v = 0; v < 2; v++)
-      *(uint4 *)(a_tile + a_row[v] * AS + a_seg[v] * 8) = a_reg[v];
-    for (int v = 0; v < BV; v++) {
-      int idx = tid + v * DG_THREADS;
-      *(uint4 *)(b_tile + (idx / BSEG) * BS + (idx % BSEG) * 8) = b_reg[v];
-    }
-  };
-
-  fetch(0);
-  stash();
-  __syncthreads();
+  for (int s = 0; s < DG_STAGES - 1; s++)
+    issue(s);
   for (int step = 0; step < steps; step++) {
-    /* The next step's loads are in flight while the tensor cores work on this one. */
-    if (step + 1 < steps)
-      fetch(step + 1);
+    /* This step's group has landed (at most STAGES − 2 newer ones pending), and every
+     * warp is done with the stage the next issue overwrites (read at step − 1). */
+    copy_wait<DG_STAGES - 2>();
+    __syncthreads();
+    issue(step + DG_STAGES - 1);
+    int stage = step % DG_STAGES;
+    const __nv_bfloat16 *a = (const __nv_bfloat16 *)(a_tiles + stage * A_STAGE);
+    const __nv_bfloat16 *bt = (const __nv_bfloat16 *)(b_tiles + stage * B_STAGE);
     for (int kk = 0; kk < DG_BK; kk += 16) {
       wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa[2];
       wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> fb[FN];
       for (int i = 0; i < 2; i++)
-        wmma::load_matrix_sync(fa[i],
-                               (const __nv_bfloat16 *)a_tile + (wm * 32 + i * 16) * AS + kk,
-                               AS);
+        wmma::load_matrix_sync(fa[i], a + (wm * 32 + i * 16) * AS + kk, AS);
       for (int j = 0; j < FN; j++)
-        wmma::load_matrix_sync(fb[j],
-                               (const __nv_bfloat16 *)b_tile + kk * BS + wn * (BN / 2) + j * 16,
-                               BS);
+        wmma::load_matrix_sync(fb[j], bt + kk * BS + wn * (BN / 2) + j * 16, BS);
       for (int i = 0; i < 2; i++)
         for (int j = 0; j < FN; j++)
           wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
     }
-    __syncthreads();
-    if (step + 1 < steps) {
-      stash();
-      __syncthreads();
-    }
   }
+  copy_wait<0>();
+  __syncthreads();
 
   for (int i = 0; i < 2; i++)
     for (int j = 0; j < FN; j++)
