@@ -10,7 +10,10 @@
  * and summed in float32 (WMMA 16×16×16), in a fixed order: the same inputs give the
  * same bits. Needs sm_80 or later (bf16 WMMA); the launcher says whether a shape fits.
  * Not the forward or the weight gradient (they keep their columns: the weight
- * gradient reads the forward's), nor strided convolutions.
+ * gradient reads the forward's), nor strided convolutions. The backend uses it only
+ * under TDM_CUDA_IMPLICIT=1: with four cp.async stages it is as fast as the cuBLAS
+ * GEMM and col2im it replaces, not faster (WMMA tiles of 64 × 32/64 a block leave the
+ * tensor cores mostly idle; ldmatrix and mma.sync with larger tiles would be next).
  */
 #include "tdm-kernels.h"
 #include "common.cuh"

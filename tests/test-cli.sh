@@ -21,7 +21,7 @@ diag() { sed 's/^/# /'; }
 have_python=0
 command -v python3 >/dev/null 2>&1 && have_python=1
 
-plan=49
+plan=50
 echo "1..$plan"
 
 # --- help and listings -------------------------------------------------------------
@@ -32,7 +32,7 @@ missing=()
 for flag in --dataset --network --devices --main --batch --epochs --optimizer --lr \
             --momentum --weight-decay --schedule --strategy --precision --seed --save \
             --resume --list-devices --json --quiet --version --batchnorm --weight-decay-on \
-            --warmup --label-smoothing --crop --flip --test-flip; do
+            --warmup --label-smoothing --crop --flip --test-flip --no-test-flip; do
   grep -q -- "$flag" "$tmp/help" || missing+=("$flag")
 done
 if [ $status -eq 0 ] && [ ${#missing[@]} -eq 0 ] && grep -q Examples "$tmp/help"; then
@@ -118,6 +118,7 @@ expect_bad "--batchnorm" --batchnorm global
 expect_bad "--flip" --flip maybe
 expect_bad "--label-smoothing" --label-smoothing 1.5
 expect_bad "--crop" --crop -2
+expect_bad "--test-flip and --no-test-flip" --dataset synthetic --test-flip --no-test-flip
 expect_bad "--warmup" --warmup 30 --epochs 2
 expect_bad "--precision bf16 needs a GPU" --dataset synthetic --precision bf16
 

@@ -518,8 +518,8 @@ cuda_col2im_bf16(TdmBackend *b, float *dx, const uint16_t *col, int n, int h, in
   TDM_CUDA_OK(b, tdm_k_col2im_bf16(dx, col, n, h, w, c, kh, kw, pad, stride, CUDA_B(b)->stream));
 }
 
-/* Without columns where conv-implicit.cu takes the shape (stride 1, channels in 32s,
- * sm_80+, aligned), else through them. */
+/* Without columns where conv-implicit.cu is on (TDM_CUDA_IMPLICIT=1) and takes the
+ * shape (stride 1, channels in 32s, sm_80+, aligned), else through them. */
 static void
 cuda_conv_dgrad_bf16(TdmBackend *b, float *dx, const uint16_t *dy, const uint16_t *w,
                      uint16_t *col, int n, int h, int w_, int c, int out_c, int kh, int kw,
@@ -988,10 +988,12 @@ tdm_backend_cuda_new(int ordinal, TdmPrecision precision, GError **error)
   if (ok && precision == TDM_PRECISION_TF32 && prop.major >= 8)
     math = CUBLAS_TF32_TENSOR_OP_MATH;
   ok = ok && CUBLAS_OK(b, cublasSetMathMode(cb->cublas, math));
-  /* TDM_CUDA_IMPLICIT=0 sends convolutions' input gradients through columns, as
-   * before conv-implicit.cu (for bench/ comparisons). */
+  /* TDM_CUDA_IMPLICIT=1 computes stride-1 convolutions' bf16 input gradients with
+   * conv-implicit.cu instead of through columns. Off by default: on the H200 it is
+   * correct but not yet faster (168.0 k against 168.9 k samples/s for the resnet
+   * preset, bench/NOTES.md, h10g). */
   const char *implicit = g_getenv("TDM_CUDA_IMPLICIT");
-  cb->implicit_major = implicit != NULL && g_str_equal(implicit, "0") ? 0 : prop.major;
+  cb->implicit_major = implicit != NULL && g_str_equal(implicit, "1") ? prop.major : 0;
 
   size_t workspace = cublas_workspace_bytes(prop.major);
   GError *local = NULL;

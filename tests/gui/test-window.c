@@ -538,6 +538,7 @@ test_window_bad_spec(void)
     g_assert_cmpint(config->batchnorm, ==, TDM_BATCHNORM_SYNC);
     g_assert_cmpint(config->crop_pad, ==, 2);
     g_assert_cmpint(config->decay_scope, ==, TDM_DECAY_WEIGHTS);
+    g_assert_true(config->test_flip);
   }
 
   /* Built-in networks are shown, expanded and read-only. */
