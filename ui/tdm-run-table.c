@@ -292,10 +292,22 @@ bind_cell (GtkSignalListItemFactory *factory,
   gtk_label_set_label (GTK_LABEL (gtk_list_item_get_child (list_item)), text);
 }
 
+/* Sweeps have none of these columns (no loss, no accuracy, one figure per device
+ * count rather than per run): each shows its own table when opened. */
+static gboolean
+is_training_run (gpointer item,
+                 gpointer user_data)
+{
+  return !tdm_run_item_is_sweep (item);
+}
+
 static void
 tdm_run_table_rebind (TdmRunTable *self)
 {
-  g_autoptr(GtkNoSelection) selection = gtk_no_selection_new (g_object_ref (G_LIST_MODEL (self->store)));
+  GtkCustomFilter *filter = gtk_custom_filter_new (is_training_run, NULL, NULL);
+  GtkFilterListModel *runs = gtk_filter_list_model_new (g_object_ref (G_LIST_MODEL (self->store)),
+                                                        GTK_FILTER (filter));
+  g_autoptr(GtkNoSelection) selection = gtk_no_selection_new (G_LIST_MODEL (runs));
 
   gtk_column_view_set_model (self->view, GTK_SELECTION_MODEL (selection));
 }
