@@ -413,6 +413,66 @@ test_scaling_cancel(void)
   g_array_unref(p.points);
 }
 
+static void
+add_devices(TdmRunRecorder *rec, long step, double compute, double comm, double wait)
+{
+  TdmEvent e = {.kind = TDM_EVENT_DEVICES};
+  e.devices.step = step;
+  e.devices.replicas = 2;
+  for (int r = 0; r < 2; r++) {
+    e.devices.device[r].compute_ms = compute * (r + 1);
+    e.devices.device[r].comm_ms = comm;
+    e.devices.device[r].wait_ms = wait;
+    e.devices.device[r].tandem_bytes = 1 << 20;
+  }
+  tdm_run_recorder_add(&e, rec);
+}
+
+/* Issue 11: a run's compute per step is the mean over its steps. Each DEVICES event
+ * weighs the steps it covers, and an event that timed no step (all zeros, as after an
+ * evaluation, at the same step) is not a step of zero milliseconds. */
+static void
+test_device_means(void)
+{
+  g_autofree char *dir = temp_folder();
+  g_autoptr(TdmHistory) history = tdm_history_new(dir);
+  g_autoptr(TdmConfig) cfg = config("cpu:2", 0);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmRunRecorder) rec = tdm_run_recorder_new(history, cfg, "means", &error);
+  g_assert_no_error(error);
+  add_devices(rec, 10, 8, 1, 0.5);      /* 10 steps: the first, slow ones */
+  add_devices(rec, 100, 2, 0.5, 0.25);  /* 90 steps */
+  add_devices(rec, 100, 0, 0, 0);       /* after the epoch's evaluation: nothing timed */
+  add_devices(rec, 200, 2, 0.5, 0.25);  /* 100 steps */
+  g_assert_true(tdm_run_recorder_finish(rec, &error));
+  g_autoptr(TdmRunRecord) r = tdm_history_load(history, tdm_run_recorder_get_id(rec), &error);
+  g_assert_no_error(error);
+
+  double ms[3];
+  g_assert_cmpint(tdm_run_record_device_means(r, 0, ms), ==, 200);
+  g_assert_cmpfloat(fabs(ms[0] - (10 * 8 + 190 * 2) / 200.0), <, 1e-12);
+  g_assert_cmpfloat(fabs(ms[1] - (10 * 1 + 190 * 0.5) / 200.0), <, 1e-12);
+  g_assert_cmpfloat(fabs(ms[2] - (10 * 0.5 + 190 * 0.25) / 200.0), <, 1e-12);
+  g_assert_cmpint(tdm_run_record_device_means(r, 1, ms), ==, 200);
+  g_assert_cmpfloat(fabs(ms[0] - 2 * (10 * 8 + 190 * 2) / 200.0), <, 1e-12);
+  g_assert_cmpint(tdm_run_record_device_means(r, -1, ms), ==, 200);
+  g_assert_cmpfloat(fabs(ms[0] - 1.5 * (10 * 8 + 190 * 2) / 200.0), <, 1e-12);
+  /* A device the run did not have, and a run without figures. */
+  g_assert_cmpint(tdm_run_record_device_means(r, 5, ms), ==, 0);
+  g_assert_true(isnan(ms[0]));
+
+  /* A real run on two workers: the mean lies within its events' figures. */
+  g_autoptr(TdmConfig) run = config("cpu:2", 40);
+  g_autofree char *id = record_run(history, run, "real");
+  g_autoptr(TdmRunRecord) real = tdm_history_load(history, id, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(tdm_run_record_device_means(real, -1, ms), ==,
+                  g_array_index(real->device_points, TdmHistoryDevicePoint,
+                                real->device_points->len - 1).step);
+  g_assert_cmpfloat(ms[0], >, 0);
+  remove_folder(dir);
+}
+
 /* ---- scaling sweeps ---------------------------------------------------------------- */
 
 static char *
@@ -689,6 +749,7 @@ main(int argc, char **argv)
   g_test_add_func("/history/damaged-files", test_damaged_files);
   g_test_add_func("/history/samples-per-second", test_samples_per_second);
   g_test_add_func("/history/phases-recorded", test_phases_recorded);
+  g_test_add_func("/history/device-means", test_device_means);
   g_test_add_func("/compare/one-device", test_compare_one_device);
   g_test_add_func("/compare/describe", test_compare_describe);
   g_test_add_data_func("/scaling/strong", GINT_TO_POINTER(TDM_SCALING_STRONG),

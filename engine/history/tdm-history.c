@@ -84,6 +84,53 @@ tdm_run_record_samples_per_second(const TdmRunRecord *r)
   return time > 0 ? steps / time : 0;
 }
 
+/* The figures of one DEVICES event are consecutive entries. Each event's
+ * figures are means over the steps it timed: weighting every event alike (or dropping
+ * the first, which on a CPU run holds a third of the run) let a short last window,
+ * or an event that timed nothing, stand for the whole run. */
+long
+tdm_run_record_device_means(const TdmRunRecord *r, int device, double ms[3])
+{
+  double sum[3] = {0, 0, 0};
+  long covered = 0, previous = 0;
+  guint i = 0;
+  while (i < r->device_points->len) {
+    const TdmHistoryDevicePoint *first = &g_array_index(r->device_points, TdmHistoryDevicePoint, i);
+    guint end = i;
+    double busy = 0, event[3] = {0, 0, 0};
+    int devices = 0;
+    /* An event's entries: devices 0, 1, … of one step (an event that timed nothing
+     * can follow at the same step, after an evaluation). */
+    while (end < r->device_points->len &&
+           g_array_index(r->device_points, TdmHistoryDevicePoint, end).step == first->step &&
+           (end == i || g_array_index(r->device_points, TdmHistoryDevicePoint, end).device >
+                          g_array_index(r->device_points, TdmHistoryDevicePoint, end - 1).device)) {
+      const TdmHistoryDevicePoint *p = &g_array_index(r->device_points, TdmHistoryDevicePoint, end);
+      double v[3] = {p->compute_ms, p->comm_ms, p->wait_ms};
+      for (int k = 0; k < 3; k++)
+        if (isfinite(v[k]))
+          busy += v[k];
+      if (device < 0 || p->device == device) {
+        for (int k = 0; k < 3; k++)
+          event[k] += isfinite(v[k]) ? v[k] : 0;
+        devices++;
+      }
+      end++;
+    }
+    long steps = first->step - previous;
+    previous = first->step;
+    i = end;
+    if (busy <= 0 || devices == 0 || steps <= 0)
+      continue;
+    for (int k = 0; k < 3; k++)
+      sum[k] += steps * event[k] / devices;
+    covered += steps;
+  }
+  for (int k = 0; k < 3; k++)
+    ms[k] = covered > 0 ? sum[k] / covered : NAN;
+  return covered;
+}
+
 int
 tdm_run_record_phase_means(const TdmRunRecord *r, int device, double ms[TDM_PHASE_COUNT])
 {

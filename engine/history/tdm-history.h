@@ -91,6 +91,12 @@ void tdm_run_record_free (TdmRunRecord *record);
 /* Samples per second over the run's summaries, each weighted by the steps it covers
  * (0 when there are none). */
 double tdm_run_record_samples_per_second (const TdmRunRecord *record);
+/* Compute, communication and wait milliseconds per step of `device` (−1: the mean
+ * over the devices), from the DEVICES figures: each event weighs the steps since the
+ * event before it, and events that timed no step (all zeros on every device: one
+ * right after an epoch's evaluation, say) are left out, as the scaling meter leaves
+ * them out. Returns the steps covered; `ms` is NaN when none. */
+long tdm_run_record_device_means (const TdmRunRecord *record, int device, double ms[3]);
 /* Milliseconds per step in each phase, the mean over the sampled steps (but the first,
  * which warms caches up, where there are others) of `device`, or of every device for
  * −1. Returns how many samples went in; `ms` is all zeros when none. */
