@@ -430,6 +430,36 @@ column_view_rows(GtkWidget *widget)
   return G_MAXUINT;
 }
 
+/* The open sweep windows (TdmHistorySweep), as toplevels. */
+static guint
+sweep_windows(void)
+{
+  g_autoptr(GListModel) toplevels = g_object_ref(gtk_window_get_toplevels());
+  guint n = 0;
+
+  for (guint i = 0; i < g_list_model_get_n_items(toplevels); i++) {
+    g_autoptr(GObject) window = g_list_model_get_item(toplevels, i);
+
+    n += TDM_IS_HISTORY_SWEEP(window);
+  }
+  return n;
+}
+
+/* The row of the page's list that shows `item`. */
+static GtkWidget *
+row_of(GtkWidget *widget, TdmRunItem *item)
+{
+  for (GtkWidget *c = gtk_widget_get_first_child(widget); c != NULL; c = gtk_widget_get_next_sibling(c)) {
+    GtkWidget *found;
+
+    if (ADW_IS_ACTION_ROW(c) && g_object_get_data(G_OBJECT(c), "item") == item)
+      return c;
+    if ((found = row_of(c, item)) != NULL)
+      return found;
+  }
+  return NULL;
+}
+
 /* Sweeps beside training runs: marked, never drawn nor the baseline, not in the
  * comparison table; opened, they show the Scaling page's chart and table. */
 static void
@@ -508,6 +538,26 @@ test_history_sweeps(void)
     g_assert_cmpstr(gtk_window_get_title(GTK_WINDOW(opened)), ==, "renamed sweep");
   }
   gtk_window_destroy(GTK_WINDOW(opened));
+  drain();
+  g_assert_cmpuint(sweep_windows(), ==, 0);
+
+  /* Activating the sweep's row opens it too; it is not made the baseline. */
+  {
+    GtkWidget *row = row_of(view, sweep);
+
+    g_assert_nonnull(row);
+    g_assert_true(gtk_widget_has_css_class(row, "sweep"));
+    g_assert_false(gtk_widget_has_css_class(row_of(view, run), "sweep"));
+    g_assert_true(gtk_widget_activate_action(row, "run.open", NULL));
+    drain();
+    g_assert_cmpuint(sweep_windows(), ==, 1);
+    g_signal_emit_by_name(row, "activate");
+    drain();
+    g_assert_cmpuint(sweep_windows(), ==, 2);
+    gtk_widget_activate_action(row, "run.baseline", NULL);
+    g_assert_false(tdm_run_item_get_baseline(sweep));
+    g_assert_true(tdm_history_store_get_baseline(store) == run);
+  }
 
   /* Deleted like a run, and undone. */
   tdm_history_view_delete(TDM_HISTORY_VIEW(view), sweep);
@@ -521,6 +571,19 @@ test_history_sweeps(void)
   g_clear_object(&store);
   g_assert_cmpuint(files_in(dir), ==, 2);
   remove_folder(dir);
+  /* The sweep windows stay open until closed. */
+  {
+    g_autoptr(GListModel) toplevels = g_object_ref(gtk_window_get_toplevels());
+
+    for (guint i = g_list_model_get_n_items(toplevels); i-- > 0;) {
+      g_autoptr(GObject) w = g_list_model_get_item(toplevels, i);
+
+      if (TDM_IS_HISTORY_SWEEP(w))
+        gtk_window_destroy(GTK_WINDOW(w));
+    }
+    drain();
+    g_assert_cmpuint(sweep_windows(), ==, 0);
+  }
 }
 
 /* Many overlays: each drawn, the first three named in the legend, the rest counted. */
