@@ -21,7 +21,7 @@ diag() { sed 's/^/# /'; }
 have_python=0
 command -v python3 >/dev/null 2>&1 && have_python=1
 
-plan=49
+plan=58
 echo "1..$plan"
 
 # --- help and listings -------------------------------------------------------------
