@@ -1006,7 +1006,7 @@ test_history_window_sweep(void)
 }
 
 /* A history folder that cannot be made (a file stands in its way): the run still
- * trains and ends normally, only it is not kept. */
+ * trains and ends normally, and a scaling run measures, only neither is kept. */
 static void
 test_history_unwritable(void)
 {
@@ -1014,12 +1014,33 @@ test_history_unwritable(void)
   TdmWindow *window;
 
   remove_folder(runs);
+  {
+    g_autofree char *parent = g_path_get_dirname(runs);
+
+    g_assert_cmpint(g_mkdir_with_parents(parent, 0700), ==, 0);
+  }
   g_assert_true(g_file_set_contents(runs, "not a folder", -1, NULL));
   window = window_for_run(1);
   run_once(window);
   g_assert_true(g_str_has_prefix(adw_view_switcher_title_get_subtitle(window_child(window, "window_title")),
                                  "Finished"));
   g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(tdm_window_get_history(window))), ==, 0);
+
+  /* A scaling run too: it measures both points, only it is not kept, and says why. */
+  {
+    TdmScalingPage *page = window_child(window, "scaling_page");
+
+    tdm_scaling_page_set_steps(page, 20);
+    g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.scaling-run", NULL));
+    g_assert_true(wait_for(scaling_done, page, 300));
+    g_assert_cmpuint(tdm_scaling_chart_get_n_points(TDM_SCALING_CHART(tdm_scaling_page_get_chart(page))),
+                     ==, 2);
+    g_assert_null(tdm_scaling_page_get_record_id(page));
+    g_assert_nonnull(tdm_scaling_page_get_record_error(page));
+    g_assert_nonnull(strstr(tdm_scaling_page_get_record_error(page)->message, runs));
+    g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(tdm_window_get_history(window))), ==, 0);
+    g_assert_true(tdm_window_get_can_start(window));
+  }
   destroy_window(window);
   g_unlink(runs);
 }
