@@ -251,7 +251,8 @@ tdm_history_view_open (TdmHistoryView *self,
   if (!tdm_run_item_is_sweep (item))
     return NULL;
   root = gtk_widget_get_root (GTK_WIDGET (self));
-  window = tdm_history_sweep_new (GTK_IS_WINDOW (root) ? GTK_WINDOW (root) : NULL, item);
+  window = tdm_history_sweep_new (GTK_IS_WINDOW (root) ? GTK_WINDOW (root) : NULL,
+                                  self->store, item);
   gtk_window_present (GTK_WINDOW (window));
   return window;
 }

@@ -481,11 +481,12 @@ tdm_scaling_page_write_csv (TdmScalingPage  *self,
 }
 
 gboolean
-tdm_scaling_page_write_svg (TdmScalingPage  *self,
-                            const char      *path,
-                            double           width,
-                            double           height,
-                            GError         **error)
+tdm_scaling_write_svg (TdmScalingChart      *chart,
+                       const TdmExportInfo  *info,
+                       const char           *path,
+                       double                width,
+                       double                height,
+                       GError              **error)
 {
   cairo_rectangle_t extents = { 0, 0, width, height };
   g_autoptr(TdmChartSvg) svg = NULL;
@@ -498,7 +499,7 @@ tdm_scaling_page_write_svg (TdmScalingPage  *self,
   double chart_height = height;
   cairo_t *cr;
 
-  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), FALSE);
+  g_return_val_if_fail (TDM_IS_SCALING_CHART (chart), FALSE);
   g_return_val_if_fail (path != NULL && width > 0 && height > 0, FALSE);
 
   /* Our own SVG writer (tdm-chart-svg.h): labels stay text, and the settings go in
@@ -506,20 +507,20 @@ tdm_scaling_page_write_svg (TdmScalingPage  *self,
   surface = cairo_recording_surface_create (CAIRO_CONTENT_COLOR_ALPHA, &extents);
   cr = cairo_create (surface);
   svg = tdm_chart_svg_new (cr, (int) width, (int) height);
-  if (self->info != NULL)
+  if (info != NULL)
     {
-      g_autofree char *caption = tdm_export_info_to_caption (self->info);
+      g_autofree char *caption = tdm_export_info_to_caption (info);
 
       lines = tdm_chart_svg_caption_lines (cr, caption, width - 16);
       chart_height = MAX (height / 2, height - lines->len * TDM_CHART_SVG_CAPTION_LINE - 6);
     }
-  tdm_scaling_chart_draw (TDM_SCALING_CHART (self->chart), cr, width, chart_height, &black);
+  tdm_scaling_chart_draw (chart, cr, width, chart_height, &black);
   for (guint i = 0; lines != NULL && i < lines->len; i++)
     tdm_chart_svg_caption (svg, lines->pdata[i], 8,
                            chart_height + TDM_CHART_SVG_CAPTION_PX + 2 + i * TDM_CHART_SVG_CAPTION_LINE,
                            TDM_CHART_SVG_CAPTION_PX);
   status = cairo_status (cr);
-  doc = tdm_chart_svg_finish (svg, _("Scaling"), self->info);
+  doc = tdm_chart_svg_finish (svg, _("Scaling"), info);
   cairo_destroy (cr);
   cairo_surface_destroy (surface);
   if (status == CAIRO_STATUS_SUCCESS && !g_file_set_contents (path, doc, -1, &local))
@@ -540,6 +541,19 @@ tdm_scaling_page_write_svg (TdmScalingPage  *self,
       return FALSE;
     }
   return TRUE;
+}
+
+gboolean
+tdm_scaling_page_write_svg (TdmScalingPage  *self,
+                            const char      *path,
+                            double           width,
+                            double           height,
+                            GError         **error)
+{
+  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), FALSE);
+
+  return tdm_scaling_write_svg (TDM_SCALING_CHART (self->chart), self->info, path, width,
+                                height, error);
 }
 
 /* GObject ----------------------------------------------------------------- */

@@ -15,6 +15,8 @@
 #include <gtk/gtk.h>
 
 #include "tdm-config.h"
+#include "tdm-export-info.h"
+#include "tdm-scaling-chart.h"
 #include "tdm-scaling.h"
 
 G_BEGIN_DECLS
@@ -62,5 +64,14 @@ gboolean       tdm_scaling_page_write_svg    (TdmScalingPage   *self,
                                               double            width,
                                               double            height,
                                               GError          **error);
+
+/* Any scaling chart as an SVG image of width × height points, with `info` (may be
+ * NULL) in its caption and metadata: the page's, or a kept sweep's. */
+gboolean       tdm_scaling_write_svg         (TdmScalingChart      *chart,
+                                              const TdmExportInfo  *info,
+                                              const char           *path,
+                                              double                width,
+                                              double                height,
+                                              GError              **error);
 
 G_END_DECLS

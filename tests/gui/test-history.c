@@ -532,6 +532,29 @@ test_history_sweeps(void)
     g_assert_cmpstr(row[3], ==, "1.75×");
     g_assert_cmpstr(row[4], ==, "88 %");
     g_assert_cmpstr(row[8], ==, "3.0\u00a0MiB · 3.0\u00a0MiB");
+    /* Its window exports the points as CSV and the chart as SVG, with its settings. */
+    {
+      g_autofree char *svg_path = g_build_filename(dir, "sweep.svg", NULL);
+      g_autofree char *svg = NULL;
+      g_autofree char *points = NULL;
+
+      g_assert_true(tdm_history_sweep_export(TDM_HISTORY_SWEEP(opened), csv, FALSE, &error));
+      g_assert_no_error(error);
+      g_assert_true(g_file_get_contents(csv, &points, NULL, NULL));
+      g_assert_nonnull(strstr(points, "\n# kind: scaling\n"));
+      g_unlink(csv);
+      g_assert_true(tdm_history_sweep_export(TDM_HISTORY_SWEEP(opened), svg_path, TRUE, &error));
+      g_assert_no_error(error);
+      g_assert_true(g_file_get_contents(svg_path, &svg, NULL, NULL));
+      g_assert_nonnull(strstr(svg, "<svg"));
+      g_assert_nonnull(strstr(svg, ">Devices</text>"));
+      g_assert_nonnull(strstr(svg, "<tandem:setting name=\"batch\">100</tandem:setting>"));
+      g_unlink(svg_path);
+      g_assert_false(tdm_history_sweep_export(TDM_HISTORY_SWEEP(opened), "/nonexistent-folder/x.svg",
+                                              TRUE, &error));
+      g_assert_nonnull(error);
+      g_clear_error(&error);
+    }
     /* A rename shows in the open window's title. */
     g_assert_true(tdm_history_store_rename(store, sweep, "renamed sweep", &error));
     g_assert_no_error(error);
