@@ -663,6 +663,55 @@ test_single_step(void)
   destroy_window(window);
 }
 
+/* The phase table's means: the run's first timed step (start-up) is left out once a
+ * second one has come, and only the last 16 timed steps count. Fed events directly. */
+static void
+test_devices_phase_means(void)
+{
+  GtkWidget *page = g_object_ref_sink(tdm_devices_page_new());
+  g_autofree TdmEvent *event = g_new0(TdmEvent, 1);
+
+  event->kind = TDM_EVENT_STARTED;
+  event->started.replicas = 2;
+  event->started.batch = 100;
+  g_strlcpy(event->started.device[0], "cuda:0", sizeof event->started.device[0]);
+  g_strlcpy(event->started.device[1], "cuda:0", sizeof event->started.device[1]);
+  tdm_devices_page_handle_event(TDM_DEVICES_PAGE(page), event, NULL);
+  g_assert_cmpfloat(tdm_devices_page_get_phase_ms(TDM_DEVICES_PAGE(page), 0, TDM_PHASE_FORWARD), ==, -1);
+
+  /* Forward: 100 ms in step 1, then 2 ms in odd steps and 1 ms in even ones; device 1
+   * always twice device 0's. */
+  for (long step = 1; step <= 20; step++) {
+    memset(event, 0, sizeof *event);
+    event->kind = TDM_EVENT_PHASES;
+    event->phases.step = step;
+    event->phases.replicas = 2;
+    float ms = step == 1 ? 100 : step % 2 != 0 ? 2 : 1;
+    for (int d = 0; d < 2; d++) {
+      event->phases.device[d].spans = 1;
+      event->phases.device[d].span[0].phase = TDM_PHASE_FORWARD;
+      event->phases.device[d].span[0].start_ms = 0.5f;
+      event->phases.device[d].span[0].end_ms = 0.5f + ms * (d + 1);
+    }
+    tdm_devices_page_handle_event(TDM_DEVICES_PAGE(page), event, NULL);
+    double shown = tdm_devices_page_get_phase_ms(TDM_DEVICES_PAGE(page), 0, TDM_PHASE_FORWARD);
+    if (step == 1)
+      g_assert_cmpfloat_with_epsilon(shown, 100, 1e-9);
+    else if (step == 2)
+      g_assert_cmpfloat_with_epsilon(shown, 1, 1e-9);   /* step 1 gone */
+    else if (step == 3)
+      g_assert_cmpfloat_with_epsilon(shown, 1.5, 1e-9);
+  }
+  /* Steps 5..20: eight of 2 ms and eight of 1 ms. */
+  g_assert_cmpfloat_with_epsilon(tdm_devices_page_get_phase_ms(TDM_DEVICES_PAGE(page), 0, TDM_PHASE_FORWARD),
+                                 1.5, 1e-6);
+  g_assert_cmpfloat_with_epsilon(tdm_devices_page_get_phase_ms(TDM_DEVICES_PAGE(page), 1, TDM_PHASE_FORWARD),
+                                 3.0, 1e-6);
+  g_assert_cmpfloat(tdm_devices_page_get_phase_ms(TDM_DEVICES_PAGE(page), 0, TDM_PHASE_BACKWARD), ==, -1);
+  g_assert_cmpint(tdm_devices_page_get_phase_spans(TDM_DEVICES_PAGE(page), 0, TDM_PHASE_FORWARD), ==, 20);
+  g_object_unref(page);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -676,6 +725,7 @@ main(int argc, char *argv[])
 
   g_test_add_func("/classroom/devices/main", test_devices_main);
   g_test_add_func("/classroom/devices/allreduce", test_devices_allreduce);
+  g_test_add_func("/classroom/devices/phase-means", test_devices_phase_means);
   g_test_add_func("/classroom/memory-warning", test_memory_warning);
   g_test_add_func("/classroom/scaling", test_scaling_run);
   g_test_add_func("/classroom/scaling-weak", test_scaling_weak);
