@@ -57,6 +57,9 @@ struct _TdmDevicesPage
   TdmMemoryEvent  estimate;
   gboolean        has_estimate;
   gint64          peak[TDM_MAX_REPLICAS];
+  /* The driver's figure for the whole GPU (context, libraries, every process and
+   * every replica on it), highest seen; −1 when the device gives none (CPU). */
+  gint64          device_peak[TDM_MAX_REPLICAS];
   int             replicas;
   char           *warning;
 };
@@ -246,15 +249,20 @@ tdm_devices_page_fill_memory (TdmDevicesPage *self)
 {
   static const char *headers[] = {
     N_("Device"), N_("Parameters"), N_("Gradients"), N_("Optimizer"),
-    N_("Activations"), N_("Dataset"), N_("Estimate"), N_("Measured peak"),
+    N_("Activations"), N_("Workspace"), N_("Dataset"), N_("Estimate"), N_("Measured peak"),
+    N_("GPU in use"),
   };
+  gboolean any_gpu = FALSE;
+
+  for (int r = 0; r < self->replicas; r++)
+    any_gpu |= self->device_peak[r] >= 0;
   GtkGrid *grid = GTK_GRID (self->memory_grid);
   GtkWidget *child;
 
   while ((child = gtk_widget_get_first_child (self->memory_grid)) != NULL)
     gtk_grid_remove (grid, child);
 
-  for (guint c = 0; c < G_N_ELEMENTS (headers); c++)
+  for (guint c = 0; c < G_N_ELEMENTS (headers) - (any_gpu ? 0 : 1); c++)
     {
       GtkWidget *label = cell (_(headers[c]), c > 0);
 
@@ -265,8 +273,10 @@ tdm_devices_page_fill_memory (TdmDevicesPage *self)
   for (int r = 0; r < self->replicas; r++)
     {
       const TdmMemoryDevice *d = &self->estimate.device[r];
+      /* Workspace: convolution columns, pool indices, gradient buffers, the backend's
+       * own scratch, and the communicator's staging buffers; the row adds up. */
       guint64 figures[] = { d->parameters, d->gradients, d->optimizer, d->activations,
-                            d->dataset, d->total };
+                            d->workspace + d->communication, d->dataset, d->total };
       g_autofree char *name = NULL;
       g_autofree char *peak = bytes_text (self->peak[r]);
 
@@ -280,6 +290,12 @@ tdm_devices_page_fill_memory (TdmDevicesPage *self)
           gtk_grid_attach (grid, cell (text, TRUE), c + 1, r + 1, 1, 1);
         }
       gtk_grid_attach (grid, cell (peak, TRUE), G_N_ELEMENTS (figures) + 1, r + 1, 1, 1);
+      if (any_gpu)
+        {
+          g_autofree char *in_use = bytes_text (self->device_peak[r]);
+
+          gtk_grid_attach (grid, cell (in_use, TRUE), G_N_ELEMENTS (figures) + 2, r + 1, 1, 1);
+        }
     }
 }
 
@@ -307,7 +323,10 @@ tdm_devices_page_set_estimate (TdmDevicesPage       *self,
       self->replicas = CLAMP (estimate->replicas, 0, TDM_MAX_REPLICAS);
       gtk_label_set_label (GTK_LABEL (self->memory_note),
                            _("The estimate is what the engine will allocate for these choices; "
-                             "the peak is what it held while the run trained."));
+                             "the peak is what it held while the run trained. On a GPU, "
+                             "“GPU in use” is the driver’s count for the whole device: "
+                             "it adds the CUDA context and libraries, and other programs "
+                             "and replicas on the same GPU."));
       if (!fits)
         {
           if (largest_batch > 0)
@@ -335,7 +354,7 @@ tdm_devices_page_handle_event (TdmDevicesPage       *self,
     {
     case TDM_EVENT_MEMORY:
       for (int r = 0; r < TDM_MAX_REPLICAS; r++)
-        self->peak[r] = -1;
+        self->peak[r] = self->device_peak[r] = -1;
       /* The run's own estimate, computed with the dataset loaded, replaces ours. */
       tdm_devices_page_set_estimate (self, &event->memory, NULL, TRUE, 0);
       break;
@@ -375,11 +394,19 @@ tdm_devices_page_handle_event (TdmDevicesPage       *self,
         gboolean changed = FALSE;
 
         for (int r = 0; r < MIN (event->devices.replicas, TDM_MAX_REPLICAS); r++)
-          if (event->devices.device[r].tandem_bytes > self->peak[r])
-            {
-              self->peak[r] = event->devices.device[r].tandem_bytes;
-              changed = TRUE;
-            }
+          {
+            if (event->devices.device[r].tandem_bytes > self->peak[r])
+              {
+                self->peak[r] = event->devices.device[r].tandem_bytes;
+                changed = TRUE;
+              }
+            if (event->devices.device[r].total_bytes > 0
+                && event->devices.device[r].used_bytes > self->device_peak[r])
+              {
+                self->device_peak[r] = event->devices.device[r].used_bytes;
+                changed = TRUE;
+              }
+          }
         if (changed)
           tdm_devices_page_fill_memory (self);
       }
@@ -552,7 +579,7 @@ tdm_devices_page_init (TdmDevicesPage *self)
   /* On the heap: a GObject's instance must stay under 64 KiB. */
   self->step_ms = g_malloc0 (PHASE_WINDOW * sizeof *self->step_ms);
   for (int r = 0; r < TDM_MAX_REPLICAS; r++)
-    self->peak[r] = -1;
+    self->peak[r] = self->device_peak[r] = -1;
 
   gtk_widget_set_margin_start (box, 12);
   gtk_widget_set_margin_end (box, 12);

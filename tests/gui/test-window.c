@@ -210,6 +210,18 @@ test_window_builds(void)
     g_assert_nonnull(tdm_dashboard_get_chart(dashboard, charts[i]));
   g_assert_null(tdm_dashboard_get_chart(dashboard, "no-such-chart"));
   g_assert_true(tdm_chart_get_log_scale(chart(window, "loss")));
+
+  /* Every page's icon is found: in the theme Debian 12 has (Adwaita 43) or in ours. */
+  GtkIconTheme *theme = gtk_icon_theme_get_for_display(gtk_widget_get_display(GTK_WIDGET(window)));
+  g_autoptr(GListModel) pages = G_LIST_MODEL(adw_view_stack_get_pages(window_child(window, "view_stack")));
+  g_assert_cmpuint(g_list_model_get_n_items(pages), >=, 5);
+  for (guint i = 0; i < g_list_model_get_n_items(pages); i++) {
+    g_autoptr(AdwViewStackPage) page = g_list_model_get_item(pages, i);
+    const char *icon = adw_view_stack_page_get_icon_name(page);
+    g_assert_nonnull(icon);
+    if (!gtk_icon_theme_has_icon(theme, icon))
+      g_error("page %s: no icon named %s", adw_view_stack_page_get_name(page), icon);
+  }
   g_assert_false(tdm_window_get_running(window));
 
   /* Nothing can run before the dataset has loaded; Stop and Pause never idle. */
