@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "tdm-cli-classify.h"
+#include "tdm-cli-scaling.h"
 
 enum {
   EXIT_RUNTIME = 1,
@@ -48,7 +49,7 @@ typedef struct {
   char *batchnorm, *decay_on, *warmup, *smoothing, *crop, *flip;
   char **classify;
   gboolean test_flip, no_test_flip, list_devices, json, quiet, version, distributed, record;
-  char *run_name, *history, *pace;
+  char *run_name, *history, *pace, *scaling, *scaling_steps;
 } Options;
 
 static void
@@ -60,7 +61,7 @@ options_clear(Options *o)
     &o->schedule, &o->step_epochs, &o->gamma, &o->strategy, &o->precision, &o->seed,
     &o->eval_batch, &o->max_steps, &o->save, &o->resume, &o->image_size, &o->color, &o->top,
     &o->batchnorm, &o->decay_on, &o->warmup, &o->smoothing, &o->crop, &o->flip,
-    &o->run_name, &o->history, &o->pace,
+    &o->run_name, &o->history, &o->pace, &o->scaling, &o->scaling_steps,
   };
   for (gsize i = 0; i < G_N_ELEMENTS(strings); i++)
     g_clear_pointer(strings[i], g_free);
@@ -207,6 +208,12 @@ options_context(Options *o)
      "Name of the recorded run (default: its date)", "NAME"},
     {"history", 0, 0, G_OPTION_ARG_FILENAME, &o->history,
      "Run history folder (default ~/.local/share/tandem/runs)", "DIR"},
+    {"scaling", 0, 0, G_OPTION_ARG_STRING, &o->scaling,
+     "Instead of training: a scaling run over the first 1, 2, … of the devices, strong "
+     "(the same global batch) or weak (the same batch per device); --record keeps it",
+     "MODE"},
+    {"scaling-steps", 0, 0, G_OPTION_ARG_STRING, &o->scaling_steps,
+     "With --scaling: steps timed at each device count (default 200)", "N"},
     {"pace", 0, 0, G_OPTION_ARG_STRING, &o->pace,
      "At most N steps a second, to watch a small network (default 0: no limit)", "N"},
     {"list-devices", 0, 0, G_OPTION_ARG_NONE, &o->list_devices,
@@ -1082,6 +1089,61 @@ run(const TdmConfig *config, const Options *o)
   return g_cancellable_is_cancelled(cancellable) ? EXIT_INTERRUPTED : record_status;
 }
 
+/* --scaling: the options that make no sense with it are refused before anything runs. */
+static gboolean
+scaling_options(const Options *o, const TdmConfig *config, TdmCliScaling *out, GError **error)
+{
+  memset(out, 0, sizeof *out);
+  if (!tdm_scaling_mode_parse(o->scaling, &out->mode))
+    return bad_option(error, "--scaling: “%s” is not a kind of scaling: strong or weak",
+                      o->scaling);
+  gint64 steps = 200;
+  if (o->scaling_steps != NULL &&
+      !g_ascii_string_to_signed(o->scaling_steps, 10, 1, 1000000, &steps, NULL))
+    return bad_option(error, "--scaling-steps: “%s” is not a whole number from 1 to 1000000",
+                      o->scaling_steps);
+  if (o->resume != NULL || o->distributed || o->pace != NULL)
+    return bad_option(error, "--scaling: cannot be combined with %s",
+                      o->resume != NULL ? "--resume" : o->distributed ? "--distributed" : "--pace");
+  if (tdm_config_replica_count(config) < 2)
+    return bad_option(error, "--scaling: needs two devices or more (--devices cpu:2, or two "
+                             "GPUs), to run on 1, 2, … of them");
+  out->steps = steps;
+  out->json = o->json;
+  out->quiet = o->quiet;
+  out->record = o->record;
+  out->history = o->history;
+  out->name = o->run_name;
+  return TRUE;
+}
+
+static int
+scaling_run(const TdmConfig *config, const TdmCliScaling *scaling)
+{
+  g_autoptr(GCancellable) cancellable = g_cancellable_new();
+  GThread *watch = NULL;
+  /* Nothing is saved: Ctrl-C ends the scaling run at once, keeping the points so far. */
+  g_atomic_int_set(&training_started, 1);
+  if (interrupts_install())
+    watch = g_thread_new("tdm-interrupt", interrupt_watch, cancellable);
+  g_autoptr(GError) error = NULL;
+  int points = 0, record_status = 0;
+  gboolean ok = tdm_cli_scaling(config, scaling, cancellable, &points, &record_status, &error);
+  if (watch) {
+    (void)!write(wake_pipe[1], "q", 1);
+    g_thread_join(watch);
+  }
+  if (record_status == EXIT_BAD_INPUT)
+    return EXIT_BAD_INPUT;
+  if (!ok) {
+    int status = exit_status_for(error, points > 0);
+    if (status == EXIT_INTERRUPTED)
+      return status;
+    return fail(status, flag_of(error, points > 0, FALSE), error->message);
+  }
+  return record_status;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1146,7 +1208,15 @@ main(int argc, char **argv)
         !check_save_path(saves_here(config) ? config->save_path : NULL,
                          o.save || !o.resume ? "--save" : "--resume", &error))
       status = fail(EXIT_BAD_INPUT, flag_of(error, FALSE, o.resume != NULL), error->message);
-    else
+    else if (o.scaling != NULL) {
+      TdmCliScaling scaling;
+      if (!scaling_options(&o, config, &scaling, &error))
+        status = fail(EXIT_BAD_INPUT, NULL, error->message);
+      else
+        status = scaling_run(config, &scaling);
+    } else if (o.scaling_steps != NULL) {
+      status = fail(EXIT_BAD_INPUT, "--scaling-steps", "only with --scaling");
+    } else
       status = run(config, &o);
   }
   options_clear(&o);

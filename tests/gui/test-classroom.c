@@ -30,6 +30,7 @@
 #include "tdm-device-row.h"
 #include "tdm-device.h"
 #include "tdm-devices-page.h"
+#include "tdm-history.h"
 #include "tdm-prediction-gallery.h"
 #include "tdm-predictions-page.h"
 #include "tdm-run.h"
@@ -413,6 +414,16 @@ scaling_done(gpointer data)
   return !tdm_scaling_page_get_running(data);
 }
 
+/* The sweep a test kept, out of the history the other tests see. */
+static void
+forget_sweep(TdmScalingPage *page)
+{
+  g_autoptr(TdmHistory) history = tdm_history_new(NULL);
+
+  g_assert_nonnull(tdm_scaling_page_get_record_id(page));
+  g_assert_true(tdm_history_delete(history, tdm_scaling_page_get_record_id(page), NULL));
+}
+
 /* A scaling run over 1 and 2 CPU workers: two points, kept and exported. */
 static void
 test_scaling_run(void)
@@ -449,9 +460,12 @@ test_scaling_run(void)
   g_assert_cmpfloat(tdm_scaling_chart_get_point(chart, 0)->speedup, ==, 1.0);
   g_assert_true(tdm_window_get_can_start(window));
 
-  /* Kept in the history's folder, and exported. */
-  g_assert_nonnull(tdm_scaling_page_get_saved_path(page));
-  g_assert_true(g_file_get_contents(tdm_scaling_page_get_saved_path(page), &kept, NULL, NULL));
+  /* Kept in the run history (test-history.c checks the record), and exported. */
+  g_assert_nonnull(tdm_scaling_page_get_record_id(page));
+  g_assert_null(tdm_scaling_page_get_record_error(page));
+  g_assert_true(tdm_scaling_page_write_csv(page, csv_path, &error));
+  g_assert_no_error(error);
+  g_assert_true(g_file_get_contents(csv_path, &kept, NULL, NULL));
   /* The sweep and the settings it started from as `# key: value` lines (issue 12,
    * fault 14), then the table. */
   g_assert_true(g_str_has_prefix(kept, "# scaling: strong\n# dataset: "));
@@ -464,8 +478,6 @@ test_scaling_run(void)
   g_assert_true(g_str_has_prefix(lines[0], "devices,batch,steps,samples_per_second"));
   g_assert_true(g_str_has_prefix(lines[1], "1,200,"));
   g_assert_true(g_str_has_prefix(lines[2], "2,200,"));
-  g_assert_true(tdm_scaling_page_write_csv(page, csv_path, &error));
-  g_assert_no_error(error);
   g_assert_true(tdm_scaling_page_write_svg(page, svg_path, 800, 500, &error));
   g_assert_no_error(error);
   g_assert_true(g_file_get_contents(svg_path, &svg, NULL, NULL));
@@ -479,7 +491,7 @@ test_scaling_run(void)
   g_assert_false(tdm_scaling_page_write_csv(page, "/nonexistent-folder/x.csv", &error));
   g_assert_nonnull(error);
 
-  g_unlink(tdm_scaling_page_get_saved_path(page));
+  forget_sweep(page);
   g_unlink(csv_path);
   g_unlink(svg_path);
   g_rmdir(dir);
@@ -502,7 +514,7 @@ test_scaling_weak(void)
   g_assert_cmpuint(tdm_scaling_chart_get_n_points(chart), ==, 2);
   g_assert_cmpint(tdm_scaling_chart_get_point(chart, 0)->batch, ==, 100);
   g_assert_cmpint(tdm_scaling_chart_get_point(chart, 1)->batch, ==, 200);
-  g_unlink(tdm_scaling_page_get_saved_path(page));
+  forget_sweep(page);
   destroy_window(window);
 }
 
@@ -518,7 +530,7 @@ test_scaling_cancel(void)
   g_assert_true(tdm_scaling_page_get_running(page));
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.scaling-cancel", NULL));
   g_assert_true(wait_for(scaling_done, page, 120));
-  g_assert_null(tdm_scaling_page_get_saved_path(page));
+  g_assert_null(tdm_scaling_page_get_record_id(page));
   g_assert_true(tdm_window_get_can_start(window));
   g_assert_false(gtk_revealer_get_reveal_child(window_child(window, "error_revealer")));
   destroy_window(window);
