@@ -116,6 +116,10 @@ gboolean        tdm_window_launch           (TdmWindow            *self,
 void            tdm_window_history_init     (TdmWindow            *self);
 void            tdm_window_history_dispose  (TdmWindow            *self);
 void            tdm_window_history_finalize (TdmWindow            *self);
+/* A scaling run is over: the History page lists it, and a toast says so. */
+void            tdm_window_history_sweep_done (TdmWindow          *self,
+                                               const GError       *error,
+                                               TdmScalingPage     *page);
 void            tdm_window_history_run_done (TdmWindow            *self,
                                              TdmRun               *run,
                                              gboolean              completed);

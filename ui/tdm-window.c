@@ -841,9 +841,29 @@ tdm_window_class_init (TdmWindowClass *klass)
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_i, GDK_CONTROL_MASK, "win.classify", NULL);
 }
 
+/* Our own icons (the Charts page's: Adwaita 43 has no chart icon) live in the
+ * resources. GtkApplication adds their path to the display's icon theme at start-up;
+ * a window made without it (the tests, the benchmarks) adds it here, once. */
+static void
+tdm_window_add_icons (void)
+{
+  static const char path[] = "/io/github/tandem/Tandem/icons";
+  GdkDisplay *display = gdk_display_get_default ();
+  GtkIconTheme *theme;
+  g_auto (GStrv) paths = NULL;
+
+  if (display == NULL)
+    return;
+  theme = gtk_icon_theme_get_for_display (display);
+  paths = gtk_icon_theme_get_resource_path (theme);
+  if (paths == NULL || !g_strv_contains ((const char *const *) paths, path))
+    gtk_icon_theme_add_resource_path (theme, path);
+}
+
 static void
 tdm_window_init (TdmWindow *self)
 {
+  tdm_window_add_icons ();
   gtk_widget_init_template (GTK_WIDGET (self));
 
   self->settings = g_settings_new (TDM_APP_ID);
