@@ -10,7 +10,8 @@
  * it reaches, and a pixel's coverage is the mean over its lines of how much of the
  * pixel the interval covers. Coverage is exact vertically and in steps of 1 / SUB
  * horizontally; a stretch is blended once, so where segments meet nothing is inked
- * twice, as with a stroke.
+ * twice, as with a stroke. Against cairo's stroke of the same curves the ink differs
+ * by under 2 % (tests/gui/test-chart-raster.c).
  *
  * It writes CAIRO_FORMAT_ARGB32 pixels (premultiplied, native endian) of an image
  * surface the caller flushed and marks dirty afterwards; it knows nothing of charts
