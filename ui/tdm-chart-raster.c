@@ -126,8 +126,9 @@ add_segment (TdmChartRaster *r,
   if (nx > 0.3 * rad)
     cap_a = cap_b = TRUE;
 
-  k0 = MAX ((int) ceil ((ax - rad - r->x0) * SUB - 0.5), 0);
-  k1 = MIN ((int) floor ((bx + rad - r->x0) * SUB - 0.5), n - 1);
+  /* Clamped as doubles: a point far off the plot must not overflow an int. */
+  k0 = (int) CLAMP (ceil ((ax - rad - r->x0) * SUB - 0.5), 0.0, (double) n);
+  k1 = (int) CLAMP (floor ((bx + rad - r->x0) * SUB - 0.5), -1.0, (double) (n - 1));
   for (int k = k0; k <= k1; k++)
     {
       double xs = r->x0 + (k + 0.5) / SUB;
@@ -213,8 +214,8 @@ flush (TdmChartRaster *r,
       if (ymin > ymax)
         continue;
 
-      row0 = MAX ((int) floor (ymin), r->y0);
-      row1 = MIN ((int) ceil (ymax), r->y1);
+      row0 = (int) CLAMP (floor (ymin), (double) r->y0, (double) r->y1);
+      row1 = (int) CLAMP (ceil (ymax), (double) r->y0, (double) r->y1);
       for (int row = row0; row < row1; row++)
         {
           double sum = 0;

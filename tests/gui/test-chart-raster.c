@@ -228,7 +228,8 @@ test_raster_clip(void)
   static const GdkRGBA colour = {0, 0, 0, 1};
   cairo_surface_t *s = new_image(W, H);
   TdmChartRaster r = {0};
-  double x[] = {-50, 40, 100, 300}, y[] = {-40, 60, 200, 10};
+  /* Points far off the image too (a range that maps them there): no overflow. */
+  double x[] = {-1e15, -50, 40, 100, 300, 1e15}, y[] = {3e14, -40, 60, 200, 10, -1e18};
   int inside = 0;
 
   cairo_surface_flush(s);
