@@ -71,6 +71,7 @@ struct _TdmWindow
   GdkFrameClock        *lock_clock;
   gulong                lock_handler;
   guint                 lock_timeout;
+  gint64                unlock_frame;       /* frame counter when last ungreyed, or −1 */
 
   GtkWindow            *classify_window;    /* made on first use */
   TdmClassifyView      *classify_view;

@@ -205,19 +205,23 @@ tdm_window_lock_form (TdmWindow *self,
   GtkWidget *form = GTK_WIDGET (self->sidebar);
   GdkFrameClock *clock;
 
+  clock = gtk_widget_get_mapped (GTK_WIDGET (self)) ? gtk_widget_get_frame_clock (GTK_WIDGET (self))
+                                                    : NULL;
   gtk_widget_set_can_target (form, !locked);
   if (!locked)
     {
       tdm_window_cancel_lock (self);
+      if (!gtk_widget_get_sensitive (form))
+        self->unlock_frame = clock != NULL ? gdk_frame_clock_get_frame_counter (clock) : -1;
       gtk_widget_set_sensitive (form, TRUE);
       return;
     }
   if (!gtk_widget_get_sensitive (form) || self->lock_handler != 0)
     return;
 
-  clock = gtk_widget_get_mapped (GTK_WIDGET (self)) ? gtk_widget_get_frame_clock (GTK_WIDGET (self))
-                                                    : NULL;
-  if (clock == NULL)
+  /* Greyed at once where it would otherwise flash: unmapped, or ungreyed since the
+   * last frame (one run of a comparison ending and the next starting). */
+  if (clock == NULL || gdk_frame_clock_get_frame_counter (clock) == self->unlock_frame)
     {
       gtk_widget_set_sensitive (form, FALSE);
       return;
@@ -866,6 +870,7 @@ tdm_window_init (TdmWindow *self)
   tdm_window_add_icons ();
   gtk_widget_init_template (GTK_WIDGET (self));
 
+  self->unlock_frame = -1;
   self->settings = g_settings_new (TDM_APP_ID);
 
   tdm_window_history_init (self);
