@@ -154,6 +154,10 @@ struct _TdmDashboard
   int              gpu[TDM_MAX_REPLICAS];          /* CUDA ordinal, or −1 */
   guint            memory_series[TDM_MAX_REPLICAS];
   guint            load_series[TDM_MAX_REPLICAS];
+  /* A replica on a GPU an earlier replica also uses: the driver's memory and load
+   * are the whole GPU's, so that GPU has one line (the first replica's), not one
+   * identical line per replica. */
+  gboolean         shares_gpu[TDM_MAX_REPLICAS];
   int              capacity_series[TDM_MAX_REPLICAS]; /* −1 where another replica has it */
   gboolean         telemetry_memory[TDM_MAX_REPLICAS];
   gboolean         telemetry_load[TDM_MAX_REPLICAS];
@@ -473,7 +477,7 @@ tdm_dashboard_sample_telemetry (gpointer user_data)
     {
       TdmTelemetrySample sample;
 
-      if (self->gpu[r] < 0)
+      if (self->gpu[r] < 0 || self->shares_gpu[r])
         continue;
 
       sample = tdm_telemetry_get (self->telemetry, self->gpu[r]);
@@ -704,17 +708,32 @@ tdm_dashboard_begin (TdmDashboard          *self,
     {
       g_autofree char *label = replica_label (&self->started, r);
       const char *id = self->started.device[r];
+      int on_gpu = 1;
       GdkRGBA colour;
 
       tdm_chart_device_colour (r, &colour);
       self->gpu[r] = -1;
+      self->shares_gpu[r] = FALSE;
       if (g_str_has_prefix (id, "cuda:"))
         {
           self->gpu[r] = (int) g_ascii_strtoll (id + 5, NULL, 10);
           any_gpu = TRUE;
+          for (int q = 0; q < r; q++)
+            self->shares_gpu[r] |= self->gpu[q] == self->gpu[r];
+          for (int q = r + 1; q < self->started.replicas; q++)
+            on_gpu += g_strcmp0 (self->started.device[q], id) == 0;
         }
       self->telemetry_memory[r] = FALSE;
       self->telemetry_load[r] = FALSE;
+      if (self->shares_gpu[r])
+        continue;
+      if (on_gpu > 1)
+        {
+          g_free (label);
+          /* Translators: the memory and load charts' line for a GPU that several
+           * replicas share, e.g. "cuda:0 · 3 replicas" */
+          label = g_strdup_printf (_("%.32s · %d replicas"), id, on_gpu);
+        }
 
       self->memory_series[r] = tdm_chart_add_series (memory, label, &colour,
                                                      TDM_CHART_STYLE_LINE);
@@ -794,6 +813,8 @@ tdm_dashboard_handle_devices (TdmDashboard          *self,
       gint64 bytes;
       double load;
 
+      if (self->shares_gpu[r])
+        continue;
       if (!self->telemetry_memory[r])
         {
           bytes = devices->device[r].tandem_bytes;

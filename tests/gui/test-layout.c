@@ -348,6 +348,34 @@ test_dashboard_step_time_legend(void)
   g_object_unref(dashboard);
 }
 
+/* Replicas sharing a GPU: the driver's memory and load are the whole GPU's, so the
+ * memory and load charts draw one line per GPU (and one capacity line), not one
+ * identical line per replica; CPU workers keep a line each. */
+static void
+test_dashboard_shared_gpu(void)
+{
+  TdmDashboard *dashboard = g_object_ref_sink(TDM_DASHBOARD(tdm_dashboard_new()));
+  static const char *const devices[] = {"cuda:0", "cuda:0", "cuda:0", "cuda:1", "cpu", "cpu"};
+  TdmEvent e = {.kind = TDM_EVENT_STARTED};
+
+  e.started.replicas = G_N_ELEMENTS(devices);
+  for (guint r = 0; r < G_N_ELEMENTS(devices); r++)
+    g_strlcpy(e.started.device[r], devices[r], sizeof e.started.device[r]);
+  e.started.batch = 600;
+  e.started.epochs = 1;
+  e.started.steps_per_epoch = 10;
+  e.started.total_steps = 10;
+  tdm_dashboard_handle_event(dashboard, &e);
+  /* cuda:0, cuda:1, two CPU workers; capacity lines for cuda:0 and cuda:1. */
+  g_assert_cmpuint(tdm_chart_get_n_series(tdm_dashboard_get_chart(dashboard, "memory")), ==, 6);
+  g_assert_cmpuint(tdm_chart_get_n_series(tdm_dashboard_get_chart(dashboard, "load")), ==, 4);
+
+  start_dashboard(dashboard, 2);
+  g_assert_cmpuint(tdm_chart_get_n_series(tdm_dashboard_get_chart(dashboard, "memory")), ==, 2);
+  g_assert_cmpuint(tdm_chart_get_n_series(tdm_dashboard_get_chart(dashboard, "load")), ==, 2);
+  g_object_unref(dashboard);
+}
+
 /* Points for charts not shown go straight in (nothing to pace: no draw comes of
  * them) and the status line is brought up to date when the charts are shown. Shown,
  * the charts get their points at the pacer's pace, not at once. */
@@ -583,6 +611,7 @@ main(int argc, char **argv)
   g_test_add_func("/style/high-contrast", test_style_high_contrast);
   g_test_add_func("/style/high-contrast/subprocess", test_style_high_contrast_subprocess);
   g_test_add_func("/dashboard/step-time-legend", test_dashboard_step_time_legend);
+  g_test_add_func("/dashboard/shared-gpu", test_dashboard_shared_gpu);
   g_test_add_func("/dashboard/hidden-unpaced", test_dashboard_hidden_unpaced);
   g_test_add_func("/dashboard/empty-state", test_empty_state);
   g_test_add_func("/window/quit-saves-size", test_quit_saves_size);
