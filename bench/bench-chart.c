@@ -5,14 +5,16 @@
  * median time per frame (target: under 5 ms), wall clock and the thread's CPU time.
  * The last chart is the loss chart with twenty earlier runs of the history overlaid
  * (issue 11), drawn the widget's way (tdm_chart_render_live): painted from the
- * chart's cached image of them as during a run, then redrawn every frame (as after
- * they, the plot's size or its ranges changed). Not a test; it needs a display for
+ * chart's cached image of them as during a run, then drawn anew every frame, each
+ * way that happens: one overlay changed, the live run left their x range, the chart
+ * was resized. Not a test; it needs a display for
  * GTK: tests/gui/xvfb-run-test.sh build/bench/bench-chart
  */
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <gtk/gtk.h>
@@ -129,6 +131,32 @@ touch_overlays(TdmChart *chart)
   tdm_chart_set_series_smoothing(chart, tdm_chart_get_n_series(chart) - 2, 0.6);
 }
 
+/* --only SUBSTRING: the rows whose name has it (to profile one); --png PREFIX: each
+ * row's last frame written to PREFIX-ROW.png (to look at what was timed). */
+static const char *only_rows;
+static const char *png_prefix;
+
+/* Before each frame: the live run's curve reaches one step further than any point
+ * so far, so the x range, and with it the mapping, changes every frame (a live run
+ * that runs past the earlier runs' range re-renders them each time it draws). */
+static void
+extend_live(TdmChart *chart)
+{
+  static double x = 1e4;
+
+  x += 10;
+  tdm_chart_append(chart, 0, x, 0.06);
+}
+
+/* Rendered alternately 800 and 760 px wide: a window being resized. */
+static int frame_width = WIDTH;
+
+static void
+alternate_width(TdmChart *chart)
+{
+  frame_width = frame_width == WIDTH ? WIDTH - 40 : WIDTH;
+}
+
 static void
 run(const char *name, FillFunc fill, FrameFunc before_frame, RenderFunc render)
 {
@@ -138,6 +166,12 @@ run(const char *name, FillFunc fill, FrameFunc before_frame, RenderFunc render)
   double times[N_FRAMES], cpu[N_FRAMES], append_s, c0;
   gint64 t0;
 
+  if (only_rows != NULL && strstr(name, only_rows) == NULL) {
+    cairo_destroy(cr);
+    cairo_surface_destroy(surface);
+    g_object_unref(chart);
+    return;
+  }
   tdm_chart_set_title(chart, name);
   tdm_chart_set_x_label(chart, "Elapsed");
   t0 = g_get_monotonic_time();
@@ -149,12 +183,23 @@ run(const char *name, FillFunc fill, FrameFunc before_frame, RenderFunc render)
   for (int i = 0; i < N_FRAMES; i++) {
     if (before_frame != NULL)
       before_frame(chart);
+    /* Each frame on a clear surface, as GTK's are (not timed). */
+    cairo_save(cr);
+    cairo_set_operator(cr, CAIRO_OPERATOR_CLEAR);
+    cairo_paint(cr);
+    cairo_restore(cr);
     t0 = g_get_monotonic_time();
     c0 = cpu_ms();
-    render(chart, cr, WIDTH, HEIGHT);
+    render(chart, cr, frame_width, HEIGHT);
     cairo_surface_flush(surface);
     cpu[i] = cpu_ms() - c0;
     times[i] = (g_get_monotonic_time() - t0) / 1e3;
+  }
+  if (png_prefix != NULL) {
+    g_autofree char *row = g_strdelimit(g_strstrip(g_strdup(name)), " ,:", '-');
+    g_autofree char *path = g_strdup_printf("%s-%s.png", png_prefix, row);
+
+    cairo_surface_write_to_png(surface, path);
   }
   qsort(times, N_FRAMES, sizeof times[0], cmp_double);
   qsort(cpu, N_FRAMES, sizeof cpu[0], cmp_double);
@@ -172,6 +217,12 @@ run(const char *name, FillFunc fill, FrameFunc before_frame, RenderFunc render)
 int
 main(int argc, char **argv)
 {
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (strcmp(argv[i], "--only") == 0)
+      only_rows = argv[i + 1];
+    else if (strcmp(argv[i], "--png") == 0)
+      png_prefix = argv[i + 1];
+  }
   if (!gtk_init_check()) {
     fprintf(stderr, "bench-chart: no display; run it under tests/gui/xvfb-run-test.sh\n");
     return 77;
@@ -186,6 +237,11 @@ main(int argc, char **argv)
   run("stacked 3 x 1M points", fill_stacked, NULL, tdm_chart_render);
   /* As the window draws it: exports (tdm_chart_render) draw overlays anew each time. */
   run("loss + 20 overlaid runs", fill_overlays, NULL, tdm_chart_render_live);
-  run("  the same, overlays redrawn", fill_overlays, touch_overlays, tdm_chart_render_live);
+  /* The three ways a frame has to draw the overlays anew (every frame here): one of
+   * them changed, the live run left their range, the chart was resized. */
+  run("  overlays redrawn: changed", fill_overlays, touch_overlays, tdm_chart_render_live);
+  run("  overlays redrawn: x range", fill_overlays, extend_live, tdm_chart_render_live);
+  run("  overlays redrawn: resized", fill_overlays, alternate_width, tdm_chart_render_live);
+  frame_width = WIDTH;
   return 0;
 }

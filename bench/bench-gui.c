@@ -50,6 +50,8 @@
 #include <adwaita.h>
 
 #include "tdm-application.h"
+#include "tdm-chart.h"
+#include "tdm-dashboard.h"
 #include "tdm-config.h"
 #include "tdm-device-picker.h"
 #include "tdm-device-row.h"
@@ -80,6 +82,15 @@ typedef struct {
  * working (the rest it waited: for a core, or for the X server). */
 typedef struct {
   double at_s, busy_ms, cpu_ms;
+  /* Where the main thread's CPU time went: the Start handler, the frame clock's
+   * phases (layout: styles and size allocation; paint: snapshot and render to X; the
+   * rest of the frame: update, X sync), and TdmRun's events; the remainder is other
+   * sources. */
+  double start_ms, layout_ms, paint_ms, frame_other_ms, events_ms;
+  guint n_frames;
+  /* --start-detail: snapshots (CPU ms, count) of a few widget types within paint */
+  double snap_ms[8];
+  guint snap_n[8];
 } Stall;
 
 #define N_WORST 8
@@ -117,6 +128,18 @@ typedef struct {
   gint64 run_start_us;
   Samples loop_busy, loop_cpu, probe_late;
   GArray *worst;    /* of Stall, the longest few iterations */
+
+  /* The current iteration's breakdown (see Stall), and the frame phase under way. */
+  Stall iter;
+  double frame_mark_ms;     /* main-thread CPU at the last mark, or -1 */
+  double event_start_ms;
+
+  /* --wakeups: why the main loop woke, by cause, while recording. */
+  gboolean count_wakes;
+  gboolean start_detail;  /* --start-detail: every iteration of a run's first 500 ms */
+  GHashTable *wakes;      /* cause → count (GUINT_TO_POINTER) */
+  GPtrArray *sources;     /* every source seen attached to the main context, ref'd */
+  guint last_source_id;
 } Gui;
 
 /* CPU time of the calling thread: what it did, as opposed to how long it waited for
@@ -371,6 +394,12 @@ never(gpointer data)
 }
 
 static gboolean
+nothing_pending(gpointer data)
+{
+  return !g_main_context_pending(NULL);
+}
+
+static gboolean
 can_start(gpointer data)
 {
   return tdm_window_get_can_start(data);
@@ -420,6 +449,14 @@ set_up_window(TdmWindow *window, const TdmConfig *config)
   return iterate_until(can_start, window, 60);
 }
 
+static void
+on_run_event_done(TdmRun *run, const TdmEvent *event, Gui *gui)
+{
+  if (gui->event_start_ms >= 0)
+    gui->iter.events_ms += thread_cpu_ms() - gui->event_start_ms;
+  gui->event_start_ms = -1;
+}
+
 /* Every TdmRun event on its way to the window: the engine's own figures. */
 static gboolean
 on_run_event(GSignalInvocationHint *hint, guint n_values, const GValue *values, gpointer data)
@@ -427,6 +464,11 @@ on_run_event(GSignalInvocationHint *hint, guint n_values, const GValue *values, 
   Gui *gui = data;
   const TdmEvent *event = g_value_get_pointer(&values[1]);
 
+  /* Its handlers' time, up to this handler connected after the window's. */
+  gui->event_start_ms = thread_cpu_ms();
+  if (event->kind == TDM_EVENT_STARTED)
+    g_signal_connect_after(g_value_get_object(&values[0]), "event", G_CALLBACK(on_run_event_done),
+                           gui);
   if (event->kind == TDM_EVENT_STEP) {
     if (!gui->have_step)
       gui->worker_nice = thread_nice("tandem-trainer");
@@ -490,6 +532,108 @@ on_paint(GdkFrameClock *clock, Gui *gui)
   gui->phase_start_us = 0;
 }
 
+/* The frame's phases as parts of the current iteration, in every window run, in
+ * main-thread CPU time (the wall time of a phase mostly says how long the thread
+ * waited for a core): marks after GTK's own handlers of each phase (connected after
+ * them), from before-paint, where the frame clock's paint begins, to resume-events,
+ * where it ends. */
+static void
+frame_mark(Gui *gui, double *bucket)
+{
+  double now = thread_cpu_ms();
+
+  if (bucket != NULL && gui->frame_mark_ms >= 0)
+    *bucket += now - gui->frame_mark_ms;
+  gui->frame_mark_ms = now;
+}
+
+static void
+on_frame_begin(GdkFrameClock *clock, Gui *gui)
+{
+  gui->frame_mark_ms = thread_cpu_ms();
+  gui->iter.n_frames++;
+}
+
+static void
+on_frame_before_layout(GdkFrameClock *clock, Gui *gui)
+{
+  frame_mark(gui, &gui->iter.frame_other_ms);
+}
+
+static void
+on_frame_layout(GdkFrameClock *clock, Gui *gui)
+{
+  frame_mark(gui, &gui->iter.layout_ms);
+}
+
+static void
+on_frame_paint(GdkFrameClock *clock, Gui *gui)
+{
+  frame_mark(gui, &gui->iter.paint_ms);
+}
+
+static void
+on_frame_end(GdkFrameClock *clock, Gui *gui)
+{
+  frame_mark(gui, &gui->iter.frame_other_ms);
+  gui->frame_mark_ms = -1;
+}
+
+/* --start-detail: the snapshot of a few widget types timed, to tell which part of a
+ * frame's paint is whose. Each type's own class slot is replaced, and only types no
+ * other type in the window derives from, so no chain-up meets a wrapper. */
+typedef struct {
+  const char *name;
+  GType type;
+  void (*snapshot)(GtkWidget *widget, GtkSnapshot *snapshot);
+} Timed;
+
+static Timed timed[8];
+static guint n_timed;
+static Gui *timed_gui;
+
+static void
+timed_snapshot(GtkWidget *widget, GtkSnapshot *snapshot)
+{
+  for (guint i = 0; i < n_timed; i++)
+    if (G_OBJECT_TYPE(widget) == timed[i].type) {
+      double t0 = thread_cpu_ms();
+
+      timed[i].snapshot(widget, snapshot);
+      timed_gui->iter.snap_ms[i] += thread_cpu_ms() - t0;
+      timed_gui->iter.snap_n[i]++;
+      return;
+    }
+}
+
+/* --start-detail: the region each frame renders (GdkSurface::render), early in a run. */
+static gboolean
+on_surface_render(GSignalInvocationHint *hint, guint n_values, const GValue *values, gpointer data)
+{
+  Gui *gui = data;
+  const cairo_region_t *region = g_value_get_boxed(&values[1]);
+  cairo_rectangle_int_t box;
+  double at = (g_get_monotonic_time() - gui->run_start_us) / 1e6;
+
+  if (!gui->recording || at > 0.5 || region == NULL)
+    return TRUE;
+  cairo_region_get_extents(region, &box);
+  fprintf(stderr, "  start+%.3f s: render %d rectangles in %dx%d+%d+%d\n", at,
+          cairo_region_num_rectangles(region), box.width, box.height, box.x, box.y);
+  return TRUE;
+}
+
+static void
+time_snapshots(Gui *gui, const char *name, GType type)
+{
+  GtkWidgetClass *klass = g_type_class_ref(type);
+
+  timed_gui = gui;
+  timed[n_timed] = (Timed){name, type, klass->snapshot};
+  klass->snapshot = timed_snapshot;
+  n_timed++;
+}
+
 static void
 note_stall(Gui *gui, const Stall *stall)
 {
@@ -519,14 +663,27 @@ loop_probe_prepare(GSource *source, int *timeout)
 
   if (gui->recording && gui->woke_us != 0) {
     gint64 now = g_get_monotonic_time();
-    Stall stall = {(gui->woke_us - gui->run_start_us) / 1e6, (now - gui->woke_us) / 1e3,
-                   thread_cpu_ms() - gui->woke_cpu_ms};
+    Stall stall = gui->iter;
 
+    stall.at_s = (gui->woke_us - gui->run_start_us) / 1e6;
+    stall.busy_ms = (now - gui->woke_us) / 1e3;
+    stall.cpu_ms = thread_cpu_ms() - gui->woke_cpu_ms;
+    if (gui->start_detail && stall.at_s < 0.5 && stall.cpu_ms > 0.5) {
+      fprintf(stderr, "  start+%.3f s: busy %.1f ms, CPU %.1f ms (start %.1f, layout %.1f, paint %.1f, "
+              "frame %.1f, events %.1f; %u frames)\n", stall.at_s, stall.busy_ms, stall.cpu_ms,
+              stall.start_ms, stall.layout_ms, stall.paint_ms, stall.frame_other_ms,
+              stall.events_ms, stall.n_frames);
+      for (guint i = 0; i < n_timed; i++)
+        if (stall.snap_n[i] > 0)
+          fprintf(stderr, "      snapshot of %s: %.1f ms (%u)\n", timed[i].name, stall.snap_ms[i],
+                  stall.snap_n[i]);
+    }
     samples_add(&gui->loop_busy, stall.busy_ms);
     samples_add(&gui->loop_cpu, stall.cpu_ms);
     note_stall(gui, &stall);
   }
   gui->woke_us = 0;
+  memset(&gui->iter, 0, sizeof gui->iter);
   *timeout = -1;
   return FALSE;
 }
@@ -550,6 +707,132 @@ loop_probe_dispatch(GSource *source, GSourceFunc callback, gpointer data)
 static GSourceFuncs loop_probe_funcs = {
   loop_probe_prepare, loop_probe_check, loop_probe_dispatch, NULL, NULL, NULL,
 };
+
+/* --wakeups: the main context's poll() wrapped, so each wake-up of the loop while a
+ * window run is recorded is put down to its cause: a timeout that fell due (by the
+ * name of the source, GTK's and Tandem's are named), the X connection, or another
+ * thread waking the context (a source attached from it: TdmRun's deliveries). */
+static Gui *census_gui;
+static GPollFunc real_poll;
+
+/* Every source attached to the main context since the last look, kept (ref'd) while
+ * it lives: GLib lists them by no other means than their ids, which only grow. */
+static void
+census_scan_sources(Gui *gui)
+{
+  GSource *probe = g_idle_source_new();
+  guint top = g_source_attach(probe, NULL);
+
+  g_source_destroy(probe);
+  g_source_unref(probe);
+  for (guint id = gui->last_source_id + 1; id < top; id++) {
+    GSource *source = g_main_context_find_source_by_id(NULL, id);
+
+    if (source != NULL)
+      g_ptr_array_add(gui->sources, g_source_ref(source));
+  }
+  gui->last_source_id = top;
+  for (guint i = gui->sources->len; i-- > 0;)
+    if (g_source_is_destroyed(gui->sources->pdata[i]))
+      g_ptr_array_remove_index_fast(gui->sources, i);
+}
+
+static void
+census_count(Gui *gui, const char *cause)
+{
+  gpointer n = g_hash_table_lookup(gui->wakes, cause);
+
+  g_hash_table_insert(gui->wakes, g_strdup(cause), GUINT_TO_POINTER(GPOINTER_TO_UINT(n) + 1));
+}
+
+static const char *
+fd_kind(int fd, char *buf, gsize size)
+{
+  g_autofree char *path = g_strdup_printf("/proc/self/fd/%d", fd);
+  g_autofree char *target = g_file_read_link(path, NULL);
+
+  if (target == NULL)
+    return "fd";
+  if (g_str_has_prefix(target, "socket:"))
+    return "the X connection (events, replies)";
+  if (strstr(target, "eventfd") != NULL)
+    return "another thread woke the context";
+  g_snprintf(buf, size, "fd %s", target);
+  return buf;
+}
+
+static gint
+census_poll(GPollFD *fds, guint n_fds, gint timeout)
+{
+  Gui *gui = census_gui;
+  gint ready = real_poll(fds, n_fds, timeout);
+  char buf[128];
+
+  if (!gui->recording)
+    return ready;
+  if (ready > 0) {
+    for (guint i = 0; i < n_fds; i++)
+      if (fds[i].revents != 0)
+        census_count(gui, fd_kind(fds[i].fd, buf, sizeof buf));
+    return ready;
+  }
+  if (ready == 0 && timeout != 0) {
+    /* Which source's time came: the earliest ready time now past. */
+    gint64 now = g_get_monotonic_time(), best = G_MAXINT64;
+    GSource *due = NULL;
+
+    census_scan_sources(gui);
+    for (guint i = 0; i < gui->sources->len; i++) {
+      GSource *source = gui->sources->pdata[i];
+      gint64 t = g_source_get_ready_time(source);
+
+      if (t >= 0 && t <= now + 1000 && t < best)
+        best = t, due = source;
+    }
+    if (due == NULL) {
+      census_count(gui, "a timeout (not found)");
+    } else {
+      const char *name = g_source_get_name(due);
+
+      g_snprintf(buf, sizeof buf, "timeout: %s", name != NULL ? name : "(unnamed)");
+      census_count(gui, buf);
+    }
+  }
+  return ready;
+}
+
+static void
+census_start(Gui *gui)
+{
+  census_gui = gui;
+  gui->wakes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  gui->sources = g_ptr_array_new_with_free_func((GDestroyNotify)g_source_unref);
+  real_poll = g_main_context_get_poll_func(NULL);
+  g_main_context_set_poll_func(NULL, census_poll);
+}
+
+static int
+compare_counts(gconstpointer a, gconstpointer b, gpointer table)
+{
+  guint x = GPOINTER_TO_UINT(g_hash_table_lookup(table, *(char *const *)a));
+  guint y = GPOINTER_TO_UINT(g_hash_table_lookup(table, *(char *const *)b));
+
+  return (x < y) - (x > y);
+}
+
+static void
+census_print(Gui *gui, double seconds)
+{
+  guint n;
+  g_autofree gpointer *keys = g_hash_table_get_keys_as_array(gui->wakes, &n);
+
+  g_qsort_with_data(keys, n, sizeof keys[0], compare_counts, gui->wakes);
+  printf("\nWhy the main loop woke (all window runs, %.1f s of them; per second)\n", seconds);
+  for (guint i = 0; i < n; i++)
+    printf("  %7.1f  %s\n",
+           GPOINTER_TO_UINT(g_hash_table_lookup(gui->wakes, keys[i])) / seconds,
+           (char *)keys[i]);
+}
 
 /* The timeout probe: how late past its period it comes. */
 static gboolean
@@ -576,9 +859,14 @@ static gboolean
 press_start(gpointer data)
 {
   Gui *gui = data;
+  double t0 = thread_cpu_ms();
+  gboolean started = gtk_widget_activate_action(GTK_WIDGET(gui->window), "win.start", NULL);
 
-  if (!gtk_widget_activate_action(GTK_WIDGET(gui->window), "win.start", NULL) ||
-      !tdm_window_get_running(gui->window)) {
+  gui->iter.start_ms += thread_cpu_ms() - t0;
+  if (gui->start_detail)
+    fprintf(stderr, "  Start pressed at %.6f s (CLOCK_MONOTONIC, as perf record -k CLOCK_MONOTONIC)\n",
+            g_get_monotonic_time() / 1e6);
+  if (!started || !tdm_window_get_running(gui->window)) {
     g_printerr("bench-gui: the window did not start the run\n");
     g_main_loop_quit(gui->loop);
   }
@@ -609,7 +897,9 @@ run_window(Gui *gui, gboolean tick)
   gui->ticking = tick;
 
   /* A headless run just held the main thread: let the window catch up first, as one
-   * a person has been looking at would have. */
+   * a person has been looking at would have (the first run's window has yet to lay
+   * out the overlays). */
+  iterate_until(nothing_pending, NULL, 5);
   iterate_until(never, NULL, 0.3);
 
   gui->recording = TRUE;
@@ -758,6 +1048,7 @@ main(int argc, char **argv)
   g_autofree char *devices = NULL, *network = NULL, *dataset = NULL, *strategy = NULL;
   g_autofree char *only = NULL, *page = NULL;
   int batch = 100, max_steps = 600, repeat = 3, probe_ms = 0, overlays = 0;
+  Gui gui = {0};
   GOptionEntry entries[] = {
     {"devices", 0, 0, G_OPTION_ARG_STRING, &devices, "Devices (default cpu:2)", "LIST"},
     {"network", 0, 0, G_OPTION_ARG_STRING, &network, "Network or spec (default mlp)", "NET"},
@@ -775,6 +1066,10 @@ main(int argc, char **argv)
      "The window's page shown meanwhile (default charts; devices shows the timeline)", "PAGE"},
     {"overlays", 0, 0, G_OPTION_ARG_INT, &overlays,
      "Earlier runs drawn under the live one (default 0)", "N"},
+    {"start-detail", 0, 0, G_OPTION_ARG_NONE, &gui.start_detail,
+     "Print every main-loop iteration of each window run's first 500 ms", NULL},
+    {"wakeups", 0, 0, G_OPTION_ARG_NONE, &gui.count_wakes,
+     "Count why the main loop woke during the window runs", NULL},
     {"only", 0, 0, G_OPTION_ARG_STRING, &only,
      "Only these kinds of run: headless, window, ticked (comma-separated)",
      "KIND"},
@@ -786,7 +1081,6 @@ main(int argc, char **argv)
   g_autoptr(GArray) device_list = NULL;
   Result runs[N_KINDS][16];
   GdkFrameClock *clock;
-  Gui gui = {0};
 
   g_option_context_add_main_entries(context, entries, NULL);
   if (!g_option_context_parse(context, &argc, &argv, &error)) {
@@ -863,10 +1157,27 @@ main(int argc, char **argv)
   if (page != NULL)
     tdm_window_set_page(gui.window, page);
   gui.x_server = find_x_server();
+  if (gui.count_wakes)
+    census_start(&gui);
+  if (gui.start_detail) {
+    time_snapshots(&gui, "the window (everything)", TDM_TYPE_WINDOW);
+    time_snapshots(&gui, "the form", TDM_TYPE_RUN_FORM);
+    time_snapshots(&gui, "the dashboard", TDM_TYPE_DASHBOARD);
+    time_snapshots(&gui, "charts", TDM_TYPE_CHART);
+    time_snapshots(&gui, "header bar", ADW_TYPE_HEADER_BAR);
+    g_signal_add_emission_hook(g_signal_lookup("render", GDK_TYPE_SURFACE), 0, on_surface_render,
+                               &gui, NULL);
+  }
   clock = gtk_widget_get_frame_clock(GTK_WIDGET(gui.window));
   g_signal_connect_after(clock, "update", G_CALLBACK(on_update), &gui);
   g_signal_connect_after(clock, "layout", G_CALLBACK(on_layout), &gui);
   g_signal_connect_after(clock, "paint", G_CALLBACK(on_paint), &gui);
+  gui.frame_mark_ms = -1;
+  g_signal_connect(clock, "before-paint", G_CALLBACK(on_frame_begin), &gui);
+  g_signal_connect_after(clock, "update", G_CALLBACK(on_frame_before_layout), &gui);
+  g_signal_connect_after(clock, "layout", G_CALLBACK(on_frame_layout), &gui);
+  g_signal_connect_after(clock, "paint", G_CALLBACK(on_frame_paint), &gui);
+  g_signal_connect_after(clock, "resume-events", G_CALLBACK(on_frame_end), &gui);
   {
     gint64 refresh_us = 0;
 
@@ -977,11 +1288,25 @@ main(int argc, char **argv)
   } else {
     printf("(a refresh is %.1f ms)\n", gui.refresh_ms);
   }
-  printf("\nLongest stalls: seconds into a run, ms busy, ms of it the main thread worked\n");
+  printf("\nLongest stalls: seconds into a run, ms busy, ms of it the main thread worked, and "
+         "where\nthat CPU time went (ms): the Start handler, frames' layout and paint, the rest "
+         "of the\nframes, TdmRun's events; frames in the iteration\n");
+  printf("  %7s    %9s  %12s  %6s %6s %6s %6s %6s %3s\n", "at", "busy", "main CPU", "start",
+         "layout", "paint", "frame", "events", "fr");
   for (guint i = 0; i < gui.worst->len; i++) {
     const Stall *w = &g_array_index(gui.worst, Stall, i);
 
-    printf("  %7.2f s  %6.1f ms  %6.1f ms CPU\n", w->at_s, w->busy_ms, w->cpu_ms);
+    printf("  %7.2f s  %6.1f ms  %6.1f ms CPU  %6.1f %6.1f %6.1f %6.1f %6.1f %3u\n", w->at_s,
+           w->busy_ms, w->cpu_ms, w->start_ms, w->layout_ms, w->paint_ms, w->frame_other_ms,
+           w->events_ms, w->n_frames);
+  }
+
+  if (gui.count_wakes) {
+    double seconds = 0;
+
+    for (int i = 0; i < repeat; i++)
+      seconds += runs[WINDOW][i].wall_s + runs[TICKED][i].wall_s;
+    census_print(&gui, seconds);
   }
 
   gtk_window_destroy(GTK_WINDOW(gui.window));

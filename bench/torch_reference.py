@@ -8,12 +8,12 @@ Prints one line: samples_per_second=N.
 
 --network resnet is Tandem's `resnet` preset, a ResNet-9-style net, as a PyTorch module
 (its state_dict has the names and shapes of Tandem's checkpoints) trained with the
-preset's recipe: SGD with Nesterov momentum 0.9, lr 0.2, weight decay 5e-4 on conv
-and fc weights only, label smoothing 0.1, random 2-pixel crops and horizontal flips
-done on the device. --network basic is the preset before it (three strided basic
+preset's recipe (RECIPE below, each an option): SGD with Nesterov momentum 0.9, lr
+0.6, weight decay 5e-4 on conv and fc weights only, label smoothing 0.1, random
+2-pixel crops and horizontal flips done on the device, test-time flips. --network basic is the preset before it (three strided basic
 blocks, gap; the spec in bench/bench-resnet-gpu.sh), same recipe.
 --steps N times N steps instead of an epoch (CPUs are slow at it); --precision bf16
-runs under torch.autocast on CUDA. --time-to-accuracy trains the preset's 10 epochs
+runs under torch.autocast on CUDA. --time-to-accuracy trains the preset's 7 epochs
 (1 of warm-up, then linear decay) and prints the training seconds until the test
 accuracy first reaches --target.
 """
@@ -30,6 +30,11 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 FASHION = "/usr/share/datasets/fashion-mnist"
+
+# The `resnet` preset's recipe (tdm_config_apply_preset in engine/training/tdm-config.c);
+# each is an option here too.
+RECIPE = dict(epochs=7, lr=0.6, momentum=0.9, weight_decay=5e-4, warmup=1.0,
+              label_smoothing=0.1, crop=2, test_flip=True)
 
 
 def read_idx(path):
@@ -179,6 +184,16 @@ def main():
     p.add_argument("--time-to-accuracy", action="store_true")
     p.add_argument("--target", type=float, default=0.94)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--epochs", type=int, default=RECIPE["epochs"])
+    p.add_argument("--lr", type=float, default=RECIPE["lr"])
+    p.add_argument("--momentum", type=float, default=RECIPE["momentum"])
+    p.add_argument("--weight-decay", type=float, default=RECIPE["weight_decay"])
+    p.add_argument("--warmup", type=float, default=RECIPE["warmup"])
+    p.add_argument("--label-smoothing", type=float, default=RECIPE["label_smoothing"])
+    p.add_argument("--crop", type=int, default=RECIPE["crop"])
+    p.add_argument("--test-flip", action=argparse.BooleanOptionalAction,
+                   default=RECIPE["test_flip"],
+                   help="evaluate each test image and its mirror, average the logits")
     a = p.parse_args()
 
     torch.set_num_threads(a.threads)
@@ -194,10 +209,10 @@ def main():
     if recipe:
         decay = [p for n_, p in model.named_parameters() if p.dim() > 1]
         rest = [p for n_, p in model.named_parameters() if p.dim() <= 1]
-        opt = torch.optim.SGD([{"params": decay, "weight_decay": 5e-4},
+        opt = torch.optim.SGD([{"params": decay, "weight_decay": a.weight_decay},
                                {"params": rest, "weight_decay": 0.0}],
-                              lr=0.2, momentum=0.9, nesterov=True)
-        loss_fn = nn.CrossEntropyLoss(label_smoothing=0.1)
+                              lr=a.lr, momentum=a.momentum, nesterov=True)
+        loss_fn = nn.CrossEntropyLoss(label_smoothing=a.label_smoothing)
     else:
         opt = torch.optim.Adam(model.parameters(), lr=1e-3)
         loss_fn = nn.CrossEntropyLoss()
@@ -207,7 +222,7 @@ def main():
     def step(idx):
         x = x_all[idx].float().div_(255.0)
         if recipe:
-            x = augment(x, 2, aug_gen)
+            x = augment(x, a.crop, aug_gen)
         x = x.contiguous(memory_format=torch.channels_last)
         y = y_all[idx]
         opt.zero_grad(set_to_none=True)
@@ -248,13 +263,15 @@ def main():
 
 
 def time_to_accuracy(a, model, opt, step, x_all, n, gen, device):
-    """The preset's schedule (10 epochs: 1 of linear warm-up from lr/10, then linear
-    decay to 0), training time only, test accuracy after each epoch."""
+    """The preset's schedule (--epochs, the first --warmup of them a linear warm-up from
+    lr/10, then linear decay to 0), training time only, test accuracy after each epoch
+    (with --test-flip the mean of the logits of each image and its mirror, as
+    Tandem's --test-flip)."""
     images, labels = load(a.dataset, "test")
     x_test = torch.from_numpy(images.copy()).to(device).float().div_(255.0)
     x_test = x_test.contiguous(memory_format=torch.channels_last)
     y_test = torch.from_numpy(labels.astype(np.int64)).to(device)
-    epochs, warm, base = 10, 1.0, 0.2
+    epochs, warm, base = a.epochs, a.warmup, a.lr
     steps_per_epoch = (n + a.batch - 1) // a.batch
     trained, reached = 0.0, None
     for e in range(epochs):
@@ -265,7 +282,7 @@ def time_to_accuracy(a, model, opt, step, x_all, n, gen, device):
         for k, i in enumerate(range(0, n, a.batch)):
             t = e + k / steps_per_epoch
             lr = base * (0.1 + 0.9 * t / warm) if t < warm else \
-                base * (1 - (t - warm) / (epochs - warm))
+                base * (1 - min(1.0, (t - warm) / max(epochs - warm, 1e-9)))
             for g in opt.param_groups:
                 g["lr"] = lr
             step(order[i:i + a.batch])
@@ -276,7 +293,10 @@ def time_to_accuracy(a, model, opt, step, x_all, n, gen, device):
         with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16,
                                              enabled=a.precision == "bf16" and
                                              device.type == "cuda"):
-            correct = sum((model(x_test[j:j + 1000]).argmax(1) == y_test[j:j + 1000])
+            def logits(x):
+                out = model(x).float()
+                return out + model(x.flip(3)).float() if a.test_flip else out
+            correct = sum((logits(x_test[j:j + 1000]).argmax(1) == y_test[j:j + 1000])
                           .sum().item() for j in range(0, x_test.shape[0], 1000))
         model.train()
         accuracy = correct / x_test.shape[0]

@@ -57,6 +57,15 @@ cudaError_t tdm_k_col2im_bf16(float *dx, const uint16_t *col, int n, int h, int 
                               int kh, int kw, int pad, int stride, cudaStream_t stream);
 cudaError_t tdm_k_col2im(float *dx, const float *col, int n, int h, int w, int c, int kh,
                          int kw, int pad, int stride, cudaStream_t stream);
+/* A stride-1 convolution's input gradient from bf16 dy (rows × out_c) and W (out_c ×
+ * kh·kw·c) without columns (conv-implicit.cu): dx written, summed in float32. fits()
+ * says whether the kernel takes the shape on a GPU of compute capability `major`;
+ * the pointers must be 16-byte aligned. */
+bool tdm_k_conv_dgrad_bf16_fits(int major, int c, int out_c, int kh, int kw, int pad,
+                                int stride);
+cudaError_t tdm_k_conv_dgrad_bf16(float *dx, const uint16_t *dy, const uint16_t *w, int n,
+                                  int h, int wd, int c, int out_c, int kh, int kw, int pad,
+                                  cudaStream_t stream);
 cudaError_t tdm_k_maxpool_forward(float *y, int32_t *argmax, const float *x,
                                   const float *bias, bool relu, int n, int h, int w, int c,
                                   int k, cudaStream_t stream);

@@ -20,7 +20,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glib/gstdio.h>
-#include <json-glib/json-glib.h>
 #include <locale.h>
 #include <math.h>
 #include <signal.h>
@@ -31,6 +30,8 @@
 #include <unistd.h>
 
 #include "tdm-cli-classify.h"
+#include "tdm-cli-json.h"
+#include "tdm-cli-scaling.h"
 
 enum {
   EXIT_RUNTIME = 1,
@@ -47,8 +48,8 @@ typedef struct {
   char *eval_batch, *max_steps, *save, *resume, *image_size, *color, *top;
   char *batchnorm, *decay_on, *warmup, *smoothing, *crop, *flip;
   char **classify;
-  gboolean test_flip, list_devices, json, quiet, version, distributed, record;
-  char *run_name, *history, *pace;
+  gboolean test_flip, no_test_flip, list_devices, json, quiet, version, distributed, record;
+  char *run_name, *history, *pace, *scaling, *scaling_steps;
 } Options;
 
 static void
@@ -60,7 +61,7 @@ options_clear(Options *o)
     &o->schedule, &o->step_epochs, &o->gamma, &o->strategy, &o->precision, &o->seed,
     &o->eval_batch, &o->max_steps, &o->save, &o->resume, &o->image_size, &o->color, &o->top,
     &o->batchnorm, &o->decay_on, &o->warmup, &o->smoothing, &o->crop, &o->flip,
-    &o->run_name, &o->history, &o->pace,
+    &o->run_name, &o->history, &o->pace, &o->scaling, &o->scaling_steps,
   };
   for (gsize i = 0; i < G_N_ELEMENTS(strings); i++)
     g_clear_pointer(strings[i], g_free);
@@ -80,9 +81,10 @@ static const char description[] =
   "FOLDER/train/CLASS/… and FOLDER/test/CLASS/…; --image-size and --color choose\n"
   "the samples; the decoded set is cached in ~/.cache/tandem/images).\n"
   "Networks: mlp (784-1000-1000-10), cnn, resnet (a ResNet-9-style BN network; it\n"
-  "brings its recipe: 10 epochs, batch 512, Nesterov SGD lr 0.2, weight decay 5e-4\n"
+  "brings its recipe: 7 epochs, batch 512, Nesterov SGD lr 0.6, weight decay 5e-4\n"
   "on weights, 1 epoch of warm-up then linear decay, label smoothing 0.1, crop 2,\n"
-  "flip auto, synchronized BN; flags given override any of it), or a spec such as\n"
+  "flip auto, test-time flips, synchronized BN; flags given override any of it), or\n"
+  "a spec such as\n"
   "  conv32k3p1,relu,pool2,fc128,relu,fc10\n"
   "  conv32k3p1,bn,relu,res(conv32k3p1,bn,relu,conv32k3p1,bn),relu,gap,fc10\n"
   "Spec items: fcN, convNkK[sS][pP] (N channels, K×K kernel, stride S, padding P),\n"
@@ -178,6 +180,8 @@ options_context(Options *o)
      "Random horizontal flip in training: auto, on or off (default off)", "WHEN"},
     {"test-flip", 0, 0, G_OPTION_ARG_NONE, &o->test_flip,
      "Evaluate each test image and its mirror and average the two", NULL},
+    {"no-test-flip", 0, 0, G_OPTION_ARG_NONE, &o->no_test_flip,
+     "Evaluate each test image alone (resnet's recipe has --test-flip)", NULL},
     {"seed", 0, 0, G_OPTION_ARG_STRING, &o->seed,
      "Seed of initial weights and shuffling (default 0)", "N"},
     {"eval-batch", 0, 0, G_OPTION_ARG_STRING, &o->eval_batch,
@@ -204,6 +208,12 @@ options_context(Options *o)
      "Name of the recorded run (default: its date)", "NAME"},
     {"history", 0, 0, G_OPTION_ARG_FILENAME, &o->history,
      "Run history folder (default ~/.local/share/tandem/runs)", "DIR"},
+    {"scaling", 0, 0, G_OPTION_ARG_STRING, &o->scaling,
+     "Instead of training: a scaling run over the first 1, 2, … of the devices, strong "
+     "(the same global batch) or weak (the same batch per device); --record keeps it",
+     "MODE"},
+    {"scaling-steps", 0, 0, G_OPTION_ARG_STRING, &o->scaling_steps,
+     "With --scaling: steps timed at each device count (default 200)", "N"},
     {"pace", 0, 0, G_OPTION_ARG_STRING, &o->pace,
      "At most N steps a second, to watch a small network (default 0: no limit)", "N"},
     {"list-devices", 0, 0, G_OPTION_ARG_NONE, &o->list_devices,
@@ -307,8 +317,10 @@ options_apply(const Options *o, TdmConfig *c, GError **error)
       !parse_int("--crop", o->crop, &c->crop_pad, error) ||
       !parse_int("--image-size", o->image_size, &c->image_size, error))
     return FALSE;
-  if (o->test_flip)
-    c->test_flip = TRUE;
+  if (o->test_flip && o->no_test_flip)
+    return bad_option(error, "--test-flip and --no-test-flip: give one of them");
+  if (o->test_flip || o->no_test_flip)
+    c->test_flip = o->test_flip;
   NAME_OPTION("--color", o->color, tdm_color_from_name, &c->image_channels,
               "auto, grey or rgb");
   gint64 max_steps;
@@ -652,216 +664,6 @@ print_finished(Printer *p, const TdmFinishedEvent *f)
   fflush(stdout);
 }
 
-/* JSON lines. Non-finite numbers (a diverged loss) become null: JSON has no NaN. */
-
-static void
-json_double(JsonBuilder *b, const char *name, double v)
-{
-  json_builder_set_member_name(b, name);
-  if (isfinite(v))
-    json_builder_add_double_value(b, v);
-  else
-    json_builder_add_null_value(b);
-}
-
-static void
-json_int(JsonBuilder *b, const char *name, gint64 v)
-{
-  json_builder_set_member_name(b, name);
-  json_builder_add_int_value(b, v);
-}
-
-/* Telemetry marks what it does not know with a negative value. */
-static void
-json_known(JsonBuilder *b, const char *name, double v, gboolean integer)
-{
-  json_builder_set_member_name(b, name);
-  if (v < 0 || !isfinite(v))
-    json_builder_add_null_value(b);
-  else if (integer)
-    json_builder_add_int_value(b, (gint64)v);
-  else
-    json_builder_add_double_value(b, v);
-}
-
-static void
-json_string(JsonBuilder *b, const char *name, const char *v)
-{
-  json_builder_set_member_name(b, name);
-  json_builder_add_string_value(b, v);
-}
-
-static const char *
-error_code_name(const GError *e)
-{
-  static const char *const names[] = {
-    "invalid-option", "invalid-spec", "dataset", "device", "out-of-memory", "backend",
-    "communication", "checkpoint", "diverged", "cancelled", "history",
-  };
-  if (e->domain == TDM_ENGINE_ERROR && e->code >= 0 && e->code < (int)G_N_ELEMENTS(names))
-    return names[e->code];
-  return "other";
-}
-
-
-static void
-json_event(const TdmEvent *ev)
-{
-  g_autoptr(JsonBuilder) b = json_builder_new();
-  json_builder_begin_object(b);
-  switch (ev->kind) {
-  case TDM_EVENT_MEMORY: {
-    const TdmMemoryEvent *m = &ev->memory;
-    json_string(b, "type", "memory");
-    json_int(b, "batch", m->batch);
-    json_int(b, "capacity", m->capacity);
-    json_builder_set_member_name(b, "devices");
-    json_builder_begin_array(b);
-    for (int i = 0; i < m->replicas && i < TDM_MAX_REPLICAS; i++) {
-      const TdmMemoryDevice *d = &m->device[i];
-      json_builder_begin_object(b);
-      json_string(b, "device", d->device);
-      json_int(b, "shard", d->shard);
-      json_builder_set_member_name(b, "host");
-      json_builder_add_boolean_value(b, d->host);
-      json_int(b, "parameters", (gint64)d->parameters);
-      json_int(b, "gradients", (gint64)d->gradients);
-      json_int(b, "optimizer", (gint64)d->optimizer);
-      json_int(b, "activations", (gint64)d->activations);
-      json_int(b, "workspace", (gint64)d->workspace);
-      json_int(b, "dataset", (gint64)d->dataset);
-      json_int(b, "communication", (gint64)d->communication);
-      json_int(b, "total", (gint64)d->total);
-      json_builder_end_object(b);
-    }
-    json_builder_end_array(b);
-    json_int(b, "host_dataset", (gint64)m->host_dataset);
-    json_int(b, "host_copies", (gint64)m->host_copies);
-    json_int(b, "host_devices", (gint64)m->host_devices);
-    json_int(b, "host_total", (gint64)m->host_total);
-    json_int(b, "gpu_total", (gint64)m->gpu_total);
-    json_known(b, "host_available",
-               m->host_available == G_MAXUINT64 ? -1 : (double)m->host_available, TRUE);
-    json_known(b, "largest_batch", m->largest_batch, TRUE);
-    break;
-  }
-  case TDM_EVENT_STARTED: {
-    const TdmStartedEvent *s = &ev->started;
-    json_string(b, "type", "started");
-    json_int(b, "replicas", s->replicas);
-    json_int(b, "main_replica", s->main_replica);
-    json_builder_set_member_name(b, "devices");
-    json_builder_begin_array(b);
-    for (int i = 0; i < s->replicas && i < TDM_MAX_REPLICAS; i++)
-      json_builder_add_string_value(b, s->device[i]);
-    json_builder_end_array(b);
-    json_builder_set_member_name(b, "shards");
-    json_builder_begin_array(b);
-    for (int i = 0; i < s->replicas && i < TDM_MAX_REPLICAS; i++)
-      json_builder_add_int_value(b, s->shard[i]);
-    json_builder_end_array(b);
-    json_int(b, "batch", s->batch);
-    json_int(b, "epochs", s->epochs);
-    json_int(b, "steps_per_epoch", s->steps_per_epoch);
-    json_int(b, "total_steps", s->total_steps);
-    json_int(b, "start_step", s->start_step);
-    json_int(b, "parameters", (gint64)s->parameters);
-    json_string(b, "network", s->network);
-    json_string(b, "dataset", s->dataset);
-    json_int(b, "train_count", s->train_count);
-    json_int(b, "test_count", s->test_count);
-    if (s->notice[0] != '\0')
-      json_string(b, "notice", s->notice);
-    break;
-  }
-  case TDM_EVENT_STEP: {
-    const TdmStepEvent *s = &ev->step;
-    json_string(b, "type", "step");
-    json_int(b, "step", s->step);
-    json_int(b, "epoch", s->epoch);
-    json_double(b, "fraction", s->fraction);
-    json_double(b, "epoch_float", s->epoch_float);
-    json_double(b, "train_loss", s->train_loss);
-    json_double(b, "train_accuracy", s->train_accuracy);
-    json_double(b, "samples_per_second", s->samples_per_second);
-    json_double(b, "lr", s->lr);
-    json_double(b, "elapsed", s->elapsed);
-    json_double(b, "eta", s->eta);
-    break;
-  }
-  case TDM_EVENT_DEVICES: {
-    const TdmDevicesEvent *d = &ev->devices;
-    json_string(b, "type", "devices");
-    json_int(b, "step", d->step);
-    json_double(b, "elapsed", d->elapsed);
-    json_int(b, "replicas", d->replicas);
-    json_builder_set_member_name(b, "devices");
-    json_builder_begin_array(b);
-    for (int i = 0; i < d->replicas && i < TDM_MAX_REPLICAS; i++) {
-      json_builder_begin_object(b);
-      json_double(b, "compute_ms", d->device[i].compute_ms);
-      json_double(b, "comm_ms", d->device[i].comm_ms);
-      json_double(b, "wait_ms", d->device[i].wait_ms);
-      json_int(b, "tandem_bytes", d->device[i].tandem_bytes);
-      json_known(b, "used_bytes", (double)d->device[i].used_bytes, TRUE);
-      json_known(b, "total_bytes", (double)d->device[i].total_bytes, TRUE);
-      json_known(b, "utilization", d->device[i].utilization, FALSE);
-      json_known(b, "temperature", d->device[i].temperature, FALSE);
-      json_known(b, "power", d->device[i].power, FALSE);
-      json_builder_end_object(b);
-    }
-    json_builder_end_array(b);
-    break;
-  }
-  case TDM_EVENT_EPOCH: {
-    const TdmEpochEvent *e = &ev->epoch;
-    json_string(b, "type", "epoch");
-    json_int(b, "epoch", e->epoch);
-    json_int(b, "step", e->step);
-    json_double(b, "train_loss", e->train_loss);
-    json_double(b, "train_accuracy", e->train_accuracy);
-    json_double(b, "test_loss", e->test_loss);
-    json_double(b, "test_accuracy", e->test_accuracy);
-    json_double(b, "elapsed", e->elapsed);
-    break;
-  }
-  case TDM_EVENT_PAUSED:
-    json_string(b, "type", "paused");
-    break;
-  case TDM_EVENT_RESUMED:
-    json_string(b, "type", "resumed");
-    break;
-  case TDM_EVENT_FINISHED: {
-    const TdmFinishedEvent *f = &ev->finished;
-    json_string(b, "type", "finished");
-    json_int(b, "steps", f->steps);
-    json_double(b, "elapsed", f->elapsed);
-    json_double(b, "test_loss", f->test_loss);
-    json_double(b, "test_accuracy", f->test_accuracy);
-    json_builder_set_member_name(b, "stopped");
-    json_builder_add_boolean_value(b, f->stopped);
-    break;
-  }
-  case TDM_EVENT_PHASES:
-  case TDM_EVENT_BATCH:
-  case TDM_EVENT_PREDICTIONS:
-    tdm_event_detail_to_json(b, ev);
-    break;
-  case TDM_EVENT_FAILED:
-    json_string(b, "type", "failed");
-    json_string(b, "error", ev->failed ? error_code_name(ev->failed) : "other");
-    json_string(b, "message", ev->failed ? ev->failed->message : "unknown error");
-    break;
-  }
-  json_builder_end_object(b);
-
-  g_autoptr(JsonNode) root = json_builder_get_root(b);
-  g_autofree char *line = tdm_json_to_string(root);
-  /* One write per line, flushed, so a reader piped to us sees whole lines live. */
-  printf("%s\n", line);
-  fflush(stdout);
-}
-
 static void
 on_event(const TdmEvent *ev, gpointer user_data)
 {
@@ -883,7 +685,7 @@ on_event(const TdmEvent *ev, gpointer user_data)
     p->trained = MAX(p->trained, ev->epoch.elapsed);
 
   if (p->json) {
-    json_event(ev);
+    tdm_cli_print_json_event(ev);
     return;
   }
   if (p->quiet)
@@ -1077,6 +879,61 @@ run(const TdmConfig *config, const Options *o)
   return g_cancellable_is_cancelled(cancellable) ? EXIT_INTERRUPTED : record_status;
 }
 
+/* --scaling: the options that make no sense with it are refused before anything runs. */
+static gboolean
+scaling_options(const Options *o, const TdmConfig *config, TdmCliScaling *out, GError **error)
+{
+  memset(out, 0, sizeof *out);
+  if (!tdm_scaling_mode_parse(o->scaling, &out->mode))
+    return bad_option(error, "--scaling: “%s” is not a kind of scaling: strong or weak",
+                      o->scaling);
+  gint64 steps = 200;
+  if (o->scaling_steps != NULL &&
+      !g_ascii_string_to_signed(o->scaling_steps, 10, 1, 1000000, &steps, NULL))
+    return bad_option(error, "--scaling-steps: “%s” is not a whole number from 1 to 1000000",
+                      o->scaling_steps);
+  if (o->resume != NULL || o->distributed || o->pace != NULL)
+    return bad_option(error, "--scaling: cannot be combined with %s",
+                      o->resume != NULL ? "--resume" : o->distributed ? "--distributed" : "--pace");
+  if (tdm_config_replica_count(config) < 2)
+    return bad_option(error, "--scaling: needs two devices or more (--devices cpu:2, or two "
+                             "GPUs), to run on 1, 2, … of them");
+  out->steps = steps;
+  out->json = o->json;
+  out->quiet = o->quiet;
+  out->record = o->record;
+  out->history = o->history;
+  out->name = o->run_name;
+  return TRUE;
+}
+
+static int
+scaling_run(const TdmConfig *config, const TdmCliScaling *scaling)
+{
+  g_autoptr(GCancellable) cancellable = g_cancellable_new();
+  GThread *watch = NULL;
+  /* Nothing is saved: Ctrl-C ends the scaling run at once, keeping the points so far. */
+  g_atomic_int_set(&training_started, 1);
+  if (interrupts_install())
+    watch = g_thread_new("tdm-interrupt", interrupt_watch, cancellable);
+  g_autoptr(GError) error = NULL;
+  int points = 0, record_status = 0;
+  gboolean ok = tdm_cli_scaling(config, scaling, cancellable, &points, &record_status, &error);
+  if (watch) {
+    (void)!write(wake_pipe[1], "q", 1);
+    g_thread_join(watch);
+  }
+  if (record_status == EXIT_BAD_INPUT)
+    return EXIT_BAD_INPUT;
+  if (!ok) {
+    int status = exit_status_for(error, points > 0);
+    if (status == EXIT_INTERRUPTED)
+      return status;
+    return fail(status, flag_of(error, points > 0, FALSE), error->message);
+  }
+  return record_status;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1141,7 +998,15 @@ main(int argc, char **argv)
         !check_save_path(saves_here(config) ? config->save_path : NULL,
                          o.save || !o.resume ? "--save" : "--resume", &error))
       status = fail(EXIT_BAD_INPUT, flag_of(error, FALSE, o.resume != NULL), error->message);
-    else
+    else if (o.scaling != NULL) {
+      TdmCliScaling scaling;
+      if (!scaling_options(&o, config, &scaling, &error))
+        status = fail(EXIT_BAD_INPUT, NULL, error->message);
+      else
+        status = scaling_run(config, &scaling);
+    } else if (o.scaling_steps != NULL) {
+      status = fail(EXIT_BAD_INPUT, "--scaling-steps", "only with --scaling");
+    } else
       status = run(config, &o);
   }
   options_clear(&o);

@@ -21,7 +21,7 @@ diag() { sed 's/^/# /'; }
 have_python=0
 command -v python3 >/dev/null 2>&1 && have_python=1
 
-plan=49
+plan=59
 echo "1..$plan"
 
 # --- help and listings -------------------------------------------------------------
@@ -32,7 +32,7 @@ missing=()
 for flag in --dataset --network --devices --main --batch --epochs --optimizer --lr \
             --momentum --weight-decay --schedule --strategy --precision --seed --save \
             --resume --list-devices --json --quiet --version --batchnorm --weight-decay-on \
-            --warmup --label-smoothing --crop --flip --test-flip; do
+            --warmup --label-smoothing --crop --flip --test-flip --no-test-flip; do
   grep -q -- "$flag" "$tmp/help" || missing+=("$flag")
 done
 if [ $status -eq 0 ] && [ ${#missing[@]} -eq 0 ] && grep -q Examples "$tmp/help"; then
@@ -108,6 +108,13 @@ expect_bad "--main" --main 2 --devices cpu:2
 expect_bad "/no/such/folder" --dataset synthetic --save /no/such/folder/x.safetensors
 expect_bad "--pace" --dataset synthetic --pace -1
 expect_bad "--history" --dataset synthetic --record --history /proc/no-such-folder
+expect_bad "--scaling" --dataset synthetic --devices cpu:2 --scaling huge
+expect_bad "two devices" --dataset synthetic --devices cpu --scaling strong
+expect_bad "--scaling-steps" --dataset synthetic --devices cpu:2 --scaling-steps 5
+expect_bad "--scaling-steps" --dataset synthetic --devices cpu:2 --scaling weak --scaling-steps 0
+expect_bad "--resume" --devices cpu:2 --scaling weak --resume "$tmp/not-a-checkpoint.safetensors"
+expect_bad "--dataset" --dataset /nonexistent --devices cpu:2 --scaling strong
+expect_bad "--history" --dataset synthetic --devices cpu:2 --scaling strong --record --history /proc/no-such-folder
 # Issue 10: specs that cannot work, and the recipe's flags.
 expect_bad "--network: network spec, layer 1 “bn”: bn before any layer" \
   --dataset synthetic --network bn,fc10
@@ -118,6 +125,7 @@ expect_bad "--batchnorm" --batchnorm global
 expect_bad "--flip" --flip maybe
 expect_bad "--label-smoothing" --label-smoothing 1.5
 expect_bad "--crop" --crop -2
+expect_bad "--test-flip and --no-test-flip" --dataset synthetic --test-flip --no-test-flip
 expect_bad "--warmup" --warmup 30 --epochs 2
 expect_bad "--precision bf16 needs a GPU" --dataset synthetic --precision bf16
 
@@ -287,6 +295,43 @@ EOF
   fi
 else
   ok "phases, batch, predictions # SKIP no python3"
+fi
+
+# --scaling over 1 and 2 workers: a row a point on stdout, and with --record a sweep
+# record in the history, written by the engine as the window's Scaling page writes it.
+"$train" --dataset synthetic --network fc16,relu,fc10 --devices cpu:2 --scaling weak \
+  --scaling-steps 20 --record --run-name "sweep" --history "$tmp/sweeps" \
+  >"$tmp/out" 2>"$tmp/err"
+status=$?
+if [ $status -eq 0 ] && [ "$(grep -c '^ *[12] ' "$tmp/out")" -eq 2 ] &&
+   grep -q '^ *2 *100 ' "$tmp/out"; then
+  ok "--scaling weak: 2 points"
+else
+  not_ok "--scaling weak prints 2 points" "status $status" "$(cat "$tmp/out" "$tmp/err")"
+fi
+if [ $have_python -eq 1 ]; then
+  out=$(python3 - "$tmp/sweeps" <<'EOF'
+import glob, json, sys
+files = glob.glob(sys.argv[1] + "/*.jsonl")
+assert len(files) == 1, files
+lines = [json.loads(l) for l in open(files[0])]
+head = lines[0]
+assert head["type"] == "settings" and head["kind"] == "scaling" and head["name"] == "sweep", head
+assert head["scaling"] == {"mode": "weak", "steps": 20, "device_counts": [1, 2]}, head
+points = [l for l in lines if l["type"] == "point"]
+assert [(p["devices"], p["batch"]) for p in points] == [(1, 50), (2, 100)], points
+assert all(len(p["memory_bytes"]) == p["devices"] for p in points), points
+assert lines[-1] == {"type": "finished", "points": 2, "stopped": False}, lines[-1]
+print("a sweep record, 2 points")
+EOF
+)
+  if [ $? -eq 0 ]; then
+    ok "--scaling --record: $out"
+  else
+    not_ok "--scaling --record keeps a sweep record" "$out" "$(cat "$tmp/err")"
+  fi
+else
+  ok "--scaling --record # SKIP no python3"
 fi
 
 # --record keeps runs in the history folder; two runs of one configuration record

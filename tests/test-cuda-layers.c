@@ -3,7 +3,8 @@
  * training steps, evaluation mode and backward, average and global pooling, dropout
  * and the augmenting gather (the same numbers as the CPU, from the shared counter
  * RNG), label-smoothed softmax cross-entropy, PyTorch's SGD with Nesterov and a decay
- * mask, and GEMMs in bf16. The older operations are test-cuda-kernels.c's.
+ * mask, GEMMs in bf16 and the column-free input gradient of a bf16 convolution. The
+ * older operations are test-cuda-kernels.c's.
  *
  * Inputs are fresh random numbers (g_test_rand_*, so --seed replays a run); GPU
  * outputs are poisoned with NaN first, so an element left unwritten fails. Results
@@ -746,6 +747,67 @@ dgrad_bf16_case(int n, int h, int w, int c, int out, int k, int pad, int stride)
   release(ddx);
 }
 
+/* A convolution's input gradient in one operation (conv_dgrad_bf16) against the CPU's
+ * col2im of its float32 GEMM of the same bf16 values. Where the implicit kernel takes
+ * the shape (stride 1, channels in 32s) nothing is rounded after the exact bf16
+ * products, so only the order of float32 additions differs: TOL. Elsewhere the
+ * operation goes through bf16 columns, rounded: 3e-3 as gemm_bf16_out above. The
+ * tolerance thus also tells which path ran: columns would miss 1e-5 by 100× (the
+ * implicit cases assume a GPU of sm_80 or later, as the H200 the suite runs on). */
+static void
+conv_dgrad_case(int n, int h, int w, int c, int out, int k, int pad, int stride,
+                gboolean implicit)
+{
+  int oh = (h + 2 * pad - k) / stride + 1, ow = (w + 2 * pad - k) / stride + 1;
+  int rows = n * oh * ow, kc = k * k * c;
+  size_t ys = (size_t)rows * out, ws = (size_t)out * kc, cols = (size_t)rows * kc;
+  size_t xs = (size_t)n * h * w * c;
+  g_autofree float *dy = random_floats(ys, -1, 1), *wt = random_floats(ws, -1, 1);
+  g_autofree uint16_t *dy16 = g_new(uint16_t, ys), *w16 = g_new(uint16_t, ws);
+  for (size_t i = 0; i < ys; i++)
+    dy[i] = bf16_value(dy16[i] = bf16_bits(dy[i]));
+  for (size_t i = 0; i < ws; i++)
+    wt[i] = bf16_value(w16[i] = bf16_bits(wt[i]));
+  g_autofree float *dcol = g_new(float, cols), *dx_ref = g_new(float, xs);
+  cpu->ops->gemm(cpu, false, false, rows, kc, out, 1.0f, dy, out, wt, kc, 0.0f, dcol, kc);
+  cpu->ops->col2im(cpu, dx_ref, dcol, n, h, w, c, k, k, pad, stride);
+  assert_ok(cpu);
+  uint16_t *ddy = on(dy16, ys * 2), *dw = on(w16, ws * 2);
+  uint16_t *dcol16 = (uint16_t *)poisoned(cols / 2 + 1);
+  float *ddx = poisoned(xs);
+  gpu->ops->conv_dgrad_bf16(gpu, ddx, ddy, dw, dcol16, n, h, w, c, out, k, k, pad, stride);
+  g_autofree char *what = g_strdup_printf("conv_dgrad_bf16 %d×%d×%d×%d from %d k%d p%d s%d (%s)",
+                                          n, h, w, c, out, k, pad, stride,
+                                          implicit ? "implicit" : "columns");
+  check_close(what, ddx, dx_ref, xs, implicit ? TOL : 3e-3);
+  release(ddy);
+  release(dw);
+  release(dcol16);
+  release(ddx);
+}
+
+static void
+test_conv_dgrad_bf16(void)
+{
+  if (!have_gpu())
+    return;
+  g_assert_nonnull(gpu->ops->conv_dgrad_bf16);
+  /* The resnet preset's convolutions with an input gradient. */
+  conv_dgrad_case(512, 28, 28, 32, 64, 3, 1, 1, TRUE);   /* 32 channels a block */
+  conv_dgrad_case(512, 14, 14, 64, 64, 3, 1, 1, TRUE);   /* 64 a block */
+  conv_dgrad_case(512, 14, 14, 64, 128, 3, 1, 1, TRUE);
+  conv_dgrad_case(512, 7, 7, 128, 256, 3, 1, 1, TRUE);
+  conv_dgrad_case(512, 3, 3, 256, 256, 3, 1, 1, TRUE);   /* taps mostly off the edge */
+  /* Rows not a multiple of the block's 64, no padding, a 1×1 kernel, a 5×5 one. */
+  conv_dgrad_case(5, 7, 9, 64, 32, 3, 0, 1, TRUE);
+  conv_dgrad_case(3, 5, 5, 32, 64, 1, 0, 1, TRUE);
+  conv_dgrad_case(2, 11, 10, 96, 64, 5, 2, 1, TRUE);
+  /* Shapes the kernel does not take: through columns. */
+  conv_dgrad_case(2, 6, 6, 16, 32, 3, 1, 1, FALSE);     /* 16 channels */
+  conv_dgrad_case(3, 9, 8, 32, 64, 3, 1, 2, FALSE);     /* strided */
+  conv_dgrad_case(2, 6, 6, 32, 40, 3, 1, 1, FALSE);     /* 40 output channels */
+}
+
 static void
 test_stored_bf16(void)
 {
@@ -791,6 +853,8 @@ main(int argc, char **argv)
   cpu = tdm_backend_cpu_new(&error);
   g_assert_no_error(error);
   size_t base = 0, base_bf16 = 0;
+  /* conv_dgrad_bf16's implicit kernel is off unless asked for (tdm-backend-cuda.c). */
+  g_setenv("TDM_CUDA_IMPLICIT", "1", TRUE);
   if (tdm_backend_cuda_available()) {
     gpu = tdm_backend_cuda_new(0, TDM_PRECISION_FP32, &error);
     g_assert_no_error(error);
@@ -809,6 +873,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda-layers/nesterov", test_nesterov);
   g_test_add_func("/cuda-layers/gemm-bf16", test_gemm_bf16);
   g_test_add_func("/cuda-layers/stored-bf16", test_stored_bf16);
+  g_test_add_func("/cuda-layers/conv-dgrad-bf16", test_conv_dgrad_bf16);
 
   int status = g_test_run();
   if (gpu != NULL) {

@@ -153,7 +153,7 @@ data_y_range (TdmChart *self,
               double   *lo,
               double   *hi)
 {
-  gboolean found = FALSE, stacked = FALSE;
+  gboolean found = FALSE, stacked = FALSE, references = FALSE;
 
   *lo = INFINITY;
   *hi = -INFINITY;
@@ -168,6 +168,11 @@ data_y_range (TdmChart *self,
       if (e->style == TDM_CHART_STYLE_STACKED)
         {
           stacked = TRUE;
+          continue;
+        }
+      if (e->style == TDM_CHART_STYLE_REFERENCE)
+        {
+          references = TRUE;
           continue;
         }
       if (!tdm_series_get_y_range (e->series, positive_only, &a, &b))
@@ -198,6 +203,23 @@ data_y_range (TdmChart *self,
               }
           *hi = MAX (*hi, top);
           found = TRUE;
+        }
+    }
+
+  /* A reference line (a GPU's capacity) widens the range only when the data come
+   * within half of it: 141 GiB of capacity would press 2 GiB in use flat against
+   * the axis. Beyond that it stays in the legend and the hover readout. */
+  for (guint i = 0; references && found && i < self->entries->len; i++)
+    {
+      Entry *e = get_entry (self, i);
+      double a, b;
+
+      if (e->visible && e->style == TDM_CHART_STYLE_REFERENCE
+          && tdm_series_get_y_range (e->series, positive_only, &a, &b)
+          && b <= 2 * *hi)
+        {
+          *lo = MIN (*lo, a);
+          *hi = MAX (*hi, b);
         }
     }
 

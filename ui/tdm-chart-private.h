@@ -27,7 +27,22 @@ G_BEGIN_DECLS
 #define STACK_FILL_ALPHA 0.6
 #define OVERLAY_ALPHA 0.45
 #define OVERLAY_WIDTH 1.5
-#define OVERLAY_STEP  3.0     /* pixels between an overlay's vertices */
+#define OVERLAY_STEP  3.0     /* pixels between an overlay's vertices, exported */
+#define OVERLAY_RASTER_STEP 2.0  /* the same on screen (tdm-chart-raster.c) */
+
+/* An image's pixels being drawn into by tdm-chart-raster.c: the clip rectangle in
+ * device pixels, and per vertical line (SUB per pixel column) the interval covered so
+ * far. The lines are kept between uses: they only grow. */
+typedef struct
+{
+  guint32 *pixels;
+  int      stride;            /* in pixels */
+  double   scale;
+  int      x0, y0, x1, y1;
+  float   *top, *bottom;
+  guint    n_allocated;
+  int      lo, hi;            /* the lines touched since the last blend */
+} TdmChartRaster;
 
 typedef struct
 {
@@ -75,6 +90,9 @@ struct _TdmChart
    * they nor the mapping change (tdm-chart-plot.c); `overlay_serial` counts their
    * changes. */
   guint64          overlay_serial;
+  TdmChartRaster   raster;
+  double          *curve_x, *curve_y;   /* one overlay in device units, for the raster */
+  guint            n_curve_allocated;
   cairo_surface_t *overlay_cache;
   guint64          cache_serial;
   int              cache_w, cache_h, cache_scale;
@@ -189,6 +207,23 @@ void      tdm_chart_place_readout   (int         width,
                                      double     *by);
 char     *tdm_chart_axis_title      (const char *label,
                                      const char *unit);
+
+/* tdm-chart-raster.c */
+void      tdm_chart_raster_init     (TdmChartRaster  *r,
+                                     cairo_surface_t *image,
+                                     double           scale,
+                                     double           clip_x,
+                                     double           clip_y,
+                                     double           clip_w,
+                                     double           clip_h);
+void      tdm_chart_raster_curve    (TdmChartRaster  *r,
+                                     const double    *x,
+                                     const double    *y,
+                                     guint            n,
+                                     double           width,
+                                     const GdkRGBA   *colour,
+                                     double           alpha);
+void      tdm_chart_raster_clear    (TdmChartRaster  *r);
 
 /* tdm-chart-plot.c */
 void      tdm_chart_overlays_changed (TdmChart  *self);

@@ -110,6 +110,9 @@ tdm_chart_finalize (GObject *object)
   g_clear_pointer (&self->cols, g_free);
   g_clear_pointer (&self->scratch, g_free);
   g_clear_pointer (&self->overlay_cache, cairo_surface_destroy);
+  g_clear_pointer (&self->curve_x, g_free);
+  g_clear_pointer (&self->curve_y, g_free);
+  tdm_chart_raster_clear (&self->raster);
 
   G_OBJECT_CLASS (tdm_chart_parent_class)->finalize (object);
 }

@@ -154,6 +154,10 @@ struct _TdmDashboard
   int              gpu[TDM_MAX_REPLICAS];          /* CUDA ordinal, or −1 */
   guint            memory_series[TDM_MAX_REPLICAS];
   guint            load_series[TDM_MAX_REPLICAS];
+  /* A replica on a GPU an earlier replica also uses: the driver's memory and load
+   * are the whole GPU's, so that GPU has one line (the first replica's), not one
+   * identical line per replica. */
+  gboolean         shares_gpu[TDM_MAX_REPLICAS];
   int              capacity_series[TDM_MAX_REPLICAS]; /* −1 where another replica has it */
   gboolean         telemetry_memory[TDM_MAX_REPLICAS];
   gboolean         telemetry_load[TDM_MAX_REPLICAS];
@@ -169,6 +173,8 @@ struct _TdmDashboard
 
   TdmTelemetry    *telemetry;
   guint            telemetry_source;
+
+  gboolean         status_stale;        /* news for the status line while not shown */
 
   TdmDashboardXAxis x_axis;
   GArray          *live;                /* of LivePoint */
@@ -275,8 +281,28 @@ tdm_dashboard_queue (TdmDashboard *self,
 {
   Pending p = { series, x, y };
 
+  /* A chart not shown draws nothing, so its points need no pacing: they go
+   * straight in, and the pacer is not woken for them. */
+  if (!gtk_widget_get_mapped (GTK_WIDGET (self)))
+    {
+      if (self->pending[id]->len > 0)
+        tdm_dashboard_flush_chart (self, id);
+      tdm_chart_append (self->charts[id], series, x, y);
+      return;
+    }
   g_array_append_val (self->pending[id], p);
   tdm_pacer_mark (self->pacer, id);
+}
+
+/* The status line, at the pacer's pace while it is shown, at once when it is shown
+ * again. */
+static void
+tdm_dashboard_status_changed (TdmDashboard *self)
+{
+  if (gtk_widget_get_mapped (GTK_WIDGET (self)))
+    tdm_pacer_mark (self->pacer, STATUS_SLOT);
+  else
+    self->status_stale = TRUE;
 }
 
 /* Training time now, moving on between events so telemetry samples spread out. */
@@ -317,6 +343,7 @@ tdm_dashboard_update_status (TdmDashboard *self)
   g_autofree char *text = NULL;
 
   tdm_pacer_unmark (self->pacer, STATUS_SLOT);
+  self->status_stale = FALSE;
   if (!self->have_started)
     return;
 
@@ -450,7 +477,7 @@ tdm_dashboard_sample_telemetry (gpointer user_data)
     {
       TdmTelemetrySample sample;
 
-      if (self->gpu[r] < 0)
+      if (self->gpu[r] < 0 || self->shares_gpu[r])
         continue;
 
       sample = tdm_telemetry_get (self->telemetry, self->gpu[r]);
@@ -681,17 +708,32 @@ tdm_dashboard_begin (TdmDashboard          *self,
     {
       g_autofree char *label = replica_label (&self->started, r);
       const char *id = self->started.device[r];
+      int on_gpu = 1;
       GdkRGBA colour;
 
       tdm_chart_device_colour (r, &colour);
       self->gpu[r] = -1;
+      self->shares_gpu[r] = FALSE;
       if (g_str_has_prefix (id, "cuda:"))
         {
           self->gpu[r] = (int) g_ascii_strtoll (id + 5, NULL, 10);
           any_gpu = TRUE;
+          for (int q = 0; q < r; q++)
+            self->shares_gpu[r] |= self->gpu[q] == self->gpu[r];
+          for (int q = r + 1; q < self->started.replicas; q++)
+            on_gpu += g_strcmp0 (self->started.device[q], id) == 0;
         }
       self->telemetry_memory[r] = FALSE;
       self->telemetry_load[r] = FALSE;
+      if (self->shares_gpu[r])
+        continue;
+      if (on_gpu > 1)
+        {
+          g_free (label);
+          /* Translators: the memory and load charts' line for a GPU that several
+           * replicas share, e.g. "cuda:0 · 3 replicas" */
+          label = g_strdup_printf (_("%.32s · %d replicas"), id, on_gpu);
+        }
 
       self->memory_series[r] = tdm_chart_add_series (memory, label, &colour,
                                                      TDM_CHART_STYLE_LINE);
@@ -753,6 +795,7 @@ tdm_dashboard_begin (TdmDashboard          *self,
                                                        self->started.replicas),
                                              self->started.replicas, self->started.batch);
     gtk_label_set_label (self->status_label, text);
+    self->status_stale = FALSE;
   }
 }
 
@@ -770,6 +813,8 @@ tdm_dashboard_handle_devices (TdmDashboard          *self,
       gint64 bytes;
       double load;
 
+      if (self->shares_gpu[r])
+        continue;
       if (!self->telemetry_memory[r])
         {
           bytes = devices->device[r].tandem_bytes;
@@ -838,7 +883,7 @@ tdm_dashboard_handle_event (TdmDashboard   *self,
         }
         tdm_dashboard_queue (self, CHART_THROUGHPUT, self->throughput,
                              s->elapsed, s->samples_per_second);
-        tdm_pacer_mark (self->pacer, STATUS_SLOT);
+        tdm_dashboard_status_changed (self);
       }
       break;
 
@@ -882,6 +927,7 @@ tdm_dashboard_handle_event (TdmDashboard   *self,
         /* The charts catch up at their pace; the status line says it is over now. */
         self->paused = FALSE;
         tdm_pacer_unmark (self->pacer, STATUS_SLOT);
+        self->status_stale = FALSE;
         if (f->stopped)
           text = g_strdup_printf (_("Stopped after %s steps in %s"), steps, elapsed);
         else if (isfinite (f->test_accuracy))
@@ -897,6 +943,7 @@ tdm_dashboard_handle_event (TdmDashboard   *self,
 
     case TDM_EVENT_FAILED:
       tdm_pacer_unmark (self->pacer, STATUS_SLOT);
+      self->status_stale = FALSE;
       gtk_label_set_label (self->status_label, _("Training failed"));
       break;
 
@@ -924,6 +971,7 @@ tdm_dashboard_set_status (TdmDashboard *self,
   g_return_if_fail (TDM_IS_DASHBOARD (self));
 
   tdm_pacer_unmark (self->pacer, STATUS_SLOT);
+  self->status_stale = FALSE;
   gtk_label_set_label (self->status_label, text ? text : "");
   gtk_widget_set_visible (self->status_separator, TRUE);
   gtk_widget_set_visible (self->status_box, TRUE);
@@ -1179,11 +1227,40 @@ tdm_dashboard_set_property (GObject      *object,
     }
 }
 
+/* Another page is shown: what is queued goes in now, and nothing more wakes the
+ * pacer until the charts are shown again (a page not shown needs no ticks). */
+static void
+tdm_dashboard_unmap (GtkWidget *widget)
+{
+  TdmDashboard *self = TDM_DASHBOARD (widget);
+
+  for (int id = 0; id < N_CHARTS; id++)
+    if (self->pending[id]->len > 0)
+      tdm_dashboard_flush_chart (self, id);
+  GTK_WIDGET_CLASS (tdm_dashboard_parent_class)->unmap (widget);
+}
+
+static void
+tdm_dashboard_map (GtkWidget *widget)
+{
+  TdmDashboard *self = TDM_DASHBOARD (widget);
+
+  GTK_WIDGET_CLASS (tdm_dashboard_parent_class)->map (widget);
+  if (self->status_stale)
+    {
+      self->status_stale = FALSE;
+      tdm_dashboard_update_status (self);
+    }
+}
+
 static void
 tdm_dashboard_class_init (TdmDashboardClass *klass)
 {
   GObjectClass *object_class = G_OBJECT_CLASS (klass);
   GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  widget_class->map = tdm_dashboard_map;
+  widget_class->unmap = tdm_dashboard_unmap;
 
   object_class->dispose = tdm_dashboard_dispose;
   object_class->finalize = tdm_dashboard_finalize;

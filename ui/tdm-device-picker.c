@@ -87,6 +87,18 @@ tdm_device_picker_row_changed (TdmDevicePicker *self)
   g_signal_emit (self, signals[CHANGED], 0);
 }
 
+/* How often `id` is in `ids`: a GPU's replicas, as the settings keep them. */
+static int
+count_id (const char * const *ids,
+          const char         *id)
+{
+  int n = 0;
+
+  for (guint i = 0; ids[i] != NULL; i++)
+    n += g_strcmp0 (ids[i], id) == 0;
+  return n;
+}
+
 void
 tdm_device_picker_set_devices (TdmDevicePicker    *self,
                                GArray             *devices,
@@ -125,6 +137,8 @@ tdm_device_picker_set_devices (TdmDevicePicker    *self,
 
       if (info->kind == TDM_BACKEND_CPU && cpu_workers > 0)
         tdm_device_row_set_workers (row, cpu_workers);
+      else if (info->kind != TDM_BACKEND_CPU && remembered)
+        tdm_device_row_set_workers (row, MAX (count_id (chosen, info->id), 1));
       tdm_device_row_set_group (row, group);
       if (group == NULL)
         group = row;
@@ -198,8 +212,15 @@ tdm_device_picker_get_chosen (TdmDevicePicker *self)
   g_autoptr(GStrvBuilder) builder = g_strv_builder_new ();
 
   for (guint i = 0; i < rows->len; i++)
-    if (tdm_device_row_get_active (rows->pdata[i]))
-      g_strv_builder_add (builder, tdm_device_row_get_id (rows->pdata[i]));
+    {
+      TdmDeviceRow *row = rows->pdata[i];
+      /* The CPU once (its workers have a key of their own); a GPU once per
+       * replica, the way `--devices cuda:0,cuda:0` says it. */
+      int times = tdm_device_row_is_cpu (row) ? 1 : tdm_device_row_get_replicas (row);
+
+      for (int k = 0; k < times && tdm_device_row_get_active (row); k++)
+        g_strv_builder_add (builder, tdm_device_row_get_id (row));
+    }
 
   return g_strv_builder_end (builder);
 }

@@ -2,8 +2,8 @@
  *
  * One TdmDeviceRow per device of an array of TdmDeviceInfo (what tdm_device_list()
  * reports, or a made-up set in tests), with exactly one checked device marked main
- * whenever any is checked. It turns the choice into replicas, one per GPU and one
- * per CPU worker, in the order the engine takes them.
+ * whenever any is checked. It turns the choice into replicas, one per replica asked
+ * of a GPU and one per CPU worker, in the order the engine takes them.
  */
 
 #pragma once
@@ -19,7 +19,8 @@ G_DECLARE_FINAL_TYPE (TdmDevicePicker, tdm_device_picker, TDM, DEVICE_PICKER, Gt
 GtkWidget  *tdm_device_picker_new          (void);
 
 /* Replaces the rows. `chosen` (device ids) may be NULL or empty for the default:
- * every GPU, or the CPU when there is none; `main_id` may be NULL. */
+ * every GPU, or the CPU when there is none; a GPU's id given k times asks for k
+ * replicas on it; `main_id` may be NULL. */
 void        tdm_device_picker_set_devices  (TdmDevicePicker    *self,
                                             GArray             *devices,
                                             const char * const *chosen,
@@ -34,12 +35,13 @@ char      **tdm_device_picker_get_replicas (TdmDevicePicker    *self,
                                             int                *main_replica);
 int         tdm_device_picker_count_replicas (TdmDevicePicker  *self);
 
-/* For saving the choice: the checked devices' ids, the main one's, CPU workers. */
+/* For saving the choice: the checked devices' ids (a GPU's once per replica, as
+ * set_devices takes them back), the main one's, CPU workers. */
 char      **tdm_device_picker_get_chosen   (TdmDevicePicker    *self);
 const char *tdm_device_picker_get_main_id  (TdmDevicePicker    *self);
 int         tdm_device_picker_get_cpu_workers (TdmDevicePicker *self);
 
 /* Signal "changed": a device was checked or unchecked, made main, or its workers
- * changed. */
+ * or replicas changed. */
 
 G_END_DECLS

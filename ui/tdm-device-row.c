@@ -3,7 +3,9 @@
  * The row keeps a copy of the TdmDeviceInfo it was made from and mirrors its three
  * controls as properties. "Main" is a radio button among the rows, shown only on a
  * device in use and only where there is more than one device to choose from;
- * keeping exactly one main device across the list is the picker's job.
+ * keeping exactly one main device across the list is the picker's job. The spin
+ * button counts the CPU's workers or, on a GPU, the replicas sharing it (the CLI's
+ * `--devices cuda:0,cuda:0`): a classroom with one GPU still shows data parallelism.
  */
 
 #include <glib/gi18n.h>
@@ -20,6 +22,7 @@ struct _TdmDeviceRow
   GtkLabel        *name_label;
   GtkLabel        *detail_label;
   GtkWidget       *workers_box;
+  GtkLabel        *workers_label;
   GtkSpinButton   *workers_spin;
   GtkCheckButton  *main_check;
   gboolean         in_group;     /* another row's Main is in the same radio group */
@@ -170,6 +173,7 @@ tdm_device_row_class_init (TdmDeviceRowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TdmDeviceRow, name_label);
   gtk_widget_class_bind_template_child (widget_class, TdmDeviceRow, detail_label);
   gtk_widget_class_bind_template_child (widget_class, TdmDeviceRow, workers_box);
+  gtk_widget_class_bind_template_child (widget_class, TdmDeviceRow, workers_label);
   gtk_widget_class_bind_template_child (widget_class, TdmDeviceRow, workers_spin);
   gtk_widget_class_bind_template_child (widget_class, TdmDeviceRow, main_check);
 }
@@ -247,6 +251,18 @@ tdm_device_row_new (const TdmDeviceInfo *info)
                                  info->compute_major, info->compute_minor,
                                  info->cores, info->pci_bus_id[0] ? info->pci_bus_id : "—");
       gtk_widget_set_tooltip_text (GTK_WIDGET (self->detail_label), tooltip);
+
+      /* One replica unless asked: a GPU row starts as plain "train on it". */
+      gtk_label_set_text_with_mnemonic (self->workers_label, _("_Replicas"));
+      gtk_widget_set_tooltip_text (GTK_WIDGET (self->workers_spin),
+                                   _("Replicas sharing this GPU: each trains on its own share of the batch, as separate GPUs would"));
+      gtk_accessible_update_property (GTK_ACCESSIBLE (self->workers_spin),
+                                      GTK_ACCESSIBLE_PROPERTY_LABEL, _("Replicas on this GPU"),
+                                      -1);
+      gtk_adjustment_set_upper (gtk_spin_button_get_adjustment (self->workers_spin),
+                                TDM_DEVICE_ROW_MAX_GPU_REPLICAS);
+      gtk_spin_button_set_value (self->workers_spin, 1);
+      gtk_widget_set_visible (self->workers_box, TRUE);
     }
 
   gtk_label_set_label (self->name_label, name);
@@ -329,9 +345,6 @@ int
 tdm_device_row_get_workers (TdmDeviceRow *self)
 {
   g_return_val_if_fail (TDM_IS_DEVICE_ROW (self), 1);
-
-  if (self->info.kind != TDM_BACKEND_CPU)
-    return 1;
 
   return gtk_spin_button_get_value_as_int (self->workers_spin);
 }

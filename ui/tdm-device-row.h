@@ -1,8 +1,8 @@
 /* tdm-device-row.h: one device in the window's device list.
  *
  * A row shows a device as tdm_device_list() found it, a check button to train on
- * it, a "Main" radio button (grouped with the other rows) and, for the CPU, how many
- * workers it runs. It only reports choices; the window turns them into a
+ * it, a "Main" radio button (grouped with the other rows) and how many replicas it
+ * runs: the CPU's workers, or replicas sharing a GPU. It only reports choices; the window turns them into a
  * configuration.
  */
 
@@ -23,7 +23,11 @@ const TdmDeviceInfo *tdm_device_row_get_info     (TdmDeviceRow        *self);
 const char          *tdm_device_row_get_id       (TdmDeviceRow        *self);
 gboolean             tdm_device_row_is_cpu       (TdmDeviceRow        *self);
 
-/* Properties "active", "main" and "workers"; "changed" is emitted after any. */
+/* The most replicas one GPU row offers: enough for a 1 → N scaling run on one GPU. */
+#define TDM_DEVICE_ROW_MAX_GPU_REPLICAS 8
+
+/* Properties "active", "main" and "workers" (the CPU's workers or a GPU's
+ * replicas); "changed" is emitted after any. */
 gboolean             tdm_device_row_get_active   (TdmDeviceRow        *self);
 void                 tdm_device_row_set_active   (TdmDeviceRow        *self,
                                                   gboolean             active);
@@ -34,7 +38,7 @@ int                  tdm_device_row_get_workers  (TdmDeviceRow        *self);
 void                 tdm_device_row_set_workers  (TdmDeviceRow        *self,
                                                   int                  workers);
 
-/* Replicas this row contributes: 0 when unchecked, the workers for the CPU, else 1. */
+/* Replicas this row contributes: 0 when unchecked, else its workers / replicas. */
 int                  tdm_device_row_get_replicas (TdmDeviceRow        *self);
 
 /* Puts this row's "Main" button in the same radio group as `group`'s. */

@@ -15,6 +15,13 @@
 #include "tdm-batch-strip.h"
 #include "tdm-timeline.h"
 
+/* The phase table shows the mean of the last PHASE_WINDOW timed steps, so it follows
+ * the run as it is now (a new pace, a strategy's steady state). A run's first timed
+ * step is left out once a second one has come: it carries the start-up (a GPU's
+ * context and cuBLAS handles, first touch of every buffer), 135 ms of forward on an
+ * H200 against 0.26 ms in the steps after, and would dominate the means for long. */
+#define PHASE_WINDOW 16
+
 struct _TdmDevicesPage
 {
   GtkWidget       parent_instance;
@@ -27,8 +34,11 @@ struct _TdmDevicesPage
   GtkWidget      *memory_note;
   GtkWidget      *phase_grid;
 
-  /* Time in each phase, summed over the run's timed steps, per device. */
+  /* Time in each phase per device, summed over the last PHASE_WINDOW timed steps
+   * (phase_ms), and each of those steps' own times (a ring, oldest overwritten). */
   double          phase_ms[TDM_MAX_REPLICAS][TDM_PHASE_COUNT];
+  double        (*step_ms)[TDM_MAX_REPLICAS][TDM_PHASE_COUNT];   /* PHASE_WINDOW of them */
+  int             window_steps;
   /* Spans seen of each phase: a phase has a column once it occurred, however short. */
   int             phase_spans[TDM_MAX_REPLICAS][TDM_PHASE_COUNT];
   int             timed_steps;
@@ -38,6 +48,7 @@ struct _TdmDevicesPage
   /* The phase table as built: which phases have columns, and their number cells, so
    * that a new step changes texts instead of rebuilding the table. */
   guint           phase_mask;
+  gboolean        phases_stale;   /* figures arrived while the page was not shown */
   GtkWidget      *phase_cell[TDM_MAX_REPLICAS][TDM_PHASE_COUNT];
   /* Bytes the last timed step's collectives moved out of and into each device, and
    * the two cells that show them (the engine counts them: tdm-communicator.h). */
@@ -47,6 +58,9 @@ struct _TdmDevicesPage
   TdmMemoryEvent  estimate;
   gboolean        has_estimate;
   gint64          peak[TDM_MAX_REPLICAS];
+  /* The driver's figure for the whole GPU (context, libraries, every process and
+   * every replica on it), highest seen; −1 when the device gives none (CPU). */
+  gint64          device_peak[TDM_MAX_REPLICAS];
   int             replicas;
   char           *warning;
 };
@@ -84,6 +98,47 @@ bytes_text (gint64 bytes)
   return g_format_size_full ((guint64) bytes, G_FORMAT_SIZE_IEC_UNITS);
 }
 
+/* One timed step's phases: its spans counted, its times into the window. */
+static void
+tdm_devices_page_add_phases (TdmDevicesPage        *self,
+                             const TdmPhasesEvent  *phases)
+{
+  int slot;
+
+  if (self->timed_steps == 1)
+    {
+      /* The second timed step: forget the first (see PHASE_WINDOW). */
+      memset (self->phase_ms, 0, sizeof self->phase_ms);
+      self->window_steps = 0;
+    }
+  slot = self->window_steps % PHASE_WINDOW;
+  for (int r = 0; r < self->phase_replicas; r++)
+    for (int p = 0; p < TDM_PHASE_COUNT; p++)
+      {
+        if (self->window_steps >= PHASE_WINDOW)
+          self->phase_ms[r][p] -= self->step_ms[slot][r][p];
+        self->step_ms[slot][r][p] = 0;
+      }
+  for (int r = 0; r < MIN (phases->replicas, self->phase_replicas); r++)
+    {
+      const TdmDevicePhases *d = &phases->device[r];
+
+      for (int i = 0; i < MIN (d->spans, TDM_MAX_PHASE_SPANS); i++)
+        if (d->span[i].phase >= 0 && d->span[i].phase < TDM_PHASE_COUNT)
+          {
+            self->step_ms[slot][r][d->span[i].phase] += d->span[i].end_ms - d->span[i].start_ms;
+            self->phase_spans[r][d->span[i].phase]++;
+          }
+      self->bytes[r][0] = d->bytes_sent;
+      self->bytes[r][1] = d->bytes_received;
+    }
+  for (int r = 0; r < self->phase_replicas; r++)
+    for (int p = 0; p < TDM_PHASE_COUNT; p++)
+      self->phase_ms[r][p] += self->step_ms[slot][r][p];
+  self->window_steps++;
+  self->timed_steps++;
+}
+
 /* Mean milliseconds per timed step in each phase, per device: the numbers behind the
  * timeline's boxes, so `main` and `allreduce` can be compared phase by phase. Only
  * the phases some device spent time in get a column. */
@@ -111,7 +166,7 @@ tdm_devices_page_fill_phases (TdmDevicesPage *self)
             {
               char text[32];
 
-              g_snprintf (text, sizeof text, "%.2f", self->phase_ms[r][p] / self->timed_steps);
+              g_snprintf (text, sizeof text, "%.2f", self->phase_ms[r][p] / MIN (self->window_steps, PHASE_WINDOW));
               gtk_label_set_label (GTK_LABEL (self->phase_cell[r][p]), text);
             }
       for (int r = 0; r < self->phase_replicas; r++)
@@ -159,7 +214,7 @@ tdm_devices_page_fill_phases (TdmDevicesPage *self)
       gtk_grid_attach (grid, header, column, 0, 1, 1);
       for (int r = 0; r < self->phase_replicas; r++)
         {
-          g_autofree char *text = g_strdup_printf ("%.2f", self->phase_ms[r][p] / self->timed_steps);
+          g_autofree char *text = g_strdup_printf ("%.2f", self->phase_ms[r][p] / MIN (self->window_steps, PHASE_WINDOW));
 
           self->phase_cell[r][p] = cell (text, TRUE);
           gtk_grid_attach (grid, self->phase_cell[r][p], column, r + 1, 1, 1);
@@ -195,15 +250,20 @@ tdm_devices_page_fill_memory (TdmDevicesPage *self)
 {
   static const char *headers[] = {
     N_("Device"), N_("Parameters"), N_("Gradients"), N_("Optimizer"),
-    N_("Activations"), N_("Dataset"), N_("Estimate"), N_("Measured peak"),
+    N_("Activations"), N_("Workspace"), N_("Dataset"), N_("Estimate"), N_("Measured peak"),
+    N_("GPU in use"),
   };
+  gboolean any_gpu = FALSE;
+
+  for (int r = 0; r < self->replicas; r++)
+    any_gpu |= self->device_peak[r] >= 0;
   GtkGrid *grid = GTK_GRID (self->memory_grid);
   GtkWidget *child;
 
   while ((child = gtk_widget_get_first_child (self->memory_grid)) != NULL)
     gtk_grid_remove (grid, child);
 
-  for (guint c = 0; c < G_N_ELEMENTS (headers); c++)
+  for (guint c = 0; c < G_N_ELEMENTS (headers) - (any_gpu ? 0 : 1); c++)
     {
       GtkWidget *label = cell (_(headers[c]), c > 0);
 
@@ -214,8 +274,10 @@ tdm_devices_page_fill_memory (TdmDevicesPage *self)
   for (int r = 0; r < self->replicas; r++)
     {
       const TdmMemoryDevice *d = &self->estimate.device[r];
+      /* Workspace: convolution columns, pool indices, gradient buffers, the backend's
+       * own scratch, and the communicator's staging buffers; the row adds up. */
       guint64 figures[] = { d->parameters, d->gradients, d->optimizer, d->activations,
-                            d->dataset, d->total };
+                            d->workspace + d->communication, d->dataset, d->total };
       g_autofree char *name = NULL;
       g_autofree char *peak = bytes_text (self->peak[r]);
 
@@ -229,6 +291,12 @@ tdm_devices_page_fill_memory (TdmDevicesPage *self)
           gtk_grid_attach (grid, cell (text, TRUE), c + 1, r + 1, 1, 1);
         }
       gtk_grid_attach (grid, cell (peak, TRUE), G_N_ELEMENTS (figures) + 1, r + 1, 1, 1);
+      if (any_gpu)
+        {
+          g_autofree char *in_use = bytes_text (self->device_peak[r]);
+
+          gtk_grid_attach (grid, cell (in_use, TRUE), G_N_ELEMENTS (figures) + 2, r + 1, 1, 1);
+        }
     }
 }
 
@@ -256,7 +324,10 @@ tdm_devices_page_set_estimate (TdmDevicesPage       *self,
       self->replicas = CLAMP (estimate->replicas, 0, TDM_MAX_REPLICAS);
       gtk_label_set_label (GTK_LABEL (self->memory_note),
                            _("The estimate is what the engine will allocate for these choices; "
-                             "the peak is what it held while the run trained."));
+                             "the peak is what it held while the run trained. On a GPU, "
+                             "“GPU in use” is the driver’s count for the whole device: "
+                             "it adds the CUDA context and libraries, and other programs "
+                             "and replicas on the same GPU."));
       if (!fits)
         {
           if (largest_batch > 0)
@@ -284,7 +355,7 @@ tdm_devices_page_handle_event (TdmDevicesPage       *self,
     {
     case TDM_EVENT_MEMORY:
       for (int r = 0; r < TDM_MAX_REPLICAS; r++)
-        self->peak[r] = -1;
+        self->peak[r] = self->device_peak[r] = -1;
       /* The run's own estimate, computed with the dataset loaded, replaces ours. */
       tdm_devices_page_set_estimate (self, &event->memory, NULL, TRUE, 0);
       break;
@@ -296,10 +367,12 @@ tdm_devices_page_handle_event (TdmDevicesPage       *self,
       tdm_batch_strip_set_main_device (TDM_BATCH_STRIP (self->batch_strip),
                                        event->started.main_replica);
       memset (self->phase_ms, 0, sizeof self->phase_ms);
+      self->window_steps = 0;
       memset (self->phase_spans, 0, sizeof self->phase_spans);
       memset (self->bytes, 0, sizeof self->bytes);
       self->timed_steps = 0;
       self->phase_mask = 0;
+      self->phases_stale = FALSE;
       self->phase_replicas = CLAMP (event->started.replicas, 0, TDM_MAX_REPLICAS);
       self->main_replica = event->started.main_replica;
       for (int r = 0; r < self->phase_replicas; r++)
@@ -309,21 +382,14 @@ tdm_devices_page_handle_event (TdmDevicesPage       *self,
 
     case TDM_EVENT_PHASES:
       tdm_timeline_add_phases (TDM_TIMELINE (self->timeline), &event->phases);
-      for (int r = 0; r < MIN (event->phases.replicas, self->phase_replicas); r++)
-        {
-          const TdmDevicePhases *d = &event->phases.device[r];
-
-          for (int i = 0; i < MIN (d->spans, TDM_MAX_PHASE_SPANS); i++)
-            if (d->span[i].phase >= 0 && d->span[i].phase < TDM_PHASE_COUNT)
-              {
-                self->phase_ms[r][d->span[i].phase] += d->span[i].end_ms - d->span[i].start_ms;
-                self->phase_spans[r][d->span[i].phase]++;
-              }
-          self->bytes[r][0] = d->bytes_sent;
-          self->bytes[r][1] = d->bytes_received;
-        }
-      self->timed_steps++;
-      tdm_devices_page_fill_phases (self);
+      tdm_devices_page_add_phases (self, &event->phases);
+      /* A new figure in a label relays out the whole window, whether or not the
+       * label is shown, a few times a second: the page not shown catches up when
+       * it is (bench/NOTES.md, "main-loop wake-ups"). */
+      if (gtk_widget_get_mapped (GTK_WIDGET (self)))
+        tdm_devices_page_fill_phases (self);
+      else
+        self->phases_stale = TRUE;
       break;
 
     case TDM_EVENT_BATCH:
@@ -336,11 +402,19 @@ tdm_devices_page_handle_event (TdmDevicesPage       *self,
         gboolean changed = FALSE;
 
         for (int r = 0; r < MIN (event->devices.replicas, TDM_MAX_REPLICAS); r++)
-          if (event->devices.device[r].tandem_bytes > self->peak[r])
-            {
-              self->peak[r] = event->devices.device[r].tandem_bytes;
-              changed = TRUE;
-            }
+          {
+            if (event->devices.device[r].tandem_bytes > self->peak[r])
+              {
+                self->peak[r] = event->devices.device[r].tandem_bytes;
+                changed = TRUE;
+              }
+            if (event->devices.device[r].total_bytes > 0
+                && event->devices.device[r].used_bytes > self->device_peak[r])
+              {
+                self->device_peak[r] = event->devices.device[r].used_bytes;
+                changed = TRUE;
+              }
+          }
         if (changed)
           tdm_devices_page_fill_memory (self);
       }
@@ -387,6 +461,20 @@ tdm_devices_page_get_phase_spans (TdmDevicesPage *self,
   if (device < 0 || device >= self->phase_replicas)
     return 0;
   return self->phase_spans[device][phase];
+}
+
+double
+tdm_devices_page_get_phase_ms (TdmDevicesPage *self,
+                               int             device,
+                               TdmPhase        phase)
+{
+  g_return_val_if_fail (TDM_IS_DEVICES_PAGE (self), -1);
+  g_return_val_if_fail (phase >= 0 && phase < TDM_PHASE_COUNT, -1);
+
+  if (device < 0 || device >= self->phase_replicas || self->window_steps == 0
+      || self->phase_spans[device][phase] == 0)
+    return -1;
+  return self->phase_ms[device][phase] / MIN (self->window_steps, PHASE_WINDOW);
 }
 
 /**
@@ -469,12 +557,37 @@ tdm_devices_page_dispose (GObject *object)
 }
 
 static void
+tdm_devices_page_map (GtkWidget *widget)
+{
+  TdmDevicesPage *self = TDM_DEVICES_PAGE (widget);
+
+  GTK_WIDGET_CLASS (tdm_devices_page_parent_class)->map (widget);
+  if (self->phases_stale)
+    {
+      self->phases_stale = FALSE;
+      tdm_devices_page_fill_phases (self);
+    }
+}
+
+static void
+tdm_devices_page_finalize (GObject *object)
+{
+  TdmDevicesPage *self = TDM_DEVICES_PAGE (object);
+
+  g_free (self->step_ms);
+
+  G_OBJECT_CLASS (tdm_devices_page_parent_class)->finalize (object);
+}
+
+static void
 tdm_devices_page_class_init (TdmDevicesPageClass *klass)
 {
   GObjectClass *object_class = G_OBJECT_CLASS (klass);
   GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
 
   object_class->dispose = tdm_devices_page_dispose;
+  widget_class->map = tdm_devices_page_map;
+  object_class->finalize = tdm_devices_page_finalize;
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
   gtk_widget_class_set_css_name (widget_class, "devicespage");
 }
@@ -485,8 +598,10 @@ tdm_devices_page_init (TdmDevicesPage *self)
   GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 12);
   GtkWidget *table_scroller;
 
+  /* On the heap: a GObject's instance must stay under 64 KiB. */
+  self->step_ms = g_malloc0 (PHASE_WINDOW * sizeof *self->step_ms);
   for (int r = 0; r < TDM_MAX_REPLICAS; r++)
-    self->peak[r] = -1;
+    self->peak[r] = self->device_peak[r] = -1;
 
   gtk_widget_set_margin_start (box, 12);
   gtk_widget_set_margin_end (box, 12);

@@ -1,7 +1,7 @@
 /* tdm-devices-page.h: the window's "Devices" page.
  *
  * What each device does in a step (a TdmTimeline of the last sampled steps, and a
- * table of the mean time per step in each phase over the run), which
+ * table of the mean time per step in each phase over the last timed steps), which
  * samples of the batch went to which device (a TdmBatchStrip), and each device's
  * memory: the engine's estimate before Start, beside the peak Tandem measured once a
  * run has reported it. It shows engine events and estimates; it computes no engine
@@ -48,6 +48,12 @@ GtkWidget *tdm_devices_page_get_batch_strip  (TdmDevicesPage       *self);
 /* How many spans of the phase the device's timed steps had (its column shows their
  * mean milliseconds per step). */
 int        tdm_devices_page_get_phase_spans  (TdmDevicesPage       *self,
+                                              int                   device,
+                                              TdmPhase              phase);
+/* The mean milliseconds per step the device's cell of the phase shows (over the
+ * last 16 timed steps, the run's first left out once a second came); −1 when the
+ * table has no such cell yet. */
+double     tdm_devices_page_get_phase_ms     (TdmDevicesPage       *self,
                                               int                   device,
                                               TdmPhase              phase);
 /* The texts of the device's "sent" and "received" cells (bytes per step). */

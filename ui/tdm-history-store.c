@@ -5,7 +5,9 @@
  * id, so the page keeps its state when a run ends and the list is read again.
  * Deleting is two steps (the GNOME way with an undo toast): the item leaves the list
  * at once and waits in `deleted`; only commit (the toast's dismissal, or the store's
- * disposal) removes the file, so an undo is exact and costs no rewrite.
+ * disposal) removes the file, so an undo is exact and costs no rewrite. Scaling
+ * sweeps are listed, renamed, deleted and exported the same way; they are never
+ * overlays nor the baseline (TdmRunItem refuses both).
  */
 
 #include <glib/gi18n.h>
@@ -564,7 +566,11 @@ tdm_history_store_get_baseline (TdmHistoryStore *self)
   for (guint i = 0; i < self->items->len; i++)
     if (tdm_run_item_get_baseline (g_ptr_array_index (self->items, i)))
       return g_ptr_array_index (self->items, i);
-  return self->items->len > 0 ? g_ptr_array_index (self->items, 0) : NULL;
+  /* Sweeps have no speed of their own to be measured against. */
+  for (guint i = 0; i < self->items->len; i++)
+    if (!tdm_run_item_is_sweep (g_ptr_array_index (self->items, i)))
+      return g_ptr_array_index (self->items, i);
+  return NULL;
 }
 
 void

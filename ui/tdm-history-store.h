@@ -70,7 +70,8 @@ gboolean         tdm_history_store_export_csv     (TdmHistoryStore  *self,
 /* The ticked runs' records, oldest first (borrowed from the items). "overlays-changed"
  * tells when the set changes. */
 GPtrArray       *tdm_history_store_get_overlays   (TdmHistoryStore  *self);
-/* The baseline of comparisons: the chosen run, else the oldest run (NULL when empty). */
+/* The baseline of comparisons: the chosen run, else the oldest training run (NULL
+ * when there is none: sweeps are never the baseline). */
 TdmRunItem      *tdm_history_store_get_baseline   (TdmHistoryStore  *self);
 void             tdm_history_store_set_baseline   (TdmHistoryStore  *self,
                                                    TdmRunItem       *item);

@@ -2,7 +2,8 @@
  *
  * Lists the runs of a TdmHistoryStore (name, date, devices, strategy, batch, final
  * accuracy) with a tick to overlay each on the charts and a menu to rename, export,
- * delete (with an undo toast) or make it the baseline; below, "compare with one
+ * delete (with an undo toast) or make it the baseline; scaling sweeps beside them,
+ * marked, opened rather than ticked; below, "compare with one
  * device" (its steps and its last result) and the comparison table (TdmRunTable).
  * It starts no runs: its Compare button activates the window's
  * "win.compare-one-device", which reads the steps from here.
@@ -35,6 +36,10 @@ const char      *tdm_history_view_get_compare_result (TdmHistoryView  *self);
 /* Takes the run off the list and offers to undo it in a toast (the action
  * "history.undo-delete" with the run's id); the file goes when the toast does. */
 void             tdm_history_view_delete             (TdmHistoryView  *self,
+                                                      TdmRunItem      *item);
+/* Opens a scaling sweep's chart and table in a window of their own and returns it
+ * (TdmHistorySweep); NULL, doing nothing, for a training run. */
+GtkWidget       *tdm_history_view_open               (TdmHistoryView  *self,
                                                       TdmRunItem      *item);
 /* A notice on the page (a failure to rename or export, a file saved). */
 void             tdm_history_view_toast              (TdmHistoryView  *self,

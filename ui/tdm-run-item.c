@@ -2,7 +2,8 @@
  *
  * The record is loaded once and kept; only the name changes afterwards (a rename is
  * an appended line on disk, mirrored here). The two choices are plain properties, so
- * rows bind their check buttons to them.
+ * rows bind their check buttons to them. A scaling sweep is an item too, but it has
+ * no curves to draw and no run to be measured against: it never takes either.
  */
 
 #include <math.h>
@@ -181,7 +182,7 @@ tdm_run_item_set_overlay (TdmRunItem *self,
 {
   g_return_if_fail (TDM_IS_RUN_ITEM (self));
 
-  if (self->overlay == !!overlay)
+  if (self->overlay == !!overlay || (overlay && tdm_run_item_is_sweep (self)))
     return;
   self->overlay = !!overlay;
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_OVERLAY]);
@@ -201,7 +202,7 @@ tdm_run_item_set_baseline (TdmRunItem *self,
 {
   g_return_if_fail (TDM_IS_RUN_ITEM (self));
 
-  if (self->baseline == !!baseline)
+  if (self->baseline == !!baseline || (baseline && tdm_run_item_is_sweep (self)))
     return;
   self->baseline = !!baseline;
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_BASELINE]);
@@ -230,6 +231,47 @@ describe_devices (const TdmConfig *config)
   return g_string_free (g_steal_pointer (&s), FALSE);
 }
 
+gboolean
+tdm_run_item_is_sweep (TdmRunItem *self)
+{
+  g_return_val_if_fail (TDM_IS_RUN_ITEM (self), FALSE);
+
+  return self->record->kind == TDM_RUN_SCALING;
+}
+
+/* "scaling, strong · cpu ×2 · allreduce · batch 200 · 1.85× on 2": the sweep's
+ * settings, then the speed-up it reached at its most devices, or how it ended. */
+static char *
+describe_sweep (const TdmRunRecord *r)
+{
+  g_autofree char *devices = describe_devices (r->config);
+  g_autofree char *kind = NULL;
+  g_autofree char *batch = NULL;
+  g_autofree char *outcome = NULL;
+  guint n = r->sweep.points->len;
+
+  /* Translators: how a scaling run in the history is marked: strong or weak */
+  kind = g_strdup (r->sweep.mode == TDM_SCALING_WEAK ? _("scaling, weak") : _("scaling, strong"));
+  /* Translators: the batch a scaling run started from, in the run history */
+  batch = g_strdup_printf (_("batch %d"), r->config->batch);
+  if (r->failed)
+    outcome = g_strdup (_("failed"));
+  else if (n > 0 && (!r->finished || r->final.stopped) && (int) n < r->sweep.count)
+    /* Translators: a scaling run that ended early; %u points measured of %d */
+    outcome = g_strdup_printf (_("stopped after %u of %d"), n, r->sweep.count);
+  else if (n > 0)
+    {
+      const TdmScalingPoint *last = &g_array_index (r->sweep.points, TdmScalingPoint, n - 1);
+
+      /* Translators: the speed-up a scaling run reached and on how many devices */
+      outcome = g_strdup_printf (_("%.2f× on %d"), last->speedup, last->devices);
+    }
+  else
+    outcome = g_strdup (_("unfinished"));
+  return g_strjoin (" · ", kind, devices, tdm_strategy_name (r->config->strategy), batch,
+                    outcome, NULL);
+}
+
 char *
 tdm_run_item_describe (TdmRunItem *self)
 {
@@ -241,6 +283,8 @@ tdm_run_item_describe (TdmRunItem *self)
   g_return_val_if_fail (TDM_IS_RUN_ITEM (self), NULL);
 
   r = self->record;
+  if (r->kind == TDM_RUN_SCALING)
+    return describe_sweep (r);
   devices = describe_devices (r->config);
   /* Translators: the global batch size of a run, in the run history */
   batch = g_strdup_printf (_("batch %d"), r->config->batch);

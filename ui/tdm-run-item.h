@@ -22,6 +22,9 @@ G_DECLARE_FINAL_TYPE (TdmRunItem, tdm_run_item, TDM, RUN_ITEM, GObject)
 TdmRunItem         *tdm_run_item_new          (TdmRunRecord *record);
 const TdmRunRecord *tdm_run_item_get_record   (TdmRunItem   *self);
 const char         *tdm_run_item_get_id       (TdmRunItem   *self);
+/* A scaling sweep rather than a training run (TDM_RUN_SCALING): it is never drawn
+ * on the charts nor made the baseline; the two setters ignore TRUE for it. */
+gboolean            tdm_run_item_is_sweep     (TdmRunItem   *self);
 /* Properties "name", "overlay" and "baseline". */
 const char         *tdm_run_item_get_name     (TdmRunItem   *self);
 void                tdm_run_item_set_name     (TdmRunItem   *self,
@@ -34,7 +37,8 @@ void                tdm_run_item_set_baseline (TdmRunItem   *self,
                                                gboolean      baseline);
 
 /* For lists: "cpu ×2 · allreduce · batch 200 · 85.3 %" (what the run was and how it
- * ended), and its date in the user's locale. */
+ * ended; a sweep: "scaling, strong · cpu ×2 · allreduce · batch 200 · 1.85× on 2"),
+ * and its date in the user's locale. */
 char               *tdm_run_item_describe     (TdmRunItem   *self);
 char               *tdm_run_item_format_date  (TdmRunItem   *self);
 /* "cpu ×2", "cuda:0, cuda:1". */

@@ -4,8 +4,8 @@
  * record into the table's words, so tests read the table without widgets. The
  * speed-up depends on the baseline: when it changes the view is given its model
  * again, which rebinds every visible cell (there are a few dozen runs, not
- * thousands). Phase times are the mean per step over the device figures recorded,
- * but the first; memory is the most each device held.
+ * thousands). Compute, communication and wait are the engine's mean per step over
+ * the run (tdm_run_record_device_means); memory is the most each device held.
  */
 
 #include <math.h>
@@ -65,41 +65,6 @@ record_time (const TdmRunRecord *r)
   if (r->points->len > 0)
     return g_array_index (r->points, TdmHistoryPoint, r->points->len - 1).elapsed;
   return NAN;
-}
-
-/* The first figures hold the first step, which pays for warming every cache and
- * allocator up: left out where later ones exist, as the scaling meter does. */
-static double
-phase_mean (const TdmRunRecord *r,
-            TdmRunTableColumn   column)
-{
-  double sum = 0;
-  guint n = 0;
-  long first = G_MAXLONG, last = G_MINLONG;
-
-  for (guint i = 0; i < r->device_points->len; i++)
-    {
-      long step = g_array_index (r->device_points, TdmHistoryDevicePoint, i).step;
-
-      first = MIN (first, step);
-      last = MAX (last, step);
-    }
-  for (guint i = 0; i < r->device_points->len; i++)
-    {
-      const TdmHistoryDevicePoint *p = &g_array_index (r->device_points,
-                                                       TdmHistoryDevicePoint, i);
-      double v = column == TDM_RUN_TABLE_COMPUTE ? p->compute_ms
-                 : column == TDM_RUN_TABLE_COMMUNICATION ? p->comm_ms : p->wait_ms;
-
-      if (p->step == first && last > first)
-        continue;
-      if (isfinite (v))
-        {
-          sum += v;
-          n++;
-        }
-    }
-  return n > 0 ? sum / n : NAN;
 }
 
 /* The most each device held, in replica order: "59 MiB · 59 MiB"; with `main` the
@@ -245,7 +210,12 @@ tdm_run_table_cell_text (TdmRunItem        *item,
     case TDM_RUN_TABLE_COMPUTE:
     case TDM_RUN_TABLE_COMMUNICATION:
     case TDM_RUN_TABLE_WAIT:
-      return number (phase_mean (r, column), 2);
+      {
+        double ms[3];
+
+        tdm_run_record_device_means (r, -1, ms);
+        return number (ms[column - TDM_RUN_TABLE_COMPUTE], 2);
+      }
     case TDM_RUN_TABLE_PHASES:
       return phase_text (r);
     case TDM_RUN_TABLE_MEMORY:
@@ -292,10 +262,22 @@ bind_cell (GtkSignalListItemFactory *factory,
   gtk_label_set_label (GTK_LABEL (gtk_list_item_get_child (list_item)), text);
 }
 
+/* Sweeps have none of these columns (no loss, no accuracy, one figure per device
+ * count rather than per run): each shows its own table when opened. */
+static gboolean
+is_training_run (gpointer item,
+                 gpointer user_data)
+{
+  return !tdm_run_item_is_sweep (item);
+}
+
 static void
 tdm_run_table_rebind (TdmRunTable *self)
 {
-  g_autoptr(GtkNoSelection) selection = gtk_no_selection_new (g_object_ref (G_LIST_MODEL (self->store)));
+  GtkCustomFilter *filter = gtk_custom_filter_new (is_training_run, NULL, NULL);
+  GtkFilterListModel *runs = gtk_filter_list_model_new (g_object_ref (G_LIST_MODEL (self->store)),
+                                                        GTK_FILTER (filter));
+  g_autoptr(GtkNoSelection) selection = gtk_no_selection_new (G_LIST_MODEL (runs));
 
   gtk_column_view_set_model (self->view, GTK_SELECTION_MODEL (selection));
 }

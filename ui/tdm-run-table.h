@@ -1,6 +1,7 @@
 /* tdm-run-table.h: the comparison table of the run history.
  *
- * A GtkColumnView over a TdmHistoryStore, one row a run: devices, strategy, batch,
+ * A GtkColumnView over a TdmHistoryStore's training runs (its scaling sweeps have
+ * tables of their own, see TdmHistorySweep), one row a run: devices, strategy, batch,
  * time, samples/s, final loss and accuracy, speed-up against the store's baseline,
  * compute, communication and waiting per step, each phase's time per sampled step,
  * and the memory each device held at most. Every figure

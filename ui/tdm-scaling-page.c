@@ -8,8 +8,15 @@
  * dropped; the page is reached through a weak reference, so a page that is gone
  * takes nothing. Cancelling lets the engine stop within a step; nothing here waits.
  *
+ * The worker also keeps the run in the history, through the engine's recorded sweep
+ * (tdm_history_run_sweep): its file is made here when the run starts, on the main
+ * thread, and each point is written on the worker as it is measured, so the window
+ * and tandem-train write the same record. A history that cannot be written costs the
+ * record, never the run.
+ *
  * Built in code, like the other classroom pages: a row of controls, a status line,
- * the chart and a table of the points.
+ * the chart and a table of the points (tdm-scaling-table.h, which the History page
+ * shows kept sweeps with).
  */
 
 #include "tdm-scaling-page.h"
@@ -22,6 +29,7 @@
 #include "tdm-export-info.h"
 #include "tdm-history.h"
 #include "tdm-scaling-chart.h"
+#include "tdm-scaling-table.h"
 
 #define DEFAULT_STEPS 200
 
@@ -43,7 +51,9 @@ struct _TdmScalingPage
   int            devices;         /* of the run going or last run */
   TdmConfig     *config;          /* of the run going or last run */
   TdmExportInfo *info;            /* its settings and start, for the exports */
-  char          *saved_path;
+  char          *history_folder;  /* NULL: the user's */
+  char          *record_id;       /* of the last run, when it was kept */
+  GError        *record_error;    /* why the last run was not kept in full */
 };
 
 enum {
@@ -71,6 +81,8 @@ typedef struct
   GWeakRef       *page;           /* shared with the points on their way */
   GMainContext   *context;
   GApplication   *application;    /* held while the thread runs, as TdmRun does */
+  TdmRunRecorder *recorder;       /* the history's record, or NULL */
+  GError         *record_error;   /* the recorder's, once the thread is done */
 } ScalingJob;
 
 typedef struct
@@ -93,6 +105,8 @@ scaling_job_free (gpointer data)
   ScalingJob *job = data;
 
   tdm_config_free (job->config);
+  g_clear_pointer (&job->recorder, tdm_run_recorder_free);
+  g_clear_error (&job->record_error);
   g_atomic_rc_box_release_full (job->page, (GDestroyNotify) g_weak_ref_clear);
   g_main_context_unref (job->context);
   g_clear_object (&job->application);
@@ -101,58 +115,16 @@ scaling_job_free (gpointer data)
 
 /* Table ------------------------------------------------------------------- */
 
-static GtkWidget *
-cell (const char *text,
-      gboolean    numeric,
-      gboolean    header)
-{
-  GtkWidget *label = gtk_label_new (text);
-
-  gtk_label_set_xalign (GTK_LABEL (label), numeric ? 1 : 0);
-  if (numeric)
-    gtk_widget_add_css_class (label, "numeric");
-  if (header)
-    gtk_widget_add_css_class (label, "dim-label");
-  return label;
-}
-
 static void
 tdm_scaling_page_fill_table (TdmScalingPage *self)
 {
-  static const char *headers[] = {
-    N_("Devices"), N_("Batch"), N_("Samples/s"), N_("Speed-up"), N_("Efficiency"),
-    N_("Compute ms"), N_("Communication ms"), N_("Wait ms"),
-  };
   TdmScalingChart *chart = TDM_SCALING_CHART (self->chart);
-  GtkWidget *child;
+  guint n = tdm_scaling_chart_get_n_points (chart);
+  g_autofree TdmScalingPoint *points = g_new0 (TdmScalingPoint, MAX (n, 1));
 
-  while ((child = gtk_widget_get_first_child (self->table)) != NULL)
-    gtk_grid_remove (GTK_GRID (self->table), child);
-
-  for (guint c = 0; c < G_N_ELEMENTS (headers); c++)
-    gtk_grid_attach (GTK_GRID (self->table), cell (_(headers[c]), c > 0, TRUE), c, 0, 1, 1);
-
-  for (guint i = 0; i < tdm_scaling_chart_get_n_points (chart); i++)
-    {
-      const TdmScalingPoint *p = tdm_scaling_chart_get_point (chart, i);
-      g_autofree char *texts[8] = {
-        g_strdup_printf ("%d", p->devices),
-        g_strdup_printf ("%d", p->batch),
-        g_strdup_printf ("%.0f", p->samples_per_second),
-        g_strdup_printf ("%.2f×", p->speedup),
-        g_strdup_printf ("%.0f %%", 100 * p->efficiency),
-        g_strdup_printf ("%.2f", p->compute_ms),
-        g_strdup_printf ("%.2f", p->comm_ms),
-        g_strdup_printf ("%.2f", p->wait_ms),
-      };
-
-      for (guint c = 0; c < G_N_ELEMENTS (texts); c++)
-        {
-          gtk_grid_attach (GTK_GRID (self->table), cell (texts[c], c > 0, FALSE), c, i + 1, 1, 1);
-          g_free (texts[c]);
-          texts[c] = NULL;
-        }
-    }
+  for (guint i = 0; i < n; i++)
+    points[i] = *tdm_scaling_chart_get_point (chart, i);
+  tdm_scaling_table_set_points (self->table, points, n);
 }
 
 /* Running ----------------------------------------------------------------- */
@@ -224,36 +196,21 @@ tdm_scaling_page_thread (GTask        *task,
 {
   ScalingJob *job = task_data;
   GError *error = NULL;
+  gboolean ok;
 
-  if (tdm_scaling_run (job->config, job->mode, job->steps, tdm_scaling_page_sink, job,
-                       cancellable, &error))
+  if (job->recorder != NULL)
+    {
+      ok = tdm_history_run_sweep (job->recorder, tdm_scaling_page_sink, job, cancellable,
+                                  &error);
+      tdm_run_recorder_finish (job->recorder, &job->record_error);
+    }
+  else
+    ok = tdm_scaling_run (job->config, job->mode, job->steps, tdm_scaling_page_sink, job,
+                          cancellable, &error);
+  if (ok)
     g_task_return_boolean (task, TRUE);
   else
     g_task_return_error (task, error);
-}
-
-/* Keeps a completed run beside the run history, where h11h's history page and any
- * later session find it. */
-static void
-tdm_scaling_page_keep (TdmScalingPage *self)
-{
-  g_autoptr(TdmHistory) history = tdm_history_new (NULL);
-  g_autoptr(GDateTime) now = g_date_time_new_now_local ();
-  g_autofree char *stamp = g_date_time_format (now, "%Y%m%d-%H%M%S");
-  g_autofree char *name = g_strdup_printf ("scaling-%s.csv", stamp);
-  g_autofree char *path = g_build_filename (tdm_history_get_folder (history), name, NULL);
-  g_autoptr(GError) error = NULL;
-
-  g_clear_pointer (&self->saved_path, g_free);
-  if (g_mkdir_with_parents (tdm_history_get_folder (history), 0700) != 0 ||
-      !tdm_scaling_page_write_csv (self, path, &error))
-    {
-      g_warning ("the scaling run could not be kept in %s: %s",
-                 tdm_history_get_folder (history),
-                 error != NULL ? error->message : g_strerror (errno));
-      return;
-    }
-  self->saved_path = g_steal_pointer (&path);
 }
 
 /* Main thread. */
@@ -278,11 +235,14 @@ tdm_scaling_page_done (GObject      *source_object,
 
   /* The points came before: their sources were attached before the task's. */
   g_clear_object (&self->cancellable);
+  if (job->record_error != NULL)
+    self->record_error = g_steal_pointer (&job->record_error);
+  else if (job->recorder != NULL && tdm_run_recorder_get_kept (job->recorder))
+    self->record_id = g_strdup (tdm_run_recorder_get_id (job->recorder));
   if (error == NULL)
     {
       g_autofree char *text = NULL;
 
-      tdm_scaling_page_keep (self);
       /* Translators: a scaling run is over; %d is the number of points */
       text = g_strdup_printf (ngettext ("Done: %d point measured.",
                                         "Done: %d points measured.",
@@ -341,7 +301,8 @@ tdm_scaling_page_start (TdmScalingPage   *self,
   self->config = tdm_config_copy (config);
   g_clear_pointer (&self->info, tdm_export_info_free);
   self->info = tdm_export_info_new (config, NULL);
-  g_clear_pointer (&self->saved_path, g_free);
+  g_clear_pointer (&self->record_id, g_free);
+  g_clear_error (&self->record_error);
   self->cancellable = g_cancellable_new ();
   tdm_scaling_chart_clear (TDM_SCALING_CHART (self->chart));
   tdm_scaling_page_fill_table (self);
@@ -354,6 +315,13 @@ tdm_scaling_page_start (TdmScalingPage   *self,
   job->mode = tdm_scaling_page_get_mode (self);
   job->steps = tdm_scaling_page_get_steps (self);
   job->generation = self->generation;
+  {
+    g_autoptr(TdmHistory) history = tdm_history_new (self->history_folder);
+
+    /* Named by its date, as the window's training runs are. */
+    job->recorder = tdm_run_recorder_new_sweep (history, config, job->mode, job->steps,
+                                                NULL, &self->record_error);
+  }
   job->page = g_atomic_rc_box_new0 (GWeakRef);
   g_weak_ref_init (job->page, self);
   job->context = g_main_context_ref_thread_default ();
@@ -442,12 +410,30 @@ tdm_scaling_page_get_chart (TdmScalingPage *self)
   return self->chart;
 }
 
+void
+tdm_scaling_page_set_history_folder (TdmScalingPage *self,
+                                     const char     *folder)
+{
+  g_return_if_fail (TDM_IS_SCALING_PAGE (self));
+
+  g_free (self->history_folder);
+  self->history_folder = g_strdup (folder);
+}
+
 const char *
-tdm_scaling_page_get_saved_path (TdmScalingPage *self)
+tdm_scaling_page_get_record_id (TdmScalingPage *self)
 {
   g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), NULL);
 
-  return self->saved_path;
+  return self->record_id;
+}
+
+const GError *
+tdm_scaling_page_get_record_error (TdmScalingPage *self)
+{
+  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), NULL);
+
+  return self->record_error;
 }
 
 /* Export ------------------------------------------------------------------ */
@@ -495,11 +481,12 @@ tdm_scaling_page_write_csv (TdmScalingPage  *self,
 }
 
 gboolean
-tdm_scaling_page_write_svg (TdmScalingPage  *self,
-                            const char      *path,
-                            double           width,
-                            double           height,
-                            GError         **error)
+tdm_scaling_write_svg (TdmScalingChart      *chart,
+                       const TdmExportInfo  *info,
+                       const char           *path,
+                       double                width,
+                       double                height,
+                       GError              **error)
 {
   cairo_rectangle_t extents = { 0, 0, width, height };
   g_autoptr(TdmChartSvg) svg = NULL;
@@ -512,7 +499,7 @@ tdm_scaling_page_write_svg (TdmScalingPage  *self,
   double chart_height = height;
   cairo_t *cr;
 
-  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), FALSE);
+  g_return_val_if_fail (TDM_IS_SCALING_CHART (chart), FALSE);
   g_return_val_if_fail (path != NULL && width > 0 && height > 0, FALSE);
 
   /* Our own SVG writer (tdm-chart-svg.h): labels stay text, and the settings go in
@@ -520,20 +507,20 @@ tdm_scaling_page_write_svg (TdmScalingPage  *self,
   surface = cairo_recording_surface_create (CAIRO_CONTENT_COLOR_ALPHA, &extents);
   cr = cairo_create (surface);
   svg = tdm_chart_svg_new (cr, (int) width, (int) height);
-  if (self->info != NULL)
+  if (info != NULL)
     {
-      g_autofree char *caption = tdm_export_info_to_caption (self->info);
+      g_autofree char *caption = tdm_export_info_to_caption (info);
 
       lines = tdm_chart_svg_caption_lines (cr, caption, width - 16);
       chart_height = MAX (height / 2, height - lines->len * TDM_CHART_SVG_CAPTION_LINE - 6);
     }
-  tdm_scaling_chart_draw (TDM_SCALING_CHART (self->chart), cr, width, chart_height, &black);
+  tdm_scaling_chart_draw (chart, cr, width, chart_height, &black);
   for (guint i = 0; lines != NULL && i < lines->len; i++)
     tdm_chart_svg_caption (svg, lines->pdata[i], 8,
                            chart_height + TDM_CHART_SVG_CAPTION_PX + 2 + i * TDM_CHART_SVG_CAPTION_LINE,
                            TDM_CHART_SVG_CAPTION_PX);
   status = cairo_status (cr);
-  doc = tdm_chart_svg_finish (svg, _("Scaling"), self->info);
+  doc = tdm_chart_svg_finish (svg, _("Scaling"), info);
   cairo_destroy (cr);
   cairo_surface_destroy (surface);
   if (status == CAIRO_STATUS_SUCCESS && !g_file_set_contents (path, doc, -1, &local))
@@ -556,6 +543,19 @@ tdm_scaling_page_write_svg (TdmScalingPage  *self,
   return TRUE;
 }
 
+gboolean
+tdm_scaling_page_write_svg (TdmScalingPage  *self,
+                            const char      *path,
+                            double           width,
+                            double           height,
+                            GError         **error)
+{
+  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), FALSE);
+
+  return tdm_scaling_write_svg (TDM_SCALING_CHART (self->chart), self->info, path, width,
+                                height, error);
+}
+
 /* GObject ----------------------------------------------------------------- */
 
 static void
@@ -572,7 +572,9 @@ tdm_scaling_page_dispose (GObject *object)
   g_clear_pointer (&self->scroller, gtk_widget_unparent);
   g_clear_pointer (&self->config, tdm_config_free);
   g_clear_pointer (&self->info, tdm_export_info_free);
-  g_clear_pointer (&self->saved_path, g_free);
+  g_clear_pointer (&self->history_folder, g_free);
+  g_clear_pointer (&self->record_id, g_free);
+  g_clear_error (&self->record_error);
 
   G_OBJECT_CLASS (tdm_scaling_page_parent_class)->dispose (object);
 }
@@ -705,9 +707,7 @@ tdm_scaling_page_init (TdmScalingPage *self)
                                   _("Speed-up against the number of devices"), -1);
   gtk_box_append (GTK_BOX (box), self->chart);
 
-  self->table = gtk_grid_new ();
-  gtk_grid_set_column_spacing (GTK_GRID (self->table), 18);
-  gtk_grid_set_row_spacing (GTK_GRID (self->table), 6);
+  self->table = tdm_scaling_table_new ();
   table_scroller = gtk_scrolled_window_new ();
   gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (table_scroller),
                                   GTK_POLICY_AUTOMATIC, GTK_POLICY_NEVER);

@@ -5,8 +5,8 @@
  * hundred steps each, through the engine's driver (tdm-scaling.h) on a worker
  * thread, and plots each point as it arrives: samples/s, speed-up and efficiency
  * against the ideal line, each point's compute / communication / wait. It can be
- * cancelled, is kept in the run history's folder as CSV when it completes, and
- * exports as CSV and SVG. The page does not decide the devices: the window hands it
+ * cancelled, is kept in the run history as a sweep record (tdm-history.h) as it goes,
+ * and exports as CSV and SVG. The page does not decide the devices: the window hands it
  * the configuration from the run form.
  */
 
@@ -15,6 +15,8 @@
 #include <gtk/gtk.h>
 
 #include "tdm-config.h"
+#include "tdm-export-info.h"
+#include "tdm-scaling-chart.h"
 #include "tdm-scaling.h"
 
 G_BEGIN_DECLS
@@ -43,8 +45,14 @@ void           tdm_scaling_page_set_steps    (TdmScalingPage   *self,
 long           tdm_scaling_page_get_steps    (TdmScalingPage   *self);
 
 GtkWidget     *tdm_scaling_page_get_chart    (TdmScalingPage   *self);
-/* Where the last completed run was kept, or NULL. */
-const char    *tdm_scaling_page_get_saved_path (TdmScalingPage *self);
+/* The run history the runs are kept in; NULL (the default): the user's. */
+void           tdm_scaling_page_set_history_folder (TdmScalingPage *self,
+                                                    const char     *folder);
+/* The history's id of the last run, once it is over, when it was kept (a run
+ * cancelled before its first point is not); else NULL, and when the history could
+ * not be written, why: */
+const char    *tdm_scaling_page_get_record_id     (TdmScalingPage *self);
+const GError  *tdm_scaling_page_get_record_error  (TdmScalingPage *self);
 
 /* The points so far, one line each, with a header; written atomically. */
 gboolean       tdm_scaling_page_write_csv    (TdmScalingPage   *self,
@@ -56,5 +64,14 @@ gboolean       tdm_scaling_page_write_svg    (TdmScalingPage   *self,
                                               double            width,
                                               double            height,
                                               GError          **error);
+
+/* Any scaling chart as an SVG image of width × height points, with `info` (may be
+ * NULL) in its caption and metadata: the page's, or a kept sweep's. */
+gboolean       tdm_scaling_write_svg         (TdmScalingChart      *chart,
+                                              const TdmExportInfo  *info,
+                                              const char           *path,
+                                              double                width,
+                                              double                height,
+                                              GError              **error);
 
 G_END_DECLS

@@ -27,6 +27,12 @@ struct _TdmSeries
   guint64          n_appended;
   double           smoothing;
 
+  /* tdm_series_peek_smoothed()'s values, while `smooth_valid`: a series drawn again
+   * unchanged (an overlaid earlier run) is not smoothed again. */
+  double          *smooth;
+  guint            n_smooth_allocated;
+  gboolean         smooth_valid;
+
   /* Running extents over everything appended since the last clear. */
   double           x_min, x_max;
   double           y_min, y_max;
@@ -69,6 +75,7 @@ tdm_series_free (TdmSeries *self)
 
   g_free (self->name);
   g_free (self->buckets);
+  g_free (self->smooth);
   g_free (self);
 }
 
@@ -98,6 +105,7 @@ tdm_series_clear (TdmSeries *self)
   self->n_buckets = 0;
   self->width = 1;
   self->n_appended = 0;
+  self->smooth_valid = FALSE;
   self->has_x = self->has_y = self->has_positive = FALSE;
   self->x_min = self->x_max = NAN;
   self->y_min = self->y_max = NAN;
@@ -189,6 +197,7 @@ tdm_series_append (TdmSeries *self,
   self->x_max = self->has_x ? MAX (self->x_max, x) : x;
   self->has_x = TRUE;
   self->n_appended++;
+  self->smooth_valid = FALSE;
   self->last_x = x;
   self->last_y = y;
 
@@ -419,6 +428,7 @@ tdm_series_set_smoothing (TdmSeries *self,
   g_return_if_fail (self != NULL);
 
   self->smoothing = CLAMP (weight, 0.0, 0.999);
+  self->smooth_valid = FALSE;
 }
 
 double
@@ -444,8 +454,8 @@ tdm_series_get_smoothed (TdmSeries *self,
                          double    *out,
                          guint      n_out)
 {
-  double w, ema = 0, weight_left = 1;
-  guint n;
+  double w, ema = 0, weight_left = 1, decay = 0;
+  guint n, decay_n = 0;
 
   g_return_val_if_fail (self != NULL, 0);
   g_return_val_if_fail (out != NULL || n_out == 0, 0);
@@ -456,7 +466,6 @@ tdm_series_get_smoothed (TdmSeries *self,
   for (guint i = 0; i < n; i++)
     {
       const TdmSeriesBucket *b = &self->buckets[i];
-      double decay;
 
       if (b->n_finite == 0)
         {
@@ -464,13 +473,50 @@ tdm_series_get_smoothed (TdmSeries *self,
           continue;
         }
 
-      decay = w > 0 ? pow (w, b->n_finite) : 0;
+      /* Buckets but the last hold the same number of points: one pow() a series,
+       * not one a bucket (it was most of a redraw's smoothing). */
+      if (b->n_finite != decay_n)
+        {
+          decay_n = b->n_finite;
+          decay = w > 0 ? pow (w, decay_n) : 0;
+        }
       ema = ema * decay + (1 - decay) * tdm_series_bucket_mean (b);
       weight_left *= decay;
-      out[i] = ema / (1 - weight_left);
+      /* The start's bias is gone once its weight underflows: no division. */
+      out[i] = weight_left > 0 ? ema / (1 - weight_left) : ema;
     }
 
   return n;
+}
+
+/**
+ * tdm_series_peek_smoothed:
+ * @n_values: (out): how many values, one per bucket
+ *
+ * tdm_series_get_smoothed() into the series' own array, computed again only after
+ * the series changed (appended to, cleared, smoothing set).
+ *
+ * Returns: (transfer none): the values, valid until the series changes
+ */
+const double *
+tdm_series_peek_smoothed (TdmSeries *self,
+                          guint     *n_values)
+{
+  g_return_val_if_fail (self != NULL, NULL);
+  g_return_val_if_fail (n_values != NULL, NULL);
+
+  if (!self->smooth_valid)
+    {
+      if (self->n_buckets > self->n_smooth_allocated)
+        {
+          self->n_smooth_allocated = MAX (self->n_buckets, 2 * self->n_smooth_allocated);
+          self->smooth = g_renew (double, self->smooth, self->n_smooth_allocated);
+        }
+      tdm_series_get_smoothed (self, self->smooth, self->n_buckets);
+      self->smooth_valid = TRUE;
+    }
+  *n_values = self->n_buckets;
+  return self->smooth;
 }
 
 /* RFC 4180; a name with a space ("cpu 1") is quoted too, so no reader splits it. */

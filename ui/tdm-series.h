@@ -86,6 +86,8 @@ double                 tdm_series_get_smoothing    (TdmSeries   *series);
 guint                  tdm_series_get_smoothed     (TdmSeries   *series,
                                                     double      *out,
                                                     guint        n_out);
+const double          *tdm_series_peek_smoothed    (TdmSeries   *series,
+                                                    guint       *n_values);
 
 gboolean               tdm_series_write_csv        (TdmSeries  *const *series,
                                                     guint        n_series,

@@ -208,16 +208,8 @@ tdm_window_scaling_finished (TdmWindow      *self,
                              const GError   *error,
                              TdmScalingPage *page)
 {
-  const char *saved = tdm_scaling_page_get_saved_path (page);
-
-  if (error == NULL && saved != NULL)
-    {
-      g_autofree char *name = g_path_get_basename (saved);
-      /* Translators: a scaling run was kept in the run history; %s is the file */
-      g_autofree char *text = g_strdup_printf (_("Scaling run kept as “%s”"), name);
-
-      tdm_window_toast (self, text);
-    }
+  /* The History page lists it now (tdm-window-history.c). */
+  tdm_window_history_sweep_done (self, error, page);
   tdm_window_update_state (self);
 }
 

@@ -6,7 +6,9 @@
  * with one device" runs the current settings, then their one-device twin
  * (tdm_compare_one_device_config) with the same batch and seed, through the window's
  * own run path, keeps both runs' parameters and reports the engine's words for how far
- * apart they ended. Not the page itself (TdmHistoryView) nor the list (TdmHistoryStore).
+ * apart they ended. Scaling runs are kept by the Scaling page in the same history, as
+ * sweep records; when one ends it is read into the list too. Not the page itself
+ * (TdmHistoryView) nor the list (TdmHistoryStore).
  */
 
 #include <math.h>
@@ -141,6 +143,45 @@ tdm_window_history_run_done (TdmWindow *self,
     }
 }
 
+void
+tdm_window_history_sweep_done (TdmWindow      *self,
+                               const GError   *error,
+                               TdmScalingPage *page)
+{
+  const GError *record_error = tdm_scaling_page_get_record_error (page);
+  const char *id = tdm_scaling_page_get_record_id (page);
+  g_autoptr(GError) load_error = NULL;
+  TdmRunItem *item;
+
+  if (record_error != NULL)
+    {
+      g_autofree char *sentence = tdm_format_sentence (record_error->message);
+      /* Translators: a toast; %s says why the run history could not be written */
+      g_autofree char *text = g_strdup_printf (_("The run history could not be written in full. %s"),
+                                               sentence);
+
+      tdm_window_toast (self, text);
+    }
+  if (id == NULL)
+    return;
+  if (!tdm_history_store_add_run (self->history, id, &load_error))
+    {
+      g_autofree char *sentence = tdm_format_sentence (load_error->message);
+
+      tdm_window_toast (self, sentence);
+      return;
+    }
+  item = tdm_history_store_find (self->history, id);
+  if (error == NULL && item != NULL)
+    {
+      /* Translators: a toast after a scaling run; %s is its name in the run history */
+      g_autofree char *text = g_strdup_printf (_("Scaling run kept in the history as “%s”"),
+                                               tdm_run_item_get_name (item));
+
+      tdm_window_toast (self, text);
+    }
+}
+
 /* After the N-device run of a comparison: the same on the main device alone. */
 void
 tdm_window_compare_next (TdmWindow *self)
@@ -262,6 +303,9 @@ tdm_window_history_init (TdmWindow *self)
   /* The history is read on a thread: a long one must not hold the window up. */
   self->history = tdm_history_store_new (NULL);
   self->history_view = tdm_history_view_new (self->history);
+  /* Sweeps go where the training runs go. */
+  tdm_scaling_page_set_history_folder (self->scaling_page,
+                                       tdm_history_get_folder (tdm_history_store_get_history (self->history)));
   g_signal_connect_object (self->history, "loaded",
                            G_CALLBACK (tdm_window_restore_overlays), self, G_CONNECT_SWAPPED);
   tdm_history_store_reload_async (self->history);

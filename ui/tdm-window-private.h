@@ -65,6 +65,14 @@ struct _TdmWindow
   gboolean              can_start;
   long                  max_steps;          /* for benchmarks: 0 runs every epoch */
 
+  /* The form greys out the frame after a run starts (tdm_window_lock_form): the
+   * frame clock and handler waiting for that frame to be painted, and a timeout in
+   * case no frame comes (a window not shown). */
+  GdkFrameClock        *lock_clock;
+  gulong                lock_handler;
+  guint                 lock_timeout;
+  gint64                unlock_frame;       /* frame counter when last ungreyed, or −1 */
+
   GtkWindow            *classify_window;    /* made on first use */
   TdmClassifyView      *classify_view;
 
@@ -109,6 +117,10 @@ gboolean        tdm_window_launch           (TdmWindow            *self,
 void            tdm_window_history_init     (TdmWindow            *self);
 void            tdm_window_history_dispose  (TdmWindow            *self);
 void            tdm_window_history_finalize (TdmWindow            *self);
+/* A scaling run is over: the History page lists it, and a toast says so. */
+void            tdm_window_history_sweep_done (TdmWindow          *self,
+                                               const GError       *error,
+                                               TdmScalingPage     *page);
 void            tdm_window_history_run_done (TdmWindow            *self,
                                              TdmRun               *run,
                                              gboolean              completed);

@@ -159,6 +159,83 @@ tdm_window_toast (TdmWindow  *self,
   adw_toast_overlay_add_toast (self->toast_overlay, adw_toast_new (text));
 }
 
+/* Locking the form: greying it out restyles and repaints every control in it, 4 ms
+ * of a frame on a slow CPU, and the frame after Start already repaints the header,
+ * the status line and the charts' first points (bench/NOTES.md, "Stall at Start").
+ * So the form stops taking input at once (nothing in it can be clicked) and turns
+ * grey in the next frame, after the one that shows the run starting. */
+static void
+tdm_window_cancel_lock (TdmWindow *self)
+{
+  if (self->lock_handler != 0)
+    g_signal_handler_disconnect (self->lock_clock, self->lock_handler);
+  self->lock_handler = 0;
+  g_clear_object (&self->lock_clock);
+  g_clear_handle_id (&self->lock_timeout, g_source_remove);
+}
+
+static void
+tdm_window_grey_form (TdmWindow *self)
+{
+  tdm_window_cancel_lock (self);
+  gtk_widget_set_sensitive (GTK_WIDGET (self->sidebar), FALSE);
+}
+
+static void
+tdm_window_grey_form_after_paint (GdkFrameClock *clock,
+                                  TdmWindow     *self)
+{
+  tdm_window_grey_form (self);
+}
+
+static gboolean
+tdm_window_grey_form_late (gpointer data)
+{
+  TdmWindow *self = data;
+
+  self->lock_timeout = 0;
+  tdm_window_grey_form (self);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+tdm_window_lock_form (TdmWindow *self,
+                      gboolean   locked)
+{
+  GtkWidget *form = GTK_WIDGET (self->sidebar);
+  GdkFrameClock *clock;
+
+  clock = gtk_widget_get_mapped (GTK_WIDGET (self)) ? gtk_widget_get_frame_clock (GTK_WIDGET (self))
+                                                    : NULL;
+  gtk_widget_set_can_target (form, !locked);
+  if (!locked)
+    {
+      tdm_window_cancel_lock (self);
+      if (!gtk_widget_get_sensitive (form))
+        self->unlock_frame = clock != NULL ? gdk_frame_clock_get_frame_counter (clock) : -1;
+      gtk_widget_set_sensitive (form, TRUE);
+      return;
+    }
+  if (!gtk_widget_get_sensitive (form) || self->lock_handler != 0)
+    return;
+
+  /* Greyed at once where it would otherwise flash: unmapped, or ungreyed since the
+   * last frame (one run of a comparison ending and the next starting). */
+  if (clock == NULL || gdk_frame_clock_get_frame_counter (clock) == self->unlock_frame)
+    {
+      gtk_widget_set_sensitive (form, FALSE);
+      return;
+    }
+  /* Keys typed into the form meanwhile would change it under the run. */
+  if (gtk_widget_get_focus_child (form) != NULL)
+    gtk_widget_grab_focus (GTK_WIDGET (self->stop_button));
+  self->lock_clock = g_object_ref (clock);
+  self->lock_handler = g_signal_connect (clock, "after-paint",
+                                         G_CALLBACK (tdm_window_grey_form_after_paint), self);
+  self->lock_timeout = g_timeout_add (100, tdm_window_grey_form_late, self);
+  gdk_frame_clock_request_phase (clock, GDK_FRAME_CLOCK_PHASE_PAINT);
+}
+
 void
 tdm_window_update_state (TdmWindow *self)
 {
@@ -184,7 +261,7 @@ tdm_window_update_state (TdmWindow *self)
                                  tdm_metrics_log_get_n_rows (tdm_dashboard_get_log (self->dashboard)) > 0);
 
   /* Nothing on the left can change a run in flight. */
-  gtk_widget_set_sensitive (GTK_WIDGET (self->sidebar), !running && !scaling);
+  tdm_window_lock_form (self, running || scaling);
 
   gtk_button_set_icon_name (self->pause_button,
                             paused ? "media-playback-start-symbolic"
@@ -644,6 +721,7 @@ tdm_window_dispose (GObject *object)
   g_clear_object (&self->run);
 
   tdm_window_chooser_done (self);
+  tdm_window_cancel_lock (self);
   tdm_window_history_dispose (self);
   /* A toplevel is owned by GTK's list of windows: destroy it to let it go. */
   if (self->classify_window != NULL)
@@ -767,11 +845,32 @@ tdm_window_class_init (TdmWindowClass *klass)
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_i, GDK_CONTROL_MASK, "win.classify", NULL);
 }
 
+/* Our own icons (the Charts page's: Adwaita 43 has no chart icon) live in the
+ * resources. GtkApplication adds their path to the display's icon theme at start-up;
+ * a window made without it (the tests, the benchmarks) adds it here, once. */
+static void
+tdm_window_add_icons (void)
+{
+  static const char path[] = "/io/github/tandem/Tandem/icons";
+  GdkDisplay *display = gdk_display_get_default ();
+  GtkIconTheme *theme;
+  g_auto (GStrv) paths = NULL;
+
+  if (display == NULL)
+    return;
+  theme = gtk_icon_theme_get_for_display (display);
+  paths = gtk_icon_theme_get_resource_path (theme);
+  if (paths == NULL || !g_strv_contains ((const char *const *) paths, path))
+    gtk_icon_theme_add_resource_path (theme, path);
+}
+
 static void
 tdm_window_init (TdmWindow *self)
 {
+  tdm_window_add_icons ();
   gtk_widget_init_template (GTK_WIDGET (self));
 
+  self->unlock_frame = -1;
   self->settings = g_settings_new (TDM_APP_ID);
 
   tdm_window_history_init (self);

@@ -49,6 +49,7 @@ typedef struct {
   float *split_parts;          /* TDM_SPLIT_K_FLOATS */
   int split_k;                 /* TDM_CUDA_SPLIT_K: -1 chooses, 0 never, else chunks */
   gboolean small_gemm;         /* TDM_CUDA_SMALL_GEMM=0 turns tdm_k_gemm_small off */
+  int implicit_major;          /* compute capability for conv-implicit.cu; 0: off */
   int sm_count;
   char *gpu_name;              /* "NVIDIA H200", for messages */
 
@@ -517,6 +518,33 @@ cuda_col2im_bf16(TdmBackend *b, float *dx, const uint16_t *col, int n, int h, in
   TDM_CUDA_OK(b, tdm_k_col2im_bf16(dx, col, n, h, w, c, kh, kw, pad, stride, CUDA_B(b)->stream));
 }
 
+/* Without columns where conv-implicit.cu is on (TDM_CUDA_IMPLICIT=1) and takes the
+ * shape (stride 1, channels in 32s, sm_80+, aligned), else through them. */
+static void
+cuda_conv_dgrad_bf16(TdmBackend *b, float *dx, const uint16_t *dy, const uint16_t *w,
+                     uint16_t *col, int n, int h, int w_, int c, int out_c, int kh, int kw,
+                     int pad, int stride)
+{
+  TdmBackendCuda *cb = CUDA_B(b);
+  if (!tdm_cuda_begin(b) ||
+      !tdm_backend_check_conv(b, "conv_dgrad_bf16", n, h, w_, c, kh, kw, pad, stride))
+    return;
+  if (out_c < 1) {
+    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, "conv_dgrad_bf16: %d output channels", out_c);
+    return;
+  }
+  if (tdm_k_conv_dgrad_bf16_fits(cb->implicit_major, c, out_c, kh, kw, pad, stride) &&
+      ((uintptr_t)dx & 15u) == 0 && ((uintptr_t)dy & 15u) == 0 && ((uintptr_t)w & 15u) == 0) {
+    TDM_CUDA_OK(b, tdm_k_conv_dgrad_bf16(dx, dy, w, n, h, w_, c, out_c, kh, kw, pad,
+                                         cb->stream));
+    return;
+  }
+  int oh = (h + 2 * pad - kh) / stride + 1, ow = (w_ + 2 * pad - kw) / stride + 1;
+  int rows = n * oh * ow, k = kh * kw * c;
+  cuda_gemm_bf16_out(b, false, false, rows, k, out_c, dy, out_c, w, k, col, k);
+  cuda_col2im_bf16(b, dx, col, n, h, w_, c, kh, kw, pad, stride);
+}
+
 static void
 cuda_to_bf16(TdmBackend *b, uint16_t *out, const float *in, size_t n)
 {
@@ -874,6 +902,7 @@ static const TdmBackendOps tdm_backend_cuda_ops = {
   .gemm_bf16 = cuda_gemm_bf16,
   .gemm_bf16_out = cuda_gemm_bf16_out,
   .col2im_bf16 = cuda_col2im_bf16,
+  .conv_dgrad_bf16 = cuda_conv_dgrad_bf16,
   .graph_begin = cuda_graph_begin,
   .graph_end = cuda_graph_end,
   .graph_launch = cuda_graph_launch,
@@ -959,6 +988,12 @@ tdm_backend_cuda_new(int ordinal, TdmPrecision precision, GError **error)
   if (ok && precision == TDM_PRECISION_TF32 && prop.major >= 8)
     math = CUBLAS_TF32_TENSOR_OP_MATH;
   ok = ok && CUBLAS_OK(b, cublasSetMathMode(cb->cublas, math));
+  /* TDM_CUDA_IMPLICIT=1 computes stride-1 convolutions' bf16 input gradients with
+   * conv-implicit.cu instead of through columns. Off by default: on the H200 it is
+   * correct but not yet faster (168.0 k against 168.9 k samples/s for the resnet
+   * preset, bench/NOTES.md, h10g). */
+  const char *implicit = g_getenv("TDM_CUDA_IMPLICIT");
+  cb->implicit_major = implicit != NULL && g_str_equal(implicit, "1") ? prop.major : 0;
 
   size_t workspace = cublas_workspace_bytes(prop.major);
   GError *local = NULL;

@@ -304,6 +304,13 @@ typedef struct {
                          int ldc);
   void (*col2im_bf16) (TdmBackend *b, float *dx, const uint16_t *col,
                        int n, int h, int w, int c, int kh, int kw, int pad, int stride);
+  /* The same input gradient in one operation, optional: dx = col2im(dy · W) for dy
+   * (rows × out_c) and W (out_c × kh·kw·c) in bfloat16, dx float32 of n × h × w × c.
+   * A backend that can computes it without columns; else it goes through col (rows ×
+   * kh·kw·c bf16, the caller's scratch) as gemm_bf16_out and col2im_bf16 do. */
+  void (*conv_dgrad_bf16) (TdmBackend *b, float *dx, const uint16_t *dy, const uint16_t *w,
+                           uint16_t *col, int n, int h, int w_, int c, int out_c, int kh,
+                           int kw, int pad, int stride);
 
   /* y += x; y *= alpha. For communicators. */
   void (*add) (TdmBackend *b, float *y, const float *x, size_t n);

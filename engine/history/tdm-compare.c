@@ -58,7 +58,11 @@ tdm_compare_describe(double difference)
   g_snprintf(digits, sizeof digits, "%d", abs(exponent));
   for (const char *d = digits; *d != '\0'; d++)
     g_string_append(s, superscript[*d - '0']);
-  g_string_append(s, difference <= ROUNDING_LIMIT ? ": the same up to rounding"
-                                                   : ": more than rounding explains");
+  /* Past the limit the runs may still be the same computation: over many steps,
+   * Adam most of all, float rounding grows (see the window's default step count). */
+  g_string_append(s, difference <= ROUNDING_LIMIT
+                       ? ": the same up to rounding"
+                       : ": more than rounding at once; rounding grows over many steps"
+                         " (most with Adam): compare fewer steps");
   return g_string_free(s, FALSE);
 }

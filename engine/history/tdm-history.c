@@ -7,7 +7,7 @@
  * phase, per device, but no spans, batches or predictions, which are for watching,
  * not for comparing).
  */
-#include "tdm-history.h"
+#include "tdm-history-private.h"
 #include "tdm-error.h"
 #include "tdm-json.h"
 
@@ -21,17 +21,6 @@
 #include <unistd.h>
 
 #define RUN_SUFFIX ".jsonl"
-
-struct _TdmHistory {
-  char *folder;
-};
-
-struct _TdmRunRecorder {
-  char *id;
-  char *path;
-  int fd;
-  GError *error;                /* the first write error */
-};
 
 TdmHistory *
 tdm_history_new(const char *folder)
@@ -69,6 +58,7 @@ tdm_run_record_free(TdmRunRecord *r)
   g_array_unref(r->device_points);
   g_array_unref(r->phases);
   g_array_unref(r->epochs);
+  g_clear_pointer(&r->sweep.points, g_array_unref);
   g_free(r->error);
   g_free(r);
 }
@@ -92,6 +82,53 @@ tdm_run_record_samples_per_second(const TdmRunRecord *r)
       previous = p->step;
   }
   return time > 0 ? steps / time : 0;
+}
+
+/* The figures of one DEVICES event are consecutive entries. Each event's
+ * figures are means over the steps it timed: weighting every event alike (or dropping
+ * the first, which on a CPU run holds a third of the run) let a short last window,
+ * or an event that timed nothing, stand for the whole run. */
+long
+tdm_run_record_device_means(const TdmRunRecord *r, int device, double ms[3])
+{
+  double sum[3] = {0, 0, 0};
+  long covered = 0, previous = 0;
+  guint i = 0;
+  while (i < r->device_points->len) {
+    const TdmHistoryDevicePoint *first = &g_array_index(r->device_points, TdmHistoryDevicePoint, i);
+    guint end = i;
+    double busy = 0, event[3] = {0, 0, 0};
+    int devices = 0;
+    /* An event's entries: devices 0, 1, … of one step (an event that timed nothing
+     * can follow at the same step, after an evaluation). */
+    while (end < r->device_points->len &&
+           g_array_index(r->device_points, TdmHistoryDevicePoint, end).step == first->step &&
+           (end == i || g_array_index(r->device_points, TdmHistoryDevicePoint, end).device >
+                          g_array_index(r->device_points, TdmHistoryDevicePoint, end - 1).device)) {
+      const TdmHistoryDevicePoint *p = &g_array_index(r->device_points, TdmHistoryDevicePoint, end);
+      double v[3] = {p->compute_ms, p->comm_ms, p->wait_ms};
+      for (int k = 0; k < 3; k++)
+        if (isfinite(v[k]))
+          busy += v[k];
+      if (device < 0 || p->device == device) {
+        for (int k = 0; k < 3; k++)
+          event[k] += isfinite(v[k]) ? v[k] : 0;
+        devices++;
+      }
+      end++;
+    }
+    long steps = first->step - previous;
+    previous = first->step;
+    i = end;
+    if (busy <= 0 || devices == 0 || steps <= 0)
+      continue;
+    for (int k = 0; k < 3; k++)
+      sum[k] += steps * event[k] / devices;
+    covered += steps;
+  }
+  for (int k = 0; k < 3; k++)
+    ms[k] = covered > 0 ? sum[k] / covered : NAN;
+  return covered;
 }
 
 int
@@ -143,8 +180,8 @@ tdm_run_record_final_train_loss(const TdmRunRecord *r)
 }
 
 /* Ids come from file names: refuse anything that would leave the folder. */
-static gboolean
-valid_id(const char *id, GError **error)
+gboolean
+tdm_history_valid_id(const char *id, GError **error)
 {
   if (id != NULL && *id != '\0' && strchr(id, '/') == NULL && id[0] != '.')
     return TRUE;
@@ -153,8 +190,8 @@ valid_id(const char *id, GError **error)
   return FALSE;
 }
 
-static char *
-run_path(TdmHistory *h, const char *id)
+char *
+tdm_history_run_path(TdmHistory *h, const char *id)
 {
   g_autofree char *file = g_strconcat(id, RUN_SUFFIX, NULL);
   return g_build_filename(h->folder, file, NULL);
@@ -162,8 +199,8 @@ run_path(TdmHistory *h, const char *id)
 
 /* ---- writing ---------------------------------------------------------------------- */
 
-static void
-set_double(JsonBuilder *b, const char *name, double v)
+void
+tdm_history_set_double(JsonBuilder *b, const char *name, double v)
 {
   json_builder_set_member_name(b, name);
   if (isfinite(v))
@@ -172,15 +209,15 @@ set_double(JsonBuilder *b, const char *name, double v)
     json_builder_add_null_value(b);
 }
 
-static void
-set_int(JsonBuilder *b, const char *name, gint64 v)
+void
+tdm_history_set_int(JsonBuilder *b, const char *name, gint64 v)
 {
   json_builder_set_member_name(b, name);
   json_builder_add_int_value(b, v);
 }
 
-static void
-set_string(JsonBuilder *b, const char *name, const char *v)
+void
+tdm_history_set_string(JsonBuilder *b, const char *name, const char *v)
 {
   json_builder_set_member_name(b, name);
   json_builder_add_string_value(b, v);
@@ -188,8 +225,8 @@ set_string(JsonBuilder *b, const char *name, const char *v)
 
 /* One whole line in one write: a reader (or a crash) never sees half of it, short of
  * the disk filling up, which the reader tolerates on the last line. */
-static gboolean
-append_line(int fd, const char *path, JsonBuilder *b, GError **error)
+gboolean
+tdm_history_append_line(int fd, const char *path, JsonBuilder *b, GError **error)
 {
   g_autoptr(JsonNode) root = json_builder_get_root(b);
   g_autofree char *text = tdm_json_to_string(root);
@@ -222,8 +259,10 @@ new_id(void)
 }
 
 TdmRunRecorder *
-tdm_run_recorder_new(TdmHistory *h, const TdmConfig *config, const char *name, GError **error)
+tdm_history_recorder_open(TdmHistory *h, const TdmConfig *config, const char *name,
+                          TdmRunKind kind, JsonNode *scaling, GError **error)
 {
+  g_autoptr(JsonNode) extra = scaling;
   g_return_val_if_fail(h != NULL && config != NULL, NULL);
   if (g_mkdir_with_parents(h->folder, 0700) != 0) {
     int saved = errno;
@@ -233,8 +272,10 @@ tdm_run_recorder_new(TdmHistory *h, const TdmConfig *config, const char *name, G
   }
   g_autoptr(TdmRunRecorder) rec = g_new0(TdmRunRecorder, 1);
   rec->fd = -1;
+  rec->kind = kind;
+  rec->config = tdm_config_copy(config);
   rec->id = new_id();
-  rec->path = run_path(h, rec->id);
+  rec->path = tdm_history_run_path(h, rec->id);
   rec->fd = g_open(rec->path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
   if (rec->fd < 0) {
     int saved = errno;
@@ -249,15 +290,34 @@ tdm_run_recorder_new(TdmHistory *h, const TdmConfig *config, const char *name, G
 
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_object(b);
-  set_string(b, "type", "settings");
-  set_string(b, "name", name != NULL ? name : date);
-  set_int(b, "created", g_date_time_to_unix(now));
+  tdm_history_set_string(b, "type", "settings");
+  /* Files before sweeps existed have no kind: they are training runs. */
+  if (kind != TDM_RUN_TRAINING)
+    tdm_history_set_string(b, "kind", tdm_run_kind_name(kind));
+  tdm_history_set_string(b, "name", name != NULL ? name : date);
+  tdm_history_set_int(b, "created", g_date_time_to_unix(now));
   json_builder_set_member_name(b, "config");
   json_builder_add_value(b, g_steal_pointer(&config_node));
+  if (extra != NULL) {
+    json_builder_set_member_name(b, "scaling");
+    json_builder_add_value(b, g_steal_pointer(&extra));
+  }
   json_builder_end_object(b);
-  if (!append_line(rec->fd, rec->path, b, error))
+  if (!tdm_history_append_line(rec->fd, rec->path, b, error))
     return NULL;
   return g_steal_pointer(&rec);
+}
+
+TdmRunRecorder *
+tdm_run_recorder_new(TdmHistory *h, const TdmConfig *config, const char *name, GError **error)
+{
+  return tdm_history_recorder_open(h, config, name, TDM_RUN_TRAINING, NULL, error);
+}
+
+const char *
+tdm_run_kind_name(TdmRunKind kind)
+{
+  return kind == TDM_RUN_SCALING ? "scaling" : "training";
 }
 
 const char *
@@ -276,59 +336,59 @@ tdm_run_recorder_add(const TdmEvent *e, gpointer data)
   json_builder_begin_object(b);
   switch (e->kind) {
   case TDM_EVENT_STARTED:
-    set_string(b, "type", "started");
-    set_int(b, "replicas", e->started.replicas);
-    set_int(b, "steps_per_epoch", e->started.steps_per_epoch);
-    set_int(b, "total_steps", e->started.total_steps);
+    tdm_history_set_string(b, "type", "started");
+    tdm_history_set_int(b, "replicas", e->started.replicas);
+    tdm_history_set_int(b, "steps_per_epoch", e->started.steps_per_epoch);
+    tdm_history_set_int(b, "total_steps", e->started.total_steps);
     break;
   case TDM_EVENT_STEP:
-    set_string(b, "type", "step");
-    set_int(b, "step", e->step.step);
-    set_double(b, "epoch", e->step.epoch_float);
-    set_double(b, "train_loss", e->step.train_loss);
-    set_double(b, "train_accuracy", e->step.train_accuracy);
-    set_double(b, "samples_per_second", e->step.samples_per_second);
-    set_double(b, "elapsed", e->step.elapsed);
+    tdm_history_set_string(b, "type", "step");
+    tdm_history_set_int(b, "step", e->step.step);
+    tdm_history_set_double(b, "epoch", e->step.epoch_float);
+    tdm_history_set_double(b, "train_loss", e->step.train_loss);
+    tdm_history_set_double(b, "train_accuracy", e->step.train_accuracy);
+    tdm_history_set_double(b, "samples_per_second", e->step.samples_per_second);
+    tdm_history_set_double(b, "elapsed", e->step.elapsed);
     break;
   case TDM_EVENT_DEVICES:
-    set_string(b, "type", "devices");
-    set_int(b, "step", e->devices.step);
+    tdm_history_set_string(b, "type", "devices");
+    tdm_history_set_int(b, "step", e->devices.step);
     json_builder_set_member_name(b, "devices");
     json_builder_begin_array(b);
     for (int r = 0; r < e->devices.replicas && r < TDM_MAX_REPLICAS; r++) {
       json_builder_begin_object(b);
-      set_double(b, "compute_ms", e->devices.device[r].compute_ms);
-      set_double(b, "comm_ms", e->devices.device[r].comm_ms);
-      set_double(b, "wait_ms", e->devices.device[r].wait_ms);
-      set_int(b, "tandem_bytes", e->devices.device[r].tandem_bytes);
+      tdm_history_set_double(b, "compute_ms", e->devices.device[r].compute_ms);
+      tdm_history_set_double(b, "comm_ms", e->devices.device[r].comm_ms);
+      tdm_history_set_double(b, "wait_ms", e->devices.device[r].wait_ms);
+      tdm_history_set_int(b, "tandem_bytes", e->devices.device[r].tandem_bytes);
       json_builder_end_object(b);
     }
     json_builder_end_array(b);
     break;
   case TDM_EVENT_EPOCH:
-    set_string(b, "type", "epoch");
-    set_int(b, "epoch", e->epoch.epoch);
-    set_int(b, "step", e->epoch.step);
-    set_double(b, "train_loss", e->epoch.train_loss);
-    set_double(b, "train_accuracy", e->epoch.train_accuracy);
-    set_double(b, "test_loss", e->epoch.test_loss);
-    set_double(b, "test_accuracy", e->epoch.test_accuracy);
-    set_double(b, "elapsed", e->epoch.elapsed);
+    tdm_history_set_string(b, "type", "epoch");
+    tdm_history_set_int(b, "epoch", e->epoch.epoch);
+    tdm_history_set_int(b, "step", e->epoch.step);
+    tdm_history_set_double(b, "train_loss", e->epoch.train_loss);
+    tdm_history_set_double(b, "train_accuracy", e->epoch.train_accuracy);
+    tdm_history_set_double(b, "test_loss", e->epoch.test_loss);
+    tdm_history_set_double(b, "test_accuracy", e->epoch.test_accuracy);
+    tdm_history_set_double(b, "elapsed", e->epoch.elapsed);
     break;
   case TDM_EVENT_FINISHED:
-    set_string(b, "type", "finished");
-    set_int(b, "steps", e->finished.steps);
-    set_double(b, "elapsed", e->finished.elapsed);
-    set_double(b, "test_loss", e->finished.test_loss);
-    set_double(b, "test_accuracy", e->finished.test_accuracy);
+    tdm_history_set_string(b, "type", "finished");
+    tdm_history_set_int(b, "steps", e->finished.steps);
+    tdm_history_set_double(b, "elapsed", e->finished.elapsed);
+    tdm_history_set_double(b, "test_loss", e->finished.test_loss);
+    tdm_history_set_double(b, "test_accuracy", e->finished.test_accuracy);
     json_builder_set_member_name(b, "stopped");
     json_builder_add_boolean_value(b, e->finished.stopped);
     break;
   case TDM_EVENT_PHASES:
     /* Per device, the time in each phase (in TdmPhase's order): enough to compare
      * strategies, a fraction of the spans' size. */
-    set_string(b, "type", "phases");
-    set_int(b, "step", e->phases.step);
+    tdm_history_set_string(b, "type", "phases");
+    tdm_history_set_int(b, "step", e->phases.step);
     json_builder_set_member_name(b, "devices");
     json_builder_begin_array(b);
     for (int r = 0; r < e->phases.replicas && r < TDM_MAX_REPLICAS; r++) {
@@ -355,14 +415,14 @@ tdm_run_recorder_add(const TdmEvent *e, gpointer data)
     json_builder_end_array(b);
     break;
   case TDM_EVENT_FAILED:
-    set_string(b, "type", "failed");
-    set_string(b, "message", e->failed != NULL ? e->failed->message : "unknown error");
+    tdm_history_set_string(b, "type", "failed");
+    tdm_history_set_string(b, "message", e->failed != NULL ? e->failed->message : "unknown error");
     break;
   default:
     return;
   }
   json_builder_end_object(b);
-  append_line(rec->fd, rec->path, b, &rec->error);
+  tdm_history_append_line(rec->fd, rec->path, b, &rec->error);
 }
 
 gboolean
@@ -388,6 +448,7 @@ tdm_run_recorder_free(TdmRunRecorder *rec)
   if (rec->fd >= 0)
     g_close(rec->fd, NULL);
   g_clear_error(&rec->error);
+  tdm_config_free(rec->config);
   g_free(rec->id);
   g_free(rec->path);
   g_free(rec);
@@ -395,8 +456,8 @@ tdm_run_recorder_free(TdmRunRecorder *rec)
 
 /* ---- reading ---------------------------------------------------------------------- */
 
-static double
-get_double(JsonObject *o, const char *name)
+double
+tdm_history_get_double(JsonObject *o, const char *name)
 {
   JsonNode *n = json_object_get_member(o, name);
   if (n == NULL || JSON_NODE_HOLDS_NULL(n) || !JSON_NODE_HOLDS_VALUE(n))
@@ -404,8 +465,8 @@ get_double(JsonObject *o, const char *name)
   return json_node_get_double(n);
 }
 
-static gint64
-get_int(JsonObject *o, const char *name)
+gint64
+tdm_history_get_int(JsonObject *o, const char *name)
 {
   JsonNode *n = json_object_get_member(o, name);
   if (n == NULL || !JSON_NODE_HOLDS_VALUE(n))
@@ -433,22 +494,36 @@ read_settings(TdmRunRecord *r, JsonObject *o, const char *path, GError **error)
   }
   g_free(r->name);
   r->name = g_strdup(name != NULL ? name : r->id);
-  r->created = get_int(o, "created");
+  r->created = tdm_history_get_int(o, "created");
   r->replicas = tdm_config_replica_count(r->config);
+  const char *kind = json_object_get_string_member_with_default(o, "kind", "training");
+  if (g_str_equal(kind, "scaling")) {
+    JsonNode *scaling = json_object_get_member(o, "scaling");
+    r->kind = TDM_RUN_SCALING;
+    tdm_history_read_sweep_settings(r, scaling != NULL && JSON_NODE_HOLDS_OBJECT(scaling)
+                                         ? json_node_get_object(scaling) : NULL);
+  } else if (!g_str_equal(kind, "training")) {
+    /* A kind of a newer version: better named as unreadable than shown wrong. */
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
+                "%s: a record of a kind this version does not know (“%s”)", path, kind);
+    return FALSE;
+  }
   return TRUE;
 }
 
 static void
 read_record(TdmRunRecord *r, const char *type, JsonObject *o)
 {
+  if (r->kind == TDM_RUN_SCALING && tdm_history_read_sweep_line(r, type, o))
+    return;
   if (g_str_equal(type, "step")) {
     TdmHistoryPoint p = {
-      .step = get_int(o, "step"),
-      .epoch = get_double(o, "epoch"),
-      .train_loss = get_double(o, "train_loss"),
-      .train_accuracy = get_double(o, "train_accuracy"),
-      .samples_per_second = get_double(o, "samples_per_second"),
-      .elapsed = get_double(o, "elapsed"),
+      .step = tdm_history_get_int(o, "step"),
+      .epoch = tdm_history_get_double(o, "epoch"),
+      .train_loss = tdm_history_get_double(o, "train_loss"),
+      .train_accuracy = tdm_history_get_double(o, "train_accuracy"),
+      .samples_per_second = tdm_history_get_double(o, "samples_per_second"),
+      .elapsed = tdm_history_get_double(o, "elapsed"),
     };
     g_array_append_val(r->points, p);
   } else if (g_str_equal(type, "devices")) {
@@ -460,12 +535,12 @@ read_record(TdmRunRecord *r, const char *type, JsonObject *o)
       if (d == NULL)
         continue;
       TdmHistoryDevicePoint p = {
-        .step = get_int(o, "step"),
+        .step = tdm_history_get_int(o, "step"),
         .device = (int)i,
-        .compute_ms = get_double(d, "compute_ms"),
-        .comm_ms = get_double(d, "comm_ms"),
-        .wait_ms = get_double(d, "wait_ms"),
-        .tandem_bytes = get_int(d, "tandem_bytes"),
+        .compute_ms = tdm_history_get_double(d, "compute_ms"),
+        .comm_ms = tdm_history_get_double(d, "comm_ms"),
+        .wait_ms = tdm_history_get_double(d, "wait_ms"),
+        .tandem_bytes = tdm_history_get_int(d, "tandem_bytes"),
       };
       g_array_append_val(r->device_points, p);
     }
@@ -481,7 +556,7 @@ read_record(TdmRunRecord *r, const char *type, JsonObject *o)
       if (d == NULL || !JSON_NODE_HOLDS_ARRAY(d))
         continue;
       JsonArray *values = json_node_get_array(d);
-      TdmHistoryPhases p = {.step = get_int(o, "step"), .device = (int)i};
+      TdmHistoryPhases p = {.step = tdm_history_get_int(o, "step"), .device = (int)i};
       for (guint k = 0; k < json_array_get_length(values) && k < TDM_PHASE_COUNT; k++) {
         JsonNode *v = json_array_get_element(values, k);
         p.ms[k] = v != NULL && JSON_NODE_HOLDS_VALUE(v) ? (float)json_node_get_double(v) : 0;
@@ -501,21 +576,21 @@ read_record(TdmRunRecord *r, const char *type, JsonObject *o)
     }
   } else if (g_str_equal(type, "epoch")) {
     TdmEpochEvent e = {
-      .epoch = (int)get_int(o, "epoch"),
-      .step = get_int(o, "step"),
-      .train_loss = get_double(o, "train_loss"),
-      .train_accuracy = get_double(o, "train_accuracy"),
-      .test_loss = get_double(o, "test_loss"),
-      .test_accuracy = get_double(o, "test_accuracy"),
-      .elapsed = get_double(o, "elapsed"),
+      .epoch = (int)tdm_history_get_int(o, "epoch"),
+      .step = tdm_history_get_int(o, "step"),
+      .train_loss = tdm_history_get_double(o, "train_loss"),
+      .train_accuracy = tdm_history_get_double(o, "train_accuracy"),
+      .test_loss = tdm_history_get_double(o, "test_loss"),
+      .test_accuracy = tdm_history_get_double(o, "test_accuracy"),
+      .elapsed = tdm_history_get_double(o, "elapsed"),
     };
     g_array_append_val(r->epochs, e);
   } else if (g_str_equal(type, "finished")) {
     r->finished = TRUE;
-    r->final.steps = get_int(o, "steps");
-    r->final.elapsed = get_double(o, "elapsed");
-    r->final.test_loss = get_double(o, "test_loss");
-    r->final.test_accuracy = get_double(o, "test_accuracy");
+    r->final.steps = tdm_history_get_int(o, "steps");
+    r->final.elapsed = tdm_history_get_double(o, "elapsed");
+    r->final.test_loss = tdm_history_get_double(o, "test_loss");
+    r->final.test_accuracy = tdm_history_get_double(o, "test_accuracy");
     r->final.stopped = json_object_get_boolean_member_with_default(o, "stopped", FALSE);
   } else if (g_str_equal(type, "failed")) {
     r->failed = TRUE;
@@ -535,9 +610,9 @@ TdmRunRecord *
 tdm_history_load(TdmHistory *h, const char *id, GError **error)
 {
   g_return_val_if_fail(h != NULL, NULL);
-  if (!valid_id(id, error))
+  if (!tdm_history_valid_id(id, error))
     return NULL;
-  g_autofree char *path = run_path(h, id);
+  g_autofree char *path = tdm_history_run_path(h, id);
   g_autofree char *contents = NULL;
   gsize length = 0;
   if (!g_file_get_contents(path, &contents, &length, error))
@@ -549,6 +624,7 @@ tdm_history_load(TdmHistory *h, const char *id, GError **error)
   r->device_points = g_array_new(FALSE, FALSE, sizeof(TdmHistoryDevicePoint));
   r->phases = g_array_new(FALSE, FALSE, sizeof(TdmHistoryPhases));
   r->epochs = g_array_new(FALSE, FALSE, sizeof(TdmEpochEvent));
+  r->sweep.points = g_array_new(FALSE, FALSE, sizeof(TdmScalingPoint));
 
   g_autoptr(JsonParser) parser = json_parser_new();
   char *line = contents;
@@ -637,9 +713,9 @@ gboolean
 tdm_history_rename(TdmHistory *h, const char *id, const char *name, GError **error)
 {
   g_return_val_if_fail(h != NULL && name != NULL, FALSE);
-  if (!valid_id(id, error))
+  if (!tdm_history_valid_id(id, error))
     return FALSE;
-  g_autofree char *path = run_path(h, id);
+  g_autofree char *path = tdm_history_run_path(h, id);
   int fd = g_open(path, O_WRONLY | O_APPEND | O_CLOEXEC, 0);
   if (fd < 0) {
     int saved = errno;
@@ -649,10 +725,10 @@ tdm_history_rename(TdmHistory *h, const char *id, const char *name, GError **err
   }
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_object(b);
-  set_string(b, "type", "name");
-  set_string(b, "name", name);
+  tdm_history_set_string(b, "type", "name");
+  tdm_history_set_string(b, "name", name);
   json_builder_end_object(b);
-  gboolean ok = append_line(fd, path, b, error);
+  gboolean ok = tdm_history_append_line(fd, path, b, error);
   g_close(fd, NULL);
   return ok;
 }
@@ -661,71 +737,13 @@ gboolean
 tdm_history_delete(TdmHistory *h, const char *id, GError **error)
 {
   g_return_val_if_fail(h != NULL, FALSE);
-  if (!valid_id(id, error))
+  if (!tdm_history_valid_id(id, error))
     return FALSE;
-  g_autofree char *path = run_path(h, id);
+  g_autofree char *path = tdm_history_run_path(h, id);
   if (g_unlink(path) != 0) {
     int saved = errno;
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
                 "could not delete the run %s: %s", path, g_strerror(saved));
-    return FALSE;
-  }
-  return TRUE;
-}
-
-static void
-csv_value(GString *s, double v)
-{
-  if (isfinite(v))
-    g_string_append_printf(s, ",%.9g", v);
-  else
-    g_string_append_c(s, ',');
-}
-
-gboolean
-tdm_history_export_csv(TdmHistory *h, const char *id, const char *path, GError **error)
-{
-  g_autoptr(TdmRunRecord) r = tdm_history_load(h, id, error);
-  if (r == NULL)
-    return FALSE;
-  /* The run's name, date and settings first, as `# key: value` lines (the window's
-   * chart exports do the same; pandas reads past them with comment='#'). */
-  g_autoptr(GString) s = g_string_new(NULL);
-  g_autoptr(GDateTime) created = g_date_time_new_from_unix_utc(r->created);
-  g_autofree char *date = created != NULL ? g_date_time_format_iso8601(created) : NULL;
-  g_string_append_printf(s, "# run: %s\n", r->name);
-  if (date != NULL)
-    g_string_append_printf(s, "# date: %s\n", date);
-  g_auto(GStrv) settings = tdm_config_describe(r->config);
-  for (int i = 0; settings[i] != NULL && settings[i + 1] != NULL; i += 2)
-    g_string_append_printf(s, "# %s: %s\n", settings[i], settings[i + 1]);
-  g_string_append(s, "kind,step,epoch,train_loss,train_accuracy,"
-                     "samples_per_second,elapsed,test_loss,test_accuracy\n");
-  for (guint i = 0; i < r->points->len; i++) {
-    const TdmHistoryPoint *p = &g_array_index(r->points, TdmHistoryPoint, i);
-    g_string_append_printf(s, "step,%ld", p->step);
-    csv_value(s, p->epoch);
-    csv_value(s, p->train_loss);
-    csv_value(s, p->train_accuracy);
-    csv_value(s, p->samples_per_second);
-    csv_value(s, p->elapsed);
-    g_string_append(s, ",,\n");
-  }
-  for (guint i = 0; i < r->epochs->len; i++) {
-    const TdmEpochEvent *e = &g_array_index(r->epochs, TdmEpochEvent, i);
-    g_string_append_printf(s, "epoch,%ld,%d", e->step, e->epoch);
-    csv_value(s, e->train_loss);
-    csv_value(s, e->train_accuracy);
-    g_string_append_c(s, ',');
-    csv_value(s, e->elapsed);
-    csv_value(s, e->test_loss);
-    csv_value(s, e->test_accuracy);
-    g_string_append_c(s, '\n');
-  }
-  g_autoptr(GError) local = NULL;
-  if (!g_file_set_contents(path, s->str, (gssize)s->len, &local)) {
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
-                "could not export the run to %s: %s", path, local->message);
     return FALSE;
   }
   return TRUE;

@@ -7,12 +7,19 @@
  * keeps everything before it; a truncated last line is ignored when the file is read.
  * Renames are appended lines (the last name wins). Headless: the window and
  * tandem-train --record both use it. Not a chart: series are plain arrays.
+ *
+ * A record is of one of two kinds, named in its settings line ("kind"; files written
+ * before there were two have none and are training runs): a training run, as above,
+ * or a scaling sweep (tdm-scaling.h), whose settings line adds the sweep's own
+ * (strong or weak, steps per device count, the device counts) and whose other lines
+ * are its points, one per device count as measured, then its outcome.
  */
 #pragma once
 
 #include <glib.h>
 #include "tdm-config.h"
 #include "tdm-events.h"
+#include "tdm-scaling.h"
 
 G_BEGIN_DECLS
 
@@ -44,8 +51,26 @@ typedef struct {
   guint64 bytes_sent, bytes_received;
 } TdmHistoryPhases;
 
+typedef enum {
+  TDM_RUN_TRAINING,             /* metrics by step, device figures, results */
+  TDM_RUN_SCALING,              /* a scaling sweep: one point per device count */
+} TdmRunKind;
+
+/* "training", "scaling": the names the files use. */
+const char *tdm_run_kind_name (TdmRunKind kind);
+
+/* What a scaling sweep adds to its record. Its configuration is the record's: every
+ * device it went up to, the network, dataset, strategy and batch it started from. */
+typedef struct {
+  TdmScalingMode mode;
+  long steps;                   /* timed steps at each device count */
+  int count;                    /* device counts planned: 1 … count */
+  GArray *points;               /* TdmScalingPoint, as measured (empty for training) */
+} TdmRunSweep;
+
 typedef struct {
   char *id;                     /* the file's stem: unique, sortable by date */
+  TdmRunKind kind;
   char *name;                   /* shown in lists; the id unless renamed */
   gint64 created;               /* Unix seconds */
   TdmConfig *config;
@@ -54,9 +79,11 @@ typedef struct {
   GArray *device_points;        /* TdmHistoryDevicePoint */
   GArray *phases;               /* TdmHistoryPhases, of the sampled steps */
   GArray *epochs;               /* TdmEpochEvent */
+  TdmRunSweep sweep;            /* kind TDM_RUN_SCALING */
   gboolean finished;            /* the run ended (stopped or not) */
   gboolean failed;
-  TdmFinishedEvent final;       /* valid when finished */
+  TdmFinishedEvent final;       /* valid when finished; a sweep has `stopped` only
+                                 * (cancelled before its last point) */
   char *error;                  /* the failure's message, when failed */
 } TdmRunRecord;
 
@@ -64,6 +91,12 @@ void tdm_run_record_free (TdmRunRecord *record);
 /* Samples per second over the run's summaries, each weighted by the steps it covers
  * (0 when there are none). */
 double tdm_run_record_samples_per_second (const TdmRunRecord *record);
+/* Compute, communication and wait milliseconds per step of `device` (−1: the mean
+ * over the devices), from the DEVICES figures: each event weighs the steps since the
+ * event before it, and events that timed no step (all zeros on every device: one
+ * right after an epoch's evaluation, say) are left out, as the scaling meter leaves
+ * them out. Returns the steps covered; `ms` is NaN when none. */
+long tdm_run_record_device_means (const TdmRunRecord *record, int device, double ms[3]);
 /* Milliseconds per step in each phase, the mean over the sampled steps (but the first,
  * which warms caches up, where there are others) of `device`, or of every device for
  * −1. Returns how many samples went in; `ms` is all zeros when none. */
@@ -90,7 +123,10 @@ TdmRunRecord *tdm_history_load (TdmHistory *history, const char *id, GError **er
 gboolean tdm_history_rename (TdmHistory *history, const char *id, const char *name,
                              GError **error);
 gboolean tdm_history_delete (TdmHistory *history, const char *id, GError **error);
-/* The run's per-step metrics and epoch results as CSV at `path` (written atomically). */
+/* As CSV at `path` (written atomically), after `# key: value` lines of its name, date
+ * and settings: a training run's per-step metrics and epoch results, or a sweep's
+ * points (devices, batch, samples/s, speed-up, efficiency, compute / communication /
+ * wait ms per step, the most memory each device held). */
 gboolean tdm_history_export_csv (TdmHistory *history, const char *id, const char *path,
                                  GError **error);
 
@@ -108,6 +144,29 @@ void tdm_run_recorder_add (const TdmEvent *event, gpointer recorder);
 /* Closes the file; FALSE with the first write error, if any happened. */
 gboolean tdm_run_recorder_finish (TdmRunRecorder *recorder, GError **error);
 void tdm_run_recorder_free (TdmRunRecorder *recorder);
+
+/* Writing a scaling sweep as it happens: its settings line now, each point as it is
+ * measured, the outcome at the end. tdm_history_run_sweep does all three, for the
+ * window and the command line alike. */
+TdmRunRecorder *tdm_run_recorder_new_sweep (TdmHistory *history, const TdmConfig *config,
+                                            TdmScalingMode mode, long steps,
+                                            const char *name, GError **error);
+/* A TdmScalingSink: appends the point. */
+void tdm_run_recorder_add_point (const TdmScalingPoint *point, gpointer recorder);
+/* The sweep's end: completed (`outcome` NULL), cancelled (TDM_ENGINE_ERROR_CANCELLED)
+ * or failed. A sweep cancelled before its first point is not worth keeping: its file
+ * goes (tdm_run_recorder_get_kept then says FALSE). Call tdm_run_recorder_finish
+ * after it. */
+void tdm_run_recorder_end_sweep (TdmRunRecorder *recorder, const GError *outcome);
+/* FALSE once the file was removed (see tdm_run_recorder_end_sweep). */
+gboolean tdm_run_recorder_get_kept (TdmRunRecorder *recorder);
+/* Runs the sweep `recorder` was made for (tdm_scaling_run with its configuration, mode
+ * and steps), passing each point to `sink` as well, and ends the record with the
+ * outcome. Returns what tdm_scaling_run returns; write errors wait for
+ * tdm_run_recorder_finish. Call it on the thread that trains. */
+gboolean tdm_history_run_sweep (TdmRunRecorder *recorder, TdmScalingSink sink,
+                                gpointer user_data, GCancellable *cancellable,
+                                GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmRunRecord, tdm_run_record_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmHistory, tdm_history_free)

@@ -40,6 +40,8 @@ tdm_scaling_meter_event(const TdmEvent *e, gpointer data)
       run->excluded_us += now - run->last_step_us;
     break;
   case TDM_EVENT_DEVICES: {
+    for (int r = 0; r < e->devices.replicas && r < TDM_MAX_REPLICAS; r++)
+      run->peak_bytes[r] = MAX(run->peak_bytes[r], e->devices.device[r].tandem_bytes);
     double busy = 0;
     for (int r = 0; r < e->devices.replicas; r++)
       busy += e->devices.device[r].compute_ms + e->devices.device[r].comm_ms;
@@ -82,6 +84,8 @@ tdm_scaling_meter_result(const TdmScalingMeter *run, long steps, TdmScalingResul
   memset(out, 0, sizeof *out);
   out->steps = steps;
   out->parameters = run->parameters;
+  out->replicas = run->replicas;
+  memcpy(out->peak_bytes, run->peak_bytes, sizeof out->peak_bytes);
   double samples;
   if (run->step_events >= 2 && run->last_step > run->first_step) {
     out->seconds = (run->last_step_us - run->first_step_us - run->excluded_us) / 1e6;
@@ -133,6 +137,24 @@ tdm_scaling_measure_once(TdmConfig *cfg, long steps, TdmScalingMeter *run,
 }
 
 /* ---- the driver ------------------------------------------------------------------ */
+
+const char *
+tdm_scaling_mode_name(TdmScalingMode mode)
+{
+  return mode == TDM_SCALING_WEAK ? "weak" : "strong";
+}
+
+gboolean
+tdm_scaling_mode_parse(const char *name, TdmScalingMode *mode)
+{
+  if (g_strcmp0(name, "strong") == 0)
+    *mode = TDM_SCALING_STRONG;
+  else if (g_strcmp0(name, "weak") == 0)
+    *mode = TDM_SCALING_WEAK;
+  else
+    return FALSE;
+  return TRUE;
+}
 
 static gboolean
 check_cancelled(GCancellable *cancellable, GError **error)
@@ -199,6 +221,7 @@ tdm_scaling_run(const TdmConfig *config, TdmScalingMode mode, long steps, TdmSca
       .wait_ms = result.wait_ms,
     };
     point.efficiency = point.speedup / n;
+    memcpy(point.memory_bytes, result.peak_bytes, sizeof point.memory_bytes);
     if (sink != NULL)
       sink(&point, user_data);
   }

@@ -32,6 +32,7 @@ typedef struct {
    * timed any step; `late` leaves out the first such event, which holds step 1. */
   int all_events, late_events;
   double all[TDM_MAX_REPLICAS][3], late[TDM_MAX_REPLICAS][3];
+  gint64 peak_bytes[TDM_MAX_REPLICAS];   /* the most each replica's device held */
   char failure[256];
 } TdmScalingMeter;
 
@@ -43,6 +44,8 @@ typedef struct {
   double comm_least_ms;        /* per step, the replica that communicated least */
   size_t parameters;
   gboolean from_start;         /* one summary only: timed from STARTED */
+  int replicas;
+  gint64 peak_bytes[TDM_MAX_REPLICAS];   /* the most each device held, of `replicas` */
 } TdmScalingResult;
 
 /* A TdmEventSink; `meter` is a TdmScalingMeter. */
@@ -62,6 +65,11 @@ typedef enum {
   TDM_SCALING_WEAK,            /* the configured batch per device, times n */
 } TdmScalingMode;
 
+/* "strong", "weak", as files and exports write them. */
+const char *tdm_scaling_mode_name (TdmScalingMode mode);
+/* FALSE for any other word. */
+gboolean tdm_scaling_mode_parse (const char *name, TdmScalingMode *mode);
+
 typedef struct {
   int index, count;            /* this point, of how many */
   int devices;                 /* n */
@@ -71,6 +79,9 @@ typedef struct {
   double speedup;              /* over n = 1 */
   double efficiency;           /* speedup / n; 1 is the ideal line */
   double compute_ms, comm_ms, wait_ms;   /* per step, mean over the devices */
+  /* The most Tandem held on each of the n devices during the timed run (its
+   * allocator's bytes: a CPU worker's host memory, a GPU's device memory). */
+  gint64 memory_bytes[TDM_MAX_REPLICAS];
 } TdmScalingPoint;
 
 typedef void (*TdmScalingSink) (const TdmScalingPoint *point, gpointer user_data);

@@ -160,6 +160,11 @@ conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy, const float 
     if (need_dx && conv_bf16_dx(r, rows, k, out_c)) {
       uint16_t *w16 = dy16 + (size_t)rows * out_c;
       b->ops->to_bf16(b, w16, w, (size_t)out_c * k);
+      if (b->ops->conv_dgrad_bf16 != NULL) {
+        b->ops->conv_dgrad_bf16(b, dx, dy16, w16, col16, n, in_h, in_w, in_c, out_c, kernel,
+                                kernel, pad, stride);
+        return;
+      }
       b->ops->gemm_bf16_out(b, false, false, rows, k, out_c, dy16, out_c, w16, k, col16, k);
       b->ops->col2im_bf16(b, dx, col16, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
       return;

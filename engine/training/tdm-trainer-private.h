@@ -1,5 +1,7 @@
-/* tdm-trainer-private.h — the trainer's state, shared by tdm-trainer.c (the loop)
- * and tdm-trainer-checkpoint.c (saving and resuming). Not for anything else. */
+/* tdm-trainer-private.h — the trainer's state, shared by tdm-trainer.c (the loop and
+ * its events), tdm-trainer-setup.c (set-up, tear-down), tdm-trainer-step.c (the jobs every replica's thread runs, and the
+ * collectives) and tdm-trainer-checkpoint.c (saving and resuming). Not for anything
+ * else. */
 #pragma once
 
 #include "tdm-trainer.h"
@@ -38,6 +40,22 @@ typedef struct {
   TdmDevicePhases phases;       /* the last sampled step's phases */
   double forward_end;           /* seconds, set by the forward_done hook */
 } Timing;
+
+/* Gradient buckets: during backward each layer hands over its finished gradients (the
+ * last layer's first); once a bucket's worth has gathered, its all-reduce starts on
+ * the communication stream while backward goes on. Every replica forms the same
+ * buckets in the same order, as collectives require. */
+typedef struct Buckets {
+  TdmTrainer *trainer;
+  int replica;
+  size_t lo, hi;                /* the pending range [lo, hi); empty when lo == hi */
+  gboolean failed;
+} Buckets;
+
+typedef struct {
+  TdmTrainer *trainer;
+  int replica;
+} WorkerArgs;
 
 struct _TdmTrainer {
   TdmConfig *config;
@@ -107,3 +125,44 @@ gboolean tdm_trainer_download_parameters (TdmTrainer *t, GError **error);
 gboolean tdm_trainer_save_checkpoint (TdmTrainer *t, GError **error);
 /* Puts the run where the checkpoint at path left it. */
 gboolean tdm_trainer_restore_checkpoint (TdmTrainer *t, const char *path, GError **error);
+
+/* The monotonic clock in seconds: the origin and spans of sampled steps' phases. */
+static inline double
+tdm_trainer_now_seconds (void)
+{
+  return g_get_monotonic_time () / 1e6;
+}
+
+/* Events go to the sink from the process that holds the main replica. */
+void tdm_trainer_emit (TdmTrainer *t, const TdmEvent *event);
+
+/* Failures from any thread: the first error is kept, the run's barriers and
+ * communicator are broken so every thread gets out. _locked with abort_lock held. */
+void tdm_trainer_abort_locked (TdmTrainer *t);
+void tdm_trainer_abort (TdmTrainer *t);
+void tdm_trainer_fail_worker (TdmTrainer *t, GError *error);
+gboolean tdm_trainer_aborted (TdmTrainer *t);
+
+/* tdm-trainer-step.c: runs t->job on every local replica (FALSE with the first error
+ * when one failed); a worker thread's body (takes a g_new'd WorkerArgs). */
+gboolean tdm_trainer_run_all (TdmTrainer *t, GError **error);
+gpointer tdm_trainer_worker_main (gpointer data);
+/* Whether BN statistics are combined over replicas, and gradients all-reduced in
+ * buckets during backward; the replica hooks for both. */
+gboolean tdm_trainer_sync_bn (const TdmTrainer *t);
+gboolean tdm_trainer_buckets_wanted (const TdmTrainer *t);
+gboolean tdm_trainer_on_bn_reduce (TdmReplica *rep, float *buffer, size_t count, gpointer data);
+void tdm_trainer_on_grads_ready (TdmReplica *rep, size_t offset, size_t count, gpointer data);
+
+/* tdm-trainer-setup.c: everything a run needs before its first step (FALSE with the
+ * reason), the seeded parameters broadcast to every replica, the worker threads'
+ * end, and freeing it all (safe after a failed set-up). */
+gboolean tdm_trainer_setup (TdmTrainer *t, GCancellable *cancellable, GError **error);
+gboolean tdm_trainer_initialize_parameters (TdmTrainer *t, GError **error);
+void tdm_trainer_stop_workers (TdmTrainer *t);
+void tdm_trainer_teardown (TdmTrainer *t);
+/* A stop from the caller's GCancellable, on any thread. */
+void tdm_trainer_on_cancelled (GCancellable *cancellable, gpointer data);
+/* Whether other processes take part: then every decision that changes the sequence of
+ * collectives (summaries, stopping) must be taken the same way on every rank. */
+gboolean tdm_trainer_distributed (const TdmTrainer *t);

@@ -1250,6 +1250,39 @@ test_widget_realized(void)
   g_assert_finalize_object(chart);
 }
 
+/* A reference line (a GPU's capacity) far above the data is left out of the y range,
+ * one the data come near is in it. Checked on the frame's own layout. */
+static void
+test_reference_range(void)
+{
+  TdmChart *chart = g_object_ref_sink(TDM_CHART(tdm_chart_new()));
+  cairo_rectangle_t extents = {0, 0, 640, 400};
+  guint used = tdm_chart_add_series(chart, "cuda:0", NULL, TDM_CHART_STYLE_LINE);
+  guint capacity = tdm_chart_add_series(chart, "cuda:0 capacity", NULL, TDM_CHART_STYLE_REFERENCE);
+
+  for (int i = 0; i <= 20; i++)
+    tdm_chart_append(chart, used, i, 1.0e9 + 5.0e7 * i);   /* up to 2 GB */
+  for (int round = 0; round < 2; round++) {
+    double cap = round == 0 ? 150e9 : 3e9;
+    tdm_chart_append(chart, capacity, 20, cap);
+    cairo_surface_t *surface = cairo_recording_surface_create(CAIRO_CONTENT_COLOR_ALPHA, &extents);
+    cairo_t *cr = cairo_create(surface);
+    Frame f;
+    tdm_chart_frame_init(chart, &f, cr, 640, 400, FALSE);
+    g_assert_true(tdm_chart_frame_layout(chart, &f));
+    double top = f.ya.ticks[f.ya.n_ticks - 1];
+    if (round == 0)
+      g_assert_cmpfloat(top, <, 10e9);    /* 150 GB left out: the data fill the plot */
+    else
+      g_assert_cmpfloat(top, >=, 3e9);    /* 3 GB, within twice the data: shown */
+    g_assert_cmpfloat(top, >=, 2e9);
+    tdm_chart_frame_clear(&f);
+    cairo_destroy(cr);
+    cairo_surface_destroy(surface);
+  }
+  g_object_unref(chart);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1275,6 +1308,7 @@ main(int argc, char **argv)
   g_test_add_func("/chart/export/svg-text", test_export_svg_text);
   g_test_add_func("/chart/export/provenance", test_export_provenance);
   g_test_add_func("/chart/properties", test_properties);
+  g_test_add_func("/chart/reference-range", test_reference_range);
   g_test_add_func("/chart/device-colours", test_device_colours);
   g_test_add_func("/chart/widget-realized", test_widget_realized);
 

@@ -30,6 +30,7 @@
 #include "tdm-device-row.h"
 #include "tdm-device.h"
 #include "tdm-devices-page.h"
+#include "tdm-history.h"
 #include "tdm-prediction-gallery.h"
 #include "tdm-predictions-page.h"
 #include "tdm-run.h"
@@ -194,6 +195,12 @@ run_to_end(TdmWindow *window)
 
 /* ---- tests ------------------------------------------------------------------ */
 
+static gboolean
+page_mapped(gpointer data)
+{
+  return gtk_widget_get_mapped(data);
+}
+
 /* The Devices page through one run of each strategy. */
 static void
 check_strategy(guint strategy)
@@ -255,6 +262,12 @@ check_strategy(guint strategy)
     g_autofree char *gradient = g_format_size(seen.parameters * sizeof(float));
 
     g_assert_cmpuint(seen.parameters, >, 0);
+    /* The page was not shown during the run: its table was left as it was (a new
+     * figure in a label relays out the whole window), and catches up once shown. */
+    g_assert_false(gtk_widget_get_mapped(GTK_WIDGET(page)));
+    g_assert_false(tdm_devices_page_get_bytes_shown(page, 0, NULL, NULL));
+    tdm_window_set_page(window, "devices");
+    g_assert_true(wait_for(page_mapped, page, 10));
     for (int d = 0; d < 2; d++) {
       const char *sent = NULL, *received = NULL;
 
@@ -413,6 +426,16 @@ scaling_done(gpointer data)
   return !tdm_scaling_page_get_running(data);
 }
 
+/* The sweep a test kept, out of the history the other tests see. */
+static void
+forget_sweep(TdmScalingPage *page)
+{
+  g_autoptr(TdmHistory) history = tdm_history_new(NULL);
+
+  g_assert_nonnull(tdm_scaling_page_get_record_id(page));
+  g_assert_true(tdm_history_delete(history, tdm_scaling_page_get_record_id(page), NULL));
+}
+
 /* A scaling run over 1 and 2 CPU workers: two points, kept and exported. */
 static void
 test_scaling_run(void)
@@ -449,9 +472,12 @@ test_scaling_run(void)
   g_assert_cmpfloat(tdm_scaling_chart_get_point(chart, 0)->speedup, ==, 1.0);
   g_assert_true(tdm_window_get_can_start(window));
 
-  /* Kept in the history's folder, and exported. */
-  g_assert_nonnull(tdm_scaling_page_get_saved_path(page));
-  g_assert_true(g_file_get_contents(tdm_scaling_page_get_saved_path(page), &kept, NULL, NULL));
+  /* Kept in the run history (test-history.c checks the record), and exported. */
+  g_assert_nonnull(tdm_scaling_page_get_record_id(page));
+  g_assert_null(tdm_scaling_page_get_record_error(page));
+  g_assert_true(tdm_scaling_page_write_csv(page, csv_path, &error));
+  g_assert_no_error(error);
+  g_assert_true(g_file_get_contents(csv_path, &kept, NULL, NULL));
   /* The sweep and the settings it started from as `# key: value` lines (issue 12,
    * fault 14), then the table. */
   g_assert_true(g_str_has_prefix(kept, "# scaling: strong\n# dataset: "));
@@ -464,8 +490,6 @@ test_scaling_run(void)
   g_assert_true(g_str_has_prefix(lines[0], "devices,batch,steps,samples_per_second"));
   g_assert_true(g_str_has_prefix(lines[1], "1,200,"));
   g_assert_true(g_str_has_prefix(lines[2], "2,200,"));
-  g_assert_true(tdm_scaling_page_write_csv(page, csv_path, &error));
-  g_assert_no_error(error);
   g_assert_true(tdm_scaling_page_write_svg(page, svg_path, 800, 500, &error));
   g_assert_no_error(error);
   g_assert_true(g_file_get_contents(svg_path, &svg, NULL, NULL));
@@ -479,7 +503,7 @@ test_scaling_run(void)
   g_assert_false(tdm_scaling_page_write_csv(page, "/nonexistent-folder/x.csv", &error));
   g_assert_nonnull(error);
 
-  g_unlink(tdm_scaling_page_get_saved_path(page));
+  forget_sweep(page);
   g_unlink(csv_path);
   g_unlink(svg_path);
   g_rmdir(dir);
@@ -502,7 +526,7 @@ test_scaling_weak(void)
   g_assert_cmpuint(tdm_scaling_chart_get_n_points(chart), ==, 2);
   g_assert_cmpint(tdm_scaling_chart_get_point(chart, 0)->batch, ==, 100);
   g_assert_cmpint(tdm_scaling_chart_get_point(chart, 1)->batch, ==, 200);
-  g_unlink(tdm_scaling_page_get_saved_path(page));
+  forget_sweep(page);
   destroy_window(window);
 }
 
@@ -518,7 +542,7 @@ test_scaling_cancel(void)
   g_assert_true(tdm_scaling_page_get_running(page));
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.scaling-cancel", NULL));
   g_assert_true(wait_for(scaling_done, page, 120));
-  g_assert_null(tdm_scaling_page_get_saved_path(page));
+  g_assert_null(tdm_scaling_page_get_record_id(page));
   g_assert_true(tdm_window_get_can_start(window));
   g_assert_false(gtk_revealer_get_reveal_child(window_child(window, "error_revealer")));
   destroy_window(window);
@@ -651,6 +675,55 @@ test_single_step(void)
   destroy_window(window);
 }
 
+/* The phase table's means: the run's first timed step (start-up) is left out once a
+ * second one has come, and only the last 16 timed steps count. Fed events directly. */
+static void
+test_devices_phase_means(void)
+{
+  GtkWidget *page = g_object_ref_sink(tdm_devices_page_new());
+  g_autofree TdmEvent *event = g_new0(TdmEvent, 1);
+
+  event->kind = TDM_EVENT_STARTED;
+  event->started.replicas = 2;
+  event->started.batch = 100;
+  g_strlcpy(event->started.device[0], "cuda:0", sizeof event->started.device[0]);
+  g_strlcpy(event->started.device[1], "cuda:0", sizeof event->started.device[1]);
+  tdm_devices_page_handle_event(TDM_DEVICES_PAGE(page), event, NULL);
+  g_assert_cmpfloat(tdm_devices_page_get_phase_ms(TDM_DEVICES_PAGE(page), 0, TDM_PHASE_FORWARD), ==, -1);
+
+  /* Forward: 100 ms in step 1, then 2 ms in odd steps and 1 ms in even ones; device 1
+   * always twice device 0's. */
+  for (long step = 1; step <= 20; step++) {
+    memset(event, 0, sizeof *event);
+    event->kind = TDM_EVENT_PHASES;
+    event->phases.step = step;
+    event->phases.replicas = 2;
+    float ms = step == 1 ? 100 : step % 2 != 0 ? 2 : 1;
+    for (int d = 0; d < 2; d++) {
+      event->phases.device[d].spans = 1;
+      event->phases.device[d].span[0].phase = TDM_PHASE_FORWARD;
+      event->phases.device[d].span[0].start_ms = 0.5f;
+      event->phases.device[d].span[0].end_ms = 0.5f + ms * (d + 1);
+    }
+    tdm_devices_page_handle_event(TDM_DEVICES_PAGE(page), event, NULL);
+    double shown = tdm_devices_page_get_phase_ms(TDM_DEVICES_PAGE(page), 0, TDM_PHASE_FORWARD);
+    if (step == 1)
+      g_assert_cmpfloat_with_epsilon(shown, 100, 1e-9);
+    else if (step == 2)
+      g_assert_cmpfloat_with_epsilon(shown, 1, 1e-9);   /* step 1 gone */
+    else if (step == 3)
+      g_assert_cmpfloat_with_epsilon(shown, 1.5, 1e-9);
+  }
+  /* Steps 5..20: eight of 2 ms and eight of 1 ms. */
+  g_assert_cmpfloat_with_epsilon(tdm_devices_page_get_phase_ms(TDM_DEVICES_PAGE(page), 0, TDM_PHASE_FORWARD),
+                                 1.5, 1e-6);
+  g_assert_cmpfloat_with_epsilon(tdm_devices_page_get_phase_ms(TDM_DEVICES_PAGE(page), 1, TDM_PHASE_FORWARD),
+                                 3.0, 1e-6);
+  g_assert_cmpfloat(tdm_devices_page_get_phase_ms(TDM_DEVICES_PAGE(page), 0, TDM_PHASE_BACKWARD), ==, -1);
+  g_assert_cmpint(tdm_devices_page_get_phase_spans(TDM_DEVICES_PAGE(page), 0, TDM_PHASE_FORWARD), ==, 20);
+  g_object_unref(page);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -664,6 +737,7 @@ main(int argc, char *argv[])
 
   g_test_add_func("/classroom/devices/main", test_devices_main);
   g_test_add_func("/classroom/devices/allreduce", test_devices_allreduce);
+  g_test_add_func("/classroom/devices/phase-means", test_devices_phase_means);
   g_test_add_func("/classroom/memory-warning", test_memory_warning);
   g_test_add_func("/classroom/scaling", test_scaling_run);
   g_test_add_func("/classroom/scaling-weak", test_scaling_weak);

@@ -6,8 +6,12 @@
  * same XDG_DATA_HOME, a temporary folder set before GLib first reads it), two
  * identical CPU runs overlay point for point (checked on the charts' series, not on
  * pixels), the x axis switches between epochs and steps, and "compare with one
- * device" on two CPU workers finds the parameters within 1e-5. Runs under the Xvfb
- * that xvfb-run-test.sh starts; settings live in memory.
+ * device" on two CPU workers finds the parameters within 1e-5. Scaling sweeps: listed
+ * beside training runs, marked, kept out of the overlays, the baseline and the
+ * comparison table, opened in their own window with the Scaling page's chart; and a
+ * scaling run of the window over 1 and 2 CPU workers is listed, survives a restart,
+ * is renamed and deleted. Runs under the Xvfb that xvfb-run-test.sh starts; settings
+ * live in memory.
  */
 
 #include <locale.h>
@@ -26,9 +30,13 @@
 #include "tdm-device-row.h"
 #include "tdm-device.h"
 #include "tdm-history-store.h"
+#include "tdm-history-sweep.h"
 #include "tdm-history-view.h"
 #include "tdm-run-form.h"
 #include "tdm-run-table.h"
+#include "tdm-scaling-chart.h"
+#include "tdm-scaling-page.h"
+#include "tdm-scaling-table.h"
 #include "tdm-series.h"
 #include "tdm-spec-entry.h"
 #include "tdm-window.h"
@@ -379,6 +387,228 @@ test_history_view(void)
   remove_folder(dir);
 }
 
+/* A sweep written by hand through the engine's recorder: 1 and 2 devices. */
+static char *
+write_sweep(TdmHistory *history, const char *name)
+{
+  g_autoptr(TdmConfig) cfg = small_config("cpu:2");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmRunRecorder) rec = tdm_run_recorder_new_sweep(history, cfg, TDM_SCALING_STRONG,
+                                                             200, name, &error);
+
+  g_assert_no_error(error);
+  for (int n = 1; n <= 2; n++) {
+    TdmScalingPoint p = {
+      .index = n - 1, .count = 2, .devices = n, .batch = 100, .steps = 200,
+      .samples_per_second = 1000.0 * (n == 1 ? 4 : 7), .speedup = n == 1 ? 1 : 1.75,
+      .efficiency = n == 1 ? 1 : 0.875, .compute_ms = 20.0 / n, .comm_ms = n - 1,
+      .wait_ms = 0.5 * (n - 1),
+    };
+
+    for (int d = 0; d < n; d++)
+      p.memory_bytes[d] = (gint64)3 << 20;
+    tdm_run_recorder_add_point(&p, rec);
+  }
+  tdm_run_recorder_end_sweep(rec, NULL);
+  g_assert_true(tdm_run_recorder_finish(rec, &error));
+  g_assert_no_error(error);
+  return g_strdup(tdm_run_recorder_get_id(rec));
+}
+
+/* The rows a column view shows (the comparison table inside the page). */
+static guint
+column_view_rows(GtkWidget *widget)
+{
+  for (GtkWidget *c = gtk_widget_get_first_child(widget); c != NULL; c = gtk_widget_get_next_sibling(c)) {
+    guint n;
+
+    if (GTK_IS_COLUMN_VIEW(c))
+      return g_list_model_get_n_items(G_LIST_MODEL(gtk_column_view_get_model(GTK_COLUMN_VIEW(c))));
+    if ((n = column_view_rows(c)) != G_MAXUINT)
+      return n;
+  }
+  return G_MAXUINT;
+}
+
+/* The open sweep windows (TdmHistorySweep), as toplevels. */
+static guint
+sweep_windows(void)
+{
+  g_autoptr(GListModel) toplevels = g_object_ref(gtk_window_get_toplevels());
+  guint n = 0;
+
+  for (guint i = 0; i < g_list_model_get_n_items(toplevels); i++) {
+    g_autoptr(GObject) window = g_list_model_get_item(toplevels, i);
+
+    n += TDM_IS_HISTORY_SWEEP(window);
+  }
+  return n;
+}
+
+/* The row of the page's list that shows `item`. */
+static GtkWidget *
+row_of(GtkWidget *widget, TdmRunItem *item)
+{
+  for (GtkWidget *c = gtk_widget_get_first_child(widget); c != NULL; c = gtk_widget_get_next_sibling(c)) {
+    GtkWidget *found;
+
+    if (ADW_IS_ACTION_ROW(c) && g_object_get_data(G_OBJECT(c), "item") == item)
+      return c;
+    if ((found = row_of(c, item)) != NULL)
+      return found;
+  }
+  return NULL;
+}
+
+/* Sweeps beside training runs: marked, never drawn nor the baseline, not in the
+ * comparison table; opened, they show the Scaling page's chart and table. */
+static void
+test_history_sweeps(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("tandem-sweeps-XXXXXX", NULL);
+  g_autofree char *csv = g_build_filename(dir, "sweep.csv", NULL);
+  g_autoptr(TdmHistory) history = tdm_history_new(dir);
+  g_autofree char *sweep_id = write_sweep(history, "sweep");
+  g_autofree char *run_id = write_run(history, "cpu:2", "a run", 100, 0.8);
+  g_autoptr(TdmHistoryStore) store = tdm_history_store_new(dir);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *contents = NULL;
+  GtkWidget *window = gtk_window_new();
+  GtkWidget *view, *opened;
+  TdmRunItem *sweep, *run;
+
+  tdm_history_store_reload(store);
+  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 2);
+  sweep = tdm_history_store_find(store, sweep_id);
+  run = tdm_history_store_find(store, run_id);
+  g_assert_true(tdm_run_item_is_sweep(sweep));
+  g_assert_false(tdm_run_item_is_sweep(run));
+  {
+    g_autofree char *what = tdm_run_item_describe(sweep);
+
+    g_assert_cmpstr(what, ==, "scaling, strong · cpu ×2 · allreduce · batch 100 · 1.75× on 2");
+  }
+
+  /* Oldest, yet not the baseline; it cannot be ticked nor chosen. */
+  g_assert_true(tdm_history_store_get_baseline(store) == run);
+  tdm_run_item_set_overlay(sweep, TRUE);
+  tdm_run_item_set_baseline(sweep, TRUE);
+  g_assert_false(tdm_run_item_get_overlay(sweep));
+  g_assert_false(tdm_run_item_get_baseline(sweep));
+  {
+    g_autoptr(GPtrArray) overlays = tdm_history_store_get_overlays(store);
+
+    g_assert_cmpuint(overlays->len, ==, 0);
+  }
+
+  /* Exported as a sweep. */
+  g_assert_true(tdm_history_store_export_csv(store, sweep, csv, &error));
+  g_assert_no_error(error);
+  g_assert_true(g_file_get_contents(csv, &contents, NULL, NULL));
+  g_assert_true(g_str_has_prefix(contents, "# run: sweep\n"));
+  g_assert_nonnull(strstr(contents, "\n# kind: scaling\n"));
+  g_assert_nonnull(strstr(contents, "\ndevices,batch,steps,samples_per_second,speedup,"));
+  g_assert_nonnull(strstr(contents, "\n2,100,200,7000,1.75,0.875,10,1,0.5,3145728,3145728\n"));
+  g_unlink(csv);
+
+  /* On the page: the table has the training run alone; the sweep opens. */
+  view = tdm_history_view_new(store);
+  gtk_window_set_child(GTK_WINDOW(window), view);
+  gtk_window_present(GTK_WINDOW(window));
+  drain();
+  g_assert_cmpuint(column_view_rows(view), ==, 1);
+  g_assert_null(tdm_history_view_open(TDM_HISTORY_VIEW(view), run));
+  opened = tdm_history_view_open(TDM_HISTORY_VIEW(view), sweep);
+  g_assert_true(TDM_IS_HISTORY_SWEEP(opened));
+  drain();
+  {
+    TdmScalingChart *chart = TDM_SCALING_CHART(tdm_history_sweep_get_chart(TDM_HISTORY_SWEEP(opened)));
+    g_auto(GStrv) row = NULL;
+
+    g_assert_cmpuint(tdm_scaling_chart_get_n_points(chart), ==, 2);
+    g_assert_cmpfloat(tdm_scaling_chart_get_point(chart, 1)->speedup, ==, 1.75);
+    row = tdm_scaling_table_row_text(tdm_scaling_chart_get_point(chart, 1));
+    g_assert_cmpstr(row[0], ==, "2");
+    g_assert_cmpstr(row[3], ==, "1.75×");
+    g_assert_cmpstr(row[4], ==, "88 %");
+    g_assert_cmpstr(row[8], ==, "3.0\u00a0MiB · 3.0\u00a0MiB");
+    /* Its window exports the points as CSV and the chart as SVG, with its settings. */
+    {
+      g_autofree char *svg_path = g_build_filename(dir, "sweep.svg", NULL);
+      g_autofree char *svg = NULL;
+      g_autofree char *points = NULL;
+
+      g_assert_true(tdm_history_sweep_export(TDM_HISTORY_SWEEP(opened), csv, FALSE, &error));
+      g_assert_no_error(error);
+      g_assert_true(g_file_get_contents(csv, &points, NULL, NULL));
+      g_assert_nonnull(strstr(points, "\n# kind: scaling\n"));
+      g_unlink(csv);
+      g_assert_true(tdm_history_sweep_export(TDM_HISTORY_SWEEP(opened), svg_path, TRUE, &error));
+      g_assert_no_error(error);
+      g_assert_true(g_file_get_contents(svg_path, &svg, NULL, NULL));
+      g_assert_nonnull(strstr(svg, "<svg"));
+      g_assert_nonnull(strstr(svg, ">Devices</text>"));
+      g_assert_nonnull(strstr(svg, "<tandem:setting name=\"batch\">100</tandem:setting>"));
+      g_unlink(svg_path);
+      g_assert_false(tdm_history_sweep_export(TDM_HISTORY_SWEEP(opened), "/nonexistent-folder/x.svg",
+                                              TRUE, &error));
+      g_assert_nonnull(error);
+      g_clear_error(&error);
+    }
+    /* A rename shows in the open window's title. */
+    g_assert_true(tdm_history_store_rename(store, sweep, "renamed sweep", &error));
+    g_assert_no_error(error);
+    g_assert_cmpstr(gtk_window_get_title(GTK_WINDOW(opened)), ==, "renamed sweep");
+  }
+  gtk_window_destroy(GTK_WINDOW(opened));
+  drain();
+  g_assert_cmpuint(sweep_windows(), ==, 0);
+
+  /* Activating the sweep's row opens it too; it is not made the baseline. */
+  {
+    GtkWidget *row = row_of(view, sweep);
+
+    g_assert_nonnull(row);
+    g_assert_true(gtk_widget_has_css_class(row, "sweep"));
+    g_assert_false(gtk_widget_has_css_class(row_of(view, run), "sweep"));
+    g_assert_true(gtk_widget_activate_action(row, "run.open", NULL));
+    drain();
+    g_assert_cmpuint(sweep_windows(), ==, 1);
+    g_signal_emit_by_name(row, "activate");
+    drain();
+    g_assert_cmpuint(sweep_windows(), ==, 2);
+    gtk_widget_activate_action(row, "run.baseline", NULL);
+    g_assert_false(tdm_run_item_get_baseline(sweep));
+    g_assert_true(tdm_history_store_get_baseline(store) == run);
+  }
+
+  /* Deleted like a run, and undone. */
+  tdm_history_view_delete(TDM_HISTORY_VIEW(view), sweep);
+  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 1);
+  g_assert_cmpuint(column_view_rows(view), ==, 1);
+  g_assert_true(tdm_history_store_undo_delete(store, sweep_id));
+  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 2);
+
+  gtk_window_destroy(GTK_WINDOW(window));
+  drain();
+  g_clear_object(&store);
+  g_assert_cmpuint(files_in(dir), ==, 2);
+  remove_folder(dir);
+  /* The sweep windows stay open until closed. */
+  {
+    g_autoptr(GListModel) toplevels = g_object_ref(gtk_window_get_toplevels());
+
+    for (guint i = g_list_model_get_n_items(toplevels); i-- > 0;) {
+      g_autoptr(GObject) w = g_list_model_get_item(toplevels, i);
+
+      if (TDM_IS_HISTORY_SWEEP(w))
+        gtk_window_destroy(GTK_WINDOW(w));
+    }
+    drain();
+    g_assert_cmpuint(sweep_windows(), ==, 0);
+  }
+}
+
 /* Many overlays: each drawn, the first three named in the legend, the rest counted. */
 static void
 test_history_many_overlays(void)
@@ -718,8 +948,88 @@ test_history_compare(void)
   remove_folder(runs);
 }
 
+static gboolean
+scaling_done(gpointer page)
+{
+  return !tdm_scaling_page_get_running(page);
+}
+
+/* A scaling run of the window over 1 and 2 CPU workers: it completes, the History
+ * page lists it (a sweep, two points), a restart lists it again, it is renamed and
+ * deleted for good. */
+static void
+test_history_window_sweep(void)
+{
+  g_autofree char *runs = runs_folder();
+  TdmWindow *window = window_for_run(1);
+  TdmHistoryStore *store = tdm_window_get_history(window);
+  TdmScalingPage *page = window_child(window, "scaling_page");
+  g_autofree char *id = NULL;
+  g_autoptr(GError) error = NULL;
+  TdmRunItem *item;
+  const TdmRunRecord *record;
+
+  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 0);
+  tdm_scaling_page_set_mode(page, TDM_SCALING_STRONG);
+  tdm_scaling_page_set_steps(page, 20);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.scaling-run", NULL));
+  g_assert_true(tdm_scaling_page_get_running(page));
+  g_assert_true(wait_for(scaling_done, page, 300));
+  g_assert_false(gtk_revealer_get_reveal_child(window_child(window, "error_revealer")));
+
+  g_assert_nonnull(tdm_scaling_page_get_record_id(page));
+  id = g_strdup(tdm_scaling_page_get_record_id(page));
+  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 1);
+  item = item_at(store, 0);
+  g_assert_cmpstr(tdm_run_item_get_id(item), ==, id);
+  g_assert_true(tdm_run_item_is_sweep(item));
+  record = tdm_run_item_get_record(item);
+  g_assert_true(record->finished);
+  g_assert_false(record->final.stopped);
+  g_assert_cmpint(record->sweep.mode, ==, TDM_SCALING_STRONG);
+  g_assert_cmpint(record->sweep.steps, ==, 20);
+  g_assert_cmpuint(record->sweep.points->len, ==, 2);
+  g_assert_cmpint(g_array_index(record->sweep.points, TdmScalingPoint, 0).devices, ==, 1);
+  g_assert_cmpint(g_array_index(record->sweep.points, TdmScalingPoint, 1).devices, ==, 2);
+  g_assert_cmpint(g_array_index(record->sweep.points, TdmScalingPoint, 1).batch, ==, 200);
+  g_assert_cmpfloat(g_array_index(record->sweep.points, TdmScalingPoint, 1).samples_per_second, >, 0);
+  /* The page's points are the record's. */
+  {
+    TdmScalingChart *chart = TDM_SCALING_CHART(tdm_scaling_page_get_chart(page));
+
+    g_assert_cmpuint(tdm_scaling_chart_get_n_points(chart), ==, 2);
+    g_assert_cmpfloat(tdm_scaling_chart_get_point(chart, 1)->speedup, ==,
+                      g_array_index(record->sweep.points, TdmScalingPoint, 1).speedup);
+  }
+  g_assert_cmpuint(files_in(runs), ==, 1);
+  destroy_window(window);
+
+  /* A restart: listed from the file alone, renamed, then deleted from the page. */
+  window = window_for_run(1);
+  store = tdm_window_get_history(window);
+  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 1);
+  item = item_at(store, 0);
+  g_assert_true(tdm_run_item_is_sweep(item));
+  g_assert_cmpuint(tdm_run_item_get_record(item)->sweep.points->len, ==, 2);
+  g_assert_true(tdm_history_store_rename(store, item, "1 and 2 workers", &error));
+  g_assert_no_error(error);
+  destroy_window(window);
+
+  window = window_for_run(1);
+  store = tdm_window_get_history(window);
+  item = item_at(store, 0);
+  g_assert_cmpstr(tdm_run_item_get_name(item), ==, "1 and 2 workers");
+  tdm_history_view_delete(TDM_HISTORY_VIEW(tdm_window_get_history_view(window)), item);
+  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 0);
+  g_assert_cmpuint(files_in(runs), ==, 1);   /* until the undo is gone */
+  destroy_window(window);
+  g_assert_cmpuint(files_in(runs), ==, 0);
+
+  remove_folder(runs);
+}
+
 /* A history folder that cannot be made (a file stands in its way): the run still
- * trains and ends normally, only it is not kept. */
+ * trains and ends normally, and a scaling run measures, only neither is kept. */
 static void
 test_history_unwritable(void)
 {
@@ -727,12 +1037,33 @@ test_history_unwritable(void)
   TdmWindow *window;
 
   remove_folder(runs);
+  {
+    g_autofree char *parent = g_path_get_dirname(runs);
+
+    g_assert_cmpint(g_mkdir_with_parents(parent, 0700), ==, 0);
+  }
   g_assert_true(g_file_set_contents(runs, "not a folder", -1, NULL));
   window = window_for_run(1);
   run_once(window);
   g_assert_true(g_str_has_prefix(adw_view_switcher_title_get_subtitle(window_child(window, "window_title")),
                                  "Finished"));
   g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(tdm_window_get_history(window))), ==, 0);
+
+  /* A scaling run too: it measures both points, only it is not kept, and says why. */
+  {
+    TdmScalingPage *page = window_child(window, "scaling_page");
+
+    tdm_scaling_page_set_steps(page, 20);
+    g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.scaling-run", NULL));
+    g_assert_true(wait_for(scaling_done, page, 300));
+    g_assert_cmpuint(tdm_scaling_chart_get_n_points(TDM_SCALING_CHART(tdm_scaling_page_get_chart(page))),
+                     ==, 2);
+    g_assert_null(tdm_scaling_page_get_record_id(page));
+    g_assert_nonnull(tdm_scaling_page_get_record_error(page));
+    g_assert_nonnull(strstr(tdm_scaling_page_get_record_error(page)->message, runs));
+    g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(tdm_window_get_history(window))), ==, 0);
+    g_assert_true(tdm_window_get_can_start(window));
+  }
   destroy_window(window);
   g_unlink(runs);
 }
@@ -753,8 +1084,10 @@ main(int argc, char **argv)
   g_test_add_func("/history/store", test_history_store);
   g_test_add_func("/history/view", test_history_view);
   g_test_add_func("/history/many-overlays", test_history_many_overlays);
+  g_test_add_func("/history/sweeps", test_history_sweeps);
   g_test_add_func("/history/window", test_history_window);
   g_test_add_func("/history/compare", test_history_compare);
+  g_test_add_func("/history/window-sweep", test_history_window_sweep);
   g_test_add_func("/history/unwritable", test_history_unwritable);
 
   status = g_test_run();

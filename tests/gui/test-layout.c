@@ -285,6 +285,33 @@ test_style_high_contrast(void)
 
 /* ---- the dashboard's own rules ------------------------------------------------ */
 
+static gboolean
+widget_mapped(gpointer data)
+{
+  return gtk_widget_get_mapped(data);
+}
+
+static gboolean
+loss_has_two(gpointer data)
+{
+  return tdm_series_get_n_appended(tdm_chart_get_series(data, 0)) >= 2;
+}
+
+/* The first label under `root` whose text holds `needle`, or NULL. */
+static GtkWidget *
+find_label_containing(GtkWidget *root, const char *needle)
+{
+  if (GTK_IS_LABEL(root) && strstr(gtk_label_get_label(GTK_LABEL(root)), needle) != NULL)
+    return root;
+  for (GtkWidget *w = gtk_widget_get_first_child(root); w != NULL; w = gtk_widget_get_next_sibling(w)) {
+    GtkWidget *found = find_label_containing(w, needle);
+
+    if (found != NULL)
+      return found;
+  }
+  return NULL;
+}
+
 static void
 start_dashboard(TdmDashboard *dashboard, int replicas)
 {
@@ -319,6 +346,72 @@ test_dashboard_step_time_legend(void)
     g_assert_true(tdm_chart_get_series_visible(chart, i));
 
   g_object_unref(dashboard);
+}
+
+/* Replicas sharing a GPU: the driver's memory and load are the whole GPU's, so the
+ * memory and load charts draw one line per GPU (and one capacity line), not one
+ * identical line per replica; CPU workers keep a line each. */
+static void
+test_dashboard_shared_gpu(void)
+{
+  TdmDashboard *dashboard = g_object_ref_sink(TDM_DASHBOARD(tdm_dashboard_new()));
+  static const char *const devices[] = {"cuda:0", "cuda:0", "cuda:0", "cuda:1", "cpu", "cpu"};
+  TdmEvent e = {.kind = TDM_EVENT_STARTED};
+
+  e.started.replicas = G_N_ELEMENTS(devices);
+  for (guint r = 0; r < G_N_ELEMENTS(devices); r++)
+    g_strlcpy(e.started.device[r], devices[r], sizeof e.started.device[r]);
+  e.started.batch = 600;
+  e.started.epochs = 1;
+  e.started.steps_per_epoch = 10;
+  e.started.total_steps = 10;
+  tdm_dashboard_handle_event(dashboard, &e);
+  /* cuda:0, cuda:1, two CPU workers; capacity lines for cuda:0 and cuda:1. */
+  g_assert_cmpuint(tdm_chart_get_n_series(tdm_dashboard_get_chart(dashboard, "memory")), ==, 6);
+  g_assert_cmpuint(tdm_chart_get_n_series(tdm_dashboard_get_chart(dashboard, "load")), ==, 4);
+
+  start_dashboard(dashboard, 2);
+  g_assert_cmpuint(tdm_chart_get_n_series(tdm_dashboard_get_chart(dashboard, "memory")), ==, 2);
+  g_assert_cmpuint(tdm_chart_get_n_series(tdm_dashboard_get_chart(dashboard, "load")), ==, 2);
+  g_object_unref(dashboard);
+}
+
+/* Points for charts not shown go straight in (nothing to pace: no draw comes of
+ * them) and the status line is brought up to date when the charts are shown. Shown,
+ * the charts get their points at the pacer's pace, not at once. */
+static void
+test_dashboard_hidden_unpaced(void)
+{
+  GtkWindow *window = GTK_WINDOW(gtk_window_new());
+  TdmDashboard *dashboard = TDM_DASHBOARD(tdm_dashboard_new());
+  TdmChart *loss = tdm_dashboard_get_chart(dashboard, "loss");
+  TdmEvent e = {.kind = TDM_EVENT_STEP};
+
+  gtk_window_set_child(window, GTK_WIDGET(dashboard));
+  start_dashboard(dashboard, 2);
+  e.step.step = 3;
+  e.step.epoch_float = 0.3;
+  e.step.train_loss = 1.5;
+  e.step.train_accuracy = 0.4;
+  e.step.samples_per_second = 1234;
+  e.step.elapsed = 1;
+  e.step.fraction = 0.3;
+  tdm_dashboard_handle_event(dashboard, &e);
+  g_assert_false(gtk_widget_get_mapped(GTK_WIDGET(dashboard)));
+  g_assert_cmpuint(tdm_series_get_n_appended(tdm_chart_get_series(loss, 0)), ==, 1);
+
+  /* Shown: the status line says step 3 at once, without waiting for the pacer. */
+  gtk_window_present(window);
+  g_assert_true(wait_for(widget_mapped, dashboard, 10));
+  g_assert_nonnull(find_label_containing(GTK_WIDGET(dashboard), "Step 3 of 10"));
+
+  /* Shown: the next point waits for the pacer's tick. */
+  e.step.step = 4;
+  tdm_dashboard_handle_event(dashboard, &e);
+  g_assert_cmpuint(tdm_series_get_n_appended(tdm_chart_get_series(loss, 0)), ==, 1);
+  g_assert_true(wait_for(loss_has_two, loss, 10));
+
+  gtk_window_destroy(window);
 }
 
 /* Fault 9: the empty state never says "press Start" while Start cannot be pressed;
@@ -518,6 +611,8 @@ main(int argc, char **argv)
   g_test_add_func("/style/high-contrast", test_style_high_contrast);
   g_test_add_func("/style/high-contrast/subprocess", test_style_high_contrast_subprocess);
   g_test_add_func("/dashboard/step-time-legend", test_dashboard_step_time_legend);
+  g_test_add_func("/dashboard/shared-gpu", test_dashboard_shared_gpu);
+  g_test_add_func("/dashboard/hidden-unpaced", test_dashboard_hidden_unpaced);
   g_test_add_func("/dashboard/empty-state", test_empty_state);
   g_test_add_func("/window/quit-saves-size", test_quit_saves_size);
   g_test_add_func("/a11y/names", test_a11y_names);

@@ -1,0 +1,60 @@
+/* tdm-history-private.h — what the parts of the run history share: the history and
+ * recorder structs, the one-line writer and the JSON member helpers. tdm-history.c
+ * writes and reads training runs and the files in general, tdm-history-sweep.c
+ * scaling sweeps, tdm-history-export.c turns either into CSV. Nothing outside
+ * engine/history includes it.
+ */
+#pragma once
+
+#include "tdm-history.h"
+
+#include <json-glib/json-glib.h>
+
+G_BEGIN_DECLS
+
+struct _TdmHistory {
+  char *folder;
+};
+
+struct _TdmRunRecorder {
+  char *id;
+  char *path;
+  int fd;
+  GError *error;                /* the first write error */
+  TdmRunKind kind;
+  TdmConfig *config;            /* what the record was made for */
+  TdmScalingMode mode;          /* a sweep's */
+  long steps;
+  int points;                   /* a sweep's, written so far */
+  gboolean discarded;           /* its file was removed */
+};
+
+/* Creates the file with its settings line: `kind`, and for a sweep its own settings
+ * as the "scaling" member (`scaling` is taken; NULL for training runs). */
+TdmRunRecorder *tdm_history_recorder_open (TdmHistory *history, const TdmConfig *config,
+                                           const char *name, TdmRunKind kind,
+                                           JsonNode *scaling, GError **error);
+
+gboolean tdm_history_valid_id (const char *id, GError **error);
+char *tdm_history_run_path (TdmHistory *history, const char *id);
+
+void tdm_history_set_double (JsonBuilder *builder, const char *name, double value);
+void tdm_history_set_int (JsonBuilder *builder, const char *name, gint64 value);
+void tdm_history_set_string (JsonBuilder *builder, const char *name, const char *value);
+/* The builder's object as one line, in one write() (see tdm-history.c). */
+gboolean tdm_history_append_line (int fd, const char *path, JsonBuilder *builder,
+                                  GError **error);
+/* A member as a number: NaN (double) or 0 (int) when missing or null. */
+double tdm_history_get_double (JsonObject *object, const char *name);
+gint64 tdm_history_get_int (JsonObject *object, const char *name);
+/* ",value" in C notation, or a lone "," when not finite. */
+void tdm_history_csv_value (GString *text, double value);
+
+/* tdm-history-sweep.c: the sweep's settings member, its lines, its CSV table. */
+void tdm_history_read_sweep_settings (TdmRunRecord *record, JsonObject *scaling);
+/* TRUE when the line was a sweep's (a point). */
+gboolean tdm_history_read_sweep_line (TdmRunRecord *record, const char *type,
+                                      JsonObject *object);
+void tdm_history_sweep_csv (const TdmRunRecord *record, GString *text);
+
+G_END_DECLS

@@ -1,0 +1,338 @@
+/* tdm-trainer-setup.c — a run's set-up and tear-down: the dataset and network, the
+ * memory estimate (and the refusal of a run that cannot fit), a backend, replica and
+ * optimizer per local replica, the communicator, synchronized BN and gradient
+ * buckets, the worker threads, and the seeded parameters every replica starts from;
+ * then all of it freed again. The loop is in tdm-trainer.c.
+ */
+#include "tdm-trainer-private.h"
+#include "tdm-backend.h"
+#include "tdm-barrier.h"
+#include "tdm-checkpoint.h"
+#include "tdm-communicator.h"
+#include "tdm-dataset.h"
+#include "tdm-distributed.h"
+#include "tdm-error.h"
+#include "tdm-iterator.h"
+#include "tdm-memory.h"
+#include "tdm-network.h"
+#include "tdm-optimizer.h"
+#include "tdm-replica.h"
+#include "tdm-telemetry.h"
+#include "tdm-build-config.h"
+
+#include <cblas.h>
+
+/* Ends the worker threads; after this only the calling thread touches replicas. */
+void
+tdm_trainer_stop_workers(TdmTrainer *t)
+{
+  if (t->threads == NULL)
+    return;
+  g_atomic_int_set(&t->quit_workers, 1);
+  /* Workers wait at `start`; a broken barrier releases them too. */
+  if (!tdm_barrier_wait(&t->start))
+    tdm_barrier_break(&t->start);
+  for (int r = 1; r < t->replicas; r++)
+    if (t->threads[r] != NULL)
+      g_thread_join(t->threads[r]);
+  g_clear_pointer(&t->threads, g_free);
+}
+
+void
+tdm_trainer_teardown(TdmTrainer *t)
+{
+  tdm_trainer_stop_workers(t);
+  if (t->cancel_handler != 0)
+    g_cancellable_disconnect(t->cancellable, t->cancel_handler);
+  t->cancel_handler = 0;
+  g_clear_object(&t->cancellable);
+  /* A stop from another thread (tdm_trainer_on_cancelled) may still be on its way. */
+  g_mutex_lock(&t->abort_lock);
+  t->live = FALSE;
+  g_clear_pointer(&t->comm, tdm_communicator_free);
+  tdm_barrier_clear(&t->start);
+  tdm_barrier_clear(&t->end);
+  tdm_barrier_clear(&t->pre_comm);
+  g_mutex_unlock(&t->abort_lock);
+  for (int r = 0; r < t->replicas; r++) {
+    if (t->opts != NULL)
+      tdm_optimizer_free(t->opts[r]);
+    if (t->reps != NULL)
+      tdm_replica_free(t->reps[r]);
+    if (t->backends != NULL)
+      tdm_backend_free(t->backends[r]);
+  }
+  g_clear_pointer(&t->opts, g_free);
+  g_clear_pointer(&t->reps, g_free);
+  g_clear_pointer(&t->backends, g_free);
+  g_clear_pointer(&t->timing, g_free);
+  g_clear_pointer(&t->buckets, g_free);
+  g_clear_pointer(&t->it, tdm_iterator_free);
+  g_clear_pointer(&t->predicted, g_free);
+  g_clear_pointer(&t->telemetry, tdm_telemetry_free);
+  g_clear_pointer(&t->net, tdm_network_free);
+  if (t->data == t->borrowed_data)
+    t->data = NULL;
+  g_clear_pointer(&t->data, tdm_dataset_pair_free);
+  g_clear_error(&t->worker_error);
+  t->replicas = 0;
+}
+
+/* Whether other processes take part: then every decision that changes the sequence of
+ * collectives (summaries, stopping) must be taken the same way on every rank. */
+gboolean
+tdm_trainer_distributed(const TdmTrainer *t)
+{
+  return t->world > t->replicas;
+}
+
+void
+tdm_trainer_on_cancelled(GCancellable *cancellable, gpointer data)
+{
+  TdmTrainer *t = data;
+  /* Within one process a stop may cut a step short; across processes the ranks must
+   * agree first, which they do at the next summary. */
+  g_mutex_lock(&t->abort_lock);
+  if (t->live && tdm_trainer_distributed(t))
+    g_atomic_int_set(&t->stop_requested, 1);
+  else
+    tdm_trainer_abort_locked(t);
+  g_mutex_unlock(&t->abort_lock);
+  /* Wake a paused run so it can see the stop. */
+  tdm_trainer_set_paused(t, tdm_trainer_get_paused(t));
+}
+
+/* Replicas need room for a full shard and for an evaluation chunk. */
+static int
+replica_capacity(const TdmTrainer *t)
+{
+  int shard = (t->config->batch + t->world - 1) / t->world;
+  int eval = MIN(t->config->eval_batch, MAX(1, t->data->test->count));
+  return MAX(shard, eval);
+}
+
+static gboolean
+build_replicas(TdmTrainer *t, GError **error)
+{
+  const TdmConfig *cfg = t->config;
+  int capacity = replica_capacity(t);
+  t->backends = g_new0(TdmBackend *, t->replicas);
+  t->reps = g_new0(TdmReplica *, t->replicas);
+  t->opts = g_new0(TdmOptimizer *, t->replicas);
+  t->timing = g_new0(Timing, t->replicas);
+
+  for (int r = 0; r < t->replicas; r++) {
+    const char *device = cfg->devices[t->rank0 + r];
+    t->backends[r] = tdm_backend_new(device, cfg->precision, error);
+    if (t->backends[r] == NULL)
+      return FALSE;
+    g_autoptr(GError) local = NULL;
+    t->reps[r] = tdm_replica_new(t->backends[r], t->net, capacity, t->data->train,
+                                 t->data->test, &local);
+    if (t->reps[r] == NULL) {
+      if (g_error_matches(local, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY)) {
+        /* The whole replica's figure first, then the one buffer that failed: both in
+         * the same units, and worded so the reader sees they are not the same sum. */
+        size_t need = tdm_replica_bytes_needed(t->net, capacity, t->data->train,
+                                               t->data->test);
+        g_autofree char *whole = g_format_size_full(need, G_FORMAT_SIZE_IEC_UNITS);
+        g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY,
+                    "%s: the replica needs %s in all (parameters, gradients, activations "
+                    "for %d samples and the dataset) and did not fit: %s",
+                    device, whole, capacity, local->message);
+      } else {
+        g_propagate_error(error, g_steal_pointer(&local));
+      }
+      return FALSE;
+    }
+    t->reps[r]->abort_flag = &t->abort_flag;
+    t->backends[r]->abort_flag = &t->abort_flag;
+    TdmReplica *rep = t->reps[r];
+    rep->seed = cfg->seed;
+    rep->smoothing = (float)cfg->label_smoothing;
+    rep->augment_pad = cfg->crop_pad;
+    rep->augment_flip = tdm_config_flips(cfg, t->data->name) ? TDM_FLIP_RANDOM : TDM_FLIP_NEVER;
+    rep->test_flip = cfg->test_flip;
+    gboolean updates = cfg->strategy == TDM_STRATEGY_ALLREDUCE || t->rank0 + r == cfg->main_replica;
+    if (updates) {
+      g_autofree uint8_t *mask = NULL;
+      if (cfg->decay_scope == TDM_DECAY_WEIGHTS) {
+        mask = g_malloc(MAX(1, t->net->parameter_count));
+        tdm_network_decay_mask(t->net, mask);
+      }
+      t->opts[r] = tdm_optimizer_new(t->backends[r], cfg, t->net->parameter_count, mask,
+                                     error);
+      if (t->opts[r] == NULL)
+        return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+static gboolean
+start_workers(TdmTrainer *t, GError **error)
+{
+  t->threads = g_new0(GThread *, t->replicas);
+  for (int r = 1; r < t->replicas; r++) {
+    WorkerArgs *args = g_new(WorkerArgs, 1);
+    args->trainer = t;
+    args->replica = r;
+    char name[32];
+    g_snprintf(name, sizeof name, "tdm-replica-%d", r);
+    t->threads[r] = g_thread_try_new(name, tdm_trainer_worker_main, args, error);
+    if (t->threads[r] == NULL) {
+      g_free(args);
+      tdm_barrier_break(&t->start);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+static gboolean
+all_cpu(const TdmConfig *cfg)
+{
+  for (int i = 0; cfg->devices[i] != NULL; i++)
+    if (!g_str_equal(cfg->devices[i], "cpu"))
+      return FALSE;
+  return TRUE;
+}
+
+/* Reports the memory estimate, and refuses a run whose host needs exceed what is left
+ * before anything large is allocated (the dataset is loaded already: it counts as
+ * allocated). Under mpirun each process estimates every replica, so it only reports. */
+static gboolean
+estimate_memory(TdmTrainer *t, GError **error)
+{
+  const TdmConfig *cfg = t->config;
+  int train = t->data->train->count, test = t->data->test->count;
+  g_autofree TdmEvent *e = g_new0(TdmEvent, 1);
+  e->kind = TDM_EVENT_MEMORY;
+  TdmMemoryEvent *m = &e->memory;
+  tdm_memory_estimate(cfg, t->net, train, test, m);
+  const char *why = NULL;
+  guint64 available = tdm_memory_host_available(&why);
+  m->host_available = available;
+  m->largest_batch = -1;
+  if (available != G_MAXUINT64)
+    m->largest_batch = tdm_memory_largest_batch(cfg, t->net, train, test,
+                                                available + m->host_dataset, 0);
+  tdm_trainer_emit(t, e);
+  if (tdm_trainer_distributed(t))
+    return TRUE;
+  return tdm_memory_check_host(m, available, m->host_dataset, why, error);
+}
+
+gboolean
+tdm_trainer_setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
+{
+  const TdmConfig *cfg = t->config;
+  tdm_barrier_init(&t->start, 1);
+  tdm_barrier_init(&t->end, 1);
+  tdm_barrier_init(&t->pre_comm, 1);
+  g_mutex_lock(&t->abort_lock);
+  t->live = TRUE;
+  g_mutex_unlock(&t->abort_lock);
+  /* Under mpirun (tdm-distributed.h) every process is one replica, and its device is
+   * its rank's entry in --devices, once a single device is made one per rank. */
+  if (tdm_distributed_active() && !tdm_distributed_resolve_devices(t->config, error))
+    return FALSE;
+  if (!tdm_config_validate(cfg, error))
+    return FALSE;
+  /* A checkpoint that cannot be written would fail only after the first epoch's
+   * work; the process that saves finds out now. */
+  if (cfg->save_path != NULL &&
+      (!tdm_distributed_active() || cfg->main_replica == tdm_distributed_rank()) &&
+      !tdm_checkpoint_check_writable(cfg->save_path, error))
+    return FALSE;
+
+  /* Decoding an image folder can take minutes: a stop ends it too. */
+  TdmImageOptions image = {.size = cfg->image_size, .channels = cfg->image_channels,
+                           .seed = cfg->seed, .cancellable = cancellable};
+  t->data = t->borrowed_data != NULL ? (TdmDatasetPair *)t->borrowed_data
+                                      : tdm_dataset_open_with(cfg->dataset, &image, error);
+  if (t->data == NULL)
+    return FALSE;
+  const TdmDataset *train = t->data->train;
+  if (cfg->batch > train->count) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
+                "--batch %d is larger than the %d training samples of %s", cfg->batch,
+                train->count, t->data->name);
+    return FALSE;
+  }
+  t->net = tdm_network_new(cfg->network, train->height, train->width, train->channels,
+                           train->classes, error);
+  if (t->net == NULL)
+    return FALSE;
+
+  t->world = tdm_config_replica_count(cfg);
+  t->rank0 = 0;
+  t->replicas = t->world;
+  if (tdm_distributed_active()) {
+    /* Ranks are global replica indices: shards, evaluation chunks and the main
+     * replica's rank follow from them (see tdm_trainer_distributed()). */
+    t->world = tdm_distributed_size();
+    t->rank0 = tdm_distributed_rank();
+    t->replicas = 1;
+  }
+  t->main_local = cfg->main_replica - t->rank0;
+  if (t->main_local < 0 || t->main_local >= t->replicas)
+    t->main_local = -1;
+
+  /* One OpenBLAS thread per worker; a lone worker may use every core, or under
+   * mpirun its share of the machine's. */
+  if (all_cpu(cfg)) {
+    int cores = MAX(1, (int)g_get_num_processors() / tdm_distributed_local_size());
+    openblas_set_num_threads(t->replicas == 1 ? cores : 1);
+  }
+
+  t->start.parties = t->end.parties = t->pre_comm.parties = t->replicas;
+
+  if (!estimate_memory(t, error))
+    return FALSE;
+  if (!build_replicas(t, error))
+    return FALSE;
+#if TDM_HAVE_MPI
+  if (tdm_distributed_active())
+    t->comm = tdm_communicator_mpi_new(t->backends[0], error);
+  else
+#endif
+    t->comm = tdm_communicator_new(t->backends, t->replicas, error);
+  if (t->comm == NULL)
+    return FALSE;
+  if (tdm_trainer_sync_bn(t))
+    for (int r = 0; r < t->replicas; r++)
+      if (!tdm_replica_sync_bn(t->reps[r], tdm_trainer_on_bn_reduce, t, t->rank0 + r, t->world, error))
+        return FALSE;
+  if (tdm_trainer_buckets_wanted(t)) {
+    t->buckets = g_new0(Buckets, t->replicas);
+    for (int r = 0; r < t->replicas; r++) {
+      t->buckets[r].trainer = t;
+      t->buckets[r].replica = r;
+      t->reps[r]->grads_ready = tdm_trainer_on_grads_ready;
+      t->reps[r]->grads_ready_data = &t->buckets[r];
+    }
+  }
+  t->it = tdm_iterator_new(cfg->seed, train->count, cfg->batch);
+  /* Predictions need every test sample's answer in this process. */
+  if (!tdm_distributed_active() && t->data->test->count > 0)
+    t->predicted = g_new0(int32_t, t->data->test->count);
+  if (!all_cpu(cfg))
+    t->telemetry = tdm_telemetry_new(500);
+  return start_workers(t, error);
+}
+
+/* Seeded parameters on the main replica, then broadcast: every replica starts equal. */
+gboolean
+tdm_trainer_initialize_parameters(TdmTrainer *t, GError **error)
+{
+  size_t n = t->net->parameter_count;
+  g_autofree float *params = g_new(float, n);
+  tdm_network_init_parameters(t->net, t->config->seed, params);
+  if (t->main_local >= 0) {
+    TdmBackend *b = t->backends[t->main_local];
+    b->ops->upload(b, t->reps[t->main_local]->params, params, n * sizeof(float));
+  }
+  t->job.kind = JOB_BROADCAST;
+  return tdm_trainer_run_all(t, error);
+}

@@ -1,0 +1,399 @@
+/* tdm-trainer-step.c — what every local replica's thread does in lock-step: the jobs
+ * (train a shard, metrics, evaluation, broadcast), the collectives that combine
+ * gradients (all-reduce, or reduce to the main replica and broadcast; buckets that
+ * overlap all-reduces with backward; synchronized BN's sums), and the per-phase
+ * timing of sampled steps. The loop that hands out the jobs, set-up and events are
+ * in tdm-trainer.c.
+ */
+#include "tdm-trainer-private.h"
+#include "tdm-backend.h"
+#include "tdm-barrier.h"
+#include "tdm-communicator.h"
+#include "tdm-error.h"
+#include "tdm-network.h"
+#include "tdm-optimizer.h"
+#include "tdm-replica.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Appends a span to the replica's record of a sampled step. */
+static void
+mark_phase(TdmTrainer *t, Timing *tm, TdmPhase phase, double start, double end)
+{
+  TdmDevicePhases *p = &tm->phases;
+  if (!t->step_detail || p->spans >= TDM_MAX_PHASE_SPANS)
+    return;
+  p->span[p->spans].start_ms = (float)(1e3 * (start - t->job.origin));
+  p->span[p->spans].end_ms = (float)(1e3 * (end - t->job.origin));
+  p->span[p->spans].phase = phase;
+  p->spans++;
+}
+
+static void
+on_forward_done(TdmReplica *rep, gpointer data)
+{
+  Timing *tm = data;
+  rep->backend->ops->synchronize(rep->backend);
+  tm->forward_end = tdm_trainer_now_seconds();
+}
+
+static gboolean
+communicate(TdmTrainer *t, int r, gboolean (*op)(TdmTrainer *, int, GError **), Timing *tm,
+            gboolean timed, TdmPhase phase)
+{
+  TdmBackend *b = t->backends[r];
+  GError *error = NULL;
+  double t0 = timed ? tdm_trainer_now_seconds() : 0;
+  if (!tdm_barrier_wait(&t->pre_comm))
+    return FALSE;
+  double t1 = timed ? tdm_trainer_now_seconds() : 0;
+  if (!op(t, r, &error) || !t->comm->ops->wait(t->comm, r, &error)) {
+    if (error != NULL)
+      tdm_trainer_fail_worker(t, error);
+    return FALSE;
+  }
+  if (timed) {
+    b->ops->synchronize(b);
+    double t2 = tdm_trainer_now_seconds();
+    tm->wait += t1 - t0;
+    tm->comm += t2 - t1;
+    if (t->job.timed) {
+      mark_phase(t, tm, TDM_PHASE_WAIT, t0, t1);
+      mark_phase(t, tm, phase, t1, t2);
+    }
+  }
+  return TRUE;
+}
+
+static gboolean
+op_allreduce(TdmTrainer *t, int r, GError **error)
+{
+  return tdm_communicator_allreduce(t->comm, r, t->reps[r]->grads, 0,
+                                 t->net->parameter_count, error);
+}
+
+static gboolean
+op_reduce(TdmTrainer *t, int r, GError **error)
+{
+  return tdm_communicator_reduce(t->comm, r, t->reps[r]->grads, t->net->parameter_count,
+                              t->config->main_replica, error);
+}
+
+/* Per-replica BN: each replica's running averages moved with its own shard's
+ * statistics; their mean becomes every replica's, so they stay identical (and equal
+ * to averages moved by the mean of the shards' statistics). */
+static gboolean
+op_average_bn_state(TdmTrainer *t, int r, GError **error)
+{
+  TdmReplica *rep = t->reps[r];
+  if (!tdm_communicator_allreduce(t->comm, r, rep->state, 0, t->net->state_count, error) ||
+      !t->comm->ops->wait(t->comm, r, error))
+    return FALSE;
+  t->backends[r]->ops->scale(t->backends[r], rep->state, 1.0f / (float)t->world,
+                             t->net->state_count);
+  return TRUE;
+}
+
+/* Synchronized BN's hook (tdm-replica.h): the small per-channel sums, all-reduced. */
+gboolean
+tdm_trainer_on_bn_reduce(TdmReplica *rep, float *buffer, size_t count, gpointer data)
+{
+  TdmTrainer *t = data;
+  int r = 0;
+  while (t->reps[r] != rep)
+    r++;
+  GError *error = NULL;
+  if (tdm_communicator_allreduce(t->comm, r, buffer, 0, count, &error) &&
+      t->comm->ops->wait(t->comm, r, &error))
+    return TRUE;
+  if (error != NULL)
+    tdm_trainer_fail_worker(t, error);
+  return FALSE;
+}
+
+static gboolean
+op_broadcast(TdmTrainer *t, int r, GError **error)
+{
+  return tdm_communicator_broadcast(t->comm, r, t->reps[r]->params, t->net->parameter_count,
+                                 t->config->main_replica, error);
+}
+
+
+static void
+flush_bucket(Buckets *bk)
+{
+  TdmTrainer *t = bk->trainer;
+  if (bk->lo == bk->hi || bk->failed)
+    return;
+  GError *error = NULL;
+  if (!tdm_communicator_allreduce(t->comm, bk->replica, t->reps[bk->replica]->grads, bk->lo,
+                               bk->hi - bk->lo, &error)) {
+    bk->failed = TRUE;
+    if (error != NULL)
+      tdm_trainer_fail_worker(t, error);
+  }
+  bk->hi = bk->lo;
+}
+
+void
+tdm_trainer_on_grads_ready(TdmReplica *rep, size_t offset, size_t count, gpointer data)
+{
+  Buckets *bk = data;
+  if (bk->lo == bk->hi)
+    bk->hi = offset + count;
+  bk->lo = offset;
+  if ((bk->hi - bk->lo) * sizeof(float) >= bk->trainer->config->bucket_bytes)
+    flush_bucket(bk);
+}
+
+/* A replica with no samples this step still takes part in every bucket. */
+static void
+announce_all_gradients(TdmTrainer *t, int r)
+{
+  const TdmNetwork *net = t->net;
+  for (int i = net->layer_count - 1; i >= 0; i--) {
+    const TdmLayer *l = &net->layers[i];
+    if (l->param_count > 0)
+      tdm_trainer_on_grads_ready(t->reps[r], l->param_offset, l->param_count, &t->buckets[r]);
+  }
+}
+
+gboolean
+tdm_trainer_sync_bn(const TdmTrainer *t)
+{
+  return t->world > 1 && t->net->bn_count > 0 && t->config->batchnorm == TDM_BATCHNORM_SYNC;
+}
+
+gboolean
+tdm_trainer_buckets_wanted(const TdmTrainer *t)
+{
+  /* Overlap pays where a communication stream runs beside the compute stream; CPU
+   * workers would only do the same work sooner on the same cores. */
+  /* Synchronized BN's all-reduces during backward would interleave with the buckets'
+   * differently on a replica with an empty shard; it goes without buckets. */
+  return t->world > 1 && t->config->strategy == TDM_STRATEGY_ALLREDUCE &&
+         t->config->bucket_bytes > 0 && !tdm_trainer_sync_bn(t) &&
+         (g_str_equal(t->comm->kind, "nccl") || g_str_equal(t->comm->kind, "peer"));
+}
+
+static void
+job_train(TdmTrainer *t, int r)
+{
+  TdmReplica *rep = t->reps[r];
+  TdmBackend *b = t->backends[r];
+  Timing *tm = &t->timing[r];
+  const Job *job = &t->job;
+  gboolean timed = job->timed || b->kind == TDM_BACKEND_CPU;
+  gboolean is_main = r == t->main_local;
+  double start = timed ? tdm_trainer_now_seconds() : 0;
+  /* Sampled steps also record their phases: forward and backward apart (the hook
+   * takes the step off its graph), each collective and each wait. */
+  if (job->timed && t->step_detail) {
+    tm->phases.spans = 0;
+    tdm_communicator_take_bytes(t->comm, r, NULL, NULL);   /* from unsampled steps */
+    tm->forward_end = start;
+    rep->forward_done = on_forward_done;
+    rep->forward_done_data = tm;
+  }
+
+  int offset, size;
+  tdm_shard_of(job->count, t->world, t->rank0 + r, &offset, &size);
+  Buckets *bk = t->buckets != NULL ? &t->buckets[r] : NULL;
+  if (bk != NULL) {
+    bk->lo = bk->hi = 0;
+    bk->failed = FALSE;
+  }
+  rep->epoch = (guint32)job->epoch;
+  rep->global_count = job->count;
+  if (size > 0) {
+    tdm_replica_train_step(rep, job->indices + offset, size, 1.0f / (float)job->count);
+  } else {
+    tdm_replica_train_idle(rep);
+    if (bk != NULL)
+      announce_all_gradients(t, r);
+  }
+  if (bk != NULL)
+    flush_bucket(bk);
+  if (timed) {
+    b->ops->synchronize(b);
+    double end = tdm_trainer_now_seconds();
+    tm->compute += end - start;
+    if (job->timed && t->step_detail) {
+      rep->forward_done = NULL;
+      mark_phase(t, tm, TDM_PHASE_FORWARD, start, tm->forward_end);
+      mark_phase(t, tm, TDM_PHASE_BACKWARD, tm->forward_end, end);
+    }
+  }
+  /* A stop mid-step leaves the step undone on every replica (see trainer_step). */
+  if (tdm_trainer_aborted(t))
+    return;
+
+  gboolean ok = TRUE;
+  if (bk != NULL) {
+    /* The buckets are on their way: only wait for them to land. */
+    GError *error = NULL;
+    double t1 = timed ? tdm_trainer_now_seconds() : 0;
+    ok = !bk->failed && t->comm->ops->wait(t->comm, r, &error);
+    if (error != NULL)
+      tdm_trainer_fail_worker(t, error);
+    if (timed) {
+      b->ops->synchronize(b);
+      double t2 = tdm_trainer_now_seconds();
+      tm->comm += t2 - t1;
+      if (job->timed)
+        mark_phase(t, tm, TDM_PHASE_ALLREDUCE, t1, t2);
+    }
+  } else if (t->world > 1) {
+    if (t->config->strategy == TDM_STRATEGY_ALLREDUCE)
+      ok = communicate(t, r, op_allreduce, tm, timed, TDM_PHASE_ALLREDUCE);
+    else
+      ok = communicate(t, r, op_reduce, tm, timed, TDM_PHASE_REDUCE);
+  }
+  if (ok && t->world > 1 && t->net->state_count > 0 &&
+      t->config->batchnorm == TDM_BATCHNORM_PER_REPLICA)
+    ok = communicate(t, r, op_average_bn_state, tm, timed, TDM_PHASE_ALLREDUCE);
+  if (!ok)
+    return;
+
+  double update_start = timed ? tdm_trainer_now_seconds() : 0;
+  if (t->opts[r] != NULL) {
+    tdm_optimizer_step(t->opts[r], rep->params, rep->grads, job->lr);
+    if (is_main)
+      t->main_updated = TRUE;
+  }
+  if (timed) {
+    b->ops->synchronize(b);
+    double end = tdm_trainer_now_seconds();
+    tm->compute += end - update_start;
+    if (job->timed && t->opts[r] != NULL)
+      mark_phase(t, tm, TDM_PHASE_UPDATE, update_start, end);
+  }
+  if (t->world > 1 && t->config->strategy == TDM_STRATEGY_MAIN)
+    communicate(t, r, op_broadcast, tm, timed, TDM_PHASE_BROADCAST);
+
+  if (timed) {
+    tm->wall += tdm_trainer_now_seconds() - start;
+    tm->timed_steps++;
+  }
+}
+
+static void
+job_metrics(TdmTrainer *t, int r)
+{
+  TdmMetrics m = tdm_replica_take_metrics(t->reps[r]);
+  double values[3] = {m.loss_sum, m.correct, r == 0 ? t->job.stop_vote : 0};
+  GError *error = NULL;
+  if (!t->comm->ops->sum_doubles(t->comm, r, values, 3, &error)) {
+    if (error != NULL)
+      tdm_trainer_fail_worker(t, error);
+    return;
+  }
+  if (r == 0)
+    memcpy(t->metrics_out, values, sizeof values);
+}
+
+static void
+job_evaluate(TdmTrainer *t, int r)
+{
+  TdmReplica *rep = t->reps[r];
+  int total = t->data->test->count;
+  int first, count;
+  tdm_shard_of(total, t->world, t->rank0 + r, &first, &count);
+  int classes = t->net->classes;
+  g_autofree float *logits = t->predicted != NULL ? g_new(float, (size_t)rep->capacity * classes)
+                                                  : NULL;
+  for (int done = 0; done < count && !tdm_trainer_aborted(t); done += rep->capacity) {
+    int chunk = MIN(rep->capacity, count - done);
+    tdm_replica_evaluate(rep, first + done, chunk);
+    if (logits == NULL)
+      continue;
+    /* The same rule as the loss's correct count (the first maximum wins), so the
+     * confusion matrix's diagonal is the reported accuracy. */
+    TdmBackend *b = t->backends[r];
+    b->ops->download(b, logits, tdm_replica_outputs(rep), (size_t)chunk * classes * sizeof(float));
+    for (int i = 0; i < chunk; i++) {
+      const float *z = logits + (size_t)i * classes;
+      int best = 0;
+      for (int j = 1; j < classes; j++)
+        if (z[j] > z[best])
+          best = j;
+      t->predicted[first + done + i] = best;
+    }
+  }
+}
+
+static void
+job_broadcast(TdmTrainer *t, int r)
+{
+  GError *error = NULL;
+  if (t->world > 1 && (!op_broadcast(t, r, &error) || !t->comm->ops->wait(t->comm, r, &error))) {
+    if (error != NULL)
+      tdm_trainer_fail_worker(t, error);
+  }
+}
+
+static void
+run_job(TdmTrainer *t, int r)
+{
+  switch (t->job.kind) {
+  case JOB_TRAIN:
+    job_train(t, r);
+    break;
+  case JOB_METRICS:
+    job_metrics(t, r);
+    break;
+  case JOB_EVALUATE:
+    job_evaluate(t, r);
+    break;
+  case JOB_BROADCAST:
+    job_broadcast(t, r);
+    break;
+  }
+  /* No wait here: the device runs ahead of the host until a summary reads metrics. */
+  GError *error = NULL;
+  if (!tdm_backend_check_queued(t->backends[r], &error))
+    tdm_trainer_fail_worker(t, error);
+}
+
+
+gpointer
+tdm_trainer_worker_main(gpointer data)
+{
+  WorkerArgs *args = data;
+  TdmTrainer *t = args->trainer;
+  int r = args->replica;
+  g_free(args);
+  for (;;) {
+    if (!tdm_barrier_wait(&t->start) || g_atomic_int_get(&t->quit_workers))
+      break;
+    run_job(t, r);
+    if (!tdm_barrier_wait(&t->end))
+      break;
+  }
+  return NULL;
+}
+
+/* Runs t->job on every local replica; FALSE with the first error when one failed. */
+gboolean
+tdm_trainer_run_all(TdmTrainer *t, GError **error)
+{
+  if (!tdm_barrier_wait(&t->start))
+    goto failed;
+  run_job(t, 0);
+  if (!tdm_barrier_wait(&t->end))
+    goto failed;
+  if (t->worker_error == NULL)
+    return TRUE;
+failed:
+  g_mutex_lock(&t->error_lock);
+  if (t->worker_error != NULL) {
+    g_propagate_error(error, t->worker_error);
+    t->worker_error = NULL;
+  } else if (!tdm_trainer_aborted(t)) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_BACKEND,
+                "a replica's worker stopped unexpectedly");
+  }
+  g_mutex_unlock(&t->error_lock);
+  return FALSE;
+}

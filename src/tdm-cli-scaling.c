@@ -1,0 +1,113 @@
+/* tdm-cli-scaling.c — tandem-train --scaling (tdm-cli-scaling.h).
+ *
+ * The points come from the driver on this thread, as it measures them, so each row is
+ * printed (and flushed) at once: a scaling run over several devices takes minutes.
+ * Failures are one line on stderr, as tandem-train's others.
+ */
+#include "tdm-cli-scaling.h"
+#include "tdm-error.h"
+#include "tdm-history.h"
+#include "tdm-json.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+typedef struct {
+  const TdmCliScaling *options;
+  gboolean header_done;
+  int points;
+} Printer;
+
+static void
+print_point(const TdmScalingPoint *p, gpointer data)
+{
+  Printer *printer = data;
+  const TdmCliScaling *o = printer->options;
+  printer->points++;
+  if (o->json) {
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "type");
+    json_builder_add_string_value(b, "scaling_point");
+    json_builder_set_member_name(b, "mode");
+    json_builder_add_string_value(b, tdm_scaling_mode_name(o->mode));
+    const struct { const char *name; gint64 value; } ints[] = {
+      {"devices", p->devices}, {"of", p->count}, {"batch", p->batch}, {"steps", p->steps},
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(ints); i++) {
+      json_builder_set_member_name(b, ints[i].name);
+      json_builder_add_int_value(b, ints[i].value);
+    }
+    const struct { const char *name; double value; } doubles[] = {
+      {"samples_per_second", p->samples_per_second}, {"speedup", p->speedup},
+      {"efficiency", p->efficiency}, {"compute_ms", p->compute_ms},
+      {"comm_ms", p->comm_ms}, {"wait_ms", p->wait_ms},
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(doubles); i++) {
+      json_builder_set_member_name(b, doubles[i].name);
+      json_builder_add_double_value(b, doubles[i].value);
+    }
+    json_builder_set_member_name(b, "memory_bytes");
+    json_builder_begin_array(b);
+    for (int d = 0; d < p->devices && d < TDM_MAX_REPLICAS; d++)
+      json_builder_add_int_value(b, p->memory_bytes[d]);
+    json_builder_end_array(b);
+    json_builder_end_object(b);
+    g_autoptr(JsonNode) root = json_builder_get_root(b);
+    g_autofree char *text = tdm_json_to_string(root);
+    printf("%s\n", text);
+  } else if (!o->quiet) {
+    if (!printer->header_done)
+      printf("%7s %6s %11s %8s %10s %10s %8s %8s\n", "devices", "batch", "samples/s",
+             "speed-up", "efficiency", "compute ms", "comm ms", "wait ms");
+    printer->header_done = TRUE;
+    printf("%7d %6d %11.0f %7.2fx %9.0f%% %10.3f %8.3f %8.3f\n", p->devices, p->batch,
+           p->samples_per_second, p->speedup, 100 * p->efficiency, p->compute_ms,
+           p->comm_ms, p->wait_ms);
+  }
+  fflush(stdout);
+}
+
+gboolean
+tdm_cli_scaling(const TdmConfig *config, const TdmCliScaling *o, GCancellable *cancellable,
+                int *points, int *record_status, GError **error)
+{
+  Printer printer = {.options = o};
+  g_autoptr(TdmHistory) history = NULL;
+  g_autoptr(TdmRunRecorder) recorder = NULL;
+  *points = 0;
+  *record_status = 0;
+  if (o->record) {
+    g_autoptr(GError) record_error = NULL;
+    history = tdm_history_new(o->history);
+    recorder = tdm_run_recorder_new_sweep(history, config, o->mode, o->steps, o->name,
+                                          &record_error);
+    if (recorder == NULL) {
+      fprintf(stderr, "tandem-train: %s: %s\n", o->history != NULL ? "--history" : "--record",
+              record_error->message);
+      *record_status = 2;
+      return TRUE;
+    }
+  }
+  /* Said on a terminal only: a failure's output stays its one line. */
+  if (!o->json && !o->quiet && isatty(STDERR_FILENO))
+    fprintf(stderr, "tandem-train: %s scaling over 1 … %d devices, %ld steps each\n",
+            tdm_scaling_mode_name(o->mode), tdm_config_replica_count(config), o->steps);
+
+  gboolean ok = recorder != NULL
+                ? tdm_history_run_sweep(recorder, print_point, &printer, cancellable, error)
+                : tdm_scaling_run(config, o->mode, o->steps, print_point, &printer, cancellable,
+                                  error);
+  *points = printer.points;
+  if (recorder != NULL) {
+    g_autoptr(GError) record_error = NULL;
+    if (!tdm_run_recorder_finish(recorder, &record_error)) {
+      fprintf(stderr, "tandem-train: --record: %s\n", record_error->message);
+      *record_status = 1;
+    } else if (tdm_run_recorder_get_kept(recorder) && !o->json && !o->quiet) {
+      fprintf(stderr, "tandem-train: recorded as run %s in %s\n",
+              tdm_run_recorder_get_id(recorder), tdm_history_get_folder(history));
+    }
+  }
+  return ok;
+}

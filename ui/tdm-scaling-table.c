@@ -1,0 +1,111 @@
+/* tdm-scaling-table.c: a scaling sweep's points as a table of labels.
+ *
+ * A GtkGrid rebuilt whole on each change: a sweep has a handful of points (one per
+ * device count), so there is nothing to gain from a list model here. Numbers are
+ * right-aligned in tabular figures ("numeric"); memory is each device's peak in
+ * replica order, as the run comparison table writes it.
+ */
+
+#include <glib/gi18n.h>
+
+#include "tdm-format.h"
+#include "tdm-scaling-table.h"
+
+static const char *const headers[] = {
+  N_("Devices"), N_("Batch"), N_("Samples/s"), N_("Speed-up"), N_("Efficiency"),
+  N_("Compute ms"), N_("Communication ms"), N_("Wait ms"),
+  /* Translators: a column: the most memory each device held */
+  N_("Memory/device"),
+};
+
+static GtkWidget *
+cell (const char *text,
+      gboolean    numeric,
+      gboolean    header)
+{
+  GtkWidget *label = gtk_label_new (text);
+
+  gtk_label_set_xalign (GTK_LABEL (label), numeric ? 1 : 0);
+  if (numeric)
+    gtk_widget_add_css_class (label, "numeric");
+  if (header)
+    gtk_widget_add_css_class (label, "dim-label");
+  return label;
+}
+
+GtkWidget *
+tdm_scaling_table_new (void)
+{
+  GtkWidget *grid = gtk_grid_new ();
+
+  gtk_grid_set_column_spacing (GTK_GRID (grid), 18);
+  gtk_grid_set_row_spacing (GTK_GRID (grid), 6);
+  gtk_accessible_update_property (GTK_ACCESSIBLE (grid), GTK_ACCESSIBLE_PROPERTY_LABEL,
+                                  _("Points of the scaling run"), -1);
+  tdm_scaling_table_set_points (grid, NULL, 0);
+  return grid;
+}
+
+static char *
+memory_text (const TdmScalingPoint *p)
+{
+  g_autoptr(GString) text = g_string_new (NULL);
+
+  for (int d = 0; d < p->devices && d < TDM_MAX_REPLICAS; d++)
+    {
+      g_autofree char *size = p->memory_bytes[d] > 0
+                              ? g_format_size_full ((guint64) p->memory_bytes[d],
+                                                    G_FORMAT_SIZE_IEC_UNITS)
+                              : g_strdup ("—");
+
+      if (d > 0)
+        g_string_append (text, " · ");
+      g_string_append (text, size);
+    }
+  return g_string_free (g_steal_pointer (&text), FALSE);
+}
+
+GStrv
+tdm_scaling_table_row_text (const TdmScalingPoint *p)
+{
+  char **row;
+
+  g_return_val_if_fail (p != NULL, NULL);
+
+  row = g_new0 (char *, G_N_ELEMENTS (headers) + 1);
+  row[0] = g_strdup_printf ("%d", p->devices);
+  row[1] = g_strdup_printf ("%d", p->batch);
+  row[2] = tdm_format_count (p->samples_per_second);
+  row[3] = g_strdup_printf ("%.2f×", p->speedup);
+  row[4] = g_strdup_printf ("%.0f %%", 100 * p->efficiency);
+  row[5] = g_strdup_printf ("%.2f", p->compute_ms);
+  row[6] = g_strdup_printf ("%.2f", p->comm_ms);
+  row[7] = g_strdup_printf ("%.2f", p->wait_ms);
+  row[8] = memory_text (p);
+  return row;
+}
+
+void
+tdm_scaling_table_set_points (GtkWidget             *table,
+                              const TdmScalingPoint *points,
+                              guint                  n)
+{
+  GtkWidget *child;
+
+  g_return_if_fail (GTK_IS_GRID (table));
+  g_return_if_fail (points != NULL || n == 0);
+
+  while ((child = gtk_widget_get_first_child (table)) != NULL)
+    gtk_grid_remove (GTK_GRID (table), child);
+
+  for (guint c = 0; c < G_N_ELEMENTS (headers); c++)
+    gtk_grid_attach (GTK_GRID (table), cell (_(headers[c]), c > 0, TRUE), c, 0, 1, 1);
+
+  for (guint i = 0; i < n; i++)
+    {
+      g_auto(GStrv) texts = tdm_scaling_table_row_text (&points[i]);
+
+      for (guint c = 0; texts[c] != NULL; c++)
+        gtk_grid_attach (GTK_GRID (table), cell (texts[c], c > 0, FALSE), c, i + 1, 1, 1);
+    }
+}
