@@ -20,28 +20,12 @@
 #include <gtk/gtk.h>
 
 #include "tdm-chart.h"
+#include "tdm-bench.h"
 
 #define N_POINTS 1000000
 #define N_FRAMES 100
 #define WIDTH 800
 #define HEIGHT 400
-
-/* Thread CPU time: wall time is at the mercy of whatever else the machine runs. */
-static double
-cpu_ms(void)
-{
-  struct timespec ts;
-
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 typedef void (*FillFunc)(TdmChart *chart);
 typedef void (*FrameFunc)(TdmChart *chart);
@@ -189,10 +173,10 @@ run(const char *name, FillFunc fill, FrameFunc before_frame, RenderFunc render)
     cairo_paint(cr);
     cairo_restore(cr);
     t0 = g_get_monotonic_time();
-    c0 = cpu_ms();
+    c0 = tdm_bench_thread_cpu_ms();
     render(chart, cr, frame_width, HEIGHT);
     cairo_surface_flush(surface);
-    cpu[i] = cpu_ms() - c0;
+    cpu[i] = tdm_bench_thread_cpu_ms() - c0;
     times[i] = (g_get_monotonic_time() - t0) / 1e3;
   }
   if (png_prefix != NULL) {
@@ -201,8 +185,8 @@ run(const char *name, FillFunc fill, FrameFunc before_frame, RenderFunc render)
 
     cairo_surface_write_to_png(surface, path);
   }
-  qsort(times, N_FRAMES, sizeof times[0], cmp_double);
-  qsort(cpu, N_FRAMES, sizeof cpu[0], cmp_double);
+  qsort(times, N_FRAMES, sizeof times[0], tdm_bench_compare_doubles);
+  qsort(cpu, N_FRAMES, sizeof cpu[0], tdm_bench_compare_doubles);
 
   printf("%-28s %8u %10.1f %8.2f %8.2f %8.2f %8.2f\n", name,
          tdm_series_get_capacity(tdm_chart_get_series(chart, 0)),

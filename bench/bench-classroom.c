@@ -24,27 +24,12 @@
 #include "tdm-prediction-gallery.h"
 #include "tdm-scaling-chart.h"
 #include "tdm-timeline.h"
+#include "tdm-bench.h"
 
 #define N_FRAMES 100
 #define WIDTH 800
 #define HEIGHT 400
 #define DEVICES 8
-
-static double
-cpu_ms(void)
-{
-  struct timespec ts;
-
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 static TdmPhasesEvent
 make_phases(long step)
@@ -124,7 +109,7 @@ time_redraw(const char *name, GtkWidget *widget)
 
   for (int i = -5; i < N_FRAMES; i++) {
     gint64 t0 = g_get_monotonic_time();
-    double c0 = cpu_ms();
+    double c0 = tdm_bench_thread_cpu_ms();
     GtkSnapshot *snapshot = gtk_snapshot_new();
     GskRenderNode *node;
 
@@ -136,12 +121,12 @@ time_redraw(const char *name, GtkWidget *widget)
     }
     cairo_surface_flush(surface);
     if (i >= 0) { /* the first five warm fonts and glyph caches */
-      cpu[i] = cpu_ms() - c0;
+      cpu[i] = tdm_bench_thread_cpu_ms() - c0;
       wall[i] = (g_get_monotonic_time() - t0) / 1e3;
     }
   }
-  qsort(wall, N_FRAMES, sizeof wall[0], cmp_double);
-  qsort(cpu, N_FRAMES, sizeof cpu[0], cmp_double);
+  qsort(wall, N_FRAMES, sizeof wall[0], tdm_bench_compare_doubles);
+  qsort(cpu, N_FRAMES, sizeof cpu[0], tdm_bench_compare_doubles);
   printf("%-36s %8.3f %8.3f %8.3f\n", name, wall[N_FRAMES / 2], wall[N_FRAMES * 9 / 10],
          cpu[N_FRAMES / 2]);
   cairo_destroy(cr);
@@ -157,16 +142,16 @@ time_update(const char *name, UpdateFunc update, gpointer data)
 
   for (int i = -5; i < N_FRAMES; i++) {
     gint64 t0 = g_get_monotonic_time();
-    double c0 = cpu_ms();
+    double c0 = tdm_bench_thread_cpu_ms();
 
     update(data, i + 5);
     if (i >= 0) {
-      cpu[i] = cpu_ms() - c0;
+      cpu[i] = tdm_bench_thread_cpu_ms() - c0;
       wall[i] = (g_get_monotonic_time() - t0) / 1e3;
     }
   }
-  qsort(wall, N_FRAMES, sizeof wall[0], cmp_double);
-  qsort(cpu, N_FRAMES, sizeof cpu[0], cmp_double);
+  qsort(wall, N_FRAMES, sizeof wall[0], tdm_bench_compare_doubles);
+  qsort(cpu, N_FRAMES, sizeof cpu[0], tdm_bench_compare_doubles);
   printf("%-36s %8.3f %8.3f %8.3f\n", name, wall[N_FRAMES / 2], wall[N_FRAMES * 9 / 10],
          cpu[N_FRAMES / 2]);
 }

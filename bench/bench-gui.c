@@ -62,6 +62,7 @@
 #include "tdm-history-store.h"
 #include "tdm-trainer.h"
 #include "tdm-window.h"
+#include "tdm-bench.h"
 
 #include <glib/gstdio.h>
 
@@ -141,17 +142,6 @@ typedef struct {
   GPtrArray *sources;     /* every source seen attached to the main context, ref'd */
   guint last_source_id;
 } Gui;
-
-/* CPU time of the calling thread: what it did, as opposed to how long it waited for
- * a core (the training threads want both of this machine's). */
-static double
-thread_cpu_ms(void)
-{
-  struct timespec ts;
-
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* Switches of the process (every thread, ended ones too) that the scheduler forced,
  * a training thread being put off a core for another task being the common case. */
@@ -252,17 +242,10 @@ samples_add(Samples *s, double ms)
   g_array_append_val(s->ms, ms);
 }
 
-static int
-compare_doubles(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static double
 median(double *values, int n)
 {
-  qsort(values, n, sizeof values[0], compare_doubles);
+  qsort(values, n, sizeof values[0], tdm_bench_compare_doubles);
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
@@ -284,7 +267,7 @@ print_samples(Samples *s)
   const double over = STALL_TARGET_MS;
   guint n_over = 0;
 
-  g_array_sort(s->ms, compare_doubles);
+  g_array_sort(s->ms, tdm_bench_compare_doubles);
   for (guint i = 0; i < s->ms->len; i++)
     n_over += g_array_index(s->ms, double, i) > over;
   printf("| %-40s | %6u | %6.2f | %6.2f | %6.2f | %6u |\n", s->name, s->ms->len,
@@ -332,7 +315,7 @@ run_headless(const TdmConfig *config, int x_server)
   Result result = {0};
   g_autoptr(GError) error = NULL;
   gint64 start = g_get_monotonic_time();
-  double cpu = thread_cpu_ms();
+  double cpu = tdm_bench_thread_cpu_ms();
   long preempted = process_preempted();
   g_autoptr(TdmTrainer) trainer = tdm_trainer_new(config, copy_event, &result);
 
@@ -350,7 +333,7 @@ run_headless(const TdmConfig *config, int x_server)
     g_printerr("bench-gui: headless run failed: %s\n", error->message);
   g_clear_pointer(&trainer, tdm_trainer_free);
   result.wall_s = (g_get_monotonic_time() - start) / 1e6;
-  result.main_cpu_s = (thread_cpu_ms() - cpu) / 1e3;
+  result.main_cpu_s = (tdm_bench_thread_cpu_ms() - cpu) / 1e3;
   result.x_cpu_s = other_process_cpu_s(x_server) - result.x_cpu_s;
   result.preempted = process_preempted() - preempted;
   result.worker_nice = 0;
@@ -453,7 +436,7 @@ static void
 on_run_event_done(TdmRun *run, const TdmEvent *event, Gui *gui)
 {
   if (gui->event_start_ms >= 0)
-    gui->iter.events_ms += thread_cpu_ms() - gui->event_start_ms;
+    gui->iter.events_ms += tdm_bench_thread_cpu_ms() - gui->event_start_ms;
   gui->event_start_ms = -1;
 }
 
@@ -465,7 +448,7 @@ on_run_event(GSignalInvocationHint *hint, guint n_values, const GValue *values, 
   const TdmEvent *event = g_value_get_pointer(&values[1]);
 
   /* Its handlers' time, up to this handler connected after the window's. */
-  gui->event_start_ms = thread_cpu_ms();
+  gui->event_start_ms = tdm_bench_thread_cpu_ms();
   if (event->kind == TDM_EVENT_STARTED)
     g_signal_connect_after(g_value_get_object(&values[0]), "event", G_CALLBACK(on_run_event_done),
                            gui);
@@ -493,7 +476,7 @@ on_tick(GtkWidget *widget, GdkFrameClock *clock, gpointer data)
     samples_add(&gui->frame_late, MAX(0, gap - gui->refresh_ms));
   }
   gui->last_tick_us = now;
-  gui->tick_cpu_ms = thread_cpu_ms();
+  gui->tick_cpu_ms = tdm_bench_thread_cpu_ms();
   return G_SOURCE_CONTINUE;
 }
 
@@ -527,7 +510,7 @@ on_paint(GdkFrameClock *clock, Gui *gui)
     return;
   if (gui->recording && gui->phase_start_us != 0) {
     samples_add(&gui->frame_paint, (g_get_monotonic_time() - gui->phase_start_us) / 1e3);
-    samples_add(&gui->frame_cpu, thread_cpu_ms() - gui->tick_cpu_ms);
+    samples_add(&gui->frame_cpu, tdm_bench_thread_cpu_ms() - gui->tick_cpu_ms);
   }
   gui->phase_start_us = 0;
 }
@@ -540,7 +523,7 @@ on_paint(GdkFrameClock *clock, Gui *gui)
 static void
 frame_mark(Gui *gui, double *bucket)
 {
-  double now = thread_cpu_ms();
+  double now = tdm_bench_thread_cpu_ms();
 
   if (bucket != NULL && gui->frame_mark_ms >= 0)
     *bucket += now - gui->frame_mark_ms;
@@ -550,7 +533,7 @@ frame_mark(Gui *gui, double *bucket)
 static void
 on_frame_begin(GdkFrameClock *clock, Gui *gui)
 {
-  gui->frame_mark_ms = thread_cpu_ms();
+  gui->frame_mark_ms = tdm_bench_thread_cpu_ms();
   gui->iter.n_frames++;
 }
 
@@ -597,10 +580,10 @@ timed_snapshot(GtkWidget *widget, GtkSnapshot *snapshot)
 {
   for (guint i = 0; i < n_timed; i++)
     if (G_OBJECT_TYPE(widget) == timed[i].type) {
-      double t0 = thread_cpu_ms();
+      double t0 = tdm_bench_thread_cpu_ms();
 
       timed[i].snapshot(widget, snapshot);
-      timed_gui->iter.snap_ms[i] += thread_cpu_ms() - t0;
+      timed_gui->iter.snap_ms[i] += tdm_bench_thread_cpu_ms() - t0;
       timed_gui->iter.snap_n[i]++;
       return;
     }
@@ -667,7 +650,7 @@ loop_probe_prepare(GSource *source, int *timeout)
 
     stall.at_s = (gui->woke_us - gui->run_start_us) / 1e6;
     stall.busy_ms = (now - gui->woke_us) / 1e3;
-    stall.cpu_ms = thread_cpu_ms() - gui->woke_cpu_ms;
+    stall.cpu_ms = tdm_bench_thread_cpu_ms() - gui->woke_cpu_ms;
     if (gui->start_detail && stall.at_s < 0.5 && stall.cpu_ms > 0.5) {
       fprintf(stderr, "  start+%.3f s: busy %.1f ms, CPU %.1f ms (start %.1f, layout %.1f, paint %.1f, "
               "frame %.1f, events %.1f; %u frames)\n", stall.at_s, stall.busy_ms, stall.cpu_ms,
@@ -694,7 +677,7 @@ loop_probe_check(GSource *source)
   Gui *gui = ((LoopProbe *)source)->gui;
 
   gui->woke_us = g_get_monotonic_time();
-  gui->woke_cpu_ms = thread_cpu_ms();
+  gui->woke_cpu_ms = tdm_bench_thread_cpu_ms();
   return FALSE;
 }
 
@@ -859,10 +842,10 @@ static gboolean
 press_start(gpointer data)
 {
   Gui *gui = data;
-  double t0 = thread_cpu_ms();
+  double t0 = tdm_bench_thread_cpu_ms();
   gboolean started = gtk_widget_activate_action(GTK_WIDGET(gui->window), "win.start", NULL);
 
-  gui->iter.start_ms += thread_cpu_ms() - t0;
+  gui->iter.start_ms += tdm_bench_thread_cpu_ms() - t0;
   if (gui->start_detail)
     fprintf(stderr, "  Start pressed at %.6f s (CLOCK_MONOTONIC, as perf record -k CLOCK_MONOTONIC)\n",
             g_get_monotonic_time() / 1e6);
@@ -904,7 +887,7 @@ run_window(Gui *gui, gboolean tick)
 
   gui->recording = TRUE;
   start = gui->run_start_us = g_get_monotonic_time();
-  cpu = thread_cpu_ms();
+  cpu = tdm_bench_thread_cpu_ms();
   result.x_cpu_s = other_process_cpu_s(gui->x_server);
   preempted = process_preempted();
   wakes = thread_sleeps();
@@ -913,7 +896,7 @@ run_window(Gui *gui, gboolean tick)
   result.wall_s = (g_get_monotonic_time() - start) / 1e6;
   result.preempted = process_preempted() - preempted;
   result.main_wakes = thread_sleeps() - wakes;
-  result.main_cpu_s = (thread_cpu_ms() - cpu) / 1e3;
+  result.main_cpu_s = (tdm_bench_thread_cpu_ms() - cpu) / 1e3;
   result.x_cpu_s = other_process_cpu_s(gui->x_server) - result.x_cpu_s;
   gui->recording = FALSE;
 

@@ -16,6 +16,7 @@
 #include "../tests/image-writer.h"
 #include "tdm-dataset-folder.h"
 #include "tdm-dataset.h"
+#include "tdm-bench.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -90,16 +91,6 @@ write_jpeg_set(const char *root, int count)
   g_free(px);
 }
 
-/* CPU seconds of this process, all threads: on a shared, loaded machine the wall
- * clock measures the other users as much as the work. */
-static double
-cpu_now(void)
-{
-  struct rusage u;
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
-
 static double last_cpu;
 
 static double
@@ -107,12 +98,12 @@ load_seconds(const char *folder, int size, int channels, gboolean no_cache, int 
 {
   TdmImageOptions o = {.size = size, .channels = channels, .no_cache = no_cache};
   g_autoptr(GError) error = NULL;
-  double c0 = cpu_now();
+  double c0 = tdm_bench_process_cpu_seconds();
   gint64 t0 = g_get_monotonic_time();
   g_autoptr(TdmDatasetPair) pair = tdm_dataset_load_image_folder(folder, &o, NULL, NULL, NULL,
                                                                   &error);
   double s = (g_get_monotonic_time() - t0) / 1e6;
-  last_cpu = cpu_now() - c0;
+  last_cpu = tdm_bench_process_cpu_seconds() - c0;
   if (pair == NULL) {
     g_printerr("bench-images: %s\n", error->message);
     exit(1);
@@ -231,7 +222,7 @@ scan_floor(const char *folder, double *cpu)
   if (top != NULL)
     g_dir_close(top);
   for (int r = 0; r < 5; r++) {
-    double c0 = cpu_now();
+    double c0 = tdm_bench_process_cpu_seconds();
     gint64 t0 = g_get_monotonic_time();
     long seen = 0;
     for (guint k = 0; k < classes->len; k++) {
@@ -246,7 +237,7 @@ scan_floor(const char *folder, double *cpu)
         closedir(d);
     }
     t[r] = (g_get_monotonic_time() - t0) / 1e6;
-    c[r] = cpu_now() - c0;
+    c[r] = tdm_bench_process_cpu_seconds() - c0;
     (void)seen;
   }
   qsort(t, 5, sizeof(double), compare_doubles);

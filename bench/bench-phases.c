@@ -13,34 +13,18 @@
  */
 #include "tdm-scaling.h"
 #include "tdm-trainer.h"
+#include "tdm-bench.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-
-static int
-tdm_phases_by_value(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double
-tdm_phases_cpu_seconds(void)
-{
-  struct rusage use;
-  getrusage(RUSAGE_SELF, &use);
-  return use.ru_utime.tv_sec + use.ru_stime.tv_sec
-         + 1e-6 * (use.ru_utime.tv_usec + use.ru_stime.tv_usec);
-}
 
 /* Samples per second of one run with the detail on or off; *cpu_per_k gets the CPU
  * seconds the run took per 1,000 samples (set-up included, the same both ways). */
 static double
 tdm_phases_run(const TdmConfig *base, long steps, gboolean detail, double *cpu_per_k)
 {
-  double cpu_start = tdm_phases_cpu_seconds();
+  double cpu_start = tdm_bench_process_cpu_seconds();
   g_autoptr(TdmConfig) cfg = tdm_config_copy(base);
   cfg->max_steps = steps;
   g_autofree TdmScalingMeter *meter = g_new0(TdmScalingMeter, 1);
@@ -57,7 +41,7 @@ tdm_phases_run(const TdmConfig *base, long steps, gboolean detail, double *cpu_p
     g_printerr("bench-phases: %ld steps were too few to time\n", steps);
     exit(1);
   }
-  *cpu_per_k = 1000 * (tdm_phases_cpu_seconds() - cpu_start) / ((double)steps * cfg->batch);
+  *cpu_per_k = 1000 * (tdm_bench_process_cpu_seconds() - cpu_start) / ((double)steps * cfg->batch);
   return result.samples_per_second;
 }
 
@@ -106,10 +90,10 @@ main(int argc, char **argv)
       on[i] = tdm_phases_run(cfg, steps, TRUE, &cpu_on[i]);
       off[i] = tdm_phases_run(cfg, steps, FALSE, &cpu_off[i]);
     }
-    qsort(on, repeat, sizeof on[0], tdm_phases_by_value);
-    qsort(off, repeat, sizeof off[0], tdm_phases_by_value);
-    qsort(cpu_on, repeat, sizeof cpu_on[0], tdm_phases_by_value);
-    qsort(cpu_off, repeat, sizeof cpu_off[0], tdm_phases_by_value);
+    qsort(on, repeat, sizeof on[0], tdm_bench_compare_doubles);
+    qsort(off, repeat, sizeof off[0], tdm_bench_compare_doubles);
+    qsort(cpu_on, repeat, sizeof cpu_on[0], tdm_bench_compare_doubles);
+    qsort(cpu_off, repeat, sizeof cpu_off[0], tdm_bench_compare_doubles);
     double a = on[repeat / 2], b = off[repeat / 2];
     double ca = cpu_on[repeat / 2], cb = cpu_off[repeat / 2];
     printf("| %s | %s | %d | %d | %.0f | %.0f | %.1f %% | %.4f | %.4f | %.1f %% |\n", list[k],

@@ -29,6 +29,7 @@
 #include "tdm-device.h"
 #include "tdm-scaling.h"
 #include "tdm-trainer.h"
+#include "tdm-bench.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -308,13 +309,6 @@ tdm_scale_nccl_ok(ncclResult_t res, const char *call, int line)
 }
 #define TDM_SCALE_NCCL(call) tdm_scale_nccl_ok((call), #call, __LINE__)
 
-static int
-tdm_scale_compare_doubles(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* Device work that holds a stream while the host enqueues a trial: memsets of this
  * size (a fraction of a millisecond each on a current GPU). */
 #define TDM_SCALE_GATE_BYTES ((size_t)256 << 20)
@@ -419,7 +413,7 @@ tdm_scale_bare_allreduce(const int *ordinals, int n, size_t count, int trials, i
   }
   if (!ok)
     return NAN;
-  qsort(times, trials, sizeof times[0], tdm_scale_compare_doubles);
+  qsort(times, trials, sizeof times[0], tdm_bench_compare_doubles);
   return times[trials / 2];
 }
 #endif

@@ -23,6 +23,7 @@
 #include "tdm-dataset.h"
 #include "tdm-network.h"
 #include "tdm-trainer.h"
+#include "tdm-bench.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -41,41 +42,25 @@ typedef struct {
   double first_step_cpu, last_step_cpu, last_cpu;
 } Clock;
 
-static double
-process_cpu_seconds(void)
-{
-  struct rusage u;
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_utime.tv_sec + u.ru_utime.tv_usec / 1e6 + u.ru_stime.tv_sec +
-         u.ru_stime.tv_usec / 1e6;
-}
-
 static void
 on_event(const TdmEvent *e, gpointer data)
 {
   Clock *c = data;
   if (e->kind == TDM_EVENT_STARTED) {
     c->first_step_us = g_get_monotonic_time();
-    c->first_step_cpu = process_cpu_seconds();
+    c->first_step_cpu = tdm_bench_process_cpu_seconds();
   } else if (e->kind == TDM_EVENT_STEP) {
     c->last_step_us = g_get_monotonic_time();
-    c->last_step_cpu = process_cpu_seconds();
+    c->last_step_cpu = tdm_bench_process_cpu_seconds();
     c->last_step = e->step.step;
   } else if (e->kind == TDM_EVENT_FINISHED) {
     c->last_us = g_get_monotonic_time();
-    c->last_cpu = process_cpu_seconds();
+    c->last_cpu = tdm_bench_process_cpu_seconds();
   } else if (e->kind == TDM_EVENT_DEVICES) {
     c->operations_per_step = e->devices.device[0].operations_per_step;
   } else if (e->kind == TDM_EVENT_FAILED) {
     g_printerr("bench-train: %s\n", e->failed->message);
   }
-}
-
-static int
-compare_doubles(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 /* Seconds for one epoch (median of `repeat`), or NAN on failure; *cpu_seconds the
@@ -119,8 +104,8 @@ time_epoch(const char *dataset, int train_count, const char *network, const char
     }
     *operations_per_step = clock.operations_per_step;
   }
-  qsort(times, repeat, sizeof times[0], compare_doubles);
-  qsort(cpu, repeat, sizeof cpu[0], compare_doubles);
+  qsort(times, repeat, sizeof times[0], tdm_bench_compare_doubles);
+  qsort(cpu, repeat, sizeof cpu[0], tdm_bench_compare_doubles);
   *cpu_seconds = cpu[repeat / 2];
   return times[repeat / 2];
 }
@@ -272,7 +257,7 @@ measure_stop_latency(const char *devices, int repeat)
     g_thread_join(thread);
     ms[i] = (returned - s.cancelled_at) / 1e3;
   }
-  qsort(ms, repeat, sizeof ms[0], compare_doubles);
+  qsort(ms, repeat, sizeof ms[0], tdm_bench_compare_doubles);
   printf("stop latency on %s, cnn batch 512: median %.0f ms, worst %.0f ms (%d stops)\n",
          devices, ms[repeat / 2], ms[repeat - 1], repeat);
 }
