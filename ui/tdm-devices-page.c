@@ -34,10 +34,9 @@ struct _TdmDevicesPage
   GtkWidget      *memory_note;
   GtkWidget      *phase_grid;
 
-  /* Time in each phase per device, summed over the last PHASE_WINDOW timed steps
-   * (phase_ms), and each of those steps' own times (a ring, oldest overwritten). */
-  double          phase_ms[TDM_MAX_REPLICAS][TDM_PHASE_COUNT];
-  double        (*step_ms)[TDM_MAX_REPLICAS][TDM_PHASE_COUNT];   /* PHASE_WINDOW of them */
+  /* Time in each phase per device in each of the last PHASE_WINDOW timed steps (a
+   * ring, oldest overwritten); window_steps counts the steps put in since the start. */
+  double        (*step_ms)[TDM_MAX_REPLICAS][TDM_PHASE_COUNT];
   int             window_steps;
   /* Spans seen of each phase: a phase has a column once it occurred, however short. */
   int             phase_spans[TDM_MAX_REPLICAS][TDM_PHASE_COUNT];
@@ -98,6 +97,20 @@ bytes_text (gint64 bytes)
   return g_format_size_full ((guint64) bytes, G_FORMAT_SIZE_IEC_UNITS);
 }
 
+/* The device's mean milliseconds per step in the phase over the window. */
+static double
+tdm_devices_page_phase_mean (TdmDevicesPage *self,
+                             int             device,
+                             TdmPhase        phase)
+{
+  int steps = MIN (self->window_steps, PHASE_WINDOW);
+  double sum = 0;
+
+  for (int i = 0; i < steps; i++)
+    sum += self->step_ms[i][device][phase];
+  return steps > 0 ? sum / steps : 0;
+}
+
 /* One timed step's phases: its spans counted, its times into the window. */
 static void
 tdm_devices_page_add_phases (TdmDevicesPage        *self,
@@ -105,20 +118,11 @@ tdm_devices_page_add_phases (TdmDevicesPage        *self,
 {
   int slot;
 
+  /* The second timed step overwrites the first (see PHASE_WINDOW). */
   if (self->timed_steps == 1)
-    {
-      /* The second timed step: forget the first (see PHASE_WINDOW). */
-      memset (self->phase_ms, 0, sizeof self->phase_ms);
-      self->window_steps = 0;
-    }
+    self->window_steps = 0;
   slot = self->window_steps % PHASE_WINDOW;
-  for (int r = 0; r < self->phase_replicas; r++)
-    for (int p = 0; p < TDM_PHASE_COUNT; p++)
-      {
-        if (self->window_steps >= PHASE_WINDOW)
-          self->phase_ms[r][p] -= self->step_ms[slot][r][p];
-        self->step_ms[slot][r][p] = 0;
-      }
+  memset (self->step_ms[slot], 0, sizeof self->step_ms[slot]);
   for (int r = 0; r < MIN (phases->replicas, self->phase_replicas); r++)
     {
       const TdmDevicePhases *d = &phases->device[r];
@@ -132,9 +136,6 @@ tdm_devices_page_add_phases (TdmDevicesPage        *self,
       self->bytes[r][0] = d->bytes_sent;
       self->bytes[r][1] = d->bytes_received;
     }
-  for (int r = 0; r < self->phase_replicas; r++)
-    for (int p = 0; p < TDM_PHASE_COUNT; p++)
-      self->phase_ms[r][p] += self->step_ms[slot][r][p];
   self->window_steps++;
   self->timed_steps++;
 }
@@ -166,7 +167,7 @@ tdm_devices_page_fill_phases (TdmDevicesPage *self)
             {
               char text[32];
 
-              g_snprintf (text, sizeof text, "%.2f", self->phase_ms[r][p] / MIN (self->window_steps, PHASE_WINDOW));
+              g_snprintf (text, sizeof text, "%.2f", tdm_devices_page_phase_mean (self, r, p));
               gtk_label_set_label (GTK_LABEL (self->phase_cell[r][p]), text);
             }
       for (int r = 0; r < self->phase_replicas; r++)
@@ -214,7 +215,7 @@ tdm_devices_page_fill_phases (TdmDevicesPage *self)
       gtk_grid_attach (grid, header, column, 0, 1, 1);
       for (int r = 0; r < self->phase_replicas; r++)
         {
-          g_autofree char *text = g_strdup_printf ("%.2f", self->phase_ms[r][p] / MIN (self->window_steps, PHASE_WINDOW));
+          g_autofree char *text = g_strdup_printf ("%.2f", tdm_devices_page_phase_mean (self, r, p));
 
           self->phase_cell[r][p] = cell (text, TRUE);
           gtk_grid_attach (grid, self->phase_cell[r][p], column, r + 1, 1, 1);
@@ -366,7 +367,6 @@ tdm_devices_page_handle_event (TdmDevicesPage       *self,
       tdm_timeline_set_main_device (TDM_TIMELINE (self->timeline), event->started.main_replica);
       tdm_batch_strip_set_main_device (TDM_BATCH_STRIP (self->batch_strip),
                                        event->started.main_replica);
-      memset (self->phase_ms, 0, sizeof self->phase_ms);
       self->window_steps = 0;
       memset (self->phase_spans, 0, sizeof self->phase_spans);
       memset (self->bytes, 0, sizeof self->bytes);
@@ -474,7 +474,7 @@ tdm_devices_page_get_phase_ms (TdmDevicesPage *self,
   if (device < 0 || device >= self->phase_replicas || self->window_steps == 0
       || self->phase_spans[device][phase] == 0)
     return -1;
-  return self->phase_ms[device][phase] / MIN (self->window_steps, PHASE_WINDOW);
+  return tdm_devices_page_phase_mean (self, device, phase);
 }
 
 /**
