@@ -1,6 +1,8 @@
 /* tdm-json.c — JSON text from json-glib trees that every parser accepts. */
 #include "tdm-json.h"
 
+#include <math.h>
+
 /* json-glib before 1.8 writes 1e-08 as "1e-08.0", which no JSON parser accepts (its
  * own included). This drops such a ".0" outside strings; where json-glib is fixed it
  * finds nothing to do. */
@@ -42,4 +44,28 @@ tdm_json_to_string(JsonNode *root)
   char *text = json_generator_to_data(gen, NULL);
   fix_exponents(text);
   return text;
+}
+
+void
+tdm_json_set_double(JsonBuilder *b, const char *name, double v)
+{
+  json_builder_set_member_name(b, name);
+  if (isfinite(v))
+    json_builder_add_double_value(b, v);
+  else
+    json_builder_add_null_value(b);
+}
+
+void
+tdm_json_set_int(JsonBuilder *b, const char *name, gint64 v)
+{
+  json_builder_set_member_name(b, name);
+  json_builder_add_int_value(b, v);
+}
+
+void
+tdm_json_set_string(JsonBuilder *b, const char *name, const char *v)
+{
+  json_builder_set_member_name(b, name);
+  json_builder_add_string_value(b, v);
 }

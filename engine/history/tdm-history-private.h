@@ -7,6 +7,7 @@
 #pragma once
 
 #include "tdm-history.h"
+#include "tdm-json.h"
 
 #include <json-glib/json-glib.h>
 
@@ -38,9 +39,6 @@ TdmRunRecorder *tdm_history_recorder_open (TdmHistory *history, const TdmConfig 
 gboolean tdm_history_valid_id (const char *id, GError **error);
 char *tdm_history_run_path (TdmHistory *history, const char *id);
 
-void tdm_history_set_double (JsonBuilder *builder, const char *name, double value);
-void tdm_history_set_int (JsonBuilder *builder, const char *name, gint64 value);
-void tdm_history_set_string (JsonBuilder *builder, const char *name, const char *value);
 /* The builder's object as one line, in one write() (see tdm-history.c). */
 gboolean tdm_history_append_line (int fd, const char *path, JsonBuilder *builder,
                                   GError **error);

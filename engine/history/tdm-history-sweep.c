@@ -25,8 +25,8 @@ tdm_run_recorder_new_sweep(TdmHistory *h, const TdmConfig *config, TdmScalingMod
   int count = tdm_config_replica_count(config);
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_object(b);
-  tdm_history_set_string(b, "mode", tdm_scaling_mode_name(mode));
-  tdm_history_set_int(b, "steps", steps);
+  tdm_json_set_string(b, "mode", tdm_scaling_mode_name(mode));
+  tdm_json_set_int(b, "steps", steps);
   /* The driver goes 1 … N; written out so a reader needs no rule of the driver's. */
   json_builder_set_member_name(b, "device_counts");
   json_builder_begin_array(b);
@@ -52,16 +52,16 @@ tdm_run_recorder_add_point(const TdmScalingPoint *p, gpointer data)
     return;
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_object(b);
-  tdm_history_set_string(b, "type", "point");
-  tdm_history_set_int(b, "devices", p->devices);
-  tdm_history_set_int(b, "batch", p->batch);
-  tdm_history_set_int(b, "steps", p->steps);
-  tdm_history_set_double(b, "samples_per_second", p->samples_per_second);
-  tdm_history_set_double(b, "speedup", p->speedup);
-  tdm_history_set_double(b, "efficiency", p->efficiency);
-  tdm_history_set_double(b, "compute_ms", p->compute_ms);
-  tdm_history_set_double(b, "comm_ms", p->comm_ms);
-  tdm_history_set_double(b, "wait_ms", p->wait_ms);
+  tdm_json_set_string(b, "type", "point");
+  tdm_json_set_int(b, "devices", p->devices);
+  tdm_json_set_int(b, "batch", p->batch);
+  tdm_json_set_int(b, "steps", p->steps);
+  tdm_json_set_double(b, "samples_per_second", p->samples_per_second);
+  tdm_json_set_double(b, "speedup", p->speedup);
+  tdm_json_set_double(b, "efficiency", p->efficiency);
+  tdm_json_set_double(b, "compute_ms", p->compute_ms);
+  tdm_json_set_double(b, "comm_ms", p->comm_ms);
+  tdm_json_set_double(b, "wait_ms", p->wait_ms);
   json_builder_set_member_name(b, "memory_bytes");
   json_builder_begin_array(b);
   for (int d = 0; d < p->devices && d < TDM_MAX_REPLICAS; d++)
@@ -93,11 +93,11 @@ tdm_run_recorder_end_sweep(TdmRunRecorder *rec, const GError *outcome)
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_object(b);
   if (outcome != NULL && !cancelled) {
-    tdm_history_set_string(b, "type", "failed");
-    tdm_history_set_string(b, "message", outcome->message);
+    tdm_json_set_string(b, "type", "failed");
+    tdm_json_set_string(b, "message", outcome->message);
   } else {
-    tdm_history_set_string(b, "type", "finished");
-    tdm_history_set_int(b, "points", rec->points);
+    tdm_json_set_string(b, "type", "finished");
+    tdm_json_set_int(b, "points", rec->points);
     json_builder_set_member_name(b, "stopped");
     json_builder_add_boolean_value(b, cancelled);
   }

@@ -199,30 +199,6 @@ tdm_history_run_path(TdmHistory *h, const char *id)
 
 /* ---- writing ---------------------------------------------------------------------- */
 
-void
-tdm_history_set_double(JsonBuilder *b, const char *name, double v)
-{
-  json_builder_set_member_name(b, name);
-  if (isfinite(v))
-    json_builder_add_double_value(b, v);
-  else
-    json_builder_add_null_value(b);
-}
-
-void
-tdm_history_set_int(JsonBuilder *b, const char *name, gint64 v)
-{
-  json_builder_set_member_name(b, name);
-  json_builder_add_int_value(b, v);
-}
-
-void
-tdm_history_set_string(JsonBuilder *b, const char *name, const char *v)
-{
-  json_builder_set_member_name(b, name);
-  json_builder_add_string_value(b, v);
-}
-
 /* One whole line in one write: a reader (or a crash) never sees half of it, short of
  * the disk filling up, which the reader tolerates on the last line. */
 gboolean
@@ -290,12 +266,12 @@ tdm_history_recorder_open(TdmHistory *h, const TdmConfig *config, const char *na
 
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_object(b);
-  tdm_history_set_string(b, "type", "settings");
+  tdm_json_set_string(b, "type", "settings");
   /* Files before sweeps existed have no kind: they are training runs. */
   if (kind != TDM_RUN_TRAINING)
-    tdm_history_set_string(b, "kind", tdm_run_kind_name(kind));
-  tdm_history_set_string(b, "name", name != NULL ? name : date);
-  tdm_history_set_int(b, "created", g_date_time_to_unix(now));
+    tdm_json_set_string(b, "kind", tdm_run_kind_name(kind));
+  tdm_json_set_string(b, "name", name != NULL ? name : date);
+  tdm_json_set_int(b, "created", g_date_time_to_unix(now));
   json_builder_set_member_name(b, "config");
   json_builder_add_value(b, g_steal_pointer(&config_node));
   if (extra != NULL) {
@@ -336,59 +312,59 @@ tdm_run_recorder_add(const TdmEvent *e, gpointer data)
   json_builder_begin_object(b);
   switch (e->kind) {
   case TDM_EVENT_STARTED:
-    tdm_history_set_string(b, "type", "started");
-    tdm_history_set_int(b, "replicas", e->started.replicas);
-    tdm_history_set_int(b, "steps_per_epoch", e->started.steps_per_epoch);
-    tdm_history_set_int(b, "total_steps", e->started.total_steps);
+    tdm_json_set_string(b, "type", "started");
+    tdm_json_set_int(b, "replicas", e->started.replicas);
+    tdm_json_set_int(b, "steps_per_epoch", e->started.steps_per_epoch);
+    tdm_json_set_int(b, "total_steps", e->started.total_steps);
     break;
   case TDM_EVENT_STEP:
-    tdm_history_set_string(b, "type", "step");
-    tdm_history_set_int(b, "step", e->step.step);
-    tdm_history_set_double(b, "epoch", e->step.epoch_float);
-    tdm_history_set_double(b, "train_loss", e->step.train_loss);
-    tdm_history_set_double(b, "train_accuracy", e->step.train_accuracy);
-    tdm_history_set_double(b, "samples_per_second", e->step.samples_per_second);
-    tdm_history_set_double(b, "elapsed", e->step.elapsed);
+    tdm_json_set_string(b, "type", "step");
+    tdm_json_set_int(b, "step", e->step.step);
+    tdm_json_set_double(b, "epoch", e->step.epoch_float);
+    tdm_json_set_double(b, "train_loss", e->step.train_loss);
+    tdm_json_set_double(b, "train_accuracy", e->step.train_accuracy);
+    tdm_json_set_double(b, "samples_per_second", e->step.samples_per_second);
+    tdm_json_set_double(b, "elapsed", e->step.elapsed);
     break;
   case TDM_EVENT_DEVICES:
-    tdm_history_set_string(b, "type", "devices");
-    tdm_history_set_int(b, "step", e->devices.step);
+    tdm_json_set_string(b, "type", "devices");
+    tdm_json_set_int(b, "step", e->devices.step);
     json_builder_set_member_name(b, "devices");
     json_builder_begin_array(b);
     for (int r = 0; r < e->devices.replicas && r < TDM_MAX_REPLICAS; r++) {
       json_builder_begin_object(b);
-      tdm_history_set_double(b, "compute_ms", e->devices.device[r].compute_ms);
-      tdm_history_set_double(b, "comm_ms", e->devices.device[r].comm_ms);
-      tdm_history_set_double(b, "wait_ms", e->devices.device[r].wait_ms);
-      tdm_history_set_int(b, "tandem_bytes", e->devices.device[r].tandem_bytes);
+      tdm_json_set_double(b, "compute_ms", e->devices.device[r].compute_ms);
+      tdm_json_set_double(b, "comm_ms", e->devices.device[r].comm_ms);
+      tdm_json_set_double(b, "wait_ms", e->devices.device[r].wait_ms);
+      tdm_json_set_int(b, "tandem_bytes", e->devices.device[r].tandem_bytes);
       json_builder_end_object(b);
     }
     json_builder_end_array(b);
     break;
   case TDM_EVENT_EPOCH:
-    tdm_history_set_string(b, "type", "epoch");
-    tdm_history_set_int(b, "epoch", e->epoch.epoch);
-    tdm_history_set_int(b, "step", e->epoch.step);
-    tdm_history_set_double(b, "train_loss", e->epoch.train_loss);
-    tdm_history_set_double(b, "train_accuracy", e->epoch.train_accuracy);
-    tdm_history_set_double(b, "test_loss", e->epoch.test_loss);
-    tdm_history_set_double(b, "test_accuracy", e->epoch.test_accuracy);
-    tdm_history_set_double(b, "elapsed", e->epoch.elapsed);
+    tdm_json_set_string(b, "type", "epoch");
+    tdm_json_set_int(b, "epoch", e->epoch.epoch);
+    tdm_json_set_int(b, "step", e->epoch.step);
+    tdm_json_set_double(b, "train_loss", e->epoch.train_loss);
+    tdm_json_set_double(b, "train_accuracy", e->epoch.train_accuracy);
+    tdm_json_set_double(b, "test_loss", e->epoch.test_loss);
+    tdm_json_set_double(b, "test_accuracy", e->epoch.test_accuracy);
+    tdm_json_set_double(b, "elapsed", e->epoch.elapsed);
     break;
   case TDM_EVENT_FINISHED:
-    tdm_history_set_string(b, "type", "finished");
-    tdm_history_set_int(b, "steps", e->finished.steps);
-    tdm_history_set_double(b, "elapsed", e->finished.elapsed);
-    tdm_history_set_double(b, "test_loss", e->finished.test_loss);
-    tdm_history_set_double(b, "test_accuracy", e->finished.test_accuracy);
+    tdm_json_set_string(b, "type", "finished");
+    tdm_json_set_int(b, "steps", e->finished.steps);
+    tdm_json_set_double(b, "elapsed", e->finished.elapsed);
+    tdm_json_set_double(b, "test_loss", e->finished.test_loss);
+    tdm_json_set_double(b, "test_accuracy", e->finished.test_accuracy);
     json_builder_set_member_name(b, "stopped");
     json_builder_add_boolean_value(b, e->finished.stopped);
     break;
   case TDM_EVENT_PHASES:
     /* Per device, the time in each phase (in TdmPhase's order): enough to compare
      * strategies, a fraction of the spans' size. */
-    tdm_history_set_string(b, "type", "phases");
-    tdm_history_set_int(b, "step", e->phases.step);
+    tdm_json_set_string(b, "type", "phases");
+    tdm_json_set_int(b, "step", e->phases.step);
     json_builder_set_member_name(b, "devices");
     json_builder_begin_array(b);
     for (int r = 0; r < e->phases.replicas && r < TDM_MAX_REPLICAS; r++) {
@@ -415,8 +391,8 @@ tdm_run_recorder_add(const TdmEvent *e, gpointer data)
     json_builder_end_array(b);
     break;
   case TDM_EVENT_FAILED:
-    tdm_history_set_string(b, "type", "failed");
-    tdm_history_set_string(b, "message", e->failed != NULL ? e->failed->message : "unknown error");
+    tdm_json_set_string(b, "type", "failed");
+    tdm_json_set_string(b, "message", e->failed != NULL ? e->failed->message : "unknown error");
     break;
   default:
     return;
@@ -725,8 +701,8 @@ tdm_history_rename(TdmHistory *h, const char *id, const char *name, GError **err
   }
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_object(b);
-  tdm_history_set_string(b, "type", "name");
-  tdm_history_set_string(b, "name", name);
+  tdm_json_set_string(b, "type", "name");
+  tdm_json_set_string(b, "name", name);
   json_builder_end_object(b);
   gboolean ok = tdm_history_append_line(fd, path, b, error);
   g_close(fd, NULL);

@@ -6,6 +6,7 @@
  * the CLI itself. Not a sink: nothing here keeps an event.
  */
 #include "tdm-events.h"
+#include "tdm-json.h"
 
 #include <json-glib/json-glib.h>
 #include <math.h>
@@ -27,13 +28,6 @@ tdm_phase_name(TdmPhase phase)
 }
 
 static void
-member_int(JsonBuilder *b, const char *name, gint64 v)
-{
-  json_builder_set_member_name(b, name);
-  json_builder_add_int_value(b, v);
-}
-
-static void
 member_double(JsonBuilder *b, const char *name, double v)
 {
   json_builder_set_member_name(b, name);
@@ -44,7 +38,7 @@ member_double(JsonBuilder *b, const char *name, double v)
 static void
 add_phases(JsonBuilder *b, const TdmPhasesEvent *p)
 {
-  member_int(b, "step", p->step);
+  tdm_json_set_int(b, "step", p->step);
   json_builder_set_member_name(b, "devices");
   json_builder_begin_array(b);
   for (int r = 0; r < p->replicas && r < TDM_MAX_REPLICAS; r++) {
@@ -65,8 +59,8 @@ add_phases(JsonBuilder *b, const TdmPhasesEvent *p)
   json_builder_begin_array(b);
   for (int r = 0; r < p->replicas && r < TDM_MAX_REPLICAS; r++) {
     json_builder_begin_object(b);
-    member_int(b, "sent", (gint64)p->device[r].bytes_sent);
-    member_int(b, "received", (gint64)p->device[r].bytes_received);
+    tdm_json_set_int(b, "sent", (gint64)p->device[r].bytes_sent);
+    tdm_json_set_int(b, "received", (gint64)p->device[r].bytes_received);
     json_builder_end_object(b);
   }
   json_builder_end_array(b);
@@ -75,20 +69,20 @@ add_phases(JsonBuilder *b, const TdmPhasesEvent *p)
 static void
 add_batch(JsonBuilder *b, const TdmBatchEvent *bt)
 {
-  member_int(b, "step", bt->step);
-  member_int(b, "batch", bt->batch);
+  tdm_json_set_int(b, "step", bt->step);
+  tdm_json_set_int(b, "batch", bt->batch);
   json_builder_set_member_name(b, "devices");
   json_builder_begin_array(b);
   for (int r = 0; r < bt->replicas && r < TDM_MAX_REPLICAS; r++) {
     json_builder_begin_object(b);
-    member_int(b, "offset", bt->device[r].offset);
-    member_int(b, "size", bt->device[r].size);
+    tdm_json_set_int(b, "offset", bt->device[r].offset);
+    tdm_json_set_int(b, "size", bt->device[r].size);
     json_builder_set_member_name(b, "samples");
     json_builder_begin_array(b);
     for (int i = 0; i < bt->device[r].shown && i < TDM_BATCH_SAMPLES_SHOWN; i++) {
       json_builder_begin_object(b);
-      member_int(b, "index", bt->device[r].index[i]);
-      member_int(b, "label", bt->device[r].label[i]);
+      tdm_json_set_int(b, "index", bt->device[r].index[i]);
+      tdm_json_set_int(b, "label", bt->device[r].label[i]);
       json_builder_end_object(b);
     }
     json_builder_end_array(b);
@@ -100,11 +94,11 @@ add_batch(JsonBuilder *b, const TdmBatchEvent *bt)
 static void
 add_predictions(JsonBuilder *b, const TdmPredictionsEvent *p)
 {
-  member_int(b, "epoch", p->epoch);
-  member_int(b, "step", p->step);
-  member_int(b, "classes", p->classes);
-  member_int(b, "test_count", p->test_count);
-  member_int(b, "correct", p->correct);
+  tdm_json_set_int(b, "epoch", p->epoch);
+  tdm_json_set_int(b, "step", p->step);
+  tdm_json_set_int(b, "classes", p->classes);
+  tdm_json_set_int(b, "test_count", p->test_count);
+  tdm_json_set_int(b, "correct", p->correct);
   int shown = MIN(p->classes, TDM_MAX_CONFUSION_CLASSES);
   json_builder_set_member_name(b, "class_names");
   json_builder_begin_array(b);
@@ -128,9 +122,9 @@ add_predictions(JsonBuilder *b, const TdmPredictionsEvent *p)
   json_builder_begin_array(b);
   for (int i = 0; i < p->samples && i < TDM_PREDICTION_SAMPLES; i++) {
     json_builder_begin_object(b);
-    member_int(b, "index", p->sample[i].index);
-    member_int(b, "truth", p->sample[i].truth);
-    member_int(b, "predicted", p->sample[i].predicted);
+    tdm_json_set_int(b, "index", p->sample[i].index);
+    tdm_json_set_int(b, "truth", p->sample[i].truth);
+    tdm_json_set_int(b, "predicted", p->sample[i].predicted);
     json_builder_end_object(b);
   }
   json_builder_end_array(b);
