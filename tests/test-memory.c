@@ -44,9 +44,10 @@ test_replica_exact(void)
     for (int capacity = 1; capacity <= 37; capacity += 36) {
       TdmReplica *r = tdm_replica_new(b, net, capacity, data->train, data->test, &error);
       g_assert_no_error(error);
-      TdmReplicaBytes rb = tdm_memory_replica(net, capacity, 200, 90);
+      TdmReplicaBytes rb = tdm_memory_replica(net, TDM_BACKEND_CPU, capacity, 200, 90);
       g_assert_cmpuint(b->bytes_in_use, ==, rb.total);
-      g_assert_cmpuint(tdm_replica_bytes_needed(net, capacity, data->train, data->test), ==,
+      g_assert_cmpuint(tdm_replica_bytes_needed(net, TDM_BACKEND_CPU, capacity, data->train,
+                                                data->test), ==,
                        rb.total);
       g_assert_cmpuint(rb.dataset, ==, 200 * 785 + 90 * 785);
       TdmOptimizer *opt = tdm_optimizer_new(b, cfg, net->parameter_count, NULL, &error);

@@ -6,6 +6,7 @@
  * thread, and the trainer decides how many threads OpenBLAS may use. */
 #include "tdm-backend.h"
 #include "tdm-backend-cpu-layers.h"
+#include "tdm-backend-cpu-winograd.h"
 #include "tdm-cpu-kernels.h"
 #include "tdm-error.h"
 
@@ -652,6 +653,8 @@ static const TdmBackendOps tdm_backend_cpu_ops = {
   .relu_backward = cpu_relu_backward,
   .im2col = cpu_im2col,
   .col2im = cpu_col2im,
+  .conv_forward = tdm_cpu_conv_forward,
+  .conv_backward = tdm_cpu_conv_backward,
   .maxpool_forward = cpu_maxpool_forward,
   .maxpool_backward = cpu_maxpool_backward,
   .conv_pool_forward = cpu_conv_pool_forward,

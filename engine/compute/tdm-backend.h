@@ -101,6 +101,21 @@ typedef struct {
   void (*col2im) (TdmBackend *b, float *dx, const float *col,
                   int n, int h, int w, int c, int kh, int kw, int pad, int stride);
 
+  /* A whole convolution as one operation, optional (NULL where a backend composes
+   * every convolution from im2col, gemm and col2im, as the CUDA backend does), and
+   * only for the shapes tdm_backend_conv_work_floats() accepts for the backend's kind:
+   * y (n×oh×ow×out_c) = the convolution of x (n×h×w×c) with wt [out_c, kernel,
+   * kernel, c], no bias; work is the caller's scratch of that many floats, its
+   * contents undefined between calls. */
+  void (*conv_forward) (TdmBackend *b, float *y, const float *x, const float *wt,
+                        float *work, int n, int h, int w, int c, int out_c, int kernel,
+                        int pad, int stride);
+  /* Its backward from dy: dw written, and dx written when not NULL (a first layer
+   * needs none). */
+  void (*conv_backward) (TdmBackend *b, float *dx, float *dw, const float *dy,
+                         const float *x, const float *wt, float *work, int n, int h,
+                         int w, int c, int out_c, int kernel, int pad, int stride);
+
   /* Max pooling, window = stride = k, floor division: y is n×(h/k)×(w/k)×c.
    * argmax holds, per output, the index into x of the chosen input (the first
    * maximum, windows scanned row by row). When bias is not NULL, y += bias[channel]
@@ -354,6 +369,15 @@ gboolean tdm_backend_cuda_available (void);
  * its byte counter: cuBLAS's workspace and scratch on a GPU, nothing on the CPU. For
  * the memory estimate (tdm-memory.h); 0 for devices this build cannot open. */
 size_t tdm_backend_own_bytes (const char *device);
+
+/* Floats of scratch a backend of this kind needs to run a convolution of this shape
+ * (any batch) through conv_forward and conv_backward, or 0 when it composes it from
+ * im2col, gemm and col2im. The replica's buffers follow it (tdm_replica_layer_buffers())
+ * and so does the memory estimate, without a backend at hand. The CPU takes 3×3
+ * stride-1 convolutions of 8 input channels or more (Winograd F(2×2, 3×3),
+ * tdm-backend-cpu-winograd.h); CUDA none. */
+size_t tdm_backend_conv_work_floats (TdmBackendKind kind, int h, int w, int c, int out_c,
+                                     int kernel, int pad, int stride);
 
 /* Convenience wrappers that read like calls. */
 void *tdm_backend_alloc (TdmBackend *b, size_t bytes, GError **error);

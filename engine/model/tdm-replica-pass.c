@@ -118,16 +118,22 @@ conv_bf16_dx(TdmReplica *r, int rows, int k, int out_c)
          (size_t)rows * out_c + (size_t)out_c * k <= (size_t)rows * k;
 }
 
-/* A conv's product: out = cols(x) · Wᵀ, the columns kept in col (or x itself for a
- * 1×1 conv of stride 1). */
+/* A conv's product: the backend's whole convolution where the layer has its scratch
+ * (work: tdm_replica_layer_buffers() gave it one because the backend takes the shape),
+ * else out = cols(x) · Wᵀ, the columns kept in col (or x itself for a 1×1 conv of
+ * stride 1). */
 static void
-conv_forward(TdmReplica *r, const TdmLayer *l, float *y, const float *x, float *col,
-             const float *w, int n, int in_h, int in_w, int in_c, int out_c, int kernel,
-             int pad, int stride, int out_h, int out_w)
+conv_forward(TdmReplica *r, float *y, const float *x, float *col, float *work, const float *w,
+             int n, int in_h, int in_w, int in_c, int out_c, int kernel, int pad, int stride,
+             int out_h, int out_w)
 {
   TdmBackend *b = r->backend;
   int rows = n * out_h * out_w;
   int k = in_c * kernel * kernel;
+  if (work != NULL) {
+    b->ops->conv_forward(b, y, x, w, work, n, in_h, in_w, in_c, out_c, kernel, pad, stride);
+    return;
+  }
   if (conv_bf16(r, col, rows, k, out_c)) {
     uint16_t *col16 = (uint16_t *)col, *w16 = col16 + (size_t)rows * k;
     b->ops->im2col_bf16(b, col16, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
@@ -147,12 +153,17 @@ conv_forward(TdmReplica *r, const TdmLayer *l, float *y, const float *x, float *
  * place before col2im). */
 static void
 conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy, const float *x, float *col,
-              const float *w, int n, int in_h, int in_w, int in_c, int out_c, int kernel,
-              int pad, int stride, int out_h, int out_w, gboolean need_dx)
+              float *work, const float *w, int n, int in_h, int in_w, int in_c, int out_c,
+              int kernel, int pad, int stride, int out_h, int out_w, gboolean need_dx)
 {
   TdmBackend *b = r->backend;
   int rows = n * out_h * out_w;
   int k = in_c * kernel * kernel;
+  if (work != NULL) {
+    b->ops->conv_backward(b, need_dx ? dx : NULL, dw, dy, x, w, work, n, in_h, in_w, in_c,
+                          out_c, kernel, pad, stride);
+    return;
+  }
   if (conv_bf16(r, col, rows, k, out_c)) {
     uint16_t *col16 = (uint16_t *)col, *dy16 = col16 + (size_t)rows * k;
     b->ops->to_bf16(b, dy16, dy, (size_t)rows * out_c);
@@ -217,8 +228,8 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       break;
     }
     case TDM_LAYER_CONV:
-      conv_forward(r, l, y, x, r->cols[i], w, n, l->in_h, l->in_w, l->in_c, l->out_c,
-                   l->kernel, l->pad, l->stride, l->out_h, l->out_w);
+      conv_forward(r, y, x, r->cols[i], r->conv_work[i], w, n, l->in_h, l->in_w, l->in_c,
+                   l->out_c, l->kernel, l->pad, l->stride, l->out_h, l->out_w);
       if (bias_in_pool(net, i))
         break;
       if (l->bias_count > 0)
@@ -267,8 +278,8 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       const TdmLayer *begin = &net->layers[l->partner];
       const float *skip = r->acts[l->partner];
       if (l->projection) {
-        conv_forward(r, l, r->proj_conv[i], skip, r->cols[i], w, n, begin->in_h, begin->in_w,
-                     begin->in_c, l->out_c, 1, 0, l->stride, l->out_h, l->out_w);
+        conv_forward(r, r->proj_conv[i], skip, r->cols[i], NULL, w, n, begin->in_h,
+                     begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride, l->out_h, l->out_w);
         bn_forward(r, mode, r->proj_bn[i], r->proj_conv[i], n, pixels, l->out_c, bias,
                    bias + l->out_c, r->bn_work[i], r->state + l->state_offset, false);
         skip = r->proj_bn[i];
@@ -331,8 +342,9 @@ tdm_replica_backward(TdmReplica *r, int n)
         if (l->bias_count > 0)
           ops->bias_backward(b, dbias, dy, n * pixels, l->out_c, 1);
       }
-      conv_backward(r, dx, dw, dy, x, r->cols[i], w, n, l->in_h, l->in_w, l->in_c, l->out_c,
-                    l->kernel, l->pad, l->stride, l->out_h, l->out_w, need_dx);
+      conv_backward(r, dx, dw, dy, x, r->cols[i], r->conv_work[i], w, n, l->in_h, l->in_w,
+                    l->in_c, l->out_c, l->kernel, l->pad, l->stride, l->out_h, l->out_w,
+                    need_dx);
       break;
     case TDM_LAYER_POOL:
       if (i == 1 && conv_pool_first(net)) {
@@ -402,9 +414,9 @@ tdm_replica_backward(TdmReplica *r, int n)
                     r->params + l->bias_offset, r->params + l->bias_offset + l->out_c, false,
                     r->grads + l->bias_offset,
                     r->bn_work[i]);
-        conv_backward(r, skip, dw, dconv, r->acts[l->partner], r->cols[i], w, n, begin->in_h,
-                      begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride, l->out_h, l->out_w,
-                      TRUE);
+        conv_backward(r, skip, dw, dconv, r->acts[l->partner], r->cols[i], NULL, w, n,
+                      begin->in_h, begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride,
+                      l->out_h, l->out_w, TRUE);
       } else {
         ops->copy(b, skip, dy, out * sizeof(float));
       }

@@ -19,7 +19,7 @@
   } while (0)
 
 TdmLayerBuffers
-tdm_replica_layer_buffers(const TdmNetwork *net, int i)
+tdm_replica_layer_buffers(const TdmNetwork *net, int i, TdmBackendKind kind)
 {
   const TdmLayer *l = &net->layers[i];
   size_t out = layer_out_floats(l);
@@ -28,7 +28,10 @@ tdm_replica_layer_buffers(const TdmNetwork *net, int i)
     buf.output = out;
   if (has_argmax(l))
     buf.argmax = out;
-  if (!(i == 0 && conv_pool_first(net)))
+  if (l->kind == TDM_LAYER_CONV && !(i == 0 && conv_pool_first(net)))
+    buf.conv_work = tdm_backend_conv_work_floats(kind, l->in_h, l->in_w, l->in_c, l->out_c,
+                                                 l->kernel, l->pad, l->stride);
+  if (!(i == 0 && conv_pool_first(net)) && buf.conv_work == 0)
     buf.columns = col_floats_per_sample(net, l);
   /* saved mean and invstd, the backward's sums, one slot of statistics. */
   if (bn_channels(l) > 0)
@@ -58,10 +61,10 @@ tdm_replica_gradient_floats(const TdmNetwork *net)
 }
 
 size_t
-tdm_replica_bytes_needed(const TdmNetwork *net, int capacity, const TdmDataset *train,
-                         const TdmDataset *test)
+tdm_replica_bytes_needed(const TdmNetwork *net, TdmBackendKind kind, int capacity,
+                         const TdmDataset *train, const TdmDataset *test)
 {
-  return tdm_memory_replica(net, capacity, train->count, test->count).total;
+  return tdm_memory_replica(net, kind, capacity, train->count, test->count).total;
 }
 
 /* The backend operations a layer kind needs beyond those every network uses. */
@@ -135,6 +138,7 @@ tdm_replica_new(TdmBackend *b, const TdmNetwork *net, int capacity, const TdmDat
   r->acts = g_new0(float *, n + 1);
   r->argmax = g_new0(int32_t *, n);
   r->cols = g_new0(float *, n);
+  r->conv_work = g_new0(float *, n);
   r->bn_work = g_new0(float *, n);
   r->proj_conv = g_new0(float *, n);
   r->proj_bn = g_new0(float *, n);
@@ -155,7 +159,7 @@ tdm_replica_new(TdmBackend *b, const TdmNetwork *net, int capacity, const TdmDat
   /* Sized by tdm_replica_layer_buffers(), which the memory estimate sums. */
   for (int i = 0; i < n; i++) {
     const TdmLayer *l = &net->layers[i];
-    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i);
+    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, b->kind);
     if (buf.output > 0)
       ALLOC(r->acts[i + 1], (size_t)capacity * buf.output * sizeof(float));
     else if (l->kind == TDM_LAYER_FLATTEN || l->kind == TDM_LAYER_RES_BEGIN)
@@ -164,6 +168,8 @@ tdm_replica_new(TdmBackend *b, const TdmNetwork *net, int capacity, const TdmDat
       ALLOC(r->argmax[i], (size_t)capacity * buf.argmax * sizeof(int32_t));
     if (buf.columns > 0)
       ALLOC(r->cols[i], (size_t)capacity * buf.columns * sizeof(float));
+    if (buf.conv_work > 0)
+      ALLOC(r->conv_work[i], buf.conv_work * sizeof(float));
     if (buf.bn_work > 0)
       ALLOC(r->bn_work[i], buf.bn_work * sizeof(float));
     if (buf.skip > 0)
@@ -216,6 +222,7 @@ tdm_replica_free(TdmReplica *r)
       tdm_backend_release(b, r->acts[i + 1]);
     tdm_backend_release(b, r->argmax[i]);
     tdm_backend_release(b, r->cols[i]);
+    tdm_backend_release(b, r->conv_work[i]);
     tdm_backend_release(b, r->bn_work[i]);
     tdm_backend_release(b, r->proj_conv[i]);
     tdm_backend_release(b, r->proj_bn[i]);
@@ -234,6 +241,7 @@ tdm_replica_free(TdmReplica *r)
   g_free(r->acts);
   g_free(r->argmax);
   g_free(r->cols);
+  g_free(r->conv_work);
   g_free(r->bn_work);
   g_free(r->proj_conv);
   g_free(r->proj_bn);

@@ -61,6 +61,8 @@ struct _TdmReplica {
                                  * (none for a first conv run with its pool as one) */
   int32_t **argmax;             /* [layer_count]: max and global max pools */
   float **cols;                 /* [layer_count]: im2col columns of convs, projections */
+  float **conv_work;            /* [layer_count]: the scratch of convs the backend runs
+                                 * whole (conv_forward), instead of columns */
   float **bn_work;              /* [layer_count]: bn and projections: the backward's
                                  * sums (2·C), mean and invstd (2·C), one statistics
                                  * slot (TDM_BN_SLOT_FLOATS) */
@@ -94,7 +96,7 @@ void tdm_replica_free (TdmReplica *replica);
 /* Bytes a replica of `net` for `capacity` samples needs on its device, datasets
  * included: checked against free memory before anything is allocated. The figure is
  * tdm_memory_replica()'s total (tdm-memory.h), which sums the buffers below. */
-size_t tdm_replica_bytes_needed (const TdmNetwork *net, int capacity,
+size_t tdm_replica_bytes_needed (const TdmNetwork *net, TdmBackendKind kind, int capacity,
                                  const TdmDataset *train, const TdmDataset *test);
 
 /* The buffers a replica keeps for layer i, in elements: per sample (times the
@@ -108,9 +110,14 @@ typedef struct {
   size_t bn_work;     /* floats, not per sample: a BN's batch statistics and sums */
   size_t skip;        /* floats: a residual block's skip gradient */
   size_t projection;  /* floats, twice: a projection's conv output and its BN's */
+  size_t conv_work;   /* floats, not per sample: the scratch of a convolution that a
+                       * backend of this kind runs whole (tdm_backend_conv_work_floats()),
+                       * which then has no columns */
 } TdmLayerBuffers;
 
-TdmLayerBuffers tdm_replica_layer_buffers (const TdmNetwork *net, int i);
+/* The buffers depend on the kind of backend: one that runs a convolution whole needs
+ * its scratch and no columns for it. */
+TdmLayerBuffers tdm_replica_layer_buffers (const TdmNetwork *net, int i, TdmBackendKind kind);
 
 /* Per sample, in floats, each of the two buffers backward passes gradients through:
  * the largest gradient it writes (not max_activation: a fused first conv's output

@@ -20,7 +20,8 @@
 #define PEER_STAGING_BYTES ((guint64)4 << 20)
 
 TdmReplicaBytes
-tdm_memory_replica(const TdmNetwork *net, int capacity, int train_count, int test_count)
+tdm_memory_replica(const TdmNetwork *net, TdmBackendKind kind, int capacity, int train_count,
+                   int test_count)
 {
   TdmReplicaBytes rb = {0};
   guint64 cap = (guint64)MAX(capacity, 0);
@@ -32,11 +33,11 @@ tdm_memory_replica(const TdmNetwork *net, int capacity, int train_count, int tes
   rb.activations = cap * sample * sizeof(float);
   guint64 workspace = 0;
   for (int i = 0; i < net->layer_count; i++) {
-    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i);
+    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind);
     rb.activations += cap * buf.output * sizeof(float);
     workspace += cap * buf.argmax * sizeof(int32_t);
     workspace += cap * (buf.columns + buf.skip + 2 * buf.projection) * sizeof(float);
-    workspace += buf.bn_work * sizeof(float);
+    workspace += (buf.bn_work + buf.conv_work) * sizeof(float);
   }
   /* The two activation-gradient buffers, the test-time flip's logits, the shard's
    * labels and indices, the metrics. */
@@ -103,7 +104,11 @@ tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count
   memset(e, 0, sizeof *e);
   int world = tdm_config_replica_count(cfg);
   int capacity = tdm_memory_capacity(cfg, world, test_count);
-  TdmReplicaBytes rb = tdm_memory_replica(net, capacity, train_count, test_count);
+  /* CPU workers and GPUs keep different convolution buffers. */
+  TdmReplicaBytes cpu_rb = tdm_memory_replica(net, TDM_BACKEND_CPU, capacity, train_count,
+                                              test_count);
+  TdmReplicaBytes gpu_rb = tdm_memory_replica(net, TDM_BACKEND_CUDA, capacity, train_count,
+                                              test_count);
   guint64 param_bytes = (guint64)net->parameter_count * sizeof(float);
   guint64 opt_bytes = optimizer_bytes(cfg, net->parameter_count);
   gboolean staging = peer_staging(cfg, world);
@@ -113,6 +118,7 @@ tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count
   e->capacity = capacity;
   for (int r = 0; r < world; r++) {
     gboolean cpu = g_str_equal(cfg->devices[r], "cpu");
+    const TdmReplicaBytes rb = cpu ? cpu_rb : gpu_rb;
     gboolean updates = cfg->strategy == TDM_STRATEGY_ALLREDUCE || r == cfg->main_replica;
     guint64 optimizer = updates ? opt_bytes : 0;
     guint64 communication = !cpu && staging ? PEER_STAGING_BYTES : 0;

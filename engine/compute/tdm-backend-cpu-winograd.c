@@ -1,0 +1,502 @@
+/* tdm-backend-cpu-winograd.c — 3×3 stride-1 convolutions by Winograd's F(2×2, 3×3)
+ * (Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks", 2016) on the
+ * CPU: each 2×2 block of outputs ("tile") is Aᵀ [(G g Gᵀ) ⊙ (Bᵀ d B)] A, from the
+ * 4×4 input window d under it and the 3×3 kernel g; summed over input channels, the
+ * ⊙ becomes, for each of the 16 positions of the 4×4, one GEMM (tiles × C_in ·
+ * C_in × C_out). 16 multiplications per tile and channel pair where im2col's GEMM
+ * does 36: 2.25× fewer, and no 9× column matrix. The backward runs the transposed
+ * maps: dM = A dy Aᵀ, dV = dM · U (the input gradient, scattered back as B dV Bᵀ
+ * over the overlapping windows) and dU = Σ dMᵀ · V (the weight gradient, Gᵀ dU G).
+ *
+ * Tiles go WINOGRAD_BLOCK at a time so that a block's transformed input and products
+ * stay in the caches between the transform, the GEMMs and the inverse transform.
+ * Everything is in a fixed order (the blocks in sequence, the weight gradient summed
+ * block after block into the same buffer), so a shape gives the same bits every run;
+ * nothing here is threaded (OpenBLAS splits its products by rows and columns, never
+ * over the sum). Not the im2col path (tdm-backend-cpu.c and tdm-cpu-kernels.c), nor
+ * any other kernel size or stride. */
+#include "tdm-backend-cpu-winograd.h"
+#include "tdm-backend-cpu-layers.h"
+#include "tdm-error.h"
+
+#include <cblas.h>
+#include <string.h>
+
+/* The generic build's eight-float values never cross a call: every helper that takes
+ * or returns one is inlined. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+/* Tiles per block. Measured on the resnet preset's shapes (bench-winograd, NOTES.md). */
+#ifndef WINOGRAD_BLOCK
+#define WINOGRAD_BLOCK 256
+#endif
+/* Below this many input channels the per-position GEMMs are too thin to pay for the
+ * transforms (a first layer on grey images has one). */
+#define WINOGRAD_MIN_C 8
+
+#ifndef WINOGRAD_SKEW
+#define WINOGRAD_SKEW 16
+#endif
+
+/* Floats from one position's block of rows (BLOCK × channels) to the next's. BLOCK ×
+ * channels is a multiple of 4 kB, so without the skew the 16 rows a transform reads or
+ * writes per tile would fall into the same cache sets and evict one another. */
+static inline size_t
+pos_stride(int channels)
+{
+  return (size_t)WINOGRAD_BLOCK * channels + WINOGRAD_SKEW;
+}
+
+/* The geometry of one call. */
+typedef struct {
+  int n, h, w, c, k, pad;
+  int oh, ow;          /* output size */
+  int th, tw;          /* tiles down and across one image */
+  size_t tiles;        /* n · th · tw */
+} Geometry;
+
+static Geometry
+geometry(int n, int h, int w, int c, int k, int pad)
+{
+  Geometry g = {.n = n, .h = h, .w = w, .c = c, .k = k, .pad = pad};
+  g.oh = h + 2 * pad - 2;
+  g.ow = w + 2 * pad - 2;
+  g.th = (g.oh + 1) / 2;
+  g.tw = (g.ow + 1) / 2;
+  g.tiles = (size_t)n * g.th * g.tw;
+  return g;
+}
+
+/* The scratch: U (16 × k × c, the transformed weights), dU (the same, the weight
+ * gradient's sum), V (16 × BLOCK × c: a block's transformed inputs, later their
+ * gradient), M (16 × BLOCK × k: the products, or the output gradient transformed),
+ * and one zero pixel, as wide as the wider of x and y, standing in for the padding and
+ * for dy past the edge. */
+size_t
+tdm_cpu_winograd_scratch_floats(int c, int out_c)
+{
+  return 32 * (size_t)out_c * c + 16 * (pos_stride(c) + pos_stride(out_c)) +
+         (size_t)MAX(c, out_c);
+}
+
+typedef struct {
+  float *u, *du, *v, *m, *zero;
+} Scratch;
+
+static Scratch
+scratch(float *work, int c, int k)
+{
+  Scratch s;
+  s.u = work;
+  s.du = s.u + 16 * (size_t)k * c;
+  s.v = s.du + 16 * (size_t)k * c;
+  s.m = s.v + 16 * pos_stride(c);
+  s.zero = s.m + 16 * pos_stride(k);
+  return s;
+}
+
+static gboolean
+winograd_enabled(void)
+{
+  static int enabled = -1;
+  if (g_atomic_int_get(&enabled) < 0) {
+    const char *v = g_getenv("TANDEM_CPU_WINOGRAD");
+    g_atomic_int_set(&enabled, v == NULL || !g_str_equal(v, "0"));
+  }
+  return g_atomic_int_get(&enabled);
+}
+
+size_t
+tdm_cpu_winograd_work_floats(int h, int w, int c, int out_c, int kernel, int pad, int stride)
+{
+  if (!winograd_enabled() || kernel != 3 || stride != 1 || c < WINOGRAD_MIN_C || out_c < 1 ||
+      h + 2 * pad < 3 || w + 2 * pad < 3)
+    return 0;
+  /* Multiplications per image and channel pair: 16 a tile against 9 an output; an
+   * odd output size wastes a row or column of each edge tile. Above a ratio of 0.7
+   * the transforms eat what the GEMMs save: a 3×3 output (64 against 81, 0.79) ran
+   * no faster than im2col in bench-winograd, a 7×7 one (256 against 441) faster. */
+  Geometry g = geometry(1, h, w, c, out_c, pad);
+  if (16.0 * g.th * g.tw > 0.7 * 9.0 * g.oh * g.ow)
+    return 0;
+  return tdm_cpu_winograd_scratch_floats(c, out_c);
+}
+
+/* The transforms: loops over channels (contiguous in NHWC and in every buffer here),
+ * built twice, for any x86-64 and for AVX2, the better picked when the program
+ * starts. They only add, subtract and halve, in the same order in both builds, so both
+ * give the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define WINOGRAD_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define WINOGRAD_CLONES
+#endif
+
+/* U[p][o][i] = (G g Gᵀ)[p] for every output channel o and input channel i, g the 3×3
+ * kernel wt[o][·][·][i]. G = [1 0 0; ½ ½ ½; ½ −½ ½; 0 0 1]. */
+WINOGRAD_CLONES static void
+transform_weights(float *restrict u, const float *restrict wt, int k, int c)
+{
+  const size_t pstride = (size_t)k * c;
+  for (int o = 0; o < k; o++) {
+    const float *restrict g = wt + (size_t)o * 9 * c;
+    float *restrict uo = u + (size_t)o * c;
+    for (int i = 0; i < c; i++) {
+      float r[4][3];
+      for (int col = 0; col < 3; col++) {
+        const float g0 = g[(0 * 3 + col) * c + i], g1 = g[(1 * 3 + col) * c + i];
+        const float g2 = g[(2 * 3 + col) * c + i];
+        r[0][col] = g0;
+        r[1][col] = (g0 + g1 + g2) * 0.5f;
+        r[2][col] = (g0 - g1 + g2) * 0.5f;
+        r[3][col] = g2;
+      }
+      for (int row = 0; row < 4; row++) {
+        float *restrict up = uo + (size_t)row * 4 * pstride;
+        up[0 * pstride + i] = r[row][0];
+        up[1 * pstride + i] = (r[row][0] + r[row][1] + r[row][2]) * 0.5f;
+        up[2 * pstride + i] = (r[row][0] - r[row][1] + r[row][2]) * 0.5f;
+        up[3 * pstride + i] = r[row][2];
+      }
+    }
+  }
+}
+
+/* The adjoint: dw[o][·][·][i] = Gᵀ dU[·][o][i] G. */
+WINOGRAD_CLONES static void
+transform_weights_adjoint(float *restrict dw, const float *restrict du, int k, int c)
+{
+  const size_t pstride = (size_t)k * c;
+  for (int o = 0; o < k; o++) {
+    float *restrict g = dw + (size_t)o * 9 * c;
+    const float *restrict uo = du + (size_t)o * c;
+    for (int i = 0; i < c; i++) {
+      float r[4][3];
+      for (int row = 0; row < 4; row++) {
+        const float *restrict up = uo + (size_t)row * 4 * pstride;
+        const float a0 = up[0 * pstride + i], a1 = up[1 * pstride + i];
+        const float a2 = up[2 * pstride + i], a3 = up[3 * pstride + i];
+        r[row][0] = a0 + (a1 + a2) * 0.5f;
+        r[row][1] = (a1 - a2) * 0.5f;
+        r[row][2] = (a1 + a2) * 0.5f + a3;
+      }
+      for (int col = 0; col < 3; col++) {
+        g[(0 * 3 + col) * c + i] = r[0][col] + (r[1][col] + r[2][col]) * 0.5f;
+        g[(1 * 3 + col) * c + i] = (r[1][col] - r[2][col]) * 0.5f;
+        g[(2 * 3 + col) * c + i] = (r[1][col] + r[2][col]) * 0.5f + r[3][col];
+      }
+    }
+  }
+}
+
+/* Channels go VL at a time as one vector value (GCC's vector extension: one AVX
+ * register in the AVX2 build, two SSE registers in the other); the last, partial
+ * group loads zeros past the end and stores only its own channels. With the count a
+ * constant VL, the memcpy calls are single vector loads and stores. */
+#define VL 8
+typedef float Vec __attribute__((vector_size(VL * sizeof(float))));
+
+static inline __attribute__((always_inline)) Vec
+ld(const float *p, int count)
+{
+  Vec v = {0};
+  memcpy(&v, p, sizeof(float) * count);
+  return v;
+}
+
+static inline __attribute__((always_inline)) void
+st(float *p, Vec v, int count)
+{
+  memcpy(p, &v, sizeof(float) * count);
+}
+
+/* Where tile t (image-major, then tile row, then tile column) starts: its image, and
+ * the top-left input pixel of its window (which may lie in the padding). */
+static inline void
+tile_origin(const Geometry *g, size_t t, size_t *img, int *y0, int *x0)
+{
+  const size_t per_image = (size_t)g->th * g->tw;
+  *img = t / per_image;
+  const int ty = (int)(t % per_image) / g->tw, tx = (int)(t % per_image) % g->tw;
+  *y0 = 2 * ty - g->pad;
+  *x0 = 2 * tx - g->pad;
+}
+
+/* One channel group of one tile: V[p] = (Bᵀ d B)[p], Bᵀ = [1 0 −1 0; 0 1 1 0;
+ * 0 −1 1 0; 0 1 0 −1]; d's rows first, then across. */
+static inline __attribute__((always_inline)) void
+input_group(float *vj, size_t pstride, const float *const *px, int i, int count)
+{
+  Vec d[16];
+  for (int e = 0; e < 16; e++)
+    d[e] = ld(px[e] + i, count);
+  Vec r[4][4];
+  for (int q = 0; q < 4; q++) {
+    r[0][q] = d[0 + q] - d[8 + q];
+    r[1][q] = d[4 + q] + d[8 + q];
+    r[2][q] = d[8 + q] - d[4 + q];
+    r[3][q] = d[4 + q] - d[12 + q];
+  }
+  for (int row = 0; row < 4; row++) {
+    float *vp = vj + (size_t)row * 4 * pstride + i;
+    st(vp + 0 * pstride, r[row][0] - r[row][2], count);
+    st(vp + 1 * pstride, r[row][1] + r[row][2], count);
+    st(vp + 2 * pstride, r[row][2] - r[row][1], count);
+    st(vp + 3 * pstride, r[row][1] - r[row][3], count);
+  }
+}
+
+/* V[p][j][·] for tiles t0 … t0 + count − 1 (j = t − t0): each tile's 16 window pixels
+ * are pointers into x, or to the zero pixel where the window leaves the image. */
+WINOGRAD_CLONES static void
+transform_input(float *v, const Geometry *g, const float *x, const float *zero, size_t t0,
+                int count)
+{
+  const int c = g->c;
+  const size_t pstride = pos_stride(c);
+  for (int j = 0; j < count; j++) {
+    size_t img;
+    int y0, x0;
+    tile_origin(g, t0 + j, &img, &y0, &x0);
+    const float *base = x + img * g->h * g->w * c;
+    const float *px[16];
+    for (int r = 0; r < 4; r++)
+      for (int q = 0; q < 4; q++) {
+        const int yy = y0 + r, xx = x0 + q;
+        px[r * 4 + q] = yy >= 0 && yy < g->h && xx >= 0 && xx < g->w
+                          ? base + ((size_t)yy * g->w + xx) * c
+                          : zero;
+      }
+    float *vj = v + (size_t)j * c;
+    int i = 0;
+    for (; i + VL <= c; i += VL)
+      input_group(vj, pstride, px, i, VL);
+    if (i < c)
+      input_group(vj, pstride, px, i, c - i);
+  }
+}
+
+/* One channel group of the adjoint: the window's pixels += B dV Bᵀ, B = [1 0 0 0;
+ * 0 1 −1 1; −1 1 1 0; 0 0 0 −1]; pixels outside the image (NULL) are dropped. */
+static inline __attribute__((always_inline)) void
+input_adjoint_group(float *const *px, const float *vj, size_t pstride, int i, int count)
+{
+  Vec a[16];
+  for (int e = 0; e < 16; e++)
+    a[e] = ld(vj + e * pstride + i, count);
+  Vec r[4][4];
+  for (int q = 0; q < 4; q++) {
+    r[0][q] = a[0 + q];
+    r[1][q] = a[4 + q] - a[8 + q] + a[12 + q];
+    r[2][q] = a[4 + q] + a[8 + q] - a[0 + q];
+    r[3][q] = -a[12 + q];
+  }
+  for (int row = 0; row < 4; row++) {
+    const Vec e[4] = {
+      r[row][0],
+      r[row][1] - r[row][2] + r[row][3],
+      r[row][1] + r[row][2] - r[row][0],
+      -r[row][3],
+    };
+    for (int q = 0; q < 4; q++) {
+      float *p = px[row * 4 + q];
+      if (p != NULL)
+        st(p + i, ld(p + i, count) + e[q], count);
+    }
+  }
+}
+
+/* The adjoint of transform_input, added into dx over the tiles of the block in order
+ * (neighbouring windows overlap by two rows or columns). */
+WINOGRAD_CLONES static void
+transform_input_adjoint(float *dx, const Geometry *g, const float *dv, size_t t0, int count)
+{
+  const int c = g->c;
+  const size_t pstride = pos_stride(c);
+  for (int j = 0; j < count; j++) {
+    size_t img;
+    int y0, x0;
+    tile_origin(g, t0 + j, &img, &y0, &x0);
+    float *base = dx + img * g->h * g->w * c;
+    float *px[16];
+    for (int r = 0; r < 4; r++)
+      for (int q = 0; q < 4; q++) {
+        const int yy = y0 + r, xx = x0 + q;
+        px[r * 4 + q] = yy >= 0 && yy < g->h && xx >= 0 && xx < g->w
+                          ? base + ((size_t)yy * g->w + xx) * c
+                          : NULL;
+      }
+    const float *vj = dv + (size_t)j * c;
+    int i = 0;
+    for (; i + VL <= c; i += VL)
+      input_adjoint_group(px, vj, pstride, i, VL);
+    if (i < c)
+      input_adjoint_group(px, vj, pstride, i, c - i);
+  }
+}
+
+/* One channel group of a tile's outputs, Aᵀ M A with Aᵀ = [1 1 1 0; 0 1 −1 −1]; the
+ * outputs past the bottom or right edge (NULL, odd output sizes) are not written. */
+static inline __attribute__((always_inline)) void
+output_group(float *const *py, const float *mj, size_t pstride, int o, int count)
+{
+  Vec a[16];
+  for (int e = 0; e < 16; e++)
+    a[e] = ld(mj + e * pstride + o, count);
+  Vec r[2][4];
+  for (int q = 0; q < 4; q++) {
+    r[0][q] = a[0 + q] + a[4 + q] + a[8 + q];
+    r[1][q] = a[4 + q] - a[8 + q] - a[12 + q];
+  }
+  for (int row = 0; row < 2; row++) {
+    if (py[row * 2] != NULL)
+      st(py[row * 2] + o, r[row][0] + r[row][1] + r[row][2], count);
+    if (py[row * 2 + 1] != NULL)
+      st(py[row * 2 + 1] + o, r[row][1] - r[row][2] - r[row][3], count);
+  }
+}
+
+WINOGRAD_CLONES static void
+transform_output(float *y, const Geometry *g, const float *m, size_t t0, int count)
+{
+  const int k = g->k;
+  const size_t pstride = pos_stride(k);
+  for (int j = 0; j < count; j++) {
+    size_t img;
+    int y0, x0;
+    tile_origin(g, t0 + j, &img, &y0, &x0);
+    const int oy = y0 + g->pad, ox = x0 + g->pad;
+    float *y00 = y + (img * g->oh * g->ow + (size_t)oy * g->ow + ox) * k;
+    const gboolean right = ox + 1 < g->ow, down = oy + 1 < g->oh;
+    float *py[4] = {y00, right ? y00 + k : NULL, down ? y00 + (size_t)g->ow * k : NULL,
+                    right && down ? y00 + ((size_t)g->ow + 1) * k : NULL};
+    const float *mj = m + (size_t)j * k;
+    int o = 0;
+    for (; o + VL <= k; o += VL)
+      output_group(py, mj, pstride, o, VL);
+    if (o < k)
+      output_group(py, mj, pstride, o, k - o);
+  }
+}
+
+/* One channel group of dM = A dy Aᵀ (A = [1 0; 1 1; 1 −1; 0 −1]): rows of A dy, then
+ * across. */
+static inline __attribute__((always_inline)) void
+output_adjoint_group(float *mj, size_t pstride, const float *const *pd, int o, int count)
+{
+  const Vec a = ld(pd[0] + o, count), b = ld(pd[1] + o, count);
+  const Vec cc = ld(pd[2] + o, count), d = ld(pd[3] + o, count);
+  const Vec r[4][2] = {{a, b}, {a + cc, b + d}, {a - cc, b - d}, {-cc, -d}};
+  for (int row = 0; row < 4; row++) {
+    float *mp = mj + (size_t)row * 4 * pstride + o;
+    st(mp + 0 * pstride, r[row][0], count);
+    st(mp + 1 * pstride, r[row][0] + r[row][1], count);
+    st(mp + 2 * pstride, r[row][0] - r[row][1], count);
+    st(mp + 3 * pstride, -r[row][1], count);
+  }
+}
+
+/* dM[p][j][·] for the block's tiles, dy's outputs past the edge reading as 0. */
+WINOGRAD_CLONES static void
+transform_output_adjoint(float *dm, const Geometry *g, const float *dy, const float *zero,
+                         size_t t0, int count)
+{
+  const int k = g->k;
+  const size_t pstride = pos_stride(k);
+  for (int j = 0; j < count; j++) {
+    size_t img;
+    int y0, x0;
+    tile_origin(g, t0 + j, &img, &y0, &x0);
+    const int oy = y0 + g->pad, ox = x0 + g->pad;
+    const float *d00 = dy + (img * g->oh * g->ow + (size_t)oy * g->ow + ox) * k;
+    const gboolean right = ox + 1 < g->ow, down = oy + 1 < g->oh;
+    const float *pd[4] = {d00, right ? d00 + k : zero, down ? d00 + (size_t)g->ow * k : zero,
+                          right && down ? d00 + ((size_t)g->ow + 1) * k : zero};
+    float *mj = dm + (size_t)j * k;
+    int o = 0;
+    for (; o + VL <= k; o += VL)
+      output_adjoint_group(mj, pstride, pd, o, VL);
+    if (o < k)
+      output_adjoint_group(mj, pstride, pd, o, k - o);
+  }
+}
+
+static gboolean
+winograd_check(TdmBackend *b, const char *op, int n, int h, int w, int c, int k, int kernel,
+               int pad, int stride)
+{
+  if (!tdm_backend_check_conv(b, op, n, h, w, c, kernel, kernel, pad, stride))
+    return FALSE;
+  if (kernel != 3 || stride != 1 || k < 1) {
+    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND,
+                     "%s: the CPU's whole convolution is 3×3 of stride 1, not %d×%d of "
+                     "stride %d to %d channels", op, kernel, kernel, stride, k);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+aborted(TdmBackend *b)
+{
+  return b->abort_flag != NULL && g_atomic_int_get(b->abort_flag);
+}
+
+void
+tdm_cpu_conv_forward(TdmBackend *b, float *y, const float *x, const float *wt, float *work,
+                     int n, int h, int w, int c, int out_c, int kernel, int pad, int stride)
+{
+  if (!tdm_cpu_begin(b) ||
+      !winograd_check(b, "conv_forward", n, h, w, c, out_c, kernel, pad, stride))
+    return;
+  const Geometry g = geometry(n, h, w, c, out_c, pad);
+  const Scratch s = scratch(work, c, out_c);
+  memset(s.zero, 0, sizeof(float) * MAX(c, out_c));
+  transform_weights(s.u, wt, out_c, c);
+  const size_t vstride = pos_stride(c), mstride = pos_stride(out_c);
+  const size_t ustride = (size_t)out_c * c;
+  for (size_t t0 = 0; t0 < g.tiles && !aborted(b); t0 += WINOGRAD_BLOCK) {
+    const int count = (int)MIN((size_t)WINOGRAD_BLOCK, g.tiles - t0);
+    transform_input(s.v, &g, x, s.zero, t0, count);
+    for (int p = 0; p < 16; p++)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, count, out_c, c, 1.0f,
+                  s.v + p * vstride, c, s.u + p * ustride, c, 0.0f, s.m + p * mstride, out_c);
+    transform_output(y, &g, s.m, t0, count);
+  }
+}
+
+void
+tdm_cpu_conv_backward(TdmBackend *b, float *dx, float *dw, const float *dy, const float *x,
+                      const float *wt, float *work, int n, int h, int w, int c, int out_c,
+                      int kernel, int pad, int stride)
+{
+  if (!tdm_cpu_begin(b) ||
+      !winograd_check(b, "conv_backward", n, h, w, c, out_c, kernel, pad, stride))
+    return;
+  const Geometry g = geometry(n, h, w, c, out_c, pad);
+  const Scratch s = scratch(work, c, out_c);
+  const size_t vstride = pos_stride(c), mstride = pos_stride(out_c);
+  const size_t ustride = (size_t)out_c * c;
+  memset(s.zero, 0, sizeof(float) * MAX(c, out_c));
+  if (dx != NULL) {
+    transform_weights(s.u, wt, out_c, c);
+    memset(dx, 0, sizeof(float) * n * h * w * c);
+  }
+  memset(s.du, 0, sizeof(float) * 16 * ustride);
+  for (size_t t0 = 0; t0 < g.tiles && !aborted(b); t0 += WINOGRAD_BLOCK) {
+    const int count = (int)MIN((size_t)WINOGRAD_BLOCK, g.tiles - t0);
+    transform_input(s.v, &g, x, s.zero, t0, count);
+    transform_output_adjoint(s.m, &g, dy, s.zero, t0, count);
+    for (int p = 0; p < 16; p++)
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out_c, c, count, 1.0f,
+                  s.m + p * mstride, out_c, s.v + p * vstride, c, 1.0f, s.du + p * ustride, c);
+    if (dx == NULL)
+      continue;
+    /* V is spent: its gradient takes its place. */
+    for (int p = 0; p < 16; p++)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, count, c, out_c, 1.0f,
+                  s.m + p * mstride, out_c, s.u + p * ustride, c, 0.0f, s.v + p * vstride, c);
+    transform_input_adjoint(dx, &g, s.v, t0, count);
+  }
+  transform_weights_adjoint(dw, s.du, out_c, c);
+}

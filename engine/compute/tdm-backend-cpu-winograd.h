@@ -1,0 +1,35 @@
+/* tdm-backend-cpu-winograd.h — the CPU backend's whole-convolution operations: 3×3
+ * convolutions of stride 1 by Winograd's minimal filtering F(2×2, 3×3), forward and
+ * backward, with the 16 element-wise products done as GEMMs by OpenBLAS. Private to
+ * the CPU backend, which puts them in its table (tdm-backend-cpu.c); the semantics
+ * are tdm-backend.h's conv_forward and conv_backward. Which shapes it takes, and the
+ * scratch it needs, is tdm_cpu_winograd_work_floats(): the replica's buffer rule and
+ * the memory estimate ask it (through tdm_backend_conv_work_floats()). Not the
+ * im2col path, which stays the CPU's way for every other convolution. */
+#pragma once
+
+#include "tdm-backend.h"
+
+G_BEGIN_DECLS
+
+/* Floats of scratch conv_forward and conv_backward need for this shape (any batch),
+ * or 0 when the CPU backend does not run it by Winograd: kernel not 3×3, stride not
+ * 1, too few input channels for the products to pay, an output so small that the
+ * tiles' waste eats the saving, or TANDEM_CPU_WINOGRAD=0 in the environment (read
+ * once, for comparisons). */
+size_t tdm_cpu_winograd_work_floats (int h, int w, int c, int out_c, int kernel, int pad,
+                                     int stride);
+
+void tdm_cpu_conv_forward (TdmBackend *b, float *y, const float *x, const float *wt,
+                           float *work, int n, int h, int w, int c, int out_c, int kernel,
+                           int pad, int stride);
+void tdm_cpu_conv_backward (TdmBackend *b, float *dx, float *dw, const float *dy,
+                            const float *x, const float *wt, float *work, int n, int h,
+                            int w, int c, int out_c, int kernel, int pad, int stride);
+
+/* The same for any 3×3 stride-1 shape, whatever the rule above says (the tests compare
+ * it with the im2col path on shapes the rule declines, such as one input channel):
+ * the scratch it needs, in floats. */
+size_t tdm_cpu_winograd_scratch_floats (int c, int out_c);
+
+G_END_DECLS
