@@ -26,9 +26,10 @@
  * or returns one is inlined. */
 #pragma GCC diagnostic ignored "-Wpsabi"
 
-/* Tiles per block. Measured on the resnet preset's shapes (bench-winograd, NOTES.md). */
+/* Tiles per block: 128 measured best on the resnet preset's shapes against 64, 256, 512
+ * and 1024 (bench-winograd, bench/NOTES.md). */
 #ifndef WINOGRAD_BLOCK
-#define WINOGRAD_BLOCK 256
+#define WINOGRAD_BLOCK 128
 #endif
 /* Below this many input channels the per-position GEMMs are too thin to pay for the
  * transforms (a first layer on grey images has one). */
