@@ -230,10 +230,11 @@ test_scale_no_bias(void)
 }
 
 /* Convolutions the CPU backend runs by Winograd (tdm-backend-cpu-winograd.c): 3×3,
- * stride 1, eight input channels or more; pad 2, 1 and 0, an odd output (half tiles
- * at the edges), a first layer (no input gradient) and layers with one; a global
- * average pool at the end, whose gradient has no kinks (a max pool's spoil 50 of 2,103
- * differences, through im2col as much as through Winograd). */
+ * stride 1, eight input channels or more. F(2×2, 3×3) with pad 2, 1 and 0, an odd
+ * output (half tiles at the edges), a first layer (no input gradient) and layers with
+ * one, and a global average pool at the end, whose gradient has no kinks (a max pool's
+ * spoil 50 of 2,103 differences, through im2col as much as through Winograd); then
+ * F(3×3, 3×3) on 3×3 images. */
 static void
 test_winograd(void)
 {
@@ -247,6 +248,8 @@ test_winograd(void)
   if (g_strcmp0(g_getenv("TANDEM_CPU_WINOGRAD"), "0") != 0)
     g_assert_cmpint(whole, ==, 3);
   check_spec(spec, 7, 7, 8, 3);
+  /* 3×3 images: F(3×3, 3×3), one tile an image. */
+  check_spec("conv8k3p1,bn,relu,conv9k3p1,relu,gap,fc3", 3, 3, 8, 3);
 }
 
 static void

@@ -11,50 +11,35 @@
  * Tiles go WINOGRAD_BLOCK at a time so that a block's transformed input and products
  * stay in the caches between the transform, the GEMMs and the inverse transform.
  * Everything is in a fixed order (the blocks in sequence, the weight gradient summed
- * block after block into the same buffer), so a shape gives the same bits every run;
- * nothing here is threaded (OpenBLAS splits its products by rows and columns, never
- * over the sum). Not the im2col path (tdm-backend-cpu.c and tdm-cpu-kernels.c), nor
- * any other kernel size or stride. */
+ * block after block into the same buffer), and nothing here is threaded, so a shape
+ * gives the same bits every run, and the blocks never depend on the thread count.
+ * OpenBLAS's threaded sgemm does: with two threads some rows go through its edge
+ * kernels and round differently (the im2col path's products alike), so one worker on
+ * two cores and one on one core differ in the last bits. Not the im2col path
+ * (tdm-backend-cpu.c and tdm-cpu-kernels.c), nor any other kernel size or stride. */
 #include "tdm-backend-cpu-winograd.h"
+#include "tdm-backend-cpu-winograd-private.h"
 #include "tdm-backend-cpu-layers.h"
 #include "tdm-error.h"
 
 #include <cblas.h>
-#include <string.h>
 
-/* The generic build's eight-float values never cross a call: every helper that takes
- * or returns one is inlined. */
-#pragma GCC diagnostic ignored "-Wpsabi"
-
-/* Tiles per block: 128 measured best on the resnet preset's shapes against 64, 256, 512
- * and 1024 (bench-winograd, bench/NOTES.md). */
-#ifndef WINOGRAD_BLOCK
-#define WINOGRAD_BLOCK 128
-#endif
 /* Below this many input channels the per-position GEMMs are too thin to pay for the
  * transforms (a first layer on grey images has one). */
 #define WINOGRAD_MIN_C 8
 
-#ifndef WINOGRAD_SKEW
-#define WINOGRAD_SKEW 16
-#endif
-
-/* Floats from one position's block of rows (BLOCK × channels) to the next's. BLOCK ×
- * channels is a multiple of 4 kB, so without the skew the 16 rows a transform reads or
- * writes per tile would fall into the same cache sets and evict one another. */
-static inline size_t
-pos_stride(int channels)
+/* The tile for an output of oh × ow: F(3×3, 3×3) (25 multiplications for 9 outputs)
+ * where its tiles need at most half of F(2×2, 3×3)'s multiplications (16 for 4, but
+ * odd sizes waste edge rows: a 3×3 output takes four 2×2 tiles, 64 against 25), else
+ * F(2×2, 3×3), whose transforms are cheaper and more accurate. Half: measured on 3×3
+ * outputs only (bench-winograd), so F(3×3, 3×3) is kept to outputs about as small. */
+static int
+tile_size(int oh, int ow)
 {
-  return (size_t)WINOGRAD_BLOCK * channels + WINOGRAD_SKEW;
+  double mul2 = 16.0 * ((oh + 1) / 2) * ((ow + 1) / 2);
+  double mul3 = 25.0 * ((oh + 2) / 3) * ((ow + 2) / 3);
+  return mul3 <= 0.5 * mul2 ? 3 : 2;
 }
-
-/* The geometry of one call. */
-typedef struct {
-  int n, h, w, c, k, pad;
-  int oh, ow;          /* output size */
-  int th, tw;          /* tiles down and across one image */
-  size_t tiles;        /* n · th · tw */
-} Geometry;
 
 static Geometry
 geometry(int n, int h, int w, int c, int k, int pad)
@@ -62,22 +47,35 @@ geometry(int n, int h, int w, int c, int k, int pad)
   Geometry g = {.n = n, .h = h, .w = w, .c = c, .k = k, .pad = pad};
   g.oh = h + 2 * pad - 2;
   g.ow = w + 2 * pad - 2;
-  g.th = (g.oh + 1) / 2;
-  g.tw = (g.ow + 1) / 2;
+  g.m = tile_size(g.oh, g.ow);
+  g.th = (g.oh + g.m - 1) / g.m;
+  g.tw = (g.ow + g.m - 1) / g.m;
   g.tiles = (size_t)n * g.th * g.tw;
   return g;
 }
 
-/* The scratch: U (16 × k × c, the transformed weights), dU (the same, the weight
- * gradient's sum), V (16 × BLOCK × c: a block's transformed inputs, later their
- * gradient), M (16 × BLOCK × k: the products, or the output gradient transformed),
- * and one zero pixel, as wide as the wider of x and y, standing in for the padding and
- * for dy past the edge. */
+static int
+positions(int m)
+{
+  return (m + 2) * (m + 2);
+}
+
+/* The scratch for P positions (16 or 25): U (P × k × c, the transformed weights), dU
+ * (the same, the weight gradient's sum), V (P × BLOCK × c: a block's transformed
+ * inputs, later their gradient), M (P × BLOCK × k: the products, or the output
+ * gradient transformed), and one zero pixel, as wide as the wider of x and y, standing
+ * in for the padding and for dy past the edge. */
+static size_t
+scratch_floats(int p, int c, int k)
+{
+  return 2 * (size_t)p * k * c + (size_t)p * (pos_stride(c) + pos_stride(k)) +
+         (size_t)MAX(c, k);
+}
+
 size_t
 tdm_cpu_winograd_scratch_floats(int c, int out_c)
 {
-  return 32 * (size_t)out_c * c + 16 * (pos_stride(c) + pos_stride(out_c)) +
-         (size_t)MAX(c, out_c);
+  return scratch_floats(25, c, out_c);
 }
 
 typedef struct {
@@ -85,14 +83,14 @@ typedef struct {
 } Scratch;
 
 static Scratch
-scratch(float *work, int c, int k)
+scratch(float *work, int p, int c, int k)
 {
   Scratch s;
   s.u = work;
-  s.du = s.u + 16 * (size_t)k * c;
-  s.v = s.du + 16 * (size_t)k * c;
-  s.m = s.v + 16 * pos_stride(c);
-  s.zero = s.m + 16 * pos_stride(k);
+  s.du = s.u + (size_t)p * k * c;
+  s.v = s.du + (size_t)p * k * c;
+  s.m = s.v + (size_t)p * pos_stride(c);
+  s.zero = s.m + (size_t)p * pos_stride(k);
   return s;
 }
 
@@ -113,25 +111,21 @@ tdm_cpu_winograd_work_floats(int h, int w, int c, int out_c, int kernel, int pad
   if (!winograd_enabled() || kernel != 3 || stride != 1 || c < WINOGRAD_MIN_C || out_c < 1 ||
       h + 2 * pad < 3 || w + 2 * pad < 3)
     return 0;
-  /* Multiplications per image and channel pair: 16 a tile against 9 an output; an
-   * odd output size wastes a row or column of each edge tile. Above a ratio of 0.7
-   * the transforms eat what the GEMMs save: a 3×3 output (64 against 81, 0.79) ran
-   * no faster than im2col in bench-winograd, a 7×7 one (256 against 441) faster. */
+  /* Multiplications per image and channel pair, against im2col's 9 an output. Above
+   * a ratio of 0.7 the transforms eat what the GEMMs save: F(2×2, 3×3) on a 3×3
+   * output (64 against 81, 0.79) ran no faster than im2col in bench-winograd, on a 7×7
+   * one (256 against 441) faster; F(3×3, 3×3) takes that 3×3 output (25 against 81). */
   Geometry g = geometry(1, h, w, c, out_c, pad);
-  if (16.0 * g.th * g.tw > 0.7 * 9.0 * g.oh * g.ow)
+  if ((double)positions(g.m) * g.th * g.tw > 0.7 * 9.0 * g.oh * g.ow)
     return 0;
-  return tdm_cpu_winograd_scratch_floats(c, out_c);
+  return scratch_floats(positions(g.m), c, out_c);
 }
 
-/* The transforms: loops over channels (contiguous in NHWC and in every buffer here),
- * built twice, for any x86-64 and for AVX2, the better picked when the program
- * starts. They only add, subtract and halve, in the same order in both builds, so both
- * give the same bits. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define WINOGRAD_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define WINOGRAD_CLONES
-#endif
+int
+tdm_cpu_winograd_tile(int h, int w, int pad)
+{
+  return tile_size(h + 2 * pad - 2, w + 2 * pad - 2);
+}
 
 /* U[p][o][i] = (G g Gᵀ)[p] for every output channel o and input channel i, g the 3×3
  * kernel wt[o][·][·][i]. G = [1 0 0; ½ ½ ½; ½ −½ ½; 0 0 1]. */
@@ -190,38 +184,6 @@ transform_weights_adjoint(float *restrict dw, const float *restrict du, int k, i
   }
 }
 
-/* Channels go VL at a time as one vector value (GCC's vector extension: one AVX
- * register in the AVX2 build, two SSE registers in the other); the last, partial
- * group loads zeros past the end and stores only its own channels. With the count a
- * constant VL, the memcpy calls are single vector loads and stores. */
-#define VL 8
-typedef float Vec __attribute__((vector_size(VL * sizeof(float))));
-
-static inline __attribute__((always_inline)) Vec
-ld(const float *p, int count)
-{
-  Vec v = {0};
-  memcpy(&v, p, sizeof(float) * count);
-  return v;
-}
-
-static inline __attribute__((always_inline)) void
-st(float *p, Vec v, int count)
-{
-  memcpy(p, &v, sizeof(float) * count);
-}
-
-/* Where tile t (image-major, then tile row, then tile column) starts: its image, and
- * the top-left input pixel of its window (which may lie in the padding). */
-static inline void
-tile_origin(const Geometry *g, size_t t, size_t *img, int *y0, int *x0)
-{
-  const size_t per_image = (size_t)g->th * g->tw;
-  *img = t / per_image;
-  const int ty = (int)(t % per_image) / g->tw, tx = (int)(t % per_image) % g->tw;
-  *y0 = 2 * ty - g->pad;
-  *x0 = 2 * tx - g->pad;
-}
 
 /* One channel group of one tile: V[p] = (Bᵀ d B)[p], Bᵀ = [1 0 −1 0; 0 1 1 0;
  * 0 −1 1 0; 0 1 0 −1]; d's rows first, then across. */
@@ -443,6 +405,28 @@ aborted(TdmBackend *b)
   return b->abort_flag != NULL && g_atomic_int_get(b->abort_flag);
 }
 
+/* One algorithm's transforms: F(2×2, 3×3)'s above, or F(3×3, 3×3)'s. */
+typedef struct {
+  void (*weights) (float *u, const float *wt, int k, int c);
+  void (*weights_adjoint) (float *dw, const float *du, int k, int c);
+  void (*input) (float *v, const Geometry *g, const float *x, const float *zero, size_t t0,
+                 int count);
+  void (*input_adjoint) (float *dx, const Geometry *g, const float *dv, size_t t0, int count);
+  void (*output) (float *y, const Geometry *g, const float *m, size_t t0, int count);
+  void (*output_adjoint) (float *dm, const Geometry *g, const float *dy, const float *zero,
+                          size_t t0, int count);
+} Transforms;
+
+static const Transforms f2 = {
+  transform_weights, transform_weights_adjoint, transform_input, transform_input_adjoint,
+  transform_output,  transform_output_adjoint,
+};
+
+static const Transforms f3 = {
+  tdm_wino3_weights, tdm_wino3_weights_adjoint, tdm_wino3_input, tdm_wino3_input_adjoint,
+  tdm_wino3_output,  tdm_wino3_output_adjoint,
+};
+
 void
 tdm_cpu_conv_forward(TdmBackend *b, float *y, const float *x, const float *wt, float *work,
                      int n, int h, int w, int c, int out_c, int kernel, int pad, int stride)
@@ -451,18 +435,20 @@ tdm_cpu_conv_forward(TdmBackend *b, float *y, const float *x, const float *wt, f
       !winograd_check(b, "conv_forward", n, h, w, c, out_c, kernel, pad, stride))
     return;
   const Geometry g = geometry(n, h, w, c, out_c, pad);
-  const Scratch s = scratch(work, c, out_c);
+  const Transforms *t = g.m == 3 ? &f3 : &f2;
+  const int np = positions(g.m);
+  const Scratch s = scratch(work, np, c, out_c);
   memset(s.zero, 0, sizeof(float) * MAX(c, out_c));
-  transform_weights(s.u, wt, out_c, c);
+  t->weights(s.u, wt, out_c, c);
   const size_t vstride = pos_stride(c), mstride = pos_stride(out_c);
   const size_t ustride = (size_t)out_c * c;
   for (size_t t0 = 0; t0 < g.tiles && !aborted(b); t0 += WINOGRAD_BLOCK) {
     const int count = (int)MIN((size_t)WINOGRAD_BLOCK, g.tiles - t0);
-    transform_input(s.v, &g, x, s.zero, t0, count);
-    for (int p = 0; p < 16; p++)
+    t->input(s.v, &g, x, s.zero, t0, count);
+    for (int p = 0; p < np; p++)
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, count, out_c, c, 1.0f,
                   s.v + p * vstride, c, s.u + p * ustride, c, 0.0f, s.m + p * mstride, out_c);
-    transform_output(y, &g, s.m, t0, count);
+    t->output(y, &g, s.m, t0, count);
   }
 }
 
@@ -475,29 +461,31 @@ tdm_cpu_conv_backward(TdmBackend *b, float *dx, float *dw, const float *dy, cons
       !winograd_check(b, "conv_backward", n, h, w, c, out_c, kernel, pad, stride))
     return;
   const Geometry g = geometry(n, h, w, c, out_c, pad);
-  const Scratch s = scratch(work, c, out_c);
+  const Transforms *t = g.m == 3 ? &f3 : &f2;
+  const int np = positions(g.m);
+  const Scratch s = scratch(work, np, c, out_c);
   const size_t vstride = pos_stride(c), mstride = pos_stride(out_c);
   const size_t ustride = (size_t)out_c * c;
   memset(s.zero, 0, sizeof(float) * MAX(c, out_c));
   if (dx != NULL) {
-    transform_weights(s.u, wt, out_c, c);
+    t->weights(s.u, wt, out_c, c);
     memset(dx, 0, sizeof(float) * n * h * w * c);
   }
-  memset(s.du, 0, sizeof(float) * 16 * ustride);
+  memset(s.du, 0, sizeof(float) * np * ustride);
   for (size_t t0 = 0; t0 < g.tiles && !aborted(b); t0 += WINOGRAD_BLOCK) {
     const int count = (int)MIN((size_t)WINOGRAD_BLOCK, g.tiles - t0);
-    transform_input(s.v, &g, x, s.zero, t0, count);
-    transform_output_adjoint(s.m, &g, dy, s.zero, t0, count);
-    for (int p = 0; p < 16; p++)
+    t->input(s.v, &g, x, s.zero, t0, count);
+    t->output_adjoint(s.m, &g, dy, s.zero, t0, count);
+    for (int p = 0; p < np; p++)
       cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out_c, c, count, 1.0f,
                   s.m + p * mstride, out_c, s.v + p * vstride, c, 1.0f, s.du + p * ustride, c);
     if (dx == NULL)
       continue;
     /* V is spent: its gradient takes its place. */
-    for (int p = 0; p < 16; p++)
+    for (int p = 0; p < np; p++)
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, count, c, out_c, 1.0f,
                   s.m + p * mstride, out_c, s.u + p * ustride, c, 0.0f, s.v + p * vstride, c);
-    transform_input_adjoint(dx, &g, s.v, t0, count);
+    t->input_adjoint(dx, &g, s.v, t0, count);
   }
-  transform_weights_adjoint(dw, s.du, out_c, c);
+  t->weights_adjoint(dw, s.du, out_c, c);
 }

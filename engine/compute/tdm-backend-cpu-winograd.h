@@ -1,6 +1,6 @@
 /* tdm-backend-cpu-winograd.h — the CPU backend's whole-convolution operations: 3×3
- * convolutions of stride 1 by Winograd's minimal filtering F(2×2, 3×3), forward and
- * backward, with the 16 element-wise products done as GEMMs by OpenBLAS. Private to
+ * convolutions of stride 1 by Winograd's minimal filtering F(2×2, 3×3) (F(3×3, 3×3)
+ * where the output is too small for 2×2 tiles), forward and backward, with the 16 element-wise products done as GEMMs by OpenBLAS. Private to
  * the CPU backend, which puts them in its table (tdm-backend-cpu.c); the semantics
  * are tdm-backend.h's conv_forward and conv_backward. Which shapes it takes, and the
  * scratch it needs, is tdm_cpu_winograd_work_floats(): the replica's buffer rule and
@@ -29,7 +29,13 @@ void tdm_cpu_conv_backward (TdmBackend *b, float *dx, float *dw, const float *dy
 
 /* The same for any 3×3 stride-1 shape, whatever the rule above says (the tests compare
  * it with the im2col path on shapes the rule declines, such as one input channel):
- * the scratch it needs, in floats. */
+ * the scratch it needs, in floats, for either tile. */
 size_t tdm_cpu_winograd_scratch_floats (int c, int out_c);
+
+/* The tile the operations use for an h × w input padded by pad: 2 for F(2×2, 3×3), or
+ * 3 for F(3×3, 3×3) on small outputs, where 2×2 tiles would waste most of their
+ * products (a 3×3 output: one 3×3 tile, 25 multiplications, against four 2×2 ones,
+ * 64). */
+int tdm_cpu_winograd_tile (int h, int w, int pad);
 
 G_END_DECLS
