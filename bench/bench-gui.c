@@ -88,6 +88,9 @@ typedef struct {
   /* Of the rest: how long the main thread was ready to run but had no core (the
    * kernel's run-queue wait); what is left it slept, on the X server or a lock. */
   double queued_ms;
+  /* --steal: time the hypervisor took from every vCPU meanwhile (/proc/stat, in its
+   * 10 ms ticks): what a virtual machine's thread loses without knowing it. */
+  double steal_ms;
   /* Where the main thread's CPU time went: the Start handler, the frame clock's
    * phases (layout: styles and size allocation; paint: snapshot and render to X; the
    * rest of the frame: update, X sync), and TdmRun's events; the remainder is other
@@ -132,6 +135,8 @@ typedef struct {
   gint64 woke_us;
   double woke_cpu_ms;
   double woke_queued_ms;
+  gboolean count_steal;
+  double woke_steal_ms;
   gint64 run_start_us;
   Samples loop_busy, loop_cpu, probe_late;
   GArray *worst;    /* of Stall, the longest few iterations */
@@ -668,6 +673,29 @@ thread_queued_ms(void)
   return queued / 1e6;
 }
 
+/* The steal time of all vCPUs so far (ms), from /proc/stat's first line. */
+static double
+steal_ms(void)
+{
+  static int fd = -2;
+  char buf[256];
+  unsigned long long v[8];
+  ssize_t n;
+
+  if (fd == -2)
+    fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  n = pread(fd, buf, sizeof buf - 1, 0);
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  if (sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+             &v[4], &v[5], &v[6], &v[7]) != 8)
+    return 0;
+  return v[7] * 1000.0 / sysconf(_SC_CLK_TCK);
+}
+
 static gboolean
 loop_probe_prepare(GSource *source, int *timeout)
 {
@@ -681,6 +709,7 @@ loop_probe_prepare(GSource *source, int *timeout)
     stall.busy_ms = (now - gui->woke_us) / 1e3;
     stall.cpu_ms = tdm_bench_thread_cpu_ms() - gui->woke_cpu_ms;
     stall.queued_ms = thread_queued_ms() - gui->woke_queued_ms;
+    stall.steal_ms = gui->count_steal ? steal_ms() - gui->woke_steal_ms : NAN;
     if (gui->start_detail && stall.at_s < 0.5 && stall.cpu_ms > 0.5) {
       fprintf(stderr, "  start+%.3f s: busy %.1f ms, CPU %.1f ms (start %.1f, layout %.1f, paint %.1f, "
               "frame %.1f, events %.1f; %u frames)\n", stall.at_s, stall.busy_ms, stall.cpu_ms,
@@ -709,6 +738,8 @@ loop_probe_check(GSource *source)
   gui->woke_us = g_get_monotonic_time();
   gui->woke_cpu_ms = tdm_bench_thread_cpu_ms();
   gui->woke_queued_ms = thread_queued_ms();
+  if (gui->count_steal)
+    gui->woke_steal_ms = steal_ms();
   return FALSE;
 }
 
@@ -1087,6 +1118,8 @@ main(int argc, char **argv)
     {"renderer", 0, 0, G_OPTION_ARG_STRING, &renderer,
      "GTK's renderer: auto, as the application chooses (default), or a GSK_RENDERER name",
      "NAME"},
+    {"steal", 0, 0, G_OPTION_ARG_NONE, &gui.count_steal,
+     "Read the vCPUs' steal time at each iteration (costs a /proc/stat read each)", NULL},
     {"only", 0, 0, G_OPTION_ARG_STRING, &only,
      "Only these kinds of run: headless, window, ticked (comma-separated)",
      "KIND"},
@@ -1323,14 +1356,15 @@ main(int argc, char **argv)
   printf("\nLongest stalls: seconds into a run, ms busy, ms of it the main thread worked, ms it\n"
          "was ready but had no core (queued), and where that CPU time went (ms): the Start\n"
          "handler, frames' layout and paint, the rest of the frames, TdmRun's events; frames in\n"
-         "the iteration. Busy less CPU less queued is time the thread slept (X, locks).\n");
-  printf("  %7s    %9s  %12s  %9s  %6s %6s %6s %6s %6s %3s\n", "at", "busy", "main CPU", "queued",
-         "start", "layout", "paint", "frame", "events", "fr");
+         "the iteration. Busy less CPU less queued is time the thread slept (X, locks) or,\n"
+         "on a virtual machine, lost to the hypervisor (steal, all vCPUs, with --steal).\n");
+  printf("  %7s    %9s  %12s  %9s  %8s  %6s %6s %6s %6s %6s %3s\n", "at", "busy", "main CPU",
+         "queued", "steal", "start", "layout", "paint", "frame", "events", "fr");
   for (guint i = 0; i < gui.worst->len; i++) {
     const Stall *w = &g_array_index(gui.worst, Stall, i);
 
-    printf("  %7.2f s  %6.1f ms  %6.1f ms CPU  %6.1f ms  %6.1f %6.1f %6.1f %6.1f %6.1f %3u\n",
-           w->at_s, w->busy_ms, w->cpu_ms, w->queued_ms, w->start_ms, w->layout_ms, w->paint_ms, w->frame_other_ms,
+    printf("  %7.2f s  %6.1f ms  %6.1f ms CPU  %6.1f ms  %5.0f ms  %6.1f %6.1f %6.1f %6.1f %6.1f %3u\n",
+           w->at_s, w->busy_ms, w->cpu_ms, w->queued_ms, w->steal_ms, w->start_ms, w->layout_ms, w->paint_ms, w->frame_other_ms,
            w->events_ms, w->n_frames);
   }
 
