@@ -436,9 +436,14 @@ test_shapes(void)
     {2, 10, 10, 9, 7, 1}, {1, 3, 4, 2, 2, 2},
     /* 3×3 outputs: F(3×3, 3×3), one tile an image. */
     {2, 3, 3, 5, 7, 1},   {1, 5, 5, 9, 4, 0},  {3, 3, 3, 19, 10, 1},
+    /* Outputs that 2×2 tiles fit better (4×4, 4×6, 2×6, 5×4 with half tiles): F(2×2,
+     * 3×3). */
+    {2, 6, 6, 5, 3, 0},   {1, 4, 6, 13, 17, 1}, {3, 2, 6, 7, 9, 1}, {2, 5, 4, 6, 5, 1},
   };
   g_assert_cmpint(tdm_cpu_winograd_tile(3, 3, 1), ==, 3);
-  g_assert_cmpint(tdm_cpu_winograd_tile(7, 7, 1), ==, 2);
+  g_assert_cmpint(tdm_cpu_winograd_tile(28, 28, 1), ==, 3);
+  g_assert_cmpint(tdm_cpu_winograd_tile(6, 6, 0), ==, 2);
+  g_assert_cmpint(tdm_cpu_winograd_tile(5, 4, 1), ==, 2);
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++)
     check_case(cases[i][0], cases[i][1], cases[i][2], cases[i][3], cases[i][4], cases[i][5]);
   /* And some drawn at random (g_test_rand: --seed replays them). */
@@ -454,6 +459,7 @@ test_many_blocks(void)
 {
   check_case(7, 13, 12, 4, 6, 1);
   check_case(150, 3, 3, 4, 5, 1);
+  check_case(40, 4, 6, 4, 6, 1); /* F(2×2, 3×3) */
 }
 
 /* The same bits every run, whatever the scratch held before, with one OpenBLAS thread

@@ -1,12 +1,15 @@
-/* tdm-backend-cpu-winograd.c — 3×3 stride-1 convolutions by Winograd's F(2×2, 3×3)
- * (Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks", 2016) on the
- * CPU: each 2×2 block of outputs ("tile") is Aᵀ [(G g Gᵀ) ⊙ (Bᵀ d B)] A, from the
- * 4×4 input window d under it and the 3×3 kernel g; summed over input channels, the
- * ⊙ becomes, for each of the 16 positions of the 4×4, one GEMM (tiles × C_in ·
- * C_in × C_out). 16 multiplications per tile and channel pair where im2col's GEMM
- * does 36: 2.25× fewer, and no 9× column matrix. The backward runs the transposed
- * maps: dM = A dy Aᵀ, dV = dM · U (the input gradient, scattered back as B dV Bᵀ
- * over the overlapping windows) and dU = Σ dMᵀ · V (the weight gradient, Gᵀ dU G).
+/* tdm-backend-cpu-winograd.c — 3×3 stride-1 convolutions by Winograd's minimal
+ * filtering (Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks", 2016)
+ * on the CPU. F(2×2, 3×3): each 2×2 block of outputs ("tile") is Aᵀ [(G g Gᵀ) ⊙ (Bᵀ d
+ * B)] A, from the 4×4 input window d under it and the 3×3 kernel g; summed over input
+ * channels, the ⊙ becomes, for each of the 16 positions of the 4×4, one GEMM (tiles ×
+ * C_in · C_in × C_out): 16 multiplications per tile and channel pair where im2col's
+ * GEMM does 36, and no 9× column matrix. F(3×3, 3×3) is the same with 3×3 tiles, 5×5
+ * windows and 25 positions (its transforms in tdm-backend-cpu-winograd3.c): 25 for
+ * 81, taken where it needs fewer products (tile_size()). The backward runs the
+ * transposed maps: dM = A dy Aᵀ, dV = dM · U (the input gradient, scattered back as
+ * B dV Bᵀ over the overlapping windows) and dU = Σ dMᵀ · V (the weight gradient,
+ * Gᵀ dU G).
  *
  * Tiles go WINOGRAD_BLOCK at a time so that a block's transformed input and products
  * stay in the caches between the transform, the GEMMs and the inverse transform.
@@ -29,16 +32,18 @@
 #define WINOGRAD_MIN_C 8
 
 /* The tile for an output of oh × ow: F(3×3, 3×3) (25 multiplications for 9 outputs)
- * where its tiles need at most half of F(2×2, 3×3)'s multiplications (16 for 4, but
- * odd sizes waste edge rows: a 3×3 output takes four 2×2 tiles, 64 against 25), else
- * F(2×2, 3×3), whose transforms are cheaper and more accurate. Half: measured on 3×3
- * outputs only (bench-winograd), so F(3×3, 3×3) is kept to outputs about as small. */
+ * where its tiles need fewer multiplications than F(2×2, 3×3)'s (16 for 4, whose
+ * transforms are cheaper and more accurate), counting the products an edge tile
+ * wastes past the output. Measured (bench-winograd, bench/NOTES.md): on every 3×3
+ * convolution of the resnet preset (outputs 28, 14, 7 and 3 wide) F(3×3, 3×3) ran
+ * 1.1–1.6× faster than F(2×2, 3×3); outputs of 2, 4, 8 or 16 fit 2×2 tiles exactly and
+ * keep them. */
 static int
 tile_size(int oh, int ow)
 {
   double mul2 = 16.0 * ((oh + 1) / 2) * ((ow + 1) / 2);
   double mul3 = 25.0 * ((oh + 2) / 3) * ((ow + 2) / 3);
-  return mul3 <= 0.5 * mul2 ? 3 : 2;
+  return mul3 < mul2 ? 3 : 2;
 }
 
 static Geometry
@@ -114,7 +119,8 @@ tdm_cpu_winograd_work_floats(int h, int w, int c, int out_c, int kernel, int pad
   /* Multiplications per image and channel pair, against im2col's 9 an output. Above
    * a ratio of 0.7 the transforms eat what the GEMMs save: F(2×2, 3×3) on a 3×3
    * output (64 against 81, 0.79) ran no faster than im2col in bench-winograd, on a 7×7
-   * one (256 against 441) faster; F(3×3, 3×3) takes that 3×3 output (25 against 81). */
+   * one (256 against 441) faster. A 1×1 output (a tile of 16 or 25 for 9) stays with
+   * im2col. */
   Geometry g = geometry(1, h, w, c, out_c, pad);
   if ((double)positions(g.m) * g.th * g.tw > 0.7 * 9.0 * g.oh * g.ow)
     return 0;

@@ -1,6 +1,7 @@
 /* tdm-backend-cpu-winograd.h — the CPU backend's whole-convolution operations: 3×3
- * convolutions of stride 1 by Winograd's minimal filtering F(2×2, 3×3) (F(3×3, 3×3)
- * where the output is too small for 2×2 tiles), forward and backward, with the 16 element-wise products done as GEMMs by OpenBLAS. Private to
+ * convolutions of stride 1 by Winograd's minimal filtering, F(2×2, 3×3) or F(3×3, 3×3)
+ * (whichever needs fewer products for the output size), forward and backward, the
+ * element-wise products of the 16 or 25 positions done as GEMMs by OpenBLAS. Private to
  * the CPU backend, which puts them in its table (tdm-backend-cpu.c); the semantics
  * are tdm-backend.h's conv_forward and conv_backward. Which shapes it takes, and the
  * scratch it needs, is tdm_cpu_winograd_work_floats(): the replica's buffer rule and
@@ -32,10 +33,9 @@ void tdm_cpu_conv_backward (TdmBackend *b, float *dx, float *dw, const float *dy
  * the scratch it needs, in floats, for either tile. */
 size_t tdm_cpu_winograd_scratch_floats (int c, int out_c);
 
-/* The tile the operations use for an h × w input padded by pad: 2 for F(2×2, 3×3), or
- * 3 for F(3×3, 3×3) on small outputs, where 2×2 tiles would waste most of their
- * products (a 3×3 output: one 3×3 tile, 25 multiplications, against four 2×2 ones,
- * 64). */
+/* The tile the operations use for an h × w input padded by pad: 3 for F(3×3, 3×3)
+ * where its tiles need fewer multiplications (the resnet preset's 28, 14, 7 and 3 wide
+ * outputs), else 2 for F(2×2, 3×3) (outputs of 2, 4, 8, 16 fit its tiles exactly). */
 int tdm_cpu_winograd_tile (int h, int w, int pad);
 
 G_END_DECLS

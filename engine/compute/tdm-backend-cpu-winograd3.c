@@ -1,8 +1,7 @@
 /* tdm-backend-cpu-winograd3.c — the transforms of Winograd's F(3×3, 3×3) for the CPU
- * backend's whole convolutions: 3×3 outputs from 5×5 windows with 25 products, for
- * outputs so small that F(2×2, 3×3)'s tiles would waste most of theirs (the resnet
- * preset's last stage, 3×3 images: one 3×3 tile a channel pair, 25 multiplications
- * against 64 for four 2×2 tiles and 81 for im2col). The matrices are Toom-Cook's at the
+ * backend's whole convolutions: 3×3 outputs from 5×5 windows with 25 products (2.8 a
+ * output, against F(2×2, 3×3)'s 4 and im2col's 9), used where they need fewer products
+ * than 2×2 tiles: every 3×3 convolution of the resnet preset. The matrices are Toom-Cook's at the
  * points 0, 1, −1, 2 and ∞ (derived exactly, checked against the direct convolution):
  *   Aᵀ = [1 1 1 1 0; 0 1 −1 2 0; 0 1 1 4 1],
  *   G  = [½ 0 0; −½ −½ −½; −⅙ ⅙ −⅙; ⅙ ⅓ ⅔; 0 0 1],
