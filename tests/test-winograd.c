@@ -1,11 +1,11 @@
-/* test-winograd.c — the CPU backend's whole 3×3 convolutions (Winograd F(2×2, 3×3),
- * tdm-backend-cpu-winograd.c) against the im2col path and a double-precision direct
- * convolution: output, input gradient and weight gradient on random shapes (odd and
- * even sizes, pad 0, 1 and 2, one and three input channels, channel counts that are not
- * multiples of 8, batches that end inside a block of tiles); the same bits on every run;
- * which shapes the rule hands it and the
- * replica's buffers that follow. The gradient check by central differences through a
- * replica is in test-gradcheck.c (/gradcheck/winograd).
+/* test-winograd.c — the CPU backend's whole 3×3 convolutions (Winograd F(2×2, 3×3)
+ * and F(3×3, 3×3), tdm-backend-cpu-winograd.c) against the im2col path and a
+ * double-precision direct convolution: output, input gradient and weight gradient on
+ * random shapes (odd and even sizes, pad 0, 1 and 2, one and three input channels,
+ * channel counts that are not multiples of 8, batches that end inside a block of
+ * tiles); the same bits on every run; which shapes the rule hands it and the replica's
+ * buffers that follow. The gradient check by central differences through a replica is
+ * in test-gradcheck.c (/gradcheck/winograd).
  *
  * The tolerance. A float sum of K products is within γ_K = K·u / (1 − K·u) (u = 2⁻²⁴)
  * of the exact one, relative to the sum of the products' magnitudes. Winograd's
@@ -15,13 +15,14 @@
  * is larger than the direct convolution's Σ|g||d| (the transforms mix neighbouring
  * taps: this is Winograd's known error growth, a few times the direct error for F(2,
  * 3), more for larger tiles). Along any path a value meets at most C roundings in the
- * GEMM's sum and 10 in the transforms (2 for Bᵀ d B, 4 for G g Gᵀ, 4 for Aᵀ M A), so
- * |error| <= γ_{C+10} · S_w; the tests allow twice that. The backward passes are the
- * same with the adjoint transforms (the input gradient adds up to 4 overlapping tiles:
- * 3 roundings more; the weight gradient's GEMM sums over every tile). The im2col
- * path is held to 2·γ_{9C}·Σ|g||d|, and the two paths to the sum of both bounds. A
- * wrong tap or a misplaced tile is off by about one product, |g||d| ≈ Σ|g||d| / 9C:
- * hundreds of times more than these bounds on the shapes here. */
+ * GEMM's sum and, for F(2×2, 3×3), 10 in the transforms (2 for Bᵀ d B, 4 for G g Gᵀ, 4
+ * for Aᵀ M A; 28 for F(3×3, 3×3), see check_case), so |error| <= γ_{C+10} · S_w; the
+ * tests allow twice that. The backward passes are the same with the adjoint
+ * transforms (the input gradient adds up to 4 overlapping tiles: 3 roundings more; the
+ * weight gradient's GEMM sums over every tile). The im2col path is held to
+ * 2·γ_{9C}·Σ|g||d|, and the two paths to the sum of both bounds. A wrong tap or a
+ * misplaced tile is off by about one product, |g||d| ≈ Σ|g||d| / 9C: hundreds of times
+ * more than these bounds on the shapes here. */
 #include "tdm-backend.h"
 #include "tdm-backend-cpu-winograd.h"
 #include "tdm-error.h"

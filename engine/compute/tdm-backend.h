@@ -374,8 +374,8 @@ size_t tdm_backend_own_bytes (const char *device);
  * (any batch) through conv_forward and conv_backward, or 0 when it composes it from
  * im2col, gemm and col2im. The replica's buffers follow it (tdm_replica_layer_buffers())
  * and so does the memory estimate, without a backend at hand. The CPU takes 3×3
- * stride-1 convolutions of 8 input channels or more (Winograd F(2×2, 3×3),
- * tdm-backend-cpu-winograd.h); CUDA none. */
+ * stride-1 convolutions of 8 input channels or more (Winograd F(2×2, 3×3) or F(3×3,
+ * 3×3), tdm-backend-cpu-winograd.h); CUDA none. */
 size_t tdm_backend_conv_work_floats (TdmBackendKind kind, int h, int w, int c, int out_c,
                                      int kernel, int pad, int stride);
 
