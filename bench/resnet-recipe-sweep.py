@@ -85,6 +85,19 @@ SWEEPS["3"] = [
     cand("e6-b384-lr45", epochs=6, batch=384, lr=0.45),
     cand("e6-lr6-m85", epochs=6, lr=0.6, momentum=0.85),
 ]
+# The fourth sweep (h10w): 1-pixel crops made six epochs; five, around them.
+SWEEPS["4"] = [
+    cand("e5-lr6-crop1", epochs=5, lr=0.6, crop=1),
+    cand("e5-lr7-crop1", epochs=5, lr=0.7, crop=1),
+    cand("e5-lr5-crop1", epochs=5, lr=0.5, crop=1),
+    cand("e5-lr6-crop1-wu05", epochs=5, lr=0.6, crop=1, warmup=0.5),
+    cand("e5-lr6-crop1-ls05", epochs=5, lr=0.6, crop=1, label_smoothing=0.05),
+    cand("e5-lr6-crop1-cos", epochs=5, lr=0.6, crop=1, schedule="cosine"),
+    cand("e5-lr6-crop0", epochs=5, lr=0.6, crop=0),
+    cand("e6-lr6-crop0", epochs=6, lr=0.6, crop=0),
+    cand("e6-lr5-crop1", epochs=6, lr=0.5, crop=1),
+    cand("e6-lr7-crop1", epochs=6, lr=0.7, crop=1),
+]
 CANDS = [c for k in os.environ.get("SWEEP", "2").split() for c in SWEEPS[k]]
 
 def args_of(d, tf, seed):
