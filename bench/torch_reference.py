@@ -10,10 +10,10 @@ Prints one line: samples_per_second=N.
 (its state_dict has the names and shapes of Tandem's checkpoints) trained with the
 preset's recipe (RECIPE below, each an option): SGD with Nesterov momentum 0.9, lr
 0.6, weight decay 5e-4 on conv and fc weights only, label smoothing 0.1, random
-1-pixel crops and horizontal flips done on the device, test-time flips. --network basic is the preset before it (three strided basic
+horizontal flips done on the device (no crops: --crop 0), test-time flips. --network basic is the preset before it (three strided basic
 blocks, gap; the spec in bench/bench-resnet-gpu.sh), same recipe.
 --steps N times N steps instead of an epoch (CPUs are slow at it); --precision bf16
-runs under torch.autocast on CUDA. --time-to-accuracy trains the preset's 6 epochs
+runs under torch.autocast on CUDA. --time-to-accuracy trains the preset's 5 epochs
 (1 of warm-up, then linear decay) and prints the training seconds until the test
 accuracy first reaches --target; with --prewarm it first runs, off the clock, a step of
 each batch shape (full and the epoch's short last one) and an evaluation, then puts
@@ -37,8 +37,8 @@ FASHION = "/usr/share/datasets/fashion-mnist"
 
 # The `resnet` preset's recipe (tdm_config_apply_preset in engine/training/tdm-config.c);
 # each is an option here too.
-RECIPE = dict(epochs=6, lr=0.6, momentum=0.9, weight_decay=5e-4, warmup=1.0,
-              label_smoothing=0.1, crop=1, test_flip=True)
+RECIPE = dict(epochs=5, lr=0.6, momentum=0.9, weight_decay=5e-4, warmup=1.0,
+              label_smoothing=0.1, crop=0, test_flip=True)
 
 
 def read_idx(path):
