@@ -39,6 +39,7 @@
 
 #define _GNU_SOURCE  /* RUSAGE_THREAD */
 
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -60,6 +61,7 @@
 #include "tdm-spec-entry.h"
 #include "tdm-dataset-chooser.h"
 #include "tdm-history-store.h"
+#include "tdm-renderer.h"
 #include "tdm-trainer.h"
 #include "tdm-window.h"
 #include "tdm-bench.h"
@@ -83,6 +85,12 @@ typedef struct {
  * working (the rest it waited: for a core, or for the X server). */
 typedef struct {
   double at_s, busy_ms, cpu_ms;
+  /* Of the rest: how long the main thread was ready to run but had no core (the
+   * kernel's run-queue wait); what is left it slept, on the X server or a lock. */
+  double queued_ms;
+  /* --steal: time the hypervisor took from every vCPU meanwhile (/proc/stat, in its
+   * 10 ms ticks): what a virtual machine's thread loses without knowing it. */
+  double steal_ms;
   /* Where the main thread's CPU time went: the Start handler, the frame clock's
    * phases (layout: styles and size allocation; paint: snapshot and render to X; the
    * rest of the frame: update, X sync), and TdmRun's events; the remainder is other
@@ -126,6 +134,9 @@ typedef struct {
   double last_probe_cpu_ms;
   gint64 woke_us;
   double woke_cpu_ms;
+  double woke_queued_ms;
+  gboolean count_steal;
+  double woke_steal_ms;
   gint64 run_start_us;
   Samples loop_busy, loop_cpu, probe_late;
   GArray *worst;    /* of Stall, the longest few iterations */
@@ -639,6 +650,52 @@ typedef struct {
   Gui *gui;
 } LoopProbe;
 
+/* The main thread's run-queue wait so far, from /proc/thread-self/schedstat (CPU ns,
+ * run-queue wait ns, time slices), or 0 where the kernel keeps no schedstats. */
+static double
+thread_queued_ms(void)
+{
+  static int fd = -2;
+  char buf[128];
+  unsigned long long on_cpu, queued;
+  ssize_t n;
+
+  if (fd == -2)
+    fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  n = pread(fd, buf, sizeof buf - 1, 0);
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  if (sscanf(buf, "%llu %llu", &on_cpu, &queued) != 2)
+    return 0;
+  return queued / 1e6;
+}
+
+/* The steal time of all vCPUs so far (ms), from /proc/stat's first line. */
+static double
+steal_ms(void)
+{
+  static int fd = -2;
+  char buf[256];
+  unsigned long long v[8];
+  ssize_t n;
+
+  if (fd == -2)
+    fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  n = pread(fd, buf, sizeof buf - 1, 0);
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  if (sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+             &v[4], &v[5], &v[6], &v[7]) != 8)
+    return 0;
+  return v[7] * 1000.0 / sysconf(_SC_CLK_TCK);
+}
+
 static gboolean
 loop_probe_prepare(GSource *source, int *timeout)
 {
@@ -651,6 +708,8 @@ loop_probe_prepare(GSource *source, int *timeout)
     stall.at_s = (gui->woke_us - gui->run_start_us) / 1e6;
     stall.busy_ms = (now - gui->woke_us) / 1e3;
     stall.cpu_ms = tdm_bench_thread_cpu_ms() - gui->woke_cpu_ms;
+    stall.queued_ms = thread_queued_ms() - gui->woke_queued_ms;
+    stall.steal_ms = gui->count_steal ? steal_ms() - gui->woke_steal_ms : NAN;
     if (gui->start_detail && stall.at_s < 0.5 && stall.cpu_ms > 0.5) {
       fprintf(stderr, "  start+%.3f s: busy %.1f ms, CPU %.1f ms (start %.1f, layout %.1f, paint %.1f, "
               "frame %.1f, events %.1f; %u frames)\n", stall.at_s, stall.busy_ms, stall.cpu_ms,
@@ -678,6 +737,9 @@ loop_probe_check(GSource *source)
 
   gui->woke_us = g_get_monotonic_time();
   gui->woke_cpu_ms = tdm_bench_thread_cpu_ms();
+  gui->woke_queued_ms = thread_queued_ms();
+  if (gui->count_steal)
+    gui->woke_steal_ms = steal_ms();
   return FALSE;
 }
 
@@ -1029,7 +1091,7 @@ int
 main(int argc, char **argv)
 {
   g_autofree char *devices = NULL, *network = NULL, *dataset = NULL, *strategy = NULL;
-  g_autofree char *only = NULL, *page = NULL;
+  g_autofree char *only = NULL, *page = NULL, *renderer = NULL;
   int batch = 100, max_steps = 600, repeat = 3, probe_ms = 0, overlays = 0;
   Gui gui = {0};
   GOptionEntry entries[] = {
@@ -1053,6 +1115,11 @@ main(int argc, char **argv)
      "Print every main-loop iteration of each window run's first 500 ms", NULL},
     {"wakeups", 0, 0, G_OPTION_ARG_NONE, &gui.count_wakes,
      "Count why the main loop woke during the window runs", NULL},
+    {"renderer", 0, 0, G_OPTION_ARG_STRING, &renderer,
+     "GTK's renderer: auto, as the application chooses (default), or a GSK_RENDERER name",
+     "NAME"},
+    {"steal", 0, 0, G_OPTION_ARG_NONE, &gui.count_steal,
+     "Read the vCPUs' steal time at each iteration (costs a /proc/stat read each)", NULL},
     {"only", 0, 0, G_OPTION_ARG_STRING, &only,
      "Only these kinds of run: headless, window, ticked (comma-separated)",
      "KIND"},
@@ -1095,11 +1162,26 @@ main(int argc, char **argv)
   g_autofree char *data_home = g_dir_make_tmp("bench-gui-XXXXXX", NULL);
   g_setenv("XDG_DATA_HOME", data_home, TRUE);
   tdm_application_init_uninstalled();
+  /* xvfb-run-test.sh sets cairo for the tests; the benchmark draws as asked. */
+  if (renderer == NULL || strcmp(renderer, "auto") == 0)
+    g_unsetenv("GSK_RENDERER");
+  else
+    g_setenv("GSK_RENDERER", renderer, TRUE);
   if (!gtk_init_check()) {
     fprintf(stderr, "bench-gui: no display; run it under tests/gui/xvfb-run-test.sh\n");
     return 77;
   }
   adw_init();
+  {
+    /* As the application does at start-up, before its first window. */
+    static const char *choices[] = {"as GSK_RENDERER says", "OpenGL", "cairo (OpenGL is software)",
+                                     "cairo (no OpenGL)"};
+    g_autofree char *gl = NULL;
+    TdmRendererChoice choice = tdm_renderer_choose(gdk_display_get_default(), &gl);
+
+    printf("renderer: %s%s%s%s; GSK_RENDERER=%s\n", choices[choice], gl ? " [" : "", gl ? gl : "",
+           gl ? "]" : "", g_getenv("GSK_RENDERER") ? g_getenv("GSK_RENDERER") : "(unset)");
+  }
 
   gui.loop = g_main_loop_new(NULL, FALSE);
   gui.probe_ms = probe_ms;
@@ -1271,16 +1353,18 @@ main(int argc, char **argv)
   } else {
     printf("(a refresh is %.1f ms)\n", gui.refresh_ms);
   }
-  printf("\nLongest stalls: seconds into a run, ms busy, ms of it the main thread worked, and "
-         "where\nthat CPU time went (ms): the Start handler, frames' layout and paint, the rest "
-         "of the\nframes, TdmRun's events; frames in the iteration\n");
-  printf("  %7s    %9s  %12s  %6s %6s %6s %6s %6s %3s\n", "at", "busy", "main CPU", "start",
-         "layout", "paint", "frame", "events", "fr");
+  printf("\nLongest stalls: seconds into a run, ms busy, ms of it the main thread worked, ms it\n"
+         "was ready but had no core (queued), and where that CPU time went (ms): the Start\n"
+         "handler, frames' layout and paint, the rest of the frames, TdmRun's events; frames in\n"
+         "the iteration. Busy less CPU less queued is time the thread slept (X, locks) or,\n"
+         "on a virtual machine, lost to the hypervisor (steal, all vCPUs, with --steal).\n");
+  printf("  %7s    %9s  %12s  %9s  %8s  %6s %6s %6s %6s %6s %3s\n", "at", "busy", "main CPU",
+         "queued", "steal", "start", "layout", "paint", "frame", "events", "fr");
   for (guint i = 0; i < gui.worst->len; i++) {
     const Stall *w = &g_array_index(gui.worst, Stall, i);
 
-    printf("  %7.2f s  %6.1f ms  %6.1f ms CPU  %6.1f %6.1f %6.1f %6.1f %6.1f %3u\n", w->at_s,
-           w->busy_ms, w->cpu_ms, w->start_ms, w->layout_ms, w->paint_ms, w->frame_other_ms,
+    printf("  %7.2f s  %6.1f ms  %6.1f ms CPU  %6.1f ms  %5.0f ms  %6.1f %6.1f %6.1f %6.1f %6.1f %3u\n",
+           w->at_s, w->busy_ms, w->cpu_ms, w->queued_ms, w->steal_ms, w->start_ms, w->layout_ms, w->paint_ms, w->frame_other_ms,
            w->events_ms, w->n_frames);
   }
 

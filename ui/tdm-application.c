@@ -17,6 +17,7 @@
 #include "tdm-build-config.h"
 
 #include "tdm-application.h"
+#include "tdm-renderer.h"
 #include "tdm-window.h"
 
 struct _TdmApplication
@@ -222,6 +223,10 @@ static void
 tdm_application_startup (GApplication *app)
 {
   G_APPLICATION_CLASS (tdm_application_parent_class)->startup (app);
+
+  /* GTK is initialized now and no window exists yet: the one moment to keep GTK's
+   * OpenGL renderer off a software rasterizer (tdm-renderer.c says why). */
+  tdm_renderer_choose (gdk_display_get_default (), NULL);
 
   g_action_map_add_action_entries (G_ACTION_MAP (app), app_actions,
                                    G_N_ELEMENTS (app_actions), app);

@@ -25,7 +25,8 @@
  * derives no rate of its own, so it shows what `tandem-train --json` prints.
  *
  * Redrawing a chart costs a few milliseconds of a frame's 16 on a slow CPU, and a new
- * status line costs a relayout of the window; events come twenty times a second. So
+ * status line a redraw (a relayout of the window when it needs another number of
+ * lines, tdm-status-line.c); events come twenty times a second. So
  * points are queued here, and a TdmPacer hands each chart its points, and the status
  * line its latest figures, at most once a second, one of them per tick: the window
  * stays live and no frame pays for more than one.
@@ -40,6 +41,7 @@
 #include "tdm-dashboard.h"
 #include "tdm-format.h"
 #include "tdm-pacer.h"
+#include "tdm-status-line.h"
 #include "tdm-telemetry.h"
 
 #define TELEMETRY_INTERVAL_MS 500
@@ -135,7 +137,7 @@ struct _TdmDashboard
   GtkFlowBox      *chart_grid;
   GtkWidget       *status_separator;
   GtkWidget       *status_box;
-  GtkLabel        *status_label;
+  TdmStatusLine   *status_line;
   GtkProgressBar  *progress_bar;
 
   TdmChart        *charts[N_CHARTS];
@@ -367,7 +369,7 @@ tdm_dashboard_update_status (TdmDashboard *self)
       text = g_strjoin (" · ", _("Paused"), body, NULL);
     }
 
-  gtk_label_set_label (self->status_label, text);
+  tdm_status_line_set_text (self->status_line, text);
   gtk_progress_bar_set_fraction (self->progress_bar, CLAMP (s->fraction, 0.0, 1.0));
 }
 
@@ -794,7 +796,7 @@ tdm_dashboard_begin (TdmDashboard          *self,
                                                        "Starting: %d replicas, batch %d",
                                                        self->started.replicas),
                                              self->started.replicas, self->started.batch);
-    gtk_label_set_label (self->status_label, text);
+    tdm_status_line_set_text (self->status_line, text);
     self->status_stale = FALSE;
   }
 }
@@ -935,7 +937,7 @@ tdm_dashboard_handle_event (TdmDashboard   *self,
                                   elapsed, 100.0 * f->test_accuracy, f->test_loss);
         else
           text = g_strdup_printf (_("Finished in %s"), elapsed);
-        gtk_label_set_label (self->status_label, text);
+        tdm_status_line_set_text (self->status_line, text);
         if (!f->stopped)
           gtk_progress_bar_set_fraction (self->progress_bar, 1.0);
       }
@@ -944,7 +946,7 @@ tdm_dashboard_handle_event (TdmDashboard   *self,
     case TDM_EVENT_FAILED:
       tdm_pacer_unmark (self->pacer, STATUS_SLOT);
       self->status_stale = FALSE;
-      gtk_label_set_label (self->status_label, _("Training failed"));
+      tdm_status_line_set_text (self->status_line, _("Training failed"));
       break;
 
     case TDM_EVENT_STARTED:
@@ -972,7 +974,7 @@ tdm_dashboard_set_status (TdmDashboard *self,
 
   tdm_pacer_unmark (self->pacer, STATUS_SLOT);
   self->status_stale = FALSE;
-  gtk_label_set_label (self->status_label, text ? text : "");
+  tdm_status_line_set_text (self->status_line, text ? text : "");
   gtk_widget_set_visible (self->status_separator, TRUE);
   gtk_widget_set_visible (self->status_box, TRUE);
 }
@@ -1281,6 +1283,7 @@ tdm_dashboard_class_init (TdmDashboardClass *klass)
                                             "step-replica");
   gtk_widget_class_install_property_action (widget_class, "dashboard.x-axis", "x-axis");
 
+  g_type_ensure (TDM_TYPE_STATUS_LINE);
   gtk_widget_class_set_template_from_resource (widget_class,
                                                "/io/github/tandem/Tandem/ui/tdm-dashboard.ui");
   gtk_widget_class_bind_template_child (widget_class, TdmDashboard, view_stack);
@@ -1288,7 +1291,7 @@ tdm_dashboard_class_init (TdmDashboardClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TdmDashboard, chart_grid);
   gtk_widget_class_bind_template_child (widget_class, TdmDashboard, status_separator);
   gtk_widget_class_bind_template_child (widget_class, TdmDashboard, status_box);
-  gtk_widget_class_bind_template_child (widget_class, TdmDashboard, status_label);
+  gtk_widget_class_bind_template_child (widget_class, TdmDashboard, status_line);
   gtk_widget_class_bind_template_child (widget_class, TdmDashboard, progress_bar);
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BOX_LAYOUT);
   gtk_widget_class_set_css_name (widget_class, "dashboard");

@@ -21,6 +21,7 @@
 #include "tdm-dashboard.h"
 #include "tdm-device.h"
 #include "tdm-run-form.h"
+#include "tdm-status-line.h"
 #include "tdm-window.h"
 #include "window-test-util.h"
 
@@ -195,11 +196,25 @@ check_width(int width, gboolean folded, guint columns)
   g_assert_cmpuint(n_cards, ==, 6);
   g_assert_cmpuint(n_xs, ==, columns);
 
-  /* The status line wraps rather than losing the time left. */
-  if (!folded || !adw_flap_get_reveal_flap(flap))
-    bounds_inside(window, dashboard_child(window, "status_label"), "the status line");
-  g_assert_cmpint(gtk_label_get_ellipsize(dashboard_child(window, "status_label")), ==,
-                  PANGO_ELLIPSIZE_NONE);
+  /* The status line wraps rather than losing the time left: every line it needs at
+   * its width is inside its allocation, and it is inside the window. */
+  {
+    GtkWidget *line = dashboard_child(window, "status_line");
+    int lines = tdm_status_line_get_lines(TDM_STATUS_LINE(line), gtk_widget_get_width(line));
+    int one_line, needed;
+
+    gtk_widget_measure(line, GTK_ORIENTATION_VERTICAL, 100000, &one_line, NULL, NULL, NULL);
+    gtk_widget_measure(line, GTK_ORIENTATION_VERTICAL, gtk_widget_get_width(line), &needed, NULL,
+                       NULL, NULL);
+    g_assert_nonnull(strstr(tdm_status_line_get_text(TDM_STATUS_LINE(line)), "left"));
+    g_assert_cmpint(lines, >=, 1);
+    g_assert_cmpint(needed, >=, lines * one_line - 1);
+    g_assert_cmpint(gtk_widget_get_height(line), >=, needed);
+    if (width <= 360)
+      g_assert_cmpint(lines, >, 1);
+    if (!folded || !adw_flap_get_reveal_flap(flap))
+      bounds_inside(window, line, "the status line");
+  }
 
   destroy_window(window);
 }
@@ -297,11 +312,14 @@ loss_has_two(gpointer data)
   return tdm_series_get_n_appended(tdm_chart_get_series(data, 0)) >= 2;
 }
 
-/* The first label under `root` whose text holds `needle`, or NULL. */
+/* The first label (or status line) under `root` whose text holds `needle`, or NULL. */
 static GtkWidget *
 find_label_containing(GtkWidget *root, const char *needle)
 {
   if (GTK_IS_LABEL(root) && strstr(gtk_label_get_label(GTK_LABEL(root)), needle) != NULL)
+    return root;
+  if (TDM_IS_STATUS_LINE(root) &&
+      strstr(tdm_status_line_get_text(TDM_STATUS_LINE(root)), needle) != NULL)
     return root;
   for (GtkWidget *w = gtk_widget_get_first_child(root); w != NULL; w = gtk_widget_get_next_sibling(w)) {
     GtkWidget *found = find_label_containing(w, needle);
@@ -410,6 +428,107 @@ test_dashboard_hidden_unpaced(void)
   tdm_dashboard_handle_event(dashboard, &e);
   g_assert_cmpuint(tdm_series_get_n_appended(tdm_chart_get_series(loss, 0)), ==, 1);
   g_assert_true(wait_for(loss_has_two, loss, 10));
+
+  gtk_window_destroy(window);
+}
+
+/* A one-child container that counts how often GTK measures it: a child that asks
+ * for a new size gets its parent measured again at the next layout; one that only
+ * redraws does not. (A plain widget: a GtkBox measures through its layout manager.) */
+typedef struct {
+  GtkWidget parent_instance;
+  guint measured;
+} CountingBin;
+typedef GtkWidgetClass CountingBinClass;
+G_DEFINE_TYPE(CountingBin, counting_bin, GTK_TYPE_WIDGET)
+
+static void
+counting_bin_measure(GtkWidget *widget, GtkOrientation orientation, int for_size, int *minimum,
+                     int *natural, int *minimum_baseline, int *natural_baseline)
+{
+  ((CountingBin *)widget)->measured++;
+  gtk_widget_measure(gtk_widget_get_first_child(widget), orientation, for_size, minimum, natural,
+                     minimum_baseline, natural_baseline);
+}
+
+static void
+counting_bin_size_allocate(GtkWidget *widget, int width, int height, int baseline)
+{
+  gtk_widget_allocate(gtk_widget_get_first_child(widget), width, height, baseline, NULL);
+}
+
+static GtkSizeRequestMode
+counting_bin_request_mode(GtkWidget *widget)
+{
+  return GTK_SIZE_REQUEST_HEIGHT_FOR_WIDTH;
+}
+
+static void
+counting_bin_dispose(GObject *object)
+{
+  GtkWidget *child;
+
+  while ((child = gtk_widget_get_first_child(GTK_WIDGET(object))) != NULL)
+    gtk_widget_unparent(child);
+  G_OBJECT_CLASS(counting_bin_parent_class)->dispose(object);
+}
+
+static void
+counting_bin_class_init(CountingBinClass *klass)
+{
+  G_OBJECT_CLASS(klass)->dispose = counting_bin_dispose;
+  klass->measure = counting_bin_measure;
+  klass->size_allocate = counting_bin_size_allocate;
+  klass->get_request_mode = counting_bin_request_mode;
+}
+
+static void
+counting_bin_init(CountingBin *self)
+{
+}
+
+/* The status line's text changes every second: it must not ask the window for a
+ * relayout each time, only when it needs another number of lines (a relayout on X11
+ * costs round trips to the server; tdm-status-line.c). */
+static void
+test_status_line_relayout(void)
+{
+  GtkWindow *window = GTK_WINDOW(gtk_window_new());
+  CountingBin *box = g_object_new(counting_bin_get_type(), NULL);
+  TdmStatusLine *line = TDM_STATUS_LINE(tdm_status_line_new());
+  const char *one = "Epoch 1 of 7 · Step 10 of 100 · 9,876 samples/s · 0:01 elapsed · 0:09 left";
+  const char *same = "Epoch 1 of 7 · Step 11 of 100 · 9,870 samples/s · 0:02 elapsed · 0:08 left";
+  guint before;
+  int height;
+
+  gtk_widget_set_valign(GTK_WIDGET(line), GTK_ALIGN_START);
+  gtk_widget_set_parent(GTK_WIDGET(line), GTK_WIDGET(box));
+  gtk_window_set_child(window, GTK_WIDGET(box));
+  gtk_window_set_default_size(window, 900, 100);
+  tdm_status_line_set_text(line, one);
+  gtk_window_present(window);
+  settle(30);
+  g_assert_cmpint(tdm_status_line_get_lines(line, gtk_widget_get_width(GTK_WIDGET(line))), ==, 1);
+  height = gtk_widget_get_height(GTK_WIDGET(line));
+
+  /* The same number of lines: redrawn, not measured again. */
+  before = box->measured;
+  tdm_status_line_set_text(line, same);
+  settle(10);
+  g_assert_cmpuint(box->measured, ==, before);
+  g_assert_cmpstr(tdm_status_line_get_text(line), ==, same);
+
+  /* Three times the text wraps at 900 px: measured again, and taller. */
+  {
+    g_autofree char *long_text = g_strjoin(" · ", one, one, one, NULL);
+
+    g_assert_cmpint(tdm_status_line_get_lines(line, gtk_widget_get_width(GTK_WIDGET(line))), ==, 1);
+    tdm_status_line_set_text(line, long_text);
+    settle(10);
+    g_assert_cmpuint(box->measured, >, before);
+    g_assert_cmpint(tdm_status_line_get_lines(line, gtk_widget_get_width(GTK_WIDGET(line))), >, 1);
+    g_assert_cmpint(gtk_widget_get_height(GTK_WIDGET(line)), >, height);
+  }
 
   gtk_window_destroy(window);
 }
@@ -613,6 +732,7 @@ main(int argc, char **argv)
   g_test_add_func("/dashboard/step-time-legend", test_dashboard_step_time_legend);
   g_test_add_func("/dashboard/shared-gpu", test_dashboard_shared_gpu);
   g_test_add_func("/dashboard/hidden-unpaced", test_dashboard_hidden_unpaced);
+  g_test_add_func("/dashboard/status-line-relayout", test_status_line_relayout);
   g_test_add_func("/dashboard/empty-state", test_empty_state);
   g_test_add_func("/window/quit-saves-size", test_quit_saves_size);
   g_test_add_func("/a11y/names", test_a11y_names);
