@@ -12,8 +12,10 @@ writing the flags of the fastest candidate whose every seed ends ≥ 94.03 % (el
 ≥ 94 %) to $OUT/pick.txt.
 
 Environment: G (the folder with bin/tandem-train, as tools/gpu-prepare makes .gpu),
-OUT (logs), SWEEP (1, 2, 3 or "1 2": which of the sweeps below; default 2), SEEDS
-("0 1 2"), JOBS (4), DEVICES (cuda:0)."""
+OUT (logs), SWEEP (1 to 5, or several as "1 2": which of the sweeps below; default
+2), SEEDS ("0 1 2"), JOBS (4), DEVICES (cuda:0), SOLO (1; 0 skips the solo epoch
+times, and with them the estimates and the pick). Every run is pre-warmed
+(tandem-train's default on a GPU), so a first epoch costs what a later one does."""
 import concurrent.futures as cf, json, os, subprocess, sys, time
 
 G = os.environ["G"]
