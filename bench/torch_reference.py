@@ -10,8 +10,9 @@ Prints one line: samples_per_second=N.
 (its state_dict has the names and shapes of Tandem's checkpoints) trained with the
 preset's recipe (RECIPE below, each an option): SGD with Nesterov momentum 0.9, lr
 0.6, weight decay 5e-4 on conv and fc weights only, label smoothing 0.1, random
-horizontal flips done on the device (no crops: --crop 0), test-time flips. --network basic is the preset before it (three strided basic
-blocks, gap; the spec in bench/bench-resnet-gpu.sh), same recipe.
+horizontal flips done on the device (no crops: --crop 0), test-time flips.
+--network basic is the preset before it (three strided basic blocks, gap; the spec
+in bench/bench-resnet-gpu.sh), same recipe.
 --steps N times N steps instead of an epoch (CPUs are slow at it); --precision bf16
 runs under torch.autocast on CUDA. --time-to-accuracy trains the preset's 5 epochs
 (1 of warm-up, then linear decay) and prints the training seconds until the test
@@ -20,8 +21,8 @@ each batch shape (full and the epoch's short last one) and an evaluation, then p
 the model (BN statistics too), the optimizer and the augmentation generator back, as
 tandem-train's --prewarm does, so both are timed without first-call costs.
 """
-import copy
 import argparse
+import copy
 import gzip
 import os
 import struct
