@@ -10,14 +10,19 @@ Prints one line: samples_per_second=N.
 (its state_dict has the names and shapes of Tandem's checkpoints) trained with the
 preset's recipe (RECIPE below, each an option): SGD with Nesterov momentum 0.9, lr
 0.6, weight decay 5e-4 on conv and fc weights only, label smoothing 0.1, random
-2-pixel crops and horizontal flips done on the device, test-time flips. --network basic is the preset before it (three strided basic
-blocks, gap; the spec in bench/bench-resnet-gpu.sh), same recipe.
+horizontal flips done on the device (no crops: --crop 0), test-time flips.
+--network basic is the preset before it (three strided basic blocks, gap; the spec
+in bench/bench-resnet-gpu.sh), same recipe.
 --steps N times N steps instead of an epoch (CPUs are slow at it); --precision bf16
-runs under torch.autocast on CUDA. --time-to-accuracy trains the preset's 7 epochs
+runs under torch.autocast on CUDA. --time-to-accuracy trains the preset's 5 epochs
 (1 of warm-up, then linear decay) and prints the training seconds until the test
-accuracy first reaches --target.
+accuracy first reaches --target; with --prewarm it first runs, off the clock, a step of
+each batch shape (full and the epoch's short last one) and an evaluation, then puts
+the model (BN statistics too), the optimizer and the augmentation generator back, as
+tandem-train's --prewarm does, so both are timed without first-call costs.
 """
 import argparse
+import copy
 import gzip
 import os
 import struct
@@ -33,8 +38,8 @@ FASHION = "/usr/share/datasets/fashion-mnist"
 
 # The `resnet` preset's recipe (tdm_config_apply_preset in engine/training/tdm-config.c);
 # each is an option here too.
-RECIPE = dict(epochs=7, lr=0.6, momentum=0.9, weight_decay=5e-4, warmup=1.0,
-              label_smoothing=0.1, crop=2, test_flip=True)
+RECIPE = dict(epochs=5, lr=0.6, momentum=0.9, weight_decay=5e-4, warmup=1.0,
+              label_smoothing=0.1, crop=0, test_flip=True)
 
 
 def read_idx(path):
@@ -183,6 +188,9 @@ def main():
     p.add_argument("--steps", type=int, default=0, help="time N steps, not an epoch")
     p.add_argument("--time-to-accuracy", action="store_true")
     p.add_argument("--target", type=float, default=0.94)
+    p.add_argument("--prewarm", action="store_true",
+                   help="--time-to-accuracy: one untimed step of each batch shape and an "
+                        "evaluation first, then undone")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--epochs", type=int, default=RECIPE["epochs"])
     p.add_argument("--lr", type=float, default=RECIPE["lr"])
@@ -237,7 +245,7 @@ def main():
     n = x_all.shape[0]
     gen = torch.Generator(device="cpu").manual_seed(a.seed)
     if a.time_to_accuracy:
-        time_to_accuracy(a, model, opt, step, x_all, n, gen, device)
+        time_to_accuracy(a, model, opt, step, x_all, n, gen, device, aug_gen)
         return
     limit = a.steps * a.batch if a.steps > 0 else n
 
@@ -262,7 +270,7 @@ def main():
     print(f"cpu_seconds_per_epoch={cpus[len(cpus) // 2]:.4f}")
 
 
-def time_to_accuracy(a, model, opt, step, x_all, n, gen, device):
+def time_to_accuracy(a, model, opt, step, x_all, n, gen, device, aug_gen):
     """The preset's schedule (--epochs, the first --warmup of them a linear warm-up from
     lr/10, then linear decay to 0), training time only, test accuracy after each epoch
     (with --test-flip the mean of the logits of each image and its mirror, as
@@ -273,6 +281,35 @@ def time_to_accuracy(a, model, opt, step, x_all, n, gen, device):
     y_test = torch.from_numpy(labels.astype(np.int64)).to(device)
     epochs, warm, base = a.epochs, a.warmup, a.lr
     steps_per_epoch = (n + a.batch - 1) // a.batch
+    autocast = a.precision == "bf16" and device.type == "cuda"
+
+    def evaluate():
+        model.eval()
+        with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16,
+                                             enabled=autocast):
+            def logits(x):
+                out = model(x).float()
+                return out + model(x.flip(3)).float() if a.test_flip else out
+            correct = sum((logits(x_test[j:j + 1000]).argmax(1) == y_test[j:j + 1000])
+                          .sum().item() for j in range(0, x_test.shape[0], 1000))
+        model.train()
+        return correct / x_test.shape[0]
+
+    if a.prewarm:
+        start = time.perf_counter()
+        saved_model = copy.deepcopy(model.state_dict())
+        saved_opt = copy.deepcopy(opt.state_dict())
+        saved_gen = aug_gen.get_state()
+        first = torch.arange(a.batch, device=device)
+        for size in sorted({a.batch, n % a.batch} - {0}, reverse=True):
+            step(first[:size])
+        evaluate()
+        model.load_state_dict(saved_model)
+        opt.load_state_dict(saved_opt)
+        aug_gen.set_state(saved_gen)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        print(f"prewarm_seconds={time.perf_counter() - start:.3f}")
     trained, reached = 0.0, None
     for e in range(epochs):
         order = torch.randperm(n, generator=gen).to(device)
@@ -289,17 +326,7 @@ def time_to_accuracy(a, model, opt, step, x_all, n, gen, device):
         if device.type == "cuda":
             torch.cuda.synchronize()
         trained += time.perf_counter() - start
-        model.eval()
-        with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16,
-                                             enabled=a.precision == "bf16" and
-                                             device.type == "cuda"):
-            def logits(x):
-                out = model(x).float()
-                return out + model(x.flip(3)).float() if a.test_flip else out
-            correct = sum((logits(x_test[j:j + 1000]).argmax(1) == y_test[j:j + 1000])
-                          .sum().item() for j in range(0, x_test.shape[0], 1000))
-        model.train()
-        accuracy = correct / x_test.shape[0]
+        accuracy = evaluate()
         print(f"epoch={e + 1} accuracy={accuracy:.4f} trained_seconds={trained:.3f}")
         if reached is None and accuracy >= a.target:
             reached = trained

@@ -255,12 +255,43 @@ to_bf16_kernel(uint16_t *out, const float *in, size_t n)
     out[i] = __bfloat16_as_ushort(__float2bfloat16_rn(in[i]));
 }
 
+/* The same, four values a thread: a 16-byte load and an 8-byte store (the scalar
+ * kernel's 2-byte stores ran at ~2.2 TB/s on a convolution's output gradient, h10g's
+ * profile). `quads` = n / 4 < 2³¹; the last n % 4 values go to the first threads. */
+__global__ void
+to_bf16_quad_kernel(uint2 *out, const float4 *in, unsigned quads, uint16_t *tail_out,
+                    const float *tail_in, unsigned tail)
+{
+  unsigned first = blockIdx.x * blockDim.x + threadIdx.x;
+  unsigned stride = gridDim.x * blockDim.x;
+  for (unsigned q = first; q < quads; q += stride) {
+    float4 v = in[q];
+    uint2 r;
+    r.x = (unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(v.x)) |
+          ((unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(v.y)) << 16);
+    r.y = (unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(v.z)) |
+          ((unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(v.w)) << 16);
+    out[q] = r;
+  }
+  if (first < tail)
+    tail_out[first] = __bfloat16_as_ushort(__float2bfloat16_rn(tail_in[first]));
+}
+
 extern "C" cudaError_t
 tdm_k_to_bf16(uint16_t *out, const float *in, size_t n, cudaStream_t stream)
 {
   if (n == 0)
     return cudaSuccess;
-  to_bf16_kernel<<<tdm_k_blocks(n, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(out, in, n);
+  size_t quads = n / 4;
+  if (tdm_k_aligned16(in) && ((uintptr_t)out & 7u) == 0 && quads > 0 &&
+      quads <= (size_t)INT32_MAX) {
+    unsigned tail = (unsigned)(n % 4);
+    to_bf16_quad_kernel<<<tdm_k_blocks(quads, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+        (uint2 *)out, (const float4 *)in, (unsigned)quads, out + quads * 4, in + quads * 4,
+        tail);
+  } else {
+    to_bf16_kernel<<<tdm_k_blocks(n, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(out, in, n);
+  }
   return tdm_k_launched();
 }
 

@@ -49,7 +49,7 @@ typedef struct {
   char *batchnorm, *decay_on, *warmup, *smoothing, *crop, *flip;
   char **classify;
   gboolean test_flip, no_test_flip, list_devices, json, quiet, version, distributed, record;
-  char *run_name, *history, *pace, *scaling, *scaling_steps;
+  char *run_name, *history, *pace, *scaling, *scaling_steps, *prewarm;
 } Options;
 
 static void
@@ -61,7 +61,7 @@ options_clear(Options *o)
     &o->schedule, &o->step_epochs, &o->gamma, &o->strategy, &o->precision, &o->seed,
     &o->eval_batch, &o->max_steps, &o->save, &o->resume, &o->image_size, &o->color, &o->top,
     &o->batchnorm, &o->decay_on, &o->warmup, &o->smoothing, &o->crop, &o->flip,
-    &o->run_name, &o->history, &o->pace, &o->scaling, &o->scaling_steps,
+    &o->run_name, &o->history, &o->pace, &o->scaling, &o->scaling_steps, &o->prewarm,
   };
   for (gsize i = 0; i < G_N_ELEMENTS(strings); i++)
     g_clear_pointer(strings[i], g_free);
@@ -81,8 +81,8 @@ static const char description[] =
   "FOLDER/train/CLASS/… and FOLDER/test/CLASS/…; --image-size and --color choose\n"
   "the samples; the decoded set is cached in ~/.cache/tandem/images).\n"
   "Networks: mlp (784-1000-1000-10), cnn, resnet (a ResNet-9-style BN network; it\n"
-  "brings its recipe: 7 epochs, batch 512, Nesterov SGD lr 0.6, weight decay 5e-4\n"
-  "on weights, 1 epoch of warm-up then linear decay, label smoothing 0.1, crop 2,\n"
+  "brings its recipe: 5 epochs, batch 512, Nesterov SGD lr 0.6, weight decay 5e-4\n"
+  "on weights, 1 epoch of warm-up then linear decay, label smoothing 0.1, crop 0,\n"
   "flip auto, test-time flips, synchronized BN; flags given override any of it), or\n"
   "a spec such as\n"
   "  conv32k3p1,relu,pool2,fc128,relu,fc10\n"
@@ -216,6 +216,9 @@ options_context(Options *o)
      "With --scaling: steps timed at each device count (default 200)", "N"},
     {"pace", 0, 0, G_OPTION_ARG_STRING, &o->pace,
      "At most N steps a second, to watch a small network (default 0: no limit)", "N"},
+    {"prewarm", 0, 0, G_OPTION_ARG_STRING, &o->prewarm,
+     "Before the clock starts, one untimed step of each batch shape, then undone: "
+     "auto (default: on with a GPU), on or off", "WHEN"},
     {"list-devices", 0, 0, G_OPTION_ARG_NONE, &o->list_devices,
      "List the devices and exit", NULL},
     {"json", 0, 0, G_OPTION_ARG_NONE, &o->json,
@@ -835,6 +838,11 @@ run(const TdmConfig *config, const Options *o)
   if (!parse_double("--pace", o->pace, &pace, &error) ||
       (pace < 0 && !bad_option(&error, "--pace: %g is not a number of steps a second", pace)))
     return fail(EXIT_BAD_INPUT, NULL, error->message);
+  TdmPrewarm prewarm = TDM_PREWARM_AUTO;
+  if (o->prewarm != NULL && !tdm_prewarm_from_name(o->prewarm, &prewarm)) {
+    bad_option(&error, "--prewarm: unknown value “%s” (choose auto, on or off)", o->prewarm);
+    return fail(EXIT_BAD_INPUT, NULL, error->message);
+  }
   g_autoptr(TdmHistory) history = NULL;
   g_autoptr(TdmRunRecorder) recorder = NULL;
   if (o->record && saves_here(config)) {
@@ -853,6 +861,7 @@ run(const TdmConfig *config, const Options *o)
   if (recorder != NULL)
     tdm_trainer_set_summary_steps(trainer, TDM_HISTORY_SUMMARY_STEPS);
   tdm_trainer_set_pace(trainer, pace);
+  tdm_trainer_set_prewarm(trainer, prewarm);
   gboolean ok = tdm_trainer_run(trainer, cancellable, &error);
   bar_clear(&printer);
   int record_status = 0;

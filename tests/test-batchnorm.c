@@ -3,7 +3,8 @@
  * replicas train as one with the same global batch) with either strategy;
  * per-replica BN keeps running averages identical on every replica; crops, flips and
  * dropout masks do not depend on the number of replicas; BN statistics go into
- * checkpoints under PyTorch's names, and a resumed run continues bit-exactly. */
+ * checkpoints under PyTorch's names, and a resumed run continues bit-exactly; the
+ * pre-warm before the clock leaves no trace. */
 #include "tdm-backend.h"
 #include "tdm-checkpoint.h"
 #include "tdm-counter-rng.h"
@@ -560,6 +561,146 @@ test_checkpoint_and_resume(void)
   g_rmdir(dir);
 }
 
+/* What the pre-warm test compares: parameters, every local replica's running
+ * statistics, the first summary's training loss, and the pre-warm's step count. */
+typedef struct {
+  float *params, *states;
+  size_t n_params, n_states;
+  double first_loss;
+  int prewarm_steps;
+} Traced;
+
+static void
+trace_events(const TdmEvent *e, gpointer data)
+{
+  Traced *tr = data;
+  if (e->kind == TDM_EVENT_STARTED)
+    tr->prewarm_steps = e->started.prewarm_steps;
+  else if (e->kind == TDM_EVENT_STEP && isnan(tr->first_loss))
+    tr->first_loss = e->step.train_loss;
+}
+
+static Traced
+train_prewarm(TdmConfig *cfg, TdmPrewarm mode, const char *resume)
+{
+  g_autoptr(GError) error = NULL;
+  Traced tr = {.first_loss = NAN, .prewarm_steps = -1};
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, trace_events, &tr);
+  tdm_trainer_set_prewarm(trainer, mode);
+  tdm_trainer_set_summary_steps(trainer, 1);
+  if (resume != NULL)
+    tdm_trainer_set_resume_path(trainer, resume);
+  g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+  g_assert_no_error(error);
+  const float *p = tdm_trainer_get_parameters(trainer, &tr.n_params);
+  tr.params = g_memdup2(p, tr.n_params * sizeof(float));
+  int replicas = tdm_config_replica_count(cfg);
+  for (int r = 0; r < replicas; r++) {
+    size_t n = 0;
+    const float *s = tdm_trainer_get_bn_state(trainer, r, &n);
+    g_assert_nonnull(s);
+    tr.states = g_realloc(tr.states, (tr.n_states + n) * sizeof(float));
+    memcpy(tr.states + tr.n_states, s, n * sizeof(float));
+    tr.n_states += n;
+  }
+  return tr;
+}
+
+static void
+traced_clear(Traced *tr)
+{
+  g_free(tr->params);
+  g_free(tr->states);
+}
+
+static void
+assert_same_run(const Traced *a, const Traced *b)
+{
+  g_assert_cmpuint(a->n_params, ==, b->n_params);
+  g_assert_cmpuint(a->n_states, ==, b->n_states);
+  g_assert_cmpmem(a->params, a->n_params * sizeof(float), b->params, b->n_params * sizeof(float));
+  g_assert_cmpmem(a->states, a->n_states * sizeof(float), b->states, b->n_states * sizeof(float));
+  g_assert_cmpfloat(a->first_loss, ==, b->first_loss);
+}
+
+/* The pre-warm (tdm_trainer_set_prewarm) runs a full and a short step twice each and
+ * an evaluation, then puts everything back: parameters and every replica's running
+ * statistics bit for bit as without it, and the first step's loss too (the metrics'
+ * sums were cleared). Batch 28 leaves a short last batch of 24 (60 000 samples). With
+ * Nesterov (velocity), Adam (moments and step count), synchronized and per-replica BN,
+ * dropout, crops and flips; and a run resumed from a checkpoint. AUTO leaves CPU
+ * workers without it. */
+static void
+test_prewarm_leaves_no_trace(void)
+{
+  const char *spec = "conv4k3p1,bn,relu,res(conv8k3s2p1,bn,relu,conv8k3p1,bn),relu,drop0.2,"
+                     "gap,fc10";
+  struct {
+    const char *devices;
+    TdmStrategy strategy;
+    TdmBatchNorm bn;
+    TdmOptimizerKind optimizer;
+  } cases[] = {
+    {"cpu", TDM_STRATEGY_ALLREDUCE, TDM_BATCHNORM_SYNC, TDM_OPTIMIZER_NESTEROV},
+    {"cpu:2", TDM_STRATEGY_ALLREDUCE, TDM_BATCHNORM_PER_REPLICA, TDM_OPTIMIZER_ADAM},
+    {"cpu:3", TDM_STRATEGY_MAIN, TDM_BATCHNORM_SYNC, TDM_OPTIMIZER_NESTEROV},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(TdmConfig) cfg = bn_config(cases[i].devices, 28, cases[i].strategy, cases[i].bn);
+    g_free(cfg->network);
+    cfg->network = g_strdup(spec);
+    cfg->optimizer = cases[i].optimizer;
+    if (cfg->optimizer == TDM_OPTIMIZER_ADAM)
+      cfg->lr = 1e-3;
+    cfg->crop_pad = 2;
+    cfg->flip = TDM_FLIP_ON;
+    cfg->label_smoothing = 0.1;
+    cfg->max_steps = 6;
+    Traced off = train_prewarm(cfg, TDM_PREWARM_OFF, NULL);
+    Traced on = train_prewarm(cfg, TDM_PREWARM_ON, NULL);
+    Traced automatic = train_prewarm(cfg, TDM_PREWARM_AUTO, NULL);
+    g_test_message("pre-warm on %s (%s, %s BN, %s): %d steps", cases[i].devices,
+                   tdm_strategy_name(cases[i].strategy), tdm_batchnorm_name(cases[i].bn),
+                   tdm_optimizer_name(cases[i].optimizer), on.prewarm_steps);
+    g_assert_cmpint(off.prewarm_steps, ==, 0);
+    g_assert_cmpint(on.prewarm_steps, ==, 4);
+    g_assert_cmpint(automatic.prewarm_steps, ==, 0);
+    assert_same_run(&on, &off);
+    assert_same_run(&automatic, &off);
+    traced_clear(&off);
+    traced_clear(&on);
+    traced_clear(&automatic);
+  }
+
+  /* Pre-warmed, saved after 3 steps and resumed (pre-warmed again) to 6: the run that
+   * never stopped and never pre-warmed. */
+  g_autofree char *dir = g_dir_make_tmp("tandem-prewarm-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "run.safetensors", NULL);
+  g_autoptr(TdmConfig) cfg = bn_config("cpu:2", 28, TDM_STRATEGY_ALLREDUCE,
+                                       TDM_BATCHNORM_PER_REPLICA);
+  g_free(cfg->network);
+  cfg->network = g_strdup(spec);
+  cfg->crop_pad = 2;
+  cfg->flip = TDM_FLIP_ON;
+  cfg->max_steps = 6;
+  Traced full = train_prewarm(cfg, TDM_PREWARM_OFF, NULL);
+  cfg->max_steps = 3;
+  cfg->save_path = g_strdup(path);
+  Traced half = train_prewarm(cfg, TDM_PREWARM_ON, NULL);
+  cfg->max_steps = 6;
+  Traced resumed = train_prewarm(cfg, TDM_PREWARM_ON, path);
+  g_assert_cmpint(resumed.prewarm_steps, ==, 4);
+  g_assert_cmpmem(resumed.params, resumed.n_params * sizeof(float), full.params,
+                  full.n_params * sizeof(float));
+  g_assert_cmpmem(resumed.states, resumed.n_states * sizeof(float), full.states,
+                  full.n_states * sizeof(float));
+  traced_clear(&full);
+  traced_clear(&half);
+  traced_clear(&resumed);
+  g_unlink(path);
+  g_rmdir(dir);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -578,5 +719,6 @@ main(int argc, char **argv)
   g_test_add_func("/batchnorm/moments-large-mean-and-slots",
                   test_bn_moments_large_mean_and_slots);
   g_test_add_func("/batchnorm/checkpoint-and-resume", test_checkpoint_and_resume);
+  g_test_add_func("/batchnorm/prewarm-leaves-no-trace", test_prewarm_leaves_no_trace);
   return g_test_run();
 }

@@ -21,7 +21,7 @@ diag() { sed 's/^/# /'; }
 have_python=0
 command -v python3 >/dev/null 2>&1 && have_python=1
 
-plan=59
+plan=60
 echo "1..$plan"
 
 # --- help and listings -------------------------------------------------------------
@@ -107,6 +107,7 @@ expect_bad "--no-such-flag" --no-such-flag
 expect_bad "--main" --main 2 --devices cpu:2
 expect_bad "/no/such/folder" --dataset synthetic --save /no/such/folder/x.safetensors
 expect_bad "--pace" --dataset synthetic --pace -1
+expect_bad "--prewarm" --dataset synthetic --prewarm sometimes
 expect_bad "--history" --dataset synthetic --record --history /proc/no-such-folder
 expect_bad "--scaling" --dataset synthetic --devices cpu:2 --scaling huge
 expect_bad "two devices" --dataset synthetic --devices cpu --scaling strong

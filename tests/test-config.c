@@ -423,7 +423,10 @@ test_preset(void)
   g_assert_cmpint(c->schedule, ==, TDM_SCHEDULE_LINEAR);
   g_assert_cmpfloat(c->warmup_epochs, >, 0);
   g_assert_cmpfloat(c->label_smoothing, >, 0);
-  g_assert_cmpint(c->crop_pad, >, 0);
+  g_assert_cmpint(c->crop_pad, ==, 0);
+  g_assert_cmpint(c->flip, ==, TDM_FLIP_AUTO);
+  g_assert_cmpint(c->epochs, ==, 5);
+  g_assert_cmpfloat(c->lr, ==, 0.6);
   g_assert_true(c->test_flip);
   g_assert_true(tdm_config_validate(c, NULL));
   /* Flips: auto means on, except for digits. */

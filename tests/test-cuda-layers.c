@@ -826,6 +826,12 @@ test_stored_bf16(void)
   uint16_t *dh = (uint16_t *)poisoned(n / 2 + 1);
   gpu->ops->to_bf16(gpu, dh, dv, n);
   check_bits("to_bf16", dh, v, n);
+  /* Four values a thread where both ends are aligned, n % 4 = 3 left for the tail;
+   * one value a thread otherwise (the input one float off its 16-byte alignment). */
+  gpu->ops->to_bf16(gpu, dh, dv + 1, n - 1);
+  check_bits("to_bf16, misaligned input", dh, v + 1, n - 1);
+  gpu->ops->to_bf16(gpu, dh, dv + 4, 6);
+  check_bits("to_bf16, six values", dh, v + 4, 6);
   release(dv);
   release(dh);
 

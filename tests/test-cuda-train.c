@@ -1,7 +1,7 @@
 /* test-cuda-train.c — training on GPUs (suite gpu): the CUDA backend trains as the CPU
  * does, several replicas on one GPU train as one (with synchronized batch
- * normalization too), bf16 stays near float32, and the networks reach their
- * accuracy. Skips with a message where no CUDA GPU is present. */
+ * normalization too), bf16 stays near float32, the pre-warm leaves no trace, and the
+ * networks reach their accuracy. Skips with a message where no CUDA GPU is present. */
 #include "tdm-backend.h"
 #include "tdm-dataset.h"
 #include "tdm-events.h"
@@ -231,6 +231,13 @@ test_sync_bn_replicas_on_one_gpu(void)
   recipe = FALSE;
 }
 
+static void
+remember_prewarm(const TdmEvent *e, gpointer data)
+{
+  if (e->kind == TDM_EVENT_STARTED)
+    *(int *)data = e->started.prewarm_steps;
+}
+
 typedef struct {
   double accuracy;
 } Last;
@@ -360,6 +367,94 @@ test_memory_estimate(void)
       }
 }
 
+/* Parameters and every replica's BN statistics of a 20-step recipe run with the
+ * pre-warm set to `mode`; *steps gets the pre-warm's step count. */
+static float *
+train_prewarm(const char *devices, TdmPrecision precision, TdmBatchNorm bn, TdmPrewarm mode,
+              size_t *count, int *steps)
+{
+  g_autoptr(TdmConfig) cfg = tdm_config_new();
+  g_autoptr(GError) error = NULL;
+  g_free(cfg->dataset);
+  cfg->dataset = g_strdup("synthetic");
+  g_free(cfg->network);
+  cfg->network = g_strdup(BN_NETWORK);
+  g_assert_true(tdm_config_set_devices(cfg, devices, &error));
+  /* 60 000 % 56 = 24: a short last batch for the pre-warm. */
+  cfg->batch = 56;
+  cfg->precision = precision;
+  cfg->max_steps = 20;
+  cfg->seed = 5;
+  cfg->optimizer = TDM_OPTIMIZER_NESTEROV;
+  cfg->lr = 0.05;
+  cfg->weight_decay = 5e-4;
+  cfg->decay_scope = TDM_DECAY_WEIGHTS;
+  cfg->label_smoothing = 0.1;
+  cfg->crop_pad = 2;
+  cfg->flip = TDM_FLIP_ON;
+  cfg->batchnorm = bn;
+  cfg->test_flip = TRUE;
+  *steps = -1;
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, remember_prewarm, steps);
+  tdm_trainer_set_prewarm(trainer, mode);
+  g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+  g_assert_no_error(error);
+  size_t n = 0;
+  const float *params = tdm_trainer_get_parameters(trainer, &n);
+  GArray *all = g_array_new(FALSE, FALSE, sizeof(float));
+  g_array_append_vals(all, params, n);
+  for (int r = 0; r < tdm_config_replica_count(cfg); r++) {
+    size_t ns = 0;
+    const float *state = tdm_trainer_get_bn_state(trainer, r, &ns);
+    g_assert_nonnull(state);
+    g_array_append_vals(all, state, ns);
+  }
+  *count = all->len;
+  return (float *)g_array_free(all, FALSE);
+}
+
+/* The pre-warm (tdm_trainer_set_prewarm) on GPUs: with it, parameters and running
+ * statistics after 20 steps are the bits of the run without it, on one replica
+ * (where later steps replay a captured graph, the first of which the pre-warm
+ * captured) in fp32 and bf16, and on two replicas of one GPU with either BN. AUTO
+ * pre-warms on a GPU. */
+static void
+test_prewarm_leaves_no_trace(void)
+{
+  if (!have_gpu())
+    return;
+  struct {
+    const char *devices;
+    TdmPrecision precision;
+    TdmBatchNorm bn;
+  } cases[] = {
+    {"cuda:0", TDM_PRECISION_FP32, TDM_BATCHNORM_SYNC},
+    {"cuda:0", TDM_PRECISION_BF16, TDM_BATCHNORM_SYNC},
+    {"cuda:0,cuda:0", TDM_PRECISION_FP32, TDM_BATCHNORM_SYNC},
+    {"cuda:0,cuda:0", TDM_PRECISION_BF16, TDM_BATCHNORM_PER_REPLICA},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    size_t n_off, n_on;
+    int steps_off, steps_on;
+    g_autofree float *off = train_prewarm(cases[i].devices, cases[i].precision, cases[i].bn,
+                                          TDM_PREWARM_OFF, &n_off, &steps_off);
+    g_autofree float *on = train_prewarm(cases[i].devices, cases[i].precision, cases[i].bn,
+                                         TDM_PREWARM_AUTO, &n_on, &steps_on);
+    g_assert_cmpuint(n_on, ==, n_off);
+    size_t differ = 0;
+    for (size_t k = 0; k < MIN(n_on, n_off); k++)
+      differ += memcmp(&on[k], &off[k], sizeof(float)) != 0;
+    g_test_message("pre-warm on %s %s, %s BN: %d steps; %zu of %zu values differ from the "
+                   "run without it (relative difference %.3g)",
+                   cases[i].devices, tdm_precision_name(cases[i].precision),
+                   tdm_batchnorm_name(cases[i].bn), steps_on, differ, n_off,
+                   relative_difference(on, off, MIN(n_on, n_off)));
+    g_assert_cmpint(steps_off, ==, 0);
+    g_assert_cmpint(steps_on, ==, 4);
+    g_assert_cmpuint(differ, ==, 0);
+  }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -371,6 +466,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda-train/replicas-on-one-gpu", test_replicas_on_one_gpu);
   g_test_add_func("/cuda-train/bn-network-matches-cpu", test_bn_network_matches_cpu);
   g_test_add_func("/cuda-train/sync-bn-replicas-on-one-gpu", test_sync_bn_replicas_on_one_gpu);
+  g_test_add_func("/cuda-train/prewarm-leaves-no-trace", test_prewarm_leaves_no_trace);
   g_test_add_func("/cuda-train/out-of-memory", test_out_of_memory_is_reported);
   g_test_add_func("/cuda-train/memory-estimate", test_memory_estimate);
   g_test_add_func("/cuda-train/mlp-accuracy", test_mlp_accuracy);

@@ -112,6 +112,9 @@ struct _TdmTrainer {
   gboolean step_detail;         /* phases and batch split of sampled steps (default on) */
   int summary_steps;             /* > 0: summaries on this step grid, not by the clock */
   int32_t *predicted;           /* [test count]: each test sample's predicted class */
+  TdmPrewarm prewarm;           /* tdm_trainer_set_prewarm */
+  int prewarm_steps;            /* this run's, for the STARTED event */
+  double prewarm_seconds;
 
   /* Pace: under pause_lock. */
   double pace;                  /* steps per second at most; 0 for no limit */
@@ -159,6 +162,10 @@ void tdm_trainer_on_grads_ready (TdmReplica *rep, size_t offset, size_t count, g
  * end, and freeing it all (safe after a failed set-up). */
 gboolean tdm_trainer_setup (TdmTrainer *t, GCancellable *cancellable, GError **error);
 gboolean tdm_trainer_initialize_parameters (TdmTrainer *t, GError **error);
+/* The pre-warm (tdm_trainer_set_prewarm), after the parameters are initialized: it
+ * ends with parameters, optimizer state, BN statistics, metrics and timing as it
+ * found them. */
+gboolean tdm_trainer_prewarm (TdmTrainer *t, GError **error);
 void tdm_trainer_stop_workers (TdmTrainer *t);
 void tdm_trainer_teardown (TdmTrainer *t);
 /* A stop from the caller's GCancellable, on any thread. */

@@ -1,8 +1,9 @@
 /* tdm-trainer-setup.c — a run's set-up and tear-down: the dataset and network, the
  * memory estimate (and the refusal of a run that cannot fit), a backend, replica and
  * optimizer per local replica, the communicator, synchronized BN and gradient
- * buckets, the worker threads, and the seeded parameters every replica starts from;
- * then all of it freed again. The loop is in tdm-trainer.c.
+ * buckets, the worker threads, the seeded parameters every replica starts from and
+ * the pre-warm that leaves no trace; then all of it freed again. The loop is in
+ * tdm-trainer.c.
  */
 #include "tdm-trainer-private.h"
 #include "tdm-backend.h"
@@ -21,6 +22,7 @@
 #include "tdm-build-config.h"
 
 #include <cblas.h>
+#include <string.h>
 
 /* Ends the worker threads; after this only the calling thread touches replicas. */
 void
@@ -335,4 +337,106 @@ tdm_trainer_initialize_parameters(TdmTrainer *t, GError **error)
   }
   t->job.kind = JOB_BROADCAST;
   return tdm_trainer_run_all(t, error);
+}
+
+static gboolean
+prewarm_wanted(const TdmTrainer *t)
+{
+  switch (t->prewarm) {
+  case TDM_PREWARM_ON:
+    return TRUE;
+  case TDM_PREWARM_OFF:
+    return FALSE;
+  case TDM_PREWARM_AUTO:
+  default:
+    /* Decided on the configuration, not on this process's devices: under mpirun
+     * every rank must run the pre-warm's collectives, or none. */
+    return !all_cpu(t->config);
+  }
+}
+
+/* One pre-warm job on every replica: a training step of `count` samples (the first
+ * ones, in order: no shuffle is drawn) or an evaluation. */
+static gboolean
+prewarm_job(TdmTrainer *t, JobKind kind, const int32_t *indices, int count, gboolean timed,
+            GError **error)
+{
+  t->job = (Job){.kind = kind, .indices = indices, .count = count, .epoch = 0,
+                 .lr = t->config->lr, .timed = timed, .origin = tdm_trainer_now_seconds()};
+  t->main_updated = FALSE;
+  return tdm_trainer_run_all(t, error);
+}
+
+/* Puts back what the pre-warm's steps moved: optimizer state (velocity, Adam's moments
+ * and step count), BN running statistics, the metrics' sums, the per-replica timing
+ * and communication counts; the parameters come from their seed again. Gradients,
+ * activations, columns and the like are rewritten by every step before they are
+ * read. */
+static gboolean
+prewarm_undo(TdmTrainer *t, GError **error)
+{
+  const TdmNetwork *net = t->net;
+  /* The metrics job takes (and clears) every replica's loss and correct sums. */
+  t->job.kind = JOB_METRICS;
+  t->job.stop_vote = 0;
+  if (!tdm_trainer_run_all(t, error))
+    return FALSE;
+  g_autofree float *state = NULL;
+  if (net->state_count > 0) {
+    state = g_new(float, net->state_count);
+    tdm_network_init_state(net, state);
+  }
+  for (int r = 0; r < t->replicas; r++) {
+    TdmBackend *b = t->backends[r];
+    TdmOptimizer *opt = t->opts[r];
+    if (opt != NULL) {
+      for (int i = 0; i < opt->state_count; i++)
+        b->ops->zero(b, opt->state[i], opt->count * sizeof(float));
+      opt->t = 0;
+    }
+    if (state != NULL)
+      b->ops->upload(b, t->reps[r]->state, state, net->state_count * sizeof(float));
+    b->ops->synchronize(b);
+    if (!tdm_backend_check(b, error))
+      return FALSE;
+    tdm_communicator_take_bytes(t->comm, r, NULL, NULL);
+  }
+  memset(t->timing, 0, sizeof(Timing) * t->replicas);
+  return tdm_trainer_initialize_parameters(t, error);
+}
+
+gboolean
+tdm_trainer_prewarm(TdmTrainer *t, GError **error)
+{
+  t->prewarm_steps = 0;
+  t->prewarm_seconds = 0;
+  if (!prewarm_wanted(t))
+    return TRUE;
+  const TdmConfig *cfg = t->config;
+  double start = tdm_trainer_now_seconds();
+  int full = cfg->batch, last = t->data->train->count % cfg->batch;
+  g_autofree int32_t *indices = g_new(int32_t, full);
+  for (int i = 0; i < full; i++)
+    indices[i] = i;
+  /* A run's steps come in two sizes, and each first as a sampled step (synchronized,
+   * hooks on) and then as a plain one, which a GPU captures as a graph and replays:
+   * both ways of running a step meet each shape once here. */
+  int sizes[2] = {full, last};
+  for (int k = 0; k < 2; k++) {
+    if (sizes[k] == 0)
+      continue;
+    for (int timed = 1; timed >= 0; timed--) {
+      if (!prewarm_job(t, JOB_TRAIN, indices, sizes[k], timed, error))
+        return FALSE;
+      t->prewarm_steps++;
+    }
+  }
+  /* Evaluation chunks have other shapes (the replica's capacity, the test set's
+   * remainder); it is not on the training clock, but the first one would wait. */
+  if (t->data->test->count > 0 && !prewarm_job(t, JOB_EVALUATE, NULL, 0, FALSE, error))
+    return FALSE;
+  if (!prewarm_undo(t, error))
+    return FALSE;
+  t->prewarm_seconds = tdm_trainer_now_seconds() - start;
+  return TRUE;
 }

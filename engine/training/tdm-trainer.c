@@ -239,6 +239,8 @@ emit_started(TdmTrainer *t)
   s->train_count = t->data->train->count;
   s->test_count = t->data->test->count;
   g_strlcpy(s->notice, t->data->notice != NULL ? t->data->notice : "", sizeof s->notice);
+  s->prewarm_steps = t->prewarm_steps;
+  s->prewarm_seconds = t->prewarm_seconds;
   tdm_trainer_emit(t, &e);
 }
 
@@ -564,6 +566,32 @@ tdm_trainer_set_step_detail(TdmTrainer *t, gboolean detail)
 }
 
 void
+tdm_trainer_set_prewarm(TdmTrainer *t, TdmPrewarm mode)
+{
+  g_return_if_fail(t != NULL);
+  t->prewarm = mode;
+}
+
+static const char *const prewarm_names[] = {"auto", "on", "off"};
+
+const char *
+tdm_prewarm_name(TdmPrewarm mode)
+{
+  return (guint)mode < G_N_ELEMENTS(prewarm_names) ? prewarm_names[mode] : "auto";
+}
+
+gboolean
+tdm_prewarm_from_name(const char *name, TdmPrewarm *mode)
+{
+  for (guint i = 0; i < G_N_ELEMENTS(prewarm_names); i++)
+    if (name != NULL && g_str_equal(name, prewarm_names[i])) {
+      *mode = (TdmPrewarm)i;
+      return TRUE;
+    }
+  return FALSE;
+}
+
+void
 tdm_trainer_set_summary_steps(TdmTrainer *t, int steps)
 {
   g_return_if_fail(t != NULL && steps >= 0);
@@ -731,7 +759,7 @@ tdm_trainer_run(TdmTrainer *t, GCancellable *cancellable, GError **error)
     t->cancellable = g_object_ref(cancellable);
     t->cancel_handler = g_cancellable_connect(cancellable, G_CALLBACK(tdm_trainer_on_cancelled), t, NULL);
   }
-  if (!tdm_trainer_initialize_parameters(t, &local))
+  if (!tdm_trainer_initialize_parameters(t, &local) || !tdm_trainer_prewarm(t, &local))
     goto failed_or_stopped;
   if (t->resume_path != NULL && !tdm_trainer_restore_checkpoint(t, t->resume_path, &local))
     goto failed;

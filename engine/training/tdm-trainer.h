@@ -52,6 +52,25 @@ gboolean tdm_trainer_get_paused (TdmTrainer *trainer);
  * events; on by default). Off only to measure what they cost (bench-phases). */
 void tdm_trainer_set_step_detail (TdmTrainer *trainer, gboolean detail);
 
+/* A pre-warm before the training clock starts (not the learning rate's warm-up,
+ * config->warmup_epochs): one step of each shard size the run has (a full batch and
+ * an epoch's short last one), each once as a sampled step and once as a plain one (a GPU's captured graph), and one evaluation; then parameters,
+ * optimizer state, BN running statistics and metrics are put back as if it had not
+ * run (the steps use the first samples in order and draw their augmentation from
+ * the counter streams, so nothing else moved). It takes a GPU's first-call costs off
+ * the clock: cuBLAS loading its kernels for each GEMM shape, first touches of
+ * buffers, about 0.36 s on an H200 for the resnet preset against 3 ms a later step.
+ * AUTO, the default, pre-warms when any device is a GPU; CPU workers gain nothing
+ * from it (bench/NOTES.md, issue 10, h10w). Set before run. */
+typedef enum {
+  TDM_PREWARM_AUTO,
+  TDM_PREWARM_ON,
+  TDM_PREWARM_OFF,
+} TdmPrewarm;
+void tdm_trainer_set_prewarm (TdmTrainer *trainer, TdmPrewarm mode);
+const char *tdm_prewarm_name (TdmPrewarm mode);
+gboolean tdm_prewarm_from_name (const char *name, TdmPrewarm *mode);
+
 /* Step summaries every `steps` steps (and at epoch ends) instead of every ~50 ms, so
  * two runs of one configuration record the same points and overlay exactly (run
  * history); 0, the default, goes by the clock. Set before run. */

@@ -619,7 +619,8 @@ test_window_bad_spec(void)
     g_assert_cmpstr(config->network, ==, "resnet");
     g_assert_cmpint(config->batch, ==, 256);
     g_assert_cmpint(config->batchnorm, ==, TDM_BATCHNORM_SYNC);
-    g_assert_cmpint(config->crop_pad, ==, 2);
+    g_assert_cmpint(config->crop_pad, ==, 0);
+    g_assert_cmpint(config->epochs, ==, 5);
     g_assert_cmpint(config->decay_scope, ==, TDM_DECAY_WEIGHTS);
     g_assert_true(config->test_flip);
   }
