@@ -231,36 +231,39 @@ test_scale_no_bias(void)
 }
 
 /* Convolutions the CPU backend runs by Winograd (tdm-backend-cpu-winograd.c): 3×3,
- * stride 1, eight input channels or more. F(3×3, 3×3) with pad 2, 1 and 0 and outputs
- * that end in part tiles, a first layer (no input gradient) and layers with one, and a
- * global average pool at the end, whose gradient has no kinks (a max pool's spoil 50
- * of 2,103 differences, through im2col as much as through Winograd); then F(2×2, 3×3)
- * on 5×4 images (half tiles at the bottom), and F(3×3, 3×3) on 3×3 images. */
+ * stride 1, eight input channels or more, every tile size. On 7×7 images F(3×3, 3×3)
+ * with pad 2 and 1 (9×9 outputs, part tiles at the edges) and F(4×4, 3×3) with pad 0,
+ * a first layer (no input gradient) and layers with one, and a global average pool at
+ * the end, whose gradient has no kinks (a max pool's spoil 50 of 2,103 differences,
+ * through im2col as much as through Winograd); F(2×2, 3×3) on 2×5 images (a half tile
+ * at the right); F(3×3, 3×3) on 3×3 images. */
 static void
 test_winograd(void)
 {
   const struct {
     const char *spec;
-    int h, w, tile;
+    int h, w;
   } cases[] = {
-    {"conv8k3p2,relu,conv9k3p1,bn,relu,conv10k3,relu,gap,fc3", 7, 7, 3},
-    {"conv8k3p1,relu,conv9k3p1,bn,relu,conv10k3p1,relu,gap,fc3", 5, 4, 2},
-    {"conv8k3p1,bn,relu,conv9k3p1,relu,gap,fc3", 3, 3, 3},
+    {"conv8k3p2,relu,conv9k3p1,bn,relu,conv10k3,relu,gap,fc3", 7, 7},
+    {"conv8k3p1,relu,conv9k3p1,bn,relu,gap,fc3", 2, 5},
+    {"conv8k3p1,bn,relu,conv9k3p1,relu,gap,fc3", 3, 3},
   };
+  gboolean seen[5] = {FALSE};
   for (guint k = 0; k < G_N_ELEMENTS(cases); k++) {
     g_autoptr(GError) error = NULL;
     g_autoptr(TdmNetwork) net = tdm_network_new(cases[k].spec, cases[k].h, cases[k].w, 8, 3, &error);
     g_assert_no_error(error);
-    if (g_strcmp0(g_getenv("TANDEM_CPU_WINOGRAD"), "0") != 0)
-      for (int i = 0; i < net->layer_count; i++) {
-        const TdmLayer *l = &net->layers[i];
-        if (l->kind != TDM_LAYER_CONV)
-          continue;
+    for (int i = 0; i < net->layer_count; i++) {
+      const TdmLayer *l = &net->layers[i];
+      if (l->kind != TDM_LAYER_CONV)
+        continue;
+      if (g_strcmp0(g_getenv("TANDEM_CPU_WINOGRAD"), "0") != 0)
         g_assert_cmpuint(tdm_replica_layer_buffers(net, i, TDM_BACKEND_CPU).conv_work, >, 0);
-        g_assert_cmpint(tdm_cpu_winograd_tile(l->in_h, l->in_w, l->pad), ==, cases[k].tile);
-      }
+      seen[tdm_cpu_winograd_tile(l->in_h, l->in_w, l->pad)] = TRUE;
+    }
     check_spec(cases[k].spec, cases[k].h, cases[k].w, 8, 3);
   }
+  g_assert_true(seen[2] && seen[3] && seen[4]);
 }
 
 static void

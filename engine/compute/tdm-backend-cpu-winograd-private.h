@@ -37,7 +37,7 @@ pos_stride(int channels)
  * (m + 2)×(m + 2) inputs. */
 typedef struct {
   int n, h, w, c, k, pad;
-  int m;               /* outputs per tile side: 2 or 3 */
+  int m;               /* outputs per tile side: 2, 3 or 4 */
   int oh, ow;          /* output size */
   int th, tw;          /* tiles down and across one image */
   size_t tiles;        /* n · th · tw */
@@ -86,8 +86,9 @@ tile_origin(const Geometry *g, size_t t, size_t *img, int *y0, int *x0)
   *x0 = g->m * tx - g->pad;
 }
 
-/* F(3×3, 3×3)'s transforms (tdm-backend-cpu-winograd3.c), the same contracts as
- * F(2×2, 3×3)'s in tdm-backend-cpu-winograd.c with 25 positions. */
+/* F(3×3, 3×3)'s and F(4×4, 3×3)'s transforms (tdm-backend-cpu-winograd3.c and 4.c),
+ * the same contracts as F(2×2, 3×3)'s in tdm-backend-cpu-winograd.c with 25 and 36
+ * positions. */
 void tdm_wino3_weights (float *u, const float *wt, int k, int c);
 void tdm_wino3_weights_adjoint (float *dw, const float *du, int k, int c);
 void tdm_wino3_input (float *v, const Geometry *g, const float *x, const float *zero,
@@ -96,4 +97,13 @@ void tdm_wino3_input_adjoint (float *dx, const Geometry *g, const float *dv, siz
                               int count);
 void tdm_wino3_output (float *y, const Geometry *g, const float *m, size_t t0, int count);
 void tdm_wino3_output_adjoint (float *dm, const Geometry *g, const float *dy,
+                               const float *zero, size_t t0, int count);
+void tdm_wino4_weights (float *u, const float *wt, int k, int c);
+void tdm_wino4_weights_adjoint (float *dw, const float *du, int k, int c);
+void tdm_wino4_input (float *v, const Geometry *g, const float *x, const float *zero,
+                      size_t t0, int count);
+void tdm_wino4_input_adjoint (float *dx, const Geometry *g, const float *dv, size_t t0,
+                              int count);
+void tdm_wino4_output (float *y, const Geometry *g, const float *m, size_t t0, int count);
+void tdm_wino4_output_adjoint (float *dm, const Geometry *g, const float *dy,
                                const float *zero, size_t t0, int count);

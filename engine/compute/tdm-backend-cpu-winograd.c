@@ -31,19 +31,32 @@
  * transforms (a first layer on grey images has one). */
 #define WINOGRAD_MIN_C 8
 
-/* The tile for an output of oh × ow: F(3×3, 3×3) (25 multiplications for 9 outputs)
- * where its tiles need fewer multiplications than F(2×2, 3×3)'s (16 for 4, whose
- * transforms are cheaper and more accurate), counting the products an edge tile
- * wastes past the output. Measured (bench-winograd, bench/NOTES.md): on every 3×3
- * convolution of the resnet preset (outputs 28, 14, 7 and 3 wide) F(3×3, 3×3) ran
- * 1.1–1.6× faster than F(2×2, 3×3); outputs of 2, 4, 8 or 16 fit 2×2 tiles exactly and
- * keep them. */
+/* The largest tile: F(4×4, 3×3). */
+#ifndef WINOGRAD_MAX_TILE
+#define WINOGRAD_MAX_TILE 4
+#endif
+
+/* The tile for an output of oh × ow: the one whose tiles need the fewest
+ * multiplications, counting the products an edge tile wastes past the output, the
+ * smaller tile on a tie (cheaper transforms, smaller rounding error): F(2×2, 3×3) 16
+ * for 4 outputs, F(3×3, 3×3) 25 for 9, F(4×4, 3×3) 36 for 16. Measured
+ * (bench-winograd, bench/NOTES.md): on the resnet preset's convolutions (outputs 28,
+ * 14, 7 and 3 wide) F(3×3, 3×3) ran 1.1–1.6× faster than F(2×2, 3×3), and F(4×4, 3×3)
+ * then ran 1.0–1.3× faster than F(3×3, 3×3) where it needs fewer products (outputs
+ * 28, 14 and 7 wide; bench/NOTES.md). */
 static int
 tile_size(int oh, int ow)
 {
-  double mul2 = 16.0 * ((oh + 1) / 2) * ((ow + 1) / 2);
-  double mul3 = 25.0 * ((oh + 2) / 3) * ((ow + 2) / 3);
-  return mul3 < mul2 ? 3 : 2;
+  int best = 2;
+  double fewest = 16.0 * ((oh + 1) / 2) * ((ow + 1) / 2);
+  for (int m = 3; m <= WINOGRAD_MAX_TILE; m++) {
+    double products = (double)(m + 2) * (m + 2) * ((oh + m - 1) / m) * ((ow + m - 1) / m);
+    if (products < fewest) {
+      best = m;
+      fewest = products;
+    }
+  }
+  return best;
 }
 
 static Geometry
@@ -80,7 +93,7 @@ scratch_floats(int p, int c, int k)
 size_t
 tdm_cpu_winograd_scratch_floats(int c, int out_c)
 {
-  return scratch_floats(25, c, out_c);
+  return scratch_floats(positions(WINOGRAD_MAX_TILE), c, out_c);
 }
 
 typedef struct {
@@ -433,6 +446,17 @@ static const Transforms f3 = {
   tdm_wino3_output,  tdm_wino3_output_adjoint,
 };
 
+static const Transforms f4 = {
+  tdm_wino4_weights, tdm_wino4_weights_adjoint, tdm_wino4_input, tdm_wino4_input_adjoint,
+  tdm_wino4_output,  tdm_wino4_output_adjoint,
+};
+
+static const Transforms *
+transforms(int m)
+{
+  return m == 4 ? &f4 : m == 3 ? &f3 : &f2;
+}
+
 void
 tdm_cpu_conv_forward(TdmBackend *b, float *y, const float *x, const float *wt, float *work,
                      int n, int h, int w, int c, int out_c, int kernel, int pad, int stride)
@@ -441,7 +465,7 @@ tdm_cpu_conv_forward(TdmBackend *b, float *y, const float *x, const float *wt, f
       !winograd_check(b, "conv_forward", n, h, w, c, out_c, kernel, pad, stride))
     return;
   const Geometry g = geometry(n, h, w, c, out_c, pad);
-  const Transforms *t = g.m == 3 ? &f3 : &f2;
+  const Transforms *t = transforms(g.m);
   const int np = positions(g.m);
   const Scratch s = scratch(work, np, c, out_c);
   memset(s.zero, 0, sizeof(float) * MAX(c, out_c));
@@ -467,7 +491,7 @@ tdm_cpu_conv_backward(TdmBackend *b, float *dx, float *dw, const float *dy, cons
       !winograd_check(b, "conv_backward", n, h, w, c, out_c, kernel, pad, stride))
     return;
   const Geometry g = geometry(n, h, w, c, out_c, pad);
-  const Transforms *t = g.m == 3 ? &f3 : &f2;
+  const Transforms *t = transforms(g.m);
   const int np = positions(g.m);
   const Scratch s = scratch(work, np, c, out_c);
   const size_t vstride = pos_stride(c), mstride = pos_stride(out_c);
