@@ -263,7 +263,8 @@ test_winograd(void)
     }
     check_spec(cases[k].spec, cases[k].h, cases[k].w, 8, 3);
   }
-  g_assert_true(seen[2] && seen[3] && seen[4]);
+  if (g_getenv("TANDEM_CPU_WINOGRAD") == NULL)
+    g_assert_true(seen[2] && seen[3] && seen[4]);
 }
 
 static void

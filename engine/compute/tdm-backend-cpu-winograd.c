@@ -32,9 +32,24 @@
 #define WINOGRAD_MIN_C 8
 
 /* The largest tile: F(4×4, 3×3). */
-#ifndef WINOGRAD_MAX_TILE
 #define WINOGRAD_MAX_TILE 4
-#endif
+
+/* TANDEM_CPU_WINOGRAD in the environment, read once: 0 turns Winograd off (the im2col
+ * path, for comparisons); 2 or 3 caps the tile at 2×2 or 3×3 outputs; anything else,
+ * or nothing, is the default. */
+static int
+winograd_setting(void)
+{
+  static int setting = -1;
+  if (g_atomic_int_get(&setting) < 0) {
+    const char *v = g_getenv("TANDEM_CPU_WINOGRAD");
+    int value = WINOGRAD_MAX_TILE;
+    if (v != NULL && (g_str_equal(v, "0") || g_str_equal(v, "2") || g_str_equal(v, "3")))
+      value = v[0] - '0';
+    g_atomic_int_set(&setting, value);
+  }
+  return g_atomic_int_get(&setting);
+}
 
 /* The tile for an output of oh × ow: the one whose tiles need the fewest
  * multiplications, counting the products an edge tile wastes past the output, the
@@ -49,7 +64,7 @@ tile_size(int oh, int ow)
 {
   int best = 2;
   double fewest = 16.0 * ((oh + 1) / 2) * ((ow + 1) / 2);
-  for (int m = 3; m <= WINOGRAD_MAX_TILE; m++) {
+  for (int m = 3; m <= MAX(2, winograd_setting()); m++) {
     double products = (double)(m + 2) * (m + 2) * ((oh + m - 1) / m) * ((ow + m - 1) / m);
     if (products < fewest) {
       best = m;
@@ -112,21 +127,10 @@ scratch(float *work, int p, int c, int k)
   return s;
 }
 
-static gboolean
-winograd_enabled(void)
-{
-  static int enabled = -1;
-  if (g_atomic_int_get(&enabled) < 0) {
-    const char *v = g_getenv("TANDEM_CPU_WINOGRAD");
-    g_atomic_int_set(&enabled, v == NULL || !g_str_equal(v, "0"));
-  }
-  return g_atomic_int_get(&enabled);
-}
-
 size_t
 tdm_cpu_winograd_work_floats(int h, int w, int c, int out_c, int kernel, int pad, int stride)
 {
-  if (!winograd_enabled() || kernel != 3 || stride != 1 || c < WINOGRAD_MIN_C || out_c < 1 ||
+  if (winograd_setting() == 0 || kernel != 3 || stride != 1 || c < WINOGRAD_MIN_C || out_c < 1 ||
       h + 2 * pad < 3 || w + 2 * pad < 3)
     return 0;
   /* Multiplications per image and channel pair, against im2col's 9 an output. Above

@@ -17,7 +17,7 @@ G_BEGIN_DECLS
  * or 0 when the CPU backend does not run it by Winograd: kernel not 3×3, stride not
  * 1, too few input channels for the products to pay, an output so small that the
  * tiles' waste eats the saving, or TANDEM_CPU_WINOGRAD=0 in the environment (read
- * once, for comparisons). */
+ * once, for comparisons; 2 or 3 there caps the tile size). */
 size_t tdm_cpu_winograd_work_floats (int h, int w, int c, int out_c, int kernel, int pad,
                                      int stride);
 
