@@ -61,7 +61,8 @@ options_clear(Options *o)
     &o->schedule, &o->step_epochs, &o->gamma, &o->strategy, &o->precision, &o->seed,
     &o->eval_batch, &o->max_steps, &o->save, &o->resume, &o->image_size, &o->color, &o->top,
     &o->batchnorm, &o->decay_on, &o->warmup, &o->smoothing, &o->crop, &o->flip,
-    &o->test_shift, &o->run_name, &o->history, &o->pace, &o->scaling, &o->scaling_steps, &o->prewarm,
+    &o->test_shift, &o->run_name, &o->history, &o->pace, &o->scaling, &o->scaling_steps,
+    &o->prewarm,
   };
   for (gsize i = 0; i < G_N_ELEMENTS(strings); i++)
     g_clear_pointer(strings[i], g_free);

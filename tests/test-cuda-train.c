@@ -474,7 +474,8 @@ tta_logits(TdmBackend *b, const TdmNetwork *net, const TdmDataset *data, int cou
   g_assert_cmpint(tdm_replica_test_views(rep), ==, 10);
   float *logits = g_new(float, (size_t)count * net->classes);
   for (int first = 0; first < count; first += 40)
-    tdm_replica_predict(rep, first, MIN(40, count - first), logits + (size_t)first * net->classes);
+    tdm_replica_predict(rep, first, MIN(40, count - first),
+                        logits + (size_t)first * net->classes);
   tdm_replica_free(rep);
   return logits;
 }
