@@ -9,12 +9,13 @@ table estimates each seed's time to 94 % as first epoch + (k − 1) × steady ep
 the epoch it first reaches 94 %. Candidates are overrides of BASE, the recipe before
 h10g (10 epochs, lr 0.2, no test flips); `--test-flip` is on unless tf=False. Ends by
 writing the flags of the fastest candidate whose every seed ends ≥ 94.03 % (else
-≥ 94 %) to $OUT/pick.txt.
+≥ 94 %) to $OUT/pick.txt; with SOLO=0, of the one with the fewest epochs, then the
+highest lowest seed, whose every seed ends ≥ 94 %.
 
 Environment: G (the folder with bin/tandem-train, as tools/gpu-prepare makes .gpu),
-OUT (logs), SWEEP (1 to 5, or several as "1 2": which of the sweeps below; default
+OUT (logs), SWEEP (1 to 7, or several as "1 2": which of the sweeps below; default
 2), SEEDS ("0 1 2"), JOBS (4), DEVICES (cuda:0), SOLO (1; 0 skips the solo epoch
-times, and with them the estimates and the pick). Every run is pre-warmed
+times, and with them the estimates; the pick is then by epochs and accuracy). Every run is pre-warmed
 (tandem-train's default on a GPU), so a first epoch costs what a later one does."""
 import concurrent.futures as cf, json, os, subprocess, sys, time
 
@@ -110,6 +111,47 @@ SWEEPS["5"] = [
     cand("e5-lr6-crop0-ls05", epochs=5, lr=0.6, crop=0, label_smoothing=0.05),
     cand("e5-lr6-crop0-wu05", epochs=5, lr=0.6, crop=0, warmup=0.5),
 ]
+# The sixth sweep (h10x): four epochs with test-time shifts (--test-shift P: each test
+# image also evaluated shifted P pixels up, down, left and right, each mirrored too;
+# evaluation is not timed), around the peak lr, and five epochs with them for the margin.
+SWEEPS["6"] = [
+    cand("e4-lr6-ts1", epochs=4, lr=0.6, crop=0, test_shift=1),
+    cand("e4-lr7-ts1", epochs=4, lr=0.7, crop=0, test_shift=1),
+    cand("e4-lr8-ts1", epochs=4, lr=0.8, crop=0, test_shift=1),
+    cand("e4-lr9-ts1", epochs=4, lr=0.9, crop=0, test_shift=1),
+    cand("e4-lr10-ts1", epochs=4, lr=1.0, crop=0, test_shift=1),
+    cand("e4-lr6-ts2", epochs=4, lr=0.6, crop=0, test_shift=2),
+    cand("e4-lr8-ts2", epochs=4, lr=0.8, crop=0, test_shift=2),
+    cand("e4-lr8-wu05-ts1", epochs=4, lr=0.8, crop=0, warmup=0.5, test_shift=1),
+    cand("e4-lr7-wu05-ts1", epochs=4, lr=0.7, crop=0, warmup=0.5, test_shift=1),
+    cand("e4-lr8-ls05-ts1", epochs=4, lr=0.8, crop=0, label_smoothing=0.05, test_shift=1),
+    cand("e4-lr8-crop1-ts1", epochs=4, lr=0.8, crop=1, test_shift=1),
+    cand("e5-lr6-ts1", epochs=5, lr=0.6, crop=0, test_shift=1),
+]
+# The seventh sweep (h10x): shifts cost accuracy (sweep 6), so four epochs with flips
+# alone, around h10w's e4 lr 0.8 (93.96, 93.96, 93.97): warm-up, smoothing, peak,
+# decay shape, batch, weight decay and momentum, each moved alone (and two pairs).
+def e4(name, **kw):
+    return cand(name, epochs=4, crop=0, **kw)
+
+SWEEPS["7"] = [
+    e4("e4-lr8-wu05", lr=0.8, warmup=0.5),
+    e4("e4-lr8-wu15", lr=0.8, warmup=1.5),
+    e4("e4-lr8-ls05", lr=0.8, label_smoothing=0.05),
+    e4("e4-lr8-ls0", lr=0.8, label_smoothing=0),
+    e4("e4-lr7", lr=0.7),
+    e4("e4-lr9", lr=0.9),
+    e4("e4-lr9-wu05", lr=0.9, warmup=0.5),
+    e4("e4-lr10-wu05", lr=1.0, warmup=0.5),
+    e4("e4-lr8-cos", lr=0.8, schedule="cosine"),
+    e4("e4-lr8-wu05-ls05", lr=0.8, warmup=0.5, label_smoothing=0.05),
+    e4("e4-b384-lr6", batch=384, lr=0.6),
+    e4("e4-b384-lr7", batch=384, lr=0.7),
+    e4("e4-lr8-wd25", lr=0.8, weight_decay=2.5e-4),
+    e4("e4-lr8-wd75", lr=0.8, weight_decay=7.5e-4),
+    e4("e4-lr8-m85", lr=0.8, momentum=0.85),
+    e4("e4-lr8-m95", lr=0.8, momentum=0.95),
+]
 CANDS = [c for k in os.environ.get("SWEEP", "2").split() for c in SWEEPS[k]]
 
 def args_of(d, tf, seed):
@@ -184,6 +226,14 @@ for n, d, tf in CANDS:
 # The pick: the least estimated time among candidates whose every seed ends at least
 # 0.03 points over 94 %, else at least at 94 %; its flags (beside --network) to pick.txt.
 sure = [p for p in picks if p[1] >= 0.9403] or picks
+if not solo:
+    # Without epoch times (SOLO=0): the fewest epochs, then the highest lowest seed,
+    # among candidates whose every seed ends at least at 94 %.
+    sure = []
+    for n, d, tf in CANDS:
+        finals = [results[(n, s)][0][-1] if results[(n, s)][0] else 0 for s in SEEDS]
+        if min(finals) >= 0.94:
+            sure.append((int(d["epochs"]) - min(finals), min(finals), n, d, tf))
 if sure:
     est, low, n, d, tf = min(sure, key=lambda p: p[0])
     flags = []
@@ -193,4 +243,5 @@ if sure:
     if tf:
         flags.append("--test-flip")
     open(os.path.join(OUT, "pick.txt"), "w").write(" ".join([n] + flags))
-    print(f"# pick: {n} (est. {est:.3f} s, lowest final {low:.4f})", flush=True)
+    print(f"# pick: {n} (est. {est:.3f}{' s' if solo else ', epochs - lowest final'}, "
+          f"lowest final {low:.4f})", flush=True)

@@ -39,7 +39,7 @@ FASHION = "/usr/share/datasets/fashion-mnist"
 # The `resnet` preset's recipe (tdm_config_apply_preset in engine/training/tdm-config.c);
 # each is an option here too.
 RECIPE = dict(epochs=5, lr=0.6, momentum=0.9, weight_decay=5e-4, warmup=1.0,
-              label_smoothing=0.1, crop=0, test_flip=True)
+              label_smoothing=0.1, crop=0, test_flip=True, test_shift=0)
 
 
 def read_idx(path):
@@ -202,6 +202,10 @@ def main():
     p.add_argument("--test-flip", action=argparse.BooleanOptionalAction,
                    default=RECIPE["test_flip"],
                    help="evaluate each test image and its mirror, average the logits")
+    p.add_argument("--test-shift", type=int, default=RECIPE["test_shift"],
+                   help="also evaluate each test image shifted P pixels up, down, left "
+                        "and right (zero filled; mirrored too with --test-flip), as "
+                        "Tandem's --test-shift")
     a = p.parse_args()
 
     torch.set_num_threads(a.threads)
@@ -273,8 +277,8 @@ def main():
 def time_to_accuracy(a, model, opt, step, x_all, n, gen, device, aug_gen):
     """The preset's schedule (--epochs, the first --warmup of them a linear warm-up from
     lr/10, then linear decay to 0), training time only, test accuracy after each epoch
-    (with --test-flip the mean of the logits of each image and its mirror, as
-    Tandem's --test-flip)."""
+    (with --test-flip the mean of the logits of each image and its mirror, with
+    --test-shift P also of its copies shifted P pixels each way, as Tandem's)."""
     images, labels = load(a.dataset, "test")
     x_test = torch.from_numpy(images.copy()).to(device).float().div_(255.0)
     x_test = x_test.contiguous(memory_format=torch.channels_last)
@@ -287,9 +291,24 @@ def time_to_accuracy(a, model, opt, step, x_all, n, gen, device, aug_gen):
         model.eval()
         with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16,
                                              enabled=autocast):
+            def views(x):
+                yield x
+                s = a.test_shift
+                if s > 0:
+                    padded = F.pad(x, (s, s, s, s))
+                    h, w = x.shape[2], x.shape[3]
+                    for dy, dx in ((-s, 0), (s, 0), (0, -s), (0, s)):
+                        # v[r, q] = x[r + dy, q + dx], 0 outside: Tandem's convention.
+                        yield padded[:, :, s + dy:s + dy + h, s + dx:s + dx + w] \
+                            .contiguous(memory_format=torch.channels_last)
+
             def logits(x):
-                out = model(x).float()
-                return out + model(x.flip(3)).float() if a.test_flip else out
+                out = 0
+                for v in views(x):
+                    out = out + model(v).float()
+                    if a.test_flip:
+                        out = out + model(v.flip(3)).float()
+                return out
             correct = sum((logits(x_test[j:j + 1000]).argmax(1) == y_test[j:j + 1000])
                           .sum().item() for j in range(0, x_test.shape[0], 1000))
         model.train()

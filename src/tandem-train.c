@@ -46,7 +46,7 @@ typedef struct {
   char *optimizer, *lr, *momentum, *beta1, *beta2, *eps, *weight_decay;
   char *schedule, *step_epochs, *gamma, *strategy, *precision, *seed;
   char *eval_batch, *max_steps, *save, *resume, *image_size, *color, *top;
-  char *batchnorm, *decay_on, *warmup, *smoothing, *crop, *flip;
+  char *batchnorm, *decay_on, *warmup, *smoothing, *crop, *flip, *test_shift;
   char **classify;
   gboolean test_flip, no_test_flip, list_devices, json, quiet, version, distributed, record;
   char *run_name, *history, *pace, *scaling, *scaling_steps, *prewarm;
@@ -61,7 +61,8 @@ options_clear(Options *o)
     &o->schedule, &o->step_epochs, &o->gamma, &o->strategy, &o->precision, &o->seed,
     &o->eval_batch, &o->max_steps, &o->save, &o->resume, &o->image_size, &o->color, &o->top,
     &o->batchnorm, &o->decay_on, &o->warmup, &o->smoothing, &o->crop, &o->flip,
-    &o->run_name, &o->history, &o->pace, &o->scaling, &o->scaling_steps, &o->prewarm,
+    &o->test_shift, &o->run_name, &o->history, &o->pace, &o->scaling, &o->scaling_steps,
+    &o->prewarm,
   };
   for (gsize i = 0; i < G_N_ELEMENTS(strings); i++)
     g_clear_pointer(strings[i], g_free);
@@ -100,6 +101,9 @@ static const char description[] =
   "Augmentation: --crop P shifts each image by up to P pixels (zero padded),\n"
   "--flip mirrors half of them (auto: not for digits, mnist and synthetic); both\n"
   "depend only on the seed, epoch and sample, never on the number of devices.\n"
+  "Evaluation (not timed): --test-flip averages each test image's logits with its\n"
+  "mirror's; --test-shift P adds its copies shifted P pixels up, down, left and\n"
+  "right (zero filled; each mirrored too with --test-flip).\n"
   "Devices: cpu, cpu:N (N CPU workers), cuda:N (GPU N); a GPU may be named twice.\n"
   "Strategies: allreduce all-reduces the gradients and every device updates (as\n"
   "ChainerMN and PyTorch DDP); main reduces them onto the main device, updates\n"
@@ -182,6 +186,9 @@ options_context(Options *o)
      "Evaluate each test image and its mirror and average the two", NULL},
     {"no-test-flip", 0, 0, G_OPTION_ARG_NONE, &o->no_test_flip,
      "Evaluate each test image alone (resnet's recipe has --test-flip)", NULL},
+    {"test-shift", 0, 0, G_OPTION_ARG_STRING, &o->test_shift,
+     "Also evaluate each test image shifted P pixels each way and average (default 0, "
+     "off)", "P"},
     {"seed", 0, 0, G_OPTION_ARG_STRING, &o->seed,
      "Seed of initial weights and shuffling (default 0)", "N"},
     {"eval-batch", 0, 0, G_OPTION_ARG_STRING, &o->eval_batch,
@@ -318,6 +325,7 @@ options_apply(const Options *o, TdmConfig *c, GError **error)
       !parse_double("--warmup", o->warmup, &c->warmup_epochs, error) ||
       !parse_double("--label-smoothing", o->smoothing, &c->label_smoothing, error) ||
       !parse_int("--crop", o->crop, &c->crop_pad, error) ||
+      !parse_int("--test-shift", o->test_shift, &c->test_shift, error) ||
       !parse_int("--image-size", o->image_size, &c->image_size, error))
     return FALSE;
   if (o->test_flip && o->no_test_flip)

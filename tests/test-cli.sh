@@ -21,7 +21,7 @@ diag() { sed 's/^/# /'; }
 have_python=0
 command -v python3 >/dev/null 2>&1 && have_python=1
 
-plan=60
+plan=63
 echo "1..$plan"
 
 # --- help and listings -------------------------------------------------------------
@@ -32,7 +32,7 @@ missing=()
 for flag in --dataset --network --devices --main --batch --epochs --optimizer --lr \
             --momentum --weight-decay --schedule --strategy --precision --seed --save \
             --resume --list-devices --json --quiet --version --batchnorm --weight-decay-on \
-            --warmup --label-smoothing --crop --flip --test-flip --no-test-flip; do
+            --warmup --label-smoothing --crop --flip --test-flip --no-test-flip --test-shift; do
   grep -q -- "$flag" "$tmp/help" || missing+=("$flag")
 done
 if [ $status -eq 0 ] && [ ${#missing[@]} -eq 0 ] && grep -q Examples "$tmp/help"; then
@@ -127,6 +127,9 @@ expect_bad "--flip" --flip maybe
 expect_bad "--label-smoothing" --label-smoothing 1.5
 expect_bad "--crop" --crop -2
 expect_bad "--test-flip and --no-test-flip" --dataset synthetic --test-flip --no-test-flip
+expect_bad "--test-shift -1: give the shift in pixels, 0 (off) to 8" --dataset synthetic --test-shift -1
+expect_bad "--test-shift 9: give the shift in pixels, 0 (off) to 8" --dataset synthetic --test-shift 9
+expect_bad "--test-shift" --dataset synthetic --test-shift one
 expect_bad "--warmup" --warmup 30 --epochs 2
 expect_bad "--precision bf16 needs a GPU" --dataset synthetic --precision bf16
 

@@ -344,6 +344,7 @@ unusual_config(void)
   c->crop_pad = 3;
   c->flip = TDM_FLIP_AUTO;
   c->test_flip = TRUE;
+  c->test_shift = 2;
   return c;
 }
 
@@ -381,6 +382,7 @@ assert_config_equal(const TdmConfig *a, const TdmConfig *b)
   g_assert_cmpint(a->crop_pad, ==, b->crop_pad);
   g_assert_cmpint(a->flip, ==, b->flip);
   g_assert_cmpint(a->test_flip, ==, b->test_flip);
+  g_assert_cmpint(a->test_shift, ==, b->test_shift);
 }
 
 /* A checkpoint written before the recipe's fields reads with their defaults. */
@@ -392,7 +394,7 @@ test_json_without_recipe(void)
   g_autoptr(JsonNode) root = json_from_string(json, NULL);
   JsonObject *o = json_node_get_object(root);
   const char *recipe[] = {"batchnorm", "weight_decay_on", "warmup_epochs", "label_smoothing",
-                          "crop_pad", "flip", "test_flip"};
+                          "crop_pad", "flip", "test_flip", "test_shift"};
   for (gsize i = 0; i < G_N_ELEMENTS(recipe); i++)
     json_object_remove_member(o, recipe[i]);
   g_autofree char *old = json_to_string(root, FALSE);
@@ -405,6 +407,7 @@ test_json_without_recipe(void)
   g_assert_cmpfloat(back->label_smoothing, ==, 0.0);
   g_assert_cmpint(back->crop_pad, ==, 0);
   g_assert_false(back->test_flip);
+  g_assert_cmpint(back->test_shift, ==, 0);
   g_assert_cmpint(back->epochs, ==, c->epochs);
 }
 
@@ -457,6 +460,17 @@ test_recipe_validation(void)
   c->crop_pad = -1;
   g_assert_false(tdm_config_validate(c, &error));
   g_assert_nonnull(strstr(error->message, "--crop"));
+  g_clear_error(&error);
+  c->crop_pad = 0;
+  const int bad_shifts[] = {-1, TDM_TEST_SHIFT_MAX + 1};
+  for (gsize i = 0; i < G_N_ELEMENTS(bad_shifts); i++) {
+    c->test_shift = bad_shifts[i];
+    g_assert_false(tdm_config_validate(c, &error));
+    g_assert_nonnull(strstr(error->message, "--test-shift"));
+    g_clear_error(&error);
+  }
+  c->test_shift = TDM_TEST_SHIFT_MAX;
+  g_assert_true(tdm_config_validate(c, NULL));
 }
 
 static void
@@ -586,6 +600,7 @@ test_json_rejects(void)
     {"flip", int_node(1), "“flip” must be a string"},
     {"crop_pad", double_node(2.5), "“crop_pad” must be a whole number"},
     {"test_flip", int_node(1), "“test_flip” must be true or false"},
+    {"test_shift", string_node("1"), "“test_shift” must be a whole number"},
     {"strategy", string_node("ring"), "“strategy” has the unknown value"},
     {"precision", string_node("fp16"), "“precision” has the unknown value"},
     {"seed", int_node(-1), "“seed” must be a non-negative"},

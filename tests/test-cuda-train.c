@@ -1,10 +1,13 @@
 /* test-cuda-train.c — training on GPUs (suite gpu): the CUDA backend trains as the CPU
  * does, several replicas on one GPU train as one (with synchronized batch
- * normalization too), bf16 stays near float32, the pre-warm leaves no trace, and the
- * networks reach their accuracy. Skips with a message where no CUDA GPU is present. */
+ * normalization too), bf16 stays near float32, the pre-warm leaves no trace,
+ * test-time flips and shifts score what they do on the CPU, and the networks reach
+ * their accuracy. Skips with a message where no CUDA GPU is present. */
 #include "tdm-backend.h"
 #include "tdm-dataset.h"
 #include "tdm-events.h"
+#include "tdm-network.h"
+#include "tdm-replica.h"
 #include "tdm-trainer.h"
 
 #include <math.h>
@@ -455,6 +458,66 @@ test_prewarm_leaves_no_trace(void)
   }
 }
 
+/* Logits of test samples [0, count) with flips and 1-pixel shifts (ten views), in
+ * chunks of 40, on backend b, from the given parameters and running statistics. */
+static float *
+tta_logits(TdmBackend *b, const TdmNetwork *net, const TdmDataset *data, int count,
+           const float *params, const float *state)
+{
+  g_autoptr(GError) error = NULL;
+  TdmReplica *rep = tdm_replica_new(b, net, 40, data, data, &error);
+  g_assert_no_error(error);
+  b->ops->upload(b, rep->params, params, net->parameter_count * sizeof(float));
+  b->ops->upload(b, rep->state, state, net->state_count * sizeof(float));
+  rep->test_flip = TRUE;
+  rep->test_shift = 1;
+  g_assert_cmpint(tdm_replica_test_views(rep), ==, 10);
+  float *logits = g_new(float, (size_t)count * net->classes);
+  for (int first = 0; first < count; first += 40)
+    tdm_replica_predict(rep, first, MIN(40, count - first),
+                        logits + (size_t)first * net->classes);
+  tdm_replica_free(rep);
+  return logits;
+}
+
+/* Test-time flips and shifts on the GPU (its flip gather, the host-built shifted
+ * copies uploaded) against the CPU's, whose mean of views test-tta.c checks. */
+static void
+test_tta_matches_cpu(void)
+{
+  if (!have_gpu())
+    return;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GRand) rng = g_rand_new_with_seed(8);
+  const int count = 100;
+  g_autoptr(TdmDataset) data = tdm_dataset_new("tta", count, 12, 10, 3, 10);
+  for (int i = 0; i < count * 12 * 10 * 3; i++)
+    data->images[i] = (uint8_t)g_rand_int_range(rng, 0, 256);
+  for (int i = 0; i < count; i++)
+    data->labels[i] = (uint8_t)g_rand_int_range(rng, 0, 10);
+  g_autoptr(TdmNetwork) net = tdm_network_new(MYRTLE_SMALL, 12, 10, 3, 10, &error);
+  g_assert_no_error(error);
+  g_autofree float *params = g_new(float, net->parameter_count);
+  tdm_network_init_parameters(net, 3, params);
+  g_autofree float *state = g_new(float, net->state_count);
+  for (size_t i = 0; i < net->state_count; i++)
+    state[i] = (float)g_rand_double_range(rng, 0.2, 1.5);
+  TdmBackend *cpu = tdm_backend_cpu_new(&error);
+  g_assert_no_error(error);
+  /* tdm_backend_new, not the CUDA constructor: this file links in builds without
+   * CUDA too. */
+  TdmBackend *gpu = tdm_backend_new("cuda:0", TDM_PRECISION_FP32, &error);
+  g_assert_no_error(error);
+  g_autofree float *want = tta_logits(cpu, net, data, count, params, state);
+  g_autofree float *got = tta_logits(gpu, net, data, count, params, state);
+  double rel = relative_difference(got, want, (size_t)count * net->classes);
+  g_test_message("ten test-time views of %d samples, cuda:0 fp32 vs cpu: relative "
+                 "difference %.3g", count, rel);
+  g_assert_cmpfloat(rel, <=, 1e-5);
+  tdm_backend_free(gpu);
+  tdm_backend_free(cpu);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -467,6 +530,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda-train/bn-network-matches-cpu", test_bn_network_matches_cpu);
   g_test_add_func("/cuda-train/sync-bn-replicas-on-one-gpu", test_sync_bn_replicas_on_one_gpu);
   g_test_add_func("/cuda-train/prewarm-leaves-no-trace", test_prewarm_leaves_no_trace);
+  g_test_add_func("/cuda-train/tta-matches-cpu", test_tta_matches_cpu);
   g_test_add_func("/cuda-train/out-of-memory", test_out_of_memory_is_reported);
   g_test_add_func("/cuda-train/memory-estimate", test_memory_estimate);
   g_test_add_func("/cuda-train/mlp-accuracy", test_mlp_accuracy);

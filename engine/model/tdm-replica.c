@@ -397,9 +397,47 @@ tdm_replica_train_loss(TdmReplica *r, const int32_t *indices, int count)
   b->ops->synchronize(b);
 }
 
+/* Test-time translations: copy the gathered batch x (count samples of h×w×c floats)
+ * into v shifted by (dy, dx) and mirrored when asked, with gather_augment's
+ * convention: v[r, q] = x[r + dy, q' + dx], q' = w − 1 − q when mirrored, else q; 0
+ * outside the image. On the host: the backend has no shift operation, and the
+ * evaluation is not what a run's time is measured on. */
+static void
+shift_batch(float *restrict v, const float *restrict x, int count, int h, int w, int c,
+            int dy, int dx, gboolean mirrored)
+{
+  const size_t sample = (size_t)h * w * c;
+  for (int i = 0; i < count; i++) {
+    const float *src = x + (size_t)i * sample;
+    float *dst = v + (size_t)i * sample;
+    for (int r = 0; r < h; r++) {
+      const int iy = r + dy;
+      for (int q = 0; q < w; q++) {
+        const int ix = (mirrored ? w - 1 - q : q) + dx;
+        float *d = dst + ((size_t)r * w + q) * c;
+        if (iy < 0 || iy >= h || ix < 0 || ix >= w)
+          memset(d, 0, sizeof(float) * c);
+        else
+          memcpy(d, src + ((size_t)iy * w + ix) * c, sizeof(float) * c);
+      }
+    }
+  }
+}
+
+int
+tdm_replica_test_views(const TdmReplica *r)
+{
+  gboolean flip = r->test_flip && r->backend->ops->gather_augment != NULL;
+  return (r->test_shift > 0 ? 5 : 1) * (flip ? 2 : 1);
+}
+
 /* The network's outputs for test samples [first, first + count) as the evaluation
- * scores them (with the flipped copy averaged in where test-time flips are on); the
- * classifier reads the same, so a test image gets the class the evaluation gave it. */
+ * scores them: the mean of the logits of every test-time view (the image; with
+ * test_flip its mirror; with test_shift its four shifted copies, each mirrored too
+ * with test_flip), left in acts[layer_count]. The classifier and the trainer's
+ * confusion matrix read the same, so a test image gets the class the evaluation gave
+ * it. With flips alone the sum is the image's logits plus its mirror's, halved, as
+ * before translations existed. */
 static float *
 eval_logits(TdmReplica *r, int first, int count)
 {
@@ -411,21 +449,50 @@ eval_logits(TdmReplica *r, int first, int count)
   b->ops->upload(b, r->indices, indices, (size_t)count * sizeof(int32_t));
   b->ops->gather(b, r->acts[0], r->labels, r->test_images, r->test_labels, r->indices, count,
                  r->sample_size, 1.0f / 255.0f);
+  /* The unshifted batch, for the translations, before a forward pass overwrites it. */
+  const size_t sample = (size_t)net->in_h * net->in_w * net->in_c;
+  const size_t batch_floats = (size_t)count * sample;
+  float *host_x = NULL, *host_v = NULL;
+  if (r->test_shift > 0) {
+    host_x = g_new(float, batch_floats);
+    host_v = g_new(float, batch_floats);
+    b->ops->download(b, host_x, r->acts[0], batch_floats * sizeof(float));
+  }
   tdm_replica_forward(r, count, MODE_EVAL);
   float *logits = r->acts[net->layer_count];
   size_t floats = (size_t)count * net->classes;
-  if (r->test_flip && b->ops->gather_augment != NULL) {
+  int views = tdm_replica_test_views(r);
+  gboolean flip = r->test_flip && b->ops->gather_augment != NULL;
+  if (views > 1) {
     b->ops->copy(b, r->tta_logits, logits, floats * sizeof(float));
-    b->ops->gather_augment(b, r->acts[0], r->labels, r->test_images, r->test_labels,
-                           r->indices, count, net->in_h, net->in_w, net->in_c, 1.0f / 255.0f,
-                           0, TDM_FLIP_ALWAYS, 0, 0);
-    tdm_replica_forward(r, count, MODE_EVAL);
-    b->ops->add(b, logits, r->tta_logits, floats);
-    b->ops->scale(b, logits, 0.5f, floats);
+    if (flip) {
+      b->ops->gather_augment(b, r->acts[0], r->labels, r->test_images, r->test_labels,
+                             r->indices, count, net->in_h, net->in_w, net->in_c,
+                             1.0f / 255.0f, 0, TDM_FLIP_ALWAYS, 0, 0);
+      tdm_replica_forward(r, count, MODE_EVAL);
+      b->ops->add(b, r->tta_logits, logits, floats);
+    }
+    const int s = r->test_shift;
+    const int shifts[4][2] = {{-s, 0}, {s, 0}, {0, -s}, {0, s}};
+    for (int k = 0; k < 4 && s > 0; k++) {
+      for (int m = 0; m < (flip ? 2 : 1); m++) {
+        shift_batch(host_v, host_x, count, net->in_h, net->in_w, net->in_c, shifts[k][0],
+                    shifts[k][1], m == 1);
+        b->ops->upload(b, r->acts[0], host_v, batch_floats * sizeof(float));
+        /* host_v is written again for the next view: the upload must be done. */
+        b->ops->synchronize(b);
+        tdm_replica_forward(r, count, MODE_EVAL);
+        b->ops->add(b, r->tta_logits, logits, floats);
+      }
+    }
+    b->ops->scale(b, r->tta_logits, 1.0f / (float)views, floats);
+    b->ops->copy(b, logits, r->tta_logits, floats * sizeof(float));
   }
   /* The upload may be asynchronous: keep the host indices alive until it is done. */
   b->ops->synchronize(b);
   g_free(indices);
+  g_free(host_x);
+  g_free(host_v);
   return logits;
 }
 

@@ -48,6 +48,9 @@ struct _TdmReplica {
   int augment_pad;              /* random crop: shift up to this many pixels */
   TdmFlip augment_flip;         /* NEVER or RANDOM in training */
   gboolean test_flip;           /* evaluation averages the logits of x and its mirror */
+  int test_shift;               /* and of x shifted this many pixels up, down, left and
+                                 * right (zero-filled), each mirrored too with
+                                 * test_flip; 0: no translations */
   float smoothing;              /* label smoothing of the training loss */
   int global_count;             /* samples of the whole batch over every replica (sync
                                  * BN's row count); 0: this step's count */
@@ -132,9 +135,16 @@ void tdm_replica_train_step (TdmReplica *replica, const int32_t *indices, int co
                              float grad_scale);
 
 /* Forward only over test samples [first, first + count), adding into metrics (BN with
- * running statistics, no dropout; with test_flip, the mean of the logits of each
- * image and its mirror). */
+ * running statistics, no dropout), and the logits scored left in
+ * tdm_replica_outputs(): with test_flip and test_shift, the mean of the logits of
+ * every view of each image (tdm_replica_test_views() of them: the image, its mirror,
+ * its four shifted copies and theirs). Translations are built on the host from the
+ * gathered batch (two host copies of it while the chunk is evaluated). */
 void tdm_replica_evaluate (TdmReplica *replica, int first, int count);
+
+/* How many views of each test image the evaluation averages: 1, 2 (flip), 5
+ * (shifts) or 10 (both). */
+int tdm_replica_test_views (const TdmReplica *replica);
 
 /* The training-mode loss (batch statistics, dropout, augmentation and smoothing as in
  * a step) over training samples indices[0, count), added into metrics, with no

@@ -115,11 +115,13 @@ tdm_classifier_load(const char *path, GError **error)
     tdm_classifier_free(cl);
     return NULL;
   }
-  /* Evaluated as the run evaluated: with its test-time flips, if it used them. */
+  /* Evaluated as the run evaluated: with its test-time flips and shifts, if it used
+   * them. */
   const char *config_json = tdm_checkpoint_get_metadata(ckpt, "config");
   g_autoptr(TdmConfig) config = config_json != NULL ? tdm_config_from_json(config_json, NULL)
                                                     : NULL;
   cl->replica->test_flip = config != NULL && config->test_flip;
+  cl->replica->test_shift = config != NULL ? config->test_shift : 0;
   cl->backend->ops->upload(cl->backend, cl->replica->params, params,
                            net->parameter_count * sizeof(float));
   if (net->state_count > 0)

@@ -47,6 +47,7 @@ tdm_config_new(void)
   c->crop_pad = 0;
   c->flip = TDM_FLIP_OFF;
   c->test_flip = FALSE;
+  c->test_shift = 0;
   return c;
 }
 
@@ -338,6 +339,9 @@ tdm_config_validate(const TdmConfig *c, GError **error)
                    c->crop_pad);
   if ((unsigned)c->flip > TDM_FLIP_OFF)
     return invalid(error, "--flip: unknown setting %d", (int)c->flip);
+  if (c->test_shift < 0 || c->test_shift > TDM_TEST_SHIFT_MAX)
+    return invalid(error, "--test-shift %d: give the shift in pixels, 0 (off) to %d",
+                   c->test_shift, TDM_TEST_SHIFT_MAX);
   if (c->image_size != 0 && (c->image_size < 4 || c->image_size > 512))
     return invalid(error, "--image-size %d: give 0 (chosen from the images) or a side from "
                           "4 to 512 pixels", c->image_size);
@@ -556,6 +560,8 @@ tdm_config_to_json(const TdmConfig *c)
   json_builder_add_string_value(b, or_unknown(tdm_flip_setting_name(c->flip)));
   json_builder_set_member_name(b, "test_flip");
   json_builder_add_boolean_value(b, c->test_flip);
+  json_builder_set_member_name(b, "test_shift");
+  json_builder_add_int_value(b, c->test_shift);
   json_builder_set_member_name(b, "image_size");
   json_builder_add_int_value(b, c->image_size);
   json_builder_set_member_name(b, "image_channels");
@@ -718,7 +724,9 @@ get_recipe(JsonObject *o, TdmConfig *c, GError **error)
        !get_double(o, "warmup_epochs", &c->warmup_epochs, error)) ||
       (json_object_has_member(o, "label_smoothing") &&
        !get_double(o, "label_smoothing", &c->label_smoothing, error)) ||
-      (json_object_has_member(o, "crop_pad") && !get_int(o, "crop_pad", &c->crop_pad, error)))
+      (json_object_has_member(o, "crop_pad") && !get_int(o, "crop_pad", &c->crop_pad, error)) ||
+      (json_object_has_member(o, "test_shift") &&
+       !get_int(o, "test_shift", &c->test_shift, error)))
     return FALSE;
   if (json_object_has_member(o, "test_flip")) {
     JsonNode *node = json_object_get_member(o, "test_flip");

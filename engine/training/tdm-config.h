@@ -11,6 +11,10 @@
 
 G_BEGIN_DECLS
 
+/* test_shift's largest value, in pixels: translations are for the few pixels an
+ * object sits off centre; more only moves it out of the picture. */
+#define TDM_TEST_SHIFT_MAX 8
+
 typedef enum {
   TDM_OPTIMIZER_SGD,
   TDM_OPTIMIZER_MOMENTUM,
@@ -80,6 +84,8 @@ typedef struct {
   int crop_pad;            /* random crop: pad by this many pixels and shift; 0 off */
   TdmFlipSetting flip;     /* random horizontal flip in training */
   gboolean test_flip;      /* evaluate each test image and its mirror, average logits */
+  int test_shift;          /* and its copies shifted this many pixels up, down, left and
+                            * right (each mirrored too with test_flip); 0 off */
   int image_size;          /* image folders: side of the samples (0: from the images) */
   int image_channels;      /* image folders: 1 grey, 3 RGB (0: from the images) */
 } TdmConfig;

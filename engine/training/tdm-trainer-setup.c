@@ -155,6 +155,7 @@ build_replicas(TdmTrainer *t, GError **error)
     rep->augment_pad = cfg->crop_pad;
     rep->augment_flip = tdm_config_flips(cfg, t->data->name) ? TDM_FLIP_RANDOM : TDM_FLIP_NEVER;
     rep->test_flip = cfg->test_flip;
+    rep->test_shift = cfg->test_shift;
     gboolean updates = cfg->strategy == TDM_STRATEGY_ALLREDUCE || t->rank0 + r == cfg->main_replica;
     if (updates) {
       g_autofree uint8_t *mask = NULL;
