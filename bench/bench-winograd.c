@@ -2,7 +2,8 @@
  * layer: the im2col path (im2col and a GEMM forward; the weight-gradient GEMM on the
  * forward's columns; the input-gradient GEMM and col2im) against the whole
  * convolution by Winograd, with the tile the backend picks for the size (forward;
- * backward to dw alone and to dw and dx together), on one thread, as one of two CPU workers runs them. Prints milliseconds
+ * backward to dw alone and to dw and dx together), on one thread, as one of two CPU
+ * workers runs them. Prints milliseconds
  * of thread CPU time (the median of --reps runs after one warm-up) and the
  * direct convolution's GFLOP/s at that time (2·n·oh·ow·9·c·k a pass), so the two paths
  * read on one scale. Not a test: it checks only that the two outputs agree roughly.

@@ -251,7 +251,8 @@ test_winograd(void)
   gboolean seen[5] = {FALSE};
   for (guint k = 0; k < G_N_ELEMENTS(cases); k++) {
     g_autoptr(GError) error = NULL;
-    g_autoptr(TdmNetwork) net = tdm_network_new(cases[k].spec, cases[k].h, cases[k].w, 8, 3, &error);
+    g_autoptr(TdmNetwork) net =
+      tdm_network_new(cases[k].spec, cases[k].h, cases[k].w, 8, 3, &error);
     g_assert_no_error(error);
     for (int i = 0; i < net->layer_count; i++) {
       const TdmLayer *l = &net->layers[i];

@@ -54,7 +54,9 @@ use_tile(int m)
   static const double at2[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
   static const double bt3[5][5] = {{2, -1, -2, 1, 0}, {0, -2, -1, 1, 0}, {0, 2, -3, 1, 0},
                                    {0, -1, 0, 1, 0}, {0, 2, -1, -2, 1}};
-  static const double g3[5][3] = {{0.5, 0, 0}, {-0.5, -0.5, -0.5}, {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+  static const double g3[5][3] = {{0.5, 0, 0},
+                                  {-0.5, -0.5, -0.5},
+                                  {-1.0 / 6, 1.0 / 6, -1.0 / 6},
                                   {1.0 / 6, 1.0 / 3, 2.0 / 3}, {0, 0, 1}};
   static const double at3[3][5] = {{1, 1, 1, 1, 0}, {0, 1, -1, 2, 0}, {0, 1, 1, 4, 1}};
   static const double bt4[6][6] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0},
@@ -281,7 +283,8 @@ run_im2col(Case *t)
   int rows = s->n * s->oh * s->ow, kk = 9 * s->c;
   b->ops->im2col(b, t->col, t->x, s->n, s->h, s->w, s->c, 3, 3, s->pad, 1);
   b->ops->gemm(b, false, true, rows, s->k, kk, 1.0f, t->col, kk, t->wt, kk, 0.0f, t->y_i, s->k);
-  b->ops->gemm(b, true, false, s->k, kk, rows, 1.0f, t->dy, s->k, t->col, kk, 0.0f, t->dw_i, kk);
+  b->ops->gemm(b, true, false, s->k, kk, rows, 1.0f, t->dy, s->k, t->col, kk, 0.0f, t->dw_i,
+               kk);
   b->ops->gemm(b, false, false, rows, kk, s->k, 1.0f, t->dy, s->k, t->wt, kk, 0.0f, t->col, kk);
   b->ops->col2im(b, t->dx_i, t->col, s->n, s->h, s->w, s->c, 3, 3, s->pad, 1);
   g_assert_true(tdm_backend_check(b, NULL));
@@ -356,7 +359,8 @@ check_case(int n, int h, int w, int c, int k, int pad)
                 for (int i = 0; i < AL; i++)
                   for (int j = 0; j < AL; j++)
                     sum += fabs(AT[a][i]) * fabs(AT[bb][j]) *
-                           uabs[((size_t)o * c + ch) * 36 + i * 6 + j] * vabs[ch * 36 + i * 6 + j];
+                           uabs[((size_t)o * c + ch) * 36 + i * 6 + j] *
+                             vabs[ch * 36 + i * 6 + j];
               y_sw[y_at(s, img, oy, ox, o)] = sum;
             }
           }
@@ -372,7 +376,8 @@ check_case(int n, int h, int w, int c, int k, int pad)
                 for (int i = 0; i < AL; i++)
                   for (int j = 0; j < AL; j++)
                     sum += fabs(BT[i][r]) * fabs(BT[j][q]) *
-                           uabs[((size_t)o * c + ch) * 36 + i * 6 + j] * mabs[o * 36 + i * 6 + j];
+                           uabs[((size_t)o * c + ch) * 36 + i * 6 + j] *
+                             mabs[o * 36 + i * 6 + j];
               dx_sw[x_at(s, img, iy, ix, ch)] += sum;
             }
           }
@@ -384,7 +389,8 @@ check_case(int n, int h, int w, int c, int k, int pad)
           double sum = 0;
           for (int i = 0; i < AL; i++)
             for (int j = 0; j < AL; j++)
-              sum += fabs(G[i][ky]) * fabs(G[j][kx]) * duabs[((size_t)o * c + ch) * 36 + i * 6 + j];
+              sum += fabs(G[i][ky]) * fabs(G[j][kx]) *
+                     duabs[((size_t)o * c + ch) * 36 + i * 6 + j];
           dw_sw[w_at(s, o, ky, kx, ch)] = sum;
         }
 
@@ -531,6 +537,8 @@ test_bad_shape(void)
 
 /* Which convolutions the CPU runs whole: 3×3 of stride 1 with enough input channels
  * and output; never on CUDA. The replica keeps the scratch instead of columns. */
+#define CPU TDM_BACKEND_CPU
+
 static void
 test_rule(void)
 {
@@ -538,18 +546,19 @@ test_rule(void)
     g_test_skip("TANDEM_CPU_WINOGRAD=0 turns the rule off");
     return;
   }
-  g_assert_cmpuint(tdm_backend_conv_work_floats(TDM_BACKEND_CPU, 28, 28, 32, 64, 3, 1, 1), >, 0);
+  g_assert_cmpuint(tdm_backend_conv_work_floats(CPU, 28, 28, 32, 64, 3, 1, 1), >, 0);
   /* Never more than what the operations are documented to need for any shape. */
-  g_assert_cmpuint(tdm_backend_conv_work_floats(TDM_BACKEND_CPU, 28, 28, 32, 64, 3, 1, 1), <=,
+  g_assert_cmpuint(tdm_backend_conv_work_floats(CPU, 28, 28, 32, 64, 3, 1, 1), <=,
                    tdm_cpu_winograd_scratch_floats(32, 64));
-  g_assert_cmpuint(tdm_backend_conv_work_floats(TDM_BACKEND_CPU, 7, 7, 128, 256, 3, 1, 1), >, 0);
+  g_assert_cmpuint(tdm_backend_conv_work_floats(CPU, 7, 7, 128, 256, 3, 1, 1), >, 0);
   /* The first layer of grey images, strides, other kernels, tiny outputs: im2col. */
-  g_assert_cmpuint(tdm_backend_conv_work_floats(TDM_BACKEND_CPU, 28, 28, 1, 32, 3, 1, 1), ==, 0);
-  g_assert_cmpuint(tdm_backend_conv_work_floats(TDM_BACKEND_CPU, 28, 28, 32, 64, 3, 1, 2), ==, 0);
-  g_assert_cmpuint(tdm_backend_conv_work_floats(TDM_BACKEND_CPU, 28, 28, 32, 64, 5, 2, 1), ==, 0);
-  g_assert_cmpuint(tdm_backend_conv_work_floats(TDM_BACKEND_CPU, 3, 3, 256, 256, 3, 1, 1), >, 0);
-  g_assert_cmpuint(tdm_backend_conv_work_floats(TDM_BACKEND_CPU, 3, 3, 32, 32, 3, 0, 1), ==, 0);
-  g_assert_cmpuint(tdm_backend_conv_work_floats(TDM_BACKEND_CUDA, 28, 28, 32, 64, 3, 1, 1), ==, 0);
+  g_assert_cmpuint(tdm_backend_conv_work_floats(CPU, 28, 28, 1, 32, 3, 1, 1), ==, 0);
+  g_assert_cmpuint(tdm_backend_conv_work_floats(CPU, 28, 28, 32, 64, 3, 1, 2), ==, 0);
+  g_assert_cmpuint(tdm_backend_conv_work_floats(CPU, 28, 28, 32, 64, 5, 2, 1), ==, 0);
+  g_assert_cmpuint(tdm_backend_conv_work_floats(CPU, 3, 3, 256, 256, 3, 1, 1), >, 0);
+  g_assert_cmpuint(tdm_backend_conv_work_floats(CPU, 3, 3, 32, 32, 3, 0, 1), ==, 0);
+  g_assert_cmpuint(tdm_backend_conv_work_floats(TDM_BACKEND_CUDA,
+                                                 28, 28, 32, 64, 3, 1, 1), ==, 0);
 
   g_autoptr(GError) error = NULL;
   g_autoptr(TdmNetwork) net =

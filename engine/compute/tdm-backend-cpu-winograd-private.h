@@ -47,7 +47,8 @@ typedef struct {
  * built twice, for any x86-64 and for AVX2, the better picked when the program
  * starts. The same operations in the same order in both builds (no FMA: AVX2 alone does
  * not allow contracting), so both give the same bits. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                    \
+  !defined(__SANITIZE_ADDRESS__)
 #define WINOGRAD_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define WINOGRAD_CLONES

@@ -130,7 +130,8 @@ scratch(float *work, int p, int c, int k)
 size_t
 tdm_cpu_winograd_work_floats(int h, int w, int c, int out_c, int kernel, int pad, int stride)
 {
-  if (winograd_setting() == 0 || kernel != 3 || stride != 1 || c < WINOGRAD_MIN_C || out_c < 1 ||
+  if (winograd_setting() == 0 || kernel != 3 || stride != 1 || c < WINOGRAD_MIN_C ||
+      out_c < 1 ||
       h + 2 * pad < 3 || w + 2 * pad < 3)
     return 0;
   /* Multiplications per image and channel pair, against im2col's 9 an output. Above
