@@ -415,8 +415,11 @@ tdm_trainer_prewarm(TdmTrainer *t, GError **error)
     return TRUE;
   const TdmConfig *cfg = t->config;
   double start = tdm_trainer_now_seconds();
+  /* The configuration was validated (batch > 0); said again so the compiler sees the
+   * allocation's size is bounded. */
+  g_return_val_if_fail(cfg->batch > 0, FALSE);
   int full = cfg->batch, last = t->data->train->count % cfg->batch;
-  g_autofree int32_t *indices = g_new(int32_t, full);
+  g_autofree int32_t *indices = g_new(int32_t, (size_t)full);
   for (int i = 0; i < full; i++)
     indices[i] = i;
   /* A run's steps come in two sizes, and each first as a sampled step (synchronized,
