@@ -650,6 +650,24 @@ typedef struct {
   Gui *gui;
 } LoopProbe;
 
+/* The start of a /proc file, read again from offset 0 through a descriptor kept open
+ * (`*fd` starts at -2), NUL-terminated; FALSE where it cannot be read. */
+static gboolean
+read_proc(const char *path, int *fd, char *buf, size_t size)
+{
+  ssize_t n;
+
+  if (*fd == -2)
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (*fd < 0)
+    return FALSE;
+  n = pread(*fd, buf, size - 1, 0);
+  if (n <= 0)
+    return FALSE;
+  buf[n] = '\0';
+  return TRUE;
+}
+
 /* The main thread's run-queue wait so far, from /proc/thread-self/schedstat (CPU ns,
  * run-queue wait ns, time slices), or 0 where the kernel keeps no schedstats. */
 static double
@@ -658,17 +676,9 @@ thread_queued_ms(void)
   static int fd = -2;
   char buf[128];
   unsigned long long on_cpu, queued;
-  ssize_t n;
 
-  if (fd == -2)
-    fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return 0;
-  n = pread(fd, buf, sizeof buf - 1, 0);
-  if (n <= 0)
-    return 0;
-  buf[n] = '\0';
-  if (sscanf(buf, "%llu %llu", &on_cpu, &queued) != 2)
+  if (!read_proc("/proc/thread-self/schedstat", &fd, buf, sizeof buf) ||
+      sscanf(buf, "%llu %llu", &on_cpu, &queued) != 2)
     return 0;
   return queued / 1e6;
 }
@@ -680,17 +690,9 @@ steal_ms(void)
   static int fd = -2;
   char buf[256];
   unsigned long long v[8];
-  ssize_t n;
 
-  if (fd == -2)
-    fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return 0;
-  n = pread(fd, buf, sizeof buf - 1, 0);
-  if (n <= 0)
-    return 0;
-  buf[n] = '\0';
-  if (sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+  if (!read_proc("/proc/stat", &fd, buf, sizeof buf) ||
+      sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
              &v[4], &v[5], &v[6], &v[7]) != 8)
     return 0;
   return v[7] * 1000.0 / sysconf(_SC_CLK_TCK);
