@@ -71,7 +71,6 @@ assert_invalid(TdmTelemetrySample s)
 static void
 test_telemetry(void)
 {
-  gint64 start = g_get_monotonic_time();
   TdmTelemetry *t = tdm_telemetry_new(20);
   g_assert_nonnull(t);
   const char *why_not = NULL;
@@ -109,14 +108,12 @@ test_telemetry(void)
   }
 
   tdm_telemetry_free(t);
-  /* Stopping wakes the sampler at once rather than after its interval. */
-  g_assert_cmpint(g_get_monotonic_time() - start, <, 5 * G_USEC_PER_SEC);
 
-  /* A long interval must not delay stopping either. */
-  start = g_get_monotonic_time();
-  t = tdm_telemetry_new(60 * 1000);
+  /* Stopping wakes the sampler at once rather than after its interval: with a day
+   * between samples, a free that waited would hang until meson's timeout fails the
+   * test (no clock is read here: the suite runs on loaded machines). */
+  t = tdm_telemetry_new(24 * 60 * 60 * 1000);
   tdm_telemetry_free(t);
-  g_assert_cmpint(g_get_monotonic_time() - start, <, 2 * G_USEC_PER_SEC);
 }
 
 int
