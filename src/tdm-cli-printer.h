@@ -1,0 +1,38 @@
+/* tdm-cli-printer.h — what tandem-train prints while it trains: a live progress line
+ * on a terminal, a line per epoch and a summary at the end (or, with --json, the
+ * events as JSON lines), and the run recorded into the history with --record.
+ *
+ * tandem-train fills in the options, hands tdm_cli_printer_on_event to the trainer
+ * with the printer as its data, and reads stepped afterwards for the exit status.
+ */
+#pragma once
+
+#include "tdm-events.h"
+#include "tdm-history.h"
+
+#include <gio/gio.h>
+
+G_BEGIN_DECLS
+
+typedef struct {
+  gboolean json;          /* JSON lines on stdout, nothing else there */
+  gboolean quiet;
+  gboolean bar;           /* stderr is a terminal: draw the live line */
+  gboolean bar_shown;     /* something is on the live line now */
+  gboolean stop_told;
+  gboolean started;
+  gboolean stepped;       /* a training step has been reported */
+  TdmStartedEvent start;
+  double trained;         /* seconds of training in this process, as the engine counts */
+  gint64 t_epoch, t_draw;   /* monotonic µs */
+  GCancellable *cancellable;
+  TdmRunRecorder *recorder; /* --record */
+} TdmCliPrinter;
+
+/* A TdmEventFunc: prints ev as the printer's options say. */
+void tdm_cli_printer_on_event (const TdmEvent *ev, gpointer printer);
+
+/* Clears the live progress line, if one is shown, before something else is printed. */
+void tdm_cli_printer_clear_bar (TdmCliPrinter *p);
+
+G_END_DECLS
