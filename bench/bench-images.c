@@ -11,7 +11,9 @@
  * the size of the decoded set, with the pages of library files it maps in apart.
  * Not a test: it asserts nothing.
  *
- *   bench-images [--png N] [--jpeg N] [--python PATH]
+ * With --memory-jpeg N (5,000 unless 0) it also measures the memory alone on N JPEGs.
+ *
+ *   bench-images [--png N] [--jpeg N] [--memory-jpeg N] [--python PATH]
  */
 #include "../tests/image-writer.h"
 #include "tdm-dataset-folder.h"
@@ -247,6 +249,16 @@ scan_floor(const char *folder, double *cpu)
 }
 
 static void
+print_memory(double set_mb, double extra_mb, double files_mb)
+{
+  if (set_mb >= 0)
+    printf("  memory while decoding: decoded set %.1f MB, peak beyond it %.2f MB (%.1f %%); "
+           "of it, library pages mapped in %.2f MB, the rest %.2f MB (%.1f %%)\n",
+           set_mb, extra_mb, 100.0 * extra_mb / set_mb, files_mb, extra_mb - files_mb,
+           100.0 * (extra_mb - files_mb) / set_mb);
+}
+
+static void
 bench_set(const char *self, const char *python, const char *label, const char *folder,
           int size, int channels, gboolean jpeg)
 {
@@ -282,17 +294,26 @@ bench_set(const char *self, const char *python, const char *label, const char *f
   printf("  of a cached start, listing and stat of every file alone: %.4f s wall, %.4f s CPU "
          "(the most it allows: %.0f× wall, %.0f× CPU)\n", floor_s, floor_cpu,
          tandem / floor_s, tandem_cpu / floor_cpu);
-  if (set_mb >= 0)
-    printf("  memory while decoding: decoded set %.1f MB, peak beyond it %.2f MB (%.1f %%); "
-           "of it, library pages mapped in %.2f MB, the rest %.2f MB (%.1f %%)\n",
-           set_mb, extra_mb, 100.0 * extra_mb / set_mb, files_mb, extra_mb - files_mb,
-           100.0 * (extra_mb - files_mb) / set_mb);
+  print_memory(set_mb, extra_mb, files_mb);
+}
+
+/* The memory of a larger folder of the same kind of JPEGs alone: the libraries' pages
+ * are about 1 MB whatever the set, so a small set shows them as a large share. */
+static void
+bench_memory_only(const char *self, const char *root, int count)
+{
+  g_autofree char *folder = g_build_filename(root, "jpeg-memory", NULL);
+  write_jpeg_set(folder, count);
+  double set_mb, extra_mb, files_mb;
+  memory(self, folder, 64, 3, &set_mb, &extra_mb, &files_mb);
+  printf("\n(b') %d × 256 × 256 RGB JPEG → 64 × 64, memory alone\n", count);
+  print_memory(set_mb, extra_mb, files_mb);
 }
 
 int
 main(int argc, char **argv)
 {
-  int png_count = 20000, jpeg_count = 1000;
+  int png_count = 20000, jpeg_count = 1000, memory_count = 5000;
   const char *python = "/usr/bin/python3";
   if (argc == 5 && g_str_equal(argv[1], "--child-load"))
     return child_load(argv[2], atoi(argv[3]), atoi(argv[4]));
@@ -301,6 +322,8 @@ main(int argc, char **argv)
       png_count = atoi(argv[i + 1]);
     else if (g_str_equal(argv[i], "--jpeg"))
       jpeg_count = atoi(argv[i + 1]);
+    else if (g_str_equal(argv[i], "--memory-jpeg"))
+      memory_count = atoi(argv[i + 1]);
     else if (g_str_equal(argv[i], "--python"))
       python = argv[i + 1];
   }
@@ -317,6 +340,8 @@ main(int argc, char **argv)
 
   bench_set(self, python, "(a) 28 × 28 grey PNG", png, 28, 1, FALSE);
   bench_set(self, python, "(b) 256 × 256 RGB JPEG → 64 × 64", jpeg, 64, 3, TRUE);
+  if (memory_count > 0)
+    bench_memory_only(self, root, memory_count);
   remove_tree(root);
   remove_tree(cache);
   return 0;
