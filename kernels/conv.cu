@@ -7,10 +7,13 @@
  * warp's accesses are whole lines. col2im and the pooling gradient are gathers (each
  * output element sums what lands on it), never scatters with atomics, so results are
  * deterministic. For --precision bf16, im2col also writes bfloat16 columns (rounded to
- * nearest even) and col2im also reads them (summing in float32).
+ * nearest even) and col2im also reads them (summing in float32); and im2col can apply a
+ * training batch normalization (and its ReLU) as it gathers, for a convolution that is
+ * the normalized tensor's only reader, which then is never written.
  */
 #include "tdm-kernels.h"
 #include "common.cuh"
+#include "bn-value.cuh"
 
 #include <cuda_bf16.h>
 
@@ -140,15 +143,23 @@ relu(float v)
   return v < 0.0f ? 0.0f : v;
 }
 
+/* A batch normalization that im2col applies to each value it gathers (BN = true):
+ * the training forward's statistics and parameters, and its fused ReLU. Padding
+ * stays 0, as it would around the normalized tensor. */
+struct BnGather {
+  const float *mean, *invstd, *gamma, *beta;
+  bool relu;
+};
+
 /* im2col, the common case: rows (img, oy, ox) on threadIdx.y and blocks, a row's
  * vectors of V floats on threadIdx.x. Each vector's (ky, kx, channel) comes from a
  * table in shared memory built once per block instead of three divisions per
  * vector. Needs kcols / V <= TDM_IM2COL_TABLE, kh < 128, kw < 256, c / V < 65536. */
 #define TDM_IM2COL_TABLE 8192
-template <int V, typename T>
+template <int V, typename T, bool BN>
 __global__ void
 im2col_table_kernel(T *col, const float *x, int rows, int h, int w, int c, int kh,
-                    int kw, int pad, int stride, int oh, int ow)
+                    int kw, int pad, int stride, int oh, int ow, BnGather bn)
 {
   extern __shared__ int taps[];
   int cv = c / V;
@@ -172,9 +183,14 @@ im2col_table_kernel(T *col, const float *x, int rows, int h, int w, int c, int k
       int iy = oy * stride + (tap >> 24) - pad;
       int ix = ox * stride + ((tap >> 16) & 0xff) - pad;
       float v[V];
-      if ((unsigned)iy < (unsigned)h && (unsigned)ix < (unsigned)w)
-        load_v<V>(v, xi + (iy * w + ix) * c + (tap & 0xffff) * V);
-      else
+      if ((unsigned)iy < (unsigned)h && (unsigned)ix < (unsigned)w) {
+        int ch = (tap & 0xffff) * V;
+        load_v<V>(v, xi + (iy * w + ix) * c + ch);
+        if (BN)
+          for (int j = 0; j < V; j++)
+            v[j] = bn_train_output(v[j], ch + j, bn.mean, bn.invstd, bn.gamma, bn.beta,
+                                   bn.relu);
+      } else
         for (int j = 0; j < V; j++)
           v[j] = 0.0f;
       store_v<V>(out + k * V, v);
@@ -183,10 +199,10 @@ im2col_table_kernel(T *col, const float *x, int rows, int h, int w, int c, int k
 }
 
 /* im2col for any shape: one thread per col entry. */
-template <typename I, typename T>
+template <typename I, typename T, bool BN>
 __global__ void
 im2col_kernel(T *col, const float *x, I total, int h, int w, int c, int kh, int kw,
-              int pad, int stride, int oh, int ow)
+              int pad, int stride, int oh, int ow, BnGather bn)
 {
   I kcols = (I)c * kh * kw;
   for (I e = grid_start<I>(); e < total; e += grid_stride<I>()) {
@@ -202,8 +218,11 @@ im2col_kernel(T *col, const float *x, I total, int h, int w, int c, int kh, int 
     int iy = oy * stride + ky - pad;
     int ix = ox * stride + kx - pad;
     float v = 0.0f;
-    if (iy >= 0 && iy < h && ix >= 0 && ix < w)
+    if (iy >= 0 && iy < h && ix >= 0 && ix < w) {
       v = x[(((size_t)img * h + iy) * w + ix) * c + ch];
+      if (BN)
+        v = bn_train_output(v, ch, bn.mean, bn.invstd, bn.gamma, bn.beta, bn.relu);
+    }
     store_one(col + e, v);
   }
 }
@@ -223,11 +242,11 @@ im2col_lanes(int kvecs)
 }
 
 /* Columns in float32 (T = float) or bfloat16 (T = uint16_t, --precision bf16's
- * operands for the GEMMs that read them). */
-template <typename T>
+ * operands for the GEMMs that read them), of x or (BN) of x normalized. */
+template <typename T, bool BN>
 static cudaError_t
 im2col_launch(T *col, const float *x, int n, int h, int w, int c, int kh, int kw, int pad,
-              int stride, cudaStream_t stream)
+              int stride, BnGather bn, cudaStream_t stream)
 {
   if (stride <= 0)
     return cudaErrorInvalidValue;
@@ -251,18 +270,19 @@ im2col_launch(T *col, const float *x, int n, int h, int w, int c, int kh, int kw
       blocks = 8192;
     size_t shared = kvecs * sizeof(int);
     if (vec)
-      im2col_table_kernel<4, T><<<(unsigned)blocks, block, shared, stream>>>(
-          col, x, (int)rows, h, w, c, kh, kw, pad, stride, oh, ow);
+      im2col_table_kernel<4, T, BN><<<(unsigned)blocks, block, shared, stream>>>(
+          col, x, (int)rows, h, w, c, kh, kw, pad, stride, oh, ow, bn);
     else
-      im2col_table_kernel<1, T><<<(unsigned)blocks, block, shared, stream>>>(
-          col, x, (int)rows, h, w, c, kh, kw, pad, stride, oh, ow);
+      im2col_table_kernel<1, T, BN><<<(unsigned)blocks, block, shared, stream>>>(
+          col, x, (int)rows, h, w, c, kh, kw, pad, stride, oh, ow, bn);
   } else if (total <= UINT32_MAX) {
-    im2col_kernel<uint32_t, T><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
-                                 stream>>>(col, x, (uint32_t)total, h, w, c, kh, kw, pad,
-                                           stride, oh, ow);
+    im2col_kernel<uint32_t, T, BN><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                     stream>>>(col, x, (uint32_t)total, h, w, c, kh, kw, pad,
+                                               stride, oh, ow, bn);
   } else {
-    im2col_kernel<size_t, T><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
-                               stream>>>(col, x, total, h, w, c, kh, kw, pad, stride, oh, ow);
+    im2col_kernel<size_t, T, BN><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                   stream>>>(col, x, total, h, w, c, kh, kw, pad, stride, oh,
+                                             ow, bn);
   }
   return tdm_k_launched();
 }
@@ -271,14 +291,25 @@ extern "C" cudaError_t
 tdm_k_im2col(float *col, const float *x, int n, int h, int w, int c, int kh, int kw, int pad,
              int stride, cudaStream_t stream)
 {
-  return im2col_launch(col, x, n, h, w, c, kh, kw, pad, stride, stream);
+  return im2col_launch<float, false>(col, x, n, h, w, c, kh, kw, pad, stride, BnGather{},
+                                     stream);
 }
 
 extern "C" cudaError_t
 tdm_k_im2col_bf16(uint16_t *col, const float *x, int n, int h, int w, int c, int kh, int kw,
                   int pad, int stride, cudaStream_t stream)
 {
-  return im2col_launch(col, x, n, h, w, c, kh, kw, pad, stride, stream);
+  return im2col_launch<uint16_t, false>(col, x, n, h, w, c, kh, kw, pad, stride, BnGather{},
+                                        stream);
+}
+
+extern "C" cudaError_t
+tdm_k_im2col_bf16_bn(uint16_t *col, const float *x, const float *mean, const float *invstd,
+                     const float *gamma, const float *beta, bool relu, int n, int h, int w,
+                     int c, int kh, int kw, int pad, int stride, cudaStream_t stream)
+{
+  BnGather bn = {mean, invstd, gamma, beta, relu};
+  return im2col_launch<uint16_t, true>(col, x, n, h, w, c, kh, kw, pad, stride, bn, stream);
 }
 
 /* dx[img, iy, ix, ch] = Σ over (ky, kx) of col[(img, oy, ox), (ky, kx, ch)] for the

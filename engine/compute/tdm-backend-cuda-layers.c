@@ -125,6 +125,18 @@ tdm_cuda_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const float *
                                         sum_dbeta, inv_count, rows, channels, STREAM(b)));
 }
 
+void
+tdm_cuda_bn_backward_dx_bf16(TdmBackend *b, uint16_t *dx, const float *dy, const float *x,
+                             const float *mean, const float *invstd, const float *gamma,
+                             const float *beta, bool relu, const float *sum_dgamma,
+                             const float *sum_dbeta, float inv_count, int rows, int channels)
+{
+  if (tdm_cuda_begin(b) && bn_shape_ok(b, "bn_backward_dx_bf16", rows, channels))
+    TDM_CUDA_OK(b, tdm_k_bn_backward_dx_bf16(dx, dy, x, mean, invstd, gamma, beta, relu,
+                                             sum_dgamma, sum_dbeta, inv_count, rows,
+                                             channels, STREAM(b)));
+}
+
 /* Pooling */
 
 void

@@ -55,6 +55,11 @@ void tdm_cuda_bn_backward_dx (TdmBackend *b, float *dx, const float *dy, const f
                               const float *beta, bool relu, const float *sum_dgamma,
                               const float *sum_dbeta, float inv_count, int rows,
                               int channels);
+void tdm_cuda_bn_backward_dx_bf16 (TdmBackend *b, uint16_t *dx, const float *dy,
+                                   const float *x, const float *mean, const float *invstd,
+                                   const float *gamma, const float *beta, bool relu,
+                                   const float *sum_dgamma, const float *sum_dbeta,
+                                   float inv_count, int rows, int channels);
 void tdm_cuda_avgpool_forward (TdmBackend *b, float *y, const float *x, int n, int h, int w,
                                int c, int k);
 void tdm_cuda_avgpool_backward (TdmBackend *b, float *dx, const float *dy, int n, int h,
