@@ -7,9 +7,9 @@
  * warp's accesses are whole lines. col2im and the pooling gradient are gathers (each
  * output element sums what lands on it), never scatters with atomics, so results are
  * deterministic. For --precision bf16, im2col also writes bfloat16 columns (rounded to
- * nearest even) and col2im also reads them (summing in float32); and im2col can apply a
- * training batch normalization (and its ReLU) as it gathers, for a convolution that is
- * the normalized tensor's only reader, which then is never written.
+ * nearest even) and col2im also reads them (summing in float32). im2col and the max
+ * pool can apply a training batch normalization (and its ReLU) to each value they
+ * read, for a layer that is the normalized tensor's only reader: it is never written.
  */
 #include "tdm-kernels.h"
 #include "common.cuh"
@@ -143,7 +143,7 @@ relu(float v)
   return v < 0.0f ? 0.0f : v;
 }
 
-/* A batch normalization that im2col applies to each value it gathers (BN = true):
+/* A batch normalization that im2col or the pool applies to each value it reads (BN):
  * the training forward's statistics and parameters, and its fused ReLU. Padding
  * stays 0, as it would around the normalized tensor. */
 struct BnGather {
@@ -412,11 +412,24 @@ tdm_k_col2im_bf16(float *dx, const uint16_t *col, int n, int h, int w, int c, in
  * the CPU reference does; then adds the bias and applies the ReLU when asked (a conv
  * layer's, folded into the pool: both are monotonic, so the same y on a quarter of
  * the elements). Indices are int32: x has at most 2³¹ elements (the backend checks). */
-template <int V>
+/* V values of x at channel ch, normalized when BN. */
+template <int V, bool BN>
+__device__ __forceinline__ void
+load_bn_v(float *v, const float *p, int ch, const BnGather &bn)
+{
+  load_v<V>(v, p);
+  if (BN)
+    for (int j = 0; j < V; j++)
+      v[j] = bn_train_output(v[j], ch + j, bn.mean, bn.invstd, bn.gamma, bn.beta, bn.relu);
+}
+
+/* BN: the pool of a training bn's output, each value normalized as it is read (the
+ * output itself never written); argmax then indexes x, which has its layout. */
+template <int V, bool BN>
 __global__ void
 maxpool_forward_kernel(float *y, int32_t *argmax, const float *x, const float *bias,
                        bool use_relu, uint32_t total, int h, int w, int c, int k, int ph,
-                       int pw)
+                       int pw, BnGather bn)
 {
   int cv = c / V;
   for (uint32_t e = grid_start<uint32_t>(); e < total; e += grid_stride<uint32_t>()) {
@@ -429,7 +442,7 @@ maxpool_forward_kernel(float *y, int32_t *argmax, const float *x, const float *b
     int32_t first = ((img * h + oy * k) * w + ox * k) * c + q * V;
     float best[V];
     int32_t at[V];
-    load_v<V>(best, x + first);
+    load_bn_v<V, BN>(best, x + first, q * V, bn);
     for (int j = 0; j < V; j++)
       at[j] = first + j;
     for (int ky = 0; ky < k; ky++) {
@@ -438,7 +451,7 @@ maxpool_forward_kernel(float *y, int32_t *argmax, const float *x, const float *b
           continue;
         int32_t base = first + (ky * w + kx) * c;
         float v[V];
-        load_v<V>(v, x + base);
+        load_bn_v<V, BN>(v, x + base, q * V, bn);
         for (int j = 0; j < V; j++) {
           if (v[j] > best[j]) {
             best[j] = v[j];
@@ -458,9 +471,10 @@ maxpool_forward_kernel(float *y, int32_t *argmax, const float *x, const float *b
   }
 }
 
-extern "C" cudaError_t
-tdm_k_maxpool_forward(float *y, int32_t *argmax, const float *x, const float *bias, bool relu,
-                      int n, int h, int w, int c, int k, cudaStream_t stream)
+template <bool BN>
+static cudaError_t
+maxpool_forward_launch(float *y, int32_t *argmax, const float *x, const float *bias, bool relu,
+                       int n, int h, int w, int c, int k, BnGather bn, cudaStream_t stream)
 {
   if (k <= 0)
     return cudaErrorInvalidValue;
@@ -471,14 +485,31 @@ tdm_k_maxpool_forward(float *y, int32_t *argmax, const float *x, const float *bi
   bool vec = c % 4 == 0 && tdm_k_aligned16(y) && tdm_k_aligned16(argmax) &&
              tdm_k_aligned16(x) && tdm_k_aligned16(bias);
   if (vec)
-    maxpool_forward_kernel<4><<<tdm_k_blocks(total / 4, TDM_K_THREADS), TDM_K_THREADS, 0,
-                                stream>>>(y, argmax, x, bias, relu, (uint32_t)(total / 4), h,
-                                          w, c, k, ph, pw);
+    maxpool_forward_kernel<4, BN><<<tdm_k_blocks(total / 4, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                    stream>>>(y, argmax, x, bias, relu, (uint32_t)(total / 4),
+                                              h, w, c, k, ph, pw, bn);
   else
-    maxpool_forward_kernel<1><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
-                                stream>>>(y, argmax, x, bias, relu, (uint32_t)total, h, w, c,
-                                          k, ph, pw);
+    maxpool_forward_kernel<1, BN><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                    stream>>>(y, argmax, x, bias, relu, (uint32_t)total, h, w,
+                                              c, k, ph, pw, bn);
   return tdm_k_launched();
+}
+
+extern "C" cudaError_t
+tdm_k_maxpool_forward(float *y, int32_t *argmax, const float *x, const float *bias, bool relu,
+                      int n, int h, int w, int c, int k, cudaStream_t stream)
+{
+  return maxpool_forward_launch<false>(y, argmax, x, bias, relu, n, h, w, c, k, BnGather{},
+                                       stream);
+}
+
+extern "C" cudaError_t
+tdm_k_maxpool_forward_bn(float *y, int32_t *argmax, const float *x, const float *mean,
+                         const float *invstd, const float *gamma, const float *beta,
+                         bool relu, int n, int h, int w, int c, int k, cudaStream_t stream)
+{
+  BnGather bn = {mean, invstd, gamma, beta, relu};
+  return maxpool_forward_launch<true>(y, argmax, x, NULL, false, n, h, w, c, k, bn, stream);
 }
 
 /* Windows do not overlap (stride = k), so each input pixel has at most one window:

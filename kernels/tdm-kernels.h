@@ -75,6 +75,12 @@ cudaError_t tdm_k_conv_dgrad_bf16(float *dx, const uint16_t *dy, const uint16_t 
 cudaError_t tdm_k_maxpool_forward(float *y, int32_t *argmax, const float *x,
                                   const float *bias, bool relu, int n, int h, int w, int c,
                                   int k, cudaStream_t stream);
+/* The pool of bn_forward's training output (relu optional), each value normalized from
+ * x as it is read: tdm_k_bn_forward then tdm_k_maxpool_forward's y and argmax. */
+cudaError_t tdm_k_maxpool_forward_bn(float *y, int32_t *argmax, const float *x,
+                                     const float *mean, const float *invstd,
+                                     const float *gamma, const float *beta, bool relu, int n,
+                                     int h, int w, int c, int k, cudaStream_t stream);
 /* dbias (may be NULL) goes through `partials`, device scratch of partials_count
  * floats, as tdm_k_bias_backward's sums do. */
 cudaError_t tdm_k_maxpool_backward(float *dx, float *dbias, const float *dy,

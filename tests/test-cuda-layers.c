@@ -3,9 +3,9 @@
  * training steps, evaluation mode and backward, average and global pooling, dropout
  * and the augmenting gather (the same numbers as the CPU, from the shared counter
  * RNG), label-smoothed softmax cross-entropy, PyTorch's SGD with Nesterov and a decay
- * mask, GEMMs in bf16, the column-free input gradient of a bf16 convolution, and the
- * fusions of bf16 convolutions with the bn before them (im2col_bf16_bn) and after them
- * (bn_backward_dx_bf16). The older operations are test-cuda-kernels.c's.
+ * mask, GEMMs in bf16, the column-free input gradient of a bf16 convolution, and a
+ * bn fused into its neighbours: a pool or bf16 conv after it (maxpool_forward_bn,
+ * im2col_bf16_bn) and a bf16 conv before it (bn_backward_dx_bf16). The older operations are test-cuda-kernels.c's.
  *
  * Inputs are fresh random numbers (g_test_rand_*, so --seed replays a run); GPU
  * outputs are poisoned with NaN first, so an element left unwritten fails. Results
@@ -753,6 +753,65 @@ im2col_bf16_bn_case(int n, int h, int w, int c, int k, int pad, int stride, bool
     release(all[i]);
 }
 
+/* maxpool_forward_bn: the pool of a training bn's output read from its input. y and
+ * argmax those of the GPU's bn_forward then maxpool_forward, bit for bit; y within
+ * TOL of the CPU's (an FMA apart in the bn). */
+static void
+maxpool_bn_case(int n, int h, int w, int c, int k, bool relu)
+{
+  int ph = h / k, pw = w / k;
+  size_t xs = (size_t)n * h * w * c, ys = (size_t)n * ph * pw * c;
+  int rows = n * h * w;
+  g_autofree float *x = random_floats(xs, -3, 3);
+  g_autofree float *saved = random_floats(2 * (size_t)c, -0.5, 0.5);
+  for (int ch = 0; ch < c; ch++)
+    saved[c + ch] = 0.5f + (float)ch / c;
+  g_autofree float *gamma = random_floats(c, -1.5, 1.5), *beta = random_floats(c, -0.5, 0.5);
+  g_autofree float *bn_ref = g_new(float, xs), *y_ref = g_new(float, ys);
+  g_autofree int32_t *at_ref = g_new(int32_t, ys);
+  cpu->ops->bn_forward(cpu, bn_ref, x, saved, saved + c, gamma, beta, rows, c, relu);
+  cpu->ops->maxpool_forward(cpu, y_ref, at_ref, bn_ref, NULL, false, n, h, w, c, k);
+  assert_ok(cpu);
+
+  float *dx = on(x, xs * 4), *dsaved = on(saved, 2 * (size_t)c * 4);
+  float *dgamma = on(gamma, c * 4), *dbeta = on(beta, c * 4), *dbn = poisoned(xs);
+  float *dy = poisoned(ys), *dy_unfused = poisoned(ys);
+  int32_t *dat = (int32_t *)poisoned(ys), *dat_unfused = (int32_t *)poisoned(ys);
+  const TdmBackendOps *g = gpu->ops;
+  g->bn_forward(gpu, dbn, dx, dsaved, dsaved + c, dgamma, dbeta, rows, c, relu);
+  g->maxpool_forward(gpu, dy_unfused, dat_unfused, dbn, NULL, false, n, h, w, c, k);
+  g->maxpool_forward_bn(gpu, dy, dat, dx, dsaved, dsaved + c, dgamma, dbeta, relu, n, h, w, c,
+                        k);
+  g_autofree float *y_unfused = g_new(float, ys);
+  g_autofree int32_t *at_unfused = g_new(int32_t, ys);
+  g->download(gpu, y_unfused, dy_unfused, ys * 4);
+  g->download(gpu, at_unfused, dat_unfused, ys * 4);
+  assert_ok(gpu);
+  g_autofree char *what = g_strdup_printf("maxpool_forward_bn %d×%d×%d×%d k%d%s", n, h, w, c,
+                                          k, relu ? " relu" : "");
+  check_close(what, dy, y_unfused, ys, 0.0);
+  check_ints(what, dat, at_unfused, ys);
+  check_close(what, dy, y_ref, ys, TOL);
+  void *all[] = {dx, dsaved, dgamma, dbeta, dbn, dy, dy_unfused, dat, dat_unfused};
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++)
+    release(all[i]);
+}
+
+/* A training bn's output computed by the layer after it (the resnet preset's shapes). */
+static void
+test_bn_fused(void)
+{
+  if (!have_gpu())
+    return;
+  im2col_bf16_bn_case(512, 28, 28, 32, 3, 1, 1, true);  /* conv64's input: bn, relu */
+  im2col_bf16_bn_case(8, 3, 3, 256, 3, 1, 1, true);     /* the last block's */
+  im2col_bf16_bn_case(3, 7, 6, 8, 3, 1, 1, false);      /* without the ReLU */
+  im2col_bf16_bn_case(2, 9, 8, 6, 3, 1, 2, true);       /* one value a thread, strided */
+  maxpool_bn_case(512, 28, 28, 64, 2, true);            /* bn, relu, pool2 after conv64 */
+  maxpool_bn_case(64, 7, 7, 256, 2, true);              /* odd size: a row left over */
+  maxpool_bn_case(4, 9, 9, 6, 3, false);                /* one value a thread, no ReLU */
+}
+
 static void
 gemm_stored_bf16_case(bool ta, bool tb, int m, int n, int k)
 {
@@ -922,10 +981,6 @@ test_stored_bf16(void)
   im2col_bf16_case(3, 7, 6, 8, 3, 1, 1);  /* four channels a thread */
   im2col_bf16_case(2, 9, 8, 3, 3, 1, 2);  /* one, strided */
   im2col_bf16_case(512, 28, 28, 32, 3, 1, 1); /* the resnet preset's second conv */
-  im2col_bf16_bn_case(512, 28, 28, 32, 3, 1, 1, true);  /* its input: bn, relu */
-  im2col_bf16_bn_case(8, 3, 3, 256, 3, 1, 1, true);     /* the last block's */
-  im2col_bf16_bn_case(3, 7, 6, 8, 3, 1, 1, false);      /* without the ReLU */
-  im2col_bf16_bn_case(2, 9, 8, 6, 3, 1, 2, true);       /* one value a thread, strided */
 
   gemm_stored_bf16_case(false, true, 512 * 49, 128, 576); /* a conv's forward */
   gemm_stored_bf16_case(true, false, 64, 288, 100352);    /* weight gradient: split-K */
@@ -968,6 +1023,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda-layers/gemm-bf16", test_gemm_bf16);
   g_test_add_func("/cuda-layers/stored-bf16", test_stored_bf16);
   g_test_add_func("/cuda-layers/conv-dgrad-bf16", test_conv_dgrad_bf16);
+  g_test_add_func("/cuda-layers/bn-fused", test_bn_fused);
 
   int status = g_test_run();
   if (gpu != NULL) {

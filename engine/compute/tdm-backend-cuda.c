@@ -562,18 +562,6 @@ cuda_im2col_bf16(TdmBackend *b, uint16_t *col, const float *x, int n, int h, int
   TDM_CUDA_OK(b, tdm_k_im2col_bf16(col, x, n, h, w, c, kh, kw, pad, stride, CUDA_B(b)->stream));
 }
 
-static void
-cuda_im2col_bf16_bn(TdmBackend *b, uint16_t *col, const float *x, const float *mean,
-                    const float *invstd, const float *gamma, const float *beta, bool relu,
-                    int n, int h, int w, int c, int kh, int kw, int pad, int stride)
-{
-  if (!tdm_cuda_begin(b) ||
-      !tdm_backend_check_conv(b, "im2col_bf16_bn", n, h, w, c, kh, kw, pad, stride))
-    return;
-  TDM_CUDA_OK(b, tdm_k_im2col_bf16_bn(col, x, mean, invstd, gamma, beta, relu, n, h, w, c, kh,
-                                      kw, pad, stride, CUDA_B(b)->stream));
-}
-
 /* Bias and ReLU */
 
 static void
@@ -882,6 +870,7 @@ static const TdmBackendOps tdm_backend_cuda_ops = {
   .im2col = cuda_im2col,
   .col2im = cuda_col2im,
   .maxpool_forward = cuda_maxpool_forward,
+  .maxpool_forward_bn = tdm_cuda_maxpool_forward_bn,
   .maxpool_backward = cuda_maxpool_backward,
   .conv_pool_forward = cuda_conv_pool_forward,
   .conv_pool_backward = cuda_conv_pool_backward,
@@ -912,7 +901,7 @@ static const TdmBackendOps tdm_backend_cuda_ops = {
   .scale = cuda_scale,
   .to_bf16 = cuda_to_bf16,
   .im2col_bf16 = cuda_im2col_bf16,
-  .im2col_bf16_bn = cuda_im2col_bf16_bn,
+  .im2col_bf16_bn = tdm_cuda_im2col_bf16_bn,
   .gemm_bf16 = cuda_gemm_bf16,
   .gemm_bf16_out = cuda_gemm_bf16_out,
   .col2im_bf16 = cuda_col2im_bf16,

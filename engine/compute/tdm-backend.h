@@ -124,6 +124,15 @@ typedef struct {
    * quarter of the passes over the conv's output. */
   void (*maxpool_forward) (TdmBackend *b, float *y, int32_t *argmax, const float *x,
                            const float *bias, bool relu, int n, int h, int w, int c, int k);
+  /* maxpool_forward (no bias) of bn_forward's training output (mean, invstd, gamma,
+   * beta as there, then max(·, 0) when relu), each value normalized from the bn's input
+   * x as it is read: the same y and argmax (which indexes the bn's output, laid out as
+   * x), and the normalized tensor is never written (a pool that is its only reader).
+   * Optional. */
+  void (*maxpool_forward_bn) (TdmBackend *b, float *y, int32_t *argmax, const float *x,
+                              const float *mean, const float *invstd, const float *gamma,
+                              const float *beta, bool relu, int n, int h, int w, int c,
+                              int k);
   /* dx (n×h×w×c) = dy scattered through argmax, zero elsewhere. When y (the pool's
    * output) is not NULL, only where y > 0: the ReLU folded into maxpool_forward, whose
    * gradient is dy where the chosen input was positive, which is where y is. When

@@ -2,8 +2,8 @@
  * tree of layers (tdm-network.h): each layer as backend operations, blocks as
  * RES_BEGIN … RES_END with the skip path's gradient kept aside until the walk back
  * reaches the block's start, batch normalization's sums handed to the synchronized
- * BN hook between its steps; with bf16 convolutions, a bn's output that only the conv
- * after it reads is computed by that conv's im2col, and the gradient a bn hands to the
+ * BN hook between its steps; a bn's output that only a pool or a bf16 conv after it
+ * reads is computed by that layer as it reads it, and the gradient a bn hands to a bf16
  * conv before it is written as that conv's bf16 operand. Not the buffers, the gather
  * or the step's shape (tdm-replica.c). */
 #include "tdm-replica-private.h"
@@ -37,7 +37,7 @@ bn_count(TdmReplica *r, int n, int pixels)
 /* y = BN(x) (then ReLU) over rows × C, in the given mode; work is the layer's
  * bn_work. The statistics: one pass into this replica's slot, one all-reduce of every
  * replica's slots when synchronized, merged in slot order (tdm-bn-moments.h).
- * statistics_only: y is left unwritten (bn_output_in_im2col()). */
+ * statistics_only: y is left unwritten (bn_output_left_to_next()). */
 static void
 bn_forward(TdmReplica *r, TdmPassMode mode, float *y, const float *x, int n, int pixels, int c,
            const float *gamma, const float *beta, float *work, float *running, bool relu,
@@ -151,8 +151,8 @@ bn_dx_as_conv_dy16(TdmReplica *r, int i, int n)
   return (uint16_t *)r->cols[i - 1] + (size_t)rows * k;
 }
 
-/* A training bn's output that the conv after it gathers from the bn's input in its
- * im2col instead (bn_output_in_im2col()). */
+/* A training bn's output that the layer after it computes from the bn's input as it
+ * reads it (bn_output_left_to_next()). */
 typedef struct {
   const float *x;              /* the bn's input */
   const float *saved;          /* mean[C], then invstd[C] (bn_work + 2C) */
@@ -160,22 +160,27 @@ typedef struct {
   bool relu;
 } BnGather;
 
-/* Whether bn layer i leaves its output unwritten, for the conv after it to compute as
- * it builds its bf16 columns (im2col_bf16_bn): in training, when that conv takes the
- * bf16 column path and is the output's only reader (the next layer reads it, and a
- * bf16 conv's backward reads its columns, never its input). The same bits. */
+/* Whether bn layer i leaves its output unwritten in training, for the layer after it
+ * to compute as it reads it, when that layer is the output's only reader: a max pool
+ * (maxpool_forward_bn; its backward goes by argmax), or a conv that takes the bf16
+ * column path (im2col_bf16_bn; its backward reads its columns, never its input). The
+ * backends give the same bits as the bn's own pass. */
 static gboolean
-bn_output_in_im2col(TdmReplica *r, int i, int n, TdmPassMode mode)
+bn_output_left_to_next(TdmReplica *r, int i, int n, TdmPassMode mode)
 {
   const TdmNetwork *net = r->net;
-  if (mode == MODE_EVAL || r->backend->ops->im2col_bf16_bn == NULL || i + 1 >= net->layer_count)
+  const TdmBackendOps *ops = r->backend->ops;
+  if (mode == MODE_EVAL || i + 1 >= net->layer_count)
     return FALSE;
-  const TdmLayer *conv = &net->layers[i + 1];
-  if (conv->kind != TDM_LAYER_CONV || r->conv_work[i + 1] != NULL)
+  const TdmLayer *next = &net->layers[i + 1];
+  if (next->kind == TDM_LAYER_POOL)
+    return ops->maxpool_forward_bn != NULL;
+  if (next->kind != TDM_LAYER_CONV || ops->im2col_bf16_bn == NULL ||
+      r->conv_work[i + 1] != NULL)
     return FALSE;
-  int rows = n * conv->out_h * conv->out_w;
-  return conv_bf16(r, r->cols[i + 1], rows, conv->in_c * conv->kernel * conv->kernel,
-                   conv->out_c);
+  int rows = n * next->out_h * next->out_w;
+  return conv_bf16(r, r->cols[i + 1], rows, next->in_c * next->kernel * next->kernel,
+                   next->out_c);
 }
 
 /* A conv's product: the backend's whole convolution where the layer has its scratch
@@ -310,6 +315,12 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
         ops->relu_forward(b, y, y, out);
       break;
     case TDM_LAYER_POOL: {
+      if (from_bn != NULL) {
+        ops->maxpool_forward_bn(b, y, r->argmax[i], from_bn->x, from_bn->saved,
+                                from_bn->saved + l->in_c, from_bn->gamma, from_bn->beta,
+                                from_bn->relu, n, l->in_h, l->in_w, l->in_c, l->kernel);
+        break;
+      }
       const TdmLayer *conv = i > 0 && bias_in_pool(net, i - 1) ? l - 1 : NULL;
       ops->maxpool_forward(b, y, r->argmax[i], x, conv ? r->params + conv->bias_offset : NULL,
                            conv != NULL && conv->fused_relu, n, l->in_h, l->in_w, l->in_c,
@@ -323,7 +334,7 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
     case TDM_LAYER_RES_BEGIN:
       break;
     case TDM_LAYER_BN: {
-      gboolean gathered = bn_output_in_im2col(r, i, n, mode);
+      gboolean gathered = bn_output_left_to_next(r, i, n, mode);
       bn_forward(r, mode, y, x, n, pixels, l->out_c, w, bias, r->bn_work[i],
                  r->state + l->state_offset, l->fused_relu, gathered);
       if (gathered) {
