@@ -154,14 +154,24 @@ struct BnGather {
 /* im2col, the common case: rows (img, oy, ox) on threadIdx.y and blocks, a row's
  * vectors of V floats on threadIdx.x. Each vector's (ky, kx, channel) comes from a
  * table in shared memory built once per block instead of three divisions per
- * vector. Needs kcols / V <= TDM_IM2COL_TABLE, kh < 128, kw < 256, c / V < 65536. */
+ * vector; with BN, so does each channel's scale and shift (bn_train_affine), after
+ * the table at a 16-byte boundary. Needs kcols / V <= TDM_IM2COL_TABLE, kh < 128,
+ * kw < 256, c / V < 65536, and the shared memory within TDM_IM2COL_SHARED. */
 #define TDM_IM2COL_TABLE 8192
+#define TDM_IM2COL_SHARED 49152
+
+__host__ __device__ inline size_t
+im2col_affine_offset(size_t kvecs)
+{
+  return (kvecs * sizeof(int) + 15) / 16 * 16;
+}
+
 template <int V, typename T, bool BN>
 __global__ void
 im2col_table_kernel(T *col, const float *x, int rows, int h, int w, int c, int kh,
                     int kw, int pad, int stride, int oh, int ow, BnGather bn)
 {
-  extern __shared__ int taps[];
+  extern __shared__ __align__(16) int taps[];
   int cv = c / V;
   int kvecs = kh * kw * cv;
   int tid = threadIdx.y * blockDim.x + threadIdx.x;
@@ -169,6 +179,11 @@ im2col_table_kernel(T *col, const float *x, int rows, int h, int w, int c, int k
     int tap = k / cv;
     taps[k] = ((tap / kw) << 24) | ((tap % kw) << 16) | (k % cv);
   }
+  float *scale = (float *)((char *)taps + im2col_affine_offset(kvecs));
+  float *shift = scale + c;
+  if (BN)
+    for (int ch = tid; ch < c; ch += blockDim.x * blockDim.y)
+      bn_train_affine(ch, bn.mean, bn.invstd, bn.gamma, bn.beta, scale + ch, shift + ch);
   __syncthreads();
   for (int row = blockIdx.x * blockDim.y + threadIdx.y; row < rows;
        row += gridDim.x * blockDim.y) {
@@ -186,10 +201,13 @@ im2col_table_kernel(T *col, const float *x, int rows, int h, int w, int c, int k
       if ((unsigned)iy < (unsigned)h && (unsigned)ix < (unsigned)w) {
         int ch = (tap & 0xffff) * V;
         load_v<V>(v, xi + (iy * w + ix) * c + ch);
-        if (BN)
+        if (BN) {
+          float sc[V], sh[V];
+          load_v<V>(sc, scale + ch);
+          load_v<V>(sh, shift + ch);
           for (int j = 0; j < V; j++)
-            v[j] = bn_train_output(v[j], ch + j, bn.mean, bn.invstd, bn.gamma, bn.beta,
-                                   bn.relu);
+            v[j] = bn_affine_output(v[j], sc[j], sh[j], bn.relu);
+        }
       } else
         for (int j = 0; j < V; j++)
           v[j] = 0.0f;
@@ -261,14 +279,15 @@ im2col_launch(T *col, const float *x, int n, int h, int w, int c, int kh, int kw
   bool vec = c % 4 == 0 && ((uintptr_t)col & (4 * sizeof(T) - 1)) == 0 && tdm_k_aligned16(x);
   int v = vec ? 4 : 1;
   size_t kvecs = kcols / v;
+  size_t shared = BN ? im2col_affine_offset(kvecs) + 2 * (size_t)c * sizeof(float)
+                     : kvecs * sizeof(int);
   if (kvecs <= TDM_IM2COL_TABLE && kh < 128 && kw < 256 && c / v < 65536 &&
-      rows <= INT32_MAX && (size_t)h * w * c <= INT32_MAX) {
+      rows <= INT32_MAX && (size_t)h * w * c <= INT32_MAX && shared <= TDM_IM2COL_SHARED) {
     unsigned bx = im2col_lanes((int)kvecs);
     dim3 block(bx, TDM_K_THREADS / bx);
     size_t blocks = (rows + block.y - 1) / block.y;
     if (blocks > 8192)
       blocks = 8192;
-    size_t shared = kvecs * sizeof(int);
     if (vec)
       im2col_table_kernel<4, T, BN><<<(unsigned)blocks, block, shared, stream>>>(
           col, x, (int)rows, h, w, c, kh, kw, pad, stride, oh, ow, bn);
@@ -412,15 +431,15 @@ tdm_k_col2im_bf16(float *dx, const uint16_t *col, int n, int h, int w, int c, in
  * the CPU reference does; then adds the bias and applies the ReLU when asked (a conv
  * layer's, folded into the pool: both are monotonic, so the same y on a quarter of
  * the elements). Indices are int32: x has at most 2³¹ elements (the backend checks). */
-/* V values of x at channel ch, normalized when BN. */
+/* V values of x, normalized by their channels' scale and shift when BN. */
 template <int V, bool BN>
 __device__ __forceinline__ void
-load_bn_v(float *v, const float *p, int ch, const BnGather &bn)
+load_bn_v(float *v, const float *p, const float *scale, const float *shift, bool relu)
 {
   load_v<V>(v, p);
   if (BN)
     for (int j = 0; j < V; j++)
-      v[j] = bn_train_output(v[j], ch + j, bn.mean, bn.invstd, bn.gamma, bn.beta, bn.relu);
+      v[j] = bn_affine_output(v[j], scale[j], shift[j], relu);
 }
 
 /* BN: the pool of a training bn's output, each value normalized as it is read (the
@@ -440,9 +459,13 @@ maxpool_forward_kernel(float *y, int32_t *argmax, const float *x, const float *b
     int oy = (int)(line % (uint32_t)ph);
     int img = (int)(line / (uint32_t)ph);
     int32_t first = ((img * h + oy * k) * w + ox * k) * c + q * V;
-    float best[V];
+    float best[V], scale[V], shift[V];
     int32_t at[V];
-    load_bn_v<V, BN>(best, x + first, q * V, bn);
+    if (BN)
+      for (int j = 0; j < V; j++)
+        bn_train_affine(q * V + j, bn.mean, bn.invstd, bn.gamma, bn.beta, scale + j,
+                        shift + j);
+    load_bn_v<V, BN>(best, x + first, scale, shift, bn.relu);
     for (int j = 0; j < V; j++)
       at[j] = first + j;
     for (int ky = 0; ky < k; ky++) {
@@ -451,7 +474,7 @@ maxpool_forward_kernel(float *y, int32_t *argmax, const float *x, const float *b
           continue;
         int32_t base = first + (ky * w + kx) * c;
         float v[V];
-        load_bn_v<V, BN>(v, x + base, q * V, bn);
+        load_bn_v<V, BN>(v, x + base, scale, shift, bn.relu);
         for (int j = 0; j < V; j++) {
           if (v[j] > best[j]) {
             best[j] = v[j];

@@ -31,6 +31,9 @@ cudaError_t tdm_k_relu_forward(float *y, const float *x, size_t n, cudaStream_t 
 cudaError_t tdm_k_relu_backward(float *dx, const float *dy, const float *y, size_t n,
                                 cudaStream_t stream);
 cudaError_t tdm_k_add(float *y, const float *x, size_t n, cudaStream_t stream);
+/* y = a + x, then max(y, 0) when relu (y may be a or x). */
+cudaError_t tdm_k_add_out(float *y, const float *a, const float *x, size_t n, bool relu,
+                          cudaStream_t stream);
 cudaError_t tdm_k_scale(float *y, float alpha, size_t n, cudaStream_t stream);
 /* out[i] = in[i] as bfloat16 bits, rounded to nearest even. */
 cudaError_t tdm_k_to_bf16(uint16_t *out, const float *in, size_t n, cudaStream_t stream);

@@ -3,9 +3,10 @@
  * training steps, evaluation mode and backward, average and global pooling, dropout
  * and the augmenting gather (the same numbers as the CPU, from the shared counter
  * RNG), label-smoothed softmax cross-entropy, PyTorch's SGD with Nesterov and a decay
- * mask, GEMMs in bf16, the column-free input gradient of a bf16 convolution, and a
- * bn fused into its neighbours: a pool or bf16 conv after it (maxpool_forward_bn,
- * im2col_bf16_bn) and a bf16 conv before it (bn_backward_dx_bf16). The older operations are test-cuda-kernels.c's.
+ * mask, GEMMs in bf16, the column-free input gradient of a bf16 convolution, a bn
+ * fused into its neighbours: a pool or bf16 conv after it (maxpool_forward_bn,
+ * im2col_bf16_bn) and a bf16 conv before it (bn_backward_dx_bf16), and a residual
+ * block's end in one pass (add_out). The older operations are test-cuda-kernels.c's.
  *
  * Inputs are fresh random numbers (g_test_rand_*, so --seed replays a run); GPU
  * outputs are poisoned with NaN first, so an element left unwritten fails. Results
@@ -797,12 +798,38 @@ maxpool_bn_case(int n, int h, int w, int c, int k, bool relu)
     release(all[i]);
 }
 
-/* A training bn's output computed by the layer after it (the resnet preset's shapes). */
+/* add_out: a residual block's end, y = a + x then the ReLU, against the CPU's copy,
+ * add and relu_forward, bit for bit; in place over x, and n not a multiple of 4. */
 static void
-test_bn_fused(void)
+add_out_case(size_t n, bool relu, bool in_place)
+{
+  g_autofree float *a = random_floats(n, -2, 2), *x = random_floats(n, -2, 2);
+  g_autofree float *ref = g_memdup2(a, n * 4);
+  cpu->ops->add(cpu, ref, x, n);
+  if (relu)
+    cpu->ops->relu_forward(cpu, ref, ref, n);
+  assert_ok(cpu);
+  float *da = on(a, n * 4), *dx = on(x, n * 4), *dy = in_place ? dx : poisoned(n);
+  gpu->ops->add_out(gpu, dy, da, dx, n, relu);
+  g_autofree char *what = g_strdup_printf("add_out %zu%s%s", n, relu ? " relu" : "",
+                                          in_place ? " in place" : "");
+  check_close(what, dy, ref, n, 0.0);
+  release(da);
+  release(dx);
+  if (!in_place)
+    release(dy);
+}
+
+/* Layers fused with their neighbours: a training bn's output computed by the layer
+ * after it (the resnet preset's shapes), a residual block's end in one pass. */
+static void
+test_fused(void)
 {
   if (!have_gpu())
     return;
+  add_out_case(512 * 14 * 14 * 64, false, false);       /* the preset's first block */
+  add_out_case(1001, true, false);
+  add_out_case(1003, true, true);
   im2col_bf16_bn_case(512, 28, 28, 32, 3, 1, 1, true);  /* conv64's input: bn, relu */
   im2col_bf16_bn_case(8, 3, 3, 256, 3, 1, 1, true);     /* the last block's */
   im2col_bf16_bn_case(3, 7, 6, 8, 3, 1, 1, false);      /* without the ReLU */
@@ -1023,7 +1050,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda-layers/gemm-bf16", test_gemm_bf16);
   g_test_add_func("/cuda-layers/stored-bf16", test_stored_bf16);
   g_test_add_func("/cuda-layers/conv-dgrad-bf16", test_conv_dgrad_bf16);
-  g_test_add_func("/cuda-layers/bn-fused", test_bn_fused);
+  g_test_add_func("/cuda-layers/fused", test_fused);
 
   int status = g_test_run();
   if (gpu != NULL) {

@@ -738,6 +738,13 @@ cuda_add(TdmBackend *b, float *y, const float *x, size_t n)
 }
 
 static void
+cuda_add_out(TdmBackend *b, float *y, const float *a, const float *x, size_t n, bool relu)
+{
+  if (tdm_cuda_begin(b))
+    TDM_CUDA_OK(b, tdm_k_add_out(y, a, x, n, relu, CUDA_B(b)->stream));
+}
+
+static void
 cuda_scale(TdmBackend *b, float *y, float alpha, size_t n)
 {
   if (tdm_cuda_begin(b))
@@ -898,6 +905,7 @@ static const TdmBackendOps tdm_backend_cuda_ops = {
   .momentum_update = cuda_momentum_update,
   .adam_update = cuda_adam_update,
   .add = cuda_add,
+  .add_out = cuda_add_out,
   .scale = cuda_scale,
   .to_bf16 = cuda_to_bf16,
   .im2col_bf16 = cuda_im2col_bf16,

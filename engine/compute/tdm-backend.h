@@ -356,6 +356,11 @@ typedef struct {
   /* y += x; y *= alpha. For communicators. */
   void (*add) (TdmBackend *b, float *y, const float *x, size_t n);
   void (*scale) (TdmBackend *b, float *y, float alpha, size_t n);
+  /* y = a + x, then max(y, 0) when relu (NaN passes, as relu_forward): a residual
+   * block's end in one pass instead of a copy, add and relu_forward, with their bits.
+   * y may be a or x. Optional. */
+  void (*add_out) (TdmBackend *b, float *y, const float *a, const float *x, size_t n,
+                   bool relu);
 
   /* Optional (NULL on the CPU): record the operations issued between begin and end
    * into a graph that launch replays; key tells graphs of different shapes apart. */

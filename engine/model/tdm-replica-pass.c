@@ -105,8 +105,9 @@ dropout_key(const TdmReplica *r, int layer)
 /* Whether a conv with columns runs its forward and weight-gradient products on
  * bfloat16 operands (--precision bf16 on a backend that has them). The columns, as
  * bf16, take the first half of the layer's float32 column buffer; the second half
- * holds the weights as bf16 in the forward (out_c · k values) and the output gradient
- * as bf16 in the backward (rows · out_c): both fit when out_c <= k and out_c <= rows.
+ * holds the weights as bf16 in the forward (out_c · k values; unused where the replica
+ * keeps params16) and the output gradient as bf16 in the backward (rows · out_c): both
+ * fit when out_c <= k and out_c <= rows.
  * Else (a first layer of few input channels, a tiny batch) the float32 path. The
  * data gradient goes through bf16 columns too when the output gradient and the
  * weights fit side by side in the second half (conv_bf16_dx): its product writes
@@ -126,6 +127,17 @@ conv_bf16_dx(TdmReplica *r, int rows, int k, int out_c)
   const TdmBackendOps *ops = r->backend->ops;
   return ops->gemm_bf16_out != NULL && ops->col2im_bf16 != NULL &&
          (size_t)rows * out_c + (size_t)out_c * k <= (size_t)rows * k;
+}
+
+/* A conv's weights w (out_c·k values) as bf16: in params16, which the forward pass
+ * rounded all at once, when the replica keeps one; else rounded into spare. */
+static const uint16_t *
+conv_weights16(TdmReplica *r, const float *w, size_t count, uint16_t *spare)
+{
+  if (r->params16 != NULL)
+    return r->params16 + (w - r->params);
+  r->backend->ops->to_bf16(r->backend, spare, w, count);
+  return spare;
 }
 
 /* Where the input gradient of bn layer i goes straight into the bf16 output gradient
@@ -200,14 +212,14 @@ conv_forward(TdmReplica *r, float *y, const float *x, const BnGather *bn, float 
     return;
   }
   if (conv_bf16(r, col, rows, k, out_c)) {
-    uint16_t *col16 = (uint16_t *)col, *w16 = col16 + (size_t)rows * k;
+    uint16_t *col16 = (uint16_t *)col;
+    const uint16_t *w16 = conv_weights16(r, w, (size_t)out_c * k, col16 + (size_t)rows * k);
     if (bn != NULL)
       b->ops->im2col_bf16_bn(b, col16, bn->x, bn->saved, bn->saved + in_c, bn->gamma,
                              bn->beta, bn->relu, n, in_h, in_w, in_c, kernel, kernel, pad,
                              stride);
     else
       b->ops->im2col_bf16(b, col16, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
-    b->ops->to_bf16(b, w16, w, (size_t)out_c * k);
     b->ops->gemm_bf16(b, false, true, rows, out_c, k, 1.0f, col16, k, w16, k, 0.0f, y, out_c);
     return;
   }
@@ -242,8 +254,8 @@ conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy, gboolean dy1
       b->ops->to_bf16(b, dy16, dy, (size_t)rows * out_c);
     b->ops->gemm_bf16(b, true, false, out_c, k, rows, 1.0f, dy16, out_c, col16, k, 0.0f, dw, k);
     if (need_dx && conv_bf16_dx(r, rows, k, out_c)) {
-      uint16_t *w16 = dy16 + (size_t)rows * out_c;
-      b->ops->to_bf16(b, w16, w, (size_t)out_c * k);
+      const uint16_t *w16 =
+          conv_weights16(r, w, (size_t)out_c * k, dy16 + (size_t)rows * out_c);
       if (b->ops->conv_dgrad_bf16 != NULL) {
         b->ops->conv_dgrad_bf16(b, dx, dy16, w16, col16, n, in_h, in_w, in_c, out_c, kernel,
                                 kernel, pad, stride);
@@ -274,6 +286,8 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
   const TdmBackendOps *ops = b->ops;
   const TdmNetwork *net = r->net;
   int first = 0;
+  if (r->params16 != NULL)
+    ops->to_bf16(b, r->params16, r->params, net->parameter_count);
   BnGather gather;
   const BnGather *pending = NULL; /* a bn's output left for the next layer's im2col */
   if (conv_pool_first(net)) {
@@ -372,6 +386,10 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
         bn_forward(r, mode, r->proj_bn[i], r->proj_conv[i], n, pixels, l->out_c, bias,
                    bias + l->out_c, r->bn_work[i], r->state + l->state_offset, false, FALSE);
         skip = r->proj_bn[i];
+      }
+      if (ops->add_out != NULL) {
+        ops->add_out(b, y, x, skip, out, l->fused_relu);
+        break;
       }
       ops->copy(b, y, x, out * sizeof(float));
       ops->add(b, y, skip, out);

@@ -183,6 +183,8 @@ tdm_replica_new(TdmBackend *b, const TdmNetwork *net, int capacity, const TdmDat
   ALLOC(r->grad_a, (size_t)capacity * grad_floats * sizeof(float));
   ALLOC(r->grad_b, (size_t)capacity * grad_floats * sizeof(float));
   ALLOC(r->tta_logits, (size_t)capacity * net->classes * sizeof(float));
+  if (b->precision == TDM_PRECISION_BF16 && b->ops->to_bf16 != NULL)
+    ALLOC(r->params16, MAX(1, net->parameter_count) * sizeof(uint16_t));
   ALLOC(r->labels, (size_t)capacity * sizeof(int32_t));
   ALLOC(r->indices, (size_t)capacity * sizeof(int32_t));
 
@@ -232,6 +234,7 @@ tdm_replica_free(TdmReplica *r)
   tdm_backend_release(b, r->grad_a);
   tdm_backend_release(b, r->grad_b);
   tdm_backend_release(b, r->tta_logits);
+  tdm_backend_release(b, r->params16);
   tdm_backend_release(b, r->labels);
   tdm_backend_release(b, r->indices);
   tdm_backend_release(b, r->train_images);

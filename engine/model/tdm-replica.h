@@ -74,6 +74,9 @@ struct _TdmReplica {
   float **proj_conv, **proj_bn; /* [layer_count]: a projection's conv and bn outputs */
   float **skip_grad;            /* [layer_count]: RES_END: the gradient of the skip path */
   float *tta_logits;            /* test-time flip averaging */
+  uint16_t *params16;           /* --precision bf16: the parameters as bf16, rounded
+                                 * once per forward pass for every conv's products
+                                 * (NULL without bf16) */
   gboolean reduce_failed;
   float *grad_a, *grad_b;       /* ping-pong buffers for activation gradients */
   int32_t *labels;              /* device: the shard's labels */
