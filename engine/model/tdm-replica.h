@@ -102,8 +102,14 @@ void tdm_replica_free (TdmReplica *replica);
 /* Bytes a replica of `net` for `capacity` samples needs on its device, datasets
  * included: checked against free memory before anything is allocated. The figure is
  * tdm_memory_replica()'s total (tdm-memory.h), which sums the buffers below. */
-size_t tdm_replica_bytes_needed (const TdmNetwork *net, TdmBackendKind kind, int capacity,
+size_t tdm_replica_bytes_needed (const TdmNetwork *net, TdmBackendKind kind,
+                                 TdmPrecision precision, int capacity,
                                  const TdmDataset *train, const TdmDataset *test);
+
+/* Bytes of the parameters' bfloat16 copy a replica keeps (params16, rounded once per
+ * forward pass for its convolutions): on a GPU under --precision bf16, else 0. */
+size_t tdm_replica_params16_bytes (const TdmNetwork *net, TdmBackendKind kind,
+                                   TdmPrecision precision);
 
 /* The buffers a replica keeps for layer i, in elements: per sample (times the
  * replica's capacity) unless said otherwise. tdm_replica_new() allocates exactly these,
