@@ -289,7 +289,7 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
   if (r->params16 != NULL)
     ops->to_bf16(b, r->params16, r->params, net->parameter_count);
   BnGather gather;
-  const BnGather *pending = NULL; /* a bn's output left for the next layer's im2col */
+  const BnGather *pending = NULL; /* a bn's output left to the next layer (im2col, pool) */
   if (conv_pool_first(net)) {
     const TdmLayer *l = &net->layers[0];
     ops->conv_pool_forward(b, r->acts[2], r->argmax[1], r->acts[0], r->params + l->weight_offset,
