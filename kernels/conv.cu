@@ -7,10 +7,13 @@
  * warp's accesses are whole lines. col2im and the pooling gradient are gathers (each
  * output element sums what lands on it), never scatters with atomics, so results are
  * deterministic. For --precision bf16, im2col also writes bfloat16 columns (rounded to
- * nearest even) and col2im also reads them (summing in float32).
+ * nearest even) and col2im also reads them (summing in float32). im2col and the max
+ * pool can apply a training batch normalization (and its ReLU) to each value they
+ * read, for a layer that is the normalized tensor's only reader: it is never written.
  */
 #include "tdm-kernels.h"
 #include "common.cuh"
+#include "bn-value.cuh"
 
 #include <cuda_bf16.h>
 
@@ -140,17 +143,35 @@ relu(float v)
   return v < 0.0f ? 0.0f : v;
 }
 
+/* A batch normalization that im2col or the pool applies to each value it reads (BN):
+ * the training forward's statistics and parameters, and its fused ReLU. Padding
+ * stays 0, as it would around the normalized tensor. */
+struct BnGather {
+  const float *mean, *invstd, *gamma, *beta;
+  bool relu;
+};
+
 /* im2col, the common case: rows (img, oy, ox) on threadIdx.y and blocks, a row's
  * vectors of V floats on threadIdx.x. Each vector's (ky, kx, channel) comes from a
  * table in shared memory built once per block instead of three divisions per
- * vector. Needs kcols / V <= TDM_IM2COL_TABLE, kh < 128, kw < 256, c / V < 65536. */
+ * vector; with BN, so does each channel's scale and shift (bn_train_affine), after
+ * the table at a 16-byte boundary. Needs kcols / V <= TDM_IM2COL_TABLE, kh < 128,
+ * kw < 256, c / V < 65536, and the shared memory within TDM_IM2COL_SHARED. */
 #define TDM_IM2COL_TABLE 8192
-template <int V, typename T>
+#define TDM_IM2COL_SHARED 49152
+
+__host__ __device__ inline size_t
+im2col_affine_offset(size_t kvecs)
+{
+  return (kvecs * sizeof(int) + 15) / 16 * 16;
+}
+
+template <int V, typename T, bool BN>
 __global__ void
 im2col_table_kernel(T *col, const float *x, int rows, int h, int w, int c, int kh,
-                    int kw, int pad, int stride, int oh, int ow)
+                    int kw, int pad, int stride, int oh, int ow, BnGather bn)
 {
-  extern __shared__ int taps[];
+  extern __shared__ __align__(16) int taps[];
   int cv = c / V;
   int kvecs = kh * kw * cv;
   int tid = threadIdx.y * blockDim.x + threadIdx.x;
@@ -158,6 +179,11 @@ im2col_table_kernel(T *col, const float *x, int rows, int h, int w, int c, int k
     int tap = k / cv;
     taps[k] = ((tap / kw) << 24) | ((tap % kw) << 16) | (k % cv);
   }
+  float *scale = (float *)((char *)taps + im2col_affine_offset(kvecs));
+  float *shift = scale + c;
+  if (BN)
+    for (int ch = tid; ch < c; ch += blockDim.x * blockDim.y)
+      bn_train_affine(ch, bn.mean, bn.invstd, bn.gamma, bn.beta, scale + ch, shift + ch);
   __syncthreads();
   for (int row = blockIdx.x * blockDim.y + threadIdx.y; row < rows;
        row += gridDim.x * blockDim.y) {
@@ -172,9 +198,17 @@ im2col_table_kernel(T *col, const float *x, int rows, int h, int w, int c, int k
       int iy = oy * stride + (tap >> 24) - pad;
       int ix = ox * stride + ((tap >> 16) & 0xff) - pad;
       float v[V];
-      if ((unsigned)iy < (unsigned)h && (unsigned)ix < (unsigned)w)
-        load_v<V>(v, xi + (iy * w + ix) * c + (tap & 0xffff) * V);
-      else
+      if ((unsigned)iy < (unsigned)h && (unsigned)ix < (unsigned)w) {
+        int ch = (tap & 0xffff) * V;
+        load_v<V>(v, xi + (iy * w + ix) * c + ch);
+        if (BN) {
+          float sc[V], sh[V];
+          load_v<V>(sc, scale + ch);
+          load_v<V>(sh, shift + ch);
+          for (int j = 0; j < V; j++)
+            v[j] = bn_affine_output(v[j], sc[j], sh[j], bn.relu);
+        }
+      } else
         for (int j = 0; j < V; j++)
           v[j] = 0.0f;
       store_v<V>(out + k * V, v);
@@ -183,10 +217,10 @@ im2col_table_kernel(T *col, const float *x, int rows, int h, int w, int c, int k
 }
 
 /* im2col for any shape: one thread per col entry. */
-template <typename I, typename T>
+template <typename I, typename T, bool BN>
 __global__ void
 im2col_kernel(T *col, const float *x, I total, int h, int w, int c, int kh, int kw,
-              int pad, int stride, int oh, int ow)
+              int pad, int stride, int oh, int ow, BnGather bn)
 {
   I kcols = (I)c * kh * kw;
   for (I e = grid_start<I>(); e < total; e += grid_stride<I>()) {
@@ -202,8 +236,11 @@ im2col_kernel(T *col, const float *x, I total, int h, int w, int c, int kh, int 
     int iy = oy * stride + ky - pad;
     int ix = ox * stride + kx - pad;
     float v = 0.0f;
-    if (iy >= 0 && iy < h && ix >= 0 && ix < w)
+    if (iy >= 0 && iy < h && ix >= 0 && ix < w) {
       v = x[(((size_t)img * h + iy) * w + ix) * c + ch];
+      if (BN)
+        v = bn_train_output(v, ch, bn.mean, bn.invstd, bn.gamma, bn.beta, bn.relu);
+    }
     store_one(col + e, v);
   }
 }
@@ -223,11 +260,11 @@ im2col_lanes(int kvecs)
 }
 
 /* Columns in float32 (T = float) or bfloat16 (T = uint16_t, --precision bf16's
- * operands for the GEMMs that read them). */
-template <typename T>
+ * operands for the GEMMs that read them), of x or (BN) of x normalized. */
+template <typename T, bool BN>
 static cudaError_t
 im2col_launch(T *col, const float *x, int n, int h, int w, int c, int kh, int kw, int pad,
-              int stride, cudaStream_t stream)
+              int stride, BnGather bn, cudaStream_t stream)
 {
   if (stride <= 0)
     return cudaErrorInvalidValue;
@@ -242,27 +279,29 @@ im2col_launch(T *col, const float *x, int n, int h, int w, int c, int kh, int kw
   bool vec = c % 4 == 0 && ((uintptr_t)col & (4 * sizeof(T) - 1)) == 0 && tdm_k_aligned16(x);
   int v = vec ? 4 : 1;
   size_t kvecs = kcols / v;
+  size_t shared = BN ? im2col_affine_offset(kvecs) + 2 * (size_t)c * sizeof(float)
+                     : kvecs * sizeof(int);
   if (kvecs <= TDM_IM2COL_TABLE && kh < 128 && kw < 256 && c / v < 65536 &&
-      rows <= INT32_MAX && (size_t)h * w * c <= INT32_MAX) {
+      rows <= INT32_MAX && (size_t)h * w * c <= INT32_MAX && shared <= TDM_IM2COL_SHARED) {
     unsigned bx = im2col_lanes((int)kvecs);
     dim3 block(bx, TDM_K_THREADS / bx);
     size_t blocks = (rows + block.y - 1) / block.y;
     if (blocks > 8192)
       blocks = 8192;
-    size_t shared = kvecs * sizeof(int);
     if (vec)
-      im2col_table_kernel<4, T><<<(unsigned)blocks, block, shared, stream>>>(
-          col, x, (int)rows, h, w, c, kh, kw, pad, stride, oh, ow);
+      im2col_table_kernel<4, T, BN><<<(unsigned)blocks, block, shared, stream>>>(
+          col, x, (int)rows, h, w, c, kh, kw, pad, stride, oh, ow, bn);
     else
-      im2col_table_kernel<1, T><<<(unsigned)blocks, block, shared, stream>>>(
-          col, x, (int)rows, h, w, c, kh, kw, pad, stride, oh, ow);
+      im2col_table_kernel<1, T, BN><<<(unsigned)blocks, block, shared, stream>>>(
+          col, x, (int)rows, h, w, c, kh, kw, pad, stride, oh, ow, bn);
   } else if (total <= UINT32_MAX) {
-    im2col_kernel<uint32_t, T><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
-                                 stream>>>(col, x, (uint32_t)total, h, w, c, kh, kw, pad,
-                                           stride, oh, ow);
+    im2col_kernel<uint32_t, T, BN><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                     stream>>>(col, x, (uint32_t)total, h, w, c, kh, kw, pad,
+                                               stride, oh, ow, bn);
   } else {
-    im2col_kernel<size_t, T><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
-                               stream>>>(col, x, total, h, w, c, kh, kw, pad, stride, oh, ow);
+    im2col_kernel<size_t, T, BN><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                   stream>>>(col, x, total, h, w, c, kh, kw, pad, stride, oh,
+                                             ow, bn);
   }
   return tdm_k_launched();
 }
@@ -271,14 +310,25 @@ extern "C" cudaError_t
 tdm_k_im2col(float *col, const float *x, int n, int h, int w, int c, int kh, int kw, int pad,
              int stride, cudaStream_t stream)
 {
-  return im2col_launch(col, x, n, h, w, c, kh, kw, pad, stride, stream);
+  return im2col_launch<float, false>(col, x, n, h, w, c, kh, kw, pad, stride, BnGather{},
+                                     stream);
 }
 
 extern "C" cudaError_t
 tdm_k_im2col_bf16(uint16_t *col, const float *x, int n, int h, int w, int c, int kh, int kw,
                   int pad, int stride, cudaStream_t stream)
 {
-  return im2col_launch(col, x, n, h, w, c, kh, kw, pad, stride, stream);
+  return im2col_launch<uint16_t, false>(col, x, n, h, w, c, kh, kw, pad, stride, BnGather{},
+                                        stream);
+}
+
+extern "C" cudaError_t
+tdm_k_im2col_bf16_bn(uint16_t *col, const float *x, const float *mean, const float *invstd,
+                     const float *gamma, const float *beta, bool relu, int n, int h, int w,
+                     int c, int kh, int kw, int pad, int stride, cudaStream_t stream)
+{
+  BnGather bn = {mean, invstd, gamma, beta, relu};
+  return im2col_launch<uint16_t, true>(col, x, n, h, w, c, kh, kw, pad, stride, bn, stream);
 }
 
 /* dx[img, iy, ix, ch] = Σ over (ky, kx) of col[(img, oy, ox), (ky, kx, ch)] for the
@@ -381,11 +431,24 @@ tdm_k_col2im_bf16(float *dx, const uint16_t *col, int n, int h, int w, int c, in
  * the CPU reference does; then adds the bias and applies the ReLU when asked (a conv
  * layer's, folded into the pool: both are monotonic, so the same y on a quarter of
  * the elements). Indices are int32: x has at most 2³¹ elements (the backend checks). */
-template <int V>
+/* V values of x, normalized by their channels' scale and shift when BN. */
+template <int V, bool BN>
+__device__ __forceinline__ void
+load_bn_v(float *v, const float *p, const float *scale, const float *shift, bool relu)
+{
+  load_v<V>(v, p);
+  if (BN)
+    for (int j = 0; j < V; j++)
+      v[j] = bn_affine_output(v[j], scale[j], shift[j], relu);
+}
+
+/* BN: the pool of a training bn's output, each value normalized as it is read (the
+ * output itself never written); argmax then indexes x, which has its layout. */
+template <int V, bool BN>
 __global__ void
 maxpool_forward_kernel(float *y, int32_t *argmax, const float *x, const float *bias,
                        bool use_relu, uint32_t total, int h, int w, int c, int k, int ph,
-                       int pw)
+                       int pw, BnGather bn)
 {
   int cv = c / V;
   for (uint32_t e = grid_start<uint32_t>(); e < total; e += grid_stride<uint32_t>()) {
@@ -396,9 +459,13 @@ maxpool_forward_kernel(float *y, int32_t *argmax, const float *x, const float *b
     int oy = (int)(line % (uint32_t)ph);
     int img = (int)(line / (uint32_t)ph);
     int32_t first = ((img * h + oy * k) * w + ox * k) * c + q * V;
-    float best[V];
+    float best[V], scale[V], shift[V];
     int32_t at[V];
-    load_v<V>(best, x + first);
+    if (BN)
+      for (int j = 0; j < V; j++)
+        bn_train_affine(q * V + j, bn.mean, bn.invstd, bn.gamma, bn.beta, scale + j,
+                        shift + j);
+    load_bn_v<V, BN>(best, x + first, scale, shift, bn.relu);
     for (int j = 0; j < V; j++)
       at[j] = first + j;
     for (int ky = 0; ky < k; ky++) {
@@ -407,7 +474,7 @@ maxpool_forward_kernel(float *y, int32_t *argmax, const float *x, const float *b
           continue;
         int32_t base = first + (ky * w + kx) * c;
         float v[V];
-        load_v<V>(v, x + base);
+        load_bn_v<V, BN>(v, x + base, scale, shift, bn.relu);
         for (int j = 0; j < V; j++) {
           if (v[j] > best[j]) {
             best[j] = v[j];
@@ -427,9 +494,10 @@ maxpool_forward_kernel(float *y, int32_t *argmax, const float *x, const float *b
   }
 }
 
-extern "C" cudaError_t
-tdm_k_maxpool_forward(float *y, int32_t *argmax, const float *x, const float *bias, bool relu,
-                      int n, int h, int w, int c, int k, cudaStream_t stream)
+template <bool BN>
+static cudaError_t
+maxpool_forward_launch(float *y, int32_t *argmax, const float *x, const float *bias, bool relu,
+                       int n, int h, int w, int c, int k, BnGather bn, cudaStream_t stream)
 {
   if (k <= 0)
     return cudaErrorInvalidValue;
@@ -440,14 +508,31 @@ tdm_k_maxpool_forward(float *y, int32_t *argmax, const float *x, const float *bi
   bool vec = c % 4 == 0 && tdm_k_aligned16(y) && tdm_k_aligned16(argmax) &&
              tdm_k_aligned16(x) && tdm_k_aligned16(bias);
   if (vec)
-    maxpool_forward_kernel<4><<<tdm_k_blocks(total / 4, TDM_K_THREADS), TDM_K_THREADS, 0,
-                                stream>>>(y, argmax, x, bias, relu, (uint32_t)(total / 4), h,
-                                          w, c, k, ph, pw);
+    maxpool_forward_kernel<4, BN><<<tdm_k_blocks(total / 4, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                    stream>>>(y, argmax, x, bias, relu, (uint32_t)(total / 4),
+                                              h, w, c, k, ph, pw, bn);
   else
-    maxpool_forward_kernel<1><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
-                                stream>>>(y, argmax, x, bias, relu, (uint32_t)total, h, w, c,
-                                          k, ph, pw);
+    maxpool_forward_kernel<1, BN><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                    stream>>>(y, argmax, x, bias, relu, (uint32_t)total, h, w,
+                                              c, k, ph, pw, bn);
   return tdm_k_launched();
+}
+
+extern "C" cudaError_t
+tdm_k_maxpool_forward(float *y, int32_t *argmax, const float *x, const float *bias, bool relu,
+                      int n, int h, int w, int c, int k, cudaStream_t stream)
+{
+  return maxpool_forward_launch<false>(y, argmax, x, bias, relu, n, h, w, c, k, BnGather{},
+                                       stream);
+}
+
+extern "C" cudaError_t
+tdm_k_maxpool_forward_bn(float *y, int32_t *argmax, const float *x, const float *mean,
+                         const float *invstd, const float *gamma, const float *beta,
+                         bool relu, int n, int h, int w, int c, int k, cudaStream_t stream)
+{
+  BnGather bn = {mean, invstd, gamma, beta, relu};
+  return maxpool_forward_launch<true>(y, argmax, x, NULL, false, n, h, w, c, k, bn, stream);
 }
 
 /* Windows do not overlap (stride = k), so each input pixel has at most one window:

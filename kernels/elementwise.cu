@@ -167,9 +167,9 @@ tdm_k_bias_backward(float *dbias, const float *dy, int outer, int channels, int 
                          stream);
 }
 
-/* The four simple maps share one shape: a float4 body over n / 4 elements when every
+/* The simple maps share one shape: a float4 body over n / 4 elements when every
  * pointer is 16-byte aligned, then the scalar tail, both in one launch. */
-enum { TDM_OP_RELU, TDM_OP_RELU_BACKWARD, TDM_OP_ADD, TDM_OP_SCALE };
+enum { TDM_OP_RELU, TDM_OP_RELU_BACKWARD, TDM_OP_ADD, TDM_OP_SCALE, TDM_OP_ADD_RELU };
 
 template <int OP>
 __device__ __forceinline__ float
@@ -182,6 +182,8 @@ map1(float a, float b, float alpha)
     return b > 0.0f ? a : 0.0f;
   case TDM_OP_ADD:
     return a + b;
+  case TDM_OP_ADD_RELU:
+    return relu(a + b);
   default:
     return a * alpha;
   }
@@ -244,6 +246,15 @@ extern "C" cudaError_t
 tdm_k_add(float *y, const float *x, size_t n, cudaStream_t stream)
 {
   return launch_map<TDM_OP_ADD>(y, y, x, 0.0f, n, stream);
+}
+
+extern "C" cudaError_t
+tdm_k_add_out(float *y, const float *a, const float *x, size_t n, bool relu,
+              cudaStream_t stream)
+{
+  if (relu)
+    return launch_map<TDM_OP_ADD_RELU>(y, a, x, 0.0f, n, stream);
+  return launch_map<TDM_OP_ADD>(y, a, x, 0.0f, n, stream);
 }
 
 /* out[i] = in[i] rounded to bfloat16, nearest even. */

@@ -17,7 +17,9 @@
 #include "tdm-counter-rng.h"
 #include "tdm-bn-moments.h"
 #include "common.cuh"
+#include "bn-value.cuh"
 
+#include <cuda_bf16.h>
 #include <math.h>
 
 /* Sums over rows: a block is 32 channels (threadIdx.x, so a warp reads 128
@@ -32,18 +34,6 @@
 #define BN_FINISH_LANES 32
 
 enum { SUM_SHIFTED = 0, SUM_BACKWARD = 2, SUM_BACKWARD_RELU = 3 };
-
-/* The training forward's output before its ReLU, x · (invstd·γ) + (β − mean·invstd·γ):
- * one function for bn_forward and for the backward's recomputed ReLU mask, so that
- * both compile to the same operations and the mask is the forward's, bit for bit. */
-__device__ inline float
-bn_train_value(float x, int ch, const float *mean, const float *invstd, const float *gamma,
-               const float *beta)
-{
-  float scale = invstd[ch] * gamma[ch];
-  float shift = beta[ch] - mean[ch] * scale;
-  return x * scale + shift;
-}
 
 /* partials[(group · 2 + which) · channels + ch]: which 0 holds Σ(x − K) (K = the
  * channel's first row, tdm-bn-moments.h) or Σdy·xhat, which 1 holds Σ(x − K)² or
@@ -255,14 +245,11 @@ __device__ inline float
 bn_forward_one(float x, int ch, const float *mean, const float *spread, const float *gamma,
                const float *beta, float eps, bool use_relu)
 {
-  float v;
-  if (EVAL) {
-    float scale = gamma[ch] / sqrtf(spread[ch] + eps);
-    float shift = beta[ch] - mean[ch] * scale;
-    v = x * scale + shift;
-  } else {
-    v = bn_train_value(x, ch, mean, spread, gamma, beta);
-  }
+  if (!EVAL)
+    return bn_train_output(x, ch, mean, spread, gamma, beta, use_relu);
+  float scale = gamma[ch] / sqrtf(spread[ch] + eps);
+  float shift = beta[ch] - mean[ch] * scale;
+  float v = x * scale + shift;
   return use_relu && v < 0.0f ? 0.0f : v;
 }
 
@@ -350,9 +337,39 @@ bn_backward_one(float dy, float x, int ch, const float *mean, const float *invst
   return k * dy + a * x + c;
 }
 
-template <bool RELU, int V, typename I>
+/* dx as float, or as bfloat16 rounded to nearest even (the bits to_bf16 gives the
+ * float): a convolution's output gradient that its GEMMs read as bf16. */
+__device__ inline void
+store_dx4(float *dx, size_t quad, float4 g)
+{
+  ((float4 *)dx)[quad] = g;
+}
+
+__device__ inline void
+store_dx4(uint16_t *dx, size_t quad, float4 g)
+{
+  unsigned lo = (unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(g.x)) |
+                ((unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(g.y)) << 16);
+  unsigned hi = (unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(g.z)) |
+                ((unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(g.w)) << 16);
+  ((uint2 *)dx)[quad] = make_uint2(lo, hi);
+}
+
+__device__ inline void
+store_dx1(float *dx, size_t i, float g)
+{
+  dx[i] = g;
+}
+
+__device__ inline void
+store_dx1(uint16_t *dx, size_t i, float g)
+{
+  dx[i] = __bfloat16_as_ushort(__float2bfloat16_rn(g));
+}
+
+template <bool RELU, int V, typename I, typename T>
 __global__ void
-bn_backward_dx_kernel(float *dx, const float *dy, const float *x, const float *mean,
+bn_backward_dx_kernel(T *dx, const float *dy, const float *x, const float *mean,
                       const float *invstd, const float *gamma, const float *beta,
                       const float *sum_dgamma, const float *sum_dbeta, float inv_count,
                       I total, I channels)
@@ -370,29 +387,31 @@ bn_backward_dx_kernel(float *dx, const float *dy, const float *x, const float *m
                                   sum_dbeta, inv_count);
       g.w = bn_backward_one<RELU>(g.w, v.w, ch + 3, mean, invstd, gamma, beta, sum_dgamma,
                                   sum_dbeta, inv_count);
-      ((float4 *)dx)[i] = g;
+      store_dx4(dx, i, g);
     } else {
-      dx[i] = bn_backward_one<RELU>(dy[i], x[i], ch, mean, invstd, gamma, beta, sum_dgamma,
-                                    sum_dbeta, inv_count);
+      store_dx1(dx, i, bn_backward_one<RELU>(dy[i], x[i], ch, mean, invstd, gamma, beta,
+                                             sum_dgamma, sum_dbeta, inv_count));
     }
   }
 }
 
-extern "C" cudaError_t
-tdm_k_bn_backward_dx(float *dx, const float *dy, const float *x, const float *mean,
-                     const float *invstd, const float *gamma, const float *beta, bool relu,
-                     const float *sum_dgamma, const float *sum_dbeta, float inv_count,
-                     int rows, int channels, cudaStream_t stream)
+/* V = 4 needs dy and x on 16 bytes, and dx on 16 (float) or 8 (bf16). */
+template <typename T>
+static cudaError_t
+bn_backward_dx_launch(T *dx, const float *dy, const float *x, const float *mean,
+                      const float *invstd, const float *gamma, const float *beta, bool relu,
+                      const float *sum_dgamma, const float *sum_dbeta, float inv_count,
+                      int rows, int channels, cudaStream_t stream)
 {
   size_t total = (size_t)(rows > 0 ? rows : 0) * (channels > 0 ? channels : 0);
   if (total == 0)
     return cudaSuccess;
-  bool vec = channels % 4 == 0 && tdm_k_aligned16(dx) && tdm_k_aligned16(dy) &&
-             tdm_k_aligned16(x);
+  bool vec = channels % 4 == 0 && ((uintptr_t)dx & (4 * sizeof(T) - 1)) == 0 &&
+             tdm_k_aligned16(dy) && tdm_k_aligned16(x);
   bool narrow = total < ((size_t)1 << 31);
   unsigned blocks = tdm_k_blocks(vec ? total / 4 : total, TDM_K_THREADS);
 #define BN_BACKWARD(R, V, I)                                                               \
-  bn_backward_dx_kernel<R, V, I><<<blocks, TDM_K_THREADS, 0, stream>>>(                    \
+  bn_backward_dx_kernel<R, V, I, T><<<blocks, TDM_K_THREADS, 0, stream>>>(                 \
       dx, dy, x, mean, invstd, gamma, beta, sum_dgamma, sum_dbeta, inv_count, (I)total,    \
       (I)channels)
   if (relu && vec && narrow)
@@ -413,6 +432,26 @@ tdm_k_bn_backward_dx(float *dx, const float *dy, const float *x, const float *me
     BN_BACKWARD(false, 1, size_t);
 #undef BN_BACKWARD
   return tdm_k_launched();
+}
+
+extern "C" cudaError_t
+tdm_k_bn_backward_dx(float *dx, const float *dy, const float *x, const float *mean,
+                     const float *invstd, const float *gamma, const float *beta, bool relu,
+                     const float *sum_dgamma, const float *sum_dbeta, float inv_count,
+                     int rows, int channels, cudaStream_t stream)
+{
+  return bn_backward_dx_launch(dx, dy, x, mean, invstd, gamma, beta, relu, sum_dgamma,
+                               sum_dbeta, inv_count, rows, channels, stream);
+}
+
+extern "C" cudaError_t
+tdm_k_bn_backward_dx_bf16(uint16_t *dx, const float *dy, const float *x, const float *mean,
+                          const float *invstd, const float *gamma, const float *beta,
+                          bool relu, const float *sum_dgamma, const float *sum_dbeta,
+                          float inv_count, int rows, int channels, cudaStream_t stream)
+{
+  return bn_backward_dx_launch(dx, dy, x, mean, invstd, gamma, beta, relu, sum_dgamma,
+                               sum_dbeta, inv_count, rows, channels, stream);
 }
 
 /* Average pooling, window = stride = k: one thread per output value, channels

@@ -31,6 +31,9 @@ cudaError_t tdm_k_relu_forward(float *y, const float *x, size_t n, cudaStream_t 
 cudaError_t tdm_k_relu_backward(float *dx, const float *dy, const float *y, size_t n,
                                 cudaStream_t stream);
 cudaError_t tdm_k_add(float *y, const float *x, size_t n, cudaStream_t stream);
+/* y = a + x, then max(y, 0) when relu (y may be a or x). */
+cudaError_t tdm_k_add_out(float *y, const float *a, const float *x, size_t n, bool relu,
+                          cudaStream_t stream);
 cudaError_t tdm_k_scale(float *y, float alpha, size_t n, cudaStream_t stream);
 /* out[i] = in[i] as bfloat16 bits, rounded to nearest even. */
 cudaError_t tdm_k_to_bf16(uint16_t *out, const float *in, size_t n, cudaStream_t stream);
@@ -52,6 +55,12 @@ cudaError_t tdm_k_im2col(float *col, const float *x, int n, int h, int w, int c,
 /* im2col into bfloat16 columns (bits, rounded to nearest even). */
 cudaError_t tdm_k_im2col_bf16(uint16_t *col, const float *x, int n, int h, int w, int c,
                               int kh, int kw, int pad, int stride, cudaStream_t stream);
+/* The same columns of bn_forward's training output (relu optional) computed from its
+ * input x as they are gathered: the bits of tdm_k_bn_forward then tdm_k_im2col_bf16. */
+cudaError_t tdm_k_im2col_bf16_bn(uint16_t *col, const float *x, const float *mean,
+                                 const float *invstd, const float *gamma, const float *beta,
+                                 bool relu, int n, int h, int w, int c, int kh, int kw,
+                                 int pad, int stride, cudaStream_t stream);
 /* col2im from bfloat16 columns, summed in float32. */
 cudaError_t tdm_k_col2im_bf16(float *dx, const uint16_t *col, int n, int h, int w, int c,
                               int kh, int kw, int pad, int stride, cudaStream_t stream);
@@ -69,6 +78,12 @@ cudaError_t tdm_k_conv_dgrad_bf16(float *dx, const uint16_t *dy, const uint16_t 
 cudaError_t tdm_k_maxpool_forward(float *y, int32_t *argmax, const float *x,
                                   const float *bias, bool relu, int n, int h, int w, int c,
                                   int k, cudaStream_t stream);
+/* The pool of bn_forward's training output (relu optional), each value normalized from
+ * x as it is read: tdm_k_bn_forward then tdm_k_maxpool_forward's y and argmax. */
+cudaError_t tdm_k_maxpool_forward_bn(float *y, int32_t *argmax, const float *x,
+                                     const float *mean, const float *invstd,
+                                     const float *gamma, const float *beta, bool relu, int n,
+                                     int h, int w, int c, int k, cudaStream_t stream);
 /* dbias (may be NULL) goes through `partials`, device scratch of partials_count
  * floats, as tdm_k_bias_backward's sums do. */
 cudaError_t tdm_k_maxpool_backward(float *dx, float *dbias, const float *dy,
@@ -134,6 +149,13 @@ cudaError_t tdm_k_bn_backward_dx(float *dx, const float *dy, const float *x, con
                                  bool relu, const float *sum_dgamma, const float *sum_dbeta,
                                  float inv_count, int rows, int channels,
                                  cudaStream_t stream);
+/* The same dx rounded to bfloat16 (nearest even: to_bf16's bits of the float dx). */
+cudaError_t tdm_k_bn_backward_dx_bf16(uint16_t *dx, const float *dy, const float *x,
+                                      const float *mean, const float *invstd,
+                                      const float *gamma, const float *beta, bool relu,
+                                      const float *sum_dgamma, const float *sum_dbeta,
+                                      float inv_count, int rows, int channels,
+                                      cudaStream_t stream);
 cudaError_t tdm_k_avgpool_forward(float *y, const float *x, int n, int h, int w, int c, int k,
                                   cudaStream_t stream);
 cudaError_t tdm_k_avgpool_backward(float *dx, const float *dy, int n, int h, int w, int c,

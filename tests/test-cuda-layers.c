@@ -3,8 +3,10 @@
  * training steps, evaluation mode and backward, average and global pooling, dropout
  * and the augmenting gather (the same numbers as the CPU, from the shared counter
  * RNG), label-smoothed softmax cross-entropy, PyTorch's SGD with Nesterov and a decay
- * mask, GEMMs in bf16 and the column-free input gradient of a bf16 convolution. The
- * older operations are test-cuda-kernels.c's.
+ * mask, GEMMs in bf16, the column-free input gradient of a bf16 convolution, a bn
+ * fused into its neighbours: a pool or bf16 conv after it (maxpool_forward_bn,
+ * im2col_bf16_bn) and a bf16 conv before it (bn_backward_dx_bf16), and a residual
+ * block's end in one pass (add_out). The older operations are test-cuda-kernels.c's.
  *
  * Inputs are fresh random numbers (g_test_rand_*, so --seed replays a run); GPU
  * outputs are poisoned with NaN first, so an element left unwritten fails. Results
@@ -144,6 +146,44 @@ check_ints(const char *what, const int32_t *dev, const int32_t *ref, size_t n)
     }
 }
 
+/* bf16 results (test_stored_bf16 and the bn's bf16 input gradient): float to nearest
+ * even bfloat16, as __float2bfloat16_rn (no NaN in these data). */
+static uint16_t
+bf16_bits(float f)
+{
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+
+static float
+bf16_value(uint16_t h)
+{
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+static void
+check_bits(const char *what, const uint16_t *dev, const float *ref, size_t n)
+{
+  g_autofree uint16_t *out = g_new(uint16_t, n);
+  gpu->ops->download(gpu, out, dev, n * sizeof(uint16_t));
+  assert_ok(gpu);
+  size_t wrong = 0, first = 0;
+  for (size_t i = 0; i < n; i++)
+    if (out[i] != bf16_bits(ref[i]) && wrong++ == 0)
+      first = i;
+  g_test_message("%s: %zu of %zu values differ", what, wrong, n);
+  if (wrong > 0) {
+    g_test_message("FAILED %s: value %zu is 0x%04x, expected 0x%04x (from %.9g)", what, first,
+                   out[first], bf16_bits(ref[first]), ref[first]);
+    g_test_fail();
+  }
+}
+
 /* Strided convolution's data movement */
 
 static void
@@ -260,6 +300,14 @@ bn_case_offset(int rows, int channels, bool relu, double tol, float offset)
   gpu->ops->copy(gpu, ddx, ddy, n * 4);
   g->bn_backward_dx(gpu, ddx, ddx, dx_in, dsaved, dsaved + channels, dgam, dbet, relu, ddg,
                     ddb, 1.0f / rows, rows, channels);
+  /* The same dx as bf16 (a conv's output gradient under --precision bf16): to_bf16's
+   * bits of the float dx, and so within bf16's rounding (2⁻⁹ of each value) of the
+   * CPU's. Every value poisoned (0xffff, a bf16 NaN); the one past the end stays so. */
+  g_autofree uint16_t *dx16 = g_new(uint16_t, n + 1);
+  memset(dx16, 0xff, (n + 1) * 2);
+  uint16_t *ddx16 = on(dx16, (n + 1) * 2);
+  g->bn_backward_dx_bf16(gpu, ddx16, ddy, dx_in, dsaved, dsaved + channels, dgam, dbet, relu,
+                         ddg, ddb, 1.0f / rows, rows, channels);
 
   g_autofree char *tag = g_strdup_printf("%d×%d%s offset %g", rows, channels,
                                          relu ? " relu" : "", offset);
@@ -286,8 +334,25 @@ bn_case_offset(int rows, int channels, bool relu, double tol, float offset)
   check_close(w7, ddb, db_ref, channels, TOL);
   g_autofree char *w8 = g_strdup_printf("bn_backward_dx %s", tag);
   check_close(w8, ddx, dx_ref, n, tol);
+  g_autofree float *dx_gpu = g_new(float, n);
+  gpu->ops->download(gpu, dx_gpu, ddx, n * 4);
+  g_autofree char *w9 = g_strdup_printf("bn_backward_dx_bf16 against bn_backward_dx %s", tag);
+  check_bits(w9, ddx16, dx_gpu, n);
+  gpu->ops->download(gpu, dx16, ddx16, (n + 1) * 2);
+  assert_ok(gpu);
+  g_assert_cmpuint(dx16[n], ==, 0xffff);
+  for (size_t i = 0; i < n; i++)
+    dx_gpu[i] = bf16_value(dx16[i]);
+  double err = rel_error(dx_gpu, dx_ref, n);
+  g_test_message("bn_backward_dx_bf16 %s: relative error %.3g", tag, err);
+  if (!(err <= 4e-3 + tol)) {
+    g_test_message("FAILED bn_backward_dx_bf16 %s: relative error %.3g exceeds %.1g", tag,
+                   err, 4e-3 + tol);
+    g_test_fail();
+  }
 
-  void *all[] = {dx_in, dgam, dbet, drm, drv, ddy, dslots, dsaved, dyo, dye, ddg, ddb, ddx};
+  void *all[] = {dx_in, dgam, dbet, drm, drv, ddy, dslots, dsaved, dyo, dye, ddg, ddb, ddx,
+                 ddx16};
   for (guint i = 0; i < G_N_ELEMENTS(all); i++)
     release(all[i]);
 }
@@ -616,42 +681,6 @@ test_gemm_bf16(void)
  * as __float2bfloat16_rn; no NaN in these data). gemm_bf16 on rounded operands is
  * the CPU's float32 GEMM of the same rounded values up to the order of float32
  * additions: TOL. */
-static uint16_t
-bf16_bits(float f)
-{
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-
-static float
-bf16_value(uint16_t h)
-{
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
-static void
-check_bits(const char *what, const uint16_t *dev, const float *ref, size_t n)
-{
-  g_autofree uint16_t *out = g_new(uint16_t, n);
-  gpu->ops->download(gpu, out, dev, n * sizeof(uint16_t));
-  assert_ok(gpu);
-  size_t wrong = 0, first = 0;
-  for (size_t i = 0; i < n; i++)
-    if (out[i] != bf16_bits(ref[i]) && wrong++ == 0)
-      first = i;
-  g_test_message("%s: %zu of %zu values differ", what, wrong, n);
-  if (wrong > 0) {
-    g_test_message("FAILED %s: value %zu is 0x%04x, expected 0x%04x (from %.9g)", what, first,
-                   out[first], bf16_bits(ref[first]), ref[first]);
-    g_test_fail();
-  }
-}
-
 static void
 im2col_bf16_case(int n, int h, int w, int c, int k, int pad, int stride)
 {
@@ -667,6 +696,147 @@ im2col_bf16_case(int n, int h, int w, int c, int k, int pad, int stride)
   check_bits(what, dcol, ref, cols);
   release(dx);
   release(dcol);
+}
+
+/* im2col_bf16_bn: the columns of a training bn's output gathered from its input. The
+ * bits of the GPU's bn_forward then im2col_bf16 (the engine's path without it), and
+ * within bf16's rounding (2⁻⁹ of each value) of the CPU's bn_forward and im2col. */
+static void
+im2col_bf16_bn_case(int n, int h, int w, int c, int k, int pad, int stride, bool relu)
+{
+  int oh = (h + 2 * pad - k) / stride + 1, ow = (w + 2 * pad - k) / stride + 1;
+  size_t xs = (size_t)n * h * w * c, cols = (size_t)n * oh * ow * k * k * c;
+  int rows = n * h * w;
+  g_autofree float *x = random_floats(xs, -3, 3);
+  g_autofree float *saved = random_floats(2 * (size_t)c, -0.5, 0.5); /* mean, invstd */
+  for (int ch = 0; ch < c; ch++)
+    saved[c + ch] = 0.5f + (float)ch / c;
+  g_autofree float *gamma = random_floats(c, 0.5, 1.5), *beta = random_floats(c, -0.5, 0.5);
+  g_autofree float *y = g_new(float, xs), *ref = g_new(float, cols);
+  cpu->ops->bn_forward(cpu, y, x, saved, saved + c, gamma, beta, rows, c, relu);
+  cpu->ops->im2col(cpu, ref, y, n, h, w, c, k, k, pad, stride);
+  assert_ok(cpu);
+
+  float *dx = on(x, xs * 4), *dsaved = on(saved, 2 * (size_t)c * 4);
+  float *dgamma = on(gamma, c * 4), *dbeta = on(beta, c * 4), *dy = poisoned(xs);
+  uint16_t *dcol = (uint16_t *)poisoned(cols / 2 + 1);
+  uint16_t *dref = (uint16_t *)poisoned(cols / 2 + 1);
+  gpu->ops->bn_forward(gpu, dy, dx, dsaved, dsaved + c, dgamma, dbeta, rows, c, relu);
+  gpu->ops->im2col_bf16(gpu, dref, dy, n, h, w, c, k, k, pad, stride);
+  gpu->ops->im2col_bf16_bn(gpu, dcol, dx, dsaved, dsaved + c, dgamma, dbeta, relu, n, h, w, c,
+                           k, k, pad, stride);
+  g_autofree uint16_t *col = g_new(uint16_t, cols), *col_ref = g_new(uint16_t, cols);
+  gpu->ops->download(gpu, col, dcol, cols * 2);
+  gpu->ops->download(gpu, col_ref, dref, cols * 2);
+  assert_ok(gpu);
+  g_autofree char *what = g_strdup_printf("im2col_bf16_bn %d×%d×%d×%d k%d p%d s%d%s", n, h, w,
+                                          c, k, pad, stride, relu ? " relu" : "");
+  size_t wrong = 0;
+  for (size_t i = 0; i < cols; i++)
+    wrong += col[i] != col_ref[i];
+  g_test_message("%s: %zu of %zu values differ from bn_forward, im2col_bf16", what, wrong,
+                 cols);
+  if (wrong > 0) {
+    g_test_message("FAILED %s", what);
+    g_test_fail();
+  }
+  g_autofree float *values = g_new(float, cols);
+  for (size_t i = 0; i < cols; i++)
+    values[i] = bf16_value(col[i]);
+  double err = rel_error(values, ref, cols);
+  g_test_message("%s: relative error %.3g against the CPU", what, err);
+  if (!(err <= 4e-3)) {
+    g_test_message("FAILED %s: relative error %.3g exceeds 4e-3", what, err);
+    g_test_fail();
+  }
+  void *all[] = {dx, dsaved, dgamma, dbeta, dy, dcol, dref};
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++)
+    release(all[i]);
+}
+
+/* maxpool_forward_bn: the pool of a training bn's output read from its input. y and
+ * argmax those of the GPU's bn_forward then maxpool_forward, bit for bit; y within
+ * TOL of the CPU's (an FMA apart in the bn). */
+static void
+maxpool_bn_case(int n, int h, int w, int c, int k, bool relu)
+{
+  int ph = h / k, pw = w / k;
+  size_t xs = (size_t)n * h * w * c, ys = (size_t)n * ph * pw * c;
+  int rows = n * h * w;
+  g_autofree float *x = random_floats(xs, -3, 3);
+  g_autofree float *saved = random_floats(2 * (size_t)c, -0.5, 0.5);
+  for (int ch = 0; ch < c; ch++)
+    saved[c + ch] = 0.5f + (float)ch / c;
+  g_autofree float *gamma = random_floats(c, -1.5, 1.5), *beta = random_floats(c, -0.5, 0.5);
+  g_autofree float *bn_ref = g_new(float, xs), *y_ref = g_new(float, ys);
+  g_autofree int32_t *at_ref = g_new(int32_t, ys);
+  cpu->ops->bn_forward(cpu, bn_ref, x, saved, saved + c, gamma, beta, rows, c, relu);
+  cpu->ops->maxpool_forward(cpu, y_ref, at_ref, bn_ref, NULL, false, n, h, w, c, k);
+  assert_ok(cpu);
+
+  float *dx = on(x, xs * 4), *dsaved = on(saved, 2 * (size_t)c * 4);
+  float *dgamma = on(gamma, c * 4), *dbeta = on(beta, c * 4), *dbn = poisoned(xs);
+  float *dy = poisoned(ys), *dy_unfused = poisoned(ys);
+  int32_t *dat = (int32_t *)poisoned(ys), *dat_unfused = (int32_t *)poisoned(ys);
+  const TdmBackendOps *g = gpu->ops;
+  g->bn_forward(gpu, dbn, dx, dsaved, dsaved + c, dgamma, dbeta, rows, c, relu);
+  g->maxpool_forward(gpu, dy_unfused, dat_unfused, dbn, NULL, false, n, h, w, c, k);
+  g->maxpool_forward_bn(gpu, dy, dat, dx, dsaved, dsaved + c, dgamma, dbeta, relu, n, h, w, c,
+                        k);
+  g_autofree float *y_unfused = g_new(float, ys);
+  g_autofree int32_t *at_unfused = g_new(int32_t, ys);
+  g->download(gpu, y_unfused, dy_unfused, ys * 4);
+  g->download(gpu, at_unfused, dat_unfused, ys * 4);
+  assert_ok(gpu);
+  g_autofree char *what = g_strdup_printf("maxpool_forward_bn %d×%d×%d×%d k%d%s", n, h, w, c,
+                                          k, relu ? " relu" : "");
+  check_close(what, dy, y_unfused, ys, 0.0);
+  check_ints(what, dat, at_unfused, ys);
+  check_close(what, dy, y_ref, ys, TOL);
+  void *all[] = {dx, dsaved, dgamma, dbeta, dbn, dy, dy_unfused, dat, dat_unfused};
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++)
+    release(all[i]);
+}
+
+/* add_out: a residual block's end, y = a + x then the ReLU, against the CPU's copy,
+ * add and relu_forward, bit for bit; in place over x, and n not a multiple of 4. */
+static void
+add_out_case(size_t n, bool relu, bool in_place)
+{
+  g_autofree float *a = random_floats(n, -2, 2), *x = random_floats(n, -2, 2);
+  g_autofree float *ref = g_memdup2(a, n * 4);
+  cpu->ops->add(cpu, ref, x, n);
+  if (relu)
+    cpu->ops->relu_forward(cpu, ref, ref, n);
+  assert_ok(cpu);
+  float *da = on(a, n * 4), *dx = on(x, n * 4), *dy = in_place ? dx : poisoned(n);
+  gpu->ops->add_out(gpu, dy, da, dx, n, relu);
+  g_autofree char *what = g_strdup_printf("add_out %zu%s%s", n, relu ? " relu" : "",
+                                          in_place ? " in place" : "");
+  check_close(what, dy, ref, n, 0.0);
+  release(da);
+  release(dx);
+  if (!in_place)
+    release(dy);
+}
+
+/* Layers fused with their neighbours: a training bn's output computed by the layer
+ * after it (the resnet preset's shapes), a residual block's end in one pass. */
+static void
+test_fused(void)
+{
+  if (!have_gpu())
+    return;
+  add_out_case(512 * 14 * 14 * 64, false, false);       /* the preset's first block */
+  add_out_case(1001, true, false);
+  add_out_case(1003, true, true);
+  im2col_bf16_bn_case(512, 28, 28, 32, 3, 1, 1, true);  /* conv64's input: bn, relu */
+  im2col_bf16_bn_case(8, 3, 3, 256, 3, 1, 1, true);     /* the last block's */
+  im2col_bf16_bn_case(3, 7, 6, 8, 3, 1, 1, false);      /* without the ReLU */
+  im2col_bf16_bn_case(2, 9, 8, 6, 3, 1, 2, true);       /* one value a thread, strided */
+  maxpool_bn_case(512, 28, 28, 64, 2, true);            /* bn, relu, pool2 after conv64 */
+  maxpool_bn_case(64, 7, 7, 256, 2, true);              /* odd size: a row left over */
+  maxpool_bn_case(4, 9, 9, 6, 3, false);                /* one value a thread, no ReLU */
 }
 
 static void
@@ -880,6 +1050,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda-layers/gemm-bf16", test_gemm_bf16);
   g_test_add_func("/cuda-layers/stored-bf16", test_stored_bf16);
   g_test_add_func("/cuda-layers/conv-dgrad-bf16", test_conv_dgrad_bf16);
+  g_test_add_func("/cuda-layers/fused", test_fused);
 
   int status = g_test_run();
   if (gpu != NULL) {

@@ -1,5 +1,6 @@
 /* tdm-backend-cuda-layers.c — the CUDA backend's operations for issue 10's layers:
- * batch normalization, average and global pooling, dropout, the augmenting gather
+ * batch normalization (and fused into the pool, bf16 im2col or bf16 output gradient
+ * next to it), average and global pooling, dropout, the augmenting gather
  * and PyTorch's SGD with a weight-decay mask. Each checks its shape, then enqueues
  * the launcher of kernels/ on the backend's stream; the semantics are those of
  * tdm-backend.h and the CPU backend's (tdm-backend-cpu-layers.c). Not the memory,
@@ -123,6 +124,47 @@ tdm_cuda_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const float *
   if (tdm_cuda_begin(b) && bn_shape_ok(b, "bn_backward_dx", rows, channels))
     TDM_CUDA_OK(b, tdm_k_bn_backward_dx(dx, dy, x, mean, invstd, gamma, beta, relu, sum_dgamma,
                                         sum_dbeta, inv_count, rows, channels, STREAM(b)));
+}
+
+void
+tdm_cuda_bn_backward_dx_bf16(TdmBackend *b, uint16_t *dx, const float *dy, const float *x,
+                             const float *mean, const float *invstd, const float *gamma,
+                             const float *beta, bool relu, const float *sum_dgamma,
+                             const float *sum_dbeta, float inv_count, int rows, int channels)
+{
+  if (tdm_cuda_begin(b) && bn_shape_ok(b, "bn_backward_dx_bf16", rows, channels))
+    TDM_CUDA_OK(b, tdm_k_bn_backward_dx_bf16(dx, dy, x, mean, invstd, gamma, beta, relu,
+                                             sum_dgamma, sum_dbeta, inv_count, rows,
+                                             channels, STREAM(b)));
+}
+
+/* A training bn's output read by the layer after it as it reads (tdm-backend.h) */
+
+void
+tdm_cuda_im2col_bf16_bn(TdmBackend *b, uint16_t *col, const float *x, const float *mean,
+                        const float *invstd, const float *gamma, const float *beta, bool relu,
+                        int n, int h, int w, int c, int kh, int kw, int pad, int stride)
+{
+  if (!tdm_cuda_begin(b) ||
+      !tdm_backend_check_conv(b, "im2col_bf16_bn", n, h, w, c, kh, kw, pad, stride))
+    return;
+  TDM_CUDA_OK(b, tdm_k_im2col_bf16_bn(col, x, mean, invstd, gamma, beta, relu, n, h, w, c, kh,
+                                      kw, pad, stride, STREAM(b)));
+}
+
+void
+tdm_cuda_maxpool_forward_bn(TdmBackend *b, float *y, int32_t *argmax, const float *x,
+                            const float *mean, const float *invstd, const float *gamma,
+                            const float *beta, bool relu, int n, int h, int w, int c, int k)
+{
+  if (!tdm_cuda_begin(b))
+    return;
+  REQUIRE(b, n >= 0 && h >= 0 && w >= 0 && c >= 0 && k >= 1,
+          "maxpool_forward_bn: bad shape n=%d h=%d w=%d c=%d k=%d", n, h, w, c, k);
+  REQUIRE(b, (guint64)n * h * w * c <= G_MAXINT32,
+          "maxpool_forward_bn: %d×%d×%d×%d inputs do not fit int32 indices", n, h, w, c);
+  TDM_CUDA_OK(b, tdm_k_maxpool_forward_bn(y, argmax, x, mean, invstd, gamma, beta, relu, n, h,
+                                          w, c, k, STREAM(b)));
 }
 
 /* Pooling */

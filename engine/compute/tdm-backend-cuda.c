@@ -738,6 +738,13 @@ cuda_add(TdmBackend *b, float *y, const float *x, size_t n)
 }
 
 static void
+cuda_add_out(TdmBackend *b, float *y, const float *a, const float *x, size_t n, bool relu)
+{
+  if (tdm_cuda_begin(b))
+    TDM_CUDA_OK(b, tdm_k_add_out(y, a, x, n, relu, CUDA_B(b)->stream));
+}
+
+static void
 cuda_scale(TdmBackend *b, float *y, float alpha, size_t n)
 {
   if (tdm_cuda_begin(b))
@@ -870,6 +877,7 @@ static const TdmBackendOps tdm_backend_cuda_ops = {
   .im2col = cuda_im2col,
   .col2im = cuda_col2im,
   .maxpool_forward = cuda_maxpool_forward,
+  .maxpool_forward_bn = tdm_cuda_maxpool_forward_bn,
   .maxpool_backward = cuda_maxpool_backward,
   .conv_pool_forward = cuda_conv_pool_forward,
   .conv_pool_backward = cuda_conv_pool_backward,
@@ -882,6 +890,7 @@ static const TdmBackendOps tdm_backend_cuda_ops = {
   .bn_forward_eval = tdm_cuda_bn_forward_eval,
   .bn_backward_sums = tdm_cuda_bn_backward_sums,
   .bn_backward_dx = tdm_cuda_bn_backward_dx,
+  .bn_backward_dx_bf16 = tdm_cuda_bn_backward_dx_bf16,
   .avgpool_forward = tdm_cuda_avgpool_forward,
   .avgpool_backward = tdm_cuda_avgpool_backward,
   .global_avgpool_forward = tdm_cuda_global_avgpool_forward,
@@ -896,9 +905,11 @@ static const TdmBackendOps tdm_backend_cuda_ops = {
   .momentum_update = cuda_momentum_update,
   .adam_update = cuda_adam_update,
   .add = cuda_add,
+  .add_out = cuda_add_out,
   .scale = cuda_scale,
   .to_bf16 = cuda_to_bf16,
   .im2col_bf16 = cuda_im2col_bf16,
+  .im2col_bf16_bn = tdm_cuda_im2col_bf16_bn,
   .gemm_bf16 = cuda_gemm_bf16,
   .gemm_bf16_out = cuda_gemm_bf16_out,
   .col2im_bf16 = cuda_col2im_bf16,

@@ -55,6 +55,19 @@ void tdm_cuda_bn_backward_dx (TdmBackend *b, float *dx, const float *dy, const f
                               const float *beta, bool relu, const float *sum_dgamma,
                               const float *sum_dbeta, float inv_count, int rows,
                               int channels);
+void tdm_cuda_bn_backward_dx_bf16 (TdmBackend *b, uint16_t *dx, const float *dy,
+                                   const float *x, const float *mean, const float *invstd,
+                                   const float *gamma, const float *beta, bool relu,
+                                   const float *sum_dgamma, const float *sum_dbeta,
+                                   float inv_count, int rows, int channels);
+void tdm_cuda_im2col_bf16_bn (TdmBackend *b, uint16_t *col, const float *x, const float *mean,
+                              const float *invstd, const float *gamma, const float *beta,
+                              bool relu, int n, int h, int w, int c, int kh, int kw, int pad,
+                              int stride);
+void tdm_cuda_maxpool_forward_bn (TdmBackend *b, float *y, int32_t *argmax, const float *x,
+                                  const float *mean, const float *invstd, const float *gamma,
+                                  const float *beta, bool relu, int n, int h, int w, int c,
+                                  int k);
 void tdm_cuda_avgpool_forward (TdmBackend *b, float *y, const float *x, int n, int h, int w,
                                int c, int k);
 void tdm_cuda_avgpool_backward (TdmBackend *b, float *dx, const float *dy, int n, int h,

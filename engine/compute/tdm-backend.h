@@ -124,6 +124,15 @@ typedef struct {
    * quarter of the passes over the conv's output. */
   void (*maxpool_forward) (TdmBackend *b, float *y, int32_t *argmax, const float *x,
                            const float *bias, bool relu, int n, int h, int w, int c, int k);
+  /* maxpool_forward (no bias) of bn_forward's training output (mean, invstd, gamma,
+   * beta as there, then max(·, 0) when relu), each value normalized from the bn's input
+   * x as it is read: the same y and argmax (which indexes the bn's output, laid out as
+   * x), and the normalized tensor is never written (a pool that is its only reader).
+   * Optional. */
+  void (*maxpool_forward_bn) (TdmBackend *b, float *y, int32_t *argmax, const float *x,
+                              const float *mean, const float *invstd, const float *gamma,
+                              const float *beta, bool relu, int n, int h, int w, int c,
+                              int k);
   /* dx (n×h×w×c) = dy scattered through argmax, zero elsewhere. When y (the pool's
    * output) is not NULL, only where y > 0: the ReLU folded into maxpool_forward, whose
    * gradient is dy where the chosen input was positive, which is where y is. When
@@ -236,6 +245,15 @@ typedef struct {
                           const float *mean, const float *invstd, const float *gamma,
                           const float *beta, bool relu, const float *sum_dgamma,
                           const float *sum_dbeta, float inv_count, int rows, int channels);
+  /* The same dx rounded to bfloat16 as to_bf16 rounds, the same bits as bn_backward_dx
+   * then to_bf16, in one pass: the output gradient of a convolution whose products
+   * read it as bf16 (--precision bf16), never written as float32. Optional (NULL on
+   * the CPU, which has no bf16). */
+  void (*bn_backward_dx_bf16) (TdmBackend *b, uint16_t *dx, const float *dy, const float *x,
+                               const float *mean, const float *invstd, const float *gamma,
+                               const float *beta, bool relu, const float *sum_dgamma,
+                               const float *sum_dbeta, float inv_count, int rows,
+                               int channels);
 
   /* Average pooling, window = stride = k, floor division: y is n×(h/k)×(w/k)×c, each
    * output the mean of its k·k inputs. */
@@ -308,6 +326,14 @@ typedef struct {
   void (*to_bf16) (TdmBackend *b, uint16_t *out, const float *in, size_t n);
   void (*im2col_bf16) (TdmBackend *b, uint16_t *col, const float *x,
                        int n, int h, int w, int c, int kh, int kw, int pad, int stride);
+  /* im2col_bf16 of bn_forward's output (training mode: mean, invstd, gamma, beta as
+   * there, then max(·, 0) when relu), computed from the bn's input x as it is gathered:
+   * the same bits as bn_forward then im2col_bf16, and the normalized tensor is never
+   * written (a convolution that is its only reader). Optional. */
+  void (*im2col_bf16_bn) (TdmBackend *b, uint16_t *col, const float *x, const float *mean,
+                          const float *invstd, const float *gamma, const float *beta,
+                          bool relu, int n, int h, int w, int c, int kh, int kw, int pad,
+                          int stride);
   void (*gemm_bf16) (TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k,
                      float alpha, const uint16_t *a, int lda, const uint16_t *bm, int ldb,
                      float beta, float *c, int ldc);
@@ -330,6 +356,11 @@ typedef struct {
   /* y += x; y *= alpha. For communicators. */
   void (*add) (TdmBackend *b, float *y, const float *x, size_t n);
   void (*scale) (TdmBackend *b, float *y, float alpha, size_t n);
+  /* y = a + x, then max(y, 0) when relu (NaN passes, as relu_forward): a residual
+   * block's end in one pass instead of a copy, add and relu_forward, with their bits.
+   * y may be a or x. Optional. */
+  void (*add_out) (TdmBackend *b, float *y, const float *a, const float *x, size_t n,
+                   bool relu);
 
   /* Optional (NULL on the CPU): record the operations issued between begin and end
    * into a graph that launch replays; key tells graphs of different shapes apart. */

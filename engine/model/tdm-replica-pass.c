@@ -2,8 +2,10 @@
  * tree of layers (tdm-network.h): each layer as backend operations, blocks as
  * RES_BEGIN … RES_END with the skip path's gradient kept aside until the walk back
  * reaches the block's start, batch normalization's sums handed to the synchronized
- * BN hook between its steps. Not the buffers, the gather or the step's shape
- * (tdm-replica.c). */
+ * BN hook between its steps; a bn's output that only a pool or a bf16 conv after it
+ * reads is computed by that layer as it reads it, and the gradient a bn hands to a bf16
+ * conv before it is written as that conv's bf16 operand. Not the buffers, the gather
+ * or the step's shape (tdm-replica.c). */
 #include "tdm-replica-private.h"
 #include "tdm-counter-rng.h"
 
@@ -34,10 +36,12 @@ bn_count(TdmReplica *r, int n, int pixels)
 
 /* y = BN(x) (then ReLU) over rows × C, in the given mode; work is the layer's
  * bn_work. The statistics: one pass into this replica's slot, one all-reduce of every
- * replica's slots when synchronized, merged in slot order (tdm-bn-moments.h). */
+ * replica's slots when synchronized, merged in slot order (tdm-bn-moments.h).
+ * statistics_only: y is left unwritten (bn_output_left_to_next()). */
 static void
 bn_forward(TdmReplica *r, TdmPassMode mode, float *y, const float *x, int n, int pixels, int c,
-           const float *gamma, const float *beta, float *work, float *running, bool relu)
+           const float *gamma, const float *beta, float *work, float *running, bool relu,
+           gboolean statistics_only)
 {
   TdmBackend *b = r->backend;
   const TdmBackendOps *ops = b->ops;
@@ -56,16 +60,17 @@ bn_forward(TdmReplica *r, TdmPassMode mode, float *y, const float *x, int n, int
     return;
   ops->bn_stats(b, saved, slots, slot_count, c, TDM_BN_EPS, TDM_BN_MOMENTUM,
                 mode == MODE_TRAIN ? running : NULL, mode == MODE_TRAIN ? running + c : NULL);
-  ops->bn_forward(b, y, x, saved, saved + c, gamma, beta, rows, c, relu);
+  if (!statistics_only)
+    ops->bn_forward(b, y, x, saved, saved + c, gamma, beta, rows, c, relu);
 }
 
 /* dx from dy through BN (and its fused ReLU when relu: the backend recomputes the
  * mask from x), and the parameter gradients into dgamma and dbeta (contiguous: dbeta =
- * dgamma + C). */
+ * dgamma + C). With dx16, dx goes there as bfloat16 instead (bn_dx_as_conv_dy16()). */
 static void
-bn_backward(TdmReplica *r, float *dx, const float *dy, const float *x, int n, int pixels,
-            int c, const float *gamma, const float *beta, bool relu, float *dgamma,
-            float *work)
+bn_backward(TdmReplica *r, float *dx, uint16_t *dx16, const float *dy, const float *x, int n,
+            int pixels, int c, const float *gamma, const float *beta, bool relu,
+            float *dgamma, float *work)
 {
   TdmBackend *b = r->backend;
   const TdmBackendOps *ops = b->ops;
@@ -82,8 +87,13 @@ bn_backward(TdmReplica *r, float *dx, const float *dy, const float *x, int n, in
       return;
     sums = work;
   }
-  ops->bn_backward_dx(b, dx, dy, x, saved, saved + c, gamma, beta, relu, sums, sums + c,
-                      (float)(1.0 / bn_count(r, n, pixels)), rows, c);
+  float inv_count = (float)(1.0 / bn_count(r, n, pixels));
+  if (dx16 != NULL)
+    ops->bn_backward_dx_bf16(b, dx16, dy, x, saved, saved + c, gamma, beta, relu, sums,
+                             sums + c, inv_count, rows, c);
+  else
+    ops->bn_backward_dx(b, dx, dy, x, saved, saved + c, gamma, beta, relu, sums, sums + c,
+                        inv_count, rows, c);
 }
 
 static uint64_t
@@ -95,8 +105,9 @@ dropout_key(const TdmReplica *r, int layer)
 /* Whether a conv with columns runs its forward and weight-gradient products on
  * bfloat16 operands (--precision bf16 on a backend that has them). The columns, as
  * bf16, take the first half of the layer's float32 column buffer; the second half
- * holds the weights as bf16 in the forward (out_c · k values) and the output gradient
- * as bf16 in the backward (rows · out_c): both fit when out_c <= k and out_c <= rows.
+ * holds the weights as bf16 in the forward (out_c · k values; unused where the replica
+ * keeps params16) and the output gradient as bf16 in the backward (rows · out_c): both
+ * fit when out_c <= k and out_c <= rows.
  * Else (a first layer of few input channels, a tiny batch) the float32 path. The
  * data gradient goes through bf16 columns too when the output gradient and the
  * weights fit side by side in the second half (conv_bf16_dx): its product writes
@@ -118,14 +129,80 @@ conv_bf16_dx(TdmReplica *r, int rows, int k, int out_c)
          (size_t)rows * out_c + (size_t)out_c * k <= (size_t)rows * k;
 }
 
+/* A conv's weights w (out_c·k values) as bf16: in params16, which the forward pass
+ * rounded all at once, when the replica keeps one; else rounded into spare. */
+static const uint16_t *
+conv_weights16(TdmReplica *r, const float *w, size_t count, uint16_t *spare)
+{
+  if (r->params16 != NULL)
+    return r->params16 + (w - r->params);
+  r->backend->ops->to_bf16(r->backend, spare, w, count);
+  return spare;
+}
+
+/* Where the input gradient of bn layer i goes straight into the bf16 output gradient
+ * of the conv before it (the second half of the conv's columns, conv_bf16()): when
+ * that conv reads its output gradient only as bf16 (its products on bf16 operands, its
+ * input gradient too if it passes one on, no bias and no ReLU of its own), so the
+ * float32 gradient would only be written to be rounded. The rounding is to_bf16's:
+ * the same bits. NULL where the float32 path stays. */
+static uint16_t *
+bn_dx_as_conv_dy16(TdmReplica *r, int i, int n)
+{
+  if (i < 1 || r->backend->ops->bn_backward_dx_bf16 == NULL)
+    return NULL;
+  const TdmLayer *conv = &r->net->layers[i - 1];
+  if (conv->kind != TDM_LAYER_CONV || r->conv_work[i - 1] != NULL || conv->bias_count > 0 ||
+      conv->fused_relu)
+    return NULL;
+  int rows = n * conv->out_h * conv->out_w;
+  int k = conv->in_c * conv->kernel * conv->kernel;
+  if (!conv_bf16(r, r->cols[i - 1], rows, k, conv->out_c) ||
+      (i - 1 > 0 && !conv_bf16_dx(r, rows, k, conv->out_c)))
+    return NULL;
+  return (uint16_t *)r->cols[i - 1] + (size_t)rows * k;
+}
+
+/* A training bn's output that the layer after it computes from the bn's input as it
+ * reads it (bn_output_left_to_next()). */
+typedef struct {
+  const float *x;              /* the bn's input */
+  const float *saved;          /* mean[C], then invstd[C] (bn_work + 2C) */
+  const float *gamma, *beta;
+  bool relu;
+} BnGather;
+
+/* Whether bn layer i leaves its output unwritten in training, for the layer after it
+ * to compute as it reads it, when that layer is the output's only reader: a max pool
+ * (maxpool_forward_bn; its backward goes by argmax), or a conv that takes the bf16
+ * column path (im2col_bf16_bn; its backward reads its columns, never its input). The
+ * backends give the same bits as the bn's own pass. */
+static gboolean
+bn_output_left_to_next(TdmReplica *r, int i, int n, TdmPassMode mode)
+{
+  const TdmNetwork *net = r->net;
+  const TdmBackendOps *ops = r->backend->ops;
+  if (mode == MODE_EVAL || i + 1 >= net->layer_count)
+    return FALSE;
+  const TdmLayer *next = &net->layers[i + 1];
+  if (next->kind == TDM_LAYER_POOL)
+    return ops->maxpool_forward_bn != NULL;
+  if (next->kind != TDM_LAYER_CONV || ops->im2col_bf16_bn == NULL ||
+      r->conv_work[i + 1] != NULL)
+    return FALSE;
+  int rows = n * next->out_h * next->out_w;
+  return conv_bf16(r, r->cols[i + 1], rows, next->in_c * next->kernel * next->kernel,
+                   next->out_c);
+}
+
 /* A conv's product: the backend's whole convolution where the layer has its scratch
  * (work: tdm_replica_layer_buffers() gave it one because the backend takes the shape),
  * else out = cols(x) · Wᵀ, the columns kept in col (or x itself for a 1×1 conv of
- * stride 1). */
+ * stride 1). With bn, x was never written: the columns normalize bn->x. */
 static void
-conv_forward(TdmReplica *r, float *y, const float *x, float *col, float *work, const float *w,
-             int n, int in_h, int in_w, int in_c, int out_c, int kernel, int pad, int stride,
-             int out_h, int out_w)
+conv_forward(TdmReplica *r, float *y, const float *x, const BnGather *bn, float *col,
+             float *work, const float *w, int n, int in_h, int in_w, int in_c, int out_c,
+             int kernel, int pad, int stride, int out_h, int out_w)
 {
   TdmBackend *b = r->backend;
   int rows = n * out_h * out_w;
@@ -135,9 +212,14 @@ conv_forward(TdmReplica *r, float *y, const float *x, float *col, float *work, c
     return;
   }
   if (conv_bf16(r, col, rows, k, out_c)) {
-    uint16_t *col16 = (uint16_t *)col, *w16 = col16 + (size_t)rows * k;
-    b->ops->im2col_bf16(b, col16, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
-    b->ops->to_bf16(b, w16, w, (size_t)out_c * k);
+    uint16_t *col16 = (uint16_t *)col;
+    const uint16_t *w16 = conv_weights16(r, w, (size_t)out_c * k, col16 + (size_t)rows * k);
+    if (bn != NULL)
+      b->ops->im2col_bf16_bn(b, col16, bn->x, bn->saved, bn->saved + in_c, bn->gamma,
+                             bn->beta, bn->relu, n, in_h, in_w, in_c, kernel, kernel, pad,
+                             stride);
+    else
+      b->ops->im2col_bf16(b, col16, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
     b->ops->gemm_bf16(b, false, true, rows, out_c, k, 1.0f, col16, k, w16, k, 0.0f, y, out_c);
     return;
   }
@@ -150,11 +232,13 @@ conv_forward(TdmReplica *r, float *y, const float *x, float *col, float *work, c
 }
 
 /* Its backward from dy: dw, and dx when wanted (col is spent: its gradient takes its
- * place before col2im). */
+ * place before col2im). dy16_ready: the bn after it wrote dy as bf16 already
+ * (bn_dx_as_conv_dy16()), and dy is not read. */
 static void
-conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy, const float *x, float *col,
-              float *work, const float *w, int n, int in_h, int in_w, int in_c, int out_c,
-              int kernel, int pad, int stride, int out_h, int out_w, gboolean need_dx)
+conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy, gboolean dy16_ready,
+              const float *x, float *col, float *work, const float *w, int n, int in_h,
+              int in_w, int in_c, int out_c, int kernel, int pad, int stride, int out_h,
+              int out_w, gboolean need_dx)
 {
   TdmBackend *b = r->backend;
   int rows = n * out_h * out_w;
@@ -166,11 +250,12 @@ conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy, const float 
   }
   if (conv_bf16(r, col, rows, k, out_c)) {
     uint16_t *col16 = (uint16_t *)col, *dy16 = col16 + (size_t)rows * k;
-    b->ops->to_bf16(b, dy16, dy, (size_t)rows * out_c);
+    if (!dy16_ready)
+      b->ops->to_bf16(b, dy16, dy, (size_t)rows * out_c);
     b->ops->gemm_bf16(b, true, false, out_c, k, rows, 1.0f, dy16, out_c, col16, k, 0.0f, dw, k);
     if (need_dx && conv_bf16_dx(r, rows, k, out_c)) {
-      uint16_t *w16 = dy16 + (size_t)rows * out_c;
-      b->ops->to_bf16(b, w16, w, (size_t)out_c * k);
+      const uint16_t *w16 =
+          conv_weights16(r, w, (size_t)out_c * k, dy16 + (size_t)rows * out_c);
       if (b->ops->conv_dgrad_bf16 != NULL) {
         b->ops->conv_dgrad_bf16(b, dx, dy16, w16, col16, n, in_h, in_w, in_c, out_c, kernel,
                                 kernel, pad, stride);
@@ -201,6 +286,10 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
   const TdmBackendOps *ops = b->ops;
   const TdmNetwork *net = r->net;
   int first = 0;
+  if (r->params16 != NULL)
+    ops->to_bf16(b, r->params16, r->params, net->parameter_count);
+  BnGather gather;
+  const BnGather *pending = NULL; /* a bn's output left to the next layer (im2col, pool) */
   if (conv_pool_first(net)) {
     const TdmLayer *l = &net->layers[0];
     ops->conv_pool_forward(b, r->acts[2], r->argmax[1], r->acts[0], r->params + l->weight_offset,
@@ -217,6 +306,8 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
     const float *bias = r->params + l->bias_offset;
     size_t out = (size_t)n * layer_out_floats(l);
     int pixels = l->out_h * l->out_w;
+    const BnGather *from_bn = pending;
+    pending = NULL;
     switch (l->kind) {
     case TDM_LAYER_LINEAR: {
       int in = l->in_h * l->in_w * l->in_c;
@@ -228,8 +319,8 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       break;
     }
     case TDM_LAYER_CONV:
-      conv_forward(r, y, x, r->cols[i], r->conv_work[i], w, n, l->in_h, l->in_w, l->in_c,
-                   l->out_c, l->kernel, l->pad, l->stride, l->out_h, l->out_w);
+      conv_forward(r, y, x, from_bn, r->cols[i], r->conv_work[i], w, n, l->in_h, l->in_w,
+                   l->in_c, l->out_c, l->kernel, l->pad, l->stride, l->out_h, l->out_w);
       if (bias_in_pool(net, i))
         break;
       if (l->bias_count > 0)
@@ -238,6 +329,12 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
         ops->relu_forward(b, y, y, out);
       break;
     case TDM_LAYER_POOL: {
+      if (from_bn != NULL) {
+        ops->maxpool_forward_bn(b, y, r->argmax[i], from_bn->x, from_bn->saved,
+                                from_bn->saved + l->in_c, from_bn->gamma, from_bn->beta,
+                                from_bn->relu, n, l->in_h, l->in_w, l->in_c, l->kernel);
+        break;
+      }
       const TdmLayer *conv = i > 0 && bias_in_pool(net, i - 1) ? l - 1 : NULL;
       ops->maxpool_forward(b, y, r->argmax[i], x, conv ? r->params + conv->bias_offset : NULL,
                            conv != NULL && conv->fused_relu, n, l->in_h, l->in_w, l->in_c,
@@ -250,10 +347,16 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
     case TDM_LAYER_FLATTEN:
     case TDM_LAYER_RES_BEGIN:
       break;
-    case TDM_LAYER_BN:
+    case TDM_LAYER_BN: {
+      gboolean gathered = bn_output_left_to_next(r, i, n, mode);
       bn_forward(r, mode, y, x, n, pixels, l->out_c, w, bias, r->bn_work[i],
-                 r->state + l->state_offset, l->fused_relu);
+                 r->state + l->state_offset, l->fused_relu, gathered);
+      if (gathered) {
+        gather = (BnGather){x, r->bn_work[i] + 2 * l->out_c, w, bias, l->fused_relu};
+        pending = &gather;
+      }
       break;
+    }
     case TDM_LAYER_AVGPOOL:
       ops->avgpool_forward(b, y, x, n, l->in_h, l->in_w, l->in_c, l->kernel);
       break;
@@ -278,11 +381,15 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       const TdmLayer *begin = &net->layers[l->partner];
       const float *skip = r->acts[l->partner];
       if (l->projection) {
-        conv_forward(r, r->proj_conv[i], skip, r->cols[i], NULL, w, n, begin->in_h,
+        conv_forward(r, r->proj_conv[i], skip, NULL, r->cols[i], NULL, w, n, begin->in_h,
                      begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride, l->out_h, l->out_w);
         bn_forward(r, mode, r->proj_bn[i], r->proj_conv[i], n, pixels, l->out_c, bias,
-                   bias + l->out_c, r->bn_work[i], r->state + l->state_offset, false);
+                   bias + l->out_c, r->bn_work[i], r->state + l->state_offset, false, FALSE);
         skip = r->proj_bn[i];
+      }
+      if (ops->add_out != NULL) {
+        ops->add_out(b, y, x, skip, out, l->fused_relu);
+        break;
       }
       ops->copy(b, y, x, out * sizeof(float));
       ops->add(b, y, skip, out);
@@ -310,6 +417,7 @@ tdm_replica_backward(TdmReplica *r, int n)
   const TdmBackendOps *ops = b->ops;
   const TdmNetwork *net = r->net;
   float *dy = r->grad_a, *dx = r->grad_b;
+  gboolean dy16_ready = FALSE; /* dy is in the conv's columns as bf16, not in dy */
 
   for (int i = net->layer_count - 1; i >= 0; i--) {
     const TdmLayer *l = &net->layers[i];
@@ -321,6 +429,7 @@ tdm_replica_backward(TdmReplica *r, int n)
     gboolean need_dx = i > 0;
     size_t out = (size_t)n * layer_out_floats(l);
     int pixels = l->out_h * l->out_w;
+    uint16_t *dx16 = NULL; /* a bn's input gradient, written as bf16 for the conv below */
 
     switch (l->kind) {
     case TDM_LAYER_LINEAR: {
@@ -342,9 +451,9 @@ tdm_replica_backward(TdmReplica *r, int n)
         if (l->bias_count > 0)
           ops->bias_backward(b, dbias, dy, n * pixels, l->out_c, 1);
       }
-      conv_backward(r, dx, dw, dy, x, r->cols[i], r->conv_work[i], w, n, l->in_h, l->in_w,
-                    l->in_c, l->out_c, l->kernel, l->pad, l->stride, l->out_h, l->out_w,
-                    need_dx);
+      conv_backward(r, dx, dw, dy, dy16_ready, x, r->cols[i], r->conv_work[i], w, n, l->in_h,
+                    l->in_w, l->in_c, l->out_c, l->kernel, l->pad, l->stride, l->out_h,
+                    l->out_w, need_dx);
       break;
     case TDM_LAYER_POOL:
       if (i == 1 && conv_pool_first(net)) {
@@ -371,7 +480,8 @@ tdm_replica_backward(TdmReplica *r, int n)
     case TDM_LAYER_FLATTEN:
       continue; /* dy already is the input's gradient */
     case TDM_LAYER_BN:
-      bn_backward(r, dx, dy, x, n, pixels, l->out_c, w, r->params + l->bias_offset,
+      dx16 = bn_dx_as_conv_dy16(r, i, n);
+      bn_backward(r, dx, dx16, dy, x, n, pixels, l->out_c, w, r->params + l->bias_offset,
                   l->fused_relu, dw, r->bn_work[i]);
       break;
     case TDM_LAYER_AVGPOOL:
@@ -410,11 +520,11 @@ tdm_replica_backward(TdmReplica *r, int n)
       if (l->projection) {
         const TdmLayer *begin = &net->layers[l->partner];
         float *dconv = r->proj_bn[i]; /* the bn's output is spent */
-        bn_backward(r, dconv, dy, r->proj_conv[i], n, pixels, l->out_c,
+        bn_backward(r, dconv, NULL, dy, r->proj_conv[i], n, pixels, l->out_c,
                     r->params + l->bias_offset, r->params + l->bias_offset + l->out_c, false,
                     r->grads + l->bias_offset,
                     r->bn_work[i]);
-        conv_backward(r, skip, dw, dconv, r->acts[l->partner], r->cols[i], NULL, w, n,
+        conv_backward(r, skip, dw, dconv, FALSE, r->acts[l->partner], r->cols[i], NULL, w, n,
                       begin->in_h, begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride,
                       l->out_h, l->out_w, TRUE);
       } else {
@@ -433,6 +543,7 @@ tdm_replica_backward(TdmReplica *r, int n)
     }
 
     announce(r, l);
+    dy16_ready = dx16 != NULL;
     float *swap = dy;
     dy = dx;
     dx = swap;

@@ -61,10 +61,18 @@ tdm_replica_gradient_floats(const TdmNetwork *net)
 }
 
 size_t
-tdm_replica_bytes_needed(const TdmNetwork *net, TdmBackendKind kind, int capacity,
-                         const TdmDataset *train, const TdmDataset *test)
+tdm_replica_bytes_needed(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
+                         int capacity, const TdmDataset *train, const TdmDataset *test)
 {
-  return tdm_memory_replica(net, kind, capacity, train->count, test->count).total;
+  return tdm_memory_replica(net, kind, precision, capacity, train->count, test->count).total;
+}
+
+size_t
+tdm_replica_params16_bytes(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision)
+{
+  if (kind != TDM_BACKEND_CUDA || precision != TDM_PRECISION_BF16)
+    return 0;
+  return MAX(1, net->parameter_count) * sizeof(uint16_t);
 }
 
 /* The backend operations a layer kind needs beyond those every network uses. */
@@ -183,6 +191,9 @@ tdm_replica_new(TdmBackend *b, const TdmNetwork *net, int capacity, const TdmDat
   ALLOC(r->grad_a, (size_t)capacity * grad_floats * sizeof(float));
   ALLOC(r->grad_b, (size_t)capacity * grad_floats * sizeof(float));
   ALLOC(r->tta_logits, (size_t)capacity * net->classes * sizeof(float));
+  size_t params16 = tdm_replica_params16_bytes(net, b->kind, b->precision);
+  if (params16 > 0 && b->ops->to_bf16 != NULL)
+    ALLOC(r->params16, params16);
   ALLOC(r->labels, (size_t)capacity * sizeof(int32_t));
   ALLOC(r->indices, (size_t)capacity * sizeof(int32_t));
 
@@ -232,6 +243,7 @@ tdm_replica_free(TdmReplica *r)
   tdm_backend_release(b, r->grad_a);
   tdm_backend_release(b, r->grad_b);
   tdm_backend_release(b, r->tta_logits);
+  tdm_backend_release(b, r->params16);
   tdm_backend_release(b, r->labels);
   tdm_backend_release(b, r->indices);
   tdm_backend_release(b, r->train_images);

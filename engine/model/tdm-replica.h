@@ -74,6 +74,9 @@ struct _TdmReplica {
   float **proj_conv, **proj_bn; /* [layer_count]: a projection's conv and bn outputs */
   float **skip_grad;            /* [layer_count]: RES_END: the gradient of the skip path */
   float *tta_logits;            /* test-time flip averaging */
+  uint16_t *params16;           /* --precision bf16: the parameters as bf16, rounded
+                                 * once per forward pass for every conv's products
+                                 * (NULL without bf16) */
   gboolean reduce_failed;
   float *grad_a, *grad_b;       /* ping-pong buffers for activation gradients */
   int32_t *labels;              /* device: the shard's labels */
@@ -99,8 +102,14 @@ void tdm_replica_free (TdmReplica *replica);
 /* Bytes a replica of `net` for `capacity` samples needs on its device, datasets
  * included: checked against free memory before anything is allocated. The figure is
  * tdm_memory_replica()'s total (tdm-memory.h), which sums the buffers below. */
-size_t tdm_replica_bytes_needed (const TdmNetwork *net, TdmBackendKind kind, int capacity,
+size_t tdm_replica_bytes_needed (const TdmNetwork *net, TdmBackendKind kind,
+                                 TdmPrecision precision, int capacity,
                                  const TdmDataset *train, const TdmDataset *test);
+
+/* Bytes of the parameters' bfloat16 copy a replica keeps (params16, rounded once per
+ * forward pass for its convolutions): on a GPU under --precision bf16, else 0. */
+size_t tdm_replica_params16_bytes (const TdmNetwork *net, TdmBackendKind kind,
+                                   TdmPrecision precision);
 
 /* The buffers a replica keeps for layer i, in elements: per sample (times the
  * replica's capacity) unless said otherwise. tdm_replica_new() allocates exactly these,

@@ -20,15 +20,16 @@
 #define PEER_STAGING_BYTES ((guint64)4 << 20)
 
 TdmReplicaBytes
-tdm_memory_replica(const TdmNetwork *net, TdmBackendKind kind, int capacity, int train_count,
-                   int test_count)
+tdm_memory_replica(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
+                   int capacity, int train_count, int test_count)
 {
   TdmReplicaBytes rb = {0};
   guint64 cap = (guint64)MAX(capacity, 0);
   guint64 sample = (guint64)net->in_h * net->in_w * net->in_c;
   /* Never an empty allocation: a network without parameters or state gets one float. */
   rb.parameters = (guint64)MAX(1, net->parameter_count) * sizeof(float) +
-                  (guint64)MAX(1, net->state_count) * sizeof(float);
+                  (guint64)MAX(1, net->state_count) * sizeof(float) +
+                  tdm_replica_params16_bytes(net, kind, precision);
   rb.gradients = (guint64)MAX(1, net->parameter_count) * sizeof(float);
   rb.activations = cap * sample * sizeof(float);
   guint64 workspace = 0;
@@ -105,10 +106,10 @@ tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count
   int world = tdm_config_replica_count(cfg);
   int capacity = tdm_memory_capacity(cfg, world, test_count);
   /* CPU workers and GPUs keep different convolution buffers. */
-  TdmReplicaBytes cpu_rb = tdm_memory_replica(net, TDM_BACKEND_CPU, capacity, train_count,
-                                              test_count);
-  TdmReplicaBytes gpu_rb = tdm_memory_replica(net, TDM_BACKEND_CUDA, capacity, train_count,
-                                              test_count);
+  TdmReplicaBytes cpu_rb = tdm_memory_replica(net, TDM_BACKEND_CPU, cfg->precision, capacity,
+                                              train_count, test_count);
+  TdmReplicaBytes gpu_rb = tdm_memory_replica(net, TDM_BACKEND_CUDA, cfg->precision, capacity,
+                                              train_count, test_count);
   guint64 param_bytes = (guint64)net->parameter_count * sizeof(float);
   guint64 opt_bytes = optimizer_bytes(cfg, net->parameter_count);
   gboolean staging = peer_staging(cfg, world);

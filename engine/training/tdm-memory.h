@@ -23,12 +23,14 @@ typedef struct {
   guint64 parameters, gradients, activations, workspace, dataset, total;
 } TdmReplicaBytes;
 
-/* A replica of net on a backend of this kind for `capacity` samples with datasets of
- * these sizes (samples of the network's input size, one label byte each). The kind
- * matters: a backend that runs a convolution whole keeps a scratch instead of its
- * columns. */
-TdmReplicaBytes tdm_memory_replica (const TdmNetwork *net, TdmBackendKind kind, int capacity,
-                                    int train_count, int test_count);
+/* A replica of net on a backend of this kind and precision for `capacity` samples with
+ * datasets of these sizes (samples of the network's input size, one label byte each).
+ * The kind matters: a backend that runs a convolution whole keeps a scratch instead of
+ * its columns; so does the precision: a GPU under bf16 keeps a bf16 copy of the
+ * parameters. */
+TdmReplicaBytes tdm_memory_replica (const TdmNetwork *net, TdmBackendKind kind,
+                                    TdmPrecision precision, int capacity, int train_count,
+                                    int test_count);
 
 /* The samples a replica holds activations for: a full shard or an evaluation chunk. */
 int tdm_memory_capacity (const TdmConfig *config, int world, int test_count);

@@ -135,7 +135,8 @@ build_replicas(TdmTrainer *t, GError **error)
       if (g_error_matches(local, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY)) {
         /* The whole replica's figure first, then the one buffer that failed: both in
          * the same units, and worded so the reader sees they are not the same sum. */
-        size_t need = tdm_replica_bytes_needed(t->net, t->backends[r]->kind, capacity,
+        size_t need = tdm_replica_bytes_needed(t->net, t->backends[r]->kind,
+                                               t->backends[r]->precision, capacity,
                                                t->data->train, t->data->test);
         g_autofree char *whole = g_format_size_full(need, G_FORMAT_SIZE_IEC_UNITS);
         g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY,

@@ -1,0 +1,45 @@
+/* bn-value.cuh — batch normalization's training-mode output of one value, shared by
+ * layers.cu (the forward, and the backward's recomputed ReLU mask) and conv.cu (im2col
+ * and the max pool, which normalize as they read): one set of inline functions, so
+ * every kernel that needs the value compiles it to the same operations and gets the
+ * forward's bits. */
+#pragma once
+
+/* The training forward as a per-channel affine map: scale = invstd·γ, shift = β −
+ * mean·scale. Kernels that reuse a channel's pair many times compute it once. */
+__device__ inline void
+bn_train_affine(int ch, const float *mean, const float *invstd, const float *gamma,
+                const float *beta, float *scale, float *shift)
+{
+  float s = invstd[ch] * gamma[ch];
+  *scale = s;
+  *shift = beta[ch] - mean[ch] * s;
+}
+
+/* x · scale + shift, then the fused ReLU as bn_forward applies it (NaN passes through). */
+__device__ inline float
+bn_affine_output(float x, float scale, float shift, bool relu)
+{
+  float v = x * scale + shift;
+  return relu && v < 0.0f ? 0.0f : v;
+}
+
+/* x · (invstd·γ) + (β − mean·invstd·γ), before any ReLU. */
+__device__ inline float
+bn_train_value(float x, int ch, const float *mean, const float *invstd, const float *gamma,
+               const float *beta)
+{
+  float scale, shift;
+  bn_train_affine(ch, mean, invstd, gamma, beta, &scale, &shift);
+  return x * scale + shift;
+}
+
+/* Then the fused ReLU. */
+__device__ inline float
+bn_train_output(float x, int ch, const float *mean, const float *invstd, const float *gamma,
+                const float *beta, bool relu)
+{
+  float scale, shift;
+  bn_train_affine(ch, mean, invstd, gamma, beta, &scale, &shift);
+  return bn_affine_output(x, scale, shift, relu);
+}
