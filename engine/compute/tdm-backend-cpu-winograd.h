@@ -10,6 +10,7 @@
 #pragma once
 
 #include "tdm-backend.h"
+#include "tdm-cpu-winograd-gemm.h"
 
 G_BEGIN_DECLS
 
@@ -37,5 +38,9 @@ size_t tdm_cpu_winograd_scratch_floats (int c, int out_c);
  * where its tiles need fewer multiplications (the resnet preset's 28, 14, 7 and 3 wide
  * outputs), else 2 for F(2×2, 3×3) (outputs of 2, 4, 8, 16 fit its tiles exactly). */
 int tdm_cpu_winograd_tile (int h, int w, int pad);
+
+/* The products the operations run on backend b: those of the copy of the CPU's loops it
+ * picked (tdm-cpu-kernels.h; TANDEM_CPU_KERNELS chooses one by name). */
+const TdmCpuWinogradGemm *tdm_cpu_winograd_gemm (TdmBackend *b);
 
 G_END_DECLS

@@ -604,6 +604,12 @@ cpu_scale(TdmBackend *b, float *y, float alpha, size_t n)
     cpu_kernels(b)->scale(y, alpha, n);
 }
 
+const TdmCpuWinogradGemm *
+tdm_cpu_winograd_gemm(TdmBackend *b)
+{
+  return cpu_kernels(b)->winograd;
+}
+
 static void
 cpu_destroy(TdmBackend *b)
 {
