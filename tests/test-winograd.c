@@ -486,10 +486,10 @@ test_many_blocks(void)
 }
 
 /* The same bits every run, whatever the scratch held before, with one OpenBLAS thread
- * and with two. (Not the same bits for one thread as for two: OpenBLAS's threaded
- * sgemm splits the rows so that some go through its edge kernels, which round
- * differently; the im2col path's products differ the same way. Nothing here is
- * threaded, so the blocks and their order never depend on the thread count.) */
+ * and with two: nothing here is threaded or goes through OpenBLAS, so the blocks and
+ * their order never depend on the thread count. (The im2col path's products do:
+ * OpenBLAS's threaded sgemm splits the rows so that some go through its edge kernels,
+ * which round differently.) */
 static void
 test_deterministic(void)
 {
@@ -519,6 +519,33 @@ test_deterministic(void)
   }
   openblas_set_num_threads(threads);
   case_free(&t);
+}
+
+/* An image's output and input gradient are the same bits whatever batch it is in,
+ * wherever the blocks of tiles begin and end around it (each output of the products
+ * is its own chain): a worker's shard gives each sample what one worker would. The
+ * weight gradient sums over the batch, and is not compared. */
+static void
+test_batch_independent(void)
+{
+  Case whole = case_new(7, 20, 21, 24, 20, 1);
+  run_winograd(&whole);
+  const Shape *s = &whole.s;
+  const size_t x_image = (size_t)s->h * s->w * s->c, y_image = (size_t)s->oh * s->ow * s->k;
+  for (int first = 1; first <= 4; first += 3) {
+    const int n = 3;
+    Case part = case_new(n, s->h, s->w, s->c, s->k, s->pad);
+    memcpy(part.x, whole.x + first * x_image, n * x_image * sizeof(float));
+    memcpy(part.wt, whole.wt, whole.ws * sizeof(float));
+    memcpy(part.dy, whole.dy + first * y_image, n * y_image * sizeof(float));
+    run_winograd(&part);
+    g_assert_cmpmem(part.y_w, n * y_image * sizeof(float), whole.y_w + first * y_image,
+                    n * y_image * sizeof(float));
+    g_assert_cmpmem(part.dx_w, n * x_image * sizeof(float), whole.dx_w + first * x_image,
+                    n * x_image * sizeof(float));
+    case_free(&part);
+  }
+  case_free(&whole);
 }
 
 /* A shape it does not run is an error naming the operation, not a crash. */
@@ -590,6 +617,7 @@ main(int argc, char **argv)
   g_test_add_func("/winograd/shapes", test_shapes);
   g_test_add_func("/winograd/many-blocks", test_many_blocks);
   g_test_add_func("/winograd/deterministic", test_deterministic);
+  g_test_add_func("/winograd/batch-independent", test_batch_independent);
   g_test_add_func("/winograd/bad-shape", test_bad_shape);
   g_test_add_func("/winograd/rule", test_rule);
   return g_test_run();
