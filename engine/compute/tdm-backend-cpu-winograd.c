@@ -466,9 +466,29 @@ static const Transforms f4 = {
   tdm_wino4_output,  tdm_wino4_output_adjoint,
 };
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+static const Transforms f3_avx512 = {
+  tdm_wino3_avx512_weights, tdm_wino3_avx512_weights_adjoint, tdm_wino3_avx512_input,
+  tdm_wino3_avx512_input_adjoint, tdm_wino3_avx512_output, tdm_wino3_avx512_output_adjoint,
+};
+
+static const Transforms f4_avx512 = {
+  tdm_wino4_avx512_weights, tdm_wino4_avx512_weights_adjoint, tdm_wino4_avx512_input,
+  tdm_wino4_avx512_input_adjoint, tdm_wino4_avx512_output, tdm_wino4_avx512_output_adjoint,
+};
+#endif
+
+/* The transforms for tile m on backend b: the AVX-512 build where the backend runs its
+ * AVX-512 loops (the CPU has them, TANDEM_CPU_KERNELS does not say otherwise). */
 static const Transforms *
-transforms(int m)
+transforms(TdmBackend *b, int m)
 {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+  if (g_str_equal(tdm_cpu_winograd_gemm(b)->name, "avx512") && m >= 3)
+    return m == 4 ? &f4_avx512 : &f3_avx512;
+#else
+  (void)b;
+#endif
   return m == 4 ? &f4 : m == 3 ? &f3 : &f2;
 }
 
@@ -480,7 +500,7 @@ tdm_cpu_conv_forward(TdmBackend *b, float *y, const float *x, const float *wt, f
       !winograd_check(b, "conv_forward", n, h, w, c, out_c, kernel, pad, stride))
     return;
   const Geometry g = geometry(n, h, w, c, out_c, pad);
-  const Transforms *t = transforms(g.m);
+  const Transforms *t = transforms(b, g.m);
   const TdmCpuWinogradGemm *gemm = tdm_cpu_winograd_gemm(b);
   const int np = positions(g.m);
   const Scratch s = scratch(work, np, c, out_c);
@@ -510,7 +530,7 @@ tdm_cpu_conv_backward(TdmBackend *b, float *dx, float *dw, const float *dy, cons
       !winograd_check(b, "conv_backward", n, h, w, c, out_c, kernel, pad, stride))
     return;
   const Geometry g = geometry(n, h, w, c, out_c, pad);
-  const Transforms *t = transforms(g.m);
+  const Transforms *t = transforms(b, g.m);
   const TdmCpuWinogradGemm *gemm = tdm_cpu_winograd_gemm(b);
   const int np = positions(g.m);
   const Scratch s = scratch(work, np, c, out_c);
