@@ -103,7 +103,7 @@ packed_stride(int c, int k)
 }
 
 /* The scratch for P positions (16, 25 or 36): U (P × k × c, the transformed weights),
- * dU (the same, the weight gradient's sum), U packed for the products (P panels sets),
+ * dU (the same, the weight gradient's sum), U packed for the products (P sets of panels),
  * V (P × BLOCK × c: a block's transformed inputs, later their gradient), M (P × BLOCK ×
  * k: the products, or the output gradient transformed), and one zero pixel, as wide as
  * the wider of x and y, standing in for the padding and for dy past the edge. */
