@@ -486,10 +486,10 @@ test_many_blocks(void)
 }
 
 /* The same bits every run, whatever the scratch held before, with one OpenBLAS thread
- * and with two. (Not the same bits for one thread as for two: OpenBLAS's threaded
- * sgemm splits the rows so that some go through its edge kernels, which round
- * differently; the im2col path's products differ the same way. Nothing here is
- * threaded, so the blocks and their order never depend on the thread count.) */
+ * and with two: nothing here is threaded or goes through OpenBLAS, so the blocks and
+ * their order never depend on the thread count. (The im2col path's products do:
+ * OpenBLAS's threaded sgemm splits the rows so that some go through its edge kernels,
+ * which round differently.) */
 static void
 test_deterministic(void)
 {
@@ -519,6 +519,79 @@ test_deterministic(void)
   }
   openblas_set_num_threads(threads);
   case_free(&t);
+}
+
+/* An image's output and input gradient are the same bits whatever batch it is in,
+ * wherever the blocks of tiles begin and end around it (each output of the products
+ * is its own chain): a worker's shard gives each sample what one worker would. The
+ * weight gradient sums over the batch, and is not compared. */
+static void
+test_batch_independent(void)
+{
+  Case whole = case_new(7, 20, 21, 24, 20, 1);
+  run_winograd(&whole);
+  const Shape *s = &whole.s;
+  const size_t x_image = (size_t)s->h * s->w * s->c, y_image = (size_t)s->oh * s->ow * s->k;
+  for (int first = 1; first <= 4; first += 3) {
+    const int n = 3;
+    Case part = case_new(n, s->h, s->w, s->c, s->k, s->pad);
+    memcpy(part.x, whole.x + first * x_image, n * x_image * sizeof(float));
+    memcpy(part.wt, whole.wt, whole.ws * sizeof(float));
+    memcpy(part.dy, whole.dy + first * y_image, n * y_image * sizeof(float));
+    run_winograd(&part);
+    g_assert_cmpmem(part.y_w, n * y_image * sizeof(float), whole.y_w + first * y_image,
+                    n * y_image * sizeof(float));
+    g_assert_cmpmem(part.dx_w, n * x_image * sizeof(float), whole.dx_w + first * x_image,
+                    n * x_image * sizeof(float));
+    case_free(&part);
+  }
+  case_free(&whole);
+}
+
+/* The AVX2 and AVX-512 copies (products and transforms) give the same bits: each
+ * product element is one chain of FMAs in order, each transform the same operations on
+ * each channel whatever the vector width. (The generic copy, without FMA, is held to
+ * the bounds above by the winograd-generic run of this test.) */
+static void
+test_copies_agree(void)
+{
+#if defined(__x86_64__)
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512vl") ||
+      !__builtin_cpu_supports("avx512dq") || !__builtin_cpu_supports("avx512bw") ||
+      !__builtin_cpu_supports("fma")) {
+    g_test_skip("needs AVX-512");
+    return;
+  }
+  static const int shapes[][6] = {{5, 28, 28, 32, 64, 1}, {9, 7, 7, 24, 40, 1},
+                                  {3, 3, 3, 20, 19, 1}, {4, 9, 10, 17, 33, 0}};
+  const char *saved = g_getenv("TANDEM_CPU_KERNELS");
+  g_autofree char *keep = g_strdup(saved);
+  for (guint i = 0; i < G_N_ELEMENTS(shapes); i++) {
+    const int *sh = shapes[i];
+    Case t[2];
+    for (int copy = 0; copy < 2; copy++) {
+      g_setenv("TANDEM_CPU_KERNELS", copy == 0 ? "avx2" : "avx512", TRUE);
+      t[copy] = case_new(sh[0], sh[1], sh[2], sh[3], sh[4], sh[5]);
+      if (copy == 1) {
+        memcpy(t[1].x, t[0].x, t[0].xs * sizeof(float));
+        memcpy(t[1].wt, t[0].wt, t[0].ws * sizeof(float));
+        memcpy(t[1].dy, t[0].dy, t[0].ys * sizeof(float));
+      }
+      run_winograd(&t[copy]);
+    }
+    g_assert_cmpmem(t[0].y_w, t[0].ys * sizeof(float), t[1].y_w, t[1].ys * sizeof(float));
+    g_assert_cmpmem(t[0].dx_w, t[0].xs * sizeof(float), t[1].dx_w, t[1].xs * sizeof(float));
+    g_assert_cmpmem(t[0].dw_w, t[0].ws * sizeof(float), t[1].dw_w, t[1].ws * sizeof(float));
+    case_free(&t[0]);
+    case_free(&t[1]);
+  }
+  if (keep != NULL)
+    g_setenv("TANDEM_CPU_KERNELS", keep, TRUE);
+  else
+    g_unsetenv("TANDEM_CPU_KERNELS");
+#else
+  g_test_skip("x86-64 only");
+#endif
 }
 
 /* A shape it does not run is an error naming the operation, not a crash. */
@@ -590,6 +663,8 @@ main(int argc, char **argv)
   g_test_add_func("/winograd/shapes", test_shapes);
   g_test_add_func("/winograd/many-blocks", test_many_blocks);
   g_test_add_func("/winograd/deterministic", test_deterministic);
+  g_test_add_func("/winograd/batch-independent", test_batch_independent);
+  g_test_add_func("/winograd/copies-agree", test_copies_agree);
   g_test_add_func("/winograd/bad-shape", test_bad_shape);
   g_test_add_func("/winograd/rule", test_rule);
   return g_test_run();

@@ -1,13 +1,24 @@
 /* tdm-backend-cpu-layers.c — see tdm-backend-cpu-layers.h. Plain loops over NHWC
  * data (channels innermost, so the per-channel loops vectorize), sums in double and
- * in a fixed order. Compiled once, without FMA contraction choices of its own, so a
- * run resumed on another CPU of the architecture continues with the same bits. */
+ * in a fixed order. Without FMA contraction choices of its own, so a run resumed on
+ * another CPU of the architecture continues with the same bits: the BN loops are built
+ * twice, for any x86-64 and for AVX2 (wider vectors over the channels, no FMA, the same
+ * operations on each value), the better picked when the program starts. */
 #include "tdm-backend-cpu-layers.h"
 #include "tdm-counter-rng.h"
 #include "tdm-error.h"
 
 #include <math.h>
 #include <string.h>
+
+/* AVX2 alone, not AVX-512F: GCC may contract a multiply and an add into one FMA where
+ * the target has it for the vector width, and AVX-512F has it for 16 floats. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                    \
+  !defined(__SANITIZE_ADDRESS__)
+#define BN_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define BN_CLONES
+#endif
 
 #define REQUIRE(b, cond, ...)                                          \
   do {                                                                 \
@@ -72,6 +83,21 @@ bn_shape_ok(TdmBackend *b, const char *op, int rows, int channels)
   return FALSE;
 }
 
+/* The shift is the first row (tdm-bn-moments.h); differences exact in double. */
+BN_CLONES static void
+moments_sums(double *restrict s1, double *restrict s2, const float *restrict x, int rows,
+             int channels)
+{
+  for (int r = 0; r < rows; r++) {
+    const float *restrict xr = x + (size_t)r * channels;
+    for (int ch = 0; ch < channels; ch++) {
+      const double d = (double)xr[ch] - (double)x[ch];
+      s1[ch] += d;
+      s2[ch] += d * d;
+    }
+  }
+}
+
 void
 tdm_cpu_bn_moments(TdmBackend *b, float *slots, const float *x, int rows, int channels,
                    int slot, int slot_count)
@@ -83,16 +109,8 @@ tdm_cpu_bn_moments(TdmBackend *b, float *slots, const float *x, int rows, int ch
   memset(slots, 0, size * slot_count * sizeof(float));
   if (rows == 0)
     return;
-  /* The shift is the first row (tdm-bn-moments.h); differences exact in double. */
   double *s1 = g_new0(double, 2 * (size_t)channels), *s2 = s1 + channels;
-  for (int r = 0; r < rows; r++) {
-    const float *restrict xr = x + (size_t)r * channels;
-    for (int ch = 0; ch < channels; ch++) {
-      const double d = (double)xr[ch] - (double)x[ch];
-      s1[ch] += d;
-      s2[ch] += d * d;
-    }
-  }
+  moments_sums(s1, s2, x, rows, channels);
   float *mine = slots + size * slot;
   for (int ch = 0; ch < channels; ch++) {
     double mean, m2;
@@ -128,7 +146,7 @@ tdm_cpu_bn_stats(TdmBackend *b, float *saved, const float *slots, int slot_count
 }
 
 /* y = x · scale + shift per channel, the affine form of (x − mean)·invstd·γ + β. */
-static void
+BN_CLONES static void
 bn_apply(float *restrict y, const float *restrict x, const float *restrict scale,
          const float *restrict shift, int rows, int channels, bool relu)
 {
@@ -235,6 +253,15 @@ bn_sums_row(double *restrict acc, double *restrict accb, const float *restrict x
   }
 }
 
+BN_CLONES static void
+bn_sums_rows(double *acc, double *accb, const float *x, const float *dy, const BnChannels *p,
+             bool relu, int rows, int channels)
+{
+  for (int r = 0; r < rows; r++)
+    bn_sums_row(acc, accb, x + (size_t)r * channels, dy + (size_t)r * channels, p->mean,
+                p->invstd, p->scale, p->shift, relu, channels);
+}
+
 void
 tdm_cpu_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
                          const float *x, const float *mean, const float *invstd,
@@ -247,9 +274,7 @@ tdm_cpu_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const float
    * the mask from x, computed as bn_forward computes it (the same bits). */
   BnChannels p = bn_channels(mean, invstd, gamma, beta, channels);
   double *acc = g_new0(double, 2 * (size_t)channels), *accb = acc + channels;
-  for (int r = 0; r < rows; r++)
-    bn_sums_row(acc, accb, x + (size_t)r * channels, dy + (size_t)r * channels, p.mean,
-                p.invstd, p.scale, p.shift, relu, channels);
+  bn_sums_rows(acc, accb, x, dy, &p, relu, rows, channels);
   for (int ch = 0; ch < channels; ch++) {
     dgamma[ch] = (float)acc[ch];
     dbeta[ch] = (float)accb[ch];
@@ -279,6 +304,16 @@ bn_dx_row(float *out, const float *dr, const float *restrict xr, const float *re
     out[ch] = k[ch] * dr[ch] + a[ch] * xr[ch] + c[ch];
 }
 
+BN_CLONES static void
+bn_dx_rows(float *dx, const float *dy, const float *x, const float *k, const float *a,
+           const float *c, const BnChannels *p, bool relu, int rows, int channels)
+{
+  for (int r = 0; r < rows; r++) {
+    const size_t at = (size_t)r * channels;
+    bn_dx_row(dx + at, dy + at, x + at, k, a, c, p->scale, p->shift, relu, channels);
+  }
+}
+
 void
 tdm_cpu_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const float *x,
                        const float *mean, const float *invstd, const float *gamma,
@@ -296,10 +331,7 @@ tdm_cpu_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const float *x
     a[ch] = -k[ch] * invstd[ch] * sum_dgamma[ch] * inv_count;
     c[ch] = -k[ch] * sum_dbeta[ch] * inv_count - a[ch] * mean[ch];
   }
-  for (int r = 0; r < rows; r++) {
-    const size_t at = (size_t)r * channels;
-    bn_dx_row(dx + at, dy + at, x + at, k, a, c, p.scale, p.shift, relu, channels);
-  }
+  bn_dx_rows(dx, dy, x, k, a, c, &p, relu, rows, channels);
   g_free(k);
   g_free(p.mean);
 }

@@ -47,7 +47,11 @@ typedef struct {
  * built twice, for any x86-64 and for AVX2, the better picked when the program
  * starts. The same operations in the same order in both builds (no FMA: AVX2 alone does
  * not allow contracting), so both give the same bits. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                    \
+#if defined(WINOGRAD_AVX512)
+/* The copy meson builds for AVX-512 (-ffp-contract=off: no FMA either), sixteen
+ * channels a vector, picked where the backend runs its AVX-512 loops. */
+#define WINOGRAD_CLONES
+#elif defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                  \
   !defined(__SANITIZE_ADDRESS__)
 #define WINOGRAD_CLONES __attribute__((target_clones("avx2", "default")))
 #else
@@ -58,7 +62,11 @@ typedef struct {
  * register in the AVX2 build, two SSE registers in the other); the last, partial
  * group loads zeros past the end and stores only its own channels. With the count a
  * constant VL, the memcpy calls are single vector loads and stores. */
+#if defined(WINOGRAD_AVX512)
+#define VL 16
+#else
 #define VL 8
+#endif
 typedef float Vec __attribute__((vector_size(VL * sizeof(float))));
 
 static inline __attribute__((always_inline)) Vec
@@ -108,3 +116,18 @@ void tdm_wino4_input_adjoint (float *dx, const Geometry *g, const float *dv, siz
 void tdm_wino4_output (float *y, const Geometry *g, const float *m, size_t t0, int count);
 void tdm_wino4_output_adjoint (float *dm, const Geometry *g, const float *dy,
                                const float *zero, size_t t0, int count);
+
+/* The same two sizes built for AVX-512 (tdm-backend-cpu-winograd3.c and 4.c once more):
+ * the same operations in the same order on each channel, so the same bits. */
+#define WINOGRAD_DECLARE(name)                                                            \
+  void name##_weights (float *u, const float *wt, int k, int c);                          \
+  void name##_weights_adjoint (float *dw, const float *du, int k, int c);                 \
+  void name##_input (float *v, const Geometry *g, const float *x, const float *zero,      \
+                     size_t t0, int count);                                               \
+  void name##_input_adjoint (float *dx, const Geometry *g, const float *dv, size_t t0,    \
+                             int count);                                                  \
+  void name##_output (float *y, const Geometry *g, const float *m, size_t t0, int count); \
+  void name##_output_adjoint (float *dm, const Geometry *g, const float *dy,              \
+                              const float *zero, size_t t0, int count);
+WINOGRAD_DECLARE(tdm_wino3_avx512)
+WINOGRAD_DECLARE(tdm_wino4_avx512)

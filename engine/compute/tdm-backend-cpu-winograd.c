@@ -12,20 +12,19 @@
  * Gᵀ dU G).
  *
  * Tiles go WINOGRAD_BLOCK at a time so that a block's transformed input and products
- * stay in the caches between the transform, the GEMMs and the inverse transform.
- * Everything is in a fixed order (the blocks in sequence, the weight gradient summed
- * block after block into the same buffer), and nothing here is threaded, so a shape
- * gives the same bits every run, and the blocks never depend on the thread count.
- * OpenBLAS's threaded sgemm does: with two threads some rows go through its edge
- * kernels and round differently (the im2col path's products alike), so one worker on
- * two cores and one on one core differ in the last bits. Not the im2col path
+ * stay in the caches between the transform, the GEMMs and the inverse transform. The
+ * GEMMs are the CPU copy's own register tiles (tdm-cpu-winograd-gemm.c), the
+ * transformed weights packed for them once a call: a tile's output and input gradient
+ * are the same bits whatever block, batch or shard it is in. Everything is in a fixed
+ * order (the blocks in sequence, the weight gradient summed block after block into the
+ * same buffer), and nothing here is threaded, so a shape gives the same bits every run
+ * whatever the thread count (OpenBLAS's threaded sgemm does not: the im2col path's
+ * products differ in the last bits between one and two threads). Not the im2col path
  * (tdm-backend-cpu.c and tdm-cpu-kernels.c), nor any other kernel size or stride. */
 #include "tdm-backend-cpu-winograd.h"
 #include "tdm-backend-cpu-winograd-private.h"
 #include "tdm-backend-cpu-layers.h"
 #include "tdm-error.h"
-
-#include <cblas.h>
 
 /* Below this many input channels the per-position GEMMs are too thin to pay for the
  * transforms (a first layer on grey images has one). */
@@ -93,16 +92,26 @@ positions(int m)
   return (m + 2) * (m + 2);
 }
 
-/* The scratch for P positions (16 or 25): U (P × k × c, the transformed weights), dU
- * (the same, the weight gradient's sum), V (P × BLOCK × c: a block's transformed
- * inputs, later their gradient), M (P × BLOCK × k: the products, or the output
- * gradient transformed), and one zero pixel, as wide as the wider of x and y, standing
- * in for the padding and for dy past the edge. */
+/* Floats of one position's packed weights, forward (C_in deep, C_out wide) or for the
+ * input gradient (C_out deep, C_in wide), for any copy's panel. */
+static size_t
+packed_stride(int c, int k)
+{
+  const size_t most = TDM_CPU_WINOGRAD_PANEL_MAX;
+  return MAX((size_t)c * ((k + most - 1) / most * most),
+             (size_t)k * ((c + most - 1) / most * most));
+}
+
+/* The scratch for P positions (16, 25 or 36): U (P × k × c, the transformed weights),
+ * dU (the same, the weight gradient's sum), U packed for the products (P sets of panels),
+ * V (P × BLOCK × c: a block's transformed inputs, later their gradient), M (P × BLOCK ×
+ * k: the products, or the output gradient transformed), and one zero pixel, as wide as
+ * the wider of x and y, standing in for the padding and for dy past the edge. */
 static size_t
 scratch_floats(int p, int c, int k)
 {
-  return 2 * (size_t)p * k * c + (size_t)p * (pos_stride(c) + pos_stride(k)) +
-         (size_t)MAX(c, k);
+  return 2 * (size_t)p * k * c + (size_t)p * packed_stride(c, k) +
+         (size_t)p * (pos_stride(c) + pos_stride(k)) + (size_t)MAX(c, k);
 }
 
 size_t
@@ -112,7 +121,7 @@ tdm_cpu_winograd_scratch_floats(int c, int out_c)
 }
 
 typedef struct {
-  float *u, *du, *v, *m, *zero;
+  float *u, *du, *packed, *v, *m, *zero;
 } Scratch;
 
 static Scratch
@@ -121,7 +130,8 @@ scratch(float *work, int p, int c, int k)
   Scratch s;
   s.u = work;
   s.du = s.u + (size_t)p * k * c;
-  s.v = s.du + (size_t)p * k * c;
+  s.packed = s.du + (size_t)p * k * c;
+  s.v = s.packed + (size_t)p * packed_stride(c, k);
   s.m = s.v + (size_t)p * pos_stride(c);
   s.zero = s.m + (size_t)p * pos_stride(k);
   return s;
@@ -456,9 +466,29 @@ static const Transforms f4 = {
   tdm_wino4_output,  tdm_wino4_output_adjoint,
 };
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+static const Transforms f3_avx512 = {
+  tdm_wino3_avx512_weights, tdm_wino3_avx512_weights_adjoint, tdm_wino3_avx512_input,
+  tdm_wino3_avx512_input_adjoint, tdm_wino3_avx512_output, tdm_wino3_avx512_output_adjoint,
+};
+
+static const Transforms f4_avx512 = {
+  tdm_wino4_avx512_weights, tdm_wino4_avx512_weights_adjoint, tdm_wino4_avx512_input,
+  tdm_wino4_avx512_input_adjoint, tdm_wino4_avx512_output, tdm_wino4_avx512_output_adjoint,
+};
+#endif
+
+/* The transforms for tile m on backend b: the AVX-512 build where the backend runs its
+ * AVX-512 loops (the CPU has them, TANDEM_CPU_KERNELS does not say otherwise). */
 static const Transforms *
-transforms(int m)
+transforms(TdmBackend *b, int m)
 {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+  if (g_str_equal(tdm_cpu_winograd_gemm(b)->name, "avx512") && m >= 3)
+    return m == 4 ? &f4_avx512 : &f3_avx512;
+#else
+  (void)b;
+#endif
   return m == 4 ? &f4 : m == 3 ? &f3 : &f2;
 }
 
@@ -470,19 +500,23 @@ tdm_cpu_conv_forward(TdmBackend *b, float *y, const float *x, const float *wt, f
       !winograd_check(b, "conv_forward", n, h, w, c, out_c, kernel, pad, stride))
     return;
   const Geometry g = geometry(n, h, w, c, out_c, pad);
-  const Transforms *t = transforms(g.m);
+  const Transforms *t = transforms(b, g.m);
+  const TdmCpuWinogradGemm *gemm = tdm_cpu_winograd_gemm(b);
   const int np = positions(g.m);
   const Scratch s = scratch(work, np, c, out_c);
   memset(s.zero, 0, sizeof(float) * MAX(c, out_c));
-  t->weights(s.u, wt, out_c, c);
   const size_t vstride = pos_stride(c), mstride = pos_stride(out_c);
-  const size_t ustride = (size_t)out_c * c;
+  const size_t ustride = (size_t)out_c * c, pstride = packed_stride(c, out_c);
+  /* Each position's U[o][i] as the products' B[i][o], packed once for every block. */
+  t->weights(s.u, wt, out_c, c);
+  for (int p = 0; p < np; p++)
+    gemm->pack(s.packed + p * pstride, s.u + p * ustride, 1, c, c, out_c);
   for (size_t t0 = 0; t0 < g.tiles && !aborted(b); t0 += WINOGRAD_BLOCK) {
     const int count = (int)MIN((size_t)WINOGRAD_BLOCK, g.tiles - t0);
     t->input(s.v, &g, x, s.zero, t0, count);
     for (int p = 0; p < np; p++)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, count, out_c, c, 1.0f,
-                  s.v + p * vstride, c, s.u + p * ustride, c, 0.0f, s.m + p * mstride, out_c);
+      gemm->product(s.m + p * mstride, out_c, s.v + p * vstride, c, s.packed + p * pstride,
+                    count, c, out_c);
     t->output(y, &g, s.m, t0, count);
   }
 }
@@ -496,14 +530,18 @@ tdm_cpu_conv_backward(TdmBackend *b, float *dx, float *dw, const float *dy, cons
       !winograd_check(b, "conv_backward", n, h, w, c, out_c, kernel, pad, stride))
     return;
   const Geometry g = geometry(n, h, w, c, out_c, pad);
-  const Transforms *t = transforms(g.m);
+  const Transforms *t = transforms(b, g.m);
+  const TdmCpuWinogradGemm *gemm = tdm_cpu_winograd_gemm(b);
   const int np = positions(g.m);
   const Scratch s = scratch(work, np, c, out_c);
   const size_t vstride = pos_stride(c), mstride = pos_stride(out_c);
-  const size_t ustride = (size_t)out_c * c;
+  const size_t ustride = (size_t)out_c * c, pstride = packed_stride(c, out_c);
   memset(s.zero, 0, sizeof(float) * MAX(c, out_c));
   if (dx != NULL) {
+    /* U[o][i] as the input gradient's B, C_out deep. */
     t->weights(s.u, wt, out_c, c);
+    for (int p = 0; p < np; p++)
+      gemm->pack(s.packed + p * pstride, s.u + p * ustride, c, 1, out_c, c);
     memset(dx, 0, sizeof(float) * n * h * w * c);
   }
   memset(s.du, 0, sizeof(float) * np * ustride);
@@ -511,15 +549,16 @@ tdm_cpu_conv_backward(TdmBackend *b, float *dx, float *dw, const float *dy, cons
     const int count = (int)MIN((size_t)WINOGRAD_BLOCK, g.tiles - t0);
     t->input(s.v, &g, x, s.zero, t0, count);
     t->output_adjoint(s.m, &g, dy, s.zero, t0, count);
+    /* dU[o][i] += Σ over the block's tiles dM[t][o] V[t][i], in place. */
     for (int p = 0; p < np; p++)
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out_c, c, count, 1.0f,
-                  s.m + p * mstride, out_c, s.v + p * vstride, c, 1.0f, s.du + p * ustride, c);
+      gemm->accumulate(s.du + p * ustride, c, s.m + p * mstride, out_c, s.v + p * vstride, c,
+                       count, out_c, c);
     if (dx == NULL)
       continue;
     /* V is spent: its gradient takes its place. */
     for (int p = 0; p < np; p++)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, count, c, out_c, 1.0f,
-                  s.m + p * mstride, out_c, s.u + p * ustride, c, 0.0f, s.v + p * vstride, c);
+      gemm->product(s.v + p * vstride, c, s.m + p * mstride, out_c, s.packed + p * pstride,
+                    count, out_c, c);
     t->input_adjoint(dx, &g, s.v, t0, count);
   }
   t->weights_adjoint(dw, s.du, out_c, c);

@@ -21,5 +21,9 @@ static const float G[R][3] = {
   {1.0f / 6, 1.0f / 3, 2.0f / 3}, {0, 0, 1},
 };
 
+#if defined(WINOGRAD_AVX512)
+#define WINO_NAME(x) tdm_wino3_avx512_##x
+#else
 #define WINO_NAME(x) tdm_wino3_##x
+#endif
 #include "tdm-backend-cpu-winograd-tile.h"

@@ -30,5 +30,9 @@ static const float G[R][3] = {
   {0, 0, 1},
 };
 
+#if defined(WINOGRAD_AVX512)
+#define WINO_NAME(x) tdm_wino4_avx512_##x
+#else
 #define WINO_NAME(x) tdm_wino4_##x
+#endif
 #include "tdm-backend-cpu-winograd-tile.h"

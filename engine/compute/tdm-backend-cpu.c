@@ -78,6 +78,33 @@ cpu_begin(TdmBackend *b)
 
 /* Memory */
 
+/* Makes a fresh mapping resident and written now: a replica allocates its buffers
+ * once, before training, and would otherwise take a fault on each first touch inside
+ * the first steps (PyTorch's caching allocator likewise has its blocks resident from
+ * its warm-up). In 2 MiB pages where the kernel has them (transparent huge pages, on
+ * request): 512 times fewer faults and TLB entries. On a virtual machine that shadows
+ * the guest's page tables, a 4 KiB page first written by the program costs a fault in
+ * the hypervisor even after MAP_POPULATE (the kernel cleared it through its own
+ * mapping): there the first resnet step on cpu:2 took 2.7 CPU-seconds instead of 0.8,
+ * and a pass writing 512 MiB ran 3× slower in 4 KiB pages than in 2 MiB ones in every
+ * later step too (bench/NOTES.md). Writing the pages (MADV_POPULATE_WRITE, or one store
+ * a page where the kernel predates it) fills both tables. */
+static void
+map_in(void *base, size_t bytes)
+{
+#ifdef MADV_HUGEPAGE
+  madvise(base, bytes, MADV_HUGEPAGE);
+#endif
+#ifdef MADV_POPULATE_WRITE
+  if (madvise(base, bytes, MADV_POPULATE_WRITE) == 0)
+    return;
+#endif
+  const size_t page = 4096;
+  volatile char *p = base;
+  for (size_t at = 0; at < bytes; at += page)
+    p[at] = 0;
+}
+
 static void *
 cpu_alloc(TdmBackend *b, size_t bytes, GError **error)
 {
@@ -89,14 +116,11 @@ cpu_alloc(TdmBackend *b, size_t bytes, GError **error)
    * more than TDM_CPU_ALIGN asks. */
   gboolean ok = bytes <= (size_t)PTRDIFF_MAX - TDM_CPU_ALIGN;
   if (ok && mapped) {
-    /* MAP_POPULATE faults every page in now: a replica allocates its buffers once,
-     * before training, and would otherwise take a page fault (and the kernel's clearing
-     * of the page) on each first touch inside the first steps, 3-7 % of a short
-     * resnet run (bench/NOTES.md). PyTorch's caching allocator likewise has its blocks
-     * resident from its warm-up. */
     base = mmap(NULL, TDM_CPU_ALIGN + bytes, PROT_READ | PROT_WRITE,
-                MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ok = base != MAP_FAILED;
+    if (ok)
+      map_in(base, TDM_CPU_ALIGN + bytes);
   } else if (ok) {
     ok = posix_memalign(&base, TDM_CPU_ALIGN, TDM_CPU_ALIGN + bytes) == 0;
   }
@@ -602,6 +626,12 @@ cpu_scale(TdmBackend *b, float *y, float alpha, size_t n)
 {
   if (cpu_begin(b))
     cpu_kernels(b)->scale(y, alpha, n);
+}
+
+const TdmCpuWinogradGemm *
+tdm_cpu_winograd_gemm(TdmBackend *b)
+{
+  return cpu_kernels(b)->winograd;
 }
 
 static void

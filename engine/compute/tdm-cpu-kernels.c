@@ -13,6 +13,9 @@
 #error "TDM_CPU_KERNELS and TDM_CPU_KERNELS_NAME name the table this copy defines"
 #endif
 
+/* The products this copy's tdm-cpu-winograd-gemm.c defines. */
+extern const TdmCpuWinogradGemm TDM_CPU_WINOGRAD_GEMM;
+
 /* A vector of floats as one value: sixteen (one AVX-512 register), eight (AVX) or
  * four (SSE, NEON), as the copy is built. Loads and stores go through memcpy, which
  * compiles to one unaligned access. */
@@ -897,4 +900,5 @@ const TdmCpuKernels TDM_CPU_KERNELS = {
   .conv_pool_backward = k_conv_pool_backward,
   .add = k_add,
   .scale = k_scale,
+  .winograd = &TDM_CPU_WINOGRAD_GEMM,
 };

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tdm-cpu-winograd-gemm.h"
+
 typedef struct {
   const char *name;
   void (*bias_forward) (float *y, const float *bias, int outer, int channels, int inner,
@@ -34,6 +36,8 @@ typedef struct {
                               int pad, int pk);
   void (*add) (float *y, const float *x, size_t n);
   void (*scale) (float *y, float alpha, size_t n);
+  /* The same copy's products for the Winograd convolutions (tdm-cpu-winograd-gemm.c). */
+  const TdmCpuWinogradGemm *winograd;
 } TdmCpuKernels;
 
 extern const TdmCpuKernels tdm_cpu_kernels_generic;
