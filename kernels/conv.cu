@@ -87,14 +87,11 @@ template <int V>
 __device__ __forceinline__ void
 store_v(uint16_t *p, const float *v)
 {
-  uint16_t h[4];
-  for (int j = 0; j < V; j++)
-    h[j] = __bfloat16_as_ushort(__float2bfloat16_rn(v[j]));
   if (V == 4)
-    *(uint2 *)p = make_uint2(h[0] | ((uint32_t)h[1] << 16), h[2] | ((uint32_t)h[3] << 16));
+    *(uint2 *)p = tdm_k_bf16x4_bits(v[0], v[1], v[2], v[3]);
   else
     for (int j = 0; j < V; j++)
-      p[j] = h[j];
+      p[j] = tdm_k_bf16_bits(v[j]);
 }
 
 __device__ __forceinline__ void
@@ -106,7 +103,7 @@ store_one(float *p, float v)
 __device__ __forceinline__ void
 store_one(uint16_t *p, float v)
 {
-  *p = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+  *p = tdm_k_bf16_bits(v);
 }
 
 template <int V>

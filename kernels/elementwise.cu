@@ -263,7 +263,7 @@ to_bf16_kernel(uint16_t *out, const float *in, size_t n)
 {
   size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride)
-    out[i] = __bfloat16_as_ushort(__float2bfloat16_rn(in[i]));
+    out[i] = tdm_k_bf16_bits(in[i]);
 }
 
 /* The same, four values a thread: a 16-byte load and an 8-byte store (the scalar
@@ -277,15 +277,10 @@ to_bf16_quad_kernel(uint2 *out, const float4 *in, unsigned quads, uint16_t *tail
   unsigned stride = gridDim.x * blockDim.x;
   for (unsigned q = first; q < quads; q += stride) {
     float4 v = in[q];
-    uint2 r;
-    r.x = (unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(v.x)) |
-          ((unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(v.y)) << 16);
-    r.y = (unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(v.z)) |
-          ((unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(v.w)) << 16);
-    out[q] = r;
+    out[q] = tdm_k_bf16x4_bits(v.x, v.y, v.z, v.w);
   }
   if (first < tail)
-    tail_out[first] = __bfloat16_as_ushort(__float2bfloat16_rn(tail_in[first]));
+    tail_out[first] = tdm_k_bf16_bits(tail_in[first]);
 }
 
 extern "C" cudaError_t

@@ -348,11 +348,7 @@ store_dx4(float *dx, size_t quad, float4 g)
 __device__ inline void
 store_dx4(uint16_t *dx, size_t quad, float4 g)
 {
-  unsigned lo = (unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(g.x)) |
-                ((unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(g.y)) << 16);
-  unsigned hi = (unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(g.z)) |
-                ((unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(g.w)) << 16);
-  ((uint2 *)dx)[quad] = make_uint2(lo, hi);
+  ((uint2 *)dx)[quad] = tdm_k_bf16x4_bits(g.x, g.y, g.z, g.w);
 }
 
 __device__ inline void
@@ -364,7 +360,7 @@ store_dx1(float *dx, size_t i, float g)
 __device__ inline void
 store_dx1(uint16_t *dx, size_t i, float g)
 {
-  dx[i] = __bfloat16_as_ushort(__float2bfloat16_rn(g));
+  dx[i] = tdm_k_bf16_bits(g);
 }
 
 template <bool RELU, int V, typename I, typename T>
