@@ -227,3 +227,20 @@ tdm_classifier_rank(const float *probs, int classes, int top, int *order)
     order[r] = best;
   }
 }
+
+const TdmNetwork *
+tdm_classifier_network(const TdmClassifier *cl)
+{
+  g_return_val_if_fail(cl != NULL, NULL);
+  return cl->net;
+}
+
+void
+tdm_classifier_read_parameters(TdmClassifier *cl, float *params, float *state)
+{
+  g_return_if_fail(cl != NULL && params != NULL);
+  TdmBackend *b = cl->backend;
+  b->ops->download(b, params, cl->replica->params, cl->net->parameter_count * sizeof(float));
+  if (cl->net->state_count > 0)
+    b->ops->download(b, state, cl->replica->state, cl->net->state_count * sizeof(float));
+}
