@@ -20,7 +20,7 @@ ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() {
   n=$((n + 1)); echo "not ok $n - $1"
   shift
-  for line in "$@"; do echo "# $line"; done
+  for line in "$@"; do sed 's/^/# /' <<<"$line"; done
 }
 skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
 # expect_bad NAME PATTERN ARGS…: exit 2 and exactly one stderr line holding PATTERN.
