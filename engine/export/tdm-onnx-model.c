@@ -528,7 +528,8 @@ tdm_onnx_model_build(const TdmNetwork *net, const float *params, const float *st
   graph.initializer = (TdmOnnx__TensorProto **)g.initializers->pdata;
   TdmOnnx__ValueInfoProto *input =
     value_info(&g, "input", 4, (const int64_t[]){0, net->in_c, net->in_h, net->in_w});
-  TdmOnnx__ValueInfoProto *output = value_info(&g, "logits", 2, (const int64_t[]){0, net->classes});
+  TdmOnnx__ValueInfoProto *output =
+    value_info(&g, "logits", 2, (const int64_t[]){0, net->classes});
   input->doc_string = (char *)input_description;
   output->doc_string = (char *)"float32 [batch, classes]: logits (softmax gives probabilities)";
   graph.n_input = graph.n_output = 1;
