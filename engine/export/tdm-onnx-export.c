@@ -115,6 +115,8 @@ tdm_onnx_export_checkpoint(const char *checkpoint, const char *path, GError **er
   g_autofree const char **names = g_new0(const char *, net->classes + 1);
   for (int k = 0; k < net->classes; k++)
     names[k] = tdm_classifier_class_name(cl, k);
+  /* The run's gather only scales bytes by 1/255, which is how the model's input is
+   * defined: no normalization to add. */
   TdmOnnxOptions options = {.class_names = names};
   return tdm_onnx_export(net, params, state, &options, path, error);
 }

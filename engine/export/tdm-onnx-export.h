@@ -1,5 +1,5 @@
-/* tdm-onnx-export.h — a trained network written as an ONNX model, for inference in
- * any ONNX runtime (onnxruntime, OpenCV's dnn, TensorRT, …).
+/* tdm-onnx-export.h — a trained network written as an ONNX model (opset 13), for
+ * inference in an ONNX runtime such as onnxruntime.
  *
  * The model is the network in evaluation mode: BN with its running statistics,
  * dropout left out, no test-time flips or shifts. It takes what PyTorch users feed a
