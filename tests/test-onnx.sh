@@ -49,7 +49,7 @@ cases=(
   "strided rgb3 conv8k5s2p2nb,relu,avg2,conv12k2,relu,fc3"
   "features rgb3 conv8k3p1,relu,res(conv8k3,relu,conv8k3p2),gmp,res(fc8,relu),res(fc16),gap,bn,fc3"
 )
-total=$((6 + 3 * ${#cases[@]} + 2))
+total=$((6 + 3 * ${#cases[@]} + 3))
 echo "1..$total"
 
 "$helper" folders "$tmp" || { echo "Bail out! onnx-helper folders failed"; exit 1; }
@@ -181,6 +181,15 @@ EOF
 else
   skip "class names, spec, input shape and PyTorch's tensor names are in the file" \
     "no python3 with onnx"
+fi
+
+# The classifier (which the export loads checkpoints through) reads a network that
+# ends in scale items, as the resnet preset does.
+"$train" --resume "$tmp/resnet.st" --classify "$tmp/grey10/test/c3/000.png" >"$tmp/out" 2>"$tmp/err"
+if [ $? -eq 0 ] && grep -q "000.png: c" "$tmp/out"; then
+  ok "--classify with the resnet preset's checkpoint"
+else
+  not_ok "--classify with the resnet preset's checkpoint" "$(cat "$tmp/out" "$tmp/err")"
 fi
 
 "$train" --resume "$tmp/small.st" --export-onnx "$tmp/q.onnx" --classify "$tmp/rgb3/ant/000.png" \
