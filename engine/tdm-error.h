@@ -25,6 +25,7 @@ typedef enum {
   TDM_ENGINE_ERROR_DIVERGED,         /* the loss became NaN or infinite */
   TDM_ENGINE_ERROR_CANCELLED,        /* the run was stopped */
   TDM_ENGINE_ERROR_HISTORY,          /* a run history file that cannot be written or read */
+  TDM_ENGINE_ERROR_EXPORT,           /* an exported model (ONNX) that cannot be written */
 } TdmEngineError;
 
 G_END_DECLS

@@ -15,6 +15,7 @@
 #include "tdm-error.h"
 #include "tdm-json.h"
 #include "tdm-history.h"
+#include "tdm-onnx-export.h"
 #include "tdm-trainer.h"
 
 #include <errno.h>
@@ -49,6 +50,7 @@ typedef struct {
   char **classify;
   gboolean test_flip, no_test_flip, list_devices, json, quiet, version, distributed, record;
   char *run_name, *history, *pace, *scaling, *scaling_steps, *prewarm;
+  char *export_onnx;
 } Options;
 
 static void
@@ -61,7 +63,7 @@ options_clear(Options *o)
     &o->eval_batch, &o->max_steps, &o->save, &o->resume, &o->image_size, &o->color, &o->top,
     &o->batchnorm, &o->decay_on, &o->warmup, &o->smoothing, &o->crop, &o->flip,
     &o->test_shift, &o->run_name, &o->history, &o->pace, &o->scaling, &o->scaling_steps,
-    &o->prewarm,
+    &o->prewarm, &o->export_onnx,
   };
   for (gsize i = 0; i < G_N_ELEMENTS(strings); i++)
     g_clear_pointer(strings[i], g_free);
@@ -116,6 +118,7 @@ static const char description[] =
   "  tandem-train --dataset synthetic --epochs 1 --json | jq .type\n"
   "  tandem-train --dataset ~/photos --image-size 64 --color rgb --save photos.st\n"
   "  tandem-train --resume photos.st --classify cat.jpg dog.png\n"
+  "  tandem-train --resume photos.st --export-onnx photos.onnx\n"
   "\n"
   "With --resume the run's settings come from the checkpoint (all but --max-steps);\n"
   "flags given as well override them (e.g. --epochs to train longer), and\n"
@@ -208,6 +211,9 @@ options_context(Options *o)
      "IMAGE"},
     {"top", 0, 0, G_OPTION_ARG_STRING, &o->top,
      "With --classify: how many classes to print per image (default 3)", "N"},
+    {"export-onnx", 0, 0, G_OPTION_ARG_FILENAME, &o->export_onnx,
+     "Write the --resume checkpoint's network as an ONNX model for inference and exit "
+     "(input: float NCHW images in [0, 1]; output: logits)", "FILE"},
     {"record", 0, 0, G_OPTION_ARG_NONE, &o->record,
      "Keep the run in the run history (the window lists it)", NULL},
     {"run-name", 0, 0, G_OPTION_ARG_STRING, &o->run_name,
@@ -644,6 +650,29 @@ run(const TdmConfig *config, const Options *o)
   return g_cancellable_is_cancelled(cancellable) ? EXIT_INTERRUPTED : record_status;
 }
 
+/* --export-onnx: the --resume checkpoint's network as an ONNX model; the engine
+ * writes it (tdm-onnx-export.h), nothing is trained. */
+static int
+export_onnx(const Options *o)
+{
+  if (o->resume == NULL)
+    return fail(EXIT_BAD_INPUT, "--export-onnx", "needs --resume CHECKPOINT: the trained "
+                                                 "network to export");
+  if (o->classify != NULL)
+    return fail(EXIT_BAD_INPUT, "--export-onnx", "cannot be combined with --classify");
+  g_autoptr(GError) error = NULL;
+  if (!tdm_onnx_export_checkpoint(o->resume, o->export_onnx, &error))
+    return fail(EXIT_BAD_INPUT,
+                g_error_matches(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_EXPORT)
+                  ? "--export-onnx" : "--resume",
+                error->message);
+  if (!o->quiet) {
+    g_autofree char *display = g_filename_display_name(o->export_onnx);
+    fprintf(stderr, "tandem-train: wrote %s\n", display);
+  }
+  return 0;
+}
+
 /* --scaling: the options that make no sense with it are refused before anything runs. */
 static gboolean
 scaling_options(const Options *o, const TdmConfig *config, TdmCliScaling *out, GError **error)
@@ -738,6 +767,8 @@ main(int argc, char **argv)
     printf("tandem-train %s\n", TDM_VERSION);
   } else if (o.list_devices) {
     status = list_devices();
+  } else if (o.export_onnx != NULL) {
+    status = export_onnx(&o);
   } else if (o.classify != NULL) {
     gint64 top = 3;
     if (o.resume == NULL)

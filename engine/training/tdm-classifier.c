@@ -80,11 +80,15 @@ tdm_classifier_load(const char *path, GError **error)
                    "resume it for one step with --save to add it)");
     return NULL;
   }
-  /* A network ends in an fc with one output per class (tdm-network.h). */
+  /* A network ends in an fc with one output per class, then at most scale items
+   * (tdm-network.h). */
   int classes = 0;
-  const char *last = strrchr(spec, ',');
-  const char *fc = last != NULL ? last + 1 : spec;
-  if (sscanf(fc, "fc%d", &classes) != 1 || classes < 1 || classes > 256) {
+  g_auto(GStrv) items = g_strsplit(spec, ",", -1);
+  int last = (int)g_strv_length(items) - 1;
+  while (last > 0 && g_str_has_prefix(items[last], "scale"))
+    last--;
+  if (last < 0 || sscanf(items[last], "fc%d", &classes) != 1 || classes < 1 ||
+      classes > 256) {
     bad_checkpoint(error, path, "its network does not end in an fc layer of 1 to 256 "
                                 "outputs");
     return NULL;
@@ -226,4 +230,21 @@ tdm_classifier_rank(const float *probs, int classes, int top, int *order)
     taken[best] = TRUE;
     order[r] = best;
   }
+}
+
+const TdmNetwork *
+tdm_classifier_network(const TdmClassifier *cl)
+{
+  g_return_val_if_fail(cl != NULL, NULL);
+  return cl->net;
+}
+
+void
+tdm_classifier_read_parameters(TdmClassifier *cl, float *params, float *state)
+{
+  g_return_if_fail(cl != NULL && params != NULL);
+  TdmBackend *b = cl->backend;
+  b->ops->download(b, params, cl->replica->params, cl->net->parameter_count * sizeof(float));
+  if (cl->net->state_count > 0)
+    b->ops->download(b, state, cl->replica->state, cl->net->state_count * sizeof(float));
 }

@@ -12,6 +12,8 @@
 #include <glib.h>
 #include <stdint.h>
 
+#include "tdm-network.h"
+
 G_BEGIN_DECLS
 
 typedef struct _TdmClassifier TdmClassifier;
@@ -33,6 +35,12 @@ gboolean tdm_classifier_run (TdmClassifier *classifier, const uint8_t *sample, f
 /* The same for an image file; errors name the file. */
 gboolean tdm_classifier_run_file (TdmClassifier *classifier, const char *path, float *probs,
                                   GError **error);
+
+/* The network, and a copy of its parameters and BN running statistics into
+ * params[net->parameter_count] and state[net->state_count] (the engine's layouts):
+ * what an export writes (tdm-onnx-export.h). */
+const TdmNetwork *tdm_classifier_network (const TdmClassifier *classifier);
+void tdm_classifier_read_parameters (TdmClassifier *classifier, float *params, float *state);
 
 /* The indices of the `top` largest of probs[classes], largest first. */
 void tdm_classifier_rank (const float *probs, int classes, int top, int *order);
