@@ -57,6 +57,8 @@ tdm_memory_capacity(const TdmConfig *cfg, int world, int test_count)
 {
   world = MAX(world, 1);
   int shard = (cfg->batch + world - 1) / world;
+  if (cfg->exact)
+    shard = MIN(cfg->exact_chunk, cfg->batch);   /* one chunk a pass */
   int eval = MIN(cfg->eval_batch, MAX(1, test_count));
   return MAX(shard, eval);
 }

@@ -69,6 +69,7 @@ tdm_trainer_teardown(TdmTrainer *t)
   g_clear_pointer(&t->backends, g_free);
   g_clear_pointer(&t->timing, g_free);
   g_clear_pointer(&t->buckets, g_free);
+  tdm_trainer_exact_free(t);
   g_clear_pointer(&t->it, tdm_iterator_free);
   g_clear_pointer(&t->predicted, g_free);
   g_clear_pointer(&t->telemetry, tdm_telemetry_free);
@@ -109,6 +110,9 @@ static int
 replica_capacity(const TdmTrainer *t)
 {
   int shard = (t->config->batch + t->world - 1) / t->world;
+  /* Exact mode passes one chunk at a time. */
+  if (t->config->exact)
+    shard = MIN(t->config->exact_chunk, t->config->batch);
   int eval = MIN(t->config->eval_batch, MAX(1, t->data->test->count));
   return MAX(shard, eval);
 }
@@ -294,7 +298,7 @@ tdm_trainer_setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
 
   if (!estimate_memory(t, error))
     return FALSE;
-  if (!build_replicas(t, error))
+  if (!build_replicas(t, error) || !tdm_trainer_exact_setup(t, error))
     return FALSE;
 #if TDM_HAVE_MPI
   if (tdm_distributed_active())
