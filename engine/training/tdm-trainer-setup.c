@@ -288,10 +288,11 @@ tdm_trainer_setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
     t->main_local = -1;
 
   /* One OpenBLAS thread per worker; a lone worker may use every core, or under
-   * mpirun its share of the machine's. */
+   * mpirun its share of the machine's. Not in exact mode: OpenBLAS's sums depend on
+   * its thread count, so every worker there runs one, as any other worker does. */
   if (all_cpu(cfg)) {
     int cores = MAX(1, (int)g_get_num_processors() / tdm_distributed_local_size());
-    openblas_set_num_threads(t->replicas == 1 ? cores : 1);
+    openblas_set_num_threads(t->replicas == 1 && !cfg->exact ? cores : 1);
   }
 
   t->start.parties = t->end.parties = t->pre_comm.parties = t->replicas;
