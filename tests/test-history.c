@@ -430,6 +430,16 @@ test_scaling_two_points(gconstpointer data)
     g_assert_cmpint(q->batch, ==, mode == TDM_SCALING_WEAK ? 50 * (i + 1) : 100);
     g_assert_cmpfloat(q->samples_per_second, >, 0);
     g_assert_cmpfloat(fabs(q->efficiency - q->speedup / q->devices), <, 1e-12);
+    /* Devices alike: the one-worker point too runs one BLAS thread, as the engine
+     * reports it (not as a time would suggest). */
+    g_assert_cmpint(q->cpu_threads, ==, 1);
+    /* Repeated, the median between the slowest and the fastest run. */
+    g_assert_cmpint(q->runs, >=, TDM_SCALING_RUNS);
+    g_assert_cmpint(q->runs, <=, TDM_SCALING_RUNS_MAX);
+    g_assert_cmpfloat(q->samples_per_second_min, <=, q->samples_per_second);
+    g_assert_cmpfloat(q->samples_per_second, <=, q->samples_per_second_max);
+    g_assert_cmpfloat(q->speedup_min, <=, q->speedup);
+    g_assert_cmpfloat(q->speedup, <=, q->speedup_max);
   }
   const TdmScalingPoint *first = &g_array_index(p.points, TdmScalingPoint, 0);
   g_assert_cmpfloat(first->speedup, ==, 1.0);
@@ -585,6 +595,12 @@ test_sweep_record(void)
     g_assert_cmpfloat(b->compute_ms, ==, a->compute_ms);
     g_assert_cmpfloat(b->comm_ms, ==, a->comm_ms);
     g_assert_cmpfloat(b->wait_ms, ==, a->wait_ms);
+    g_assert_cmpfloat(b->samples_per_second_min, ==, a->samples_per_second_min);
+    g_assert_cmpfloat(b->samples_per_second_max, ==, a->samples_per_second_max);
+    g_assert_cmpfloat(b->speedup_min, ==, a->speedup_min);
+    g_assert_cmpfloat(b->speedup_max, ==, a->speedup_max);
+    g_assert_cmpint(b->runs, ==, a->runs);
+    g_assert_cmpint(b->cpu_threads, ==, 1);
     /* Every device of the point held the network at least; none beyond it. */
     for (int d = 0; d < TDM_MAX_REPLICAS; d++) {
       g_assert_cmpint(b->memory_bytes[d], ==, a->memory_bytes[d]);

@@ -50,6 +50,7 @@ tdm_config_new(void)
   c->test_shift = 0;
   c->exact = FALSE;
   c->exact_chunk = 16;
+  c->cpu_threads = 0;
   return c;
 }
 
@@ -341,6 +342,8 @@ tdm_config_validate(const TdmConfig *c, GError **error)
                    c->crop_pad);
   if ((unsigned)c->flip > TDM_FLIP_OFF)
     return invalid(error, "--flip: unknown setting %d", (int)c->flip);
+  if (c->cpu_threads < 0 || c->cpu_threads > 1024)
+    return invalid(error, "--cpu-threads %d: give 0 (automatic) or 1 to 1024", c->cpu_threads);
   if (c->exact_chunk < 1 || c->exact_chunk > 4096)
     return invalid(error, "--exact-chunk %d: give the samples a chunk, 1 to 4096",
                    c->exact_chunk);

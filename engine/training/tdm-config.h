@@ -93,6 +93,10 @@ typedef struct {
   gboolean exact;
   int exact_chunk;         /* samples a chunk, the unit of the split (and the group that
                             * batch normalization's statistics run over in exact mode) */
+  /* BLAS threads each CPU worker runs: 0 lets a lone worker take every core (its
+   * share under mpirun) and gives more workers one each; exact mode runs one. How a
+   * run is executed, not what it computes: not saved with it. */
+  int cpu_threads;
 } TdmConfig;
 
 /* Chainer's defaults: Fashion-MNIST, mlp, one CPU worker, batch 100, 20 epochs, Adam. */

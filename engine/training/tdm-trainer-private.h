@@ -109,6 +109,7 @@ struct _TdmTrainer {
   Timing *timing;               /* [replicas] */
   struct Buckets *buckets;      /* [replicas] when gradients are all-reduced in buckets */
   ExactReplica *exact;          /* [replicas] in exact mode (tdm-trainer-exact.c) */
+  int cpu_threads;              /* BLAS threads each CPU worker runs (0: none) */
   gulong cancel_handler;
   GCancellable *cancellable;
   volatile gint stop_requested; /* distributed runs: stop at the next summary vote */

@@ -292,7 +292,10 @@ tdm_trainer_setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
    * its thread count, so every worker there runs one, as any other worker does. */
   if (all_cpu(cfg)) {
     int cores = MAX(1, (int)g_get_num_processors() / tdm_distributed_local_size());
-    openblas_set_num_threads(t->replicas == 1 && !cfg->exact ? cores : 1);
+    t->cpu_threads = cfg->cpu_threads > 0 ? cfg->cpu_threads : t->replicas == 1 ? cores : 1;
+    if (cfg->exact)
+      t->cpu_threads = 1;
+    openblas_set_num_threads(t->cpu_threads);
   }
 
   t->start.parties = t->end.parties = t->pre_comm.parties = t->replicas;

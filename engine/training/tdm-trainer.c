@@ -229,6 +229,7 @@ emit_started(TdmTrainer *t)
     tdm_trainer_shard(t, cfg->batch, r, &offset, &s->shard[r]);
   }
   s->batch = cfg->batch;
+  s->cpu_threads = t->cpu_threads;
   s->epochs = cfg->epochs;
   s->steps_per_epoch = tdm_iterator_batches_per_epoch(t->it);
   s->total_steps = (long)s->steps_per_epoch * cfg->epochs;
