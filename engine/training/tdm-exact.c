@@ -4,28 +4,37 @@
 
 #include <math.h>
 
-gboolean
-tdm_exact_add_double(gint64 *acc, double v)
+/* The conversion, inline: plain double arithmetic the compiler can vectorize, the
+ * same bits on every machine (no library rounding calls, no rounding mode). Every
+ * step is exact but the last: s = v·2³² (a float's 24 significant bits, or a double's
+ * 53, times a power of two), its floor h (a truncation, one less when s is negative
+ * and not whole), the fraction s − h ∈ [0, 1) (Sterbenz: exact), scaled by 2³²; it
+ * is rounded half up to an integer, dropping what lies below 2⁻⁶⁴. */
+static inline gboolean
+add_one(gint64 *acc, double v)
 {
-  if (!(fabs(v) < TDM_EXACT_LIMIT))
+  if (!(v < TDM_EXACT_LIMIT && v > -TDM_EXACT_LIMIT))
     return FALSE;
-  /* Every step is exact in double but the last: s = v·2³², its integer part h, the
-   * fraction (s − h) ∈ [0, 1) scaled by 2³² (a float's 24 significant bits fit;
-   * a double's may not, and the rounding to an integer drops what lies below 2⁻⁶⁴). */
-  double s = ldexp(v, 32);
-  double h = floor(s);
-  acc[0] += (gint64)h;
-  acc[1] += (gint64)nearbyint(ldexp(s - h, 32));
+  double s = v * 4294967296.0;
+  gint64 h = (gint64)s;
+  h -= (double)h > s;
+  acc[0] += h;
+  acc[1] += (gint64)((s - (double)h) * 4294967296.0 + 0.5);
   return TRUE;
 }
 
+gboolean
+tdm_exact_add_double(gint64 *acc, double v)
+{
+  return add_one(acc, v);
+}
+
 size_t
-tdm_exact_add(gint64 *acc, const float *x, size_t n)
+tdm_exact_add(gint64 *restrict acc, const float *restrict x, size_t n)
 {
   size_t bad = 0;
   for (size_t i = 0; i < n; i++)
-    if (!tdm_exact_add_double(acc + 2 * i, (double)x[i]))
-      bad++;
+    bad += !add_one(acc + 2 * i, (double)x[i]);
   return bad;
 }
 
@@ -37,7 +46,7 @@ tdm_exact_to_double(const gint64 *acc)
   gint64 lo = acc[1];
   gint64 hi = acc[0] + (lo >> 32);
   lo &= G_GINT64_CONSTANT(0xffffffff);
-  return ldexp((double)hi, -32) + ldexp((double)lo, -64);
+  return (double)hi * 0x1p-32 + (double)lo * 0x1p-64;
 }
 
 void

@@ -27,7 +27,7 @@ G_BEGIN_DECLS
 
 /* acc[2i], acc[2i + 1] += x[i] as fixed point, for i < n. Returns how many x[i] could
  * not be represented (out of range or not finite); those add nothing. */
-size_t tdm_exact_add (gint64 *acc, const float *x, size_t n);
+size_t tdm_exact_add (gint64 *restrict acc, const float *restrict x, size_t n);
 
 /* acc[0], acc[1] += v; FALSE (nothing added) when v cannot be represented. */
 gboolean tdm_exact_add_double (gint64 *acc, double v);

@@ -112,8 +112,13 @@ tdm_trainer_exact_compute(TdmTrainer *t, int r)
     if (s > 0)
       b->ops->upload(b, rep->state, e->zeros, s * sizeof(float));
     tdm_replica_train_step(rep, job->indices + offset + done, n, 1.0f / (float)job->count);
-    b->ops->download(b, e->grads, rep->grads, p * sizeof(float));
-    bad += (gint64)tdm_exact_add(e->acc, e->grads, p);
+    /* A CPU worker's buffers are host memory: read in place. */
+    const float *grads = rep->grads;
+    if (b->kind != TDM_BACKEND_CPU) {
+      b->ops->download(b, e->grads, rep->grads, p * sizeof(float));
+      grads = e->grads;
+    }
+    bad += (gint64)tdm_exact_add(e->acc, grads, p);
     if (s > 0) {
       b->ops->download(b, e->state, rep->state, s * sizeof(float));
       bad += (gint64)tdm_exact_add(e->acc + 2 * p, e->state, s);
@@ -145,8 +150,12 @@ tdm_trainer_exact_combine(TdmTrainer *t, int r, GError **error)
                 "diverged (try a lower learning rate)", bad, TDM_EXACT_LIMIT);
     return FALSE;
   }
-  tdm_exact_to_float(e->grads, e->acc, p, 1.0);
-  b->ops->upload(b, rep->grads, e->grads, p * sizeof(float));
+  if (b->kind == TDM_BACKEND_CPU) {
+    tdm_exact_to_float(rep->grads, e->acc, p, 1.0);
+  } else {
+    tdm_exact_to_float(e->grads, e->acc, p, 1.0);
+    b->ops->upload(b, rep->grads, e->grads, p * sizeof(float));
+  }
   if (s > 0) {
     int chunks = tdm_exact_chunks(t->job.count, t->config->exact_chunk);
     tdm_exact_to_float(e->state, e->acc + 2 * p, s, 1.0 / chunks);
