@@ -62,15 +62,18 @@ print_point(const TdmScalingPoint *p, gpointer data)
     printf("%s\n", text);
   } else if (!o->quiet) {
     if (!printer->header_done)
-      printf("%7s %6s %11s %15s %8s %13s %10s %10s %8s %8s %7s\n", "devices", "batch",
+      printf("%7s %6s %11s %17s %8s %15s %10s %10s %8s %8s %7s\n", "devices", "batch",
              "samples/s", "(min–max)", "speed-up", "(min–max)", "efficiency", "compute ms",
              "comm ms", "wait ms", "threads");
     printer->header_done = TRUE;
     /* The median of the point's runs, then their spread. */
-    printf("%7d %6d %11.0f %7.0f–%-7.0f %7.2f× %5.2f–%-5.2f× %9.0f%% %10.3f %8.3f %8.3f %7d\n",
-           p->devices, p->batch, p->samples_per_second, p->samples_per_second_min,
-           p->samples_per_second_max, p->speedup, p->speedup_min, p->speedup_max,
-           100 * p->efficiency, p->compute_ms, p->comm_ms, p->wait_ms, p->cpu_threads);
+    g_autofree char *rates = g_strdup_printf("%.0f–%.0f", p->samples_per_second_min,
+                                             p->samples_per_second_max);
+    g_autofree char *speedups = g_strdup_printf("%.2f–%.2f×", p->speedup_min, p->speedup_max);
+    /* Padding counts bytes: the dash and × are three and two of them. */
+    printf("%7d %6d %11.0f %17s %7.2f× %16s %9.0f%% %10.3f %8.3f %8.3f %7d\n", p->devices,
+           p->batch, p->samples_per_second, rates, p->speedup, speedups, 100 * p->efficiency,
+           p->compute_ms, p->comm_ms, p->wait_ms, p->cpu_threads);
   }
   fflush(stdout);
 }
