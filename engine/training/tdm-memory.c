@@ -5,6 +5,7 @@
  * trainer's host copies (tdm-trainer.c, tdm-trainer-checkpoint.c). A change there is
  * a change here; tests/test-memory.c compares the two on the CPU backend's counter. */
 #include "tdm-memory.h"
+#include "tdm-exact.h"
 #include "tdm-error.h"
 #include "tdm-iterator.h"
 #include "tdm-replica.h"
@@ -136,7 +137,10 @@ tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count
     TdmMemoryDevice *d = &e->device[r];
     g_strlcpy(d->device, cfg->devices[r], sizeof d->device);
     int offset;
-    tdm_shard_of(cfg->batch, world, r, &offset, &d->shard);
+    if (cfg->exact)
+      tdm_exact_shard_of(cfg->batch, cfg->exact_chunk, world, r, &offset, &d->shard);
+    else
+      tdm_shard_of(cfg->batch, world, r, &offset, &d->shard);
     d->host = cpu;
     d->parameters = rb.parameters;
     d->gradients = rb.gradients;
