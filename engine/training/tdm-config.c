@@ -343,7 +343,8 @@ tdm_config_validate(const TdmConfig *c, GError **error)
   if ((unsigned)c->flip > TDM_FLIP_OFF)
     return invalid(error, "--flip: unknown setting %d", (int)c->flip);
   if (c->cpu_threads < 0 || c->cpu_threads > 1024)
-    return invalid(error, "--cpu-threads %d: give 0 (automatic) or 1 to 1024", c->cpu_threads);
+    return invalid(error, "BLAS threads per CPU worker %d: give 0 (automatic) or 1 to 1024",
+                   c->cpu_threads);
   if (c->exact_chunk < 1 || c->exact_chunk > 4096)
     return invalid(error, "--exact-chunk %d: give the samples a chunk, 1 to 4096",
                    c->exact_chunk);
