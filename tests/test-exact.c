@@ -2,7 +2,8 @@
  * grouping, its shards are whole chunks, and training with it on 1, 2 or 3 CPU
  * workers (uneven shares included) writes checkpoints whose every tensor is
  * bit-identical, for Adam, BN networks under both --batchnorm modes, and both
- * strategies. */
+ * strategies; the epoch's training and test loss too. */
+#include "tdm-events.h"
 #include "tdm-trainer.h"
 #include "tdm-error.h"
 #include "tdm-exact.h"
@@ -206,6 +207,46 @@ test_identical(gconstpointer data)
   g_rmdir(dir);
 }
 
+static void
+on_event(const TdmEvent *e, gpointer data)
+{
+  if (e->kind == TDM_EVENT_EPOCH)
+    *(TdmEpochEvent *)data = e->epoch;
+}
+
+/* The loss and accuracy an epoch reports, training and test, have the same bits on
+ * one worker and on three: the chunks' sums are exact there too. */
+static void
+test_metrics(void)
+{
+  TdmEpochEvent epochs[2];
+  const char *devices[] = {"cpu", "cpu:3"};
+  for (int k = 0; k < 2; k++) {
+    g_autoptr(TdmConfig) cfg = tdm_config_new();
+    g_autoptr(GError) error = NULL;
+    g_free(cfg->dataset);
+    cfg->dataset = g_strdup("synthetic");
+    g_free(cfg->network);
+    cfg->network = g_strdup("fc16,relu,fc10");
+    g_assert_true(tdm_config_set_devices(cfg, devices[k], &error));
+    cfg->batch = 100;
+    cfg->epochs = 1;
+    cfg->exact = TRUE;
+    memset(&epochs[k], 0, sizeof epochs[k]);
+    g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, on_event, &epochs[k]);
+    g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+    g_assert_no_error(error);
+  }
+  g_test_message("epoch 1: train loss %.17g, test loss %.17g", epochs[0].train_loss,
+                 epochs[0].test_loss);
+  g_assert_cmpint(epochs[0].epoch, ==, 1);
+  g_assert_cmpfloat(epochs[0].test_loss, >, 0);
+  g_assert_true(memcmp(&epochs[0].train_loss, &epochs[1].train_loss, sizeof(double)) == 0);
+  g_assert_true(memcmp(&epochs[0].test_loss, &epochs[1].test_loss, sizeof(double)) == 0);
+  g_assert_cmpfloat(epochs[0].train_accuracy, ==, epochs[1].train_accuracy);
+  g_assert_cmpfloat(epochs[0].test_accuracy, ==, epochs[1].test_accuracy);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -213,6 +254,7 @@ main(int argc, char **argv)
   g_test_add_func("/exact/sum-order", test_sum_order);
   g_test_add_func("/exact/limits", test_limits);
   g_test_add_func("/exact/shards", test_shards);
+  g_test_add_func("/exact/metrics", test_metrics);
   static const Case cnn = {"cnn", 200, 50, TDM_BATCHNORM_PER_REPLICA, TDM_STRATEGY_ALLREDUCE};
   static const Case bn_sync = {"conv8k3p1,bn,relu,pool2,conv16k3p1,bn,relu,pool2,fc32,bn,relu,fc10",
                                200, 12, TDM_BATCHNORM_SYNC, TDM_STRATEGY_ALLREDUCE};

@@ -35,7 +35,8 @@ struct ExactReplica {
   float *state;                 /* host: one chunk's statistics moves, then the new */
   float *saved_state;           /* host: the running statistics before the step */
   float *zeros;                 /* host: S zeros, uploaded before each chunk */
-  gint64 metrics[4];            /* loss (two limbs), correct, unrepresentable losses */
+  gint64 metrics[4];            /* loss · 2⁻¹⁶ (two limbs), correct, unrepresentable
+                                 * losses */
 };
 
 gboolean
@@ -123,12 +124,19 @@ tdm_trainer_exact_compute(TdmTrainer *t, int r)
       b->ops->download(b, e->state, rep->state, s * sizeof(float));
       bad += (gint64)tdm_exact_add(e->acc + 2 * p, e->state, s);
     }
-    TdmMetrics m = tdm_replica_take_metrics(rep);
-    if (!tdm_exact_add_double(e->metrics, m.loss_sum))
-      e->metrics[3]++;
-    e->metrics[2] += (gint64)m.correct;
+    tdm_trainer_exact_add_metrics(t, r, tdm_replica_take_metrics(rep));
   }
   e->acc[e->acc_count - 1] = bad;
+}
+
+void
+tdm_trainer_exact_add_metrics(TdmTrainer *t, int r, TdmMetrics m)
+{
+  ExactReplica *e = &t->exact[r];
+  /* Scaled by 2⁻¹⁶ (exactly): a chunk's loss sum may reach 2³⁰ before it overflows. */
+  if (!tdm_exact_add_double(e->metrics, m.loss_sum * 0x1p-16))
+    e->metrics[3]++;
+  e->metrics[2] += (gint64)m.correct;
 }
 
 /* The sum over every replica of every process, then the step's gradient (and the new
@@ -180,7 +188,7 @@ tdm_trainer_exact_metrics(TdmTrainer *t, int r, double *loss, double *correct,
   memset(e->metrics, 0, sizeof e->metrics);
   if (!t->comm->ops->sum_int64(t->comm, r, sums, 4, error))
     return FALSE;
-  *loss = sums[3] > 0 ? NAN : tdm_exact_to_double(sums);
+  *loss = sums[3] > 0 ? NAN : tdm_exact_to_double(sums) * 0x1p16;
   *correct = (double)sums[2];
   return TRUE;
 }

@@ -173,6 +173,8 @@ void tdm_trainer_exact_compute (TdmTrainer *t, int r);
 gboolean tdm_trainer_exact_combine (TdmTrainer *t, int r, GError **error);
 gboolean tdm_trainer_exact_metrics (TdmTrainer *t, int r, double *loss, double *correct,
                                     GError **error);
+/* One chunk's loss and correct count (training or evaluation), added exactly. */
+void tdm_trainer_exact_add_metrics (TdmTrainer *t, int r, TdmMetrics m);
 
 /* tdm-trainer-setup.c: everything a run needs before its first step (FALSE with the
  * reason), the seeded parameters broadcast to every replica, the worker threads'

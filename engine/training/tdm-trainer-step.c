@@ -10,6 +10,7 @@
 #include "tdm-barrier.h"
 #include "tdm-communicator.h"
 #include "tdm-error.h"
+#include "tdm-exact.h"
 #include "tdm-network.h"
 #include "tdm-optimizer.h"
 #include "tdm-replica.h"
@@ -319,13 +320,20 @@ job_evaluate(TdmTrainer *t, int r)
   TdmReplica *rep = t->reps[r];
   int total = t->data->test->count;
   int first, count;
-  tdm_shard_of(total, t->world, t->rank0 + r, &first, &count);
+  /* Exact mode: whole chunks of the capacity (the same for any number of devices
+   * there), each chunk's sums added exactly, so the test loss has the same bits too. */
+  if (t->exact != NULL)
+    tdm_exact_shard_of(total, rep->capacity, t->world, t->rank0 + r, &first, &count);
+  else
+    tdm_shard_of(total, t->world, t->rank0 + r, &first, &count);
   int classes = t->net->classes;
   g_autofree float *logits = t->predicted != NULL ? g_new(float, (size_t)rep->capacity * classes)
                                                   : NULL;
   for (int done = 0; done < count && !tdm_trainer_aborted(t); done += rep->capacity) {
     int chunk = MIN(rep->capacity, count - done);
     tdm_replica_evaluate(rep, first + done, chunk);
+    if (t->exact != NULL)
+      tdm_trainer_exact_add_metrics(t, r, tdm_replica_take_metrics(rep));
     if (logits == NULL)
       continue;
     /* The same rule as the loss's correct count (the first maximum wins), so the
