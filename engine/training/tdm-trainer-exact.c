@@ -15,7 +15,8 @@
  * batches of exact_chunk samples, whatever --batchnorm says: the groups are already
  * the same for every split, so there is nothing left to synchronize), and the running
  * averages move once a step by the mean of the chunks' statistics, summed the same
- * exact way. The training loss and correct count are summed exactly too.
+ * exact way. The loss and correct count are summed exactly too, in training and in
+ * evaluation (whose shards are whole chunks of the replicas' capacity).
  *
  * Not the lock-step machinery or the collectives of the ordinary step
  * (tdm-trainer-step.c), which calls in here.
