@@ -232,7 +232,8 @@ options_context(Options *o)
      "(the same global batch) or weak (the same batch per device); --record keeps it",
      "MODE"},
     {"scaling-steps", 0, 0, G_OPTION_ARG_STRING, &o->scaling_steps,
-     "With --scaling: steps timed at each device count (default 200)", "N"},
+     "With --scaling: steps a run at each device count (default 200; 3–5 runs, one BLAS "
+     "thread per CPU worker, the median with min–max)", "N"},
     {"pace", 0, 0, G_OPTION_ARG_STRING, &o->pace,
      "At most N steps a second, to watch a small network (default 0: no limit)", "N"},
     {"prewarm", 0, 0, G_OPTION_ARG_STRING, &o->prewarm,
