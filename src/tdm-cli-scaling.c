@@ -33,13 +33,17 @@ print_point(const TdmScalingPoint *p, gpointer data)
     json_builder_add_string_value(b, tdm_scaling_mode_name(o->mode));
     const struct { const char *name; gint64 value; } ints[] = {
       {"devices", p->devices}, {"of", p->count}, {"batch", p->batch}, {"steps", p->steps},
+      {"runs", p->runs}, {"cpu_threads", p->cpu_threads},
     };
     for (gsize i = 0; i < G_N_ELEMENTS(ints); i++) {
       json_builder_set_member_name(b, ints[i].name);
       json_builder_add_int_value(b, ints[i].value);
     }
     const struct { const char *name; double value; } doubles[] = {
-      {"samples_per_second", p->samples_per_second}, {"speedup", p->speedup},
+      {"samples_per_second", p->samples_per_second},
+      {"samples_per_second_min", p->samples_per_second_min},
+      {"samples_per_second_max", p->samples_per_second_max}, {"speedup", p->speedup},
+      {"speedup_min", p->speedup_min}, {"speedup_max", p->speedup_max},
       {"efficiency", p->efficiency}, {"compute_ms", p->compute_ms},
       {"comm_ms", p->comm_ms}, {"wait_ms", p->wait_ms},
     };
@@ -58,12 +62,18 @@ print_point(const TdmScalingPoint *p, gpointer data)
     printf("%s\n", text);
   } else if (!o->quiet) {
     if (!printer->header_done)
-      printf("%7s %6s %11s %8s %10s %10s %8s %8s\n", "devices", "batch", "samples/s",
-             "speed-up", "efficiency", "compute ms", "comm ms", "wait ms");
+      printf("%7s %6s %11s %17s %8s %15s %10s %10s %8s %8s %7s\n", "devices", "batch",
+             "samples/s", "(min–max)", "speed-up", "(min–max)", "efficiency", "compute ms",
+             "comm ms", "wait ms", "threads");
     printer->header_done = TRUE;
-    printf("%7d %6d %11.0f %7.2fx %9.0f%% %10.3f %8.3f %8.3f\n", p->devices, p->batch,
-           p->samples_per_second, p->speedup, 100 * p->efficiency, p->compute_ms,
-           p->comm_ms, p->wait_ms);
+    /* The median of the point's runs, then their spread. */
+    g_autofree char *rates = g_strdup_printf("%.0f–%.0f", p->samples_per_second_min,
+                                             p->samples_per_second_max);
+    g_autofree char *speedups = g_strdup_printf("%.2f–%.2f×", p->speedup_min, p->speedup_max);
+    /* Padding counts bytes: the dash and × are three and two of them. */
+    printf("%7d %6d %11.0f %17s %7.2f× %16s %9.0f%% %10.3f %8.3f %8.3f %7d\n", p->devices,
+           p->batch, p->samples_per_second, rates, p->speedup, speedups, 100 * p->efficiency,
+           p->compute_ms, p->comm_ms, p->wait_ms, p->cpu_threads);
   }
   fflush(stdout);
 }

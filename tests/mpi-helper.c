@@ -101,14 +101,49 @@ compare(const char *a_path, const char *b_path, double tolerance)
   return 0;
 }
 
+/* Exact mode: every value of every tensor, the optimizer's included, the same bits. */
+static int
+identical(const char *a_path, const char *b_path)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmCheckpoint) a = tdm_checkpoint_load(a_path, &error);
+  g_autoptr(TdmCheckpoint) b = a ? tdm_checkpoint_load(b_path, &error) : NULL;
+  if (b == NULL) {
+    fprintf(stderr, "mpi-helper: %s\n", error->message);
+    return 2;
+  }
+  gint64 values = 0, differ = 0;
+  for (int i = 0; i < tdm_checkpoint_count(a); i++) {
+    const TdmTensor *ta = tdm_checkpoint_nth(a, i);
+    const TdmTensor *tb = tdm_checkpoint_get(b, ta->name);
+    gint64 n = 1;
+    for (int d = 0; d < ta->rank; d++)
+      n *= ta->shape[d];
+    if (tb == NULL || tb->rank != ta->rank ||
+        memcmp(tb->shape, ta->shape, ta->rank * sizeof(gint64)) != 0) {
+      fprintf(stderr, "mpi-helper: %s: no tensor “%s” of that shape\n", b_path, ta->name);
+      return 1;
+    }
+    for (gint64 k = 0; k < n; k++)
+      differ += memcmp(&ta->data[k], &tb->data[k], sizeof(float)) != 0;
+    values += n;
+  }
+  printf("%d tensors, %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT " values differ\n",
+         tdm_checkpoint_count(a), differ, values);
+  return values > 0 && differ == 0 ? 0 : 1;
+}
+
 int
 main(int argc, char **argv)
 {
   if (argc == 5 && g_str_equal(argv[1], "idx"))
     return make_idx(argv[2], atoi(argv[3]), atoi(argv[4]));
+  if (argc == 4 && g_str_equal(argv[1], "identical"))
+    return identical(argv[2], argv[3]);
   if (argc == 5 && g_str_equal(argv[1], "compare"))
     return compare(argv[2], argv[3], g_ascii_strtod(argv[4], NULL));
   fprintf(stderr, "usage: mpi-helper idx FOLDER TRAIN TEST\n"
-                  "       mpi-helper compare A.safetensors B.safetensors TOLERANCE\n");
+                  "       mpi-helper compare A.safetensors B.safetensors TOLERANCE\n"
+                  "       mpi-helper identical A.safetensors B.safetensors\n");
   return 2;
 }

@@ -21,7 +21,7 @@ diag() { sed 's/^/# /'; }
 have_python=0
 command -v python3 >/dev/null 2>&1 && have_python=1
 
-plan=63
+plan=65
 echo "1..$plan"
 
 # --- help and listings -------------------------------------------------------------
@@ -110,6 +110,8 @@ expect_bad "--pace" --dataset synthetic --pace -1
 expect_bad "--prewarm" --dataset synthetic --prewarm sometimes
 expect_bad "--history" --dataset synthetic --record --history /proc/no-such-folder
 expect_bad "--scaling" --dataset synthetic --devices cpu:2 --scaling huge
+expect_bad "--exact-chunk: only with --exact" --dataset synthetic --exact-chunk 8
+expect_bad "--exact-chunk 0" --dataset synthetic --exact --exact-chunk 0
 expect_bad "two devices" --dataset synthetic --devices cpu --scaling strong
 expect_bad "--scaling-steps" --dataset synthetic --devices cpu:2 --scaling-steps 5
 expect_bad "--scaling-steps" --dataset synthetic --devices cpu:2 --scaling weak --scaling-steps 0
@@ -325,6 +327,11 @@ assert head["scaling"] == {"mode": "weak", "steps": 20, "device_counts": [1, 2]}
 points = [l for l in lines if l["type"] == "point"]
 assert [(p["devices"], p["batch"]) for p in points] == [(1, 50), (2, 100)], points
 assert all(len(p["memory_bytes"]) == p["devices"] for p in points), points
+# Devices alike (one BLAS thread a worker, the one-worker point too), each point
+# repeated, its median between the slowest and the fastest run.
+assert all(p["cpu_threads"] == 1 and 3 <= p["runs"] <= 5 for p in points), points
+assert all(p["samples_per_second_min"] <= p["samples_per_second"] <= p["samples_per_second_max"]
+           for p in points), points
 assert lines[-1] == {"type": "finished", "points": 2, "stopped": False}, lines[-1]
 print("a sweep record, 2 points")
 EOF

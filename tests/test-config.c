@@ -189,6 +189,7 @@ static void schedule_bogus(TdmConfig *c) { c->schedule = (TdmSchedule)-1; }
 static void precision_bogus(TdmConfig *c) { c->precision = (TdmPrecision)9; }
 static void save_empty(TdmConfig *c) { c->save_path = g_strdup(""); }
 static void max_steps_negative(TdmConfig *c) { c->max_steps = -1; }
+static void exact_chunk_zero(TdmConfig *c) { c->exact = TRUE; c->exact_chunk = 0; }
 
 static void
 test_validate(void)
@@ -222,6 +223,7 @@ test_validate(void)
   assert_invalid(precision_bogus, opt, "--precision");
   assert_invalid(save_empty, opt, "--save");
   assert_invalid(max_steps_negative, opt, "--max-steps");
+  assert_invalid(exact_chunk_zero, opt, "--exact-chunk");
 
   /* The message the CLI shows for the classic mistake, word for word. */
   g_autoptr(TdmConfig) c = tdm_config_new();
@@ -345,6 +347,8 @@ unusual_config(void)
   c->flip = TDM_FLIP_AUTO;
   c->test_flip = TRUE;
   c->test_shift = 2;
+  c->exact = TRUE;
+  c->exact_chunk = 24;
   return c;
 }
 
@@ -383,6 +387,8 @@ assert_config_equal(const TdmConfig *a, const TdmConfig *b)
   g_assert_cmpint(a->flip, ==, b->flip);
   g_assert_cmpint(a->test_flip, ==, b->test_flip);
   g_assert_cmpint(a->test_shift, ==, b->test_shift);
+  g_assert_cmpint(a->exact, ==, b->exact);
+  g_assert_cmpint(a->exact_chunk, ==, b->exact_chunk);
 }
 
 /* A checkpoint written before the recipe's fields reads with their defaults. */

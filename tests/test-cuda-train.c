@@ -5,6 +5,7 @@
  * their accuracy. Skips with a message where no CUDA GPU is present. */
 #include "tdm-backend.h"
 #include "tdm-dataset.h"
+#include "tdm-device.h"
 #include "tdm-events.h"
 #include "tdm-network.h"
 #include "tdm-replica.h"
@@ -42,6 +43,8 @@ static size_t bucket_bytes = 4 << 20;
  * flips, on for the BN networks; batchnorm says how replicas normalize. */
 static gboolean recipe = FALSE;
 static TdmBatchNorm batchnorm = TDM_BATCHNORM_SYNC;
+/* Exact mode with Adam (test_exact_replicas). */
+static gboolean exact = FALSE;
 
 static float *
 train(const char *devices, const char *network, TdmStrategy strategy, long steps,
@@ -71,6 +74,11 @@ train(const char *devices, const char *network, TdmStrategy strategy, long steps
     cfg->crop_pad = 2;
     cfg->flip = TDM_FLIP_ON;
     cfg->batchnorm = batchnorm;
+  }
+  if (exact) {
+    cfg->exact = TRUE;
+    cfg->batch = 200;   /* 13 chunks of 16: 5 + 4 + 4 over three replicas */
+    cfg->optimizer = TDM_OPTIMIZER_ADAM;
   }
   g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, NULL, NULL);
   g_assert_true(tdm_trainer_run(trainer, NULL, &error));
@@ -518,6 +526,50 @@ test_tta_matches_cpu(void)
   tdm_backend_free(cpu);
 }
 
+/* Exact mode on GPUs: 2 and 3 replicas sharing cuda:0 (the peer communicator), and
+ * two GPUs where there are two (NCCL), give parameters bit-identical to one replica,
+ * with Adam, for the cnn and a BN network; both strategies. */
+static void
+test_exact_replicas(void)
+{
+  if (!have_gpu())
+    return;
+  exact = TRUE;
+  const char *networks[] = {"cnn", BN_NETWORK_GAP};
+  GPtrArray *devices = g_ptr_array_new();
+  g_ptr_array_add(devices, "cuda:0,cuda:0");
+  g_ptr_array_add(devices, "cuda:0,cuda:0,cuda:0");
+  int gpus = 0;
+  GArray *list = tdm_device_list();
+  for (guint i = 0; i < list->len; i++)
+    gpus += g_array_index(list, TdmDeviceInfo, i).kind == TDM_BACKEND_CUDA;
+  g_array_unref(list);
+  if (gpus >= 2)
+    g_ptr_array_add(devices, "cuda:0,cuda:1");
+  for (int k = 0; k < 2; k++) {
+    size_t n_one = 0;
+    g_autofree float *one = train("cuda:0", networks[k], TDM_STRATEGY_ALLREDUCE, 30,
+                                  TDM_PRECISION_FP32, &n_one);
+    for (guint d = 0; d < devices->len; d++) {
+      for (int s = 0; s < 2; s++) {
+        TdmStrategy strategy = s == 0 ? TDM_STRATEGY_ALLREDUCE : TDM_STRATEGY_MAIN;
+        size_t n = 0, differ = 0;
+        g_autofree float *many = train(g_ptr_array_index(devices, d), networks[k], strategy,
+                                       30, TDM_PRECISION_FP32, &n);
+        g_assert_cmpuint(n, ==, n_one);
+        for (size_t i = 0; i < n; i++)
+          differ += memcmp(&many[i], &one[i], sizeof(float)) != 0;
+        g_test_message("exact, %s, %s, %s: %zu of %zu values differ from cuda:0 alone",
+                       networks[k], (const char *)g_ptr_array_index(devices, d),
+                       tdm_strategy_name(strategy), differ, n);
+        g_assert_cmpuint(differ, ==, 0);
+      }
+    }
+  }
+  g_ptr_array_free(devices, TRUE);
+  exact = FALSE;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -526,6 +578,7 @@ main(int argc, char **argv)
    * reports every figure. */
   g_test_set_nonfatal_assertions();
   g_test_add_func("/cuda-train/gpu-matches-cpu", test_gpu_matches_cpu);
+  g_test_add_func("/cuda-train/exact-replicas", test_exact_replicas);
   g_test_add_func("/cuda-train/replicas-on-one-gpu", test_replicas_on_one_gpu);
   g_test_add_func("/cuda-train/bn-network-matches-cpu", test_bn_network_matches_cpu);
   g_test_add_func("/cuda-train/sync-bn-replicas-on-one-gpu", test_sync_bn_replicas_on_one_gpu);

@@ -347,6 +347,41 @@ test_compare_one_device(void)
   g_assert_cmpfloat(tdm_compare_parameters(initial, b, n), >, 1e-3);
 }
 
+/* Compare as the window runs it: exact mode, so 2 CPU workers with Adam end
+ * bit-identical to their one-device twin, and the words say so. */
+static void
+test_compare_exact(void)
+{
+  g_autoptr(TdmConfig) cfg = config("cpu:2", 0);
+  cfg->network = (g_free(cfg->network), g_strdup("conv4k3p1,relu,pool2,fc16,relu,fc10"));
+  cfg->batch = 50;
+  cfg->optimizer = TDM_OPTIMIZER_ADAM;
+  tdm_compare_prepare(cfg, 25);
+  g_assert_true(cfg->exact);
+  g_assert_cmpint(cfg->max_steps, ==, 25);
+  g_autoptr(TdmConfig) one = tdm_compare_one_device_config(cfg, cfg->max_steps);
+  g_assert_true(one->exact);
+
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmTrainer) many = tdm_trainer_new(cfg, NULL, NULL);
+  g_autoptr(TdmTrainer) single = tdm_trainer_new(one, NULL, NULL);
+  g_assert_true(tdm_trainer_run(many, NULL, &error));
+  g_assert_true(tdm_trainer_run(single, NULL, &error));
+  g_assert_no_error(error);
+  size_t n = 0, m = 0;
+  const float *a = tdm_trainer_get_parameters(many, &n);
+  const float *b = tdm_trainer_get_parameters(single, &m);
+  g_assert_cmpuint(n, ==, m);
+  g_autofree char *text = tdm_compare_describe_values(a, b, n);
+  g_autofree char *expected = g_strdup_printf("identical: 0 of %zu values differ", n);
+  g_assert_cmpstr(text, ==, expected);
+  /* And a difference is counted and described. */
+  g_autofree float *changed = g_memdup2(b, n * sizeof(float));
+  changed[0] += 1.0f;
+  g_autofree char *other = tdm_compare_describe_values(changed, b, n);
+  g_assert_true(g_str_has_prefix(other, "1 of "));
+}
+
 static void
 test_compare_describe(void)
 {
@@ -395,6 +430,16 @@ test_scaling_two_points(gconstpointer data)
     g_assert_cmpint(q->batch, ==, mode == TDM_SCALING_WEAK ? 50 * (i + 1) : 100);
     g_assert_cmpfloat(q->samples_per_second, >, 0);
     g_assert_cmpfloat(fabs(q->efficiency - q->speedup / q->devices), <, 1e-12);
+    /* Devices alike: the one-worker point too runs one BLAS thread, as the engine
+     * reports it (not as a time would suggest). */
+    g_assert_cmpint(q->cpu_threads, ==, 1);
+    /* Repeated, the median between the slowest and the fastest run. */
+    g_assert_cmpint(q->runs, >=, TDM_SCALING_RUNS);
+    g_assert_cmpint(q->runs, <=, TDM_SCALING_RUNS_MAX);
+    g_assert_cmpfloat(q->samples_per_second_min, <=, q->samples_per_second);
+    g_assert_cmpfloat(q->samples_per_second, <=, q->samples_per_second_max);
+    g_assert_cmpfloat(q->speedup_min, <=, q->speedup);
+    g_assert_cmpfloat(q->speedup, <=, q->speedup_max);
   }
   const TdmScalingPoint *first = &g_array_index(p.points, TdmScalingPoint, 0);
   g_assert_cmpfloat(first->speedup, ==, 1.0);
@@ -550,6 +595,12 @@ test_sweep_record(void)
     g_assert_cmpfloat(b->compute_ms, ==, a->compute_ms);
     g_assert_cmpfloat(b->comm_ms, ==, a->comm_ms);
     g_assert_cmpfloat(b->wait_ms, ==, a->wait_ms);
+    g_assert_cmpfloat(b->samples_per_second_min, ==, a->samples_per_second_min);
+    g_assert_cmpfloat(b->samples_per_second_max, ==, a->samples_per_second_max);
+    g_assert_cmpfloat(b->speedup_min, ==, a->speedup_min);
+    g_assert_cmpfloat(b->speedup_max, ==, a->speedup_max);
+    g_assert_cmpint(b->runs, ==, a->runs);
+    g_assert_cmpint(b->cpu_threads, ==, 1);
     /* Every device of the point held the network at least; none beyond it. */
     for (int d = 0; d < TDM_MAX_REPLICAS; d++) {
       g_assert_cmpint(b->memory_bytes[d], ==, a->memory_bytes[d]);
@@ -752,6 +803,7 @@ main(int argc, char **argv)
   g_test_add_func("/history/phases-recorded", test_phases_recorded);
   g_test_add_func("/history/device-means", test_device_means);
   g_test_add_func("/compare/one-device", test_compare_one_device);
+  g_test_add_func("/compare/exact", test_compare_exact);
   g_test_add_func("/compare/describe", test_compare_describe);
   g_test_add_data_func("/scaling/strong", GINT_TO_POINTER(TDM_SCALING_STRONG),
                        test_scaling_two_points);

@@ -33,7 +33,7 @@ not_ok() {
 run_mpi() { timeout 60 mpirun --oversubscribe --allow-run-as-root --bind-to none "$@"; }
 field() { grep -o "\"$2\":[^,}]*" "$1" | head -n 1 | cut -d: -f2; }
 
-plan=13
+plan=17
 echo "1..$plan"
 
 # 983 training samples in batches of 50: 19 full batches and a short one of 33, so
@@ -127,6 +127,45 @@ else
     "$(head -c 2000 "$tmp/bn3.err")"
 fi
 same_as_reference "3 ranks, main on rank 2" 3 --devices cpu:3 --strategy main --main 2
+
+# Exact mode: 3 ranks (chunks of 16: 32 + 16 + 0 samples of the last batch's 33, one
+# rank idle) and 2 ranks with main write checkpoints whose every value, Adam's state
+# included, has the same bits as one process's; the same for a BN network.
+exact_same() {
+  local name=$1 ref=$2 ranks=$3
+  shift 3
+  local out=$tmp/exact-$ranks-$RANDOM
+  run_mpi -np "$ranks" "$train" --distributed --save "$out.safetensors" "$@" \
+    >"$out.json" 2>"$out.err"
+  local status=$?
+  local compared
+  compared=$("$helper" identical "$out.safetensors" "$ref" 2>&1)
+  local same=$?
+  if [ $status -eq 0 ] && [ $same -eq 0 ]; then
+    ok "$name: bit-identical to one process ($compared)"
+  else
+    not_ok "$name: bit-identical to one process" "status $status" "$compared" \
+      "$(head -c 2000 "$out.err")"
+  fi
+}
+exact=("${common[@]}" --exact --optimizer adam)
+exact_bn=("${bn[@]}" --exact --optimizer adam --lr 1e-3)
+"$train" "${exact[@]}" --devices cpu --save "$tmp/exact-ref.safetensors" >/dev/null \
+  2>"$tmp/exact-ref.err" &&
+  "$train" "${exact_bn[@]}" --devices cpu --save "$tmp/exact-bn-ref.safetensors" >/dev/null \
+  2>>"$tmp/exact-ref.err"
+status=$?
+if [ $status -eq 0 ]; then
+  ok "single-process exact-mode references (Adam; a BN network)"
+else
+  not_ok "single-process exact-mode references" "status $status" "$(cat "$tmp/exact-ref.err")"
+fi
+exact_same "exact, 3 ranks, allreduce, Adam" "$tmp/exact-ref.safetensors" 3 "${exact[@]}" \
+  --devices cpu
+exact_same "exact, 2 ranks, main on rank 1, Adam" "$tmp/exact-ref.safetensors" 2 \
+  "${exact[@]}" --devices cpu,cpu --strategy main --main 1
+exact_same "exact, 3 ranks, BN network (sync), Adam" "$tmp/exact-bn-ref.safetensors" 3 \
+  "${exact_bn[@]}" --devices cpu
 
 # Only the main rank writes checkpoints, so only its --save folder must exist: the
 # other ranks are given one that does not (as on machines without a shared disk).

@@ -129,7 +129,7 @@ tdm_window_history_run_done (TdmWindow *self,
           return;
         }
       self->compare_difference = tdm_compare_parameters (self->compare_parameters, one, count);
-      words = tdm_compare_describe (self->compare_difference);
+      words = tdm_compare_describe_values (self->compare_parameters, one, count);
       /* Translators: the result of "compare with one device"; %d devices against one
        * after %ld steps, then the engine's words, e.g. "largest difference 2.1 × 10⁻⁷:
        * the same up to rounding" */
@@ -225,7 +225,7 @@ tdm_window_compare_one_device (GtkWidget  *widget,
                              _("compare with one device needs at least two devices (or CPU workers) ticked in the settings"));
       return;
     }
-  config->max_steps = tdm_history_view_get_compare_steps (TDM_HISTORY_VIEW (self->history_view));
+  tdm_compare_prepare (config, tdm_history_view_get_compare_steps (TDM_HISTORY_VIEW (self->history_view)));
 
   g_clear_pointer (&self->compare_config, tdm_config_free);
   self->compare_config = tdm_config_copy (config);

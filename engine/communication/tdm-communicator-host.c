@@ -4,6 +4,7 @@
  * not depend on thread timing. */
 #include "tdm-communicator.h"
 #include "tdm-barrier.h"
+#include "tdm-int-sum.h"
 
 #include <string.h>
 
@@ -14,6 +15,7 @@ typedef struct {
   TdmBarrier barrier;
   float **buffers;             /* [replicas]: registered for the current collective */
   double **doubles;
+  TdmIntSum ints;
 } HostCommunicator;
 
 static void
@@ -120,10 +122,17 @@ host_sum_doubles(TdmCommunicator *c, int replica, double *values, int n, GError 
   return TRUE;
 }
 
+static gboolean
+host_sum_int64(TdmCommunicator *c, int replica, gint64 *values, size_t n, GError **error)
+{
+  return tdm_int_sum(&((HostCommunicator *)c)->ints, replica, values, n, error);
+}
+
 static void
 host_abort(TdmCommunicator *c)
 {
   tdm_barrier_break(&((HostCommunicator *)c)->barrier);
+  tdm_int_sum_break(&((HostCommunicator *)c)->ints);
 }
 
 static void
@@ -131,6 +140,7 @@ host_destroy(TdmCommunicator *c)
 {
   HostCommunicator *h = (HostCommunicator *)c;
   tdm_barrier_clear(&h->barrier);
+  tdm_int_sum_clear(&h->ints);
   g_free(h->buffers);
   g_free(h->doubles);
   g_free(c->comm_seconds);
@@ -145,6 +155,7 @@ static const TdmCommunicatorOps host_ops = {
   .broadcast = host_broadcast,
   .wait = host_wait,
   .sum_doubles = host_sum_doubles,
+  .sum_int64 = host_sum_int64,
   .abort = host_abort,
   .destroy = host_destroy,
 };
@@ -166,5 +177,6 @@ tdm_communicator_host_new(TdmBackend **backends, int replicas)
   h->buffers = g_new0(float *, replicas);
   h->doubles = g_new0(double *, replicas);
   tdm_barrier_init(&h->barrier, replicas);
+  tdm_int_sum_init(&h->ints, replicas);
   return &h->base;
 }

@@ -277,6 +277,25 @@ mpi_sum_doubles(TdmCommunicator *c, int replica, double *values, int n, GError *
          MPI_OK(m, error, MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_SUM, m->comm));
 }
 
+/* Exact mode's fixed-point sums: host memory on any device, MPI_INT64_T in pieces
+ * that an int count can name. */
+static gboolean
+mpi_sum_int64(TdmCommunicator *c, int replica, gint64 *values, size_t n, GError **error)
+{
+  MpiCommunicator *m = MPI_COMMUNICATOR(c);
+  g_return_val_if_fail(replica == 0, FALSE);
+  if (!check_running(m, error))
+    return FALSE;
+  for (size_t done = 0; done < n;) {
+    int piece = (int)MIN(n - done, (size_t)1 << 28);
+    if (!MPI_OK(m, error, MPI_Allreduce(MPI_IN_PLACE, values + done, piece, MPI_INT64_T,
+                                        MPI_SUM, m->comm)))
+      return FALSE;
+    done += (size_t)piece;
+  }
+  return TRUE;
+}
+
 /* With one replica, the thread that calls MPI is the one that failed or stopped, so
  * no collective of ours is in progress: later ones fail at once, the error reaches
  * the caller, which says what went wrong and then ends the job with
@@ -329,6 +348,7 @@ static const TdmCommunicatorOps mpi_ops = {
   .broadcast = mpi_broadcast,
   .wait = mpi_wait,
   .sum_doubles = mpi_sum_doubles,
+  .sum_int64 = mpi_sum_int64,
   .abort = mpi_abort,
   .destroy = mpi_destroy,
 };

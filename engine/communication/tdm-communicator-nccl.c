@@ -10,6 +10,7 @@
  * across processes (tdm-communicator-mpi.c).
  */
 #include "tdm-communicator.h"
+#include "tdm-int-sum.h"
 #include "tdm-backend-cuda.h"
 #include "tdm-error.h"
 
@@ -25,6 +26,7 @@ typedef struct {
   cudaEvent_t *done;           /* [replicas]: on the communication stream */
   TdmCudaTimer *timers;        /* [replicas] */
   TdmHostSum sum;
+  TdmIntSum ints;
   /* Collectives hold it for reading while they enqueue; abort takes it for writing,
    * so no comm is freed under a thread that is using it. */
   GRWLock abort_lock;
@@ -171,11 +173,18 @@ nccl_sum_doubles(TdmCommunicator *c, int replica, double *values, int count, GEr
 
 /* ncclCommAbort stops kernels that wait for a replica that will never come, so a
  * thread blocked on its stream returns; the comms are gone afterwards. */
+static gboolean
+nccl_sum_int64(TdmCommunicator *c, int replica, gint64 *values, size_t n, GError **error)
+{
+  return tdm_int_sum(&NCCL(c)->ints, replica, values, n, error);
+}
+
 static void
 nccl_abort(TdmCommunicator *c)
 {
   NcclCommunicator *n = NCCL(c);
   tdm_barrier_break(&n->sum.barrier);
+  tdm_int_sum_break(&n->ints);
   g_rw_lock_writer_lock(&n->abort_lock);
   if (!n->aborted) {
     n->aborted = TRUE;
@@ -209,6 +218,7 @@ nccl_destroy(TdmCommunicator *c)
   }
   (void)cudaGetLastError();
   tdm_host_sum_clear(&n->sum);
+  tdm_int_sum_clear(&n->ints);
   g_rw_lock_clear(&n->abort_lock);
   g_free(n->comms);
   g_free(n->streams);
@@ -227,6 +237,7 @@ static const TdmCommunicatorOps nccl_ops = {
   .broadcast = nccl_broadcast,
   .wait = nccl_wait,
   .sum_doubles = nccl_sum_doubles,
+  .sum_int64 = nccl_sum_int64,
   .abort = nccl_abort,
   .destroy = nccl_destroy,
 };
@@ -271,6 +282,7 @@ tdm_communicator_nccl_new(TdmBackend **backends, int replicas, GError **error)
   n->done = g_new0(cudaEvent_t, replicas);
   n->timers = g_new0(TdmCudaTimer, replicas);
   tdm_host_sum_init(&n->sum, replicas);
+  tdm_int_sum_init(&n->ints, replicas);
   g_rw_lock_init(&n->abort_lock);
 
   if (!NCCL_OK(error, "NCCL communicator", NULL, ncclCommInitAll(n->comms, replicas, devices)))

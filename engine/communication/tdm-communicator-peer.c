@@ -14,6 +14,7 @@
  * Not a fast multi-GPU path: that is tdm-communicator-nccl.c.
  */
 #include "tdm-communicator.h"
+#include "tdm-int-sum.h"
 #include "tdm-backend-cuda.h"
 #include "tdm-error.h"
 #include "tdm-kernels.h"
@@ -27,6 +28,7 @@ typedef struct {
   TdmCommunicator base;
   TdmBarrier barrier;
   TdmHostSum sum;
+  TdmIntSum ints;
   gint aborted;
   cudaStream_t *streams;       /* [replicas]: communication, on the replica's GPU */
   cudaEvent_t *ready;          /* [replicas]: on the compute stream, at each call */
@@ -234,6 +236,12 @@ peer_sum_doubles(TdmCommunicator *c, int replica, double *values, int n, GError 
   return tdm_host_sum(&PEER(c)->sum, replica, values, n, error);
 }
 
+static gboolean
+peer_sum_int64(TdmCommunicator *c, int replica, gint64 *values, size_t n, GError **error)
+{
+  return tdm_int_sum(&PEER(c)->ints, replica, values, n, error);
+}
+
 static void
 peer_abort(TdmCommunicator *c)
 {
@@ -241,6 +249,7 @@ peer_abort(TdmCommunicator *c)
   g_atomic_int_set(&p->aborted, 1);
   tdm_barrier_break(&p->barrier);
   tdm_barrier_break(&p->sum.barrier);
+  tdm_int_sum_break(&p->ints);
 }
 
 static void
@@ -264,6 +273,7 @@ peer_destroy(TdmCommunicator *c)
   (void)cudaGetLastError();
   tdm_barrier_clear(&p->barrier);
   tdm_host_sum_clear(&p->sum);
+  tdm_int_sum_clear(&p->ints);
   g_free(p->streams);
   g_free(p->ready);
   g_free(p->done);
@@ -283,6 +293,7 @@ static const TdmCommunicatorOps peer_ops = {
   .broadcast = peer_broadcast,
   .wait = peer_wait,
   .sum_doubles = peer_sum_doubles,
+  .sum_int64 = peer_sum_int64,
   .abort = peer_abort,
   .destroy = peer_destroy,
 };
@@ -357,6 +368,7 @@ tdm_communicator_peer_new(TdmBackend **backends, int replicas, GError **error)
   c->bytes_received = g_new0(guint64, replicas);
   tdm_barrier_init(&p->barrier, replicas);
   tdm_host_sum_init(&p->sum, replicas);
+  tdm_int_sum_init(&p->ints, replicas);
   p->streams = g_new0(cudaStream_t, replicas);
   p->ready = g_new0(cudaEvent_t, replicas);
   p->done = g_new0(cudaEvent_t, replicas);

@@ -36,6 +36,11 @@ typedef struct {
    * host memory, blocking. Called by each local replica's thread. */
   gboolean (*sum_doubles) (TdmCommunicator *c, int replica, double *values, int n,
                            GError **error);
+  /* Sums n int64 over every replica of every process, in place: exact mode's
+   * fixed-point gradients (tdm-exact.h). Host memory, blocking, any n; integer sums
+   * give the same bits in any order. */
+  gboolean (*sum_int64) (TdmCommunicator *c, int replica, gint64 *values, size_t n,
+                         GError **error);
   /* Optional: makes every pending and later collective return FALSE promptly, from
    * any thread (a replica failed or the run was stopped mid-step). */
   void (*abort) (TdmCommunicator *c);

@@ -3,9 +3,19 @@
 #include "tdm-compare.h"
 
 #include <math.h>
+#include <string.h>
 
 /* Above this the runs differ by more than fp32 rounding over a few hundred steps. */
 #define ROUNDING_LIMIT 1e-5
+
+void
+tdm_compare_prepare(TdmConfig *config, long steps)
+{
+  g_return_if_fail(config != NULL);
+  config->exact = TRUE;
+  if (steps > 0)
+    config->max_steps = steps;
+}
 
 TdmConfig *
 tdm_compare_one_device_config(const TdmConfig *config, long steps)
@@ -65,4 +75,25 @@ tdm_compare_describe(double difference)
                        : ": more than rounding at once; rounding grows over many steps"
                          " (most with Adam): compare fewer steps");
   return g_string_free(s, FALSE);
+}
+
+size_t
+tdm_compare_count_differing(const float *a, const float *reference, size_t n)
+{
+  g_return_val_if_fail(n == 0 || (a != NULL && reference != NULL), 0);
+  size_t differing = 0;
+  for (size_t i = 0; i < n; i++)
+    if (memcmp(&a[i], &reference[i], sizeof(float)) != 0)
+      differing++;
+  return differing;
+}
+
+char *
+tdm_compare_describe_values(const float *a, const float *reference, size_t n)
+{
+  size_t differing = tdm_compare_count_differing(a, reference, n);
+  if (differing == 0)
+    return g_strdup_printf("identical: 0 of %zu values differ", n);
+  g_autofree char *words = tdm_compare_describe(tdm_compare_parameters(a, reference, n));
+  return g_strdup_printf("%zu of %zu values differ; %s", differing, n, words);
 }

@@ -13,6 +13,11 @@
 
 G_BEGIN_DECLS
 
+/* Makes `config` the N-device run of a comparison: exact mode (tdm-exact.h), so that
+ * its parameters and the one-device twin's are bit-identical, not merely close, and
+ * `steps` > 0 steps (max_steps). Its one-device twin inherits both. */
+void tdm_compare_prepare (TdmConfig *config, long steps);
+
 /* A copy of `config` on its main device alone, with the same global batch, seed,
  * optimizer and schedule; no checkpoint path (the comparison must not overwrite the
  * real run's). `steps` > 0 limits it to that many steps (max_steps). */
@@ -22,6 +27,13 @@ TdmConfig *tdm_compare_one_device_config (const TdmConfig *config, long steps);
  * magnitude in `reference`: max |a − ref| / max |ref|. Rounding differences of fp32
  * training come out near 1e-7; 0 for identical vectors (and for n = 0). */
 double tdm_compare_parameters (const float *a, const float *reference, size_t n);
+
+/* How many of the n values of a and reference differ in any bit. */
+size_t tdm_compare_count_differing (const float *a, const float *reference, size_t n);
+
+/* The result for a label: "identical: 0 of 421642 values differ" when every bit
+ * agrees, else "37 of 421642 values differ; " and tdm_compare_describe()'s words. */
+char *tdm_compare_describe_values (const float *a, const float *reference, size_t n);
 
 /* "largest difference 2.1 × 10⁻⁷: the same up to rounding", for a label. */
 char *tdm_compare_describe (double difference);

@@ -62,6 +62,12 @@ tdm_run_recorder_add_point(const TdmScalingPoint *p, gpointer data)
   tdm_json_set_double(b, "compute_ms", p->compute_ms);
   tdm_json_set_double(b, "comm_ms", p->comm_ms);
   tdm_json_set_double(b, "wait_ms", p->wait_ms);
+  tdm_json_set_double(b, "samples_per_second_min", p->samples_per_second_min);
+  tdm_json_set_double(b, "samples_per_second_max", p->samples_per_second_max);
+  tdm_json_set_double(b, "speedup_min", p->speedup_min);
+  tdm_json_set_double(b, "speedup_max", p->speedup_max);
+  tdm_json_set_int(b, "runs", p->runs);
+  tdm_json_set_int(b, "cpu_threads", p->cpu_threads);
   json_builder_set_member_name(b, "memory_bytes");
   json_builder_begin_array(b);
   for (int d = 0; d < p->devices && d < TDM_MAX_REPLICAS; d++)
@@ -176,6 +182,13 @@ tdm_history_read_sweep_line(TdmRunRecord *r, const char *type, JsonObject *o)
     .compute_ms = tdm_history_get_double(o, "compute_ms"),
     .comm_ms = tdm_history_get_double(o, "comm_ms"),
     .wait_ms = tdm_history_get_double(o, "wait_ms"),
+    /* Absent from runs kept before points were repeated. */
+    .samples_per_second_min = tdm_history_get_double(o, "samples_per_second_min"),
+    .samples_per_second_max = tdm_history_get_double(o, "samples_per_second_max"),
+    .speedup_min = tdm_history_get_double(o, "speedup_min"),
+    .speedup_max = tdm_history_get_double(o, "speedup_max"),
+    .runs = (int)tdm_history_get_int(o, "runs"),
+    .cpu_threads = (int)tdm_history_get_int(o, "cpu_threads"),
   };
   /* A point without devices says nothing: skipped, as a damaged line would be. */
   if (p.devices < 1 || p.devices > TDM_MAX_REPLICAS)

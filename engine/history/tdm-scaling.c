@@ -23,6 +23,7 @@ tdm_scaling_meter_event(const TdmEvent *e, gpointer data)
     run->train_count = e->started.train_count;
     run->steps_per_epoch = e->started.steps_per_epoch;
     run->parameters = e->started.parameters;
+    run->cpu_threads = e->started.cpu_threads;
     break;
   case TDM_EVENT_STEP:
     if (run->step_events == 0) {
@@ -85,6 +86,7 @@ tdm_scaling_meter_result(const TdmScalingMeter *run, long steps, TdmScalingResul
   out->steps = steps;
   out->parameters = run->parameters;
   out->replicas = run->replicas;
+  out->cpu_threads = run->cpu_threads;
   memcpy(out->peak_bytes, run->peak_bytes, sizeof out->peak_bytes);
   double samples;
   if (run->step_events >= 2 && run->last_step > run->first_step) {
@@ -166,6 +168,57 @@ check_cancelled(GCancellable *cancellable, GError **error)
   return TRUE;
 }
 
+/* The median run's index among results[0, n) by samples per second. */
+static int
+median_run(const TdmScalingResult *results, int n)
+{
+  int order[TDM_SCALING_RUNS_MAX];
+  for (int i = 0; i < n; i++)
+    order[i] = i;
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && results[order[j]].samples_per_second <
+                                 results[order[j - 1]].samples_per_second; j--) {
+      int swap = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = swap;
+    }
+  return order[(n - 1) / 2];
+}
+
+/* Times cfg TDM_SCALING_RUNS times, more while the spread is wide; the median run in
+ * *median, the slowest and fastest rates. */
+static gboolean
+measure_point(TdmConfig *cfg, long steps, int n, TdmScalingMeter *meter,
+              TdmScalingResult *median, double *slowest, double *fastest, int *runs,
+              GCancellable *cancellable, GError **error)
+{
+  TdmScalingResult results[TDM_SCALING_RUNS_MAX];
+  int count = 0;
+  *slowest = INFINITY;
+  *fastest = 0;
+  while (count < TDM_SCALING_RUNS_MAX) {
+    if (!tdm_scaling_measure_once(cfg, steps, meter, cancellable, error) ||
+        check_cancelled(cancellable, error))
+      return FALSE;
+    if (!tdm_scaling_meter_result(meter, steps, &results[count])) {
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
+                  "%ld steps on %d devices were too few to time: give more steps", steps, n);
+      return FALSE;
+    }
+    *slowest = MIN(*slowest, results[count].samples_per_second);
+    *fastest = MAX(*fastest, results[count].samples_per_second);
+    count++;
+    if (count < TDM_SCALING_RUNS)
+      continue;
+    double middle = results[median_run(results, count)].samples_per_second;
+    if (*fastest - *slowest <= TDM_SCALING_SPREAD * middle)
+      break;
+  }
+  *median = results[median_run(results, count)];
+  *runs = count;
+  return TRUE;
+}
+
 gboolean
 tdm_scaling_run(const TdmConfig *config, TdmScalingMode mode, long steps, TdmScalingSink sink,
                 gpointer user_data, GCancellable *cancellable, GError **error)
@@ -190,6 +243,9 @@ tdm_scaling_run(const TdmConfig *config, TdmScalingMode mode, long steps, TdmSca
     cfg->batch = mode == TDM_SCALING_WEAK ? per_device * n : config->batch;
     /* max_steps ends every run; the epochs only need to outlast it. */
     cfg->epochs = MAX(cfg->epochs, 1000000);
+    /* Devices alike at every n: a lone CPU worker would otherwise take every core's
+     * BLAS threads, and the speed-up over it would not be like for like. */
+    cfg->cpu_threads = 1;
     g_clear_pointer(&cfg->save_path, g_free);
     if (!tdm_config_validate(cfg, error))
       return FALSE;
@@ -197,15 +253,12 @@ tdm_scaling_run(const TdmConfig *config, TdmScalingMode mode, long steps, TdmSca
     if (!tdm_scaling_measure_once(cfg, WARMUP_STEPS, meter, cancellable, error) ||
         check_cancelled(cancellable, error))
       return FALSE;
-    if (!tdm_scaling_measure_once(cfg, steps, meter, cancellable, error) ||
-        check_cancelled(cancellable, error))
-      return FALSE;
     TdmScalingResult result;
-    if (!tdm_scaling_meter_result(meter, steps, &result)) {
-      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
-                  "%ld steps on %d devices were too few to time: give more steps", steps, n);
+    double slowest, fastest;
+    int runs;
+    if (!measure_point(cfg, steps, n, meter, &result, &slowest, &fastest, &runs, cancellable,
+                       error))
       return FALSE;
-    }
     if (n == 1)
       base = result.samples_per_second;
     TdmScalingPoint point = {
@@ -219,6 +272,12 @@ tdm_scaling_run(const TdmConfig *config, TdmScalingMode mode, long steps, TdmSca
       .compute_ms = result.compute_ms,
       .comm_ms = result.comm_ms,
       .wait_ms = result.wait_ms,
+      .samples_per_second_min = slowest,
+      .samples_per_second_max = fastest,
+      .speedup_min = slowest / base,
+      .speedup_max = fastest / base,
+      .runs = runs,
+      .cpu_threads = result.cpu_threads,
     };
     point.efficiency = point.speedup / n;
     memcpy(point.memory_bytes, result.peak_bytes, sizeof point.memory_bytes);

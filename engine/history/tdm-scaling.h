@@ -34,6 +34,7 @@ typedef struct {
   double all[TDM_MAX_REPLICAS][3], late[TDM_MAX_REPLICAS][3];
   gint64 peak_bytes[TDM_MAX_REPLICAS];   /* the most each replica's device held */
   char failure[256];
+  int cpu_threads;             /* BLAS threads each CPU worker ran, as STARTED said */
 } TdmScalingMeter;
 
 typedef struct {
@@ -46,6 +47,7 @@ typedef struct {
   gboolean from_start;         /* one summary only: timed from STARTED */
   int replicas;
   gint64 peak_bytes[TDM_MAX_REPLICAS];   /* the most each device held, of `replicas` */
+  int cpu_threads;             /* BLAS threads each CPU worker ran (0: none) */
 } TdmScalingResult;
 
 /* A TdmEventSink; `meter` is a TdmScalingMeter. */
@@ -82,12 +84,28 @@ typedef struct {
   /* The most Tandem held on each of the n devices during the timed run (its
    * allocator's bytes: a CPU worker's host memory, a GPU's device memory). */
   gint64 memory_bytes[TDM_MAX_REPLICAS];
+  /* The spread: each point is timed TDM_SCALING_RUNS times at least (more, up to
+   * TDM_SCALING_RUNS_MAX, while the fastest and slowest are more than
+   * TDM_SCALING_SPREAD of the median apart); samples_per_second is the median, these
+   * the slowest and fastest run, and the speed-ups they give. */
+  double samples_per_second_min, samples_per_second_max;
+  double speedup_min, speedup_max;
+  int runs;
+  /* BLAS threads each CPU worker ran, as the engine reported it: every point runs its
+   * devices alike (one thread a worker, the one-device point too); 0 for GPUs. */
+  int cpu_threads;
 } TdmScalingPoint;
+
+#define TDM_SCALING_RUNS 3
+#define TDM_SCALING_RUNS_MAX 5
+#define TDM_SCALING_SPREAD 0.10
 
 typedef void (*TdmScalingSink) (const TdmScalingPoint *point, gpointer user_data);
 
 /* Runs `config` on its first n devices for n = 1 … its device count, `steps` steps
- * each (after a short warm-up run), calling `sink` after each point. Weak scaling
+ * each (after a short warm-up run), TDM_SCALING_RUNS times or more (see
+ * TdmScalingPoint), one BLAS thread per CPU worker at every n, calling `sink` after
+ * each point. The window and tandem-train --scaling both run this. Weak scaling
  * takes config->batch / devices (rounded up) per device. Returns FALSE with the
  * error when a run fails, or TDM_ENGINE_ERROR_CANCELLED when cancelled. */
 gboolean tdm_scaling_run (const TdmConfig *config, TdmScalingMode mode, long steps,

@@ -72,6 +72,8 @@ tdm_config_describe(const TdmConfig *c)
   add(pairs, "crop", g_strdup_printf("%d", c->crop_pad));
   add(pairs, "flip", name_or_unknown(tdm_flip_setting_name(c->flip)));
   add(pairs, "batchnorm", name_or_unknown(tdm_batchnorm_name(c->batchnorm)));
+  if (c->exact)
+    add(pairs, "exact", g_strdup_printf("chunks of %d", c->exact_chunk));
   add(pairs, "precision", name_or_unknown(tdm_precision_name(c->precision)));
   add(pairs, "seed", g_strdup_printf("%" G_GUINT64_FORMAT, c->seed));
   g_ptr_array_add(pairs, NULL);

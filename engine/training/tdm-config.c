@@ -48,6 +48,9 @@ tdm_config_new(void)
   c->flip = TDM_FLIP_OFF;
   c->test_flip = FALSE;
   c->test_shift = 0;
+  c->exact = FALSE;
+  c->exact_chunk = 16;
+  c->cpu_threads = 0;
   return c;
 }
 
@@ -339,6 +342,12 @@ tdm_config_validate(const TdmConfig *c, GError **error)
                    c->crop_pad);
   if ((unsigned)c->flip > TDM_FLIP_OFF)
     return invalid(error, "--flip: unknown setting %d", (int)c->flip);
+  if (c->cpu_threads < 0 || c->cpu_threads > 1024)
+    return invalid(error, "BLAS threads per CPU worker %d: give 0 (automatic) or 1 to 1024",
+                   c->cpu_threads);
+  if (c->exact_chunk < 1 || c->exact_chunk > 4096)
+    return invalid(error, "--exact-chunk %d: give the samples a chunk, 1 to 4096",
+                   c->exact_chunk);
   if (c->test_shift < 0 || c->test_shift > TDM_TEST_SHIFT_MAX)
     return invalid(error, "--test-shift %d: give the shift in pixels, 0 (off) to %d",
                    c->test_shift, TDM_TEST_SHIFT_MAX);
@@ -566,6 +575,10 @@ tdm_config_to_json(const TdmConfig *c)
   json_builder_add_int_value(b, c->image_size);
   json_builder_set_member_name(b, "image_channels");
   json_builder_add_int_value(b, c->image_channels);
+  json_builder_set_member_name(b, "exact");
+  json_builder_add_boolean_value(b, c->exact);
+  json_builder_set_member_name(b, "exact_chunk");
+  json_builder_add_int_value(b, c->exact_chunk);
   json_builder_end_object(b);
 
   g_autoptr(JsonNode) root = json_builder_get_root(b);
@@ -728,6 +741,15 @@ get_recipe(JsonObject *o, TdmConfig *c, GError **error)
       (json_object_has_member(o, "test_shift") &&
        !get_int(o, "test_shift", &c->test_shift, error)))
     return FALSE;
+  if (json_object_has_member(o, "exact_chunk") &&
+      !get_int(o, "exact_chunk", &c->exact_chunk, error))
+    return FALSE;
+  if (json_object_has_member(o, "exact")) {
+    JsonNode *node = json_object_get_member(o, "exact");
+    if (json_node_get_value_type(node) != G_TYPE_BOOLEAN)
+      return json_bad(error, "exact", "must be true or false");
+    c->exact = json_node_get_boolean(node);
+  }
   if (json_object_has_member(o, "test_flip")) {
     JsonNode *node = json_object_get_member(o, "test_flip");
     if (json_node_get_value_type(node) != G_TYPE_BOOLEAN)

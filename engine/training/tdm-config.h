@@ -88,6 +88,15 @@ typedef struct {
                             * right (each mirrored too with test_flip); 0 off */
   int image_size;          /* image folders: side of the samples (0: from the images) */
   int image_channels;      /* image folders: 1 grey, 3 RGB (0: from the images) */
+  /* Exact mode (tdm-exact.h): parameters bit-identical for any number of devices.
+   * Optional in JSON (absent: off, the default chunk). */
+  gboolean exact;
+  int exact_chunk;         /* samples a chunk, the unit of the split (and the group that
+                            * batch normalization's statistics run over in exact mode) */
+  /* BLAS threads each CPU worker runs: 0 lets a lone worker take every core (its
+   * share under mpirun) and gives more workers one each; exact mode runs one. How a
+   * run is executed, not what it computes: not saved with it. */
+  int cpu_threads;
 } TdmConfig;
 
 /* Chainer's defaults: Fashion-MNIST, mlp, one CPU worker, batch 100, 20 epochs, Adam. */

@@ -45,6 +45,7 @@ typedef struct {
   char notice[1024];                   /* files the dataset skipped, or "" */
   int prewarm_steps;                   /* untimed steps before the clock (0: none) */
   double prewarm_seconds;              /* what they took, evaluation included */
+  int cpu_threads;                     /* BLAS threads each CPU worker runs (0: none) */
 } TdmStartedEvent;
 
 /* The memory estimate (tdm-memory.h), sent before anything large is allocated. */

@@ -5,6 +5,7 @@
  * trainer's host copies (tdm-trainer.c, tdm-trainer-checkpoint.c). A change there is
  * a change here; tests/test-memory.c compares the two on the CPU backend's counter. */
 #include "tdm-memory.h"
+#include "tdm-exact.h"
 #include "tdm-error.h"
 #include "tdm-iterator.h"
 #include "tdm-replica.h"
@@ -57,6 +58,8 @@ tdm_memory_capacity(const TdmConfig *cfg, int world, int test_count)
 {
   world = MAX(world, 1);
   int shard = (cfg->batch + world - 1) / world;
+  if (cfg->exact)
+    shard = MIN(cfg->exact_chunk, cfg->batch);   /* one chunk a pass */
   int eval = MIN(cfg->eval_batch, MAX(1, test_count));
   return MAX(shard, eval);
 }
@@ -134,7 +137,10 @@ tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count
     TdmMemoryDevice *d = &e->device[r];
     g_strlcpy(d->device, cfg->devices[r], sizeof d->device);
     int offset;
-    tdm_shard_of(cfg->batch, world, r, &offset, &d->shard);
+    if (cfg->exact)
+      tdm_exact_shard_of(cfg->batch, cfg->exact_chunk, world, r, &offset, &d->shard);
+    else
+      tdm_shard_of(cfg->batch, world, r, &offset, &d->shard);
     d->host = cpu;
     d->parameters = rb.parameters;
     d->gradients = rb.gradients;

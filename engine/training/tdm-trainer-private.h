@@ -57,6 +57,8 @@ typedef struct {
   int replica;
 } WorkerArgs;
 
+typedef struct ExactReplica ExactReplica;   /* tdm-trainer-exact.c */
+
 struct _TdmTrainer {
   TdmConfig *config;
   TdmEventSink sink;
@@ -106,6 +108,8 @@ struct _TdmTrainer {
   double metrics_out[4];        /* JOB_METRICS/EVALUATE result: loss, correct, stop */
   Timing *timing;               /* [replicas] */
   struct Buckets *buckets;      /* [replicas] when gradients are all-reduced in buckets */
+  ExactReplica *exact;          /* [replicas] in exact mode (tdm-trainer-exact.c) */
+  int cpu_threads;              /* BLAS threads each CPU worker runs (0: none) */
   gulong cancel_handler;
   GCancellable *cancellable;
   volatile gint stop_requested; /* distributed runs: stop at the next summary vote */
@@ -156,6 +160,21 @@ gboolean tdm_trainer_sync_bn (const TdmTrainer *t);
 gboolean tdm_trainer_buckets_wanted (const TdmTrainer *t);
 gboolean tdm_trainer_on_bn_reduce (TdmReplica *rep, float *buffer, size_t count, gpointer data);
 void tdm_trainer_on_grads_ready (TdmReplica *rep, size_t offset, size_t count, gpointer data);
+
+/* tdm-trainer-exact.c: exact mode's step (config->exact). The shard of rank's replica
+ * in a batch of count (whole chunks in exact mode, tdm_shard_of() otherwise); the
+ * fixed-point buffers; a replica's chunks computed and summed locally; the sum over
+ * every replica turned into the step's gradients and running statistics; the training
+ * metrics summed exactly. */
+void tdm_trainer_shard (const TdmTrainer *t, int count, int rank, int *offset, int *size);
+gboolean tdm_trainer_exact_setup (TdmTrainer *t, GError **error);
+void tdm_trainer_exact_free (TdmTrainer *t);
+void tdm_trainer_exact_compute (TdmTrainer *t, int r);
+gboolean tdm_trainer_exact_combine (TdmTrainer *t, int r, GError **error);
+gboolean tdm_trainer_exact_metrics (TdmTrainer *t, int r, double *loss, double *correct,
+                                    GError **error);
+/* One chunk's loss and correct count (training or evaluation), added exactly. */
+void tdm_trainer_exact_add_metrics (TdmTrainer *t, int r, TdmMetrics m);
 
 /* tdm-trainer-setup.c: everything a run needs before its first step (FALSE with the
  * reason), the seeded parameters broadcast to every replica, the worker threads'

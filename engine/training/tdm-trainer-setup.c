@@ -69,6 +69,7 @@ tdm_trainer_teardown(TdmTrainer *t)
   g_clear_pointer(&t->backends, g_free);
   g_clear_pointer(&t->timing, g_free);
   g_clear_pointer(&t->buckets, g_free);
+  tdm_trainer_exact_free(t);
   g_clear_pointer(&t->it, tdm_iterator_free);
   g_clear_pointer(&t->predicted, g_free);
   g_clear_pointer(&t->telemetry, tdm_telemetry_free);
@@ -109,6 +110,9 @@ static int
 replica_capacity(const TdmTrainer *t)
 {
   int shard = (t->config->batch + t->world - 1) / t->world;
+  /* Exact mode passes one chunk at a time. */
+  if (t->config->exact)
+    shard = MIN(t->config->exact_chunk, t->config->batch);
   int eval = MIN(t->config->eval_batch, MAX(1, t->data->test->count));
   return MAX(shard, eval);
 }
@@ -284,17 +288,21 @@ tdm_trainer_setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
     t->main_local = -1;
 
   /* One OpenBLAS thread per worker; a lone worker may use every core, or under
-   * mpirun its share of the machine's. */
+   * mpirun its share of the machine's. Not in exact mode: OpenBLAS's sums depend on
+   * its thread count, so every worker there runs one, as any other worker does. */
   if (all_cpu(cfg)) {
     int cores = MAX(1, (int)g_get_num_processors() / tdm_distributed_local_size());
-    openblas_set_num_threads(t->replicas == 1 ? cores : 1);
+    t->cpu_threads = cfg->cpu_threads > 0 ? cfg->cpu_threads : t->replicas == 1 ? cores : 1;
+    if (cfg->exact)
+      t->cpu_threads = 1;
+    openblas_set_num_threads(t->cpu_threads);
   }
 
   t->start.parties = t->end.parties = t->pre_comm.parties = t->replicas;
 
   if (!estimate_memory(t, error))
     return FALSE;
-  if (!build_replicas(t, error))
+  if (!build_replicas(t, error) || !tdm_trainer_exact_setup(t, error))
     return FALSE;
 #if TDM_HAVE_MPI
   if (tdm_distributed_active())

@@ -10,6 +10,7 @@
 #include "tdm-barrier.h"
 #include "tdm-communicator.h"
 #include "tdm-error.h"
+#include "tdm-exact.h"
 #include "tdm-network.h"
 #include "tdm-optimizer.h"
 #include "tdm-replica.h"
@@ -113,6 +114,12 @@ tdm_trainer_on_bn_reduce(TdmReplica *rep, float *buffer, size_t count, gpointer 
 }
 
 static gboolean
+op_exact_sum(TdmTrainer *t, int r, GError **error)
+{
+  return tdm_trainer_exact_combine(t, r, error);
+}
+
+static gboolean
 op_broadcast(TdmTrainer *t, int r, GError **error)
 {
   return tdm_communicator_broadcast(t->comm, r, t->reps[r]->params, t->net->parameter_count,
@@ -162,7 +169,9 @@ announce_all_gradients(TdmTrainer *t, int r)
 gboolean
 tdm_trainer_sync_bn(const TdmTrainer *t)
 {
-  return t->world > 1 && t->net->bn_count > 0 && t->config->batchnorm == TDM_BATCHNORM_SYNC;
+  /* Exact mode's BN groups are the same whatever the split (tdm-trainer-exact.c). */
+  return t->world > 1 && t->net->bn_count > 0 && t->config->batchnorm == TDM_BATCHNORM_SYNC &&
+         !t->config->exact;
 }
 
 gboolean
@@ -173,7 +182,7 @@ tdm_trainer_buckets_wanted(const TdmTrainer *t)
   /* Synchronized BN's all-reduces during backward would interleave with the buckets'
    * differently on a replica with an empty shard; it goes without buckets. */
   return t->world > 1 && t->config->strategy == TDM_STRATEGY_ALLREDUCE &&
-         t->config->bucket_bytes > 0 && !tdm_trainer_sync_bn(t) &&
+         !t->config->exact && t->config->bucket_bytes > 0 && !tdm_trainer_sync_bn(t) &&
          (g_str_equal(t->comm->kind, "nccl") || g_str_equal(t->comm->kind, "peer"));
 }
 
@@ -198,7 +207,7 @@ job_train(TdmTrainer *t, int r)
   }
 
   int offset, size;
-  tdm_shard_of(job->count, t->world, t->rank0 + r, &offset, &size);
+  tdm_trainer_shard(t, job->count, t->rank0 + r, &offset, &size);
   Buckets *bk = t->buckets != NULL ? &t->buckets[r] : NULL;
   if (bk != NULL) {
     bk->lo = bk->hi = 0;
@@ -206,7 +215,9 @@ job_train(TdmTrainer *t, int r)
   }
   rep->epoch = (guint32)job->epoch;
   rep->global_count = job->count;
-  if (size > 0) {
+  if (t->exact != NULL) {
+    tdm_trainer_exact_compute(t, r);
+  } else if (size > 0) {
     tdm_replica_train_step(rep, job->indices + offset, size, 1.0f / (float)job->count);
   } else {
     tdm_replica_train_idle(rep);
@@ -244,13 +255,17 @@ job_train(TdmTrainer *t, int r)
       if (job->timed)
         mark_phase(t, tm, TDM_PHASE_ALLREDUCE, t1, t2);
     }
+  } else if (t->exact != NULL) {
+    ok = communicate(t, r, op_exact_sum, tm, timed,
+                     t->config->strategy == TDM_STRATEGY_ALLREDUCE ? TDM_PHASE_ALLREDUCE
+                                                                  : TDM_PHASE_REDUCE);
   } else if (t->world > 1) {
     if (t->config->strategy == TDM_STRATEGY_ALLREDUCE)
       ok = communicate(t, r, op_allreduce, tm, timed, TDM_PHASE_ALLREDUCE);
     else
       ok = communicate(t, r, op_reduce, tm, timed, TDM_PHASE_REDUCE);
   }
-  if (ok && t->world > 1 && t->net->state_count > 0 &&
+  if (ok && t->world > 1 && t->net->state_count > 0 && t->exact == NULL &&
       t->config->batchnorm == TDM_BATCHNORM_PER_REPLICA)
     ok = communicate(t, r, op_average_bn_state, tm, timed, TDM_PHASE_ALLREDUCE);
   if (!ok)
@@ -284,7 +299,13 @@ job_metrics(TdmTrainer *t, int r)
   TdmMetrics m = tdm_replica_take_metrics(t->reps[r]);
   double values[3] = {m.loss_sum, m.correct, r == 0 ? t->job.stop_vote : 0};
   GError *error = NULL;
-  if (!t->comm->ops->sum_doubles(t->comm, r, values, 3, &error)) {
+  gboolean exact_ok = t->exact == NULL ||
+                      tdm_trainer_exact_metrics(t, r, &values[0], &values[1], &error);
+  /* Exact sums are every replica's already: the first replica alone passes them on
+   * (adding zeros keeps them exact). */
+  if (t->exact != NULL && t->rank0 + r != 0)
+    values[0] = values[1] = 0;
+  if (!exact_ok || !t->comm->ops->sum_doubles(t->comm, r, values, 3, &error)) {
     if (error != NULL)
       tdm_trainer_fail_worker(t, error);
     return;
@@ -299,13 +320,20 @@ job_evaluate(TdmTrainer *t, int r)
   TdmReplica *rep = t->reps[r];
   int total = t->data->test->count;
   int first, count;
-  tdm_shard_of(total, t->world, t->rank0 + r, &first, &count);
+  /* Exact mode: whole chunks of the capacity (the same for any number of devices
+   * there), each chunk's sums added exactly, so the test loss has the same bits too. */
+  if (t->exact != NULL)
+    tdm_exact_shard_of(total, rep->capacity, t->world, t->rank0 + r, &first, &count);
+  else
+    tdm_shard_of(total, t->world, t->rank0 + r, &first, &count);
   int classes = t->net->classes;
   g_autofree float *logits = t->predicted != NULL ? g_new(float, (size_t)rep->capacity * classes)
                                                   : NULL;
   for (int done = 0; done < count && !tdm_trainer_aborted(t); done += rep->capacity) {
     int chunk = MIN(rep->capacity, count - done);
     tdm_replica_evaluate(rep, first + done, chunk);
+    if (t->exact != NULL)
+      tdm_trainer_exact_add_metrics(t, r, tdm_replica_take_metrics(rep));
     if (logits == NULL)
       continue;
     /* The same rule as the loss's correct count (the first maximum wins), so the

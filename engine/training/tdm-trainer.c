@@ -226,9 +226,10 @@ emit_started(TdmTrainer *t)
   for (int r = 0; r < t->world && r < TDM_MAX_REPLICAS; r++) {
     g_strlcpy(s->device[r], cfg->devices[r], sizeof s->device[r]);
     int offset;
-    tdm_shard_of(cfg->batch, t->world, r, &offset, &s->shard[r]);
+    tdm_trainer_shard(t, cfg->batch, r, &offset, &s->shard[r]);
   }
   s->batch = cfg->batch;
+  s->cpu_threads = t->cpu_threads;
   s->epochs = cfg->epochs;
   s->steps_per_epoch = tdm_iterator_batches_per_epoch(t->it);
   s->total_steps = (long)s->steps_per_epoch * cfg->epochs;
@@ -340,7 +341,7 @@ emit_step_detail(TdmTrainer *t)
   bt->batch = t->job.count;
   bt->replicas = MIN(t->world, TDM_MAX_REPLICAS);
   for (int r = 0; r < bt->replicas; r++) {
-    tdm_shard_of(t->job.count, t->world, r, &bt->device[r].offset, &bt->device[r].size);
+    tdm_trainer_shard(t, t->job.count, r, &bt->device[r].offset, &bt->device[r].size);
     bt->device[r].shown = MIN(bt->device[r].size, TDM_BATCH_SAMPLES_SHOWN);
     for (int i = 0; i < bt->device[r].shown; i++) {
       int32_t index = t->job.indices[bt->device[r].offset + i];

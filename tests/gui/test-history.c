@@ -891,13 +891,13 @@ test_history_compare(void)
   difference = tdm_window_get_compare_difference(window);
   g_test_message("2 CPU workers against one device after 30 steps: %g", difference);
   g_assert_true(isfinite(difference));
-  g_assert_cmpfloat(difference, <=, 1e-5);
+  /* Compare runs in exact mode: not close, the same bits. */
+  g_assert_cmpfloat(difference, ==, 0);
   {
     const char *result = tdm_history_view_get_compare_result(view);
 
     g_assert_nonnull(result);
-    g_assert_true(strstr(result, "the same up to rounding") != NULL ||
-                  strstr(result, "bit for bit") != NULL);
+    g_assert_nonnull(strstr(result, "identical: 0 of "));
     g_assert_nonnull(strstr(result, "2 devices against one, after 30 steps"));
   }
 

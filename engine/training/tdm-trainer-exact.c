@@ -1,0 +1,195 @@
+/* tdm-trainer-exact.c — the training step of exact mode (config->exact), in which the
+ * parameters come out bit-identical for any number of devices and any way of placing
+ * them (CPU workers, replicas sharing a GPU, GPUs, mpirun ranks).
+ *
+ * The global batch is cut into chunks of config->exact_chunk samples whose
+ * boundaries do not depend on the devices (tdm_exact_shard_of(): a device gets whole
+ * chunks). Each chunk is one forward and backward pass of the same shape wherever it
+ * runs, so its gradient has the same bits on every device of a kind. The chunks'
+ * gradients are added as fixed-point numbers (tdm-exact.h), locally and then over the
+ * devices by an int64 sum: integer sums do not depend on their order, so the sum is
+ * the same however the chunks were dealt out. The one rounding back to float is the
+ * same everywhere, and so is every update that follows.
+ *
+ * Batch normalization normalizes each chunk with that chunk's statistics (ghost
+ * batches of exact_chunk samples, whatever --batchnorm says: the groups are already
+ * the same for every split, so there is nothing left to synchronize), and the running
+ * averages move once a step by the mean of the chunks' statistics, summed the same
+ * exact way. The loss and correct count are summed exactly too, in training and in
+ * evaluation (whose shards are whole chunks of the replicas' capacity).
+ *
+ * Not the lock-step machinery or the collectives of the ordinary step
+ * (tdm-trainer-step.c), which calls in here.
+ */
+#include "tdm-trainer-private.h"
+#include "tdm-error.h"
+#include "tdm-exact.h"
+
+#include <math.h>
+#include <string.h>
+
+struct ExactReplica {
+  gint64 *acc;                  /* gradients (2P), then running-statistics moves (2S),
+                                 * then the count of unrepresentable values */
+  size_t acc_count;
+  float *grads;                 /* host: one chunk's gradients, then the sum's */
+  float *state;                 /* host: one chunk's statistics moves, then the new */
+  float *saved_state;           /* host: the running statistics before the step */
+  float *zeros;                 /* host: S zeros, uploaded before each chunk */
+  gint64 metrics[4];            /* loss · 2⁻¹⁶ (two limbs), correct, unrepresentable
+                                 * losses */
+};
+
+gboolean
+tdm_trainer_exact_setup(TdmTrainer *t, GError **error)
+{
+  if (!t->config->exact)
+    return TRUE;
+  size_t p = t->net->parameter_count, s = t->net->state_count;
+  t->exact = g_new0(ExactReplica, t->replicas);
+  for (int r = 0; r < t->replicas; r++) {
+    ExactReplica *e = &t->exact[r];
+    e->acc_count = 2 * p + 2 * s + 1;
+    e->acc = g_try_new0(gint64, e->acc_count);
+    e->grads = g_try_new(float, MAX(p, 1));
+    e->state = g_new0(float, MAX(s, 1));
+    e->saved_state = g_new0(float, MAX(s, 1));
+    e->zeros = g_new0(float, MAX(s, 1));
+    if (e->acc == NULL || e->grads == NULL) {
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY,
+                  "exact mode: no room for the fixed-point gradient sums (%zu bytes)",
+                  e->acc_count * sizeof(gint64));
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+void
+tdm_trainer_exact_free(TdmTrainer *t)
+{
+  if (t->exact == NULL)
+    return;
+  for (int r = 0; r < t->replicas; r++) {
+    g_free(t->exact[r].acc);
+    g_free(t->exact[r].grads);
+    g_free(t->exact[r].state);
+    g_free(t->exact[r].saved_state);
+    g_free(t->exact[r].zeros);
+  }
+  g_clear_pointer(&t->exact, g_free);
+}
+
+void
+tdm_trainer_shard(const TdmTrainer *t, int count, int rank, int *offset, int *size)
+{
+  if (t->config->exact)
+    tdm_exact_shard_of(count, t->config->exact_chunk, t->world, rank, offset, size);
+  else
+    tdm_shard_of(count, t->world, rank, offset, size);
+}
+
+/* Replica r's chunks of the job's batch, each a pass of its own, summed into the
+ * fixed-point accumulator: gradients, the running statistics' moves (each chunk's
+ * pass moves running averages that were set to zero, so they hold momentum · the
+ * chunk's statistics), the loss and the correct count. */
+void
+tdm_trainer_exact_compute(TdmTrainer *t, int r)
+{
+  TdmReplica *rep = t->reps[r];
+  TdmBackend *b = t->backends[r];
+  ExactReplica *e = &t->exact[r];
+  const Job *job = &t->job;
+  size_t p = t->net->parameter_count, s = t->net->state_count;
+  int chunk = t->config->exact_chunk;
+  int offset, size;
+  tdm_trainer_shard(t, job->count, t->rank0 + r, &offset, &size);
+  memset(e->acc, 0, e->acc_count * sizeof(gint64));
+  if (s > 0) {
+    b->ops->download(b, e->saved_state, rep->state, s * sizeof(float));
+  }
+  gint64 bad = 0;
+  for (int done = 0; done < size && !tdm_trainer_aborted(t); done += chunk) {
+    int n = MIN(chunk, size - done);
+    if (s > 0)
+      b->ops->upload(b, rep->state, e->zeros, s * sizeof(float));
+    tdm_replica_train_step(rep, job->indices + offset + done, n, 1.0f / (float)job->count);
+    /* A CPU worker's buffers are host memory: read in place. */
+    const float *grads = rep->grads;
+    if (b->kind != TDM_BACKEND_CPU) {
+      b->ops->download(b, e->grads, rep->grads, p * sizeof(float));
+      grads = e->grads;
+    }
+    bad += (gint64)tdm_exact_add(e->acc, grads, p);
+    if (s > 0) {
+      b->ops->download(b, e->state, rep->state, s * sizeof(float));
+      bad += (gint64)tdm_exact_add(e->acc + 2 * p, e->state, s);
+    }
+    tdm_trainer_exact_add_metrics(t, r, tdm_replica_take_metrics(rep));
+  }
+  e->acc[e->acc_count - 1] = bad;
+}
+
+void
+tdm_trainer_exact_add_metrics(TdmTrainer *t, int r, TdmMetrics m)
+{
+  ExactReplica *e = &t->exact[r];
+  /* Scaled by 2⁻¹⁶ (exactly): a chunk's loss sum may reach 2³⁰ before it overflows. */
+  if (!tdm_exact_add_double(e->metrics, m.loss_sum * 0x1p-16))
+    e->metrics[3]++;
+  e->metrics[2] += (gint64)m.correct;
+}
+
+/* The sum over every replica of every process, then the step's gradient (and the new
+ * running statistics) from it, identical on every replica. */
+gboolean
+tdm_trainer_exact_combine(TdmTrainer *t, int r, GError **error)
+{
+  TdmReplica *rep = t->reps[r];
+  TdmBackend *b = t->backends[r];
+  ExactReplica *e = &t->exact[r];
+  size_t p = t->net->parameter_count, s = t->net->state_count;
+  if (t->world > 1 && !t->comm->ops->sum_int64(t->comm, r, e->acc, e->acc_count, error))
+    return FALSE;
+  gint64 bad = e->acc[e->acc_count - 1];
+  if (bad > 0) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DIVERGED,
+                "exact mode: %" G_GINT64_FORMAT " gradient values were not finite or beyond "
+                "±%g, which exact mode's fixed-point sums cannot hold: the training "
+                "diverged (try a lower learning rate)", bad, TDM_EXACT_LIMIT);
+    return FALSE;
+  }
+  if (b->kind == TDM_BACKEND_CPU) {
+    tdm_exact_to_float(rep->grads, e->acc, p, 1.0);
+  } else {
+    tdm_exact_to_float(e->grads, e->acc, p, 1.0);
+    b->ops->upload(b, rep->grads, e->grads, p * sizeof(float));
+  }
+  if (s > 0) {
+    int chunks = tdm_exact_chunks(t->job.count, t->config->exact_chunk);
+    tdm_exact_to_float(e->state, e->acc + 2 * p, s, 1.0 / chunks);
+    for (size_t i = 0; i < s; i++)
+      e->state[i] += (1.0f - TDM_BN_MOMENTUM) * e->saved_state[i];
+    b->ops->upload(b, rep->state, e->state, s * sizeof(float));
+  }
+  /* Uploads may be asynchronous: the host buffers are written again next step. */
+  b->ops->synchronize(b);
+  return TRUE;
+}
+
+/* The training loss and correct count since the last call, summed over every replica
+ * exactly; clears them. */
+gboolean
+tdm_trainer_exact_metrics(TdmTrainer *t, int r, double *loss, double *correct,
+                          GError **error)
+{
+  ExactReplica *e = &t->exact[r];
+  gint64 sums[4];
+  memcpy(sums, e->metrics, sizeof sums);
+  memset(e->metrics, 0, sizeof e->metrics);
+  if (!t->comm->ops->sum_int64(t->comm, r, sums, 4, error))
+    return FALSE;
+  *loss = sums[3] > 0 ? NAN : tdm_exact_to_double(sums) * 0x1p16;
+  *correct = (double)sums[2];
+  return TRUE;
+}
