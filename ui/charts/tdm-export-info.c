@@ -1,8 +1,8 @@
 /* tdm-export-info.c: which run an exported file comes from.
  *
- * The settings are the engine's (tdm_config_describe()), never re-derived here, so
- * a CSV, an SVG and a PNG of one run, and `tandem-train`'s own names for the same
- * choices, agree. Only the version and the date are added.
+ * Only pairs: which pairs a run has is tdm-run-export-info.c's (the engine's
+ * tdm_config_describe(), never re-derived), so a CSV, an SVG and a PNG of one run,
+ * and `tandem-train`'s own names for the same choices, agree.
  */
 
 #include "tdm-export-info.h"
@@ -26,43 +26,45 @@ one_line (const char *text)
   return line;
 }
 
-static void
-add (TdmExportInfo *info,
-     const char    *key,
-     const char    *value)
+TdmExportInfo *
+tdm_export_info_new (void)
 {
+  TdmExportInfo *info = g_new0 (TdmExportInfo, 1);
+
+  info->keys = g_ptr_array_new_with_free_func (g_free);
+  info->values = g_ptr_array_new_with_free_func (g_free);
+
+  return info;
+}
+
+void
+tdm_export_info_add (TdmExportInfo *info,
+                     const char    *key,
+                     const char    *value)
+{
+  g_return_if_fail (info != NULL);
+  g_return_if_fail (key != NULL);
+
   g_ptr_array_add (info->keys, one_line (key));
   g_ptr_array_add (info->values, one_line (value));
 }
 
-TdmExportInfo *
-tdm_export_info_new (const TdmConfig *config,
-                     GDateTime       *started)
+void
+tdm_export_info_add_origin (TdmExportInfo *info,
+                            GDateTime     *started)
 {
-  TdmExportInfo *info;
-  g_auto(GStrv) pairs = NULL;
   g_autoptr(GDateTime) now = NULL;
   g_autoptr(GDateTime) utc = NULL;
   g_autofree char *date = NULL;
 
-  g_return_val_if_fail (config != NULL, NULL);
-
-  info = g_new0 (TdmExportInfo, 1);
-  info->keys = g_ptr_array_new_with_free_func (g_free);
-  info->values = g_ptr_array_new_with_free_func (g_free);
-
-  pairs = tdm_config_describe (config);
-  for (guint i = 0; pairs[i] != NULL && pairs[i + 1] != NULL; i += 2)
-    add (info, pairs[i], pairs[i + 1]);
+  g_return_if_fail (info != NULL);
 
   if (started == NULL)
     started = now = g_date_time_new_now_utc ();
   utc = g_date_time_to_utc (started);
   date = g_date_time_format (utc, "%Y-%m-%dT%H:%M:%SZ");
-  add (info, "tandem", TDM_VERSION);
-  add (info, "date", date);
-
-  return info;
+  tdm_export_info_add (info, "tandem", TDM_VERSION);
+  tdm_export_info_add (info, "date", date);
 }
 
 void

@@ -10,6 +10,7 @@
 
 #include "tdm-format.h"
 #include "tdm-history-sweep.h"
+#include "tdm-run-export-info.h"
 #include "tdm-scaling-chart.h"
 #include "tdm-scaling-page.h"
 #include "tdm-scaling-table.h"
@@ -74,7 +75,7 @@ tdm_history_sweep_export (TdmHistorySweep  *self,
     return tdm_history_store_export_csv (self->store, self->item, path, error);
   r = tdm_run_item_get_record (self->item);
   created = g_date_time_new_from_unix_utc (r->created);
-  info = tdm_export_info_new (r->config, created);
+  info = tdm_run_export_info_new (r->config, created);
   return tdm_scaling_write_svg (TDM_SCALING_CHART (self->chart), info, path, 800, 500, error);
 }
 

@@ -2,9 +2,9 @@
  *
  * The right-hand side of the window: six TdmCharts (loss, accuracy, throughput,
  * memory, load and step time per device) and a status line with epoch, step,
- * samples/s, elapsed time and ETA. It is fed the engine's events on the main
- * thread, samples GPU telemetry while a run uses GPUs, and keeps every figure in a
- * TdmMetricsLog for the CSV export. It does not start or stop runs.
+ * samples/s, elapsed time and ETA, a view of a TdmSession (its own, or the window's
+ * through tdm_dashboard_set_session()), which holds the run's state, samples
+ * telemetry and keeps the metrics log. It does not start or stop runs.
  */
 
 #pragma once
@@ -16,6 +16,7 @@
 #include "tdm-history.h"
 #include "tdm-export-info.h"
 #include "tdm-metrics-log.h"
+#include "tdm-session.h"
 
 G_BEGIN_DECLS
 
@@ -25,7 +26,13 @@ G_DECLARE_FINAL_TYPE (TdmDashboard, tdm_dashboard, TDM, DASHBOARD, GtkWidget)
 
 GtkWidget     *tdm_dashboard_new          (void);
 
-/* A STARTED event starts over; the others add to the charts and the status. */
+/* The session shown (a new one of its own at first). */
+void           tdm_dashboard_set_session  (TdmDashboard  *self,
+                                           TdmSession    *session);
+TdmSession    *tdm_dashboard_get_session  (TdmDashboard  *self);
+
+/* Hands the event to the session: a STARTED event starts over; the others add to
+ * the charts and the status. */
 void           tdm_dashboard_handle_event (TdmDashboard  *self,
                                            const TdmEvent *event);
 /* The run's thread has ended: telemetry sampling stops. */

@@ -26,6 +26,9 @@ struct _TdmDevicesPage
 {
   GtkWidget       parent_instance;
 
+  TdmSession *session;
+  gulong      session_event;
+
   GtkWidget      *scroller;
   GtkWidget      *timeline;
   GtkWidget      *batch_strip;
@@ -550,6 +553,7 @@ tdm_devices_page_dispose (GObject *object)
 {
   TdmDevicesPage *self = TDM_DEVICES_PAGE (object);
 
+  tdm_devices_page_set_session (self, NULL);
   g_clear_pointer (&self->scroller, gtk_widget_unparent);
   g_clear_pointer (&self->warning, g_free);
 
@@ -675,4 +679,27 @@ GtkWidget *
 tdm_devices_page_new (void)
 {
   return g_object_new (TDM_TYPE_DEVICES_PAGE, NULL);
+}
+
+static void
+tdm_devices_page_session_event (TdmSession     *session,
+                     const TdmEvent *event,
+                     TdmDevicesPage *self)
+{
+  tdm_devices_page_handle_event (self, event, tdm_session_get_dataset (session));
+}
+
+void
+tdm_devices_page_set_session (TdmDevicesPage *self,
+                     TdmSession *session)
+{
+  g_return_if_fail (TDM_IS_DEVICES_PAGE (self));
+  g_return_if_fail (session == NULL || TDM_IS_SESSION (session));
+
+  if (self->session != NULL)
+    g_clear_signal_handler (&self->session_event, self->session);
+  g_set_object (&self->session, session);
+  if (session != NULL)
+    self->session_event = g_signal_connect (session, "event",
+                                            G_CALLBACK (tdm_devices_page_session_event), self);
 }

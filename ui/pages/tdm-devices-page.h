@@ -14,6 +14,7 @@
 
 #include "tdm-dataset.h"
 #include "tdm-events.h"
+#include "tdm-session.h"
 
 G_BEGIN_DECLS
 
@@ -35,6 +36,9 @@ void       tdm_devices_page_set_estimate     (TdmDevicesPage       *self,
 /* A run's event: STARTED clears the peaks and the views, PHASES feeds the timeline,
  * BATCH the strip (thumbnails from `data`'s training set, may be NULL), DEVICES
  * the measured peaks, MEMORY the estimate. Others are ignored. */
+/* Shows the session's run: each of its events (and its dataset) as below. */
+void       tdm_devices_page_set_session (TdmDevicesPage *self,
+                                         TdmSession *session);
 void       tdm_devices_page_handle_event     (TdmDevicesPage       *self,
                                               const TdmEvent       *event,
                                               const TdmDatasetPair *data);

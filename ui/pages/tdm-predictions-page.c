@@ -14,6 +14,9 @@ struct _TdmPredictionsPage
 {
   GtkWidget  parent_instance;
 
+  TdmSession *session;
+  gulong      session_event;
+
   GtkWidget *scroller;
   GtkWidget *summary_label;
   GtkWidget *confusion;
@@ -103,6 +106,7 @@ tdm_predictions_page_dispose (GObject *object)
 {
   TdmPredictionsPage *self = TDM_PREDICTIONS_PAGE (object);
 
+  tdm_predictions_page_set_session (self, NULL);
   g_clear_pointer (&self->scroller, gtk_widget_unparent);
 
   G_OBJECT_CLASS (tdm_predictions_page_parent_class)->dispose (object);
@@ -172,4 +176,27 @@ GtkWidget *
 tdm_predictions_page_new (void)
 {
   return g_object_new (TDM_TYPE_PREDICTIONS_PAGE, NULL);
+}
+
+static void
+tdm_predictions_page_session_event (TdmSession     *session,
+                     const TdmEvent *event,
+                     TdmPredictionsPage *self)
+{
+  tdm_predictions_page_handle_event (self, event, tdm_session_get_dataset (session));
+}
+
+void
+tdm_predictions_page_set_session (TdmPredictionsPage *self,
+                     TdmSession *session)
+{
+  g_return_if_fail (TDM_IS_PREDICTIONS_PAGE (self));
+  g_return_if_fail (session == NULL || TDM_IS_SESSION (session));
+
+  if (self->session != NULL)
+    g_clear_signal_handler (&self->session_event, self->session);
+  g_set_object (&self->session, session);
+  if (session != NULL)
+    self->session_event = g_signal_connect (session, "event",
+                                            G_CALLBACK (tdm_predictions_page_session_event), self);
 }

@@ -28,6 +28,7 @@
 #include "tdm-error.h"
 #include "tdm-export-info.h"
 #include "tdm-history.h"
+#include "tdm-run-export-info.h"
 #include "tdm-scaling-chart.h"
 #include "tdm-scaling-table.h"
 
@@ -300,7 +301,7 @@ tdm_scaling_page_start (TdmScalingPage   *self,
   g_clear_pointer (&self->config, tdm_config_free);
   self->config = tdm_config_copy (config);
   g_clear_pointer (&self->info, tdm_export_info_free);
-  self->info = tdm_export_info_new (config, NULL);
+  self->info = tdm_run_export_info_new (config, NULL);
   g_clear_pointer (&self->record_id, g_free);
   g_clear_error (&self->record_error);
   self->cancellable = g_cancellable_new ();

@@ -56,6 +56,7 @@ struct _TdmWindow
 
   GSettings            *settings;
 
+  TdmSession           *session;         /* the run shown; the pages view it */
   TdmRun               *run;
   gboolean              run_failed;         /* an error was shown for this run */
   gboolean              run_stopped;

@@ -40,6 +40,7 @@
 #include "tdm-predictions-page.h"
 #include "tdm-run.h"
 #include "tdm-run-form.h"
+#include "tdm-run-export-info.h"
 #include "tdm-scaling-chart.h"
 #include "tdm-scaling-page.h"
 #include "tdm-window.h"
@@ -258,7 +259,7 @@ tdm_window_update_state (TdmWindow *self)
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.scaling-export",
                                  tdm_scaling_chart_get_n_points (TDM_SCALING_CHART (tdm_scaling_page_get_chart (self->scaling_page))) > 0);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.export",
-                                 tdm_metrics_log_get_n_rows (tdm_dashboard_get_log (self->dashboard)) > 0);
+                                 tdm_metrics_log_get_n_rows (tdm_session_get_log (self->session)) > 0);
 
   /* Nothing on the left can change a run in flight. */
   tdm_window_lock_form (self, running || scaling);
@@ -345,11 +346,10 @@ tdm_window_run_event (TdmWindow      *self,
   if (run != self->run)
     return;
 
-  tdm_dashboard_handle_event (self->dashboard, event);
-  tdm_devices_page_handle_event (self->devices_page, event, tdm_run_get_dataset (run));
-  tdm_predictions_page_handle_event (self->predictions_page, event, tdm_run_get_dataset (run));
+  tdm_session_set_dataset (self->session, tdm_run_get_dataset (run));
+  tdm_session_handle_event (self->session, event);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.export",
-                                 tdm_metrics_log_get_n_rows (tdm_dashboard_get_log (self->dashboard)) > 0);
+                                 tdm_metrics_log_get_n_rows (tdm_session_get_log (self->session)) > 0);
 
   switch (event->kind)
     {
@@ -397,7 +397,7 @@ tdm_window_run_done (TdmWindow    *self,
 
   tdm_window_history_run_done (self, run, error == NULL && !self->run_failed && !self->run_stopped);
   g_clear_object (&self->run);
-  tdm_dashboard_end (self->dashboard);
+  tdm_session_end (self->session);
 
   if (error != NULL || self->run_failed)
     {
@@ -482,7 +482,7 @@ tdm_window_launch (TdmWindow       *self,
       tdm_window_toast (self, text);
     }
 
-  tdm_dashboard_set_export_info (self->dashboard, tdm_export_info_new (config, NULL));
+  tdm_session_set_export_info (self->session, tdm_run_export_info_new (config, NULL));
   gtk_revealer_set_reveal_child (self->error_revealer, FALSE);
   /* On a narrow window the settings cover the charts the user now wants to see. */
   if (adw_flap_get_folded (self->flap))
@@ -606,7 +606,7 @@ tdm_window_export_chosen (TdmWindow       *self,
     }
 
   if (target == NULL)
-    ok = tdm_dashboard_export_metrics (self->dashboard, path, &error);
+    ok = tdm_session_export_metrics (self->session, path, &error);
   else if (g_str_equal (target, "scaling:csv"))
     ok = tdm_scaling_page_write_csv (self->scaling_page, path, &error);
   else if (g_str_equal (target, "scaling:svg"))
@@ -719,6 +719,7 @@ tdm_window_dispose (GObject *object)
   if (self->run != NULL)
     tdm_run_stop (self->run);
   g_clear_object (&self->run);
+  g_clear_object (&self->session);
 
   tdm_window_chooser_done (self);
   tdm_window_cancel_lock (self);
@@ -872,6 +873,10 @@ tdm_window_init (TdmWindow *self)
 
   self->unlock_frame = -1;
   self->settings = g_settings_new (TDM_APP_ID);
+  self->session = tdm_session_new ();
+  tdm_dashboard_set_session (self->dashboard, self->session);
+  tdm_devices_page_set_session (self->devices_page, self->session);
+  tdm_predictions_page_set_session (self->predictions_page, self->session);
 
   tdm_window_history_init (self);
   gtk_window_set_default_size (GTK_WINDOW (self),
