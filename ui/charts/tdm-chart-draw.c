@@ -8,6 +8,7 @@
  */
 
 #include "tdm-chart-private.h"
+#include "tdm-draw.h"
 
 #include <string.h>
 
@@ -784,12 +785,9 @@ tdm_chart_frame_init (TdmChart *self,
 
   if (interactive)
     {
-      GtkStyleContext *style = gtk_widget_get_style_context (GTK_WIDGET (self));
       double lum;
 
-      G_GNUC_BEGIN_IGNORE_DEPRECATIONS
-      gtk_style_context_get_color (style, &f->fg);
-      G_GNUC_END_IGNORE_DEPRECATIONS
+      tdm_draw_get_foreground (GTK_WIDGET (self), &f->fg);
       lum = 0.2126 * f->fg.red + 0.7152 * f->fg.green + 0.0722 * f->fg.blue;
       f->box_bg = lum > 0.5 ? (GdkRGBA) { 0.14, 0.14, 0.15, 1 } : (GdkRGBA) { 1, 1, 1, 1 };
       f->layout = gtk_widget_create_pango_layout (GTK_WIDGET (self), NULL);

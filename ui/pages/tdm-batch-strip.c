@@ -2,6 +2,7 @@
  * thumbnails after them), the grey or colour thumbnails as Cairo surfaces, drawing. */
 
 #include "tdm-batch-strip.h"
+#include "tdm-draw.h"
 
 #include <glib/gi18n.h>
 #include <string.h>
@@ -171,14 +172,9 @@ tdm_batch_strip_snapshot (GtkWidget   *widget,
   GdkRGBA fg;
   cairo_t *cr;
 
-  if (width <= 0 || height <= 0)
+  cr = tdm_draw_begin (widget, snapshot, &fg);
+  if (cr == NULL)
     return;
-  G_GNUC_BEGIN_IGNORE_DEPRECATIONS
-  gtk_style_context_get_color (gtk_widget_get_style_context (widget), &fg);
-  G_GNUC_END_IGNORE_DEPRECATIONS
-  cr = gtk_snapshot_append_cairo (snapshot, &GRAPHENE_RECT_INIT (0, 0, width, height));
-  cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
-  cairo_set_font_size (cr, 14);
   if (rows->len == 0)
     {
       gdk_cairo_set_source_rgba (cr, &fg);

@@ -2,6 +2,7 @@
  * class names, under a header row), its Cairo drawing and its tooltip. */
 
 #include "tdm-confusion-view.h"
+#include "tdm-draw.h"
 
 #include <glib/gi18n.h>
 
@@ -133,14 +134,9 @@ tdm_confusion_view_snapshot (GtkWidget   *widget,
   GdkRGBA fg;
   cairo_t *cr;
 
-  if (width <= 0 || height <= 0)
+  cr = tdm_draw_begin (widget, snapshot, &fg);
+  if (cr == NULL)
     return;
-  G_GNUC_BEGIN_IGNORE_DEPRECATIONS
-  gtk_style_context_get_color (gtk_widget_get_style_context (widget), &fg);
-  G_GNUC_END_IGNORE_DEPRECATIONS
-  cr = gtk_snapshot_append_cairo (snapshot, &GRAPHENE_RECT_INIT (0, 0, width, height));
-  cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
-  cairo_set_font_size (cr, 14);
   gdk_cairo_set_source_rgba (cr, &fg);
 
   if (!tdm_confusion_view_grid (self, width, height, &x0, &y0, &cell))

@@ -2,6 +2,7 @@
  * ideal line, the measured points and their phase split, in Cairo. */
 
 #include "tdm-scaling-chart.h"
+#include "tdm-draw.h"
 #include "tdm-chart-svg.h"
 
 #include <glib/gi18n.h>
@@ -102,8 +103,7 @@ tdm_scaling_chart_draw (TdmScalingChart *self,
   if (width <= LEFT + RIGHT || height <= TOP + BOTTOM)
     return;
   cairo_save (cr);
-  cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
-  cairo_set_font_size (cr, 14);
+  tdm_draw_set_font (cr);
   gdk_cairo_set_source_rgba (cr, &fg);
   cairo_set_line_width (cr, 1);
 
@@ -201,12 +201,9 @@ tdm_scaling_chart_snapshot (GtkWidget   *widget,
   GdkRGBA fg;
   cairo_t *cr;
 
-  if (width <= 0 || height <= 0)
+  cr = tdm_draw_begin (widget, snapshot, &fg);
+  if (cr == NULL)
     return;
-  G_GNUC_BEGIN_IGNORE_DEPRECATIONS
-  gtk_style_context_get_color (gtk_widget_get_style_context (widget), &fg);
-  G_GNUC_END_IGNORE_DEPRECATIONS
-  cr = gtk_snapshot_append_cairo (snapshot, &GRAPHENE_RECT_INIT (0, 0, width, height));
   tdm_scaling_chart_draw (TDM_SCALING_CHART (widget), cr, width, height, &fg);
   cairo_destroy (cr);
 }

@@ -3,6 +3,7 @@
  * step boundaries, a legend of the phases below. */
 
 #include "tdm-timeline.h"
+#include "tdm-draw.h"
 
 #include <glib/gi18n.h>
 #include <string.h>
@@ -216,14 +217,9 @@ tdm_timeline_snapshot (GtkWidget   *widget,
   GdkRGBA fg;
   cairo_t *cr;
 
-  if (width <= 0 || height <= 0)
+  cr = tdm_draw_begin (widget, snapshot, &fg);
+  if (cr == NULL)
     return;
-  G_GNUC_BEGIN_IGNORE_DEPRECATIONS
-  gtk_style_context_get_color (gtk_widget_get_style_context (widget), &fg);
-  G_GNUC_END_IGNORE_DEPRECATIONS
-  cr = gtk_snapshot_append_cairo (snapshot, &GRAPHENE_RECT_INIT (0, 0, width, height));
-  cairo_select_font_face (cr, "Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
-  cairo_set_font_size (cr, 14);
 
   /* How many rows the legend takes at this width, before the lanes are laid out
    * above it (the same walk as the legend's drawing below). */
