@@ -1,8 +1,8 @@
 /* tdm-format.c: numbers and names as the window shows them.
  *
  * One place for how counts read, so the status line, the dataset facts and the
- * network's size agree, and for how a replica is called, so the legends and the CSV
- * columns agree. Not for numbers in files: exports write plain numbers.
+ * network's size agree, for how a replica is called, so the legends and the CSV
+ * columns agree, and for the status line's sentences about a run. Not for numbers in files: exports write plain numbers.
  */
 
 #include <locale.h>
@@ -94,4 +94,77 @@ tdm_format_replica (const TdmStartedEvent *started,
 
   /* Translators: one of several replicas on the same device, e.g. "cpu 2" */
   return g_strdup_printf (C_("replica", "%.32s %d"), id, nth);
+}
+
+char *
+tdm_format_duration (double seconds)
+{
+  gint64 s;
+
+  if (!isfinite (seconds) || seconds < 0)
+    return g_strdup ("—");
+
+  s = (gint64) (seconds + 0.5);
+  if (s >= 3600)
+    return g_strdup_printf ("%" G_GINT64_FORMAT ":%02d:%02d",
+                            s / 3600, (int) (s / 60 % 60), (int) (s % 60));
+
+  return g_strdup_printf ("%d:%02d", (int) (s / 60), (int) (s % 60));
+}
+
+char *
+tdm_format_progress (const TdmStartedEvent *started,
+                     const TdmStepEvent    *s,
+                     gboolean               paused)
+{
+  g_autofree char *epoch = NULL;
+  g_autofree char *step = NULL;
+  g_autofree char *rate = NULL;
+  g_autofree char *elapsed = NULL;
+  g_autofree char *eta = NULL;
+  g_autofree char *steps_done = NULL;
+  g_autofree char *steps_total = NULL;
+  g_autofree char *samples = NULL;
+  g_autofree char *elapsed_time = NULL;
+  g_autofree char *eta_time = NULL;
+  char *text;
+
+  g_return_val_if_fail (started != NULL, NULL);
+  g_return_val_if_fail (s != NULL, NULL);
+
+  epoch = g_strdup_printf (_("Epoch %d of %d"),
+                           MIN (s->epoch + 1, started->epochs), started->epochs);
+  steps_done = tdm_format_count (s->step);
+  steps_total = tdm_format_count (started->total_steps);
+  step = g_strdup_printf (_("Step %s of %s"), steps_done, steps_total);
+  samples = tdm_format_count (s->samples_per_second);
+  rate = g_strdup_printf (_("%s samples/s"), samples);
+  elapsed_time = tdm_format_duration (s->elapsed);
+  elapsed = g_strdup_printf (_("%s elapsed"), elapsed_time);
+  eta_time = tdm_format_duration (s->eta);
+  eta = g_strdup_printf (_("%s left"), eta_time);
+
+  text = g_strjoin (" · ", epoch, step, rate, elapsed, eta, NULL);
+  if (paused)
+    {
+      g_autofree char *body = text;
+
+      text = g_strjoin (" · ", _("Paused"), body, NULL);
+    }
+
+  return text;
+}
+
+char *
+tdm_format_finished (const TdmFinishedEvent *f)
+{
+  g_autofree char *elapsed = tdm_format_duration (f->elapsed);
+  g_autofree char *steps = tdm_format_count (f->steps);
+
+  if (f->stopped)
+    return g_strdup_printf (_("Stopped after %s steps in %s"), steps, elapsed);
+  if (isfinite (f->test_accuracy))
+    return g_strdup_printf (_("Finished in %s · test accuracy %.1f %% · test loss %.4f"),
+                            elapsed, 100.0 * f->test_accuracy, f->test_loss);
+  return g_strdup_printf (_("Finished in %s"), elapsed);
 }

@@ -21,4 +21,16 @@ char *tdm_format_sentence (const char *message);
 char *tdm_format_replica (const TdmStartedEvent *started,
                           int                    replica);
 
+/* 3725 s → "1:02:05", 30 s → "0:30"; "—" for NaN and negatives. */
+char *tdm_format_duration (double seconds);
+
+/* The status line of a run in progress: "Epoch 2 of 3 · Step 60 of 120 · 1,060
+ * samples/s · 0:30 elapsed · 0:30 left", "Paused · " first while paused. */
+char *tdm_format_progress (const TdmStartedEvent *started,
+                           const TdmStepEvent    *step,
+                           gboolean               paused);
+
+/* The status line of a run that ended: "Finished in …", or "Stopped after …". */
+char *tdm_format_finished (const TdmFinishedEvent *finished);
+
 G_END_DECLS

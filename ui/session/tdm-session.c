@@ -120,22 +120,6 @@ tdm_session_x (TdmSession *self,
   return self->x_axis == TDM_SESSION_X_STEP ? (double) step : epoch;
 }
 
-static char *
-format_duration (double seconds)
-{
-  gint64 s;
-
-  if (!isfinite (seconds) || seconds < 0)
-    return g_strdup ("—");
-
-  s = (gint64) (seconds + 0.5);
-  if (s >= 3600)
-    return g_strdup_printf ("%" G_GINT64_FORMAT ":%02d:%02d",
-                            s / 3600, (int) (s / 60 % 60), (int) (s % 60));
-
-  return g_strdup_printf ("%d:%02d", (int) (s / 60), (int) (s % 60));
-}
-
 static void
 tdm_session_emit (TdmSession       *self,
                   TdmSessionSeries  series,
@@ -706,60 +690,6 @@ tdm_session_foreach_overlay_point (TdmSession          *self,
     }
 }
 
-static char *
-tdm_session_dup_running_status (TdmSession *self)
-{
-  const TdmStepEvent *s = &self->last_step;
-  g_autofree char *epoch = NULL;
-  g_autofree char *step = NULL;
-  g_autofree char *rate = NULL;
-  g_autofree char *elapsed = NULL;
-  g_autofree char *eta = NULL;
-  g_autofree char *steps_done = NULL;
-  g_autofree char *steps_total = NULL;
-  g_autofree char *samples = NULL;
-  g_autofree char *elapsed_time = NULL;
-  g_autofree char *eta_time = NULL;
-  char *text;
-
-  epoch = g_strdup_printf (_("Epoch %d of %d"),
-                           MIN (s->epoch + 1, self->started.epochs), self->started.epochs);
-  steps_done = tdm_format_count (s->step);
-  steps_total = tdm_format_count (self->started.total_steps);
-  step = g_strdup_printf (_("Step %s of %s"), steps_done, steps_total);
-  samples = tdm_format_count (s->samples_per_second);
-  rate = g_strdup_printf (_("%s samples/s"), samples);
-  elapsed_time = format_duration (s->elapsed);
-  elapsed = g_strdup_printf (_("%s elapsed"), elapsed_time);
-  eta_time = format_duration (s->eta);
-  eta = g_strdup_printf (_("%s left"), eta_time);
-
-  text = g_strjoin (" · ", epoch, step, rate, elapsed, eta, NULL);
-  if (self->paused)
-    {
-      g_autofree char *body = text;
-
-      text = g_strjoin (" · ", _("Paused"), body, NULL);
-    }
-
-  return text;
-}
-
-static char *
-tdm_session_dup_finished_status (TdmSession *self)
-{
-  const TdmFinishedEvent *f = &self->finished;
-  g_autofree char *elapsed = format_duration (f->elapsed);
-  g_autofree char *steps = tdm_format_count (f->steps);
-
-  if (f->stopped)
-    return g_strdup_printf (_("Stopped after %s steps in %s"), steps, elapsed);
-  if (isfinite (f->test_accuracy))
-    return g_strdup_printf (_("Finished in %s · test accuracy %.1f %% · test loss %.4f"),
-                            elapsed, 100.0 * f->test_accuracy, f->test_loss);
-  return g_strdup_printf (_("Finished in %s"), elapsed);
-}
-
 char *
 tdm_session_dup_status (TdmSession *self,
                         double     *fraction)
@@ -781,10 +711,10 @@ tdm_session_dup_status (TdmSession *self,
                               self->started.replicas, self->started.batch);
 
     case STATUS_RUNNING:
-      return tdm_session_dup_running_status (self);
+      return tdm_format_progress (&self->started, &self->last_step, self->paused);
 
     case STATUS_FINISHED:
-      return tdm_session_dup_finished_status (self);
+      return tdm_format_finished (&self->finished);
 
     case STATUS_FAILED:
       return g_strdup (_("Training failed"));
