@@ -683,15 +683,15 @@ tdm_devices_page_new (void)
 
 static void
 tdm_devices_page_session_event (TdmSession     *session,
-                     const TdmEvent *event,
-                     TdmDevicesPage *self)
+                                const TdmEvent *event,
+                                TdmDevicesPage *self)
 {
   tdm_devices_page_handle_event (self, event, tdm_session_get_dataset (session));
 }
 
 void
 tdm_devices_page_set_session (TdmDevicesPage *self,
-                     TdmSession *session)
+                              TdmSession     *session)
 {
   g_return_if_fail (TDM_IS_DEVICES_PAGE (self));
   g_return_if_fail (session == NULL || TDM_IS_SESSION (session));

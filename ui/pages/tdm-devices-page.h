@@ -37,8 +37,8 @@ void       tdm_devices_page_set_estimate     (TdmDevicesPage       *self,
  * BATCH the strip (thumbnails from `data`'s training set, may be NULL), DEVICES
  * the measured peaks, MEMORY the estimate. Others are ignored. */
 /* Shows the session's run: each of its events (and its dataset) as below. */
-void       tdm_devices_page_set_session (TdmDevicesPage *self,
-                                         TdmSession *session);
+void       tdm_devices_page_set_session      (TdmDevicesPage       *self,
+                                              TdmSession           *session);
 void       tdm_devices_page_handle_event     (TdmDevicesPage       *self,
                                               const TdmEvent       *event,
                                               const TdmDatasetPair *data);

@@ -1,6 +1,6 @@
-/* tdm-predictions-page.c: the "Predictions" page, built in code: two drawing
- * widgets under a summary line, side by side where the page is wide and one above the
- * other where it is not (a GtkFlowBox does that without a breakpoint).
+/* tdm-predictions-page.c: the "Predictions" page: two drawing widgets under a
+ * summary line (the layout is tdm-predictions-page.ui), a view of the session's
+ * PREDICTIONS events.
  */
 
 #include "tdm-predictions-page.h"
@@ -17,30 +17,13 @@ struct _TdmPredictionsPage
   TdmSession *session;
   gulong      session_event;
 
-  GtkWidget *scroller;
+  GtkWidget  *scroller;
   GtkWidget *summary_label;
   GtkWidget *confusion;
   GtkWidget *gallery;
 };
 
 G_DEFINE_FINAL_TYPE (TdmPredictionsPage, tdm_predictions_page, GTK_TYPE_WIDGET)
-
-static GtkWidget *
-titled (const char *title,
-        GtkWidget  *child)
-{
-  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 6);
-  GtkWidget *label = gtk_label_new (title);
-
-  gtk_label_set_xalign (GTK_LABEL (label), 0);
-  gtk_label_set_wrap (GTK_LABEL (label), TRUE);
-  gtk_widget_add_css_class (label, "heading");
-  gtk_box_append (GTK_BOX (box), label);
-  gtk_widget_set_vexpand (child, TRUE);
-  gtk_widget_set_hexpand (child, TRUE);
-  gtk_box_append (GTK_BOX (box), child);
-  return box;
-}
 
 static void
 tdm_predictions_page_clear (TdmPredictionsPage *self)
@@ -107,7 +90,7 @@ tdm_predictions_page_dispose (GObject *object)
   TdmPredictionsPage *self = TDM_PREDICTIONS_PAGE (object);
 
   tdm_predictions_page_set_session (self, NULL);
-  g_clear_pointer (&self->scroller, gtk_widget_unparent);
+  gtk_widget_dispose_template (GTK_WIDGET (self), TDM_TYPE_PREDICTIONS_PAGE);
 
   G_OBJECT_CLASS (tdm_predictions_page_parent_class)->dispose (object);
 }
@@ -121,54 +104,21 @@ tdm_predictions_page_class_init (TdmPredictionsPageClass *klass)
   object_class->dispose = tdm_predictions_page_dispose;
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
   gtk_widget_class_set_css_name (widget_class, "predictionspage");
+
+  g_type_ensure (TDM_TYPE_CONFUSION_VIEW);
+  g_type_ensure (TDM_TYPE_PREDICTION_GALLERY);
+  gtk_widget_class_set_template_from_resource (widget_class,
+                                               "/io/github/tandem/Tandem/ui/tdm-predictions-page.ui");
+  gtk_widget_class_bind_template_child (widget_class, TdmPredictionsPage, scroller);
+  gtk_widget_class_bind_template_child (widget_class, TdmPredictionsPage, summary_label);
+  gtk_widget_class_bind_template_child (widget_class, TdmPredictionsPage, confusion);
+  gtk_widget_class_bind_template_child (widget_class, TdmPredictionsPage, gallery);
 }
 
 static void
 tdm_predictions_page_init (TdmPredictionsPage *self)
 {
-  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 12);
-  GtkWidget *flow = gtk_flow_box_new ();
-
-  gtk_widget_set_margin_start (box, 12);
-  gtk_widget_set_margin_end (box, 12);
-  gtk_widget_set_margin_top (box, 18);
-  gtk_widget_set_margin_bottom (box, 18);
-
-  self->summary_label = gtk_label_new (NULL);
-  gtk_label_set_wrap (GTK_LABEL (self->summary_label), TRUE);
-  gtk_label_set_xalign (GTK_LABEL (self->summary_label), 0);
-  gtk_box_append (GTK_BOX (box), self->summary_label);
-
-  self->confusion = tdm_confusion_view_new ();
-  gtk_widget_set_size_request (self->confusion, 240, 300);
-  gtk_accessible_update_property (GTK_ACCESSIBLE (self->confusion),
-                                  GTK_ACCESSIBLE_PROPERTY_LABEL,
-                                  _("Confusion matrix of the test set"), -1);
-  self->gallery = tdm_prediction_gallery_new ();
-  gtk_widget_set_size_request (self->gallery, 240, 300);
-  gtk_accessible_update_property (GTK_ACCESSIBLE (self->gallery),
-                                  GTK_ACCESSIBLE_PROPERTY_LABEL,
-                                  _("Test images with their predictions, mistakes first"), -1);
-
-  gtk_flow_box_set_selection_mode (GTK_FLOW_BOX (flow), GTK_SELECTION_NONE);
-  gtk_flow_box_set_homogeneous (GTK_FLOW_BOX (flow), TRUE);
-  gtk_flow_box_set_max_children_per_line (GTK_FLOW_BOX (flow), 2);
-  gtk_flow_box_set_column_spacing (GTK_FLOW_BOX (flow), 18);
-  gtk_flow_box_set_row_spacing (GTK_FLOW_BOX (flow), 18);
-  gtk_widget_set_vexpand (flow, TRUE);
-  gtk_flow_box_append (GTK_FLOW_BOX (flow),
-                       titled (_("Confusion matrix (rows: true class, columns: predicted)"),
-                               self->confusion));
-  gtk_flow_box_append (GTK_FLOW_BOX (flow),
-                       titled (_("Test images, mistakes first"), self->gallery));
-  gtk_box_append (GTK_BOX (box), flow);
-
-  self->scroller = gtk_scrolled_window_new ();
-  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (self->scroller),
-                                  GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
-  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (self->scroller), box);
-  gtk_widget_set_parent (self->scroller, GTK_WIDGET (self));
-
+  gtk_widget_init_template (GTK_WIDGET (self));
   tdm_predictions_page_clear (self);
 }
 
@@ -179,16 +129,16 @@ tdm_predictions_page_new (void)
 }
 
 static void
-tdm_predictions_page_session_event (TdmSession     *session,
-                     const TdmEvent *event,
-                     TdmPredictionsPage *self)
+tdm_predictions_page_session_event (TdmSession         *session,
+                                    const TdmEvent     *event,
+                                    TdmPredictionsPage *self)
 {
   tdm_predictions_page_handle_event (self, event, tdm_session_get_dataset (session));
 }
 
 void
 tdm_predictions_page_set_session (TdmPredictionsPage *self,
-                     TdmSession *session)
+                                  TdmSession         *session)
 {
   g_return_if_fail (TDM_IS_PREDICTIONS_PAGE (self));
   g_return_if_fail (session == NULL || TDM_IS_SESSION (session));

@@ -25,8 +25,8 @@ GtkWidget *tdm_predictions_page_new           (void);
 /* STARTED clears the page, PREDICTIONS fills it (thumbnails from `data`'s test set,
  * may be NULL); others are ignored. */
 /* Shows the session's run: each of its events (and its dataset) as below. */
-void       tdm_predictions_page_set_session (TdmPredictionsPage *self,
-                                             TdmSession *session);
+void       tdm_predictions_page_set_session   (TdmPredictionsPage   *self,
+                                               TdmSession           *session);
 void       tdm_predictions_page_handle_event  (TdmPredictionsPage   *self,
                                                const TdmEvent       *event,
                                                const TdmDatasetPair *data);
