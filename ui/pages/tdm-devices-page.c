@@ -1,8 +1,7 @@
 /* tdm-devices-page.c: the "Devices" page: timeline, batch strip and memory table.
  *
- * Built in code rather than from a template: its memory table has one row per
- * device, known only once a run is chosen, and the two views above it are plain
- * drawing widgets. The table holds what the engine said (tdm-memory.h's estimate and
+ * The frame is a template (tdm-devices-page.ui); the tables' rows, one per device
+ * and known only once a run is chosen, are built here. The memory table holds what the engine said (tdm-memory.h's estimate and
  * the DEVICES events' byte counters); the page adds nothing of its own but the peak,
  * the largest of the counters seen.
  */
@@ -26,8 +25,8 @@ struct _TdmDevicesPage
 {
   GtkWidget       parent_instance;
 
-  TdmSession *session;
-  gulong      session_event;
+  TdmSession     *session;
+  gulong          session_event;
 
   GtkWidget      *scroller;
   GtkWidget      *timeline;
@@ -68,17 +67,6 @@ struct _TdmDevicesPage
 };
 
 G_DEFINE_FINAL_TYPE (TdmDevicesPage, tdm_devices_page, GTK_TYPE_WIDGET)
-
-static GtkWidget *
-heading (const char *text)
-{
-  GtkWidget *label = gtk_label_new (text);
-
-  gtk_label_set_xalign (GTK_LABEL (label), 0);
-  gtk_label_set_wrap (GTK_LABEL (label), TRUE);
-  gtk_widget_add_css_class (label, "heading");
-  return label;
-}
 
 static GtkWidget *
 cell (const char *text,
@@ -554,7 +542,7 @@ tdm_devices_page_dispose (GObject *object)
   TdmDevicesPage *self = TDM_DEVICES_PAGE (object);
 
   tdm_devices_page_set_session (self, NULL);
-  g_clear_pointer (&self->scroller, gtk_widget_unparent);
+  gtk_widget_dispose_template (GTK_WIDGET (self), TDM_TYPE_DEVICES_PAGE);
   g_clear_pointer (&self->warning, g_free);
 
   G_OBJECT_CLASS (tdm_devices_page_parent_class)->dispose (object);
@@ -594,84 +582,29 @@ tdm_devices_page_class_init (TdmDevicesPageClass *klass)
   object_class->finalize = tdm_devices_page_finalize;
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
   gtk_widget_class_set_css_name (widget_class, "devicespage");
+
+  g_type_ensure (TDM_TYPE_TIMELINE);
+  g_type_ensure (TDM_TYPE_BATCH_STRIP);
+  gtk_widget_class_set_template_from_resource (widget_class,
+                                               "/io/github/tandem/Tandem/ui/tdm-devices-page.ui");
+  gtk_widget_class_bind_template_child (widget_class, TdmDevicesPage, scroller);
+  gtk_widget_class_bind_template_child (widget_class, TdmDevicesPage, timeline);
+  gtk_widget_class_bind_template_child (widget_class, TdmDevicesPage, batch_strip);
+  gtk_widget_class_bind_template_child (widget_class, TdmDevicesPage, memory_grid);
+  gtk_widget_class_bind_template_child (widget_class, TdmDevicesPage, warning_label);
+  gtk_widget_class_bind_template_child (widget_class, TdmDevicesPage, memory_note);
+  gtk_widget_class_bind_template_child (widget_class, TdmDevicesPage, phase_grid);
 }
 
 static void
 tdm_devices_page_init (TdmDevicesPage *self)
 {
-  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 12);
-  GtkWidget *table_scroller;
-
   /* On the heap: a GObject's instance must stay under 64 KiB. */
   self->step_ms = g_malloc0 (PHASE_WINDOW * sizeof *self->step_ms);
   for (int r = 0; r < TDM_MAX_REPLICAS; r++)
     self->peak[r] = self->device_peak[r] = -1;
 
-  gtk_widget_set_margin_start (box, 12);
-  gtk_widget_set_margin_end (box, 12);
-  gtk_widget_set_margin_top (box, 18);
-  gtk_widget_set_margin_bottom (box, 18);
-
-  gtk_box_append (GTK_BOX (box), heading (_("What each device does in a step")));
-  self->timeline = tdm_timeline_new ();
-  gtk_widget_set_size_request (self->timeline, 240, 220);
-  gtk_accessible_update_property (GTK_ACCESSIBLE (self->timeline),
-                                  GTK_ACCESSIBLE_PROPERTY_LABEL,
-                                  _("Timeline of each device's phases"), -1);
-  gtk_box_append (GTK_BOX (box), self->timeline);
-
-  /* The timeline's numbers: mean time per step in each phase. */
-  self->phase_grid = gtk_grid_new ();
-  gtk_grid_set_column_spacing (GTK_GRID (self->phase_grid), 18);
-  gtk_grid_set_row_spacing (GTK_GRID (self->phase_grid), 6);
-  gtk_widget_set_visible (self->phase_grid, FALSE);
-  {
-    GtkWidget *phase_scroller = gtk_scrolled_window_new ();
-
-    gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (phase_scroller),
-                                    GTK_POLICY_AUTOMATIC, GTK_POLICY_NEVER);
-    gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (phase_scroller), self->phase_grid);
-    gtk_box_append (GTK_BOX (box), phase_scroller);
-  }
-
-  gtk_box_append (GTK_BOX (box), heading (_("How the batch is split")));
-  self->batch_strip = tdm_batch_strip_new ();
-  gtk_widget_set_size_request (self->batch_strip, 240, 160);
-  gtk_accessible_update_property (GTK_ACCESSIBLE (self->batch_strip),
-                                  GTK_ACCESSIBLE_PROPERTY_LABEL,
-                                  _("Samples of the batch on each device"), -1);
-  gtk_box_append (GTK_BOX (box), self->batch_strip);
-
-  gtk_box_append (GTK_BOX (box), heading (_("Memory per device")));
-  self->warning_label = gtk_label_new (NULL);
-  gtk_label_set_wrap (GTK_LABEL (self->warning_label), TRUE);
-  gtk_label_set_xalign (GTK_LABEL (self->warning_label), 0);
-  gtk_widget_add_css_class (self->warning_label, "error");
-  gtk_widget_set_visible (self->warning_label, FALSE);
-  gtk_box_append (GTK_BOX (box), self->warning_label);
-
-  /* The table scrolls sideways on a phone rather than widening the window. */
-  self->memory_grid = gtk_grid_new ();
-  gtk_grid_set_column_spacing (GTK_GRID (self->memory_grid), 18);
-  gtk_grid_set_row_spacing (GTK_GRID (self->memory_grid), 6);
-  table_scroller = gtk_scrolled_window_new ();
-  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (table_scroller),
-                                  GTK_POLICY_AUTOMATIC, GTK_POLICY_NEVER);
-  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (table_scroller), self->memory_grid);
-  gtk_box_append (GTK_BOX (box), table_scroller);
-
-  self->memory_note = gtk_label_new (NULL);
-  gtk_label_set_wrap (GTK_LABEL (self->memory_note), TRUE);
-  gtk_label_set_xalign (GTK_LABEL (self->memory_note), 0);
-  gtk_widget_add_css_class (self->memory_note, "dim-label");
-  gtk_box_append (GTK_BOX (box), self->memory_note);
-
-  self->scroller = gtk_scrolled_window_new ();
-  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (self->scroller),
-                                  GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
-  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (self->scroller), box);
-  gtk_widget_set_parent (self->scroller, GTK_WIDGET (self));
-
+  gtk_widget_init_template (GTK_WIDGET (self));
   tdm_devices_page_set_estimate (self, NULL, NULL, TRUE, 0);
 }
 
