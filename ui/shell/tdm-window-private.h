@@ -95,6 +95,15 @@ void            tdm_window_update_state     (TdmWindow            *self);
 void            tdm_window_show_error       (TdmWindow            *self,
                                              const char           *headline,
                                              const char           *detail);
+
+/* Starts `config` as the window's run, recorded in the history under `record_name`
+ * (NULL: its date), keeping its parameters when asked. FALSE after showing why not. */
+gboolean        tdm_window_launch           (TdmWindow            *self,
+                                             const TdmConfig      *config,
+                                             const char           *record_name,
+                                             gboolean              keep_parameters);
+
+/* tdm-window-files.c */
 GtkFileChooser *tdm_window_new_chooser      (TdmWindow            *self,
                                              const char           *title,
                                              GtkFileChooserAction  action,
@@ -106,13 +115,18 @@ void            tdm_window_add_filter       (GtkFileChooser       *chooser,
 void            tdm_window_export_chosen    (TdmWindow            *self,
                                              int                   response,
                                              GtkNativeDialog      *dialog);
-
-/* Starts `config` as the window's run, recorded in the history under `record_name`
- * (NULL: its date), keeping its parameters when asked. FALSE after showing why not. */
-gboolean        tdm_window_launch           (TdmWindow            *self,
-                                             const TdmConfig      *config,
-                                             const char           *record_name,
-                                             gboolean              keep_parameters);
+/* The file chooser shown, if any, is gone. */
+void            tdm_window_chooser_done     (TdmWindow            *self);
+/* Actions: win.open-folder, win.export, win.export-chart. */
+void            tdm_window_open_folder      (GtkWidget            *widget,
+                                             const char           *action_name,
+                                             GVariant             *parameter);
+void            tdm_window_export           (GtkWidget            *widget,
+                                             const char           *action_name,
+                                             GVariant             *parameter);
+void            tdm_window_export_chart     (GtkWidget            *widget,
+                                             const char           *action_name,
+                                             GVariant             *parameter);
 
 /* tdm-window-history.c */
 void            tdm_window_history_init     (TdmWindow            *self);
