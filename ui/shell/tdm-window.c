@@ -11,10 +11,11 @@
  * The form sits in an AdwFlap, which folds it over the views when both do not fit
  * side by side (below about 700 px); the charts reflow on their own (TdmDashboard).
  * The views are pages of an AdwViewStack: the charts, the devices (timeline, batch
- * split, memory), the predictions, the scaling run and the run history. The run's pages are
- * a view of the window's TdmSession, which takes in each event; thumbnails come from
- * the dataset the run trains on (tdm_run_get_dataset(), handed to the session). Before Start the Devices page shows the engine's memory
- * estimate for the choices as they stand (TdmRunForm asks the engine).
+ * split, memory), the predictions, the scaling run and the run history. The run's
+ * pages are views of the window's TdmSession, which takes in each event; thumbnails
+ * come from the dataset the run trains on (tdm_run_get_dataset(), handed to the
+ * session). Before Start the Devices page shows the engine's memory estimate for the
+ * choices as they stand (TdmRunForm asks the engine).
  *
  * Presentation mode (F11) is for a class: fullscreen, larger text, one chart
  * enlarged, high-contrast phase colours and the pace control shown. That side of
