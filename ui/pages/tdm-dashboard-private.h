@@ -85,14 +85,24 @@ rgba_from_hex (GdkRGBA *out,
   out->alpha = 1;
 }
 
-void tdm_dashboard_flush_chart (TdmDashboard *self, ChartId id);
-void tdm_dashboard_update_status (TdmDashboard *self);
-void tdm_dashboard_paced (guint slot, gpointer user_data);
-void tdm_dashboard_setup_step_time (TdmDashboard *self);
-void tdm_dashboard_show_charts (TdmDashboard *self);
-void tdm_dashboard_replot (TdmDashboard *self);
-void tdm_dashboard_started (TdmSession *session, TdmDashboard *self);
-void tdm_dashboard_point (TdmSession *session, const TdmSessionPoint *p, TdmDashboard *self);
-void tdm_dashboard_status_changed (TdmSession *session, gboolean at_once, TdmDashboard *self);
+/* tdm-dashboard-plot.c */
+void tdm_dashboard_flush_chart     (TdmDashboard          *self,
+                                    ChartId                id);
+void tdm_dashboard_update_status   (TdmDashboard          *self);
+/* The pacer's callback: one chart's queued points, or the status line. */
+void tdm_dashboard_paced           (guint                  slot,
+                                    gpointer               user_data);
+void tdm_dashboard_setup_step_time (TdmDashboard          *self);
+void tdm_dashboard_show_charts     (TdmDashboard          *self);
+void tdm_dashboard_replot          (TdmDashboard          *self);
+/* The session's signals. */
+void tdm_dashboard_started         (TdmSession            *session,
+                                    TdmDashboard          *self);
+void tdm_dashboard_point           (TdmSession            *session,
+                                    const TdmSessionPoint *p,
+                                    TdmDashboard          *self);
+void tdm_dashboard_status_changed  (TdmSession            *session,
+                                    gboolean               at_once,
+                                    TdmDashboard          *self);
 
 G_END_DECLS

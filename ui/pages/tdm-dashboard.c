@@ -1,7 +1,8 @@
 /* tdm-dashboard.c: the live charts and status line of a training run.
  *
  * A view of a TdmSession: the session turns events into points of named series and
- * a status; this file puts them on six chart cards and a status line. Loss and
+ * a status; this file lays out six chart cards, their menus and the status line,
+ * and tdm-dashboard-plot.c puts the session's points on them. Loss and
  * accuracy are drawn against epochs or steps, a setting of those two charts, with
  * earlier runs from the history as faint curves (their training curves, one legend
  * entry each). Every replica keeps one colour, tdm_chart_device_colour() of its
