@@ -14,7 +14,7 @@
  * and tandem-train write the same record. A history that cannot be written costs the
  * record, never the run.
  *
- * Built in code, like the other classroom pages: a row of controls, a status line,
+ * The page is a template (tdm-scaling-page.ui): a row of controls, a status line,
  * the chart and a table of the points (tdm-scaling-table.h, which the History page
  * shows kept sweeps with).
  */
@@ -46,6 +46,7 @@ struct _TdmScalingPage
   GtkWidget     *status_label;
   GtkWidget     *chart;
   GtkWidget     *table;
+  GtkWidget     *table_scroller;
 
   GCancellable  *cancellable;     /* of the run going, or NULL */
   guint          generation;      /* of the run going or last run */
@@ -570,7 +571,7 @@ tdm_scaling_page_dispose (GObject *object)
     g_cancellable_cancel (self->cancellable);
   self->generation++;
   g_clear_object (&self->cancellable);
-  g_clear_pointer (&self->scroller, gtk_widget_unparent);
+  gtk_widget_dispose_template (GTK_WIDGET (self), TDM_TYPE_SCALING_PAGE);
   g_clear_pointer (&self->config, tdm_config_free);
   g_clear_pointer (&self->info, tdm_export_info_free);
   g_clear_pointer (&self->history_folder, g_free);
@@ -627,100 +628,28 @@ tdm_scaling_page_class_init (TdmScalingPageClass *klass)
 
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
   gtk_widget_class_set_css_name (widget_class, "scalingpage");
+
+  g_type_ensure (TDM_TYPE_SCALING_CHART);
+  gtk_widget_class_set_template_from_resource (widget_class,
+                                               "/io/github/tandem/Tandem/ui/tdm-scaling-page.ui");
+  gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, scroller);
+  gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, mode_dropdown);
+  gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, steps_spin);
+  gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, run_button);
+  gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, cancel_button);
+  gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, status_label);
+  gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, chart);
+  gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, table_scroller);
 }
 
 static void
 tdm_scaling_page_init (TdmScalingPage *self)
 {
-  static const char *modes[] = {
-    N_("Strong: same global batch"), N_("Weak: same batch per device"), NULL,
-  };
-  const char *translated[G_N_ELEMENTS (modes)];
-  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 12);
-  GtkWidget *controls = gtk_flow_box_new ();
-  GtkWidget *steps_box = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 6);
-  GtkWidget *buttons = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 6);
-  GtkWidget *export_csv, *export_svg, *table_scroller;
-
-  for (guint i = 0; i < G_N_ELEMENTS (modes); i++)
-    translated[i] = modes[i] != NULL ? _(modes[i]) : NULL;
-
-  gtk_widget_set_margin_start (box, 12);
-  gtk_widget_set_margin_end (box, 12);
-  gtk_widget_set_margin_top (box, 18);
-  gtk_widget_set_margin_bottom (box, 18);
-
-  /* Controls wrap onto more lines on a phone. */
-  gtk_flow_box_set_selection_mode (GTK_FLOW_BOX (controls), GTK_SELECTION_NONE);
-  gtk_flow_box_set_column_spacing (GTK_FLOW_BOX (controls), 12);
-  gtk_flow_box_set_row_spacing (GTK_FLOW_BOX (controls), 6);
-  gtk_flow_box_set_max_children_per_line (GTK_FLOW_BOX (controls), 3);
-
-  self->mode_dropdown = gtk_drop_down_new_from_strings (translated);
-  gtk_widget_set_tooltip_text (self->mode_dropdown,
-                               _("Strong scaling splits the same batch over more devices; weak scaling gives every device the same share"));
-  gtk_accessible_update_property (GTK_ACCESSIBLE (self->mode_dropdown),
-                                  GTK_ACCESSIBLE_PROPERTY_LABEL, _("Scaling mode"), -1);
-  gtk_flow_box_append (GTK_FLOW_BOX (controls), self->mode_dropdown);
-
-  self->steps_spin = gtk_spin_button_new_with_range (20, 5000, 10);
+  gtk_widget_init_template (GTK_WIDGET (self));
   gtk_spin_button_set_value (GTK_SPIN_BUTTON (self->steps_spin), DEFAULT_STEPS);
-  gtk_accessible_update_property (GTK_ACCESSIBLE (self->steps_spin),
-                                  GTK_ACCESSIBLE_PROPERTY_LABEL,
-                                  _("Steps per device count"), -1);
-  gtk_box_append (GTK_BOX (steps_box), self->steps_spin);
-  gtk_box_append (GTK_BOX (steps_box), gtk_label_new (_("steps each")));
-  gtk_flow_box_append (GTK_FLOW_BOX (controls), steps_box);
-
-  self->run_button = gtk_button_new_with_mnemonic (_("_Run Scaling"));
-  gtk_actionable_set_action_name (GTK_ACTIONABLE (self->run_button), "win.scaling-run");
-  gtk_widget_set_tooltip_text (self->run_button,
-                               _("Trains on 1, 2, … of the chosen devices in turn and measures each"));
-  gtk_widget_add_css_class (self->run_button, "suggested-action");
-  gtk_box_append (GTK_BOX (buttons), self->run_button);
-  self->cancel_button = gtk_button_new_with_mnemonic (_("_Cancel"));
-  gtk_actionable_set_action_name (GTK_ACTIONABLE (self->cancel_button), "win.scaling-cancel");
-  gtk_box_append (GTK_BOX (buttons), self->cancel_button);
-  export_csv = gtk_button_new_from_icon_name ("x-office-spreadsheet-symbolic");
-  gtk_actionable_set_detailed_action_name (GTK_ACTIONABLE (export_csv), "win.scaling-export::csv");
-  gtk_widget_set_tooltip_text (export_csv, _("Export the points as CSV"));
-  gtk_accessible_update_property (GTK_ACCESSIBLE (export_csv), GTK_ACCESSIBLE_PROPERTY_LABEL,
-                                  _("Export the points as CSV"), -1);
-  gtk_box_append (GTK_BOX (buttons), export_csv);
-  export_svg = gtk_button_new_from_icon_name ("image-x-generic-symbolic");
-  gtk_actionable_set_detailed_action_name (GTK_ACTIONABLE (export_svg), "win.scaling-export::svg");
-  gtk_widget_set_tooltip_text (export_svg, _("Export the chart as SVG"));
-  gtk_accessible_update_property (GTK_ACCESSIBLE (export_svg), GTK_ACCESSIBLE_PROPERTY_LABEL,
-                                  _("Export the chart as SVG"), -1);
-  gtk_box_append (GTK_BOX (buttons), export_svg);
-  gtk_flow_box_append (GTK_FLOW_BOX (controls), buttons);
-  gtk_box_append (GTK_BOX (box), controls);
-
-  self->status_label = gtk_label_new (_("Runs the chosen configuration on 1, 2, … of its devices and plots the speed-up."));
-  gtk_label_set_wrap (GTK_LABEL (self->status_label), TRUE);
-  gtk_label_set_xalign (GTK_LABEL (self->status_label), 0);
-  gtk_box_append (GTK_BOX (box), self->status_label);
-
-  self->chart = tdm_scaling_chart_new ();
-  gtk_widget_set_size_request (self->chart, 240, 280);
-  gtk_widget_set_vexpand (self->chart, TRUE);
-  gtk_accessible_update_property (GTK_ACCESSIBLE (self->chart), GTK_ACCESSIBLE_PROPERTY_LABEL,
-                                  _("Speed-up against the number of devices"), -1);
-  gtk_box_append (GTK_BOX (box), self->chart);
-
   self->table = tdm_scaling_table_new ();
-  table_scroller = gtk_scrolled_window_new ();
-  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (table_scroller),
-                                  GTK_POLICY_AUTOMATIC, GTK_POLICY_NEVER);
-  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (table_scroller), self->table);
-  gtk_box_append (GTK_BOX (box), table_scroller);
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (self->table_scroller), self->table);
   tdm_scaling_page_fill_table (self);
-
-  self->scroller = gtk_scrolled_window_new ();
-  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (self->scroller),
-                                  GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
-  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (self->scroller), box);
-  gtk_widget_set_parent (self->scroller, GTK_WIDGET (self));
 }
 
 GtkWidget *
