@@ -108,8 +108,7 @@ tdm_dashboard_set_x_axis (TdmDashboard      *self,
   if (axis == tdm_dashboard_get_x_axis (self))
     return;
 
-  tdm_session_set_x_axis (self->session, axis == TDM_DASHBOARD_X_STEP ? TDM_SESSION_X_STEP
-                                                                      : TDM_SESSION_X_EPOCH);
+  tdm_session_set_x_axis (self->session, axis);
   tdm_dashboard_replot (self);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_X_AXIS]);
 }
@@ -119,8 +118,7 @@ tdm_dashboard_get_x_axis (TdmDashboard *self)
 {
   g_return_val_if_fail (TDM_IS_DASHBOARD (self), TDM_DASHBOARD_X_EPOCH);
 
-  return tdm_session_get_x_axis (self->session) == TDM_SESSION_X_STEP ? TDM_DASHBOARD_X_STEP
-                                                                      : TDM_DASHBOARD_X_EPOCH;
+  return tdm_session_get_x_axis (self->session);
 }
 
 void

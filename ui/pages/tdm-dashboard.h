@@ -65,13 +65,11 @@ const TdmExportInfo *tdm_dashboard_get_export_info (TdmDashboard *self);
 
 TdmMetricsLog *tdm_dashboard_get_log      (TdmDashboard  *self);
 
-/* What the loss and accuracy charts are drawn against: never the clock, so that two
- * runs of one configuration overlay point for point. */
-typedef enum
-{
-  TDM_DASHBOARD_X_EPOCH,
-  TDM_DASHBOARD_X_STEP,
-} TdmDashboardXAxis;
+/* What the loss and accuracy charts are drawn against: the session's axis
+ * (tdm-session.h), never the clock. */
+typedef TdmSessionXAxis TdmDashboardXAxis;
+#define TDM_DASHBOARD_X_EPOCH TDM_SESSION_X_EPOCH
+#define TDM_DASHBOARD_X_STEP  TDM_SESSION_X_STEP
 
 void           tdm_dashboard_set_x_axis   (TdmDashboard      *self,
                                            TdmDashboardXAxis  axis);
