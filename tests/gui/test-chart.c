@@ -17,6 +17,7 @@
 #include "tdm-chart.h"
 #include "tdm-chart-private.h"
 #include "tdm-export-info.h"
+#include "tdm-run-export-info.h"
 #include "tdm-series.h"
 
 #define W 800
@@ -1047,7 +1048,7 @@ test_export_provenance(void)
   g_assert_true(tdm_config_set_devices(config, "cpu:2", &error));
   config->batch = 256;
   config->seed = 7;
-  info = tdm_export_info_new(config, when);
+  info = tdm_run_export_info_new(config, when);
   g_assert_cmpstr(tdm_export_info_lookup(info, "date"), ==, "2026-12-03T14:05:00Z");
   /* A line break in a value would end a CSV comment early. */
   g_assert_cmpstr(tdm_export_info_lookup(info, "dataset"), ==, "/データ/my folder");

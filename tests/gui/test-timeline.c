@@ -1,10 +1,12 @@
 /* test-timeline.c: TdmTimeline's data handling and layout, on events from a real run
  * of each strategy on 2 CPU workers: every phase of both strategies is kept and laid
  * out, one lane per device, boxes in time order inside the widget; the colours are
- * distinct. No pixels are compared and nothing is timed. */
+ * distinct; shown in a window, its boxes are drawn in their phases' colours where the
+ * layout puts them. Nothing is timed. */
 
 #include <gtk/gtk.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include "tdm-timeline.h"
 #include "tdm-trainer.h"
@@ -105,18 +107,76 @@ test_strategies (void)
   g_assert_finalize_object (timeline);
 }
 
-/* Shown in a window it draws (the snapshot path runs) and goes away cleanly. */
+/* Shown in a window it draws: the widget's own rendering, read back as pixels, has
+ * each of the larger boxes tdm_timeline_layout() reports in that box's phase colour
+ * (a snapshot that drew nothing, or drew the boxes elsewhere, fails). Then it goes
+ * away cleanly. */
 static void
 test_realized (void)
 {
   GtkWidget *window = gtk_window_new ();
   GtkWidget *timeline = tdm_timeline_new ();
+  g_autoptr(GdkPaintable) paintable = NULL;
+  g_autoptr(GArray) boxes = NULL;
+  GskRenderNode *node;
+  GtkSnapshot *snapshot;
+  cairo_surface_t *surface;
+  cairo_t *cr;
+  guint checked = 0;
+  int width, height;
 
+  gtk_window_set_default_size (GTK_WINDOW (window), 800, 300);
   gtk_window_set_child (GTK_WINDOW (window), timeline);
   train_into (TDM_TIMELINE (timeline), TDM_STRATEGY_MAIN);
   gtk_window_present (GTK_WINDOW (window));
+  for (int i = 0; i < 1000 && gtk_widget_get_width (timeline) <= 0; i++)
+    g_main_context_iteration (NULL, FALSE);
   for (int i = 0; i < 20; i++)
     g_main_context_iteration (NULL, FALSE);
+
+  g_assert_true (gtk_widget_get_mapped (timeline));
+  width = gtk_widget_get_width (timeline);
+  height = gtk_widget_get_height (timeline);
+  g_assert_cmpint (width, >, 200);
+  g_assert_cmpint (height, >, 100);
+
+  paintable = gtk_widget_paintable_new (timeline);
+  snapshot = gtk_snapshot_new ();
+  gdk_paintable_snapshot (paintable, snapshot, width, height);
+  node = gtk_snapshot_free_to_node (snapshot);
+  g_assert_nonnull (node);
+  surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, width, height);
+  cr = cairo_create (surface);
+  gsk_render_node_draw (node, cr);
+  cairo_destroy (cr);
+  cairo_surface_flush (surface);
+
+  /* The snapshot laid the boxes out at this size (the legend's rows included). */
+  boxes = tdm_timeline_layout (TDM_TIMELINE (timeline), width, height);
+  g_assert_cmpuint (boxes->len, >, 0);
+  for (guint i = 0; i < boxes->len; i++)
+    {
+      const TdmTimelineBox *b = &g_array_index (boxes, TdmTimelineBox, i);
+      int cx = (int) (b->x + b->width / 2), cy = (int) (b->y + b->height / 2);
+      const guint8 *row;
+      guint32 pixel;
+      GdkRGBA want;
+
+      /* Boxes wide enough to sample, and clear of the lane labels at the left. */
+      if (b->width < 6 || b->height < 6 || b->x < 90)
+        continue;
+      row = cairo_image_surface_get_data (surface) + cy * cairo_image_surface_get_stride (surface);
+      pixel = ((const guint32 *) row)[cx];
+      tdm_timeline_phase_colour (b->phase, &want);
+      g_assert_cmpint (abs ((int) ((pixel >> 16) & 0xff) - (int) lround (want.red * 255)), <=, 2);
+      g_assert_cmpint (abs ((int) ((pixel >> 8) & 0xff) - (int) lround (want.green * 255)), <=, 2);
+      g_assert_cmpint (abs ((int) (pixel & 0xff) - (int) lround (want.blue * 255)), <=, 2);
+      checked++;
+    }
+  g_assert_cmpuint (checked, >, 0);
+
+  cairo_surface_destroy (surface);
+  gsk_render_node_unref (node);
   gtk_window_destroy (GTK_WINDOW (window));
 }
 

@@ -1,0 +1,286 @@
+/* tdm-scaling-chart.c: the scaling chart's axes (devices across, speed-up up), the
+ * ideal line, the measured points and their phase split, in Cairo. */
+
+#include "tdm-scaling-chart.h"
+#include "tdm-draw.h"
+#include "tdm-chart-svg.h"
+
+#include <glib/gi18n.h>
+#include <math.h>
+
+#define LEFT   56.0
+#define RIGHT  56.0   /* room for the last point's efficiency and split bar */
+#define TOP    12.0
+#define BOTTOM 44.0
+
+struct _TdmScalingChart
+{
+  GtkWidget  parent_instance;
+  GArray    *points;   /* TdmScalingPoint, by devices */
+};
+
+G_DEFINE_FINAL_TYPE (TdmScalingChart, tdm_scaling_chart, GTK_TYPE_WIDGET)
+
+static int
+tdm_scaling_chart_max_devices (TdmScalingChart *self)
+{
+  int n = 1;
+
+  for (guint i = 0; i < self->points->len; i++)
+    {
+      const TdmScalingPoint *p = &g_array_index (self->points, TdmScalingPoint, i);
+      n = MAX (n, MAX (p->devices, p->count));
+    }
+  return n;
+}
+
+double
+tdm_scaling_chart_get_y_max (TdmScalingChart *self)
+{
+  double y = tdm_scaling_chart_max_devices (self);
+
+  g_return_val_if_fail (TDM_IS_SCALING_CHART (self), 1);
+  for (guint i = 0; i < self->points->len; i++)
+    {
+      double s = g_array_index (self->points, TdmScalingPoint, i).speedup;
+      if (isfinite (s))
+        y = MAX (y, s);
+    }
+  return y;
+}
+
+gboolean
+tdm_scaling_chart_point_position (TdmScalingChart  *self,
+                                  double            width,
+                                  double            height,
+                                  int               devices,
+                                  gboolean          ideal,
+                                  graphene_point_t *position)
+{
+  int n = tdm_scaling_chart_max_devices (self);
+  double plot_w = width - LEFT - RIGHT, plot_h = height - TOP - BOTTOM;
+  double value = devices;
+
+  g_return_val_if_fail (TDM_IS_SCALING_CHART (self), FALSE);
+  if (plot_w <= 0 || plot_h <= 0 || devices < 1 || devices > n)
+    return FALSE;
+  if (!ideal)
+    {
+      gboolean found = FALSE;
+
+      for (guint i = 0; i < self->points->len && !found; i++)
+        {
+          const TdmScalingPoint *p = &g_array_index (self->points, TdmScalingPoint, i);
+          if (p->devices == devices)
+            {
+              value = p->speedup;
+              found = isfinite (value);
+            }
+        }
+      if (!found)
+        return FALSE;
+    }
+  /* Devices 1 … n spread over the width (one device alone sits in the middle). */
+  position->x = LEFT + (n == 1 ? plot_w / 2 : (devices - 1) * plot_w / (n - 1));
+  position->y = TOP + plot_h * (1 - value / tdm_scaling_chart_get_y_max (self));
+  return TRUE;
+}
+
+void
+tdm_scaling_chart_draw (TdmScalingChart *self,
+                        cairo_t         *cr,
+                        double           width,
+                        double           height,
+                        const GdkRGBA   *text_colour)
+{
+  int n = tdm_scaling_chart_max_devices (self);
+  double y_max = tdm_scaling_chart_get_y_max (self);
+  graphene_point_t p, q;
+  GdkRGBA fg = *text_colour;
+
+  g_return_if_fail (TDM_IS_SCALING_CHART (self));
+
+  if (width <= LEFT + RIGHT || height <= TOP + BOTTOM)
+    return;
+  cairo_save (cr);
+  tdm_draw_set_font (cr);
+  gdk_cairo_set_source_rgba (cr, &fg);
+  cairo_set_line_width (cr, 1);
+
+  /* Axes, device ticks and the speed-up scale's ends. */
+  cairo_move_to (cr, LEFT, TOP);
+  cairo_line_to (cr, LEFT, height - BOTTOM);
+  cairo_line_to (cr, width - RIGHT, height - BOTTOM);
+  tdm_chart_stroke (cr);
+  for (int d = 1; d <= n; d++)
+    if (tdm_scaling_chart_point_position (self, width, height, d, TRUE, &p))
+      {
+        char text[16];
+        g_snprintf (text, sizeof text, "%d", d);
+        cairo_move_to (cr, p.x - 4, height - BOTTOM + 18);
+        tdm_chart_show_text (cr, text);
+      }
+  cairo_move_to (cr, LEFT, height - 6);
+  tdm_chart_show_text (cr, _("Devices"));
+  {
+    char text[32];
+    g_snprintf (text, sizeof text, "%.1f×", y_max);
+    cairo_move_to (cr, 4, TOP + 12);
+    tdm_chart_show_text (cr, text);
+    cairo_move_to (cr, 4, height - BOTTOM);
+    tdm_chart_show_text (cr, "0×");
+  }
+
+  /* The ideal line, dashed. */
+  if (tdm_scaling_chart_point_position (self, width, height, 1, TRUE, &p) &&
+      tdm_scaling_chart_point_position (self, width, height, n, TRUE, &q))
+    {
+      double dash[] = { 6, 4 };
+      cairo_set_dash (cr, dash, 2, 0);
+      cairo_move_to (cr, p.x, p.y);
+      cairo_line_to (cr, q.x, q.y);
+      tdm_chart_stroke (cr);
+      cairo_set_dash (cr, NULL, 0, 0);
+    }
+
+  /* Measured points joined, each with its efficiency and its phase split. */
+  cairo_set_source_rgb (cr, 0.0, 0.447, 0.698);
+  cairo_set_line_width (cr, 2);
+  gboolean started = FALSE;
+  for (int d = 1; d <= n; d++)
+    if (tdm_scaling_chart_point_position (self, width, height, d, FALSE, &p))
+      {
+        if (started)
+          cairo_line_to (cr, p.x, p.y);
+        else
+          cairo_move_to (cr, p.x, p.y);
+        started = TRUE;
+      }
+  tdm_chart_stroke (cr);
+  for (guint i = 0; i < self->points->len; i++)
+    {
+      const TdmScalingPoint *pt = &g_array_index (self->points, TdmScalingPoint, i);
+      double total = pt->compute_ms + pt->comm_ms + pt->wait_ms;
+      char text[32];
+
+      if (!tdm_scaling_chart_point_position (self, width, height, pt->devices, FALSE, &p))
+        continue;
+      cairo_set_source_rgb (cr, 0.0, 0.447, 0.698);
+      cairo_arc (cr, p.x, p.y, 4, 0, 2 * G_PI);
+      tdm_chart_fill (cr);
+      gdk_cairo_set_source_rgba (cr, &fg);
+      g_snprintf (text, sizeof text, "%.0f %%", 100 * pt->efficiency);
+      /* Above the point, or below it at the top of the plot, where it would be cut. */
+      cairo_move_to (cr, p.x + 6, p.y - 6 < TOP + 14 ? p.y + 18 : p.y - 6);
+      tdm_chart_show_text (cr, text);
+      if (total > 0 && isfinite (total))
+        {
+          /* compute (blue), communication (vermillion), wait (grey), left to right */
+          double x = p.x - 20, y = height - BOTTOM + 24, w = 40;
+          double parts[3] = { pt->compute_ms, pt->comm_ms, pt->wait_ms };
+          double colours[3][3] = { { 0.0, 0.447, 0.698 }, { 0.835, 0.369, 0.0 },
+                                   { 0.63, 0.63, 0.63 } };
+          for (int k = 0; k < 3; k++)
+            {
+              cairo_set_source_rgb (cr, colours[k][0], colours[k][1], colours[k][2]);
+              cairo_rectangle (cr, x, y, w * parts[k] / total, 6);
+              tdm_chart_fill (cr);
+              x += w * parts[k] / total;
+            }
+        }
+    }
+  cairo_restore (cr);
+}
+
+static void
+tdm_scaling_chart_snapshot (GtkWidget   *widget,
+                            GtkSnapshot *snapshot)
+{
+  double width = gtk_widget_get_width (widget);
+  double height = gtk_widget_get_height (widget);
+  GdkRGBA fg;
+  cairo_t *cr;
+
+  cr = tdm_draw_begin (widget, snapshot, &fg);
+  if (cr == NULL)
+    return;
+  tdm_scaling_chart_draw (TDM_SCALING_CHART (widget), cr, width, height, &fg);
+  cairo_destroy (cr);
+}
+
+const TdmScalingPoint *
+tdm_scaling_chart_get_point (TdmScalingChart *self,
+                             guint            i)
+{
+  g_return_val_if_fail (TDM_IS_SCALING_CHART (self), NULL);
+  g_return_val_if_fail (i < self->points->len, NULL);
+
+  return &g_array_index (self->points, TdmScalingPoint, i);
+}
+
+void
+tdm_scaling_chart_add_point (TdmScalingChart       *self,
+                             const TdmScalingPoint *point)
+{
+  g_return_if_fail (TDM_IS_SCALING_CHART (self));
+  g_return_if_fail (point != NULL && point->devices >= 1);
+
+  for (guint i = 0; i < self->points->len; i++)
+    if (g_array_index (self->points, TdmScalingPoint, i).devices == point->devices)
+      {
+        g_array_index (self->points, TdmScalingPoint, i) = *point;
+        gtk_widget_queue_draw (GTK_WIDGET (self));
+        return;
+      }
+  g_array_append_val (self->points, *point);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+void
+tdm_scaling_chart_clear (TdmScalingChart *self)
+{
+  g_return_if_fail (TDM_IS_SCALING_CHART (self));
+  g_array_set_size (self->points, 0);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+guint
+tdm_scaling_chart_get_n_points (TdmScalingChart *self)
+{
+  g_return_val_if_fail (TDM_IS_SCALING_CHART (self), 0);
+  return self->points->len;
+}
+
+static void
+tdm_scaling_chart_finalize (GObject *object)
+{
+  TdmScalingChart *self = TDM_SCALING_CHART (object);
+
+  g_array_unref (self->points);
+  G_OBJECT_CLASS (tdm_scaling_chart_parent_class)->finalize (object);
+}
+
+static void
+tdm_scaling_chart_class_init (TdmScalingChartClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->finalize = tdm_scaling_chart_finalize;
+  widget_class->snapshot = tdm_scaling_chart_snapshot;
+  gtk_widget_class_set_css_name (widget_class, "scaling-chart");
+  gtk_widget_class_set_accessible_role (widget_class, GTK_ACCESSIBLE_ROLE_IMG);
+}
+
+static void
+tdm_scaling_chart_init (TdmScalingChart *self)
+{
+  self->points = g_array_new (FALSE, FALSE, sizeof (TdmScalingPoint));
+  gtk_widget_set_size_request (GTK_WIDGET (self), 320, 200);
+}
+
+GtkWidget *
+tdm_scaling_chart_new (void)
+{
+  return g_object_new (TDM_TYPE_SCALING_CHART, NULL);
+}

@@ -1,0 +1,659 @@
+/* tdm-scaling-page.c: the "Scaling" page and the worker thread of a scaling run.
+ *
+ * The run is a GTask in a thread of its own: tdm_scaling_run() trains and measures
+ * there, and every point it reports is copied and handed to the main loop through an
+ * idle source (never g_main_context_invoke(), which would call back on the worker
+ * whenever it can take the context: see tdm-run.c). Each point carries the number of
+ * the scaling run it belongs to, so points of a cancelled run that arrive late are
+ * dropped; the page is reached through a weak reference, so a page that is gone
+ * takes nothing. Cancelling lets the engine stop within a step; nothing here waits.
+ *
+ * The worker also keeps the run in the history, through the engine's recorded sweep
+ * (tdm_history_run_sweep): its file is made here when the run starts, on the main
+ * thread, and each point is written on the worker as it is measured, so the window
+ * and tandem-train write the same record. A history that cannot be written costs the
+ * record, never the run.
+ *
+ * The page is a template (tdm-scaling-page.ui): a row of controls, a status line,
+ * the chart and a table of the points (tdm-scaling-table.h, which the History page
+ * shows kept sweeps with).
+ */
+
+#include "tdm-scaling-page.h"
+
+#include <glib/gi18n.h>
+#include <glib/gstdio.h>
+
+#include "tdm-chart-svg.h"
+#include "tdm-error.h"
+#include "tdm-export-info.h"
+#include "tdm-history.h"
+#include "tdm-run-export-info.h"
+#include "tdm-scaling-chart.h"
+#include "tdm-scaling-table.h"
+
+#define DEFAULT_STEPS 200
+
+struct _TdmScalingPage
+{
+  GtkWidget      parent_instance;
+
+  GtkWidget     *scroller;
+  GtkWidget     *mode_dropdown;
+  GtkWidget     *steps_spin;
+  GtkWidget     *run_button;
+  GtkWidget     *cancel_button;
+  GtkWidget     *status_label;
+  GtkWidget     *chart;
+  GtkWidget     *table;
+  GtkWidget     *table_scroller;
+
+  GCancellable  *cancellable;     /* of the run going, or NULL */
+  guint          generation;      /* of the run going or last run */
+  int            devices;         /* of the run going or last run */
+  TdmConfig     *config;          /* of the run going or last run */
+  TdmExportInfo *info;            /* its settings and start, for the exports */
+  char          *history_folder;  /* NULL: the user's */
+  char          *record_id;       /* of the last run, when it was kept */
+  GError        *record_error;    /* why the last run was not kept in full */
+};
+
+enum {
+  PROP_0,
+  PROP_RUNNING,
+  N_PROPS
+};
+
+enum {
+  FINISHED,
+  N_SIGNALS
+};
+
+static GParamSpec *properties[N_PROPS];
+static guint signals[N_SIGNALS];
+
+G_DEFINE_FINAL_TYPE (TdmScalingPage, tdm_scaling_page, GTK_TYPE_WIDGET)
+
+typedef struct
+{
+  TdmConfig      *config;
+  TdmScalingMode  mode;
+  long            steps;
+  guint           generation;
+  GWeakRef       *page;           /* shared with the points on their way */
+  GMainContext   *context;
+  GApplication   *application;    /* held while the thread runs, as TdmRun does */
+  TdmRunRecorder *recorder;       /* the history's record, or NULL */
+  GError         *record_error;   /* the recorder's, once the thread is done */
+} ScalingJob;
+
+typedef struct
+{
+  GWeakRef        *page;
+  guint            generation;
+  TdmScalingPoint  point;
+} ScalingPointMessage;
+
+static void
+weak_ref_free (gpointer data)
+{
+  g_weak_ref_clear (data);
+  g_free (data);
+}
+
+static void
+scaling_job_free (gpointer data)
+{
+  ScalingJob *job = data;
+
+  tdm_config_free (job->config);
+  g_clear_pointer (&job->recorder, tdm_run_recorder_free);
+  g_clear_error (&job->record_error);
+  g_atomic_rc_box_release_full (job->page, (GDestroyNotify) g_weak_ref_clear);
+  g_main_context_unref (job->context);
+  g_clear_object (&job->application);
+  g_free (job);
+}
+
+/* Table ------------------------------------------------------------------- */
+
+static void
+tdm_scaling_page_fill_table (TdmScalingPage *self)
+{
+  TdmScalingChart *chart = TDM_SCALING_CHART (self->chart);
+  guint n = tdm_scaling_chart_get_n_points (chart);
+  g_autofree TdmScalingPoint *points = g_new0 (TdmScalingPoint, MAX (n, 1));
+
+  for (guint i = 0; i < n; i++)
+    points[i] = *tdm_scaling_chart_get_point (chart, i);
+  tdm_scaling_table_set_points (self->table, points, n);
+}
+
+/* Running ----------------------------------------------------------------- */
+
+static void
+tdm_scaling_page_set_status (TdmScalingPage *self,
+                             const char     *text)
+{
+  gtk_label_set_label (GTK_LABEL (self->status_label), text);
+}
+
+/* Main thread. */
+static gboolean
+tdm_scaling_page_point_arrived (gpointer data)
+{
+  ScalingPointMessage *message = data;
+  g_autoptr(TdmScalingPage) self = g_weak_ref_get (message->page);
+  g_autofree char *text = NULL;
+
+  if (self == NULL || message->generation != self->generation)
+    return G_SOURCE_REMOVE;
+
+  tdm_scaling_chart_add_point (TDM_SCALING_CHART (self->chart), &message->point);
+  tdm_scaling_page_fill_table (self);
+  /* Translators: progress of a scaling run: points measured of how many */
+  text = g_strdup_printf (_("Measured %d of %d: %d devices, %.2f× the speed of one"),
+                          message->point.index + 1, message->point.count,
+                          message->point.devices, message->point.speedup);
+  tdm_scaling_page_set_status (self, text);
+
+  return G_SOURCE_REMOVE;
+}
+
+static void
+scaling_point_message_free (gpointer data)
+{
+  ScalingPointMessage *message = data;
+
+  g_atomic_rc_box_release_full (message->page, (GDestroyNotify) g_weak_ref_clear);
+  g_free (message);
+}
+
+/* Worker thread. */
+static void
+tdm_scaling_page_sink (const TdmScalingPoint *point,
+                       gpointer               user_data)
+{
+  ScalingJob *job = user_data;
+  ScalingPointMessage *message = g_new0 (ScalingPointMessage, 1);
+  GSource *source = g_idle_source_new ();
+
+  message->page = g_atomic_rc_box_acquire (job->page);
+  message->generation = job->generation;
+  message->point = *point;
+  g_source_set_priority (source, G_PRIORITY_DEFAULT);
+  g_source_set_callback (source, tdm_scaling_page_point_arrived, message,
+                         scaling_point_message_free);
+  g_source_set_static_name (source, "[tandem] scaling point");
+  g_source_attach (source, job->context);
+  g_source_unref (source);
+}
+
+/* Worker thread. */
+static void
+tdm_scaling_page_thread (GTask        *task,
+                         gpointer      source_object,
+                         gpointer      task_data,
+                         GCancellable *cancellable)
+{
+  ScalingJob *job = task_data;
+  GError *error = NULL;
+  gboolean ok;
+
+  if (job->recorder != NULL)
+    {
+      ok = tdm_history_run_sweep (job->recorder, tdm_scaling_page_sink, job, cancellable,
+                                  &error);
+      tdm_run_recorder_finish (job->recorder, &job->record_error);
+    }
+  else
+    ok = tdm_scaling_run (job->config, job->mode, job->steps, tdm_scaling_page_sink, job,
+                          cancellable, &error);
+  if (ok)
+    g_task_return_boolean (task, TRUE);
+  else
+    g_task_return_error (task, error);
+}
+
+/* Main thread. */
+static void
+tdm_scaling_page_done (GObject      *source_object,
+                       GAsyncResult *result,
+                       gpointer      user_data)
+{
+  g_autoptr(TdmScalingPage) self = g_weak_ref_get (user_data);
+  ScalingJob *job = g_task_get_task_data (G_TASK (result));
+  g_autoptr(GError) error = NULL;
+
+  g_task_propagate_boolean (G_TASK (result), &error);
+  /* The thread is over: the application may quit now. */
+  if (job->application != NULL)
+    {
+      g_application_release (job->application);
+      g_clear_object (&job->application);
+    }
+  if (self == NULL || job->generation != self->generation)
+    return;
+
+  /* The points came before: their sources were attached before the task's. */
+  g_clear_object (&self->cancellable);
+  if (job->record_error != NULL)
+    self->record_error = g_steal_pointer (&job->record_error);
+  else if (job->recorder != NULL && tdm_run_recorder_get_kept (job->recorder))
+    self->record_id = g_strdup (tdm_run_recorder_get_id (job->recorder));
+  if (error == NULL)
+    {
+      g_autofree char *text = NULL;
+
+      /* Translators: a scaling run is over; %d is the number of points */
+      text = g_strdup_printf (ngettext ("Done: %d point measured.",
+                                        "Done: %d points measured.",
+                                        tdm_scaling_chart_get_n_points (TDM_SCALING_CHART (self->chart))),
+                              tdm_scaling_chart_get_n_points (TDM_SCALING_CHART (self->chart)));
+      tdm_scaling_page_set_status (self, text);
+    }
+  else if (g_error_matches (error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CANCELLED) ||
+           g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+    tdm_scaling_page_set_status (self, _("Cancelled."));
+  else
+    {
+      g_autofree char *text = g_strdup_printf (_("The scaling run failed: %s"), error->message);
+
+      tdm_scaling_page_set_status (self, text);
+    }
+
+  gtk_widget_set_sensitive (self->mode_dropdown, TRUE);
+  gtk_widget_set_sensitive (self->steps_spin, TRUE);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_RUNNING]);
+  g_signal_emit (self, signals[FINISHED], 0, error);
+}
+
+gboolean
+tdm_scaling_page_start (TdmScalingPage   *self,
+                        const TdmConfig  *config,
+                        GError          **error)
+{
+  g_autoptr(GTask) task = NULL;
+  ScalingJob *job;
+  GWeakRef *weak;
+  int devices;
+
+  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), FALSE);
+  g_return_val_if_fail (config != NULL, FALSE);
+
+  if (self->cancellable != NULL)
+    {
+      g_set_error_literal (error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
+                           _("A scaling run is already going."));
+      return FALSE;
+    }
+  if (!tdm_config_validate (config, error))
+    return FALSE;
+  devices = tdm_config_replica_count (config);
+  if (devices < 2)
+    {
+      g_set_error_literal (error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
+                           _("A scaling run needs two devices or more: tick more GPUs, or give the CPU more workers."));
+      return FALSE;
+    }
+
+  self->generation++;
+  self->devices = devices;
+  g_clear_pointer (&self->config, tdm_config_free);
+  self->config = tdm_config_copy (config);
+  g_clear_pointer (&self->info, tdm_export_info_free);
+  self->info = tdm_run_export_info_new (config, NULL);
+  g_clear_pointer (&self->record_id, g_free);
+  g_clear_error (&self->record_error);
+  self->cancellable = g_cancellable_new ();
+  tdm_scaling_chart_clear (TDM_SCALING_CHART (self->chart));
+  tdm_scaling_page_fill_table (self);
+  tdm_scaling_page_set_status (self, _("Measuring one device…"));
+  gtk_widget_set_sensitive (self->mode_dropdown, FALSE);
+  gtk_widget_set_sensitive (self->steps_spin, FALSE);
+
+  job = g_new0 (ScalingJob, 1);
+  job->config = tdm_config_copy (config);
+  job->mode = tdm_scaling_page_get_mode (self);
+  job->steps = tdm_scaling_page_get_steps (self);
+  job->generation = self->generation;
+  {
+    g_autoptr(TdmHistory) history = tdm_history_new (self->history_folder);
+
+    /* Named by its date, as the window's training runs are. */
+    job->recorder = tdm_run_recorder_new_sweep (history, config, job->mode, job->steps,
+                                                NULL, &self->record_error);
+  }
+  job->page = g_atomic_rc_box_new0 (GWeakRef);
+  g_weak_ref_init (job->page, self);
+  job->context = g_main_context_ref_thread_default ();
+  /* Closing the last window must not end the process under a training thread. */
+  job->application = g_application_get_default ();
+  if (job->application != NULL)
+    {
+      g_object_ref (job->application);
+      g_application_hold (job->application);
+    }
+
+  weak = g_new0 (GWeakRef, 1);
+  g_weak_ref_init (weak, self);
+  task = g_task_new (NULL, self->cancellable, tdm_scaling_page_done, weak);
+  g_task_set_source_tag (task, tdm_scaling_page_start);
+  g_task_set_task_data (task, job, scaling_job_free);
+  /* The weak reference goes with the task, after its callback. */
+  g_object_set_data_full (G_OBJECT (task), "tdm-page", weak, weak_ref_free);
+  g_task_run_in_thread (task, tdm_scaling_page_thread);
+
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_RUNNING]);
+  return TRUE;
+}
+
+void
+tdm_scaling_page_cancel (TdmScalingPage *self)
+{
+  g_return_if_fail (TDM_IS_SCALING_PAGE (self));
+
+  if (self->cancellable != NULL)
+    {
+      g_cancellable_cancel (self->cancellable);
+      tdm_scaling_page_set_status (self, _("Cancelling…"));
+    }
+}
+
+gboolean
+tdm_scaling_page_get_running (TdmScalingPage *self)
+{
+  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), FALSE);
+
+  return self->cancellable != NULL;
+}
+
+void
+tdm_scaling_page_set_mode (TdmScalingPage *self,
+                           TdmScalingMode  mode)
+{
+  g_return_if_fail (TDM_IS_SCALING_PAGE (self));
+
+  gtk_drop_down_set_selected (GTK_DROP_DOWN (self->mode_dropdown),
+                              mode == TDM_SCALING_WEAK ? 1 : 0);
+}
+
+TdmScalingMode
+tdm_scaling_page_get_mode (TdmScalingPage *self)
+{
+  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), TDM_SCALING_STRONG);
+
+  return gtk_drop_down_get_selected (GTK_DROP_DOWN (self->mode_dropdown)) == 1
+           ? TDM_SCALING_WEAK : TDM_SCALING_STRONG;
+}
+
+void
+tdm_scaling_page_set_steps (TdmScalingPage *self,
+                            long            steps)
+{
+  g_return_if_fail (TDM_IS_SCALING_PAGE (self));
+
+  gtk_spin_button_set_value (GTK_SPIN_BUTTON (self->steps_spin), steps);
+}
+
+long
+tdm_scaling_page_get_steps (TdmScalingPage *self)
+{
+  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), DEFAULT_STEPS);
+
+  return gtk_spin_button_get_value_as_int (GTK_SPIN_BUTTON (self->steps_spin));
+}
+
+GtkWidget *
+tdm_scaling_page_get_chart (TdmScalingPage *self)
+{
+  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), NULL);
+
+  return self->chart;
+}
+
+void
+tdm_scaling_page_set_history_folder (TdmScalingPage *self,
+                                     const char     *folder)
+{
+  g_return_if_fail (TDM_IS_SCALING_PAGE (self));
+
+  g_free (self->history_folder);
+  self->history_folder = g_strdup (folder);
+}
+
+const char *
+tdm_scaling_page_get_record_id (TdmScalingPage *self)
+{
+  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), NULL);
+
+  return self->record_id;
+}
+
+const GError *
+tdm_scaling_page_get_record_error (TdmScalingPage *self)
+{
+  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), NULL);
+
+  return self->record_error;
+}
+
+/* Export ------------------------------------------------------------------ */
+
+gboolean
+tdm_scaling_page_write_csv (TdmScalingPage  *self,
+                            const char      *path,
+                            GError         **error)
+{
+  TdmScalingChart *chart;
+  g_autoptr(GString) text = g_string_new (NULL);
+  char buffer[G_ASCII_DTOSTR_BUF_SIZE];
+
+  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), FALSE);
+  g_return_val_if_fail (path != NULL, FALSE);
+
+  chart = TDM_SCALING_CHART (self->chart);
+  /* Which sweep, then the settings it started from (tdm-export-info.h), as
+   * `# key: value` lines: pandas reads the table with comment='#'. */
+  if (self->info != NULL)
+    {
+      g_autofree char *comment = tdm_export_info_to_comment (self->info);
+
+      g_string_append_printf (text, "# scaling: %s\n",
+                              tdm_scaling_page_get_mode (self) == TDM_SCALING_WEAK ? "weak" : "strong");
+      g_string_append (text, comment);
+    }
+  g_string_append (text, "devices,batch,steps,samples_per_second,speedup,efficiency,"
+                         "compute_ms,comm_ms,wait_ms\n");
+  for (guint i = 0; i < tdm_scaling_chart_get_n_points (chart); i++)
+    {
+      const TdmScalingPoint *p = tdm_scaling_chart_get_point (chart, i);
+      double values[] = { p->samples_per_second, p->speedup, p->efficiency,
+                          p->compute_ms, p->comm_ms, p->wait_ms };
+
+      /* Numbers in the C locale, whatever the user's: CSV readers expect points. */
+      g_string_append_printf (text, "%d,%d,%ld", p->devices, p->batch, p->steps);
+      for (guint k = 0; k < G_N_ELEMENTS (values); k++)
+        g_string_append_printf (text, ",%s",
+                                g_ascii_formatd (buffer, sizeof buffer, "%.6g", values[k]));
+      g_string_append_c (text, '\n');
+    }
+
+  return g_file_set_contents (path, text->str, text->len, error);
+}
+
+gboolean
+tdm_scaling_write_svg (TdmScalingChart      *chart,
+                       const TdmExportInfo  *info,
+                       const char           *path,
+                       double                width,
+                       double                height,
+                       GError              **error)
+{
+  cairo_rectangle_t extents = { 0, 0, width, height };
+  g_autoptr(TdmChartSvg) svg = NULL;
+  g_autoptr(GPtrArray) lines = NULL;
+  g_autoptr(GError) local = NULL;
+  g_autofree char *doc = NULL;
+  cairo_surface_t *surface;
+  cairo_status_t status;
+  GdkRGBA black = { 0, 0, 0, 1 };
+  double chart_height = height;
+  cairo_t *cr;
+
+  g_return_val_if_fail (TDM_IS_SCALING_CHART (chart), FALSE);
+  g_return_val_if_fail (path != NULL && width > 0 && height > 0, FALSE);
+
+  /* Our own SVG writer (tdm-chart-svg.h): labels stay text, and the settings go in
+   * the metadata and a caption line, as the dashboard's charts do. */
+  surface = cairo_recording_surface_create (CAIRO_CONTENT_COLOR_ALPHA, &extents);
+  cr = cairo_create (surface);
+  svg = tdm_chart_svg_new (cr, (int) width, (int) height);
+  if (info != NULL)
+    {
+      g_autofree char *caption = tdm_export_info_to_caption (info);
+
+      lines = tdm_chart_svg_caption_lines (cr, caption, width - 16);
+      chart_height = MAX (height / 2, height - lines->len * TDM_CHART_SVG_CAPTION_LINE - 6);
+    }
+  tdm_scaling_chart_draw (chart, cr, width, chart_height, &black);
+  for (guint i = 0; lines != NULL && i < lines->len; i++)
+    tdm_chart_svg_caption (svg, lines->pdata[i], 8,
+                           chart_height + TDM_CHART_SVG_CAPTION_PX + 2 + i * TDM_CHART_SVG_CAPTION_LINE,
+                           TDM_CHART_SVG_CAPTION_PX);
+  status = cairo_status (cr);
+  doc = tdm_chart_svg_finish (svg, _("Scaling"), info);
+  cairo_destroy (cr);
+  cairo_surface_destroy (surface);
+  if (status == CAIRO_STATUS_SUCCESS && !g_file_set_contents (path, doc, -1, &local))
+    {
+      g_autofree char *name = g_filename_display_name (path);
+
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, _("%s could not be written: %s"),
+                   name, local->message);
+      return FALSE;
+    }
+
+  if (status != CAIRO_STATUS_SUCCESS)
+    {
+      g_autofree char *name = g_filename_display_name (path);
+
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, _("%s could not be written: %s"),
+                   name, cairo_status_to_string (status));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean
+tdm_scaling_page_write_svg (TdmScalingPage  *self,
+                            const char      *path,
+                            double           width,
+                            double           height,
+                            GError         **error)
+{
+  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), FALSE);
+
+  return tdm_scaling_write_svg (TDM_SCALING_CHART (self->chart), self->info, path, width,
+                                height, error);
+}
+
+/* GObject ----------------------------------------------------------------- */
+
+static void
+tdm_scaling_page_dispose (GObject *object)
+{
+  TdmScalingPage *self = TDM_SCALING_PAGE (object);
+
+  /* The worker stops within a step and finds the page gone; should anything still
+   * hold the page, the new generation makes its points and outcome stale. */
+  if (self->cancellable != NULL)
+    g_cancellable_cancel (self->cancellable);
+  self->generation++;
+  g_clear_object (&self->cancellable);
+  gtk_widget_dispose_template (GTK_WIDGET (self), TDM_TYPE_SCALING_PAGE);
+  g_clear_pointer (&self->config, tdm_config_free);
+  g_clear_pointer (&self->info, tdm_export_info_free);
+  g_clear_pointer (&self->history_folder, g_free);
+  g_clear_pointer (&self->record_id, g_free);
+  g_clear_error (&self->record_error);
+
+  G_OBJECT_CLASS (tdm_scaling_page_parent_class)->dispose (object);
+}
+
+static void
+tdm_scaling_page_get_property (GObject    *object,
+                               guint       prop_id,
+                               GValue     *value,
+                               GParamSpec *pspec)
+{
+  TdmScalingPage *self = TDM_SCALING_PAGE (object);
+
+  switch (prop_id)
+    {
+    case PROP_RUNNING:
+      g_value_set_boolean (value, tdm_scaling_page_get_running (self));
+      break;
+
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+tdm_scaling_page_class_init (TdmScalingPageClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->dispose = tdm_scaling_page_dispose;
+  object_class->get_property = tdm_scaling_page_get_property;
+
+  properties[PROP_RUNNING] =
+    g_param_spec_boolean ("running", NULL, NULL, FALSE,
+                          G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+
+  /**
+   * TdmScalingPage::finished:
+   * @error: (type gpointer) (nullable): why it did not complete, or %NULL
+   */
+  signals[FINISHED] =
+    g_signal_new ("finished",
+                  G_TYPE_FROM_CLASS (klass),
+                  G_SIGNAL_RUN_LAST,
+                  0, NULL, NULL,
+                  g_cclosure_marshal_VOID__POINTER,
+                  G_TYPE_NONE, 1, G_TYPE_POINTER);
+
+  gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
+  gtk_widget_class_set_css_name (widget_class, "scalingpage");
+
+  g_type_ensure (TDM_TYPE_SCALING_CHART);
+  gtk_widget_class_set_template_from_resource (widget_class,
+                                               "/io/github/tandem/Tandem/ui/tdm-scaling-page.ui");
+  gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, scroller);
+  gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, mode_dropdown);
+  gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, steps_spin);
+  gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, run_button);
+  gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, cancel_button);
+  gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, status_label);
+  gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, chart);
+  gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, table_scroller);
+}
+
+static void
+tdm_scaling_page_init (TdmScalingPage *self)
+{
+  gtk_widget_init_template (GTK_WIDGET (self));
+  gtk_spin_button_set_value (GTK_SPIN_BUTTON (self->steps_spin), DEFAULT_STEPS);
+  self->table = tdm_scaling_table_new ();
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (self->table_scroller), self->table);
+  tdm_scaling_page_fill_table (self);
+}
+
+GtkWidget *
+tdm_scaling_page_new (void)
+{
+  return g_object_new (TDM_TYPE_SCALING_PAGE, NULL);
+}

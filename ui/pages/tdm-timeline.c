@@ -1,0 +1,387 @@
+/* tdm-timeline.c: the timeline's layout (pure arithmetic on the kept events, so it
+ * is tested without pixels) and its Cairo drawing: lane labels on the left, boxes,
+ * step boundaries, a legend of the phases below. */
+
+#include "tdm-timeline.h"
+#include "tdm-draw.h"
+
+#include <glib/gi18n.h>
+#include <string.h>
+
+#define LABEL_WIDTH   72.0
+#define LEGEND_ROW    20.0
+#define LEGEND_HEIGHT 24.0   /* one row of it; more where the width makes it wrap */
+#define LANE_GAP      6.0
+/* Between two kept steps, as a share of the whole time axis. */
+#define STEP_GAP      0.02
+
+struct _TdmTimeline
+{
+  GtkWidget       parent_instance;
+  TdmPhasesEvent *steps[TDM_TIMELINE_STEPS];   /* oldest first */
+  guint           n_steps;
+  gboolean        high_contrast;
+  int             main_device;   /* its lane says "main"; −1 for none */
+  double          legend_height; /* as last drawn: LEGEND_HEIGHT, or more rows */
+};
+
+G_DEFINE_FINAL_TYPE (TdmTimeline, tdm_timeline, GTK_TYPE_WIDGET)
+
+/* Okabe & Ito's palette: distinguishable with the common colour-vision deficiencies
+ * and in greyscale by lightness where it matters (forward dark, backward light). */
+static const char *const phase_colours[TDM_PHASE_COUNT] = {
+  [TDM_PHASE_FORWARD] = "#0072B2",
+  [TDM_PHASE_BACKWARD] = "#56B4E9",
+  [TDM_PHASE_REDUCE] = "#CC79A7",
+  [TDM_PHASE_ALLREDUCE] = "#D55E00",
+  [TDM_PHASE_BROADCAST] = "#009E73",
+  [TDM_PHASE_UPDATE] = "#E69F00",
+  [TDM_PHASE_WAIT] = "#A0A0A0",
+};
+
+/* Presentation mode, for a projector in a lit room: fully saturated colours far apart
+ * in lightness, every box outlined, so neighbouring phases never blend. */
+static const char *const phase_colours_high_contrast[TDM_PHASE_COUNT] = {
+  [TDM_PHASE_FORWARD] = "#0033CC",
+  [TDM_PHASE_BACKWARD] = "#33CCFF",
+  [TDM_PHASE_REDUCE] = "#CC00CC",
+  [TDM_PHASE_ALLREDUCE] = "#FF3300",
+  [TDM_PHASE_BROADCAST] = "#00AA00",
+  [TDM_PHASE_UPDATE] = "#FFCC00",
+  [TDM_PHASE_WAIT] = "#FFFFFF",
+};
+
+static void
+tdm_timeline_colour (TdmTimeline *self,
+                     TdmPhase     phase,
+                     GdkRGBA     *colour)
+{
+  if (self->high_contrast)
+    gdk_rgba_parse (colour, phase_colours_high_contrast[phase]);
+  else
+    tdm_timeline_phase_colour (phase, colour);
+}
+
+void
+tdm_timeline_set_main_device (TdmTimeline *self,
+                              int          device)
+{
+  g_return_if_fail (TDM_IS_TIMELINE (self));
+
+  self->main_device = device;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+void
+tdm_timeline_set_high_contrast (TdmTimeline *self,
+                                gboolean     high_contrast)
+{
+  g_return_if_fail (TDM_IS_TIMELINE (self));
+
+  self->high_contrast = !!high_contrast;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+gboolean
+tdm_timeline_get_high_contrast (TdmTimeline *self)
+{
+  g_return_val_if_fail (TDM_IS_TIMELINE (self), FALSE);
+
+  return self->high_contrast;
+}
+
+void
+tdm_timeline_phase_colour (TdmPhase  phase,
+                           GdkRGBA  *colour)
+{
+  g_return_if_fail (phase >= 0 && phase < TDM_PHASE_COUNT);
+  gdk_rgba_parse (colour, phase_colours[phase]);
+}
+
+static int
+tdm_timeline_replicas (TdmTimeline *self)
+{
+  int replicas = 0;
+
+  for (guint i = 0; i < self->n_steps; i++)
+    replicas = MAX (replicas, self->steps[i]->replicas);
+  return replicas;
+}
+
+/* A step lasts until its last device's last phase ends. */
+static double
+tdm_timeline_step_ms (const TdmPhasesEvent *e)
+{
+  double end = 0;
+
+  for (int r = 0; r < e->replicas && r < TDM_MAX_REPLICAS; r++)
+    for (int i = 0; i < e->device[r].spans; i++)
+      end = MAX (end, e->device[r].span[i].end_ms);
+  return end;
+}
+
+GArray *
+tdm_timeline_layout (TdmTimeline *self,
+                     double       width,
+                     double       height)
+{
+  GArray *boxes = g_array_new (FALSE, FALSE, sizeof (TdmTimelineBox));
+  int replicas = tdm_timeline_replicas (self);
+  double plot_width = width - LABEL_WIDTH;
+  double plot_height = height - self->legend_height;
+  double total = 0, lane;
+  double offset[TDM_TIMELINE_STEPS];
+
+  g_return_val_if_fail (TDM_IS_TIMELINE (self), boxes);
+  if (replicas == 0 || plot_width <= 0 || plot_height <= 0)
+    return boxes;
+
+  for (guint i = 0; i < self->n_steps; i++)
+    total += tdm_timeline_step_ms (self->steps[i]);
+  if (total <= 0)
+    return boxes;
+  /* Gaps between steps are a share of the drawn time, so they scale with it. */
+  double gap = total * STEP_GAP;
+  double axis = total + gap * (self->n_steps - 1);
+  double at = 0;
+  for (guint i = 0; i < self->n_steps; i++)
+    {
+      offset[i] = at;
+      at += tdm_timeline_step_ms (self->steps[i]) + gap;
+    }
+
+  lane = plot_height / replicas;
+  for (int r = 0; r < replicas; r++)
+    for (guint i = 0; i < self->n_steps; i++)
+      {
+        const TdmPhasesEvent *e = self->steps[i];
+
+        if (r >= e->replicas)
+          continue;
+        for (int k = 0; k < e->device[r].spans && k < TDM_MAX_PHASE_SPANS; k++)
+          {
+            double start = MAX (0.0, e->device[r].span[k].start_ms);
+            double end = MAX (start, e->device[r].span[k].end_ms);
+            TdmTimelineBox box = {
+              .x = LABEL_WIDTH + (offset[i] + start) / axis * plot_width,
+              .y = r * lane + LANE_GAP / 2,
+              .width = (end - start) / axis * plot_width,
+              .height = MAX (1.0, lane - LANE_GAP),
+              .device = r,
+              .phase = e->device[r].span[k].phase,
+              .step = e->step,
+            };
+
+            g_array_append_val (boxes, box);
+          }
+      }
+  return boxes;
+}
+
+/* A box in a phase's colour: a bar of a lane, or a legend swatch; outlined in black
+ * in presentation mode's high contrast. */
+static void
+tdm_timeline_fill_phase (TdmTimeline *self,
+                         cairo_t     *cr,
+                         int          phase,
+                         double       x,
+                         double       y,
+                         double       width,
+                         double       height)
+{
+  GdkRGBA colour;
+
+  tdm_timeline_colour (self, phase, &colour);
+  gdk_cairo_set_source_rgba (cr, &colour);
+  cairo_rectangle (cr, x, y, width, height);
+  if (self->high_contrast)
+    {
+      cairo_fill_preserve (cr);
+      cairo_set_source_rgb (cr, 0, 0, 0);
+      cairo_set_line_width (cr, 1.5);
+      cairo_stroke (cr);
+    }
+  else
+    cairo_fill (cr);
+}
+
+static void
+tdm_timeline_snapshot (GtkWidget   *widget,
+                       GtkSnapshot *snapshot)
+{
+  TdmTimeline *self = TDM_TIMELINE (widget);
+  double width = gtk_widget_get_width (widget);
+  double height = gtk_widget_get_height (widget);
+  int replicas = tdm_timeline_replicas (self);
+  g_autoptr(GArray) boxes = NULL;
+  GdkRGBA fg;
+  cairo_t *cr;
+
+  cr = tdm_draw_begin (widget, snapshot, &fg);
+  if (cr == NULL)
+    return;
+
+  /* How many rows the legend takes at this width, before the lanes are laid out
+   * above it (the same walk as the legend's drawing below). */
+  {
+    double x = 4;
+    int rows = 1;
+
+    for (int p = 0; p < TDM_PHASE_COUNT; p++)
+      {
+        cairo_text_extents_t ext;
+
+        cairo_text_extents (cr, tdm_phase_name (p), &ext);
+        if (p > 0 && x + 16 + ext.x_advance > width)
+          {
+            x = 4;
+            rows++;
+          }
+        x += 16 + ext.x_advance + 12;
+      }
+    self->legend_height = LEGEND_HEIGHT + (rows - 1) * LEGEND_ROW;
+  }
+  boxes = tdm_timeline_layout (self, width, height);
+
+  for (guint i = 0; i < boxes->len; i++)
+    {
+      const TdmTimelineBox *b = &g_array_index (boxes, TdmTimelineBox, i);
+
+      tdm_timeline_fill_phase (self, cr, b->phase, b->x, b->y, MAX (1.0, b->width), b->height);
+    }
+
+  gdk_cairo_set_source_rgba (cr, &fg);
+  if (replicas > 0)
+    {
+      double lane = (height - self->legend_height) / replicas;
+
+      for (int r = 0; r < replicas; r++)
+        {
+          g_autofree char *label = g_strdup_printf (_("Device %d"), r);
+          gboolean is_main = r == self->main_device;
+
+          cairo_move_to (cr, 4, r * lane + lane / 2 + (is_main ? -3 : 5));
+          cairo_show_text (cr, label);
+          /* The main device reduces, updates and broadcasts with `main`: say which. */
+          if (is_main)
+            {
+              cairo_move_to (cr, 4, r * lane + lane / 2 + 14);
+              cairo_show_text (cr, _("main"));
+            }
+        }
+    }
+  else
+    {
+      cairo_move_to (cr, 4, (height - self->legend_height) / 2);
+      cairo_show_text (cr, _("Phases appear once a run has timed a step"));
+    }
+
+  /* The legend: a swatch and the name of each phase. */
+  double x = 4, y = height - self->legend_height + 4;
+  for (int p = 0; p < TDM_PHASE_COUNT; p++)
+    {
+      cairo_text_extents_t ext;
+      const char *name = tdm_phase_name (p);
+
+      tdm_timeline_fill_phase (self, cr, p, x, y + 2, 12, 12);
+      gdk_cairo_set_source_rgba (cr, &fg);
+      cairo_text_extents (cr, name, &ext);
+      cairo_move_to (cr, x + 16, y + 13);
+      cairo_show_text (cr, name);
+      x += 16 + ext.x_advance + 12;
+      /* The next entry on a new row when it would not fit this one. */
+      if (p + 1 < TDM_PHASE_COUNT)
+        {
+          cairo_text_extents (cr, tdm_phase_name (p + 1), &ext);
+          if (x + 16 + ext.x_advance > width)
+            {
+              x = 4;
+              y += LEGEND_ROW;
+            }
+        }
+    }
+  cairo_destroy (cr);
+}
+
+void
+tdm_timeline_add_phases (TdmTimeline          *self,
+                         const TdmPhasesEvent *phases)
+{
+  g_return_if_fail (TDM_IS_TIMELINE (self));
+  g_return_if_fail (phases != NULL);
+
+  if (self->n_steps == TDM_TIMELINE_STEPS)
+    {
+      g_free (self->steps[0]);
+      memmove (self->steps, self->steps + 1, sizeof self->steps[0] * (TDM_TIMELINE_STEPS - 1));
+      self->n_steps--;
+    }
+  self->steps[self->n_steps++] = g_memdup2 (phases, sizeof *phases);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+void
+tdm_timeline_clear (TdmTimeline *self)
+{
+  g_return_if_fail (TDM_IS_TIMELINE (self));
+  for (guint i = 0; i < self->n_steps; i++)
+    g_clear_pointer (&self->steps[i], g_free);
+  self->n_steps = 0;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+guint
+tdm_timeline_get_n_steps (TdmTimeline *self)
+{
+  g_return_val_if_fail (TDM_IS_TIMELINE (self), 0);
+  return self->n_steps;
+}
+
+gboolean
+tdm_timeline_has_phase (TdmTimeline *self,
+                        TdmPhase     phase)
+{
+  g_return_val_if_fail (TDM_IS_TIMELINE (self), FALSE);
+  for (guint i = 0; i < self->n_steps; i++)
+    for (int r = 0; r < self->steps[i]->replicas && r < TDM_MAX_REPLICAS; r++)
+      for (int k = 0; k < self->steps[i]->device[r].spans; k++)
+        if (self->steps[i]->device[r].span[k].phase == (int) phase)
+          return TRUE;
+  return FALSE;
+}
+
+static void
+tdm_timeline_finalize (GObject *object)
+{
+  TdmTimeline *self = TDM_TIMELINE (object);
+
+  for (guint i = 0; i < self->n_steps; i++)
+    g_free (self->steps[i]);
+  G_OBJECT_CLASS (tdm_timeline_parent_class)->finalize (object);
+}
+
+static void
+tdm_timeline_class_init (TdmTimelineClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->finalize = tdm_timeline_finalize;
+  widget_class->snapshot = tdm_timeline_snapshot;
+  gtk_widget_class_set_css_name (widget_class, "timeline");
+  gtk_widget_class_set_accessible_role (widget_class, GTK_ACCESSIBLE_ROLE_IMG);
+}
+
+static void
+tdm_timeline_init (TdmTimeline *self)
+{
+  gtk_widget_set_size_request (GTK_WIDGET (self), 320, 120);
+  self->main_device = -1;
+  self->legend_height = LEGEND_HEIGHT;
+}
+
+GtkWidget *
+tdm_timeline_new (void)
+{
+  return g_object_new (TDM_TYPE_TIMELINE, NULL);
+}

@@ -1,0 +1,36 @@
+/* tdm-format.h: numbers as the window shows them (not as files store them). */
+
+#pragma once
+
+#include <glib.h>
+
+#include "tdm-events.h"
+
+G_BEGIN_DECLS
+
+/* 1796010 → "1,796,010": the locale's separator, or a comma where the locale has
+ * none (the C locale); "—" for NaN and infinities. Free with g_free(). */
+char *tdm_format_count (double value);
+
+/* A message as a sentence for the window: its first letter upper case, a full stop
+ * at the end ("x: no such folder" → "X: no such folder."). Free with g_free(). */
+char *tdm_format_sentence (const char *message);
+
+/* A replica as every chart's legend and the CSV export name it: "cpu 1", "cpu 2"
+ * where several replicas share a device, else the device's id ("cuda:0"). */
+char *tdm_format_replica (const TdmStartedEvent *started,
+                          int                    replica);
+
+/* 3725 s → "1:02:05", 30 s → "0:30"; "—" for NaN and negatives. */
+char *tdm_format_duration (double seconds);
+
+/* The status line of a run in progress: "Epoch 2 of 3 · Step 60 of 120 · 1,060
+ * samples/s · 0:30 elapsed · 0:30 left", "Paused · " first while paused. */
+char *tdm_format_progress (const TdmStartedEvent *started,
+                           const TdmStepEvent    *step,
+                           gboolean               paused);
+
+/* The status line of a run that ended: "Finished in …", or "Stopped after …". */
+char *tdm_format_finished (const TdmFinishedEvent *finished);
+
+G_END_DECLS

@@ -1,0 +1,166 @@
+/* tdm-window-files.c: the window's file choosers: opening an image folder,
+ * exporting the metrics, a chart or a scaling run. Part of TdmWindow
+ * (tdm-window-private.h); what gets written is the session's, the dashboard's and
+ * the scaling page's.
+ */
+
+#include <glib/gi18n.h>
+
+#include "tdm-dashboard.h"
+#include "tdm-run-form.h"
+#include "tdm-scaling-page.h"
+#include "tdm-window-private.h"
+
+void
+tdm_window_chooser_done (TdmWindow *self)
+{
+  if (self->chooser == NULL)
+    return;
+
+  gtk_native_dialog_destroy (self->chooser);
+  g_clear_object (&self->chooser);
+}
+
+GtkFileChooser *
+tdm_window_new_chooser (TdmWindow            *self,
+                        const char           *title,
+                        GtkFileChooserAction  action,
+                        const char           *accept_label)
+{
+  GtkFileChooserNative *native;
+
+  tdm_window_chooser_done (self);
+
+  native = gtk_file_chooser_native_new (title, GTK_WINDOW (self), action,
+                                        accept_label, _("_Cancel"));
+  gtk_native_dialog_set_modal (GTK_NATIVE_DIALOG (native), TRUE);
+  self->chooser = GTK_NATIVE_DIALOG (native);
+
+  return GTK_FILE_CHOOSER (native);
+}
+
+void
+tdm_window_open_folder (GtkWidget  *widget,
+                        const char *action_name,
+                        GVariant   *parameter)
+{
+  TdmWindow *self = TDM_WINDOW (widget);
+
+  tdm_run_form_open_folder (self->sidebar);
+}
+
+void
+tdm_window_add_filter (GtkFileChooser *chooser,
+                       const char     *name,
+                       const char     *mime_type,
+                       const char     *pattern)
+{
+  g_autoptr(GtkFileFilter) filter = gtk_file_filter_new ();
+
+  gtk_file_filter_set_name (filter, name);
+  gtk_file_filter_add_mime_type (filter, mime_type);
+  gtk_file_filter_add_pattern (filter, pattern);
+  gtk_file_chooser_add_filter (chooser, filter);
+}
+
+void
+tdm_window_export_chosen (TdmWindow       *self,
+                          int              response,
+                          GtkNativeDialog *dialog)
+{
+  g_autoptr(GFile) file = NULL;
+  g_autofree char *path = NULL;
+  g_autofree char *target = g_strdup (g_object_get_data (G_OBJECT (dialog), "target"));
+  g_autoptr(GError) error = NULL;
+  gboolean ok;
+
+  if (response == GTK_RESPONSE_ACCEPT)
+    file = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (dialog));
+  tdm_window_chooser_done (self);
+
+  if (file == NULL)
+    return;
+
+  path = g_file_get_path (file);
+  if (path == NULL)
+    {
+      tdm_window_show_error (self, _("The file could not be saved."),
+                             _("Only folders on this computer can be written to."));
+      return;
+    }
+
+  if (target == NULL)
+    ok = tdm_session_export_metrics (self->session, path, &error);
+  else if (g_str_equal (target, "scaling:csv"))
+    ok = tdm_scaling_page_write_csv (self->scaling_page, path, &error);
+  else if (g_str_equal (target, "scaling:svg"))
+    ok = tdm_scaling_page_write_svg (self->scaling_page, path, 800, 500, &error);
+  else
+    {
+      g_auto(GStrv) parts = g_strsplit (target, ":", 2);
+
+      ok = tdm_dashboard_export_chart (self->dashboard, parts[0], parts[1], path, &error);
+    }
+
+  if (!ok)
+    tdm_window_show_error (self, _("The file could not be saved."), error->message);
+  else
+    {
+      g_autofree char *name = g_file_get_basename (file);
+      /* Translators: a notice after an export; %s is the file's name */
+      g_autofree char *text = g_strdup_printf (_("Saved “%s”"), name);
+
+      tdm_window_toast (self, text);
+    }
+}
+
+void
+tdm_window_export (GtkWidget  *widget,
+                   const char *action_name,
+                   GVariant   *parameter)
+{
+  TdmWindow *self = TDM_WINDOW (widget);
+  GtkFileChooser *chooser;
+
+  chooser = tdm_window_new_chooser (self, _("Export Metrics"),
+                                    GTK_FILE_CHOOSER_ACTION_SAVE, _("_Save"));
+  gtk_file_chooser_set_current_name (chooser, "tandem-metrics.csv");
+  tdm_window_add_filter (chooser, _("CSV files"), "text/csv", "*.csv");
+  g_signal_connect_object (chooser, "response", G_CALLBACK (tdm_window_export_chosen),
+                           self, G_CONNECT_SWAPPED);
+  gtk_native_dialog_show (self->chooser);
+}
+
+void
+tdm_window_export_chart (GtkWidget  *widget,
+                         const char *action_name,
+                         GVariant   *parameter)
+{
+  TdmWindow *self = TDM_WINDOW (widget);
+  const char *target = g_variant_get_string (parameter, NULL);
+  g_auto(GStrv) parts = g_strsplit (target, ":", 2);
+  g_autofree char *title = NULL;
+  g_autofree char *name = NULL;
+  GtkFileChooser *chooser;
+  const char *chart_title;
+
+  chart_title = tdm_dashboard_get_chart_title (self->dashboard, parts[0]);
+  if (chart_title == NULL || parts[1] == NULL)
+    return;
+
+  /* Translators: title of the file chooser that saves a chart; %s is its title */
+  title = g_strdup_printf (_("Save “%s”"), chart_title);
+  chooser = tdm_window_new_chooser (self, title, GTK_FILE_CHOOSER_ACTION_SAVE, _("_Save"));
+  name = g_strdup_printf ("tandem-%s.%s", parts[0], parts[1]);
+  gtk_file_chooser_set_current_name (chooser, name);
+  if (g_str_equal (parts[1], "png"))
+    tdm_window_add_filter (chooser, _("PNG images"), "image/png", "*.png");
+  else if (g_str_equal (parts[1], "svg"))
+    tdm_window_add_filter (chooser, _("SVG images"), "image/svg+xml", "*.svg");
+  else
+    tdm_window_add_filter (chooser, _("CSV files"), "text/csv", "*.csv");
+  g_object_set_data_full (G_OBJECT (chooser), "target", g_strdup (target), g_free);
+  g_signal_connect_object (chooser, "response", G_CALLBACK (tdm_window_export_chosen),
+                           self, G_CONNECT_SWAPPED);
+  gtk_native_dialog_show (self->chooser);
+}

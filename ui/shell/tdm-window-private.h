@@ -1,0 +1,175 @@
+/* tdm-window-private.h: TdmWindow's fields and the helpers its source files share.
+ *
+ * tdm-window.c holds the run's life cycle, errors, files and the GObject; the
+ * classroom side (memory estimate, pace, presentation mode, the scaling run, the
+ * pages) is tdm-window-classroom.c; the run history and "compare with one device",
+ * tdm-window-history.c. Nothing outside ui/tdm-window*.c includes this.
+ */
+
+#pragma once
+
+#include <adwaita.h>
+
+#include "tdm-classify-view.h"
+#include "tdm-dashboard.h"
+#include "tdm-devices-page.h"
+#include "tdm-history-store.h"
+#include "tdm-predictions-page.h"
+#include "tdm-run.h"
+#include "tdm-run-form.h"
+#include "tdm-scaling-page.h"
+#include "tdm-window.h"
+
+G_BEGIN_DECLS
+
+struct _TdmWindow
+{
+  AdwApplicationWindow  parent_instance;
+
+  /* Template children. */
+  GtkButton            *sidebar_button;
+  GtkButton            *start_button;
+  GtkButton            *start_icon_button;
+  GtkMenuButton        *primary_menu_button;
+  GtkLabel             *start_label;
+  GtkButton            *pause_button;
+  GtkButton            *stop_button;
+  AdwViewSwitcherTitle *window_title;
+  AdwToastOverlay      *toast_overlay;
+  AdwFlap              *flap;
+  GtkRevealer          *error_revealer;
+  GtkLabel             *error_label;
+  TdmRunForm           *sidebar;
+  AdwViewStack         *view_stack;
+  AdwViewSwitcherBar   *switcher_bar;
+  TdmDashboard         *dashboard;
+  TdmDevicesPage       *devices_page;
+  TdmPredictionsPage   *predictions_page;
+  TdmScalingPage       *scaling_page;
+  GtkBox               *history_slot;
+  GtkRevealer          *pace_revealer;
+  GtkSpinButton        *pace_spin;
+  GtkButton            *step_button;
+
+  gboolean              presentation;
+  int                   grid_columns;       /* the chart grid's, outside presentation */
+
+  GSettings            *settings;
+
+  TdmSession           *session;         /* the run shown; the pages view it */
+  TdmRun               *run;
+  gboolean              run_failed;         /* an error was shown for this run */
+  gboolean              run_stopped;
+
+  GtkNativeDialog      *chooser;
+
+  gboolean              can_start;
+  long                  max_steps;          /* for benchmarks: 0 runs every epoch */
+
+  /* The form greys out the frame after a run starts (tdm_window_lock_form): the
+   * frame clock and handler waiting for that frame to be painted, and a timeout in
+   * case no frame comes (a window not shown). */
+  GdkFrameClock        *lock_clock;
+  gulong                lock_handler;
+  guint                 lock_timeout;
+  gint64                unlock_frame;       /* frame counter when last ungreyed, or −1 */
+
+  GtkWindow            *classify_window;    /* made on first use */
+  TdmClassifyView      *classify_view;
+
+  /* The run history (every run is recorded) and its page (tdm-window-history.c). */
+  TdmHistoryStore      *history;
+  GtkWidget            *history_view;
+
+  /* "Compare with one device": 1 while the N-device run goes, 2 during the
+   * one-device run; its configuration and the first run's parameters. */
+  int                   compare_stage;
+  TdmConfig            *compare_config;
+  float                *compare_parameters;
+  size_t                compare_count;
+  double                compare_difference;
+};
+
+/* tdm-window.c */
+void            tdm_window_update_state     (TdmWindow            *self);
+void            tdm_window_show_error       (TdmWindow            *self,
+                                             const char           *headline,
+                                             const char           *detail);
+
+/* Starts `config` as the window's run, recorded in the history under `record_name`
+ * (NULL: its date), keeping its parameters when asked. FALSE after showing why not. */
+gboolean        tdm_window_launch           (TdmWindow            *self,
+                                             const TdmConfig      *config,
+                                             const char           *record_name,
+                                             gboolean              keep_parameters);
+
+/* tdm-window-files.c */
+GtkFileChooser *tdm_window_new_chooser      (TdmWindow            *self,
+                                             const char           *title,
+                                             GtkFileChooserAction  action,
+                                             const char           *accept_label);
+void            tdm_window_add_filter       (GtkFileChooser       *chooser,
+                                             const char           *name,
+                                             const char           *mime_type,
+                                             const char           *pattern);
+void            tdm_window_export_chosen    (TdmWindow            *self,
+                                             int                   response,
+                                             GtkNativeDialog      *dialog);
+/* The file chooser shown, if any, is gone. */
+void            tdm_window_chooser_done     (TdmWindow            *self);
+/* Actions: win.open-folder, win.export, win.export-chart. */
+void            tdm_window_open_folder      (GtkWidget            *widget,
+                                             const char           *action_name,
+                                             GVariant             *parameter);
+void            tdm_window_export           (GtkWidget            *widget,
+                                             const char           *action_name,
+                                             GVariant             *parameter);
+void            tdm_window_export_chart     (GtkWidget            *widget,
+                                             const char           *action_name,
+                                             GVariant             *parameter);
+
+/* tdm-window-history.c */
+void            tdm_window_history_init     (TdmWindow            *self);
+void            tdm_window_history_dispose  (TdmWindow            *self);
+void            tdm_window_history_finalize (TdmWindow            *self);
+/* A scaling run is over: the History page lists it, and a toast says so. */
+void            tdm_window_history_sweep_done (TdmWindow          *self,
+                                               const GError       *error,
+                                               TdmScalingPage     *page);
+void            tdm_window_history_run_done (TdmWindow            *self,
+                                             TdmRun               *run,
+                                             gboolean              completed);
+void            tdm_window_compare_next     (TdmWindow            *self);
+void            tdm_window_compare_one_device (GtkWidget          *widget,
+                                               const char         *action_name,
+                                               GVariant           *parameter);
+
+/* tdm-window-classroom.c: handlers the class installs, and what init connects. */
+void            tdm_window_update_estimate  (TdmWindow            *self);
+void            tdm_window_pace_changed     (TdmWindow            *self);
+void            tdm_window_single_step      (GtkWidget            *widget,
+                                             const char           *action_name,
+                                             GVariant             *parameter);
+void            tdm_window_show_pace        (GtkWidget            *widget,
+                                             const char           *action_name,
+                                             GVariant             *parameter);
+void            tdm_window_toggle_presentation (GtkWidget         *widget,
+                                                const char        *action_name,
+                                                GVariant          *parameter);
+void            tdm_window_leave_presentation (GtkWidget          *widget,
+                                               const char         *action_name,
+                                               GVariant           *parameter);
+void            tdm_window_scaling_run      (GtkWidget            *widget,
+                                             const char           *action_name,
+                                             GVariant             *parameter);
+void            tdm_window_scaling_cancel   (GtkWidget            *widget,
+                                             const char           *action_name,
+                                             GVariant             *parameter);
+void            tdm_window_scaling_export   (GtkWidget            *widget,
+                                             const char           *action_name,
+                                             GVariant             *parameter);
+void            tdm_window_scaling_finished (TdmWindow            *self,
+                                             const GError         *error,
+                                             TdmScalingPage       *page);
+
+G_END_DECLS
