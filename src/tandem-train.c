@@ -49,6 +49,7 @@ typedef struct {
   char **classify;
   gboolean test_flip, no_test_flip, list_devices, json, quiet, version, distributed, record;
   char *run_name, *history, *pace, *scaling, *scaling_steps, *prewarm;
+  char *val_split, *save_best, *save_every, *early_stop;
 } Options;
 
 static void
@@ -61,7 +62,7 @@ options_clear(Options *o)
     &o->eval_batch, &o->max_steps, &o->save, &o->resume, &o->image_size, &o->color, &o->top,
     &o->batchnorm, &o->decay_on, &o->warmup, &o->smoothing, &o->crop, &o->flip,
     &o->test_shift, &o->run_name, &o->history, &o->pace, &o->scaling, &o->scaling_steps,
-    &o->prewarm,
+    &o->prewarm, &o->val_split, &o->save_best, &o->save_every, &o->early_stop,
   };
   for (gsize i = 0; i < G_N_ELEMENTS(strings); i++)
     g_clear_pointer(strings[i], g_free);
@@ -196,6 +197,15 @@ options_context(Options *o)
      "Stop after N steps in all (default 0: no limit)", "N"},
     {"save", 0, 0, G_OPTION_ARG_FILENAME, &o->save,
      "Save a safetensors checkpoint every epoch", "FILE"},
+    {"save-every", 0, 0, G_OPTION_ARG_STRING, &o->save_every,
+     "With --save: also save every N steps (default 0: at epoch ends only)", "N"},
+    {"val-split", 0, 0, G_OPTION_ARG_STRING, &o->val_split,
+     "Hold out this fraction of the training set (seeded) and evaluate it every epoch "
+     "(default 0: none)", "F"},
+    {"save-best", 0, 0, G_OPTION_ARG_FILENAME, &o->save_best,
+     "With --val-split: keep the checkpoint of the best validation accuracy", "FILE"},
+    {"early-stop", 0, 0, G_OPTION_ARG_STRING, &o->early_stop,
+     "With --val-split: end after P epochs without a better validation accuracy", "P"},
     {"resume", 0, 0, G_OPTION_ARG_FILENAME, &o->resume,
      "Continue the run saved in a checkpoint", "FILE"},
     {"image-size", 0, 0, G_OPTION_ARG_STRING, &o->image_size,
@@ -325,8 +335,15 @@ options_apply(const Options *o, TdmConfig *c, GError **error)
       !parse_double("--label-smoothing", o->smoothing, &c->label_smoothing, error) ||
       !parse_int("--crop", o->crop, &c->crop_pad, error) ||
       !parse_int("--test-shift", o->test_shift, &c->test_shift, error) ||
-      !parse_int("--image-size", o->image_size, &c->image_size, error))
+      !parse_int("--image-size", o->image_size, &c->image_size, error) ||
+      !parse_double("--val-split", o->val_split, &c->val_split, error) ||
+      !parse_int("--save-every", o->save_every, &c->save_every, error) ||
+      !parse_int("--early-stop", o->early_stop, &c->early_stop, error))
     return FALSE;
+  if (o->save_best) {
+    g_free(c->save_best_path);
+    c->save_best_path = g_strdup(o->save_best);
+  }
   if (o->test_flip && o->no_test_flip)
     return bad_option(error, "--test-flip and --no-test-flip: give one of them");
   if (o->test_flip || o->no_test_flip)
@@ -574,10 +591,17 @@ static int
 run(const TdmConfig *config, const Options *o)
 {
   g_autoptr(GCancellable) cancellable = g_cancellable_new();
+  /* A log (stdout not a terminal, or one rank's output under mpirun) gets plain
+   * progress lines; a person at a terminal gets the live line on stderr. */
+  gboolean log = !o->json && !o->quiet && (!isatty(STDOUT_FILENO) || tdm_distributed_active());
   TdmCliPrinter printer = {
     .json = o->json,
     .quiet = o->quiet,
-    .bar = !o->json && !o->quiet && isatty(STDERR_FILENO),
+    .log = log,
+    .bar = !log && !o->json && !o->quiet && isatty(STDERR_FILENO),
+    .config = config,
+    .setup_phase = -1,
+    .setup_said = -1,
     .cancellable = cancellable,
   };
   printer.t_epoch = g_get_monotonic_time();
@@ -616,6 +640,8 @@ run(const TdmConfig *config, const Options *o)
    * point for point in the history. */
   if (recorder != NULL)
     tdm_trainer_set_summary_steps(trainer, TDM_HISTORY_SUMMARY_STEPS);
+  if (printer.log)
+    tdm_trainer_set_summary_parts(trainer, 10);
   tdm_trainer_set_pace(trainer, pace);
   tdm_trainer_set_prewarm(trainer, prewarm);
   gboolean ok = tdm_trainer_run(trainer, cancellable, &error);
@@ -761,7 +787,9 @@ main(int argc, char **argv)
         !tdm_distributed_resolve_devices(config, &error) ||
         !tdm_config_validate(config, &error) ||
         !check_save_path(saves_here(config) ? config->save_path : NULL,
-                         o.save || !o.resume ? "--save" : "--resume", &error))
+                         o.save || !o.resume ? "--save" : "--resume", &error) ||
+        !check_save_path(saves_here(config) ? config->save_best_path : NULL, "--save-best",
+                         &error))
       status = fail(EXIT_BAD_INPUT, flag_of(error, FALSE, o.resume != NULL), error->message);
     else if (o.scaling != NULL) {
       TdmCliScaling scaling;

@@ -165,7 +165,9 @@ tdm_dataset_open_folder(const char *folder, const TdmImageOptions *options, GErr
   if (tdm_dataset_has_cifar10(folder))
     return tdm_dataset_load_cifar10_folder(folder, error);
   if (tdm_dataset_is_image_folder(folder))
-    return tdm_dataset_load_image_folder(folder, options, NULL, NULL,
+    return tdm_dataset_load_image_folder(folder, options,
+                                         options != NULL ? options->progress : NULL,
+                                         options != NULL ? options->progress_data : NULL,
                                          options != NULL ? options->cancellable : NULL, error);
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
               "%s: holds neither IDX files (train-images-idx3-ubyte[.gz] …), CIFAR-10 "

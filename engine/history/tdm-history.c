@@ -350,6 +350,10 @@ tdm_run_recorder_add(const TdmEvent *e, gpointer data)
     tdm_json_set_double(b, "test_loss", e->epoch.test_loss);
     tdm_json_set_double(b, "test_accuracy", e->epoch.test_accuracy);
     tdm_json_set_double(b, "elapsed", e->epoch.elapsed);
+    if (isfinite(e->epoch.val_accuracy)) {
+      tdm_json_set_double(b, "val_loss", e->epoch.val_loss);
+      tdm_json_set_double(b, "val_accuracy", e->epoch.val_accuracy);
+    }
     break;
   case TDM_EVENT_FINISHED:
     tdm_json_set_string(b, "type", "finished");

@@ -103,6 +103,7 @@ tdm_config_copy(const TdmConfig *config)
   c->network = g_strdup(config->network);
   c->devices = g_strdupv(config->devices);
   c->save_path = g_strdup(config->save_path);
+  c->save_best_path = g_strdup(config->save_best_path);
   return c;
 }
 
@@ -115,6 +116,7 @@ tdm_config_free(TdmConfig *config)
   g_free(config->network);
   g_strfreev(config->devices);
   g_free(config->save_path);
+  g_free(config->save_best_path);
   g_free(config);
 }
 
@@ -348,6 +350,28 @@ tdm_config_validate(const TdmConfig *c, GError **error)
   if (c->image_channels != 0 && c->image_channels != 1 && c->image_channels != 3)
     return invalid(error, "--color: %d channels; expected auto, grey or rgb",
                    c->image_channels);
+  if (!isfinite(c->val_split) || c->val_split < 0 || c->val_split > 0.9)
+    return invalid(error, "--val-split %g: give the fraction of the training set to hold "
+                          "out, from 0 (none) to 0.9", c->val_split);
+  if (c->save_best_path != NULL && *c->save_best_path == '\0')
+    return invalid(error, "--save-best: the file name is empty");
+  if (c->save_best_path != NULL && c->val_split <= 0)
+    return invalid(error, "--save-best: needs --val-split: the best checkpoint is chosen by "
+                          "validation accuracy, never by the test set's");
+  if (c->save_best_path != NULL && c->save_path != NULL &&
+      g_str_equal(c->save_best_path, c->save_path))
+    return invalid(error, "--save-best %s: the same file as --save", c->save_best_path);
+  if (c->save_every < 0)
+    return invalid(error, "--save-every %d: give 0 (every epoch only) or a number of steps",
+                   c->save_every);
+  if (c->save_every > 0 && c->save_path == NULL)
+    return invalid(error, "--save-every %d: needs --save FILE to save to", c->save_every);
+  if (c->early_stop < 0)
+    return invalid(error, "--early-stop %d: give 0 (never) or a number of epochs",
+                   c->early_stop);
+  if (c->early_stop > 0 && c->val_split <= 0)
+    return invalid(error, "--early-stop %d: needs --val-split: it watches the validation "
+                          "accuracy", c->early_stop);
   if (c->bucket_bytes < sizeof(float))
     return invalid(error, "--bucket-bytes %zu: a gradient bucket must hold at least one "
                           "value", c->bucket_bytes);
@@ -362,6 +386,8 @@ key_of_flag(const char *flag)
     return g_strdup("main_replica");
   if (g_str_equal(flag, "save"))
     return g_strdup("save_path");
+  if (g_str_equal(flag, "save-best"))
+    return g_strdup("save_best_path");
   char *key = g_strdup(flag);
   g_strdelimit(key, "-", '_');
   return key;
@@ -566,6 +592,23 @@ tdm_config_to_json(const TdmConfig *c)
   json_builder_add_int_value(b, c->image_size);
   json_builder_set_member_name(b, "image_channels");
   json_builder_add_int_value(b, c->image_channels);
+  /* Only when set, so the JSON of runs without them stays as it was. */
+  if (c->val_split > 0) {
+    json_builder_set_member_name(b, "val_split");
+    json_builder_add_double_value(b, c->val_split);
+  }
+  if (c->save_best_path != NULL) {
+    json_builder_set_member_name(b, "save_best_path");
+    json_builder_add_string_value(b, c->save_best_path);
+  }
+  if (c->save_every > 0) {
+    json_builder_set_member_name(b, "save_every");
+    json_builder_add_int_value(b, c->save_every);
+  }
+  if (c->early_stop > 0) {
+    json_builder_set_member_name(b, "early_stop");
+    json_builder_add_int_value(b, c->early_stop);
+  }
   json_builder_end_object(b);
 
   g_autoptr(JsonNode) root = json_builder_get_root(b);
@@ -839,6 +882,25 @@ tdm_config_from_json(const char *json, GError **error)
       (json_object_has_member(o, "image_channels") &&
        !get_int(o, "image_channels", &c->image_channels, error)))
     return NULL;
+
+  if ((json_object_has_member(o, "val_split") &&
+       !get_double(o, "val_split", &c->val_split, error)) ||
+      (json_object_has_member(o, "save_every") &&
+       !get_int(o, "save_every", &c->save_every, error)) ||
+      (json_object_has_member(o, "early_stop") &&
+       !get_int(o, "early_stop", &c->early_stop, error)))
+    return NULL;
+  if (json_object_has_member(o, "save_best_path")) {
+    JsonNode *best = json_object_get_member(o, "save_best_path");
+    if (JSON_NODE_HOLDS_NULL(best)) {
+      g_clear_pointer(&c->save_best_path, g_free);
+    } else if (json_node_get_value_type(best) == G_TYPE_STRING) {
+      c->save_best_path = g_strdup(json_node_get_string(best));
+    } else {
+      json_bad(error, "save_best_path", "must be a string or null");
+      return NULL;
+    }
+  }
 
   JsonNode *save = member(o, "save_path", error);
   if (save == NULL)

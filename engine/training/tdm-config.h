@@ -88,6 +88,14 @@ typedef struct {
                             * right (each mirrored too with test_flip); 0 off */
   int image_size;          /* image folders: side of the samples (0: from the images) */
   int image_channels;      /* image folders: 1 grey, 3 RGB (0: from the images) */
+  /* Validation and checkpoints beyond save_path. JSON holds them only when set, and
+   * readers take them as optional. */
+  double val_split;        /* fraction of the training set held out (seeded) and
+                            * evaluated every epoch; 0: none */
+  char *save_best_path;    /* the checkpoint of the best validation accuracy; or NULL */
+  int save_every;          /* also save save_path every this many steps; 0: epochs only */
+  int early_stop;          /* end after this many epochs without a better validation
+                            * accuracy; 0: never */
 } TdmConfig;
 
 /* Chainer's defaults: Fashion-MNIST, mlp, one CPU worker, batch 100, 20 epochs, Adam. */

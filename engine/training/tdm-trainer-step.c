@@ -297,9 +297,16 @@ static void
 job_evaluate(TdmTrainer *t, int r)
 {
   TdmReplica *rep = t->reps[r];
-  int total = t->data->test->count;
+  gboolean validation = t->job.validation;
+  int total = validation ? t->val_count : t->data->test->count;
   int first, count;
   tdm_shard_of(total, t->world, t->rank0 + r, &first, &count);
+  if (validation) {
+    for (int done = 0; done < count && !tdm_trainer_aborted(t); done += rep->capacity)
+      tdm_replica_evaluate_train(rep, t->val_indices + first + done,
+                                 MIN(rep->capacity, count - done));
+    return;
+  }
   int classes = t->net->classes;
   g_autofree float *logits = t->predicted != NULL ? g_new(float, (size_t)rep->capacity * classes)
                                                   : NULL;
