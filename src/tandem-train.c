@@ -30,6 +30,7 @@
 
 #include "tdm-cli-classify.h"
 #include "tdm-cli-printer.h"
+#include "tdm-cli-runs.h"
 #include "tdm-cli-scaling.h"
 
 enum {
@@ -50,6 +51,8 @@ typedef struct {
   gboolean test_flip, no_test_flip, list_devices, json, quiet, version, distributed, record;
   char *run_name, *history, *pace, *scaling, *scaling_steps, *prewarm;
   char *val_split, *save_best, *save_every, *early_stop;
+  char *config, *show_run, *export_run;
+  gboolean print_config, list_runs;
 } Options;
 
 static void
@@ -63,6 +66,7 @@ options_clear(Options *o)
     &o->batchnorm, &o->decay_on, &o->warmup, &o->smoothing, &o->crop, &o->flip,
     &o->test_shift, &o->run_name, &o->history, &o->pace, &o->scaling, &o->scaling_steps,
     &o->prewarm, &o->val_split, &o->save_best, &o->save_every, &o->early_stop,
+    &o->config, &o->show_run, &o->export_run,
   };
   for (gsize i = 0; i < G_N_ELEMENTS(strings); i++)
     g_clear_pointer(strings[i], g_free);
@@ -235,6 +239,17 @@ options_context(Options *o)
     {"prewarm", 0, 0, G_OPTION_ARG_STRING, &o->prewarm,
      "Before the clock starts, one untimed step of each batch shape, then undone: "
      "auto (default: on with a GPU), on or off", "WHEN"},
+    {"print-config", 0, 0, G_OPTION_ARG_NONE, &o->print_config,
+     "Print the run's settings as JSON (for --config) and exit", NULL},
+    {"config", 0, 0, G_OPTION_ARG_FILENAME, &o->config,
+     "Take the settings from FILE: --print-config's output, a run file of the history or "
+     "a checkpoint (flags given override them)", "FILE"},
+    {"list-runs", 0, 0, G_OPTION_ARG_NONE, &o->list_runs,
+     "List the run history (as \"tandem-train runs\") and exit", NULL},
+    {"show-run", 0, 0, G_OPTION_ARG_STRING, &o->show_run,
+     "Print a run of the history: settings, epochs, outcome", "ID"},
+    {"export-run", 0, 0, G_OPTION_ARG_STRING, &o->export_run,
+     "Print a run of the history as CSV (the window's export)", "ID"},
     {"list-devices", 0, 0, G_OPTION_ARG_NONE, &o->list_devices,
      "List the devices and exit", NULL},
     {"json", 0, 0, G_OPTION_ARG_NONE, &o->json,
@@ -741,6 +756,11 @@ main(int argc, char **argv)
     options_clear(&o);
     return fail(EXIT_BAD_INPUT, NULL, error->message);
   }
+  /* tandem-train runs: the history, as --list-runs. */
+  if (o.classify == NULL && argc == 2 && g_str_equal(argv[1], "runs")) {
+    o.list_runs = TRUE;
+    argc = 1;
+  }
   /* --classify a.png b.png: the names after the first are arguments too. */
   if (o.classify != NULL && argc > 1) {
     GStrvBuilder *all = g_strv_builder_new();
@@ -764,6 +784,15 @@ main(int argc, char **argv)
     printf("tandem-train %s\n", TDM_VERSION);
   } else if (o.list_devices) {
     status = list_devices();
+  } else if (o.list_runs) {
+    status = tdm_cli_runs_list(o.history, o.json);
+  } else if (o.show_run != NULL) {
+    status = tdm_cli_runs_show(o.history, o.show_run, o.json);
+  } else if (o.export_run != NULL) {
+    status = tdm_cli_runs_export(o.history, o.export_run);
+  } else if (o.config != NULL && o.resume != NULL) {
+    status = fail(EXIT_BAD_INPUT, "--config", "cannot be combined with --resume (a resumed "
+                                              "run's settings come from its checkpoint)");
   } else if (o.classify != NULL) {
     gint64 top = 3;
     if (o.resume == NULL)
@@ -781,8 +810,9 @@ main(int argc, char **argv)
       g_free(o.devices);
       o.devices = g_strdup("cuda:0");
     }
-    g_autoptr(TdmConfig) config = o.resume ? config_from_checkpoint(o.resume, &error)
-                                           : tdm_config_new();
+    g_autoptr(TdmConfig) config = o.resume   ? config_from_checkpoint(o.resume, &error)
+                                  : o.config ? tdm_cli_config_load(o.config, &error)
+                                             : tdm_config_new();
     if (config == NULL || !options_apply(&o, config, &error) ||
         !tdm_distributed_resolve_devices(config, &error) ||
         !tdm_config_validate(config, &error) ||
@@ -790,8 +820,14 @@ main(int argc, char **argv)
                          o.save || !o.resume ? "--save" : "--resume", &error) ||
         !check_save_path(saves_here(config) ? config->save_best_path : NULL, "--save-best",
                          &error))
-      status = fail(EXIT_BAD_INPUT, flag_of(error, FALSE, o.resume != NULL), error->message);
-    else if (o.scaling != NULL) {
+      status = fail(EXIT_BAD_INPUT,
+                    config == NULL && o.config != NULL ? "--config"
+                                                       : flag_of(error, FALSE, o.resume != NULL),
+                    error->message);
+    else if (o.print_config) {
+      g_autofree char *json = tdm_config_to_json(config);
+      printf("%s\n", json);
+    } else if (o.scaling != NULL) {
       TdmCliScaling scaling;
       if (!scaling_options(&o, config, &scaling, &error))
         status = fail(EXIT_BAD_INPUT, NULL, error->message);

@@ -563,6 +563,8 @@ read_record(TdmRunRecord *r, const char *type, JsonObject *o)
       .test_loss = tdm_history_get_double(o, "test_loss"),
       .test_accuracy = tdm_history_get_double(o, "test_accuracy"),
       .elapsed = tdm_history_get_double(o, "elapsed"),
+      .val_loss = tdm_history_get_double(o, "val_loss"),
+      .val_accuracy = tdm_history_get_double(o, "val_accuracy"),
     };
     g_array_append_val(r->epochs, e);
   } else if (g_str_equal(type, "finished")) {
