@@ -218,8 +218,9 @@ options_context(Options *o)
     {"color", 0, 0, G_OPTION_ARG_STRING, &o->color,
      "Image folders: auto, grey or rgb (default auto: grey when every image is)", "C"},
     {"classify", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o->classify,
-     "Classify image files with the --resume checkpoint and exit (repeat or list after)",
-     "IMAGE"},
+     "Classify images with the --resume checkpoint and exit: files, or every PNG and JPEG "
+     "under a folder (repeat or list after)",
+     "IMAGE|DIR"},
     {"top", 0, 0, G_OPTION_ARG_STRING, &o->top,
      "With --classify: how many classes to print per image (default 3)", "N"},
     {"record", 0, 0, G_OPTION_ARG_NONE, &o->record,

@@ -22,6 +22,18 @@ fail(const char *flag, const char *message)
   return EXIT_BAD_INPUT;
 }
 
+/* A missing run file is a wrong id: say so, and where the runs are. */
+static int
+fail_load(const char *flag, TdmHistory *history, const char *id, const GError *error)
+{
+  if (!g_error_matches(error, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+    return fail(flag, error->message);
+  g_autofree char *message =
+      g_strdup_printf("no run “%s” in %s (tandem-train runs lists them)", id,
+                      tdm_history_get_folder(history));
+  return fail(flag, message);
+}
+
 /* As the window's History says it: the accuracy, stopped, failed or unfinished. */
 static char *
 outcome(const TdmRunRecord *r)
@@ -124,7 +136,7 @@ tdm_cli_runs_show(const char *folder, const char *id, gboolean json)
   g_autoptr(GError) error = NULL;
   g_autoptr(TdmRunRecord) r = tdm_history_load(history, id, &error);
   if (r == NULL)
-    return fail("--show-run", error->message);
+    return fail_load("--show-run", history, id, error);
   if (json) {
     g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_object(b);
@@ -196,7 +208,7 @@ tdm_cli_runs_export(const char *folder, const char *id)
     ok = g_file_get_contents(path, &text, &length, &error);
   g_unlink(path);
   if (!ok)
-    return fail("--export-run", error->message);
+    return fail_load("--export-run", history, id, error);
   fwrite(text, 1, length, stdout);
   fflush(stdout);
   return 0;
