@@ -76,8 +76,11 @@ options_clear(Options *o)
 static const char summary[] =
   "Trains a neural network with data parallelism: each batch is split across the\n"
   "devices, gradients are combined, and every device keeps the same parameters.\n"
-  "Progress goes to the terminal; each epoch ends with a line of train and test\n"
-  "figures; --json prints every event as one JSON object per line instead.";
+  "On a terminal a live line shows progress; in a log (stdout not a terminal, or\n"
+  "under mpirun) a header says what runs where, and plain lines follow at each tenth\n"
+  "of an epoch and every 10 s, with each checkpoint saved; each epoch ends with a line\n"
+  "of train (validation) and test figures. --json prints every event as one JSON\n"
+  "object per line instead.";
 
 static const char description[] =
   "Datasets: fashion-mnist (the default, in " TDM_FASHION_MNIST_DIR "),\n"
@@ -120,7 +123,20 @@ static const char description[] =
   "  tandem-train --resume run.safetensors --epochs 40\n"
   "  tandem-train --dataset synthetic --epochs 1 --json | jq .type\n"
   "  tandem-train --dataset ~/photos --image-size 64 --color rgb --save photos.st\n"
-  "  tandem-train --resume photos.st --classify cat.jpg dog.png\n"
+  "  tandem-train --resume photos.st --classify cat.jpg dog.png ~/more-photos\n"
+  "\n"
+  "Validation: --val-split 0.1 holds out a tenth of the training set (chosen by the\n"
+  "seed) and evaluates it every epoch; --save-best FILE keeps the checkpoint of the best\n"
+  "validation accuracy, --early-stop P ends a run after P epochs without a better one.\n"
+  "The test set stays the final measure.\n"
+  "\n"
+  "Runs: --record keeps a run in the history that the window lists;\n"
+  "  tandem-train runs                       lists them (--json: one object a line)\n"
+  "  tandem-train --show-run ID              its settings and epochs\n"
+  "  tandem-train --export-run ID > run.csv  its metrics, as the window exports them\n"
+  "  tandem-train --network cnn --print-config > cnn.json\n"
+  "  tandem-train --config cnn.json          the same run again (or --config a run\n"
+  "                                          file or a checkpoint; flags override it)\n"
   "\n"
   "With --resume the run's settings come from the checkpoint (all but --max-steps);\n"
   "flags given as well override them (e.g. --epochs to train longer), and\n"
