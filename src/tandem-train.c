@@ -15,11 +15,13 @@
 #include "tdm-error.h"
 #include "tdm-json.h"
 #include "tdm-history.h"
+#include "tdm-i18n.h"
 #include "tdm-trainer.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <glib/gstdio.h>
+#include <libintl.h>
 #include <locale.h>
 #include <math.h>
 #include <signal.h>
@@ -763,6 +765,9 @@ main(int argc, char **argv)
   setlocale(LC_ALL, "");
   /* Decimal points in flags, logs and JSON are '.', whatever the locale. */
   setlocale(LC_NUMERIC, "C");
+  /* The program's messages; the engine binds its own domain itself. */
+  tdm_i18n_bind(GETTEXT_PACKAGE, "po");
+  textdomain(GETTEXT_PACKAGE);
 
   Options o = {0};
   g_autoptr(GError) error = NULL;
