@@ -7,6 +7,7 @@
  * a checkpoint to resume from), 130 stopped by Ctrl-C.
  */
 #include "tdm-build-config.h"
+#include <glib/gi18n.h>
 #include "tdm-checkpoint.h"
 #include "tdm-config.h"
 #include "tdm-dataset.h"
@@ -160,124 +161,124 @@ options_context(Options *o)
 {
   const GOptionEntry entries[] = {
     {"dataset", 0, 0, G_OPTION_ARG_FILENAME, &o->dataset,
-     "Name or folder (default fashion-mnist)", "NAME|FOLDER"},
+     N_("Name or folder (default fashion-mnist)"), "NAME|FOLDER"},
     {"network", 0, 0, G_OPTION_ARG_STRING, &o->network,
-     "mlp, cnn or a layer spec (default mlp)", "mlp|cnn|SPEC"},
+     N_("mlp, cnn or a layer spec (default mlp)"), "mlp|cnn|SPEC"},
     {"devices", 0, 0, G_OPTION_ARG_STRING, &o->devices,
-     "Devices, a replica each: cpu:4, cuda:0,cuda:1 (cpu)", "LIST"},
+     N_("Devices, a replica each: cpu:4, cuda:0,cuda:1 (cpu)"), "LIST"},
     {"main", 0, 0, G_OPTION_ARG_STRING, &o->main_replica,
-     "Which of --devices evaluates and saves (default 0)", "N"},
+     N_("Which of --devices evaluates and saves (default 0)"), "N"},
     {"batch", 0, 0, G_OPTION_ARG_STRING, &o->batch,
-     "Global batch, split across devices (default 100)", "N"},
+     N_("Global batch, split across devices (default 100)"), "N"},
     {"epochs", 0, 0, G_OPTION_ARG_STRING, &o->epochs,
-     "Epochs to train (default 20)", "N"},
+     N_("Epochs to train (default 20)"), "N"},
     {"optimizer", 0, 0, G_OPTION_ARG_STRING, &o->optimizer,
-     "sgd, momentum, adam or nesterov (default adam)", "NAME"},
+     N_("sgd, momentum, adam or nesterov (default adam)"), "NAME"},
     {"lr", 0, 0, G_OPTION_ARG_STRING, &o->lr,
-     "Learning rate; Adam's alpha (default 0.001)", "X"},
+     N_("Learning rate; Adam's alpha (default 0.001)"), "X"},
     {"momentum", 0, 0, G_OPTION_ARG_STRING, &o->momentum,
-     "Momentum of --optimizer momentum (default 0.9)", "X"},
-    {"beta1", 0, 0, G_OPTION_ARG_STRING, &o->beta1, "Adam's beta1 (default 0.9)", "X"},
-    {"beta2", 0, 0, G_OPTION_ARG_STRING, &o->beta2, "Adam's beta2 (default 0.999)", "X"},
-    {"eps", 0, 0, G_OPTION_ARG_STRING, &o->eps, "Adam's epsilon (default 1e-8)", "X"},
+     N_("Momentum of --optimizer momentum (default 0.9)"), "X"},
+    {"beta1", 0, 0, G_OPTION_ARG_STRING, &o->beta1, N_("Adam's beta1 (default 0.9)"), "X"},
+    {"beta2", 0, 0, G_OPTION_ARG_STRING, &o->beta2, N_("Adam's beta2 (default 0.999)"), "X"},
+    {"eps", 0, 0, G_OPTION_ARG_STRING, &o->eps, N_("Adam's epsilon (default 1e-8)"), "X"},
     {"weight-decay", 0, 0, G_OPTION_ARG_STRING, &o->weight_decay,
-     "Weight decay (default 0)", "X"},
+     N_("Weight decay (default 0)"), "X"},
     {"schedule", 0, 0, G_OPTION_ARG_STRING, &o->schedule,
-     "Learning rate schedule: constant, step, cosine, linear", "NAME"},
+     N_("Learning rate schedule: constant, step, cosine, linear"), "NAME"},
     {"step-epochs", 0, 0, G_OPTION_ARG_STRING, &o->step_epochs,
-     "Epochs between steps of --schedule step (10)", "N"},
+     N_("Epochs between steps of --schedule step (10)"), "N"},
     {"gamma", 0, 0, G_OPTION_ARG_STRING, &o->gamma,
-     "Factor at each step of --schedule step (0.1)", "X"},
+     N_("Factor at each step of --schedule step (0.1)"), "X"},
     {"strategy", 0, 0, G_OPTION_ARG_STRING, &o->strategy,
-     "allreduce (default) or main; see below", "NAME"},
+     N_("allreduce (default) or main; see below"), "NAME"},
     {"precision", 0, 0, G_OPTION_ARG_STRING, &o->precision,
-     "fp32 (default), tf32 or bf16 (GPUs: bf16 GEMMs, fp32 weights)", "NAME"},
+     N_("fp32 (default), tf32 or bf16 (GPUs: bf16 GEMMs, fp32 weights)"), "NAME"},
     {"batchnorm", 0, 0, G_OPTION_ARG_STRING, &o->batchnorm,
-     "Batch norm across devices: per-replica (default) or sync", "MODE"},
+     N_("Batch norm across devices: per-replica (default) or sync"), "MODE"},
     {"weight-decay-on", 0, 0, G_OPTION_ARG_STRING, &o->decay_on,
-     "What weight decay applies to: all (default) or weights (not biases, not BN)", "WHAT"},
+     N_("What weight decay applies to: all (default) or weights (not biases, not BN)"), "WHAT"},
     {"warmup", 0, 0, G_OPTION_ARG_STRING, &o->warmup,
-     "Epochs of linear learning-rate warm-up before the schedule (default 0)", "E"},
+     N_("Epochs of linear learning-rate warm-up before the schedule (default 0)"), "E"},
     {"label-smoothing", 0, 0, G_OPTION_ARG_STRING, &o->smoothing,
-     "Label smoothing of the training loss, in [0, 1) (default 0)", "X"},
+     N_("Label smoothing of the training loss, in [0, 1) (default 0)"), "X"},
     {"crop", 0, 0, G_OPTION_ARG_STRING, &o->crop,
-     "Random crop: shift images by up to P pixels, zero padded (default 0, off)", "P"},
+     N_("Random crop: shift images by up to P pixels, zero padded (default 0, off)"), "P"},
     {"flip", 0, 0, G_OPTION_ARG_STRING, &o->flip,
-     "Random horizontal flip in training: auto, on or off (default off)", "WHEN"},
+     N_("Random horizontal flip in training: auto, on or off (default off)"), "WHEN"},
     {"test-flip", 0, 0, G_OPTION_ARG_NONE, &o->test_flip,
-     "Evaluate each test image and its mirror and average the two", NULL},
+     N_("Evaluate each test image and its mirror and average the two"), NULL},
     {"no-test-flip", 0, 0, G_OPTION_ARG_NONE, &o->no_test_flip,
-     "Evaluate each test image alone (resnet's recipe has --test-flip)", NULL},
+     N_("Evaluate each test image alone (resnet's recipe has --test-flip)"), NULL},
     {"test-shift", 0, 0, G_OPTION_ARG_STRING, &o->test_shift,
-     "Also evaluate each test image shifted P pixels each way and average (default 0, "
-     "off)", "P"},
+     N_("Also evaluate each test image shifted P pixels each way and average (default 0, "
+     "off)"), "P"},
     {"seed", 0, 0, G_OPTION_ARG_STRING, &o->seed,
-     "Seed of initial weights and shuffling (default 0)", "N"},
+     N_("Seed of initial weights and shuffling (default 0)"), "N"},
     {"eval-batch", 0, 0, G_OPTION_ARG_STRING, &o->eval_batch,
-     "Samples per evaluation chunk (default 1000)", "N"},
+     N_("Samples per evaluation chunk (default 1000)"), "N"},
     {"max-steps", 0, 0, G_OPTION_ARG_STRING, &o->max_steps,
-     "Stop after N steps in all (default 0: no limit)", "N"},
+     N_("Stop after N steps in all (default 0: no limit)"), "N"},
     {"save", 0, 0, G_OPTION_ARG_FILENAME, &o->save,
-     "Save a safetensors checkpoint every epoch", "FILE"},
+     N_("Save a safetensors checkpoint every epoch"), "FILE"},
     {"save-every", 0, 0, G_OPTION_ARG_STRING, &o->save_every,
-     "With --save: also save every N steps (default 0: at epoch ends only)", "N"},
+     N_("With --save: also save every N steps (default 0: at epoch ends only)"), "N"},
     {"val-split", 0, 0, G_OPTION_ARG_STRING, &o->val_split,
-     "Hold out this fraction of the training set (seeded) and evaluate it every epoch "
-     "(default 0: none)", "F"},
+     N_("Hold out this fraction of the training set (seeded) and evaluate it every epoch "
+     "(default 0: none)"), "F"},
     {"save-best", 0, 0, G_OPTION_ARG_FILENAME, &o->save_best,
-     "With --val-split: keep the checkpoint of the best validation accuracy", "FILE"},
+     N_("With --val-split: keep the checkpoint of the best validation accuracy"), "FILE"},
     {"early-stop", 0, 0, G_OPTION_ARG_STRING, &o->early_stop,
-     "With --val-split: end after P epochs without a better validation accuracy", "P"},
+     N_("With --val-split: end after P epochs without a better validation accuracy"), "P"},
     {"resume", 0, 0, G_OPTION_ARG_FILENAME, &o->resume,
-     "Continue the run saved in a checkpoint", "FILE"},
+     N_("Continue the run saved in a checkpoint"), "FILE"},
     {"image-size", 0, 0, G_OPTION_ARG_STRING, &o->image_size,
-     "Image folders: side of the square samples (default: from the images, at most 64)",
+     N_("Image folders: side of the square samples (default: from the images, at most 64)"),
      "N"},
     {"color", 0, 0, G_OPTION_ARG_STRING, &o->color,
-     "Image folders: auto, grey or rgb (default auto: grey when every image is)", "C"},
+     N_("Image folders: auto, grey or rgb (default auto: grey when every image is)"), "C"},
     {"classify", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o->classify,
-     "Classify images with the --resume checkpoint and exit: files, or every PNG and JPEG "
-     "under a folder (repeat or list after)",
+     N_("Classify images with the --resume checkpoint and exit: files, or every PNG and JPEG "
+     "under a folder (repeat or list after)"),
      "IMAGE|DIR"},
     {"top", 0, 0, G_OPTION_ARG_STRING, &o->top,
-     "With --classify: how many classes to print per image (default 3)", "N"},
+     N_("With --classify: how many classes to print per image (default 3)"), "N"},
     {"record", 0, 0, G_OPTION_ARG_NONE, &o->record,
-     "Keep the run in the run history (the window lists it)", NULL},
+     N_("Keep the run in the run history (the window lists it)"), NULL},
     {"run-name", 0, 0, G_OPTION_ARG_STRING, &o->run_name,
-     "Name of the recorded run (default: its date)", "NAME"},
+     N_("Name of the recorded run (default: its date)"), "NAME"},
     {"history", 0, 0, G_OPTION_ARG_FILENAME, &o->history,
-     "Run history folder (default ~/.local/share/tandem/runs)", "DIR"},
+     N_("Run history folder (default ~/.local/share/tandem/runs)"), "DIR"},
     {"scaling", 0, 0, G_OPTION_ARG_STRING, &o->scaling,
-     "Instead of training: a scaling run over the first 1, 2, … of the devices, strong "
-     "(the same global batch) or weak (the same batch per device); --record keeps it",
+     N_("Instead of training: a scaling run over the first 1, 2, … of the devices, strong "
+     "(the same global batch) or weak (the same batch per device); --record keeps it"),
      "MODE"},
     {"scaling-steps", 0, 0, G_OPTION_ARG_STRING, &o->scaling_steps,
-     "With --scaling: steps timed at each device count (default 200)", "N"},
+     N_("With --scaling: steps timed at each device count (default 200)"), "N"},
     {"pace", 0, 0, G_OPTION_ARG_STRING, &o->pace,
-     "At most N steps a second, to watch a small network (default 0: no limit)", "N"},
+     N_("At most N steps a second, to watch a small network (default 0: no limit)"), "N"},
     {"prewarm", 0, 0, G_OPTION_ARG_STRING, &o->prewarm,
-     "Before the clock starts, one untimed step of each batch shape, then undone: "
-     "auto (default: on with a GPU), on or off", "WHEN"},
+     N_("Before the clock starts, one untimed step of each batch shape, then undone: "
+     "auto (default: on with a GPU), on or off"), "WHEN"},
     {"print-config", 0, 0, G_OPTION_ARG_NONE, &o->print_config,
-     "Print the run's settings as JSON (for --config) and exit", NULL},
+     N_("Print the run's settings as JSON (for --config) and exit"), NULL},
     {"config", 0, 0, G_OPTION_ARG_FILENAME, &o->config,
-     "Take the settings from FILE: --print-config's output, a run file of the history or "
-     "a checkpoint (flags given override them)", "FILE"},
+     N_("Take the settings from FILE: --print-config's output, a run file of the history or "
+     "a checkpoint (flags given override them)"), "FILE"},
     {"list-runs", 0, 0, G_OPTION_ARG_NONE, &o->list_runs,
-     "List the run history (as \"tandem-train runs\") and exit", NULL},
+     N_("List the run history (as \"tandem-train runs\") and exit"), NULL},
     {"show-run", 0, 0, G_OPTION_ARG_STRING, &o->show_run,
-     "Print a run of the history: settings, epochs, outcome", "ID"},
+     N_("Print a run of the history: settings, epochs, outcome"), "ID"},
     {"export-run", 0, 0, G_OPTION_ARG_STRING, &o->export_run,
-     "Print a run of the history as CSV (the window's export)", "ID"},
+     N_("Print a run of the history as CSV (the window's export)"), "ID"},
     {"list-devices", 0, 0, G_OPTION_ARG_NONE, &o->list_devices,
-     "List the devices and exit", NULL},
+     N_("List the devices and exit"), NULL},
     {"json", 0, 0, G_OPTION_ARG_NONE, &o->json,
-     "Print each event as a JSON line on stdout", NULL},
+     N_("Print each event as a JSON line on stdout"), NULL},
     {"quiet", 'q', 0, G_OPTION_ARG_NONE, &o->quiet,
-     "Print only errors (and JSON lines with --json)", NULL},
-    {"version", 0, 0, G_OPTION_ARG_NONE, &o->version, "Print the version and exit", NULL},
+     N_("Print only errors (and JSON lines with --json)"), NULL},
+    {"version", 0, 0, G_OPTION_ARG_NONE, &o->version, N_("Print the version and exit"), NULL},
     {"distributed", 0, 0, G_OPTION_ARG_NONE, &o->distributed,
-     "Run as one rank of mpirun -np N, a device each (see below)", NULL},
+     N_("Run as one rank of mpirun -np N, a device each (see below)"), NULL},
     {NULL},
   };
   GOptionContext *context = g_option_context_new(NULL);
@@ -309,7 +310,7 @@ parse_int(const char *flag, const char *text, int *out, GError **error)
   if (text == NULL)
     return TRUE;
   if (!g_ascii_string_to_signed(text, 10, G_MININT, G_MAXINT, &v, NULL))
-    return bad_option(error, "%s: “%s” is not a whole number", flag, text);
+    return bad_option(error, _("%s: “%s” is not a whole number"), flag, text);
   *out = (int)v;
   return TRUE;
 }
@@ -324,7 +325,7 @@ parse_double(const char *flag, const char *text, double *out, GError **error)
   double v = g_ascii_strtod(text, &end);
   if (*text == '\0' || g_ascii_isspace(*text) || *end != '\0' || errno == ERANGE ||
       !isfinite(v))
-    return bad_option(error, "%s: “%s” is not a number", flag, text);
+    return bad_option(error, _("%s: “%s” is not a number"), flag, text);
   *out = v;
   return TRUE;
 }
@@ -379,7 +380,7 @@ options_apply(const Options *o, TdmConfig *c, GError **error)
     c->save_best_path = g_strdup(o->save_best);
   }
   if (o->test_flip && o->no_test_flip)
-    return bad_option(error, "--test-flip and --no-test-flip: give one of them");
+    return bad_option(error, _("--test-flip and --no-test-flip: give one of them"));
   if (o->test_flip || o->no_test_flip)
     c->test_flip = o->test_flip;
   NAME_OPTION("--color", o->color, tdm_color_from_name, &c->image_channels,
@@ -387,7 +388,7 @@ options_apply(const Options *o, TdmConfig *c, GError **error)
   gint64 max_steps;
   if (o->max_steps) {
     if (!g_ascii_string_to_signed(o->max_steps, 10, G_MINLONG, G_MAXLONG, &max_steps, NULL))
-      return bad_option(error, "--max-steps: “%s” is not a whole number", o->max_steps);
+      return bad_option(error, _("--max-steps: “%s” is not a whole number"), o->max_steps);
     c->max_steps = (long)max_steps;
   } else if (o->resume) {
     /* A limit counts steps in all, so an inherited one would end the resumed run
@@ -395,7 +396,7 @@ options_apply(const Options *o, TdmConfig *c, GError **error)
     c->max_steps = 0;
   }
   if (o->seed && !g_ascii_string_to_unsigned(o->seed, 10, 0, G_MAXUINT64, &c->seed, NULL))
-    return bad_option(error, "--seed: “%s” is not a non-negative whole number", o->seed);
+    return bad_option(error, _("--seed: “%s” is not a non-negative whole number"), o->seed);
   NAME_OPTION("--optimizer", o->optimizer, tdm_optimizer_from_name, &c->optimizer,
               "sgd, momentum, adam or nesterov");
   NAME_OPTION("--schedule", o->schedule, tdm_schedule_from_name, &c->schedule,
@@ -443,15 +444,15 @@ config_from_checkpoint(const char *path, GError **error)
   const char *json = tdm_checkpoint_get_metadata(ckpt, "config");
   if (json == NULL) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                "checkpoint %s: no run configuration in its metadata (not written by "
-                "Tandem?)", path);
+                _("checkpoint %s: no run configuration in its metadata (not written by "
+                "Tandem?)"), path);
     return NULL;
   }
   g_autoptr(GError) local = NULL;
   g_autoptr(TdmConfig) c = tdm_config_from_json(json, &local);
   if (c == NULL) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                "checkpoint %s: %s", path, local->message);
+                _("checkpoint %s: %s"), path, local->message);
     return NULL;
   }
   /* Checked before the flags apply, so a bad saved value is blamed on the file and
@@ -595,9 +596,9 @@ fail(int status, const char *flag, const char *message)
   if (tdm_distributed_active())
     g_snprintf(rank, sizeof rank, "rank %d: ", tdm_distributed_rank());
   if (flag != NULL)
-    fprintf(stderr, "tandem-train: %s%s: %s\n", rank, flag, message);
+    fprintf(stderr, _("tandem-train: %s%s: %s\n"), rank, flag, message);
   else
-    fprintf(stderr, "tandem-train: %s%s\n", rank, message);
+    fprintf(stderr, _("tandem-train: %s%s\n"), rank, message);
   return status;
 }
 
@@ -650,11 +651,11 @@ run(const TdmConfig *config, const Options *o)
   g_autoptr(GError) error = NULL;
   double pace = 0;
   if (!parse_double("--pace", o->pace, &pace, &error) ||
-      (pace < 0 && !bad_option(&error, "--pace: %g is not a number of steps a second", pace)))
+      (pace < 0 && !bad_option(&error, _("--pace: %g is not a number of steps a second"), pace)))
     return fail(EXIT_BAD_INPUT, NULL, error->message);
   TdmPrewarm prewarm = TDM_PREWARM_AUTO;
   if (o->prewarm != NULL && !tdm_prewarm_from_name(o->prewarm, &prewarm)) {
-    bad_option(&error, "--prewarm: unknown value “%s” (choose auto, on or off)", o->prewarm);
+    bad_option(&error, _("--prewarm: unknown value “%s” (choose auto, on or off)"), o->prewarm);
     return fail(EXIT_BAD_INPUT, NULL, error->message);
   }
   g_autoptr(TdmHistory) history = NULL;
@@ -686,7 +687,7 @@ run(const TdmConfig *config, const Options *o)
     if (!tdm_run_recorder_finish(recorder, &record_error))
       record_status = fail(EXIT_RUNTIME, "--record", record_error->message);
     else if (!o->json && !o->quiet)
-      fprintf(stderr, "tandem-train: recorded as run %s in %s\n",
+      fprintf(stderr, _("tandem-train: recorded as run %s in %s\n"),
               tdm_run_recorder_get_id(recorder), tdm_history_get_folder(history));
   }
 
@@ -710,19 +711,19 @@ scaling_options(const Options *o, const TdmConfig *config, TdmCliScaling *out, G
 {
   memset(out, 0, sizeof *out);
   if (!tdm_scaling_mode_parse(o->scaling, &out->mode))
-    return bad_option(error, "--scaling: “%s” is not a kind of scaling: strong or weak",
+    return bad_option(error, _("--scaling: “%s” is not a kind of scaling: strong or weak"),
                       o->scaling);
   gint64 steps = 200;
   if (o->scaling_steps != NULL &&
       !g_ascii_string_to_signed(o->scaling_steps, 10, 1, 1000000, &steps, NULL))
-    return bad_option(error, "--scaling-steps: “%s” is not a whole number from 1 to 1000000",
+    return bad_option(error, _("--scaling-steps: “%s” is not a whole number from 1 to 1000000"),
                       o->scaling_steps);
   if (o->resume != NULL || o->distributed || o->pace != NULL)
-    return bad_option(error, "--scaling: cannot be combined with %s",
+    return bad_option(error, _("--scaling: cannot be combined with %s"),
                       o->resume != NULL ? "--resume" : o->distributed ? "--distributed" : "--pace");
   if (tdm_config_replica_count(config) < 2)
-    return bad_option(error, "--scaling: needs two devices or more (--devices cpu:2, or two "
-                             "GPUs), to run on 1, 2, … of them");
+    return bad_option(error, _("--scaling: needs two devices or more (--devices cpu:2, or two "
+                             "GPUs), to run on 1, 2, … of them"));
   out->steps = steps;
   out->json = o->json;
   out->quiet = o->quiet;
@@ -813,15 +814,15 @@ main(int argc, char **argv)
   } else if (o.export_run != NULL) {
     status = tdm_cli_runs_export(o.history, o.export_run);
   } else if (o.config != NULL && o.resume != NULL) {
-    status = fail(EXIT_BAD_INPUT, "--config", "cannot be combined with --resume (a resumed "
-                                              "run's settings come from its checkpoint)");
+    status = fail(EXIT_BAD_INPUT, "--config", _("cannot be combined with --resume (a resumed "
+                                              "run's settings come from its checkpoint)"));
   } else if (o.classify != NULL) {
     gint64 top = 3;
     if (o.resume == NULL)
-      status = fail(EXIT_BAD_INPUT, "--classify", "needs --resume CHECKPOINT: the trained "
-                                                  "network to classify with");
+      status = fail(EXIT_BAD_INPUT, "--classify", _("needs --resume CHECKPOINT: the trained "
+                                                  "network to classify with"));
     else if (o.top != NULL && !g_ascii_string_to_signed(o.top, 10, 1, 256, &top, NULL))
-      status = fail(EXIT_BAD_INPUT, "--top", "expected a whole number from 1 to 256");
+      status = fail(EXIT_BAD_INPUT, "--top", _("expected a whole number from 1 to 256"));
     else
       status = tdm_cli_classify(o.resume, (const char *const *)o.classify, (int)top, o.json);
   } else if (o.distributed && !tdm_distributed_init(&argc, &argv, &error)) {
@@ -856,7 +857,7 @@ main(int argc, char **argv)
       else
         status = scaling_run(config, &scaling);
     } else if (o.scaling_steps != NULL) {
-      status = fail(EXIT_BAD_INPUT, "--scaling-steps", "only with --scaling");
+      status = fail(EXIT_BAD_INPUT, "--scaling-steps", _("only with --scaling"));
     } else
       status = run(config, &o);
   }

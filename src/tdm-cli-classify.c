@@ -1,6 +1,7 @@
 /* tdm-cli-classify.c — tandem-train --classify (tdm-cli-classify.h): files and folders
  * of images, each result saying how its image was adapted to the network's input. */
 #include "tdm-cli-classify.h"
+#include <glib/gi18n.h>
 #include "tdm-classifier.h"
 #include "tdm-json.h"
 
@@ -119,7 +120,7 @@ tdm_cli_classify(const char *checkpoint, const char *const *images, int top, gbo
   g_autoptr(GError) error = NULL;
   g_autoptr(TdmClassifier) cl = tdm_classifier_load(checkpoint, &error);
   if (cl == NULL) {
-    fprintf(stderr, "tandem-train: --resume: %s\n", error->message);
+    fprintf(stderr, _("tandem-train: --resume: %s\n"), error->message);
     return EXIT_BAD_INPUT;
   }
   int classes = tdm_classifier_classes(cl);
@@ -137,7 +138,7 @@ tdm_cli_classify(const char *checkpoint, const char *const *images, int top, gbo
       collect_folder(images[i], files, 0);
       if (files->len == before) {
         g_autofree char *display = g_filename_display_name(images[i]);
-        fprintf(stderr, "tandem-train: --classify: %s: no PNG or JPEG image in this folder\n",
+        fprintf(stderr, _("tandem-train: --classify: %s: no PNG or JPEG image in this folder\n"),
                 display);
         status = EXIT_BAD_INPUT;
       }
@@ -151,7 +152,7 @@ tdm_cli_classify(const char *checkpoint, const char *const *images, int top, gbo
     TdmImageInfo info;
     gboolean probed = tdm_image_probe(file, &info, NULL);
     if (!tdm_classifier_run_file(cl, file, probs, &error)) {
-      fprintf(stderr, "tandem-train: --classify: %s\n", error->message);
+      fprintf(stderr, _("tandem-train: --classify: %s\n"), error->message);
       status = EXIT_BAD_INPUT;
       continue;
     }
@@ -159,8 +160,8 @@ tdm_cli_classify(const char *checkpoint, const char *const *images, int top, gbo
     if (probed && !warned && far_from_training(&info, height, channels)) {
       g_autofree char *display = g_filename_display_name(file);
       fprintf(stderr,
-              "tandem-train: warning: the network was trained on %d×%d %s images; %s is "
-              "%d×%d %s, far from them: its answers may mean little\n",
+              _("tandem-train: warning: the network was trained on %d×%d %s images; %s is "
+              "%d×%d %s, far from them: its answers may mean little\n"),
               width, height, channels == 1 ? "grey" : "colour", display, info.width,
               info.height, info.channels == 1 ? "grey" : "colour");
       warned = TRUE;

@@ -3,6 +3,7 @@
  * times a second on a terminal, a plain line per epoch that a log keeps, the summary
  * at the end; JSON lines instead with --json (tdm-cli-json.c). */
 #include "tdm-cli-printer.h"
+#include <glib/gi18n.h>
 #include "tdm-cli-json.h"
 
 #include <math.h>
@@ -137,7 +138,7 @@ log_step(TdmCliPrinter *p, const TdmStepEvent *s)
     format_duration(eta, sizeof eta, s->eta);
   else
     g_strlcpy(eta, "?", sizeof eta);
-  printf("epoch %d/%d %3d%%  step %s/%s  loss %.3f acc %.1f%%  %s samples/s  ETA %s\n",
+  printf(_("epoch %d/%d %3d%%  step %s/%s  loss %.3f acc %.1f%%  %s samples/s  ETA %s\n"),
          s->epoch + 1, p->start.epochs, (int)floor(within * 100), steps, total,
          s->train_loss, 100 * s->train_accuracy, rate, eta);
   fflush(stdout);
@@ -152,9 +153,9 @@ print_started(TdmCliPrinter *p, const TdmStartedEvent *s)
   for (int i = 0; i < s->replicas; i++)
     g_string_append_printf(devices, "%s%s%s", i ? ", " : "", s->device[i],
                            i == s->main_replica && s->replicas > 1 ? " (main)" : "");
-  printf("training %s, %s parameters, on %s (%d train, %d test)\n", s->network, params,
+  printf(_("training %s, %s parameters, on %s (%d train, %d test)\n"), s->network, params,
          s->dataset, s->train_count, s->test_count);
-  printf("devices: %s; batch %d = ", devices->str, s->batch);
+  printf(_("devices: %s; batch %d = "), devices->str, s->batch);
   for (int i = 0; i < s->replicas; i++)
     printf("%s%d", i ? " + " : "", s->shard[i]);
   printf("\n");
@@ -173,12 +174,12 @@ print_started(TdmCliPrinter *p, const TdmStartedEvent *s)
     printf("%s\n", recipe->str);
     g_string_free(recipe, TRUE);
   }
-  printf("%d epoch%s of %d steps", s->epochs, s->epochs == 1 ? "" : "s", s->steps_per_epoch);
+  printf(_("%d epoch%s of %d steps"), s->epochs, s->epochs == 1 ? "" : "s", s->steps_per_epoch);
   if (p->config != NULL && p->config->max_steps > 0 && p->config->max_steps < s->total_steps)
-    printf(", stopping at step %ld (--max-steps)", p->config->max_steps);
+    printf(_(", stopping at step %ld (--max-steps)"), p->config->max_steps);
   printf("\n");
   if (s->start_step > 0 && s->steps_per_epoch > 0)
-    printf("resuming at step %ld (epoch %ld of %d)\n", s->start_step,
+    printf(_("resuming at step %ld (epoch %ld of %d)\n"), s->start_step,
            s->start_step / s->steps_per_epoch + 1, s->epochs);
   fflush(stdout);
   g_string_free(devices, TRUE);
@@ -216,11 +217,11 @@ print_epoch(TdmCliPrinter *p, const TdmEpochEvent *e)
   double seconds = (now - p->t_epoch) / (double)G_USEC_PER_SEC;
   p->t_epoch = now;
   tdm_cli_printer_clear_bar(p);
-  printf("epoch %d/%d  train loss %.3f acc %.1f%%  ", e->epoch, p->start.epochs,
+  printf(_("epoch %d/%d  train loss %.3f acc %.1f%%  "), e->epoch, p->start.epochs,
          e->train_loss, 100 * e->train_accuracy);
   if (isfinite(e->val_accuracy))
-    printf("val loss %.3f acc %.1f%%  ", e->val_loss, 100 * e->val_accuracy);
-  printf("test loss %.3f acc %.1f%%  %.1f s\n", e->test_loss, 100 * e->test_accuracy, seconds);
+    printf(_("val loss %.3f acc %.1f%%  "), e->val_loss, 100 * e->val_accuracy);
+  printf(_("test loss %.3f acc %.1f%%  %.1f s\n"), e->test_loss, 100 * e->test_accuracy, seconds);
   fflush(stdout);
 }
 
@@ -230,12 +231,12 @@ print_saved(TdmCliPrinter *p, const TdmSavedEvent *v)
   g_autofree char *display = g_filename_display_name(v->path);
   tdm_cli_printer_clear_bar(p);
   if (v->best)
-    printf("saved %s (the best so far: accuracy %.1f%%, epoch %d, step %ld)\n", display,
+    printf(_("saved %s (the best so far: accuracy %.1f%%, epoch %d, step %ld)\n"), display,
            100 * v->accuracy, v->epoch, v->step);
   else if (p->start.steps_per_epoch > 0 && v->step % p->start.steps_per_epoch == 0)
-    printf("saved %s (epoch %d, step %ld)\n", display, v->epoch, v->step);
+    printf(_("saved %s (epoch %d, step %ld)\n"), display, v->epoch, v->step);
   else
-    printf("saved %s (step %ld)\n", display, v->step);
+    printf(_("saved %s (step %ld)\n"), display, v->step);
   fflush(stdout);
 }
 
@@ -258,18 +259,18 @@ print_setup(TdmCliPrinter *p, const TdmSetupEvent *u)
   if (u->done) {
     tdm_cli_printer_clear_bar(p);
     if (u->phase == TDM_SETUP_DATASET)
-      printf("decoded %s images in %.1f s (%s a second)\n", total, u->seconds, rate);
+      printf(_("decoded %s images in %.1f s (%s a second)\n"), total, u->seconds, rate);
     else if (u->phase == TDM_SETUP_PREWARM)
-      printf("%s: %ld steps and an evaluation in %.1f s\n", ends[u->phase], u->count,
+      printf(_("%s: %ld steps and an evaluation in %.1f s\n"), ends[u->phase], u->count,
              u->seconds);
     else
-      printf("%s in %.1f s\n", ends[u->phase], u->seconds);
+      printf(_("%s in %.1f s\n"), ends[u->phase], u->seconds);
     fflush(stdout);
     p->setup_said = -1;
     return;
   }
   if (p->bar && u->total > 0) {
-    fprintf(stderr, "\r%s: %s of %s (%s a second)\033[K", begins[u->phase], count, total,
+    fprintf(stderr, _("\r%s: %s of %s (%s a second)\033[K"), begins[u->phase], count, total,
             rate);
     fflush(stderr);
     p->bar_shown = TRUE;
@@ -281,7 +282,7 @@ print_setup(TdmCliPrinter *p, const TdmSetupEvent *u)
     return;
   tdm_cli_printer_clear_bar(p);
   if (u->total > 0)
-    printf("%s: %s of %s (%s a second)\n", begins[u->phase], count, total, rate);
+    printf(_("%s: %s of %s (%s a second)\n"), begins[u->phase], count, total, rate);
   else
     printf("%s\n", begins[u->phase]);
   fflush(stdout);
@@ -304,17 +305,17 @@ print_finished(TdmCliPrinter *p, const TdmFinishedEvent *f)
 
   tdm_cli_printer_clear_bar(p);
   if (f->early_stopped)
-    printf("early stop: no better validation accuracy since epoch %d (%.1f%%)\n",
+    printf(_("early stop: no better validation accuracy since epoch %d (%.1f%%)\n"),
            f->best_epoch, 100 * f->best_accuracy);
   if (f->stopped)
-    printf("stopped after %ld of %ld steps", f->steps, s->total_steps);
+    printf(_("stopped after %ld of %ld steps"), f->steps, s->total_steps);
   else
-    printf("finished");
+    printf(_("finished"));
   if (isfinite(f->test_accuracy))
-    printf(": test accuracy %.1f%% (loss %.3f)\n", 100 * f->test_accuracy, f->test_loss);
+    printf(_(": test accuracy %.1f%% (loss %.3f)\n"), 100 * f->test_accuracy, f->test_loss);
   else
-    printf(" before the first evaluation\n");
-  printf("  %ld steps in %s, %s samples/s; %s parameters on %d device%s (", steps, time,
+    printf(_(" before the first evaluation\n"));
+  printf(_("  %ld steps in %s, %s samples/s; %s parameters on %d device%s ("), steps, time,
          samples, params, s->replicas, s->replicas == 1 ? "" : "s");
   for (int i = 0; i < s->replicas; i++)
     printf("%s%s", i ? ", " : "", s->device[i]);
@@ -362,7 +363,7 @@ tdm_cli_printer_on_event(const TdmEvent *ev, gpointer printer)
   case TDM_EVENT_STARTED:
     /* Skipped files are said once, whether or not progress is shown. */
     if (ev->started.notice[0] != '\0')
-      fprintf(stderr, "tandem-train: warning: %s\n", ev->started.notice);
+      fprintf(stderr, _("tandem-train: warning: %s\n"), ev->started.notice);
     if (p->bar || p->log)
       print_started(p, &ev->started);
     break;

@@ -1,6 +1,7 @@
 /* tdm-cli-runs.c — tandem-train runs, --show-run, --export-run, --config
  * (tdm-cli-runs.h). */
 #include "tdm-cli-runs.h"
+#include <glib/gi18n.h>
 #include "tdm-checkpoint.h"
 #include "tdm-error.h"
 #include "tdm-history.h"
@@ -18,7 +19,7 @@
 static int
 fail(const char *flag, const char *message)
 {
-  fprintf(stderr, "tandem-train: %s: %s\n", flag, message);
+  fprintf(stderr, _("tandem-train: %s: %s\n"), flag, message);
   return EXIT_BAD_INPUT;
 }
 
@@ -98,7 +99,7 @@ tdm_cli_runs_list(const char *folder, gboolean json)
   g_autoptr(GPtrArray) problems = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GPtrArray) runs = tdm_history_list(history, problems);
   for (guint i = 0; i < problems->len; i++)
-    fprintf(stderr, "tandem-train: warning: %s\n", (const char *)problems->pdata[i]);
+    fprintf(stderr, _("tandem-train: warning: %s\n"), (const char *)problems->pdata[i]);
   if (!json && runs->len == 0) {
     printf("no runs in %s (tandem-train --record keeps one, as the window does)\n",
            tdm_history_get_folder(history));
@@ -261,7 +262,7 @@ tdm_cli_config_load(const char *path, GError **error)
         JsonNode *config = json_object_get_member(o, "config");
         if (config == NULL) {
           g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
-                      "%s: a run file whose settings line has no configuration", path);
+                      _("%s: a run file whose settings line has no configuration"), path);
           return NULL;
         }
         /* The engine's writer: json-glib's own writes some doubles as invalid JSON. */
@@ -279,14 +280,14 @@ tdm_cli_config_load(const char *path, GError **error)
   g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_load(path, &local);
   if (ckpt == NULL) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
-                "%s: neither a configuration (JSON), a run file nor a checkpoint: %s", path,
+                _("%s: neither a configuration (JSON), a run file nor a checkpoint: %s"), path,
                 local->message);
     return NULL;
   }
   const char *json = tdm_checkpoint_get_metadata(ckpt, "config");
   if (json == NULL) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
-                "%s: a checkpoint with no run configuration in its metadata", path);
+                _("%s: a checkpoint with no run configuration in its metadata"), path);
     return NULL;
   }
   TdmConfig *c = config_from_text(path, json, error);

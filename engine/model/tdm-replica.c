@@ -5,6 +5,7 @@
  * communication here except synchronized BN's sums, handed to the caller's hook;
  * no optimizer. */
 #include "tdm-replica-private.h"
+#include "tdm-i18n.h"
 #include "tdm-counter-rng.h"
 #include "tdm-error.h"
 #include "tdm-memory.h"
@@ -119,8 +120,8 @@ tdm_replica_supported(TdmBackend *b, const TdmNetwork *net, GError **error)
     const char *op = missing_op(b->ops, &net->layers[i]);
     if (op != NULL) {
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-                  "%s: this build's backend for it has no %s, which the network's layer "
-                  "%d (“%s”) needs; train it on cpu",
+                  _("%s: this build's backend for it has no %s, which the network's layer "
+                  "%d (“%s”) needs; train it on cpu"),
                   b->name, op, net->layers[i].position, net->layers[i].name);
       return FALSE;
     }
@@ -338,7 +339,7 @@ tdm_replica_train_step(TdmReplica *r, const int32_t *indices, int count, float g
     train_body(r, count, grad_scale);
     b->ops->graph_end(b, key);
     if (!b->ops->graph_launch(b, key) && !tdm_backend_failed(b))
-      tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, "a captured step graph did not launch");
+      tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, _("a captured step graph did not launch"));
     return;
   }
   train_body(r, count, grad_scale);

@@ -8,6 +8,7 @@
  * stopped run continues exactly. Not the file format (tdm-checkpoint.c).
  */
 #include "tdm-trainer-private.h"
+#include "tdm-i18n.h"
 #include "tdm-checkpoint.h"
 #include "tdm-error.h"
 #include "tdm-json.h"
@@ -280,7 +281,7 @@ tdm_checkpoint_read_parameters(TdmCheckpoint *ckpt, const TdmNetwork *net, const
         elements *= tensor->shape[d];
       if (tensor == NULL || elements != (gint64)e[k].count) {
         g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                    "%s: tensor “%s” is missing or has the wrong size (%zu values expected)",
+                    _("%s: tensor “%s” is missing or has the wrong size (%zu values expected)"),
                     path, e[k].name, e[k].count);
         return FALSE;
       }
@@ -305,15 +306,15 @@ tdm_trainer_restore_checkpoint(TdmTrainer *t, const char *path, GError **error)
   const char *format = tdm_checkpoint_get_metadata(ckpt, "format");
   if (format == NULL || !g_str_equal(format, CHECKPOINT_FORMAT)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                "%s: not a checkpoint this version of Tandem can resume (format “%s”, "
-                "expected “%s”); its weights still load into PyTorch",
+                _("%s: not a checkpoint this version of Tandem can resume (format “%s”, "
+                "expected “%s”); its weights still load into PyTorch"),
                 path, format ? format : "none", CHECKPOINT_FORMAT);
     return FALSE;
   }
   const char *spec = tdm_checkpoint_get_metadata(ckpt, "network");
   if (spec == NULL || !g_str_equal(spec, t->net->spec)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                "%s: the checkpoint is of network “%s”, but this run is “%s”", path,
+                _("%s: the checkpoint is of network “%s”, but this run is “%s”"), path,
                 spec ? spec : "(none)", t->net->spec);
     return FALSE;
   }
@@ -322,8 +323,8 @@ tdm_trainer_restore_checkpoint(TdmTrainer *t, const char *path, GError **error)
   const char *dataset = tdm_checkpoint_get_metadata(ckpt, "dataset");
   if (dataset == NULL || !g_str_equal(dataset, t->data->name)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                "%s: the checkpoint was saved training on dataset “%s”, but this run uses "
-                "“%s”; resume with the dataset it was saved with",
+                _("%s: the checkpoint was saved training on dataset “%s”, but this run uses "
+                "“%s”; resume with the dataset it was saved with"),
                 path, dataset ? dataset : "(none)", t->data->name);
     return FALSE;
   }
@@ -367,7 +368,7 @@ tdm_trainer_restore_checkpoint(TdmTrainer *t, const char *path, GError **error)
       const TdmTensor *tensor = tdm_checkpoint_get(ckpt, name);
       if (tensor == NULL || tensor->rank != 1 || tensor->shape[0] != (gint64)n) {
         g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                    "%s: optimizer state “%s” is missing or has the wrong size", path, name);
+                    _("%s: optimizer state “%s” is missing or has the wrong size"), path, name);
         return FALSE;
       }
       b->ops->upload(b, opt->state[i], tensor->data, n * sizeof(float));

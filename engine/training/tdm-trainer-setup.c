@@ -6,6 +6,7 @@
  * tdm-trainer.c.
  */
 #include "tdm-trainer-private.h"
+#include "tdm-i18n.h"
 #include "tdm-backend.h"
 #include "tdm-barrier.h"
 #include "tdm-checkpoint.h"
@@ -144,8 +145,8 @@ build_replicas(TdmTrainer *t, GError **error)
                                                t->data->train, t->data->test);
         g_autofree char *whole = g_format_size_full(need, G_FORMAT_SIZE_IEC_UNITS);
         g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY,
-                    "%s: the replica needs %s in all (parameters, gradients, activations "
-                    "for %d samples and the dataset) and did not fit: %s",
+                    _("%s: the replica needs %s in all (parameters, gradients, activations "
+                    "for %d samples and the dataset) and did not fit: %s"),
                     device, whole, capacity, local->message);
       } else {
         g_propagate_error(error, g_steal_pointer(&local));
@@ -211,8 +212,8 @@ split_validation(TdmTrainer *t, GError **error)
   int held = (int)CLAMP(llround(cfg->val_split * n), 1, (gint64)n - 1);
   if (n < 2 || n - held < cfg->batch) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
-                "--val-split %g: leaves %d of the %d training samples of %s, fewer than "
-                "--batch %d",
+                _("--val-split %g: leaves %d of the %d training samples of %s, fewer than "
+                "--batch %d"),
                 cfg->val_split, n - held, n, t->data->name, cfg->batch);
     return FALSE;
   }
@@ -340,7 +341,7 @@ tdm_trainer_setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
     return FALSE;
   if (cfg->batch > t->train_used) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
-                "--batch %d is larger than the %d training samples of %s", cfg->batch,
+                _("--batch %d is larger than the %d training samples of %s"), cfg->batch,
                 train->count, t->data->name);
     return FALSE;
   }

@@ -6,6 +6,7 @@
  * in tdm-trainer.c.
  */
 #include "tdm-trainer-private.h"
+#include "tdm-i18n.h"
 #include "tdm-backend.h"
 #include "tdm-barrier.h"
 #include "tdm-communicator.h"
@@ -399,7 +400,7 @@ failed:
     t->worker_error = NULL;
   } else if (!tdm_trainer_aborted(t)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_BACKEND,
-                "a replica's worker stopped unexpectedly");
+                _("a replica's worker stopped unexpectedly"));
   }
   g_mutex_unlock(&t->error_lock);
   return FALSE;

@@ -11,6 +11,7 @@
  * tdm-trainer-checkpoint.c.
  */
 #include "tdm-trainer-private.h"
+#include "tdm-i18n.h"
 #include "tdm-backend.h"
 #include "tdm-barrier.h"
 #include "tdm-communicator.h"
@@ -437,8 +438,8 @@ check_finite(TdmTrainer *t, double loss_sum, GError **error)
   if (isfinite(loss_sum))
     return TRUE;
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DIVERGED,
-              "the training loss became %s at step %ld (epoch %d): training diverged; "
-              "try a smaller learning rate than --lr %g",
+              _("the training loss became %s at step %ld (epoch %d): training diverged; "
+              "try a smaller learning rate than --lr %g"),
               isnan(loss_sum) ? "NaN" : "infinite", t->step, t->it->epoch + 1, t->config->lr);
   return FALSE;
 }
@@ -925,7 +926,7 @@ failed_or_stopped:
   }
 failed:
   if (local == NULL)
-    g_set_error(&local, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_BACKEND, "training stopped");
+    g_set_error(&local, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_BACKEND, _("training stopped"));
   if (t->sink != NULL) {
     /* Every process reports its own failure, not only the main one's. */
     TdmEvent e = {.kind = TDM_EVENT_FAILED};
