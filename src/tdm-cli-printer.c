@@ -245,9 +245,9 @@ print_saved(TdmCliPrinter *p, const TdmSavedEvent *v)
 static void
 print_setup(TdmCliPrinter *p, const TdmSetupEvent *u)
 {
-  static const char *const begins[] = {"decoding images", "setting up the network",
-                                       "pre-warming"};
-  static const char *const ends[] = {"decoded", "network ready", "pre-warmed"};
+  static const char *const begins[] = {N_("decoding images"), N_("setting up the network"),
+                                       N_("pre-warming")};
+  static const char *const ends[] = {N_("decoded"), N_("network ready"), N_("pre-warmed")};
   if (u->phase < 0 || u->phase > TDM_SETUP_PREWARM)
     return;
   char count[32], total[32], rate[32];
@@ -261,17 +261,18 @@ print_setup(TdmCliPrinter *p, const TdmSetupEvent *u)
     if (u->phase == TDM_SETUP_DATASET)
       printf(_("decoded %s images in %.1f s (%s a second)\n"), total, u->seconds, rate);
     else if (u->phase == TDM_SETUP_PREWARM)
-      printf(_("%s: %ld steps and an evaluation in %.1f s\n"), ends[u->phase], u->count,
+      printf(_("%s: %ld steps and an evaluation in %.1f s\n"), _(ends[u->phase]), u->count,
              u->seconds);
     else
-      printf(_("%s in %.1f s\n"), ends[u->phase], u->seconds);
+      printf(_("%s in %.1f s\n"), _(ends[u->phase]), u->seconds);
     fflush(stdout);
     p->setup_said = -1;
     return;
   }
   if (p->bar && u->total > 0) {
-    fprintf(stderr, _("\r%s: %s of %s (%s a second)\033[K"), begins[u->phase], count, total,
-            rate);
+    fputs("\r", stderr);
+    fprintf(stderr, _("%s: %s of %s (%s a second)"), _(begins[u->phase]), count, total, rate);
+    fputs("\033[K", stderr);
     fflush(stderr);
     p->bar_shown = TRUE;
     p->setup_phase = u->phase;
@@ -282,9 +283,10 @@ print_setup(TdmCliPrinter *p, const TdmSetupEvent *u)
     return;
   tdm_cli_printer_clear_bar(p);
   if (u->total > 0)
-    printf(_("%s: %s of %s (%s a second)\n"), begins[u->phase], count, total, rate);
+    printf(_("%s: %s of %s (%s a second)"), _(begins[u->phase]), count, total, rate);
   else
-    printf("%s\n", begins[u->phase]);
+    fputs(_(begins[u->phase]), stdout);
+  putchar('\n');
   fflush(stdout);
   p->setup_phase = u->phase;
   p->setup_said = u->seconds;
