@@ -162,8 +162,8 @@ tdm_cli_classify(const char *checkpoint, const char *const *images, int top, gbo
       fprintf(stderr,
               _("tandem-train: warning: the network was trained on %d×%d %s images; %s is "
               "%d×%d %s, far from them: its answers may mean little\n"),
-              width, height, channels == 1 ? "grey" : "colour", display, info.width,
-              info.height, info.channels == 1 ? "grey" : "colour");
+              width, height, channels == 1 ? _("grey") : _("colour"), display, info.width,
+              info.height, info.channels == 1 ? _("grey") : _("colour"));
       warned = TRUE;
     }
     tdm_classifier_rank(probs, classes, top, order);

@@ -174,7 +174,8 @@ print_started(TdmCliPrinter *p, const TdmStartedEvent *s)
     printf("%s\n", recipe->str);
     g_string_free(recipe, TRUE);
   }
-  printf(_("%d epoch%s of %d steps"), s->epochs, s->epochs == 1 ? "" : "s", s->steps_per_epoch);
+  printf(ngettext("%d epoch of %d steps", "%d epochs of %d steps", s->epochs), s->epochs,
+         s->steps_per_epoch);
   if (p->config != NULL && p->config->max_steps > 0 && p->config->max_steps < s->total_steps)
     printf(_(", stopping at step %ld (--max-steps)"), p->config->max_steps);
   printf("\n");

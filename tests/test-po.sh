@@ -3,9 +3,12 @@
 # tandem-train; 'tandem-engine': the engine's messages) pass msgfmt --check, Japanese
 # has no untranslated or fuzzy message, and every source file with a marked string is
 # listed in its domain's POTFILES.in (else its strings would never reach a catalogue).
-# TAP on stdout; meson passes the source folder as $1.
+# With tandem-train given, its messages, the engine's and its own, come out in
+# Japanese under LANGUAGE=ja (the build tree's catalogues).
+# TAP on stdout; meson passes the source folder as $1 and tandem-train as $2.
 set -u
-top=${1:?usage: test-po.sh SOURCE-DIR}
+top=${1:?usage: test-po.sh SOURCE-DIR [TANDEM-TRAIN]}
+train=${2:-}
 cd "$top"
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
@@ -16,7 +19,7 @@ not_ok() {
 }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tdm-po-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-echo "1..6"
+echo "1..8"
 for po in po/ja.po po/engine/ja.po; do
   if out=$(msgfmt --check -o /dev/null "$po" 2>&1); then
     ok "msgfmt --check $po"
@@ -58,4 +61,22 @@ if [ -z "$missing" ]; then
   ok "po/POTFILES.in lists every program and window file with a marked string"
 else
   not_ok "po/POTFILES.in lists every program and window file with a marked string" $missing
+fi
+
+if [ -z "$train" ]; then
+  echo "ok 7 - the engine's messages in Japanese # SKIP no tandem-train given"
+  echo "ok 8 - tandem-train's messages in Japanese # SKIP no tandem-train given"
+  exit 0
+fi
+err=$(LANGUAGE=ja LC_ALL=C.UTF-8 "$train" --dataset synthetic --batch 0 2>&1 >/dev/null)
+if [[ $err == "tandem-train: --batch 0: バッチサイズは 1 以上にしてください" ]]; then
+  ok "the engine's messages in Japanese: $err"
+else
+  not_ok "the engine's messages in Japanese" "$err"
+fi
+err=$(LANGUAGE=ja LC_ALL=C.UTF-8 "$train" --classify x.png 2>&1 >/dev/null)
+if [[ $err == *"--resume CHECKPOINT が必要です"* ]]; then
+  ok "tandem-train's own messages in Japanese: $err"
+else
+  not_ok "tandem-train's own messages in Japanese" "$err"
 fi
