@@ -2,8 +2,9 @@
 # test-cli-classify.sh — tandem-train --classify DIR: every PNG and JPEG under a folder
 # (recursively, in name order; other files and hidden ones left alone), each result
 # saying how its image was adapted to the network's input when it was not of it, and
-# one warning when an input is far from the training samples' size or colour.
-# TAP on stdout; meson passes the path of tandem-train as $1.
+# one warning when an input is far from the training samples' size or colour; and, in a
+# log, the decoding of an image folder with its count and rate (not again from the
+# cache). TAP on stdout; meson passes the path of tandem-train as $1.
 set -u
 train=${1:?usage: test-cli-classify.sh PATH-TO-TANDEM-TRAIN}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tdm-cli-classify-XXXXXX")
@@ -26,7 +27,7 @@ if [ -z "$py" ]; then
   echo "1..0 # SKIP no python3 with PIL to write the images"
   exit 0
 fi
-echo "1..5"
+echo "1..7"
 
 # A network of 28×28 grey inputs (the built-in set's).
 "$train" --dataset synthetic --network fc16,relu,fc10 --batch 500 --epochs 1 --max-steps 20 \
@@ -79,4 +80,32 @@ if [ "$(grep -c '"type":"classification"' "$tmp/out")" -eq 2 ] &&
   ok "--json: one object per image, with \"adapted\""
 else
   not_ok "--classify DIR --json" "$(cat "$tmp/out")"
+fi
+
+# A log of a run on an image folder: the decoding's first count and its end, once; a
+# second start reads the cache and decodes nothing.
+export XDG_CACHE_HOME="$tmp/cache"
+"$py" - "$tmp/shapes" <<'PY'
+import os, sys
+from PIL import Image
+root = sys.argv[1]
+for k, shade in enumerate((40, 200)):
+    os.makedirs("%s/c%d" % (root, k))
+    for i in range(12):
+        Image.new("L", (8, 8), shade + i).save("%s/c%d/%02d.png" % (root, k, i))
+PY
+"$train" --dataset "$tmp/shapes" --network fc8,relu,fc2 --batch 4 --epochs 1 >"$tmp/log" 2>&1
+status=$?
+if [ $status -eq 0 ] && grep -q '^decoding images: [0-9]* of 24 ([0-9,]* a second)$' "$tmp/log" &&
+   grep -q '^decoded 24 images in [0-9.]* s ([0-9,]* a second)$' "$tmp/log" &&
+   [ "$(grep -c '^decoded ' "$tmp/log")" -eq 1 ]; then
+  ok "a log tells of the image decoding: a count with its rate, then the total"
+else
+  not_ok "a log tells of the image decoding" "status $status" "$(head -5 "$tmp/log")"
+fi
+"$train" --dataset "$tmp/shapes" --network fc8,relu,fc2 --batch 4 --epochs 1 >"$tmp/log" 2>&1
+if [ $? -eq 0 ] && ! grep -q 'decod' "$tmp/log" && grep -q '^epoch 1/1  train loss' "$tmp/log"; then
+  ok "from the cache nothing is decoded, and the log says nothing of it"
+else
+  not_ok "from the cache nothing is decoded" "$(head -5 "$tmp/log")"
 fi

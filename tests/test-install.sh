@@ -35,8 +35,9 @@ fi
 if [ ! -x "$root/bin/tandem" ]; then
   skip "tandem(1) is installed" "built without the window"
 elif [ -f "$man1/tandem.1" ] && grep -q '^\.TH TANDEM "1"' "$man1/tandem.1" &&
-     grep -q '\\-\\-version' "$man1/tandem.1"; then
-  ok "tandem(1) is installed"
+     grep -q '\\-\\-version' "$man1/tandem.1" &&
+     [[ $(env -u DISPLAY -u WAYLAND_DISPLAY "$build/src/tandem" --version) == "tandem "[0-9]* ]]; then
+  ok "tandem(1) is installed; tandem --version"
 else
   not_ok "tandem(1) is installed" "$(ls "$man1" 2>&1)"
 fi
