@@ -76,17 +76,19 @@ options_clear(Options *o)
   g_clear_pointer(&o->classify, g_strfreev);
 }
 
-static const char summary[] =
+/* The summary is translated by GOption, through the context's translation domain;
+ * the description here, since it names the dataset folder (%s). */
+static const char *const summary = N_(
   "Trains a neural network with data parallelism: each batch is split across the\n"
   "devices, gradients are combined, and every device keeps the same parameters.\n"
   "On a terminal a live line shows progress; in a log (stdout not a terminal, or\n"
   "under mpirun) a header says what runs where, and plain lines follow at each tenth\n"
   "of an epoch and every 10 s, with each checkpoint saved; each epoch ends with a line\n"
   "of train (validation) and test figures. --json prints every event as one JSON\n"
-  "object per line instead.";
+  "object per line instead.");
 
-static const char description[] =
-  "Datasets: fashion-mnist (the default, in " TDM_FASHION_MNIST_DIR "),\n"
+static const char *const description = N_(
+  "Datasets: fashion-mnist (the default, in %s),\n"
   "mnist, synthetic (built in, needs no files), or a folder of IDX files, of\n"
   "CIFAR-10 batches, or of class folders of PNG/JPEG images (FOLDER/CLASS/IMAGE, or\n"
   "FOLDER/train/CLASS/… and FOLDER/test/CLASS/…; --image-size and --color choose\n"
@@ -154,7 +156,7 @@ static const char description[] =
   "device per rank, or one for all (cpu; cuda or cuda:N: GPU N plus the rank's\n"
   "number on its machine). The rank of the main device prints progress and saves\n"
   "checkpoints; a rank that fails prints its message after \"rank N:\" and ends\n"
-  "every rank of the job.";
+  "every rank of the job.");
 
 static GOptionContext *
 options_context(Options *o)
@@ -282,8 +284,10 @@ options_context(Options *o)
     {NULL},
   };
   GOptionContext *context = g_option_context_new(NULL);
+  g_option_context_set_translation_domain(context, GETTEXT_PACKAGE);
   g_option_context_set_summary(context, summary);
-  g_option_context_set_description(context, description);
+  g_autofree char *text = g_strdup_printf(_(description), TDM_FASHION_MNIST_DIR);
+  g_option_context_set_description(context, text);
   g_option_context_add_main_entries(context, entries, NULL);
   return context;
 }
