@@ -260,9 +260,12 @@ static void
 on_dataset_progress(int done, int total, gpointer data)
 {
   DatasetProgress *p = data;
+  /* A read from the cache reports 1 of 1; decoding reports its files, the first time
+   * perhaps all of them at once (the other threads may have done them all). */
+  gboolean first = !p->decoding;
   p->total = total;
-  p->decoding = p->decoding || done < total;
-  if (done < total)
+  p->decoding = p->decoding || done < total || total > 1;
+  if (p->decoding && (done < total || first))
     tdm_trainer_emit_setup(p->trainer, TDM_SETUP_DATASET, FALSE, done, total, p->since);
 }
 
