@@ -152,7 +152,7 @@ print_started(TdmCliPrinter *p, const TdmStartedEvent *s)
   GString *devices = g_string_new(NULL);
   for (int i = 0; i < s->replicas; i++)
     g_string_append_printf(devices, "%s%s%s", i ? ", " : "", s->device[i],
-                           i == s->main_replica && s->replicas > 1 ? " (main)" : "");
+                           i == s->main_replica && s->replicas > 1 ? _(" (main)") : "");
   printf(_("training %s, %s parameters, on %s (%d train, %d test)\n"), s->network, params,
          s->dataset, s->train_count, s->test_count);
   printf(_("devices: %s; batch %d = "), devices->str, s->batch);
@@ -162,7 +162,7 @@ print_started(TdmCliPrinter *p, const TdmStartedEvent *s)
   if (p->config != NULL) {
     /* The recipe as the engine names its settings, after what the lines above say. */
     g_auto(GStrv) pairs = tdm_config_describe(p->config);
-    GString *recipe = g_string_new("recipe:");
+    GString *recipe = g_string_new(_("recipe:"));
     gboolean after_batch = FALSE;
     for (int i = 0; pairs[i] != NULL && pairs[i + 1] != NULL; i += 2) {
       if (after_batch)
@@ -192,12 +192,12 @@ print_memory(const TdmMemoryEvent *m)
 {
   g_autofree char *host = g_format_size_full(m->host_total, G_FORMAT_SIZE_IEC_UNITS);
   GString *line = g_string_new(NULL);
-  g_string_append_printf(line, "memory estimate: host %s", host);
+  g_string_append_printf(line, _("memory estimate: host %s"), host);
   if (m->host_available != G_MAXUINT64) {
     g_autofree char *avail = g_format_size_full(m->host_available, G_FORMAT_SIZE_IEC_UNITS);
-    g_string_append_printf(line, " (%s available", avail);
+    g_string_append_printf(line, _(" (%s available"), avail);
     if (m->largest_batch >= 0)
-      g_string_append_printf(line, ", batch up to %d fits", m->largest_batch);
+      g_string_append_printf(line, _(", batch up to %d fits"), m->largest_batch);
     g_string_append(line, ")");
   }
   for (int i = 0; i < m->replicas; i++) {
@@ -322,7 +322,7 @@ print_finished(TdmCliPrinter *p, const TdmFinishedEvent *f)
          samples, params, s->replicas, s->replicas == 1 ? "" : "s");
   for (int i = 0; i < s->replicas; i++)
     printf("%s%s", i ? ", " : "", s->device[i]);
-  printf("), %s\n", s->replicas > 1 ? "data parallel" : "one replica");
+  printf("), %s\n", s->replicas > 1 ? _("data parallel") : _("one replica"));
   fflush(stdout);
 }
 
