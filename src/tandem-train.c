@@ -7,6 +7,7 @@
  * a checkpoint to resume from), 130 stopped by Ctrl-C.
  */
 #include "tdm-build-config.h"
+#include <glib/gi18n.h>
 #include "tdm-checkpoint.h"
 #include "tdm-config.h"
 #include "tdm-dataset.h"
@@ -16,11 +17,13 @@
 #include "tdm-json.h"
 #include "tdm-history.h"
 #include "tdm-onnx-export.h"
+#include "tdm-i18n.h"
 #include "tdm-trainer.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <glib/gstdio.h>
+#include <libintl.h>
 #include <locale.h>
 #include <math.h>
 #include <signal.h>
@@ -31,6 +34,7 @@
 
 #include "tdm-cli-classify.h"
 #include "tdm-cli-printer.h"
+#include "tdm-cli-runs.h"
 #include "tdm-cli-scaling.h"
 
 enum {
@@ -53,6 +57,9 @@ typedef struct {
   char *export_onnx;
   gboolean exact;
   char *exact_chunk;
+  char *val_split, *save_best, *save_every, *early_stop;
+  char *config, *show_run, *export_run;
+  gboolean print_config, list_runs;
 } Options;
 
 static void
@@ -65,7 +72,8 @@ options_clear(Options *o)
     &o->eval_batch, &o->max_steps, &o->save, &o->resume, &o->image_size, &o->color, &o->top,
     &o->batchnorm, &o->decay_on, &o->warmup, &o->smoothing, &o->crop, &o->flip,
     &o->test_shift, &o->run_name, &o->history, &o->pace, &o->scaling, &o->scaling_steps,
-    &o->prewarm, &o->export_onnx,
+    &o->prewarm, &o->export_onnx, &o->val_split, &o->save_best, &o->save_every,
+    &o->early_stop, &o->config, &o->show_run, &o->export_run,
   };
   for (gsize i = 0; i < G_N_ELEMENTS(strings); i++)
     g_clear_pointer(strings[i], g_free);
@@ -73,14 +81,19 @@ options_clear(Options *o)
   g_clear_pointer(&o->classify, g_strfreev);
 }
 
-static const char summary[] =
+/* The summary is translated by GOption, through the context's translation domain;
+ * the description here, since it names the dataset folder (%s). */
+static const char *const summary = N_(
   "Trains a neural network with data parallelism: each batch is split across the\n"
   "devices, gradients are combined, and every device keeps the same parameters.\n"
-  "Progress goes to the terminal; each epoch ends with a line of train and test\n"
-  "figures; --json prints every event as one JSON object per line instead.";
+  "On a terminal a live line shows progress; in a log (stdout not a terminal, or\n"
+  "under mpirun) a header says what runs where, and plain lines follow at each tenth\n"
+  "of an epoch and every 10 s, with each checkpoint saved; each epoch ends with a line\n"
+  "of train (validation) and test figures. --json prints every event as one JSON\n"
+  "object per line instead.");
 
-static const char description[] =
-  "Datasets: fashion-mnist (the default, in " TDM_FASHION_MNIST_DIR "),\n"
+static const char *const description = N_(
+  "Datasets: fashion-mnist (the default, in %s),\n"
   "mnist, synthetic (built in, needs no files), or a folder of IDX files, of\n"
   "CIFAR-10 batches, or of class folders of PNG/JPEG images (FOLDER/CLASS/IMAGE, or\n"
   "FOLDER/train/CLASS/… and FOLDER/test/CLASS/…; --image-size and --color choose\n"
@@ -125,8 +138,21 @@ static const char description[] =
   "  tandem-train --resume run.safetensors --epochs 40\n"
   "  tandem-train --dataset synthetic --epochs 1 --json | jq .type\n"
   "  tandem-train --dataset ~/photos --image-size 64 --color rgb --save photos.st\n"
-  "  tandem-train --resume photos.st --classify cat.jpg dog.png\n"
+  "  tandem-train --resume photos.st --classify cat.jpg dog.png ~/more-photos\n"
   "  tandem-train --resume photos.st --export-onnx photos.onnx\n"
+  "\n"
+  "Validation: --val-split 0.1 holds out a tenth of the training set (chosen by the\n"
+  "seed) and evaluates it every epoch; --save-best FILE keeps the checkpoint of the best\n"
+  "validation accuracy, --early-stop P ends a run after P epochs without a better one.\n"
+  "The test set stays the final measure.\n"
+  "\n"
+  "Runs: --record keeps a run in the history that the window lists;\n"
+  "  tandem-train runs                       lists them (--json: one object a line)\n"
+  "  tandem-train --show-run ID              its settings and epochs\n"
+  "  tandem-train --export-run ID > run.csv  its metrics, as the window exports them\n"
+  "  tandem-train --network cnn --print-config > cnn.json\n"
+  "  tandem-train --config cnn.json          the same run again (or --config a run\n"
+  "                                          file or a checkpoint; flags override it)\n"
   "\n"
   "With --resume the run's settings come from the checkpoint (all but --max-steps);\n"
   "flags given as well override them (e.g. --epochs to train longer), and\n"
@@ -141,45 +167,45 @@ static const char description[] =
   "device per rank, or one for all (cpu; cuda or cuda:N: GPU N plus the rank's\n"
   "number on its machine). The rank of the main device prints progress and saves\n"
   "checkpoints; a rank that fails prints its message after \"rank N:\" and ends\n"
-  "every rank of the job.";
+  "every rank of the job.");
 
 static GOptionContext *
 options_context(Options *o)
 {
   const GOptionEntry entries[] = {
     {"dataset", 0, 0, G_OPTION_ARG_FILENAME, &o->dataset,
-     "Name or folder (default fashion-mnist)", "NAME|FOLDER"},
+     N_("Name or folder (default fashion-mnist)"), "NAME|FOLDER"},
     {"network", 0, 0, G_OPTION_ARG_STRING, &o->network,
-     "mlp, cnn or a layer spec (default mlp)", "mlp|cnn|SPEC"},
+     N_("mlp, cnn or a layer spec (default mlp)"), "mlp|cnn|SPEC"},
     {"devices", 0, 0, G_OPTION_ARG_STRING, &o->devices,
-     "Devices, a replica each: cpu:4, cuda:0,cuda:1 (cpu)", "LIST"},
+     N_("Devices, a replica each: cpu:4, cuda:0,cuda:1 (cpu)"), "LIST"},
     {"main", 0, 0, G_OPTION_ARG_STRING, &o->main_replica,
-     "Which of --devices evaluates and saves (default 0)", "N"},
+     N_("Which of --devices evaluates and saves (default 0)"), "N"},
     {"batch", 0, 0, G_OPTION_ARG_STRING, &o->batch,
-     "Global batch, split across devices (default 100)", "N"},
+     N_("Global batch, split across devices (default 100)"), "N"},
     {"epochs", 0, 0, G_OPTION_ARG_STRING, &o->epochs,
-     "Epochs to train (default 20)", "N"},
+     N_("Epochs to train (default 20)"), "N"},
     {"optimizer", 0, 0, G_OPTION_ARG_STRING, &o->optimizer,
-     "sgd, momentum, adam or nesterov (default adam)", "NAME"},
+     N_("sgd, momentum, adam or nesterov (default adam)"), "NAME"},
     {"lr", 0, 0, G_OPTION_ARG_STRING, &o->lr,
-     "Learning rate; Adam's alpha (default 0.001)", "X"},
+     N_("Learning rate; Adam's alpha (default 0.001)"), "X"},
     {"momentum", 0, 0, G_OPTION_ARG_STRING, &o->momentum,
-     "Momentum of --optimizer momentum (default 0.9)", "X"},
-    {"beta1", 0, 0, G_OPTION_ARG_STRING, &o->beta1, "Adam's beta1 (default 0.9)", "X"},
-    {"beta2", 0, 0, G_OPTION_ARG_STRING, &o->beta2, "Adam's beta2 (default 0.999)", "X"},
-    {"eps", 0, 0, G_OPTION_ARG_STRING, &o->eps, "Adam's epsilon (default 1e-8)", "X"},
+     N_("Momentum of --optimizer momentum (default 0.9)"), "X"},
+    {"beta1", 0, 0, G_OPTION_ARG_STRING, &o->beta1, N_("Adam's beta1 (default 0.9)"), "X"},
+    {"beta2", 0, 0, G_OPTION_ARG_STRING, &o->beta2, N_("Adam's beta2 (default 0.999)"), "X"},
+    {"eps", 0, 0, G_OPTION_ARG_STRING, &o->eps, N_("Adam's epsilon (default 1e-8)"), "X"},
     {"weight-decay", 0, 0, G_OPTION_ARG_STRING, &o->weight_decay,
-     "Weight decay (default 0)", "X"},
+     N_("Weight decay (default 0)"), "X"},
     {"schedule", 0, 0, G_OPTION_ARG_STRING, &o->schedule,
-     "Learning rate schedule: constant, step, cosine, linear", "NAME"},
+     N_("Learning rate schedule: constant, step, cosine, linear"), "NAME"},
     {"step-epochs", 0, 0, G_OPTION_ARG_STRING, &o->step_epochs,
-     "Epochs between steps of --schedule step (10)", "N"},
+     N_("Epochs between steps of --schedule step (10)"), "N"},
     {"gamma", 0, 0, G_OPTION_ARG_STRING, &o->gamma,
-     "Factor at each step of --schedule step (0.1)", "X"},
+     N_("Factor at each step of --schedule step (0.1)"), "X"},
     {"strategy", 0, 0, G_OPTION_ARG_STRING, &o->strategy,
-     "allreduce (default) or main; see below", "NAME"},
+     N_("allreduce (default) or main; see below"), "NAME"},
     {"precision", 0, 0, G_OPTION_ARG_STRING, &o->precision,
-     "fp32 (default), tf32 or bf16 (GPUs: bf16 GEMMs, fp32 weights)", "NAME"},
+     N_("fp32 (default), tf32 or bf16 (GPUs: bf16 GEMMs, fp32 weights)"), "NAME"},
     {"batchnorm", 0, 0, G_OPTION_ARG_STRING, &o->batchnorm,
      "Batch norm across devices: per-replica (default) or sync", "MODE"},
     {"exact", 0, 0, G_OPTION_ARG_NONE, &o->exact,
@@ -188,77 +214,100 @@ options_context(Options *o)
      "With --exact: samples a chunk, the unit of the split and of BN's statistics "
      "(default 16)", "N"},
     {"weight-decay-on", 0, 0, G_OPTION_ARG_STRING, &o->decay_on,
-     "What weight decay applies to: all (default) or weights (not biases, not BN)", "WHAT"},
+     N_("What weight decay applies to: all (default) or weights (not biases, not BN)"), "WHAT"},
     {"warmup", 0, 0, G_OPTION_ARG_STRING, &o->warmup,
-     "Epochs of linear learning-rate warm-up before the schedule (default 0)", "E"},
+     N_("Epochs of linear learning-rate warm-up before the schedule (default 0)"), "E"},
     {"label-smoothing", 0, 0, G_OPTION_ARG_STRING, &o->smoothing,
-     "Label smoothing of the training loss, in [0, 1) (default 0)", "X"},
+     N_("Label smoothing of the training loss, in [0, 1) (default 0)"), "X"},
     {"crop", 0, 0, G_OPTION_ARG_STRING, &o->crop,
-     "Random crop: shift images by up to P pixels, zero padded (default 0, off)", "P"},
+     N_("Random crop: shift images by up to P pixels, zero padded (default 0, off)"), "P"},
     {"flip", 0, 0, G_OPTION_ARG_STRING, &o->flip,
-     "Random horizontal flip in training: auto, on or off (default off)", "WHEN"},
+     N_("Random horizontal flip in training: auto, on or off (default off)"), "WHEN"},
     {"test-flip", 0, 0, G_OPTION_ARG_NONE, &o->test_flip,
-     "Evaluate each test image and its mirror and average the two", NULL},
+     N_("Evaluate each test image and its mirror and average the two"), NULL},
     {"no-test-flip", 0, 0, G_OPTION_ARG_NONE, &o->no_test_flip,
-     "Evaluate each test image alone (resnet's recipe has --test-flip)", NULL},
+     N_("Evaluate each test image alone (resnet's recipe has --test-flip)"), NULL},
     {"test-shift", 0, 0, G_OPTION_ARG_STRING, &o->test_shift,
-     "Also evaluate each test image shifted P pixels each way and average (default 0, "
-     "off)", "P"},
+     N_("Also evaluate each test image shifted P pixels each way and average (default 0, "
+     "off)"), "P"},
     {"seed", 0, 0, G_OPTION_ARG_STRING, &o->seed,
-     "Seed of initial weights and shuffling (default 0)", "N"},
+     N_("Seed of initial weights and shuffling (default 0)"), "N"},
     {"eval-batch", 0, 0, G_OPTION_ARG_STRING, &o->eval_batch,
-     "Samples per evaluation chunk (default 1000)", "N"},
+     N_("Samples per evaluation chunk (default 1000)"), "N"},
     {"max-steps", 0, 0, G_OPTION_ARG_STRING, &o->max_steps,
-     "Stop after N steps in all (default 0: no limit)", "N"},
+     N_("Stop after N steps in all (default 0: no limit)"), "N"},
     {"save", 0, 0, G_OPTION_ARG_FILENAME, &o->save,
-     "Save a safetensors checkpoint every epoch", "FILE"},
+     N_("Save a safetensors checkpoint every epoch"), "FILE"},
+    {"save-every", 0, 0, G_OPTION_ARG_STRING, &o->save_every,
+     N_("With --save: also save every N steps (default 0: at epoch ends only)"), "N"},
+    {"val-split", 0, 0, G_OPTION_ARG_STRING, &o->val_split,
+     N_("Hold out this fraction of the training set (seeded) and evaluate it every epoch "
+     "(default 0: none)"), "F"},
+    {"save-best", 0, 0, G_OPTION_ARG_FILENAME, &o->save_best,
+     N_("With --val-split: keep the checkpoint of the best validation accuracy"), "FILE"},
+    {"early-stop", 0, 0, G_OPTION_ARG_STRING, &o->early_stop,
+     N_("With --val-split: end after P epochs without a better validation accuracy"), "P"},
     {"resume", 0, 0, G_OPTION_ARG_FILENAME, &o->resume,
-     "Continue the run saved in a checkpoint", "FILE"},
+     N_("Continue the run saved in a checkpoint"), "FILE"},
     {"image-size", 0, 0, G_OPTION_ARG_STRING, &o->image_size,
-     "Image folders: side of the square samples (default: from the images, at most 64)",
+     N_("Image folders: side of the square samples (default: from the images, at most 64)"),
      "N"},
     {"color", 0, 0, G_OPTION_ARG_STRING, &o->color,
-     "Image folders: auto, grey or rgb (default auto: grey when every image is)", "C"},
+     N_("Image folders: auto, grey or rgb (default auto: grey when every image is)"), "C"},
     {"classify", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o->classify,
-     "Classify image files with the --resume checkpoint and exit (repeat or list after)",
-     "IMAGE"},
+     N_("Classify images with the --resume checkpoint and exit: files, or every PNG and JPEG "
+     "under a folder (repeat or list after)"),
+     "IMAGE|DIR"},
     {"top", 0, 0, G_OPTION_ARG_STRING, &o->top,
      "With --classify: how many classes to print per image (default 3)", "N"},
     {"export-onnx", 0, 0, G_OPTION_ARG_FILENAME, &o->export_onnx,
      "Write the --resume checkpoint's network as an ONNX model for inference and exit "
      "(input: float NCHW images in [0, 1]; output: logits)", "FILE"},
     {"record", 0, 0, G_OPTION_ARG_NONE, &o->record,
-     "Keep the run in the run history (the window lists it)", NULL},
+     N_("Keep the run in the run history (the window lists it)"), NULL},
     {"run-name", 0, 0, G_OPTION_ARG_STRING, &o->run_name,
-     "Name of the recorded run (default: its date)", "NAME"},
+     N_("Name of the recorded run (default: its date)"), "NAME"},
     {"history", 0, 0, G_OPTION_ARG_FILENAME, &o->history,
-     "Run history folder (default ~/.local/share/tandem/runs)", "DIR"},
+     N_("Run history folder (default ~/.local/share/tandem/runs)"), "DIR"},
     {"scaling", 0, 0, G_OPTION_ARG_STRING, &o->scaling,
-     "Instead of training: a scaling run over the first 1, 2, … of the devices, strong "
-     "(the same global batch) or weak (the same batch per device); --record keeps it",
+     N_("Instead of training: a scaling run over the first 1, 2, … of the devices, strong "
+     "(the same global batch) or weak (the same batch per device); --record keeps it"),
      "MODE"},
     {"scaling-steps", 0, 0, G_OPTION_ARG_STRING, &o->scaling_steps,
      "With --scaling: steps a run at each device count (default 200; 3–5 runs, one BLAS "
      "thread per CPU worker, the median with min–max)", "N"},
     {"pace", 0, 0, G_OPTION_ARG_STRING, &o->pace,
-     "At most N steps a second, to watch a small network (default 0: no limit)", "N"},
+     N_("At most N steps a second, to watch a small network (default 0: no limit)"), "N"},
     {"prewarm", 0, 0, G_OPTION_ARG_STRING, &o->prewarm,
-     "Before the clock starts, one untimed step of each batch shape, then undone: "
-     "auto (default: on with a GPU), on or off", "WHEN"},
+     N_("Before the clock starts, one untimed step of each batch shape, then undone: "
+     "auto (default: on with a GPU), on or off"), "WHEN"},
+    {"print-config", 0, 0, G_OPTION_ARG_NONE, &o->print_config,
+     N_("Print the run's settings as JSON (for --config) and exit"), NULL},
+    {"config", 0, 0, G_OPTION_ARG_FILENAME, &o->config,
+     N_("Take the settings from FILE: --print-config's output, a run file of the history or "
+     "a checkpoint (flags given override them)"), "FILE"},
+    {"list-runs", 0, 0, G_OPTION_ARG_NONE, &o->list_runs,
+     N_("List the run history (as \"tandem-train runs\") and exit"), NULL},
+    {"show-run", 0, 0, G_OPTION_ARG_STRING, &o->show_run,
+     N_("Print a run of the history: settings, epochs, outcome"), "ID"},
+    {"export-run", 0, 0, G_OPTION_ARG_STRING, &o->export_run,
+     N_("Print a run of the history as CSV (the window's export)"), "ID"},
     {"list-devices", 0, 0, G_OPTION_ARG_NONE, &o->list_devices,
-     "List the devices and exit", NULL},
+     N_("List the devices and exit"), NULL},
     {"json", 0, 0, G_OPTION_ARG_NONE, &o->json,
-     "Print each event as a JSON line on stdout", NULL},
+     N_("Print each event as a JSON line on stdout"), NULL},
     {"quiet", 'q', 0, G_OPTION_ARG_NONE, &o->quiet,
-     "Print only errors (and JSON lines with --json)", NULL},
-    {"version", 0, 0, G_OPTION_ARG_NONE, &o->version, "Print the version and exit", NULL},
+     N_("Print only errors (and JSON lines with --json)"), NULL},
+    {"version", 0, 0, G_OPTION_ARG_NONE, &o->version, N_("Print the version and exit"), NULL},
     {"distributed", 0, 0, G_OPTION_ARG_NONE, &o->distributed,
-     "Run as one rank of mpirun -np N, a device each (see below)", NULL},
+     N_("Run as one rank of mpirun -np N, a device each (see below)"), NULL},
     {NULL},
   };
   GOptionContext *context = g_option_context_new(NULL);
+  g_option_context_set_translation_domain(context, GETTEXT_PACKAGE);
   g_option_context_set_summary(context, summary);
-  g_option_context_set_description(context, description);
+  g_autofree char *text = g_strdup_printf(_(description), TDM_FASHION_MNIST_DIR);
+  g_option_context_set_description(context, text);
   g_option_context_add_main_entries(context, entries, NULL);
   return context;
 }
@@ -285,7 +334,7 @@ parse_int(const char *flag, const char *text, int *out, GError **error)
   if (text == NULL)
     return TRUE;
   if (!g_ascii_string_to_signed(text, 10, G_MININT, G_MAXINT, &v, NULL))
-    return bad_option(error, "%s: “%s” is not a whole number", flag, text);
+    return bad_option(error, _("%s: “%s” is not a whole number"), flag, text);
   *out = (int)v;
   return TRUE;
 }
@@ -300,7 +349,7 @@ parse_double(const char *flag, const char *text, double *out, GError **error)
   double v = g_ascii_strtod(text, &end);
   if (*text == '\0' || g_ascii_isspace(*text) || *end != '\0' || errno == ERANGE ||
       !isfinite(v))
-    return bad_option(error, "%s: “%s” is not a number", flag, text);
+    return bad_option(error, _("%s: “%s” is not a number"), flag, text);
   *out = v;
   return TRUE;
 }
@@ -345,10 +394,17 @@ options_apply(const Options *o, TdmConfig *c, GError **error)
       !parse_double("--label-smoothing", o->smoothing, &c->label_smoothing, error) ||
       !parse_int("--crop", o->crop, &c->crop_pad, error) ||
       !parse_int("--test-shift", o->test_shift, &c->test_shift, error) ||
-      !parse_int("--image-size", o->image_size, &c->image_size, error))
+      !parse_int("--image-size", o->image_size, &c->image_size, error) ||
+      !parse_double("--val-split", o->val_split, &c->val_split, error) ||
+      !parse_int("--save-every", o->save_every, &c->save_every, error) ||
+      !parse_int("--early-stop", o->early_stop, &c->early_stop, error))
     return FALSE;
+  if (o->save_best) {
+    g_free(c->save_best_path);
+    c->save_best_path = g_strdup(o->save_best);
+  }
   if (o->test_flip && o->no_test_flip)
-    return bad_option(error, "--test-flip and --no-test-flip: give one of them");
+    return bad_option(error, _("--test-flip and --no-test-flip: give one of them"));
   if (o->test_flip || o->no_test_flip)
     c->test_flip = o->test_flip;
   if (o->exact)
@@ -362,7 +418,7 @@ options_apply(const Options *o, TdmConfig *c, GError **error)
   gint64 max_steps;
   if (o->max_steps) {
     if (!g_ascii_string_to_signed(o->max_steps, 10, G_MINLONG, G_MAXLONG, &max_steps, NULL))
-      return bad_option(error, "--max-steps: “%s” is not a whole number", o->max_steps);
+      return bad_option(error, _("--max-steps: “%s” is not a whole number"), o->max_steps);
     c->max_steps = (long)max_steps;
   } else if (o->resume) {
     /* A limit counts steps in all, so an inherited one would end the resumed run
@@ -370,7 +426,7 @@ options_apply(const Options *o, TdmConfig *c, GError **error)
     c->max_steps = 0;
   }
   if (o->seed && !g_ascii_string_to_unsigned(o->seed, 10, 0, G_MAXUINT64, &c->seed, NULL))
-    return bad_option(error, "--seed: “%s” is not a non-negative whole number", o->seed);
+    return bad_option(error, _("--seed: “%s” is not a non-negative whole number"), o->seed);
   NAME_OPTION("--optimizer", o->optimizer, tdm_optimizer_from_name, &c->optimizer,
               "sgd, momentum, adam or nesterov");
   NAME_OPTION("--schedule", o->schedule, tdm_schedule_from_name, &c->schedule,
@@ -418,15 +474,15 @@ config_from_checkpoint(const char *path, GError **error)
   const char *json = tdm_checkpoint_get_metadata(ckpt, "config");
   if (json == NULL) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                "checkpoint %s: no run configuration in its metadata (not written by "
-                "Tandem?)", path);
+                _("checkpoint %s: no run configuration in its metadata (not written by "
+                "Tandem?)"), path);
     return NULL;
   }
   g_autoptr(GError) local = NULL;
   g_autoptr(TdmConfig) c = tdm_config_from_json(json, &local);
   if (c == NULL) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                "checkpoint %s: %s", path, local->message);
+                _("checkpoint %s: %s"), path, local->message);
     return NULL;
   }
   /* Checked before the flags apply, so a bad saved value is blamed on the file and
@@ -570,9 +626,9 @@ fail(int status, const char *flag, const char *message)
   if (tdm_distributed_active())
     g_snprintf(rank, sizeof rank, "rank %d: ", tdm_distributed_rank());
   if (flag != NULL)
-    fprintf(stderr, "tandem-train: %s%s: %s\n", rank, flag, message);
+    fprintf(stderr, _("tandem-train: %s%s: %s\n"), rank, flag, message);
   else
-    fprintf(stderr, "tandem-train: %s%s\n", rank, message);
+    fprintf(stderr, _("tandem-train: %s%s\n"), rank, message);
   return status;
 }
 
@@ -600,10 +656,17 @@ static int
 run(const TdmConfig *config, const Options *o)
 {
   g_autoptr(GCancellable) cancellable = g_cancellable_new();
+  /* A log (stdout not a terminal, or one rank's output under mpirun) gets plain
+   * progress lines; a person at a terminal gets the live line on stderr. */
+  gboolean log = !o->json && !o->quiet && (!isatty(STDOUT_FILENO) || tdm_distributed_active());
   TdmCliPrinter printer = {
     .json = o->json,
     .quiet = o->quiet,
-    .bar = !o->json && !o->quiet && isatty(STDERR_FILENO),
+    .log = log,
+    .bar = !log && !o->json && !o->quiet && isatty(STDERR_FILENO),
+    .config = config,
+    .setup_phase = -1,
+    .setup_said = -1,
     .cancellable = cancellable,
   };
   printer.t_epoch = g_get_monotonic_time();
@@ -618,11 +681,11 @@ run(const TdmConfig *config, const Options *o)
   g_autoptr(GError) error = NULL;
   double pace = 0;
   if (!parse_double("--pace", o->pace, &pace, &error) ||
-      (pace < 0 && !bad_option(&error, "--pace: %g is not a number of steps a second", pace)))
+      (pace < 0 && !bad_option(&error, _("--pace: %g is not a number of steps a second"), pace)))
     return fail(EXIT_BAD_INPUT, NULL, error->message);
   TdmPrewarm prewarm = TDM_PREWARM_AUTO;
   if (o->prewarm != NULL && !tdm_prewarm_from_name(o->prewarm, &prewarm)) {
-    bad_option(&error, "--prewarm: unknown value “%s” (choose auto, on or off)", o->prewarm);
+    bad_option(&error, _("--prewarm: unknown value “%s” (choose auto, on or off)"), o->prewarm);
     return fail(EXIT_BAD_INPUT, NULL, error->message);
   }
   g_autoptr(TdmHistory) history = NULL;
@@ -642,6 +705,8 @@ run(const TdmConfig *config, const Options *o)
    * point for point in the history. */
   if (recorder != NULL)
     tdm_trainer_set_summary_steps(trainer, TDM_HISTORY_SUMMARY_STEPS);
+  if (printer.log)
+    tdm_trainer_set_summary_parts(trainer, 10);
   tdm_trainer_set_pace(trainer, pace);
   tdm_trainer_set_prewarm(trainer, prewarm);
   gboolean ok = tdm_trainer_run(trainer, cancellable, &error);
@@ -652,7 +717,7 @@ run(const TdmConfig *config, const Options *o)
     if (!tdm_run_recorder_finish(recorder, &record_error))
       record_status = fail(EXIT_RUNTIME, "--record", record_error->message);
     else if (!o->json && !o->quiet)
-      fprintf(stderr, "tandem-train: recorded as run %s in %s\n",
+      fprintf(stderr, _("tandem-train: recorded as run %s in %s\n"),
               tdm_run_recorder_get_id(recorder), tdm_history_get_folder(history));
   }
 
@@ -699,19 +764,19 @@ scaling_options(const Options *o, const TdmConfig *config, TdmCliScaling *out, G
 {
   memset(out, 0, sizeof *out);
   if (!tdm_scaling_mode_parse(o->scaling, &out->mode))
-    return bad_option(error, "--scaling: “%s” is not a kind of scaling: strong or weak",
+    return bad_option(error, _("--scaling: “%s” is not a kind of scaling: strong or weak"),
                       o->scaling);
   gint64 steps = 200;
   if (o->scaling_steps != NULL &&
       !g_ascii_string_to_signed(o->scaling_steps, 10, 1, 1000000, &steps, NULL))
-    return bad_option(error, "--scaling-steps: “%s” is not a whole number from 1 to 1000000",
+    return bad_option(error, _("--scaling-steps: “%s” is not a whole number from 1 to 1000000"),
                       o->scaling_steps);
   if (o->resume != NULL || o->distributed || o->pace != NULL)
-    return bad_option(error, "--scaling: cannot be combined with %s",
+    return bad_option(error, _("--scaling: cannot be combined with %s"),
                       o->resume != NULL ? "--resume" : o->distributed ? "--distributed" : "--pace");
   if (tdm_config_replica_count(config) < 2)
-    return bad_option(error, "--scaling: needs two devices or more (--devices cpu:2, or two "
-                             "GPUs), to run on 1, 2, … of them");
+    return bad_option(error, _("--scaling: needs two devices or more (--devices cpu:2, or two "
+                             "GPUs), to run on 1, 2, … of them"));
   out->steps = steps;
   out->json = o->json;
   out->quiet = o->quiet;
@@ -754,6 +819,9 @@ main(int argc, char **argv)
   setlocale(LC_ALL, "");
   /* Decimal points in flags, logs and JSON are '.', whatever the locale. */
   setlocale(LC_NUMERIC, "C");
+  /* The program's messages; the engine binds its own domain itself. */
+  tdm_i18n_bind(GETTEXT_PACKAGE, "po");
+  textdomain(GETTEXT_PACKAGE);
 
   Options o = {0};
   g_autoptr(GError) error = NULL;
@@ -763,6 +831,11 @@ main(int argc, char **argv)
   if (!parsed) {
     options_clear(&o);
     return fail(EXIT_BAD_INPUT, NULL, error->message);
+  }
+  /* tandem-train runs: the history, as --list-runs. */
+  if (o.classify == NULL && argc == 2 && g_str_equal(argv[1], "runs")) {
+    o.list_runs = TRUE;
+    argc = 1;
   }
   /* --classify a.png b.png: the names after the first are arguments too. */
   if (o.classify != NULL && argc > 1) {
@@ -789,13 +862,22 @@ main(int argc, char **argv)
     status = list_devices();
   } else if (o.export_onnx != NULL) {
     status = export_onnx(&o);
+  } else if (o.list_runs) {
+    status = tdm_cli_runs_list(o.history, o.json);
+  } else if (o.show_run != NULL) {
+    status = tdm_cli_runs_show(o.history, o.show_run, o.json);
+  } else if (o.export_run != NULL) {
+    status = tdm_cli_runs_export(o.history, o.export_run);
+  } else if (o.config != NULL && o.resume != NULL) {
+    status = fail(EXIT_BAD_INPUT, "--config", _("cannot be combined with --resume (a resumed "
+                                              "run's settings come from its checkpoint)"));
   } else if (o.classify != NULL) {
     gint64 top = 3;
     if (o.resume == NULL)
-      status = fail(EXIT_BAD_INPUT, "--classify", "needs --resume CHECKPOINT: the trained "
-                                                  "network to classify with");
+      status = fail(EXIT_BAD_INPUT, "--classify", _("needs --resume CHECKPOINT: the trained "
+                                                  "network to classify with"));
     else if (o.top != NULL && !g_ascii_string_to_signed(o.top, 10, 1, 256, &top, NULL))
-      status = fail(EXIT_BAD_INPUT, "--top", "expected a whole number from 1 to 256");
+      status = fail(EXIT_BAD_INPUT, "--top", _("expected a whole number from 1 to 256"));
     else
       status = tdm_cli_classify(o.resume, (const char *const *)o.classify, (int)top, o.json);
   } else if (o.distributed && !tdm_distributed_init(&argc, &argv, &error)) {
@@ -806,22 +888,31 @@ main(int argc, char **argv)
       g_free(o.devices);
       o.devices = g_strdup("cuda:0");
     }
-    g_autoptr(TdmConfig) config = o.resume ? config_from_checkpoint(o.resume, &error)
-                                           : tdm_config_new();
+    g_autoptr(TdmConfig) config = o.resume   ? config_from_checkpoint(o.resume, &error)
+                                  : o.config ? tdm_cli_config_load(o.config, &error)
+                                             : tdm_config_new();
     if (config == NULL || !options_apply(&o, config, &error) ||
         !tdm_distributed_resolve_devices(config, &error) ||
         !tdm_config_validate(config, &error) ||
         !check_save_path(saves_here(config) ? config->save_path : NULL,
-                         o.save || !o.resume ? "--save" : "--resume", &error))
-      status = fail(EXIT_BAD_INPUT, flag_of(error, FALSE, o.resume != NULL), error->message);
-    else if (o.scaling != NULL) {
+                         o.save || !o.resume ? "--save" : "--resume", &error) ||
+        !check_save_path(saves_here(config) ? config->save_best_path : NULL, "--save-best",
+                         &error))
+      status = fail(EXIT_BAD_INPUT,
+                    config == NULL && o.config != NULL ? "--config"
+                                                       : flag_of(error, FALSE, o.resume != NULL),
+                    error->message);
+    else if (o.print_config) {
+      g_autofree char *json = tdm_config_to_json(config);
+      printf("%s\n", json);
+    } else if (o.scaling != NULL) {
       TdmCliScaling scaling;
       if (!scaling_options(&o, config, &scaling, &error))
         status = fail(EXIT_BAD_INPUT, NULL, error->message);
       else
         status = scaling_run(config, &scaling);
     } else if (o.scaling_steps != NULL) {
-      status = fail(EXIT_BAD_INPUT, "--scaling-steps", "only with --scaling");
+      status = fail(EXIT_BAD_INPUT, "--scaling-steps", _("only with --scaling"));
     } else
       status = run(config, &o);
   }

@@ -1,16 +1,27 @@
-/* tdm-cli-classify.c — tandem-train --classify (tdm-cli-classify.h). */
+/* tdm-cli-classify.c — tandem-train --classify (tdm-cli-classify.h): files and folders
+ * of images, each result saying how its image was adapted to the network's input. */
 #include "tdm-cli-classify.h"
+#include <glib/gi18n.h>
 #include "tdm-classifier.h"
 #include "tdm-json.h"
 
+#include "tdm-image.h"
+
 #include <json-glib/json-glib.h>
 #include <stdio.h>
+#include <string.h>
 
 #define EXIT_BAD_INPUT 2
 
+static int
+compare_names(gconstpointer a, gconstpointer b)
+{
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 static void
 print_json(const TdmClassifier *cl, const char *path, const float *probs, const int *order,
-           int top)
+           int top, const char *adapted)
 {
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_object(b);
@@ -32,10 +43,75 @@ print_json(const TdmClassifier *cl, const char *path, const float *probs, const 
     json_builder_end_object(b);
   }
   json_builder_end_array(b);
+  if (adapted != NULL) {
+    json_builder_set_member_name(b, "adapted");
+    json_builder_add_string_value(b, adapted);
+  }
   json_builder_end_object(b);
   g_autoptr(JsonNode) root = json_builder_get_root(b);
   g_autofree char *text = tdm_json_to_string(root);
   printf("%s\n", text);
+}
+
+/* The files to classify: each file named, and every PNG or JPEG under each folder
+ * named (recursively, in name order; hidden entries and links to folders left out,
+ * so a link cannot loop). */
+static void
+collect_folder(const char *folder, GPtrArray *out, int depth)
+{
+  g_autoptr(GDir) dir = g_dir_open(folder, 0, NULL);
+  if (dir == NULL || depth > 32)
+    return;
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+  const char *name;
+  while ((name = g_dir_read_name(dir)) != NULL)
+    if (name[0] != '.')
+      g_ptr_array_add(names, g_strdup(name));
+  g_ptr_array_sort(names, compare_names);
+  for (guint i = 0; i < names->len; i++) {
+    g_autofree char *path = g_build_filename(folder, names->pdata[i], NULL);
+    if (g_file_test(path, G_FILE_TEST_IS_SYMLINK) && g_file_test(path, G_FILE_TEST_IS_DIR))
+      continue;
+    if (g_file_test(path, G_FILE_TEST_IS_DIR)) {
+      collect_folder(path, out, depth + 1);
+      continue;
+    }
+    g_autofree char *lower = g_ascii_strdown(names->pdata[i], -1);
+    if (g_str_has_suffix(lower, ".png") || g_str_has_suffix(lower, ".jpg") ||
+        g_str_has_suffix(lower, ".jpeg"))
+      g_ptr_array_add(out, g_steal_pointer(&path));
+  }
+}
+
+/* How a file of `info` was made into the network's input (size × size, channels):
+ * NULL when it already was one. */
+static char *
+adaptation(const TdmImageInfo *info, int size, int channels)
+{
+  if (info->width == size && info->height == size && info->channels == channels)
+    return NULL;
+  GString *s = g_string_new(NULL);
+  if (info->width != info->height) {
+    int side = MIN(info->width, info->height);
+    g_string_append_printf(s, "centre %d×%d of %d×%d", side, side, info->width, info->height);
+    if (side != size)
+      g_string_append_printf(s, " scaled to %d×%d", size, size);
+  } else if (info->width != size) {
+    g_string_append_printf(s, "scaled from %d×%d to %d×%d", info->width, info->height, size,
+                           size);
+  }
+  if (info->channels != channels)
+    g_string_append_printf(s, "%s%s", s->len > 0 ? ", " : "",
+                           channels == 1 ? "colour made grey" : "grey made colour");
+  return g_string_free(s, FALSE);
+}
+
+/* Far from the training samples: scaled by more than 4 either way, or another colour. */
+static gboolean
+far_from_training(const TdmImageInfo *info, int size, int channels)
+{
+  int longer = MAX(info->width, info->height), shorter = MIN(info->width, info->height);
+  return info->channels != channels || longer > 4 * size || 4 * shorter < size;
 }
 
 int
@@ -44,31 +120,64 @@ tdm_cli_classify(const char *checkpoint, const char *const *images, int top, gbo
   g_autoptr(GError) error = NULL;
   g_autoptr(TdmClassifier) cl = tdm_classifier_load(checkpoint, &error);
   if (cl == NULL) {
-    fprintf(stderr, "tandem-train: --resume: %s\n", error->message);
+    fprintf(stderr, _("tandem-train: --resume: %s\n"), error->message);
     return EXIT_BAD_INPUT;
   }
   int classes = tdm_classifier_classes(cl);
   top = MIN(top, classes);
+  int height, width, channels;
+  tdm_classifier_input(cl, &height, &width, &channels);
   g_autofree float *probs = g_new(float, classes);
   g_autofree int *order = g_new(int, classes);
   int status = 0;
+  gboolean warned = FALSE;
+  g_autoptr(GPtrArray) files = g_ptr_array_new_with_free_func(g_free);
   for (int i = 0; images[i] != NULL; i++) {
+    guint before = files->len;
+    if (g_file_test(images[i], G_FILE_TEST_IS_DIR)) {
+      collect_folder(images[i], files, 0);
+      if (files->len == before) {
+        g_autofree char *display = g_filename_display_name(images[i]);
+        fprintf(stderr, _("tandem-train: --classify: %s: no PNG or JPEG image in this folder\n"),
+                display);
+        status = EXIT_BAD_INPUT;
+      }
+    } else {
+      g_ptr_array_add(files, g_strdup(images[i]));
+    }
+  }
+  for (guint i = 0; i < files->len; i++) {
+    const char *file = files->pdata[i];
     g_clear_error(&error);
-    if (!tdm_classifier_run_file(cl, images[i], probs, &error)) {
-      fprintf(stderr, "tandem-train: --classify: %s\n", error->message);
+    TdmImageInfo info;
+    gboolean probed = tdm_image_probe(file, &info, NULL);
+    if (!tdm_classifier_run_file(cl, file, probs, &error)) {
+      fprintf(stderr, _("tandem-train: --classify: %s\n"), error->message);
       status = EXIT_BAD_INPUT;
       continue;
     }
+    g_autofree char *adapted = probed ? adaptation(&info, height, channels) : NULL;
+    if (probed && !warned && far_from_training(&info, height, channels)) {
+      g_autofree char *display = g_filename_display_name(file);
+      fprintf(stderr,
+              _("tandem-train: warning: the network was trained on %d×%d %s images; %s is "
+              "%d×%d %s, far from them: its answers may mean little\n"),
+              width, height, channels == 1 ? _("grey") : _("colour"), display, info.width,
+              info.height, info.channels == 1 ? _("grey") : _("colour"));
+      warned = TRUE;
+    }
     tdm_classifier_rank(probs, classes, top, order);
     if (json) {
-      print_json(cl, images[i], probs, order, top);
+      print_json(cl, file, probs, order, top, adapted);
       continue;
     }
-    g_autofree char *display = g_filename_display_name(images[i]);
+    g_autofree char *display = g_filename_display_name(file);
     printf("%s:", display);
     for (int r = 0; r < top; r++)
       printf("%s %s %.1f %%", r > 0 ? "," : "", tdm_classifier_class_name(cl, order[r]),
              100.0 * probs[order[r]]);
+    if (adapted != NULL)
+      printf(" (%s)", adapted);
     printf("\n");
   }
   fflush(stdout);

@@ -10,8 +10,12 @@
 
 G_BEGIN_DECLS
 
-/* Returns the exit status: 0, or 2 when the checkpoint or any image could not be used
- * (each has its message on stderr; the others are still classified). */
+/* `images`: files, and folders whose every PNG and JPEG (recursively) is classified.
+ * A result whose image was not of the network's input size and colour says how it was
+ * adapted (cropped, scaled, made grey), and one warning on stderr tells when an input
+ * is far from the training samples. Returns the exit status: 0, or 2 when the
+ * checkpoint or any image could not be used (each has its message on stderr; the
+ * others are still classified). */
 int tdm_cli_classify (const char *checkpoint, const char *const *images, int top,
                       gboolean json);
 

@@ -155,6 +155,10 @@ tdm_cli_print_json_event(const TdmEvent *ev)
     tdm_json_set_double(b, "test_loss", e->test_loss);
     tdm_json_set_double(b, "test_accuracy", e->test_accuracy);
     tdm_json_set_double(b, "elapsed", e->elapsed);
+    if (isfinite(e->val_accuracy)) {
+      tdm_json_set_double(b, "val_loss", e->val_loss);
+      tdm_json_set_double(b, "val_accuracy", e->val_accuracy);
+    }
     break;
   }
   case TDM_EVENT_PAUSED:
@@ -172,6 +176,12 @@ tdm_cli_print_json_event(const TdmEvent *ev)
     tdm_json_set_double(b, "test_accuracy", f->test_accuracy);
     json_builder_set_member_name(b, "stopped");
     json_builder_add_boolean_value(b, f->stopped);
+    json_builder_set_member_name(b, "early_stopped");
+    json_builder_add_boolean_value(b, f->early_stopped);
+    if (f->best_epoch > 0) {
+      tdm_json_set_int(b, "best_epoch", f->best_epoch);
+      tdm_json_set_double(b, "best_val_accuracy", f->best_accuracy);
+    }
     break;
   }
   case TDM_EVENT_PHASES:
@@ -179,6 +189,32 @@ tdm_cli_print_json_event(const TdmEvent *ev)
   case TDM_EVENT_PREDICTIONS:
     tdm_event_detail_to_json(b, ev);
     break;
+  case TDM_EVENT_SAVED: {
+    const TdmSavedEvent *v = &ev->saved;
+    tdm_json_set_string(b, "type", "saved");
+    g_autofree char *display = g_filename_display_name(v->path);
+    tdm_json_set_string(b, "file", display);
+    tdm_json_set_int(b, "step", v->step);
+    tdm_json_set_int(b, "epoch", v->epoch);
+    json_builder_set_member_name(b, "best");
+    json_builder_add_boolean_value(b, v->best);
+    if (v->best)
+      tdm_json_set_double(b, "accuracy", v->accuracy);
+    break;
+  }
+  case TDM_EVENT_SETUP: {
+    const TdmSetupEvent *u = &ev->setup;
+    tdm_json_set_string(b, "type", "setup");
+    tdm_json_set_string(b, "phase", tdm_setup_phase_name(u->phase));
+    json_builder_set_member_name(b, "done");
+    json_builder_add_boolean_value(b, u->done);
+    if (u->total > 0) {
+      tdm_json_set_int(b, "count", u->count);
+      tdm_json_set_int(b, "total", u->total);
+    }
+    tdm_json_set_double(b, "seconds", u->seconds);
+    break;
+  }
   case TDM_EVENT_FAILED:
     tdm_json_set_string(b, "type", "failed");
     tdm_json_set_string(b, "error", ev->failed ? error_code_name(ev->failed) : "other");

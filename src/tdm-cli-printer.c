@@ -3,6 +3,7 @@
  * times a second on a terminal, a plain line per epoch that a log keeps, the summary
  * at the end; JSON lines instead with --json (tdm-cli-json.c). */
 #include "tdm-cli-printer.h"
+#include <glib/gi18n.h>
 #include "tdm-cli-json.h"
 
 #include <math.h>
@@ -53,11 +54,14 @@ static int
 terminal_width(void)
 {
   struct winsize ws;
-  if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20)
+  if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
     return ws.ws_col;
   return 80;
 }
 
+/* The live line, as long as the terminal allows: the details give way (samples a
+ * second, then loss and accuracy, then the bar) before the line would wrap, and what
+ * is left is cut at the width. Every character is ASCII, one column each. */
 static void
 bar_draw(TdmCliPrinter *p, const TdmStepEvent *s)
 {
@@ -67,20 +71,33 @@ bar_draw(TdmCliPrinter *p, const TdmStepEvent *s)
   p->t_draw = now;
 
   double within = CLAMP(s->epoch_float - s->epoch, 0.0, 1.0);
-  char rate[32], eta[32], head[64], tail[160];
+  char rate[32], eta[32], head[64], tails[3][160];
   format_count(rate, sizeof rate, (gint64)llround(s->samples_per_second));
   if (s->eta >= 0)
     format_duration(eta, sizeof eta, s->eta);
   else
     g_strlcpy(eta, "?", sizeof eta);
   g_snprintf(head, sizeof head, "epoch %d/%d ", s->epoch + 1, p->start.epochs);
-  g_snprintf(tail, sizeof tail, " %3d%%  loss %.3f  acc %.1f%%  %s samples/s  ETA %s",
-             (int)floor(within * 100), s->train_loss, 100 * s->train_accuracy, rate, eta);
+  int percent = (int)floor(within * 100);
+  g_snprintf(tails[0], sizeof tails[0], " %3d%%  loss %.3f  acc %.1f%%  %s samples/s  ETA %s",
+             percent, s->train_loss, 100 * s->train_accuracy, rate, eta);
+  g_snprintf(tails[1], sizeof tails[1], " %3d%%  loss %.3f  acc %.1f%%  ETA %s", percent,
+             s->train_loss, 100 * s->train_accuracy, eta);
+  g_snprintf(tails[2], sizeof tails[2], " %3d%% ETA %s", percent, eta);
 
   /* One column short of the width, so the cursor never wraps to a new line. */
-  int room = terminal_width() - 1 - (int)strlen(head) - (int)strlen(tail) - 2;
-  int width = CLAMP(room, 0, 40);
-  GString *line = g_string_new("\r");
+  int columns = terminal_width() - 1;
+  const char *tail = tails[2];
+  int width = 0;
+  for (int k = 0; k < 3; k++) {
+    int room = columns - (int)strlen(head) - (int)strlen(tails[k]) - 2;
+    if (room >= 10 || k == 2) {
+      tail = tails[k];
+      width = CLAMP(room, 0, 40);
+      break;
+    }
+  }
+  GString *line = g_string_new(NULL);
   g_string_append(line, head);
   if (width >= 5) {
     int filled = (int)floor(within * width);
@@ -90,11 +107,41 @@ bar_draw(TdmCliPrinter *p, const TdmStepEvent *s)
     g_string_append_c(line, ']');
   }
   g_string_append(line, tail);
-  g_string_append(line, "\033[K");
-  fputs(line->str, stderr);
+  if ((int)line->len > columns)
+    g_string_truncate(line, MAX(columns, 0));
+  fprintf(stderr, "\r%s\033[K", line->str);
   fflush(stderr);
   g_string_free(line, TRUE);
   p->bar_shown = TRUE;
+}
+
+/* A log's progress line: at each tenth of an epoch (as the engine's step summaries
+ * say, so the same run prints the same lines) and after TDM_CLI_LOG_INTERVAL_S of
+ * training time without one. */
+static void
+log_step(TdmCliPrinter *p, const TdmStepEvent *s)
+{
+  double within = CLAMP(s->epoch_float - s->epoch, 0.0, 1.0);
+  int tenth = (int)floor(within * 10 + 1e-9);
+  gboolean new_tenth = tenth > 0 && tenth < 10 &&
+                       (s->epoch != p->log_epoch || tenth != p->log_tenth);
+  if (!new_tenth && s->elapsed - p->log_elapsed < TDM_CLI_LOG_INTERVAL_S)
+    return;
+  p->log_epoch = s->epoch;
+  p->log_tenth = tenth;
+  p->log_elapsed = s->elapsed;
+  char rate[32], eta[32], steps[32], total[32];
+  format_count(rate, sizeof rate, (gint64)llround(s->samples_per_second));
+  format_count(steps, sizeof steps, s->step);
+  format_count(total, sizeof total, p->start.total_steps);
+  if (s->eta >= 0)
+    format_duration(eta, sizeof eta, s->eta);
+  else
+    g_strlcpy(eta, "?", sizeof eta);
+  printf(_("epoch %d/%d %3d%%  step %s/%s  loss %.3f acc %.1f%%  %s samples/s  ETA %s\n"),
+         s->epoch + 1, p->start.epochs, (int)floor(within * 100), steps, total,
+         s->train_loss, 100 * s->train_accuracy, rate, eta);
+  fflush(stdout);
 }
 
 static void
@@ -105,15 +152,35 @@ print_started(TdmCliPrinter *p, const TdmStartedEvent *s)
   GString *devices = g_string_new(NULL);
   for (int i = 0; i < s->replicas; i++)
     g_string_append_printf(devices, "%s%s%s", i ? ", " : "", s->device[i],
-                           i == s->main_replica && s->replicas > 1 ? " (main)" : "");
-  printf("training %s, %s parameters, on %s (%d train, %d test)\n", s->network, params,
+                           i == s->main_replica && s->replicas > 1 ? _(" (main)") : "");
+  printf(_("training %s, %s parameters, on %s (%d train, %d test)\n"), s->network, params,
          s->dataset, s->train_count, s->test_count);
-  printf("devices: %s; batch %d = ", devices->str, s->batch);
+  printf(_("devices: %s; batch %d = "), devices->str, s->batch);
   for (int i = 0; i < s->replicas; i++)
     printf("%s%d", i ? " + " : "", s->shard[i]);
   printf("\n");
+  if (p->config != NULL) {
+    /* The recipe as the engine names its settings, after what the lines above say. */
+    g_auto(GStrv) pairs = tdm_config_describe(p->config);
+    GString *recipe = g_string_new(_("recipe:"));
+    gboolean after_batch = FALSE;
+    for (int i = 0; pairs[i] != NULL && pairs[i + 1] != NULL; i += 2) {
+      if (after_batch)
+        g_string_append_printf(recipe, " %s %s,", pairs[i], pairs[i + 1]);
+      after_batch = after_batch || g_str_equal(pairs[i], "batch");
+    }
+    if (recipe->str[recipe->len - 1] == ',')
+      g_string_truncate(recipe, recipe->len - 1);
+    printf("%s\n", recipe->str);
+    g_string_free(recipe, TRUE);
+  }
+  printf(ngettext("%d epoch of %d steps", "%d epochs of %d steps", s->epochs), s->epochs,
+         s->steps_per_epoch);
+  if (p->config != NULL && p->config->max_steps > 0 && p->config->max_steps < s->total_steps)
+    printf(_(", stopping at step %ld (--max-steps)"), p->config->max_steps);
+  printf("\n");
   if (s->start_step > 0 && s->steps_per_epoch > 0)
-    printf("resuming at step %ld (epoch %ld of %d)\n", s->start_step,
+    printf(_("resuming at step %ld (epoch %ld of %d)\n"), s->start_step,
            s->start_step / s->steps_per_epoch + 1, s->epochs);
   fflush(stdout);
   g_string_free(devices, TRUE);
@@ -125,12 +192,12 @@ print_memory(const TdmMemoryEvent *m)
 {
   g_autofree char *host = g_format_size_full(m->host_total, G_FORMAT_SIZE_IEC_UNITS);
   GString *line = g_string_new(NULL);
-  g_string_append_printf(line, "memory estimate: host %s", host);
+  g_string_append_printf(line, _("memory estimate: host %s"), host);
   if (m->host_available != G_MAXUINT64) {
     g_autofree char *avail = g_format_size_full(m->host_available, G_FORMAT_SIZE_IEC_UNITS);
-    g_string_append_printf(line, " (%s available", avail);
+    g_string_append_printf(line, _(" (%s available"), avail);
     if (m->largest_batch >= 0)
-      g_string_append_printf(line, ", batch up to %d fits", m->largest_batch);
+      g_string_append_printf(line, _(", batch up to %d fits"), m->largest_batch);
     g_string_append(line, ")");
   }
   for (int i = 0; i < m->replicas; i++) {
@@ -151,10 +218,79 @@ print_epoch(TdmCliPrinter *p, const TdmEpochEvent *e)
   double seconds = (now - p->t_epoch) / (double)G_USEC_PER_SEC;
   p->t_epoch = now;
   tdm_cli_printer_clear_bar(p);
-  printf("epoch %d/%d  train loss %.3f acc %.1f%%  test loss %.3f acc %.1f%%  %.1f s\n",
-         e->epoch, p->start.epochs, e->train_loss, 100 * e->train_accuracy, e->test_loss,
-         100 * e->test_accuracy, seconds);
+  printf(_("epoch %d/%d  train loss %.3f acc %.1f%%  "), e->epoch, p->start.epochs,
+         e->train_loss, 100 * e->train_accuracy);
+  if (isfinite(e->val_accuracy))
+    printf(_("val loss %.3f acc %.1f%%  "), e->val_loss, 100 * e->val_accuracy);
+  printf(_("test loss %.3f acc %.1f%%  %.1f s\n"), e->test_loss, 100 * e->test_accuracy, seconds);
   fflush(stdout);
+}
+
+static void
+print_saved(TdmCliPrinter *p, const TdmSavedEvent *v)
+{
+  g_autofree char *display = g_filename_display_name(v->path);
+  tdm_cli_printer_clear_bar(p);
+  if (v->best)
+    printf(_("saved %s (the best so far: accuracy %.1f%%, epoch %d, step %ld)\n"), display,
+           100 * v->accuracy, v->epoch, v->step);
+  else if (p->start.steps_per_epoch > 0 && v->step % p->start.steps_per_epoch == 0)
+    printf(_("saved %s (epoch %d, step %ld)\n"), display, v->epoch, v->step);
+  else
+    printf(_("saved %s (step %ld)\n"), display, v->step);
+  fflush(stdout);
+}
+
+/* The phases before the first step: a line when each begins, the decoding's count
+ * and rate every TDM_CLI_LOG_INTERVAL_S (each time on a terminal), and what it took. */
+static void
+print_setup(TdmCliPrinter *p, const TdmSetupEvent *u)
+{
+  static const char *const begins[] = {N_("decoding images"), N_("setting up the network"),
+                                       N_("pre-warming")};
+  static const char *const ends[] = {N_("decoded"), N_("network ready"), N_("pre-warmed")};
+  if (u->phase < 0 || u->phase > TDM_SETUP_PREWARM)
+    return;
+  char count[32], total[32], rate[32];
+  format_count(count, sizeof count, u->count);
+  format_count(total, sizeof total, u->total);
+  format_count(rate, sizeof rate,
+               u->seconds > 0 ? (gint64)llround(u->count / u->seconds) : 0);
+  gboolean first = u->phase != p->setup_phase || p->setup_said < 0;
+  if (u->done) {
+    tdm_cli_printer_clear_bar(p);
+    if (u->phase == TDM_SETUP_DATASET)
+      printf(_("decoded %s images in %.1f s (%s a second)\n"), total, u->seconds, rate);
+    else if (u->phase == TDM_SETUP_PREWARM)
+      printf(_("%s: %ld steps and an evaluation in %.1f s\n"), _(ends[u->phase]), u->count,
+             u->seconds);
+    else
+      printf(_("%s in %.1f s\n"), _(ends[u->phase]), u->seconds);
+    fflush(stdout);
+    p->setup_said = -1;
+    return;
+  }
+  if (p->bar && u->total > 0) {
+    fputs("\r", stderr);
+    fprintf(stderr, _("%s: %s of %s (%s a second)"), _(begins[u->phase]), count, total, rate);
+    fputs("\033[K", stderr);
+    fflush(stderr);
+    p->bar_shown = TRUE;
+    p->setup_phase = u->phase;
+    p->setup_said = u->seconds;
+    return;
+  }
+  if (!first && u->seconds - p->setup_said < TDM_CLI_LOG_INTERVAL_S)
+    return;
+  tdm_cli_printer_clear_bar(p);
+  if (u->total > 0)
+    printf(_("%s: %s of %s (%s a second)"), _(begins[u->phase]), count, total, rate);
+  else
+    fputs(_(begins[u->phase]), stdout);
+  putchar('\n');
+  fflush(stdout);
+  p->setup_phase = u->phase;
+  p->setup_said = u->seconds;
 }
 
 static void
@@ -171,19 +307,22 @@ print_finished(TdmCliPrinter *p, const TdmFinishedEvent *f)
   format_duration(time, sizeof time, f->elapsed);
 
   tdm_cli_printer_clear_bar(p);
+  if (f->early_stopped)
+    printf(_("early stop: no better validation accuracy since epoch %d (%.1f%%)\n"),
+           f->best_epoch, 100 * f->best_accuracy);
   if (f->stopped)
-    printf("stopped after %ld of %ld steps", f->steps, s->total_steps);
+    printf(_("stopped after %ld of %ld steps"), f->steps, s->total_steps);
   else
-    printf("finished");
+    printf(_("finished"));
   if (isfinite(f->test_accuracy))
-    printf(": test accuracy %.1f%% (loss %.3f)\n", 100 * f->test_accuracy, f->test_loss);
+    printf(_(": test accuracy %.1f%% (loss %.3f)\n"), 100 * f->test_accuracy, f->test_loss);
   else
-    printf(" before the first evaluation\n");
-  printf("  %ld steps in %s, %s samples/s; %s parameters on %d device%s (", steps, time,
+    printf(_(" before the first evaluation\n"));
+  printf(_("  %ld steps in %s, %s samples/s; %s parameters on %d device%s ("), steps, time,
          samples, params, s->replicas, s->replicas == 1 ? "" : "s");
   for (int i = 0; i < s->replicas; i++)
     printf("%s%s", i ? ", " : "", s->device[i]);
-  printf("), %s\n", s->replicas > 1 ? "data parallel" : "one replica");
+  printf("), %s\n", s->replicas > 1 ? _("data parallel") : _("one replica"));
   fflush(stdout);
 }
 
@@ -221,19 +360,28 @@ tdm_cli_printer_on_event(const TdmEvent *ev, gpointer printer)
 
   switch (ev->kind) {
   case TDM_EVENT_MEMORY:
-    if (p->bar)
+    if (p->bar || p->log)
       print_memory(&ev->memory);
     break;
   case TDM_EVENT_STARTED:
     /* Skipped files are said once, whether or not progress is shown. */
     if (ev->started.notice[0] != '\0')
-      fprintf(stderr, "tandem-train: warning: %s\n", ev->started.notice);
-    if (p->bar)
+      fprintf(stderr, _("tandem-train: warning: %s\n"), ev->started.notice);
+    if (p->bar || p->log)
       print_started(p, &ev->started);
     break;
   case TDM_EVENT_STEP:
     if (p->bar)
       bar_draw(p, &ev->step);
+    else if (p->log)
+      log_step(p, &ev->step);
+    break;
+  case TDM_EVENT_SAVED:
+    print_saved(p, &ev->saved);
+    break;
+  case TDM_EVENT_SETUP:
+    if (p->bar || p->log)
+      print_setup(p, &ev->setup);
     break;
   case TDM_EVENT_EPOCH:
     print_epoch(p, &ev->epoch);

@@ -7,6 +7,7 @@
  */
 #pragma once
 
+#include "tdm-config.h"
 #include "tdm-events.h"
 #include "tdm-history.h"
 
@@ -18,6 +19,14 @@ typedef struct {
   gboolean json;          /* JSON lines on stdout, nothing else there */
   gboolean quiet;
   gboolean bar;           /* stderr is a terminal: draw the live line */
+  gboolean log;           /* stdout is a log: plain progress lines there instead */
+  const TdmConfig *config;  /* the run's settings, for the header */
+  /* Log lines: the last one's epoch, tenth of that epoch and training time, and the
+   * set-up phase and time of the last set-up line. */
+  int log_epoch, log_tenth;
+  double log_elapsed;
+  int setup_phase;
+  double setup_said;
   gboolean bar_shown;     /* something is on the live line now */
   gboolean stop_told;
   gboolean started;
@@ -28,6 +37,10 @@ typedef struct {
   GCancellable *cancellable;
   TdmRunRecorder *recorder; /* --record */
 } TdmCliPrinter;
+
+/* A plain progress line goes to a log at each tenth of an epoch and after this
+ * much training time without one. */
+#define TDM_CLI_LOG_INTERVAL_S 10.0
 
 /* A TdmEventFunc: prints ev as the printer's options say. */
 void tdm_cli_printer_on_event (const TdmEvent *ev, gpointer printer);

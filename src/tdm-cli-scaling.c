@@ -5,6 +5,7 @@
  * Failures are one line on stderr, as tandem-train's others.
  */
 #include "tdm-cli-scaling.h"
+#include <glib/gi18n.h>
 #include "tdm-error.h"
 #include "tdm-history.h"
 #include "tdm-json.h"
@@ -93,7 +94,7 @@ tdm_cli_scaling(const TdmConfig *config, const TdmCliScaling *o, GCancellable *c
     recorder = tdm_run_recorder_new_sweep(history, config, o->mode, o->steps, o->name,
                                           &record_error);
     if (recorder == NULL) {
-      fprintf(stderr, "tandem-train: %s: %s\n", o->history != NULL ? "--history" : "--record",
+      fprintf(stderr, _("tandem-train: %s: %s\n"), o->history != NULL ? "--history" : "--record",
               record_error->message);
       *record_status = 2;
       return TRUE;
@@ -101,7 +102,7 @@ tdm_cli_scaling(const TdmConfig *config, const TdmCliScaling *o, GCancellable *c
   }
   /* Said on a terminal only: a failure's output stays its one line. */
   if (!o->json && !o->quiet && isatty(STDERR_FILENO))
-    fprintf(stderr, "tandem-train: %s scaling over 1 … %d devices, %ld steps each\n",
+    fprintf(stderr, _("tandem-train: %s scaling over 1 … %d devices, %ld steps each\n"),
             tdm_scaling_mode_name(o->mode), tdm_config_replica_count(config), o->steps);
 
   gboolean ok = recorder != NULL
@@ -112,10 +113,10 @@ tdm_cli_scaling(const TdmConfig *config, const TdmCliScaling *o, GCancellable *c
   if (recorder != NULL) {
     g_autoptr(GError) record_error = NULL;
     if (!tdm_run_recorder_finish(recorder, &record_error)) {
-      fprintf(stderr, "tandem-train: --record: %s\n", record_error->message);
+      fprintf(stderr, _("tandem-train: --record: %s\n"), record_error->message);
       *record_status = 1;
     } else if (tdm_run_recorder_get_kept(recorder) && !o->json && !o->quiet) {
-      fprintf(stderr, "tandem-train: recorded as run %s in %s\n",
+      fprintf(stderr, _("tandem-train: recorded as run %s in %s\n"),
               tdm_run_recorder_get_id(recorder), tdm_history_get_folder(history));
     }
   }

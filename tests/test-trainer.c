@@ -70,6 +70,8 @@ record(const TdmEvent *e, gpointer data)
   case TDM_EVENT_PHASES:
   case TDM_EVENT_BATCH:
   case TDM_EVENT_PREDICTIONS:
+  case TDM_EVENT_SAVED:
+  case TDM_EVENT_SETUP:
     break;
   }
 }

@@ -10,6 +10,7 @@
  * (host, peer, nccl).
  */
 #include "tdm-communicator.h"
+#include "tdm-i18n.h"
 #include "tdm-distributed.h"
 #include "tdm-error.h"
 #include "tdm-build-config.h"
@@ -63,7 +64,7 @@ mpi_ok_at(MpiCommunicator *m, int code, const char *call, GError **error)
   int length = 0;
   if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
     g_snprintf(text, sizeof text, "error %d", code);
-  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_COMMUNICATION, "%s: %.*s failed: %s",
+  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_COMMUNICATION, _("%s: %.*s failed: %s"),
               m->who, (int)strcspn(call, "("), call, text);
   return FALSE;
 }
@@ -75,7 +76,7 @@ check_running(MpiCommunicator *m, GError **error)
   if (G_LIKELY(!g_atomic_int_get(&m->aborted)))
     return TRUE;
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_COMMUNICATION,
-              "%s: MPI communicator: the run was stopped or this rank failed", m->who);
+              _("%s: MPI communicator: the run was stopped or this rank failed"), m->who);
   return FALSE;
 }
 
@@ -89,7 +90,7 @@ nccl_ok_at(MpiCommunicator *m, ncclResult_t res, const char *call, GError **erro
     return TRUE;
   const char *detail = m->nccl != NULL ? ncclGetLastError(m->nccl) : NULL;
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_COMMUNICATION,
-              "%s: %.*s failed: %s%s%s", m->who, (int)strcspn(call, "("), call,
+              _("%s: %.*s failed: %s%s%s"), m->who, (int)strcspn(call, "("), call,
               ncclGetErrorString(res), detail != NULL && *detail ? ": " : "",
               detail != NULL ? detail : "");
   return FALSE;
@@ -359,8 +360,8 @@ tdm_communicator_mpi_new(TdmBackend *backend, GError **error)
   g_return_val_if_fail(backend != NULL, NULL);
   if (!tdm_distributed_active()) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_COMMUNICATION,
-                "MPI communicator: MPI is not initialized (run under mpirun with "
-                "--distributed)");
+                _("MPI communicator: MPI is not initialized (run under mpirun with "
+                "--distributed)"));
     return NULL;
   }
 
@@ -390,7 +391,7 @@ tdm_communicator_mpi_new(TdmBackend *backend, GError **error)
       goto fail;
 #else
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-                "%s: this build of Tandem has no NCCL, which GPU ranks under mpirun need",
+                _("%s: this build of Tandem has no NCCL, which GPU ranks under mpirun need"),
                 m->who);
     goto fail;
 #endif

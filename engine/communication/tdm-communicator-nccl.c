@@ -11,6 +11,7 @@
  */
 #include "tdm-communicator.h"
 #include "tdm-int-sum.h"
+#include "tdm-i18n.h"
 #include "tdm-backend-cuda.h"
 #include "tdm-error.h"
 
@@ -43,7 +44,7 @@ nccl_ok_at(GError **error, const char *who, ncclComm_t comm, ncclResult_t res,
     return TRUE;
   const char *detail = comm != NULL ? ncclGetLastError(comm) : NULL;
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_COMMUNICATION,
-              "%s: %.*s failed: %s%s%s at %s:%d", who, (int)strcspn(call, "("), call,
+              _("%s: %.*s failed: %s%s%s at %s:%d"), who, (int)strcspn(call, "("), call,
               ncclGetErrorString(res), detail != NULL && *detail ? ": " : "",
               detail != NULL ? detail : "", file, line);
   return FALSE;
@@ -55,7 +56,7 @@ static gboolean
 aborted_error(GError **error)
 {
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_COMMUNICATION,
-              "NCCL communicator: the run was stopped or another replica failed");
+              _("NCCL communicator: the run was stopped or another replica failed"));
   return FALSE;
 }
 
@@ -250,7 +251,7 @@ tdm_communicator_nccl_new(TdmBackend **backends, int replicas, GError **error)
   for (int r = 0; r < replicas; r++) {
     if (backends[r]->kind != TDM_BACKEND_CUDA) {
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-                  "NCCL communicator: replica %d is on %s, not a CUDA GPU", r,
+                  _("NCCL communicator: replica %d is on %s, not a CUDA GPU"), r,
                   backends[r]->name);
       return NULL;
     }
@@ -258,8 +259,8 @@ tdm_communicator_nccl_new(TdmBackend **backends, int replicas, GError **error)
     for (int q = 0; q < r; q++)
       if (devices[q] == devices[r]) {
         g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_COMMUNICATION,
-                    "NCCL communicator: replicas %d and %d share %s; NCCL needs one "
-                    "replica per GPU (the peer communicator handles shared GPUs)",
+                    _("NCCL communicator: replicas %d and %d share %s; NCCL needs one "
+                    "replica per GPU (the peer communicator handles shared GPUs)"),
                     q, r, backends[r]->name);
         return NULL;
       }

@@ -15,6 +15,7 @@
  */
 #include "tdm-communicator.h"
 #include "tdm-int-sum.h"
+#include "tdm-i18n.h"
 #include "tdm-backend-cuda.h"
 #include "tdm-error.h"
 #include "tdm-kernels.h"
@@ -51,7 +52,7 @@ static gboolean
 fail_broken(PeerCommunicator *p, GError **error)
 {
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_COMMUNICATION,
-              "peer communicator: another replica failed or the run was stopped");
+              _("peer communicator: another replica failed or the run was stopped"));
   return FALSE;
 }
 
@@ -69,7 +70,7 @@ enter(PeerCommunicator *p, int r, float *buffer, GError **error)
   if (tdm_backend_failed(b)) {
     tdm_barrier_break(&p->barrier);
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_COMMUNICATION,
-                "peer communicator: replica %d (%s) has failed", r, b->name);
+                _("peer communicator: replica %d (%s) has failed"), r, b->name);
     return FALSE;
   }
   c->comm_seconds[r] += tdm_cuda_timer_harvest(&p->timers[r]);
@@ -349,7 +350,7 @@ tdm_communicator_peer_new(TdmBackend **backends, int replicas, GError **error)
   for (int r = 0; r < replicas; r++)
     if (backends[r]->kind != TDM_BACKEND_CUDA) {
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-                  "peer communicator: replica %d is on %s, not a CUDA GPU", r,
+                  _("peer communicator: replica %d is on %s, not a CUDA GPU"), r,
                   backends[r]->name);
       return NULL;
     }

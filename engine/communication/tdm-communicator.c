@@ -1,6 +1,7 @@
 /* tdm-communicator.c — chooses a communicator for a set of local replicas, and what
  * every communicator shares. The kinds live in tdm-communicator-*.c. */
 #include "tdm-communicator.h"
+#include "tdm-i18n.h"
 #include "tdm-error.h"
 #include "tdm-build-config.h"
 
@@ -23,7 +24,7 @@ tdm_communicator_new(TdmBackend **backends, int replicas, GError **error)
     return tdm_communicator_host_new(backends, replicas);
   if (any_cpu) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-                "--devices mixes CPU workers and GPUs in one run; choose one kind");
+                _("--devices mixes CPU workers and GPUs in one run; choose one kind"));
     return NULL;
   }
 #if TDM_HAVE_CUDA
@@ -35,7 +36,7 @@ tdm_communicator_new(TdmBackend **backends, int replicas, GError **error)
 #else
   (void)distinct_gpus;
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-              "this build of Tandem has no CUDA backend");
+              _("this build of Tandem has no CUDA backend"));
   return NULL;
 #endif
 }

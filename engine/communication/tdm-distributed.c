@@ -3,6 +3,7 @@
  * the device each rank takes, and the two ways out (finalize when every rank is done,
  * abort when one has failed). Built only when MPI is found; the header has stubs. */
 #include "tdm-distributed.h"
+#include "tdm-i18n.h"
 
 #include <mpi.h>
 #include <stdio.h>
@@ -22,7 +23,7 @@ mpi_failed(GError **error, const char *call, int code)
   int length = 0;
   if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
     g_snprintf(text, sizeof text, "error %d", code);
-  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_COMMUNICATION, "%s failed: %s", call,
+  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_COMMUNICATION, _("%s failed: %s"), call,
               text);
   return FALSE;
 }
@@ -37,7 +38,7 @@ tdm_distributed_init(int *argc, char ***argv, GError **error)
   MPI_Finalized(&finalized);
   if (finalized) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_COMMUNICATION,
-                "MPI was already finalized in this process; it cannot be started again");
+                _("MPI was already finalized in this process; it cannot be started again"));
     return FALSE;
   }
   if (initialized)
@@ -50,8 +51,8 @@ tdm_distributed_init(int *argc, char ***argv, GError **error)
     /* Other threads exist (OpenBLAS's, telemetry, the Ctrl-C watcher), so MPI must
      * allow them, though only this thread calls it. */
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_COMMUNICATION,
-                "this MPI library offers thread level %d; Tandem needs "
-                "MPI_THREAD_FUNNELED (%d) or better", provided, MPI_THREAD_FUNNELED);
+                _("this MPI library offers thread level %d; Tandem needs "
+                "MPI_THREAD_FUNNELED (%d) or better"), provided, MPI_THREAD_FUNNELED);
     return FALSE;
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &dist.rank);
@@ -118,9 +119,9 @@ tdm_distributed_resolve_devices(TdmConfig *config, GError **error)
 
   if (given != size && given != 1) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-                "--devices lists %d devices but mpirun started %d ranks: name one device "
+                _("--devices lists %d devices but mpirun started %d ranks: name one device "
                 "per rank, or one for all (cpu, or cuda:N for GPU N plus each rank's local "
-                "rank)", given, size);
+                "rank)"), given, size);
     return FALSE;
   }
   if (given == 1 && size > 1) {
@@ -145,8 +146,8 @@ tdm_distributed_resolve_devices(TdmConfig *config, GError **error)
   }
   if (any_cpu && any_gpu) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-                "--devices mixes CPU workers and GPUs; under mpirun every rank must use "
-                "the same kind of device");
+                _("--devices mixes CPU workers and GPUs; under mpirun every rank must use "
+                "the same kind of device"));
     return FALSE;
   }
   return TRUE;

@@ -5,6 +5,7 @@
  * twice, for any x86-64 and for AVX2 (wider vectors over the channels, no FMA, the same
  * operations on each value), the better picked when the program starts. */
 #include "tdm-backend-cpu-layers.h"
+#include "tdm-i18n.h"
 #include "tdm-counter-rng.h"
 #include "tdm-error.h"
 
@@ -79,7 +80,7 @@ bn_shape_ok(TdmBackend *b, const char *op, int rows, int channels)
 {
   if (rows >= 0 && channels >= 1)
     return TRUE;
-  tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, "%s: bad shape %d×%d", op, rows, channels);
+  tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, _("%s: bad shape %d×%d"), op, rows, channels);
   return FALSE;
 }
 

@@ -22,6 +22,7 @@
  * products differ in the last bits between one and two threads). Not the im2col path
  * (tdm-backend-cpu.c and tdm-cpu-kernels.c), nor any other kernel size or stride. */
 #include "tdm-backend-cpu-winograd.h"
+#include "tdm-i18n.h"
 #include "tdm-backend-cpu-winograd-private.h"
 #include "tdm-backend-cpu-layers.h"
 #include "tdm-error.h"
@@ -426,8 +427,8 @@ winograd_check(TdmBackend *b, const char *op, int n, int h, int w, int c, int k,
     return FALSE;
   if (kernel != 3 || stride != 1 || k < 1) {
     tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND,
-                     "%s: the CPU's whole convolution is 3×3 of stride 1, not %d×%d of "
-                     "stride %d to %d channels", op, kernel, kernel, stride, k);
+                     _("%s: the CPU's whole convolution is 3×3 of stride 1, not %d×%d of "
+                     "stride %d to %d channels"), op, kernel, kernel, stride, k);
     return FALSE;
   }
   return TRUE;

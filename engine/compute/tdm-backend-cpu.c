@@ -5,6 +5,7 @@
  * against. It is not multi-threaded itself: one instance belongs to one CPU worker
  * thread, and the trainer decides how many threads OpenBLAS may use. */
 #include "tdm-backend.h"
+#include "tdm-i18n.h"
 #include "tdm-backend-cpu-layers.h"
 #include "tdm-backend-cpu-winograd.h"
 #include "tdm-cpu-kernels.h"
@@ -127,7 +128,7 @@ cpu_alloc(TdmBackend *b, size_t bytes, GError **error)
   if (!ok) {
     char *human = g_format_size_full(bytes, G_FORMAT_SIZE_IEC_UNITS);
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY,
-                "%s: out of memory: cannot allocate %zu bytes (%s); %zu bytes in use",
+                _("%s: out of memory: cannot allocate %zu bytes (%s); %zu bytes in use"),
                 b->name, bytes, human, __atomic_load_n(&b->bytes_in_use, __ATOMIC_RELAXED));
     g_free(human);
     return NULL;

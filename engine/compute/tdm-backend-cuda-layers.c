@@ -7,6 +7,7 @@
  * GEMM, convolution or graph machinery (tdm-backend-cuda.c), whose table lists these.
  */
 #include "tdm-backend-cuda.h"
+#include "tdm-i18n.h"
 #include "tdm-error.h"
 #include "tdm-kernels.h"
 
@@ -47,7 +48,7 @@ bn_shape_ok(TdmBackend *b, const char *op, int rows, int channels)
 {
   if (rows >= 0 && channels >= 1)
     return TRUE;
-  tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, "%s: bad shape %d×%d", op, rows, channels);
+  tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, _("%s: bad shape %d×%d"), op, rows, channels);
   return FALSE;
 }
 

@@ -8,6 +8,7 @@
  * the stream, through tdm-backend-cuda.h) and not device discovery (tdm-device.c).
  */
 #include "tdm-backend-cuda.h"
+#include "tdm-i18n.h"
 #include "tdm-error.h"
 #include "tdm-kernels.h"
 
@@ -86,7 +87,7 @@ tdm_cuda_ok_at(TdmBackend *b, cudaError_t err, const char *call, const char *fil
   if (G_LIKELY(err == cudaSuccess))
     return TRUE;
   char name[64];
-  tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, "%s failed: %s (%s) at %s:%d",
+  tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, _("%s failed: %s (%s) at %s:%d"),
                    call_name(call, name, sizeof name), cudaGetErrorString(err),
                    cudaGetErrorName(err), file, line);
   return FALSE;
@@ -99,7 +100,7 @@ tdm_cuda_set_error_at(GError **error, int code, const char *who, cudaError_t err
   if (G_LIKELY(err == cudaSuccess))
     return TRUE;
   char name[64];
-  g_set_error(error, TDM_ENGINE_ERROR, code, "%s: %s failed: %s (%s) at %s:%d", who,
+  g_set_error(error, TDM_ENGINE_ERROR, code, _("%s: %s failed: %s (%s) at %s:%d"), who,
               call_name(call, name, sizeof name), cudaGetErrorString(err),
               cudaGetErrorName(err), file, line);
   return FALSE;
@@ -112,7 +113,7 @@ cublas_ok_at(TdmBackend *b, cublasStatus_t status, const char *call, const char 
   if (G_LIKELY(status == CUBLAS_STATUS_SUCCESS))
     return TRUE;
   char name[64];
-  tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, "%s failed: %s (%s) at %s:%d",
+  tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, _("%s failed: %s (%s) at %s:%d"),
                    call_name(call, name, sizeof name), cublasGetStatusString(status),
                    cublasGetStatusName(status), file, line);
   return FALSE;
@@ -218,8 +219,8 @@ cuda_alloc(TdmBackend *b, size_t bytes, GError **error)
       char *have = g_format_size_full(free_bytes, G_FORMAT_SIZE_IEC_UNITS);
       char *total = g_format_size_full(total_bytes, G_FORMAT_SIZE_IEC_UNITS);
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY,
-                  "%s (%s): out of memory: one buffer of %s (%zu bytes) could not be "
-                  "allocated, %s free of %s; Tandem holds %zu bytes on this device",
+                  _("%s (%s): out of memory: one buffer of %s (%zu bytes) could not be "
+                  "allocated, %s free of %s; Tandem holds %zu bytes on this device"),
                   b->name, cb->gpu_name, need, bytes, have, total, b->bytes_in_use);
       g_free(need);
       g_free(have);
@@ -229,7 +230,7 @@ cuda_alloc(TdmBackend *b, size_t bytes, GError **error)
       g_set_error(error, TDM_ENGINE_ERROR,
                   err == cudaErrorMemoryAllocation ? TDM_ENGINE_ERROR_OUT_OF_MEMORY
                                                    : TDM_ENGINE_ERROR_BACKEND,
-                  "%s (%s): cannot allocate %zu bytes: %s (%s)", b->name, cb->gpu_name,
+                  _("%s (%s): cannot allocate %zu bytes: %s (%s)"), b->name, cb->gpu_name,
                   bytes, cudaGetErrorString(err), cudaGetErrorName(err));
     }
     return NULL;
@@ -530,7 +531,7 @@ cuda_conv_dgrad_bf16(TdmBackend *b, float *dx, const uint16_t *dy, const uint16_
       !tdm_backend_check_conv(b, "conv_dgrad_bf16", n, h, w_, c, kh, kw, pad, stride))
     return;
   if (out_c < 1) {
-    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, "conv_dgrad_bf16: %d output channels", out_c);
+    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, _("conv_dgrad_bf16: %d output channels"), out_c);
     return;
   }
   if (tdm_k_conv_dgrad_bf16_fits(cb->implicit_major, c, out_c, kh, kw, pad, stride) &&
@@ -778,7 +779,7 @@ cuda_graph_end(TdmBackend *b, int key)
 {
   TdmBackendCuda *cb = CUDA_B(b);
   if (!cb->capturing) {
-    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, "graph_end(%d) without graph_begin", key);
+    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, _("graph_end(%d) without graph_begin"), key);
     return;
   }
   /* End the capture even after a failure, so the stream is usable (and freeable). */
@@ -952,10 +953,10 @@ tdm_backend_cuda_new(int ordinal, TdmPrecision precision, GError **error)
   if (ordinal < 0 || ordinal >= count) {
     if (count == 0)
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-                  "device “cuda:%d”: no CUDA GPU is available (no GPU or no driver)", ordinal);
+                  _("device “cuda:%d”: no CUDA GPU is available (no GPU or no driver)"), ordinal);
     else
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-                  "device “cuda:%d”: no such GPU; this machine has %d (cuda:0 to cuda:%d)",
+                  _("device “cuda:%d”: no such GPU; this machine has %d (cuda:0 to cuda:%d)"),
                   ordinal, count, count - 1);
     return NULL;
   }
@@ -1124,7 +1125,7 @@ tdm_host_sum(TdmHostSum *s, int party, double *values, int n, GError **error)
 {
   if (n < 0 || n > TDM_HOST_SUM_MAX) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_COMMUNICATION,
-                "sum_doubles: %d values, at most %d", n, TDM_HOST_SUM_MAX);
+                _("sum_doubles: %d values, at most %d"), n, TDM_HOST_SUM_MAX);
     tdm_barrier_break(&s->barrier);
     return FALSE;
   }
@@ -1144,6 +1145,6 @@ tdm_host_sum(TdmHostSum *s, int party, double *values, int n, GError **error)
 
 broken:
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_COMMUNICATION,
-              "sum_doubles: another replica failed or the run was stopped");
+              _("sum_doubles: another replica failed or the run was stopped"));
   return FALSE;
 }

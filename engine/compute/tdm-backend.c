@@ -2,6 +2,7 @@
  * byte-counting allocation wrappers and the sticky error. The operations themselves
  * live in tdm-backend-cpu.c and tdm-backend-cuda.c. */
 #include "tdm-backend.h"
+#include "tdm-i18n.h"
 #include "tdm-backend-cpu-winograd.h"
 #include "tdm-error.h"
 #include "tdm-build-config.h"
@@ -20,7 +21,7 @@ tdm_backend_new(const char *device, TdmPrecision precision, GError **error)
      * change the numbers, and the CPU has no bf16 GEMM worth it. */
     if (precision == TDM_PRECISION_BF16) {
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-                  "device “cpu”: --precision bf16 needs a GPU; use fp32 on the CPU");
+                  _("device “cpu”: --precision bf16 needs a GPU; use fp32 on the CPU"));
       return NULL;
     }
     return tdm_backend_cpu_new(error);
@@ -32,20 +33,20 @@ tdm_backend_new(const char *device, TdmPrecision precision, GError **error)
     guint64 ordinal = g_ascii_strtoull(digits, &end, 10);
     if (*digits == '\0' || *end != '\0' || ordinal > 1024) {
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-                  "device “%s”: expected cuda:N with N a GPU number", device);
+                  _("device “%s”: expected cuda:N with N a GPU number"), device);
       return NULL;
     }
 #if TDM_HAVE_CUDA
     return tdm_backend_cuda_new((int)ordinal, precision, error);
 #else
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-                "device “%s”: this build of Tandem has no CUDA backend", device);
+                _("device “%s”: this build of Tandem has no CUDA backend"), device);
     return NULL;
 #endif
   }
 
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-              "unknown device “%s”: expected cpu or cuda:N", device);
+              _("unknown device “%s”: expected cpu or cuda:N"), device);
   return NULL;
 }
 
@@ -147,7 +148,7 @@ tdm_backend_check_conv(TdmBackend *b, const char *op, int n, int h, int w, int c
   if (n < 0 || h < 1 || w < 1 || c < 1 || kh < 1 || kw < 1 || pad < 0 || stride < 1 ||
       h + 2 * pad - kh + 1 < 1 || w + 2 * pad - kw + 1 < 1) {
     tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND,
-                     "%s: bad shape n=%d h=%d w=%d c=%d kernel %d×%d pad %d stride %d", op,
+                     _("%s: bad shape n=%d h=%d w=%d c=%d kernel %d×%d pad %d stride %d"), op,
                      n, h, w, c, kh, kw, pad, stride);
     return FALSE;
   }
@@ -163,8 +164,8 @@ tdm_backend_check_conv_pool(TdmBackend *b, const char *op, int n, int h, int w, 
   if (out < 1 || out > TDM_CONV_POOL_OUT || kh * kw * c > TDM_CONV_POOL_TAPS || pk < 1 ||
       (guint64)n * (h + 2 * pad - kh + 1) * (w + 2 * pad - kw + 1) * out > G_MAXINT32) {
     tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND,
-                     "%s: %d outputs of %d×%d×%d taps, pool %d, batch %d: outside what it "
-                     "takes (at most %d outputs, %d taps, int32 indices)",
+                     _("%s: %d outputs of %d×%d×%d taps, pool %d, batch %d: outside what it "
+                     "takes (at most %d outputs, %d taps, int32 indices)"),
                      op, out, kh, kw, c, pk, n, TDM_CONV_POOL_OUT, TDM_CONV_POOL_TAPS);
     return FALSE;
   }
@@ -186,7 +187,7 @@ tdm_backend_check_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, 
     why = "ldc too small";
   if (why == NULL)
     return TRUE;
-  tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, "gemm %d×%d×%d (lda %d, ldb %d, ldc %d): %s",
+  tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, _("gemm %d×%d×%d (lda %d, ldb %d, ldc %d): %s"),
                    m, n, k, lda, ldb, ldc, why);
   return FALSE;
 }

@@ -4,6 +4,7 @@
  * (CHW); they are turned into HWC here so that every dataset looks alike to the
  * rest of the engine. Not CIFAR-100 (two label bytes) nor the Python pickles. */
 #include "tdm-dataset.h"
+#include "tdm-i18n.h"
 #include "tdm-error.h"
 
 #include "tdm-file.h"
@@ -33,8 +34,8 @@ tdm_cifar_count(const char *path, int *records, GError **error)
   if (fd < 0) {
     if (!tdm_file_present(path))
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                  "%s: missing batch file (CIFAR-10 needs data_batch_1.bin … "
-                  "data_batch_5.bin and test_batch.bin)",
+                  _("%s: missing batch file (CIFAR-10 needs data_batch_1.bin … "
+                  "data_batch_5.bin and test_batch.bin)"),
                   path);
     else
       g_propagate_error(error, local), local = NULL;
@@ -86,7 +87,7 @@ tdm_cifar_read(const char *path, TdmDataset *d, int first, int records, GError *
     if (n <= 0) {
       int err = n < 0 ? errno : 0;
       close(fd);
-      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, "%s: cannot read: %s",
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, _("%s: cannot read: %s"),
                   path, err ? g_strerror(err) : "the file shrank while being read");
       return FALSE;
     }
@@ -134,7 +135,7 @@ tdm_cifar_load_split(const char *folder, const char *const *files, int n_files,
       return NULL;
     if (total > G_MAXINT32 / 8 - records[i]) {
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                  "%s: absurd total size of the CIFAR-10 batches", folder);
+                  _("%s: absurd total size of the CIFAR-10 batches"), folder);
       return NULL;
     }
     total += records[i];

@@ -10,6 +10,7 @@
  * (tdm-image.c), not the scan and not the cache file (tdm-image-cache.c).
  */
 #include "tdm-dataset-folder.h"
+#include "tdm-i18n.h"
 #include "tdm-error.h"
 #include "tdm-image.h"
 #include "tdm-folder-scan.h"
@@ -273,13 +274,13 @@ check_options(const TdmImageOptions *o, GError **error)
 {
   if (o->size != 0 && (o->size < TDM_FOLDER_MIN_SIZE || o->size > TDM_FOLDER_MAX_SIZE)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
-                "--image-size %d is outside %d…%d", o->size, TDM_FOLDER_MIN_SIZE,
+                _("--image-size %d is outside %d…%d"), o->size, TDM_FOLDER_MIN_SIZE,
                 TDM_FOLDER_MAX_SIZE);
     return FALSE;
   }
   if (o->channels != 0 && o->channels != 1 && o->channels != 3) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
-                "--color: %d channels; expected grey (1) or rgb (3)", o->channels);
+                _("--color: %d channels; expected grey (1) or rgb (3)"), o->channels);
     return FALSE;
   }
   return TRUE;
@@ -328,7 +329,7 @@ tdm_dataset_load_image_folder(const char *folder, const TdmImageOptions *options
   tdm_scan_drop_empty_classes(&s);
   if (s.classes->len < 2) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                "%s: needs at least two class folders holding images; found %u%s", s.root,
+                _("%s: needs at least two class folders holding images; found %u%s"), s.root,
                 s.classes->len,
                 s.classes->len == 1 ? " (every image would get the same label)" : "");
     goto out;
@@ -356,7 +357,7 @@ tdm_dataset_load_image_folder(const char *folder, const TdmImageOptions *options
   g_mutex_clear(&w.lock);
   if (g_cancellable_is_cancelled(cancellable)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CANCELLED,
-                "%s: loading was cancelled", s.root);
+                _("%s: loading was cancelled"), s.root);
     tdm_dataset_free(w.sets[0]);
     tdm_dataset_free(w.sets[1]);
     goto out;
@@ -379,7 +380,7 @@ tdm_dataset_load_image_folder(const char *folder, const TdmImageOptions *options
     usable += per_class[k] > 0;
   if (usable < 2) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                "%s: needs at least two classes with images that can be read; %d %s%s%s%s",
+                _("%s: needs at least two classes with images that can be read; %d %s%s%s%s"),
                 s.root, usable, usable == 1 ? "has" : "have",
                 pair->notice != NULL ? " (" : "", pair->notice != NULL ? pair->notice : "",
                 pair->notice != NULL ? ")" : "");
@@ -388,8 +389,8 @@ tdm_dataset_load_image_folder(const char *folder, const TdmImageOptions *options
   }
   if (pair->test->count == 0) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                "%s: too few images to hold out a test split (add a test/ folder or more "
-                "images per class)",
+                _("%s: too few images to hold out a test split (add a test/ folder or more "
+                "images per class)"),
                 s.root);
     g_clear_pointer(&pair, tdm_dataset_pair_free);
     goto out;

@@ -7,6 +7,7 @@
  * rank 3 and labels of rank 1 are read; other IDX element types are refused. Not a
  * writer. */
 #include "tdm-dataset.h"
+#include "tdm-i18n.h"
 #include "tdm-error.h"
 #include "tdm-file.h"
 
@@ -77,7 +78,7 @@ tdm_idx_read_fd(TdmIdxFile *f, guint8 *buffer, gsize bytes, gsize *got, GError *
     if (n < 0 && errno == EINTR)
       continue;
     if (n < 0) {
-      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, "%s: cannot read: %s",
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, _("%s: cannot read: %s"),
                   f->path, g_strerror(errno));
       return FALSE;
     }
@@ -104,7 +105,7 @@ tdm_idx_file_open(TdmIdxFile *f, const char *path, GError **error)
   guint8 magic[2] = {0, 0};
   ssize_t got = pread(f->fd, magic, sizeof magic, 0);
   if (got < 0) {
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, "%s: cannot read: %s", path,
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, _("%s: cannot read: %s"), path,
                 g_strerror(errno));
     return FALSE;
   }
@@ -116,7 +117,7 @@ tdm_idx_file_open(TdmIdxFile *f, const char *path, GError **error)
     /* 16 + MAX_WBITS: gzip framing only, checked CRC and length. */
     if (inflateInit2(&f->z, 16 + MAX_WBITS) != Z_OK) {
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                  "%s: cannot start inflating: out of memory", path);
+                  _("%s: cannot start inflating: out of memory"), path);
       return FALSE;
     }
     f->z_live = TRUE;
@@ -274,15 +275,15 @@ tdm_idx_read_header(TdmIdxFile *f, gboolean images, TdmIdxHeader *h, GError **er
 
   if (raw[0] != 0 || raw[1] != 0 || raw[3] != rank) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                "%s: wrong magic number 0x%08X: IDX %s start with 0x%08X (unsigned bytes, "
-                "%d dimension%s)",
+                _("%s: wrong magic number 0x%08X: IDX %s start with 0x%08X (unsigned bytes, "
+                "%d dimension%s)"),
                 f->path, h->magic, kind, want_magic, rank, rank == 1 ? "" : "s");
     return FALSE;
   }
   if (raw[2] != TDM_IDX_TYPE_UBYTE) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                "%s: element type 0x%02X (%s) in magic number 0x%08X is not supported: "
-                "Tandem reads IDX %s of unsigned bytes (0x08)",
+                _("%s: element type 0x%02X (%s) in magic number 0x%08X is not supported: "
+                "Tandem reads IDX %s of unsigned bytes (0x08)"),
                 f->path, raw[2], tdm_idx_type_name(raw[2]), h->magic, kind);
     return FALSE;
   }
@@ -303,7 +304,7 @@ tdm_idx_read_header(TdmIdxFile *f, gboolean images, TdmIdxHeader *h, GError **er
 
   if (h->dims[0] == 0 || h->dims[0] > G_MAXINT32) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                "%s: absurd %s count %u in the header (expected 1 to %d)", f->path,
+                _("%s: absurd %s count %u in the header (expected 1 to %d)"), f->path,
                 images ? "image" : "label", h->dims[0], G_MAXINT32);
     return FALSE;
   }
@@ -311,7 +312,7 @@ tdm_idx_read_header(TdmIdxFile *f, gboolean images, TdmIdxHeader *h, GError **er
     for (int i = 1; i < 3; i++)
       if (h->dims[i] == 0 || h->dims[i] > TDM_IDX_MAX_SIDE) {
         g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                    "%s: absurd image %s %u in the header (expected 1 to %u)", f->path,
+                    _("%s: absurd image %s %u in the header (expected 1 to %u)"), f->path,
                     i == 1 ? "height" : "width", h->dims[i], TDM_IDX_MAX_SIDE);
         return FALSE;
       }
@@ -373,7 +374,7 @@ tdm_idx_no_memory(TdmIdxFile *f, const TdmIdxHeader *h, gsize bytes, GError **er
   g_autofree char *what = tdm_idx_what(h);
   g_autofree char *size = g_format_size_full(bytes, G_FORMAT_SIZE_IEC_UNITS);
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-              "%s: not enough memory to hold %s (%s)", f->path, what, size);
+              _("%s: not enough memory to hold %s (%s)"), f->path, what, size);
   return FALSE;
 }
 
@@ -462,7 +463,7 @@ tdm_dataset_load_idx(const char *images_path, const char *labels_path, const cha
 
   if (ih.dims[0] != lh.dims[0]) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                "%s: holds %u labels but %s holds %u images; the counts must match",
+                _("%s: holds %u labels but %s holds %u images; the counts must match"),
                 labels_path, lh.dims[0], images_path, ih.dims[0]);
     goto out;
   }
@@ -511,7 +512,7 @@ tdm_idx_find(const char *folder, const char *base, GError **error)
   if (tdm_file_present(gz))
     return g_steal_pointer(&gz);
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-              "%s: missing file: neither %s nor %s.gz is there", folder, base, base);
+              _("%s: missing file: neither %s nor %s.gz is there"), folder, base, base);
   return NULL;
 }
 
@@ -538,7 +539,7 @@ tdm_idx_check_labels(const TdmDataset *d, const char *labels_path, int classes, 
   for (int i = 0; i < d->count; i++)
     if (d->labels[i] >= classes) {
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                  "%s: label %d at index %d is out of range for %d classes (%s)",
+                  _("%s: label %d at index %d is out of range for %d classes (%s)"),
                   labels_path, d->labels[i], i, classes, why);
       return FALSE;
     }
@@ -579,7 +580,7 @@ tdm_dataset_load_idx_folder_as(const char *folder, const char *kind, int classes
 
   if (test->height != train->height || test->width != train->width) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                "%s: test images are %d×%d but the training images (%s) are %d×%d", test_images,
+                _("%s: test images are %d×%d but the training images (%s) are %d×%d"), test_images,
                 test->height, test->width, train_images, train->height, train->width);
     return NULL;
   }

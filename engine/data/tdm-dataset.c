@@ -3,6 +3,7 @@
  * formats themselves live in tdm-dataset-idx.c, tdm-dataset-cifar.c,
  * tdm-dataset-folder.c and tdm-dataset-synthetic.c; this file reads no dataset bytes. */
 #include "tdm-dataset.h"
+#include "tdm-i18n.h"
 #include "tdm-dataset-folder.h"
 #include "tdm-error.h"
 #include "tdm-file.h"
@@ -132,14 +133,14 @@ tdm_dataset_check_folder(const char *folder, const char *hint, GError **error)
                   hint != NULL ? hint : "");
       return FALSE;
     }
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, "%s: no such folder%s",
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, _("%s: no such folder%s"),
                 folder, hint != NULL ? hint : "");
     return FALSE;
   }
   if (!g_file_test(folder, G_FILE_TEST_IS_DIR)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                "%s: not a folder (expected a folder of IDX files, CIFAR-10 batches or "
-                "class folders of images)",
+                _("%s: not a folder (expected a folder of IDX files, CIFAR-10 batches or "
+                "class folders of images)"),
                 folder);
     return FALSE;
   }
@@ -147,7 +148,7 @@ tdm_dataset_check_folder(const char *folder, const char *hint, GError **error)
   GDir *dir = g_dir_open(folder, 0, &local);
   if (dir == NULL) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                "%s: cannot read the folder: %s", folder, local->message);
+                _("%s: cannot read the folder: %s"), folder, local->message);
     g_error_free(local);
     return FALSE;
   }
@@ -165,12 +166,14 @@ tdm_dataset_open_folder(const char *folder, const TdmImageOptions *options, GErr
   if (tdm_dataset_has_cifar10(folder))
     return tdm_dataset_load_cifar10_folder(folder, error);
   if (tdm_dataset_is_image_folder(folder))
-    return tdm_dataset_load_image_folder(folder, options, NULL, NULL,
+    return tdm_dataset_load_image_folder(folder, options,
+                                         options != NULL ? options->progress : NULL,
+                                         options != NULL ? options->progress_data : NULL,
                                          options != NULL ? options->cancellable : NULL, error);
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-              "%s: holds neither IDX files (train-images-idx3-ubyte[.gz] …), CIFAR-10 "
+              _("%s: holds neither IDX files (train-images-idx3-ubyte[.gz] …), CIFAR-10 "
               "binary batches (data_batch_1.bin … test_batch.bin) nor class folders of "
-              "images (CLASS/IMAGE.png, or train/CLASS/… and test/CLASS/…)",
+              "images (CLASS/IMAGE.png, or train/CLASS/… and test/CLASS/…)"),
               folder);
   return NULL;
 }
@@ -244,7 +247,7 @@ tdm_dataset_open_with(const char *name_or_path, const TdmImageOptions *image_opt
 
   if (*name_or_path == '\0') {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                "no dataset given: expected fashion-mnist, mnist, synthetic or a folder");
+                _("no dataset given: expected fashion-mnist, mnist, synthetic or a folder"));
     return NULL;
   }
 
@@ -252,8 +255,8 @@ tdm_dataset_open_with(const char *name_or_path, const TdmImageOptions *image_opt
   /* A bare word that is not a folder is most likely a misspelt name. */
   if (!tdm_file_present(folder) && strchr(folder, G_DIR_SEPARATOR) == NULL) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                "unknown dataset “%s”: expected fashion-mnist, mnist, synthetic or a folder "
-                "of IDX files, CIFAR-10 batches or class folders of images",
+                _("unknown dataset “%s”: expected fashion-mnist, mnist, synthetic or a folder "
+                "of IDX files, CIFAR-10 batches or class folders of images"),
                 name_or_path);
     return NULL;
   }

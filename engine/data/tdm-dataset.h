@@ -59,6 +59,10 @@ typedef struct {
   guint64 seed;        /* of the held-out split */
   gboolean no_cache;   /* neither read nor write the cache */
   GCancellable *cancellable;  /* stops decoding (tdm_dataset_open_with); may be NULL */
+  /* Told, on the loading thread, of the files decoded so far (tdm_dataset_open_with);
+   * may be NULL. */
+  void (*progress) (int done, int total, gpointer user_data);
+  gpointer progress_data;
 } TdmImageOptions;
 
 /* The same, with the size, colour and split of image folders given (NULL: defaults). */

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #endif
 #include "tdm-folder-scan.h"
+#include "tdm-i18n.h"
 #include "tdm-dataset-folder.h"
 #include "tdm-error.h"
 
@@ -75,7 +76,7 @@ tdm_scan_list_names(const char *dir, gboolean folders, GError **error)
   GDir *d = g_dir_open(dir, 0, &local);
   if (d == NULL) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                "%s: cannot read the folder: %s", dir, local->message);
+                _("%s: cannot read the folder: %s"), dir, local->message);
     g_error_free(local);
     return NULL;
   }
@@ -222,7 +223,7 @@ tdm_scan_open(TdmScan *s, const char *folder, GError **error)
     return FALSE;
   if (s->classes->len > 256) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                "%s: %u class folders; at most 256 classes are supported", class_root,
+                _("%s: %u class folders; at most 256 classes are supported"), class_root,
                 s->classes->len);
     return FALSE;
   }
@@ -235,7 +236,7 @@ tdm_scan_open(TdmScan *s, const char *folder, GError **error)
       const char *name = g_ptr_array_index(test_classes, i);
       if (!g_ptr_array_find_with_equal_func(s->classes, name, g_str_equal, NULL)) {
         g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                    "%s/test/%s: a class that train/ does not have", s->root, name);
+                    _("%s/test/%s: a class that train/ does not have"), s->root, name);
         return FALSE;
       }
     }

@@ -7,6 +7,7 @@
  * hit is a few large reads straight into the datasets' buffers.
  */
 #include "tdm-image-cache.h"
+#include "tdm-i18n.h"
 #include "tdm-error.h"
 
 #include <errno.h>
@@ -131,14 +132,14 @@ tdm_image_cache_write(const char *path, const guint8 key[TDM_IMAGE_CACHE_KEY_BYT
   g_autofree char *dir = g_path_get_dirname(path);
   if (g_mkdir_with_parents(dir, 0700) != 0) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                "%s: cannot create the cache folder: %s", dir, g_strerror(errno));
+                _("%s: cannot create the cache folder: %s"), dir, g_strerror(errno));
     return FALSE;
   }
   g_autofree char *tmp = g_strconcat(path, ".XXXXXX", NULL);
   int fd = g_mkstemp(tmp);
   if (fd < 0) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                "%s: cannot write the cache: %s", dir, g_strerror(errno));
+                _("%s: cannot write the cache: %s"), dir, g_strerror(errno));
     return FALSE;
   }
   FILE *fp = fdopen(fd, "wb");
@@ -179,7 +180,7 @@ tdm_image_cache_write(const char *path, const guint8 key[TDM_IMAGE_CACHE_KEY_BYT
       saved = errno;
     g_unlink(tmp);
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                "%s: cannot write the cache: %s", path, g_strerror(saved));
+                _("%s: cannot write the cache: %s"), path, g_strerror(saved));
     return FALSE;
   }
   return TRUE;

@@ -10,6 +10,7 @@
  * folder reader.
  */
 #include "tdm-image.h"
+#include "tdm-i18n.h"
 #include "tdm-error.h"
 
 #include <errno.h>
@@ -220,11 +221,11 @@ source_open(Source *src, const char *path, GError **error)
   memset(src, 0, sizeof *src);
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0)
-    return image_error(error, "cannot open: %s", g_strerror(errno));
+    return image_error(error, _("cannot open: %s"), g_strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     close(fd);
-    return image_error(error, "not a regular file");
+    return image_error(error, _("not a regular file"));
   }
   if (st.st_size <= WHOLE_FILE_BYTES) {
     src->data = g_malloc((size_t)st.st_size + 1);
@@ -235,7 +236,7 @@ source_open(Source *src, const char *path, GError **error)
       if (got < 0) {
         int saved = errno;
         close(fd);
-        return image_error(error, "cannot read: %s", g_strerror(saved));
+        return image_error(error, _("cannot read: %s"), g_strerror(saved));
       }
       if (got == 0)
         break;   /* cut short since fstat: what is there is decoded, and found truncated */
@@ -248,7 +249,7 @@ source_open(Source *src, const char *path, GError **error)
   if (src->fp == NULL) {
     int saved = errno;
     close(fd);
-    return image_error(error, "cannot open: %s", g_strerror(saved));
+    return image_error(error, _("cannot open: %s"), g_strerror(saved));
   }
   return TRUE;
 }
@@ -353,7 +354,7 @@ png_decode(Source *src, int size, int channels, uint8_t *out, TdmImageInfo *info
    * merely truncated. */
   uint8_t head[24];
   if (!source_peek(src, head, sizeof head) || memcmp(head + 12, "IHDR", 4) != 0)
-    return image_error(error, "truncated");
+    return image_error(error, _("truncated"));
   if (!check_pixels(GUINT32_FROM_BE(*(guint32 *)(head + 16)),
                     GUINT32_FROM_BE(*(guint32 *)(head + 20)), error))
     return FALSE;
@@ -363,7 +364,7 @@ png_decode(Source *src, int size, int channels, uint8_t *out, TdmImageInfo *info
   png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &failure, png_on_error,
                                            png_on_warning);
   if (png == NULL)
-    return image_error(error, "out of memory");
+    return image_error(error, _("out of memory"));
   png_infop pinfo = png_create_info_struct(png);
   /* Set before the jump point, freed after it: nothing allocated in between. */
   Resampler *volatile r = NULL;
@@ -403,7 +404,7 @@ png_decode(Source *src, int size, int channels, uint8_t *out, TdmImageInfo *info
   int passes = png_set_interlace_handling(png);
   png_read_update_info(png, pinfo);
   if (png_get_rowbytes(png, pinfo) != (size_t)w * channels) {
-    image_error(error, "unsupported PNG pixel layout");
+    image_error(error, _("unsupported PNG pixel layout"));
     goto done;
   }
   r = g_new0(Resampler, 1);
@@ -496,7 +497,7 @@ jpeg_decode(Source *src, int size, int channels, uint8_t *out, TdmImageInfo *inf
   if (!check_pixels(cinfo.image_width, cinfo.image_height, error))
     goto done;
   if (cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK) {
-    image_error(error, "CMYK JPEG is not supported");
+    image_error(error, _("CMYK JPEG is not supported"));
     goto done;
   }
   if (info != NULL) {
@@ -525,7 +526,7 @@ jpeg_decode(Source *src, int size, int channels, uint8_t *out, TdmImageInfo *inf
   cinfo.dct_method = JDCT_ISLOW;
   jpeg_start_decompress(&cinfo);
   if (cinfo.output_components != channels) {
-    image_error(error, "unsupported JPEG colour layout");
+    image_error(error, _("unsupported JPEG colour layout"));
     goto done;
   }
   int w = (int)cinfo.output_width, h = (int)cinfo.output_height;
@@ -570,7 +571,7 @@ decode(const char *path, int size, int channels, uint8_t *out, TdmImageInfo *inf
     ok = jpeg_decode(&src, size, channels, out, info, error);
     break;
   default:
-    ok = image_error(error, "not a PNG or JPEG image");
+    ok = image_error(error, _("not a PNG or JPEG image"));
     break;
   }
   source_close(&src);

@@ -4,6 +4,7 @@
  * Numbers in C notation whatever the locale. Not the window's exports of live charts.
  */
 #include "tdm-history-private.h"
+#include "tdm-i18n.h"
 #include "tdm-error.h"
 
 #include <math.h>
@@ -51,7 +52,7 @@ tdm_history_export_csv(TdmHistory *h, const char *id, const char *path, GError *
   g_autoptr(GError) local = NULL;
   if (!g_file_set_contents(path, s->str, (gssize)s->len, &local)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
-                "could not export the run to %s: %s", path, local->message);
+                _("could not export the run to %s: %s"), path, local->message);
     return FALSE;
   }
   return TRUE;

@@ -8,6 +8,7 @@
  * not for comparing).
  */
 #include "tdm-history-private.h"
+#include "tdm-i18n.h"
 #include "tdm-error.h"
 #include "tdm-json.h"
 
@@ -186,7 +187,7 @@ tdm_history_valid_id(const char *id, GError **error)
   if (id != NULL && *id != '\0' && strchr(id, '/') == NULL && id[0] != '.')
     return TRUE;
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
-              "“%s” is not the id of a run in the history", id != NULL ? id : "");
+              _("“%s” is not the id of a run in the history"), id != NULL ? id : "");
   return FALSE;
 }
 
@@ -215,7 +216,7 @@ tdm_history_append_line(int fd, const char *path, JsonBuilder *b, GError **error
     if (n <= 0) {
       int saved = errno;
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
-                  "could not write the run history file %s: %s", path, g_strerror(saved));
+                  _("could not write the run history file %s: %s"), path, g_strerror(saved));
       return FALSE;
     }
     done += (size_t)n;
@@ -243,7 +244,7 @@ tdm_history_recorder_open(TdmHistory *h, const TdmConfig *config, const char *na
   if (g_mkdir_with_parents(h->folder, 0700) != 0) {
     int saved = errno;
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
-                "could not make the run history folder %s: %s", h->folder, g_strerror(saved));
+                _("could not make the run history folder %s: %s"), h->folder, g_strerror(saved));
     return NULL;
   }
   g_autoptr(TdmRunRecorder) rec = g_new0(TdmRunRecorder, 1);
@@ -256,7 +257,7 @@ tdm_history_recorder_open(TdmHistory *h, const TdmConfig *config, const char *na
   if (rec->fd < 0) {
     int saved = errno;
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
-                "could not create the run history file %s: %s", rec->path, g_strerror(saved));
+                _("could not create the run history file %s: %s"), rec->path, g_strerror(saved));
     return NULL;
   }
   g_autofree char *config_json = tdm_config_to_json(config);
@@ -350,6 +351,10 @@ tdm_run_recorder_add(const TdmEvent *e, gpointer data)
     tdm_json_set_double(b, "test_loss", e->epoch.test_loss);
     tdm_json_set_double(b, "test_accuracy", e->epoch.test_accuracy);
     tdm_json_set_double(b, "elapsed", e->epoch.elapsed);
+    if (isfinite(e->epoch.val_accuracy)) {
+      tdm_json_set_double(b, "val_loss", e->epoch.val_loss);
+      tdm_json_set_double(b, "val_accuracy", e->epoch.val_accuracy);
+    }
     break;
   case TDM_EVENT_FINISHED:
     tdm_json_set_string(b, "type", "finished");
@@ -457,7 +462,7 @@ read_settings(TdmRunRecord *r, JsonObject *o, const char *path, GError **error)
   JsonNode *config = json_object_get_member(o, "config");
   if (config == NULL || !JSON_NODE_HOLDS_OBJECT(config)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
-                "%s: the settings line has no configuration", path);
+                _("%s: the settings line has no configuration"), path);
     return FALSE;
   }
   g_autofree char *text = tdm_json_to_string(config);
@@ -481,7 +486,7 @@ read_settings(TdmRunRecord *r, JsonObject *o, const char *path, GError **error)
   } else if (!g_str_equal(kind, "training")) {
     /* A kind of a newer version: better named as unreadable than shown wrong. */
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
-                "%s: a record of a kind this version does not know (“%s”)", path, kind);
+                _("%s: a record of a kind this version does not know (“%s”)"), path, kind);
     return FALSE;
   }
   return TRUE;
@@ -559,6 +564,8 @@ read_record(TdmRunRecord *r, const char *type, JsonObject *o)
       .test_loss = tdm_history_get_double(o, "test_loss"),
       .test_accuracy = tdm_history_get_double(o, "test_accuracy"),
       .elapsed = tdm_history_get_double(o, "elapsed"),
+      .val_loss = tdm_history_get_double(o, "val_loss"),
+      .val_accuracy = tdm_history_get_double(o, "val_accuracy"),
     };
     g_array_append_val(r->epochs, e);
   } else if (g_str_equal(type, "finished")) {
@@ -622,7 +629,7 @@ tdm_history_load(TdmHistory *h, const char *id, GError **error)
       if (last && number > 1)
         break;
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
-                  "%s, line %d: not a run history record%s%s", path, number,
+                  _("%s, line %d: not a run history record%s%s"), path, number,
                   local != NULL ? ": " : "", local != NULL ? local->message : "");
       return NULL;
     }
@@ -631,7 +638,7 @@ tdm_history_load(TdmHistory *h, const char *id, GError **error)
       if (number == 1) {
         if (!g_str_equal(type, "settings")) {
           g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
-                      "%s: does not start with a run's settings", path);
+                      _("%s: does not start with a run's settings"), path);
           return NULL;
         }
         if (!read_settings(r, o, path, error))
@@ -646,7 +653,7 @@ tdm_history_load(TdmHistory *h, const char *id, GError **error)
   }
   if (r->config == NULL) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
-                "%s: empty, not a run history file", path);
+                _("%s: empty, not a run history file"), path);
     return NULL;
   }
   return g_steal_pointer(&r);
@@ -696,7 +703,7 @@ tdm_history_rename(TdmHistory *h, const char *id, const char *name, GError **err
   if (fd < 0) {
     int saved = errno;
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
-                "could not rename the run %s: %s", path, g_strerror(saved));
+                _("could not rename the run %s: %s"), path, g_strerror(saved));
     return FALSE;
   }
   g_autoptr(JsonBuilder) b = json_builder_new();
@@ -719,7 +726,7 @@ tdm_history_delete(TdmHistory *h, const char *id, GError **error)
   if (g_unlink(path) != 0) {
     int saved = errno;
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
-                "could not delete the run %s: %s", path, g_strerror(saved));
+                _("could not delete the run %s: %s"), path, g_strerror(saved));
     return FALSE;
   }
   return TRUE;

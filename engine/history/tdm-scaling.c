@@ -2,6 +2,7 @@
  * The meter times between step summaries, so a run's set-up, its first steps (graph
  * capture, first touches) and its epoch-end evaluations stay out of the figure. */
 #include "tdm-scaling.h"
+#include "tdm-i18n.h"
 #include "tdm-error.h"
 #include "tdm-trainer.h"
 
@@ -164,7 +165,7 @@ check_cancelled(GCancellable *cancellable, GError **error)
   if (!g_cancellable_is_cancelled(cancellable))
     return FALSE;
   g_set_error_literal(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CANCELLED,
-                      "the scaling run was stopped");
+                      _("the scaling run was stopped"));
   return TRUE;
 }
 
@@ -227,7 +228,7 @@ tdm_scaling_run(const TdmConfig *config, TdmScalingMode mode, long steps, TdmSca
   int count = tdm_config_replica_count(config);
   if (count < 1) {
     g_set_error_literal(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
-                        "a scaling run needs at least one device");
+                        _("a scaling run needs at least one device"));
     return FALSE;
   }
   int per_device = (config->batch + count - 1) / count;

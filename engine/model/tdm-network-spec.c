@@ -3,6 +3,7 @@
  * the canonical spec. Errors name the item, its position and why. Not the numbers
  * (initial values, layouts for PyTorch: tdm-network.c). */
 #include "tdm-network.h"
+#include "tdm-i18n.h"
 #include "tdm-error.h"
 
 #include <math.h>
@@ -40,7 +41,7 @@ spec_error(GError **error, const char *token, int position, const char *format, 
   char *why = g_strdup_vprintf(format, args);
   va_end(args);
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC,
-              "network spec, layer %d “%s”: %s", position, token, why);
+              _("network spec, layer %d “%s”: %s"), position, token, why);
   g_free(why);
   return FALSE;
 }
@@ -90,7 +91,7 @@ parse_item(Parser *ps, int depth)
     if (repeat < 1 || repeat > 64) {
       g_autofree char *what = g_strndup(start, q + 1 - start);
       return spec_error(ps->error, what, ps->next_position,
-                        "a repeat count must be between 1 and 64");
+                        _("a repeat count must be between 1 and 64"));
     }
     ps->p = q + 1;
     skip_spaces(ps);
@@ -111,23 +112,23 @@ parse_item(Parser *ps, int depth)
       if (!parse_list(ps, depth))
         return FALSE;
       if (*ps->p != ')')
-        return spec_error(ps->error, "(", position, "its “(” is not closed");
+        return spec_error(ps->error, "(", position, _("its “(” is not closed"));
       ps->p++;
     } else if (g_str_has_prefix(ps->p, "res(")) {
       int position = ps->next_position++;
       if (depth + 1 > MAX_DEPTH)
-        return spec_error(ps->error, "res(", position, "blocks nest deeper than %d",
+        return spec_error(ps->error, "res(", position, _("blocks nest deeper than %d"),
                           MAX_DEPTH);
       ps->p += 4;
       push(ps, ITEM_BEGIN, NULL, position);
       skip_spaces(ps);
       if (*ps->p == ')')
-        return spec_error(ps->error, "res()", position, "a residual block needs layers");
+        return spec_error(ps->error, "res()", position, _("a residual block needs layers"));
       if (!parse_list(ps, depth + 1))
         return FALSE;
       if (*ps->p != ')')
         return spec_error(ps->error, "res(", position,
-                          "its “(” is not closed: expected “)” after its layers");
+                          _("its “(” is not closed: expected “)” after its layers"));
       ps->p++;
       push(ps, ITEM_END, NULL, position);
     } else {
@@ -139,19 +140,19 @@ parse_item(Parser *ps, int depth)
       int position = ps->next_position++;
       if (*end == '(') {
         spec_error(ps->error, token, position,
-                   "unknown block; blocks are res(…), e.g. res(conv32k3p1,bn)");
+                   _("unknown block; blocks are res(…), e.g. res(conv32k3p1,bn)"));
         g_free(token);
         return FALSE;
       }
       if (*token == '\0') {
         g_free(token);
-        return spec_error(ps->error, "", position, "an empty item (two commas in a row?)");
+        return spec_error(ps->error, "", position, _("an empty item (two commas in a row?)"));
       }
       push(ps, ITEM_LAYER, token, position);
       ps->p = end;
     }
     if (ps->items->len > MAX_ITEMS)
-      return spec_error(ps->error, start, first_position, "more than %d layers", MAX_ITEMS);
+      return spec_error(ps->error, start, first_position, _("more than %d layers"), MAX_ITEMS);
   }
   skip_spaces(ps);
   return TRUE;
@@ -199,12 +200,12 @@ parse_token(const char *token, int position, TdmLayer *layer, int *features, GEr
     layer->kind = TDM_LAYER_LINEAR;
     if (!read_number(&p, features) || *features < 1)
       return spec_error(error, token, position,
-                        "expected fcN with N output features, e.g. fc128");
+                        _("expected fcN with N output features, e.g. fc128"));
     if (g_str_equal(p, "nb"))
       layer->no_bias = TRUE;
     else if (*p != '\0')
       return spec_error(error, token, position,
-                        "unexpected “%s” at its end (fcN, or fcNnb without bias)", p);
+                        _("unexpected “%s” at its end (fcN, or fcNnb without bias)"), p);
     return TRUE;
   }
   if (g_str_has_prefix(token, "conv")) {
@@ -212,12 +213,12 @@ parse_token(const char *token, int position, TdmLayer *layer, int *features, GEr
     layer->kind = TDM_LAYER_CONV;
     if (!read_number(&p, features) || *features < 1)
       return spec_error(error, token, position,
-                        "expected convNkK[sS][pP] with N output channels, e.g. conv32k3p1");
+                        _("expected convNkK[sS][pP] with N output channels, e.g. conv32k3p1"));
     if (*p != 'k' || (p++, !read_number(&p, &layer->kernel)) || layer->kernel < 1 ||
         layer->kernel > 15)
       return spec_error(error, token, position,
-                        "expected a kernel size kK between 1 and 15 after the channels, "
-                        "e.g. conv32k3p1");
+                        _("expected a kernel size kK between 1 and 15 after the channels, "
+                        "e.g. conv32k3p1"));
     layer->pad = 0;
     layer->stride = 1;
     gboolean seen_s = FALSE, seen_p = FALSE;
@@ -227,13 +228,13 @@ parse_token(const char *token, int position, TdmLayer *layer, int *features, GEr
         if (seen_s || !read_number(&p, &layer->stride) || layer->stride < 1 ||
             layer->stride > 15)
           return spec_error(error, token, position,
-                            "expected one stride sS between 1 and 15, e.g. conv64k3s2p1");
+                            _("expected one stride sS between 1 and 15, e.g. conv64k3s2p1"));
         seen_s = TRUE;
       } else {
         p++;
         if (seen_p || !read_number(&p, &layer->pad))
           return spec_error(error, token, position,
-                            "expected one padding pP, e.g. conv32k3p1");
+                            _("expected one padding pP, e.g. conv32k3p1"));
         seen_p = TRUE;
       }
     }
@@ -241,11 +242,11 @@ parse_token(const char *token, int position, TdmLayer *layer, int *features, GEr
       layer->no_bias = TRUE;
     else if (*p != '\0')
       return spec_error(error, token, position,
-                        "unexpected “%s” at its end (nb, for no bias, is the only suffix "
-                        "after kK, sS and pP)", p);
+                        _("unexpected “%s” at its end (nb, for no bias, is the only suffix "
+                        "after kK, sS and pP)"), p);
     if (layer->pad >= layer->kernel)
       return spec_error(error, token, position,
-                        "padding %d must be smaller than the kernel size %d", layer->pad,
+                        _("padding %d must be smaller than the kernel size %d"), layer->pad,
                         layer->kernel);
     return TRUE;
   }
@@ -267,7 +268,7 @@ parse_token(const char *token, int position, TdmLayer *layer, int *features, GEr
     double rate = g_ascii_strtod(p, &end);
     if (end == p || *end != '\0' || !(rate >= 0.0 && rate < 1.0))
       return spec_error(error, token, position,
-                        "expected dropP with a rate P in [0, 1), e.g. drop0.25");
+                        _("expected dropP with a rate P in [0, 1), e.g. drop0.25"));
     layer->rate = (float)rate;
     return TRUE;
   }
@@ -280,14 +281,14 @@ parse_token(const char *token, int position, TdmLayer *layer, int *features, GEr
     gboolean plain = end != p && *end == '\0' && strspn(p, "0123456789.-+eE") == strlen(p);
     if (!plain || !(fabs(factor) >= 1e-6 && fabs(factor) <= 1e6))
       return spec_error(error, token, position,
-                        "expected scaleS with a factor S between 1e-6 and 1e6 in size, "
-                        "e.g. scale0.125");
+                        _("expected scaleS with a factor S between 1e-6 and 1e6 in size, "
+                        "e.g. scale0.125"));
     layer->factor = (float)factor;
     return TRUE;
   }
   return spec_error(error, token, position,
-                    "unknown layer; layers are fcN, convNkK[sS][pP], poolK, avgK, gap, gmp, "
-                    "bn, relu, dropP, scaleS, flatten and res(…)");
+                    _("unknown layer; layers are fcN, convNkK[sS][pP], poolK, avgK, gap, gmp, "
+                    "bn, relu, dropP, scaleS, flatten and res(…)"));
 }
 
 /* The stride s with which a 1×1 conv maps in to out (in − 1) / s + 1 = out, both
@@ -455,8 +456,8 @@ tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **err
     g_autofree char *probe = g_strstrip(g_strdup(expanded));
     if (*probe == '\0') {
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC,
-                  "network spec is empty: give mlp, cnn, resnet or layers such as "
-                  "fc128,relu,fc10");
+                  _("network spec is empty: give mlp, cnn, resnet or layers such as "
+                  "fc128,relu,fc10"));
       return NULL;
     }
   }
@@ -466,9 +467,9 @@ tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **err
   gboolean parsed = parse_list(&ps, 0);
   if (parsed && *ps.p != '\0') {
     if (*ps.p == ')')
-      spec_error(error, ")", ps.next_position, "a “)” with no res( open before it");
+      spec_error(error, ")", ps.next_position, _("a “)” with no res( open before it"));
     else
-      spec_error(error, ps.p, ps.next_position, "unexpected text");
+      spec_error(error, ps.p, ps.next_position, _("unexpected text"));
     parsed = FALSE;
   }
   Item *items = (Item *)ps.items->data;
@@ -534,13 +535,13 @@ tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **err
     case TDM_LAYER_CONV:
       if (cur_h == 1 && cur_w == 1 && net->layer_count > 0) {
         spec_error(error, token, it->position,
-                   "a convolution needs an image, but its input is a flat vector of %d "
-                   "features",
+                   _("a convolution needs an image, but its input is a flat vector of %d "
+                   "features"),
                    cur_c);
         goto fail;
       }
       if (cur_h + 2 * layer.pad < layer.kernel || cur_w + 2 * layer.pad < layer.kernel) {
-        spec_error(error, token, it->position, "a %d×%d kernel does not fit its %d×%d input",
+        spec_error(error, token, it->position, _("a %d×%d kernel does not fit its %d×%d input"),
                    layer.kernel, layer.kernel, cur_h, cur_w);
         goto fail;
       }
@@ -549,8 +550,8 @@ tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **err
       layer.out_c = features;
       if (layer.stride > cur_h + 2 * layer.pad || layer.stride > cur_w + 2 * layer.pad) {
         spec_error(error, token, it->position,
-                   "stride %d is larger than its padded %d×%d input: it leaves nothing "
-                   "to convolve",
+                   _("stride %d is larger than its padded %d×%d input: it leaves nothing "
+                   "to convolve"),
                    layer.stride, cur_h + 2 * layer.pad, cur_w + 2 * layer.pad);
         goto fail;
       }
@@ -560,7 +561,7 @@ tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **err
     case TDM_LAYER_POOL:
     case TDM_LAYER_AVGPOOL:
       if (cur_h < layer.kernel || cur_w < layer.kernel) {
-        spec_error(error, token, it->position, "a %d×%d window does not fit its %d×%d input",
+        spec_error(error, token, it->position, _("a %d×%d window does not fit its %d×%d input"),
                    layer.kernel, layer.kernel, cur_h, cur_w);
         goto fail;
       }
@@ -578,8 +579,8 @@ tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **err
     case TDM_LAYER_BN:
       if (net->layer_count == 0) {
         spec_error(error, token, it->position,
-                   "bn before any layer: it normalizes the output of a conv or fc, so put "
-                   "it after one (e.g. conv32k3p1,bn)");
+                   _("bn before any layer: it normalizes the output of a conv or fc, so put "
+                   "it after one (e.g. conv32k3p1,bn)"));
         goto fail;
       }
       layer.weight_count = layer.bias_count = (size_t)cur_c;
@@ -610,9 +611,9 @@ tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **err
         int s = projection_stride(ob->h, ob->w, cur_h, cur_w);
         if (s == 0) {
           spec_error(error, "res(", it->position,
-                     "the block turns its %d×%d×%d input into %d×%d×%d, which no 1×1 "
+                     _("the block turns its %d×%d×%d input into %d×%d×%d, which no 1×1 "
                      "projection with a stride can match (a block may keep or shrink the "
-                     "size, not grow it)",
+                     "size, not grow it)"),
                      ob->h, ob->w, ob->c, cur_h, cur_w, cur_c);
           goto fail;
         }
@@ -645,7 +646,7 @@ tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **err
     size_t activation = (size_t)layer.out_h * layer.out_w * layer.out_c;
     if (activation > ((size_t)1 << 26)) {
       spec_error(error, token, it->position,
-                 "its output of %zu values per sample is too large", activation);
+                 _("its output of %zu values per sample is too large"), activation);
       goto fail;
     }
     net->max_activation = MAX(net->max_activation, activation);
@@ -662,20 +663,20 @@ tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **err
   TdmLayer *last = &net->layers[last_index];
   if (last->kind != TDM_LAYER_LINEAR || last->fused_relu) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC,
-                "network spec must end with fc%d (one output per class, then scaleS if "
-                "wanted), without a relu",
+                _("network spec must end with fc%d (one output per class, then scaleS if "
+                "wanted), without a relu"),
                 classes);
     goto fail;
   }
   if (last->out_c != classes) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC,
-                "network spec ends with fc%d but the dataset has %d classes: end with fc%d",
+                _("network spec ends with fc%d but the dataset has %d classes: end with fc%d"),
                 last->out_c, classes, classes);
     goto fail;
   }
   if (offset > ((size_t)1 << 31)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC,
-                "network has %zu parameters; Tandem's limit is 2³¹", offset);
+                _("network has %zu parameters; Tandem's limit is 2³¹"), offset);
     goto fail;
   }
 

@@ -1,6 +1,7 @@
 /* tdm-optimizer.c — see tdm-optimizer.h. Chainer's update rules, each one fused
  * backend operation over the whole flat buffer. */
 #include "tdm-optimizer.h"
+#include "tdm-i18n.h"
 #include "tdm-error.h"
 
 #include <math.h>
@@ -34,8 +35,8 @@ tdm_optimizer_new(TdmBackend *b, const TdmConfig *config, size_t count,
     if (b->ops->weight_decay == NULL ||
         (opt->kind == TDM_OPTIMIZER_NESTEROV && b->ops->sgd_momentum_update == NULL)) {
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-                  "%s: this build's backend cannot yet skip biases and BN parameters in "
-                  "weight decay; use --weight-decay-on all or train on cpu", b->name);
+                  _("%s: this build's backend cannot yet skip biases and BN parameters in "
+                  "weight decay; use --weight-decay-on all or train on cpu"), b->name);
       tdm_optimizer_free(opt);
       return NULL;
     }
@@ -49,7 +50,7 @@ tdm_optimizer_new(TdmBackend *b, const TdmConfig *config, size_t count,
   }
   if (opt->kind == TDM_OPTIMIZER_NESTEROV && b->ops->sgd_momentum_update == NULL) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-                "%s: this build's backend has no Nesterov SGD yet; train on cpu", b->name);
+                _("%s: this build's backend has no Nesterov SGD yet; train on cpu"), b->name);
     tdm_optimizer_free(opt);
     return NULL;
   }

@@ -5,6 +5,7 @@
  * communication here except synchronized BN's sums, handed to the caller's hook;
  * no optimizer. */
 #include "tdm-replica-private.h"
+#include "tdm-i18n.h"
 #include "tdm-counter-rng.h"
 #include "tdm-error.h"
 #include "tdm-memory.h"
@@ -119,8 +120,8 @@ tdm_replica_supported(TdmBackend *b, const TdmNetwork *net, GError **error)
     const char *op = missing_op(b->ops, &net->layers[i]);
     if (op != NULL) {
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-                  "%s: this build's backend for it has no %s, which the network's layer "
-                  "%d (“%s”) needs; train it on cpu",
+                  _("%s: this build's backend for it has no %s, which the network's layer "
+                  "%d (“%s”) needs; train it on cpu"),
                   b->name, op, net->layers[i].position, net->layers[i].name);
       return FALSE;
     }
@@ -338,7 +339,7 @@ tdm_replica_train_step(TdmReplica *r, const int32_t *indices, int count, float g
     train_body(r, count, grad_scale);
     b->ops->graph_end(b, key);
     if (!b->ops->graph_launch(b, key) && !tdm_backend_failed(b))
-      tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, "a captured step graph did not launch");
+      tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, _("a captured step graph did not launch"));
     return;
   }
   train_body(r, count, grad_scale);
@@ -451,15 +452,16 @@ tdm_replica_test_views(const TdmReplica *r)
  * it. With flips alone the sum is the image's logits plus its mirror's, halved, as
  * before translations existed. */
 static float *
-eval_logits(TdmReplica *r, int first, int count)
+eval_logits_of(TdmReplica *r, const uint8_t *images, const uint8_t *labels,
+               const int32_t *samples, int first, int count)
 {
   TdmBackend *b = r->backend;
   const TdmNetwork *net = r->net;
   int32_t *indices = g_new(int32_t, count);
   for (int i = 0; i < count; i++)
-    indices[i] = first + i;
+    indices[i] = samples != NULL ? samples[i] : first + i;
   b->ops->upload(b, r->indices, indices, (size_t)count * sizeof(int32_t));
-  b->ops->gather(b, r->acts[0], r->labels, r->test_images, r->test_labels, r->indices, count,
+  b->ops->gather(b, r->acts[0], r->labels, images, labels, r->indices, count,
                  r->sample_size, 1.0f / 255.0f);
   /* The unshifted batch, for the translations, before a forward pass overwrites it. */
   const size_t sample = (size_t)net->in_h * net->in_w * net->in_c;
@@ -478,7 +480,7 @@ eval_logits(TdmReplica *r, int first, int count)
   if (views > 1) {
     b->ops->copy(b, r->tta_logits, logits, floats * sizeof(float));
     if (flip) {
-      b->ops->gather_augment(b, r->acts[0], r->labels, r->test_images, r->test_labels,
+      b->ops->gather_augment(b, r->acts[0], r->labels, images, labels,
                              r->indices, count, net->in_h, net->in_w, net->in_c,
                              1.0f / 255.0f, 0, TDM_FLIP_ALWAYS, 0, 0);
       tdm_replica_forward(r, count, MODE_EVAL);
@@ -508,6 +510,12 @@ eval_logits(TdmReplica *r, int first, int count)
   return logits;
 }
 
+static float *
+eval_logits(TdmReplica *r, int first, int count)
+{
+  return eval_logits_of(r, r->test_images, r->test_labels, NULL, first, count);
+}
+
 void
 tdm_replica_evaluate(TdmReplica *r, int first, int count)
 {
@@ -516,6 +524,19 @@ tdm_replica_evaluate(TdmReplica *r, int first, int count)
   g_return_if_fail(count > 0 && count <= r->capacity);
 
   float *logits = eval_logits(r, first, count);
+  b->ops->softmax_xent(b, logits, r->labels, count, net->classes, 0.0f, 0.0f, NULL,
+                       r->metrics);
+  b->ops->synchronize(b);
+}
+
+void
+tdm_replica_evaluate_train(TdmReplica *r, const int32_t *samples, int count)
+{
+  TdmBackend *b = r->backend;
+  const TdmNetwork *net = r->net;
+  g_return_if_fail(count > 0 && count <= r->capacity && samples != NULL);
+
+  float *logits = eval_logits_of(r, r->train_images, r->train_labels, samples, 0, count);
   b->ops->softmax_xent(b, logits, r->labels, count, net->classes, 0.0f, 0.0f, NULL,
                        r->metrics);
   b->ops->synchronize(b);

@@ -150,6 +150,9 @@ void tdm_replica_train_step (TdmReplica *replica, const int32_t *indices, int co
  * its four shifted copies and theirs). Translations are built on the host from the
  * gathered batch (two host copies of it while the chunk is evaluated). */
 void tdm_replica_evaluate (TdmReplica *replica, int first, int count);
+/* The same over training samples samples[0, count) (a held-out validation split:
+ * evaluated as test samples are, never trained on). */
+void tdm_replica_evaluate_train (TdmReplica *replica, const int32_t *samples, int count);
 
 /* How many views of each test image the evaluation averages: 1, 2 (flip), 5
  * (shifts) or 10 (both). */

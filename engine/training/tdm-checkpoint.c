@@ -6,6 +6,7 @@
  * any tensor is copied out. Which tensors a checkpoint holds is the trainer's business.
  */
 #include "tdm-checkpoint.h"
+#include "tdm-i18n.h"
 #include "tdm-json.h"
 #include "tdm-error.h"
 #include "tdm-file.h"
@@ -249,7 +250,7 @@ static gboolean
 save_failed(GError **error, const char *path, const char *what, int err)
 {
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-              "checkpoint %s: cannot %s: %s", path, what, g_strerror(err));
+              _("checkpoint %s: cannot %s: %s"), path, what, g_strerror(err));
   return FALSE;
 }
 
@@ -340,12 +341,12 @@ tdm_checkpoint_check_writable(const char *path, GError **error)
   struct stat st;
   if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                "checkpoint %s: is a folder, not a file", path);
+                _("checkpoint %s: is a folder, not a file"), path);
     return FALSE;
   }
   if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                "checkpoint %s: exists and is not a regular file; a save would replace it",
+                _("checkpoint %s: exists and is not a regular file; a save would replace it"),
                 path);
     return FALSE;
   }
@@ -353,14 +354,14 @@ tdm_checkpoint_check_writable(const char *path, GError **error)
   g_autofree char *base = g_path_get_basename(path);
   if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                "checkpoint %s: cannot save there: the folder %s does not exist", path, dir);
+                _("checkpoint %s: cannot save there: the folder %s does not exist"), path, dir);
     return FALSE;
   }
   g_autofree char *tmp_path = NULL;
   int fd = create_temp(dir, base, &tmp_path);
   if (fd < 0) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                "checkpoint %s: cannot save there: cannot create a file in %s: %s", path, dir,
+                _("checkpoint %s: cannot save there: cannot create a file in %s: %s"), path, dir,
                 g_strerror(errno));
     return FALSE;
   }
@@ -392,7 +393,7 @@ tdm_checkpoint_save(TdmCheckpoint *ckpt, const char *path, GError **error)
   g_autofree char *tmp_path = NULL;
   int fd = create_temp(dir, base, &tmp_path);
   if (fd < 0)
-    return save_failed(error, path, "create a temporary file in its folder", errno);
+    return save_failed(error, path, _("create a temporary file in its folder"), errno);
 
   const char *what = "write";
   gboolean ok = write_all(fd, header, 8 + header_len);
@@ -442,7 +443,7 @@ load_failed(GError **error, const char *path, const char *format, ...)
   g_autofree char *why = g_strdup_vprintf(format, args);
   va_end(args);
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-              "checkpoint %s: %s", path, why);
+              _("checkpoint %s: %s"), path, why);
   return FALSE;
 }
 
@@ -474,13 +475,13 @@ static gboolean
 read_metadata(JsonNode *node, TdmCheckpoint *ckpt, const char *path, GError **error)
 {
   if (!JSON_NODE_HOLDS_OBJECT(node))
-    return load_failed(error, path, "“__metadata__” is not an object");
+    return load_failed(error, path, _("“__metadata__” is not an object"));
   JsonObject *meta = json_node_get_object(node);
   g_autoptr(GList) keys = json_object_get_members(meta);
   for (GList *l = keys; l; l = l->next) {
     JsonNode *v = json_object_get_member(meta, l->data);
     if (json_node_get_value_type(v) != G_TYPE_STRING)
-      return load_failed(error, path, "metadata “%s” is not a string", (char *)l->data);
+      return load_failed(error, path, _("metadata “%s” is not a string"), (char *)l->data);
     tdm_checkpoint_set_metadata(ckpt, l->data, json_node_get_string(v));
   }
   return TRUE;
@@ -492,50 +493,50 @@ read_entry(const char *name, JsonNode *node, gint64 data_len, int *rank, gint64 
            Span *span, const char *path, GError **error)
 {
   if (!JSON_NODE_HOLDS_OBJECT(node))
-    return load_failed(error, path, "tensor “%s”: header entry is not an object", name);
+    return load_failed(error, path, _("tensor “%s”: header entry is not an object"), name);
   JsonObject *o = json_node_get_object(node);
 
   JsonNode *dtype = json_object_get_member(o, "dtype");
   if (dtype == NULL || json_node_get_value_type(dtype) != G_TYPE_STRING)
-    return load_failed(error, path, "tensor “%s”: no “dtype” string", name);
+    return load_failed(error, path, _("tensor “%s”: no “dtype” string"), name);
   if (!g_str_equal(json_node_get_string(dtype), "F32"))
-    return load_failed(error, path, "tensor “%s”: dtype %s, but Tandem reads only F32",
+    return load_failed(error, path, _("tensor “%s”: dtype %s, but Tandem reads only F32"),
                        name, json_node_get_string(dtype));
 
   JsonNode *shape_node = json_object_get_member(o, "shape");
   if (shape_node == NULL || !JSON_NODE_HOLDS_ARRAY(shape_node))
-    return load_failed(error, path, "tensor “%s”: no “shape” array", name);
+    return load_failed(error, path, _("tensor “%s”: no “shape” array"), name);
   JsonArray *shape_array = json_node_get_array(shape_node);
   guint r = json_array_get_length(shape_array);
   if (r > 4)
-    return load_failed(error, path, "tensor “%s”: %u dimensions, Tandem reads at most 4",
+    return load_failed(error, path, _("tensor “%s”: %u dimensions, Tandem reads at most 4"),
                        name, r);
   /* Checked against the data as it grows, so the product cannot overflow. */
   gint64 elements = 1;
   gboolean too_big = FALSE;
   for (guint d = 0; d < r; d++) {
     if (!json_count(json_array_get_element(shape_array, d), &shape[d]))
-      return load_failed(error, path, "tensor “%s”: shape[%u] is not a non-negative "
-                                      "whole number", name, d);
+      return load_failed(error, path, _("tensor “%s”: shape[%u] is not a non-negative "
+                                      "whole number"), name, d);
     if (shape[d] != 0 && elements > G_MAXINT64 / (gint64)sizeof(float) / shape[d])
       too_big = TRUE;
     else
       elements *= shape[d];
   }
   if (too_big && elements != 0)
-    return load_failed(error, path, "tensor “%s”: its shape is larger than any file's data",
+    return load_failed(error, path, _("tensor “%s”: its shape is larger than any file's data"),
                        name);
 
   JsonNode *offsets_node = json_object_get_member(o, "data_offsets");
   if (offsets_node == NULL || !JSON_NODE_HOLDS_ARRAY(offsets_node) ||
       json_array_get_length(json_node_get_array(offsets_node)) != 2)
-    return load_failed(error, path, "tensor “%s”: no “data_offsets” pair", name);
+    return load_failed(error, path, _("tensor “%s”: no “data_offsets” pair"), name);
   JsonArray *offsets = json_node_get_array(offsets_node);
   gint64 begin, end;
   if (!json_count(json_array_get_element(offsets, 0), &begin) ||
       !json_count(json_array_get_element(offsets, 1), &end))
-    return load_failed(error, path, "tensor “%s”: data_offsets are not non-negative "
-                                    "whole numbers", name);
+    return load_failed(error, path, _("tensor “%s”: data_offsets are not non-negative "
+                                    "whole numbers"), name);
   if (end < begin)
     return load_failed(error, path, "tensor “%s”: data_offsets [%" G_GINT64_FORMAT
                                     ", %" G_GINT64_FORMAT "] end before they begin",
@@ -584,7 +585,7 @@ tdm_checkpoint_load(const char *path, GError **error)
   g_autoptr(GMappedFile) file = g_mapped_file_new_from_fd(fd, FALSE, &local);
   close(fd);   /* the mapping keeps what it needs */
   if (file == NULL) {
-    load_failed(error, path, "cannot read: %s", local->message);
+    load_failed(error, path, _("cannot read: %s"), local->message);
     return NULL;
   }
   const char *bytes = g_mapped_file_get_contents(file);
@@ -613,18 +614,18 @@ tdm_checkpoint_load(const char *path, GError **error)
   const char *data = header + header_len;
   gint64 data_len = size - 8 - (gint64)header_len;
   if (header[0] != '{' || !g_utf8_validate(header, (gssize)header_len, NULL)) {
-    load_failed(error, path, "the header is not a JSON object (not a safetensors file)");
+    load_failed(error, path, _("the header is not a JSON object (not a safetensors file)"));
     return NULL;
   }
 
   g_autoptr(JsonParser) parser = json_parser_new();
   if (!json_parser_load_from_data(parser, header, (gssize)header_len, &local)) {
-    load_failed(error, path, "the header is not valid JSON: %s", local->message);
+    load_failed(error, path, _("the header is not valid JSON: %s"), local->message);
     return NULL;
   }
   JsonNode *root = json_parser_get_root(parser);
   if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
-    load_failed(error, path, "the header is not a JSON object");
+    load_failed(error, path, _("the header is not a JSON object"));
     return NULL;
   }
   JsonObject *object = json_node_get_object(root);
@@ -647,7 +648,7 @@ tdm_checkpoint_load(const char *path, GError **error)
       continue;
     }
     if (*name == '\0') {
-      load_failed(error, path, "a tensor has an empty name");
+      load_failed(error, path, _("a tensor has an empty name"));
       return NULL;
     }
     if (!read_entry(name, node, data_len, &ranks[count], &shapes[4 * count], &spans[count],
@@ -662,7 +663,7 @@ tdm_checkpoint_load(const char *path, GError **error)
     qsort(sorted, count, sizeof(Span), span_compare);
   for (guint i = 1; i < count; i++) {
     if (sorted[i].begin < sorted[i - 1].end) {
-      load_failed(error, path, "tensors “%s” and “%s” overlap in the data",
+      load_failed(error, path, _("tensors “%s” and “%s” overlap in the data"),
                   sorted[i - 1].name, sorted[i].name);
       return NULL;
     }

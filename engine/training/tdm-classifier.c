@@ -5,6 +5,7 @@
  * a test image classified here gets the class the evaluation gave it.
  */
 #include "tdm-classifier.h"
+#include "tdm-i18n.h"
 #include "tdm-backend.h"
 #include "tdm-checkpoint.h"
 #include "tdm-config.h"
@@ -69,15 +70,15 @@ tdm_classifier_load(const char *path, GError **error)
   const char *spec = tdm_checkpoint_get_metadata(ckpt, "network");
   const char *shape = tdm_checkpoint_get_metadata(ckpt, "input_shape");
   if (spec == NULL) {
-    bad_checkpoint(error, path, "no network in its metadata (not written by Tandem?)");
+    bad_checkpoint(error, path, _("no network in its metadata (not written by Tandem?)"));
     return NULL;
   }
   int h = 0, w = 0, c = 0;
   if (shape == NULL || sscanf(shape, "%d,%d,%d", &h, &w, &c) != 3 || h < 1 || w < 1 ||
       h > 4096 || w > 4096 || (c != 1 && c != 3)) {
     bad_checkpoint(error, path,
-                   "no usable input shape in its metadata (saved by an older Tandem: "
-                   "resume it for one step with --save to add it)");
+                   _("no usable input shape in its metadata (saved by an older Tandem: "
+                   "resume it for one step with --save to add it)"));
     return NULL;
   }
   /* A network ends in an fc with one output per class, then at most scale items
@@ -201,8 +202,8 @@ tdm_classifier_run_file(TdmClassifier *cl, const char *path, float *probs, GErro
   g_return_val_if_fail(cl != NULL && path != NULL && probs != NULL, FALSE);
   if (cl->net->in_h != cl->net->in_w) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
-                "%s: the network takes %d × %d inputs; only square inputs can be made from "
-                "image files", path, cl->net->in_h, cl->net->in_w);
+                _("%s: the network takes %d × %d inputs; only square inputs can be made from "
+                "image files"), path, cl->net->in_h, cl->net->in_w);
     return FALSE;
   }
   g_autofree uint8_t *sample = g_malloc(tdm_dataset_sample_size(cl->input));

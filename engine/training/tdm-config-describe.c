@@ -50,6 +50,10 @@ tdm_config_describe(const TdmConfig *c)
   add(pairs, "epochs", g_strdup_printf("%d", c->epochs));
   if (c->max_steps > 0)
     add(pairs, "max_steps", g_strdup_printf("%ld", c->max_steps));
+  if (c->val_split > 0)
+    add(pairs, "val_split", number(c->val_split));
+  if (c->early_stop > 0)
+    add(pairs, "early_stop", g_strdup_printf("%d", c->early_stop));
   add(pairs, "optimizer", name_or_unknown(tdm_optimizer_name(c->optimizer)));
   add(pairs, "lr", number(c->lr));
   if (c->optimizer == TDM_OPTIMIZER_MOMENTUM || c->optimizer == TDM_OPTIMIZER_NESTEROV)

@@ -4,6 +4,7 @@
  * opening a dataset or a device; those are the trainer's to check.
  */
 #include "tdm-config.h"
+#include "tdm-i18n.h"
 #include "tdm-json.h"
 #include "tdm-error.h"
 #include "tdm-events.h"
@@ -106,6 +107,7 @@ tdm_config_copy(const TdmConfig *config)
   c->network = g_strdup(config->network);
   c->devices = g_strdupv(config->devices);
   c->save_path = g_strdup(config->save_path);
+  c->save_best_path = g_strdup(config->save_best_path);
   return c;
 }
 
@@ -118,6 +120,7 @@ tdm_config_free(TdmConfig *config)
   g_free(config->network);
   g_strfreev(config->devices);
   g_free(config->save_path);
+  g_free(config->save_best_path);
   g_free(config);
 }
 
@@ -147,8 +150,8 @@ parse_device_item(const char *item, GPtrArray *out, GError **error)
 
   if (*item == '\0') {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-                "--devices: empty device name in the list (use e.g. “cpu:4” or "
-                "“cuda:0,cuda:1”)");
+                _("--devices: empty device name in the list (use e.g. “cpu:4” or "
+                "“cuda:0,cuda:1”)"));
     return FALSE;
   }
   if (g_str_equal(item, "cpu")) {
@@ -158,8 +161,8 @@ parse_device_item(const char *item, GPtrArray *out, GError **error)
   if (g_str_has_prefix(item, "cpu:")) {
     if (!parse_count(item + 4, TDM_MAX_REPLICAS + 1, &n) || n < 1) {
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
-                  "--devices: “%s”: the number of CPU workers must be a whole number "
-                  "from 1 to %d", item, TDM_MAX_REPLICAS);
+                  _("--devices: “%s”: the number of CPU workers must be a whole number "
+                  "from 1 to %d"), item, TDM_MAX_REPLICAS);
       return FALSE;
     }
     for (gint64 i = 0; i < n; i++)
@@ -169,8 +172,8 @@ parse_device_item(const char *item, GPtrArray *out, GError **error)
   if (g_str_has_prefix(item, "cuda:")) {
     if (!parse_count(item + 5, 4095, &n)) {
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-                  "--devices: “%s”: a GPU is named cuda:N with N its ordinal "
-                  "(see --list-devices)", item);
+                  _("--devices: “%s”: a GPU is named cuda:N with N its ordinal "
+                  "(see --list-devices)"), item);
       return FALSE;
     }
     /* Normalised so "cuda:01" and "cuda:1" are the same device in messages. */
@@ -178,8 +181,8 @@ parse_device_item(const char *item, GPtrArray *out, GError **error)
     return TRUE;
   }
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-              "--devices: unknown device “%s” (use cpu, cpu:N for N CPU workers, or "
-              "cuda:N; see --list-devices)", item);
+              _("--devices: unknown device “%s” (use cpu, cpu:N for N CPU workers, or "
+              "cuda:N; see --list-devices)"), item);
   return FALSE;
 }
 
@@ -195,7 +198,7 @@ tdm_config_set_devices(TdmConfig *config, const char *list, GError **error)
 
   if (items[0] == NULL) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-                "--devices: no device given (use e.g. “cpu:4” or “cuda:0,cuda:1”)");
+                _("--devices: no device given (use e.g. “cpu:4” or “cuda:0,cuda:1”)"));
     return FALSE;
   }
   for (int i = 0; items[i]; i++) {
@@ -204,7 +207,7 @@ tdm_config_set_devices(TdmConfig *config, const char *list, GError **error)
       return FALSE;
     if (out->len > TDM_MAX_REPLICAS) {
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
-                  "--devices: “%s” makes more than %d replicas", list, TDM_MAX_REPLICAS);
+                  _("--devices: “%s” makes more than %d replicas"), list, TDM_MAX_REPLICAS);
       return FALSE;
     }
   }
@@ -254,91 +257,91 @@ tdm_config_validate(const TdmConfig *c, GError **error)
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
 
   if (c->dataset == NULL || *c->dataset == '\0')
-    return invalid(error, "--dataset: no dataset given (a name such as fashion-mnist, "
-                          "mnist, synthetic, or a folder)");
+    return invalid(error, _("--dataset: no dataset given (a name such as fashion-mnist, "
+                          "mnist, synthetic, or a folder)"));
   if (c->network == NULL || *c->network == '\0')
-    return invalid(error, "--network: no network given (mlp, cnn or a spec such as "
-                          "“fc100,relu,fc10”)");
+    return invalid(error, _("--network: no network given (mlp, cnn or a spec such as "
+                          "“fc100,relu,fc10”)"));
 
   int replicas = tdm_config_replica_count(c);
   if (replicas < 1)
-    return invalid(error, "--devices: no device given");
+    return invalid(error, _("--devices: no device given"));
   if (replicas > TDM_MAX_REPLICAS)
-    return invalid(error, "--devices: %d replicas, more than the %d Tandem supports",
+    return invalid(error, _("--devices: %d replicas, more than the %d Tandem supports"),
                    replicas, TDM_MAX_REPLICAS);
   for (int i = 0; i < replicas; i++) {
     if (!device_entry_ok(c->devices[i])) {
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-                  "--devices: unknown device “%s” (use cpu or cuda:N)", c->devices[i]);
+                  _("--devices: unknown device “%s” (use cpu or cuda:N)"), c->devices[i]);
       return FALSE;
     }
   }
   if (c->main_replica < 0 || c->main_replica >= replicas) {
     if (replicas == 1)
-      return invalid(error, "--main %d: there is one device, number 0", c->main_replica);
-    return invalid(error, "--main %d: give a device number from 0 to %d (the place in "
-                          "--devices)", c->main_replica, replicas - 1);
+      return invalid(error, _("--main %d: there is one device, number 0"), c->main_replica);
+    return invalid(error, _("--main %d: give a device number from 0 to %d (the place in "
+                          "--devices)"), c->main_replica, replicas - 1);
   }
 
   if (c->batch < 1)
-    return invalid(error, "--batch %d: the batch size must be at least 1", c->batch);
+    return invalid(error, _("--batch %d: the batch size must be at least 1"), c->batch);
   if (c->batch < replicas)
-    return invalid(error, "--batch %d is smaller than the %d devices: each device needs "
-                          "at least one sample", c->batch, replicas);
+    return invalid(error, _("--batch %d is smaller than the %d devices: each device needs "
+                          "at least one sample"), c->batch, replicas);
   if (c->epochs < 1)
-    return invalid(error, "--epochs %d: train for at least 1 epoch", c->epochs);
+    return invalid(error, _("--epochs %d: train for at least 1 epoch"), c->epochs);
 
   if ((unsigned)c->optimizer > TDM_OPTIMIZER_NESTEROV)
-    return invalid(error, "--optimizer: unknown optimizer %d", (int)c->optimizer);
+    return invalid(error, _("--optimizer: unknown optimizer %d"), (int)c->optimizer);
   if (!isfinite(c->lr) || c->lr <= 0)
-    return invalid(error, "--lr %g: the learning rate must be a positive number", c->lr);
+    return invalid(error, _("--lr %g: the learning rate must be a positive number"), c->lr);
   if (!isfinite(c->momentum) || c->momentum < 0 || c->momentum >= 1)
-    return invalid(error, "--momentum %g: must be at least 0 and less than 1", c->momentum);
+    return invalid(error, _("--momentum %g: must be at least 0 and less than 1"), c->momentum);
   if (!isfinite(c->beta1) || c->beta1 < 0 || c->beta1 >= 1)
-    return invalid(error, "--beta1 %g: Adam's beta1 must be at least 0 and less than 1",
+    return invalid(error, _("--beta1 %g: Adam's beta1 must be at least 0 and less than 1"),
                    c->beta1);
   if (!isfinite(c->beta2) || c->beta2 < 0 || c->beta2 >= 1)
-    return invalid(error, "--beta2 %g: Adam's beta2 must be at least 0 and less than 1",
+    return invalid(error, _("--beta2 %g: Adam's beta2 must be at least 0 and less than 1"),
                    c->beta2);
   if (!isfinite(c->eps) || c->eps <= 0)
-    return invalid(error, "--eps %g: Adam's epsilon must be a positive number", c->eps);
+    return invalid(error, _("--eps %g: Adam's epsilon must be a positive number"), c->eps);
   if (!isfinite(c->weight_decay) || c->weight_decay < 0)
-    return invalid(error, "--weight-decay %g: must be 0 or a positive number",
+    return invalid(error, _("--weight-decay %g: must be 0 or a positive number"),
                    c->weight_decay);
 
   if ((unsigned)c->schedule > TDM_SCHEDULE_LINEAR)
-    return invalid(error, "--schedule: unknown schedule %d", (int)c->schedule);
+    return invalid(error, _("--schedule: unknown schedule %d"), (int)c->schedule);
   if (c->step_epochs < 1)
-    return invalid(error, "--step-epochs %d: the step schedule needs at least 1 epoch "
-                          "between steps", c->step_epochs);
+    return invalid(error, _("--step-epochs %d: the step schedule needs at least 1 epoch "
+                          "between steps"), c->step_epochs);
   if (!isfinite(c->gamma) || c->gamma <= 0)
-    return invalid(error, "--gamma %g: the step schedule's factor must be a positive number",
+    return invalid(error, _("--gamma %g: the step schedule's factor must be a positive number"),
                    c->gamma);
 
   if ((unsigned)c->strategy > TDM_STRATEGY_ALLREDUCE)
-    return invalid(error, "--strategy: unknown strategy %d", (int)c->strategy);
+    return invalid(error, _("--strategy: unknown strategy %d"), (int)c->strategy);
   if ((unsigned)c->precision > TDM_PRECISION_BF16)
-    return invalid(error, "--precision: unknown precision %d", (int)c->precision);
+    return invalid(error, _("--precision: unknown precision %d"), (int)c->precision);
   if (c->save_path != NULL && *c->save_path == '\0')
-    return invalid(error, "--save: the file name is empty");
+    return invalid(error, _("--save: the file name is empty"));
   if (c->eval_batch < 1)
-    return invalid(error, "--eval-batch %d: the evaluation batch must be at least 1",
+    return invalid(error, _("--eval-batch %d: the evaluation batch must be at least 1"),
                    c->eval_batch);
   if (c->max_steps < 0)
-    return invalid(error, "--max-steps %ld: give 0 (no limit) or a positive number of "
-                          "steps", c->max_steps);
+    return invalid(error, _("--max-steps %ld: give 0 (no limit) or a positive number of "
+                          "steps"), c->max_steps);
   if ((unsigned)c->batchnorm > TDM_BATCHNORM_SYNC)
-    return invalid(error, "--batchnorm: unknown mode %d", (int)c->batchnorm);
+    return invalid(error, _("--batchnorm: unknown mode %d"), (int)c->batchnorm);
   if ((unsigned)c->decay_scope > TDM_DECAY_WEIGHTS)
-    return invalid(error, "--weight-decay-on: unknown scope %d", (int)c->decay_scope);
+    return invalid(error, _("--weight-decay-on: unknown scope %d"), (int)c->decay_scope);
   if (!isfinite(c->warmup_epochs) || c->warmup_epochs < 0 || c->warmup_epochs > c->epochs)
-    return invalid(error, "--warmup %g: give 0 or a number of epochs up to --epochs (%d)",
+    return invalid(error, _("--warmup %g: give 0 or a number of epochs up to --epochs (%d)"),
                    c->warmup_epochs, c->epochs);
   if (!isfinite(c->label_smoothing) || c->label_smoothing < 0 || c->label_smoothing >= 1)
-    return invalid(error, "--label-smoothing %g: must be at least 0 and less than 1",
+    return invalid(error, _("--label-smoothing %g: must be at least 0 and less than 1"),
                    c->label_smoothing);
   if (c->crop_pad < 0 || c->crop_pad > 64)
-    return invalid(error, "--crop %d: give the padding in pixels, 0 (off) to 64",
+    return invalid(error, _("--crop %d: give the padding in pixels, 0 (off) to 64"),
                    c->crop_pad);
   if ((unsigned)c->flip > TDM_FLIP_OFF)
     return invalid(error, "--flip: unknown setting %d", (int)c->flip);
@@ -349,17 +352,39 @@ tdm_config_validate(const TdmConfig *c, GError **error)
     return invalid(error, "--exact-chunk %d: give the samples a chunk, 1 to 4096",
                    c->exact_chunk);
   if (c->test_shift < 0 || c->test_shift > TDM_TEST_SHIFT_MAX)
-    return invalid(error, "--test-shift %d: give the shift in pixels, 0 (off) to %d",
+    return invalid(error, _("--test-shift %d: give the shift in pixels, 0 (off) to %d"),
                    c->test_shift, TDM_TEST_SHIFT_MAX);
   if (c->image_size != 0 && (c->image_size < 4 || c->image_size > 512))
-    return invalid(error, "--image-size %d: give 0 (chosen from the images) or a side from "
-                          "4 to 512 pixels", c->image_size);
+    return invalid(error, _("--image-size %d: give 0 (chosen from the images) or a side from "
+                          "4 to 512 pixels"), c->image_size);
   if (c->image_channels != 0 && c->image_channels != 1 && c->image_channels != 3)
-    return invalid(error, "--color: %d channels; expected auto, grey or rgb",
+    return invalid(error, _("--color: %d channels; expected auto, grey or rgb"),
                    c->image_channels);
+  if (!isfinite(c->val_split) || c->val_split < 0 || c->val_split > 0.9)
+    return invalid(error, _("--val-split %g: give the fraction of the training set to hold "
+                          "out, from 0 (none) to 0.9"), c->val_split);
+  if (c->save_best_path != NULL && *c->save_best_path == '\0')
+    return invalid(error, _("--save-best: the file name is empty"));
+  if (c->save_best_path != NULL && c->val_split <= 0)
+    return invalid(error, _("--save-best: needs --val-split: the best checkpoint is chosen by "
+                          "validation accuracy, never by the test set's"));
+  if (c->save_best_path != NULL && c->save_path != NULL &&
+      g_str_equal(c->save_best_path, c->save_path))
+    return invalid(error, _("--save-best %s: the same file as --save"), c->save_best_path);
+  if (c->save_every < 0)
+    return invalid(error, _("--save-every %d: give 0 (every epoch only) or a number of steps"),
+                   c->save_every);
+  if (c->save_every > 0 && c->save_path == NULL)
+    return invalid(error, _("--save-every %d: needs --save FILE to save to"), c->save_every);
+  if (c->early_stop < 0)
+    return invalid(error, _("--early-stop %d: give 0 (never) or a number of epochs"),
+                   c->early_stop);
+  if (c->early_stop > 0 && c->val_split <= 0)
+    return invalid(error, _("--early-stop %d: needs --val-split: it watches the validation "
+                          "accuracy"), c->early_stop);
   if (c->bucket_bytes < sizeof(float))
-    return invalid(error, "--bucket-bytes %zu: a gradient bucket must hold at least one "
-                          "value", c->bucket_bytes);
+    return invalid(error, _("--bucket-bytes %zu: a gradient bucket must hold at least one "
+                          "value"), c->bucket_bytes);
   return TRUE;
 }
 
@@ -371,6 +396,8 @@ key_of_flag(const char *flag)
     return g_strdup("main_replica");
   if (g_str_equal(flag, "save"))
     return g_strdup("save_path");
+  if (g_str_equal(flag, "save-best"))
+    return g_strdup("save_best_path");
   char *key = g_strdup(flag);
   g_strdelimit(key, "-", '_');
   return key;
@@ -394,11 +421,11 @@ tdm_config_validate_saved(const TdmConfig *c, const char *source, GError **error
     g_autofree char *key = key_of_flag(flag);
     const char *rest = m + 2 + len;
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                "%s: bad value in its saved run configuration: key “%s”%s%s", source, key,
+                _("%s: bad value in its saved run configuration: key “%s”%s%s"), source, key,
                 *rest == ' ' ? " =" : "", rest);
   } else {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                "%s: bad value in its saved run configuration: %s", source, m);
+                _("%s: bad value in its saved run configuration: %s"), source, m);
   }
   return FALSE;
 }
@@ -579,6 +606,23 @@ tdm_config_to_json(const TdmConfig *c)
   json_builder_add_boolean_value(b, c->exact);
   json_builder_set_member_name(b, "exact_chunk");
   json_builder_add_int_value(b, c->exact_chunk);
+  /* Only when set, so the JSON of runs without them stays as it was. */
+  if (c->val_split > 0) {
+    json_builder_set_member_name(b, "val_split");
+    json_builder_add_double_value(b, c->val_split);
+  }
+  if (c->save_best_path != NULL) {
+    json_builder_set_member_name(b, "save_best_path");
+    json_builder_add_string_value(b, c->save_best_path);
+  }
+  if (c->save_every > 0) {
+    json_builder_set_member_name(b, "save_every");
+    json_builder_add_int_value(b, c->save_every);
+  }
+  if (c->early_stop > 0) {
+    json_builder_set_member_name(b, "early_stop");
+    json_builder_add_int_value(b, c->early_stop);
+  }
   json_builder_end_object(b);
 
   g_autoptr(JsonNode) root = json_builder_get_root(b);
@@ -589,7 +633,7 @@ static gboolean
 json_bad(GError **error, const char *field, const char *why)
 {
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
-              "run configuration: field “%s” %s", field, why);
+              _("run configuration: field “%s” %s"), field, why);
   return FALSE;
 }
 
@@ -598,7 +642,7 @@ member(JsonObject *o, const char *field, GError **error)
 {
   JsonNode *node = json_object_get_member(o, field);
   if (node == NULL)
-    json_bad(error, field, "is missing");
+    json_bad(error, field, _("is missing"));
   return node;
 }
 
@@ -609,7 +653,7 @@ get_string(JsonObject *o, const char *field, char **out, GError **error)
   if (node == NULL)
     return FALSE;
   if (json_node_get_value_type(node) != G_TYPE_STRING)
-    return json_bad(error, field, "must be a string");
+    return json_bad(error, field, _("must be a string"));
   g_free(*out);
   *out = g_strdup(json_node_get_string(node));
   return TRUE;
@@ -623,10 +667,10 @@ get_int64(JsonObject *o, const char *field, gint64 min, gint64 max, gint64 *out,
   if (node == NULL)
     return FALSE;
   if (json_node_get_value_type(node) != G_TYPE_INT64)
-    return json_bad(error, field, "must be a whole number");
+    return json_bad(error, field, _("must be a whole number"));
   gint64 v = json_node_get_int(node);
   if (v < min || v > max)
-    return json_bad(error, field, "is out of range");
+    return json_bad(error, field, _("is out of range"));
   *out = v;
   return TRUE;
 }
@@ -650,7 +694,7 @@ get_double(JsonObject *o, const char *field, double *out, GError **error)
   GType type = json_node_get_value_type(node);
   /* "1" is as good a learning rate as "1.0"; writers differ. */
   if (type != G_TYPE_DOUBLE && type != G_TYPE_INT64)
-    return json_bad(error, field, "must be a number");
+    return json_bad(error, field, _("must be a number"));
   *out = json_node_get_double(node);
   return TRUE;
 }
@@ -664,7 +708,7 @@ get_enum(JsonObject *o, const char *field, gboolean (*from_name)(const char *, i
     return FALSE;
   if (!from_name(name, out)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
-                "run configuration: field “%s” has the unknown value “%s”", field, name);
+                _("run configuration: field “%s” has the unknown value “%s”"), field, name);
     return FALSE;
   }
   return TRUE;
@@ -753,7 +797,7 @@ get_recipe(JsonObject *o, TdmConfig *c, GError **error)
   if (json_object_has_member(o, "test_flip")) {
     JsonNode *node = json_object_get_member(o, "test_flip");
     if (json_node_get_value_type(node) != G_TYPE_BOOLEAN)
-      return json_bad(error, "test_flip", "must be true or false");
+      return json_bad(error, "test_flip", _("must be true or false"));
     c->test_flip = json_node_get_boolean(node);
   }
   return TRUE;
@@ -766,12 +810,12 @@ get_devices(JsonObject *o, TdmConfig *c, GError **error)
   if (node == NULL)
     return FALSE;
   if (!JSON_NODE_HOLDS_ARRAY(node))
-    return json_bad(error, "devices", "must be an array of strings");
+    return json_bad(error, "devices", _("must be an array of strings"));
   JsonArray *array = json_node_get_array(node);
   guint n = json_array_get_length(array);
   if (n < 1 || n > TDM_MAX_REPLICAS) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
-                "run configuration: field “devices” must list from 1 to %d devices",
+                _("run configuration: field “devices” must list from 1 to %d devices"),
                 TDM_MAX_REPLICAS);
     return FALSE;
   }
@@ -780,7 +824,7 @@ get_devices(JsonObject *o, TdmConfig *c, GError **error)
     JsonNode *e = json_array_get_element(array, i);
     if (json_node_get_value_type(e) != G_TYPE_STRING) {
       g_strfreev(devices);
-      return json_bad(error, "devices", "must be an array of strings");
+      return json_bad(error, "devices", _("must be an array of strings"));
     }
     devices[i] = g_strdup(json_node_get_string(e));
   }
@@ -803,7 +847,7 @@ get_seed(JsonObject *o, guint64 *out, GError **error)
   if (type == G_TYPE_STRING &&
       g_ascii_string_to_unsigned(json_node_get_string(node), 10, 0, G_MAXUINT64, out, NULL))
     return TRUE;
-  return json_bad(error, "seed", "must be a non-negative whole number");
+  return json_bad(error, "seed", _("must be a non-negative whole number"));
 }
 
 TdmConfig *
@@ -816,13 +860,13 @@ tdm_config_from_json(const char *json, GError **error)
   g_autoptr(GError) local = NULL;
   if (!json_parser_load_from_data(parser, json, -1, &local)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
-                "run configuration: not valid JSON: %s", local->message);
+                _("run configuration: not valid JSON: %s"), local->message);
     return NULL;
   }
   JsonNode *root = json_parser_get_root(parser);
   if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
-                "run configuration: expected a JSON object");
+                _("run configuration: expected a JSON object"));
     return NULL;
   }
   JsonObject *o = json_node_get_object(root);
@@ -862,6 +906,25 @@ tdm_config_from_json(const char *json, GError **error)
        !get_int(o, "image_channels", &c->image_channels, error)))
     return NULL;
 
+  if ((json_object_has_member(o, "val_split") &&
+       !get_double(o, "val_split", &c->val_split, error)) ||
+      (json_object_has_member(o, "save_every") &&
+       !get_int(o, "save_every", &c->save_every, error)) ||
+      (json_object_has_member(o, "early_stop") &&
+       !get_int(o, "early_stop", &c->early_stop, error)))
+    return NULL;
+  if (json_object_has_member(o, "save_best_path")) {
+    JsonNode *best = json_object_get_member(o, "save_best_path");
+    if (JSON_NODE_HOLDS_NULL(best)) {
+      g_clear_pointer(&c->save_best_path, g_free);
+    } else if (json_node_get_value_type(best) == G_TYPE_STRING) {
+      c->save_best_path = g_strdup(json_node_get_string(best));
+    } else {
+      json_bad(error, "save_best_path", _("must be a string or null"));
+      return NULL;
+    }
+  }
+
   JsonNode *save = member(o, "save_path", error);
   if (save == NULL)
     return NULL;
@@ -871,7 +934,7 @@ tdm_config_from_json(const char *json, GError **error)
     g_free(c->save_path);
     c->save_path = g_strdup(json_node_get_string(save));
   } else {
-    json_bad(error, "save_path", "must be a string or null");
+    json_bad(error, "save_path", _("must be a string or null"));
     return NULL;
   }
 

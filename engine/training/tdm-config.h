@@ -97,6 +97,14 @@ typedef struct {
    * share under mpirun) and gives more workers one each; exact mode runs one. How a
    * run is executed, not what it computes: not saved with it. */
   int cpu_threads;
+  /* Validation and checkpoints beyond save_path. JSON holds them only when set, and
+   * readers take them as optional. */
+  double val_split;        /* fraction of the training set held out (seeded) and
+                            * evaluated every epoch; 0: none */
+  char *save_best_path;    /* the checkpoint of the best validation accuracy; or NULL */
+  int save_every;          /* also save save_path every this many steps; 0: epochs only */
+  int early_stop;          /* end after this many epochs without a better validation
+                            * accuracy; 0: never */
 } TdmConfig;
 
 /* Chainer's defaults: Fashion-MNIST, mlp, one CPU worker, batch 100, 20 epochs, Adam. */

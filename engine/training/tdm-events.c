@@ -27,6 +27,20 @@ tdm_phase_name(TdmPhase phase)
   return phase >= 0 && phase < TDM_PHASE_COUNT ? phase_names[phase] : "unknown";
 }
 
+const char *
+tdm_setup_phase_name(TdmSetupPhase phase)
+{
+  switch (phase) {
+  case TDM_SETUP_DATASET:
+    return "dataset";
+  case TDM_SETUP_NETWORK:
+    return "network";
+  case TDM_SETUP_PREWARM:
+    return "prewarm";
+  }
+  return "unknown";
+}
+
 static void
 member_double(JsonBuilder *b, const char *name, double v)
 {

@@ -26,6 +26,8 @@ typedef enum {
   TDM_EVENT_PHASES,
   TDM_EVENT_BATCH,
   TDM_EVENT_PREDICTIONS,
+  TDM_EVENT_SAVED,
+  TDM_EVENT_SETUP,
 } TdmEventKind;
 
 typedef struct {
@@ -115,6 +117,7 @@ typedef struct {
   double train_loss, train_accuracy;   /* over the whole epoch */
   double test_loss, test_accuracy;
   double elapsed;
+  double val_loss, val_accuracy;       /* the held-out split's (--val-split), or NaN */
 } TdmEpochEvent;
 
 typedef struct {
@@ -122,6 +125,11 @@ typedef struct {
   double elapsed;           /* seconds of training, as STEP's (pauses excluded) */
   double test_loss, test_accuracy;
   gboolean stopped;         /* TRUE when stopped before the last epoch */
+  /* Early stopping (config->early_stop) ended the run after best_epoch's validation
+   * accuracy went unbeaten; a normal end, not a stop. */
+  gboolean early_stopped;
+  int best_epoch;           /* 1-based, 0 without a validation split */
+  double best_accuracy;     /* its validation accuracy */
 } TdmFinishedEvent;
 
 /* What a device does during a step, in the order a step does it. Communication has
@@ -202,6 +210,33 @@ typedef struct {
   } sample[TDM_PREDICTION_SAMPLES];
 } TdmPredictionsEvent;
 
+/* A checkpoint written and renamed into place: after an epoch, every --save-every
+ * steps, at the end of the run, and the best epoch's copy (--save-best). */
+typedef struct {
+  long step;
+  int epoch;                /* epochs done when it was written */
+  gboolean best;            /* the best validation (or test) accuracy so far */
+  double accuracy;          /* with best: that accuracy, 0..1 */
+  char path[4096];
+} TdmSavedEvent;
+
+/* The slow phases before the first step, so a log does not go quiet: decoding an
+ * image folder (count of total files), building the replicas, the pre-warm. Each
+ * phase sends a first event (done FALSE), possibly some with counts, and a last one
+ * (done TRUE) with the seconds it took. */
+typedef enum {
+  TDM_SETUP_DATASET,
+  TDM_SETUP_NETWORK,
+  TDM_SETUP_PREWARM,
+} TdmSetupPhase;
+
+typedef struct {
+  int phase;                /* TdmSetupPhase */
+  gboolean done;
+  long count, total;        /* items so far and in all (files decoded); 0 if no count */
+  double seconds;           /* since the phase began */
+} TdmSetupEvent;
+
 typedef struct {
   TdmEventKind kind;
   union {
@@ -214,12 +249,17 @@ typedef struct {
     TdmPhasesEvent phases;
     TdmBatchEvent batch;
     TdmPredictionsEvent predictions;
+    TdmSavedEvent saved;
+    TdmSetupEvent setup;
     const GError *failed;   /* valid only during the call: copy it */
   };
 } TdmEvent;
 
 /* "forward", "all-reduce", … for labels, legends and JSON. */
 const char *tdm_phase_name (TdmPhase phase);
+
+/* "dataset", "network", "prewarm" for JSON. */
+const char *tdm_setup_phase_name (TdmSetupPhase phase);
 
 /* Adds the members of a phases, batch or predictions event ("type" first) to an
  * open JSON object; FALSE, adding nothing, for the other kinds. */

@@ -6,6 +6,7 @@
  * a change here; tests/test-memory.c compares the two on the CPU backend's counter. */
 #include "tdm-memory.h"
 #include "tdm-exact.h"
+#include "tdm-i18n.h"
 #include "tdm-error.h"
 #include "tdm-iterator.h"
 #include "tdm-replica.h"
@@ -269,9 +270,9 @@ tdm_memory_check_host(const TdmMemoryEvent *e, guint64 available, guint64 alloca
   g_autofree char *have = format_bytes(available);
   g_autofree char *workers = format_bytes(e->host_devices);
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY,
-              "not enough host memory: the run needs %s, %s available (%s); %s of it "
+              _("not enough host memory: the run needs %s, %s available (%s); %s of it "
               "for the CPU workers' parameters, gradients, optimizer state, activations "
-              "and dataset copies at batch %d: choose a smaller network or batch",
+              "and dataset copies at batch %d: choose a smaller network or batch"),
               need, have, why != NULL ? why : "available memory", workers, e->batch);
   return FALSE;
 }

@@ -8,12 +8,14 @@
  * stopped run continues exactly. Not the file format (tdm-checkpoint.c).
  */
 #include "tdm-trainer-private.h"
+#include "tdm-i18n.h"
 #include "tdm-checkpoint.h"
 #include "tdm-error.h"
 #include "tdm-json.h"
 
 #include <json-glib/json-glib.h>
 
+#include <math.h>
 #include <string.h>
 
 /* Bumped when the meaning of what is stored changes: version 2 keeps the optimizer's
@@ -168,8 +170,20 @@ class_names_json(const TdmDataset *d)
 gboolean
 tdm_trainer_save_checkpoint(TdmTrainer *t, GError **error)
 {
+  if (t->config->save_path == NULL)
+    return TRUE;
+  if (!tdm_trainer_save_checkpoint_to(t, t->config->save_path, FALSE, NAN, error))
+    return FALSE;
+  t->saved_step = t->step;
+  return TRUE;
+}
+
+gboolean
+tdm_trainer_save_checkpoint_to(TdmTrainer *t, const char *path, gboolean best,
+                               double accuracy, GError **error)
+{
   const TdmConfig *cfg = t->config;
-  if (cfg->save_path == NULL || t->main_local < 0)
+  if (t->main_local < 0)
     return TRUE;
   if (!tdm_trainer_download_parameters(t, error))
     return FALSE;
@@ -206,6 +220,13 @@ tdm_trainer_save_checkpoint(TdmTrainer *t, GError **error)
   tdm_checkpoint_set_metadata(ckpt, "step", step);
   tdm_checkpoint_set_metadata(ckpt, "optimizer_t", opt_t);
   tdm_checkpoint_set_metadata(ckpt, "parameters", params);
+  if (t->best_epoch > 0) {
+    char text[G_ASCII_DTOSTR_BUF_SIZE];
+    g_autofree char *best = g_strdup_printf("%d", t->best_epoch);
+    tdm_checkpoint_set_metadata(ckpt, "best_epoch", best);
+    tdm_checkpoint_set_metadata(ckpt, "best_accuracy",
+                                g_ascii_dtostr(text, sizeof text, t->best_accuracy));
+  }
   /* What a classifier needs besides the weights: the input it was trained on and the
    * names of its outputs. */
   g_autofree char *shape = g_strdup_printf("%d,%d,%d", t->net->in_h, t->net->in_w,
@@ -217,9 +238,15 @@ tdm_trainer_save_checkpoint(TdmTrainer *t, GError **error)
   tdm_checkpoint_set_metadata(ckpt, "activation_layout",
                               "NHWC: an fc layer after a conv reads features in (row, "
                               "column, channel) order");
-  if (!tdm_checkpoint_save(ckpt, cfg->save_path, error))
+  if (!tdm_checkpoint_save(ckpt, path, error))
     return FALSE;
-  t->saved_step = t->step;
+  TdmEvent e = {.kind = TDM_EVENT_SAVED};
+  e.saved.step = t->step;
+  e.saved.epoch = t->it->epoch;
+  e.saved.best = best;
+  e.saved.accuracy = accuracy;
+  g_strlcpy(e.saved.path, path, sizeof e.saved.path);
+  tdm_trainer_emit(t, &e);
   return TRUE;
 }
 
@@ -254,7 +281,7 @@ tdm_checkpoint_read_parameters(TdmCheckpoint *ckpt, const TdmNetwork *net, const
         elements *= tensor->shape[d];
       if (tensor == NULL || elements != (gint64)e[k].count) {
         g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                    "%s: tensor “%s” is missing or has the wrong size (%zu values expected)",
+                    _("%s: tensor “%s” is missing or has the wrong size (%zu values expected)"),
                     path, e[k].name, e[k].count);
         return FALSE;
       }
@@ -279,15 +306,15 @@ tdm_trainer_restore_checkpoint(TdmTrainer *t, const char *path, GError **error)
   const char *format = tdm_checkpoint_get_metadata(ckpt, "format");
   if (format == NULL || !g_str_equal(format, CHECKPOINT_FORMAT)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                "%s: not a checkpoint this version of Tandem can resume (format “%s”, "
-                "expected “%s”); its weights still load into PyTorch",
+                _("%s: not a checkpoint this version of Tandem can resume (format “%s”, "
+                "expected “%s”); its weights still load into PyTorch"),
                 path, format ? format : "none", CHECKPOINT_FORMAT);
     return FALSE;
   }
   const char *spec = tdm_checkpoint_get_metadata(ckpt, "network");
   if (spec == NULL || !g_str_equal(spec, t->net->spec)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                "%s: the checkpoint is of network “%s”, but this run is “%s”", path,
+                _("%s: the checkpoint is of network “%s”, but this run is “%s”"), path,
                 spec ? spec : "(none)", t->net->spec);
     return FALSE;
   }
@@ -296,8 +323,8 @@ tdm_trainer_restore_checkpoint(TdmTrainer *t, const char *path, GError **error)
   const char *dataset = tdm_checkpoint_get_metadata(ckpt, "dataset");
   if (dataset == NULL || !g_str_equal(dataset, t->data->name)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                "%s: the checkpoint was saved training on dataset “%s”, but this run uses "
-                "“%s”; resume with the dataset it was saved with",
+                _("%s: the checkpoint was saved training on dataset “%s”, but this run uses "
+                "“%s”; resume with the dataset it was saved with"),
                 path, dataset ? dataset : "(none)", t->data->name);
     return FALSE;
   }
@@ -315,7 +342,7 @@ tdm_trainer_restore_checkpoint(TdmTrainer *t, const char *path, GError **error)
     return FALSE;
   }
   if (!metadata_long(ckpt, path, "epoch", 0, G_MAXINT, &epoch, error) ||
-      !metadata_long(ckpt, path, "position", 0, t->data->train->count, &position, error) ||
+      !metadata_long(ckpt, path, "position", 0, t->train_used, &position, error) ||
       !metadata_long(ckpt, path, "step", 0, G_MAXINT64, &step, error) ||
       !metadata_long(ckpt, path, "optimizer_t", 0, G_MAXINT64, &opt_t, error))
     return FALSE;
@@ -341,7 +368,7 @@ tdm_trainer_restore_checkpoint(TdmTrainer *t, const char *path, GError **error)
       const TdmTensor *tensor = tdm_checkpoint_get(ckpt, name);
       if (tensor == NULL || tensor->rank != 1 || tensor->shape[0] != (gint64)n) {
         g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                    "%s: optimizer state “%s” is missing or has the wrong size", path, name);
+                    _("%s: optimizer state “%s” is missing or has the wrong size"), path, name);
         return FALSE;
       }
       b->ops->upload(b, opt->state[i], tensor->data, n * sizeof(float));
@@ -350,6 +377,16 @@ tdm_trainer_restore_checkpoint(TdmTrainer *t, const char *path, GError **error)
   for (int r = 0; r < t->replicas; r++)
     if (!tdm_backend_check(t->backends[r], error))
       return FALSE;
+  /* The best validation so far, so a resumed run keeps the best checkpoint only when
+   * it does better than the epochs before the stop. */
+  const char *best_epoch = tdm_checkpoint_get_metadata(ckpt, "best_epoch");
+  const char *best_accuracy = tdm_checkpoint_get_metadata(ckpt, "best_accuracy");
+  gint64 be;
+  if (best_epoch != NULL && best_accuracy != NULL &&
+      g_ascii_string_to_signed(best_epoch, 10, 1, G_MAXINT, &be, NULL)) {
+    t->best_epoch = (int)be;
+    t->best_accuracy = g_ascii_strtod(best_accuracy, NULL);
+  }
   tdm_iterator_seek(t->it, (int)epoch, (int)position);
   t->step = step;
   /* Stopping before the first step must not rewrite the file with the same state. */

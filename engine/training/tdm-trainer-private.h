@@ -31,6 +31,7 @@ typedef struct {
   gboolean timed;               /* synchronize and time each phase */
   double origin;                /* JOB_TRAIN: seconds when the step was handed out */
   double stop_vote;             /* JOB_METRICS: this process wants to stop */
+  gboolean validation;          /* JOB_EVALUATE: the held-out training samples */
 } Job;
 
 typedef struct {
@@ -115,7 +116,16 @@ struct _TdmTrainer {
   volatile gint stop_requested; /* distributed runs: stop at the next summary vote */
   gboolean step_detail;         /* phases and batch split of sampled steps (default on) */
   int summary_steps;             /* > 0: summaries on this step grid, not by the clock */
+  int summary_parts;            /* > 0: also a summary at each 1/parts of an epoch */
   int32_t *predicted;           /* [test count]: each test sample's predicted class */
+  /* A validation split (config->val_split): the iterator runs over train_used samples,
+   * train_map[i] being the i-th; the held-out ones are val_indices[val_count]. */
+  int32_t *train_map, *val_indices;
+  int train_used, val_count;
+  int32_t *mapped;              /* [batch]: a step's samples through train_map */
+  int best_epoch;               /* 1-based epoch of the best validation accuracy, or 0 */
+  double best_accuracy;
+  gboolean early_stopped;
   TdmPrewarm prewarm;           /* tdm_trainer_set_prewarm */
   int prewarm_steps;            /* this run's, for the STARTED event */
   double prewarm_seconds;
@@ -128,8 +138,12 @@ struct _TdmTrainer {
 
 /* The main replica's parameters into t->host_params (waits for its device). */
 gboolean tdm_trainer_download_parameters (TdmTrainer *t, GError **error);
-/* Writes config->save_path from the main replica, when there is one in this process. */
+/* Writes config->save_path from the main replica, when there is one in this process,
+ * and sends a SAVED event. */
 gboolean tdm_trainer_save_checkpoint (TdmTrainer *t, GError **error);
+/* The same to another path (--save-best's copy); best and accuracy go in the event. */
+gboolean tdm_trainer_save_checkpoint_to (TdmTrainer *t, const char *path, gboolean best,
+                                         double accuracy, GError **error);
 /* Puts the run where the checkpoint at path left it. */
 gboolean tdm_trainer_restore_checkpoint (TdmTrainer *t, const char *path, GError **error);
 
@@ -142,6 +156,9 @@ tdm_trainer_now_seconds (void)
 
 /* Events go to the sink from the process that holds the main replica. */
 void tdm_trainer_emit (TdmTrainer *t, const TdmEvent *event);
+/* A SETUP event (tdm-events.h) for `phase`, begun at `since` (tdm_trainer_now_seconds). */
+void tdm_trainer_emit_setup (TdmTrainer *t, TdmSetupPhase phase, gboolean done, long count,
+                             long total, double since);
 
 /* Failures from any thread: the first error is kept, the run's barriers and
  * communicator are broken so every thread gets out. _locked with abort_lock held. */

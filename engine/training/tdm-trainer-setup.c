@@ -6,6 +6,7 @@
  * tdm-trainer.c.
  */
 #include "tdm-trainer-private.h"
+#include "tdm-i18n.h"
 #include "tdm-backend.h"
 #include "tdm-barrier.h"
 #include "tdm-checkpoint.h"
@@ -22,6 +23,7 @@
 #include "tdm-build-config.h"
 
 #include <cblas.h>
+#include <math.h>
 #include <string.h>
 
 /* Ends the worker threads; after this only the calling thread touches replicas. */
@@ -72,6 +74,9 @@ tdm_trainer_teardown(TdmTrainer *t)
   tdm_trainer_exact_free(t);
   g_clear_pointer(&t->it, tdm_iterator_free);
   g_clear_pointer(&t->predicted, g_free);
+  g_clear_pointer(&t->train_map, g_free);
+  g_clear_pointer(&t->val_indices, g_free);
+  g_clear_pointer(&t->mapped, g_free);
   g_clear_pointer(&t->telemetry, tdm_telemetry_free);
   g_clear_pointer(&t->net, tdm_network_free);
   if (t->data == t->borrowed_data)
@@ -144,8 +149,8 @@ build_replicas(TdmTrainer *t, GError **error)
                                                t->data->train, t->data->test);
         g_autofree char *whole = g_format_size_full(need, G_FORMAT_SIZE_IEC_UNITS);
         g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY,
-                    "%s: the replica needs %s in all (parameters, gradients, activations "
-                    "for %d samples and the dataset) and did not fit: %s",
+                    _("%s: the replica needs %s in all (parameters, gradients, activations "
+                    "for %d samples and the dataset) and did not fit: %s"),
                     device, whole, capacity, local->message);
       } else {
         g_propagate_error(error, g_steal_pointer(&local));
@@ -195,6 +200,77 @@ start_workers(TdmTrainer *t, GError **error)
     }
   }
   return TRUE;
+}
+
+/* Holds out config->val_split of the training set: a seeded choice (the same for any
+ * number of devices, and again on resume), the rest trained on in its order. */
+static gboolean
+split_validation(TdmTrainer *t, GError **error)
+{
+  const TdmConfig *cfg = t->config;
+  int n = t->data->train->count;
+  t->train_used = n;
+  t->val_count = 0;
+  if (cfg->val_split <= 0)
+    return TRUE;
+  int held = (int)CLAMP(llround(cfg->val_split * n), 1, (gint64)n - 1);
+  if (n < 2 || n - held < cfg->batch) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
+                _("--val-split %g: leaves %d of the %d training samples of %s, fewer than "
+                "--batch %d"),
+                cfg->val_split, n - held, n, t->data->name, cfg->batch);
+    return FALSE;
+  }
+  /* A partial Fisher–Yates shuffle from the seed picks the held-out samples. */
+  guint32 words[3] = {(guint32)cfg->seed, (guint32)(cfg->seed >> 32), 0x7661u /* "va" */};
+  GRand *rand = g_rand_new_with_seed_array(words, G_N_ELEMENTS(words));
+  g_autofree int32_t *order = g_new(int32_t, n);
+  for (int i = 0; i < n; i++)
+    order[i] = i;
+  for (int i = 0; i < held; i++) {
+    int j = g_rand_int_range(rand, i, n);
+    int32_t swap = order[i];
+    order[i] = order[j];
+    order[j] = swap;
+  }
+  g_rand_free(rand);
+  g_autofree gboolean *is_held = g_new0(gboolean, n);
+  for (int i = 0; i < held; i++)
+    is_held[order[i]] = TRUE;
+  t->val_indices = g_new(int32_t, held);
+  t->train_map = g_new(int32_t, n - held);
+  t->mapped = g_new(int32_t, cfg->batch);
+  int v = 0, u = 0;
+  for (int i = 0; i < n; i++) {
+    if (is_held[i])
+      t->val_indices[v++] = i;
+    else
+      t->train_map[u++] = i;
+  }
+  t->val_count = held;
+  t->train_used = n - held;
+  return TRUE;
+}
+
+typedef struct {
+  TdmTrainer *trainer;
+  double since;
+  int total;
+  gboolean decoding;    /* FALSE when read whole from the cache */
+} DatasetProgress;
+
+/* Files decoded so far, from the thread that opens the dataset (this one). */
+static void
+on_dataset_progress(int done, int total, gpointer data)
+{
+  DatasetProgress *p = data;
+  /* A read from the cache reports 1 of 1; decoding reports its files, the first time
+   * perhaps all of them at once (the other threads may have done them all). */
+  gboolean first = !p->decoding;
+  p->total = total;
+  p->decoding = p->decoding || done < total || total > 1;
+  if (p->decoding && (done < total || first))
+    tdm_trainer_emit_setup(p->trainer, TDM_SETUP_DATASET, FALSE, done, total, p->since);
 }
 
 static gboolean
@@ -254,17 +330,25 @@ tdm_trainer_setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
       !tdm_checkpoint_check_writable(cfg->save_path, error))
     return FALSE;
 
-  /* Decoding an image folder can take minutes: a stop ends it too. */
+  /* Decoding an image folder can take minutes: a stop ends it too, and its progress
+   * is reported. */
+  DatasetProgress progress = {.trainer = t, .since = tdm_trainer_now_seconds()};
   TdmImageOptions image = {.size = cfg->image_size, .channels = cfg->image_channels,
-                           .seed = cfg->seed, .cancellable = cancellable};
+                           .seed = cfg->seed, .cancellable = cancellable,
+                           .progress = on_dataset_progress, .progress_data = &progress};
   t->data = t->borrowed_data != NULL ? (TdmDatasetPair *)t->borrowed_data
                                       : tdm_dataset_open_with(cfg->dataset, &image, error);
   if (t->data == NULL)
     return FALSE;
+  if (progress.decoding)
+    tdm_trainer_emit_setup(t, TDM_SETUP_DATASET, TRUE, progress.total, progress.total,
+                           progress.since);
   const TdmDataset *train = t->data->train;
-  if (cfg->batch > train->count) {
+  if (!split_validation(t, error))
+    return FALSE;
+  if (cfg->batch > t->train_used) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
-                "--batch %d is larger than the %d training samples of %s", cfg->batch,
+                _("--batch %d is larger than the %d training samples of %s"), cfg->batch,
                 train->count, t->data->name);
     return FALSE;
   }
@@ -302,6 +386,9 @@ tdm_trainer_setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
 
   if (!estimate_memory(t, error))
     return FALSE;
+  /* Allocating, uploading the dataset and choosing kernels can take seconds. */
+  double built = tdm_trainer_now_seconds();
+  tdm_trainer_emit_setup(t, TDM_SETUP_NETWORK, FALSE, 0, 0, built);
   if (!build_replicas(t, error) || !tdm_trainer_exact_setup(t, error))
     return FALSE;
 #if TDM_HAVE_MPI
@@ -325,13 +412,16 @@ tdm_trainer_setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
       t->reps[r]->grads_ready_data = &t->buckets[r];
     }
   }
-  t->it = tdm_iterator_new(cfg->seed, train->count, cfg->batch);
+  t->it = tdm_iterator_new(cfg->seed, t->train_used, cfg->batch);
   /* Predictions need every test sample's answer in this process. */
   if (!tdm_distributed_active() && t->data->test->count > 0)
     t->predicted = g_new0(int32_t, t->data->test->count);
   if (!all_cpu(cfg))
     t->telemetry = tdm_telemetry_new(500);
-  return start_workers(t, error);
+  if (!start_workers(t, error))
+    return FALSE;
+  tdm_trainer_emit_setup(t, TDM_SETUP_NETWORK, TRUE, 0, 0, built);
+  return TRUE;
 }
 
 /* Seeded parameters on the main replica, then broadcast: every replica starts equal. */
@@ -424,6 +514,7 @@ tdm_trainer_prewarm(TdmTrainer *t, GError **error)
     return TRUE;
   const TdmConfig *cfg = t->config;
   double start = tdm_trainer_now_seconds();
+  tdm_trainer_emit_setup(t, TDM_SETUP_PREWARM, FALSE, 0, 0, start);
   /* The configuration was validated (batch > 0); said again so the compiler sees the
    * allocation's size is bounded. */
   g_return_val_if_fail(cfg->batch > 0, FALSE);
@@ -451,5 +542,6 @@ tdm_trainer_prewarm(TdmTrainer *t, GError **error)
   if (!prewarm_undo(t, error))
     return FALSE;
   t->prewarm_seconds = tdm_trainer_now_seconds() - start;
+  tdm_trainer_emit_setup(t, TDM_SETUP_PREWARM, TRUE, t->prewarm_steps, t->prewarm_steps, start);
   return TRUE;
 }

@@ -6,6 +6,7 @@
  * in tdm-trainer.c.
  */
 #include "tdm-trainer-private.h"
+#include "tdm-i18n.h"
 #include "tdm-backend.h"
 #include "tdm-barrier.h"
 #include "tdm-communicator.h"
@@ -318,7 +319,8 @@ static void
 job_evaluate(TdmTrainer *t, int r)
 {
   TdmReplica *rep = t->reps[r];
-  int total = t->data->test->count;
+  gboolean validation = t->job.validation;
+  int total = validation ? t->val_count : t->data->test->count;
   int first, count;
   /* Exact mode: whole chunks of the capacity (the same for any number of devices
    * there), each chunk's sums added exactly, so the test loss has the same bits too. */
@@ -326,6 +328,15 @@ job_evaluate(TdmTrainer *t, int r)
     tdm_exact_shard_of(total, rep->capacity, t->world, t->rank0 + r, &first, &count);
   else
     tdm_shard_of(total, t->world, t->rank0 + r, &first, &count);
+  if (validation) {
+    for (int done = 0; done < count && !tdm_trainer_aborted(t); done += rep->capacity) {
+      tdm_replica_evaluate_train(rep, t->val_indices + first + done,
+                                 MIN(rep->capacity, count - done));
+      if (t->exact != NULL)
+        tdm_trainer_exact_add_metrics(t, r, tdm_replica_take_metrics(rep));
+    }
+    return;
+  }
   int classes = t->net->classes;
   g_autofree float *logits = t->predicted != NULL ? g_new(float, (size_t)rep->capacity * classes)
                                                   : NULL;
@@ -420,7 +431,7 @@ failed:
     t->worker_error = NULL;
   } else if (!tdm_trainer_aborted(t)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_BACKEND,
-                "a replica's worker stopped unexpectedly");
+                _("a replica's worker stopped unexpectedly"));
   }
   g_mutex_unlock(&t->error_lock);
   return FALSE;

@@ -11,10 +11,12 @@
  * tdm-trainer-checkpoint.c.
  */
 #include "tdm-trainer-private.h"
+#include "tdm-i18n.h"
 #include "tdm-backend.h"
 #include "tdm-barrier.h"
 #include "tdm-communicator.h"
 #include "tdm-dataset.h"
+#include "tdm-distributed.h"
 #include "tdm-error.h"
 #include "tdm-iterator.h"
 #include "tdm-network.h"
@@ -154,6 +156,23 @@ tdm_trainer_emit(TdmTrainer *t, const TdmEvent *event)
     t->sink(event, t->sink_data);
 }
 
+void
+tdm_trainer_emit_setup(TdmTrainer *t, TdmSetupPhase phase, gboolean done, long count,
+                       long total, double since)
+{
+  /* Before the replicas exist main_local is not known yet: under mpirun only the
+   * main device's rank speaks, as it does later. */
+  if (tdm_distributed_active() && tdm_distributed_rank() != t->config->main_replica)
+    return;
+  TdmEvent e = {.kind = TDM_EVENT_SETUP};
+  e.setup.phase = phase;
+  e.setup.done = done;
+  e.setup.count = count;
+  e.setup.total = total;
+  e.setup.seconds = tdm_trainer_now_seconds() - since;
+  tdm_trainer_emit(t, &e);
+}
+
 /* ---- failures from any thread -------------------------------------------------- */
 
 /* Called with abort_lock held: a stop may come from another thread while the run is
@@ -213,6 +232,7 @@ typedef struct {
   double trained_seconds;       /* pauses and evaluation excluded */
   gint64 segment_start_us;
   gboolean next_timed;
+  double start_fraction;        /* of the whole run, when this process began training */
 } RunStats;
 
 static void
@@ -250,6 +270,27 @@ run_fraction(TdmTrainer *t)
 {
   double done = t->it->epoch + (double)t->it->position / t->it->count;
   return MIN(1.0, done / t->config->epochs);
+}
+
+/* Where the run will end, as a fraction: 1, or earlier at --max-steps. */
+static double
+end_fraction(TdmTrainer *t)
+{
+  long total = (long)tdm_iterator_batches_per_epoch(t->it) * t->config->epochs;
+  if (t->config->max_steps <= 0 || total <= 0 || t->config->max_steps >= total)
+    return 1.0;
+  return (double)t->config->max_steps / total;
+}
+
+/* Time left: the rate of this process's training (a resumed run's earlier part took
+ * no time here) over what remains until the run's end. */
+static double
+time_left(TdmTrainer *t, const RunStats *st, double fraction, double elapsed)
+{
+  double done = fraction - st->start_fraction;
+  if (done <= 0)
+    return -1;
+  return MAX(0.0, elapsed * (end_fraction(t) - fraction) / done);
 }
 
 static double
@@ -398,8 +439,8 @@ check_finite(TdmTrainer *t, double loss_sum, GError **error)
   if (isfinite(loss_sum))
     return TRUE;
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DIVERGED,
-              "the training loss became %s at step %ld (epoch %d): training diverged; "
-              "try a smaller learning rate than --lr %g",
+              _("the training loss became %s at step %ld (epoch %d): training diverged; "
+              "try a smaller learning rate than --lr %g"),
               isnan(loss_sum) ? "NaN" : "infinite", t->step, t->it->epoch + 1, t->config->lr);
   return FALSE;
 }
@@ -458,7 +499,7 @@ summarize(TdmTrainer *t, RunStats *st, gboolean want_stop, gboolean *stop, GErro
   s->samples_per_second = isfinite(rate) ? rate : interval > 0 ? samples / interval : 0;
   s->lr = t->job.lr;
   s->elapsed = elapsed;
-  s->eta = s->fraction > 0 ? s->elapsed * (1 - s->fraction) / s->fraction : -1;
+  s->eta = time_left(t, st, s->fraction, s->elapsed);
   tdm_trainer_emit(t, &e);
 
   st->samples = 0;
@@ -471,18 +512,30 @@ summarize(TdmTrainer *t, RunStats *st, gboolean want_stop, gboolean *stop, GErro
   return TRUE;
 }
 
+/* The test set, or with `validation` the held-out training samples. */
 static gboolean
-evaluate(TdmTrainer *t, double *loss, double *accuracy, GError **error)
+evaluate_set(TdmTrainer *t, gboolean validation, double *loss, double *accuracy,
+             GError **error)
 {
   t->job.kind = JOB_EVALUATE;
-  if (!tdm_trainer_run_all(t, error))
+  t->job.validation = validation;
+  gboolean ran = tdm_trainer_run_all(t, error);
+  t->job.validation = FALSE;
+  if (!ran)
     return FALSE;
   double loss_sum, correct;
   if (!collect_metrics(t, FALSE, &loss_sum, &correct, NULL, error))
     return FALSE;
-  *loss = loss_sum / t->data->test->count;
-  *accuracy = correct / t->data->test->count;
+  int count = validation ? t->val_count : t->data->test->count;
+  *loss = loss_sum / count;
+  *accuracy = correct / count;
   return TRUE;
+}
+
+static gboolean
+evaluate(TdmTrainer *t, double *loss, double *accuracy, GError **error)
+{
+  return evaluate_set(t, FALSE, loss, accuracy, error);
 }
 
 /* Waits while paused, unless single steps were asked for (each one lets one step
@@ -593,6 +646,13 @@ tdm_prewarm_from_name(const char *name, TdmPrewarm *mode)
 }
 
 void
+tdm_trainer_set_summary_parts(TdmTrainer *t, int parts)
+{
+  g_return_if_fail(t != NULL && parts >= 0);
+  t->summary_parts = parts;
+}
+
+void
 tdm_trainer_set_summary_steps(TdmTrainer *t, int steps)
 {
   g_return_if_fail(t != NULL && steps >= 0);
@@ -640,13 +700,29 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
   /* The throughput window's first end: no samples, no training time yet. */
   st.rate_len = 1;
   st.rate_head = 1;
+  st.start_fraction = run_fraction(t);
   *final_loss = *final_accuracy = NAN;
+  /* The step of the last evaluation, so a run cut short by --max-steps ends with one
+   * unless its last step ended an epoch. */
+  long evaluated_step = -1;
 
   while (t->it->epoch < cfg->epochs) {
     if (cfg->max_steps > 0 && t->step >= cfg->max_steps) {
       gboolean stop;
       if (st.samples > 0 && !summarize(t, &st, FALSE, &stop, error))
         return FALSE;
+      if (evaluated_step != t->step) {
+        st.trained_seconds = elapsed_training(t, &st);
+        if (!evaluate(t, final_loss, final_accuracy, error)) {
+          if (tdm_trainer_aborted(t) && (error == NULL || *error == NULL)) {
+            *stopped = TRUE;
+            break;
+          }
+          return FALSE;
+        }
+        emit_predictions(t, t->it->epoch + 1);
+        st.segment_start_us = now_us(t);
+      }
       break;
     }
     if (!wait_while_paused(t, &st) || !wait_for_pace(t) || tdm_trainer_aborted(t)) {
@@ -658,6 +734,16 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
     int count;
     gboolean epoch_end;
     const int32_t *indices = tdm_iterator_next(t->it, &count, &epoch_end);
+    if (t->train_map != NULL) {
+      for (int i = 0; i < count; i++)
+        t->mapped[i] = t->train_map[indices[i]];
+      indices = t->mapped;
+    }
+    /* Which 1/parts of the epoch the step ends in, against where it began. */
+    gboolean part_passed =
+        t->summary_parts > 0 &&
+        (epoch_end || (long)t->it->position * t->summary_parts / t->it->count !=
+                          (long)position_before * t->summary_parts / t->it->count);
 
     t->job.kind = JOB_TRAIN;
     t->job.indices = indices;
@@ -689,6 +775,8 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
     gboolean due = tdm_trainer_distributed(t)       ? t->step % DISTRIBUTED_SUMMARY_STEPS == 0
                    : t->summary_steps > 0 ? t->step % t->summary_steps == 0
                                           : now - st.last_summary_us >= SUMMARY_INTERVAL_US;
+    /* Under mpirun every rank sees the same positions, so this grid is agreed too. */
+    due = due || part_passed;
     if (epoch_end || due) {
       gboolean stop = FALSE;
       if (!summarize(t, &st, g_atomic_int_get(&t->stop_requested), &stop, error))
@@ -708,7 +796,17 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
         }
         return FALSE;
       }
+      double val_loss = NAN, val_accuracy = NAN;
+      if (t->val_count > 0 && !evaluate_set(t, TRUE, &val_loss, &val_accuracy, error)) {
+        if (tdm_trainer_aborted(t) && (error == NULL || *error == NULL)) {
+          *stopped = TRUE;
+          break;
+        }
+        return FALSE;
+      }
       TdmEvent e = {.kind = TDM_EVENT_EPOCH};
+      e.epoch.val_loss = val_loss;
+      e.epoch.val_accuracy = val_accuracy;
       e.epoch.epoch = epoch_before + 1;
       e.epoch.step = t->step;
       e.epoch.train_loss = st.epoch_loss / MAX(1, st.epoch_samples);
@@ -720,12 +818,36 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
       emit_predictions(t, epoch_before + 1);
       *final_loss = test_loss;
       *final_accuracy = test_accuracy;
+      evaluated_step = t->step;
       st.epoch_loss = st.epoch_correct = 0;
       st.epoch_samples = 0;
+      /* The best epoch so far by validation accuracy (the first of equals): its
+       * checkpoint, and the count of epochs since, for early stopping. Known before
+       * the epoch's checkpoint is written, which carries it to a resumed run. */
+      gboolean better =
+          t->val_count > 0 && (t->best_epoch == 0 || val_accuracy > t->best_accuracy);
+      if (better) {
+        t->best_epoch = epoch_before + 1;
+        t->best_accuracy = val_accuracy;
+      }
       if (!tdm_trainer_save_checkpoint(t, error))
+        return FALSE;
+      if (better && cfg->save_best_path != NULL &&
+          !tdm_trainer_save_checkpoint_to(t, cfg->save_best_path, TRUE, val_accuracy, error))
         return FALSE;
       st.segment_start_us = st.last_summary_us = now_us(t);
       st.samples = 0;
+      if (cfg->early_stop > 0 && t->best_epoch > 0 &&
+          epoch_before + 1 - t->best_epoch >= cfg->early_stop && t->it->epoch < cfg->epochs) {
+        t->early_stopped = TRUE;
+        break;
+      }
+    } else if (cfg->save_every > 0 && t->step % cfg->save_every == 0) {
+      /* Writing is not training: the clock stops meanwhile. */
+      st.trained_seconds = elapsed_training(t, &st);
+      if (!tdm_trainer_save_checkpoint(t, error))
+        return FALSE;
+      st.segment_start_us = now_us(t);
     }
   }
   /* The last figures of the run, however short it was. A stop can leave workers in
@@ -753,6 +875,9 @@ tdm_trainer_run(TdmTrainer *t, GCancellable *cancellable, GError **error)
   t->step = 0;
   t->saved_step = -1;
   t->last_step_us = 0;
+  t->best_epoch = 0;
+  t->best_accuracy = NAN;
+  t->early_stopped = FALSE;
 
   if (!tdm_trainer_setup(t, cancellable, &local))
     goto failed;
@@ -787,6 +912,9 @@ finish:
     e.finished.test_loss = test_loss;
     e.finished.test_accuracy = test_accuracy;
     e.finished.stopped = stopped;
+    e.finished.early_stopped = t->early_stopped;
+    e.finished.best_epoch = t->best_epoch;
+    e.finished.best_accuracy = t->best_epoch > 0 ? t->best_accuracy : NAN;
     tdm_trainer_emit(t, &e);
   }
   tdm_trainer_teardown(t);
@@ -799,7 +927,7 @@ failed_or_stopped:
   }
 failed:
   if (local == NULL)
-    g_set_error(&local, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_BACKEND, "training stopped");
+    g_set_error(&local, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_BACKEND, _("training stopped"));
   if (t->sink != NULL) {
     /* Every process reports its own failure, not only the main one's. */
     TdmEvent e = {.kind = TDM_EVENT_FAILED};

@@ -76,6 +76,11 @@ gboolean tdm_prewarm_from_name (const char *name, TdmPrewarm *mode);
  * history); 0, the default, goes by the clock. Set before run. */
 void tdm_trainer_set_summary_steps (TdmTrainer *trainer, int steps);
 
+/* Also a step summary each time the epoch passes another 1/parts of its samples
+ * (0, the default: none), so a log gets a progress line at every tenth of an epoch
+ * however fast the steps go. Set before run. */
+void tdm_trainer_set_summary_parts (TdmTrainer *trainer, int parts);
+
 /* Pace, thread-safe: at most `steps_per_second` steps a second (0: as fast as it
  * goes), so a small network can be watched; measured on the trainer's clock. */
 void tdm_trainer_set_pace (TdmTrainer *trainer, double steps_per_second);

@@ -127,6 +127,11 @@ tdm_application_handle_local_options (GApplication *app,
   TdmApplication *self = TDM_APPLICATION (app);
   const char *page = NULL;
 
+  if (g_variant_dict_contains (options, "version"))
+    {
+      g_print ("tandem %s\n", TDM_VERSION);
+      return 0;
+    }
   if (g_variant_dict_contains (options, "start"))
     self->start_on_activate = TRUE;
   if (g_variant_dict_contains (options, "scaling"))
@@ -267,6 +272,7 @@ static const GOptionEntry options[] = {
     N_("Start a scaling run over the chosen devices as soon as the window opens"), NULL },
   { "page", 0, 0, G_OPTION_ARG_STRING, NULL,
     N_("Show this page first: charts, devices, predictions, scaling or history"), N_("PAGE") },
+  { "version", 0, 0, G_OPTION_ARG_NONE, NULL, N_("Print the version and exit"), NULL },
   { NULL }
 };
 

@@ -1,0 +1,297 @@
+/* tdm-cli-runs.c — tandem-train runs, --show-run, --export-run, --config
+ * (tdm-cli-runs.h). */
+#include "tdm-cli-runs.h"
+#include <glib/gi18n.h>
+#include "tdm-checkpoint.h"
+#include "tdm-error.h"
+#include "tdm-history.h"
+#include "tdm-json.h"
+
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define EXIT_BAD_INPUT 2
+
+static int
+fail(const char *flag, const char *message)
+{
+  fprintf(stderr, _("tandem-train: %s: %s\n"), flag, message);
+  return EXIT_BAD_INPUT;
+}
+
+/* A missing run file is a wrong id: say so, and where the runs are. */
+static int
+fail_load(const char *flag, TdmHistory *history, const char *id, const GError *error)
+{
+  if (!g_error_matches(error, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+    return fail(flag, error->message);
+  g_autofree char *message =
+      g_strdup_printf("no run “%s” in %s (tandem-train runs lists them)", id,
+                      tdm_history_get_folder(history));
+  return fail(flag, message);
+}
+
+/* As the window's History says it: the accuracy, stopped, failed or unfinished. */
+static char *
+outcome(const TdmRunRecord *r)
+{
+  if (r->kind == TDM_RUN_SCALING)
+    return g_strdup_printf("scaling %s, %u points", tdm_scaling_mode_name(r->sweep.mode),
+                           r->sweep.points != NULL ? r->sweep.points->len : 0);
+  if (r->failed)
+    return g_strdup("failed");
+  if (r->finished && isfinite(r->final.test_accuracy))
+    return g_strdup_printf("%.1f %%", 100.0 * r->final.test_accuracy);
+  if (r->finished)
+    return g_strdup("stopped");
+  return g_strdup("unfinished");
+}
+
+static char *
+created_text(const TdmRunRecord *r)
+{
+  g_autoptr(GDateTime) t = g_date_time_new_from_unix_local(r->created);
+  return t != NULL ? g_date_time_format(t, "%Y-%m-%d %H:%M") : g_strdup("?");
+}
+
+static void
+json_summary(JsonBuilder *b, const TdmRunRecord *r)
+{
+  tdm_json_set_string(b, "id", r->id);
+  tdm_json_set_string(b, "name", r->name);
+  tdm_json_set_int(b, "created", r->created);
+  tdm_json_set_string(b, "kind", tdm_run_kind_name(r->kind));
+  tdm_json_set_string(b, "network", r->config->network);
+  tdm_json_set_string(b, "dataset", r->config->dataset);
+  g_autofree char *devices = g_strjoinv(",", r->config->devices);
+  tdm_json_set_string(b, "devices", devices);
+  tdm_json_set_int(b, "batch", r->config->batch);
+  tdm_json_set_int(b, "epochs", r->config->epochs);
+  g_autofree char *text = outcome(r);
+  tdm_json_set_string(b, "outcome", text);
+  json_builder_set_member_name(b, "finished");
+  json_builder_add_boolean_value(b, r->finished);
+  json_builder_set_member_name(b, "failed");
+  json_builder_add_boolean_value(b, r->failed);
+  if (r->finished) {
+    json_builder_set_member_name(b, "stopped");
+    json_builder_add_boolean_value(b, r->final.stopped);
+    tdm_json_set_double(b, "test_accuracy", r->final.test_accuracy);
+  }
+}
+
+static void
+print_json(JsonBuilder *b)
+{
+  g_autoptr(JsonNode) root = json_builder_get_root(b);
+  g_autofree char *text = tdm_json_to_string(root);
+  printf("%s\n", text);
+}
+
+int
+tdm_cli_runs_list(const char *folder, gboolean json)
+{
+  g_autoptr(TdmHistory) history = tdm_history_new(folder);
+  g_autoptr(GPtrArray) problems = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) runs = tdm_history_list(history, problems);
+  for (guint i = 0; i < problems->len; i++)
+    fprintf(stderr, _("tandem-train: warning: %s\n"), (const char *)problems->pdata[i]);
+  if (!json && runs->len == 0) {
+    printf("no runs in %s (tandem-train --record keeps one, as the window does)\n",
+           tdm_history_get_folder(history));
+    return 0;
+  }
+  if (!json)
+    printf("%-28s %-16s %-12s %-14s %-10s %6s %6s  %s\n", "ID", "DATE", "NETWORK", "DATASET",
+           "DEVICES", "BATCH", "EPOCHS", "OUTCOME  NAME");
+  for (guint i = 0; i < runs->len; i++) {
+    const TdmRunRecord *r = runs->pdata[i];
+    if (json) {
+      g_autoptr(JsonBuilder) b = json_builder_new();
+      json_builder_begin_object(b);
+      json_summary(b, r);
+      json_builder_end_object(b);
+      print_json(b);
+      continue;
+    }
+    g_autofree char *date = created_text(r);
+    g_autofree char *devices = g_strjoinv(",", r->config->devices);
+    g_autofree char *result = outcome(r);
+    g_autofree char *dataset = g_path_get_basename(r->config->dataset);
+    printf("%-28s %-16s %-12.12s %-14.14s %-10.10s %6d %6d  %s  %s\n", r->id, date,
+           r->config->network, dataset, devices, r->config->batch, r->config->epochs, result,
+           g_strcmp0(r->name, date) == 0 ? "" : r->name);
+  }
+  fflush(stdout);
+  return 0;
+}
+
+int
+tdm_cli_runs_show(const char *folder, const char *id, gboolean json)
+{
+  g_autoptr(TdmHistory) history = tdm_history_new(folder);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmRunRecord) r = tdm_history_load(history, id, &error);
+  if (r == NULL)
+    return fail_load("--show-run", history, id, error);
+  if (json) {
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    json_builder_begin_object(b);
+    json_summary(b, r);
+    g_autofree char *config = tdm_config_to_json(r->config);
+    g_autoptr(JsonNode) node = json_from_string(config, NULL);
+    json_builder_set_member_name(b, "config");
+    json_builder_add_value(b, g_steal_pointer(&node));
+    json_builder_set_member_name(b, "epochs");
+    json_builder_begin_array(b);
+    for (guint i = 0; i < r->epochs->len; i++) {
+      const TdmEpochEvent *e = &g_array_index(r->epochs, TdmEpochEvent, i);
+      json_builder_begin_object(b);
+      tdm_json_set_int(b, "epoch", e->epoch);
+      tdm_json_set_int(b, "step", e->step);
+      tdm_json_set_double(b, "train_loss", e->train_loss);
+      tdm_json_set_double(b, "train_accuracy", e->train_accuracy);
+      tdm_json_set_double(b, "test_loss", e->test_loss);
+      tdm_json_set_double(b, "test_accuracy", e->test_accuracy);
+      if (isfinite(e->val_accuracy))
+        tdm_json_set_double(b, "val_accuracy", e->val_accuracy);
+      json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    json_builder_end_object(b);
+    print_json(b);
+    return 0;
+  }
+  g_autofree char *date = created_text(r);
+  g_autofree char *result = outcome(r);
+  printf("run %s: %s\n", r->id, r->name);
+  printf("  created: %s\n", date);
+  printf("  outcome: %s\n", result);
+  if (r->failed && r->error != NULL)
+    printf("  error: %s\n", r->error);
+  g_auto(GStrv) pairs = tdm_config_describe(r->config);
+  for (int i = 0; pairs[i] != NULL && pairs[i + 1] != NULL; i += 2)
+    printf("  %s: %s\n", pairs[i], pairs[i + 1]);
+  for (guint i = 0; i < r->epochs->len; i++) {
+    const TdmEpochEvent *e = &g_array_index(r->epochs, TdmEpochEvent, i);
+    printf("epoch %d  train loss %.3f acc %.1f%%  ", e->epoch, e->train_loss,
+           100 * e->train_accuracy);
+    if (isfinite(e->val_accuracy))
+      printf("val loss %.3f acc %.1f%%  ", e->val_loss, 100 * e->val_accuracy);
+    printf("test loss %.3f acc %.1f%%  %.1f s\n", e->test_loss, 100 * e->test_accuracy,
+           e->elapsed);
+  }
+  if (r->finished)
+    printf("%ld steps in %.1f s of training\n", r->final.steps, r->final.elapsed);
+  fflush(stdout);
+  return 0;
+}
+
+int
+tdm_cli_runs_export(const char *folder, const char *id)
+{
+  g_autoptr(TdmHistory) history = tdm_history_new(folder);
+  g_autoptr(GError) error = NULL;
+  /* The engine writes the file (the one CSV writer); it goes to stdout from there. */
+  g_autofree char *path = NULL;
+  int fd = g_file_open_tmp("tandem-export-XXXXXX.csv", &path, &error);
+  if (fd < 0)
+    return fail("--export-run", error->message);
+  close(fd);
+  gboolean ok = tdm_history_export_csv(history, id, path, &error);
+  g_autofree char *text = NULL;
+  gsize length = 0;
+  if (ok)
+    ok = g_file_get_contents(path, &text, &length, &error);
+  g_unlink(path);
+  if (!ok)
+    return fail_load("--export-run", history, id, error);
+  fwrite(text, 1, length, stdout);
+  fflush(stdout);
+  return 0;
+}
+
+static TdmConfig *
+config_from_text(const char *path, const char *json, GError **error)
+{
+  g_autoptr(GError) local = NULL;
+  TdmConfig *c = tdm_config_from_json(json, &local);
+  if (c == NULL)
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION, "%s: %s", path,
+                local->message);
+  return c;
+}
+
+static void
+forget_outputs(TdmConfig *c)
+{
+  g_clear_pointer(&c->save_path, g_free);
+  g_clear_pointer(&c->save_best_path, g_free);
+}
+
+TdmConfig *
+tdm_cli_config_load(const char *path, GError **error)
+{
+  g_autofree char *text = NULL;
+  gsize length = 0;
+  g_autoptr(GError) local = NULL;
+  if (!g_file_get_contents(path, &text, &length, &local)) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION, "%s",
+                local->message);
+    return NULL;
+  }
+  const char *start = text;
+  while (start < text + length && g_ascii_isspace(*start))
+    start++;
+  if (length > 0 && *start == '{') {
+    /* A run file: JSON lines whose first is the settings. */
+    const char *end = memchr(start, '\n', length - (start - text));
+    g_autofree char *first = g_strndup(start, end != NULL ? (gsize)(end - start)
+                                                          : length - (start - text));
+    g_autoptr(JsonParser) parser = json_parser_new();
+    if (end != NULL && json_parser_load_from_data(parser, first, -1, NULL)) {
+      JsonNode *root = json_parser_get_root(parser);
+      JsonObject *o = root != NULL && JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root)
+                                                                   : NULL;
+      if (o != NULL && g_strcmp0(json_object_get_string_member_with_default(o, "type", ""),
+                                 "settings") == 0) {
+        JsonNode *config = json_object_get_member(o, "config");
+        if (config == NULL) {
+          g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
+                      _("%s: a run file whose settings line has no configuration"), path);
+          return NULL;
+        }
+        /* The engine's writer: json-glib's own writes some doubles as invalid JSON. */
+        g_autofree char *json = tdm_json_to_string(config);
+        TdmConfig *c = config_from_text(path, json, error);
+        if (c != NULL)
+          forget_outputs(c);
+        return c;
+      }
+    }
+    /* A configuration as --print-config writes it. */
+    return config_from_text(path, text, error);
+  }
+  /* Anything else must be a checkpoint. */
+  g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_load(path, &local);
+  if (ckpt == NULL) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
+                _("%s: neither a configuration (JSON), a run file nor a checkpoint: %s"), path,
+                local->message);
+    return NULL;
+  }
+  const char *json = tdm_checkpoint_get_metadata(ckpt, "config");
+  if (json == NULL) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
+                _("%s: a checkpoint with no run configuration in its metadata"), path);
+    return NULL;
+  }
+  TdmConfig *c = config_from_text(path, json, error);
+  if (c != NULL)
+    forget_outputs(c);
+  return c;
+}

@@ -1,0 +1,29 @@
+/* tdm-cli-runs.h — the run history from the command line (tandem-train runs,
+ * --show-run, --export-run) and run settings as a file (--print-config, --config).
+ *
+ * The history is the engine's (tdm-history.h): the same folder, records and CSV as the
+ * window's History; nothing here reads or writes a run file itself.
+ */
+#pragma once
+
+#include "tdm-config.h"
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* Each returns the exit status: 0, or 2 with one message on stderr. `folder` NULL is
+ * the default history folder. */
+int tdm_cli_runs_list (const char *folder, gboolean json);
+int tdm_cli_runs_show (const char *folder, const char *id, gboolean json);
+/* The run as CSV on stdout, as the window exports it. */
+int tdm_cli_runs_export (const char *folder, const char *id);
+
+/* The settings in `path`: a file of --print-config (the configuration's JSON), a run
+ * file of the history (its settings line) or a checkpoint (its metadata). From a run
+ * file or a checkpoint the files that run wrote (--save, --save-best) are left out, so
+ * a new run does not write over them unless told to. NULL with a message naming the
+ * file otherwise. */
+TdmConfig *tdm_cli_config_load (const char *path, GError **error);
+
+G_END_DECLS
