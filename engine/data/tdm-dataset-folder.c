@@ -315,8 +315,9 @@ tdm_dataset_load_image_folder(const char *folder, const TdmImageOptions *options
   g_checksum_get_digest(s.key, key, &key_len);
   g_autofree char *cache = cache_path_for(s.root, &asked);
 
+  g_autoptr(GError) cache_damage = NULL;
   if (!asked.no_cache) {
-    pair = tdm_image_cache_read(cache, key);
+    pair = tdm_image_cache_read(cache, key, &cache_damage);
     if (pair != NULL) {
       if (progress != NULL)
         progress(1, 1, user_data);
@@ -403,6 +404,12 @@ tdm_dataset_load_image_folder(const char *folder, const TdmImageOptions *options
                                      local->message);
       g_error_free(local);
     }
+  }
+  if (cache_damage != NULL) {
+    /* Said this once (after the write, so the rebuilt cache does not keep saying it). */
+    g_autofree char *old = pair->notice;
+    pair->notice = g_strdup_printf("%s%s%s; rebuilt from the images", old != NULL ? old : "",
+                                   old != NULL ? "; " : "", cache_damage->message);
   }
 out:
   tdm_scan_clear(&s);

@@ -137,6 +137,14 @@ typedef struct _TdmRunRecorder TdmRunRecorder;
 TdmRunRecorder *tdm_run_recorder_new (TdmHistory *history, const TdmConfig *config,
                                       const char *name, GError **error);
 const char *tdm_run_recorder_get_id (TdmRunRecorder *recorder);
+/* A long run's file stays bounded: past `budget` bytes it is rewritten with the
+ * sampled steps older than the last `recent` seconds (of the run's own clock, the
+ * steps' elapsed time) thinned to an even grid that fits half the budget; epochs,
+ * the end and every other line stay. Defaults: TDM_HISTORY_BUDGET, _RECENT; a budget
+ * of 0 keeps everything. */
+#define TDM_HISTORY_BUDGET ((gint64)4 << 20)
+#define TDM_HISTORY_RECENT 300.0
+void tdm_run_recorder_set_limits (TdmRunRecorder *recorder, gint64 budget, double recent);
 /* Appends what the event says that a history keeps (a TdmEventSink, to chain from
  * another sink on the trainer's thread). Write errors are kept, not raised: see
  * tdm_run_recorder_finish. */

@@ -24,6 +24,7 @@ typedef struct {
   const char *spec;
   const char *p;
   int next_position;
+  int groups;                  /* plain groups open around the item being read */
   GArray *items;               /* Item */
   GError **error;
 } Parser;
@@ -39,8 +40,12 @@ spec_error(GError **error, const char *token, int position, const char *format, 
   va_start(args, format);
   char *why = g_strdup_vprintf(format, args);
   va_end(args);
+  /* The token may be the rest of a spec megabytes long: a message shows its start. */
+  int shown = g_utf8_strlen(token, 65) > 64 ? (int)(g_utf8_offset_to_pointer(token, 60) - token)
+                                            : (int)strlen(token);
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC,
-              "network spec, layer %d “%s”: %s", position, token, why);
+              "network spec, layer %d “%.*s%s”: %s", position, shown, token,
+              token[shown] != '\0' ? "…" : "", why);
   g_free(why);
   return FALSE;
 }
@@ -107,12 +112,16 @@ parse_item(Parser *ps, int depth)
     if (*ps->p == '(') {
       /* A plain group, for repeats: 2*(res(…),relu). */
       int position = ps->next_position;
+      /* Every "(" recurses: groups nest no deeper than blocks may. */
+      if (++ps->groups > MAX_DEPTH)
+        return spec_error(ps->error, "(", position, "groups nest deeper than %d", MAX_DEPTH);
       ps->p++;
       if (!parse_list(ps, depth))
         return FALSE;
       if (*ps->p != ')')
         return spec_error(ps->error, "(", position, "its “(” is not closed");
       ps->p++;
+      ps->groups--;
     } else if (g_str_has_prefix(ps->p, "res(")) {
       int position = ps->next_position++;
       if (depth + 1 > MAX_DEPTH)
@@ -461,7 +470,7 @@ tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **err
     }
   }
 
-  Parser ps = {expanded, expanded, 1, g_array_new(FALSE, TRUE, sizeof(Item)), error};
+  Parser ps = {expanded, expanded, 1, 0, g_array_new(FALSE, TRUE, sizeof(Item)), error};
   TdmNetwork *net = g_new0(TdmNetwork, 1);
   gboolean parsed = parse_list(&ps, 0);
   if (parsed && *ps.p != '\0') {

@@ -14,6 +14,7 @@
 
 #include <json-glib/json-glib.h>
 
+#include <math.h>
 #include <string.h>
 
 /* Bumped when the meaning of what is stored changes: version 2 keeps the optimizer's
@@ -258,6 +259,16 @@ tdm_checkpoint_read_parameters(TdmCheckpoint *ckpt, const TdmNetwork *net, const
                     path, e[k].name, e[k].count);
         return FALSE;
       }
+      /* A NaN stored in a weight would train a few steps and then look like a
+       * divergence, or classify everything at "nan %": name the tensor instead. */
+      for (gint64 j = 0; j < elements; j++)
+        if (!isfinite(tensor->data[j])) {
+          g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                      "%s: tensor “%s” holds a value that is not a finite number (%g at "
+                      "index %" G_GINT64_FORMAT ")",
+                      path, e[k].name, (double)tensor->data[j], j);
+          return FALSE;
+        }
       if (e[k].conv != NULL)
         tdm_layer_weight_from_torch(e[k].conv, tensor->data, params + e[k].offset);
       else
