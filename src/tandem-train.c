@@ -10,6 +10,7 @@
 #include "tdm-checkpoint.h"
 #include "tdm-config.h"
 #include "tdm-dataset.h"
+#include "tdm-dataset-folder.h"
 #include "tdm-device.h"
 #include "tdm-distributed.h"
 #include "tdm-error.h"
@@ -369,6 +370,19 @@ options_apply(const Options *o, TdmConfig *c, GError **error)
   return TRUE;
 }
 
+/* Flags that only mean something for some runs are refused elsewhere, not ignored. */
+static gboolean
+options_apply_here(const Options *o, const TdmConfig *c, GError **error)
+{
+  if (o->history != NULL && !o->record)
+    return bad_option(error, "--history: only with --record (the run history to keep the "
+                             "run in)");
+  if (o->image_size != NULL && !tdm_dataset_is_image_folder(c->dataset))
+    return bad_option(error, "--image-size: only for a folder of images; dataset “%s” is "
+                             "not one", c->dataset);
+  return TRUE;
+}
+
 /* A checkpoint that cannot be written would only fail after the first epoch's
  * work; say so before any is done. The engine tries what a save does first: create
  * (and remove) the temporary file in the checkpoint's folder. */
@@ -536,6 +550,26 @@ flag_of(const GError *e, gboolean stepped, gboolean resumed)
   }
 }
 
+/* Like flag_of, but a value the person did not give came from the checkpoint being
+ * resumed: then that is what the message names. */
+static char *
+source_of(const GError *e, gboolean stepped, const Options *o)
+{
+  const char *flag = flag_of(e, stepped, o->resume != NULL);
+  const char *given = NULL, *what = NULL;
+  if (flag == NULL || o->resume == NULL)
+    return g_strdup(flag);
+  if (g_str_equal(flag, "--network"))
+    given = o->network, what = "network";
+  else if (g_str_equal(flag, "--dataset"))
+    given = o->dataset, what = "dataset";
+  else if (g_str_equal(flag, "--devices"))
+    given = o->devices, what = "devices";
+  if (what == NULL || given != NULL)
+    return g_strdup(flag);
+  return g_strdup_printf("checkpoint %s, its saved %s", o->resume, what);
+}
+
 static int
 fail(int status, const char *flag, const char *message)
 {
@@ -592,7 +626,9 @@ run(const TdmConfig *config, const Options *o)
   g_autoptr(GError) error = NULL;
   double pace = 0;
   if (!parse_double("--pace", o->pace, &pace, &error) ||
-      (pace < 0 && !bad_option(&error, "--pace: %g is not a number of steps a second", pace)))
+      ((pace < 0 || (pace > 0 && (pace < TDM_PACE_MIN || pace > TDM_PACE_MAX))) &&
+       !bad_option(&error, "--pace: %g is not a number of steps a second from %g to %g "
+                   "(0: no limit)", pace, TDM_PACE_MIN, TDM_PACE_MAX)))
     return fail(EXIT_BAD_INPUT, NULL, error->message);
   TdmPrewarm prewarm = TDM_PREWARM_AUTO;
   if (o->prewarm != NULL && !tdm_prewarm_from_name(o->prewarm, &prewarm)) {
@@ -639,7 +675,8 @@ run(const TdmConfig *config, const Options *o)
     int status = exit_status_for(error, printer.stepped);
     if (status == EXIT_INTERRUPTED)
       return status;
-    return fail(status, flag_of(error, printer.stepped, o->resume != NULL), error->message);
+    g_autofree char *source = source_of(error, printer.stepped, o);
+    return fail(status, source, error->message);
   }
   return g_cancellable_is_cancelled(cancellable) ? EXIT_INTERRUPTED : record_status;
 }
@@ -699,9 +736,42 @@ scaling_run(const TdmConfig *config, const TdmCliScaling *scaling)
   return record_status;
 }
 
+/* The option whose value GOption could not convert to UTF-8: "--name" of the first
+ * argument that is not valid text (as --name=VALUE, or the word after --name). */
+static char *
+undecodable_option(int argc, char **argv)
+{
+  for (int i = 1; i < argc; i++) {
+    g_autofree char *text = g_locale_to_utf8(argv[i], -1, NULL, NULL, NULL);
+    if (text != NULL)
+      continue;
+    const char *eq = strchr(argv[i], '=');
+    if (g_str_has_prefix(argv[i], "--") && eq != NULL)
+      return g_strndup(argv[i], eq - argv[i]);
+    if (i > 1 && g_str_has_prefix(argv[i - 1], "-"))
+      return g_strdup(argv[i - 1]);
+  }
+  return NULL;
+}
+
+/* Every write to stdout is checked here, once, at exit (the way coreutils'
+ * close_stdout does): JSON lines, --classify's results, --help and --list-devices to a
+ * full disk or a closed pipe end with a message and status 1, not a silent 0. */
+static void
+check_stdout(void)
+{
+  if (fflush(stdout) == 0 && !ferror(stdout))
+    return;
+  int saved = errno;
+  fprintf(stderr, "tandem-train: cannot write to the standard output: %s\n",
+          saved != 0 ? g_strerror(saved) : "a write failed");
+  _exit(EXIT_RUNTIME);
+}
+
 int
 main(int argc, char **argv)
 {
+  atexit(check_stdout);
   setlocale(LC_ALL, "");
   /* Decimal points in flags, logs and JSON are '.', whatever the locale. */
   setlocale(LC_NUMERIC, "C");
@@ -713,6 +783,11 @@ main(int argc, char **argv)
   g_option_context_free(context);
   if (!parsed) {
     options_clear(&o);
+    g_autofree char *flag = error->domain == G_CONVERT_ERROR ? undecodable_option(argc, argv)
+                                                              : NULL;
+    if (flag != NULL)
+      return fail(EXIT_BAD_INPUT, flag, "its value is not valid text in the system's "
+                                        "encoding (UTF-8 expected)");
     return fail(EXIT_BAD_INPUT, NULL, error->message);
   }
   /* --classify a.png b.png: the names after the first are arguments too. */
@@ -734,7 +809,12 @@ main(int argc, char **argv)
   }
 
   int status = 0;
-  if (o.version) {
+  if (o.classify == NULL && o.top != NULL) {
+    status = fail(EXIT_BAD_INPUT, "--top", "only with --classify");
+  } else if (o.classify != NULL && o.image_size != NULL) {
+    status = fail(EXIT_BAD_INPUT, "--image-size", "not with --classify: images are resized "
+                                                  "to the checkpoint's input size");
+  } else if (o.version) {
     printf("tandem-train %s\n", TDM_VERSION);
   } else if (o.list_devices) {
     status = list_devices();
@@ -761,9 +841,11 @@ main(int argc, char **argv)
         !tdm_distributed_resolve_devices(config, &error) ||
         !tdm_config_validate(config, &error) ||
         !check_save_path(saves_here(config) ? config->save_path : NULL,
-                         o.save || !o.resume ? "--save" : "--resume", &error))
-      status = fail(EXIT_BAD_INPUT, flag_of(error, FALSE, o.resume != NULL), error->message);
-    else if (o.scaling != NULL) {
+                         o.save || !o.resume ? "--save" : "--resume", &error) ||
+        !options_apply_here(&o, config, &error)) {
+      g_autofree char *source = error != NULL ? source_of(error, FALSE, &o) : NULL;
+      status = fail(EXIT_BAD_INPUT, source, error->message);
+    } else if (o.scaling != NULL) {
       TdmCliScaling scaling;
       if (!scaling_options(&o, config, &scaling, &error))
         status = fail(EXIT_BAD_INPUT, NULL, error->message);

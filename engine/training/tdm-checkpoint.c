@@ -253,9 +253,27 @@ save_failed(GError **error, const char *path, const char *what, int err)
   return FALSE;
 }
 
+/* A save renames over path: onto a dangling link that would replace the link, not
+ * write where it points. */
+static gboolean
+refuse_dangling(const char *path, GError **error)
+{
+  struct stat st;
+  if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode) || stat(path, &st) == 0)
+    return TRUE;
+  g_autofree char *target = g_file_read_link(path, NULL);
+  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+              "checkpoint %s: a dangling symbolic link (to %s); a save would replace the "
+              "link: save to its target or another name",
+              path, target != NULL ? target : "nowhere");
+  return FALSE;
+}
+
 gboolean
 tdm_checkpoint_check_writable(const char *path, GError **error)
 {
+  if (!refuse_dangling(path, error))
+    return FALSE;
   g_return_val_if_fail(path != NULL, FALSE);
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
 
@@ -308,6 +326,8 @@ tdm_checkpoint_save(TdmCheckpoint *ckpt, const char *path, GError **error)
   memcpy(header + 8, json, json_len);
   memset(header + 8 + json_len, ' ', header_len - json_len);
 
+  if (!refuse_dangling(path, error))
+    return FALSE;
   g_autofree char *dir = g_path_get_dirname(path);
   g_autofree char *base = g_path_get_basename(path);
   tdm_file_remove_stale_temps(dir, base);
