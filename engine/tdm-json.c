@@ -115,7 +115,6 @@ tdm_json_parse(const char *text, gssize length, int code, GError **error)
     return NULL;
   }
   JsonNode *root = json_parser_steal_root(parser);
-  if (root == NULL)
-    g_set_error(error, TDM_ENGINE_ERROR, code, "no JSON value");
-  return root;
+  /* Empty text: a null, for the caller to find it is not what it expected. */
+  return root != NULL ? root : json_node_new(JSON_NODE_NULL);
 }

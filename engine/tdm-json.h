@@ -28,7 +28,8 @@ void tdm_json_set_string (JsonBuilder *builder, const char *name, const char *va
 /* Parses `length` bytes of text (−1: up to its NUL) with json-glib once a scan has
  * found no nesting deeper than TDM_JSON_MAX_DEPTH. NULL with an error (in
  * TDM_ENGINE_ERROR, `code`) whose message says what is wrong, without naming the
- * source: callers prefix it with the file. Free the node with json_node_unref. */
+ * source: callers prefix it with the file. Empty text gives a null node. Free the
+ * node with json_node_unref. */
 JsonNode *tdm_json_parse (const char *text, gssize length, int code, GError **error);
 
 G_END_DECLS

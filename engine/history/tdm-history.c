@@ -717,13 +717,20 @@ compare_ids(gconstpointer a, gconstpointer b)
 GPtrArray *
 tdm_history_list(TdmHistory *h, GPtrArray *problems)
 {
+  return tdm_history_list_cancellable(h, problems, NULL);
+}
+
+GPtrArray *
+tdm_history_list_cancellable(TdmHistory *h, GPtrArray *problems, GCancellable *cancellable)
+{
   g_return_val_if_fail(h != NULL, NULL);
   GPtrArray *runs = g_ptr_array_new_with_free_func((GDestroyNotify)tdm_run_record_free);
   g_autoptr(GDir) dir = g_dir_open(h->folder, 0, NULL);
   if (dir == NULL)
     return runs;   /* no runs yet */
   const char *file;
-  while ((file = g_dir_read_name(dir)) != NULL) {
+  while ((file = g_dir_read_name(dir)) != NULL &&
+         !g_cancellable_is_cancelled(cancellable)) {
     if (!g_str_has_suffix(file, RUN_SUFFIX))
       continue;
     g_autofree char *id = g_strndup(file, strlen(file) - strlen(RUN_SUFFIX));

@@ -16,7 +16,7 @@
  */
 #pragma once
 
-#include <glib.h>
+#include <gio/gio.h>
 #include "tdm-config.h"
 #include "tdm-events.h"
 #include "tdm-scaling.h"
@@ -119,6 +119,10 @@ const char *tdm_history_get_folder (TdmHistory *history);
 /* Every readable run, oldest first. A file that cannot be read is left out and its
  * message (naming the file) added to `problems` when given (a GPtrArray of strings). */
 GPtrArray *tdm_history_list (TdmHistory *history, GPtrArray *problems);
+/* The same, ending early with what it has once `cancellable` is cancelled (a listing
+ * superseded by a newer one, with hundreds of runs to read). */
+GPtrArray *tdm_history_list_cancellable (TdmHistory *history, GPtrArray *problems,
+                                         GCancellable *cancellable);
 TdmRunRecord *tdm_history_load (TdmHistory *history, const char *id, GError **error);
 gboolean tdm_history_rename (TdmHistory *history, const char *id, const char *name,
                              GError **error);
