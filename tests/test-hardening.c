@@ -29,7 +29,9 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+#include <utime.h>
 
 static char *top;   /* this run's scratch folder (and XDG_CACHE_HOME inside it) */
 
@@ -325,23 +327,36 @@ test_cache_stale_temporaries(void)
   g_autofree char *dir = g_path_get_dirname(cache);
   g_autofree char *base = g_path_get_basename(cache);
   g_assert_cmpint(g_mkdir_with_parents(dir, 0700), ==, 0);
-  /* One left by a killed writer (no lock), one of a writer still at work (locked),
-   * and a name not of our making. */
-  g_autofree char *dead = g_strdup_printf("%s/.%s.Ab12Cd", dir, base);
-  g_autofree char *live = g_strdup_printf("%s/.%s.Ef34Gh", dir, base);
-  g_autofree char *other = g_strdup_printf("%s/.%s.notours", dir, base);
-  g_assert_true(g_file_set_contents(dead, "half a cache", -1, NULL));
-  g_assert_true(g_file_set_contents(live, "being written", -1, NULL));
-  g_assert_true(g_file_set_contents(other, "someone's", -1, NULL));
-  int held = open(live, O_RDONLY);
-  g_assert_cmpint(flock(held, LOCK_EX), ==, 0);
 
-  g_autoptr(TdmDatasetPair) pair = load_folder(folder);
-  g_assert_false(g_file_test(dead, G_FILE_TEST_EXISTS));
-  g_assert_true(g_file_test(live, G_FILE_TEST_EXISTS));
-  g_assert_true(g_file_test(other, G_FILE_TEST_EXISTS));
-  g_assert_true(g_file_test(cache, G_FILE_TEST_IS_REGULAR));
-  close(held);
+  /* Once before a write (a miss), once before a hit. */
+  for (int pass = 0; pass < 2; pass++) {
+    /* One left by a killed writer (no lock), one of a writer still at work (locked),
+     * a name not of our making, and the older naming: one untouched for two hours
+     * (its writer died), one written a moment ago. */
+    g_autofree char *dead = g_strdup_printf("%s/.%s.Ab12Cd", dir, base);
+    g_autofree char *live = g_strdup_printf("%s/.%s.Ef34Gh", dir, base);
+    g_autofree char *other = g_strdup_printf("%s/.%s.notours", dir, base);
+    g_autofree char *legacy_old = g_strdup_printf("%s/%s.Ij56Kl", dir, base);
+    g_autofree char *legacy_new = g_strdup_printf("%s/%s.Mn78Op", dir, base);
+    const char *all[] = {dead, live, other, legacy_old, legacy_new};
+    for (gsize i = 0; i < G_N_ELEMENTS(all); i++)
+      g_assert_true(g_file_set_contents(all[i], "part of a cache", -1, NULL));
+    struct utimbuf two_hours_ago = {time(NULL) - 7200, time(NULL) - 7200};
+    g_assert_cmpint(utime(legacy_old, &two_hours_ago), ==, 0);
+    int held = open(live, O_RDONLY);
+    g_assert_cmpint(flock(held, LOCK_EX), ==, 0);
+
+    g_autoptr(TdmDatasetPair) pair = load_folder(folder);
+    g_assert_false(g_file_test(dead, G_FILE_TEST_EXISTS));
+    g_assert_false(g_file_test(legacy_old, G_FILE_TEST_EXISTS));
+    g_assert_true(g_file_test(live, G_FILE_TEST_EXISTS));
+    g_assert_true(g_file_test(other, G_FILE_TEST_EXISTS));
+    g_assert_true(g_file_test(legacy_new, G_FILE_TEST_EXISTS));
+    g_assert_true(g_file_test(cache, G_FILE_TEST_IS_REGULAR));
+    close(held);
+    for (gsize i = 0; i < G_N_ELEMENTS(all); i++)
+      g_unlink(all[i]);
+  }
 }
 
 /* ---- 8: a resumed network that does not fit: the other dataset is named ----- */

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -53,10 +54,42 @@ damaged(GError **error, const char *path, const char *why)
               "the image cache %s was damaged (%s)", path, why);
 }
 
+/* Before temporaries were locked they were named "<cache>.XXXXXX": one of those that
+ * no write has touched for an hour was left by a writer that died. */
+static void
+remove_legacy_temps(const char *dir, const char *base)
+{
+  GDir *d = g_dir_open(dir, 0, NULL);
+  if (d == NULL)
+    return;
+  g_autofree char *prefix = g_strconcat(base, ".", NULL);
+  const char *entry;
+  while ((entry = g_dir_read_name(d)) != NULL) {
+    const char *tail = entry + strlen(prefix);
+    if (!g_str_has_prefix(entry, prefix) || strlen(tail) != 6)
+      continue;
+    gboolean suffix = TRUE;
+    for (const char *p = tail; *p; p++)
+      suffix &= g_ascii_isalnum(*p);
+    g_autofree char *path = g_build_filename(dir, entry, NULL);
+    struct stat st;
+    if (suffix && lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+        st.st_mtime < (time_t)(g_get_real_time() / G_USEC_PER_SEC) - 3600)
+      (void)g_unlink(path);
+  }
+  g_dir_close(d);
+}
+
 TdmDatasetPair *
 tdm_image_cache_read(const char *path, const guint8 key[TDM_IMAGE_CACHE_KEY_BYTES],
                      GError **error)
 {
+  /* A write killed or interrupted left its temporary (hundreds of MB): whichever
+   * start comes next removes it, a hit as much as a miss. */
+  g_autofree char *dir = g_path_get_dirname(path);
+  g_autofree char *base = g_path_get_basename(path);
+  tdm_file_remove_stale_temps(dir, base);
+  remove_legacy_temps(dir, base);
   FILE *fp = fopen(path, "rb");
   if (fp == NULL)
     return NULL;
@@ -177,7 +210,6 @@ tdm_image_cache_write(const char *path, const guint8 key[TDM_IMAGE_CACHE_KEY_BYT
     return FALSE;
   }
   g_autofree char *base = g_path_get_basename(path);
-  /* A write killed or interrupted left its temporary: hundreds of MB each time. */
   tdm_file_remove_stale_temps(dir, base);
   g_autofree char *tmp = NULL;
   int fd = tdm_file_create_temp(dir, base, &tmp);
