@@ -372,7 +372,7 @@ options_apply(const Options *o, TdmConfig *c, GError **error)
 
 /* Flags that only mean something for some runs are refused elsewhere, not ignored. */
 static gboolean
-options_apply_here(const Options *o, const TdmConfig *c, GError **error)
+check_flags_apply(const Options *o, const TdmConfig *c, GError **error)
 {
   if (o->history != NULL && !o->record)
     return bad_option(error, "--history: only with --record (the run history to keep the "
@@ -760,11 +760,14 @@ undecodable_option(int argc, char **argv)
 static void
 check_stdout(void)
 {
-  if (fflush(stdout) == 0 && !ferror(stdout))
-    return;
+  errno = 0;
+  gboolean flushed = fflush(stdout) == 0;
   int saved = errno;
+  if (flushed && !ferror(stdout))
+    return;
+  /* An earlier write's failure leaves only the stream's error flag behind. */
   fprintf(stderr, "tandem-train: cannot write to the standard output: %s\n",
-          saved != 0 ? g_strerror(saved) : "a write failed");
+          !flushed && saved != 0 ? g_strerror(saved) : "a write failed");
   _exit(EXIT_RUNTIME);
 }
 
@@ -842,7 +845,7 @@ main(int argc, char **argv)
         !tdm_config_validate(config, &error) ||
         !check_save_path(saves_here(config) ? config->save_path : NULL,
                          o.save || !o.resume ? "--save" : "--resume", &error) ||
-        !options_apply_here(&o, config, &error)) {
+        !check_flags_apply(&o, config, &error)) {
       g_autofree char *source = error != NULL ? source_of(error, FALSE, &o) : NULL;
       status = fail(EXIT_BAD_INPUT, source, error->message);
     } else if (o.scaling != NULL) {

@@ -159,6 +159,16 @@ test_spec_message_bounded(void)
   assert_error(error, TDM_ENGINE_ERROR_INVALID_SPEC, "more than 4096 layers", "…");
   g_clear_error(&error);
   g_string_free(s, TRUE);
+
+  /* A megabyte-long token of three-byte characters is cut by characters too. */
+  GString *wide = g_string_new(NULL);
+  for (int i = 0; i < 300000; i++)
+    g_string_append(wide, "層");
+  g_assert_null(tdm_network_new(wide->str, 28, 28, 1, 10, &error));
+  assert_error(error, TDM_ENGINE_ERROR_INVALID_SPEC, "層層", "…");
+  g_assert_true(g_utf8_validate(error->message, -1, NULL));
+  g_clear_error(&error);
+  g_string_free(wide, TRUE);
 }
 
 /* ---- 2: deep JSON in a checkpoint's header and in a saved configuration ----- */

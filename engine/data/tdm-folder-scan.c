@@ -265,7 +265,8 @@ tdm_scan_open(TdmScan *s, const char *folder, GError **error)
       return FALSE;
     for (guint i = 0; i < test_classes->len; i++) {
       const char *name = g_ptr_array_index(test_classes, i);
-      if (!g_ptr_array_find_with_equal_func(s->classes, name, g_str_equal, NULL)) {
+      if (!g_ptr_array_find_with_equal_func(s->classes, name, g_str_equal, NULL) &&
+          !g_ptr_array_find_with_equal_func(s->linked, name, g_str_equal, NULL)) {
         g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
                     "%s/test/%s: a class that train/ does not have", s->root, name);
         return FALSE;

@@ -41,11 +41,12 @@ spec_error(GError **error, const char *token, int position, const char *format, 
   char *why = g_strdup_vprintf(format, args);
   va_end(args);
   /* The token may be the rest of a spec megabytes long: a message shows its start. */
-  int shown = g_utf8_strlen(token, 65) > 64 ? (int)(g_utf8_offset_to_pointer(token, 60) - token)
-                                            : (int)strlen(token);
+  const char *end = token;
+  for (int i = 0; i < 60 && *end != '\0'; i++)
+    end = g_utf8_find_next_char(end, NULL);
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC,
-              "network spec, layer %d “%.*s%s”: %s", position, shown, token,
-              token[shown] != '\0' ? "…" : "", why);
+              "network spec, layer %d “%.*s%s”: %s", position, (int)(end - token), token,
+              *end != '\0' ? "…" : "", why);
   g_free(why);
   return FALSE;
 }
