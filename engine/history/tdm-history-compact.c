@@ -23,6 +23,8 @@
 typedef struct {
   gsize start, length;          /* in the file's text, without the newline */
   gboolean point;               /* a sampled step's line: may be thinned */
+  gboolean broken;              /* not a JSON object (a write cut short): dropped, as
+                                 * it would stop the reader once not last */
   gint64 step;
   double time;                  /* the run's time when it was written */
 } Line;
@@ -62,7 +64,7 @@ split_lines(const char *text, gsize length)
   while (at < length) {
     const char *end = memchr(text + at, '\n', length - at);
     gsize len = end != NULL ? (gsize)(end - (text + at)) : length - at;
-    Line line = {at, len, FALSE, 0, time};
+    Line line = {at, len, FALSE, TRUE, 0, time};
     g_autoptr(JsonNode) root = tdm_json_parse(text + at, (gssize)len, TDM_ENGINE_ERROR_HISTORY,
                                               NULL);
     if (root != NULL && JSON_NODE_HOLDS_OBJECT(root)) {
@@ -71,6 +73,7 @@ split_lines(const char *text, gsize length)
       double elapsed = tdm_history_get_double(o, "elapsed");
       if (g_str_equal(type, "step") && isfinite(elapsed))
         time = elapsed;
+      line.broken = FALSE;
       line.point = is_point(type);
       line.step = tdm_history_get_int(o, "step");
       line.time = time;
@@ -96,7 +99,7 @@ choose(GArray *lines, const TdmRunRecorder *rec, gboolean *keep)
   double first = -1;
   for (guint i = 0; i < lines->len; i++) {
     const Line *l = &g_array_index(lines, Line, i);
-    keep[i] = TRUE;
+    keep[i] = !l->broken;
     if (!l->point || l->time >= cutoff)
       continue;
     old_bytes += (gint64)l->length + 1;
