@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "tdm-cli-classify.h"
+#include "tdm-cli-guard.h"
 #include "tdm-cli-printer.h"
 #include "tdm-cli-scaling.h"
 
@@ -736,45 +737,10 @@ scaling_run(const TdmConfig *config, const TdmCliScaling *scaling)
   return record_status;
 }
 
-/* The option whose value GOption could not convert to UTF-8: "--name" of the first
- * argument that is not valid text (as --name=VALUE, or the word after --name). */
-static char *
-undecodable_option(int argc, char **argv)
-{
-  for (int i = 1; i < argc; i++) {
-    g_autofree char *text = g_locale_to_utf8(argv[i], -1, NULL, NULL, NULL);
-    if (text != NULL)
-      continue;
-    const char *eq = strchr(argv[i], '=');
-    if (g_str_has_prefix(argv[i], "--") && eq != NULL)
-      return g_strndup(argv[i], eq - argv[i]);
-    if (i > 1 && g_str_has_prefix(argv[i - 1], "-"))
-      return g_strdup(argv[i - 1]);
-  }
-  return NULL;
-}
-
-/* Every write to stdout is checked here, once, at exit (the way coreutils'
- * close_stdout does): JSON lines, --classify's results, --help and --list-devices to a
- * full disk or a closed pipe end with a message and status 1, not a silent 0. */
-static void
-check_stdout(void)
-{
-  errno = 0;
-  gboolean flushed = fflush(stdout) == 0;
-  int saved = errno;
-  if (flushed && !ferror(stdout))
-    return;
-  /* An earlier write's failure leaves only the stream's error flag behind. */
-  fprintf(stderr, "tandem-train: cannot write to the standard output: %s\n",
-          !flushed && saved != 0 ? g_strerror(saved) : "a write failed");
-  _exit(EXIT_RUNTIME);
-}
-
 int
 main(int argc, char **argv)
 {
-  atexit(check_stdout);
+  tdm_cli_check_stdout_at_exit(EXIT_RUNTIME);
   setlocale(LC_ALL, "");
   /* Decimal points in flags, logs and JSON are '.', whatever the locale. */
   setlocale(LC_NUMERIC, "C");
@@ -786,8 +752,8 @@ main(int argc, char **argv)
   g_option_context_free(context);
   if (!parsed) {
     options_clear(&o);
-    g_autofree char *flag = error->domain == G_CONVERT_ERROR ? undecodable_option(argc, argv)
-                                                              : NULL;
+    g_autofree char *flag =
+        error->domain == G_CONVERT_ERROR ? tdm_cli_undecodable_option(argc, argv) : NULL;
     if (flag != NULL)
       return fail(EXIT_BAD_INPUT, flag, "its value is not valid text in the system's "
                                         "encoding (UTF-8 expected)");
