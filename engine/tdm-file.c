@@ -1,11 +1,13 @@
-/* tdm-file.c — refuses what is not a regular file before reading from it
- * (tdm-file.h). Not a reader and not a writer. */
+/* tdm-file.c — refuses what is not a regular file before reading from it, and the
+ * locked temporaries files are replaced through (tdm-file.h). Not a reader and not a
+ * writer. */
 #include "tdm-file.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <glib/gstdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 static const char *
@@ -100,4 +102,81 @@ tdm_file_present(const char *path)
 {
   struct stat st;
   return lstat(path, &st) == 0;
+}
+
+/* mkstemp's six characters. */
+static gboolean
+is_temp_suffix(const char *s)
+{
+  if (strlen(s) != 6)
+    return FALSE;
+  for (; *s; s++)
+    if (!g_ascii_isalnum(*s))
+      return FALSE;
+  return TRUE;
+}
+
+/* A temporary is stale when its writer died: a save killed mid-write. Only names of
+ * our own making are looked at, and a temporary whose writer is alive is left. A
+ * writer holds an exclusive flock on its temporary from creation to rename, and
+ * the kernel drops it when the writer dies; so a temporary whose lock can be taken
+ * has no writer left. The writer's own side of the race (a cleaner taking the lock in
+ * the instant between its mkstemp and its flock) is closed in tdm_file_create_temp. */
+void
+tdm_file_remove_stale_temps(const char *dir, const char *base)
+{
+  GDir *d = g_dir_open(dir, 0, NULL);
+  if (d == NULL)
+    return;
+  g_autofree char *prefix = g_strdup_printf(".%s.", base);
+  const char *entry;
+  while ((entry = g_dir_read_name(d)) != NULL) {
+    if (!g_str_has_prefix(entry, prefix) || !is_temp_suffix(entry + strlen(prefix)))
+      continue;
+    g_autofree char *path = g_build_filename(dir, entry, NULL);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+      continue;
+    struct stat held, named;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0 && fstat(fd, &held) == 0 && S_ISREG(held.st_mode) &&
+        held.st_nlink > 0 && lstat(path, &named) == 0 && named.st_ino == held.st_ino &&
+        named.st_dev == held.st_dev)
+      (void)g_unlink(path);
+    close(fd);
+  }
+  g_dir_close(d);
+}
+
+int
+tdm_file_create_temp(const char *dir, const char *base, char **tmp_path_out)
+{
+  for (int attempt = 0; attempt < 8; attempt++) {
+    g_autofree char *tmp_name = g_strdup_printf(".%s.XXXXXX", base);
+    g_autofree char *tmp_path = g_build_filename(dir, tmp_name, NULL);
+    /* 0666 less the umask, like any file the user saves; mkstemp's 0600 would make
+     * the renamed file private. */
+    int fd = g_mkstemp_full(tmp_path, O_WRONLY | O_CLOEXEC, 0666);
+    if (fd < 0)
+      return -1;
+    struct stat st;
+    /* Where flock is not supported the temporary simply goes unlocked. */
+    if (flock(fd, LOCK_EX) != 0 && errno != ENOLCK && errno != EOPNOTSUPP &&
+        errno != EINVAL) {
+      int err = errno;
+      close(fd);
+      g_unlink(tmp_path);
+      errno = err;
+      return -1;
+    }
+    /* Another save's cleaner may have taken the file for a leftover just before the
+     * lock was ours, and removed it: start again with a fresh name. */
+    if (fstat(fd, &st) == 0 && st.st_nlink == 0) {
+      close(fd);
+      continue;
+    }
+    *tmp_path_out = g_steal_pointer(&tmp_path);
+    return fd;
+  }
+  errno = EAGAIN;
+  return -1;
 }

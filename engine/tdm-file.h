@@ -28,4 +28,12 @@ int tdm_file_open_regular (const char *path, const char *label, TdmEngineError c
  * must find the broken link and let the open say what is wrong with it. */
 gboolean tdm_file_present (const char *path);
 
+/* Files replaced atomically (checkpoints, the image cache, run files) are written to
+ * ".BASE.XXXXXX" beside them, then renamed over them. tdm_file_create_temp makes one
+ * in dir and holds an exclusive flock on it until it is closed; -1 with errno set on
+ * failure. tdm_file_remove_stale_temps removes those of `base` whose writer died
+ * (killed mid-write): their lock can be taken. Other names are never touched. */
+int tdm_file_create_temp (const char *dir, const char *base, char **tmp_path);
+void tdm_file_remove_stale_temps (const char *dir, const char *base);
+
 G_END_DECLS

@@ -1,7 +1,10 @@
-/* tdm-json.c — JSON text from json-glib trees that every parser accepts. */
+/* tdm-json.c — JSON text from json-glib trees that every parser accepts, and text
+ * parsed once its nesting is known to be shallow. */
 #include "tdm-json.h"
+#include "tdm-error.h"
 
 #include <math.h>
+#include <string.h>
 
 /* json-glib before 1.8 writes 1e-08 as "1e-08.0", which no JSON parser accepts (its
  * own included). This drops such a ".0" outside strings; where json-glib is fixed it
@@ -68,4 +71,50 @@ tdm_json_set_string(JsonBuilder *b, const char *name, const char *v)
 {
   json_builder_set_member_name(b, name);
   json_builder_add_string_value(b, v);
+}
+
+/* The deepest nesting of [ and { outside strings, counting only up to limit + 1. */
+static int
+nesting_depth(const char *text, gsize length, int limit)
+{
+  int depth = 0, deepest = 0;
+  gboolean in_string = FALSE;
+  for (gsize i = 0; i < length; i++) {
+    char ch = text[i];
+    if (in_string) {
+      if (ch == '\\')
+        i++;
+      else if (ch == '"')
+        in_string = FALSE;
+    } else if (ch == '"') {
+      in_string = TRUE;
+    } else if (ch == '[' || ch == '{') {
+      if (++depth > deepest && (deepest = depth) > limit)
+        return deepest;
+    } else if ((ch == ']' || ch == '}') && depth > 0) {
+      depth--;
+    }
+  }
+  return deepest;
+}
+
+JsonNode *
+tdm_json_parse(const char *text, gssize length, int code, GError **error)
+{
+  g_return_val_if_fail(text != NULL, NULL);
+  gsize len = length < 0 ? strlen(text) : (gsize)length;
+  if (nesting_depth(text, len, TDM_JSON_MAX_DEPTH) > TDM_JSON_MAX_DEPTH) {
+    g_set_error(error, TDM_ENGINE_ERROR, code,
+                "arrays and objects nest deeper than %d levels", TDM_JSON_MAX_DEPTH);
+    return NULL;
+  }
+  g_autoptr(JsonParser) parser = json_parser_new();
+  g_autoptr(GError) local = NULL;
+  if (!json_parser_load_from_data(parser, text, (gssize)len, &local)) {
+    g_set_error(error, TDM_ENGINE_ERROR, code, "%s", local->message);
+    return NULL;
+  }
+  JsonNode *root = json_parser_steal_root(parser);
+  /* Empty text: a null, for the caller to find it is not what it expected. */
+  return root != NULL ? root : json_node_new(JSON_NODE_NULL);
 }

@@ -20,4 +20,16 @@ void tdm_json_set_double (JsonBuilder *builder, const char *name, double value);
 void tdm_json_set_int (JsonBuilder *builder, const char *name, gint64 value);
 void tdm_json_set_string (JsonBuilder *builder, const char *name, const char *value);
 
+/* How deep arrays and objects may nest in anything Tandem reads: its own files nest
+ * a few levels; json-glib recurses once per level (in parsing and in freeing), so a
+ * hostile file 100,000 levels deep would overflow the stack. */
+#define TDM_JSON_MAX_DEPTH 64
+
+/* Parses `length` bytes of text (−1: up to its NUL) with json-glib once a scan has
+ * found no nesting deeper than TDM_JSON_MAX_DEPTH. NULL with an error (in
+ * TDM_ENGINE_ERROR, `code`) whose message says what is wrong, without naming the
+ * source: callers prefix it with the file. Empty text gives a null node. Free the
+ * node with json_node_unref. */
+JsonNode *tdm_json_parse (const char *text, gssize length, int code, GError **error);
+
 G_END_DECLS

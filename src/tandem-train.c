@@ -11,6 +11,7 @@
 #include "tdm-checkpoint.h"
 #include "tdm-config.h"
 #include "tdm-dataset.h"
+#include "tdm-dataset-folder.h"
 #include "tdm-device.h"
 #include "tdm-distributed.h"
 #include "tdm-error.h"
@@ -33,6 +34,7 @@
 #include <unistd.h>
 
 #include "tdm-cli-classify.h"
+#include "tdm-cli-guard.h"
 #include "tdm-cli-printer.h"
 #include "tdm-cli-runs.h"
 #include "tdm-cli-scaling.h"
@@ -451,6 +453,19 @@ options_apply(const Options *o, TdmConfig *c, GError **error)
   return TRUE;
 }
 
+/* Flags that only mean something for some runs are refused elsewhere, not ignored. */
+static gboolean
+check_flags_apply(const Options *o, const TdmConfig *c, GError **error)
+{
+  if (o->history != NULL && !o->record)
+    return bad_option(error, "--history: only with --record (the run history to keep the "
+                             "run in)");
+  if (o->image_size != NULL && !tdm_dataset_is_image_folder(c->dataset))
+    return bad_option(error, "--image-size: only for a folder of images; dataset “%s” is "
+                             "not one", c->dataset);
+  return TRUE;
+}
+
 /* A checkpoint that cannot be written would only fail after the first epoch's
  * work; say so before any is done. The engine tries what a save does first: create
  * (and remove) the temporary file in the checkpoint's folder. */
@@ -618,6 +633,26 @@ flag_of(const GError *e, gboolean stepped, gboolean resumed)
   }
 }
 
+/* Like flag_of, but a value the person did not give came from the checkpoint being
+ * resumed: then that is what the message names. */
+static char *
+source_of(const GError *e, gboolean stepped, const Options *o)
+{
+  const char *flag = flag_of(e, stepped, o->resume != NULL);
+  const char *given = NULL, *what = NULL;
+  if (flag == NULL || o->resume == NULL)
+    return g_strdup(flag);
+  if (g_str_equal(flag, "--network"))
+    given = o->network, what = "network";
+  else if (g_str_equal(flag, "--dataset"))
+    given = o->dataset, what = "dataset";
+  else if (g_str_equal(flag, "--devices"))
+    given = o->devices, what = "devices";
+  if (what == NULL || given != NULL)
+    return g_strdup(flag);
+  return g_strdup_printf("checkpoint %s, its saved %s", o->resume, what);
+}
+
 static int
 fail(int status, const char *flag, const char *message)
 {
@@ -681,7 +716,9 @@ run(const TdmConfig *config, const Options *o)
   g_autoptr(GError) error = NULL;
   double pace = 0;
   if (!parse_double("--pace", o->pace, &pace, &error) ||
-      (pace < 0 && !bad_option(&error, _("--pace: %g is not a number of steps a second"), pace)))
+      ((pace < 0 || (pace > 0 && (pace < TDM_PACE_MIN || pace > TDM_PACE_MAX))) &&
+       !bad_option(&error, "--pace: %g is not a number of steps a second from %g to %g "
+                   "(0: no limit)", pace, TDM_PACE_MIN, TDM_PACE_MAX)))
     return fail(EXIT_BAD_INPUT, NULL, error->message);
   TdmPrewarm prewarm = TDM_PREWARM_AUTO;
   if (o->prewarm != NULL && !tdm_prewarm_from_name(o->prewarm, &prewarm)) {
@@ -730,7 +767,8 @@ run(const TdmConfig *config, const Options *o)
     int status = exit_status_for(error, printer.stepped);
     if (status == EXIT_INTERRUPTED)
       return status;
-    return fail(status, flag_of(error, printer.stepped, o->resume != NULL), error->message);
+    g_autofree char *source = source_of(error, printer.stepped, o);
+    return fail(status, source, error->message);
   }
   return g_cancellable_is_cancelled(cancellable) ? EXIT_INTERRUPTED : record_status;
 }
@@ -816,6 +854,7 @@ scaling_run(const TdmConfig *config, const TdmCliScaling *scaling)
 int
 main(int argc, char **argv)
 {
+  tdm_cli_check_stdout_at_exit(EXIT_RUNTIME);
   setlocale(LC_ALL, "");
   /* Decimal points in flags, logs and JSON are '.', whatever the locale. */
   setlocale(LC_NUMERIC, "C");
@@ -830,6 +869,11 @@ main(int argc, char **argv)
   g_option_context_free(context);
   if (!parsed) {
     options_clear(&o);
+    g_autofree char *flag =
+        error->domain == G_CONVERT_ERROR ? tdm_cli_undecodable_option(argc, argv) : NULL;
+    if (flag != NULL)
+      return fail(EXIT_BAD_INPUT, flag, "its value is not valid text in the system's "
+                                        "encoding (UTF-8 expected)");
     return fail(EXIT_BAD_INPUT, NULL, error->message);
   }
   /* tandem-train runs: the history, as --list-runs. */
@@ -856,7 +900,12 @@ main(int argc, char **argv)
   }
 
   int status = 0;
-  if (o.version) {
+  if (o.classify == NULL && o.top != NULL) {
+    status = fail(EXIT_BAD_INPUT, "--top", "only with --classify");
+  } else if (o.classify != NULL && o.image_size != NULL) {
+    status = fail(EXIT_BAD_INPUT, "--image-size", "not with --classify: images are resized "
+                                                  "to the checkpoint's input size");
+  } else if (o.version) {
     printf("tandem-train %s\n", TDM_VERSION);
   } else if (o.list_devices) {
     status = list_devices();
@@ -897,12 +946,13 @@ main(int argc, char **argv)
         !check_save_path(saves_here(config) ? config->save_path : NULL,
                          o.save || !o.resume ? "--save" : "--resume", &error) ||
         !check_save_path(saves_here(config) ? config->save_best_path : NULL, "--save-best",
-                         &error))
-      status = fail(EXIT_BAD_INPUT,
-                    config == NULL && o.config != NULL ? "--config"
-                                                       : flag_of(error, FALSE, o.resume != NULL),
-                    error->message);
-    else if (o.print_config) {
+                         &error) ||
+        !check_flags_apply(&o, config, &error)) {
+      g_autofree char *source = config == NULL && o.config != NULL ? g_strdup("--config")
+                                : error != NULL ? source_of(error, FALSE, &o)
+                                                : NULL;
+      status = fail(EXIT_BAD_INPUT, source, error->message);
+    } else if (o.print_config) {
       g_autofree char *json = tdm_config_to_json(config);
       printf("%s\n", json);
     } else if (o.scaling != NULL) {

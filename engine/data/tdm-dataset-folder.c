@@ -201,6 +201,42 @@ compact(const TdmScan *s, TdmDataset *d, int split)
   d->count = kept;
 }
 
+/* A class folder whose files all failed to decode is no class: its label would be
+ * one the network is asked to learn from no example. Labels stay dense. */
+static void
+drop_unreadable_classes(TdmScan *s, TdmDataset *sets[2])
+{
+  int classes = (int)s->classes->len;
+  g_autofree int *seen = g_new0(int, classes);
+  for (int t = 0; t < 2; t++)
+    for (int i = 0; i < sets[t]->count; i++)
+      seen[sets[t]->labels[i]]++;
+  g_autofree int *relabel = g_new(int, classes);
+  int kept = 0;
+  for (int k = 0; k < classes; k++)
+    relabel[k] = seen[k] > 0 ? kept++ : -1;
+  if (kept == classes)
+    return;
+  for (int t = 0; t < 2; t++) {
+    for (int i = 0; i < sets[t]->count; i++)
+      sets[t]->labels[i] = (uint8_t)relabel[sets[t]->labels[i]];
+    for (int k = 0, to = 0; k < classes; k++) {
+      if (relabel[k] < 0) {
+        g_free(sets[t]->class_names[k]);
+        continue;
+      }
+      sets[t]->class_names[to++] = sets[t]->class_names[k];
+    }
+    sets[t]->class_names[kept] = NULL;
+    sets[t]->classes = kept;
+  }
+  for (int k = classes; k-- > 0;)
+    if (relabel[k] < 0) {
+      g_ptr_array_add(s->unreadable, g_strdup(g_ptr_array_index(s->classes, k)));
+      g_ptr_array_remove_index(s->classes, k);
+    }
+}
+
 static char *
 build_notice(TdmScan *s, GPtrArray *decode_failed)
 {
@@ -224,6 +260,14 @@ build_notice(TdmScan *s, GPtrArray *decode_failed)
   for (guint i = 0; i < s->empty->len; i++)
     g_string_append_printf(notice, "%sclass folder “%s” holds no files and is left out",
                            notice->len > 0 ? "; " : "", (char *)g_ptr_array_index(s->empty, i));
+  for (guint i = 0; i < s->unreadable->len; i++)
+    g_string_append_printf(notice, "%sclass folder “%s” holds no image that could be read "
+                           "and is left out", notice->len > 0 ? "; " : "",
+                           (char *)g_ptr_array_index(s->unreadable, i));
+  for (guint i = 0; i < s->linked->len; i++)
+    g_string_append_printf(notice, "%sclass folder “%s” is the same folder as another class "
+                           "(a link) and is left out", notice->len > 0 ? "; " : "",
+                           (char *)g_ptr_array_index(s->linked, i));
   return notice->len > 0 ? g_string_free(notice, FALSE) : (g_string_free(notice, TRUE), NULL);
 }
 
@@ -316,8 +360,9 @@ tdm_dataset_load_image_folder(const char *folder, const TdmImageOptions *options
   g_checksum_get_digest(s.key, key, &key_len);
   g_autofree char *cache = cache_path_for(s.root, &asked);
 
+  g_autoptr(GError) cache_damage = NULL;
   if (!asked.no_cache) {
-    pair = tdm_image_cache_read(cache, key);
+    pair = tdm_image_cache_read(cache, key, &cache_damage);
     if (pair != NULL) {
       if (progress != NULL)
         progress(1, 1, user_data);
@@ -364,6 +409,7 @@ tdm_dataset_load_image_folder(const char *folder, const TdmImageOptions *options
   }
   compact(&s, w.sets[0], 0);
   compact(&s, w.sets[1], 1);
+  drop_unreadable_classes(&s, w.sets);
 
   pair = g_new0(TdmDatasetPair, 1);
   pair->name = g_filename_display_name(base);
@@ -404,6 +450,12 @@ tdm_dataset_load_image_folder(const char *folder, const TdmImageOptions *options
                                      local->message);
       g_error_free(local);
     }
+  }
+  if (cache_damage != NULL) {
+    /* Said this once (after the write, so the rebuilt cache does not keep saying it). */
+    g_autofree char *old = pair->notice;
+    pair->notice = g_strdup_printf("%s%s%s; rebuilt from the images", old != NULL ? old : "",
+                                   old != NULL ? "; " : "", cache_damage->message);
   }
 out:
   tdm_scan_clear(&s);

@@ -59,6 +59,8 @@ tdm_scan_clear(TdmScan *s)
   s->names = NULL;
   g_clear_pointer(&s->bad, g_ptr_array_unref);
   g_clear_pointer(&s->empty, g_ptr_array_unref);
+  g_clear_pointer(&s->unreadable, g_ptr_array_unref);
+  g_clear_pointer(&s->linked, g_ptr_array_unref);
   g_clear_pointer(&s->key, g_checksum_free);
 }
 
@@ -194,6 +196,33 @@ scan_class_folder(TdmScan *s, const char *part, const char *cls, int label, int 
   g_array_append_val(s->folders, f);
 }
 
+/* A link to another class's folder would be a second class of the same images, each
+ * image with two labels: the first name (in byte order) keeps it. */
+static void
+drop_linked_classes(TdmScan *s, const char *class_root)
+{
+  g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(guint64) * 2);
+  for (guint k = 0; k < s->classes->len;) {
+    g_autofree char *dir = g_build_filename(class_root, g_ptr_array_index(s->classes, k), NULL);
+    struct stat st;
+    guint64 id[2] = {0, 0};
+    gboolean twin = FALSE;
+    if (stat(dir, &st) == 0) {
+      id[0] = (guint64)st.st_dev;
+      id[1] = (guint64)st.st_ino;
+      for (guint j = 0; j < ids->len && !twin; j++)
+        twin = memcmp(&g_array_index(ids, guint64, 2 * j), id, sizeof id) == 0;
+    }
+    if (twin) {
+      g_ptr_array_add(s->linked, g_strdup(g_ptr_array_index(s->classes, k)));
+      g_ptr_array_remove_index(s->classes, k);
+      continue;
+    }
+    g_array_append_vals(ids, id, 1);
+    k++;
+  }
+}
+
 gboolean
 tdm_scan_open(TdmScan *s, const char *folder, GError **error)
 {
@@ -206,6 +235,8 @@ tdm_scan_open(TdmScan *s, const char *folder, GError **error)
   }
   s->bad = g_ptr_array_new_with_free_func(g_free);
   s->empty = g_ptr_array_new_with_free_func(g_free);
+  s->unreadable = g_ptr_array_new_with_free_func(g_free);
+  s->linked = g_ptr_array_new_with_free_func(g_free);
   s->key = g_checksum_new(G_CHECKSUM_SHA256);
   s->folders = g_array_new(FALSE, FALSE, sizeof(TdmScanFolder));
   g_array_set_clear_func(s->folders, folder_clear);
@@ -221,6 +252,7 @@ tdm_scan_open(TdmScan *s, const char *folder, GError **error)
   s->classes = tdm_scan_list_names(class_root, TRUE, error);
   if (s->classes == NULL)
     return FALSE;
+  drop_linked_classes(s, class_root);
   if (s->classes->len > 256) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
                 _("%s: %u class folders; at most 256 classes are supported"), class_root,
@@ -234,7 +266,8 @@ tdm_scan_open(TdmScan *s, const char *folder, GError **error)
       return FALSE;
     for (guint i = 0; i < test_classes->len; i++) {
       const char *name = g_ptr_array_index(test_classes, i);
-      if (!g_ptr_array_find_with_equal_func(s->classes, name, g_str_equal, NULL)) {
+      if (!g_ptr_array_find_with_equal_func(s->classes, name, g_str_equal, NULL) &&
+          !g_ptr_array_find_with_equal_func(s->linked, name, g_str_equal, NULL)) {
         g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
                     _("%s/test/%s: a class that train/ does not have"), s->root, name);
         return FALSE;

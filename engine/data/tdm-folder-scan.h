@@ -44,6 +44,8 @@ typedef struct {
   GString *names;        /* the entries' names, NUL-separated */
   GPtrArray *bad;        /* char *: "rel (reason)" found by the scan */
   GPtrArray *empty;      /* char *: class folders without files */
+  GPtrArray *unreadable; /* char *: class folders none of whose files decoded */
+  GPtrArray *linked;     /* char *: class folders that are another class's folder */
   /* The folder's state for the cache key: every file's folder, name, size and times
    * hashed on its own and summed, so the sum does not depend on the order readdir
    * gives and a cached start needs no sorting (two independent 64-bit lanes). */

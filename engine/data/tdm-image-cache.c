@@ -1,24 +1,30 @@
 /* tdm-image-cache.c — reads and writes the decoded-folder cache (tdm-image-cache.h).
  *
- * Layout, little-endian: "TDMIMGC1", the 32-byte key, then u32 fields (classes, height,
+ * Layout, little-endian: "TDMIMGC2", the 32-byte key, then u32 fields (classes, height,
  * width, channels, train count, test count, names bytes, notice bytes, name bytes,
- * source bytes), the class names NUL-separated, the notice, the set's name, the source
- * folder, then train images, train labels, test images, test labels. Reading a
- * hit is a few large reads straight into the datasets' buffers.
+ * source bytes, CRC-32 of all that follows), the class names NUL-separated, the
+ * notice, the set's name, the source folder, then train images, train labels, test
+ * images, test labels. Reading a hit is a few large reads straight into the
+ * datasets' buffers, and the CRC over them: a cache whose pixels, labels or names
+ * were changed on disk is reported and rebuilt, never trained on.
  */
 #include "tdm-image-cache.h"
 #include "tdm-i18n.h"
 #include "tdm-error.h"
+#include "tdm-file.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
-#define CACHE_MAGIC "TDMIMGC1"
-#define CACHE_FIELDS 10
+#define CACHE_MAGIC "TDMIMGC2"
+#define CACHE_FIELDS 11
+#define CACHE_CRC 10
 
 static gboolean
 read_exact(FILE *fp, void *buffer, size_t bytes)
@@ -26,9 +32,65 @@ read_exact(FILE *fp, void *buffer, size_t bytes)
   return bytes == 0 || fread(buffer, 1, bytes, fp) == bytes;
 }
 
-TdmDatasetPair *
-tdm_image_cache_read(const char *path, const guint8 key[TDM_IMAGE_CACHE_KEY_BYTES])
+/* The same bytes read or written, folded into the running CRC. */
+static guint32
+crc_update(guint32 crc, const void *buffer, size_t bytes)
 {
+  return (guint32)crc32_z(crc, buffer, bytes);
+}
+
+static gboolean
+read_summed(FILE *fp, void *buffer, size_t bytes, guint32 *crc)
+{
+  if (!read_exact(fp, buffer, bytes))
+    return FALSE;
+  *crc = crc_update(*crc, buffer, bytes);
+  return TRUE;
+}
+
+static void
+damaged(GError **error, const char *path, const char *why)
+{
+  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
+              "the image cache %s was damaged (%s)", path, why);
+}
+
+/* Before temporaries were locked they were named "<cache>.XXXXXX": one of those that
+ * no write has touched for an hour was left by a writer that died. */
+static void
+remove_legacy_temps(const char *dir, const char *base)
+{
+  GDir *d = g_dir_open(dir, 0, NULL);
+  if (d == NULL)
+    return;
+  g_autofree char *prefix = g_strconcat(base, ".", NULL);
+  const char *entry;
+  while ((entry = g_dir_read_name(d)) != NULL) {
+    const char *tail = entry + strlen(prefix);
+    if (!g_str_has_prefix(entry, prefix) || strlen(tail) != 6)
+      continue;
+    gboolean suffix = TRUE;
+    for (const char *p = tail; *p; p++)
+      suffix &= g_ascii_isalnum(*p);
+    g_autofree char *path = g_build_filename(dir, entry, NULL);
+    struct stat st;
+    if (suffix && lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+        st.st_mtime < (time_t)(g_get_real_time() / G_USEC_PER_SEC) - 3600)
+      (void)g_unlink(path);
+  }
+  g_dir_close(d);
+}
+
+TdmDatasetPair *
+tdm_image_cache_read(const char *path, const guint8 key[TDM_IMAGE_CACHE_KEY_BYTES],
+                     GError **error)
+{
+  /* A write killed or interrupted left its temporary (hundreds of MB): whichever
+   * start comes next removes it, a hit as much as a miss. */
+  g_autofree char *dir = g_path_get_dirname(path);
+  g_autofree char *base = g_path_get_basename(path);
+  tdm_file_remove_stale_temps(dir, base);
+  remove_legacy_temps(dir, base);
   FILE *fp = fopen(path, "rb");
   if (fp == NULL)
     return NULL;
@@ -39,9 +101,14 @@ tdm_image_cache_read(const char *path, const guint8 key[TDM_IMAGE_CACHE_KEY_BYTE
   char magic[8];
   guint8 stored[TDM_IMAGE_CACHE_KEY_BYTES];
   guint32 f[CACHE_FIELDS];
+  guint32 crc = (guint32)crc32_z(0, NULL, 0);
+  const char *why = NULL;   /* set once the file is known to be this folder's cache */
+  /* Another magic is another version's layout, another key another folder: misses. */
   if (!read_exact(fp, magic, 8) || memcmp(magic, CACHE_MAGIC, 8) != 0 ||
-      !read_exact(fp, stored, sizeof stored) || memcmp(stored, key, sizeof stored) != 0 ||
-      !read_exact(fp, f, sizeof f))
+      !read_exact(fp, stored, sizeof stored) || memcmp(stored, key, sizeof stored) != 0)
+    goto miss;
+  why = "its header is malformed";
+  if (!read_exact(fp, f, sizeof f))
     goto miss;
   for (int i = 0; i < CACHE_FIELDS; i++)
     f[i] = GUINT32_FROM_LE(f[i]);
@@ -57,15 +124,19 @@ tdm_image_cache_read(const char *path, const guint8 key[TDM_IMAGE_CACHE_KEY_BYTE
   guint64 sample = (guint64)h * w * c;
   guint64 expect = 8 + sizeof stored + sizeof f + (guint64)names_bytes + notice_bytes +
                    name_bytes + source_bytes + ((guint64)train_n + test_n) * (sample + 1);
-  if (fstat(fileno(fp), &st) != 0 || (guint64)st.st_size != expect)
+  if (fstat(fileno(fp), &st) != 0 || (guint64)st.st_size != expect) {
+    why = "its size does not match its header";
     goto miss;
+  }
+  why = "its contents do not match their checksum";
 
   names = g_malloc0(names_bytes + 1);
   notice = g_malloc0(notice_bytes + 1);
   name = g_malloc0(name_bytes + 1);
   source = g_malloc0(source_bytes + 1);
-  if (!read_exact(fp, names, names_bytes) || !read_exact(fp, notice, notice_bytes) ||
-      !read_exact(fp, name, name_bytes) || !read_exact(fp, source, source_bytes))
+  if (!read_summed(fp, names, names_bytes, &crc) ||
+      !read_summed(fp, notice, notice_bytes, &crc) ||
+      !read_summed(fp, name, name_bytes, &crc) || !read_summed(fp, source, source_bytes, &crc))
     goto miss;
   /* Exactly one NUL after each of the class names. */
   guint32 nuls = 0;
@@ -98,17 +169,21 @@ tdm_image_cache_read(const char *path, const guint8 key[TDM_IMAGE_CACHE_KEY_BYTE
       pair->train = d;
     else
       pair->test = d;
-    if (!read_exact(fp, d->images, (size_t)counts[s] * sample) ||
-        !read_exact(fp, d->labels, counts[s]))
+    if (!read_summed(fp, d->images, (size_t)counts[s] * sample, &crc) ||
+        !read_summed(fp, d->labels, counts[s], &crc))
       goto miss;
     for (guint32 i = 0; i < counts[s]; i++)
       if (d->labels[i] >= classes)
         goto miss;
   }
+  if (crc != f[CACHE_CRC])
+    goto miss;
   goto out;
 
 miss:
   g_clear_pointer(&pair, tdm_dataset_pair_free);
+  if (why != NULL)
+    damaged(error, path, why);
 out:
   g_strfreev(class_names);
   g_free(names);
@@ -135,8 +210,10 @@ tdm_image_cache_write(const char *path, const guint8 key[TDM_IMAGE_CACHE_KEY_BYT
                 _("%s: cannot create the cache folder: %s"), dir, g_strerror(errno));
     return FALSE;
   }
-  g_autofree char *tmp = g_strconcat(path, ".XXXXXX", NULL);
-  int fd = g_mkstemp(tmp);
+  g_autofree char *base = g_path_get_basename(path);
+  tdm_file_remove_stale_temps(dir, base);
+  g_autofree char *tmp = NULL;
+  int fd = tdm_file_create_temp(dir, base, &tmp);
   if (fd < 0) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
                 _("%s: cannot write the cache: %s"), dir, g_strerror(errno));
@@ -153,11 +230,21 @@ tdm_image_cache_write(const char *path, const guint8 key[TDM_IMAGE_CACHE_KEY_BYT
       (guint32)train->classes, (guint32)train->height, (guint32)train->width,
       (guint32)train->channels, (guint32)train->count, (guint32)test->count,
       (guint32)names->len, (guint32)strlen(notice), (guint32)strlen(pair->name),
-      (guint32)strlen(source),
+      (guint32)strlen(source), 0,
   };
+  size_t sample = (size_t)tdm_dataset_sample_size(train);
+  guint32 crc = (guint32)crc32_z(0, NULL, 0);
+  crc = crc_update(crc, names->str, names->len);
+  crc = crc_update(crc, notice, strlen(notice));
+  crc = crc_update(crc, pair->name, strlen(pair->name));
+  crc = crc_update(crc, source, strlen(source));
+  crc = crc_update(crc, train->images, (size_t)train->count * sample);
+  crc = crc_update(crc, train->labels, (size_t)train->count);
+  crc = crc_update(crc, test->images, (size_t)test->count * sample);
+  crc = crc_update(crc, test->labels, (size_t)test->count);
+  f[CACHE_CRC] = crc;
   for (int i = 0; i < CACHE_FIELDS; i++)
     f[i] = GUINT32_TO_LE(f[i]);
-  size_t sample = (size_t)tdm_dataset_sample_size(train);
   gboolean ok = fp != NULL && write_exact(fp, CACHE_MAGIC, 8) &&
                 write_exact(fp, key, TDM_IMAGE_CACHE_KEY_BYTES) && write_exact(fp, f, sizeof f) &&
                 write_exact(fp, names->str, names->len) &&

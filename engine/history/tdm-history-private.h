@@ -17,10 +17,18 @@ struct _TdmHistory {
   char *folder;
 };
 
+/* Larger files are refused on reading: a run file stays a few MB (see below). */
+#define TDM_HISTORY_MAX_FILE (1 << 30)
+
 struct _TdmRunRecorder {
   char *id;
   char *path;
+  char *folder;
   int fd;
+  /* A long run's file is thinned as it grows (tdm-history-compact.c). */
+  gint64 next_compaction;       /* thinned when `written` passes this */
+  gint64 budget;                /* bytes a file may reach before its first thinning */
+  double recent;                /* seconds at the end of the run kept whole */
   GError *error;                /* the first write error */
   TdmRunKind kind;
   TdmConfig *config;            /* what the record was made for */
@@ -35,6 +43,17 @@ struct _TdmRunRecorder {
 TdmRunRecorder *tdm_history_recorder_open (TdmHistory *history, const TdmConfig *config,
                                            const char *name, TdmRunKind kind,
                                            JsonNode *scaling, GError **error);
+
+/* Appends the line to the recorder's file and thins the file when it has grown past
+ * its budget. Errors go to the recorder's first write error. */
+void tdm_history_recorder_write (TdmRunRecorder *recorder, JsonBuilder *builder);
+/* tdm-history-compact.c: rewrites the file with the sampled steps (step metrics,
+ * device figures, phases) older than the last `recent` seconds thinned to fit half
+ * the budget; every other line stays. */
+gboolean tdm_history_compact (TdmRunRecorder *recorder, GError **error);
+/* A run file whole: a regular file only (a FIFO would block), at most
+ * TDM_HISTORY_MAX_FILE bytes. */
+char *tdm_history_read_file (const char *path, gsize *length, GError **error);
 
 gboolean tdm_history_valid_id (const char *id, GError **error);
 char *tdm_history_run_path (TdmHistory *history, const char *id);

@@ -10,6 +10,7 @@
 #include "tdm-history-private.h"
 #include "tdm-i18n.h"
 #include "tdm-error.h"
+#include "tdm-file.h"
 #include "tdm-json.h"
 
 #include <errno.h>
@@ -19,6 +20,7 @@
 #include <json-glib/json-glib.h>
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define RUN_SUFFIX ".jsonl"
@@ -253,6 +255,9 @@ tdm_history_recorder_open(TdmHistory *h, const TdmConfig *config, const char *na
   rec->config = tdm_config_copy(config);
   rec->id = new_id();
   rec->path = tdm_history_run_path(h, rec->id);
+  rec->folder = g_strdup(h->folder);
+  rec->budget = TDM_HISTORY_BUDGET;
+  rec->recent = TDM_HISTORY_RECENT;
   rec->fd = g_open(rec->path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
   if (rec->fd < 0) {
     int saved = errno;
@@ -295,6 +300,14 @@ const char *
 tdm_run_kind_name(TdmRunKind kind)
 {
   return kind == TDM_RUN_SCALING ? "scaling" : "training";
+}
+
+void
+tdm_run_recorder_set_limits(TdmRunRecorder *rec, gint64 budget, double recent)
+{
+  g_return_if_fail(rec != NULL && recent >= 0);
+  rec->budget = budget;
+  rec->recent = recent;
 }
 
 const char *
@@ -403,7 +416,7 @@ tdm_run_recorder_add(const TdmEvent *e, gpointer data)
     return;
   }
   json_builder_end_object(b);
-  tdm_history_append_line(rec->fd, rec->path, b, &rec->error);
+  tdm_history_recorder_write(rec, b);
 }
 
 gboolean
@@ -432,6 +445,7 @@ tdm_run_recorder_free(TdmRunRecorder *rec)
   tdm_config_free(rec->config);
   g_free(rec->id);
   g_free(rec->path);
+  g_free(rec->folder);
   g_free(rec);
 }
 
@@ -589,6 +603,46 @@ read_record(TdmRunRecord *r, const char *type, JsonObject *o)
   /* Unknown types come from newer versions: skipped, not an error. */
 }
 
+/* Only a regular file is opened (a FIFO named x.jsonl would block the listing for
+ * ever), without blocking, and read no further than its size said. */
+char *
+tdm_history_read_file(const char *path, gsize *length, GError **error)
+{
+  struct stat st;
+  int fd = tdm_file_open_regular(path, "run history ", TDM_ENGINE_ERROR_HISTORY, &st, error);
+  if (fd < 0)
+    return NULL;
+  if (st.st_size > TDM_HISTORY_MAX_FILE) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
+                "%s: %" G_GINT64_FORMAT " bytes, more than a run history file holds "
+                "(%d MB at most)", path, (gint64)st.st_size, TDM_HISTORY_MAX_FILE >> 20);
+    close(fd);
+    return NULL;
+  }
+  gsize size = (gsize)st.st_size, done = 0;
+  char *contents = g_malloc(size + 1);
+  while (done < size) {
+    ssize_t n = read(fd, contents + done, size - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      int saved = errno;
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY, "%s: cannot read: %s",
+                  path, g_strerror(saved));
+      close(fd);
+      g_free(contents);
+      return NULL;
+    }
+    if (n == 0)
+      break;   /* shorter than it was a moment ago: read what is there */
+    done += (gsize)n;
+  }
+  close(fd);
+  contents[done] = '\0';
+  *length = done;
+  return contents;
+}
+
 TdmRunRecord *
 tdm_history_load(TdmHistory *h, const char *id, GError **error)
 {
@@ -596,9 +650,9 @@ tdm_history_load(TdmHistory *h, const char *id, GError **error)
   if (!tdm_history_valid_id(id, error))
     return NULL;
   g_autofree char *path = tdm_history_run_path(h, id);
-  g_autofree char *contents = NULL;
   gsize length = 0;
-  if (!g_file_get_contents(path, &contents, &length, error))
+  g_autofree char *contents = tdm_history_read_file(path, &length, error);
+  if (contents == NULL)
     return NULL;
 
   g_autoptr(TdmRunRecord) r = g_new0(TdmRunRecord, 1);
@@ -609,7 +663,6 @@ tdm_history_load(TdmHistory *h, const char *id, GError **error)
   r->epochs = g_array_new(FALSE, FALSE, sizeof(TdmEpochEvent));
   r->sweep.points = g_array_new(FALSE, FALSE, sizeof(TdmScalingPoint));
 
-  g_autoptr(JsonParser) parser = json_parser_new();
   char *line = contents;
   int number = 0;
   while (line < contents + length) {
@@ -620,10 +673,10 @@ tdm_history_load(TdmHistory *h, const char *id, GError **error)
     number++;
     g_autoptr(GError) local = NULL;
     JsonObject *o = NULL;
-    if (*line != '\0' && json_parser_load_from_data(parser, line, -1, &local)) {
-      JsonNode *root = json_parser_get_root(parser);
-      o = root != NULL && JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : NULL;
-    }
+    g_autoptr(JsonNode) root = NULL;
+    if (*line != '\0' &&
+        (root = tdm_json_parse(line, -1, TDM_ENGINE_ERROR_HISTORY, &local)) != NULL)
+      o = JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : NULL;
     if (*line != '\0' && o == NULL) {
       /* A crash mid-write leaves a partial last line: what came before stands. */
       if (last && number > 1)
@@ -671,13 +724,20 @@ compare_ids(gconstpointer a, gconstpointer b)
 GPtrArray *
 tdm_history_list(TdmHistory *h, GPtrArray *problems)
 {
+  return tdm_history_list_cancellable(h, problems, NULL);
+}
+
+GPtrArray *
+tdm_history_list_cancellable(TdmHistory *h, GPtrArray *problems, GCancellable *cancellable)
+{
   g_return_val_if_fail(h != NULL, NULL);
   GPtrArray *runs = g_ptr_array_new_with_free_func((GDestroyNotify)tdm_run_record_free);
   g_autoptr(GDir) dir = g_dir_open(h->folder, 0, NULL);
   if (dir == NULL)
     return runs;   /* no runs yet */
   const char *file;
-  while ((file = g_dir_read_name(dir)) != NULL) {
+  while ((file = g_dir_read_name(dir)) != NULL &&
+         !g_cancellable_is_cancelled(cancellable)) {
     if (!g_str_has_suffix(file, RUN_SUFFIX))
       continue;
     g_autofree char *id = g_strndup(file, strlen(file) - strlen(RUN_SUFFIX));

@@ -16,7 +16,7 @@
  */
 #pragma once
 
-#include <glib.h>
+#include <gio/gio.h>
 #include "tdm-config.h"
 #include "tdm-events.h"
 #include "tdm-scaling.h"
@@ -119,6 +119,10 @@ const char *tdm_history_get_folder (TdmHistory *history);
 /* Every readable run, oldest first. A file that cannot be read is left out and its
  * message (naming the file) added to `problems` when given (a GPtrArray of strings). */
 GPtrArray *tdm_history_list (TdmHistory *history, GPtrArray *problems);
+/* The same, ending early with what it has once `cancellable` is cancelled (a listing
+ * superseded by a newer one, with hundreds of runs to read). */
+GPtrArray *tdm_history_list_cancellable (TdmHistory *history, GPtrArray *problems,
+                                         GCancellable *cancellable);
 TdmRunRecord *tdm_history_load (TdmHistory *history, const char *id, GError **error);
 gboolean tdm_history_rename (TdmHistory *history, const char *id, const char *name,
                              GError **error);
@@ -137,6 +141,14 @@ typedef struct _TdmRunRecorder TdmRunRecorder;
 TdmRunRecorder *tdm_run_recorder_new (TdmHistory *history, const TdmConfig *config,
                                       const char *name, GError **error);
 const char *tdm_run_recorder_get_id (TdmRunRecorder *recorder);
+/* A long run's file stays bounded: past `budget` bytes it is rewritten with the
+ * sampled steps older than the last `recent` seconds (of the run's own clock, the
+ * steps' elapsed time) thinned to an even grid that fits half the budget; epochs,
+ * the end and every other line stay. Defaults: TDM_HISTORY_BUDGET, _RECENT; a budget
+ * of 0 keeps everything. */
+#define TDM_HISTORY_BUDGET ((gint64)4 << 20)
+#define TDM_HISTORY_RECENT 300.0
+void tdm_run_recorder_set_limits (TdmRunRecorder *recorder, gint64 budget, double recent);
 /* Appends what the event says that a history keeps (a TdmEventSink, to chain from
  * another sink on the trainer's thread). Write errors are kept, not raised: see
  * tdm_run_recorder_finish. */

@@ -25,6 +25,7 @@ typedef struct {
   const char *spec;
   const char *p;
   int next_position;
+  int groups;                  /* plain groups open around the item being read */
   GArray *items;               /* Item */
   GError **error;
 } Parser;
@@ -40,8 +41,13 @@ spec_error(GError **error, const char *token, int position, const char *format, 
   va_start(args, format);
   char *why = g_strdup_vprintf(format, args);
   va_end(args);
+  /* The token may be the rest of a spec megabytes long: a message shows its start. */
+  const char *end = token;
+  for (int i = 0; i < 60 && *end != '\0'; i++)
+    end = g_utf8_find_next_char(end, NULL);
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC,
-              _("network spec, layer %d “%s”: %s"), position, token, why);
+              "network spec, layer %d “%.*s%s”: %s", position, (int)(end - token), token,
+              *end != '\0' ? "…" : "", why);
   g_free(why);
   return FALSE;
 }
@@ -108,12 +114,16 @@ parse_item(Parser *ps, int depth)
     if (*ps->p == '(') {
       /* A plain group, for repeats: 2*(res(…),relu). */
       int position = ps->next_position;
+      /* Every "(" recurses: groups nest no deeper than blocks may. */
+      if (++ps->groups > MAX_DEPTH)
+        return spec_error(ps->error, "(", position, "groups nest deeper than %d", MAX_DEPTH);
       ps->p++;
       if (!parse_list(ps, depth))
         return FALSE;
       if (*ps->p != ')')
         return spec_error(ps->error, "(", position, _("its “(” is not closed"));
       ps->p++;
+      ps->groups--;
     } else if (g_str_has_prefix(ps->p, "res(")) {
       int position = ps->next_position++;
       if (depth + 1 > MAX_DEPTH)
@@ -462,7 +472,7 @@ tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **err
     }
   }
 
-  Parser ps = {expanded, expanded, 1, g_array_new(FALSE, TRUE, sizeof(Item)), error};
+  Parser ps = {expanded, expanded, 1, 0, g_array_new(FALSE, TRUE, sizeof(Item)), error};
   TdmNetwork *net = g_new0(TdmNetwork, 1);
   gboolean parsed = parse_list(&ps, 0);
   if (parsed && *ps.p != '\0') {

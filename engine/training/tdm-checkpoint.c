@@ -254,87 +254,27 @@ save_failed(GError **error, const char *path, const char *what, int err)
   return FALSE;
 }
 
-/* mkstemp's six characters. */
+/* A save renames over path: onto a dangling link that would replace the link, not
+ * write where it points. */
 static gboolean
-is_temp_suffix(const char *s)
+refuse_dangling(const char *path, GError **error)
 {
-  if (strlen(s) != 6)
-    return FALSE;
-  for (; *s; s++)
-    if (!g_ascii_isalnum(*s))
-      return FALSE;
-  return TRUE;
-}
-
-/* Removes ".BASE.XXXXXX" files in dir that a save killed mid-write left behind, and
- * only those: other names are never touched, nor a temporary whose writer is alive.
- * A writer holds an exclusive flock on its temporary from creation to rename, and
- * the kernel drops it when the writer dies; so a temporary whose lock can be taken
- * has no writer left. The writer's own side of the race (a cleaner taking the lock in
- * the instant between its mkstemp and its flock) is closed in create_temp. */
-static void
-remove_stale_temporaries(const char *dir, const char *base)
-{
-  GDir *d = g_dir_open(dir, 0, NULL);
-  if (d == NULL)
-    return;
-  g_autofree char *prefix = g_strdup_printf(".%s.", base);
-  const char *entry;
-  while ((entry = g_dir_read_name(d)) != NULL) {
-    if (!g_str_has_prefix(entry, prefix) || !is_temp_suffix(entry + strlen(prefix)))
-      continue;
-    g_autofree char *path = g_build_filename(dir, entry, NULL);
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0)
-      continue;
-    struct stat held, named;
-    if (flock(fd, LOCK_EX | LOCK_NB) == 0 && fstat(fd, &held) == 0 && S_ISREG(held.st_mode) &&
-        held.st_nlink > 0 && lstat(path, &named) == 0 && named.st_ino == held.st_ino &&
-        named.st_dev == held.st_dev)
-      (void)g_unlink(path);
-    close(fd);
-  }
-  g_dir_close(d);
-}
-
-/* Creates and locks the temporary for path; -1 with errno set on failure. */
-static int
-create_temp(const char *dir, const char *base, char **tmp_path_out)
-{
-  for (int attempt = 0; attempt < 8; attempt++) {
-    g_autofree char *tmp_name = g_strdup_printf(".%s.XXXXXX", base);
-    g_autofree char *tmp_path = g_build_filename(dir, tmp_name, NULL);
-    /* 0666 less the umask, like any file the user saves; mkstemp's 0600 would make
-     * the renamed checkpoint private. */
-    int fd = g_mkstemp_full(tmp_path, O_WRONLY | O_CLOEXEC, 0666);
-    if (fd < 0)
-      return -1;
-    struct stat st;
-    /* Where flock is not supported the temporary simply goes unlocked. */
-    if (flock(fd, LOCK_EX) != 0 && errno != ENOLCK && errno != EOPNOTSUPP &&
-        errno != EINVAL) {
-      int err = errno;
-      close(fd);
-      g_unlink(tmp_path);
-      errno = err;
-      return -1;
-    }
-    /* Another save's cleaner may have taken the file for a leftover just before the
-     * lock was ours, and removed it: start again with a fresh name. */
-    if (fstat(fd, &st) == 0 && st.st_nlink == 0) {
-      close(fd);
-      continue;
-    }
-    *tmp_path_out = g_steal_pointer(&tmp_path);
-    return fd;
-  }
-  errno = EAGAIN;
-  return -1;
+  struct stat st;
+  if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode) || stat(path, &st) == 0)
+    return TRUE;
+  g_autofree char *target = g_file_read_link(path, NULL);
+  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+              "checkpoint %s: a dangling symbolic link (to %s); a save would replace the "
+              "link: save to its target or another name",
+              path, target != NULL ? target : "nowhere");
+  return FALSE;
 }
 
 gboolean
 tdm_checkpoint_check_writable(const char *path, GError **error)
 {
+  if (!refuse_dangling(path, error))
+    return FALSE;
   g_return_val_if_fail(path != NULL, FALSE);
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
 
@@ -358,7 +298,7 @@ tdm_checkpoint_check_writable(const char *path, GError **error)
     return FALSE;
   }
   g_autofree char *tmp_path = NULL;
-  int fd = create_temp(dir, base, &tmp_path);
+  int fd = tdm_file_create_temp(dir, base, &tmp_path);
   if (fd < 0) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
                 _("checkpoint %s: cannot save there: cannot create a file in %s: %s"), path, dir,
@@ -387,11 +327,13 @@ tdm_checkpoint_save(TdmCheckpoint *ckpt, const char *path, GError **error)
   memcpy(header + 8, json, json_len);
   memset(header + 8 + json_len, ' ', header_len - json_len);
 
+  if (!refuse_dangling(path, error))
+    return FALSE;
   g_autofree char *dir = g_path_get_dirname(path);
   g_autofree char *base = g_path_get_basename(path);
-  remove_stale_temporaries(dir, base);
+  tdm_file_remove_stale_temps(dir, base);
   g_autofree char *tmp_path = NULL;
-  int fd = create_temp(dir, base, &tmp_path);
+  int fd = tdm_file_create_temp(dir, base, &tmp_path);
   if (fd < 0)
     return save_failed(error, path, _("create a temporary file in its folder"), errno);
 
@@ -618,12 +560,12 @@ tdm_checkpoint_load(const char *path, GError **error)
     return NULL;
   }
 
-  g_autoptr(JsonParser) parser = json_parser_new();
-  if (!json_parser_load_from_data(parser, header, (gssize)header_len, &local)) {
-    load_failed(error, path, _("the header is not valid JSON: %s"), local->message);
+  g_autoptr(JsonNode) root =
+      tdm_json_parse(header, (gssize)header_len, TDM_ENGINE_ERROR_CHECKPOINT, &local);
+  if (root == NULL) {
+    load_failed(error, path, "the header is not valid JSON: %s", local->message);
     return NULL;
   }
-  JsonNode *root = json_parser_get_root(parser);
   if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
     load_failed(error, path, _("the header is not a JSON object"));
     return NULL;

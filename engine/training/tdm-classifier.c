@@ -12,6 +12,7 @@
 #include "tdm-dataset.h"
 #include "tdm-error.h"
 #include "tdm-image.h"
+#include "tdm-json.h"
 #include "tdm-network.h"
 #include "tdm-replica.h"
 
@@ -36,28 +37,64 @@ bad_checkpoint(GError **error, const char *path, const char *why)
   return FALSE;
 }
 
-static char **
-read_names(TdmCheckpoint *ckpt, int classes)
+/* A class name as a terminal may show it: control characters (escape sequences,
+ * newlines, C1 codes) are written as \xHH or \uHHHH, so a name cannot move the
+ * cursor, recolour the screen or forge another output line. */
+static char *
+printable_name(const char *name)
 {
-  char **names = g_new0(char *, classes + 1);
+  GString *out = g_string_new(NULL);
+  for (const char *p = name; *p != '\0'; p = g_utf8_next_char(p)) {
+    gunichar ch = g_utf8_get_char(p);
+    if (ch < 0x20 || ch == 0x7f || (ch >= 0x80 && ch < 0xa0))
+      g_string_append_printf(out, ch < 0x80 ? "\\x%02x" : "\\u%04x", ch);
+    else
+      g_string_append_unichar(out, ch);
+  }
+  return g_string_free(out, FALSE);
+}
+
+/* The class names saved with the run; numbers where none were saved (checkpoints
+ * of older Tandems). Saved names that are not a list of `classes` non-empty UTF-8
+ * strings are refused: mixing names and numbers would label predictions wrongly. */
+static char **
+read_names(TdmCheckpoint *ckpt, const char *path, int classes, GError **error)
+{
   const char *json = tdm_checkpoint_get_metadata(ckpt, "class_names");
-  g_autoptr(JsonParser) parser = json_parser_new();
-  JsonArray *array = NULL;
-  if (json != NULL && json_parser_load_from_data(parser, json, -1, NULL)) {
-    JsonNode *root = json_parser_get_root(parser);
-    if (root != NULL && JSON_NODE_HOLDS_ARRAY(root))
-      array = json_node_get_array(root);
+  g_auto(GStrv) names = g_new0(char *, classes + 1);
+  if (json == NULL) {
+    for (int k = 0; k < classes; k++)
+      names[k] = g_strdup_printf("%d", k);
+    return g_steal_pointer(&names);
+  }
+  g_autoptr(GError) local = NULL;
+  g_autoptr(JsonNode) root = tdm_json_parse(json, -1, TDM_ENGINE_ERROR_CHECKPOINT, &local);
+  if (root == NULL || !JSON_NODE_HOLDS_ARRAY(root)) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                "%s: metadata “class_names” is not a JSON list of names%s%s", path,
+                local != NULL ? ": " : "", local != NULL ? local->message : "");
+    return NULL;
+  }
+  JsonArray *array = json_node_get_array(root);
+  if (json_array_get_length(array) != (guint)classes) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                "%s: metadata “class_names” holds %u names, but the network has %d classes",
+                path, json_array_get_length(array), classes);
+    return NULL;
   }
   for (int k = 0; k < classes; k++) {
-    const char *name = NULL;
-    if (array != NULL && (guint)k < json_array_get_length(array)) {
-      JsonNode *e = json_array_get_element(array, k);
-      if (json_node_get_value_type(e) == G_TYPE_STRING)
-        name = json_node_get_string(e);
+    JsonNode *e = json_array_get_element(array, k);
+    const char *name = JSON_NODE_HOLDS_VALUE(e) && json_node_get_value_type(e) == G_TYPE_STRING
+                           ? json_node_get_string(e)
+                           : NULL;
+    if (name == NULL || *name == '\0' || !g_utf8_validate(name, -1, NULL)) {
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                  "%s: metadata “class_names”, entry %d: not a non-empty text", path, k);
+      return NULL;
     }
-    names[k] = name != NULL && *name ? g_strdup(name) : g_strdup_printf("%d", k);
+    names[k] = printable_name(name);
   }
-  return names;
+  return g_steal_pointer(&names);
 }
 
 TdmClassifier *
@@ -105,9 +142,14 @@ tdm_classifier_load(const char *path, GError **error)
     tdm_network_free(net);
     return NULL;
   }
+  char **names = read_names(ckpt, path, classes, error);
+  if (names == NULL) {
+    tdm_network_free(net);
+    return NULL;
+  }
   TdmClassifier *cl = g_new0(TdmClassifier, 1);
   cl->net = net;
-  cl->names = read_names(ckpt, classes);
+  cl->names = names;
   cl->logits = g_new0(float, classes);
   cl->input = tdm_dataset_new("classify", 1, h, w, c, classes);
   cl->backend = tdm_backend_cpu_new(error);

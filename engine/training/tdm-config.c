@@ -856,14 +856,14 @@ tdm_config_from_json(const char *json, GError **error)
   g_return_val_if_fail(json != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
 
-  g_autoptr(JsonParser) parser = json_parser_new();
   g_autoptr(GError) local = NULL;
-  if (!json_parser_load_from_data(parser, json, -1, &local)) {
+  g_autoptr(JsonNode) root =
+      tdm_json_parse(json, -1, TDM_ENGINE_ERROR_INVALID_OPTION, &local);
+  if (root == NULL) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
                 _("run configuration: not valid JSON: %s"), local->message);
     return NULL;
   }
-  JsonNode *root = json_parser_get_root(parser);
   if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
                 _("run configuration: expected a JSON object"));

@@ -285,6 +285,16 @@ tdm_checkpoint_read_parameters(TdmCheckpoint *ckpt, const TdmNetwork *net, const
                     path, e[k].name, e[k].count);
         return FALSE;
       }
+      /* A NaN stored in a weight would train a few steps and then look like a
+       * divergence, or classify everything at "nan %": name the tensor instead. */
+      for (gint64 j = 0; j < elements; j++)
+        if (!isfinite(tensor->data[j])) {
+          g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                      "%s: tensor “%s” holds a value that is not a finite number (%g at "
+                      "index %" G_GINT64_FORMAT ")",
+                      path, e[k].name, (double)tensor->data[j], j);
+          return FALSE;
+        }
       if (e[k].conv != NULL)
         tdm_layer_weight_from_torch(e[k].conv, tensor->data, params + e[k].offset);
       else
@@ -293,6 +303,29 @@ tdm_checkpoint_read_parameters(TdmCheckpoint *ckpt, const TdmNetwork *net, const
     }
   }
   return TRUE;
+}
+
+/* Positions and steps mean nothing on another dataset: say which two they are,
+ * rather than that a number is out of range. */
+static gboolean
+same_dataset(TdmTrainer *t, TdmCheckpoint *ckpt, const char *path, GError **error)
+{
+  const char *dataset = tdm_checkpoint_get_metadata(ckpt, "dataset");
+  if (dataset == NULL || !g_str_equal(dataset, t->data->name)) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                "%s: the checkpoint was saved training on dataset “%s”, but this run uses "
+                "“%s”; resume with the dataset it was saved with",
+                path, dataset ? dataset : "(none)", t->data->name);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+tdm_trainer_check_resume_dataset(TdmTrainer *t, const char *path, GError **error)
+{
+  g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_load(path, error);
+  return ckpt != NULL && same_dataset(t, ckpt, path, error);
 }
 
 /* Puts the run where the checkpoint left it: parameters on every replica, optimizer
@@ -318,16 +351,8 @@ tdm_trainer_restore_checkpoint(TdmTrainer *t, const char *path, GError **error)
                 spec ? spec : "(none)", t->net->spec);
     return FALSE;
   }
-  /* Positions and steps mean nothing on another dataset: say which two they are,
-   * rather than that a number is out of range. */
-  const char *dataset = tdm_checkpoint_get_metadata(ckpt, "dataset");
-  if (dataset == NULL || !g_str_equal(dataset, t->data->name)) {
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                _("%s: the checkpoint was saved training on dataset “%s”, but this run uses "
-                "“%s”; resume with the dataset it was saved with"),
-                path, dataset ? dataset : "(none)", t->data->name);
+  if (!same_dataset(t, ckpt, path, error))
     return FALSE;
-  }
   gint64 epoch, position, step, opt_t;
   const char *saved_position = tdm_checkpoint_get_metadata(ckpt, "position");
   gint64 p;

@@ -146,6 +146,9 @@ gboolean tdm_trainer_save_checkpoint_to (TdmTrainer *t, const char *path, gboole
                                          double accuracy, GError **error);
 /* Puts the run where the checkpoint at path left it. */
 gboolean tdm_trainer_restore_checkpoint (TdmTrainer *t, const char *path, GError **error);
+/* FALSE, naming both, when the checkpoint at path was saved on another dataset than
+ * the run's (loaded already). */
+gboolean tdm_trainer_check_resume_dataset (TdmTrainer *t, const char *path, GError **error);
 
 /* The monotonic clock in seconds: the origin and spans of sampled steps' phases. */
 static inline double

@@ -354,8 +354,16 @@ tdm_trainer_setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
   }
   t->net = tdm_network_new(cfg->network, train->height, train->width, train->channels,
                            train->classes, error);
-  if (t->net == NULL)
+  if (t->net == NULL) {
+    /* A resumed network that does not fit is most often resumed on another dataset:
+     * then that is what to say, naming both, not the spec's last layer. */
+    g_autoptr(GError) other = NULL;
+    if (t->resume_path != NULL && !tdm_trainer_check_resume_dataset(t, t->resume_path, &other)) {
+      g_clear_error(error);
+      g_propagate_error(error, g_steal_pointer(&other));
+    }
     return FALSE;
+  }
 
   t->world = tdm_config_replica_count(cfg);
   t->rank0 = 0;

@@ -664,7 +664,7 @@ tdm_trainer_set_pace(TdmTrainer *t, double steps_per_second)
 {
   g_return_if_fail(t != NULL);
   g_mutex_lock(&t->pause_lock);
-  t->pace = MAX(0.0, steps_per_second);
+  t->pace = steps_per_second > 0 ? CLAMP(steps_per_second, TDM_PACE_MIN, TDM_PACE_MAX) : 0.0;
   g_cond_broadcast(&t->pause_cond);
   g_mutex_unlock(&t->pause_lock);
 }

@@ -82,7 +82,11 @@ void tdm_trainer_set_summary_steps (TdmTrainer *trainer, int steps);
 void tdm_trainer_set_summary_parts (TdmTrainer *trainer, int parts);
 
 /* Pace, thread-safe: at most `steps_per_second` steps a second (0: as fast as it
- * goes), so a small network can be watched; measured on the trainer's clock. */
+ * goes), so a small network can be watched; measured on the trainer's clock. A pace
+ * is between TDM_PACE_MIN and TDM_PACE_MAX (others are brought to the nearer end):
+ * 10⁻⁹ steps a second would wait 30 years for the second step. */
+#define TDM_PACE_MIN 0.01
+#define TDM_PACE_MAX 100000.0
 void tdm_trainer_set_pace (TdmTrainer *trainer, double steps_per_second);
 double tdm_trainer_get_pace (TdmTrainer *trainer);
 

@@ -81,6 +81,33 @@ write("network/bad", spec(8, 8, 1, 5, "conv0k9p-1,,fc"))
 write("network/resnet", spec(32, 32, 3, 10, "resnet"))
 write("network/res-block", spec(16, 16, 3, 10, "conv8k3p1,bn,relu,2*(res(conv8k3p1,bn,relu,conv8k3p1,bn),relu),gap,fc10"))
 write("network/stride-proj", spec(16, 16, 3, 7, "conv8k3s2p1,res(conv16k3s2p1,bn),avg2,drop0.25,fc7"))
+# Nesting beyond the parser's limit (16 levels of groups or blocks): 60,000 groups,
+# repeats nested 20 deep, and 16 groups, which still parse.
+write("network/deep-groups", spec(28, 28, 1, 10, "(" * 60000 + "fc10" + ")" * 60000))
+write("network/deep-repeats", spec(8, 8, 1, 4, "2*(" * 20 + "relu" + ")" * 20 + ",fc4"))
+write("network/groups-16", spec(8, 8, 1, 4, "(" * 16 + "fc4" + ")" * 16))
+
+
+def safetensors(header):
+    header += b" " * (-len(header) % 8)
+    return struct.pack("<Q", len(header)) + header
+
+
+# A checkpoint header nesting 100,000 arrays (json-glib recurses once a level).
+write("checkpoint/deep-header", safetensors(b'{"w":' + b"[" * 100000 + b"1" + b"]" * 100000 + b"}"))
+
+# Run history files: corpus/history/run is a real one (tandem-train --record, 30
+# steps of fc10 on the synthetic set); the others are made from it.
+run_path = os.path.join(here, "corpus", "history", "run")
+if os.path.exists(run_path):
+    with open(run_path, "rb") as f:
+        run = f.read()
+    lines = run.split(b"\n")
+    write("history/deep-line", lines[0] + b"\n" + b"[" * 100000 + b"]" * 100000 + b"\n")
+    write("history/deep-config", b'{"type":"settings","config":' + b"{\"a\":" * 30000 + b"1" +
+          b"}" * 30000 + b"}\n")
+    write("history/truncated", run[: len(run) - 25])
+    write("history/renamed", run + b'{"type":"name","name":"renamed"}\n')
 
 # Image folders: six files in two class folders (cat: png, jpg, png; dog: png, jpg,
 # jpeg). PNGs are written here; JPEGs come from ImageMagick's convert when present.
@@ -128,3 +155,8 @@ if len(sys.argv) > 1:
     write("checkpoint/truncated", good[: len(good) - 10])
     n = struct.unpack("<Q", good[:8])[0]
     write("checkpoint/long-header", struct.pack("<Q", n + 1) + good[8:])
+    # The saved configuration, JSON inside a metadata string, nesting 30,000 deep (within -max_len).
+    import json
+    header = json.loads(good[8:8 + n])
+    header["__metadata__"]["config"] = '{"a":' * 30000 + "1" + "}" * 30000
+    write("checkpoint/deep-config", safetensors(json.dumps(header).encode()) + good[8 + n:])

@@ -375,6 +375,7 @@ test_history_view(void)
     g_autofree char *third = write_run(history, "cpu", "from the terminal", 80, 0.7);
 
     g_assert_true(gtk_widget_activate_action(view, "history.reload", NULL));
+    g_assert_true(wait_for(not_loading, store, 30));
     g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 3);
     g_assert_nonnull(tdm_history_store_find(store, third));
   }

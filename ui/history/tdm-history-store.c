@@ -294,7 +294,8 @@ tdm_history_store_list_thread (GTask        *task,
   Listing *listing = g_new0 (Listing, 1);
 
   listing->problems = g_ptr_array_new_with_free_func (g_free);
-  listing->records = tdm_history_list (history, listing->problems);
+  /* With hundreds of runs a listing takes a while: a newer one cancels this one. */
+  listing->records = tdm_history_list_cancellable (history, listing->problems, cancellable);
   g_task_return_pointer (task, listing, listing_free);
 }
 

@@ -107,7 +107,8 @@ tdm_history_view_reload (GtkWidget  *widget,
 {
   TdmHistoryView *self = TDM_HISTORY_VIEW (widget);
 
-  tdm_history_store_reload (self->store);
+  /* On a thread: hundreds of runs take a while to read. */
+  tdm_history_store_reload_async (self->store);
 }
 
 static void

@@ -1,0 +1,49 @@
+/* tdm-cli-guard.c — the checks of tdm-cli-guard.h. */
+#include "tdm-cli-guard.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+char *
+tdm_cli_undecodable_option(int argc, char **argv)
+{
+  for (int i = 1; i < argc; i++) {
+    g_autofree char *text = g_locale_to_utf8(argv[i], -1, NULL, NULL, NULL);
+    if (text != NULL)
+      continue;
+    const char *eq = strchr(argv[i], '=');
+    if (g_str_has_prefix(argv[i], "--") && eq != NULL)
+      return g_strndup(argv[i], eq - argv[i]);
+    if (i > 1 && g_str_has_prefix(argv[i - 1], "-"))
+      return g_strdup(argv[i - 1]);
+  }
+  return NULL;
+}
+
+static int exit_status = 1;
+
+/* Once, at exit, the way coreutils' close_stdout does: JSON lines, --classify's
+ * results, --help (which GOption prints and exits on) and --list-devices alike. */
+static void
+check_stdout(void)
+{
+  errno = 0;
+  gboolean flushed = fflush(stdout) == 0;
+  int saved = errno;
+  if (flushed && !ferror(stdout))
+    return;
+  /* An earlier write's failure leaves only the stream's error flag behind. */
+  fprintf(stderr, "tandem-train: cannot write to the standard output: %s\n",
+          !flushed && saved != 0 ? g_strerror(saved) : "a write failed");
+  _exit(exit_status);
+}
+
+void
+tdm_cli_check_stdout_at_exit(int status)
+{
+  exit_status = status;
+  atexit(check_stdout);
+}

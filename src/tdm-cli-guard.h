@@ -1,0 +1,17 @@
+/* tdm-cli-guard.h — tandem-train's checks on its own input and output: the option
+ * whose value is not text, and stdout checked once at exit. Not the option parsing
+ * (tandem-train.c).
+ */
+#pragma once
+
+#include <glib.h>
+
+/* The option whose value GOption could not convert to UTF-8: "--name" of the first
+ * argument that is not valid text (as --name=VALUE, or the word after --name); NULL
+ * when none is found. Free with g_free. */
+char *tdm_cli_undecodable_option (int argc, char **argv);
+
+/* Registers, with atexit, the check of every write to stdout: a failed write (a
+ * full disk, a closed pipe) ends the process with `status` and one message, not a
+ * silent 0. */
+void tdm_cli_check_stdout_at_exit (int status);
