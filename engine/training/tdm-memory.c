@@ -275,13 +275,18 @@ tdm_memory_check_host(const TdmMemoryEvent *e, guint64 available, guint64 alloca
   for (int r = 0; r < e->replicas && r < TDM_MAX_REPLICAS; r++)
     shard = MAX(shard, e->device[r].shard);
   gboolean by_eval = e->capacity > shard && shard > 0;
-  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY,
-              _("not enough host memory: the run needs %s, %s available (%s); %s of it "
-              "for the CPU workers' parameters, gradients, optimizer state, activations "
-              "and dataset copies at %s %d: choose %s",
-              need, have, why != NULL ? why : "available memory", workers,
-              by_eval ? "evaluation batch (--eval-batch)" : "batch",
-              by_eval ? e->capacity : e->batch,
-              by_eval ? "a smaller --eval-batch" : "a smaller network or batch");
+  if (by_eval)
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY,
+                _("not enough host memory: the run needs %s, %s available (%s); %s of it "
+                  "for the CPU workers' parameters, gradients, optimizer state, activations "
+                  "and dataset copies at evaluation batch (--eval-batch) %d: choose a smaller "
+                  "--eval-batch"),
+                need, have, why != NULL ? why : _("available memory"), workers, e->capacity);
+  else
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY,
+                _("not enough host memory: the run needs %s, %s available (%s); %s of it "
+                  "for the CPU workers' parameters, gradients, optimizer state, activations "
+                  "and dataset copies at batch %d: choose a smaller network or batch"),
+                need, have, why != NULL ? why : _("available memory"), workers, e->batch);
   return FALSE;
 }
