@@ -41,22 +41,26 @@ test_replica_exact(void)
     g_assert_no_error(error);
     TdmBackend *b = tdm_backend_cpu_new(&error);
     g_assert_no_error(error);
-    for (int capacity = 1; capacity <= 37; capacity += 36) {
-      TdmReplica *r = tdm_replica_new(b, net, capacity, data->train, data->test, &error);
+    /* Evaluation chunks smaller, equal and larger than the shard. */
+    static const int evals[][2] = {{1, 1}, {1, 7}, {37, 37}, {37, 5}};
+    for (guint c = 0; c < G_N_ELEMENTS(evals); c++) {
+      int capacity = evals[c][0], eval = evals[c][1];
+      TdmReplica *r = tdm_replica_new_sized(b, net, capacity, eval, data->train, data->test,
+                                            &error);
       g_assert_no_error(error);
       TdmReplicaBytes rb = tdm_memory_replica(net, TDM_BACKEND_CPU, TDM_PRECISION_FP32,
-                                              capacity, 200, 90);
+                                              capacity, eval, 200, 90);
       g_assert_cmpuint(b->bytes_in_use, ==, rb.total);
       g_assert_cmpuint(tdm_replica_bytes_needed(net, TDM_BACKEND_CPU, TDM_PRECISION_FP32,
-                                                capacity, data->train, data->test), ==,
+                                                capacity, eval, data->train, data->test), ==,
                        rb.total);
       /* A CPU has no bf16 operands; a GPU under bf16 keeps the parameters as bf16 too. */
       g_assert_cmpuint(tdm_memory_replica(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, capacity,
-                                          200, 90).total, ==, rb.total);
+                                          eval, 200, 90).total, ==, rb.total);
       TdmReplicaBytes gpu32 = tdm_memory_replica(net, TDM_BACKEND_CUDA, TDM_PRECISION_FP32,
-                                                 capacity, 200, 90);
+                                                 capacity, eval, 200, 90);
       TdmReplicaBytes gpu16 = tdm_memory_replica(net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16,
-                                                 capacity, 200, 90);
+                                                 capacity, eval, 200, 90);
       g_assert_cmpuint(gpu16.total - gpu32.total, ==,
                        MAX(1, net->parameter_count) * sizeof(uint16_t));
       g_assert_cmpuint(rb.dataset, ==, 200 * 785 + 90 * 785);

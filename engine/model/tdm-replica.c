@@ -62,9 +62,76 @@ tdm_replica_gradient_floats(const TdmNetwork *net)
 
 size_t
 tdm_replica_bytes_needed(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
-                         int capacity, const TdmDataset *train, const TdmDataset *test)
+                         int capacity, int eval_capacity, const TdmDataset *train,
+                         const TdmDataset *test)
 {
-  return tdm_memory_replica(net, kind, precision, capacity, train->count, test->count).total;
+  return tdm_memory_replica(net, kind, precision, capacity, eval_capacity, train->count,
+                            test->count).total;
+}
+
+/* The widest columns and the largest whole-convolution scratch over the layers: the
+ * one workspace of each holds any layer's. */
+static void
+widest_scratch(const TdmNetwork *net, TdmBackendKind kind, size_t *columns, size_t *conv_work)
+{
+  *columns = 0;
+  *conv_work = 0;
+  for (int i = 0; i < net->layer_count; i++) {
+    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind);
+    *columns = MAX(*columns, buf.columns);
+    *conv_work = MAX(*conv_work, buf.conv_work);
+  }
+}
+
+TdmReplicaPlan
+tdm_replica_plan(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
+                 int capacity, int eval_capacity)
+{
+  TdmReplicaPlan p = {0};
+  size_t cap = (size_t)MAX(capacity, 0), ecap = (size_t)MAX(eval_capacity, 0);
+  size_t most = MAX(cap, ecap);
+  size_t sample = (size_t)net->in_h * net->in_w * net->in_c;
+  /* Never an empty allocation: a network without parameters or state gets one float. */
+  p.parameters = MAX(1, net->parameter_count) * sizeof(float) +
+                 MAX(1, net->state_count) * sizeof(float) +
+                 tdm_replica_params16_bytes(net, kind, precision);
+  p.gradients = MAX(1, net->parameter_count) * sizeof(float);
+  p.activations = cap * sample * sizeof(float);
+  size_t columns, conv_work;
+  widest_scratch(net, kind, &columns, &conv_work);
+  p.workspace = most * columns * sizeof(float) + conv_work * sizeof(float);
+  for (int i = 0; i < net->layer_count; i++) {
+    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind);
+    p.activations += cap * (buf.output + 2 * buf.projection) * sizeof(float);
+    p.activations += cap * buf.argmax * sizeof(int32_t);
+    p.workspace += cap * buf.skip * sizeof(float) + buf.bn_work * sizeof(float);
+  }
+  /* The two activation-gradient buffers, the chunk's labels and indices, the metrics. */
+  p.workspace += 2 * cap * tdm_replica_gradient_floats(net) * sizeof(float);
+  p.workspace += 2 * most * sizeof(int32_t) + sizeof(TdmMetrics);
+  /* The inference pass's rotating buffers, its pools' argmax, the views' logits. */
+  p.inference = (size_t)tdm_replica_infer_count(net) * ecap * tdm_replica_infer_floats(net) *
+                    sizeof(float) +
+                ecap * tdm_replica_infer_argmax(net) * sizeof(int32_t) +
+                ecap * net->classes * sizeof(float);
+  return p;
+}
+
+int
+tdm_replica_eval_capacity(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
+                          int capacity, int wanted)
+{
+  wanted = MAX(wanted, 1);
+  TdmReplicaPlan train = tdm_replica_plan(net, kind, precision, capacity, 0);
+  size_t budget = MAX(train.activations + train.workspace, TDM_EVAL_BUDGET_FLOOR);
+  /* A sample's share of the inference buffers, and of the column workspace that a
+   * chunk larger than the shard widens. */
+  size_t columns, conv_work;
+  widest_scratch(net, kind, &columns, &conv_work);
+  size_t per_sample = tdm_replica_plan(net, kind, precision, capacity, 1).inference +
+                      columns * sizeof(float);
+  size_t fits = budget / MAX(per_sample, 1);
+  return (int)CLAMP(fits, 1, (size_t)wanted);
 }
 
 size_t
@@ -132,7 +199,14 @@ TdmReplica *
 tdm_replica_new(TdmBackend *b, const TdmNetwork *net, int capacity, const TdmDataset *train,
                 const TdmDataset *test, GError **error)
 {
-  g_return_val_if_fail(capacity > 0, NULL);
+  return tdm_replica_new_sized(b, net, capacity, capacity, train, test, error);
+}
+
+TdmReplica *
+tdm_replica_new_sized(TdmBackend *b, const TdmNetwork *net, int capacity, int eval_capacity,
+                      const TdmDataset *train, const TdmDataset *test, GError **error)
+{
+  g_return_val_if_fail(capacity > 0 && eval_capacity > 0, NULL);
   if (!tdm_replica_supported(b, net, error))
     return NULL;
 
@@ -140,6 +214,8 @@ tdm_replica_new(TdmBackend *b, const TdmNetwork *net, int capacity, const TdmDat
   r->backend = b;
   r->net = net;
   r->capacity = capacity;
+  r->eval_capacity = eval_capacity;
+  size_t most = (size_t)MAX(capacity, eval_capacity);
   r->sample_size = tdm_dataset_sample_size(train);
   r->augment_flip = TDM_FLIP_NEVER;
   int n = net->layer_count;
@@ -164,7 +240,14 @@ tdm_replica_new(TdmBackend *b, const TdmNetwork *net, int capacity, const TdmDat
     b->ops->synchronize(b);
   }
   ALLOC(r->acts[0], (size_t)capacity * net->in_h * net->in_w * net->in_c * sizeof(float));
-  /* Sized by tdm_replica_layer_buffers(), which the memory estimate sums. */
+  /* Sized by tdm_replica_layer_buffers(), as tdm_replica_plan() sums them for the
+   * memory estimate: columns and whole-convolution scratch are one workspace each. */
+  size_t columns, conv_work;
+  widest_scratch(net, b->kind, &columns, &conv_work);
+  if (columns > 0)
+    ALLOC(r->columns, most * columns * sizeof(float));
+  if (conv_work > 0)
+    ALLOC(r->conv_scratch, conv_work * sizeof(float));
   for (int i = 0; i < n; i++) {
     const TdmLayer *l = &net->layers[i];
     TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, b->kind);
@@ -175,9 +258,9 @@ tdm_replica_new(TdmBackend *b, const TdmNetwork *net, int capacity, const TdmDat
     if (buf.argmax > 0)
       ALLOC(r->argmax[i], (size_t)capacity * buf.argmax * sizeof(int32_t));
     if (buf.columns > 0)
-      ALLOC(r->cols[i], (size_t)capacity * buf.columns * sizeof(float));
+      r->cols[i] = r->columns;
     if (buf.conv_work > 0)
-      ALLOC(r->conv_work[i], buf.conv_work * sizeof(float));
+      r->conv_work[i] = r->conv_scratch;
     if (buf.bn_work > 0)
       ALLOC(r->bn_work[i], buf.bn_work * sizeof(float));
     if (buf.skip > 0)
@@ -190,12 +273,13 @@ tdm_replica_new(TdmBackend *b, const TdmNetwork *net, int capacity, const TdmDat
   size_t grad_floats = tdm_replica_gradient_floats(net);
   ALLOC(r->grad_a, (size_t)capacity * grad_floats * sizeof(float));
   ALLOC(r->grad_b, (size_t)capacity * grad_floats * sizeof(float));
-  ALLOC(r->tta_logits, (size_t)capacity * net->classes * sizeof(float));
   size_t params16 = tdm_replica_params16_bytes(net, b->kind, b->precision);
   if (params16 > 0 && b->ops->to_bf16 != NULL)
     ALLOC(r->params16, params16);
-  ALLOC(r->labels, (size_t)capacity * sizeof(int32_t));
-  ALLOC(r->indices, (size_t)capacity * sizeof(int32_t));
+  ALLOC(r->labels, most * sizeof(int32_t));
+  ALLOC(r->indices, most * sizeof(int32_t));
+  if (!tdm_replica_infer_alloc(r, error))
+    goto fail;
 
   size_t train_bytes = (size_t)train->count * r->sample_size;
   size_t test_bytes = (size_t)test->count * r->sample_size;
@@ -232,17 +316,17 @@ tdm_replica_free(TdmReplica *r)
     if (owns_output(net, i))
       tdm_backend_release(b, r->acts[i + 1]);
     tdm_backend_release(b, r->argmax[i]);
-    tdm_backend_release(b, r->cols[i]);
-    tdm_backend_release(b, r->conv_work[i]);
     tdm_backend_release(b, r->bn_work[i]);
     tdm_backend_release(b, r->proj_conv[i]);
     tdm_backend_release(b, r->proj_bn[i]);
     tdm_backend_release(b, r->skip_grad[i]);
   }
+  tdm_backend_release(b, r->columns);
+  tdm_backend_release(b, r->conv_scratch);
+  tdm_replica_infer_free(r);
   tdm_backend_release(b, r->bn_slots);
   tdm_backend_release(b, r->grad_a);
   tdm_backend_release(b, r->grad_b);
-  tdm_backend_release(b, r->tta_logits);
   tdm_backend_release(b, r->params16);
   tdm_backend_release(b, r->labels);
   tdm_backend_release(b, r->indices);
@@ -455,6 +539,9 @@ eval_logits(TdmReplica *r, int first, int count)
 {
   TdmBackend *b = r->backend;
   const TdmNetwork *net = r->net;
+  /* Every pass below runs on the inference buffers (tdm-replica-infer.c): acts[]
+   * point into them until infer_end. */
+  tdm_replica_infer_begin(r);
   int32_t *indices = g_new(int32_t, count);
   for (int i = 0; i < count; i++)
     indices[i] = first + i;
@@ -502,6 +589,7 @@ eval_logits(TdmReplica *r, int first, int count)
   }
   /* The upload may be asynchronous: keep the host indices alive until it is done. */
   b->ops->synchronize(b);
+  tdm_replica_infer_end(r);
   g_free(indices);
   g_free(host_x);
   g_free(host_v);
@@ -513,7 +601,7 @@ tdm_replica_evaluate(TdmReplica *r, int first, int count)
 {
   TdmBackend *b = r->backend;
   const TdmNetwork *net = r->net;
-  g_return_if_fail(count > 0 && count <= r->capacity);
+  g_return_if_fail(count > 0 && count <= r->eval_capacity);
 
   float *logits = eval_logits(r, first, count);
   b->ops->softmax_xent(b, logits, r->labels, count, net->classes, 0.0f, 0.0f, NULL,
@@ -524,7 +612,8 @@ tdm_replica_evaluate(TdmReplica *r, int first, int count)
 const float *
 tdm_replica_outputs(const TdmReplica *r)
 {
-  return r->acts[r->net->layer_count];
+  /* The last inference pass's: outside one, its pointers wait in infer_acts. */
+  return r->infer_acts[r->net->layer_count];
 }
 
 void
@@ -532,7 +621,7 @@ tdm_replica_predict(TdmReplica *r, int first, int count, float *logits)
 {
   TdmBackend *b = r->backend;
   const TdmNetwork *net = r->net;
-  g_return_if_fail(count > 0 && count <= r->capacity && logits != NULL);
+  g_return_if_fail(count > 0 && count <= r->eval_capacity && logits != NULL);
 
   float *device_logits = eval_logits(r, first, count);
   b->ops->download(b, logits, device_logits, (size_t)count * net->classes * sizeof(float));

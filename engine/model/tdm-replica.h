@@ -1,8 +1,10 @@
 /* tdm-replica.h — one copy of the network on one device, and its training step.
  *
  * A replica owns its parameters and gradients (one flat buffer each, laid out as the
- * TdmNetwork says), the activations for up to `capacity` samples, and a copy of the
- * dataset resident on its device as uint8. It computes forward and backward passes
+ * TdmNetwork says), what the backward pass reads of the forward for up to `capacity`
+ * samples, one scratch workspace sized by the largest single layer (columns, a whole
+ * convolution's scratch), the few buffers the inference pass rotates through for up to
+ * `eval_capacity` samples, and a copy of the dataset resident on its device as uint8. It computes forward and backward passes
  * for a shard of a batch; it does not communicate and does not update parameters
  * (tdm-communicator.h and tdm-optimizer.h do).
  */
@@ -37,6 +39,7 @@ struct _TdmReplica {
   TdmBackend *backend;          /* not owned */
   const TdmNetwork *net;        /* not owned */
   int capacity;                 /* samples per step at most */
+  int eval_capacity;            /* samples per evaluation or prediction chunk at most */
   float *params;                /* device: parameter_count floats */
   float *grads;                 /* device: parameter_count floats */
   float *state;                 /* device: state_count floats (BN running statistics) */
@@ -63,9 +66,22 @@ struct _TdmReplica {
   float **acts;                 /* [layer_count + 1]: input, then each layer's output
                                  * (none for a first conv run with its pool as one) */
   int32_t **argmax;             /* [layer_count]: max and global max pools */
-  float **cols;                 /* [layer_count]: im2col columns of convs, projections */
+  float **cols;                 /* [layer_count]: im2col columns of convs, projections:
+                                 * the one column workspace (`columns`), or NULL */
   float **conv_work;            /* [layer_count]: the scratch of convs the backend runs
-                                 * whole (conv_forward), instead of columns */
+                                 * whole (conv_forward): the one `conv_scratch`, or NULL */
+  float *columns;               /* the column workspace, for the largest layer's columns
+                                 * at the larger of the two capacities; backward builds
+                                 * a conv's columns again instead of keeping them */
+  float *conv_scratch;          /* the largest whole convolution's scratch */
+  float **infer_acts;           /* [layer_count + 1]: the inference pass's acts, each one
+                                 * of the rotating `infer` buffers (tdm-replica-infer.c) */
+  int32_t **infer_argmax;       /* [layer_count]: the inference pass's argmax scratch */
+  float **infer_proj_conv, **infer_proj_bn; /* [layer_count]: its projections' outputs */
+  float **infer;                /* [infer_count]: eval_capacity × the widest activation */
+  int infer_count;              /* 2 + the deepest nesting of residual blocks */
+  int32_t *infer_pool;          /* the argmax of the widest max pool, eval_capacity */
+  gboolean inferring;           /* the inference buffers are in place (infer_begin) */
   float **bn_work;              /* [layer_count]: bn and projections: the backward's
                                  * sums (2·C), mean and invstd (2·C), one statistics
                                  * slot (TDM_BN_SLOT_FLOATS) */
@@ -93,17 +109,48 @@ struct _TdmReplica {
 };
 
 /* Allocates everything on the backend's device and uploads both datasets. Fails with
- * TDM_ENGINE_ERROR_OUT_OF_MEMORY naming the device and the bytes needed. */
+ * TDM_ENGINE_ERROR_OUT_OF_MEMORY naming the device and the bytes needed. Evaluation
+ * chunks of up to `capacity` samples too. */
 TdmReplica *tdm_replica_new (TdmBackend *backend, const TdmNetwork *net, int capacity,
                              const TdmDataset *train, const TdmDataset *test,
                              GError **error);
+/* The same with evaluation and prediction chunks of up to eval_capacity samples
+ * (tdm_replica_eval_capacity() chooses one that fits). */
+TdmReplica *tdm_replica_new_sized (TdmBackend *backend, const TdmNetwork *net, int capacity,
+                                   int eval_capacity, const TdmDataset *train,
+                                   const TdmDataset *test, GError **error);
+
+/* A replica's buffers on its device, in bytes, by kind, datasets aside: the one rule
+ * that tdm_replica_new_sized() allocates by and the memory estimate (tdm-memory.h)
+ * reports. */
+typedef struct {
+  size_t parameters;   /* parameters, BN state, the bf16 copy of the parameters */
+  size_t gradients;
+  size_t activations;  /* training: the input and what backward reads of each layer */
+  size_t workspace;    /* one column workspace, one convolution scratch, BN's small
+                        * buffers, the two gradient buffers, labels, indices, metrics */
+  size_t inference;    /* the inference pass's rotating buffers, its pools' argmax and
+                        * the test-time views' logits */
+} TdmReplicaPlan;
+TdmReplicaPlan tdm_replica_plan (const TdmNetwork *net, TdmBackendKind kind,
+                                 TdmPrecision precision, int capacity, int eval_capacity);
+
+/* The evaluation chunk for a replica training `capacity` samples a step: at most
+ * `wanted` (the configured --eval-batch, or the test set if smaller), and no larger
+ * than lets the inference pass's buffers, with the column workspace they widen, stay
+ * within the training's activations and workspace, or TDM_EVAL_BUDGET_FLOOR bytes
+ * when that is more. At least 1. */
+#define TDM_EVAL_BUDGET_FLOOR ((size_t)256 << 20)
+int tdm_replica_eval_capacity (const TdmNetwork *net, TdmBackendKind kind,
+                               TdmPrecision precision, int capacity, int wanted);
 void tdm_replica_free (TdmReplica *replica);
 
-/* Bytes a replica of `net` for `capacity` samples needs on its device, datasets
- * included: checked against free memory before anything is allocated. The figure is
- * tdm_memory_replica()'s total (tdm-memory.h), which sums the buffers below. */
+/* Bytes a replica of `net` for `capacity` samples a step and `eval_capacity` an
+ * evaluation chunk needs on its device, datasets included: checked against free
+ * memory before anything is allocated. The figure is tdm_memory_replica()'s total
+ * (tdm-memory.h), which sums tdm_replica_plan(). */
 size_t tdm_replica_bytes_needed (const TdmNetwork *net, TdmBackendKind kind,
-                                 TdmPrecision precision, int capacity,
+                                 TdmPrecision precision, int capacity, int eval_capacity,
                                  const TdmDataset *train, const TdmDataset *test);
 
 /* Bytes of the parameters' bfloat16 copy a replica keeps (params16, rounded once per
@@ -118,13 +165,14 @@ size_t tdm_replica_params16_bytes (const TdmNetwork *net, TdmBackendKind kind,
 typedef struct {
   size_t output;      /* floats: the layer's output, kept for backward */
   size_t argmax;      /* int32: a max pool's chosen inputs */
-  size_t columns;     /* floats: a convolution's im2col columns */
+  size_t columns;     /* floats: a convolution's im2col columns, built in the one column
+                       * workspace (the largest layer's, not a sum) */
   size_t bn_work;     /* floats, not per sample: a BN's batch statistics and sums */
   size_t skip;        /* floats: a residual block's skip gradient */
   size_t projection;  /* floats, twice: a projection's conv output and its BN's */
   size_t conv_work;   /* floats, not per sample: the scratch of a convolution that a
                        * backend of this kind runs whole (tdm_backend_conv_work_floats()),
-                       * which then has no columns */
+                       * which then has no columns; one scratch, the largest layer's */
 } TdmLayerBuffers;
 
 /* The buffers depend on the kind of backend: one that runs a convolution whole needs
@@ -180,7 +228,7 @@ gboolean tdm_replica_supported (TdmBackend *backend, const TdmNetwork *net,
 void tdm_replica_predict (TdmReplica *replica, int first, int count, float *logits);
 
 /* The network's outputs (logits, samples × classes, device memory) of the last
- * forward pass: after tdm_replica_evaluate, the predictions for its samples. */
+ * evaluation or prediction: the predictions for its samples. */
 const float *tdm_replica_outputs (const TdmReplica *replica);
 
 /* Reads and clears the metrics (waits for the device). */

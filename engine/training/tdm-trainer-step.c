@@ -301,10 +301,10 @@ job_evaluate(TdmTrainer *t, int r)
   int first, count;
   tdm_shard_of(total, t->world, t->rank0 + r, &first, &count);
   int classes = t->net->classes;
-  g_autofree float *logits = t->predicted != NULL ? g_new(float, (size_t)rep->capacity * classes)
-                                                  : NULL;
-  for (int done = 0; done < count && !tdm_trainer_aborted(t); done += rep->capacity) {
-    int chunk = MIN(rep->capacity, count - done);
+  g_autofree float *logits =
+      t->predicted != NULL ? g_new(float, (size_t)rep->eval_capacity * classes) : NULL;
+  for (int done = 0; done < count && !tdm_trainer_aborted(t); done += rep->eval_capacity) {
+    int chunk = MIN(rep->eval_capacity, count - done);
     tdm_replica_evaluate(rep, first + done, chunk);
     if (logits == NULL)
       continue;
