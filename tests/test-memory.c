@@ -11,6 +11,7 @@
 #include "tdm-network.h"
 #include "tdm-optimizer.h"
 #include "tdm-replica.h"
+#include "tdm-replica-private.h"
 #include "tdm-trainer.h"
 
 #include <malloc.h>
@@ -73,6 +74,57 @@ test_replica_exact(void)
     }
     tdm_backend_free(b);
   }
+}
+
+/* The issue's ResNet-18 in the CIFAR layout (BasicBlocks 64-128-256-512, 1×1
+ * projections). */
+static const char resnet18[] =
+    "conv64k3p1,bn,relu,2*(res(conv64k3p1,bn,relu,conv64k3p1,bn),relu),"
+    "res(conv128k3s2p1,bn,relu,conv128k3p1,bn),relu,res(conv128k3p1,bn,relu,conv128k3p1,bn),"
+    "relu,res(conv256k3s2p1,bn,relu,conv256k3p1,bn),relu,"
+    "res(conv256k3p1,bn,relu,conv256k3p1,bn),relu,res(conv512k3s2p1,bn,relu,conv512k3p1,bn),"
+    "relu,res(conv512k3p1,bn,relu,conv512k3p1,bn),relu,gap,fc10";
+
+/* The inference pass keeps three buffers of the widest activation for a network of
+ * single-level blocks, four for blocks in blocks; none of the training's. Its memory
+ * grows with the widest layer, never with the depth: ResNet-18 needs no more than a
+ * plain conv of the same width. */
+static void
+test_inference_buffers(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new(resnet18, 32, 32, 3, 10, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(tdm_replica_infer_count(net), ==, 3);
+  g_assert_cmpuint(tdm_replica_infer_floats(net), ==, 32 * 32 * 64);
+  g_assert_cmpuint(tdm_replica_infer_argmax(net), ==, 0);
+  g_autoptr(TdmNetwork) nested =
+      tdm_network_new("conv8k3p1,res(conv8k3p1,res(conv8k3p1,relu),relu),pool2,fc10", 28, 28, 1,
+                      10, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(tdm_replica_infer_count(nested), ==, 4);
+  g_assert_cmpuint(tdm_replica_infer_argmax(nested), ==, 14 * 14 * 8);
+  g_autoptr(TdmNetwork) plain = tdm_network_new("conv64k3p1,relu,gap,fc10", 32, 32, 3, 10, &error);
+  g_assert_no_error(error);
+  for (int kind = TDM_BACKEND_CPU; kind <= TDM_BACKEND_CUDA; kind++) {
+    TdmReplicaPlan deep = tdm_replica_plan(net, kind, TDM_PRECISION_FP32, 8, 100);
+    TdmReplicaPlan flat = tdm_replica_plan(plain, kind, TDM_PRECISION_FP32, 8, 100);
+    g_assert_cmpuint(deep.inference, ==, flat.inference + 100 * 32 * 32 * 64 * sizeof(float));
+  }
+  /* The chunk: the configured one where it fits, smaller where the budget says so. */
+  g_assert_cmpint(tdm_replica_eval_capacity(plain, TDM_BACKEND_CPU, TDM_PRECISION_FP32, 8, 100),
+                  ==, 100);
+  int chunk = tdm_replica_eval_capacity(net, TDM_BACKEND_CPU, TDM_PRECISION_FP32, 8, 1000);
+  g_assert_cmpint(chunk, >=, 1);
+  g_assert_cmpint(chunk, <, 1000);
+  TdmReplicaPlan train = tdm_replica_plan(net, TDM_BACKEND_CPU, TDM_PRECISION_FP32, 8, 0);
+  size_t budget = MAX(train.activations + train.workspace, TDM_EVAL_BUDGET_FLOOR);
+  TdmReplicaPlan at = tdm_replica_plan(net, TDM_BACKEND_CPU, TDM_PRECISION_FP32, 8, chunk);
+  TdmReplicaPlan over = tdm_replica_plan(net, TDM_BACKEND_CPU, TDM_PRECISION_FP32, 8, chunk + 1);
+  g_test_message("resnet18 on cpu, batch 8: evaluation chunk %d (budget %.1f MiB)", chunk,
+                 budget / 1048576.0);
+  g_assert_cmpuint(at.inference + at.workspace - train.workspace, <=, budget);
+  g_assert_cmpuint(over.inference + over.workspace - train.workspace, >, budget);
 }
 
 static gint64
@@ -335,6 +387,7 @@ main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/memory/replica-exact", test_replica_exact);
+  g_test_add_func("/memory/inference-buffers", test_inference_buffers);
   g_test_add_func("/memory/largest-batch", test_largest_batch);
   g_test_add_func("/memory/check-host", test_check_host);
   g_test_add_func("/memory/buffers-returned", test_buffers_returned);

@@ -23,9 +23,10 @@ tdm_replica_infer_count(const TdmNetwork *net)
 {
   int depth = 0, deepest = 0;
   for (int i = 0; i < net->layer_count; i++) {
-    if (net->layers[i].kind == TDM_LAYER_RES_BEGIN)
-      deepest = MAX(deepest, ++depth);
-    else if (net->layers[i].kind == TDM_LAYER_RES_END)
+    if (net->layers[i].kind == TDM_LAYER_RES_BEGIN) {
+      depth++;
+      deepest = MAX(deepest, depth);
+    } else if (net->layers[i].kind == TDM_LAYER_RES_END)
       depth--;
   }
   return 2 + deepest;

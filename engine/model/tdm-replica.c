@@ -124,13 +124,16 @@ tdm_replica_eval_capacity(const TdmNetwork *net, TdmBackendKind kind, TdmPrecisi
   wanted = MAX(wanted, 1);
   TdmReplicaPlan train = tdm_replica_plan(net, kind, precision, capacity, 0);
   size_t budget = MAX(train.activations + train.workspace, TDM_EVAL_BUDGET_FLOOR);
-  /* A sample's share of the inference buffers, and of the column workspace that a
-   * chunk larger than the shard widens. */
+  /* The inference buffers grow by `per` a sample; the column workspace, sized for the
+   * larger of shard and chunk, by `col` a sample past the shard. */
   size_t columns, conv_work;
   widest_scratch(net, kind, &columns, &conv_work);
-  size_t per_sample = tdm_replica_plan(net, kind, precision, capacity, 1).inference +
-                      columns * sizeof(float);
-  size_t fits = budget / MAX(per_sample, 1);
+  size_t per = MAX(tdm_replica_plan(net, kind, precision, capacity, 1).inference, 1);
+  size_t col = columns * sizeof(float);
+  size_t cap = (size_t)MAX(capacity, 0);
+  size_t fits = budget / per;
+  if (fits > cap)
+    fits = (budget + cap * col) / (per + col);
   return (int)CLAMP(fits, 1, (size_t)wanted);
 }
 
