@@ -123,7 +123,7 @@ tdm_replica_eval_capacity(const TdmNetwork *net, TdmBackendKind kind, TdmPrecisi
 {
   wanted = MAX(wanted, 1);
   TdmReplicaPlan train = tdm_replica_plan(net, kind, precision, capacity, 0);
-  size_t budget = MAX(train.activations + train.workspace, TDM_EVAL_BUDGET_FLOOR);
+  size_t budget = MAX(train.activations, TDM_EVAL_BUDGET_FLOOR);
   /* The inference buffers grow by `per` a sample; the column workspace, sized for the
    * larger of shard and chunk, by `col` a sample past the shard. */
   size_t columns, conv_work;
