@@ -11,8 +11,7 @@
  * one read of x: shifted sums, finished and merged over replicas by
  * tdm-bn-moments.h's rule, the CPU's. Everything else is
  * one memory-bound elementwise pass. Not here: the convolutions (im2col.cu, conv-pool.cu)
- * and the
- * all-reduce of synchronized BN, which the engine does between these launches.
+ * and the all-reduce of synchronized BN, which the engine does between these launches.
  */
 #include "tdm-kernels.h"
 #include "tdm-counter-rng.h"

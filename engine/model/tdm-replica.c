@@ -83,6 +83,35 @@ widest_scratch(const TdmNetwork *net, TdmBackendKind kind, size_t *columns, size
   }
 }
 
+/* A block's skip gradient lives from the walk back reaching its end to reaching its
+ * start, so blocks at one level of nesting take turns in one buffer (the widest of
+ * that level's): widths[level − 1]; *skips their sum. A projection's bn output is
+ * read by its block's add only (backward reads the conv's output), then serves as the
+ * conv's gradient in backward: one buffer, the widest, *proj_bn. Floats per sample. */
+static void
+shared_block_buffers(const TdmNetwork *net, TdmBackendKind kind, size_t *widths, size_t *skips,
+                     size_t *proj_bn)
+{
+  int levels = tdm_replica_infer_count(net) - 2;
+  g_autofree size_t *w = g_new0(size_t, MAX(levels, 1));
+  *proj_bn = 0;
+  for (int i = 0; i < net->layer_count; i++) {
+    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind);
+    if (buf.skip > 0) {
+      int level = net->layers[i].depth;
+      g_assert(level >= 1 && level <= levels);
+      w[level - 1] = MAX(w[level - 1], buf.skip);
+    }
+    *proj_bn = MAX(*proj_bn, buf.projection);
+  }
+  *skips = 0;
+  for (int k = 0; k < levels; k++) {
+    *skips += w[k];
+    if (widths != NULL)
+      widths[k] = w[k];
+  }
+}
+
 TdmReplicaPlan
 tdm_replica_plan(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
                  int capacity, int eval_capacity)
@@ -102,10 +131,13 @@ tdm_replica_plan(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precis
   p.workspace = most * columns * sizeof(float) + conv_work * sizeof(float);
   for (int i = 0; i < net->layer_count; i++) {
     TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind);
-    p.activations += cap * (buf.output + 2 * buf.projection) * sizeof(float);
+    p.activations += cap * (buf.output + buf.projection) * sizeof(float);
     p.activations += cap * buf.argmax * sizeof(int32_t);
-    p.workspace += cap * buf.skip * sizeof(float) + buf.bn_work * sizeof(float);
+    p.workspace += buf.bn_work * sizeof(float);
   }
+  size_t skips = 0, proj_bn = 0;
+  shared_block_buffers(net, kind, NULL, &skips, &proj_bn);
+  p.workspace += cap * (skips + proj_bn) * sizeof(float);
   /* The two activation-gradient buffers, the chunk's labels and indices, the metrics. */
   p.workspace += 2 * cap * tdm_replica_gradient_floats(net) * sizeof(float);
   p.workspace += 2 * most * sizeof(int32_t) + sizeof(TdmMetrics);
@@ -251,6 +283,17 @@ tdm_replica_new_sized(TdmBackend *b, const TdmNetwork *net, int capacity, int ev
     ALLOC(r->columns, most * columns * sizeof(float));
   if (conv_work > 0)
     ALLOC(r->conv_scratch, conv_work * sizeof(float));
+  r->skip_levels = g_new0(float *, MAX(tdm_replica_infer_count(net) - 2, 1));
+  {
+    g_autofree size_t *widths = g_new0(size_t, MAX(tdm_replica_infer_count(net) - 2, 1));
+    size_t skips, proj_bn;
+    shared_block_buffers(net, b->kind, widths, &skips, &proj_bn);
+    for (int k = 0; k < tdm_replica_infer_count(net) - 2; k++)
+      if (widths[k] > 0)
+        ALLOC(r->skip_levels[k], (size_t)capacity * widths[k] * sizeof(float));
+    if (proj_bn > 0)
+      ALLOC(r->proj_bn_shared, (size_t)capacity * proj_bn * sizeof(float));
+  }
   for (int i = 0; i < n; i++) {
     const TdmLayer *l = &net->layers[i];
     TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, b->kind);
@@ -267,10 +310,10 @@ tdm_replica_new_sized(TdmBackend *b, const TdmNetwork *net, int capacity, int ev
     if (buf.bn_work > 0)
       ALLOC(r->bn_work[i], buf.bn_work * sizeof(float));
     if (buf.skip > 0)
-      ALLOC(r->skip_grad[i], (size_t)capacity * buf.skip * sizeof(float));
+      r->skip_grad[i] = r->skip_levels[l->depth - 1];
     if (buf.projection > 0) {
       ALLOC(r->proj_conv[i], (size_t)capacity * buf.projection * sizeof(float));
-      ALLOC(r->proj_bn[i], (size_t)capacity * buf.projection * sizeof(float));
+      r->proj_bn[i] = r->proj_bn_shared;
     }
   }
   size_t grad_floats = tdm_replica_gradient_floats(net);
@@ -321,9 +364,11 @@ tdm_replica_free(TdmReplica *r)
     tdm_backend_release(b, r->argmax[i]);
     tdm_backend_release(b, r->bn_work[i]);
     tdm_backend_release(b, r->proj_conv[i]);
-    tdm_backend_release(b, r->proj_bn[i]);
-    tdm_backend_release(b, r->skip_grad[i]);
   }
+  for (int k = 0; r->skip_levels != NULL && k < tdm_replica_infer_count(net) - 2; k++)
+    tdm_backend_release(b, r->skip_levels[k]);
+  g_free(r->skip_levels);
+  tdm_backend_release(b, r->proj_bn_shared);
   tdm_backend_release(b, r->columns);
   tdm_backend_release(b, r->conv_scratch);
   tdm_replica_infer_free(r);

@@ -88,7 +88,10 @@ struct _TdmReplica {
   float *bn_slots;              /* synchronized BN: bn_slot_count slots for the widest
                                  * BN, shared by the layers in turn */
   float **proj_conv, **proj_bn; /* [layer_count]: a projection's conv and bn outputs */
-  float **skip_grad;            /* [layer_count]: RES_END: the gradient of the skip path */
+  float **skip_grad;            /* [layer_count]: RES_END: the gradient of the skip path,
+                                 * in its nesting level's buffer of skip_levels */
+  float **skip_levels;          /* one skip-gradient buffer per level of nesting */
+  float *proj_bn_shared;        /* every projection's bn output (proj_bn[i]) */
   float *tta_logits;            /* test-time flip averaging */
   uint16_t *params16;           /* --precision bf16: the parameters as bf16, rounded
                                  * once per forward pass for every conv's products
@@ -170,8 +173,10 @@ typedef struct {
   size_t columns;     /* floats: a convolution's im2col columns, built in the one column
                        * workspace (the largest layer's, not a sum) */
   size_t bn_work;     /* floats, not per sample: a BN's batch statistics and sums */
-  size_t skip;        /* floats: a residual block's skip gradient */
-  size_t projection;  /* floats, twice: a projection's conv output and its BN's */
+  size_t skip;        /* floats: a residual block's skip gradient, in one buffer per
+                       * level of nesting (the level's widest) */
+  size_t projection;  /* floats: a projection's conv output, kept; and its BN's, in one
+                       * buffer for all projections (the widest) */
   size_t conv_work;   /* floats, not per sample: the scratch of a convolution that a
                        * backend of this kind runs whole (tdm_backend_conv_work_floats()),
                        * which then has no columns; one scratch, the largest layer's */
