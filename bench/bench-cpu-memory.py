@@ -4,7 +4,9 @@
 ResNet-18 (BasicBlocks 64-128-256-512, 1×1 projections, gap, fc10) at batch 8 on the
 CPU, trained for one short epoch and evaluated on 1,000 test images, as tandem-train
 runs it. Prints the peak RSS of the process (getrusage of the child), the seconds from
-launch to the first step's summary, to the end, and the memory event's estimate.
+launch to the first step's summary (wall clock, and the CPU time the process had used
+by then: on a shared machine the wall clock counts other programs too), to the end,
+and the memory event's estimate.
 
 The data are CIFAR-10 binary batches of random pixels written to a temporary folder
 (same layout and sizes as CIFAR-10 for the test split; --train sets how many training
@@ -55,6 +57,7 @@ def run_tandem(args, folder):
     start = time.monotonic()
     child = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     first_step = None
+    first_cpu = None
     memory = None
     finished = None
     for line in child.stdout:
@@ -63,12 +66,21 @@ def run_tandem(args, folder):
             memory = e
         if e.get("type") == "step" and first_step is None:
             first_step = time.monotonic() - start
+            first_cpu = cpu_seconds(child.pid)
         if e.get("type") in ("finished", "failed"):
             finished = e
     child.wait()
     total = time.monotonic() - start
     peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return peak_kib, first_step, total, memory, finished
+    return peak_kib, first_step, first_cpu, total, memory, finished
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds of a running process (all its threads): on a shared
+    machine the wall clock to the first step counts other programs' time too."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 TORCH_CHILD = r'''
@@ -132,11 +144,12 @@ def main():
     args = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="tandem-cifar-") as folder:
         write_cifar(folder, args.train, 1000)
-        peak_kib, first, total, memory, finished = run_tandem(args, folder)
+        peak_kib, first, first_cpu, total, memory, finished = run_tandem(args, folder)
     print(f"tandem-train ({args.tandem}): ResNet-18 CIFAR layout, cpu, batch 8, "
           f"{args.train} training images, evaluation of 1000, --eval-batch {args.eval_batch}")
     print(f"  peak RSS            {peak_kib / 1048576:.3f} GiB ({peak_kib * 1024 / 1e9:.3f} GB)")
-    print(f"  first step after    {first:.2f} s" if first is not None else "  no step")
+    print(f"  first step after    {first:.2f} s, {first_cpu:.2f} s of CPU time" if first is not None
+          else "  no step")
     print(f"  finished after      {total:.2f} s ({(finished or {}).get('type')})")
     if memory is not None:
         d = memory["devices"][0]

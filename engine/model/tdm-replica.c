@@ -164,8 +164,12 @@ tdm_replica_eval_capacity(const TdmNetwork *net, TdmBackendKind kind, TdmPrecisi
   size_t col = columns * sizeof(float);
   size_t cap = (size_t)MAX(capacity, 0);
   size_t fits = budget / per;
-  if (fits > cap)
+  if (fits > cap && col > 0) {
     fits = (budget + cap * col) / (per + col);
+    /* Columns are the widest scratch by far (k² times an activation): a chunk past the
+     * shard may widen them by the floor's worth, no more. */
+    fits = MIN(fits, cap + TDM_EVAL_BUDGET_FLOOR / col);
+  }
   return (int)CLAMP(fits, 1, (size_t)wanted);
 }
 

@@ -142,9 +142,10 @@ TdmReplicaPlan tdm_replica_plan (const TdmNetwork *net, TdmBackendKind kind,
  * `wanted` (the configured --eval-batch, or the test set if smaller), and no larger
  * than lets the inference pass's buffers, with what they widen the column workspace
  * by, stay within what training keeps for backward (its activations), or
- * TDM_EVAL_BUDGET_FLOOR bytes when that is more: a GPU training a large batch
- * evaluates in large chunks, a CPU at batch 8 in a few dozen samples (the same
- * throughput there), and evaluation never holds more than training does. At least 1. */
+ * TDM_EVAL_BUDGET_FLOOR bytes when that is more, and widens the column workspace by
+ * no more than that floor: a GPU training a large batch evaluates in chunks about its
+ * shard, a CPU at batch 8 in a few dozen samples (the same throughput there), and
+ * evaluation never holds more than training does. At least 1. */
 #define TDM_EVAL_BUDGET_FLOOR ((size_t)64 << 20)
 int tdm_replica_eval_capacity (const TdmNetwork *net, TdmBackendKind kind,
                                TdmPrecision precision, int capacity, int wanted);

@@ -430,7 +430,7 @@ tdm_trainer_prewarm(TdmTrainer *t, GError **error)
       t->prewarm_steps++;
     }
   }
-  /* Evaluation chunks have other shapes (the replica's capacity, the test set's
+  /* Evaluation chunks have other shapes (the replica's eval_capacity, the test set's
    * remainder); it is not on the training clock, but the first one would wait. */
   if (t->data->test->count > 0 && !prewarm_job(t, JOB_EVALUATE, NULL, 0, FALSE, error))
     return FALSE;
