@@ -14,7 +14,7 @@ images, 400 by default so that the epoch is short: each 10,000 more add 30 MiB t
 host's copy and 30 MiB to the replica's). Not a test: it asserts nothing.
 
   bench/bench-cpu-memory.py [--tandem build/src/tandem-train] [--train 400]
-                            [--eval-batch 1000] [--torch]
+                            [--eval-batch 1000] [--torch [--python /usr/bin/python3]]
 
 --torch also runs the same network, batch and evaluation in PyTorch (python3-torch,
 torchvision's BasicBlock layout written out here) in a child process and prints its
@@ -124,15 +124,16 @@ correct = 0
 with torch.no_grad():
     for i in range(0, test, eval_batch):
         correct += (net(xt[i:i + eval_batch].float() / 255).argmax(1) == yt[i:i + eval_batch]).sum().item()
-print(first, time.monotonic() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+print(first, time.monotonic() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+      torch.__version__)
 '''
 
 
 def run_torch(args):
-    out = subprocess.run([sys.executable, "-c", TORCH_CHILD, str(args.train), "1000",
+    out = subprocess.run([args.python, "-c", TORCH_CHILD, str(args.train), "1000",
                           str(args.eval_batch)], capture_output=True, text=True, check=True)
-    first, total, peak_kib = out.stdout.split()
-    return int(peak_kib), float(first), float(total)
+    first, total, peak_kib, version = out.stdout.split()
+    return int(peak_kib), float(first), float(total), version
 
 
 def main():
@@ -141,6 +142,8 @@ def main():
     p.add_argument("--train", type=int, default=400)
     p.add_argument("--eval-batch", type=int, default=1000)
     p.add_argument("--torch", action="store_true")
+    p.add_argument("--python", default="/usr/bin/python3",
+                   help="the Python that has torch (Debian's python3-torch)")
     args = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="tandem-cifar-") as folder:
         write_cifar(folder, args.train, 1000)
@@ -158,9 +161,8 @@ def main():
               f"workspace {d['workspace'] / 2**20:.1f} MiB), shard {memory['capacity']}, "
               f"evaluation chunk {memory.get('eval_capacity')}")
     if args.torch:
-        tpeak, tfirst, ttotal = run_torch(args)
-        print(f"PyTorch {__import__('torch').__version__} (same network, batch, evaluation, "
-              f"chunk {args.eval_batch}):")
+        tpeak, tfirst, ttotal, version = run_torch(args)
+        print(f"PyTorch {version} (same network, batch, evaluation, chunk {args.eval_batch}):")
         print(f"  peak RSS            {tpeak / 1048576:.3f} GiB ({tpeak * 1024 / 1e9:.3f} GB)")
         print(f"  first step after    {tfirst:.2f} s (from the interpreter's start of work)")
         print(f"  finished after      {ttotal:.2f} s")
