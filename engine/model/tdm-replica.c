@@ -70,7 +70,8 @@ tdm_replica_bytes_needed(const TdmNetwork *net, TdmBackendKind kind, TdmPrecisio
 }
 
 /* The widest columns and the largest whole-convolution scratch over the layers: the
- * one workspace of each holds any layer's. */
+ * one workspace holds any layer's (a layer uses one or the other, and nothing in it
+ * outlives the layer: backward builds its columns again). */
 static void
 widest_scratch(const TdmNetwork *net, TdmBackendKind kind, size_t *columns, size_t *conv_work)
 {
@@ -128,7 +129,7 @@ tdm_replica_plan(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precis
   p.activations = cap * sample * sizeof(float);
   size_t columns, conv_work;
   widest_scratch(net, kind, &columns, &conv_work);
-  p.workspace = most * columns * sizeof(float) + conv_work * sizeof(float);
+  p.workspace = MAX(most * columns, conv_work) * sizeof(float);
   for (int i = 0; i < net->layer_count; i++) {
     TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind);
     p.activations += cap * (buf.output + buf.projection) * sizeof(float);
@@ -156,19 +157,19 @@ tdm_replica_eval_capacity(const TdmNetwork *net, TdmBackendKind kind, TdmPrecisi
   wanted = MAX(wanted, 1);
   TdmReplicaPlan train = tdm_replica_plan(net, kind, precision, capacity, 0);
   size_t budget = MAX(train.activations, TDM_EVAL_BUDGET_FLOOR);
-  /* The inference buffers grow by `per` a sample; the column workspace, sized for the
-   * larger of shard and chunk, by `col` a sample past the shard. */
+  /* The inference buffers grow by `per` a sample; the workspace, once a chunk's
+   * columns pass what it holds for training (`base`), by `col` a sample. */
   size_t columns, conv_work;
   widest_scratch(net, kind, &columns, &conv_work);
   size_t per = MAX(tdm_replica_plan(net, kind, precision, capacity, 1).inference, 1);
   size_t col = columns * sizeof(float);
-  size_t cap = (size_t)MAX(capacity, 0);
+  size_t base = MAX((size_t)MAX(capacity, 0) * col, conv_work * sizeof(float));
   size_t fits = budget / per;
-  if (fits > cap && col > 0) {
-    fits = (budget + cap * col) / (per + col);
-    /* Columns are the widest scratch by far (k² times an activation): a chunk past the
-     * shard may widen them by the floor's worth, no more. */
-    fits = MIN(fits, cap + TDM_EVAL_BUDGET_FLOOR / col);
+  if (col > 0 && fits * col > base) {
+    fits = MAX(base / col, (budget + base) / (per + col));
+    /* Columns are the widest scratch by far (k² times an activation): a chunk may
+     * widen the workspace by the floor's worth, no more. */
+    fits = MIN(fits, (base + TDM_EVAL_BUDGET_FLOOR) / col);
   }
   return (int)CLAMP(fits, 1, (size_t)wanted);
 }
@@ -283,10 +284,9 @@ tdm_replica_new_sized(TdmBackend *b, const TdmNetwork *net, int capacity, int ev
    * memory estimate: columns and whole-convolution scratch are one workspace each. */
   size_t columns, conv_work;
   widest_scratch(net, b->kind, &columns, &conv_work);
-  if (columns > 0)
-    ALLOC(r->columns, most * columns * sizeof(float));
-  if (conv_work > 0)
-    ALLOC(r->conv_scratch, conv_work * sizeof(float));
+  if (columns > 0 || conv_work > 0)
+    ALLOC(r->columns, MAX(most * columns, conv_work) * sizeof(float));
+  r->conv_scratch = r->columns;
   r->skip_levels = g_new0(float *, MAX(tdm_replica_infer_count(net) - 2, 1));
   {
     g_autofree size_t *widths = g_new0(size_t, MAX(tdm_replica_infer_count(net) - 2, 1));
@@ -373,8 +373,7 @@ tdm_replica_free(TdmReplica *r)
     tdm_backend_release(b, r->skip_levels[k]);
   g_free(r->skip_levels);
   tdm_backend_release(b, r->proj_bn_shared);
-  tdm_backend_release(b, r->columns);
-  tdm_backend_release(b, r->conv_scratch);
+  tdm_backend_release(b, r->columns); /* conv_scratch too */
   tdm_replica_infer_free(r);
   tdm_backend_release(b, r->bn_slots);
   tdm_backend_release(b, r->grad_a);

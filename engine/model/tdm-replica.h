@@ -2,8 +2,8 @@
  *
  * A replica owns its parameters and gradients (one flat buffer each, laid out as the
  * TdmNetwork says), what the backward pass reads of the forward for up to `capacity`
- * samples, one scratch workspace sized by the largest single layer (columns, a whole
- * convolution's scratch), the few buffers the inference pass rotates through for up to
+ * samples, one scratch workspace sized by the largest single layer (its columns or a
+ * whole convolution's scratch), the few buffers the inference pass rotates through for up to
  * `eval_capacity` samples, and a copy of the dataset resident on its device as uint8. It computes forward and backward passes
  * for a shard of a batch; it does not communicate and does not update parameters
  * (tdm-communicator.h and tdm-optimizer.h do).
@@ -70,10 +70,11 @@ struct _TdmReplica {
                                  * the one column workspace (`columns`), or NULL */
   float **conv_work;            /* [layer_count]: the scratch of convs the backend runs
                                  * whole (conv_forward): the one `conv_scratch`, or NULL */
-  float *columns;               /* the column workspace, for the largest layer's columns
-                                 * at the larger of the two capacities; backward builds
-                                 * a conv's columns again instead of keeping them */
-  float *conv_scratch;          /* the largest whole convolution's scratch */
+  float *columns;               /* the one workspace: the largest layer's columns at the
+                                 * larger of the two capacities, or the largest whole
+                                 * convolution's scratch if more; backward builds a
+                                 * conv's columns again instead of keeping them */
+  float *conv_scratch;          /* the same buffer, as a whole convolution's scratch */
   float **infer_acts;           /* [layer_count + 1]: the inference pass's acts, each one
                                  * of the rotating `infer` buffers (tdm-replica-infer.c) */
   int32_t **infer_argmax;       /* [layer_count]: the inference pass's argmax scratch */
@@ -130,8 +131,9 @@ typedef struct {
   size_t parameters;   /* parameters, BN state, the bf16 copy of the parameters */
   size_t gradients;
   size_t activations;  /* training: the input and what backward reads of each layer */
-  size_t workspace;    /* one column workspace, one convolution scratch, BN's small
-                        * buffers, the two gradient buffers, labels, indices, metrics */
+  size_t workspace;    /* the one workspace (columns or a convolution's scratch), BN's
+                        * small buffers, skip gradients, the two gradient buffers,
+                        * labels, indices, metrics */
   size_t inference;    /* the inference pass's rotating buffers, its pools' argmax and
                         * the test-time views' logits */
 } TdmReplicaPlan;
