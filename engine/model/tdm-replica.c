@@ -174,6 +174,12 @@ tdm_replica_eval_capacity(const TdmNetwork *net, TdmBackendKind kind, TdmPrecisi
   return (int)CLAMP(fits, 1, (size_t)wanted);
 }
 
+gboolean
+tdm_replica_shares_datasets(TdmBackendKind kind)
+{
+  return kind == TDM_BACKEND_CPU;
+}
+
 size_t
 tdm_replica_params16_bytes(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision)
 {
@@ -333,14 +339,23 @@ tdm_replica_new_sized(TdmBackend *b, const TdmNetwork *net, int capacity, int ev
 
   size_t train_bytes = (size_t)train->count * r->sample_size;
   size_t test_bytes = (size_t)test->count * r->sample_size;
-  ALLOC(r->train_images, train_bytes);
-  ALLOC(r->train_labels, train->count);
-  ALLOC(r->test_images, test_bytes);
-  ALLOC(r->test_labels, test->count);
-  b->ops->upload(b, r->train_images, train->images, train_bytes);
-  b->ops->upload(b, r->train_labels, train->labels, train->count);
-  b->ops->upload(b, r->test_images, test->images, test_bytes);
-  b->ops->upload(b, r->test_labels, test->labels, test->count);
+  if (tdm_replica_shares_datasets(b->kind)) {
+    /* The caller's datasets outlive the replica (the trainer frees its replicas
+     * first; the classifier writes its one sample into the dataset it owns). */
+    r->train_images = train->images;
+    r->train_labels = train->labels;
+    r->test_images = test->images;
+    r->test_labels = test->labels;
+  } else {
+    ALLOC(r->train_images, train_bytes);
+    ALLOC(r->train_labels, train->count);
+    ALLOC(r->test_images, test_bytes);
+    ALLOC(r->test_labels, test->count);
+    b->ops->upload(b, r->train_images, train->images, train_bytes);
+    b->ops->upload(b, r->train_labels, train->labels, train->count);
+    b->ops->upload(b, r->test_images, test->images, test_bytes);
+    b->ops->upload(b, r->test_labels, test->labels, test->count);
+  }
   if (!tdm_backend_check(b, error))
     goto fail;
   return r;
@@ -381,10 +396,12 @@ tdm_replica_free(TdmReplica *r)
   tdm_backend_release(b, r->params16);
   tdm_backend_release(b, r->labels);
   tdm_backend_release(b, r->indices);
-  tdm_backend_release(b, r->train_images);
-  tdm_backend_release(b, r->train_labels);
-  tdm_backend_release(b, r->test_images);
-  tdm_backend_release(b, r->test_labels);
+  if (!tdm_replica_shares_datasets(b->kind)) {
+    tdm_backend_release(b, r->train_images);
+    tdm_backend_release(b, r->train_labels);
+    tdm_backend_release(b, r->test_images);
+    tdm_backend_release(b, r->test_labels);
+  }
   g_free(r->acts);
   g_free(r->argmax);
   g_free(r->cols);

@@ -4,7 +4,8 @@
  * TdmNetwork says), what the backward pass reads of the forward for up to `capacity`
  * samples, one scratch workspace sized by the largest single layer (its columns or a
  * whole convolution's scratch), the few buffers the inference pass rotates through for up to
- * `eval_capacity` samples, and a copy of the dataset resident on its device as uint8. It computes forward and backward passes
+ * `eval_capacity` samples, and a copy of the dataset resident on its device as uint8
+ * (on the CPU, the caller's own: tdm_replica_shares_datasets()). It computes forward and backward passes
  * for a shard of a batch; it does not communicate and does not update parameters
  * (tdm-communicator.h and tdm-optimizer.h do).
  */
@@ -101,7 +102,8 @@ struct _TdmReplica {
   float *grad_a, *grad_b;       /* ping-pong buffers for activation gradients */
   int32_t *labels;              /* device: the shard's labels */
   int32_t *indices;             /* device: the shard's sample indices */
-  uint8_t *train_images, *train_labels;   /* device copies of the datasets */
+  uint8_t *train_images, *train_labels;   /* device copies of the datasets (on the CPU,
+                                           * the caller's datasets themselves) */
   uint8_t *test_images, *test_labels;
   int sample_size;
   TdmGradsReady grads_ready;
@@ -160,6 +162,11 @@ void tdm_replica_free (TdmReplica *replica);
 size_t tdm_replica_bytes_needed (const TdmNetwork *net, TdmBackendKind kind,
                                  TdmPrecision precision, int capacity, int eval_capacity,
                                  const TdmDataset *train, const TdmDataset *test);
+
+/* Whether a replica on a backend of this kind reads the caller's datasets where they
+ * are (a CPU's memory is the host's: a copy per CPU worker would only double it)
+ * instead of keeping a copy on its device. The datasets must then outlive it. */
+gboolean tdm_replica_shares_datasets (TdmBackendKind kind);
 
 /* Bytes of the parameters' bfloat16 copy a replica keeps (params16, rounded once per
  * forward pass for its convolutions): on a GPU under --precision bf16, else 0. */

@@ -31,8 +31,9 @@ tdm_memory_replica(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision prec
   rb.activations = plan.activations;
   rb.workspace = plan.workspace;
   rb.inference = plan.inference;
-  rb.dataset = (guint64)MAX(train_count, 0) * (sample + 1) +
-               (guint64)MAX(test_count, 0) * (sample + 1);
+  if (!tdm_replica_shares_datasets(kind))
+    rb.dataset = (guint64)MAX(train_count, 0) * (sample + 1) +
+                 (guint64)MAX(test_count, 0) * (sample + 1);
   rb.total = rb.parameters + rb.gradients + rb.activations + rb.workspace + rb.inference +
              rb.dataset;
   return rb;
