@@ -1,6 +1,7 @@
 /* tdm-json.c — JSON text from json-glib trees that every parser accepts, and text
  * parsed once its nesting is known to be shallow. */
 #include "tdm-json.h"
+#include "tdm-i18n.h"
 #include "tdm-error.h"
 
 #include <math.h>
@@ -105,7 +106,7 @@ tdm_json_parse(const char *text, gssize length, int code, GError **error)
   gsize len = length < 0 ? strlen(text) : (gsize)length;
   if (nesting_depth(text, len, TDM_JSON_MAX_DEPTH) > TDM_JSON_MAX_DEPTH) {
     g_set_error(error, TDM_ENGINE_ERROR, code,
-                "arrays and objects nest deeper than %d levels", TDM_JSON_MAX_DEPTH);
+                _("arrays and objects nest deeper than %d levels"), TDM_JSON_MAX_DEPTH);
     return NULL;
   }
   g_autoptr(JsonParser) parser = json_parser_new();

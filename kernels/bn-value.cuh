@@ -1,6 +1,6 @@
 /* bn-value.cuh — batch normalization's training-mode output of one value, shared by
- * layers.cu (the forward, and the backward's recomputed ReLU mask) and conv.cu (im2col
- * and the max pool, which normalize as they read): one set of inline functions, so
+ * layers.cu (the forward, and the backward's recomputed ReLU mask), im2col.cu and
+ * pool.cu (which normalize as they read): one set of inline functions, so
  * every kernel that needs the value compiles it to the same operations and gets the
  * forward's bits. */
 #pragma once
@@ -23,6 +23,14 @@ bn_affine_output(float x, float scale, float shift, bool relu)
   float v = x * scale + shift;
   return relu && v < 0.0f ? 0.0f : v;
 }
+
+/* A batch normalization that im2col or the pool applies to each value it reads: the
+ * training forward's statistics and parameters, and its fused ReLU. Padding stays 0,
+ * as it would around the normalized tensor. */
+struct BnGather {
+  const float *mean, *invstd, *gamma, *beta;
+  bool relu;
+};
 
 /* x · (invstd·γ) + (β − mean·invstd·γ), before any ReLU. */
 __device__ inline float

@@ -1,6 +1,7 @@
-/* common.cuh — what every kernels/ file shares: grid sizing, the alignment test for
- * the float4 paths, the rounding to bfloat16, and the check that turns a launch into the launcher's return
- * value. Private to kernels/; the launchers' contract is in tdm-kernels.h. */
+/* common.cuh — what every kernels/ file shares: grid sizing and grid-stride indices,
+ * the alignment test for the float4 paths, the rounding to bfloat16, the one
+ * vector-access type (tdm_k_vec), the ReLU of one value, and the check that turns a
+ * launch into the launcher's return value. Private to kernels/; the launchers' contract is in tdm-kernels.h. */
 #pragma once
 
 #include <cuda_bf16.h>
@@ -44,6 +45,130 @@ tdm_k_bf16x4_bits(float a, float b, float c, float d)
 {
   return make_uint2(tdm_k_bf16_bits(a) | ((unsigned)tdm_k_bf16_bits(b) << 16),
                     tdm_k_bf16_bits(c) | ((unsigned)tdm_k_bf16_bits(d) << 16));
+}
+
+/* Index arithmetic dominates the data-movement kernels (they move few bytes per
+ * division), so their grid-stride loops come in two widths: 32-bit indices whenever
+ * the tensor allows, which is nearly always, and 64-bit ones for the rest. */
+template <typename I>
+__device__ __forceinline__ I
+tdm_k_grid_start()
+{
+  return (I)blockIdx.x * blockDim.x + threadIdx.x;
+}
+
+template <typename I>
+__device__ __forceinline__ I
+tdm_k_grid_stride()
+{
+  return (I)gridDim.x * blockDim.x;
+}
+
+/* As the CPU reference writes it: NaN passes through, so that a diverging run
+ * still shows in the loss instead of being hidden by the ReLU. */
+__device__ __forceinline__ float
+tdm_k_relu_value(float v)
+{
+  return v < 0.0f ? 0.0f : v;
+}
+
+/* V consecutive elements moved between memory and registers: V = 4 is one 16-byte
+ * access for float and int32 and one 8-byte access for bfloat16 (the caller checks
+ * alignment); any other V is element by element. bfloat16 values are read as floats
+ * and written rounded to nearest even (tdm_k_bf16_bits). The one vector-access type of
+ * kernels/: files do not write their own float4 helpers. */
+template <int V>
+struct tdm_k_vec {
+  static __device__ __forceinline__ void
+  load(float *v, const float *p)
+  {
+    if (V == 4) {
+      float4 t = *(const float4 *)p;
+      v[0] = t.x;
+      v[1] = t.y;
+      v[2] = t.z;
+      v[3] = t.w;
+    } else {
+      for (int j = 0; j < V; j++)
+        v[j] = p[j];
+    }
+  }
+
+  static __device__ __forceinline__ void
+  store(float *p, const float *v)
+  {
+    if (V == 4)
+      *(float4 *)p = make_float4(v[0], v[1], v[2], v[3]);
+    else
+      for (int j = 0; j < V; j++)
+        p[j] = v[j];
+  }
+
+  static __device__ __forceinline__ void
+  load(float *v, const uint16_t *p)
+  {
+    uint16_t h[4];
+    if (V == 4) {
+      uint2 t = *(const uint2 *)p;
+      h[0] = (uint16_t)t.x;
+      h[1] = (uint16_t)(t.x >> 16);
+      h[2] = (uint16_t)t.y;
+      h[3] = (uint16_t)(t.y >> 16);
+    } else {
+      for (int j = 0; j < V; j++)
+        h[j] = p[j];
+    }
+    for (int j = 0; j < V; j++)
+      v[j] = __bfloat162float(__ushort_as_bfloat16(h[j]));
+  }
+
+  static __device__ __forceinline__ void
+  store(uint16_t *p, const float *v)
+  {
+    if (V == 4)
+      *(uint2 *)p = tdm_k_bf16x4_bits(v[0], v[1], v[2], v[3]);
+    else
+      for (int j = 0; j < V; j++)
+        p[j] = tdm_k_bf16_bits(v[j]);
+  }
+
+  static __device__ __forceinline__ void
+  load(int32_t *v, const int32_t *p)
+  {
+    if (V == 4) {
+      int4 t = *(const int4 *)p;
+      v[0] = t.x;
+      v[1] = t.y;
+      v[2] = t.z;
+      v[3] = t.w;
+    } else {
+      for (int j = 0; j < V; j++)
+        v[j] = p[j];
+    }
+  }
+
+  static __device__ __forceinline__ void
+  store(int32_t *p, const int32_t *v)
+  {
+    if (V == 4)
+      *(int4 *)p = make_int4(v[0], v[1], v[2], v[3]);
+    else
+      for (int j = 0; j < V; j++)
+        p[j] = v[j];
+  }
+};
+
+/* One value, as float or rounded to bfloat16. */
+__device__ __forceinline__ void
+tdm_k_store1(float *p, float v)
+{
+  *p = v;
+}
+
+__device__ __forceinline__ void
+tdm_k_store1(uint16_t *p, float v)
+{
+  *p = tdm_k_bf16_bits(v);
 }
 
 /* Launch errors (bad configuration, a stream of another device) show at once;

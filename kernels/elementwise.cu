@@ -12,14 +12,6 @@
 
 #include <cuda_bf16.h>
 
-/* As the CPU reference writes it: NaN passes through, so that a diverging run
- * still shows in the loss instead of being hidden by the ReLU. */
-__device__ __forceinline__ float
-relu(float v)
-{
-  return v < 0.0f ? 0.0f : v;
-}
-
 __global__ void
 bias_forward_kernel(float *y, const float *bias, size_t total, int channels, int inner,
                     bool use_relu)
@@ -28,7 +20,7 @@ bias_forward_kernel(float *y, const float *bias, size_t total, int channels, int
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += stride) {
     int c = (int)((i / (size_t)inner) % (size_t)channels);
     float v = y[i] + bias[c];
-    y[i] = use_relu ? relu(v) : v;
+    y[i] = use_relu ? tdm_k_relu_value(v) : v;
   }
 }
 
@@ -47,10 +39,10 @@ bias_forward_vec_kernel(float4 *y, const float4 *bias, size_t total4, int channe
     v.z += b.z;
     v.w += b.w;
     if (use_relu) {
-      v.x = relu(v.x);
-      v.y = relu(v.y);
-      v.z = relu(v.z);
-      v.w = relu(v.w);
+      v.x = tdm_k_relu_value(v.x);
+      v.y = tdm_k_relu_value(v.y);
+      v.z = tdm_k_relu_value(v.z);
+      v.w = tdm_k_relu_value(v.w);
     }
     y[i] = v;
   }
@@ -177,13 +169,13 @@ map1(float a, float b, float alpha)
 {
   switch (OP) {
   case TDM_OP_RELU:
-    return relu(b);
+    return tdm_k_relu_value(b);
   case TDM_OP_RELU_BACKWARD: /* a = dy, b = y */
     return b > 0.0f ? a : 0.0f;
   case TDM_OP_ADD:
     return a + b;
   case TDM_OP_ADD_RELU:
-    return relu(a + b);
+    return tdm_k_relu_value(a + b);
   default:
     return a * alpha;
   }

@@ -10,8 +10,8 @@
  * precision matches the CPU reference, which also sums in double. The statistics take
  * one read of x: shifted sums, finished and merged over replicas by
  * tdm-bn-moments.h's rule, the CPU's. Everything else is
- * one memory-bound elementwise pass. Not here: the convolutions (conv.cu) and the
- * all-reduce of synchronized BN, which the engine does between these launches.
+ * one memory-bound elementwise pass. Not here: the convolutions (im2col.cu, conv-pool.cu)
+ * and the all-reduce of synchronized BN, which the engine does between these launches.
  */
 #include "tdm-kernels.h"
 #include "tdm-counter-rng.h"
@@ -337,32 +337,6 @@ bn_backward_one(float dy, float x, int ch, const float *mean, const float *invst
   return k * dy + a * x + c;
 }
 
-/* dx as float, or as bfloat16 rounded to nearest even (the bits to_bf16 gives the
- * float): a convolution's output gradient that its GEMMs read as bf16. */
-__device__ inline void
-store_dx4(float *dx, size_t quad, float4 g)
-{
-  ((float4 *)dx)[quad] = g;
-}
-
-__device__ inline void
-store_dx4(uint16_t *dx, size_t quad, float4 g)
-{
-  ((uint2 *)dx)[quad] = tdm_k_bf16x4_bits(g.x, g.y, g.z, g.w);
-}
-
-__device__ inline void
-store_dx1(float *dx, size_t i, float g)
-{
-  dx[i] = g;
-}
-
-__device__ inline void
-store_dx1(uint16_t *dx, size_t i, float g)
-{
-  dx[i] = tdm_k_bf16_bits(g);
-}
-
 template <bool RELU, int V, typename I, typename T>
 __global__ void
 bn_backward_dx_kernel(T *dx, const float *dy, const float *x, const float *mean,
@@ -383,9 +357,12 @@ bn_backward_dx_kernel(T *dx, const float *dy, const float *x, const float *mean,
                                   sum_dbeta, inv_count);
       g.w = bn_backward_one<RELU>(g.w, v.w, ch + 3, mean, invstd, gamma, beta, sum_dgamma,
                                   sum_dbeta, inv_count);
-      store_dx4(dx, i, g);
+      /* dx as float, or as bfloat16 rounded to nearest even (the bits to_bf16 gives
+       * the float): a convolution's output gradient that its GEMMs read as bf16. */
+      float q[4] = {g.x, g.y, g.z, g.w};
+      tdm_k_vec<4>::store(dx + (size_t)i * 4, q);
     } else {
-      store_dx1(dx, i, bn_backward_one<RELU>(dy[i], x[i], ch, mean, invstd, gamma, beta,
+      tdm_k_store1(dx + i, bn_backward_one<RELU>(dy[i], x[i], ch, mean, invstd, gamma, beta,
                                              sum_dgamma, sum_dbeta, inv_count));
     }
   }

@@ -49,7 +49,8 @@ cudaError_t tdm_k_gemm_small(bool trans_a, bool trans_b, int m, int n, int k, fl
                              const float *a, int lda, const float *b, int ldb, float beta,
                              float *c, int ldc, cudaStream_t stream);
 
-/* conv.cu */
+/* im2col.cu; conv-implicit.cu (tdm_k_conv_dgrad_bf16); pool.cu (the max pool);
+ * conv-pool.cu (the fused first-layer conv + pool) */
 cudaError_t tdm_k_im2col(float *col, const float *x, int n, int h, int w, int c, int kh,
                          int kw, int pad, int stride, cudaStream_t stream);
 /* im2col into bfloat16 columns (bits, rounded to nearest even). */

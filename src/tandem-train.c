@@ -209,12 +209,12 @@ options_context(Options *o)
     {"precision", 0, 0, G_OPTION_ARG_STRING, &o->precision,
      N_("fp32 (default), tf32 or bf16 (GPUs: bf16 GEMMs, fp32 weights)"), "NAME"},
     {"batchnorm", 0, 0, G_OPTION_ARG_STRING, &o->batchnorm,
-     "Batch norm across devices: per-replica (default) or sync", "MODE"},
+     N_("Batch norm across devices: per-replica (default) or sync"), "MODE"},
     {"exact", 0, 0, G_OPTION_ARG_NONE, &o->exact,
-     "Exact mode: parameters bit-identical for any number of devices (see below)", NULL},
+     N_("Exact mode: parameters bit-identical for any number of devices (see below)"), NULL},
     {"exact-chunk", 0, 0, G_OPTION_ARG_STRING, &o->exact_chunk,
-     "With --exact: samples a chunk, the unit of the split and of BN's statistics "
-     "(default 16)", "N"},
+     N_("With --exact: samples a chunk, the unit of the split and of BN's statistics "
+     "(default 16)"), "N"},
     {"weight-decay-on", 0, 0, G_OPTION_ARG_STRING, &o->decay_on,
      N_("What weight decay applies to: all (default) or weights (not biases, not BN)"), "WHAT"},
     {"warmup", 0, 0, G_OPTION_ARG_STRING, &o->warmup,
@@ -261,10 +261,10 @@ options_context(Options *o)
      "under a folder (repeat or list after)"),
      "IMAGE|DIR"},
     {"top", 0, 0, G_OPTION_ARG_STRING, &o->top,
-     "With --classify: how many classes to print per image (default 3)", "N"},
+     N_("With --classify: how many classes to print per image (default 3)"), "N"},
     {"export-onnx", 0, 0, G_OPTION_ARG_FILENAME, &o->export_onnx,
-     "Write the --resume checkpoint's network as an ONNX model for inference and exit "
-     "(input: float NCHW images in [0, 1]; output: logits)", "FILE"},
+     N_("Write the --resume checkpoint's network as an ONNX model for inference and exit "
+     "(input: float NCHW images in [0, 1]; output: logits)"), "FILE"},
     {"record", 0, 0, G_OPTION_ARG_NONE, &o->record,
      N_("Keep the run in the run history (the window lists it)"), NULL},
     {"run-name", 0, 0, G_OPTION_ARG_STRING, &o->run_name,
@@ -276,8 +276,8 @@ options_context(Options *o)
      "(the same global batch) or weak (the same batch per device); --record keeps it"),
      "MODE"},
     {"scaling-steps", 0, 0, G_OPTION_ARG_STRING, &o->scaling_steps,
-     "With --scaling: steps a run at each device count (default 200; 3–5 runs, one BLAS "
-     "thread per CPU worker, the median with min–max)", "N"},
+     N_("With --scaling: steps a run at each device count (default 200; 3–5 runs, one BLAS "
+     "thread per CPU worker, the median with min–max)"), "N"},
     {"pace", 0, 0, G_OPTION_ARG_STRING, &o->pace,
      N_("At most N steps a second, to watch a small network (default 0: no limit)"), "N"},
     {"prewarm", 0, 0, G_OPTION_ARG_STRING, &o->prewarm,
@@ -412,7 +412,7 @@ options_apply(const Options *o, TdmConfig *c, GError **error)
   if (o->exact)
     c->exact = TRUE;
   if (o->exact_chunk && !o->exact && !c->exact)
-    return bad_option(error, "--exact-chunk: only with --exact");
+    return bad_option(error, _("--exact-chunk: only with --exact"));
   if (!parse_int("--exact-chunk", o->exact_chunk, &c->exact_chunk, error))
     return FALSE;
   NAME_OPTION("--color", o->color, tdm_color_from_name, &c->image_channels,
@@ -458,11 +458,11 @@ static gboolean
 check_flags_apply(const Options *o, const TdmConfig *c, GError **error)
 {
   if (o->history != NULL && !o->record)
-    return bad_option(error, "--history: only with --record (the run history to keep the "
-                             "run in)");
+    return bad_option(error, _("--history: only with --record (the run history to keep the "
+                             "run in)"));
   if (o->image_size != NULL && !tdm_dataset_is_image_folder(c->dataset))
-    return bad_option(error, "--image-size: only for a folder of images; dataset “%s” is "
-                             "not one", c->dataset);
+    return bad_option(error, _("--image-size: only for a folder of images; dataset “%s” is "
+                             "not one"), c->dataset);
   return TRUE;
 }
 
@@ -717,8 +717,8 @@ run(const TdmConfig *config, const Options *o)
   double pace = 0;
   if (!parse_double("--pace", o->pace, &pace, &error) ||
       ((pace < 0 || (pace > 0 && (pace < TDM_PACE_MIN || pace > TDM_PACE_MAX))) &&
-       !bad_option(&error, "--pace: %g is not a number of steps a second from %g to %g "
-                   "(0: no limit)", pace, TDM_PACE_MIN, TDM_PACE_MAX)))
+       !bad_option(&error, _("--pace: %g is not a number of steps a second from %g to %g "
+                   "(0: no limit)"), pace, TDM_PACE_MIN, TDM_PACE_MAX)))
     return fail(EXIT_BAD_INPUT, NULL, error->message);
   TdmPrewarm prewarm = TDM_PREWARM_AUTO;
   if (o->prewarm != NULL && !tdm_prewarm_from_name(o->prewarm, &prewarm)) {
@@ -779,10 +779,10 @@ static int
 export_onnx(const Options *o)
 {
   if (o->resume == NULL)
-    return fail(EXIT_BAD_INPUT, "--export-onnx", "needs --resume CHECKPOINT: the trained "
-                                                 "network to export");
+    return fail(EXIT_BAD_INPUT, "--export-onnx", _("needs --resume CHECKPOINT: the trained "
+                                                 "network to export"));
   if (o->classify != NULL)
-    return fail(EXIT_BAD_INPUT, "--export-onnx", "cannot be combined with --classify");
+    return fail(EXIT_BAD_INPUT, "--export-onnx", _("cannot be combined with --classify"));
   g_autoptr(GError) error = NULL;
   if (!tdm_onnx_export_checkpoint(o->resume, o->export_onnx, &error))
     return fail(EXIT_BAD_INPUT,
@@ -791,7 +791,7 @@ export_onnx(const Options *o)
                 error->message);
   if (!o->quiet) {
     g_autofree char *display = g_filename_display_name(o->export_onnx);
-    fprintf(stderr, "tandem-train: wrote %s\n", display);
+    fprintf(stderr, _("tandem-train: wrote %s\n"), display);
   }
   return 0;
 }
@@ -872,8 +872,8 @@ main(int argc, char **argv)
     g_autofree char *flag =
         error->domain == G_CONVERT_ERROR ? tdm_cli_undecodable_option(argc, argv) : NULL;
     if (flag != NULL)
-      return fail(EXIT_BAD_INPUT, flag, "its value is not valid text in the system's "
-                                        "encoding (UTF-8 expected)");
+      return fail(EXIT_BAD_INPUT, flag, _("its value is not valid text in the system's "
+                                        "encoding (UTF-8 expected)"));
     return fail(EXIT_BAD_INPUT, NULL, error->message);
   }
   /* tandem-train runs: the history, as --list-runs. */
@@ -901,10 +901,10 @@ main(int argc, char **argv)
 
   int status = 0;
   if (o.classify == NULL && o.top != NULL) {
-    status = fail(EXIT_BAD_INPUT, "--top", "only with --classify");
+    status = fail(EXIT_BAD_INPUT, "--top", _("only with --classify"));
   } else if (o.classify != NULL && o.image_size != NULL) {
-    status = fail(EXIT_BAD_INPUT, "--image-size", "not with --classify: images are resized "
-                                                  "to the checkpoint's input size");
+    status = fail(EXIT_BAD_INPUT, "--image-size", _("not with --classify: images are resized "
+                                                  "to the checkpoint's input size"));
   } else if (o.version) {
     printf("tandem-train %s\n", TDM_VERSION);
   } else if (o.list_devices) {

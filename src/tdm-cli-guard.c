@@ -1,5 +1,6 @@
 /* tdm-cli-guard.c — the checks of tdm-cli-guard.h. */
 #include "tdm-cli-guard.h"
+#include <glib/gi18n.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -36,7 +37,7 @@ check_stdout(void)
   if (flushed && !ferror(stdout))
     return;
   /* An earlier write's failure leaves only the stream's error flag behind. */
-  fprintf(stderr, "tandem-train: cannot write to the standard output: %s\n",
+  fprintf(stderr, _("tandem-train: cannot write to the standard output: %s\n"),
           !flushed && saved != 0 ? g_strerror(saved) : "a write failed");
   _exit(exit_status);
 }

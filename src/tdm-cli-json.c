@@ -45,6 +45,7 @@ tdm_cli_print_json_event(const TdmEvent *ev)
     tdm_json_set_string(b, "type", "memory");
     tdm_json_set_int(b, "batch", m->batch);
     tdm_json_set_int(b, "capacity", m->capacity);
+    tdm_json_set_int(b, "eval_capacity", m->eval_capacity);
     json_builder_set_member_name(b, "devices");
     json_builder_begin_array(b);
     for (int i = 0; i < m->replicas && i < TDM_MAX_REPLICAS; i++) {

@@ -1,12 +1,14 @@
 /* test-cuda-train.c — training on GPUs (suite gpu): the CUDA backend trains as the CPU
  * does, several replicas on one GPU train as one (with synchronized batch
  * normalization too), bf16 stays near float32, the pre-warm leaves no trace,
- * test-time flips and shifts score what they do on the CPU, and the networks reach
+ * test-time flips and shifts score what they do on the CPU, the inference pass and
+ * its allocation follow the CPU's and the memory plan, and the networks reach
  * their accuracy. Skips with a message where no CUDA GPU is present. */
 #include "tdm-backend.h"
 #include "tdm-dataset.h"
 #include "tdm-device.h"
 #include "tdm-events.h"
+#include "tdm-memory.h"
 #include "tdm-network.h"
 #include "tdm-replica.h"
 #include "tdm-trainer.h"
@@ -570,6 +572,84 @@ test_exact_replicas(void)
   exact = FALSE;
 }
 
+/* Logits of samples [0, count) through the inference pass in chunks of 7 beside a
+ * training shard of 5; *bytes gets what the replica allocated on b's counter. */
+static float *
+inference_logits(TdmBackend *b, const TdmNetwork *net, const TdmDataset *data, int count,
+                 const float *params, const float *state, guint64 *bytes)
+{
+  g_autoptr(GError) error = NULL;
+  guint64 before = b->bytes_in_use;
+  TdmReplica *rep = tdm_replica_new_sized(b, net, 5, 7, data, data, &error);
+  g_assert_no_error(error);
+  *bytes = b->bytes_in_use - before;
+  b->ops->upload(b, rep->params, params, net->parameter_count * sizeof(float));
+  b->ops->upload(b, rep->state, state, net->state_count * sizeof(float));
+  float *logits = g_new(float, (size_t)count * net->classes);
+  for (int first = 0; first < count; first += 7)
+    tdm_replica_predict(rep, first, MIN(7, count - first),
+                        logits + (size_t)first * net->classes);
+  g_assert_true(tdm_backend_check(b, NULL));
+  tdm_replica_free(rep);
+  return logits;
+}
+
+/* The inference pass (rotating buffers, the one column workspace at the chunk's size)
+ * on the GPU against the CPU's, in fp32 and bf16, for the layers it lays out: blocks
+ * with and without projections, blocks in blocks, pools with argmax, dropout, BN,
+ * flatten; and the replica's allocation on the GPU is the memory plan's figure for a
+ * CUDA backend to the byte. */
+static void
+test_inference_matches_cpu(void)
+{
+  if (!have_gpu())
+    return;
+  static const char *const nets[] = {
+    BN_NETWORK,
+    MYRTLE_SMALL,
+    "conv8k3p1,relu,res(conv8k3p1,bn,res(conv8k3p1,relu,conv8k3p1),relu,"
+    "res(conv16k1s2,bn)),pool2,flatten,fc10",
+  };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GRand) rng = g_rand_new_with_seed(12);
+  const int count = 30;
+  g_autoptr(TdmDataset) data = tdm_dataset_new("inference", count, 12, 12, 3, 10);
+  for (int i = 0; i < count * 12 * 12 * 3; i++)
+    data->images[i] = (uint8_t)g_rand_int_range(rng, 0, 256);
+  for (int i = 0; i < count; i++)
+    data->labels[i] = (uint8_t)g_rand_int_range(rng, 0, 10);
+  TdmBackend *cpu = tdm_backend_cpu_new(&error);
+  g_assert_no_error(error);
+  for (guint k = 0; k < G_N_ELEMENTS(nets); k++) {
+    g_autoptr(TdmNetwork) net = tdm_network_new(nets[k], 12, 12, 3, 10, &error);
+    g_assert_no_error(error);
+    g_autofree float *params = g_new(float, net->parameter_count);
+    tdm_network_init_parameters(net, 3, params);
+    g_autofree float *state = g_new(float, MAX(1, net->state_count));
+    for (size_t i = 0; i < net->state_count; i++)
+      state[i] = (float)g_rand_double_range(rng, 0.2, 1.5);
+    guint64 cpu_bytes = 0;
+    g_autofree float *want = inference_logits(cpu, net, data, count, params, state, &cpu_bytes);
+    for (int prec = TDM_PRECISION_FP32; prec <= TDM_PRECISION_BF16; prec++) {
+      if (prec == TDM_PRECISION_TF32)
+        continue;
+      TdmBackend *gpu = tdm_backend_new("cuda:0", prec, &error);
+      g_assert_no_error(error);
+      guint64 gpu_bytes = 0;
+      g_autofree float *got = inference_logits(gpu, net, data, count, params, state, &gpu_bytes);
+      double rel = relative_difference(got, want, (size_t)count * net->classes);
+      g_test_message("%.30s... inference, chunks of 7, cuda:0 %s vs cpu: relative "
+                     "difference %.3g", nets[k], tdm_precision_name(prec), rel);
+      g_assert_cmpfloat(rel, <=, prec == TDM_PRECISION_FP32 ? 1e-5 : 2e-2);
+      g_assert_cmpuint(gpu_bytes, ==,
+                       tdm_memory_replica(net, TDM_BACKEND_CUDA, prec, 5, 7, count, count)
+                           .total);
+      tdm_backend_free(gpu);
+    }
+  }
+  tdm_backend_free(cpu);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -584,6 +664,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda-train/sync-bn-replicas-on-one-gpu", test_sync_bn_replicas_on_one_gpu);
   g_test_add_func("/cuda-train/prewarm-leaves-no-trace", test_prewarm_leaves_no_trace);
   g_test_add_func("/cuda-train/tta-matches-cpu", test_tta_matches_cpu);
+  g_test_add_func("/cuda-train/inference-matches-cpu", test_inference_matches_cpu);
   g_test_add_func("/cuda-train/out-of-memory", test_out_of_memory_is_reported);
   g_test_add_func("/cuda-train/memory-estimate", test_memory_estimate);
   g_test_add_func("/cuda-train/mlp-accuracy", test_mlp_accuracy);

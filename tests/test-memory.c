@@ -11,6 +11,7 @@
 #include "tdm-network.h"
 #include "tdm-optimizer.h"
 #include "tdm-replica.h"
+#include "tdm-replica-private.h"
 #include "tdm-trainer.h"
 
 #include <malloc.h>
@@ -41,25 +42,31 @@ test_replica_exact(void)
     g_assert_no_error(error);
     TdmBackend *b = tdm_backend_cpu_new(&error);
     g_assert_no_error(error);
-    for (int capacity = 1; capacity <= 37; capacity += 36) {
-      TdmReplica *r = tdm_replica_new(b, net, capacity, data->train, data->test, &error);
+    /* Evaluation chunks smaller, equal and larger than the shard. */
+    static const int evals[][2] = {{1, 1}, {1, 7}, {37, 37}, {37, 5}};
+    for (guint c = 0; c < G_N_ELEMENTS(evals); c++) {
+      int capacity = evals[c][0], eval = evals[c][1];
+      TdmReplica *r = tdm_replica_new_sized(b, net, capacity, eval, data->train, data->test,
+                                            &error);
       g_assert_no_error(error);
       TdmReplicaBytes rb = tdm_memory_replica(net, TDM_BACKEND_CPU, TDM_PRECISION_FP32,
-                                              capacity, 200, 90);
+                                              capacity, eval, 200, 90);
       g_assert_cmpuint(b->bytes_in_use, ==, rb.total);
       g_assert_cmpuint(tdm_replica_bytes_needed(net, TDM_BACKEND_CPU, TDM_PRECISION_FP32,
-                                                capacity, data->train, data->test), ==,
+                                                capacity, eval, data->train, data->test), ==,
                        rb.total);
       /* A CPU has no bf16 operands; a GPU under bf16 keeps the parameters as bf16 too. */
       g_assert_cmpuint(tdm_memory_replica(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, capacity,
-                                          200, 90).total, ==, rb.total);
+                                          eval, 200, 90).total, ==, rb.total);
       TdmReplicaBytes gpu32 = tdm_memory_replica(net, TDM_BACKEND_CUDA, TDM_PRECISION_FP32,
-                                                 capacity, 200, 90);
+                                                 capacity, eval, 200, 90);
       TdmReplicaBytes gpu16 = tdm_memory_replica(net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16,
-                                                 capacity, 200, 90);
+                                                 capacity, eval, 200, 90);
       g_assert_cmpuint(gpu16.total - gpu32.total, ==,
                        MAX(1, net->parameter_count) * sizeof(uint16_t));
-      g_assert_cmpuint(rb.dataset, ==, 200 * 785 + 90 * 785);
+      /* A CPU replica reads the host's datasets; a GPU keeps a copy. */
+      g_assert_cmpuint(rb.dataset, ==, 0);
+      g_assert_cmpuint(gpu32.dataset, ==, 200 * 785 + 90 * 785);
       TdmOptimizer *opt = tdm_optimizer_new(b, cfg, net->parameter_count, NULL, &error);
       g_assert_no_error(error);
       g_assert_cmpuint(b->bytes_in_use - rb.total, ==, 2 * net->parameter_count * sizeof(float));
@@ -69,6 +76,176 @@ test_replica_exact(void)
     }
     tdm_backend_free(b);
   }
+}
+
+/* The issue's ResNet-18 in the CIFAR layout (BasicBlocks 64-128-256-512, 1×1
+ * projections). */
+static const char resnet18[] =
+    "conv64k3p1,bn,relu,2*(res(conv64k3p1,bn,relu,conv64k3p1,bn),relu),"
+    "res(conv128k3s2p1,bn,relu,conv128k3p1,bn),relu,res(conv128k3p1,bn,relu,conv128k3p1,bn),"
+    "relu,res(conv256k3s2p1,bn,relu,conv256k3p1,bn),relu,"
+    "res(conv256k3p1,bn,relu,conv256k3p1,bn),relu,res(conv512k3s2p1,bn,relu,conv512k3p1,bn),"
+    "relu,res(conv512k3p1,bn,relu,conv512k3p1,bn),relu,gap,fc10";
+
+/* The inference pass keeps three buffers of the widest activation for a network of
+ * single-level blocks, four for blocks in blocks; none of the training's. Its memory
+ * grows with the widest layer, never with the depth: ResNet-18 needs no more than a
+ * plain conv of the same width. */
+static void
+test_inference_buffers(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new(resnet18, 32, 32, 3, 10, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(tdm_replica_infer_count(net), ==, 3);
+  g_assert_cmpuint(tdm_replica_infer_floats(net), ==, 32 * 32 * 64);
+  g_assert_cmpuint(tdm_replica_infer_argmax(net), ==, 0);
+  g_autoptr(TdmNetwork) nested =
+      tdm_network_new("conv8k3p1,res(conv8k3p1,res(conv8k3p1,relu),relu),pool2,fc10", 28, 28, 1,
+                      10, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(tdm_replica_infer_count(nested), ==, 4);
+  g_assert_cmpuint(tdm_replica_infer_argmax(nested), ==, 14 * 14 * 8);
+  g_autoptr(TdmNetwork) plain = tdm_network_new("conv64k3p1,relu,gap,fc10", 32, 32, 3, 10, &error);
+  g_assert_no_error(error);
+  for (int kind = TDM_BACKEND_CPU; kind <= TDM_BACKEND_CUDA; kind++) {
+    TdmReplicaPlan deep = tdm_replica_plan(net, kind, TDM_PRECISION_FP32, 8, 100);
+    TdmReplicaPlan flat = tdm_replica_plan(plain, kind, TDM_PRECISION_FP32, 8, 100);
+    g_assert_cmpuint(deep.inference, ==, flat.inference + 100 * 32 * 32 * 64 * sizeof(float));
+  }
+  /* The chunk: the configured one where it fits, smaller where the budget says so. */
+  g_assert_cmpint(tdm_replica_eval_capacity(plain, TDM_BACKEND_CPU, TDM_PRECISION_FP32, 8, 100),
+                  ==, 100);
+  int chunk = tdm_replica_eval_capacity(net, TDM_BACKEND_CPU, TDM_PRECISION_FP32, 8, 1000);
+  g_assert_cmpint(chunk, >=, 1);
+  g_assert_cmpint(chunk, <, 1000);
+  TdmReplicaPlan train = tdm_replica_plan(net, TDM_BACKEND_CPU, TDM_PRECISION_FP32, 8, 0);
+  size_t budget = MAX(train.activations, TDM_EVAL_BUDGET_FLOOR);
+  TdmReplicaPlan at = tdm_replica_plan(net, TDM_BACKEND_CPU, TDM_PRECISION_FP32, 8, chunk);
+  TdmReplicaPlan over = tdm_replica_plan(net, TDM_BACKEND_CPU, TDM_PRECISION_FP32, 8, chunk + 1);
+  g_test_message("resnet18 on cpu, batch 8: evaluation chunk %d (budget %.1f MiB)", chunk,
+                 budget / 1048576.0);
+  g_assert_cmpuint(at.inference + at.workspace - train.workspace, <=, budget);
+  g_assert_cmpuint(at.workspace - train.workspace, <=, TDM_EVAL_BUDGET_FLOOR);
+  g_assert_true(over.inference + over.workspace - train.workspace > budget ||
+                over.workspace - train.workspace > TDM_EVAL_BUDGET_FLOOR);
+
+  /* The issue's GPU sizes in bf16 (its old figures: 24.9 GB at 32 px, 99 GB at 64 px,
+   * a refusal for "183.2 GiB" at 128 px): every one now fits in a fraction of an H200,
+   * and evaluation adds no more than training holds. */
+  static const int sizes[][2] = {{32, 512}, {64, 256}, {128, 128}};
+  for (guint s = 0; s < G_N_ELEMENTS(sizes); s++) {
+    int px = sizes[s][0], batch = sizes[s][1];
+    g_autoptr(TdmNetwork) big = tdm_network_new(resnet18, px, px, 3, 10, &error);
+    g_assert_no_error(error);
+    int eval = tdm_replica_eval_capacity(big, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, batch, 1000);
+    TdmReplicaBytes rb = tdm_memory_replica(big, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, batch,
+                                            eval, 0, 0);
+    g_test_message("resnet18 %d px, batch %d on a GPU, bf16: %.2f GiB (activations %.2f, "
+                   "workspace %.2f, inference %.2f at chunks of %d)", px, batch,
+                   rb.total / 1073741824.0, rb.activations / 1073741824.0,
+                   rb.workspace / 1073741824.0, rb.inference / 1073741824.0, eval);
+    g_assert_cmpuint(rb.total, <, (guint64)24 << 30);
+    g_assert_cmpuint(rb.inference, <=, MAX(rb.activations, TDM_EVAL_BUDGET_FLOOR));
+  }
+}
+
+/* Logits of samples [0, count) of data through the training's buffers, in chunks of
+ * `chunk`: forward passes in evaluation mode, as evaluation ran before it had buffers
+ * of its own. */
+static float *
+logits_in_training_buffers(TdmBackend *b, const TdmNetwork *net, const TdmDataset *data,
+                           int count, int chunk, const float *params, const float *state)
+{
+  g_autoptr(GError) error = NULL;
+  TdmReplica *r = tdm_replica_new_sized(b, net, chunk, 1, data, data, &error);
+  g_assert_no_error(error);
+  b->ops->upload(b, r->params, params, net->parameter_count * sizeof(float));
+  b->ops->upload(b, r->state, state, net->state_count * sizeof(float));
+  float *logits = g_new(float, (size_t)count * net->classes);
+  g_autofree int32_t *indices = g_new(int32_t, count);
+  for (int i = 0; i < count; i++)
+    indices[i] = i;
+  for (int first = 0; first < count; first += chunk) {
+    int n = MIN(chunk, count - first);
+    b->ops->upload(b, r->indices, indices + first, (size_t)n * sizeof(int32_t));
+    b->ops->gather(b, r->acts[0], r->labels, r->test_images, r->test_labels, r->indices, n,
+                   r->sample_size, 1.0f / 255.0f);
+    tdm_replica_forward(r, n, MODE_EVAL);
+    b->ops->download(b, logits + (size_t)first * net->classes, r->acts[net->layer_count],
+                     (size_t)n * net->classes * sizeof(float));
+  }
+  g_assert_true(tdm_backend_check(b, NULL));
+  tdm_replica_free(r);
+  return logits;
+}
+
+/* The same through the inference pass, in chunks of `chunk`, beside a training shard
+ * of 3. */
+static float *
+logits_in_inference_buffers(TdmBackend *b, const TdmNetwork *net, const TdmDataset *data,
+                            int count, int chunk, const float *params, const float *state)
+{
+  g_autoptr(GError) error = NULL;
+  TdmReplica *r = tdm_replica_new_sized(b, net, 3, chunk, data, data, &error);
+  g_assert_no_error(error);
+  b->ops->upload(b, r->params, params, net->parameter_count * sizeof(float));
+  b->ops->upload(b, r->state, state, net->state_count * sizeof(float));
+  float *logits = g_new(float, (size_t)count * net->classes);
+  for (int first = 0; first < count; first += chunk)
+    tdm_replica_predict(r, first, MIN(chunk, count - first),
+                        logits + (size_t)first * net->classes);
+  g_assert_true(tdm_backend_check(b, NULL));
+  tdm_replica_free(r);
+  return logits;
+}
+
+/* Evaluation on its rotating buffers computes what the training's buffers computed, for
+ * to the bit, for every kind of layer the buffers are laid out for: a fused first conv + pool, blocks
+ * with and without projections, blocks in blocks, flatten, pools with argmax,
+ * dropout, BN. */
+static void
+test_inference_matches_training_buffers(void)
+{
+  static const char *const nets[] = {
+    "cnn",
+    "conv8k3p1,bn,relu,res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,"
+    "res(conv16k3p1,bn,relu,conv16k3p1,bn),relu,avg2,conv16k3p1,bn,relu,gmp,fc32,bn,relu,"
+    "drop0.25,fc10",
+    "conv8k3p1,relu,res(conv8k3p1,bn,res(conv8k3p1,relu,conv8k3p1),relu,"
+    "res(conv16k1s2,bn)),pool2,flatten,fc10",
+    "conv8k3p1,bn,relu,pool2,res(conv8k3p1,bn,relu,conv8k3p1,bn,relu),gap,fc10nb,scale0.125",
+  };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GRand) rng = g_rand_new_with_seed(11);
+  const int count = 23;
+  g_autoptr(TdmDataset) data = tdm_dataset_new("inference", count, 12, 12, 3, 10);
+  for (int i = 0; i < count * 12 * 12 * 3; i++)
+    data->images[i] = (uint8_t)g_rand_int_range(rng, 0, 256);
+  for (int i = 0; i < count; i++)
+    data->labels[i] = (uint8_t)g_rand_int_range(rng, 0, 10);
+  TdmBackend *b = tdm_backend_cpu_new(&error);
+  g_assert_no_error(error);
+  for (guint k = 0; k < G_N_ELEMENTS(nets); k++) {
+    g_autoptr(TdmNetwork) net = tdm_network_new(nets[k], 12, 12, 3, 10, &error);
+    g_assert_no_error(error);
+    g_autofree float *params = g_new(float, MAX(1, net->parameter_count));
+    tdm_network_init_parameters(net, 3, params);
+    g_autofree float *state = g_new(float, MAX(1, net->state_count));
+    for (size_t i = 0; i < net->state_count; i++)
+      state[i] = (float)g_rand_double_range(rng, 0.2, 1.5);
+    for (int chunk = 1; chunk <= 23; chunk += 11) {
+      g_autofree float *want =
+          logits_in_training_buffers(b, net, data, count, chunk, params, state);
+      g_autofree float *got =
+          logits_in_inference_buffers(b, net, data, count, chunk, params, state);
+      /* The same operations on the same shapes: the same bits. */
+      g_assert_cmpmem(got, (size_t)count * net->classes * sizeof(float), want,
+                      (size_t)count * net->classes * sizeof(float));
+    }
+    g_assert_cmpuint(b->bytes_in_use, ==, 0);
+  }
+  tdm_backend_free(b);
 }
 
 static gint64
@@ -211,6 +388,53 @@ test_runs_measured(void)
         }
 }
 
+/* Networks of real depth on the CPU: the issue's ResNet-18 at a small size (28×28
+ * synthetic digits, batch 8, evaluation chunks chosen by the engine) and the resnet
+ * preset (its recipe at batch 16). The estimate equals the counters, and the peak RSS
+ * the run adds stays within 10 % of the estimate's host total. */
+static void
+test_deep_runs_measured(void)
+{
+  static const struct {
+    const char *network;
+    int batch;
+  } runs[] = {{resnet18, 8}, {"resnet", 16}};
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  gboolean rss = FALSE;
+#else
+  gboolean rss = can_reset_peak();
+#endif
+  for (guint k = 0; k < G_N_ELEMENTS(runs); k++) {
+    g_autoptr(TdmConfig) cfg = run_config(runs[k].network, "cpu", runs[k].batch,
+                                          TDM_STRATEGY_ALLREDUCE);
+    cfg->eval_batch = 1000;
+    cfg->max_steps = 1;
+    cfg->optimizer = TDM_OPTIMIZER_NESTEROV;
+    Seen seen = {0};
+    malloc_trim(0);
+    gint64 before = rss ? status_kib("VmRSS:") : 0;
+    if (rss)
+      g_assert_true(can_reset_peak());
+    run(cfg, &seen);
+    gint64 peak = rss ? status_kib("VmHWM:") : 0;
+    g_assert_true(seen.have_estimate && seen.have_devices);
+    const TdmMemoryEvent *m = &seen.estimate;
+    g_assert_cmpuint(m->device[0].total, ==, (guint64)seen.tandem_bytes[0]);
+    g_assert_cmpint(m->capacity, ==, runs[k].batch);
+    g_assert_cmpint(m->eval_capacity, >=, 1);
+    g_assert_cmpint(m->eval_capacity, <=, 1000);
+    if (!rss)
+      continue;
+    double grown = (peak - before) * 1024.0;
+    double ratio = grown / (double)m->host_total;
+    g_test_message("%.40s... batch %d, evaluation chunk %d: estimate %.1f MiB, peak RSS grew "
+                   "%.1f MiB (%.3f)", runs[k].network, runs[k].batch, m->eval_capacity,
+                   m->host_total / 1048576.0, grown / 1048576.0, ratio);
+    g_assert_cmpfloat(ratio, >=, 0.9);
+    g_assert_cmpfloat(ratio, <=, 1.1);
+  }
+}
+
 /* The largest batch that fits is where the estimate crosses the budget. */
 static void
 test_largest_batch(void)
@@ -331,9 +555,13 @@ main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/memory/replica-exact", test_replica_exact);
+  g_test_add_func("/memory/inference-buffers", test_inference_buffers);
+  g_test_add_func("/memory/inference-matches-training-buffers",
+                  test_inference_matches_training_buffers);
   g_test_add_func("/memory/largest-batch", test_largest_batch);
   g_test_add_func("/memory/check-host", test_check_host);
   g_test_add_func("/memory/buffers-returned", test_buffers_returned);
   g_test_add_func("/memory/runs-measured", test_runs_measured);
+  g_test_add_func("/memory/deep-runs-measured", test_deep_runs_measured);
   return g_test_run();
 }

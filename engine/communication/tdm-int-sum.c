@@ -1,5 +1,6 @@
 /* tdm-int-sum.c — the in-process int64 sum (tdm-int-sum.h). */
 #include "tdm-int-sum.h"
+#include "tdm-i18n.h"
 #include "tdm-error.h"
 
 void
@@ -47,6 +48,6 @@ tdm_int_sum(TdmIntSum *s, int party, gint64 *values, size_t n, GError **error)
 
 broken:
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_COMMUNICATION,
-              "sum_int64: another replica failed or the run was stopped");
+              _("sum_int64: another replica failed or the run was stopped"));
   return FALSE;
 }

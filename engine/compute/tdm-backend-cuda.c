@@ -4,67 +4,14 @@
  *
  * It also captures a replica's step into a CUDA graph and replays it, counts every
  * byte it allocates, and turns each CUDA or cuBLAS failure into the backend's sticky
- * error with file and line: it never exits. Not the communicators (they only borrow
+ * error with file and line: it never exits. The operations themselves are in
+ * tdm-backend-cuda-gemm.c, -ops.c and -layers.c. Not the communicators (they only borrow
  * the stream, through tdm-backend-cuda.h) and not device discovery (tdm-device.c).
  */
-#include "tdm-backend-cuda.h"
+#include "tdm-backend-cuda-private.h"
 #include "tdm-i18n.h"
-#include "tdm-error.h"
-#include "tdm-kernels.h"
 
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
 #include <string.h>
-
-/* Uploads go through a ring of pinned staging buffers so that they are truly
- * asynchronous and the caller may reuse its host memory at once (see cuda_upload).
- * Each slot is reused only after the copy out of it has finished: with four slots the
- * host can run at most four uploads ahead of the GPU. Larger uploads (datasets, once)
- * copy straight from the caller's memory and wait. */
-#define TDM_UPLOAD_SLOTS 4
-#define TDM_UPLOAD_STAGED_MAX ((size_t)8 << 20)
-/* Scratch for the first pass of the sums that reduce over rows (bias gradients,
- * conv_pool_backward): up to 1024 row groups of 256 values, or of 320 for a first
- * layer's 32 × (9 + 1) weight and bias gradients. */
-#define TDM_PARTIALS_FLOATS ((size_t)1 << 20)
-
-G_STATIC_ASSERT(TDM_K_CONV_POOL_TAPS == TDM_CONV_POOL_TAPS);
-G_STATIC_ASSERT(TDM_K_CONV_POOL_OUT == TDM_CONV_POOL_OUT);
-/* Scratch for split-K GEMMs (cuda_gemm): chunks × m × n partial products. 8 MiB holds
- * a conv weight gradient of 64×288 in 100 chunks. */
-#define TDM_SPLIT_K_FLOATS ((size_t)2 << 20)
-
-typedef struct {
-  void *host;                  /* pinned */
-  size_t capacity;
-  cudaEvent_t done;            /* recorded after the copy out of this slot */
-  gboolean pending;
-} TdmUploadSlot;
-
-typedef struct {
-  TdmBackend base;
-  cudaStream_t stream;
-  cublasHandle_t cublas;
-  void *cublas_workspace;
-  float *partials;
-  float *split_parts;          /* TDM_SPLIT_K_FLOATS */
-  int split_k;                 /* TDM_CUDA_SPLIT_K: -1 chooses, 0 never, else chunks */
-  gboolean small_gemm;         /* TDM_CUDA_SMALL_GEMM=0 turns tdm_k_gemm_small off */
-  int implicit_major;          /* compute capability for conv-implicit.cu; 0: off */
-  int sm_count;
-  char *gpu_name;              /* "NVIDIA H200", for messages */
-
-  GMutex lock;                 /* blocks, counters, upload ring */
-  GHashTable *blocks;          /* device pointer → size in bytes */
-  TdmUploadSlot ring[TDM_UPLOAD_SLOTS];
-  int ring_next;
-
-  GHashTable *graphs;          /* key → cudaGraphExec_t; the replica's thread only */
-  gboolean capturing;
-  gboolean graphs_disabled;
-} TdmBackendCuda;
-
-#define CUDA_B(b) ((TdmBackendCuda *)(b))
 
 /* Errors */
 
@@ -106,8 +53,8 @@ tdm_cuda_set_error_at(GError **error, int code, const char *who, cudaError_t err
   return FALSE;
 }
 
-static gboolean
-cublas_ok_at(TdmBackend *b, cublasStatus_t status, const char *call, const char *file,
+gboolean
+tdm_cublas_ok_at(TdmBackend *b, cublasStatus_t status, const char *call, const char *file,
              int line)
 {
   if (G_LIKELY(status == CUBLAS_STATUS_SUCCESS))
@@ -118,15 +65,6 @@ cublas_ok_at(TdmBackend *b, cublasStatus_t status, const char *call, const char 
                    cublasGetStatusName(status), file, line);
   return FALSE;
 }
-#define CUBLAS_OK(b, call) cublas_ok_at((b), (call), #call, __FILE__, __LINE__)
-
-#define CUDA_REQUIRE(b, cond, ...)                                  \
-  do {                                                              \
-    if (G_UNLIKELY(!(cond))) {                                      \
-      tdm_backend_fail((b), TDM_ENGINE_ERROR_BACKEND, __VA_ARGS__); \
-      return;                                                       \
-    }                                                               \
-  } while (0)
 
 /* Every operation starts here: nothing more after a failure (the contract), and the
  * backend's GPU made current, since a replica's thread may have used another. */
@@ -199,8 +137,8 @@ count_bytes(TdmBackendCuda *cb, void *ptr, size_t bytes)
   g_mutex_unlock(&cb->lock);
 }
 
-static void *
-cuda_alloc(TdmBackend *b, size_t bytes, GError **error)
+void *
+tdm_cuda_alloc(TdmBackend *b, size_t bytes, GError **error)
 {
   TdmBackendCuda *cb = CUDA_B(b);
   void *ptr = NULL;
@@ -365,393 +303,6 @@ cuda_synchronize(TdmBackend *b)
   TDM_CUDA_OK(b, cudaStreamSynchronize(cb->stream));
 }
 
-/* GEMM */
-
-/* Products whose output has at most this many values, over reductions up to this
- * long, go to tdm_k_gemm_small: for a last layer's weight gradient (10 × 128) cuBLAS
- * picks one block that walks the whole reduction, 56 µs whether the batch is 100 or
- * 1024. Longer reductions go split-K. */
-#define TDM_SMALL_GEMM_OUTPUT 4096
-#define TDM_SMALL_GEMM_DEPTH 8192
-
-/* How many chunks to cut a GEMM's reduction into. A long reduction into a small
- * output, such as a conv weight gradient (out × kh·kw·c values summed over n·oh·ow
- * rows), gives cuBLAS a handful of output tiles for the whole GPU (seen: 190 µs for
- * 32×9×802816, 137 µs in chunks). Chunks multiplied as one batch and summed in order
- * after (tdm_k_sum_parts) fill it and stay deterministic. Aim at two blocks per
- * multiprocessor, counting 128×128 tiles, with chunks of at least 128 rows; only for
- * reductions 32 times longer than the output's sides (a layer's forward product at a
- * small batch, 100×128×3136, came out slower in chunks). */
-static int
-split_k_chunks(TdmBackendCuda *cb, int m, int n, int k)
-{
-  size_t mn = (size_t)m * n;
-  if (cb->split_k == 0 || mn == 0 || mn > TDM_SPLIT_K_FLOATS / 2 || k < 1024 ||
-      k < 32 * MAX(m, n))
-    return 1;
-  size_t tiles = (size_t)((m + 127) / 128) * ((n + 127) / 128);
-  size_t chunks = cb->split_k > 0 ? (size_t)cb->split_k
-                                  : MIN((size_t)k / 128, 2 * (size_t)cb->sm_count / tiles);
-  chunks = MIN(chunks, MIN((size_t)k / 2, TDM_SPLIT_K_FLOATS / mn));
-  return chunks < 2 ? 1 : (int)chunks;
-}
-
-/* bf16 (--precision bf16): float32 operands go through cuBLAS's
- * CUBLAS_COMPUTE_32F_FAST_16BF, which may round them to bfloat16 as it loads its tiles
- * (on the H200 it picked its tf32 kernels for these shapes, ncu 2026-12-03). The
- * convolutions' columns, their weights and output gradients are stored as bfloat16
- * for their forward and weight-gradient products (gemm_bf16, tdm-replica-pass.c), so
- * those read half the bytes; the master weights, the activations the BN and pooling
- * kernels read, the optimizer state and the BN statistics all stay float32. TF32 goes
- * through the handle's math mode instead; tdm_k_gemm_small's tiny products stay
- * float32 in every precision. */
-/* The cuBLAS part of cuda_gemm and the bf16 ones: A and B of `type` (float32 or
- * bfloat16, `size` bytes an element), C of c_type (float32, or bfloat16 without
- * split-K, whose parts are float32), one call or split-K. */
-static void
-cublas_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
-            const void *a, int lda, const void *bm, int ldb, float beta, void *c, int ldc,
-            cudaDataType_t type, size_t size, cudaDataType_t c_type,
-            cublasComputeType_t compute)
-{
-  TdmBackendCuda *cb = CUDA_B(b);
-  cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  int chunks = c_type == CUDA_R_32F ? split_k_chunks(cb, m, n, k) : 1;
-  if (chunks <= 1) {
-    /* cuBLAS is column-major, and a row-major matrix read column-major is its
-     * transpose: so compute Cᵀ (n×m) = op(B)ᵀ · op(A)ᵀ, that is, swap the operands. */
-    if (type == CUDA_R_32F && compute == CUBLAS_COMPUTE_32F)
-      CUBLAS_OK(b, cublasSgemm(cb->cublas, op_b, op_a, n, m, k, &alpha, bm, ldb, a, lda, &beta,
-                               c, ldc));
-    else
-      CUBLAS_OK(b, cublasGemmEx(cb->cublas, op_b, op_a, n, m, k, &alpha, bm, type, ldb, a, type,
-                                lda, &beta, c, c_type, ldc, compute, CUBLAS_GEMM_DEFAULT));
-    return;
-  }
-
-  /* Split-K: chunk s multiplies rows [s·len, (s + 1)·len) of the reduction, the last
-   * chunk also takes the remainder; all but that one go as one strided batch. Chunk
-   * s of op(A) starts s·len columns in: rows of A when it is transposed. */
-  const float one = 1.0f, zero = 0.0f;
-  int len = k / chunks, last = k - len * (chunks - 1);
-  long long step_a = (long long)len * (trans_a ? lda : 1);
-  long long step_b = (long long)len * (trans_b ? 1 : ldb);
-  long long mn = (long long)m * n;
-  int batched = last == len ? chunks : chunks - 1;
-  if (!CUBLAS_OK(b, cublasGemmStridedBatchedEx(cb->cublas, op_b, op_a, n, m, len, &one, bm,
-                                               type, ldb, step_b, a, type, lda, step_a, &zero,
-                                               cb->split_parts, CUDA_R_32F, n, mn, batched,
-                                               compute, CUBLAS_GEMM_DEFAULT)))
-    return;
-  if (batched < chunks &&
-      !CUBLAS_OK(b, cublasGemmEx(cb->cublas, op_b, op_a, n, m, last, &one,
-                                 (const char *)bm + step_b * batched * (long long)size, type,
-                                 ldb, (const char *)a + step_a * batched * (long long)size,
-                                 type, lda, &zero, cb->split_parts + mn * batched, CUDA_R_32F,
-                                 n, compute, CUBLAS_GEMM_DEFAULT)))
-    return;
-  TDM_CUDA_OK(b, tdm_k_sum_parts(c, ldc, cb->split_parts, chunks, m, n, alpha, beta,
-                                 cb->stream));
-}
-
-static void
-cuda_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
-          const float *a, int lda, const float *bm, int ldb, float beta, float *c, int ldc)
-{
-  if (!tdm_cuda_begin(b))
-    return;
-  if (!tdm_backend_check_gemm(b, trans_a, trans_b, m, n, k, lda, ldb, ldc))
-    return;
-  if (m == 0 || n == 0)
-    return;
-  TdmBackendCuda *cb = CUDA_B(b);
-  if (cb->small_gemm && (size_t)m * n <= TDM_SMALL_GEMM_OUTPUT && k <= TDM_SMALL_GEMM_DEPTH) {
-    TDM_CUDA_OK(b, tdm_k_gemm_small(trans_a, trans_b, m, n, k, alpha, a, lda, bm, ldb, beta, c,
-                                    ldc, cb->stream));
-    return;
-  }
-  cublas_gemm(b, trans_a, trans_b, m, n, k, alpha, a, lda, bm, ldb, beta, c, ldc, CUDA_R_32F,
-              sizeof(float), CUDA_R_32F,
-              b->precision == TDM_PRECISION_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF
-                                                 : CUBLAS_COMPUTE_32F);
-}
-
-/* bf16 operands as stored (tdm-backend.h's gemm_bf16): true bfloat16 tensor-core
- * GEMMs, where FAST_16BF on float32 operands got cuBLAS's tf32 kernels reading twice
- * the bytes (ncu, 2026-12-03). */
-static void
-cuda_gemm_bf16(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
-               const uint16_t *a, int lda, const uint16_t *bm, int ldb, float beta, float *c,
-               int ldc)
-{
-  if (!tdm_cuda_begin(b))
-    return;
-  if (!tdm_backend_check_gemm(b, trans_a, trans_b, m, n, k, lda, ldb, ldc))
-    return;
-  if (m == 0 || n == 0)
-    return;
-  cublas_gemm(b, trans_a, trans_b, m, n, k, alpha, a, lda, bm, ldb, beta, c, ldc, CUDA_R_16BF,
-              sizeof(uint16_t), CUDA_R_32F, CUBLAS_COMPUTE_32F);
-}
-
-static void
-cuda_gemm_bf16_out(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k,
-                   const uint16_t *a, int lda, const uint16_t *bm, int ldb, uint16_t *c, int ldc)
-{
-  if (!tdm_cuda_begin(b))
-    return;
-  if (!tdm_backend_check_gemm(b, trans_a, trans_b, m, n, k, lda, ldb, ldc))
-    return;
-  if (m == 0 || n == 0)
-    return;
-  cublas_gemm(b, trans_a, trans_b, m, n, k, 1.0f, a, lda, bm, ldb, 0.0f, c, ldc, CUDA_R_16BF,
-              sizeof(uint16_t), CUDA_R_16BF, CUBLAS_COMPUTE_32F);
-}
-
-static void
-cuda_col2im_bf16(TdmBackend *b, float *dx, const uint16_t *col, int n, int h, int w, int c,
-                 int kh, int kw, int pad, int stride)
-{
-  if (!tdm_cuda_begin(b) ||
-      !tdm_backend_check_conv(b, "col2im_bf16", n, h, w, c, kh, kw, pad, stride))
-    return;
-  TDM_CUDA_OK(b, tdm_k_col2im_bf16(dx, col, n, h, w, c, kh, kw, pad, stride, CUDA_B(b)->stream));
-}
-
-/* Without columns where conv-implicit.cu is on (TDM_CUDA_IMPLICIT=1) and takes the
- * shape (stride 1, channels in 32s, sm_80+, aligned), else through them. */
-static void
-cuda_conv_dgrad_bf16(TdmBackend *b, float *dx, const uint16_t *dy, const uint16_t *w,
-                     uint16_t *col, int n, int h, int w_, int c, int out_c, int kh, int kw,
-                     int pad, int stride)
-{
-  TdmBackendCuda *cb = CUDA_B(b);
-  if (!tdm_cuda_begin(b) ||
-      !tdm_backend_check_conv(b, "conv_dgrad_bf16", n, h, w_, c, kh, kw, pad, stride))
-    return;
-  if (out_c < 1) {
-    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, _("conv_dgrad_bf16: %d output channels"), out_c);
-    return;
-  }
-  if (tdm_k_conv_dgrad_bf16_fits(cb->implicit_major, c, out_c, kh, kw, pad, stride) &&
-      ((uintptr_t)dx & 15u) == 0 && ((uintptr_t)dy & 15u) == 0 && ((uintptr_t)w & 15u) == 0) {
-    TDM_CUDA_OK(b, tdm_k_conv_dgrad_bf16(dx, dy, w, n, h, w_, c, out_c, kh, kw, pad,
-                                         cb->stream));
-    return;
-  }
-  int oh = (h + 2 * pad - kh) / stride + 1, ow = (w_ + 2 * pad - kw) / stride + 1;
-  int rows = n * oh * ow, k = kh * kw * c;
-  cuda_gemm_bf16_out(b, false, false, rows, k, out_c, dy, out_c, w, k, col, k);
-  cuda_col2im_bf16(b, dx, col, n, h, w_, c, kh, kw, pad, stride);
-}
-
-static void
-cuda_to_bf16(TdmBackend *b, uint16_t *out, const float *in, size_t n)
-{
-  if (tdm_cuda_begin(b))
-    TDM_CUDA_OK(b, tdm_k_to_bf16(out, in, n, CUDA_B(b)->stream));
-}
-
-static void
-cuda_im2col_bf16(TdmBackend *b, uint16_t *col, const float *x, int n, int h, int w, int c,
-                 int kh, int kw, int pad, int stride)
-{
-  if (!tdm_cuda_begin(b) ||
-      !tdm_backend_check_conv(b, "im2col_bf16", n, h, w, c, kh, kw, pad, stride))
-    return;
-  TDM_CUDA_OK(b, tdm_k_im2col_bf16(col, x, n, h, w, c, kh, kw, pad, stride, CUDA_B(b)->stream));
-}
-
-/* Bias and ReLU */
-
-static void
-cuda_bias_forward(TdmBackend *b, float *y, const float *bias, int outer, int channels,
-                  int inner, bool relu)
-{
-  if (!tdm_cuda_begin(b))
-    return;
-  CUDA_REQUIRE(b, outer >= 0 && channels >= 0 && inner >= 0,
-               "bias_forward: negative size %d×%d×%d", outer, channels, inner);
-  TDM_CUDA_OK(b, tdm_k_bias_forward(y, bias, outer, channels, inner, relu, CUDA_B(b)->stream));
-}
-
-static void
-cuda_bias_backward(TdmBackend *b, float *dbias, const float *dy, int outer, int channels,
-                   int inner)
-{
-  if (!tdm_cuda_begin(b))
-    return;
-  CUDA_REQUIRE(b, outer >= 0 && channels >= 0 && inner >= 0,
-               "bias_backward: negative size %d×%d×%d", outer, channels, inner);
-  TDM_CUDA_OK(b, tdm_k_bias_backward(dbias, dy, outer, channels, inner, CUDA_B(b)->partials,
-                                     TDM_PARTIALS_FLOATS, CUDA_B(b)->stream));
-}
-
-static void
-cuda_relu_forward(TdmBackend *b, float *y, const float *x, size_t n)
-{
-  if (tdm_cuda_begin(b))
-    TDM_CUDA_OK(b, tdm_k_relu_forward(y, x, n, CUDA_B(b)->stream));
-}
-
-static void
-cuda_relu_backward(TdmBackend *b, float *dx, const float *dy, const float *y, size_t n)
-{
-  if (tdm_cuda_begin(b))
-    TDM_CUDA_OK(b, tdm_k_relu_backward(dx, dy, y, n, CUDA_B(b)->stream));
-}
-
-/* Convolution and pooling */
-
-static void
-cuda_im2col(TdmBackend *b, float *col, const float *x, int n, int h, int w, int c, int kh,
-            int kw, int pad, int stride)
-{
-  if (!tdm_cuda_begin(b) || !tdm_backend_check_conv(b, "im2col", n, h, w, c, kh, kw, pad, stride))
-    return;
-  TDM_CUDA_OK(b, tdm_k_im2col(col, x, n, h, w, c, kh, kw, pad, stride, CUDA_B(b)->stream));
-}
-
-static void
-cuda_col2im(TdmBackend *b, float *dx, const float *col, int n, int h, int w, int c, int kh,
-            int kw, int pad, int stride)
-{
-  if (!tdm_cuda_begin(b) || !tdm_backend_check_conv(b, "col2im", n, h, w, c, kh, kw, pad, stride))
-    return;
-  TDM_CUDA_OK(b, tdm_k_col2im(dx, col, n, h, w, c, kh, kw, pad, stride, CUDA_B(b)->stream));
-}
-
-static void
-cuda_maxpool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
-                     const float *bias, bool relu, int n, int h, int w, int c, int k)
-{
-  if (!tdm_cuda_begin(b))
-    return;
-  CUDA_REQUIRE(b, n >= 0 && h >= 0 && w >= 0 && c >= 0 && k >= 1,
-               "maxpool_forward: bad shape n=%d h=%d w=%d c=%d k=%d", n, h, w, c, k);
-  CUDA_REQUIRE(b, (guint64)n * h * w * c <= G_MAXINT32,
-               "maxpool_forward: %d×%d×%d×%d inputs do not fit int32 indices", n, h, w, c);
-  TDM_CUDA_OK(b, tdm_k_maxpool_forward(y, argmax, x, bias, relu, n, h, w, c, k,
-                                       CUDA_B(b)->stream));
-}
-
-static void
-cuda_maxpool_backward(TdmBackend *b, float *dx, float *dbias, const float *dy,
-                      const int32_t *argmax, const float *y, int n, int h, int w, int c, int k)
-{
-  if (!tdm_cuda_begin(b))
-    return;
-  CUDA_REQUIRE(b, n >= 0 && h >= 0 && w >= 0 && c >= 0 && k >= 1,
-               "maxpool_backward: bad shape n=%d h=%d w=%d c=%d k=%d", n, h, w, c, k);
-  CUDA_REQUIRE(b, (guint64)n * h * w * c <= G_MAXINT32,
-               "maxpool_backward: %d×%d×%d×%d inputs do not fit int32 indices", n, h, w, c);
-  TDM_CUDA_OK(b, tdm_k_maxpool_backward(dx, dbias, dy, argmax, y, n, h, w, c, k,
-                                        CUDA_B(b)->partials, TDM_PARTIALS_FLOATS,
-                                        CUDA_B(b)->stream));
-}
-
-static void
-cuda_conv_pool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
-                       const float *wt, const float *bias, bool relu, int n, int h, int w,
-                       int c, int out, int kh, int kw, int pad, int pk)
-{
-  if (tdm_cuda_begin(b) && tdm_backend_check_conv_pool(b, "conv_pool_forward", n, h, w, c, out, kh, kw, pad, pk))
-    TDM_CUDA_OK(b, tdm_k_conv_pool_forward(y, argmax, x, wt, bias, relu, n, h, w, c, out, kh,
-                                           kw, pad, pk, CUDA_B(b)->stream));
-}
-
-static void
-cuda_conv_pool_backward(TdmBackend *b, float *dwt, float *dbias, const float *dy,
-                        const int32_t *argmax, const float *y, const float *x, bool relu,
-                        int n, int h, int w, int c, int out, int kh, int kw, int pad, int pk)
-{
-  if (tdm_cuda_begin(b) &&
-      tdm_backend_check_conv_pool(b, "conv_pool_backward", n, h, w, c, out, kh, kw, pad, pk))
-    TDM_CUDA_OK(b, tdm_k_conv_pool_backward(dwt, dbias, dy, argmax, y, x, relu, n, h, w, c, out,
-                                            kh, kw, pad, pk, CUDA_B(b)->partials,
-                                            TDM_PARTIALS_FLOATS, CUDA_B(b)->stream));
-}
-
-/* Loss, input, optimizers */
-
-static void
-cuda_softmax_xent(TdmBackend *b, const float *logits, const int32_t *labels, int rows,
-                  int classes, float smoothing, float grad_scale, float *dlogits,
-                  TdmMetrics *metrics)
-{
-  if (!tdm_cuda_begin(b))
-    return;
-  CUDA_REQUIRE(b, rows >= 0 && classes >= 1, "softmax_xent: bad shape %d×%d", rows, classes);
-  CUDA_REQUIRE(b, smoothing >= 0.0f && smoothing <= 1.0f,
-               "softmax_xent: label smoothing %g is not in [0, 1]", smoothing);
-  /* Labels live on the device and are not checked here: one out of range gives a NaN
-   * loss, which the trainer reports as divergence. */
-  TDM_CUDA_OK(b, tdm_k_softmax_xent(logits, labels, rows, classes, smoothing, grad_scale,
-                                    dlogits, &metrics->loss_sum, CUDA_B(b)->stream));
-}
-
-static void
-cuda_gather(TdmBackend *b, float *x, int32_t *y, const uint8_t *images, const uint8_t *labels,
-            const int32_t *indices, int count, int sample_size, float scale)
-{
-  if (!tdm_cuda_begin(b))
-    return;
-  CUDA_REQUIRE(b, count >= 0 && sample_size >= 0, "gather: bad shape %d×%d", count,
-               sample_size);
-  if (count == 0 || sample_size == 0)
-    return;
-  TDM_CUDA_OK(b, tdm_k_gather(x, y, images, labels, indices, count, sample_size, scale,
-                              CUDA_B(b)->stream));
-}
-
-static void
-cuda_sgd_update(TdmBackend *b, float *p, const float *g, size_t n, float lr,
-                float weight_decay)
-{
-  if (tdm_cuda_begin(b))
-    TDM_CUDA_OK(b, tdm_k_sgd_update(p, g, n, lr, weight_decay, CUDA_B(b)->stream));
-}
-
-static void
-cuda_momentum_update(TdmBackend *b, float *p, const float *g, float *velocity, size_t n,
-                     float lr, float momentum, float weight_decay)
-{
-  if (tdm_cuda_begin(b))
-    TDM_CUDA_OK(b, tdm_k_momentum_update(p, g, velocity, n, lr, momentum, weight_decay,
-                                         CUDA_B(b)->stream));
-}
-
-static void
-cuda_adam_update(TdmBackend *b, float *p, const float *g, float *m, float *v, size_t n,
-                 float lr_t, float beta1, float beta2, float eps, float weight_decay)
-{
-  if (tdm_cuda_begin(b))
-    TDM_CUDA_OK(b, tdm_k_adam_update(p, g, m, v, n, lr_t, beta1, beta2, eps, weight_decay,
-                                     CUDA_B(b)->stream));
-}
-
-static void
-cuda_add(TdmBackend *b, float *y, const float *x, size_t n)
-{
-  if (tdm_cuda_begin(b))
-    TDM_CUDA_OK(b, tdm_k_add(y, x, n, CUDA_B(b)->stream));
-}
-
-static void
-cuda_add_out(TdmBackend *b, float *y, const float *a, const float *x, size_t n, bool relu)
-{
-  if (tdm_cuda_begin(b))
-    TDM_CUDA_OK(b, tdm_k_add_out(y, a, x, n, relu, CUDA_B(b)->stream));
-}
-
-static void
-cuda_scale(TdmBackend *b, float *y, float alpha, size_t n)
-{
-  if (tdm_cuda_begin(b))
-    TDM_CUDA_OK(b, tdm_k_scale(y, alpha, n, CUDA_B(b)->stream));
-}
-
 /* Graphs. The replica calls graph_launch(key); when there is no graph yet it calls
  * graph_begin(key), issues the step, graph_end(key), and then graph_launch(key) to
  * run what was captured (capture itself runs nothing). Capture is thread-local, so
@@ -863,27 +414,27 @@ cuda_destroy(TdmBackend *b)
 }
 
 static const TdmBackendOps tdm_backend_cuda_ops = {
-  .alloc = cuda_alloc,
+  .alloc = tdm_cuda_alloc,
   .free = cuda_free,
   .upload = cuda_upload,
   .download = cuda_download,
   .copy = cuda_copy,
   .zero = cuda_zero,
   .synchronize = cuda_synchronize,
-  .gemm = cuda_gemm,
-  .bias_forward = cuda_bias_forward,
-  .bias_backward = cuda_bias_backward,
-  .relu_forward = cuda_relu_forward,
-  .relu_backward = cuda_relu_backward,
-  .im2col = cuda_im2col,
-  .col2im = cuda_col2im,
-  .maxpool_forward = cuda_maxpool_forward,
+  .gemm = tdm_cuda_gemm,
+  .bias_forward = tdm_cuda_bias_forward,
+  .bias_backward = tdm_cuda_bias_backward,
+  .relu_forward = tdm_cuda_relu_forward,
+  .relu_backward = tdm_cuda_relu_backward,
+  .im2col = tdm_cuda_im2col,
+  .col2im = tdm_cuda_col2im,
+  .maxpool_forward = tdm_cuda_maxpool_forward,
   .maxpool_forward_bn = tdm_cuda_maxpool_forward_bn,
-  .maxpool_backward = cuda_maxpool_backward,
-  .conv_pool_forward = cuda_conv_pool_forward,
-  .conv_pool_backward = cuda_conv_pool_backward,
-  .softmax_xent = cuda_softmax_xent,
-  .gather = cuda_gather,
+  .maxpool_backward = tdm_cuda_maxpool_backward,
+  .conv_pool_forward = tdm_cuda_conv_pool_forward,
+  .conv_pool_backward = tdm_cuda_conv_pool_backward,
+  .softmax_xent = tdm_cuda_softmax_xent,
+  .gather = tdm_cuda_gather,
   .gather_augment = tdm_cuda_gather_augment,
   .bn_moments = tdm_cuda_bn_moments,
   .bn_stats = tdm_cuda_bn_stats,
@@ -902,19 +453,19 @@ static const TdmBackendOps tdm_backend_cuda_ops = {
   .dropout_backward = tdm_cuda_dropout_backward,
   .sgd_momentum_update = tdm_cuda_sgd_momentum_update,
   .weight_decay = tdm_cuda_weight_decay,
-  .sgd_update = cuda_sgd_update,
-  .momentum_update = cuda_momentum_update,
-  .adam_update = cuda_adam_update,
-  .add = cuda_add,
-  .add_out = cuda_add_out,
-  .scale = cuda_scale,
-  .to_bf16 = cuda_to_bf16,
-  .im2col_bf16 = cuda_im2col_bf16,
+  .sgd_update = tdm_cuda_sgd_update,
+  .momentum_update = tdm_cuda_momentum_update,
+  .adam_update = tdm_cuda_adam_update,
+  .add = tdm_cuda_add,
+  .add_out = tdm_cuda_add_out,
+  .scale = tdm_cuda_scale,
+  .to_bf16 = tdm_cuda_to_bf16,
+  .im2col_bf16 = tdm_cuda_im2col_bf16,
   .im2col_bf16_bn = tdm_cuda_im2col_bf16_bn,
-  .gemm_bf16 = cuda_gemm_bf16,
-  .gemm_bf16_out = cuda_gemm_bf16_out,
-  .col2im_bf16 = cuda_col2im_bf16,
-  .conv_dgrad_bf16 = cuda_conv_dgrad_bf16,
+  .gemm_bf16 = tdm_cuda_gemm_bf16,
+  .gemm_bf16_out = tdm_cuda_gemm_bf16_out,
+  .col2im_bf16 = tdm_cuda_col2im_bf16,
+  .conv_dgrad_bf16 = tdm_cuda_conv_dgrad_bf16,
   .graph_begin = cuda_graph_begin,
   .graph_end = cuda_graph_end,
   .graph_launch = cuda_graph_launch,
@@ -1010,12 +561,12 @@ tdm_backend_cuda_new(int ordinal, TdmPrecision precision, GError **error)
   size_t workspace = cublas_workspace_bytes(prop.major);
   GError *local = NULL;
   if (ok) {
-    cb->cublas_workspace = cuda_alloc(b, workspace, &local);
+    cb->cublas_workspace = tdm_cuda_alloc(b, workspace, &local);
     cb->partials = cb->cublas_workspace != NULL
-                       ? cuda_alloc(b, TDM_PARTIALS_FLOATS * sizeof(float), &local)
+                       ? tdm_cuda_alloc(b, TDM_PARTIALS_FLOATS * sizeof(float), &local)
                        : NULL;
     cb->split_parts = cb->partials != NULL
-                          ? cuda_alloc(b, TDM_SPLIT_K_FLOATS * sizeof(float), &local)
+                          ? tdm_cuda_alloc(b, TDM_SPLIT_K_FLOATS * sizeof(float), &local)
                           : NULL;
     ok = cb->split_parts != NULL;
   }
@@ -1030,121 +581,4 @@ tdm_backend_cuda_new(int ordinal, TdmPrecision precision, GError **error)
     return NULL;
   }
   return b;
-}
-
-/* Helpers for the GPU communicators */
-
-gboolean
-tdm_cuda_timer_init(TdmCudaTimer *t, GError **error)
-{
-  memset(t, 0, sizeof *t);
-  for (int i = 0; i < TDM_CUDA_TIMER_PAIRS; i++) {
-    if (!TDM_CUDA_TRY(error, TDM_ENGINE_ERROR_COMMUNICATION, "timer",
-                      cudaEventCreate(&t->start[i])) ||
-        !TDM_CUDA_TRY(error, TDM_ENGINE_ERROR_COMMUNICATION, "timer",
-                      cudaEventCreate(&t->end[i])))
-      return FALSE;
-  }
-  return TRUE;
-}
-
-void
-tdm_cuda_timer_clear(TdmCudaTimer *t)
-{
-  for (int i = 0; i < TDM_CUDA_TIMER_PAIRS; i++) {
-    if (t->start[i] != NULL)
-      (void)cudaEventDestroy(t->start[i]);
-    if (t->end[i] != NULL)
-      (void)cudaEventDestroy(t->end[i]);
-  }
-  memset(t, 0, sizeof *t);
-}
-
-double
-tdm_cuda_timer_harvest(TdmCudaTimer *t)
-{
-  double seconds = 0.0;
-  while (t->start[0] != NULL && t->tail < t->head) {
-    int i = (int)(t->tail % TDM_CUDA_TIMER_PAIRS);
-    cudaError_t err = cudaEventQuery(t->end[i]);
-    /* Not ready is an answer, not a failure; clear it (and anything a failed
-     * elapsed-time read left) so no later launch check reports it. */
-    (void)cudaGetLastError();
-    if (err == cudaErrorNotReady)
-      break;
-    float ms = 0.0f;
-    if (err == cudaSuccess && cudaEventElapsedTime(&ms, t->start[i], t->end[i]) == cudaSuccess)
-      seconds += ms / 1e3;
-    (void)cudaGetLastError();
-    t->tail++;
-  }
-  return seconds;
-}
-
-void
-tdm_cuda_timer_begin(TdmCudaTimer *t, cudaStream_t stream)
-{
-  if (t->start[0] == NULL || t->open)
-    return;
-  if (t->head - t->tail == TDM_CUDA_TIMER_PAIRS)
-    return; /* all pairs in flight: skip this one rather than block a collective */
-  int i = (int)(t->head % TDM_CUDA_TIMER_PAIRS);
-  if (cudaEventRecord(t->start[i], stream) == cudaSuccess)
-    t->open = TRUE;
-}
-
-void
-tdm_cuda_timer_end(TdmCudaTimer *t, cudaStream_t stream)
-{
-  if (!t->open)
-    return;
-  int i = (int)(t->head % TDM_CUDA_TIMER_PAIRS);
-  t->open = FALSE;
-  if (cudaEventRecord(t->end[i], stream) == cudaSuccess)
-    t->head++;
-}
-
-void
-tdm_host_sum_init(TdmHostSum *s, int parties)
-{
-  tdm_barrier_init(&s->barrier, parties);
-  s->parties = parties;
-  s->slots = g_new0(double, (size_t)parties * TDM_HOST_SUM_MAX);
-}
-
-void
-tdm_host_sum_clear(TdmHostSum *s)
-{
-  tdm_barrier_clear(&s->barrier);
-  g_free(s->slots);
-  s->slots = NULL;
-}
-
-gboolean
-tdm_host_sum(TdmHostSum *s, int party, double *values, int n, GError **error)
-{
-  if (n < 0 || n > TDM_HOST_SUM_MAX) {
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_COMMUNICATION,
-                _("sum_doubles: %d values, at most %d"), n, TDM_HOST_SUM_MAX);
-    tdm_barrier_break(&s->barrier);
-    return FALSE;
-  }
-  memcpy(s->slots + (size_t)party * TDM_HOST_SUM_MAX, values, (size_t)n * sizeof(double));
-  if (!tdm_barrier_wait(&s->barrier))
-    goto broken;
-  for (int j = 0; j < n; j++) {
-    double total = 0.0;
-    for (int k = 0; k < s->parties; k++)
-      total += s->slots[(size_t)k * TDM_HOST_SUM_MAX + j];
-    values[j] = total;
-  }
-  /* Nobody overwrites a slot with the next sum's values until all have read. */
-  if (!tdm_barrier_wait(&s->barrier))
-    goto broken;
-  return TRUE;
-
-broken:
-  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_COMMUNICATION,
-              _("sum_doubles: another replica failed or the run was stopped"));
-  return FALSE;
 }

@@ -52,7 +52,7 @@ static void
 damaged(GError **error, const char *path, const char *why)
 {
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-              "the image cache %s was damaged (%s)", path, why);
+              _("the image cache %s was damaged (%s)"), path, why);
 }
 
 /* Before temporaries were locked they were named "<cache>.XXXXXX": one of those that

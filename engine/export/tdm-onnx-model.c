@@ -11,6 +11,7 @@
  * whatever reads the features after it sees Tandem's order.
  */
 #include "tdm-onnx-model.h"
+#include "tdm-i18n.h"
 #include "tdm-build-config.h"
 #include "tdm-error.h"
 #include "tdm-json.h"
@@ -410,8 +411,8 @@ emit_input(Graph *g, const TdmNetwork *net, const TdmOnnxOptions *options, const
   for (int k = 0; options->std != NULL && k < c; k++)
     if (!(options->std[k] > 0.0f)) {
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_EXPORT,
-                  "%s: the normalization's standard deviation of channel %d is %g; it "
-                  "must be positive", what, k, options->std[k]);
+                  _("%s: the normalization's standard deviation of channel %d is %g; it "
+                  "must be positive"), what, k, options->std[k]);
       return FALSE;
     }
   if (options->mean != NULL) {
@@ -498,8 +499,8 @@ tdm_onnx_model_build(const TdmNetwork *net, const float *params, const float *st
   /* The weights go in once; the rest is small. */
   if ((net->parameter_count + net->state_count) * sizeof(float) > ONNX_MAX_BYTES - (64 << 20)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_EXPORT,
-                "%s: the network's %zu parameters do not fit in one ONNX file (protobuf "
-                "reads at most 2 GB)", what, net->parameter_count);
+                _("%s: the network's %zu parameters do not fit in one ONNX file (protobuf "
+                "reads at most 2 GB)"), what, net->parameter_count);
     return NULL;
   }
   Graph g = {g_ptr_array_new_with_free_func(g_free), g_ptr_array_new(), g_ptr_array_new()};

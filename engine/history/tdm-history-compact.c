@@ -9,6 +9,7 @@
  * minutes. Not the reader: it skips nothing it finds.
  */
 #include "tdm-history-private.h"
+#include "tdm-i18n.h"
 #include "tdm-error.h"
 #include "tdm-file.h"
 
@@ -185,7 +186,7 @@ tdm_history_compact(TdmRunRecorder *rec, GError **error)
     if (tmp != NULL)
       g_unlink(tmp);
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
-                "could not thin the run history file %s: %s", rec->path, g_strerror(saved));
+                _("could not thin the run history file %s: %s"), rec->path, g_strerror(saved));
     return FALSE;
   }
   /* The old descriptor points at the file just replaced: append to the new one. */
@@ -193,7 +194,7 @@ tdm_history_compact(TdmRunRecorder *rec, GError **error)
   if (fresh < 0) {
     saved = errno;
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
-                "could not reopen the run history file %s: %s", rec->path, g_strerror(saved));
+                _("could not reopen the run history file %s: %s"), rec->path, g_strerror(saved));
     return FALSE;
   }
   g_close(rec->fd, NULL);

@@ -627,7 +627,7 @@ tdm_history_read_file(const char *path, gsize *length, GError **error)
       continue;
     if (n < 0) {
       int saved = errno;
-      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY, "%s: cannot read: %s",
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY, _("%s: cannot read: %s"),
                   path, g_strerror(saved));
       close(fd);
       g_free(contents);

@@ -203,7 +203,7 @@ measure_point(TdmConfig *cfg, long steps, int n, TdmScalingMeter *meter,
       return FALSE;
     if (!tdm_scaling_meter_result(meter, steps, &results[count])) {
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
-                  "%ld steps on %d devices were too few to time: give more steps", steps, n);
+                  _("%ld steps on %d devices were too few to time: give more steps"), steps, n);
       return FALSE;
     }
     *slowest = MIN(*slowest, results[count].samples_per_second);

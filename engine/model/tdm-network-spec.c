@@ -46,7 +46,7 @@ spec_error(GError **error, const char *token, int position, const char *format, 
   for (int i = 0; i < 60 && *end != '\0'; i++)
     end = g_utf8_find_next_char(end, NULL);
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC,
-              "network spec, layer %d “%.*s%s”: %s", position, (int)(end - token), token,
+              _("network spec, layer %d “%.*s%s”: %s"), position, (int)(end - token), token,
               *end != '\0' ? "…" : "", why);
   g_free(why);
   return FALSE;
@@ -116,7 +116,7 @@ parse_item(Parser *ps, int depth)
       int position = ps->next_position;
       /* Every "(" recurses: groups nest no deeper than blocks may. */
       if (++ps->groups > MAX_DEPTH)
-        return spec_error(ps->error, "(", position, "groups nest deeper than %d", MAX_DEPTH);
+        return spec_error(ps->error, "(", position, _("groups nest deeper than %d"), MAX_DEPTH);
       ps->p++;
       if (!parse_list(ps, depth))
         return FALSE;

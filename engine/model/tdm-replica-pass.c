@@ -195,6 +195,22 @@ bn_output_left_to_next(TdmReplica *r, int i, int n, TdmPassMode mode)
                    next->out_c);
 }
 
+/* For conv layer i in training, the bn before it whose output the forward left to it
+ * (bn_output_left_to_next()), filled into *gather: its backward builds its columns
+ * again from the same input. NULL where the conv read acts[i]. */
+static const BnGather *
+bn_input_of(TdmReplica *r, int i, int n, BnGather *gather)
+{
+  if (i < 1 || r->net->layers[i - 1].kind != TDM_LAYER_BN ||
+      !bn_output_left_to_next(r, i - 1, n, MODE_TRAIN))
+    return NULL;
+  const TdmLayer *l = &r->net->layers[i - 1];
+  *gather = (BnGather){r->acts[i - 1], r->bn_work[i - 1] + 2 * l->out_c,
+                       r->params + l->weight_offset, r->params + l->bias_offset,
+                       l->fused_relu};
+  return gather;
+}
+
 /* A conv's product: the backend's whole convolution where the layer has its scratch
  * (work: tdm_replica_layer_buffers() gave it one because the backend takes the shape),
  * else out = cols(x) · Wᵀ, the columns kept in col (or x itself for a 1×1 conv of
@@ -232,13 +248,16 @@ conv_forward(TdmReplica *r, float *y, const float *x, const BnGather *bn, float 
 }
 
 /* Its backward from dy: dw, and dx when wanted (col is spent: its gradient takes its
- * place before col2im). dy16_ready: the bn after it wrote dy as bf16 already
- * (bn_dx_as_conv_dy16()), and dy is not read. */
+ * place before col2im). The columns live in the one workspace that every layer's
+ * forward overwrote since, so they are built again from x (or, with bn, from the bn's
+ * input, as the forward built them): the same bits. dy16_ready: the bn after it wrote
+ * dy as bf16 already (bn_dx_as_conv_dy16(), into the workspace's second half, which
+ * the bf16 columns leave alone), and dy is not read. */
 static void
 conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy, gboolean dy16_ready,
-              const float *x, float *col, float *work, const float *w, int n, int in_h,
-              int in_w, int in_c, int out_c, int kernel, int pad, int stride, int out_h,
-              int out_w, gboolean need_dx)
+              const float *x, const BnGather *bn, float *col, float *work, const float *w,
+              int n, int in_h, int in_w, int in_c, int out_c, int kernel, int pad, int stride,
+              int out_h, int out_w, gboolean need_dx)
 {
   TdmBackend *b = r->backend;
   int rows = n * out_h * out_w;
@@ -252,6 +271,12 @@ conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy, gboolean dy1
     uint16_t *col16 = (uint16_t *)col, *dy16 = col16 + (size_t)rows * k;
     if (!dy16_ready)
       b->ops->to_bf16(b, dy16, dy, (size_t)rows * out_c);
+    if (bn != NULL)
+      b->ops->im2col_bf16_bn(b, col16, bn->x, bn->saved, bn->saved + in_c, bn->gamma,
+                             bn->beta, bn->relu, n, in_h, in_w, in_c, kernel, kernel, pad,
+                             stride);
+    else
+      b->ops->im2col_bf16(b, col16, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
     b->ops->gemm_bf16(b, true, false, out_c, k, rows, 1.0f, dy16, out_c, col16, k, 0.0f, dw, k);
     if (need_dx && conv_bf16_dx(r, rows, k, out_c)) {
       const uint16_t *w16 =
@@ -266,6 +291,8 @@ conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy, gboolean dy1
       return;
     }
   } else {
+    if (col != NULL)
+      b->ops->im2col(b, col, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
     b->ops->gemm(b, true, false, out_c, k, rows, 1.0f, dy, out_c, col ? col : x, k, 0.0f, dw,
                  k);
   }
@@ -418,6 +445,7 @@ tdm_replica_backward(TdmReplica *r, int n)
   const TdmNetwork *net = r->net;
   float *dy = r->grad_a, *dx = r->grad_b;
   gboolean dy16_ready = FALSE; /* dy is in the conv's columns as bf16, not in dy */
+  BnGather gather;             /* a conv's input left to it by the bn before it */
 
   for (int i = net->layer_count - 1; i >= 0; i--) {
     const TdmLayer *l = &net->layers[i];
@@ -451,9 +479,9 @@ tdm_replica_backward(TdmReplica *r, int n)
         if (l->bias_count > 0)
           ops->bias_backward(b, dbias, dy, n * pixels, l->out_c, 1);
       }
-      conv_backward(r, dx, dw, dy, dy16_ready, x, r->cols[i], r->conv_work[i], w, n, l->in_h,
-                    l->in_w, l->in_c, l->out_c, l->kernel, l->pad, l->stride, l->out_h,
-                    l->out_w, need_dx);
+      conv_backward(r, dx, dw, dy, dy16_ready, x, bn_input_of(r, i, n, &gather), r->cols[i],
+                    r->conv_work[i], w, n, l->in_h, l->in_w, l->in_c, l->out_c, l->kernel,
+                    l->pad, l->stride, l->out_h, l->out_w, need_dx);
       break;
     case TDM_LAYER_POOL:
       if (i == 1 && conv_pool_first(net)) {
@@ -524,8 +552,8 @@ tdm_replica_backward(TdmReplica *r, int n)
                     r->params + l->bias_offset, r->params + l->bias_offset + l->out_c, false,
                     r->grads + l->bias_offset,
                     r->bn_work[i]);
-        conv_backward(r, skip, dw, dconv, FALSE, r->acts[l->partner], r->cols[i], NULL, w, n,
-                      begin->in_h, begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride,
+        conv_backward(r, skip, dw, dconv, FALSE, r->acts[l->partner], NULL, r->cols[i], NULL,
+                      w, n, begin->in_h, begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride,
                       l->out_h, l->out_w, TRUE);
       } else {
         ops->copy(b, skip, dy, out * sizeof(float));

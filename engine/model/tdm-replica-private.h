@@ -98,3 +98,23 @@ layer_out_floats(const TdmLayer *l)
   return (size_t)l->out_h * l->out_w * l->out_c;
 }
 
+
+/* The inference pass (tdm-replica-infer.c): evaluation and prediction run the same
+ * forward walk as training, MODE_EVAL, with acts[], argmax[] and the projections'
+ * outputs pointing into a few buffers that rotate layer to layer instead of into the
+ * training's: their memory follows the widest layer times the chunk, not the sum over
+ * layers. */
+/* Floats per sample of each rotating buffer: the widest activation, input included. */
+size_t tdm_replica_infer_floats (const TdmNetwork *net);
+/* How many rotate: two, and one more for each level of residual blocks whose input
+ * waits for its end. */
+int tdm_replica_infer_count (const TdmNetwork *net);
+/* Int32 per sample of the argmax scratch the inference pass's max pools write. */
+size_t tdm_replica_infer_argmax (const TdmNetwork *net);
+/* Allocates the buffers above for eval_capacity samples, and the views' logits, then
+ * lays out the pass over them; FALSE with error (the replica frees what was made). */
+gboolean tdm_replica_infer_alloc (TdmReplica *r, GError **error);
+void tdm_replica_infer_free (TdmReplica *r);
+/* Puts the inference layout in place of the training's, and back. */
+void tdm_replica_infer_begin (TdmReplica *r);
+void tdm_replica_infer_end (TdmReplica *r);

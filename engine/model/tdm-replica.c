@@ -63,9 +63,122 @@ tdm_replica_gradient_floats(const TdmNetwork *net)
 
 size_t
 tdm_replica_bytes_needed(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
-                         int capacity, const TdmDataset *train, const TdmDataset *test)
+                         int capacity, int eval_capacity, const TdmDataset *train,
+                         const TdmDataset *test)
 {
-  return tdm_memory_replica(net, kind, precision, capacity, train->count, test->count).total;
+  return tdm_memory_replica(net, kind, precision, capacity, eval_capacity, train->count,
+                            test->count).total;
+}
+
+/* The widest columns and the largest whole-convolution scratch over the layers: the
+ * one workspace holds any layer's (a layer uses one or the other, and nothing in it
+ * outlives the layer: backward builds its columns again). */
+static void
+widest_scratch(const TdmNetwork *net, TdmBackendKind kind, size_t *columns, size_t *conv_work)
+{
+  *columns = 0;
+  *conv_work = 0;
+  for (int i = 0; i < net->layer_count; i++) {
+    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind);
+    *columns = MAX(*columns, buf.columns);
+    *conv_work = MAX(*conv_work, buf.conv_work);
+  }
+}
+
+/* A block's skip gradient lives from the walk back reaching its end to reaching its
+ * start, so blocks at one level of nesting take turns in one buffer (the widest of
+ * that level's): widths[level − 1]; *skips their sum. A projection's bn output is
+ * read by its block's add only (backward reads the conv's output), then serves as the
+ * conv's gradient in backward: one buffer, the widest, *proj_bn. Floats per sample. */
+static void
+shared_block_buffers(const TdmNetwork *net, TdmBackendKind kind, size_t *widths, size_t *skips,
+                     size_t *proj_bn)
+{
+  int levels = tdm_replica_infer_count(net) - 2;
+  g_autofree size_t *w = g_new0(size_t, MAX(levels, 1));
+  *proj_bn = 0;
+  for (int i = 0; i < net->layer_count; i++) {
+    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind);
+    if (buf.skip > 0) {
+      int level = net->layers[i].depth;
+      g_assert(level >= 1 && level <= levels);
+      w[level - 1] = MAX(w[level - 1], buf.skip);
+    }
+    *proj_bn = MAX(*proj_bn, buf.projection);
+  }
+  *skips = 0;
+  for (int k = 0; k < levels; k++) {
+    *skips += w[k];
+    if (widths != NULL)
+      widths[k] = w[k];
+  }
+}
+
+TdmReplicaPlan
+tdm_replica_plan(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
+                 int capacity, int eval_capacity)
+{
+  TdmReplicaPlan p = {0};
+  size_t cap = (size_t)MAX(capacity, 0), ecap = (size_t)MAX(eval_capacity, 0);
+  size_t most = MAX(cap, ecap);
+  size_t sample = (size_t)net->in_h * net->in_w * net->in_c;
+  /* Never an empty allocation: a network without parameters or state gets one float. */
+  p.parameters = MAX(1, net->parameter_count) * sizeof(float) +
+                 MAX(1, net->state_count) * sizeof(float) +
+                 tdm_replica_params16_bytes(net, kind, precision);
+  p.gradients = MAX(1, net->parameter_count) * sizeof(float);
+  p.activations = cap * sample * sizeof(float);
+  size_t columns, conv_work;
+  widest_scratch(net, kind, &columns, &conv_work);
+  p.workspace = MAX(most * columns, conv_work) * sizeof(float);
+  for (int i = 0; i < net->layer_count; i++) {
+    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind);
+    p.activations += cap * (buf.output + buf.projection) * sizeof(float);
+    p.activations += cap * buf.argmax * sizeof(int32_t);
+    p.workspace += buf.bn_work * sizeof(float);
+  }
+  size_t skips = 0, proj_bn = 0;
+  shared_block_buffers(net, kind, NULL, &skips, &proj_bn);
+  p.workspace += cap * (skips + proj_bn) * sizeof(float);
+  /* The two activation-gradient buffers, the chunk's labels and indices, the metrics. */
+  p.workspace += 2 * cap * tdm_replica_gradient_floats(net) * sizeof(float);
+  p.workspace += 2 * most * sizeof(int32_t) + sizeof(TdmMetrics);
+  /* The inference pass's rotating buffers, its pools' argmax, the views' logits. */
+  p.inference = (size_t)tdm_replica_infer_count(net) * ecap * tdm_replica_infer_floats(net) *
+                    sizeof(float) +
+                ecap * tdm_replica_infer_argmax(net) * sizeof(int32_t) +
+                ecap * net->classes * sizeof(float);
+  return p;
+}
+
+int
+tdm_replica_eval_capacity(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
+                          int capacity, int wanted)
+{
+  wanted = MAX(wanted, 1);
+  TdmReplicaPlan train = tdm_replica_plan(net, kind, precision, capacity, 0);
+  size_t budget = MAX(train.activations, TDM_EVAL_BUDGET_FLOOR);
+  /* The inference buffers grow by `per` a sample; the workspace, once a chunk's
+   * columns pass what it holds for training (`base`), by `col` a sample. */
+  size_t columns, conv_work;
+  widest_scratch(net, kind, &columns, &conv_work);
+  size_t per = MAX(tdm_replica_plan(net, kind, precision, capacity, 1).inference, 1);
+  size_t col = columns * sizeof(float);
+  size_t base = MAX((size_t)MAX(capacity, 0) * col, conv_work * sizeof(float));
+  size_t fits = budget / per;
+  if (col > 0 && fits * col > base) {
+    fits = MAX(base / col, (budget + base) / (per + col));
+    /* Columns are the widest scratch by far (k² times an activation): a chunk may
+     * widen the workspace by the floor's worth, no more. */
+    fits = MIN(fits, (base + TDM_EVAL_BUDGET_FLOOR) / col);
+  }
+  return (int)CLAMP(fits, 1, (size_t)wanted);
+}
+
+gboolean
+tdm_replica_shares_datasets(TdmBackendKind kind)
+{
+  return kind == TDM_BACKEND_CPU;
 }
 
 size_t
@@ -133,7 +246,14 @@ TdmReplica *
 tdm_replica_new(TdmBackend *b, const TdmNetwork *net, int capacity, const TdmDataset *train,
                 const TdmDataset *test, GError **error)
 {
-  g_return_val_if_fail(capacity > 0, NULL);
+  return tdm_replica_new_sized(b, net, capacity, capacity, train, test, error);
+}
+
+TdmReplica *
+tdm_replica_new_sized(TdmBackend *b, const TdmNetwork *net, int capacity, int eval_capacity,
+                      const TdmDataset *train, const TdmDataset *test, GError **error)
+{
+  g_return_val_if_fail(capacity > 0 && eval_capacity > 0, NULL);
   if (!tdm_replica_supported(b, net, error))
     return NULL;
 
@@ -141,6 +261,8 @@ tdm_replica_new(TdmBackend *b, const TdmNetwork *net, int capacity, const TdmDat
   r->backend = b;
   r->net = net;
   r->capacity = capacity;
+  r->eval_capacity = eval_capacity;
+  size_t most = (size_t)MAX(capacity, eval_capacity);
   r->sample_size = tdm_dataset_sample_size(train);
   r->augment_flip = TDM_FLIP_NEVER;
   int n = net->layer_count;
@@ -165,7 +287,24 @@ tdm_replica_new(TdmBackend *b, const TdmNetwork *net, int capacity, const TdmDat
     b->ops->synchronize(b);
   }
   ALLOC(r->acts[0], (size_t)capacity * net->in_h * net->in_w * net->in_c * sizeof(float));
-  /* Sized by tdm_replica_layer_buffers(), which the memory estimate sums. */
+  /* Sized by tdm_replica_layer_buffers(), as tdm_replica_plan() sums them for the
+   * memory estimate: columns and whole-convolution scratch are one workspace each. */
+  size_t columns, conv_work;
+  widest_scratch(net, b->kind, &columns, &conv_work);
+  if (columns > 0 || conv_work > 0)
+    ALLOC(r->columns, MAX(most * columns, conv_work) * sizeof(float));
+  r->conv_scratch = r->columns;
+  r->skip_levels = g_new0(float *, MAX(tdm_replica_infer_count(net) - 2, 1));
+  {
+    g_autofree size_t *widths = g_new0(size_t, MAX(tdm_replica_infer_count(net) - 2, 1));
+    size_t skips, proj_bn;
+    shared_block_buffers(net, b->kind, widths, &skips, &proj_bn);
+    for (int k = 0; k < tdm_replica_infer_count(net) - 2; k++)
+      if (widths[k] > 0)
+        ALLOC(r->skip_levels[k], (size_t)capacity * widths[k] * sizeof(float));
+    if (proj_bn > 0)
+      ALLOC(r->proj_bn_shared, (size_t)capacity * proj_bn * sizeof(float));
+  }
   for (int i = 0; i < n; i++) {
     const TdmLayer *l = &net->layers[i];
     TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, b->kind);
@@ -176,38 +315,48 @@ tdm_replica_new(TdmBackend *b, const TdmNetwork *net, int capacity, const TdmDat
     if (buf.argmax > 0)
       ALLOC(r->argmax[i], (size_t)capacity * buf.argmax * sizeof(int32_t));
     if (buf.columns > 0)
-      ALLOC(r->cols[i], (size_t)capacity * buf.columns * sizeof(float));
+      r->cols[i] = r->columns;
     if (buf.conv_work > 0)
-      ALLOC(r->conv_work[i], buf.conv_work * sizeof(float));
+      r->conv_work[i] = r->conv_scratch;
     if (buf.bn_work > 0)
       ALLOC(r->bn_work[i], buf.bn_work * sizeof(float));
     if (buf.skip > 0)
-      ALLOC(r->skip_grad[i], (size_t)capacity * buf.skip * sizeof(float));
+      r->skip_grad[i] = r->skip_levels[l->depth - 1];
     if (buf.projection > 0) {
       ALLOC(r->proj_conv[i], (size_t)capacity * buf.projection * sizeof(float));
-      ALLOC(r->proj_bn[i], (size_t)capacity * buf.projection * sizeof(float));
+      r->proj_bn[i] = r->proj_bn_shared;
     }
   }
   size_t grad_floats = tdm_replica_gradient_floats(net);
   ALLOC(r->grad_a, (size_t)capacity * grad_floats * sizeof(float));
   ALLOC(r->grad_b, (size_t)capacity * grad_floats * sizeof(float));
-  ALLOC(r->tta_logits, (size_t)capacity * net->classes * sizeof(float));
   size_t params16 = tdm_replica_params16_bytes(net, b->kind, b->precision);
   if (params16 > 0 && b->ops->to_bf16 != NULL)
     ALLOC(r->params16, params16);
-  ALLOC(r->labels, (size_t)capacity * sizeof(int32_t));
-  ALLOC(r->indices, (size_t)capacity * sizeof(int32_t));
+  ALLOC(r->labels, most * sizeof(int32_t));
+  ALLOC(r->indices, most * sizeof(int32_t));
+  if (!tdm_replica_infer_alloc(r, error))
+    goto fail;
 
   size_t train_bytes = (size_t)train->count * r->sample_size;
   size_t test_bytes = (size_t)test->count * r->sample_size;
-  ALLOC(r->train_images, train_bytes);
-  ALLOC(r->train_labels, train->count);
-  ALLOC(r->test_images, test_bytes);
-  ALLOC(r->test_labels, test->count);
-  b->ops->upload(b, r->train_images, train->images, train_bytes);
-  b->ops->upload(b, r->train_labels, train->labels, train->count);
-  b->ops->upload(b, r->test_images, test->images, test_bytes);
-  b->ops->upload(b, r->test_labels, test->labels, test->count);
+  if (tdm_replica_shares_datasets(b->kind)) {
+    /* The caller's datasets outlive the replica (the trainer frees its replicas
+     * first; the classifier writes its one sample into the dataset it owns). */
+    r->train_images = train->images;
+    r->train_labels = train->labels;
+    r->test_images = test->images;
+    r->test_labels = test->labels;
+  } else {
+    ALLOC(r->train_images, train_bytes);
+    ALLOC(r->train_labels, train->count);
+    ALLOC(r->test_images, test_bytes);
+    ALLOC(r->test_labels, test->count);
+    b->ops->upload(b, r->train_images, train->images, train_bytes);
+    b->ops->upload(b, r->train_labels, train->labels, train->count);
+    b->ops->upload(b, r->test_images, test->images, test_bytes);
+    b->ops->upload(b, r->test_labels, test->labels, test->count);
+  }
   if (!tdm_backend_check(b, error))
     goto fail;
   return r;
@@ -233,24 +382,27 @@ tdm_replica_free(TdmReplica *r)
     if (owns_output(net, i))
       tdm_backend_release(b, r->acts[i + 1]);
     tdm_backend_release(b, r->argmax[i]);
-    tdm_backend_release(b, r->cols[i]);
-    tdm_backend_release(b, r->conv_work[i]);
     tdm_backend_release(b, r->bn_work[i]);
     tdm_backend_release(b, r->proj_conv[i]);
-    tdm_backend_release(b, r->proj_bn[i]);
-    tdm_backend_release(b, r->skip_grad[i]);
   }
+  for (int k = 0; r->skip_levels != NULL && k < tdm_replica_infer_count(net) - 2; k++)
+    tdm_backend_release(b, r->skip_levels[k]);
+  g_free(r->skip_levels);
+  tdm_backend_release(b, r->proj_bn_shared);
+  tdm_backend_release(b, r->columns); /* conv_scratch too */
+  tdm_replica_infer_free(r);
   tdm_backend_release(b, r->bn_slots);
   tdm_backend_release(b, r->grad_a);
   tdm_backend_release(b, r->grad_b);
-  tdm_backend_release(b, r->tta_logits);
   tdm_backend_release(b, r->params16);
   tdm_backend_release(b, r->labels);
   tdm_backend_release(b, r->indices);
-  tdm_backend_release(b, r->train_images);
-  tdm_backend_release(b, r->train_labels);
-  tdm_backend_release(b, r->test_images);
-  tdm_backend_release(b, r->test_labels);
+  if (!tdm_replica_shares_datasets(b->kind)) {
+    tdm_backend_release(b, r->train_images);
+    tdm_backend_release(b, r->train_labels);
+    tdm_backend_release(b, r->test_images);
+    tdm_backend_release(b, r->test_labels);
+  }
   g_free(r->acts);
   g_free(r->argmax);
   g_free(r->cols);
@@ -457,6 +609,9 @@ eval_logits_of(TdmReplica *r, const uint8_t *images, const uint8_t *labels,
 {
   TdmBackend *b = r->backend;
   const TdmNetwork *net = r->net;
+  /* Every pass below runs on the inference buffers (tdm-replica-infer.c): acts[]
+   * point into them until infer_end. */
+  tdm_replica_infer_begin(r);
   int32_t *indices = g_new(int32_t, count);
   for (int i = 0; i < count; i++)
     indices[i] = samples != NULL ? samples[i] : first + i;
@@ -504,6 +659,7 @@ eval_logits_of(TdmReplica *r, const uint8_t *images, const uint8_t *labels,
   }
   /* The upload may be asynchronous: keep the host indices alive until it is done. */
   b->ops->synchronize(b);
+  tdm_replica_infer_end(r);
   g_free(indices);
   g_free(host_x);
   g_free(host_v);
@@ -521,7 +677,7 @@ tdm_replica_evaluate(TdmReplica *r, int first, int count)
 {
   TdmBackend *b = r->backend;
   const TdmNetwork *net = r->net;
-  g_return_if_fail(count > 0 && count <= r->capacity);
+  g_return_if_fail(count > 0 && count <= r->eval_capacity);
 
   float *logits = eval_logits(r, first, count);
   b->ops->softmax_xent(b, logits, r->labels, count, net->classes, 0.0f, 0.0f, NULL,
@@ -545,7 +701,8 @@ tdm_replica_evaluate_train(TdmReplica *r, const int32_t *samples, int count)
 const float *
 tdm_replica_outputs(const TdmReplica *r)
 {
-  return r->acts[r->net->layer_count];
+  /* The last inference pass's: outside one, its pointers wait in infer_acts. */
+  return r->infer_acts[r->net->layer_count];
 }
 
 void
@@ -553,7 +710,7 @@ tdm_replica_predict(TdmReplica *r, int first, int count, float *logits)
 {
   TdmBackend *b = r->backend;
   const TdmNetwork *net = r->net;
-  g_return_if_fail(count > 0 && count <= r->capacity && logits != NULL);
+  g_return_if_fail(count > 0 && count <= r->eval_capacity && logits != NULL);
 
   float *device_logits = eval_logits(r, first, count);
   b->ops->download(b, logits, device_logits, (size_t)count * net->classes * sizeof(float));

@@ -1,8 +1,11 @@
 /* tdm-replica.h — one copy of the network on one device, and its training step.
  *
  * A replica owns its parameters and gradients (one flat buffer each, laid out as the
- * TdmNetwork says), the activations for up to `capacity` samples, and a copy of the
- * dataset resident on its device as uint8. It computes forward and backward passes
+ * TdmNetwork says), what the backward pass reads of the forward for up to `capacity`
+ * samples, one scratch workspace sized by the largest single layer (its columns or a
+ * whole convolution's scratch), the few buffers the inference pass rotates through for up to
+ * `eval_capacity` samples, and a copy of the dataset resident on its device as uint8
+ * (on the CPU, the caller's own: tdm_replica_shares_datasets()). It computes forward and backward passes
  * for a shard of a batch; it does not communicate and does not update parameters
  * (tdm-communicator.h and tdm-optimizer.h do).
  */
@@ -37,6 +40,7 @@ struct _TdmReplica {
   TdmBackend *backend;          /* not owned */
   const TdmNetwork *net;        /* not owned */
   int capacity;                 /* samples per step at most */
+  int eval_capacity;            /* samples per evaluation or prediction chunk at most */
   float *params;                /* device: parameter_count floats */
   float *grads;                 /* device: parameter_count floats */
   float *state;                 /* device: state_count floats (BN running statistics) */
@@ -63,16 +67,33 @@ struct _TdmReplica {
   float **acts;                 /* [layer_count + 1]: input, then each layer's output
                                  * (none for a first conv run with its pool as one) */
   int32_t **argmax;             /* [layer_count]: max and global max pools */
-  float **cols;                 /* [layer_count]: im2col columns of convs, projections */
+  float **cols;                 /* [layer_count]: im2col columns of convs, projections:
+                                 * the one column workspace (`columns`), or NULL */
   float **conv_work;            /* [layer_count]: the scratch of convs the backend runs
-                                 * whole (conv_forward), instead of columns */
+                                 * whole (conv_forward): the one `conv_scratch`, or NULL */
+  float *columns;               /* the one workspace: the largest layer's columns at the
+                                 * larger of the two capacities, or the largest whole
+                                 * convolution's scratch if more; backward builds a
+                                 * conv's columns again instead of keeping them */
+  float *conv_scratch;          /* the same buffer, as a whole convolution's scratch */
+  float **infer_acts;           /* [layer_count + 1]: the inference pass's acts, each one
+                                 * of the rotating `infer` buffers (tdm-replica-infer.c) */
+  int32_t **infer_argmax;       /* [layer_count]: the inference pass's argmax scratch */
+  float **infer_proj_conv, **infer_proj_bn; /* [layer_count]: its projections' outputs */
+  float **infer;                /* [infer_count]: eval_capacity × the widest activation */
+  int infer_count;              /* 2 + the deepest nesting of residual blocks */
+  int32_t *infer_pool;          /* the argmax of the widest max pool, eval_capacity */
+  gboolean inferring;           /* the inference buffers are in place (infer_begin) */
   float **bn_work;              /* [layer_count]: bn and projections: the backward's
                                  * sums (2·C), mean and invstd (2·C), one statistics
                                  * slot (TDM_BN_SLOT_FLOATS) */
   float *bn_slots;              /* synchronized BN: bn_slot_count slots for the widest
                                  * BN, shared by the layers in turn */
   float **proj_conv, **proj_bn; /* [layer_count]: a projection's conv and bn outputs */
-  float **skip_grad;            /* [layer_count]: RES_END: the gradient of the skip path */
+  float **skip_grad;            /* [layer_count]: RES_END: the gradient of the skip path,
+                                 * in its nesting level's buffer of skip_levels */
+  float **skip_levels;          /* one skip-gradient buffer per level of nesting */
+  float *proj_bn_shared;        /* every projection's bn output (proj_bn[i]) */
   float *tta_logits;            /* test-time flip averaging */
   uint16_t *params16;           /* --precision bf16: the parameters as bf16, rounded
                                  * once per forward pass for every conv's products
@@ -81,7 +102,8 @@ struct _TdmReplica {
   float *grad_a, *grad_b;       /* ping-pong buffers for activation gradients */
   int32_t *labels;              /* device: the shard's labels */
   int32_t *indices;             /* device: the shard's sample indices */
-  uint8_t *train_images, *train_labels;   /* device copies of the datasets */
+  uint8_t *train_images, *train_labels;   /* device copies of the datasets (on the CPU,
+                                           * the caller's datasets themselves) */
   uint8_t *test_images, *test_labels;
   int sample_size;
   TdmGradsReady grads_ready;
@@ -93,18 +115,58 @@ struct _TdmReplica {
 };
 
 /* Allocates everything on the backend's device and uploads both datasets. Fails with
- * TDM_ENGINE_ERROR_OUT_OF_MEMORY naming the device and the bytes needed. */
+ * TDM_ENGINE_ERROR_OUT_OF_MEMORY naming the device and the bytes needed. Evaluation
+ * chunks of up to `capacity` samples too. */
 TdmReplica *tdm_replica_new (TdmBackend *backend, const TdmNetwork *net, int capacity,
                              const TdmDataset *train, const TdmDataset *test,
                              GError **error);
+/* The same with evaluation and prediction chunks of up to eval_capacity samples
+ * (tdm_replica_eval_capacity() chooses one that fits). */
+TdmReplica *tdm_replica_new_sized (TdmBackend *backend, const TdmNetwork *net, int capacity,
+                                   int eval_capacity, const TdmDataset *train,
+                                   const TdmDataset *test, GError **error);
+
+/* A replica's buffers on its device, in bytes, by kind, datasets aside: the one rule
+ * that tdm_replica_new_sized() allocates by and the memory estimate (tdm-memory.h)
+ * reports. */
+typedef struct {
+  size_t parameters;   /* parameters, BN state, the bf16 copy of the parameters */
+  size_t gradients;
+  size_t activations;  /* training: the input and what backward reads of each layer */
+  size_t workspace;    /* the one workspace (columns or a convolution's scratch), BN's
+                        * small buffers, skip gradients, the two gradient buffers,
+                        * labels, indices, metrics */
+  size_t inference;    /* the inference pass's rotating buffers, its pools' argmax and
+                        * the test-time views' logits */
+} TdmReplicaPlan;
+TdmReplicaPlan tdm_replica_plan (const TdmNetwork *net, TdmBackendKind kind,
+                                 TdmPrecision precision, int capacity, int eval_capacity);
+
+/* The evaluation chunk for a replica training `capacity` samples a step: at most
+ * `wanted` (the configured --eval-batch, or the test set if smaller), and no larger
+ * than lets the inference pass's buffers, with what they widen the column workspace
+ * by, stay within what training keeps for backward (its activations), or
+ * TDM_EVAL_BUDGET_FLOOR bytes when that is more, and widens the column workspace by
+ * no more than that floor: a GPU training a large batch evaluates in chunks about its
+ * shard, a CPU at batch 8 in a few dozen samples (the same throughput there), and
+ * evaluation never holds more than training does. At least 1. */
+#define TDM_EVAL_BUDGET_FLOOR ((size_t)64 << 20)
+int tdm_replica_eval_capacity (const TdmNetwork *net, TdmBackendKind kind,
+                               TdmPrecision precision, int capacity, int wanted);
 void tdm_replica_free (TdmReplica *replica);
 
-/* Bytes a replica of `net` for `capacity` samples needs on its device, datasets
- * included: checked against free memory before anything is allocated. The figure is
- * tdm_memory_replica()'s total (tdm-memory.h), which sums the buffers below. */
+/* Bytes a replica of `net` for `capacity` samples a step and `eval_capacity` an
+ * evaluation chunk needs on its device, datasets included: checked against free
+ * memory before anything is allocated. The figure is tdm_memory_replica()'s total
+ * (tdm-memory.h), which sums tdm_replica_plan(). */
 size_t tdm_replica_bytes_needed (const TdmNetwork *net, TdmBackendKind kind,
-                                 TdmPrecision precision, int capacity,
+                                 TdmPrecision precision, int capacity, int eval_capacity,
                                  const TdmDataset *train, const TdmDataset *test);
+
+/* Whether a replica on a backend of this kind reads the caller's datasets where they
+ * are (a CPU's memory is the host's: a copy per CPU worker would only double it)
+ * instead of keeping a copy on its device. The datasets must then outlive it. */
+gboolean tdm_replica_shares_datasets (TdmBackendKind kind);
 
 /* Bytes of the parameters' bfloat16 copy a replica keeps (params16, rounded once per
  * forward pass for its convolutions): on a GPU under --precision bf16, else 0. */
@@ -118,13 +180,16 @@ size_t tdm_replica_params16_bytes (const TdmNetwork *net, TdmBackendKind kind,
 typedef struct {
   size_t output;      /* floats: the layer's output, kept for backward */
   size_t argmax;      /* int32: a max pool's chosen inputs */
-  size_t columns;     /* floats: a convolution's im2col columns */
+  size_t columns;     /* floats: a convolution's im2col columns, built in the one column
+                       * workspace (the largest layer's, not a sum) */
   size_t bn_work;     /* floats, not per sample: a BN's batch statistics and sums */
-  size_t skip;        /* floats: a residual block's skip gradient */
-  size_t projection;  /* floats, twice: a projection's conv output and its BN's */
+  size_t skip;        /* floats: a residual block's skip gradient, in one buffer per
+                       * level of nesting (the level's widest) */
+  size_t projection;  /* floats: a projection's conv output, kept; and its BN's, in one
+                       * buffer for all projections (the widest) */
   size_t conv_work;   /* floats, not per sample: the scratch of a convolution that a
                        * backend of this kind runs whole (tdm_backend_conv_work_floats()),
-                       * which then has no columns */
+                       * which then has no columns; one scratch, the largest layer's */
 } TdmLayerBuffers;
 
 /* The buffers depend on the kind of backend: one that runs a convolution whole needs
@@ -183,7 +248,7 @@ gboolean tdm_replica_supported (TdmBackend *backend, const TdmNetwork *net,
 void tdm_replica_predict (TdmReplica *replica, int first, int count, float *logits);
 
 /* The network's outputs (logits, samples × classes, device memory) of the last
- * forward pass: after tdm_replica_evaluate, the predictions for its samples. */
+ * evaluation or prediction: the predictions for its samples. */
 const float *tdm_replica_outputs (const TdmReplica *replica);
 
 /* Reads and clears the metrics (waits for the device). */

@@ -264,8 +264,8 @@ refuse_dangling(const char *path, GError **error)
     return TRUE;
   g_autofree char *target = g_file_read_link(path, NULL);
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-              "checkpoint %s: a dangling symbolic link (to %s); a save would replace the "
-              "link: save to its target or another name",
+              _("checkpoint %s: a dangling symbolic link (to %s); a save would replace the "
+              "link: save to its target or another name"),
               path, target != NULL ? target : "nowhere");
   return FALSE;
 }
@@ -563,7 +563,7 @@ tdm_checkpoint_load(const char *path, GError **error)
   g_autoptr(JsonNode) root =
       tdm_json_parse(header, (gssize)header_len, TDM_ENGINE_ERROR_CHECKPOINT, &local);
   if (root == NULL) {
-    load_failed(error, path, "the header is not valid JSON: %s", local->message);
+    load_failed(error, path, _("the header is not valid JSON: %s"), local->message);
     return NULL;
   }
   if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {

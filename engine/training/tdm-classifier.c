@@ -71,14 +71,14 @@ read_names(TdmCheckpoint *ckpt, const char *path, int classes, GError **error)
   g_autoptr(JsonNode) root = tdm_json_parse(json, -1, TDM_ENGINE_ERROR_CHECKPOINT, &local);
   if (root == NULL || !JSON_NODE_HOLDS_ARRAY(root)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                "%s: metadata “class_names” is not a JSON list of names%s%s", path,
+                _("%s: metadata “class_names” is not a JSON list of names%s%s"), path,
                 local != NULL ? ": " : "", local != NULL ? local->message : "");
     return NULL;
   }
   JsonArray *array = json_node_get_array(root);
   if (json_array_get_length(array) != (guint)classes) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                "%s: metadata “class_names” holds %u names, but the network has %d classes",
+                _("%s: metadata “class_names” holds %u names, but the network has %d classes"),
                 path, json_array_get_length(array), classes);
     return NULL;
   }
@@ -89,7 +89,7 @@ read_names(TdmCheckpoint *ckpt, const char *path, int classes, GError **error)
                            : NULL;
     if (name == NULL || *name == '\0' || !g_utf8_validate(name, -1, NULL)) {
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                  "%s: metadata “class_names”, entry %d: not a non-empty text", path, k);
+                  _("%s: metadata “class_names”, entry %d: not a non-empty text"), path, k);
       return NULL;
     }
     names[k] = printable_name(name);
@@ -127,8 +127,8 @@ tdm_classifier_load(const char *path, GError **error)
     last--;
   if (last < 0 || sscanf(items[last], "fc%d", &classes) != 1 || classes < 1 ||
       classes > 256) {
-    bad_checkpoint(error, path, "its network does not end in an fc layer of 1 to 256 "
-                                "outputs");
+    bad_checkpoint(error, path, _("its network does not end in an fc layer of 1 to 256 "
+                                "outputs"));
     return NULL;
   }
   TdmNetwork *net = tdm_network_new(spec, h, w, c, classes, error);

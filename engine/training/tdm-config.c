@@ -344,12 +344,12 @@ tdm_config_validate(const TdmConfig *c, GError **error)
     return invalid(error, _("--crop %d: give the padding in pixels, 0 (off) to 64"),
                    c->crop_pad);
   if ((unsigned)c->flip > TDM_FLIP_OFF)
-    return invalid(error, "--flip: unknown setting %d", (int)c->flip);
+    return invalid(error, _("--flip: unknown setting %d"), (int)c->flip);
   if (c->cpu_threads < 0 || c->cpu_threads > 1024)
-    return invalid(error, "BLAS threads per CPU worker %d: give 0 (automatic) or 1 to 1024",
+    return invalid(error, _("BLAS threads per CPU worker %d: give 0 (automatic) or 1 to 1024"),
                    c->cpu_threads);
   if (c->exact_chunk < 1 || c->exact_chunk > 4096)
-    return invalid(error, "--exact-chunk %d: give the samples a chunk, 1 to 4096",
+    return invalid(error, _("--exact-chunk %d: give the samples a chunk, 1 to 4096"),
                    c->exact_chunk);
   if (c->test_shift < 0 || c->test_shift > TDM_TEST_SHIFT_MAX)
     return invalid(error, _("--test-shift %d: give the shift in pixels, 0 (off) to %d"),
@@ -791,7 +791,7 @@ get_recipe(JsonObject *o, TdmConfig *c, GError **error)
   if (json_object_has_member(o, "exact")) {
     JsonNode *node = json_object_get_member(o, "exact");
     if (json_node_get_value_type(node) != G_TYPE_BOOLEAN)
-      return json_bad(error, "exact", "must be true or false");
+      return json_bad(error, "exact", _("must be true or false"));
     c->exact = json_node_get_boolean(node);
   }
   if (json_object_has_member(o, "test_flip")) {

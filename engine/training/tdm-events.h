@@ -68,7 +68,8 @@ typedef struct {
 typedef struct {
   int replicas;
   int batch;
-  int capacity;             /* samples each replica holds activations for */
+  int capacity;             /* samples each replica holds activations for (a shard) */
+  int eval_capacity;        /* samples an evaluation chunk holds (the first replica's) */
   TdmMemoryDevice device[TDM_MAX_REPLICAS];
   guint64 host_dataset;     /* the host's copy of both splits */
   guint64 host_copies;      /* parameters, checkpoint buffers, the shuffled order */

@@ -1,5 +1,5 @@
 /* tdm-memory.c — see tdm-memory.h. Every figure here mirrors an allocation elsewhere:
- * the replica's (tdm-replica.c allocates by tdm_replica_layer_buffers()), the
+ * the replica's (tdm_replica_plan(), which tdm-replica.c allocates by), the
  * optimizer's (tdm-optimizer.c), a GPU backend's own workspace
  * (tdm_backend_own_bytes()), the peer communicator's staging buffer, and the
  * trainer's host copies (tdm-trainer.c, tdm-trainer-checkpoint.c). A change there is
@@ -23,46 +23,42 @@
 
 TdmReplicaBytes
 tdm_memory_replica(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
-                   int capacity, int train_count, int test_count)
+                   int capacity, int eval_capacity, int train_count, int test_count)
 {
   TdmReplicaBytes rb = {0};
-  guint64 cap = (guint64)MAX(capacity, 0);
+  TdmReplicaPlan plan = tdm_replica_plan(net, kind, precision, capacity, eval_capacity);
   guint64 sample = (guint64)net->in_h * net->in_w * net->in_c;
-  /* Never an empty allocation: a network without parameters or state gets one float. */
-  rb.parameters = (guint64)MAX(1, net->parameter_count) * sizeof(float) +
-                  (guint64)MAX(1, net->state_count) * sizeof(float) +
-                  tdm_replica_params16_bytes(net, kind, precision);
-  rb.gradients = (guint64)MAX(1, net->parameter_count) * sizeof(float);
-  rb.activations = cap * sample * sizeof(float);
-  guint64 workspace = 0;
-  for (int i = 0; i < net->layer_count; i++) {
-    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind);
-    rb.activations += cap * buf.output * sizeof(float);
-    workspace += cap * buf.argmax * sizeof(int32_t);
-    workspace += cap * (buf.columns + buf.skip + 2 * buf.projection) * sizeof(float);
-    workspace += (buf.bn_work + buf.conv_work) * sizeof(float);
-  }
-  /* The two activation-gradient buffers, the test-time flip's logits, the shard's
-   * labels and indices, the metrics. */
-  workspace += 2 * cap * tdm_replica_gradient_floats(net) * sizeof(float);
-  workspace += cap * (guint64)net->classes * sizeof(float);
-  workspace += 2 * cap * sizeof(int32_t) + sizeof(TdmMetrics);
-  rb.workspace = workspace;
-  rb.dataset = (guint64)MAX(train_count, 0) * (sample + 1) +
-               (guint64)MAX(test_count, 0) * (sample + 1);
-  rb.total = rb.parameters + rb.gradients + rb.activations + rb.workspace + rb.dataset;
+  rb.parameters = plan.parameters;
+  rb.gradients = plan.gradients;
+  rb.activations = plan.activations;
+  rb.workspace = plan.workspace;
+  rb.inference = plan.inference;
+  if (!tdm_replica_shares_datasets(kind))
+    rb.dataset = (guint64)MAX(train_count, 0) * (sample + 1) +
+                 (guint64)MAX(test_count, 0) * (sample + 1);
+  rb.total = rb.parameters + rb.gradients + rb.activations + rb.workspace + rb.inference +
+             rb.dataset;
   return rb;
 }
 
 int
 tdm_memory_capacity(const TdmConfig *cfg, int world, int test_count)
 {
+  (void)test_count;
   world = MAX(world, 1);
-  int shard = (cfg->batch + world - 1) / world;
+  int shard = MAX(1, (cfg->batch + world - 1) / world);
   if (cfg->exact)
     shard = MIN(cfg->exact_chunk, cfg->batch);   /* one chunk a pass */
-  int eval = MIN(cfg->eval_batch, MAX(1, test_count));
-  return MAX(shard, eval);
+  return shard;
+}
+
+int
+tdm_memory_eval_capacity(const TdmConfig *cfg, const TdmNetwork *net, TdmBackendKind kind,
+                         int world, int test_count)
+{
+  int wanted = MIN(cfg->eval_batch, MAX(1, test_count));
+  return tdm_replica_eval_capacity(net, kind, cfg->precision,
+                                   tdm_memory_capacity(cfg, world, test_count), wanted);
 }
 
 /* tdm_optimizer_new's state buffers, and its weight-decay mask (a byte a parameter)
@@ -109,11 +105,14 @@ tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count
   memset(e, 0, sizeof *e);
   int world = tdm_config_replica_count(cfg);
   int capacity = tdm_memory_capacity(cfg, world, test_count);
-  /* CPU workers and GPUs keep different convolution buffers. */
+  /* CPU workers and GPUs keep different convolution buffers, and so may evaluate in
+   * different chunks. */
+  int cpu_eval = tdm_memory_eval_capacity(cfg, net, TDM_BACKEND_CPU, world, test_count);
+  int gpu_eval = tdm_memory_eval_capacity(cfg, net, TDM_BACKEND_CUDA, world, test_count);
   TdmReplicaBytes cpu_rb = tdm_memory_replica(net, TDM_BACKEND_CPU, cfg->precision, capacity,
-                                              train_count, test_count);
+                                              cpu_eval, train_count, test_count);
   TdmReplicaBytes gpu_rb = tdm_memory_replica(net, TDM_BACKEND_CUDA, cfg->precision, capacity,
-                                              train_count, test_count);
+                                              gpu_eval, train_count, test_count);
   guint64 param_bytes = (guint64)net->parameter_count * sizeof(float);
   guint64 opt_bytes = optimizer_bytes(cfg, net->parameter_count);
   gboolean staging = peer_staging(cfg, world);
@@ -121,6 +120,7 @@ tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count
   e->replicas = MIN(world, TDM_MAX_REPLICAS);
   e->batch = cfg->batch;
   e->capacity = capacity;
+  e->eval_capacity = world > 0 && g_str_equal(cfg->devices[0], "cpu") ? cpu_eval : gpu_eval;
   for (int r = 0; r < world; r++) {
     gboolean cpu = g_str_equal(cfg->devices[r], "cpu");
     const TdmReplicaBytes rb = cpu ? cpu_rb : gpu_rb;
@@ -147,7 +147,8 @@ tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count
     d->gradients = rb.gradients;
     d->optimizer = optimizer;
     d->activations = rb.activations;
-    d->workspace = rb.workspace + own;
+    /* The inference pass's buffers are scratch too: no backward reads them. */
+    d->workspace = rb.workspace + rb.inference + own;
     d->dataset = rb.dataset;
     d->communication = communication;
     d->total = total;

@@ -20,20 +20,27 @@ G_BEGIN_DECLS
 
 /* One replica's bytes on its device, by kind; total is their sum. */
 typedef struct {
-  guint64 parameters, gradients, activations, workspace, dataset, total;
+  guint64 parameters, gradients, activations, workspace, inference, dataset, total;
 } TdmReplicaBytes;
 
-/* A replica of net on a backend of this kind and precision for `capacity` samples with
- * datasets of these sizes (samples of the network's input size, one label byte each).
+/* A replica of net on a backend of this kind and precision for `capacity` samples a
+ * step and `eval_capacity` an evaluation chunk, with datasets of these sizes (samples
+ * of the network's input size, one label byte each): tdm_replica_plan()'s figures.
  * The kind matters: a backend that runs a convolution whole keeps a scratch instead of
- * its columns; so does the precision: a GPU under bf16 keeps a bf16 copy of the
+ * columns; so does the precision: a GPU under bf16 keeps a bf16 copy of the
  * parameters. */
 TdmReplicaBytes tdm_memory_replica (const TdmNetwork *net, TdmBackendKind kind,
-                                    TdmPrecision precision, int capacity, int train_count,
-                                    int test_count);
+                                    TdmPrecision precision, int capacity, int eval_capacity,
+                                    int train_count, int test_count);
 
-/* The samples a replica holds activations for: a full shard or an evaluation chunk. */
+/* The samples a replica trains at most in a step: a full shard. */
 int tdm_memory_capacity (const TdmConfig *config, int world, int test_count);
+
+/* The evaluation chunk of a replica on a backend of this kind:
+ * tdm_replica_eval_capacity() for the configured --eval-batch (or the test set when
+ * smaller). The trainer allocates by it and the estimate counts it. */
+int tdm_memory_eval_capacity (const TdmConfig *config, const TdmNetwork *net,
+                              TdmBackendKind kind, int world, int test_count);
 
 /* Fills *estimate for config (its devices, batch, strategy, optimizer, save path) with
  * net and datasets of these sizes. Host bytes count CPU workers' memory too (a CPU

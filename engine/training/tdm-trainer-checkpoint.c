@@ -313,8 +313,8 @@ same_dataset(TdmTrainer *t, TdmCheckpoint *ckpt, const char *path, GError **erro
   const char *dataset = tdm_checkpoint_get_metadata(ckpt, "dataset");
   if (dataset == NULL || !g_str_equal(dataset, t->data->name)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                "%s: the checkpoint was saved training on dataset “%s”, but this run uses "
-                "“%s”; resume with the dataset it was saved with",
+                _("%s: the checkpoint was saved training on dataset “%s”, but this run uses "
+                "“%s”; resume with the dataset it was saved with"),
                 path, dataset ? dataset : "(none)", t->data->name);
     return FALSE;
   }

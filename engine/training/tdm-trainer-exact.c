@@ -22,6 +22,7 @@
  * (tdm-trainer-step.c), which calls in here.
  */
 #include "tdm-trainer-private.h"
+#include "tdm-i18n.h"
 #include "tdm-error.h"
 #include "tdm-exact.h"
 
@@ -57,7 +58,7 @@ tdm_trainer_exact_setup(TdmTrainer *t, GError **error)
     e->zeros = g_new0(float, MAX(s, 1));
     if (e->acc == NULL || e->grads == NULL) {
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY,
-                  "exact mode: no room for the fixed-point gradient sums (%zu bytes)",
+                  _("exact mode: no room for the fixed-point gradient sums (%zu bytes)"),
                   e->acc_count * sizeof(gint64));
       return FALSE;
     }

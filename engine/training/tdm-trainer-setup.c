@@ -110,23 +110,12 @@ tdm_trainer_on_cancelled(GCancellable *cancellable, gpointer data)
   tdm_trainer_set_paused(t, tdm_trainer_get_paused(t));
 }
 
-/* Replicas need room for a full shard and for an evaluation chunk. */
-static int
-replica_capacity(const TdmTrainer *t)
-{
-  int shard = (t->config->batch + t->world - 1) / t->world;
-  /* Exact mode passes one chunk at a time. */
-  if (t->config->exact)
-    shard = MIN(t->config->exact_chunk, t->config->batch);
-  int eval = MIN(t->config->eval_batch, MAX(1, t->data->test->count));
-  return MAX(shard, eval);
-}
-
 static gboolean
 build_replicas(TdmTrainer *t, GError **error)
 {
   const TdmConfig *cfg = t->config;
-  int capacity = replica_capacity(t);
+  /* A full shard to train, an evaluation chunk that fits: the estimate's rule. */
+  int capacity = tdm_memory_capacity(cfg, t->world, t->data->test->count);
   t->backends = g_new0(TdmBackend *, t->replicas);
   t->reps = g_new0(TdmReplica *, t->replicas);
   t->opts = g_new0(TdmOptimizer *, t->replicas);
@@ -138,15 +127,17 @@ build_replicas(TdmTrainer *t, GError **error)
     if (t->backends[r] == NULL)
       return FALSE;
     g_autoptr(GError) local = NULL;
-    t->reps[r] = tdm_replica_new(t->backends[r], t->net, capacity, t->data->train,
-                                 t->data->test, &local);
+    int eval_capacity = tdm_memory_eval_capacity(cfg, t->net, t->backends[r]->kind, t->world,
+                                                 t->data->test->count);
+    t->reps[r] = tdm_replica_new_sized(t->backends[r], t->net, capacity, eval_capacity,
+                                       t->data->train, t->data->test, &local);
     if (t->reps[r] == NULL) {
       if (g_error_matches(local, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY)) {
         /* The whole replica's figure first, then the one buffer that failed: both in
          * the same units, and worded so the reader sees they are not the same sum. */
         size_t need = tdm_replica_bytes_needed(t->net, t->backends[r]->kind,
                                                t->backends[r]->precision, capacity,
-                                               t->data->train, t->data->test);
+                                               eval_capacity, t->data->train, t->data->test);
         g_autofree char *whole = g_format_size_full(need, G_FORMAT_SIZE_IEC_UNITS);
         g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY,
                     _("%s: the replica needs %s in all (parameters, gradients, activations "
@@ -543,7 +534,7 @@ tdm_trainer_prewarm(TdmTrainer *t, GError **error)
       t->prewarm_steps++;
     }
   }
-  /* Evaluation chunks have other shapes (the replica's capacity, the test set's
+  /* Evaluation chunks have other shapes (the replica's eval_capacity, the test set's
    * remainder); it is not on the training clock, but the first one would wait. */
   if (t->data->test->count > 0 && !prewarm_job(t, JOB_EVALUATE, NULL, 0, FALSE, error))
     return FALSE;

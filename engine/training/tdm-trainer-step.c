@@ -315,6 +315,20 @@ job_metrics(TdmTrainer *t, int r)
     memcpy(t->metrics_out, values, sizeof values);
 }
 
+/* How many samples an evaluation pass takes. Exact mode's shards are whole chunks of the
+ * capacity, and each pass's sums are added exactly: passes must start on the same
+ * samples for any split, so they step by a divisor of the capacity. */
+static int
+evaluation_stride(const TdmTrainer *t, const TdmReplica *rep)
+{
+  if (t->exact == NULL)
+    return rep->eval_capacity;
+  int stride = MAX(1, MIN(rep->eval_capacity, rep->capacity));
+  while (rep->capacity % stride != 0)
+    stride--;
+  return stride;
+}
+
 static void
 job_evaluate(TdmTrainer *t, int r)
 {
@@ -338,10 +352,11 @@ job_evaluate(TdmTrainer *t, int r)
     return;
   }
   int classes = t->net->classes;
-  g_autofree float *logits = t->predicted != NULL ? g_new(float, (size_t)rep->capacity * classes)
-                                                  : NULL;
-  for (int done = 0; done < count && !tdm_trainer_aborted(t); done += rep->capacity) {
-    int chunk = MIN(rep->capacity, count - done);
+  int stride = evaluation_stride(t, rep);
+  g_autofree float *logits =
+      t->predicted != NULL ? g_new(float, (size_t)stride * classes) : NULL;
+  for (int done = 0; done < count && !tdm_trainer_aborted(t); done += stride) {
+    int chunk = MIN(stride, count - done);
     tdm_replica_evaluate(rep, first + done, chunk);
     if (t->exact != NULL)
       tdm_trainer_exact_add_metrics(t, r, tdm_replica_take_metrics(rep));

@@ -1,0 +1,141 @@
+/* tdm-backend-cuda-private.h — the CUDA backend's own state and the operations its
+ * files share (tdm-backend-cuda.c: errors, memory, graphs, life cycle and the table;
+ * -gemm.c: GEMMs and the bf16 column paths; -ops.c: the elementwise, convolution,
+ * pooling, loss, input and optimizer operations; -layers.c: BN and the later layers).
+ * Private to those files; what communicators use is in tdm-backend-cuda.h.
+ */
+#pragma once
+
+#include "tdm-backend-cuda.h"
+#include "tdm-error.h"
+#include "tdm-kernels.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+/* Uploads go through a ring of pinned staging buffers so that they are truly
+ * asynchronous and the caller may reuse its host memory at once (see cuda_upload).
+ * Each slot is reused only after the copy out of it has finished: with four slots the
+ * host can run at most four uploads ahead of the GPU. Larger uploads (datasets, once)
+ * copy straight from the caller's memory and wait. */
+#define TDM_UPLOAD_SLOTS 4
+#define TDM_UPLOAD_STAGED_MAX ((size_t)8 << 20)
+/* Scratch for the first pass of the sums that reduce over rows (bias gradients,
+ * conv_pool_backward): up to 1024 row groups of 256 values, or of 320 for a first
+ * layer's 32 × (9 + 1) weight and bias gradients. */
+#define TDM_PARTIALS_FLOATS ((size_t)1 << 20)
+
+G_STATIC_ASSERT(TDM_K_CONV_POOL_TAPS == TDM_CONV_POOL_TAPS);
+G_STATIC_ASSERT(TDM_K_CONV_POOL_OUT == TDM_CONV_POOL_OUT);
+/* Scratch for split-K GEMMs (cuda_gemm): chunks × m × n partial products. 8 MiB holds
+ * a conv weight gradient of 64×288 in 100 chunks. */
+#define TDM_SPLIT_K_FLOATS ((size_t)2 << 20)
+
+typedef struct {
+  void *host;                  /* pinned */
+  size_t capacity;
+  cudaEvent_t done;            /* recorded after the copy out of this slot */
+  gboolean pending;
+} TdmUploadSlot;
+
+typedef struct {
+  TdmBackend base;
+  cudaStream_t stream;
+  cublasHandle_t cublas;
+  void *cublas_workspace;
+  float *partials;
+  float *split_parts;          /* TDM_SPLIT_K_FLOATS */
+  int split_k;                 /* TDM_CUDA_SPLIT_K: -1 chooses, 0 never, else chunks */
+  gboolean small_gemm;         /* TDM_CUDA_SMALL_GEMM=0 turns tdm_k_gemm_small off */
+  int implicit_major;          /* compute capability for conv-implicit.cu; 0: off */
+  int sm_count;
+  char *gpu_name;              /* "NVIDIA H200", for messages */
+
+  GMutex lock;                 /* blocks, counters, upload ring */
+  GHashTable *blocks;          /* device pointer → size in bytes */
+  TdmUploadSlot ring[TDM_UPLOAD_SLOTS];
+  int ring_next;
+
+  GHashTable *graphs;          /* key → cudaGraphExec_t; the replica's thread only */
+  gboolean capturing;
+  gboolean graphs_disabled;
+} TdmBackendCuda;
+
+#define CUDA_B(b) ((TdmBackendCuda *)(b))
+
+/* Records a cuBLAS failure in b's sticky error like TDM_CUDA_OK; TRUE on success. */
+gboolean tdm_cublas_ok_at(TdmBackend *b, cublasStatus_t status, const char *call,
+                          const char *file, int line);
+#define CUBLAS_OK(b, call) tdm_cublas_ok_at((b), (call), #call, __FILE__, __LINE__)
+
+#define CUDA_REQUIRE(b, cond, ...)                                  \
+  do {                                                              \
+    if (G_UNLIKELY(!(cond))) {                                      \
+      tdm_backend_fail((b), TDM_ENGINE_ERROR_BACKEND, __VA_ARGS__); \
+      return;                                                       \
+    }                                                               \
+  } while (0)
+
+void *tdm_cuda_alloc(TdmBackend *b, size_t bytes, GError **error);
+
+/* tdm-backend-cuda-gemm.c */
+void tdm_cuda_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k,
+                   float alpha, const float *a, int lda, const float *bm, int ldb,
+                   float beta, float *c, int ldc);
+void tdm_cuda_gemm_bf16(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k,
+                        float alpha, const uint16_t *a, int lda, const uint16_t *bm,
+                        int ldb, float beta, float *c, int ldc);
+void tdm_cuda_gemm_bf16_out(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k,
+                            const uint16_t *a, int lda, const uint16_t *bm, int ldb,
+                            uint16_t *c, int ldc);
+void tdm_cuda_col2im_bf16(TdmBackend *b, float *dx, const uint16_t *col, int n, int h,
+                          int w, int c, int kh, int kw, int pad, int stride);
+void tdm_cuda_conv_dgrad_bf16(TdmBackend *b, float *dx, const uint16_t *dy,
+                              const uint16_t *w, uint16_t *col, int n, int h, int w_, int c,
+                              int out_c, int kh, int kw, int pad, int stride);
+void tdm_cuda_to_bf16(TdmBackend *b, uint16_t *out, const float *in, size_t n);
+void tdm_cuda_im2col_bf16(TdmBackend *b, uint16_t *col, const float *x, int n, int h, int w,
+                          int c, int kh, int kw, int pad, int stride);
+
+/* tdm-backend-cuda-ops.c */
+void tdm_cuda_bias_forward(TdmBackend *b, float *y, const float *bias, int outer,
+                           int channels, int inner, bool relu);
+void tdm_cuda_bias_backward(TdmBackend *b, float *dbias, const float *dy, int outer,
+                            int channels, int inner);
+void tdm_cuda_relu_forward(TdmBackend *b, float *y, const float *x, size_t n);
+void tdm_cuda_relu_backward(TdmBackend *b, float *dx, const float *dy, const float *y,
+                            size_t n);
+void tdm_cuda_im2col(TdmBackend *b, float *col, const float *x, int n, int h, int w, int c,
+                     int kh, int kw, int pad, int stride);
+void tdm_cuda_col2im(TdmBackend *b, float *dx, const float *col, int n, int h, int w, int c,
+                     int kh, int kw, int pad, int stride);
+void tdm_cuda_maxpool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
+                              const float *bias, bool relu, int n, int h, int w, int c,
+                              int k);
+void tdm_cuda_maxpool_backward(TdmBackend *b, float *dx, float *dbias, const float *dy,
+                               const int32_t *argmax, const float *y, int n, int h, int w,
+                               int c, int k);
+void tdm_cuda_conv_pool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
+                                const float *wt, const float *bias, bool relu, int n, int h,
+                                int w, int c, int out, int kh, int kw, int pad, int pk);
+void tdm_cuda_conv_pool_backward(TdmBackend *b, float *dwt, float *dbias, const float *dy,
+                                 const int32_t *argmax, const float *y, const float *x,
+                                 bool relu, int n, int h, int w, int c, int out, int kh,
+                                 int kw, int pad, int pk);
+void tdm_cuda_softmax_xent(TdmBackend *b, const float *logits, const int32_t *labels,
+                           int rows, int classes, float smoothing, float grad_scale,
+                           float *dlogits, TdmMetrics *metrics);
+void tdm_cuda_gather(TdmBackend *b, float *x, int32_t *y, const uint8_t *images,
+                     const uint8_t *labels, const int32_t *indices, int count,
+                     int sample_size, float scale);
+void tdm_cuda_sgd_update(TdmBackend *b, float *p, const float *g, size_t n, float lr,
+                         float weight_decay);
+void tdm_cuda_momentum_update(TdmBackend *b, float *p, const float *g, float *velocity,
+                              size_t n, float lr, float momentum, float weight_decay);
+void tdm_cuda_adam_update(TdmBackend *b, float *p, const float *g, float *m, float *v,
+                          size_t n, float lr_t, float beta1, float beta2, float eps,
+                          float weight_decay);
+void tdm_cuda_add(TdmBackend *b, float *y, const float *x, size_t n);
+void tdm_cuda_add_out(TdmBackend *b, float *y, const float *a, const float *x, size_t n,
+                      bool relu);
+void tdm_cuda_scale(TdmBackend *b, float *y, float alpha, size_t n);

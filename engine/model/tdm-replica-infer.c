@@ -1,0 +1,181 @@
+/* tdm-replica-infer.c — the inference pass's buffers: evaluation and prediction keep
+ * no activations for a backward pass, so each layer's output goes into one of a few
+ * buffers of the widest activation's size that rotate layer to layer (ping-pong), with
+ * one more held for each residual block whose input waits for the block's end. The
+ * forward walk itself is tdm-replica-pass.c's, the same for training and inference:
+ * here only the pointers it reads and writes are laid out, and swapped in while an
+ * evaluation runs. Not the column workspace or the convolution scratch (one each,
+ * shared with training: tdm-replica.c). */
+#include "tdm-replica-private.h"
+#include "tdm-error.h"
+
+size_t
+tdm_replica_infer_floats(const TdmNetwork *net)
+{
+  size_t most = (size_t)net->in_h * net->in_w * net->in_c;
+  for (int i = 0; i < net->layer_count; i++)
+    most = MAX(most, layer_out_floats(&net->layers[i]));
+  return most;
+}
+
+int
+tdm_replica_infer_count(const TdmNetwork *net)
+{
+  int depth = 0, deepest = 0;
+  for (int i = 0; i < net->layer_count; i++) {
+    if (net->layers[i].kind == TDM_LAYER_RES_BEGIN) {
+      depth++;
+      deepest = MAX(deepest, depth);
+    } else if (net->layers[i].kind == TDM_LAYER_RES_END)
+      depth--;
+  }
+  return 2 + deepest;
+}
+
+size_t
+tdm_replica_infer_argmax(const TdmNetwork *net)
+{
+  size_t most = 0;
+  for (int i = 0; i < net->layer_count; i++)
+    if (has_argmax(&net->layers[i]))
+      most = MAX(most, layer_out_floats(&net->layers[i]));
+  return most;
+}
+
+/* The lowest buffer that holds neither the layer's input (a), nor a block's input
+ * still needed (b, or held). */
+static int
+free_buffer(const gboolean *held, int count, int a, int b)
+{
+  for (int k = 0; k < count; k++)
+    if (k != a && k != b && !held[k])
+      return k;
+  g_assert_not_reached();
+  return -1;
+}
+
+/* Which buffer each layer writes. A block's start keeps its input where it is and
+ * marks it held; its end adds that input (or its projection, computed into a free
+ * buffer and normalized into the input's, now spent) to the block's output. */
+static void
+lay_out(TdmReplica *r)
+{
+  const TdmNetwork *net = r->net;
+  int count = r->infer_count;
+  g_autofree gboolean *held = g_new0(gboolean, count);
+  g_autofree int *stack = g_new0(int, count);
+  int depth = 0, cur = 0;
+  r->infer_acts[0] = r->infer[0];
+  for (int i = 0; i < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i];
+    if (has_argmax(l))
+      r->infer_argmax[i] = r->infer_pool;
+    if (l->kind == TDM_LAYER_RES_BEGIN) {
+      held[cur] = TRUE;
+      stack[depth++] = cur;
+      r->infer_acts[i + 1] = r->infer_acts[i];
+      continue;
+    }
+    if (l->kind == TDM_LAYER_FLATTEN) {
+      r->infer_acts[i + 1] = r->infer_acts[i];
+      continue;
+    }
+    if (!owns_output(net, i)) {
+      /* A first conv run with its pool: the pool reads the input. */
+      r->infer_acts[i + 1] = NULL;
+      continue;
+    }
+    int kept = -1;
+    if (l->kind == TDM_LAYER_RES_END) {
+      g_assert(depth > 0);
+      kept = stack[--depth];
+      held[kept] = FALSE;
+    }
+    int y = free_buffer(held, count, cur, kept);
+    if (l->kind == TDM_LAYER_RES_END && l->projection) {
+      r->infer_proj_conv[i] = r->infer[y];
+      r->infer_proj_bn[i] = r->infer[kept];
+    }
+    r->infer_acts[i + 1] = r->infer[y];
+    cur = y;
+  }
+}
+
+#define ALLOC(ptr, bytes)                                                               \
+  do {                                                                                  \
+    (ptr) = tdm_backend_alloc(b, (bytes), error);                                       \
+    if ((ptr) == NULL)                                                                  \
+      return FALSE;                                                                     \
+  } while (0)
+
+gboolean
+tdm_replica_infer_alloc(TdmReplica *r, GError **error)
+{
+  TdmBackend *b = r->backend;
+  const TdmNetwork *net = r->net;
+  size_t ecap = (size_t)r->eval_capacity;
+  int n = net->layer_count;
+  r->infer_count = tdm_replica_infer_count(net);
+  r->infer = g_new0(float *, r->infer_count);
+  r->infer_acts = g_new0(float *, n + 1);
+  r->infer_argmax = g_new0(int32_t *, n);
+  r->infer_proj_conv = g_new0(float *, n);
+  r->infer_proj_bn = g_new0(float *, n);
+  /* Sized as tdm_replica_plan()'s `inference` counts them. */
+  size_t floats = tdm_replica_infer_floats(net);
+  for (int k = 0; k < r->infer_count; k++)
+    ALLOC(r->infer[k], ecap * floats * sizeof(float));
+  size_t argmax = tdm_replica_infer_argmax(net);
+  if (argmax > 0)
+    ALLOC(r->infer_pool, ecap * argmax * sizeof(int32_t));
+  ALLOC(r->tta_logits, ecap * net->classes * sizeof(float));
+  lay_out(r);
+  return TRUE;
+}
+
+void
+tdm_replica_infer_free(TdmReplica *r)
+{
+  TdmBackend *b = r->backend;
+  g_assert(!r->inferring);
+  for (int k = 0; r->infer != NULL && k < r->infer_count; k++)
+    tdm_backend_release(b, r->infer[k]);
+  tdm_backend_release(b, r->infer_pool);
+  tdm_backend_release(b, r->tta_logits);
+  g_free(r->infer);
+  g_free(r->infer_acts);
+  g_free(r->infer_argmax);
+  g_free(r->infer_proj_conv);
+  g_free(r->infer_proj_bn);
+}
+
+static void
+swap_layout(TdmReplica *r)
+{
+  float **acts = r->acts, **proj_conv = r->proj_conv, **proj_bn = r->proj_bn;
+  int32_t **argmax = r->argmax;
+  r->acts = r->infer_acts;
+  r->argmax = r->infer_argmax;
+  r->proj_conv = r->infer_proj_conv;
+  r->proj_bn = r->infer_proj_bn;
+  r->infer_acts = acts;
+  r->infer_argmax = argmax;
+  r->infer_proj_conv = proj_conv;
+  r->infer_proj_bn = proj_bn;
+}
+
+void
+tdm_replica_infer_begin(TdmReplica *r)
+{
+  g_assert(!r->inferring);
+  swap_layout(r);
+  r->inferring = TRUE;
+}
+
+void
+tdm_replica_infer_end(TdmReplica *r)
+{
+  g_assert(r->inferring);
+  swap_layout(r);
+  r->inferring = FALSE;
+}
