@@ -3,6 +3,7 @@
  * the canonical spec. Errors name the item, its position and why. Not the numbers
  * (initial values, layouts for PyTorch: tdm-network.c). */
 #include "tdm-network.h"
+#include "tdm-network-catalogue.h"
 #include "tdm-error.h"
 
 #include <math.h>
@@ -78,6 +79,37 @@ push(Parser *ps, ItemType type, char *text, int position)
 
 static gboolean parse_list(Parser *ps, int depth);
 
+/* ResNet's blocks as items, torchvision's BasicBlock and Bottleneck (stride on the 3×3
+ * conv, the 1×1 projection and its bn where the shape changes, the ReLU after the
+ * sum):
+ *   basicC[sS]       res(convCk3sSp1,bn,relu,convCk3p1,bn),relu
+ *   bottleneckW[sS]  res(convWk1,bn,relu,convWk3sSp1,bn,relu,conv4Wk1,bn),relu
+ * *out gets the text, or NULL when token is no such item. */
+static gboolean
+expand_block(const char *token, int position, char **out, GError **error)
+{
+  *out = NULL;
+  gboolean basic = g_str_has_prefix(token, "basic");
+  if (!basic && !g_str_has_prefix(token, "bottleneck"))
+    return TRUE;
+  const char *p = token + (basic ? 5 : 10);
+  int width = 0, stride = 1;
+  if (!read_number(&p, &width) || width < 1 || width > 65536 ||
+      (*p == 's' && (p++, !read_number(&p, &stride) || stride < 1 || stride > 15)) ||
+      *p != '\0')
+    return spec_error(error, token, position,
+                      basic ? "expected basicC[sS] with C channels, e.g. basic64 or basic128s2"
+                            : "expected bottleneckW[sS] with a width W, e.g. bottleneck64 or "
+                              "bottleneck128s2");
+  if (basic)
+    *out = g_strdup_printf("res(conv%dk3s%dp1,bn,relu,conv%dk3p1,bn),relu", width, stride,
+                           width);
+  else
+    *out = g_strdup_printf("res(conv%dk1,bn,relu,conv%dk3s%dp1,bn,relu,conv%dk1,bn),relu",
+                           width, width, stride, 4 * width);
+  return TRUE;
+}
+
 /* One item: [N*] (res( list ) | ( list ) | token). */
 static gboolean
 parse_item(Parser *ps, int depth)
@@ -147,7 +179,23 @@ parse_item(Parser *ps, int depth)
         g_free(token);
         return spec_error(ps->error, "", position, "an empty item (two commas in a row?)");
       }
-      push(ps, ITEM_LAYER, token, position);
+      g_autofree char *block = NULL;
+      if (!expand_block(token, position, &block, ps->error)) {
+        g_free(token);
+        return FALSE;
+      }
+      if (block != NULL) {
+        /* A ResNet block item stands for its res(…): parsed as if written out. */
+        g_free(token);
+        ps->next_position = position;
+        ps->p = block;
+        if (!parse_list(ps, depth))
+          return FALSE;
+        if (*ps->p != '\0')
+          return spec_error(ps->error, block, position, "internal: unparsed block text");
+      } else {
+        push(ps, ITEM_LAYER, token, position);
+      }
       ps->p = end;
     }
     if (ps->items->len > MAX_ITEMS)
@@ -253,11 +301,34 @@ parse_token(const char *token, int position, TdmLayer *layer, int *features, GEr
     gboolean avg = token[0] == 'a';
     p += avg ? 3 : 4;
     layer->kind = avg ? TDM_LAYER_AVGPOOL : TDM_LAYER_POOL;
-    if (!read_number(&p, &layer->kernel) || layer->kernel < 2 || *p != '\0')
-      return spec_error(error, token, position,
-                        avg ? "expected avgK with a window K of 2 or more, e.g. avg2"
-                            : "expected poolK with a window K of 2 or more, e.g. pool2");
+    const char *usage = avg ? "expected avgK[sS][pP] with a window K of 2 or more, "
+                              "e.g. avg2 or avg3s1p1"
+                            : "expected poolK[sS][pP] with a window K of 2 or more, "
+                              "e.g. pool2 or pool3s2p1";
+    if (!read_number(&p, &layer->kernel) || layer->kernel < 2 || layer->kernel > 15)
+      return spec_error(error, token, position, "%s", usage);
+    /* poolK alone strides by its window, as before strides and padding existed. */
     layer->stride = layer->kernel;
+    layer->pad = 0;
+    gboolean seen_s = FALSE, seen_p = FALSE;
+    while (*p == 's' || *p == 'p') {
+      gboolean stride = *p == 's';
+      p++;
+      if ((stride ? seen_s : seen_p) ||
+          !read_number(&p, stride ? &layer->stride : &layer->pad) ||
+          (stride && (layer->stride < 1 || layer->stride > 15)))
+        return spec_error(error, token, position, "%s", usage);
+      if (stride)
+        seen_s = TRUE;
+      else
+        seen_p = TRUE;
+    }
+    if (*p != '\0')
+      return spec_error(error, token, position, "%s", usage);
+    if (2 * layer->pad > layer->kernel)
+      return spec_error(error, token, position,
+                        "padding %d is more than half the window %d (PyTorch's limit: a "
+                        "window must hold an input)", layer->pad, layer->kernel);
     return TRUE;
   }
   if (g_str_has_prefix(token, "drop")) {
@@ -286,7 +357,8 @@ parse_token(const char *token, int position, TdmLayer *layer, int *features, GEr
     return TRUE;
   }
   return spec_error(error, token, position,
-                    "unknown layer; layers are fcN, convNkK[sS][pP], poolK, avgK, gap, gmp, "
+                    "unknown layer; layers are fcN, convNkK[sS][pP], poolK[sS][pP], "
+                    "avgK[sS][pP], gap, gmp, "
                     "bn, relu, dropP, scaleS, flatten and res(…)");
 }
 
@@ -320,6 +392,10 @@ assign_names(TdmNetwork *net)
   NameLevel levels[MAX_DEPTH + 2];
   int depth = 0;
   memset(&levels[0], 0, sizeof levels[0]);
+  /* A network's only top-level fc is "fc", as torchvision's ResNets call their head. */
+  int top_fcs = 0;
+  for (int i = 0; i < net->layer_count; i++)
+    top_fcs += net->layers[i].kind == TDM_LAYER_LINEAR && net->layers[i].depth == 0;
   for (int i = 0; i < net->layer_count; i++) {
     TdmLayer *l = &net->layers[i];
     NameLevel *lv = &levels[depth];
@@ -329,7 +405,10 @@ assign_names(TdmNetwork *net)
       g_snprintf(l->name, sizeof l->name, "%s%sconv%d", lv->prefix, dot, ++lv->conv);
       break;
     case TDM_LAYER_LINEAR:
-      g_snprintf(l->name, sizeof l->name, "%s%sfc%d", lv->prefix, dot, ++lv->fc);
+      if (depth == 0 && top_fcs == 1)
+        g_strlcpy(l->name, "fc", sizeof l->name);
+      else
+        g_snprintf(l->name, sizeof l->name, "%s%sfc%d", lv->prefix, dot, ++lv->fc);
       break;
     case TDM_LAYER_BN:
       g_snprintf(l->name, sizeof l->name, "%s%sbn%d", lv->prefix, dot, ++lv->bn);
@@ -386,10 +465,10 @@ append_canonical(GString *s, const TdmLayer *l)
     break;
   }
   case TDM_LAYER_POOL:
-    g_string_append_printf(s, "pool%d", l->kernel);
-    break;
   case TDM_LAYER_AVGPOOL:
-    g_string_append_printf(s, "avg%d", l->kernel);
+    g_string_append_printf(s, "%s%d", l->kind == TDM_LAYER_POOL ? "pool" : "avg", l->kernel);
+    if (!tdm_layer_pool_tiles(l))
+      g_string_append_printf(s, "s%dp%d", l->stride, l->pad);
     break;
   case TDM_LAYER_GLOBAL_AVG:
     g_string_append(s, "gap");
@@ -450,7 +529,9 @@ tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **err
   g_return_val_if_fail(spec != NULL, NULL);
   g_return_val_if_fail(h > 0 && w > 0 && c > 0 && classes > 0, NULL);
 
-  const char *expanded = tdm_network_expand(spec);
+  const TdmNetworkPreset *preset = tdm_network_preset_find(spec);
+  g_autofree char *preset_spec = preset ? tdm_network_preset_spec(preset, classes) : NULL;
+  const char *expanded = preset_spec != NULL ? preset_spec : spec;
   {
     g_autofree char *probe = g_strstrip(g_strdup(expanded));
     if (*probe == '\0') {
@@ -559,13 +640,13 @@ tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **err
       break;
     case TDM_LAYER_POOL:
     case TDM_LAYER_AVGPOOL:
-      if (cur_h < layer.kernel || cur_w < layer.kernel) {
+      if (cur_h + 2 * layer.pad < layer.kernel || cur_w + 2 * layer.pad < layer.kernel) {
         spec_error(error, token, it->position, "a %d×%d window does not fit its %d×%d input",
                    layer.kernel, layer.kernel, cur_h, cur_w);
         goto fail;
       }
-      layer.out_h = cur_h / layer.kernel;
-      layer.out_w = cur_w / layer.kernel;
+      layer.out_h = (cur_h + 2 * layer.pad - layer.kernel) / layer.stride + 1;
+      layer.out_w = (cur_w + 2 * layer.pad - layer.kernel) / layer.stride + 1;
       break;
     case TDM_LAYER_GLOBAL_AVG:
     case TDM_LAYER_GLOBAL_MAX:
@@ -703,6 +784,7 @@ tdm_network_spec_help(void)
          "  fcN              fully connected, N outputs (flattens its input)\n"
          "  convNkK[sS][pP]  convolution: N channels, K×K kernel, stride S, padding P\n"
          "  poolK, avgK      max or average pooling, K×K window and stride\n"
+         "  poolKsSpP, avgKsSpP  the same with stride S and padding P (pool3s2p1)\n"
          "  gap, gmp         global average or max pooling\n"
          "  bn               batch normalization (a conv or fc before it has no bias)\n"
          "  relu, dropP      ReLU; dropout with rate P (e.g. drop0.25)\n"
@@ -710,8 +792,13 @@ tdm_network_spec_help(void)
          "  nb               after fcN or a conv: no bias (fc10nb)\n"
          "  res(…)           residual block: its layers plus its input (through a 1×1\n"
          "                   conv and bn where the shape changes)\n"
+         "  basicC[sS]       ResNet's basic block: res(convCk3sSp1,bn,relu,convCk3p1,bn),relu\n"
+         "  bottleneckW[sS]  ResNet's bottleneck: 1×1 W, 3×3 W (stride S), 1×1 4W, each\n"
+         "                   with bn, projected where the shape changes, then relu\n"
          "  N*item, N*(…)    N copies of an item or of a group of items\n"
-         "Built in: mlp, cnn, resnet. The last layer is fcC, C = the number of classes.\n"
+         "Built in: mlp, cnn, resnet, resnet18, resnet34, resnet50 (their last fc\n"
+         "follows the dataset's class count). The last layer is fcC, C = the number\n"
+         "of classes.\n"
          "Example: conv32k3p1,bn,relu,2*(res(conv32k3p1,bn,relu,conv32k3p1,bn),relu),"
          "res(conv64k3s2p1,bn,relu,conv64k3p1,bn),relu,gap,fc10";
 }

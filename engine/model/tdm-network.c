@@ -2,6 +2,7 @@
  * state, the weight-decay mask, PyTorch's weight layouts and the FLOP count. The
  * parser is tdm-network-spec.c; computing is tdm-replica.c's. */
 #include "tdm-network.h"
+#include "tdm-network-catalogue.h"
 #include "tdm-error.h"
 
 #include <math.h>
@@ -10,13 +11,8 @@
 const char *
 tdm_network_expand(const char *name)
 {
-  if (g_str_equal(name, "mlp"))
-    return TDM_NETWORK_MLP;
-  if (g_str_equal(name, "cnn"))
-    return TDM_NETWORK_CNN;
-  if (g_str_equal(name, "resnet"))
-    return TDM_NETWORK_RESNET;
-  return name;
+  const TdmNetworkPreset *preset = tdm_network_preset_find(name);
+  return preset != NULL ? preset->spec : name;
 }
 
 void

@@ -186,7 +186,7 @@ bn_output_left_to_next(TdmReplica *r, int i, int n, TdmPassMode mode)
     return FALSE;
   const TdmLayer *next = &net->layers[i + 1];
   if (next->kind == TDM_LAYER_POOL)
-    return ops->maxpool_forward_bn != NULL;
+    return tdm_layer_pool_tiles(next) && ops->maxpool_forward_bn != NULL;
   if (next->kind != TDM_LAYER_CONV || ops->im2col_bf16_bn == NULL ||
       r->conv_work[i + 1] != NULL)
     return FALSE;
@@ -329,6 +329,10 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
         ops->relu_forward(b, y, y, out);
       break;
     case TDM_LAYER_POOL: {
+      if (!tdm_layer_pool_tiles(l)) {
+        ops->maxpool2d_forward(b, y, r->argmax[i], x, pool2d_of(l, n));
+        break;
+      }
       if (from_bn != NULL) {
         ops->maxpool_forward_bn(b, y, r->argmax[i], from_bn->x, from_bn->saved,
                                 from_bn->saved + l->in_c, from_bn->gamma, from_bn->beta,
@@ -358,7 +362,10 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       break;
     }
     case TDM_LAYER_AVGPOOL:
-      ops->avgpool_forward(b, y, x, n, l->in_h, l->in_w, l->in_c, l->kernel);
+      if (!tdm_layer_pool_tiles(l))
+        ops->avgpool2d_forward(b, y, x, pool2d_of(l, n));
+      else
+        ops->avgpool_forward(b, y, x, n, l->in_h, l->in_w, l->in_c, l->kernel);
       break;
     case TDM_LAYER_GLOBAL_AVG:
       ops->global_avgpool_forward(b, y, x, n, l->in_h * l->in_w, l->in_c);
@@ -465,7 +472,9 @@ tdm_replica_backward(TdmReplica *r, int n)
         announce(r, c);
         return;
       }
-      if (need_dx) {
+      if (need_dx && !tdm_layer_pool_tiles(l)) {
+        ops->maxpool2d_backward(b, dx, dy, r->argmax[i], pool2d_of(l, n));
+      } else if (need_dx) {
         /* The conv below handed this pool its bias (and ReLU): their gradients too. */
         const TdmLayer *c = bias_in_pool(net, i - 1) ? l - 1 : NULL;
         ops->maxpool_backward(b, dx, c ? r->grads + c->bias_offset : NULL, dy, r->argmax[i],
@@ -485,7 +494,9 @@ tdm_replica_backward(TdmReplica *r, int n)
                   l->fused_relu, dw, r->bn_work[i]);
       break;
     case TDM_LAYER_AVGPOOL:
-      if (need_dx)
+      if (need_dx && !tdm_layer_pool_tiles(l))
+        ops->avgpool2d_backward(b, dx, dy, pool2d_of(l, n));
+      else if (need_dx)
         ops->avgpool_backward(b, dx, dy, n, l->in_h, l->in_w, l->in_c, l->kernel);
       break;
     case TDM_LAYER_GLOBAL_AVG:

@@ -94,7 +94,16 @@ missing_op(const TdmBackendOps *ops, const TdmLayer *l)
     }
     break;
   case TDM_LAYER_AVGPOOL:
-    NEED(avgpool_forward) NEED(avgpool_backward)
+    if (tdm_layer_pool_tiles(l)) {
+      NEED(avgpool_forward) NEED(avgpool_backward)
+    } else {
+      NEED(avgpool2d_forward) NEED(avgpool2d_backward)
+    }
+    break;
+  case TDM_LAYER_POOL:
+    if (!tdm_layer_pool_tiles(l)) {
+      NEED(maxpool2d_forward) NEED(maxpool2d_backward)
+    }
     break;
   case TDM_LAYER_GLOBAL_AVG:
     NEED(global_avgpool_forward) NEED(global_avgpool_backward)
