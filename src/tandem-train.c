@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "tdm-cli-classify.h"
+#include "tdm-network-catalogue.h"
 #include "tdm-cli-printer.h"
 #include "tdm-cli-scaling.h"
 
@@ -49,6 +50,7 @@ typedef struct {
   char **classify;
   gboolean test_flip, no_test_flip, list_devices, json, quiet, version, distributed, record;
   char *run_name, *history, *pace, *scaling, *scaling_steps, *prewarm;
+  char *normalize, *init, *train, **freeze, **lr_scale;
 } Options;
 
 static void
@@ -66,6 +68,11 @@ options_clear(Options *o)
   for (gsize i = 0; i < G_N_ELEMENTS(strings); i++)
     g_clear_pointer(strings[i], g_free);
   g_clear_pointer(&o->classify, g_strfreev);
+  g_clear_pointer(&o->normalize, g_free);
+  g_clear_pointer(&o->init, g_free);
+  g_clear_pointer(&o->train, g_free);
+  g_clear_pointer(&o->freeze, g_strfreev);
+  g_clear_pointer(&o->lr_scale, g_strfreev);
 }
 
 static const char summary[] =
@@ -206,6 +213,21 @@ options_context(Options *o)
     {"classify", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o->classify,
      "Classify image files with the --resume checkpoint and exit (repeat or list after)",
      "IMAGE"},
+    {"normalize", 0, 0, G_OPTION_ARG_STRING, &o->normalize,
+     "Per-channel input normalization: dataset, imagenet, none (the default) or "
+     "M,M,M/S,S,S", "HOW"},
+    {"init", 0, 0, G_OPTION_ARG_FILENAME, &o->init,
+     "Start from the weights of a safetensors state_dict (PyTorch's names and shapes)",
+     "FILE"},
+    {"freeze", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->freeze,
+     "Keep these modules fixed (names as in PyTorch, e.g. conv1,bn1,layer1; repeatable)",
+     "PREFIX"},
+    {"train", 0, 0, G_OPTION_ARG_STRING, &o->train,
+     "head: train only the last fc, everything before it frozen; all (the default)",
+     "WHAT"},
+    {"lr-scale", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->lr_scale,
+     "Multiply the learning rate of a module's parameters by X (repeatable)",
+     "PREFIX=X"},
     {"top", 0, 0, G_OPTION_ARG_STRING, &o->top,
      "With --classify: how many classes to print per image (default 3)", "N"},
     {"record", 0, 0, G_OPTION_ARG_NONE, &o->record,
@@ -238,7 +260,15 @@ options_context(Options *o)
   };
   GOptionContext *context = g_option_context_new(NULL);
   g_option_context_set_summary(context, summary);
-  g_option_context_set_description(context, description);
+  /* The built-in networks, from the engine's catalogue. */
+  GString *text = g_string_new(description);
+  g_string_append(text, "\nBuilt-in networks (their last fc follows the dataset's classes):\n");
+  int presets = 0;
+  const TdmNetworkPreset *preset = tdm_network_presets(&presets);
+  for (int i = 0; i < presets; i++)
+    g_string_append_printf(text, "  %-10s %s\n", preset[i].name, preset[i].summary);
+  g_option_context_set_description(context, text->str);
+  g_string_free(text, TRUE);
   g_option_context_add_main_entries(context, entries, NULL);
   return context;
 }
@@ -290,6 +320,50 @@ parse_double(const char *flag, const char *text, double *out, GError **error)
     if ((text) != NULL && !parse((text), (out)))                                           \
       return bad_option(error, "%s: unknown value “%s” (choose %s)", flag, (text), choices); \
   } while (0)
+
+/* "a,b" given once or repeated: one list. */
+static char **
+split_list(char **given)
+{
+  GStrvBuilder *all = g_strv_builder_new();
+  for (int i = 0; given[i] != NULL; i++) {
+    g_auto(GStrv) parts = g_strsplit(given[i], ",", -1);
+    for (int k = 0; parts[k] != NULL; k++)
+      if (*g_strstrip(parts[k]) != '\0')
+        g_strv_builder_add(all, parts[k]);
+  }
+  char **list = g_strv_builder_end(all);
+  g_strv_builder_unref(all);
+  return list;
+}
+
+/* --normalize, --init, --freeze, --train and --lr-scale (tdm-finetune.h). */
+static gboolean
+finetune_options_apply(const Options *o, TdmConfig *c, GError **error)
+{
+  if (o->normalize) {
+    g_free(c->normalize);
+    c->normalize = g_strdup(o->normalize);
+  }
+  if (o->init) {
+    g_free(c->init_path);
+    c->init_path = g_strdup(o->init);
+  }
+  if (o->freeze) {
+    g_strfreev(c->freeze);
+    c->freeze = split_list(o->freeze);
+  }
+  if (o->lr_scale) {
+    g_strfreev(c->lr_scale);
+    c->lr_scale = split_list(o->lr_scale);
+  }
+  if (o->train != NULL) {
+    if (!g_str_equal(o->train, "head") && !g_str_equal(o->train, "all"))
+      return bad_option(error, "--train: unknown value “%s” (choose head or all)", o->train);
+    c->train_head = g_str_equal(o->train, "head");
+  }
+  return TRUE;
+}
 
 /* Applies the flags that were given over `c` (defaults or a resumed run). */
 static gboolean
@@ -358,6 +432,8 @@ options_apply(const Options *o, TdmConfig *c, GError **error)
               "main or allreduce");
   NAME_OPTION("--precision", o->precision, tdm_precision_from_name, &c->precision,
               "fp32, tf32 or bf16");
+  if (!finetune_options_apply(o, c, error))
+    return FALSE;
   if (o->save) {
     g_free(c->save_path);
     c->save_path = g_strdup(o->save);
@@ -739,10 +815,18 @@ main(int argc, char **argv)
   } else if (o.list_devices) {
     status = list_devices();
   } else if (o.classify != NULL) {
-    gint64 top = 3;
-    if (o.resume == NULL)
-      status = fail(EXIT_BAD_INPUT, "--classify", "needs --resume CHECKPOINT: the trained "
-                                                  "network to classify with");
+    gint64 top = 3, size = 0;
+    if (o.resume == NULL && (o.init == NULL || o.network == NULL))
+      status = fail(EXIT_BAD_INPUT, "--classify", "needs --resume CHECKPOINT (a trained run) "
+                                                  "or --network NAME --init FILE (weights)");
+    else if (o.top != NULL && !g_ascii_string_to_signed(o.top, 10, 1, 1000, &top, NULL))
+      status = fail(EXIT_BAD_INPUT, "--top", "expected a whole number from 1 to 1000");
+    else if (o.resume == NULL && o.image_size != NULL &&
+             !g_ascii_string_to_signed(o.image_size, 10, 1, 4096, &size, NULL))
+      status = fail(EXIT_BAD_INPUT, "--image-size", "expected a whole number from 1 to 4096");
+    else if (o.resume == NULL)
+      status = tdm_cli_classify_weights(o.network, o.init, (int)size, o.normalize,
+                                        (const char *const *)o.classify, (int)top, o.json);
     else if (o.top != NULL && !g_ascii_string_to_signed(o.top, 10, 1, 256, &top, NULL))
       status = fail(EXIT_BAD_INPUT, "--top", "expected a whole number from 1 to 256");
     else

@@ -38,6 +38,8 @@ print_json(const TdmClassifier *cl, const char *path, const float *probs, const 
   printf("%s\n", text);
 }
 
+static int classify_all(TdmClassifier *cl, const char *const *images, int top, gboolean json);
+
 int
 tdm_cli_classify(const char *checkpoint, const char *const *images, int top, gboolean json)
 {
@@ -47,6 +49,29 @@ tdm_cli_classify(const char *checkpoint, const char *const *images, int top, gbo
     fprintf(stderr, "tandem-train: --resume: %s\n", error->message);
     return EXIT_BAD_INPUT;
   }
+  return classify_all(cl, images, top, json);
+}
+
+int
+tdm_cli_classify_weights(const char *network, const char *weights, int size,
+                         const char *normalize, const char *const *images, int top,
+                         gboolean json)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmClassifier) cl = tdm_classifier_load_weights(network, weights, size, 0,
+                                                            normalize, &error);
+  if (cl == NULL) {
+    const char *flag = g_str_has_prefix(error->message, "--") ? "" : "--init: ";
+    fprintf(stderr, "tandem-train: %s%s\n", flag, error->message);
+    return EXIT_BAD_INPUT;
+  }
+  return classify_all(cl, images, top, json);
+}
+
+static int
+classify_all(TdmClassifier *cl, const char *const *images, int top, gboolean json)
+{
+  g_autoptr(GError) error = NULL;
   int classes = tdm_classifier_classes(cl);
   top = MIN(top, classes);
   g_autofree float *probs = g_new(float, classes);

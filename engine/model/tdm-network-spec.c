@@ -515,6 +515,14 @@ canonical_spec(const TdmNetwork *net)
   return g_string_free(s, FALSE);
 }
 
+/* Whether a layer's output is a vector rather than an image. */
+static gboolean
+flat_output(const TdmLayer *l)
+{
+  return l->kind == TDM_LAYER_LINEAR || l->kind == TDM_LAYER_FLATTEN ||
+         l->kind == TDM_LAYER_GLOBAL_AVG || l->kind == TDM_LAYER_GLOBAL_MAX;
+}
+
 static gboolean
 fusable(const TdmLayer *prev)
 {
@@ -613,7 +621,9 @@ tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **err
       break;
     }
     case TDM_LAYER_CONV:
-      if (cur_h == 1 && cur_w == 1 && net->layer_count > 0) {
+      /* A 1×1 image is fine (ResNet's last stage on small inputs), a flat vector not. */
+      if (cur_h == 1 && cur_w == 1 && net->layer_count > 0 &&
+          flat_output(&net->layers[net->layer_count - 1])) {
         spec_error(error, token, it->position,
                    "a convolution needs an image, but its input is a flat vector of %d "
                    "features",

@@ -115,11 +115,39 @@ permute_conv(const TdmLayer *l, const float *src, float *dst, gboolean to_torch)
       }
 }
 
+/* An fc over an image reads it as (row, column, channel) here, as (channel, row,
+ * column) after PyTorch's flatten: element (o, ch, p) of [out, c, pixels] is element
+ * (o, p, ch) of ours. */
+static void
+permute_fc(const TdmLayer *l, const float *src, float *dst, gboolean to_torch)
+{
+  const size_t c = l->in_c, pixels = (size_t)l->in_h * l->in_w;
+  for (size_t o = 0; o < (size_t)l->out_c; o++)
+    for (size_t ch = 0; ch < c; ch++)
+      for (size_t p = 0; p < pixels; p++) {
+        size_t torch = (o * c + ch) * pixels + p, ours = (o * pixels + p) * c + ch;
+        if (to_torch)
+          dst[torch] = src[ours];
+        else
+          dst[ours] = src[torch];
+      }
+}
+
+gboolean
+tdm_layer_weight_permuted(const TdmLayer *l)
+{
+  if (l->kind == TDM_LAYER_CONV)
+    return l->in_c > 1 && l->kernel > 1;
+  return l->kind == TDM_LAYER_LINEAR && l->in_c > 1 && l->in_h * l->in_w > 1;
+}
+
 void
 tdm_layer_weight_to_torch(const TdmLayer *l, const float *params, float *torch)
 {
   if (l->kind == TDM_LAYER_CONV)
     permute_conv(l, params, torch, TRUE);
+  else if (tdm_layer_weight_permuted(l))
+    permute_fc(l, params, torch, TRUE);
   else
     memcpy(torch, params, l->weight_count * sizeof(float));
 }
@@ -129,6 +157,8 @@ tdm_layer_weight_from_torch(const TdmLayer *l, const float *torch, float *params
 {
   if (l->kind == TDM_LAYER_CONV)
     permute_conv(l, torch, params, FALSE);
+  else if (tdm_layer_weight_permuted(l))
+    permute_fc(l, torch, params, FALSE);
   else
     memcpy(params, torch, l->weight_count * sizeof(float));
 }

@@ -132,9 +132,12 @@ void tdm_network_init_state (const TdmNetwork *net, float *state);
 void tdm_network_decay_mask (const TdmNetwork *net, uint8_t *mask);
 
 /* A conv layer's weights are [out, kh, kw, in] in the parameter buffer (the order of
- * im2col's columns, tdm-backend.h), PyTorch's are [out, in, kh, kw]. These copy one
- * layer's weight_count values between the two; for other layers (1×1 projections
- * included), and for convs of one input channel, the layouts agree. */
+ * im2col's columns, tdm-backend.h), PyTorch's are [out, in, kh, kw]; an fc after a
+ * conv reads its input as (row, column, channel) here and as (channel, row, column)
+ * after PyTorch's nn.Flatten. These copy one layer's weight_count values between the
+ * two; for other layers (1×1 projections included), convs of one input channel and
+ * fcs of flat inputs, the layouts agree (tdm_layer_weight_permuted() says which). */
+gboolean tdm_layer_weight_permuted (const TdmLayer *layer);
 void tdm_layer_weight_to_torch (const TdmLayer *layer, const float *params, float *torch);
 void tdm_layer_weight_from_torch (const TdmLayer *layer, const float *torch, float *params);
 

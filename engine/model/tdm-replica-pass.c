@@ -279,6 +279,14 @@ conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy, gboolean dy1
   b->ops->col2im(b, dx, col, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
 }
 
+/* Whether layer i is frozen: its BN normalizes with the running statistics and leaves
+ * them alone, in training as in evaluation. */
+static gboolean
+layer_frozen(const TdmReplica *r, int i)
+{
+  return r->frozen != NULL && r->frozen[i];
+}
+
 void
 tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
 {
@@ -352,8 +360,9 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
     case TDM_LAYER_RES_BEGIN:
       break;
     case TDM_LAYER_BN: {
-      gboolean gathered = bn_output_left_to_next(r, i, n, mode);
-      bn_forward(r, mode, y, x, n, pixels, l->out_c, w, bias, r->bn_work[i],
+      TdmPassMode bn_mode = layer_frozen(r, i) ? MODE_EVAL : mode;
+      gboolean gathered = bn_output_left_to_next(r, i, n, bn_mode);
+      bn_forward(r, bn_mode, y, x, n, pixels, l->out_c, w, bias, r->bn_work[i],
                  r->state + l->state_offset, l->fused_relu, gathered);
       if (gathered) {
         gather = (BnGather){x, r->bn_work[i] + 2 * l->out_c, w, bias, l->fused_relu};
@@ -390,7 +399,8 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       if (l->projection) {
         conv_forward(r, r->proj_conv[i], skip, NULL, r->cols[i], NULL, w, n, begin->in_h,
                      begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride, l->out_h, l->out_w);
-        bn_forward(r, mode, r->proj_bn[i], r->proj_conv[i], n, pixels, l->out_c, bias,
+        bn_forward(r, layer_frozen(r, i) ? MODE_EVAL : mode, r->proj_bn[i], r->proj_conv[i],
+                   n, pixels, l->out_c, bias,
                    bias + l->out_c, r->bn_work[i], r->state + l->state_offset, false, FALSE);
         skip = r->proj_bn[i];
       }
@@ -426,14 +436,15 @@ tdm_replica_backward(TdmReplica *r, int n)
   float *dy = r->grad_a, *dx = r->grad_b;
   gboolean dy16_ready = FALSE; /* dy is in the conv's columns as bf16, not in dy */
 
-  for (int i = net->layer_count - 1; i >= 0; i--) {
+  const int stop = r->backward_stop;
+  for (int i = net->layer_count - 1; i >= stop; i--) {
     const TdmLayer *l = &net->layers[i];
     const float *x = r->acts[i];
     const float *y = r->acts[i + 1];
     const float *w = r->params + l->weight_offset;
     float *dw = r->grads + l->weight_offset;
     float *dbias = r->grads + l->bias_offset;
-    gboolean need_dx = i > 0;
+    gboolean need_dx = i > stop;
     size_t out = (size_t)n * layer_out_floats(l);
     int pixels = l->out_h * l->out_w;
     uint16_t *dx16 = NULL; /* a bn's input gradient, written as bf16 for the conv below */
@@ -560,5 +571,13 @@ tdm_replica_backward(TdmReplica *r, int n)
     dx = swap;
     if (tdm_replica_aborted(r))
       return;
+  }
+  /* The frozen layers below: no gradient, but zeros for the all-reduce's buckets. */
+  for (int i = stop - 1; i >= 0; i--) {
+    const TdmLayer *l = &net->layers[i];
+    if (l->param_count == 0)
+      continue;
+    ops->zero(b, r->grads + l->param_offset, l->param_count * sizeof(float));
+    announce(r, l);
   }
 }

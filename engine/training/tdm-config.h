@@ -88,6 +88,13 @@ typedef struct {
                             * right (each mirrored too with test_flip); 0 off */
   int image_size;          /* image folders: side of the samples (0: from the images) */
   int image_channels;      /* image folders: 1 grey, 3 RGB (0: from the images) */
+  /* Starting from weights and normalizing inputs (tdm-finetune.h); JSON readers take
+   * these as optional. */
+  char *normalize;         /* "none", "dataset", "imagenet" or "M,M,M/S,S,S"; NULL: none */
+  char *init_path;         /* a safetensors state_dict to start from, or NULL */
+  char **freeze;           /* module-name prefixes kept fixed, or NULL */
+  gboolean train_head;     /* only the last fc trains */
+  char **lr_scale;         /* "PREFIX=X" learning-rate factors, or NULL */
 } TdmConfig;
 
 /* Chainer's defaults: Fashion-MNIST, mlp, one CPU worker, batch 100, 20 epochs, Adam. */
