@@ -61,6 +61,21 @@ read_names(TdmCheckpoint *ckpt, int classes)
   return names;
 }
 
+/* The outputs of a spec's last fc (scale items may follow it), or 0. */
+static int
+spec_classes(const char *spec)
+{
+  g_auto(GStrv) items = g_strsplit(spec, ",", -1);
+  for (int i = (int)g_strv_length(items) - 1; i >= 0; i--) {
+    const char *item = g_strstrip(items[i]);
+    if (g_str_has_prefix(item, "scale"))
+      continue;
+    int classes = 0;
+    return sscanf(item, "fc%d", &classes) == 1 ? classes : 0;
+  }
+  return 0;
+}
+
 /* Takes net and names; copies params and state onto a CPU replica. */
 static TdmClassifier *
 classifier_new(TdmNetwork *net, const float *params, const float *state, char **names,
@@ -70,7 +85,10 @@ classifier_new(TdmNetwork *net, const float *params, const float *state, char **
   cl->net = net;
   cl->names = names;
   cl->logits = g_new0(float, net->classes);
-  cl->input = tdm_dataset_new("classify", 1, net->in_h, net->in_w, net->in_c, net->classes);
+  /* One unlabelled sample: its label space need not be the network's (ImageNet's
+   * 1000 classes are more than a dataset holds). */
+  cl->input = tdm_dataset_new("classify", 1, net->in_h, net->in_w, net->in_c,
+                              MIN(net->classes, 256));
   float mean[TDM_AFFINE_MAX_CHANNELS], std[TDM_AFFINE_MAX_CHANNELS];
   gboolean normalized = FALSE;
   cl->backend = tdm_backend_cpu_new(error);
@@ -121,10 +139,8 @@ tdm_classifier_load(const char *path, GError **error)
     return NULL;
   }
   /* A network ends in an fc with one output per class (tdm-network.h). */
-  int classes = 0;
-  const char *last = strrchr(spec, ',');
-  const char *fc = last != NULL ? last + 1 : spec;
-  if (sscanf(fc, "fc%d", &classes) != 1 || classes < 1 || classes > 256) {
+  int classes = spec_classes(spec);
+  if (classes < 1 || classes > 256) {
     bad_checkpoint(error, path, "its network does not end in an fc layer of 1 to 256 "
                                 "outputs");
     return NULL;
@@ -204,9 +220,8 @@ tdm_classifier_load_weights(const char *network, const char *path, int size, int
     return NULL;
   }
   if (preset == NULL) {
-    const char *last = strrchr(network, ',');
-    const char *fc = last != NULL ? last + 1 : network;
-    if (sscanf(fc, "fc%d", &classes) != 1 || classes < 1) {
+    classes = spec_classes(network);
+    if (classes < 1) {
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC,
                   "--network “%s”: to classify, a spec must end in fcN (N classes)", network);
       return NULL;
@@ -253,6 +268,12 @@ tdm_classifier_class_name(const TdmClassifier *cl, int k)
 {
   g_return_val_if_fail(k >= 0 && k < cl->net->classes, NULL);
   return cl->names[k];
+}
+
+const float *
+tdm_classifier_logits(const TdmClassifier *cl)
+{
+  return cl->logits;
 }
 
 void

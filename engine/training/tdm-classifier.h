@@ -39,6 +39,8 @@ void tdm_classifier_input (const TdmClassifier *classifier, int *height, int *wi
  * shape (HWC bytes, as datasets hold them). */
 gboolean tdm_classifier_run (TdmClassifier *classifier, const uint8_t *sample, float *probs,
                              GError **error);
+/* The network's outputs (classes logits) of the last tdm_classifier_run(). */
+const float *tdm_classifier_logits (const TdmClassifier *classifier);
 /* The same for an image file; errors name the file. */
 gboolean tdm_classifier_run_file (TdmClassifier *classifier, const char *path, float *probs,
                                   GError **error);
