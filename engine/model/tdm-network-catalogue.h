@@ -18,6 +18,7 @@ typedef enum {
 
 typedef struct {
   const char *name;        /* "cnn", "resnet18" */
+  const char *title;       /* for menus, English (callers translate) */
   const char *summary;     /* one line, English (callers translate) */
   const char *spec;        /* for 10 classes; the head follows the dataset's count */
   int input_size;          /* the image side it is made for, 0: any */
