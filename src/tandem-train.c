@@ -816,6 +816,7 @@ main(int argc, char **argv)
     status = list_devices();
   } else if (o.classify != NULL) {
     gint64 top = 3, size = 0;
+    int channels = 0;
     if (o.resume == NULL && (o.init == NULL || o.network == NULL))
       status = fail(EXIT_BAD_INPUT, "--classify", "needs --resume CHECKPOINT (a trained run) "
                                                   "or --network NAME --init FILE (weights)");
@@ -824,8 +825,10 @@ main(int argc, char **argv)
     else if (o.resume == NULL && o.image_size != NULL &&
              !g_ascii_string_to_signed(o.image_size, 10, 1, 4096, &size, NULL))
       status = fail(EXIT_BAD_INPUT, "--image-size", "expected a whole number from 1 to 4096");
+    else if (o.resume == NULL && o.color != NULL && !tdm_color_from_name(o.color, &channels))
+      status = fail(EXIT_BAD_INPUT, "--color", "expected auto, grey or rgb");
     else if (o.resume == NULL)
-      status = tdm_cli_classify_weights(o.network, o.init, (int)size, o.normalize,
+      status = tdm_cli_classify_weights(o.network, o.init, (int)size, channels, o.normalize,
                                         (const char *const *)o.classify, (int)top, o.json);
     else if (o.top != NULL && !g_ascii_string_to_signed(o.top, 10, 1, 256, &top, NULL))
       status = fail(EXIT_BAD_INPUT, "--top", "expected a whole number from 1 to 256");

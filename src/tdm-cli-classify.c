@@ -53,12 +53,12 @@ tdm_cli_classify(const char *checkpoint, const char *const *images, int top, gbo
 }
 
 int
-tdm_cli_classify_weights(const char *network, const char *weights, int size,
+tdm_cli_classify_weights(const char *network, const char *weights, int size, int channels,
                          const char *normalize, const char *const *images, int top,
                          gboolean json)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(TdmClassifier) cl = tdm_classifier_load_weights(network, weights, size, 0,
+  g_autoptr(TdmClassifier) cl = tdm_classifier_load_weights(network, weights, size, channels,
                                                             normalize, &error);
   if (cl == NULL) {
     const char *flag = g_str_has_prefix(error->message, "--") ? "" : "--init: ";

@@ -473,6 +473,53 @@ test_train_head(void)
   check_frozen(TRUE);
 }
 
+/* torchvision's ResNets: its parameter counts (1000 classes), its names, the head
+ * following the class count, and every preset taking a 4-class dataset. */
+static void
+test_presets(void)
+{
+  static const struct {
+    const char *name;
+    size_t parameters, state;
+  } resnets[] = {
+    {"resnet18", 11689512, 9600}, {"resnet34", 21797672, 17024}, {"resnet50", 25557032, 53120}};
+  g_autoptr(GError) error = NULL;
+  for (guint i = 0; i < G_N_ELEMENTS(resnets); i++) {
+    g_autoptr(TdmNetwork) net = tdm_network_new(resnets[i].name, 224, 224, 3, 1000, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(net->parameter_count, ==, resnets[i].parameters);
+    g_assert_cmpuint(net->state_count, ==, resnets[i].state);
+    g_assert_cmpstr(net->layers[0].name, ==, "conv1");
+    g_assert_cmpint(net->layers[2].kind, ==, TDM_LAYER_POOL);
+    g_assert_cmpint(net->layers[2].out_h, ==, 56);
+    g_assert_cmpstr(net->layers[net->layer_count - 1].name, ==, "fc");
+    /* The canonical spec parses to the same network. */
+    g_autoptr(TdmNetwork) again = tdm_network_new(net->spec, 224, 224, 3, 1000, &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(again->spec, ==, net->spec);
+    gboolean downsample = FALSE;
+    for (int l = 0; l < net->layer_count; l++)
+      downsample |= g_str_equal(net->layers[l].name, "layer2.0.downsample");
+    g_assert_true(downsample);
+  }
+  const char *presets[] = {"mlp", "cnn", "resnet", "resnet18", "resnet34", "resnet50"};
+  for (guint i = 0; i < G_N_ELEMENTS(presets); i++) {
+    g_autoptr(TdmNetwork) net = tdm_network_new(presets[i], 28, 28, 1, 4, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(net->classes, ==, 4);
+  }
+  /* Pools with stride and padding: PyTorch's floor-mode sizes. */
+  g_autoptr(TdmNetwork) pools = tdm_network_new("pool3s2p1,avg3s1p1,fc10", 9, 8, 2, 10, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(pools->layers[0].out_h, ==, 5);
+  g_assert_cmpint(pools->layers[0].out_w, ==, 4);
+  g_assert_cmpint(pools->layers[1].out_h, ==, 5);
+  g_assert_cmpstr(pools->spec, ==, "pool3s2p1,avg3s1p1,fc10");
+  g_assert_null(tdm_network_new("pool3s2p2,fc10", 9, 9, 1, 10, &error));
+  g_assert_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC);
+  g_assert_nonnull(strstr(error->message, "more than half the window"));
+}
+
 static void
 remove_tree(const char *dir)
 {
@@ -492,6 +539,7 @@ int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/zoo/presets", test_presets);
   g_test_add_func("/zoo/pools", test_pools);
   g_test_add_func("/zoo/resnet18-logits", test_resnet18_logits);
   g_test_add_func("/zoo/resnet50-logits", test_resnet50_logits);

@@ -301,11 +301,11 @@ parse_token(const char *token, int position, TdmLayer *layer, int *features, GEr
     gboolean avg = token[0] == 'a';
     p += avg ? 3 : 4;
     layer->kind = avg ? TDM_LAYER_AVGPOOL : TDM_LAYER_POOL;
-    const char *usage = avg ? "expected avgK[sS][pP] with a window K of 2 or more, "
-                              "e.g. avg2 or avg3s1p1"
-                            : "expected poolK[sS][pP] with a window K of 2 or more, "
-                              "e.g. pool2 or pool3s2p1";
-    if (!read_number(&p, &layer->kernel) || layer->kernel < 2 || layer->kernel > 15)
+    const char *usage = avg ? "expected avgK with a window K of 2 or more, then sS and pP "
+                              "for a stride and padding, e.g. avg2 or avg3s1p1"
+                            : "expected poolK with a window K of 2 or more, then sS and pP "
+                              "for a stride and padding, e.g. pool2 or pool3s2p1";
+    if (!read_number(&p, &layer->kernel) || layer->kernel < 2)
       return spec_error(error, token, position, "%s", usage);
     /* poolK alone strides by its window, as before strides and padding existed. */
     layer->stride = layer->kernel;
