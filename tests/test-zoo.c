@@ -520,6 +520,100 @@ test_presets(void)
   g_assert_nonnull(strstr(error->message, "more than half the window"));
 }
 
+/* A checkpoint as Tandem wrote it before fc weights took PyTorch's flatten order (and
+ * before a network's only fc was "fc"): made from a new one by putting the fc after
+ * the convolutions back in (row, column, channel) order, renaming fc to fc1 and
+ * saying NHWC in its metadata. Both read back to the same parameters. */
+static void
+check_legacy(const char *network, int classes)
+{
+  g_autofree char *dir = g_dir_make_tmp("tandem-legacy-XXXXXX", NULL);
+  const int count = 8;
+  g_autofree uint8_t *images = g_new0(uint8_t, count * 28 * 28);
+  uint8_t labels[8];
+  for (int i = 0; i < count * 28 * 28; i++)
+    images[i] = (uint8_t)((i * 37) % 251);
+  for (int i = 0; i < count; i++)
+    labels[i] = (uint8_t)(i % classes);
+  g_autoptr(TdmDatasetPair) pair = pair_of(images, labels, count, 28, 1, classes);
+  g_autofree char *path = g_build_filename(dir, "new.st", NULL);
+  g_autoptr(TdmConfig) cfg = zoo_config(network, NULL, 4, path);
+  cfg->max_steps = 2;
+  g_autoptr(TdmCheckpoint) fresh = run_and_load(cfg, pair, NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new(network, 28, 28, 1, classes, &error);
+  g_assert_no_error(error);
+
+  g_autoptr(TdmCheckpoint) old = tdm_checkpoint_new();
+  int permuted = 0;
+  for (int i = 0; i < tdm_checkpoint_count(fresh); i++) {
+    const TdmTensor *t = tdm_checkpoint_nth(fresh, i);
+    const char *name = t->name;
+    g_autofree char *renamed = g_str_has_prefix(name, "fc.") ? g_strdup_printf("fc1.%s", name + 3)
+                                                            : g_strdup(name);
+    size_t n = 1;
+    for (int d = 0; d < t->rank; d++)
+      n *= t->shape[d];
+    g_autofree float *data = g_memdup2(t->data, MAX(1, n) * sizeof(float));
+    for (int l = 0; l < net->layer_count; l++) {
+      const TdmLayer *layer = &net->layers[l];
+      g_autofree char *weight = g_strdup_printf("%s.weight", layer->name);
+      if (layer->kind == TDM_LAYER_LINEAR && g_str_equal(weight, name) &&
+          tdm_layer_weight_permuted(layer)) {
+        tdm_layer_weight_from_torch(layer, t->data, data);
+        permuted++;
+      }
+    }
+    tdm_checkpoint_add(old, renamed, t->rank, t->shape, data);
+  }
+  static const char *keys[] = {"format", "config", "network", "dataset", "epoch", "position",
+                               "step", "optimizer_t", "parameters", "input_shape"};
+  for (guint i = 0; i < G_N_ELEMENTS(keys); i++)
+    tdm_checkpoint_set_metadata(old, keys[i], tdm_checkpoint_get_metadata(fresh, keys[i]));
+  tdm_checkpoint_set_metadata(old, "activation_layout",
+                              "NHWC: an fc layer after a conv reads features in (row, column, "
+                              "channel) order");
+  g_autofree char *old_path = g_build_filename(dir, "old.st", NULL);
+  g_assert_true(tdm_checkpoint_save(old, old_path, &error));
+  g_assert_cmpint(permuted, ==, g_str_equal(network, "cnn") ? 1 : 0);
+
+  g_autoptr(TdmCheckpoint) reread = tdm_checkpoint_load(old_path, &error);
+  g_assert_no_error(error);
+  g_autofree float *a = g_new(float, net->parameter_count), *b = g_new(float, net->parameter_count);
+  g_autofree float *sa = g_new(float, MAX(1, net->state_count));
+  g_autofree float *sb = g_new(float, MAX(1, net->state_count));
+  g_assert_true(tdm_checkpoint_read_parameters(fresh, net, path, a, sa, &error));
+  g_assert_true(tdm_checkpoint_read_parameters(reread, net, old_path, b, sb, &error));
+  g_assert_no_error(error);
+  g_assert_cmpmem(a, net->parameter_count * sizeof(float), b,
+                  net->parameter_count * sizeof(float));
+  /* And the old one classifies as the new one does. */
+  g_autoptr(TdmClassifier) cn = tdm_classifier_load(path, &error);
+  g_autoptr(TdmClassifier) co = tdm_classifier_load(old_path, &error);
+  g_assert_no_error(error);
+  g_autofree float *probs = g_new(float, classes);
+  g_assert_true(tdm_classifier_run(cn, images, probs, &error));
+  g_autofree float *ln = g_memdup2(tdm_classifier_logits(cn), classes * sizeof(float));
+  g_assert_true(tdm_classifier_run(co, images, probs, &error));
+  g_assert_cmpmem(ln, classes * sizeof(float), tdm_classifier_logits(co),
+                  classes * sizeof(float));
+  g_unlink(path);
+  g_unlink(old_path);
+  g_rmdir(dir);
+}
+
+static void
+test_legacy_cnn(void)
+{
+  check_legacy("cnn", 10);
+}
+
+static void
+test_legacy_resnet(void)
+{
+  check_legacy("resnet", 4);
+}
+
 static void
 remove_tree(const char *dir)
 {
@@ -540,6 +634,8 @@ main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/zoo/presets", test_presets);
+  g_test_add_func("/zoo/legacy-cnn", test_legacy_cnn);
+  g_test_add_func("/zoo/legacy-resnet", test_legacy_resnet);
   g_test_add_func("/zoo/pools", test_pools);
   g_test_add_func("/zoo/resnet18-logits", test_resnet18_logits);
   g_test_add_func("/zoo/resnet50-logits", test_resnet50_logits);
