@@ -20,7 +20,7 @@ not_ok() {
   for line in "$@"; do echo "# $line"; done
 }
 
-echo "1..10"
+echo "1..11"
 common=(--dataset synthetic --devices cpu --batch 32 --epochs 1 --quiet --seed 3)
 
 # A cnn checkpoint to start from (two steps of training).
@@ -47,6 +47,31 @@ if [ $? -eq 0 ]; then
   ok "--freeze and --lr-scale train"
 else
   not_ok "--freeze and --lr-scale train" "$(cat "$tmp/out")"
+fi
+
+# --classify with --network and --init (no run) gives what the run's own checkpoint
+# gives: the same probabilities.
+py=python3
+[ -x /usr/bin/python3 ] && py=/usr/bin/python3
+if $py -c "import PIL" 2>/dev/null; then
+  $py -c "
+from PIL import Image
+Image.frombytes('L', (28, 28), bytes((i * 7) % 256 for i in range(784))).save('$tmp/digit.png')"
+  "$train" --network cnn --image-size 28 --color grey --init "$tmp/cnn.st" \
+    --classify "$tmp/digit.png" --json >"$tmp/init.json" 2>"$tmp/err"
+  s1=$?
+  "$train" --resume "$tmp/cnn.st" --classify "$tmp/digit.png" --json >"$tmp/resume.json" 2>>"$tmp/err"
+  s2=$?
+  p1=$(grep -o '"probability" *: *[0-9.e-]*' "$tmp/init.json")
+  p2=$(grep -o '"probability" *: *[0-9.e-]*' "$tmp/resume.json")
+  if [ $s1 -eq 0 ] && [ $s2 -eq 0 ] && [ -n "$p1" ] && [ "$p1" = "$p2" ]; then
+    ok "--classify with --network and --init predicts what the checkpoint predicts"
+  else
+    not_ok "--classify with --network and --init predicts what the checkpoint predicts" \
+      "status $s1 $s2" "$p1" "$p2" "$(cat "$tmp/err")"
+  fi
+else
+  ok "# skip --classify with --init: python3-pil is not installed"
 fi
 
 # Safetensors files written by hand: names and shapes as given.
