@@ -5,10 +5,20 @@
  * windows overlap and leave edges; and channel_affine over 1 and 3 channels. Inputs
  * are fresh random numbers (g_test_rand_*); GPU outputs are poisoned with NaN first,
  * so an element left unwritten fails. Compared by ||gpu − cpu|| / ||cpu||: 1e-6 (the
- * same sums in the same order). Skips without a CUDA GPU.
+ * same sums in the same order). Then a whole small torchvision-style ResNet (7×7
+ * stride-2 stem, pool3s2p1, a basic and a bottleneck block) trained a few steps on the
+ * GPU and on the CPU, with the inputs normalized, started from a state_dict with the
+ * stem frozen: the parameters agree (1e-4) and the frozen ones did not move on
+ * either. Skips without a CUDA GPU.
  */
 #include "tdm-backend.h"
 #include "tdm-build-config.h"
+#include "tdm-checkpoint.h"
+#include "tdm-config.h"
+#include "tdm-network.h"
+#include "tdm-trainer.h"
+
+#include <glib/gstdio.h>
 
 #include <math.h>
 #include <string.h>
@@ -182,6 +192,76 @@ test_channel_affine(void)
   }
 }
 
+#define ZOO_NET "conv16k7s2p3,bn,relu,pool3s2p1,basic16,bottleneck8s2,gap,fc10"
+
+static float *
+train_zoo(const char *device, const char *init, size_t *count)
+{
+  g_autoptr(TdmConfig) cfg = tdm_config_new();
+  g_autoptr(GError) error = NULL;
+  g_free(cfg->dataset);
+  cfg->dataset = g_strdup("synthetic");
+  g_free(cfg->network);
+  cfg->network = g_strdup(ZOO_NET);
+  g_assert_true(tdm_config_set_devices(cfg, device, &error));
+  cfg->batch = 32;
+  cfg->max_steps = 6;
+  cfg->seed = 3;
+  cfg->optimizer = TDM_OPTIMIZER_MOMENTUM;
+  cfg->lr = 0.05;
+  cfg->normalize = g_strdup("dataset");
+  cfg->init_path = g_strdup(init);
+  const char *frozen[] = {"conv1", "bn1", NULL};
+  cfg->freeze = g_strdupv((char **)frozen);
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, NULL, NULL);
+  g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+  g_assert_no_error(error);
+  const float *params = tdm_trainer_get_parameters(trainer, count);
+  return g_memdup2(params, *count * sizeof(float));
+}
+
+static void
+test_zoo_network(void)
+{
+  if (!have_gpu())
+    return;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new(ZOO_NET, 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  /* A state_dict of the stem: seeded values other than the run's own seed's. */
+  g_autofree float *start = g_new(float, net->parameter_count);
+  tdm_network_init_parameters(net, 99, start);
+  const TdmLayer *conv1 = &net->layers[0];
+  g_autofree char *dir = g_dir_make_tmp("tandem-cuda-zoo-XXXXXX", NULL);
+  g_autofree char *init = g_build_filename(dir, "stem.safetensors", NULL);
+  g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_new();
+  g_autofree float *torch = g_new(float, conv1->weight_count);
+  tdm_layer_weight_to_torch(conv1, start + conv1->weight_offset, torch);
+  gint64 shape[4] = {16, 1, 7, 7};
+  tdm_checkpoint_add(ckpt, "conv1.weight", 4, shape, torch);
+  g_assert_true(tdm_checkpoint_save(ckpt, init, &error));
+
+  size_t n_cpu, n_gpu;
+  g_autofree float *on_cpu = train_zoo("cpu", init, &n_cpu);
+  g_autofree float *on_cuda = train_zoo("cuda:0", init, &n_gpu);
+  g_assert_cmpuint(n_cpu, ==, n_gpu);
+  double num = 0, den = 0;
+  for (size_t i = 0; i < n_cpu; i++) {
+    num += ((double)on_cuda[i] - on_cpu[i]) * ((double)on_cuda[i] - on_cpu[i]);
+    den += (double)on_cpu[i] * on_cpu[i];
+  }
+  g_test_message("6 steps of %s, cuda:0 vs cpu: relative difference %.3g", ZOO_NET,
+                 sqrt(num / den));
+  g_assert_cmpfloat(sqrt(num / den), <=, 1e-4);
+  /* The frozen stem is the file's on both. */
+  g_assert_cmpmem(on_cuda + conv1->weight_offset, conv1->weight_count * sizeof(float),
+                  start + conv1->weight_offset, conv1->weight_count * sizeof(float));
+  g_assert_cmpmem(on_cpu + conv1->weight_offset, conv1->weight_count * sizeof(float),
+                  start + conv1->weight_offset, conv1->weight_count * sizeof(float));
+  g_unlink(init);
+  g_rmdir(dir);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -196,6 +276,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda-pool2d/maxpool2d", test_maxpool2d);
   g_test_add_func("/cuda-pool2d/avgpool2d", test_avgpool2d);
   g_test_add_func("/cuda-pool2d/channel-affine", test_channel_affine);
+  g_test_add_func("/cuda-pool2d/zoo-network", test_zoo_network);
   int status = g_test_run();
   tdm_backend_free(gpu);
   tdm_backend_free(cpu);

@@ -385,8 +385,11 @@ tdm_checkpoint_read_matching(TdmCheckpoint *ckpt, const TdmNetwork *net, const c
                     e[k].name);
         return FALSE;
       }
-      g_string_append_printf(skipped, "%s%s (%s)", skipped_count ? ", " : "", e[k].name,
-                             why);
+      /* The first few by name (the head's re-initialization comes last and is
+       * always said); the rest counted. */
+      if (skipped_count < 8 || i == head)
+        g_string_append_printf(skipped, "%s%s (%s)", skipped->len ? ", " : "", e[k].name,
+                               why);
       skipped_count++;
     }
   }
@@ -404,7 +407,8 @@ tdm_checkpoint_read_matching(TdmCheckpoint *ckpt, const TdmNetwork *net, const c
     GString *r = g_string_new(NULL);
     g_string_append_printf(r, "loaded %d of the network's %d tensors", loaded, wanted);
     if (skipped_count > 0)
-      g_string_append_printf(r, "; skipped %d: %s", skipped_count, skipped->str);
+      g_string_append_printf(r, "; skipped %d: %s%s", skipped_count, skipped->str,
+                             skipped_count > 8 ? " …" : "");
     if (unused > 0)
       g_string_append_printf(r, "; %d of the file's tensors unused", unused);
     *report = g_string_free(r, FALSE);
