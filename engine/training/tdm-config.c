@@ -73,9 +73,11 @@ tdm_config_apply_preset(TdmConfig *c, const char *network)
     c->decay_scope = TDM_DECAY_WEIGHTS;
     c->schedule = TDM_SCHEDULE_COSINE;
     c->flip = TDM_FLIP_AUTO;
-    c->image_size = preset->input_size;
-    g_free(c->normalize);
-    c->normalize = g_strdup("imagenet");
+    /* A size or a normalization already chosen (the window's image options) stays. */
+    if (c->image_size == 0)
+      c->image_size = preset->input_size;
+    if (c->normalize == NULL)
+      c->normalize = g_strdup("imagenet");
     return TRUE;
   }
   /* A standard recipe for a BN ResNet at batch 512, sized for Fashion-MNIST's 94 %
