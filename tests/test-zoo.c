@@ -614,6 +614,58 @@ test_legacy_resnet(void)
   check_legacy("resnet", 4);
 }
 
+/* --lr-scale: one SGD step moves a scaled module by that fraction of the plain step,
+ * and the others by the plain step. */
+static void
+test_lr_scale(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("tandem-lr-XXXXXX", NULL);
+  const int count = 8;
+  g_autofree uint8_t *images = g_new(uint8_t, count * 28 * 28);
+  uint8_t labels[8];
+  for (int i = 0; i < count * 28 * 28; i++)
+    images[i] = (uint8_t)((i * 91) % 253);
+  for (int i = 0; i < count; i++)
+    labels[i] = (uint8_t)(i % 10);
+  g_autoptr(TdmDatasetPair) pair = pair_of(images, labels, count, 28, 1, 10);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new("cnn", 28, 28, 1, 10, &error);
+  g_autofree float *start = g_new(float, net->parameter_count);
+  float *moved[2] = {NULL, NULL};
+  for (int scaled = 0; scaled < 2; scaled++) {
+    g_autofree char *path = g_strdup_printf("%s/run%d.st", dir, scaled);
+    g_autoptr(TdmConfig) cfg = zoo_config("cnn", NULL, count, path);
+    cfg->max_steps = 1;
+    if (scaled) {
+      const char *scales[] = {"conv2=0.25", NULL};
+      cfg->lr_scale = g_strdupv((char **)scales);
+    }
+    tdm_network_init_parameters(net, cfg->seed, start);
+    g_autoptr(TdmCheckpoint) ckpt = run_and_load(cfg, pair, NULL);
+    moved[scaled] = g_new(float, net->parameter_count);
+    g_autofree float *state = g_new(float, MAX(1, net->state_count));
+    g_assert_true(tdm_checkpoint_read_parameters(ckpt, net, path, moved[scaled], state, &error));
+    g_unlink(path);
+  }
+  g_rmdir(dir);
+  for (int l = 0; l < net->layer_count; l++) {
+    const TdmLayer *layer = &net->layers[l];
+    if (layer->param_count == 0)
+      continue;
+    double factor = g_str_equal(layer->name, "conv2") ? 0.25 : 1.0;
+    double num = 0, den = 0;
+    for (size_t k = layer->param_offset; k < layer->param_offset + layer->param_count; k++) {
+      double plain = (double)moved[0][k] - start[k], step = (double)moved[1][k] - start[k];
+      num += (step - factor * plain) * (step - factor * plain);
+      den += factor * plain * factor * plain;
+    }
+    g_assert_cmpfloat(den, >, 0);
+    g_assert_cmpfloat(sqrt(num / den), <, 1e-3);
+  }
+  g_free(moved[0]);
+  g_free(moved[1]);
+}
+
 static void
 remove_tree(const char *dir)
 {
@@ -634,6 +686,7 @@ main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/zoo/presets", test_presets);
+  g_test_add_func("/zoo/lr-scale", test_lr_scale);
   g_test_add_func("/zoo/legacy-cnn", test_legacy_cnn);
   g_test_add_func("/zoo/legacy-resnet", test_legacy_resnet);
   g_test_add_func("/zoo/pools", test_pools);
