@@ -317,7 +317,7 @@ test_sgd_step(void)
       dt[k] = t->data[k] - b->data[k];
     }
     double update = norm_error(du, dt, n);
-    if (g_getenv("ZOO_VERBOSE") || err > 1e-4 || update > 1e-3)
+    if (err > 1e-4 || update > 1e-2)
       g_test_message("%s: weights %.2g, update %.2g", t->name, err, update);
     worst = MAX(worst, err);
     worst_update = MAX(worst_update, update);
