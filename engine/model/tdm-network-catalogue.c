@@ -14,19 +14,23 @@
 #define N_(text) text
 
 static const TdmNetworkPreset presets[] = {
-  {"mlp", N_("Multi-layer perceptron"), "Chainer's MNIST example: 784-1000-1000-10", TDM_NETWORK_MLP, 0, TDM_RECIPE_NONE},
-  {"cnn", N_("Convolutional network"), "Two convolutions, two pools, two fully connected layers", TDM_NETWORK_CNN, 0,
-   TDM_RECIPE_NONE},
-  {"resnet", N_("Residual network (ResNet)"), "A small ResNet-9-style BN network with its fast recipe", TDM_NETWORK_RESNET, 0,
-   TDM_RECIPE_RESNET9},
-  {"resnet18", N_("ResNet-18 (torchvision)"), "torchvision's ResNet-18 (224 px, its state_dict names)",
+  {"mlp", N_("Multi-layer perceptron"), "Chainer's MNIST example: 784-1000-1000-10",
+   TDM_NETWORK_MLP, 0, TDM_RECIPE_NONE},
+  {"cnn", N_("Convolutional network"), "Two convolutions, two pools, two fully connected "
+   "layers", TDM_NETWORK_CNN, 0, TDM_RECIPE_NONE},
+  {"resnet", N_("Residual network (ResNet)"), "A small ResNet-9-style BN network with its "
+   "fast recipe", TDM_NETWORK_RESNET, 0, TDM_RECIPE_RESNET9},
+  {"resnet18", N_("ResNet-18 (torchvision)"), "torchvision's ResNet-18 (224 px, its "
+   "state_dict names)",
    TV_STEM "2*basic64,basic128s2,basic128,basic256s2,basic256,basic512s2,basic512,gap,fc10",
    224, TDM_RECIPE_TORCHVISION},
-  {"resnet34", N_("ResNet-34 (torchvision)"), "torchvision's ResNet-34 (224 px, its state_dict names)",
+  {"resnet34", N_("ResNet-34 (torchvision)"), "torchvision's ResNet-34 (224 px, its "
+   "state_dict names)",
    TV_STEM "3*basic64,basic128s2,3*basic128,basic256s2,5*basic256,basic512s2,2*basic512,"
            "gap,fc10",
    224, TDM_RECIPE_TORCHVISION},
-  {"resnet50", N_("ResNet-50 (torchvision)"), "torchvision's ResNet-50 (224 px, its state_dict names)",
+  {"resnet50", N_("ResNet-50 (torchvision)"), "torchvision's ResNet-50 (224 px, its "
+   "state_dict names)",
    TV_STEM "3*bottleneck64,bottleneck128s2,3*bottleneck128,bottleneck256s2,5*bottleneck256,"
            "bottleneck512s2,2*bottleneck512,gap,fc10",
    224, TDM_RECIPE_TORCHVISION},
