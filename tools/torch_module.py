@@ -13,8 +13,9 @@ Tandem's checkpoints: convolutions conv1, conv2 …, batch norms bn1 …, fully 
 layers fc1 … (a network's only top-level fc is "fc"), residual blocks layerS.B with
 their projection as layerS.B.downsample.0 (conv) and .1 (bn), as torchvision's ResNets
 name theirs; an fc after a convolution reads nn.Flatten's (channel, row, column) order,
-which is how Tandem saves it. Specs are the canonical ones Tandem writes into a
-checkpoint's "network" metadata (no repeats, no basic/bottleneck shorthands).
+which is how Tandem saves it. Specs are Tandem's, repeats and ResNet block items
+included (the built-in names are not: use a checkpoint's "network" metadata, or
+torchvision's own resnet18/34/50, which these equal).
 
 Run as a script it prints the module for a spec:
     tools/torch_module.py "conv32k3p1,relu,pool2,fc10" 28 28 1
@@ -75,6 +76,56 @@ def load_safetensors(path):
     return read_safetensors(path)[0]
 
 
+def expand(spec):
+    """A spec with repeats (N*item, N*(…)) and ResNet block items (basicC[sS],
+    bottleneckW[sS]) written out, as Tandem's parser reads them."""
+    spec = spec.replace(" ", "")
+
+    def block(tok):
+        m = re.fullmatch(r"basic(\d+)(?:s(\d+))?", tok)
+        if m:
+            c, s = int(m.group(1)), int(m.group(2) or 1)
+            return "res(conv%dk3s%dp1,bn,relu,conv%dk3p1,bn),relu" % (c, s, c)
+        m = re.fullmatch(r"bottleneck(\d+)(?:s(\d+))?", tok)
+        if m:
+            w, s = int(m.group(1)), int(m.group(2) or 1)
+            return ("res(conv%dk1,bn,relu,conv%dk3s%dp1,bn,relu,conv%dk1,bn),relu"
+                    % (w, w, s, 4 * w))
+        return None
+
+    def parse_list(i):
+        items = []
+        while True:
+            part, i = parse_item(i)
+            items += part
+            if i < len(spec) and spec[i] == ",":
+                i += 1
+                continue
+            return items, i
+
+    def parse_item(i):
+        m = re.match(r"(\d+)\*", spec[i:])
+        repeat = 1
+        if m:
+            repeat, i = int(m.group(1)), i + m.end()
+        if spec.startswith("res(", i):
+            inner, i = parse_list(i + 4)
+            body = ["res(" + ",".join(inner) + ")"]
+            i += 1  # ")"
+        elif spec.startswith("(", i):
+            body, i = parse_list(i + 1)
+            i += 1
+        else:
+            m = re.match(r"[^,()]+", spec[i:])
+            tok, i = m.group(0), i + m.end()
+            text = block(tok)
+            body = expand(text).split(",") if text else [tok]
+        return body * repeat, i
+
+    items, _ = parse_list(0)
+    return ",".join(items).replace("res(,", "res(").replace(",)", ")")
+
+
 class _Block(nn.Module):
     """A residual block's modules (conv1, bn1 … and downsample)."""
 
@@ -83,8 +134,7 @@ class TandemNet(nn.Module):
     def __init__(self, spec, input_shape):
         super().__init__()
         h, w, c = input_shape
-        self.ops = []  # (kind, args, module path or None)
-        tokens = re.findall(r"res\(|\)|[^,()]+", spec.replace(" ", ""))
+        tokens = re.findall(r"res\(|\)|[^,()]+", expand(spec))
         # Shapes first (projections depend on them), then names as Tandem gives them.
         stack, items = [], []
         for i, tok in enumerate(tokens):
