@@ -64,6 +64,7 @@
 #include "tdm-renderer.h"
 #include "tdm-trainer.h"
 #include "tdm-window.h"
+#include "tdm-network-catalogue.h"
 #include "tdm-bench.h"
 
 #include <glib/gstdio.h>
@@ -404,8 +405,9 @@ static gboolean
 set_up_window(TdmWindow *window, const TdmConfig *config)
 {
   g_autoptr(GPtrArray) rows = tdm_device_picker_get_rows(window_child(window, "device_picker"));
-  static const char *built_in[] = {"mlp", "cnn"};
-  int cpus = 0, network = 2;
+  int presets = 0;
+  const TdmNetworkPreset *built_in = tdm_network_presets(&presets);
+  int cpus = 0, network = presets; /* the drop-down's last entry: custom */
 
   for (int i = 0; config->devices[i] != NULL; i++)
     cpus += g_str_equal(config->devices[i], "cpu");
@@ -425,11 +427,11 @@ set_up_window(TdmWindow *window, const TdmConfig *config)
   }
 
   tdm_dataset_chooser_set_source(window_child(window, "dataset_chooser"), config->dataset);
-  for (int i = 0; i < 2; i++)
-    if (g_str_equal(config->network, built_in[i]))
+  for (int i = 0; i < presets; i++)
+    if (g_str_equal(config->network, built_in[i].name))
       network = i;
   adw_combo_row_set_selected(window_child(window, "network_dropdown"), network);
-  if (network == 2)
+  if (network == presets)
     tdm_spec_entry_set_text(window_child(window, "spec_entry"), config->network);
   gtk_spin_button_set_value(window_child(window, "batch_spin"), config->batch);
   gtk_spin_button_set_value(window_child(window, "epochs_spin"), config->epochs);

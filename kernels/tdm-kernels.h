@@ -174,6 +174,25 @@ cudaError_t tdm_k_dropout(float *y, const float *x, const int32_t *indices, int 
                           int per_sample, float p, uint64_t key, uint32_t epoch,
                           cudaStream_t stream);
 
+/* pool2d.cu: pools with any window k, stride s and padding p (oh, ow: the floor
+ * mode's output size), and x · mul + add per channel (the input normalization). */
+#define TDM_K_AFFINE_MAX 4
+typedef struct {
+  float mul[TDM_K_AFFINE_MAX], add[TDM_K_AFFINE_MAX];
+} TdmKAffine;
+cudaError_t tdm_k_maxpool2d_forward(float *y, int32_t *argmax, const float *x, int n, int h,
+                                    int w, int c, int k, int s, int p, int oh, int ow,
+                                    cudaStream_t stream);
+cudaError_t tdm_k_maxpool2d_backward(float *dx, const float *dy, const int32_t *argmax,
+                                     int n, int h, int w, int c, int k, int s, int p, int oh,
+                                     int ow, cudaStream_t stream);
+cudaError_t tdm_k_avgpool2d_forward(float *y, const float *x, int n, int h, int w, int c,
+                                    int k, int s, int p, int oh, int ow, cudaStream_t stream);
+cudaError_t tdm_k_avgpool2d_backward(float *dx, const float *dy, int n, int h, int w, int c,
+                                     int k, int s, int p, int oh, int ow, cudaStream_t stream);
+cudaError_t tdm_k_channel_affine(float *x, size_t rows, int channels, TdmKAffine a,
+                                 cudaStream_t stream);
+
 /* optimizer.cu */
 cudaError_t tdm_k_sgd_update(float *p, const float *g, size_t n, float lr,
                              float weight_decay, cudaStream_t stream);

@@ -35,6 +35,7 @@
 
 #include "tdm-cli-classify.h"
 #include "tdm-cli-guard.h"
+#include "tdm-network-catalogue.h"
 #include "tdm-cli-printer.h"
 #include "tdm-cli-runs.h"
 #include "tdm-cli-scaling.h"
@@ -62,6 +63,7 @@ typedef struct {
   char *val_split, *save_best, *save_every, *early_stop;
   char *config, *show_run, *export_run;
   gboolean print_config, list_runs;
+  char *normalize, *init, *train, **freeze, **lr_scale;
 } Options;
 
 static void
@@ -81,6 +83,11 @@ options_clear(Options *o)
     g_clear_pointer(strings[i], g_free);
   g_clear_pointer(&o->exact_chunk, g_free);
   g_clear_pointer(&o->classify, g_strfreev);
+  g_clear_pointer(&o->normalize, g_free);
+  g_clear_pointer(&o->init, g_free);
+  g_clear_pointer(&o->train, g_free);
+  g_clear_pointer(&o->freeze, g_strfreev);
+  g_clear_pointer(&o->lr_scale, g_strfreev);
 }
 
 /* The summary is translated by GOption, through the context's translation domain;
@@ -108,12 +115,20 @@ static const char *const description = N_(
   "  conv32k3p1,relu,pool2,fc128,relu,fc10\n"
   "  conv32k3p1,bn,relu,res(conv32k3p1,bn,relu,conv32k3p1,bn),relu,gap,fc10\n"
   "Spec items: fcN, convNkK[sS][pP] (N channels, K×K kernel, stride S, padding P),\n"
-  "poolK, avgK (max/average pooling), gap, gmp (global average/max pooling), bn,\n"
+  "poolK, avgK (max/average pooling), poolKsSpP, avgKsSpP (with stride and padding),\n"
+  "basicC[sS], bottleneckW[sS] (torchvision's ResNet blocks), gap, gmp (global\n"
+  "average/max pooling), bn,\n"
   "relu, dropP (dropout rate P), scaleS (multiply by S), flatten, res(…) (residual\n"
   "block: its layers plus its input, through a 1×1 conv and bn where the shape\n"
   "changes), N*item and N*(…) (repeats). A conv or fc right before bn has no bias;\n"
   "nb after an fc or conv drops it anywhere (fc10nb). The last fc may be followed\n"
   "by scale items: resnet ends gmp,fc10nb,scale0.125.\n"
+  "Starting from weights: --init FILE loads a safetensors state_dict's tensors whose\n"
+  "names and shapes match (torchvision's for resnet18/34/50; a head of another class\n"
+  "count starts afresh); --freeze and --train head keep modules fixed (their BN in\n"
+  "inference mode), --lr-scale slows some down, --normalize imagenet normalizes the\n"
+  "inputs as torchvision's models expect. --network N --init FILE --classify IMAGE\n"
+  "classifies with such weights as they are.\n"
   "Batch norm across devices (--batchnorm): per-replica normalizes each device's\n"
   "share with its own statistics (PyTorch DDP's default); sync combines them over\n"
   "all devices every step, so N devices train exactly as one with the same batch.\n"
@@ -260,6 +275,21 @@ options_context(Options *o)
      N_("Classify images with the --resume checkpoint and exit: files, or every PNG and JPEG "
      "under a folder (repeat or list after)"),
      "IMAGE|DIR"},
+    {"normalize", 0, 0, G_OPTION_ARG_STRING, &o->normalize,
+     N_("Per-channel input normalization: dataset, imagenet, none (the default) or "
+     "M,M,M/S,S,S"), "HOW"},
+    {"init", 0, 0, G_OPTION_ARG_FILENAME, &o->init,
+     N_("Start from the weights of a safetensors state_dict (PyTorch's names and shapes)"),
+     "FILE"},
+    {"freeze", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->freeze,
+     N_("Keep these modules fixed (names as in PyTorch, e.g. conv1,bn1,layer1; repeatable)"),
+     "PREFIX"},
+    {"train", 0, 0, G_OPTION_ARG_STRING, &o->train,
+     N_("head: train only the last fc, everything before it frozen; all (the default)"),
+     "WHAT"},
+    {"lr-scale", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->lr_scale,
+     N_("Multiply the learning rate of a module's parameters by X (repeatable)"),
+     "PREFIX=X"},
     {"top", 0, 0, G_OPTION_ARG_STRING, &o->top,
      N_("With --classify: how many classes to print per image (default 3)"), "N"},
     {"export-onnx", 0, 0, G_OPTION_ARG_FILENAME, &o->export_onnx,
@@ -308,8 +338,16 @@ options_context(Options *o)
   GOptionContext *context = g_option_context_new(NULL);
   g_option_context_set_translation_domain(context, GETTEXT_PACKAGE);
   g_option_context_set_summary(context, summary);
-  g_autofree char *text = g_strdup_printf(_(description), TDM_FASHION_MNIST_DIR);
-  g_option_context_set_description(context, text);
+  /* The built-in networks, from the engine's catalogue. */
+  g_autofree char *intro = g_strdup_printf(_(description), TDM_FASHION_MNIST_DIR);
+  GString *text = g_string_new(intro);
+  g_string_append(text, _("\nBuilt-in networks (their last fc follows the dataset's classes):\n"));
+  int presets = 0;
+  const TdmNetworkPreset *preset = tdm_network_presets(&presets);
+  for (int i = 0; i < presets; i++)
+    g_string_append_printf(text, "  %-10s %s\n", preset[i].name, preset[i].summary);
+  g_option_context_set_description(context, text->str);
+  g_string_free(text, TRUE);
   g_option_context_add_main_entries(context, entries, NULL);
   return context;
 }
@@ -361,6 +399,50 @@ parse_double(const char *flag, const char *text, double *out, GError **error)
     if ((text) != NULL && !parse((text), (out)))                                           \
       return bad_option(error, "%s: unknown value “%s” (choose %s)", flag, (text), choices); \
   } while (0)
+
+/* "a,b" given once or repeated: one list. */
+static char **
+split_list(char **given)
+{
+  GStrvBuilder *all = g_strv_builder_new();
+  for (int i = 0; given[i] != NULL; i++) {
+    g_auto(GStrv) parts = g_strsplit(given[i], ",", -1);
+    for (int k = 0; parts[k] != NULL; k++)
+      if (*g_strstrip(parts[k]) != '\0')
+        g_strv_builder_add(all, parts[k]);
+  }
+  char **list = g_strv_builder_end(all);
+  g_strv_builder_unref(all);
+  return list;
+}
+
+/* --normalize, --init, --freeze, --train and --lr-scale (tdm-finetune.h). */
+static gboolean
+finetune_options_apply(const Options *o, TdmConfig *c, GError **error)
+{
+  if (o->normalize) {
+    g_free(c->normalize);
+    c->normalize = g_strdup(o->normalize);
+  }
+  if (o->init) {
+    g_free(c->init_path);
+    c->init_path = g_strdup(o->init);
+  }
+  if (o->freeze) {
+    g_strfreev(c->freeze);
+    c->freeze = split_list(o->freeze);
+  }
+  if (o->lr_scale) {
+    g_strfreev(c->lr_scale);
+    c->lr_scale = split_list(o->lr_scale);
+  }
+  if (o->train != NULL) {
+    if (!g_str_equal(o->train, "head") && !g_str_equal(o->train, "all"))
+      return bad_option(error, _("--train: unknown value “%s” (choose head or all)"), o->train);
+    c->train_head = g_str_equal(o->train, "head");
+  }
+  return TRUE;
+}
 
 /* Applies the flags that were given over `c` (defaults or a resumed run). */
 static gboolean
@@ -442,6 +524,8 @@ options_apply(const Options *o, TdmConfig *c, GError **error)
               "main or allreduce");
   NAME_OPTION("--precision", o->precision, tdm_precision_from_name, &c->precision,
               "fp32, tf32 or bf16");
+  if (!finetune_options_apply(o, c, error))
+    return FALSE;
   if (o->save) {
     g_free(c->save_path);
     c->save_path = g_strdup(o->save);
@@ -921,12 +1005,21 @@ main(int argc, char **argv)
     status = fail(EXIT_BAD_INPUT, "--config", _("cannot be combined with --resume (a resumed "
                                               "run's settings come from its checkpoint)"));
   } else if (o.classify != NULL) {
-    gint64 top = 3;
-    if (o.resume == NULL)
-      status = fail(EXIT_BAD_INPUT, "--classify", _("needs --resume CHECKPOINT: the trained "
-                                                  "network to classify with"));
-    else if (o.top != NULL && !g_ascii_string_to_signed(o.top, 10, 1, 256, &top, NULL))
-      status = fail(EXIT_BAD_INPUT, "--top", _("expected a whole number from 1 to 256"));
+    gint64 top = 3, size = 0;
+    int channels = 0;
+    if (o.resume == NULL && (o.init == NULL || o.network == NULL))
+      status = fail(EXIT_BAD_INPUT, "--classify", _("needs --resume CHECKPOINT (a trained run) "
+                                                  "or --network NAME --init FILE (weights)"));
+    else if (o.top != NULL && !g_ascii_string_to_signed(o.top, 10, 1, 1000, &top, NULL))
+      status = fail(EXIT_BAD_INPUT, "--top", _("expected a whole number from 1 to 1000"));
+    else if (o.resume == NULL && o.image_size != NULL &&
+             !g_ascii_string_to_signed(o.image_size, 10, 1, 4096, &size, NULL))
+      status = fail(EXIT_BAD_INPUT, "--image-size", _("expected a whole number from 1 to 4096"));
+    else if (o.resume == NULL && o.color != NULL && !tdm_color_from_name(o.color, &channels))
+      status = fail(EXIT_BAD_INPUT, "--color", _("expected auto, grey or rgb"));
+    else if (o.resume == NULL)
+      status = tdm_cli_classify_weights(o.network, o.init, (int)size, channels, o.normalize,
+                                        (const char *const *)o.classify, (int)top, o.json);
     else
       status = tdm_cli_classify(o.resume, (const char *const *)o.classify, (int)top, o.json);
   } else if (o.distributed && !tdm_distributed_init(&argc, &argv, &error)) {

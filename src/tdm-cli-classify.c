@@ -113,6 +113,7 @@ far_from_training(const TdmImageInfo *info, int size, int channels)
   int longer = MAX(info->width, info->height), shorter = MIN(info->width, info->height);
   return info->channels != channels || longer > 4 * size || 4 * shorter < size;
 }
+static int classify_all(TdmClassifier *cl, const char *const *images, int top, gboolean json);
 
 int
 tdm_cli_classify(const char *checkpoint, const char *const *images, int top, gboolean json)
@@ -123,6 +124,29 @@ tdm_cli_classify(const char *checkpoint, const char *const *images, int top, gbo
     fprintf(stderr, _("tandem-train: --resume: %s\n"), error->message);
     return EXIT_BAD_INPUT;
   }
+  return classify_all(cl, images, top, json);
+}
+
+int
+tdm_cli_classify_weights(const char *network, const char *weights, int size, int channels,
+                         const char *normalize, const char *const *images, int top,
+                         gboolean json)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmClassifier) cl = tdm_classifier_load_weights(network, weights, size, channels,
+                                                            normalize, &error);
+  if (cl == NULL) {
+    const char *flag = g_str_has_prefix(error->message, "--") ? "" : "--init: ";
+    fprintf(stderr, _("tandem-train: %s%s\n"), flag, error->message);
+    return EXIT_BAD_INPUT;
+  }
+  return classify_all(cl, images, top, json);
+}
+
+static int
+classify_all(TdmClassifier *cl, const char *const *images, int top, gboolean json)
+{
+  g_autoptr(GError) error = NULL;
   int classes = tdm_classifier_classes(cl);
   top = MIN(top, classes);
   int height, width, channels;

@@ -19,4 +19,10 @@ G_BEGIN_DECLS
 int tdm_cli_classify (const char *checkpoint, const char *const *images, int top,
                       gboolean json);
 
+/* The same with a network (a built-in name or a spec) and a safetensors state_dict
+ * of its weights (tdm_classifier_load_weights()): no training. channels 0: RGB. */
+int tdm_cli_classify_weights (const char *network, const char *weights, int size,
+                              int channels, const char *normalize,
+                              const char *const *images, int top, gboolean json);
+
 G_END_DECLS

@@ -103,6 +103,8 @@ tdm_cli_print_json_event(const TdmEvent *ev)
     tdm_json_set_int(b, "test_count", s->test_count);
     if (s->notice[0] != '\0')
       tdm_json_set_string(b, "notice", s->notice);
+    if (s->init_report[0] != '\0')
+      tdm_json_set_string(b, "init", s->init_report);
     tdm_json_set_int(b, "prewarm_steps", s->prewarm_steps);
     tdm_json_set_double(b, "prewarm_seconds", s->prewarm_seconds);
     break;

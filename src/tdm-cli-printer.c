@@ -367,6 +367,8 @@ tdm_cli_printer_on_event(const TdmEvent *ev, gpointer printer)
     /* Skipped files are said once, whether or not progress is shown. */
     if (ev->started.notice[0] != '\0')
       fprintf(stderr, _("tandem-train: warning: %s\n"), ev->started.notice);
+    if (ev->started.init_report[0] != '\0')
+      fprintf(stderr, _("tandem-train: --init: %s\n"), ev->started.init_report);
     if (p->bar || p->log)
       print_started(p, &ev->started);
     break;

@@ -162,7 +162,7 @@ test_resnet_preset(void)
   /* Names as PyTorch's ResNets have them; the two blocks are one stage (no
    * projection starts a new one). */
   const char *names[] = {"conv1", "bn1", "conv2", "bn2", "layer1.0.conv1", "layer1.0.bn2",
-                         "conv3", "conv4", "bn4", "layer1.1.conv2", "layer1.1.bn2", "fc1"};
+                         "conv3", "conv4", "bn4", "layer1.1.conv2", "layer1.1.bn2", "fc"};
   for (gsize k = 0; k < G_N_ELEMENTS(names); k++) {
     gboolean found = FALSE;
     for (int i = 0; i < net->layer_count; i++)

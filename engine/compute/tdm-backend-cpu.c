@@ -7,6 +7,7 @@
 #include "tdm-backend.h"
 #include "tdm-i18n.h"
 #include "tdm-backend-cpu-layers.h"
+#include "tdm-backend-cpu-pool2d.h"
 #include "tdm-backend-cpu-winograd.h"
 #include "tdm-cpu-kernels.h"
 #include "tdm-error.h"
@@ -699,6 +700,11 @@ static const TdmBackendOps tdm_backend_cpu_ops = {
   .bn_forward_eval = tdm_cpu_bn_forward_eval,
   .bn_backward_sums = tdm_cpu_bn_backward_sums,
   .bn_backward_dx = tdm_cpu_bn_backward_dx,
+  .maxpool2d_forward = tdm_cpu_maxpool2d_forward,
+  .maxpool2d_backward = tdm_cpu_maxpool2d_backward,
+  .avgpool2d_forward = tdm_cpu_avgpool2d_forward,
+  .avgpool2d_backward = tdm_cpu_avgpool2d_backward,
+  .channel_affine = tdm_cpu_channel_affine,
   .avgpool_forward = tdm_cpu_avgpool_forward,
   .avgpool_backward = tdm_cpu_avgpool_backward,
   .global_avgpool_forward = tdm_cpu_global_avgpool_forward,

@@ -68,6 +68,14 @@ void tdm_cuda_maxpool_forward_bn (TdmBackend *b, float *y, int32_t *argmax, cons
                                   const float *mean, const float *invstd, const float *gamma,
                                   const float *beta, bool relu, int n, int h, int w, int c,
                                   int k);
+/* tdm-backend-cuda-pool2d.c */
+void tdm_cuda_maxpool2d_forward (TdmBackend *b, float *y, int32_t *argmax, const float *x,
+                                 TdmPool2d g);
+void tdm_cuda_maxpool2d_backward (TdmBackend *b, float *dx, const float *dy,
+                                  const int32_t *argmax, TdmPool2d g);
+void tdm_cuda_avgpool2d_forward (TdmBackend *b, float *y, const float *x, TdmPool2d g);
+void tdm_cuda_avgpool2d_backward (TdmBackend *b, float *dx, const float *dy, TdmPool2d g);
+void tdm_cuda_channel_affine (TdmBackend *b, float *x, size_t rows, TdmChannelAffine a);
 void tdm_cuda_avgpool_forward (TdmBackend *b, float *y, const float *x, int n, int h, int w,
                                int c, int k);
 void tdm_cuda_avgpool_backward (TdmBackend *b, float *dx, const float *dy, int n, int h,

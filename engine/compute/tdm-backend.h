@@ -47,6 +47,30 @@ typedef enum {
                          * GPUs only (the CPU backend refuses it) */
 } TdmPrecision;
 
+/* A pooling layer's geometry: n samples of h×w×c in (NHWC), oh×ow×c out, k×k windows
+ * at stride s over the input padded by p on every side (p ≤ k / 2, as PyTorch asks). */
+typedef struct {
+  int n, h, w, c, k, s, p, oh, ow;
+} TdmPool2d;
+
+/* Whether g is a geometry the pooling operations take: its output size is the floor
+ * mode's, and every window holds at least one input. */
+static inline bool
+tdm_pool2d_valid(TdmPool2d g)
+{
+  return g.n >= 0 && g.h >= 1 && g.w >= 1 && g.c >= 1 && g.k >= 1 && g.s >= 1 && g.p >= 0 &&
+         2 * g.p <= g.k && g.h + 2 * g.p >= g.k && g.w + 2 * g.p >= g.k &&
+         (int64_t)g.h * g.w * g.c <= INT32_MAX &&
+         g.oh == (g.h + 2 * g.p - g.k) / g.s + 1 && g.ow == (g.w + 2 * g.p - g.k) / g.s + 1;
+}
+
+/* Per-channel x · mul + add, for at most four channels (grey, RGB). */
+#define TDM_AFFINE_MAX_CHANNELS 4
+typedef struct {
+  int channels;
+  float mul[TDM_AFFINE_MAX_CHANNELS], add[TDM_AFFINE_MAX_CHANNELS];
+} TdmChannelAffine;
+
 /* gather_augment's flip: never, with probability ½ per sample, or always (test-time
  * flip averaging evaluates each test image twice, once mirrored). */
 typedef enum {
@@ -263,6 +287,25 @@ typedef struct {
    * get zero. Written. */
   void (*avgpool_backward) (TdmBackend *b, float *dx, const float *dy, int n, int h,
                             int w, int c, int k);
+  /* Pooling with any window, stride and padding (TdmPool2d), PyTorch's MaxPool2d and
+   * AvgPool2d (floor mode). Max: padding counts as −∞; argmax holds, per output, the
+   * index within its sample (h·w·c) of the first maximum, windows scanned row by row.
+   * Its backward gathers: dx at each input is the sum, over the outputs whose window
+   * covers it (rows then columns in order), of dy where argmax chose it; written.
+   * Average: padding counts as zeros and every window divides by k·k (PyTorch's
+   * count_include_pad=True, its default); backward dx = Σ dy / (k·k) over the covering
+   * outputs, written. Optional: networks with such pools need them. */
+  void (*maxpool2d_forward) (TdmBackend *b, float *y, int32_t *argmax, const float *x,
+                             TdmPool2d g);
+  void (*maxpool2d_backward) (TdmBackend *b, float *dx, const float *dy,
+                              const int32_t *argmax, TdmPool2d g);
+  void (*avgpool2d_forward) (TdmBackend *b, float *y, const float *x, TdmPool2d g);
+  void (*avgpool2d_backward) (TdmBackend *b, float *dx, const float *dy, TdmPool2d g);
+  /* Per-channel input normalization after a gather: x[r, ch] = x[r, ch] · a.mul[ch] +
+   * a.add[ch] over rows × a.channels (NHWC pixels). Optional: runs that normalize
+   * need it. */
+  void (*channel_affine) (TdmBackend *b, float *x, size_t rows, TdmChannelAffine a);
+
   /* Global pooling over the pixels of each sample: x is n×pixels×c, y is n×c.
    * Average: y[i, c] = mean over pixels. Backward: dx[i, p, c] = dy[i, c] / pixels. */
   void (*global_avgpool_forward) (TdmBackend *b, float *y, const float *x, int n,

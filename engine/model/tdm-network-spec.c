@@ -4,6 +4,8 @@
  * (initial values, layouts for PyTorch: tdm-network.c). */
 #include "tdm-network.h"
 #include "tdm-i18n.h"
+#include "tdm-network-catalogue.h"
+#include "tdm-network-private.h"
 #include "tdm-error.h"
 
 #include <math.h>
@@ -85,6 +87,37 @@ push(Parser *ps, ItemType type, char *text, int position)
 
 static gboolean parse_list(Parser *ps, int depth);
 
+/* ResNet's blocks as items, torchvision's BasicBlock and Bottleneck (stride on the 3×3
+ * conv, the 1×1 projection and its bn where the shape changes, the ReLU after the
+ * sum):
+ *   basicC[sS]       res(convCk3sSp1,bn,relu,convCk3p1,bn),relu
+ *   bottleneckW[sS]  res(convWk1,bn,relu,convWk3sSp1,bn,relu,conv4Wk1,bn),relu
+ * *out gets the text, or NULL when token is no such item. */
+static gboolean
+expand_block(const char *token, int position, char **out, GError **error)
+{
+  *out = NULL;
+  gboolean basic = g_str_has_prefix(token, "basic");
+  if (!basic && !g_str_has_prefix(token, "bottleneck"))
+    return TRUE;
+  const char *p = token + (basic ? 5 : 10);
+  int width = 0, stride = 1;
+  if (!read_number(&p, &width) || width < 1 || width > 65536 ||
+      (*p == 's' && (p++, !read_number(&p, &stride) || stride < 1 || stride > 15)) ||
+      *p != '\0')
+    return spec_error(error, token, position,
+                      basic ? "expected basicC[sS] with C channels, e.g. basic64 or basic128s2"
+                            : "expected bottleneckW[sS] with a width W, e.g. bottleneck64 or "
+                              "bottleneck128s2");
+  if (basic)
+    *out = g_strdup_printf("res(conv%dk3s%dp1,bn,relu,conv%dk3p1,bn),relu", width, stride,
+                           width);
+  else
+    *out = g_strdup_printf("res(conv%dk1,bn,relu,conv%dk3s%dp1,bn,relu,conv%dk1,bn),relu",
+                           width, width, stride, 4 * width);
+  return TRUE;
+}
+
 /* One item: [N*] (res( list ) | ( list ) | token). */
 static gboolean
 parse_item(Parser *ps, int depth)
@@ -158,7 +191,23 @@ parse_item(Parser *ps, int depth)
         g_free(token);
         return spec_error(ps->error, "", position, _("an empty item (two commas in a row?)"));
       }
-      push(ps, ITEM_LAYER, token, position);
+      g_autofree char *block = NULL;
+      if (!expand_block(token, position, &block, ps->error)) {
+        g_free(token);
+        return FALSE;
+      }
+      if (block != NULL) {
+        /* A ResNet block item stands for its res(…): parsed as if written out. */
+        g_free(token);
+        ps->next_position = position;
+        ps->p = block;
+        if (!parse_list(ps, depth))
+          return FALSE;
+        if (*ps->p != '\0')
+          return spec_error(ps->error, block, position, _("internal: unparsed block text"));
+      } else {
+        push(ps, ITEM_LAYER, token, position);
+      }
       ps->p = end;
     }
     if (ps->items->len > MAX_ITEMS)
@@ -264,11 +313,34 @@ parse_token(const char *token, int position, TdmLayer *layer, int *features, GEr
     gboolean avg = token[0] == 'a';
     p += avg ? 3 : 4;
     layer->kind = avg ? TDM_LAYER_AVGPOOL : TDM_LAYER_POOL;
-    if (!read_number(&p, &layer->kernel) || layer->kernel < 2 || *p != '\0')
-      return spec_error(error, token, position,
-                        avg ? "expected avgK with a window K of 2 or more, e.g. avg2"
-                            : "expected poolK with a window K of 2 or more, e.g. pool2");
+    const char *usage = avg ? "expected avgK with a window K of 2 or more, then sS and pP "
+                              "for a stride and padding, e.g. avg2 or avg3s1p1"
+                            : "expected poolK with a window K of 2 or more, then sS and pP "
+                              "for a stride and padding, e.g. pool2 or pool3s2p1";
+    if (!read_number(&p, &layer->kernel) || layer->kernel < 2)
+      return spec_error(error, token, position, "%s", usage);
+    /* poolK alone strides by its window, as before strides and padding existed. */
     layer->stride = layer->kernel;
+    layer->pad = 0;
+    gboolean seen_s = FALSE, seen_p = FALSE;
+    while (*p == 's' || *p == 'p') {
+      gboolean stride = *p == 's';
+      p++;
+      if ((stride ? seen_s : seen_p) ||
+          !read_number(&p, stride ? &layer->stride : &layer->pad) ||
+          (stride && (layer->stride < 1 || layer->stride > 15)))
+        return spec_error(error, token, position, "%s", usage);
+      if (stride)
+        seen_s = TRUE;
+      else
+        seen_p = TRUE;
+    }
+    if (*p != '\0')
+      return spec_error(error, token, position, "%s", usage);
+    if (2 * layer->pad > layer->kernel)
+      return spec_error(error, token, position,
+                        _("padding %d is more than half the window %d (PyTorch's limit: a "
+                        "window must hold an input)"), layer->pad, layer->kernel);
     return TRUE;
   }
   if (g_str_has_prefix(token, "drop")) {
@@ -297,7 +369,8 @@ parse_token(const char *token, int position, TdmLayer *layer, int *features, GEr
     return TRUE;
   }
   return spec_error(error, token, position,
-                    _("unknown layer; layers are fcN, convNkK[sS][pP], poolK, avgK, gap, gmp, "
+                    _("unknown layer; layers are fcN, convNkK[sS][pP], poolK[sS][pP], "
+                    "avgK[sS][pP], gap, gmp, "
                     "bn, relu, dropP, scaleS, flatten and res(…)"));
 }
 
@@ -317,134 +390,12 @@ typedef struct {
   int h, w, c;                 /* its input shape */
 } OpenBlock;
 
-/* Module names as PyTorch's ResNets have them: at each level, conv1, bn1, fc1 … by
- * kind, and blocks layerS.B where a new stage S starts at the first block and at
- * every block with a projection (a change of shape), B counting within the stage. */
-typedef struct {
-  char prefix[48];
-  int conv, bn, fc, stage, block;
-} NameLevel;
-
-static void
-assign_names(TdmNetwork *net)
+/* Whether a layer's output is a vector rather than an image. */
+static gboolean
+flat_output(const TdmLayer *l)
 {
-  NameLevel levels[MAX_DEPTH + 2];
-  int depth = 0;
-  memset(&levels[0], 0, sizeof levels[0]);
-  for (int i = 0; i < net->layer_count; i++) {
-    TdmLayer *l = &net->layers[i];
-    NameLevel *lv = &levels[depth];
-    const char *dot = lv->prefix[0] ? "." : "";
-    switch (l->kind) {
-    case TDM_LAYER_CONV:
-      g_snprintf(l->name, sizeof l->name, "%s%sconv%d", lv->prefix, dot, ++lv->conv);
-      break;
-    case TDM_LAYER_LINEAR:
-      g_snprintf(l->name, sizeof l->name, "%s%sfc%d", lv->prefix, dot, ++lv->fc);
-      break;
-    case TDM_LAYER_BN:
-      g_snprintf(l->name, sizeof l->name, "%s%sbn%d", lv->prefix, dot, ++lv->bn);
-      break;
-    case TDM_LAYER_RES_BEGIN: {
-      const TdmLayer *end = &net->layers[l->partner];
-      if (lv->stage == 0 || end->projection) {
-        lv->stage++;
-        lv->block = 0;
-      } else {
-        lv->block++;
-      }
-      NameLevel *inner = &levels[depth + 1];
-      memset(inner, 0, sizeof *inner);
-      g_snprintf(inner->prefix, sizeof inner->prefix, "%s%slayer%d.%d", lv->prefix, dot,
-                 lv->stage, lv->block);
-      g_strlcpy(l->name, inner->prefix, sizeof l->name);
-      depth++;
-      break;
-    }
-    case TDM_LAYER_RES_END:
-      g_snprintf(l->name, sizeof l->name, "%s.downsample", levels[depth].prefix);
-      depth--;
-      break;
-    default:
-      g_snprintf(l->name, sizeof l->name, "%s%s%d", lv->prefix, dot, i + 1);
-      break;
-    }
-  }
-}
-
-static void
-append_canonical(GString *s, const TdmLayer *l)
-{
-  switch (l->kind) {
-  case TDM_LAYER_LINEAR:
-    g_string_append_printf(s, "fc%d%s", l->out_c, l->no_bias ? "nb" : "");
-    break;
-  case TDM_LAYER_CONV:
-    if (l->stride != 1)
-      g_string_append_printf(s, "conv%dk%ds%dp%d", l->out_c, l->kernel, l->stride, l->pad);
-    else
-      g_string_append_printf(s, "conv%dk%dp%d", l->out_c, l->kernel, l->pad);
-    if (l->no_bias)
-      g_string_append(s, "nb");
-    break;
-  case TDM_LAYER_SCALE: {
-    /* The shortest of %g and %.9g that reads back as the same float. */
-    char factor[G_ASCII_DTOSTR_BUF_SIZE];
-    g_ascii_formatd(factor, sizeof factor, "%g", l->factor);
-    if ((float)g_ascii_strtod(factor, NULL) != l->factor)
-      g_ascii_formatd(factor, sizeof factor, "%.9g", l->factor);
-    g_string_append_printf(s, "scale%s", factor);
-    break;
-  }
-  case TDM_LAYER_POOL:
-    g_string_append_printf(s, "pool%d", l->kernel);
-    break;
-  case TDM_LAYER_AVGPOOL:
-    g_string_append_printf(s, "avg%d", l->kernel);
-    break;
-  case TDM_LAYER_GLOBAL_AVG:
-    g_string_append(s, "gap");
-    break;
-  case TDM_LAYER_GLOBAL_MAX:
-    g_string_append(s, "gmp");
-    break;
-  case TDM_LAYER_RELU:
-    g_string_append(s, "relu");
-    break;
-  case TDM_LAYER_FLATTEN:
-    g_string_append(s, "flatten");
-    break;
-  case TDM_LAYER_BN:
-    g_string_append(s, "bn");
-    break;
-  case TDM_LAYER_DROPOUT: {
-    char rate[G_ASCII_DTOSTR_BUF_SIZE];
-    g_ascii_formatd(rate, sizeof rate, "%g", l->rate);
-    g_string_append_printf(s, "drop%s", rate);
-    break;
-  }
-  case TDM_LAYER_RES_BEGIN:
-    g_string_append(s, "res(");
-    return;
-  case TDM_LAYER_RES_END:
-    g_string_append_c(s, ')');
-    break;
-  }
-  if (l->fused_relu)
-    g_string_append(s, ",relu");
-}
-
-static char *
-canonical_spec(const TdmNetwork *net)
-{
-  GString *s = g_string_new(NULL);
-  for (int i = 0; i < net->layer_count; i++) {
-    const TdmLayer *l = &net->layers[i];
-    if (i > 0 && l->kind != TDM_LAYER_RES_END && net->layers[i - 1].kind != TDM_LAYER_RES_BEGIN)
-      g_string_append_c(s, ',');
-    append_canonical(s, l);
-  }
-  return g_string_free(s, FALSE);
+  return l->kind == TDM_LAYER_LINEAR || l->kind == TDM_LAYER_FLATTEN ||
+         l->kind == TDM_LAYER_GLOBAL_AVG || l->kind == TDM_LAYER_GLOBAL_MAX;
 }
 
 static gboolean
@@ -461,7 +412,9 @@ tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **err
   g_return_val_if_fail(spec != NULL, NULL);
   g_return_val_if_fail(h > 0 && w > 0 && c > 0 && classes > 0, NULL);
 
-  const char *expanded = tdm_network_expand(spec);
+  const TdmNetworkPreset *preset = tdm_network_preset_find(spec);
+  g_autofree char *preset_spec = preset ? tdm_network_preset_spec(preset, classes) : NULL;
+  const char *expanded = preset_spec != NULL ? preset_spec : spec;
   {
     g_autofree char *probe = g_strstrip(g_strdup(expanded));
     if (*probe == '\0') {
@@ -543,7 +496,9 @@ tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **err
       break;
     }
     case TDM_LAYER_CONV:
-      if (cur_h == 1 && cur_w == 1 && net->layer_count > 0) {
+      /* A 1×1 image is fine (ResNet's last stage on small inputs), a flat vector not. */
+      if (cur_h == 1 && cur_w == 1 && net->layer_count > 0 &&
+          flat_output(&net->layers[net->layer_count - 1])) {
         spec_error(error, token, it->position,
                    _("a convolution needs an image, but its input is a flat vector of %d "
                    "features"),
@@ -570,13 +525,13 @@ tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **err
       break;
     case TDM_LAYER_POOL:
     case TDM_LAYER_AVGPOOL:
-      if (cur_h < layer.kernel || cur_w < layer.kernel) {
+      if (cur_h + 2 * layer.pad < layer.kernel || cur_w + 2 * layer.pad < layer.kernel) {
         spec_error(error, token, it->position, _("a %d×%d window does not fit its %d×%d input"),
                    layer.kernel, layer.kernel, cur_h, cur_w);
         goto fail;
       }
-      layer.out_h = cur_h / layer.kernel;
-      layer.out_w = cur_w / layer.kernel;
+      layer.out_h = (cur_h + 2 * layer.pad - layer.kernel) / layer.stride + 1;
+      layer.out_w = (cur_w + 2 * layer.pad - layer.kernel) / layer.stride + 1;
       break;
     case TDM_LAYER_GLOBAL_AVG:
     case TDM_LAYER_GLOBAL_MAX:
@@ -692,8 +647,8 @@ tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **err
 
   net->parameter_count = offset;
   net->state_count = state;
-  assign_names(net);
-  net->spec = canonical_spec(net);
+  tdm_network_assign_names(net);
+  net->spec = tdm_network_canonical_spec(net);
   for (int i = 0; i < n_items; i++)
     g_free(items[i].text);
   g_array_free(ps.items, TRUE);
@@ -714,6 +669,7 @@ tdm_network_spec_help(void)
          "  fcN              fully connected, N outputs (flattens its input)\n"
          "  convNkK[sS][pP]  convolution: N channels, K×K kernel, stride S, padding P\n"
          "  poolK, avgK      max or average pooling, K×K window and stride\n"
+         "  poolKsSpP, avgKsSpP  the same with stride S and padding P (pool3s2p1)\n"
          "  gap, gmp         global average or max pooling\n"
          "  bn               batch normalization (a conv or fc before it has no bias)\n"
          "  relu, dropP      ReLU; dropout with rate P (e.g. drop0.25)\n"
@@ -721,8 +677,13 @@ tdm_network_spec_help(void)
          "  nb               after fcN or a conv: no bias (fc10nb)\n"
          "  res(…)           residual block: its layers plus its input (through a 1×1\n"
          "                   conv and bn where the shape changes)\n"
+         "  basicC[sS]       ResNet's basic block: res(convCk3sSp1,bn,relu,convCk3p1,bn),relu\n"
+         "  bottleneckW[sS]  ResNet's bottleneck: 1×1 W, 3×3 W (stride S), 1×1 4W, each\n"
+         "                   with bn, projected where the shape changes, then relu\n"
          "  N*item, N*(…)    N copies of an item or of a group of items\n"
-         "Built in: mlp, cnn, resnet. The last layer is fcC, C = the number of classes.\n"
+         "Built in: mlp, cnn, resnet, resnet18, resnet34, resnet50 (their last fc\n"
+         "follows the dataset's class count). The last layer is fcC, C = the number\n"
+         "of classes.\n"
          "Example: conv32k3p1,bn,relu,2*(res(conv32k3p1,bn,relu,conv32k3p1,bn),relu),"
          "res(conv64k3s2p1,bn,relu,conv64k3p1,bn),relu,gap,fc10";
 }

@@ -2,6 +2,7 @@
  * state, the weight-decay mask, PyTorch's weight layouts and the FLOP count. The
  * parser is tdm-network-spec.c; computing is tdm-replica.c's. */
 #include "tdm-network.h"
+#include "tdm-network-catalogue.h"
 #include "tdm-error.h"
 
 #include <math.h>
@@ -10,13 +11,8 @@
 const char *
 tdm_network_expand(const char *name)
 {
-  if (g_str_equal(name, "mlp"))
-    return TDM_NETWORK_MLP;
-  if (g_str_equal(name, "cnn"))
-    return TDM_NETWORK_CNN;
-  if (g_str_equal(name, "resnet"))
-    return TDM_NETWORK_RESNET;
-  return name;
+  const TdmNetworkPreset *preset = tdm_network_preset_find(name);
+  return preset != NULL ? preset->spec : name;
 }
 
 void
@@ -119,11 +115,39 @@ permute_conv(const TdmLayer *l, const float *src, float *dst, gboolean to_torch)
       }
 }
 
+/* An fc over an image reads it as (row, column, channel) here, as (channel, row,
+ * column) after PyTorch's flatten: element (o, ch, p) of [out, c, pixels] is element
+ * (o, p, ch) of ours. */
+static void
+permute_fc(const TdmLayer *l, const float *src, float *dst, gboolean to_torch)
+{
+  const size_t c = l->in_c, pixels = (size_t)l->in_h * l->in_w;
+  for (size_t o = 0; o < (size_t)l->out_c; o++)
+    for (size_t ch = 0; ch < c; ch++)
+      for (size_t p = 0; p < pixels; p++) {
+        size_t torch = (o * c + ch) * pixels + p, ours = (o * pixels + p) * c + ch;
+        if (to_torch)
+          dst[torch] = src[ours];
+        else
+          dst[ours] = src[torch];
+      }
+}
+
+gboolean
+tdm_layer_weight_permuted(const TdmLayer *l)
+{
+  if (l->kind == TDM_LAYER_CONV)
+    return l->in_c > 1 && l->kernel > 1;
+  return l->kind == TDM_LAYER_LINEAR && l->in_c > 1 && l->in_h * l->in_w > 1;
+}
+
 void
 tdm_layer_weight_to_torch(const TdmLayer *l, const float *params, float *torch)
 {
   if (l->kind == TDM_LAYER_CONV)
     permute_conv(l, params, torch, TRUE);
+  else if (tdm_layer_weight_permuted(l))
+    permute_fc(l, params, torch, TRUE);
   else
     memcpy(torch, params, l->weight_count * sizeof(float));
 }
@@ -133,6 +157,8 @@ tdm_layer_weight_from_torch(const TdmLayer *l, const float *torch, float *params
 {
   if (l->kind == TDM_LAYER_CONV)
     permute_conv(l, torch, params, FALSE);
+  else if (tdm_layer_weight_permuted(l))
+    permute_fc(l, torch, params, FALSE);
   else
     memcpy(params, torch, l->weight_count * sizeof(float));
 }

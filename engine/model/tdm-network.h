@@ -5,6 +5,9 @@
  *   fcN[nb]        Linear to N features (flattens its input); nb: without bias
  *   convNkK[sS][pP][nb] Conv2d to N channels, K×K kernel, stride S (1), padding P (0)
  *   poolK          MaxPool2d K×K, stride K          avgK   AvgPool2d K×K, stride K
+ *   poolKsSpP      MaxPool2d K×K, stride S, padding P (pool3s2p1: ResNet's); avgKsSpP
+ *                  AvgPool2d likewise, padding counted (count_include_pad=True)
+ *   basicC[sS], bottleneckW[sS]  torchvision's ResNet blocks, as res(…),relu
  *   gap            global average pool (to 1×1)     gmp    global max pool
  *   bn             BatchNorm of the channels (or features) before it
  *   relu           ReLU (fused into the layer before it where it can be)
@@ -17,9 +20,10 @@
  *                  projection conv (stride to match) and a bn first
  *   N*item, N*(…)  N copies of an item or of a group: 2*(res(…),relu)
  * A conv or fc followed directly by bn has no bias (the bn's mean would cancel it),
- * as in PyTorch's ResNets. Built-ins "mlp", "cnn" and "resnet" expand to their specs.
- * The last layer must be an fc with as many outputs as the dataset has classes,
- * followed at most by scale items.
+ * as in PyTorch's ResNets. Built-ins (tdm-network-catalogue.h: "mlp", "cnn",
+ * "resnet", "resnet18" …) expand to their specs with a head of the dataset's class
+ * count. The last layer must be an fc with as many outputs as the dataset has
+ * classes, followed at most by scale items.
  *
  * The tree is kept flat, in execution order: a block is a RES_BEGIN item, its
  * layers, and a RES_END item that adds (and projects); each knows the other's index,
@@ -128,9 +132,12 @@ void tdm_network_init_state (const TdmNetwork *net, float *state);
 void tdm_network_decay_mask (const TdmNetwork *net, uint8_t *mask);
 
 /* A conv layer's weights are [out, kh, kw, in] in the parameter buffer (the order of
- * im2col's columns, tdm-backend.h), PyTorch's are [out, in, kh, kw]. These copy one
- * layer's weight_count values between the two; for other layers (1×1 projections
- * included), and for convs of one input channel, the layouts agree. */
+ * im2col's columns, tdm-backend.h), PyTorch's are [out, in, kh, kw]; an fc after a
+ * conv reads its input as (row, column, channel) here and as (channel, row, column)
+ * after PyTorch's nn.Flatten. These copy one layer's weight_count values between the
+ * two; for other layers (1×1 projections included), convs of one input channel and
+ * fcs of flat inputs, the layouts agree (tdm_layer_weight_permuted() says which). */
+gboolean tdm_layer_weight_permuted (const TdmLayer *layer);
 void tdm_layer_weight_to_torch (const TdmLayer *layer, const float *params, float *torch);
 void tdm_layer_weight_from_torch (const TdmLayer *layer, const float *torch, float *params);
 
@@ -138,13 +145,21 @@ void tdm_layer_weight_from_torch (const TdmLayer *layer, const float *torch, flo
  * and projections). */
 double tdm_network_forward_flops (const TdmNetwork *net);
 
-/* Expands "mlp", "cnn" and "resnet" to their specs; other strings are returned as
- * they are. */
+/* Expands a built-in name to its spec (for 10 classes); other strings are returned
+ * as they are. */
 const char *tdm_network_expand (const char *name);
 
 /* The help text for specs, for --help and the GUI (several lines, translated by the
  * caller if at all). */
 const char *tdm_network_spec_help (void);
+
+/* Whether a pool layer's windows tile its input (stride = window, no padding): the
+ * pools the fused paths take; other pools run maxpool2d / avgpool2d. */
+static inline gboolean
+tdm_layer_pool_tiles (const TdmLayer *layer)
+{
+  return layer->stride == layer->kernel && layer->pad == 0;
+}
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmNetwork, tdm_network_free)
 

@@ -65,42 +65,75 @@ tdm_optimizer_free(TdmOptimizer *opt)
   for (int i = 0; i < opt->state_count; i++)
     tdm_backend_release(opt->backend, opt->state[i]);
   tdm_backend_release(opt->backend, opt->decay_mask);
+  g_free(opt->group_offset);
+  g_free(opt->group_size);
+  g_free(opt->group_scale);
   g_free(opt);
 }
 
-void
-tdm_optimizer_step(TdmOptimizer *opt, float *params, float *grads, double lr)
+/* One update of the n parameters from `at`, at rate lr. */
+static void
+update_range(TdmOptimizer *opt, float *params, float *grads, size_t at, size_t n, double lr)
 {
   TdmBackend *b = opt->backend;
-  opt->t++;
+  float *p = params + at, *g = grads + at;
+  float *s0 = opt->state_count > 0 ? opt->state[0] + at : NULL;
+  float *s1 = opt->state_count > 1 ? opt->state[1] + at : NULL;
+  const uint8_t *mask = opt->decay_mask != NULL ? opt->decay_mask + at : NULL;
   float decay = opt->weight_decay;
-  if (opt->decay_mask != NULL && opt->kind != TDM_OPTIMIZER_NESTEROV) {
+  if (mask != NULL && opt->kind != TDM_OPTIMIZER_NESTEROV) {
     /* The masked decay goes into the gradient first (grads are rebuilt every step). */
-    b->ops->weight_decay(b, grads, params, opt->decay_mask, opt->count, decay);
+    b->ops->weight_decay(b, g, p, mask, n, decay);
     decay = 0.0f;
   }
   switch (opt->kind) {
   case TDM_OPTIMIZER_SGD:
-    b->ops->sgd_update(b, params, grads, opt->count, (float)lr, decay);
+    b->ops->sgd_update(b, p, g, n, (float)lr, decay);
     break;
   case TDM_OPTIMIZER_MOMENTUM:
-    b->ops->momentum_update(b, params, grads, opt->state[0], opt->count, (float)lr,
-                            opt->momentum, decay);
+    b->ops->momentum_update(b, p, g, s0, n, (float)lr, opt->momentum, decay);
     break;
   case TDM_OPTIMIZER_NESTEROV:
-    b->ops->sgd_momentum_update(b, params, grads, opt->state[0], opt->decay_mask, opt->count,
-                                (float)lr, opt->momentum, opt->weight_decay, true);
+    b->ops->sgd_momentum_update(b, p, g, s0, mask, n, (float)lr, opt->momentum,
+                                opt->weight_decay, true);
     break;
   case TDM_OPTIMIZER_ADAM: {
     /* Bias correction in double on the host, as Chainer computes alpha_t. */
     double fix1 = 1.0 - pow(opt->beta1, (double)opt->t);
     double fix2 = 1.0 - pow(opt->beta2, (double)opt->t);
     double lr_t = lr * sqrt(fix2) / fix1;
-    b->ops->adam_update(b, params, grads, opt->state[0], opt->state[1], opt->count,
-                        (float)lr_t, opt->beta1, opt->beta2, opt->eps, decay);
+    b->ops->adam_update(b, p, g, s0, s1, n, (float)lr_t, opt->beta1, opt->beta2, opt->eps,
+                        decay);
     break;
   }
   }
+}
+
+void
+tdm_optimizer_step(TdmOptimizer *opt, float *params, float *grads, double lr)
+{
+  opt->t++;
+  if (opt->group_count == 0) {
+    update_range(opt, params, grads, 0, opt->count, lr);
+    return;
+  }
+  for (int g = 0; g < opt->group_count; g++)
+    update_range(opt, params, grads, opt->group_offset[g], opt->group_size[g],
+                 lr * opt->group_scale[g]);
+}
+
+void
+tdm_optimizer_set_groups(TdmOptimizer *opt, int count, const size_t *offset,
+                         const size_t *size, const float *scale)
+{
+  g_return_if_fail(opt != NULL && count >= 0);
+  g_free(opt->group_offset);
+  g_free(opt->group_size);
+  g_free(opt->group_scale);
+  opt->group_count = count;
+  opt->group_offset = g_memdup2(offset, sizeof(size_t) * count);
+  opt->group_size = g_memdup2(size, sizeof(size_t) * count);
+  opt->group_scale = g_memdup2(scale, sizeof(float) * count);
 }
 
 const char *

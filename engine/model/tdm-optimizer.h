@@ -22,6 +22,10 @@ typedef struct {
   float *state[2];              /* device buffers: velocity, or Adam's m and v */
   int state_count;
   uint8_t *decay_mask;          /* device: which parameters decay; NULL: all */
+  /* Parameter groups (tdm_optimizer_set_groups); group_count 0: one, everything at lr. */
+  int group_count;
+  size_t *group_offset, *group_size;
+  float *group_scale;
 } TdmOptimizer;
 
 /* decay_mask (host, count bytes, see tdm_network_decay_mask()) is used when the
@@ -32,6 +36,12 @@ void tdm_optimizer_free (TdmOptimizer *opt);
 
 /* One update with learning rate lr (Adam's alpha) from grads into params. */
 void tdm_optimizer_step (TdmOptimizer *opt, float *params, float *grads, double lr);
+
+/* From now on, updates touch only [offset[g], offset[g] + size[g]) for each group g,
+ * at lr · scale[g]; parameters in no group never change (frozen), nor does their
+ * state. Groups are copied. */
+void tdm_optimizer_set_groups (TdmOptimizer *opt, int count, const size_t *offset,
+                               const size_t *size, const float *scale);
 
 /* The state buffers' names in checkpoints: "optimizer.momentum.velocity",
  * "optimizer.adam.m", "optimizer.adam.v", "optimizer.nesterov.velocity". */

@@ -186,7 +186,7 @@ bn_output_left_to_next(TdmReplica *r, int i, int n, TdmPassMode mode)
     return FALSE;
   const TdmLayer *next = &net->layers[i + 1];
   if (next->kind == TDM_LAYER_POOL)
-    return ops->maxpool_forward_bn != NULL;
+    return tdm_layer_pool_tiles(next) && ops->maxpool_forward_bn != NULL;
   if (next->kind != TDM_LAYER_CONV || ops->im2col_bf16_bn == NULL ||
       r->conv_work[i + 1] != NULL)
     return FALSE;
@@ -306,6 +306,14 @@ conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy, gboolean dy1
   b->ops->col2im(b, dx, col, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
 }
 
+/* Whether layer i is frozen: its BN normalizes with the running statistics and leaves
+ * them alone, in training as in evaluation. */
+static gboolean
+layer_frozen(const TdmReplica *r, int i)
+{
+  return r->frozen != NULL && r->frozen[i];
+}
+
 void
 tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
 {
@@ -356,6 +364,10 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
         ops->relu_forward(b, y, y, out);
       break;
     case TDM_LAYER_POOL: {
+      if (!tdm_layer_pool_tiles(l)) {
+        ops->maxpool2d_forward(b, y, r->argmax[i], x, pool2d_of(l, n));
+        break;
+      }
       if (from_bn != NULL) {
         ops->maxpool_forward_bn(b, y, r->argmax[i], from_bn->x, from_bn->saved,
                                 from_bn->saved + l->in_c, from_bn->gamma, from_bn->beta,
@@ -375,8 +387,9 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
     case TDM_LAYER_RES_BEGIN:
       break;
     case TDM_LAYER_BN: {
-      gboolean gathered = bn_output_left_to_next(r, i, n, mode);
-      bn_forward(r, mode, y, x, n, pixels, l->out_c, w, bias, r->bn_work[i],
+      TdmPassMode bn_mode = layer_frozen(r, i) ? MODE_EVAL : mode;
+      gboolean gathered = bn_output_left_to_next(r, i, n, bn_mode);
+      bn_forward(r, bn_mode, y, x, n, pixels, l->out_c, w, bias, r->bn_work[i],
                  r->state + l->state_offset, l->fused_relu, gathered);
       if (gathered) {
         gather = (BnGather){x, r->bn_work[i] + 2 * l->out_c, w, bias, l->fused_relu};
@@ -385,7 +398,10 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       break;
     }
     case TDM_LAYER_AVGPOOL:
-      ops->avgpool_forward(b, y, x, n, l->in_h, l->in_w, l->in_c, l->kernel);
+      if (!tdm_layer_pool_tiles(l))
+        ops->avgpool2d_forward(b, y, x, pool2d_of(l, n));
+      else
+        ops->avgpool_forward(b, y, x, n, l->in_h, l->in_w, l->in_c, l->kernel);
       break;
     case TDM_LAYER_GLOBAL_AVG:
       ops->global_avgpool_forward(b, y, x, n, l->in_h * l->in_w, l->in_c);
@@ -410,7 +426,8 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       if (l->projection) {
         conv_forward(r, r->proj_conv[i], skip, NULL, r->cols[i], NULL, w, n, begin->in_h,
                      begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride, l->out_h, l->out_w);
-        bn_forward(r, mode, r->proj_bn[i], r->proj_conv[i], n, pixels, l->out_c, bias,
+        bn_forward(r, layer_frozen(r, i) ? MODE_EVAL : mode, r->proj_bn[i], r->proj_conv[i],
+                   n, pixels, l->out_c, bias,
                    bias + l->out_c, r->bn_work[i], r->state + l->state_offset, false, FALSE);
         skip = r->proj_bn[i];
       }
@@ -447,14 +464,15 @@ tdm_replica_backward(TdmReplica *r, int n)
   gboolean dy16_ready = FALSE; /* dy is in the conv's columns as bf16, not in dy */
   BnGather gather;             /* a conv's input left to it by the bn before it */
 
-  for (int i = net->layer_count - 1; i >= 0; i--) {
+  const int stop = r->backward_stop;
+  for (int i = net->layer_count - 1; i >= stop; i--) {
     const TdmLayer *l = &net->layers[i];
     const float *x = r->acts[i];
     const float *y = r->acts[i + 1];
     const float *w = r->params + l->weight_offset;
     float *dw = r->grads + l->weight_offset;
     float *dbias = r->grads + l->bias_offset;
-    gboolean need_dx = i > 0;
+    gboolean need_dx = i > stop;
     size_t out = (size_t)n * layer_out_floats(l);
     int pixels = l->out_h * l->out_w;
     uint16_t *dx16 = NULL; /* a bn's input gradient, written as bf16 for the conv below */
@@ -493,7 +511,9 @@ tdm_replica_backward(TdmReplica *r, int n)
         announce(r, c);
         return;
       }
-      if (need_dx) {
+      if (need_dx && !tdm_layer_pool_tiles(l)) {
+        ops->maxpool2d_backward(b, dx, dy, r->argmax[i], pool2d_of(l, n));
+      } else if (need_dx) {
         /* The conv below handed this pool its bias (and ReLU): their gradients too. */
         const TdmLayer *c = bias_in_pool(net, i - 1) ? l - 1 : NULL;
         ops->maxpool_backward(b, dx, c ? r->grads + c->bias_offset : NULL, dy, r->argmax[i],
@@ -513,7 +533,9 @@ tdm_replica_backward(TdmReplica *r, int n)
                   l->fused_relu, dw, r->bn_work[i]);
       break;
     case TDM_LAYER_AVGPOOL:
-      if (need_dx)
+      if (need_dx && !tdm_layer_pool_tiles(l))
+        ops->avgpool2d_backward(b, dx, dy, pool2d_of(l, n));
+      else if (need_dx)
         ops->avgpool_backward(b, dx, dy, n, l->in_h, l->in_w, l->in_c, l->kernel);
       break;
     case TDM_LAYER_GLOBAL_AVG:
@@ -577,5 +599,13 @@ tdm_replica_backward(TdmReplica *r, int n)
     dx = swap;
     if (tdm_replica_aborted(r))
       return;
+  }
+  /* The frozen layers below: no gradient, but zeros for the all-reduce's buckets. */
+  for (int i = stop - 1; i >= 0; i--) {
+    const TdmLayer *l = &net->layers[i];
+    if (l->param_count == 0)
+      continue;
+    ops->zero(b, r->grads + l->param_offset, l->param_count * sizeof(float));
+    announce(r, l);
   }
 }

@@ -55,7 +55,8 @@ static inline gboolean
 bias_in_pool(const TdmNetwork *net, int i)
 {
   return net->layers[i].kind == TDM_LAYER_CONV && net->layers[i].bias_count > 0 &&
-         i + 1 < net->layer_count && net->layers[i + 1].kind == TDM_LAYER_POOL;
+         i + 1 < net->layer_count && net->layers[i + 1].kind == TDM_LAYER_POOL &&
+         tdm_layer_pool_tiles(&net->layers[i + 1]);
 }
 
 /* Whether the first layer is a small conv whose pool comes next, so that the two run
@@ -83,6 +84,15 @@ static inline gboolean
 has_argmax(const TdmLayer *l)
 {
   return l->kind == TDM_LAYER_POOL || l->kind == TDM_LAYER_GLOBAL_MAX;
+}
+
+/* A pool layer's geometry for maxpool2d / avgpool2d over n samples. */
+static inline TdmPool2d
+pool2d_of(const TdmLayer *l, int n)
+{
+  TdmPool2d g = {n, l->in_h, l->in_w, l->in_c, l->kernel, l->stride, l->pad, l->out_h,
+                 l->out_w};
+  return g;
 }
 
 static inline size_t

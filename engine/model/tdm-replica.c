@@ -208,7 +208,16 @@ missing_op(const TdmBackendOps *ops, const TdmLayer *l)
     }
     break;
   case TDM_LAYER_AVGPOOL:
-    NEED(avgpool_forward) NEED(avgpool_backward)
+    if (tdm_layer_pool_tiles(l)) {
+      NEED(avgpool_forward) NEED(avgpool_backward)
+    } else {
+      NEED(avgpool2d_forward) NEED(avgpool2d_backward)
+    }
+    break;
+  case TDM_LAYER_POOL:
+    if (!tdm_layer_pool_tiles(l)) {
+      NEED(maxpool2d_forward) NEED(maxpool2d_backward)
+    }
     break;
   case TDM_LAYER_GLOBAL_AVG:
     NEED(global_avgpool_forward) NEED(global_avgpool_backward)
@@ -420,6 +429,18 @@ augments(const TdmReplica *r)
   return r->augment_pad > 0 || r->augment_flip != TDM_FLIP_NEVER;
 }
 
+/* The per-channel normalization of a gathered batch, on the device. Test-time shifts
+ * are cut from the normalized batch, so their zero fill is 0 after normalization. */
+static void
+normalize_input(TdmReplica *r, int count)
+{
+  if (!r->normalize)
+    return;
+  const TdmNetwork *net = r->net;
+  r->backend->ops->channel_affine(r->backend, r->acts[0], (size_t)count * net->in_h * net->in_w,
+                                  r->input_affine);
+}
+
 static void
 gather_train(TdmReplica *r, int count)
 {
@@ -433,6 +454,7 @@ gather_train(TdmReplica *r, int count)
   else
     b->ops->gather(b, r->acts[0], r->labels, r->train_images, r->train_labels, r->indices,
                    count, r->sample_size, 1.0f / 255.0f);
+  normalize_input(r, count);
 }
 
 /* The step body that a graph captures: everything but the upload of indices. */
@@ -618,6 +640,7 @@ eval_logits_of(TdmReplica *r, const uint8_t *images, const uint8_t *labels,
   b->ops->upload(b, r->indices, indices, (size_t)count * sizeof(int32_t));
   b->ops->gather(b, r->acts[0], r->labels, images, labels, r->indices, count,
                  r->sample_size, 1.0f / 255.0f);
+  normalize_input(r, count);
   /* The unshifted batch, for the translations, before a forward pass overwrites it. */
   const size_t sample = (size_t)net->in_h * net->in_w * net->in_c;
   const size_t batch_floats = (size_t)count * sample;
@@ -638,6 +661,7 @@ eval_logits_of(TdmReplica *r, const uint8_t *images, const uint8_t *labels,
       b->ops->gather_augment(b, r->acts[0], r->labels, images, labels,
                              r->indices, count, net->in_h, net->in_w, net->in_c,
                              1.0f / 255.0f, 0, TDM_FLIP_ALWAYS, 0, 0);
+      normalize_input(r, count);
       tdm_replica_forward(r, count, MODE_EVAL);
       b->ops->add(b, r->tta_logits, logits, floats);
     }

@@ -56,6 +56,12 @@ struct _TdmReplica {
                                  * right (zero-filled), each mirrored too with
                                  * test_flip; 0: no translations */
   float smoothing;              /* label smoothing of the training loss */
+  const uint8_t *frozen;        /* [layer_count] or NULL: frozen layers' BN runs with its
+                                 * running statistics, in training too */
+  int backward_stop;            /* backward computes layers [backward_stop, end) only:
+                                 * the ones below are frozen (0: all) */
+  gboolean normalize;           /* inputs go through input_affine after every gather */
+  TdmChannelAffine input_affine;/* per channel: (x / 255 − mean) / std as x · mul + add */
   int global_count;             /* samples of the whole batch over every replica (sync
                                  * BN's row count); 0: this step's count */
   TdmBnReduce bn_reduce;        /* synchronized BN when set (tdm_replica_sync_bn) */

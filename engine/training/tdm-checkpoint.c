@@ -392,6 +392,7 @@ load_failed(GError **error, const char *path, const char *format, ...)
 typedef struct {
   const char *name;
   gint64 begin, end;
+  gboolean i64;            /* int64 values, read as floats */
 } Span;
 
 static int
@@ -441,9 +442,13 @@ read_entry(const char *name, JsonNode *node, gint64 data_len, int *rank, gint64 
   JsonNode *dtype = json_object_get_member(o, "dtype");
   if (dtype == NULL || json_node_get_value_type(dtype) != G_TYPE_STRING)
     return load_failed(error, path, _("tensor “%s”: no “dtype” string"), name);
-  if (!g_str_equal(json_node_get_string(dtype), "F32"))
-    return load_failed(error, path, _("tensor “%s”: dtype %s, but Tandem reads only F32"),
-                       name, json_node_get_string(dtype));
+  /* PyTorch's state_dicts hold BN's num_batches_tracked as an int64 scalar: read as
+   * a float; every other tensor must be float32. */
+  gboolean i64 = g_str_equal(json_node_get_string(dtype), "I64");
+  if (!g_str_equal(json_node_get_string(dtype), "F32") && !i64)
+    return load_failed(error, path, _("tensor “%s”: dtype %s, but Tandem reads only F32 "
+                       "(and I64 counters)"), name, json_node_get_string(dtype));
+  const gint64 width = i64 ? 8 : (gint64)sizeof(float);
 
   JsonNode *shape_node = json_object_get_member(o, "shape");
   if (shape_node == NULL || !JSON_NODE_HOLDS_ARRAY(shape_node))
@@ -460,7 +465,7 @@ read_entry(const char *name, JsonNode *node, gint64 data_len, int *rank, gint64 
     if (!json_count(json_array_get_element(shape_array, d), &shape[d]))
       return load_failed(error, path, _("tensor “%s”: shape[%u] is not a non-negative "
                                       "whole number"), name, d);
-    if (shape[d] != 0 && elements > G_MAXINT64 / (gint64)sizeof(float) / shape[d])
+    if (shape[d] != 0 && elements > G_MAXINT64 / width / shape[d])
       too_big = TRUE;
     else
       elements *= shape[d];
@@ -487,11 +492,12 @@ read_entry(const char *name, JsonNode *node, gint64 data_len, int *rank, gint64 
     return load_failed(error, path, "tensor “%s”: data_offsets [%" G_GINT64_FORMAT
                                     ", %" G_GINT64_FORMAT "] run past the %" G_GINT64_FORMAT
                                     " bytes of data in the file", name, begin, end, data_len);
-  if (elements * (gint64)sizeof(float) != end - begin)
+  if (elements * width != end - begin)
     return load_failed(error, path, "tensor “%s”: shape holds %" G_GINT64_FORMAT
                                     " values but data_offsets span %" G_GINT64_FORMAT " bytes",
                        name, elements, end - begin);
   *rank = (int)r;
+  span->i64 = i64;
   span->name = name;
   span->begin = begin;
   span->end = end;
@@ -510,6 +516,20 @@ read_floats(const char *src, gint64 count)
   for (gint64 i = 0; i < count; i++)
     words[i] = GUINT32_FROM_LE(words[i]);
 #endif
+  return out;
+}
+
+static float *
+read_int64s(const char *src, gint64 count)
+{
+  if (count == 0)
+    return NULL;
+  float *out = g_new(float, count);
+  for (gint64 i = 0; i < count; i++) {
+    gint64 v;
+    memcpy(&v, src + 8 * i, 8);
+    out[i] = (float)GINT64_FROM_LE(v);
+  }
   return out;
 }
 
@@ -612,9 +632,11 @@ tdm_checkpoint_load(const char *path, GError **error)
   }
 
   for (guint i = 0; i < count; i++) {
-    gint64 elements = (spans[i].end - spans[i].begin) / (gint64)sizeof(float);
+    gint64 width = spans[i].i64 ? 8 : (gint64)sizeof(float);
+    gint64 elements = (spans[i].end - spans[i].begin) / width;
     checkpoint_take(ckpt, spans[i].name, ranks[i], &shapes[4 * i],
-                    read_floats(data + spans[i].begin, elements));
+                    spans[i].i64 ? read_int64s(data + spans[i].begin, elements)
+                                 : read_floats(data + spans[i].begin, elements));
   }
   return g_steal_pointer(&ckpt);
 }

@@ -58,6 +58,18 @@ gboolean tdm_checkpoint_read_parameters (TdmCheckpoint *ckpt, const TdmNetwork *
                                          const char *path, float *params, float *state,
                                          GError **error);
 
+/* The same for starting from someone's weights (--init, or classifying with a
+ * network and a state_dict): every tensor whose name and shape match is loaded; a
+ * missing one keeps what params and state hold (skipped), and so does the head (the
+ * last fc) when only its class count differs. Any other shape that differs is an
+ * error, and so is a file that matches nothing. require_all: every tensor must load
+ * (nothing to fall back on). *report (when not NULL) says how many loaded, which were
+ * skipped and why, and how many of the file's tensors were not used. */
+gboolean tdm_checkpoint_read_matching (TdmCheckpoint *ckpt, const TdmNetwork *net,
+                                       const char *path, gboolean require_all,
+                                       float *params, float *state, char **report,
+                                       GError **error);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmCheckpoint, tdm_checkpoint_free)
 
 G_END_DECLS

@@ -11,6 +11,8 @@
 #include "tdm-config.h"
 #include "tdm-dataset.h"
 #include "tdm-error.h"
+#include "tdm-finetune.h"
+#include "tdm-network-catalogue.h"
 #include "tdm-image.h"
 #include "tdm-json.h"
 #include "tdm-network.h"
@@ -97,6 +99,62 @@ read_names(TdmCheckpoint *ckpt, const char *path, int classes, GError **error)
   return g_steal_pointer(&names);
 }
 
+/* The outputs of a spec's last fc (scale items may follow it), or 0. */
+static int
+spec_classes(const char *spec)
+{
+  g_auto(GStrv) items = g_strsplit(spec, ",", -1);
+  for (int i = (int)g_strv_length(items) - 1; i >= 0; i--) {
+    const char *item = g_strstrip(items[i]);
+    if (g_str_has_prefix(item, "scale"))
+      continue;
+    int classes = 0;
+    return sscanf(item, "fc%d", &classes) == 1 ? classes : 0;
+  }
+  return 0;
+}
+
+/* Takes net and names; copies params and state onto a CPU replica. */
+static TdmClassifier *
+classifier_new(TdmNetwork *net, const float *params, const float *state, char **names,
+               const char *normalize, GError **error)
+{
+  TdmClassifier *cl = g_new0(TdmClassifier, 1);
+  cl->net = net;
+  cl->names = names;
+  cl->logits = g_new0(float, net->classes);
+  /* One unlabelled sample: its label space need not be the network's (ImageNet's
+   * 1000 classes are more than a dataset holds). */
+  cl->input = tdm_dataset_new("classify", 1, net->in_h, net->in_w, net->in_c,
+                              MIN(net->classes, 256));
+  float mean[TDM_AFFINE_MAX_CHANNELS], std[TDM_AFFINE_MAX_CHANNELS];
+  gboolean normalized = FALSE;
+  cl->backend = tdm_backend_cpu_new(error);
+  if (cl->backend == NULL ||
+      !tdm_normalize_resolve(normalize, NULL, net->in_c, &normalized, mean, std, error)) {
+    tdm_classifier_free(cl);
+    return NULL;
+  }
+  cl->replica = tdm_replica_new(cl->backend, net, 1, cl->input, cl->input, error);
+  if (cl->replica == NULL) {
+    tdm_classifier_free(cl);
+    return NULL;
+  }
+  cl->replica->normalize = normalized;
+  if (normalized)
+    cl->replica->input_affine = tdm_normalize_affine(net->in_c, mean, std);
+  cl->backend->ops->upload(cl->backend, cl->replica->params, params,
+                           net->parameter_count * sizeof(float));
+  if (net->state_count > 0)
+    cl->backend->ops->upload(cl->backend, cl->replica->state, state,
+                             net->state_count * sizeof(float));
+  if (!tdm_backend_check(cl->backend, error)) {
+    tdm_classifier_free(cl);
+    return NULL;
+  }
+  return cl;
+}
+
 TdmClassifier *
 tdm_classifier_load(const char *path, GError **error)
 {
@@ -118,15 +176,9 @@ tdm_classifier_load(const char *path, GError **error)
                    "resume it for one step with --save to add it)"));
     return NULL;
   }
-  /* A network ends in an fc with one output per class, then at most scale items
-   * (tdm-network.h). */
-  int classes = 0;
-  g_auto(GStrv) items = g_strsplit(spec, ",", -1);
-  int last = (int)g_strv_length(items) - 1;
-  while (last > 0 && g_str_has_prefix(items[last], "scale"))
-    last--;
-  if (last < 0 || sscanf(items[last], "fc%d", &classes) != 1 || classes < 1 ||
-      classes > 256) {
+  /* A network ends in an fc with one output per class (tdm-network.h). */
+  int classes = spec_classes(spec);
+  if (classes < 1 || classes > 256) {
     bad_checkpoint(error, path, _("its network does not end in an fc layer of 1 to 256 "
                                 "outputs"));
     return NULL;
@@ -142,43 +194,95 @@ tdm_classifier_load(const char *path, GError **error)
     tdm_network_free(net);
     return NULL;
   }
+  /* Evaluated as the run evaluated: with its test-time flips and shifts, if it used
+   * them, and its input normalization. */
+  const char *config_json = tdm_checkpoint_get_metadata(ckpt, "config");
+  g_autoptr(TdmConfig) config = config_json != NULL ? tdm_config_from_json(config_json, NULL)
+                                                    : NULL;
+  const char *normalize = tdm_checkpoint_get_metadata(ckpt, "normalize");
   char **names = read_names(ckpt, path, classes, error);
   if (names == NULL) {
     tdm_network_free(net);
     return NULL;
   }
-  TdmClassifier *cl = g_new0(TdmClassifier, 1);
-  cl->net = net;
-  cl->names = names;
-  cl->logits = g_new0(float, classes);
-  cl->input = tdm_dataset_new("classify", 1, h, w, c, classes);
-  cl->backend = tdm_backend_cpu_new(error);
-  if (cl->backend == NULL) {
-    tdm_classifier_free(cl);
+  TdmClassifier *cl = classifier_new(net, params, state, names, normalize, error);
+  if (cl == NULL) {
+    g_prefix_error(error, "%s: ", path);
     return NULL;
   }
-  cl->replica = tdm_replica_new(cl->backend, net, 1, cl->input, cl->input, error);
-  if (cl->replica == NULL) {
-    tdm_classifier_free(cl);
-    return NULL;
-  }
-  /* Evaluated as the run evaluated: with its test-time flips and shifts, if it used
-   * them. */
-  const char *config_json = tdm_checkpoint_get_metadata(ckpt, "config");
-  g_autoptr(TdmConfig) config = config_json != NULL ? tdm_config_from_json(config_json, NULL)
-                                                    : NULL;
   cl->replica->test_flip = config != NULL && config->test_flip;
   cl->replica->test_shift = config != NULL ? config->test_shift : 0;
-  cl->backend->ops->upload(cl->backend, cl->replica->params, params,
-                           net->parameter_count * sizeof(float));
-  if (net->state_count > 0)
-    cl->backend->ops->upload(cl->backend, cl->replica->state, state,
-                             net->state_count * sizeof(float));
-  if (!tdm_backend_check(cl->backend, error)) {
-    tdm_classifier_free(cl);
+  return cl;
+}
+
+/* The classes of a network's head in a state_dict: the rows of the last fc's weight. */
+static int
+head_classes(TdmCheckpoint *ckpt, const char *network, int h, int w, int c)
+{
+  g_autoptr(TdmNetwork) probe = tdm_network_new(network, h, w, c, 1, NULL);
+  if (probe == NULL)
+    return 0;
+  int head = probe->layer_count - 1;
+  while (head > 0 && probe->layers[head].kind != TDM_LAYER_LINEAR)
+    head--;
+  g_autofree char *name = g_strdup_printf("%s.weight", probe->layers[head].name);
+  const TdmTensor *t = tdm_checkpoint_get(ckpt, name);
+  return t != NULL && t->rank == 2 && t->shape[0] >= 1 && t->shape[0] <= 100000
+             ? (int)t->shape[0]
+             : 0;
+}
+
+TdmClassifier *
+tdm_classifier_load_weights(const char *network, const char *path, int size, int channels,
+                            const char *normalize, GError **error)
+{
+  g_return_val_if_fail(network != NULL && path != NULL, NULL);
+  const TdmNetworkPreset *preset = tdm_network_preset_find(network);
+  if (size <= 0)
+    size = preset != NULL ? preset->input_size : 0;
+  if (size <= 0) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
+                _("--image-size: network “%s” does not say its input size; give it"), network);
     return NULL;
   }
-  return cl;
+  if (channels <= 0)
+    channels = 3;
+  if (normalize == NULL && preset != NULL && preset->recipe == TDM_RECIPE_TORCHVISION)
+    normalize = "imagenet";
+  g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_load(path, error);
+  if (ckpt == NULL)
+    return NULL;
+  /* A preset's head follows the file; a spec says its own class count. */
+  int classes = preset != NULL ? head_classes(ckpt, network, size, size, channels) : 0;
+  if (preset != NULL && classes == 0) {
+    g_autoptr(TdmNetwork) probe = tdm_network_new(network, size, size, channels, 1, NULL);
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                _("%s: no “%s.weight” of two dimensions: not weights for network “%s”"), path,
+                probe != NULL ? probe->layers[probe->layer_count - 1].name : "fc", network);
+    return NULL;
+  }
+  if (preset == NULL) {
+    classes = spec_classes(network);
+    if (classes < 1) {
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC,
+                  _("--network “%s”: to classify, a spec must end in fcN (N classes)"), network);
+      return NULL;
+    }
+  }
+  TdmNetwork *net = tdm_network_new(network, size, size, channels, classes, error);
+  if (net == NULL)
+    return NULL;
+  g_autofree float *params = g_new0(float, MAX(1, net->parameter_count));
+  g_autofree float *state = g_new0(float, MAX(1, net->state_count));
+  tdm_network_init_state(net, state);
+  if (!tdm_checkpoint_read_matching(ckpt, net, path, TRUE, params, state, NULL, error)) {
+    tdm_network_free(net);
+    return NULL;
+  }
+  char **names = g_new0(char *, classes + 1);
+  for (int k = 0; k < classes; k++)
+    names[k] = g_strdup_printf("%d", k);
+  return classifier_new(net, params, state, names, normalize, error);
 }
 
 void
@@ -206,6 +310,12 @@ tdm_classifier_class_name(const TdmClassifier *cl, int k)
 {
   g_return_val_if_fail(k >= 0 && k < cl->net->classes, NULL);
   return cl->names[k];
+}
+
+const float *
+tdm_classifier_logits(const TdmClassifier *cl)
+{
+  return cl->logits;
 }
 
 void
@@ -263,8 +373,7 @@ void
 tdm_classifier_rank(const float *probs, int classes, int top, int *order)
 {
   /* Selection of the top few: classes are at most 256. */
-  gboolean *taken = g_newa(gboolean, classes);
-  memset(taken, 0, sizeof(gboolean) * classes);
+  g_autofree gboolean *taken = g_new0(gboolean, classes);
   for (int r = 0; r < top && r < classes; r++) {
     int best = -1;
     for (int k = 0; k < classes; k++)

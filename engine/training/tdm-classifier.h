@@ -19,6 +19,15 @@ G_BEGIN_DECLS
 typedef struct _TdmClassifier TdmClassifier;
 
 TdmClassifier *tdm_classifier_load (const char *checkpoint, GError **error);
+/* A network (a built-in name or a spec) with the weights of a safetensors state_dict
+ * (PyTorch's names and shapes, e.g. a converted torchvision model), no training: every
+ * tensor of the network must be in the file; the head's class count comes from the
+ * file. size: the input's side (0: the preset's); channels 0: RGB; normalize as
+ * --normalize takes it (NULL: ImageNet's for torchvision's presets, else none).
+ * Classes are named by number. */
+TdmClassifier *tdm_classifier_load_weights (const char *network, const char *path, int size,
+                                            int channels, const char *normalize,
+                                            GError **error);
 void tdm_classifier_free (TdmClassifier *classifier);
 
 int tdm_classifier_classes (const TdmClassifier *classifier);
@@ -32,6 +41,8 @@ void tdm_classifier_input (const TdmClassifier *classifier, int *height, int *wi
  * shape (HWC bytes, as datasets hold them). */
 gboolean tdm_classifier_run (TdmClassifier *classifier, const uint8_t *sample, float *probs,
                              GError **error);
+/* The network's outputs (classes logits) of the last tdm_classifier_run(). */
+const float *tdm_classifier_logits (const TdmClassifier *classifier);
 /* The same for an image file; errors name the file. */
 gboolean tdm_classifier_run_file (TdmClassifier *classifier, const char *path, float *probs,
                                   GError **error);

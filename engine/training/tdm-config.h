@@ -105,6 +105,13 @@ typedef struct {
   int save_every;          /* also save save_path every this many steps; 0: epochs only */
   int early_stop;          /* end after this many epochs without a better validation
                             * accuracy; 0: never */
+  /* Starting from weights and normalizing inputs (tdm-finetune.h); JSON readers take
+   * these as optional. */
+  char *normalize;         /* "none", "dataset", "imagenet" or "M,M,M/S,S,S"; NULL: none */
+  char *init_path;         /* a safetensors state_dict to start from, or NULL */
+  char **freeze;           /* module-name prefixes kept fixed, or NULL */
+  gboolean train_head;     /* only the last fc trains */
+  char **lr_scale;         /* "PREFIX=X" learning-rate factors, or NULL */
 } TdmConfig;
 
 /* Chainer's defaults: Fashion-MNIST, mlp, one CPU worker, batch 100, 20 epochs, Adam. */

@@ -45,6 +45,7 @@ typedef struct {
   char dataset[128];
   int train_count, test_count;
   char notice[1024];                   /* files the dataset skipped, or "" */
+  char init_report[1024];              /* what --init loaded and skipped, or "" */
   int prewarm_steps;                   /* untimed steps before the clock (0: none) */
   double prewarm_seconds;              /* what they took, evaluation included */
   int cpu_threads;                     /* BLAS threads each CPU worker runs (0: none) */

@@ -21,6 +21,11 @@
 /* Bumped when the meaning of what is stored changes: version 2 keeps the optimizer's
  * state in the [out, kh, kw, in] order of conv weights in memory. */
 #define CHECKPOINT_FORMAT "tandem-checkpoint-2"
+/* How an fc after a conv stores its weight. Checkpoints written before this key said
+ * "NHWC: …" hold it in (row, column, channel) order, and name a network's only fc
+ * "fc1": both still resume. */
+#define ACTIVATION_LAYOUT "NCHW: an fc layer after a conv is stored in PyTorch's flatten " \
+                          "order (channel, row, column)"
 
 gboolean
 tdm_trainer_download_parameters(TdmTrainer *t, GError **error)
@@ -49,7 +54,7 @@ typedef struct {
   gint64 shape[4];
   Home home;
   size_t offset, count;
-  const TdmLayer *conv;        /* permute through this conv layer's layout */
+  const TdmLayer *layer;       /* a conv's or fc's weight: permuted through its layout */
 } Entry;
 
 static void
@@ -85,13 +90,14 @@ layer_entries(const TdmNetwork *net, const TdmLayer *l, Entry *e)
   int n = 0;
   switch (l->kind) {
   case TDM_LAYER_LINEAR:
-    entry(&e[n++], l->name, "weight", IN_PARAMS, l->weight_offset, l->weight_count, 2,
+    entry(&e[n], l->name, "weight", IN_PARAMS, l->weight_offset, l->weight_count, 2,
           l->out_c, (gint64)l->in_h * l->in_w * l->in_c, 0, 0);
+    e[n++].layer = l;
     break;
   case TDM_LAYER_CONV:
     entry(&e[n], l->name, "weight", IN_PARAMS, l->weight_offset, l->weight_count, 4, l->out_c,
           l->in_c, l->kernel, l->kernel);
-    e[n++].conv = l;
+    e[n++].layer = l;
     break;
   case TDM_LAYER_BN:
     return bn_entries(e, l->name, l->weight_offset, l->state_offset, l->out_c);
@@ -125,10 +131,11 @@ add_layer_tensors(TdmCheckpoint *ckpt, const TdmNetwork *net, const float *param
     for (int k = 0; k < n; k++) {
       if (e[k].home == IS_STEP) {
         tdm_checkpoint_add(ckpt, e[k].name, 0, e[k].shape, &steps);
-      } else if (e[k].conv != NULL) {
-        /* PyTorch's [out, in, kh, kw] in the file, ours [out, kh, kw, in] in memory. */
+      } else if (e[k].layer != NULL) {
+        /* PyTorch's [out, in, kh, kw] and (channel, row, column) in the file, ours
+         * [out, kh, kw, in] and (row, column, channel) in memory. */
         g_autofree float *torch = g_new(float, e[k].count);
-        tdm_layer_weight_to_torch(e[k].conv, params + e[k].offset, torch);
+        tdm_layer_weight_to_torch(e[k].layer, params + e[k].offset, torch);
         tdm_checkpoint_add(ckpt, e[k].name, e[k].rank, e[k].shape, torch);
       } else {
         const float *home = e[k].home == IN_STATE ? state : params;
@@ -235,9 +242,9 @@ tdm_trainer_save_checkpoint_to(TdmTrainer *t, const char *path, gboolean best,
   g_autofree char *names = class_names_json(t->data->train);
   if (names != NULL)
     tdm_checkpoint_set_metadata(ckpt, "class_names", names);
-  tdm_checkpoint_set_metadata(ckpt, "activation_layout",
-                              "NHWC: an fc layer after a conv reads features in (row, "
-                              "column, channel) order");
+  tdm_checkpoint_set_metadata(ckpt, "activation_layout", ACTIVATION_LAYOUT);
+  if (t->normalize_text != NULL)
+    tdm_checkpoint_set_metadata(ckpt, "normalize", t->normalize_text);
   if (!tdm_checkpoint_save(ckpt, path, error))
     return FALSE;
   TdmEvent e = {.kind = TDM_EVENT_SAVED};
@@ -265,17 +272,50 @@ metadata_long(TdmCheckpoint *ckpt, const char *path, const char *key, gint64 min
   return TRUE;
 }
 
+/* Whether ckpt was written by a Tandem from before PyTorch's fc layout: written by
+ * Tandem (it has a format) without the current layout key. */
+static gboolean
+legacy_layout(TdmCheckpoint *ckpt)
+{
+  const char *layout = tdm_checkpoint_get_metadata(ckpt, "activation_layout");
+  return tdm_checkpoint_get_metadata(ckpt, "format") != NULL &&
+         (layout == NULL || g_str_has_prefix(layout, "NHWC"));
+}
+
+/* The tensor for entry e; in a legacy checkpoint a network's only fc was "fc1". */
+static const TdmTensor *
+find_tensor(TdmCheckpoint *ckpt, const Entry *e, gboolean legacy)
+{
+  const TdmTensor *tensor = tdm_checkpoint_get(ckpt, e->name);
+  if (tensor == NULL && legacy && g_str_has_prefix(e->name, "fc.")) {
+    g_autofree char *old = g_strdup_printf("fc1.%s", e->name + 3);
+    tensor = tdm_checkpoint_get(ckpt, old);
+  }
+  return tensor;
+}
+
+static void
+copy_in(const Entry *e, const TdmTensor *tensor, gboolean legacy, float *params, float *state)
+{
+  if (e->layer != NULL && !(legacy && e->layer->kind == TDM_LAYER_LINEAR))
+    tdm_layer_weight_from_torch(e->layer, tensor->data, params + e->offset);
+  else
+    memcpy((e->home == IN_STATE ? state : params) + e->offset, tensor->data,
+           e->count * sizeof(float));
+}
+
 gboolean
 tdm_checkpoint_read_parameters(TdmCheckpoint *ckpt, const TdmNetwork *net, const char *path,
                                float *params, float *state, GError **error)
 {
+  gboolean legacy = legacy_layout(ckpt);
   for (int i = 0; i < net->layer_count; i++) {
     Entry e[8];
     int count = layer_entries(net, &net->layers[i], e);
     for (int k = 0; k < count; k++) {
       if (e[k].home == IS_STEP)
         continue;
-      const TdmTensor *tensor = tdm_checkpoint_get(ckpt, e[k].name);
+      const TdmTensor *tensor = find_tensor(ckpt, &e[k], legacy);
       gint64 elements = 1;
       for (int d = 0; tensor != NULL && d < tensor->rank; d++)
         elements *= tensor->shape[d];
@@ -295,11 +335,7 @@ tdm_checkpoint_read_parameters(TdmCheckpoint *ckpt, const TdmNetwork *net, const
                       path, e[k].name, (double)tensor->data[j], j);
           return FALSE;
         }
-      if (e[k].conv != NULL)
-        tdm_layer_weight_from_torch(e[k].conv, tensor->data, params + e[k].offset);
-      else
-        memcpy((e[k].home == IN_STATE ? state : params) + e[k].offset, tensor->data,
-               e[k].count * sizeof(float));
+      copy_in(&e[k], tensor, legacy, params, state);
     }
   }
   return TRUE;
@@ -321,11 +357,123 @@ same_dataset(TdmTrainer *t, TdmCheckpoint *ckpt, const char *path, GError **erro
   return TRUE;
 }
 
+static char *
+shape_text(int rank, const gint64 *shape)
+{
+  GString *s = g_string_new("[");
+  for (int d = 0; d < rank; d++)
+    g_string_append_printf(s, "%s%" G_GINT64_FORMAT, d ? ", " : "", shape[d]);
+  g_string_append_c(s, ']');
+  return g_string_free(s, FALSE);
+}
+
+static gboolean
+same_shape(const Entry *e, const TdmTensor *t)
+{
+  if (t->rank != e->rank)
+    return FALSE;
+  for (int d = 0; d < e->rank; d++)
+    if (t->shape[d] != e->shape[d])
+      return FALSE;
+  return TRUE;
+}
+
 gboolean
 tdm_trainer_check_resume_dataset(TdmTrainer *t, const char *path, GError **error)
 {
   g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_load(path, error);
   return ckpt != NULL && same_dataset(t, ckpt, path, error);
+}
+
+gboolean
+tdm_checkpoint_read_matching(TdmCheckpoint *ckpt, const TdmNetwork *net, const char *path,
+                             gboolean require_all, float *params, float *state,
+                             char **report, GError **error)
+{
+  gboolean legacy = legacy_layout(ckpt);
+  int head = net->layer_count - 1;
+  while (head > 0 && net->layers[head].kind != TDM_LAYER_LINEAR)
+    head--;
+  int loaded = 0, wanted = 0;
+  g_autoptr(GString) skipped = g_string_new(NULL);
+  int skipped_count = 0;
+  g_autoptr(GHashTable) used = g_hash_table_new(g_str_hash, g_str_equal);
+  for (int i = 0; i < net->layer_count; i++) {
+    Entry e[8];
+    int count = layer_entries(net, &net->layers[i], e);
+    for (int k = 0; k < count; k++) {
+      const TdmTensor *tensor = find_tensor(ckpt, &e[k], legacy);
+      if (tensor != NULL)
+        g_hash_table_add(used, tensor->name);
+      if (e[k].home == IS_STEP)
+        continue;
+      wanted++;
+      const char *why = NULL;
+      g_autofree char *why_text = NULL;
+      if (tensor == NULL) {
+        why = "missing";
+      } else if (!same_shape(&e[k], tensor)) {
+        g_autofree char *theirs = shape_text(tensor->rank, tensor->shape);
+        g_autofree char *ours = shape_text(e[k].rank, e[k].shape);
+        if (i == head && !require_all && tensor->rank >= 1 &&
+            (e[k].rank < 2 || tensor->shape[1] == e[k].shape[1])) {
+          /* Another class count: the head keeps its fresh initial values. */
+          why = why_text = g_strdup_printf("head re-initialized: %" G_GINT64_FORMAT
+                                           " classes in the file, %d here",
+                                           tensor->shape[0], net->classes);
+        } else if (i == head) {
+          g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                      _("%s: tensor “%s” is %s, but the network's head is %s (%d classes)%s"),
+                      path, e[k].name, theirs, ours, net->classes,
+                      require_all ? ": it was trained for another class count" : "");
+          return FALSE;
+        } else {
+          g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                      _("%s: tensor “%s” is %s, but the network's is %s: the file is of "
+                      "another architecture (or input size)"),
+                      path, e[k].name, theirs, ours);
+          return FALSE;
+        }
+      } else {
+        copy_in(&e[k], tensor, legacy, params, state);
+        loaded++;
+        continue;
+      }
+      if (require_all) {
+        g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                    _("%s: tensor “%s” is missing: the network cannot run without it"), path,
+                    e[k].name);
+        return FALSE;
+      }
+      /* The first few by name (the head's re-initialization comes last and is
+       * always said); the rest counted. */
+      if (skipped_count < 8 || i == head)
+        g_string_append_printf(skipped, "%s%s (%s)", skipped->len ? ", " : "", e[k].name,
+                               why);
+      skipped_count++;
+    }
+  }
+  int unused = 0;
+  for (int i = 0; i < tdm_checkpoint_count(ckpt); i++)
+    unused += !g_hash_table_contains(used, tdm_checkpoint_nth(ckpt, i)->name);
+  if (loaded == 0) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                _("%s: none of its %d tensors matches the network's names and shapes (it "
+                "wants names such as “%s.weight”): not weights for this network"),
+                path, tdm_checkpoint_count(ckpt), net->layers[0].name);
+    return FALSE;
+  }
+  if (report != NULL) {
+    GString *r = g_string_new(NULL);
+    g_string_append_printf(r, "loaded %d of the network's %d tensors", loaded, wanted);
+    if (skipped_count > 0)
+      g_string_append_printf(r, "; skipped %d: %s%s", skipped_count, skipped->str,
+                             skipped_count > 8 ? " …" : "");
+    if (unused > 0)
+      g_string_append_printf(r, "; %d of the file's tensors unused", unused);
+    *report = g_string_free(r, FALSE);
+  }
+  return TRUE;
 }
 
 /* Puts the run where the checkpoint left it: parameters on every replica, optimizer

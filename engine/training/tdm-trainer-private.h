@@ -134,6 +134,16 @@ struct _TdmTrainer {
   double pace;                  /* steps per second at most; 0 for no limit */
   int single_steps;             /* steps still to run while paused */
   gint64 last_step_us;          /* on the trainer's clock, when the last step began */
+
+  /* Starting from weights (tdm-trainer-finetune.c). */
+  gboolean normalize;           /* inputs normalized per channel */
+  TdmChannelAffine affine;
+  char *normalize_text;         /* "M,M,M/S,S,S" for checkpoints, or NULL */
+  float *init_params, *init_state;   /* --init's values over the seeded ones, or NULL */
+  char *init_report;            /* what --init loaded and skipped, or NULL */
+  float *layer_scales;          /* [layer_count] learning-rate factors, 0 frozen; or NULL */
+  uint8_t *frozen;              /* [layer_count], or NULL */
+  int first_trained;            /* backward stops at this layer */
 };
 
 /* The main replica's parameters into t->host_params (waits for its device). */
@@ -201,6 +211,14 @@ void tdm_trainer_exact_add_metrics (TdmTrainer *t, int r, TdmMetrics m);
  * end, and freeing it all (safe after a failed set-up). */
 gboolean tdm_trainer_setup (TdmTrainer *t, GCancellable *cancellable, GError **error);
 gboolean tdm_trainer_initialize_parameters (TdmTrainer *t, GError **error);
+/* tdm-trainer-finetune.c: the normalization, --init's file (read and checked before
+ * any work), frozen layers and learning-rate factors, once the network exists; then
+ * each replica's and optimizer's share; --init's values over the seeded parameters
+ * (and its BN statistics on every replica); freed at teardown. */
+gboolean tdm_trainer_finetune_setup (TdmTrainer *t, GError **error);
+void tdm_trainer_finetune_replica (TdmTrainer *t, int r);
+void tdm_trainer_finetune_parameters (TdmTrainer *t, float *params);
+void tdm_trainer_finetune_teardown (TdmTrainer *t);
 /* The pre-warm (tdm_trainer_set_prewarm), after the parameters are initialized: it
  * ends with parameters, optimizer state, BN statistics, metrics and timing as it
  * found them. */

@@ -78,6 +78,7 @@ tdm_trainer_teardown(TdmTrainer *t)
   g_clear_pointer(&t->val_indices, g_free);
   g_clear_pointer(&t->mapped, g_free);
   g_clear_pointer(&t->telemetry, tdm_telemetry_free);
+  tdm_trainer_finetune_teardown(t);
   g_clear_pointer(&t->net, tdm_network_free);
   if (t->data == t->borrowed_data)
     t->data = NULL;
@@ -169,6 +170,7 @@ build_replicas(TdmTrainer *t, GError **error)
       if (t->opts[r] == NULL)
         return FALSE;
     }
+    tdm_trainer_finetune_replica(t, r);
   }
   return TRUE;
 }
@@ -355,6 +357,8 @@ tdm_trainer_setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
     }
     return FALSE;
   }
+  if (!tdm_trainer_finetune_setup(t, error))
+    return FALSE;
 
   t->world = tdm_config_replica_count(cfg);
   t->rank0 = 0;
@@ -430,6 +434,7 @@ tdm_trainer_initialize_parameters(TdmTrainer *t, GError **error)
   size_t n = t->net->parameter_count;
   g_autofree float *params = g_new(float, n);
   tdm_network_init_parameters(t->net, t->config->seed, params);
+  tdm_trainer_finetune_parameters(t, params);
   if (t->main_local >= 0) {
     TdmBackend *b = t->backends[t->main_local];
     b->ops->upload(b, t->reps[t->main_local]->params, params, n * sizeof(float));

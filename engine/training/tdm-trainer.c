@@ -260,6 +260,7 @@ emit_started(TdmTrainer *t)
   s->train_count = t->data->train->count;
   s->test_count = t->data->test->count;
   g_strlcpy(s->notice, t->data->notice != NULL ? t->data->notice : "", sizeof s->notice);
+  g_strlcpy(s->init_report, t->init_report != NULL ? t->init_report : "", sizeof s->init_report);
   s->prewarm_steps = t->prewarm_steps;
   s->prewarm_seconds = t->prewarm_seconds;
   tdm_trainer_emit(t, &e);

@@ -109,7 +109,7 @@ window_for_run(const char *spec, int batch, guint strategy)
   tdm_device_row_set_active(row_where(window, TRUE), TRUE);
   tdm_device_row_set_workers(row_where(window, TRUE), 2);
   tdm_dataset_chooser_set_source(window_child(window, "dataset_chooser"), "synthetic");
-  adw_combo_row_set_selected(window_child(window, "network_dropdown"), 3);
+  adw_combo_row_set_selected(window_child(window, "network_dropdown"), window_custom_network());
   tdm_spec_entry_set_text(window_child(window, "spec_entry"), spec);
   gtk_spin_button_set_value(window_child(window, "batch_spin"), batch);
   gtk_spin_button_set_value(window_child(window, "epochs_spin"), 1);
@@ -387,7 +387,7 @@ test_memory_warning(void)
   tdm_device_row_set_active(row_where(window, TRUE), FALSE);
   tdm_device_row_set_active(row_where(window, FALSE), TRUE);
   tdm_dataset_chooser_set_source(window_child(window, "dataset_chooser"), "synthetic");
-  adw_combo_row_set_selected(window_child(window, "network_dropdown"), 3);
+  adw_combo_row_set_selected(window_child(window, "network_dropdown"), window_custom_network());
   tdm_spec_entry_set_text(window_child(window, "spec_entry"), "fc2048,relu,fc10");
   gtk_spin_button_set_value(window_child(window, "batch_spin"), 16384);
   g_assert_true(wait_for(can_start, window, 60));

@@ -701,7 +701,7 @@ window_for_run(int epochs)
   tdm_device_row_set_active(cpu_row(window), TRUE);
   tdm_device_row_set_workers(cpu_row(window), 2);
   tdm_dataset_chooser_set_source(window_child(window, "dataset_chooser"), "synthetic");
-  adw_combo_row_set_selected(window_child(window, "network_dropdown"), 3);
+  adw_combo_row_set_selected(window_child(window, "network_dropdown"), window_custom_network());
   tdm_spec_entry_set_text(window_child(window, "spec_entry"), "fc16,relu,fc10");
   gtk_spin_button_set_value(window_child(window, "batch_spin"), 200);
   gtk_spin_button_set_value(window_child(window, "epochs_spin"), epochs);

@@ -191,7 +191,7 @@ window_for_run(const char *spec, int batch, int epochs)
   tdm_device_row_set_active(cpu_row(window), TRUE);
   tdm_device_row_set_workers(cpu_row(window), 2);
   set_dataset(window, "synthetic");
-  adw_combo_row_set_selected(window_child(window, "network_dropdown"), 3);
+  adw_combo_row_set_selected(window_child(window, "network_dropdown"), window_custom_network());
   tdm_spec_entry_set_text(window_child(window, "spec_entry"), spec);
   set_batch(window, batch);
   gtk_spin_button_set_value(window_child(window, "epochs_spin"), epochs);
@@ -579,7 +579,7 @@ test_window_bad_spec(void)
   window = new_window();
   tdm_window_set_devices(window, devices);
   set_dataset(window, "synthetic");
-  adw_combo_row_set_selected(window_child(window, "network_dropdown"), 3);
+  adw_combo_row_set_selected(window_child(window, "network_dropdown"), window_custom_network());
   entry = window_child(window, "spec_entry");
 
   tdm_spec_entry_set_text(entry, "fc64,relu,fc10");
@@ -662,7 +662,7 @@ test_window_start_error(void)
   window = new_window();
   tdm_window_set_devices(window, devices);
   set_dataset(window, "synthetic");
-  adw_combo_row_set_selected(window_child(window, "network_dropdown"), 3);
+  adw_combo_row_set_selected(window_child(window, "network_dropdown"), window_custom_network());
   tdm_spec_entry_set_text(window_child(window, "spec_entry"), "fc32,relu,fc10");
   g_assert_true(wait_for(can_start, window, 60));
 
@@ -709,7 +709,7 @@ test_window_too_big(void)
   window = new_window();
   tdm_window_set_devices(window, devices);
   set_dataset(window, "synthetic");
-  adw_combo_row_set_selected(window_child(window, "network_dropdown"), 3);
+  adw_combo_row_set_selected(window_child(window, "network_dropdown"), window_custom_network());
   tdm_spec_entry_set_text(window_child(window, "spec_entry"), "fc1048576,fc1000,fc10");
   g_assert_true(wait_for(can_start, window, 60));
 

@@ -1,5 +1,6 @@
 /* window-test-util.c — see window-test-util.h. */
 #include "window-test-util.h"
+#include "tdm-network-catalogue.h"
 
 #include "tdm-build-config.h"
 #include "tdm-run-form.h"
@@ -57,4 +58,12 @@ reset_settings(void)
   for (guint i = 0; keys[i] != NULL; i++)
     g_settings_reset(settings, keys[i]);
   g_settings_sync();
+}
+
+guint
+window_custom_network(void)
+{
+  int count = 0;
+  tdm_network_presets(&count);
+  return (guint)count;
 }

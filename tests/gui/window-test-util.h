@@ -14,6 +14,8 @@ gboolean wait_for       (gboolean (*cond) (gpointer), gpointer data, double seco
 void     drain          (void);
 /* A part of the window by its id, in the window's template or in its run form's. */
 gpointer window_child   (TdmWindow *window, const char *name);
+/* The network drop-down's "Custom" entry: after the engine's built-in networks. */
+guint    window_custom_network (void);
 /* Every GSettings key back to its default. */
 void     reset_settings (void);
 

@@ -29,17 +29,42 @@
 #include "tdm-iterator.h"
 #include "tdm-memory.h"
 #include "tdm-network.h"
+#include "tdm-network-catalogue.h"
 #include "tdm-run-form.h"
 #include "tdm-spec-entry.h"
 
-enum {
-  NETWORK_MLP,
-  NETWORK_CNN,
-  NETWORK_RESNET,
-  NETWORK_CUSTOM,
-};
+/* The network drop-down lists the engine's built-in networks (its catalogue, one
+ * place for them), then "custom". */
+static guint
+network_custom_index (void)
+{
+  int count;
 
-static const char *network_ids[] = { "mlp", "cnn", "resnet", "custom", NULL };
+  tdm_network_presets (&count);
+  return (guint) count;
+}
+
+static const char *
+network_id (guint index)
+{
+  int count;
+  const TdmNetworkPreset *presets = tdm_network_presets (&count);
+
+  return index < (guint) count ? presets[index].name : "custom";
+}
+
+static GListModel *
+network_model (void)
+{
+  int count;
+  const TdmNetworkPreset *presets = tdm_network_presets (&count);
+  GtkStringList *list = gtk_string_list_new (NULL);
+
+  for (int i = 0; i < count; i++)
+    gtk_string_list_append (list, _(presets[i].title));
+  gtk_string_list_append (list, _("Custom"));
+  return G_LIST_MODEL (list);
+}
 
 /* In the order of TdmOptimizerKind, TdmStrategy and TdmBatchNorm, as the drop-downs
  * list them. */
@@ -257,20 +282,20 @@ static void
 tdm_run_form_network_changed (TdmRunForm *self)
 {
   guint selected = adw_combo_row_get_selected (self->network_dropdown);
-  gboolean custom = selected == NETWORK_CUSTOM;
+  gboolean custom = selected == network_custom_index ();
   gboolean restoring;
 
-  if (selected > NETWORK_CUSTOM)
+  if (selected > network_custom_index ())
     return;
 
   if (!self->restoring)
     {
       g_autoptr(TdmConfig) recipe = tdm_config_new ();
 
-      g_settings_set_string (self->settings, "network", network_ids[selected]);
+      g_settings_set_string (self->settings, "network", network_id (selected));
       /* A built-in network with a recipe of its own (the engine says which) brings
        * its batch, epochs, optimizer and BN mode; each stays editable. */
-      if (tdm_config_apply_preset (recipe, network_ids[selected]))
+      if (tdm_config_apply_preset (recipe, network_id (selected)))
         {
           gtk_spin_button_set_value (self->batch_spin, recipe->batch);
           gtk_spin_button_set_value (self->epochs_spin, recipe->epochs);
@@ -285,7 +310,7 @@ tdm_run_form_network_changed (TdmRunForm *self)
   restoring = self->restoring;
   self->restoring = TRUE;
   tdm_spec_entry_set_text (self->spec_entry,
-                           custom ? self->custom_spec : tdm_network_expand (network_ids[selected]));
+                           custom ? self->custom_spec : tdm_network_expand (network_id (selected)));
   self->restoring = restoring;
 
   tdm_run_form_update (self);
@@ -387,8 +412,8 @@ tdm_run_form_restore (TdmRunForm *self)
 
   self->custom_spec = g_settings_get_string (self->settings, "spec");
   network = g_settings_get_string (self->settings, "network");
-  for (guint i = 0; network_ids[i] != NULL; i++)
-    if (g_str_equal (network, network_ids[i]))
+  for (guint i = 0; i <= network_custom_index (); i++)
+    if (g_str_equal (network, network_id (i)))
       adw_combo_row_set_selected (self->network_dropdown, i);
 
   dataset = g_settings_get_string (self->settings, "dataset");
@@ -425,10 +450,10 @@ tdm_run_form_build_config (TdmRunForm  *self,
   }
 
   g_free (config->network);
-  if (network == NETWORK_CUSTOM)
+  if (network >= network_custom_index ())
     config->network = g_strstrip (g_strdup (tdm_spec_entry_get_text (self->spec_entry)));
   else
-    config->network = g_strdup (network_ids[MIN (network, NETWORK_RESNET)]);
+    config->network = g_strdup (network_id (network));
   /* The recipe's parts the form has no control for (decay, warm-up, smoothing,
    * augmentation); what the form shows is set below. */
   tdm_config_apply_preset (config, config->network);
@@ -655,6 +680,11 @@ tdm_run_form_init (TdmRunForm *self)
                            G_CALLBACK (tdm_run_form_devices_changed), self,
                            G_CONNECT_SWAPPED);
 
+  {
+    g_autoptr(GListModel) networks = network_model ();
+
+    adw_combo_row_set_model (self->network_dropdown, networks);
+  }
   tdm_run_form_restore (self);
 
   g_signal_connect_object (self->network_dropdown, "notify::selected",

@@ -1,0 +1,165 @@
+/* tdm-backend-cpu-pool2d.c — pooling with any window, stride and padding (ResNet's
+ * 3×3 stride-2 max pool of padding 1) and the per-channel input normalization, on the
+ * CPU. Plain loops: these layers are a small share of a network's work. The backward
+ * passes gather (each input sums the outputs that cover it, in a fixed order) rather
+ * than scatter, as the CUDA kernels do, so both give the same sums.
+ */
+#include "tdm-backend-cpu-pool2d.h"
+#include "tdm-i18n.h"
+#include "tdm-backend-cpu-layers.h"
+#include "tdm-error.h"
+
+#include <math.h>
+
+static gboolean
+pool_ok(TdmBackend *b, const char *op, TdmPool2d g)
+{
+  if (!tdm_cpu_begin(b))
+    return FALSE;
+  if (tdm_pool2d_valid(g))
+    return TRUE;
+  tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND,
+                   _("%s: bad geometry %d×%d×%d×%d k=%d s=%d p=%d → %d×%d"), op, g.n, g.h, g.w,
+                   g.c, g.k, g.s, g.p, g.oh, g.ow);
+  return FALSE;
+}
+
+/* The outputs whose windows cover input row i: [*first, *last], possibly empty. */
+static void
+covering(int i, int k, int s, int p, int outs, int *first, int *last)
+{
+  int hi = (i + p) / s;                 /* o·s − p ≤ i */
+  int lo_num = i + p - k + 1;           /* o·s − p + k > i */
+  int lo = lo_num <= 0 ? 0 : (lo_num + s - 1) / s;
+  *first = lo;
+  *last = MIN(hi, outs - 1);
+}
+
+void
+tdm_cpu_maxpool2d_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
+                          TdmPool2d g)
+{
+  if (!pool_ok(b, "maxpool2d_forward", g))
+    return;
+  const size_t sample = (size_t)g.h * g.w * g.c;
+  for (int im = 0; im < g.n; im++) {
+    const float *xs = x + im * sample;
+    for (int oy = 0; oy < g.oh; oy++)
+      for (int ox = 0; ox < g.ow; ox++)
+        for (int ch = 0; ch < g.c; ch++) {
+          float best = -INFINITY;
+          int32_t at = -1;
+          for (int ky = 0; ky < g.k; ky++) {
+            int iy = oy * g.s - g.p + ky;
+            if (iy < 0 || iy >= g.h)
+              continue;
+            for (int kx = 0; kx < g.k; kx++) {
+              int ix = ox * g.s - g.p + kx;
+              if (ix < 0 || ix >= g.w)
+                continue;
+              int32_t idx = (int32_t)(((size_t)iy * g.w + ix) * g.c + ch);
+              if (at < 0 || xs[idx] > best) {
+                best = xs[idx];
+                at = idx;
+              }
+            }
+          }
+          size_t o = (((size_t)im * g.oh + oy) * g.ow + ox) * g.c + ch;
+          y[o] = best;
+          argmax[o] = at;
+        }
+  }
+}
+
+void
+tdm_cpu_maxpool2d_backward(TdmBackend *b, float *dx, const float *dy, const int32_t *argmax,
+                           TdmPool2d g)
+{
+  if (!pool_ok(b, "maxpool2d_backward", g))
+    return;
+  for (int im = 0; im < g.n; im++)
+    for (int iy = 0; iy < g.h; iy++) {
+      int y0, y1;
+      covering(iy, g.k, g.s, g.p, g.oh, &y0, &y1);
+      for (int ix = 0; ix < g.w; ix++) {
+        int x0, x1;
+        covering(ix, g.k, g.s, g.p, g.ow, &x0, &x1);
+        for (int ch = 0; ch < g.c; ch++) {
+          int32_t idx = (int32_t)(((size_t)iy * g.w + ix) * g.c + ch);
+          float sum = 0.0f;
+          for (int oy = y0; oy <= y1; oy++)
+            for (int ox = x0; ox <= x1; ox++) {
+              size_t o = (((size_t)im * g.oh + oy) * g.ow + ox) * g.c + ch;
+              if (argmax[o] == idx)
+                sum += dy[o];
+            }
+          dx[(size_t)im * g.h * g.w * g.c + idx] = sum;
+        }
+      }
+    }
+}
+
+void
+tdm_cpu_avgpool2d_forward(TdmBackend *b, float *y, const float *x, TdmPool2d g)
+{
+  if (!pool_ok(b, "avgpool2d_forward", g))
+    return;
+  const float area = (float)(g.k * g.k);
+  for (int im = 0; im < g.n; im++)
+    for (int oy = 0; oy < g.oh; oy++)
+      for (int ox = 0; ox < g.ow; ox++)
+        for (int ch = 0; ch < g.c; ch++) {
+          float sum = 0.0f;
+          for (int ky = 0; ky < g.k; ky++) {
+            int iy = oy * g.s - g.p + ky;
+            if (iy < 0 || iy >= g.h)
+              continue;
+            for (int kx = 0; kx < g.k; kx++) {
+              int ix = ox * g.s - g.p + kx;
+              if (ix >= 0 && ix < g.w)
+                sum += x[(((size_t)im * g.h + iy) * g.w + ix) * g.c + ch];
+            }
+          }
+          y[(((size_t)im * g.oh + oy) * g.ow + ox) * g.c + ch] = sum / area;
+        }
+}
+
+void
+tdm_cpu_avgpool2d_backward(TdmBackend *b, float *dx, const float *dy, TdmPool2d g)
+{
+  if (!pool_ok(b, "avgpool2d_backward", g))
+    return;
+  const float area = (float)(g.k * g.k);
+  for (int im = 0; im < g.n; im++)
+    for (int iy = 0; iy < g.h; iy++) {
+      int y0, y1;
+      covering(iy, g.k, g.s, g.p, g.oh, &y0, &y1);
+      for (int ix = 0; ix < g.w; ix++) {
+        int x0, x1;
+        covering(ix, g.k, g.s, g.p, g.ow, &x0, &x1);
+        for (int ch = 0; ch < g.c; ch++) {
+          float sum = 0.0f;
+          for (int oy = y0; oy <= y1; oy++)
+            for (int ox = x0; ox <= x1; ox++)
+              sum += dy[(((size_t)im * g.oh + oy) * g.ow + ox) * g.c + ch];
+          dx[(((size_t)im * g.h + iy) * g.w + ix) * g.c + ch] = sum / area;
+        }
+      }
+    }
+}
+
+void
+tdm_cpu_channel_affine(TdmBackend *b, float *x, size_t rows, TdmChannelAffine a)
+{
+  if (!tdm_cpu_begin(b))
+    return;
+  if (a.channels < 1 || a.channels > TDM_AFFINE_MAX_CHANNELS) {
+    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, _("channel_affine: %d channels"), a.channels);
+    return;
+  }
+  for (size_t r = 0; r < rows; r++)
+    for (int ch = 0; ch < a.channels; ch++) {
+      float *v = &x[r * a.channels + ch];
+      *v = *v * a.mul[ch] + a.add[ch];
+    }
+}

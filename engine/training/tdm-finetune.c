@@ -1,0 +1,295 @@
+/* tdm-finetune.c — normalization settings, frozen layers and learning-rate factors
+ * (tdm-finetune.h). */
+#include "tdm-finetune.h"
+#include "tdm-error.h"
+
+#include <math.h>
+#include <string.h>
+
+static gboolean
+bad(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
+
+static gboolean
+bad(GError **error, const char *format, ...)
+{
+  va_list args;
+  va_start(args, format);
+  g_autofree char *message = g_strdup_vprintf(format, args);
+  va_end(args);
+  g_set_error_literal(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION, message);
+  return FALSE;
+}
+
+/* "a,b,c" into exactly `channels` finite floats within [lo, hi]. */
+static gboolean
+parse_floats(const char *text, int channels, float lo, float hi, float *out)
+{
+  g_auto(GStrv) parts = g_strsplit(text, ",", -1);
+  if ((int)g_strv_length(parts) != channels)
+    return FALSE;
+  for (int i = 0; i < channels; i++) {
+    char *end = NULL;
+    const char *p = g_strstrip(parts[i]);
+    double v = g_ascii_strtod(p, &end);
+    if (*p == '\0' || *end != '\0' || !isfinite(v) || v < lo || v > hi)
+      return FALSE;
+    out[i] = (float)v;
+  }
+  return TRUE;
+}
+
+gboolean
+tdm_normalize_resolve(const char *setting, const TdmDataset *train, int channels,
+                      gboolean *enabled, float *mean, float *std, GError **error)
+{
+  *enabled = FALSE;
+  if (setting == NULL || g_str_equal(setting, "none") || *setting == '\0')
+    return TRUE;
+  if (channels < 1 || channels > TDM_AFFINE_MAX_CHANNELS)
+    return bad(error, "--normalize: inputs of %d channels cannot be normalized", channels);
+  if (g_str_equal(setting, "imagenet")) {
+    const float m[3] = TDM_IMAGENET_MEAN, s[3] = TDM_IMAGENET_STD;
+    if (channels == 3) {
+      memcpy(mean, m, sizeof m);
+      memcpy(std, s, sizeof s);
+    } else if (channels == 1) {
+      /* Grey images: the mean of the three channels' statistics. */
+      mean[0] = (m[0] + m[1] + m[2]) / 3.0f;
+      std[0] = (s[0] + s[1] + s[2]) / 3.0f;
+    } else {
+      return bad(error, "--normalize imagenet: ImageNet's statistics are of RGB images, "
+                        "but these inputs have %d channels (use dataset, none or given "
+                        "values)", channels);
+    }
+  } else if (g_str_equal(setting, "dataset")) {
+    if (train == NULL || train->count == 0)
+      return bad(error, "--normalize dataset: the dataset has no training images");
+    size_t pixels = (size_t)train->count * train->height * train->width;
+    for (int ch = 0; ch < channels; ch++) {
+      double sum = 0, sq = 0;
+      for (size_t i = 0; i < pixels; i++) {
+        double v = train->images[i * channels + ch] / 255.0;
+        sum += v;
+        sq += v * v;
+      }
+      double m = sum / (double)pixels;
+      double var = MAX(0.0, sq / (double)pixels - m * m);
+      mean[ch] = (float)m;
+      /* A channel that never changes keeps its scale rather than dividing by 0. */
+      std[ch] = var > 1e-12 ? (float)sqrt(var) : 1.0f;
+    }
+  } else {
+    g_auto(GStrv) halves = g_strsplit(setting, "/", -1);
+    if (g_strv_length(halves) != 2 || !parse_floats(halves[0], channels, -1e3f, 1e3f, mean) ||
+        !parse_floats(halves[1], channels, 1e-6f, 1e3f, std))
+      return bad(error, "--normalize “%s”: give dataset, imagenet, none, or %d mean%s and "
+                        "%d standard deviation%s of pixel values in [0, 1] as M,…/S,… "
+                        "(e.g. 0.5,0.5,0.5/0.25,0.25,0.25; deviations above 0)",
+                 setting, channels, channels == 1 ? "" : "s", channels,
+                 channels == 1 ? "" : "s");
+  }
+  *enabled = TRUE;
+  return TRUE;
+}
+
+TdmChannelAffine
+tdm_normalize_affine(int channels, const float *mean, const float *std)
+{
+  TdmChannelAffine a = {.channels = channels};
+  for (int ch = 0; ch < channels; ch++) {
+    a.mul[ch] = 1.0f / std[ch];
+    a.add[ch] = -mean[ch] / std[ch];
+  }
+  return a;
+}
+
+char *
+tdm_normalize_format(int channels, const float *mean, const float *std)
+{
+  GString *s = g_string_new(NULL);
+  for (int half = 0; half < 2; half++) {
+    const float *v = half ? std : mean;
+    for (int ch = 0; ch < channels; ch++) {
+      char number[G_ASCII_DTOSTR_BUF_SIZE];
+      g_ascii_formatd(number, sizeof number, "%.9g", v[ch]);
+      g_string_append_printf(s, "%s%s", ch ? "," : (half ? "/" : ""), number);
+    }
+  }
+  return g_string_free(s, FALSE);
+}
+
+/* Whether layer name lies in the module called prefix. */
+static gboolean
+in_module(const char *name, const char *prefix)
+{
+  size_t n = strlen(prefix);
+  return strncmp(name, prefix, n) == 0 && (name[n] == '\0' || name[n] == '.');
+}
+
+static gboolean
+has_parameters(const TdmLayer *l)
+{
+  return l->param_count > 0 || l->state_count > 0;
+}
+
+/* The head: the last layer with parameters (the last fc). */
+static int
+head_index(const TdmNetwork *net)
+{
+  for (int i = net->layer_count - 1; i >= 0; i--)
+    if (net->layers[i].kind == TDM_LAYER_LINEAR)
+      return i;
+  return -1;
+}
+
+gboolean
+tdm_finetune_active(const TdmConfig *c)
+{
+  return (c->freeze != NULL && c->freeze[0] != NULL) || c->train_head ||
+         (c->lr_scale != NULL && c->lr_scale[0] != NULL);
+}
+
+gboolean
+tdm_finetune_layer_scales(const TdmNetwork *net, const TdmConfig *c, float *scales,
+                          int *first_trained, GError **error)
+{
+  for (int i = 0; i < net->layer_count; i++)
+    scales[i] = 1.0f;
+  for (int k = 0; c->lr_scale != NULL && c->lr_scale[k] != NULL; k++) {
+    const char *item = c->lr_scale[k];
+    const char *eq = strrchr(item, '=');
+    char *end = NULL;
+    double x = eq != NULL ? g_ascii_strtod(eq + 1, &end) : NAN;
+    if (eq == NULL || eq == item || end == eq + 1 || *end != '\0' || !isfinite(x) || x < 0 ||
+        x > 1e3)
+      return bad(error, "--lr-scale “%s”: give PREFIX=X with a module name and a factor "
+                        "from 0 to 1000, e.g. layer1=0.1", item);
+    g_autofree char *prefix = g_strndup(item, eq - item);
+    gboolean any = FALSE;
+    for (int i = 0; i < net->layer_count; i++)
+      if (has_parameters(&net->layers[i]) && in_module(net->layers[i].name, prefix)) {
+        scales[i] = (float)x;
+        any = TRUE;
+      }
+    if (!any)
+      return bad(error, "--lr-scale “%s”: no module of the network is called “%s” (its "
+                        "modules are named as in PyTorch: conv1, layer1.0.bn1, fc …)",
+                 item, prefix);
+  }
+  for (int k = 0; c->freeze != NULL && c->freeze[k] != NULL; k++) {
+    const char *prefix = c->freeze[k];
+    gboolean any = FALSE;
+    for (int i = 0; i < net->layer_count; i++)
+      if (has_parameters(&net->layers[i]) && in_module(net->layers[i].name, prefix)) {
+        scales[i] = 0.0f;
+        any = TRUE;
+      }
+    if (!any)
+      return bad(error, "--freeze “%s”: no module of the network is called “%s” (its "
+                        "modules are named as in PyTorch: conv1, bn1, layer1, layer2.0, "
+                        "fc …)", prefix, prefix);
+  }
+  if (c->train_head) {
+    int head = head_index(net);
+    for (int i = 0; i < net->layer_count; i++)
+      if (i != head)
+        scales[i] = 0.0f;
+  }
+  /* Frozen layers must all come before the trained ones: backward then stops at the
+   * first trained layer, and no gradient passes through a frozen BN (which runs with
+   * its running statistics). */
+  int first = -1;
+  for (int i = 0; i < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i];
+    if (!has_parameters(l))
+      continue;
+    if (scales[i] != 0.0f && first < 0)
+      first = i;
+    else if (scales[i] == 0.0f && first >= 0)
+      return bad(error, "--freeze: “%s” is frozen but comes after “%s”, which trains; "
+                        "freeze the network from its input up (e.g. conv1,bn1,layer1)",
+                 l->name, net->layers[first].name);
+  }
+  if (first < 0)
+    return bad(error, "--freeze: every layer is frozen, so nothing would train");
+  *first_trained = first;
+  return TRUE;
+}
+
+static void
+add_strv(JsonBuilder *b, const char *name, char **v)
+{
+  json_builder_set_member_name(b, name);
+  json_builder_begin_array(b);
+  for (int i = 0; v != NULL && v[i] != NULL; i++)
+    json_builder_add_string_value(b, v[i]);
+  json_builder_end_array(b);
+}
+
+void
+tdm_finetune_config_to_json(const TdmConfig *c, JsonBuilder *b)
+{
+  json_builder_set_member_name(b, "normalize");
+  json_builder_add_string_value(b, c->normalize ? c->normalize : "none");
+  if (c->init_path != NULL) {
+    json_builder_set_member_name(b, "init");
+    json_builder_add_string_value(b, c->init_path);
+  }
+  add_strv(b, "freeze", c->freeze);
+  json_builder_set_member_name(b, "train_head");
+  json_builder_add_boolean_value(b, c->train_head);
+  add_strv(b, "lr_scale", c->lr_scale);
+}
+
+static gboolean
+get_strv(JsonObject *o, const char *name, char ***out, GError **error)
+{
+  if (!json_object_has_member(o, name))
+    return TRUE;
+  JsonNode *node = json_object_get_member(o, name);
+  if (!JSON_NODE_HOLDS_ARRAY(node))
+    return bad(error, "configuration field “%s” must be an array of strings", name);
+  JsonArray *a = json_node_get_array(node);
+  guint n = json_array_get_length(a);
+  char **v = g_new0(char *, n + 1);
+  for (guint i = 0; i < n; i++) {
+    JsonNode *e = json_array_get_element(a, i);
+    if (json_node_get_value_type(e) != G_TYPE_STRING) {
+      g_strfreev(v);
+      return bad(error, "configuration field “%s” must be an array of strings", name);
+    }
+    v[i] = g_strdup(json_node_get_string(e));
+  }
+  g_strfreev(*out);
+  *out = n > 0 ? v : (g_strfreev(v), NULL);
+  return TRUE;
+}
+
+static gboolean
+get_str(JsonObject *o, const char *name, char **out, GError **error)
+{
+  if (!json_object_has_member(o, name))
+    return TRUE;
+  JsonNode *node = json_object_get_member(o, name);
+  if (json_node_get_value_type(node) != G_TYPE_STRING)
+    return bad(error, "configuration field “%s” must be a string", name);
+  g_free(*out);
+  *out = g_strdup(json_node_get_string(node));
+  return TRUE;
+}
+
+gboolean
+tdm_finetune_config_from_json(JsonObject *o, TdmConfig *c, GError **error)
+{
+  if (!get_str(o, "normalize", &c->normalize, error) ||
+      !get_str(o, "init", &c->init_path, error) || !get_strv(o, "freeze", &c->freeze, error) ||
+      !get_strv(o, "lr_scale", &c->lr_scale, error))
+    return FALSE;
+  if (json_object_has_member(o, "train_head")) {
+    JsonNode *node = json_object_get_member(o, "train_head");
+    if (json_node_get_value_type(node) != G_TYPE_BOOLEAN)
+      return bad(error, "configuration field “train_head” must be true or false");
+    c->train_head = json_node_get_boolean(node);
+  }
+  return TRUE;
+}

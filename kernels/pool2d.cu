@@ -1,0 +1,208 @@
+/* pool2d.cu — pooling with any window, stride and padding (ResNet's 3×3 stride-2 max
+ * pool of padding 1; average pools counting the padding, PyTorch's default), and the
+ * per-channel input normalization after the gather. One thread per output (forward)
+ * or per input (backward: it gathers the outputs whose windows cover it, in the CPU
+ * reference's order, so the sums are the same and nothing is scattered with atomics).
+ * Not the tiling pools with their fused bias and BN (layers.cu).
+ */
+#include "tdm-kernels.h"
+#include "common.cuh"
+
+#include <math.h>
+
+struct Pool2d {
+  int n, h, w, c, k, s, p, oh, ow;
+};
+
+/* The outputs whose windows cover input row i: [first, last], possibly empty. */
+__device__ __forceinline__ void
+covering(int i, int k, int s, int p, int outs, int *first, int *last)
+{
+  int hi = (i + p) / s;
+  int lo_num = i + p - k + 1;
+  *first = lo_num <= 0 ? 0 : (lo_num + s - 1) / s;
+  *last = min(hi, outs - 1);
+}
+
+__global__ void
+maxpool2d_forward_kernel(float *y, int32_t *argmax, const float *x, Pool2d g, size_t total)
+{
+  for (size_t o = blockIdx.x * (size_t)blockDim.x + threadIdx.x; o < total;
+       o += (size_t)gridDim.x * blockDim.x) {
+    int ch = (int)(o % g.c);
+    size_t rest = o / g.c;
+    int ox = (int)(rest % g.ow);
+    rest /= g.ow;
+    int oy = (int)(rest % g.oh);
+    size_t im = rest / g.oh;
+    const float *xs = x + im * (size_t)g.h * g.w * g.c;
+    float best = -INFINITY;
+    int32_t at = -1;
+    for (int ky = 0; ky < g.k; ky++) {
+      int iy = oy * g.s - g.p + ky;
+      if (iy < 0 || iy >= g.h)
+        continue;
+      for (int kx = 0; kx < g.k; kx++) {
+        int ix = ox * g.s - g.p + kx;
+        if (ix < 0 || ix >= g.w)
+          continue;
+        int32_t idx = (int32_t)(((size_t)iy * g.w + ix) * g.c + ch);
+        float v = xs[idx];
+        if (at < 0 || v > best) {
+          best = v;
+          at = idx;
+        }
+      }
+    }
+    y[o] = best;
+    argmax[o] = at;
+  }
+}
+
+template <bool MAX>
+__global__ void
+pool2d_backward_kernel(float *dx, const float *dy, const int32_t *argmax, Pool2d g,
+                       size_t total)
+{
+  const float area = (float)(g.k * g.k);
+  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total;
+       e += (size_t)gridDim.x * blockDim.x) {
+    int ch = (int)(e % g.c);
+    size_t rest = e / g.c;
+    int ix = (int)(rest % g.w);
+    rest /= g.w;
+    int iy = (int)(rest % g.h);
+    size_t im = rest / g.h;
+    int y0, y1, x0, x1;
+    covering(iy, g.k, g.s, g.p, g.oh, &y0, &y1);
+    covering(ix, g.k, g.s, g.p, g.ow, &x0, &x1);
+    int32_t idx = (int32_t)(((size_t)iy * g.w + ix) * g.c + ch);
+    float sum = 0.0f;
+    for (int oy = y0; oy <= y1; oy++)
+      for (int ox = x0; ox <= x1; ox++) {
+        size_t o = ((im * g.oh + oy) * g.ow + ox) * g.c + ch;
+        if (!MAX || argmax[o] == idx)
+          sum += dy[o];
+      }
+    dx[e] = MAX ? sum : sum / area;
+  }
+}
+
+__global__ void
+avgpool2d_forward_kernel(float *y, const float *x, Pool2d g, size_t total)
+{
+  const float area = (float)(g.k * g.k);
+  for (size_t o = blockIdx.x * (size_t)blockDim.x + threadIdx.x; o < total;
+       o += (size_t)gridDim.x * blockDim.x) {
+    int ch = (int)(o % g.c);
+    size_t rest = o / g.c;
+    int ox = (int)(rest % g.ow);
+    rest /= g.ow;
+    int oy = (int)(rest % g.oh);
+    size_t im = rest / g.oh;
+    float sum = 0.0f;
+    for (int ky = 0; ky < g.k; ky++) {
+      int iy = oy * g.s - g.p + ky;
+      if (iy < 0 || iy >= g.h)
+        continue;
+      for (int kx = 0; kx < g.k; kx++) {
+        int ix = ox * g.s - g.p + kx;
+        if (ix >= 0 && ix < g.w)
+          sum += x[((im * g.h + iy) * g.w + ix) * g.c + ch];
+      }
+    }
+    y[o] = sum / area;
+  }
+}
+
+__global__ void
+channel_affine_kernel(float *x, size_t total, int channels, TdmKAffine a)
+{
+  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total;
+       e += (size_t)gridDim.x * blockDim.x) {
+    int ch = (int)(e % channels);
+    x[e] = x[e] * a.mul[ch] + a.add[ch];
+  }
+}
+
+static bool
+geometry(Pool2d *g, int n, int h, int w, int c, int k, int s, int p, int oh, int ow)
+{
+  *g = Pool2d{n, h, w, c, k, s, p, oh, ow};
+  return n >= 0 && h >= 1 && w >= 1 && c >= 1 && k >= 1 && s >= 1 && p >= 0 && 2 * p <= k &&
+         oh == (h + 2 * p - k) / s + 1 && ow == (w + 2 * p - k) / s + 1 && oh >= 1 && ow >= 1;
+}
+
+extern "C" cudaError_t
+tdm_k_maxpool2d_forward(float *y, int32_t *argmax, const float *x, int n, int h, int w, int c,
+                        int k, int s, int p, int oh, int ow, cudaStream_t stream)
+{
+  Pool2d g;
+  if (!geometry(&g, n, h, w, c, k, s, p, oh, ow))
+    return cudaErrorInvalidValue;
+  size_t total = (size_t)n * oh * ow * c;
+  if (total == 0)
+    return cudaSuccess;
+  maxpool2d_forward_kernel<<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+      y, argmax, x, g, total);
+  return tdm_k_launched();
+}
+
+extern "C" cudaError_t
+tdm_k_maxpool2d_backward(float *dx, const float *dy, const int32_t *argmax, int n, int h,
+                         int w, int c, int k, int s, int p, int oh, int ow,
+                         cudaStream_t stream)
+{
+  Pool2d g;
+  if (!geometry(&g, n, h, w, c, k, s, p, oh, ow))
+    return cudaErrorInvalidValue;
+  size_t total = (size_t)n * h * w * c;
+  if (total == 0)
+    return cudaSuccess;
+  pool2d_backward_kernel<true><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                 stream>>>(dx, dy, argmax, g, total);
+  return tdm_k_launched();
+}
+
+extern "C" cudaError_t
+tdm_k_avgpool2d_forward(float *y, const float *x, int n, int h, int w, int c, int k, int s,
+                        int p, int oh, int ow, cudaStream_t stream)
+{
+  Pool2d g;
+  if (!geometry(&g, n, h, w, c, k, s, p, oh, ow))
+    return cudaErrorInvalidValue;
+  size_t total = (size_t)n * oh * ow * c;
+  if (total == 0)
+    return cudaSuccess;
+  avgpool2d_forward_kernel<<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+      y, x, g, total);
+  return tdm_k_launched();
+}
+
+extern "C" cudaError_t
+tdm_k_avgpool2d_backward(float *dx, const float *dy, int n, int h, int w, int c, int k,
+                         int s, int p, int oh, int ow, cudaStream_t stream)
+{
+  Pool2d g;
+  if (!geometry(&g, n, h, w, c, k, s, p, oh, ow))
+    return cudaErrorInvalidValue;
+  size_t total = (size_t)n * h * w * c;
+  if (total == 0)
+    return cudaSuccess;
+  pool2d_backward_kernel<false><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                  stream>>>(dx, dy, NULL, g, total);
+  return tdm_k_launched();
+}
+
+extern "C" cudaError_t
+tdm_k_channel_affine(float *x, size_t rows, int channels, TdmKAffine a, cudaStream_t stream)
+{
+  if (channels < 1 || channels > TDM_K_AFFINE_MAX)
+    return cudaErrorInvalidValue;
+  size_t total = rows * (size_t)channels;
+  if (total == 0)
+    return cudaSuccess;
+  channel_affine_kernel<<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+      x, total, channels, a);
+  return tdm_k_launched();
+}

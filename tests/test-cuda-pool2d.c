@@ -1,0 +1,302 @@
+/* test-cuda-pool2d.c — the CUDA backend's pools with any window, stride and padding and
+ * its per-channel input normalization, against the CPU backend (suite gpu): max pools
+ * (forward, the argmax indices exactly, backward through them), average pools counting
+ * the padding, on ResNet's 3×3 stride-2 padding-1 stem pool and odd shapes whose
+ * windows overlap and leave edges; and channel_affine over 1 and 3 channels. Inputs
+ * are fresh random numbers (g_test_rand_*); GPU outputs are poisoned with NaN first,
+ * so an element left unwritten fails. Compared by ||gpu − cpu|| / ||cpu||: 1e-6 (the
+ * same sums in the same order). Then a whole small torchvision-style ResNet (7×7
+ * stride-2 stem, pool3s2p1, a basic and a bottleneck block) trained a few steps on the
+ * GPU and on the CPU, with the inputs normalized, started from a state_dict with the
+ * stem frozen: the parameters agree (1e-4) and the frozen ones did not move on
+ * either. Skips without a CUDA GPU.
+ */
+#include "tdm-backend.h"
+#include "tdm-build-config.h"
+#include "tdm-checkpoint.h"
+#include "tdm-config.h"
+#include "tdm-network.h"
+#include "tdm-trainer.h"
+
+#include <glib/gstdio.h>
+
+#include <math.h>
+#include <string.h>
+
+#if TDM_HAVE_CUDA
+
+static TdmBackend *cpu;
+static TdmBackend *gpu;
+
+static gboolean
+have_gpu(void)
+{
+  if (gpu == NULL) {
+    g_test_skip("no CUDA GPU");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static void
+assert_ok(TdmBackend *b)
+{
+  g_autoptr(GError) error = NULL;
+  if (!tdm_backend_check(b, &error))
+    g_error("%s", error->message);
+}
+
+static float *
+random_floats(size_t n)
+{
+  float *p = g_new(float, n);
+  for (size_t i = 0; i < n; i++)
+    p[i] = (float)g_test_rand_double_range(-2.0, 2.0);
+  return p;
+}
+
+static void *
+on_gpu(const void *host, size_t bytes)
+{
+  g_autoptr(GError) error = NULL;
+  void *d = tdm_backend_alloc(gpu, bytes, &error);
+  g_assert_no_error(error);
+  if (host != NULL)
+    gpu->ops->upload(gpu, d, host, bytes);
+  return d;
+}
+
+static float *
+poisoned(size_t n)
+{
+  g_autofree float *nan = g_new(float, n);
+  for (size_t i = 0; i < n; i++)
+    nan[i] = NAN;
+  return on_gpu(nan, n * sizeof(float));
+}
+
+static void
+check_close(const char *what, const float *dev, const float *ref, size_t n)
+{
+  g_autofree float *out = g_new(float, n);
+  gpu->ops->download(gpu, out, dev, n * sizeof(float));
+  assert_ok(gpu);
+  double num = 0, den = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!isfinite(out[i]))
+      g_error("%s: element %zu is %g (reference %g): not written", what, i, out[i], ref[i]);
+    num += ((double)out[i] - ref[i]) * ((double)out[i] - ref[i]);
+    den += (double)ref[i] * ref[i];
+  }
+  double err = sqrt(num) / (den > 0 ? sqrt(den) : 1.0);
+  g_test_message("%s: relative error %.3g", what, err);
+  g_assert_cmpfloat(err, <=, 1e-6);
+}
+
+static TdmPool2d
+geometry(int n, int h, int w, int c, int k, int s, int p)
+{
+  TdmPool2d g = {n, h, w, c, k, s, p, (h + 2 * p - k) / s + 1, (w + 2 * p - k) / s + 1};
+  g_assert_true(tdm_pool2d_valid(g));
+  return g;
+}
+
+static const int cases[][7] = {
+  /* n, h, w, c, k, s, p */
+  {4, 112, 112, 64, 3, 2, 1},   /* ResNet's stem pool */
+  {3, 9, 8, 5, 3, 2, 1},
+  {2, 7, 6, 3, 3, 1, 1},        /* avg3s1p1 */
+  {2, 5, 5, 7, 2, 1, 1},
+  {1, 11, 13, 2, 5, 3, 2},
+};
+
+static void
+test_maxpool2d(void)
+{
+  if (!have_gpu())
+    return;
+  for (guint t = 0; t < G_N_ELEMENTS(cases); t++) {
+    const int *k = cases[t];
+    TdmPool2d g = geometry(k[0], k[1], k[2], k[3], k[4], k[5], k[6]);
+    size_t nx = (size_t)g.n * g.h * g.w * g.c, ny = (size_t)g.n * g.oh * g.ow * g.c;
+    g_autofree float *x = random_floats(nx), *dy = random_floats(ny);
+    g_autofree float *y = g_new(float, ny), *dx = g_new(float, nx);
+    g_autofree int32_t *argmax = g_new(int32_t, ny), *gargmax = g_new(int32_t, ny);
+    cpu->ops->maxpool2d_forward(cpu, y, argmax, x, g);
+    cpu->ops->maxpool2d_backward(cpu, dx, dy, argmax, g);
+    assert_ok(cpu);
+    float *d_x = on_gpu(x, nx * sizeof(float)), *d_dy = on_gpu(dy, ny * sizeof(float));
+    float *d_y = poisoned(ny), *d_dx = poisoned(nx);
+    int32_t *d_argmax = on_gpu(NULL, ny * sizeof(int32_t));
+    gpu->ops->maxpool2d_forward(gpu, d_y, d_argmax, d_x, g);
+    gpu->ops->maxpool2d_backward(gpu, d_dx, d_dy, d_argmax, g);
+    check_close("maxpool2d forward", d_y, y, ny);
+    gpu->ops->download(gpu, gargmax, d_argmax, ny * sizeof(int32_t));
+    assert_ok(gpu);
+    g_assert_cmpmem(gargmax, ny * sizeof(int32_t), argmax, ny * sizeof(int32_t));
+    check_close("maxpool2d backward", d_dx, dx, nx);
+    tdm_backend_release(gpu, d_x);
+    tdm_backend_release(gpu, d_dy);
+    tdm_backend_release(gpu, d_y);
+    tdm_backend_release(gpu, d_dx);
+    tdm_backend_release(gpu, d_argmax);
+  }
+}
+
+static void
+test_avgpool2d(void)
+{
+  if (!have_gpu())
+    return;
+  for (guint t = 0; t < G_N_ELEMENTS(cases); t++) {
+    const int *k = cases[t];
+    TdmPool2d g = geometry(k[0], k[1], k[2], k[3], k[4], k[5], k[6]);
+    size_t nx = (size_t)g.n * g.h * g.w * g.c, ny = (size_t)g.n * g.oh * g.ow * g.c;
+    g_autofree float *x = random_floats(nx), *dy = random_floats(ny);
+    g_autofree float *y = g_new(float, ny), *dx = g_new(float, nx);
+    cpu->ops->avgpool2d_forward(cpu, y, x, g);
+    cpu->ops->avgpool2d_backward(cpu, dx, dy, g);
+    assert_ok(cpu);
+    float *d_x = on_gpu(x, nx * sizeof(float)), *d_dy = on_gpu(dy, ny * sizeof(float));
+    float *d_y = poisoned(ny), *d_dx = poisoned(nx);
+    gpu->ops->avgpool2d_forward(gpu, d_y, d_x, g);
+    gpu->ops->avgpool2d_backward(gpu, d_dx, d_dy, g);
+    check_close("avgpool2d forward", d_y, y, ny);
+    check_close("avgpool2d backward", d_dx, dx, nx);
+    tdm_backend_release(gpu, d_x);
+    tdm_backend_release(gpu, d_dy);
+    tdm_backend_release(gpu, d_y);
+    tdm_backend_release(gpu, d_dx);
+  }
+}
+
+static void
+test_channel_affine(void)
+{
+  if (!have_gpu())
+    return;
+  for (int channels = 1; channels <= 3; channels += 2) {
+    size_t rows = 224 * 224 * 3 + 7;
+    TdmChannelAffine a = {.channels = channels};
+    for (int ch = 0; ch < channels; ch++) {
+      a.mul[ch] = (float)g_test_rand_double_range(2.0, 5.0);
+      a.add[ch] = (float)g_test_rand_double_range(-2.0, 0.0);
+    }
+    size_t n = rows * channels;
+    g_autofree float *x = random_floats(n);
+    float *d_x = on_gpu(x, n * sizeof(float));
+    cpu->ops->channel_affine(cpu, x, rows, a);
+    gpu->ops->channel_affine(gpu, d_x, rows, a);
+    check_close("channel_affine", d_x, x, n);
+    tdm_backend_release(gpu, d_x);
+  }
+}
+
+#define ZOO_NET "conv16k7s2p3,bn,relu,pool3s2p1,basic16,bottleneck8s2,gap,fc10"
+
+static float *
+train_zoo(const char *device, const char *init, size_t *count)
+{
+  g_autoptr(TdmConfig) cfg = tdm_config_new();
+  g_autoptr(GError) error = NULL;
+  g_free(cfg->dataset);
+  cfg->dataset = g_strdup("synthetic");
+  g_free(cfg->network);
+  cfg->network = g_strdup(ZOO_NET);
+  g_assert_true(tdm_config_set_devices(cfg, device, &error));
+  cfg->batch = 32;
+  cfg->max_steps = 6;
+  cfg->seed = 3;
+  cfg->optimizer = TDM_OPTIMIZER_MOMENTUM;
+  cfg->lr = 0.05;
+  cfg->normalize = g_strdup("dataset");
+  cfg->init_path = g_strdup(init);
+  const char *frozen[] = {"conv1", "bn1", NULL};
+  cfg->freeze = g_strdupv((char **)frozen);
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, NULL, NULL);
+  g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+  g_assert_no_error(error);
+  const float *params = tdm_trainer_get_parameters(trainer, count);
+  return g_memdup2(params, *count * sizeof(float));
+}
+
+static void
+test_zoo_network(void)
+{
+  if (!have_gpu())
+    return;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new(ZOO_NET, 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  /* A state_dict of the stem: seeded values other than the run's own seed's. */
+  g_autofree float *start = g_new(float, net->parameter_count);
+  tdm_network_init_parameters(net, 99, start);
+  const TdmLayer *conv1 = &net->layers[0];
+  g_autofree char *dir = g_dir_make_tmp("tandem-cuda-zoo-XXXXXX", NULL);
+  g_autofree char *init = g_build_filename(dir, "stem.safetensors", NULL);
+  g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_new();
+  g_autofree float *torch = g_new(float, conv1->weight_count);
+  tdm_layer_weight_to_torch(conv1, start + conv1->weight_offset, torch);
+  gint64 shape[4] = {16, 1, 7, 7};
+  tdm_checkpoint_add(ckpt, "conv1.weight", 4, shape, torch);
+  g_assert_true(tdm_checkpoint_save(ckpt, init, &error));
+
+  size_t n_cpu, n_gpu;
+  g_autofree float *on_cpu = train_zoo("cpu", init, &n_cpu);
+  g_autofree float *on_cuda = train_zoo("cuda:0", init, &n_gpu);
+  g_assert_cmpuint(n_cpu, ==, n_gpu);
+  double num = 0, den = 0;
+  for (size_t i = 0; i < n_cpu; i++) {
+    num += ((double)on_cuda[i] - on_cpu[i]) * ((double)on_cuda[i] - on_cpu[i]);
+    den += (double)on_cpu[i] * on_cpu[i];
+  }
+  g_test_message("6 steps of %s, cuda:0 vs cpu: relative difference %.3g", ZOO_NET,
+                 sqrt(num / den));
+  g_assert_cmpfloat(sqrt(num / den), <=, 1e-4);
+  /* The frozen stem is the file's on both. */
+  g_assert_cmpmem(on_cuda + conv1->weight_offset, conv1->weight_count * sizeof(float),
+                  start + conv1->weight_offset, conv1->weight_count * sizeof(float));
+  g_assert_cmpmem(on_cpu + conv1->weight_offset, conv1->weight_count * sizeof(float),
+                  start + conv1->weight_offset, conv1->weight_count * sizeof(float));
+  g_unlink(init);
+  g_rmdir(dir);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_autoptr(GError) error = NULL;
+  cpu = tdm_backend_cpu_new(&error);
+  g_assert_no_error(error);
+  if (tdm_backend_cuda_available()) {
+    gpu = tdm_backend_cuda_new(0, TDM_PRECISION_FP32, &error);
+    g_assert_no_error(error);
+  }
+  g_test_add_func("/cuda-pool2d/maxpool2d", test_maxpool2d);
+  g_test_add_func("/cuda-pool2d/avgpool2d", test_avgpool2d);
+  g_test_add_func("/cuda-pool2d/channel-affine", test_channel_affine);
+  g_test_add_func("/cuda-pool2d/zoo-network", test_zoo_network);
+  int status = g_test_run();
+  tdm_backend_free(gpu);
+  tdm_backend_free(cpu);
+  return status;
+}
+
+#else /* !TDM_HAVE_CUDA */
+
+static void
+test_no_cuda(void)
+{
+  g_test_skip("no CUDA GPU (this build has no CUDA backend)");
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/cuda-pool2d/none", test_no_cuda);
+  return g_test_run();
+}
+
+#endif

@@ -1,0 +1,707 @@
+/* test-zoo.c — networks from the model zoo against PyTorch itself: padded and strided
+ * pools against torch's, torchvision's ResNet-18 and ResNet-50 (seeded weights, BN
+ * statistics of real activations) loaded with --init's loader giving torch's
+ * eval-mode logits, one SGD step from the same weights giving torch's weights,
+ * Tandem's cnn and resnet checkpoints read by the module tools/torch_module.py builds
+ * (and resnet18's by torchvision's own) predicting what Tandem predicts, and
+ * fine-tuning with a frozen backbone leaving it bit for bit. The numbers come from
+ * tests/zoo-reference.py (Debian's python3-torch and python3-torchvision); without
+ * them these tests skip and say so. Bad inputs to --init and --freeze are in
+ * test-cli-zoo.sh.
+ */
+#include "tdm-backend.h"
+#include "tdm-checkpoint.h"
+#include "tdm-classifier.h"
+#include "tdm-config.h"
+#include "tdm-dataset.h"
+#include "tdm-error.h"
+#include "tdm-network.h"
+#include "tdm-trainer.h"
+
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+#define PYTHON "/usr/bin/python3"
+
+static char *ref_dir;          /* torchvision's references, or NULL */
+static char *skip_reason;
+
+static char *
+script_path(void)
+{
+  return g_test_build_filename(G_TEST_DIST, "zoo-reference.py", NULL);
+}
+
+/* Runs zoo-reference.py with args; FALSE (and skip_reason) when torch is missing. */
+static gboolean
+reference(const char *const *args)
+{
+  g_autofree char *script = script_path();
+  GStrvBuilder *b = g_strv_builder_new();
+  g_strv_builder_add(b, PYTHON);
+  g_strv_builder_add(b, script);
+  g_strv_builder_addv(b, (const char **)args);
+  g_auto(GStrv) argv = g_strv_builder_end(b);
+  g_strv_builder_unref(b);
+  g_autofree char *out = NULL, *err = NULL;
+  int status = 0;
+  g_autoptr(GError) error = NULL;
+  if (!g_file_test(PYTHON, G_FILE_TEST_IS_EXECUTABLE)) {
+    skip_reason = g_strdup("no " PYTHON);
+    return FALSE;
+  }
+  g_assert_true(g_spawn_sync(NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err,
+                             &status, &error));
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+    skip_reason = g_strdup(g_strstrip(out));
+    return FALSE;
+  }
+  if (!g_spawn_check_wait_status(status, NULL))
+    g_error("zoo-reference.py %s failed:\n%s%s", args[0], out, err);
+  return TRUE;
+}
+
+static gboolean
+need_references(void)
+{
+  if (ref_dir != NULL)
+    return TRUE;
+  if (skip_reason != NULL) {
+    g_test_skip(skip_reason);
+    return FALSE;
+  }
+  char *dir = g_dir_make_tmp("tandem-zoo-XXXXXX", NULL);
+  const char *args[] = {"torchvision", dir, NULL};
+  if (!reference(args)) {
+    g_test_skip(skip_reason);
+    return FALSE;
+  }
+  const char *pool[] = {"pool", dir, NULL};
+  g_assert_true(reference(pool));
+  ref_dir = dir;
+  return TRUE;
+}
+
+static float *
+read_floats(const char *name, size_t *count)
+{
+  g_autofree char *path = g_build_filename(ref_dir, name, NULL);
+  char *data = NULL;
+  gsize len = 0;
+  g_assert_true(g_file_get_contents(path, &data, &len, NULL));
+  *count = len / sizeof(float);
+  return (float *)data;
+}
+
+/* ‖a − b‖ / ‖b‖. */
+static double
+norm_error(const float *a, const float *b, size_t n)
+{
+  double diff = 0, scale = 1e-60;
+  for (size_t i = 0; i < n; i++) {
+    diff += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+    scale += (double)b[i] * b[i];
+  }
+  return sqrt(diff / scale);
+}
+
+/* Largest |a − b| over the largest |b|: the error relative to the values' scale. */
+static double
+relative_error(const float *a, const float *b, size_t n)
+{
+  double diff = 0, scale = 1e-30;
+  for (size_t i = 0; i < n; i++) {
+    diff = MAX(diff, fabs((double)a[i] - b[i]));
+    scale = MAX(scale, fabs((double)b[i]));
+  }
+  return diff / scale;
+}
+
+static void
+test_pools(void)
+{
+  if (!need_references())
+    return;
+  g_autofree char *path = g_build_filename(ref_dir, "pool-cases.txt", NULL);
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+  g_auto(GStrv) lines = g_strsplit(g_strstrip(text), "\n", -1);
+  g_autoptr(GError) error = NULL;
+  TdmBackend *b = tdm_backend_cpu_new(&error);
+  g_assert_no_error(error);
+  for (int i = 0; lines[i] != NULL; i++) {
+    char kind[8];
+    TdmPool2d g = {0};
+    int unused;
+    g_assert_cmpint(sscanf(lines[i], "%7s %d %d %d %d %d %d %d %d", kind, &g.n, &g.h, &g.w,
+                           &g.c, &g.k, &g.s, &g.p, &unused), ==, 9);
+    g.oh = (g.h + 2 * g.p - g.k) / g.s + 1;
+    g.ow = (g.w + 2 * g.p - g.k) / g.s + 1;
+    g_assert_true(tdm_pool2d_valid(g));
+    size_t nx, ny, ndy, ndx;
+    g_autofree char *fx = g_strdup_printf("pool%d-x.bin", i);
+    g_autofree char *fy = g_strdup_printf("pool%d-y.bin", i);
+    g_autofree char *fdy = g_strdup_printf("pool%d-dy.bin", i);
+    g_autofree char *fdx = g_strdup_printf("pool%d-dx.bin", i);
+    g_autofree float *x = read_floats(fx, &nx), *y = read_floats(fy, &ny);
+    g_autofree float *dy = read_floats(fdy, &ndy), *dx = read_floats(fdx, &ndx);
+    g_assert_cmpuint(ny, ==, (size_t)g.n * g.oh * g.ow * g.c);
+    g_autofree float *my = g_new(float, ny), *mdx = g_new(float, nx);
+    g_autofree int32_t *argmax = g_new(int32_t, ny);
+    if (g_str_equal(kind, "max")) {
+      b->ops->maxpool2d_forward(b, my, argmax, x, g);
+      b->ops->maxpool2d_backward(b, mdx, dy, argmax, g);
+    } else {
+      b->ops->avgpool2d_forward(b, my, x, g);
+      b->ops->avgpool2d_backward(b, mdx, dy, g);
+    }
+    g_assert_true(tdm_backend_check(b, &error));
+    g_assert_cmpfloat(relative_error(my, y, ny), <, 1e-6);
+    g_assert_cmpfloat(relative_error(mdx, dx, nx), <, 1e-6);
+  }
+  tdm_backend_free(b);
+}
+
+static uint8_t *
+read_images(size_t *bytes)
+{
+  g_autofree char *path = g_build_filename(ref_dir, "images.bin", NULL);
+  char *data = NULL;
+  gsize len = 0;
+  g_assert_true(g_file_get_contents(path, &data, &len, NULL));
+  *bytes = len;
+  return (uint8_t *)data;
+}
+
+static void
+check_logits(const char *network, int classes)
+{
+  if (!need_references())
+    return;
+  g_autofree char *weights = g_strdup_printf("%s/%s.safetensors", ref_dir, network);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmClassifier) cl = tdm_classifier_load_weights(network, weights, 0, 0, NULL,
+                                                            &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(tdm_classifier_classes(cl), ==, classes);
+  size_t bytes, count;
+  g_autofree uint8_t *images = read_images(&bytes);
+  g_autofree char *name = g_strdup_printf("%s-logits.bin", network);
+  g_autofree float *expected = read_floats(name, &count);
+  const size_t sample = 224 * 224 * 3;
+  g_assert_cmpuint(count, ==, 2 * (size_t)classes);
+  g_autofree float *probs = g_new(float, classes);
+  for (int i = 0; i < 2; i++) {
+    g_assert_true(tdm_classifier_run(cl, images + i * sample, probs, &error));
+    double err = relative_error(tdm_classifier_logits(cl), expected + i * classes, classes);
+    g_test_message("%s image %d: logits within %.2g of PyTorch's", network, i, err);
+    g_assert_cmpfloat(err, <, 1e-4);
+  }
+}
+
+static void
+test_resnet18_logits(void)
+{
+  check_logits("resnet18", 10);
+}
+
+static void
+test_resnet50_logits(void)
+{
+  check_logits("resnet50", 1000);
+}
+
+static void
+on_event(const TdmEvent *e, gpointer data)
+{
+  char **report = data;
+  if (e->kind == TDM_EVENT_STARTED && report != NULL) {
+    g_free(*report);
+    *report = g_strdup(e->started.init_report);
+  }
+}
+
+/* A dataset pair of `count` samples (train and test the same) from bytes. */
+static TdmDatasetPair *
+pair_of(const uint8_t *images, const uint8_t *labels, int count, int size, int c,
+        int classes)
+{
+  TdmDatasetPair *pair = g_new0(TdmDatasetPair, 1);
+  pair->name = g_strdup("zoo");
+  size_t bytes = (size_t)count * size * size * c;
+  pair->train = tdm_dataset_new_take("zoo (train)", count, size, size, c, classes,
+                                     g_memdup2(images, bytes), g_memdup2(labels, count));
+  pair->test = tdm_dataset_new_take("zoo (test)", count, size, size, c, classes,
+                                    g_memdup2(images, bytes), g_memdup2(labels, count));
+  return pair;
+}
+
+static TdmConfig *
+zoo_config(const char *network, const char *init, int batch, const char *save)
+{
+  TdmConfig *cfg = tdm_config_new();
+  g_free(cfg->dataset);
+  cfg->dataset = g_strdup("zoo");
+  g_free(cfg->network);
+  cfg->network = g_strdup(network);
+  g_autoptr(GError) error = NULL;
+  g_assert_true(tdm_config_set_devices(cfg, "cpu", &error));
+  cfg->optimizer = TDM_OPTIMIZER_SGD;
+  cfg->lr = 0.1;
+  cfg->weight_decay = 0;
+  cfg->batch = batch;
+  cfg->epochs = 1;
+  cfg->init_path = g_strdup(init);
+  cfg->save_path = g_strdup(save);
+  return cfg;
+}
+
+static TdmCheckpoint *
+run_and_load(TdmConfig *cfg, const TdmDatasetPair *pair, char **report)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, on_event, report);
+  tdm_trainer_set_dataset(trainer, pair);
+  g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+  g_assert_no_error(error);
+  TdmCheckpoint *ckpt = tdm_checkpoint_load(cfg->save_path, &error);
+  g_assert_no_error(error);
+  return ckpt;
+}
+
+static void
+test_sgd_step(void)
+{
+  if (!need_references())
+    return;
+  size_t bytes;
+  g_autofree uint8_t *images = read_images(&bytes);
+  g_autofree char *labels_path = g_build_filename(ref_dir, "labels.bin", NULL);
+  g_autofree char *labels = NULL;
+  g_assert_true(g_file_get_contents(labels_path, &labels, NULL, NULL));
+  g_autoptr(TdmDatasetPair) pair = pair_of(images, (uint8_t *)labels, 2, 224, 3, 10);
+  g_autofree char *init = g_build_filename(ref_dir, "resnet18.safetensors", NULL);
+  g_autofree char *save = g_build_filename(ref_dir, "step.safetensors", NULL);
+  g_autoptr(TdmConfig) cfg = zoo_config("resnet18", init, 2, save);
+  cfg->max_steps = 1;
+  cfg->lr = 0.01;
+  g_free(cfg->normalize);
+  cfg->normalize = g_strdup("imagenet");
+  g_autofree char *report = NULL;
+  g_autoptr(TdmCheckpoint) ours = run_and_load(cfg, pair, &report);
+  g_assert_cmpstr(report, ==, "loaded 102 of the network's 102 tensors");
+  g_autofree char *step = g_build_filename(ref_dir, "resnet18-step.safetensors", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmCheckpoint) theirs = tdm_checkpoint_load(step, &error);
+  g_autoptr(TdmCheckpoint) before = tdm_checkpoint_load(init, &error);
+  g_assert_no_error(error);
+  double worst = 0, worst_update = 0;
+  int compared = 0;
+  for (int i = 0; i < tdm_checkpoint_count(theirs); i++) {
+    const TdmTensor *t = tdm_checkpoint_nth(theirs, i);
+    if (g_str_has_suffix(t->name, "num_batches_tracked"))
+      continue;
+    const TdmTensor *o = tdm_checkpoint_get(ours, t->name);
+    const TdmTensor *b = tdm_checkpoint_get(before, t->name);
+    g_assert_nonnull(o);
+    size_t n = 1;
+    for (int d = 0; d < t->rank; d++)
+      n *= t->shape[d];
+    double err = norm_error(o->data, t->data, n);
+    /* The step itself, not only the weights it moved: theirs − before against ours −
+     * before. */
+    g_autofree float *du = g_new(float, n), *dt = g_new(float, n);
+    for (size_t k = 0; k < n; k++) {
+      du[k] = o->data[k] - b->data[k];
+      dt[k] = t->data[k] - b->data[k];
+    }
+    double update = norm_error(du, dt, n);
+    if (err > 1e-4 || update > 1e-2)
+      g_test_message("%s: weights %.2g, update %.2g", t->name, err, update);
+    worst = MAX(worst, err);
+    worst_update = MAX(worst_update, update);
+    compared++;
+  }
+  g_test_message("one SGD step: %d tensors, weights within %.2g, updates within %.2g of "
+                 "PyTorch's", compared, worst, worst_update);
+  g_assert_cmpint(compared, ==, 102);
+  /* The weights after the step within 1e-4 (‖ours − theirs‖ / ‖theirs‖, per tensor).
+   * The step alone cannot be held that close: PyTorch's own float32 gradients of this
+   * batch differ from its float64 ones by 3e-3 (ReLU and max-pool decisions within
+   * rounding of a tie, BN over two samples), and ours are nearer to its than that. */
+  g_assert_cmpfloat(worst, <, 1e-4);
+  g_assert_cmpfloat(worst_update, <, 1e-2);
+}
+
+/* Trains network briefly on a small dataset, saves, and checks that PyTorch's module
+ * (tools/torch_module.py) gives Tandem's logits for the first samples. */
+static void
+check_checkpoint_in_torch(const char *network, int size, int c, int classes)
+{
+  if (!need_references())
+    return;
+  const int count = 8;
+  size_t sample = (size_t)size * size * c;
+  g_autofree uint8_t *images = g_new(uint8_t, count * sample);
+  uint8_t labels[8];
+  GRand *rand = g_rand_new_with_seed(4);
+  for (size_t i = 0; i < count * sample; i++)
+    images[i] = (uint8_t)g_rand_int_range(rand, 0, 256);
+  for (int i = 0; i < count; i++)
+    labels[i] = (uint8_t)(i % classes);
+  g_rand_free(rand);
+  g_autoptr(TdmDatasetPair) pair = pair_of(images, labels, count, size, c, classes);
+  g_autofree char *save = g_strdup_printf("%s/%s.safetensors", ref_dir, "ckpt");
+  g_autoptr(TdmConfig) cfg = zoo_config(network, NULL, 4, save);
+  cfg->lr = 0.01;
+  cfg->max_steps = 2;
+  g_autoptr(TdmCheckpoint) ckpt = run_and_load(cfg, pair, NULL);
+  g_autofree char *images_path = g_build_filename(ref_dir, "ckpt-images.bin", NULL);
+  g_assert_true(g_file_set_contents(images_path, (char *)images, count * sample, NULL));
+  g_autofree char *out = g_build_filename(ref_dir, "ckpt-logits.bin", NULL);
+  g_autofree char *n = g_strdup_printf("%d", count);
+  const char *args[] = {"logits", save, images_path, n, out, NULL};
+  g_assert_true(reference(args));
+  size_t got;
+  g_autofree float *theirs = read_floats("ckpt-logits.bin", &got);
+  g_assert_cmpuint(got, ==, (size_t)count * classes);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmClassifier) cl = tdm_classifier_load(save, &error);
+  g_assert_no_error(error);
+  g_autofree float *probs = g_new(float, classes);
+  for (int i = 0; i < count; i++) {
+    g_assert_true(tdm_classifier_run(cl, images + i * sample, probs, &error));
+    double err = relative_error(tdm_classifier_logits(cl), theirs + i * classes, classes);
+    g_assert_cmpfloat(err, <, 1e-5);
+  }
+}
+
+static void
+test_cnn_in_torch(void)
+{
+  check_checkpoint_in_torch("cnn", 28, 1, 10);
+}
+
+static void
+test_resnet_in_torch(void)
+{
+  check_checkpoint_in_torch("resnet", 28, 1, 4);
+}
+
+static void
+test_resnet18_in_torch(void)
+{
+  check_checkpoint_in_torch("resnet18", 40, 3, 4);
+}
+
+/* A 4-class set fine-tuned from torchvision's ResNet-18 with everything but the head
+ * frozen: every frozen tensor, BN statistics included, is the file's bit for bit, the
+ * head moved, and the report says the 10-class head was re-initialized. */
+static void
+check_frozen(gboolean train_head)
+{
+  if (!need_references())
+    return;
+  const int count = 8, size = 48;
+  size_t sample = (size_t)size * size * 3;
+  g_autofree uint8_t *images = g_new(uint8_t, count * sample);
+  uint8_t labels[8];
+  GRand *rand = g_rand_new_with_seed(9);
+  for (size_t i = 0; i < count * sample; i++)
+    images[i] = (uint8_t)g_rand_int_range(rand, 0, 256);
+  for (int i = 0; i < count; i++)
+    labels[i] = (uint8_t)(i % 4);
+  g_rand_free(rand);
+  g_autoptr(TdmDatasetPair) pair = pair_of(images, labels, count, size, 3, 4);
+  g_autofree char *init = g_build_filename(ref_dir, "resnet18.safetensors", NULL);
+  g_autofree char *save = g_build_filename(ref_dir, "frozen.safetensors", NULL);
+  g_autoptr(TdmConfig) cfg = zoo_config("resnet18", init, 4, save);
+  cfg->optimizer = TDM_OPTIMIZER_MOMENTUM;
+  cfg->weight_decay = 1e-3;
+  cfg->epochs = 2;
+  if (train_head) {
+    cfg->train_head = TRUE;
+  } else {
+    const char *frozen[] = {"conv1", "bn1", "layer1", "layer2", "layer3", "layer4", NULL};
+    cfg->freeze = g_strdupv((char **)frozen);
+  }
+  g_autofree char *report = NULL;
+  g_autoptr(TdmCheckpoint) ours = run_and_load(cfg, pair, &report);
+  g_assert_nonnull(strstr(report, "loaded 100 of the network's 102 tensors"));
+  g_assert_nonnull(strstr(report, "fc.weight (head re-initialized: 10 classes in the file, "
+                                  "4 here)"));
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmCheckpoint) start = tdm_checkpoint_load(init, &error);
+  g_assert_no_error(error);
+  int identical = 0;
+  for (int i = 0; i < tdm_checkpoint_count(start); i++) {
+    const TdmTensor *t = tdm_checkpoint_nth(start, i);
+    if (g_str_has_prefix(t->name, "fc.") || g_str_has_suffix(t->name, "num_batches_tracked"))
+      continue;
+    const TdmTensor *o = tdm_checkpoint_get(ours, t->name);
+    size_t n = 1;
+    for (int d = 0; d < t->rank; d++)
+      n *= t->shape[d];
+    if (memcmp(o->data, t->data, n * sizeof(float)) != 0)
+      g_error("%s changed although frozen", t->name);
+    identical++;
+  }
+  g_assert_cmpint(identical, ==, 100);
+  const TdmTensor *head = tdm_checkpoint_get(ours, "fc.weight");
+  g_assert_nonnull(head);
+  g_assert_cmpint(head->shape[0], ==, 4);
+  /* The head trained: not its seeded start. */
+  g_autoptr(TdmNetwork) net = tdm_network_new("resnet18", size, size, 3, 4, &error);
+  g_autofree float *seeded = g_new(float, net->parameter_count);
+  tdm_network_init_parameters(net, cfg->seed, seeded);
+  const TdmLayer *fc = &net->layers[net->layer_count - 1];
+  g_assert_cmpint(fc->kind, ==, TDM_LAYER_LINEAR);
+  g_assert_true(memcmp(seeded + fc->weight_offset, head->data,
+                       fc->weight_count * sizeof(float)) != 0);
+}
+
+static void
+test_frozen_backbone(void)
+{
+  check_frozen(FALSE);
+}
+
+static void
+test_train_head(void)
+{
+  check_frozen(TRUE);
+}
+
+/* torchvision's ResNets: its parameter counts (1000 classes), its names, the head
+ * following the class count, and every preset taking a 4-class dataset. */
+static void
+test_presets(void)
+{
+  static const struct {
+    const char *name;
+    size_t parameters, state;
+  } resnets[] = {
+    {"resnet18", 11689512, 9600}, {"resnet34", 21797672, 17024}, {"resnet50", 25557032, 53120}};
+  g_autoptr(GError) error = NULL;
+  for (guint i = 0; i < G_N_ELEMENTS(resnets); i++) {
+    g_autoptr(TdmNetwork) net = tdm_network_new(resnets[i].name, 224, 224, 3, 1000, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(net->parameter_count, ==, resnets[i].parameters);
+    g_assert_cmpuint(net->state_count, ==, resnets[i].state);
+    g_assert_cmpstr(net->layers[0].name, ==, "conv1");
+    g_assert_cmpint(net->layers[2].kind, ==, TDM_LAYER_POOL);
+    g_assert_cmpint(net->layers[2].out_h, ==, 56);
+    g_assert_cmpstr(net->layers[net->layer_count - 1].name, ==, "fc");
+    /* The canonical spec parses to the same network. */
+    g_autoptr(TdmNetwork) again = tdm_network_new(net->spec, 224, 224, 3, 1000, &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(again->spec, ==, net->spec);
+    gboolean downsample = FALSE;
+    for (int l = 0; l < net->layer_count; l++)
+      downsample |= g_str_equal(net->layers[l].name, "layer2.0.downsample");
+    g_assert_true(downsample);
+  }
+  const char *presets[] = {"mlp", "cnn", "resnet", "resnet18", "resnet34", "resnet50"};
+  for (guint i = 0; i < G_N_ELEMENTS(presets); i++) {
+    g_autoptr(TdmNetwork) net = tdm_network_new(presets[i], 28, 28, 1, 4, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(net->classes, ==, 4);
+  }
+  /* Pools with stride and padding: PyTorch's floor-mode sizes. */
+  g_autoptr(TdmNetwork) pools = tdm_network_new("pool3s2p1,avg3s1p1,fc10", 9, 8, 2, 10, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(pools->layers[0].out_h, ==, 5);
+  g_assert_cmpint(pools->layers[0].out_w, ==, 4);
+  g_assert_cmpint(pools->layers[1].out_h, ==, 5);
+  g_assert_cmpstr(pools->spec, ==, "pool3s2p1,avg3s1p1,fc10");
+  g_assert_null(tdm_network_new("pool3s2p2,fc10", 9, 9, 1, 10, &error));
+  g_assert_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC);
+  g_assert_nonnull(strstr(error->message, "more than half the window"));
+}
+
+/* A checkpoint as Tandem wrote it before fc weights took PyTorch's flatten order (and
+ * before a network's only fc was "fc"): made from a new one by putting the fc after
+ * the convolutions back in (row, column, channel) order, renaming fc to fc1 and
+ * saying NHWC in its metadata. Both read back to the same parameters. */
+static void
+check_legacy(const char *network, int classes)
+{
+  g_autofree char *dir = g_dir_make_tmp("tandem-legacy-XXXXXX", NULL);
+  const int count = 8;
+  g_autofree uint8_t *images = g_new0(uint8_t, count * 28 * 28);
+  uint8_t labels[8];
+  for (int i = 0; i < count * 28 * 28; i++)
+    images[i] = (uint8_t)((i * 37) % 251);
+  for (int i = 0; i < count; i++)
+    labels[i] = (uint8_t)(i % classes);
+  g_autoptr(TdmDatasetPair) pair = pair_of(images, labels, count, 28, 1, classes);
+  g_autofree char *path = g_build_filename(dir, "new.st", NULL);
+  g_autoptr(TdmConfig) cfg = zoo_config(network, NULL, 4, path);
+  cfg->max_steps = 2;
+  g_autoptr(TdmCheckpoint) fresh = run_and_load(cfg, pair, NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new(network, 28, 28, 1, classes, &error);
+  g_assert_no_error(error);
+
+  g_autoptr(TdmCheckpoint) old = tdm_checkpoint_new();
+  int permuted = 0;
+  for (int i = 0; i < tdm_checkpoint_count(fresh); i++) {
+    const TdmTensor *t = tdm_checkpoint_nth(fresh, i);
+    const char *name = t->name;
+    g_autofree char *renamed = g_str_has_prefix(name, "fc.") ? g_strdup_printf("fc1.%s", name + 3)
+                                                            : g_strdup(name);
+    size_t n = 1;
+    for (int d = 0; d < t->rank; d++)
+      n *= t->shape[d];
+    g_autofree float *data = g_memdup2(t->data, MAX(1, n) * sizeof(float));
+    for (int l = 0; l < net->layer_count; l++) {
+      const TdmLayer *layer = &net->layers[l];
+      g_autofree char *weight = g_strdup_printf("%s.weight", layer->name);
+      if (layer->kind == TDM_LAYER_LINEAR && g_str_equal(weight, name) &&
+          tdm_layer_weight_permuted(layer)) {
+        tdm_layer_weight_from_torch(layer, t->data, data);
+        permuted++;
+      }
+    }
+    tdm_checkpoint_add(old, renamed, t->rank, t->shape, data);
+  }
+  static const char *keys[] = {"format", "config", "network", "dataset", "epoch", "position",
+                               "step", "optimizer_t", "parameters", "input_shape"};
+  for (guint i = 0; i < G_N_ELEMENTS(keys); i++)
+    tdm_checkpoint_set_metadata(old, keys[i], tdm_checkpoint_get_metadata(fresh, keys[i]));
+  tdm_checkpoint_set_metadata(old, "activation_layout",
+                              "NHWC: an fc layer after a conv reads features in (row, column, "
+                              "channel) order");
+  g_autofree char *old_path = g_build_filename(dir, "old.st", NULL);
+  g_assert_true(tdm_checkpoint_save(old, old_path, &error));
+  g_assert_cmpint(permuted, ==, g_str_equal(network, "cnn") ? 1 : 0);
+
+  g_autoptr(TdmCheckpoint) reread = tdm_checkpoint_load(old_path, &error);
+  g_assert_no_error(error);
+  g_autofree float *a = g_new(float, net->parameter_count), *b = g_new(float, net->parameter_count);
+  g_autofree float *sa = g_new(float, MAX(1, net->state_count));
+  g_autofree float *sb = g_new(float, MAX(1, net->state_count));
+  g_assert_true(tdm_checkpoint_read_parameters(fresh, net, path, a, sa, &error));
+  g_assert_true(tdm_checkpoint_read_parameters(reread, net, old_path, b, sb, &error));
+  g_assert_no_error(error);
+  g_assert_cmpmem(a, net->parameter_count * sizeof(float), b,
+                  net->parameter_count * sizeof(float));
+  /* And the old one classifies as the new one does. */
+  g_autoptr(TdmClassifier) cn = tdm_classifier_load(path, &error);
+  g_autoptr(TdmClassifier) co = tdm_classifier_load(old_path, &error);
+  g_assert_no_error(error);
+  g_autofree float *probs = g_new(float, classes);
+  g_assert_true(tdm_classifier_run(cn, images, probs, &error));
+  g_autofree float *ln = g_memdup2(tdm_classifier_logits(cn), classes * sizeof(float));
+  g_assert_true(tdm_classifier_run(co, images, probs, &error));
+  g_assert_cmpmem(ln, classes * sizeof(float), tdm_classifier_logits(co),
+                  classes * sizeof(float));
+  g_unlink(path);
+  g_unlink(old_path);
+  g_rmdir(dir);
+}
+
+static void
+test_legacy_cnn(void)
+{
+  check_legacy("cnn", 10);
+}
+
+static void
+test_legacy_resnet(void)
+{
+  check_legacy("resnet", 4);
+}
+
+/* --lr-scale: one SGD step moves a scaled module by that fraction of the plain step,
+ * and the others by the plain step. */
+static void
+test_lr_scale(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("tandem-lr-XXXXXX", NULL);
+  const int count = 8;
+  g_autofree uint8_t *images = g_new(uint8_t, count * 28 * 28);
+  uint8_t labels[8];
+  for (int i = 0; i < count * 28 * 28; i++)
+    images[i] = (uint8_t)((i * 91) % 253);
+  for (int i = 0; i < count; i++)
+    labels[i] = (uint8_t)(i % 10);
+  g_autoptr(TdmDatasetPair) pair = pair_of(images, labels, count, 28, 1, 10);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new("cnn", 28, 28, 1, 10, &error);
+  g_autofree float *start = g_new(float, net->parameter_count);
+  float *moved[2] = {NULL, NULL};
+  for (int scaled = 0; scaled < 2; scaled++) {
+    g_autofree char *path = g_strdup_printf("%s/run%d.st", dir, scaled);
+    g_autoptr(TdmConfig) cfg = zoo_config("cnn", NULL, count, path);
+    cfg->max_steps = 1;
+    if (scaled) {
+      const char *scales[] = {"conv2=0.25", NULL};
+      cfg->lr_scale = g_strdupv((char **)scales);
+    }
+    tdm_network_init_parameters(net, cfg->seed, start);
+    g_autoptr(TdmCheckpoint) ckpt = run_and_load(cfg, pair, NULL);
+    moved[scaled] = g_new(float, net->parameter_count);
+    g_autofree float *state = g_new(float, MAX(1, net->state_count));
+    g_assert_true(tdm_checkpoint_read_parameters(ckpt, net, path, moved[scaled], state, &error));
+    g_unlink(path);
+  }
+  g_rmdir(dir);
+  for (int l = 0; l < net->layer_count; l++) {
+    const TdmLayer *layer = &net->layers[l];
+    if (layer->param_count == 0)
+      continue;
+    double factor = g_str_equal(layer->name, "conv2") ? 0.25 : 1.0;
+    double num = 0, den = 0;
+    for (size_t k = layer->param_offset; k < layer->param_offset + layer->param_count; k++) {
+      double plain = (double)moved[0][k] - start[k], step = (double)moved[1][k] - start[k];
+      num += (step - factor * plain) * (step - factor * plain);
+      den += factor * plain * factor * plain;
+    }
+    g_assert_cmpfloat(den, >, 0);
+    g_assert_cmpfloat(sqrt(num / den), <, 1e-3);
+  }
+  g_free(moved[0]);
+  g_free(moved[1]);
+}
+
+static void
+remove_tree(const char *dir)
+{
+  GDir *d = g_dir_open(dir, 0, NULL);
+  if (d == NULL)
+    return;
+  const char *name;
+  while ((name = g_dir_read_name(d)) != NULL) {
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+    g_remove(path);
+  }
+  g_dir_close(d);
+  g_rmdir(dir);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/zoo/presets", test_presets);
+  g_test_add_func("/zoo/lr-scale", test_lr_scale);
+  g_test_add_func("/zoo/legacy-cnn", test_legacy_cnn);
+  g_test_add_func("/zoo/legacy-resnet", test_legacy_resnet);
+  g_test_add_func("/zoo/pools", test_pools);
+  g_test_add_func("/zoo/resnet18-logits", test_resnet18_logits);
+  g_test_add_func("/zoo/resnet50-logits", test_resnet50_logits);
+  g_test_add_func("/zoo/sgd-step", test_sgd_step);
+  g_test_add_func("/zoo/cnn-in-torch", test_cnn_in_torch);
+  g_test_add_func("/zoo/resnet-in-torch", test_resnet_in_torch);
+  g_test_add_func("/zoo/resnet18-in-torch", test_resnet18_in_torch);
+  g_test_add_func("/zoo/frozen-backbone", test_frozen_backbone);
+  g_test_add_func("/zoo/train-head", test_train_head);
+  int status = g_test_run();
+  if (ref_dir != NULL)
+    remove_tree(ref_dir);
+  g_free(ref_dir);
+  g_free(skip_reason);
+  return status;
+}
