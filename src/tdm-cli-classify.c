@@ -83,26 +83,36 @@ collect_folder(const char *folder, GPtrArray *out, int depth)
   }
 }
 
+/* The words of an adaptation note: translated for people, English for --json (read by
+ * programs). */
+static const char *
+words(gboolean translated, const char *text)
+{
+  return translated ? _(text) : text;
+}
+
 /* How a file of `info` was made into the network's input (size × size, channels):
  * NULL when it already was one. */
 static char *
-adaptation(const TdmImageInfo *info, int size, int channels)
+adaptation(const TdmImageInfo *info, int size, int channels, gboolean translated)
 {
   if (info->width == size && info->height == size && info->channels == channels)
     return NULL;
   GString *s = g_string_new(NULL);
   if (info->width != info->height) {
     int side = MIN(info->width, info->height);
-    g_string_append_printf(s, "centre %d×%d of %d×%d", side, side, info->width, info->height);
+    g_string_append_printf(s, words(translated, N_("centre %d×%d of %d×%d")), side, side,
+                           info->width, info->height);
     if (side != size)
-      g_string_append_printf(s, " scaled to %d×%d", size, size);
+      g_string_append_printf(s, words(translated, N_(" scaled to %d×%d")), size, size);
   } else if (info->width != size) {
-    g_string_append_printf(s, "scaled from %d×%d to %d×%d", info->width, info->height, size,
-                           size);
+    g_string_append_printf(s, words(translated, N_("scaled from %d×%d to %d×%d")), info->width,
+                           info->height, size, size);
   }
   if (info->channels != channels)
     g_string_append_printf(s, "%s%s", s->len > 0 ? ", " : "",
-                           channels == 1 ? "colour made grey" : "grey made colour");
+                           channels == 1 ? words(translated, N_("colour made grey"))
+                                         : words(translated, N_("grey made colour")));
   return g_string_free(s, FALSE);
 }
 
@@ -180,7 +190,7 @@ classify_all(TdmClassifier *cl, const char *const *images, int top, gboolean jso
       status = EXIT_BAD_INPUT;
       continue;
     }
-    g_autofree char *adapted = probed ? adaptation(&info, height, channels) : NULL;
+    g_autofree char *adapted = probed ? adaptation(&info, height, channels, !json) : NULL;
     if (probed && !warned && far_from_training(&info, height, channels)) {
       g_autofree char *display = g_filename_display_name(file);
       fprintf(stderr,

@@ -30,25 +30,28 @@ fail_load(const char *flag, TdmHistory *history, const char *id, const GError *e
   if (!g_error_matches(error, G_FILE_ERROR, G_FILE_ERROR_NOENT))
     return fail(flag, error->message);
   g_autofree char *message =
-      g_strdup_printf("no run “%s” in %s (tandem-train runs lists them)", id,
+      g_strdup_printf(_("no run “%s” in %s (tandem-train runs lists them)"), id,
                       tdm_history_get_folder(history));
   return fail(flag, message);
 }
 
-/* As the window's History says it: the accuracy, stopped, failed or unfinished. */
+/* As the window's History says it: the accuracy, stopped, failed or unfinished; in
+ * the reader's language, or in English for --json (read by programs). */
 static char *
-outcome(const TdmRunRecord *r)
+outcome(const TdmRunRecord *r, gboolean translated)
 {
+#define WORDS(text) (translated ? _(text) : (text))
   if (r->kind == TDM_RUN_SCALING)
-    return g_strdup_printf("scaling %s, %u points", tdm_scaling_mode_name(r->sweep.mode),
+    return g_strdup_printf(WORDS(N_("scaling %s, %u points")), tdm_scaling_mode_name(r->sweep.mode),
                            r->sweep.points != NULL ? r->sweep.points->len : 0);
   if (r->failed)
-    return g_strdup("failed");
+    return g_strdup(WORDS(N_("failed")));
   if (r->finished && isfinite(r->final.test_accuracy))
     return g_strdup_printf("%.1f %%", 100.0 * r->final.test_accuracy);
   if (r->finished)
-    return g_strdup("stopped");
-  return g_strdup("unfinished");
+    return g_strdup(WORDS(N_("stopped")));
+  return g_strdup(WORDS(N_("unfinished")));
+#undef WORDS
 }
 
 static char *
@@ -71,7 +74,7 @@ json_summary(JsonBuilder *b, const TdmRunRecord *r)
   tdm_json_set_string(b, "devices", devices);
   tdm_json_set_int(b, "batch", r->config->batch);
   tdm_json_set_int(b, "epochs", r->config->epochs);
-  g_autofree char *text = outcome(r);
+  g_autofree char *text = outcome(r, FALSE);
   tdm_json_set_string(b, "outcome", text);
   json_builder_set_member_name(b, "finished");
   json_builder_add_boolean_value(b, r->finished);
@@ -101,7 +104,7 @@ tdm_cli_runs_list(const char *folder, gboolean json)
   for (guint i = 0; i < problems->len; i++)
     fprintf(stderr, _("tandem-train: warning: %s\n"), (const char *)problems->pdata[i]);
   if (!json && runs->len == 0) {
-    printf("no runs in %s (tandem-train --record keeps one, as the window does)\n",
+    printf(_("no runs in %s (tandem-train --record keeps one, as the window does)\n"),
            tdm_history_get_folder(history));
     return 0;
   }
@@ -120,7 +123,7 @@ tdm_cli_runs_list(const char *folder, gboolean json)
     }
     g_autofree char *date = created_text(r);
     g_autofree char *devices = g_strjoinv(",", r->config->devices);
-    g_autofree char *result = outcome(r);
+    g_autofree char *result = outcome(r, TRUE);
     g_autofree char *dataset = g_path_get_basename(r->config->dataset);
     printf("%-28s %-16s %-12.12s %-14.14s %-10.10s %6d %6d  %s  %s\n", r->id, date,
            r->config->network, dataset, devices, r->config->batch, r->config->epochs, result,
@@ -167,26 +170,26 @@ tdm_cli_runs_show(const char *folder, const char *id, gboolean json)
     return 0;
   }
   g_autofree char *date = created_text(r);
-  g_autofree char *result = outcome(r);
-  printf("run %s: %s\n", r->id, r->name);
-  printf("  created: %s\n", date);
-  printf("  outcome: %s\n", result);
+  g_autofree char *result = outcome(r, TRUE);
+  printf(_("run %s: %s\n"), r->id, r->name);
+  printf(_("  created: %s\n"), date);
+  printf(_("  outcome: %s\n"), result);
   if (r->failed && r->error != NULL)
-    printf("  error: %s\n", r->error);
+    printf(_("  error: %s\n"), r->error);
   g_auto(GStrv) pairs = tdm_config_describe(r->config);
   for (int i = 0; pairs[i] != NULL && pairs[i + 1] != NULL; i += 2)
     printf("  %s: %s\n", pairs[i], pairs[i + 1]);
   for (guint i = 0; i < r->epochs->len; i++) {
     const TdmEpochEvent *e = &g_array_index(r->epochs, TdmEpochEvent, i);
-    printf("epoch %d  train loss %.3f acc %.1f%%  ", e->epoch, e->train_loss,
+    printf(_("epoch %d  train loss %.3f acc %.1f%%  "), e->epoch, e->train_loss,
            100 * e->train_accuracy);
     if (isfinite(e->val_accuracy))
-      printf("val loss %.3f acc %.1f%%  ", e->val_loss, 100 * e->val_accuracy);
-    printf("test loss %.3f acc %.1f%%  %.1f s\n", e->test_loss, 100 * e->test_accuracy,
+      printf(_("val loss %.3f acc %.1f%%  "), e->val_loss, 100 * e->val_accuracy);
+    printf(_("test loss %.3f acc %.1f%%  %.1f s\n"), e->test_loss, 100 * e->test_accuracy,
            e->elapsed);
   }
   if (r->finished)
-    printf("%ld steps in %.1f s of training\n", r->final.steps, r->final.elapsed);
+    printf(_("%ld steps in %.1f s of training\n"), r->final.steps, r->final.elapsed);
   fflush(stdout);
   return 0;
 }
