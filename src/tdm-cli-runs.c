@@ -42,7 +42,8 @@ outcome(const TdmRunRecord *r, gboolean translated)
 {
 #define WORDS(text) (translated ? _(text) : (text))
   if (r->kind == TDM_RUN_SCALING)
-    return g_strdup_printf(WORDS(N_("scaling %s, %u points")), tdm_scaling_mode_name(r->sweep.mode),
+    return g_strdup_printf(WORDS(N_("scaling %s, %u points")),
+                           tdm_scaling_mode_name(r->sweep.mode),
                            r->sweep.points != NULL ? r->sweep.points->len : 0);
   if (r->failed)
     return g_strdup(WORDS(N_("failed")));
