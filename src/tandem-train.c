@@ -986,7 +986,7 @@ main(int argc, char **argv)
   int status = 0;
   if (o.classify == NULL && o.top != NULL) {
     status = fail(EXIT_BAD_INPUT, "--top", _("only with --classify"));
-  } else if (o.classify != NULL && o.image_size != NULL) {
+  } else if (o.classify != NULL && o.image_size != NULL && o.resume != NULL) {
     status = fail(EXIT_BAD_INPUT, "--image-size", _("not with --classify: images are resized "
                                                   "to the checkpoint's input size"));
   } else if (o.version) {
