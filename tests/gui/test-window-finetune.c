@@ -2,7 +2,8 @@
  * the engine's load report for the network chosen, and works it out again when the
  * network changes (weights that do not fit: the engine's error, Start greyed out);
  * the frozen part and the normalization reach the run's TdmConfig as --train head,
- * --freeze and --normalize do; every choice is saved and restored. The weights come
+ * --freeze and --normalize do; every choice is saved and restored; image folders
+ * are decoded at a torchvision preset's input size. The weights come
  * from tandem-train, built beside this test. */
 #include <locale.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "tdm-build-config.h"
 #include "tdm-dataset-chooser.h"
 #include "tdm-finetune-group.h"
+#include "tdm-network-catalogue.h"
 #include "tdm-run-form.h"
 #include "tdm-spec-entry.h"
 #include "tdm-window.h"
@@ -188,6 +190,81 @@ test_choices(void)
   reset_settings();
 }
 
+static gboolean
+decoded_at_224(gpointer data)
+{
+  int height = 0, width = 0, channels, classes;
+
+  return tdm_dataset_chooser_get_ready(window_child(data, "dataset_chooser")) &&
+         tdm_dataset_chooser_get_shape(window_child(data, "dataset_chooser"), &height, &width,
+                                       &channels, &classes) &&
+         height == 224 && width == 224;
+}
+
+static gboolean
+decoded_automatic(gpointer data)
+{
+  int height = 0, width = 0, channels, classes;
+
+  return tdm_dataset_chooser_get_ready(window_child(data, "dataset_chooser")) &&
+         tdm_dataset_chooser_get_shape(window_child(data, "dataset_chooser"), &height, &width,
+                                       &channels, &classes) &&
+         height != 224;
+}
+
+static guint
+preset_index(const char *name)
+{
+  int count = 0;
+  const TdmNetworkPreset *presets = tdm_network_presets(&count);
+
+  for (int i = 0; i < count; i++)
+    if (g_str_equal(presets[i].name, name))
+      return (guint)i;
+  g_assert_not_reached();
+}
+
+/* A folder of photos is decoded at the size a torchvision preset is made for, at
+ * "Automatic"; another network gives it back to the engine's choice. */
+static void
+test_folder_size(void)
+{
+  g_autofree char *folder = g_build_filename(tmp_dir, "photos", NULL);
+  TdmWindow *window;
+  int size = -1, channels;
+  TdmConfig *config;
+
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < 3; i++)
+      {
+        g_autofree char *dir = g_build_filename(folder, k == 0 ? "ant" : "bee", NULL);
+        g_autofree char *name = g_strdup_printf("%d.png", i);
+        g_autofree char *path = g_build_filename(dir, name, NULL);
+        g_autoptr(GdkPixbuf) pixbuf = gdk_pixbuf_new(GDK_COLORSPACE_RGB, FALSE, 8, 12, 12);
+
+        gdk_pixbuf_fill(pixbuf, 0x20406000u + (guint32)(k * 0x60000000u) + (guint32)i * 0x100u);
+        g_assert_cmpint(g_mkdir_with_parents(dir, 0700), ==, 0);
+        g_assert_true(gdk_pixbuf_save(pixbuf, path, "png", NULL, NULL));
+      }
+  reset_settings();
+  window = new_window();
+  tdm_dataset_chooser_set_source(window_child(window, "dataset_chooser"), folder);
+  adw_combo_row_set_selected(window_child(window, "network_dropdown"), preset_index("resnet18"));
+  g_assert_true(wait_for(decoded_at_224, window, 60));
+  tdm_dataset_chooser_get_image_options(window_child(window, "dataset_chooser"), &size, &channels);
+  g_assert_cmpint(size, ==, 224);
+  config = build_config(window);
+  g_assert_cmpint(config->image_size, ==, 224);
+  tdm_config_free(config);
+
+  adw_combo_row_set_selected(window_child(window, "network_dropdown"), preset_index("cnn"));
+  g_assert_true(wait_for(decoded_automatic, window, 60));
+  tdm_dataset_chooser_get_image_options(window_child(window, "dataset_chooser"), &size, &channels);
+  g_assert_cmpint(size, ==, 0);
+  destroy_window(window);
+  reset_settings();
+}
+
 /* The torchvision presets are offered with the others, from the engine's catalogue. */
 static void
 test_presets_offered(void)
@@ -241,6 +318,7 @@ main(int argc, char **argv)
   g_test_add_func("/window-finetune/not-weights", test_not_weights);
   g_test_add_func("/window-finetune/choices", test_choices);
   g_test_add_func("/window-finetune/presets-offered", test_presets_offered);
+  g_test_add_func("/window-finetune/folder-size", test_folder_size);
 
   int status = g_test_run();
   g_autofree char *quoted = g_shell_quote(tmp_dir);

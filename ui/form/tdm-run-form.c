@@ -331,6 +331,16 @@ tdm_run_form_network_changed (TdmRunForm *self)
         }
     }
 
+  /* Image folders are decoded at the size a built-in network is made for (224 for
+   * torchvision's), unless another size is chosen for them. */
+  {
+    int count = 0;
+    const TdmNetworkPreset *presets = tdm_network_presets (&count);
+
+    tdm_dataset_chooser_set_default_image_size (self->dataset_chooser,
+                                                selected < (guint) count ? presets[selected].input_size : 0);
+  }
+
   /* Showing a built-in network's spec is not the user typing a custom one. */
   tdm_spec_entry_set_editable (self->spec_entry, custom);
   restoring = self->restoring;
