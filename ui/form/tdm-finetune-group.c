@@ -540,7 +540,9 @@ tdm_finetune_group_init (TdmFinetuneGroup *self)
   adw_preferences_row_set_title (ADW_PREFERENCES_ROW (self->weights_row), _("Start from weights"));
   gtk_widget_set_tooltip_text (GTK_WIDGET (self->weights_row),
                                _("A state_dict saved as safetensors, such as torchvision’s weights converted: every tensor whose name and shape match is loaded"));
-  choose = gtk_button_new_with_mnemonic (_("_Choose…"));
+  /* No mnemonic: one would click it (opening the chooser), where the form's
+   * mnemonics move the focus. */
+  choose = gtk_button_new_with_label (_("Choose…"));
   gtk_widget_set_valign (choose, GTK_ALIGN_CENTER);
   g_signal_connect_object (choose, "clicked", G_CALLBACK (tdm_finetune_group_choose_weights),
                            self, G_CONNECT_SWAPPED);
