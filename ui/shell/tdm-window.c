@@ -305,8 +305,9 @@ tdm_window_get_classify_view (TdmWindow *self)
   return self->classify_view;
 }
 
-/* "Export ONNX…" in the main menu; greyed out, with a tooltip saying why, in a build
- * without protobuf-c. */
+/* "Export Network as ONNX…" in the main menu; greyed out in a build without
+ * protobuf-c, saying why in its label (GTK 4.8's menus show no tooltips) and in a
+ * "tooltip" attribute for the GTKs whose menus read one. */
 static void
 tdm_window_offer_onnx (TdmWindow *self)
 {
@@ -316,6 +317,7 @@ tdm_window_offer_onnx (TdmWindow *self)
 
   if (!tdm_onnx_export_available ())
     {
+      g_menu_item_set_label (item, _("Export Network as ONNX (not in this build)"));
       g_menu_item_set_attribute (item, "tooltip", "s",
                                  _("This Tandem was built without ONNX export (protobuf-c)"));
       gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.export-onnx", FALSE);
