@@ -16,6 +16,7 @@
 #include "image-writer.h"
 #include "tdm-backend.h"
 #include "tdm-classifier.h"
+#include "tdm-finetune.h"
 #include "tdm-dataset.h"
 #include "tdm-image.h"
 #include "tdm-onnx-export.h"
@@ -103,6 +104,13 @@ logits(const char *checkpoint, const char *samples_path, const char *logits_path
   g_assert_nonnull(b);
   TdmReplica *r = tdm_replica_new(b, net, count, set, set, &error);
   g_assert_nonnull(r);
+  /* A run with --normalize: its inputs go through (x − mean) / std, as the
+   * classifier's do (the checkpoint's "normalize"). */
+  const float *mean, *std;
+  if (tdm_classifier_normalization(cl, &mean, &std)) {
+    r->normalize = TRUE;
+    r->input_affine = tdm_normalize_affine(net->in_c, mean, std);
+  }
   b->ops->upload(b, r->params, params, net->parameter_count * sizeof(float));
   if (net->state_count > 0)
     b->ops->upload(b, r->state, state, net->state_count * sizeof(float));

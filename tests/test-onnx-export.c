@@ -170,6 +170,7 @@ test_structure(Fixture *f, gconstpointer spec)
   /* The fc reads a 2 × 2 × 8 image: ours in (y, x, c) order, ONNX's in (c, y, x). */
   const TdmLayer *fc = &f->net->layers[3];
   g_assert_cmpint(fc->kind, ==, TDM_LAYER_LINEAR);
+  /* A network's only fc is "fc", as torchvision names its head. */
   const TdmOnnx__TensorProto *fw = initializer(g, "fc.weight");
   for (int o = 0; o < 4; o++)
     for (int p = 0; p < 4; p++)

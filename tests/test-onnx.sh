@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # test-onnx.sh — tandem-train --resume FILE --export-onnx MODEL: bad input (one line,
 # exit 2, an existing file left as it was), then the mlp, cnn and resnet presets and
-# specs that between them hold every kind of layer, each trained briefly, exported,
-# passed through onnx.checker and evaluated outside Tandem (onnx-check.py: numpy, and
-# onnxruntime where installed) against the engine's own logits on test images.
+# specs that between them hold every kind of layer, and a run with --normalize, each
+# trained briefly, exported, passed through onnx.checker and evaluated outside Tandem
+# (onnx-check.py: numpy, and onnxruntime where installed) against the engine's own
+# logits on test images.
 # TAP on stdout; meson passes tandem-train, onnx-helper, onnx-check.py and whether
 # this build has ONNX export (1 or 0).
 set -u
@@ -48,7 +49,11 @@ cases=(
   "blocks rgb3 conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,pool2,flatten,bn,drop0.25,fc24,relu,fc3,scale0.5"
   "strided rgb3 conv8k5s2p2nb,relu,avg2,conv12k2,relu,fc3"
   "features rgb3 conv8k3p1,relu,res(conv8k3,relu,conv8k3p2),gmp,res(fc8,relu),res(fc16),gap,bn,fc3"
+  "normalized rgb3 conv8k3p1,bn,relu,pool2,fc3"
 )
+# Cases trained with options of their own: a run with --normalize saves its mean and
+# std in the checkpoint, and the graph must apply them as the run's gather did.
+declare -A options=([normalized]="--normalize dataset")
 total=$((6 + 3 * ${#cases[@]} + 3))
 echo "1..$total"
 
@@ -107,8 +112,9 @@ done
 for c in "${cases[@]}"; do
   read -r name set network <<<"$c"
   st="$tmp/$name.st" model="$tmp/$name.onnx"
+  read -r -a opts <<<"${options[$name]:-}"
   "$train" --dataset "$tmp/$set" --network "$network" --epochs 1 --batch 8 --quiet \
-    --save "$st" 2>"$tmp/err" &&
+    "${opts[@]}" --save "$st" 2>"$tmp/err" &&
     "$train" --resume "$st" --export-onnx "$model" 2>"$tmp/err"
   status=$?
   if [ $status -eq 0 ] && [ -s "$model" ] && grep -q "wrote $model" "$tmp/err"; then

@@ -15,6 +15,7 @@
 #include "tdm-config.h"
 #include "tdm-dataset.h"
 #include "tdm-error.h"
+#include "tdm-finetune.h"
 #include "tdm-network.h"
 #include "tdm-trainer.h"
 
@@ -459,6 +460,16 @@ check_frozen(gboolean train_head)
   g_assert_cmpint(fc->kind, ==, TDM_LAYER_LINEAR);
   g_assert_true(memcmp(seeded + fc->weight_offset, head->data,
                        fc->weight_count * sizeof(float)) != 0);
+  /* What the window shows before a run: the report the run gave when it started,
+   * without training; and a file that fits nothing is the run's error. */
+  g_autofree char *dry = tdm_finetune_init_report(net, init, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(dry, ==, report);
+  g_autoptr(TdmNetwork) mlp = tdm_network_new("mlp", size, size, 3, 4, &error);
+  g_assert_no_error(error);
+  g_assert_null(tdm_finetune_init_report(mlp, init, &error));
+  g_assert_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT);
+  g_assert_nonnull(strstr(error->message, init));
 }
 
 static void

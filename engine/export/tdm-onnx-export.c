@@ -115,8 +115,10 @@ tdm_onnx_export_checkpoint(const char *checkpoint, const char *path, GError **er
   g_autofree const char **names = g_new0(const char *, net->classes + 1);
   for (int k = 0; k < net->classes; k++)
     names[k] = tdm_classifier_class_name(cl, k);
-  /* The run's gather only scales bytes by 1/255, which is how the model's input is
-   * defined: no normalization to add. */
+  /* The model's input is the gather's bytes scaled by 1/255; a run with --normalize
+   * then applied (x − mean) / std, which the checkpoint records and the graph must
+   * repeat. */
   TdmOnnxOptions options = {.class_names = names};
+  tdm_classifier_normalization(cl, &options.mean, &options.std);
   return tdm_onnx_export(net, params, state, &options, path, error);
 }

@@ -30,6 +30,8 @@ struct _TdmClassifier {
   TdmDataset *input;      /* one sample; the replica holds its own copy */
   char **names;           /* classes entries */
   float *logits;
+  gboolean normalized;    /* the inputs go through (x − mean) / std */
+  float mean[TDM_AFFINE_MAX_CHANNELS], std[TDM_AFFINE_MAX_CHANNELS];
 };
 
 static gboolean
@@ -141,8 +143,12 @@ classifier_new(TdmNetwork *net, const float *params, const float *state, char **
     return NULL;
   }
   cl->replica->normalize = normalized;
-  if (normalized)
+  cl->normalized = normalized;
+  if (normalized) {
     cl->replica->input_affine = tdm_normalize_affine(net->in_c, mean, std);
+    memcpy(cl->mean, mean, sizeof cl->mean);
+    memcpy(cl->std, std, sizeof cl->std);
+  }
   cl->backend->ops->upload(cl->backend, cl->replica->params, params,
                            net->parameter_count * sizeof(float));
   if (net->state_count > 0)
@@ -389,6 +395,16 @@ tdm_classifier_network(const TdmClassifier *cl)
 {
   g_return_val_if_fail(cl != NULL, NULL);
   return cl->net;
+}
+
+gboolean
+tdm_classifier_normalization(const TdmClassifier *classifier, const float **mean,
+                             const float **std)
+{
+  g_return_val_if_fail(classifier != NULL, FALSE);
+  *mean = classifier->normalized ? classifier->mean : NULL;
+  *std = classifier->normalized ? classifier->std : NULL;
+  return classifier->normalized;
 }
 
 void

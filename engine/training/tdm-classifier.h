@@ -47,6 +47,11 @@ const float *tdm_classifier_logits (const TdmClassifier *classifier);
 gboolean tdm_classifier_run_file (TdmClassifier *classifier, const char *path, float *probs,
                                   GError **error);
 
+/* The per-channel (x − mean) / std applied to inputs already scaled to [0, 1], from
+ * the checkpoint's "normalize" metadata (net->in_c values each, owned by the
+ * classifier); FALSE with both NULL when inputs are not normalized. */
+gboolean tdm_classifier_normalization (const TdmClassifier *classifier, const float **mean,
+                                       const float **std);
 /* The network, and a copy of its parameters and BN running statistics into
  * params[net->parameter_count] and state[net->state_count] (the engine's layouts):
  * what an export writes (tdm-onnx-export.h). */

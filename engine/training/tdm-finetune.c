@@ -1,6 +1,7 @@
 /* tdm-finetune.c — normalization settings, frozen layers and learning-rate factors
  * (tdm-finetune.h). */
 #include "tdm-finetune.h"
+#include "tdm-checkpoint.h"
 #include "tdm-error.h"
 
 #include <math.h>
@@ -140,6 +141,22 @@ head_index(const TdmNetwork *net)
     if (net->layers[i].kind == TDM_LAYER_LINEAR)
       return i;
   return -1;
+}
+
+char *
+tdm_finetune_init_report(const TdmNetwork *net, const char *path, GError **error)
+{
+  g_return_val_if_fail(net != NULL && path != NULL, NULL);
+  g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_load(path, error);
+  if (ckpt == NULL)
+    return NULL;
+  /* Scratch for what would be copied in: the values do not matter, the matching does. */
+  g_autofree float *params = g_new0(float, MAX(1, net->parameter_count));
+  g_autofree float *state = g_new0(float, MAX(1, net->state_count));
+  char *report = NULL;
+  if (!tdm_checkpoint_read_matching(ckpt, net, path, FALSE, params, state, &report, error))
+    return NULL;
+  return report;
 }
 
 gboolean

@@ -34,6 +34,13 @@ TdmChannelAffine tdm_normalize_affine (int channels, const float *mean, const fl
 /* "M,M,M/S,S,S", the form --normalize takes: for checkpoints' metadata. */
 char *tdm_normalize_format (int channels, const float *mean, const float *std);
 
+/* What --init FILE would load into net, without training or touching anything:
+ * tdm_checkpoint_read_matching()'s report (how many tensors load, which are skipped
+ * and why, how many of the file's go unused), or its error (TDM_ENGINE_ERROR_CHECKPOINT
+ * and the like, naming path): for the window, to show before a run what a run would
+ * say when it starts. Reads the whole file: call it off the main thread. */
+char *tdm_finetune_init_report (const TdmNetwork *net, const char *path, GError **error);
+
 /* Per layer of net, the factor its parameters' learning rate is multiplied by: 0 for
  * frozen layers (config->freeze, config->train_head), else the last matching
  * config->lr_scale's X, else 1. *first_trained gets the lowest index of a layer with

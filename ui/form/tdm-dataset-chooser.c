@@ -263,6 +263,15 @@ tdm_dataset_chooser_get_image_options (TdmDatasetChooser *self,
   tdm_folder_preview_get_options (self->preview, size, channels);
 }
 
+void
+tdm_dataset_chooser_set_default_image_size (TdmDatasetChooser *self,
+                                            int                size)
+{
+  g_return_if_fail (TDM_IS_DATASET_CHOOSER (self));
+
+  tdm_folder_preview_set_default_size (self->preview, size);
+}
+
 static void
 tdm_dataset_chooser_selected_changed (TdmDatasetChooser *self)
 {

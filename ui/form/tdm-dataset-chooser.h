@@ -46,6 +46,11 @@ void        tdm_dataset_chooser_get_image_options (TdmDatasetChooser *self,
                                                    int               *size,
                                                    int               *channels);
 
+/* The image size "Automatic" stands for in a folder's options (a preset's input
+ * size; 0: the engine's choice). */
+void        tdm_dataset_chooser_set_default_image_size (TdmDatasetChooser *self,
+                                                        int                size);
+
 /* Why the source could not be loaded, or NULL. */
 const char *tdm_dataset_chooser_get_error   (TdmDatasetChooser *self);
 

@@ -36,6 +36,7 @@ struct _TdmFolderPreview
   GCancellable  *scan_cancellable;
   GCancellable  *decode_cancellable;
   gboolean       loaded;
+  int            default_size;     /* what "Automatic" decodes at (0: the engine's choice) */
   int            facts[6];
   char          *notice;
 };
@@ -555,8 +556,24 @@ tdm_folder_preview_get_options (TdmFolderPreview *self,
   c = gtk_drop_down_get_selected (self->colour_dropdown);
   if (size != NULL)
     *size = size_choices[MIN (s, G_N_ELEMENTS (size_choices) - 1)];
+  if (size != NULL && *size == 0)
+    *size = self->default_size;
   if (channels != NULL)
     *channels = colour_choices[MIN (c, G_N_ELEMENTS (colour_choices) - 1)];
+}
+
+void
+tdm_folder_preview_set_default_size (TdmFolderPreview *self,
+                                     int               size)
+{
+  g_return_if_fail (TDM_IS_FOLDER_PREVIEW (self));
+
+  if (size == self->default_size)
+    return;
+  self->default_size = size;
+  /* Only "Automatic" decodes at the default. */
+  if (self->folder != NULL && gtk_drop_down_get_selected (self->size_dropdown) == 0)
+    start_decode (self);
 }
 
 gboolean

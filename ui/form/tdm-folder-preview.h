@@ -28,6 +28,10 @@ void        tdm_folder_preview_set_folder  (TdmFolderPreview *self,
                                             const char       *folder);
 const char *tdm_folder_preview_get_folder  (TdmFolderPreview *self);
 
+/* The size "Automatic" stands for: a network's input size (a preset's), or 0 for
+ * the engine's own choice. A folder shown at "Automatic" is decoded again. */
+void        tdm_folder_preview_set_default_size (TdmFolderPreview *self,
+                                                 int               size);
 /* The choices, as TdmConfig's image_size and image_channels (0: automatic). */
 void        tdm_folder_preview_get_options (TdmFolderPreview *self,
                                             int              *size,

@@ -26,6 +26,7 @@
 #include "tdm-device-row.h"
 #include "tdm-device.h"
 #include "tdm-error.h"
+#include "tdm-finetune-group.h"
 #include "tdm-iterator.h"
 #include "tdm-memory.h"
 #include "tdm-network.h"
@@ -82,6 +83,7 @@ struct _TdmRunForm
   TdmDatasetChooser *dataset_chooser;
   AdwComboRow       *network_dropdown;
   TdmSpecEntry      *spec_entry;
+  TdmFinetuneGroup  *finetune_group;
   TdmDevicePicker   *device_picker;
   GtkLabel          *devices_hint_label;
   AdwActionRow      *batch_row;
@@ -168,6 +170,28 @@ describe_split (int batch,
   }
 }
 
+/* The network the weights would go into, for the fine-tuning group's load report:
+ * the one chosen, made for the dataset loaded (none until both are known). */
+static void
+tdm_run_form_update_finetune (TdmRunForm *self)
+{
+  guint selected = adw_combo_row_get_selected (self->network_dropdown);
+  int height, width, channels, classes;
+  const char *network;
+
+  if (!tdm_dataset_chooser_get_ready (self->dataset_chooser) ||
+      !tdm_spec_entry_get_valid (self->spec_entry) ||
+      !tdm_dataset_chooser_get_shape (self->dataset_chooser, &height, &width, &channels, &classes))
+    {
+      tdm_finetune_group_set_network (self->finetune_group, NULL, 0, 0, 0, 0);
+      return;
+    }
+  network = selected >= network_custom_index () ? tdm_spec_entry_get_text (self->spec_entry)
+                                                : network_id (selected);
+  tdm_finetune_group_set_network (self->finetune_group, network, height, width, channels,
+                                  classes);
+}
+
 /* The split label, and whether the choices make a run. */
 static void
 tdm_run_form_update (TdmRunForm *self)
@@ -186,9 +210,11 @@ tdm_run_form_update (TdmRunForm *self)
   else
     gtk_widget_add_css_class (GTK_WIDGET (self->batch_row), "error");
 
+  tdm_run_form_update_finetune (self);
   ready = split_ok &&
           tdm_dataset_chooser_get_ready (self->dataset_chooser) &&
-          tdm_spec_entry_get_valid (self->spec_entry);
+          tdm_spec_entry_get_valid (self->spec_entry) &&
+          tdm_finetune_group_get_error (self->finetune_group) == NULL;
   if (ready != self->ready)
     {
       self->ready = ready;
@@ -304,6 +330,16 @@ tdm_run_form_network_changed (TdmRunForm *self)
           adw_combo_row_set_selected (self->batchnorm_dropdown, recipe->batchnorm);
         }
     }
+
+  /* Image folders are decoded at the size a built-in network is made for (224 for
+   * torchvision's), unless another size is chosen for them. */
+  {
+    int count = 0;
+    const TdmNetworkPreset *presets = tdm_network_presets (&count);
+
+    tdm_dataset_chooser_set_default_image_size (self->dataset_chooser,
+                                                selected < (guint) count ? presets[selected].input_size : 0);
+  }
 
   /* Showing a built-in network's spec is not the user typing a custom one. */
   tdm_spec_entry_set_editable (self->spec_entry, custom);
@@ -457,6 +493,7 @@ tdm_run_form_build_config (TdmRunForm  *self,
   /* The recipe's parts the form has no control for (decay, warm-up, smoothing,
    * augmentation); what the form shows is set below. */
   tdm_config_apply_preset (config, config->network);
+  tdm_finetune_group_apply (self->finetune_group, config);
 
   g_strfreev (config->devices);
   config->devices = tdm_device_picker_get_replicas (self->device_picker, &config->main_replica);
@@ -637,6 +674,7 @@ tdm_run_form_class_init (TdmRunFormClass *klass)
   g_type_ensure (TDM_TYPE_DATASET_CHOOSER);
   g_type_ensure (TDM_TYPE_DEVICE_PICKER);
   g_type_ensure (TDM_TYPE_SPEC_ENTRY);
+  g_type_ensure (TDM_TYPE_FINETUNE_GROUP);
 
   gtk_widget_class_set_template_from_resource (widget_class,
                                                "/io/github/tandem/Tandem/ui/tdm-run-form.ui");
@@ -644,6 +682,7 @@ tdm_run_form_class_init (TdmRunFormClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, dataset_chooser);
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, network_dropdown);
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, spec_entry);
+  gtk_widget_class_bind_template_child (widget_class, TdmRunForm, finetune_group);
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, device_picker);
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, batch_spin);
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, devices_hint_label);
@@ -678,6 +717,10 @@ tdm_run_form_init (TdmRunForm *self)
                            G_CONNECT_SWAPPED);
   g_signal_connect_object (self->device_picker, "changed",
                            G_CALLBACK (tdm_run_form_devices_changed), self,
+                           G_CONNECT_SWAPPED);
+  /* Weights that do not fit the network keep Start greyed out. */
+  g_signal_connect_object (self->finetune_group, "notify::error",
+                           G_CALLBACK (tdm_run_form_update), self,
                            G_CONNECT_SWAPPED);
 
   {

@@ -1,12 +1,15 @@
 /* tdm-window-files.c: the window's file choosers: opening an image folder,
- * exporting the metrics, a chart or a scaling run. Part of TdmWindow
+ * exporting the metrics, a chart, a scaling run or the run's network as ONNX. Part of TdmWindow
  * (tdm-window-private.h); what gets written is the session's, the dashboard's and
  * the scaling page's.
  */
 
 #include <glib/gi18n.h>
+#include <string.h>
 
+#include "tdm-classify-view.h"
 #include "tdm-dashboard.h"
+#include "tdm-onnx-export.h"
 #include "tdm-run-form.h"
 #include "tdm-scaling-page.h"
 #include "tdm-window-private.h"
@@ -89,6 +92,12 @@ tdm_window_export_chosen (TdmWindow       *self,
       return;
     }
 
+  if (target != NULL && g_str_equal (target, "onnx"))
+    {
+      /* The export says how it went in a toast of its own. */
+      tdm_window_export_onnx (self, path);
+      return;
+    }
   if (target == NULL)
     ok = tdm_session_export_metrics (self->session, path, &error);
   else if (g_str_equal (target, "scaling:csv"))
@@ -160,6 +169,91 @@ tdm_window_export_chart (GtkWidget  *widget,
   else
     tdm_window_add_filter (chooser, _("CSV files"), "text/csv", "*.csv");
   g_object_set_data_full (G_OBJECT (chooser), "target", g_strdup (target), g_free);
+  g_signal_connect_object (chooser, "response", G_CALLBACK (tdm_window_export_chosen),
+                           self, G_CONNECT_SWAPPED);
+  gtk_native_dialog_show (self->chooser);
+}
+
+char *
+tdm_window_get_run_checkpoint (TdmWindow *self)
+{
+  g_autofree char *last = NULL;
+
+  g_return_val_if_fail (TDM_IS_WINDOW (self), NULL);
+
+  if (self->classify_view != NULL &&
+      tdm_classify_view_get_checkpoint (self->classify_view) != NULL)
+    return g_strdup (tdm_classify_view_get_checkpoint (self->classify_view));
+  last = tdm_classify_view_last_run_path ();
+  if (g_file_test (last, G_FILE_TEST_IS_REGULAR))
+    return g_steal_pointer (&last);
+  return NULL;
+}
+
+gboolean
+tdm_window_export_onnx (TdmWindow  *self,
+                        const char *path)
+{
+  g_autofree char *checkpoint = NULL;
+  g_autofree char *name = NULL;
+  g_autofree char *text = NULL;
+  g_autoptr(GError) error = NULL;
+
+  g_return_val_if_fail (TDM_IS_WINDOW (self), FALSE);
+  g_return_val_if_fail (path != NULL, FALSE);
+
+  name = g_filename_display_basename (path);
+  checkpoint = tdm_window_get_run_checkpoint (self);
+  if (checkpoint == NULL)
+    {
+      tdm_window_toast (self, _("No network to export yet: train one, or open a checkpoint to classify with"));
+      return FALSE;
+    }
+  if (!tdm_onnx_export_available ())
+    {
+      tdm_window_toast (self, _("This Tandem was built without ONNX export (protobuf-c)"));
+      return FALSE;
+    }
+  if (!tdm_onnx_export_checkpoint (checkpoint, path, &error))
+    {
+      /* Translators: a notice; the first %s is the file's name, the second why it
+       * could not be written (the engine's words) */
+      text = g_strdup_printf (_("“%s” was not exported: %s"), name, error->message);
+      tdm_window_toast (self, text);
+      return FALSE;
+    }
+  /* Translators: a notice after an ONNX export; %s is the file's name */
+  text = g_strdup_printf (_("Exported “%s”"), name);
+  tdm_window_toast (self, text);
+  return TRUE;
+}
+
+void
+tdm_window_export_onnx_chooser (GtkWidget  *widget,
+                                const char *action_name,
+                                GVariant   *parameter)
+{
+  TdmWindow *self = TDM_WINDOW (widget);
+  g_autofree char *checkpoint = tdm_window_get_run_checkpoint (self);
+  g_autofree char *base = NULL;
+  g_autofree char *name = NULL;
+  GtkFileChooser *chooser;
+
+  if (checkpoint == NULL)
+    {
+      tdm_window_toast (self, _("No network to export yet: train one, or open a checkpoint to classify with"));
+      return;
+    }
+  chooser = tdm_window_new_chooser (self, _("Export Network as ONNX"),
+                                    GTK_FILE_CHOOSER_ACTION_SAVE, _("_Export"));
+  /* photos.safetensors becomes photos.onnx. */
+  base = g_path_get_basename (checkpoint);
+  if (g_str_has_suffix (base, ".safetensors"))
+    base[strlen (base) - strlen (".safetensors")] = '\0';
+  name = g_strconcat (base, ".onnx", NULL);
+  gtk_file_chooser_set_current_name (chooser, name);
+  tdm_window_add_filter (chooser, _("ONNX models"), "application/octet-stream", "*.onnx");
+  g_object_set_data_full (G_OBJECT (chooser), "target", g_strdup ("onnx"), g_free);
   g_signal_connect_object (chooser, "response", G_CALLBACK (tdm_window_export_chosen),
                            self, G_CONNECT_SWAPPED);
   gtk_native_dialog_show (self->chooser);

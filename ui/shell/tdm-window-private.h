@@ -117,7 +117,7 @@ void            tdm_window_export_chosen    (TdmWindow            *self,
                                              GtkNativeDialog      *dialog);
 /* The file chooser shown, if any, is gone. */
 void            tdm_window_chooser_done     (TdmWindow            *self);
-/* Actions: win.open-folder, win.export, win.export-chart. */
+/* Actions: win.open-folder, win.export, win.export-chart, win.export-onnx. */
 void            tdm_window_open_folder      (GtkWidget            *widget,
                                              const char           *action_name,
                                              GVariant             *parameter);
@@ -127,6 +127,9 @@ void            tdm_window_export           (GtkWidget            *widget,
 void            tdm_window_export_chart     (GtkWidget            *widget,
                                              const char           *action_name,
                                              GVariant             *parameter);
+void            tdm_window_export_onnx_chooser (GtkWidget         *widget,
+                                                const char        *action_name,
+                                                GVariant          *parameter);
 
 /* tdm-window-history.c */
 void            tdm_window_history_init     (TdmWindow            *self);

@@ -40,6 +40,7 @@
 #include "tdm-devices-page.h"
 #include "tdm-error.h"
 #include "tdm-format.h"
+#include "tdm-onnx-export.h"
 #include "tdm-predictions-page.h"
 #include "tdm-run.h"
 #include "tdm-run-form.h"
@@ -302,6 +303,28 @@ tdm_window_get_classify_view (TdmWindow *self)
     self->classify_window = tdm_classify_view_window_new (GTK_WINDOW (self),
                                                           &self->classify_view);
   return self->classify_view;
+}
+
+/* "Export Network as ONNX…" in the main menu; greyed out in a build without
+ * protobuf-c, saying why in its label (GTK 4.8's menus show no tooltips) and in a
+ * "tooltip" attribute for the GTKs whose menus read one. */
+static void
+tdm_window_offer_onnx (TdmWindow *self)
+{
+  GMenuModel *menu = gtk_menu_button_get_menu_model (self->primary_menu_button);
+  GMenuModel *section = g_menu_model_get_item_link (menu, 0, G_MENU_LINK_SECTION);
+  g_autoptr(GMenuItem) item = g_menu_item_new (_("Export Network as _ONNX…"), "win.export-onnx");
+
+  if (!tdm_onnx_export_available ())
+    {
+      g_menu_item_set_label (item, _("Export Network as ONNX (not in this build)"));
+      g_menu_item_set_attribute (item, "tooltip", "s",
+                                 _("This Tandem was built without ONNX export (protobuf-c)"));
+      gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.export-onnx", FALSE);
+    }
+  if (G_IS_MENU (section))
+    g_menu_append_item (G_MENU (section), item);
+  g_clear_object (&section);
 }
 
 /* After a run the network it saved answers dropped images. */
@@ -674,6 +697,7 @@ tdm_window_class_init (TdmWindowClass *klass)
   gtk_widget_class_install_action (widget_class, "win.open-folder", NULL, tdm_window_open_folder);
   gtk_widget_class_install_action (widget_class, "win.export", NULL, tdm_window_export);
   gtk_widget_class_install_action (widget_class, "win.export-chart", "s", tdm_window_export_chart);
+  gtk_widget_class_install_action (widget_class, "win.export-onnx", NULL, tdm_window_export_onnx_chooser);
   gtk_widget_class_install_action (widget_class, "win.dismiss-error", NULL, tdm_window_dismiss_error);
   gtk_widget_class_install_action (widget_class, "win.toggle-sidebar", NULL, tdm_window_toggle_sidebar);
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_F9, 0, "win.toggle-sidebar", NULL);
@@ -752,6 +776,7 @@ tdm_window_init (TdmWindow *self)
                           self->switcher_bar, "reveal", G_BINDING_SYNC_CREATE);
   tdm_window_update_estimate (self);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.leave-presentation", FALSE);
+  tdm_window_offer_onnx (self);
 
   /* Images dropped anywhere on the window are classified with the last network. */
   {

@@ -56,6 +56,13 @@ const char *tdm_window_get_page     (TdmWindow     *self);
 void       tdm_window_toast         (TdmWindow     *self,
                                      const char    *text);
 
+/* The checkpoint "Export ONNX…" writes (the one open for classifying, else the last
+ * run's), or NULL while there is none. */
+char      *tdm_window_get_run_checkpoint (TdmWindow *self);
+/* Writes that checkpoint as an ONNX model at path (tdm_onnx_export_checkpoint); a
+ * toast names the file written, or says why nothing was. */
+gboolean   tdm_window_export_onnx   (TdmWindow     *self,
+                                     const char    *path);
 
 /* The run history the window records into and lists on its History page. */
 TdmHistoryStore *tdm_window_get_history (TdmWindow   *self);

@@ -1,0 +1,329 @@
+/* test-window-finetune.c — the form's fine-tuning group: "Start from weights…" shows
+ * the engine's load report for the network chosen, and works it out again when the
+ * network changes (weights that do not fit: the engine's error, Start greyed out);
+ * the frozen part and the normalization reach the run's TdmConfig as --train head,
+ * --freeze and --normalize do; every choice is saved and restored; image folders
+ * are decoded at a torchvision preset's input size. The weights come
+ * from tandem-train, built beside this test. */
+#include <locale.h>
+#include <string.h>
+#include <glib/gstdio.h>
+#include <adwaita.h>
+#include "tdm-application.h"
+#include "tdm-build-config.h"
+#include "tdm-dataset-chooser.h"
+#include "tdm-finetune-group.h"
+#include "tdm-network-catalogue.h"
+#include "tdm-run-form.h"
+#include "tdm-spec-entry.h"
+#include "tdm-window.h"
+#include "window-test-util.h"
+
+#define SPEC "conv4k3p1,bn,relu,pool2,fc10"
+
+static char *tmp_dir;
+static char *weights;
+
+static TdmWindow *
+new_window(void)
+{
+  TdmWindow *window = g_object_ref(tdm_window_new(NULL));
+
+  gtk_window_present(GTK_WINDOW(window));
+  return window;
+}
+
+static void
+destroy_window(TdmWindow *window)
+{
+  gtk_window_destroy(GTK_WINDOW(window));
+  drain();
+  g_object_unref(window);
+}
+
+static gboolean
+report_known(gpointer data)
+{
+  return tdm_finetune_group_get_report(data) != NULL ||
+         tdm_finetune_group_get_error(data) != NULL;
+}
+
+static gboolean
+dataset_ready(gpointer data)
+{
+  return tdm_dataset_chooser_get_ready(window_child(data, "dataset_chooser"));
+}
+
+/* A window on the synthetic set with SPEC as its network. */
+static TdmWindow *
+window_with_spec(const char *spec)
+{
+  TdmWindow *window = new_window();
+
+  tdm_dataset_chooser_set_source(window_child(window, "dataset_chooser"), "synthetic");
+  adw_combo_row_set_selected(window_child(window, "network_dropdown"), window_custom_network());
+  tdm_spec_entry_set_text(window_child(window, "spec_entry"), spec);
+  g_assert_true(wait_for(dataset_ready, window, 60));
+  return window;
+}
+
+static TdmConfig *
+build_config(TdmWindow *window)
+{
+  g_autoptr(GError) error = NULL;
+  TdmConfig *config = tdm_run_form_build_config(window_child(window, "sidebar"), &error);
+
+  g_assert_no_error(error);
+  return config;
+}
+
+static void
+test_report(void)
+{
+  TdmWindow *window;
+  TdmFinetuneGroup *group;
+  g_autoptr(TdmConfig) config = NULL;
+
+  reset_settings();
+  window = window_with_spec(SPEC);
+  group = window_child(window, "finetune_group");
+  g_assert_null(tdm_finetune_group_get_weights(group));
+  g_assert_null(tdm_finetune_group_get_report(group));
+
+  tdm_finetune_group_set_weights(group, weights);
+  g_assert_true(wait_for(report_known, group, 60));
+  g_assert_null(tdm_finetune_group_get_error(group));
+  /* The engine's report, as the run says it when it starts: everything fits. */
+  g_assert_true(g_str_has_prefix(tdm_finetune_group_get_report(group), "loaded "));
+  g_assert_null(strstr(tdm_finetune_group_get_report(group), "skipped"));
+  g_assert_true(tdm_run_form_get_ready(window_child(window, "sidebar")));
+  config = build_config(window);
+  g_assert_cmpstr(config->init_path, ==, weights);
+
+  /* Another network: the report is worked out again, and these weights do not fit
+   * its first convolution; Start waits for a choice that works. */
+  tdm_spec_entry_set_text(window_child(window, "spec_entry"), "conv8k3p1,bn,relu,pool2,fc10");
+  g_assert_null(tdm_finetune_group_get_report(group));
+  g_assert_true(wait_for(report_known, group, 60));
+  g_assert_nonnull(tdm_finetune_group_get_error(group));
+  g_assert_nonnull(strstr(tdm_finetune_group_get_error(group), "another architecture"));
+  g_assert_false(tdm_run_form_get_ready(window_child(window, "sidebar")));
+
+  /* Starting from random values again: nothing to report, Start back. */
+  tdm_finetune_group_set_weights(group, NULL);
+  g_assert_null(tdm_finetune_group_get_error(group));
+  g_assert_true(tdm_run_form_get_ready(window_child(window, "sidebar")));
+  g_clear_pointer(&config, tdm_config_free);
+  config = build_config(window);
+  g_assert_null(config->init_path);
+  destroy_window(window);
+}
+
+/* A file that is not a checkpoint: the engine's words, naming it. */
+static void
+test_not_weights(void)
+{
+  g_autofree char *bad = g_build_filename(tmp_dir, "bad.safetensors", NULL);
+  TdmWindow *window;
+  TdmFinetuneGroup *group;
+
+  g_assert_true(g_file_set_contents(bad, "not a checkpoint", -1, NULL));
+  reset_settings();
+  window = window_with_spec(SPEC);
+  group = window_child(window, "finetune_group");
+  tdm_finetune_group_set_weights(group, bad);
+  g_assert_true(wait_for(report_known, group, 60));
+  g_assert_nonnull(strstr(tdm_finetune_group_get_error(group), bad));
+  g_assert_false(tdm_run_form_get_ready(window_child(window, "sidebar")));
+  destroy_window(window);
+}
+
+static void
+test_choices(void)
+{
+  TdmWindow *window;
+  TdmFinetuneGroup *group;
+  TdmConfig *config;
+
+  reset_settings();
+  window = window_with_spec(SPEC);
+  group = window_child(window, "finetune_group");
+
+  /* By default nothing is frozen and the network's recipe normalizes. */
+  config = build_config(window);
+  g_assert_false(config->train_head);
+  g_assert_null(config->freeze);
+  g_assert_null(config->normalize);
+  tdm_config_free(config);
+
+  tdm_finetune_group_set_freeze(group, TDM_FREEZE_CHOICE_BACKBONE, NULL);
+  tdm_finetune_group_set_normalize(group, TDM_NORMALIZE_CHOICE_DATASET);
+  config = build_config(window);
+  g_assert_true(config->train_head);
+  g_assert_null(config->freeze);
+  g_assert_cmpstr(config->normalize, ==, "dataset");
+  tdm_config_free(config);
+
+  tdm_finetune_group_set_freeze(group, TDM_FREEZE_CHOICE_CUSTOM, " conv1, bn1  ");
+  tdm_finetune_group_set_normalize(group, TDM_NORMALIZE_CHOICE_IMAGENET);
+  tdm_finetune_group_set_weights(group, weights);
+  config = build_config(window);
+  g_assert_false(config->train_head);
+  g_assert_cmpuint(g_strv_length(config->freeze), ==, 2);
+  g_assert_cmpstr(config->freeze[0], ==, "conv1");
+  g_assert_cmpstr(config->freeze[1], ==, "bn1");
+  g_assert_cmpstr(config->normalize, ==, "imagenet");
+  tdm_config_free(config);
+  destroy_window(window);
+
+  /* Saved as they changed, and a new window starts with them. */
+  window = window_with_spec(SPEC);
+  group = window_child(window, "finetune_group");
+  g_assert_cmpstr(tdm_finetune_group_get_weights(group), ==, weights);
+  config = build_config(window);
+  g_assert_cmpstr(config->init_path, ==, weights);
+  g_assert_cmpuint(g_strv_length(config->freeze), ==, 2);
+  g_assert_cmpstr(config->normalize, ==, "imagenet");
+  tdm_config_free(config);
+  g_assert_true(wait_for(report_known, group, 60));
+  destroy_window(window);
+  reset_settings();
+}
+
+static gboolean
+decoded_at_224(gpointer data)
+{
+  int height = 0, width = 0, channels, classes;
+
+  return tdm_dataset_chooser_get_ready(window_child(data, "dataset_chooser")) &&
+         tdm_dataset_chooser_get_shape(window_child(data, "dataset_chooser"), &height, &width,
+                                       &channels, &classes) &&
+         height == 224 && width == 224;
+}
+
+static gboolean
+decoded_automatic(gpointer data)
+{
+  int height = 0, width = 0, channels, classes;
+
+  return tdm_dataset_chooser_get_ready(window_child(data, "dataset_chooser")) &&
+         tdm_dataset_chooser_get_shape(window_child(data, "dataset_chooser"), &height, &width,
+                                       &channels, &classes) &&
+         height != 224;
+}
+
+static guint
+preset_index(const char *name)
+{
+  int count = 0;
+  const TdmNetworkPreset *presets = tdm_network_presets(&count);
+
+  for (int i = 0; i < count; i++)
+    if (g_str_equal(presets[i].name, name))
+      return (guint)i;
+  g_assert_not_reached();
+}
+
+/* A folder of photos is decoded at the size a torchvision preset is made for, at
+ * "Automatic"; another network gives it back to the engine's choice. */
+static void
+test_folder_size(void)
+{
+  g_autofree char *folder = g_build_filename(tmp_dir, "photos", NULL);
+  TdmWindow *window;
+  int size = -1, channels;
+  TdmConfig *config;
+
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < 3; i++)
+      {
+        g_autofree char *dir = g_build_filename(folder, k == 0 ? "ant" : "bee", NULL);
+        g_autofree char *name = g_strdup_printf("%d.png", i);
+        g_autofree char *path = g_build_filename(dir, name, NULL);
+        g_autoptr(GdkPixbuf) pixbuf = gdk_pixbuf_new(GDK_COLORSPACE_RGB, FALSE, 8, 12, 12);
+
+        gdk_pixbuf_fill(pixbuf, 0x20406000u + (guint32)(k * 0x60000000u) + (guint32)i * 0x100u);
+        g_assert_cmpint(g_mkdir_with_parents(dir, 0700), ==, 0);
+        g_assert_true(gdk_pixbuf_save(pixbuf, path, "png", NULL, NULL));
+      }
+  reset_settings();
+  window = new_window();
+  tdm_dataset_chooser_set_source(window_child(window, "dataset_chooser"), folder);
+  adw_combo_row_set_selected(window_child(window, "network_dropdown"), preset_index("resnet18"));
+  g_assert_true(wait_for(decoded_at_224, window, 60));
+  tdm_dataset_chooser_get_image_options(window_child(window, "dataset_chooser"), &size, &channels);
+  g_assert_cmpint(size, ==, 224);
+  config = build_config(window);
+  g_assert_cmpint(config->image_size, ==, 224);
+  tdm_config_free(config);
+
+  adw_combo_row_set_selected(window_child(window, "network_dropdown"), preset_index("cnn"));
+  g_assert_true(wait_for(decoded_automatic, window, 60));
+  tdm_dataset_chooser_get_image_options(window_child(window, "dataset_chooser"), &size, &channels);
+  g_assert_cmpint(size, ==, 0);
+  destroy_window(window);
+  reset_settings();
+}
+
+/* The torchvision presets are offered with the others, from the engine's catalogue. */
+static void
+test_presets_offered(void)
+{
+  TdmWindow *window;
+  GListModel *model;
+  gboolean resnet50 = FALSE;
+
+  reset_settings();
+  window = new_window();
+  model = adw_combo_row_get_model(window_child(window, "network_dropdown"));
+  for (guint i = 0; i < g_list_model_get_n_items(model); i++)
+    {
+      const char *title = gtk_string_list_get_string(GTK_STRING_LIST(model), i);
+
+      resnet50 |= strstr(title, "ResNet-50") != NULL;
+    }
+  g_assert_true(resnet50);
+  destroy_window(window);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_setenv("LC_ALL", "C.UTF-8", TRUE);
+  g_unsetenv("LANGUAGE");
+  tmp_dir = g_dir_make_tmp("tandem-finetune-XXXXXX", NULL);
+  g_setenv("XDG_DATA_HOME", tmp_dir, TRUE);
+  gtk_test_init(&argc, &argv, NULL);
+  adw_init();
+  tdm_application_init_i18n();
+  tdm_application_init_uninstalled();
+
+  /* Weights of SPEC trained two steps on the synthetic set. */
+  {
+    g_autofree char *program = g_test_build_filename(G_TEST_BUILT, "..", "..", "src",
+                                                     "tandem-train", NULL);
+    g_autofree char *command = NULL;
+    g_autofree char *err = NULL;
+    int status = 0;
+
+    weights = g_build_filename(tmp_dir, "start.safetensors", NULL);
+    command = g_strdup_printf("%s --dataset synthetic --network " SPEC " --max-steps 2 "
+                              "--batch 8 --quiet --save %s", program, weights);
+    if (!g_spawn_command_line_sync(command, NULL, &err, &status, NULL) ||
+        !g_spawn_check_wait_status(status, NULL))
+      g_error("%s failed: %s", command, err);
+  }
+
+  g_test_add_func("/window-finetune/report", test_report);
+  g_test_add_func("/window-finetune/not-weights", test_not_weights);
+  g_test_add_func("/window-finetune/choices", test_choices);
+  g_test_add_func("/window-finetune/presets-offered", test_presets_offered);
+  g_test_add_func("/window-finetune/folder-size", test_folder_size);
+
+  int status = g_test_run();
+  g_autofree char *quoted = g_shell_quote(tmp_dir);
+  g_autofree char *command = g_strdup_printf("rm -rf %s", quoted);
+  g_spawn_command_line_sync(command, NULL, NULL, NULL, NULL);
+  g_free(weights);
+  return status;
+}
