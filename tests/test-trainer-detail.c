@@ -19,6 +19,8 @@ typedef struct {
   TdmFinishedEvent finished;
   size_t parameters;
   int steps_run, paused;
+  long summaries[8];
+  int n_summaries;
   TdmTrainer *trainer;
   GCancellable *cancel_at_rest; /* cancelled at the `rest_limit`-th PAUSED event */
   int rest_limit;
@@ -55,6 +57,10 @@ record(const TdmEvent *e, gpointer data)
     break;
   case TDM_EVENT_PREDICTIONS:
     g_array_append_val(d->predictions, e->predictions);
+    break;
+  case TDM_EVENT_STEP:
+    if (d->n_summaries < (int)G_N_ELEMENTS(d->summaries))
+      d->summaries[d->n_summaries++] = e->step.step;
     break;
   case TDM_EVENT_EPOCH:
     d->epoch = e->epoch;
@@ -432,6 +438,10 @@ test_single_step(void)
   g_assert_true(d.finished.stopped);
   /* Every single step is sampled, so each shows its phases. */
   g_assert_cmpuint(d.phases->len, ==, 3);
+  /* …and summarized at once, so the status line and charts move with each one. */
+  g_assert_cmpint(d.n_summaries, ==, 3);
+  for (int i = 0; i < 3; i++)
+    g_assert_cmpint(d.summaries[i], ==, i + 1);
   detail_clear(&d);
 
   /* Two steps asked for before the run go through in one go: one rest after them. */

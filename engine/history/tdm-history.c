@@ -268,7 +268,8 @@ tdm_history_recorder_open(TdmHistory *h, const TdmConfig *config, const char *na
   g_autofree char *config_json = tdm_config_to_json(config);
   g_autoptr(JsonNode) config_node = json_from_string(config_json, NULL);
   g_autoptr(GDateTime) now = g_date_time_new_now_local();
-  g_autofree char *date = g_date_time_format(now, "%Y-%m-%d %H:%M");
+  /* A default name: to the second, so two runs started in one minute differ. */
+  g_autofree char *date = g_date_time_format(now, "%Y-%m-%d %H:%M:%S");
 
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_object(b);

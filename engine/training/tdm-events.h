@@ -48,6 +48,7 @@ typedef struct {
   int prewarm_steps;                   /* untimed steps before the clock (0: none) */
   double prewarm_seconds;              /* what they took, evaluation included */
   int cpu_threads;                     /* BLAS threads each CPU worker runs (0: none) */
+  long end_step;                       /* where the run ends: total_steps, or --max-steps */
 } TdmStartedEvent;
 
 /* The memory estimate (tdm-memory.h), sent before anything large is allocated. */

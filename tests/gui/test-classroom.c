@@ -636,6 +636,10 @@ test_presentation(void)
   g_assert_true(tdm_timeline_get_high_contrast(timeline));
   g_assert_true(gtk_revealer_get_reveal_child(window_child(window, "pace_revealer")));
   g_assert_false(adw_flap_get_reveal_flap(window_child(window, "flap")));
+  /* 0 reads as full speed, in words; a pace set in front of the class… */
+  g_assert_cmpstr(gtk_label_get_label(window_child(window, "pace_unit_label")), ==, "steps/s: full speed");
+  gtk_spin_button_set_value(window_child(window, "pace_spin"), 2);
+  g_assert_cmpstr(gtk_label_get_label(window_child(window, "pace_unit_label")), ==, "steps/s");
 
   /* Escape (win.leave-presentation) brings everything back. */
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.leave-presentation", NULL));
@@ -645,6 +649,10 @@ test_presentation(void)
   g_assert_true(gtk_widget_get_visible(gtk_widget_get_ancestor(GTK_WIDGET(memory), GTK_TYPE_FLOW_BOX_CHILD)));
   g_assert_false(tdm_timeline_get_high_contrast(timeline));
   g_assert_true(wait_for(small_text, loss, 30));
+  /* …ends with presentation mode: no hidden bar keeps slowing the next run. */
+  g_assert_false(gtk_revealer_get_reveal_child(window_child(window, "pace_revealer")));
+  g_assert_cmpfloat(gtk_spin_button_get_value(window_child(window, "pace_spin")), ==, 0);
+  g_assert_cmpstr(gtk_label_get_label(window_child(window, "pace_unit_label")), ==, "steps/s: full speed");
 
   destroy_window(window);
 }
@@ -672,6 +680,38 @@ test_single_step(void)
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.stop", NULL));
   g_assert_true(wait_for(not_running, window, 120));
   g_assert_cmpstr(adw_view_switcher_title_get_subtitle(window_child(window, "window_title")), ==, "Stopped");
+  destroy_window(window);
+}
+
+/* Ctrl+→ is caught before the focused widget (a spin button, a scrolled page) takes
+ * it for itself: a shortcut of the capture phase, on the window. */
+static void
+test_step_key(void)
+{
+  TdmWindow *window = window_for_run("fc32,relu,fc10", 100, 1);
+  g_autoptr(GListModel) controllers = gtk_widget_observe_controllers(GTK_WIDGET(window));
+  gboolean found = FALSE;
+
+  for (guint i = 0; i < g_list_model_get_n_items(controllers); i++)
+    {
+      g_autoptr(GtkEventController) c = g_list_model_get_item(controllers, i);
+
+      if (!GTK_IS_SHORTCUT_CONTROLLER(c) || gtk_event_controller_get_propagation_phase(c) != GTK_PHASE_CAPTURE)
+        continue;
+      for (guint j = 0; j < g_list_model_get_n_items(G_LIST_MODEL(c)); j++)
+        {
+          g_autoptr(GtkShortcut) shortcut = g_list_model_get_item(G_LIST_MODEL(c), j);
+          GtkShortcutTrigger *trigger = gtk_shortcut_get_trigger(shortcut);
+          GtkShortcutAction *action = gtk_shortcut_get_action(shortcut);
+
+          if (GTK_IS_KEYVAL_TRIGGER(trigger) && gtk_keyval_trigger_get_keyval(GTK_KEYVAL_TRIGGER(trigger)) == GDK_KEY_Right
+              && gtk_keyval_trigger_get_modifiers(GTK_KEYVAL_TRIGGER(trigger)) == GDK_CONTROL_MASK
+              && GTK_IS_NAMED_ACTION(action)
+              && g_str_equal(gtk_named_action_get_action_name(GTK_NAMED_ACTION(action)), "win.single-step"))
+            found = TRUE;
+        }
+    }
+  g_assert_true(found);
   destroy_window(window);
 }
 
@@ -745,6 +785,7 @@ main(int argc, char *argv[])
   g_test_add_func("/classroom/scaling-needs-two", test_scaling_needs_two);
   g_test_add_func("/classroom/presentation", test_presentation);
   g_test_add_func("/classroom/single-step", test_single_step);
+  g_test_add_func("/classroom/step-key", test_step_key);
 
   return g_test_run();
 }

@@ -292,6 +292,9 @@ tdm_run_item_describe (TdmRunItem *self)
     outcome = g_strdup (_("failed"));
   else if (r->finished && isfinite (r->final.test_accuracy))
     outcome = g_strdup_printf ("%.1f %%", 100.0 * r->final.test_accuracy);
+  else if (r->finished && !r->final.stopped)
+    /* Translators: a run that reached its end (its step limit) with no test score */
+    outcome = g_strdup (_("finished"));
   else if (r->finished)
     outcome = g_strdup (_("stopped"));
   else
@@ -312,8 +315,9 @@ tdm_run_item_format_date (TdmRunItem *self)
   date = g_date_time_new_from_unix_local (self->record->created);
   if (date == NULL)
     return g_strdup ("—");
-  /* Translators: a run's date in the run history, strftime format */
-  return g_date_time_format (date, _("%Y-%m-%d %H:%M"));
+  /* Translators: a run's date in the run history, strftime format; the same as a
+   * run's default name (its start, to the second), so the two read alike */
+  return g_date_time_format (date, _("%Y-%m-%d %H:%M:%S"));
 }
 
 char *

@@ -135,7 +135,8 @@ tdm_format_progress (const TdmStartedEvent *started,
   epoch = g_strdup_printf (_("Epoch %d of %d"),
                            MIN (s->epoch + 1, started->epochs), started->epochs);
   steps_done = tdm_format_count (s->step);
-  steps_total = tdm_format_count (started->total_steps);
+  /* The run's own end: a comparison's 50 steps, not the epochs' 600. */
+  steps_total = tdm_format_count (started->end_step > 0 ? started->end_step : started->total_steps);
   step = g_strdup_printf (_("Step %s of %s"), steps_done, steps_total);
   samples = tdm_format_count (s->samples_per_second);
   rate = g_strdup_printf (_("%s samples/s"), samples);

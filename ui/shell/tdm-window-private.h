@@ -49,6 +49,7 @@ struct _TdmWindow
   GtkBox               *history_slot;
   GtkRevealer          *pace_revealer;
   GtkSpinButton        *pace_spin;
+  GtkLabel             *pace_unit_label;
   GtkButton            *step_button;
 
   gboolean              presentation;

@@ -666,6 +666,7 @@ tdm_window_class_init (TdmWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, history_slot);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, pace_revealer);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, pace_spin);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, pace_unit_label);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, step_button);
 
   gtk_widget_class_install_action (widget_class, "win.start", NULL, tdm_window_start);
@@ -681,7 +682,6 @@ tdm_window_class_init (TdmWindowClass *klass)
   gtk_widget_class_install_action (widget_class, "win.compare-one-device", NULL,
                                    tdm_window_compare_one_device);
   gtk_widget_class_install_action (widget_class, "win.single-step", NULL, tdm_window_single_step);
-  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_Right, GDK_CONTROL_MASK, "win.single-step", NULL);
   gtk_widget_class_install_action (widget_class, "win.show-pace", NULL, tdm_window_show_pace);
   gtk_widget_class_install_action (widget_class, "win.presentation", NULL, tdm_window_toggle_presentation);
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_F11, 0, "win.presentation", NULL);
@@ -741,6 +741,7 @@ tdm_window_init (TdmWindow *self)
   g_signal_connect_object (self->pace_spin, "value-changed",
                            G_CALLBACK (tdm_window_pace_changed), self,
                            G_CONNECT_SWAPPED);
+  tdm_window_pace_changed (self);
   g_signal_connect_object (self->scaling_page, "finished",
                            G_CALLBACK (tdm_window_scaling_finished), self,
                            G_CONNECT_SWAPPED);
@@ -761,6 +762,19 @@ tdm_window_init (TdmWindow *self)
      * 360 px. */
     g_signal_connect_object (target, "drop", G_CALLBACK (tdm_window_drop_files), self, 0);
     gtk_widget_add_controller (GTK_WIDGET (self), GTK_EVENT_CONTROLLER (target));
+  }
+
+  /* Ctrl+→ steps from wherever the focus is: a binding of the window's class comes
+   * last, after a focused spin button or scrolled page has taken the key for itself.
+   * Caught first instead; without a run the action is off and the key goes on. */
+  {
+    GtkEventController *keys = gtk_shortcut_controller_new ();
+
+    gtk_event_controller_set_propagation_phase (keys, GTK_PHASE_CAPTURE);
+    gtk_shortcut_controller_add_shortcut (GTK_SHORTCUT_CONTROLLER (keys),
+                                          gtk_shortcut_new (gtk_keyval_trigger_new (GDK_KEY_Right, GDK_CONTROL_MASK),
+                                                            gtk_named_action_new ("win.single-step")));
+    gtk_widget_add_controller (GTK_WIDGET (self), keys);
   }
 
   tdm_window_update_state (self);
