@@ -408,6 +408,12 @@ tdm_run_recorder_add(const TdmEvent *e, gpointer data)
       json_builder_end_array(b);
     }
     json_builder_end_array(b);
+    /* Per device, the communication hidden under backward, ms (overlap's numerator). */
+    json_builder_set_member_name(b, "hidden_ms");
+    json_builder_begin_array(b);
+    for (int r = 0; r < e->phases.replicas && r < TDM_MAX_REPLICAS; r++)
+      json_builder_add_double_value(b, round(e->phases.device[r].hidden_ms * 1e3) / 1e3);
+    json_builder_end_array(b);
     break;
   case TDM_EVENT_FAILED:
     tdm_json_set_string(b, "type", "failed");
@@ -547,6 +553,9 @@ read_record(TdmRunRecord *r, const char *type, JsonObject *o)
     JsonNode *bytes_node = json_object_get_member(o, "bytes");
     JsonArray *bytes = bytes_node != NULL && JSON_NODE_HOLDS_ARRAY(bytes_node)
                        ? json_node_get_array(bytes_node) : NULL;
+    JsonNode *hidden_node = json_object_get_member(o, "hidden_ms");
+    JsonArray *hidden = hidden_node != NULL && JSON_NODE_HOLDS_ARRAY(hidden_node)
+                        ? json_node_get_array(hidden_node) : NULL;
     for (guint i = 0; devices != NULL && i < json_array_get_length(devices); i++) {
       JsonNode *d = json_array_get_element(devices, i);
       if (d == NULL || !JSON_NODE_HOLDS_ARRAY(d))
@@ -567,6 +576,12 @@ read_record(TdmRunRecord *r, const char *type, JsonObject *o)
           p.bytes_sent = (guint64)MAX(0, json_node_get_int(out));
           p.bytes_received = (guint64)MAX(0, json_node_get_int(in));
         }
+      }
+      JsonNode *h = hidden != NULL && i < json_array_get_length(hidden)
+                    ? json_array_get_element(hidden, i) : NULL;
+      if (h != NULL && JSON_NODE_HOLDS_VALUE(h)) {
+        double v = json_node_get_double(h);
+        p.hidden_ms = isfinite(v) ? (float)MAX(0.0, v) : 0;
       }
       g_array_append_val(r->phases, p);
     }

@@ -461,6 +461,95 @@ row_of(GtkWidget *widget, TdmRunItem *item)
   return NULL;
 }
 
+/* A run that only started, then failed (`failed`) or ended at once (0 steps). */
+static char *
+write_empty_run(TdmHistory *history, const char *name, gboolean failed)
+{
+  g_autoptr(TdmConfig) cfg = small_config("cpu:2");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GError) why = g_error_new_literal(G_IO_ERROR, G_IO_ERROR_FAILED, "out of memory");
+  g_autoptr(TdmRunRecorder) rec = tdm_run_recorder_new(history, cfg, name, &error);
+  TdmEvent e = {0};
+
+  g_assert_no_error(error);
+  e.kind = TDM_EVENT_STARTED;
+  e.started.replicas = 2;
+  tdm_run_recorder_add(&e, rec);
+  memset(&e, 0, sizeof e);
+  if (failed) {
+    e.kind = TDM_EVENT_FAILED;
+    e.failed = why;
+  } else {
+    e.kind = TDM_EVENT_FINISHED;
+    e.finished.stopped = TRUE;
+    e.finished.test_accuracy = NAN;
+  }
+  tdm_run_recorder_add(&e, rec);
+  g_assert_true(tdm_run_recorder_finish(rec, &error));
+  g_assert_no_error(error);
+  return g_strdup(tdm_run_recorder_get_id(rec));
+}
+
+static gboolean
+has_label(GtkWidget *widget, const char *text)
+{
+  if (GTK_IS_LABEL(widget) && g_strcmp0(gtk_label_get_label(GTK_LABEL(widget)), text) == 0)
+    return TRUE;
+  for (GtkWidget *c = gtk_widget_get_first_child(widget); c != NULL; c = gtk_widget_get_next_sibling(c))
+    if (has_label(c, text))
+      return TRUE;
+  return FALSE;
+}
+
+/* The comparison table: runs with figures only, the ticked ones once any is ticked,
+ * and a new name at once. */
+static void
+test_history_table_rows(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("tandem-table-XXXXXX", NULL);
+  g_autoptr(TdmHistory) history = tdm_history_new(dir);
+  g_autofree char *a_id = write_run(history, "cpu:2", "two workers", 100, 0.8);
+  g_autofree char *b_id = write_run(history, "cpu", "one worker", 250, 0.75);
+  g_autofree char *failed_id = write_empty_run(history, "failed", TRUE);
+  g_autofree char *empty_id = write_empty_run(history, "empty", FALSE);
+  g_autoptr(TdmHistoryStore) store = tdm_history_store_new(dir);
+  g_autoptr(GError) error = NULL;
+  GtkWidget *window = gtk_window_new();
+  GtkWidget *view;
+  TdmRunItem *a, *b;
+
+  tdm_history_store_reload(store);
+  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 4);
+  a = tdm_history_store_find(store, a_id);
+  b = tdm_history_store_find(store, b_id);
+  g_assert_false(tdm_run_table_compares(tdm_history_store_find(store, failed_id), FALSE));
+  g_assert_false(tdm_run_table_compares(tdm_history_store_find(store, empty_id), FALSE));
+  g_assert_true(tdm_run_table_compares(a, FALSE));
+
+  view = tdm_history_view_new(store);
+  gtk_window_set_child(GTK_WINDOW(window), view);
+  gtk_window_present(GTK_WINDOW(window));
+  drain();
+  g_assert_cmpuint(column_view_rows(view), ==, 2);
+  tdm_run_item_set_overlay(b, TRUE);
+  drain();
+  g_assert_cmpuint(column_view_rows(view), ==, 1);
+  g_assert_false(tdm_run_table_compares(a, TRUE));
+  g_assert_true(tdm_run_table_compares(b, TRUE));
+
+  g_assert_true(tdm_history_store_rename(store, b, "the baseline, one CPU worker", &error));
+  g_assert_no_error(error);
+  drain();
+  g_assert_true(has_label(view, "the baseline, one CPU worker"));
+  tdm_run_item_set_overlay(b, FALSE);
+  drain();
+  g_assert_cmpuint(column_view_rows(view), ==, 2);
+
+  gtk_window_destroy(GTK_WINDOW(window));
+  drain();
+  remove_folder(dir);
+}
+
 /* Sweeps beside training runs: marked, never drawn nor the baseline, not in the
  * comparison table; opened, they show the Scaling page's chart and table. */
 static void
@@ -1086,6 +1175,7 @@ main(int argc, char **argv)
   g_test_add_func("/history/view", test_history_view);
   g_test_add_func("/history/many-overlays", test_history_many_overlays);
   g_test_add_func("/history/sweeps", test_history_sweeps);
+  g_test_add_func("/history/table-rows", test_history_table_rows);
   g_test_add_func("/history/window", test_history_window);
   g_test_add_func("/history/compare", test_history_compare);
   g_test_add_func("/history/window-sweep", test_history_window_sweep);

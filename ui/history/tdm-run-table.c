@@ -119,7 +119,7 @@ phase_text (const TdmRunRecord *r)
         continue;
       if (text->len > 0)
         g_string_append (text, " · ");
-      g_string_append_printf (text, "%s %.2f", tdm_phase_name (k), ms[k]);
+      g_string_append_printf (text, "%s %.2f", tdm_format_phase (k), ms[k]);
     }
   return text->len > 0 ? g_string_free (g_steal_pointer (&text), FALSE) : g_strdup ("—");
 }

@@ -1,17 +1,22 @@
 /* tdm-timeline.c: the timeline's layout (pure arithmetic on the kept events, so it
  * is tested without pixels) and its Cairo drawing: lane labels on the left, boxes,
- * step boundaries, a legend of the phases below. */
+ * step boundaries, a time axis in ms under them, a legend of the phases below. */
 
 #include "tdm-timeline.h"
 #include "tdm-draw.h"
 
 #include <glib/gi18n.h>
+#include <math.h>
 #include <string.h>
+
+#include "tdm-format.h"
 
 #define LABEL_WIDTH   72.0
 #define LEGEND_ROW    20.0
 #define LEGEND_HEIGHT 24.0   /* one row of it; more where the width makes it wrap */
 #define LANE_GAP      6.0
+#define AXIS_HEIGHT   18.0   /* the time axis under the lanes: ticks and their ms */
+#define TICK_SPACING  64.0   /* pixels between ticks, at least */
 /* Between two kept steps, as a share of the whole time axis. */
 #define STEP_GAP      0.02
 
@@ -22,6 +27,7 @@ struct _TdmTimeline
   guint           n_steps;
   gboolean        high_contrast;
   int             main_device;   /* its lane says "main"; −1 for none */
+  char           *lane_names[TDM_MAX_REPLICAS];   /* as the run names its devices */
   double          legend_height; /* as last drawn: LEGEND_HEIGHT, or more rows */
 };
 
@@ -128,7 +134,7 @@ tdm_timeline_layout (TdmTimeline *self,
   GArray *boxes = g_array_new (FALSE, FALSE, sizeof (TdmTimelineBox));
   int replicas = tdm_timeline_replicas (self);
   double plot_width = width - LABEL_WIDTH;
-  double plot_height = height - self->legend_height;
+  double plot_height = height - self->legend_height - AXIS_HEIGHT;
   double total = 0, lane;
   double offset[TDM_TIMELINE_STEPS];
 
@@ -205,6 +211,91 @@ tdm_timeline_fill_phase (TdmTimeline *self,
     cairo_fill (cr);
 }
 
+/* The drawn time axis in ms (the kept steps and the gaps between them) and where
+ * each step starts on it. */
+static double
+tdm_timeline_axis (TdmTimeline *self,
+                   double       offset[TDM_TIMELINE_STEPS])
+{
+  double total = 0, gap, at = 0;
+
+  for (guint i = 0; i < self->n_steps; i++)
+    total += tdm_timeline_step_ms (self->steps[i]);
+  if (total <= 0)
+    return 0;
+  gap = total * STEP_GAP;
+  for (guint i = 0; i < self->n_steps; i++)
+    {
+      offset[i] = at;
+      at += tdm_timeline_step_ms (self->steps[i]) + gap;
+    }
+  return total + gap * (self->n_steps - 1);
+}
+
+double
+tdm_timeline_get_tick_ms (TdmTimeline *self,
+                          double       width)
+{
+  double offset[TDM_TIMELINE_STEPS];
+  double axis, plot_width = width - LABEL_WIDTH, want, decade;
+
+  g_return_val_if_fail (TDM_IS_TIMELINE (self), 0);
+
+  axis = tdm_timeline_axis (self, offset);
+  if (axis <= 0 || plot_width <= TICK_SPACING)
+    return 0;
+  /* The smallest of 1, 2, 5 × 10^k ms that leaves TICK_SPACING pixels between ticks. */
+  want = axis * TICK_SPACING / plot_width;
+  decade = pow (10, floor (log10 (want)));
+  for (int i = 0; i < 4; i++)
+    {
+      static const double nice[] = { 1, 2, 5, 10 };
+
+      if (nice[i] * decade >= want)
+        return nice[i] * decade;
+    }
+  return 10 * decade;
+}
+
+/* Under the lanes: each step's own clock, 0 at the moment it was handed out, ticks
+ * every tdm_timeline_get_tick_ms(), the last label with its unit. */
+static void
+tdm_timeline_draw_axis (TdmTimeline *self,
+                        cairo_t     *cr,
+                        double       width,
+                        double       y)
+{
+  double offset[TDM_TIMELINE_STEPS];
+  double axis = tdm_timeline_axis (self, offset);
+  double tick = tdm_timeline_get_tick_ms (self, width);
+  double plot_width = width - LABEL_WIDTH;
+
+  if (axis <= 0 || tick <= 0)
+    return;
+  cairo_set_line_width (cr, 1);
+  for (guint i = 0; i < self->n_steps; i++)
+    {
+      double step_ms = tdm_timeline_step_ms (self->steps[i]);
+
+      for (double t = 0; t <= step_ms + 1e-9; t += tick)
+        {
+          double x = LABEL_WIDTH + (offset[i] + t) / axis * plot_width;
+          char text[32];
+
+          cairo_move_to (cr, floor (x) + 0.5, y);
+          cairo_line_to (cr, floor (x) + 0.5, y + 4);
+          cairo_stroke (cr);
+          /* The unit once, on the first step's second tick: the rest are numbers. */
+          if (i == 0 && t > 0 && t < tick * 1.5)
+            g_snprintf (text, sizeof text, _("%g ms"), t);
+          else
+            g_snprintf (text, sizeof text, "%g", t);
+          cairo_move_to (cr, x + 2, y + 14);
+          cairo_show_text (cr, text);
+        }
+    }
+}
+
 static void
 tdm_timeline_snapshot (GtkWidget   *widget,
                        GtkSnapshot *snapshot)
@@ -231,7 +322,7 @@ tdm_timeline_snapshot (GtkWidget   *widget,
       {
         cairo_text_extents_t ext;
 
-        cairo_text_extents (cr, tdm_phase_name (p), &ext);
+        cairo_text_extents (cr, tdm_format_phase (p), &ext);
         if (p > 0 && x + 16 + ext.x_advance > width)
           {
             x = 4;
@@ -253,11 +344,12 @@ tdm_timeline_snapshot (GtkWidget   *widget,
   gdk_cairo_set_source_rgba (cr, &fg);
   if (replicas > 0)
     {
-      double lane = (height - self->legend_height) / replicas;
+      double lane = (height - self->legend_height - AXIS_HEIGHT) / replicas;
 
+      tdm_timeline_draw_axis (self, cr, width, height - self->legend_height - AXIS_HEIGHT);
       for (int r = 0; r < replicas; r++)
         {
-          g_autofree char *label = g_strdup_printf (_("Device %d"), r);
+          const char *label = self->lane_names[r] != NULL ? self->lane_names[r] : "";
           gboolean is_main = r == self->main_device;
 
           cairo_move_to (cr, 4, r * lane + lane / 2 + (is_main ? -3 : 5));
@@ -281,7 +373,7 @@ tdm_timeline_snapshot (GtkWidget   *widget,
   for (int p = 0; p < TDM_PHASE_COUNT; p++)
     {
       cairo_text_extents_t ext;
-      const char *name = tdm_phase_name (p);
+      const char *name = tdm_format_phase (p);
 
       tdm_timeline_fill_phase (self, cr, p, x, y + 2, 12, 12);
       gdk_cairo_set_source_rgba (cr, &fg);
@@ -292,7 +384,7 @@ tdm_timeline_snapshot (GtkWidget   *widget,
       /* The next entry on a new row when it would not fit this one. */
       if (p + 1 < TDM_PHASE_COUNT)
         {
-          cairo_text_extents (cr, tdm_phase_name (p + 1), &ext);
+          cairo_text_extents (cr, tdm_format_phase (p + 1), &ext);
           if (x + 16 + ext.x_advance > width)
             {
               x = 4;
@@ -318,6 +410,29 @@ tdm_timeline_add_phases (TdmTimeline          *self,
     }
   self->steps[self->n_steps++] = g_memdup2 (phases, sizeof *phases);
   gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+void
+tdm_timeline_set_lane_name (TdmTimeline *self,
+                            int          device,
+                            const char  *name)
+{
+  g_return_if_fail (TDM_IS_TIMELINE (self));
+  g_return_if_fail (device >= 0 && device < TDM_MAX_REPLICAS);
+
+  g_free (self->lane_names[device]);
+  self->lane_names[device] = g_strdup (name);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+const char *
+tdm_timeline_get_lane_name (TdmTimeline *self,
+                            int          device)
+{
+  g_return_val_if_fail (TDM_IS_TIMELINE (self), NULL);
+  g_return_val_if_fail (device >= 0 && device < TDM_MAX_REPLICAS, NULL);
+
+  return self->lane_names[device];
 }
 
 void
@@ -357,6 +472,8 @@ tdm_timeline_finalize (GObject *object)
 
   for (guint i = 0; i < self->n_steps; i++)
     g_free (self->steps[i]);
+  for (int r = 0; r < TDM_MAX_REPLICAS; r++)
+    g_free (self->lane_names[r]);
   G_OBJECT_CLASS (tdm_timeline_parent_class)->finalize (object);
 }
 

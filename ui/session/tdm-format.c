@@ -96,6 +96,25 @@ tdm_format_replica (const TdmStartedEvent *started,
   return g_strdup_printf (C_("replica", "%.32s %d"), id, nth);
 }
 
+const char *
+tdm_format_phase (TdmPhase phase)
+{
+  switch (phase)
+    {
+    /* Translators: the phases of a training step, on the Devices page */
+    case TDM_PHASE_FORWARD: return C_("phase", "forward");
+    case TDM_PHASE_BACKWARD: return C_("phase", "backward");
+    case TDM_PHASE_REDUCE: return C_("phase", "reduce");
+    case TDM_PHASE_ALLREDUCE: return C_("phase", "all-reduce");
+    case TDM_PHASE_BROADCAST: return C_("phase", "broadcast");
+    case TDM_PHASE_UPDATE: return C_("phase", "update");
+    case TDM_PHASE_WAIT: return C_("phase", "wait");
+    case TDM_PHASE_COUNT:
+    default:
+      return tdm_phase_name (phase);
+    }
+}
+
 char *
 tdm_format_duration (double seconds)
 {
