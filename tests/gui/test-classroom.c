@@ -683,6 +683,36 @@ test_single_step(void)
   destroy_window(window);
 }
 
+static gboolean
+cannot_start(gpointer window)
+{
+  return !tdm_window_get_can_start(window);
+}
+
+/* A batch the training set cannot fill is refused before Start, under the batch
+ * size, in the form's words (no flag), and the whole sentence shows. */
+static void
+test_batch_too_large(void)
+{
+  TdmWindow *window = window_for_run("fc32,relu,fc10", 100, 1);
+  AdwActionRow *row = window_child(window, "batch_row");
+  int train = 0;
+
+  g_assert_true(tdm_dataset_chooser_get_counts(window_child(window, "dataset_chooser"), &train, NULL));
+  g_assert_cmpint(train, <, 65536);
+  gtk_spin_button_set_value(window_child(window, "batch_spin"), train + 1);
+  g_assert_true(wait_for(cannot_start, window, 60));
+  g_assert_nonnull(strstr(adw_action_row_get_subtitle(row), "is larger than the"));
+  g_assert_nonnull(strstr(adw_action_row_get_subtitle(row), "lower the batch size"));
+  g_assert_null(strstr(adw_action_row_get_subtitle(row), "--"));
+  g_assert_cmpint(adw_action_row_get_subtitle_lines(row), ==, 0);
+  g_assert_true(gtk_widget_has_css_class(GTK_WIDGET(row), "error"));
+  gtk_spin_button_set_value(window_child(window, "batch_spin"), train);
+  g_assert_true(wait_for(can_start, window, 60));
+  g_assert_false(gtk_widget_has_css_class(GTK_WIDGET(row), "error"));
+  destroy_window(window);
+}
+
 /* Ctrl+→ is caught before the focused widget (a spin button, a scrolled page) takes
  * it for itself: a shortcut of the capture phase, on the window. */
 static void
@@ -786,6 +816,7 @@ main(int argc, char *argv[])
   g_test_add_func("/classroom/presentation", test_presentation);
   g_test_add_func("/classroom/single-step", test_single_step);
   g_test_add_func("/classroom/step-key", test_step_key);
+  g_test_add_func("/classroom/batch-too-large", test_batch_too_large);
 
   return g_test_run();
 }

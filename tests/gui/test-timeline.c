@@ -195,12 +195,42 @@ test_colours_distinct (void)
       }
 }
 
+/* The time axis: ticks 1, 2 or 5 × 10^k ms apart, wider where the room is less; the
+ * lanes are named as the run names its devices. Fed one step by hand. */
+static void
+test_axis (void)
+{
+  TdmTimeline *timeline = TDM_TIMELINE (g_object_ref_sink (tdm_timeline_new ()));
+  TdmPhasesEvent e = { .step = 1, .replicas = 2 };
+
+  g_assert_cmpfloat (tdm_timeline_get_tick_ms (timeline, 800), ==, 0);
+  for (int r = 0; r < 2; r++)
+    {
+      e.device[r].spans = 2;
+      e.device[r].span[0].phase = TDM_PHASE_FORWARD;
+      e.device[r].span[0].end_ms = 10;
+      e.device[r].span[1].phase = TDM_PHASE_BACKWARD;
+      e.device[r].span[1].start_ms = 10;
+      e.device[r].span[1].end_ms = 25;
+    }
+  tdm_timeline_add_phases (timeline, &e);
+  /* 25 ms over 728 px: 64 px are 2.2 ms, so 5 ms; over 128 px, 12.5 ms, so 20. */
+  g_assert_cmpfloat (tdm_timeline_get_tick_ms (timeline, 800), ==, 5);
+  g_assert_cmpfloat (tdm_timeline_get_tick_ms (timeline, 200), ==, 20);
+
+  g_assert_null (tdm_timeline_get_lane_name (timeline, 1));
+  tdm_timeline_set_lane_name (timeline, 1, "cpu 2");
+  g_assert_cmpstr (tdm_timeline_get_lane_name (timeline, 1), ==, "cpu 2");
+  g_object_unref (timeline);
+}
+
 int
 main (int    argc,
       char **argv)
 {
   gtk_test_init (&argc, &argv, NULL);
   g_test_add_func ("/timeline/strategies", test_strategies);
+  g_test_add_func ("/timeline/axis", test_axis);
   g_test_add_func ("/timeline/realized", test_realized);
   g_test_add_func ("/timeline/colours", test_colours_distinct);
   return g_test_run ();

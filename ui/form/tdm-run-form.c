@@ -150,7 +150,22 @@ tdm_run_form_update (TdmRunForm *self)
   int replicas = tdm_device_picker_count_replicas (self->device_picker);
   g_autofree char *text = describe_split (batch, replicas);
   gboolean split_ok = replicas > 0 && batch >= replicas;
+  int train_count = 0;
   gboolean ready;
+
+  /* A batch the training set cannot fill is refused here, in the form's words,
+   * before Start rather than by the engine after it. */
+  if (split_ok && tdm_dataset_chooser_get_counts (self->dataset_chooser, &train_count, NULL)
+      && batch > train_count)
+    {
+      g_free (text);
+      /* Translators: under the batch size; %d the batch, %d the dataset's training samples */
+      text = g_strdup_printf (ngettext ("A batch of %d is larger than the %d training sample of this dataset: lower the batch size",
+                                        "A batch of %d is larger than the %d training samples of this dataset: lower the batch size",
+                                        train_count),
+                              batch, train_count);
+      split_ok = FALSE;
+    }
 
   /* The split under the batch size; a missing device is said under the devices. */
   adw_action_row_set_subtitle (self->batch_row, text);
