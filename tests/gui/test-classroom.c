@@ -349,6 +349,19 @@ check_strategy(guint strategy)
     g_assert_nonnull(strstr(tdm_predictions_page_get_summary(predictions), "right"));
   }
 
+  /* Named as every page names them: the run's devices, 1-based where they repeat. */
+  g_assert_cmpstr(tdm_timeline_get_lane_name(timeline, 0), ==, "cpu 1");
+  g_assert_cmpstr(tdm_timeline_get_lane_name(timeline, 1), ==, "cpu 2");
+
+  /* Another choice: the last run's timeline, split and peaks are not its own. */
+  gtk_spin_button_set_value(window_child(window, "batch_spin"), 400);
+  g_assert_cmpuint(tdm_timeline_get_n_steps(timeline), ==, 0);
+  g_assert_cmpint(tdm_batch_strip_get_devices(strip), ==, 0);
+  for (int d = 0; d < 2; d++) {
+    g_assert_cmpint(tdm_devices_page_get_peak_bytes(page, d), ==, -1);
+    g_assert_cmpint(tdm_devices_page_get_phase_spans(page, d, TDM_PHASE_FORWARD), ==, 0);
+  }
+
   destroy_window(window);
   g_assert_cmpuint(tdm_run_get_n_threads(), ==, 0);
 }

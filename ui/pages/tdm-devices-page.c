@@ -417,6 +417,29 @@ tdm_devices_page_set_estimate (TdmDevicesPage       *self,
 }
 
 void
+tdm_devices_page_clear (TdmDevicesPage *self)
+{
+  g_return_if_fail (TDM_IS_DEVICES_PAGE (self));
+
+  for (int r = 0; r < TDM_MAX_REPLICAS; r++)
+    {
+      self->peak[r] = self->device_peak[r] = -1;
+      self->last_overlap[r] = NAN;
+    }
+  tdm_timeline_clear (TDM_TIMELINE (self->timeline));
+  tdm_batch_strip_clear (TDM_BATCH_STRIP (self->batch_strip));
+  self->window_steps = 0;
+  memset (self->phase_spans, 0, sizeof self->phase_spans);
+  memset (self->bytes, 0, sizeof self->bytes);
+  self->timed_steps = 0;
+  self->phase_mask = 0;
+  self->phases_stale = FALSE;
+  self->phase_replicas = 0;
+  tdm_devices_page_fill_phases (self);
+  tdm_devices_page_fill_memory (self);
+}
+
+void
 tdm_devices_page_handle_event (TdmDevicesPage       *self,
                                const TdmEvent       *event,
                                const TdmDatasetPair *data)

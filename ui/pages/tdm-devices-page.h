@@ -37,6 +37,9 @@ void       tdm_devices_page_set_estimate     (TdmDevicesPage       *self,
  * BATCH the strip (thumbnails from `data`'s training set, may be NULL), DEVICES
  * the measured peaks, MEMORY the estimate. Others are ignored. */
 /* Shows the session's run: each of its events (and its dataset) as below. */
+/* Forgets the last run: its timeline, batch split, phase table and measured peaks
+ * (the estimate stays: it is about the choices, not the run). */
+void       tdm_devices_page_clear            (TdmDevicesPage       *self);
 void       tdm_devices_page_set_session      (TdmDevicesPage       *self,
                                               TdmSession           *session);
 void       tdm_devices_page_handle_event     (TdmDevicesPage       *self,

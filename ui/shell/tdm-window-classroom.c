@@ -42,6 +42,15 @@ tdm_window_update_estimate (TdmWindow *self)
     }
 }
 
+void
+tdm_window_settings_changed (TdmWindow *self)
+{
+  if (self->run != NULL)
+    return;
+  tdm_devices_page_clear (self->devices_page);
+  tdm_window_update_estimate (self);
+}
+
 /* Pace -------------------------------------------------------------------- */
 
 void

@@ -249,7 +249,9 @@ tdm_window_update_state (TdmWindow *self)
   gboolean scaling = tdm_scaling_page_get_running (self->scaling_page);
   gboolean can_start = !running && !scaling && tdm_run_form_get_ready (self->sidebar);
 
-  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.start", can_start);
+  /* A Start while the last run stops is taken, and waits for it (tdm_window_start). */
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.start",
+                                 can_start || (stopping && tdm_run_form_get_ready (self->sidebar)));
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.compare-one-device", can_start);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.pause", running && !stopping);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.stop", running && !stopping);
@@ -387,6 +389,10 @@ tdm_window_run_event (TdmWindow      *self,
     }
 }
 
+static void tdm_window_start (GtkWidget  *widget,
+                              const char *action_name,
+                              GVariant   *parameter);
+
 static void
 tdm_window_run_done (TdmWindow    *self,
                      const GError *error,
@@ -415,8 +421,15 @@ tdm_window_run_done (TdmWindow    *self,
   tdm_window_update_state (self);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_RUNNING]);
 
-  /* The next run of a comparison starts once this one is over and shown. */
+  /* The next run of a comparison starts once this one is over and shown; a Start
+   * pressed while this one stopped, now. */
   tdm_window_compare_next (self);
+  if (self->start_queued)
+    {
+      self->start_queued = FALSE;
+      if (self->run == NULL && tdm_run_form_get_ready (self->sidebar))
+        tdm_window_start (GTK_WIDGET (self), "win.start", NULL);
+    }
 }
 
 static void
@@ -429,7 +442,15 @@ tdm_window_start (GtkWidget  *widget,
   g_autoptr(GError) error = NULL;
 
   if (self->run != NULL)
-    return;
+    {
+      /* Never dropped without a word: it starts once the last run has ended. */
+      if (tdm_run_is_stopping (self->run) && !self->start_queued)
+        {
+          self->start_queued = TRUE;
+          tdm_window_toast (self, _("Training starts as soon as the last run has stopped."));
+        }
+      return;
+    }
 
   config = tdm_run_form_build_config (self->sidebar, &error);
   if (config == NULL)
@@ -438,6 +459,8 @@ tdm_window_start (GtkWidget  *widget,
       return;
     }
   config->max_steps = self->max_steps;
+  /* The last run's split, timeline and peaks are not this one's. */
+  tdm_devices_page_clear (self->devices_page);
 
   tdm_window_launch (self, config, NULL, FALSE);
 }
@@ -736,7 +759,7 @@ tdm_window_init (TdmWindow *self)
                            G_CALLBACK (tdm_window_update_state), self,
                            G_CONNECT_SWAPPED);
   g_signal_connect_object (self->sidebar, "changed",
-                           G_CALLBACK (tdm_window_update_estimate), self,
+                           G_CALLBACK (tdm_window_settings_changed), self,
                            G_CONNECT_SWAPPED);
   g_signal_connect_object (self->pace_spin, "value-changed",
                            G_CALLBACK (tdm_window_pace_changed), self,
