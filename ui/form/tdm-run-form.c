@@ -188,9 +188,33 @@ tdm_run_form_update (TdmRunForm *self)
 
 /* Devices ----------------------------------------------------------------- */
 
+/* The mouse wheel over the settings scrolls the sidebar: a spin button under the
+ * pointer would take the wheel for itself (batch 100 → 90 while scrolling past).
+ * Its value still moves with the keys, its buttons and typing. */
+static void
+tdm_run_form_tame_wheel (GtkWidget *widget)
+{
+  if (GTK_IS_SPIN_BUTTON (widget))
+    {
+      g_autoptr(GListModel) controllers = gtk_widget_observe_controllers (widget);
+
+      for (guint i = 0; i < g_list_model_get_n_items (controllers); i++)
+        {
+          g_autoptr(GtkEventController) c = g_list_model_get_item (controllers, i);
+
+          if (GTK_IS_EVENT_CONTROLLER_SCROLL (c))
+            gtk_event_controller_set_propagation_phase (c, GTK_PHASE_NONE);
+        }
+    }
+  for (GtkWidget *c = gtk_widget_get_first_child (widget); c != NULL; c = gtk_widget_get_next_sibling (c))
+    tdm_run_form_tame_wheel (c);
+}
+
 static void
 tdm_run_form_devices_changed (TdmRunForm *self)
 {
+  /* Device rows come and go with the devices: theirs too. */
+  tdm_run_form_tame_wheel (GTK_WIDGET (self));
   g_auto(GStrv) chosen = NULL;
   const char *main_id;
   int workers;
@@ -662,6 +686,7 @@ tdm_run_form_init (TdmRunForm *self)
   gtk_box_layout_set_spacing (GTK_BOX_LAYOUT (layout), 18);
 
   self->settings = g_settings_new (TDM_APP_ID);
+  tdm_run_form_tame_wheel (GTK_WIDGET (self));
 
   g_signal_connect_object (self->dataset_chooser, "notify::source",
                            G_CALLBACK (tdm_run_form_dataset_changed), self,
