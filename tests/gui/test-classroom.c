@@ -720,8 +720,17 @@ test_batch_too_large(void)
   g_assert_null(strstr(adw_action_row_get_subtitle(row), "--"));
   g_assert_cmpint(adw_action_row_get_subtitle_lines(row), ==, 0);
   g_assert_true(gtk_widget_has_css_class(GTK_WIDGET(row), "error"));
-  gtk_spin_button_set_value(window_child(window, "batch_spin"), train);
-  g_assert_true(wait_for(can_start, window, 60));
+  /* The empty charts page says the same, not a general hint nor "pick a dataset". */
+  {
+    AdwStatusPage *empty = ADW_STATUS_PAGE(gtk_widget_get_template_child(
+        GTK_WIDGET(window_child(window, "dashboard")), TDM_TYPE_DASHBOARD, "empty_page"));
+
+    g_assert_cmpstr(adw_status_page_get_title(empty), ==, "Settings Needed");
+    g_assert_nonnull(strstr(adw_status_page_get_description(empty), "lower the batch size."));
+    gtk_spin_button_set_value(window_child(window, "batch_spin"), train);
+    g_assert_true(wait_for(can_start, window, 60));
+    g_assert_cmpstr(adw_status_page_get_title(empty), ==, "Ready to Train");
+  }
   g_assert_false(gtk_widget_has_css_class(GTK_WIDGET(row), "error"));
   destroy_window(window);
 }

@@ -18,6 +18,7 @@
 #include <adwaita.h>
 #include <glib/gi18n.h>
 
+#include "tdm-format.h"
 #include "tdm-build-config.h"
 
 #include "tdm-classify-view.h"
@@ -26,6 +27,7 @@
 #include "tdm-device-row.h"
 #include "tdm-device.h"
 #include "tdm-error.h"
+#include "tdm-format.h"
 #include "tdm-iterator.h"
 #include "tdm-memory.h"
 #include "tdm-network.h"
@@ -567,6 +569,26 @@ tdm_run_form_estimate_memory (TdmRunForm      *self,
                                                     host_budget, gpu_budget);
   tdm_network_free (net);
   return TRUE;
+}
+
+char *
+tdm_run_form_dup_problem (TdmRunForm *self)
+{
+  int replicas;
+
+  g_return_val_if_fail (TDM_IS_RUN_FORM (self), NULL);
+
+  if (self->ready)
+    return NULL;
+  if (!tdm_dataset_chooser_get_ready (self->dataset_chooser))
+    return g_strdup (_("Choose a dataset in the settings (F9), and wait for it to load."));
+  replicas = tdm_device_picker_count_replicas (self->device_picker);
+  if (replicas <= 0)
+    return g_strdup (_("Tick at least one device (or CPU workers) in the settings."));
+  if (!tdm_spec_entry_get_valid (self->spec_entry))
+    return g_strdup (_("The network in the settings is not valid: the message under it says why."));
+  /* What the batch row says under it, as a sentence. */
+  return tdm_format_sentence (adw_action_row_get_subtitle (self->batch_row));
 }
 
 gboolean

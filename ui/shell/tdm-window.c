@@ -280,6 +280,12 @@ tdm_window_update_state (TdmWindow *self)
                                   -1);
 
   tdm_dashboard_set_can_start (self->dashboard, can_start);
+  if (!can_start && !running && !scaling)
+    {
+      g_autofree char *problem = tdm_run_form_dup_problem (self->sidebar);
+
+      tdm_dashboard_set_problem (self->dashboard, problem);
+    }
 
   if (running)
     tdm_window_set_subtitle (self, stopping ? _("Stopping…")
