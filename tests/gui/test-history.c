@@ -150,6 +150,7 @@ write_run(TdmHistory *history, const char *devices, const char *name, double sps
       }
       e.phases.device[r].bytes_sent = 1000000 * (guint64)(r + 1);
       e.phases.device[r].bytes_received = 2000000;
+      e.phases.device[r].hidden_ms = r == 1 ? 0.5f : 0;
     }
     tdm_run_recorder_add(&e, rec);
   }
@@ -544,6 +545,36 @@ test_history_table_rows(void)
   tdm_run_item_set_overlay(b, FALSE);
   drain();
   g_assert_cmpuint(column_view_rows(view), ==, 2);
+
+  /* The run file keeps each device's communication hidden under backward. */
+  {
+    const TdmRunRecord *r = tdm_run_item_get_record(a);
+    guint seen = 0;
+
+    for (guint i = 0; i < r->phases->len; i++) {
+      const TdmHistoryPhases *p = &g_array_index(r->phases, TdmHistoryPhases, i);
+
+      g_assert_cmpfloat(p->hidden_ms, ==, p->device == 1 ? 0.5f : 0);
+      seen++;
+    }
+    g_assert_cmpuint(seen, >, 0);
+  }
+  /* Its mean step, laid out as the strategy runs one (all-reduce after the last
+   * backward, on every device at once); a failed run has none. */
+  {
+    TdmPhasesEvent step;
+
+    g_assert_true(tdm_run_item_mean_step(a, &step));
+    g_assert_cmpint(step.replicas, ==, 2);
+    for (int d = 0; d < 2; d++) {
+      g_assert_cmpint(step.device[d].spans, ==, 4);
+      g_assert_cmpint(step.device[d].span[0].phase, ==, TDM_PHASE_FORWARD);
+      g_assert_cmpint(step.device[d].span[2].phase, ==, TDM_PHASE_ALLREDUCE);
+      g_assert_cmpfloat(step.device[d].span[2].start_ms, ==, 3);
+      g_assert_cmpfloat(step.device[d].span[3].end_ms, ==, 3.75f);
+    }
+    g_assert_false(tdm_run_item_mean_step(tdm_history_store_find(store, failed_id), &step));
+  }
 
   gtk_window_destroy(GTK_WINDOW(window));
   drain();

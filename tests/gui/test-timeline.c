@@ -218,6 +218,42 @@ test_axis (void)
   g_assert_cmpfloat (tdm_timeline_get_tick_ms (timeline, 800), ==, 5);
   g_assert_cmpfloat (tdm_timeline_get_tick_ms (timeline, 200), ==, 20);
 
+  /* Another run's step under this one's, both from 0 on one scale: the longer of
+   * the two (40 ms) fills the width; the reference's lanes come below. */
+  {
+    TdmPhasesEvent ref = { .step = 9, .replicas = 1 };
+    static const char *const names[] = { "cpu", NULL };
+    g_autoptr(GArray) boxes = NULL;
+    double live_bottom = 0, ref_top = G_MAXDOUBLE;
+
+    ref.device[0].spans = 1;
+    ref.device[0].span[0].phase = TDM_PHASE_FORWARD;
+    ref.device[0].span[0].end_ms = 40;
+    tdm_timeline_set_reference (timeline, &ref, names);
+    g_assert_true (tdm_timeline_has_reference (timeline));
+    boxes = tdm_timeline_layout (timeline, 800, 300);
+    g_assert_cmpuint (boxes->len, ==, 5);
+    for (guint i = 0; i < boxes->len; i++)
+      {
+        const TdmTimelineBox *b = &g_array_index (boxes, TdmTimelineBox, i);
+
+        if (b->reference)
+          {
+            ref_top = MIN (ref_top, b->y);
+            g_assert_cmpfloat (b->width, >, 700);   /* 40 of 40 ms */
+          }
+        else
+          live_bottom = MAX (live_bottom, b->y + b->height);
+        if (b->phase == TDM_PHASE_FORWARD)
+          g_assert_cmpfloat (fabs (b->x - 72), <, 1e-6);   /* every step from 0 */
+      }
+    g_assert_cmpfloat (live_bottom, <=, ref_top);
+    /* 40 ms over 728 px: 64 px are 3.5 ms, so 5 ms. */
+    g_assert_cmpfloat (tdm_timeline_get_tick_ms (timeline, 800), ==, 5);
+    tdm_timeline_set_reference (timeline, NULL, NULL);
+    g_assert_false (tdm_timeline_has_reference (timeline));
+  }
+
   g_assert_null (tdm_timeline_get_lane_name (timeline, 1));
   tdm_timeline_set_lane_name (timeline, 1, "cpu 2");
   g_assert_cmpstr (tdm_timeline_get_lane_name (timeline, 1), ==, "cpu 2");

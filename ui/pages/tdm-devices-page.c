@@ -38,6 +38,7 @@ struct _TdmDevicesPage
   GtkWidget      *warning_label;
   GtkWidget      *memory_note;
   GtkWidget      *phase_grid;
+  GtkWidget      *reference_caption;   /* under the timeline, while it compares */
 
   /* Time in each phase per device in each of the last PHASE_WINDOW timed steps (a
    * ring, oldest overwritten); window_steps counts the steps put in since the start. */
@@ -417,6 +418,44 @@ tdm_devices_page_set_estimate (TdmDevicesPage       *self,
 }
 
 void
+tdm_devices_page_set_reference (TdmDevicesPage       *self,
+                                const TdmPhasesEvent *step,
+                                const char           *title,
+                                const TdmConfig      *config)
+{
+  char *names[TDM_MAX_REPLICAS + 1] = { NULL };
+
+  g_return_if_fail (TDM_IS_DEVICES_PAGE (self));
+
+  if (step != NULL && config != NULL)
+    {
+      TdmStartedEvent started = { 0 };
+
+      /* Its devices named as this run's are: "cpu 1", "cuda:0". */
+      started.replicas = MIN (tdm_config_replica_count (config), TDM_MAX_REPLICAS);
+      for (int r = 0; r < started.replicas; r++)
+        g_strlcpy (started.device[r], config->devices[r], sizeof started.device[r]);
+      for (int r = 0; r < started.replicas && r < step->replicas; r++)
+        names[r] = tdm_format_replica (&started, r);
+    }
+  tdm_timeline_set_reference (TDM_TIMELINE (self->timeline), step,
+                              (const char *const *) names);
+  for (int r = 0; r < TDM_MAX_REPLICAS; r++)
+    g_free (names[r]);
+
+  if (step != NULL)
+    {
+      /* Translators: under the Devices timeline when an earlier run is ticked in the
+       * history; %s is that run's name and strategy */
+      g_autofree char *text = g_strdup_printf (_("Above the line: this run’s last sampled step. Below it: “%s”, its mean step from the run history, on the same time axis."),
+                                               title != NULL ? title : "");
+
+      gtk_label_set_label (GTK_LABEL (self->reference_caption), text);
+    }
+  gtk_widget_set_visible (self->reference_caption, step != NULL);
+}
+
+void
 tdm_devices_page_clear (TdmDevicesPage *self)
 {
   g_return_if_fail (TDM_IS_DEVICES_PAGE (self));
@@ -730,6 +769,13 @@ tdm_devices_page_init (TdmDevicesPage *self)
     self->peak[r] = self->device_peak[r] = -1;
 
   gtk_widget_init_template (GTK_WIDGET (self));
+  self->reference_caption = gtk_label_new (NULL);
+  gtk_label_set_wrap (GTK_LABEL (self->reference_caption), TRUE);
+  gtk_label_set_xalign (GTK_LABEL (self->reference_caption), 0);
+  gtk_widget_add_css_class (self->reference_caption, "dim-label");
+  gtk_widget_set_visible (self->reference_caption, FALSE);
+  gtk_widget_insert_after (self->reference_caption, gtk_widget_get_parent (self->timeline),
+                           self->timeline);
   tdm_devices_page_set_estimate (self, NULL, NULL, TRUE, 0);
   for (int r = 0; r < TDM_MAX_REPLICAS; r++)
     self->last_overlap[r] = NAN;

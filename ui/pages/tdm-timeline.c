@@ -28,6 +28,9 @@ struct _TdmTimeline
   gboolean        high_contrast;
   int             main_device;   /* its lane says "main"; −1 for none */
   char           *lane_names[TDM_MAX_REPLICAS];   /* as the run names its devices */
+  /* Another run's step under this one's (NULL: none), and its lanes' labels. */
+  TdmPhasesEvent *reference;
+  char           *reference_names[TDM_MAX_REPLICAS];
   double          legend_height; /* as last drawn: LEGEND_HEIGHT, or more rows */
 };
 
@@ -126,61 +129,115 @@ tdm_timeline_step_ms (const TdmPhasesEvent *e)
   return end;
 }
 
+static int
+tdm_timeline_box_compare (gconstpointer a,
+                          gconstpointer b)
+{
+  const TdmTimelineBox *x = a, *y = b;
+
+  if (x->y != y->y)
+    return x->y < y->y ? -1 : 1;
+  return x->x < y->x ? -1 : x->x > y->x;
+}
+
+/* The steps drawn, where each starts on the time axis and on which lane its first
+ * device goes: the kept steps one after another; with a reference, the last kept
+ * step above the reference's, both from 0 on one scale. */
+typedef struct
+{
+  const TdmPhasesEvent *e;
+  double                offset;       /* ms */
+  int                   first_lane;
+  gboolean              reference;
+} Shown;
+
+static guint
+tdm_timeline_shown (TdmTimeline *self,
+                    Shown        shown[TDM_TIMELINE_STEPS + 1],
+                    double      *axis,
+                    int         *lanes)
+{
+  guint n = 0;
+
+  *axis = 0;
+  *lanes = 0;
+  if (self->reference == NULL)
+    {
+      double total = 0, gap, at = 0;
+
+      for (guint i = 0; i < self->n_steps; i++)
+        total += tdm_timeline_step_ms (self->steps[i]);
+      /* Gaps between steps are a share of the drawn time, so they scale with it. */
+      gap = total * STEP_GAP;
+      for (guint i = 0; i < self->n_steps; i++)
+        {
+          shown[n++] = (Shown) { self->steps[i], at, 0, FALSE };
+          at += tdm_timeline_step_ms (self->steps[i]) + gap;
+        }
+      *axis = self->n_steps > 0 ? total + gap * (self->n_steps - 1) : 0;
+      *lanes = tdm_timeline_replicas (self);
+      return n;
+    }
+
+  if (self->n_steps > 0)
+    {
+      const TdmPhasesEvent *last = self->steps[self->n_steps - 1];
+
+      shown[n++] = (Shown) { last, 0, 0, FALSE };
+      *axis = tdm_timeline_step_ms (last);
+      *lanes = MIN (last->replicas, TDM_MAX_REPLICAS);
+    }
+  shown[n++] = (Shown) { self->reference, 0, *lanes, TRUE };
+  *axis = MAX (*axis, tdm_timeline_step_ms (self->reference));
+  *lanes += MIN (self->reference->replicas, TDM_MAX_REPLICAS);
+  return n;
+}
+
 GArray *
 tdm_timeline_layout (TdmTimeline *self,
                      double       width,
                      double       height)
 {
   GArray *boxes = g_array_new (FALSE, FALSE, sizeof (TdmTimelineBox));
-  int replicas = tdm_timeline_replicas (self);
   double plot_width = width - LABEL_WIDTH;
   double plot_height = height - self->legend_height - AXIS_HEIGHT;
-  double total = 0, lane;
-  double offset[TDM_TIMELINE_STEPS];
+  Shown shown[TDM_TIMELINE_STEPS + 1];
+  double axis, lane;
+  int lanes;
+  guint n;
 
   g_return_val_if_fail (TDM_IS_TIMELINE (self), boxes);
-  if (replicas == 0 || plot_width <= 0 || plot_height <= 0)
+
+  n = tdm_timeline_shown (self, shown, &axis, &lanes);
+  if (lanes == 0 || axis <= 0 || plot_width <= 0 || plot_height <= 0)
     return boxes;
 
-  for (guint i = 0; i < self->n_steps; i++)
-    total += tdm_timeline_step_ms (self->steps[i]);
-  if (total <= 0)
-    return boxes;
-  /* Gaps between steps are a share of the drawn time, so they scale with it. */
-  double gap = total * STEP_GAP;
-  double axis = total + gap * (self->n_steps - 1);
-  double at = 0;
-  for (guint i = 0; i < self->n_steps; i++)
+  lane = plot_height / lanes;
+  for (guint i = 0; i < n; i++)
     {
-      offset[i] = at;
-      at += tdm_timeline_step_ms (self->steps[i]) + gap;
-    }
+      const TdmPhasesEvent *e = shown[i].e;
 
-  lane = plot_height / replicas;
-  for (int r = 0; r < replicas; r++)
-    for (guint i = 0; i < self->n_steps; i++)
-      {
-        const TdmPhasesEvent *e = self->steps[i];
-
-        if (r >= e->replicas)
-          continue;
+      for (int r = 0; r < e->replicas && r < TDM_MAX_REPLICAS; r++)
         for (int k = 0; k < e->device[r].spans && k < TDM_MAX_PHASE_SPANS; k++)
           {
             double start = MAX (0.0, e->device[r].span[k].start_ms);
             double end = MAX (start, e->device[r].span[k].end_ms);
             TdmTimelineBox box = {
-              .x = LABEL_WIDTH + (offset[i] + start) / axis * plot_width,
-              .y = r * lane + LANE_GAP / 2,
+              .x = LABEL_WIDTH + (shown[i].offset + start) / axis * plot_width,
+              .y = (shown[i].first_lane + r) * lane + LANE_GAP / 2,
               .width = (end - start) / axis * plot_width,
               .height = MAX (1.0, lane - LANE_GAP),
               .device = r,
               .phase = e->device[r].span[k].phase,
               .step = e->step,
+              .reference = shown[i].reference,
             };
 
             g_array_append_val (boxes, box);
           }
-      }
+    }
+  /* Lanes top to bottom, each in time order (the kept steps are in time order). */
+  g_array_sort (boxes, tdm_timeline_box_compare);
   return boxes;
 }
 
@@ -211,37 +268,17 @@ tdm_timeline_fill_phase (TdmTimeline *self,
     cairo_fill (cr);
 }
 
-/* The drawn time axis in ms (the kept steps and the gaps between them) and where
- * each step starts on it. */
-static double
-tdm_timeline_axis (TdmTimeline *self,
-                   double       offset[TDM_TIMELINE_STEPS])
-{
-  double total = 0, gap, at = 0;
-
-  for (guint i = 0; i < self->n_steps; i++)
-    total += tdm_timeline_step_ms (self->steps[i]);
-  if (total <= 0)
-    return 0;
-  gap = total * STEP_GAP;
-  for (guint i = 0; i < self->n_steps; i++)
-    {
-      offset[i] = at;
-      at += tdm_timeline_step_ms (self->steps[i]) + gap;
-    }
-  return total + gap * (self->n_steps - 1);
-}
-
 double
 tdm_timeline_get_tick_ms (TdmTimeline *self,
                           double       width)
 {
-  double offset[TDM_TIMELINE_STEPS];
+  Shown shown[TDM_TIMELINE_STEPS + 1];
   double axis, plot_width = width - LABEL_WIDTH, want, decade;
+  int lanes;
 
   g_return_val_if_fail (TDM_IS_TIMELINE (self), 0);
 
-  axis = tdm_timeline_axis (self, offset);
+  tdm_timeline_shown (self, shown, &axis, &lanes);
   if (axis <= 0 || plot_width <= TICK_SPACING)
     return 0;
   /* The smallest of 1, 2, 5 × 10^k ms that leaves TICK_SPACING pixels between ticks. */
@@ -265,21 +302,26 @@ tdm_timeline_draw_axis (TdmTimeline *self,
                         double       width,
                         double       y)
 {
-  double offset[TDM_TIMELINE_STEPS];
-  double axis = tdm_timeline_axis (self, offset);
+  Shown shown[TDM_TIMELINE_STEPS + 1];
+  double axis;
+  int lanes;
+  guint n = tdm_timeline_shown (self, shown, &axis, &lanes);
   double tick = tdm_timeline_get_tick_ms (self, width);
   double plot_width = width - LABEL_WIDTH;
 
   if (axis <= 0 || tick <= 0)
     return;
   cairo_set_line_width (cr, 1);
-  for (guint i = 0; i < self->n_steps; i++)
+  for (guint i = 0; i < n; i++)
     {
-      double step_ms = tdm_timeline_step_ms (self->steps[i]);
+      /* With a reference both steps start at 0: one scale, drawn once, to the end. */
+      double step_ms = self->reference != NULL ? axis : tdm_timeline_step_ms (shown[i].e);
 
+      if (i > 0 && self->reference != NULL)
+        break;
       for (double t = 0; t <= step_ms + 1e-9; t += tick)
         {
-          double x = LABEL_WIDTH + (offset[i] + t) / axis * plot_width;
+          double x = LABEL_WIDTH + (shown[i].offset + t) / axis * plot_width;
           char text[32];
 
           cairo_move_to (cr, floor (x) + 0.5, y);
@@ -303,7 +345,9 @@ tdm_timeline_snapshot (GtkWidget   *widget,
   TdmTimeline *self = TDM_TIMELINE (widget);
   double width = gtk_widget_get_width (widget);
   double height = gtk_widget_get_height (widget);
-  int replicas = tdm_timeline_replicas (self);
+  Shown shown[TDM_TIMELINE_STEPS + 1];
+  double axis;
+  int replicas;
   g_autoptr(GArray) boxes = NULL;
   GdkRGBA fg;
   cairo_t *cr;
@@ -342,15 +386,27 @@ tdm_timeline_snapshot (GtkWidget   *widget,
     }
 
   gdk_cairo_set_source_rgba (cr, &fg);
+  tdm_timeline_shown (self, shown, &axis, &replicas);
   if (replicas > 0)
     {
       double lane = (height - self->legend_height - AXIS_HEIGHT) / replicas;
+      int live = self->reference != NULL ? replicas - self->reference->replicas : replicas;
 
       tdm_timeline_draw_axis (self, cr, width, height - self->legend_height - AXIS_HEIGHT);
+      /* The reference's lanes under a line of their own. */
+      if (self->reference != NULL && live > 0)
+        {
+          cairo_set_line_width (cr, 1);
+          cairo_move_to (cr, 0, floor (live * lane) + 0.5);
+          cairo_line_to (cr, width, floor (live * lane) + 0.5);
+          cairo_stroke (cr);
+        }
       for (int r = 0; r < replicas; r++)
         {
-          const char *label = self->lane_names[r] != NULL ? self->lane_names[r] : "";
-          gboolean is_main = r == self->main_device;
+          const char *label = r < live ? (self->lane_names[r] != NULL ? self->lane_names[r] : "")
+                                       : (self->reference_names[r - live] != NULL
+                                          ? self->reference_names[r - live] : "");
+          gboolean is_main = r < live && r == self->main_device;
 
           cairo_move_to (cr, 4, r * lane + lane / 2 + (is_main ? -3 : 5));
           cairo_show_text (cr, label);
@@ -436,6 +492,32 @@ tdm_timeline_get_lane_name (TdmTimeline *self,
 }
 
 void
+tdm_timeline_set_reference (TdmTimeline          *self,
+                            const TdmPhasesEvent *step,
+                            const char *const    *names)
+{
+  g_return_if_fail (TDM_IS_TIMELINE (self));
+
+  g_clear_pointer (&self->reference, g_free);
+  for (int r = 0; r < TDM_MAX_REPLICAS; r++)
+    g_clear_pointer (&self->reference_names[r], g_free);
+  if (step != NULL && step->replicas > 0)
+    {
+      self->reference = g_memdup2 (step, sizeof *step);
+      for (int r = 0; names != NULL && r < step->replicas && r < TDM_MAX_REPLICAS && names[r] != NULL; r++)
+        self->reference_names[r] = g_strdup (names[r]);
+    }
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+gboolean
+tdm_timeline_has_reference (TdmTimeline *self)
+{
+  g_return_val_if_fail (TDM_IS_TIMELINE (self), FALSE);
+  return self->reference != NULL;
+}
+
+void
 tdm_timeline_clear (TdmTimeline *self)
 {
   g_return_if_fail (TDM_IS_TIMELINE (self));
@@ -473,7 +555,11 @@ tdm_timeline_finalize (GObject *object)
   for (guint i = 0; i < self->n_steps; i++)
     g_free (self->steps[i]);
   for (int r = 0; r < TDM_MAX_REPLICAS; r++)
-    g_free (self->lane_names[r]);
+    {
+      g_free (self->lane_names[r]);
+      g_free (self->reference_names[r]);
+    }
+  g_free (self->reference);
   G_OBJECT_CLASS (tdm_timeline_parent_class)->finalize (object);
 }
 

@@ -26,6 +26,7 @@ typedef struct
   int    device;
   int    phase;   /* TdmPhase */
   long   step;
+  gboolean reference;   /* a box of the reference run's step (below the run's own) */
 } TdmTimelineBox;
 
 #define TDM_TYPE_TIMELINE (tdm_timeline_get_type ())
@@ -57,6 +58,13 @@ void       tdm_timeline_set_lane_name (TdmTimeline         *self,
                                        const char          *name);
 const char *tdm_timeline_get_lane_name (TdmTimeline        *self,
                                         int                 device);
+/* Another run's step to compare with (its lanes under this run's, both steps from
+ * 0 on one ms scale, this run's last kept step above), its lanes labelled `names`;
+ * NULL: none, the kept steps one after another again. Keeps a copy. */
+void       tdm_timeline_set_reference (TdmTimeline         *self,
+                                       const TdmPhasesEvent *step,
+                                       const char *const   *names);
+gboolean   tdm_timeline_has_reference (TdmTimeline         *self);
 /* The time axis's tick spacing in ms at this width: 1, 2 or 5 × 10^k, the smallest
  * that keeps ticks apart; 0 with nothing drawn. */
 double     tdm_timeline_get_tick_ms  (TdmTimeline          *self,
