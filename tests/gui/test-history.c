@@ -29,6 +29,7 @@
 #include "tdm-device-picker.h"
 #include "tdm-device-row.h"
 #include "tdm-device.h"
+#include "tdm-devices-page.h"
 #include "tdm-history-store.h"
 #include "tdm-history-sweep.h"
 #include "tdm-history-view.h"
@@ -39,6 +40,7 @@
 #include "tdm-scaling-table.h"
 #include "tdm-series.h"
 #include "tdm-spec-entry.h"
+#include "tdm-timeline.h"
 #include "tdm-window.h"
 #include "window-test-util.h"
 
@@ -910,10 +912,13 @@ test_history_window(void)
   first = tdm_run_item_get_record(item_at(store, 0));
   g_assert_true(first->finished);
 
-  /* Ticked, it is drawn on the charts before any run of this window. */
+  /* Ticked, it is drawn on the charts before any run of this window, and its mean
+   * step goes under the Devices timeline (it sampled steps). */
   tdm_run_item_set_overlay(item_at(store, 0), TRUE);
   series_a = tdm_dashboard_get_overlay_series(dashboard, "loss", 0);
   g_assert_cmpint(series_a, >=, 2);
+  g_assert_true(tdm_timeline_has_reference(
+      TDM_TIMELINE(tdm_devices_page_get_timeline(window_child(window, "devices_page")))));
   g_assert_cmpuint(tdm_series_get_n_appended(tdm_chart_get_series(chart(window, "loss"), series_a)),
                    ==, first->points->len);
 
