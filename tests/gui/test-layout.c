@@ -226,6 +226,13 @@ test_layout_360(void)
   check_width(360, TRUE, 1);
 }
 
+/* A laptop's half screen: the status line must not be cut. */
+static void
+test_layout_700(void)
+{
+  check_width(700, FALSE, 1);
+}
+
 static void
 test_layout_900(void)
 {
@@ -724,6 +731,7 @@ main(int argc, char **argv)
   tdm_application_init_uninstalled();
 
   g_test_add_func("/layout/360", test_layout_360);
+  g_test_add_func("/layout/700", test_layout_700);
   g_test_add_func("/layout/900", test_layout_900);
   g_test_add_func("/layout/1024", test_layout_1024);
   g_test_add_func("/layout/1920", test_layout_1920);
