@@ -21,7 +21,7 @@ diag() { sed 's/^/# /'; }
 have_python=0
 command -v python3 >/dev/null 2>&1 && have_python=1
 
-plan=65
+plan=66
 echo "1..$plan"
 
 # --- help and listings -------------------------------------------------------------
@@ -252,6 +252,15 @@ if [ $status -eq 0 ] && [ ! -s "$tmp/err" ]; then
   ok "1 epoch on synthetic, 2 CPU workers, --json ($seconds s)"
 else
   not_ok "1 epoch on synthetic, 2 CPU workers, --json" "status $status" "$(cat "$tmp/err")"
+fi
+
+# One set of defaults: another optimizer named without --lr starts from its own rate
+# (the engine's tdm_config_default_lr, as the window does).
+if "$train" --dataset synthetic --network fc10 --epochs 1 --max-steps 1 --optimizer sgd \
+     --json 2>"$tmp/err" | grep -q '"type":"step".*"lr":0.01[,}]'; then
+  ok "--optimizer sgd without --lr: 0.01"
+else
+  not_ok "--optimizer sgd without --lr: 0.01" "$(cat "$tmp/err")"
 fi
 
 if [ $have_python -eq 1 ]; then

@@ -152,6 +152,64 @@ test_replicas_on_one_gpu(void)
   g_assert_cmpfloat(rel, <=, 1e-5);
 }
 
+static void
+collect_phases(const TdmEvent *e, gpointer data)
+{
+  if (e->kind == TDM_EVENT_PHASES)
+    g_array_append_val((GArray *)data, e->phases);
+}
+
+/* Replicas sharing a GPU with small buckets: the all-reduce starts during backward,
+ * so a sampled step reports communication hidden under it, never more than the
+ * backward pass lasted, and an overlap between 0 and 100 %. `main` hides nothing. */
+static void
+test_overlap_reported(void)
+{
+  if (!have_gpu())
+    return;
+  for (int s = 0; s < 2; s++) {
+    g_autoptr(TdmConfig) cfg = tdm_config_new();
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GArray) phases = g_array_new(FALSE, FALSE, sizeof(TdmPhasesEvent));
+    g_free(cfg->dataset);
+    cfg->dataset = g_strdup("synthetic");
+    g_free(cfg->network);
+    cfg->network = g_strdup(NETWORK);
+    cfg->max_steps = 12;
+    cfg->bucket_bytes = 4096;
+    cfg->strategy = s ? TDM_STRATEGY_MAIN : TDM_STRATEGY_ALLREDUCE;
+    g_assert_true(tdm_config_set_devices(cfg, "cuda:0,cuda:0", &error));
+    g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, collect_phases, phases);
+    tdm_trainer_set_summary_steps(trainer, 1);
+    g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+    g_assert_no_error(error);
+    g_assert_cmpuint(phases->len, >, 0);
+    double hidden = 0;
+    for (guint i = 0; i < phases->len; i++) {
+      const TdmPhasesEvent *e = &g_array_index(phases, TdmPhasesEvent, i);
+      for (int r = 0; r < e->replicas; r++) {
+        const TdmDevicePhases *d = &e->device[r];
+        double backward = 0, overlap = tdm_device_phases_overlap(d);
+        for (int k = 0; k < d->spans; k++)
+          if (d->span[k].phase == TDM_PHASE_BACKWARD)
+            backward += d->span[k].end_ms - d->span[k].start_ms;
+        g_assert_cmpfloat(d->hidden_ms, >=, 0);
+        g_assert_cmpfloat(d->hidden_ms, <=, backward + 1e-3);
+        g_assert_true(isfinite(overlap));
+        g_assert_cmpfloat(overlap, >=, 0);
+        g_assert_cmpfloat(overlap, <=, 100);
+        hidden += d->hidden_ms;
+      }
+    }
+    g_test_message("%s: %.3f ms hidden under backward over %u sampled steps",
+                   tdm_strategy_name(cfg->strategy), hidden, phases->len);
+    if (s)
+      g_assert_cmpfloat(hidden, ==, 0);
+    else
+      g_assert_cmpfloat(hidden, >, 0);
+  }
+}
+
 /* The BN networks with the whole recipe train on the GPU as on the CPU: every new
  * kernel in a real step, forward, backward and update. After one step the two differ
  * by float rounding only. Over 20 steps the network without a global max pool stays
@@ -660,6 +718,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda-train/gpu-matches-cpu", test_gpu_matches_cpu);
   g_test_add_func("/cuda-train/exact-replicas", test_exact_replicas);
   g_test_add_func("/cuda-train/replicas-on-one-gpu", test_replicas_on_one_gpu);
+  g_test_add_func("/cuda-train/overlap-reported", test_overlap_reported);
   g_test_add_func("/cuda-train/bn-network-matches-cpu", test_bn_network_matches_cpu);
   g_test_add_func("/cuda-train/sync-bn-replicas-on-one-gpu", test_sync_bn_replicas_on_one_gpu);
   g_test_add_func("/cuda-train/prewarm-leaves-no-trace", test_prewarm_leaves_no_trace);

@@ -8,6 +8,7 @@
 #include "tdm-communicator.h"
 #include "tdm-trainer.h"
 
+#include <json-glib/json-glib.h>
 #include <math.h>
 #include <string.h>
 
@@ -19,6 +20,8 @@ typedef struct {
   TdmFinishedEvent finished;
   size_t parameters;
   int steps_run, paused;
+  long summaries[8];
+  int n_summaries;
   TdmTrainer *trainer;
   GCancellable *cancel_at_rest; /* cancelled at the `rest_limit`-th PAUSED event */
   int rest_limit;
@@ -55,6 +58,10 @@ record(const TdmEvent *e, gpointer data)
     break;
   case TDM_EVENT_PREDICTIONS:
     g_array_append_val(d->predictions, e->predictions);
+    break;
+  case TDM_EVENT_STEP:
+    if (d->n_summaries < (int)G_N_ELEMENTS(d->summaries))
+      d->summaries[d->n_summaries++] = e->step.step;
     break;
   case TDM_EVENT_EPOCH:
     d->epoch = e->epoch;
@@ -151,9 +158,44 @@ test_phases_allreduce(void)
       g_assert_cmpint(up, ==, 4);
       g_assert_cmpint(find_phase(p, TDM_PHASE_REDUCE, 0), ==, -1);
       g_assert_cmpint(find_phase(p, TDM_PHASE_BROADCAST, 0), ==, -1);
+      /* CPU workers' host communicator sums after backward: nothing is hidden. */
+      g_assert_cmpfloat(p->hidden_ms, ==, 0);
+      g_assert_cmpfloat(tdm_device_phases_overlap(p), ==, 0);
     }
   }
   detail_clear(&d);
+}
+
+/* The overlap rule: hidden over hidden plus exposed; nothing moved, no figure. */
+static void
+test_overlap_rule(void)
+{
+  g_assert_cmpfloat(tdm_overlap_percent(30, 10), ==, 25);
+  g_assert_cmpfloat(tdm_overlap_percent(0, 10), ==, 100);
+  g_assert_cmpfloat(tdm_overlap_percent(10, 0), ==, 0);
+  g_assert_true(isnan(tdm_overlap_percent(0, 0)));
+
+  TdmDevicePhases d = {0};
+  g_assert_true(isnan(tdm_device_phases_overlap(&d)));
+  d.spans = 3;
+  d.span[0].phase = TDM_PHASE_BACKWARD, d.span[0].start_ms = 0, d.span[0].end_ms = 8;
+  d.span[1].phase = TDM_PHASE_ALLREDUCE, d.span[1].start_ms = 8, d.span[1].end_ms = 9;
+  d.span[2].phase = TDM_PHASE_UPDATE, d.span[2].start_ms = 9, d.span[2].end_ms = 12;
+  d.hidden_ms = 3;
+  g_assert_cmpfloat(tdm_device_phases_overlap(&d), ==, 75);
+
+  /* --json carries it per device, beside the spans. */
+  TdmEvent e = {.kind = TDM_EVENT_PHASES};
+  e.phases.step = 4;
+  e.phases.replicas = 1;
+  e.phases.device[0] = d;
+  g_autoptr(JsonBuilder) b = json_builder_new();
+  json_builder_begin_object(b);
+  g_assert_true(tdm_event_detail_to_json(b, &e));
+  json_builder_end_object(b);
+  g_autoptr(JsonNode) root = json_builder_get_root(b);
+  g_autofree char *text = json_to_string(root, FALSE);
+  g_assert_nonnull(strstr(text, "\"overlap\":[{\"hidden_ms\":3.0,\"percent\":75.0}]"));
 }
 
 /* With `main`: reduce, the update on the main device alone, then the broadcast. The
@@ -432,6 +474,10 @@ test_single_step(void)
   g_assert_true(d.finished.stopped);
   /* Every single step is sampled, so each shows its phases. */
   g_assert_cmpuint(d.phases->len, ==, 3);
+  /* …and summarized at once, so the status line and charts move with each one. */
+  g_assert_cmpint(d.n_summaries, ==, 3);
+  for (int i = 0; i < 3; i++)
+    g_assert_cmpint(d.summaries[i], ==, i + 1);
   detail_clear(&d);
 
   /* Two steps asked for before the run go through in one go: one rest after them. */
@@ -507,6 +553,7 @@ main(int argc, char **argv)
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/trainer-detail/phases-allreduce", test_phases_allreduce);
   g_test_add_func("/trainer-detail/phases-main", test_phases_main);
+  g_test_add_func("/trainer-detail/overlap-rule", test_overlap_rule);
   g_test_add_func("/trainer-detail/bytes-moved", test_bytes_moved);
   g_test_add_func("/trainer-detail/bytes-chain", test_bytes_chain);
   g_test_add_func("/trainer-detail/batch-split", test_batch_split);

@@ -268,7 +268,8 @@ tdm_history_recorder_open(TdmHistory *h, const TdmConfig *config, const char *na
   g_autofree char *config_json = tdm_config_to_json(config);
   g_autoptr(JsonNode) config_node = json_from_string(config_json, NULL);
   g_autoptr(GDateTime) now = g_date_time_new_now_local();
-  g_autofree char *date = g_date_time_format(now, "%Y-%m-%d %H:%M");
+  /* A default name: to the second, so two runs started in one minute differ. */
+  g_autofree char *date = g_date_time_format(now, "%Y-%m-%d %H:%M:%S");
 
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_object(b);
@@ -406,6 +407,12 @@ tdm_run_recorder_add(const TdmEvent *e, gpointer data)
       json_builder_add_int_value(b, (gint64)e->phases.device[r].bytes_received);
       json_builder_end_array(b);
     }
+    json_builder_end_array(b);
+    /* Per device, the communication hidden under backward, ms (overlap's numerator). */
+    json_builder_set_member_name(b, "hidden_ms");
+    json_builder_begin_array(b);
+    for (int r = 0; r < e->phases.replicas && r < TDM_MAX_REPLICAS; r++)
+      json_builder_add_double_value(b, round(e->phases.device[r].hidden_ms * 1e3) / 1e3);
     json_builder_end_array(b);
     break;
   case TDM_EVENT_FAILED:
@@ -546,6 +553,9 @@ read_record(TdmRunRecord *r, const char *type, JsonObject *o)
     JsonNode *bytes_node = json_object_get_member(o, "bytes");
     JsonArray *bytes = bytes_node != NULL && JSON_NODE_HOLDS_ARRAY(bytes_node)
                        ? json_node_get_array(bytes_node) : NULL;
+    JsonNode *hidden_node = json_object_get_member(o, "hidden_ms");
+    JsonArray *hidden = hidden_node != NULL && JSON_NODE_HOLDS_ARRAY(hidden_node)
+                        ? json_node_get_array(hidden_node) : NULL;
     for (guint i = 0; devices != NULL && i < json_array_get_length(devices); i++) {
       JsonNode *d = json_array_get_element(devices, i);
       if (d == NULL || !JSON_NODE_HOLDS_ARRAY(d))
@@ -566,6 +576,12 @@ read_record(TdmRunRecord *r, const char *type, JsonObject *o)
           p.bytes_sent = (guint64)MAX(0, json_node_get_int(out));
           p.bytes_received = (guint64)MAX(0, json_node_get_int(in));
         }
+      }
+      JsonNode *h = hidden != NULL && i < json_array_get_length(hidden)
+                    ? json_array_get_element(hidden, i) : NULL;
+      if (h != NULL && JSON_NODE_HOLDS_VALUE(h)) {
+        double v = json_node_get_double(h);
+        p.hidden_ms = isfinite(v) ? (float)MAX(0.0, v) : 0;
       }
       g_array_append_val(r->phases, p);
     }

@@ -42,13 +42,17 @@ typedef struct {
   gint64 tandem_bytes;
 } TdmHistoryDevicePoint;
 
-/* One sampled step of one device: milliseconds in each phase (TdmPhase), and the
- * bytes its collectives moved out and in (TdmDevicePhases; 0 in older files). */
+/* One sampled step of one device: milliseconds in each phase (TdmPhase), the bytes
+ * its collectives moved out and in (TdmDevicePhases; 0 in older files), and the
+ * communication hidden under backward (its overlap: tdm_overlap_percent() of the
+ * communication phases' ms and hidden_ms). */
 typedef struct {
   long step;
   int device;
   float ms[TDM_PHASE_COUNT];
   guint64 bytes_sent, bytes_received;
+  float hidden_ms;              /* communication under backward (TdmDevicePhases; 0 in
+                                 * older files) */
 } TdmHistoryPhases;
 
 typedef enum {

@@ -49,6 +49,28 @@ member_double(JsonBuilder *b, const char *name, double v)
   json_builder_add_double_value(b, isfinite(v) ? round(v * 1e3) / 1e3 : 0);
 }
 
+double
+tdm_overlap_percent(double exposed_ms, double hidden_ms)
+{
+  exposed_ms = isfinite(exposed_ms) ? MAX(0.0, exposed_ms) : 0;
+  hidden_ms = isfinite(hidden_ms) ? MAX(0.0, hidden_ms) : 0;
+  if (exposed_ms + hidden_ms <= 0)
+    return NAN;
+  return 100.0 * hidden_ms / (exposed_ms + hidden_ms);
+}
+
+double
+tdm_device_phases_overlap(const TdmDevicePhases *d)
+{
+  g_return_val_if_fail(d != NULL, NAN);
+  double exposed = 0;
+  for (int i = 0; i < d->spans && i < TDM_MAX_PHASE_SPANS; i++)
+    if (d->span[i].phase == TDM_PHASE_REDUCE || d->span[i].phase == TDM_PHASE_ALLREDUCE ||
+        d->span[i].phase == TDM_PHASE_BROADCAST)
+      exposed += d->span[i].end_ms - d->span[i].start_ms;
+  return tdm_overlap_percent(exposed, d->hidden_ms);
+}
+
 static void
 add_phases(JsonBuilder *b, const TdmPhasesEvent *p)
 {
@@ -75,6 +97,22 @@ add_phases(JsonBuilder *b, const TdmPhasesEvent *p)
     json_builder_begin_object(b);
     tdm_json_set_int(b, "sent", (gint64)p->device[r].bytes_sent);
     tdm_json_set_int(b, "received", (gint64)p->device[r].bytes_received);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+  /* Per device: communication hidden under backward, in ms and as a share of all its
+   * communication (null where it had none). */
+  json_builder_set_member_name(b, "overlap");
+  json_builder_begin_array(b);
+  for (int r = 0; r < p->replicas && r < TDM_MAX_REPLICAS; r++) {
+    double percent = tdm_device_phases_overlap(&p->device[r]);
+    json_builder_begin_object(b);
+    member_double(b, "hidden_ms", p->device[r].hidden_ms);
+    json_builder_set_member_name(b, "percent");
+    if (isfinite(percent))
+      json_builder_add_double_value(b, round(percent * 10) / 10);
+    else
+      json_builder_add_null_value(b);
     json_builder_end_object(b);
   }
   json_builder_end_array(b);

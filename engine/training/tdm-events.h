@@ -49,6 +49,7 @@ typedef struct {
   int prewarm_steps;                   /* untimed steps before the clock (0: none) */
   double prewarm_seconds;              /* what they took, evaluation included */
   int cpu_threads;                     /* BLAS threads each CPU worker runs (0: none) */
+  long end_step;                       /* where the run ends: total_steps, or --max-steps */
 } TdmStartedEvent;
 
 /* The memory estimate (tdm-memory.h), sent before anything large is allocated. */
@@ -163,6 +164,11 @@ typedef struct {
    * parameters, synchronized BN's sums), by the communicator's algorithm: see
    * tdm_communicator_allreduce(). */
   guint64 bytes_sent, bytes_received;
+  /* Communication in flight while backward still ran: the bucketed all-reduce from
+   * its first bucket's launch to backward's end (its spans above are only the part
+   * left to wait for after backward). 0 where every collective starts after backward
+   * (the `main` strategy, CPU workers' host communicator, exact mode). */
+  float hidden_ms;
 } TdmDevicePhases;
 
 typedef struct {
@@ -256,6 +262,14 @@ typedef struct {
     const GError *failed;   /* valid only during the call: copy it */
   };
 } TdmEvent;
+
+/* How much of a device's communication in a step ran hidden under its backward pass,
+ * in percent: `hidden_ms` over itself plus the communication left exposed
+ * (`exposed_ms`: the reduce, all-reduce and broadcast spans). NaN where the step
+ * communicated nothing. The one rule for the phase table, --json and the run files. */
+double tdm_overlap_percent (double exposed_ms, double hidden_ms);
+/* The same for one device's sampled step. */
+double tdm_device_phases_overlap (const TdmDevicePhases *device);
 
 /* "forward", "all-reduce", … for labels, legends and JSON. */
 const char *tdm_phase_name (TdmPhase phase);

@@ -51,6 +51,7 @@ typedef struct Buckets {
   int replica;
   size_t lo, hi;                /* the pending range [lo, hi); empty when lo == hi */
   gboolean failed;
+  double first_launch;          /* seconds: a sampled step's first bucket set off; 0: none */
 } Buckets;
 
 typedef struct {

@@ -134,6 +134,13 @@ flush_bucket(Buckets *bk)
   TdmTrainer *t = bk->trainer;
   if (bk->lo == bk->hi || bk->failed)
     return;
+  /* A sampled step notes when its communication could first set off: when the first
+   * bucket's gradients were ready on the device (a GPU runs behind the host), not
+   * when the host queued it. The step is timed anyway; one wait more. */
+  if (t->job.timed && t->step_detail && bk->first_launch == 0) {
+    t->backends[bk->replica]->ops->synchronize(t->backends[bk->replica]);
+    bk->first_launch = tdm_trainer_now_seconds();
+  }
   GError *error = NULL;
   if (!tdm_communicator_allreduce(t->comm, bk->replica, t->reps[bk->replica]->grads, bk->lo,
                                bk->hi - bk->lo, &error)) {
@@ -201,6 +208,7 @@ job_train(TdmTrainer *t, int r)
    * takes the step off its graph), each collective and each wait. */
   if (job->timed && t->step_detail) {
     tm->phases.spans = 0;
+    tm->phases.hidden_ms = 0;
     tdm_communicator_take_bytes(t->comm, r, NULL, NULL);   /* from unsampled steps */
     tm->forward_end = start;
     rep->forward_done = on_forward_done;
@@ -213,6 +221,7 @@ job_train(TdmTrainer *t, int r)
   if (bk != NULL) {
     bk->lo = bk->hi = 0;
     bk->failed = FALSE;
+    bk->first_launch = 0;
   }
   rep->epoch = (guint32)job->epoch;
   rep->global_count = job->count;
@@ -235,6 +244,11 @@ job_train(TdmTrainer *t, int r)
       rep->forward_done = NULL;
       mark_phase(t, tm, TDM_PHASE_FORWARD, start, tm->forward_end);
       mark_phase(t, tm, TDM_PHASE_BACKWARD, tm->forward_end, end);
+      /* Buckets set off before backward ended were under way beside it on the
+       * communication stream (the last one, flushed after it, hides nothing): an
+       * upper bound on the time hidden, where the stream had work queued throughout. */
+      if (bk != NULL && bk->first_launch > 0 && bk->first_launch < end)
+        tm->phases.hidden_ms = (float)(1e3 * (end - MAX(bk->first_launch, tm->forward_end)));
     }
   }
   /* A stop mid-step leaves the step undone on every replica (see trainer_step). */

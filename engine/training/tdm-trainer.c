@@ -232,6 +232,7 @@ typedef struct {
   double trained_seconds;       /* pauses and evaluation excluded */
   gint64 segment_start_us;
   gboolean next_timed;
+  gboolean stepped; /* the step about to run was let through by a single step */
   double start_fraction;        /* of the whole run, when this process began training */
 } RunStats;
 
@@ -253,6 +254,7 @@ emit_started(TdmTrainer *t)
   s->epochs = cfg->epochs;
   s->steps_per_epoch = tdm_iterator_batches_per_epoch(t->it);
   s->total_steps = (long)s->steps_per_epoch * cfg->epochs;
+  s->end_step = cfg->max_steps > 0 ? MIN(cfg->max_steps, s->total_steps) : s->total_steps;
   s->start_step = t->step;
   s->parameters = t->net->parameter_count;
   g_strlcpy(s->network, t->net->spec, sizeof s->network);
@@ -570,9 +572,11 @@ wait_while_paused(TdmTrainer *t, RunStats *st)
       tdm_trainer_emit(t, &e);
     }
   }
-  /* A single step is always sampled: whoever steps through wants to see it. */
+  /* A single step is always sampled and summarized: whoever steps through wants to
+   * see it, on the timeline and on the status line and charts. */
   if (stepping)
     st->next_timed = TRUE;
+  st->stepped = stepping;
   return !tdm_trainer_aborted(t);
 }
 
@@ -777,7 +781,7 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
                    : t->summary_steps > 0 ? t->step % t->summary_steps == 0
                                           : now - st.last_summary_us >= SUMMARY_INTERVAL_US;
     /* Under mpirun every rank sees the same positions, so this grid is agreed too. */
-    due = due || part_passed;
+    due = due || part_passed || (st.stepped && !tdm_trainer_distributed(t));
     if (epoch_end || due) {
       gboolean stop = FALSE;
       if (!summarize(t, &st, g_atomic_int_get(&t->stop_requested), &stop, error))

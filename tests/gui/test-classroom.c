@@ -349,6 +349,19 @@ check_strategy(guint strategy)
     g_assert_nonnull(strstr(tdm_predictions_page_get_summary(predictions), "right"));
   }
 
+  /* Named as every page names them: the run's devices, 1-based where they repeat. */
+  g_assert_cmpstr(tdm_timeline_get_lane_name(timeline, 0), ==, "cpu 1");
+  g_assert_cmpstr(tdm_timeline_get_lane_name(timeline, 1), ==, "cpu 2");
+
+  /* Another choice: the last run's timeline, split and peaks are not its own. */
+  gtk_spin_button_set_value(window_child(window, "batch_spin"), 400);
+  g_assert_cmpuint(tdm_timeline_get_n_steps(timeline), ==, 0);
+  g_assert_cmpint(tdm_batch_strip_get_devices(strip), ==, 0);
+  for (int d = 0; d < 2; d++) {
+    g_assert_cmpint(tdm_devices_page_get_peak_bytes(page, d), ==, -1);
+    g_assert_cmpint(tdm_devices_page_get_phase_spans(page, d, TDM_PHASE_FORWARD), ==, 0);
+  }
+
   destroy_window(window);
   g_assert_cmpuint(tdm_run_get_n_threads(), ==, 0);
 }
@@ -636,6 +649,10 @@ test_presentation(void)
   g_assert_true(tdm_timeline_get_high_contrast(timeline));
   g_assert_true(gtk_revealer_get_reveal_child(window_child(window, "pace_revealer")));
   g_assert_false(adw_flap_get_reveal_flap(window_child(window, "flap")));
+  /* 0 reads as full speed, in words; a pace set in front of the class… */
+  g_assert_cmpstr(gtk_label_get_label(window_child(window, "pace_unit_label")), ==, "steps/s: full speed");
+  gtk_spin_button_set_value(window_child(window, "pace_spin"), 2);
+  g_assert_cmpstr(gtk_label_get_label(window_child(window, "pace_unit_label")), ==, "steps/s");
 
   /* Escape (win.leave-presentation) brings everything back. */
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.leave-presentation", NULL));
@@ -645,6 +662,10 @@ test_presentation(void)
   g_assert_true(gtk_widget_get_visible(gtk_widget_get_ancestor(GTK_WIDGET(memory), GTK_TYPE_FLOW_BOX_CHILD)));
   g_assert_false(tdm_timeline_get_high_contrast(timeline));
   g_assert_true(wait_for(small_text, loss, 30));
+  /* …ends with presentation mode: no hidden bar keeps slowing the next run. */
+  g_assert_false(gtk_revealer_get_reveal_child(window_child(window, "pace_revealer")));
+  g_assert_cmpfloat(gtk_spin_button_get_value(window_child(window, "pace_spin")), ==, 0);
+  g_assert_cmpstr(gtk_label_get_label(window_child(window, "pace_unit_label")), ==, "steps/s: full speed");
 
   destroy_window(window);
 }
@@ -672,6 +693,77 @@ test_single_step(void)
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.stop", NULL));
   g_assert_true(wait_for(not_running, window, 120));
   g_assert_cmpstr(adw_view_switcher_title_get_subtitle(window_child(window, "window_title")), ==, "Stopped");
+  destroy_window(window);
+}
+
+static gboolean
+cannot_start(gpointer window)
+{
+  return !tdm_window_get_can_start(window);
+}
+
+/* A batch the training set cannot fill is refused before Start, under the batch
+ * size, in the form's words (no flag), and the whole sentence shows. */
+static void
+test_batch_too_large(void)
+{
+  TdmWindow *window = window_for_run("fc32,relu,fc10", 100, 1);
+  AdwActionRow *row = window_child(window, "batch_row");
+  int train = 0;
+
+  g_assert_true(tdm_dataset_chooser_get_counts(window_child(window, "dataset_chooser"), &train, NULL));
+  g_assert_cmpint(train, <, 65536);
+  gtk_spin_button_set_value(window_child(window, "batch_spin"), train + 1);
+  g_assert_true(wait_for(cannot_start, window, 60));
+  g_assert_nonnull(strstr(adw_action_row_get_subtitle(row), "is larger than the"));
+  g_assert_nonnull(strstr(adw_action_row_get_subtitle(row), "lower the batch size"));
+  g_assert_null(strstr(adw_action_row_get_subtitle(row), "--"));
+  g_assert_cmpint(adw_action_row_get_subtitle_lines(row), ==, 0);
+  g_assert_true(gtk_widget_has_css_class(GTK_WIDGET(row), "error"));
+  /* The empty charts page says the same, not a general hint nor "pick a dataset". */
+  {
+    AdwStatusPage *empty = ADW_STATUS_PAGE(gtk_widget_get_template_child(
+        GTK_WIDGET(window_child(window, "dashboard")), TDM_TYPE_DASHBOARD, "empty_page"));
+
+    g_assert_cmpstr(adw_status_page_get_title(empty), ==, "Settings Needed");
+    g_assert_nonnull(strstr(adw_status_page_get_description(empty), "lower the batch size."));
+    gtk_spin_button_set_value(window_child(window, "batch_spin"), train);
+    g_assert_true(wait_for(can_start, window, 60));
+    g_assert_cmpstr(adw_status_page_get_title(empty), ==, "Ready to Train");
+  }
+  g_assert_false(gtk_widget_has_css_class(GTK_WIDGET(row), "error"));
+  destroy_window(window);
+}
+
+/* Ctrl+→ is caught before the focused widget (a spin button, a scrolled page) takes
+ * it for itself: a shortcut of the capture phase, on the window. */
+static void
+test_step_key(void)
+{
+  TdmWindow *window = window_for_run("fc32,relu,fc10", 100, 1);
+  g_autoptr(GListModel) controllers = gtk_widget_observe_controllers(GTK_WIDGET(window));
+  gboolean found = FALSE;
+
+  for (guint i = 0; i < g_list_model_get_n_items(controllers); i++)
+    {
+      g_autoptr(GtkEventController) c = g_list_model_get_item(controllers, i);
+
+      if (!GTK_IS_SHORTCUT_CONTROLLER(c) || gtk_event_controller_get_propagation_phase(c) != GTK_PHASE_CAPTURE)
+        continue;
+      for (guint j = 0; j < g_list_model_get_n_items(G_LIST_MODEL(c)); j++)
+        {
+          g_autoptr(GtkShortcut) shortcut = g_list_model_get_item(G_LIST_MODEL(c), j);
+          GtkShortcutTrigger *trigger = gtk_shortcut_get_trigger(shortcut);
+          GtkShortcutAction *action = gtk_shortcut_get_action(shortcut);
+
+          if (GTK_IS_KEYVAL_TRIGGER(trigger) && gtk_keyval_trigger_get_keyval(GTK_KEYVAL_TRIGGER(trigger)) == GDK_KEY_Right
+              && gtk_keyval_trigger_get_modifiers(GTK_KEYVAL_TRIGGER(trigger)) == GDK_CONTROL_MASK
+              && GTK_IS_NAMED_ACTION(action)
+              && g_str_equal(gtk_named_action_get_action_name(GTK_NAMED_ACTION(action)), "win.single-step"))
+            found = TRUE;
+        }
+    }
+  g_assert_true(found);
   destroy_window(window);
 }
 
@@ -745,6 +837,8 @@ main(int argc, char *argv[])
   g_test_add_func("/classroom/scaling-needs-two", test_scaling_needs_two);
   g_test_add_func("/classroom/presentation", test_presentation);
   g_test_add_func("/classroom/single-step", test_single_step);
+  g_test_add_func("/classroom/step-key", test_step_key);
+  g_test_add_func("/classroom/batch-too-large", test_batch_too_large);
 
   return g_test_run();
 }

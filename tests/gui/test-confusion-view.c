@@ -107,6 +107,8 @@ test_geometry (void)
       }
   g_assert_false (tdm_confusion_view_cell_rect (view, W, H, 3, 0, &r));
   g_assert_false (tdm_confusion_view_cell_at (view, W, H, 1, 1, &truth, &predicted));
+  /* Each cell shows its count at this size; cells under 18 px would not. */
+  g_assert_true (tdm_confusion_view_shows_counts (view, W, H));
   /* Too small to draw: no cells at all rather than cells outside. */
   g_assert_false (tdm_confusion_view_cell_rect (view, 100, 20, 0, 0, &r));
 

@@ -29,6 +29,7 @@
 #include "tdm-device-picker.h"
 #include "tdm-device-row.h"
 #include "tdm-device.h"
+#include "tdm-devices-page.h"
 #include "tdm-history-store.h"
 #include "tdm-history-sweep.h"
 #include "tdm-history-view.h"
@@ -39,6 +40,7 @@
 #include "tdm-scaling-table.h"
 #include "tdm-series.h"
 #include "tdm-spec-entry.h"
+#include "tdm-timeline.h"
 #include "tdm-window.h"
 #include "window-test-util.h"
 
@@ -150,6 +152,7 @@ write_run(TdmHistory *history, const char *devices, const char *name, double sps
       }
       e.phases.device[r].bytes_sent = 1000000 * (guint64)(r + 1);
       e.phases.device[r].bytes_received = 2000000;
+      e.phases.device[r].hidden_ms = r == 1 ? 0.5f : 0;
     }
     tdm_run_recorder_add(&e, rec);
   }
@@ -459,6 +462,125 @@ row_of(GtkWidget *widget, TdmRunItem *item)
       return found;
   }
   return NULL;
+}
+
+/* A run that only started, then failed (`failed`) or ended at once (0 steps). */
+static char *
+write_empty_run(TdmHistory *history, const char *name, gboolean failed)
+{
+  g_autoptr(TdmConfig) cfg = small_config("cpu:2");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GError) why = g_error_new_literal(G_IO_ERROR, G_IO_ERROR_FAILED, "out of memory");
+  g_autoptr(TdmRunRecorder) rec = tdm_run_recorder_new(history, cfg, name, &error);
+  TdmEvent e = {0};
+
+  g_assert_no_error(error);
+  e.kind = TDM_EVENT_STARTED;
+  e.started.replicas = 2;
+  tdm_run_recorder_add(&e, rec);
+  memset(&e, 0, sizeof e);
+  if (failed) {
+    e.kind = TDM_EVENT_FAILED;
+    e.failed = why;
+  } else {
+    e.kind = TDM_EVENT_FINISHED;
+    e.finished.stopped = TRUE;
+    e.finished.test_accuracy = NAN;
+  }
+  tdm_run_recorder_add(&e, rec);
+  g_assert_true(tdm_run_recorder_finish(rec, &error));
+  g_assert_no_error(error);
+  return g_strdup(tdm_run_recorder_get_id(rec));
+}
+
+static gboolean
+has_label(GtkWidget *widget, const char *text)
+{
+  if (GTK_IS_LABEL(widget) && g_strcmp0(gtk_label_get_label(GTK_LABEL(widget)), text) == 0)
+    return TRUE;
+  for (GtkWidget *c = gtk_widget_get_first_child(widget); c != NULL; c = gtk_widget_get_next_sibling(c))
+    if (has_label(c, text))
+      return TRUE;
+  return FALSE;
+}
+
+/* The comparison table: runs with figures only, the ticked ones once any is ticked,
+ * and a new name at once. */
+static void
+test_history_table_rows(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("tandem-table-XXXXXX", NULL);
+  g_autoptr(TdmHistory) history = tdm_history_new(dir);
+  g_autofree char *a_id = write_run(history, "cpu:2", "two workers", 100, 0.8);
+  g_autofree char *b_id = write_run(history, "cpu", "one worker", 250, 0.75);
+  g_autofree char *failed_id = write_empty_run(history, "failed", TRUE);
+  g_autofree char *empty_id = write_empty_run(history, "empty", FALSE);
+  g_autoptr(TdmHistoryStore) store = tdm_history_store_new(dir);
+  g_autoptr(GError) error = NULL;
+  GtkWidget *window = gtk_window_new();
+  GtkWidget *view;
+  TdmRunItem *a, *b;
+
+  tdm_history_store_reload(store);
+  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 4);
+  a = tdm_history_store_find(store, a_id);
+  b = tdm_history_store_find(store, b_id);
+  g_assert_false(tdm_run_table_compares(tdm_history_store_find(store, failed_id), FALSE));
+  g_assert_false(tdm_run_table_compares(tdm_history_store_find(store, empty_id), FALSE));
+  g_assert_true(tdm_run_table_compares(a, FALSE));
+
+  view = tdm_history_view_new(store);
+  gtk_window_set_child(GTK_WINDOW(window), view);
+  gtk_window_present(GTK_WINDOW(window));
+  drain();
+  g_assert_cmpuint(column_view_rows(view), ==, 2);
+  tdm_run_item_set_overlay(b, TRUE);
+  drain();
+  g_assert_cmpuint(column_view_rows(view), ==, 1);
+  g_assert_false(tdm_run_table_compares(a, TRUE));
+  g_assert_true(tdm_run_table_compares(b, TRUE));
+
+  g_assert_true(tdm_history_store_rename(store, b, "the baseline, one CPU worker", &error));
+  g_assert_no_error(error);
+  drain();
+  g_assert_true(has_label(view, "the baseline, one CPU worker"));
+  tdm_run_item_set_overlay(b, FALSE);
+  drain();
+  g_assert_cmpuint(column_view_rows(view), ==, 2);
+
+  /* The run file keeps each device's communication hidden under backward. */
+  {
+    const TdmRunRecord *r = tdm_run_item_get_record(a);
+    guint seen = 0;
+
+    for (guint i = 0; i < r->phases->len; i++) {
+      const TdmHistoryPhases *p = &g_array_index(r->phases, TdmHistoryPhases, i);
+
+      g_assert_cmpfloat(p->hidden_ms, ==, p->device == 1 ? 0.5f : 0);
+      seen++;
+    }
+    g_assert_cmpuint(seen, >, 0);
+  }
+  /* Its mean step, laid out as the strategy runs one (all-reduce after the last
+   * backward, on every device at once); a failed run has none. */
+  {
+    TdmPhasesEvent step;
+
+    g_assert_true(tdm_run_item_mean_step(a, &step));
+    g_assert_cmpint(step.replicas, ==, 2);
+    for (int d = 0; d < 2; d++) {
+      g_assert_cmpint(step.device[d].spans, ==, 4);
+      g_assert_cmpint(step.device[d].span[0].phase, ==, TDM_PHASE_FORWARD);
+      g_assert_cmpint(step.device[d].span[2].phase, ==, TDM_PHASE_ALLREDUCE);
+      g_assert_cmpfloat(step.device[d].span[2].start_ms, ==, 3);
+      g_assert_cmpfloat(step.device[d].span[3].end_ms, ==, 3.75f);
+    }
+    g_assert_false(tdm_run_item_mean_step(tdm_history_store_find(store, failed_id), &step));
+  }
+
+  gtk_window_destroy(GTK_WINDOW(window));
+  drain();
+  remove_folder(dir);
 }
 
 /* Sweeps beside training runs: marked, never drawn nor the baseline, not in the
@@ -790,10 +912,13 @@ test_history_window(void)
   first = tdm_run_item_get_record(item_at(store, 0));
   g_assert_true(first->finished);
 
-  /* Ticked, it is drawn on the charts before any run of this window. */
+  /* Ticked, it is drawn on the charts before any run of this window, and its mean
+   * step goes under the Devices timeline (it sampled steps). */
   tdm_run_item_set_overlay(item_at(store, 0), TRUE);
   series_a = tdm_dashboard_get_overlay_series(dashboard, "loss", 0);
   g_assert_cmpint(series_a, >=, 2);
+  g_assert_true(tdm_timeline_has_reference(
+      TDM_TIMELINE(tdm_devices_page_get_timeline(window_child(window, "devices_page")))));
   g_assert_cmpuint(tdm_series_get_n_appended(tdm_chart_get_series(chart(window, "loss"), series_a)),
                    ==, first->points->len);
 
@@ -1086,6 +1211,7 @@ main(int argc, char **argv)
   g_test_add_func("/history/view", test_history_view);
   g_test_add_func("/history/many-overlays", test_history_many_overlays);
   g_test_add_func("/history/sweeps", test_history_sweeps);
+  g_test_add_func("/history/table-rows", test_history_table_rows);
   g_test_add_func("/history/window", test_history_window);
   g_test_add_func("/history/compare", test_history_compare);
   g_test_add_func("/history/window-sweep", test_history_window_sweep);

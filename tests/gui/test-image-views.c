@@ -224,6 +224,52 @@ test_classify_view (void)
   g_slist_free_full (files, g_object_unref);
 }
 
+/* Whether the window has a shortcut from `keyval` + `mods` to the named action. */
+static gboolean
+has_shortcut (GtkWidget       *widget,
+              guint            keyval,
+              GdkModifierType  mods,
+              const char      *action)
+{
+  g_autoptr(GListModel) controllers = gtk_widget_observe_controllers (widget);
+
+  for (guint i = 0; i < g_list_model_get_n_items (controllers); i++)
+    {
+      g_autoptr(GtkEventController) c = g_list_model_get_item (controllers, i);
+
+      if (!GTK_IS_SHORTCUT_CONTROLLER (c))
+        continue;
+      for (guint j = 0; j < g_list_model_get_n_items (G_LIST_MODEL (c)); j++)
+        {
+          g_autoptr(GtkShortcut) shortcut = g_list_model_get_item (G_LIST_MODEL (c), j);
+          GtkShortcutTrigger *trigger = gtk_shortcut_get_trigger (shortcut);
+          GtkShortcutAction *named = gtk_shortcut_get_action (shortcut);
+
+          if (GTK_IS_KEYVAL_TRIGGER (trigger)
+              && gtk_keyval_trigger_get_keyval (GTK_KEYVAL_TRIGGER (trigger)) == keyval
+              && gtk_keyval_trigger_get_modifiers (GTK_KEYVAL_TRIGGER (trigger)) == mods
+              && GTK_IS_NAMED_ACTION (named)
+              && g_str_equal (gtk_named_action_get_action_name (GTK_NAMED_ACTION (named)), action))
+            return TRUE;
+        }
+    }
+  return FALSE;
+}
+
+/* The Classify window closes as a dialog does: Escape and Ctrl+W. */
+static void
+test_classify_window_keys (void)
+{
+  GtkWindow *window = tdm_classify_view_window_new (NULL, NULL);
+
+  g_assert_true (has_shortcut (GTK_WIDGET (window), GDK_KEY_Escape, 0, "window.close"));
+  g_assert_true (has_shortcut (GTK_WIDGET (window), GDK_KEY_w, GDK_CONTROL_MASK, "window.close"));
+  gtk_window_present (window);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "window.close", NULL));
+  g_assert_false (gtk_widget_get_visible (GTK_WIDGET (window)));
+  gtk_window_destroy (window);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -234,5 +280,6 @@ main (int argc, char **argv)
   gtk_test_init (&argc, &argv, NULL);
   g_test_add_func ("/image-views/folder-preview", test_folder_preview);
   g_test_add_func ("/image-views/classify-view", test_classify_view);
+  g_test_add_func ("/image-views/classify-window-keys", test_classify_window_keys);
   return g_test_run ();
 }

@@ -128,8 +128,9 @@ static void
 check_width(int width, gboolean folded, guint columns)
 {
   TdmWindow *window = window_at(width, 700);
+  /* The title too: squeezed, it must never run under a button. */
   const char *header[] = {"sidebar_button", "start", "pause_button", "stop_button",
-                          "primary_menu_button"};
+                          "primary_menu_button", "window_title"};
   graphene_rect_t boxes[G_N_ELEMENTS(header)];
   AdwFlap *flap = window_child(window, "flap");
   GtkWidget *grid = dashboard_child(window, "chart_grid");
@@ -223,6 +224,13 @@ static void
 test_layout_360(void)
 {
   check_width(360, TRUE, 1);
+}
+
+/* A laptop's half screen: the status line must not be cut. */
+static void
+test_layout_700(void)
+{
+  check_width(700, FALSE, 1);
 }
 
 static void
@@ -723,6 +731,7 @@ main(int argc, char **argv)
   tdm_application_init_uninstalled();
 
   g_test_add_func("/layout/360", test_layout_360);
+  g_test_add_func("/layout/700", test_layout_700);
   g_test_add_func("/layout/900", test_layout_900);
   g_test_add_func("/layout/1024", test_layout_1024);
   g_test_add_func("/layout/1920", test_layout_1920);

@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "tdm-scaling-chart.h"
+#include "tdm-scaling-table.h"
 
 static void
 on_point (const TdmScalingPoint *point,
@@ -93,6 +94,37 @@ test_scale (void)
   g_assert_finalize_object (chart);
 }
 
+/* A point's spread: the scale makes room for the fastest run; the table gives the
+ * slowest and fastest apart from the median, speed-up (×) and efficiency (%) in
+ * columns of their own. */
+static void
+test_spread (void)
+{
+  TdmScalingChart *chart = g_object_ref_sink (TDM_SCALING_CHART (tdm_scaling_chart_new ()));
+  TdmScalingPoint a = { .index = 0, .count = 2, .devices = 1, .speedup = 1, .efficiency = 1,
+                        .samples_per_second = 1000, .runs = 1 };
+  TdmScalingPoint b = { .index = 1, .count = 2, .devices = 2, .speedup = 1.8, .efficiency = 0.9,
+                        .samples_per_second = 1800, .samples_per_second_min = 1700,
+                        .samples_per_second_max = 2100, .speedup_min = 1.7,
+                        .speedup_max = 2.1, .runs = 3 };
+  g_auto(GStrv) one = NULL;
+  g_auto(GStrv) two = NULL;
+
+  tdm_scaling_chart_add_point (chart, &a);
+  tdm_scaling_chart_add_point (chart, &b);
+  g_assert_cmpfloat (tdm_scaling_chart_get_y_max (chart), ==, 2.1);
+
+  one = tdm_scaling_table_row_text (&a);
+  two = tdm_scaling_table_row_text (&b);
+  g_assert_cmpstr (two[3], ==, "1.80×");
+  g_assert_cmpstr (two[4], ==, "90 %");
+  g_assert_cmpstr (two[9], ==, "1,700–2,100");
+  g_assert_cmpstr (two[10], ==, "1.70–2.10×");
+  g_assert_cmpstr (two[11], ==, "3");
+  g_assert_cmpstr (one[9], ==, "—");
+  g_assert_finalize_object (chart);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -100,5 +132,6 @@ main (int    argc,
   gtk_test_init (&argc, &argv, NULL);
   g_test_add_func ("/scaling-chart/driver-points", test_driver_points);
   g_test_add_func ("/scaling-chart/scale", test_scale);
+  g_test_add_func ("/scaling-chart/spread", test_spread);
   return g_test_run ();
 }

@@ -195,12 +195,78 @@ test_colours_distinct (void)
       }
 }
 
+/* The time axis: ticks 1, 2 or 5 × 10^k ms apart, wider where the room is less; the
+ * lanes are named as the run names its devices. Fed one step by hand. */
+static void
+test_axis (void)
+{
+  TdmTimeline *timeline = TDM_TIMELINE (g_object_ref_sink (tdm_timeline_new ()));
+  TdmPhasesEvent e = { .step = 1, .replicas = 2 };
+
+  g_assert_cmpfloat (tdm_timeline_get_tick_ms (timeline, 800), ==, 0);
+  for (int r = 0; r < 2; r++)
+    {
+      e.device[r].spans = 2;
+      e.device[r].span[0].phase = TDM_PHASE_FORWARD;
+      e.device[r].span[0].end_ms = 10;
+      e.device[r].span[1].phase = TDM_PHASE_BACKWARD;
+      e.device[r].span[1].start_ms = 10;
+      e.device[r].span[1].end_ms = 25;
+    }
+  tdm_timeline_add_phases (timeline, &e);
+  /* 25 ms over 728 px: 64 px are 2.2 ms, so 5 ms; over 128 px, 12.5 ms, so 20. */
+  g_assert_cmpfloat (tdm_timeline_get_tick_ms (timeline, 800), ==, 5);
+  g_assert_cmpfloat (tdm_timeline_get_tick_ms (timeline, 200), ==, 20);
+
+  /* Another run's step under this one's, both from 0 on one scale: the longer of
+   * the two (40 ms) fills the width; the reference's lanes come below. */
+  {
+    TdmPhasesEvent ref = { .step = 9, .replicas = 1 };
+    static const char *const names[] = { "cpu", NULL };
+    g_autoptr(GArray) boxes = NULL;
+    double live_bottom = 0, ref_top = G_MAXDOUBLE;
+
+    ref.device[0].spans = 1;
+    ref.device[0].span[0].phase = TDM_PHASE_FORWARD;
+    ref.device[0].span[0].end_ms = 40;
+    tdm_timeline_set_reference (timeline, &ref, names);
+    g_assert_true (tdm_timeline_has_reference (timeline));
+    boxes = tdm_timeline_layout (timeline, 800, 300);
+    g_assert_cmpuint (boxes->len, ==, 5);
+    for (guint i = 0; i < boxes->len; i++)
+      {
+        const TdmTimelineBox *b = &g_array_index (boxes, TdmTimelineBox, i);
+
+        if (b->reference)
+          {
+            ref_top = MIN (ref_top, b->y);
+            g_assert_cmpfloat (b->width, >, 700);   /* 40 of 40 ms */
+          }
+        else
+          live_bottom = MAX (live_bottom, b->y + b->height);
+        if (b->phase == TDM_PHASE_FORWARD)
+          g_assert_cmpfloat (fabs (b->x - 72), <, 1e-6);   /* every step from 0 */
+      }
+    g_assert_cmpfloat (live_bottom, <=, ref_top);
+    /* 40 ms over 728 px: 64 px are 3.5 ms, so 5 ms. */
+    g_assert_cmpfloat (tdm_timeline_get_tick_ms (timeline, 800), ==, 5);
+    tdm_timeline_set_reference (timeline, NULL, NULL);
+    g_assert_false (tdm_timeline_has_reference (timeline));
+  }
+
+  g_assert_null (tdm_timeline_get_lane_name (timeline, 1));
+  tdm_timeline_set_lane_name (timeline, 1, "cpu 2");
+  g_assert_cmpstr (tdm_timeline_get_lane_name (timeline, 1), ==, "cpu 2");
+  g_object_unref (timeline);
+}
+
 int
 main (int    argc,
       char **argv)
 {
   gtk_test_init (&argc, &argv, NULL);
   g_test_add_func ("/timeline/strategies", test_strategies);
+  g_test_add_func ("/timeline/axis", test_axis);
   g_test_add_func ("/timeline/realized", test_realized);
   g_test_add_func ("/timeline/colours", test_colours_distinct);
   return g_test_run ();

@@ -25,6 +25,7 @@
 #include "tdm-device-picker.h"
 #include "tdm-device-row.h"
 #include "tdm-device.h"
+#include "tdm-format.h"
 #include "tdm-network.h"
 #include "tdm-run.h"
 #include "tdm-run-form.h"
@@ -233,6 +234,37 @@ test_window_builds(void)
   /* Nothing can run before the dataset has loaded; Stop and Pause never idle. */
   g_assert_false(gtk_widget_get_sensitive(window_child(window, "stop_button")));
   g_assert_false(gtk_widget_get_sensitive(window_child(window, "pause_button")));
+
+  /* The wheel over the settings scrolls them: no spin button of the form takes it. */
+  {
+    g_autoptr(GListModel) controllers = gtk_widget_observe_controllers(window_child(window, "batch_spin"));
+    guint scrolls = 0;
+
+    for (guint i = 0; i < g_list_model_get_n_items(controllers); i++) {
+      g_autoptr(GtkEventController) c = g_list_model_get_item(controllers, i);
+
+      if (GTK_IS_EVENT_CONTROLLER_SCROLL(c)) {
+        scrolls++;
+        g_assert_cmpint(gtk_event_controller_get_propagation_phase(c), ==, GTK_PHASE_NONE);
+      }
+    }
+    g_assert_cmpuint(scrolls, >, 0);
+  }
+
+  /* One set of defaults: the engine's (its strategy, its rate for the optimizer). */
+  {
+    g_autoptr(GSettings) settings = g_settings_new(TDM_APP_ID);
+    g_autoptr(TdmConfig) engine = tdm_config_new();
+    g_autofree char *strategy = g_settings_get_string(settings, "strategy");
+    g_autofree char *optimizer = g_settings_get_string(settings, "optimizer");
+    TdmOptimizerKind kind;
+
+    g_assert_cmpstr(strategy, ==, tdm_strategy_name(engine->strategy));
+    g_assert_true(tdm_optimizer_from_name(optimizer, &kind));
+    g_assert_cmpfloat(g_settings_get_double(settings, "learning-rate"), ==, tdm_config_default_lr(kind));
+    g_assert_cmpint(g_settings_get_int(settings, "batch"), ==, engine->batch);
+    g_assert_cmpint(g_settings_get_int(settings, "epochs"), ==, engine->epochs);
+  }
 
   destroy_window(window);
 }
@@ -807,6 +839,9 @@ test_window_japanese_subprocess(void)
   g_assert_cmpstr(adw_preferences_group_get_title(window_child(window, "dataset_group")), ==, "データセット");
   g_assert_cmpstr(gtk_label_get_label(window_child(window, "start_label")), ==, "開始");
   g_assert_cmpstr(tdm_chart_get_title(chart(window, "loss")), ==, "損失");
+  /* The phases and an empty transfer, in Japanese too. */
+  g_assert_cmpstr(tdm_format_phase(TDM_PHASE_FORWARD), ==, "順伝播");
+  g_assert_cmpstr(tdm_format_phase(TDM_PHASE_ALLREDUCE), ==, "全体集約");
   destroy_window(window);
 }
 

@@ -439,6 +439,25 @@ test_status (void)
   g_assert_cmpstr (text, ==, "Training failed");
   g_free (text);
 
+  /* A run that ends at a step limit (a comparison's 50 steps) counts to its own end,
+   * not to the epochs'. */
+  {
+    TdmEvent s = { .kind = TDM_EVENT_STARTED };
+
+    s.started.replicas = 1;
+    g_strlcpy (s.started.device[0], "cpu", sizeof s.started.device[0]);
+    s.started.batch = 128;
+    s.started.epochs = 3;
+    s.started.steps_per_epoch = 40;
+    s.started.total_steps = 120;
+    s.started.end_step = 50;
+    tdm_session_handle_event (session, &s);
+    send_step (session, 10, 1.0, 0.5);
+    text = tdm_session_dup_status (session, NULL);
+    g_assert_nonnull (strstr (text, "Step 10 of 50 ·"));
+    g_free (text);
+  }
+
   session_free (session, &rec);
 }
 

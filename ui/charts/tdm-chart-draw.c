@@ -498,18 +498,21 @@ draw_axes (TdmChart *self,
 
   if (y_title)
     {
+      /* Along the card's whole height, not only the plot's (the strip left of the
+       * tick labels is free top to bottom): "Accuracy (%)" whole on a laptop's
+       * cards; only a phone's short chart gets it ellipsized rather than cut. */
+      double room = MAX (1, f->height - 2 * PAD);
+
       cairo_save (cr);
-      cairo_translate (cr, PAD, m->py + m->ph / 2);
+      cairo_translate (cr, PAD, PAD + room / 2);
       cairo_rotate (cr, -G_PI / 2);
-      /* A short chart (a phone's) gets the title ellipsized along the plot's height
-       * rather than cut at the card's edges. */
       pango_layout_set_font_description (f->layout, f->font);
       pango_layout_set_text (f->layout, y_title, -1);
-      pango_layout_set_width (f->layout, (int) MAX (1, m->ph) * PANGO_SCALE);
+      pango_layout_set_width (f->layout, (int) room * PANGO_SCALE);
       pango_layout_set_ellipsize (f->layout, PANGO_ELLIPSIZE_END);
       pango_layout_set_alignment (f->layout, PANGO_ALIGN_CENTER);
       set_source (cr, &f->fg, 0.85);
-      cairo_move_to (cr, -MAX (1, m->ph) / 2.0, 0);
+      cairo_move_to (cr, -room / 2.0, 0);
       tdm_chart_show_layout (cr, f->layout, 0.5);
       pango_layout_set_width (f->layout, -1);
       pango_layout_set_ellipsize (f->layout, PANGO_ELLIPSIZE_NONE);

@@ -18,6 +18,7 @@
 #include <adwaita.h>
 #include <glib/gi18n.h>
 
+#include "tdm-format.h"
 #include "tdm-build-config.h"
 
 #include "tdm-classify-view.h"
@@ -27,6 +28,7 @@
 #include "tdm-device.h"
 #include "tdm-error.h"
 #include "tdm-finetune-group.h"
+#include "tdm-format.h"
 #include "tdm-iterator.h"
 #include "tdm-memory.h"
 #include "tdm-network.h"
@@ -70,7 +72,6 @@ network_model (void)
 /* In the order of TdmOptimizerKind, TdmStrategy and TdmBatchNorm, as the drop-downs
  * list them. */
 static const char *optimizer_ids[] = { "sgd", "momentum", "adam", "nesterov", NULL };
-static const double optimizer_default_lr[] = { 0.01, 0.01, 0.001, 0.1 };
 static const char *strategy_ids[] = { "main", "allreduce", NULL };
 static const char *batchnorm_ids[] = { "per-replica", "sync", NULL };
 
@@ -200,7 +201,22 @@ tdm_run_form_update (TdmRunForm *self)
   int replicas = tdm_device_picker_count_replicas (self->device_picker);
   g_autofree char *text = describe_split (batch, replicas);
   gboolean split_ok = replicas > 0 && batch >= replicas;
+  int train_count = 0;
   gboolean ready;
+
+  /* A batch the training set cannot fill is refused here, in the form's words,
+   * before Start rather than by the engine after it. */
+  if (split_ok && tdm_dataset_chooser_get_counts (self->dataset_chooser, &train_count, NULL)
+      && batch > train_count)
+    {
+      g_free (text);
+      /* Translators: under the batch size; %d the batch, %d the dataset's training samples */
+      text = g_strdup_printf (ngettext ("A batch of %d is larger than the %d training sample of this dataset: lower the batch size",
+                                        "A batch of %d is larger than the %d training samples of this dataset: lower the batch size",
+                                        train_count),
+                              batch, train_count);
+      split_ok = FALSE;
+    }
 
   /* The split under the batch size; a missing device is said under the devices. */
   adw_action_row_set_subtitle (self->batch_row, text);
@@ -225,9 +241,33 @@ tdm_run_form_update (TdmRunForm *self)
 
 /* Devices ----------------------------------------------------------------- */
 
+/* The mouse wheel over the settings scrolls the sidebar: a spin button under the
+ * pointer would take the wheel for itself (batch 100 → 90 while scrolling past).
+ * Its value still moves with the keys, its buttons and typing. */
+static void
+tdm_run_form_tame_wheel (GtkWidget *widget)
+{
+  if (GTK_IS_SPIN_BUTTON (widget))
+    {
+      g_autoptr(GListModel) controllers = gtk_widget_observe_controllers (widget);
+
+      for (guint i = 0; i < g_list_model_get_n_items (controllers); i++)
+        {
+          g_autoptr(GtkEventController) c = g_list_model_get_item (controllers, i);
+
+          if (GTK_IS_EVENT_CONTROLLER_SCROLL (c))
+            gtk_event_controller_set_propagation_phase (c, GTK_PHASE_NONE);
+        }
+    }
+  for (GtkWidget *c = gtk_widget_get_first_child (widget); c != NULL; c = gtk_widget_get_next_sibling (c))
+    tdm_run_form_tame_wheel (c);
+}
+
 static void
 tdm_run_form_devices_changed (TdmRunForm *self)
 {
+  /* Device rows come and go with the devices: theirs too. */
+  tdm_run_form_tame_wheel (GTK_WIDGET (self));
   g_auto(GStrv) chosen = NULL;
   const char *main_id;
   int workers;
@@ -381,8 +421,12 @@ tdm_run_form_optimizer_changed (TdmRunForm *self)
   guint selected = adw_combo_row_get_selected (self->optimizer_dropdown);
 
   /* Each optimizer starts from its usual learning rate; the user can change it after. */
-  if (!self->restoring && selected < G_N_ELEMENTS (optimizer_default_lr))
-    gtk_spin_button_set_value (self->lr_spin, optimizer_default_lr[selected]);
+  if (!self->restoring && selected < G_N_ELEMENTS (optimizer_ids) - 1)
+    gtk_spin_button_set_value (self->lr_spin,
+                               tdm_config_default_lr (selected == 0 ? TDM_OPTIMIZER_SGD
+                                                      : selected == 1 ? TDM_OPTIMIZER_MOMENTUM
+                                                      : selected == 2 ? TDM_OPTIMIZER_ADAM
+                                                      : TDM_OPTIMIZER_NESTEROV));
 }
 
 /* Settings ---------------------------------------------------------------- */
@@ -589,6 +633,26 @@ tdm_run_form_estimate_memory (TdmRunForm      *self,
   return TRUE;
 }
 
+char *
+tdm_run_form_dup_problem (TdmRunForm *self)
+{
+  int replicas;
+
+  g_return_val_if_fail (TDM_IS_RUN_FORM (self), NULL);
+
+  if (self->ready)
+    return NULL;
+  if (!tdm_dataset_chooser_get_ready (self->dataset_chooser))
+    return g_strdup (_("Choose a dataset in the settings (F9), and wait for it to load."));
+  replicas = tdm_device_picker_count_replicas (self->device_picker);
+  if (replicas <= 0)
+    return g_strdup (_("Tick at least one device (or CPU workers) in the settings."));
+  if (!tdm_spec_entry_get_valid (self->spec_entry))
+    return g_strdup (_("The network in the settings is not valid: the message under it says why."));
+  /* What the batch row says under it, as a sentence. */
+  return tdm_format_sentence (adw_action_row_get_subtitle (self->batch_row));
+}
+
 gboolean
 tdm_run_form_get_ready (TdmRunForm *self)
 {
@@ -708,6 +772,7 @@ tdm_run_form_init (TdmRunForm *self)
   gtk_box_layout_set_spacing (GTK_BOX_LAYOUT (layout), 18);
 
   self->settings = g_settings_new (TDM_APP_ID);
+  tdm_run_form_tame_wheel (GTK_WIDGET (self));
 
   g_signal_connect_object (self->dataset_chooser, "notify::source",
                            G_CALLBACK (tdm_run_form_dataset_changed), self,

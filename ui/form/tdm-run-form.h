@@ -27,6 +27,9 @@ GtkWidget *tdm_run_form_new          (void);
 void       tdm_run_form_set_devices  (TdmRunForm  *self,
                                       GArray      *devices);
 gboolean   tdm_run_form_get_ready    (TdmRunForm  *self);
+/* Why the form is not ready, in its own words (a sentence naming the control to
+ * change); NULL when it is. Free with g_free(). */
+char      *tdm_run_form_dup_problem  (TdmRunForm  *self);
 /* The run the choices describe, validated; NULL with @error set when they cannot make
  * one. */
 TdmConfig *tdm_run_form_build_config (TdmRunForm  *self,

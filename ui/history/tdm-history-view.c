@@ -482,7 +482,7 @@ tdm_history_view_build_compare (TdmHistoryView *self)
 
   adw_preferences_group_set_title (ADW_PREFERENCES_GROUP (group), _("Compare with One Device"));
   adw_preferences_group_set_description (ADW_PREFERENCES_GROUP (group),
-                                         _("Trains the current settings on their devices, then on the main device alone with the same global batch and seed, draws both loss curves and says how far their parameters end apart."));
+                                         _("Trains the current settings on their devices, then on the main device alone with the same global batch and seed, draws both loss curves and compares their parameters. Both runs train in exact mode: each gradient is summed in fixed-size chunks of samples, whatever the split, so any number of devices ends with parameters bit-identical to one device’s, with every optimizer."));
   gtk_actionable_set_action_name (GTK_ACTIONABLE (button), "win.compare-one-device");
   gtk_widget_add_css_class (button, "suggested-action");
   gtk_widget_set_valign (button, GTK_ALIGN_CENTER);

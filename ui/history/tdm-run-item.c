@@ -292,6 +292,9 @@ tdm_run_item_describe (TdmRunItem *self)
     outcome = g_strdup (_("failed"));
   else if (r->finished && isfinite (r->final.test_accuracy))
     outcome = g_strdup_printf ("%.1f %%", 100.0 * r->final.test_accuracy);
+  else if (r->finished && !r->final.stopped)
+    /* Translators: a run that reached its end (its step limit) with no test score */
+    outcome = g_strdup (_("finished"));
   else if (r->finished)
     outcome = g_strdup (_("stopped"));
   else
@@ -312,8 +315,9 @@ tdm_run_item_format_date (TdmRunItem *self)
   date = g_date_time_new_from_unix_local (self->record->created);
   if (date == NULL)
     return g_strdup ("—");
-  /* Translators: a run's date in the run history, strftime format */
-  return g_date_time_format (date, _("%Y-%m-%d %H:%M"));
+  /* Translators: a run's date in the run history, strftime format; the same as a
+   * run's default name (its start, to the second), so the two read alike */
+  return g_date_time_format (date, _("%Y-%m-%d %H:%M:%S"));
 }
 
 char *
@@ -322,4 +326,91 @@ tdm_run_item_format_devices (TdmRunItem *self)
   g_return_val_if_fail (TDM_IS_RUN_ITEM (self), NULL);
 
   return describe_devices (self->record->config);
+}
+
+static void
+add_span (TdmDevicePhases *d,
+          TdmPhase         phase,
+          double           start,
+          double           end)
+{
+  if (end - start <= 1e-6 || d->spans >= TDM_MAX_PHASE_SPANS)
+    return;
+  d->span[d->spans].phase = phase;
+  d->span[d->spans].start_ms = (float) start;
+  d->span[d->spans].end_ms = (float) end;
+  d->spans++;
+}
+
+gboolean
+tdm_run_item_mean_step (TdmRunItem     *self,
+                        TdmPhasesEvent *step)
+{
+  const TdmRunRecord *r;
+  double ms[TDM_MAX_REPLICAS][TDM_PHASE_COUNT];
+  double ready[TDM_MAX_REPLICAS], done[TDM_MAX_REPLICAS];
+  double start = 0, end = 0;
+  int n, main_replica;
+  gboolean main_strategy;
+
+  g_return_val_if_fail (TDM_IS_RUN_ITEM (self), FALSE);
+  g_return_val_if_fail (step != NULL, FALSE);
+
+  r = self->record;
+  memset (step, 0, sizeof *step);
+  if (r->kind != TDM_RUN_TRAINING || r->config == NULL)
+    return FALSE;
+  n = MIN (tdm_config_replica_count (r->config), TDM_MAX_REPLICAS);
+  for (int d = 0; d < n; d++)
+    if (tdm_run_record_phase_means (r, d, ms[d]) == 0)
+      return FALSE;
+  if (n <= 0)
+    return FALSE;
+  main_strategy = r->config->strategy == TDM_STRATEGY_MAIN;
+  main_replica = CLAMP (r->config->main_replica, 0, n - 1);
+  step->replicas = n;
+
+  /* Forward and backward from 0; the first collective when the last device is ready. */
+  for (int d = 0; d < n; d++)
+    {
+      TdmDevicePhases *p = &step->device[d];
+
+      add_span (p, TDM_PHASE_FORWARD, 0, ms[d][TDM_PHASE_FORWARD]);
+      ready[d] = ms[d][TDM_PHASE_FORWARD] + ms[d][TDM_PHASE_BACKWARD];
+      add_span (p, TDM_PHASE_BACKWARD, ms[d][TDM_PHASE_FORWARD], ready[d]);
+      start = MAX (start, ready[d]);
+    }
+  for (int d = 0; d < n; d++)
+    {
+      TdmDevicePhases *p = &step->device[d];
+      double comm = ms[d][TDM_PHASE_REDUCE] + ms[d][TDM_PHASE_ALLREDUCE];
+
+      add_span (p, TDM_PHASE_WAIT, ready[d], start);
+      add_span (p, main_strategy ? TDM_PHASE_REDUCE : TDM_PHASE_ALLREDUCE, start, start + comm);
+      done[d] = start + comm;
+      /* All-reduce: each device updates its own copy at once. */
+      if (!main_strategy)
+        add_span (p, TDM_PHASE_UPDATE, done[d], done[d] + ms[d][TDM_PHASE_UPDATE]);
+      end = MAX (end, done[d]);
+    }
+  if (!main_strategy || n < 2)
+    {
+      if (main_strategy)
+        add_span (&step->device[0], TDM_PHASE_UPDATE, done[0], done[0] + ms[0][TDM_PHASE_UPDATE]);
+      return TRUE;
+    }
+  /* `main`: the main device updates once every gradient is in; the others wait for
+   * the broadcast of what it computed. */
+  add_span (&step->device[main_replica], TDM_PHASE_WAIT, done[main_replica], end);
+  add_span (&step->device[main_replica], TDM_PHASE_UPDATE, end, end + ms[main_replica][TDM_PHASE_UPDATE]);
+  start = end + ms[main_replica][TDM_PHASE_UPDATE];
+  for (int d = 0; d < n; d++)
+    {
+      TdmDevicePhases *p = &step->device[d];
+
+      if (d != main_replica)
+        add_span (p, TDM_PHASE_WAIT, done[d], start);
+      add_span (p, TDM_PHASE_BROADCAST, start, start + ms[d][TDM_PHASE_BROADCAST]);
+    }
+  return TRUE;
 }

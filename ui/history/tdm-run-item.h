@@ -43,5 +43,12 @@ char               *tdm_run_item_describe     (TdmRunItem   *self);
 char               *tdm_run_item_format_date  (TdmRunItem   *self);
 /* "cpu ×2", "cuda:0, cuda:1". */
 char               *tdm_run_item_format_devices (TdmRunItem *self);
+/* The run's mean sampled step as a timeline step: each device's mean time in each
+ * phase (its run file keeps no spans), laid out as the strategy runs a step, so its
+ * collectives line up across devices (a device that finished its backward pass
+ * sooner waits; with `main` the others wait through the main device's update).
+ * FALSE for a run without sampled steps. */
+gboolean            tdm_run_item_mean_step    (TdmRunItem     *self,
+                                               TdmPhasesEvent *step);
 
 G_END_DECLS

@@ -20,6 +20,7 @@ struct _TdmRunTable
 
   TdmHistoryStore *store;
   GtkColumnView   *view;
+  GtkFilter       *filter;        /* which runs the table compares */
 };
 
 G_DEFINE_FINAL_TYPE (TdmRunTable, tdm_run_table, GTK_TYPE_WIDGET)
@@ -118,7 +119,7 @@ phase_text (const TdmRunRecord *r)
         continue;
       if (text->len > 0)
         g_string_append (text, " · ");
-      g_string_append_printf (text, "%s %.2f", tdm_phase_name (k), ms[k]);
+      g_string_append_printf (text, "%s %.2f", tdm_format_phase (k), ms[k]);
     }
   return text->len > 0 ? g_string_free (g_steal_pointer (&text), FALSE) : g_strdup ("—");
 }
@@ -238,11 +239,9 @@ setup_cell (GtkSignalListItemFactory *factory,
 
   /* Names read from the left, figures line up on the right. */
   gtk_label_set_xalign (GTK_LABEL (label), column <= TDM_RUN_TABLE_STRATEGY ? 0 : 1);
+  /* A name is the row's whole point: never cut; the table scrolls sideways. */
   if (column == TDM_RUN_TABLE_NAME)
-    {
-      gtk_label_set_ellipsize (GTK_LABEL (label), PANGO_ELLIPSIZE_END);
-      gtk_label_set_width_chars (GTK_LABEL (label), 12);
-    }
+    gtk_label_set_width_chars (GTK_LABEL (label), 12);
   else
     gtk_widget_add_css_class (label, "numeric");
   gtk_list_item_set_child (list_item, label);
@@ -260,26 +259,72 @@ bind_cell (GtkSignalListItemFactory *factory,
 
   text = tdm_run_table_cell_text (item, tdm_history_store_get_baseline (self->store), column);
   gtk_label_set_label (GTK_LABEL (gtk_list_item_get_child (list_item)), text);
+  /* A rename shows at once, not at the next reload. */
+  if (column == TDM_RUN_TABLE_NAME)
+    g_object_set_data (G_OBJECT (gtk_list_item_get_child (list_item)), "tdm-binding",
+                       g_object_bind_property (item, "name", gtk_list_item_get_child (list_item),
+                                               "label", G_BINDING_DEFAULT));
 }
 
-/* Sweeps have none of these columns (no loss, no accuracy, one figure per device
- * count rather than per run): each shows its own table when opened. */
-static gboolean
-is_training_run (gpointer item,
-                 gpointer user_data)
+static void
+unbind_cell (GtkSignalListItemFactory *factory,
+             GtkListItem              *list_item,
+             gpointer                  user_data)
 {
-  return !tdm_run_item_is_sweep (item);
+  TdmRunTableColumn column = GPOINTER_TO_INT (user_data);
+  GtkWidget *label = gtk_list_item_get_child (list_item);
+  GBinding *binding;
+
+  if (column != TDM_RUN_TABLE_NAME || label == NULL)
+    return;
+  binding = g_object_steal_data (G_OBJECT (label), "tdm-binding");
+  if (binding != NULL)
+    g_binding_unbind (binding);
+}
+
+gboolean
+tdm_run_table_compares (TdmRunItem *item,
+                        gboolean    any_ticked)
+{
+  const TdmRunRecord *r;
+
+  g_return_val_if_fail (TDM_IS_RUN_ITEM (item), FALSE);
+
+  r = tdm_run_item_get_record (item);
+  /* Sweeps have none of these columns (no loss, no accuracy, one figure per device
+   * count rather than per run): each shows its own table when opened. */
+  if (tdm_run_item_is_sweep (item))
+    return FALSE;
+  /* A run that failed or ended before its first step has no figures to compare. */
+  if (r->failed || (r->finished && r->final.steps <= 0))
+    return FALSE;
+  return !any_ticked || tdm_run_item_get_overlay (item);
+}
+
+static gboolean
+tdm_run_table_filter_func (gpointer item,
+                           gpointer user_data)
+{
+  TdmRunTable *self = user_data;
+  g_autoptr(GPtrArray) ticked = tdm_history_store_get_overlays (self->store);
+
+  return tdm_run_table_compares (item, ticked->len > 0);
 }
 
 static void
 tdm_run_table_rebind (TdmRunTable *self)
 {
-  GtkCustomFilter *filter = gtk_custom_filter_new (is_training_run, NULL, NULL);
   GtkFilterListModel *runs = gtk_filter_list_model_new (g_object_ref (G_LIST_MODEL (self->store)),
-                                                        GTK_FILTER (filter));
+                                                        g_object_ref (self->filter));
   g_autoptr(GtkNoSelection) selection = gtk_no_selection_new (G_LIST_MODEL (runs));
 
   gtk_column_view_set_model (self->view, GTK_SELECTION_MODEL (selection));
+}
+
+static void
+tdm_run_table_ticks_changed (TdmRunTable *self)
+{
+  gtk_filter_changed (self->filter, GTK_FILTER_CHANGE_DIFFERENT);
 }
 
 static void
@@ -290,6 +335,7 @@ tdm_run_table_dispose (GObject *object)
   if (self->view != NULL)
     gtk_widget_unparent (GTK_WIDGET (self->view));
   self->view = NULL;
+  g_clear_object (&self->filter);
   g_clear_object (&self->store);
 
   G_OBJECT_CLASS (tdm_run_table_parent_class)->dispose (object);
@@ -323,6 +369,7 @@ tdm_run_table_init (TdmRunTable *self)
       g_object_set_data (G_OBJECT (factory), "table", self);
       g_signal_connect (factory, "setup", G_CALLBACK (setup_cell), GINT_TO_POINTER (c));
       g_signal_connect (factory, "bind", G_CALLBACK (bind_cell), GINT_TO_POINTER (c));
+      g_signal_connect (factory, "unbind", G_CALLBACK (unbind_cell), GINT_TO_POINTER (c));
       column = gtk_column_view_column_new (_(titles[c]), factory);
       gtk_column_view_column_set_expand (column, c == TDM_RUN_TABLE_NAME);
       gtk_column_view_column_set_resizable (column, TRUE);
@@ -340,7 +387,10 @@ tdm_run_table_new (TdmHistoryStore *store)
 
   self = g_object_new (TDM_TYPE_RUN_TABLE, NULL);
   self->store = g_object_ref (store);
+  self->filter = GTK_FILTER (gtk_custom_filter_new (tdm_run_table_filter_func, self, NULL));
   tdm_run_table_rebind (self);
+  g_signal_connect_object (store, "overlays-changed",
+                           G_CALLBACK (tdm_run_table_ticks_changed), self, G_CONNECT_SWAPPED);
   g_signal_connect_object (store, "baseline-changed",
                            G_CALLBACK (tdm_run_table_rebind), self, G_CONNECT_SWAPPED);
   gtk_accessible_update_property (GTK_ACCESSIBLE (self->view),

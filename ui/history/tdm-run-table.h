@@ -4,7 +4,8 @@
  * tables of their own, see TdmHistorySweep), one row a run: devices, strategy, batch,
  * time, samples/s, final loss and accuracy, speed-up against the store's baseline,
  * compute, communication and waiting per step, each phase's time per sampled step,
- * and the memory each device held at most. Every figure
+ * and the memory each device held at most; the ticked runs only, once any is ticked,
+ * and never a failed or empty run. Every figure
  * comes from the run files (tdm-history.h); nothing is measured here. Read-only: the
  * list above it on the History page renames, deletes and ticks.
  */
@@ -48,5 +49,10 @@ char      *tdm_run_table_cell_text (TdmRunItem        *item,
                                     TdmRunItem        *baseline,
                                     TdmRunTableColumn  column);
 const char *tdm_run_table_column_title (TdmRunTableColumn column);
+
+/* Whether the table has a row for `item`: a training run with figures (not failed,
+ * not ended before its first step), and ticked when any run is (`any_ticked`). */
+gboolean   tdm_run_table_compares  (TdmRunItem        *item,
+                                    gboolean           any_ticked);
 
 G_END_DECLS

@@ -19,9 +19,23 @@ struct _TdmBatchStrip
   cairo_surface_t *thumbs[TDM_MAX_REPLICAS][TDM_BATCH_SAMPLES_SHOWN];
   char           **class_names;   /* NULL when the dataset names none */
   int              main_device;   /* its row says "main"; −1 for none */
+  char            *names[TDM_MAX_REPLICAS];   /* as the run names its devices */
 };
 
 G_DEFINE_FINAL_TYPE (TdmBatchStrip, tdm_batch_strip, GTK_TYPE_WIDGET)
+
+void
+tdm_batch_strip_set_device_name (TdmBatchStrip *self,
+                                 int            device,
+                                 const char    *name)
+{
+  g_return_if_fail (TDM_IS_BATCH_STRIP (self));
+  g_return_if_fail (device >= 0 && device < TDM_MAX_REPLICAS);
+
+  g_free (self->names[device]);
+  self->names[device] = g_strdup (name);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
 
 void
 tdm_batch_strip_set_main_device (TdmBatchStrip *self,
@@ -184,7 +198,7 @@ tdm_batch_strip_snapshot (GtkWidget   *widget,
   for (guint r = 0; r < rows->len; r++)
     {
       const TdmBatchStripRow *row = &g_array_index (rows, TdmBatchStripRow, r);
-      g_autofree char *label = g_strdup_printf (_("Device %u"), r);
+      const char *label = r < TDM_MAX_REPLICAS && self->names[r] != NULL ? self->names[r] : "";
       g_autofree char *size = g_strdup_printf ("%d", row->size);
 
       gdk_cairo_set_source_rgba (cr, &fg);
@@ -247,6 +261,8 @@ tdm_batch_strip_finalize (GObject *object)
   tdm_batch_strip_drop_thumbs (self);
   g_free (self->batch);
   g_strfreev (self->class_names);
+  for (int r = 0; r < TDM_MAX_REPLICAS; r++)
+    g_free (self->names[r]);
   G_OBJECT_CLASS (tdm_batch_strip_parent_class)->finalize (object);
 }
 

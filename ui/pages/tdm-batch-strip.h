@@ -37,6 +37,10 @@ void       tdm_batch_strip_set_batch (TdmBatchStrip       *self,
                                       const TdmDataset    *train);
 void       tdm_batch_strip_clear     (TdmBatchStrip       *self);
 /* The row labelled "main" (−1: none), as the run's STARTED event names it. */
+/* A row's label: the device as the run's other pages name it (tdm_format_replica). */
+void       tdm_batch_strip_set_device_name (TdmBatchStrip *self,
+                                            int            device,
+                                            const char    *name);
 void       tdm_batch_strip_set_main_device (TdmBatchStrip *self,
                                             int            device);
 int        tdm_batch_strip_get_devices (TdmBatchStrip     *self);

@@ -639,6 +639,19 @@ tdm_classify_view_window_new (GtkWindow        *parent,
   gtk_widget_set_margin_top (child, 12);
   gtk_widget_set_margin_bottom (child, 12);
   gtk_window_set_child (GTK_WINDOW (window), child);
+  /* Closed as a dialog is: Escape, or Ctrl+W as every GNOME window. */
+  {
+    GtkEventController *keys = gtk_shortcut_controller_new ();
+    GtkShortcutAction *close = gtk_named_action_new ("window.close");
+
+    gtk_shortcut_controller_add_shortcut (GTK_SHORTCUT_CONTROLLER (keys),
+                                          gtk_shortcut_new (gtk_keyval_trigger_new (GDK_KEY_Escape, 0),
+                                                            g_object_ref (close)));
+    gtk_shortcut_controller_add_shortcut (GTK_SHORTCUT_CONTROLLER (keys),
+                                          gtk_shortcut_new (gtk_keyval_trigger_new (GDK_KEY_w, GDK_CONTROL_MASK),
+                                                            close));
+    gtk_widget_add_controller (window, keys);
+  }
   if (view != NULL)
     *view = TDM_CLASSIFY_VIEW (child);
   return GTK_WINDOW (window);

@@ -7,8 +7,10 @@
 #include <glib/gi18n.h>
 
 #define NAME_WIDTH    110.0
-#define HEADER_HEIGHT 22.0
+/* "Predicted →" and, under it, each column's class name slanted up to the right. */
+#define HEADER_HEIGHT 96.0
 #define MARGIN        4.0
+#define COUNT_CELL    18.0   /* the smallest cell that shows its count */
 
 struct _TdmConfusionView
 {
@@ -122,6 +124,17 @@ tdm_confusion_view_class_name (TdmConfusionView *self,
   return name[0] != '\0' ? g_strdup (name) : g_strdup_printf ("%d", c);
 }
 
+gboolean
+tdm_confusion_view_shows_counts (TdmConfusionView *self,
+                                 double            width,
+                                 double            height)
+{
+  double x0, y0, cell;
+
+  g_return_val_if_fail (TDM_IS_CONFUSION_VIEW (self), FALSE);
+  return tdm_confusion_view_grid (self, width, height, &x0, &y0, &cell) && cell >= COUNT_CELL;
+}
+
 static void
 tdm_confusion_view_snapshot (GtkWidget   *widget,
                              GtkSnapshot *snapshot)
@@ -150,8 +163,19 @@ tdm_confusion_view_snapshot (GtkWidget   *widget,
       return;
     }
 
-  cairo_move_to (cr, x0, HEADER_HEIGHT - 6);
+  cairo_move_to (cr, x0, 14);
   cairo_show_text (cr, _("Predicted →"));
+  /* Each column's class, slanted so that long names fit above narrow columns. */
+  for (int j = 0; j < n; j++)
+    {
+      g_autofree char *name = tdm_confusion_view_class_name (self, j);
+
+      cairo_save (cr);
+      cairo_move_to (cr, x0 + j * cell + cell / 2 - 3, y0 - 4);
+      cairo_rotate (cr, -G_PI / 3);
+      cairo_show_text (cr, name);
+      cairo_restore (cr);
+    }
   for (int i = 0; i < n; i++)
     {
       long row = 0;
@@ -175,13 +199,14 @@ tdm_confusion_view_snapshot (GtkWidget   *widget,
             cairo_set_source_rgba (cr, 0.835, 0.369, 0.0, share > 0 ? 0.1 + 0.9 * share : 0.04);
           cairo_rectangle (cr, x0 + j * cell + 0.5, y0 + i * cell + 0.5, cell - 1, cell - 1);
           cairo_fill (cr);
-          if (cell >= 30)
+          /* Counts down to small cells (the settings shown beside): smaller type. */
+          if (cell >= COUNT_CELL)
             {
               char text[16];
               cairo_text_extents_t ext;
 
               g_snprintf (text, sizeof text, "%d", count);
-              cairo_set_font_size (cr, MIN (14.0, cell / 3));
+              cairo_set_font_size (cr, CLAMP (cell / 2.6, 7.0, 14.0));
               cairo_text_extents (cr, text, &ext);
               if (share > 0.5)
                 cairo_set_source_rgb (cr, 1, 1, 1);

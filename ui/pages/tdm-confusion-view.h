@@ -36,6 +36,10 @@ gboolean   tdm_confusion_view_cell_rect       (TdmConfusionView          *self,
                                                int                        truth,
                                                int                        predicted,
                                                graphene_rect_t           *rect);
+/* Whether each cell shows its count at width × height (cells of 18 px or more). */
+gboolean   tdm_confusion_view_shows_counts    (TdmConfusionView          *self,
+                                               double                     width,
+                                               double                     height);
 /* Which cell a point falls in; FALSE outside every cell. */
 gboolean   tdm_confusion_view_cell_at         (TdmConfusionView          *self,
                                                double                     width,

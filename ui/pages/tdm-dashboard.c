@@ -619,10 +619,23 @@ tdm_dashboard_set_can_start (TdmDashboard *self,
 {
   g_return_if_fail (TDM_IS_DASHBOARD (self));
 
-  /* Never "press Start" while Start cannot be pressed. */
+  /* Never "press Start" while Start cannot be pressed, nor "pick a dataset" once
+   * one is picked. */
+  adw_status_page_set_title (self->empty_page,
+                             can_start ? _("Ready to Train") : _("Settings Needed"));
   adw_status_page_set_description (self->empty_page,
                                    can_start ? _("Press Start (Ctrl+Enter) to train with the settings on the left.")
                                              : _("Choose a dataset, a network and at least one device in the settings (F9)."));
+}
+
+void
+tdm_dashboard_set_problem (TdmDashboard *self,
+                           const char   *problem)
+{
+  g_return_if_fail (TDM_IS_DASHBOARD (self));
+
+  if (problem != NULL)
+    adw_status_page_set_description (self->empty_page, problem);
 }
 
 GtkWidget *

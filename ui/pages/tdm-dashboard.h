@@ -89,5 +89,9 @@ int            tdm_dashboard_get_overlay_series (TdmDashboard *self,
 /* Whether Start can be pressed now: the empty state says what to do next. */
 void           tdm_dashboard_set_can_start  (TdmDashboard  *self,
                                              gboolean       can_start);
+/* What stops Start, in the settings' words (NULL: nothing, or not known): the empty
+ * state says it instead of a general hint. */
+void           tdm_dashboard_set_problem    (TdmDashboard  *self,
+                                             const char    *problem);
 
 G_END_DECLS

@@ -8,10 +8,13 @@
 
 #include "tdm-devices-page.h"
 
+#include <adwaita.h>
 #include <glib/gi18n.h>
+#include <math.h>
 #include <string.h>
 
 #include "tdm-batch-strip.h"
+#include "tdm-format.h"
 #include "tdm-timeline.h"
 
 /* The phase table shows the mean of the last PHASE_WINDOW timed steps, so it follows
@@ -35,6 +38,7 @@ struct _TdmDevicesPage
   GtkWidget      *warning_label;
   GtkWidget      *memory_note;
   GtkWidget      *phase_grid;
+  GtkWidget      *reference_caption;   /* under the timeline, while it compares */
 
   /* Time in each phase per device in each of the last PHASE_WINDOW timed steps (a
    * ring, oldest overwritten); window_steps counts the steps put in since the start. */
@@ -45,7 +49,13 @@ struct _TdmDevicesPage
   int             timed_steps;
   int             phase_replicas;
   int             main_replica;
-  char            device_name[TDM_MAX_REPLICAS][32];
+  char            device_name[TDM_MAX_REPLICAS][48];
+  gboolean        presentation;
+  /* Communication hidden under backward, ms, per window slot and device (beside
+   * step_ms), and the last timed step's overlap per device (NaN: none). */
+  double          hidden_ms[PHASE_WINDOW][TDM_MAX_REPLICAS];
+  double          last_overlap[TDM_MAX_REPLICAS];
+  GtkWidget      *overlap_cell[TDM_MAX_REPLICAS][2];
   /* The phase table as built: which phases have columns, and their number cells, so
    * that a new step changes texts instead of rebuilding the table. */
   guint           phase_mask;
@@ -78,6 +88,46 @@ cell (const char *text,
   if (numeric)
     gtk_widget_add_css_class (label, "numeric");
   return label;
+}
+
+/* g_format_size() says "0 bytes" in GLib's words, which need GLib's translations. */
+static char *
+traffic_text (guint64 bytes)
+{
+  if (bytes == 0)
+    /* Translators: no traffic on the Devices page's phase table */
+    return g_strdup (_("0 bytes"));
+  return g_format_size (bytes);
+}
+
+/* The share of the device's communication hidden under its backward pass: over the
+ * window (which = 0) or in the last timed step (1). "—" where it communicated nothing. */
+static char *
+tdm_devices_page_overlap_text (TdmDevicesPage *self,
+                               int             device,
+                               int             which)
+{
+  double percent;
+
+  if (which == 0)
+    {
+      int steps = MIN (self->window_steps, PHASE_WINDOW);
+      double exposed = 0, hidden = 0;
+
+      for (int i = 0; i < steps; i++)
+        {
+          exposed += self->step_ms[i][device][TDM_PHASE_REDUCE]
+                     + self->step_ms[i][device][TDM_PHASE_ALLREDUCE]
+                     + self->step_ms[i][device][TDM_PHASE_BROADCAST];
+          hidden += self->hidden_ms[i][device];
+        }
+      percent = tdm_overlap_percent (exposed, hidden);
+    }
+  else
+    percent = self->last_overlap[device];
+  if (!isfinite (percent))
+    return g_strdup ("—");
+  return g_strdup_printf ("%.0f %%", percent);
 }
 
 static char *
@@ -126,6 +176,8 @@ tdm_devices_page_add_phases (TdmDevicesPage        *self,
           }
       self->bytes[r][0] = d->bytes_sent;
       self->bytes[r][1] = d->bytes_received;
+      self->hidden_ms[slot][r] = d->hidden_ms;
+      self->last_overlap[r] = tdm_device_phases_overlap (d);
     }
   self->window_steps++;
   self->timed_steps++;
@@ -165,9 +217,17 @@ tdm_devices_page_fill_phases (TdmDevicesPage *self)
         for (int k = 0; k < 2; k++)
           if (self->bytes_cell[r][k] != NULL)
             {
-              g_autofree char *text = g_format_size (self->bytes[r][k]);
+              g_autofree char *text = traffic_text (self->bytes[r][k]);
 
               gtk_label_set_label (GTK_LABEL (self->bytes_cell[r][k]), text);
+            }
+      for (int r = 0; r < self->phase_replicas; r++)
+        for (int k = 0; k < 2; k++)
+          if (self->overlap_cell[r][k] != NULL)
+            {
+              g_autofree char *text = tdm_devices_page_overlap_text (self, r, k);
+
+              gtk_label_set_label (GTK_LABEL (self->overlap_cell[r][k]), text);
             }
       return;
     }
@@ -176,6 +236,7 @@ tdm_devices_page_fill_phases (TdmDevicesPage *self)
     gtk_grid_remove (grid, child);
   memset (self->phase_cell, 0, sizeof self->phase_cell);
   memset (self->bytes_cell, 0, sizeof self->bytes_cell);
+  memset (self->overlap_cell, 0, sizeof self->overlap_cell);
   self->phase_mask = mask;
   if (self->timed_steps == 0)
     return;
@@ -201,7 +262,7 @@ tdm_devices_page_fill_phases (TdmDevicesPage *self)
 
       if (!(mask & (1u << p)))
         continue;
-      header = cell (tdm_phase_name (p), TRUE);
+      header = cell (tdm_format_phase (p), TRUE);
       gtk_widget_add_css_class (header, "dim-label");
       gtk_grid_attach (grid, header, column, 0, 1, 1);
       for (int r = 0; r < self->phase_replicas; r++)
@@ -227,10 +288,31 @@ tdm_devices_page_fill_phases (TdmDevicesPage *self)
       gtk_grid_attach (grid, header, column, 0, 1, 1);
       for (int r = 0; r < self->phase_replicas; r++)
         {
-          g_autofree char *text = g_format_size (self->bytes[r][k]);
+          g_autofree char *text = traffic_text (self->bytes[r][k]);
 
           self->bytes_cell[r][k] = cell (text, TRUE);
           gtk_grid_attach (grid, self->bytes_cell[r][k], column, r + 1, 1, 1);
+        }
+      column++;
+    }
+
+  /* How much of the communication ran under backward (bucketed all-reduce on GPUs):
+   * over the window, and in the last timed step. */
+  for (int k = 0; k < 2; k++)
+    {
+      /* Translators: columns of the phase table: the share of a device's
+       * communication hidden under its backward pass, mean and last step */
+      GtkWidget *header = cell (k == 0 ? _("hidden") : _("hidden, last step"), TRUE);
+
+      gtk_widget_add_css_class (header, "dim-label");
+      gtk_widget_set_tooltip_text (header, _("The share of the device’s communication that ran while its backward pass was still computing, hidden from the step’s time"));
+      gtk_grid_attach (grid, header, column, 0, 1, 1);
+      for (int r = 0; r < self->phase_replicas; r++)
+        {
+          g_autofree char *text = tdm_devices_page_overlap_text (self, r, k);
+
+          self->overlap_cell[r][k] = cell (text, TRUE);
+          gtk_grid_attach (grid, self->overlap_cell[r][k], column, r + 1, 1, 1);
         }
       column++;
     }
@@ -336,6 +418,67 @@ tdm_devices_page_set_estimate (TdmDevicesPage       *self,
 }
 
 void
+tdm_devices_page_set_reference (TdmDevicesPage       *self,
+                                const TdmPhasesEvent *step,
+                                const char           *title,
+                                const TdmConfig      *config)
+{
+  char *names[TDM_MAX_REPLICAS + 1] = { NULL };
+
+  g_return_if_fail (TDM_IS_DEVICES_PAGE (self));
+
+  if (step != NULL && config != NULL)
+    {
+      TdmStartedEvent started = { 0 };
+
+      /* Its devices named as this run's are: "cpu 1", "cuda:0". */
+      started.replicas = MIN (tdm_config_replica_count (config), TDM_MAX_REPLICAS);
+      for (int r = 0; r < started.replicas; r++)
+        g_strlcpy (started.device[r], config->devices[r], sizeof started.device[r]);
+      for (int r = 0; r < started.replicas && r < step->replicas; r++)
+        names[r] = tdm_format_replica (&started, r);
+    }
+  tdm_timeline_set_reference (TDM_TIMELINE (self->timeline), step,
+                              (const char *const *) names);
+  for (int r = 0; r < TDM_MAX_REPLICAS; r++)
+    g_free (names[r]);
+
+  if (step != NULL)
+    {
+      /* Translators: under the Devices timeline when an earlier run is ticked in the
+       * history; %s is that run's name and strategy */
+      g_autofree char *text = g_strdup_printf (_("Above the line: this run’s last sampled step. Below it: “%s”, its mean step from the run history, on the same time axis."),
+                                               title != NULL ? title : "");
+
+      gtk_label_set_label (GTK_LABEL (self->reference_caption), text);
+    }
+  gtk_widget_set_visible (self->reference_caption, step != NULL);
+}
+
+void
+tdm_devices_page_clear (TdmDevicesPage *self)
+{
+  g_return_if_fail (TDM_IS_DEVICES_PAGE (self));
+
+  for (int r = 0; r < TDM_MAX_REPLICAS; r++)
+    {
+      self->peak[r] = self->device_peak[r] = -1;
+      self->last_overlap[r] = NAN;
+    }
+  tdm_timeline_clear (TDM_TIMELINE (self->timeline));
+  tdm_batch_strip_clear (TDM_BATCH_STRIP (self->batch_strip));
+  self->window_steps = 0;
+  memset (self->phase_spans, 0, sizeof self->phase_spans);
+  memset (self->bytes, 0, sizeof self->bytes);
+  self->timed_steps = 0;
+  self->phase_mask = 0;
+  self->phases_stale = FALSE;
+  self->phase_replicas = 0;
+  tdm_devices_page_fill_phases (self);
+  tdm_devices_page_fill_memory (self);
+}
+
+void
 tdm_devices_page_handle_event (TdmDevicesPage       *self,
                                const TdmEvent       *event,
                                const TdmDatasetPair *data)
@@ -367,7 +510,15 @@ tdm_devices_page_handle_event (TdmDevicesPage       *self,
       self->phase_replicas = CLAMP (event->started.replicas, 0, TDM_MAX_REPLICAS);
       self->main_replica = event->started.main_replica;
       for (int r = 0; r < self->phase_replicas; r++)
-        g_strlcpy (self->device_name[r], event->started.device[r], sizeof self->device_name[r]);
+        {
+          /* Named as every page names them: "cpu 1", "cuda:0". */
+          g_autofree char *name = tdm_format_replica (&event->started, r);
+
+          g_strlcpy (self->device_name[r], name, sizeof self->device_name[r]);
+          tdm_timeline_set_lane_name (TDM_TIMELINE (self->timeline), r, name);
+          tdm_batch_strip_set_device_name (TDM_BATCH_STRIP (self->batch_strip), r, name);
+          self->last_overlap[r] = NAN;
+        }
       tdm_devices_page_fill_phases (self);
       break;
 
@@ -423,13 +574,26 @@ tdm_devices_page_handle_event (TdmDevicesPage       *self,
     }
 }
 
+/* The timeline's palette for the back of the room, and for the system's high
+ * contrast. */
+static void
+tdm_devices_page_style_changed (TdmDevicesPage *self)
+{
+  gboolean high_contrast = adw_is_initialized ()
+                           && adw_style_manager_get_high_contrast (adw_style_manager_get_default ());
+
+  tdm_timeline_set_high_contrast (TDM_TIMELINE (self->timeline),
+                                  self->presentation || high_contrast);
+}
+
 void
 tdm_devices_page_set_presentation (TdmDevicesPage *self,
                                    gboolean        presentation)
 {
   g_return_if_fail (TDM_IS_DEVICES_PAGE (self));
 
-  tdm_timeline_set_high_contrast (TDM_TIMELINE (self->timeline), presentation);
+  self->presentation = presentation;
+  tdm_devices_page_style_changed (self);
   /* Taller lanes for the back of the room. */
   gtk_widget_set_size_request (self->timeline, 240, presentation ? 360 : 220);
 }
@@ -605,7 +769,20 @@ tdm_devices_page_init (TdmDevicesPage *self)
     self->peak[r] = self->device_peak[r] = -1;
 
   gtk_widget_init_template (GTK_WIDGET (self));
+  self->reference_caption = gtk_label_new (NULL);
+  gtk_label_set_wrap (GTK_LABEL (self->reference_caption), TRUE);
+  gtk_label_set_xalign (GTK_LABEL (self->reference_caption), 0);
+  gtk_widget_add_css_class (self->reference_caption, "dim-label");
+  gtk_widget_set_visible (self->reference_caption, FALSE);
+  gtk_widget_insert_after (self->reference_caption, gtk_widget_get_parent (self->timeline),
+                           self->timeline);
   tdm_devices_page_set_estimate (self, NULL, NULL, TRUE, 0);
+  for (int r = 0; r < TDM_MAX_REPLICAS; r++)
+    self->last_overlap[r] = NAN;
+  if (adw_is_initialized ())
+    g_signal_connect_object (adw_style_manager_get_default (), "notify::high-contrast",
+                             G_CALLBACK (tdm_devices_page_style_changed), self, G_CONNECT_SWAPPED);
+  tdm_devices_page_style_changed (self);
 }
 
 GtkWidget *

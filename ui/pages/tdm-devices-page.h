@@ -37,6 +37,15 @@ void       tdm_devices_page_set_estimate     (TdmDevicesPage       *self,
  * BATCH the strip (thumbnails from `data`'s training set, may be NULL), DEVICES
  * the measured peaks, MEMORY the estimate. Others are ignored. */
 /* Shows the session's run: each of its events (and its dataset) as below. */
+/* Another run's step under this run's on the timeline, on one ms scale (NULL: none):
+ * `title` names the run, `config` its devices. A caption says which is which. */
+void       tdm_devices_page_set_reference    (TdmDevicesPage       *self,
+                                              const TdmPhasesEvent *step,
+                                              const char           *title,
+                                              const TdmConfig      *config);
+/* Forgets the last run: its timeline, batch split, phase table and measured peaks
+ * (the estimate stays: it is about the choices, not the run). */
+void       tdm_devices_page_clear            (TdmDevicesPage       *self);
 void       tdm_devices_page_set_session      (TdmDevicesPage       *self,
                                               TdmSession           *session);
 void       tdm_devices_page_handle_event     (TdmDevicesPage       *self,

@@ -42,7 +42,9 @@ tdm_scaling_chart_get_y_max (TdmScalingChart *self)
   g_return_val_if_fail (TDM_IS_SCALING_CHART (self), 1);
   for (guint i = 0; i < self->points->len; i++)
     {
-      double s = g_array_index (self->points, TdmScalingPoint, i).speedup;
+      const TdmScalingPoint *pt = &g_array_index (self->points, TdmScalingPoint, i);
+      /* The fastest run's speed-up too: the spread's bar stays on the plot. */
+      double s = MAX (pt->speedup, isfinite (pt->speedup_max) ? pt->speedup_max : 0);
       if (isfinite (s))
         y = MAX (y, s);
     }
@@ -166,10 +168,28 @@ tdm_scaling_chart_draw (TdmScalingChart *self,
       if (!tdm_scaling_chart_point_position (self, width, height, pt->devices, FALSE, &p))
         continue;
       cairo_set_source_rgb (cr, 0.0, 0.447, 0.698);
+      /* The spread: a bar from the slowest run's speed-up to the fastest's. */
+      if (pt->runs > 1 && isfinite (pt->speedup_min) && isfinite (pt->speedup_max)
+          && pt->speedup_max > pt->speedup_min && pt->speedup > 0)
+        {
+          double scale = (height - TOP - BOTTOM) / tdm_scaling_chart_get_y_max (self);
+          double y0 = p.y + (pt->speedup - pt->speedup_min) * scale;
+          double y1 = p.y - (pt->speedup_max - pt->speedup) * scale;
+
+          cairo_set_line_width (cr, 1.5);
+          cairo_move_to (cr, p.x, y0);
+          cairo_line_to (cr, p.x, y1);
+          cairo_move_to (cr, p.x - 4, y0);
+          cairo_line_to (cr, p.x + 4, y0);
+          cairo_move_to (cr, p.x - 4, y1);
+          cairo_line_to (cr, p.x + 4, y1);
+          tdm_chart_stroke (cr);
+        }
       cairo_arc (cr, p.x, p.y, 4, 0, 2 * G_PI);
       tdm_chart_fill (cr);
       gdk_cairo_set_source_rgba (cr, &fg);
-      g_snprintf (text, sizeof text, "%.0f %%", 100 * pt->efficiency);
+      /* Speed-up in ×, efficiency in %: two figures, never one for the other. */
+      g_snprintf (text, sizeof text, "%.2f× · %.0f %%", pt->speedup, 100 * pt->efficiency);
       /* Above the point, or below it at the top of the plot, where it would be cut. */
       cairo_move_to (cr, p.x + 6, p.y - 6 < TOP + 14 ? p.y + 18 : p.y - 6);
       tdm_chart_show_text (cr, text);

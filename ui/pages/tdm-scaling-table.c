@@ -12,10 +12,15 @@
 #include "tdm-scaling-table.h"
 
 static const char *const headers[] = {
-  N_("Devices"), N_("Batch"), N_("Samples/s"), N_("Speed-up"), N_("Efficiency"),
+  N_("Devices"), N_("Batch"), N_("Samples/s"),
+  /* Translators: columns: the speed-up over one device (a factor, 1.75×) and the
+   * efficiency (speed-up per device, in %) */
+  N_("Speed-up (×)"), N_("Efficiency (%)"),
   N_("Compute ms"), N_("Communication ms"), N_("Wait ms"),
   /* Translators: a column: the most memory each device held */
   N_("Memory/device"),
+  /* Translators: columns: the slowest and fastest of a point's runs, and how many */
+  N_("Samples/s, min–max"), N_("Speed-up, min–max"), N_("Runs"),
 };
 
 static GtkWidget *
@@ -82,6 +87,20 @@ tdm_scaling_table_row_text (const TdmScalingPoint *p)
   row[6] = g_strdup_printf ("%.2f", p->comm_ms);
   row[7] = g_strdup_printf ("%.2f", p->wait_ms);
   row[8] = memory_text (p);
+  if (p->runs > 1 && p->samples_per_second_max > 0)
+    {
+      g_autofree char *lo = tdm_format_count (p->samples_per_second_min);
+      g_autofree char *hi = tdm_format_count (p->samples_per_second_max);
+
+      row[9] = g_strdup_printf ("%s–%s", lo, hi);
+      row[10] = g_strdup_printf ("%.2f–%.2f×", p->speedup_min, p->speedup_max);
+    }
+  else
+    {
+      row[9] = g_strdup ("—");
+      row[10] = g_strdup ("—");
+    }
+  row[11] = g_strdup_printf ("%d", p->runs);
   return row;
 }
 

@@ -1,17 +1,22 @@
 /* tdm-timeline.c: the timeline's layout (pure arithmetic on the kept events, so it
  * is tested without pixels) and its Cairo drawing: lane labels on the left, boxes,
- * step boundaries, a legend of the phases below. */
+ * step boundaries, a time axis in ms under them, a legend of the phases below. */
 
 #include "tdm-timeline.h"
 #include "tdm-draw.h"
 
 #include <glib/gi18n.h>
+#include <math.h>
 #include <string.h>
+
+#include "tdm-format.h"
 
 #define LABEL_WIDTH   72.0
 #define LEGEND_ROW    20.0
 #define LEGEND_HEIGHT 24.0   /* one row of it; more where the width makes it wrap */
 #define LANE_GAP      6.0
+#define AXIS_HEIGHT   18.0   /* the time axis under the lanes: ticks and their ms */
+#define TICK_SPACING  64.0   /* pixels between ticks, at least */
 /* Between two kept steps, as a share of the whole time axis. */
 #define STEP_GAP      0.02
 
@@ -22,6 +27,10 @@ struct _TdmTimeline
   guint           n_steps;
   gboolean        high_contrast;
   int             main_device;   /* its lane says "main"; −1 for none */
+  char           *lane_names[TDM_MAX_REPLICAS];   /* as the run names its devices */
+  /* Another run's step under this one's (NULL: none), and its lanes' labels. */
+  TdmPhasesEvent *reference;
+  char           *reference_names[TDM_MAX_REPLICAS];
   double          legend_height; /* as last drawn: LEGEND_HEIGHT, or more rows */
 };
 
@@ -120,61 +129,115 @@ tdm_timeline_step_ms (const TdmPhasesEvent *e)
   return end;
 }
 
+static int
+tdm_timeline_box_compare (gconstpointer a,
+                          gconstpointer b)
+{
+  const TdmTimelineBox *x = a, *y = b;
+
+  if (x->y != y->y)
+    return x->y < y->y ? -1 : 1;
+  return x->x < y->x ? -1 : x->x > y->x;
+}
+
+/* The steps drawn, where each starts on the time axis and on which lane its first
+ * device goes: the kept steps one after another; with a reference, the last kept
+ * step above the reference's, both from 0 on one scale. */
+typedef struct
+{
+  const TdmPhasesEvent *e;
+  double                offset;       /* ms */
+  int                   first_lane;
+  gboolean              reference;
+} Shown;
+
+static guint
+tdm_timeline_shown (TdmTimeline *self,
+                    Shown        shown[TDM_TIMELINE_STEPS + 1],
+                    double      *axis,
+                    int         *lanes)
+{
+  guint n = 0;
+
+  *axis = 0;
+  *lanes = 0;
+  if (self->reference == NULL)
+    {
+      double total = 0, gap, at = 0;
+
+      for (guint i = 0; i < self->n_steps; i++)
+        total += tdm_timeline_step_ms (self->steps[i]);
+      /* Gaps between steps are a share of the drawn time, so they scale with it. */
+      gap = total * STEP_GAP;
+      for (guint i = 0; i < self->n_steps; i++)
+        {
+          shown[n++] = (Shown) { self->steps[i], at, 0, FALSE };
+          at += tdm_timeline_step_ms (self->steps[i]) + gap;
+        }
+      *axis = self->n_steps > 0 ? total + gap * (self->n_steps - 1) : 0;
+      *lanes = tdm_timeline_replicas (self);
+      return n;
+    }
+
+  if (self->n_steps > 0)
+    {
+      const TdmPhasesEvent *last = self->steps[self->n_steps - 1];
+
+      shown[n++] = (Shown) { last, 0, 0, FALSE };
+      *axis = tdm_timeline_step_ms (last);
+      *lanes = MIN (last->replicas, TDM_MAX_REPLICAS);
+    }
+  shown[n++] = (Shown) { self->reference, 0, *lanes, TRUE };
+  *axis = MAX (*axis, tdm_timeline_step_ms (self->reference));
+  *lanes += MIN (self->reference->replicas, TDM_MAX_REPLICAS);
+  return n;
+}
+
 GArray *
 tdm_timeline_layout (TdmTimeline *self,
                      double       width,
                      double       height)
 {
   GArray *boxes = g_array_new (FALSE, FALSE, sizeof (TdmTimelineBox));
-  int replicas = tdm_timeline_replicas (self);
   double plot_width = width - LABEL_WIDTH;
-  double plot_height = height - self->legend_height;
-  double total = 0, lane;
-  double offset[TDM_TIMELINE_STEPS];
+  double plot_height = height - self->legend_height - AXIS_HEIGHT;
+  Shown shown[TDM_TIMELINE_STEPS + 1];
+  double axis, lane;
+  int lanes;
+  guint n;
 
   g_return_val_if_fail (TDM_IS_TIMELINE (self), boxes);
-  if (replicas == 0 || plot_width <= 0 || plot_height <= 0)
+
+  n = tdm_timeline_shown (self, shown, &axis, &lanes);
+  if (lanes == 0 || axis <= 0 || plot_width <= 0 || plot_height <= 0)
     return boxes;
 
-  for (guint i = 0; i < self->n_steps; i++)
-    total += tdm_timeline_step_ms (self->steps[i]);
-  if (total <= 0)
-    return boxes;
-  /* Gaps between steps are a share of the drawn time, so they scale with it. */
-  double gap = total * STEP_GAP;
-  double axis = total + gap * (self->n_steps - 1);
-  double at = 0;
-  for (guint i = 0; i < self->n_steps; i++)
+  lane = plot_height / lanes;
+  for (guint i = 0; i < n; i++)
     {
-      offset[i] = at;
-      at += tdm_timeline_step_ms (self->steps[i]) + gap;
-    }
+      const TdmPhasesEvent *e = shown[i].e;
 
-  lane = plot_height / replicas;
-  for (int r = 0; r < replicas; r++)
-    for (guint i = 0; i < self->n_steps; i++)
-      {
-        const TdmPhasesEvent *e = self->steps[i];
-
-        if (r >= e->replicas)
-          continue;
+      for (int r = 0; r < e->replicas && r < TDM_MAX_REPLICAS; r++)
         for (int k = 0; k < e->device[r].spans && k < TDM_MAX_PHASE_SPANS; k++)
           {
             double start = MAX (0.0, e->device[r].span[k].start_ms);
             double end = MAX (start, e->device[r].span[k].end_ms);
             TdmTimelineBox box = {
-              .x = LABEL_WIDTH + (offset[i] + start) / axis * plot_width,
-              .y = r * lane + LANE_GAP / 2,
+              .x = LABEL_WIDTH + (shown[i].offset + start) / axis * plot_width,
+              .y = (shown[i].first_lane + r) * lane + LANE_GAP / 2,
               .width = (end - start) / axis * plot_width,
               .height = MAX (1.0, lane - LANE_GAP),
               .device = r,
               .phase = e->device[r].span[k].phase,
               .step = e->step,
+              .reference = shown[i].reference,
             };
 
             g_array_append_val (boxes, box);
           }
-      }
+    }
+  /* Lanes top to bottom, each in time order (the kept steps are in time order). */
+  g_array_sort (boxes, tdm_timeline_box_compare);
   return boxes;
 }
 
@@ -205,6 +268,76 @@ tdm_timeline_fill_phase (TdmTimeline *self,
     cairo_fill (cr);
 }
 
+double
+tdm_timeline_get_tick_ms (TdmTimeline *self,
+                          double       width)
+{
+  Shown shown[TDM_TIMELINE_STEPS + 1];
+  double axis, plot_width = width - LABEL_WIDTH, want, decade;
+  int lanes;
+
+  g_return_val_if_fail (TDM_IS_TIMELINE (self), 0);
+
+  tdm_timeline_shown (self, shown, &axis, &lanes);
+  if (axis <= 0 || plot_width <= TICK_SPACING)
+    return 0;
+  /* The smallest of 1, 2, 5 × 10^k ms that leaves TICK_SPACING pixels between ticks. */
+  want = axis * TICK_SPACING / plot_width;
+  decade = pow (10, floor (log10 (want)));
+  for (int i = 0; i < 4; i++)
+    {
+      static const double nice[] = { 1, 2, 5, 10 };
+
+      if (nice[i] * decade >= want)
+        return nice[i] * decade;
+    }
+  return 10 * decade;
+}
+
+/* Under the lanes: each step's own clock, 0 at the moment it was handed out, ticks
+ * every tdm_timeline_get_tick_ms(), the last label with its unit. */
+static void
+tdm_timeline_draw_axis (TdmTimeline *self,
+                        cairo_t     *cr,
+                        double       width,
+                        double       y)
+{
+  Shown shown[TDM_TIMELINE_STEPS + 1];
+  double axis;
+  int lanes;
+  guint n = tdm_timeline_shown (self, shown, &axis, &lanes);
+  double tick = tdm_timeline_get_tick_ms (self, width);
+  double plot_width = width - LABEL_WIDTH;
+
+  if (axis <= 0 || tick <= 0)
+    return;
+  cairo_set_line_width (cr, 1);
+  for (guint i = 0; i < n; i++)
+    {
+      /* With a reference both steps start at 0: one scale, drawn once, to the end. */
+      double step_ms = self->reference != NULL ? axis : tdm_timeline_step_ms (shown[i].e);
+
+      if (i > 0 && self->reference != NULL)
+        break;
+      for (double t = 0; t <= step_ms + 1e-9; t += tick)
+        {
+          double x = LABEL_WIDTH + (shown[i].offset + t) / axis * plot_width;
+          char text[32];
+
+          cairo_move_to (cr, floor (x) + 0.5, y);
+          cairo_line_to (cr, floor (x) + 0.5, y + 4);
+          cairo_stroke (cr);
+          /* The unit once, on the first step's second tick: the rest are numbers. */
+          if (i == 0 && t > 0 && t < tick * 1.5)
+            g_snprintf (text, sizeof text, _("%g ms"), t);
+          else
+            g_snprintf (text, sizeof text, "%g", t);
+          cairo_move_to (cr, x + 2, y + 14);
+          cairo_show_text (cr, text);
+        }
+    }
+}
+
 static void
 tdm_timeline_snapshot (GtkWidget   *widget,
                        GtkSnapshot *snapshot)
@@ -212,7 +345,9 @@ tdm_timeline_snapshot (GtkWidget   *widget,
   TdmTimeline *self = TDM_TIMELINE (widget);
   double width = gtk_widget_get_width (widget);
   double height = gtk_widget_get_height (widget);
-  int replicas = tdm_timeline_replicas (self);
+  Shown shown[TDM_TIMELINE_STEPS + 1];
+  double axis;
+  int replicas;
   g_autoptr(GArray) boxes = NULL;
   GdkRGBA fg;
   cairo_t *cr;
@@ -231,7 +366,7 @@ tdm_timeline_snapshot (GtkWidget   *widget,
       {
         cairo_text_extents_t ext;
 
-        cairo_text_extents (cr, tdm_phase_name (p), &ext);
+        cairo_text_extents (cr, tdm_format_phase (p), &ext);
         if (p > 0 && x + 16 + ext.x_advance > width)
           {
             x = 4;
@@ -251,14 +386,27 @@ tdm_timeline_snapshot (GtkWidget   *widget,
     }
 
   gdk_cairo_set_source_rgba (cr, &fg);
+  tdm_timeline_shown (self, shown, &axis, &replicas);
   if (replicas > 0)
     {
-      double lane = (height - self->legend_height) / replicas;
+      double lane = (height - self->legend_height - AXIS_HEIGHT) / replicas;
+      int live = self->reference != NULL ? replicas - self->reference->replicas : replicas;
 
+      tdm_timeline_draw_axis (self, cr, width, height - self->legend_height - AXIS_HEIGHT);
+      /* The reference's lanes under a line of their own. */
+      if (self->reference != NULL && live > 0)
+        {
+          cairo_set_line_width (cr, 1);
+          cairo_move_to (cr, 0, floor (live * lane) + 0.5);
+          cairo_line_to (cr, width, floor (live * lane) + 0.5);
+          cairo_stroke (cr);
+        }
       for (int r = 0; r < replicas; r++)
         {
-          g_autofree char *label = g_strdup_printf (_("Device %d"), r);
-          gboolean is_main = r == self->main_device;
+          const char *label = r < live ? (self->lane_names[r] != NULL ? self->lane_names[r] : "")
+                                       : (self->reference_names[r - live] != NULL
+                                          ? self->reference_names[r - live] : "");
+          gboolean is_main = r < live && r == self->main_device;
 
           cairo_move_to (cr, 4, r * lane + lane / 2 + (is_main ? -3 : 5));
           cairo_show_text (cr, label);
@@ -281,7 +429,7 @@ tdm_timeline_snapshot (GtkWidget   *widget,
   for (int p = 0; p < TDM_PHASE_COUNT; p++)
     {
       cairo_text_extents_t ext;
-      const char *name = tdm_phase_name (p);
+      const char *name = tdm_format_phase (p);
 
       tdm_timeline_fill_phase (self, cr, p, x, y + 2, 12, 12);
       gdk_cairo_set_source_rgba (cr, &fg);
@@ -292,7 +440,7 @@ tdm_timeline_snapshot (GtkWidget   *widget,
       /* The next entry on a new row when it would not fit this one. */
       if (p + 1 < TDM_PHASE_COUNT)
         {
-          cairo_text_extents (cr, tdm_phase_name (p + 1), &ext);
+          cairo_text_extents (cr, tdm_format_phase (p + 1), &ext);
           if (x + 16 + ext.x_advance > width)
             {
               x = 4;
@@ -318,6 +466,55 @@ tdm_timeline_add_phases (TdmTimeline          *self,
     }
   self->steps[self->n_steps++] = g_memdup2 (phases, sizeof *phases);
   gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+void
+tdm_timeline_set_lane_name (TdmTimeline *self,
+                            int          device,
+                            const char  *name)
+{
+  g_return_if_fail (TDM_IS_TIMELINE (self));
+  g_return_if_fail (device >= 0 && device < TDM_MAX_REPLICAS);
+
+  g_free (self->lane_names[device]);
+  self->lane_names[device] = g_strdup (name);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+const char *
+tdm_timeline_get_lane_name (TdmTimeline *self,
+                            int          device)
+{
+  g_return_val_if_fail (TDM_IS_TIMELINE (self), NULL);
+  g_return_val_if_fail (device >= 0 && device < TDM_MAX_REPLICAS, NULL);
+
+  return self->lane_names[device];
+}
+
+void
+tdm_timeline_set_reference (TdmTimeline          *self,
+                            const TdmPhasesEvent *step,
+                            const char *const    *names)
+{
+  g_return_if_fail (TDM_IS_TIMELINE (self));
+
+  g_clear_pointer (&self->reference, g_free);
+  for (int r = 0; r < TDM_MAX_REPLICAS; r++)
+    g_clear_pointer (&self->reference_names[r], g_free);
+  if (step != NULL && step->replicas > 0)
+    {
+      self->reference = g_memdup2 (step, sizeof *step);
+      for (int r = 0; names != NULL && r < step->replicas && r < TDM_MAX_REPLICAS && names[r] != NULL; r++)
+        self->reference_names[r] = g_strdup (names[r]);
+    }
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+gboolean
+tdm_timeline_has_reference (TdmTimeline *self)
+{
+  g_return_val_if_fail (TDM_IS_TIMELINE (self), FALSE);
+  return self->reference != NULL;
 }
 
 void
@@ -357,6 +554,12 @@ tdm_timeline_finalize (GObject *object)
 
   for (guint i = 0; i < self->n_steps; i++)
     g_free (self->steps[i]);
+  for (int r = 0; r < TDM_MAX_REPLICAS; r++)
+    {
+      g_free (self->lane_names[r]);
+      g_free (self->reference_names[r]);
+    }
+  g_free (self->reference);
   G_OBJECT_CLASS (tdm_timeline_parent_class)->finalize (object);
 }
 

@@ -2,7 +2,8 @@
  *
  * TdmTimeline draws what the engine's PHASES events say: forward, backward, each
  * collective (reduce, all-reduce, broadcast), the optimizer update and waiting, as
- * coloured boxes on a shared time axis, the kept steps one after another. Colours
+ * coloured boxes on a shared time axis in ms (each step from its own 0), the kept
+ * steps one after another. Colours
  * are the colour-blind-safe Okabe–Ito set (wait in grey), far apart enough for a
  * projector. It keeps copies of the last TDM_TIMELINE_STEPS events; it measures
  * nothing itself. Main-thread only.
@@ -25,6 +26,7 @@ typedef struct
   int    device;
   int    phase;   /* TdmPhase */
   long   step;
+  gboolean reference;   /* a box of the reference run's step (below the run's own) */
 } TdmTimelineBox;
 
 #define TDM_TYPE_TIMELINE (tdm_timeline_get_type ())
@@ -50,6 +52,23 @@ void       tdm_timeline_phase_colour (TdmPhase              phase,
 /* The lane labelled "main" (−1: none), as the run's STARTED event names it. */
 void       tdm_timeline_set_main_device (TdmTimeline       *self,
                                          int                device);
+/* A lane's label: the device as the run's other pages name it (tdm_format_replica). */
+void       tdm_timeline_set_lane_name (TdmTimeline         *self,
+                                       int                  device,
+                                       const char          *name);
+const char *tdm_timeline_get_lane_name (TdmTimeline        *self,
+                                        int                 device);
+/* Another run's step to compare with (its lanes under this run's, both steps from
+ * 0 on one ms scale, this run's last kept step above), its lanes labelled `names`;
+ * NULL: none, the kept steps one after another again. Keeps a copy. */
+void       tdm_timeline_set_reference (TdmTimeline         *self,
+                                       const TdmPhasesEvent *step,
+                                       const char *const   *names);
+gboolean   tdm_timeline_has_reference (TdmTimeline         *self);
+/* The time axis's tick spacing in ms at this width: 1, 2 or 5 × 10^k, the smallest
+ * that keeps ticks apart; 0 with nothing drawn. */
+double     tdm_timeline_get_tick_ms  (TdmTimeline          *self,
+                                      double                width);
 /* Presentation mode's palette: saturated, outlined boxes. */
 void       tdm_timeline_set_high_contrast (TdmTimeline     *self,
                                            gboolean         high_contrast);

@@ -96,6 +96,25 @@ tdm_format_replica (const TdmStartedEvent *started,
   return g_strdup_printf (C_("replica", "%.32s %d"), id, nth);
 }
 
+const char *
+tdm_format_phase (TdmPhase phase)
+{
+  switch (phase)
+    {
+    /* Translators: the phases of a training step, on the Devices page */
+    case TDM_PHASE_FORWARD: return C_("phase", "forward");
+    case TDM_PHASE_BACKWARD: return C_("phase", "backward");
+    case TDM_PHASE_REDUCE: return C_("phase", "reduce");
+    case TDM_PHASE_ALLREDUCE: return C_("phase", "all-reduce");
+    case TDM_PHASE_BROADCAST: return C_("phase", "broadcast");
+    case TDM_PHASE_UPDATE: return C_("phase", "update");
+    case TDM_PHASE_WAIT: return C_("phase", "wait");
+    case TDM_PHASE_COUNT:
+    default:
+      return tdm_phase_name (phase);
+    }
+}
+
 char *
 tdm_format_duration (double seconds)
 {
@@ -135,7 +154,8 @@ tdm_format_progress (const TdmStartedEvent *started,
   epoch = g_strdup_printf (_("Epoch %d of %d"),
                            MIN (s->epoch + 1, started->epochs), started->epochs);
   steps_done = tdm_format_count (s->step);
-  steps_total = tdm_format_count (started->total_steps);
+  /* The run's own end: a comparison's 50 steps, not the epochs' 600. */
+  steps_total = tdm_format_count (started->end_step > 0 ? started->end_step : started->total_steps);
   step = g_strdup_printf (_("Step %s of %s"), steps_done, steps_total);
   samples = tdm_format_count (s->samples_per_second);
   rate = g_strdup_printf (_("%s samples/s"), samples);

@@ -21,6 +21,10 @@ char *tdm_format_sentence (const char *message);
 char *tdm_format_replica (const TdmStartedEvent *started,
                           int                    replica);
 
+/* A phase as the window names it, translated ("forward", "all-reduce"…); files and
+ * --json keep the engine's tdm_phase_name(). */
+const char *tdm_format_phase (TdmPhase phase);
+
 /* 3725 s → "1:02:05", 30 s → "0:30"; "—" for NaN and negatives. */
 char *tdm_format_duration (double seconds);
 

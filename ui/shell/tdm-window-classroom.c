@@ -42,13 +42,40 @@ tdm_window_update_estimate (TdmWindow *self)
     }
 }
 
+void
+tdm_window_settings_changed (TdmWindow *self)
+{
+  if (self->run != NULL)
+    return;
+  tdm_devices_page_clear (self->devices_page);
+  tdm_window_update_estimate (self);
+  /* What stops Start may have changed without Start changing. */
+  tdm_window_update_state (self);
+}
+
 /* Pace -------------------------------------------------------------------- */
 
 void
 tdm_window_pace_changed (TdmWindow *self)
 {
+  double pace = gtk_spin_button_get_value (self->pace_spin);
+
+  /* 0 is no pace at all: said in words, not left to a number. */
+  gtk_label_set_label (self->pace_unit_label,
+                       pace > 0 ? _("steps/s") : _("steps/s: full speed"));
   if (self->run != NULL)
-    tdm_run_set_pace (self->run, gtk_spin_button_get_value (self->pace_spin));
+    tdm_run_set_pace (self->run, pace);
+}
+
+/* The pace holds only while its bar shows: hidden, it goes back to full speed, so
+ * no run is slowed by a control nobody sees. */
+static void
+tdm_window_reveal_pace (TdmWindow *self,
+                        gboolean   reveal)
+{
+  gtk_revealer_set_reveal_child (self->pace_revealer, reveal);
+  if (!reveal)
+    gtk_spin_button_set_value (self->pace_spin, 0);
 }
 
 void
@@ -72,8 +99,7 @@ tdm_window_show_pace (GtkWidget  *widget,
 {
   TdmWindow *self = TDM_WINDOW (widget);
 
-  gtk_revealer_set_reveal_child (self->pace_revealer,
-                                 !gtk_revealer_get_reveal_child (self->pace_revealer));
+  tdm_window_reveal_pace (self, !gtk_revealer_get_reveal_child (self->pace_revealer));
 }
 
 /* Presentation mode ------------------------------------------------------- */
@@ -132,7 +158,7 @@ tdm_window_set_presentation (TdmWindow *self,
     }
   tdm_window_enlarge_chart (self, presentation ? PRESENTATION_CHART : NULL);
   tdm_devices_page_set_presentation (self->devices_page, presentation);
-  gtk_revealer_set_reveal_child (self->pace_revealer, presentation);
+  tdm_window_reveal_pace (self, presentation);
   /* Escape leaves presentation mode, and is left to the rest of the window otherwise. */
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.leave-presentation", presentation);
 }

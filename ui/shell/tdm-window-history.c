@@ -19,6 +19,30 @@
 #include "tdm-history-view.h"
 #include "tdm-window-private.h"
 
+/* The first ticked run that sampled steps goes under the current run on the Devices
+ * timeline, so `main`'s reduce → update → broadcast is seen against an all-reduce. */
+static void
+tdm_window_update_reference (TdmWindow *self)
+{
+  for (guint i = 0; i < g_list_model_get_n_items (G_LIST_MODEL (self->history)); i++)
+    {
+      g_autoptr(TdmRunItem) item = g_list_model_get_item (G_LIST_MODEL (self->history), i);
+      TdmPhasesEvent step;
+
+      if (tdm_run_item_get_overlay (item) && tdm_run_item_mean_step (item, &step))
+        {
+          const TdmRunRecord *r = tdm_run_item_get_record (item);
+          /* Translators: a run named on the Devices page: its name and its strategy */
+          g_autofree char *title = g_strdup_printf (_("%s, %s"), tdm_run_item_get_name (item),
+                                                    tdm_strategy_name (r->config->strategy));
+
+          tdm_devices_page_set_reference (self->devices_page, &step, title, r->config);
+          return;
+        }
+    }
+  tdm_devices_page_set_reference (self->devices_page, NULL, NULL, NULL);
+}
+
 static void
 tdm_window_overlays_changed (TdmWindow *self)
 {
@@ -27,6 +51,7 @@ tdm_window_overlays_changed (TdmWindow *self)
   g_auto(GStrv) strv = NULL;
 
   tdm_dashboard_set_overlays (self->dashboard, records);
+  tdm_window_update_reference (self);
   /* Remembered, so the same runs are drawn after a restart. */
   for (guint i = 0; i < records->len; i++)
     g_strv_builder_add (ids, ((const TdmRunRecord *) g_ptr_array_index (records, i))->id);
@@ -52,6 +77,7 @@ tdm_window_restore_overlays (TdmWindow *self)
     }
   records = tdm_history_store_get_overlays (self->history);
   tdm_dashboard_set_overlays (self->dashboard, records);
+  tdm_window_update_reference (self);
   g_signal_connect_object (self->history, "overlays-changed",
                            G_CALLBACK (tdm_window_overlays_changed), self, G_CONNECT_SWAPPED);
 }

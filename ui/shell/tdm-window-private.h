@@ -49,6 +49,7 @@ struct _TdmWindow
   GtkBox               *history_slot;
   GtkRevealer          *pace_revealer;
   GtkSpinButton        *pace_spin;
+  GtkLabel             *pace_unit_label;
   GtkButton            *step_button;
 
   gboolean              presentation;
@@ -60,6 +61,7 @@ struct _TdmWindow
   TdmRun               *run;
   gboolean              run_failed;         /* an error was shown for this run */
   gboolean              run_stopped;
+  gboolean              start_queued;       /* Start pressed while the run stopped */
 
   GtkNativeDialog      *chooser;
 
@@ -149,6 +151,8 @@ void            tdm_window_compare_one_device (GtkWidget          *widget,
 
 /* tdm-window-classroom.c: handlers the class installs, and what init connects. */
 void            tdm_window_update_estimate  (TdmWindow            *self);
+/* The settings changed: the last run's Devices page goes, the estimate follows. */
+void            tdm_window_settings_changed (TdmWindow            *self);
 void            tdm_window_pace_changed     (TdmWindow            *self);
 void            tdm_window_single_step      (GtkWidget            *widget,
                                              const char           *action_name,

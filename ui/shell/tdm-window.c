@@ -250,7 +250,9 @@ tdm_window_update_state (TdmWindow *self)
   gboolean scaling = tdm_scaling_page_get_running (self->scaling_page);
   gboolean can_start = !running && !scaling && tdm_run_form_get_ready (self->sidebar);
 
-  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.start", can_start);
+  /* A Start while the last run stops is taken, and waits for it (tdm_window_start). */
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.start",
+                                 can_start || (stopping && tdm_run_form_get_ready (self->sidebar)));
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.compare-one-device", can_start);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.pause", running && !stopping);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.stop", running && !stopping);
@@ -279,6 +281,12 @@ tdm_window_update_state (TdmWindow *self)
                                   -1);
 
   tdm_dashboard_set_can_start (self->dashboard, can_start);
+  if (!can_start && !running && !scaling)
+    {
+      g_autofree char *problem = tdm_run_form_dup_problem (self->sidebar);
+
+      tdm_dashboard_set_problem (self->dashboard, problem);
+    }
 
   if (running)
     tdm_window_set_subtitle (self, stopping ? _("Stopping…")
@@ -410,6 +418,10 @@ tdm_window_run_event (TdmWindow      *self,
     }
 }
 
+static void tdm_window_start (GtkWidget  *widget,
+                              const char *action_name,
+                              GVariant   *parameter);
+
 static void
 tdm_window_run_done (TdmWindow    *self,
                      const GError *error,
@@ -438,8 +450,15 @@ tdm_window_run_done (TdmWindow    *self,
   tdm_window_update_state (self);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_RUNNING]);
 
-  /* The next run of a comparison starts once this one is over and shown. */
+  /* The next run of a comparison starts once this one is over and shown; a Start
+   * pressed while this one stopped, now. */
   tdm_window_compare_next (self);
+  if (self->start_queued)
+    {
+      self->start_queued = FALSE;
+      if (self->run == NULL && tdm_run_form_get_ready (self->sidebar))
+        tdm_window_start (GTK_WIDGET (self), "win.start", NULL);
+    }
 }
 
 static void
@@ -452,7 +471,15 @@ tdm_window_start (GtkWidget  *widget,
   g_autoptr(GError) error = NULL;
 
   if (self->run != NULL)
-    return;
+    {
+      /* Never dropped without a word: it starts once the last run has ended. */
+      if (tdm_run_is_stopping (self->run) && !self->start_queued)
+        {
+          self->start_queued = TRUE;
+          tdm_window_toast (self, _("Training starts as soon as the last run has stopped."));
+        }
+      return;
+    }
 
   config = tdm_run_form_build_config (self->sidebar, &error);
   if (config == NULL)
@@ -461,6 +488,8 @@ tdm_window_start (GtkWidget  *widget,
       return;
     }
   config->max_steps = self->max_steps;
+  /* The last run's split, timeline and peaks are not this one's. */
+  tdm_devices_page_clear (self->devices_page);
 
   tdm_window_launch (self, config, NULL, FALSE);
 }
@@ -689,6 +718,7 @@ tdm_window_class_init (TdmWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, history_slot);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, pace_revealer);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, pace_spin);
+  gtk_widget_class_bind_template_child (widget_class, TdmWindow, pace_unit_label);
   gtk_widget_class_bind_template_child (widget_class, TdmWindow, step_button);
 
   gtk_widget_class_install_action (widget_class, "win.start", NULL, tdm_window_start);
@@ -705,7 +735,6 @@ tdm_window_class_init (TdmWindowClass *klass)
   gtk_widget_class_install_action (widget_class, "win.compare-one-device", NULL,
                                    tdm_window_compare_one_device);
   gtk_widget_class_install_action (widget_class, "win.single-step", NULL, tdm_window_single_step);
-  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_Right, GDK_CONTROL_MASK, "win.single-step", NULL);
   gtk_widget_class_install_action (widget_class, "win.show-pace", NULL, tdm_window_show_pace);
   gtk_widget_class_install_action (widget_class, "win.presentation", NULL, tdm_window_toggle_presentation);
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_F11, 0, "win.presentation", NULL);
@@ -760,11 +789,12 @@ tdm_window_init (TdmWindow *self)
                            G_CALLBACK (tdm_window_update_state), self,
                            G_CONNECT_SWAPPED);
   g_signal_connect_object (self->sidebar, "changed",
-                           G_CALLBACK (tdm_window_update_estimate), self,
+                           G_CALLBACK (tdm_window_settings_changed), self,
                            G_CONNECT_SWAPPED);
   g_signal_connect_object (self->pace_spin, "value-changed",
                            G_CALLBACK (tdm_window_pace_changed), self,
                            G_CONNECT_SWAPPED);
+  tdm_window_pace_changed (self);
   g_signal_connect_object (self->scaling_page, "finished",
                            G_CALLBACK (tdm_window_scaling_finished), self,
                            G_CONNECT_SWAPPED);
@@ -786,6 +816,19 @@ tdm_window_init (TdmWindow *self)
      * 360 px. */
     g_signal_connect_object (target, "drop", G_CALLBACK (tdm_window_drop_files), self, 0);
     gtk_widget_add_controller (GTK_WIDGET (self), GTK_EVENT_CONTROLLER (target));
+  }
+
+  /* Ctrl+→ steps from wherever the focus is: a binding of the window's class comes
+   * last, after a focused spin button or scrolled page has taken the key for itself.
+   * Caught first instead; without a run the action is off and the key goes on. */
+  {
+    GtkEventController *keys = gtk_shortcut_controller_new ();
+
+    gtk_event_controller_set_propagation_phase (keys, GTK_PHASE_CAPTURE);
+    gtk_shortcut_controller_add_shortcut (GTK_SHORTCUT_CONTROLLER (keys),
+                                          gtk_shortcut_new (gtk_keyval_trigger_new (GDK_KEY_Right, GDK_CONTROL_MASK),
+                                                            gtk_named_action_new ("win.single-step")));
+    gtk_widget_add_controller (GTK_WIDGET (self), keys);
   }
 
   tdm_window_update_state (self);
