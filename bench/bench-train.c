@@ -22,6 +22,7 @@
 #include "tdm-backend.h"
 #include "tdm-dataset.h"
 #include "tdm-network.h"
+#include "tdm-network-catalogue.h"
 #include "tdm-trainer.h"
 #include "tdm-bench.h"
 

@@ -36,7 +36,7 @@ import torch.nn.functional as F
 
 FASHION = "/usr/share/datasets/fashion-mnist"
 
-# The `resnet` preset's recipe (tdm_config_apply_preset in engine/training/tdm-config.c);
+# The `resnet` preset's recipe (tdm_config_apply_preset in engine/core/tdm-config.c);
 # each is an option here too.
 RECIPE = dict(epochs=5, lr=0.6, momentum=0.9, weight_decay=5e-4, warmup=1.0,
               label_smoothing=0.1, crop=0, test_flip=True, test_shift=0)

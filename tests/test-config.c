@@ -1,6 +1,7 @@
 /* test-config.c — TdmConfig: defaults, --devices parsing, validation messages, the
  * name tables, the JSON round trip and the learning-rate schedules. */
 #include "tdm-config.h"
+#include "tdm-network-catalogue.h"
 #include "tdm-error.h"
 #include "tdm-events.h"
 

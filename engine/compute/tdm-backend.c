@@ -3,7 +3,6 @@
  * live in tdm-backend-cpu.c and tdm-backend-cuda.c. */
 #include "tdm-backend.h"
 #include "tdm-i18n.h"
-#include "tdm-backend-cpu-winograd.h"
 #include "tdm-error.h"
 #include "tdm-build-config.h"
 
@@ -130,15 +129,6 @@ tdm_backend_check_queued(TdmBackend *b, GError **error)
     *error = g_error_copy(b->error);
   g_mutex_unlock(&b->error_lock);
   return ok;
-}
-
-size_t
-tdm_backend_conv_work_floats(TdmBackendKind kind, int h, int w, int c, int out_c, int kernel,
-                             int pad, int stride)
-{
-  if (kind == TDM_BACKEND_CPU)
-    return tdm_cpu_winograd_work_floats(h, w, c, out_c, kernel, pad, stride);
-  return 0;
 }
 
 gboolean

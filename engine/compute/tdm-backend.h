@@ -24,6 +24,7 @@
 #include <stdbool.h>
 
 #include "tdm-bn-moments.h"
+#include "tdm-precision.h"
 
 G_BEGIN_DECLS
 
@@ -38,14 +39,6 @@ typedef enum {
  * channels. */
 #define TDM_CONV_POOL_TAPS 32
 #define TDM_CONV_POOL_OUT 256
-
-typedef enum {
-  TDM_PRECISION_FP32,   /* full float32 GEMMs (default) */
-  TDM_PRECISION_TF32,   /* TensorFloat-32 GEMMs where the device has them */
-  TDM_PRECISION_BF16,   /* bfloat16 GEMMs and convolutions with float32 accumulation,
-                         * float32 master weights, optimizer state and BN statistics;
-                         * GPUs only (the CPU backend refuses it) */
-} TdmPrecision;
 
 /* A pooling layer's geometry: n samples of h×w×c in (NHWC), oh×ow×c out, k×k windows
  * at stride s over the input padded by p on every side (p ≤ k / 2, as PyTorch asks). */

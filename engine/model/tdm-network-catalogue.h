@@ -1,11 +1,12 @@
 /* tdm-network-catalogue.h — the built-in networks, in one table: their names, specs,
  * input sizes and the recipe each trains with. The spec parser expands the names, the
- * CLI lists them in --help, the window in its drop-down, tdm-config.c applies the
- * recipes: a new preset is one entry here. Not the parser (tdm-network-spec.c).
+ * CLI lists them in --help, the window in its drop-down, tdm_config_apply_preset()
+ * applies the recipes: a new preset is one entry here. Not the parser (tdm-network-spec.c).
  */
 #pragma once
 
 #include <glib.h>
+#include "tdm-config.h"
 
 G_BEGIN_DECLS
 
@@ -31,5 +32,12 @@ const TdmNetworkPreset *tdm_network_presets (int *count);
 const TdmNetworkPreset *tdm_network_preset_find (const char *name);
 /* The preset's spec with its head (its last fcN) giving `classes` outputs. */
 char *tdm_network_preset_spec (const TdmNetworkPreset *preset, int classes);
+
+/* Sets the recipe a built-in network is meant to train with (for "resnet": epochs,
+ * batch, Nesterov SGD, weight decay on weights, warm-up and linear decay, label
+ * smoothing, crop and flip); other networks leave config alone. Callers apply it when
+ * the network is chosen, before any value the user gave. TRUE when it changed
+ * anything. */
+gboolean tdm_config_apply_preset (TdmConfig *config, const char *network);
 
 G_END_DECLS

@@ -8,7 +8,6 @@
 #include "tdm-i18n.h"
 #include "tdm-counter-rng.h"
 #include "tdm-error.h"
-#include "tdm-memory.h"
 
 #include <string.h>
 
@@ -59,15 +58,6 @@ tdm_replica_gradient_floats(const TdmNetwork *net)
     most = MAX(most, (size_t)l->in_h * l->in_w * l->in_c);
   }
   return most;
-}
-
-size_t
-tdm_replica_bytes_needed(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
-                         int capacity, int eval_capacity, const TdmDataset *train,
-                         const TdmDataset *test)
-{
-  return tdm_memory_replica(net, kind, precision, capacity, eval_capacity, train->count,
-                            test->count).total;
 }
 
 /* The widest columns and the largest whole-convolution scratch over the layers: the

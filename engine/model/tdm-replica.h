@@ -161,14 +161,6 @@ int tdm_replica_eval_capacity (const TdmNetwork *net, TdmBackendKind kind,
                                TdmPrecision precision, int capacity, int wanted);
 void tdm_replica_free (TdmReplica *replica);
 
-/* Bytes a replica of `net` for `capacity` samples a step and `eval_capacity` an
- * evaluation chunk needs on its device, datasets included: checked against free
- * memory before anything is allocated. The figure is tdm_memory_replica()'s total
- * (tdm-memory.h), which sums tdm_replica_plan(). */
-size_t tdm_replica_bytes_needed (const TdmNetwork *net, TdmBackendKind kind,
-                                 TdmPrecision precision, int capacity, int eval_capacity,
-                                 const TdmDataset *train, const TdmDataset *test);
-
 /* Whether a replica on a backend of this kind reads the caller's datasets where they
  * are (a CPU's memory is the host's: a copy per CPU worker would only double it)
  * instead of keeping a copy on its device. The datasets must then outlive it. */

@@ -52,9 +52,5 @@ gboolean tdm_finetune_layer_scales (const TdmNetwork *net, const TdmConfig *conf
 /* Whether any layer is frozen or scaled. */
 gboolean tdm_finetune_active (const TdmConfig *config);
 
-/* The fields above in the configuration's JSON (optional when read). */
-void tdm_finetune_config_to_json (const TdmConfig *config, JsonBuilder *builder);
-gboolean tdm_finetune_config_from_json (JsonObject *object, TdmConfig *config,
-                                        GError **error);
 
 G_END_DECLS

@@ -291,3 +291,12 @@ tdm_memory_check_host(const TdmMemoryEvent *e, guint64 available, guint64 alloca
                 need, have, why != NULL ? why : _("available memory"), workers, e->batch);
   return FALSE;
 }
+
+size_t
+tdm_replica_bytes_needed(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
+                         int capacity, int eval_capacity, const TdmDataset *train,
+                         const TdmDataset *test)
+{
+  return tdm_memory_replica(net, kind, precision, capacity, eval_capacity, train->count,
+                            test->count).total;
+}

@@ -33,6 +33,14 @@ TdmReplicaBytes tdm_memory_replica (const TdmNetwork *net, TdmBackendKind kind,
                                     TdmPrecision precision, int capacity, int eval_capacity,
                                     int train_count, int test_count);
 
+/* Bytes a replica of `net` for `capacity` samples a step and `eval_capacity` an
+ * evaluation chunk needs on its device, datasets included: checked against free
+ * memory before anything is allocated. The figure is tdm_memory_replica()'s total,
+ * which sums tdm_replica_plan(). */
+size_t tdm_replica_bytes_needed (const TdmNetwork *net, TdmBackendKind kind,
+                                 TdmPrecision precision, int capacity, int eval_capacity,
+                                 const TdmDataset *train, const TdmDataset *test);
+
 /* The samples a replica trains at most in a step: a full shard. */
 int tdm_memory_capacity (const TdmConfig *config, int world, int test_count);
 

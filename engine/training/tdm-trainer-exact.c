@@ -1,25 +1,8 @@
 /* tdm-trainer-exact.c — the training step of exact mode (config->exact), in which the
  * parameters come out bit-identical for any number of devices and any way of placing
- * them (CPU workers, replicas sharing a GPU, GPUs, mpirun ranks).
- *
- * The global batch is cut into chunks of config->exact_chunk samples whose
- * boundaries do not depend on the devices (tdm_exact_shard_of(): a device gets whole
- * chunks). Each chunk is one forward and backward pass of the same shape wherever it
- * runs, so its gradient has the same bits on every device of a kind. The chunks'
- * gradients are added as fixed-point numbers (tdm-exact.h), locally and then over the
- * devices by an int64 sum: integer sums do not depend on their order, so the sum is
- * the same however the chunks were dealt out. The one rounding back to float is the
- * same everywhere, and so is every update that follows.
- *
- * Batch normalization normalizes each chunk with that chunk's statistics (ghost
- * batches of exact_chunk samples, whatever --batchnorm says: the groups are already
- * the same for every split, so there is nothing left to synchronize), and the running
- * averages move once a step by the mean of the chunks' statistics, summed the same
- * exact way. The loss and correct count are summed exactly too, in training and in
- * evaluation (whose shards are whole chunks of the replicas' capacity).
- *
- * Not the lock-step machinery or the collectives of the ordinary step
- * (tdm-trainer-step.c), which calls in here.
+ * them: device-independent chunks whose gradients are summed as fixed-point integers
+ * (docs/ARCHITECTURE.md, "Exact mode", says how and why). Not the lock-step machinery
+ * or the collectives of the ordinary step (tdm-trainer-step.c), which calls in here.
  */
 #include "tdm-trainer-private.h"
 #include "tdm-i18n.h"

@@ -8,8 +8,6 @@
 #include "tdm-json.h"
 #include "tdm-error.h"
 #include "tdm-events.h"
-#include "tdm-finetune.h"
-#include "tdm-network-catalogue.h"
 
 #include <json-glib/json-glib.h>
 #include <math.h>
@@ -70,57 +68,6 @@ tdm_config_new(void)
   c->exact_chunk = 16;
   c->cpu_threads = 0;
   return c;
-}
-
-gboolean
-tdm_config_apply_preset(TdmConfig *c, const char *network)
-{
-  g_return_val_if_fail(c != NULL && network != NULL, FALSE);
-  const TdmNetworkPreset *preset = tdm_network_preset_find(network);
-  if (preset == NULL || preset->recipe == TDM_RECIPE_NONE)
-    return FALSE;
-  if (preset->recipe == TDM_RECIPE_TORCHVISION) {
-    /* Fine-tuning torchvision's ResNets as their reference scripts train them (momentum
-     * SGD 0.9, decay 1e-4 on weights) at a tenth of their rate, a smaller batch for a
-     * workstation, on 224-pixel images normalized as ImageNet's were. */
-    c->epochs = 10;
-    c->batch = 64;
-    c->optimizer = TDM_OPTIMIZER_MOMENTUM;
-    c->lr = 0.01;
-    c->momentum = 0.9;
-    c->weight_decay = 1e-4;
-    c->decay_scope = TDM_DECAY_WEIGHTS;
-    c->schedule = TDM_SCHEDULE_COSINE;
-    c->flip = TDM_FLIP_AUTO;
-    /* A size or a normalization already chosen (the window's image options) stays. */
-    if (c->image_size == 0)
-      c->image_size = preset->input_size;
-    if (c->normalize == NULL)
-      c->normalize = g_strdup("imagenet");
-    return TRUE;
-  }
-  /* A standard recipe for a BN ResNet at batch 512, sized for Fashion-MNIST's 94 %
-   * in five epochs: Nesterov SGD, decay on weights only, one epoch of warm-up then a
-   * linear decay to 0, label smoothing 0.1, random flips, each test image averaged
-   * with its mirror. The peak lr 0.6 and the test-time flips took it from ten epochs
-   * to seven, leaving out random crops (2 pixels, then 1) from seven to five
-   * (bench/NOTES.md, h10g's and h10w's sweeps): Fashion-MNIST's items are centred,
-   * and at this length the crops cost more accuracy than they regularize. */
-  c->epochs = 5;
-  c->batch = 512;
-  c->optimizer = TDM_OPTIMIZER_NESTEROV;
-  c->lr = 0.6;
-  c->momentum = 0.9;
-  c->weight_decay = 5e-4;
-  c->decay_scope = TDM_DECAY_WEIGHTS;
-  c->schedule = TDM_SCHEDULE_LINEAR;
-  c->warmup_epochs = 1.0;
-  c->label_smoothing = 0.1;
-  c->crop_pad = 0;
-  c->flip = TDM_FLIP_AUTO;
-  c->batchnorm = TDM_BATCHNORM_SYNC;
-  c->test_flip = TRUE;
-  return TRUE;
 }
 
 gboolean

@@ -7,7 +7,8 @@
 #pragma once
 
 #include <glib.h>
-#include "tdm-backend.h"
+#include <json-glib/json-glib.h>
+#include "tdm-precision.h"
 
 G_BEGIN_DECLS
 
@@ -126,13 +127,6 @@ void tdm_config_free (TdmConfig *config);
 gboolean tdm_config_set_devices (TdmConfig *config, const char *list, GError **error);
 int tdm_config_replica_count (const TdmConfig *config);
 
-/* Sets the recipe a built-in network is meant to train with (for "resnet": epochs,
- * batch, Nesterov SGD, weight decay on weights, warm-up and linear decay, label
- * smoothing, crop and flip); other networks leave config alone. Callers apply it when
- * the network is chosen, before any value the user gave. TRUE when it changed
- * anything. */
-gboolean tdm_config_apply_preset (TdmConfig *config, const char *network);
-
 /* Whether random flips are on for a dataset of this name under config->flip. */
 gboolean tdm_config_flips (const TdmConfig *config, const char *dataset_name);
 
@@ -178,5 +172,11 @@ TdmConfig *tdm_config_from_json (const char *json, GError **error);
 double tdm_config_lr_at (const TdmConfig *config, double epoch);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmConfig, tdm_config_free)
+
+/* The fine-tuning fields (normalize, init, freeze, train_head, lr_scale) in the
+ * configuration's JSON (optional when read); tdm-finetune.h says what they mean. */
+void tdm_finetune_config_to_json (const TdmConfig *config, JsonBuilder *builder);
+gboolean tdm_finetune_config_from_json (JsonObject *object, TdmConfig *config,
+                                        GError **error);
 
 G_END_DECLS

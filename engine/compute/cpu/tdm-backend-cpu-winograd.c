@@ -564,3 +564,14 @@ tdm_cpu_conv_backward(TdmBackend *b, float *dx, float *dw, const float *dy, cons
   }
   t->weights_adjoint(dw, s.du, out_c, c);
 }
+
+/* Declared with the backend interface (tdm-backend.h): only the CPU backend keeps a
+ * convolution scratch of this kind, so the rule lives with it. */
+size_t
+tdm_backend_conv_work_floats(TdmBackendKind kind, int h, int w, int c, int out_c, int kernel,
+                             int pad, int stride)
+{
+  if (kind == TDM_BACKEND_CPU)
+    return tdm_cpu_winograd_work_floats(h, w, c, out_c, kernel, pad, stride);
+  return 0;
+}

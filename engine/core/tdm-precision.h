@@ -1,0 +1,13 @@
+/* tdm-precision.h — the arithmetic a run's GEMMs and convolutions use: a choice of the
+ * configuration that the backends carry out. Here, not in tdm-backend.h, so that the
+ * configuration names it without including the compute layer. Not how a backend does it.
+ */
+#pragma once
+
+typedef enum {
+  TDM_PRECISION_FP32,   /* full float32 GEMMs (default) */
+  TDM_PRECISION_TF32,   /* TensorFloat-32 GEMMs where the device has them */
+  TDM_PRECISION_BF16,   /* bfloat16 GEMMs and convolutions with float32 accumulation,
+                         * float32 master weights, optimizer state and BN statistics;
+                         * GPUs only (the CPU backend refuses it) */
+} TdmPrecision;
