@@ -205,7 +205,7 @@ options_context(Options *o)
     {"optimizer", 0, 0, G_OPTION_ARG_STRING, &o->optimizer,
      N_("sgd, momentum, adam or nesterov (default adam)"), "NAME"},
     {"lr", 0, 0, G_OPTION_ARG_STRING, &o->lr,
-     N_("Learning rate; Adam's alpha (default 0.001)"), "X"},
+     N_("Learning rate; Adam's alpha (default 0.001 with adam, 0.01 with sgd and momentum, 0.1 with nesterov)"), "X"},
     {"momentum", 0, 0, G_OPTION_ARG_STRING, &o->momentum,
      N_("Momentum of --optimizer momentum (default 0.9)"), "X"},
     {"beta1", 0, 0, G_OPTION_ARG_STRING, &o->beta1, N_("Adam's beta1 (default 0.9)"), "X"},
@@ -511,8 +511,13 @@ options_apply(const Options *o, TdmConfig *c, GError **error)
   }
   if (o->seed && !g_ascii_string_to_unsigned(o->seed, 10, 0, G_MAXUINT64, &c->seed, NULL))
     return bad_option(error, _("--seed: “%s” is not a non-negative whole number"), o->seed);
+  TdmOptimizerKind optimizer_before = c->optimizer;
   NAME_OPTION("--optimizer", o->optimizer, tdm_optimizer_from_name, &c->optimizer,
               "sgd, momentum, adam or nesterov");
+  /* Another optimizer named without --lr starts from its own usual rate, as in the
+   * window. */
+  if (o->lr == NULL && c->optimizer != optimizer_before)
+    c->lr = tdm_config_default_lr(c->optimizer);
   NAME_OPTION("--schedule", o->schedule, tdm_schedule_from_name, &c->schedule,
               "constant, step, cosine or linear");
   NAME_OPTION("--batchnorm", o->batchnorm, tdm_batchnorm_from_name, &c->batchnorm,

@@ -21,6 +21,11 @@ test_defaults(void)
   g_assert_cmpint(c->epochs, ==, 20);
   g_assert_cmpint(c->optimizer, ==, TDM_OPTIMIZER_ADAM);
   g_assert_cmpfloat(c->lr, ==, 1e-3);
+  /* One rate per optimizer, from one function the CLI and the window share. */
+  g_assert_cmpfloat(c->lr, ==, tdm_config_default_lr(c->optimizer));
+  g_assert_cmpfloat(tdm_config_default_lr(TDM_OPTIMIZER_SGD), ==, 0.01);
+  g_assert_cmpfloat(tdm_config_default_lr(TDM_OPTIMIZER_MOMENTUM), ==, 0.01);
+  g_assert_cmpfloat(tdm_config_default_lr(TDM_OPTIMIZER_NESTEROV), ==, 0.1);
   g_assert_cmpfloat(c->beta1, ==, 0.9);
   g_assert_cmpfloat(c->beta2, ==, 0.999);
   g_assert_cmpfloat(c->eps, ==, 1e-8);

@@ -15,6 +15,21 @@
 #include <math.h>
 #include <string.h>
 
+double
+tdm_config_default_lr(TdmOptimizerKind optimizer)
+{
+  switch (optimizer) {
+  case TDM_OPTIMIZER_SGD:
+  case TDM_OPTIMIZER_MOMENTUM:
+    return 0.01;
+  case TDM_OPTIMIZER_NESTEROV:
+    return 0.1;
+  case TDM_OPTIMIZER_ADAM:
+  default:
+    return 1e-3;
+  }
+}
+
 TdmConfig *
 tdm_config_new(void)
 {
@@ -27,7 +42,7 @@ tdm_config_new(void)
   c->batch = 100;
   c->epochs = 20;
   c->optimizer = TDM_OPTIMIZER_ADAM;
-  c->lr = 1e-3;
+  c->lr = tdm_config_default_lr(c->optimizer);
   c->momentum = 0.9;
   c->beta1 = 0.9;
   c->beta2 = 0.999;

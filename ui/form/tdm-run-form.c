@@ -69,7 +69,6 @@ network_model (void)
 /* In the order of TdmOptimizerKind, TdmStrategy and TdmBatchNorm, as the drop-downs
  * list them. */
 static const char *optimizer_ids[] = { "sgd", "momentum", "adam", "nesterov", NULL };
-static const double optimizer_default_lr[] = { 0.01, 0.01, 0.001, 0.1 };
 static const char *strategy_ids[] = { "main", "allreduce", NULL };
 static const char *batchnorm_ids[] = { "per-replica", "sync", NULL };
 
@@ -345,8 +344,12 @@ tdm_run_form_optimizer_changed (TdmRunForm *self)
   guint selected = adw_combo_row_get_selected (self->optimizer_dropdown);
 
   /* Each optimizer starts from its usual learning rate; the user can change it after. */
-  if (!self->restoring && selected < G_N_ELEMENTS (optimizer_default_lr))
-    gtk_spin_button_set_value (self->lr_spin, optimizer_default_lr[selected]);
+  if (!self->restoring && selected < G_N_ELEMENTS (optimizer_ids) - 1)
+    gtk_spin_button_set_value (self->lr_spin,
+                               tdm_config_default_lr (selected == 0 ? TDM_OPTIMIZER_SGD
+                                                      : selected == 1 ? TDM_OPTIMIZER_MOMENTUM
+                                                      : selected == 2 ? TDM_OPTIMIZER_ADAM
+                                                      : TDM_OPTIMIZER_NESTEROV));
 }
 
 /* Settings ---------------------------------------------------------------- */
