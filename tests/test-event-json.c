@@ -55,7 +55,7 @@ test_run_file_is_json_lines(void)
   g_free(cfg->network);
   cfg->network = g_strdup("fc16,relu,fc10");
   cfg->epochs = 2;
-  cfg->max_steps = 24;
+  cfg->batch = 4000;      /* 15 steps an epoch: whole epochs, each with its line */
   cfg->seed = 3;
   g_assert_true(tdm_config_set_devices(cfg, "cpu:2", &error));
 
@@ -118,10 +118,37 @@ test_run_file_is_json_lines(void)
   g_rmdir(dir);
 }
 
+/* Which replicas share a GPU is the engine's to say, in the started event and its
+ * JSON, so that no reader parses "cuda:N". */
+static void
+test_started_gpus(void)
+{
+  static const char *const devices[] = {"cuda:0", "cuda:0", "cuda:1", "cpu", "cuda:0"};
+  TdmEvent e = {.kind = TDM_EVENT_STARTED};
+  e.started.replicas = G_N_ELEMENTS(devices);
+  for (guint r = 0; r < G_N_ELEMENTS(devices); r++)
+    g_strlcpy(e.started.device[r], devices[r], sizeof e.started.device[r]);
+  tdm_started_event_set_gpus(&e.started);
+  const int gpu[] = {0, 0, 1, -1, 0}, sharing[] = {3, 3, 1, 0, 3};
+  for (guint r = 0; r < G_N_ELEMENTS(devices); r++) {
+    g_assert_cmpint(e.started.gpu[r], ==, gpu[r]);
+    g_assert_cmpint(e.started.gpu_replicas[r], ==, sharing[r]);
+  }
+  g_autofree char *line = tdm_event_to_json_line(&e);
+  g_assert_nonnull(strstr(line, "\"gpus\":[0,0,1,null,0]"));
+
+  /* A zeroed event (CPU replicas) reads as no GPU. */
+  TdmEvent cpu = {.kind = TDM_EVENT_STARTED};
+  cpu.started.replicas = 2;
+  g_autofree char *cpu_line = tdm_event_to_json_line(&cpu);
+  g_assert_nonnull(strstr(cpu_line, "\"gpus\":[null,null]"));
+}
+
 int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/event-json/run-file", test_run_file_is_json_lines);
+  g_test_add_func("/event-json/started-gpus", test_started_gpus);
   return g_test_run();
 }

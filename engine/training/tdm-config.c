@@ -282,6 +282,15 @@ device_entry_ok(const char *entry)
   return g_str_has_prefix(entry, "cuda:") && parse_count(entry + 5, 4095, &n);
 }
 
+int
+tdm_config_device_gpu(const char *entry)
+{
+  gint64 n;
+  if (entry != NULL && g_str_has_prefix(entry, "cuda:") && parse_count(entry + 5, 4095, &n))
+    return (int)n;
+  return -1;
+}
+
 static gboolean
 invalid(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
 
@@ -736,43 +745,43 @@ get_enum(JsonObject *o, const char *field, gboolean (*from_name)(const char *, i
 static gboolean
 optimizer_int(const char *n, int *v)
 {
-  return value_of(optimizer_names, G_N_ELEMENTS(optimizer_names), n, v);
+  return tdm_choice_from_name(TDM_TYPE_OPTIMIZER_KIND, n, v);
 }
 
 static gboolean
 strategy_int(const char *n, int *v)
 {
-  return value_of(strategy_names, G_N_ELEMENTS(strategy_names), n, v);
+  return tdm_choice_from_name(TDM_TYPE_STRATEGY, n, v);
 }
 
 static gboolean
 schedule_int(const char *n, int *v)
 {
-  return value_of(schedule_names, G_N_ELEMENTS(schedule_names), n, v);
+  return tdm_choice_from_name(TDM_TYPE_SCHEDULE, n, v);
 }
 
 static gboolean
 precision_int(const char *n, int *v)
 {
-  return value_of(precision_names, G_N_ELEMENTS(precision_names), n, v);
+  return tdm_choice_from_name(TDM_TYPE_PRECISION, n, v);
 }
 
 static gboolean
 batchnorm_int(const char *n, int *v)
 {
-  return value_of(batchnorm_names, G_N_ELEMENTS(batchnorm_names), n, v);
+  return tdm_choice_from_name(TDM_TYPE_BATCH_NORM, n, v);
 }
 
 static gboolean
 decay_scope_int(const char *n, int *v)
 {
-  return value_of(decay_scope_names, G_N_ELEMENTS(decay_scope_names), n, v);
+  return tdm_choice_from_name(TDM_TYPE_DECAY_SCOPE, n, v);
 }
 
 static gboolean
 flip_int(const char *n, int *v)
 {
-  return value_of(flip_names, G_N_ELEMENTS(flip_names), n, v);
+  return tdm_choice_from_name(TDM_TYPE_FLIP_SETTING, n, v);
 }
 
 /* The recipe's fields, which checkpoints from before them lack: absent means the

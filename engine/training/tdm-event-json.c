@@ -87,6 +87,16 @@ tdm_event_to_json(const TdmEvent *ev)
     for (int i = 0; i < s->replicas && i < TDM_MAX_REPLICAS; i++)
       json_builder_add_string_value(b, s->device[i]);
     json_builder_end_array(b);
+    /* Each replica's GPU (null on the CPU): replicas with the same number share it. */
+    json_builder_set_member_name(b, "gpus");
+    json_builder_begin_array(b);
+    for (int i = 0; i < s->replicas && i < TDM_MAX_REPLICAS; i++) {
+      if (s->gpu_replicas[i] > 0)
+        json_builder_add_int_value(b, s->gpu[i]);
+      else
+        json_builder_add_null_value(b);
+    }
+    json_builder_end_array(b);
     json_builder_set_member_name(b, "shards");
     json_builder_begin_array(b);
     for (int i = 0; i < s->replicas && i < TDM_MAX_REPLICAS; i++)

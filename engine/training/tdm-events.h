@@ -49,6 +49,11 @@ typedef struct {
   int prewarm_steps;                   /* untimed steps before the clock (0: none) */
   double prewarm_seconds;              /* what they took, evaluation included */
   int cpu_threads;                     /* BLAS threads each CPU worker runs (0: none) */
+  /* GPU sharing, so no reader parses "cuda:N": how many replicas run on this
+   * replica's GPU (itself included; 0 on the CPU, so a zeroed event reads as CPUs)
+   * and, where that is > 0, its CUDA ordinal (-1 on the CPU). */
+  int gpu[TDM_MAX_REPLICAS];
+  int gpu_replicas[TDM_MAX_REPLICAS];
 } TdmStartedEvent;
 
 /* The memory estimate (tdm-memory.h), sent before anything large is allocated. */
@@ -256,6 +261,10 @@ typedef struct {
     const GError *failed;   /* valid only during the call: copy it */
   };
 } TdmEvent;
+
+/* Fills gpu[] and gpu_replicas[] from device[] for `replicas` replicas (the trainer,
+ * and tests that make events by hand). */
+void tdm_started_event_set_gpus (TdmStartedEvent *started);
 
 /* "forward", "all-reduce", … for labels, legends and JSON. */
 const char *tdm_phase_name (TdmPhase phase);
