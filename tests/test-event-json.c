@@ -1,5 +1,5 @@
 /* test-event-json.c — one serializer for events: a recorded run's file holds, for
- * each event it keeps (started, step, devices, epoch, finished), the very JSON that
+ * each event it keeps whole (started, step, epoch, finished, failed), the JSON that
  * tandem-train --json prints for that event (tdm_event_to_json_line), and reading the
  * file back still gives the run's points. A second writer drifting fails here. */
 #include "tdm-event-json.h"
@@ -39,7 +39,7 @@ static gboolean
 shared_type(const char *type)
 {
   return g_str_equal(type, "started") || g_str_equal(type, "step") ||
-         g_str_equal(type, "devices") || g_str_equal(type, "epoch") ||
+         g_str_equal(type, "epoch") ||
          g_str_equal(type, "finished") || g_str_equal(type, "failed");
 }
 

@@ -328,7 +328,6 @@ tdm_run_recorder_add(const TdmEvent *e, gpointer data)
   switch (e->kind) {
   case TDM_EVENT_STARTED:
   case TDM_EVENT_STEP:
-  case TDM_EVENT_DEVICES:
   case TDM_EVENT_EPOCH:
   case TDM_EVENT_FINISHED:
   case TDM_EVENT_FAILED: {
@@ -342,6 +341,23 @@ tdm_run_recorder_add(const TdmEvent *e, gpointer data)
     }
     break;
   }
+  case TDM_EVENT_DEVICES:
+    /* Like the phases below, a line of the file's own: the times a history draws,
+     * without --json's telemetry, so that a long run's budget holds steps. */
+    tdm_json_set_string(b, "type", "devices");
+    tdm_json_set_int(b, "step", e->devices.step);
+    json_builder_set_member_name(b, "devices");
+    json_builder_begin_array(b);
+    for (int r = 0; r < e->devices.replicas && r < TDM_MAX_REPLICAS; r++) {
+      json_builder_begin_object(b);
+      tdm_json_set_double(b, "compute_ms", e->devices.device[r].compute_ms);
+      tdm_json_set_double(b, "comm_ms", e->devices.device[r].comm_ms);
+      tdm_json_set_double(b, "wait_ms", e->devices.device[r].wait_ms);
+      tdm_json_set_int(b, "tandem_bytes", e->devices.device[r].tandem_bytes);
+      json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    break;
   case TDM_EVENT_PHASES:
     /* Per device, the time in each phase (in TdmPhase's order): enough to compare
      * strategies, a fraction of the spans' size. */

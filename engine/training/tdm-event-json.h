@@ -1,6 +1,6 @@
 /* tdm-event-json.h — an engine event as one JSON object: the one serializer that
  * tandem-train --json prints and the run history's files keep, so a line of either
- * reads the same. Not the run files' compact per-phase totals (tdm-history.c keeps
+ * reads the same. Not the run files' compact devices and phases lines (tdm-history.c keeps
  * those, a fraction of the spans' size) nor the reading back (tdm-history.c).
  *
  * "type" first; numbers the engine does not know (telemetry's negatives, a diverged
