@@ -52,8 +52,9 @@ tdm_choice_list(GType type, int default_value)
   for (guint i = 0; i < klass->n_values; i++) {
     const GEnumValue *v = &klass->values[i];
     if (i > 0)
-      /* TRANSLATORS: between the names of choices: "sgd, momentum, adam or nesterov". */
-      g_string_append(list, i + 1 < klass->n_values ? ", " : _(" or "));
+      /* TRANSLATORS: between the names of choices: "sgd, momentum, adam or nesterov"
+       * (", " between the others, " or " before the last). */
+      g_string_append(list, i + 1 < klass->n_values ? _(", ") : _(" or "));
     g_string_append(list, v->value_nick);
     if (v->value == default_value)
       g_string_append_printf(list, " %s", _("(default)"));
