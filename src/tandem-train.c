@@ -198,6 +198,14 @@ choice_help(const char *format, GType type, int default_value)
   return g_intern_string(help);
 }
 
+/* An option's help with the engine's default number in it (one %d). */
+static const char *
+number_help(const char *format, int value)
+{
+  g_autofree char *help = g_strdup_printf(_(format), value);
+  return g_intern_string(help);
+}
+
 static GOptionContext *
 options_context(Options *o)
 {
@@ -213,7 +221,7 @@ options_context(Options *o)
     {"main", 0, 0, G_OPTION_ARG_STRING, &o->main_replica,
      N_("Which of --devices evaluates and saves (default 0)"), "N"},
     {"batch", 0, 0, G_OPTION_ARG_STRING, &o->batch,
-     N_("Global batch, split across devices (default 100)"), "N"},
+     number_help(N_("Global batch, split across devices (default %d)"), d->batch), "N"},
     {"epochs", 0, 0, G_OPTION_ARG_STRING, &o->epochs,
      N_("Epochs to train (default 20)"), "N"},
     {"optimizer", 0, 0, G_OPTION_ARG_STRING, &o->optimizer,

@@ -282,6 +282,12 @@ device_entry_ok(const char *entry)
   return g_str_has_prefix(entry, "cuda:") && parse_count(entry + 5, 4095, &n);
 }
 
+gboolean
+tdm_config_batch_splits(int batch, int replicas)
+{
+  return batch >= MAX(replicas, 1);
+}
+
 int
 tdm_config_device_gpu(const char *entry)
 {
@@ -341,7 +347,7 @@ tdm_config_validate(const TdmConfig *c, GError **error)
 
   if (c->batch < 1)
     return invalid(error, _("--batch %d: the batch size must be at least 1"), c->batch);
-  if (c->batch < replicas)
+  if (!tdm_config_batch_splits(c->batch, replicas))
     return invalid(error, _("--batch %d is smaller than the %d devices: each device needs "
                           "at least one sample"), c->batch, replicas);
   if (c->epochs < 1)

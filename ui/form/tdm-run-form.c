@@ -173,7 +173,7 @@ describe_split (int batch,
   if (replicas <= 0)
     return g_strdup ("");
 
-  if (batch < replicas)
+  if (!tdm_config_batch_splits (batch, replicas))
     /* Translators: the batch split when the batch is too small for the devices */
     return g_strdup_printf (ngettext ("A batch of %d is too small for %d replica",
                                       "A batch of %d is too small for %d replicas",
@@ -218,7 +218,7 @@ tdm_run_form_update (TdmRunForm *self)
   int batch = gtk_spin_button_get_value_as_int (self->batch_spin);
   int replicas = tdm_device_picker_count_replicas (self->device_picker);
   g_autofree char *text = describe_split (batch, replicas);
-  gboolean split_ok = replicas > 0 && batch >= replicas;
+  gboolean split_ok = replicas > 0 && tdm_config_batch_splits (batch, replicas);
   gboolean ready;
 
   /* The split under the batch size; a missing device is said under the devices. */
@@ -730,6 +730,13 @@ tdm_run_form_init (TdmRunForm *self)
     adw_combo_row_set_model (self->optimizer_dropdown, optimizers);
     adw_combo_row_set_model (self->strategy_dropdown, strategies);
     adw_combo_row_set_model (self->batchnorm_dropdown, batchnorms);
+  }
+  {
+    /* The engine's default batch until the settings (whose default is the same,
+     * test-choice checks) say otherwise. */
+    g_autoptr(TdmConfig) defaults = tdm_config_new ();
+
+    gtk_spin_button_set_value (self->batch_spin, defaults->batch);
   }
   tdm_run_form_restore (self);
 
