@@ -10,6 +10,7 @@
 #include <glib/gi18n.h>
 #include "tdm-checkpoint.h"
 #include "tdm-config.h"
+#include "tdm-choice.h"
 #include "tdm-dataset.h"
 #include "tdm-dataset-folder.h"
 #include "tdm-device.h"
@@ -186,9 +187,30 @@ static const char *const description = N_(
   "checkpoints; a rank that fails prints its message after \"rank N:\" and ends\n"
   "every rank of the job.");
 
+/* An option's help with its values' names from their GEnum, the engine's default
+ * marked: `format` has one %s for the list. Kept for the program's life, as GOption
+ * keeps the pointers. */
+static const char *
+choice_help(const char *format, GType type, int default_value)
+{
+  g_autofree char *list = tdm_choice_list(type, default_value);
+  g_autofree char *help = g_strdup_printf(_(format), list);
+  return g_intern_string(help);
+}
+
+/* An option's help with the engine's default number in it (one %d). */
+static const char *
+number_help(const char *format, int value)
+{
+  g_autofree char *help = g_strdup_printf(_(format), value);
+  return g_intern_string(help);
+}
+
 static GOptionContext *
 options_context(Options *o)
 {
+  /* The defaults the help names are the engine's. */
+  g_autoptr(TdmConfig) d = tdm_config_new();
   const GOptionEntry entries[] = {
     {"dataset", 0, 0, G_OPTION_ARG_FILENAME, &o->dataset,
      N_("Name or folder (default fashion-mnist)"), "NAME|FOLDER"},
@@ -199,11 +221,11 @@ options_context(Options *o)
     {"main", 0, 0, G_OPTION_ARG_STRING, &o->main_replica,
      N_("Which of --devices evaluates and saves (default 0)"), "N"},
     {"batch", 0, 0, G_OPTION_ARG_STRING, &o->batch,
-     N_("Global batch, split across devices (default 100)"), "N"},
+     number_help(N_("Global batch, split across devices (default %d)"), d->batch), "N"},
     {"epochs", 0, 0, G_OPTION_ARG_STRING, &o->epochs,
      N_("Epochs to train (default 20)"), "N"},
     {"optimizer", 0, 0, G_OPTION_ARG_STRING, &o->optimizer,
-     N_("sgd, momentum, adam or nesterov (default adam)"), "NAME"},
+     choice_help("%s", TDM_TYPE_OPTIMIZER_KIND, d->optimizer), "NAME"},
     {"lr", 0, 0, G_OPTION_ARG_STRING, &o->lr,
      N_("Learning rate; Adam's alpha (default 0.001 with adam, 0.01 with sgd and momentum, 0.1 with nesterov)"), "X"},
     {"momentum", 0, 0, G_OPTION_ARG_STRING, &o->momentum,
@@ -214,24 +236,27 @@ options_context(Options *o)
     {"weight-decay", 0, 0, G_OPTION_ARG_STRING, &o->weight_decay,
      N_("Weight decay (default 0)"), "X"},
     {"schedule", 0, 0, G_OPTION_ARG_STRING, &o->schedule,
-     N_("Learning rate schedule: constant, step, cosine, linear"), "NAME"},
+     choice_help(N_("Learning rate schedule: %s"), TDM_TYPE_SCHEDULE, d->schedule), "NAME"},
     {"step-epochs", 0, 0, G_OPTION_ARG_STRING, &o->step_epochs,
      N_("Epochs between steps of --schedule step (10)"), "N"},
     {"gamma", 0, 0, G_OPTION_ARG_STRING, &o->gamma,
      N_("Factor at each step of --schedule step (0.1)"), "X"},
     {"strategy", 0, 0, G_OPTION_ARG_STRING, &o->strategy,
-     N_("allreduce (default) or main; see below"), "NAME"},
+     choice_help(N_("%s; see below"), TDM_TYPE_STRATEGY, d->strategy), "NAME"},
     {"precision", 0, 0, G_OPTION_ARG_STRING, &o->precision,
-     N_("fp32 (default), tf32 or bf16 (GPUs: bf16 GEMMs, fp32 weights)"), "NAME"},
+     choice_help(N_("%s (GPUs: bf16 GEMMs, fp32 weights)"), TDM_TYPE_PRECISION, d->precision),
+     "NAME"},
     {"batchnorm", 0, 0, G_OPTION_ARG_STRING, &o->batchnorm,
-     N_("Batch norm across devices: per-replica (default) or sync"), "MODE"},
+     choice_help(N_("Batch norm across devices: %s"), TDM_TYPE_BATCH_NORM, d->batchnorm),
+     "MODE"},
     {"exact", 0, 0, G_OPTION_ARG_NONE, &o->exact,
      N_("Exact mode: parameters bit-identical for any number of devices (see below)"), NULL},
     {"exact-chunk", 0, 0, G_OPTION_ARG_STRING, &o->exact_chunk,
      N_("With --exact: samples a chunk, the unit of the split and of BN's statistics "
      "(default 16)"), "N"},
     {"weight-decay-on", 0, 0, G_OPTION_ARG_STRING, &o->decay_on,
-     N_("What weight decay applies to: all (default) or weights (not biases, not BN)"), "WHAT"},
+     choice_help(N_("What weight decay applies to: %s (weights: not biases, not BN)"),
+                 TDM_TYPE_DECAY_SCOPE, d->decay_scope), "WHAT"},
     {"warmup", 0, 0, G_OPTION_ARG_STRING, &o->warmup,
      N_("Epochs of linear learning-rate warm-up before the schedule (default 0)"), "E"},
     {"label-smoothing", 0, 0, G_OPTION_ARG_STRING, &o->smoothing,
@@ -239,7 +264,8 @@ options_context(Options *o)
     {"crop", 0, 0, G_OPTION_ARG_STRING, &o->crop,
      N_("Random crop: shift images by up to P pixels, zero padded (default 0, off)"), "P"},
     {"flip", 0, 0, G_OPTION_ARG_STRING, &o->flip,
-     N_("Random horizontal flip in training: auto, on or off (default off)"), "WHEN"},
+     choice_help(N_("Random horizontal flip in training: %s"), TDM_TYPE_FLIP_SETTING, d->flip),
+     "WHEN"},
     {"test-flip", 0, 0, G_OPTION_ARG_NONE, &o->test_flip,
      N_("Evaluate each test image and its mirror and average the two"), NULL},
     {"no-test-flip", 0, 0, G_OPTION_ARG_NONE, &o->no_test_flip,
@@ -399,6 +425,14 @@ parse_double(const char *flag, const char *text, double *out, GError **error)
     if ((text) != NULL && !parse((text), (out)))                                           \
       return bad_option(error, "%s: unknown value “%s” (choose %s)", flag, (text), choices); \
   } while (0)
+/* The same for a choice with a GEnum: the names listed are its nicks. */
+#define ENUM_OPTION(flag, text, parse, out, type)                                          \
+  do {                                                                                     \
+    if ((text) != NULL && !parse((text), (out))) {                                         \
+      g_autofree char *choices = tdm_choice_list((type), -1);                              \
+      return bad_option(error, "%s: unknown value “%s” (choose %s)", flag, (text), choices); \
+    }                                                                                      \
+  } while (0)
 
 /* "a,b" given once or repeated: one list. */
 static char **
@@ -512,23 +546,21 @@ options_apply(const Options *o, TdmConfig *c, GError **error)
   if (o->seed && !g_ascii_string_to_unsigned(o->seed, 10, 0, G_MAXUINT64, &c->seed, NULL))
     return bad_option(error, _("--seed: “%s” is not a non-negative whole number"), o->seed);
   TdmOptimizerKind optimizer_before = c->optimizer;
-  NAME_OPTION("--optimizer", o->optimizer, tdm_optimizer_from_name, &c->optimizer,
-              "sgd, momentum, adam or nesterov");
+  ENUM_OPTION("--optimizer", o->optimizer, tdm_optimizer_from_name, &c->optimizer,
+              TDM_TYPE_OPTIMIZER_KIND);
   /* Another optimizer named without --lr starts from its own usual rate, as in the
    * window. */
   if (o->lr == NULL && c->optimizer != optimizer_before)
     c->lr = tdm_config_default_lr(c->optimizer);
-  NAME_OPTION("--schedule", o->schedule, tdm_schedule_from_name, &c->schedule,
-              "constant, step, cosine or linear");
-  NAME_OPTION("--batchnorm", o->batchnorm, tdm_batchnorm_from_name, &c->batchnorm,
-              "per-replica or sync");
-  NAME_OPTION("--weight-decay-on", o->decay_on, tdm_decay_scope_from_name, &c->decay_scope,
-              "all or weights");
-  NAME_OPTION("--flip", o->flip, tdm_flip_setting_from_name, &c->flip, "auto, on or off");
-  NAME_OPTION("--strategy", o->strategy, tdm_strategy_from_name, &c->strategy,
-              "main or allreduce");
-  NAME_OPTION("--precision", o->precision, tdm_precision_from_name, &c->precision,
-              "fp32, tf32 or bf16");
+  ENUM_OPTION("--schedule", o->schedule, tdm_schedule_from_name, &c->schedule, TDM_TYPE_SCHEDULE);
+  ENUM_OPTION("--batchnorm", o->batchnorm, tdm_batchnorm_from_name, &c->batchnorm,
+              TDM_TYPE_BATCH_NORM);
+  ENUM_OPTION("--weight-decay-on", o->decay_on, tdm_decay_scope_from_name, &c->decay_scope,
+              TDM_TYPE_DECAY_SCOPE);
+  ENUM_OPTION("--flip", o->flip, tdm_flip_setting_from_name, &c->flip, TDM_TYPE_FLIP_SETTING);
+  ENUM_OPTION("--strategy", o->strategy, tdm_strategy_from_name, &c->strategy, TDM_TYPE_STRATEGY);
+  ENUM_OPTION("--precision", o->precision, tdm_precision_from_name, &c->precision,
+              TDM_TYPE_PRECISION);
   if (!finetune_options_apply(o, c, error))
     return FALSE;
   if (o->save) {

@@ -213,6 +213,25 @@ test_seek(void)
   idx = tdm_iterator_next(ref, &size, &end);
   g_assert_cmpmem(idx, size * sizeof *idx, perm, size * sizeof *perm);
 }
+/* ⌈count / world⌉, the one rule the memory estimate and the scaling sweep use, is
+ * the largest shard that tdm_shard_of deals. */
+static void
+test_shard_largest(void)
+{
+  for (int count = 0; count <= 40; count++)
+    for (int world = 1; world <= 9; world++) {
+      int largest = 0, total = 0;
+      for (int rank = 0; rank < world; rank++) {
+        int offset, size;
+        tdm_shard_of(count, world, rank, &offset, &size);
+        largest = MAX(largest, size);
+        total += size;
+      }
+      g_assert_cmpint(total, ==, count);
+      g_assert_cmpint(tdm_shard_largest(count, world), ==, largest);
+      g_assert_cmpint(largest, ==, (count + world - 1) / world);
+    }
+}
 
 int
 main(int argc, char **argv)
@@ -224,5 +243,6 @@ main(int argc, char **argv)
   g_test_add_func("/iterator/permutation-stable", test_permutation_stable);
   g_test_add_func("/iterator/uniformity", test_uniformity);
   g_test_add_func("/iterator/seek", test_seek);
+  g_test_add_func("/iterator/shard-largest", test_shard_largest);
   return g_test_run();
 }

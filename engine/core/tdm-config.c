@@ -4,6 +4,7 @@
  * opening a dataset or a device; those are the trainer's to check.
  */
 #include "tdm-config.h"
+#include "tdm-choice.h"
 #include "tdm-i18n.h"
 #include "tdm-json.h"
 #include "tdm-error.h"
@@ -228,6 +229,21 @@ device_entry_ok(const char *entry)
   return g_str_has_prefix(entry, "cuda:") && parse_count(entry + 5, 4095, &n);
 }
 
+gboolean
+tdm_config_batch_splits(int batch, int replicas)
+{
+  return batch >= MAX(replicas, 1);
+}
+
+int
+tdm_config_device_gpu(const char *entry)
+{
+  gint64 n;
+  if (entry != NULL && g_str_has_prefix(entry, "cuda:") && parse_count(entry + 5, 4095, &n))
+    return (int)n;
+  return -1;
+}
+
 static gboolean
 invalid(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
 
@@ -278,7 +294,7 @@ tdm_config_validate(const TdmConfig *c, GError **error)
 
   if (c->batch < 1)
     return invalid(error, _("--batch %d: the batch size must be at least 1"), c->batch);
-  if (c->batch < replicas)
+  if (!tdm_config_batch_splits(c->batch, replicas))
     return invalid(error, _("--batch %d is smaller than the %d devices: each device needs "
                           "at least one sample"), c->batch, replicas);
   if (c->epochs < 1)
@@ -423,15 +439,7 @@ tdm_config_validate_saved(const TdmConfig *c, const char *source, GError **error
   return FALSE;
 }
 
-/* Name tables. The enum values index them, so the order matters. */
-static const char *const optimizer_names[] = {"sgd", "momentum", "adam", "nesterov"};
-static const char *const strategy_names[] = {"main", "allreduce"};
-static const char *const schedule_names[] = {"constant", "step", "cosine", "linear"};
-static const char *const batchnorm_names[] = {"per-replica", "sync"};
-static const char *const decay_scope_names[] = {"all", "weights"};
-static const char *const flip_names[] = {"auto", "on", "off"};
-static const char *const precision_names[] = {"fp32", "tf32", "bf16"};
-
+/* --color: an int (the channels), with aliases, so no GEnum. */
 const char *
 tdm_color_name(int channels)
 {
@@ -453,14 +461,6 @@ tdm_color_from_name(const char *name, int *channels)
   return TRUE;
 }
 
-static const char *
-name_of(const char *const *names, unsigned count, int value)
-{
-  if (value < 0 || (unsigned)value >= count)
-    return NULL;
-  return names[value];
-}
-
 /* For writing a configuration that has not been validated: never a NULL string. */
 static const char *
 or_unknown(const char *name)
@@ -468,41 +468,28 @@ or_unknown(const char *name)
   return name ? name : "unknown";
 }
 
-static gboolean
-value_of(const char *const *names, unsigned count, const char *name, int *value)
-{
-  if (name == NULL)
-    return FALSE;
-  for (unsigned i = 0; i < count; i++) {
-    if (g_str_equal(name, names[i])) {
-      *value = (int)i;
-      return TRUE;
-    }
-  }
-  return FALSE;
-}
-
-#define NAME_TABLE(Type, prefix, table)                                                  \
+/* The names are the GEnums' nicks (tdm-choice.h): one table, generated. */
+#define NAME_TABLE(Type, prefix, gtype)                                                  \
   const char *prefix##_name(Type v)                                                      \
   {                                                                                      \
-    return name_of(table, G_N_ELEMENTS(table), (int)v);                                  \
+    return tdm_choice_name(gtype, (int)v);                                               \
   }                                                                                      \
   gboolean prefix##_from_name(const char *name, Type *out)                               \
   {                                                                                      \
     int v;                                                                               \
-    if (!value_of(table, G_N_ELEMENTS(table), name, &v))                                 \
+    if (!tdm_choice_from_name(gtype, name, &v))                                          \
       return FALSE;                                                                      \
     *out = (Type)v;                                                                      \
     return TRUE;                                                                         \
   }
 
-NAME_TABLE(TdmOptimizerKind, tdm_optimizer, optimizer_names)
-NAME_TABLE(TdmStrategy, tdm_strategy, strategy_names)
-NAME_TABLE(TdmSchedule, tdm_schedule, schedule_names)
-NAME_TABLE(TdmPrecision, tdm_precision, precision_names)
-NAME_TABLE(TdmBatchNorm, tdm_batchnorm, batchnorm_names)
-NAME_TABLE(TdmDecayScope, tdm_decay_scope, decay_scope_names)
-NAME_TABLE(TdmFlipSetting, tdm_flip_setting, flip_names)
+NAME_TABLE(TdmOptimizerKind, tdm_optimizer, TDM_TYPE_OPTIMIZER_KIND)
+NAME_TABLE(TdmStrategy, tdm_strategy, TDM_TYPE_STRATEGY)
+NAME_TABLE(TdmSchedule, tdm_schedule, TDM_TYPE_SCHEDULE)
+NAME_TABLE(TdmPrecision, tdm_precision, TDM_TYPE_PRECISION)
+NAME_TABLE(TdmBatchNorm, tdm_batchnorm, TDM_TYPE_BATCH_NORM)
+NAME_TABLE(TdmDecayScope, tdm_decay_scope, TDM_TYPE_DECAY_SCOPE)
+NAME_TABLE(TdmFlipSetting, tdm_flip_setting, TDM_TYPE_FLIP_SETTING)
 
 /* JSON. Every field is written and every field is required on reading, so a
  * checkpoint from another version fails loudly instead of training differently. */
@@ -711,43 +698,43 @@ get_enum(JsonObject *o, const char *field, gboolean (*from_name)(const char *, i
 static gboolean
 optimizer_int(const char *n, int *v)
 {
-  return value_of(optimizer_names, G_N_ELEMENTS(optimizer_names), n, v);
+  return tdm_choice_from_name(TDM_TYPE_OPTIMIZER_KIND, n, v);
 }
 
 static gboolean
 strategy_int(const char *n, int *v)
 {
-  return value_of(strategy_names, G_N_ELEMENTS(strategy_names), n, v);
+  return tdm_choice_from_name(TDM_TYPE_STRATEGY, n, v);
 }
 
 static gboolean
 schedule_int(const char *n, int *v)
 {
-  return value_of(schedule_names, G_N_ELEMENTS(schedule_names), n, v);
+  return tdm_choice_from_name(TDM_TYPE_SCHEDULE, n, v);
 }
 
 static gboolean
 precision_int(const char *n, int *v)
 {
-  return value_of(precision_names, G_N_ELEMENTS(precision_names), n, v);
+  return tdm_choice_from_name(TDM_TYPE_PRECISION, n, v);
 }
 
 static gboolean
 batchnorm_int(const char *n, int *v)
 {
-  return value_of(batchnorm_names, G_N_ELEMENTS(batchnorm_names), n, v);
+  return tdm_choice_from_name(TDM_TYPE_BATCH_NORM, n, v);
 }
 
 static gboolean
 decay_scope_int(const char *n, int *v)
 {
-  return value_of(decay_scope_names, G_N_ELEMENTS(decay_scope_names), n, v);
+  return tdm_choice_from_name(TDM_TYPE_DECAY_SCOPE, n, v);
 }
 
 static gboolean
 flip_int(const char *n, int *v)
 {
-  return value_of(flip_names, G_N_ELEMENTS(flip_names), n, v);
+  return tdm_choice_from_name(TDM_TYPE_FLIP_SETTING, n, v);
 }
 
 /* The recipe's fields, which checkpoints from before them lack: absent means the

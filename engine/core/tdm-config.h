@@ -139,6 +139,14 @@ gboolean tdm_config_validate (const TdmConfig *config, GError **error);
 gboolean tdm_config_validate_saved (const TdmConfig *config, const char *source,
                                     GError **error);
 
+/* Whether a global batch of `batch` gives each of `replicas` replicas at least one
+ * sample: the one rule that validation and the window's form both apply. */
+gboolean tdm_config_batch_splits (int batch, int replicas);
+
+/* The CUDA ordinal of a device entry ("cuda:1" → 1), or -1 (the CPU, or not a GPU's
+ * entry): the one reading of "cuda:N" after --devices is parsed. */
+int tdm_config_device_gpu (const char *entry);
+
 /* Names ↔ enums for flags, settings and JSON; parsers return FALSE on unknown names. */
 const char *tdm_optimizer_name (TdmOptimizerKind kind);
 gboolean tdm_optimizer_from_name (const char *name, TdmOptimizerKind *kind);

@@ -6,6 +6,7 @@
  * the CLI itself. Not a sink: nothing here keeps an event.
  */
 #include "tdm-events.h"
+#include "tdm-config.h"
 #include "tdm-json.h"
 
 #include <json-glib/json-glib.h>
@@ -203,5 +204,18 @@ tdm_event_detail_to_json(JsonBuilder *b, const TdmEvent *event)
     return TRUE;
   default:
     return FALSE;
+  }
+}
+
+void
+tdm_started_event_set_gpus(TdmStartedEvent *s)
+{
+  int n = MIN(s->replicas, TDM_MAX_REPLICAS);
+  for (int r = 0; r < n; r++)
+    s->gpu[r] = tdm_config_device_gpu(s->device[r]);
+  for (int r = 0; r < n; r++) {
+    s->gpu_replicas[r] = 0;
+    for (int q = 0; s->gpu[r] >= 0 && q < n; q++)
+      s->gpu_replicas[r] += s->gpu[q] == s->gpu[r];
   }
 }

@@ -50,6 +50,11 @@ typedef struct {
   double prewarm_seconds;              /* what they took, evaluation included */
   int cpu_threads;                     /* BLAS threads each CPU worker runs (0: none) */
   long end_step;                       /* where the run ends: total_steps, or --max-steps */
+  /* GPU sharing, so no reader parses "cuda:N": how many replicas run on this
+   * replica's GPU (itself included; 0 on the CPU, so a zeroed event reads as CPUs)
+   * and, where that is > 0, its CUDA ordinal (-1 on the CPU). */
+  int gpu[TDM_MAX_REPLICAS];
+  int gpu_replicas[TDM_MAX_REPLICAS];
 } TdmStartedEvent;
 
 /* The memory estimate (tdm-memory.h), sent before anything large is allocated. */
@@ -270,6 +275,9 @@ typedef struct {
 double tdm_overlap_percent (double exposed_ms, double hidden_ms);
 /* The same for one device's sampled step. */
 double tdm_device_phases_overlap (const TdmDevicePhases *device);
+/* Fills gpu[] and gpu_replicas[] from device[] for `replicas` replicas (the trainer,
+ * and tests that make events by hand). */
+void tdm_started_event_set_gpus (TdmStartedEvent *started);
 
 /* "forward", "all-reduce", … for labels, legends and JSON. */
 const char *tdm_phase_name (TdmPhase phase);

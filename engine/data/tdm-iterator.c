@@ -139,3 +139,11 @@ tdm_shard_of(int count, int world, int rank, int *offset, int *size)
   *size = base + (rank < extra ? 1 : 0);
   *offset = rank * base + MIN(rank, extra);
 }
+
+int
+tdm_shard_largest(int count, int world)
+{
+  int offset, size;
+  tdm_shard_of(MAX(count, 0), MAX(world, 1), 0, &offset, &size);
+  return size;
+}

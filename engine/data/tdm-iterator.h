@@ -43,6 +43,9 @@ void tdm_iterator_permutation (guint64 seed, int epoch, int count, int32_t *orde
  * some empty when count < world. Every process computes every replica's share from
  * the same batch, so together they cover it exactly once. */
 void tdm_shard_of (int count, int world, int rank, int *offset, int *size);
+/* The largest of those shards, ⌈count / world⌉ (rank 0's): what one replica must
+ * hold. */
+int tdm_shard_largest (int count, int world);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmIterator, tdm_iterator_free)
 

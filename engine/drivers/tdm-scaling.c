@@ -2,6 +2,7 @@
  * The meter times between step summaries, so a run's set-up, its first steps (graph
  * capture, first touches) and its epoch-end evaluations stay out of the figure. */
 #include "tdm-scaling.h"
+#include "tdm-iterator.h"
 #include "tdm-i18n.h"
 #include "tdm-error.h"
 #include "tdm-trainer.h"
@@ -231,7 +232,7 @@ tdm_scaling_run(const TdmConfig *config, TdmScalingMode mode, long steps, TdmSca
                         _("a scaling run needs at least one device"));
     return FALSE;
   }
-  int per_device = (config->batch + count - 1) / count;
+  int per_device = tdm_shard_largest(config->batch, count);
   g_autofree TdmScalingMeter *meter = g_new0(TdmScalingMeter, 1);
   double base = NAN;
   for (int n = 1; n <= count; n++) {

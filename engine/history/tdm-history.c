@@ -8,6 +8,7 @@
  * not for comparing).
  */
 #include "tdm-history-private.h"
+#include "tdm-event-json.h"
 #include "tdm-i18n.h"
 #include "tdm-error.h"
 #include "tdm-file.h"
@@ -327,21 +328,23 @@ tdm_run_recorder_add(const TdmEvent *e, gpointer data)
   json_builder_begin_object(b);
   switch (e->kind) {
   case TDM_EVENT_STARTED:
-    tdm_json_set_string(b, "type", "started");
-    tdm_json_set_int(b, "replicas", e->started.replicas);
-    tdm_json_set_int(b, "steps_per_epoch", e->started.steps_per_epoch);
-    tdm_json_set_int(b, "total_steps", e->started.total_steps);
-    break;
   case TDM_EVENT_STEP:
-    tdm_json_set_string(b, "type", "step");
-    tdm_json_set_int(b, "step", e->step.step);
-    tdm_json_set_double(b, "epoch", e->step.epoch_float);
-    tdm_json_set_double(b, "train_loss", e->step.train_loss);
-    tdm_json_set_double(b, "train_accuracy", e->step.train_accuracy);
-    tdm_json_set_double(b, "samples_per_second", e->step.samples_per_second);
-    tdm_json_set_double(b, "elapsed", e->step.elapsed);
+  case TDM_EVENT_EPOCH:
+  case TDM_EVENT_FINISHED:
+  case TDM_EVENT_FAILED: {
+    /* The line tandem-train --json prints for the event, from the one serializer. */
+    g_autoptr(JsonNode) node = tdm_event_to_json(e);
+    JsonObject *o = json_node_get_object(node);
+    g_autoptr(GList) members = json_object_get_members(o);
+    for (GList *m = members; m != NULL; m = m->next) {
+      json_builder_set_member_name(b, m->data);
+      json_builder_add_value(b, json_node_copy(json_object_get_member(o, m->data)));
+    }
     break;
+  }
   case TDM_EVENT_DEVICES:
+    /* Like the phases below, a line of the file's own: the times a history draws,
+     * without --json's telemetry, so that a long run's budget holds steps. */
     tdm_json_set_string(b, "type", "devices");
     tdm_json_set_int(b, "step", e->devices.step);
     json_builder_set_member_name(b, "devices");
@@ -355,29 +358,6 @@ tdm_run_recorder_add(const TdmEvent *e, gpointer data)
       json_builder_end_object(b);
     }
     json_builder_end_array(b);
-    break;
-  case TDM_EVENT_EPOCH:
-    tdm_json_set_string(b, "type", "epoch");
-    tdm_json_set_int(b, "epoch", e->epoch.epoch);
-    tdm_json_set_int(b, "step", e->epoch.step);
-    tdm_json_set_double(b, "train_loss", e->epoch.train_loss);
-    tdm_json_set_double(b, "train_accuracy", e->epoch.train_accuracy);
-    tdm_json_set_double(b, "test_loss", e->epoch.test_loss);
-    tdm_json_set_double(b, "test_accuracy", e->epoch.test_accuracy);
-    tdm_json_set_double(b, "elapsed", e->epoch.elapsed);
-    if (isfinite(e->epoch.val_accuracy)) {
-      tdm_json_set_double(b, "val_loss", e->epoch.val_loss);
-      tdm_json_set_double(b, "val_accuracy", e->epoch.val_accuracy);
-    }
-    break;
-  case TDM_EVENT_FINISHED:
-    tdm_json_set_string(b, "type", "finished");
-    tdm_json_set_int(b, "steps", e->finished.steps);
-    tdm_json_set_double(b, "elapsed", e->finished.elapsed);
-    tdm_json_set_double(b, "test_loss", e->finished.test_loss);
-    tdm_json_set_double(b, "test_accuracy", e->finished.test_accuracy);
-    json_builder_set_member_name(b, "stopped");
-    json_builder_add_boolean_value(b, e->finished.stopped);
     break;
   case TDM_EVENT_PHASES:
     /* Per device, the time in each phase (in TdmPhase's order): enough to compare
@@ -414,10 +394,6 @@ tdm_run_recorder_add(const TdmEvent *e, gpointer data)
     for (int r = 0; r < e->phases.replicas && r < TDM_MAX_REPLICAS; r++)
       json_builder_add_double_value(b, round(e->phases.device[r].hidden_ms * 1e3) / 1e3);
     json_builder_end_array(b);
-    break;
-  case TDM_EVENT_FAILED:
-    tdm_json_set_string(b, "type", "failed");
-    tdm_json_set_string(b, "message", e->failed != NULL ? e->failed->message : "unknown error");
     break;
   default:
     return;
@@ -521,7 +497,9 @@ read_record(TdmRunRecord *r, const char *type, JsonObject *o)
   if (g_str_equal(type, "step")) {
     TdmHistoryPoint p = {
       .step = tdm_history_get_int(o, "step"),
-      .epoch = tdm_history_get_double(o, "epoch"),
+      /* "epoch_float" as --json writes it; "epoch" in files of earlier versions. */
+      .epoch = json_object_has_member(o, "epoch_float") ? tdm_history_get_double(o, "epoch_float")
+                                                        : tdm_history_get_double(o, "epoch"),
       .train_loss = tdm_history_get_double(o, "train_loss"),
       .train_accuracy = tdm_history_get_double(o, "train_accuracy"),
       .samples_per_second = tdm_history_get_double(o, "samples_per_second"),

@@ -46,7 +46,7 @@ tdm_memory_capacity(const TdmConfig *cfg, int world, int test_count)
 {
   (void)test_count;
   world = MAX(world, 1);
-  int shard = MAX(1, (cfg->batch + world - 1) / world);
+  int shard = MAX(1, tdm_shard_largest(cfg->batch, world));
   if (cfg->exact)
     shard = MIN(cfg->exact_chunk, cfg->batch);   /* one chunk a pass */
   return shard;

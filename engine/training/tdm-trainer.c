@@ -249,6 +249,7 @@ emit_started(TdmTrainer *t)
     int offset;
     tdm_trainer_shard(t, cfg->batch, r, &offset, &s->shard[r]);
   }
+  tdm_started_event_set_gpus(s);
   s->batch = cfg->batch;
   s->cpu_threads = t->cpu_threads;
   s->epochs = cfg->epochs;

@@ -387,6 +387,7 @@ test_dashboard_shared_gpu(void)
   e.started.replicas = G_N_ELEMENTS(devices);
   for (guint r = 0; r < G_N_ELEMENTS(devices); r++)
     g_strlcpy(e.started.device[r], devices[r], sizeof e.started.device[r]);
+  tdm_started_event_set_gpus(&e.started);
   e.started.batch = 600;
   e.started.epochs = 1;
   e.started.steps_per_epoch = 10;

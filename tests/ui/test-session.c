@@ -118,6 +118,7 @@ send_started (TdmSession *session, const char *const *devices, int main_replica)
       g_strlcpy (e.started.device[r], devices[r], sizeof e.started.device[r]);
       e.started.replicas++;
     }
+  tdm_started_event_set_gpus (&e.started);
   e.started.main_replica = main_replica;
   e.started.batch = 128;
   e.started.epochs = 3;

@@ -21,6 +21,7 @@
 #include "tdm-format.h"
 #include "tdm-build-config.h"
 
+#include "tdm-choice.h"
 #include "tdm-classify-view.h"
 #include "tdm-dataset-chooser.h"
 #include "tdm-device-picker.h"
@@ -69,11 +70,54 @@ network_model (void)
   return G_LIST_MODEL (list);
 }
 
-/* In the order of TdmOptimizerKind, TdmStrategy and TdmBatchNorm, as the drop-downs
- * list them. */
-static const char *optimizer_ids[] = { "sgd", "momentum", "adam", "nesterov", NULL };
-static const char *strategy_ids[] = { "main", "allreduce", NULL };
-static const char *batchnorm_ids[] = { "per-replica", "sync", NULL };
+/* The choices' drop-downs list their GEnum's values in its order, so a position is
+ * the value and the settings keep the value's name (its nick). Only the titles are
+ * the window's; a value without one (a switch the compiler checks) shows its name. */
+static const char *
+optimizer_title (int value)
+{
+  switch ((TdmOptimizerKind) value)
+    {
+    case TDM_OPTIMIZER_SGD: return _("SGD");
+    case TDM_OPTIMIZER_MOMENTUM: return _("Momentum SGD");
+    case TDM_OPTIMIZER_ADAM: return _("Adam");
+    case TDM_OPTIMIZER_NESTEROV: return _("Nesterov SGD");
+    }
+  return tdm_choice_name (TDM_TYPE_OPTIMIZER_KIND, value);
+}
+
+static const char *
+strategy_title (int value)
+{
+  switch ((TdmStrategy) value)
+    {
+    case TDM_STRATEGY_MAIN: return _("Main device");
+    case TDM_STRATEGY_ALLREDUCE: return _("All-reduce");
+    }
+  return tdm_choice_name (TDM_TYPE_STRATEGY, value);
+}
+
+static const char *
+batchnorm_title (int value)
+{
+  switch ((TdmBatchNorm) value)
+    {
+    case TDM_BATCHNORM_PER_REPLICA: return _("Per replica");
+    case TDM_BATCHNORM_SYNC: return _("Synchronized");
+    }
+  return tdm_choice_name (TDM_TYPE_BATCH_NORM, value);
+}
+
+static GListModel *
+choice_model (GType type,
+              const char *(*title) (int value))
+{
+  GtkStringList *list = gtk_string_list_new (NULL);
+
+  for (guint i = 0; i < tdm_choice_count (type); i++)
+    gtk_string_list_append (list, title ((int) i));
+  return G_LIST_MODEL (list);
+}
 
 struct _TdmRunForm
 {
@@ -133,7 +177,7 @@ describe_split (int batch,
   if (replicas <= 0)
     return g_strdup ("");
 
-  if (batch < replicas)
+  if (!tdm_config_batch_splits (batch, replicas))
     /* Translators: the batch split when the batch is too small for the devices */
     return g_strdup_printf (ngettext ("A batch of %d is too small for %d replica",
                                       "A batch of %d is too small for %d replicas",
@@ -200,7 +244,7 @@ tdm_run_form_update (TdmRunForm *self)
   int batch = gtk_spin_button_get_value_as_int (self->batch_spin);
   int replicas = tdm_device_picker_count_replicas (self->device_picker);
   g_autofree char *text = describe_split (batch, replicas);
-  gboolean split_ok = replicas > 0 && batch >= replicas;
+  gboolean split_ok = replicas > 0 && tdm_config_batch_splits (batch, replicas);
   int train_count = 0;
   gboolean ready;
 
@@ -421,12 +465,8 @@ tdm_run_form_optimizer_changed (TdmRunForm *self)
   guint selected = adw_combo_row_get_selected (self->optimizer_dropdown);
 
   /* Each optimizer starts from its usual learning rate; the user can change it after. */
-  if (!self->restoring && selected < G_N_ELEMENTS (optimizer_ids) - 1)
-    gtk_spin_button_set_value (self->lr_spin,
-                               tdm_config_default_lr (selected == 0 ? TDM_OPTIMIZER_SGD
-                                                      : selected == 1 ? TDM_OPTIMIZER_MOMENTUM
-                                                      : selected == 2 ? TDM_OPTIMIZER_ADAM
-                                                      : TDM_OPTIMIZER_NESTEROV));
+  if (!self->restoring && selected < tdm_choice_count (TDM_TYPE_OPTIMIZER_KIND))
+    gtk_spin_button_set_value (self->lr_spin, tdm_config_default_lr ((TdmOptimizerKind) selected));
 }
 
 /* Settings ---------------------------------------------------------------- */
@@ -436,17 +476,13 @@ map_id_to_position (GValue   *value,
                     GVariant *variant,
                     gpointer  user_data)
 {
-  const char * const *ids = user_data;
-  const char *id = g_variant_get_string (variant, NULL);
+  int position;
 
-  for (guint i = 0; ids[i] != NULL; i++)
-    if (g_str_equal (ids[i], id))
-      {
-        g_value_set_uint (value, i);
-        return TRUE;
-      }
-
-  return FALSE;
+  if (!tdm_choice_from_name ((GType) GPOINTER_TO_SIZE (user_data),
+                             g_variant_get_string (variant, NULL), &position))
+    return FALSE;
+  g_value_set_uint (value, (guint) position);
+  return TRUE;
 }
 
 static GVariant *
@@ -454,25 +490,22 @@ map_position_to_id (const GValue       *value,
                     const GVariantType *expected_type,
                     gpointer            user_data)
 {
-  const char * const *ids = user_data;
-  guint position = g_value_get_uint (value);
+  const char *id = tdm_choice_name ((GType) GPOINTER_TO_SIZE (user_data),
+                                    (int) g_value_get_uint (value));
 
-  if (position >= g_strv_length ((char **) ids))
-    return NULL;
-
-  return g_variant_new_string (ids[position]);
+  return id != NULL ? g_variant_new_string (id) : NULL;
 }
 
 static void
-bind_choice (TdmRunForm         *self,
-             const char         *key,
-             AdwComboRow        *dropdown,
-             const char * const *ids)
+bind_choice (TdmRunForm  *self,
+             const char  *key,
+             AdwComboRow *dropdown,
+             GType        type)
 {
   g_settings_bind_with_mapping (self->settings, key, dropdown, "selected",
                                 G_SETTINGS_BIND_DEFAULT,
                                 map_id_to_position, map_position_to_id,
-                                (gpointer) ids, NULL);
+                                GSIZE_TO_POINTER (type), NULL);
 }
 
 static void
@@ -486,9 +519,9 @@ tdm_run_form_restore (TdmRunForm *self)
   g_settings_bind (self->settings, "batch", self->batch_spin, "value", G_SETTINGS_BIND_DEFAULT);
   g_settings_bind (self->settings, "epochs", self->epochs_spin, "value", G_SETTINGS_BIND_DEFAULT);
   g_settings_bind (self->settings, "learning-rate", self->lr_spin, "value", G_SETTINGS_BIND_DEFAULT);
-  bind_choice (self, "optimizer", self->optimizer_dropdown, optimizer_ids);
-  bind_choice (self, "strategy", self->strategy_dropdown, strategy_ids);
-  bind_choice (self, "batchnorm", self->batchnorm_dropdown, batchnorm_ids);
+  bind_choice (self, "optimizer", self->optimizer_dropdown, TDM_TYPE_OPTIMIZER_KIND);
+  bind_choice (self, "strategy", self->strategy_dropdown, TDM_TYPE_STRATEGY);
+  bind_choice (self, "batchnorm", self->batchnorm_dropdown, TDM_TYPE_BATCH_NORM);
 
   self->custom_spec = g_settings_get_string (self->settings, "spec");
   network = g_settings_get_string (self->settings, "network");
@@ -509,7 +542,7 @@ tdm_run_form_build_config (TdmRunForm  *self,
                            GError     **error)
 {
   g_autoptr(TdmConfig) config = NULL;
-  guint network, optimizer, strategy;
+  guint network, optimizer, strategy, batchnorm;
 
   g_return_val_if_fail (TDM_IS_RUN_FORM (self), NULL);
 
@@ -517,6 +550,7 @@ tdm_run_form_build_config (TdmRunForm  *self,
   network = adw_combo_row_get_selected (self->network_dropdown);
   optimizer = adw_combo_row_get_selected (self->optimizer_dropdown);
   strategy = adw_combo_row_get_selected (self->strategy_dropdown);
+  batchnorm = adw_combo_row_get_selected (self->batchnorm_dropdown);
 
   g_free (config->dataset);
   config->dataset = g_strdup (tdm_dataset_chooser_get_source (self->dataset_chooser));
@@ -544,14 +578,14 @@ tdm_run_form_build_config (TdmRunForm  *self,
 
   config->batch = gtk_spin_button_get_value_as_int (self->batch_spin);
   config->epochs = gtk_spin_button_get_value_as_int (self->epochs_spin);
-  config->optimizer = optimizer == 0 ? TDM_OPTIMIZER_SGD
-                    : optimizer == 1 ? TDM_OPTIMIZER_MOMENTUM
-                    : optimizer == 2 ? TDM_OPTIMIZER_ADAM
-                    : TDM_OPTIMIZER_NESTEROV;
+  /* Positions are the enums' values (choice_model); no selection keeps the default. */
+  if (optimizer < tdm_choice_count (TDM_TYPE_OPTIMIZER_KIND))
+    config->optimizer = (TdmOptimizerKind) optimizer;
   config->lr = gtk_spin_button_get_value (self->lr_spin);
-  config->strategy = strategy == 0 ? TDM_STRATEGY_MAIN : TDM_STRATEGY_ALLREDUCE;
-  config->batchnorm = adw_combo_row_get_selected (self->batchnorm_dropdown) == 1
-                        ? TDM_BATCHNORM_SYNC : TDM_BATCHNORM_PER_REPLICA;
+  if (strategy < tdm_choice_count (TDM_TYPE_STRATEGY))
+    config->strategy = (TdmStrategy) strategy;
+  if (batchnorm < tdm_choice_count (TDM_TYPE_BATCH_NORM))
+    config->batchnorm = (TdmBatchNorm) batchnorm;
 
   if (!tdm_config_validate (config, error))
     return NULL;
@@ -792,6 +826,22 @@ tdm_run_form_init (TdmRunForm *self)
     g_autoptr(GListModel) networks = network_model ();
 
     adw_combo_row_set_model (self->network_dropdown, networks);
+  }
+  {
+    g_autoptr(GListModel) optimizers = choice_model (TDM_TYPE_OPTIMIZER_KIND, optimizer_title);
+    g_autoptr(GListModel) strategies = choice_model (TDM_TYPE_STRATEGY, strategy_title);
+    g_autoptr(GListModel) batchnorms = choice_model (TDM_TYPE_BATCH_NORM, batchnorm_title);
+
+    adw_combo_row_set_model (self->optimizer_dropdown, optimizers);
+    adw_combo_row_set_model (self->strategy_dropdown, strategies);
+    adw_combo_row_set_model (self->batchnorm_dropdown, batchnorms);
+  }
+  {
+    /* The engine's default batch until the settings (whose default is the same,
+     * test-choice checks) say otherwise. */
+    g_autoptr(TdmConfig) defaults = tdm_config_new ();
+
+    gtk_spin_button_set_value (self->batch_spin, defaults->batch);
   }
   tdm_run_form_restore (self);
 

@@ -242,22 +242,21 @@ tdm_session_begin (TdmSession            *self,
 
   for (int r = 0; r < n; r++)
     {
-      const char *id = self->started.device[r];
-
-      self->gpu[r] = -1;
+      /* The engine says which GPU each replica runs on (never parsed from its name). */
+      self->gpu[r] = self->started.gpu_replicas[r] > 0 ? self->started.gpu[r] : -1;
       self->shares_gpu[r] = FALSE;
       self->on_gpu[r] = 1;
       self->telemetry_memory[r] = FALSE;
       self->telemetry_load[r] = FALSE;
-      if (!g_str_has_prefix (id, "cuda:"))
+      if (self->gpu[r] < 0)
         continue;
 
-      self->gpu[r] = (int) g_ascii_strtoll (id + 5, NULL, 10);
       any_gpu = TRUE;
       for (int q = 0; q < r; q++)
         self->shares_gpu[r] |= self->gpu[q] == self->gpu[r];
       for (int q = r + 1; q < n; q++)
-        self->on_gpu[r] += g_strcmp0 (self->started.device[q], id) == 0;
+        self->on_gpu[r] += self->started.gpu_replicas[q] > 0
+                           && self->started.gpu[q] == self->gpu[r];
     }
 
   self->step_replica = CLAMP (started->main_replica, 0, MAX (n - 1, 0));

@@ -1,0 +1,228 @@
+/* test-choice.c — the choices' names have one source, their GEnums: the engine's
+ * name functions, the GSettings schema's choices and defaults, and the shell
+ * completion's word lists must all agree with it (and with tdm_config_new()), so a
+ * second table drifting, or a value added to one place only, fails here. */
+#include "tdm-choice.h"
+#include "tdm-config.h"
+
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+#include <string.h>
+
+typedef struct {
+  GType type;
+  const char *flag;        /* tandem-train's */
+  const char *key;         /* the schema's, or NULL when the window keeps none */
+  const char *names;       /* the names users type, space-separated, in value order */
+} Choice;
+
+static Choice choices[7];
+
+static void
+init_choices(void)
+{
+  const Choice all[] = {
+    {TDM_TYPE_OPTIMIZER_KIND, "--optimizer", "optimizer", "sgd momentum adam nesterov"},
+    {TDM_TYPE_STRATEGY, "--strategy", "strategy", "main allreduce"},
+    {TDM_TYPE_SCHEDULE, "--schedule", NULL, "constant step cosine linear"},
+    {TDM_TYPE_PRECISION, "--precision", NULL, "fp32 tf32 bf16"},
+    {TDM_TYPE_BATCH_NORM, "--batchnorm", "batchnorm", "per-replica sync"},
+    {TDM_TYPE_DECAY_SCOPE, "--weight-decay-on", NULL, "all weights"},
+    {TDM_TYPE_FLIP_SETTING, "--flip", NULL, "auto on off"},
+  };
+  memcpy(choices, all, sizeof all);
+}
+
+/* The nicks, in value order, as one space-separated string. */
+static char *
+nicks(GType type)
+{
+  GString *s = g_string_new(NULL);
+  for (guint i = 0; i < tdm_choice_count(type); i++)
+    g_string_append_printf(s, "%s%s", i ? " " : "", tdm_choice_name(type, (int)i));
+  return g_string_free(s, FALSE);
+}
+
+/* The names users type stay as they were, values run 0…n−1, and the engine's name
+ * functions are the GEnum's. */
+static void
+test_names(void)
+{
+  for (guint c = 0; c < G_N_ELEMENTS(choices); c++) {
+    GType type = choices[c].type;
+    g_autofree char *got = nicks(type);
+    g_assert_cmpstr(got, ==, choices[c].names);
+    for (guint i = 0; i < tdm_choice_count(type); i++) {
+      int back = -1;
+      g_assert_true(tdm_choice_from_name(type, tdm_choice_name(type, (int)i), &back));
+      g_assert_cmpint(back, ==, (int)i);
+    }
+    int untouched = 42;
+    g_assert_false(tdm_choice_from_name(type, "no-such-choice", &untouched));
+    g_assert_cmpint(untouched, ==, 42);
+    g_assert_null(tdm_choice_name(type, (int)tdm_choice_count(type)));
+  }
+  for (int v = 0; v < (int)tdm_choice_count(TDM_TYPE_OPTIMIZER_KIND); v++) {
+    TdmOptimizerKind k;
+    g_assert_cmpstr(tdm_optimizer_name(v), ==, tdm_choice_name(TDM_TYPE_OPTIMIZER_KIND, v));
+    g_assert_true(tdm_optimizer_from_name(tdm_optimizer_name(v), &k) && (int)k == v);
+  }
+  for (int v = 0; v < (int)tdm_choice_count(TDM_TYPE_STRATEGY); v++)
+    g_assert_cmpstr(tdm_strategy_name(v), ==, tdm_choice_name(TDM_TYPE_STRATEGY, v));
+  for (int v = 0; v < (int)tdm_choice_count(TDM_TYPE_SCHEDULE); v++)
+    g_assert_cmpstr(tdm_schedule_name(v), ==, tdm_choice_name(TDM_TYPE_SCHEDULE, v));
+  for (int v = 0; v < (int)tdm_choice_count(TDM_TYPE_PRECISION); v++)
+    g_assert_cmpstr(tdm_precision_name(v), ==, tdm_choice_name(TDM_TYPE_PRECISION, v));
+  for (int v = 0; v < (int)tdm_choice_count(TDM_TYPE_BATCH_NORM); v++)
+    g_assert_cmpstr(tdm_batchnorm_name(v), ==, tdm_choice_name(TDM_TYPE_BATCH_NORM, v));
+  for (int v = 0; v < (int)tdm_choice_count(TDM_TYPE_DECAY_SCOPE); v++)
+    g_assert_cmpstr(tdm_decay_scope_name(v), ==, tdm_choice_name(TDM_TYPE_DECAY_SCOPE, v));
+  for (int v = 0; v < (int)tdm_choice_count(TDM_TYPE_FLIP_SETTING); v++)
+    g_assert_cmpstr(tdm_flip_setting_name(v), ==, tdm_choice_name(TDM_TYPE_FLIP_SETTING, v));
+
+  g_autofree char *list = tdm_choice_list(TDM_TYPE_OPTIMIZER_KIND, TDM_OPTIMIZER_ADAM);
+  g_assert_nonnull(strstr(list, "sgd, momentum, adam"));
+  g_assert_nonnull(strstr(list, "nesterov"));
+  g_assert_nonnull(strstr(list, "(")); /* the default marked */
+}
+
+/* The schema, compiled from the source by GLib's own compiler into a folder of the
+ * test's, read through GIO as the window reads it. */
+static GSettingsSchema *
+compile_schema(char **dir_out)
+{
+  g_autofree char *data = g_test_build_filename(G_TEST_DIST, "..", "data", NULL);
+  g_autoptr(GError) error = NULL;
+  char *dir = g_dir_make_tmp("tandem-schema-XXXXXX", &error);
+  g_assert_no_error(error);
+  g_autofree char *target = g_strdup_printf("--targetdir=%s", dir);
+  const char *argv[] = {"glib-compile-schemas", "--strict", target, data, NULL};
+  int status = 0;
+  if (!g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL, NULL,
+                    &status, &error)) {
+    g_rmdir(dir);
+    g_free(dir);
+    return NULL;
+  }
+  g_assert_true(g_spawn_check_wait_status(status, NULL));
+  GSettingsSchemaSource *source =
+    g_settings_schema_source_new_from_directory(dir, NULL, FALSE, &error);
+  g_assert_no_error(error);
+  GSettingsSchema *schema = g_settings_schema_source_lookup(source, "io.github.tandem.Tandem",
+                                                            FALSE);
+  g_settings_schema_source_unref(source);
+  g_assert_nonnull(schema);
+  *dir_out = dir;
+  return schema;
+}
+
+static void
+remove_schema_dir(char *dir)
+{
+  g_autofree char *compiled = g_build_filename(dir, "gschemas.compiled", NULL);
+  g_unlink(compiled);
+  g_rmdir(dir);
+  g_free(dir);
+}
+
+static void
+test_schema(void)
+{
+  char *dir = NULL;
+  GSettingsSchema *schema = compile_schema(&dir);
+  if (schema == NULL) {
+    g_test_skip("glib-compile-schemas is not installed");
+    return;
+  }
+  for (guint c = 0; c < G_N_ELEMENTS(choices); c++) {
+    if (choices[c].key == NULL)
+      continue;
+    g_autoptr(GSettingsSchemaKey) key = g_settings_schema_get_key(schema, choices[c].key);
+    g_autoptr(GVariant) range = g_settings_schema_key_get_range(key);
+    const char *kind;
+    g_autoptr(GVariant) values = NULL;
+    g_variant_get(range, "(&sv)", &kind, &values);
+    g_assert_cmpstr(kind, ==, "enum");
+    g_autofree const char **names = g_variant_get_strv(values, NULL);
+    g_autofree char *joined = g_strjoinv(" ", (char **)names);
+    g_autofree char *want = nicks(choices[c].type);
+    g_assert_cmpstr(joined, ==, want);
+  }
+
+  /* The defaults are the engine's. */
+  g_autoptr(TdmConfig) d = tdm_config_new();
+  struct {
+    const char *key;
+    const char *want;
+  } strings[] = {
+    {"optimizer", tdm_optimizer_name(d->optimizer)},
+    {"strategy", tdm_strategy_name(d->strategy)},
+    {"batchnorm", tdm_batchnorm_name(d->batchnorm)},
+    {"dataset", d->dataset},
+    {"network", d->network},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(strings); i++) {
+    g_autoptr(GSettingsSchemaKey) key = g_settings_schema_get_key(schema, strings[i].key);
+    g_autoptr(GVariant) v = g_settings_schema_key_get_default_value(key);
+    g_assert_cmpstr(g_variant_get_string(v, NULL), ==, strings[i].want);
+  }
+  g_autoptr(GSettingsSchemaKey) batch = g_settings_schema_get_key(schema, "batch");
+  g_autoptr(GVariant) batch_v = g_settings_schema_key_get_default_value(batch);
+  g_assert_cmpint(g_variant_get_int32(batch_v), ==, d->batch);
+  g_autoptr(GSettingsSchemaKey) epochs = g_settings_schema_get_key(schema, "epochs");
+  g_autoptr(GVariant) epochs_v = g_settings_schema_key_get_default_value(epochs);
+  g_assert_cmpint(g_variant_get_int32(epochs_v), ==, d->epochs);
+  g_autoptr(GSettingsSchemaKey) lr = g_settings_schema_get_key(schema, "learning-rate");
+  g_autoptr(GVariant) lr_v = g_settings_schema_key_get_default_value(lr);
+  g_assert_cmpfloat(g_variant_get_double(lr_v), ==, d->lr);
+  g_assert_cmpfloat(d->lr, ==, tdm_config_default_lr(d->optimizer));
+
+  g_settings_schema_unref(schema);
+  remove_schema_dir(dir);
+}
+
+/* data/completions/tandem-train completes each choice's flag with its names. */
+static void
+test_completion(void)
+{
+  g_autofree char *path =
+    g_test_build_filename(G_TEST_DIST, "..", "data", "completions", "tandem-train", NULL);
+  g_autofree char *text = NULL;
+  g_autoptr(GError) error = NULL;
+  g_assert_true(g_file_get_contents(path, &text, NULL, &error));
+  for (guint c = 0; c < G_N_ELEMENTS(choices); c++) {
+    /* "    --optimizer) COMPREPLY=($(compgen -W 'sgd momentum adam nesterov' …" or
+     * "--flip|--prewarm) …": the first line naming the flag before ')' or '|'. */
+    g_autofree char *start = g_strdup_printf("    %s", choices[c].flag);
+    const char *line = strstr(text, start);
+    while (line != NULL) {
+      char after = line[strlen(start)];
+      if (after == ')' || after == '|')
+        break;
+      line = strstr(line + 1, start);
+    }
+    g_assert_nonnull(line);
+    const char *words = strstr(line, "-W '");
+    g_assert_nonnull(words);
+    words += 4;
+    g_autofree char *listed = g_strndup(words, strcspn(words, "'"));
+    g_auto(GStrv) got = g_strsplit(listed, " ", -1);
+    g_autofree char *want = nicks(choices[c].type);
+    g_auto(GStrv) wanted = g_strsplit(want, " ", -1);
+    /* The same set; the completion may order them by use. */
+    g_assert_cmpuint(g_strv_length(got), ==, g_strv_length(wanted));
+    for (guint i = 0; wanted[i] != NULL; i++)
+      g_assert_true(g_strv_contains((const char *const *)got, wanted[i]));
+  }
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  init_choices();
+  g_test_add_func("/choice/names", test_names);
+  g_test_add_func("/choice/schema", test_schema);
+  g_test_add_func("/choice/completion", test_completion);
+  return g_test_run();
+}
