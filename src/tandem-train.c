@@ -1014,7 +1014,7 @@ main(int argc, char **argv)
     argc = 1;
   }
   if (argc > 1) {
-    g_autofree char *message = g_strdup_printf("unexpected argument “%s” (see --help)",
+    g_autofree char *message = g_strdup_printf(_("unexpected argument “%s” (see --help)"),
                                                argv[1]);
     options_clear(&o);
     return fail(EXIT_BAD_INPUT, NULL, message);

@@ -2,6 +2,7 @@
  * locked temporaries files are replaced through (tdm-file.h). Not a reader and not a
  * writer. */
 #include "tdm-file.h"
+#include "tdm-i18n.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,14 +15,14 @@ static const char *
 kind_of(mode_t mode)
 {
   if (S_ISDIR(mode))
-    return "a folder, not a file";
+    return _("a folder, not a file");
   if (S_ISFIFO(mode))
-    return "a FIFO (named pipe), not a regular file";
+    return _("a FIFO (named pipe), not a regular file");
   if (S_ISCHR(mode) || S_ISBLK(mode))
-    return "a device, not a regular file";
+    return _("a device, not a regular file");
   if (S_ISSOCK(mode))
-    return "a socket, not a regular file";
-  return "not a regular file";
+    return _("a socket, not a regular file");
+  return _("not a regular file");
 }
 
 static int
@@ -37,12 +38,12 @@ static int
 refuse_link(GError **error, TdmEngineError code, const char *label, const char *path, int err)
 {
   if (err == ELOOP)
-    return refuse(error, code, label, path, "a symbolic link loop (the link leads back to "
-                                            "itself)");
+    return refuse(error, code, label, path, _("a symbolic link loop (the link leads back to "
+                                            "itself)"));
   if (err == ENOENT || err == ENOTDIR) {
     g_autofree char *target = g_file_read_link(path, NULL);
-    g_autofree char *why = g_strdup_printf("a dangling symbolic link: its target %s does "
-                                           "not exist", target ? target : "(unreadable)");
+    g_autofree char *why = g_strdup_printf(_("a dangling symbolic link: its target %s does "
+                                           "not exist"), target ? target : _("(unreadable)"));
     return refuse(error, code, label, path, why);
   }
   return refuse(error, code, label, path, g_strerror(err));
@@ -59,7 +60,7 @@ tdm_file_open_regular(const char *path, const char *label, TdmEngineError code,
   struct stat link_st, st;
   if (lstat(path, &link_st) != 0) {
     if (errno == ENOENT)
-      return refuse(error, code, label, path, "missing file");
+      return refuse(error, code, label, path, _("missing file"));
     return refuse(error, code, label, path, g_strerror(errno));
   }
   if (S_ISLNK(link_st.st_mode)) {
@@ -78,15 +79,15 @@ tdm_file_open_regular(const char *path, const char *label, TdmEngineError code,
     int err = errno;
     if (err == ELOOP || err == ENOENT)
       return refuse_link(error, code, label, path, err);
-    g_autofree char *why = g_strdup_printf("cannot read: %s", g_strerror(err));
+    g_autofree char *why = g_strdup_printf(_("cannot read: %s"), g_strerror(err));
     return refuse(error, code, label, path, why);
   }
   struct stat opened;
   if (fstat(fd, &opened) != 0 || !S_ISREG(opened.st_mode) || opened.st_dev != st.st_dev ||
       opened.st_ino != st.st_ino) {
     close(fd);
-    return refuse(error, code, label, path, "changed while being opened (no longer the "
-                                            "regular file it was)");
+    return refuse(error, code, label, path, _("changed while being opened (no longer the "
+                                            "regular file it was)"));
   }
   /* Regular files ignore O_NONBLOCK, but readers should not have to know that. */
   int flags = fcntl(fd, F_GETFL);

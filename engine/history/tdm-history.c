@@ -603,7 +603,7 @@ char *
 tdm_history_read_file(const char *path, gsize *length, GError **error)
 {
   struct stat st;
-  int fd = tdm_file_open_regular(path, "run history ", TDM_ENGINE_ERROR_HISTORY, &st, error);
+  int fd = tdm_file_open_regular(path, _("run history "), TDM_ENGINE_ERROR_HISTORY, &st, error);
   if (fd < 0)
     return NULL;
   if (st.st_size > TDM_HISTORY_MAX_FILE) {

@@ -541,7 +541,7 @@ tdm_checkpoint_load(const char *path, GError **error)
 
   g_autoptr(GError) local = NULL;
   /* A FIFO or a device would block or never end: refused before it is opened. */
-  int fd = tdm_file_open_regular(path, "checkpoint ", TDM_ENGINE_ERROR_CHECKPOINT, NULL, error);
+  int fd = tdm_file_open_regular(path, _("checkpoint "), TDM_ENGINE_ERROR_CHECKPOINT, NULL, error);
   if (fd < 0)
     return NULL;
   g_autoptr(GMappedFile) file = g_mapped_file_new_from_fd(fd, FALSE, &local);

@@ -425,7 +425,7 @@ tdm_checkpoint_read_matching(TdmCheckpoint *ckpt, const TdmNetwork *net, const c
           g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
                       _("%s: tensor “%s” is %s, but the network's head is %s (%d classes)%s"),
                       path, e[k].name, theirs, ours, net->classes,
-                      require_all ? ": it was trained for another class count" : "");
+                      require_all ? _(": it was trained for another class count") : "");
           return FALSE;
         } else {
           g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
