@@ -89,7 +89,7 @@ tdm_config_apply_preset(TdmConfig *c, const char *network)
    * linear decay to 0, label smoothing 0.1, random flips, each test image averaged
    * with its mirror. The peak lr 0.6 and the test-time flips took it from ten epochs
    * to seven, leaving out random crops (2 pixels, then 1) from seven to five
-   * (bench/NOTES.md, h10g's and h10w's sweeps): Fashion-MNIST's items are centred,
+   * (bench/NOTES.md, the recipe sweeps): Fashion-MNIST's items are centred,
    * and at this length the crops cost more accuracy than they regularize. */
   c->epochs = 5;
   c->batch = 512;
