@@ -3,26 +3,8 @@
  * (host and device), so both compute the same numbers the same way. No GLib, no
  * reading of tensors: the backends' loops feed these functions.
  *
- * One pass: each channel's values are summed relative to a shift K (the channel's
- * value in the first row): S1 = Σ(x − K), S2 = Σ(x − K)², both in double, each
- * difference exact in double. Then mean = K + S1/n and M2 = Σ(x − mean)² = S2 − S1²/n.
- * With K one of the values, |mean − K| is a few standard deviations at most, so S2
- * and S1²/n are of the size of M2 and the subtraction loses nothing worth counting,
- * whatever the mean (a mean 10⁴ standard deviations from 0 included; the plain
- * Σx² − (Σx)²/n would lose all of it in float and eight digits in double).
- *
- * Across replicas: each replica writes its (mean, M2, count) into its own slot of a
- * buffer of one slot a replica, zeros elsewhere, so that the sum all-reduce that
- * communicators already have gathers every replica's slot exactly (x + 0 = x). Then
- * every replica merges the slots in slot order by Chan, Golub and LeVeque's pairwise
- * rule (n = na + nb, δ = mb − ma, mean = ma + δ·nb/n, M2 = Ma + Mb + δ²·na·nb/n), in
- * double: the same bits on every replica, one all-reduce a BN layer, and no
- * cancellation. A mean and a count do not fit one float exactly, so each is stored as
- * two (high and low parts).
- *
- * A slot for C channels is TDM_BN_SLOT_FLOATS(C) floats: mean_hi[C], mean_lo[C],
- * m2[C], count_hi, count_lo (count = count_hi · 2²⁴ + count_lo, each part an integer
- * below 2²⁴, exact in float).
+ * Why one shifted pass, the merge rule and the slot layout: docs/ARCHITECTURE.md,
+ * "Batch-norm moments".
  */
 #pragma once
 
