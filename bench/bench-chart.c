@@ -4,7 +4,7 @@
  * surface through tdm_chart_render(), the function the exports use, and prints the
  * median time per frame (target: under 5 ms), wall clock and the thread's CPU time.
  * The last chart is the loss chart with twenty earlier runs of the history overlaid
- * (issue 11), drawn the widget's way (tdm_chart_render_live): painted from the
+ * (the history's overlay), drawn the widget's way (tdm_chart_render_live): painted from the
  * chart's cached image of them as during a run, then drawn anew every frame, each
  * way that happens: one overlay changed, the live run left their x range, the chart
  * was resized. Not a test; it needs a display for

@@ -1,7 +1,7 @@
 /* bench-cycles.c — the process's memory over many Start/Stop cycles, as the window
  * runs them: each run on a new thread (the window's worker GThread), a few steps, then
  * the next. Prints VmRSS after the first run and after every tenth, and the ratio of
- * the last to the first (issue 14, item 9). Not a test: it asserts nothing.
+ * the last to the first (memory must not grow per run). Not a test: it asserts nothing.
  *
  *   bench-cycles [--runs 200] [--network cnn] [--devices cpu:2] [--batch 100]
  */

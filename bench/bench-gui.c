@@ -31,7 +31,7 @@
  * history lives in a temporary XDG_DATA_HOME, removed at the end. --overlays N first
  * writes N earlier runs of the same length there (a summary every ten steps, as
  * recorded runs have) and ticks them all, so the loss and accuracy charts draw N
- * faint curves under the live one for the whole measurement (issue 11: 20).
+ * faint curves under the live one for the whole measurement (20 of them is the target).
  *
  * A benchmark, not a test: it asserts nothing. It needs a display:
  *   tests/gui/xvfb-run-test.sh build/bench/bench-gui [--devices cpu:2 --max-steps 600]

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 10's GPU benchmark, run on the lent H200 from .gpu/ (tools/gpu-prepare copies
+# The resnet recipe's GPU benchmark, run on the lent H200 from .gpu/ (tools/gpu-prepare copies
 # this script there): time to 94 % on Fashion-MNIST (training seconds, evaluation
 # excluded, three seeds) of Tandem's resnet preset (the ResNet-9-style net) in bf16
 # on cuda:0, and with synchronized BN on cuda:0,cuda:0, beside PyTorch eager with
@@ -63,7 +63,7 @@ if [[ " $WHAT " == *" t94 "* ]]; then
     done
   done
 fi
-# The first epoch's extra cost (h10g measured 0.50-0.76 s against 0.35 s steady, not
+# The first epoch's extra cost (an earlier session measured 0.50-0.76 s against 0.35 s steady, not
 # explained): per-epoch training seconds of 3-epoch runs, the input gradient through
 # columns (TDM_CUDA_IMPLICIT=0) and without (=1), twice each.
 if [[ " $WHAT " == *" first "* ]]; then

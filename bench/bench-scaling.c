@@ -732,7 +732,7 @@ main(int argc, char **argv)
 
   int counts[8];
   int largest = counts[tdm_scale_counts(&d, counts) - 1];
-  printf("\n## Targets (issue 5)\n\n");
+  printf("\n## Targets\n\n");
   printf("- weak-scaling efficiency ≥ 90 %% at 8 GPUs for cnn at 1024 per GPU: ");
   if (d.cpu || largest < 8 || !tdm_scale_distinct_gpus(&d, 8) || isnan(cnn_weak_1024))
     printf("not measured here (largest n %d%s)\n", largest,

@@ -1,6 +1,6 @@
-/* bench-window-cycles.c — the window's memory over many Start/Stop cycles (issue 14,
- * item 9): the real TdmWindow, cnn on the synthetic set on two CPU workers, Start,
- * Stop after the first steps arrive, wait until the run is gone, again. Prints VmRSS
+/* bench-window-cycles.c — the window's memory over many Start/Stop cycles (nothing
+ * may be kept per run): the real TdmWindow, cnn on the synthetic set on two CPU
+ * workers, Start, Stop after the first steps arrive, wait until the run is gone, again. Prints VmRSS
  * after the first cycle and every tenth, and the last against the first. The engine
  * alone is bench-cycles. A benchmark, not a test: it asserts nothing. Needs a display:
  *   tests/gui/xvfb-run-test.sh build/bench/bench-window-cycles [--runs 200]

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""Recipe sweep for the resnet preset's time to 94 % on Fashion-MNIST (issue 10, h10g;
-bench/NOTES.md "a 7-epoch recipe"). Not a test: it asserts nothing.
+"""Recipe sweep for the resnet preset's time to 94 % on Fashion-MNIST
+(bench/NOTES.md "a 7-epoch recipe"). Not a test: it asserts nothing.
 
 Runs candidates × seeds of tandem-train on one GPU, JOBS processes at a time: Tandem's
 runs are deterministic, so sharing the GPU changes their times, not their accuracies.
 Then one solo 3-epoch run per distinct (network, batch) gives the epoch times, and the
 table estimates each seed's time to 94 % as first epoch + (k − 1) × steady epoch, k
 the epoch it first reaches 94 %. Candidates are overrides of BASE, the recipe before
-h10g (10 epochs, lr 0.2, no test flips); `--test-flip` is on unless tf=False. Ends by
+the first sweep (10 epochs, lr 0.2, no test flips); `--test-flip` is on unless tf=False. Ends by
 writing the flags of the fastest candidate whose every seed ends ≥ 94.03 % (else
 ≥ 94 %) to $OUT/pick.txt; with SOLO=0, of the one with the fewest epochs, then the
 highest lowest seed, whose every seed ends ≥ 94 %.
@@ -45,7 +45,7 @@ def cand(name, tf=True, **kw):
     return (name, d, tf)
 
 SWEEPS = {}
-# The first sweep (call 1 of h10g).
+# The first sweep.
 SWEEPS["1"] = [
     cand("e10-tf", epochs=10),
     cand("e8-tf", epochs=8),
@@ -72,7 +72,7 @@ SWEEPS["2"] = [
     cand("e7-lr6-wu05", epochs=7, lr=0.6, warmup=0.5),
     cand("e6-lr8-wu05", epochs=6, lr=0.8, warmup=0.5),
 ]
-# The third sweep (h10w): six epochs at the preset's lr 0.6 reached 93.95-94.11 %;
+# The third sweep: six epochs at the preset's lr 0.6 reached 93.95-94.11 %;
 # the shape of the schedule (where the peak falls, cosine), the peak, the crop, the
 # smoothing and the batch, each alone.
 SWEEPS["3"] = [
@@ -88,7 +88,7 @@ SWEEPS["3"] = [
     cand("e6-b384-lr45", epochs=6, batch=384, lr=0.45),
     cand("e6-lr6-m85", epochs=6, lr=0.6, momentum=0.85),
 ]
-# The fourth sweep (h10w): 1-pixel crops made six epochs; five, around them.
+# The fourth sweep: 1-pixel crops made six epochs; five, around them.
 SWEEPS["4"] = [
     cand("e5-lr6-crop1", epochs=5, lr=0.6, crop=1),
     cand("e5-lr7-crop1", epochs=5, lr=0.7, crop=1),
@@ -101,7 +101,7 @@ SWEEPS["4"] = [
     cand("e6-lr5-crop1", epochs=6, lr=0.5, crop=1),
     cand("e6-lr7-crop1", epochs=6, lr=0.7, crop=1),
 ]
-# The fifth sweep (h10w): without crops (flips only) five epochs made 94 %; four,
+# The fifth sweep: without crops (flips only) five epochs made 94 %; four,
 # and five around it.
 SWEEPS["5"] = [
     cand("e4-lr6-crop0", epochs=4, lr=0.6, crop=0),
@@ -111,7 +111,7 @@ SWEEPS["5"] = [
     cand("e5-lr6-crop0-ls05", epochs=5, lr=0.6, crop=0, label_smoothing=0.05),
     cand("e5-lr6-crop0-wu05", epochs=5, lr=0.6, crop=0, warmup=0.5),
 ]
-# The sixth sweep (h10x): four epochs with test-time shifts (--test-shift P: each test
+# The sixth sweep: four epochs with test-time shifts (--test-shift P: each test
 # image also evaluated shifted P pixels up, down, left and right, each mirrored too;
 # evaluation is not timed), around the peak lr, and five epochs with them for the margin.
 SWEEPS["6"] = [
@@ -128,8 +128,8 @@ SWEEPS["6"] = [
     cand("e4-lr8-crop1-ts1", epochs=4, lr=0.8, crop=1, test_shift=1),
     cand("e5-lr6-ts1", epochs=5, lr=0.6, crop=0, test_shift=1),
 ]
-# The seventh sweep (h10x): shifts cost accuracy (sweep 6), so four epochs with flips
-# alone, around h10w's e4 lr 0.8 (93.96, 93.96, 93.97): warm-up, smoothing, peak,
+# The seventh sweep: shifts cost accuracy (sweep 6), so four epochs with flips
+# alone, around the third to fifth sweeps' e4 lr 0.8 (93.96, 93.96, 93.97): warm-up, smoothing, peak,
 # decay shape, batch, weight decay and momentum, each moved alone (and two pairs).
 def e4(name, **kw):
     return cand(name, epochs=4, crop=0, **kw)

@@ -259,7 +259,7 @@ to_bf16_kernel(uint16_t *out, const float *in, size_t n)
 }
 
 /* The same, four values a thread: a 16-byte load and an 8-byte store (the scalar
- * kernel's 2-byte stores ran at ~2.2 TB/s on a convolution's output gradient, h10g's
+ * kernel's 2-byte stores ran at ~2.2 TB/s on a convolution's output gradient, in a
  * profile). `quads` = n / 4 < 2³¹; the last n % 4 values go to the first threads. */
 __global__ void
 to_bf16_quad_kernel(uint2 *out, const float4 *in, unsigned quads, uint16_t *tail_out,

@@ -1,4 +1,4 @@
-/* layers.cu — the kernels of issue 10's layers on NHWC activations: batch
+/* layers.cu — the kernels of the ResNet layers on NHWC activations: batch
  * normalization (the per-channel sums, the statistics and running averages, the
  * forward in training and evaluation mode with an optional ReLU, the backward),
  * average and global pooling forward and backward, and inverted dropout on the

@@ -76,7 +76,7 @@ typedef struct {
   size_t bucket_bytes;     /* gradient bucket size for overlapped all-reduce */
   long max_steps;          /* stop after this many steps in all (0: run every epoch);
                             * for tests and benchmarks */
-  /* Issue 10's recipe. JSON readers take these as optional (older checkpoints lack
+  /* The resnet recipe's settings. JSON readers take these as optional (older checkpoints lack
    * them and mean the defaults). */
   TdmBatchNorm batchnorm;
   TdmDecayScope decay_scope;

@@ -1,35 +1,9 @@
 /* tdm-network.h — a network as a small tree of layers and residual blocks, parsed
- * from a one-line spec, with its parameter and state layout.
+ * from a one-line spec, with its parameter and state layout. A TdmNetwork is only the
+ * description; replicas compute it. Built-ins (tdm-network-catalogue.h) expand to
+ * specs with a head of the dataset's class count.
  *
- * Specs read left to right, items separated by commas:
- *   fcN[nb]        Linear to N features (flattens its input); nb: without bias
- *   convNkK[sS][pP][nb] Conv2d to N channels, K×K kernel, stride S (1), padding P (0)
- *   poolK          MaxPool2d K×K, stride K          avgK   AvgPool2d K×K, stride K
- *   poolKsSpP      MaxPool2d K×K, stride S, padding P (pool3s2p1: ResNet's); avgKsSpP
- *                  AvgPool2d likewise, padding counted (count_include_pad=True)
- *   basicC[sS], bottleneckW[sS]  torchvision's ResNet blocks, as res(…),relu
- *   gap            global average pool (to 1×1)     gmp    global max pool
- *   bn             BatchNorm of the channels (or features) before it
- *   relu           ReLU (fused into the layer before it where it can be)
- *   dropP          dropout with rate P, e.g. drop0.25
- *   scaleS         multiplies by S, e.g. scale0.125 after the last fc (a colder
- *                  softmax at initialization, as ResNet-9-style recipes have)
- *   flatten        explicit flatten (fc flattens anyway)
- *   res(…)         a residual block: its items, then the block's input added to their
- *                  output; where the shapes differ the input goes through a 1×1
- *                  projection conv (stride to match) and a bn first
- *   N*item, N*(…)  N copies of an item or of a group: 2*(res(…),relu)
- * A conv or fc followed directly by bn has no bias (the bn's mean would cancel it),
- * as in PyTorch's ResNets. Built-ins (tdm-network-catalogue.h: "mlp", "cnn",
- * "resnet", "resnet18" …) expand to their specs with a head of the dataset's class
- * count. The last layer must be an fc with as many outputs as the dataset has
- * classes, followed at most by scale items.
- *
- * The tree is kept flat, in execution order: a block is a RES_BEGIN item, its
- * layers, and a RES_END item that adds (and projects); each knows the other's index,
- * and layers know their depth. Parameters of a replica are one flat buffer (layer
- * after layer, each layer's contiguous); BN running statistics are a second flat
- * buffer of state. A TdmNetwork is only the description; replicas compute it.
+ * The spec grammar and the flat tree: docs/ARCHITECTURE.md, "Network specs".
  */
 #pragma once
 

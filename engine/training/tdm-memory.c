@@ -3,7 +3,7 @@
  * optimizer's (tdm-optimizer.c), a GPU backend's own workspace
  * (tdm_backend_own_bytes()), the peer communicator's staging buffer, and the
  * trainer's host copies (tdm-trainer.c, tdm-trainer-checkpoint.c). A change there is
- * a change here; tests/test-memory.c compares the two on the CPU backend's counter. */
+ * a change here; tests/engine/test-memory.c compares the two on the CPU backend's counter. */
 #include "tdm-memory.h"
 #include "tdm-exact.h"
 #include "tdm-i18n.h"

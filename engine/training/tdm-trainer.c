@@ -36,7 +36,7 @@
  * summary: a summary covers 50 ms, one to three steps of a mid-sized network, so any
  * one step that waited for a core (the window drawing, another process, the first
  * step after an evaluation) halved it, and the figure swung 2× and more in a regular
- * sawtooth (issue 12, fault 13). RATE_HISTORY summaries are kept to find the start
+ * sawtooth. RATE_HISTORY summaries are kept to find the start
  * of the window; with summaries every step and a fast clock the window is shorter. */
 #define RATE_WINDOW_S 1.0
 #define RATE_HISTORY 64

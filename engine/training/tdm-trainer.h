@@ -61,7 +61,7 @@ void tdm_trainer_set_step_detail (TdmTrainer *trainer, gboolean detail);
  * the clock: cuBLAS loading its kernels for each GEMM shape, first touches of
  * buffers, about 0.36 s on an H200 for the resnet preset against 3 ms a later step.
  * AUTO, the default, pre-warms when any device is a GPU; CPU workers gain nothing
- * from it (bench/NOTES.md, issue 10, h10w). Set before run. */
+ * from it (bench/NOTES.md). Set before run. */
 typedef enum {
   TDM_PREWARM_AUTO,
   TDM_PREWARM_ON,

@@ -440,7 +440,7 @@ test_axis_ticks(void)
   tdm_chart_format_in_unit(87.5, "%", buf, sizeof buf);
   g_assert_cmpstr(buf, ==, "87.5 %");
 
-  /* Fault 4: a short range on a narrow axis still gets two ticks, never one. */
+  /* A short range on a narrow axis still gets two ticks, never one. */
   tdm_chart_axis_linear(&a, 0.05, 3, 2, FALSE);
   g_assert_cmpuint(a.n_ticks, >=, 2);
   g_assert_cmpfloat(a.ticks[0], >=, 0.05);
@@ -548,7 +548,7 @@ test_render_colours_legend(void)
   g_assert_finalize_object(chart);
 }
 
-/* Fault 5: two devices with the same memory both show (nested stripes). */
+/* Two devices with the same memory both show (nested stripes). */
 static void
 test_render_coinciding(void)
 {
@@ -577,7 +577,7 @@ test_render_coinciding(void)
   g_assert_finalize_object(chart);
 }
 
-/* Fault 1: the title stops short of the card's ⋮ corner, and so does the legend. */
+/* The title stops short of the card's ⋮ corner, and so does the legend. */
 static void
 test_title_corner(void)
 {
@@ -601,7 +601,7 @@ test_title_corner(void)
   g_assert_finalize_object(chart);
 }
 
-/* Fault 2: the hover readout stays inside the chart, whatever its size and side. */
+/* The hover readout stays inside the chart, whatever its size and side. */
 static void
 test_readout_inside(void)
 {
@@ -888,7 +888,7 @@ test_export_csv(void)
   g_assert_finalize_object(chart);
 }
 
-/* ---- SVG text and the run's settings (fault 14) ------------------------------ */
+/* ---- SVG text and the run's settings ------------------------------ */
 
 typedef struct {
   GPtrArray *elements;  /* every element's name, in order */

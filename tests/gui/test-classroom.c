@@ -491,8 +491,8 @@ test_scaling_run(void)
   g_assert_true(tdm_scaling_page_write_csv(page, csv_path, &error));
   g_assert_no_error(error);
   g_assert_true(g_file_get_contents(csv_path, &kept, NULL, NULL));
-  /* The sweep and the settings it started from as `# key: value` lines (issue 12,
-   * fault 14), then the table. */
+  /* The sweep and the settings it started from as `# key: value` lines,
+   * then the table. */
   g_assert_true(g_str_has_prefix(kept, "# scaling: strong\n# dataset: "));
   g_assert_nonnull(strstr(kept, "\n# batch: 200\n"));
   g_assert_nonnull(strstr(kept, "\n# tandem: "));

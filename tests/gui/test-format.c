@@ -1,7 +1,7 @@
 /* test-format.c: numbers and messages as the window shows them (tdm-format.h).
  *
- * Counts are grouped in threes in every locale, the C locale included (fault 16:
- * "1796010 parameters"); engine messages become sentences (fault 10: they started
+ * Counts are grouped in threes in every locale, the C locale included (not
+ * "1796010 parameters"); engine messages become sentences (they started
  * in lower case and read like the command line's).
  */
 
@@ -54,7 +54,7 @@ test_sentence(void)
   check_sentence(NULL, "");
 }
 
-/* One naming of replicas for legends and CSV columns (fault 14: the CSV said r0_,
+/* One naming of replicas for legends and CSV columns (the CSV once said r0_,
  * r1_ where the window said "cpu 1", "cpu 2"). */
 static void
 test_replica(void)

@@ -353,7 +353,7 @@ start_dashboard(TdmDashboard *dashboard, int replicas)
   tdm_dashboard_handle_event(dashboard, &e);
 }
 
-/* Fault 7: one device neither communicates nor waits, so its step-time legend lists
+/* One device neither communicates nor waits, so its step-time legend lists
  * Compute only; two list all three. */
 static void
 test_dashboard_step_time_legend(void)
@@ -542,7 +542,7 @@ test_status_line_relayout(void)
   gtk_window_destroy(window);
 }
 
-/* Fault 9: the empty state never says "press Start" while Start cannot be pressed;
+/* The empty state never says "press Start" while Start cannot be pressed;
  * the window tells it whether it can. */
 static void
 test_empty_state(void)
@@ -563,7 +563,7 @@ test_empty_state(void)
   destroy_window(window);
 }
 
-/* Fault 12: quitting (Ctrl+Q) saves the window's size as the close button does. */
+/* Quitting (Ctrl+Q) saves the window's size as the close button does. */
 static void
 test_quit_saves_size(void)
 {

@@ -311,7 +311,7 @@ test_window_devices(void)
   g_assert_cmpstr(split_text(window), ==, "100 = 17 × 4 + 16 × 2");
 
   /* Unchecking the main device moves "main" to another checked one, and an unused
-   * device shows no Main at all (fault 8: it stayed ticked there). */
+   * device shows no Main at all (it once stayed ticked there). */
   tdm_device_row_set_active(rows->pdata[0], FALSE);
   g_assert_true(tdm_device_row_get_main(rows->pdata[1]));
   g_assert_cmpstr(split_text(window), ==, "100 = 20 × 5");
@@ -319,7 +319,7 @@ test_window_devices(void)
   g_assert_true(gtk_widget_get_child_visible(main_check(rows->pdata[1])));
 
   /* No device: said under the devices, not under the batch size; Start disabled;
-   * and no unticked device stays main (fault 8's last case). */
+   * and no unticked device stays main (the last case of that). */
   for (guint i = 0; i < rows->len; i++)
     tdm_device_row_set_active(rows->pdata[i], FALSE);
   g_assert_cmpstr(split_text(window), ==, "");
@@ -477,7 +477,7 @@ test_window_run(void)
   g_assert_false(gtk_revealer_get_reveal_child(window_child(window, "error_revealer")));
   g_assert_true(wait_for(has_test_points, window, 2));
 
-  /* Once over, nothing holds the run (issue 14, item 9: nothing kept per run). */
+  /* Once over, nothing holds the run (nothing kept per run). */
   g_assert_true(wait_for(run_finalized, NULL, 10));
   g_assert_cmpint(runs_seen, ==, 1);
   g_signal_remove_emission_hook(signal_id, hook);
@@ -495,7 +495,7 @@ test_window_run(void)
   g_assert_cmpuint(points(window, "step-time", 0), >, 0);
   g_assert_true(g_str_has_prefix(adw_view_switcher_title_get_subtitle(window_child(window, "window_title")), "Finished"));
 
-  /* Exports (fault 14): each carries the run's settings, from the run's TdmConfig
+  /* Exports: each carries the run's settings, from the run's TdmConfig
    * through the engine's describer, and names replicas as the legends do. */
   g_assert_nonnull(tdm_dashboard_get_export_info(dashboard));
   g_assert_true(tdm_dashboard_export_metrics(dashboard, csv_path, &error));
@@ -625,7 +625,7 @@ test_window_bad_spec(void)
   g_assert_nonnull(tdm_spec_entry_get_message(entry));
   tdm_spec_entry_set_text(entry, "fc64,banana");
   g_assert_false(tdm_spec_entry_get_valid(entry));
-  /* Issue 10's errors are shown under the entry in the engine's words. */
+  /* The ResNet layers' errors are shown under the entry in the engine's words. */
   tdm_spec_entry_set_text(entry, "bn,conv8k3p1,gap,fc10");
   g_assert_false(tdm_spec_entry_get_valid(entry));
   g_assert_nonnull(strstr(tdm_spec_entry_get_message(entry), "bn before any layer"));
@@ -795,7 +795,7 @@ test_window_bad_folder(void)
   g_rmdir(dir);
 }
 
-/* Fault 10: a built-in set that is not installed is not offered, and a remembered
+/* A built-in set that is not installed is not offered, and a remembered
  * choice of it falls back to one that is. */
 static void
 test_window_datasets_offered(void)

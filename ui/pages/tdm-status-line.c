@@ -7,8 +7,8 @@
  * main-loop iteration left (bench/NOTES.md, "Stall at Start …"). This widget lays out
  * its own text and asks for a new size only when the text needs another number of
  * lines at its present width; any other change is a redraw. It wraps (word, then
- * character) rather than cutting, so at 360 px the time left is still there (issue
- * 12, fault 3). Screen readers get it as a status whose description is the text.
+ * character) rather than cutting, so at 360 px the time left is still there.
+ * Screen readers get it as a status whose description is the text.
  *
  * The layout is made anew from the widget's Pango context wherever it is needed, so
  * a change of font or text size (which GTK answers with a new size request of its

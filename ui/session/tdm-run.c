@@ -1,32 +1,7 @@
 /* tdm-run.c: one training run on a worker thread, reported on the main loop.
  *
- * The worker thread and the main loop share a small reference-counted block: the
- * trainer (under a lock, because pause comes from the main thread), the cancellable
- * that stops it, a weak reference back to the TdmRun, and the queue of events on
- * their way. The thread never touches the TdmRun itself. Each engine event is copied
- * on the worker (g_memdup2) and queued; the main loop takes the whole queue at once
- * and looks the TdmRun up through the weak reference, checking the cancellable
- * before emitting anything, so a run that was dropped or stopped goes quiet at once.
- * The thread is joined from the main loop after its last message, when joining no
- * longer waits. This is the pattern of GNOME Text Editor's
- * editor-document-statistics.c, with sources in place of g_main_context_invoke()
- * (see tdm_run_schedule()).
- *
- * Progress (steps twenty times a second, device figures four) is delivered in
- * batches, every BATCH_MS: the window shows it at most once a second anyway, and
- * each delivery wakes the main thread, which on a machine whose every core trains
- * puts a training thread off its core. Everything else (started, epoch, pause,
- * finished, failed) is delivered at once, with whatever progress came before it.
- *
- * The thread opens the dataset itself and lends it to the trainer, so the window can
- * draw the very samples a batch or an evaluation names (tdm_run_get_dataset()); the
- * dataset is read-only once open, and freed with the shared block, after the trainer.
- *
- * Pace and single steps (presentation mode) go straight to the trainer, under the
- * lock; a pace set before the thread starts is handed over when it does.
- *
- * The thread lowers its own scheduling priority before the trainer starts, and the
- * replica threads the trainer starts inherit it (see tdm_run_lower_priority()).
+ * How the thread and the main loop share the run, and why progress comes in
+ * batches: docs/ARCHITECTURE.md, "A run's thread".
  */
 
 #ifndef _GNU_SOURCE

@@ -1,32 +1,8 @@
-/* tdm-window.c: Tandem's main window.
+/* tdm-window.c: Tandem's main window: the form on the left, the session's pages on
+ * the right, the run's life cycle between them; errors in a bar, notices as toasts.
  *
- * The window holds the run's life cycle: the choices are a TdmRunForm on the left,
- * the charts a TdmDashboard on the right. A run is a TdmRun: its events arrive on
- * the main loop as signals, and dropping it (Stop, or closing the window) cancels
- * the trainer without waiting for it here. While a run is alive the form is locked,
- * since none of its choices can change a run in flight. Errors show in a bar across
- * the top, in words, and the window stays usable; notices that need nothing done
- * (a file saved, a run over) are toasts.
- *
- * The form sits in an AdwFlap, which folds it over the views when both do not fit
- * side by side (below about 700 px); the charts reflow on their own (TdmDashboard).
- * The views are pages of an AdwViewStack: the charts, the devices (timeline, batch
- * split, memory), the predictions, the scaling run and the run history. The run's
- * pages are views of the window's TdmSession, which takes in each event; thumbnails
- * come from the dataset the run trains on (tdm_run_get_dataset(), handed to the
- * session). Before Start the Devices page shows the engine's memory estimate for the
- * choices as they stand (TdmRunForm asks the engine).
- *
- * Presentation mode (F11) is for a class: fullscreen, larger text, one chart
- * enlarged, high-contrast phase colours and the pace control shown. That side of
- * the window (estimate, pace, presentation, scaling run, pages) lives in
- * tdm-window-classroom.c; the file choosers and exports in tdm-window-files.c, the
- * run history in tdm-window-history.c; the fields they share are in
- * tdm-window-private.h.
- *
- * The window's own size is remembered in GSettings (the form remembers the choices).
- * The devices are whatever tdm_device_list() reports, or a list a test injects with
- * tdm_window_set_devices().
+ * Why it is laid out so, and which partial file holds what: docs/ARCHITECTURE.md,
+ * "The window".
  */
 
 #include <math.h>

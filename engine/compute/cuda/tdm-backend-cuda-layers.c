@@ -1,4 +1,4 @@
-/* tdm-backend-cuda-layers.c — the CUDA backend's operations for issue 10's layers:
+/* tdm-backend-cuda-layers.c — the CUDA backend's operations for the ResNet layers:
  * batch normalization (and fused into the pool, bf16 im2col or bf16 output gradient
  * next to it), average and global pooling, dropout, the augmenting gather
  * and PyTorch's SGD with a weight-decay mask. Each checks its shape, then enqueues

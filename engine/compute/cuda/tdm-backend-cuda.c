@@ -559,7 +559,7 @@ tdm_backend_cuda_new(int ordinal, TdmPrecision precision, GError **error)
   /* TDM_CUDA_IMPLICIT=1 computes stride-1 convolutions' bf16 input gradients with
    * conv-implicit.cu instead of through columns. Off by default: on the H200 it is
    * correct but not yet faster (168.0 k against 168.9 k samples/s for the resnet
-   * preset, bench/NOTES.md, h10g). */
+   * preset, bench/NOTES.md). */
   const char *implicit = g_getenv("TDM_CUDA_IMPLICIT");
   cb->implicit_major = implicit != NULL && g_str_equal(implicit, "1") ? prop.major : 0;
 

@@ -91,7 +91,7 @@ test_names(void)
 static GSettingsSchema *
 compile_schema(char **dir_out)
 {
-  g_autofree char *data = g_test_build_filename(G_TEST_DIST, "..", "data", NULL);
+  g_autofree char *data = g_test_build_filename(G_TEST_DIST, "..", "..", "data", NULL);
   g_autoptr(GError) error = NULL;
   char *dir = g_dir_make_tmp("tandem-schema-XXXXXX", &error);
   g_assert_no_error(error);
@@ -186,7 +186,7 @@ static void
 test_completion(void)
 {
   g_autofree char *path =
-    g_test_build_filename(G_TEST_DIST, "..", "data", "completions", "tandem-train", NULL);
+    g_test_build_filename(G_TEST_DIST, "..", "..", "data", "completions", "tandem-train", NULL);
   g_autofree char *text = NULL;
   g_autoptr(GError) error = NULL;
   g_assert_true(g_file_get_contents(path, &text, NULL, &error));

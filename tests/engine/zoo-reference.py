@@ -29,7 +29,7 @@ except ImportError as e:
     print("skip: PyTorch or torchvision is not installed (%s)" % e)
     sys.exit(77)
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 import torch_module as tm  # noqa: E402
 
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))

@@ -474,7 +474,7 @@ add_devices(TdmRunRecorder *rec, long step, double compute, double comm, double 
   tdm_run_recorder_add(&e, rec);
 }
 
-/* Issue 11: a run's compute per step is the mean over its steps. Each DEVICES event
+/* A run's compute per step is the mean over its steps. Each DEVICES event
  * weighs the steps it covers, and an event that timed no step (all zeros, as after an
  * evaluation, at the same step) is not a step of zero milliseconds. */
 static void

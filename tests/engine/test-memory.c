@@ -515,7 +515,7 @@ test_check_host(void)
 }
 
 /* What a run's buffers took goes back to the system when they are freed, even after
- * glibc has raised its mmap threshold (issue 14, item 9: otherwise each Start/Stop in
+ * glibc has raised its mmap threshold (otherwise each Start/Stop in
  * the window could keep what the run before it freed). */
 static void
 test_buffers_returned(void)

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #define NETWORK "conv8k3p1,relu,pool2,conv8k3p1,relu,pool2,fc32,relu,fc10"
-/* Every issue-10 layer: bn after conv and fc, a residual block with a strided
+/* Every ResNet layer: bn after conv and fc, a residual block with a strided
  * projection and one without, average, global max and global average pooling,
  * dropout. */
 #define BN_NETWORK                                                              \
@@ -41,7 +41,7 @@ have_gpu(void)
 
 static size_t bucket_bytes = 4 << 20;
 
-/* The issue-10 recipe: Nesterov, decay on weights only, label smoothing, crops and
+/* The resnet recipe: Nesterov, decay on weights only, label smoothing, crops and
  * flips, on for the BN networks; batchnorm says how replicas normalize. */
 static gboolean recipe = FALSE;
 static TdmBatchNorm batchnorm = TDM_BATCHNORM_SYNC;

@@ -5,7 +5,7 @@
  * Tandem's cnn and resnet checkpoints read by the module tools/torch_module.py builds
  * (and resnet18's by torchvision's own) predicting what Tandem predicts, and
  * fine-tuning with a frozen backbone leaving it bit for bit. The numbers come from
- * tests/zoo-reference.py (Debian's python3-torch and python3-torchvision); without
+ * tests/engine/zoo-reference.py (Debian's python3-torch and python3-torchvision); without
  * them these tests skip and say so. Bad inputs to --init and --freeze are in
  * test-cli-zoo.sh.
  */

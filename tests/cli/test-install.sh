@@ -64,7 +64,7 @@ if [ -f "$root/share/icons/hicolor/symbolic/apps/io.github.tandem.Tandem-symboli
 else
   not_ok "the app icons are installed"
 fi
-if cmp -s "$root/share/doc/tandem/COPYING" "$(dirname "$0")/../COPYING" &&
+if cmp -s "$root/share/doc/tandem/COPYING" "$(dirname "$0")/../../COPYING" &&
    grep -q 'GNU GENERAL PUBLIC LICENSE' "$root/share/doc/tandem/COPYING" &&
    grep -q 'Version 3' "$root/share/doc/tandem/COPYING" && [ -f "$root/share/doc/tandem/NEWS" ]; then
   ok "COPYING (the GPL, version 3) and NEWS are installed"

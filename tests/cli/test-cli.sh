@@ -120,7 +120,7 @@ expect_bad "--scaling-steps" --dataset synthetic --devices cpu:2 --scaling weak 
 expect_bad "--resume" --devices cpu:2 --scaling weak --resume "$tmp/not-a-checkpoint.safetensors"
 expect_bad "--dataset" --dataset /nonexistent --devices cpu:2 --scaling strong
 expect_bad "--history" --dataset synthetic --devices cpu:2 --scaling strong --record --history /proc/no-such-folder
-# Issue 10: specs that cannot work, and the recipe's flags.
+# Specs that cannot work, and the recipe's flags.
 expect_bad "--network: network spec, layer 1 “bn”: bn before any layer" \
   --dataset synthetic --network bn,fc10
 expect_bad "layer 2 “res(”: the block turns its 28×28×8 input into 30×30×8" \
@@ -153,7 +153,7 @@ else
   train=$unlimited
 fi
 
-# --- hostile files (issue 14): refused before any work, one line naming them -------
+# --- hostile files: refused before any work, one line naming them -------
 
 # A FIFO where a dataset file or the checkpoint to resume should be: opening it for
 # reading would block for ever (expect_bad's timeout turns a hang into a failure).
@@ -521,7 +521,7 @@ else
 fi
 
 # A bad value inside a checkpoint's saved configuration is the checkpoint's fault,
-# named with its key, never blamed on a flag that was not given (issue 14).
+# named with its key, never blamed on a flag that was not given.
 if [ $have_python -eq 1 ] && [ -f "$tmp/c-epoch1.safetensors" ]; then
   python3 - "$tmp/c-epoch1.safetensors" "$tmp/bad-config.safetensors" <<'EOF'
 import json, struct, sys

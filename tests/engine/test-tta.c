@@ -1,4 +1,4 @@
-/* test-tta.c — test-time augmentation (issue 10): with test_flip and test_shift, the
+/* test-tta.c — test-time augmentation: with test_flip and test_shift, the
  * logits a replica's evaluation scores are the mean of the logits of each view of
  * the test set (the image, its mirror, its four shifted copies and their mirrors),
  * each evaluated separately as a plain test set built here on the host, on the CPU

@@ -1,4 +1,4 @@
-/* test-hostile.c — the hostile inputs of issue 14, each made here by the test: a
+/* test-hostile.c — hostile inputs, each made here by the test: a
  * gzipped IDX header claiming 38 million images padded past the ratio check, a
  * multi-member gzip, FIFOs, devices, symlink loops and dangling links where dataset
  * files and checkpoints belong, a stray label, stale checkpoint temporaries beside a
@@ -158,7 +158,7 @@ expect_dataset_error(const char *folder, const char *needle1, const char *needle
   g_clear_error(&error);
 }
 
-/* ---- item 1: headers that lie about what the gzip holds --------------------- */
+/* ---- headers that lie about what the gzip holds --------------------- */
 
 static void
 test_idx_lying_gzip_header(void)
@@ -193,7 +193,7 @@ test_idx_lying_gzip_header(void)
   rm_tmp(dir);
 }
 
-/* ---- item 4: several gzip members, as zcat reads them ------------------------ */
+/* ---- several gzip members, as zcat reads them ------------------------ */
 
 static void
 test_idx_multi_member_gzip(void)
@@ -227,7 +227,7 @@ test_idx_multi_member_gzip(void)
   rm_tmp(dir);
 }
 
-/* ---- item 3: what is not a regular file is refused without being read ------- */
+/* ---- what is not a regular file is refused without being read ------- */
 
 static void
 test_idx_not_regular(void)
@@ -292,7 +292,7 @@ test_cifar_fifo(void)
   rm_tmp(dir);
 }
 
-/* ---- item 5: a label out of range names the file, the index and the value ---- */
+/* ---- a label out of range names the file, the index and the value ---- */
 
 static void
 test_idx_stray_label(void)
@@ -316,7 +316,7 @@ test_idx_stray_label(void)
   rm_tmp(dir);
 }
 
-/* ---- checkpoints: item 3 for --resume ---------------------------------------- */
+/* ---- checkpoints: what is not a regular file, for --resume ---------------------------------------- */
 
 static void
 expect_load_error(const char *path, const char *needle)
@@ -348,7 +348,7 @@ test_checkpoint_not_regular(void)
   rm_tmp(dir);
 }
 
-/* ---- item 6: a place that cannot be written is found before any work ---------- */
+/* ---- a place that cannot be written is found before any work ---------- */
 
 static int
 entries(const char *dir)
@@ -397,7 +397,7 @@ test_check_writable(void)
   rm_tmp(dir);
 }
 
-/* ---- item 7: stale temporaries of a killed save ------------------------------- */
+/* ---- stale temporaries of a killed save ------------------------------- */
 
 static char *
 touch(const char *dir, const char *name)
@@ -452,7 +452,7 @@ test_stale_temporaries(void)
   rm_tmp(dir);
 }
 
-/* ---- the trainer: item 6 through the engine, item 5 on resume ----------------- */
+/* ---- the trainer: an unwritable place through the engine, a bad label on resume ----------------- */
 
 typedef struct {
   int started, steps;

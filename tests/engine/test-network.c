@@ -93,7 +93,7 @@ test_errors(void)
   expect_error("fc10,relu", 10, "without a relu");
   expect_error("fc99999999,fc10", 10, "fcN");
   expect_error("fc128,conv8k3,fc10", 10, "flat vector");
-  /* Issue 10's: each names the item, its position and why. */
+  /* The ResNet layers' errors: each names the item, its position and why. */
   expect_error("bn,conv8k3p1,fc10", 10, "layer 1 “bn”: bn before any layer");
   expect_error("conv8k3p1,res(conv8k3p1,bn,avg2,conv16k1,res(conv16k3p2)),fc10", 10,
                "layer 7 “res(”: the block turns its 14×14×16 input into 16×16×16");

@@ -1,0 +1,404 @@
+/* test-cuda-layers-bf16.c — part of test-cuda-layers: the CUDA backend's bf16 GEMMs,
+ * stored bf16 operands, the column-free input gradient of a bf16 convolution and the
+ * layers fused with their neighbours, against the CPU backend.
+ */
+#include "tdm-build-config.h"
+
+#if TDM_HAVE_CUDA
+
+#include "test-cuda-layers.h"
+
+/* bf16 GEMMs. Each operand is rounded to bfloat16 (8 significant bits: relative
+ * rounding error up to 2⁻⁸ ≈ 3.9e-3, root mean square about 2⁻⁸/√3 ≈ 2.3e-3 for
+ * random data), products and sums in float32. A product of two rounded values is off
+ * by about √2 · 2.3e-3 ≈ 3.2e-3 (rms); over a reduction of length k with random signs
+ * the errors add like the terms do (as √k), so the relative error of C stays near
+ * 3e-3 whatever k is, and the float32 accumulation adds only k · 2⁻²⁴. 1e-2 is three
+ * times that; float32 GEMMs (1e-5) would fail it by far only if bf16 were not used,
+ * which the lower bound checks: an error under 1e-4 means the bf16 path did not run. */
+static void
+bf16_case(bool ta, bool tb, int m, int n, int k)
+{
+  int lda = ta ? m : k, ldb = tb ? k : n;
+  size_t as = (size_t)m * k, bs = (size_t)k * n, cs = (size_t)m * n;
+  g_autofree float *a = random_floats(as, -1, 1), *bm = random_floats(bs, -1, 1);
+  g_autofree float *ref = g_new0(float, cs);
+  cpu->ops->gemm(cpu, ta, tb, m, n, k, 1.0f, a, lda, bm, ldb, 0.0f, ref, n);
+  assert_ok(cpu);
+  float *da = on_b(gpu_bf16, a, as * 4), *db = on_b(gpu_bf16, bm, bs * 4);
+  float *dc = poisoned_b(gpu_bf16, cs);
+  gpu_bf16->ops->gemm(gpu_bf16, ta, tb, m, n, k, 1.0f, da, lda, db, ldb, 0.0f, dc, n);
+  g_autofree char *what = g_strdup_printf("gemm bf16 %s%s %d×%d×%d", ta ? "T" : "N",
+                                          tb ? "T" : "N", m, n, k);
+  check_close_b(gpu_bf16, what, dc, ref, cs, 1e-2);
+  g_autofree float *out = g_new(float, cs);
+  gpu_bf16->ops->download(gpu_bf16, out, dc, cs * 4);
+  g_assert_cmpfloat(rel_error(out, ref, cs), >, 1e-4);
+  tdm_backend_release(gpu_bf16, da);
+  tdm_backend_release(gpu_bf16, db);
+  tdm_backend_release(gpu_bf16, dc);
+}
+
+static void
+test_gemm_bf16(void)
+{
+  if (!have_gpu())
+    return;
+  bf16_case(false, true, 512 * 49, 128, 576);    /* a conv's forward: col · Wᵀ */
+  bf16_case(false, false, 4096, 288, 64);        /* its input gradient */
+  bf16_case(true, false, 64, 288, 100352);       /* its weight gradient: split-K */
+  bf16_case(false, true, 512, 256, 2304);
+}
+
+/* Stored bf16 operands (to_bf16, im2col_bf16, gemm_bf16). The rounding is exact
+ * arithmetic, so the bits must equal this reference's (float to nearest even bf16,
+ * as __float2bfloat16_rn; no NaN in these data). gemm_bf16 on rounded operands is
+ * the CPU's float32 GEMM of the same rounded values up to the order of float32
+ * additions: TOL. */
+static void
+im2col_bf16_case(int n, int h, int w, int c, int k, int pad, int stride)
+{
+  int oh = (h + 2 * pad - k) / stride + 1, ow = (w + 2 * pad - k) / stride + 1;
+  size_t xs = (size_t)n * h * w * c, cols = (size_t)n * oh * ow * k * k * c;
+  g_autofree float *x = random_floats(xs, -3, 3), *ref = g_new(float, cols);
+  cpu->ops->im2col(cpu, ref, x, n, h, w, c, k, k, pad, stride);
+  float *dx = on(x, xs * 4);
+  uint16_t *dcol = (uint16_t *)poisoned(cols / 2 + 1);
+  gpu->ops->im2col_bf16(gpu, dcol, dx, n, h, w, c, k, k, pad, stride);
+  g_autofree char *what = g_strdup_printf("im2col_bf16 %d×%d×%d×%d k%d p%d s%d", n, h, w, c, k,
+                                          pad, stride);
+  check_bits(what, dcol, ref, cols);
+  release(dx);
+  release(dcol);
+}
+
+/* im2col_bf16_bn: the columns of a training bn's output gathered from its input. The
+ * bits of the GPU's bn_forward then im2col_bf16 (the engine's path without it), and
+ * within bf16's rounding (2⁻⁹ of each value) of the CPU's bn_forward and im2col. */
+static void
+im2col_bf16_bn_case(int n, int h, int w, int c, int k, int pad, int stride, bool relu)
+{
+  int oh = (h + 2 * pad - k) / stride + 1, ow = (w + 2 * pad - k) / stride + 1;
+  size_t xs = (size_t)n * h * w * c, cols = (size_t)n * oh * ow * k * k * c;
+  int rows = n * h * w;
+  g_autofree float *x = random_floats(xs, -3, 3);
+  g_autofree float *saved = random_floats(2 * (size_t)c, -0.5, 0.5); /* mean, invstd */
+  for (int ch = 0; ch < c; ch++)
+    saved[c + ch] = 0.5f + (float)ch / c;
+  g_autofree float *gamma = random_floats(c, 0.5, 1.5), *beta = random_floats(c, -0.5, 0.5);
+  g_autofree float *y = g_new(float, xs), *ref = g_new(float, cols);
+  cpu->ops->bn_forward(cpu, y, x, saved, saved + c, gamma, beta, rows, c, relu);
+  cpu->ops->im2col(cpu, ref, y, n, h, w, c, k, k, pad, stride);
+  assert_ok(cpu);
+
+  float *dx = on(x, xs * 4), *dsaved = on(saved, 2 * (size_t)c * 4);
+  float *dgamma = on(gamma, c * 4), *dbeta = on(beta, c * 4), *dy = poisoned(xs);
+  uint16_t *dcol = (uint16_t *)poisoned(cols / 2 + 1);
+  uint16_t *dref = (uint16_t *)poisoned(cols / 2 + 1);
+  gpu->ops->bn_forward(gpu, dy, dx, dsaved, dsaved + c, dgamma, dbeta, rows, c, relu);
+  gpu->ops->im2col_bf16(gpu, dref, dy, n, h, w, c, k, k, pad, stride);
+  gpu->ops->im2col_bf16_bn(gpu, dcol, dx, dsaved, dsaved + c, dgamma, dbeta, relu, n, h, w, c,
+                           k, k, pad, stride);
+  g_autofree uint16_t *col = g_new(uint16_t, cols), *col_ref = g_new(uint16_t, cols);
+  gpu->ops->download(gpu, col, dcol, cols * 2);
+  gpu->ops->download(gpu, col_ref, dref, cols * 2);
+  assert_ok(gpu);
+  g_autofree char *what = g_strdup_printf("im2col_bf16_bn %d×%d×%d×%d k%d p%d s%d%s", n, h, w,
+                                          c, k, pad, stride, relu ? " relu" : "");
+  size_t wrong = 0;
+  for (size_t i = 0; i < cols; i++)
+    wrong += col[i] != col_ref[i];
+  g_test_message("%s: %zu of %zu values differ from bn_forward, im2col_bf16", what, wrong,
+                 cols);
+  if (wrong > 0) {
+    g_test_message("FAILED %s", what);
+    g_test_fail();
+  }
+  g_autofree float *values = g_new(float, cols);
+  for (size_t i = 0; i < cols; i++)
+    values[i] = bf16_value(col[i]);
+  double err = rel_error(values, ref, cols);
+  g_test_message("%s: relative error %.3g against the CPU", what, err);
+  if (!(err <= 4e-3)) {
+    g_test_message("FAILED %s: relative error %.3g exceeds 4e-3", what, err);
+    g_test_fail();
+  }
+  void *all[] = {dx, dsaved, dgamma, dbeta, dy, dcol, dref};
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++)
+    release(all[i]);
+}
+
+/* maxpool_forward_bn: the pool of a training bn's output read from its input. y and
+ * argmax those of the GPU's bn_forward then maxpool_forward, bit for bit; y within
+ * TOL of the CPU's (an FMA apart in the bn). */
+static void
+maxpool_bn_case(int n, int h, int w, int c, int k, bool relu)
+{
+  int ph = h / k, pw = w / k;
+  size_t xs = (size_t)n * h * w * c, ys = (size_t)n * ph * pw * c;
+  int rows = n * h * w;
+  g_autofree float *x = random_floats(xs, -3, 3);
+  g_autofree float *saved = random_floats(2 * (size_t)c, -0.5, 0.5);
+  for (int ch = 0; ch < c; ch++)
+    saved[c + ch] = 0.5f + (float)ch / c;
+  g_autofree float *gamma = random_floats(c, -1.5, 1.5), *beta = random_floats(c, -0.5, 0.5);
+  g_autofree float *bn_ref = g_new(float, xs), *y_ref = g_new(float, ys);
+  g_autofree int32_t *at_ref = g_new(int32_t, ys);
+  cpu->ops->bn_forward(cpu, bn_ref, x, saved, saved + c, gamma, beta, rows, c, relu);
+  cpu->ops->maxpool_forward(cpu, y_ref, at_ref, bn_ref, NULL, false, n, h, w, c, k);
+  assert_ok(cpu);
+
+  float *dx = on(x, xs * 4), *dsaved = on(saved, 2 * (size_t)c * 4);
+  float *dgamma = on(gamma, c * 4), *dbeta = on(beta, c * 4), *dbn = poisoned(xs);
+  float *dy = poisoned(ys), *dy_unfused = poisoned(ys);
+  int32_t *dat = (int32_t *)poisoned(ys), *dat_unfused = (int32_t *)poisoned(ys);
+  const TdmBackendOps *g = gpu->ops;
+  g->bn_forward(gpu, dbn, dx, dsaved, dsaved + c, dgamma, dbeta, rows, c, relu);
+  g->maxpool_forward(gpu, dy_unfused, dat_unfused, dbn, NULL, false, n, h, w, c, k);
+  g->maxpool_forward_bn(gpu, dy, dat, dx, dsaved, dsaved + c, dgamma, dbeta, relu, n, h, w, c,
+                        k);
+  g_autofree float *y_unfused = g_new(float, ys);
+  g_autofree int32_t *at_unfused = g_new(int32_t, ys);
+  g->download(gpu, y_unfused, dy_unfused, ys * 4);
+  g->download(gpu, at_unfused, dat_unfused, ys * 4);
+  assert_ok(gpu);
+  g_autofree char *what = g_strdup_printf("maxpool_forward_bn %d×%d×%d×%d k%d%s", n, h, w, c,
+                                          k, relu ? " relu" : "");
+  check_close(what, dy, y_unfused, ys, 0.0);
+  check_ints(what, dat, at_unfused, ys);
+  check_close(what, dy, y_ref, ys, TOL);
+  void *all[] = {dx, dsaved, dgamma, dbeta, dbn, dy, dy_unfused, dat, dat_unfused};
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++)
+    release(all[i]);
+}
+
+/* add_out: a residual block's end, y = a + x then the ReLU, against the CPU's copy,
+ * add and relu_forward, bit for bit; in place over x, and n not a multiple of 4. */
+static void
+add_out_case(size_t n, bool relu, bool in_place)
+{
+  g_autofree float *a = random_floats(n, -2, 2), *x = random_floats(n, -2, 2);
+  g_autofree float *ref = g_memdup2(a, n * 4);
+  cpu->ops->add(cpu, ref, x, n);
+  if (relu)
+    cpu->ops->relu_forward(cpu, ref, ref, n);
+  assert_ok(cpu);
+  float *da = on(a, n * 4), *dx = on(x, n * 4), *dy = in_place ? dx : poisoned(n);
+  gpu->ops->add_out(gpu, dy, da, dx, n, relu);
+  g_autofree char *what = g_strdup_printf("add_out %zu%s%s", n, relu ? " relu" : "",
+                                          in_place ? " in place" : "");
+  check_close(what, dy, ref, n, 0.0);
+  release(da);
+  release(dx);
+  if (!in_place)
+    release(dy);
+}
+
+/* Layers fused with their neighbours: a training bn's output computed by the layer
+ * after it (the resnet preset's shapes), a residual block's end in one pass. */
+static void
+test_fused(void)
+{
+  if (!have_gpu())
+    return;
+  add_out_case(512 * 14 * 14 * 64, false, false);       /* the preset's first block */
+  add_out_case(1001, true, false);
+  add_out_case(1003, true, true);
+  im2col_bf16_bn_case(512, 28, 28, 32, 3, 1, 1, true);  /* conv64's input: bn, relu */
+  im2col_bf16_bn_case(8, 3, 3, 256, 3, 1, 1, true);     /* the last block's */
+  im2col_bf16_bn_case(3, 7, 6, 8, 3, 1, 1, false);      /* without the ReLU */
+  im2col_bf16_bn_case(2, 9, 8, 6, 3, 1, 2, true);       /* one value a thread, strided */
+  maxpool_bn_case(512, 28, 28, 64, 2, true);            /* bn, relu, pool2 after conv64 */
+  maxpool_bn_case(64, 7, 7, 256, 2, true);              /* odd size: a row left over */
+  maxpool_bn_case(4, 9, 9, 6, 3, false);                /* one value a thread, no ReLU */
+}
+
+static void
+gemm_stored_bf16_case(bool ta, bool tb, int m, int n, int k)
+{
+  int lda = ta ? m : k, ldb = tb ? k : n;
+  size_t as = (size_t)m * k, bs = (size_t)k * n, cs = (size_t)m * n;
+  g_autofree float *a = random_floats(as, -1, 1), *bm = random_floats(bs, -1, 1);
+  g_autofree uint16_t *a16 = g_new(uint16_t, as), *b16 = g_new(uint16_t, bs);
+  for (size_t i = 0; i < as; i++) {
+    a16[i] = bf16_bits(a[i]);
+    a[i] = bf16_value(a16[i]);
+  }
+  for (size_t i = 0; i < bs; i++) {
+    b16[i] = bf16_bits(bm[i]);
+    bm[i] = bf16_value(b16[i]);
+  }
+  g_autofree float *ref = g_new0(float, cs);
+  cpu->ops->gemm(cpu, ta, tb, m, n, k, 1.0f, a, lda, bm, ldb, 0.0f, ref, n);
+  assert_ok(cpu);
+  uint16_t *da = on(a16, as * 2), *db = on(b16, bs * 2);
+  float *dc = poisoned(cs);
+  gpu->ops->gemm_bf16(gpu, ta, tb, m, n, k, 1.0f, da, lda, db, ldb, 0.0f, dc, n);
+  g_autofree char *what = g_strdup_printf("gemm_bf16 %s%s %d×%d×%d", ta ? "T" : "N",
+                                          tb ? "T" : "N", m, n, k);
+  check_close(what, dc, ref, cs, TOL);
+  release(da);
+  release(db);
+  release(dc);
+}
+
+/* The input gradient through bf16 columns: C = dy · W rounded to bf16 (each value
+ * within half a unit of the 8th bit of the exact float32 product, 2⁻⁹ ≈ 2e-3
+ * relative, rms about 1.1e-3 on random data: 3e-3 bounds it), then col2im of those
+ * bf16 values summed in float32, which must equal the CPU's col2im of the same
+ * values to TOL. */
+static void
+dgrad_bf16_case(int n, int h, int w, int c, int out, int k, int pad, int stride)
+{
+  int oh = (h + 2 * pad - k) / stride + 1, ow = (w + 2 * pad - k) / stride + 1;
+  int rows = n * oh * ow, kc = k * k * c;
+  size_t ys = (size_t)rows * out, ws = (size_t)out * kc, cols = (size_t)rows * kc;
+  size_t xs = (size_t)n * h * w * c;
+  g_autofree float *dy = random_floats(ys, -1, 1), *wt = random_floats(ws, -1, 1);
+  g_autofree uint16_t *dy16 = g_new(uint16_t, ys), *w16 = g_new(uint16_t, ws);
+  for (size_t i = 0; i < ys; i++)
+    dy[i] = bf16_value(dy16[i] = bf16_bits(dy[i]));
+  for (size_t i = 0; i < ws; i++)
+    wt[i] = bf16_value(w16[i] = bf16_bits(wt[i]));
+  g_autofree float *dcol = g_new(float, cols), *dx_ref = g_new(float, xs);
+  cpu->ops->gemm(cpu, false, false, rows, kc, out, 1.0f, dy, out, wt, kc, 0.0f, dcol, kc);
+  assert_ok(cpu);
+  uint16_t *ddy = on(dy16, ys * 2), *dw = on(w16, ws * 2);
+  uint16_t *dcol16 = (uint16_t *)poisoned(cols / 2 + 1);
+  float *ddx = poisoned(xs);
+  gpu->ops->gemm_bf16_out(gpu, false, false, rows, kc, out, ddy, out, dw, kc, dcol16, kc);
+  g_autofree uint16_t *got = g_new(uint16_t, cols);
+  gpu->ops->download(gpu, got, dcol16, cols * 2);
+  assert_ok(gpu);
+  g_autofree float *got_f = g_new(float, cols);
+  for (size_t i = 0; i < cols; i++)
+    got_f[i] = bf16_value(got[i]);
+  double err = rel_error(got_f, dcol, cols);
+  g_test_message("gemm_bf16_out %d×%d×%d: relative error %.3g", rows, kc, out, err);
+  if (!(err <= 3e-3 && err > 1e-4)) {
+    g_test_message("FAILED gemm_bf16_out: relative error %.3g outside (1e-4, 3e-3]", err);
+    g_test_fail();
+  }
+  /* col2im of exactly what the GPU wrote. */
+  cpu->ops->col2im(cpu, dx_ref, got_f, n, h, w, c, k, k, pad, stride);
+  gpu->ops->col2im_bf16(gpu, ddx, dcol16, n, h, w, c, k, k, pad, stride);
+  g_autofree char *what = g_strdup_printf("col2im_bf16 %d×%d×%d×%d k%d p%d s%d", n, h, w, c, k,
+                                          pad, stride);
+  check_close(what, ddx, dx_ref, xs, TOL);
+  release(ddy);
+  release(dw);
+  release(dcol16);
+  release(ddx);
+}
+
+/* A convolution's input gradient in one operation (conv_dgrad_bf16) against the CPU's
+ * col2im of its float32 GEMM of the same bf16 values. Where the implicit kernel takes
+ * the shape (stride 1, channels in 32s) nothing is rounded after the exact bf16
+ * products, so only the order of float32 additions differs: TOL. Elsewhere the
+ * operation goes through bf16 columns, rounded: 3e-3 as gemm_bf16_out above. The
+ * tolerance thus also tells which path ran: columns would miss 1e-5 by 100× (the
+ * implicit cases assume a GPU of sm_80 or later, as the H200 the suite runs on). */
+static void
+conv_dgrad_case(int n, int h, int w, int c, int out, int k, int pad, int stride,
+                gboolean implicit)
+{
+  int oh = (h + 2 * pad - k) / stride + 1, ow = (w + 2 * pad - k) / stride + 1;
+  int rows = n * oh * ow, kc = k * k * c;
+  size_t ys = (size_t)rows * out, ws = (size_t)out * kc, cols = (size_t)rows * kc;
+  size_t xs = (size_t)n * h * w * c;
+  g_autofree float *dy = random_floats(ys, -1, 1), *wt = random_floats(ws, -1, 1);
+  g_autofree uint16_t *dy16 = g_new(uint16_t, ys), *w16 = g_new(uint16_t, ws);
+  for (size_t i = 0; i < ys; i++)
+    dy[i] = bf16_value(dy16[i] = bf16_bits(dy[i]));
+  for (size_t i = 0; i < ws; i++)
+    wt[i] = bf16_value(w16[i] = bf16_bits(wt[i]));
+  g_autofree float *dcol = g_new(float, cols), *dx_ref = g_new(float, xs);
+  cpu->ops->gemm(cpu, false, false, rows, kc, out, 1.0f, dy, out, wt, kc, 0.0f, dcol, kc);
+  cpu->ops->col2im(cpu, dx_ref, dcol, n, h, w, c, k, k, pad, stride);
+  assert_ok(cpu);
+  uint16_t *ddy = on(dy16, ys * 2), *dw = on(w16, ws * 2);
+  uint16_t *dcol16 = (uint16_t *)poisoned(cols / 2 + 1);
+  float *ddx = poisoned(xs);
+  gpu->ops->conv_dgrad_bf16(gpu, ddx, ddy, dw, dcol16, n, h, w, c, out, k, k, pad, stride);
+  g_autofree char *what = g_strdup_printf("conv_dgrad_bf16 %d×%d×%d×%d from %d k%d p%d s%d (%s)",
+                                          n, h, w, c, out, k, pad, stride,
+                                          implicit ? "implicit" : "columns");
+  check_close(what, ddx, dx_ref, xs, implicit ? TOL : 3e-3);
+  release(ddy);
+  release(dw);
+  release(dcol16);
+  release(ddx);
+}
+
+static void
+test_conv_dgrad_bf16(void)
+{
+  if (!have_gpu())
+    return;
+  g_assert_nonnull(gpu->ops->conv_dgrad_bf16);
+  /* The resnet preset's convolutions with an input gradient. */
+  conv_dgrad_case(512, 28, 28, 32, 64, 3, 1, 1, TRUE);   /* 32 channels a block */
+  conv_dgrad_case(512, 14, 14, 64, 64, 3, 1, 1, TRUE);   /* 64 a block */
+  conv_dgrad_case(512, 14, 14, 64, 128, 3, 1, 1, TRUE);
+  conv_dgrad_case(512, 7, 7, 128, 256, 3, 1, 1, TRUE);
+  conv_dgrad_case(512, 3, 3, 256, 256, 3, 1, 1, TRUE);   /* taps mostly off the edge */
+  /* Rows not a multiple of the block's 64, no padding, a 1×1 kernel, a 5×5 one. */
+  conv_dgrad_case(5, 7, 9, 64, 32, 3, 0, 1, TRUE);
+  conv_dgrad_case(3, 5, 5, 32, 64, 1, 0, 1, TRUE);
+  conv_dgrad_case(2, 11, 10, 96, 64, 5, 2, 1, TRUE);
+  /* Shapes the kernel does not take: through columns. */
+  conv_dgrad_case(2, 6, 6, 16, 32, 3, 1, 1, FALSE);     /* 16 channels */
+  conv_dgrad_case(3, 9, 8, 32, 64, 3, 1, 2, FALSE);     /* strided */
+  conv_dgrad_case(2, 6, 6, 32, 40, 3, 1, 1, FALSE);     /* 40 output channels */
+}
+
+static void
+test_stored_bf16(void)
+{
+  if (!have_gpu())
+    return;
+  /* Rounding: random values, then ties (halfway between two bf16 numbers: to the
+   * even one), the largest finite float (rounds up to infinity, as in CUDA), zeros. */
+  size_t n = 100003;
+  g_autofree float *v = random_floats(n, -100, 100);
+  v[0] = 1.0f + 1.0f / 256.0f;            /* tie, rounds down to 1 (even) */
+  v[1] = 1.0f + 3.0f / 256.0f;            /* tie, rounds up to 1 + 2⁻⁶ (even) */
+  v[2] = -0.0f;
+  v[3] = 3.4028235e38f;
+  v[4] = 1e-40f;                          /* a subnormal */
+  float *dv = on(v, n * 4);
+  uint16_t *dh = (uint16_t *)poisoned(n / 2 + 1);
+  gpu->ops->to_bf16(gpu, dh, dv, n);
+  check_bits("to_bf16", dh, v, n);
+  /* Four values a thread where both ends are aligned, n % 4 = 3 left for the tail;
+   * one value a thread otherwise (the input one float off its 16-byte alignment). */
+  gpu->ops->to_bf16(gpu, dh, dv + 1, n - 1);
+  check_bits("to_bf16, misaligned input", dh, v + 1, n - 1);
+  gpu->ops->to_bf16(gpu, dh, dv + 4, 6);
+  check_bits("to_bf16, six values", dh, v + 4, 6);
+  release(dv);
+  release(dh);
+
+  im2col_bf16_case(3, 7, 6, 8, 3, 1, 1);  /* four channels a thread */
+  im2col_bf16_case(2, 9, 8, 3, 3, 1, 2);  /* one, strided */
+  im2col_bf16_case(512, 28, 28, 32, 3, 1, 1); /* the resnet preset's second conv */
+
+  gemm_stored_bf16_case(false, true, 512 * 49, 128, 576); /* a conv's forward */
+  gemm_stored_bf16_case(true, false, 64, 288, 100352);    /* weight gradient: split-K */
+  gemm_stored_bf16_case(true, false, 10, 27, 33);         /* small, odd */
+
+  dgrad_bf16_case(512, 14, 14, 64, 64, 3, 1, 1);          /* the preset's first block */
+  dgrad_bf16_case(3, 9, 8, 6, 5, 3, 1, 2);                /* strided, no float4 */
+}
+
+
+void
+test_cuda_layers_add_bf16(void)
+{
+  g_test_add_func("/cuda-layers/gemm-bf16", test_gemm_bf16);
+  g_test_add_func("/cuda-layers/stored-bf16", test_stored_bf16);
+  g_test_add_func("/cuda-layers/conv-dgrad-bf16", test_conv_dgrad_bf16);
+  g_test_add_func("/cuda-layers/fused", test_fused);
+}
+
+#endif /* TDM_HAVE_CUDA */

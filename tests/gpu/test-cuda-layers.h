@@ -1,0 +1,177 @@
+/* test-cuda-layers.h — what test-cuda-layers.c and test-cuda-layers-bf16.c share:
+ * the backends (float32 and bf16), NaN-poisoned device buffers, comparisons by
+ * relative error and bf16 rounding. Header-only test helpers; only with TDM_HAVE_CUDA.
+ */
+#pragma once
+
+#include "tdm-backend.h"
+#include "tdm-build-config.h"
+#include "tdm-counter-rng.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#define TOL 1e-5
+
+/* Set up by main() in test-cuda-layers.c; the GPU ones are NULL without a GPU. */
+extern TdmBackend *cpu;
+extern TdmBackend *gpu;
+extern TdmBackend *gpu_bf16;
+
+static inline gboolean
+have_gpu(void)
+{
+  if (gpu == NULL) {
+    g_test_skip("no CUDA GPU");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static inline void
+assert_ok(TdmBackend *b)
+{
+  g_autoptr(GError) error = NULL;
+  if (!tdm_backend_check(b, &error))
+    g_error("%s", error->message);
+}
+
+static inline float *
+random_floats(size_t n, double lo, double hi)
+{
+  float *p = g_new(float, n);
+  for (size_t i = 0; i < n; i++)
+    p[i] = (float)g_test_rand_double_range(lo, hi);
+  return p;
+}
+
+static inline void *
+on_b(TdmBackend *b, const void *host, size_t bytes)
+{
+  g_autoptr(GError) error = NULL;
+  void *d = tdm_backend_alloc(b, bytes, &error);
+  g_assert_no_error(error);
+  if (host != NULL)
+    b->ops->upload(b, d, host, bytes);
+  return d;
+}
+
+static inline void *
+on(const void *host, size_t bytes)
+{
+  return on_b(gpu, host, bytes);
+}
+
+static inline float *
+poisoned_b(TdmBackend *b, size_t n)
+{
+  g_autofree float *nan = g_new(float, n);
+  for (size_t i = 0; i < n; i++)
+    nan[i] = NAN;
+  return on_b(b, nan, n * sizeof(float));
+}
+
+static inline float *
+poisoned(size_t n)
+{
+  return poisoned_b(gpu, n);
+}
+
+static inline void
+release(void *d)
+{
+  tdm_backend_release(gpu, d);
+}
+
+static inline double
+rel_error(const float *out, const float *ref, size_t n)
+{
+  double num = 0.0, den = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    double d = (double)out[i] - ref[i];
+    num += d * d;
+    den += (double)ref[i] * ref[i];
+  }
+  return sqrt(num) / (den > 0.0 ? sqrt(den) : 1.0);
+}
+
+static inline void
+check_close_b(TdmBackend *b, const char *what, const float *dev, const float *ref, size_t n,
+              double tol)
+{
+  g_autofree float *out = g_new(float, n);
+  b->ops->download(b, out, dev, n * sizeof(float));
+  assert_ok(b);
+  for (size_t i = 0; i < n; i++)
+    if (!isfinite(out[i]) && isfinite(ref[i]))
+      g_error("%s: element %zu is %g (reference %g): not written", what, i, out[i], ref[i]);
+  double err = rel_error(out, ref, n);
+  g_test_message("%s: relative error %.3g", what, err);
+  if (!(err <= tol)) {
+    /* Fail the test but go on, so one run on a lent GPU reports every case. */
+    g_test_message("FAILED %s: relative error %.3g exceeds %.1g", what, err, tol);
+    g_test_fail();
+  }
+}
+
+static inline void
+check_close(const char *what, const float *dev, const float *ref, size_t n, double tol)
+{
+  check_close_b(gpu, what, dev, ref, n, tol);
+}
+
+static inline void
+check_ints(const char *what, const int32_t *dev, const int32_t *ref, size_t n)
+{
+  g_autofree int32_t *out = g_new(int32_t, n);
+  gpu->ops->download(gpu, out, dev, n * sizeof(int32_t));
+  assert_ok(gpu);
+  for (size_t i = 0; i < n; i++)
+    if (out[i] != ref[i]) {
+      g_test_message("FAILED %s: element %zu is %d, expected %d", what, i, out[i], ref[i]);
+      g_test_fail();
+      return;
+    }
+}
+
+/* bf16 results (test_stored_bf16 and the bn's bf16 input gradient): float to nearest
+ * even bfloat16, as __float2bfloat16_rn (no NaN in these data). */
+static inline uint16_t
+bf16_bits(float f)
+{
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+
+static inline float
+bf16_value(uint16_t h)
+{
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+static inline void
+check_bits(const char *what, const uint16_t *dev, const float *ref, size_t n)
+{
+  g_autofree uint16_t *out = g_new(uint16_t, n);
+  gpu->ops->download(gpu, out, dev, n * sizeof(uint16_t));
+  assert_ok(gpu);
+  size_t wrong = 0, first = 0;
+  for (size_t i = 0; i < n; i++)
+    if (out[i] != bf16_bits(ref[i]) && wrong++ == 0)
+      first = i;
+  g_test_message("%s: %zu of %zu values differ", what, wrong, n);
+  if (wrong > 0) {
+    g_test_message("FAILED %s: value %zu is 0x%04x, expected 0x%04x (from %.9g)", what, first,
+                   out[first], bf16_bits(ref[first]), ref[first]);
+    g_test_fail();
+  }
+}
+
+/* Registers test-cuda-layers-bf16.c's tests. */
+void test_cuda_layers_add_bf16(void);
