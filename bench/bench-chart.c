@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* bench-chart.c: how long TdmChart takes to draw a frame.
  *
  * Appends 1,000,000 points, then renders 100 frames of 800x400 onto an image

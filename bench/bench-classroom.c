@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* bench-classroom.c: what the classroom views cost the main loop.
  *
  * For each of the Devices and Predictions pages' drawing widgets (TdmTimeline,

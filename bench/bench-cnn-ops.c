@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* bench-cnn-ops.c — where one training step's time goes, operation by operation, as
  * a table.
  *

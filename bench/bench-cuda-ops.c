@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* bench-cuda-ops.c — microseconds per CUDA backend operation at the sizes of a CNN
  * layer at batch 256 (upload, gather, im2col, GEMMs, bias, ReLU, pooling, softmax,
  * Adam), issued back to back so the launch cost is included. A table on stdout, run

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* bench-cycles.c — the process's memory over many Start/Stop cycles, as the window
  * runs them: each run on a new thread (the window's worker GThread), a few steps, then
  * the next. Prints VmRSS after the first run and after every tenth, and the ratio of

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
 # bench-exact.sh — what exact mode costs: CPU seconds per training step of the cnn
 # preset (Adam, batch 200, synthetic data) on the given devices, without --exact and
 # with it at chunks of 16, 32 and 64 samples. Each figure is the difference between

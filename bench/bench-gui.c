@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* bench-gui.c: what the window costs a training run, and how smooth it stays.
  *
  * Trains the same run (synthetic set, a fixed number of steps through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* bench-images.c — decoding image folders: Tandem against Pillow, the cache, memory.
  *
  * Writes two folders of class folders into a temporary folder: (a) 28 × 28 grey PNGs

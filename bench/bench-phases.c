@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* bench-phases.c — what the per-phase timing of sampled steps costs: training
  * throughput with the step detail (PHASES and BATCH events, the forward/backward
  * hook) on against off, the same configuration run alternately, the median of each.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-3.0-or-later
 # The resnet recipe's GPU benchmark, run on the lent H200 from .gpu/ (tools/gpu-prepare copies
 # this script there): time to 94 % on Fashion-MNIST (training seconds, evaluation
 # excluded, three seeds) of Tandem's resnet preset (the ResNet-9-style net) in bf16

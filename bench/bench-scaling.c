@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* bench-scaling.c — how training throughput scales with the number of replicas, and
  * how fast the gradient all-reduce moves its bytes, as markdown tables.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* bench-train.c — training throughput of Tandem's engine, as a table.
  *
  * For each configuration it runs one warm-up epoch, then times `--repeat` epochs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* bench-window-cycles.c — the window's memory over many Start/Stop cycles (nothing
  * may be kept per run): the real TdmWindow, cnn on the synthetic set on two CPU
  * workers, Start, Stop after the first steps arrive, wait until the run is gone, again. Prints VmRSS

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* bench-winograd.c — the CPU backend's convolutions of the resnet preset, layer by
  * layer: the im2col path (im2col and a GEMM forward; the weight-gradient GEMM on the
  * forward's columns; the input-gradient GEMM and col2im) against the whole

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-3.0-or-later
 """pillow_folder.py — the reference for bench-images: load a folder of class folders
 the way a PyTorch ImageFolder pipeline does with Pillow, single process, into one
 uint8 array: open, convert to L or RGB, centre-crop the square, resize with BOX

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Recipe sweep for the resnet preset's time to 94 % on Fashion-MNIST
 (bench/NOTES.md "a 7-epoch recipe"). Not a test: it asserts nothing.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-bench.h — the few helpers every benchmark program needs: a qsort order for
  * doubles (medians), and CPU time, of the calling thread or of the whole process, so
  * that figures on a shared machine can be read beside the wall clock. Header only;

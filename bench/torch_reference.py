@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-3.0-or-later
 """PyTorch reference for bench-train: the same networks, data and optimizer, timed the
 same way (one warm-up epoch, then the median of --repeat epochs, evaluation excluded).
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* bn-value.cuh — batch normalization's training-mode output of one value, shared by
  * layers.cu (the forward, and the backward's recomputed ReLU mask), im2col.cu and
  * pool.cu (which normalize as they read): one set of inline functions, so

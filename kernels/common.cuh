@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* common.cuh — what every kernels/ file shares: grid sizing and grid-stride indices,
  * the alignment test for the float4 paths, the rounding to bfloat16, the one
  * vector-access type (tdm_k_vec), the ReLU of one value, and the check that turns a

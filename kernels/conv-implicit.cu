@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* conv-implicit.cu — a stride-1 convolution's input gradient as one implicit GEMM on
  * bfloat16 tensor cores, without a column matrix.
  *

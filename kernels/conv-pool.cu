@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* conv-pool.cu — a first layer's small convolution, its bias and ReLU, and the max
  * pool after it, in one pass forward and one backward, with no column matrix and no
  * unpooled activation in memory. Backward sums are written as per-block partials and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* elementwise.cu — bias add (with the ReLU fused in) and its gradient, ReLU forward
  * and backward, the add and scale that communicators use, and the float-to-bfloat16
  * rounding of --precision bf16's stored operands.

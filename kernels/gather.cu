@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* gather.cu — a training batch from the uint8 dataset resident on the device.
  *
  * x[i, :] = images[indices[i], :] · scale as float32 and y[i] = labels[indices[i]]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* gemm.cu — the matrix products cuBLAS does poorly, beside the cuBLAS calls of the
  * backend: products with a tiny output (a last layer's weight gradient, 10 × 128,
  * where cuBLAS's choice walks the whole reduction in one block), and the sum of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* layers.cu — the kernels of the ResNet layers on NHWC activations: batch
  * normalization (the per-channel sums, the statistics and running averages, the
  * forward in training and evaluation mode with an optional ReLU, the backward),

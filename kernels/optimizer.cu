@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* optimizer.cu — SGD, MomentumSGD, Chainer's Adam and PyTorch's (Nesterov) SGD with a
  * weight-decay mask, over the whole flat parameter
  * buffer, each one fused pass (weight decay folded into the gradient as it is read,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* pool.cu — max pooling forward and backward on NHWC activations, with a conv's bias
  * and ReLU folded in, and optionally a training batch normalization applied to each
  * value read (for a pool that is the normalized tensor's only reader).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* pool2d.cu — pooling with any window, stride and padding (ResNet's 3×3 stride-2 max
  * pool of padding 1; average pools counting the padding, PyTorch's default), and the
  * per-channel input normalization after the gather. One thread per output (forward)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* softmax.cu — softmax cross-entropy, forward and backward fused in one kernel.
  *
  * One warp per row: the row's maximum and arg-max, the sum of exponentials, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-kernels.h — the C launchers of Tandem's CUDA kernels.
  *
  * Each launcher enqueues one operation of engine/compute/tdm-backend.h on the given stream and

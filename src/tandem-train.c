@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tandem-train.c — the headless trainer: the engine's choices as flags, a progress
  * bar on a terminal, plain epoch lines in a log, JSON lines with --json.
  *

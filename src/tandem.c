@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tandem.c — the GTK application's entry point.
  *
  * Sets up the locale and translations, lets an uninstalled build find its own

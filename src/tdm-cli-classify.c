@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-cli-classify.c — tandem-train --classify (tdm-cli-classify.h): files and folders
  * of images, each result saying how its image was adapted to the network's input. */
 #include "tdm-cli-classify.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-cli-classify.h — tandem-train --classify: images through a saved network.
  *
  * Prints the top classes of each image with their probabilities (or one JSON line per

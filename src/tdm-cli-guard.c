@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-cli-guard.c — the checks of tdm-cli-guard.h. */
 #include "tdm-cli-guard.h"
 #include <glib/gi18n.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-cli-guard.h — tandem-train's checks on its own input and output: the option
  * whose value is not text, and stdout checked once at exit. Not the option parsing
  * (tandem-train.c).

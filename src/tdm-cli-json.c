@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-cli-json.c — tandem-train --json: each engine event as one JSON line on
  * stdout (see tdm-cli-json.h), written by the engine's serializer (tdm-event-json.h)
  * that the run files use too. Not the human-readable output (tandem-train.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-cli-json.h — tandem-train --json: the engine's events as JSON lines.
  *
  * One object a line, "type" first, written and flushed at once so a reader on a

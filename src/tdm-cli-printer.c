@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-cli-printer.c — tandem-train's output while training: the live line (epoch,
  * progress bar, loss, accuracy, samples a second, time left) redrawn at most ten
  * times a second on a terminal, a plain line per epoch that a log keeps, the summary

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-cli-printer.h — what tandem-train prints while it trains: a live progress line
  * on a terminal, a line per epoch and a summary at the end (or, with --json, the
  * events as JSON lines), and the run recorded into the history with --record.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-cli-runs.c — tandem-train runs, --show-run, --export-run, --config
  * (tdm-cli-runs.h). */
 #include "tdm-cli-runs.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-cli-runs.h — the run history from the command line (tandem-train runs,
  * --show-run, --export-run) and run settings as a file (--print-config, --config).
  *

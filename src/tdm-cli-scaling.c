@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-cli-scaling.c — tandem-train --scaling (tdm-cli-scaling.h).
  *
  * The points come from the driver on this thread, as it measures them, so each row is

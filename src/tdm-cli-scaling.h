@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-cli-scaling.h — tandem-train --scaling: a scaling run from the command line.
  *
  * Trains the configuration on its first 1, 2, … N devices through the engine's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* image-writer.h — PNG and JPEG files for the tests, written with libpng and libjpeg.
  *
  * Header-only so the image-folder test and the CLI test's helper share it. Also writes

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Sums an `ncu --csv` run of gpu__time_duration.sum and dram__bytes.sum by kernel name:
 time, share, launches, bytes and the achieved DRAM rate, largest first. For
 tools/gpu-issue10's profile; prints the top N (argument 2, default 30)."""

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-3.0-or-later
 """A Tandem network as a PyTorch module, and safetensors files without the safetensors
 package.
 

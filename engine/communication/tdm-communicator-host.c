@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-communicator-host.c — the communicator for CPU workers: buffers are host
  * memory, so each worker thread sums its own slice of every replica's buffer and
  * writes the result back to all of them. Sums run in replica order, so results do

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-communicator-mpi.c — the communicator for one process per device under mpirun:
  * each process holds one replica and collectives span every rank of the job.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-communicator-nccl.c — the communicator for one process driving several GPUs:
  * NCCL communicators made with ncclCommInitAll, one replica per GPU.
  *

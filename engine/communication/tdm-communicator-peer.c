@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-communicator-peer.c — the GPU communicator without NCCL: device copies and the
  * add kernel, for replicas that share a GPU or builds without NCCL.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-communicator.c — chooses a communicator for a set of local replicas, and what
  * every communicator shares. The kinds live in tdm-communicator-*.c. */
 #include "tdm-communicator.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-communicator.h — how replicas combine gradients and share parameters.
  *
  * One communicator serves every replica of this process. Like NCCL, each operation is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-distributed.c — MPI set-up for a process under mpirun: initialization at the
  * thread level the trainer needs, this rank's place in the job and on its machine,
  * the device each rank takes, and the two ways out (finalize when every rank is done,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-distributed.h — this process as one rank of an MPI job (mpirun -np N).
  *
  * Under mpirun each process holds one replica; the trainer asks here how many ranks

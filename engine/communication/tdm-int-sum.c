@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-int-sum.c — the in-process int64 sum (tdm-int-sum.h). */
 #include "tdm-int-sum.h"
 #include "tdm-i18n.h"

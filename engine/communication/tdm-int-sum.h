@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-int-sum.h — the int64 sum over the replicas of one process, in host memory:
  * exact mode's fixed-point gradients (tdm-exact.h). Each replica's thread registers
  * its buffer, sums its own slice of every buffer and writes it back into all of them;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend.c — what every backend shares: construction by device name, the
  * byte-counting allocation wrappers and the sticky error. The operations themselves
  * live in tdm-backend-cpu.c and tdm-backend-cuda.c. */

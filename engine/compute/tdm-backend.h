@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend.h — one table of tensor operations per kind of device.
  *
  * A TdmBackend is one device as the engine computes on it: the CPU (OpenBLAS and plain

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-barrier.c — see tdm-barrier.h. */
 #include "tdm-barrier.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-barrier.h — a reusable barrier for the replicas' worker threads that can be
  * broken: once any thread fails, every waiter returns FALSE instead of hanging. */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-choice.c — names of the choices, read from their GEnums (tdm-choice.h). Not
  * the tables themselves: glib-mkenums writes them from the headers' enums.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-choice.h — the names of the choices a run makes, from their GEnums.
  *
  * Every enum in tdm-config.h and the precision in tdm-backend.h is registered as a

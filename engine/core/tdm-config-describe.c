@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-config-describe.c — a run's settings as (key, value) text pairs, for people.
  *
  * Exports (CSV comment lines, SVG metadata and caption, PNG text chunks) say which

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-config-finetune.c — the fine-tuning fields of the configuration (normalize, init,
  * freeze, train_head, lr_scale) in its JSON; optional when read, as older checkpoints
  * lack them. What they mean is tdm-finetune.c's.

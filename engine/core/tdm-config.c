@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-config.c — the run configuration: defaults, the --devices list, validation,
  * the name tables shared by flags, settings and JSON, the JSON form that checkpoints
  * carry, and the learning-rate schedules. It checks only what it can see without

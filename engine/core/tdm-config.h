@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-config.h — everything that defines a training run, as one plain struct.
  *
  * The CLI fills it from flags, the GUI from its controls and GSettings; the trainer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-error.c — the quark behind TDM_ENGINE_ERROR. */
 #include "tdm-error.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-error.h — the engine's error domain.
  *
  * Every public engine function that can fail takes `GError **error` last and sets an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-event-json.c — every engine event as JSON (tdm-event-json.h). Not the
  * phases', batches' and predictions' members, which tdm_event_detail_to_json() in
  * tdm-events.c writes for this file.

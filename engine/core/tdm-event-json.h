@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-event-json.h — an engine event as one JSON object: the one serializer that
  * tandem-train --json prints and the run history's files keep, so a line of either
  * reads the same. Not the run files' compact devices and phases lines (tdm-history.c keeps

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-events.c — names and JSON for the events that describe a step's inside: its
  * phases per device, how its batch split, and the test set's predictions.
  *

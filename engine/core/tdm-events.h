@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-events.h — what the trainer reports, as plain structs.
  *
  * The trainer fills one TdmEvent at a time on its own thread and hands it to the

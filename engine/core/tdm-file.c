@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-file.c — refuses what is not a regular file before reading from it, and the
  * locked temporaries files are replaced through (tdm-file.h). Not a reader and not a
  * writer. */

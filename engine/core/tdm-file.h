@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-file.h — opening the files a person names (dataset files, checkpoints to resume)
  * without trusting what they are.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-i18n.c — the engine's gettext domain, bound on first use (tdm-i18n.h). */
 #include "tdm-i18n.h"
 #include "tdm-build-config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-i18n.h — messages in the user's language.
  *
  * The engine's messages belong to its own gettext domain, "tandem-engine", which the

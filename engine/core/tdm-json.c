@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-json.c — JSON text from json-glib trees that every parser accepts, and text
  * parsed once its nesting is known to be shallow. */
 #include "tdm-json.h"

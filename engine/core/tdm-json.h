@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-json.h — JSON text from json-glib trees.
  *
  * One writer for the engine and its programs (configurations in checkpoints, the

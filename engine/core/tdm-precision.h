@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-precision.h — the arithmetic a run's GEMMs and convolutions use: a choice of the
  * configuration that the backends carry out. Here, not in tdm-backend.h, so that the
  * configuration names it without including the compute layer. Not how a backend does it.

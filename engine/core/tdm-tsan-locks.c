@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-tsan-locks.c — GLib's mutexes and condition variables on pthreads, for
  * ThreadSanitizer builds only (meson -Db_sanitize=thread; tools/tsan).
  *

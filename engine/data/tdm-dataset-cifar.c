@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-dataset-cifar.c — the CIFAR-10 binary batches (data_batch_1.bin …
  * data_batch_5.bin, test_batch.bin), in a folder or its cifar-10-batches-bin/
  * subfolder. Records are one label byte and a 32×32 image stored plane by plane

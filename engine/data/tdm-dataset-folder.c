@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-dataset-folder.c — a folder of class folders of images as a dataset pair
  * (tdm-dataset-folder.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-dataset-folder.h — datasets from a folder of class folders of PNG and JPEG.
  *
  * Layout: FOLDER/<class>/<image> (a seeded share of each class is held out for the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-dataset-idx.c — the IDX reader (MNIST, Fashion-MNIST and their kin), raw or
  * gzipped (one member or several, as zcat reads them). Every header field is checked
  * against what the file can hold before it is trusted, and a gzipped body is inflated

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-dataset-synthetic.c — the built-in image set that needs no files: ten
  * classes of 28×28 grey strokes (bars, diagonals, crosses, rings, squares,
  * triangles, blobs) drawn from a seed with jitter in position, size, angle,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-dataset.c — TdmDataset's life cycle and tdm_dataset_open, which turns a name
  * or a folder into a pair of splits by asking the format loaders in turn. The file
  * formats themselves live in tdm-dataset-idx.c, tdm-dataset-cifar.c,

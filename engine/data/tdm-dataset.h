@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-dataset.h — labelled image sets held in memory as uint8.
  *
  * A TdmDataset is one split (train or test): count images of height × width ×

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-folder-scan.c — listing an image folder and keying its state (tdm-folder-scan.h).
  *
  * Measured on 20,000 files in ten class folders (bench-images): a readdir and an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-folder-scan.h — the list of an image folder's class folders and files, and the
  * key of its state (internal to engine/data).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-image-cache.c — reads and writes the decoded-folder cache (tdm-image-cache.h).
  *
  * Layout, little-endian: "TDMIMGC2", the 32-byte key, then u32 fields (classes, height,

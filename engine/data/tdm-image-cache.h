@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-image-cache.h — the file that keeps a decoded image folder between starts.
  *
  * One file per folder and options; inside, a key made from the folder's file list

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-image.c — PNG and JPEG decoding into small square samples (tdm-image.h).
  *
  * Both decoders hand rows to one resampler that crops the centre square and

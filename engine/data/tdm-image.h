@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-image.h — one PNG or JPEG file read into a small square sample.
  *
  * Decoding goes through libpng and libjpeg-turbo, row by row: the image is converted

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-iterator.c — the seeded shuffling iterator. The permutation of an epoch is a
  * Fisher-Yates shuffle driven by our own splitmix64 stream seeded from (seed,
  * epoch), so it is the same on every machine and C library and needs no state but

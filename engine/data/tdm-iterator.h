@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-iterator.h — the seeded shuffling iterator over a training split.
  *
  * Each epoch is one permutation of [0, count), drawn from the seed and the epoch

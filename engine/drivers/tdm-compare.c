@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-compare.c — the one-device configuration of a run and the distance between
  * two parameter vectors (see tdm-compare.h). Nothing here trains. */
 #include "tdm-compare.h"

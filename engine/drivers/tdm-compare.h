@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-compare.h — "compare with one device": the run that N devices must equal.
  *
  * Data parallelism here takes the gradient as the mean over the global batch, so N

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-scaling.c — the throughput meter and the 1 … N scaling driver (tdm-scaling.h).
  * The meter times between step summaries, so a run's set-up, its first steps (graph
  * capture, first touches) and its epoch-end evaluations stay out of the figure. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-scaling.h — how training throughput scales over 1 … N devices.
  *
  * Two layers. The meter reads one run's events (as a TdmEventSink) and turns them

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-onnx-export.h — a trained network written as an ONNX model (opset 13), for
  * inference in an ONNX runtime such as onnxruntime.
  *

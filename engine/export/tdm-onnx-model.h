@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-onnx-model.h — private to export/: the network turned into the bytes of an ONNX
  * ModelProto (tdm-onnx-model.c, built only with protobuf-c). Writing them to a file
  * and loading checkpoints is tdm-onnx-export.c's.

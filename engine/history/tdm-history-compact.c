@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-history-compact.c — keeps a long run's file a few MB: the recorder's writes,
  * and the thinning of the sampled steps once the file passes its budget.
  *

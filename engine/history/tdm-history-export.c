@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-history-export.c — a kept run as CSV: its name, date and settings as `# key:
  * value` lines (pandas reads past them with comment='#'), then its table: a training
  * run's per-step metrics and epoch results, or a sweep's points (tdm-history-sweep.c).

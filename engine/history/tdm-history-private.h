@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-history-private.h — what the parts of the run history share: the history and
  * recorder structs, the one-line writer and the JSON member helpers. tdm-history.c
  * writes and reads training runs and the files in general, tdm-history-sweep.c

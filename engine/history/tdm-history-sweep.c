@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-history-sweep.c — scaling sweeps in the run history: the recorder's sweep lines,
  * reading them back, their CSV, and the recorded sweep itself.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-history.c — runs on disk as JSON lines: the recorder that appends them while a
  * run goes, and the reader that lists, loads, renames, deletes and exports them.
  *

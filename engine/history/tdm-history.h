@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-history.h — every run kept on disk, for overlays, comparisons and exports.
  *
  * A history is a folder (by default g_get_user_data_dir()/tandem/runs) holding one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-network-catalogue.c — the table of built-in networks (tdm-network-catalogue.h).
  * torchvision's ResNets are written with the basic and bottleneck items the parser
  * expands, so that their modules come out with torchvision's names (conv1, bn1,

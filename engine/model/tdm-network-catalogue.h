@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-network-catalogue.h — the built-in networks, in one table: their names, specs,
  * input sizes and the recipe each trains with. The spec parser expands the names, the
  * CLI lists them in --help, the window in its drop-down, tdm_config_apply_preset()

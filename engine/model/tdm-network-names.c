@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-network-names.c — what a parsed network is called: its layers' module names
  * (PyTorch's, torchvision's for its ResNets: conv1, bn1, layer2.0.downsample, fc) and
  * its canonical spec, the text that parses back to it. Not the parser

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-network-private.h — what the spec parser (tdm-network-spec.c) and the naming of
  * its result (tdm-network-names.c) share. Not for anything else.
  */

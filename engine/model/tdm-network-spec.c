@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-network-spec.c — the spec parser: text to the flat tree of layers of
  * tdm-network.h, with shapes, the parameter and state layout, checkpoint names and
  * the canonical spec. Errors name the item, its position and why. Not the numbers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-network.c — the numbers of a parsed network: seeded initial parameters, BN
  * state, the weight-decay mask, PyTorch's weight layouts and the FLOP count. The
  * parser is tdm-network-spec.c; computing is tdm-replica.c's. */

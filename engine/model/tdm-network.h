@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-network.h — a network as a small tree of layers and residual blocks, parsed
  * from a one-line spec, with its parameter and state layout. A TdmNetwork is only the
  * description; replicas compute it. Built-ins (tdm-network-catalogue.h) expand to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-optimizer.c — see tdm-optimizer.h. Chainer's update rules, each one fused
  * backend operation over the whole flat buffer. */
 #include "tdm-optimizer.h"

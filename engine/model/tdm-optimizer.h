@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-optimizer.h — SGD, MomentumSGD, Adam and Nesterov SGD over one flat parameter
  * buffer.
  *

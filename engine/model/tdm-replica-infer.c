@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-replica-infer.c — the inference pass's buffers: evaluation and prediction keep
  * no activations for a backward pass, so each layer's output goes into one of a few
  * buffers of the widest activation's size that rotate layer to layer (ping-pong), with

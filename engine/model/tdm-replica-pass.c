@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-replica-pass.c — the forward and backward walks of a replica over the flat
  * tree of layers (tdm-network.h): each layer as backend operations, blocks as
  * RES_BEGIN … RES_END with the skip path's gradient kept aside until the walk back

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-replica-private.h — what tdm-replica.c (buffers, steps, evaluation) and
  * tdm-replica-pass.c (the forward and backward walks over the layers) share: the
  * buffer layout rules and the passes. Not for anything else. */

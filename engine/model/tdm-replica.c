@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-replica.c — one replica's buffers and its steps: training (gather, forward,
  * loss, backward, captured once in a graph and replayed where the device has them),
  * evaluation and prediction, all as backend operations so the same code runs on the

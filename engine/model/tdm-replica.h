@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-replica.h — one copy of the network on one device, and its training step.
  *
  * A replica owns its parameters and gradients (one flat buffer each, laid out as the

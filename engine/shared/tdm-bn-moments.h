@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-bn-moments.h — batch normalization's statistics in one pass, and the rule that
  * combines them over replicas: plain C for the CPU backend and the CUDA kernels alike
  * (host and device), so both compute the same numbers the same way. No GLib, no

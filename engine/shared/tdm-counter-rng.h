@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-counter-rng.h — the counter-based random numbers of augmentation and dropout.
  *
  * A number is a pure function of (key, epoch, sample index, element): no state, no

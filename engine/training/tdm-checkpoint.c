@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-checkpoint.c — reads and writes safetensors files of float32 tensors.
  *
  * Writing goes to a hidden temporary file beside the target, is flushed to disk and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-checkpoint.h — safetensors files: named float32 tensors plus string metadata.
  *
  * The layout is safetensors': an 8-byte little-endian header length, a JSON header

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-classifier.c — classifying images with a saved network (tdm-classifier.h).
  *
  * The replica is built over a one-sample dataset that each call overwrites, so the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-classifier.h — a trained network from a checkpoint, run forward on new images.
  *
  * Loads the network, its parameters, its input shape and its class names from a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-exact.c — exact mode's fixed-point sums and its chunked shards (tdm-exact.h). */
 #include "tdm-exact.h"
 #include "tdm-iterator.h"

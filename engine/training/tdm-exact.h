@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-exact.h — exact mode's arithmetic: the fixed-point numbers that sums over
  * samples are kept in, so that the order of the additions (which replica added which
  * chunk, in which order the replicas were combined) cannot change a bit of the result,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-finetune.c — normalization settings, frozen layers and learning-rate factors
  * (tdm-finetune.h). */
 #include "tdm-finetune.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-finetune.h — starting a run from someone else's weights: the per-channel input
  * normalization, which layers are frozen, the learning-rate factors of parts of the
  * network, and the configuration's fields for them in JSON. Loading the weights

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-memory.c — see tdm-memory.h. Every figure here mirrors an allocation elsewhere:
  * the replica's (tdm_replica_plan(), which tdm-replica.c allocates by), the
  * optimizer's (tdm-optimizer.c), a GPU backend's own workspace

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-memory.h — what a run will allocate, per device and on the host, before it does.
  *
  * The estimate follows the code that allocates: a replica's buffers layer by layer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-trainer-checkpoint.c — what a checkpoint holds and how a run resumes from it.
  *
  * Tensors are named and shaped as PyTorch names them (fc1.weight [out, in],

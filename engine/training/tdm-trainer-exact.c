@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-trainer-exact.c — the training step of exact mode (config->exact), in which the
  * parameters come out bit-identical for any number of devices and any way of placing
  * them: device-independent chunks whose gradients are summed as fixed-point integers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-trainer-finetune.c — the trainer's part in starting from weights: the input
  * normalization every replica applies, --init's tensors over the seeded parameters
  * (and its BN statistics on every replica), frozen layers (their BN in inference

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-trainer-private.h — the trainer's state, shared by tdm-trainer.c (the loop and
  * its events), tdm-trainer-setup.c (set-up, tear-down), tdm-trainer-step.c (the jobs every replica's thread runs, and the
  * collectives) and tdm-trainer-checkpoint.c (saving and resuming). Not for anything

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-trainer-setup.c — a run's set-up and tear-down: the dataset and network, the
  * memory estimate (and the refusal of a run that cannot fit), a backend, replica and
  * optimizer per local replica, the communicator, synchronized BN and gradient

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-trainer-step.c — what every local replica's thread does in lock-step: the jobs
  * (train a shard, metrics, evaluation, broadcast), the collectives that combine
  * gradients (all-reduce, or reduce to the main replica and broadcast; buckets that

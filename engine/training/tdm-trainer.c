@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-trainer.c — the data-parallel training loop.
  *
  * One thread per local replica: the calling thread drives replica 0 and coordinates,

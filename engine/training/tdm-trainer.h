@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-trainer.h — runs a data-parallel training job and reports it.
  *
  * The trainer owns the dataset, one replica per configured device, the communicator

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* image-helper.c — writes the image folders test-cli-images.sh runs tandem-train on,
  * so that test needs neither Python nor an image tool.
  *

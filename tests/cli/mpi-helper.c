@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* mpi-helper.c — two small tools for test-mpi.sh, which has no Python to rely on:
  *
  *   mpi-helper idx FOLDER TRAIN TEST    writes a synthetic set of TRAIN and TEST

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* onnx-helper.c — what test-onnx.sh needs from the engine besides tandem-train:
  *
  *   onnx-helper folders DIR

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
 # test-cli-classify.sh — tandem-train --classify DIR: every PNG and JPEG under a folder
 # (recursively, in name order; other files and hidden ones left alone), each result
 # saying how its image was adapted to the network's input when it was not of it, and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
 # test-cli-hardening.sh — tandem-train against the second round of hostile inputs,
 # each made here: stdout on a full disk (--json, --classify, --list-devices, --help),
 # values a resumed checkpoint gave (a device, a relative dataset path, another

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
 # test-cli-images.sh — tandem-train on folders of images and --classify: a run and its
 # cached second start, the skip notice, one line and exit status 2 for each kind of bad
 # input, and classifying with the saved checkpoint. TAP on stdout; meson passes the

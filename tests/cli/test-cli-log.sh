@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
 # test-cli-log.sh — tandem-train in a batch job: what a log gets through a pipe (the
 # header, progress lines driven by the epoch's tenths, "saved FILE"), --max-steps ending
 # with an evaluation, the time left after --resume and with --max-steps, the live

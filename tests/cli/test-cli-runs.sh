@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
 # test-cli-runs.sh — run settings as a file and the run history from the command line:
 # --print-config then --config (from that file, from a run file, from a checkpoint)
 # trains the same parameters bit for bit on the CPU; tandem-train runs / --list-runs,

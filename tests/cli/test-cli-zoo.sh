@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
 # test-cli-zoo.sh — tandem-train starting from weights: --init loads a checkpoint's
 # tensors by name and shape and says so, classifies with --network and --init without
 # training, and every bad input (a file that matches nothing, tensors of the wrong

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
 # test-cli.sh — tandem-train as a person and a script use it: --help, --list-devices,
 # one clear line and exit status 2 for each kind of bad input (and no checkpoint left
 # behind), a short real run with --json and --save, resuming it, and Ctrl-C.

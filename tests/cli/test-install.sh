@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
 # test-install.sh — `meson install` into a DESTDIR: the man pages, the bash
 # completions, the icons, the licence, and a metainfo and desktop file that validate
 # where they landed. TAP on stdout; meson passes the build folder as $1.

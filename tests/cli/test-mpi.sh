@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
 # test-mpi.sh — tandem-train --distributed under mpirun, on CPU ranks: 2 and 3 ranks
 # train exactly as one process does with the same global batch (either strategy, the
 # main replica on any rank, an uneven last batch, evaluation split across ranks),

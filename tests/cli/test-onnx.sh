@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
 # test-onnx.sh — tandem-train --resume FILE --export-onnx MODEL: bad input (one line,
 # exit 2, an existing file left as it was), then the mlp, cnn and resnet presets and
 # specs that between them hold every kind of layer, and a run with --normalize, each

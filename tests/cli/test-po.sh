@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
 # test-po.sh — the translations: both domains' catalogues ('tandem': the window and
 # tandem-train; 'tandem-engine': the engine's messages) pass msgfmt --check, Japanese
 # has no untranslated or fuzzy message, and every source file with a marked string is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-backend-cpu-gradcheck.c — the CPU backend's layers (Linear, Conv2d, MaxPool,
  * ReLU, softmax cross-entropy) against central differences; part of test-backend-cpu,
  * which registers these with the operation tests. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-backend-cpu.c — the CPU backend against plain double-precision references.
  *
  * Every operation runs on fresh random inputs (g_test_rand_*, so --seed replays a run)

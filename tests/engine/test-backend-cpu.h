@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-backend-cpu.h — what the CPU backend's test files share: a backend that
  * checks it got everything back, NaN-poisoned outputs, relative errors against double
  * references, and the convolution shapes. Header-only (test helpers). */

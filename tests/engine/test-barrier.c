@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-barrier.c — the replicas' barrier: reuse across generations, and breaking it
  * releases every waiter instead of hanging. */
 #include "tdm-barrier.h"

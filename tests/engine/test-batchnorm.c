@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-batchnorm.c — batch normalization, augmentation and dropout across replicas,
  * through the real trainer on CPU workers: synchronized BN keeps the invariant (N
  * replicas train as one with the same global batch) with either strategy;

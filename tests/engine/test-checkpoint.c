@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-checkpoint.c — safetensors files: a bitwise round trip, the layout on disk,
  * one malformed file per check the loader makes, and atomic saving (a failed save
  * leaves the old checkpoint and no temporary file). Where Python's safetensors is

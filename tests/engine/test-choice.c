@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-choice.c — the choices' names have one source, their GEnums: the engine's
  * name functions, the GSettings schema's choices and defaults, and the shell
  * completion's word lists must all agree with it (and with tdm_config_new()), so a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-config.c — TdmConfig: defaults, --devices parsing, validation messages, the
  * name tables, the JSON round trip and the learning-rate schedules. */
 #include "tdm-config.h"

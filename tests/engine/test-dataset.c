@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-dataset.c — the dataset loaders against files written here: small IDX sets,
  * raw and gzipped, every byte compared; malformed files, each expected to fail
  * with its own message; CIFAR-10 batches; the synthetic set's determinism and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-device.c — the device list and GPU telemetry, on any machine.
  *
  * Without a GPU (CI, laptops) the list is the CPU alone and telemetry reports that

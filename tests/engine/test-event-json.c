@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-event-json.c — one serializer for events: a recorded run's file holds, for
  * each event it keeps whole (started, step, epoch, finished, failed), the JSON that
  * tandem-train --json prints for that event (tdm_event_to_json_line), and reading the

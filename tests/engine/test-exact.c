@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-exact.c — exact mode: its fixed-point sums give the same bits in any order and
  * grouping, its shards are whole chunks, and training with it on 1, 2 or 3 CPU
  * workers (uneven shares included) writes checkpoints whose every tensor is

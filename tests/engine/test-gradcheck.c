@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-gradcheck.c — every layer kind and the loss, checked through a real replica on
  * the CPU backend: the analytic gradient of the mean training loss (batch statistics
  * for BN, the step's dropout mask, label smoothing) against central differences,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-hardening.c — the second round of hostile inputs, each made here by the test:
  * specs and JSON nested 100,000 deep (in a spec, a checkpoint's header, a saved
  * configuration, a run file), a FIFO among the run files, an image cache changed on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-history.c — runs kept on disk: recorded while training, read back by a new
  * history object (as after a restart), identical runs overlaying point for point,
  * rename, export, delete, a crash's truncated last line, a corrupt file named in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-hostile.c — hostile inputs, each made here by the test: a
  * gzipped IDX header claiming 38 million images padded past the ratio check, a
  * multi-member gzip, FIFOs, devices, symlink loops and dangling links where dataset

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-image-folder.c — folders of class folders of images as datasets, and the
  * classifier that uses a trained network on image files.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-iterator.c — the seeded shuffling iterator: each epoch visits every index
  * once whatever the batch size, the order depends on (seed, epoch) alone, and
  * seeking reproduces the exact sequence from any position. Not a test of how the

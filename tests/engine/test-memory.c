@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-memory.c — the memory estimate (tdm-memory.h) against what is allocated: a
  * replica's and an optimizer's bytes on the CPU backend's counter, exactly; whole runs
  * (mlp and cnn, two batch sizes, 1 and 2 workers, both strategies) against the

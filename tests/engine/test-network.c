@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-network.c — network specs: parsing, shapes, parameter layout, errors, and the
  * seeded initialization. */
 #include "tdm-network.h"

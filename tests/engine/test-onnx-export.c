@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-onnx-export.c — the engine's ONNX exporter seen from C: the file read back
  * with protobuf-c through the same .proto (nodes in order, attributes, weights in
  * ONNX's layouts, the free batch dimension), and its refusals (a bad normalization,

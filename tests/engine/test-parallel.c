@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-parallel.c — the key invariant of data parallelism: N replicas on N CPU
  * workers, with either strategy, train exactly as one replica does with the same
  * global batch, uneven shards included. */

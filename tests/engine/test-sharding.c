@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-sharding.c — how a data-parallel job divides an epoch: the iterator's global
  * batches, each cut into one shard per global replica with tdm_shard_of() (as every
  * process under mpirun does on its own), cover every sample exactly once per epoch,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-trainer-detail.c — what the trainer tells about a step's inside, on CPU
  * workers: each device's phases under both strategies, how a batch splits, the test
  * set's predictions; and the pace control (a step limit and single steps), counted

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-trainer.c — the trainer end to end on CPU workers: accuracy after one epoch,
  * events, pause, stop, bit-exact resume, divergence, checkpoints, bad input. */
 #include "tdm-checkpoint.h"

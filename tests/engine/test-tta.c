@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-tta.c — test-time augmentation: with test_flip and test_shift, the
  * logits a replica's evaluation scores are the mean of the logits of each view of
  * the test set (the image, its mirror, its four shifted copies and their mirrors),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-winograd-gemm.c — the Winograd convolutions' own products
  * (tdm-cpu-winograd-gemm.c), every copy this CPU runs (generic; AVX2 and AVX-512 where
  * the CPU has them): the product against packed weights, both packings, and the

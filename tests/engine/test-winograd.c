@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-winograd.c — the CPU backend's whole 3×3 convolutions (Winograd F(2×2, 3×3)
  * and F(3×3, 3×3), tdm-backend-cpu-winograd.c) against the im2col path and a
  * double-precision direct convolution: output, input gradient and weight gradient on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-zoo.c — networks from the model zoo against PyTorch itself: padded and strided
  * pools against torch's, torchvision's ResNet-18 and ResNet-50 (seeded weights, BN
  * statistics of real activations) loaded with --init's loader giving torch's

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-3.0-or-later
 """PyTorch's side of test-zoo: reference numbers from torch and torchvision (Debian's
 python3-torch and python3-torchvision), and PyTorch's reading of Tandem's checkpoints.
 Exits 77 (skip) when they are not installed.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* fuzz-checkpoint.c — libFuzzer harness for safetensors checkpoints through the real
  * resume path: the input is written as a checkpoint file and a CPU run is resumed
  * from it with tdm_trainer_set_resume_path and tdm_trainer_run, as `tandem-train

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* fuzz-cifar.c — libFuzzer harness for the CIFAR-10 reader through the real dataset
  * path: the input becomes the six batch files of a folder (fuzz-common.h) and the
  * folder is opened with tdm_dataset_open. Errors are expected; crashes, leaks and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* fuzz-common.c — temporary folders and input splitting for the harnesses
  * (fuzz-common.h). */
 #include "fuzz-common.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* fuzz-common.h — what the libFuzzer harnesses share: a private temporary folder and
  * the splitting of one fuzz input into the files of a dataset.
  *

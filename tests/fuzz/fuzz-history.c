@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* fuzz-history.c — libFuzzer harness for run history files through the window's
  * reader: the input is written as the one run file of a history folder, which is
  * listed (tdm_history_list, as the History page's loading thread does), loaded by id

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* fuzz-idx.c — libFuzzer harness for the IDX reader, raw and gzip, through the real
  * dataset path: the input becomes the four files of an IDX folder (fuzz-common.h;
  * mask bits 4 to 7 give each file a ".gz" name, whatever its content) and the folder

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* fuzz-image-folder.c — libFuzzer harness for folders of class folders of PNG and
  * JPEG (tdm-dataset-folder.h) through the real dataset path: the input becomes up to
  * six image files in two class folders (fuzz-common.h) and the folder is opened with

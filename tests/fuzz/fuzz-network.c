@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* fuzz-network.c — libFuzzer harness for network specs through tdm_network_new, the
  * parser --network and the window's spec field use. The first four bytes choose the
  * input's height, width, channels and classes; the rest is the spec. Errors are

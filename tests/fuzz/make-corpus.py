@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-3.0-or-later
 """make-corpus.py [FUZZ_CHECKPOINT] — writes the seed corpus of the fuzz harnesses
 into corpus/ beside this script: small valid inputs of each format and a few near
 misses, in the layout fuzz-common.h describes. With the path of a built

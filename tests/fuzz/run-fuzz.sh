@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
 # run-fuzz.sh HARNESS CORPUS SECONDS [libFuzzer flags…] — runs a libFuzzer harness
 # over its seed corpus and then fuzzes for SECONDS. New inputs go to a temporary
 # folder, never into the seed corpus in the tree; a crash, leak or timeout is kept

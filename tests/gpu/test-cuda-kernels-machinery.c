@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-cuda-kernels-machinery.c — the CUDA backend's own machinery, part of
  * test-cuda-kernels: graph capture and replay, the upload ring, allocation counting and
  * out-of-memory messages, and the peer communicator (and NCCL's plumbing on one GPU).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-cuda-kernels.c — every CUDA backend operation against the CPU backend, plus
  * the CUDA-only machinery (test-cuda-kernels-machinery.c): graph capture and replay,
  * the upload ring, allocation counting and out-of-memory messages, and the peer

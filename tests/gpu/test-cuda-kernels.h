@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-cuda-kernels.h — what test-cuda-kernels.c and test-cuda-kernels-machinery.c
  * share: the two backends, NaN-poisoned device buffers, and comparisons by relative
  * error. Header-only test helpers; only with TDM_HAVE_CUDA. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-cuda-layers-bf16.c — part of test-cuda-layers: the CUDA backend's bf16 GEMMs,
  * stored bf16 operands, the column-free input gradient of a bf16 convolution and the
  * layers fused with their neighbours, against the CPU backend.

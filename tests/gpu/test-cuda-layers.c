@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-cuda-layers.c — the CUDA backend's operations for the ResNet layers against the
  * CPU backend (suite gpu): strided im2col/col2im, batch normalization in its three
  * training steps, evaluation mode and backward, average and global pooling, dropout

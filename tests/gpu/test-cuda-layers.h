@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-cuda-layers.h — what test-cuda-layers.c and test-cuda-layers-bf16.c share:
  * the backends (float32 and bf16), NaN-poisoned device buffers, comparisons by
  * relative error and bf16 rounding. Header-only test helpers; only with TDM_HAVE_CUDA.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-cuda-pool2d.c — the CUDA backend's pools with any window, stride and padding and
  * its per-channel input normalization, against the CPU backend (suite gpu): max pools
  * (forward, the argmax indices exactly, backward through them), average pools counting

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-cuda-train.c — training on GPUs (suite gpu): the CUDA backend trains as the CPU
  * does, several replicas on one GPU train as one (with synchronized batch
  * normalization too), bf16 stays near float32, the pre-warm leaves no trace,

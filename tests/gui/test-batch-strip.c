@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-batch-strip.c: TdmBatchStrip on the BATCH events of a real run on 3 CPU
  * workers: a row per device, shard bars in proportion to the shard sizes (which sum
  * to the batch), the shown samples' labels as the dataset has them, every part inside

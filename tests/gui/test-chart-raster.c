@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-chart-raster.c: the overlaid runs' rasterizer (tdm-chart-raster.c), the
  * chart's image of the overlays, and the smoothed values a series keeps.
  *

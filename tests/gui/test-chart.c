@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-chart.c: TdmSeries, the axis helpers and TdmChart.
  *
  * Rendering is checked on pixels: the chart is drawn through its export path

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-classroom.c: the window's classroom pages, fed by real runs.
  *
  * Whole runs on two CPU workers and the synthetic set go through the window's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-confusion-view.c: TdmConfusionView's data handling and geometry: the matrix of
  * a real one-epoch run sums to the test set and its diagonal is the accuracy the
  * epoch reported; every cell lies inside the widget, cells do not overlap, and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-format.c: numbers and messages as the window shows them (tdm-format.h).
  *
  * Counts are grouped in threes in every locale, the C locale included (not

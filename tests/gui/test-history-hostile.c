@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-history-hostile.c: the window's History against hostile run folders.
  *
  * A FIFO named x.jsonl (which would block a plain open for ever), a run file whose

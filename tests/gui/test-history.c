@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-history.c: the run history in the window.
  *
  * The store and the page on a history folder filled by hand (rename, an undoable

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-image-views.c: the folder preview (classes, decoding, Cancel) and the classify
  * view (a checkpoint, images added, their predictions), with the main loop turning.
  *

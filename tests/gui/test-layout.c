@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-layout.c: the window at phone, laptop and desktop widths, in the system's
  * styles, and as a screen reader and a keyboard reach it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-pacer.c: TdmPacer hands out one marked slot per tick, round robin, none of
  * them more often than its minimum period, and goes quiet once nothing is marked.
  * Plain GLib main loop: no window is made. Rates are checked on an injected clock

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-prediction-gallery.c: TdmPredictionGallery on a real run's PREDICTIONS event:
  * mistakes first, as many as the matrix says there are (up to the list's size), every
  * shown thumbnail inside the widget and in reading order. No pixels, no timing. */

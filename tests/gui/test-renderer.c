@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-renderer.c: Tandem keeps GTK's OpenGL renderer off software rasterizers.
  *
  * The name test reads GL_RENDERER strings as Mesa and GPU drivers report them. The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-scaling-chart.c: TdmScalingChart fed by the engine's scaling driver over 1
  * and 2 CPU workers: two points, the first on the ideal line (speed-up 1), points
  * inside the plot and in device order, y scaled so that the ideal line reaches the

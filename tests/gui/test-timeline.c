@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-timeline.c: TdmTimeline's data handling and layout, on events from a real run
  * of each strategy on 2 CPU workers: every phase of both strategies is kept and laid
  * out, one lane per device, boxes in time order inside the widget; the colours are

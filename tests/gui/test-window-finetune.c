@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-window-finetune.c — the form's fine-tuning group: "Start from weights…" shows
  * the engine's load report for the network chosen, and works it out again when the
  * network changes (weights that do not fit: the engine's error, Start greyed out);

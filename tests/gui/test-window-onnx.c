@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-window-onnx.c — the window's "Export Network as ONNX…": offered in the main
  * menu (greyed out in a build without protobuf-c), it writes the last run's network
  * (a run with --normalize included), and a toast names the file written or says why

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-window.c: the main window, driven the way a person would drive it.
  *
  * The window is built from its template with a device list the test chooses (two

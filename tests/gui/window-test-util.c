@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* window-test-util.c — see window-test-util.h. */
 #include "window-test-util.h"
 #include "tdm-network-catalogue.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* window-test-util.h — what the window's GUI tests share: turning the main loop until
  * something holds, finding a part of the window by its template id, and starting
  * every test from the default settings. Not for widget tests that build no window. */

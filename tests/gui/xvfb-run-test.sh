@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Runs one GUI test (or any program) on a private Xvfb server, which it starts on a
 # free display (Xvfb -displayfd picks it; 1920×1200, so the widest layout test fits)
 # and stops afterwards. Without Xvfb it

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-3.0-or-later
 # test-layers.py: the ui libraries' include boundaries hold.
 #
 # Each ui library compiles with its own include directories (ui/*/meson.build). For

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-session.c: TdmSession, the live run's model, driven without a display.
  *
  * Links GLib, the session library and the engine only (no GTK): events go in, and

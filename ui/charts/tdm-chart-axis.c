@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-chart-axis.c: nice ticks and labels for TdmChart.
  *
  * Steps are 1, 2 or 5 times a power of ten, chosen so that at most max_ticks

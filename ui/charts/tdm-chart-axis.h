@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-chart-axis.h: tick placement and number formatting for TdmChart.
  *
  * Private to the chart (and its tests): nice-number ticks (1, 2, 5 × 10^k)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-chart-draw.c: one frame of TdmChart, everything but the series.
  *
  * Lays the frame out (title, legend, tick labels, plot area), draws the grid,

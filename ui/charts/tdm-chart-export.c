@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-chart-export.c: TdmChart to PNG, SVG and CSV files, each saying which run.
  *
  * Every export draws through tdm_chart_render(), so the file shows what the window

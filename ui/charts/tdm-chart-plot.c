@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-chart-plot.c: the marks of TdmChart's series.
  *
  * Lines, dashed lines, points, reference lines and stacked areas, drawn into

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-chart-private.h: what the files of TdmChart share.
  *
  * The widget's state, the per-frame drawing context and the data-to-pixel

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-chart-raster.c: thin anti-aliased curves straight into an image's pixels.
  *
  * The overlaid runs are a few dozen faint polylines, redrawn together whenever they,

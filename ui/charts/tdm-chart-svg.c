@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-chart-svg.c: TdmChart's own SVG writer, with text kept as text.
  *
  * The writer rides on the cairo context as user data, so the drawing code needs no

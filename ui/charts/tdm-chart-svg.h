@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-chart-svg.h: TdmChart's own SVG writer, with text kept as text.
  *
  * cairo's SVG surface stores every glyph as an outline, so an exported chart could

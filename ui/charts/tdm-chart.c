@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-chart.c: the TdmChart widget, its properties and its public API.
  *
  * The widget keeps the series and the labels; tdm-chart-draw.c and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-chart.h: a live line/area chart widget drawn with Cairo.
  *
  * TdmChart shows a few named series (lines, dashed lines, per-epoch points,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-draw.c: what every Cairo view of the window does before it draws. */
 
 #include "tdm-draw.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-draw.h: what every Cairo view of the window does before it draws.
  *
  * The timeline, the batch strip, the confusion matrix, the prediction gallery and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-export-info.c: which run an exported file comes from.
  *
  * Only pairs: which pairs a run has is tdm-run-export-info.c's (the engine's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-export-info.h: which run an exported file comes from.
  *
  * Key/value pairs: the settings of the run, the Tandem version and the date the run

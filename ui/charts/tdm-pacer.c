@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-pacer.c: spreads costly updates of the screen over time, one at a time.
  *
  * The state is a bit mask of marked slots, the time each slot was last handed out,

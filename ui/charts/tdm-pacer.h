@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-pacer.h: spreads costly updates of the screen over time, one at a time.
  *
  * A TdmPacer has a few numbered slots (a chart, the status line…). Marking a slot says

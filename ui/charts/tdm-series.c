@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-series.c: bounded, decimated time series.
  *
  * Every bucket but the last holds exactly `width` raw points; the last one is

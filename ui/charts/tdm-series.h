@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-series.h: a bounded, decimated time series for the charts.
  *
  * A TdmSeries keeps at most `capacity` buckets, however many points are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-dataset-chooser.c: picks the dataset and says what it holds.
  *
  * Each choice starts a GTask on a worker thread that opens the dataset, reads its

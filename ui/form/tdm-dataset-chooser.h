@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-dataset-chooser.h: picks the dataset and says what it holds.
  *
  * A drop-down of the built-in sets (Fashion-MNIST, MNIST, synthetic) plus the last

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-device-picker.c: the list of devices to train on.
  *
  * A GtkListBox of TdmDeviceRows in a frame. The rows' "Main" buttons share one

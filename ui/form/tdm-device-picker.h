@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-device-picker.h: the list of devices to train on.
  *
  * One TdmDeviceRow per device of an array of TdmDeviceInfo (what tdm_device_list()

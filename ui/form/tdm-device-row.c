@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-device-row.c: one device in the window's device list.
  *
  * The row keeps a copy of the TdmDeviceInfo it was made from and mirrors its three

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-device-row.h: one device in the window's device list.
  *
  * A row shows a device as tdm_device_list() found it, a check button to train on

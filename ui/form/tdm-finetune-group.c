@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-finetune-group.c: "Start from weights…", frozen parts and input normalization,
  * a group of rows under the network (tdm-finetune-group.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-finetune-group.h: the form's choices for starting from someone else's weights:
  * the weights file ("Start from weights…", with what of it would load), which part
  * stays frozen, and how inputs are normalized. They go into a TdmConfig as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-folder-preview.c: an image folder's classes, thumbnails and decoding.
  *
  * Two GTasks per folder, both on worker threads and both found again through a weak

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-folder-preview.h: what a folder of class folders of images holds, and its
  * decoding.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-run-form.c: the choices that make a training run, on the window's left.
  *
  * The dataset chooser, the spec entry and the device picker are widgets of their

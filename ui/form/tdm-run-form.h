@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-run-form.h: the choices that make a training run, on the window's left.
  *
  * Dataset, network (a built-in or a one-line spec), devices, global batch size with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-spec-entry.c: a one-line network spec, checked as it is typed.
  *
  * Parsing a spec only lays out the parameters (nothing is allocated on a device),

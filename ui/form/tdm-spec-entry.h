@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-spec-entry.h: a one-line network spec, checked as it is typed.
  *
  * An entry and a line under it. Every change is parsed with tdm_network_new()

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-history-store.c: the run history as a list model for the window.
  *
  * The items live in a GPtrArray in the order the history lists them; GListModel is

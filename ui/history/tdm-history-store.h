@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-history-store.h: the run history as a list model for the window.
  *
  * A TdmHistoryStore lists the runs of a TdmHistory folder as TdmRunItems, oldest

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-history-sweep.c: a kept scaling run in a window of its own.
  *
  * Built in code: a header bar titled with the run's name (bound, so a rename from the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-history-sweep.h: a scaling run kept in the history, opened in a window of its
  * own.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-history-view.c: the History page of the window.
  *
  * Three boxed groups in a clamp that scrolls: the runs (a GtkListBox bound to the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-history-view.h: the History page of the window.
  *
  * Lists the runs of a TdmHistoryStore (name, date, devices, strategy, batch, final

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-run-item.c: one run of the history, as an item of a list model.
  *
  * The record is loaded once and kept; only the name changes afterwards (a rename is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-run-item.h: one run of the history, as an item of a list model.
  *
  * A TdmRunItem holds a TdmRunRecord loaded from the history folder and the two

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-run-table.c: the comparison table of the run history.
  *
  * Cells are labels filled from tdm_run_table_cell_text(), the one place that turns a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-run-table.h: the comparison table of the run history.
  *
  * A GtkColumnView over a TdmHistoryStore's training runs (its scaling sweeps have

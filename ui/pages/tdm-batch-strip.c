@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-batch-strip.c: the strip's layout (rows, shard bars scaled to the batch, square
  * thumbnails after them), the grey or colour thumbnails as Cairo surfaces, drawing. */
 

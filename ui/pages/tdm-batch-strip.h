@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-batch-strip.h: which samples of the current batch went to which device.
  *
  * One row per device: a bar whose length is the device's shard of the global batch

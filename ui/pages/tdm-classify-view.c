@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-classify-view.c: classifying dropped or opened images with a trained network.
  *
  * The engine's classifier is not thread-safe, so it sits in a reference-counted box

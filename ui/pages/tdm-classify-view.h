@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-classify-view.h: images dropped or opened, and what a trained network says.
  *
  * Holds a checkpoint (the last run's, or one opened here) loaded into the engine's

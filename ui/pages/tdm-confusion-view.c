@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-confusion-view.c: the matrix's geometry (a square grid right of a column of
  * class names, under a header row), its Cairo drawing and its tooltip. */
 

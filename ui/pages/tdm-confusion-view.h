@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-confusion-view.h: the test set's confusion matrix after an evaluation.
  *
  * Rows are the true classes, columns the predicted ones, each cell shaded by its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-dashboard-plot.c: the session's points and status on the dashboard's charts.
  *
  * The part of TdmDashboard that follows its TdmSession: each point goes to its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-dashboard-private.h: what tdm-dashboard.c (the layout) and
  * tdm-dashboard-plot.c (the session's points on the charts) share. */
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-dashboard.c: the live charts and status line of a training run.
  *
  * A view of a TdmSession: the session turns events into points of named series and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-dashboard.h: the live charts and status line of a training run.
  *
  * The right-hand side of the window: six TdmCharts (loss, accuracy, throughput,

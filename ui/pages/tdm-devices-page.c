@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-devices-page.c: the "Devices" page: timeline, batch strip and memory table.
  *
  * The frame is a template (tdm-devices-page.ui); the tables' rows, one per device

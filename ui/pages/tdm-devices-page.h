@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-devices-page.h: the window's "Devices" page.
  *
  * What each device does in a step (a TdmTimeline of the last sampled steps, and a

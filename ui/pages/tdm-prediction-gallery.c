@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-prediction-gallery.c: the gallery's grid (fixed-size cells, as many per row as
  * fit), the thumbnails as Cairo surfaces, and drawing. */
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-prediction-gallery.h: test images with their true and predicted labels.
  *
  * A grid of the samples a PREDICTIONS event lists, mistakes first (the engine's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-predictions-page.c: the "Predictions" page: two drawing widgets under a
  * summary line (the layout is tdm-predictions-page.ui), a view of the session's
  * PREDICTIONS events.

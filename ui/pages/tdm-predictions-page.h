@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-predictions-page.h: the window's "Predictions" page.
  *
  * After each evaluation: the test set's confusion matrix (TdmConfusionView, with the

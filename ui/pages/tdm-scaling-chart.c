@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-scaling-chart.c: the scaling chart's axes (devices across, speed-up up), the
  * ideal line, the measured points and their phase split, in Cairo. */
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-scaling-chart.h: a scaling run's points, speed-up against the ideal line.
  *
  * x is the number of devices (1 … N), y the speed-up over one device; the ideal line

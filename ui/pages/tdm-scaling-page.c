@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-scaling-page.c: the "Scaling" page and the worker thread of a scaling run.
  *
  * The run is a GTask in a thread of its own: tdm_scaling_run() trains and measures

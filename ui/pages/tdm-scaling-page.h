@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-scaling-page.h: the window's "Scaling" page: a scaling run and its chart.
  *
  * A scaling run trains the configuration on its first 1, 2, … N devices (strong:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-scaling-table.c: a scaling sweep's points as a table of labels.
  *
  * A GtkGrid rebuilt whole on each change: a sweep has a handful of points (one per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-scaling-table.h: a scaling sweep's points as a table of labels.
  *
  * One row a point: devices, batch, samples/s, speed-up, efficiency, compute,

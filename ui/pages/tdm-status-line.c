@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-status-line.c: the line under the charts that says where a run is.
  *
  * Its text changes every second (samples/s, time elapsed and left). A GtkLabel asks

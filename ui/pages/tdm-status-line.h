@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-status-line.h: the line under the charts that says where a run is (epoch,
  * step, samples/s, time elapsed and left). A wrapping text that asks for a new size
  * only when it needs another number of lines; see tdm-status-line.c. Main-thread only.

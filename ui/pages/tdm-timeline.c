@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-timeline.c: the timeline's layout (pure arithmetic on the kept events, so it
  * is tested without pixels) and its Cairo drawing: lane labels on the left, boxes,
  * step boundaries, a time axis in ms under them, a legend of the phases below. */

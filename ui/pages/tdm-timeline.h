@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-timeline.h: one lane per device, the last few sampled steps as phases.
  *
  * TdmTimeline draws what the engine's PHASES events say: forward, backward, each

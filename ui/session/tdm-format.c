@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-format.c: numbers and names as the window shows them.
  *
  * One place for how counts read, so the status line, the dataset facts and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-format.h: numbers as the window shows them (not as files store them). */
 
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-metrics-log.c: every figure of one run, kept in full for the CSV export.
  *
  * Rows are stored as a small header (kind, time, step, epoch) and a slice of one

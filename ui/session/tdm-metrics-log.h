@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-metrics-log.h: every figure of one run, kept in full for the CSV export.
  *
  * The charts keep bounded, decimated history; this log keeps each engine event's

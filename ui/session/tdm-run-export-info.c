@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-run-export-info.c: the export info of a run, from its configuration.
  *
  * The settings are the engine's (tdm_config_describe()), never re-derived here, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-run-export-info.h: the export info of a run, from its configuration.
  *
  * The chart library's TdmExportInfo holds key/value pairs and knows no engine; this

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-run.c: one training run on a worker thread, reported on the main loop.
  *
  * How the thread and the main loop share the run, and why progress comes in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-run.h: one training run on a worker thread, reported on the main loop.
  *
  * A TdmRun owns a TdmTrainer and the GThread that calls tdm_trainer_run(). The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-session.c: the live run's model, no widget.
  *
  * Loss and accuracy are kept against both steps and epochs (fractional for the

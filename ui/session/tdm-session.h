@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-session.h: the live run's model, no widget.
  *
  * A TdmSession is fed the engine's events on the main thread and turns them into

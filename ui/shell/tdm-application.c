@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-application.c: Tandem's AdwApplication.
  *
  * The application owns nothing but its windows. Quitting closes every window

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-application.h: Tandem's AdwApplication.
  *
  * One main window per activation, the app-wide actions (quit, keyboard shortcuts,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-renderer.c: which of GTK's renderers draws Tandem's windows.
  *
  * GTK 4.8 (Debian 12's) draws with OpenGL whenever it gets a context, even when that

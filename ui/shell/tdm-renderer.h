@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-renderer.h: which of GTK's renderers draws Tandem's windows. */
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-window-classroom.c: the window's teaching side.
  *
  * What the window does beyond running and charting one run: the memory estimate on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-window-files.c: the window's file choosers: opening an image folder,
  * exporting the metrics, a chart, a scaling run or the run's network as ONNX. Part of TdmWindow
  * (tdm-window-private.h); what gets written is the session's, the dashboard's and

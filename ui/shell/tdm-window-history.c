@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-window-history.c: the window's run history and "compare with one device".
  *
  * Every run the window starts is recorded (tdm_window_launch hands TdmRun a recorder

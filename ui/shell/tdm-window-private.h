@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-window-private.h: TdmWindow's fields and the helpers its source files share.
  *
  * tdm-window.c holds the run's life cycle, errors, files and the GObject; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-window.c: Tandem's main window: the form on the left, the session's pages on
  * the right, the run's life cycle between them; errors in a bar, notices as toasts.
  *

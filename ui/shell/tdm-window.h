@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-window.h: Tandem's main window.
  *
  * The choices for a run on the left (dataset, network, devices, batch size, epochs,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cpu-layers.c — see tdm-backend-cpu-layers.h. Plain loops over NHWC
  * data (channels innermost, so the per-channel loops vectorize), sums in double and
  * in a fixed order. Without FMA contraction choices of its own, so a run resumed on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cpu-layers.h — the CPU backend's operations for the layers of networks
  * people train (batch normalization, average and global pooling, dropout), the
  * augmenting gather and PyTorch's SGD: private to the CPU backend, which puts them in

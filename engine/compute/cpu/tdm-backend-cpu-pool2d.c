@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cpu-pool2d.c — pooling with any window, stride and padding (ResNet's
  * 3×3 stride-2 max pool of padding 1) and the per-channel input normalization, on the
  * CPU. Plain loops: these layers are a small share of a network's work. The backward

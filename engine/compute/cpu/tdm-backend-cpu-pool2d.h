@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cpu-pool2d.h — the CPU backend's pooling with any window, stride and
  * padding, and the per-channel input normalization: the reference the CUDA kernels
  * (kernels/pool2d.cu) are tested against. Semantics in tdm-backend.h. Not the tiling

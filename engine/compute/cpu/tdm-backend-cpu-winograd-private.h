@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cpu-winograd-private.h — what the two Winograd convolutions of the CPU
  * backend share: F(2×2, 3×3) and the driver in tdm-backend-cpu-winograd.c, the
  * transforms of F(3×3, 3×3) in tdm-backend-cpu-winograd3.c. The block of tiles, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cpu-winograd-tile.h — the transforms of one Winograd tile size F(M×M,
  * 3×3) for the CPU backend's whole convolutions, written once for the sizes that have
  * their own file: tdm-backend-cpu-winograd3.c (M = 3) and tdm-backend-cpu-winograd4.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cpu-winograd.c — 3×3 stride-1 convolutions by Winograd's minimal
  * filtering (Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks", 2016)
  * on the CPU. F(2×2, 3×3): each 2×2 block of outputs ("tile") is Aᵀ [(G g Gᵀ) ⊙ (Bᵀ d

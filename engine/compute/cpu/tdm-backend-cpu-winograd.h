@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cpu-winograd.h — the CPU backend's whole-convolution operations: 3×3
  * convolutions of stride 1 by Winograd's minimal filtering, F(2×2, 3×3), F(3×3, 3×3)
  * or F(4×4, 3×3) (whichever needs fewest products for the output size), forward and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cpu-winograd3.c — Winograd's F(3×3, 3×3) for the CPU backend's whole
  * convolutions: 3×3 outputs from 5×5 windows with 25 products (2.8 an output, against
  * F(2×2, 3×3)'s 4 and im2col's 9). The matrices are Toom-Cook's at the points 0, 1,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cpu-winograd4.c — Winograd's F(4×4, 3×3) for the CPU backend's whole
  * convolutions: 4×4 outputs from 6×6 windows with 36 products (2.25 an output, against
  * F(3×3, 3×3)'s 2.8, F(2×2, 3×3)'s 4 and im2col's 9). The matrices are Toom-Cook's at

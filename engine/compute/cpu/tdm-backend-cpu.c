@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cpu.c — the CPU backend: memory, OpenBLAS sgemm for the matrix products,
  * the optimizers, and argument checks in front of the loops of tdm-cpu-kernels.c (the
  * copy built for the best instruction set this CPU runs). It is a real backend

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-cpu-kernels.c — the CPU backend's loops: bias, ReLU, im2col and col2im, max
  * pooling, the fused first-layer convolution with its pool, and the communicators'
  * sums. Plain C written for GCC's auto-vectorizer, with GCC vector types where it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-cpu-kernels.h — the CPU backend's loops (everything but the GEMMs and the
  * optimizers), as a table of plain functions. tdm-cpu-kernels.c is compiled once per
  * instruction set: "generic" for any CPU of the architecture, and on x86-64 also

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-cpu-winograd-gemm.c — the Winograd convolutions' short products
  * (tdm-cpu-winograd-gemm.h) as register tiles: MR rows of C by NV vectors of columns
  * held in registers while the reduction runs, A's values broadcast, B's rows loaded a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-cpu-winograd-gemm.h — the short matrix products of the CPU backend's Winograd
  * convolutions (tdm-backend-cpu-winograd.c), one position of one block of tiles at a
  * time: the forward's tiles × C_in · C_in × C_out and the input gradient's tiles × C_out ·

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cuda-comm.c — helpers for the GPU communicators: the event timer that
  * measures a stream's busy time without blocking, and the host-side ordered sum of
  * doubles over threads. Not the backend's operations (tdm-backend-cuda*.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cuda-gemm.c — the CUDA backend's GEMMs: cuBLAS (float32, TF32, or bf16
  * operands rounded on the way), split-K for long reductions into small outputs, the
  * small-product kernel, and the bf16 column paths of --precision bf16 (im2col and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cuda-layers.c — the CUDA backend's operations for the ResNet layers:
  * batch normalization (and fused into the pool, bf16 im2col or bf16 output gradient
  * next to it), average and global pooling, dropout, the augmenting gather

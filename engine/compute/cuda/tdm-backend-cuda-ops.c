@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cuda-ops.c — the CUDA backend's operations that are one launch of
  * kernels/ each: bias and ReLU, im2col and col2im, max pooling and the fused first
  * conv + pool, softmax cross-entropy, the batch gather, the optimizers and the

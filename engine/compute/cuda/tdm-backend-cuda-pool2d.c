@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cuda-pool2d.c — the CUDA backend's pools with any window, stride and
  * padding, and its per-channel input normalization: each checks its geometry, then
  * enqueues kernels/pool2d.cu's launcher on the backend's stream. The semantics are

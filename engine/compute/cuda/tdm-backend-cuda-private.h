@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cuda-private.h — the CUDA backend's own state and the operations its
  * files share (tdm-backend-cuda.c: errors, memory, graphs, life cycle and the table;
  * -gemm.c: GEMMs and the bf16 column paths; -ops.c: the elementwise, convolution,

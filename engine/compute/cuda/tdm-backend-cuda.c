@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cuda.c — the CUDA backend: one GPU as the engine computes on it, with
  * cuBLAS for the GEMMs and kernels/ for everything else, all on one non-blocking
  * stream of its own (so several backends, one per replica, can share a GPU).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cuda.h — private to the engine's CUDA code: what the peer and NCCL
  * communicators need from a CUDA backend (its stream and GPU), the checks that turn
  * CUDA failures into engine errors with file and line, and two small helpers the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-device.c — what Tandem can train on: every CUDA GPU the runtime reports (in
  * builds with CUDA, on machines with a driver) and then the CPU, described from
  * /proc/cpuinfo and the system's memory figures.

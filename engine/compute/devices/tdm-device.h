@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-device.h — the devices Tandem can train on, as a person would pick them.
  *
  * The list has every CUDA GPU found at run time (none in a build without CUDA or on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-telemetry.c — per-GPU utilization, memory, temperature and power from NVML,
  * sampled on a thread of its own.
  *

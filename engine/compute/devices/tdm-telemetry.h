@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-telemetry.h — utilization, memory, temperature and power of each GPU.
  *
  * NVML is loaded with dlopen("libnvidia-ml.so.1") (no header, no link-time
