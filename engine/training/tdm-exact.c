@@ -121,13 +121,13 @@ tdm_exact_describe(int chunk)
     tdm_exact_shard_of(200, chunk, 3, r, &offset, &shard[r]);
   }
   return g_strdup_printf(
-      _("In exact mode each batch is cut into chunks of %1$d samples whose boundaries do "
-        "not depend on the devices, and each device trains whole chunks: a batch of 200 "
-        "on three devices splits %2$d + %3$d + %4$d (chunks of one sample split it as "
-        "evenly as the ordinary mode, at a higher cost). Each chunk's gradient is added in "
-        "fixed point, where the order of the additions cannot change a bit, so the "
-        "parameters are bit-identical for any number of devices, with every optimizer. "
-        "Batch norm normalizes each chunk over its own %1$d samples, so synchronized and "
+      _("In exact mode each batch is cut into %1$d-sample chunks whose boundaries do not "
+        "depend on the devices, and each device trains whole chunks: a batch of 200 on "
+        "three devices splits %2$d + %3$d + %4$d (1-sample chunks split it as evenly as "
+        "the ordinary mode, at a higher cost). Each chunk's gradient is added in fixed "
+        "point, where the order of the additions cannot change a bit, so the parameters "
+        "are bit-identical for any number of devices, with every optimizer. Batch norm "
+        "normalizes each %1$d-sample chunk over its own statistics, so synchronized and "
         "per-replica batch norm are the same there, and neither uses the statistics of "
         "the whole batch."),
       chunk, shard[0], shard[1], shard[2]);

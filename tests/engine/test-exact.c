@@ -316,6 +316,28 @@ test_any_split(void)
   }
 }
 
+/* The guarantee the CLI's help and the window show: its example split is the rule's
+ * own, for the chunk it names, and it says what batch norm normalizes over. */
+static void
+test_describe(void)
+{
+  static const struct {
+    int chunk;
+    const char *split, *bn;
+  } cases[] = {{16, "200 on three devices splits 80 + 64 + 56",
+                "normalizes each 16-sample chunk"},
+               {1, "splits 67 + 67 + 66", "normalizes each 1-sample chunk"},
+               {64, "splits 128 + 64 + 8", "normalizes each 64-sample chunk"}};
+  for (guint k = 0; k < G_N_ELEMENTS(cases); k++) {
+    g_autofree char *text = tdm_exact_describe(cases[k].chunk);
+    g_assert_nonnull(strstr(text, cases[k].split));
+    g_assert_nonnull(strstr(text, cases[k].bn));
+    g_assert_nonnull(strstr(text, "synchronized and per-replica batch norm are the same"));
+    g_assert_null(strchr(text, '\n'));
+    g_assert_null(strstr(text, "--"));
+  }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -325,6 +347,7 @@ main(int argc, char **argv)
   g_test_add_func("/exact/shards", test_shards);
   g_test_add_func("/exact/metrics", test_metrics);
   g_test_add_func("/exact/any-split", test_any_split);
+  g_test_add_func("/exact/describe", test_describe);
   static const Case cnn = {"cnn", 200, 50, TDM_BATCHNORM_PER_REPLICA, TDM_STRATEGY_ALLREDUCE};
   static const Case bn_sync = {"conv8k3p1,bn,relu,pool2,conv16k3p1,bn,relu,pool2,fc32,bn,relu,fc10",
                                200, 12, TDM_BATCHNORM_SYNC, TDM_STRATEGY_ALLREDUCE};
