@@ -504,6 +504,21 @@ test_scaling_run(void)
   g_assert_true(g_str_has_prefix(lines[0], "devices,batch,steps,samples_per_second"));
   g_assert_true(g_str_has_prefix(lines[1], "1,200,"));
   g_assert_true(g_str_has_prefix(lines[2], "2,200,"));
+  /* The same points exported from the kept sweep, as tandem-train --export-run and the
+   * History page do: past the `#` lines, the same bytes. */
+  {
+    g_autoptr(TdmHistory) history = tdm_history_new(NULL);
+    g_autofree char *cli_path = g_build_filename(dir, "export-run.csv", NULL);
+    g_autofree char *cli = NULL;
+
+    g_assert_true(tdm_history_export_csv(history, tdm_scaling_page_get_record_id(page), cli_path,
+                                         &error));
+    g_assert_no_error(error);
+    g_assert_true(g_file_get_contents(cli_path, &cli, NULL, NULL));
+    g_assert_nonnull(strstr(cli, "\ndevices,"));
+    g_assert_cmpstr(strstr(cli, "\ndevices,"), ==, strstr(kept, "\ndevices,"));
+    g_unlink(cli_path);
+  }
   g_assert_true(tdm_scaling_page_write_svg(page, svg_path, 800, 500, &error));
   g_assert_no_error(error);
   g_assert_true(g_file_get_contents(svg_path, &svg, NULL, NULL));
