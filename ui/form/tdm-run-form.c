@@ -625,7 +625,7 @@ tdm_run_form_estimate_memory (TdmRunForm      *self,
   TdmNetwork *net;
   int height, width, channels, classes, train_count, test_count;
   guint64 host_budget, gpu_budget;
-  gboolean ok = TRUE;
+  gboolean ok;
 
   g_return_val_if_fail (TDM_IS_RUN_FORM (self), FALSE);
   g_return_val_if_fail (estimate != NULL, FALSE);
@@ -652,11 +652,7 @@ tdm_run_form_estimate_memory (TdmRunForm      *self,
   if (host_budget == G_MAXUINT64)
     host_budget = 0;
   gpu_budget = tdm_run_form_gpu_budget (self, config);
-  if (host_budget > 0 && estimate->host_total > host_budget)
-    ok = FALSE;
-  for (int r = 0; r < estimate->replicas && r < TDM_MAX_REPLICAS; r++)
-    if (!estimate->device[r].host && gpu_budget > 0 && estimate->device[r].total > gpu_budget)
-      ok = FALSE;
+  ok = tdm_memory_fits (estimate, host_budget, gpu_budget);
 
   if (fits != NULL)
     *fits = ok;
