@@ -256,7 +256,7 @@ else
 fi
 
 # One set of defaults: another optimizer named without --lr starts from its own rate
-# (the engine's tdm_config_default_lr, as the window does).
+# (the engine's base recipe, tdm_base_recipe_lr, as the window does).
 if "$train" --dataset synthetic --network fc10 --epochs 1 --max-steps 1 --optimizer sgd \
      --json 2>"$tmp/err" | grep -q '"type":"step".*"lr":0.01[,}]'; then
   ok "--optimizer sgd without --lr: 0.01"

@@ -22,6 +22,7 @@
 #include "tdm-format.h"
 #include "tdm-build-config.h"
 
+#include "tdm-base-recipe.h"
 #include "tdm-choice.h"
 #include "tdm-classify-view.h"
 #include "tdm-dataset-chooser.h"
@@ -467,7 +468,7 @@ tdm_run_form_optimizer_changed (TdmRunForm *self)
 
   /* Each optimizer starts from its usual learning rate; the user can change it after. */
   if (!self->restoring && selected < tdm_choice_count (TDM_TYPE_OPTIMIZER_KIND))
-    gtk_spin_button_set_value (self->lr_spin, tdm_config_default_lr ((TdmOptimizerKind) selected));
+    gtk_spin_button_set_value (self->lr_spin, tdm_base_recipe_lr ((TdmOptimizerKind) selected));
 }
 
 /* Settings ---------------------------------------------------------------- */
