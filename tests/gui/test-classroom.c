@@ -437,11 +437,13 @@ test_memory_warning(void)
    * that batch and comes back one sample above it. */
   {
     g_autoptr(GError) error = NULL;
-    g_autoptr(TdmConfig) config = tdm_run_form_build_config(window_child(window, "sidebar"), &error);
+    g_autoptr(TdmConfig) config =
+      tdm_run_form_build_config(window_child(window, "sidebar"), &error);
     g_autoptr(TdmNetwork) net = NULL;
     TdmDatasetChooser *chooser = window_child(window, "dataset_chooser");
     int height, width, channels, classes, train_count, test_count, engine_largest;
     guint64 host_budget = tdm_memory_host_available(NULL);
+    const char *shown;
 
     g_assert_no_error(error);
     g_assert_true(tdm_dataset_chooser_get_shape(chooser, &height, &width, &channels, &classes));
@@ -454,9 +456,10 @@ test_memory_warning(void)
                                               (guint64)256 << 20);
     g_assert_cmpint(engine_largest, >, 0);
     g_assert_cmpint(engine_largest, <, 16384);
-    g_assert_cmpint(strtol(strstr(tdm_devices_page_get_warning(page), "largest batch that fits is ") +
-                               strlen("largest batch that fits is "), NULL, 10),
-                    ==, engine_largest);
+    shown = strstr(tdm_devices_page_get_warning(page), "largest batch that fits is ");
+    g_assert_nonnull(shown);
+    g_assert_cmpint(strtol(shown + strlen("largest batch that fits is "), NULL, 10), ==,
+                    engine_largest);
     gtk_spin_button_set_value(window_child(window, "batch_spin"), engine_largest);
     g_assert_true(wait_for(no_warning, page, 30));
     gtk_spin_button_set_value(window_child(window, "batch_spin"), engine_largest + 1);
@@ -549,9 +552,9 @@ test_scaling_run(void)
     g_autoptr(TdmHistory) history = tdm_history_new(NULL);
     g_autofree char *cli_path = g_build_filename(dir, "export-run.csv", NULL);
     g_autofree char *cli = NULL;
+    const char *id = tdm_scaling_page_get_record_id(page);
 
-    g_assert_true(tdm_history_export_csv(history, tdm_scaling_page_get_record_id(page), cli_path,
-                                         &error));
+    g_assert_true(tdm_history_export_csv(history, id, cli_path, &error));
     g_assert_no_error(error);
     g_assert_true(g_file_get_contents(cli_path, &cli, NULL, NULL));
     g_assert_nonnull(strstr(cli, "\ndevices,"));
