@@ -10,6 +10,7 @@
 #include "tdm-build-config.h"
 #include <glib/gi18n.h>
 #include "tdm-checkpoint.h"
+#include "tdm-base-recipe.h"
 #include "tdm-config.h"
 #include "tdm-choice.h"
 #include "tdm-dataset.h"
@@ -226,6 +227,28 @@ append_wrapped(GString *text, const char *paragraph, glong width)
   g_string_append_c(text, '\n');
 }
 
+/* An option's help with the engine's default name in it (one %s). */
+static const char *
+name_help(const char *format, const char *value)
+{
+  g_autofree char *help = g_strdup_printf(_(format), value);
+  return g_intern_string(help);
+}
+
+/* --lr's help: each optimizer's starting rate, from the base recipe. */
+static const char *
+lr_help(void)
+{
+  g_autoptr(GString) rates = g_string_new(NULL);
+  char number[G_ASCII_DTOSTR_BUF_SIZE];
+  for (guint i = 0; i < tdm_choice_count(TDM_TYPE_OPTIMIZER_KIND); i++)
+    g_string_append_printf(rates, "%s%s %s", i ? ", " : "",
+                           tdm_choice_name(TDM_TYPE_OPTIMIZER_KIND, (int)i),
+                           g_ascii_formatd(number, sizeof number, "%g",
+                                           tdm_base_recipe_lr((TdmOptimizerKind)i)));
+  return name_help(N_("Learning rate; Adam's alpha (default by optimizer: %s)"), rates->str);
+}
+
 static GOptionContext *
 options_context(Options *o)
 {
@@ -233,9 +256,9 @@ options_context(Options *o)
   g_autoptr(TdmConfig) d = tdm_config_new();
   const GOptionEntry entries[] = {
     {"dataset", 0, 0, G_OPTION_ARG_FILENAME, &o->dataset,
-     N_("Name or folder (default fashion-mnist)"), "NAME|FOLDER"},
+     name_help(N_("Name or folder (default %s)"), d->dataset), "NAME|FOLDER"},
     {"network", 0, 0, G_OPTION_ARG_STRING, &o->network,
-     N_("mlp, cnn or a layer spec (default mlp)"), "mlp|cnn|SPEC"},
+     name_help(N_("mlp, cnn or a layer spec (default %s)"), d->network), "mlp|cnn|SPEC"},
     {"devices", 0, 0, G_OPTION_ARG_STRING, &o->devices,
      N_("Devices, a replica each: cpu:4, cuda:0,cuda:1 (cpu)"), "LIST"},
     {"main", 0, 0, G_OPTION_ARG_STRING, &o->main_replica,
@@ -243,11 +266,11 @@ options_context(Options *o)
     {"batch", 0, 0, G_OPTION_ARG_STRING, &o->batch,
      number_help(N_("Global batch, split across devices (default %d)"), d->batch), "N"},
     {"epochs", 0, 0, G_OPTION_ARG_STRING, &o->epochs,
-     N_("Epochs to train (default 20)"), "N"},
+     number_help(N_("Epochs to train (default %d)"), d->epochs), "N"},
     {"optimizer", 0, 0, G_OPTION_ARG_STRING, &o->optimizer,
      choice_help("%s", TDM_TYPE_OPTIMIZER_KIND, d->optimizer), "NAME"},
     {"lr", 0, 0, G_OPTION_ARG_STRING, &o->lr,
-     N_("Learning rate; Adam's alpha (default 0.001 with adam, 0.01 with sgd and momentum, 0.1 with nesterov)"), "X"},
+     lr_help(), "X"},
     {"momentum", 0, 0, G_OPTION_ARG_STRING, &o->momentum,
      N_("Momentum of --optimizer momentum (default 0.9)"), "X"},
     {"beta1", 0, 0, G_OPTION_ARG_STRING, &o->beta1, N_("Adam's beta1 (default 0.9)"), "X"},
@@ -577,7 +600,7 @@ options_apply(const Options *o, TdmConfig *c, GError **error)
   /* Another optimizer named without --lr starts from its own usual rate, as in the
    * window. */
   if (o->lr == NULL && c->optimizer != optimizer_before)
-    c->lr = tdm_config_default_lr(c->optimizer);
+    c->lr = tdm_base_recipe_lr(c->optimizer);
   ENUM_OPTION("--schedule", o->schedule, tdm_schedule_from_name, &c->schedule, TDM_TYPE_SCHEDULE);
   ENUM_OPTION("--batchnorm", o->batchnorm, tdm_batchnorm_from_name, &c->batchnorm,
               TDM_TYPE_BATCH_NORM);

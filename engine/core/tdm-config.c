@@ -5,6 +5,7 @@
  * opening a dataset or a device; those are the trainer's to check.
  */
 #include "tdm-config.h"
+#include "tdm-base-recipe.h"
 #include "tdm-choice.h"
 #include "tdm-i18n.h"
 #include "tdm-json.h"
@@ -15,34 +16,20 @@
 #include <math.h>
 #include <string.h>
 
-double
-tdm_config_default_lr(TdmOptimizerKind optimizer)
-{
-  switch (optimizer) {
-  case TDM_OPTIMIZER_SGD:
-  case TDM_OPTIMIZER_MOMENTUM:
-    return 0.01;
-  case TDM_OPTIMIZER_NESTEROV:
-    return 0.1;
-  case TDM_OPTIMIZER_ADAM:
-  default:
-    return 1e-3;
-  }
-}
-
 TdmConfig *
 tdm_config_new(void)
 {
+  const TdmBaseRecipe *base = tdm_base_recipe();
   TdmConfig *c = g_new0(TdmConfig, 1);
-  c->dataset = g_strdup("fashion-mnist");
-  c->network = g_strdup("mlp");
+  c->dataset = g_strdup(base->dataset);
+  c->network = g_strdup(base->network);
   c->devices = g_new0(char *, 2);
   c->devices[0] = g_strdup("cpu");
   c->main_replica = 0;
-  c->batch = 100;
-  c->epochs = 20;
-  c->optimizer = TDM_OPTIMIZER_ADAM;
-  c->lr = tdm_config_default_lr(c->optimizer);
+  c->batch = base->batch;
+  c->epochs = base->epochs;
+  c->optimizer = base->optimizer;
+  c->lr = tdm_base_recipe_lr(c->optimizer);
   c->momentum = 0.9;
   c->beta1 = 0.9;
   c->beta2 = 0.999;
@@ -51,14 +38,14 @@ tdm_config_new(void)
   c->schedule = TDM_SCHEDULE_CONSTANT;
   c->step_epochs = 10;
   c->gamma = 0.1;
-  c->strategy = TDM_STRATEGY_ALLREDUCE;
+  c->strategy = base->strategy;
   c->precision = TDM_PRECISION_FP32;
   c->seed = 0;
   c->save_path = NULL;
   c->eval_batch = 1000;
   c->bucket_bytes = 4u << 20;
   c->max_steps = 0;
-  c->batchnorm = TDM_BATCHNORM_PER_REPLICA;
+  c->batchnorm = base->batchnorm;
   c->decay_scope = TDM_DECAY_ALL;
   c->warmup_epochs = 0.0;
   c->label_smoothing = 0.0;

@@ -116,12 +116,10 @@ typedef struct {
   char **lr_scale;         /* "PREFIX=X" learning-rate factors, or NULL */
 } TdmConfig;
 
-/* Chainer's defaults: Fashion-MNIST, mlp, one CPU worker, batch 100, 20 epochs, Adam. */
+/* The base recipe (tdm-base-recipe.h: Fashion-MNIST, mlp, batch 100, 20 epochs, Adam
+ * at its learning rate) on one CPU worker, with the settings it leaves alone. */
 TdmConfig *tdm_config_new (void);
 TdmConfig *tdm_config_copy (const TdmConfig *config);
-/* The learning rate an optimizer starts from when none is given: 0.01 for SGD and
- * momentum, 0.001 for Adam, 0.1 for Nesterov. The CLI and the window both use it. */
-double tdm_config_default_lr (TdmOptimizerKind optimizer);
 void tdm_config_free (TdmConfig *config);
 
 /* Parses "cpu:4", "cuda:0,cuda:1", "cpu,cuda:0" into config->devices. */

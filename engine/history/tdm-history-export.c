@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-history-export.c — a kept run as CSV: its name, date and settings as `# key:
  * value` lines (pandas reads past them with comment='#'), then its table: a training
- * run's per-step metrics and epoch results, or a sweep's points (tdm-history-sweep.c).
+ * run's per-step metrics and epoch results, or a sweep's points (tdm_scaling_points_to_csv,
+ * which the window's Scaling page writes with too).
  * Numbers in C notation whatever the locale. Not the window's exports of live charts.
  */
 #include "tdm-history-private.h"
@@ -47,7 +48,8 @@ tdm_history_export_csv(TdmHistory *h, const char *id, const char *path, GError *
   for (int i = 0; settings[i] != NULL && settings[i + 1] != NULL; i += 2)
     g_string_append_printf(s, "# %s: %s\n", settings[i], settings[i + 1]);
   if (r->kind == TDM_RUN_SCALING)
-    tdm_history_sweep_csv(r, s);
+    tdm_scaling_points_to_csv(s, (const TdmScalingPoint *)r->sweep.points->data,
+                              r->sweep.points->len);
   else
     training_csv(r, s);
   g_autoptr(GError) local = NULL;

@@ -73,6 +73,5 @@ void tdm_history_read_sweep_settings (TdmRunRecord *record, JsonObject *scaling)
 /* TRUE when the line was a sweep's (a point). */
 gboolean tdm_history_read_sweep_line (TdmRunRecord *record, const char *type,
                                       JsonObject *object);
-void tdm_history_sweep_csv (const TdmRunRecord *record, GString *text);
 
 G_END_DECLS

@@ -209,21 +209,22 @@ tdm_history_read_sweep_line(TdmRunRecord *r, const char *type, JsonObject *o)
 /* ---- CSV -------------------------------------------------------------------------- */
 
 void
-tdm_history_sweep_csv(const TdmRunRecord *r, GString *s)
+tdm_scaling_points_to_csv(GString *s, const TdmScalingPoint *points, guint n_points)
 {
+  g_return_if_fail(s != NULL);
+  g_return_if_fail(points != NULL || n_points == 0);
   int devices = 0;
-  for (guint i = 0; i < r->sweep.points->len; i++)
-    devices = MAX(devices, g_array_index(r->sweep.points, TdmScalingPoint, i).devices);
-  /* The scaling page's columns, then the memory of each device by its place in the
-   * configuration's device list (the `devices` line above): empty where a point had
-   * fewer devices. */
+  for (guint i = 0; i < n_points; i++)
+    devices = MAX(devices, MIN(points[i].devices, TDM_MAX_REPLICAS));
+  /* The memory of each device by its place in the configuration's device list (the
+   * `devices` setting): empty where a point had fewer devices. */
   g_string_append(s, "devices,batch,steps,samples_per_second,speedup,efficiency,"
                      "compute_ms,comm_ms,wait_ms");
   for (int d = 0; d < devices; d++)
     g_string_append_printf(s, ",memory_bytes_%d", d + 1);
   g_string_append_c(s, '\n');
-  for (guint i = 0; i < r->sweep.points->len; i++) {
-    const TdmScalingPoint *p = &g_array_index(r->sweep.points, TdmScalingPoint, i);
+  for (guint i = 0; i < n_points; i++) {
+    const TdmScalingPoint *p = &points[i];
     g_string_append_printf(s, "%d,%d,%ld", p->devices, p->batch, p->steps);
     tdm_history_csv_value(s, p->samples_per_second);
     tdm_history_csv_value(s, p->speedup);

@@ -138,6 +138,14 @@ gboolean tdm_history_delete (TdmHistory *history, const char *id, GError **error
  * wait ms per step, the most memory each device held). */
 gboolean tdm_history_export_csv (TdmHistory *history, const char *id, const char *path,
                                  GError **error);
+/* A scaling sweep's points as a CSV table, header line first, appended to `text`:
+ * devices, batch, steps, samples/s, speed-up, efficiency, compute / communication /
+ * wait ms per step (%.9g in C notation, empty where not finite), then memory_bytes_1 …
+ * for the most devices of any point (empty where a point had fewer). The one writer
+ * of scaling CSV: tdm_history_export_csv() (tandem-train --export-run, the History
+ * page) and the Scaling page's export both call it. */
+void tdm_scaling_points_to_csv (GString *text, const TdmScalingPoint *points,
+                                guint n_points);
 
 /* Writing a run as it happens. */
 typedef struct _TdmRunRecorder TdmRunRecorder;

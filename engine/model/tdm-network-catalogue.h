@@ -2,7 +2,9 @@
 /* tdm-network-catalogue.h — the built-in networks, in one table: their names, specs,
  * input sizes and the recipe each trains with. The spec parser expands the names, the
  * CLI lists them in --help, the window in its drop-down, tdm_config_apply_preset()
- * applies the recipes: a new preset is one entry here. Not the parser (tdm-network-spec.c).
+ * applies the recipes: a new preset is one entry here. Not the parser (tdm-network-spec.c),
+ * nor the base recipe every run starts from (core's tdm-base-recipe.h: tdm_config_new()
+ * reads it, and core cannot include model/); the recipes here are changes over it.
  */
 #pragma once
 
@@ -12,7 +14,8 @@
 G_BEGIN_DECLS
 
 typedef enum {
-  TDM_RECIPE_NONE,         /* the run's own choices */
+  TDM_RECIPE_NONE,         /* the run's own choices, from the base recipe (core's
+                            * tdm-base-recipe.h, which tdm_config_new() reads) */
   TDM_RECIPE_RESNET9,      /* the fast BN ResNet recipe (tdm_config_apply_preset) */
   TDM_RECIPE_TORCHVISION,  /* fine-tuning torchvision's ResNets: 224 px, ImageNet's
                             * normalization, momentum SGD */

@@ -176,6 +176,18 @@ tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count
   e->host_total = e->host_dataset + e->host_copies + e->host_devices;
 }
 
+gboolean
+tdm_memory_fits(const TdmMemoryEvent *e, guint64 host_budget, guint64 gpu_budget)
+{
+  g_return_val_if_fail(e != NULL, FALSE);
+  if (host_budget != 0 && e->host_total > host_budget)
+    return FALSE;
+  for (int r = 0; r < e->replicas && r < TDM_MAX_REPLICAS; r++)
+    if (!e->device[r].host && gpu_budget != 0 && e->device[r].total > gpu_budget)
+      return FALSE;
+  return TRUE;
+}
+
 int
 tdm_memory_largest_batch(const TdmConfig *cfg, const TdmNetwork *net, int train_count,
                          int test_count, guint64 host_budget, guint64 gpu_budget)
@@ -189,11 +201,7 @@ tdm_memory_largest_batch(const TdmConfig *cfg, const TdmNetwork *net, int train_
     int mid = lo + (hi - lo + 1) / 2;
     trial->batch = mid;
     tdm_memory_estimate(trial, net, train_count, test_count, e);
-    gboolean fits = host_budget == 0 || e->host_total <= host_budget;
-    for (int r = 0; r < e->replicas && fits; r++)
-      if (!e->device[r].host && gpu_budget != 0 && e->device[r].total > gpu_budget)
-        fits = FALSE;
-    if (fits)
+    if (tdm_memory_fits(e, host_budget, gpu_budget))
       lo = mid;
     else
       hi = mid - 1;

@@ -57,9 +57,15 @@ int tdm_memory_eval_capacity (const TdmConfig *config, const TdmNetwork *net,
 void tdm_memory_estimate (const TdmConfig *config, const TdmNetwork *net, int train_count,
                           int test_count, TdmMemoryEvent *estimate);
 
-/* The largest global batch (at most train_count) whose estimate fits: host bytes within
- * host_budget and every GPU's bytes within gpu_budget (0: no limit on that side).
- * 0 when not even a batch of one fits. */
+/* Whether an estimate fits: its host bytes within host_budget and every GPU
+ * replica's bytes within gpu_budget (0: no limit on that side; a CPU worker's bytes are
+ * the host's). The one fit rule: the window's verdict before Start and
+ * tdm_memory_largest_batch() both ask it. */
+gboolean tdm_memory_fits (const TdmMemoryEvent *estimate, guint64 host_budget,
+                          guint64 gpu_budget);
+
+/* The largest global batch (at most train_count) whose estimate fits
+ * (tdm_memory_fits()). 0 when not even a batch of one fits. */
 int tdm_memory_largest_batch (const TdmConfig *config, const TdmNetwork *net, int train_count,
                               int test_count, guint64 host_budget, guint64 gpu_budget);
 

@@ -22,7 +22,7 @@ diag() { sed 's/^/# /'; }
 have_python=0
 command -v python3 >/dev/null 2>&1 && have_python=1
 
-plan=66
+plan=67
 echo "1..$plan"
 
 # --- help and listings -------------------------------------------------------------
@@ -259,7 +259,7 @@ else
 fi
 
 # One set of defaults: another optimizer named without --lr starts from its own rate
-# (the engine's tdm_config_default_lr, as the window does).
+# (the engine's base recipe, tdm_base_recipe_lr, as the window does).
 if "$train" --dataset synthetic --network fc10 --epochs 1 --max-steps 1 --optimizer sgd \
      --json 2>"$tmp/err" | grep -q '"type":"step".*"lr":0.01[,}]'; then
   ok "--optimizer sgd without --lr: 0.01"
@@ -358,6 +358,42 @@ EOF
   fi
 else
   ok "--scaling --record # SKIP no python3"
+fi
+
+# The kept sweep exported: the engine's one scaling table (the Scaling page writes it
+# too; test-classroom compares the two byte for byte), the recorded points at nine
+# digits with a memory column per device.
+sweep_id=$(basename "$(ls "$tmp/sweeps"/*.jsonl 2>/dev/null | head -1)" .jsonl)
+"$train" --export-run "$sweep_id" --history "$tmp/sweeps" >"$tmp/sweep.csv" 2>"$tmp/err"
+status=$?
+if [ $have_python -eq 1 ]; then
+  out=$(python3 - "$tmp/sweeps/$sweep_id.jsonl" "$tmp/sweep.csv" <<'EOF'
+import json, math, sys
+points = [p for p in map(json.loads, open(sys.argv[1])) if p["type"] == "point"]
+rows = [l for l in open(sys.argv[2]).read().split("\n") if not l.startswith("#")]
+def num(v):
+    return "%.9g" % v if math.isfinite(v) else ""
+want = ["devices,batch,steps,samples_per_second,speedup,efficiency,compute_ms,comm_ms,"
+        "wait_ms,memory_bytes_1,memory_bytes_2"]
+for p in points:
+    cells = [str(p["devices"]), str(p["batch"]), str(p["steps"])]
+    cells += [num(p[k]) for k in ("samples_per_second", "speedup", "efficiency",
+                                  "compute_ms", "comm_ms", "wait_ms")]
+    cells += [str(b) for b in p["memory_bytes"]] + [""] * (2 - len(p["memory_bytes"]))
+    want.append(",".join(cells))
+want.append("")
+assert len(points) == 2 and rows == want, (rows, want)
+print("%d points" % len(points))
+EOF
+)
+  checked=$?
+  if [ $status -eq 0 ] && [ $checked -eq 0 ]; then
+    ok "--export-run of a sweep: the scaling table, $out"
+  else
+    not_ok "--export-run of a sweep" "status $status" "$out" "$(cat "$tmp/err")"
+  fi
+else
+  ok "--export-run of a sweep # SKIP no python3"
 fi
 
 # --record keeps runs in the history folder; two runs of one configuration record

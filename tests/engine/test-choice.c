@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-choice.c — the choices' names have one source, their GEnums: the engine's
- * name functions, the GSettings schema's choices and defaults, and the shell
- * completion's word lists must all agree with it (and with tdm_config_new()), so a
+ * name functions, the GSettings schema's choices, and the shell completion's word
+ * lists must all agree with it, and the schema's defaults with the base recipe
+ * (tdm-base-recipe.h, which tdm_config_new() starts from), so a
  * second table drifting, or a value added to one place only, fails here. */
+#include "tdm-base-recipe.h"
 #include "tdm-choice.h"
 #include "tdm-config.h"
 
@@ -81,6 +83,10 @@ test_names(void)
   for (int v = 0; v < (int)tdm_choice_count(TDM_TYPE_FLIP_SETTING); v++)
     g_assert_cmpstr(tdm_flip_setting_name(v), ==, tdm_choice_name(TDM_TYPE_FLIP_SETTING, v));
 
+  /* Every optimizer starts from a rate of the base recipe's. */
+  for (int v = 0; v < (int)tdm_choice_count(TDM_TYPE_OPTIMIZER_KIND); v++)
+    g_assert_cmpfloat(tdm_base_recipe_lr(v), >, 0);
+
   g_autofree char *list = tdm_choice_list(TDM_TYPE_OPTIMIZER_KIND, TDM_OPTIMIZER_ADAM);
   g_assert_nonnull(strstr(list, "sgd, momentum, adam"));
   g_assert_nonnull(strstr(list, "nesterov"));
@@ -150,17 +156,18 @@ test_schema(void)
     g_assert_cmpstr(joined, ==, want);
   }
 
-  /* The defaults are the engine's. */
+  /* The defaults are the base recipe's, which tdm_config_new() starts from. */
+  const TdmBaseRecipe *base = tdm_base_recipe();
   g_autoptr(TdmConfig) d = tdm_config_new();
   struct {
     const char *key;
     const char *want;
   } strings[] = {
-    {"optimizer", tdm_optimizer_name(d->optimizer)},
-    {"strategy", tdm_strategy_name(d->strategy)},
-    {"batchnorm", tdm_batchnorm_name(d->batchnorm)},
-    {"dataset", d->dataset},
-    {"network", d->network},
+    {"optimizer", tdm_optimizer_name(base->optimizer)},
+    {"strategy", tdm_strategy_name(base->strategy)},
+    {"batchnorm", tdm_batchnorm_name(base->batchnorm)},
+    {"dataset", base->dataset},
+    {"network", base->network},
   };
   for (guint i = 0; i < G_N_ELEMENTS(strings); i++) {
     g_autoptr(GSettingsSchemaKey) key = g_settings_schema_get_key(schema, strings[i].key);
@@ -169,14 +176,18 @@ test_schema(void)
   }
   g_autoptr(GSettingsSchemaKey) batch = g_settings_schema_get_key(schema, "batch");
   g_autoptr(GVariant) batch_v = g_settings_schema_key_get_default_value(batch);
-  g_assert_cmpint(g_variant_get_int32(batch_v), ==, d->batch);
+  g_assert_cmpint(g_variant_get_int32(batch_v), ==, base->batch);
   g_autoptr(GSettingsSchemaKey) epochs = g_settings_schema_get_key(schema, "epochs");
   g_autoptr(GVariant) epochs_v = g_settings_schema_key_get_default_value(epochs);
-  g_assert_cmpint(g_variant_get_int32(epochs_v), ==, d->epochs);
+  g_assert_cmpint(g_variant_get_int32(epochs_v), ==, base->epochs);
   g_autoptr(GSettingsSchemaKey) lr = g_settings_schema_get_key(schema, "learning-rate");
   g_autoptr(GVariant) lr_v = g_settings_schema_key_get_default_value(lr);
-  g_assert_cmpfloat(g_variant_get_double(lr_v), ==, d->lr);
-  g_assert_cmpfloat(d->lr, ==, tdm_config_default_lr(d->optimizer));
+  g_assert_cmpfloat(g_variant_get_double(lr_v), ==, tdm_base_recipe_lr(base->optimizer));
+  g_assert_cmpfloat(d->lr, ==, tdm_base_recipe_lr(d->optimizer));
+  /* Within the ranges the schema allows. */
+  g_assert_true(g_settings_schema_key_range_check(batch, batch_v));
+  g_assert_true(g_settings_schema_key_range_check(epochs, epochs_v));
+  g_assert_true(g_settings_schema_key_range_check(lr, lr_v));
 
   g_settings_schema_unref(schema);
   remove_schema_dir(dir);

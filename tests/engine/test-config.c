@@ -2,6 +2,7 @@
 /* test-config.c — TdmConfig: defaults, --devices parsing, validation messages, the
  * name tables, the JSON round trip and the learning-rate schedules. */
 #include "tdm-config.h"
+#include "tdm-base-recipe.h"
 #include "tdm-network-catalogue.h"
 #include "tdm-error.h"
 #include "tdm-events.h"
@@ -23,11 +24,22 @@ test_defaults(void)
   g_assert_cmpint(c->epochs, ==, 20);
   g_assert_cmpint(c->optimizer, ==, TDM_OPTIMIZER_ADAM);
   g_assert_cmpfloat(c->lr, ==, 1e-3);
-  /* One rate per optimizer, from one function the CLI and the window share. */
-  g_assert_cmpfloat(c->lr, ==, tdm_config_default_lr(c->optimizer));
-  g_assert_cmpfloat(tdm_config_default_lr(TDM_OPTIMIZER_SGD), ==, 0.01);
-  g_assert_cmpfloat(tdm_config_default_lr(TDM_OPTIMIZER_MOMENTUM), ==, 0.01);
-  g_assert_cmpfloat(tdm_config_default_lr(TDM_OPTIMIZER_NESTEROV), ==, 0.1);
+  g_assert_cmpint(c->strategy, ==, TDM_STRATEGY_ALLREDUCE);
+  g_assert_cmpint(c->batchnorm, ==, TDM_BATCHNORM_PER_REPLICA);
+  /* One rate per optimizer, from the base recipe the CLI and the window share. */
+  g_assert_cmpfloat(c->lr, ==, tdm_base_recipe_lr(c->optimizer));
+  g_assert_cmpfloat(tdm_base_recipe_lr(TDM_OPTIMIZER_SGD), ==, 0.01);
+  g_assert_cmpfloat(tdm_base_recipe_lr(TDM_OPTIMIZER_MOMENTUM), ==, 0.01);
+  g_assert_cmpfloat(tdm_base_recipe_lr(TDM_OPTIMIZER_NESTEROV), ==, 0.1);
+  /* The configuration starts from the base recipe, field by field. */
+  const TdmBaseRecipe *base = tdm_base_recipe();
+  g_assert_cmpstr(c->dataset, ==, base->dataset);
+  g_assert_cmpstr(c->network, ==, base->network);
+  g_assert_cmpint(c->batch, ==, base->batch);
+  g_assert_cmpint(c->epochs, ==, base->epochs);
+  g_assert_cmpint(c->optimizer, ==, base->optimizer);
+  g_assert_cmpint(c->strategy, ==, base->strategy);
+  g_assert_cmpint(c->batchnorm, ==, base->batchnorm);
   g_assert_cmpfloat(c->beta1, ==, 0.9);
   g_assert_cmpfloat(c->beta2, ==, 0.999);
   g_assert_cmpfloat(c->eps, ==, 1e-8);

@@ -792,6 +792,36 @@ test_sweep_files(void)
   remove_folder(dir);
 }
 
+/* The one scaling table: the columns, C-notation numbers to nine digits whatever the
+ * locale, an empty cell for what is not finite, a memory column per device of the
+ * widest point. The Scaling page and --export-run write with it (test-classroom.c
+ * compares the two). */
+static void
+test_scaling_csv_table(void)
+{
+  TdmScalingPoint points[2] = {
+    {.devices = 1, .batch = 50, .steps = 20, .samples_per_second = 1234.5, .speedup = 1,
+     .efficiency = 1, .compute_ms = 0.123456789012, .comm_ms = NAN, .wait_ms = 1e-7,
+     .memory_bytes = {1048576}},
+    {.devices = 2, .batch = 100, .steps = 20, .samples_per_second = 2000.25,
+     .speedup = 2000.25 / 1234.5, .efficiency = 2000.25 / 1234.5 / 2, .compute_ms = 2,
+     .comm_ms = 0.5, .wait_ms = INFINITY, .memory_bytes = {3000000000, 7}},
+  };
+  g_autoptr(GString) s = g_string_new("# kept\n");
+  tdm_scaling_points_to_csv(s, points, 2);
+  g_assert_cmpstr(s->str, ==,
+                  "# kept\n"
+                  "devices,batch,steps,samples_per_second,speedup,efficiency,compute_ms,"
+                  "comm_ms,wait_ms,memory_bytes_1,memory_bytes_2\n"
+                  "1,50,20,1234.5,1,1,0.123456789,,1e-07,1048576,\n"
+                  "2,100,20,2000.25,1.62029162,0.810145808,2,0.5,,3000000000,7\n");
+  /* No points: the header alone, without memory columns. */
+  g_string_truncate(s, 0);
+  tdm_scaling_points_to_csv(s, NULL, 0);
+  g_assert_cmpstr(s->str, ==, "devices,batch,steps,samples_per_second,speedup,efficiency,"
+                              "compute_ms,comm_ms,wait_ms\n");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -814,5 +844,6 @@ main(int argc, char **argv)
   g_test_add_func("/scaling/sweep-record", test_sweep_record);
   g_test_add_func("/scaling/sweep-cancel-fail", test_sweep_cancel_fail);
   g_test_add_func("/scaling/sweep-files", test_sweep_files);
+  g_test_add_func("/scaling/csv-table", test_scaling_csv_table);
   return g_test_run();
 }

@@ -491,6 +491,35 @@ test_exact_buffers(void)
       }
 }
 
+/* The fit rule at its edges: a budget met exactly fits, a byte over does not; 0 is no
+ * limit; a CPU worker's bytes count against the host only, a GPU's against its own
+ * budget only. */
+static void
+test_fits(void)
+{
+  TdmMemoryEvent *e = g_new0(TdmMemoryEvent, 1);
+  e->replicas = 2;
+  e->device[0].host = TRUE;
+  e->device[0].total = 500;
+  e->device[1].total = 1000;
+  e->host_total = 2000;
+
+  g_assert_true(tdm_memory_fits(e, 0, 0));
+  g_assert_true(tdm_memory_fits(e, 2000, 1000));
+  g_assert_false(tdm_memory_fits(e, 1999, 1000));
+  g_assert_false(tdm_memory_fits(e, 2000, 999));
+  g_assert_true(tdm_memory_fits(e, 0, 1000));
+  g_assert_false(tdm_memory_fits(e, 0, 999));
+  /* The CPU worker's 500 bytes are not held against a GPU budget below them. */
+  e->device[1].host = TRUE;
+  g_assert_true(tdm_memory_fits(e, 2000, 100));
+  /* A replica past the count the estimate has is not looked at. */
+  e->replicas = 1;
+  e->device[1].host = FALSE;
+  g_assert_true(tdm_memory_fits(e, 2000, 100));
+  g_free(e);
+}
+
 /* The largest batch that fits is where the estimate crosses the budget. */
 static void
 test_largest_batch(void)
@@ -614,6 +643,7 @@ main(int argc, char **argv)
   g_test_add_func("/memory/inference-buffers", test_inference_buffers);
   g_test_add_func("/memory/inference-matches-training-buffers",
                   test_inference_matches_training_buffers);
+  g_test_add_func("/memory/fits", test_fits);
   g_test_add_func("/memory/largest-batch", test_largest_batch);
   g_test_add_func("/memory/check-host", test_check_host);
   g_test_add_func("/memory/exact-buffers", test_exact_buffers);

@@ -32,6 +32,8 @@
 #include "tdm-device.h"
 #include "tdm-devices-page.h"
 #include "tdm-history.h"
+#include "tdm-memory.h"
+#include "tdm-network.h"
 #include "tdm-prediction-gallery.h"
 #include "tdm-predictions-page.h"
 #include "tdm-run.h"
@@ -385,6 +387,12 @@ no_warning(gpointer data)
   return tdm_devices_page_get_warning(data) == NULL;
 }
 
+static gboolean
+has_warning(gpointer data)
+{
+  return tdm_devices_page_get_warning(data) != NULL;
+}
+
 /* A run that cannot fit says so before Start, with the largest batch that fits. */
 static void
 test_memory_warning(void)
@@ -422,6 +430,40 @@ test_memory_warning(void)
     largest = strtol(at + strlen("largest batch that fits is "), NULL, 10);
     g_assert_cmpint(largest, >, 0);
     g_assert_cmpint(largest, <, 16384);
+  }
+
+  /* The window's verdict is the engine's: its largest batch is tdm_memory_largest_batch()'s
+   * for the same budgets (the host's free memory, the GPU's 256 MiB), the warning goes at
+   * that batch and comes back one sample above it. */
+  {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(TdmConfig) config =
+      tdm_run_form_build_config(window_child(window, "sidebar"), &error);
+    g_autoptr(TdmNetwork) net = NULL;
+    TdmDatasetChooser *chooser = window_child(window, "dataset_chooser");
+    int height, width, channels, classes, train_count, test_count, engine_largest;
+    guint64 host_budget = tdm_memory_host_available(NULL);
+    const char *shown;
+
+    g_assert_no_error(error);
+    g_assert_true(tdm_dataset_chooser_get_shape(chooser, &height, &width, &channels, &classes));
+    g_assert_true(tdm_dataset_chooser_get_counts(chooser, &train_count, &test_count));
+    net = tdm_network_new(config->network, height, width, channels, classes, &error);
+    g_assert_no_error(error);
+    if (host_budget == G_MAXUINT64)
+      host_budget = 0;
+    engine_largest = tdm_memory_largest_batch(config, net, train_count, test_count, host_budget,
+                                              (guint64)256 << 20);
+    g_assert_cmpint(engine_largest, >, 0);
+    g_assert_cmpint(engine_largest, <, 16384);
+    shown = strstr(tdm_devices_page_get_warning(page), "largest batch that fits is ");
+    g_assert_nonnull(shown);
+    g_assert_cmpint(strtol(shown + strlen("largest batch that fits is "), NULL, 10), ==,
+                    engine_largest);
+    gtk_spin_button_set_value(window_child(window, "batch_spin"), engine_largest);
+    g_assert_true(wait_for(no_warning, page, 30));
+    gtk_spin_button_set_value(window_child(window, "batch_spin"), engine_largest + 1);
+    g_assert_true(wait_for(has_warning, page, 30));
   }
 
   /* A small network fits the same GPU: the warning goes. */
@@ -504,6 +546,21 @@ test_scaling_run(void)
   g_assert_true(g_str_has_prefix(lines[0], "devices,batch,steps,samples_per_second"));
   g_assert_true(g_str_has_prefix(lines[1], "1,200,"));
   g_assert_true(g_str_has_prefix(lines[2], "2,200,"));
+  /* The same points exported from the kept sweep, as tandem-train --export-run and the
+   * History page do: past the `#` lines, the same bytes. */
+  {
+    g_autoptr(TdmHistory) history = tdm_history_new(NULL);
+    g_autofree char *cli_path = g_build_filename(dir, "export-run.csv", NULL);
+    g_autofree char *cli = NULL;
+    const char *id = tdm_scaling_page_get_record_id(page);
+
+    g_assert_true(tdm_history_export_csv(history, id, cli_path, &error));
+    g_assert_no_error(error);
+    g_assert_true(g_file_get_contents(cli_path, &cli, NULL, NULL));
+    g_assert_nonnull(strstr(cli, "\ndevices,"));
+    g_assert_cmpstr(strstr(cli, "\ndevices,"), ==, strstr(kept, "\ndevices,"));
+    g_unlink(cli_path);
+  }
   g_assert_true(tdm_scaling_page_write_svg(page, svg_path, 800, 500, &error));
   g_assert_no_error(error);
   g_assert_true(g_file_get_contents(svg_path, &svg, NULL, NULL));

@@ -20,6 +20,7 @@
 #include "tdm-build-config.h"
 
 #include "tdm-application.h"
+#include "tdm-base-recipe.h"
 #include "tdm-chart.h"
 #include "tdm-dashboard.h"
 #include "tdm-dataset-chooser.h"
@@ -262,9 +263,32 @@ test_window_builds(void)
 
     g_assert_cmpstr(strategy, ==, tdm_strategy_name(engine->strategy));
     g_assert_true(tdm_optimizer_from_name(optimizer, &kind));
-    g_assert_cmpfloat(g_settings_get_double(settings, "learning-rate"), ==, tdm_config_default_lr(kind));
+    g_assert_cmpfloat(g_settings_get_double(settings, "learning-rate"), ==,
+                      tdm_base_recipe_lr(kind));
     g_assert_cmpint(g_settings_get_int(settings, "batch"), ==, engine->batch);
     g_assert_cmpint(g_settings_get_int(settings, "epochs"), ==, engine->epochs);
+  }
+  /* The form shows the base recipe, and another optimizer brings its own rate from it. */
+  {
+    const TdmBaseRecipe *base = tdm_base_recipe();
+    GtkSpinButton *lr_spin = window_child(window, "lr_spin");
+    AdwComboRow *optimizer = window_child(window, "optimizer_dropdown");
+    AdwComboRow *strategy = window_child(window, "strategy_dropdown");
+    int batch = gtk_spin_button_get_value_as_int(window_child(window, "batch_spin"));
+    int epochs = gtk_spin_button_get_value_as_int(window_child(window, "epochs_spin"));
+
+    g_assert_cmpint(batch, ==, base->batch);
+    g_assert_cmpint(epochs, ==, base->epochs);
+    g_assert_cmpint(adw_combo_row_get_selected(optimizer), ==, base->optimizer);
+    g_assert_cmpint(adw_combo_row_get_selected(strategy), ==, base->strategy);
+    g_assert_cmpfloat_with_epsilon(gtk_spin_button_get_value(lr_spin),
+                                   tdm_base_recipe_lr(base->optimizer), 1e-12);
+    adw_combo_row_set_selected(optimizer, TDM_OPTIMIZER_NESTEROV);
+    g_assert_cmpfloat_with_epsilon(gtk_spin_button_get_value(lr_spin),
+                                   tdm_base_recipe_lr(TDM_OPTIMIZER_NESTEROV), 1e-12);
+    adw_combo_row_set_selected(optimizer, base->optimizer);
+    g_assert_cmpfloat_with_epsilon(gtk_spin_button_get_value(lr_spin),
+                                   tdm_base_recipe_lr(base->optimizer), 1e-12);
   }
 
   destroy_window(window);

@@ -22,6 +22,7 @@
 #include "tdm-format.h"
 #include "tdm-build-config.h"
 
+#include "tdm-base-recipe.h"
 #include "tdm-choice.h"
 #include "tdm-classify-view.h"
 #include "tdm-dataset-chooser.h"
@@ -467,7 +468,7 @@ tdm_run_form_optimizer_changed (TdmRunForm *self)
 
   /* Each optimizer starts from its usual learning rate; the user can change it after. */
   if (!self->restoring && selected < tdm_choice_count (TDM_TYPE_OPTIMIZER_KIND))
-    gtk_spin_button_set_value (self->lr_spin, tdm_config_default_lr ((TdmOptimizerKind) selected));
+    gtk_spin_button_set_value (self->lr_spin, tdm_base_recipe_lr ((TdmOptimizerKind) selected));
 }
 
 /* Settings ---------------------------------------------------------------- */
@@ -625,7 +626,7 @@ tdm_run_form_estimate_memory (TdmRunForm      *self,
   TdmNetwork *net;
   int height, width, channels, classes, train_count, test_count;
   guint64 host_budget, gpu_budget;
-  gboolean ok = TRUE;
+  gboolean ok;
 
   g_return_val_if_fail (TDM_IS_RUN_FORM (self), FALSE);
   g_return_val_if_fail (estimate != NULL, FALSE);
@@ -652,11 +653,7 @@ tdm_run_form_estimate_memory (TdmRunForm      *self,
   if (host_budget == G_MAXUINT64)
     host_budget = 0;
   gpu_budget = tdm_run_form_gpu_budget (self, config);
-  if (host_budget > 0 && estimate->host_total > host_budget)
-    ok = FALSE;
-  for (int r = 0; r < estimate->replicas && r < TDM_MAX_REPLICAS; r++)
-    if (!estimate->device[r].host && gpu_budget > 0 && estimate->device[r].total > gpu_budget)
-      ok = FALSE;
+  ok = tdm_memory_fits (estimate, host_budget, gpu_budget);
 
   if (fits != NULL)
     *fits = ok;

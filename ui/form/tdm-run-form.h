@@ -37,7 +37,8 @@ TdmConfig *tdm_run_form_build_config (TdmRunForm  *self,
                                       GError     **error);
 /* The engine's memory estimate (tdm-memory.h) for the run the choices describe, per
  * device and on the host; whether it fits this machine's free memory and each chosen
- * GPU, and the largest global batch that would (the configured one when it fits).
+ * GPU (the engine's tdm_memory_fits()), and the largest global batch that would (the
+ * configured one when it fits).
  * FALSE with @error while the choices make no run or the dataset is not loaded. The
  * signal "changed" says when to ask again. */
 gboolean   tdm_run_form_estimate_memory (TdmRunForm      *self,

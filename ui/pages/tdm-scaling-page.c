@@ -448,7 +448,7 @@ tdm_scaling_page_write_csv (TdmScalingPage  *self,
 {
   TdmScalingChart *chart;
   g_autoptr(GString) text = g_string_new (NULL);
-  char buffer[G_ASCII_DTOSTR_BUF_SIZE];
+  g_autoptr(GArray) points = NULL;
 
   g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), FALSE);
   g_return_val_if_fail (path != NULL, FALSE);
@@ -461,24 +461,16 @@ tdm_scaling_page_write_csv (TdmScalingPage  *self,
       g_autofree char *comment = tdm_export_info_to_comment (self->info);
 
       g_string_append_printf (text, "# scaling: %s\n",
-                              tdm_scaling_page_get_mode (self) == TDM_SCALING_WEAK ? "weak" : "strong");
+                              tdm_scaling_mode_name (tdm_scaling_page_get_mode (self)));
       g_string_append (text, comment);
     }
-  g_string_append (text, "devices,batch,steps,samples_per_second,speedup,efficiency,"
-                         "compute_ms,comm_ms,wait_ms\n");
+  /* The table as the engine writes a kept sweep's (tandem-train --export-run, the
+   * History page): one writer, the same columns and digits. */
+  points = g_array_sized_new (FALSE, FALSE, sizeof (TdmScalingPoint),
+                              tdm_scaling_chart_get_n_points (chart));
   for (guint i = 0; i < tdm_scaling_chart_get_n_points (chart); i++)
-    {
-      const TdmScalingPoint *p = tdm_scaling_chart_get_point (chart, i);
-      double values[] = { p->samples_per_second, p->speedup, p->efficiency,
-                          p->compute_ms, p->comm_ms, p->wait_ms };
-
-      /* Numbers in the C locale, whatever the user's: CSV readers expect points. */
-      g_string_append_printf (text, "%d,%d,%ld", p->devices, p->batch, p->steps);
-      for (guint k = 0; k < G_N_ELEMENTS (values); k++)
-        g_string_append_printf (text, ",%s",
-                                g_ascii_formatd (buffer, sizeof buffer, "%.6g", values[k]));
-      g_string_append_c (text, '\n');
-    }
+    g_array_append_vals (points, tdm_scaling_chart_get_point (chart, i), 1);
+  tdm_scaling_points_to_csv (text, (const TdmScalingPoint *) points->data, points->len);
 
   return g_file_set_contents (path, text->str, text->len, error);
 }

@@ -55,7 +55,9 @@ void           tdm_scaling_page_set_history_folder (TdmScalingPage *self,
 const char    *tdm_scaling_page_get_record_id     (TdmScalingPage *self);
 const GError  *tdm_scaling_page_get_record_error  (TdmScalingPage *self);
 
-/* The points so far, one line each, with a header; written atomically. */
+/* The sweep's settings as `# key: value` lines, then the points so far as
+ * tdm_scaling_points_to_csv() writes them (the engine's one scaling table); written
+ * atomically. */
 gboolean       tdm_scaling_page_write_csv    (TdmScalingPage   *self,
                                               const char       *path,
                                               GError          **error);
