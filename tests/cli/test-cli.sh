@@ -458,12 +458,12 @@ set -m
 "$train" --resume "$tmp/c-epoch1.safetensors" --save "$tmp/stopped.safetensors" --epochs 3 \
   --json >"$tmp/stopped.json" 2>"$tmp/err" &
 pid=$!
-# Wait until it is training (at most 60 s), then press Ctrl-C once.
+# Wait until it is well into training, two summaries (at most 60 s), then press Ctrl-C
+# once.
 for _ in $(seq 600); do
-  grep -q '"type":"step"' "$tmp/stopped.json" 2>/dev/null && break
+  [ "$(grep -c '"type":"step"' "$tmp/stopped.json" 2>/dev/null)" -ge 2 ] && break
   sleep 0.1
 done
-sleep 0.5
 kill -INT $pid 2>/dev/null
 wait $pid 2>/dev/null
 status=$?
