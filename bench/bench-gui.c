@@ -34,6 +34,9 @@
  * recorded runs have) and ticks them all, so the loss and accuracy charts draw N
  * faint curves under the live one for the whole measurement (20 of them is the target).
  *
+ * The runs and the tables are here; how the main thread is watched during them
+ * (frame clock, loop probe, wake-up census) is bench-gui-watch.c.
+ *
  * A benchmark, not a test: it asserts nothing. It needs a display:
  *   tests/gui/xvfb-run-test.sh build/bench/bench-gui [--devices cpu:2 --max-steps 600]
  */
@@ -71,6 +74,18 @@
 #include <glib/gstdio.h>
 
 #include "bench-gui.h"
+
+/* One run of any kind, as measured. */
+typedef struct {
+  long steps;
+  double train_s;   /* the last summary's elapsed: the engine's training time */
+  double wall_s;    /* from asking for the run to its end, set-up included */
+  double main_cpu_s; /* CPU time of the main thread meanwhile (the window's share) */
+  double x_cpu_s;    /* CPU time of the X server meanwhile, or NAN */
+  long preempted;    /* involuntary context switches of the whole process meanwhile */
+  long main_wakes;   /* voluntary context switches of the main thread meanwhile */
+  int worker_nice;   /* nice value of the training threads, seen at the first step */
+} Result;
 
 /* Switches of the process (every thread, ended ones too) that the scheduler forced,
  * a training thread being put off a core for another task being the common case. */

@@ -13,17 +13,6 @@
 
 #define STALL_TARGET_MS 16.0
 
-typedef struct {
-  long steps;
-  double train_s;   /* the last summary's elapsed: the engine's training time */
-  double wall_s;    /* from asking for the run to its end, set-up included */
-  double main_cpu_s; /* CPU time of the main thread meanwhile (the window's share) */
-  double x_cpu_s;    /* CPU time of the X server meanwhile, or NAN */
-  long preempted;    /* involuntary context switches of the whole process meanwhile */
-  long main_wakes;   /* voluntary context switches of the main thread meanwhile */
-  int worker_nice;   /* nice value of the training threads, seen at the first step */
-} Result;
-
 /* One stall: when in the run, how long, and how much of that the main thread spent
  * working (the rest it waited: for a core, or for the X server). */
 typedef struct {
