@@ -2,10 +2,10 @@
 /* tandem-train.c — the headless trainer: the engine's choices as flags, a progress
  * bar on a terminal, plain epoch lines in a log, JSON lines with --json.
  *
- * It only turns flags into a TdmConfig, runs tdm_trainer_run() on the main thread and
- * prints the events; all training logic lives in the engine. Exit status: 0 done,
- * 1 a failure while running, 2 bad input (options, dataset, network spec, devices,
- * a checkpoint to resume from), 130 stopped by Ctrl-C.
+ * It only turns flags into a TdmConfig (tdm-cli-options.c), runs tdm_trainer_run() on
+ * the main thread and prints the events; all training logic lives in the engine. Exit
+ * status: 0 done, 1 a failure while running, 2 bad input (options, dataset, network
+ * spec, devices, a checkpoint to resume from), 130 stopped by Ctrl-C.
  */
 #include "tdm-build-config.h"
 #include <glib/gi18n.h>
