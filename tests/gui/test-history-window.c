@@ -7,7 +7,6 @@
  * run going. Not the store and the page on runs written by hand (test-history.c).
  */
 
-#include <locale.h>
 #include <math.h>
 #include <string.h>
 
@@ -24,13 +23,9 @@
 #include "tdm-device.h"
 #include "tdm-devices-page.h"
 #include "tdm-history-store.h"
-#include "tdm-history-sweep.h"
 #include "tdm-history-view.h"
-#include "tdm-run-form.h"
-#include "tdm-run-table.h"
 #include "tdm-scaling-chart.h"
 #include "tdm-scaling-page.h"
-#include "tdm-scaling-table.h"
 #include "tdm-series.h"
 #include "tdm-spec-entry.h"
 #include "tdm-timeline.h"
