@@ -11,13 +11,9 @@
 #include <glib/gi18n.h>
 #include "tdm-checkpoint.h"
 #include "tdm-config.h"
-#include "tdm-choice.h"
-#include "tdm-dataset.h"
-#include "tdm-dataset-folder.h"
 #include "tdm-device.h"
 #include "tdm-distributed.h"
 #include "tdm-error.h"
-#include "tdm-json.h"
 #include "tdm-history.h"
 #include "tdm-onnx-export.h"
 #include "tdm-i18n.h"
@@ -28,7 +24,6 @@
 #include <glib/gstdio.h>
 #include <libintl.h>
 #include <locale.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +33,6 @@
 #include "tdm-cli-classify.h"
 #include "tdm-cli-guard.h"
 #include "tdm-cli-options.h"
-#include "tdm-network-catalogue.h"
 #include "tdm-cli-printer.h"
 #include "tdm-cli-runs.h"
 #include "tdm-cli-scaling.h"
