@@ -11,6 +11,7 @@
 #include "tdm-choice.h"
 #include "tdm-dataset-folder.h"
 #include "tdm-error.h"
+#include "tdm-exact.h"
 #include "tdm-network-catalogue.h"
 
 #include <errno.h>
@@ -82,11 +83,7 @@ static const char *const description = N_(
   "Batch norm across devices (--batchnorm): per-replica normalizes each device's\n"
   "share with its own statistics (PyTorch DDP's default); sync combines them over\n"
   "all devices every step, so N devices train exactly as one with the same batch.\n"
-  "Exact mode (--exact): the batch is cut into chunks of --exact-chunk samples, each\n"
-  "device takes whole chunks, and the chunks' gradients are summed in fixed point,\n"
-  "so the parameters are bit-identical for any number of devices (CPU workers,\n"
-  "GPUs, mpirun ranks). BN then normalizes each chunk with its own statistics\n"
-  "(ghost batches), under either --batchnorm.\n"
+  "Exact mode (--exact, chunks of --exact-chunk samples): see the end.\n"
   "Augmentation: --crop P shifts each image by up to P pixels (zero padded),\n"
   "--flip mirrors half of them (auto: not for digits, mnist and synthetic); both\n"
   "depend only on the seed, epoch and sample, never on the number of devices.\n"
@@ -153,6 +150,28 @@ number_help(const char *format, int value)
 {
   g_autofree char *help = g_strdup_printf(_(format), value);
   return g_intern_string(help);
+}
+
+/* Appends `paragraph` to text in lines of at most `width` characters, broken at
+ * spaces (a word longer than the width keeps its own line). */
+static void
+append_wrapped(GString *text, const char *paragraph, glong width)
+{
+  g_auto(GStrv) words = g_strsplit(paragraph, " ", -1);
+  glong column = 0;
+  for (int i = 0; words[i] != NULL; i++) {
+    glong length = g_utf8_strlen(words[i], -1);
+    if (column > 0 && column + 1 + length > width) {
+      g_string_append_c(text, '\n');
+      column = 0;
+    } else if (column > 0) {
+      g_string_append_c(text, ' ');
+      column++;
+    }
+    g_string_append(text, words[i]);
+    column += length;
+  }
+  g_string_append_c(text, '\n');
 }
 
 GOptionContext *
@@ -321,6 +340,12 @@ tdm_cli_options_context(TdmCliOptions *o)
   const TdmNetworkPreset *preset = tdm_network_presets(&presets);
   for (int i = 0; i < presets; i++)
     g_string_append_printf(text, "  %-10s %s\n", preset[i].name, preset[i].summary);
+  /* What exact mode guarantees, in the engine's words (the window shows them too). */
+  g_string_append_printf(text,
+                         _("\nExact mode (--exact; --exact-chunk N, %d by default):\n"),
+                         d->exact_chunk);
+  g_autofree char *exact = tdm_exact_describe(d->exact_chunk);
+  append_wrapped(text, exact, 80);
   g_option_context_set_description(context, text->str);
   g_string_free(text, TRUE);
   g_option_context_add_main_entries(context, entries, NULL);

@@ -80,7 +80,8 @@ typedef struct {
   int eval_capacity;        /* samples an evaluation chunk holds (the first replica's) */
   TdmMemoryDevice device[TDM_MAX_REPLICAS];
   guint64 host_dataset;     /* the host's copy of both splits */
-  guint64 host_copies;      /* parameters, checkpoint buffers, the shuffled order */
+  guint64 host_copies;      /* parameters, checkpoint buffers, the shuffled order,
+                             * exact mode's sums */
   guint64 host_devices;     /* CPU workers' replicas and optimizers */
   guint64 host_total;       /* all of the above */
   guint64 gpu_total;        /* summed over GPU replicas */

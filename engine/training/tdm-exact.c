@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-exact.c — exact mode's fixed-point sums and its chunked shards (tdm-exact.h). */
 #include "tdm-exact.h"
+#include "tdm-i18n.h"
 #include "tdm-iterator.h"
 
 #include <math.h>
@@ -95,4 +96,39 @@ tdm_exact_shard_of(int count, int chunk, int world, int rank, int *offset, int *
   tdm_shard_of(tdm_exact_chunks(count, chunk), world, rank, &first, &chunks);
   *offset = MIN(count, first * chunk);
   *size = MIN(count, (first + chunks) * chunk) - *offset;
+}
+
+TdmExactBuffers
+tdm_exact_buffers(size_t parameters, size_t state)
+{
+  TdmExactBuffers b;
+  b.acc = 2 * parameters + 2 * state + 1;
+  b.grads = MAX(parameters, 1);
+  b.state = MAX(state, 1);
+  b.bytes = (guint64)b.acc * sizeof(gint64) + (guint64)b.grads * sizeof(float) +
+            3 * (guint64)b.state * sizeof(float);
+  return b;
+}
+
+char *
+tdm_exact_describe(int chunk)
+{
+  g_return_val_if_fail(chunk > 0, NULL);
+  /* The example is the rule's own split, so it cannot disagree with a run. */
+  int shard[3];
+  for (int r = 0; r < 3; r++) {
+    int offset;
+    tdm_exact_shard_of(200, chunk, 3, r, &offset, &shard[r]);
+  }
+  return g_strdup_printf(
+      _("In exact mode each batch is cut into %1$d-sample chunks whose boundaries do not "
+        "depend on the devices, and each device trains whole chunks: a batch of 200 on "
+        "three devices splits %2$d + %3$d + %4$d (1-sample chunks split it as evenly as "
+        "the ordinary mode, at a higher cost). Each chunk's gradient is added in fixed "
+        "point, where the order of the additions cannot change a bit, so the parameters "
+        "are bit-identical for any number of devices, with every optimizer. Batch norm "
+        "normalizes each %1$d-sample chunk over its own statistics, so synchronized and "
+        "per-replica batch norm are the same there, and neither uses the statistics of "
+        "the whole batch."),
+      chunk, shard[0], shard[1], shard[2]);
 }

@@ -3,8 +3,9 @@
  * samples are kept in, so that the order of the additions (which replica added which
  * chunk, in which order the replicas were combined) cannot change a bit of the result,
  * and the rule that cuts a batch into chunks whose boundaries do not depend on the
- * number of devices. Plain C on host memory, no backend, no communication (the
- * trainer's exact step in tdm-trainer-exact.c uses both).
+ * number of devices; and the one text that says what the mode guarantees. Plain C on
+ * host memory, no backend, no communication (the trainer's exact step in
+ * tdm-trainer-exact.c uses both).
  *
  * A value is two int64 limbs, hi and lo, meaning hi·2⁻³² + lo·2⁻⁶⁴, with lo in
  * [0, 2³²] as converted. Limbs are summed independently (an int64 all-reduce sums
@@ -47,5 +48,27 @@ void tdm_exact_shard_of (int count, int chunk, int world, int rank, int *offset,
 
 /* Chunks in a batch of count. */
 int tdm_exact_chunks (int count, int chunk);
+
+/* What exact mode guarantees with chunks of `chunk` samples, in one translated
+ * paragraph without line breaks and without naming options: how a batch is split,
+ * that the parameters are bit-identical, and what batch norm normalizes over.
+ * tandem-train's --help and the window's Compare both show it. Free with g_free(). */
+char *tdm_exact_describe (int chunk);
+
+/* Exact mode's host buffers for one replica of a network of `parameters` parameters
+ * and `state` running-statistics values: the fixed-point accumulator (2P + 2S + 1
+ * int64: gradients, statistics moves, the count of unrepresentable values), one
+ * buffer of P floats (a chunk's gradients on their way from a device, the sum's on
+ * their way back) and three of S floats (the statistics' moves, their values before
+ * the step, zeros), each of at least one value. tdm_trainer_exact_setup() allocates
+ * by it, the memory estimate counts it. */
+typedef struct {
+  size_t acc;                   /* int64 values */
+  size_t grads;                 /* floats */
+  size_t state;                 /* floats, in each of three buffers */
+  guint64 bytes;                /* the five buffers together */
+} TdmExactBuffers;
+
+TdmExactBuffers tdm_exact_buffers (size_t parameters, size_t state);
 
 G_END_DECLS

@@ -2,9 +2,11 @@
 /* tdm-memory.c — see tdm-memory.h. Every figure here mirrors an allocation elsewhere:
  * the replica's (tdm_replica_plan(), which tdm-replica.c allocates by), the
  * optimizer's (tdm-optimizer.c), a GPU backend's own workspace
- * (tdm_backend_own_bytes()), the peer communicator's staging buffer, and the
- * trainer's host copies (tdm-trainer.c, tdm-trainer-checkpoint.c). A change there is
- * a change here; tests/engine/test-memory.c compares the two on the CPU backend's counter. */
+ * (tdm_backend_own_bytes()), the peer communicator's staging buffer, the
+ * trainer's host copies (tdm-trainer.c, tdm-trainer-checkpoint.c) and exact mode's
+ * buffers (tdm_exact_buffers(), which tdm-trainer-exact.c allocates by). A change
+ * there is a change here; tests/engine/test-memory.c compares the two on the CPU
+ * backend's counter (and exact mode's on what its set-up allocated). */
 #include "tdm-memory.h"
 #include "tdm-exact.h"
 #include "tdm-i18n.h"
@@ -166,6 +168,10 @@ tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count
   copies += param_bytes;
   if (cfg->save_path != NULL)
     copies += 2 * param_bytes + opt_bytes;
+  /* Exact mode's fixed-point sums and staging buffers, per replica, on the host
+   * whatever the device. */
+  if (cfg->exact)
+    copies += (guint64)world * tdm_exact_buffers(net->parameter_count, net->state_count).bytes;
   e->host_copies = copies;
   e->host_total = e->host_dataset + e->host_copies + e->host_devices;
 }

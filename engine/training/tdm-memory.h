@@ -4,7 +4,7 @@
  * The estimate follows the code that allocates: a replica's buffers layer by layer
  * (tdm_replica_layer_buffers(), the rule tdm-replica.c allocates by), the optimizer's
  * state where the strategy keeps it, communicators' staging buffers, the trainer's host
- * copies and the dataset. The trainer refuses a run whose host needs exceed what the
+ * copies (exact mode's sums among them) and the dataset. The trainer refuses a run whose host needs exceed what the
  * machine and the process's limits leave (tdm_memory_check_host()), and reports the
  * estimate as an event; the window shows it before Start. Not a measurement: the
  * backends' byte counters and telemetry measure.

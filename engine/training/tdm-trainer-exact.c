@@ -28,24 +28,31 @@ struct ExactReplica {
 gboolean
 tdm_trainer_exact_setup(TdmTrainer *t, GError **error)
 {
+  t->exact_bytes = 0;
   if (!t->config->exact)
     return TRUE;
-  size_t p = t->net->parameter_count, s = t->net->state_count;
+  TdmExactBuffers plan = tdm_exact_buffers(t->net->parameter_count, t->net->state_count);
   t->exact = g_new0(ExactReplica, t->replicas);
   for (int r = 0; r < t->replicas; r++) {
     ExactReplica *e = &t->exact[r];
-    e->acc_count = 2 * p + 2 * s + 1;
-    e->acc = g_try_new0(gint64, e->acc_count);
-    e->grads = g_try_new(float, MAX(p, 1));
-    e->state = g_new0(float, MAX(s, 1));
-    e->saved_state = g_new0(float, MAX(s, 1));
-    e->zeros = g_new0(float, MAX(s, 1));
-    if (e->acc == NULL || e->grads == NULL) {
+    e->acc_count = plan.acc;
+    e->acc = g_try_new0(gint64, plan.acc);
+    e->grads = g_try_new(float, plan.grads);
+    e->state = g_try_new0(float, plan.state);
+    e->saved_state = g_try_new0(float, plan.state);
+    e->zeros = g_try_new0(float, plan.state);
+    if (e->acc == NULL || e->grads == NULL || e->state == NULL || e->saved_state == NULL ||
+        e->zeros == NULL) {
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY,
                   _("exact mode: no room for the fixed-point gradient sums (%zu bytes)"),
-                  e->acc_count * sizeof(gint64));
+                  (size_t)plan.bytes);
       return FALSE;
     }
+    /* What was asked of the allocator, buffer by buffer: the figure the memory
+     * estimate must equal (tests/engine/test-memory.c). */
+    t->exact_bytes += plan.acc * sizeof *e->acc + plan.grads * sizeof *e->grads +
+                      plan.state * (sizeof *e->state + sizeof *e->saved_state +
+                                    sizeof *e->zeros);
   }
   return TRUE;
 }

@@ -112,6 +112,8 @@ struct _TdmTrainer {
   Timing *timing;               /* [replicas] */
   struct Buckets *buckets;      /* [replicas] when gradients are all-reduced in buckets */
   ExactReplica *exact;          /* [replicas] in exact mode (tdm-trainer-exact.c) */
+  guint64 exact_bytes;          /* host bytes exact mode's buffers took, all replicas
+                                 * (kept after the run, for tests) */
   int cpu_threads;              /* BLAS threads each CPU worker runs (0: none) */
   gulong cancel_handler;
   GCancellable *cancellable;

@@ -36,6 +36,9 @@ for flag in --dataset --network --devices --main --batch --epochs --optimizer --
             --warmup --label-smoothing --crop --flip --test-flip --no-test-flip --test-shift; do
   grep -q -- "$flag" "$tmp/help" || missing+=("$flag")
 done
+# Exact mode's guarantee, in the engine's words (tdm_exact_describe), wrapped.
+tr '\n' ' ' <"$tmp/help" | grep -q "Batch norm normalizes each 16-sample chunk" \
+  || missing+=("exact mode's guarantee")
 if [ $status -eq 0 ] && [ ${#missing[@]} -eq 0 ] && grep -q Examples "$tmp/help"; then
   ok "--help documents every flag"
 else

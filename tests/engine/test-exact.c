@@ -3,11 +3,13 @@
  * grouping, its shards are whole chunks, and training with it on 1, 2 or 3 CPU
  * workers (uneven shares included) writes checkpoints whose every tensor is
  * bit-identical, for Adam, BN networks under both --batchnorm modes, and both
- * strategies; the epoch's training and test loss too. */
+ * strategies; the epoch's training and test loss too; with chunks of one sample, the
+ * ordinary split (67 + 67 + 66) and still the same bits. */
 #include "tdm-events.h"
 #include "tdm-trainer.h"
 #include "tdm-error.h"
 #include "tdm-exact.h"
+#include "tdm-dataset.h"
 
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
@@ -248,6 +250,94 @@ test_metrics(void)
   g_assert_cmpfloat(epochs[0].test_accuracy, ==, epochs[1].test_accuracy);
 }
 
+typedef struct {
+  TdmStartedEvent started;
+  gboolean have_started;
+} Started;
+
+static void
+on_started(const TdmEvent *e, gpointer data)
+{
+  Started *s = data;
+  if (e->kind == TDM_EVENT_STARTED) {
+    s->started = e->started;
+    s->have_started = TRUE;
+  }
+}
+
+/* With chunks of one sample the chunks are the samples, so exact mode splits a batch
+ * the ordinary way (200 on three workers: 67 + 67 + 66, as the started event reports)
+ * and the parameters are still bit-identical on 1, 2 and 3 workers (Adam, a network
+ * without BN, a small data set so the per-sample passes stay cheap). */
+static void
+test_any_split(void)
+{
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(4, 800, 40);
+  const char *devices[] = {"cpu", "cpu:2", "cpu:3"};
+  static const int shards[][3] = {{200}, {100, 100}, {67, 67, 66}};
+  g_autofree float *reference = NULL;
+  size_t reference_count = 0;
+  for (int k = 0; k < 3; k++) {
+    g_autoptr(TdmConfig) cfg = tdm_config_new();
+    g_autoptr(GError) error = NULL;
+    g_free(cfg->network);
+    cfg->network = g_strdup("fc32,relu,fc10");
+    g_assert_true(tdm_config_set_devices(cfg, devices[k], &error));
+    cfg->batch = 200;
+    cfg->optimizer = TDM_OPTIMIZER_ADAM;
+    cfg->max_steps = 4;
+    cfg->seed = 3;
+    cfg->exact = TRUE;
+    cfg->exact_chunk = 1;
+    Started seen = {0};
+    g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, on_started, &seen);
+    tdm_trainer_set_dataset(trainer, data);
+    g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+    g_assert_no_error(error);
+    g_assert_true(seen.have_started);
+    g_assert_cmpint(seen.started.replicas, ==, k + 1);
+    for (int r = 0; r <= k; r++)
+      g_assert_cmpint(seen.started.shard[r], ==, shards[k][r]);
+    size_t count = 0;
+    const float *params = tdm_trainer_get_parameters(trainer, &count);
+    g_assert_nonnull(params);
+    if (k == 0) {
+      reference = g_memdup2(params, count * sizeof(float));
+      reference_count = count;
+      continue;
+    }
+    g_assert_cmpuint(count, ==, reference_count);
+    size_t differ = 0;
+    for (size_t i = 0; i < count; i++)
+      differ += memcmp(&params[i], &reference[i], sizeof(float)) != 0;
+    g_test_message("%s, shards of 1: %zu of %zu parameters differ from one device's",
+                   devices[k], differ, count);
+    g_assert_cmpuint(differ, ==, 0);
+  }
+}
+
+/* The guarantee the CLI's help and the window show: its example split is the rule's
+ * own, for the chunk it names, and it says what batch norm normalizes over. */
+static void
+test_describe(void)
+{
+  static const struct {
+    int chunk;
+    const char *split, *bn;
+  } cases[] = {{16, "200 on three devices splits 80 + 64 + 56",
+                "normalizes each 16-sample chunk"},
+               {1, "splits 67 + 67 + 66", "normalizes each 1-sample chunk"},
+               {64, "splits 128 + 64 + 8", "normalizes each 64-sample chunk"}};
+  for (guint k = 0; k < G_N_ELEMENTS(cases); k++) {
+    g_autofree char *text = tdm_exact_describe(cases[k].chunk);
+    g_assert_nonnull(strstr(text, cases[k].split));
+    g_assert_nonnull(strstr(text, cases[k].bn));
+    g_assert_nonnull(strstr(text, "synchronized and per-replica batch norm are the same"));
+    g_assert_null(strchr(text, '\n'));
+    g_assert_null(strstr(text, "--"));
+  }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -256,6 +346,8 @@ main(int argc, char **argv)
   g_test_add_func("/exact/limits", test_limits);
   g_test_add_func("/exact/shards", test_shards);
   g_test_add_func("/exact/metrics", test_metrics);
+  g_test_add_func("/exact/any-split", test_any_split);
+  g_test_add_func("/exact/describe", test_describe);
   static const Case cnn = {"cnn", 200, 50, TDM_BATCHNORM_PER_REPLICA, TDM_STRATEGY_ALLREDUCE};
   static const Case bn_sync = {"conv8k3p1,bn,relu,pool2,conv16k3p1,bn,relu,pool2,fc32,bn,relu,fc10",
                                200, 12, TDM_BATCHNORM_SYNC, TDM_STRATEGY_ALLREDUCE};

@@ -3,7 +3,8 @@
  * replica's and an optimizer's bytes on the CPU backend's counter, exactly; whole runs
  * (mlp and cnn, two batch sizes, 1 and 2 workers, both strategies) against the
  * counters the trainer reports and the process's peak RSS growth, within 10 %; the
- * largest batch that fits against the estimate; the refusal's message. */
+ * largest batch that fits against the estimate; exact mode's host buffers against what
+ * its set-up allocated; the refusal's message. */
 #include "tdm-backend.h"
 #include "tdm-build-config.h"
 #include "tdm-dataset.h"
@@ -14,6 +15,7 @@
 #include "tdm-replica.h"
 #include "tdm-replica-private.h"
 #include "tdm-trainer.h"
+#include "tdm-trainer-private.h"
 
 #include <malloc.h>
 #include <stdio.h>
@@ -436,6 +438,59 @@ test_deep_runs_measured(void)
   }
 }
 
+/* Exact mode's host buffers (the fixed-point sums, the staging of gradients and BN
+ * statistics) are in the estimate's host figures, byte for byte what its set-up
+ * allocated, for networks with and without BN statistics and 1 to 3 workers; the
+ * ordinary mode allocates none. */
+static void
+test_exact_buffers(void)
+{
+  static const char *const networks[] = {"conv4k3p1,relu,pool2,fc10",
+                                         "conv4k3p1,bn,relu,gap,fc10"};
+  static const char *const devices[] = {"cpu", "cpu:2", "cpu:3"};
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 96, 32);
+  for (guint n = 0; n < G_N_ELEMENTS(networks); n++)
+    for (guint d = 0; d < G_N_ELEMENTS(devices); d++)
+      for (int exact = 0; exact <= 1; exact++) {
+        g_autoptr(TdmConfig) cfg = run_config(networks[n], devices[d], 48,
+                                              TDM_STRATEGY_ALLREDUCE);
+        cfg->max_steps = 1;
+        cfg->exact = exact;
+        cfg->exact_chunk = 16;
+        Seen seen = {0};
+        g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, on_event, &seen);
+        tdm_trainer_set_dataset(trainer, data);
+        g_autoptr(GError) error = NULL;
+        g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+        g_assert_no_error(error);
+        g_assert_true(seen.have_estimate);
+
+        /* The same run without exact mode, estimated: its host copies differ by exact
+         * mode's buffers (its replicas' by the chunk, which sizes their activations),
+         * and they count in the host total that the fit test reads. */
+        g_autoptr(TdmConfig) plain = tdm_config_copy(cfg);
+        plain->exact = FALSE;
+        g_autoptr(TdmNetwork) net = tdm_network_new(cfg->network, 28, 28, 1, 10, &error);
+        g_assert_no_error(error);
+        g_autofree TdmMemoryEvent *base = g_new(TdmMemoryEvent, 1);
+        tdm_memory_estimate(plain, net, data->train->count, data->test->count, base);
+        const TdmMemoryEvent *m = &seen.estimate;
+        guint64 allocated = trainer->exact_bytes;
+        g_assert_cmpuint(m->host_copies - base->host_copies, ==, allocated);
+        g_assert_cmpuint(m->host_total, ==, m->host_dataset + m->host_copies + m->host_devices);
+        g_assert_cmpuint(m->gpu_total, ==, 0);
+        if (!exact) {
+          g_assert_cmpuint(allocated, ==, 0);
+          continue;
+        }
+        /* At least the two int64 limbs of every gradient, on every worker. */
+        g_assert_cmpuint(allocated, >=,
+                         (guint64)m->replicas * 2 * net->parameter_count * sizeof(gint64));
+        g_test_message("exact %s on %s: %" G_GUINT64_FORMAT " host bytes", networks[n],
+                       devices[d], allocated);
+      }
+}
+
 /* The largest batch that fits is where the estimate crosses the budget. */
 static void
 test_largest_batch(void)
@@ -561,6 +616,7 @@ main(int argc, char **argv)
                   test_inference_matches_training_buffers);
   g_test_add_func("/memory/largest-batch", test_largest_batch);
   g_test_add_func("/memory/check-host", test_check_host);
+  g_test_add_func("/memory/exact-buffers", test_exact_buffers);
   g_test_add_func("/memory/buffers-returned", test_buffers_returned);
   g_test_add_func("/memory/runs-measured", test_runs_measured);
   g_test_add_func("/memory/deep-runs-measured", test_deep_runs_measured);

@@ -14,6 +14,7 @@
 
 #include <glib/gi18n.h>
 
+#include "tdm-exact.h"
 #include "tdm-format.h"
 #include "tdm-history-sweep.h"
 #include "tdm-history-view.h"
@@ -482,8 +483,15 @@ tdm_history_view_build_compare (TdmHistoryView *self)
   GtkWidget *button = gtk_button_new_with_mnemonic (_("_Compare"));
 
   adw_preferences_group_set_title (ADW_PREFERENCES_GROUP (group), _("Compare with One Device"));
-  adw_preferences_group_set_description (ADW_PREFERENCES_GROUP (group),
-                                         _("Trains the current settings on their devices, then on the main device alone with the same global batch and seed, draws both loss curves and compares their parameters. Both runs train in exact mode: each gradient is summed in fixed-size chunks of samples, whatever the split, so any number of devices ends with parameters bit-identical to one device’s, with every optimizer."));
+  /* What exact mode guarantees, in the engine's words (tandem-train --help shows
+   * them too); Compare keeps the engine's chunk. */
+  g_autoptr (TdmConfig) defaults = tdm_config_new ();
+  g_autofree char *exact = tdm_exact_describe (defaults->exact_chunk);
+  g_autofree char *description
+      = g_strdup_printf ("%s\n%s",
+                         _("Trains the current settings on their devices, then on the main device alone with the same global batch and seed, draws both loss curves and compares their parameters. Both runs train in exact mode."),
+                         exact);
+  adw_preferences_group_set_description (ADW_PREFERENCES_GROUP (group), description);
   gtk_actionable_set_action_name (GTK_ACTIONABLE (button), "win.compare-one-device");
   gtk_widget_add_css_class (button, "suggested-action");
   gtk_widget_set_valign (button, GTK_ALIGN_CENTER);

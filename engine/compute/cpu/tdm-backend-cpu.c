@@ -136,6 +136,12 @@ cpu_alloc(TdmBackend *b, size_t bytes, GError **error)
     return NULL;
   }
 
+  /* TANDEM_CPU_POISON=1 fills every new buffer with NaN bit patterns, so that a pass
+   * reading memory nothing wrote shows as NaN on the CPU as it would on a GPU (whose
+   * fresh memory holds whatever was there). */
+  if (g_getenv("TANDEM_CPU_POISON") != NULL)
+    memset((char *)base + TDM_CPU_ALIGN, 0xff, bytes);
+
   TdmCpuBlock *block = base;
   block->magic = TDM_CPU_MAGIC;
   block->bytes = bytes;

@@ -1,0 +1,135 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# The CIFAR-layout ResNet-18 (bench/bench-cpu-memory.py's spec) on the lent GPU at 32, 64
+# and 128 px, bf16, batches 512, 256, 128 — the sizes of shared/anchors/real-networks.md —
+# from .gpu/ (tools/gpu-prepare copies this script there). Random pixels: CIFAR-10 binary
+# batches at 32 px, folders of PNG files written here at 64 and 128 px. For each size:
+# samples/s over the last half of the steps (the step events' rate), the memory event's
+# GPU estimate, Tandem's own count of device bytes, and the driver's peak for the GPU
+# (nvidia-smi, sampled every 100 ms while the run lasts). With TORCH=1, PyTorch eager
+# (bf16 autocast, channels_last, cudnn.benchmark) on the same network, batch and size
+# beside it, in the same call. NETWORK=resnet18 SIZES=224:128 runs the torchvision
+# layout instead (torchvision's resnet18 on PyTorch's side). Logs go to $OUT. Not a test:
+# it asserts nothing.
+set -u
+G=${G:-$PWD/.gpu}
+STEPS=${STEPS:-40}
+SIZES=${SIZES:-32:512 64:256 128:128}
+SPEC=${NETWORK:-"conv64k3p1,bn,relu,2*(res(conv64k3p1,bn,relu,conv64k3p1,bn),relu),res(conv128k3s2p1,bn,relu,conv128k3p1,bn),relu,res(conv128k3p1,bn,relu,conv128k3p1,bn),relu,res(conv256k3s2p1,bn,relu,conv256k3p1,bn),relu,res(conv256k3p1,bn,relu,conv256k3p1,bn),relu,res(conv512k3s2p1,bn,relu,conv512k3p1,bn),relu,res(conv512k3p1,bn,relu,conv512k3p1,bn),relu,gap,fc10"}
+D=${DATA:-/tmp/r18data}
+mkdir -p $D
+python3 - $D "$SIZES" <<'PY'
+import os, random, struct, sys, zlib
+root, sizes = sys.argv[1], sys.argv[2].split()
+rng = random.Random(0)
+def png(path, side):
+    raw = b"".join(b"\0" + rng.randbytes(side * 3) for _ in range(side))
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", side, side, 8, 2, 0, 0, 0))
+                + chunk(b"IDAT", zlib.compress(raw, 1)) + chunk(b"IEND", b""))
+for item in sizes:
+    side, batch = map(int, item.split(":"))
+    folder = os.path.join(root, str(side))
+    if os.path.isdir(folder):
+        continue
+    train = batch * 12
+    if side == 32:
+        os.makedirs(folder)
+        for name, count in [(f"data_batch_{i}.bin", train // 5) for i in range(1, 6)] + [("test_batch.bin", 1000)]:
+            with open(os.path.join(folder, name), "wb") as f:
+                for _ in range(count):
+                    f.write(bytes([rng.randrange(10)]) + rng.randbytes(3072))
+        continue
+    for split, count in (("train", train), ("test", 500)):
+        for c in range(10):
+            os.makedirs(os.path.join(folder, split, f"class{c}"))
+        for i in range(count):
+            png(os.path.join(folder, split, f"class{i % 10}", f"{i}.png"), side)
+PY
+for item in $SIZES; do
+  side=${item%:*} batch=${item#*:}
+  echo "== ${NETWORK:-ResNet-18 (CIFAR layout)}, $side px, batch $batch, bf16"
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 > $OUT/smi-$side.txt 2>/dev/null &
+  smi=$!
+  timeout 240 $G/bin/tandem-train --devices ${DEVICES:-cuda:0} --dataset $D/$side $([ $side = 32 ] || echo --image-size $side) \
+    --network "$SPEC" --batch $batch --precision ${PRECISION:-bf16} --optimizer nesterov --lr 0.05 \
+    --max-steps $STEPS --json --quiet > $OUT/r18-$side.json 2> $OUT/r18-$side.err
+  echo "exit $?"
+  kill $smi 2>/dev/null; wait $smi 2>/dev/null
+  python3 - $OUT/r18-$side.json $OUT/smi-$side.txt $side $batch <<'PY'
+import json, sys
+path, smi, side, batch = sys.argv[1:]
+rates, memory, tandem_bytes, failed = [], None, 0, None
+for line in open(path):
+    e = json.loads(line)
+    if e["type"] == "memory" and memory is None:
+        memory = e
+    elif e["type"] == "step":
+        rates.append(e["samples_per_second"])
+    elif e["type"] == "devices":
+        for d in e.get("devices", []):
+            tandem_bytes = max(tandem_bytes, d.get("tandem_bytes") or 0)
+    elif e["type"] == "failed":
+        failed = e.get("message")
+used = [int(x) for x in open(smi).read().split() if x.strip().isdigit()]
+tail = sorted(rates[len(rates) // 2:])
+print(f"tandem {side}px batch {batch}: samples/s median {tail[len(tail) // 2] if tail else None:.0f}"
+      if tail else f"tandem {side}px batch {batch}: no steps")
+if memory:
+    print(f"  estimate gpu_total {memory['gpu_total'] / 2**30:.2f} GiB; eval_capacity "
+          f"{memory.get('eval_capacity')}; devices {json.dumps(memory['devices'][0])[:400]}")
+print(f"  tandem_bytes peak {tandem_bytes / 2**30:.2f} GiB; driver peak {max(used) if used else None} MiB "
+      f"(idle {min(used) if used else None} MiB)")
+if failed:
+    print("  failed:", failed)
+PY
+  if [ "${TORCH:-0}" = 1 ]; then
+    timeout 200 python3 - $side $batch $STEPS "$SPEC" <<'PY'
+import sys, time, torch, torch.nn as nn, torch.nn.functional as F
+side, batch, steps = map(int, sys.argv[1:4])
+torch.backends.cudnn.benchmark = True
+class Block(nn.Module):
+    def __init__(s, cin, cout, stride):
+        super().__init__()
+        s.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False); s.b1 = nn.BatchNorm2d(cout)
+        s.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False); s.b2 = nn.BatchNorm2d(cout)
+        s.proj = None
+        if stride != 1 or cin != cout:
+            s.proj = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+    def forward(s, x):
+        y = s.b2(s.c2(F.relu(s.b1(s.c1(x)))))
+        return F.relu(y + (s.proj(x) if s.proj is not None else x))
+layers = [nn.Conv2d(3, 64, 3, 1, 1, bias=False), nn.BatchNorm2d(64), nn.ReLU()]
+cin = 64
+for cout, stride in [(64, 1), (64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2), (512, 1)]:
+    layers.append(Block(cin, cout, stride)); cin = cout
+layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, 10)]
+net = nn.Sequential(*layers)
+if sys.argv[4] in ("resnet18", "resnet34", "resnet50"):
+    import torchvision
+    net = getattr(torchvision.models, sys.argv[4])(num_classes=10)
+net = net.cuda().to(memory_format=torch.channels_last)
+opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9, nesterov=True)
+x = torch.rand(batch, 3, side, side, device="cuda").to(memory_format=torch.channels_last)
+y = torch.randint(0, 10, (batch,), device="cuda")
+base = torch.cuda.memory_allocated()
+torch.cuda.reset_peak_memory_stats()
+def step():
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = F.cross_entropy(net(x), y)
+    opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
+for _ in range(10):
+    step()
+torch.cuda.synchronize()
+t = time.perf_counter()
+for _ in range(steps):
+    step()
+torch.cuda.synchronize()
+dt = time.perf_counter() - t
+print(f"torch {sys.argv[4][:12]} {side}px batch {batch}: samples/s {steps * batch / dt:.0f}; peak "
+      f"{(torch.cuda.max_memory_allocated() - base) / 2**30:.2f} GiB above the data")
+PY
+  fi
+done
