@@ -6,8 +6,6 @@
  * the timeout probe (--probe-ms). Not the runs themselves nor the tables printed
  * (bench-gui.c).
  */
-#define _GNU_SOURCE
-
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
