@@ -3,7 +3,7 @@
  *
  * Prints the top classes of each image with their probabilities (or one JSON line per
  * image), going through the engine's classifier (tdm-classifier.h). Not the option
- * parsing (tandem-train.c).
+ * parsing (tdm-cli-options.c).
  */
 #pragma once
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-cli-guard.h — tandem-train's checks on its own input and output: the option
  * whose value is not text, and stdout checked once at exit. Not the option parsing
- * (tandem-train.c).
+ * (tdm-cli-options.c).
  */
 #pragma once
 

@@ -5,7 +5,7 @@
  * driver and prints each point as it is measured (a table, or one JSON line a point
  * with --json); with --record the run is kept in the history as a sweep record,
  * written by the engine exactly as the window's Scaling page writes it. Not the
- * option parsing nor Ctrl-C (tandem-train.c).
+ * option parsing (tdm-cli-options.c) nor Ctrl-C (tandem-train.c).
  */
 #pragma once
 

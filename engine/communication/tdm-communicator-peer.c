@@ -344,6 +344,13 @@ setup_access(PeerCommunicator *p, int r, GError **error)
   return TRUE;
 }
 
+int
+tdm_communicator_peer_waiting(TdmCommunicator *c)
+{
+  g_return_val_if_fail(c != NULL && c->ops == &peer_ops, 0);
+  return tdm_barrier_waiting(&PEER(c)->barrier);
+}
+
 TdmCommunicator *
 tdm_communicator_peer_new(TdmBackend **backends, int replicas, GError **error)
 {

@@ -74,6 +74,10 @@ TdmCommunicator *tdm_communicator_nccl_new (TdmBackend **backends, int replicas,
 /* One replica in this process; MPI must be initialized. */
 TdmCommunicator *tdm_communicator_mpi_new (TdmBackend *backend, GError **error);
 
+/* The replicas of a peer communicator blocked at its barrier now, waiting for the
+ * others to arrive; for a caller that must act once they wait (a test of abort). */
+int tdm_communicator_peer_waiting (TdmCommunicator *c);
+
 /* Calls ops->abort where the communicator has one. */
 void tdm_communicator_abort (TdmCommunicator *c);
 

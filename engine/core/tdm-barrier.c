@@ -52,6 +52,17 @@ tdm_barrier_break(TdmBarrier *b)
   g_mutex_unlock(&b->lock);
 }
 
+int
+tdm_barrier_waiting(TdmBarrier *b)
+{
+  /* Under the lock: a thread counted here has let go of it only inside g_cond_wait,
+   * so it is blocked, not on its way. */
+  g_mutex_lock(&b->lock);
+  int n = b->waiting;
+  g_mutex_unlock(&b->lock);
+  return n;
+}
+
 void
 tdm_barrier_reset(TdmBarrier *b)
 {

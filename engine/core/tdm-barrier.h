@@ -21,6 +21,10 @@ void tdm_barrier_clear (TdmBarrier *b);
 /* Blocks until all parties arrive; FALSE when the barrier is or becomes broken. */
 gboolean tdm_barrier_wait (TdmBarrier *b);
 void tdm_barrier_break (TdmBarrier *b);
+/* The threads blocked in tdm_barrier_wait now, waiting for the rest of their round;
+ * only meaningful while the barrier is whole. For a caller that must act once they
+ * are there, not before (a test breaking it under waiters). */
+int tdm_barrier_waiting (TdmBarrier *b);
 void tdm_barrier_reset (TdmBarrier *b);
 
 G_END_DECLS

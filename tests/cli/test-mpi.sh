@@ -212,10 +212,15 @@ expect_failure "a rank with a broken dataset path ends the job with its message"
   -np 1 "$train" --distributed "${common[@]}"
 
 # The same once training has begun: the main rank's checkpoint folder disappears
-# after a few epochs, so its next save fails while the others wait for it.
+# once the first checkpoint is in it, so its next save fails while the others wait
+# for it.
 mkdir -p "$tmp/gone/deleted"
 # Moved, not removed: rm -rf could race with a save creating its temporary file there.
-(sleep 3; mv "$tmp/gone/deleted" "$tmp/gone/moved") &
+(for _ in $(seq 600); do
+   [ -e "$tmp/gone/deleted/run.safetensors" ] && break
+   sleep 0.1
+ done
+ mv "$tmp/gone/deleted" "$tmp/gone/moved") &
 expect_failure "a rank failing mid-run ends the job with its message" \
   "rank 0: .*$tmp/gone/deleted" \
   -np 3 "$train" --distributed "${common[@]}" --epochs 10000 \

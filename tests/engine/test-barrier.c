@@ -63,7 +63,9 @@ test_break_releases(void)
   tdm_barrier_init(&barrier, 3);
   GThread *a = g_thread_new("a", wait_once, &barrier);
   GThread *b = g_thread_new("b", wait_once, &barrier);
-  g_usleep(50 * 1000);
+  /* Broken while both are blocked in it, not before they arrive. */
+  while (tdm_barrier_waiting(&barrier) < 2)
+    g_thread_yield();
   tdm_barrier_break(&barrier);
   g_assert_false(GPOINTER_TO_INT(g_thread_join(a)));
   g_assert_false(GPOINTER_TO_INT(g_thread_join(b)));

@@ -510,7 +510,7 @@ wait_past_ctime(const char *root, const char *path)
     g_assert_cmpint(stat(probe, &now), ==, 0);
     if (now.st_ctim.tv_sec != old.st_ctim.tv_sec || now.st_ctim.tv_nsec != old.st_ctim.tv_nsec)
       break;
-    g_usleep(1000);
+    g_thread_yield();
   }
   g_unlink(probe);
 }

@@ -20,6 +20,10 @@ typedef struct {
   int cancel_at;
   long cancel_step;          /* the step whose summary cancelled the run */
   TdmTrainer *pause_trainer;
+  /* When set, `paused` is counted under the lock and the condition told: another
+   * thread can wait for the PAUSED event. */
+  GMutex *paused_lock;
+  GCond *paused_cond;
   int memory;
 } Recorder;
 
@@ -58,7 +62,13 @@ record(const TdmEvent *e, gpointer data)
     r->last_test_accuracy = e->epoch.test_accuracy;
     break;
   case TDM_EVENT_PAUSED:
+    if (r->paused_lock != NULL)
+      g_mutex_lock(r->paused_lock);
     r->paused++;
+    if (r->paused_lock != NULL) {
+      g_cond_broadcast(r->paused_cond);
+      g_mutex_unlock(r->paused_lock);
+    }
     break;
   case TDM_EVENT_RESUMED:
     r->resumed++;
@@ -352,6 +362,9 @@ unpause_later(gpointer data)
 typedef struct {
   FakeClock clock;
   TdmTrainer *trainer;
+  Recorder *rec;
+  GMutex lock;
+  GCond cond;
 } PausedClock;
 
 static gpointer
@@ -359,10 +372,12 @@ unpause_thread(gpointer data)
 {
   PausedClock *pc = data;
 
-  while (!tdm_trainer_get_paused(pc->trainer))
-    g_usleep(1000);
-  g_usleep(300 * 1000);
-  /* The trainer waits on its pause condition and reads no clock meanwhile. */
+  /* The PAUSED event comes after the trainer's last reading of the clock before the
+   * pause, and it reads none until it is unpaused: the clock moves in between. */
+  g_mutex_lock(&pc->lock);
+  while (pc->rec->paused == 0)
+    g_cond_wait(&pc->cond, &pc->lock);
+  g_mutex_unlock(&pc->lock);
   pc->clock.now_us += 1000 * G_USEC_PER_SEC;
   unpause_later(pc->trainer);
   return NULL;
@@ -377,13 +392,20 @@ test_pause_resume(void)
   g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, record, &rec);
   /* Every reading 60 ms on: each step is due for a summary, so the pause at the
    * second STEP comes. */
-  PausedClock pc = {.clock = {.now_us = 1, .step_us = 60 * 1000}, .trainer = trainer};
+  PausedClock pc = {.clock = {.now_us = 1, .step_us = 60 * 1000}, .trainer = trainer,
+                    .rec = &rec};
+  g_mutex_init(&pc.lock);
+  g_cond_init(&pc.cond);
+  rec.paused_lock = &pc.lock;
+  rec.paused_cond = &pc.cond;
   rec.pause_trainer = trainer;
   tdm_trainer_set_clock(trainer, fake_clock_read, &pc.clock);
   GThread *helper = g_thread_new("unpause", unpause_thread, &pc);
   g_autoptr(GError) error = NULL;
   g_assert_true(tdm_trainer_run(trainer, NULL, &error));
   g_thread_join(helper);
+  g_mutex_clear(&pc.lock);
+  g_cond_clear(&pc.cond);
   g_assert_cmpint(rec.paused, ==, 1);
   g_assert_cmpint(rec.resumed, ==, 1);
   g_assert_cmpint(rec.finished_event.steps, ==, 400);

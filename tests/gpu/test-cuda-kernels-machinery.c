@@ -264,6 +264,7 @@ typedef struct {
   float *after_allreduce, *after_buckets, *after_reduce, *after_broadcast;
   double sums[2];
   GError *error;
+  gint finished;               /* set when the job's thread is done */
 } PeerJob;
 
 static gpointer
@@ -432,6 +433,7 @@ abort_worker(gpointer data)
 {
   PeerJob *j = data;
   j->c->ops->allreduce(j->c, j->r, j->dev, 0, j->n, &j->error);
+  g_atomic_int_set(&j->finished, 1);
   return NULL;
 }
 
@@ -450,7 +452,11 @@ test_peer_abort(void)
   PeerJob job = {.c = c, .r = 0, .n = 64};
   job.dev = on(backends[0], NULL, 64 * 4);
   GThread *t = g_thread_new("replica", abort_worker, &job);
-  g_usleep(50 * 1000);
+  /* Aborted while it waits for the other replica, not before it gets there; a replica
+   * that failed on its own instead ends the loop and fails the count. */
+  while (tdm_communicator_peer_waiting(c) < 1 && !g_atomic_int_get(&job.finished))
+    g_thread_yield();
+  g_assert_cmpint(tdm_communicator_peer_waiting(c), ==, 1);
   tdm_communicator_abort(c);
   g_thread_join(t);
   g_assert_error(job.error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_COMMUNICATION);
