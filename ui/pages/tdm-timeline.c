@@ -12,7 +12,7 @@
 
 #include "tdm-format.h"
 
-#define LABEL_WIDTH   72.0
+#define LABEL_WIDTH   72.0   /* the lane labels' column, at least */
 #define LEGEND_ROW    20.0
 #define LEGEND_HEIGHT 24.0   /* one row of it; more where the width makes it wrap */
 #define LANE_GAP      6.0
@@ -42,6 +42,7 @@ struct _TdmTimeline
     char           *notes[TDM_MAX_REPLICAS];
   } compared[2];
   double          legend_height; /* as last drawn: LEGEND_HEIGHT, or more rows */
+  double          label_width;   /* as last drawn: LABEL_WIDTH, or the widest label's */
 };
 
 G_DEFINE_FINAL_TYPE (TdmTimeline, tdm_timeline, GTK_TYPE_WIDGET)
@@ -236,7 +237,7 @@ tdm_timeline_layout (TdmTimeline *self,
                      double       height)
 {
   GArray *boxes = g_array_new (FALSE, FALSE, sizeof (TdmTimelineBox));
-  double plot_width = width - LABEL_WIDTH;
+  double plot_width = width - self->label_width;
   double title = tdm_timeline_title_height (self);
   double plot_height = height - self->legend_height - AXIS_HEIGHT - 2 * title;
   Shown shown[TDM_TIMELINE_STEPS + 1];
@@ -261,7 +262,7 @@ tdm_timeline_layout (TdmTimeline *self,
             double start = MAX (0.0, e->device[r].span[k].start_ms);
             double end = MAX (start, e->device[r].span[k].end_ms);
             TdmTimelineBox box = {
-              .x = LABEL_WIDTH + (shown[i].offset + start) / axis * plot_width,
+              .x = self->label_width + (shown[i].offset + start) / axis * plot_width,
               .y = (shown[i].first_lane + r) * lane + (shown[i].group + 1) * title + LANE_GAP / 2,
               .width = (end - start) / axis * plot_width,
               .height = MAX (1.0, lane - LANE_GAP),
@@ -311,7 +312,7 @@ tdm_timeline_get_tick_ms (TdmTimeline *self,
                           double       width)
 {
   Shown shown[TDM_TIMELINE_STEPS + 1];
-  double axis, plot_width = width - LABEL_WIDTH, want, decade;
+  double axis, plot_width = width - self->label_width, want, decade;
   int lanes;
 
   g_return_val_if_fail (TDM_IS_TIMELINE (self), 0);
@@ -345,7 +346,7 @@ tdm_timeline_draw_axis (TdmTimeline *self,
   int lanes;
   guint n = tdm_timeline_shown (self, shown, &axis, &lanes);
   double tick = tdm_timeline_get_tick_ms (self, width);
-  double plot_width = width - LABEL_WIDTH;
+  double plot_width = width - self->label_width;
 
   if (axis <= 0 || tick <= 0)
     return;
@@ -359,7 +360,7 @@ tdm_timeline_draw_axis (TdmTimeline *self,
         break;
       for (double t = 0; t <= step_ms + 1e-9; t += tick)
         {
-          double x = LABEL_WIDTH + (shown[i].offset + t) / axis * plot_width;
+          double x = self->label_width + (shown[i].offset + t) / axis * plot_width;
           char text[32];
 
           cairo_move_to (cr, floor (x) + 0.5, y);
@@ -461,6 +462,30 @@ tdm_timeline_snapshot (GtkWidget   *widget,
         x += 16 + ext.x_advance + 12;
       }
     self->legend_height = LEGEND_HEIGHT + (rows - 1) * LEGEND_ROW;
+  }
+  /* The labels' column as wide as its widest text (a comparison's notes, a long
+   * device name, another language's words), up to a third of the width. */
+  {
+    double widest = 0;
+    cairo_text_extents_t ext;
+
+    for (int r = 0; r < TDM_MAX_REPLICAS; r++)
+      {
+        const char *texts[] = {
+          self->lane_names[r], self->reference_names[r], self->compared[0].names[r],
+          self->compared[0].notes[r], self->compared[1].names[r], self->compared[1].notes[r],
+        };
+
+        for (guint k = 0; k < G_N_ELEMENTS (texts); k++)
+          if (texts[k] != NULL)
+            {
+              cairo_text_extents (cr, texts[k], &ext);
+              widest = MAX (widest, ext.x_advance);
+            }
+      }
+    cairo_text_extents (cr, _("main"), &ext);
+    widest = MAX (widest, ext.x_advance);
+    self->label_width = MAX (LABEL_WIDTH, MIN (widest + 12, width / 3));
   }
   boxes = tdm_timeline_layout (self, width, height);
 
@@ -747,6 +772,7 @@ tdm_timeline_init (TdmTimeline *self)
   gtk_widget_set_size_request (GTK_WIDGET (self), 320, 120);
   self->main_device = -1;
   self->legend_height = LEGEND_HEIGHT;
+  self->label_width = LABEL_WIDTH;
 }
 
 GtkWidget *
