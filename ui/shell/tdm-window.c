@@ -18,6 +18,7 @@
 #include "tdm-error.h"
 #include "tdm-format.h"
 #include "tdm-onnx-export.h"
+#include "tdm-popover-tooltips.h"
 #include "tdm-predictions-page.h"
 #include "tdm-run.h"
 #include "tdm-run-form.h"
@@ -762,6 +763,8 @@ tdm_window_init (TdmWindow *self)
   tdm_predictions_page_set_session (self->predictions_page, self->session);
 
   tdm_window_history_init (self);
+  /* No tooltip over a drop-down's list just opened. */
+  tdm_popover_tooltips_quiet (GTK_WIDGET (self));
   gtk_window_set_default_size (GTK_WINDOW (self),
                                g_settings_get_int (self->settings, "window-width"),
                                g_settings_get_int (self->settings, "window-height"));
