@@ -119,10 +119,10 @@ assert_spin_text_fits(GtkSpinButton *spin, const char *where)
   g_assert_not_reached();
 }
 
-/* The window at its narrowest with the settings shown, on a CPU with a long
- * description (many cores, much memory) and a GPU. */
+/* The window at a width with the settings shown, on a CPU with a long name and
+ * description (many cores, much memory). */
 static TdmWindow *
-narrow_window(void)
+window_at(int width)
 {
   g_autoptr(GArray) devices = g_array_new(FALSE, TRUE, sizeof(TdmDeviceInfo));
   TdmDeviceInfo cpu = { .kind = TDM_BACKEND_CPU, .cores = 128, .memory_bytes = (gint64)1 << 40 };
@@ -133,7 +133,7 @@ narrow_window(void)
   g_array_append_val(devices, cpu);
   reset_settings();
   window = g_object_ref(tdm_window_new(NULL));
-  gtk_window_set_default_size(GTK_WINDOW(window), 360, 1100);
+  gtk_window_set_default_size(GTK_WINDOW(window), width, 1100);
   gtk_window_present(GTK_WINDOW(window));
   tdm_window_set_devices(window, devices);
   adw_flap_set_reveal_flap(window_child(window, "flap"), TRUE);
@@ -150,15 +150,25 @@ destroy_window(TdmWindow *window)
 }
 
 static void
-check_settings(void)
+check_settings_at(int window_width)
 {
-  TdmWindow *window = narrow_window();
+  TdmWindow *window = window_at(window_width);
   g_autoptr(GPtrArray) rows = tdm_device_picker_get_rows(window_child(window, "device_picker"));
   int width = gtk_widget_get_width(GTK_WIDGET(window));
 
   g_test_message("window %d px wide", width);
   g_assert_cmpuint(rows->len, ==, 1);
   assert_labels_whole(rows->pdata[0], "the CPU's row");
+  /* However narrow the column, the CPU's name and description are whole in their
+   * tooltips (they are cut with … first). */
+  {
+    GObject *detail = gtk_widget_get_template_child(rows->pdata[0], TDM_TYPE_DEVICE_ROW, "detail_label");
+    GObject *name = gtk_widget_get_template_child(rows->pdata[0], TDM_TYPE_DEVICE_ROW, "name_label");
+
+    g_assert_cmpint(gtk_label_get_ellipsize(GTK_LABEL(detail)), !=, PANGO_ELLIPSIZE_NONE);
+    g_assert_cmpstr(gtk_widget_get_tooltip_text(GTK_WIDGET(detail)), ==, gtk_label_get_text(GTK_LABEL(detail)));
+    g_assert_cmpstr(gtk_widget_get_tooltip_text(GTK_WIDGET(name)), ==, gtk_label_get_text(GTK_LABEL(name)));
+  }
   assert_labels_whole(gtk_widget_get_ancestor(window_child(window, "lr_spin"), ADW_TYPE_ACTION_ROW),
                       "the learning rate's row");
   assert_spin_text_fits(window_child(window, "lr_spin"), "the learning rate");
@@ -167,6 +177,15 @@ check_settings(void)
   settle(10);
   assert_spin_text_fits(window_child(window, "lr_spin"), "the learning rate at 10");
   destroy_window(window);
+}
+
+/* At a phone's width the settings take the whole window; from 700 px on they are a
+ * narrow column beside the views. */
+static void
+check_settings(void)
+{
+  check_settings_at(360);
+  check_settings_at(1024);
 }
 
 static void
