@@ -14,6 +14,7 @@
 #include "tdm-device-picker.h"
 #include "tdm-device-row.h"
 #include "tdm-device.h"
+#include "tdm-history.h"
 #include "tdm-devices-page.h"
 #include "tdm-history-store.h"
 #include "tdm-history-view.h"
@@ -219,6 +220,70 @@ test_compare_strategies(void)
   destroy_window(window);
 }
 
+/* A kept run's mean step carries each device's mean communication hidden under
+ * backward (over the sampled steps but the first), so the side-by-side timeline
+ * gives each device the overlap the phase table gave it live. */
+static void
+test_mean_step_overlap(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("tandem-runs-XXXXXX", NULL);
+  g_autoptr(TdmHistory) history = tdm_history_new(dir);
+  g_autoptr(TdmConfig) cfg = tdm_config_new();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmRunRecorder) rec = NULL;
+  g_autoptr(TdmHistoryStore) store = NULL;
+  TdmPhasesEvent step;
+  TdmEvent e = { 0 };
+
+  g_assert_true(tdm_config_set_devices(cfg, "cpu:2", &error));
+  cfg->strategy = TDM_STRATEGY_ALLREDUCE;
+  rec = tdm_run_recorder_new(history, cfg, "overlap", &error);
+  g_assert_no_error(error);
+  e.kind = TDM_EVENT_STARTED;
+  e.started.replicas = 2;
+  tdm_run_recorder_add(&e, rec);
+  for (int i = 1; i <= 3; i++) {
+    memset(&e, 0, sizeof e);
+    e.kind = TDM_EVENT_PHASES;
+    e.phases.step = i;
+    e.phases.replicas = 2;
+    for (int r = 0; r < 2; r++) {
+      TdmDevicePhases *d = &e.phases.device[r];
+
+      d->spans = 3;
+      d->span[0].phase = TDM_PHASE_FORWARD;
+      d->span[0].end_ms = 1;
+      d->span[1].phase = TDM_PHASE_BACKWARD;
+      d->span[1].start_ms = 1;
+      d->span[1].end_ms = 3;
+      d->span[2].phase = TDM_PHASE_ALLREDUCE;
+      d->span[2].start_ms = 3;
+      d->span[2].end_ms = 4;
+      /* The first step (left out) hid much more; then 3 ms and 1 ms, per device. */
+      d->hidden_ms = i == 1 ? 100 : (r == 0 ? 3 : 1);
+    }
+    tdm_run_recorder_add(&e, rec);
+  }
+  memset(&e, 0, sizeof e);
+  e.kind = TDM_EVENT_FINISHED;
+  e.finished.steps = 3;
+  tdm_run_recorder_add(&e, rec);
+  g_assert_true(tdm_run_recorder_finish(rec, &error));
+  g_assert_no_error(error);
+
+  store = tdm_history_store_new(dir);
+  tdm_history_store_reload(store);
+  g_assert_true(tdm_run_item_mean_step(tdm_history_store_find(store, tdm_run_recorder_get_id(rec)), &step));
+  g_assert_cmpint(step.replicas, ==, 2);
+  g_assert_cmpfloat(step.device[0].hidden_ms, ==, 3);
+  g_assert_cmpfloat(step.device[1].hidden_ms, ==, 1);
+  /* 3 ms hidden against 1 exposed: 75 %; 1 against 1: 50 %. */
+  g_assert_cmpfloat(fabs(tdm_device_phases_overlap(&step.device[0]) - 75), <, 1e-4);
+  g_assert_cmpfloat(fabs(tdm_device_phases_overlap(&step.device[1]) - 50), <, 1e-4);
+  g_clear_object(&store);
+  remove_folder(dir);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -233,6 +298,7 @@ main(int argc, char **argv)
   adw_init();
 
   g_test_add_func("/window-strategies/compare", test_compare_strategies);
+  g_test_add_func("/window-strategies/mean-step-overlap", test_mean_step_overlap);
 
   status = g_test_run();
   remove_folder(data_home);
