@@ -209,6 +209,15 @@ test_compare_strategies(void)
   g_assert_true(wait_for(not_comparing, window, 120));
   g_assert_false(tdm_timeline_has_comparison(timeline));
 
+  /* Stopped during its first run: it ends there, says so, starts no second run. */
+  tdm_history_view_set_compare_steps(view, 100000);
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.compare-strategies", NULL));
+  g_assert_true(tdm_window_get_running(window));
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.stop", NULL));
+  g_assert_true(wait_for(not_comparing, window, 120));
+  g_assert_cmpstr(tdm_history_view_get_strategy_result(view), ==, "The comparison was stopped before its end.");
+  g_assert_false(tdm_timeline_has_comparison(timeline));
+
   /* One device has nothing to compare: said, nothing started. */
   tdm_device_row_set_workers(cpu_row(window), 1);
   g_assert_true(wait_for(can_start, window, 10));
