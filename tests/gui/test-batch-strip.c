@@ -2,7 +2,8 @@
 /* test-batch-strip.c: TdmBatchStrip on the BATCH events of a real run on 3 CPU
  * workers: a row per device, shard bars in proportion to the shard sizes (which sum
  * to the batch), the shown samples' labels as the dataset has them, every part inside
- * the widget. No pixels, no timing. */
+ * the widget; every class name drawn over a thumbnail fits it (or ends in "…" with
+ * the whole name in the tooltip). No pixels, no timing. */
 
 #include <gtk/gtk.h>
 #include <math.h>
@@ -30,6 +31,60 @@ on_event (const TdmEvent *e,
       tdm_batch_strip_set_batch (seen->strip, &e->batch, seen->data->train);
       seen->last = e->batch;
     }
+}
+
+static gboolean
+keep_going (gpointer data)
+{
+  return G_SOURCE_CONTINUE;
+}
+
+/* Every class name over a thumbnail lies inside it: whole, or cut with "…" and whole
+ * in the tooltip over that thumbnail. */
+static void
+check_captions (TdmBatchStrip    *strip,
+                const TdmDataset *train)
+{
+  g_autoptr(GArray) rows = tdm_batch_strip_layout (strip, gtk_widget_get_width (GTK_WIDGET (strip)),
+                                                   gtk_widget_get_height (GTK_WIDGET (strip)));
+  guint whole = 0, cut = 0;
+
+  g_assert_cmpuint (rows->len, >, 0);
+  for (guint r = 0; r < rows->len; r++)
+    {
+      const TdmBatchStripRow *row = &g_array_index (rows, TdmBatchStripRow, r);
+
+      for (int i = 0; i < row->shown; i++)
+        {
+          const char *name = train->class_names[tdm_batch_strip_get_label (strip, r, i)];
+          const graphene_rect_t *t = &row->thumb[i];
+          double width = -1, room = -1;
+          const char *caption = tdm_batch_strip_get_caption (strip, r, i, &width, &room);
+          g_autofree char *tooltip = tdm_batch_strip_get_tooltip_at (strip, t->origin.x + t->size.width / 2,
+                                                                     t->origin.y + t->size.height / 2);
+
+          g_assert_nonnull (caption);
+          g_assert_cmpfloat (width, >, 0);
+          g_assert_cmpfloat (width, <=, room);
+          g_assert_cmpfloat (room, <=, t->size.width);
+          g_assert_cmpstr (tooltip, ==, name);
+          if (g_str_equal (caption, name))
+            whole++;
+          else
+            {
+              g_assert_true (g_str_has_suffix (caption, "…"));
+              cut++;
+            }
+        }
+    }
+  g_test_message ("%u class names whole, %u cut", whole, cut);
+  /* Short names ("ring", "blob") show whole; none is cut to fewer than its room. */
+  g_assert_cmpuint (whole, >, 0);
+  {
+    g_autofree char *off = tdm_batch_strip_get_tooltip_at (strip, 1, 1);
+
+    g_assert_null (off);
+  }
 }
 
 static void
@@ -114,8 +169,17 @@ test_real_run (void)
   GtkWidget *window = gtk_window_new ();
   gtk_window_set_child (GTK_WINDOW (window), GTK_WIDGET (strip));
   gtk_window_present (GTK_WINDOW (window));
-  for (int i = 0; i < 20; i++)
-    g_main_context_iteration (NULL, FALSE);
+  gtk_window_set_default_size (GTK_WINDOW (window), 360, 240);
+  gtk_window_present (GTK_WINDOW (window));
+  /* Until it has drawn (a frame), however long that takes. */
+  {
+    guint source = g_timeout_add (5, keep_going, NULL);
+
+    while (tdm_batch_strip_get_caption (strip, 0, 0, NULL, NULL) == NULL)
+      g_main_context_iteration (NULL, TRUE);
+    g_source_remove (source);
+  }
+  check_captions (strip, data->train);
   gtk_window_destroy (GTK_WINDOW (window));
 
   tdm_batch_strip_clear (strip);

@@ -2,12 +2,14 @@
 /* test-confusion-view.c: TdmConfusionView's data handling and geometry: the matrix of
  * a real one-epoch run sums to the test set and its diagonal is the accuracy the
  * epoch reported; every cell lies inside the widget, cells do not overlap, and a
- * point maps back to its cell. No pixels, no timing. */
+ * point maps back to its cell; the slanted column names stay inside at a phone's
+ * width. No pixels, no timing. */
 
 #include <gtk/gtk.h>
 #include <math.h>
 
 #include "tdm-confusion-view.h"
+#include "tdm-draw.h"
 #include "tdm-trainer.h"
 
 typedef struct
@@ -110,6 +112,32 @@ test_geometry (void)
   g_assert_false (tdm_confusion_view_cell_at (view, W, H, 1, 1, &truth, &predicted));
   /* Each cell shows its count at this size; cells under 18 px would not. */
   g_assert_true (tdm_confusion_view_shows_counts (view, W, H));
+  /* Long class names: the last column's slanted name stays inside the widget at a
+   * phone's width and wider (the grid leaves it room), its width measured here. */
+  {
+    static const char *const names[] = { "T-shirt/top", "Ankle boot", "a class name far too long to fit" };
+    cairo_surface_t *surface = cairo_image_surface_create (CAIRO_FORMAT_A8, 1, 1);
+    cairo_t *cr = cairo_create (surface);
+    cairo_text_extents_t ext;
+    static const double widths[] = { 320, 360, 500, 900 };
+
+    for (int c = 0; c < 3; c++)
+      g_strlcpy (p->class_name[c], names[c], sizeof p->class_name[c]);
+    tdm_confusion_view_set_predictions (view, p);
+    tdm_draw_set_font (cr);
+    cairo_text_extents (cr, names[1], &ext);
+    for (guint k = 0; k < G_N_ELEMENTS (widths); k++)
+      {
+        double right = tdm_confusion_view_get_names_right (view, widths[k], H);
+
+        g_assert_true (tdm_confusion_view_cell_rect (view, widths[k], H, 2, 2, &r));
+        /* At least "Ankle boot" rises right of the last column's middle, inside. */
+        g_assert_cmpfloat (right, >=, r.origin.x + r.size.width / 2 - 3 + ext.x_advance / 2 - 1e-3);
+        g_assert_cmpfloat (right, <=, widths[k]);
+      }
+    cairo_destroy (cr);
+    cairo_surface_destroy (surface);
+  }
   /* Too small to draw: no cells at all rather than cells outside. */
   g_assert_false (tdm_confusion_view_cell_rect (view, 100, 20, 0, 0, &r));
 

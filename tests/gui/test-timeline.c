@@ -261,6 +261,88 @@ test_axis (void)
   g_object_unref (timeline);
 }
 
+static void
+set_span (TdmDevicePhases *d,
+          int              k,
+          TdmPhase         phase,
+          float            start_ms,
+          float            end_ms)
+{
+  d->span[k].phase = phase;
+  d->span[k].start_ms = start_ms;
+  d->span[k].end_ms = end_ms;
+}
+
+/* Two runs side by side: each under its title, the first's lanes above the
+ * second's, both from 0 on one scale (the longer fills the width), in place of the
+ * kept steps; the lane texts as given; gone again with NULL. */
+static void
+test_comparison (void)
+{
+  TdmTimeline *timeline = TDM_TIMELINE (g_object_ref_sink (tdm_timeline_new ()));
+  TdmPhasesEvent live = { .step = 1, .replicas = 1 }, main_step = { .replicas = 2 },
+                 all_step = { .replicas = 2 };
+  TdmTimelineRun above = { &main_step, "main · 30.00 ms a step", { "cpu 1", "cpu 2" },
+                           { "main · 0 % hidden", "0 % hidden" } };
+  TdmTimelineRun below = { &all_step, "allreduce · 20.00 ms a step", { "cpu 1", "cpu 2" },
+                           { "main · 25 % hidden", "25 % hidden" } };
+  g_autoptr(GArray) boxes = NULL;
+  double above_bottom = 0, below_top = G_MAXDOUBLE, widest[2] = { 0, 0 };
+
+  live.device[0].spans = 1;
+  live.device[0].span[0].phase = TDM_PHASE_FORWARD;
+  live.device[0].span[0].end_ms = 100;
+  tdm_timeline_add_phases (timeline, &live);
+  for (int r = 0; r < 2; r++)
+    {
+      main_step.device[r].spans = 2;
+      set_span (&main_step.device[r], 0, TDM_PHASE_FORWARD, 0, 10);
+      set_span (&main_step.device[r], 1, TDM_PHASE_BROADCAST, 20, 30);
+      all_step.device[r].spans = 2;
+      set_span (&all_step.device[r], 0, TDM_PHASE_FORWARD, 0, 10);
+      set_span (&all_step.device[r], 1, TDM_PHASE_ALLREDUCE, 10, 20);
+    }
+  g_assert_cmpfloat (tdm_timeline_step_duration (&main_step), ==, 30);
+  tdm_timeline_set_comparison (timeline, &above, &below);
+  g_assert_true (tdm_timeline_has_comparison (timeline));
+  g_assert_cmpstr (tdm_timeline_get_title (timeline, 0), ==, "main · 30.00 ms a step");
+  g_assert_cmpstr (tdm_timeline_get_title (timeline, 1), ==, "allreduce · 20.00 ms a step");
+  g_assert_cmpstr (tdm_timeline_get_lane_note (timeline, 1, 1), ==, "25 % hidden");
+
+  /* The live step (100 ms) is not drawn: 8 boxes, the longer run fills the width. */
+  boxes = tdm_timeline_layout (timeline, 800, 400);
+  g_assert_cmpuint (boxes->len, ==, 8);
+  for (guint i = 0; i < boxes->len; i++)
+    {
+      const TdmTimelineBox *b = &g_array_index (boxes, TdmTimelineBox, i);
+      int g = b->reference ? 1 : 0;
+
+      if (g == 0)
+        above_bottom = MAX (above_bottom, b->y + b->height);
+      else
+        below_top = MIN (below_top, b->y);
+      if (b->phase == TDM_PHASE_FORWARD)
+        g_assert_cmpfloat (fabs (b->x - 72), <, 1e-6);
+      widest[g] = MAX (widest[g], b->x + b->width);
+      /* Under the first title, and inside the lanes' room. */
+      g_assert_cmpfloat (b->y, >, 0);
+    }
+  /* Room for the second title between the two runs. */
+  g_assert_cmpfloat (below_top, >, above_bottom + 10);
+  g_assert_cmpfloat (fabs (widest[0] - 800), <, 1e-6);
+  g_assert_cmpfloat (fabs ((widest[1] - 72) / (widest[0] - 72) - 20.0 / 30), <, 1e-9);
+
+  tdm_timeline_set_comparison (timeline, NULL, NULL);
+  g_assert_false (tdm_timeline_has_comparison (timeline));
+  g_assert_null (tdm_timeline_get_title (timeline, 0));
+  {
+    g_autoptr(GArray) again = tdm_timeline_layout (timeline, 800, 400);
+
+    g_assert_cmpuint (again->len, ==, 1);
+  }
+  g_object_unref (timeline);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -270,5 +352,6 @@ main (int    argc,
   g_test_add_func ("/timeline/axis", test_axis);
   g_test_add_func ("/timeline/realized", test_realized);
   g_test_add_func ("/timeline/colours", test_colours_distinct);
+  g_test_add_func ("/timeline/comparison", test_comparison);
   return g_test_run ();
 }

@@ -45,3 +45,42 @@ tdm_draw_begin (GtkWidget   *widget,
 
   return cr;
 }
+
+char *
+tdm_draw_fit_text (cairo_t    *cr,
+                   const char *text,
+                   double      width,
+                   double     *drawn_width)
+{
+  cairo_text_extents_t ext;
+  glong length;
+
+  g_return_val_if_fail (cr != NULL, NULL);
+  g_return_val_if_fail (text != NULL, NULL);
+
+  cairo_text_extents (cr, text, &ext);
+  if (ext.x_advance <= width)
+    {
+      if (drawn_width != NULL)
+        *drawn_width = ext.x_advance;
+      return g_strdup (text);
+    }
+  /* Whole characters (never half a UTF-8 sequence), one fewer at a time: captions
+   * are a few words. */
+  length = g_utf8_strlen (text, -1);
+  for (glong n = length - 1; n >= 0; n--)
+    {
+      g_autofree char *head = g_utf8_substring (text, 0, n);
+      char *cut = g_strconcat (g_strchomp (head), "…", NULL);
+
+      cairo_text_extents (cr, cut, &ext);
+      if (ext.x_advance <= width || n == 0)
+        {
+          if (drawn_width != NULL)
+            *drawn_width = ext.x_advance;
+          return cut;
+        }
+      g_free (cut);
+    }
+  g_assert_not_reached ();
+}

@@ -25,4 +25,12 @@ cairo_t *tdm_draw_begin          (GtkWidget   *widget,
                                   GtkSnapshot *snapshot,
                                   GdkRGBA     *fg);
 
+/* `text` as it fits in `width` at `cr`'s font: whole, or its first characters and
+ * "…" (a view then shows the whole text in a tooltip). `drawn_width`, if not NULL,
+ * gets the width of what is returned. */
+char    *tdm_draw_fit_text       (cairo_t     *cr,
+                                  const char  *text,
+                                  double       width,
+                                  double      *drawn_width);
+
 G_END_DECLS

@@ -235,6 +235,8 @@ tdm_device_row_new (const TdmDeviceInfo *info)
       gtk_widget_set_visible (self->workers_box, TRUE);
       gtk_adjustment_set_upper (gtk_spin_button_get_adjustment (self->workers_spin),
                                 CLAMP (MAX (info->cores, 1) * 2, 8, 256));
+      /* Cut with "…" in a narrow sidebar: whole in its tooltip. */
+      gtk_widget_set_tooltip_text (GTK_WIDGET (self->detail_label), detail);
     }
   else
     {

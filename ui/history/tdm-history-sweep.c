@@ -279,13 +279,17 @@ tdm_history_sweep_new (GtkWindow       *parent,
                                  &g_array_index (r->sweep.points, TdmScalingPoint, i));
   gtk_box_append (GTK_BOX (box), self->chart);
 
-  self->table = tdm_scaling_table_new ();
+  /* A kept sweep has a few points: a column each fits a narrow window. */
+  self->table = tdm_scaling_table_new_transposed ();
   tdm_scaling_table_set_points (self->table,
                                 (const TdmScalingPoint *) r->sweep.points->data,
                                 r->sweep.points->len);
   table_scroller = gtk_scrolled_window_new ();
   gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (table_scroller),
                                   GTK_POLICY_AUTOMATIC, GTK_POLICY_NEVER);
+  /* Wider than the window (many points), the table says so with a scrollbar that
+   * stays, not one that shows only under the pointer. */
+  gtk_scrolled_window_set_overlay_scrolling (GTK_SCROLLED_WINDOW (table_scroller), FALSE);
   gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (table_scroller), self->table);
   gtk_box_append (GTK_BOX (box), table_scroller);
 

@@ -38,6 +38,8 @@ struct _TdmHistoryView
   AdwActionRow       *result_row;
   AdwPreferencesGroup *table_group;
   char               *result;
+  AdwActionRow       *strategy_row;
+  char               *strategy_result;
   GtkNativeDialog    *chooser;
 };
 
@@ -449,6 +451,7 @@ tdm_history_view_finalize (GObject *object)
   TdmHistoryView *self = TDM_HISTORY_VIEW (object);
 
   g_clear_pointer (&self->result, g_free);
+  g_clear_pointer (&self->strategy_result, g_free);
 
   G_OBJECT_CLASS (tdm_history_view_parent_class)->finalize (object);
 }
@@ -511,6 +514,27 @@ tdm_history_view_build_compare (TdmHistoryView *self)
   adw_action_row_set_subtitle (ADW_ACTION_ROW (self->result_row), _("Not compared yet"));
   adw_preferences_group_add (ADW_PREFERENCES_GROUP (group), GTK_WIDGET (self->result_row));
 
+  return group;
+}
+
+/* "Compare strategies": the same steps with `main`, then with `allreduce`. */
+static GtkWidget *
+tdm_history_view_build_strategies (TdmHistoryView *self)
+{
+  GtkWidget *group = adw_preferences_group_new ();
+  GtkWidget *button = gtk_button_new_with_mnemonic (_("Compare _Strategies"));
+
+  adw_preferences_group_set_title (ADW_PREFERENCES_GROUP (group), _("Compare Strategies"));
+  adw_preferences_group_set_description (ADW_PREFERENCES_GROUP (group),
+                                         _("Trains the current settings for the steps above with “main”, then with “allreduce”, keeps both runs in the history and shows their steps one above the other on the Devices page, on the same time axis."));
+  gtk_actionable_set_action_name (GTK_ACTIONABLE (button), "win.compare-strategies");
+  gtk_widget_set_valign (button, GTK_ALIGN_CENTER);
+  adw_preferences_group_set_header_suffix (ADW_PREFERENCES_GROUP (group), button);
+
+  self->strategy_row = ADW_ACTION_ROW (adw_action_row_new ());
+  adw_preferences_row_set_title (ADW_PREFERENCES_ROW (self->strategy_row), _("Result"));
+  adw_action_row_set_subtitle (self->strategy_row, _("Not compared yet"));
+  adw_preferences_group_add (ADW_PREFERENCES_GROUP (group), GTK_WIDGET (self->strategy_row));
   return group;
 }
 
@@ -577,6 +601,7 @@ tdm_history_view_new (TdmHistoryStore *store)
   gtk_box_append (GTK_BOX (box), runs);
 
   gtk_box_append (GTK_BOX (box), tdm_history_view_build_compare (self));
+  gtk_box_append (GTK_BOX (box), tdm_history_view_build_strategies (self));
 
   self->table_group = ADW_PREFERENCES_GROUP (adw_preferences_group_new ());
   adw_preferences_group_set_title (self->table_group, _("Comparison"));
@@ -639,4 +664,23 @@ tdm_history_view_get_compare_result (TdmHistoryView *self)
   g_return_val_if_fail (TDM_IS_HISTORY_VIEW (self), NULL);
 
   return self->result;
+}
+
+void
+tdm_history_view_set_strategy_result (TdmHistoryView *self,
+                                      const char     *text)
+{
+  g_return_if_fail (TDM_IS_HISTORY_VIEW (self));
+
+  g_free (self->strategy_result);
+  self->strategy_result = g_strdup (text);
+  adw_action_row_set_subtitle (self->strategy_row, text != NULL ? text : _("Not compared yet"));
+}
+
+const char *
+tdm_history_view_get_strategy_result (TdmHistoryView *self)
+{
+  g_return_val_if_fail (TDM_IS_HISTORY_VIEW (self), NULL);
+
+  return self->strategy_result;
 }

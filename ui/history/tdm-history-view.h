@@ -5,9 +5,9 @@
  * accuracy) with a tick to overlay each on the charts and a menu to rename, export,
  * delete (with an undo toast) or make it the baseline; scaling sweeps beside them,
  * marked, opened rather than ticked; below, "compare with one
- * device" (its steps and its last result) and the comparison table (TdmRunTable).
- * It starts no runs: its Compare button activates the window's
- * "win.compare-one-device", which reads the steps from here.
+ * device" (its steps and its last result), "compare strategies" and the comparison
+ * table (TdmRunTable). It starts no runs: its buttons activate the window's
+ * "win.compare-one-device" and "win.compare-strategies", which read the steps here.
  */
 
 #pragma once
@@ -33,6 +33,10 @@ void             tdm_history_view_set_compare_steps  (TdmHistoryView  *self,
 void             tdm_history_view_set_compare_result (TdmHistoryView  *self,
                                                       const char      *text);
 const char      *tdm_history_view_get_compare_result (TdmHistoryView  *self);
+/* What the last "compare strategies" (win.compare-strategies, the same steps) said. */
+void             tdm_history_view_set_strategy_result (TdmHistoryView *self,
+                                                       const char     *text);
+const char      *tdm_history_view_get_strategy_result (TdmHistoryView *self);
 
 /* Takes the run off the list and offers to undo it in a toast (the action
  * "history.undo-delete" with the run's id); the file goes when the toast does. */

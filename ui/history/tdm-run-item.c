@@ -343,6 +343,35 @@ add_span (TdmDevicePhases *d,
   d->spans++;
 }
 
+/* The device's mean communication hidden under backward, ms, over the samples
+ * tdm_run_record_phase_means() takes (the first step left out where others came). */
+static double
+mean_hidden_ms (const TdmRunRecord *r,
+                int                 device)
+{
+  long first = G_MAXLONG, last = G_MINLONG;
+  double sum = 0;
+  int n = 0;
+
+  for (guint i = 0; i < r->phases->len; i++)
+    {
+      long step = g_array_index (r->phases, TdmHistoryPhases, i).step;
+
+      first = MIN (first, step);
+      last = MAX (last, step);
+    }
+  for (guint i = 0; i < r->phases->len; i++)
+    {
+      const TdmHistoryPhases *p = &g_array_index (r->phases, TdmHistoryPhases, i);
+
+      if (p->device != device || (p->step == first && last > first))
+        continue;
+      sum += p->hidden_ms;
+      n++;
+    }
+  return n > 0 ? sum / n : 0;
+}
+
 gboolean
 tdm_run_item_mean_step (TdmRunItem     *self,
                         TdmPhasesEvent *step)
@@ -376,6 +405,7 @@ tdm_run_item_mean_step (TdmRunItem     *self,
     {
       TdmDevicePhases *p = &step->device[d];
 
+      p->hidden_ms = (float) mean_hidden_ms (r, d);
       add_span (p, TDM_PHASE_FORWARD, 0, ms[d][TDM_PHASE_FORWARD]);
       ready[d] = ms[d][TDM_PHASE_FORWARD] + ms[d][TDM_PHASE_BACKWARD];
       add_span (p, TDM_PHASE_BACKWARD, ms[d][TDM_PHASE_FORWARD], ready[d]);

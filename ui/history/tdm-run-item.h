@@ -47,7 +47,8 @@ char               *tdm_run_item_format_devices (TdmRunItem *self);
 /* The run's mean sampled step as a timeline step: each device's mean time in each
  * phase (its run file keeps no spans), laid out as the strategy runs a step, so its
  * collectives line up across devices (a device that finished its backward pass
- * sooner waits; with `main` the others wait through the main device's update).
+ * sooner waits; with `main` the others wait through the main device's update),
+ * with each device's mean communication hidden under backward (hidden_ms).
  * FALSE for a run without sampled steps. */
 gboolean            tdm_run_item_mean_step    (TdmRunItem     *self,
                                                TdmPhasesEvent *step);

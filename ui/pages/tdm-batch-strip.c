@@ -10,6 +10,8 @@
 
 #define LABEL_WIDTH 72.0
 #define MIN_THUMB   32.0   /* smaller thumbnails are shown fewer, not smaller */
+#define MAX_THUMB   56.0   /* the most a long class name widens the smallest one */
+#define NAME_FONT   9.0    /* class names' smallest font size, px */
 #define BAR_SHARE   0.35   /* of the row's width after the label, for a full batch */
 #define GAP         4.0
 
@@ -21,6 +23,11 @@ struct _TdmBatchStrip
   char           **class_names;   /* NULL when the dataset names none */
   int              main_device;   /* its row says "main"; −1 for none */
   char            *names[TDM_MAX_REPLICAS];   /* as the run names its devices */
+  /* Thumbnails are at least as wide as the widest class name at NAME_FONT (within
+   * MIN_THUMB–MAX_THUMB), so names show whole where they can. */
+  double           min_thumb;
+  char            *caption[TDM_MAX_REPLICAS][TDM_BATCH_SAMPLES_SHOWN];   /* as drawn */
+  double           caption_width[TDM_MAX_REPLICAS][TDM_BATCH_SAMPLES_SHOWN][2];
 };
 
 G_DEFINE_FINAL_TYPE (TdmBatchStrip, tdm_batch_strip, GTK_TYPE_WIDGET)
@@ -85,9 +92,9 @@ tdm_batch_strip_layout (TdmBatchStrip *self,
   thumb = MIN (row_height - GAP,
                (width - LABEL_WIDTH - bar_full - GAP) / TDM_BATCH_SAMPLES_SHOWN - GAP);
   /* On a narrow strip, fewer thumbnails that can still be told apart. */
-  if (thumb < MIN_THUMB)
+  if (thumb < self->min_thumb)
     {
-      fit = MAX (1, (int) ((width - LABEL_WIDTH - bar_full - GAP) / (MIN_THUMB + GAP)));
+      fit = MAX (1, (int) ((width - LABEL_WIDTH - bar_full - GAP) / (self->min_thumb + GAP)));
       thumb = MIN (row_height - GAP, (width - LABEL_WIDTH - bar_full - GAP) / fit - GAP);
     }
   if (thumb < 1)
@@ -115,7 +122,96 @@ tdm_batch_strip_drop_thumbs (TdmBatchStrip *self)
 {
   for (int r = 0; r < TDM_MAX_REPLICAS; r++)
     for (int i = 0; i < TDM_BATCH_SAMPLES_SHOWN; i++)
-      g_clear_pointer (&self->thumbs[r][i], cairo_surface_destroy);
+      {
+        g_clear_pointer (&self->thumbs[r][i], cairo_surface_destroy);
+        g_clear_pointer (&self->caption[r][i], g_free);
+      }
+}
+
+/* The smallest thumbnail that holds the widest class name at NAME_FONT. */
+static double
+tdm_batch_strip_min_thumb (char **class_names)
+{
+  cairo_surface_t *surface = cairo_image_surface_create (CAIRO_FORMAT_A8, 1, 1);
+  cairo_t *cr = cairo_create (surface);
+  double widest = 0;
+
+  tdm_draw_set_font (cr);
+  cairo_set_font_size (cr, NAME_FONT);
+  for (guint c = 0; class_names != NULL && class_names[c] != NULL; c++)
+    {
+      cairo_text_extents_t ext;
+
+      cairo_text_extents (cr, class_names[c], &ext);
+      widest = MAX (widest, ext.x_advance);
+    }
+  cairo_destroy (cr);
+  cairo_surface_destroy (surface);
+  return CLAMP (widest + 4, MIN_THUMB, MAX_THUMB);
+}
+
+static char *
+tdm_batch_strip_class_name (TdmBatchStrip *self,
+                            int            label)
+{
+  if (self->class_names != NULL && label >= 0 && label < (int) g_strv_length (self->class_names))
+    return g_strdup (self->class_names[label]);
+  return g_strdup_printf ("%d", label);
+}
+
+const char *
+tdm_batch_strip_get_caption (TdmBatchStrip *self,
+                             int            device,
+                             int            sample,
+                             double        *width,
+                             double        *room)
+{
+  g_return_val_if_fail (TDM_IS_BATCH_STRIP (self), NULL);
+
+  if (tdm_batch_strip_get_label (self, device, sample) < 0)
+    return NULL;
+  if (width != NULL)
+    *width = self->caption_width[device][sample][0];
+  if (room != NULL)
+    *room = self->caption_width[device][sample][1];
+  return self->caption[device][sample];
+}
+
+char *
+tdm_batch_strip_get_tooltip_at (TdmBatchStrip *self,
+                                double         x,
+                                double         y)
+{
+  g_autoptr(GArray) rows = NULL;
+
+  g_return_val_if_fail (TDM_IS_BATCH_STRIP (self), NULL);
+
+  rows = tdm_batch_strip_layout (self, gtk_widget_get_width (GTK_WIDGET (self)),
+                                 gtk_widget_get_height (GTK_WIDGET (self)));
+  for (guint r = 0; r < rows->len; r++)
+    {
+      const TdmBatchStripRow *row = &g_array_index (rows, TdmBatchStripRow, r);
+
+      for (int i = 0; i < row->shown; i++)
+        if (graphene_rect_contains_point (&row->thumb[i], &GRAPHENE_POINT_INIT (x, y)))
+          return tdm_batch_strip_class_name (self, tdm_batch_strip_get_label (self, r, i));
+    }
+  return NULL;
+}
+
+static gboolean
+tdm_batch_strip_query_tooltip (GtkWidget  *widget,
+                               int         x,
+                               int         y,
+                               gboolean    keyboard,
+                               GtkTooltip *tooltip)
+{
+  g_autofree char *text = tdm_batch_strip_get_tooltip_at (TDM_BATCH_STRIP (widget), x, y);
+
+  if (text == NULL)
+    return FALSE;
+  gtk_tooltip_set_text (tooltip, text);
+  return TRUE;
 }
 
 /* An RGB24 surface of one sample (grey or 3-channel HWC uint8). */
@@ -158,6 +254,7 @@ tdm_batch_strip_set_batch (TdmBatchStrip       *self,
   if (train != NULL)
     {
       self->class_names = g_strdupv (train->class_names);
+      self->min_thumb = tdm_batch_strip_min_thumb (self->class_names);
       for (int r = 0; r < tdm_batch_strip_get_devices (self); r++)
         for (int i = 0; i < batch->device[r].shown; i++)
           if (batch->device[r].index[i] >= 0 && batch->device[r].index[i] < train->count)
@@ -236,18 +333,28 @@ tdm_batch_strip_snapshot (GtkWidget   *widget,
               cairo_paint (cr);
               cairo_restore (cr);
             }
-          /* The label over the thumbnail's corner: a name's first letters, or the number. */
-          g_autofree char *text = self->class_names != NULL && self->class_names[lab] != NULL
-                                  ? g_utf8_substring (self->class_names[lab], 0, 5)
-                                  : g_strdup_printf ("%d", lab);
-          cairo_set_font_size (cr, MAX (9.0, MIN (14.0, t->size.height / 4)));
+          /* The label over the thumbnail's foot: the class name, as large as the
+           * thumbnail allows down to NAME_FONT, cut with "…" only past that (the
+           * tooltip has it whole). */
+          g_autofree char *name = tdm_batch_strip_class_name (self, lab);
+          double font = MAX (NAME_FONT, MIN (14.0, t->size.height / 4));
+          cairo_text_extents_t ext;
+
+          cairo_set_font_size (cr, font);
+          cairo_text_extents (cr, name, &ext);
+          if (ext.x_advance > t->size.width - 4)
+            cairo_set_font_size (cr, MAX (NAME_FONT, font * (t->size.width - 4) / ext.x_advance));
+          g_free (self->caption[r][i]);
+          self->caption[r][i] = tdm_draw_fit_text (cr, name, t->size.width - 4,
+                                                   &self->caption_width[r][i][0]);
+          self->caption_width[r][i][1] = t->size.width - 4;
           cairo_set_source_rgba (cr, 0, 0, 0, 0.6);
           cairo_rectangle (cr, t->origin.x, t->origin.y + t->size.height * 0.7,
                            t->size.width, t->size.height * 0.3);
           cairo_fill (cr);
           cairo_set_source_rgb (cr, 1, 1, 1);
           cairo_move_to (cr, t->origin.x + 2, t->origin.y + t->size.height - 3);
-          cairo_show_text (cr, text);
+          cairo_show_text (cr, self->caption[r][i]);
           cairo_set_font_size (cr, 14);
         }
     }
@@ -275,6 +382,7 @@ tdm_batch_strip_class_init (TdmBatchStripClass *klass)
 
   object_class->finalize = tdm_batch_strip_finalize;
   widget_class->snapshot = tdm_batch_strip_snapshot;
+  widget_class->query_tooltip = tdm_batch_strip_query_tooltip;
   gtk_widget_class_set_css_name (widget_class, "batch-strip");
   gtk_widget_class_set_accessible_role (widget_class, GTK_ACCESSIBLE_ROLE_IMG);
 }
@@ -283,7 +391,9 @@ static void
 tdm_batch_strip_init (TdmBatchStrip *self)
 {
   gtk_widget_set_size_request (GTK_WIDGET (self), 360, 80);
+  gtk_widget_set_has_tooltip (GTK_WIDGET (self), TRUE);
   self->main_device = -1;
+  self->min_thumb = MIN_THUMB;
 }
 
 GtkWidget *

@@ -49,6 +49,19 @@ int        tdm_batch_strip_get_devices (TdmBatchStrip     *self);
 int        tdm_batch_strip_get_label (TdmBatchStrip       *self,
                                       int                  device,
                                       int                  sample);
+/* A shown sample's class name as last drawn over its thumbnail: whole, or cut with
+ * "…" to the thumbnail's width; `width` and `room` (may be NULL) get its drawn width
+ * and the room it had. NULL before it was drawn. */
+const char *tdm_batch_strip_get_caption (TdmBatchStrip    *self,
+                                         int               device,
+                                         int               sample,
+                                         double           *width,
+                                         double           *room);
+/* The tooltip over a point of the widget: the whole class name of the thumbnail
+ * there; NULL off the thumbnails. */
+char      *tdm_batch_strip_get_tooltip_at (TdmBatchStrip  *self,
+                                           double          x,
+                                           double          y);
 /* One TdmBatchStripRow per device at width × height. */
 GArray    *tdm_batch_strip_layout    (TdmBatchStrip       *self,
                                       double               width,

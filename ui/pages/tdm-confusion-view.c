@@ -12,11 +12,16 @@
 #define HEADER_HEIGHT 96.0
 #define MARGIN        4.0
 #define COUNT_CELL    18.0   /* the smallest cell that shows its count */
+/* Column names slant at 60°: the longest that fits the header (cut with "…" past
+ * it; the cells' tooltips name both classes whole). */
+#define SLANT_COS     0.5
+#define SLANT_MAX     ((HEADER_HEIGHT - 8) / 0.8660254)
 
 struct _TdmConfusionView
 {
   GtkWidget            parent_instance;
   TdmPredictionsEvent *predictions;   /* NULL until the first evaluation */
+  double               slant_width;   /* the widest column name as drawn */
 };
 
 G_DEFINE_FINAL_TYPE (TdmConfusionView, tdm_confusion_view, GTK_TYPE_WIDGET)
@@ -44,7 +49,9 @@ tdm_confusion_view_grid (TdmConfusionView *self,
 
   if (n == 0)
     return FALSE;
-  side = MIN (width - NAME_WIDTH - MARGIN, height - HEADER_HEIGHT - MARGIN);
+  /* Room right of the grid for the last column's slanted name. */
+  side = MIN (width - NAME_WIDTH - MARGIN - self->slant_width * SLANT_COS,
+              height - HEADER_HEIGHT - MARGIN);
   if (side <= n)
     return FALSE;
   *cell = side / n;
@@ -125,6 +132,21 @@ tdm_confusion_view_class_name (TdmConfusionView *self,
   return name[0] != '\0' ? g_strdup (name) : g_strdup_printf ("%d", c);
 }
 
+double
+tdm_confusion_view_get_names_right (TdmConfusionView *self,
+                                    double            width,
+                                    double            height)
+{
+  double x0, y0, cell;
+  int n = tdm_confusion_view_get_classes (self);
+
+  g_return_val_if_fail (TDM_IS_CONFUSION_VIEW (self), 0);
+  if (!tdm_confusion_view_grid (self, width, height, &x0, &y0, &cell))
+    return 0;
+  /* Each name starts under its column's middle and rises to the right. */
+  return x0 + (n - 1) * cell + cell / 2 - 3 + self->slant_width * SLANT_COS;
+}
+
 gboolean
 tdm_confusion_view_shows_counts (TdmConfusionView *self,
                                  double            width,
@@ -174,7 +196,11 @@ tdm_confusion_view_snapshot (GtkWidget   *widget,
       cairo_save (cr);
       cairo_move_to (cr, x0 + j * cell + cell / 2 - 3, y0 - 4);
       cairo_rotate (cr, -G_PI / 3);
-      cairo_show_text (cr, name);
+      {
+        g_autofree char *fitted = tdm_draw_fit_text (cr, name, SLANT_MAX, NULL);
+
+        cairo_show_text (cr, fitted);
+      }
       cairo_restore (cr);
     }
   for (int i = 0; i < n; i++)
@@ -186,7 +212,12 @@ tdm_confusion_view_snapshot (GtkWidget   *widget,
         row += self->predictions->matrix[i][j];
       gdk_cairo_set_source_rgba (cr, &fg);
       cairo_move_to (cr, MARGIN, y0 + i * cell + cell / 2 + 5);
-      cairo_show_text (cr, name);
+      {
+        /* Inside its column: a long name ends in "…" (the tooltip has it whole). */
+        g_autofree char *fitted = tdm_draw_fit_text (cr, name, NAME_WIDTH - MARGIN - 6, NULL);
+
+        cairo_show_text (cr, fitted);
+      }
 
       for (int j = 0; j < n; j++)
         {
@@ -260,6 +291,24 @@ tdm_confusion_view_set_predictions (TdmConfusionView          *self,
 
   g_free (self->predictions);
   self->predictions = g_memdup2 (predictions, sizeof *predictions);
+  /* The widest column name at the views' font, as it will be drawn. */
+  {
+    cairo_surface_t *surface = cairo_image_surface_create (CAIRO_FORMAT_A8, 1, 1);
+    cairo_t *cr = cairo_create (surface);
+
+    tdm_draw_set_font (cr);
+    self->slant_width = 0;
+    for (int c = 0; c < tdm_confusion_view_get_classes (self); c++)
+      {
+        g_autofree char *name = tdm_confusion_view_class_name (self, c);
+        double drawn = 0;
+        g_autofree char *fitted = tdm_draw_fit_text (cr, name, SLANT_MAX, &drawn);
+
+        self->slant_width = MAX (self->slant_width, drawn);
+      }
+    cairo_destroy (cr);
+    cairo_surface_destroy (surface);
+  }
   gtk_widget_queue_draw (GTK_WIDGET (self));
 }
 

@@ -37,6 +37,11 @@ gboolean   tdm_confusion_view_cell_rect       (TdmConfusionView          *self,
                                                int                        truth,
                                                int                        predicted,
                                                graphene_rect_t           *rect);
+/* How far right the slanted column names reach at width × height (the grid leaves
+ * them room inside the widget); 0 with no grid. */
+double     tdm_confusion_view_get_names_right (TdmConfusionView          *self,
+                                               double                     width,
+                                               double                     height);
 /* Whether each cell shows its count at width × height (cells of 18 px or more). */
 gboolean   tdm_confusion_view_shows_counts    (TdmConfusionView          *self,
                                                double                     width,

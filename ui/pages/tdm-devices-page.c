@@ -40,6 +40,8 @@ struct _TdmDevicesPage
   GtkWidget      *memory_note;
   GtkWidget      *phase_grid;
   GtkWidget      *reference_caption;   /* under the timeline, while it compares */
+  char           *reference_text;      /* the reference's caption (NULL: none) */
+  gboolean        comparing;           /* two runs side by side on the timeline */
 
   /* Time in each phase per device in each of the last PHASE_WINDOW timed steps (a
    * ring, oldest overwritten); window_steps counts the steps put in since the start. */
@@ -448,12 +450,49 @@ tdm_devices_page_set_reference (TdmDevicesPage       *self,
     {
       /* Translators: under the Devices timeline when an earlier run is ticked in the
        * history; %s is that run's name and strategy */
-      g_autofree char *text = g_strdup_printf (_("Above the line: this run’s last sampled step. Below it: “%s”, its mean step from the run history, on the same time axis."),
-                                               title != NULL ? title : "");
-
-      gtk_label_set_label (GTK_LABEL (self->reference_caption), text);
+      g_free (self->reference_text);
+      self->reference_text = g_strdup_printf (_("Above the line: this run’s last sampled step. Below it: “%s”, its mean step from the run history, on the same time axis."),
+                                              title != NULL ? title : "");
     }
-  gtk_widget_set_visible (self->reference_caption, step != NULL);
+  else
+    g_clear_pointer (&self->reference_text, g_free);
+  /* A comparison shown keeps its caption. */
+  if (self->comparing)
+    return;
+  gtk_label_set_label (GTK_LABEL (self->reference_caption),
+                       self->reference_text != NULL ? self->reference_text : "");
+  gtk_widget_set_visible (self->reference_caption, self->reference_text != NULL);
+}
+
+void
+tdm_devices_page_set_comparison (TdmDevicesPage       *self,
+                                 const TdmTimelineRun *above,
+                                 const TdmTimelineRun *below,
+                                 const char           *caption)
+{
+  TdmTimeline *timeline;
+  int lanes = 0;
+
+  g_return_if_fail (TDM_IS_DEVICES_PAGE (self));
+
+  timeline = TDM_TIMELINE (self->timeline);
+  tdm_timeline_set_comparison (timeline, above, below);
+  self->comparing = tdm_timeline_has_comparison (timeline);
+  if (self->comparing)
+    lanes = above->step->replicas + below->step->replicas;
+  /* Two lines a lane (the device and its overlap) and two titles need the room. */
+  gtk_widget_set_size_request (self->timeline, 240, MAX (220, 120 + 34 * lanes));
+  if (self->comparing)
+    {
+      gtk_label_set_label (GTK_LABEL (self->reference_caption), caption != NULL ? caption : "");
+      gtk_widget_set_visible (self->reference_caption, caption != NULL);
+    }
+  else
+    {
+      gtk_label_set_label (GTK_LABEL (self->reference_caption),
+                           self->reference_text != NULL ? self->reference_text : "");
+      gtk_widget_set_visible (self->reference_caption, self->reference_text != NULL);
+    }
 }
 
 void
@@ -468,6 +507,8 @@ tdm_devices_page_clear (TdmDevicesPage *self)
     }
   tdm_timeline_clear (TDM_TIMELINE (self->timeline));
   tdm_batch_strip_clear (TDM_BATCH_STRIP (self->batch_strip));
+  if (self->comparing)
+    tdm_devices_page_set_comparison (self, NULL, NULL, NULL);
   self->window_steps = 0;
   memset (self->phase_spans, 0, sizeof self->phase_spans);
   memset (self->bytes, 0, sizeof self->bytes);
@@ -498,6 +539,9 @@ tdm_devices_page_handle_event (TdmDevicesPage       *self,
 
     case TDM_EVENT_STARTED:
       tdm_timeline_clear (TDM_TIMELINE (self->timeline));
+      /* A new run is shown, not the last comparison. */
+      if (self->comparing)
+        tdm_devices_page_set_comparison (self, NULL, NULL, NULL);
       tdm_batch_strip_clear (TDM_BATCH_STRIP (self->batch_strip));
       tdm_timeline_set_main_device (TDM_TIMELINE (self->timeline), event->started.main_replica);
       tdm_batch_strip_set_main_device (TDM_BATCH_STRIP (self->batch_strip),
@@ -709,6 +753,7 @@ tdm_devices_page_dispose (GObject *object)
   tdm_devices_page_set_session (self, NULL);
   gtk_widget_dispose_template (GTK_WIDGET (self), TDM_TYPE_DEVICES_PAGE);
   g_clear_pointer (&self->warning, g_free);
+  g_clear_pointer (&self->reference_text, g_free);
 
   G_OBJECT_CLASS (tdm_devices_page_parent_class)->dispose (object);
 }

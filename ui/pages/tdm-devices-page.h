@@ -16,6 +16,7 @@
 #include "tdm-dataset.h"
 #include "tdm-events.h"
 #include "tdm-session.h"
+#include "tdm-timeline.h"
 
 G_BEGIN_DECLS
 
@@ -44,6 +45,13 @@ void       tdm_devices_page_set_reference    (TdmDevicesPage       *self,
                                               const TdmPhasesEvent *step,
                                               const char           *title,
                                               const TdmConfig      *config);
+/* Two runs' steps one above the other on the timeline, on one ms scale (a strategy
+ * comparison: tdm_timeline_set_comparison), `caption` under it; NULL: none, the
+ * reference (if any) again. The next run's start and tdm_devices_page_clear() end it. */
+void       tdm_devices_page_set_comparison   (TdmDevicesPage       *self,
+                                              const TdmTimelineRun *above,
+                                              const TdmTimelineRun *below,
+                                              const char           *caption);
 /* Forgets the last run: its timeline, batch split, phase table and measured peaks
  * (the estimate stays: it is about the choices, not the run). */
 void       tdm_devices_page_clear            (TdmDevicesPage       *self);

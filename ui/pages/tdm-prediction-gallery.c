@@ -18,6 +18,9 @@ struct _TdmPredictionGallery
   TdmPredictionsEvent *predictions;
   cairo_surface_t     *thumbs[TDM_PREDICTION_SAMPLES];
   char               **class_names;
+  /* The captions as last drawn, and their widths. */
+  char                *caption[TDM_PREDICTION_SAMPLES][2];
+  double               caption_width[TDM_PREDICTION_SAMPLES][2];
 };
 
 G_DEFINE_FINAL_TYPE (TdmPredictionGallery, tdm_prediction_gallery, GTK_TYPE_WIDGET)
@@ -60,7 +63,11 @@ static void
 tdm_prediction_gallery_drop (TdmPredictionGallery *self)
 {
   for (int i = 0; i < TDM_PREDICTION_SAMPLES; i++)
-    g_clear_pointer (&self->thumbs[i], cairo_surface_destroy);
+    {
+      g_clear_pointer (&self->thumbs[i], cairo_surface_destroy);
+      g_clear_pointer (&self->caption[i][0], g_free);
+      g_clear_pointer (&self->caption[i][1], g_free);
+    }
   g_clear_pointer (&self->class_names, g_strfreev);
 }
 
@@ -124,9 +131,71 @@ static char *
 tdm_prediction_gallery_name (TdmPredictionGallery *self,
                              int                   c)
 {
-  if (self->class_names != NULL && c < (int) g_strv_length (self->class_names))
-    return g_utf8_substring (self->class_names[c], 0, 10);
+  if (self->class_names != NULL && c >= 0 && c < (int) g_strv_length (self->class_names))
+    return g_strdup (self->class_names[c]);
   return g_strdup_printf ("%d", c);
+}
+
+const char *
+tdm_prediction_gallery_get_caption (TdmPredictionGallery *self,
+                                    guint                 i,
+                                    int                   line,
+                                    double               *width,
+                                    double               *room)
+{
+  g_return_val_if_fail (TDM_IS_PREDICTION_GALLERY (self), NULL);
+  g_return_val_if_fail (line == 0 || line == 1, NULL);
+
+  if (i >= tdm_prediction_gallery_get_n_items (self))
+    return NULL;
+  if (width != NULL)
+    *width = self->caption_width[i][line];
+  if (room != NULL)
+    *room = CELL - 6;
+  return self->caption[i][line];
+}
+
+char *
+tdm_prediction_gallery_get_tooltip_at (TdmPredictionGallery *self,
+                                       double                x,
+                                       double                y)
+{
+  double width = gtk_widget_get_width (GTK_WIDGET (self));
+  double height = gtk_widget_get_height (GTK_WIDGET (self));
+  graphene_rect_t r;
+
+  g_return_val_if_fail (TDM_IS_PREDICTION_GALLERY (self), NULL);
+
+  /* The whole cell: its thumbnail and the captions under it. */
+  for (guint i = 0; tdm_prediction_gallery_item_rect (self, width, height, i, &r); i++)
+    if (x >= r.origin.x - (CELL - THUMB) / 2 && x < r.origin.x - (CELL - THUMB) / 2 + CELL
+        && y >= r.origin.y - 4 && y < r.origin.y - 4 + CELL)
+      {
+        g_autofree char *truth = tdm_prediction_gallery_name (self, self->predictions->sample[i].truth);
+        g_autofree char *guess = tdm_prediction_gallery_name (self, self->predictions->sample[i].predicted);
+
+        if (!tdm_prediction_gallery_is_mistake (self, i))
+          return g_steal_pointer (&truth);
+        /* Translators: a test image's tooltip in the gallery: its true class, then
+         * the class the network predicted */
+        return g_strdup_printf (_("%s → %s"), truth, guess);
+      }
+  return NULL;
+}
+
+static gboolean
+tdm_prediction_gallery_query_tooltip (GtkWidget  *widget,
+                                      int         x,
+                                      int         y,
+                                      gboolean    keyboard,
+                                      GtkTooltip *tooltip)
+{
+  g_autofree char *text = tdm_prediction_gallery_get_tooltip_at (TDM_PREDICTION_GALLERY (widget), x, y);
+
+  if (text == NULL)
+    return FALSE;
+  gtk_tooltip_set_text (tooltip, text);
+  return TRUE;
 }
 
 static void
@@ -156,6 +225,7 @@ tdm_prediction_gallery_snapshot (GtkWidget   *widget,
       g_autofree char *truth = tdm_prediction_gallery_name (self, self->predictions->sample[i].truth);
       g_autofree char *guess = tdm_prediction_gallery_name (self, self->predictions->sample[i].predicted);
       g_autofree char *second = wrong ? g_strdup_printf ("→ %s", guess) : NULL;
+      const char *lines[2] = { truth, second };
 
       if (s != NULL)
         {
@@ -174,20 +244,20 @@ tdm_prediction_gallery_snapshot (GtkWidget   *widget,
       cairo_set_line_width (cr, 3);
       cairo_rectangle (cr, r.origin.x - 1.5, r.origin.y - 1.5, r.size.width + 3, r.size.height + 3);
       cairo_stroke (cr);
-      /* Captions stay inside their cell: a long class name is cut, never drawn over
-       * its neighbour's. */
-      cairo_save (cr);
-      cairo_rectangle (cr, r.origin.x - (CELL - THUMB) / 2, r.origin.y + THUMB, CELL - 2, 2 * CAPTION + 4);
-      cairo_clip (cr);
+      /* Captions stay inside their cell: a long class name ends in "…", never drawn
+       * over its neighbour's; the tooltip has it whole. */
       gdk_cairo_set_source_rgba (cr, &fg);
-      cairo_move_to (cr, r.origin.x - (CELL - THUMB) / 2 + 2, r.origin.y + THUMB + CAPTION);
-      cairo_show_text (cr, truth);
-      if (second != NULL)
+      for (int line = 0; line < 2; line++)
         {
-          cairo_move_to (cr, r.origin.x - (CELL - THUMB) / 2 + 2, r.origin.y + THUMB + 2 * CAPTION);
-          cairo_show_text (cr, second);
+          g_clear_pointer (&self->caption[i][line], g_free);
+          self->caption_width[i][line] = 0;
+          if (lines[line] == NULL)
+            continue;
+          self->caption[i][line] = tdm_draw_fit_text (cr, lines[line], CELL - 6,
+                                                      &self->caption_width[i][line]);
+          cairo_move_to (cr, r.origin.x - (CELL - THUMB) / 2 + 2, r.origin.y + THUMB + (line + 1) * CAPTION);
+          cairo_show_text (cr, self->caption[i][line]);
         }
-      cairo_restore (cr);
     }
   cairo_destroy (cr);
 }
@@ -210,6 +280,7 @@ tdm_prediction_gallery_class_init (TdmPredictionGalleryClass *klass)
 
   object_class->finalize = tdm_prediction_gallery_finalize;
   widget_class->snapshot = tdm_prediction_gallery_snapshot;
+  widget_class->query_tooltip = tdm_prediction_gallery_query_tooltip;
   gtk_widget_class_set_css_name (widget_class, "prediction-gallery");
   gtk_widget_class_set_accessible_role (widget_class, GTK_ACCESSIBLE_ROLE_IMG);
 }
@@ -218,6 +289,7 @@ static void
 tdm_prediction_gallery_init (TdmPredictionGallery *self)
 {
   gtk_widget_set_size_request (GTK_WIDGET (self), (int) CELL * 4, (int) CELL * 2);
+  gtk_widget_set_has_tooltip (GTK_WIDGET (self), TRUE);
 }
 
 GtkWidget *

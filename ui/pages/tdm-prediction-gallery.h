@@ -3,7 +3,8 @@
  *
  * A grid of the samples a PREDICTIONS event lists, mistakes first (the engine's
  * order), each a thumbnail framed in vermillion when wrong and blue when right, with
- * "truth → prediction" under it. Pixels are copied from the test set when the event
+ * "truth → prediction" under it (cut with "…" where a cell is too narrow, whole in
+ * the tooltip). Pixels are copied from the test set when the event
  * is set, so the widget holds no dataset. Main-thread only.
  */
 
@@ -39,5 +40,18 @@ gboolean   tdm_prediction_gallery_item_rect       (TdmPredictionGallery      *se
                                                    double                     height,
                                                    guint                      i,
                                                    graphene_rect_t           *rect);
+/* Item i's caption line (0: the truth, 1: "→ prediction", NULL for a right one) as
+ * last drawn: whole, or cut with "…" to its cell's width; `width` and `room` (may be
+ * NULL) get its drawn width and the cell's. NULL before it was drawn. */
+const char *tdm_prediction_gallery_get_caption   (TdmPredictionGallery      *self,
+                                                   guint                      i,
+                                                   int                        line,
+                                                   double                    *width,
+                                                   double                    *room);
+/* The tooltip over a point of the widget: the item's whole "truth → prediction"
+ * ("truth" for a right one); NULL off the items. */
+char       *tdm_prediction_gallery_get_tooltip_at (TdmPredictionGallery     *self,
+                                                   double                     x,
+                                                   double                     y);
 
 G_END_DECLS

@@ -191,8 +191,15 @@ tdm_scaling_chart_draw (TdmScalingChart *self,
       gdk_cairo_set_source_rgba (cr, &fg);
       /* Speed-up in ×, efficiency in %: two figures, never one for the other. */
       g_snprintf (text, sizeof text, "%.2f× · %.0f %%", pt->speedup, 100 * pt->efficiency);
-      /* Above the point, or below it at the top of the plot, where it would be cut. */
-      cairo_move_to (cr, p.x + 6, p.y - 6 < TOP + 14 ? p.y + 18 : p.y - 6);
+      /* Above the point, or below it at the top of the plot, where it would be cut;
+       * right of it, or left of it at the right edge (the last point's). */
+      {
+        cairo_text_extents_t ext;
+
+        cairo_text_extents (cr, text, &ext);
+        cairo_move_to (cr, p.x + 6 + ext.x_advance > width - 2 ? p.x - 6 - ext.x_advance : p.x + 6,
+                       p.y - 6 < TOP + 14 ? p.y + 18 : p.y - 6);
+      }
       tdm_chart_show_text (cr, text);
       if (total > 0 && isfinite (total))
         {

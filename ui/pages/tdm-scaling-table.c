@@ -39,6 +39,33 @@ cell (const char *text,
   return label;
 }
 
+/* Turned, a cell wraps where the window is narrow ("Samples/s, / min–max",
+ * "12,000– / 12,999"): its lines, never a cut. */
+static GtkWidget *
+turned_cell (GtkWidget *label,
+             gboolean   turned)
+{
+  if (turned)
+    {
+      gtk_label_set_wrap (GTK_LABEL (label), TRUE);
+      gtk_label_set_wrap_mode (GTK_LABEL (label), PANGO_WRAP_WORD_CHAR);
+      gtk_label_set_justify (GTK_LABEL (label), gtk_label_get_xalign (GTK_LABEL (label)) > 0.5
+                                                ? GTK_JUSTIFY_RIGHT : GTK_JUSTIFY_LEFT);
+    }
+  return label;
+}
+
+GtkWidget *
+tdm_scaling_table_new_transposed (void)
+{
+  GtkWidget *grid = tdm_scaling_table_new ();
+
+  g_object_set_data (G_OBJECT (grid), "tdm-transposed", GINT_TO_POINTER (TRUE));
+  gtk_grid_set_column_spacing (GTK_GRID (grid), 12);
+  tdm_scaling_table_set_points (grid, NULL, 0);
+  return grid;
+}
+
 GtkWidget *
 tdm_scaling_table_new (void)
 {
@@ -111,6 +138,7 @@ tdm_scaling_table_set_points (GtkWidget             *table,
                               guint                  n)
 {
   GtkWidget *child;
+  gboolean turned;
 
   g_return_if_fail (GTK_IS_GRID (table));
   g_return_if_fail (points != NULL || n == 0);
@@ -118,14 +146,24 @@ tdm_scaling_table_set_points (GtkWidget             *table,
   while ((child = gtk_widget_get_first_child (table)) != NULL)
     gtk_grid_remove (GTK_GRID (table), child);
 
+  /* Turned: the figure's name left (not right-aligned as a number's header is). */
+  turned = g_object_get_data (G_OBJECT (table), "tdm-transposed") != NULL;
   for (guint c = 0; c < G_N_ELEMENTS (headers); c++)
-    gtk_grid_attach (GTK_GRID (table), cell (_(headers[c]), c > 0, TRUE), c, 0, 1, 1);
+    gtk_grid_attach (GTK_GRID (table), turned_cell (cell (_(headers[c]), c > 0 && !turned, TRUE), turned),
+                     turned ? 0 : c, turned ? c : 0, 1, 1);
 
   for (guint i = 0; i < n; i++)
     {
       g_auto(GStrv) texts = tdm_scaling_table_row_text (&points[i]);
 
       for (guint c = 0; texts[c] != NULL; c++)
-        gtk_grid_attach (GTK_GRID (table), cell (texts[c], c > 0, FALSE), c, i + 1, 1, 1);
+        {
+          /* Turned, a point's column stays narrow: each device's memory a line. */
+          g_auto(GStrv) parts = turned ? g_strsplit (texts[c], " · ", -1) : NULL;
+          g_autofree char *text = turned ? g_strjoinv ("\n", parts) : g_strdup (texts[c]);
+
+          gtk_grid_attach (GTK_GRID (table), turned_cell (cell (text, c > 0 || turned, FALSE), turned),
+                           turned ? i + 1 : c, turned ? c : i + 1, 1, 1);
+        }
     }
 }

@@ -17,6 +17,10 @@
 G_BEGIN_DECLS
 
 GtkWidget *tdm_scaling_table_new       (void);
+/* The same table turned: one column a point, one row a figure, the figures' names
+ * down the left. Narrow where a sweep has few points (a kept sweep's window), where
+ * twelve columns side by side would not fit a phone's width. */
+GtkWidget *tdm_scaling_table_new_transposed (void);
 /* Replaces the rows with `n` points, a header row first. */
 void       tdm_scaling_table_set_points (GtkWidget             *table,
                                          const TdmScalingPoint *points,

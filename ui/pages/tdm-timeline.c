@@ -12,11 +12,12 @@
 
 #include "tdm-format.h"
 
-#define LABEL_WIDTH   72.0
+#define LABEL_WIDTH   72.0   /* the lane labels' column, at least */
 #define LEGEND_ROW    20.0
 #define LEGEND_HEIGHT 24.0   /* one row of it; more where the width makes it wrap */
 #define LANE_GAP      6.0
 #define AXIS_HEIGHT   18.0   /* the time axis under the lanes: ticks and their ms */
+#define TITLE_HEIGHT  18.0   /* a compared run's title, over its lanes */
 #define TICK_SPACING  64.0   /* pixels between ticks, at least */
 /* Between two kept steps, as a share of the whole time axis. */
 #define STEP_GAP      0.02
@@ -32,7 +33,16 @@ struct _TdmTimeline
   /* Another run's step under this one's (NULL: none), and its lanes' labels. */
   TdmPhasesEvent *reference;
   char           *reference_names[TDM_MAX_REPLICAS];
+  /* Two runs side by side (step NULL: none): above, then below. */
+  struct
+  {
+    TdmPhasesEvent *step;
+    char           *title;
+    char           *names[TDM_MAX_REPLICAS];
+    char           *notes[TDM_MAX_REPLICAS];
+  } compared[2];
   double          legend_height; /* as last drawn: LEGEND_HEIGHT, or more rows */
+  double          label_width;   /* as last drawn: LABEL_WIDTH, or the widest label's */
 };
 
 G_DEFINE_FINAL_TYPE (TdmTimeline, tdm_timeline, GTK_TYPE_WIDGET)
@@ -150,7 +160,22 @@ typedef struct
   double                offset;       /* ms */
   int                   first_lane;
   gboolean              reference;
+  int                   group;        /* 0 above, 1 below (titles' room) */
 } Shown;
+
+/* One step above another from 0: a reference, or a comparison. */
+static gboolean
+tdm_timeline_stacked (TdmTimeline *self)
+{
+  return self->reference != NULL || self->compared[0].step != NULL;
+}
+
+/* Room for a title over each compared run's lanes. */
+static double
+tdm_timeline_title_height (TdmTimeline *self)
+{
+  return self->compared[0].step != NULL ? TITLE_HEIGHT : 0;
+}
 
 static guint
 tdm_timeline_shown (TdmTimeline *self,
@@ -162,6 +187,18 @@ tdm_timeline_shown (TdmTimeline *self,
 
   *axis = 0;
   *lanes = 0;
+  if (self->compared[0].step != NULL)
+    {
+      for (int g = 0; g < 2; g++)
+        {
+          const TdmPhasesEvent *e = self->compared[g].step;
+
+          shown[n++] = (Shown) { e, 0, *lanes, g == 1, g };
+          *axis = MAX (*axis, tdm_timeline_step_ms (e));
+          *lanes += MIN (e->replicas, TDM_MAX_REPLICAS);
+        }
+      return n;
+    }
   if (self->reference == NULL)
     {
       double total = 0, gap, at = 0;
@@ -172,7 +209,7 @@ tdm_timeline_shown (TdmTimeline *self,
       gap = total * STEP_GAP;
       for (guint i = 0; i < self->n_steps; i++)
         {
-          shown[n++] = (Shown) { self->steps[i], at, 0, FALSE };
+          shown[n++] = (Shown) { self->steps[i], at, 0, FALSE, 0 };
           at += tdm_timeline_step_ms (self->steps[i]) + gap;
         }
       *axis = self->n_steps > 0 ? total + gap * (self->n_steps - 1) : 0;
@@ -184,11 +221,11 @@ tdm_timeline_shown (TdmTimeline *self,
     {
       const TdmPhasesEvent *last = self->steps[self->n_steps - 1];
 
-      shown[n++] = (Shown) { last, 0, 0, FALSE };
+      shown[n++] = (Shown) { last, 0, 0, FALSE, 0 };
       *axis = tdm_timeline_step_ms (last);
       *lanes = MIN (last->replicas, TDM_MAX_REPLICAS);
     }
-  shown[n++] = (Shown) { self->reference, 0, *lanes, TRUE };
+  shown[n++] = (Shown) { self->reference, 0, *lanes, TRUE, 1 };
   *axis = MAX (*axis, tdm_timeline_step_ms (self->reference));
   *lanes += MIN (self->reference->replicas, TDM_MAX_REPLICAS);
   return n;
@@ -200,8 +237,9 @@ tdm_timeline_layout (TdmTimeline *self,
                      double       height)
 {
   GArray *boxes = g_array_new (FALSE, FALSE, sizeof (TdmTimelineBox));
-  double plot_width = width - LABEL_WIDTH;
-  double plot_height = height - self->legend_height - AXIS_HEIGHT;
+  double plot_width = width - self->label_width;
+  double title = tdm_timeline_title_height (self);
+  double plot_height = height - self->legend_height - AXIS_HEIGHT - 2 * title;
   Shown shown[TDM_TIMELINE_STEPS + 1];
   double axis, lane;
   int lanes;
@@ -224,8 +262,8 @@ tdm_timeline_layout (TdmTimeline *self,
             double start = MAX (0.0, e->device[r].span[k].start_ms);
             double end = MAX (start, e->device[r].span[k].end_ms);
             TdmTimelineBox box = {
-              .x = LABEL_WIDTH + (shown[i].offset + start) / axis * plot_width,
-              .y = (shown[i].first_lane + r) * lane + LANE_GAP / 2,
+              .x = self->label_width + (shown[i].offset + start) / axis * plot_width,
+              .y = (shown[i].first_lane + r) * lane + (shown[i].group + 1) * title + LANE_GAP / 2,
               .width = (end - start) / axis * plot_width,
               .height = MAX (1.0, lane - LANE_GAP),
               .device = r,
@@ -274,7 +312,7 @@ tdm_timeline_get_tick_ms (TdmTimeline *self,
                           double       width)
 {
   Shown shown[TDM_TIMELINE_STEPS + 1];
-  double axis, plot_width = width - LABEL_WIDTH, want, decade;
+  double axis, plot_width = width - self->label_width, want, decade;
   int lanes;
 
   g_return_val_if_fail (TDM_IS_TIMELINE (self), 0);
@@ -308,7 +346,7 @@ tdm_timeline_draw_axis (TdmTimeline *self,
   int lanes;
   guint n = tdm_timeline_shown (self, shown, &axis, &lanes);
   double tick = tdm_timeline_get_tick_ms (self, width);
-  double plot_width = width - LABEL_WIDTH;
+  double plot_width = width - self->label_width;
 
   if (axis <= 0 || tick <= 0)
     return;
@@ -316,13 +354,13 @@ tdm_timeline_draw_axis (TdmTimeline *self,
   for (guint i = 0; i < n; i++)
     {
       /* With a reference both steps start at 0: one scale, drawn once, to the end. */
-      double step_ms = self->reference != NULL ? axis : tdm_timeline_step_ms (shown[i].e);
+      double step_ms = tdm_timeline_stacked (self) ? axis : tdm_timeline_step_ms (shown[i].e);
 
-      if (i > 0 && self->reference != NULL)
+      if (i > 0 && tdm_timeline_stacked (self))
         break;
       for (double t = 0; t <= step_ms + 1e-9; t += tick)
         {
-          double x = LABEL_WIDTH + (shown[i].offset + t) / axis * plot_width;
+          double x = self->label_width + (shown[i].offset + t) / axis * plot_width;
           char text[32];
 
           cairo_move_to (cr, floor (x) + 0.5, y);
@@ -336,6 +374,54 @@ tdm_timeline_draw_axis (TdmTimeline *self,
           cairo_move_to (cr, x + 2, y + 14);
           cairo_show_text (cr, text);
         }
+    }
+}
+
+/* A comparison's texts: each run's title over its lanes (the lower one under a
+ * line), each lane's name and its note under it. */
+static void
+tdm_timeline_draw_compared (TdmTimeline *self,
+                            cairo_t     *cr,
+                            double       width,
+                            double       height,
+                            int          lanes)
+{
+  double title = tdm_timeline_title_height (self);
+  double lane = (height - self->legend_height - AXIS_HEIGHT - 2 * title) / lanes;
+  int first = 0;
+
+  cairo_set_line_width (cr, 1);
+  for (int g = 0; g < 2; g++)
+    {
+      int n = MIN (self->compared[g].step->replicas, TDM_MAX_REPLICAS);
+      double top = first * lane + g * title;
+
+      if (g > 0)
+        {
+          cairo_move_to (cr, 0, floor (top) + 0.5);
+          cairo_line_to (cr, width, floor (top) + 0.5);
+          cairo_stroke (cr);
+        }
+      if (self->compared[g].title != NULL)
+        {
+          cairo_move_to (cr, 4, top + title - 5);
+          cairo_show_text (cr, self->compared[g].title);
+        }
+      for (int r = 0; r < n; r++)
+        {
+          double mid = top + title + (r + 0.5) * lane;
+          const char *name = self->compared[g].names[r];
+          const char *note = self->compared[g].notes[r];
+
+          cairo_move_to (cr, 4, mid + (note != NULL ? -3 : 5));
+          cairo_show_text (cr, name != NULL ? name : "");
+          if (note != NULL)
+            {
+              cairo_move_to (cr, 4, mid + 11);
+              cairo_show_text (cr, note);
+            }
+        }
+      first += n;
     }
 }
 
@@ -377,6 +463,30 @@ tdm_timeline_snapshot (GtkWidget   *widget,
       }
     self->legend_height = LEGEND_HEIGHT + (rows - 1) * LEGEND_ROW;
   }
+  /* The labels' column as wide as its widest text (a comparison's notes, a long
+   * device name, another language's words), up to a third of the width. */
+  {
+    double widest = 0;
+    cairo_text_extents_t ext;
+
+    for (int r = 0; r < TDM_MAX_REPLICAS; r++)
+      {
+        const char *texts[] = {
+          self->lane_names[r], self->reference_names[r], self->compared[0].names[r],
+          self->compared[0].notes[r], self->compared[1].names[r], self->compared[1].notes[r],
+        };
+
+        for (guint k = 0; k < G_N_ELEMENTS (texts); k++)
+          if (texts[k] != NULL)
+            {
+              cairo_text_extents (cr, texts[k], &ext);
+              widest = MAX (widest, ext.x_advance);
+            }
+      }
+    cairo_text_extents (cr, _("main"), &ext);
+    widest = MAX (widest, ext.x_advance);
+    self->label_width = MAX (LABEL_WIDTH, MIN (widest + 12, width / 3));
+  }
   boxes = tdm_timeline_layout (self, width, height);
 
   for (guint i = 0; i < boxes->len; i++)
@@ -388,7 +498,12 @@ tdm_timeline_snapshot (GtkWidget   *widget,
 
   gdk_cairo_set_source_rgba (cr, &fg);
   tdm_timeline_shown (self, shown, &axis, &replicas);
-  if (replicas > 0)
+  if (replicas > 0 && self->compared[0].step != NULL)
+    {
+      tdm_timeline_draw_axis (self, cr, width, height - self->legend_height - AXIS_HEIGHT);
+      tdm_timeline_draw_compared (self, cr, width, height, replicas);
+    }
+  else if (replicas > 0)
     {
       double lane = (height - self->legend_height - AXIS_HEIGHT) / replicas;
       int live = self->reference != NULL ? replicas - self->reference->replicas : replicas;
@@ -511,6 +626,80 @@ tdm_timeline_set_reference (TdmTimeline          *self,
   gtk_widget_queue_draw (GTK_WIDGET (self));
 }
 
+double
+tdm_timeline_step_duration (const TdmPhasesEvent *step)
+{
+  g_return_val_if_fail (step != NULL, 0);
+  return tdm_timeline_step_ms (step);
+}
+
+static void
+tdm_timeline_clear_compared (TdmTimeline *self)
+{
+  for (int g = 0; g < 2; g++)
+    {
+      g_clear_pointer (&self->compared[g].step, g_free);
+      g_clear_pointer (&self->compared[g].title, g_free);
+      for (int r = 0; r < TDM_MAX_REPLICAS; r++)
+        {
+          g_clear_pointer (&self->compared[g].names[r], g_free);
+          g_clear_pointer (&self->compared[g].notes[r], g_free);
+        }
+    }
+}
+
+void
+tdm_timeline_set_comparison (TdmTimeline          *self,
+                             const TdmTimelineRun *above,
+                             const TdmTimelineRun *below)
+{
+  const TdmTimelineRun *runs[2] = { above, below };
+
+  g_return_if_fail (TDM_IS_TIMELINE (self));
+
+  tdm_timeline_clear_compared (self);
+  if (above != NULL && below != NULL && above->step != NULL && below->step != NULL
+      && above->step->replicas > 0 && below->step->replicas > 0)
+    for (int g = 0; g < 2; g++)
+      {
+        self->compared[g].step = g_memdup2 (runs[g]->step, sizeof *runs[g]->step);
+        self->compared[g].title = g_strdup (runs[g]->title);
+        for (int r = 0; r < MIN (runs[g]->step->replicas, TDM_MAX_REPLICAS); r++)
+          {
+            self->compared[g].names[r] = g_strdup (runs[g]->lane_names[r]);
+            self->compared[g].notes[r] = g_strdup (runs[g]->lane_notes[r]);
+          }
+      }
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+gboolean
+tdm_timeline_has_comparison (TdmTimeline *self)
+{
+  g_return_val_if_fail (TDM_IS_TIMELINE (self), FALSE);
+  return self->compared[0].step != NULL;
+}
+
+const char *
+tdm_timeline_get_title (TdmTimeline *self,
+                        int          which)
+{
+  g_return_val_if_fail (TDM_IS_TIMELINE (self), NULL);
+  g_return_val_if_fail (which == 0 || which == 1, NULL);
+  return self->compared[which].title;
+}
+
+const char *
+tdm_timeline_get_lane_note (TdmTimeline *self,
+                            int          which,
+                            int          device)
+{
+  g_return_val_if_fail (TDM_IS_TIMELINE (self), NULL);
+  g_return_val_if_fail (which == 0 || which == 1, NULL);
+  g_return_val_if_fail (device >= 0 && device < TDM_MAX_REPLICAS, NULL);
+  return self->compared[which].notes[device];
+}
+
 gboolean
 tdm_timeline_has_reference (TdmTimeline *self)
 {
@@ -561,6 +750,7 @@ tdm_timeline_finalize (GObject *object)
       g_free (self->reference_names[r]);
     }
   g_free (self->reference);
+  tdm_timeline_clear_compared (self);
   G_OBJECT_CLASS (tdm_timeline_parent_class)->finalize (object);
 }
 
@@ -582,6 +772,7 @@ tdm_timeline_init (TdmTimeline *self)
   gtk_widget_set_size_request (GTK_WIDGET (self), 320, 120);
   self->main_device = -1;
   self->legend_height = LEGEND_HEIGHT;
+  self->label_width = LABEL_WIDTH;
 }
 
 GtkWidget *

@@ -66,6 +66,33 @@ void       tdm_timeline_set_reference (TdmTimeline         *self,
                                        const TdmPhasesEvent *step,
                                        const char *const   *names);
 gboolean   tdm_timeline_has_reference (TdmTimeline         *self);
+
+/* One run of a side-by-side comparison: its step, a title over its lanes (its
+ * strategy and time a step), each lane's name and a second line under the name
+ * (NULL: none). */
+typedef struct
+{
+  const TdmPhasesEvent *step;
+  const char           *title;
+  const char           *lane_names[TDM_MAX_REPLICAS];
+  const char           *lane_notes[TDM_MAX_REPLICAS];
+} TdmTimelineRun;
+
+/* Two runs' steps one above the other, both from 0 on one ms scale, each under its
+ * title, in place of the kept steps and the reference (`main` against `allreduce`).
+ * NULL: none, the kept steps and the reference again. Keeps copies. */
+void       tdm_timeline_set_comparison (TdmTimeline         *self,
+                                        const TdmTimelineRun *above,
+                                        const TdmTimelineRun *below);
+gboolean   tdm_timeline_has_comparison (TdmTimeline         *self);
+/* How long a step lasts on the time axis: until its last device's last phase ends. */
+double     tdm_timeline_step_duration  (const TdmPhasesEvent *step);
+/* The comparison's titles (which: 0 above, 1 below) and lane texts; NULL: none. */
+const char *tdm_timeline_get_title     (TdmTimeline         *self,
+                                        int                  which);
+const char *tdm_timeline_get_lane_note (TdmTimeline         *self,
+                                        int                  which,
+                                        int                  device);
 /* The time axis's tick spacing in ms at this width: 1, 2 or 5 × 10^k, the smallest
  * that keeps ticks apart; 0 with nothing drawn. */
 double     tdm_timeline_get_tick_ms  (TdmTimeline          *self,

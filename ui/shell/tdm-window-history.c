@@ -115,6 +115,7 @@ tdm_window_history_run_done (TdmWindow *self,
         }
     }
 
+  tdm_window_strategies_run_done (self, run, completed);
   if (self->compare_stage == 0)
     return;
   if (!completed)

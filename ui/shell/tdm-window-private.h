@@ -4,7 +4,7 @@
  * tdm-window.c holds the run's life cycle, errors, files and the GObject; the
  * classroom side (memory estimate, pace, presentation mode, the scaling run, the
  * pages) is tdm-window-classroom.c; the run history and "compare with one device",
- * tdm-window-history.c. Nothing outside ui/tdm-window*.c includes this.
+ * tdm-window-history.c; "compare strategies", tdm-window-strategies.c. Nothing outside ui/tdm-window*.c includes this.
  */
 
 #pragma once
@@ -91,6 +91,14 @@ struct _TdmWindow
   float                *compare_parameters;
   size_t                compare_count;
   double                compare_difference;
+
+  /* "Compare strategies" (tdm-window-strategies.c): 1 while the `main` run goes, 2
+   * during the `allreduce` run; strategy_next: the second waits to start. The
+   * settings compared and the two runs' ids in the history. */
+  int                   strategy_stage;
+  gboolean              strategy_next;
+  TdmConfig            *strategy_config;
+  char                 *strategy_ids[2];
 };
 
 /* tdm-window.c */
@@ -149,6 +157,17 @@ void            tdm_window_compare_next     (TdmWindow            *self);
 void            tdm_window_compare_one_device (GtkWidget          *widget,
                                                const char         *action_name,
                                                GVariant           *parameter);
+
+/* tdm-window-strategies.c */
+void            tdm_window_strategies_run_done (TdmWindow         *self,
+                                                TdmRun            *run,
+                                                gboolean           completed);
+void            tdm_window_strategies_next  (TdmWindow            *self);
+void            tdm_window_compare_strategies (GtkWidget          *widget,
+                                               const char         *action_name,
+                                               GVariant           *parameter);
+void            tdm_window_strategies_dispose (TdmWindow          *self);
+void            tdm_window_strategies_finalize (TdmWindow         *self);
 
 /* tdm-window-classroom.c: handlers the class installs, and what init connects. */
 void            tdm_window_update_estimate  (TdmWindow            *self);

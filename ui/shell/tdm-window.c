@@ -18,6 +18,7 @@
 #include "tdm-error.h"
 #include "tdm-format.h"
 #include "tdm-onnx-export.h"
+#include "tdm-popover-tooltips.h"
 #include "tdm-predictions-page.h"
 #include "tdm-run.h"
 #include "tdm-run-form.h"
@@ -231,6 +232,7 @@ tdm_window_update_state (TdmWindow *self)
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.start",
                                  can_start || (stopping && tdm_run_form_get_ready (self->sidebar)));
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.compare-one-device", can_start);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.compare-strategies", can_start);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.pause", running && !stopping);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.stop", running && !stopping);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.open-folder", !running && !scaling);
@@ -430,6 +432,7 @@ tdm_window_run_done (TdmWindow    *self,
   /* The next run of a comparison starts once this one is over and shown; a Start
    * pressed while this one stopped, now. */
   tdm_window_compare_next (self);
+  tdm_window_strategies_next (self);
   if (self->start_queued)
     {
       self->start_queued = FALSE;
@@ -600,6 +603,7 @@ tdm_window_dispose (GObject *object)
   tdm_window_chooser_done (self);
   tdm_window_cancel_lock (self);
   tdm_window_history_dispose (self);
+  tdm_window_strategies_dispose (self);
   /* A toplevel is owned by GTK's list of windows: destroy it to let it go. */
   if (self->classify_window != NULL)
     gtk_window_destroy (self->classify_window);
@@ -617,6 +621,7 @@ tdm_window_finalize (GObject *object)
 
   g_clear_object (&self->settings);
   tdm_window_history_finalize (self);
+  tdm_window_strategies_finalize (self);
 
   G_OBJECT_CLASS (tdm_window_parent_class)->finalize (object);
 }
@@ -711,6 +716,8 @@ tdm_window_class_init (TdmWindowClass *klass)
   gtk_widget_class_install_action (widget_class, "win.classify", NULL, tdm_window_classify);
   gtk_widget_class_install_action (widget_class, "win.compare-one-device", NULL,
                                    tdm_window_compare_one_device);
+  gtk_widget_class_install_action (widget_class, "win.compare-strategies", NULL,
+                                   tdm_window_compare_strategies);
   gtk_widget_class_install_action (widget_class, "win.single-step", NULL, tdm_window_single_step);
   gtk_widget_class_install_action (widget_class, "win.show-pace", NULL, tdm_window_show_pace);
   gtk_widget_class_install_action (widget_class, "win.presentation", NULL, tdm_window_toggle_presentation);
@@ -756,6 +763,8 @@ tdm_window_init (TdmWindow *self)
   tdm_predictions_page_set_session (self->predictions_page, self->session);
 
   tdm_window_history_init (self);
+  /* No tooltip over a drop-down's list just opened. */
+  tdm_popover_tooltips_quiet (GTK_WIDGET (self));
   gtk_window_set_default_size (GTK_WINDOW (self),
                                g_settings_get_int (self->settings, "window-width"),
                                g_settings_get_int (self->settings, "window-height"));

@@ -73,5 +73,8 @@ GtkWidget *tdm_window_get_history_view  (TdmWindow     *self);
  * measured (tdm_compare_parameters; NaN before any). */
 gboolean   tdm_window_get_comparing     (TdmWindow     *self);
 double     tdm_window_get_compare_difference (TdmWindow *self);
+/* Whether "compare strategies" (win.compare-strategies: `main`, then `allreduce`,
+ * then both side by side on the Devices timeline) is under way. */
+gboolean   tdm_window_get_comparing_strategies (TdmWindow *self);
 
 G_END_DECLS

@@ -1,0 +1,406 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* test-layout-labels.c: no word cut off at the narrowest width, in English and in
+ * Japanese, and no tooltip over a list just opened.
+ *
+ * A label passes when its allocated width holds its natural width, or it wraps and
+ * its allocated height holds its lines, or it ends in "…" with the whole text in
+ * its own tooltip or its row's: checked on the settings' device rows and training
+ * rows (the learning rate's digits in their field), and on a kept sweep's window
+ * (its turned table, whose scrollbar stays when it is wider than the window). The
+ * Cairo views' captions have their own checks (test-prediction-gallery.c,
+ * test-batch-strip.c). The drop-downs' popovers switch their opener's tooltip off
+ * while they show. Allocations, not pixels; runs under xvfb-run-test.sh.
+ */
+
+#include <locale.h>
+#include <string.h>
+#include <glib/gstdio.h>
+
+#include <adwaita.h>
+
+#include "tdm-application.h"
+#include "tdm-device-picker.h"
+#include "tdm-device-row.h"
+#include "tdm-device.h"
+#include "tdm-history.h"
+#include "tdm-history-store.h"
+#include "tdm-history-sweep.h"
+#include "tdm-popover-tooltips.h"
+#include "tdm-window.h"
+#include "window-test-util.h"
+
+static gboolean
+tick(gpointer data)
+{
+  return G_SOURCE_CONTINUE;
+}
+
+/* Turns the main loop for a number of iterations with a timer running, so layout
+ * catches up; no assertion depends on how long that takes. */
+static void
+settle(guint iterations)
+{
+  guint source = g_timeout_add(5, tick, NULL);
+
+  for (guint i = 0; i < iterations; i++)
+    g_main_context_iteration(NULL, TRUE);
+  g_source_remove(source);
+}
+
+/* The tooltip that shows over the label: its own, or the nearest ancestor's. */
+static char *
+tooltip_over(GtkWidget *widget)
+{
+  for (GtkWidget *w = widget; w != NULL; w = gtk_widget_get_parent(w)) {
+    const char *text = gtk_widget_get_tooltip_text(w);
+
+    if (text != NULL)
+      return g_strdup(text);
+  }
+  return NULL;
+}
+
+/* One label: whole, wrapped into its height, or cut with "…" and whole in a tooltip. */
+static void
+assert_label_whole(GtkLabel *label, const char *where)
+{
+  GtkWidget *widget = GTK_WIDGET(label);
+  const char *text = gtk_label_get_text(label);
+  int natural, height_needed;
+  int width = gtk_widget_get_width(widget), height = gtk_widget_get_height(widget);
+
+  if (text == NULL || text[0] == '\0' || !gtk_widget_get_mapped(widget))
+    return;
+  gtk_widget_measure(widget, GTK_ORIENTATION_HORIZONTAL, -1, NULL, &natural, NULL, NULL);
+  if (width >= natural)
+    return;
+  if (gtk_label_get_wrap(label)) {
+    gtk_widget_measure(widget, GTK_ORIENTATION_VERTICAL, width, &height_needed, NULL, NULL, NULL);
+    if (height >= height_needed)
+      return;
+    g_error("%s: “%s” wraps into %d px but has %d", where, text, height_needed, height);
+  }
+  if (gtk_label_get_ellipsize(label) != PANGO_ELLIPSIZE_NONE) {
+    g_autofree char *tooltip = tooltip_over(widget);
+
+    if (tooltip != NULL && strstr(tooltip, text) != NULL)
+      return;
+    g_error("%s: “%s” is cut with … (%d of %d px) and no tooltip has it whole (%s)", where,
+            text, width, natural, tooltip != NULL ? tooltip : "none");
+  }
+  g_error("%s: “%s” is clipped: %d of %d px", where, text, width, natural);
+}
+
+static void
+assert_labels_whole(GtkWidget *root, const char *where)
+{
+  if (GTK_IS_LABEL(root))
+    assert_label_whole(GTK_LABEL(root), where);
+  for (GtkWidget *c = gtk_widget_get_first_child(root); c != NULL; c = gtk_widget_get_next_sibling(c))
+    assert_labels_whole(c, where);
+}
+
+/* The text a spin button shows fits the room its text field was given. */
+static void
+assert_spin_text_fits(GtkSpinButton *spin, const char *where)
+{
+  for (GtkWidget *c = gtk_widget_get_first_child(GTK_WIDGET(spin)); c != NULL; c = gtk_widget_get_next_sibling(c))
+    if (GTK_IS_TEXT(c)) {
+      const char *text = gtk_editable_get_text(GTK_EDITABLE(spin));
+      PangoLayout *layout = gtk_widget_create_pango_layout(c, text);
+      int text_width;
+
+      pango_layout_get_pixel_size(layout, &text_width, NULL);
+      g_object_unref(layout);
+      if (text_width > gtk_widget_get_width(c))
+        g_error("%s: “%s” needs %d px, its field has %d", where, text, text_width, gtk_widget_get_width(c));
+      return;
+    }
+  g_assert_not_reached();
+}
+
+/* The window at a width with the settings shown, on a CPU with a long name and
+ * description (many cores, much memory). */
+static TdmWindow *
+window_at(int width)
+{
+  g_autoptr(GArray) devices = g_array_new(FALSE, TRUE, sizeof(TdmDeviceInfo));
+  TdmDeviceInfo cpu = { .kind = TDM_BACKEND_CPU, .cores = 128, .memory_bytes = (gint64)1 << 40 };
+  TdmWindow *window;
+
+  g_strlcpy(cpu.id, "cpu", sizeof cpu.id);
+  g_strlcpy(cpu.name, "AMD EPYC 9754 128-Core Processor", sizeof cpu.name);
+  g_array_append_val(devices, cpu);
+  reset_settings();
+  window = g_object_ref(tdm_window_new(NULL));
+  gtk_window_set_default_size(GTK_WINDOW(window), width, 1100);
+  gtk_window_present(GTK_WINDOW(window));
+  tdm_window_set_devices(window, devices);
+  adw_flap_set_reveal_flap(window_child(window, "flap"), TRUE);
+  settle(40);
+  return window;
+}
+
+static void
+destroy_window(TdmWindow *window)
+{
+  gtk_window_destroy(GTK_WINDOW(window));
+  drain();
+  g_assert_finalize_object(window);
+}
+
+static void
+check_settings_at(int window_width)
+{
+  TdmWindow *window = window_at(window_width);
+  g_autoptr(GPtrArray) rows = tdm_device_picker_get_rows(window_child(window, "device_picker"));
+  int width = gtk_widget_get_width(GTK_WIDGET(window));
+
+  g_test_message("window %d px wide", width);
+  /* The window goes as narrow as asked, in either language (the Scaling page's
+   * controls wrap rather than widen it). */
+  g_assert_cmpint(width, <=, window_width);
+  g_assert_cmpuint(rows->len, ==, 1);
+  assert_labels_whole(rows->pdata[0], "the CPU's row");
+  /* However narrow the column, the CPU's name and description are whole in their
+   * tooltips (they are cut with … first). */
+  {
+    GObject *detail = gtk_widget_get_template_child(rows->pdata[0], TDM_TYPE_DEVICE_ROW, "detail_label");
+    GObject *name = gtk_widget_get_template_child(rows->pdata[0], TDM_TYPE_DEVICE_ROW, "name_label");
+
+    g_assert_cmpint(gtk_label_get_ellipsize(GTK_LABEL(detail)), !=, PANGO_ELLIPSIZE_NONE);
+    g_assert_cmpstr(gtk_widget_get_tooltip_text(GTK_WIDGET(detail)), ==, gtk_label_get_text(GTK_LABEL(detail)));
+    g_assert_cmpstr(gtk_widget_get_tooltip_text(GTK_WIDGET(name)), ==, gtk_label_get_text(GTK_LABEL(name)));
+  }
+  assert_labels_whole(gtk_widget_get_ancestor(window_child(window, "lr_spin"), ADW_TYPE_ACTION_ROW),
+                      "the learning rate's row");
+  assert_spin_text_fits(window_child(window, "lr_spin"), "the learning rate");
+  /* The largest rate it takes, too. */
+  gtk_spin_button_set_value(window_child(window, "lr_spin"), 10);
+  settle(10);
+  assert_spin_text_fits(window_child(window, "lr_spin"), "the learning rate at 10");
+  destroy_window(window);
+}
+
+/* At a phone's width the settings take the whole window; from 700 px on they are a
+ * narrow column beside the views. */
+static void
+check_settings(void)
+{
+  check_settings_at(360);
+  check_settings_at(1024);
+}
+
+static void
+test_settings(void)
+{
+  check_settings();
+}
+
+static void
+test_settings_japanese_subprocess(void)
+{
+  g_setenv("LANGUAGE", "ja", TRUE);
+  tdm_application_init_i18n();
+  check_settings();
+}
+
+static void
+test_settings_japanese(void)
+{
+  g_test_trap_subprocess("/labels/settings/japanese/subprocess", 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
+  g_test_trap_assert_passed();
+}
+
+static void
+remove_folder(const char *dir)
+{
+  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+  const char *name;
+
+  while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+
+    g_unlink(path);
+  }
+  g_rmdir(dir);
+}
+
+/* A kept sweep over 1, 2 and 3 CPU workers, in its own window at 360 px. */
+static void
+check_sweep(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("tandem-sweep-XXXXXX", NULL);
+  g_autoptr(TdmHistory) history = tdm_history_new(dir);
+  g_autoptr(TdmConfig) cfg = tdm_config_new();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmRunRecorder) rec = NULL;
+  g_autoptr(TdmHistoryStore) store = NULL;
+  GtkWidget *sweep, *table, *scroller;
+  int table_width;
+
+  g_assert_true(tdm_config_set_devices(cfg, "cpu:3", &error));
+  rec = tdm_run_recorder_new_sweep(history, cfg, TDM_SCALING_STRONG, 200, "sweep", &error);
+  g_assert_no_error(error);
+  for (int n = 1; n <= 3; n++) {
+    TdmScalingPoint p = {
+      .index = n - 1, .count = 3, .devices = n, .batch = 100, .steps = 200, .runs = 3,
+      .samples_per_second = 12345.0 * n, .samples_per_second_min = 12000.0 * n,
+      .samples_per_second_max = 12999.0 * n, .speedup = n * 0.9, .speedup_min = n * 0.85,
+      .speedup_max = n * 0.95, .efficiency = 0.9, .compute_ms = 20.0 / n, .comm_ms = n - 1,
+      .wait_ms = 0.5 * (n - 1),
+    };
+
+    for (int d = 0; d < n; d++)
+      p.memory_bytes[d] = (gint64)345 << 20;
+    tdm_run_recorder_add_point(&p, rec);
+  }
+  tdm_run_recorder_end_sweep(rec, NULL);
+  g_assert_true(tdm_run_recorder_finish(rec, &error));
+  g_assert_no_error(error);
+  store = tdm_history_store_new(dir);
+  tdm_history_store_reload(store);
+  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 1);
+
+  sweep = tdm_history_sweep_new(NULL, store, tdm_history_store_find(store, tdm_run_recorder_get_id(rec)));
+  gtk_window_set_default_size(GTK_WINDOW(sweep), 360, 900);
+  gtk_window_present(GTK_WINDOW(sweep));
+  settle(40);
+  g_test_message("sweep window %d px wide", gtk_widget_get_width(sweep));
+  table = tdm_history_sweep_get_table(TDM_HISTORY_SWEEP(sweep));
+  assert_labels_whole(table, "the sweep's table");
+  /* Turned, a column a point, its cells wrapping: three points fit a phone's width. */
+  scroller = gtk_widget_get_ancestor(table, GTK_TYPE_SCROLLED_WINDOW);
+  gtk_widget_measure(table, GTK_ORIENTATION_HORIZONTAL, -1, &table_width, NULL, NULL, NULL);
+  g_test_message("table %d px in %d", table_width, gtk_widget_get_width(scroller));
+  g_assert_cmpint(table_width, <=, gtk_widget_get_width(scroller));
+  /* Wider (more points), it would scroll with a scrollbar that stays. */
+  g_assert_false(gtk_scrolled_window_get_overlay_scrolling(GTK_SCROLLED_WINDOW(scroller)));
+  gtk_window_destroy(GTK_WINDOW(sweep));
+  drain();
+  remove_folder(dir);
+}
+
+static void
+test_sweep(void)
+{
+  check_sweep();
+}
+
+static void
+test_sweep_japanese_subprocess(void)
+{
+  g_setenv("LANGUAGE", "ja", TRUE);
+  tdm_application_init_i18n();
+  check_sweep();
+}
+
+static void
+test_sweep_japanese(void)
+{
+  g_test_trap_subprocess("/labels/sweep/japanese/subprocess", 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
+  g_test_trap_assert_passed();
+}
+
+static GtkWidget *
+popover_under(GtkWidget *widget)
+{
+  for (GtkWidget *c = gtk_widget_get_first_child(widget); c != NULL; c = gtk_widget_get_next_sibling(c)) {
+    GtkWidget *found;
+
+    if (GTK_IS_POPOVER(c))
+      return c;
+    if ((found = popover_under(c)) != NULL)
+      return found;
+  }
+  return NULL;
+}
+
+/* Opened, the list is not covered by its opener's tooltip; closed, the tooltip is
+ * back, its text as it was. */
+static void
+check_dropdown(GtkWidget *opener, const char *what)
+{
+  GtkWidget *popover = popover_under(opener);
+  g_autofree char *tooltip = g_strdup(gtk_widget_get_tooltip_text(opener));
+
+  g_assert_nonnull(popover);
+  g_assert_nonnull(tooltip);
+  g_assert_true(gtk_widget_get_mapped(opener));
+  g_assert_true(gtk_widget_get_has_tooltip(opener));
+  gtk_popover_popup(GTK_POPOVER(popover));
+  settle(5);
+  g_assert_true(gtk_widget_get_visible(popover));
+  if (gtk_widget_get_has_tooltip(opener))
+    g_error("%s: its tooltip shows over its open list", what);
+  g_assert_true(tdm_popover_tooltips_quieted(opener));
+  gtk_popover_popdown(GTK_POPOVER(popover));
+  settle(5);
+  g_assert_false(gtk_widget_get_visible(popover));
+  g_assert_true(gtk_widget_get_has_tooltip(opener));
+  g_assert_false(tdm_popover_tooltips_quieted(opener));
+  g_assert_cmpstr(gtk_widget_get_tooltip_text(opener), ==, tooltip);
+}
+
+static GtkWidget *
+dropdown_under(GtkWidget *widget)
+{
+  for (GtkWidget *c = gtk_widget_get_first_child(widget); c != NULL; c = gtk_widget_get_next_sibling(c)) {
+    GtkWidget *found;
+
+    if (GTK_IS_DROP_DOWN(c))
+      return c;
+    if ((found = dropdown_under(c)) != NULL)
+      return found;
+  }
+  return NULL;
+}
+
+static void
+test_dropdown_tooltips(void)
+{
+  TdmWindow *window;
+
+  reset_settings();
+  window = g_object_ref(tdm_window_new(NULL));
+  gtk_window_set_default_size(GTK_WINDOW(window), 1200, 900);
+  gtk_window_present(GTK_WINDOW(window));
+  settle(20);
+  /* A combo row of the settings, and the dataset's drop-down. */
+  check_dropdown(window_child(window, "strategy_dropdown"), "the strategy");
+  check_dropdown(dropdown_under(window_child(window, "dataset_chooser")), "the dataset");
+  /* The Scaling page's mode. */
+  tdm_window_set_page(window, "scaling");
+  settle(20);
+  check_dropdown(dropdown_under(window_child(window, "scaling_page")), "the scaling mode");
+  destroy_window(window);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_autofree char *data_home = g_dir_make_tmp("tandem-xdg-XXXXXX", NULL);
+  int status;
+
+  /* gettext ignores LANGUAGE in the "C" locale; the Japanese tests set it. */
+  g_setenv("LC_ALL", "C.UTF-8", TRUE);
+  g_unsetenv("LANGUAGE");
+  g_setenv("XDG_DATA_HOME", data_home, TRUE);
+  setlocale(LC_ALL, "");
+  gtk_test_init(&argc, &argv, NULL);
+  adw_init();
+  g_object_set(gtk_settings_get_default(), "gtk-decoration-layout", "appmenu:close", NULL);
+  tdm_application_init_i18n();
+
+  g_test_add_func("/labels/settings", test_settings);
+  g_test_add_func("/labels/settings/japanese", test_settings_japanese);
+  g_test_add_func("/labels/settings/japanese/subprocess", test_settings_japanese_subprocess);
+  g_test_add_func("/labels/sweep", test_sweep);
+  g_test_add_func("/labels/sweep/japanese", test_sweep_japanese);
+  g_test_add_func("/labels/sweep/japanese/subprocess", test_sweep_japanese_subprocess);
+  g_test_add_func("/labels/dropdown-tooltips", test_dropdown_tooltips);
+
+  status = g_test_run();
+  g_rmdir(data_home);
+  return status;
+}
