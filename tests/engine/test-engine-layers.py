@@ -6,6 +6,7 @@
 # the wrong way across a boundary, fails here with the file and the line. The table
 # is the one place the layering is written down (docs/ARCHITECTURE.md explains it);
 # a new folder must be placed in it.   usage: test-engine-layers.py SOURCE_ROOT
+# (or --include-dirs PART: the folders engine/meson.build gives PART's library).
 import os
 import re
 import sys
@@ -42,7 +43,26 @@ def sources(top):
                 yield d, f
 
 
+def include_dirs(part):
+    """The folders a part's files (a top folder of engine/ and every folder under it)
+    may see on their include path: their own, and everything LAYERS lets them reach,
+    directly or through a header they include. engine/meson.build builds each part
+    with only these, so an include the wrong way across a boundary fails to compile."""
+    own = [f for f in LAYERS if f == part or f.startswith(part + "/")]
+    seen = set(own)
+    todo = list(own)
+    while todo:
+        for b in LAYERS.get(todo.pop(), []):
+            if b not in seen:
+                seen.add(b)
+                todo.append(b)
+    return sorted(seen)
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--include-dirs":
+        print("\n".join(include_dirs(sys.argv[2])))
+        return 0
     root = sys.argv[1] if len(sys.argv) > 1 else "."
     engine = os.path.join(root, "engine")
     kernels = os.path.join(root, "kernels")
