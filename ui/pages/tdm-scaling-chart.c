@@ -12,7 +12,7 @@
 #define LEFT   56.0
 #define RIGHT  56.0   /* room for the last point's efficiency and split bar */
 #define TOP    12.0
-#define BOTTOM 44.0
+#define BOTTOM 58.0   /* tick numbers, the split bars, then the axis title under them */
 
 struct _TdmScalingChart
 {
