@@ -130,13 +130,15 @@ tdm_batch_strip_drop_thumbs (TdmBatchStrip *self)
 
 /* The smallest thumbnail that holds the widest class name at NAME_FONT. */
 static double
-tdm_batch_strip_min_thumb (char **class_names)
+tdm_batch_strip_min_thumb (TdmBatchStrip  *self,
+                           char          **class_names)
 {
   cairo_surface_t *surface = cairo_image_surface_create (CAIRO_FORMAT_A8, 1, 1);
   cairo_t *cr = cairo_create (surface);
   double widest = 0;
 
-  tdm_draw_set_font (cr, NULL);
+  /* The family drawn (the widget's), at the size drawn. */
+  tdm_draw_set_font (cr, GTK_WIDGET (self));
   tdm_draw_set_font_px (cr, NAME_FONT);
   for (guint c = 0; class_names != NULL && class_names[c] != NULL; c++)
     widest = MAX (widest, tdm_draw_text_width (cr, class_names[c]));
@@ -249,7 +251,7 @@ tdm_batch_strip_set_batch (TdmBatchStrip       *self,
   if (train != NULL)
     {
       self->class_names = g_strdupv (train->class_names);
-      self->min_thumb = tdm_batch_strip_min_thumb (self->class_names);
+      self->min_thumb = tdm_batch_strip_min_thumb (self, self->class_names);
       for (int r = 0; r < tdm_batch_strip_get_devices (self); r++)
         for (int i = 0; i < batch->device[r].shown; i++)
           if (batch->device[r].index[i] >= 0 && batch->device[r].index[i] < train->count)
