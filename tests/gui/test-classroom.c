@@ -570,6 +570,15 @@ test_scaling_run(void)
   g_assert_nonnull(strstr(svg, ">2</text>"));
   g_assert_null(strstr(svg, "glyph"));
   g_assert_nonnull(strstr(svg, "<tandem:setting name=\"batch\">200</tandem:setting>"));
+  /* Well-formed XML, the labels Pango laid out included. */
+  {
+    static const GMarkupParser any = {NULL, NULL, NULL, NULL, NULL};
+    g_autoptr(GMarkupParseContext) xml = g_markup_parse_context_new(&any, 0, NULL, NULL);
+
+    g_assert_true(g_markup_parse_context_parse(xml, svg, -1, &error));
+    g_assert_true(g_markup_parse_context_end_parse(xml, &error));
+    g_assert_no_error(error);
+  }
   /* A folder that is not there is an error with a message, not a crash. */
   g_assert_false(tdm_scaling_page_write_csv(page, "/nonexistent-folder/x.csv", &error));
   g_assert_nonnull(error);

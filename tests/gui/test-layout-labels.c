@@ -226,6 +226,21 @@ remove_folder(const char *dir)
   g_rmdir(dir);
 }
 
+/* The first AdwWindowTitle under `root`. */
+static GtkWidget *
+find_window_title(GtkWidget *root)
+{
+  if (ADW_IS_WINDOW_TITLE(root))
+    return root;
+  for (GtkWidget *c = gtk_widget_get_first_child(root); c != NULL; c = gtk_widget_get_next_sibling(c)) {
+    GtkWidget *found = find_window_title(c);
+
+    if (found != NULL)
+      return found;
+  }
+  return NULL;
+}
+
 /* A kept sweep over 1, 2 and 3 CPU workers, in its own window at 360 px. */
 static void
 check_sweep(void)
@@ -269,6 +284,17 @@ check_sweep(void)
   g_test_message("sweep window %d px wide", gtk_widget_get_width(sweep));
   table = tdm_history_sweep_get_table(TDM_HISTORY_SWEEP(sweep));
   assert_labels_whole(table, "the sweep's table");
+  /* The header's title and its subtitle (the run's settings, longer than a phone's
+   * width): cut with "…", whole in a tooltip. */
+  assert_labels_whole(sweep, "the sweep window");
+  {
+    GtkWidget *title = find_window_title(sweep);
+
+    g_assert_nonnull(title);
+    g_assert_nonnull(gtk_widget_get_tooltip_text(title));
+    g_assert_nonnull(strstr(gtk_widget_get_tooltip_text(title),
+                            adw_window_title_get_subtitle(ADW_WINDOW_TITLE(title))));
+  }
   /* Turned, a column a point, its cells wrapping: three points fit a phone's width. */
   scroller = gtk_widget_get_ancestor(table, GTK_TYPE_SCROLLED_WINDOW);
   gtk_widget_measure(table, GTK_ORIENTATION_HORIZONTAL, -1, &table_width, NULL, NULL, NULL);

@@ -57,10 +57,6 @@ void         tdm_chart_fill        (cairo_t             *cr);
 void         tdm_chart_show_layout (cairo_t             *cr,
                                     PangoLayout         *layout,
                                     double               anchor);
-/* As cairo_show_text(), for drawings that use cairo's own text (the scaling chart):
- * a <text> at the current point's baseline in the context's font. */
-void         tdm_chart_show_text   (cairo_t             *cr,
-                                    const char          *utf8);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmChartSvg, tdm_chart_svg_free)
 

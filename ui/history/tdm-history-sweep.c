@@ -194,6 +194,19 @@ describe_end (const TdmRunRecord *r)
   return NULL;
 }
 
+/* The header's title and subtitle whole in its tooltip: at a phone's width both end
+ * in "…". Again after a rename. */
+static void
+title_tooltip (TdmRunItem     *item,
+               GParamSpec     *pspec,
+               AdwWindowTitle *title)
+{
+  g_autofree char *whole = g_strdup_printf ("%s\n%s", tdm_run_item_get_name (item),
+                                            adw_window_title_get_subtitle (title));
+
+  gtk_widget_set_tooltip_text (GTK_WIDGET (title), whole);
+}
+
 GtkWidget *
 tdm_history_sweep_new (GtkWindow       *parent,
                        TdmHistoryStore *store,
@@ -226,6 +239,8 @@ tdm_history_sweep_new (GtkWindow       *parent,
   g_object_bind_property (item, "name", title, "title", G_BINDING_DEFAULT);
   g_object_bind_property (item, "name", self, "title", G_BINDING_SYNC_CREATE);
   adw_header_bar_set_title_widget (ADW_HEADER_BAR (header), title);
+  title_tooltip (item, NULL, ADW_WINDOW_TITLE (title));
+  g_signal_connect_object (item, "notify::name", G_CALLBACK (title_tooltip), title, 0);
   adw_header_bar_pack_start (ADW_HEADER_BAR (header),
                              export_button (self, "x-office-spreadsheet-symbolic",
                                             _("Export the points as CSV"), FALSE));

@@ -130,21 +130,18 @@ tdm_batch_strip_drop_thumbs (TdmBatchStrip *self)
 
 /* The smallest thumbnail that holds the widest class name at NAME_FONT. */
 static double
-tdm_batch_strip_min_thumb (char **class_names)
+tdm_batch_strip_min_thumb (TdmBatchStrip  *self,
+                           char          **class_names)
 {
   cairo_surface_t *surface = cairo_image_surface_create (CAIRO_FORMAT_A8, 1, 1);
   cairo_t *cr = cairo_create (surface);
   double widest = 0;
 
-  tdm_draw_set_font (cr);
-  cairo_set_font_size (cr, NAME_FONT);
+  /* The family drawn (the widget's), at the size drawn. */
+  tdm_draw_set_font (cr, GTK_WIDGET (self));
+  tdm_draw_set_font_px (cr, NAME_FONT);
   for (guint c = 0; class_names != NULL && class_names[c] != NULL; c++)
-    {
-      cairo_text_extents_t ext;
-
-      cairo_text_extents (cr, class_names[c], &ext);
-      widest = MAX (widest, ext.x_advance);
-    }
+    widest = MAX (widest, tdm_draw_text_width (cr, class_names[c]));
   cairo_destroy (cr);
   cairo_surface_destroy (surface);
   return CLAMP (widest + 4, MIN_THUMB, MAX_THUMB);
@@ -254,7 +251,7 @@ tdm_batch_strip_set_batch (TdmBatchStrip       *self,
   if (train != NULL)
     {
       self->class_names = g_strdupv (train->class_names);
-      self->min_thumb = tdm_batch_strip_min_thumb (self->class_names);
+      self->min_thumb = tdm_batch_strip_min_thumb (self, self->class_names);
       for (int r = 0; r < tdm_batch_strip_get_devices (self); r++)
         for (int i = 0; i < batch->device[r].shown; i++)
           if (batch->device[r].index[i] >= 0 && batch->device[r].index[i] < train->count)
@@ -290,8 +287,7 @@ tdm_batch_strip_snapshot (GtkWidget   *widget,
   if (rows->len == 0)
     {
       gdk_cairo_set_source_rgba (cr, &fg);
-      cairo_move_to (cr, 4, height / 2);
-      cairo_show_text (cr, _("The batch split appears once a run has started"));
+      tdm_draw_text (cr, 4, height / 2, _("The batch split appears once a run has started"));
     }
   for (guint r = 0; r < rows->len; r++)
     {
@@ -300,22 +296,17 @@ tdm_batch_strip_snapshot (GtkWidget   *widget,
       g_autofree char *size = g_strdup_printf ("%d", row->size);
 
       gdk_cairo_set_source_rgba (cr, &fg);
-      cairo_move_to (cr, 4, row->shard.origin.y + row->shard.size.height / 2 +
-                            ((int) r == self->main_device ? -3 : 5));
-      cairo_show_text (cr, label);
+      tdm_draw_text (cr, 4, row->shard.origin.y + row->shard.size.height / 2 +
+                            ((int) r == self->main_device ? -3 : 5), label);
       if ((int) r == self->main_device)
-        {
-          cairo_move_to (cr, 4, row->shard.origin.y + row->shard.size.height / 2 + 14);
-          cairo_show_text (cr, _("main"));
-        }
+        tdm_draw_text (cr, 4, row->shard.origin.y + row->shard.size.height / 2 + 14, _("main"));
       cairo_set_source_rgb (cr, 0.0, 0.447, 0.698);
       cairo_rectangle (cr, row->shard.origin.x, row->shard.origin.y, row->shard.size.width,
                        row->shard.size.height);
       cairo_fill (cr);
       cairo_set_source_rgb (cr, 1, 1, 1);
-      cairo_move_to (cr, row->shard.origin.x + 4,
-                     row->shard.origin.y + row->shard.size.height / 2 + 5);
-      cairo_show_text (cr, size);
+      tdm_draw_text (cr, row->shard.origin.x + 4,
+                     row->shard.origin.y + row->shard.size.height / 2 + 5, size);
 
       for (int i = 0; i < row->shown; i++)
         {
@@ -338,12 +329,12 @@ tdm_batch_strip_snapshot (GtkWidget   *widget,
            * tooltip has it whole). */
           g_autofree char *name = tdm_batch_strip_class_name (self, lab);
           double font = MAX (NAME_FONT, MIN (14.0, t->size.height / 4));
-          cairo_text_extents_t ext;
+          double name_width;
 
-          cairo_set_font_size (cr, font);
-          cairo_text_extents (cr, name, &ext);
-          if (ext.x_advance > t->size.width - 4)
-            cairo_set_font_size (cr, MAX (NAME_FONT, font * (t->size.width - 4) / ext.x_advance));
+          tdm_draw_set_font_px (cr, font);
+          name_width = tdm_draw_text_width (cr, name);
+          if (name_width > t->size.width - 4)
+            tdm_draw_set_font_px (cr, MAX (NAME_FONT, font * (t->size.width - 4) / name_width));
           g_free (self->caption[r][i]);
           self->caption[r][i] = tdm_draw_fit_text (cr, name, t->size.width - 4,
                                                    &self->caption_width[r][i][0]);
@@ -353,9 +344,9 @@ tdm_batch_strip_snapshot (GtkWidget   *widget,
                            t->size.width, t->size.height * 0.3);
           cairo_fill (cr);
           cairo_set_source_rgb (cr, 1, 1, 1);
-          cairo_move_to (cr, t->origin.x + 2, t->origin.y + t->size.height - 3);
-          cairo_show_text (cr, self->caption[r][i]);
-          cairo_set_font_size (cr, 14);
+          tdm_draw_text (cr, t->origin.x + 2, t->origin.y + t->size.height - 3,
+                         self->caption[r][i]);
+          tdm_draw_set_font_px (cr, 0);
         }
     }
   cairo_destroy (cr);

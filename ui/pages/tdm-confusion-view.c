@@ -180,28 +180,19 @@ tdm_confusion_view_snapshot (GtkWidget   *widget,
       const char *note = self->predictions == NULL
                          ? _("The confusion matrix appears after the first evaluation")
                          : _("Too many classes for a confusion matrix");
-      cairo_move_to (cr, MARGIN, height / 2);
-      cairo_show_text (cr, note);
+      tdm_draw_text (cr, MARGIN, height / 2, note);
       cairo_destroy (cr);
       return;
     }
 
-  cairo_move_to (cr, x0, 14);
-  cairo_show_text (cr, _("Predicted →"));
+  tdm_draw_text (cr, x0, 14, _("Predicted →"));
   /* Each column's class, slanted so that long names fit above narrow columns. */
   for (int j = 0; j < n; j++)
     {
       g_autofree char *name = tdm_confusion_view_class_name (self, j);
+      g_autofree char *fitted = tdm_draw_fit_text (cr, name, SLANT_MAX, NULL);
 
-      cairo_save (cr);
-      cairo_move_to (cr, x0 + j * cell + cell / 2 - 3, y0 - 4);
-      cairo_rotate (cr, -G_PI / 3);
-      {
-        g_autofree char *fitted = tdm_draw_fit_text (cr, name, SLANT_MAX, NULL);
-
-        cairo_show_text (cr, fitted);
-      }
-      cairo_restore (cr);
+      tdm_draw_text_rotated (cr, x0 + j * cell + cell / 2 - 3, y0 - 4, -G_PI / 3, fitted);
     }
   for (int i = 0; i < n; i++)
     {
@@ -211,12 +202,11 @@ tdm_confusion_view_snapshot (GtkWidget   *widget,
       for (int j = 0; j < n; j++)
         row += self->predictions->matrix[i][j];
       gdk_cairo_set_source_rgba (cr, &fg);
-      cairo_move_to (cr, MARGIN, y0 + i * cell + cell / 2 + 5);
       {
         /* Inside its column: a long name ends in "…" (the tooltip has it whole). */
         g_autofree char *fitted = tdm_draw_fit_text (cr, name, NAME_WIDTH - MARGIN - 6, NULL);
 
-        cairo_show_text (cr, fitted);
+        tdm_draw_text (cr, MARGIN, y0 + i * cell + cell / 2 + 5, fitted);
       }
 
       for (int j = 0; j < n; j++)
@@ -235,19 +225,20 @@ tdm_confusion_view_snapshot (GtkWidget   *widget,
           if (cell >= COUNT_CELL)
             {
               char text[16];
-              cairo_text_extents_t ext;
+              double px = CLAMP (cell / 2.6, 7.0, 14.0);
+              double w;
 
               g_snprintf (text, sizeof text, "%d", count);
-              cairo_set_font_size (cr, CLAMP (cell / 2.6, 7.0, 14.0));
-              cairo_text_extents (cr, text, &ext);
+              tdm_draw_set_font_px (cr, px);
+              w = tdm_draw_text_width (cr, text);
               if (share > 0.5)
                 cairo_set_source_rgb (cr, 1, 1, 1);
               else
                 gdk_cairo_set_source_rgba (cr, &fg);
-              cairo_move_to (cr, x0 + j * cell + (cell - ext.x_advance) / 2,
-                             y0 + i * cell + cell / 2 + ext.height / 2);
-              cairo_show_text (cr, text);
-              cairo_set_font_size (cr, 14);
+              /* Digits stand about 0.7 em above the baseline: centred in the cell. */
+              tdm_draw_text (cr, x0 + j * cell + (cell - w) / 2,
+                             y0 + i * cell + cell / 2 + 0.36 * px, text);
+              tdm_draw_set_font_px (cr, 0);
             }
         }
     }
@@ -296,7 +287,7 @@ tdm_confusion_view_set_predictions (TdmConfusionView          *self,
     cairo_surface_t *surface = cairo_image_surface_create (CAIRO_FORMAT_A8, 1, 1);
     cairo_t *cr = cairo_create (surface);
 
-    tdm_draw_set_font (cr);
+    tdm_draw_set_font (cr, GTK_WIDGET (self));
     self->slant_width = 0;
     for (int c = 0; c < tdm_confusion_view_get_classes (self); c++)
       {

@@ -215,8 +215,7 @@ tdm_prediction_gallery_snapshot (GtkWidget   *widget,
   if (tdm_prediction_gallery_get_n_items (self) == 0)
     {
       gdk_cairo_set_source_rgba (cr, &fg);
-      cairo_move_to (cr, 4, height / 2);
-      cairo_show_text (cr, _("Predictions appear after the first evaluation"));
+      tdm_draw_text (cr, 4, height / 2, _("Predictions appear after the first evaluation"));
     }
   for (guint i = 0; tdm_prediction_gallery_item_rect (self, width, height, i, &r); i++)
     {
@@ -255,8 +254,8 @@ tdm_prediction_gallery_snapshot (GtkWidget   *widget,
             continue;
           self->caption[i][line] = tdm_draw_fit_text (cr, lines[line], CELL - 6,
                                                       &self->caption_width[i][line]);
-          cairo_move_to (cr, r.origin.x - (CELL - THUMB) / 2 + 2, r.origin.y + THUMB + (line + 1) * CAPTION);
-          cairo_show_text (cr, self->caption[i][line]);
+          tdm_draw_text (cr, r.origin.x - (CELL - THUMB) / 2 + 2, r.origin.y + THUMB + (line + 1) * CAPTION,
+                         self->caption[i][line]);
         }
     }
   cairo_destroy (cr);

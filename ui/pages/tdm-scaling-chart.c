@@ -12,7 +12,7 @@
 #define LEFT   56.0
 #define RIGHT  56.0   /* room for the last point's efficiency and split bar */
 #define TOP    12.0
-#define BOTTOM 44.0
+#define BOTTOM 58.0   /* tick numbers, the split bars, then the axis title under them */
 
 struct _TdmScalingChart
 {
@@ -106,7 +106,7 @@ tdm_scaling_chart_draw (TdmScalingChart *self,
   if (width <= LEFT + RIGHT || height <= TOP + BOTTOM)
     return;
   cairo_save (cr);
-  tdm_draw_set_font (cr);
+  tdm_draw_set_font (cr, GTK_WIDGET (self));
   gdk_cairo_set_source_rgba (cr, &fg);
   cairo_set_line_width (cr, 1);
 
@@ -120,18 +120,14 @@ tdm_scaling_chart_draw (TdmScalingChart *self,
       {
         char text[16];
         g_snprintf (text, sizeof text, "%d", d);
-        cairo_move_to (cr, p.x - 4, height - BOTTOM + 18);
-        tdm_chart_show_text (cr, text);
+        tdm_draw_text (cr, p.x - 4, height - BOTTOM + 18, text);
       }
-  cairo_move_to (cr, LEFT, height - 6);
-  tdm_chart_show_text (cr, _("Devices"));
+  tdm_draw_text (cr, LEFT, height - 6, _("Devices"));
   {
     char text[32];
     g_snprintf (text, sizeof text, "%.1f×", y_max);
-    cairo_move_to (cr, 4, TOP + 12);
-    tdm_chart_show_text (cr, text);
-    cairo_move_to (cr, 4, height - BOTTOM);
-    tdm_chart_show_text (cr, "0×");
+    tdm_draw_text (cr, 4, TOP + 12, text);
+    tdm_draw_text (cr, 4, height - BOTTOM, "0×");
   }
 
   /* The ideal line, dashed. */
@@ -194,13 +190,11 @@ tdm_scaling_chart_draw (TdmScalingChart *self,
       /* Above the point, or below it at the top of the plot, where it would be cut;
        * right of it, or left of it at the right edge (the last point's). */
       {
-        cairo_text_extents_t ext;
+        double w = tdm_draw_text_width (cr, text);
 
-        cairo_text_extents (cr, text, &ext);
-        cairo_move_to (cr, p.x + 6 + ext.x_advance > width - 2 ? p.x - 6 - ext.x_advance : p.x + 6,
-                       p.y - 6 < TOP + 14 ? p.y + 18 : p.y - 6);
+        tdm_draw_text (cr, p.x + 6 + w > width - 2 ? p.x - 6 - w : p.x + 6,
+                       p.y - 6 < TOP + 14 ? p.y + 18 : p.y - 6, text);
       }
-      tdm_chart_show_text (cr, text);
       if (total > 0 && isfinite (total))
         {
           /* compute (blue), communication (vermillion), wait (grey), left to right */

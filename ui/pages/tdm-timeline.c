@@ -371,8 +371,7 @@ tdm_timeline_draw_axis (TdmTimeline *self,
             g_snprintf (text, sizeof text, _("%g ms"), t);
           else
             g_snprintf (text, sizeof text, "%g", t);
-          cairo_move_to (cr, x + 2, y + 14);
-          cairo_show_text (cr, text);
+          tdm_draw_text (cr, x + 2, y + 14, text);
         }
     }
 }
@@ -403,23 +402,16 @@ tdm_timeline_draw_compared (TdmTimeline *self,
           cairo_stroke (cr);
         }
       if (self->compared[g].title != NULL)
-        {
-          cairo_move_to (cr, 4, top + title - 5);
-          cairo_show_text (cr, self->compared[g].title);
-        }
+        tdm_draw_text (cr, 4, top + title - 5, self->compared[g].title);
       for (int r = 0; r < n; r++)
         {
           double mid = top + title + (r + 0.5) * lane;
           const char *name = self->compared[g].names[r];
           const char *note = self->compared[g].notes[r];
 
-          cairo_move_to (cr, 4, mid + (note != NULL ? -3 : 5));
-          cairo_show_text (cr, name != NULL ? name : "");
+          tdm_draw_text (cr, 4, mid + (note != NULL ? -3 : 5), name);
           if (note != NULL)
-            {
-              cairo_move_to (cr, 4, mid + 11);
-              cairo_show_text (cr, note);
-            }
+            tdm_draw_text (cr, 4, mid + 11, note);
         }
       first += n;
     }
@@ -451,15 +443,14 @@ tdm_timeline_snapshot (GtkWidget   *widget,
 
     for (int p = 0; p < TDM_PHASE_COUNT; p++)
       {
-        cairo_text_extents_t ext;
+        double w = tdm_draw_text_width (cr, tdm_format_phase (p));
 
-        cairo_text_extents (cr, tdm_format_phase (p), &ext);
-        if (p > 0 && x + 16 + ext.x_advance > width)
+        if (p > 0 && x + 16 + w > width)
           {
             x = 4;
             rows++;
           }
-        x += 16 + ext.x_advance + 12;
+        x += 16 + w + 12;
       }
     self->legend_height = LEGEND_HEIGHT + (rows - 1) * LEGEND_ROW;
   }
@@ -467,7 +458,6 @@ tdm_timeline_snapshot (GtkWidget   *widget,
    * device name, another language's words), up to a third of the width. */
   {
     double widest = 0;
-    cairo_text_extents_t ext;
 
     for (int r = 0; r < TDM_MAX_REPLICAS; r++)
       {
@@ -478,13 +468,9 @@ tdm_timeline_snapshot (GtkWidget   *widget,
 
         for (guint k = 0; k < G_N_ELEMENTS (texts); k++)
           if (texts[k] != NULL)
-            {
-              cairo_text_extents (cr, texts[k], &ext);
-              widest = MAX (widest, ext.x_advance);
-            }
+            widest = MAX (widest, tdm_draw_text_width (cr, texts[k]));
       }
-    cairo_text_extents (cr, _("main"), &ext);
-    widest = MAX (widest, ext.x_advance);
+    widest = MAX (widest, tdm_draw_text_width (cr, _("main")));
     self->label_width = MAX (LABEL_WIDTH, MIN (widest + 12, width / 3));
   }
   boxes = tdm_timeline_layout (self, width, height);
@@ -524,40 +510,32 @@ tdm_timeline_snapshot (GtkWidget   *widget,
                                           ? self->reference_names[r - live] : "");
           gboolean is_main = r < live && r == self->main_device;
 
-          cairo_move_to (cr, 4, r * lane + lane / 2 + (is_main ? -3 : 5));
-          cairo_show_text (cr, label);
+          tdm_draw_text (cr, 4, r * lane + lane / 2 + (is_main ? -3 : 5), label);
           /* The main device reduces, updates and broadcasts with `main`: say which. */
           if (is_main)
-            {
-              cairo_move_to (cr, 4, r * lane + lane / 2 + 14);
-              cairo_show_text (cr, _("main"));
-            }
+            tdm_draw_text (cr, 4, r * lane + lane / 2 + 14, _("main"));
         }
     }
   else
     {
-      cairo_move_to (cr, 4, (height - self->legend_height) / 2);
-      cairo_show_text (cr, _("Phases appear once a run has timed a step"));
+      tdm_draw_text (cr, 4, (height - self->legend_height) / 2,
+                     _("Phases appear once a run has timed a step"));
     }
 
   /* The legend: a swatch and the name of each phase. */
   double x = 4, y = height - self->legend_height + 4;
   for (int p = 0; p < TDM_PHASE_COUNT; p++)
     {
-      cairo_text_extents_t ext;
       const char *name = tdm_format_phase (p);
 
       tdm_timeline_fill_phase (self, cr, p, x, y + 2, 12, 12);
       gdk_cairo_set_source_rgba (cr, &fg);
-      cairo_text_extents (cr, name, &ext);
-      cairo_move_to (cr, x + 16, y + 13);
-      cairo_show_text (cr, name);
-      x += 16 + ext.x_advance + 12;
+      tdm_draw_text (cr, x + 16, y + 13, name);
+      x += 16 + tdm_draw_text_width (cr, name) + 12;
       /* The next entry on a new row when it would not fit this one. */
       if (p + 1 < TDM_PHASE_COUNT)
         {
-          cairo_text_extents (cr, tdm_format_phase (p + 1), &ext);
-          if (x + 16 + ext.x_advance > width)
+          if (x + 16 + tdm_draw_text_width (cr, tdm_format_phase (p + 1)) > width)
             {
               x = 4;
               y += LEGEND_ROW;
