@@ -43,6 +43,7 @@ struct _TdmTimeline
   } compared[2];
   double          legend_height; /* as last drawn: LEGEND_HEIGHT, or more rows */
   double          label_width;   /* as last drawn: LABEL_WIDTH, or the widest label's */
+  double          tick_px;       /* as last drawn: TICK_SPACING, or a wider tick label's */
 };
 
 G_DEFINE_FINAL_TYPE (TdmTimeline, tdm_timeline, GTK_TYPE_WIDGET)
@@ -177,8 +178,37 @@ tdm_timeline_title_height (TdmTimeline *self)
   return self->compared[0].step != NULL ? TITLE_HEIGHT : 0;
 }
 
+/* The oldest kept step shown at `width`: every kept step where each gets two
+ * labelled ticks on its own clock, else fewer, the newest (four steps side by side
+ * on a phone would each show only their "0"). */
+static guint
+tdm_timeline_first_shown (TdmTimeline *self,
+                          double       width)
+{
+  double plot_width = width - self->label_width;
+
+  for (guint first = 0; first + 1 < self->n_steps; first++)
+    {
+      double total = 0, shortest = G_MAXDOUBLE, axis;
+
+      for (guint i = first; i < self->n_steps; i++)
+        {
+          double ms = tdm_timeline_step_ms (self->steps[i]);
+
+          total += ms;
+          shortest = MIN (shortest, ms);
+        }
+      axis = total * (1 + STEP_GAP * (self->n_steps - first - 1));
+      if (axis > 0 && plot_width > 0
+          && tdm_timeline_choose_tick (shortest, plot_width / axis, self->tick_px) > 0)
+        return first;
+    }
+  return self->n_steps > 0 ? self->n_steps - 1 : 0;
+}
+
 static guint
 tdm_timeline_shown (TdmTimeline *self,
+                    double       width,
                     Shown        shown[TDM_TIMELINE_STEPS + 1],
                     double      *axis,
                     int         *lanes)
@@ -202,17 +232,18 @@ tdm_timeline_shown (TdmTimeline *self,
   if (self->reference == NULL)
     {
       double total = 0, gap, at = 0;
+      guint first = tdm_timeline_first_shown (self, width);
 
-      for (guint i = 0; i < self->n_steps; i++)
+      for (guint i = first; i < self->n_steps; i++)
         total += tdm_timeline_step_ms (self->steps[i]);
       /* Gaps between steps are a share of the drawn time, so they scale with it. */
       gap = total * STEP_GAP;
-      for (guint i = 0; i < self->n_steps; i++)
+      for (guint i = first; i < self->n_steps; i++)
         {
           shown[n++] = (Shown) { self->steps[i], at, 0, FALSE, 0 };
           at += tdm_timeline_step_ms (self->steps[i]) + gap;
         }
-      *axis = self->n_steps > 0 ? total + gap * (self->n_steps - 1) : 0;
+      *axis = n > 0 ? total + gap * (n - 1) : 0;
       *lanes = tdm_timeline_replicas (self);
       return n;
     }
@@ -247,7 +278,7 @@ tdm_timeline_layout (TdmTimeline *self,
 
   g_return_val_if_fail (TDM_IS_TIMELINE (self), boxes);
 
-  n = tdm_timeline_shown (self, shown, &axis, &lanes);
+  n = tdm_timeline_shown (self, width, shown, &axis, &lanes);
   if (lanes == 0 || axis <= 0 || plot_width <= 0 || plot_height <= 0)
     return boxes;
 
@@ -308,71 +339,163 @@ tdm_timeline_fill_phase (TdmTimeline *self,
 }
 
 double
+tdm_timeline_choose_tick (double span_ms,
+                          double px_per_ms,
+                          double min_px)
+{
+  static const double nice[] = { 1, 2, 5, 10 };
+  double want, decade, tick = 0;
+
+  if (span_ms <= 0 || px_per_ms <= 0 || min_px <= 0)
+    return 0;
+  want = min_px / px_per_ms;
+  decade = pow (10, floor (log10 (want)));
+  for (guint i = 0; i < G_N_ELEMENTS (nice) && tick == 0; i++)
+    if (nice[i] * decade >= want * (1 - 1e-12))
+      tick = nice[i] * decade;
+  /* Two labelled ticks, 0 and `tick`, or none worth drawing. */
+  return tick <= span_ms * (1 + 1e-9) ? tick : 0;
+}
+
+double
 tdm_timeline_get_tick_ms (TdmTimeline *self,
                           double       width)
 {
   Shown shown[TDM_TIMELINE_STEPS + 1];
-  double axis, plot_width = width - self->label_width, want, decade;
+  double axis, plot_width = width - self->label_width, span;
   int lanes;
+  guint n;
 
   g_return_val_if_fail (TDM_IS_TIMELINE (self), 0);
 
-  tdm_timeline_shown (self, shown, &axis, &lanes);
-  if (axis <= 0 || plot_width <= TICK_SPACING)
+  n = tdm_timeline_shown (self, width, shown, &axis, &lanes);
+  if (n == 0 || axis <= 0 || plot_width <= 0)
     return 0;
-  /* The smallest of 1, 2, 5 × 10^k ms that leaves TICK_SPACING pixels between ticks. */
-  want = axis * TICK_SPACING / plot_width;
-  decade = pow (10, floor (log10 (want)));
-  for (int i = 0; i < 4; i++)
-    {
-      static const double nice[] = { 1, 2, 5, 10 };
+  /* Each shown step has its own clock: the shortest must hold two ticks. One scale
+   * for steps stacked from 0. */
+  span = axis;
+  if (!tdm_timeline_stacked (self))
+    for (guint i = 0; i < n; i++)
+      span = MIN (span, tdm_timeline_step_ms (shown[i].e));
+  return tdm_timeline_choose_tick (span, plot_width / axis, self->tick_px);
+}
 
-      if (nice[i] * decade >= want)
-        return nice[i] * decade;
+/* Ticks at least as far apart as the widest label they may carry ("12.25 ms"),
+ * with room between: the number's digits as the longest kept step has them. */
+static void
+tdm_timeline_measure_ticks (TdmTimeline *self,
+                            cairo_t     *cr)
+{
+  double longest = 0, sample;
+  char text[48];
+
+  for (guint i = 0; i < self->n_steps; i++)
+    longest = MAX (longest, tdm_timeline_step_ms (self->steps[i]));
+  if (self->reference != NULL)
+    longest = MAX (longest, tdm_timeline_step_ms (self->reference));
+  for (int g = 0; g < 2; g++)
+    if (self->compared[g].step != NULL)
+      longest = MAX (longest, tdm_timeline_step_ms (self->compared[g].step));
+  /* 9.25, 99.25, …: as many digits as the longest step's whole ms. */
+  sample = pow (10, longest >= 1 ? floor (log10 (longest)) + 1 : 1) - 0.75;
+  g_snprintf (text, sizeof text, _("%g ms"), sample);
+  self->tick_px = MAX (TICK_SPACING, tdm_draw_text_width (cr, text) + 12);
+}
+
+GArray *
+tdm_timeline_axis_ticks (TdmTimeline *self,
+                         cairo_t     *cr,
+                         double       width)
+{
+  GArray *ticks = g_array_new (FALSE, FALSE, sizeof (TdmTimelineTick));
+  Shown shown[TDM_TIMELINE_STEPS + 1];
+  double axis, tick, plot_width, last_end = -G_MAXDOUBLE;
+  gboolean last_is_zero = FALSE;
+  int lanes;
+  guint n;
+
+  g_return_val_if_fail (TDM_IS_TIMELINE (self), ticks);
+  g_return_val_if_fail (cr != NULL, ticks);
+
+  tdm_timeline_measure_ticks (self, cr);
+  n = tdm_timeline_shown (self, width, shown, &axis, &lanes);
+  tick = tdm_timeline_get_tick_ms (self, width);
+  plot_width = width - self->label_width;
+  if (n == 0 || axis <= 0 || tick <= 0)
+    return ticks;
+  /* With a reference or a comparison both start at 0: one scale, drawn once. */
+  if (tdm_timeline_stacked (self))
+    n = 1;
+  for (guint i = 0; i < n; i++)
+    {
+      double step_ms = tdm_timeline_stacked (self) ? axis : tdm_timeline_step_ms (shown[i].e);
+
+      for (int k = 0; k * tick <= step_ms * (1 + 1e-9); k++)
+        {
+          TdmTimelineTick t = { .ms = k * tick, .step = i };
+
+          t.x = self->label_width + (shown[i].offset + t.ms) / axis * plot_width;
+          t.text_x = t.x + 2;
+          /* The unit once, on the first step's second tick: the rest are numbers. */
+          if (i == 0 && k == 1)
+            g_snprintf (t.text, sizeof t.text, _("%g ms"), t.ms);
+          else
+            g_snprintf (t.text, sizeof t.text, "%g", t.ms);
+          t.text_width = tdm_draw_text_width (cr, t.text);
+          if (t.text_x + t.text_width > width)
+            continue;
+          /* A step's "0" rather than the previous step's last number. */
+          if (t.text_x < last_end + 4)
+            {
+              if (k > 0 || last_is_zero || ticks->len == 0)
+                continue;
+              g_array_remove_index (ticks, ticks->len - 1);
+            }
+          g_array_append_val (ticks, t);
+          last_end = t.text_x + t.text_width;
+          last_is_zero = k == 0;
+        }
     }
-  return 10 * decade;
+  return ticks;
 }
 
 /* Under the lanes: each step's own clock, 0 at the moment it was handed out, ticks
- * every tdm_timeline_get_tick_ms(), the last label with its unit. */
+ * every tdm_timeline_get_tick_ms(), those with room labelled, the first step's
+ * second with its unit. */
 static void
 tdm_timeline_draw_axis (TdmTimeline *self,
                         cairo_t     *cr,
                         double       width,
                         double       y)
 {
+  g_autoptr(GArray) ticks = tdm_timeline_axis_ticks (self, cr, width);
   Shown shown[TDM_TIMELINE_STEPS + 1];
-  double axis;
-  int lanes;
-  guint n = tdm_timeline_shown (self, shown, &axis, &lanes);
-  double tick = tdm_timeline_get_tick_ms (self, width);
+  double axis, tick = tdm_timeline_get_tick_ms (self, width);
   double plot_width = width - self->label_width;
+  int lanes;
+  guint n = tdm_timeline_shown (self, width, shown, &axis, &lanes);
 
   if (axis <= 0 || tick <= 0)
     return;
   cairo_set_line_width (cr, 1);
-  for (guint i = 0; i < n; i++)
+  for (guint i = 0; i < n && (i == 0 || !tdm_timeline_stacked (self)); i++)
     {
-      /* With a reference both steps start at 0: one scale, drawn once, to the end. */
       double step_ms = tdm_timeline_stacked (self) ? axis : tdm_timeline_step_ms (shown[i].e);
 
-      if (i > 0 && tdm_timeline_stacked (self))
-        break;
-      for (double t = 0; t <= step_ms + 1e-9; t += tick)
+      for (int k = 0; k * tick <= step_ms * (1 + 1e-9); k++)
         {
-          double x = self->label_width + (shown[i].offset + t) / axis * plot_width;
-          char text[32];
+          double x = self->label_width + (shown[i].offset + k * tick) / axis * plot_width;
 
           cairo_move_to (cr, floor (x) + 0.5, y);
           cairo_line_to (cr, floor (x) + 0.5, y + 4);
           cairo_stroke (cr);
-          /* The unit once, on the first step's second tick: the rest are numbers. */
-          if (i == 0 && t > 0 && t < tick * 1.5)
-            g_snprintf (text, sizeof text, _("%g ms"), t);
-          else
-            g_snprintf (text, sizeof text, "%g", t);
-          tdm_draw_text (cr, x + 2, y + 14, text);
         }
+    }
+  for (guint i = 0; i < ticks->len; i++)
+    {
+      const TdmTimelineTick *t = &g_array_index (ticks, TdmTimelineTick, i);
+
+      tdm_draw_text (cr, t->text_x, y + 14, t->text);
     }
 }
 
@@ -473,6 +596,8 @@ tdm_timeline_snapshot (GtkWidget   *widget,
     widest = MAX (widest, tdm_draw_text_width (cr, _("main")));
     self->label_width = MAX (LABEL_WIDTH, MIN (widest + 12, width / 3));
   }
+  /* The ticks' spacing before the lanes: it decides how many steps are shown. */
+  tdm_timeline_measure_ticks (self, cr);
   boxes = tdm_timeline_layout (self, width, height);
 
   for (guint i = 0; i < boxes->len; i++)
@@ -483,7 +608,7 @@ tdm_timeline_snapshot (GtkWidget   *widget,
     }
 
   gdk_cairo_set_source_rgba (cr, &fg);
-  tdm_timeline_shown (self, shown, &axis, &replicas);
+  tdm_timeline_shown (self, width, shown, &axis, &replicas);
   if (replicas > 0 && self->compared[0].step != NULL)
     {
       tdm_timeline_draw_axis (self, cr, width, height - self->legend_height - AXIS_HEIGHT);
@@ -751,6 +876,7 @@ tdm_timeline_init (TdmTimeline *self)
   self->main_device = -1;
   self->legend_height = LEGEND_HEIGHT;
   self->label_width = LABEL_WIDTH;
+  self->tick_px = TICK_SPACING;
 }
 
 GtkWidget *
