@@ -347,6 +347,11 @@ check_scaling_table_labels(GtkWidget *root, GtkWidget *table, GtkWidget *scrolle
     g_assert_true(gtk_widget_compute_point(root, scroller, &GRAPHENE_POINT_INIT(0, 0), &left));
     g_assert_true(gtk_widget_compute_point(root, table, &GRAPHENE_POINT_INIT(0, 0), &in_table));
     right = left.x + gtk_widget_get_width(root);
+    /* Every row in view: the table never scrolls up and down. */
+    if (left.y < 0 || left.y + gtk_widget_get_height(root) > gtk_widget_get_height(scroller))
+      g_error("the Scaling page's table: “%s” at %.0f–%.0f px of %d in height",
+              gtk_label_get_text(GTK_LABEL(root)), left.y, left.y + gtk_widget_get_height(root),
+              gtk_widget_get_height(scroller));
     if (left.x >= 0 && right <= gtk_widget_get_width(scroller))
       return;
     /* Out of view: the scrollbar shows, stays, and its range reaches the label. */
@@ -377,8 +382,11 @@ check_scaling_table(void)
       .speedup_max = n * 0.95, .efficiency = 0.9, .compute_ms = 20.0 / n, .comm_ms = n - 1,
       .wait_ms = 0.5 * (n - 1), .memory_bytes = { (gint64)345 << 20, (gint64)345 << 20, (gint64)345 << 20 },
     };
-  tdm_scaling_table_set_points(table, points, 3);
-  settle(40);
+  /* As a run fills it, a point at a time. */
+  for (guint n = 1; n <= 3; n++) {
+    tdm_scaling_table_set_points(table, points, n);
+    settle(20);
+  }
   scroller = gtk_widget_get_ancestor(table, GTK_TYPE_SCROLLED_WINDOW);
   g_test_message("window %d px, table's scroller %d px", gtk_widget_get_width(GTK_WIDGET(window)),
                  gtk_widget_get_width(scroller));
