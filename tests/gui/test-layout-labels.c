@@ -330,6 +330,23 @@ test_sweep_japanese(void)
   g_test_trap_assert_passed();
 }
 
+/* The scrollbar that moves `scroller` sideways and stays: its own where it is not an
+ * overlay, else one beside it on the same adjustment; NULL for none. */
+static GtkWidget *
+table_scrollbar(GtkWidget *scroller)
+{
+  GtkAdjustment *h = gtk_scrolled_window_get_hadjustment(GTK_SCROLLED_WINDOW(scroller));
+
+  if (!gtk_scrolled_window_get_overlay_scrolling(GTK_SCROLLED_WINDOW(scroller))
+      && gtk_widget_get_mapped(gtk_scrolled_window_get_hscrollbar(GTK_SCROLLED_WINDOW(scroller))))
+    return gtk_scrolled_window_get_hscrollbar(GTK_SCROLLED_WINDOW(scroller));
+  for (GtkWidget *c = gtk_widget_get_first_child(gtk_widget_get_parent(scroller)); c != NULL;
+       c = gtk_widget_get_next_sibling(c))
+    if (GTK_IS_SCROLLBAR(c) && gtk_scrollbar_get_adjustment(GTK_SCROLLBAR(c)) == h)
+      return c;
+  return NULL;
+}
+
 /* Every label of the Scaling page's table, at the window's narrowest: whole, and
  * inside the scroller's width or within the reach of a scrollbar that shows. */
 static void
@@ -339,7 +356,7 @@ check_scaling_table_labels(GtkWidget *root, GtkWidget *table, GtkWidget *scrolle
     check_scaling_table_labels(c, table, scroller);
   if (GTK_IS_LABEL(root)) {
     GtkAdjustment *h = gtk_scrolled_window_get_hadjustment(GTK_SCROLLED_WINDOW(scroller));
-    GtkWidget *bar = gtk_scrolled_window_get_hscrollbar(GTK_SCROLLED_WINDOW(scroller));
+    GtkWidget *bar = table_scrollbar(scroller);
     graphene_point_t left, in_table;
     double right;
 
@@ -347,15 +364,22 @@ check_scaling_table_labels(GtkWidget *root, GtkWidget *table, GtkWidget *scrolle
     g_assert_true(gtk_widget_compute_point(root, scroller, &GRAPHENE_POINT_INIT(0, 0), &left));
     g_assert_true(gtk_widget_compute_point(root, table, &GRAPHENE_POINT_INIT(0, 0), &in_table));
     right = left.x + gtk_widget_get_width(root);
-    /* Every row in view: the table never scrolls up and down. */
-    if (left.y < 0 || left.y + gtk_widget_get_height(root) > gtk_widget_get_height(scroller))
-      g_error("the Scaling page's table: “%s” at %.0f–%.0f px of %d in height",
-              gtk_label_get_text(GTK_LABEL(root)), left.y, left.y + gtk_widget_get_height(root),
-              gtk_widget_get_height(scroller));
+    /* Every row in view, none under the scrollbar: the table never scrolls up and
+     * down. The viewport is the part of the scroller that shows the table. */
+    {
+      GtkWidget *viewport = gtk_widget_get_parent(table);
+      graphene_point_t in_view;
+
+      g_assert_true(gtk_widget_compute_point(root, viewport, &GRAPHENE_POINT_INIT(0, 0), &in_view));
+      if (in_view.y < 0 || in_view.y + gtk_widget_get_height(root) > gtk_widget_get_height(viewport))
+        g_error("the Scaling page's table: “%s” at %.0f–%.0f px of %d in height",
+                gtk_label_get_text(GTK_LABEL(root)), in_view.y, in_view.y + gtk_widget_get_height(root),
+                gtk_widget_get_height(viewport));
+    }
     if (left.x >= 0 && right <= gtk_widget_get_width(scroller))
       return;
     /* Out of view: the scrollbar shows, stays, and its range reaches the label. */
-    if (!gtk_widget_get_mapped(bar) || gtk_scrolled_window_get_overlay_scrolling(GTK_SCROLLED_WINDOW(scroller)))
+    if (bar == NULL || !gtk_widget_get_mapped(bar) || gtk_widget_get_height(bar) <= 0)
       g_error("the Scaling page's table: “%s” at %.0f–%.0f px of %d, with no scrollbar showing",
               gtk_label_get_text(GTK_LABEL(root)), left.x, right, gtk_widget_get_width(scroller));
     g_assert_cmpfloat(in_table.x + gtk_widget_get_width(root), <=, gtk_adjustment_get_upper(h) + 0.5);
