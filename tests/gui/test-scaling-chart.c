@@ -149,8 +149,8 @@ crosses (const graphene_point_t *a,
 }
 
 /* A typical sweep over 1, 2 and 4 devices (on the ideal line, under it, and over
- * it): at 360 and 1024 px each point's label lies inside the chart, clear of the
- * ideal line and of the other labels. */
+ * it, and slower): at 336, 360 and 1024 px each point's label lies inside the chart,
+ * clear of the ideal line, the measured line and the other labels. */
 static void
 test_labels_off_line (void)
 {
@@ -204,6 +204,17 @@ test_labels_off_line (void)
             if (crosses (&a, &b, r))
               g_error ("sweep %u at %.0f px: the label of %d devices crosses the ideal line",
                        k, W, devices[i]);
+            /* Nor the measured line. */
+            for (int j = 0; j + 1 < 3; j++)
+              {
+                graphene_point_t from, to;
+
+                g_assert_true (tdm_scaling_chart_point_position (chart, W, H, devices[j], FALSE, &from));
+                g_assert_true (tdm_scaling_chart_point_position (chart, W, H, devices[j + 1], FALSE, &to));
+                if (crosses (&from, &to, r))
+                  g_error ("sweep %u at %.0f px: the label of %d devices crosses the measured line",
+                           k, W, devices[i]);
+              }
             /* Beside its point: near enough to read as its label. */
             g_assert_cmpfloat (fabs (r->origin.y + r->size.height / 2 - p.y), <, 4 * r->size.height);
           }

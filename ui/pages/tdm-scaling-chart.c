@@ -129,7 +129,8 @@ segment_crosses_rect (const graphene_point_t *a,
 }
 
 /* Whether the rectangle `r` takes room a label must leave: a point's dot and its
- * spread bar, or the label of a point with fewer devices (placed first). */
+ * spread bar, the line joining the points, or the label of a point with fewer
+ * devices (placed first). */
 static gboolean
 tdm_scaling_chart_label_blocked (TdmScalingChart       *self,
                                  cairo_t               *cr,
@@ -139,7 +140,17 @@ tdm_scaling_chart_label_blocked (TdmScalingChart       *self,
                                  const graphene_rect_t *r)
 {
   double scale = (height - TOP - BOTTOM) / tdm_scaling_chart_get_y_max (self);
+  graphene_point_t before, next;
+  gboolean have_before = FALSE;
 
+  for (int d = 1; d <= tdm_scaling_chart_max_devices (self); d++)
+    if (tdm_scaling_chart_point_position (self, width, height, d, FALSE, &next))
+      {
+        if (have_before && segment_crosses_rect (&before, &next, r))
+          return TRUE;
+        before = next;
+        have_before = TRUE;
+      }
   for (guint i = 0; i < self->points->len; i++)
     {
       const TdmScalingPoint *other = &g_array_index (self->points, TdmScalingPoint, i);
