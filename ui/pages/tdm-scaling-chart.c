@@ -129,20 +129,23 @@ segment_crosses_rect (const graphene_point_t *a,
 }
 
 /* Whether the rectangle `r` takes room a label must leave: a point's dot and its
- * spread bar, the line joining the points, or the label of a point with fewer
- * devices (placed first). */
+ * spread bar, the line joining the points, or one of the `n_placed` labels placed
+ * before (those of points with fewer devices). */
 static gboolean
 tdm_scaling_chart_label_blocked (TdmScalingChart       *self,
-                                 cairo_t               *cr,
                                  double                 width,
                                  double                 height,
-                                 const TdmScalingPoint *pt,
+                                 const graphene_rect_t *placed,
+                                 guint                  n_placed,
                                  const graphene_rect_t *r)
 {
   double scale = (height - TOP - BOTTOM) / tdm_scaling_chart_get_y_max (self);
   graphene_point_t before, next;
   gboolean have_before = FALSE;
 
+  for (guint i = 0; i < n_placed; i++)
+    if (graphene_rect_intersection (&placed[i], r, NULL))
+      return TRUE;
   for (int d = 1; d <= tdm_scaling_chart_max_devices (self); d++)
     if (tdm_scaling_chart_point_position (self, width, height, d, FALSE, &next))
       {
@@ -170,36 +173,27 @@ tdm_scaling_chart_label_blocked (TdmScalingChart       *self,
       graphene_rect_init (&taken, q.x - 5, top, 10, bottom - top);
       if (graphene_rect_intersection (&taken, r, NULL))
         return TRUE;
-      if (other->devices < pt->devices
-          && tdm_scaling_chart_label_rect (self, cr, width, height, other->devices, &taken)
-          && graphene_rect_intersection (&taken, r, NULL))
-        return TRUE;
     }
   return FALSE;
 }
 
-gboolean
-tdm_scaling_chart_label_rect (TdmScalingChart *self,
-                              cairo_t         *cr,
-                              double           width,
-                              double           height,
-                              int              devices,
-                              graphene_rect_t *rect)
+/* The label of the point `pt` (drawn at `p`): the nearest clear place. */
+static void
+tdm_scaling_chart_place_label (TdmScalingChart        *self,
+                               cairo_t                *cr,
+                               double                  width,
+                               double                  height,
+                               const TdmScalingPoint  *pt,
+                               const graphene_point_t *p,
+                               const graphene_rect_t  *placed,
+                               guint                   n_placed,
+                               graphene_rect_t        *rect)
 {
-  const TdmScalingPoint *pt = NULL;
-  graphene_point_t p, a, b;
+  graphene_point_t a, b;
   gboolean have_line, found = FALSE;
   double w, above, below, h, best = G_MAXDOUBLE;
   char text[48];
 
-  g_return_val_if_fail (TDM_IS_SCALING_CHART (self), FALSE);
-  g_return_val_if_fail (cr != NULL, FALSE);
-
-  for (guint i = 0; i < self->points->len; i++)
-    if (g_array_index (self->points, TdmScalingPoint, i).devices == devices)
-      pt = &g_array_index (self->points, TdmScalingPoint, i);
-  if (pt == NULL || !tdm_scaling_chart_point_position (self, width, height, devices, FALSE, &p))
-    return FALSE;
   tdm_scaling_chart_label_text (pt, text);
   w = tdm_draw_text_width (cr, text);
   tdm_draw_text_height (cr, text, &above, &below);
@@ -214,9 +208,9 @@ tdm_scaling_chart_label_rect (TdmScalingChart *self,
     for (int j = 0; j < 16; j++)
       for (int i = 0; i <= 8; i++)
         {
-          double right = p.x + 6, left = p.x - 6 - w;
+          double right = p->x + 6, left = p->x - 6 - w;
           double x = side == 0 ? right + (left - right) * i / 8 : left + (right - left) * i / 8;
-          double y = side == 0 ? p.y + 6 + 4 * j : p.y - 6 - h - 4 * j;
+          double y = side == 0 ? p->y + 6 + 4 * j : p->y - 6 - h - 4 * j;
           graphene_rect_t air, here;
           double dx, dy, distance;
 
@@ -224,8 +218,8 @@ tdm_scaling_chart_label_rect (TdmScalingChart *self,
           x = CLAMP (x, LEFT + 2, MAX (LEFT + 2, width - w));
           if (y < 0 || y + h > height - BOTTOM + 4)
             continue;
-          dx = MAX (0, MAX (x - p.x, p.x - (x + w)));
-          dy = MAX (0, MAX (y - p.y, p.y - (y + h)));
+          dx = MAX (0, MAX (x - p->x, p->x - (x + w)));
+          dy = MAX (0, MAX (y - p->y, p->y - (y + h)));
           /* Beside the point rather than straight under or over it: a label across
            * the point's column hides the line it is on. */
           distance = hypot (dx, dy) + (dx == 0 ? 10 : 0);
@@ -235,7 +229,7 @@ tdm_scaling_chart_label_rect (TdmScalingChart *self,
           graphene_rect_init (&air, x - 2, y - 2, w + 4, h + 4);
           graphene_rect_init (&here, x, y, w, h);
           if ((have_line && segment_crosses_rect (&a, &b, &air))
-              || tdm_scaling_chart_label_blocked (self, cr, width, height, pt, &here))
+              || tdm_scaling_chart_label_blocked (self, width, height, placed, n_placed, &here))
             continue;
           *rect = here;
           best = distance;
@@ -243,7 +237,57 @@ tdm_scaling_chart_label_rect (TdmScalingChart *self,
         }
   /* Nowhere clear (a chart too small): where the first choice would be, inside. */
   if (!found)
-    graphene_rect_init (rect, CLAMP (p.x + 6, LEFT + 2, MAX (LEFT + 2, width - w)), p.y + 6, w, h);
+    graphene_rect_init (rect, CLAMP (p->x + 6, LEFT + 2, MAX (LEFT + 2, width - w)), p->y + 6, w, h);
+}
+
+/* Every drawn point's label, placed in device order (each clear of those before
+ * it); rects[d - 1] for `d` devices, empty where there is no such point. */
+static void
+tdm_scaling_chart_place_labels (TdmScalingChart *self,
+                                cairo_t         *cr,
+                                double           width,
+                                double           height,
+                                graphene_rect_t *rects)
+{
+  int n = tdm_scaling_chart_max_devices (self);
+  g_autofree graphene_rect_t *placed = g_new0 (graphene_rect_t, n);
+  guint n_placed = 0;
+
+  for (int d = 1; d <= n; d++)
+    {
+      const TdmScalingPoint *pt = NULL;
+      graphene_point_t p;
+
+      graphene_rect_init (&rects[d - 1], 0, 0, 0, 0);
+      for (guint i = 0; i < self->points->len; i++)
+        if (g_array_index (self->points, TdmScalingPoint, i).devices == d)
+          pt = &g_array_index (self->points, TdmScalingPoint, i);
+      if (pt == NULL || !tdm_scaling_chart_point_position (self, width, height, d, FALSE, &p))
+        continue;
+      tdm_scaling_chart_place_label (self, cr, width, height, pt, &p, placed, n_placed, &rects[d - 1]);
+      placed[n_placed++] = rects[d - 1];
+    }
+}
+
+gboolean
+tdm_scaling_chart_label_rect (TdmScalingChart *self,
+                              cairo_t         *cr,
+                              double           width,
+                              double           height,
+                              int              devices,
+                              graphene_rect_t *rect)
+{
+  g_autofree graphene_rect_t *rects = NULL;
+  graphene_point_t p;
+
+  g_return_val_if_fail (TDM_IS_SCALING_CHART (self), FALSE);
+  g_return_val_if_fail (cr != NULL, FALSE);
+
+  if (!tdm_scaling_chart_point_position (self, width, height, devices, FALSE, &p))
+    return FALSE;
+  rects = g_new0 (graphene_rect_t, tdm_scaling_chart_max_devices (self));
+  tdm_scaling_chart_place_labels (self, cr, width, height, rects);
+  *rect = rects[devices - 1];
   return TRUE;
 }
 
@@ -258,6 +302,7 @@ tdm_scaling_chart_draw (TdmScalingChart *self,
   double y_max = tdm_scaling_chart_get_y_max (self);
   graphene_point_t p, q;
   GdkRGBA fg = *text_colour;
+  g_autofree graphene_rect_t *labels = NULL;
 
   g_return_if_fail (TDM_IS_SCALING_CHART (self));
 
@@ -314,6 +359,8 @@ tdm_scaling_chart_draw (TdmScalingChart *self,
         started = TRUE;
       }
   tdm_chart_stroke (cr);
+  labels = g_new0 (graphene_rect_t, n);
+  tdm_scaling_chart_place_labels (self, cr, width, height, labels);
   for (guint i = 0; i < self->points->len; i++)
     {
       const TdmScalingPoint *pt = &g_array_index (self->points, TdmScalingPoint, i);
@@ -350,8 +397,8 @@ tdm_scaling_chart_draw (TdmScalingChart *self,
 
         tdm_scaling_chart_label_text (pt, text);
         tdm_draw_text_height (cr, text, &above, NULL);
-        if (tdm_scaling_chart_label_rect (self, cr, width, height, pt->devices, &r))
-          tdm_draw_text (cr, r.origin.x, r.origin.y + above, text);
+        r = labels[pt->devices - 1];
+        tdm_draw_text (cr, r.origin.x, r.origin.y + above, text);
       }
       if (total > 0 && isfinite (total))
         {
