@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-timeline.c: the timeline's layout (pure arithmetic on the kept events, so it
  * is tested without pixels) and its Cairo drawing: lane labels on the left, boxes,
- * step boundaries, a time axis in ms under them, a legend of the phases below. */
+ * step boundaries, a time axis in ms under them (tdm-timeline-axis.c), a legend of
+ * the phases below. */
 
 #include "tdm-timeline.h"
+#include "tdm-timeline-private.h"
 #include "tdm-draw.h"
 
 #include <glib/gi18n.h>
@@ -11,40 +13,6 @@
 #include <string.h>
 
 #include "tdm-format.h"
-
-#define LABEL_WIDTH   72.0   /* the lane labels' column, at least */
-#define LEGEND_ROW    20.0
-#define LEGEND_HEIGHT 24.0   /* one row of it; more where the width makes it wrap */
-#define LANE_GAP      6.0
-#define AXIS_HEIGHT   18.0   /* the time axis under the lanes: ticks and their ms */
-#define TITLE_HEIGHT  18.0   /* a compared run's title, over its lanes */
-#define TICK_SPACING  64.0   /* pixels between ticks, at least */
-/* Between two kept steps, as a share of the whole time axis. */
-#define STEP_GAP      0.02
-
-struct _TdmTimeline
-{
-  GtkWidget       parent_instance;
-  TdmPhasesEvent *steps[TDM_TIMELINE_STEPS];   /* oldest first */
-  guint           n_steps;
-  gboolean        high_contrast;
-  int             main_device;   /* its lane says "main"; −1 for none */
-  char           *lane_names[TDM_MAX_REPLICAS];   /* as the run names its devices */
-  /* Another run's step under this one's (NULL: none), and its lanes' labels. */
-  TdmPhasesEvent *reference;
-  char           *reference_names[TDM_MAX_REPLICAS];
-  /* Two runs side by side (step NULL: none): above, then below. */
-  struct
-  {
-    TdmPhasesEvent *step;
-    char           *title;
-    char           *names[TDM_MAX_REPLICAS];
-    char           *notes[TDM_MAX_REPLICAS];
-  } compared[2];
-  double          legend_height; /* as last drawn: LEGEND_HEIGHT, or more rows */
-  double          label_width;   /* as last drawn: LABEL_WIDTH, or the widest label's */
-  double          tick_px;       /* as last drawn: TICK_SPACING, or a wider tick label's */
-};
 
 G_DEFINE_FINAL_TYPE (TdmTimeline, tdm_timeline, GTK_TYPE_WIDGET)
 
@@ -152,20 +120,8 @@ tdm_timeline_box_compare (gconstpointer a,
   return x->x < y->x ? -1 : x->x > y->x;
 }
 
-/* The steps drawn, where each starts on the time axis and on which lane its first
- * device goes: the kept steps one after another; with a reference, the last kept
- * step above the reference's, both from 0 on one scale. */
-typedef struct
-{
-  const TdmPhasesEvent *e;
-  double                offset;       /* ms */
-  int                   first_lane;
-  gboolean              reference;
-  int                   group;        /* 0 above, 1 below (titles' room) */
-} Shown;
-
 /* One step above another from 0: a reference, or a comparison. */
-static gboolean
+gboolean
 tdm_timeline_stacked (TdmTimeline *self)
 {
   return self->reference != NULL || self->compared[0].step != NULL;
@@ -206,12 +162,12 @@ tdm_timeline_first_shown (TdmTimeline *self,
   return self->n_steps > 0 ? self->n_steps - 1 : 0;
 }
 
-static guint
-tdm_timeline_shown (TdmTimeline *self,
-                    double       width,
-                    Shown        shown[TDM_TIMELINE_STEPS + 1],
-                    double      *axis,
-                    int         *lanes)
+guint
+tdm_timeline_shown (TdmTimeline      *self,
+                    double            width,
+                    TdmTimelineShown  shown[TDM_TIMELINE_STEPS + 1],
+                    double           *axis,
+                    int              *lanes)
 {
   guint n = 0;
 
@@ -223,7 +179,7 @@ tdm_timeline_shown (TdmTimeline *self,
         {
           const TdmPhasesEvent *e = self->compared[g].step;
 
-          shown[n++] = (Shown) { e, 0, *lanes, g == 1, g };
+          shown[n++] = (TdmTimelineShown) { e, 0, *lanes, g == 1, g };
           *axis = MAX (*axis, tdm_timeline_step_ms (e));
           *lanes += MIN (e->replicas, TDM_MAX_REPLICAS);
         }
@@ -240,7 +196,7 @@ tdm_timeline_shown (TdmTimeline *self,
       gap = total * STEP_GAP;
       for (guint i = first; i < self->n_steps; i++)
         {
-          shown[n++] = (Shown) { self->steps[i], at, 0, FALSE, 0 };
+          shown[n++] = (TdmTimelineShown) { self->steps[i], at, 0, FALSE, 0 };
           at += tdm_timeline_step_ms (self->steps[i]) + gap;
         }
       *axis = n > 0 ? total + gap * (n - 1) : 0;
@@ -252,11 +208,11 @@ tdm_timeline_shown (TdmTimeline *self,
     {
       const TdmPhasesEvent *last = self->steps[self->n_steps - 1];
 
-      shown[n++] = (Shown) { last, 0, 0, FALSE, 0 };
+      shown[n++] = (TdmTimelineShown) { last, 0, 0, FALSE, 0 };
       *axis = tdm_timeline_step_ms (last);
       *lanes = MIN (last->replicas, TDM_MAX_REPLICAS);
     }
-  shown[n++] = (Shown) { self->reference, 0, *lanes, TRUE, 1 };
+  shown[n++] = (TdmTimelineShown) { self->reference, 0, *lanes, TRUE, 1 };
   *axis = MAX (*axis, tdm_timeline_step_ms (self->reference));
   *lanes += MIN (self->reference->replicas, TDM_MAX_REPLICAS);
   return n;
@@ -271,7 +227,7 @@ tdm_timeline_layout (TdmTimeline *self,
   double plot_width = width - self->label_width;
   double title = tdm_timeline_title_height (self);
   double plot_height = height - self->legend_height - AXIS_HEIGHT - 2 * title;
-  Shown shown[TDM_TIMELINE_STEPS + 1];
+  TdmTimelineShown shown[TDM_TIMELINE_STEPS + 1];
   double axis, lane;
   int lanes;
   guint n;
@@ -338,167 +294,6 @@ tdm_timeline_fill_phase (TdmTimeline *self,
     cairo_fill (cr);
 }
 
-double
-tdm_timeline_choose_tick (double span_ms,
-                          double px_per_ms,
-                          double min_px)
-{
-  static const double nice[] = { 1, 2, 5, 10 };
-  double want, decade, tick = 0;
-
-  if (span_ms <= 0 || px_per_ms <= 0 || min_px <= 0)
-    return 0;
-  want = min_px / px_per_ms;
-  decade = pow (10, floor (log10 (want)));
-  for (guint i = 0; i < G_N_ELEMENTS (nice) && tick == 0; i++)
-    if (nice[i] * decade >= want * (1 - 1e-12))
-      tick = nice[i] * decade;
-  /* Two labelled ticks, 0 and `tick`, or none worth drawing. */
-  return tick <= span_ms * (1 + 1e-9) ? tick : 0;
-}
-
-double
-tdm_timeline_get_tick_ms (TdmTimeline *self,
-                          double       width)
-{
-  Shown shown[TDM_TIMELINE_STEPS + 1];
-  double axis, plot_width = width - self->label_width, span;
-  int lanes;
-  guint n;
-
-  g_return_val_if_fail (TDM_IS_TIMELINE (self), 0);
-
-  n = tdm_timeline_shown (self, width, shown, &axis, &lanes);
-  if (n == 0 || axis <= 0 || plot_width <= 0)
-    return 0;
-  /* Each shown step has its own clock: the shortest must hold two ticks. One scale
-   * for steps stacked from 0. */
-  span = axis;
-  if (!tdm_timeline_stacked (self))
-    for (guint i = 0; i < n; i++)
-      span = MIN (span, tdm_timeline_step_ms (shown[i].e));
-  return tdm_timeline_choose_tick (span, plot_width / axis, self->tick_px);
-}
-
-/* Ticks at least as far apart as the widest label they may carry ("12.25 ms"),
- * with room between: the number's digits as the longest kept step has them. */
-static void
-tdm_timeline_measure_ticks (TdmTimeline *self,
-                            cairo_t     *cr)
-{
-  double longest = 0, sample;
-  char text[48];
-
-  for (guint i = 0; i < self->n_steps; i++)
-    longest = MAX (longest, tdm_timeline_step_ms (self->steps[i]));
-  if (self->reference != NULL)
-    longest = MAX (longest, tdm_timeline_step_ms (self->reference));
-  for (int g = 0; g < 2; g++)
-    if (self->compared[g].step != NULL)
-      longest = MAX (longest, tdm_timeline_step_ms (self->compared[g].step));
-  /* 9.25, 99.25, …: as many digits as the longest step's whole ms. */
-  sample = pow (10, longest >= 1 ? floor (log10 (longest)) + 1 : 1) - 0.75;
-  g_snprintf (text, sizeof text, _("%g ms"), sample);
-  self->tick_px = MAX (TICK_SPACING, tdm_draw_text_width (cr, text) + 12);
-}
-
-GArray *
-tdm_timeline_axis_ticks (TdmTimeline *self,
-                         cairo_t     *cr,
-                         double       width)
-{
-  GArray *ticks = g_array_new (FALSE, FALSE, sizeof (TdmTimelineTick));
-  Shown shown[TDM_TIMELINE_STEPS + 1];
-  double axis, tick, plot_width, last_end = -G_MAXDOUBLE;
-  gboolean last_is_zero = FALSE;
-  int lanes;
-  guint n;
-
-  g_return_val_if_fail (TDM_IS_TIMELINE (self), ticks);
-  g_return_val_if_fail (cr != NULL, ticks);
-
-  tdm_timeline_measure_ticks (self, cr);
-  n = tdm_timeline_shown (self, width, shown, &axis, &lanes);
-  tick = tdm_timeline_get_tick_ms (self, width);
-  plot_width = width - self->label_width;
-  if (n == 0 || axis <= 0 || tick <= 0)
-    return ticks;
-  /* With a reference or a comparison both start at 0: one scale, drawn once. */
-  if (tdm_timeline_stacked (self))
-    n = 1;
-  for (guint i = 0; i < n; i++)
-    {
-      double step_ms = tdm_timeline_stacked (self) ? axis : tdm_timeline_step_ms (shown[i].e);
-
-      for (int k = 0; k * tick <= step_ms * (1 + 1e-9); k++)
-        {
-          TdmTimelineTick t = { .ms = k * tick, .step = i };
-
-          t.x = self->label_width + (shown[i].offset + t.ms) / axis * plot_width;
-          t.text_x = t.x + 2;
-          /* The unit once, on the first step's second tick: the rest are numbers. */
-          if (i == 0 && k == 1)
-            g_snprintf (t.text, sizeof t.text, _("%g ms"), t.ms);
-          else
-            g_snprintf (t.text, sizeof t.text, "%g", t.ms);
-          t.text_width = tdm_draw_text_width (cr, t.text);
-          if (t.text_x + t.text_width > width)
-            continue;
-          /* A step's "0" rather than the previous step's last number. */
-          if (t.text_x < last_end + 4)
-            {
-              if (k > 0 || last_is_zero || ticks->len == 0)
-                continue;
-              g_array_remove_index (ticks, ticks->len - 1);
-            }
-          g_array_append_val (ticks, t);
-          last_end = t.text_x + t.text_width;
-          last_is_zero = k == 0;
-        }
-    }
-  return ticks;
-}
-
-/* Under the lanes: each step's own clock, 0 at the moment it was handed out, ticks
- * every tdm_timeline_get_tick_ms(), those with room labelled, the first step's
- * second with its unit. */
-static void
-tdm_timeline_draw_axis (TdmTimeline *self,
-                        cairo_t     *cr,
-                        double       width,
-                        double       y)
-{
-  g_autoptr(GArray) ticks = tdm_timeline_axis_ticks (self, cr, width);
-  Shown shown[TDM_TIMELINE_STEPS + 1];
-  double axis, tick = tdm_timeline_get_tick_ms (self, width);
-  double plot_width = width - self->label_width;
-  int lanes;
-  guint n = tdm_timeline_shown (self, width, shown, &axis, &lanes);
-
-  if (axis <= 0 || tick <= 0)
-    return;
-  cairo_set_line_width (cr, 1);
-  for (guint i = 0; i < n && (i == 0 || !tdm_timeline_stacked (self)); i++)
-    {
-      double step_ms = tdm_timeline_stacked (self) ? axis : tdm_timeline_step_ms (shown[i].e);
-
-      for (int k = 0; k * tick <= step_ms * (1 + 1e-9); k++)
-        {
-          double x = self->label_width + (shown[i].offset + k * tick) / axis * plot_width;
-
-          cairo_move_to (cr, floor (x) + 0.5, y);
-          cairo_line_to (cr, floor (x) + 0.5, y + 4);
-          cairo_stroke (cr);
-        }
-    }
-  for (guint i = 0; i < ticks->len; i++)
-    {
-      const TdmTimelineTick *t = &g_array_index (ticks, TdmTimelineTick, i);
-
-      tdm_draw_text (cr, t->text_x, y + 14, t->text);
-    }
-}
-
 /* A comparison's texts: each run's title over its lanes (the lower one under a
  * line), each lane's name and its note under it. */
 static void
@@ -547,7 +342,7 @@ tdm_timeline_snapshot (GtkWidget   *widget,
   TdmTimeline *self = TDM_TIMELINE (widget);
   double width = gtk_widget_get_width (widget);
   double height = gtk_widget_get_height (widget);
-  Shown shown[TDM_TIMELINE_STEPS + 1];
+  TdmTimelineShown shown[TDM_TIMELINE_STEPS + 1];
   double axis;
   int replicas;
   g_autoptr(GArray) boxes = NULL;
