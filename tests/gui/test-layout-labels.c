@@ -26,6 +26,8 @@
 #include "tdm-history-store.h"
 #include "tdm-history-sweep.h"
 #include "tdm-popover-tooltips.h"
+#include "tdm-scaling-page.h"
+#include "tdm-scaling-table.h"
 #include "tdm-window.h"
 #include "window-test-util.h"
 
@@ -328,6 +330,117 @@ test_sweep_japanese(void)
   g_test_trap_assert_passed();
 }
 
+/* The scrollbar that moves `scroller` sideways and stays: its own where it is not an
+ * overlay, else one beside it on the same adjustment; NULL for none. */
+static GtkWidget *
+table_scrollbar(GtkWidget *scroller)
+{
+  GtkAdjustment *h = gtk_scrolled_window_get_hadjustment(GTK_SCROLLED_WINDOW(scroller));
+
+  if (!gtk_scrolled_window_get_overlay_scrolling(GTK_SCROLLED_WINDOW(scroller))
+      && gtk_widget_get_mapped(gtk_scrolled_window_get_hscrollbar(GTK_SCROLLED_WINDOW(scroller))))
+    return gtk_scrolled_window_get_hscrollbar(GTK_SCROLLED_WINDOW(scroller));
+  for (GtkWidget *c = gtk_widget_get_first_child(gtk_widget_get_parent(scroller)); c != NULL;
+       c = gtk_widget_get_next_sibling(c))
+    if (GTK_IS_SCROLLBAR(c) && gtk_scrollbar_get_adjustment(GTK_SCROLLBAR(c)) == h)
+      return c;
+  return NULL;
+}
+
+/* Every label of the Scaling page's table, at the window's narrowest: whole, and
+ * inside the scroller's width or within the reach of a scrollbar that shows. */
+static void
+check_scaling_table_labels(GtkWidget *root, GtkWidget *table, GtkWidget *scroller)
+{
+  for (GtkWidget *c = gtk_widget_get_first_child(root); c != NULL; c = gtk_widget_get_next_sibling(c))
+    check_scaling_table_labels(c, table, scroller);
+  if (GTK_IS_LABEL(root)) {
+    GtkAdjustment *h = gtk_scrolled_window_get_hadjustment(GTK_SCROLLED_WINDOW(scroller));
+    GtkWidget *bar = table_scrollbar(scroller);
+    graphene_point_t left, in_table;
+    double right;
+
+    assert_label_whole(GTK_LABEL(root), "the Scaling page's table");
+    g_assert_true(gtk_widget_compute_point(root, scroller, &GRAPHENE_POINT_INIT(0, 0), &left));
+    g_assert_true(gtk_widget_compute_point(root, table, &GRAPHENE_POINT_INIT(0, 0), &in_table));
+    right = left.x + gtk_widget_get_width(root);
+    /* Every row in view, none under the scrollbar: the table never scrolls up and
+     * down. The viewport is the part of the scroller that shows the table. */
+    {
+      GtkWidget *viewport = gtk_widget_get_parent(table);
+      graphene_point_t in_view;
+
+      g_assert_true(gtk_widget_compute_point(root, viewport, &GRAPHENE_POINT_INIT(0, 0), &in_view));
+      if (in_view.y < 0 || in_view.y + gtk_widget_get_height(root) > gtk_widget_get_height(viewport))
+        g_error("the Scaling page's table: “%s” at %.0f–%.0f px of %d in height",
+                gtk_label_get_text(GTK_LABEL(root)), in_view.y, in_view.y + gtk_widget_get_height(root),
+                gtk_widget_get_height(viewport));
+    }
+    if (left.x >= 0 && right <= gtk_widget_get_width(scroller))
+      return;
+    /* Out of view: the scrollbar shows, stays, and its range reaches the label. */
+    if (bar == NULL || !gtk_widget_get_mapped(bar) || gtk_widget_get_height(bar) <= 0)
+      g_error("the Scaling page's table: “%s” at %.0f–%.0f px of %d, with no scrollbar showing",
+              gtk_label_get_text(GTK_LABEL(root)), left.x, right, gtk_widget_get_width(scroller));
+    g_assert_cmpfloat(in_table.x + gtk_widget_get_width(root), <=, gtk_adjustment_get_upper(h) + 0.5);
+    g_assert_cmpfloat(gtk_adjustment_get_page_size(h), <, gtk_adjustment_get_upper(h));
+  }
+}
+
+/* The Scaling page at 360 px with a sweep's three points in its table. */
+static void
+check_scaling_table(void)
+{
+  TdmWindow *window = window_at(360);
+  TdmScalingPage *page = window_child(window, "scaling_page");
+  GtkWidget *table = tdm_scaling_page_get_table(page), *scroller;
+  TdmScalingPoint points[3];
+
+  adw_flap_set_reveal_flap(window_child(window, "flap"), FALSE);
+  tdm_window_set_page(window, "scaling");
+  for (int n = 1; n <= 3; n++)
+    points[n - 1] = (TdmScalingPoint){
+      .index = n - 1, .count = 3, .devices = n, .batch = 100, .steps = 200, .runs = 3,
+      .samples_per_second = 12345.0 * n, .samples_per_second_min = 12000.0 * n,
+      .samples_per_second_max = 12999.0 * n, .speedup = n * 0.9, .speedup_min = n * 0.85,
+      .speedup_max = n * 0.95, .efficiency = 0.9, .compute_ms = 20.0 / n, .comm_ms = n - 1,
+      .wait_ms = 0.5 * (n - 1), .memory_bytes = { (gint64)345 << 20, (gint64)345 << 20, (gint64)345 << 20 },
+    };
+  /* As a run fills it, a point at a time. */
+  for (guint n = 1; n <= 3; n++) {
+    tdm_scaling_table_set_points(table, points, n);
+    settle(20);
+  }
+  scroller = gtk_widget_get_ancestor(table, GTK_TYPE_SCROLLED_WINDOW);
+  g_test_message("window %d px, table's scroller %d px", gtk_widget_get_width(GTK_WIDGET(window)),
+                 gtk_widget_get_width(scroller));
+  g_assert_cmpint(gtk_widget_get_width(GTK_WIDGET(window)), <=, 360);
+  g_assert_true(gtk_widget_get_mapped(table));
+  check_scaling_table_labels(table, table, scroller);
+  destroy_window(window);
+}
+
+static void
+test_scaling_table(void)
+{
+  check_scaling_table();
+}
+
+static void
+test_scaling_table_japanese_subprocess(void)
+{
+  g_setenv("LANGUAGE", "ja", TRUE);
+  tdm_application_init_i18n();
+  check_scaling_table();
+}
+
+static void
+test_scaling_table_japanese(void)
+{
+  g_test_trap_subprocess("/labels/scaling-table/japanese/subprocess", 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
+  g_test_trap_assert_passed();
+}
+
 static GtkWidget *
 popover_under(GtkWidget *widget)
 {
@@ -424,6 +537,9 @@ main(int argc, char **argv)
   g_test_add_func("/labels/sweep", test_sweep);
   g_test_add_func("/labels/sweep/japanese", test_sweep_japanese);
   g_test_add_func("/labels/sweep/japanese/subprocess", test_sweep_japanese_subprocess);
+  g_test_add_func("/labels/scaling-table", test_scaling_table);
+  g_test_add_func("/labels/scaling-table/japanese", test_scaling_table_japanese);
+  g_test_add_func("/labels/scaling-table/japanese/subprocess", test_scaling_table_japanese_subprocess);
   g_test_add_func("/labels/dropdown-tooltips", test_dropdown_tooltips);
 
   status = g_test_run();

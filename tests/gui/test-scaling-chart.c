@@ -8,6 +8,7 @@
 #include <gtk/gtk.h>
 #include <math.h>
 
+#include "tdm-draw.h"
 #include "tdm-scaling-chart.h"
 #include "tdm-scaling-table.h"
 
@@ -126,6 +127,106 @@ test_spread (void)
   g_assert_finalize_object (chart);
 }
 
+/* Whether the segment a–b passes through `r`: walked in steps of a tenth of a
+ * pixel (the test's own way, not the chart's). */
+static gboolean
+crosses (const graphene_point_t *a,
+         const graphene_point_t *b,
+         const graphene_rect_t  *r)
+{
+  double length = hypot (b->x - a->x, b->y - a->y);
+  int steps = MAX (1, (int) ceil (length * 10));
+
+  for (int i = 0; i <= steps; i++)
+    {
+      graphene_point_t q = GRAPHENE_POINT_INIT (a->x + (b->x - a->x) * i / steps,
+                                                a->y + (b->y - a->y) * i / steps);
+
+      if (graphene_rect_contains_point (r, &q))
+        return TRUE;
+    }
+  return FALSE;
+}
+
+/* A typical sweep over 1, 2 and 4 devices (on the ideal line, under it, and over
+ * it, and slower): at 336, 360 and 1024 px each point's label lies inside the chart,
+ * clear of the ideal line, the measured line and the other labels. */
+static void
+test_labels_off_line (void)
+{
+  static const double speedups[][3] = {
+    { 1, 1.8, 3.2 },   /* under the line, as most runs */
+    { 1, 2, 4 },       /* on it */
+    { 1, 2.2, 4.3 },   /* over it: faster than ideal (caches) */
+    { 1, 0.9, 0.8 },   /* slower with more devices */
+  };
+  static const int devices[3] = { 1, 2, 4 };
+  static const double sizes[][2] = { { 360, 280 }, { 1024, 400 }, { 336, 280 } };
+  cairo_surface_t *surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 4, 4);
+  cairo_t *cr = cairo_create (surface);
+
+  for (guint k = 0; k < G_N_ELEMENTS (speedups); k++)
+    for (guint z = 0; z < G_N_ELEMENTS (sizes); z++)
+      {
+        TdmScalingChart *chart = g_object_ref_sink (TDM_SCALING_CHART (tdm_scaling_chart_new ()));
+        double W = sizes[z][0], H = sizes[z][1];
+        graphene_rect_t rects[3];
+        graphene_point_t a, b;
+
+        for (int i = 0; i < 3; i++)
+          {
+            TdmScalingPoint p = { .index = i, .count = 4, .devices = devices[i],
+                                  .speedup = speedups[k][i],
+                                  .efficiency = speedups[k][i] / devices[i], .runs = 1 };
+
+            tdm_scaling_chart_add_point (chart, &p);
+          }
+        tdm_draw_set_font (cr, GTK_WIDGET (chart));
+        g_assert_true (tdm_scaling_chart_point_position (chart, W, H, 1, TRUE, &a));
+        g_assert_true (tdm_scaling_chart_point_position (chart, W, H, 4, TRUE, &b));
+        g_assert_false (tdm_scaling_chart_label_rect (chart, cr, W, H, 3, &rects[0]));
+        for (int i = 0; i < 3; i++)
+          {
+            graphene_rect_t *r = &rects[i];
+            graphene_point_t p;
+
+            g_assert_true (tdm_scaling_chart_label_rect (chart, cr, W, H, devices[i], r));
+            g_assert_true (tdm_scaling_chart_point_position (chart, W, H, devices[i], FALSE, &p));
+            g_test_message ("sweep %u, %.0f px, %d devices: point (%.0f, %.0f), label %.0f,%.0f %.0f×%.0f",
+                            k, W, devices[i], p.x, p.y, r->origin.x, r->origin.y,
+                            r->size.width, r->size.height);
+            g_assert_cmpfloat (r->size.width, >, 20);
+            g_assert_cmpfloat (r->size.height, >, 8);
+            g_assert_cmpfloat (r->origin.x, >=, a.x);   /* right of the speed-up axis */
+            g_assert_cmpfloat (r->origin.y, >=, 0);
+            g_assert_cmpfloat (r->origin.x + r->size.width, <=, W);
+            g_assert_cmpfloat (r->origin.y + r->size.height, <=, H);
+            if (crosses (&a, &b, r))
+              g_error ("sweep %u at %.0f px: the label of %d devices crosses the ideal line",
+                       k, W, devices[i]);
+            /* Nor the measured line. */
+            for (int j = 0; j + 1 < 3; j++)
+              {
+                graphene_point_t from, to;
+
+                g_assert_true (tdm_scaling_chart_point_position (chart, W, H, devices[j], FALSE, &from));
+                g_assert_true (tdm_scaling_chart_point_position (chart, W, H, devices[j + 1], FALSE, &to));
+                if (crosses (&from, &to, r))
+                  g_error ("sweep %u at %.0f px: the label of %d devices crosses the measured line",
+                           k, W, devices[i]);
+              }
+            /* Beside its point: near enough to read as its label. */
+            g_assert_cmpfloat (fabs (r->origin.y + r->size.height / 2 - p.y), <, 4 * r->size.height);
+          }
+        for (int i = 0; i < 3; i++)
+          for (int j = i + 1; j < 3; j++)
+            g_assert_false (graphene_rect_intersection (&rects[i], &rects[j], NULL));
+        g_assert_finalize_object (chart);
+      }
+  cairo_destroy (cr);
+  cairo_surface_destroy (surface);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -134,5 +235,6 @@ main (int    argc,
   g_test_add_func ("/scaling-chart/driver-points", test_driver_points);
   g_test_add_func ("/scaling-chart/scale", test_scale);
   g_test_add_func ("/scaling-chart/spread", test_spread);
+  g_test_add_func ("/scaling-chart/labels-off-line", test_labels_off_line);
   return g_test_run ();
 }

@@ -8,7 +8,9 @@
 #include <gtk/gtk.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "tdm-draw.h"
 #include "tdm-timeline.h"
 #include "tdm-trainer.h"
 
@@ -273,6 +275,108 @@ set_span (TdmDevicePhases *d,
   d->span[k].end_ms = end_ms;
 }
 
+/* The tick spacing: 1, 2 or 5 × 10^k ms, the smallest that keeps `min_px` between
+ * ticks, and none where a span would not hold two ticks. */
+static void
+test_choose_tick (void)
+{
+  /* 10 px a ms, 64 px apart: 6.4 ms, so 10 ms; 30 px apart: 3 ms, so 5. */
+  g_assert_cmpfloat (tdm_timeline_choose_tick (40, 10, 64), ==, 10);
+  g_assert_cmpfloat (tdm_timeline_choose_tick (40, 10, 30), ==, 5);
+  g_assert_cmpfloat (tdm_timeline_choose_tick (40, 10, 20), ==, 2);
+  /* Exactly on a nice value. */
+  g_assert_cmpfloat (tdm_timeline_choose_tick (40, 10, 50), ==, 5);
+  /* A 3 ms step at 20 px a ms: 64 px are 3.2 ms, so 5 ms, past its end: none. */
+  g_assert_cmpfloat (tdm_timeline_choose_tick (3, 20, 64), ==, 0);
+  g_assert_cmpfloat (tdm_timeline_choose_tick (5, 20, 64), ==, 5);
+  /* Fractions of a ms. */
+  g_assert_cmpfloat (fabs (tdm_timeline_choose_tick (1, 500, 64) - 0.2), <, 1e-12);
+  g_assert_cmpfloat (tdm_timeline_choose_tick (0, 10, 64), ==, 0);
+  g_assert_cmpfloat (tdm_timeline_choose_tick (10, 0, 64), ==, 0);
+}
+
+/* Four kept steps of about 3 ms, two devices: at a phone's width and at 1024 px
+ * the labels drawn under the lanes are at least two on one step's clock (0 and
+ * more), none over another, all inside the widget; the boxes too. */
+static void
+check_ticks_at (int width)
+{
+  GtkWidget *window = gtk_window_new ();
+  GtkWidget *widget = tdm_timeline_new ();
+  TdmTimeline *timeline = TDM_TIMELINE (widget);
+  g_autoptr(GArray) ticks = NULL;
+  g_autoptr(GArray) boxes = NULL;
+  cairo_surface_t *surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 4, 4);
+  cairo_t *cr = cairo_create (surface);
+  guint per_step[TDM_TIMELINE_STEPS] = { 0 }, most = 0;
+
+  gtk_window_set_child (GTK_WINDOW (window), widget);
+  gtk_window_set_default_size (GTK_WINDOW (window), width, 300);
+  gtk_window_present (GTK_WINDOW (window));
+  for (int s = 0; s < TDM_TIMELINE_STEPS; s++)
+    {
+      TdmPhasesEvent e = { .step = s + 1, .replicas = 2 };
+
+      for (int r = 0; r < 2; r++)
+        {
+          e.device[r].spans = 3;
+          set_span (&e.device[r], 0, TDM_PHASE_FORWARD, 0, 0.9f + 0.1f * r);
+          set_span (&e.device[r], 1, TDM_PHASE_BACKWARD, 1.0f, 2.1f + 0.1f * s);
+          set_span (&e.device[r], 2, TDM_PHASE_ALLREDUCE, 2.2f + 0.1f * s, 2.9f + 0.15f * s);
+        }
+      tdm_timeline_add_phases (timeline, &e);
+    }
+  for (int i = 0; i < 20; i++)
+    g_main_context_iteration (NULL, FALSE);
+  tdm_draw_set_font (cr, widget);
+
+  ticks = tdm_timeline_axis_ticks (timeline, cr, width);
+  g_test_message ("%d px: %u labels, every %g ms", width, ticks->len,
+                  tdm_timeline_get_tick_ms (timeline, width));
+  for (guint i = 0; i < ticks->len; i++)
+    {
+      const TdmTimelineTick *t = &g_array_index (ticks, TdmTimelineTick, i);
+
+      g_test_message ("  “%s” at %.1f–%.1f (step %u, %g ms)", t->text, t->text_x,
+                      t->text_x + t->text_width, t->step, t->ms);
+      g_assert_cmpfloat (t->text_x, >=, 0);
+      g_assert_cmpfloat (t->text_x + t->text_width, <=, width);
+      g_assert_cmpfloat (t->text_width, >, 0);
+      if (i > 0)
+        {
+          const TdmTimelineTick *before = &g_array_index (ticks, TdmTimelineTick, i - 1);
+
+          g_assert_cmpfloat (t->text_x, >=, before->text_x + before->text_width);
+        }
+      g_assert_cmpuint (t->step, <, TDM_TIMELINE_STEPS);
+      per_step[t->step]++;
+      most = MAX (most, per_step[t->step]);
+    }
+  /* Two labels on one clock: a scale, not only each step's "0". */
+  g_assert_cmpuint (most, >=, 2);
+  /* The unit once. */
+  g_assert_nonnull (strstr (g_array_index (ticks, TdmTimelineTick, 1).text, "ms"));
+
+  boxes = tdm_timeline_layout (timeline, width, 300);
+  g_assert_cmpuint (boxes->len, >, 0);
+  for (guint i = 0; i < boxes->len; i++)
+    {
+      const TdmTimelineBox *b = &g_array_index (boxes, TdmTimelineBox, i);
+
+      g_assert_cmpfloat (b->x + b->width, <=, width + 1e-6);
+    }
+  cairo_destroy (cr);
+  cairo_surface_destroy (surface);
+  gtk_window_destroy (GTK_WINDOW (window));
+}
+
+static void
+test_ticks_narrow (void)
+{
+  check_ticks_at (360);
+  check_ticks_at (1024);
+}
+
 /* Two runs side by side: each under its title, the first's lanes above the
  * second's, both from 0 on one scale (the longer fills the width), in place of the
  * kept steps; the lane texts as given; gone again with NULL. */
@@ -353,5 +457,7 @@ main (int    argc,
   g_test_add_func ("/timeline/realized", test_realized);
   g_test_add_func ("/timeline/colours", test_colours_distinct);
   g_test_add_func ("/timeline/comparison", test_comparison);
+  g_test_add_func ("/timeline/choose-tick", test_choose_tick);
+  g_test_add_func ("/timeline/ticks-narrow", test_ticks_narrow);
   return g_test_run ();
 }

@@ -161,6 +161,28 @@ tdm_draw_text_width (cairo_t    *cr,
 }
 
 void
+tdm_draw_text_height (cairo_t    *cr,
+                      const char *text,
+                      double     *above,
+                      double     *below)
+{
+  PangoLayout *layout;
+  PangoRectangle logical;
+  double baseline;
+
+  g_return_if_fail (cr != NULL);
+  g_return_if_fail (text != NULL);
+
+  layout = layout_for (cr, text);
+  pango_layout_get_extents (layout, NULL, &logical);
+  baseline = pango_layout_get_baseline (layout) / (double) PANGO_SCALE;
+  if (above != NULL)
+    *above = baseline - logical.y / (double) PANGO_SCALE;
+  if (below != NULL)
+    *below = (logical.y + logical.height) / (double) PANGO_SCALE - baseline;
+}
+
+void
 tdm_draw_text (cairo_t    *cr,
                double      x,
                double      y,

@@ -37,6 +37,12 @@ cairo_t *tdm_draw_begin          (GtkWidget   *widget,
 /* How wide `text` is in `cr`'s font, in user units. */
 double   tdm_draw_text_width     (cairo_t     *cr,
                                   const char  *text);
+/* How far `text` in `cr`'s font reaches above its baseline and below it, in user
+ * units: with its width, the box a label takes (to keep it off a line). */
+void     tdm_draw_text_height    (cairo_t     *cr,
+                                  const char  *text,
+                                  double      *above,
+                                  double      *below);
 /* `text` with its baseline's left end at (x, y), in the current source; into a
  * chart's SVG as a <text> where one is being written. */
 void     tdm_draw_text           (cairo_t     *cr,

@@ -89,6 +89,208 @@ tdm_scaling_chart_point_position (TdmScalingChart  *self,
   return TRUE;
 }
 
+/* Speed-up in ×, efficiency in %: two figures, never one for the other. */
+static void
+tdm_scaling_chart_label_text (const TdmScalingPoint *pt,
+                              char                   text[48])
+{
+  g_snprintf (text, 48, "%.2f× · %.0f %%", pt->speedup, 100 * pt->efficiency);
+}
+
+/* Whether the segment a–b passes through `r` (Liang and Barsky's clipping). */
+static gboolean
+segment_crosses_rect (const graphene_point_t *a,
+                      const graphene_point_t *b,
+                      const graphene_rect_t  *r)
+{
+  double dx = b->x - a->x, dy = b->y - a->y, t0 = 0, t1 = 1;
+  double p[4] = { -dx, dx, -dy, dy };
+  double q[4] = { a->x - r->origin.x, r->origin.x + r->size.width - a->x,
+                  a->y - r->origin.y, r->origin.y + r->size.height - a->y };
+
+  for (int i = 0; i < 4; i++)
+    {
+      if (p[i] == 0)
+        {
+          if (q[i] < 0)
+            return FALSE;
+          continue;
+        }
+      double t = q[i] / p[i];
+
+      if (p[i] < 0)
+        t0 = MAX (t0, t);
+      else
+        t1 = MIN (t1, t);
+      if (t0 > t1)
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* Whether the rectangle `r` takes room a label must leave: a point's dot and its
+ * spread bar, the line joining the points, or one of the `n_placed` labels placed
+ * before (those of points with fewer devices). */
+static gboolean
+tdm_scaling_chart_label_blocked (TdmScalingChart       *self,
+                                 double                 width,
+                                 double                 height,
+                                 const graphene_rect_t *placed,
+                                 guint                  n_placed,
+                                 const graphene_rect_t *r)
+{
+  double scale = (height - TOP - BOTTOM) / tdm_scaling_chart_get_y_max (self);
+  graphene_point_t before, next;
+  gboolean have_before = FALSE;
+
+  for (guint i = 0; i < n_placed; i++)
+    if (graphene_rect_intersection (&placed[i], r, NULL))
+      return TRUE;
+  for (int d = 1; d <= tdm_scaling_chart_max_devices (self); d++)
+    if (tdm_scaling_chart_point_position (self, width, height, d, FALSE, &next))
+      {
+        if (have_before && segment_crosses_rect (&before, &next, r))
+          return TRUE;
+        before = next;
+        have_before = TRUE;
+      }
+  for (guint i = 0; i < self->points->len; i++)
+    {
+      const TdmScalingPoint *other = &g_array_index (self->points, TdmScalingPoint, i);
+      graphene_point_t q;
+      graphene_rect_t taken;
+      double top, bottom;
+
+      if (!tdm_scaling_chart_point_position (self, width, height, other->devices, FALSE, &q))
+        continue;
+      top = q.y - 5;
+      bottom = q.y + 5;
+      if (other->runs > 1 && isfinite (other->speedup_min) && isfinite (other->speedup_max))
+        {
+          top = MIN (top, q.y - (other->speedup_max - other->speedup) * scale);
+          bottom = MAX (bottom, q.y + (other->speedup - other->speedup_min) * scale);
+        }
+      graphene_rect_init (&taken, q.x - 5, top, 10, bottom - top);
+      if (graphene_rect_intersection (&taken, r, NULL))
+        return TRUE;
+    }
+  return FALSE;
+}
+
+/* The label of the point `pt` (drawn at `p`): the nearest clear place. */
+static void
+tdm_scaling_chart_place_label (TdmScalingChart        *self,
+                               cairo_t                *cr,
+                               double                  width,
+                               double                  height,
+                               const TdmScalingPoint  *pt,
+                               const graphene_point_t *p,
+                               const graphene_rect_t  *placed,
+                               guint                   n_placed,
+                               graphene_rect_t        *rect)
+{
+  graphene_point_t a, b;
+  gboolean have_line, found = FALSE;
+  double w, above, below, h, best = G_MAXDOUBLE;
+  char text[48];
+
+  tdm_scaling_chart_label_text (pt, text);
+  w = tdm_draw_text_width (cr, text);
+  tdm_draw_text_height (cr, text, &above, &below);
+  h = above + below;
+  have_line = tdm_scaling_chart_point_position (self, width, height, 1, TRUE, &a)
+              && tdm_scaling_chart_point_position (self, width, height,
+                                                   tdm_scaling_chart_max_devices (self), TRUE, &b);
+  /* The nearest place that is clear: below-right of the point first (clear of a
+   * line rising to the right from a point on or under it), above-left next (for a
+   * point over it), then slid sideways and farther off, up to a few lines away. */
+  for (int side = 0; side < 2; side++)
+    for (int j = 0; j < 16; j++)
+      for (int i = 0; i <= 8; i++)
+        {
+          double right = p->x + 6, left = p->x - 6 - w;
+          double x = side == 0 ? right + (left - right) * i / 8 : left + (right - left) * i / 8;
+          double y = side == 0 ? p->y + 6 + 4 * j : p->y - 6 - h - 4 * j;
+          graphene_rect_t air, here;
+          double dx, dy, distance;
+
+          /* Right of the speed-up axis, whose numbers are left of it. */
+          x = CLAMP (x, LEFT + 2, MAX (LEFT + 2, width - w));
+          if (y < 0 || y + h > height - BOTTOM + 4)
+            continue;
+          dx = MAX (0, MAX (x - p->x, p->x - (x + w)));
+          dy = MAX (0, MAX (y - p->y, p->y - (y + h)));
+          /* Beside the point rather than straight under or over it: a label across
+           * the point's column hides the line it is on. */
+          distance = hypot (dx, dy) + (dx == 0 ? 10 : 0);
+          if (distance >= best - 1e-9)
+            continue;
+          /* Two pixels of air around the text. */
+          graphene_rect_init (&air, x - 2, y - 2, w + 4, h + 4);
+          graphene_rect_init (&here, x, y, w, h);
+          if ((have_line && segment_crosses_rect (&a, &b, &air))
+              || tdm_scaling_chart_label_blocked (self, width, height, placed, n_placed, &here))
+            continue;
+          *rect = here;
+          best = distance;
+          found = TRUE;
+        }
+  /* Nowhere clear (a chart too small): where the first choice would be, inside. */
+  if (!found)
+    graphene_rect_init (rect, CLAMP (p->x + 6, LEFT + 2, MAX (LEFT + 2, width - w)), p->y + 6, w, h);
+}
+
+/* Every drawn point's label, placed in device order (each clear of those before
+ * it); rects[d - 1] for `d` devices, empty where there is no such point. */
+static void
+tdm_scaling_chart_place_labels (TdmScalingChart *self,
+                                cairo_t         *cr,
+                                double           width,
+                                double           height,
+                                graphene_rect_t *rects)
+{
+  int n = tdm_scaling_chart_max_devices (self);
+  g_autofree graphene_rect_t *placed = g_new0 (graphene_rect_t, n);
+  guint n_placed = 0;
+
+  for (int d = 1; d <= n; d++)
+    {
+      const TdmScalingPoint *pt = NULL;
+      graphene_point_t p;
+
+      graphene_rect_init (&rects[d - 1], 0, 0, 0, 0);
+      for (guint i = 0; i < self->points->len; i++)
+        if (g_array_index (self->points, TdmScalingPoint, i).devices == d)
+          pt = &g_array_index (self->points, TdmScalingPoint, i);
+      if (pt == NULL || !tdm_scaling_chart_point_position (self, width, height, d, FALSE, &p))
+        continue;
+      tdm_scaling_chart_place_label (self, cr, width, height, pt, &p, placed, n_placed, &rects[d - 1]);
+      placed[n_placed++] = rects[d - 1];
+    }
+}
+
+gboolean
+tdm_scaling_chart_label_rect (TdmScalingChart *self,
+                              cairo_t         *cr,
+                              double           width,
+                              double           height,
+                              int              devices,
+                              graphene_rect_t *rect)
+{
+  g_autofree graphene_rect_t *rects = NULL;
+  graphene_point_t p;
+
+  g_return_val_if_fail (TDM_IS_SCALING_CHART (self), FALSE);
+  g_return_val_if_fail (cr != NULL, FALSE);
+
+  if (!tdm_scaling_chart_point_position (self, width, height, devices, FALSE, &p))
+    return FALSE;
+  rects = g_new0 (graphene_rect_t, tdm_scaling_chart_max_devices (self));
+  tdm_scaling_chart_place_labels (self, cr, width, height, rects);
+  *rect = rects[devices - 1];
+  return TRUE;
+}
+
 void
 tdm_scaling_chart_draw (TdmScalingChart *self,
                         cairo_t         *cr,
@@ -100,6 +302,7 @@ tdm_scaling_chart_draw (TdmScalingChart *self,
   double y_max = tdm_scaling_chart_get_y_max (self);
   graphene_point_t p, q;
   GdkRGBA fg = *text_colour;
+  g_autofree graphene_rect_t *labels = NULL;
 
   g_return_if_fail (TDM_IS_SCALING_CHART (self));
 
@@ -156,11 +359,13 @@ tdm_scaling_chart_draw (TdmScalingChart *self,
         started = TRUE;
       }
   tdm_chart_stroke (cr);
+  labels = g_new0 (graphene_rect_t, n);
+  tdm_scaling_chart_place_labels (self, cr, width, height, labels);
   for (guint i = 0; i < self->points->len; i++)
     {
       const TdmScalingPoint *pt = &g_array_index (self->points, TdmScalingPoint, i);
       double total = pt->compute_ms + pt->comm_ms + pt->wait_ms;
-      char text[32];
+      char text[48];
 
       if (!tdm_scaling_chart_point_position (self, width, height, pt->devices, FALSE, &p))
         continue;
@@ -185,15 +390,15 @@ tdm_scaling_chart_draw (TdmScalingChart *self,
       cairo_arc (cr, p.x, p.y, 4, 0, 2 * G_PI);
       tdm_chart_fill (cr);
       gdk_cairo_set_source_rgba (cr, &fg);
-      /* Speed-up in ×, efficiency in %: two figures, never one for the other. */
-      g_snprintf (text, sizeof text, "%.2f× · %.0f %%", pt->speedup, 100 * pt->efficiency);
-      /* Above the point, or below it at the top of the plot, where it would be cut;
-       * right of it, or left of it at the right edge (the last point's). */
+      /* Beside the point, never across the ideal line (it read as struck out). */
       {
-        double w = tdm_draw_text_width (cr, text);
+        graphene_rect_t r;
+        double above;
 
-        tdm_draw_text (cr, p.x + 6 + w > width - 2 ? p.x - 6 - w : p.x + 6,
-                       p.y - 6 < TOP + 14 ? p.y + 18 : p.y - 6, text);
+        tdm_scaling_chart_label_text (pt, text);
+        tdm_draw_text_height (cr, text, &above, NULL);
+        r = labels[pt->devices - 1];
+        tdm_draw_text (cr, r.origin.x, r.origin.y + above, text);
       }
       if (total > 0 && isfinite (total))
         {

@@ -45,5 +45,14 @@ gboolean   tdm_scaling_chart_point_position (TdmScalingChart   *self,
                                              int                devices,
                                              gboolean           ideal,
                                              graphene_point_t  *position);
+/* The rectangle of the label ("1.85× · 93 %") of the point for `devices` at
+ * width × height in `cr`'s font: beside the point, off the ideal line and inside
+ * the chart where any place is; FALSE when there is no such point. */
+gboolean   tdm_scaling_chart_label_rect (TdmScalingChart       *self,
+                                         cairo_t               *cr,
+                                         double                 width,
+                                         double                 height,
+                                         int                    devices,
+                                         graphene_rect_t       *rect);
 
 G_END_DECLS

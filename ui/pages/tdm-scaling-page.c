@@ -48,6 +48,7 @@ struct _TdmScalingPage
   GtkWidget     *chart;
   GtkWidget     *table;
   GtkWidget     *table_scroller;
+  GtkWidget     *table_scrollbar;
 
   GCancellable  *cancellable;     /* of the run going, or NULL */
   guint          generation;      /* of the run going or last run */
@@ -413,6 +414,14 @@ tdm_scaling_page_get_chart (TdmScalingPage *self)
   return self->chart;
 }
 
+GtkWidget *
+tdm_scaling_page_get_table (TdmScalingPage *self)
+{
+  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), NULL);
+
+  return self->table;
+}
+
 void
 tdm_scaling_page_set_history_folder (TdmScalingPage *self,
                                      const char     *folder)
@@ -633,15 +642,32 @@ tdm_scaling_page_class_init (TdmScalingPageClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, status_label);
   gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, chart);
   gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, table_scroller);
+  gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, table_scrollbar);
+}
+
+/* The table's scrollbar shows while the table is wider than its room. */
+static void
+tdm_scaling_page_table_width_changed (GtkAdjustment  *hadjustment,
+                                      TdmScalingPage *self)
+{
+  gtk_widget_set_visible (self->table_scrollbar,
+                          gtk_adjustment_get_upper (hadjustment)
+                          > gtk_adjustment_get_page_size (hadjustment) + 0.5);
 }
 
 static void
 tdm_scaling_page_init (TdmScalingPage *self)
 {
+  GtkAdjustment *hadjustment;
+
   gtk_widget_init_template (GTK_WIDGET (self));
   gtk_spin_button_set_value (GTK_SPIN_BUTTON (self->steps_spin), DEFAULT_STEPS);
   self->table = tdm_scaling_table_new ();
   gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (self->table_scroller), self->table);
+  hadjustment = gtk_scrolled_window_get_hadjustment (GTK_SCROLLED_WINDOW (self->table_scroller));
+  gtk_scrollbar_set_adjustment (GTK_SCROLLBAR (self->table_scrollbar), hadjustment);
+  g_signal_connect_object (hadjustment, "changed",
+                           G_CALLBACK (tdm_scaling_page_table_width_changed), self, 0);
   tdm_scaling_page_fill_table (self);
 }
 

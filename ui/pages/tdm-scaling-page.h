@@ -46,6 +46,8 @@ void           tdm_scaling_page_set_steps    (TdmScalingPage   *self,
 long           tdm_scaling_page_get_steps    (TdmScalingPage   *self);
 
 GtkWidget     *tdm_scaling_page_get_chart    (TdmScalingPage   *self);
+/* The table of the points (a GtkGrid, tdm-scaling-table.h) inside its scroller. */
+GtkWidget     *tdm_scaling_page_get_table    (TdmScalingPage   *self);
 /* The run history the runs are kept in; NULL (the default): the user's. */
 void           tdm_scaling_page_set_history_folder (TdmScalingPage *self,
                                                     const char     *folder);

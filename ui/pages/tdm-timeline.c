@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-timeline.c: the timeline's layout (pure arithmetic on the kept events, so it
  * is tested without pixels) and its Cairo drawing: lane labels on the left, boxes,
- * step boundaries, a time axis in ms under them, a legend of the phases below. */
+ * step boundaries, a time axis in ms under them (tdm-timeline-axis.c), a legend of
+ * the phases below. */
 
 #include "tdm-timeline.h"
+#include "tdm-timeline-private.h"
 #include "tdm-draw.h"
 
 #include <glib/gi18n.h>
@@ -11,39 +13,6 @@
 #include <string.h>
 
 #include "tdm-format.h"
-
-#define LABEL_WIDTH   72.0   /* the lane labels' column, at least */
-#define LEGEND_ROW    20.0
-#define LEGEND_HEIGHT 24.0   /* one row of it; more where the width makes it wrap */
-#define LANE_GAP      6.0
-#define AXIS_HEIGHT   18.0   /* the time axis under the lanes: ticks and their ms */
-#define TITLE_HEIGHT  18.0   /* a compared run's title, over its lanes */
-#define TICK_SPACING  64.0   /* pixels between ticks, at least */
-/* Between two kept steps, as a share of the whole time axis. */
-#define STEP_GAP      0.02
-
-struct _TdmTimeline
-{
-  GtkWidget       parent_instance;
-  TdmPhasesEvent *steps[TDM_TIMELINE_STEPS];   /* oldest first */
-  guint           n_steps;
-  gboolean        high_contrast;
-  int             main_device;   /* its lane says "main"; −1 for none */
-  char           *lane_names[TDM_MAX_REPLICAS];   /* as the run names its devices */
-  /* Another run's step under this one's (NULL: none), and its lanes' labels. */
-  TdmPhasesEvent *reference;
-  char           *reference_names[TDM_MAX_REPLICAS];
-  /* Two runs side by side (step NULL: none): above, then below. */
-  struct
-  {
-    TdmPhasesEvent *step;
-    char           *title;
-    char           *names[TDM_MAX_REPLICAS];
-    char           *notes[TDM_MAX_REPLICAS];
-  } compared[2];
-  double          legend_height; /* as last drawn: LEGEND_HEIGHT, or more rows */
-  double          label_width;   /* as last drawn: LABEL_WIDTH, or the widest label's */
-};
 
 G_DEFINE_FINAL_TYPE (TdmTimeline, tdm_timeline, GTK_TYPE_WIDGET)
 
@@ -151,20 +120,8 @@ tdm_timeline_box_compare (gconstpointer a,
   return x->x < y->x ? -1 : x->x > y->x;
 }
 
-/* The steps drawn, where each starts on the time axis and on which lane its first
- * device goes: the kept steps one after another; with a reference, the last kept
- * step above the reference's, both from 0 on one scale. */
-typedef struct
-{
-  const TdmPhasesEvent *e;
-  double                offset;       /* ms */
-  int                   first_lane;
-  gboolean              reference;
-  int                   group;        /* 0 above, 1 below (titles' room) */
-} Shown;
-
 /* One step above another from 0: a reference, or a comparison. */
-static gboolean
+gboolean
 tdm_timeline_stacked (TdmTimeline *self)
 {
   return self->reference != NULL || self->compared[0].step != NULL;
@@ -177,11 +134,40 @@ tdm_timeline_title_height (TdmTimeline *self)
   return self->compared[0].step != NULL ? TITLE_HEIGHT : 0;
 }
 
+/* The oldest kept step shown at `width`: every kept step where each gets two
+ * labelled ticks on its own clock, else fewer, the newest (four steps side by side
+ * on a phone would each show only their "0"). */
 static guint
-tdm_timeline_shown (TdmTimeline *self,
-                    Shown        shown[TDM_TIMELINE_STEPS + 1],
-                    double      *axis,
-                    int         *lanes)
+tdm_timeline_first_shown (TdmTimeline *self,
+                          double       width)
+{
+  double plot_width = width - self->label_width;
+
+  for (guint first = 0; first + 1 < self->n_steps; first++)
+    {
+      double total = 0, shortest = G_MAXDOUBLE, axis;
+
+      for (guint i = first; i < self->n_steps; i++)
+        {
+          double ms = tdm_timeline_step_ms (self->steps[i]);
+
+          total += ms;
+          shortest = MIN (shortest, ms);
+        }
+      axis = total * (1 + STEP_GAP * (self->n_steps - first - 1));
+      if (axis > 0 && plot_width > 0
+          && tdm_timeline_choose_tick (shortest, plot_width / axis, self->tick_px) > 0)
+        return first;
+    }
+  return self->n_steps > 0 ? self->n_steps - 1 : 0;
+}
+
+guint
+tdm_timeline_shown (TdmTimeline      *self,
+                    double            width,
+                    TdmTimelineShown  shown[TDM_TIMELINE_STEPS + 1],
+                    double           *axis,
+                    int              *lanes)
 {
   guint n = 0;
 
@@ -193,7 +179,7 @@ tdm_timeline_shown (TdmTimeline *self,
         {
           const TdmPhasesEvent *e = self->compared[g].step;
 
-          shown[n++] = (Shown) { e, 0, *lanes, g == 1, g };
+          shown[n++] = (TdmTimelineShown) { e, 0, *lanes, g == 1, g };
           *axis = MAX (*axis, tdm_timeline_step_ms (e));
           *lanes += MIN (e->replicas, TDM_MAX_REPLICAS);
         }
@@ -202,17 +188,18 @@ tdm_timeline_shown (TdmTimeline *self,
   if (self->reference == NULL)
     {
       double total = 0, gap, at = 0;
+      guint first = tdm_timeline_first_shown (self, width);
 
-      for (guint i = 0; i < self->n_steps; i++)
+      for (guint i = first; i < self->n_steps; i++)
         total += tdm_timeline_step_ms (self->steps[i]);
       /* Gaps between steps are a share of the drawn time, so they scale with it. */
       gap = total * STEP_GAP;
-      for (guint i = 0; i < self->n_steps; i++)
+      for (guint i = first; i < self->n_steps; i++)
         {
-          shown[n++] = (Shown) { self->steps[i], at, 0, FALSE, 0 };
+          shown[n++] = (TdmTimelineShown) { self->steps[i], at, 0, FALSE, 0 };
           at += tdm_timeline_step_ms (self->steps[i]) + gap;
         }
-      *axis = self->n_steps > 0 ? total + gap * (self->n_steps - 1) : 0;
+      *axis = n > 0 ? total + gap * (n - 1) : 0;
       *lanes = tdm_timeline_replicas (self);
       return n;
     }
@@ -221,11 +208,11 @@ tdm_timeline_shown (TdmTimeline *self,
     {
       const TdmPhasesEvent *last = self->steps[self->n_steps - 1];
 
-      shown[n++] = (Shown) { last, 0, 0, FALSE, 0 };
+      shown[n++] = (TdmTimelineShown) { last, 0, 0, FALSE, 0 };
       *axis = tdm_timeline_step_ms (last);
       *lanes = MIN (last->replicas, TDM_MAX_REPLICAS);
     }
-  shown[n++] = (Shown) { self->reference, 0, *lanes, TRUE, 1 };
+  shown[n++] = (TdmTimelineShown) { self->reference, 0, *lanes, TRUE, 1 };
   *axis = MAX (*axis, tdm_timeline_step_ms (self->reference));
   *lanes += MIN (self->reference->replicas, TDM_MAX_REPLICAS);
   return n;
@@ -240,14 +227,14 @@ tdm_timeline_layout (TdmTimeline *self,
   double plot_width = width - self->label_width;
   double title = tdm_timeline_title_height (self);
   double plot_height = height - self->legend_height - AXIS_HEIGHT - 2 * title;
-  Shown shown[TDM_TIMELINE_STEPS + 1];
+  TdmTimelineShown shown[TDM_TIMELINE_STEPS + 1];
   double axis, lane;
   int lanes;
   guint n;
 
   g_return_val_if_fail (TDM_IS_TIMELINE (self), boxes);
 
-  n = tdm_timeline_shown (self, shown, &axis, &lanes);
+  n = tdm_timeline_shown (self, width, shown, &axis, &lanes);
   if (lanes == 0 || axis <= 0 || plot_width <= 0 || plot_height <= 0)
     return boxes;
 
@@ -307,75 +294,6 @@ tdm_timeline_fill_phase (TdmTimeline *self,
     cairo_fill (cr);
 }
 
-double
-tdm_timeline_get_tick_ms (TdmTimeline *self,
-                          double       width)
-{
-  Shown shown[TDM_TIMELINE_STEPS + 1];
-  double axis, plot_width = width - self->label_width, want, decade;
-  int lanes;
-
-  g_return_val_if_fail (TDM_IS_TIMELINE (self), 0);
-
-  tdm_timeline_shown (self, shown, &axis, &lanes);
-  if (axis <= 0 || plot_width <= TICK_SPACING)
-    return 0;
-  /* The smallest of 1, 2, 5 × 10^k ms that leaves TICK_SPACING pixels between ticks. */
-  want = axis * TICK_SPACING / plot_width;
-  decade = pow (10, floor (log10 (want)));
-  for (int i = 0; i < 4; i++)
-    {
-      static const double nice[] = { 1, 2, 5, 10 };
-
-      if (nice[i] * decade >= want)
-        return nice[i] * decade;
-    }
-  return 10 * decade;
-}
-
-/* Under the lanes: each step's own clock, 0 at the moment it was handed out, ticks
- * every tdm_timeline_get_tick_ms(), the last label with its unit. */
-static void
-tdm_timeline_draw_axis (TdmTimeline *self,
-                        cairo_t     *cr,
-                        double       width,
-                        double       y)
-{
-  Shown shown[TDM_TIMELINE_STEPS + 1];
-  double axis;
-  int lanes;
-  guint n = tdm_timeline_shown (self, shown, &axis, &lanes);
-  double tick = tdm_timeline_get_tick_ms (self, width);
-  double plot_width = width - self->label_width;
-
-  if (axis <= 0 || tick <= 0)
-    return;
-  cairo_set_line_width (cr, 1);
-  for (guint i = 0; i < n; i++)
-    {
-      /* With a reference both steps start at 0: one scale, drawn once, to the end. */
-      double step_ms = tdm_timeline_stacked (self) ? axis : tdm_timeline_step_ms (shown[i].e);
-
-      if (i > 0 && tdm_timeline_stacked (self))
-        break;
-      for (double t = 0; t <= step_ms + 1e-9; t += tick)
-        {
-          double x = self->label_width + (shown[i].offset + t) / axis * plot_width;
-          char text[32];
-
-          cairo_move_to (cr, floor (x) + 0.5, y);
-          cairo_line_to (cr, floor (x) + 0.5, y + 4);
-          cairo_stroke (cr);
-          /* The unit once, on the first step's second tick: the rest are numbers. */
-          if (i == 0 && t > 0 && t < tick * 1.5)
-            g_snprintf (text, sizeof text, _("%g ms"), t);
-          else
-            g_snprintf (text, sizeof text, "%g", t);
-          tdm_draw_text (cr, x + 2, y + 14, text);
-        }
-    }
-}
-
 /* A comparison's texts: each run's title over its lanes (the lower one under a
  * line), each lane's name and its note under it. */
 static void
@@ -424,7 +342,7 @@ tdm_timeline_snapshot (GtkWidget   *widget,
   TdmTimeline *self = TDM_TIMELINE (widget);
   double width = gtk_widget_get_width (widget);
   double height = gtk_widget_get_height (widget);
-  Shown shown[TDM_TIMELINE_STEPS + 1];
+  TdmTimelineShown shown[TDM_TIMELINE_STEPS + 1];
   double axis;
   int replicas;
   g_autoptr(GArray) boxes = NULL;
@@ -473,6 +391,8 @@ tdm_timeline_snapshot (GtkWidget   *widget,
     widest = MAX (widest, tdm_draw_text_width (cr, _("main")));
     self->label_width = MAX (LABEL_WIDTH, MIN (widest + 12, width / 3));
   }
+  /* The ticks' spacing before the lanes: it decides how many steps are shown. */
+  tdm_timeline_measure_ticks (self, cr);
   boxes = tdm_timeline_layout (self, width, height);
 
   for (guint i = 0; i < boxes->len; i++)
@@ -483,7 +403,7 @@ tdm_timeline_snapshot (GtkWidget   *widget,
     }
 
   gdk_cairo_set_source_rgba (cr, &fg);
-  tdm_timeline_shown (self, shown, &axis, &replicas);
+  tdm_timeline_shown (self, width, shown, &axis, &replicas);
   if (replicas > 0 && self->compared[0].step != NULL)
     {
       tdm_timeline_draw_axis (self, cr, width, height - self->legend_height - AXIS_HEIGHT);
@@ -751,6 +671,7 @@ tdm_timeline_init (TdmTimeline *self)
   self->main_device = -1;
   self->legend_height = LEGEND_HEIGHT;
   self->label_width = LABEL_WIDTH;
+  self->tick_px = TICK_SPACING;
 }
 
 GtkWidget *

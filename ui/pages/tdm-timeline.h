@@ -94,8 +94,32 @@ const char *tdm_timeline_get_lane_note (TdmTimeline         *self,
                                         int                  which,
                                         int                  device);
 /* The time axis's tick spacing in ms at this width: 1, 2 or 5 × 10^k, the smallest
- * that keeps ticks apart; 0 with nothing drawn. */
+ * that keeps ticks apart; 0 with nothing drawn. Where the width cannot give each
+ * kept step two labelled ticks, fewer (the newest) steps are shown. */
 double     tdm_timeline_get_tick_ms  (TdmTimeline          *self,
+                                      double                width);
+/* The smallest of 1, 2, 5 × 10^k ms whose ticks lie at least `min_px` apart at
+ * `px_per_ms`, where a span of `span_ms` then has two ticks (0 and one more);
+ * 0 where none does. Pure arithmetic. */
+double     tdm_timeline_choose_tick  (double                span_ms,
+                                      double                px_per_ms,
+                                      double                min_px);
+
+/* One labelled tick of the time axis as drawn at a width. */
+typedef struct
+{
+  double x;            /* the tick */
+  double text_x;       /* its label's left end */
+  double text_width;
+  double ms;           /* on its step's clock */
+  guint  step;         /* which shown step, 0 the leftmost */
+  char   text[32];
+} TdmTimelineTick;
+
+/* The labelled ticks drawn at `width` in `cr`'s font, left to right: a label that
+ * would overlap the one before it or run past the right edge is left out. */
+GArray    *tdm_timeline_axis_ticks   (TdmTimeline          *self,
+                                      cairo_t              *cr,
                                       double                width);
 /* Presentation mode's palette: saturated, outlined boxes. */
 void       tdm_timeline_set_high_contrast (TdmTimeline     *self,
