@@ -36,6 +36,10 @@ cudaError_t tdm_k_add(float *y, const float *x, size_t n, cudaStream_t stream);
 cudaError_t tdm_k_add_out(float *y, const float *a, const float *x, size_t n, bool relu,
                           cudaStream_t stream);
 cudaError_t tdm_k_scale(float *y, float alpha, size_t n, cudaStream_t stream);
+/* Exact mode: acc[2i], acc[2i + 1] += the fixed-point limbs of x[i] (tdm-exact-fixed.h);
+ * *bad += the count of values fixed point cannot hold (left out). */
+cudaError_t tdm_k_exact_add(int64_t *acc, const float *x, size_t n, int64_t *bad,
+                            cudaStream_t stream);
 /* out[i] = in[i] as bfloat16 bits, rounded to nearest even. */
 cudaError_t tdm_k_to_bf16(uint16_t *out, const float *in, size_t n, cudaStream_t stream);
 

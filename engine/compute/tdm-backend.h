@@ -393,6 +393,11 @@ typedef struct {
   /* y += x; y *= alpha. For communicators. */
   void (*add) (TdmBackend *b, float *y, const float *x, size_t n);
   void (*scale) (TdmBackend *b, float *y, float alpha, size_t n);
+  /* Exact mode's sums on the device, optional: acc[2i], acc[2i + 1] (int64, device
+   * memory) += the fixed-point limbs of x[i] by tdm-exact-fixed.h's rule; *bad (int64,
+   * device) += the count of values it cannot hold. Without it the trainer adds on the
+   * host (tdm_exact_add(), the same bits). */
+  void (*exact_add) (TdmBackend *b, int64_t *acc, const float *x, size_t n, int64_t *bad);
   /* y = a + x, then max(y, 0) when relu (NaN passes, as relu_forward): a residual
    * block's end in one pass instead of a copy, add and relu_forward, with their bits.
    * y may be a or x. Optional. */

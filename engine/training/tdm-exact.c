@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-exact.c — exact mode's fixed-point sums and its chunked shards (tdm-exact.h). */
 #include "tdm-exact.h"
+#include "tdm-exact-fixed.h"
 #include "tdm-i18n.h"
 #include "tdm-iterator.h"
 
@@ -33,33 +34,20 @@ tdm_exact_add_double(gint64 *acc, double v)
 }
 
 /* Floats go by their bits, in integers (half again as fast as the double route on
- * the CPU this was written on): x = ±m·2^(e − 150) for a biased exponent e ≥ 1 (m with
- * its implicit bit), ±m·2^−149 for subnormals, so x·2⁶⁴ = ±m·2^(e − 86), at most 2⁷⁸
- * below the limit (e < 141); below 2⁰ it is rounded half away from zero. */
+ * the CPU this was written on), by the rule the CUDA kernel shares
+ * (tdm-exact-fixed.h). */
 size_t
 tdm_exact_add(gint64 *restrict acc, const float *restrict x, size_t n)
 {
   size_t bad = 0;
   for (size_t i = 0; i < n; i++) {
-    guint32 bits;
-    memcpy(&bits, &x[i], sizeof bits);
-    int e = (int)((bits >> 23) & 0xff);
-    if (e >= 141) {            /* |x| ≥ 2¹⁴, infinities and NaN */
+    int64_t hi, lo;
+    if (tdm_exact_fixed_limbs(x[i], &hi, &lo)) {
       bad++;
       continue;
     }
-    guint64 m = bits & 0x7fffff;
-    if (e > 0)
-      m |= 0x800000;
-    int shift = (e > 0 ? e : 1) - 86;
-    unsigned __int128 v = 0;
-    if (shift >= 0)
-      v = (unsigned __int128)m << shift;
-    else if (shift > -40)
-      v = (m + ((guint64)1 << (-shift - 1))) >> -shift;
-    __int128 signed_v = (bits >> 31) ? -(__int128)v : (__int128)v;
-    acc[2 * i] += (gint64)(signed_v >> 32);
-    acc[2 * i + 1] += (gint64)(signed_v & 0xffffffff);
+    acc[2 * i] += hi;
+    acc[2 * i + 1] += lo;
   }
   return bad;
 }
@@ -108,6 +96,12 @@ tdm_exact_buffers(size_t parameters, size_t state)
   b.bytes = (guint64)b.acc * sizeof(gint64) + (guint64)b.grads * sizeof(float) +
             3 * (guint64)b.state * sizeof(float);
   return b;
+}
+
+guint64
+tdm_exact_device_bytes(size_t parameters, size_t state)
+{
+  return (guint64)tdm_exact_buffers(parameters, state).acc * sizeof(gint64);
 }
 
 char *

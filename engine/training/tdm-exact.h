@@ -70,5 +70,9 @@ typedef struct {
 } TdmExactBuffers;
 
 TdmExactBuffers tdm_exact_buffers (size_t parameters, size_t state);
+/* What a GPU replica holds on the device in exact mode, where its backend adds the
+ * chunks' sums there (exact_add): the accumulator of tdm_exact_buffers(), its length
+ * in int64. */
+guint64 tdm_exact_device_bytes (size_t parameters, size_t state);
 
 G_END_DECLS

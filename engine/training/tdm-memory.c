@@ -131,7 +131,11 @@ tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count
     guint64 optimizer = updates ? opt_bytes : 0;
     guint64 communication = !cpu && staging ? PEER_STAGING_BYTES : 0;
     guint64 own = tdm_backend_own_bytes(cfg->devices[r]);
-    guint64 total = rb.total + optimizer + communication + own;
+    /* Exact mode's sums, on a GPU: there the chunks are added on the device. */
+    guint64 exact = cfg->exact && !cpu
+                        ? tdm_exact_device_bytes(net->parameter_count, net->state_count)
+                        : 0;
+    guint64 total = rb.total + optimizer + communication + own + exact;
     if (cpu)
       e->host_devices += total;
     else
@@ -151,7 +155,7 @@ tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count
     d->optimizer = optimizer;
     d->activations = rb.activations;
     /* The inference pass's buffers are scratch too: no backward reads them. */
-    d->workspace = rb.workspace + rb.inference + own;
+    d->workspace = rb.workspace + rb.inference + own + exact;
     d->dataset = rb.dataset;
     d->communication = communication;
     d->total = total;

@@ -16,6 +16,9 @@
 struct ExactReplica {
   gint64 *acc;                  /* gradients (2P), then running-statistics moves (2S),
                                  * then the count of unrepresentable values */
+  gint64 *device_acc;           /* the same on the device, where its backend adds there
+                                 * (exact_add): one download a step instead of a
+                                 * chunk's gradients each chunk */
   size_t acc_count;
   float *grads;                 /* host: one chunk's gradients, then the sum's */
   float *state;                 /* host: one chunk's statistics moves, then the new */
@@ -48,6 +51,19 @@ tdm_trainer_exact_setup(TdmTrainer *t, GError **error)
                   (size_t)plan.bytes);
       return FALSE;
     }
+    /* On a GPU the chunks' sums stay on the device (its own counter and the memory
+     * estimate's device figure count them: tdm_exact_device_bytes()).
+     * TANDEM_EXACT_ON_HOST=1 adds them on the host instead, as a CPU worker does: the
+     * same bits (tests/gpu/test-cuda-train.c compares the two). */
+    TdmBackend *b = t->backends[r];
+    if (b->kind != TDM_BACKEND_CPU && b->ops->exact_add != NULL &&
+        g_getenv("TANDEM_EXACT_ON_HOST") == NULL) {
+      e->device_acc = tdm_backend_alloc(b, tdm_exact_device_bytes(t->net->parameter_count,
+                                                                  t->net->state_count),
+                                        error);
+      if (e->device_acc == NULL)
+        return FALSE;
+    }
     /* What was asked of the allocator, buffer by buffer: the figure the memory
      * estimate must equal (tests/engine/test-memory.c). */
     t->exact_bytes += plan.acc * sizeof *e->acc + plan.grads * sizeof *e->grads +
@@ -63,6 +79,8 @@ tdm_trainer_exact_free(TdmTrainer *t)
   if (t->exact == NULL)
     return;
   for (int r = 0; r < t->replicas; r++) {
+    if (t->exact[r].device_acc != NULL)
+      tdm_backend_release(t->backends[r], t->exact[r].device_acc);
     g_free(t->exact[r].acc);
     g_free(t->exact[r].grads);
     g_free(t->exact[r].state);
@@ -97,6 +115,10 @@ tdm_trainer_exact_compute(TdmTrainer *t, int r)
   int offset, size;
   tdm_trainer_shard(t, job->count, t->rank0 + r, &offset, &size);
   memset(e->acc, 0, e->acc_count * sizeof(gint64));
+  gint64 *dacc = e->device_acc;
+  if (dacc != NULL)
+    b->ops->zero(b, dacc, e->acc_count * sizeof(gint64));
+  gint64 *dbad = dacc != NULL ? dacc + e->acc_count - 1 : NULL;
   if (s > 0) {
     b->ops->download(b, e->saved_state, rep->state, s * sizeof(float));
   }
@@ -106,6 +128,13 @@ tdm_trainer_exact_compute(TdmTrainer *t, int r)
     if (s > 0)
       b->ops->upload(b, rep->state, e->zeros, s * sizeof(float));
     tdm_replica_train_step(rep, job->indices + offset + done, n, 1.0f / (float)job->count);
+    if (dacc != NULL) {
+      b->ops->exact_add(b, dacc, rep->grads, p, dbad);
+      if (s > 0)
+        b->ops->exact_add(b, dacc + 2 * p, rep->state, s, dbad);
+      tdm_trainer_exact_add_metrics(t, r, tdm_replica_take_metrics(rep));
+      continue;
+    }
     /* A CPU worker's buffers are host memory: read in place. */
     const float *grads = rep->grads;
     if (b->kind != TDM_BACKEND_CPU) {
@@ -118,6 +147,12 @@ tdm_trainer_exact_compute(TdmTrainer *t, int r)
       bad += (gint64)tdm_exact_add(e->acc + 2 * p, e->state, s);
     }
     tdm_trainer_exact_add_metrics(t, r, tdm_replica_take_metrics(rep));
+  }
+  if (dacc != NULL) {
+    /* The step's sums, once: the download waits for the chunks' kernels. */
+    b->ops->download(b, e->acc, dacc, e->acc_count * sizeof(gint64));
+    b->ops->synchronize(b);
+    return;
   }
   e->acc[e->acc_count - 1] = bad;
 }

@@ -59,6 +59,8 @@ tdm_trainer_teardown(TdmTrainer *t)
   tdm_barrier_clear(&t->end);
   tdm_barrier_clear(&t->pre_comm);
   g_mutex_unlock(&t->abort_lock);
+  /* Before the backends: exact mode may hold device memory on them. */
+  tdm_trainer_exact_free(t);
   for (int r = 0; r < t->replicas; r++) {
     if (t->opts != NULL)
       tdm_optimizer_free(t->opts[r]);
@@ -72,7 +74,6 @@ tdm_trainer_teardown(TdmTrainer *t)
   g_clear_pointer(&t->backends, g_free);
   g_clear_pointer(&t->timing, g_free);
   g_clear_pointer(&t->buckets, g_free);
-  tdm_trainer_exact_free(t);
   g_clear_pointer(&t->it, tdm_iterator_free);
   g_clear_pointer(&t->predicted, g_free);
   g_clear_pointer(&t->train_map, g_free);

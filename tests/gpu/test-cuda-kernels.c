@@ -12,6 +12,7 @@
  */
 #include "tdm-backend.h"
 #include "tdm-build-config.h"
+#include "tdm-exact.h"
 
 #if TDM_HAVE_CUDA
 
@@ -573,6 +574,53 @@ test_optimizers(void)
   optimizer_case(2, 0);
 }
 
+/* Exact mode's fixed-point addition on the device against tdm_exact_add() on the host:
+ * the same int64 limbs, bit for bit, added into sums that were not zero, and the same
+ * count of values left out, over floats of every exponent, both signs, subnormals,
+ * zeros, the limit's neighbours, infinities and NaN. */
+static void
+test_exact_add(void)
+{
+  if (!have_gpu())
+    return;
+  const size_t n = 1000003;
+  g_autofree float *x = g_new(float, n);
+  for (size_t i = 0; i < n; i++) {
+    guint32 bits = g_test_rand_int();
+    memcpy(&x[i], &bits, sizeof bits);
+    if (i % 3 == 0)
+      x[i] = (float)g_test_rand_double_range(-2, 2);
+  }
+  const float special[] = {0.0f, -0.0f, 1.4e-45f, -1.4e-45f, 0x1p-65f, 0x1p-64f, -0x1p-64f,
+                           0x1.fffffep13f, -0x1.fffffep13f, 0x1p14f, -0x1p14f, INFINITY,
+                           -INFINITY, NAN, 1.0f, -1.0f, 0x1.8p-40f, -0x1.8p-40f};
+  memcpy(x, special, sizeof special);
+  g_autofree gint64 *want = g_new(gint64, 2 * n + 1);
+  for (size_t i = 0; i < 2 * n; i++)
+    want[i] = (gint64)g_test_rand_int_range(-1000000, 1000000) << 20;
+  want[2 * n] = 5;
+  float *dx = on(gpu, x, n * sizeof(float));
+  gint64 *dacc = on(gpu, want, (2 * n + 1) * sizeof(gint64));
+  size_t bad = 0;
+  for (int twice = 0; twice < 2; twice++) {
+    bad += tdm_exact_add(want, x, n);
+    gpu->ops->exact_add(gpu, dacc, dx, n, dacc + 2 * n);
+  }
+  want[2 * n] += (gint64)bad;
+  assert_ok(gpu);
+  g_autofree gint64 *got = back(gpu, dacc, (2 * n + 1) * sizeof(gint64));
+  size_t differ = 0;
+  for (size_t i = 0; i < 2 * n; i++)
+    differ += got[i] != want[i];
+  g_test_message("exact_add: %zu of %zu limbs differ from the host's; %" G_GINT64_FORMAT
+                 " values left out (host %zu)", differ, 2 * n, got[2 * n] - 5, bad);
+  g_assert_cmpuint(differ, ==, 0);
+  g_assert_cmpint(got[2 * n], ==, want[2 * n]);
+  g_assert_cmpuint(bad, >, 0);
+  tdm_backend_release(gpu, dx);
+  tdm_backend_release(gpu, dacc);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -597,6 +645,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda/softmax-xent", test_softmax);
   g_test_add_func("/cuda/gather", test_gather);
   g_test_add_func("/cuda/optimizers", test_optimizers);
+  g_test_add_func("/cuda/exact-add", test_exact_add);
   test_cuda_add_machinery();
 
   int status = g_test_run();

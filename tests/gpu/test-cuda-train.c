@@ -589,7 +589,9 @@ test_tta_matches_cpu(void)
 
 /* Exact mode on GPUs: 2 and 3 replicas sharing cuda:0 (the peer communicator), and
  * two GPUs where there are two (NCCL), give parameters bit-identical to one replica,
- * with Adam, for the cnn and a BN network; both strategies. */
+ * with Adam, for the cnn and a BN network; both strategies. And the chunks' sums added
+ * on the device (the backend's exact_add) give the bits the host's addition gives
+ * (TANDEM_EXACT_ON_HOST). */
 static void
 test_exact_replicas(void)
 {
@@ -611,6 +613,19 @@ test_exact_replicas(void)
     size_t n_one = 0;
     g_autofree float *one = train("cuda:0", networks[k], TDM_STRATEGY_ALLREDUCE, 30,
                                   TDM_PRECISION_FP32, &n_one);
+    {
+      size_t n_host = 0, differ = 0;
+      g_setenv("TANDEM_EXACT_ON_HOST", "1", TRUE);
+      g_autofree float *host = train("cuda:0", networks[k], TDM_STRATEGY_ALLREDUCE, 30,
+                                     TDM_PRECISION_FP32, &n_host);
+      g_unsetenv("TANDEM_EXACT_ON_HOST");
+      g_assert_cmpuint(n_host, ==, n_one);
+      for (size_t i = 0; i < n_one; i++)
+        differ += memcmp(&host[i], &one[i], sizeof(float)) != 0;
+      g_test_message("exact, %s, cuda:0: %zu of %zu values differ between sums on the "
+                     "device and on the host", networks[k], differ, n_one);
+      g_assert_cmpuint(differ, ==, 0);
+    }
     for (guint d = 0; d < devices->len; d++) {
       for (int s = 0; s < 2; s++) {
         TdmStrategy strategy = s == 0 ? TDM_STRATEGY_ALLREDUCE : TDM_STRATEGY_MAIN;

@@ -196,3 +196,10 @@ tdm_cuda_scale(TdmBackend *b, float *y, float alpha, size_t n)
   if (tdm_cuda_begin(b))
     TDM_CUDA_OK(b, tdm_k_scale(y, alpha, n, CUDA_B(b)->stream));
 }
+
+void
+tdm_cuda_exact_add(TdmBackend *b, int64_t *acc, const float *x, size_t n, int64_t *bad)
+{
+  if (tdm_cuda_begin(b))
+    TDM_CUDA_OK(b, tdm_k_exact_add(acc, x, n, bad, CUDA_B(b)->stream));
+}

@@ -465,6 +465,7 @@ static const TdmBackendOps tdm_backend_cuda_ops = {
   .add = tdm_cuda_add,
   .add_out = tdm_cuda_add_out,
   .scale = tdm_cuda_scale,
+  .exact_add = tdm_cuda_exact_add,
   .to_bf16 = tdm_cuda_to_bf16,
   .im2col_bf16 = tdm_cuda_im2col_bf16,
   .im2col_bf16_bn = tdm_cuda_im2col_bf16_bn,
