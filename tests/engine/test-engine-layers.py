@@ -50,12 +50,12 @@ def include_dirs(part):
     with only these, so an include the wrong way across a boundary fails to compile."""
     own = [f for f in LAYERS if f == part or f.startswith(part + "/")]
     seen = set(own)
-    todo = list(own)
-    while todo:
-        for b in LAYERS.get(todo.pop(), []):
+    pending = list(own)
+    while pending:
+        for b in LAYERS.get(pending.pop(), []):
             if b not in seen:
                 seen.add(b)
-                todo.append(b)
+                pending.append(b)
     return sorted(seen)
 
 

@@ -86,18 +86,6 @@ row_where(TdmWindow *window, gboolean cpu)
   g_assert_not_reached();
 }
 
-static gboolean
-can_start(gpointer data)
-{
-  return tdm_window_get_can_start(data);
-}
-
-static gboolean
-not_running(gpointer data)
-{
-  return !tdm_window_get_running(data);
-}
-
 /* A window set for a run on two CPU workers and the synthetic set. */
 static TdmWindow *
 window_for_run(const char *spec, int batch, guint strategy)

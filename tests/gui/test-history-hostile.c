@@ -22,19 +22,6 @@
 #define RUNS 200
 
 static void
-remove_folder(const char *dir)
-{
-  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-  const char *name;
-
-  while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
-    g_autofree char *path = g_build_filename(dir, name, NULL);
-    g_unlink(path);
-  }
-  g_rmdir(dir);
-}
-
-static void
 write_runs(const char *dir)
 {
   g_autoptr(TdmHistory) history = tdm_history_new(dir);

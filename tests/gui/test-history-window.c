@@ -35,29 +35,6 @@
 
 /* ---- the window ------------------------------------------------------------- */
 
-static TdmDeviceRow *
-cpu_row(TdmWindow *window)
-{
-  g_autoptr(GPtrArray) rows = tdm_device_picker_get_rows(window_child(window, "device_picker"));
-
-  for (guint i = 0; i < rows->len; i++)
-    if (tdm_device_row_is_cpu(rows->pdata[i]))
-      return rows->pdata[i];
-  g_assert_not_reached();
-}
-
-static gboolean
-can_start(gpointer data)
-{
-  return tdm_window_get_can_start(data);
-}
-
-static gboolean
-not_running(gpointer data)
-{
-  return !tdm_window_get_running(data);
-}
-
 static gboolean
 not_comparing(gpointer data)
 {

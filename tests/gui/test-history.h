@@ -9,23 +9,6 @@
 
 #include "tdm-history-store.h"
 
-static inline void
-remove_folder(const char *dir)
-{
-  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-  const char *name;
-
-  while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
-    g_autofree char *path = g_build_filename(dir, name, NULL);
-
-    if (g_file_test(path, G_FILE_TEST_IS_DIR))
-      remove_folder(path);
-    else
-      g_unlink(path);
-  }
-  g_rmdir(dir);
-}
-
 static inline char *
 runs_folder(void)
 {

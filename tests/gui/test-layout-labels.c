@@ -214,20 +214,6 @@ test_settings_japanese(void)
   g_test_trap_assert_passed();
 }
 
-static void
-remove_folder(const char *dir)
-{
-  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-  const char *name;
-
-  while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
-    g_autofree char *path = g_build_filename(dir, name, NULL);
-
-    g_unlink(path);
-  }
-  g_rmdir(dir);
-}
-
 /* The first AdwWindowTitle under `root`. */
 static GtkWidget *
 find_window_title(GtkWidget *root)

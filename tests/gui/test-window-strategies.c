@@ -26,40 +26,6 @@
 
 static char *data_home;
 
-static void
-remove_folder(const char *dir)
-{
-  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-  const char *name;
-
-  while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
-    g_autofree char *path = g_build_filename(dir, name, NULL);
-
-    if (g_file_test(path, G_FILE_TEST_IS_DIR))
-      remove_folder(path);
-    else
-      g_unlink(path);
-  }
-  g_rmdir(dir);
-}
-
-static TdmDeviceRow *
-cpu_row(TdmWindow *window)
-{
-  g_autoptr(GPtrArray) rows = tdm_device_picker_get_rows(window_child(window, "device_picker"));
-
-  for (guint i = 0; i < rows->len; i++)
-    if (tdm_device_row_is_cpu(rows->pdata[i]))
-      return rows->pdata[i];
-  g_assert_not_reached();
-}
-
-static gboolean
-can_start(gpointer data)
-{
-  return tdm_window_get_can_start(data);
-}
-
 static gboolean
 not_loading(gpointer store)
 {

@@ -84,17 +84,6 @@ set_dataset(TdmWindow *window, const char *source)
   tdm_dataset_chooser_set_source(window_child(window, "dataset_chooser"), source);
 }
 
-static TdmDeviceRow *
-cpu_row(TdmWindow *window)
-{
-  g_autoptr(GPtrArray) rows = device_rows(window);
-
-  for (guint i = 0; i < rows->len; i++)
-    if (tdm_device_row_is_cpu(rows->pdata[i]))
-      return rows->pdata[i];
-  g_assert_not_reached();
-}
-
 static GtkWidget *
 main_check(TdmDeviceRow *row)
 {
@@ -128,18 +117,6 @@ destroy_window(TdmWindow *window)
   gtk_window_destroy(GTK_WINDOW(window));
   drain();
   g_assert_finalize_object(window);
-}
-
-static gboolean
-can_start(gpointer data)
-{
-  return tdm_window_get_can_start(data);
-}
-
-static gboolean
-not_running(gpointer data)
-{
-  return !tdm_window_get_running(data);
 }
 
 static gboolean

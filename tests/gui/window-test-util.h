@@ -5,6 +5,7 @@
 #pragma once
 
 #include "tdm-window.h"
+#include "tdm-device-row.h"
 
 G_BEGIN_DECLS
 
@@ -19,5 +20,12 @@ gpointer window_child   (TdmWindow *window, const char *name);
 guint    window_custom_network (void);
 /* Every GSettings key back to its default. */
 void     reset_settings (void);
+/* Removes a folder and everything under it. */
+void     remove_folder  (const char *dir);
+/* The window's CPU row in its device picker. */
+TdmDeviceRow *cpu_row   (TdmWindow *window);
+/* Conditions for wait_for(): Start is enabled; no run is going. */
+gboolean can_start      (gpointer window);
+gboolean not_running    (gpointer window);
 
 G_END_DECLS
