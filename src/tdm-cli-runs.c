@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define EXIT_BAD_INPUT 2
@@ -258,11 +259,13 @@ forget_outputs(TdmConfig *c)
 /* Whether the file's first byte that is not a space opens a JSON object: a
  * configuration or a run file, not a checkpoint (whose first 8 bytes are a length). */
 static gboolean
-starts_as_json(const char *path, gboolean *json, GError **error)
+starts_as_json(const char *path, gboolean *json, goffset *size, GError **error)
 {
-  int fd = tdm_file_open_regular(path, "", TDM_ENGINE_ERROR_INVALID_OPTION, NULL, error);
+  struct stat st;
+  int fd = tdm_file_open_regular(path, "", TDM_ENGINE_ERROR_INVALID_OPTION, &st, error);
   if (fd < 0)
     return FALSE;
+  *size = st.st_size;
   char head[64];
   ssize_t n;
   while ((n = read(fd, head, sizeof head)) < 0 && errno == EINTR)
@@ -280,17 +283,20 @@ load_config(const char *path, GError **error)
 {
   g_autoptr(GError) local = NULL;
   gboolean is_json = FALSE;
-  if (!starts_as_json(path, &is_json, error))
+  goffset size = 0;
+  if (!starts_as_json(path, &is_json, &size, error))
     return NULL;
   if (is_json) {
     /* A run file: JSON lines whose first is the settings, read alone (a run file
-     * may be far larger than a configuration). */
+     * may be far larger than a configuration). A file past a configuration's cap
+     * that is no run file is said to be too large, not to have a long line. */
     TdmConfig *settings = NULL;
-    if (!tdm_history_file_settings(path, &settings, &local)) {
+    if (!tdm_history_file_settings(path, &settings, &local) && size <= TDM_CONFIG_MAX_BYTES) {
       g_set_error_literal(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
                           local->message);
       return NULL;
     }
+    g_clear_error(&local);
     if (settings != NULL) {
       g_autofree char *text = tdm_config_to_json(settings);
       tdm_config_free(settings);

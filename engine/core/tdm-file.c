@@ -100,14 +100,30 @@ tdm_file_open_regular(const char *path, const char *label, TdmEngineError code,
   return fd;
 }
 
+/* "1.0 MB": GLib's size with a plain space, as a message quotes it (GLib puts a
+ * no-break space there). */
+static char *
+size_text(guint64 bytes)
+{
+  g_autofree char *text = g_format_size(bytes);
+  GString *out = g_string_new(NULL);
+  for (const char *p = text; *p != '\0'; p = g_utf8_next_char(p)) {
+    if (g_utf8_get_char(p) == 0x00a0)
+      g_string_append_c(out, ' ');
+    else
+      g_string_append_unichar(out, g_utf8_get_char(p));
+  }
+  return g_string_free(out, FALSE);
+}
+
 static void *
 too_large(GError **error, TdmEngineError code, const char *label, const char *path,
           guint64 limit, guint64 size)
 {
-  g_autofree char *limit_text = g_format_size(limit);
-  g_autofree char *size_text = g_format_size(size);
+  g_autofree char *limit_text = size_text(limit);
+  g_autofree char *actual = size_text(size);
   g_set_error(error, TDM_ENGINE_ERROR, code, _("%s%s: larger than %s (%s)"), label, path,
-              limit_text, size_text);
+              limit_text, actual);
   return NULL;
 }
 
@@ -224,7 +240,7 @@ tdm_line_reader_open(const char *path, const char *label, TdmEngineError code,
 static const char *
 line_too_long(TdmLineReader *r, GError **error)
 {
-  g_autofree char *limit = g_format_size(r->max_line);
+  g_autofree char *limit = size_text(r->max_line);
   g_set_error(error, TDM_ENGINE_ERROR, r->code, _("%s%s: line %d is longer than %s"), r->label,
               r->path, r->number + 1, limit);
   return NULL;

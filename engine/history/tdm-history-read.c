@@ -247,6 +247,19 @@ read_record(Reader *reader, TdmRunRecord *r, const char *type, JsonObject *o)
   /* Unknown types come from newer versions: skipped, not an error. */
 }
 
+static TdmRunRecord *
+record_new(const char *id)
+{
+  TdmRunRecord *r = g_new0(TdmRunRecord, 1);
+  r->id = g_strdup(id);
+  r->points = g_array_new(FALSE, FALSE, sizeof(TdmHistoryPoint));
+  r->device_points = g_array_new(FALSE, FALSE, sizeof(TdmHistoryDevicePoint));
+  r->phases = g_array_new(FALSE, FALSE, sizeof(TdmHistoryPhases));
+  r->epochs = g_array_new(FALSE, FALSE, sizeof(TdmEpochEvent));
+  r->sweep.points = g_array_new(FALSE, FALSE, sizeof(TdmScalingPoint));
+  return r;
+}
+
 TdmRunRecord *
 tdm_history_load(TdmHistory *h, const char *id, GError **error)
 {
@@ -269,13 +282,7 @@ tdm_history_load_file(const char *path, const char *id, GError **error)
   if (lines == NULL)
     return NULL;
 
-  g_autoptr(TdmRunRecord) r = g_new0(TdmRunRecord, 1);
-  r->id = g_strdup(id);
-  r->points = g_array_new(FALSE, FALSE, sizeof(TdmHistoryPoint));
-  r->device_points = g_array_new(FALSE, FALSE, sizeof(TdmHistoryDevicePoint));
-  r->phases = g_array_new(FALSE, FALSE, sizeof(TdmHistoryPhases));
-  r->epochs = g_array_new(FALSE, FALSE, sizeof(TdmEpochEvent));
-  r->sweep.points = g_array_new(FALSE, FALSE, sizeof(TdmScalingPoint));
+  g_autoptr(TdmRunRecord) r = record_new(id);
 
   Reader reader = {.step_stride = 1, .device_stride = 1, .phase_stride = 1};
   g_autoptr(GError) failure = NULL;
@@ -341,6 +348,14 @@ tdm_history_file_settings(const char *path, TdmConfig **config, GError **error)
     ;
   if (line == NULL)
     return error == NULL || *error == NULL;
+  /* Too deep to parse is an error whatever the file is meant to be; other text that
+   * does not parse is another kind of file. */
+  if (tdm_json_too_deep(line, length)) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
+                _("%s, line %d: arrays and objects nest deeper than %d levels"), path,
+                tdm_line_reader_number(lines), TDM_JSON_MAX_DEPTH);
+    return FALSE;
+  }
   g_autoptr(JsonNode) root = tdm_json_parse(line, (gssize)length, TDM_ENGINE_ERROR_HISTORY,
                                             NULL);
   JsonObject *o = root != NULL && JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root)
@@ -348,9 +363,8 @@ tdm_history_file_settings(const char *path, TdmConfig **config, GError **error)
   if (o == NULL || !g_str_equal(json_object_get_string_member_with_default(o, "type", ""),
                                 "settings"))
     return TRUE;
-  g_autoptr(TdmRunRecord) r = g_new0(TdmRunRecord, 1);
-  r->id = g_path_get_basename(path);
-  r->sweep.points = g_array_new(FALSE, FALSE, sizeof(TdmScalingPoint));
+  g_autofree char *base = g_path_get_basename(path);
+  g_autoptr(TdmRunRecord) r = record_new(base);
   if (!read_settings(r, o, path, error))
     return FALSE;
   *config = g_steal_pointer(&r->config);

@@ -179,8 +179,8 @@ tdm_checkpoint_values(TdmCheckpoint *ckpt, const TdmTensor *tensor, GError **err
   float *out = g_try_new(float, count);
   if (out == NULL) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                _("tensor “%s”: no memory for its %" G_GINT64_FORMAT " values"), t->t.name,
-                count);
+                _("tensor “%s”: no memory for its %lld values"), t->t.name,
+                (long long)count);
     return NULL;
   }
   for (gint64 i = 0; i < count; i++) {

@@ -188,9 +188,9 @@ tdm_classifier_load(const char *path, GError **error)
       count != (gint64)net->parameter_count) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
                 _("%s: metadata “input_shape” %s and “network” make %zu parameters, but "
-                "the run saved %" G_GINT64_FORMAT " (metadata “parameters”): the input "
-                "shape or the network is not the run's"),
-                path, shape, net->parameter_count, count);
+                "the run saved %lld (metadata “parameters”): the input shape or the "
+                "network is not the run's"),
+                path, shape, net->parameter_count, (long long)count);
     tdm_network_free(net);
     return NULL;
   }

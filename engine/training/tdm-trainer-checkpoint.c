@@ -303,8 +303,8 @@ bad_value(GError **error, const char *path, const char *name, const char *why, f
           gint64 at)
 {
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-              _("%s: tensor “%s” holds %s (%g at index %" G_GINT64_FORMAT ")"), path, name, why,
-              (double)v, at);
+              _("%s: tensor “%s” holds %s (%g at index %lld)"), path, name, why, (double)v,
+              (long long)at);
   return FALSE;
 }
 
