@@ -10,8 +10,10 @@
 #include "tdm-image.h"
 
 #include <json-glib/json-glib.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define EXIT_BAD_INPUT 2
 
@@ -78,14 +80,34 @@ typedef struct {
   guint next;
 } Level;
 
+/* Whether the folder at path was walked already (by device and inode), noting it if
+ * not: a link back up the tree is followed once, not for ever. */
+static gboolean
+seen_before(GHashTable *seen, const char *path)
+{
+  struct stat st;
+  if (stat(path, &st) != 0)
+    return FALSE;
+  char *key = g_strdup_printf("%ju:%ju", (uintmax_t)st.st_dev, (uintmax_t)st.st_ino);
+  if (g_hash_table_contains(seen, key)) {
+    g_free(key);
+    return TRUE;
+  }
+  g_hash_table_add(seen, key);
+  return FALSE;
+}
+
 /* The files to classify: each file named, and every PNG or JPEG under each folder
- * named, at any depth, in name order (hidden entries and links to folders left out, so
- * a link cannot loop). Walked with a list of open levels rather than by recursion, so
- * nesting costs no stack; a folder that cannot be read (a path grown past the
- * system's limit, no permission) is said, not silently empty. */
+ * named, at any depth, in name order, hidden entries left out. A link to a folder is
+ * followed, once: one that leads back to a folder walked already is said and left
+ * out. Walked with a list of open levels rather than by recursion, so nesting costs
+ * no stack; a folder that cannot be read (a path grown past the system's limit, no
+ * permission) is said, not silently empty. */
 static void
 collect_folder(const char *top, GPtrArray *out)
 {
+  g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  (void)seen_before(seen, top);
   g_autoptr(GArray) levels = g_array_new(FALSE, FALSE, sizeof(Level));
   g_autoptr(GError) error = NULL;
   GPtrArray *first = sorted_names(top, &error);
@@ -106,8 +128,12 @@ collect_folder(const char *top, GPtrArray *out)
     const char *name = l->names->pdata[l->next++];
     g_autofree char *path = g_build_filename(l->folder, name, NULL);
     if (g_file_test(path, G_FILE_TEST_IS_DIR)) {
-      if (g_file_test(path, G_FILE_TEST_IS_SYMLINK))
+      if (seen_before(seen, path)) {
+        g_autofree char *display = g_filename_display_name(path);
+        tdm_cli_line(stderr, _("tandem-train: warning: --classify: %s: the same folder as "
+                               "one already looked through (a link); left out\n"), display);
         continue;
+      }
       g_clear_error(&error);
       GPtrArray *names = sorted_names(path, &error);
       if (names == NULL) {

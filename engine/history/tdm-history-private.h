@@ -18,8 +18,10 @@ struct _TdmHistory {
   char *folder;
 };
 
-/* Larger files are refused on reading: a run file stays a few MB (see below). */
-#define TDM_HISTORY_MAX_FILE (1 << 30)
+/* Larger files are refused on reading: a run file stays a few MB (the recorder thins
+ * it past TDM_HISTORY_BUDGET), and reading one costs about a second per 5 MB of JSON
+ * (json-glib's tree), so a hostile 1 GB file would keep a listing busy for minutes. */
+#define TDM_HISTORY_MAX_FILE (64 * 1000 * 1000)
 /* The most samples a loaded series keeps (steps, device figures, phases); past it the
  * reader thins the series, as the recorder thins a long run's file, so a record's
  * memory stays bounded whatever the file holds. Epochs stop there too. */

@@ -54,7 +54,7 @@ no_escape() { ! LC_ALL=C grep -q $'\x1b' "$1"; }
 have_python=0
 command -v python3 >/dev/null 2>&1 && have_python=1
 
-echo "1..35"
+echo "1..36"
 "$helper" "$tmp" || { echo "Bail out! image-helper failed"; exit 1; }
 run=(--epochs 1 --batch 6 --network fc8,relu,fc3 --quiet)
 "$train" --dataset "$tmp/good" "${run[@]}" --save "$tmp/good.st" 2>"$tmp/err" ||
@@ -197,6 +197,13 @@ mkdir -p "$deepdir"
 cp "$tmp/good/ant/000.png" "$deepdir/deep.png"
 "$train" --resume "$tmp/good.st" --classify "$tmp/nest" >"$tmp/out" 2>"$tmp/err"
 check "--classify DIR finds an image 40 folders down" eval '[ $? -eq 0 ] && grep -q "deep.png" "$tmp/out"'
+mkdir -p "$tmp/outside" "$tmp/linked"
+cp "$tmp/good/bee/000.png" "$tmp/outside/far.png"
+ln -s "$tmp/outside" "$tmp/linked/elsewhere"
+ln -s . "$tmp/linked/self"
+timeout 120 "$train" --resume "$tmp/good.st" --classify "$tmp/linked" >"$tmp/out" 2>"$tmp/err"
+check "--classify DIR follows a linked folder, and a link back up once" \
+  eval '[ $? -eq 0 ] && grep -q "far.png" "$tmp/out" && [ "$(wc -l <"$tmp/out")" -eq 1 ] && grep -q "already looked through" "$tmp/err"'
 
 "$train" --dataset "$tmp/good" "${run[@]}" --record --history "$tmp/runs" \
   --run-name $'evil\x1b]0;title\x07\nsecond' 2>"$tmp/err"
