@@ -241,8 +241,9 @@ classify_all(TdmClassifier *cl, const char *const *images, int top, gboolean jso
       collect_folder(images[i], files);
       if (files->len == before) {
         g_autofree char *display = g_filename_display_name(images[i]);
-        tdm_cli_line(stderr, _("tandem-train: --classify: %s: no PNG or JPEG image in this folder\n"),
-                display);
+        tdm_cli_line(stderr,
+                     _("tandem-train: --classify: %s: no PNG or JPEG image in this folder\n"),
+                     display);
         status = EXIT_BAD_INPUT;
       }
     } else {

@@ -155,8 +155,8 @@ print_started(TdmCliPrinter *p, const TdmStartedEvent *s)
   for (int i = 0; i < s->replicas; i++)
     g_string_append_printf(devices, "%s%s%s", i ? ", " : "", s->device[i],
                            i == s->main_replica && s->replicas > 1 ? _(" (main)") : "");
-  tdm_cli_line(stdout, _("training %s, %s parameters, on %s (%d train, %d test)\n"), s->network, params,
-         s->dataset, s->train_count, s->test_count);
+  tdm_cli_line(stdout, _("training %s, %s parameters, on %s (%d train, %d test)\n"),
+               s->network, params, s->dataset, s->train_count, s->test_count);
   printf(_("devices: %s; batch %d = "), devices->str, s->batch);
   for (int i = 0; i < s->replicas; i++)
     printf("%s%d", i ? " + " : "", s->shard[i]);
@@ -234,10 +234,11 @@ print_saved(TdmCliPrinter *p, const TdmSavedEvent *v)
   g_autofree char *display = g_filename_display_name(v->path);
   tdm_cli_printer_clear_bar(p);
   if (v->best)
-    tdm_cli_line(stdout, _("saved %s (the best so far: accuracy %.1f%%, epoch %d, step %ld)\n"), display,
-           100 * v->accuracy, v->epoch, v->step);
+    tdm_cli_line(stdout, _("saved %s (the best so far: accuracy %.1f%%, epoch %d, step %ld)\n"),
+                 display, 100 * v->accuracy, v->epoch, v->step);
   else if (p->start.steps_per_epoch > 0 && v->step % p->start.steps_per_epoch == 0)
-    tdm_cli_line(stdout, _("saved %s (epoch %d, step %ld)\n"), display, v->epoch, v->step);
+    tdm_cli_line(stdout, _("saved %s (epoch %d, step %ld)\n"), display, v->epoch,
+                 v->step);
   else
     tdm_cli_line(stdout, _("saved %s (step %ld)\n"), display, v->step);
   fflush(stdout);

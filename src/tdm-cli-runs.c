@@ -112,8 +112,9 @@ tdm_cli_runs_list(const char *folder, gboolean json)
   for (guint i = 0; i < problems->len; i++)
     tdm_cli_line(stderr, _("tandem-train: warning: %s\n"), (const char *)problems->pdata[i]);
   if (!json && runs->len == 0) {
-    tdm_cli_line(stdout, _("no runs in %s (tandem-train --record keeps one, as the window does)\n"),
-           tdm_history_get_folder(history));
+    tdm_cli_line(stdout,
+                 _("no runs in %s (tandem-train --record keeps one, as the window does)\n"),
+                 tdm_history_get_folder(history));
     return 0;
   }
   if (!json)
@@ -133,9 +134,9 @@ tdm_cli_runs_list(const char *folder, gboolean json)
     g_autofree char *devices = g_strjoinv(",", r->config->devices);
     g_autofree char *result = outcome(r, TRUE);
     g_autofree char *dataset = g_path_get_basename(r->config->dataset);
-    tdm_cli_line(stdout, "%-28s %-16s %-12.12s %-14.14s %-10.10s %6d %6d  %s  %s\n", r->id, date,
-           r->config->network, dataset, devices, r->config->batch, r->config->epochs, result,
-           g_strcmp0(r->name, date) == 0 ? "" : r->name);
+    tdm_cli_line(stdout, "%-28s %-16s %-12.12s %-14.14s %-10.10s %6d %6d  %s  %s\n", r->id,
+                 date, r->config->network, dataset, devices, r->config->batch,
+                 r->config->epochs, result, g_strcmp0(r->name, date) == 0 ? "" : r->name);
   }
   fflush(stdout);
   return 0;

@@ -137,8 +137,9 @@ read_record(Reader *reader, TdmRunRecord *r, const char *type, JsonObject *o)
     TdmHistoryPoint p = {
       .step = tdm_history_get_int(o, "step"),
       /* "epoch_float" as --json writes it; "epoch" in files of earlier versions. */
-      .epoch = json_object_has_member(o, "epoch_float") ? tdm_history_get_double(o, "epoch_float")
-                                                        : tdm_history_get_double(o, "epoch"),
+      .epoch = json_object_has_member(o, "epoch_float")
+                   ? tdm_history_get_double(o, "epoch_float")
+                   : tdm_history_get_double(o, "epoch"),
       .train_loss = tdm_history_get_double(o, "train_loss"),
       .train_accuracy = tdm_history_get_double(o, "train_accuracy"),
       .samples_per_second = tdm_history_get_double(o, "samples_per_second"),
@@ -183,7 +184,8 @@ read_record(Reader *reader, TdmRunRecord *r, const char *type, JsonObject *o)
       return;
     for (guint i = 0; devices != NULL && i < device_count(r, devices); i++) {
       JsonNode *d = json_array_get_element(devices, i);
-      if (d == NULL || !JSON_NODE_HOLDS_ARRAY(d) || json_array_get_length(json_node_get_array(d)) == 0)
+      if (d == NULL || !JSON_NODE_HOLDS_ARRAY(d) ||
+          json_array_get_length(json_node_get_array(d)) == 0)
         continue;
       JsonArray *values = json_node_get_array(d);
       TdmHistoryPhases p = {.step = tdm_history_get_int(o, "step"), .device = (int)i};

@@ -336,7 +336,8 @@ save_failed(GError **error, const char *path, const char *what, int err)
 static gboolean
 refuse_dangling(const char *path, GError **error)
 {
-  return tdm_file_check_not_dangling(path, _("checkpoint "), TDM_ENGINE_ERROR_CHECKPOINT, error);
+  return tdm_file_check_not_dangling(path, _("checkpoint "), TDM_ENGINE_ERROR_CHECKPOINT,
+                                     error);
 }
 
 gboolean
