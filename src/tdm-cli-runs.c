@@ -157,7 +157,7 @@ tdm_cli_runs_show(const char *folder, const char *id, gboolean json)
     json_builder_begin_object(b);
     json_summary(b, r);
     g_autofree char *config = tdm_config_to_json(r->config);
-    g_autoptr(JsonNode) node = json_from_string(config, NULL);
+    g_autoptr(JsonNode) node = tdm_json_parse(config, -1, TDM_ENGINE_ERROR_HISTORY, NULL);
     json_builder_set_member_name(b, "config");
     json_builder_add_value(b, g_steal_pointer(&node));
     json_builder_set_member_name(b, "epochs");

@@ -281,7 +281,8 @@ tdm_history_recorder_open(TdmHistory *h, const TdmConfig *config, const char *na
     return NULL;
   }
   g_autofree char *config_json = tdm_config_to_json(config);
-  g_autoptr(JsonNode) config_node = json_from_string(config_json, NULL);
+  g_autoptr(JsonNode) config_node =
+      tdm_json_parse(config_json, -1, TDM_ENGINE_ERROR_HISTORY, NULL);
   g_autoptr(GDateTime) now = g_date_time_new_now_local();
   /* A default name: to the second, so two runs started in one minute differ. */
   g_autofree char *date = g_date_time_format(now, "%Y-%m-%d %H:%M:%S");
