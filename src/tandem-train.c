@@ -350,22 +350,40 @@ run(const TdmConfig *config, const TdmCliOptions *o)
   return g_cancellable_is_cancelled(cancellable) ? EXIT_INTERRUPTED : record_status;
 }
 
-/* --export-onnx: the --resume checkpoint's network as an ONNX model; the engine
- * writes it (tdm-onnx-export.h), nothing is trained. */
+/* --export-onnx: the --resume checkpoint's network, or a network with someone's
+ * weights (--network N --init FILE, as --classify takes them), as an ONNX model; the
+ * engine writes it (tdm-onnx-export.h), nothing is trained. */
 static int
 export_onnx(const TdmCliOptions *o)
 {
-  if (o->resume == NULL)
-    return fail(EXIT_BAD_INPUT, "--export-onnx", _("needs --resume CHECKPOINT: the trained "
-                                                 "network to export"));
+  if (o->resume == NULL && (o->init == NULL || o->network == NULL))
+    return fail(EXIT_BAD_INPUT, "--export-onnx", _("needs --resume CHECKPOINT (a trained run) "
+                                                 "or --network NAME --init FILE (weights)"));
   if (o->classify != NULL)
     return fail(EXIT_BAD_INPUT, "--export-onnx", _("cannot be combined with --classify"));
   g_autoptr(GError) error = NULL;
-  if (!tdm_onnx_export_checkpoint(o->resume, o->export_onnx, &error))
-    return fail(EXIT_BAD_INPUT,
-                g_error_matches(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_EXPORT)
-                  ? "--export-onnx" : "--resume",
-                error->message);
+  gboolean ok;
+  const char *source = "--resume";
+  if (o->resume != NULL) {
+    ok = tdm_onnx_export_checkpoint(o->resume, o->export_onnx, &error);
+  } else {
+    gint64 size = 0;
+    int channels = 0;
+    if (o->image_size != NULL && !g_ascii_string_to_signed(o->image_size, 10, 1, 4096, &size, NULL))
+      return fail(EXIT_BAD_INPUT, "--image-size", _("expected a whole number from 1 to 4096"));
+    if (o->color != NULL && !tdm_color_from_name(o->color, &channels))
+      return fail(EXIT_BAD_INPUT, "--color", _("expected auto, grey or rgb"));
+    source = "--init";
+    ok = tdm_onnx_export_weights(o->network, o->init, (int)size, channels, o->normalize,
+                                 o->export_onnx, &error);
+  }
+  if (!ok) {
+    if (g_error_matches(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_EXPORT))
+      source = "--export-onnx";
+    else if (g_str_has_prefix(error->message, "--"))
+      source = NULL;
+    return fail(EXIT_BAD_INPUT, source, error->message);
+  }
   if (!o->quiet) {
     g_autofree char *display = g_filename_display_name(o->export_onnx);
     fprintf(stderr, _("tandem-train: wrote %s\n"), display);
