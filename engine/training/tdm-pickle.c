@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-pickle.c — a restricted unpickler for PyTorch state_dicts (tdm-pickle.h).
+/* tdm-pickle.c — a restricted unpickler for PyTorch state_dicts (tdm-pickle.h): the
+ * machine and the opcodes of plain values; torch's own are tdm-pickle-torch.c's.
  *
  * The machine keeps Python's shape (a stack, marks into it, a memo) but its values
  * are plain tagged structs in one arena: containers, numbers, strings, and the three
@@ -8,7 +9,7 @@
  * against what is left of the input; every push and memo entry counts against one
  * budget, so memory stays bounded whatever the file says.
  */
-#include "tdm-pickle.h"
+#include "tdm-pickle-private.h"
 #include "tdm-error.h"
 #include "tdm-i18n.h"
 
@@ -17,97 +18,11 @@
 /* Pushes and memo entries a pickle may make: a ResNet-50's makes about 5,000. */
 #define MAX_STEPS (1 << 20)
 
-typedef enum {
-  V_NONE,
-  V_BOOL,
-  V_INT,
-  V_FLOAT,
-  V_STRING,                   /* str: UTF-8 */
-  V_BYTES,                    /* bytes, or a protocol-2 str */
-  V_TUPLE,
-  V_LIST,
-  V_DICT,                     /* items: key, value, key, value … */
-  V_GLOBAL,
-  V_STORAGE,
-  V_TENSOR,
-} Kind;
-
-typedef enum {
-  GLOBAL_ORDERED_DICT,
-  GLOBAL_REBUILD_TENSOR_V2,
-  GLOBAL_REBUILD_TENSOR,
-  GLOBAL_REBUILD_PARAMETER,
-  GLOBAL_STORAGE,
-} GlobalKind;
-
-static const char *const kind_names[] = {
+const char *const tdm_pickle_kind_names[] = {
   [V_NONE] = "None", [V_BOOL] = "bool", [V_INT] = "int", [V_FLOAT] = "float",
   [V_STRING] = "str", [V_BYTES] = "bytes", [V_TUPLE] = "tuple", [V_LIST] = "list",
   [V_DICT] = "dict", [V_GLOBAL] = "global", [V_STORAGE] = "storage", [V_TENSOR] = "tensor",
 };
-
-/* The storage classes torch.save names, and what Tandem makes of them. */
-static const struct {
-  const char *name;
-  const char *global;         /* as the pickle names it */
-  TdmPickleDtype dtype;
-} storage_classes[] = {
-  {"FloatStorage", "torch.FloatStorage", TDM_PICKLE_FLOAT32},
-  {"HalfStorage", "torch.HalfStorage", TDM_PICKLE_FLOAT16},
-  {"BFloat16Storage", "torch.BFloat16Storage", TDM_PICKLE_BFLOAT16},
-  {"DoubleStorage", "torch.DoubleStorage", TDM_PICKLE_FLOAT64},
-  {"LongStorage", "torch.LongStorage", TDM_PICKLE_INT64},
-  {"IntStorage", "torch.IntStorage", TDM_PICKLE_UNSUPPORTED},
-  {"ShortStorage", "torch.ShortStorage", TDM_PICKLE_UNSUPPORTED},
-  {"CharStorage", "torch.CharStorage", TDM_PICKLE_UNSUPPORTED},
-  {"ByteStorage", "torch.ByteStorage", TDM_PICKLE_UNSUPPORTED},
-  {"BoolStorage", "torch.BoolStorage", TDM_PICKLE_UNSUPPORTED},
-  {"ComplexFloatStorage", "torch.ComplexFloatStorage", TDM_PICKLE_UNSUPPORTED},
-  {"ComplexDoubleStorage", "torch.ComplexDoubleStorage", TDM_PICKLE_UNSUPPORTED},
-};
-
-typedef struct Value Value;
-struct Value {
-  Kind kind;
-  int depth;                  /* 0 for a scalar; a container: 1 + its deepest item's */
-  union {
-    gint64 integer;           /* V_BOOL, V_INT */
-    double real;
-    struct {
-      char *text;
-      gsize length;
-    } string;
-    GPtrArray *items;         /* V_TUPLE, V_LIST, V_DICT: borrowed Value * */
-    struct {
-      GlobalKind kind;
-      int storage_class;      /* GLOBAL_STORAGE: index in storage_classes */
-    } global;
-    struct {
-      int storage_class;
-      char *key;
-      gint64 numel;
-    } storage;
-    struct {
-      const Value *storage;
-      gint64 offset;
-      int rank;
-      gint64 shape[TDM_PICKLE_MAX_RANK], stride[TDM_PICKLE_MAX_RANK];
-    } tensor;
-  };
-};
-
-typedef struct {
-  const guint8 *data;
-  gsize size, pos;
-  gsize op_at;                /* where the opcode being run began */
-  guint op;
-  GPtrArray *arena;           /* every Value, owned */
-  GPtrArray *stack;           /* borrowed */
-  GArray *marks;              /* stack lengths at each open MARK */
-  GHashTable *memo;           /* index → Value * */
-  guint steps;
-  GError **error;
-} Machine;
 
 static void
 value_free(gpointer p)
@@ -152,11 +67,8 @@ opcode_name(guint op)
   return NULL;
 }
 
-static gboolean
-fail(Machine *m, const char *format, ...) G_GNUC_PRINTF(2, 3);
-
-static gboolean
-fail(Machine *m, const char *format, ...)
+gboolean
+tdm_pickle_fail(Machine *m, const char *format, ...)
 {
   if (m->error == NULL || *m->error != NULL)
     return FALSE;
@@ -178,7 +90,7 @@ take(Machine *m, gsize n, const guint8 **out)
 {
   *out = NULL;
   if (n > m->size - m->pos)
-    return fail(m, _("the pickle ends in the middle of an opcode's operand (truncated)"));
+    return tdm_pickle_fail(m, _("the pickle ends in the middle of an opcode's operand (truncated)"));
   *out = m->data + m->pos;
   m->pos += n;
   return TRUE;
@@ -198,17 +110,17 @@ take_uint(Machine *m, int bytes, guint64 *out)
 }
 
 /* A GLOBAL operand: text up to a newline, of printable ASCII. */
-static gboolean
-take_line(Machine *m, char **out)
+gboolean
+tdm_pickle_take_line(Machine *m, char **out)
 {
   *out = NULL;
   const guint8 *start = m->data + m->pos;
   const guint8 *nl = memchr(start, '\n', MIN(m->size - m->pos, 256));
   if (nl == NULL)
-    return fail(m, _("a global's name does not end within 256 bytes"));
+    return tdm_pickle_fail(m, _("a global's name does not end within 256 bytes"));
   for (const guint8 *p = start; p < nl; p++)
     if (*p < 0x20 || *p > 0x7e)
-      return fail(m, _("a global's name is not printable text"));
+      return tdm_pickle_fail(m, _("a global's name is not printable text"));
   *out = g_strndup((const char *)start, nl - start);
   m->pos += nl - start + 1;
   return TRUE;
@@ -220,13 +132,13 @@ static gboolean
 count_step(Machine *m)
 {
   if (++m->steps > MAX_STEPS)
-    return fail(m, _("the pickle makes more than %d values (no state_dict needs so many)"),
+    return tdm_pickle_fail(m, _("the pickle makes more than %d values (no state_dict needs so many)"),
                 MAX_STEPS);
   return TRUE;
 }
 
-static Value *
-new_value(Machine *m, Kind kind)
+Value *
+tdm_pickle_new_value(Machine *m, Kind kind)
 {
   Value *v = g_new0(Value, 1);
   v->kind = kind;
@@ -236,8 +148,8 @@ new_value(Machine *m, Kind kind)
   return v;
 }
 
-static gboolean
-push(Machine *m, Value *v)
+gboolean
+tdm_pickle_push(Machine *m, Value *v)
 {
   if (!count_step(m))
     return FALSE;
@@ -245,13 +157,13 @@ push(Machine *m, Value *v)
   return TRUE;
 }
 
-static gboolean
-push_new(Machine *m, Kind kind, Value **out)
+gboolean
+tdm_pickle_push_new(Machine *m, Kind kind, Value **out)
 {
-  Value *v = new_value(m, kind);
+  Value *v = tdm_pickle_new_value(m, kind);
   if (out != NULL)
     *out = v;
-  return push(m, v);
+  return tdm_pickle_push(m, v);
 }
 
 static guint
@@ -267,32 +179,32 @@ below_mark(Machine *m, Value **out)
 {
   *out = NULL;
   if (m->marks->len == 0)
-    return fail(m, _("the pickle uses a MARK it never set"));
+    return tdm_pickle_fail(m, _("the pickle uses a MARK it never set"));
   guint floor = mark_floor(m);
   guint outer = m->marks->len > 1 ? g_array_index(m->marks, guint, m->marks->len - 2) : 0;
   if (floor <= outer)
-    return fail(m, _("the pickle's stack is empty where a value was expected"));
+    return tdm_pickle_fail(m, _("the pickle's stack is empty where a value was expected"));
   *out = m->stack->pdata[floor - 1];
   return TRUE;
 }
 
 /* Pops the top value (above the last mark). */
-static gboolean
-pop(Machine *m, Value **out)
+gboolean
+tdm_pickle_pop(Machine *m, Value **out)
 {
   *out = NULL;
   if (m->stack->len <= mark_floor(m))
-    return fail(m, _("the pickle's stack is empty where a value was expected"));
+    return tdm_pickle_fail(m, _("the pickle's stack is empty where a value was expected"));
   *out = g_ptr_array_steal_index(m->stack, m->stack->len - 1);
   return TRUE;
 }
 
-static gboolean
-top(Machine *m, Value **out)
+gboolean
+tdm_pickle_top(Machine *m, Value **out)
 {
   *out = NULL;
   if (m->stack->len <= mark_floor(m))
-    return fail(m, _("the pickle's stack is empty where a value was expected"));
+    return tdm_pickle_fail(m, _("the pickle's stack is empty where a value was expected"));
   *out = m->stack->pdata[m->stack->len - 1];
   return TRUE;
 }
@@ -304,7 +216,7 @@ add_item(Machine *m, Value *container, Value *item)
   if (item->depth + 1 > container->depth)
     container->depth = item->depth + 1;
   if (container->depth > TDM_PICKLE_MAX_DEPTH)
-    return fail(m, _("the pickle nests containers more than %d deep"), TDM_PICKLE_MAX_DEPTH);
+    return tdm_pickle_fail(m, _("the pickle nests containers more than %d deep"), TDM_PICKLE_MAX_DEPTH);
   g_ptr_array_add(container->items, item);
   return TRUE;
 }
@@ -315,10 +227,10 @@ static gboolean
 pop_mark(Machine *m, Kind kind, Value *into, Value **out)
 {
   if (m->marks->len == 0)
-    return fail(m, _("the pickle uses a MARK it never set"));
+    return tdm_pickle_fail(m, _("the pickle uses a MARK it never set"));
   guint floor = mark_floor(m);
   g_array_set_size(m->marks, m->marks->len - 1);
-  Value *v = into != NULL ? into : new_value(m, kind);
+  Value *v = into != NULL ? into : tdm_pickle_new_value(m, kind);
   for (guint i = floor; i < m->stack->len; i++)
     if (!add_item(m, v, m->stack->pdata[i]))
       return FALSE;
@@ -338,9 +250,9 @@ op_string(Machine *m, Kind kind, int length_bytes)
   if (!take_uint(m, length_bytes, &n) || !take(m, n, &p))
     return FALSE;
   if (kind == V_STRING && !g_utf8_validate((const char *)p, (gssize)n, NULL))
-    return fail(m, _("a string of the pickle is not valid UTF-8"));
+    return tdm_pickle_fail(m, _("a string of the pickle is not valid UTF-8"));
   Value *v;
-  if (!push_new(m, kind, &v))
+  if (!tdm_pickle_push_new(m, kind, &v))
     return FALSE;
   v->string.text = g_strndup((const char *)p, n);
   v->string.length = n;
@@ -354,7 +266,7 @@ op_int(Machine *m, int bytes, gboolean is_signed)
   if (!take_uint(m, bytes, &u))
     return FALSE;
   Value *v;
-  if (!push_new(m, V_INT, &v))
+  if (!tdm_pickle_push_new(m, V_INT, &v))
     return FALSE;
   v->integer = is_signed ? (gint64)(gint32)(guint32)u : (gint64)u;
   return TRUE;
@@ -369,13 +281,13 @@ op_long1(Machine *m)
   if (!take_uint(m, 1, &n) || !take(m, n, &p))
     return FALSE;
   if (n > 8)
-    return fail(m, _("an integer of %" G_GUINT64_FORMAT " bytes (at most 8 are read)"), n);
+    return tdm_pickle_fail(m, _("an integer of %" G_GUINT64_FORMAT " bytes (at most 8 are read)"), n);
   for (int i = (int)n - 1; i >= 0; i--)
     u = u << 8 | p[i];
   if (n > 0 && n < 8 && (p[n - 1] & 0x80))
     u |= ~(guint64)0 << (8 * n);
   Value *v;
-  if (!push_new(m, V_INT, &v))
+  if (!tdm_pickle_push_new(m, V_INT, &v))
     return FALSE;
   v->integer = (gint64)u;
   return TRUE;
@@ -391,7 +303,7 @@ op_binfloat(Machine *m)
   for (int i = 0; i < 8; i++)
     bits = bits << 8 | p[i];      /* big-endian, unlike every other operand */
   Value *v;
-  if (!push_new(m, V_FLOAT, &v))
+  if (!tdm_pickle_push_new(m, V_FLOAT, &v))
     return FALSE;
   memcpy(&v->real, &bits, sizeof bits);
   return TRUE;
@@ -401,23 +313,23 @@ static gboolean
 op_tuple_n(Machine *m, guint n)
 {
   if (m->stack->len < mark_floor(m) + n)
-    return fail(m, _("the pickle's stack is empty where a value was expected"));
-  Value *t = new_value(m, V_TUPLE);
+    return tdm_pickle_fail(m, _("the pickle's stack is empty where a value was expected"));
+  Value *t = tdm_pickle_new_value(m, V_TUPLE);
   for (guint i = m->stack->len - n; i < m->stack->len; i++)
     if (!add_item(m, t, m->stack->pdata[i]))
       return FALSE;
   g_ptr_array_set_size(m->stack, m->stack->len - n);
-  return push(m, t);
+  return tdm_pickle_push(m, t);
 }
 
 static gboolean
 memo_put(Machine *m, guint64 index)
 {
   Value *v;
-  if (!top(m, &v) || !count_step(m))
+  if (!tdm_pickle_top(m, &v) || !count_step(m))
     return FALSE;
   if (index > G_MAXUINT32)
-    return fail(m, _("a memo index beyond 2³²"));
+    return tdm_pickle_fail(m, _("a memo index beyond 2³²"));
   g_hash_table_insert(m->memo, GUINT_TO_POINTER((guint)index), v);
   return TRUE;
 }
@@ -428,213 +340,18 @@ memo_get(Machine *m, guint64 index)
   Value *v = index <= G_MAXUINT32 ? g_hash_table_lookup(m->memo, GUINT_TO_POINTER((guint)index))
                                   : NULL;
   if (v == NULL)
-    return fail(m, _("the pickle reads memo entry %" G_GUINT64_FORMAT ", which it never "
+    return tdm_pickle_fail(m, _("the pickle reads memo entry %" G_GUINT64_FORMAT ", which it never "
                      "wrote"), index);
-  return push(m, v);
-}
-
-static gboolean
-push_global(Machine *m, const char *module, const char *name)
-{
-  GlobalKind kind;
-  int storage = -1;
-  if (g_str_equal(module, "collections") && g_str_equal(name, "OrderedDict")) {
-    kind = GLOBAL_ORDERED_DICT;
-  } else if (g_str_equal(module, "torch._utils") && g_str_equal(name, "_rebuild_tensor_v2")) {
-    kind = GLOBAL_REBUILD_TENSOR_V2;
-  } else if (g_str_equal(module, "torch._utils") && g_str_equal(name, "_rebuild_tensor")) {
-    kind = GLOBAL_REBUILD_TENSOR;
-  } else if (g_str_equal(module, "torch._utils") && g_str_equal(name, "_rebuild_parameter")) {
-    kind = GLOBAL_REBUILD_PARAMETER;
-  } else {
-    kind = GLOBAL_STORAGE;
-    for (gsize i = 0; g_str_equal(module, "torch") && i < G_N_ELEMENTS(storage_classes); i++)
-      if (g_str_equal(name, storage_classes[i].name))
-        storage = (int)i;
-    if (storage < 0)
-      return fail(m, _("the pickle names the global “%s.%s”, which a state_dict does not "
-                       "use: Tandem reads only tensors (collections.OrderedDict, "
-                       "torch._utils._rebuild_tensor_v2, torch's storages) and runs nothing "
-                       "from the file (a whole model saved with torch.save(model) must be "
-                       "saved again as torch.save(model.state_dict(), …))"),
-                  module, name);
-  }
-  Value *v;
-  if (!push_new(m, V_GLOBAL, &v))
-    return FALSE;
-  v->global.kind = kind;
-  v->global.storage_class = storage;
-  return TRUE;
-}
-
-static gboolean
-op_global(Machine *m)
-{
-  g_autofree char *module = NULL, *name = NULL;
-  return take_line(m, &module) && take_line(m, &name) && push_global(m, module, name);
-}
-
-static gboolean
-op_stack_global(Machine *m)
-{
-  Value *name, *module;
-  if (!pop(m, &name) || !pop(m, &module))
-    return FALSE;
-  if (module->kind != V_STRING || name->kind != V_STRING ||
-      strlen(module->string.text) != module->string.length ||
-      strlen(name->string.text) != name->string.length)
-    return fail(m, _("a global named by values that are not strings"));
-  return push_global(m, module->string.text, name->string.text);
-}
-
-static const char *
-global_text(const Value *v)
-{
-  switch (v->global.kind) {
-  case GLOBAL_ORDERED_DICT:
-    return "collections.OrderedDict";
-  case GLOBAL_REBUILD_TENSOR_V2:
-    return "torch._utils._rebuild_tensor_v2";
-  case GLOBAL_REBUILD_TENSOR:
-    return "torch._utils._rebuild_tensor";
-  case GLOBAL_REBUILD_PARAMETER:
-    return "torch._utils._rebuild_parameter";
-  default:
-    return storage_classes[v->global.storage_class].global;
-  }
-}
-
-/* A non-negative whole number that fits the views' arithmetic (2⁴⁸ elements). */
-static gboolean
-count_of(const Value *v, gint64 *out)
-{
-  if (v->kind != V_INT || v->integer < 0 || v->integer > ((gint64)1 << 48))
-    return FALSE;
-  *out = v->integer;
-  return TRUE;
-}
-
-/* _rebuild_tensor_v2(storage, offset, size, stride, requires_grad, hooks[, metadata])
- * and _rebuild_tensor(storage, offset, size, stride): a view of a storage. */
-static gboolean
-rebuild_tensor(Machine *m, GPtrArray *args, gboolean v2, Value **out)
-{
-  guint n = args->len;
-  if (v2 ? (n != 6 && n != 7) : n != 4)
-    return fail(m, _("a tensor rebuilt from %u arguments"), n);
-  Value *storage = args->pdata[0], *size = args->pdata[2], *stride = args->pdata[3];
-  gint64 offset;
-  if (storage->kind != V_STORAGE)
-    return fail(m, _("a tensor rebuilt from a %s instead of a storage"),
-                kind_names[storage->kind]);
-  if (!count_of(args->pdata[1], &offset) || size->kind != V_TUPLE ||
-      stride->kind != V_TUPLE || size->items->len != stride->items->len)
-    return fail(m, _("a tensor's offset, size or stride is malformed"));
-  if (size->items->len > TDM_PICKLE_MAX_RANK)
-    return fail(m, _("a tensor of %u dimensions (at most %d are read)"), size->items->len,
-                TDM_PICKLE_MAX_RANK);
-  Value *t = new_value(m, V_TENSOR);
-  t->tensor.storage = storage;
-  t->tensor.offset = offset;
-  t->tensor.rank = (int)size->items->len;
-  for (int d = 0; d < t->tensor.rank; d++)
-    if (!count_of(size->items->pdata[d], &t->tensor.shape[d]) ||
-        !count_of(stride->items->pdata[d], &t->tensor.stride[d]))
-      return fail(m, _("a tensor's size or stride is not a non-negative whole number"));
-  *out = t;
-  return TRUE;
-}
-
-static gboolean
-op_reduce(Machine *m)
-{
-  Value *args, *callable, *result = NULL;
-  if (!pop(m, &args) || !pop(m, &callable))
-    return FALSE;
-  if (callable->kind != V_GLOBAL)
-    return fail(m, _("the pickle calls a %s, which a state_dict never does"),
-                kind_names[callable->kind]);
-  if (args->kind != V_TUPLE)
-    return fail(m, _("the pickle calls %s with a %s for arguments"), global_text(callable),
-                kind_names[args->kind]);
-  switch (callable->global.kind) {
-  case GLOBAL_ORDERED_DICT:
-    if (args->items->len != 0)
-      return fail(m, _("an OrderedDict made from arguments (a state_dict's is made empty, "
-                       "then filled)"));
-    result = new_value(m, V_DICT);
-    break;
-  case GLOBAL_REBUILD_TENSOR_V2:
-  case GLOBAL_REBUILD_TENSOR:
-    if (!rebuild_tensor(m, args->items, callable->global.kind == GLOBAL_REBUILD_TENSOR_V2,
-                        &result))
-      return FALSE;
-    break;
-  case GLOBAL_REBUILD_PARAMETER:
-    /* (data, requires_grad, hooks): a parameter is its tensor here. */
-    if (args->items->len != 3 || ((Value *)args->items->pdata[0])->kind != V_TENSOR)
-      return fail(m, _("a parameter rebuilt from something other than a tensor"));
-    result = args->items->pdata[0];
-    break;
-  default:
-    return fail(m, _("the pickle calls %s directly, which a state_dict never does"),
-                global_text(callable));
-  }
-  return push(m, result);
-}
-
-/* The persistent id of a storage: ('storage', class, key, location, numel). */
-static gboolean
-op_binpersid(Machine *m)
-{
-  Value *pid;
-  if (!pop(m, &pid))
-    return FALSE;
-  GPtrArray *f = pid->kind == V_TUPLE ? pid->items : NULL;
-  Value *tag = f != NULL && f->len == 5 ? f->pdata[0] : NULL;
-  if (tag == NULL || (tag->kind != V_STRING && tag->kind != V_BYTES) ||
-      strcmp(tag->string.text, "storage") != 0)
-    return fail(m, _("a persistent id that is not a storage's"));
-  Value *cls = f->pdata[1], *key = f->pdata[2], *numel = f->pdata[4];
-  gint64 count;
-  if (cls->kind != V_GLOBAL || cls->global.kind != GLOBAL_STORAGE)
-    return fail(m, _("a storage whose type is not one of torch's storage classes"));
-  if ((key->kind != V_STRING && key->kind != V_BYTES) || key->string.length == 0 ||
-      key->string.length > 64 || strlen(key->string.text) != key->string.length ||
-      strchr(key->string.text, '/') != NULL)
-    return fail(m, _("a storage whose key is not a short name"));
-  if (!count_of(numel, &count))
-    return fail(m, _("a storage whose size is not a non-negative whole number"));
-  Value *v;
-  if (!push_new(m, V_STORAGE, &v))
-    return FALSE;
-  v->storage.storage_class = cls->global.storage_class;
-  v->storage.key = g_strdup(key->string.text);
-  v->storage.numel = count;
-  return TRUE;
-}
-
-/* BUILD sets an object's state; a state_dict uses it once, for the OrderedDict's
- * _metadata (which Tandem does not need). */
-static gboolean
-op_build(Machine *m)
-{
-  Value *state, *object;
-  if (!pop(m, &state) || !top(m, &object))
-    return FALSE;
-  if (object->kind != V_DICT || (state->kind != V_DICT && state->kind != V_NONE))
-    return fail(m, _("the pickle sets the state of a %s, which a state_dict never does"),
-                kind_names[object->kind]);
-  return TRUE;
+  return tdm_pickle_push(m, v);
 }
 
 static gboolean
 set_items(Machine *m, Value *dict, GPtrArray *pairs, guint from)
 {
   if (dict->kind != V_DICT)
-    return fail(m, _("the pickle sets items of a %s"), kind_names[dict->kind]);
+    return tdm_pickle_fail(m, _("the pickle sets items of a %s"), tdm_pickle_kind_names[dict->kind]);
   if ((pairs->len - from) % 2 != 0)
-    return fail(m, _("the pickle sets a key without a value"));
+    return tdm_pickle_fail(m, _("the pickle sets a key without a value"));
   for (guint i = from; i < pairs->len; i++)
     if (!add_item(m, dict, pairs->pdata[i]))
       return FALSE;
@@ -659,7 +376,7 @@ static gboolean
 op_setitem(Machine *m)
 {
   Value *value, *key, *dict;
-  if (!pop(m, &value) || !pop(m, &key) || !top(m, &dict))
+  if (!tdm_pickle_pop(m, &value) || !tdm_pickle_pop(m, &key) || !tdm_pickle_top(m, &dict))
     return FALSE;
   g_autoptr(GPtrArray) pair = g_ptr_array_new();
   g_ptr_array_add(pair, key);
@@ -674,11 +391,11 @@ op_append(Machine *m, gboolean many)
   if (many) {
     if (!below_mark(m, &list))
       return FALSE;
-  } else if (!pop(m, &item) || !top(m, &list)) {
+  } else if (!tdm_pickle_pop(m, &item) || !tdm_pickle_top(m, &list)) {
     return FALSE;
   }
   if (list->kind != V_LIST)
-    return fail(m, _("the pickle appends to a %s"), kind_names[list->kind]);
+    return tdm_pickle_fail(m, _("the pickle appends to a %s"), tdm_pickle_kind_names[list->kind]);
   if (!many)
     return add_item(m, list, item);
   return pop_mark(m, V_LIST, list, NULL);
@@ -688,7 +405,7 @@ static gboolean
 op_mark(Machine *m)
 {
   if (m->marks->len >= TDM_PICKLE_MAX_DEPTH)
-    return fail(m, _("the pickle nests containers more than %d deep"), TDM_PICKLE_MAX_DEPTH);
+    return tdm_pickle_fail(m, _("the pickle nests containers more than %d deep"), TDM_PICKLE_MAX_DEPTH);
   guint at = m->stack->len;
   g_array_append_val(m->marks, at);
   return TRUE;
@@ -708,35 +425,35 @@ step(Machine *m, Value **result)
   case 0x80: /* PROTO */
     if (!take_uint(m, 1, &n))
       return FALSE;
-    return n >= 2 && n <= 5 ? TRUE : fail(m, _("pickle protocol %" G_GUINT64_FORMAT), n);
+    return n >= 2 && n <= 5 ? TRUE : tdm_pickle_fail(m, _("pickle protocol %" G_GUINT64_FORMAT), n);
   case 0x95: /* FRAME: a length that only helps streaming readers */
     return take_uint(m, 8, &n);
   case '.':
     if (m->marks->len > 0)
-      return fail(m, _("the pickle stops with a MARK still open"));
-    return pop(m, result);
+      return tdm_pickle_fail(m, _("the pickle stops with a MARK still open"));
+    return tdm_pickle_pop(m, result);
   case '(':
     return op_mark(m);
   case '}':
-    return push_new(m, V_DICT, NULL);
+    return tdm_pickle_push_new(m, V_DICT, NULL);
   case ']':
-    return push_new(m, V_LIST, NULL);
+    return tdm_pickle_push_new(m, V_LIST, NULL);
   case ')':
-    return push_new(m, V_TUPLE, NULL);
+    return tdm_pickle_push_new(m, V_TUPLE, NULL);
   case 't': {
     Value *t;
-    return pop_mark(m, V_TUPLE, NULL, &t) && push(m, t);
+    return pop_mark(m, V_TUPLE, NULL, &t) && tdm_pickle_push(m, t);
   }
   case 0x85:
   case 0x86:
   case 0x87:
     return op_tuple_n(m, m->op - 0x84);
   case 'N':
-    return push_new(m, V_NONE, NULL);
+    return tdm_pickle_push_new(m, V_NONE, NULL);
   case 0x88:
   case 0x89: {
     Value *v;
-    if (!push_new(m, V_BOOL, &v))
+    if (!tdm_pickle_push_new(m, V_BOOL, &v))
       return FALSE;
     v->integer = m->op == 0x88;
     return TRUE;
@@ -774,15 +491,15 @@ step(Machine *m, Value **result)
   case 'j':
     return take_uint(m, 4, &n) && memo_get(m, n);
   case 'c':
-    return op_global(m);
+    return tdm_pickle_op_global(m);
   case 0x93:
-    return op_stack_global(m);
+    return tdm_pickle_op_stack_global(m);
   case 'R':
-    return op_reduce(m);
+    return tdm_pickle_op_reduce(m);
   case 'Q':
-    return op_binpersid(m);
+    return tdm_pickle_op_binpersid(m);
   case 'b':
-    return op_build(m);
+    return tdm_pickle_op_build(m);
   case 's':
     return op_setitem(m);
   case 'u':
@@ -793,111 +510,11 @@ step(Machine *m, Value **result)
     return op_append(m, TRUE);
   default:
     if (opcode_name(m->op) != NULL)
-      return fail(m, _("the pickle uses an opcode a state_dict does not: Tandem reads only "
+      return tdm_pickle_fail(m, _("the pickle uses an opcode a state_dict does not: Tandem reads only "
                        "tensors and runs nothing from the file"));
-    return fail(m, _("byte 0x%02x is not a pickle opcode (not a state_dict, or damaged)"),
+    return tdm_pickle_fail(m, _("byte 0x%02x is not a pickle opcode (not a state_dict, or damaged)"),
                 m->op);
   }
-}
-
-/* ---- the state_dict ----------------------------------------------------------- */
-
-static guint
-tensors_in(const Value *dict)
-{
-  guint n = 0;
-  for (guint i = 1; i < dict->items->len; i += 2)
-    n += ((const Value *)dict->items->pdata[i])->kind == V_TENSOR;
-  return n;
-}
-
-/* The dict holding the tensors: the pickle's own, or one a training checkpoint keeps
- * them in. */
-static const Value *
-find_state_dict(const Value *root)
-{
-  static const char *const keys[] = {"state_dict", "model", "model_state_dict"};
-  if (root->kind != V_DICT)
-    return NULL;
-  if (tensors_in(root) > 0)
-    return root;
-  for (gsize k = 0; k < G_N_ELEMENTS(keys); k++)
-    for (guint i = 0; i + 1 < root->items->len; i += 2) {
-      const Value *key = root->items->pdata[i], *value = root->items->pdata[i + 1];
-      if (key->kind == V_STRING && g_str_equal(key->string.text, keys[k]) &&
-          value->kind == V_DICT && tensors_in(value) > 0)
-        return value;
-    }
-  return NULL;
-}
-
-static void
-pickle_tensor_free(gpointer p)
-{
-  TdmPickleTensor *t = p;
-  g_free(t->name);
-  g_free(t->storage_key);
-  g_free(t);
-}
-
-int
-tdm_pickle_dtype_size(TdmPickleDtype dtype)
-{
-  switch (dtype) {
-  case TDM_PICKLE_FLOAT32:
-    return 4;
-  case TDM_PICKLE_FLOAT16:
-  case TDM_PICKLE_BFLOAT16:
-    return 2;
-  case TDM_PICKLE_FLOAT64:
-  case TDM_PICKLE_INT64:
-    return 8;
-  default:
-    return 0;
-  }
-}
-
-static GPtrArray *
-collect(Machine *m, const Value *dict)
-{
-  GPtrArray *out = g_ptr_array_new_with_free_func(pickle_tensor_free);
-  g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
-  for (guint i = 0; i + 1 < dict->items->len; i += 2) {
-    const Value *key = dict->items->pdata[i], *value = dict->items->pdata[i + 1];
-    if (value->kind != V_TENSOR || key->kind != V_STRING)
-      continue;
-    if (key->string.length == 0 || strlen(key->string.text) != key->string.length) {
-      g_set_error(m->error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                  _("a tensor's name in the state_dict is empty or holds a NUL byte"));
-      g_ptr_array_unref(out);
-      return NULL;
-    }
-    TdmPickleTensor *t = g_new0(TdmPickleTensor, 1);
-    const Value *storage = value->tensor.storage;
-    int cls = storage->storage.storage_class;
-    t->name = g_strdup(key->string.text);
-    t->dtype = storage_classes[cls].dtype;
-    t->storage_class = storage_classes[cls].name;
-    t->storage_key = g_strdup(storage->storage.key);
-    t->storage_numel = storage->storage.numel;
-    t->offset = value->tensor.offset;
-    t->rank = value->tensor.rank;
-    memcpy(t->shape, value->tensor.shape, sizeof t->shape);
-    memcpy(t->stride, value->tensor.stride, sizeof t->stride);
-    /* A dict keeps the last value of a key, in the first one's place. */
-    TdmPickleTensor *old = g_hash_table_lookup(seen, t->name);
-    if (old != NULL) {
-      guint index;
-      g_assert(g_ptr_array_find(out, old, &index));
-      g_hash_table_remove(seen, old->name);
-      pickle_tensor_free(out->pdata[index]);
-      out->pdata[index] = t;
-    } else {
-      g_ptr_array_add(out, t);
-    }
-    g_hash_table_insert(seen, t->name, t);
-  }
-  return out;
 }
 
 GPtrArray *
@@ -926,9 +543,9 @@ tdm_pickle_read_state_dict(const guint8 *data, gsize size, GError **error)
     ;
   GPtrArray *tensors = NULL;
   if (root != NULL) {
-    const Value *dict = find_state_dict(root);
+    const Value *dict = tdm_pickle_find_state_dict(root);
     if (dict != NULL)
-      tensors = collect(&m, dict);
+      tensors = tdm_pickle_collect(&m, dict);
     else if (root->kind == V_DICT)
       g_set_error(&local, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
                   _("the pickle's dict holds no tensors (nor does a “state_dict” or “model” "
@@ -937,7 +554,7 @@ tdm_pickle_read_state_dict(const guint8 *data, gsize size, GError **error)
       g_set_error(&local, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
                   _("the pickle holds an object of type %s, not a state_dict (a dict of "
                     "tensors)"),
-                  kind_names[root->kind]);
+                  tdm_pickle_kind_names[root->kind]);
   }
   g_hash_table_unref(m.memo);
   g_array_unref(m.marks);
