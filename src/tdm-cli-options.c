@@ -29,7 +29,8 @@ tdm_cli_options_clear(TdmCliOptions *o)
     &o->batchnorm, &o->decay_on, &o->warmup, &o->smoothing, &o->crop, &o->flip,
     &o->test_shift, &o->run_name, &o->history, &o->pace, &o->scaling, &o->scaling_steps,
     &o->prewarm, &o->export_onnx, &o->val_split, &o->save_best, &o->save_every,
-    &o->early_stop, &o->config, &o->show_run, &o->export_run,
+    &o->early_stop, &o->config, &o->show_run, &o->export_run, &o->tensorboard,
+    &o->export_tensorboard,
   };
   for (gsize i = 0; i < G_N_ELEMENTS(strings); i++)
     g_clear_pointer(strings[i], g_free);
@@ -117,6 +118,9 @@ static const char *const description = N_(
   "  tandem-train runs                       lists them (--json: one object a line)\n"
   "  tandem-train --show-run ID              its settings and epochs\n"
   "  tandem-train --export-run ID > run.csv  its metrics, as the window exports them\n"
+  "  tandem-train runs --export-tensorboard DIR  every run as TensorBoard event files\n"
+  "  tandem-train --tensorboard DIR …          a run's scalars live in TensorBoard\n"
+  "                                          (tensorboard --logdir DIR shows them)\n"
   "  tandem-train --network cnn --print-config > cnn.json\n"
   "  tandem-train --config cnn.json          the same run again (or --config a run\n"
   "                                          file or a checkpoint; flags override it)\n"
@@ -320,6 +324,12 @@ tdm_cli_options_context(TdmCliOptions *o)
      N_("Keep the run in the run history (the window lists it)"), NULL},
     {"run-name", 0, 0, G_OPTION_ARG_STRING, &o->run_name,
      N_("Name of the recorded run (default: its date)"), "NAME"},
+    {"tensorboard", 0, 0, G_OPTION_ARG_FILENAME, &o->tensorboard,
+     N_("Write the run's scalars as TensorBoard event files, in a folder of DIR named "
+     "after the run (--run-name, else its date)"), "DIR"},
+    {"export-tensorboard", 0, 0, G_OPTION_ARG_FILENAME, &o->export_tensorboard,
+     N_("With runs: write every run of the history as TensorBoard event files, a folder "
+     "of DIR each, and exit"), "DIR"},
     {"history", 0, 0, G_OPTION_ARG_FILENAME, &o->history,
      N_("Run history folder (default ~/.local/share/tandem/runs)"), "DIR"},
     {"scaling", 0, 0, G_OPTION_ARG_STRING, &o->scaling,
