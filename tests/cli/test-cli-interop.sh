@@ -7,12 +7,16 @@
 # torchvision's file names the file and where to put it. With python3-torch: --init
 # of a .pth file that torch.save wrote, --init torchvision from a fake torch.hub folder
 # classifying and exporting ONNX, and a whole pickled module refused in one line.
+# With python3-pil and python3-onnx: the README's Python preprocessing gives, through
+# an exported model, Tandem's own probabilities on JPEG and PNG files of other sizes
+# than the network's (onnx-preprocess-check.py).
 # TAP on stdout; meson passes tandem-train, image-helper and whether this build has
 # ONNX export (1 or 0).
 set -u
 train=${1:?usage: test-cli-interop.sh TANDEM-TRAIN IMAGE-HELPER ONNX-ENABLED}
 helper=${2:?}
 onnx=${3:-0}
+here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tdm-cli-interop-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 export XDG_CACHE_HOME="$tmp/cache"
@@ -58,7 +62,7 @@ expect_ok() {
   fi
 }
 
-echo "1..13"
+echo "1..15"
 common=(--network fc8,relu,fc3 --batch 6 --quiet --seed 5)
 
 # --- a checkpoint and its dataset ---------------------------------------------------
@@ -110,6 +114,48 @@ expect_bad "--init torchvision for another network" \
   "$train" --network cnn --image-size 28 --color grey --init torchvision \
   --classify "$tmp/moved/good/ant/000.png"
 
+# --- the README's preprocessing for an exported model ----------------------------
+
+pil=
+for p in python3 /usr/bin/python3; do
+  if "$p" -c 'import PIL, numpy, onnx' 2>/dev/null; then pil=$p; break; fi
+done
+if [ -z "$pil" ] || [ "$onnx" != 1 ]; then
+  skip "a model exported for the README's preprocessing" "needs python3-pil, python3-onnx and ONNX export"
+  skip "the README's preprocessing gives Tandem's probabilities" "needs python3-pil, python3-onnx and ONNX export"
+else
+  "$pil" - "$tmp" <<'PY'
+import sys
+import numpy as np
+from PIL import Image
+out = sys.argv[1]
+y, x = np.mgrid[0:97, 0:131]
+rgb = np.stack([(x * 2) % 256, (y * 3 + x) % 256, (128 + 60 * np.sin(x / 7.0) * np.cos(y / 5.0))],
+               axis=-1).astype(np.uint8)
+Image.fromarray(rgb).save(out + "/photo.jpg", quality=90)        # JPEG, DCT-scaled to 12
+Image.fromarray(rgb[:31, :45]).save(out + "/crop.png")            # PNG, 45 × 31
+Image.fromarray(rgb[:20, :17]).convert("RGBA").save(out + "/alpha.png")
+Image.fromarray(rgb[:13, :40, 1]).save(out + "/grey.jpg", quality=95)
+PY
+  "$train" --dataset moved/good --color rgb --image-size 12 --network conv4k3p1,relu,pool2,fc3 \
+    --normalize dataset --epochs 2 --batch 6 --quiet --save pre.st &&
+    "$train" --resume pre.st --export-onnx pre.onnx --quiet 2>"$tmp/err"
+  if [ $? -eq 0 ]; then
+    ok "a model exported for the README's preprocessing"
+  else
+    not_ok "a model exported for the README's preprocessing" "$(cat "$tmp/err")"
+  fi
+  "$train" --resume pre.st --classify photo.jpg crop.png alpha.png grey.jpg --json --top 3 \
+    >classified.jsonl 2>"$tmp/err" &&
+    "$pil" "$here/onnx-preprocess-check.py" "$here/../../README.md" pre.onnx \
+      classified.jsonl >"$tmp/out" 2>&1
+  if [ $? -eq 0 ]; then
+    ok "the README's preprocessing gives Tandem's probabilities: $(cat "$tmp/out")"
+  else
+    not_ok "the README's preprocessing gives Tandem's probabilities" "$(cat "$tmp/out" "$tmp/err")"
+  fi
+fi
+
 # --- .pth files from torch.save -------------------------------------------------
 
 python=
@@ -117,7 +163,7 @@ for p in python3 /usr/bin/python3; do
   if "$p" -c 'import torch, torchvision' 2>/dev/null; then python=$p; break; fi
 done
 if [ -z "$python" ]; then
-  for i in $(seq $((n + 1)) 13); do skip "torch.save's files" "python3-torch is not installed"; done
+  for i in $(seq $((n + 1)) 15); do skip "torch.save's files" "python3-torch is not installed"; done
   exit $((failed > 0))
 fi
 mkdir -p "$TORCH_HOME/hub/checkpoints"
