@@ -56,6 +56,7 @@ typedef struct {
   /* The convolution engine (tdm-conv-engine.h): cuDNN's handle on the stream, made on
    * first use, and the choices made so far. */
   struct cudnnContext *cudnn;
+  const struct _TdmCudnnApi *cudnn_api; /* the library that made it */
   gboolean cudnn_failed;
   struct _TdmConvEngine *conv;
 

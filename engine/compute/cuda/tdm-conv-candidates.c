@@ -15,6 +15,8 @@
 #include "tdm-conv-engine.h"
 #include "tdm-i18n.h"
 
+#include <stdio.h>
+
 #define ALIGN 256
 
 static size_t
@@ -324,8 +326,8 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, gboo
   }
   if (!tdm_cuda_begin(b))
     return TRUE;
-  if (!tdm_cudnn_plan_run(tdm_cudnn_get(), tdm_conv_cudnn_handle(b), c->plan, image, filter,
-                          out, workspace, error))
+  if (!tdm_cudnn_plan_run(CUDA_B(b)->cudnn_api, CUDA_B(b)->cudnn, c->plan, image, filter, out,
+                          workspace, error))
     return FALSE;
   if (dest != NULL) {
     if (wide)
@@ -364,7 +366,7 @@ tdm_conv_candidate_free(TdmConvCandidate *c)
   if (c == NULL)
     return;
   if (c->plan != NULL)
-    tdm_cudnn_plan_free(tdm_cudnn_get(), c->plan);
+    tdm_cudnn_plan_free(c->plan);
   g_free(c);
 }
 
@@ -381,9 +383,11 @@ cudnnHandle_t
 tdm_conv_cudnn_handle(TdmBackend *b)
 {
   TdmBackendCuda *cb = CUDA_B(b);
+  const TdmCudnn *dnn = tdm_cudnn_get();
+  if (dnn == NULL)
+    return NULL; /* missing, or hidden since (TANDEM_CUDNN=0) */
   if (cb->cudnn != NULL || cb->cudnn_failed)
     return cb->cudnn;
-  const TdmCudnn *dnn = tdm_cudnn_get();
   if (dnn == NULL || cb->capturing) {
     cb->cudnn_failed = dnn == NULL;
     return NULL;
@@ -401,13 +405,23 @@ tdm_conv_cudnn_handle(TdmBackend *b)
     return NULL;
   }
   cb->cudnn = handle;
+  cb->cudnn_api = dnn;
   return handle;
 }
 
-/* cuDNN's plans for the layout, as candidates (at most `most` of each output type). */
+/* cuDNN's plans for the layout, as candidates (at most 6 of each output type), or only
+ * the one named (engine, rank, output) when `only` names one. */
 static void
-add_cudnn(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list)
+add_cudnn(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, const char *only)
 {
+  gint64 only_engine = -1;
+  int only_rank = -1;
+  char only_out = 0;
+  if (only != NULL &&
+      (sscanf(only, "cudnn:e%" G_GINT64_FORMAT ":r%d:%c", &only_engine, &only_rank,
+              &only_out) != 3 ||
+       only_rank < 0 || (only_out != 'f' && only_out != 'h')))
+    return;
   cudnnHandle_t handle = tdm_conv_cudnn_handle(b);
   if (handle == NULL || CUDA_B(b)->capturing)
     return;
@@ -416,13 +430,17 @@ add_cudnn(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list)
     return;
   int operand = l->bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
   int outputs[2] = {CUDNN_DATA_FLOAT, CUDNN_DATA_BFLOAT16};
-  TdmCudnnFilter filter = {b->precision, b->deterministic};
+  TdmCudnnFilter filter = {b->precision};
   for (int o = 0; o < (l->bf16 ? 2 : 1); o++) {
+    if (only != NULL && only_out != (o == 0 ? 'f' : 'h'))
+      continue;
     g_autofree char *why = NULL;
     GPtrArray *plans = tdm_cudnn_conv_plans(tdm_cudnn_get(), handle, l->dir, &a->shape, operand,
-                                            outputs[o], filter, 6, -1, &why);
+                                            outputs[o], filter, 6, only_rank, &why);
     for (guint i = 0; i < plans->len; i++) {
       TdmCudnnPlan *p = g_ptr_array_index(plans, i);
+      if (only != NULL && p->engine != only_engine)
+        continue; /* another library's list: the name means another engine now */
       g_autofree char *name = g_strdup_printf("cudnn:e%" G_GINT64_FORMAT ":r%d:%c", p->engine,
                                               p->rank, o == 0 ? 'f' : 'h');
       TdmConvCandidate *c = candidate(TDM_CONV_CUDNN, name);
@@ -444,13 +462,14 @@ add_cudnn(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list)
 }
 
 GPtrArray *
-tdm_conv_candidates_for(TdmBackend *b, const TdmConvLayout *l)
+tdm_conv_candidates_for(TdmBackend *b, const TdmConvLayout *l, const char *only)
 {
   GPtrArray *list = g_ptr_array_new_with_free_func((GDestroyNotify)tdm_conv_candidate_free);
-  if (run_im2col(b, l, TRUE))
+  if ((only == NULL || g_str_equal(only, "im2col")) && run_im2col(b, l, TRUE))
     g_ptr_array_add(list, candidate(TDM_CONV_IM2COL, "im2col"));
-  if (run_own(b, l, TRUE))
+  if ((only == NULL || g_str_equal(only, "own:dgrad")) && run_own(b, l, TRUE))
     g_ptr_array_add(list, candidate(TDM_CONV_OWN, "own:dgrad"));
-  add_cudnn(b, l, list);
+  if (only == NULL || g_str_has_prefix(only, "cudnn:"))
+    add_cudnn(b, l, list, only);
   return list;
 }

@@ -4,11 +4,13 @@
  * events on the backend's stream the first time the shape comes (the pre-warm's eager
  * step), remembered per backend and on disk per GPU model (tdm-conv-cache.c).
  *
- * No timing where timing cannot or must not decide: while the stream is captured into
- * a graph (a provisional choice among what needs no cuDNN set-up, timed at the next
- * eager call), and under --exact (b->deterministic), where the rule is the first
- * deterministic cuDNN plan in the heuristics' order, else our own, else im2col: a
- * function of the shape and the GPU model, so every device of a kind agrees.
+ * Every candidate is deterministic (the same inputs give the same bits). No timing
+ * where timing cannot or must not decide: while the stream is captured into a graph (a
+ * provisional choice among what needs no cuDNN set-up, timed at the next eager call),
+ * and under --exact (b->deterministic), where the rule is cuDNN's first plan in its
+ * heuristics' order, else our own, else im2col: a function of the shape and the GPU
+ * model, so every device of a kind agrees. A timed choice is found again on disk by
+ * the next run, so two runs on one kind of GPU compute alike.
  * TANDEM_CONV=im2col turns the engine off (the replica's own composition, exactly as
  * before); =cudnn or =own prefers that kind wherever it takes the shape.
  */
@@ -71,7 +73,7 @@ tdm_cuda_conv_engine_free(TdmBackend *b)
     cb->conv = NULL;
   }
   if (cb->cudnn != NULL) {
-    tdm_cudnn_get()->destroy(cb->cudnn);
+    cb->cudnn_api->destroy(cb->cudnn);
     cb->cudnn = NULL;
   }
 }
@@ -188,7 +190,21 @@ choose(TdmBackend *b, const TdmConvLayout *l, gboolean *prepared)
 
   gboolean off;
   int forced = forced_kind(&off);
-  g_autoptr(GPtrArray) list = tdm_conv_candidates_for(b, l);
+  gboolean exact = b->deterministic, untimed = exact || cb->capturing;
+  /* A choice on disk: only its candidate is built, and taken if it still fits. */
+  g_autofree char *cached =
+      forced < 0 && !untimed ? tdm_conv_cache_lookup(e->model, key) : NULL;
+  if (cached != NULL) {
+    g_autoptr(GPtrArray) one = tdm_conv_candidates_for(b, l, cached);
+    if (one->len == 1) {
+      Choice *choice = g_new0(Choice, 1);
+      choice->chosen = g_ptr_array_steal_index(one, 0);
+      g_debug("%s: %s → %s (from the cache)", b->name, key, choice->chosen->name);
+      g_hash_table_replace(e->choices, g_steal_pointer(&key), choice);
+      return choice->chosen;
+    }
+  }
+  g_autoptr(GPtrArray) list = tdm_conv_candidates_for(b, l, NULL);
   if (forced >= 0) {
     gboolean any = FALSE;
     for (guint i = 0; i < list->len; i++)
@@ -201,21 +217,16 @@ choose(TdmBackend *b, const TdmConvLayout *l, gboolean *prepared)
     return NULL;
   int pick = -1;
   gboolean provisional = FALSE, timed = FALSE;
-  if (b->deterministic || cb->capturing || list->len == 1) {
+  if (untimed || list->len == 1) {
     pick = (int)by_rule(list);
-    provisional = cb->capturing && !b->deterministic;
+    provisional = cb->capturing && !exact;
   } else {
-    g_autofree char *cached = forced < 0 ? tdm_conv_cache_lookup(e->model, key) : NULL;
-    if (cached != NULL)
-      pick = named(list, cached);
-    if (pick < 0) {
-      if (!*prepared) {
-        tdm_conv_prepare(b, l);
-        *prepared = TRUE;
-      }
-      pick = fastest(b, l, list);
-      timed = pick >= 0;
+    if (!*prepared) {
+      tdm_conv_prepare(b, l);
+      *prepared = TRUE;
     }
+    pick = fastest(b, l, list);
+    timed = pick >= 0;
     if (pick < 0)
       pick = (int)by_rule(list);
   }
@@ -335,7 +346,7 @@ tdm_cuda_conv_candidate_names(TdmBackend *b, const TdmConvArgs *a, TdmConvDirect
   TdmConvLayout l;
   if (!tdm_cuda_begin(b) || !tdm_conv_layout(b, a, dir, &l))
     return names;
-  g_autoptr(GPtrArray) list = tdm_conv_candidates_for(b, &l);
+  g_autoptr(GPtrArray) list = tdm_conv_candidates_for(b, &l, NULL);
   for (guint i = 0; i < list->len; i++)
     g_ptr_array_add(names, g_strdup(((TdmConvCandidate *)g_ptr_array_index(list, i))->name));
   return names;
@@ -348,7 +359,7 @@ tdm_cuda_conv_run_named(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection di
   TdmConvLayout l;
   if (!tdm_cuda_begin(b) || !tdm_conv_layout(b, a, dir, &l))
     return FALSE;
-  g_autoptr(GPtrArray) list = tdm_conv_candidates_for(b, &l);
+  g_autoptr(GPtrArray) list = tdm_conv_candidates_for(b, &l, name);
   int i = named(list, name);
   if (i < 0)
     return FALSE;

@@ -61,8 +61,11 @@ gboolean tdm_conv_layout (TdmBackend *b, const TdmConvArgs *a, TdmConvDirection 
  * the caller did not write it. */
 void tdm_conv_prepare (TdmBackend *b, const TdmConvLayout *l);
 /* Every candidate that takes the call within the layout's free space, in a fixed order
- * (im2col, own, then cuDNN's in its heuristics' order); filtered by b->deterministic. */
-GPtrArray *tdm_conv_candidates_for (TdmBackend *b, const TdmConvLayout *l);
+ * (im2col, own, then cuDNN's in its heuristics' order), every one deterministic (cuDNN's
+ * NONDETERMINISTIC engines are never offered).
+ * With `only`, that one candidate (a cached choice: no other plan is built), if it
+ * still takes the call. */
+GPtrArray *tdm_conv_candidates_for (TdmBackend *b, const TdmConvLayout *l, const char *only);
 /* Runs candidate c; FALSE with *error set when cuDNN refused it at run time (nothing
  * sticky: the backend goes on). */
 gboolean tdm_conv_candidate_run (TdmBackend *b, const TdmConvLayout *l,

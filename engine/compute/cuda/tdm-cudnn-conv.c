@@ -193,7 +193,10 @@ accepted(const int *notes, int64_t count, const int *behavior, int64_t behavior_
   if (has_note(notes, count, CUDNN_NUMERICAL_NOTE_FFT) ||
       has_note(notes, count, CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION))
     return FALSE;
-  if (filter.deterministic && has_note(notes, count, CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC))
+  /* Never an engine whose sums depend on the order threads finish in (atomics): two runs
+   * of a step must give the same bits (the pre-warm leaves no trace, a replica equals
+   * itself), whatever --exact says. */
+  if (has_note(notes, count, CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC))
     return FALSE;
   if (filter.precision == TDM_PRECISION_FP32 &&
       (has_note(notes, count, CUDNN_NUMERICAL_NOTE_TENSOR_CORE) ||
@@ -210,12 +213,12 @@ accepted(const int *notes, int64_t count, const int *behavior, int64_t behavior_
 }
 
 void
-tdm_cudnn_plan_free(const TdmCudnn *dnn, TdmCudnnPlan *plan)
+tdm_cudnn_plan_free(TdmCudnnPlan *plan)
 {
   if (plan == NULL)
     return;
   if (plan->plan != NULL)
-    dnn->destroy_descriptor(plan->plan);
+    plan->keep->dnn->destroy_descriptor(plan->plan);
   keep_unref(plan->keep);
   g_free(plan);
 }
@@ -268,7 +271,6 @@ plan_of(const TdmCudnn *dnn, cudnnHandle_t handle, cudnnBackendDescriptor_t cfg,
   p->workspace = workspace;
   p->engine = index;
   p->rank = rank;
-  p->deterministic = !has_note(notes, note_count, CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC);
   p->keep = keep;
   keep->refs++;
   return p;

@@ -18,17 +18,15 @@ typedef struct {
   int64_t workspace;           /* bytes it needs */
   int64_t engine;              /* cuDNN's global engine index */
   int rank;                    /* its place in the heuristics' list */
-  gboolean deterministic;      /* no NONDETERMINISTIC note */
   struct _TdmCudnnKeep *keep;  /* the descriptors it was built from */
 } TdmCudnnPlan;
 
 /* Which engines a run accepts, by cuDNN's numerical notes: tensor cores on float32
  * data (TF32), Winograd and FFT change the rounding, so --precision fp32 takes none;
- * tf32 takes tensor cores; bf16 everything but FFT and reduced-precision sums.
- * deterministic (--exact) refuses NONDETERMINISTIC. */
+ * tf32 takes tensor cores; bf16 everything but FFT and reduced-precision sums. None
+ * that is NONDETERMINISTIC, in any run. */
 typedef struct {
   TdmPrecision precision;
-  gboolean deterministic;
 } TdmCudnnFilter;
 
 /* The plans of a convolution's graph for shape s and direction dir, the heuristics'
@@ -42,7 +40,7 @@ GPtrArray *tdm_cudnn_conv_plans (const TdmCudnn *dnn, cudnnHandle_t handle,
                                  TdmConvDirection dir, const TdmConvShape *s, int operand,
                                  int output, TdmCudnnFilter filter, int most, int only_rank,
                                  char **why_not);
-void tdm_cudnn_plan_free (const TdmCudnn *dnn, TdmCudnnPlan *plan);
+void tdm_cudnn_plan_free (TdmCudnnPlan *plan);
 
 /* Runs plan on the handle's stream: image is x (forward, wgrad) or dx (dgrad), filter is
  * w or dw, out is y or dy, as dir has them; each 16-byte aligned; workspace of

@@ -129,12 +129,14 @@ tdm_cudnn_get(void)
 {
   static GOnce once = G_ONCE_INIT;
   g_once(&once, load_once, NULL);
-  return loaded;
+  return hidden() ? NULL : loaded;
 }
 
 const char *
 tdm_cudnn_why_not(void)
 {
+  if (loaded != NULL && hidden())
+    return "cuDNN is hidden by TANDEM_CUDNN=0";
   return loaded_why_not;
 }
 

@@ -128,7 +128,7 @@ typedef void *cudnnBackendDescriptor_t;
 /* cudnnBackendBehaviorNote_t */
 #define CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION 0
 
-typedef struct {
+typedef struct _TdmCudnnApi {
   size_t version;              /* cudnnGetVersion(): 91900 for 9.19.0 */
   char *path;                  /* the file that was opened, for the log */
 
@@ -155,7 +155,9 @@ typedef struct {
 } TdmCudnn;
 
 /* The process's cuDNN, loaded on first use (thread-safe), or NULL when it is hidden,
- * missing or unusable; the first call logs which (tdm_cudnn_why_not() keeps it). */
+ * missing or unusable; the first call logs which (tdm_cudnn_why_not() keeps it).
+ * TANDEM_CUDNN=0 is read at every call, so a run (or a test) can hide a library already
+ * loaded: plans built before keep working, no new ones are made. */
 const TdmCudnn *tdm_cudnn_get (void);
 /* Why tdm_cudnn_get() returned NULL, in words naming the library; NULL when it did
  * not (or was not asked yet). */
