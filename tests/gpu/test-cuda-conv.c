@@ -134,7 +134,8 @@ device_init(Device *d, TdmBackend *b, const Problem *p, gboolean with_w16)
     d->w16 = on_b(b, NULL, p->weights * 2);
     b->ops->to_bf16(b, d->w16, d->w, p->weights);
   }
-  /* The replica's rule for this layer alone: its float32 columns. */
+  /* The replica's rule for this layer alone: its float32 columns (a network's buffer is
+   * its widest layer's, so most layers have more). */
   size_t work_bytes = p->rows * p->k * 4;
   d->work = on_b(b, NULL, work_bytes);
   d->a = (TdmConvArgs){.shape = p->s, .x = d->x, .w = d->w, .w16 = d->w16, .y = d->y,
@@ -165,7 +166,10 @@ check_candidates(Device *d, const Problem *p, const char *what, const float *y_r
         (dir == TDM_CONV_FORWARD && d->a.dy16 != NULL))
       continue;
     g_autoptr(GPtrArray) names = tdm_cuda_conv_candidate_names(b, &d->a, dir);
-    if (names->len == 0) {
+    /* None is an answer (the replica then composes the conv itself), but not for the
+     * shapes every ResNet has. */
+    g_test_message("%s %s: %u candidates", what, direction_names[dir], names->len);
+    if (names->len == 0 && p->s.c % 8 == 0) {
       g_test_message("FAILED %s %s: no candidate", what, direction_names[dir]);
       g_test_fail();
     }
