@@ -71,17 +71,22 @@ rates, memory, tandem_bytes, failed = [], None, 0, None
 # Each timed choice: "cuda:0: fwd n512 h32 w32 c64 o64 k3 p1 s1 bf16 col16 → NAME (0.123 ms)".
 pattern = re.compile(r"(fwd|dgrad|wgrad) n(\d+) h(\d+) w(\d+) c(\d+) o(\d+) k(\d+) p(\d+) s(\d+)"
                      r"([^→]*)→ (\S+) \(([\d.]+) ms")
-for line in open(err, errors="replace"):
+# GLib prints debug lines to stdout, among the JSON lines: both files are read.
+for line in list(open(err, errors="replace")) + list(open(path, errors="replace")):
     m = pattern.search(line)
     if not m:
         continue
     d, n, h, w, c, o, k, p, s = m.group(1), *map(int, m.groups()[1:9])
+    if n != int(batch):
+        continue  # the evaluation's and the last batch's shapes
     oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
     flop = 2.0 * n * oh * ow * o * k * k * c
     ms = float(m.group(12))
     rate = f"{flop / ms / 1e9:7.1f} TFLOP/s" if ms > 0 else "  (cached)"
     print(f"  {d:5} n{n} {h}x{w}x{c}->{o} k{k} s{s}{m.group(10).rstrip():12} {m.group(11):18} {ms:8.4f} ms {rate}")
-for line in open(path):
+for line in open(path, errors="replace"):
+    if not line.startswith("{"):
+        continue
     e = json.loads(line)
     if e["type"] == "started" and "conv_choices" in e:
         print("  conv choices:", json.dumps(e["conv_choices"]))

@@ -134,9 +134,12 @@ device_init(Device *d, TdmBackend *b, const Problem *p, gboolean with_w16)
     d->w16 = on_b(b, NULL, p->weights * 2);
     b->ops->to_bf16(b, d->w16, d->w, p->weights);
   }
-  /* The replica's rule for this layer alone: its float32 columns (a network's buffer is
-   * its widest layer's, so most layers have more). */
-  size_t work_bytes = p->rows * p->k * 4;
+  /* The replica's buffer is its network's widest layer's float32 columns, so a layer has
+   * at least its own and mostly more: here its own, or room for a bf16 copy of each
+   * operand and cuDNN's workspace where that is larger (a network's first layers'
+   * columns hold those of a later 1×1 or 512-channel layer several times over). */
+  size_t work_bytes = MAX(p->rows * p->k * 4,
+                          (p->in + p->out + p->weights) * 2 * 2 + ((size_t)8 << 20));
   d->work = on_b(b, NULL, work_bytes);
   d->a = (TdmConvArgs){.shape = p->s, .x = d->x, .w = d->w, .w16 = d->w16, .y = d->y,
                        .dy = d->dy, .dx = d->dx, .dw = d->dw, .work = d->work,

@@ -142,12 +142,19 @@ test_conv_cache(void)
   tdm_conv_cache_reset();
   g_assert_null(tdm_conv_cache_lookup("gpu", "fwd n2"));
 
-  /* Off. */
+  /* Off: the process's table alone, the file left as it was. */
+  g_autofree char *before = NULL;
+  g_assert_true(g_file_get_contents(path, &before, NULL, NULL));
   g_setenv("TANDEM_CONV_CACHE", "0", TRUE);
   tdm_conv_cache_reset();
   g_assert_null(tdm_conv_cache_path("gpu"));
   g_assert_null(tdm_conv_cache_lookup("gpu", "wgrad n2"));
   tdm_conv_cache_store("gpu", "wgrad n3", "im2col", 1.0);
+  g_autofree char *shared = tdm_conv_cache_lookup("gpu", "wgrad n3");
+  g_assert_cmpstr(shared, ==, "im2col");
+  g_autofree char *after = NULL;
+  g_assert_true(g_file_get_contents(path, &after, NULL, NULL));
+  g_assert_cmpstr(after, ==, before);
   g_unsetenv("TANDEM_CONV_CACHE");
   tdm_conv_cache_reset();
   g_unlink(path);

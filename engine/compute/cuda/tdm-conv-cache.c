@@ -106,7 +106,8 @@ cache_file_free(gpointer data)
   g_free(file);
 }
 
-/* The model's file as read (once), under cache_lock; NULL when the cache is off. */
+/* The model's table, as its file was read (once), under cache_lock; a table of this
+ * process's choices alone when the cache is off. */
 static CacheFile *
 file_of(const char *model)
 {
@@ -115,20 +116,16 @@ file_of(const char *model)
   CacheFile *file = g_hash_table_lookup(files, model);
   if (file != NULL)
     return file;
-  char *path = tdm_conv_cache_path(model);
-  if (path == NULL)
-    return NULL;
   file = g_new0(CacheFile, 1);
-  file->path = path;
+  file->path = tdm_conv_cache_path(model);
   g_autofree char *text = NULL;
   gsize length = 0;
-  g_autoptr(GError) error = NULL;
-  if (g_file_get_contents(path, &text, &length, &error)) {
+  if (file->path != NULL && g_file_get_contents(file->path, &text, &length, NULL)) {
     g_autofree char *why = NULL;
     file->entries = parse(text, length, &why);
     if (file->entries == NULL)
-      g_message("The convolution cache %s is damaged (%s): ignored, and written anew", path,
-                why);
+      g_message("The convolution cache %s is damaged (%s): ignored, and written anew",
+                file->path, why);
   }
   if (file->entries == NULL)
     file->entries = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
@@ -141,7 +138,7 @@ tdm_conv_cache_lookup(const char *model, const char *key)
 {
   g_mutex_lock(&cache_lock);
   CacheFile *file = file_of(model);
-  const char *value = file != NULL ? g_hash_table_lookup(file->entries, key) : NULL;
+  const char *value = g_hash_table_lookup(file->entries, key);
   char *name = value != NULL ? g_strndup(value, strcspn(value, "\t")) : NULL;
   g_mutex_unlock(&cache_lock);
   return name;
@@ -175,10 +172,12 @@ tdm_conv_cache_store(const char *model, const char *key, const char *name, doubl
     return;
   g_mutex_lock(&cache_lock);
   CacheFile *file = file_of(model);
-  if (file != NULL && g_hash_table_size(file->entries) < CACHE_MAX_LINES) {
+  if (g_hash_table_size(file->entries) < CACHE_MAX_LINES) {
     char number[G_ASCII_DTOSTR_BUF_SIZE];
     g_ascii_formatd(number, sizeof number, "%.6f", ms);
     g_hash_table_replace(file->entries, g_strdup(key), g_strdup_printf("%s\t%s", name, number));
+  }
+  if (file->path != NULL) {
     g_autofree char *text = serialize(file->entries);
     g_autofree char *folder = g_path_get_dirname(file->path);
     g_autoptr(GError) error = NULL;

@@ -175,34 +175,21 @@ named(GPtrArray *list, const char *name)
   return -1;
 }
 
-/* The choice for the layout's key: remembered, or made now (timing the candidates
- * after the call's preparation, once, when *prepared is FALSE). NULL when no candidate
- * takes the call. */
+/* Makes the choice for key (no lock of its own): the process's (or the disk's) choice
+ * for the key where there is one and it still takes the call, else the fastest
+ * candidate, timed now (after the call's preparation, once, when *prepared is FALSE),
+ * or the rule's while untimed. *timed says which. NULL when no candidate takes it. */
 static TdmConvCandidate *
-choose(TdmBackend *b, const TdmConvLayout *l, gboolean *prepared)
+decide(TdmBackend *b, const TdmConvLayout *l, const char *key, int forced, gboolean untimed,
+       gboolean *prepared, gboolean *timed)
 {
   TdmConvEngine *e = engine(b);
-  TdmBackendCuda *cb = CUDA_B(b);
-  g_autofree char *key = key_of(b, l);
-  Choice *known = g_hash_table_lookup(e->choices, key);
-  if (known != NULL && !(known->provisional && !cb->capturing))
-    return known->chosen;
-
-  gboolean off;
-  int forced = forced_kind(&off);
-  gboolean exact = b->deterministic, untimed = exact || cb->capturing;
-  /* A choice on disk: only its candidate is built, and taken if it still fits. */
-  g_autofree char *cached =
-      forced < 0 && !untimed ? tdm_conv_cache_lookup(e->model, key) : NULL;
+  *timed = FALSE;
+  g_autofree char *cached = forced < 0 && !untimed ? tdm_conv_cache_lookup(e->model, key) : NULL;
   if (cached != NULL) {
     g_autoptr(GPtrArray) one = tdm_conv_candidates_for(b, l, cached);
-    if (one->len == 1) {
-      Choice *choice = g_new0(Choice, 1);
-      choice->chosen = g_ptr_array_steal_index(one, 0);
-      g_debug("%s: %s → %s (from the cache)", b->name, key, choice->chosen->name);
-      g_hash_table_replace(e->choices, g_steal_pointer(&key), choice);
-      return choice->chosen;
-    }
+    if (one->len == 1)
+      return g_ptr_array_steal_index(one, 0);
   }
   g_autoptr(GPtrArray) list = tdm_conv_candidates_for(b, l, NULL);
   if (forced >= 0) {
@@ -216,28 +203,54 @@ choose(TdmBackend *b, const TdmConvLayout *l, gboolean *prepared)
   if (list->len == 0)
     return NULL;
   int pick = -1;
-  gboolean provisional = FALSE, timed = FALSE;
-  if (untimed || list->len == 1) {
-    pick = (int)by_rule(list);
-    provisional = cb->capturing && !exact;
-  } else {
+  if (!untimed && list->len > 1) {
     if (!*prepared) {
       tdm_conv_prepare(b, l);
       *prepared = TRUE;
     }
     pick = fastest(b, l, list);
-    timed = pick >= 0;
-    if (pick < 0)
-      pick = (int)by_rule(list);
+    *timed = pick >= 0;
   }
+  if (pick < 0)
+    pick = (int)by_rule(list);
   TdmConvCandidate *chosen = g_ptr_array_steal_index(list, (guint)pick);
-  if (timed && forced < 0)
+  if (forced < 0 && !untimed)
     tdm_conv_cache_store(e->model, key, chosen->name, chosen->ms);
+  return chosen;
+}
+
+/* Timed choices are made one at a time in the process and shared through the cache's
+ * table (tdm-conv-cache.h), so every replica on a kind of GPU takes the same one: two
+ * replicas of a step compute alike, and a run and its rerun too. */
+static GMutex choice_lock;
+
+/* The choice for the layout's key: this backend's, or made now (decide()). */
+static TdmConvCandidate *
+choose(TdmBackend *b, const TdmConvLayout *l, gboolean *prepared)
+{
+  TdmConvEngine *e = engine(b);
+  TdmBackendCuda *cb = CUDA_B(b);
+  g_autofree char *key = key_of(b, l);
+  Choice *known = g_hash_table_lookup(e->choices, key);
+  if (known != NULL && !(known->provisional && !cb->capturing))
+    return known->chosen;
+  gboolean off;
+  int forced = forced_kind(&off);
+  gboolean untimed = b->deterministic || cb->capturing;
+  gboolean shared = forced < 0 && !untimed;
+  gboolean timed = FALSE;
+  if (shared)
+    g_mutex_lock(&choice_lock);
+  TdmConvCandidate *chosen = decide(b, l, key, forced, untimed, prepared, &timed);
+  if (shared)
+    g_mutex_unlock(&choice_lock);
+  if (chosen == NULL)
+    return NULL;
   g_debug("%s: %s → %s (%.3f ms%s)", b->name, key, chosen->name, chosen->ms,
           timed ? "" : ", untimed");
   Choice *choice = g_new0(Choice, 1);
   choice->chosen = chosen;
-  choice->provisional = provisional;
+  choice->provisional = cb->capturing && !b->deterministic;
   g_hash_table_replace(e->choices, g_steal_pointer(&key), choice);
   return chosen;
 }
