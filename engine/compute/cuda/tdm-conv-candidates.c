@@ -62,12 +62,16 @@ tdm_conv_layout(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir, TdmCo
   if (!l->bf16) {
     l->free_at[0] = work;
     l->free_bytes[0] = a->work_bytes;
+    l->replica_im2col = TRUE;
     return TRUE;
   }
   size_t reserved = (backward ? rows * out_c * 2 : 0);
   size_t w16_at = 0;
-  l->columns16 = out_c <= k && out_c <= rows &&
-                 (a->dy16 == NULL || a->dy16 == (const uint16_t *)(work + d));
+  /* The replica composes a bf16 conv through bf16 columns on these conditions
+   * (tdm-replica-pass.c's conv_bf16, conv_bf16_dx); the engine wherever they fit. */
+  gboolean replica16 = !one_by_one(s) && out_c <= k && out_c <= rows &&
+                       (dir != TDM_CONV_DGRAD || rows * out_c + out_c * k <= rows * k);
+  l->columns16 = a->dy16 == NULL || a->dy16 == (const uint16_t *)(work + d);
   if (l->columns16) {
     w16_at = up(d + reserved, 16);
     size_t end = caller_w16 ? d + reserved : w16_at + out_c * k * 2;
@@ -80,9 +84,11 @@ tdm_conv_layout(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir, TdmCo
       size_t rest = up(end, ALIGN);
       l->free_at[1] = work + rest;
       l->free_bytes[1] = a->work_bytes > rest ? a->work_bytes - rest : 0;
+      l->replica_im2col = replica16;
       return TRUE;
     }
   }
+  l->replica_im2col = !replica16;
   if (a->dy16 != NULL && backward)
     return FALSE; /* the caller's dy16 is where only the replica's layout puts it */
   w16_at = up(reserved, 16);

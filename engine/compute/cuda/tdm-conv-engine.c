@@ -276,7 +276,7 @@ tdm_cuda_conv_engine_forward(TdmBackend *b, const TdmConvArgs *a)
     return FALSE;
   gboolean prepared = FALSE;
   TdmConvCandidate *c = choose(b, &l, &prepared);
-  if (c == NULL || c->kind == TDM_CONV_IM2COL)
+  if (c == NULL || (c->kind == TDM_CONV_IM2COL && l.replica_im2col))
     return FALSE;
   if (!prepared)
     tdm_conv_prepare(b, &l);
@@ -299,7 +299,8 @@ tdm_cuda_conv_engine_backward(TdmBackend *b, const TdmConvArgs *a)
   TdmConvCandidate *cd = want_dx ? choose(b, &ld, &prepared) : NULL;
   if (cw == NULL || (want_dx && cd == NULL))
     return FALSE;
-  if (cw->kind == TDM_CONV_IM2COL && (!want_dx || cd->kind == TDM_CONV_IM2COL))
+  if (cw->kind == TDM_CONV_IM2COL && lw.replica_im2col &&
+      (!want_dx || (cd->kind == TDM_CONV_IM2COL && ld.replica_im2col)))
     return FALSE;
   if (!prepared)
     tdm_conv_prepare(b, &lw);

@@ -40,7 +40,8 @@ typedef struct {
   const TdmConvArgs *a;
   TdmConvDirection dir;
   gboolean bf16;               /* bf16 operands (--precision bf16) */
-  gboolean columns16;          /* the replica's bf16 column layout fits (im2col) */
+  gboolean columns16;          /* bf16 columns fit, laid out as the replica lays them */
+  gboolean replica_im2col;     /* "im2col" here is what the replica composes itself */
   size_t rows, k;              /* output pixels, kernel² · c */
   uint16_t *dy16;              /* backward: dy as bf16, where it is (reserved) */
   const uint16_t *w16;         /* bf16 weights where aligned ones exist, else NULL */
