@@ -18,39 +18,38 @@
 
 #include <glib/gstdio.h>
 
+/* Opening `library` is refused, in words that contain `first` and `second`. */
+static void
+refused(const char *library, const char *first, const char *second)
+{
+  g_autofree char *why = NULL;
+  TdmCudnn *c = tdm_cudnn_open(library, &why);
+  g_assert_null(c);
+  g_assert_nonnull(why);
+  g_test_message("%s: %s", library, why);
+  g_assert_nonnull(strstr(why, first));
+  g_assert_nonnull(strstr(why, second));
+}
+
 static void
 test_hidden(void)
 {
   g_setenv("TANDEM_CUDNN", "0", TRUE);
-  g_autofree char *why = NULL;
-  TdmCudnn *c = tdm_cudnn_open("libcudnn.so.9", &why);
+  refused("libcudnn.so.9", "TANDEM_CUDNN=0", "hidden");
   g_unsetenv("TANDEM_CUDNN");
-  g_assert_null(c);
-  g_assert_nonnull(why);
-  g_assert_nonnull(strstr(why, "TANDEM_CUDNN=0"));
 }
 
 static void
 test_missing(void)
 {
-  g_autofree char *why = NULL;
-  TdmCudnn *c = tdm_cudnn_open("libtandem-no-such-cudnn.so.9", &why);
-  g_assert_null(c);
-  g_assert_nonnull(why);
-  g_assert_nonnull(strstr(why, "libtandem-no-such-cudnn.so.9"));
-  g_assert_nonnull(strstr(why, "could not be loaded"));
+  refused("libtandem-no-such-cudnn.so.9", "libtandem-no-such-cudnn.so.9", "could not be loaded");
 }
 
 static void
 test_not_cudnn(void)
 {
   /* A library every Linux has, with none of cuDNN's functions. */
-  g_autofree char *why = NULL;
-  TdmCudnn *c = tdm_cudnn_open("libm.so.6", &why);
-  g_assert_null(c);
-  g_assert_nonnull(why);
-  g_assert_nonnull(strstr(why, "libm.so.6"));
-  g_assert_nonnull(strstr(why, "graph API"));
+  refused("libm.so.6", "libm.so.6", "graph API");
 }
 
 static void

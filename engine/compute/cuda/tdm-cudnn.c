@@ -4,6 +4,7 @@
  * version, or without the graph API's entry points is reported once in the log and
  * left alone: the convolution engine then chooses among Tandem's own candidates. */
 #include "tdm-cudnn.h"
+#include "tdm-library.h"
 
 #include <dlfcn.h>
 
@@ -12,19 +13,9 @@
 static TdmCudnn *loaded;
 static char *loaded_why_not;
 
-static void *
-symbol(void *library, const char *const *names)
-{
-  for (const char *const *name = names; *name != NULL; name++) {
-    void *fn = dlsym(library, *name);
-    if (fn != NULL)
-      return fn;
-  }
-  return NULL;
-}
-
-#define SYMBOL(t, field, ...) \
-  (*(void **)&(t)->field = symbol((t)->library, (const char *const[]){__VA_ARGS__, NULL}))
+#define SYMBOL(t, field, ...)                                                          \
+  (*(void **)&(t)->field =                                                             \
+       tdm_library_symbol((t)->library, (const char *const[]){__VA_ARGS__, NULL}))
 
 void
 tdm_cudnn_close(TdmCudnn *cudnn)
