@@ -172,16 +172,16 @@ read_tensor(TdmZip *zip, const char *prefix, const TdmPickleTensor *t, gboolean 
     return FALSE;
   }
   if (entry->size != (guint64)t->storage_numel * (guint64)width) {
-    pth_failed(error, path, _("tensor “%s”: its storage %s holds %" G_GUINT64_FORMAT " bytes, "
-                              "but the pickle says %" G_GINT64_FORMAT " elements of %d"),
+    pth_failed(error, path, "tensor “%s”: its storage %s holds %" G_GUINT64_FORMAT " bytes, "
+                              "but the pickle says %" G_GINT64_FORMAT " elements of %d",
                t->name, entry_name, entry->size, t->storage_numel, width);
     return FALSE;
   }
   guint64 elements, last;
   if (!view_extent(t, &elements, &last) ||
       (elements > 0 && (last >= (guint64)t->storage_numel || elements > (guint64)t->storage_numel))) {
-    pth_failed(error, path, _("tensor “%s”: its shape and strides reach past the %"
-                              G_GINT64_FORMAT " elements of its storage"),
+    pth_failed(error, path, "tensor “%s”: its shape and strides reach past the %"
+                              G_GINT64_FORMAT " elements of its storage",
                t->name, t->storage_numel);
     return FALSE;
   }
@@ -200,7 +200,7 @@ read_tensor(TdmZip *zip, const char *prefix, const TdmPickleTensor *t, gboolean 
   }
   float *data = elements > 0 ? gather(t, s->bytes, elements, big_endian) : NULL;
   if (elements > 0 && data == NULL) {
-    pth_failed(error, path, _("tensor “%s”: no memory for its %" G_GUINT64_FORMAT " values"),
+    pth_failed(error, path, "tensor “%s”: no memory for its %" G_GUINT64_FORMAT " values",
                t->name, elements);
     return FALSE;
   }

@@ -281,7 +281,7 @@ op_long1(Machine *m)
   if (!take_uint(m, 1, &n) || !take(m, n, &p))
     return FALSE;
   if (n > 8)
-    return tdm_pickle_fail(m, _("an integer of %" G_GUINT64_FORMAT " bytes (at most 8 are read)"), n);
+    return tdm_pickle_fail(m, "an integer of %" G_GUINT64_FORMAT " bytes (at most 8 are read)", n);
   for (int i = (int)n - 1; i >= 0; i--)
     u = u << 8 | p[i];
   if (n > 0 && n < 8 && (p[n - 1] & 0x80))
@@ -340,8 +340,8 @@ memo_get(Machine *m, guint64 index)
   Value *v = index <= G_MAXUINT32 ? g_hash_table_lookup(m->memo, GUINT_TO_POINTER((guint)index))
                                   : NULL;
   if (v == NULL)
-    return tdm_pickle_fail(m, _("the pickle reads memo entry %" G_GUINT64_FORMAT ", which it never "
-                     "wrote"), index);
+    return tdm_pickle_fail(m, "the pickle reads memo entry %" G_GUINT64_FORMAT ", which it never "
+                     "wrote", index);
   return tdm_pickle_push(m, v);
 }
 
@@ -425,7 +425,7 @@ step(Machine *m, Value **result)
   case 0x80: /* PROTO */
     if (!take_uint(m, 1, &n))
       return FALSE;
-    return n >= 2 && n <= 5 ? TRUE : tdm_pickle_fail(m, _("pickle protocol %" G_GUINT64_FORMAT), n);
+    return n >= 2 && n <= 5 ? TRUE : tdm_pickle_fail(m, "pickle protocol %" G_GUINT64_FORMAT, n);
   case 0x95: /* FRAME: a length that only helps streaming readers */
     return take_uint(m, 8, &n);
   case '.':
