@@ -144,14 +144,14 @@ read_directory_place(const TdmZip *zip, guint64 end, guint64 *offset, guint64 *b
   }
   if (*offset > limit || *bytes > limit - *offset) {
     zip_fail(error, "its zip directory (%" G_GUINT64_FORMAT " bytes at %" G_GUINT64_FORMAT
-                      ") lies outside the %" G_GUINT64_FORMAT " bytes before its end record "
-                      "(truncated, or not a zip archive)",
+                    ") lies outside the %" G_GUINT64_FORMAT " bytes before its end record "
+                    "(truncated, or not a zip archive)",
              *bytes, *offset, limit);
     return FALSE;
   }
   if (*count > TDM_ZIP_MAX_ENTRIES || *count > *bytes / CENTRAL_SIZE) {
     zip_fail(error, "its zip directory claims %" G_GUINT64_FORMAT " entries in %"
-                      G_GUINT64_FORMAT " bytes (at most %d are read)",
+                    G_GUINT64_FORMAT " bytes (at most %d are read)",
              *count, *bytes, TDM_ZIP_MAX_ENTRIES);
     return FALSE;
   }
@@ -232,7 +232,7 @@ read_entry(TdmZip *zip, guint64 *at, guint64 end, TdmZipEntry *e, GError **error
   e->deflated = method == 8;
   if (!e->deflated && e->compressed_size != e->size) {
     zip_fail(error, "entry “%s” is stored, but its sizes differ (%" G_GUINT64_FORMAT
-                      " and %" G_GUINT64_FORMAT " bytes)",
+                    " and %" G_GUINT64_FORMAT " bytes)",
              e->name, e->compressed_size, e->size);
     return FALSE;
   }
@@ -240,15 +240,15 @@ read_entry(TdmZip *zip, guint64 *at, guint64 end, TdmZipEntry *e, GError **error
    * where the data starts. */
   if (!within(zip, local, LOCAL_SIZE) || le32(zip->data + local) != LOCAL_SIGNATURE) {
     zip_fail(error, "entry “%s”: no local header at offset %" G_GUINT64_FORMAT
-                      " (truncated, or not a zip archive)", e->name, local);
+                    " (truncated, or not a zip archive)", e->name, local);
     return FALSE;
   }
   const guint8 *l = zip->data + local;
   e->offset = local + LOCAL_SIZE + le16(l + 26) + le16(l + 28);
   if (!within(zip, e->offset, e->compressed_size)) {
     zip_fail(error, "entry “%s”: its %" G_GUINT64_FORMAT " bytes at offset %"
-                      G_GUINT64_FORMAT " run past the end of the %" G_GUINT64_FORMAT
-                      "-byte file (truncated)",
+                    G_GUINT64_FORMAT " run past the end of the %" G_GUINT64_FORMAT
+                    "-byte file (truncated)",
              e->name, e->compressed_size, e->offset, zip->size);
     return FALSE;
   }
@@ -332,7 +332,7 @@ inflate_entry(const TdmZip *zip, const TdmZipEntry *e, GError **error)
   guint8 *out = g_try_malloc(MAX(e->size, 1));
   if (out == NULL)
     return zip_fail(error, "entry “%s”: no memory to inflate its %" G_GUINT64_FORMAT
-                             " bytes", e->name, e->size);
+                           " bytes", e->name, e->size);
   z_stream z = {0};
   if (inflateInit2(&z, -MAX_WBITS) != Z_OK) {
     g_free(out);
@@ -389,7 +389,7 @@ tdm_zip_read(TdmZip *zip, const TdmZipEntry *e, guint64 max_size, guint8 **owned
   *owned = NULL;
   if (e->size > max_size)
     return zip_fail(error, "entry “%s” holds %" G_GUINT64_FORMAT " bytes, more than the %"
-                             G_GUINT64_FORMAT " it may", e->name, e->size, max_size);
+                           G_GUINT64_FORMAT " it may", e->name, e->size, max_size);
   const guint8 *bytes = zip->data + e->offset;
   if (e->deflated) {
     *owned = inflate_entry(zip, e, error);

@@ -173,7 +173,7 @@ read_tensor(TdmZip *zip, const char *prefix, const TdmPickleTensor *t, gboolean 
   }
   if (entry->size != (guint64)t->storage_numel * (guint64)width) {
     pth_failed(error, path, "tensor “%s”: its storage %s holds %" G_GUINT64_FORMAT " bytes, "
-                              "but the pickle says %" G_GINT64_FORMAT " elements of %d",
+                            "but the pickle says %" G_GINT64_FORMAT " elements of %d",
                t->name, entry_name, entry->size, t->storage_numel, width);
     return FALSE;
   }

@@ -341,7 +341,7 @@ memo_get(Machine *m, guint64 index)
                                   : NULL;
   if (v == NULL)
     return tdm_pickle_fail(m, "the pickle reads memo entry %" G_GUINT64_FORMAT ", which it never "
-                     "wrote", index);
+                              "wrote", index);
   return tdm_pickle_push(m, v);
 }
 
