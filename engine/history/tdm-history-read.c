@@ -144,6 +144,7 @@ read_record(Reader *reader, TdmRunRecord *r, const char *type, JsonObject *o)
       .train_accuracy = tdm_history_get_double(o, "train_accuracy"),
       .samples_per_second = tdm_history_get_double(o, "samples_per_second"),
       .elapsed = tdm_history_get_double(o, "elapsed"),
+      .lr = tdm_history_get_double(o, "lr"),
     };
     g_array_append_val(r->points, p);
   } else if (g_str_equal(type, "devices")) {

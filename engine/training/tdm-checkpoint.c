@@ -8,7 +8,7 @@
  * when someone asks for them. Which tensors a checkpoint holds is the trainer's
  * business.
  */
-#include "tdm-checkpoint.h"
+#include "tdm-checkpoint-private.h"
 #include "tdm-i18n.h"
 #include "tdm-json.h"
 #include "tdm-error.h"
@@ -39,6 +39,9 @@ struct _TdmCheckpoint {
 typedef struct {
   TdmTensor t;             /* first: the TdmTensor * handed out is this */
   const char *src;         /* a loaded tensor's bytes in the mapping; NULL when added */
+  TdmTensorReader read;    /* or what reads its values (a .pth file's), with source */
+  gpointer source;
+  GDestroyNotify source_free;
   gboolean owned;          /* t.data was allocated here (added, or converted) */
 } Tensor;
 
@@ -49,6 +52,8 @@ tensor_free(gpointer p)
   g_free(t->t.name);
   if (t->owned)
     g_free(t->t.data);
+  if (t->source_free != NULL)
+    t->source_free(t->source);
   g_free(t);
 }
 
@@ -89,7 +94,7 @@ tdm_checkpoint_free(TdmCheckpoint *ckpt)
 /* Takes ownership of `data`, or reads the values at `src` when asked. A second tensor
  * of the same name replaces the first in its place: a JSON header cannot hold two
  * members of one name. */
-static void
+static Tensor *
 checkpoint_take(TdmCheckpoint *ckpt, const char *name, int rank, const gint64 *shape,
                 TdmTensorType type, float *data, const char *src)
 {
@@ -114,6 +119,18 @@ checkpoint_take(TdmCheckpoint *ckpt, const char *name, int rank, const gint64 *s
     g_ptr_array_add(ckpt->tensors, t);
   }
   g_hash_table_insert(ckpt->by_name, t->t.name, t);
+  return t;
+}
+
+void
+tdm_checkpoint_take_reader(TdmCheckpoint *ckpt, const char *name, int rank, const gint64 *shape,
+                           TdmTensorType type, TdmTensorReader read, gpointer source,
+                           GDestroyNotify source_free)
+{
+  Tensor *t = checkpoint_take(ckpt, name, rank, shape, type, NULL, NULL);
+  t->read = read;
+  t->source = source;
+  t->source_free = source_free;
 }
 
 void
@@ -169,6 +186,11 @@ tdm_checkpoint_values(TdmCheckpoint *ckpt, const TdmTensor *tensor, GError **err
   gint64 count = tensor_elements(t->t.rank, t->t.shape);
   if (t->t.data != NULL || count == 0)
     return t->t.data != NULL ? t->t.data : none;
+  if (t->read != NULL) {
+    t->t.data = t->read(t->source, error);
+    t->owned = t->t.data != NULL;
+    return t->t.data;
+  }
   g_return_val_if_fail(t->src != NULL, NULL);
 #if G_BYTE_ORDER == G_LITTLE_ENDIAN
   if (t->t.type == TDM_TENSOR_F32 && (guintptr)t->src % G_ALIGNOF(float) == 0) {
@@ -591,6 +613,19 @@ tdm_checkpoint_load(const char *path, GError **error)
     return NULL;
   const char *bytes = g_mapped_file_get_contents(file);
   gint64 size = (gint64)g_mapped_file_get_length(file);
+
+  /* torch.save's files: a zip archive since PyTorch 1.6, a bare pickle stream before
+   * (it starts with the pickled magic number 0x1950a86a20f9469cfc6c). */
+  if (tdm_checkpoint_is_pth((const guint8 *)bytes, (gsize)size))
+    return tdm_checkpoint_parse_pth(path, file, error);
+  static const char legacy_torch[] = "\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19";
+  if (size >= (gint64)sizeof legacy_torch - 1 &&
+      memcmp(bytes, legacy_torch, sizeof legacy_torch - 1) == 0) {
+    load_failed(error, path, _("a PyTorch file in the format before PyTorch 1.6, which "
+                               "Tandem does not read: load it in PyTorch and save it again "
+                               "with torch.save(torch.load(…), …)"));
+    return NULL;
+  }
 
   if (size < 8) {
     load_failed(error, path, "%" G_GINT64_FORMAT " bytes, too short for a safetensors "

@@ -12,6 +12,7 @@
 
 #include <glib.h>
 #include <stddef.h>
+#include "tdm-config.h"
 #include "tdm-network.h"
 
 G_BEGIN_DECLS
@@ -103,6 +104,19 @@ gboolean tdm_checkpoint_read_matching (TdmCheckpoint *ckpt, const TdmNetwork *ne
  * −1 where there is none or it is not a whole number ≥ 0. */
 void tdm_checkpoint_read_tracked (TdmCheckpoint *ckpt, const TdmNetwork *net,
                                   gint64 *tracked);
+
+/* Where the dataset setting `dataset` is (tdm-checkpoint-dataset.c): its folder's
+ * absolute path ("dataset_path") and its path from the folder of the checkpoint to be
+ * written at checkpoint_path ("dataset_relative"); nothing for a built-in set. */
+void tdm_checkpoint_set_dataset_place (TdmCheckpoint *ckpt, const char *checkpoint_path,
+                                       const char *dataset);
+/* The dataset of a checkpoint read from checkpoint_path, found again for a resume:
+ * config->dataset (the checkpoint's configuration) becomes the first of the recorded
+ * absolute folder, the recorded relative one from where the checkpoint is now, and the
+ * setting as saved, that exists. None existing is an error (TDM_ENGINE_ERROR_DATASET)
+ * naming the places tried and --dataset. A built-in set is left alone. */
+gboolean tdm_checkpoint_find_dataset (TdmCheckpoint *ckpt, const char *checkpoint_path,
+                                      TdmConfig *config, GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmCheckpoint, tdm_checkpoint_free)
 
