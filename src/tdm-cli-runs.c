@@ -236,6 +236,9 @@ int
 tdm_cli_runs_export_tensorboard(const char *folder, const char *root, gboolean quiet)
 {
   g_autoptr(TdmHistory) history = tdm_history_new(folder);
+  g_autoptr(GError) folder_error = NULL;
+  if (!tdm_history_check_folder(history, &folder_error))
+    return fail("--history", folder_error->message);
   g_autoptr(GPtrArray) problems = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GPtrArray) runs = tdm_history_list(history, problems);
   g_autoptr(GHashTable) used = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);

@@ -54,7 +54,7 @@ no_escape() { ! LC_ALL=C grep -q $'\x1b' "$1"; }
 have_python=0
 command -v python3 >/dev/null 2>&1 && have_python=1
 
-echo "1..36"
+echo "1..38"
 "$helper" "$tmp" || { echo "Bail out! image-helper failed"; exit 1; }
 run=(--epochs 1 --batch 6 --network fc8,relu,fc3 --quiet)
 "$train" --dataset "$tmp/good" "${run[@]}" --save "$tmp/good.st" 2>"$tmp/err" ||
@@ -218,6 +218,9 @@ check "--show-run: the name escaped on its one line" \
 check "--export-run: a newline in the name does not break the CSV's header" \
   eval '[ "$(grep -vc "^#" "$tmp/out")" -ge 1 ] && head -1 "$tmp/out" | grep -q "^# run: evil" && sed -n 2p "$tmp/out" | grep -q "^#"'
 expect 2 "runs --history FILE says it is not a folder" "not a folder" runs --history "$tmp/c.json"
+expect 2 "… and so does --export-tensorboard" "not a folder" \
+  runs --history "$tmp/c.json" --export-tensorboard "$tmp/tb"
+check "… which writes nothing" test ! -e "$tmp/tb"
 
 ln -s "$tmp/nowhere/model.onnx" "$tmp/dangling.onnx"
 expect 2 "--export-onnx onto a dangling link is refused" "dangling symbolic link\|without ONNX" \
