@@ -51,8 +51,13 @@ device_scalars(TdmTensorboard *tb, gint64 step, double wall, const char *label,
 {
   static const char *const names[] = {"compute_ms", "communication_ms", "wait_ms",
                                        "memory_bytes", "memory_used_bytes", "load_percent"};
-  const double values[] = {f->compute_ms, f->comm_ms, f->wait_ms, f->tandem_bytes,
-                           f->used_bytes, f->load_percent};
+  /* No step was timed since the last figures (the run's last ones, right after a
+   * sampled step): its times are all 0, which means not known, not that a step took
+   * no time. */
+  gboolean timed = f->compute_ms > 0;
+  const double values[] = {timed ? f->compute_ms : NAN, timed ? f->comm_ms : NAN,
+                           timed ? f->wait_ms : NAN, f->tandem_bytes, f->used_bytes,
+                           f->load_percent};
   char tags[G_N_ELEMENTS(names)][96];
   const char *pointers[G_N_ELEMENTS(names)];
   for (gsize i = 0; i < G_N_ELEMENTS(names); i++) {

@@ -13,6 +13,7 @@
 #include <glib.h>
 #include <stddef.h>
 #include "tdm-config.h"
+#include "tdm-dataset.h"
 #include "tdm-network.h"
 
 G_BEGIN_DECLS
@@ -117,6 +118,17 @@ void tdm_checkpoint_set_dataset_place (TdmCheckpoint *ckpt, const char *checkpoi
  * naming the places tried and --dataset. A built-in set is left alone. */
 gboolean tdm_checkpoint_find_dataset (TdmCheckpoint *ckpt, const char *checkpoint_path,
                                       TdmConfig *config, GError **error);
+
+/* What the dataset is, by content (tdm-checkpoint-dataset.c): with the input shape and
+ * the class names the trainer records, the training samples of each class
+ * ("class_counts"). */
+void tdm_checkpoint_set_dataset_content (TdmCheckpoint *ckpt, const TdmDataset *train);
+/* Whether data is the dataset ckpt (read from checkpoint_path) was saved with, by its
+ * content wherever its folder is and whatever its name; a checkpoint that records too
+ * little of it (from an earlier version) by its name. Otherwise an error
+ * (TDM_ENGINE_ERROR_CHECKPOINT) naming both datasets and what differs. */
+gboolean tdm_checkpoint_same_dataset (TdmCheckpoint *ckpt, const char *checkpoint_path,
+                                      const TdmDatasetPair *data, GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmCheckpoint, tdm_checkpoint_free)
 

@@ -226,6 +226,7 @@ tdm_trainer_save_checkpoint_to(TdmTrainer *t, const char *path, gboolean best,
   tdm_checkpoint_set_metadata(ckpt, "network", t->net->spec);
   tdm_checkpoint_set_metadata(ckpt, "dataset", t->data->name);
   tdm_checkpoint_set_dataset_place(ckpt, path, cfg->dataset);
+  tdm_checkpoint_set_dataset_content(ckpt, t->data->train);
   tdm_checkpoint_set_metadata(ckpt, "epoch", epoch);
   tdm_checkpoint_set_metadata(ckpt, "position", position);
   tdm_checkpoint_set_metadata(ckpt, "step", step);
@@ -411,22 +412,6 @@ tdm_checkpoint_read_parameters(TdmCheckpoint *ckpt, const TdmNetwork *net, const
   return TRUE;
 }
 
-/* Positions and steps mean nothing on another dataset: say which two they are,
- * rather than that a number is out of range. */
-static gboolean
-same_dataset(TdmTrainer *t, TdmCheckpoint *ckpt, const char *path, GError **error)
-{
-  const char *dataset = tdm_checkpoint_get_metadata(ckpt, "dataset");
-  if (dataset == NULL || !g_str_equal(dataset, t->data->name)) {
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                _("%s: the checkpoint was saved training on dataset “%s”, but this run uses "
-                "“%s”; resume with the dataset it was saved with"),
-                path, dataset ? dataset : "(none)", t->data->name);
-    return FALSE;
-  }
-  return TRUE;
-}
-
 static char *
 shape_text(int rank, const gint64 *shape)
 {
@@ -452,7 +437,7 @@ gboolean
 tdm_trainer_check_resume_dataset(TdmTrainer *t, const char *path, GError **error)
 {
   g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_load(path, error);
-  return ckpt != NULL && same_dataset(t, ckpt, path, error);
+  return ckpt != NULL && tdm_checkpoint_same_dataset(ckpt, path, t->data, error);
 }
 
 gboolean
@@ -570,7 +555,7 @@ tdm_trainer_restore_checkpoint(TdmTrainer *t, const char *path, GError **error)
                 spec ? spec : "(none)", t->net->spec);
     return FALSE;
   }
-  if (!same_dataset(t, ckpt, path, error))
+  if (!tdm_checkpoint_same_dataset(ckpt, path, t->data, error))
     return FALSE;
   gint64 epoch, position, step, opt_t;
   const char *saved_position = tdm_checkpoint_get_metadata(ckpt, "position");

@@ -3,7 +3,8 @@
 # test-cli-hardening.sh — tandem-train against the second round of hostile inputs,
 # each made here: stdout on a full disk (--json, --classify, --list-devices, --help),
 # values a resumed checkpoint gave (a device, a relative dataset path, another
-# dataset, a network over 4,096 layers) named as the checkpoint's, paces out of
+# dataset, a network over 4,096 layers) named as the checkpoint's, a renamed dataset
+# folder known by its content, paces out of
 # bounds, option values that are not UTF-8, flags that do not apply, specs and
 # checkpoint headers nested 100,000 deep, class names with escape codes, NaN weights,
 # a save onto a dangling link. One line and exit 2 (1 for a failure while running)
@@ -74,7 +75,7 @@ open(dst, "wb").write(struct.pack("<Q", len(text)) + text + data[8 + n:])
 EOF
 }
 
-echo "1..27"
+echo "1..30"
 "$helper" "$tmp" || { echo "Bail out! image-helper failed"; exit 1; }
 run=(--epochs 1 --batch 6 --network fc8,relu,fc3 --quiet)
 "$train" --dataset "$tmp/good" "${run[@]}" --save "$tmp/good.st" 2>"$tmp/err" ||
@@ -112,6 +113,32 @@ else
   not_ok "a dataset gone from where a checkpoint saw it: the checkpoint, the places and --dataset named" \
     "status $status" "$(cat "$tmp/err")"
 fi
+# Given with --dataset, the renamed folder is the dataset it was: known by its content
+# (shape, classes, training samples of each), not by its name. The run goes on from
+# the checkpoint's step (5: one epoch of 30 samples in batches of 6).
+(cd "$tmp/elsewhere" && "$train" --resume ../rel.st --dataset ../here/data/gone --epochs 2 \
+   --save "$tmp/moved.st" --json >"$tmp/out" 2>"$tmp/err")
+status=$?
+if [ $status -eq 0 ] && [ ! -s "$tmp/err" ] &&
+   grep -q '"type":"started".*"start_step":5,.*"dataset":"gone"' "$tmp/out"; then
+  ok "--resume with --dataset at the renamed folder goes on from the checkpoint's step"
+else
+  not_ok "--resume with --dataset at the renamed folder goes on from the checkpoint's step" \
+    "status $status" "$(cat "$tmp/err")" "$(grep '"started"' "$tmp/out" | head -c 600)"
+fi
+# A folder of the same name with other content is another dataset: one sample fewer,
+# or a class renamed, each said.
+mkdir -p "$tmp/fewer" "$tmp/renamed"
+cp -r "$tmp/here/data/gone" "$tmp/fewer/medium"
+rm "$tmp/fewer/medium/bee/000.png"
+expect 2 "--resume on a folder of its name with a sample fewer: the class and its counts named" \
+  "“medium”, but this run uses “medium”, another one (its class “bee” had [0-9]* training samples" \
+  --resume "$tmp/rel.st" --dataset "$tmp/fewer/medium" --epochs 2
+cp -r "$tmp/here/data/gone" "$tmp/renamed/medium"
+mv "$tmp/renamed/medium/cat" "$tmp/renamed/medium/cow"
+expect 2 "--resume on a folder of its name with a class renamed: both names said" \
+  "its class 2 was “cat”, this run's is “cow”" \
+  --resume "$tmp/rel.st" --dataset "$tmp/renamed/medium" --epochs 2
 mv "$tmp/here/data/gone" "$tmp/here/data/medium"
 
 if [ $have_python -eq 1 ]; then

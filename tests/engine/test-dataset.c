@@ -6,6 +6,7 @@
  * not test training on the data (test-trainer.c does). */
 #include "tdm-dataset.h"
 #include "tdm-error.h"
+#include "remove-tree.h"
 
 #include <gio/gio.h>
 #include <glib/gstdio.h>
@@ -14,26 +15,6 @@
 #include <unistd.h>
 
 /* ---- helpers ---------------------------------------------------------------- */
-
-static void
-rm_rf(const char *path)
-{
-  if (g_file_test(path, G_FILE_TEST_IS_DIR) && !g_file_test(path, G_FILE_TEST_IS_SYMLINK)) {
-    g_chmod(path, 0755);
-    GDir *dir = g_dir_open(path, 0, NULL);
-    if (dir != NULL) {
-      const char *name;
-      while ((name = g_dir_read_name(dir)) != NULL) {
-        g_autofree char *child = g_build_filename(path, name, NULL);
-        rm_rf(child);
-      }
-      g_dir_close(dir);
-    }
-    g_rmdir(path);
-  } else {
-    g_unlink(path);
-  }
-}
 
 static char *
 make_tmp(void)
@@ -205,7 +186,7 @@ test_idx_roundtrip(gconstpointer data)
   g_assert_no_error(error);
   check_split(opened->train, 0, TRAIN_N);
   check_split(opened->test, 1, TEST_N);
-  rm_rf(dir);
+  test_remove_tree(dir);
 }
 
 static void
@@ -222,7 +203,7 @@ test_idx_single(void)
   g_assert_no_error(error);
   check_split(d, 0, TRAIN_N);
   g_assert_cmpstr(d->name, ==, "tiny");
-  rm_rf(dir);
+  test_remove_tree(dir);
 }
 
 /* MNIST-shaped sets have 10 classes even when a small subset lacks some. */
@@ -238,7 +219,7 @@ test_idx_mnist_classes(void)
   g_autoptr(TdmDataset) d = tdm_dataset_load_idx(ip, lp, NULL, &error);
   g_assert_no_error(error);
   g_assert_cmpint(d->classes, ==, 10);
-  rm_rf(dir);
+  test_remove_tree(dir);
 }
 
 /* Only what is there is offered: "mnist" follows TANDEM_MNIST_DIR. */
@@ -261,7 +242,7 @@ test_is_installed(void)
   g_setenv("TANDEM_MNIST_DIR", dir, TRUE);
   g_assert_true(tdm_dataset_is_installed("mnist"));
   g_unsetenv("TANDEM_MNIST_DIR");
-  rm_rf(dir);
+  test_remove_tree(dir);
 }
 
 /* ---- IDX: malformed files ---------------------------------------------------- */
@@ -376,7 +357,7 @@ run_broken_case(const BrokenCase *c, gboolean gzip)
   assert_dataset_error(error, c->in_labels ? lp : ip, c->fragments[0], c->fragments[1],
                        c->fragments[2], NULL);
   g_error_free(error);
-  rm_rf(dir);
+  test_remove_tree(dir);
 }
 
 static void
@@ -418,7 +399,7 @@ test_idx_bad_gzip(void)
   g_assert_null(d);
   assert_dataset_error(error, ip, "gzip", NULL);
   g_error_free(error);
-  rm_rf(dir);
+  test_remove_tree(dir);
 }
 
 /* A gzip file cut short, as an interrupted download leaves it. */
@@ -439,7 +420,7 @@ test_idx_cut_gzip(void)
   g_assert_null(d);
   assert_dataset_error(error, ip, "truncated gzip", NULL);
   g_error_free(error);
-  rm_rf(dir);
+  test_remove_tree(dir);
 }
 
 /* A label the training set never has cannot be a class. */
@@ -457,7 +438,7 @@ test_idx_label_out_of_range(void)
   g_assert_null(pair);
   assert_dataset_error(error, lp, "label 12 at index 4", "out of range", NULL);
   g_clear_error(&error);
-  rm_rf(dir);
+  test_remove_tree(dir);
 }
 
 /* A folder known as Fashion-MNIST or MNIST must have labels 0 to 9. */
@@ -485,7 +466,7 @@ test_idx_label_out_of_range_named(void)
   assert_dataset_error(error, lp, "label 10 at index 17", "out of range for 10 classes (mnist has labels 0 to 9)", NULL);
   g_clear_error(&error);
   g_unsetenv("TANDEM_MNIST_DIR");
-  rm_rf(root);
+  test_remove_tree(root);
 }
 
 static void
@@ -507,7 +488,7 @@ test_idx_missing_file(void)
   g_assert_null(d);
   assert_dataset_error(error, victim, "missing file", NULL);
   g_clear_error(&error);
-  rm_rf(dir);
+  test_remove_tree(dir);
 }
 
 static void
@@ -546,7 +527,7 @@ test_idx_unreadable(void)
     g_clear_error(&error);
     g_chmod(dir, 0755);
   }
-  rm_rf(dir);
+  test_remove_tree(dir);
 }
 
 static void
@@ -588,7 +569,7 @@ test_open_errors(void)
   assert_dataset_error(error, nowhere, "TANDEM_MNIST_DIR", NULL);
   g_clear_error(&error);
   g_unsetenv("TANDEM_MNIST_DIR");
-  rm_rf(dir);
+  test_remove_tree(dir);
 }
 
 static void
@@ -605,7 +586,7 @@ test_open_mnist_env(void)
   check_split(pair->train, 0, TRAIN_N);
   check_split(pair->test, 1, TEST_N);
   g_unsetenv("TANDEM_MNIST_DIR");
-  rm_rf(dir);
+  test_remove_tree(dir);
 }
 
 /* "~/x" is the home folder's x. HOME is set in main, before GLib caches it. */
@@ -620,7 +601,7 @@ test_open_tilde(void)
   g_assert_no_error(error);
   check_split(pair->train, 0, TRAIN_N);
   g_assert_cmpstr(pair->source, ==, dir);
-  rm_rf(dir);
+  test_remove_tree(dir);
 }
 
 /* ---- CIFAR-10 ------------------------------------------------------------------ */
@@ -713,8 +694,8 @@ test_cifar_roundtrip(void)
   g_assert_no_error(error);
   check_cifar(nested);
   g_assert_cmpstr(nested->source, ==, inner);
-  rm_rf(dir);
-  rm_rf(root);
+  test_remove_tree(dir);
+  test_remove_tree(root);
 }
 
 static void
@@ -763,7 +744,7 @@ test_cifar_broken(void)
   g_assert_null(pair);
   assert_dataset_error(error, b4, "size 0 bytes", NULL);
   g_clear_error(&error);
-  rm_rf(dir);
+  test_remove_tree(dir);
 }
 
 /* ---- synthetic ----------------------------------------------------------------- */
@@ -926,6 +907,6 @@ main(int argc, char **argv)
   g_test_add_func("/dataset/fashion-mnist", test_fashion_mnist);
 
   int status = g_test_run();
-  rm_rf(home);
+  test_remove_tree(home);
   return status;
 }

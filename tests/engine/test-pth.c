@@ -14,6 +14,7 @@
 #include "tdm-checkpoint.h"
 #include "tdm-error.h"
 #include "tdm-pickle.h"
+#include "remove-tree.h"
 
 #include <glib/gstdio.h>
 #include <math.h>
@@ -750,24 +751,6 @@ test_not_a_state_dict(void)
   }
 }
 
-static void
-remove_tree(const char *dir)
-{
-  GDir *d = g_dir_open(dir, 0, NULL);
-  if (d == NULL)
-    return;
-  const char *name;
-  while ((name = g_dir_read_name(d)) != NULL) {
-    g_autofree char *path = g_build_filename(dir, name, NULL);
-    if (g_file_test(path, G_FILE_TEST_IS_DIR))
-      remove_tree(path);
-    else
-      g_remove(path);
-  }
-  g_dir_close(d);
-  g_rmdir(dir);
-}
-
 int
 main(int argc, char **argv)
 {
@@ -785,7 +768,7 @@ main(int argc, char **argv)
   g_test_add_func("/pth/damaged-archives", test_damaged_archives);
   g_test_add_func("/pth/not-a-state-dict", test_not_a_state_dict);
   int status = g_test_run();
-  remove_tree(tmp_dir);
+  test_remove_tree(tmp_dir);
   g_free(tmp_dir);
   g_free(ref_dir);
   g_free(skip_reason);

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "tdm-error.h"
 #include "tdm-tensorboard.h"
+#include "tensorboard-records.h"
 
 #include <glib/gstdio.h>
 #include <math.h>
@@ -24,38 +25,6 @@ test_crc(void)
   g_assert_cmphex(tdm_tensorboard_masked_crc(0), ==, 0xa282ead8u);
   g_assert_cmphex(tdm_tensorboard_masked_crc(0xe3069283u), ==,
                   ((0xe3069283u >> 15) | (0xe3069283u << 17)) + 0xa282ead8u);
-}
-
-static guint64
-le(const guint8 *p, int bytes)
-{
-  guint64 v = 0;
-  for (int i = bytes - 1; i >= 0; i--)
-    v = v << 8 | p[i];
-  return v;
-}
-
-/* The records of an event file, checked; their data in a list of GBytes. */
-static GPtrArray *
-records(const char *path)
-{
-  g_autofree guint8 *data = NULL;
-  gsize size = 0;
-  g_assert_true(g_file_get_contents(path, (char **)&data, &size, NULL));
-  GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
-  gsize at = 0;
-  while (at < size) {
-    g_assert_cmpuint(size - at, >=, 16);
-    guint64 n = le(data + at, 8);
-    g_assert_cmphex(le(data + at + 8, 4), ==,
-                    tdm_tensorboard_masked_crc(tdm_tensorboard_crc32c(data + at, 8)));
-    g_assert_cmpuint(n, <=, size - at - 16);
-    g_assert_cmphex(le(data + at + 12 + n, 4), ==,
-                    tdm_tensorboard_masked_crc(tdm_tensorboard_crc32c(data + at + 12, n)));
-    g_ptr_array_add(out, g_bytes_new(data + at + 12, n));
-    at += 16 + n;
-  }
-  return out;
 }
 
 static gboolean
@@ -83,7 +52,7 @@ test_records(void)
   g_autofree char *base = g_path_get_basename(tdm_tensorboard_get_path(tb));
   g_assert_true(g_str_has_prefix(base, "events.out.tfevents.1000000000."));
 
-  g_autoptr(GPtrArray) r = records(tdm_tensorboard_get_path(tb));
+  g_autoptr(GPtrArray) r = test_tensorboard_records(tdm_tensorboard_get_path(tb));
   g_assert_cmpuint(r->len, ==, 2);
   g_assert_true(holds(r->pdata[0], "brain.Event:2"));
   g_assert_true(holds(r->pdata[1], "loss/train"));
@@ -91,6 +60,15 @@ test_records(void)
   /* step 7 as field 2's varint, 0.5 as field 2's float inside the value. */
   g_assert_true(holds(r->pdata[1], "\x10\x07"));
   g_assert_true(holds(r->pdata[1], "\x15\x00\x00\x00\x3f"));
+  /* The same, decoded: one scalar, at its step and wall time. */
+  g_autofree char *version = NULL;
+  g_autoptr(GArray) scalars = test_tensorboard_scalars(tdm_tensorboard_get_path(tb), &version);
+  g_assert_cmpstr(version, ==, "brain.Event:2");
+  g_assert_cmpuint(scalars->len, ==, 1);
+  const TestTensorboardScalar *loss = test_tensorboard_find(scalars, "loss/train", 7);
+  g_assert_nonnull(loss);
+  g_assert_cmpfloat(loss->value, ==, 0.5f);
+  g_assert_cmpfloat(loss->wall_time, ==, 1e9 + 1);
 
   /* A replacing file: written twice, one file with the second's records. */
   for (int round = 0; round < 2; round++) {
@@ -102,7 +80,7 @@ test_records(void)
     g_assert_true(tdm_tensorboard_close(again, &error));
   }
   g_autofree char *replaced = g_build_filename(folder, "events.out.tfevents.5.x", NULL);
-  g_autoptr(GPtrArray) rr = records(replaced);
+  g_autoptr(GPtrArray) rr = test_tensorboard_records(replaced);
   g_assert_cmpuint(rr->len, ==, 2);
   g_assert_true(holds(rr->pdata[1], "\x10\x01"));
   /* A replacing file onto a dangling link: refused by name, the link left as it was. */

@@ -21,6 +21,7 @@
 #include "tdm-finetune.h"
 #include "tdm-network.h"
 #include "tdm-trainer.h"
+#include "remove-tree.h"
 
 #include <glib/gstdio.h>
 #include <math.h>
@@ -757,24 +758,6 @@ test_lr_scale(void)
   g_free(moved[1]);
 }
 
-static void
-remove_tree(const char *dir)
-{
-  GDir *d = g_dir_open(dir, 0, NULL);
-  if (d == NULL)
-    return;
-  const char *name;
-  while ((name = g_dir_read_name(d)) != NULL) {
-    g_autofree char *path = g_build_filename(dir, name, NULL);
-    if (g_file_test(path, G_FILE_TEST_IS_DIR) && !g_file_test(path, G_FILE_TEST_IS_SYMLINK))
-      remove_tree(path);
-    else
-      g_remove(path);
-  }
-  g_dir_close(d);
-  g_rmdir(dir);
-}
-
 int
 main(int argc, char **argv)
 {
@@ -792,7 +775,7 @@ main(int argc, char **argv)
   g_test_add_func("/zoo/train-head", test_train_head);
   int status = g_test_run();
   if (ref_dir != NULL)
-    remove_tree(ref_dir);
+    test_remove_tree(ref_dir);
   g_free(ref_dir);
   g_free(skip_reason);
   return status;

@@ -42,13 +42,8 @@ not_comparing(gpointer data)
 static TdmWindow *
 window_for_run(void)
 {
-  g_autoptr(GArray) real = tdm_device_list();
-  g_autoptr(GArray) devices = g_array_new(FALSE, TRUE, sizeof(TdmDeviceInfo));
+  g_autoptr(GArray) devices = cpu_devices();
   TdmWindow *window;
-
-  for (guint i = 0; i < real->len; i++)
-    if (g_array_index(real, TdmDeviceInfo, i).kind == TDM_BACKEND_CPU)
-      g_array_append_val(devices, g_array_index(real, TdmDeviceInfo, i));
 
   reset_settings();
   window = g_object_ref(tdm_window_new(NULL));

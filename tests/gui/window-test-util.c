@@ -6,6 +6,7 @@
 #include "tdm-build-config.h"
 #include "tdm-run-form.h"
 #include "tdm-device-picker.h"
+#include "remove-tree.h"
 
 #include <glib/gstdio.h>
 
@@ -75,18 +76,19 @@ window_custom_network(void)
 void
 remove_folder(const char *dir)
 {
-  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-  const char *name;
+  test_remove_tree(dir);
+}
 
-  while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
-    g_autofree char *path = g_build_filename(dir, name, NULL);
+GArray *
+cpu_devices(void)
+{
+  g_autoptr(GArray) real = tdm_device_list();
+  GArray *devices = g_array_new(FALSE, TRUE, sizeof(TdmDeviceInfo));
 
-    if (g_file_test(path, G_FILE_TEST_IS_DIR))
-      remove_folder(path);
-    else
-      g_unlink(path);
-  }
-  g_rmdir(dir);
+  for (guint i = 0; i < real->len; i++)
+    if (g_array_index(real, TdmDeviceInfo, i).kind == TDM_BACKEND_CPU)
+      g_array_append_val(devices, g_array_index(real, TdmDeviceInfo, i));
+  return devices;
 }
 
 TdmDeviceRow *

@@ -22,6 +22,8 @@ guint    window_custom_network (void);
 void     reset_settings (void);
 /* Removes a folder and everything under it. */
 void     remove_folder  (const char *dir);
+/* This machine's devices less its GPUs: the CPU alone, for a window's device list. */
+GArray  *cpu_devices    (void);
 /* The window's CPU row in its device picker. */
 TdmDeviceRow *cpu_row   (TdmWindow *window);
 /* Conditions for wait_for(): Start is enabled; no run is going. */

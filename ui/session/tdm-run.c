@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "tdm-run.h"
+#include "tdm-tensorboard-run.h"
 #include "tdm-trainer.h"
 
 /* The nice value of the training threads a window starts: the main loop, and the
@@ -48,6 +49,8 @@ typedef struct
   /* Set before the thread starts; the thread alone uses them until it has ended. */
   TdmRunRecorder  *recorder;
   GError          *record_error;
+  TdmTensorboardRun *tensorboard;
+  GError          *tensorboard_error;
   gboolean         keep_parameters;
   float           *parameters;
   size_t           n_parameters;
@@ -71,6 +74,10 @@ struct _TdmRun
   TdmRunRecorder *recorder;     /* until start hands it to the thread */
   char         *record_id;
   GError       *record_error;
+  char         *tensorboard_root;
+  char         *tensorboard_name;
+  char         *tensorboard_folder;
+  GError       *tensorboard_error;
   gboolean      keep_parameters;
   float        *parameters;
   size_t        n_parameters;
@@ -133,6 +140,8 @@ tdm_run_shared_unref (TdmRunShared *shared)
   g_clear_error (&shared->thread_error);
   g_clear_error (&shared->record_error);
   g_clear_pointer (&shared->recorder, tdm_run_recorder_free);
+  g_clear_error (&shared->tensorboard_error);
+  g_clear_pointer (&shared->tensorboard, tdm_tensorboard_run_free);
   g_clear_pointer (&shared->parameters, g_free);
   g_clear_pointer (&shared->trainer, tdm_trainer_free);
   g_clear_pointer (&shared->data, tdm_dataset_pair_free);
@@ -283,6 +292,8 @@ tdm_run_finish (gpointer data)
     {
       g_mutex_lock (&shared->lock);
       self->record_error = g_steal_pointer (&shared->record_error);
+      if (shared->tensorboard_error != NULL)
+        self->tensorboard_error = g_steal_pointer (&shared->tensorboard_error);
       self->parameters = g_steal_pointer (&shared->parameters);
       self->n_parameters = shared->n_parameters;
       g_mutex_unlock (&shared->lock);
@@ -305,6 +316,8 @@ tdm_run_sink (const TdmEvent *event,
 
   if (shared->recorder != NULL)
     tdm_run_recorder_add (event, shared->recorder);
+  if (shared->tensorboard != NULL)
+    tdm_tensorboard_run_add (event, shared->tensorboard);
 
   if (event->kind == TDM_EVENT_FAILED)
     {
@@ -404,6 +417,15 @@ tdm_run_thread (gpointer data)
       shared->record_error = record_error;
       g_mutex_unlock (&shared->lock);
     }
+  if (shared->tensorboard != NULL)
+    {
+      GError *tensorboard_error = NULL;
+
+      tdm_tensorboard_run_finish (shared->tensorboard, &tensorboard_error);
+      g_mutex_lock (&shared->lock);
+      shared->tensorboard_error = tensorboard_error;
+      g_mutex_unlock (&shared->lock);
+    }
 
   /* Releasing replicas can take a while on a GPU: do it here, not on the main loop. */
   tdm_trainer_free (trainer);
@@ -441,6 +463,10 @@ tdm_run_finalize (GObject *object)
   g_clear_pointer (&self->recorder, tdm_run_recorder_free);
   g_clear_pointer (&self->record_id, g_free);
   g_clear_error (&self->record_error);
+  g_clear_pointer (&self->tensorboard_root, g_free);
+  g_clear_pointer (&self->tensorboard_name, g_free);
+  g_clear_pointer (&self->tensorboard_folder, g_free);
+  g_clear_error (&self->tensorboard_error);
   g_clear_pointer (&self->parameters, g_free);
 
   G_OBJECT_CLASS (tdm_run_parent_class)->finalize (object);
@@ -522,6 +548,16 @@ tdm_run_start (TdmRun  *self,
     {
       shared->recorder = g_steal_pointer (&self->recorder);
       tdm_trainer_set_summary_steps (shared->trainer, TDM_HISTORY_SUMMARY_STEPS);
+    }
+  if (self->tensorboard_root != NULL)
+    {
+      /* Only once the run is sure to start, so that a run that does not leaves no
+       * empty folder behind. */
+      shared->tensorboard = tdm_tensorboard_run_new (self->tensorboard_root,
+                                                     self->tensorboard_name,
+                                                     &self->tensorboard_error);
+      if (shared->tensorboard != NULL)
+        self->tensorboard_folder = g_strdup (tdm_tensorboard_run_get_folder (shared->tensorboard));
     }
   tdm_trainer_set_pace (shared->trainer, self->pace);
   shared->config = tdm_config_copy (self->config);
@@ -635,6 +671,36 @@ tdm_run_get_record_error (TdmRun *self)
   g_return_val_if_fail (TDM_IS_RUN (self), NULL);
 
   return self->record_error;
+}
+
+void
+tdm_run_set_tensorboard (TdmRun     *self,
+                         const char *root,
+                         const char *name)
+{
+  g_return_if_fail (TDM_IS_RUN (self));
+  g_return_if_fail (self->shared == NULL);
+
+  g_free (self->tensorboard_root);
+  g_free (self->tensorboard_name);
+  self->tensorboard_root = g_strdup (root);
+  self->tensorboard_name = g_strdup (name);
+}
+
+const char *
+tdm_run_get_tensorboard_folder (TdmRun *self)
+{
+  g_return_val_if_fail (TDM_IS_RUN (self), NULL);
+
+  return self->tensorboard_folder;
+}
+
+const GError *
+tdm_run_get_tensorboard_error (TdmRun *self)
+{
+  g_return_val_if_fail (TDM_IS_RUN (self), NULL);
+
+  return self->tensorboard_error;
 }
 
 void

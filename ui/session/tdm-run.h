@@ -45,6 +45,18 @@ void      tdm_run_set_recorder (TdmRun         *self,
 const char   *tdm_run_get_record_id    (TdmRun *self);
 const GError *tdm_run_get_record_error (TdmRun *self);
 
+/* Before start. Also writes the run's scalars as TensorBoard event files, in a folder
+ * of `root` named `name` (NULL: the date and time it starts). Made when the run
+ * starts, the file is fed every event on the worker thread, as the recorder is, and
+ * closed when the thread ends. A file that cannot be made does not keep the run from
+ * starting: then, after start, the folder is NULL and the error says why; once
+ * done, the error says why the file could not be written in full (NULL when it was). */
+void      tdm_run_set_tensorboard (TdmRun     *self,
+                                   const char *root,
+                                   const char *name);
+const char   *tdm_run_get_tensorboard_folder (TdmRun *self);
+const GError *tdm_run_get_tensorboard_error  (TdmRun *self);
+
 /* Before start: keep a copy of the main replica's parameters when the run ends, for
  * "compare with one device". */
 void      tdm_run_set_keep_parameters (TdmRun   *self,

@@ -222,6 +222,7 @@ static const struct {
   { "win.stop", { "<Control>period", NULL } },
   { "win.export", { "<Control>e", NULL } },
   { "win.open-folder", { "<Control>o", NULL } },
+  { "win.preferences", { "<Control>comma", NULL } },
   { "window.close", { "<Control>w", NULL } },
 };
 

@@ -20,6 +20,7 @@
 #include "tdm-onnx-export.h"
 #include "tdm-popover-tooltips.h"
 #include "tdm-predictions-page.h"
+#include "tdm-preferences-window.h"
 #include "tdm-run.h"
 #include "tdm-run-form.h"
 #include "tdm-run-export-info.h"
@@ -337,6 +338,27 @@ tdm_window_classify (GtkWidget  *widget,
   gtk_window_present (self->classify_window);
 }
 
+static void
+tdm_window_preferences (GtkWidget  *widget,
+                        const char *action_name,
+                        GVariant   *parameter)
+{
+  gtk_window_present (GTK_WINDOW (tdm_preferences_window_new (GTK_WINDOW (widget))));
+}
+
+/* A toast that says a file the run writes beside its training is not written:
+ * `format` holds one %s, for the sentence that says why. */
+static void
+tdm_window_toast_why (TdmWindow    *self,
+                      const char   *format,
+                      const GError *error)
+{
+  g_autofree char *sentence = tdm_format_sentence (error->message);
+  g_autofree char *text = g_strdup_printf (format, sentence);
+
+  tdm_window_toast (self, text);
+}
+
 static gboolean
 tdm_window_drop_files (GtkDropTarget *target,
                        const GValue  *value,
@@ -412,6 +434,11 @@ tdm_window_run_done (TdmWindow    *self,
   if (error != NULL && !self->run_failed)
     tdm_window_show_gerror (self, error);
 
+  /* Made when the run started, so worth a word only if it was (then it was said). */
+  if (tdm_run_get_tensorboard_folder (run) != NULL && tdm_run_get_tensorboard_error (run) != NULL)
+    /* Translators: a toast; %s says why the file could not be written */
+    tdm_window_toast_why (self, _("The run’s TensorBoard event file could not be written in full. %s"),
+                          tdm_run_get_tensorboard_error (run));
   tdm_window_history_run_done (self, run, error == NULL && !self->run_failed && !self->run_stopped);
   g_clear_object (&self->run);
   tdm_session_end (self->session);
@@ -493,6 +520,13 @@ tdm_window_launch (TdmWindow       *self,
   recorder = tdm_history_store_record (self->history, config, record_name, &record_error);
   if (recorder != NULL)
     tdm_run_set_recorder (run, recorder);
+  /* A folder named as the history names the run (its date and time by default). */
+  if (g_settings_get_boolean (self->settings, "tensorboard"))
+    {
+      g_autofree char *folder = tdm_preferences_tensorboard_folder (self->settings);
+
+      tdm_run_set_tensorboard (run, folder, record_name);
+    }
   tdm_run_set_pace (run, gtk_spin_button_get_value (self->pace_spin));
   g_signal_connect_object (run, "event", G_CALLBACK (tdm_window_run_event), self,
                            G_CONNECT_SWAPPED);
@@ -516,6 +550,10 @@ tdm_window_launch (TdmWindow       *self,
 
       tdm_window_toast (self, text);
     }
+  if (tdm_run_get_tensorboard_error (run) != NULL)
+    /* Translators: a toast; %s says why the TensorBoard event file could not be made */
+    tdm_window_toast_why (self, _("This run writes no TensorBoard event files. %s"),
+                          tdm_run_get_tensorboard_error (run));
 
   tdm_session_set_export_info (self->session, tdm_run_export_info_new (config, NULL));
   gtk_revealer_set_reveal_child (self->error_revealer, FALSE);
@@ -714,6 +752,7 @@ tdm_window_class_init (TdmWindowClass *klass)
   gtk_widget_class_install_action (widget_class, "win.toggle-sidebar", NULL, tdm_window_toggle_sidebar);
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_F9, 0, "win.toggle-sidebar", NULL);
   gtk_widget_class_install_action (widget_class, "win.classify", NULL, tdm_window_classify);
+  gtk_widget_class_install_action (widget_class, "win.preferences", NULL, tdm_window_preferences);
   gtk_widget_class_install_action (widget_class, "win.compare-one-device", NULL,
                                    tdm_window_compare_one_device);
   gtk_widget_class_install_action (widget_class, "win.compare-strategies", NULL,
