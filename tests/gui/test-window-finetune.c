@@ -225,28 +225,78 @@ preset_index(const char *name)
   g_assert_not_reached();
 }
 
+/* A folder of `classes` class folders of `per_class` small photos each, every class
+ * its own colour; returns its path. */
+static char *
+make_photos(const char *name, int classes, int per_class)
+{
+  static const char *const names[] = {"ant", "bee", "cat", "dog", "eel"};
+  char *folder = g_build_filename(tmp_dir, name, NULL);
+
+  g_assert_cmpint(classes, <=, (int)G_N_ELEMENTS(names));
+  for (int k = 0; k < classes; k++)
+    for (int i = 0; i < per_class; i++)
+      {
+        g_autofree char *dir = g_build_filename(folder, names[k], NULL);
+        g_autofree char *file = g_strdup_printf("%d.png", i);
+        g_autofree char *path = g_build_filename(dir, file, NULL);
+        g_autoptr(GdkPixbuf) pixbuf = gdk_pixbuf_new(GDK_COLORSPACE_RGB, FALSE, 8, 12, 12);
+
+        gdk_pixbuf_fill(pixbuf, 0x20406000u + (guint32)(k * 0x30000000u) + (guint32)i * 0x100u);
+        g_assert_cmpint(g_mkdir_with_parents(dir, 0700), ==, 0);
+        g_assert_true(gdk_pixbuf_save(pixbuf, path, "png", NULL, NULL));
+      }
+  return folder;
+}
+
+static gboolean
+form_ready(gpointer data)
+{
+  return tdm_run_form_get_ready(window_child(data, "sidebar"));
+}
+
+/* Every built-in network takes a folder of three classes, as tandem-train --network
+ * does: the entry shows the engine's spec for three classes (its head fc3), and Start
+ * is offered. */
+static void
+test_presets_fit_folder(void)
+{
+  g_autofree char *folder = make_photos("three", 3, 4);
+  int count = 0;
+  const TdmNetworkPreset *presets = tdm_network_presets(&count);
+  TdmWindow *window;
+
+  reset_settings();
+  window = new_window();
+  tdm_dataset_chooser_set_source(window_child(window, "dataset_chooser"), folder);
+  for (int i = 0; i < count; i++)
+    {
+      g_autofree char *expected = tdm_network_preset_spec(&presets[i], 3);
+      TdmSpecEntry *entry = window_child(window, "spec_entry");
+
+      adw_combo_row_set_selected(window_child(window, "network_dropdown"), (guint)i);
+      /* After the network: a recipe brings its own batch, more than these photos. */
+      gtk_spin_button_set_value(window_child(window, "batch_spin"), 2);
+      g_assert_true(wait_for(dataset_ready, window, 60));
+      g_assert_true(wait_for(form_ready, window, 60));
+      g_test_message("%s: %s", presets[i].name, tdm_spec_entry_get_text(entry));
+      g_assert_cmpstr(tdm_spec_entry_get_text(entry), ==, expected);
+      g_assert_true(tdm_spec_entry_get_valid(entry));
+    }
+  destroy_window(window);
+  reset_settings();
+}
+
 /* A folder of photos is decoded at the size a torchvision preset is made for, at
  * "Automatic"; another network gives it back to the engine's choice. */
 static void
 test_folder_size(void)
 {
-  g_autofree char *folder = g_build_filename(tmp_dir, "photos", NULL);
+  g_autofree char *folder = make_photos("photos", 2, 3);
   TdmWindow *window;
   int size = -1, channels;
   TdmConfig *config;
 
-  for (int k = 0; k < 2; k++)
-    for (int i = 0; i < 3; i++)
-      {
-        g_autofree char *dir = g_build_filename(folder, k == 0 ? "ant" : "bee", NULL);
-        g_autofree char *name = g_strdup_printf("%d.png", i);
-        g_autofree char *path = g_build_filename(dir, name, NULL);
-        g_autoptr(GdkPixbuf) pixbuf = gdk_pixbuf_new(GDK_COLORSPACE_RGB, FALSE, 8, 12, 12);
-
-        gdk_pixbuf_fill(pixbuf, 0x20406000u + (guint32)(k * 0x60000000u) + (guint32)i * 0x100u);
-        g_assert_cmpint(g_mkdir_with_parents(dir, 0700), ==, 0);
-        g_assert_true(gdk_pixbuf_save(pixbuf, path, "png", NULL, NULL));
-      }
   reset_settings();
   window = new_window();
   tdm_dataset_chooser_set_source(window_child(window, "dataset_chooser"), folder);
@@ -320,6 +370,7 @@ main(int argc, char **argv)
   g_test_add_func("/window-finetune/choices", test_choices);
   g_test_add_func("/window-finetune/presets-offered", test_presets_offered);
   g_test_add_func("/window-finetune/folder-size", test_folder_size);
+  g_test_add_func("/window-finetune/presets-fit-folder", test_presets_fit_folder);
 
   int status = g_test_run();
   g_autofree char *quoted = g_shell_quote(tmp_dir);

@@ -359,6 +359,8 @@ tdm_run_form_set_devices (TdmRunForm *self,
 
 /* Dataset ----------------------------------------------------------------- */
 
+static void tdm_run_form_show_network (TdmRunForm *self);
+
 static void
 tdm_run_form_dataset_changed (TdmRunForm *self)
 {
@@ -376,6 +378,7 @@ tdm_run_form_dataset_ready (TdmRunForm *self)
 
   if (tdm_dataset_chooser_get_shape (self->dataset_chooser, &height, &width, &channels, &classes))
     tdm_spec_entry_set_shape (self->spec_entry, height, width, channels, classes);
+  tdm_run_form_show_network (self);
 
   tdm_run_form_update (self);
 }
@@ -390,12 +393,41 @@ tdm_run_form_open_folder (TdmRunForm *self)
 
 /* Network ----------------------------------------------------------------- */
 
+/* What the entry shows: the custom spec, or a built-in network as the engine builds
+ * it for the dataset loaded, its head following the dataset's class count
+ * (tdm_network_preset_spec(), the rule tdm_network_new() and the CLI follow). */
+static void
+tdm_run_form_show_network (TdmRunForm *self)
+{
+  guint selected = adw_combo_row_get_selected (self->network_dropdown);
+  const TdmNetworkPreset *preset = tdm_network_preset_find (network_id (selected));
+  int height, width, channels, classes = 10;
+  g_autofree char *text = NULL;
+  gboolean restoring;
+
+  if (selected > network_custom_index ())
+    return;
+  if (preset == NULL)
+    text = g_strdup (self->custom_spec);
+  else if (tdm_dataset_chooser_get_ready (self->dataset_chooser) &&
+           tdm_dataset_chooser_get_shape (self->dataset_chooser, &height, &width, &channels,
+                                          &classes))
+    text = tdm_network_preset_spec (preset, classes);
+  else
+    text = g_strdup (tdm_network_expand (preset->name));
+
+  /* Showing a built-in network's spec is not the user typing a custom one. */
+  restoring = self->restoring;
+  self->restoring = TRUE;
+  tdm_spec_entry_set_text (self->spec_entry, text);
+  self->restoring = restoring;
+}
+
 static void
 tdm_run_form_network_changed (TdmRunForm *self)
 {
   guint selected = adw_combo_row_get_selected (self->network_dropdown);
   gboolean custom = selected == network_custom_index ();
-  gboolean restoring;
 
   if (selected > network_custom_index ())
     return;
@@ -427,14 +459,8 @@ tdm_run_form_network_changed (TdmRunForm *self)
                                                 selected < (guint) count ? presets[selected].input_size : 0);
   }
 
-  /* Showing a built-in network's spec is not the user typing a custom one. */
   tdm_spec_entry_set_editable (self->spec_entry, custom);
-  restoring = self->restoring;
-  self->restoring = TRUE;
-  tdm_spec_entry_set_text (self->spec_entry,
-                           custom ? self->custom_spec : tdm_network_expand (network_id (selected)));
-  self->restoring = restoring;
-
+  tdm_run_form_show_network (self);
   tdm_run_form_update (self);
 }
 
