@@ -132,6 +132,19 @@ TdmRunRecord *tdm_history_load (TdmHistory *history, const char *id, GError **er
 gboolean tdm_history_rename (TdmHistory *history, const char *id, const char *name,
                              GError **error);
 gboolean tdm_history_delete (TdmHistory *history, const char *id, GError **error);
+/* The run's trained network, kept beside its record (tdm-history-weights.c): where
+ * its checkpoint goes and resumes from, whether or not it exists (yet, or still);
+ * NULL for an id that is not one. Deleting the run deletes it too. */
+char *tdm_history_weights_path (TdmHistory *history, const char *id);
+/* The newest run's kept weights, or NULL when no run has any. */
+char *tdm_history_newest_weights (TdmHistory *history);
+/* Bytes the runs' kept weights take together. */
+guint64 tdm_history_weights_bytes (TdmHistory *history);
+/* Removes kept weights, the oldest run's first, until those left take at most `limit`
+ * bytes; the run `keep` (the one just finished; NULL: the newest run) keeps its own
+ * whatever its size. Returns how many were removed, −1 with the error. */
+int tdm_history_limit_weights (TdmHistory *history, guint64 limit, const char *keep,
+                               GError **error);
 /* As CSV at `path` (written atomically), after `# key: value` lines of its name, date
  * and settings: a training run's per-step metrics and epoch results, or a sweep's
  * points (devices, batch, samples/s, speed-up, efficiency, compute / communication /

@@ -966,3 +966,12 @@ tdm_run_form_new (void)
 {
   return g_object_new (TDM_TYPE_RUN_FORM, NULL);
 }
+
+char **
+tdm_run_form_get_replicas (TdmRunForm *self,
+                           int        *main_replica)
+{
+  g_return_val_if_fail (TDM_IS_RUN_FORM (self), NULL);
+
+  return tdm_device_picker_get_replicas (self->device_picker, main_replica);
+}

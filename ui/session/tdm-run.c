@@ -72,6 +72,7 @@ struct _TdmRun
   char         *record_id;
   GError       *record_error;
   gboolean      keep_parameters;
+  char         *resume_path;
   float        *parameters;
   size_t        n_parameters;
   double        pace;
@@ -439,6 +440,7 @@ tdm_run_finalize (GObject *object)
 
   g_clear_pointer (&self->config, tdm_config_free);
   g_clear_pointer (&self->recorder, tdm_run_recorder_free);
+  g_clear_pointer (&self->resume_path, g_free);
   g_clear_pointer (&self->record_id, g_free);
   g_clear_error (&self->record_error);
   g_clear_pointer (&self->parameters, g_free);
@@ -524,6 +526,8 @@ tdm_run_start (TdmRun  *self,
       tdm_trainer_set_summary_steps (shared->trainer, TDM_HISTORY_SUMMARY_STEPS);
     }
   tdm_trainer_set_pace (shared->trainer, self->pace);
+  if (self->resume_path != NULL)
+    tdm_trainer_set_resume_path (shared->trainer, self->resume_path);
   shared->config = tdm_config_copy (self->config);
 
   /* An application quits when its last window goes; the hold keeps it (and so the
@@ -725,4 +729,15 @@ tdm_run_single_step (TdmRun *self)
     }
   g_mutex_unlock (&self->shared->lock);
   self->paused = TRUE;
+}
+
+void
+tdm_run_set_resume_path (TdmRun     *self,
+                         const char *path)
+{
+  g_return_if_fail (TDM_IS_RUN (self));
+  g_return_if_fail (self->shared == NULL);
+
+  g_free (self->resume_path);
+  self->resume_path = g_strdup (path);
 }

@@ -222,7 +222,7 @@ tdm_window_compare_next (TdmWindow *self)
   one = tdm_compare_one_device_config (self->compare_config, self->compare_config->max_steps);
   tdm_history_view_set_compare_result (TDM_HISTORY_VIEW (self->history_view),
                                        _("Training on the main device alone…"));
-  if (!tdm_window_launch (self, one, _("Compare: one device"), TRUE))
+  if (!tdm_window_launch (self, one, _("Compare: one device"), TRUE, NULL))
     self->compare_stage = 0;
 }
 
@@ -271,7 +271,7 @@ tdm_window_compare_one_device (GtkWidget  *widget,
   self->compare_stage = 1;
   tdm_history_view_set_compare_result (TDM_HISTORY_VIEW (self->history_view),
                                        _("Training on every device…"));
-  if (!tdm_window_launch (self, config, name, TRUE))
+  if (!tdm_window_launch (self, config, name, TRUE, NULL))
     {
       self->compare_stage = 0;
       return;
