@@ -111,6 +111,10 @@ int tdm_run_record_phase_means (const TdmRunRecord *record, int device,
  * (every step moves the same). FALSE when the run has no sampled step of it. */
 gboolean tdm_run_record_bytes_per_step (const TdmRunRecord *record, int device,
                                         guint64 *sent, guint64 *received);
+/* Whether two runs trained the same network on the same data (spec or built-in name,
+ * dataset, image size and colour), so a sample costs the same in both and their
+ * speeds may be compared; batch, devices and strategy may differ. */
+gboolean tdm_run_record_same_work (const TdmRunRecord *a, const TdmRunRecord *b);
 /* The last training loss recorded, NaN when none. */
 double tdm_run_record_final_train_loss (const TdmRunRecord *record);
 

@@ -51,12 +51,15 @@ small_config(const char *devices)
   return cfg;
 }
 
-/* A run written by hand: `n` summaries at `sps` samples/s, device figures, an end. */
+/* A run of `network` written by hand: `n` summaries at `sps` samples/s, device
+ * figures, an end. */
 static char *
-write_run(TdmHistory *history, const char *devices, const char *name, double sps,
-          double accuracy)
+write_run_of(TdmHistory *history, const char *network, const char *devices, const char *name,
+             double sps, double accuracy)
 {
   g_autoptr(TdmConfig) cfg = small_config(devices);
+  g_free(cfg->network);
+  cfg->network = g_strdup(network);
   g_autoptr(GError) error = NULL;
   g_autoptr(TdmRunRecorder) rec = tdm_run_recorder_new(history, cfg, name, &error);
   TdmEvent e = {0};
@@ -119,6 +122,13 @@ write_run(TdmHistory *history, const char *devices, const char *name, double sps
   g_assert_true(tdm_run_recorder_finish(rec, &error));
   g_assert_no_error(error);
   return g_strdup(tdm_run_recorder_get_id(rec));
+}
+
+static char *
+write_run(TdmHistory *history, const char *devices, const char *name, double sps,
+          double accuracy)
+{
+  return write_run_of(history, "fc16,relu,fc10", devices, name, sps, accuracy);
 }
 
 static void
@@ -205,6 +215,27 @@ test_history_store(void)
     g_assert_cmpstr(loss, ==, "0.5000");
     g_assert_cmpstr(traffic, ==, "↑ 1.0\u00a0MB ↓ 2.0\u00a0MB · ↑ 2.0\u00a0MB ↓ 2.0\u00a0MB");
     g_assert_cmpstr(no_traffic, ==, "—");   /* one worker moves nothing */
+  }
+  /* Another network: named in its row, and no speed-up against this one's. */
+  {
+    g_autofree char *third = write_run_of(history, "fc64,relu,fc10", "cpu", "wider", 500, 0.8);
+    g_autofree char *network = NULL, *speedup = NULL;
+    TdmRunItem *base = tdm_history_store_get_baseline(store);
+    TdmRunItem *c;
+
+    tdm_history_store_reload(store);
+    base = tdm_history_store_get_baseline(store);
+    c = tdm_history_store_find(store, third);
+    g_assert_nonnull(c);
+    network = tdm_run_table_cell_text(c, base, TDM_RUN_TABLE_NETWORK);
+    speedup = tdm_run_table_cell_text(c, base, TDM_RUN_TABLE_SPEEDUP);
+    g_assert_cmpstr(network, ==, "fc64,relu,fc10");
+    g_assert_cmpstr(speedup, ==, "—");
+    tdm_history_store_delete(store, c);
+    g_assert_true(tdm_history_store_commit_deletes(store, &error));
+    g_assert_no_error(error);
+    a = tdm_history_store_find(store, first);
+    b = tdm_history_store_find(store, second);
   }
   tdm_history_store_set_baseline(store, b);
   g_assert_true(tdm_history_store_get_baseline(store) == b);

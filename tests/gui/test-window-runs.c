@@ -245,6 +245,29 @@ test_limit(void)
   reset_settings();
 }
 
+/* A run that took no step has nothing to show: it is not kept (here a checkpoint
+ * resumed at the step its run must end at). */
+static void
+test_no_step_not_kept(void)
+{
+  TdmWindow *window = window_for_runs(1);
+  GListModel *runs = G_LIST_MODEL(tdm_window_get_history(window));
+  g_autofree char *weights = NULL;
+  g_autoptr(GError) error = NULL;
+  guint kept;
+
+  tdm_window_set_max_steps(window, 20);
+  weights = tdm_window_weights_path(window, run_once(window));
+  kept = g_list_model_get_n_items(runs);
+  g_assert_true(tdm_window_resume(window, weights, 0, &error));
+  g_assert_no_error(error);
+  g_assert_true(wait_for(idle, window, 300));
+  g_assert_cmpuint(g_list_model_get_n_items(runs), ==, kept);
+  tdm_history_store_reload(tdm_window_get_history(window));
+  g_assert_cmpuint(g_list_model_get_n_items(runs), ==, kept);
+  destroy_window(window);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -260,6 +283,7 @@ main(int argc, char **argv)
   g_test_add_func("/window-runs/each-run-kept", test_each_run_kept);
   g_test_add_func("/window-runs/resume-bit-exact", test_resume_bit_exact);
   g_test_add_func("/window-runs/limit", test_limit);
+  g_test_add_func("/window-runs/no-step-not-kept", test_no_step_not_kept);
 
   int status = g_test_run();
   remove_folder(tmp_dir);

@@ -445,8 +445,9 @@ tdm_history_view_update_baseline (TdmHistoryView *self)
 
   if (baseline != NULL)
     /* Translators: under the comparison table; %s is a run's name */
-    text = g_strdup_printf (_("Speed-up is against “%s”; choose another baseline in a run’s menu."),
-                            tdm_run_item_get_name (baseline));
+    text = g_strdup_printf (_("Speed-up is against “%s” (%s), for runs of the same network and data; choose another baseline in a run’s menu."),
+                            tdm_run_item_get_name (baseline),
+                            tdm_run_item_get_record (baseline)->config->network);
   adw_preferences_group_set_description (self->table_group, text);
   tdm_history_view_update_problems (self);
 }

@@ -89,7 +89,8 @@ tdm_window_restore_overlays (TdmWindow *self)
 void
 tdm_window_history_run_done (TdmWindow *self,
                              TdmRun    *run,
-                             gboolean   completed)
+                             gboolean   completed,
+                             gboolean   trained)
 {
   const GError *record_error = tdm_run_get_record_error (run);
 
@@ -103,7 +104,7 @@ tdm_window_history_run_done (TdmWindow *self,
       tdm_window_toast (self, text);
     }
   /* Only the new run is read: the others have not changed. */
-  if (tdm_run_get_record_id (run) != NULL)
+  if (tdm_run_get_record_id (run) != NULL && trained)
     {
       g_autoptr(GError) error = NULL;
 

@@ -63,6 +63,8 @@ struct _TdmWindow
   TdmRun               *run;
   gboolean              run_failed;         /* an error was shown for this run */
   gboolean              run_stopped;
+  long                  run_start_step;     /* the step it started (or resumed) at */
+  long                  run_steps;          /* steps it took; −1 until it finished */
   gboolean              start_queued;       /* Start pressed while the run stopped */
 
   GtkNativeDialog      *chooser;
@@ -160,9 +162,11 @@ void            tdm_window_history_finalize (TdmWindow            *self);
 void            tdm_window_history_sweep_done (TdmWindow          *self,
                                                const GError       *error,
                                                TdmScalingPage     *page);
+/* `trained`: it took a step (a run that took none is not kept: its record is gone). */
 void            tdm_window_history_run_done (TdmWindow            *self,
                                              TdmRun               *run,
-                                             gboolean              completed);
+                                             gboolean              completed,
+                                             gboolean              trained);
 void            tdm_window_compare_next     (TdmWindow            *self);
 void            tdm_window_compare_one_device (GtkWidget          *widget,
                                                const char         *action_name,

@@ -377,9 +377,14 @@ tdm_window_run_event (TdmWindow      *self,
 
     case TDM_EVENT_FINISHED:
       self->run_stopped = event->finished.stopped;
+      self->run_steps = event->finished.steps - self->run_start_step;
       break;
 
     case TDM_EVENT_STARTED:
+      self->run_start_step = event->started.start_step;
+      tdm_window_update_state (self);
+      break;
+
     case TDM_EVENT_PAUSED:
     case TDM_EVENT_RESUMED:
       tdm_window_update_state (self);
@@ -412,10 +417,17 @@ tdm_window_run_done (TdmWindow    *self,
   if (error != NULL && !self->run_failed)
     tdm_window_show_gerror (self, error);
 
-  tdm_window_runs_done (self, run);
+  /* A run that took no step (stopped at once, failed before training, resumed at
+   * its end) has nothing to show: it is not kept. */
+  if (self->run_steps <= 0 && tdm_run_get_record_id (run) != NULL)
+    tdm_history_delete (tdm_history_store_get_history (self->history),
+                        tdm_run_get_record_id (run), NULL);
+  else
+    tdm_window_runs_done (self, run);
   if (self->classify_view != NULL && self->last_weights != NULL)
     tdm_classify_view_set_checkpoint (self->classify_view, self->last_weights);
-  tdm_window_history_run_done (self, run, error == NULL && !self->run_failed && !self->run_stopped);
+  tdm_window_history_run_done (self, run, error == NULL && !self->run_failed && !self->run_stopped,
+                               self->run_steps > 0);
   g_clear_object (&self->run);
   tdm_session_end (self->session);
 
@@ -537,6 +549,8 @@ tdm_window_launch (TdmWindow       *self,
   self->run = g_steal_pointer (&run);
   self->run_failed = FALSE;
   self->run_stopped = FALSE;
+  self->run_start_step = 0;
+  self->run_steps = -1;
   tdm_dashboard_set_status (self->dashboard, _("Loading the dataset and building the replicas…"));
 
   tdm_window_update_state (self);
