@@ -14,7 +14,9 @@
 #include "tdm-dataset-chooser.h"
 #include "tdm-device-row.h"
 #include "tdm-history-store.h"
+#include "tdm-devices-page.h"
 #include "tdm-spec-entry.h"
+#include "tdm-timeline.h"
 #include "tdm-window.h"
 #include "window-test-util.h"
 
@@ -268,6 +270,34 @@ test_no_step_not_kept(void)
   destroy_window(window);
 }
 
+/* Two ticked runs, of one and of two workers: the timeline shows the first under
+ * the live run until the other is chosen from its History menu. */
+static void
+test_timeline_reference(void)
+{
+  TdmWindow *window = window_for_runs(1);
+  TdmTimeline *timeline = TDM_TIMELINE(tdm_devices_page_get_timeline(window_child(window,
+                                                                                   "devices_page")));
+  TdmHistoryStore *store = tdm_window_get_history(window);
+  const char *one, *two;
+
+  tdm_window_set_max_steps(window, 20);
+  one = run_once(window);
+  tdm_device_row_set_workers(cpu_row(window), 2);
+  two = run_once(window);
+  tdm_run_item_set_overlay(tdm_history_store_find(store, one), TRUE);
+  tdm_run_item_set_overlay(tdm_history_store_find(store, two), TRUE);
+  g_assert_nonnull(tdm_timeline_get_reference(timeline));
+  g_assert_cmpint(tdm_timeline_get_reference(timeline)->replicas, ==, 1);
+
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.timeline-reference", "s", two));
+  g_assert_cmpint(tdm_timeline_get_reference(timeline)->replicas, ==, 2);
+  /* Unticked, it gives the place back to the first ticked run. */
+  tdm_run_item_set_overlay(tdm_history_store_find(store, two), FALSE);
+  g_assert_cmpint(tdm_timeline_get_reference(timeline)->replicas, ==, 1);
+  destroy_window(window);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -284,6 +314,7 @@ main(int argc, char **argv)
   g_test_add_func("/window-runs/resume-bit-exact", test_resume_bit_exact);
   g_test_add_func("/window-runs/limit", test_limit);
   g_test_add_func("/window-runs/no-step-not-kept", test_no_step_not_kept);
+  g_test_add_func("/window-runs/timeline-reference", test_timeline_reference);
 
   int status = g_test_run();
   remove_folder(tmp_dir);

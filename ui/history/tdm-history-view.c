@@ -390,18 +390,21 @@ create_row (gpointer item_ptr,
       g_autoptr(GMenuItem) resume = g_menu_item_new (_("Re_sume…"), NULL);
       g_autoptr(GMenuItem) classify = g_menu_item_new (_("_Classify Images…"), NULL);
       g_autoptr(GMenuItem) onnx = g_menu_item_new (_("Export Network as _ONNX…"), NULL);
+      g_autoptr(GMenuItem) reference = g_menu_item_new (_("Show under the _Timeline"), NULL);
       GVariant *id = g_variant_new_string (tdm_run_item_get_id (item));
 
       g_variant_ref_sink (id);
       g_menu_item_set_action_and_target_value (resume, "win.resume-run", id);
       g_menu_item_set_action_and_target_value (classify, "win.classify-run", id);
       g_menu_item_set_action_and_target_value (onnx, "win.export-run-onnx", id);
+      g_menu_item_set_action_and_target_value (reference, "win.timeline-reference", id);
       g_variant_unref (id);
       g_menu_append_item (network, resume);
       g_menu_append_item (network, classify);
       g_menu_append_item (network, onnx);
       g_menu_append (menu, _("_Rename…"), "run.rename");
       g_menu_append (menu, _("Use as _Baseline"), "run.baseline");
+      g_menu_append_item (menu, reference);
       g_menu_append (menu, _("_Export as CSV…"), "run.export");
       g_menu_append (menu, _("_Delete"), "run.delete");
       g_menu_prepend_section (menu, NULL, G_MENU_MODEL (network));

@@ -451,7 +451,7 @@ tdm_devices_page_set_reference (TdmDevicesPage       *self,
       /* Translators: under the Devices timeline when an earlier run is ticked in the
        * history; %s is that run's name and strategy */
       g_free (self->reference_text);
-      self->reference_text = g_strdup_printf (_("Above the line: this run’s last sampled step. Below it: “%s”, its mean step from the run history, on the same time axis."),
+      self->reference_text = g_strdup_printf (_("Above the line: this run’s last sampled step. Below it: “%s”, its mean step from the run history, on the same time axis. Another ticked run goes there with “Show under the Timeline” in its History menu."),
                                               title != NULL ? title : "");
     }
   else

@@ -605,6 +605,13 @@ tdm_timeline_has_reference (TdmTimeline *self)
   return self->reference != NULL;
 }
 
+const TdmPhasesEvent *
+tdm_timeline_get_reference (TdmTimeline *self)
+{
+  g_return_val_if_fail (TDM_IS_TIMELINE (self), NULL);
+  return self->reference;
+}
+
 void
 tdm_timeline_clear (TdmTimeline *self)
 {

@@ -66,6 +66,8 @@ void       tdm_timeline_set_reference (TdmTimeline         *self,
                                        const TdmPhasesEvent *step,
                                        const char *const   *names);
 gboolean   tdm_timeline_has_reference (TdmTimeline         *self);
+/* The reference step shown (a copy the timeline keeps), or NULL. */
+const TdmPhasesEvent *tdm_timeline_get_reference (TdmTimeline *self);
 
 /* One run of a side-by-side comparison: its step, a title over its lanes (its
  * strategy and time a step), each lane's name and a second line under the name

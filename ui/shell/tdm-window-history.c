@@ -20,16 +20,25 @@
 #include "tdm-history-view.h"
 #include "tdm-window-private.h"
 
-/* The first ticked run that sampled steps goes under the current run on the Devices
- * timeline, so `main`'s reduce → update → broadcast is seen against an all-reduce. */
+/* A ticked run that sampled steps goes under the current run on the Devices
+ * timeline, so `main`'s reduce → update → broadcast is seen against an all-reduce:
+ * the one chosen in its History menu ("Show under the Timeline"), else the first. */
 static void
 tdm_window_update_reference (TdmWindow *self)
 {
+  g_autofree char *chosen = g_settings_get_string (self->settings, "timeline-reference");
+  TdmRunItem *preferred = chosen[0] != '\0' ? tdm_history_store_find (self->history, chosen)
+                                            : NULL;
+  TdmPhasesEvent step;
+
+  if (preferred != NULL && !tdm_run_item_get_overlay (preferred))
+    preferred = NULL;
   for (guint i = 0; i < g_list_model_get_n_items (G_LIST_MODEL (self->history)); i++)
     {
       g_autoptr(TdmRunItem) item = g_list_model_get_item (G_LIST_MODEL (self->history), i);
-      TdmPhasesEvent step;
 
+      if (preferred != NULL && item != preferred)
+        continue;
       if (tdm_run_item_get_overlay (item) && tdm_run_item_mean_step (item, &step))
         {
           const TdmRunRecord *r = tdm_run_item_get_record (item);
@@ -42,6 +51,41 @@ tdm_window_update_reference (TdmWindow *self)
         }
     }
   tdm_devices_page_set_reference (self->devices_page, NULL, NULL, NULL);
+}
+
+/* "Show under the Timeline" in a run's History menu: it is ticked (drawn) and
+ * becomes the timeline's reference. */
+static void
+tdm_window_timeline_reference (GtkWidget  *widget,
+                               const char *action_name,
+                               GVariant   *parameter)
+{
+  TdmWindow *self = TDM_WINDOW (widget);
+  const char *id = g_variant_get_string (parameter, NULL);
+  TdmRunItem *item = tdm_history_store_find (self->history, id);
+  TdmPhasesEvent step;
+
+  if (item == NULL)
+    return;
+  if (!tdm_run_item_mean_step (item, &step))
+    {
+      /* Translators: a toast; %s is a run's name in the history */
+      g_autofree char *text = g_strdup_printf (_("“%s” sampled no step to show on the timeline"),
+                                               tdm_run_item_get_name (item));
+
+      tdm_window_toast (self, text);
+      return;
+    }
+  g_settings_set_string (self->settings, "timeline-reference", id);
+  tdm_run_item_set_overlay (item, TRUE);
+  tdm_window_update_reference (self);
+}
+
+void
+tdm_window_history_class_init (GtkWidgetClass *widget_class)
+{
+  gtk_widget_class_install_action (widget_class, "win.timeline-reference", "s",
+                                   tdm_window_timeline_reference);
 }
 
 static void

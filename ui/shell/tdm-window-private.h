@@ -155,6 +155,7 @@ void            tdm_window_export_onnx_chooser (GtkWidget         *widget,
                                                 GVariant          *parameter);
 
 /* tdm-window-history.c */
+void            tdm_window_history_class_init (GtkWidgetClass     *widget_class);
 void            tdm_window_history_init     (TdmWindow            *self);
 void            tdm_window_history_dispose  (TdmWindow            *self);
 void            tdm_window_history_finalize (TdmWindow            *self);

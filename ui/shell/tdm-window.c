@@ -756,6 +756,7 @@ tdm_window_class_init (TdmWindowClass *klass)
   gtk_widget_class_install_action (widget_class, "win.scaling-export", "s", tdm_window_scaling_export);
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_i, GDK_CONTROL_MASK, "win.classify", NULL);
   tdm_window_runs_class_init (widget_class);
+  tdm_window_history_class_init (widget_class);
 }
 
 /* Our own icons (the Charts page's: Adwaita 43 has no chart icon) live in the
