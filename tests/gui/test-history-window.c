@@ -263,7 +263,18 @@ test_history_compare(void)
     g_assert_nonnull(result);
     g_assert_nonnull(strstr(result, "identical: 0 of "));
     g_assert_nonnull(strstr(result, "2 devices against one, after 30 steps"));
+    /* It names the network it measured. */
+    g_assert_true(g_str_has_prefix(result, "fc16,relu,fc10: "));
   }
+  /* Another network chosen: the result says it is another network's; the same one
+   * again, and it is this one's again. */
+  tdm_spec_entry_set_text(window_child(window, "spec_entry"), "fc32,relu,fc10");
+  g_assert_true(wait_for(can_start, window, 10));
+  g_assert_true(g_str_has_prefix(tdm_history_view_get_compare_result(view),
+                                 "Not compared yet with the network chosen now."));
+  tdm_spec_entry_set_text(window_child(window, "spec_entry"), "fc16,relu,fc10");
+  g_assert_true(wait_for(can_start, window, 10));
+  g_assert_true(g_str_has_prefix(tdm_history_view_get_compare_result(view), "fc16,relu,fc10: "));
 
   /* Both runs are kept, 30 steps each; the N-device one stays drawn. */
   g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 2);

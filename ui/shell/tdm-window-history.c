@@ -210,8 +210,14 @@ tdm_window_history_run_done (TdmWindow *self,
                                         "%d devices against one, after %ld steps: %s",
                                         replicas),
                               replicas, self->compare_config->max_steps, words);
-      tdm_history_view_set_compare_result (TDM_HISTORY_VIEW (self->history_view), text);
-      tdm_window_toast (self, text);
+      /* The result belongs to the network it measured, and says which. */
+      g_free (self->compare_result);
+      /* Translators: a comparison's result and the network it measured: "mlp: 2 devices
+       * against one, …" */
+      self->compare_result = g_strdup_printf (_("%s: %s"), self->compare_config->network, text);
+      tdm_history_view_set_compare_result (TDM_HISTORY_VIEW (self->history_view),
+                                           self->compare_result);
+      tdm_window_toast (self, self->compare_result);
       g_clear_pointer (&self->compare_parameters, g_free);
     }
 }
@@ -253,6 +259,27 @@ tdm_window_history_sweep_done (TdmWindow      *self,
 
       tdm_window_toast (self, text);
     }
+}
+
+/* The settings changed: a comparison of another network than the one chosen now is
+ * not this one's result, and says so. */
+void
+tdm_window_history_settings_changed (TdmWindow *self)
+{
+  g_autoptr(TdmConfig) config = NULL;
+  g_autofree char *text = NULL;
+
+  if (self->compare_result == NULL || self->compare_stage != 0)
+    return;
+  config = tdm_run_form_build_config (self->sidebar, NULL);
+  if (config != NULL && g_strcmp0 (config->network, self->compare_config->network) == 0)
+    text = g_strdup (self->compare_result);
+  else
+    /* Translators: under "compare with one device" once another network is chosen;
+     * %s is the last comparison's result, which names its network */
+    text = g_strdup_printf (_("Not compared yet with the network chosen now. The last comparison, of another network: %s"),
+                            self->compare_result);
+  tdm_history_view_set_compare_result (TDM_HISTORY_VIEW (self->history_view), text);
 }
 
 /* After the N-device run of a comparison: the same on the main device alone. */
@@ -401,6 +428,7 @@ tdm_window_history_dispose (TdmWindow *self)
 void
 tdm_window_history_finalize (TdmWindow *self)
 {
+  g_clear_pointer (&self->compare_result, g_free);
   g_clear_pointer (&self->compare_config, tdm_config_free);
   g_clear_pointer (&self->compare_parameters, g_free);
 }

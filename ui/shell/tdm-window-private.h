@@ -95,6 +95,7 @@ struct _TdmWindow
   float                *compare_parameters;
   size_t                compare_count;
   double                compare_difference;
+  char                 *compare_result;     /* the last one's words, naming its network */
 
   /* "Compare strategies" (tdm-window-strategies.c): 1 while the `main` run goes, 2
    * during the `allreduce` run; strategy_next: the second waits to start. The
@@ -169,6 +170,7 @@ void            tdm_window_history_run_done (TdmWindow            *self,
                                              gboolean              completed,
                                              gboolean              trained);
 void            tdm_window_compare_next     (TdmWindow            *self);
+void            tdm_window_history_settings_changed (TdmWindow    *self);
 void            tdm_window_compare_one_device (GtkWidget          *widget,
                                                const char         *action_name,
                                                GVariant           *parameter);
