@@ -28,6 +28,8 @@ typedef struct
   int    phase;   /* TdmPhase */
   long   step;
   gboolean reference;   /* a box of the reference run's step (below the run's own) */
+  gboolean hidden;      /* communication hidden under backward: a strip across the
+                         * bottom of backward's box (after its lane's boxes) */
 } TdmTimelineBox;
 
 #define TDM_TYPE_TIMELINE (tdm_timeline_get_type ())
