@@ -157,7 +157,9 @@ gboolean tdm_history_export_csv (TdmHistory *history, const char *id, const char
                                  GError **error);
 /* A scaling sweep's points as a CSV table, header line first, appended to `text`:
  * devices, batch, steps, samples/s, speed-up, efficiency, compute / communication /
- * wait ms per step (%.9g in C notation, empty where not finite), then memory_bytes_1 …
+ * wait ms per step (%.9g in C notation, empty where not finite), the slowest and
+ * fastest run's samples/s and speed-up, the runs timed, the BLAS threads of each CPU
+ * worker (0 for GPUs), then memory_bytes_1 …
  * for the most devices of any point (empty where a point had fewer). The one writer
  * of scaling CSV: tdm_history_export_csv() (tandem-train --export-run, the History
  * page) and the Scaling page's export both call it. */

@@ -27,6 +27,7 @@
 #include "tdm-scaling-chart.h"
 #include "tdm-scaling-page.h"
 #include "tdm-series.h"
+#include "tdm-scaling.h"
 #include "tdm-spec-entry.h"
 #include "tdm-timeline.h"
 #include "tdm-window.h"
@@ -351,6 +352,21 @@ test_history_window_sweep(void)
   g_assert_true(tdm_scaling_page_get_running(page));
   g_assert_true(wait_for(scaling_done, page, 300));
   g_assert_false(gtk_revealer_get_reveal_child(window_child(window, "error_revealer")));
+  /* Beside the result, the machine's cores and what two workers need (the engine's
+   * rule), whatever this machine has. */
+  {
+    const char *note = tdm_scaling_page_get_cores_note(page);
+    g_autofree char *have = g_strdup_printf("This machine has %d cores.",
+                                            tdm_scaling_cores_available());
+
+    g_assert_nonnull(note);
+    g_test_message("%s", note);
+    g_assert_true(g_str_has_prefix(note, have));
+    if (tdm_scaling_cores_available() < tdm_scaling_cores_needed(2))
+      g_assert_nonnull(strstr(note, "2 CPU workers need 3 cores"));
+    else
+      g_assert_nonnull(strstr(note, "Enough for 2 CPU workers"));
+  }
 
   g_assert_nonnull(tdm_scaling_page_get_record_id(page));
   id = g_strdup(tdm_scaling_page_get_record_id(page));

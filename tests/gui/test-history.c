@@ -374,7 +374,10 @@ write_sweep(TdmHistory *history, const char *name)
       .index = n - 1, .count = 2, .devices = n, .batch = 100, .steps = 200,
       .samples_per_second = 1000.0 * (n == 1 ? 4 : 7), .speedup = n == 1 ? 1 : 1.75,
       .efficiency = n == 1 ? 1 : 0.875, .compute_ms = 20.0 / n, .comm_ms = n - 1,
-      .wait_ms = 0.5 * (n - 1),
+      .wait_ms = 0.5 * (n - 1), .samples_per_second_min = 1000.0 * (n == 1 ? 3.5 : 6.5),
+      .samples_per_second_max = 1000.0 * (n == 1 ? 4.5 : 7.5),
+      .speedup_min = n == 1 ? 1 : 1.5, .speedup_max = n == 1 ? 1 : 2, .runs = 3,
+      .cpu_threads = 1,
     };
 
     for (int d = 0; d < n; d++)
@@ -599,7 +602,7 @@ test_history_sweeps(void)
   g_assert_true(g_str_has_prefix(contents, "# run: sweep\n"));
   g_assert_nonnull(strstr(contents, "\n# kind: scaling\n"));
   g_assert_nonnull(strstr(contents, "\ndevices,batch,steps,samples_per_second,speedup,"));
-  g_assert_nonnull(strstr(contents, "\n2,100,200,7000,1.75,0.875,10,1,0.5,3145728,3145728\n"));
+  g_assert_nonnull(strstr(contents, "\n2,100,200,7000,1.75,0.875,10,1,0.5,6500,7500,1.5,2,3,1,3145728,3145728\n"));
   g_unlink(csv);
 
   /* On the page: the table has the training run alone; the sweep opens. */
