@@ -223,6 +223,7 @@ tdm_trainer_save_checkpoint_to(TdmTrainer *t, const char *path, gboolean best,
   tdm_checkpoint_set_metadata(ckpt, "config", config_json);
   tdm_checkpoint_set_metadata(ckpt, "network", t->net->spec);
   tdm_checkpoint_set_metadata(ckpt, "dataset", t->data->name);
+  tdm_checkpoint_set_dataset_place(ckpt, path, cfg->dataset);
   tdm_checkpoint_set_metadata(ckpt, "epoch", epoch);
   tdm_checkpoint_set_metadata(ckpt, "position", position);
   tdm_checkpoint_set_metadata(ckpt, "step", step);
@@ -569,7 +570,8 @@ tdm_trainer_restore_checkpoint(TdmTrainer *t, const char *path, GError **error)
 }
 
 TdmConfig *
-tdm_trainer_checkpoint_config(const char *path, TdmCheckpointPlace *place, GError **error)
+tdm_trainer_checkpoint_config(const char *path, gboolean find_dataset, TdmCheckpointPlace *place,
+                              GError **error)
 {
   g_return_val_if_fail(path != NULL, NULL);
   g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_load(path, error);
@@ -593,6 +595,8 @@ tdm_trainer_checkpoint_config(const char *path, TdmCheckpointPlace *place, GErro
    * the file and its key. */
   g_autofree char *source = g_strdup_printf("checkpoint %s", path);
   if (!tdm_config_validate_saved(c, source, error))
+    return NULL;
+  if (find_dataset && !tdm_checkpoint_find_dataset(ckpt, path, c, error))
     return NULL;
   if (place != NULL) {
     gint64 epoch, step;

@@ -35,9 +35,11 @@ typedef struct {
 
 /* The configuration a checkpoint's run was made with (checked as saved values,
  * naming the file), for a run that resumes it: tandem-train --resume and the
- * window's Open both start from it. `place` (may be NULL) gets where it stopped. */
-TdmConfig *tdm_trainer_checkpoint_config (const char *path, TdmCheckpointPlace *place,
-                                          GError **error);
+ * window's Open both start from it. find_dataset: the dataset is looked for where the
+ * checkpoint says it was (tdm_checkpoint_find_dataset()), for a resume given no other.
+ * `place` (may be NULL) gets where it stopped. */
+TdmConfig *tdm_trainer_checkpoint_config (const char *path, gboolean find_dataset,
+                                          TdmCheckpointPlace *place, GError **error);
 
 /* Trains on `data`, which the caller opened from the configuration's dataset and
  * keeps until the trainer is freed, instead of opening it again: a window then draws

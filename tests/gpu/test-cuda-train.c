@@ -11,6 +11,7 @@
 #include "tdm-events.h"
 #include "tdm-memory.h"
 #include "tdm-network.h"
+#include "tdm-network-catalogue.h"
 #include "tdm-replica.h"
 #include "tdm-trainer.h"
 
@@ -263,7 +264,12 @@ test_bn_network_matches_cpu(void)
 /* Synchronized BN: 2 and 3 replicas on one GPU (the peer communicator) equal one
  * replica with the same global batch after 20 steps, both strategies; per-replica BN
  * does not, which shows the comparison can fail. On BN_NETWORK_GAP (a stem with bn, a
- * block with a strided projection, gap): 3e-8 on an H200. BN_NETWORK parts from one
+ * block with a strided projection, gap): 3e-8 on an H200 when every shard ran the same
+ * convolution. The convolution engine now picks per shape, so a half or third shard
+ * may run another algorithm than the whole batch and sum in another order: the
+ * replicas are then held to the bound a different summation order earns over the same
+ * 20 steps, GPU against CPU (test_bn_network_matches_cpu, 1e-4; 2.3e-5 seen on an
+ * H100), still two orders of magnitude under per-replica BN's 9e-3. BN_NETWORK parts from one
  * replica by ~5e-3 over 20 steps on the CPU backend as well (cpu:2 and cpu:3 against
  * cpu, 2026-12-03), so it is no test of the CUDA side and is left out here. */
 static void
@@ -289,7 +295,7 @@ test_sync_bn_replicas_on_one_gpu(void)
         double rel = relative_difference(params, reference, n_ref);
         g_test_message("network %u, sync BN, %s %s vs cuda:0: relative difference %.3g", k,
                        sets[i], tdm_strategy_name(strategy), rel);
-        g_assert_cmpfloat(rel, <=, 1e-5);
+        g_assert_cmpfloat(rel, <=, 1e-4);
       }
     batchnorm = TDM_BATCHNORM_PER_REPLICA;
     size_t n;
@@ -297,7 +303,7 @@ test_sync_bn_replicas_on_one_gpu(void)
                                   TDM_PRECISION_FP32, &n);
     double rel = relative_difference(per, reference, n_ref);
     g_test_message("network %u, per-replica BN, 2 replicas vs cuda:0: %.3g", k, rel);
-    g_assert_cmpfloat(rel, >, 1e-4);
+    g_assert_cmpfloat(rel, >, 1e-3);
   }
   batchnorm = TDM_BATCHNORM_SYNC;
   recipe = FALSE;
@@ -354,6 +360,71 @@ static void
 test_cnn_accuracy(void)
 {
   check_accuracy("cnn", 2, 0.88);
+}
+
+/* The resnet preset's first two epochs in bf16, as a person would run them: its test accuracy and the
+ * convolution engine's choices (the STARTED event's counts). */
+typedef struct {
+  double accuracy;
+  int cudnn, own, im2col;
+} PresetRun;
+
+static void
+remember_preset(const TdmEvent *e, gpointer data)
+{
+  PresetRun *run = data;
+  if (e->kind == TDM_EVENT_EPOCH)
+    run->accuracy = e->epoch.test_accuracy;
+  if (e->kind == TDM_EVENT_STARTED) {
+    run->cudnn = e->started.conv_cudnn;
+    run->own = e->started.conv_own;
+    run->im2col = e->started.conv_im2col;
+  }
+}
+
+static PresetRun
+train_preset(void)
+{
+  g_autoptr(TdmConfig) cfg = tdm_config_new();
+  g_free(cfg->network);
+  cfg->network = g_strdup("resnet");
+  g_assert_true(tdm_config_apply_preset(cfg, "resnet"));
+  g_assert_true(tdm_config_set_devices(cfg, "cuda:0", NULL));
+  cfg->precision = TDM_PRECISION_BF16;
+  /* The recipe's warm-up epoch and one of decay. */
+  cfg->epochs = 2;
+  PresetRun run = {0};
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, remember_preset, &run);
+  g_autoptr(GError) error = NULL;
+  g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+  g_assert_no_error(error);
+  g_test_message("resnet preset, two epochs: accuracy %.4f; conv choices %d cudnn, %d own, "
+                 "%d im2col", run.accuracy, run.cudnn, run.own, run.im2col);
+  return run;
+}
+
+/* With cuDNN hidden (TANDEM_CUDNN=0) the engine chooses among the rest and training
+ * reaches the same accuracy: a test accuracy on 10,000 images has a standard error of
+ * ~0.3 % from the data alone, and the two runs' rounding differs, so they agree within
+ * 2 %. */
+static void
+test_cudnn_hidden_same_accuracy(void)
+{
+  if (!have_gpu())
+    return;
+  if (!g_file_test(TDM_FASHION_MNIST_DIR "/train-images-idx3-ubyte.gz", G_FILE_TEST_EXISTS)) {
+    g_test_skip("Fashion-MNIST is not installed");
+    return;
+  }
+  PresetRun with = train_preset();
+  g_setenv("TANDEM_CUDNN", "0", TRUE);
+  PresetRun without = train_preset();
+  g_unsetenv("TANDEM_CUDNN");
+  g_assert_cmpint(with.cudnn + with.own + with.im2col, >, 0);
+  g_assert_cmpint(without.cudnn, ==, 0);
+  g_assert_cmpint(without.own + without.im2col, >, 0);
+  g_assert_cmpfloat(fabs(with.accuracy - without.accuracy), <=, 0.02);
+  g_assert_cmpfloat(MIN(with.accuracy, without.accuracy), >=, 0.85);
 }
 
 static void
@@ -738,6 +809,8 @@ int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
+  /* The convolution engine's choices stay in the process (not the person's cache). */
+  g_setenv("TANDEM_CONV_CACHE", "0", TRUE);
   /* A failed comparison marks the test failed and goes on: one run on a lent GPU
    * reports every figure. */
   g_test_set_nonfatal_assertions();
@@ -752,6 +825,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda-train/inference-matches-cpu", test_inference_matches_cpu);
   g_test_add_func("/cuda-train/out-of-memory", test_out_of_memory_is_reported);
   g_test_add_func("/cuda-train/memory-estimate", test_memory_estimate);
+  g_test_add_func("/cuda-train/cudnn-hidden-same-accuracy", test_cudnn_hidden_same_accuracy);
   g_test_add_func("/cuda-train/mlp-accuracy", test_mlp_accuracy);
   g_test_add_func("/cuda-train/cnn-accuracy", test_cnn_accuracy);
   return g_test_run();

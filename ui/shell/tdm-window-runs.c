@@ -206,7 +206,7 @@ tdm_window_resume (TdmWindow  *self,
                            _("A run is going: stop it before resuming another"));
       return FALSE;
     }
-  config = tdm_trainer_checkpoint_config (checkpoint, &place, error);
+  config = tdm_trainer_checkpoint_config (checkpoint, TRUE, &place, error);
   if (config == NULL)
     return FALSE;
   /* Everything as it was, on the devices ticked now. */
@@ -266,7 +266,7 @@ tdm_window_ask_resume (TdmWindow  *self,
   TdmCheckpointPlace place;
   GtkWidget *dialog, *box, *label, *spin;
 
-  config = tdm_trainer_checkpoint_config (checkpoint, &place, &error);
+  config = tdm_trainer_checkpoint_config (checkpoint, TRUE, &place, &error);
   if (config == NULL)
     {
       tdm_window_show_error (self, _("The run cannot resume."), error->message);
