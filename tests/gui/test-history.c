@@ -731,6 +731,20 @@ test_history_many_overlays(void)
 
     g_assert_cmpuint(tdm_series_get_n_appended(tdm_chart_get_series(loss, series)), ==, 4);
     g_assert_cmpint(tdm_chart_get_series_in_legend(loss, series), ==, i < 3);
+    /* Each in a colour of its own, none a blue or a red near the live run's (its
+     * training curve blue, drawn lighter raw, its test red). */
+    {
+      GdkRGBA colour, other;
+
+      tdm_chart_get_series_colour(loss, series, &colour);
+      g_assert_false(colour.blue > colour.red + 0.2 && colour.blue > colour.green);
+      g_assert_false(colour.red > 0.6 && colour.green < 0.45 && colour.blue < 0.3);
+      for (guint j = 0; j < i; j++) {
+        tdm_chart_get_series_colour(loss, tdm_dashboard_get_overlay_series(dashboard, "loss", j),
+                                    &other);
+        g_assert_false(gdk_rgba_equal(&colour, &other));
+      }
+    }
   }
   g_assert_cmpstr(tdm_series_get_name(tdm_chart_get_series(loss, 7)), ==, "2 more runs");
   g_assert_true(tdm_chart_get_series_in_legend(loss, 7));

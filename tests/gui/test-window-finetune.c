@@ -112,6 +112,20 @@ test_report(void)
   g_assert_nonnull(strstr(tdm_finetune_group_get_error(group), "another architecture"));
   g_assert_false(tdm_run_form_get_ready(window_child(window, "sidebar")));
 
+  /* An invalid spec: no network to read the weights into, and the row says it waits
+   * for one instead of reading for ever. */
+  tdm_spec_entry_set_text(window_child(window, "spec_entry"), "conv8k3p1,bogus,fc10");
+  drain();
+  g_assert_false(tdm_spec_entry_get_valid(window_child(window, "spec_entry")));
+  g_assert_null(tdm_finetune_group_get_report(group));
+  g_assert_null(tdm_finetune_group_get_error(group));
+  g_assert_cmpstr(tdm_finetune_group_get_status(group), ==,
+                  "The weights are read once the network and the dataset are ready");
+  tdm_spec_entry_set_text(window_child(window, "spec_entry"), SPEC);
+  g_assert_cmpstr(tdm_finetune_group_get_status(group), ==, "Reading the weights…");
+  g_assert_true(wait_for(report_known, group, 60));
+  g_assert_cmpstr(tdm_finetune_group_get_status(group), ==, "What loads");
+
   /* Starting from random values again: nothing to report, Start back. */
   tdm_finetune_group_set_weights(group, NULL);
   g_assert_null(tdm_finetune_group_get_error(group));
@@ -284,6 +298,9 @@ test_presets_fit_folder(void)
       g_test_message("%s: %s", presets[i].name, tdm_spec_entry_get_text(entry));
       g_assert_cmpstr(tdm_spec_entry_get_text(entry), ==, expected);
       g_assert_true(tdm_spec_entry_get_valid(entry));
+      /* Its size under it: every number separated as "1,796,010 parameters" is. */
+      g_test_message("%s", tdm_spec_entry_get_message(entry));
+      g_assert_false(g_regex_match_simple("[0-9]{4}", tdm_spec_entry_get_message(entry), 0, 0));
     }
   destroy_window(window);
   reset_settings();

@@ -9,6 +9,7 @@
 #include "tdm-dataset-chooser.h"
 #include "tdm-device-row.h"
 #include "tdm-run-form.h"
+#include "tdm-devices-page.h"
 #include "tdm-window.h"
 #include "window-test-util.h"
 
@@ -117,6 +118,21 @@ test_number_fields(void)
   g_assert_nonnull(strstr(gtk_label_get_label(window_child(window, "devices_hint_label")), "cpu"));
   type_into(workers, "2");
   g_assert_false(gtk_widget_get_visible(window_child(window, "devices_hint_label")));
+  g_assert_true(wait_for(can_start, window, 10));
+
+  /* A batch the devices cannot share: the Devices page says it in the settings'
+   * words, as the batch row does, not in the command line's ("--batch 1"). */
+  type_into(batch, "1");
+  g_assert_false(tdm_window_get_can_start(window));
+  {
+    TdmDevicesPage *devices = window_child(window, "devices_page");
+    const char *note = tdm_devices_page_get_memory_note(devices);
+
+    g_test_message("%s", note);
+    g_assert_null(strstr(note, "--"));
+    g_assert_nonnull(strstr(note, "A batch of 1 is too small for 2 replicas"));
+  }
+  type_into(batch, "64");
   g_assert_true(wait_for(can_start, window, 10));
 
   /* A value set by the program (a recipe, the settings) writes its own text. */

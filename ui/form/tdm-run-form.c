@@ -702,6 +702,17 @@ tdm_run_form_estimate_memory (TdmRunForm      *self,
                            _("The estimate appears once the dataset has loaded."));
       return FALSE;
     }
+  /* What stops Start, in the form's words: the engine's check below would name the
+   * command line's options ("--batch 1 is smaller than the 2 devices"). */
+  {
+    g_autofree char *problem = tdm_run_form_dup_problem (self);
+
+    if (problem != NULL)
+      {
+        g_set_error_literal (error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION, problem);
+        return FALSE;
+      }
+  }
   config = tdm_run_form_build_config (self, error);
   if (config == NULL)
     return FALSE;
@@ -758,6 +769,8 @@ tdm_run_form_dup_problem (TdmRunForm *self)
     return g_strdup (_("Tick at least one device (or CPU workers) in the settings."));
   if (!tdm_spec_entry_get_valid (self->spec_entry))
     return g_strdup (_("The network in the settings is not valid: the message under it says why."));
+  if (tdm_finetune_group_get_error (self->finetune_group) != NULL)
+    return g_strdup (_("The weights to start from do not fit the network: the settings say why."));
   /* What the batch row says under it, as a sentence. */
   return tdm_format_sentence (adw_action_row_get_subtitle (self->batch_row));
 }
