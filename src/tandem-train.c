@@ -58,38 +58,6 @@ check_save_path(const char *path, const char *flag, GError **error)
   return TRUE;
 }
 
-/* find_dataset: the dataset was not given, so it is looked for where the checkpoint
- * says it was (tdm_checkpoint_find_dataset). */
-static TdmConfig *
-config_from_checkpoint(const char *path, gboolean find_dataset, GError **error)
-{
-  g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_load(path, error);
-  if (ckpt == NULL)
-    return NULL;
-  const char *json = tdm_checkpoint_get_metadata(ckpt, "config");
-  if (json == NULL) {
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                _("checkpoint %s: no run configuration in its metadata (not written by "
-                "Tandem?)"), path);
-    return NULL;
-  }
-  g_autoptr(GError) local = NULL;
-  g_autoptr(TdmConfig) c = tdm_config_from_json(json, &local);
-  if (c == NULL) {
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                _("checkpoint %s: %s"), path, local->message);
-    return NULL;
-  }
-  /* Checked before the flags apply, so a bad saved value is blamed on the file and
-   * its key, not on a flag the person never gave. */
-  g_autofree char *source = g_strdup_printf("checkpoint %s", path);
-  if (!tdm_config_validate_saved(c, source, error))
-    return NULL;
-  if (find_dataset && !tdm_checkpoint_find_dataset(ckpt, path, c, error))
-    return NULL;
-  return g_steal_pointer(&c);
-}
-
 /* Ctrl-C (and SIGTERM). The handler only counts and writes a byte to a pipe (both
  * async-signal-safe); a small thread reads the pipe and cancels the run, which the
  * trainer notices within a step. The second Ctrl-C leaves at once. */
@@ -571,7 +539,8 @@ main(int argc, char **argv)
       g_free(o.devices);
       o.devices = g_strdup("cuda:0");
     }
-    g_autoptr(TdmConfig) config = o.resume   ? config_from_checkpoint(o.resume, o.dataset == NULL, &error)
+    g_autoptr(TdmConfig) config = o.resume   ? tdm_trainer_checkpoint_config(o.resume, o.dataset == NULL,
+                                                                             NULL, &error)
                                   : o.config ? tdm_cli_config_load(o.config, &error)
                                              : tdm_config_new();
     if (config == NULL || !tdm_cli_options_apply(&o, config, &error) ||

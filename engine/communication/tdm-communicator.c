@@ -6,6 +6,8 @@
 #include "tdm-error.h"
 #include "tdm-build-config.h"
 
+#include <math.h>
+
 TdmCommunicator *
 tdm_communicator_new(TdmBackend **backends, int replicas, GError **error)
 {
@@ -106,6 +108,22 @@ tdm_communicator_allreduce(TdmCommunicator *c, int replica, float *buffer, size_
 {
   count_bytes(c, replica, MOVE_ALLREDUCE, count, -1);
   return c->ops->allreduce(c, replica, buffer, offset, count, error);
+}
+
+gboolean
+tdm_communicator_start_allreduce(TdmCommunicator *c, int replica, float *buffer,
+                                 size_t offset, size_t count, GError **error)
+{
+  if (c->ops->start_allreduce == NULL)
+    return tdm_communicator_allreduce(c, replica, buffer, offset, count, error);
+  count_bytes(c, replica, MOVE_ALLREDUCE, count, -1);
+  return c->ops->start_allreduce(c, replica, buffer, offset, count, error);
+}
+
+double
+tdm_communicator_take_in_flight(TdmCommunicator *c, int replica)
+{
+  return c->ops->take_in_flight != NULL ? c->ops->take_in_flight(c, replica) : NAN;
 }
 
 gboolean

@@ -31,8 +31,18 @@ typedef struct {
   /* every buffer[0, count) ← root's. */
   gboolean (*broadcast) (TdmCommunicator *c, int replica, float *buffer, size_t count,
                          int root, GError **error);
-  /* The replica's compute stream waits for everything this replica enqueued. */
+  /* Optional: starts buffer[offset, offset+count)'s all-reduce beside the caller,
+   * who goes on computing (a gradient bucket during backward) and must not touch
+   * that range until wait(). Where NULL, allreduce serves (on a GPU it returns before
+   * the data has moved anyway). */
+  gboolean (*start_allreduce) (TdmCommunicator *c, int replica, float *buffer,
+                               size_t offset, size_t count, GError **error);
+  /* The replica's compute stream waits for everything this replica enqueued (or
+   * started). */
   gboolean (*wait) (TdmCommunicator *c, int replica, GError **error);
+  /* Optional: seconds the replica's started all-reduces were under way since the
+   * last call, whether or not they have ended (the time they ran beside the caller). */
+  double (*take_in_flight) (TdmCommunicator *c, int replica);
   /* Sums a few doubles over every replica of every process (metrics, evaluation);
    * host memory, blocking. Called by each local replica's thread. */
   gboolean (*sum_doubles) (TdmCommunicator *c, int replica, double *values, int n,
@@ -78,6 +88,9 @@ TdmCommunicator *tdm_communicator_mpi_new (TdmBackend *backend, GError **error);
  * others to arrive; for a caller that must act once they wait (a test of abort). */
 int tdm_communicator_peer_waiting (TdmCommunicator *c);
 
+/* ops->take_in_flight's seconds, or NaN where the kind cannot tell. */
+double tdm_communicator_take_in_flight (TdmCommunicator *c, int replica);
+
 /* Calls ops->abort where the communicator has one. */
 void tdm_communicator_abort (TdmCommunicator *c);
 
@@ -89,6 +102,10 @@ double tdm_communicator_take_seconds (TdmCommunicator *c, int replica);
  * follows the algorithm of the communicator's kind, not a measurement of a wire. */
 gboolean tdm_communicator_allreduce (TdmCommunicator *c, int replica, float *buffer,
                                      size_t offset, size_t count, GError **error);
+/* An all-reduce that runs beside the caller where the kind can (ops->start_allreduce),
+ * else the plain one; wait() ends it. */
+gboolean tdm_communicator_start_allreduce (TdmCommunicator *c, int replica, float *buffer,
+                                           size_t offset, size_t count, GError **error);
 gboolean tdm_communicator_reduce (TdmCommunicator *c, int replica, float *buffer,
                                   size_t count, int root, GError **error);
 gboolean tdm_communicator_broadcast (TdmCommunicator *c, int replica, float *buffer,

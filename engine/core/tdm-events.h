@@ -175,10 +175,11 @@ typedef struct {
    * parameters, synchronized BN's sums), by the communicator's algorithm: see
    * tdm_communicator_allreduce(). */
   guint64 bytes_sent, bytes_received;
-  /* Communication in flight while backward still ran: the bucketed all-reduce from
-   * its first bucket's launch to backward's end (its spans above are only the part
-   * left to wait for after backward). 0 where every collective starts after backward
-   * (the `main` strategy, CPU workers' host communicator, exact mode). */
+  /* Communication in flight while backward still ran: the bucketed all-reduce's
+   * (its spans above are only the part left to wait for after backward). CPU workers'
+   * communication threads count the time they had a bucket under way; on a GPU it is
+   * from the first bucket's launch to backward's end. 0 where every collective starts
+   * after backward (the `main` strategy, exact mode, one bucket). */
   float hidden_ms;
 } TdmDevicePhases;
 

@@ -289,3 +289,15 @@ tdm_scaling_run(const TdmConfig *config, TdmScalingMode mode, long steps, TdmSca
   }
   return TRUE;
 }
+
+int
+tdm_scaling_cores_needed(int workers)
+{
+  return MAX(1, workers) + 1;
+}
+
+int
+tdm_scaling_cores_available(void)
+{
+  return (int)g_get_num_processors();
+}

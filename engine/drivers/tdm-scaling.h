@@ -103,6 +103,15 @@ typedef struct {
 
 typedef void (*TdmScalingSink) (const TdmScalingPoint *point, gpointer user_data);
 
+/* Cores a sweep of `workers` CPU workers needs for its last point to run faster than
+ * its first: one a worker (each runs one BLAS thread in a sweep) and one for what
+ * runs beside them (the window's drawing, the workers' communication threads).
+ * With fewer, the workers take turns on the cores and N of them run no faster than
+ * one. */
+int tdm_scaling_cores_needed (int workers);
+/* The cores this process may use (logical cores, as g_get_num_processors()). */
+int tdm_scaling_cores_available (void);
+
 /* Runs `config` on its first n devices for n = 1 … its device count, `steps` steps
  * each (after a short warm-up run), TDM_SCALING_RUNS times or more (see
  * TdmScalingPoint), one BLAS thread per CPU worker at every n, calling `sink` after

@@ -218,8 +218,11 @@ tdm_scaling_points_to_csv(GString *s, const TdmScalingPoint *points, guint n_poi
     devices = MAX(devices, MIN(points[i].devices, TDM_MAX_REPLICAS));
   /* The memory of each device by its place in the configuration's device list (the
    * `devices` setting): empty where a point had fewer devices. */
+  /* Then the spread of the repeated runs as the window and the CLI show it (their
+   * slowest and fastest, how many), and the BLAS threads each CPU worker ran. */
   g_string_append(s, "devices,batch,steps,samples_per_second,speedup,efficiency,"
-                     "compute_ms,comm_ms,wait_ms");
+                     "compute_ms,comm_ms,wait_ms,samples_per_second_min,"
+                     "samples_per_second_max,speedup_min,speedup_max,runs,cpu_threads");
   for (int d = 0; d < devices; d++)
     g_string_append_printf(s, ",memory_bytes_%d", d + 1);
   g_string_append_c(s, '\n');
@@ -232,6 +235,11 @@ tdm_scaling_points_to_csv(GString *s, const TdmScalingPoint *points, guint n_poi
     tdm_history_csv_value(s, p->compute_ms);
     tdm_history_csv_value(s, p->comm_ms);
     tdm_history_csv_value(s, p->wait_ms);
+    tdm_history_csv_value(s, p->samples_per_second_min);
+    tdm_history_csv_value(s, p->samples_per_second_max);
+    tdm_history_csv_value(s, p->speedup_min);
+    tdm_history_csv_value(s, p->speedup_max);
+    g_string_append_printf(s, ",%d,%d", p->runs, p->cpu_threads);
     for (int d = 0; d < devices; d++) {
       if (d < p->devices)
         g_string_append_printf(s, ",%" G_GINT64_FORMAT, p->memory_bytes[d]);

@@ -519,5 +519,13 @@ tdm_history_delete(TdmHistory *h, const char *id, GError **error)
                 _("could not delete the run %s: %s"), path, g_strerror(saved));
     return FALSE;
   }
+  /* Its kept weights go with it; a run may have none. */
+  g_autofree char *weights = tdm_history_weights_path(h, id);
+  if (g_unlink(weights) != 0 && errno != ENOENT) {
+    int saved = errno;
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
+                _("could not delete the run's weights %s: %s"), weights, g_strerror(saved));
+    return FALSE;
+  }
   return TRUE;
 }

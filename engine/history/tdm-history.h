@@ -112,6 +112,10 @@ int tdm_run_record_phase_means (const TdmRunRecord *record, int device,
  * (every step moves the same). FALSE when the run has no sampled step of it. */
 gboolean tdm_run_record_bytes_per_step (const TdmRunRecord *record, int device,
                                         guint64 *sent, guint64 *received);
+/* Whether two runs trained the same network on the same data (spec or built-in name,
+ * dataset, image size and colour), so a sample costs the same in both and their
+ * speeds may be compared; batch, devices and strategy may differ. */
+gboolean tdm_run_record_same_work (const TdmRunRecord *a, const TdmRunRecord *b);
 /* The share of a sampled step's communication that ran hidden under backward
  * (tdm_overlap_percent() of its reduce, all-reduce and broadcast ms and hidden_ms). */
 double tdm_history_phases_overlap (const TdmHistoryPhases *phases);
@@ -150,6 +154,19 @@ gboolean tdm_history_file_settings (const char *path, TdmConfig **config, GError
 gboolean tdm_history_rename (TdmHistory *history, const char *id, const char *name,
                              GError **error);
 gboolean tdm_history_delete (TdmHistory *history, const char *id, GError **error);
+/* The run's trained network, kept beside its record (tdm-history-weights.c): where
+ * its checkpoint goes and resumes from, whether or not it exists (yet, or still);
+ * NULL for an id that is not one. Deleting the run deletes it too. */
+char *tdm_history_weights_path (TdmHistory *history, const char *id);
+/* The newest run's kept weights, or NULL when no run has any. */
+char *tdm_history_newest_weights (TdmHistory *history);
+/* Bytes the runs' kept weights take together. */
+guint64 tdm_history_weights_bytes (TdmHistory *history);
+/* Removes kept weights, the oldest run's first, until those left take at most `limit`
+ * bytes; the run `keep` (the one just finished; NULL: the newest run) keeps its own
+ * whatever its size. Returns how many were removed, −1 with the error. */
+int tdm_history_limit_weights (TdmHistory *history, guint64 limit, const char *keep,
+                               GError **error);
 /* As CSV at `path` (written atomically), after `# key: value` lines of its name, date
  * and settings: a training run's every figure, or a sweep's points (devices, batch,
  * samples/s, speed-up, efficiency, compute / communication / wait ms per step, the most
@@ -165,7 +182,9 @@ gboolean tdm_history_export_csv (TdmHistory *history, const char *id, const char
                                  GError **error);
 /* A scaling sweep's points as a CSV table, header line first, appended to `text`:
  * devices, batch, steps, samples/s, speed-up, efficiency, compute / communication /
- * wait ms per step (%.9g in C notation, empty where not finite), then memory_bytes_1 …
+ * wait ms per step (%.9g in C notation, empty where not finite), the slowest and
+ * fastest run's samples/s and speed-up, the runs timed, the BLAS threads of each CPU
+ * worker (0 for GPUs), then memory_bytes_1 …
  * for the most devices of any point (empty where a point had fewer). The one writer
  * of scaling CSV: tdm_history_export_csv() (tandem-train --export-run, the History
  * page) and the Scaling page's export both call it. */

@@ -634,3 +634,43 @@ tdm_trainer_restore_checkpoint(TdmTrainer *t, const char *path, GError **error)
   t->saved_step = step;
   return TRUE;
 }
+
+TdmConfig *
+tdm_trainer_checkpoint_config(const char *path, gboolean find_dataset, TdmCheckpointPlace *place,
+                              GError **error)
+{
+  g_return_val_if_fail(path != NULL, NULL);
+  g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_load(path, error);
+  if (ckpt == NULL)
+    return NULL;
+  const char *json = tdm_checkpoint_get_metadata(ckpt, "config");
+  if (json == NULL) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                _("checkpoint %s: no run configuration in its metadata (not written by "
+                "Tandem?)"), path);
+    return NULL;
+  }
+  g_autoptr(GError) local = NULL;
+  g_autoptr(TdmConfig) c = tdm_config_from_json(json, &local);
+  if (c == NULL) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                _("checkpoint %s: %s"), path, local->message);
+    return NULL;
+  }
+  /* Checked before anything is chosen over it, so a bad saved value is blamed on
+   * the file and its key. */
+  g_autofree char *source = g_strdup_printf("checkpoint %s", path);
+  if (!tdm_config_validate_saved(c, source, error))
+    return NULL;
+  if (find_dataset && !tdm_checkpoint_find_dataset(ckpt, path, c, error))
+    return NULL;
+  if (place != NULL) {
+    gint64 epoch, step;
+    if (!metadata_long(ckpt, path, "epoch", 0, G_MAXINT, &epoch, error) ||
+        !metadata_long(ckpt, path, "step", 0, G_MAXINT64, &step, error))
+      return NULL;
+    place->epoch = (int)epoch;
+    place->step = (long)step;
+  }
+  return g_steal_pointer(&c);
+}

@@ -143,8 +143,8 @@ flush_bucket(Buckets *bk)
     bk->first_launch = tdm_trainer_now_seconds();
   }
   GError *error = NULL;
-  if (!tdm_communicator_allreduce(t->comm, bk->replica, t->reps[bk->replica]->grads, bk->lo,
-                               bk->hi - bk->lo, &error)) {
+  if (!tdm_communicator_start_allreduce(t->comm, bk->replica, t->reps[bk->replica]->grads,
+                                        bk->lo, bk->hi - bk->lo, &error)) {
     bk->failed = TRUE;
     if (error != NULL)
       tdm_trainer_fail_worker(t, error);
@@ -186,13 +186,16 @@ tdm_trainer_sync_bn(const TdmTrainer *t)
 gboolean
 tdm_trainer_buckets_wanted(const TdmTrainer *t)
 {
-  /* Overlap pays where a communication stream runs beside the compute stream; CPU
-   * workers would only do the same work sooner on the same cores. */
-  /* Synchronized BN's all-reduces during backward would interleave with the buckets'
-   * differently on a replica with an empty shard; it goes without buckets. */
+  /* Overlap needs communication that runs beside backward: a GPU's communication
+   * stream, or the host communicator's lanes (threads) for CPU workers, whose sums in
+   * replica order give the same bits in buckets as in one piece. MPI's collectives
+   * block the caller. Synchronized BN's all-reduces during backward would interleave
+   * with the buckets' differently on a replica with an empty shard; it goes without
+   * buckets. */
   return t->world > 1 && t->config->strategy == TDM_STRATEGY_ALLREDUCE &&
          !t->config->exact && t->config->bucket_bytes > 0 && !tdm_trainer_sync_bn(t) &&
-         (g_str_equal(t->comm->kind, "nccl") || g_str_equal(t->comm->kind, "peer"));
+         (g_str_equal(t->comm->kind, "nccl") || g_str_equal(t->comm->kind, "peer") ||
+          g_str_equal(t->comm->kind, "host"));
 }
 
 static void
@@ -207,10 +210,13 @@ job_train(TdmTrainer *t, int r)
   double start = timed ? tdm_trainer_now_seconds() : 0;
   /* Sampled steps also record their phases: forward and backward apart (the hook
    * takes the step off its graph), each collective and each wait. */
-  if (job->timed && t->step_detail) {
+  gboolean detail = job->timed && t->step_detail;
+  if (detail) {
     tm->phases.spans = 0;
     tm->phases.hidden_ms = 0;
     tdm_communicator_take_bytes(t->comm, r, NULL, NULL);   /* from unsampled steps */
+    if (t->buckets != NULL)
+      tdm_communicator_take_in_flight(t->comm, r);         /* likewise */
     tm->forward_end = start;
     rep->forward_done = on_forward_done;
     rep->forward_done_data = tm;
@@ -235,20 +241,26 @@ job_train(TdmTrainer *t, int r)
     if (bk != NULL)
       announce_all_gradients(t, r);
   }
+  /* Where the communicator can tell, the buckets' time under way until now, when
+   * backward has ended; the last bucket, started after it, hides nothing. */
+  double in_flight = detail && bk != NULL ? tdm_communicator_take_in_flight(t->comm, r) : NAN;
   if (bk != NULL)
     flush_bucket(bk);
   if (timed) {
     b->ops->synchronize(b);
     double end = tdm_trainer_now_seconds();
     tm->compute += end - start;
-    if (job->timed && t->step_detail) {
+    if (detail) {
       rep->forward_done = NULL;
       mark_phase(t, tm, TDM_PHASE_FORWARD, start, tm->forward_end);
       mark_phase(t, tm, TDM_PHASE_BACKWARD, tm->forward_end, end);
-      /* Buckets set off before backward ended were under way beside it on the
-       * communication stream (the last one, flushed after it, hides nothing): an
-       * upper bound on the time hidden, where the stream had work queued throughout. */
-      if (bk != NULL && bk->first_launch > 0 && bk->first_launch < end)
+      /* Buckets set off before backward ended were under way beside it. The host
+       * communicator's lanes count that time; on a GPU's communication stream, from
+       * the first bucket's launch on is an upper bound, where the stream had work
+       * queued throughout. */
+      if (isfinite(in_flight))
+        tm->phases.hidden_ms = (float)(1e3 * MIN(in_flight, end - tm->forward_end));
+      else if (bk != NULL && bk->first_launch > 0 && bk->first_launch < end)
         tm->phases.hidden_ms = (float)(1e3 * (end - MAX(bk->first_launch, tm->forward_end)));
     }
   }

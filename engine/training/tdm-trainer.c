@@ -578,9 +578,10 @@ wait_while_paused(TdmTrainer *t, RunStats *st)
     t->single_steps--;
   g_mutex_unlock(&t->pause_lock);
   if (rest) {
+    /* The steps trained since the last summary stay counted: their loss and correct
+     * answers are still in the replicas' sums, which the next summary divides by. */
     st->segment_start_us = now_us(t);
     st->last_summary_us = st->segment_start_us;
-    st->samples = 0;
     if (!stepping) {
       TdmEvent e = {.kind = TDM_EVENT_RESUMED};
       tdm_trainer_emit(t, &e);
@@ -709,18 +710,10 @@ tdm_trainer_single_step(TdmTrainer *t)
 }
 
 static gboolean
-train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final_accuracy,
-             GError **error)
+train_loop(TdmTrainer *t, RunStats *st, gboolean *stopped, double *final_loss,
+           double *final_accuracy, GError **error)
 {
   const TdmConfig *cfg = t->config;
-  RunStats st = {0};
-  st.segment_start_us = st.last_summary_us = st.last_devices_us = now_us(t);
-  st.next_timed = TRUE;
-  /* The throughput window's first end: no samples, no training time yet. */
-  st.rate_len = 1;
-  st.rate_head = 1;
-  st.start_fraction = run_fraction(t);
-  *final_loss = *final_accuracy = NAN;
   /* The step of the last evaluation, so a run cut short by --max-steps ends with one
    * unless its last step ended an epoch. */
   long evaluated_step = -1;
@@ -728,10 +721,10 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
   while (t->it->epoch < cfg->epochs) {
     if (cfg->max_steps > 0 && t->step >= cfg->max_steps) {
       gboolean stop;
-      if (st.samples > 0 && !summarize(t, &st, FALSE, &stop, error))
+      if (st->samples > 0 && !summarize(t, st, FALSE, &stop, error))
         return FALSE;
       if (evaluated_step != t->step) {
-        st.trained_seconds = elapsed_training(t, &st);
+        st->trained_seconds = elapsed_training(t, st);
         if (!evaluate(t, final_loss, final_accuracy, error)) {
           if (tdm_trainer_aborted(t) && (error == NULL || *error == NULL)) {
             *stopped = TRUE;
@@ -740,11 +733,11 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
           return FALSE;
         }
         emit_predictions(t, t->it->epoch + 1);
-        st.segment_start_us = now_us(t);
+        st->segment_start_us = now_us(t);
       }
       break;
     }
-    if (!wait_while_paused(t, &st) || !wait_for_pace(t) || tdm_trainer_aborted(t)) {
+    if (!wait_while_paused(t, st) || !wait_for_pace(t) || tdm_trainer_aborted(t)) {
       *stopped = TRUE;
       break;
     }
@@ -769,10 +762,10 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
     t->job.count = count;
     t->job.epoch = epoch_before;
     t->job.lr = tdm_config_lr_at(cfg, epoch_float);
-    t->job.timed = st.next_timed;
+    t->job.timed = st->next_timed;
     t->job.origin = tdm_trainer_now_seconds();
     t->main_updated = FALSE;
-    st.next_timed = FALSE;
+    st->next_timed = FALSE;
     if (!tdm_trainer_run_all(t, error) || tdm_trainer_aborted(t)) {
       if (!tdm_trainer_aborted(t) || (error != NULL && *error != NULL))
         return FALSE;
@@ -785,20 +778,20 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
       break;
     }
     t->step++;
-    st.samples += count;
-    st.epoch_samples += count;
+    st->samples += count;
+    st->epoch_samples += count;
     if (t->job.timed && t->step_detail)
       emit_step_detail(t);
 
     gint64 now = now_us(t);
     gboolean due = tdm_trainer_distributed(t)       ? t->step % DISTRIBUTED_SUMMARY_STEPS == 0
                    : t->summary_steps > 0 ? t->step % t->summary_steps == 0
-                                          : now - st.last_summary_us >= SUMMARY_INTERVAL_US;
+                                          : now - st->last_summary_us >= SUMMARY_INTERVAL_US;
     /* Under mpirun every rank sees the same positions, so this grid is agreed too. */
-    due = due || part_passed || (st.stepped && !tdm_trainer_distributed(t));
+    due = due || part_passed || (st->stepped && !tdm_trainer_distributed(t));
     if (epoch_end || due) {
       gboolean stop = FALSE;
-      if (!summarize(t, &st, g_atomic_int_get(&t->stop_requested), &stop, error))
+      if (!summarize(t, st, g_atomic_int_get(&t->stop_requested), &stop, error))
         return FALSE;
       if (stop) {
         *stopped = TRUE;
@@ -806,7 +799,7 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
       }
     }
     if (epoch_end) {
-      st.trained_seconds = elapsed_training(t, &st);
+      st->trained_seconds = elapsed_training(t, st);
       double test_loss, test_accuracy;
       if (!evaluate(t, &test_loss, &test_accuracy, error)) {
         if (tdm_trainer_aborted(t) && (error == NULL || *error == NULL)) {
@@ -828,18 +821,18 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
       e.epoch.val_accuracy = val_accuracy;
       e.epoch.epoch = epoch_before + 1;
       e.epoch.step = t->step;
-      e.epoch.train_loss = st.epoch_loss / MAX(1, st.epoch_samples);
-      e.epoch.train_accuracy = st.epoch_correct / MAX(1, st.epoch_samples);
+      e.epoch.train_loss = st->epoch_loss / MAX(1, st->epoch_samples);
+      e.epoch.train_accuracy = st->epoch_correct / MAX(1, st->epoch_samples);
       e.epoch.test_loss = test_loss;
       e.epoch.test_accuracy = test_accuracy;
-      e.epoch.elapsed = st.trained_seconds;
+      e.epoch.elapsed = st->trained_seconds;
       tdm_trainer_emit(t, &e);
       emit_predictions(t, epoch_before + 1);
       *final_loss = test_loss;
       *final_accuracy = test_accuracy;
       evaluated_step = t->step;
-      st.epoch_loss = st.epoch_correct = 0;
-      st.epoch_samples = 0;
+      st->epoch_loss = st->epoch_correct = 0;
+      st->epoch_samples = 0;
       /* The best epoch so far by validation accuracy (the first of equals): its
        * checkpoint, and the count of epochs since, for early stopping. Known before
        * the epoch's checkpoint is written, which carries it to a resumed run. */
@@ -854,8 +847,8 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
       if (better && cfg->save_best_path != NULL &&
           !tdm_trainer_save_checkpoint_to(t, cfg->save_best_path, TRUE, val_accuracy, error))
         return FALSE;
-      st.segment_start_us = st.last_summary_us = now_us(t);
-      st.samples = 0;
+      st->segment_start_us = st->last_summary_us = now_us(t);
+      st->samples = 0;
       if (cfg->early_stop > 0 && t->best_epoch > 0 &&
           epoch_before + 1 - t->best_epoch >= cfg->early_stop && t->it->epoch < cfg->epochs) {
         t->early_stopped = TRUE;
@@ -863,18 +856,38 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
       }
     } else if (cfg->save_every > 0 && t->step % cfg->save_every == 0) {
       /* Writing is not training: the clock stops meanwhile. */
-      st.trained_seconds = elapsed_training(t, &st);
+      st->trained_seconds = elapsed_training(t, st);
       if (!tdm_trainer_save_checkpoint(t, error))
         return FALSE;
-      st.segment_start_us = now_us(t);
+      st->segment_start_us = now_us(t);
     }
   }
-  /* The last figures of the run, however short it was. A stop can leave workers in
-   * their last job, still writing their timing: read it once they are gone. */
-  tdm_trainer_stop_workers(t);
-  emit_devices(t, &st);
-  t->trained_seconds = elapsed_training(t, &st);
   return TRUE;
+}
+
+/* The loop, and what every way out of it must leave: the run's training time for
+ * the FINISHED event (a stop can end the loop inside any collective) and, unless it
+ * failed, the last device figures however short it was. */
+static gboolean
+train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final_accuracy,
+             GError **error)
+{
+  RunStats st = {0};
+  st.segment_start_us = st.last_summary_us = st.last_devices_us = now_us(t);
+  st.next_timed = TRUE;
+  /* The throughput window's first end: no samples, no training time yet. */
+  st.rate_len = 1;
+  st.rate_head = 1;
+  st.start_fraction = run_fraction(t);
+  *final_loss = *final_accuracy = NAN;
+  gboolean ok = train_loop(t, &st, stopped, final_loss, final_accuracy, error);
+  /* A stop can leave workers in their last job, still writing their timing: read it
+   * once they are gone. */
+  tdm_trainer_stop_workers(t);
+  t->trained_seconds = elapsed_training(t, &st);
+  if (ok || (tdm_trainer_aborted(t) && (error == NULL || *error == NULL)))
+    emit_devices(t, &st);
+  return ok;
 }
 
 gboolean

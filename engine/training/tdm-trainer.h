@@ -27,6 +27,20 @@ void tdm_trainer_free (TdmTrainer *trainer);
  * step, so the run goes on as if it had never stopped. */
 void tdm_trainer_set_resume_path (TdmTrainer *trainer, const char *path);
 
+/* Where a checkpoint's run stopped: epochs done, steps taken. */
+typedef struct {
+  int epoch;
+  long step;
+} TdmCheckpointPlace;
+
+/* The configuration a checkpoint's run was made with (checked as saved values,
+ * naming the file), for a run that resumes it: tandem-train --resume and the
+ * window's Open both start from it. find_dataset: the dataset is looked for where the
+ * checkpoint says it was (tdm_checkpoint_find_dataset()), for a resume given no other.
+ * `place` (may be NULL) gets where it stopped. */
+TdmConfig *tdm_trainer_checkpoint_config (const char *path, gboolean find_dataset,
+                                          TdmCheckpointPlace *place, GError **error);
+
 /* Trains on `data`, which the caller opened from the configuration's dataset and
  * keeps until the trainer is freed, instead of opening it again: a window then draws
  * the samples the run uses (thumbnails of a batch, of predictions) from the same

@@ -380,11 +380,15 @@ rows = [l for l in open(sys.argv[2]).read().split("\n") if not l.startswith("#")
 def num(v):
     return "%.9g" % v if math.isfinite(v) else ""
 want = ["devices,batch,steps,samples_per_second,speedup,efficiency,compute_ms,comm_ms,"
-        "wait_ms,memory_bytes_1,memory_bytes_2"]
+        "wait_ms,samples_per_second_min,samples_per_second_max,speedup_min,speedup_max,"
+        "runs,cpu_threads,memory_bytes_1,memory_bytes_2"]
 for p in points:
     cells = [str(p["devices"]), str(p["batch"]), str(p["steps"])]
     cells += [num(p[k]) for k in ("samples_per_second", "speedup", "efficiency",
-                                  "compute_ms", "comm_ms", "wait_ms")]
+                                  "compute_ms", "comm_ms", "wait_ms",
+                                  "samples_per_second_min", "samples_per_second_max",
+                                  "speedup_min", "speedup_max")]
+    cells += [str(p["runs"]), str(p["cpu_threads"])]
     cells += [str(b) for b in p["memory_bytes"]] + [""] * (2 - len(p["memory_bytes"]))
     want.append(",".join(cells))
 want.append("")

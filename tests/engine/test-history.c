@@ -640,7 +640,9 @@ test_sweep_record(void)
   while (*lines != NULL && (*lines)[0] == '#')
     lines++;
   g_assert_cmpstr(lines[0], ==, "devices,batch,steps,samples_per_second,speedup,efficiency,"
-                                "compute_ms,comm_ms,wait_ms,memory_bytes_1,memory_bytes_2");
+                                "compute_ms,comm_ms,wait_ms,samples_per_second_min,"
+                                "samples_per_second_max,speedup_min,speedup_max,runs,"
+                                "cpu_threads,memory_bytes_1,memory_bytes_2");
   g_assert_true(g_str_has_prefix(lines[1], "1,50,20,"));
   g_assert_true(g_str_has_suffix(lines[1], ","));   /* one device: no second memory */
   g_assert_true(g_str_has_prefix(lines[2], "2,100,20,"));
@@ -809,24 +811,31 @@ test_scaling_csv_table(void)
   TdmScalingPoint points[2] = {
     {.devices = 1, .batch = 50, .steps = 20, .samples_per_second = 1234.5, .speedup = 1,
      .efficiency = 1, .compute_ms = 0.123456789012, .comm_ms = NAN, .wait_ms = 1e-7,
-     .memory_bytes = {1048576}},
+     .samples_per_second_min = 1200, .samples_per_second_max = 1250.5, .speedup_min = 1,
+     .speedup_max = 1, .runs = 3, .cpu_threads = 1, .memory_bytes = {1048576}},
     {.devices = 2, .batch = 100, .steps = 20, .samples_per_second = 2000.25,
      .speedup = 2000.25 / 1234.5, .efficiency = 2000.25 / 1234.5 / 2, .compute_ms = 2,
-     .comm_ms = 0.5, .wait_ms = INFINITY, .memory_bytes = {3000000000, 7}},
+     .comm_ms = 0.5, .wait_ms = INFINITY, .samples_per_second_min = 1900,
+     .samples_per_second_max = NAN, .speedup_min = 1.5, .speedup_max = 1.75, .runs = 5,
+     .cpu_threads = 1, .memory_bytes = {3000000000, 7}},
   };
   g_autoptr(GString) s = g_string_new("# kept\n");
   tdm_scaling_points_to_csv(s, points, 2);
   g_assert_cmpstr(s->str, ==,
                   "# kept\n"
                   "devices,batch,steps,samples_per_second,speedup,efficiency,compute_ms,"
-                  "comm_ms,wait_ms,memory_bytes_1,memory_bytes_2\n"
-                  "1,50,20,1234.5,1,1,0.123456789,,1e-07,1048576,\n"
-                  "2,100,20,2000.25,1.62029162,0.810145808,2,0.5,,3000000000,7\n");
+                  "comm_ms,wait_ms,samples_per_second_min,samples_per_second_max,"
+                  "speedup_min,speedup_max,runs,cpu_threads,memory_bytes_1,memory_bytes_2\n"
+                  "1,50,20,1234.5,1,1,0.123456789,,1e-07,1200,1250.5,1,1,3,1,1048576,\n"
+                  "2,100,20,2000.25,1.62029162,0.810145808,2,0.5,,1900,,1.5,1.75,5,1,"
+                  "3000000000,7\n");
   /* No points: the header alone, without memory columns. */
   g_string_truncate(s, 0);
   tdm_scaling_points_to_csv(s, NULL, 0);
   g_assert_cmpstr(s->str, ==, "devices,batch,steps,samples_per_second,speedup,efficiency,"
-                              "compute_ms,comm_ms,wait_ms\n");
+                              "compute_ms,comm_ms,wait_ms,samples_per_second_min,"
+                              "samples_per_second_max,speedup_min,speedup_max,runs,"
+                              "cpu_threads\n");
 }
 
 int

@@ -433,6 +433,125 @@ test_pause_resume(void)
   g_assert_cmpfloat(rec.finished_event.elapsed, >, 0);
 }
 
+/* Each STEP event's figures, and a pause asked for from the sampled step after a
+ * summary, so that the pause comes with a step trained and not yet summarized. */
+typedef struct {
+  TdmTrainer *trainer;
+  long pause_after;             /* the step whose PHASES event asks for a pause; 0: none */
+  long cancel_after;            /* the step whose PHASES event stops the run; 0: none */
+  GCancellable *cancel;
+  GMutex lock;
+  GCond cond;
+  gboolean paused;
+  long step[64];
+  double loss[64], accuracy[64], elapsed[64];
+  int summaries;
+  TdmFinishedEvent finished;
+} SummaryLog;
+
+static void
+log_summaries(const TdmEvent *e, gpointer data)
+{
+  SummaryLog *log = data;
+  if (e->kind == TDM_EVENT_PHASES && e->phases.step == log->pause_after)
+    tdm_trainer_set_paused(log->trainer, TRUE);
+  if (e->kind == TDM_EVENT_PHASES && e->phases.step == log->cancel_after)
+    g_cancellable_cancel(log->cancel);
+  if (e->kind == TDM_EVENT_PAUSED) {
+    g_mutex_lock(&log->lock);
+    log->paused = TRUE;
+    g_cond_broadcast(&log->cond);
+    g_mutex_unlock(&log->lock);
+  }
+  if (e->kind == TDM_EVENT_STEP && log->summaries < (int)G_N_ELEMENTS(log->step)) {
+    log->step[log->summaries] = e->step.step;
+    log->loss[log->summaries] = e->step.train_loss;
+    log->accuracy[log->summaries] = e->step.train_accuracy;
+    log->elapsed[log->summaries] = e->step.elapsed;
+    log->summaries++;
+  }
+  if (e->kind == TDM_EVENT_FINISHED)
+    log->finished = e->finished;
+}
+
+static gpointer
+unpause_when_paused(gpointer data)
+{
+  SummaryLog *log = data;
+  g_mutex_lock(&log->lock);
+  while (!log->paused)
+    g_cond_wait(&log->cond, &log->lock);
+  g_mutex_unlock(&log->lock);
+  tdm_trainer_set_paused(log->trainer, FALSE);
+  return NULL;
+}
+
+static void
+run_summarized(SummaryLog *log, long pause_after)
+{
+  g_autoptr(TdmConfig) cfg = small_config("synthetic", "fc16,relu,fc10");
+  cfg->max_steps = 40;
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, log_summaries, log);
+  tdm_trainer_set_summary_steps(trainer, 10);
+  log->trainer = trainer;
+  log->pause_after = pause_after;
+  g_mutex_init(&log->lock);
+  g_cond_init(&log->cond);
+  GThread *helper = pause_after > 0 ? g_thread_new("unpause", unpause_when_paused, log) : NULL;
+  g_autoptr(GError) error = NULL;
+  g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+  g_assert_no_error(error);
+  if (helper != NULL)
+    g_thread_join(helper);
+  g_mutex_clear(&log->lock);
+  g_cond_clear(&log->cond);
+  log->trainer = NULL;
+}
+
+/* A pause between two summaries changes none of them: the summary after it divides
+ * the loss and correct answers of every step since the last one by their samples. */
+static void
+test_pause_keeps_summaries(void)
+{
+  SummaryLog plain = {0}, paused = {0};
+  run_summarized(&plain, 0);
+  run_summarized(&paused, 11);
+  g_assert_true(paused.paused);
+  g_assert_cmpint(plain.summaries, ==, 4);
+  g_assert_cmpint(paused.summaries, ==, plain.summaries);
+  for (int i = 0; i < plain.summaries; i++) {
+    g_assert_cmpint(paused.step[i], ==, plain.step[i]);
+    g_assert_cmpfloat(paused.accuracy[i], >=, 0);
+    g_assert_cmpfloat(paused.accuracy[i], <=, 1);
+    g_assert_cmpfloat(paused.loss[i], ==, plain.loss[i]);
+    g_assert_cmpfloat(paused.accuracy[i], ==, plain.accuracy[i]);
+  }
+}
+
+/* A stop that lands while the trainer gathers a summary still leaves the run its
+ * training time (the clock moves 1 ms a reading). */
+static void
+test_stop_keeps_elapsed(void)
+{
+  g_autoptr(TdmConfig) cfg = small_config("synthetic", "fc16,relu,fc10");
+  cfg->max_steps = 40;
+  g_autoptr(GCancellable) cancel = g_cancellable_new();
+  SummaryLog log = {.cancel_after = 3, .cancel = cancel};
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, log_summaries, &log);
+  tdm_trainer_set_summary_steps(trainer, 1);
+  FakeClock clock = {.now_us = 1, .step_us = 1000};
+  tdm_trainer_set_clock(trainer, fake_clock_read, &clock);
+  g_autoptr(GError) error = NULL;
+  g_assert_true(tdm_trainer_run(trainer, cancel, &error));
+  g_assert_no_error(error);
+  g_assert_true(log.finished.stopped);
+  g_assert_cmpint(log.finished.steps, ==, 3);
+  /* Two summaries came before the stop; the run lasted at least as long as they say. */
+  g_assert_cmpint(log.summaries, ==, 2);
+  g_assert_cmpfloat(log.elapsed[1], >, 0);
+  g_assert_cmpfloat(log.finished.elapsed, >=, log.elapsed[1]);
+}
+
 static void
 test_stop_is_prompt(void)
 {
@@ -594,6 +713,8 @@ main(int argc, char **argv)
   g_test_add_func("/trainer/throughput-window", test_throughput_window);
   g_test_add_func("/trainer/stop-resume-bit-exact", test_stop_resume_bit_exact);
   g_test_add_func("/trainer/pause-resume", test_pause_resume);
+  g_test_add_func("/trainer/pause-keeps-summaries", test_pause_keeps_summaries);
+  g_test_add_func("/trainer/stop-keeps-elapsed", test_stop_keeps_elapsed);
   g_test_add_func("/trainer/stop-is-prompt", test_stop_is_prompt);
   g_test_add_func("/trainer/divergence", test_divergence_is_reported);
   g_test_add_func("/trainer/bad-dataset", test_bad_dataset_fails_cleanly);

@@ -27,6 +27,7 @@
 #include "tdm-scaling-chart.h"
 #include "tdm-scaling-page.h"
 #include "tdm-series.h"
+#include "tdm-scaling.h"
 #include "tdm-spec-entry.h"
 #include "tdm-timeline.h"
 #include "tdm-window.h"
@@ -138,7 +139,8 @@ test_history_window(void)
   g_assert_true(first->finished);
   g_assert_cmpint(first->replicas, ==, 2);
   g_assert_cmpuint(first->points->len, >, 3);
-  g_assert_cmpuint(files_in(runs), ==, 1);
+  /* Its record and its trained network. */
+  g_assert_cmpuint(files_in(runs), ==, 2);
   destroy_window(window);
 
   /* A restart: a new window lists it, from the files alone. */
@@ -262,7 +264,18 @@ test_history_compare(void)
     g_assert_nonnull(result);
     g_assert_nonnull(strstr(result, "identical: 0 of "));
     g_assert_nonnull(strstr(result, "2 devices against one, after 30 steps"));
+    /* It names the network it measured. */
+    g_assert_true(g_str_has_prefix(result, "fc16,relu,fc10: "));
   }
+  /* Another network chosen: the result says it is another network's; the same one
+   * again, and it is this one's again. */
+  tdm_spec_entry_set_text(window_child(window, "spec_entry"), "fc32,relu,fc10");
+  g_assert_true(wait_for(can_start, window, 10));
+  g_assert_true(g_str_has_prefix(tdm_history_view_get_compare_result(view),
+                                 "Not compared yet with the network chosen now."));
+  tdm_spec_entry_set_text(window_child(window, "spec_entry"), "fc16,relu,fc10");
+  g_assert_true(wait_for(can_start, window, 10));
+  g_assert_true(g_str_has_prefix(tdm_history_view_get_compare_result(view), "fc16,relu,fc10: "));
 
   /* Both runs are kept, 30 steps each; the N-device one stays drawn. */
   g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 2);
@@ -339,6 +352,21 @@ test_history_window_sweep(void)
   g_assert_true(tdm_scaling_page_get_running(page));
   g_assert_true(wait_for(scaling_done, page, 300));
   g_assert_false(gtk_revealer_get_reveal_child(window_child(window, "error_revealer")));
+  /* Beside the result, the machine's cores and what two workers need (the engine's
+   * rule), whatever this machine has. */
+  {
+    const char *note = tdm_scaling_page_get_cores_note(page);
+    g_autofree char *have = g_strdup_printf("This machine has %d cores.",
+                                            tdm_scaling_cores_available());
+
+    g_assert_nonnull(note);
+    g_test_message("%s", note);
+    g_assert_true(g_str_has_prefix(note, have));
+    if (tdm_scaling_cores_available() < tdm_scaling_cores_needed(2))
+      g_assert_nonnull(strstr(note, "2 CPU workers need 3 cores"));
+    else
+      g_assert_nonnull(strstr(note, "Enough for 2 CPU workers"));
+  }
 
   g_assert_nonnull(tdm_scaling_page_get_record_id(page));
   id = g_strdup(tdm_scaling_page_get_record_id(page));

@@ -51,12 +51,15 @@ small_config(const char *devices)
   return cfg;
 }
 
-/* A run written by hand: `n` summaries at `sps` samples/s, device figures, an end. */
+/* A run of `network` written by hand: `n` summaries at `sps` samples/s, device
+ * figures, an end. */
 static char *
-write_run(TdmHistory *history, const char *devices, const char *name, double sps,
-          double accuracy)
+write_run_of(TdmHistory *history, const char *network, const char *devices, const char *name,
+             double sps, double accuracy)
 {
   g_autoptr(TdmConfig) cfg = small_config(devices);
+  g_free(cfg->network);
+  cfg->network = g_strdup(network);
   g_autoptr(GError) error = NULL;
   g_autoptr(TdmRunRecorder) rec = tdm_run_recorder_new(history, cfg, name, &error);
   TdmEvent e = {0};
@@ -119,6 +122,13 @@ write_run(TdmHistory *history, const char *devices, const char *name, double sps
   g_assert_true(tdm_run_recorder_finish(rec, &error));
   g_assert_no_error(error);
   return g_strdup(tdm_run_recorder_get_id(rec));
+}
+
+static char *
+write_run(TdmHistory *history, const char *devices, const char *name, double sps,
+          double accuracy)
+{
+  return write_run_of(history, "fc16,relu,fc10", devices, name, sps, accuracy);
 }
 
 static void
@@ -205,6 +215,27 @@ test_history_store(void)
     g_assert_cmpstr(loss, ==, "0.5000");
     g_assert_cmpstr(traffic, ==, "↑ 1.0\u00a0MB ↓ 2.0\u00a0MB · ↑ 2.0\u00a0MB ↓ 2.0\u00a0MB");
     g_assert_cmpstr(no_traffic, ==, "—");   /* one worker moves nothing */
+  }
+  /* Another network: named in its row, and no speed-up against this one's. */
+  {
+    g_autofree char *third = write_run_of(history, "fc64,relu,fc10", "cpu", "wider", 500, 0.8);
+    g_autofree char *network = NULL, *speedup = NULL;
+    TdmRunItem *base = tdm_history_store_get_baseline(store);
+    TdmRunItem *c;
+
+    tdm_history_store_reload(store);
+    base = tdm_history_store_get_baseline(store);
+    c = tdm_history_store_find(store, third);
+    g_assert_nonnull(c);
+    network = tdm_run_table_cell_text(c, base, TDM_RUN_TABLE_NETWORK);
+    speedup = tdm_run_table_cell_text(c, base, TDM_RUN_TABLE_SPEEDUP);
+    g_assert_cmpstr(network, ==, "fc64,relu,fc10");
+    g_assert_cmpstr(speedup, ==, "—");
+    tdm_history_store_delete(store, c);
+    g_assert_true(tdm_history_store_commit_deletes(store, &error));
+    g_assert_no_error(error);
+    a = tdm_history_store_find(store, first);
+    b = tdm_history_store_find(store, second);
   }
   tdm_history_store_set_baseline(store, b);
   g_assert_true(tdm_history_store_get_baseline(store) == b);
@@ -343,7 +374,10 @@ write_sweep(TdmHistory *history, const char *name)
       .index = n - 1, .count = 2, .devices = n, .batch = 100, .steps = 200,
       .samples_per_second = 1000.0 * (n == 1 ? 4 : 7), .speedup = n == 1 ? 1 : 1.75,
       .efficiency = n == 1 ? 1 : 0.875, .compute_ms = 20.0 / n, .comm_ms = n - 1,
-      .wait_ms = 0.5 * (n - 1),
+      .wait_ms = 0.5 * (n - 1), .samples_per_second_min = 1000.0 * (n == 1 ? 3.5 : 6.5),
+      .samples_per_second_max = 1000.0 * (n == 1 ? 4.5 : 7.5),
+      .speedup_min = n == 1 ? 1 : 1.5, .speedup_max = n == 1 ? 1 : 2, .runs = 3,
+      .cpu_threads = 1,
     };
 
     for (int d = 0; d < n; d++)
@@ -568,7 +602,7 @@ test_history_sweeps(void)
   g_assert_true(g_str_has_prefix(contents, "# run: sweep\n"));
   g_assert_nonnull(strstr(contents, "\n# kind: scaling\n"));
   g_assert_nonnull(strstr(contents, "\ndevices,batch,steps,samples_per_second,speedup,"));
-  g_assert_nonnull(strstr(contents, "\n2,100,200,7000,1.75,0.875,10,1,0.5,3145728,3145728\n"));
+  g_assert_nonnull(strstr(contents, "\n2,100,200,7000,1.75,0.875,10,1,0.5,6500,7500,1.5,2,3,1,3145728,3145728\n"));
   g_unlink(csv);
 
   /* On the page: the table has the training run alone; the sweep opens. */
@@ -697,6 +731,20 @@ test_history_many_overlays(void)
 
     g_assert_cmpuint(tdm_series_get_n_appended(tdm_chart_get_series(loss, series)), ==, 4);
     g_assert_cmpint(tdm_chart_get_series_in_legend(loss, series), ==, i < 3);
+    /* Each in a colour of its own, none a blue or a red near the live run's (its
+     * training curve blue, drawn lighter raw, its test red). */
+    {
+      GdkRGBA colour, other;
+
+      tdm_chart_get_series_colour(loss, series, &colour);
+      g_assert_false(colour.blue > colour.red + 0.2 && colour.blue > colour.green);
+      g_assert_false(colour.red > 0.6 && colour.green < 0.45 && colour.blue < 0.3);
+      for (guint j = 0; j < i; j++) {
+        tdm_chart_get_series_colour(loss, tdm_dashboard_get_overlay_series(dashboard, "loss", j),
+                                    &other);
+        g_assert_false(gdk_rgba_equal(&colour, &other));
+      }
+    }
   }
   g_assert_cmpstr(tdm_series_get_name(tdm_chart_get_series(loss, 7)), ==, "2 more runs");
   g_assert_true(tdm_chart_get_series_in_legend(loss, 7));

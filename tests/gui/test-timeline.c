@@ -63,6 +63,9 @@ check_layout (TdmTimeline *timeline)
       g_assert_cmpfloat (b->y, >=, 0);
       g_assert_cmpfloat (b->y + b->height, <=, H);
       g_assert_cmpfloat (b->width, >=, 0);
+      /* Hidden communication lies across the bottom of backward, after its lane. */
+      if (b->hidden)
+        continue;
       /* Within a lane, time runs left to right. */
       g_assert_cmpfloat (b->x, >=, last_x[b->device] - 1e-6);
       last_x[b->device] = b->x;
@@ -83,7 +86,9 @@ test_strategies (void)
   g_assert_true (tdm_timeline_has_phase (timeline, TDM_PHASE_BACKWARD));
   g_assert_true (tdm_timeline_has_phase (timeline, TDM_PHASE_ALLREDUCE));
   g_assert_true (tdm_timeline_has_phase (timeline, TDM_PHASE_UPDATE));
-  g_assert_true (tdm_timeline_has_phase (timeline, TDM_PHASE_WAIT));
+  /* CPU workers' buckets are all-reduced on their communication threads: waiting
+   * for the other device is inside the all-reduce, not a phase before it. */
+  g_assert_false (tdm_timeline_has_phase (timeline, TDM_PHASE_WAIT));
   g_assert_false (tdm_timeline_has_phase (timeline, TDM_PHASE_REDUCE));
   check_layout (timeline);
 
@@ -181,6 +186,55 @@ test_realized (void)
   cairo_surface_destroy (surface);
   gsk_render_node_unref (node);
   gtk_window_destroy (GTK_WINDOW (window));
+}
+
+/* Communication hidden under backward shows on the timeline: a strip of the
+ * all-reduce's colour across the bottom of backward's box, as long as the time
+ * hidden, ending where backward ends; none where nothing was hidden. */
+static void
+test_hidden (void)
+{
+  TdmTimeline *timeline = g_object_ref_sink (TDM_TIMELINE (tdm_timeline_new ()));
+  TdmPhasesEvent e = { .step = 7, .replicas = 2 };
+  g_autoptr(GArray) boxes = NULL;
+  const TdmTimelineBox *backward = NULL, *strip = NULL;
+  guint strips = 0;
+
+  for (int r = 0; r < 2; r++)
+    {
+      TdmDevicePhases *d = &e.device[r];
+
+      d->spans = 4;
+      d->span[0].phase = TDM_PHASE_FORWARD, d->span[0].start_ms = 0, d->span[0].end_ms = 4;
+      d->span[1].phase = TDM_PHASE_BACKWARD, d->span[1].start_ms = 4, d->span[1].end_ms = 12;
+      d->span[2].phase = TDM_PHASE_ALLREDUCE, d->span[2].start_ms = 12, d->span[2].end_ms = 13;
+      d->span[3].phase = TDM_PHASE_UPDATE, d->span[3].start_ms = 13, d->span[3].end_ms = 16;
+      d->hidden_ms = r == 0 ? 3 : 0;
+    }
+  tdm_timeline_add_phases (timeline, &e);
+  boxes = tdm_timeline_layout (timeline, 800, 300);
+  for (guint i = 0; i < boxes->len; i++)
+    {
+      const TdmTimelineBox *b = &g_array_index (boxes, TdmTimelineBox, i);
+
+      if (b->hidden)
+        {
+          strips++;
+          strip = b;
+        }
+      else if (b->device == 0 && b->phase == TDM_PHASE_BACKWARD)
+        backward = b;
+    }
+  g_assert_cmpuint (strips, ==, 1);
+  g_assert_nonnull (backward);
+  g_assert_cmpint (strip->device, ==, 0);
+  g_assert_cmpint (strip->phase, ==, TDM_PHASE_ALLREDUCE);
+  /* 3 of backward's 8 ms, at its end, in its lower part. */
+  g_assert_cmpfloat_with_epsilon (strip->width, backward->width * 3 / 8, 1e-6);
+  g_assert_cmpfloat_with_epsilon (strip->x + strip->width, backward->x + backward->width, 1e-6);
+  g_assert_cmpfloat (strip->y, >, backward->y);
+  g_assert_cmpfloat_with_epsilon (strip->y + strip->height, backward->y + backward->height, 1e-6);
+  g_assert_finalize_object (timeline);
 }
 
 static void
@@ -456,6 +510,7 @@ main (int    argc,
   g_test_add_func ("/timeline/axis", test_axis);
   g_test_add_func ("/timeline/realized", test_realized);
   g_test_add_func ("/timeline/colours", test_colours_distinct);
+  g_test_add_func ("/timeline/hidden", test_hidden);
   g_test_add_func ("/timeline/comparison", test_comparison);
   g_test_add_func ("/timeline/choose-tick", test_choose_tick);
   g_test_add_func ("/timeline/ticks-narrow", test_ticks_narrow);

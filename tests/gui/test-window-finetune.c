@@ -12,6 +12,8 @@
 #include <adwaita.h>
 #include "tdm-application.h"
 #include "tdm-build-config.h"
+#include "tdm-classify-view.h"
+#include "tdm-history-store.h"
 #include "tdm-dataset-chooser.h"
 #include "tdm-finetune-group.h"
 #include "tdm-network-catalogue.h"
@@ -109,6 +111,20 @@ test_report(void)
   g_assert_nonnull(tdm_finetune_group_get_error(group));
   g_assert_nonnull(strstr(tdm_finetune_group_get_error(group), "another architecture"));
   g_assert_false(tdm_run_form_get_ready(window_child(window, "sidebar")));
+
+  /* An invalid spec: no network to read the weights into, and the row says it waits
+   * for one instead of reading for ever. */
+  tdm_spec_entry_set_text(window_child(window, "spec_entry"), "conv8k3p1,bogus,fc10");
+  drain();
+  g_assert_false(tdm_spec_entry_get_valid(window_child(window, "spec_entry")));
+  g_assert_null(tdm_finetune_group_get_report(group));
+  g_assert_null(tdm_finetune_group_get_error(group));
+  g_assert_cmpstr(tdm_finetune_group_get_status(group), ==,
+                  "The weights are read once the network and the dataset are ready");
+  tdm_spec_entry_set_text(window_child(window, "spec_entry"), SPEC);
+  g_assert_cmpstr(tdm_finetune_group_get_status(group), ==, "Reading the weights…");
+  g_assert_true(wait_for(report_known, group, 60));
+  g_assert_cmpstr(tdm_finetune_group_get_status(group), ==, "What loads");
 
   /* Starting from random values again: nothing to report, Start back. */
   tdm_finetune_group_set_weights(group, NULL);
@@ -225,28 +241,188 @@ preset_index(const char *name)
   g_assert_not_reached();
 }
 
+/* A folder of `classes` class folders of `per_class` small photos each, every class
+ * its own colour; returns its path. */
+static char *
+make_photos(const char *name, int classes, int per_class)
+{
+  static const char *const names[] = {"ant", "bee", "cat", "dog", "eel"};
+  char *folder = g_build_filename(tmp_dir, name, NULL);
+
+  g_assert_cmpint(classes, <=, (int)G_N_ELEMENTS(names));
+  for (int k = 0; k < classes; k++)
+    for (int i = 0; i < per_class; i++)
+      {
+        g_autofree char *dir = g_build_filename(folder, names[k], NULL);
+        g_autofree char *file = g_strdup_printf("%d.png", i);
+        g_autofree char *path = g_build_filename(dir, file, NULL);
+        g_autoptr(GdkPixbuf) pixbuf = gdk_pixbuf_new(GDK_COLORSPACE_RGB, FALSE, 8, 12, 12);
+
+        gdk_pixbuf_fill(pixbuf, 0x20406000u + (guint32)(k * 0x30000000u) + (guint32)i * 0x100u);
+        g_assert_cmpint(g_mkdir_with_parents(dir, 0700), ==, 0);
+        g_assert_true(gdk_pixbuf_save(pixbuf, path, "png", NULL, NULL));
+      }
+  return folder;
+}
+
+static gboolean
+form_ready(gpointer data)
+{
+  return tdm_run_form_get_ready(window_child(data, "sidebar"));
+}
+
+/* Every built-in network takes a folder of three classes, as tandem-train --network
+ * does: the entry shows the engine's spec for three classes (its head fc3), and Start
+ * is offered. */
+static void
+test_presets_fit_folder(void)
+{
+  g_autofree char *folder = make_photos("three", 3, 4);
+  int count = 0;
+  const TdmNetworkPreset *presets = tdm_network_presets(&count);
+  TdmWindow *window;
+
+  reset_settings();
+  window = new_window();
+  tdm_dataset_chooser_set_source(window_child(window, "dataset_chooser"), folder);
+  for (int i = 0; i < count; i++)
+    {
+      g_autofree char *expected = tdm_network_preset_spec(&presets[i], 3);
+      TdmSpecEntry *entry = window_child(window, "spec_entry");
+
+      adw_combo_row_set_selected(window_child(window, "network_dropdown"), (guint)i);
+      /* After the network: a recipe brings its own batch, more than these photos. */
+      gtk_spin_button_set_value(window_child(window, "batch_spin"), 2);
+      g_assert_true(wait_for(dataset_ready, window, 60));
+      g_assert_true(wait_for(form_ready, window, 60));
+      g_test_message("%s: %s", presets[i].name, tdm_spec_entry_get_text(entry));
+      g_assert_cmpstr(tdm_spec_entry_get_text(entry), ==, expected);
+      g_assert_true(tdm_spec_entry_get_valid(entry));
+      /* Its size under it: every number separated as "1,796,010 parameters" is. */
+      g_test_message("%s", tdm_spec_entry_get_message(entry));
+      g_assert_false(g_regex_match_simple("[0-9]{4}", tdm_spec_entry_get_message(entry), 0, 0));
+    }
+  destroy_window(window);
+  reset_settings();
+}
+
+static gboolean
+window_idle(gpointer data)
+{
+  return !tdm_window_get_running(data);
+}
+
+static TdmClassifyView *
+classify_view_shown(void)
+{
+  GListModel *toplevels = gtk_window_get_toplevels();   /* not ours */
+
+  for (guint i = 0; i < g_list_model_get_n_items(toplevels); i++) {
+    g_autoptr(GtkWindow) w = g_list_model_get_item(toplevels, i);
+    GtkWidget *child = gtk_window_get_child(w);
+
+    if (child != NULL && TDM_IS_CLASSIFY_VIEW(child) && gtk_widget_get_visible(GTK_WIDGET(w)))
+      return TDM_CLASSIFY_VIEW(child);
+  }
+  return NULL;
+}
+
+static gboolean
+classified(gpointer view)
+{
+  return tdm_classify_view_get_n_results(view) > 0;
+}
+
+/* Own photos of three classes, from the window alone: a CNN trained elsewhere on four
+ * classes is the start, its head is left out (its class count differs), the backbone
+ * stays frozen, the run trains, keeps its network, and that network names one of
+ * the three classes for a photo. */
+static void
+test_own_photos(void)
+{
+  g_autofree char *four = make_photos("four", 4, 5);
+  g_autofree char *three = make_photos("three-own", 3, 4);
+  g_autofree char *start = g_build_filename(tmp_dir, "four.safetensors", NULL);
+  g_autofree char *photo = g_build_filename(three, "bee", "0.png", NULL);
+  TdmWindow *window;
+  TdmFinetuneGroup *group;
+  TdmClassifyView *view;
+  GListModel *runs;
+  g_autoptr(TdmRunItem) item = NULL;
+  g_autofree char *kept = NULL;
+  const char *result;
+
+  {
+    g_autofree char *program = g_test_build_filename(G_TEST_BUILT, "..", "..", "src",
+                                                     "tandem-train", NULL);
+    g_autofree char *command = g_strdup_printf("%s --dataset %s --network cnn --max-steps 3 "
+                                               "--batch 4 --quiet --save %s",
+                                               program, four, start);
+    g_autofree char *err = NULL;
+    int status = 0;
+
+    g_assert_true(g_spawn_command_line_sync(command, NULL, &err, &status, NULL));
+    g_assert_true(g_spawn_check_wait_status(status, NULL));
+  }
+
+  reset_settings();
+  window = new_window();
+  tdm_dataset_chooser_set_source(window_child(window, "dataset_chooser"), three);
+  adw_combo_row_set_selected(window_child(window, "network_dropdown"), preset_index("cnn"));
+  gtk_spin_button_set_value(window_child(window, "batch_spin"), 2);
+  gtk_spin_button_set_value(window_child(window, "epochs_spin"), 2);
+  group = window_child(window, "finetune_group");
+  tdm_finetune_group_set_weights(group, start);
+  tdm_finetune_group_set_freeze(group, TDM_FREEZE_CHOICE_BACKBONE, NULL);
+  g_assert_true(wait_for(report_known, group, 60));
+  g_test_message("%s", tdm_finetune_group_get_report(group));
+  g_assert_null(tdm_finetune_group_get_error(group));
+  g_assert_nonnull(strstr(tdm_finetune_group_get_report(group), "skipped"));
+  g_assert_true(wait_for(can_start, window, 60));
+
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.start", NULL));
+  g_assert_true(wait_for(window_idle, window, 300));
+  g_assert_false(gtk_revealer_get_reveal_child(window_child(window, "error_revealer")));
+
+  runs = G_LIST_MODEL(tdm_window_get_history(window));
+  g_assert_cmpuint(g_list_model_get_n_items(runs), >, 0);
+  item = g_list_model_get_item(runs, g_list_model_get_n_items(runs) - 1);
+  g_assert_true(tdm_run_item_get_record(item)->finished);
+  g_assert_false(tdm_run_item_get_record(item)->final.stopped);
+  kept = tdm_window_weights_path(window, tdm_run_item_get_id(item));
+  g_assert_true(g_file_test(kept, G_FILE_TEST_IS_REGULAR));
+
+  g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.classify-run", "s",
+                                           tdm_run_item_get_id(item)));
+  view = classify_view_shown();
+  g_assert_nonnull(view);
+  g_assert_cmpstr(tdm_classify_view_get_checkpoint(view), ==, kept);
+  {
+    GSList *files = g_slist_prepend(NULL, g_file_new_for_path(photo));
+
+    tdm_classify_view_add_files(view, files);
+    g_slist_free_full(files, g_object_unref);
+  }
+  g_assert_true(wait_for(classified, view, 60));
+  result = tdm_classify_view_get_result(view, 0);
+  g_test_message("%s: %s", photo, result);
+  g_assert_true(strstr(result, "ant") != NULL || strstr(result, "bee") != NULL ||
+                strstr(result, "cat") != NULL);
+  g_assert_null(strstr(result, "dog"));
+  destroy_window(window);
+  reset_settings();
+}
+
 /* A folder of photos is decoded at the size a torchvision preset is made for, at
  * "Automatic"; another network gives it back to the engine's choice. */
 static void
 test_folder_size(void)
 {
-  g_autofree char *folder = g_build_filename(tmp_dir, "photos", NULL);
+  g_autofree char *folder = make_photos("photos", 2, 3);
   TdmWindow *window;
   int size = -1, channels;
   TdmConfig *config;
 
-  for (int k = 0; k < 2; k++)
-    for (int i = 0; i < 3; i++)
-      {
-        g_autofree char *dir = g_build_filename(folder, k == 0 ? "ant" : "bee", NULL);
-        g_autofree char *name = g_strdup_printf("%d.png", i);
-        g_autofree char *path = g_build_filename(dir, name, NULL);
-        g_autoptr(GdkPixbuf) pixbuf = gdk_pixbuf_new(GDK_COLORSPACE_RGB, FALSE, 8, 12, 12);
-
-        gdk_pixbuf_fill(pixbuf, 0x20406000u + (guint32)(k * 0x60000000u) + (guint32)i * 0x100u);
-        g_assert_cmpint(g_mkdir_with_parents(dir, 0700), ==, 0);
-        g_assert_true(gdk_pixbuf_save(pixbuf, path, "png", NULL, NULL));
-      }
   reset_settings();
   window = new_window();
   tdm_dataset_chooser_set_source(window_child(window, "dataset_chooser"), folder);
@@ -320,6 +496,8 @@ main(int argc, char **argv)
   g_test_add_func("/window-finetune/choices", test_choices);
   g_test_add_func("/window-finetune/presets-offered", test_presets_offered);
   g_test_add_func("/window-finetune/folder-size", test_folder_size);
+  g_test_add_func("/window-finetune/presets-fit-folder", test_presets_fit_folder);
+  g_test_add_func("/window-finetune/own-photos", test_own_photos);
 
   int status = g_test_run();
   g_autofree char *quoted = g_shell_quote(tmp_dir);

@@ -789,9 +789,19 @@ test_window_bad_folder(void)
   g_assert_false(tdm_window_get_can_start(window));
   g_assert_cmpstr(tdm_dataset_chooser_get_source(window_child(window, "dataset_chooser")), ==, dir);
 
-  /* Still usable: a built-in set loads and the window can start. */
+  /* Still usable: a built-in set loads and the window can start; the folder is no
+   * longer offered in the list. */
   set_dataset(window, "synthetic");
   g_assert_true(wait_for(can_start, window, 60));
+  {
+    GtkDropDown *dropdown = GTK_DROP_DOWN(gtk_widget_get_template_child(
+      window_child(window, "dataset_chooser"), TDM_TYPE_DATASET_CHOOSER, "dropdown"));
+    GListModel *model = gtk_drop_down_get_model(dropdown);
+    g_autofree char *name = g_path_get_basename(dir);
+
+    for (guint i = 0; i < g_list_model_get_n_items(model); i++)
+      g_assert_cmpstr(gtk_string_list_get_string(GTK_STRING_LIST(model), i), !=, name);
+  }
 
   destroy_window(window);
   g_rmdir(dir);

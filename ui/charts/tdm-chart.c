@@ -534,6 +534,18 @@ tdm_chart_get_series_in_legend (TdmChart *self,
 }
 
 void
+tdm_chart_get_series_colour (TdmChart *self,
+                             guint     series,
+                             GdkRGBA  *colour)
+{
+  g_return_if_fail (TDM_IS_CHART (self));
+  g_return_if_fail (series < self->entries->len);
+  g_return_if_fail (colour != NULL);
+
+  *colour = get_entry (self, series)->colour;
+}
+
+void
 tdm_chart_truncate_series (TdmChart *self,
                            guint     n_series)
 {

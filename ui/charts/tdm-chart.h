@@ -98,6 +98,10 @@ void        tdm_chart_set_series_in_legend (TdmChart      *chart,
                                             gboolean       in_legend);
 gboolean    tdm_chart_get_series_in_legend (TdmChart      *chart,
                                             guint          series);
+/* The colour the series was added with. */
+void        tdm_chart_get_series_colour    (TdmChart      *chart,
+                                            guint          series,
+                                            GdkRGBA       *colour);
 /* Removes the series numbered `n_series` and up, keeping the first ones. */
 void        tdm_chart_truncate_series      (TdmChart      *chart,
                                             guint          n_series);

@@ -42,6 +42,7 @@ struct _TdmDatasetChooser
   const char           *offered[G_N_ELEMENTS (builtin_ids)];  /* ids by position */
   guint                 n_offered;     /* the folder entry, if any, comes after */
   char                 *folder;        /* the folder entry's path, or NULL */
+  gboolean              folder_failed; /* it holds no dataset: gone once left */
   GCancellable         *cancellable;   /* of the load under way */
   DatasetFacts          facts;
   char                 *error;
@@ -148,6 +149,8 @@ loaded (GObject      *source_object,
 
   if (facts == NULL)
     {
+      if (gtk_drop_down_get_selected (self->dropdown) == self->n_offered)
+        self->folder_failed = TRUE;
       self->error = tdm_format_sentence (error->message);
       set_info (self, self->error, TRUE);
       return;
@@ -276,6 +279,18 @@ tdm_dataset_chooser_set_default_image_size (TdmDatasetChooser *self,
 static void
 tdm_dataset_chooser_selected_changed (TdmDatasetChooser *self)
 {
+  guint n = g_list_model_get_n_items (G_LIST_MODEL (self->model));
+
+  /* A folder that held no dataset is not offered again once another is chosen. */
+  if (self->folder_failed && gtk_drop_down_get_selected (self->dropdown) < self->n_offered &&
+      n > self->n_offered)
+    {
+      g_signal_handlers_block_by_func (self->dropdown, tdm_dataset_chooser_selected_changed, self);
+      gtk_string_list_splice (self->model, self->n_offered, n - self->n_offered, NULL);
+      g_signal_handlers_unblock_by_func (self->dropdown, tdm_dataset_chooser_selected_changed, self);
+      g_clear_pointer (&self->folder, g_free);
+    }
+  self->folder_failed = FALSE;
   tdm_dataset_chooser_load (self);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_SOURCE]);
 }

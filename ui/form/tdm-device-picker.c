@@ -298,3 +298,24 @@ tdm_device_picker_new (void)
 {
   return g_object_new (TDM_TYPE_DEVICE_PICKER, NULL);
 }
+
+char *
+tdm_device_picker_dup_problem (TdmDevicePicker *self)
+{
+  g_autoptr(GPtrArray) rows = NULL;
+
+  g_return_val_if_fail (TDM_IS_DEVICE_PICKER (self), NULL);
+
+  rows = tdm_device_picker_get_rows (self);
+  for (guint i = 0; i < rows->len; i++)
+    {
+      const char *problem = tdm_device_row_get_problem (rows->pdata[i]);
+
+      if (problem != NULL)
+        /* Translators: under the device list; %s the device ("cpu", "cuda:0"), %s what
+         * is wrong with its count of workers or replicas */
+        return g_strdup_printf (_("%s: %s"), tdm_device_row_get_info (rows->pdata[i])->id,
+                                problem);
+    }
+  return NULL;
+}

@@ -42,6 +42,10 @@ char      **tdm_device_picker_get_chosen   (TdmDevicePicker    *self);
 const char *tdm_device_picker_get_main_id  (TdmDevicePicker    *self);
 int         tdm_device_picker_get_cpu_workers (TdmDevicePicker *self);
 
+/* What is wrong with a used device's count of workers or replicas as typed, naming
+ * the device; NULL when nothing is. */
+char       *tdm_device_picker_dup_problem  (TdmDevicePicker    *self);
+
 /* Signal "changed": a device was checked or unchecked, made main, or its workers
  * or replicas changed. */
 

@@ -12,6 +12,7 @@
 #include <glib/gi18n.h>
 
 #include "tdm-device-row.h"
+#include "tdm-number-check.h"
 
 struct _TdmDeviceRow
 {
@@ -194,6 +195,10 @@ tdm_device_row_init (TdmDeviceRow *self)
                            G_CALLBACK (tdm_device_row_main_toggled), self,
                            G_CONNECT_SWAPPED);
   g_signal_connect_object (self->workers_spin, "value-changed",
+                           G_CALLBACK (tdm_device_row_workers_changed), self,
+                           G_CONNECT_SWAPPED);
+  /* A count typed wrong is said, not turned into the nearest that works. */
+  g_signal_connect_object (tdm_number_check_attach (self->workers_spin), "notify::message",
                            G_CALLBACK (tdm_device_row_workers_changed), self,
                            G_CONNECT_SWAPPED);
 }
@@ -387,4 +392,14 @@ tdm_device_row_set_group (TdmDeviceRow *self,
       group->in_group = TRUE;
       tdm_device_row_update_main (group);
     }
+}
+
+const char *
+tdm_device_row_get_problem (TdmDeviceRow *self)
+{
+  g_return_val_if_fail (TDM_IS_DEVICE_ROW (self), NULL);
+
+  if (!gtk_check_button_get_active (self->use_check))
+    return NULL;
+  return tdm_number_check_get_message (tdm_number_check_get (self->workers_spin));
 }

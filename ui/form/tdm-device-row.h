@@ -30,6 +30,9 @@ gboolean             tdm_device_row_is_cpu       (TdmDeviceRow        *self);
 /* Properties "active", "main" and "workers" (the CPU's workers or a GPU's
  * replicas); "changed" is emitted after any. */
 gboolean             tdm_device_row_get_active   (TdmDeviceRow        *self);
+/* While the device is used, what is wrong with its count of workers (or replicas)
+ * as typed; NULL when nothing is. */
+const char          *tdm_device_row_get_problem  (TdmDeviceRow        *self);
 void                 tdm_device_row_set_active   (TdmDeviceRow        *self,
                                                   gboolean             active);
 gboolean             tdm_device_row_get_main     (TdmDeviceRow        *self);

@@ -130,9 +130,12 @@ show_report (TdmFinetuneGroup *self)
     }
   else
     {
+      /* Without a network (an invalid spec, the dataset still loading) nothing is
+       * being read: saying so would stay on screen until the spec is mended. */
       adw_preferences_row_set_title (ADW_PREFERENCES_ROW (row),
                                      self->report != NULL ? _("What loads")
-                                                          : _("Reading the weights…"));
+                                     : self->network != NULL ? _("Reading the weights…")
+                                     : _("The weights are read once the network and the dataset are ready"));
       /* The engine's report, as the run will say it when it starts. */
       adw_action_row_set_subtitle (self->report_row, self->report != NULL ? self->report : "");
       gtk_widget_remove_css_class (row, "error");
@@ -173,7 +176,6 @@ update_report (TdmFinetuneGroup *self)
   self->generation++;
   g_clear_pointer (&self->report, g_free);
   g_clear_pointer (&self->error, g_free);
-  /* Without a network (the dataset still loading) the row says it is reading. */
   show_report (self);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_REPORT]);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_ERROR]);
@@ -315,6 +317,15 @@ tdm_finetune_group_set_network (TdmFinetuneGroup *self,
   self->channels = channels;
   self->classes = classes;
   update_report (self);
+}
+
+const char *
+tdm_finetune_group_get_status (TdmFinetuneGroup *self)
+{
+  g_return_val_if_fail (TDM_IS_FINETUNE_GROUP (self), NULL);
+
+  return gtk_widget_get_visible (GTK_WIDGET (self->report_row))
+           ? adw_preferences_row_get_title (ADW_PREFERENCES_ROW (self->report_row)) : NULL;
 }
 
 const char *

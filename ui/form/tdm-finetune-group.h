@@ -57,6 +57,9 @@ void        tdm_finetune_group_set_network  (TdmFinetuneGroup *self,
  * loaded, skipped and why), or NULL while there is none or it is being worked out;
  * "error": why they cannot be loaded into it, or NULL. */
 const char *tdm_finetune_group_get_report   (TdmFinetuneGroup *self);
+/* The load report row's title (what loads, reading, waiting for a network, or why
+ * not); NULL while no weights are chosen. */
+const char *tdm_finetune_group_get_status   (TdmFinetuneGroup *self);
 const char *tdm_finetune_group_get_error    (TdmFinetuneGroup *self);
 
 void        tdm_finetune_group_set_freeze   (TdmFinetuneGroup *self,

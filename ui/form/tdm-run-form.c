@@ -36,6 +36,7 @@
 #include "tdm-memory.h"
 #include "tdm-network.h"
 #include "tdm-network-catalogue.h"
+#include "tdm-number-check.h"
 #include "tdm-run-form.h"
 #include "tdm-spec-entry.h"
 
@@ -135,8 +136,10 @@ struct _TdmRunForm
   GtkLabel          *devices_hint_label;
   AdwActionRow      *batch_row;
   GtkSpinButton     *batch_spin;
+  AdwActionRow      *epochs_row;
   GtkSpinButton     *epochs_spin;
   AdwComboRow       *optimizer_dropdown;
+  AdwActionRow      *lr_row;
   GtkSpinButton     *lr_spin;
   AdwComboRow       *strategy_dropdown;
   AdwComboRow       *batchnorm_dropdown;
@@ -239,6 +242,26 @@ tdm_run_form_update_finetune (TdmRunForm *self)
                                   classes);
 }
 
+static const char *
+number_problem (GtkSpinButton *spin)
+{
+  return tdm_number_check_get_message (tdm_number_check_get (spin));
+}
+
+/* A number row's subtitle: what is wrong with its text as typed, if anything. */
+static void
+show_number_problem (AdwActionRow  *row,
+                     GtkSpinButton *spin)
+{
+  const char *problem = number_problem (spin);
+
+  adw_action_row_set_subtitle (row, problem != NULL ? problem : "");
+  if (problem != NULL)
+    gtk_widget_add_css_class (GTK_WIDGET (row), "error");
+  else
+    gtk_widget_remove_css_class (GTK_WIDGET (row), "error");
+}
+
 /* The split label, and whether the choices make a run. */
 static void
 tdm_run_form_update (TdmRunForm *self)
@@ -246,9 +269,22 @@ tdm_run_form_update (TdmRunForm *self)
   int batch = gtk_spin_button_get_value_as_int (self->batch_spin);
   int replicas = tdm_device_picker_count_replicas (self->device_picker);
   g_autofree char *text = describe_split (batch, replicas);
+  g_autofree char *devices_problem = tdm_device_picker_dup_problem (self->device_picker);
   gboolean split_ok = replicas > 0 && tdm_config_batch_splits (batch, replicas);
   int train_count = 0;
   gboolean ready;
+
+  /* A number typed wrong is said where it was typed; the split waits for it. */
+  if (number_problem (self->batch_spin) != NULL)
+    {
+      g_free (text);
+      text = g_strdup (number_problem (self->batch_spin));
+      split_ok = FALSE;
+    }
+  show_number_problem (self->epochs_row, self->epochs_spin);
+  show_number_problem (self->lr_row, self->lr_spin);
+  gtk_label_set_label (self->devices_hint_label,
+                       devices_problem != NULL ? devices_problem : _("Pick at least one device"));
 
   /* A batch the training set cannot fill is refused here, in the form's words,
    * before Start rather than by the engine after it. */
@@ -266,14 +302,16 @@ tdm_run_form_update (TdmRunForm *self)
 
   /* The split under the batch size; a missing device is said under the devices. */
   adw_action_row_set_subtitle (self->batch_row, text);
-  gtk_widget_set_visible (GTK_WIDGET (self->devices_hint_label), replicas <= 0);
-  if (split_ok || replicas <= 0)
+  gtk_widget_set_visible (GTK_WIDGET (self->devices_hint_label),
+                          replicas <= 0 || devices_problem != NULL);
+  if (split_ok || (replicas <= 0 && number_problem (self->batch_spin) == NULL))
     gtk_widget_remove_css_class (GTK_WIDGET (self->batch_row), "error");
   else
     gtk_widget_add_css_class (GTK_WIDGET (self->batch_row), "error");
 
   tdm_run_form_update_finetune (self);
-  ready = split_ok &&
+  ready = split_ok && devices_problem == NULL &&
+          number_problem (self->epochs_spin) == NULL && number_problem (self->lr_spin) == NULL &&
           tdm_dataset_chooser_get_ready (self->dataset_chooser) &&
           tdm_spec_entry_get_valid (self->spec_entry) &&
           tdm_finetune_group_get_error (self->finetune_group) == NULL;
@@ -359,6 +397,8 @@ tdm_run_form_set_devices (TdmRunForm *self,
 
 /* Dataset ----------------------------------------------------------------- */
 
+static void tdm_run_form_show_network (TdmRunForm *self);
+
 static void
 tdm_run_form_dataset_changed (TdmRunForm *self)
 {
@@ -376,6 +416,7 @@ tdm_run_form_dataset_ready (TdmRunForm *self)
 
   if (tdm_dataset_chooser_get_shape (self->dataset_chooser, &height, &width, &channels, &classes))
     tdm_spec_entry_set_shape (self->spec_entry, height, width, channels, classes);
+  tdm_run_form_show_network (self);
 
   tdm_run_form_update (self);
 }
@@ -390,12 +431,41 @@ tdm_run_form_open_folder (TdmRunForm *self)
 
 /* Network ----------------------------------------------------------------- */
 
+/* What the entry shows: the custom spec, or a built-in network as the engine builds
+ * it for the dataset loaded, its head following the dataset's class count
+ * (tdm_network_preset_spec(), the rule tdm_network_new() and the CLI follow). */
+static void
+tdm_run_form_show_network (TdmRunForm *self)
+{
+  guint selected = adw_combo_row_get_selected (self->network_dropdown);
+  const TdmNetworkPreset *preset = tdm_network_preset_find (network_id (selected));
+  int height, width, channels, classes = 10;
+  g_autofree char *text = NULL;
+  gboolean restoring;
+
+  if (selected > network_custom_index ())
+    return;
+  if (preset == NULL)
+    text = g_strdup (self->custom_spec);
+  else if (tdm_dataset_chooser_get_ready (self->dataset_chooser) &&
+           tdm_dataset_chooser_get_shape (self->dataset_chooser, &height, &width, &channels,
+                                          &classes))
+    text = tdm_network_preset_spec (preset, classes);
+  else
+    text = g_strdup (tdm_network_expand (preset->name));
+
+  /* Showing a built-in network's spec is not the user typing a custom one. */
+  restoring = self->restoring;
+  self->restoring = TRUE;
+  tdm_spec_entry_set_text (self->spec_entry, text);
+  self->restoring = restoring;
+}
+
 static void
 tdm_run_form_network_changed (TdmRunForm *self)
 {
   guint selected = adw_combo_row_get_selected (self->network_dropdown);
   gboolean custom = selected == network_custom_index ();
-  gboolean restoring;
 
   if (selected > network_custom_index ())
     return;
@@ -427,14 +497,8 @@ tdm_run_form_network_changed (TdmRunForm *self)
                                                 selected < (guint) count ? presets[selected].input_size : 0);
   }
 
-  /* Showing a built-in network's spec is not the user typing a custom one. */
   tdm_spec_entry_set_editable (self->spec_entry, custom);
-  restoring = self->restoring;
-  self->restoring = TRUE;
-  tdm_spec_entry_set_text (self->spec_entry,
-                           custom ? self->custom_spec : tdm_network_expand (network_id (selected)));
-  self->restoring = restoring;
-
+  tdm_run_form_show_network (self);
   tdm_run_form_update (self);
 }
 
@@ -638,6 +702,17 @@ tdm_run_form_estimate_memory (TdmRunForm      *self,
                            _("The estimate appears once the dataset has loaded."));
       return FALSE;
     }
+  /* What stops Start, in the form's words: the engine's check below would name the
+   * command line's options ("--batch 1 is smaller than the 2 devices"). */
+  {
+    g_autofree char *problem = tdm_run_form_dup_problem (self);
+
+    if (problem != NULL)
+      {
+        g_set_error_literal (error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION, problem);
+        return FALSE;
+      }
+  }
   config = tdm_run_form_build_config (self, error);
   if (config == NULL)
     return FALSE;
@@ -674,6 +749,19 @@ tdm_run_form_dup_problem (TdmRunForm *self)
 
   if (self->ready)
     return NULL;
+  {
+    g_autofree char *devices_problem = tdm_device_picker_dup_problem (self->device_picker);
+    const char *problem = number_problem (self->batch_spin);
+
+    if (problem == NULL)
+      problem = number_problem (self->epochs_spin);
+    if (problem == NULL)
+      problem = number_problem (self->lr_spin);
+    if (problem == NULL)
+      problem = devices_problem;
+    if (problem != NULL)
+      return tdm_format_sentence (problem);
+  }
   if (!tdm_dataset_chooser_get_ready (self->dataset_chooser))
     return g_strdup (_("Choose a dataset in the settings (F9), and wait for it to load."));
   replicas = tdm_device_picker_count_replicas (self->device_picker);
@@ -681,6 +769,8 @@ tdm_run_form_dup_problem (TdmRunForm *self)
     return g_strdup (_("Tick at least one device (or CPU workers) in the settings."));
   if (!tdm_spec_entry_get_valid (self->spec_entry))
     return g_strdup (_("The network in the settings is not valid: the message under it says why."));
+  if (tdm_finetune_group_get_error (self->finetune_group) != NULL)
+    return g_strdup (_("The weights to start from do not fit the network: the settings say why."));
   /* What the batch row says under it, as a sentence. */
   return tdm_format_sentence (adw_action_row_get_subtitle (self->batch_row));
 }
@@ -783,8 +873,10 @@ tdm_run_form_class_init (TdmRunFormClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, batch_spin);
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, devices_hint_label);
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, batch_row);
+  gtk_widget_class_bind_template_child (widget_class, TdmRunForm, epochs_row);
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, epochs_spin);
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, optimizer_dropdown);
+  gtk_widget_class_bind_template_child (widget_class, TdmRunForm, lr_row);
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, lr_spin);
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, strategy_dropdown);
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, batchnorm_dropdown);
@@ -805,6 +897,15 @@ tdm_run_form_init (TdmRunForm *self)
 
   self->settings = g_settings_new (TDM_APP_ID);
   tdm_run_form_tame_wheel (GTK_WIDGET (self));
+  /* Numbers typed wrong are said, and hold Start back, instead of becoming the
+   * nearest value that works. */
+  {
+    GtkSpinButton *spins[] = {self->batch_spin, self->epochs_spin, self->lr_spin};
+
+    for (guint i = 0; i < G_N_ELEMENTS (spins); i++)
+      g_signal_connect_object (tdm_number_check_attach (spins[i]), "notify::message",
+                               G_CALLBACK (tdm_run_form_update), self, G_CONNECT_SWAPPED);
+  }
 
   g_signal_connect_object (self->dataset_chooser, "notify::source",
                            G_CALLBACK (tdm_run_form_dataset_changed), self,
@@ -877,4 +978,13 @@ GtkWidget *
 tdm_run_form_new (void)
 {
   return g_object_new (TDM_TYPE_RUN_FORM, NULL);
+}
+
+char **
+tdm_run_form_get_replicas (TdmRunForm *self,
+                           int        *main_replica)
+{
+  g_return_val_if_fail (TDM_IS_RUN_FORM (self), NULL);
+
+  return tdm_device_picker_get_replicas (self->device_picker, main_replica);
 }

@@ -65,9 +65,14 @@ tdm_spec_entry_check (TdmSpecEntry *self)
       params = g_strdup_printf (ngettext ("%s parameter", "%s parameters",
                                           (gulong) MIN (network->parameter_count, G_MAXULONG)),
                                 count);
-      /* Translators: under the network spec: "308,074 parameters, 74.3 MFLOP a sample" */
-      self->message = g_strdup_printf (_("%s, %.1f MFLOP a sample"), params,
-                                       tdm_network_forward_flops (network) / 1e6);
+      double mflop = tdm_network_forward_flops (network) / 1e6;
+      /* Separated as the parameters beside it are ("1,819", not "1818.6"). */
+      g_autofree char *work = mflop >= 100 ? tdm_format_count (mflop)
+                                           : g_strdup_printf ("%.1f", mflop);
+
+      /* Translators: under the network spec: "308,074 parameters, 74.3 MFLOP a
+       * sample"; both numbers come formatted */
+      self->message = g_strdup_printf (_("%s, %s MFLOP a sample"), params, work);
     }
   else
     {

@@ -14,6 +14,7 @@
 
 #include <glib/gi18n.h>
 
+#include "tdm-build-config.h"
 #include "tdm-exact.h"
 #include "tdm-format.h"
 #include "tdm-history-sweep.h"
@@ -40,6 +41,8 @@ struct _TdmHistoryView
   char               *result;
   AdwActionRow       *strategy_row;
   char               *strategy_result;
+  AdwActionRow       *kept_row;
+  GSettings          *settings;
   GtkNativeDialog    *chooser;
 };
 
@@ -381,10 +384,30 @@ create_row (gpointer item_ptr,
                                       tooltip, -1);
       adw_action_row_add_prefix (ADW_ACTION_ROW (row), check);
       adw_action_row_set_activatable_widget (ADW_ACTION_ROW (row), check);
+      /* Its trained network, kept beside it: the window goes on with it, classifies
+       * with it or exports it (and says so where it is no longer kept). */
+      g_autoptr(GMenu) network = g_menu_new ();
+      g_autoptr(GMenuItem) resume = g_menu_item_new (_("Re_sume…"), NULL);
+      g_autoptr(GMenuItem) classify = g_menu_item_new (_("_Classify Images…"), NULL);
+      g_autoptr(GMenuItem) onnx = g_menu_item_new (_("Export Network as _ONNX…"), NULL);
+      g_autoptr(GMenuItem) reference = g_menu_item_new (_("Show under the _Timeline"), NULL);
+      GVariant *id = g_variant_new_string (tdm_run_item_get_id (item));
+
+      g_variant_ref_sink (id);
+      g_menu_item_set_action_and_target_value (resume, "win.resume-run", id);
+      g_menu_item_set_action_and_target_value (classify, "win.classify-run", id);
+      g_menu_item_set_action_and_target_value (onnx, "win.export-run-onnx", id);
+      g_menu_item_set_action_and_target_value (reference, "win.timeline-reference", id);
+      g_variant_unref (id);
+      g_menu_append_item (network, resume);
+      g_menu_append_item (network, classify);
+      g_menu_append_item (network, onnx);
       g_menu_append (menu, _("_Rename…"), "run.rename");
       g_menu_append (menu, _("Use as _Baseline"), "run.baseline");
+      g_menu_append_item (menu, reference);
       g_menu_append (menu, _("_Export as CSV…"), "run.export");
       g_menu_append (menu, _("_Delete"), "run.delete");
+      g_menu_prepend_section (menu, NULL, G_MENU_MODEL (network));
     }
   gtk_menu_button_set_menu_model (GTK_MENU_BUTTON (menu_button), G_MENU_MODEL (menu));
   gtk_menu_button_set_icon_name (GTK_MENU_BUTTON (menu_button), "view-more-symbolic");
@@ -425,10 +448,51 @@ tdm_history_view_update_baseline (TdmHistoryView *self)
 
   if (baseline != NULL)
     /* Translators: under the comparison table; %s is a run's name */
-    text = g_strdup_printf (_("Speed-up is against “%s”; choose another baseline in a run’s menu."),
-                            tdm_run_item_get_name (baseline));
+    text = g_strdup_printf (_("Speed-up is against “%s” (%s), for runs of the same network and data; choose another baseline in a run’s menu."),
+                            tdm_run_item_get_name (baseline),
+                            tdm_run_item_get_record (baseline)->config->network);
   adw_preferences_group_set_description (self->table_group, text);
   tdm_history_view_update_problems (self);
+}
+
+void
+tdm_history_view_update_kept (TdmHistoryView *self)
+{
+  TdmHistory *history;
+  g_autofree char *size = NULL;
+  g_autofree char *text = NULL;
+
+  g_return_if_fail (TDM_IS_HISTORY_VIEW (self));
+
+  history = tdm_history_store_get_history (self->store);
+  size = g_format_size (tdm_history_weights_bytes (history));
+  /* Translators: under "Trained networks kept"; %s a size, "12.5 MB" */
+  text = g_strdup_printf (_("Each run keeps its network, to resume, classify or export: %s now. Past the limit the oldest runs’ networks go first; their entries stay."),
+                          size);
+  adw_action_row_set_subtitle (self->kept_row, text);
+}
+
+static GtkWidget *
+tdm_history_view_build_kept (TdmHistoryView *self)
+{
+  GtkWidget *spin = gtk_spin_button_new_with_range (0, 1048576, 256);
+  GtkWidget *unit = gtk_label_new (_("MiB"));
+
+  self->kept_row = ADW_ACTION_ROW (adw_action_row_new ());
+  adw_preferences_row_set_title (ADW_PREFERENCES_ROW (self->kept_row), _("Trained networks _kept"));
+  adw_preferences_row_set_use_underline (ADW_PREFERENCES_ROW (self->kept_row), TRUE);
+  adw_action_row_set_subtitle_lines (self->kept_row, 0);
+  gtk_widget_set_valign (spin, GTK_ALIGN_CENTER);
+  gtk_spin_button_set_numeric (GTK_SPIN_BUTTON (spin), TRUE);
+  gtk_widget_set_tooltip_text (spin, _("The most disk space the runs’ trained networks take together"));
+  gtk_accessible_update_property (GTK_ACCESSIBLE (spin), GTK_ACCESSIBLE_PROPERTY_LABEL,
+                                  _("Trained networks kept, in MiB"), -1);
+  g_settings_bind (self->settings, "kept-networks-limit", spin, "value", G_SETTINGS_BIND_DEFAULT);
+  adw_action_row_add_suffix (self->kept_row, spin);
+  adw_action_row_add_suffix (self->kept_row, unit);
+  adw_action_row_set_activatable_widget (self->kept_row, spin);
+  tdm_history_view_update_kept (self);
+  return GTK_WIDGET (self->kept_row);
 }
 
 static void
@@ -438,6 +502,7 @@ tdm_history_view_dispose (GObject *object)
   GtkWidget *child;
 
   tdm_history_view_chooser_done (self);
+  g_clear_object (&self->settings);
   while ((child = gtk_widget_get_first_child (GTK_WIDGET (self))))
     gtk_widget_unparent (child);
   g_clear_object (&self->store);
@@ -548,6 +613,7 @@ tdm_history_view_new (TdmHistoryStore *store)
 
   self = g_object_new (TDM_TYPE_HISTORY_VIEW, NULL);
   self->store = g_object_ref (store);
+  self->settings = g_settings_new (TDM_APP_ID);
 
   self->toasts = ADW_TOAST_OVERLAY (adw_toast_overlay_new ());
   gtk_widget_set_parent (GTK_WIDGET (self->toasts), GTK_WIDGET (self));
@@ -599,6 +665,14 @@ tdm_history_view_new (TdmHistoryStore *store)
                                   _("Runs"), -1);
   adw_preferences_group_add (ADW_PREFERENCES_GROUP (runs), GTK_WIDGET (self->list));
   gtk_box_append (GTK_BOX (box), runs);
+  {
+    GtkWidget *kept = adw_preferences_group_new ();
+
+    adw_preferences_group_add (ADW_PREFERENCES_GROUP (kept), tdm_history_view_build_kept (self));
+    gtk_box_append (GTK_BOX (box), kept);
+  }
+  g_signal_connect_object (store, "items-changed", G_CALLBACK (tdm_history_view_update_kept),
+                           self, G_CONNECT_SWAPPED);
 
   gtk_box_append (GTK_BOX (box), tdm_history_view_build_compare (self));
   gtk_box_append (GTK_BOX (box), tdm_history_view_build_strategies (self));

@@ -3,8 +3,9 @@
  *
  * Cells are labels filled from tdm_run_table_cell_text(), the one place that turns a
  * record into the table's words, so tests read the table without widgets. The
- * speed-up depends on the baseline: when it changes the view is given its model
- * again, which rebinds every visible cell (there are a few dozen runs, not
+ * speed-up depends on the baseline, and is only given for runs of the baseline's
+ * network and data (tdm_run_record_same_work): when it changes the view is given
+ * its model again, which rebinds every visible cell (there are a few dozen runs, not
  * thousands). Compute, communication and wait are the engine's mean per step over
  * the run (tdm_run_record_device_means); memory is the most each device held.
  */
@@ -28,6 +29,7 @@ G_DEFINE_FINAL_TYPE (TdmRunTable, tdm_run_table, GTK_TYPE_WIDGET)
 
 static const char *const titles[TDM_RUN_TABLE_N_COLUMNS] = {
   N_("Run"),
+  N_("Network"),
   N_("Devices"),
   N_("Strategy"),
   N_("Batch"),
@@ -173,6 +175,8 @@ tdm_run_table_cell_text (TdmRunItem        *item,
     {
     case TDM_RUN_TABLE_NAME:
       return g_strdup (r->name);
+    case TDM_RUN_TABLE_NETWORK:
+      return g_strdup (r->config->network);
     case TDM_RUN_TABLE_DEVICES:
       return tdm_run_item_format_devices (item);
     case TDM_RUN_TABLE_STRATEGY:
@@ -201,7 +205,9 @@ tdm_run_table_cell_text (TdmRunItem        *item,
     case TDM_RUN_TABLE_SPEEDUP:
       {
         double ours = tdm_run_record_samples_per_second (r);
-        double theirs = baseline != NULL
+        /* Only like with like: another network's samples cost another amount. */
+        double theirs = baseline != NULL &&
+                        tdm_run_record_same_work (r, tdm_run_item_get_record (baseline))
                         ? tdm_run_record_samples_per_second (tdm_run_item_get_record (baseline))
                         : 0;
 
@@ -240,9 +246,17 @@ setup_cell (GtkSignalListItemFactory *factory,
 
   /* Names read from the left, figures line up on the right. */
   gtk_label_set_xalign (GTK_LABEL (label), column <= TDM_RUN_TABLE_STRATEGY ? 0 : 1);
-  /* A name is the row's whole point: never cut; the table scrolls sideways. */
+  /* A name is the row's whole point: never cut; the table scrolls sideways. A
+   * custom network's spec can run to hundreds of characters: it wraps at its
+   * commas instead. */
   if (column == TDM_RUN_TABLE_NAME)
     gtk_label_set_width_chars (GTK_LABEL (label), 12);
+  else if (column == TDM_RUN_TABLE_NETWORK)
+    {
+      gtk_label_set_wrap (GTK_LABEL (label), TRUE);
+      gtk_label_set_wrap_mode (GTK_LABEL (label), PANGO_WRAP_WORD_CHAR);
+      gtk_label_set_max_width_chars (GTK_LABEL (label), 32);
+    }
   else
     gtk_widget_add_css_class (label, "numeric");
   gtk_list_item_set_child (list_item, label);

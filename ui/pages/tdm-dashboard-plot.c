@@ -244,6 +244,20 @@ tdm_dashboard_live_point (double   x,
 
 /* The loss and accuracy charts from scratch: the overlays, then the live run's
  * points so far, on the session's x axis. */
+/* Earlier runs drawn under this one: device colours far from the live run's blue
+ * (its raw curve a lighter blue) and red, so not the sky blue nor the vermillion;
+ * from the sixth run on, the same darkened. */
+static void
+tdm_dashboard_overlay_colour (guint    i,
+                              GdkRGBA *colour)
+{
+  static const int far[] = { 2, 1, 5, 6, 7 };   /* green, orange, purple, yellow, grey */
+
+  tdm_chart_device_colour (far[i % G_N_ELEMENTS (far)]
+                           + TDM_CHART_N_DEVICE_COLOURS * (int) (i / G_N_ELEMENTS (far)),
+                           colour);
+}
+
 void
 tdm_dashboard_replot (TdmDashboard *self)
 {
@@ -268,8 +282,7 @@ tdm_dashboard_replot (TdmDashboard *self)
       Replot replot = { self, 0, 0 };
       GdkRGBA colour;
 
-      /* Far from the live run's blue and red: device colours from the third on. */
-      tdm_chart_device_colour (2 + i, &colour);
+      tdm_dashboard_overlay_colour (i, &colour);
       replot.loss = tdm_chart_add_series (self->charts[CHART_LOSS], name, &colour,
                                           TDM_CHART_STYLE_OVERLAY);
       replot.accuracy = tdm_chart_add_series (self->charts[CHART_ACCURACY], name, &colour,

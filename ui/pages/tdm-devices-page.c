@@ -451,7 +451,7 @@ tdm_devices_page_set_reference (TdmDevicesPage       *self,
       /* Translators: under the Devices timeline when an earlier run is ticked in the
        * history; %s is that run's name and strategy */
       g_free (self->reference_text);
-      self->reference_text = g_strdup_printf (_("Above the line: this run’s last sampled step. Below it: “%s”, its mean step from the run history, on the same time axis."),
+      self->reference_text = g_strdup_printf (_("Above the line: this run’s last sampled step. Below it: “%s”, its mean step from the run history, on the same time axis. Another ticked run goes there with “Show under the Timeline” in its History menu."),
                                               title != NULL ? title : "");
     }
   else
@@ -736,6 +736,14 @@ tdm_devices_page_get_peak_bytes (TdmDevicesPage *self,
   if (device < 0 || device >= TDM_MAX_REPLICAS)
     return -1;
   return self->peak[device];
+}
+
+const char *
+tdm_devices_page_get_memory_note (TdmDevicesPage *self)
+{
+  g_return_val_if_fail (TDM_IS_DEVICES_PAGE (self), NULL);
+
+  return gtk_label_get_label (GTK_LABEL (self->memory_note));
 }
 
 const char *

@@ -45,6 +45,7 @@ struct _TdmScalingPage
   GtkWidget     *run_button;
   GtkWidget     *cancel_button;
   GtkWidget     *status_label;
+  GtkWidget     *cores_label;
   GtkWidget     *chart;
   GtkWidget     *table;
   GtkWidget     *table_scroller;
@@ -153,8 +154,11 @@ tdm_scaling_page_point_arrived (gpointer data)
 
   tdm_scaling_chart_add_point (TDM_SCALING_CHART (self->chart), &message->point);
   tdm_scaling_page_fill_table (self);
-  /* Translators: progress of a scaling run: points measured of how many */
-  text = g_strdup_printf (_("Measured %d of %d: %d devices, %.2f× the speed of one"),
+  /* Translators: progress of a scaling run: points measured of how many, the
+   * devices of the last one and its speed-up */
+  text = g_strdup_printf (ngettext ("Measured %d of %d: %d device, %.2f× the speed of one",
+                                    "Measured %d of %d: %d devices, %.2f× the speed of one",
+                                    message->point.devices),
                           message->point.index + 1, message->point.count,
                           message->point.devices, message->point.speedup);
   tdm_scaling_page_set_status (self, text);
@@ -217,6 +221,46 @@ tdm_scaling_page_thread (GTask        *task,
     g_task_return_error (task, error);
 }
 
+/* After a sweep of CPU workers: the machine's cores beside the result, and how many
+ * a speed-up needs (the engine's rule), so a flat curve on a small machine reads as
+ * what it is. */
+static void
+tdm_scaling_page_say_cores (TdmScalingPage *self)
+{
+  TdmScalingChart *chart = TDM_SCALING_CHART (self->chart);
+  guint n = tdm_scaling_chart_get_n_points (chart);
+  const TdmScalingPoint *last;
+  int cores, needed;
+  g_autofree char *have = NULL;
+  g_autofree char *text = NULL;
+
+  if (n == 0)
+    return;
+  last = tdm_scaling_chart_get_point (chart, n - 1);
+  if (last->cpu_threads <= 0)
+    return;
+  cores = tdm_scaling_cores_available ();
+  needed = tdm_scaling_cores_needed (last->devices);
+  /* Translators: after a scaling run of CPU workers: "This machine has 2 cores." */
+  have = g_strdup_printf (ngettext ("This machine has %d core.", "This machine has %d cores.",
+                                    cores),
+                          cores);
+  if (cores >= needed)
+    /* Translators: after "This machine has N cores."; %d workers */
+    text = g_strdup_printf (ngettext ("%s Enough for %d CPU worker to speed up: one core each, and one for the window and communication.",
+                                      "%s Enough for %d CPU workers to speed up: one core each, and one for the window and communication.",
+                                      last->devices),
+                            have, last->devices);
+  else
+    /* Translators: after "This machine has N cores."; %d workers, %d cores */
+    text = g_strdup_printf (ngettext ("%s %d CPU worker needs %d cores to run faster than one: one each, and one for the window and communication; with fewer they take turns.",
+                                      "%s %d CPU workers need %d cores to run faster than one: one each, and one for the window and communication; with fewer they take turns.",
+                                      last->devices),
+                            have, last->devices, needed);
+  gtk_label_set_label (GTK_LABEL (self->cores_label), text);
+  gtk_widget_set_visible (self->cores_label, TRUE);
+}
+
 /* Main thread. */
 static void
 tdm_scaling_page_done (GObject      *source_object,
@@ -253,6 +297,7 @@ tdm_scaling_page_done (GObject      *source_object,
                                         tdm_scaling_chart_get_n_points (TDM_SCALING_CHART (self->chart))),
                               tdm_scaling_chart_get_n_points (TDM_SCALING_CHART (self->chart)));
       tdm_scaling_page_set_status (self, text);
+      tdm_scaling_page_say_cores (self);
     }
   else if (g_error_matches (error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CANCELLED) ||
            g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
@@ -311,6 +356,7 @@ tdm_scaling_page_start (TdmScalingPage   *self,
   tdm_scaling_chart_clear (TDM_SCALING_CHART (self->chart));
   tdm_scaling_page_fill_table (self);
   tdm_scaling_page_set_status (self, _("Measuring one device…"));
+  gtk_widget_set_visible (self->cores_label, FALSE);
   gtk_widget_set_sensitive (self->mode_dropdown, FALSE);
   gtk_widget_set_sensitive (self->steps_spin, FALSE);
 
@@ -640,6 +686,7 @@ tdm_scaling_page_class_init (TdmScalingPageClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, run_button);
   gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, cancel_button);
   gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, status_label);
+  gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, cores_label);
   gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, chart);
   gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, table_scroller);
   gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, table_scrollbar);
@@ -675,4 +722,13 @@ GtkWidget *
 tdm_scaling_page_new (void)
 {
   return g_object_new (TDM_TYPE_SCALING_PAGE, NULL);
+}
+
+const char *
+tdm_scaling_page_get_cores_note (TdmScalingPage *self)
+{
+  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), NULL);
+
+  return gtk_widget_get_visible (self->cores_label)
+           ? gtk_label_get_label (GTK_LABEL (self->cores_label)) : NULL;
 }

@@ -261,6 +261,34 @@ tdm_timeline_layout (TdmTimeline *self,
 
             g_array_append_val (boxes, box);
           }
+      /* Communication that ran hidden under backward: a strip of the all-reduce's
+       * colour across the bottom of backward's box, ending where backward ends. */
+      for (int r = 0; r < e->replicas && r < TDM_MAX_REPLICAS; r++)
+        for (int k = 0; k < e->device[r].spans && k < TDM_MAX_PHASE_SPANS; k++)
+          {
+            const TdmDevicePhases *d = &e->device[r];
+            double start, end, height;
+            TdmTimelineBox box;
+
+            if (d->span[k].phase != TDM_PHASE_BACKWARD || !(d->hidden_ms > 0))
+              continue;
+            end = MAX (0.0, d->span[k].end_ms);
+            start = MAX (MAX (0.0, d->span[k].start_ms), end - d->hidden_ms);
+            height = MAX (1.0, lane - LANE_GAP);
+            box = (TdmTimelineBox) {
+              .x = self->label_width + (shown[i].offset + start) / axis * plot_width,
+              .y = (shown[i].first_lane + r) * lane + (shown[i].group + 1) * title + LANE_GAP / 2 +
+                   0.6 * height,
+              .width = (end - start) / axis * plot_width,
+              .height = 0.4 * height,
+              .device = r,
+              .phase = TDM_PHASE_ALLREDUCE,
+              .step = e->step,
+              .reference = shown[i].reference,
+              .hidden = TRUE,
+            };
+            g_array_append_val (boxes, box);
+          }
     }
   /* Lanes top to bottom, each in time order (the kept steps are in time order). */
   g_array_sort (boxes, tdm_timeline_box_compare);
@@ -603,6 +631,13 @@ tdm_timeline_has_reference (TdmTimeline *self)
 {
   g_return_val_if_fail (TDM_IS_TIMELINE (self), FALSE);
   return self->reference != NULL;
+}
+
+const TdmPhasesEvent *
+tdm_timeline_get_reference (TdmTimeline *self)
+{
+  g_return_val_if_fail (TDM_IS_TIMELINE (self), NULL);
+  return self->reference;
 }
 
 void

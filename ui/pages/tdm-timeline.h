@@ -28,6 +28,8 @@ typedef struct
   int    phase;   /* TdmPhase */
   long   step;
   gboolean reference;   /* a box of the reference run's step (below the run's own) */
+  gboolean hidden;      /* communication hidden under backward: a strip across the
+                         * bottom of backward's box (after its lane's boxes) */
 } TdmTimelineBox;
 
 #define TDM_TYPE_TIMELINE (tdm_timeline_get_type ())
@@ -66,6 +68,8 @@ void       tdm_timeline_set_reference (TdmTimeline         *self,
                                        const TdmPhasesEvent *step,
                                        const char *const   *names);
 gboolean   tdm_timeline_has_reference (TdmTimeline         *self);
+/* The reference step shown (a copy the timeline keeps), or NULL. */
+const TdmPhasesEvent *tdm_timeline_get_reference (TdmTimeline *self);
 
 /* One run of a side-by-side comparison: its step, a title over its lanes (its
  * strategy and time a step), each lane's name and a second line under the name

@@ -79,6 +79,7 @@ struct _TdmRun
   char         *tensorboard_folder;
   GError       *tensorboard_error;
   gboolean      keep_parameters;
+  char         *resume_path;
   float        *parameters;
   size_t        n_parameters;
   double        pace;
@@ -461,6 +462,7 @@ tdm_run_finalize (GObject *object)
 
   g_clear_pointer (&self->config, tdm_config_free);
   g_clear_pointer (&self->recorder, tdm_run_recorder_free);
+  g_clear_pointer (&self->resume_path, g_free);
   g_clear_pointer (&self->record_id, g_free);
   g_clear_error (&self->record_error);
   g_clear_pointer (&self->tensorboard_root, g_free);
@@ -560,6 +562,8 @@ tdm_run_start (TdmRun  *self,
         self->tensorboard_folder = g_strdup (tdm_tensorboard_run_get_folder (shared->tensorboard));
     }
   tdm_trainer_set_pace (shared->trainer, self->pace);
+  if (self->resume_path != NULL)
+    tdm_trainer_set_resume_path (shared->trainer, self->resume_path);
   shared->config = tdm_config_copy (self->config);
 
   /* An application quits when its last window goes; the hold keeps it (and so the
@@ -791,4 +795,15 @@ tdm_run_single_step (TdmRun *self)
     }
   g_mutex_unlock (&self->shared->lock);
   self->paused = TRUE;
+}
+
+void
+tdm_run_set_resume_path (TdmRun     *self,
+                         const char *path)
+{
+  g_return_if_fail (TDM_IS_RUN (self));
+  g_return_if_fail (self->shared == NULL);
+
+  g_free (self->resume_path);
+  self->resume_path = g_strdup (path);
 }

@@ -57,6 +57,11 @@ void      tdm_run_set_tensorboard (TdmRun     *self,
 const char   *tdm_run_get_tensorboard_folder (TdmRun *self);
 const GError *tdm_run_get_tensorboard_error  (TdmRun *self);
 
+/* Before start: go on from a checkpoint of an earlier run of the same configuration
+ * (tdm_trainer_set_resume_path: its parameters, optimizer state, epoch and step). */
+void      tdm_run_set_resume_path (TdmRun       *self,
+                                   const char   *path);
+
 /* Before start: keep a copy of the main replica's parameters when the run ends, for
  * "compare with one device". */
 void      tdm_run_set_keep_parameters (TdmRun   *self,

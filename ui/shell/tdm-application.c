@@ -221,7 +221,9 @@ static const struct {
   { "win.pause", { "<Control>p", NULL } },
   { "win.stop", { "<Control>period", NULL } },
   { "win.export", { "<Control>e", NULL } },
-  { "win.open-folder", { "<Control>o", NULL } },
+  { "win.open", { "<Control>o", NULL } },
+  { "win.save", { "<Control>s", NULL } },
+  { "win.open-folder", { "<Control><Shift>o", NULL } },
   { "win.preferences", { "<Control>comma", NULL } },
   { "window.close", { "<Control>w", NULL } },
 };

@@ -67,6 +67,10 @@ tdm_window_add_filter (GtkFileChooser *chooser,
   gtk_file_chooser_add_filter (chooser, filter);
 }
 
+static gboolean tdm_window_export_onnx_of (TdmWindow  *self,
+                                           const char *checkpoint,
+                                           const char *path);
+
 void
 tdm_window_export_chosen (TdmWindow       *self,
                           int              response,
@@ -75,6 +79,7 @@ tdm_window_export_chosen (TdmWindow       *self,
   g_autoptr(GFile) file = NULL;
   g_autofree char *path = NULL;
   g_autofree char *target = g_strdup (g_object_get_data (G_OBJECT (dialog), "target"));
+  g_autofree char *checkpoint = g_strdup (g_object_get_data (G_OBJECT (dialog), "checkpoint"));
   g_autoptr(GError) error = NULL;
   gboolean ok;
 
@@ -96,7 +101,7 @@ tdm_window_export_chosen (TdmWindow       *self,
   if (target != NULL && g_str_equal (target, "onnx"))
     {
       /* The export says how it went in a toast of its own. */
-      tdm_window_export_onnx (self, path);
+      tdm_window_export_onnx_of (self, checkpoint, path);
       return;
     }
   if (target == NULL)
@@ -175,36 +180,17 @@ tdm_window_export_chart (GtkWidget  *widget,
   gtk_native_dialog_show (self->chooser);
 }
 
-char *
-tdm_window_get_run_checkpoint (TdmWindow *self)
+/* Writes checkpoint (NULL: none) as ONNX at path; a toast says how it went. */
+static gboolean
+tdm_window_export_onnx_of (TdmWindow  *self,
+                           const char *checkpoint,
+                           const char *path)
 {
-  g_autofree char *last = NULL;
-
-  g_return_val_if_fail (TDM_IS_WINDOW (self), NULL);
-
-  if (self->classify_view != NULL &&
-      tdm_classify_view_get_checkpoint (self->classify_view) != NULL)
-    return g_strdup (tdm_classify_view_get_checkpoint (self->classify_view));
-  last = tdm_classify_view_last_run_path ();
-  if (g_file_test (last, G_FILE_TEST_IS_REGULAR))
-    return g_steal_pointer (&last);
-  return NULL;
-}
-
-gboolean
-tdm_window_export_onnx (TdmWindow  *self,
-                        const char *path)
-{
-  g_autofree char *checkpoint = NULL;
   g_autofree char *name = NULL;
   g_autofree char *text = NULL;
   g_autoptr(GError) error = NULL;
 
-  g_return_val_if_fail (TDM_IS_WINDOW (self), FALSE);
-  g_return_val_if_fail (path != NULL, FALSE);
-
   name = g_filename_display_basename (path);
-  checkpoint = tdm_window_get_run_checkpoint (self);
   if (checkpoint == NULL)
     {
       tdm_window_toast (self, _("No network to export yet: train one, or open a checkpoint to classify with"));
@@ -229,6 +215,19 @@ tdm_window_export_onnx (TdmWindow  *self,
   return TRUE;
 }
 
+gboolean
+tdm_window_export_onnx (TdmWindow  *self,
+                        const char *path)
+{
+  g_autofree char *checkpoint = NULL;
+
+  g_return_val_if_fail (TDM_IS_WINDOW (self), FALSE);
+  g_return_val_if_fail (path != NULL, FALSE);
+
+  checkpoint = tdm_window_get_run_checkpoint (self);
+  return tdm_window_export_onnx_of (self, checkpoint, path);
+}
+
 void
 tdm_window_export_onnx_chooser (GtkWidget  *widget,
                                 const char *action_name,
@@ -236,15 +235,23 @@ tdm_window_export_onnx_chooser (GtkWidget  *widget,
 {
   TdmWindow *self = TDM_WINDOW (widget);
   g_autofree char *checkpoint = tdm_window_get_run_checkpoint (self);
-  g_autofree char *base = NULL;
-  g_autofree char *name = NULL;
-  GtkFileChooser *chooser;
 
   if (checkpoint == NULL)
     {
       tdm_window_toast (self, _("No network to export yet: train one, or open a checkpoint to classify with"));
       return;
     }
+  tdm_window_ask_export_onnx (self, checkpoint);
+}
+
+void
+tdm_window_ask_export_onnx (TdmWindow  *self,
+                            const char *checkpoint)
+{
+  g_autofree char *base = NULL;
+  g_autofree char *name = NULL;
+  GtkFileChooser *chooser;
+
   chooser = tdm_window_new_chooser (self, _("Export Network as ONNX"),
                                     GTK_FILE_CHOOSER_ACTION_SAVE, _("_Export"));
   /* photos.safetensors becomes photos.onnx. */
@@ -255,6 +262,7 @@ tdm_window_export_onnx_chooser (GtkWidget  *widget,
   gtk_file_chooser_set_current_name (chooser, name);
   tdm_window_add_filter (chooser, _("ONNX models"), "application/octet-stream", "*.onnx");
   g_object_set_data_full (G_OBJECT (chooser), "target", g_strdup ("onnx"), g_free);
+  g_object_set_data_full (G_OBJECT (chooser), "checkpoint", g_strdup (checkpoint), g_free);
   g_signal_connect_object (chooser, "response", G_CALLBACK (tdm_window_export_chosen),
                            self, G_CONNECT_SWAPPED);
   gtk_native_dialog_show (self->chooser);

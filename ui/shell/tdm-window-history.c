@@ -20,16 +20,25 @@
 #include "tdm-history-view.h"
 #include "tdm-window-private.h"
 
-/* The first ticked run that sampled steps goes under the current run on the Devices
- * timeline, so `main`'s reduce → update → broadcast is seen against an all-reduce. */
+/* A ticked run that sampled steps goes under the current run on the Devices
+ * timeline, so `main`'s reduce → update → broadcast is seen against an all-reduce:
+ * the one chosen in its History menu ("Show under the Timeline"), else the first. */
 static void
 tdm_window_update_reference (TdmWindow *self)
 {
+  g_autofree char *chosen = g_settings_get_string (self->settings, "timeline-reference");
+  TdmRunItem *preferred = chosen[0] != '\0' ? tdm_history_store_find (self->history, chosen)
+                                            : NULL;
+  TdmPhasesEvent step;
+
+  if (preferred != NULL && !tdm_run_item_get_overlay (preferred))
+    preferred = NULL;
   for (guint i = 0; i < g_list_model_get_n_items (G_LIST_MODEL (self->history)); i++)
     {
       g_autoptr(TdmRunItem) item = g_list_model_get_item (G_LIST_MODEL (self->history), i);
-      TdmPhasesEvent step;
 
+      if (preferred != NULL && item != preferred)
+        continue;
       if (tdm_run_item_get_overlay (item) && tdm_run_item_mean_step (item, &step))
         {
           const TdmRunRecord *r = tdm_run_item_get_record (item);
@@ -42,6 +51,41 @@ tdm_window_update_reference (TdmWindow *self)
         }
     }
   tdm_devices_page_set_reference (self->devices_page, NULL, NULL, NULL);
+}
+
+/* "Show under the Timeline" in a run's History menu: it is ticked (drawn) and
+ * becomes the timeline's reference. */
+static void
+tdm_window_timeline_reference (GtkWidget  *widget,
+                               const char *action_name,
+                               GVariant   *parameter)
+{
+  TdmWindow *self = TDM_WINDOW (widget);
+  const char *id = g_variant_get_string (parameter, NULL);
+  TdmRunItem *item = tdm_history_store_find (self->history, id);
+  TdmPhasesEvent step;
+
+  if (item == NULL)
+    return;
+  if (!tdm_run_item_mean_step (item, &step))
+    {
+      /* Translators: a toast; %s is a run's name in the history */
+      g_autofree char *text = g_strdup_printf (_("“%s” sampled no step to show on the timeline"),
+                                               tdm_run_item_get_name (item));
+
+      tdm_window_toast (self, text);
+      return;
+    }
+  g_settings_set_string (self->settings, "timeline-reference", id);
+  tdm_run_item_set_overlay (item, TRUE);
+  tdm_window_update_reference (self);
+}
+
+void
+tdm_window_history_class_init (GtkWidgetClass *widget_class)
+{
+  gtk_widget_class_install_action (widget_class, "win.timeline-reference", "s",
+                                   tdm_window_timeline_reference);
 }
 
 static void
@@ -89,7 +133,8 @@ tdm_window_restore_overlays (TdmWindow *self)
 void
 tdm_window_history_run_done (TdmWindow *self,
                              TdmRun    *run,
-                             gboolean   completed)
+                             gboolean   completed,
+                             gboolean   trained)
 {
   const GError *record_error = tdm_run_get_record_error (run);
 
@@ -103,7 +148,7 @@ tdm_window_history_run_done (TdmWindow *self,
       tdm_window_toast (self, text);
     }
   /* Only the new run is read: the others have not changed. */
-  if (tdm_run_get_record_id (run) != NULL)
+  if (tdm_run_get_record_id (run) != NULL && trained)
     {
       g_autoptr(GError) error = NULL;
 
@@ -165,8 +210,14 @@ tdm_window_history_run_done (TdmWindow *self,
                                         "%d devices against one, after %ld steps: %s",
                                         replicas),
                               replicas, self->compare_config->max_steps, words);
-      tdm_history_view_set_compare_result (TDM_HISTORY_VIEW (self->history_view), text);
-      tdm_window_toast (self, text);
+      /* The result belongs to the network it measured, and says which. */
+      g_free (self->compare_result);
+      /* Translators: a comparison's result and the network it measured: "mlp: 2 devices
+       * against one, …" */
+      self->compare_result = g_strdup_printf (_("%s: %s"), self->compare_config->network, text);
+      tdm_history_view_set_compare_result (TDM_HISTORY_VIEW (self->history_view),
+                                           self->compare_result);
+      tdm_window_toast (self, self->compare_result);
       g_clear_pointer (&self->compare_parameters, g_free);
     }
 }
@@ -210,6 +261,27 @@ tdm_window_history_sweep_done (TdmWindow      *self,
     }
 }
 
+/* The settings changed: a comparison of another network than the one chosen now is
+ * not this one's result, and says so. */
+void
+tdm_window_history_settings_changed (TdmWindow *self)
+{
+  g_autoptr(TdmConfig) config = NULL;
+  g_autofree char *text = NULL;
+
+  if (self->compare_result == NULL || self->compare_stage != 0)
+    return;
+  config = tdm_run_form_build_config (self->sidebar, NULL);
+  if (config != NULL && g_strcmp0 (config->network, self->compare_config->network) == 0)
+    text = g_strdup (self->compare_result);
+  else
+    /* Translators: under "compare with one device" once another network is chosen;
+     * %s is the last comparison's result, which names its network */
+    text = g_strdup_printf (_("Not compared yet with the network chosen now. The last comparison, of another network: %s"),
+                            self->compare_result);
+  tdm_history_view_set_compare_result (TDM_HISTORY_VIEW (self->history_view), text);
+}
+
 /* After the N-device run of a comparison: the same on the main device alone. */
 void
 tdm_window_compare_next (TdmWindow *self)
@@ -222,7 +294,7 @@ tdm_window_compare_next (TdmWindow *self)
   one = tdm_compare_one_device_config (self->compare_config, self->compare_config->max_steps);
   tdm_history_view_set_compare_result (TDM_HISTORY_VIEW (self->history_view),
                                        _("Training on the main device alone…"));
-  if (!tdm_window_launch (self, one, _("Compare: one device"), TRUE))
+  if (!tdm_window_launch (self, one, _("Compare: one device"), TRUE, NULL))
     self->compare_stage = 0;
 }
 
@@ -271,7 +343,7 @@ tdm_window_compare_one_device (GtkWidget  *widget,
   self->compare_stage = 1;
   tdm_history_view_set_compare_result (TDM_HISTORY_VIEW (self->history_view),
                                        _("Training on every device…"));
-  if (!tdm_window_launch (self, config, name, TRUE))
+  if (!tdm_window_launch (self, config, name, TRUE, NULL))
     {
       self->compare_stage = 0;
       return;
@@ -356,6 +428,7 @@ tdm_window_history_dispose (TdmWindow *self)
 void
 tdm_window_history_finalize (TdmWindow *self)
 {
+  g_clear_pointer (&self->compare_result, g_free);
   g_clear_pointer (&self->compare_config, tdm_config_free);
   g_clear_pointer (&self->compare_parameters, g_free);
 }

@@ -4,7 +4,8 @@
  * tdm-window.c holds the run's life cycle, errors, files and the GObject; the
  * classroom side (memory estimate, pace, presentation mode, the scaling run, the
  * pages) is tdm-window-classroom.c; the run history and "compare with one device",
- * tdm-window-history.c; "compare strategies", tdm-window-strategies.c. Nothing outside ui/tdm-window*.c includes this.
+ * tdm-window-history.c; "compare strategies", tdm-window-strategies.c; the runs kept
+ * (save, open and resume, each run's network), tdm-window-runs.c. Nothing outside ui/tdm-window*.c includes this.
  */
 
 #pragma once
@@ -62,6 +63,8 @@ struct _TdmWindow
   TdmRun               *run;
   gboolean              run_failed;         /* an error was shown for this run */
   gboolean              run_stopped;
+  long                  run_start_step;     /* the step it started (or resumed) at */
+  long                  run_steps;          /* steps it took; −1 until it finished */
   gboolean              start_queued;       /* Start pressed while the run stopped */
 
   GtkNativeDialog      *chooser;
@@ -79,6 +82,7 @@ struct _TdmWindow
 
   GtkWindow            *classify_window;    /* made on first use */
   TdmClassifyView      *classify_view;
+  char                 *last_weights;       /* the last run's kept network, or NULL */
 
   /* The run history (every run is recorded) and its page (tdm-window-history.c). */
   TdmHistoryStore      *history;
@@ -91,6 +95,7 @@ struct _TdmWindow
   float                *compare_parameters;
   size_t                compare_count;
   double                compare_difference;
+  char                 *compare_result;     /* the last one's words, naming its network */
 
   /* "Compare strategies" (tdm-window-strategies.c): 1 while the `main` run goes, 2
    * during the `allreduce` run; strategy_next: the second waits to start. The
@@ -108,11 +113,16 @@ void            tdm_window_show_error       (TdmWindow            *self,
                                              const char           *detail);
 
 /* Starts `config` as the window's run, recorded in the history under `record_name`
- * (NULL: its date), keeping its parameters when asked. FALSE after showing why not. */
+ * (NULL: its date), keeping its parameters when asked, going on from the checkpoint
+ * `resume_path` when not NULL; its network is kept with its History entry. FALSE
+ * after showing why not. */
 gboolean        tdm_window_launch           (TdmWindow            *self,
                                              const TdmConfig      *config,
                                              const char           *record_name,
-                                             gboolean              keep_parameters);
+                                             gboolean              keep_parameters,
+                                             const char           *resume_path);
+/* The classify window's view, made on first use. */
+TdmClassifyView *tdm_window_get_classify_view (TdmWindow          *self);
 
 /* tdm-window-files.c */
 GtkFileChooser *tdm_window_new_chooser      (TdmWindow            *self,
@@ -128,6 +138,9 @@ void            tdm_window_export_chosen    (TdmWindow            *self,
                                              GtkNativeDialog      *dialog);
 /* The file chooser shown, if any, is gone. */
 void            tdm_window_chooser_done     (TdmWindow            *self);
+/* Asks where to write `checkpoint` as an ONNX model, and writes it there. */
+void            tdm_window_ask_export_onnx  (TdmWindow            *self,
+                                             const char           *checkpoint);
 /* Actions: win.open-folder, win.export, win.export-chart, win.export-onnx. */
 void            tdm_window_open_folder      (GtkWidget            *widget,
                                              const char           *action_name,
@@ -143,6 +156,7 @@ void            tdm_window_export_onnx_chooser (GtkWidget         *widget,
                                                 GVariant          *parameter);
 
 /* tdm-window-history.c */
+void            tdm_window_history_class_init (GtkWidgetClass     *widget_class);
 void            tdm_window_history_init     (TdmWindow            *self);
 void            tdm_window_history_dispose  (TdmWindow            *self);
 void            tdm_window_history_finalize (TdmWindow            *self);
@@ -150,13 +164,31 @@ void            tdm_window_history_finalize (TdmWindow            *self);
 void            tdm_window_history_sweep_done (TdmWindow          *self,
                                                const GError       *error,
                                                TdmScalingPage     *page);
+/* `trained`: it took a step (a run that took none is not kept: its record is gone). */
 void            tdm_window_history_run_done (TdmWindow            *self,
                                              TdmRun               *run,
-                                             gboolean              completed);
+                                             gboolean              completed,
+                                             gboolean              trained);
 void            tdm_window_compare_next     (TdmWindow            *self);
+void            tdm_window_history_settings_changed (TdmWindow    *self);
 void            tdm_window_compare_one_device (GtkWidget          *widget,
                                                const char         *action_name,
                                                GVariant           *parameter);
+
+/* tdm-window-runs.c: the actions it installs (win.save, win.open, win.resume-run,
+ * win.classify-run, win.export-run-onnx), what init connects; a run is over (its
+ * network kept, the oldest others past the limit let go); the kept networks held
+ * to the limit again, `keep` (NULL: the newest) whatever its size; a checkpoint's
+ * resume asked about in a dialog. */
+void            tdm_window_runs_class_init  (GtkWidgetClass       *widget_class);
+void            tdm_window_runs_init        (TdmWindow            *self);
+void            tdm_window_runs_done        (TdmWindow            *self,
+                                             TdmRun               *run);
+void            tdm_window_limit_weights    (TdmWindow            *self,
+                                             const char           *keep);
+void            tdm_window_ask_resume       (TdmWindow            *self,
+                                             const char           *checkpoint,
+                                             const char           *title);
 
 /* tdm-window-strategies.c */
 void            tdm_window_strategies_run_done (TdmWindow         *self,

@@ -38,7 +38,7 @@ tdm_window_strategies_launch (TdmWindow *self)
   g_autofree char *name = g_strdup_printf (_("Strategies: %s"), tdm_strategy_name (strategy));
 
   config->strategy = strategy;
-  return tdm_window_launch (self, config, name, FALSE);
+  return tdm_window_launch (self, config, name, FALSE, NULL);
 }
 
 /* One run of the comparison as the timeline draws it: its lanes named as the run's

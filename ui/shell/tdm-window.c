@@ -284,7 +284,7 @@ tdm_window_update_state (TdmWindow *self)
 
 /* Classifying ------------------------------------------------------------------ */
 
-static TdmClassifyView *
+TdmClassifyView *
 tdm_window_get_classify_view (TdmWindow *self)
 {
   if (self->classify_window == NULL)
@@ -301,7 +301,7 @@ tdm_window_offer_onnx (TdmWindow *self)
 {
   GMenuModel *menu = gtk_menu_button_get_menu_model (self->primary_menu_button);
   GMenuModel *section = g_menu_model_get_item_link (menu, 0, G_MENU_LINK_SECTION);
-  g_autoptr(GMenuItem) item = g_menu_item_new (_("Export Network as _ONNX…"), "win.export-onnx");
+  g_autoptr(GMenuItem) item = g_menu_item_new (_("Export _Network as ONNX…"), "win.export-onnx");
 
   if (!tdm_onnx_export_available ())
     {
@@ -319,9 +319,10 @@ tdm_window_offer_onnx (TdmWindow *self)
 static void
 tdm_window_classify_with_last_run (TdmWindow *self)
 {
-  g_autofree char *path = tdm_classify_view_last_run_path ();
+  g_autofree char *path = self->last_weights != NULL ? g_strdup (self->last_weights)
+                                                     : tdm_window_get_run_checkpoint (self);
 
-  if (g_file_test (path, G_FILE_TEST_IS_REGULAR))
+  if (path != NULL && g_file_test (path, G_FILE_TEST_IS_REGULAR))
     tdm_classify_view_set_checkpoint (tdm_window_get_classify_view (self), path);
 }
 
@@ -398,10 +399,14 @@ tdm_window_run_event (TdmWindow      *self,
 
     case TDM_EVENT_FINISHED:
       self->run_stopped = event->finished.stopped;
-      tdm_window_classify_with_last_run (self);
+      self->run_steps = event->finished.steps - self->run_start_step;
       break;
 
     case TDM_EVENT_STARTED:
+      self->run_start_step = event->started.start_step;
+      tdm_window_update_state (self);
+      break;
+
     case TDM_EVENT_PAUSED:
     case TDM_EVENT_RESUMED:
       tdm_window_update_state (self);
@@ -439,7 +444,17 @@ tdm_window_run_done (TdmWindow    *self,
     /* Translators: a toast; %s says why the file could not be written */
     tdm_window_toast_why (self, _("The run’s TensorBoard event file could not be written in full. %s"),
                           tdm_run_get_tensorboard_error (run));
-  tdm_window_history_run_done (self, run, error == NULL && !self->run_failed && !self->run_stopped);
+  /* A run that took no step (stopped at once, failed before training, resumed at
+   * its end) has nothing to show: it is not kept. */
+  if (self->run_steps <= 0 && tdm_run_get_record_id (run) != NULL)
+    tdm_history_delete (tdm_history_store_get_history (self->history),
+                        tdm_run_get_record_id (run), NULL);
+  else
+    tdm_window_runs_done (self, run);
+  if (self->classify_view != NULL && self->last_weights != NULL)
+    tdm_classify_view_set_checkpoint (self->classify_view, self->last_weights);
+  tdm_window_history_run_done (self, run, error == NULL && !self->run_failed && !self->run_stopped,
+                               self->run_steps > 0);
   g_clear_object (&self->run);
   tdm_session_end (self->session);
 
@@ -498,7 +513,7 @@ tdm_window_start (GtkWidget  *widget,
   /* The last run's split, timeline and peaks are not this one's. */
   tdm_devices_page_clear (self->devices_page);
 
-  tdm_window_launch (self, config, NULL, FALSE);
+  tdm_window_launch (self, config, NULL, FALSE, NULL);
 }
 
 /* Starts `config` as the window's run, recorded in the history under `record_name`
@@ -507,17 +522,26 @@ gboolean
 tdm_window_launch (TdmWindow       *self,
                    const TdmConfig *config,
                    const char      *record_name,
-                   gboolean         keep_parameters)
+                   gboolean         keep_parameters,
+                   const char      *resume_path)
 {
   g_autoptr(TdmRun) run = NULL;
   g_autoptr(GError) error = NULL;
   g_autoptr(GError) record_error = NULL;
+  g_autoptr(TdmConfig) kept = tdm_config_copy (config);
   TdmRunRecorder *recorder;
 
-  run = tdm_run_new (config);
-  tdm_run_set_keep_parameters (run, keep_parameters);
-  /* A run the history cannot keep still trains; the toast says it is not kept. */
+  /* A run the history cannot keep still trains; the toast says it is not kept. Its
+   * network goes beside its entry, where no other run writes. */
   recorder = tdm_history_store_record (self->history, config, record_name, &record_error);
+  if (recorder != NULL)
+    {
+      g_free (kept->save_path);
+      kept->save_path = tdm_window_weights_path (self, tdm_run_recorder_get_id (recorder));
+    }
+  run = tdm_run_new (kept);
+  tdm_run_set_keep_parameters (run, keep_parameters);
+  tdm_run_set_resume_path (run, resume_path);
   if (recorder != NULL)
     tdm_run_set_recorder (run, recorder);
   /* A folder named as the history names the run (its date and time by default). */
@@ -563,6 +587,8 @@ tdm_window_launch (TdmWindow       *self,
   self->run = g_steal_pointer (&run);
   self->run_failed = FALSE;
   self->run_stopped = FALSE;
+  self->run_start_step = 0;
+  self->run_steps = -1;
   tdm_dashboard_set_status (self->dashboard, _("Loading the dataset and building the replicas…"));
 
   tdm_window_update_state (self);
@@ -658,6 +684,7 @@ tdm_window_finalize (GObject *object)
   TdmWindow *self = (TdmWindow *)object;
 
   g_clear_object (&self->settings);
+  g_free (self->last_weights);
   tdm_window_history_finalize (self);
   tdm_window_strategies_finalize (self);
 
@@ -767,6 +794,8 @@ tdm_window_class_init (TdmWindowClass *klass)
   gtk_widget_class_install_action (widget_class, "win.scaling-cancel", NULL, tdm_window_scaling_cancel);
   gtk_widget_class_install_action (widget_class, "win.scaling-export", "s", tdm_window_scaling_export);
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_i, GDK_CONTROL_MASK, "win.classify", NULL);
+  tdm_window_runs_class_init (widget_class);
+  tdm_window_history_class_init (widget_class);
 }
 
 /* Our own icons (the Charts page's: Adwaita 43 has no chart icon) live in the
@@ -802,6 +831,7 @@ tdm_window_init (TdmWindow *self)
   tdm_predictions_page_set_session (self->predictions_page, self->session);
 
   tdm_window_history_init (self);
+  tdm_window_runs_init (self);
   /* No tooltip over a drop-down's list just opened. */
   tdm_popover_tooltips_quiet (GTK_WIDGET (self));
   gtk_window_set_default_size (GTK_WINDOW (self),

@@ -57,13 +57,31 @@ const char *tdm_window_get_page     (TdmWindow     *self);
 void       tdm_window_toast         (TdmWindow     *self,
                                      const char    *text);
 
-/* The checkpoint "Export ONNX…" writes (the one open for classifying, else the last
- * run's), or NULL while there is none. */
+/* The checkpoint "Export ONNX…" and Save write (the one open for classifying, else
+ * the last run's, else the newest run kept in the history), or NULL while there is
+ * none. */
 char      *tdm_window_get_run_checkpoint (TdmWindow *self);
 /* Writes that checkpoint as an ONNX model at path (tdm_onnx_export_checkpoint); a
  * toast names the file written, or says why nothing was. */
 gboolean   tdm_window_export_onnx   (TdmWindow     *self,
                                      const char    *path);
+
+/* Save (Ctrl+S): a copy of that checkpoint at path. */
+gboolean   tdm_window_save_network  (TdmWindow     *self,
+                                     const char    *path,
+                                     GError       **error);
+/* Where the run `run_id` of the history keeps its trained network (whether or not it
+ * is there); NULL for an id that is not one. */
+char      *tdm_window_weights_path  (TdmWindow     *self,
+                                     const char    *run_id);
+/* Resumes the run of `checkpoint` where it stopped (parameters, optimizer state,
+ * epoch and step), with the settings it was saved with, on the devices ticked in the
+ * form, until `epochs` (0: the saved run's); the Open dialog and History's Resume
+ * end here. FALSE with the reason when it cannot start. */
+gboolean   tdm_window_resume        (TdmWindow     *self,
+                                     const char    *checkpoint,
+                                     int            epochs,
+                                     GError       **error);
 
 /* The run history the window records into and lists on its History page. */
 TdmHistoryStore *tdm_window_get_history (TdmWindow   *self);

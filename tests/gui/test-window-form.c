@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* test-window-form.c — the form's number fields as a person types into them: text
+ * that is not a number, or a number out of range, stays as typed with a message
+ * under it, the value keeps what it was, and Start waits; a good number puts it all
+ * back. Batch, epochs, learning rate and the CPU's workers. */
+#include <string.h>
+#include <adwaita.h>
+#include "tdm-application.h"
+#include "tdm-dataset-chooser.h"
+#include "tdm-device-row.h"
+#include "tdm-run-form.h"
+#include "tdm-devices-page.h"
+#include "tdm-window.h"
+#include "window-test-util.h"
+
+static TdmWindow *
+new_window(void)
+{
+  TdmWindow *window = g_object_ref(tdm_window_new(NULL));
+
+  gtk_window_present(GTK_WINDOW(window));
+  tdm_dataset_chooser_set_source(window_child(window, "dataset_chooser"), "synthetic");
+  gtk_check_button_set_active(
+      GTK_CHECK_BUTTON(gtk_widget_get_template_child(GTK_WIDGET(cpu_row(window)),
+                                                     TDM_TYPE_DEVICE_ROW, "use_check")),
+      TRUE);
+  g_assert_true(wait_for(can_start, window, 60));
+  return window;
+}
+
+/* Types `text` into spin and leaves the field, as Tab or Enter would. */
+static void
+type_into(GtkSpinButton *spin, const char *text)
+{
+  gtk_editable_set_text(GTK_EDITABLE(spin), text);
+  gtk_spin_button_update(spin);
+  drain();
+}
+
+/* Where the form says it: a row's subtitle or a label. */
+static const char *
+said_in(gpointer where)
+{
+  return ADW_IS_ACTION_ROW(where) ? adw_action_row_get_subtitle(where)
+                                  : gtk_label_get_label(where);
+}
+
+static void
+assert_refused(TdmWindow *window, GtkSpinButton *spin, const char *typed, double value,
+               gpointer where, const char *said)
+{
+  g_autofree char *problem = NULL;
+  const char *shown;
+
+  type_into(spin, typed);
+  shown = said_in(where);
+  g_assert_cmpstr(gtk_editable_get_text(GTK_EDITABLE(spin)), ==, typed);
+  g_assert_cmpfloat(gtk_spin_button_get_value(spin), ==, value);
+  g_assert_false(tdm_run_form_get_ready(window_child(window, "sidebar")));
+  g_assert_false(tdm_window_get_can_start(window));
+  problem = tdm_run_form_dup_problem(window_child(window, "sidebar"));
+  g_test_message("%s → %s", typed, problem);
+  g_assert_nonnull(strstr(problem, said));
+  g_assert_nonnull(strstr(shown, said));
+}
+
+static const char *
+subtitle(TdmWindow *window, const char *row)
+{
+  return adw_action_row_get_subtitle(window_child(window, row));
+}
+
+static void
+test_number_fields(void)
+{
+  TdmWindow *window;
+  GtkSpinButton *lr, *batch, *epochs, *workers;
+  double lr_value, batch_value, epochs_value, workers_value;
+
+  reset_settings();
+  window = new_window();
+  lr = window_child(window, "lr_spin");
+  batch = window_child(window, "batch_spin");
+  epochs = window_child(window, "epochs_spin");
+  workers = GTK_SPIN_BUTTON(gtk_widget_get_template_child(GTK_WIDGET(cpu_row(window)),
+                                                          TDM_TYPE_DEVICE_ROW, "workers_spin"));
+  lr_value = gtk_spin_button_get_value(lr);
+  batch_value = gtk_spin_button_get_value(batch);
+  epochs_value = gtk_spin_button_get_value(epochs);
+  workers_value = gtk_spin_button_get_value(workers);
+
+  /* Nothing, then a number below the range: neither becomes the field's minimum. */
+  assert_refused(window, lr, "", lr_value, window_child(window, "lr_row"), "Type a number from 0.00001 to 10");
+  g_assert_cmpstr(subtitle(window, "lr_row"), ==, "Type a number from 0.00001 to 10");
+  assert_refused(window, lr, "0", lr_value, window_child(window, "lr_row"), "0 is out of range");
+  type_into(lr, "0.02");
+  g_assert_cmpfloat_with_epsilon(gtk_spin_button_get_value(lr), 0.02, 1e-12);
+  g_assert_cmpstr(subtitle(window, "lr_row"), ==, "");
+  g_assert_true(wait_for(can_start, window, 10));
+
+  /* The batch row says it where the split was; Start comes back with a number. */
+  assert_refused(window, batch, "70000", batch_value, window_child(window, "batch_row"),
+                 "70000 is out of range: type a number from 1 to 65536");
+  type_into(batch, "64");
+  g_assert_cmpfloat(gtk_spin_button_get_value(batch), ==, 64);
+  g_assert_nonnull(strstr(subtitle(window, "batch_row"), "64 ="));
+  g_assert_true(wait_for(can_start, window, 10));
+
+  assert_refused(window, epochs, "0", epochs_value, window_child(window, "epochs_row"),
+                 "0 is out of range: type a number from 1 to 10000");
+  type_into(epochs, "2");
+  g_assert_true(wait_for(can_start, window, 10));
+
+  /* More workers than the field takes: said under the devices, naming the CPU. */
+  assert_refused(window, workers, "999", workers_value,
+                 window_child(window, "devices_hint_label"), "999 is out of range");
+  g_assert_true(gtk_widget_get_visible(window_child(window, "devices_hint_label")));
+  g_assert_nonnull(strstr(gtk_label_get_label(window_child(window, "devices_hint_label")), "cpu"));
+  type_into(workers, "2");
+  g_assert_false(gtk_widget_get_visible(window_child(window, "devices_hint_label")));
+  g_assert_true(wait_for(can_start, window, 10));
+
+  /* A batch the devices cannot share: the Devices page says it in the settings'
+   * words, as the batch row does, not in the command line's ("--batch 1"). */
+  type_into(batch, "1");
+  g_assert_false(tdm_window_get_can_start(window));
+  {
+    TdmDevicesPage *devices = window_child(window, "devices_page");
+    const char *note = tdm_devices_page_get_memory_note(devices);
+
+    g_test_message("%s", note);
+    g_assert_null(strstr(note, "--"));
+    g_assert_nonnull(strstr(note, "A batch of 1 is too small for 2 replicas"));
+  }
+  type_into(batch, "64");
+  g_assert_true(wait_for(can_start, window, 10));
+
+  /* A value set by the program (a recipe, the settings) writes its own text. */
+  type_into(lr, "abc");
+  g_assert_false(tdm_window_get_can_start(window));
+  gtk_spin_button_set_value(lr, 0.05);
+  g_assert_cmpfloat_with_epsilon(g_ascii_strtod(gtk_editable_get_text(GTK_EDITABLE(lr)), NULL),
+                                 0.05, 1e-12);
+  g_assert_true(wait_for(can_start, window, 10));
+
+  gtk_window_destroy(GTK_WINDOW(window));
+  drain();
+  g_assert_finalize_object(window);
+  reset_settings();
+}
+
+int
+main(int argc, char **argv)
+{
+  g_setenv("LC_ALL", "C.UTF-8", TRUE);
+  g_unsetenv("LANGUAGE");
+  gtk_test_init(&argc, &argv, NULL);
+  adw_init();
+  tdm_application_init_i18n();
+  tdm_application_init_uninstalled();
+
+  g_test_add_func("/window-form/number-fields", test_number_fields);
+  return g_test_run();
+}
