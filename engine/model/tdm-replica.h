@@ -238,10 +238,6 @@ gboolean tdm_replica_sync_bn (TdmReplica *replica, TdmBnReduce reduce, gpointer 
  * part in synchronized BN's all-reduces (with zeros), then zeroes its gradients. */
 void tdm_replica_train_idle (TdmReplica *replica);
 
-/* Whether the backend has every operation the network needs; FALSE names the first
- * missing one. */
-gboolean tdm_replica_supported (TdmBackend *backend, const TdmNetwork *net,
-                                GError **error);
 /* Forward only over test samples [first, first + count), copying the network's
  * outputs (count × classes logits) to host memory; metrics are left alone. */
 void tdm_replica_predict (TdmReplica *replica, int first, int count, float *logits);

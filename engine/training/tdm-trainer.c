@@ -143,7 +143,7 @@ download_states(TdmTrainer *t, GError **error)
     float *state = g_new0(float, MAX(1, t->net->state_count));
     g_ptr_array_add(t->host_states, state);
     TdmBackend *b = t->backends[r];
-    b->ops->download(b, state, t->reps[r]->state, t->net->state_count * sizeof(float));
+    tdm_backend_download(b, state, t->reps[r]->state, t->net->state_count * sizeof(float));
     if (!tdm_backend_check(b, error))
       return FALSE;
   }

@@ -8,6 +8,7 @@
 #if TDM_HAVE_CUDA
 
 #include "test-cuda-layers.h"
+#include "tdm-backend-ops.h"
 
 /* bf16 GEMMs. Each operand is rounded to bfloat16 (8 significant bits: relative
  * rounding error up to 2⁻⁸ ≈ 3.9e-3, root mean square about 2⁻⁸/√3 ≈ 2.3e-3 for
@@ -24,16 +25,16 @@ bf16_case(bool ta, bool tb, int m, int n, int k)
   size_t as = (size_t)m * k, bs = (size_t)k * n, cs = (size_t)m * n;
   g_autofree float *a = random_floats(as, -1, 1), *bm = random_floats(bs, -1, 1);
   g_autofree float *ref = g_new0(float, cs);
-  cpu->ops->gemm(cpu, ta, tb, m, n, k, 1.0f, a, lda, bm, ldb, 0.0f, ref, n);
+  tdm_backend_gemm(cpu, ta, tb, m, n, k, 1.0f, a, lda, bm, ldb, 0.0f, ref, n);
   assert_ok(cpu);
   float *da = on_b(gpu_bf16, a, as * 4), *db = on_b(gpu_bf16, bm, bs * 4);
   float *dc = poisoned_b(gpu_bf16, cs);
-  gpu_bf16->ops->gemm(gpu_bf16, ta, tb, m, n, k, 1.0f, da, lda, db, ldb, 0.0f, dc, n);
+  tdm_backend_gemm(gpu_bf16, ta, tb, m, n, k, 1.0f, da, lda, db, ldb, 0.0f, dc, n);
   g_autofree char *what = g_strdup_printf("gemm bf16 %s%s %d×%d×%d", ta ? "T" : "N",
                                           tb ? "T" : "N", m, n, k);
   check_close_b(gpu_bf16, what, dc, ref, cs, 1e-2);
   g_autofree float *out = g_new(float, cs);
-  gpu_bf16->ops->download(gpu_bf16, out, dc, cs * 4);
+  tdm_backend_download(gpu_bf16, out, dc, cs * 4);
   g_assert_cmpfloat(rel_error(out, ref, cs), >, 1e-4);
   tdm_backend_release(gpu_bf16, da);
   tdm_backend_release(gpu_bf16, db);
@@ -62,10 +63,10 @@ im2col_bf16_case(int n, int h, int w, int c, int k, int pad, int stride)
   int oh = (h + 2 * pad - k) / stride + 1, ow = (w + 2 * pad - k) / stride + 1;
   size_t xs = (size_t)n * h * w * c, cols = (size_t)n * oh * ow * k * k * c;
   g_autofree float *x = random_floats(xs, -3, 3), *ref = g_new(float, cols);
-  cpu->ops->im2col(cpu, ref, x, n, h, w, c, k, k, pad, stride);
+  tdm_backend_im2col(cpu, ref, x, n, h, w, c, k, k, pad, stride);
   float *dx = on(x, xs * 4);
   uint16_t *dcol = (uint16_t *)poisoned(cols / 2 + 1);
-  gpu->ops->im2col_bf16(gpu, dcol, dx, n, h, w, c, k, k, pad, stride);
+  tdm_backend_im2col_bf16(gpu, dcol, dx, n, h, w, c, k, k, pad, stride);
   g_autofree char *what = g_strdup_printf("im2col_bf16 %d×%d×%d×%d k%d p%d s%d", n, h, w, c, k,
                                           pad, stride);
   check_bits(what, dcol, ref, cols);
@@ -88,21 +89,21 @@ im2col_bf16_bn_case(int n, int h, int w, int c, int k, int pad, int stride, bool
     saved[c + ch] = 0.5f + (float)ch / c;
   g_autofree float *gamma = random_floats(c, 0.5, 1.5), *beta = random_floats(c, -0.5, 0.5);
   g_autofree float *y = g_new(float, xs), *ref = g_new(float, cols);
-  cpu->ops->bn_forward(cpu, y, x, saved, saved + c, gamma, beta, rows, c, relu);
-  cpu->ops->im2col(cpu, ref, y, n, h, w, c, k, k, pad, stride);
+  tdm_backend_bn_forward(cpu, y, x, saved, saved + c, gamma, beta, rows, c, relu);
+  tdm_backend_im2col(cpu, ref, y, n, h, w, c, k, k, pad, stride);
   assert_ok(cpu);
 
   float *dx = on(x, xs * 4), *dsaved = on(saved, 2 * (size_t)c * 4);
   float *dgamma = on(gamma, c * 4), *dbeta = on(beta, c * 4), *dy = poisoned(xs);
   uint16_t *dcol = (uint16_t *)poisoned(cols / 2 + 1);
   uint16_t *dref = (uint16_t *)poisoned(cols / 2 + 1);
-  gpu->ops->bn_forward(gpu, dy, dx, dsaved, dsaved + c, dgamma, dbeta, rows, c, relu);
-  gpu->ops->im2col_bf16(gpu, dref, dy, n, h, w, c, k, k, pad, stride);
-  gpu->ops->im2col_bf16_bn(gpu, dcol, dx, dsaved, dsaved + c, dgamma, dbeta, relu, n, h, w, c,
-                           k, k, pad, stride);
+  tdm_backend_bn_forward(gpu, dy, dx, dsaved, dsaved + c, dgamma, dbeta, rows, c, relu);
+  tdm_backend_im2col_bf16(gpu, dref, dy, n, h, w, c, k, k, pad, stride);
+  tdm_backend_im2col_bf16_bn(gpu, dcol, dx, dsaved, dsaved + c, dgamma, dbeta, relu, n, h, w, c,
+                             k, k, pad, stride);
   g_autofree uint16_t *col = g_new(uint16_t, cols), *col_ref = g_new(uint16_t, cols);
-  gpu->ops->download(gpu, col, dcol, cols * 2);
-  gpu->ops->download(gpu, col_ref, dref, cols * 2);
+  tdm_backend_download(gpu, col, dcol, cols * 2);
+  tdm_backend_download(gpu, col_ref, dref, cols * 2);
   assert_ok(gpu);
   g_autofree char *what = g_strdup_printf("im2col_bf16_bn %d×%d×%d×%d k%d p%d s%d%s", n, h, w,
                                           c, k, pad, stride, relu ? " relu" : "");
@@ -145,23 +146,22 @@ maxpool_bn_case(int n, int h, int w, int c, int k, bool relu)
   g_autofree float *gamma = random_floats(c, -1.5, 1.5), *beta = random_floats(c, -0.5, 0.5);
   g_autofree float *bn_ref = g_new(float, xs), *y_ref = g_new(float, ys);
   g_autofree int32_t *at_ref = g_new(int32_t, ys);
-  cpu->ops->bn_forward(cpu, bn_ref, x, saved, saved + c, gamma, beta, rows, c, relu);
-  cpu->ops->maxpool_forward(cpu, y_ref, at_ref, bn_ref, NULL, false, n, h, w, c, k);
+  tdm_backend_bn_forward(cpu, bn_ref, x, saved, saved + c, gamma, beta, rows, c, relu);
+  tdm_backend_maxpool_forward(cpu, y_ref, at_ref, bn_ref, NULL, false, n, h, w, c, k);
   assert_ok(cpu);
 
   float *dx = on(x, xs * 4), *dsaved = on(saved, 2 * (size_t)c * 4);
   float *dgamma = on(gamma, c * 4), *dbeta = on(beta, c * 4), *dbn = poisoned(xs);
   float *dy = poisoned(ys), *dy_unfused = poisoned(ys);
   int32_t *dat = (int32_t *)poisoned(ys), *dat_unfused = (int32_t *)poisoned(ys);
-  const TdmBackendOps *g = gpu->ops;
-  g->bn_forward(gpu, dbn, dx, dsaved, dsaved + c, dgamma, dbeta, rows, c, relu);
-  g->maxpool_forward(gpu, dy_unfused, dat_unfused, dbn, NULL, false, n, h, w, c, k);
-  g->maxpool_forward_bn(gpu, dy, dat, dx, dsaved, dsaved + c, dgamma, dbeta, relu, n, h, w, c,
-                        k);
+  tdm_backend_bn_forward(gpu, dbn, dx, dsaved, dsaved + c, dgamma, dbeta, rows, c, relu);
+  tdm_backend_maxpool_forward(gpu, dy_unfused, dat_unfused, dbn, NULL, false, n, h, w, c, k);
+  tdm_backend_maxpool_forward_bn(gpu, dy, dat, dx, dsaved, dsaved + c, dgamma, dbeta, relu, n,
+                                 h, w, c, k);
   g_autofree float *y_unfused = g_new(float, ys);
   g_autofree int32_t *at_unfused = g_new(int32_t, ys);
-  g->download(gpu, y_unfused, dy_unfused, ys * 4);
-  g->download(gpu, at_unfused, dat_unfused, ys * 4);
+  tdm_backend_download(gpu, y_unfused, dy_unfused, ys * 4);
+  tdm_backend_download(gpu, at_unfused, dat_unfused, ys * 4);
   assert_ok(gpu);
   g_autofree char *what = g_strdup_printf("maxpool_forward_bn %d×%d×%d×%d k%d%s", n, h, w, c,
                                           k, relu ? " relu" : "");
@@ -180,12 +180,12 @@ add_out_case(size_t n, bool relu, bool in_place)
 {
   g_autofree float *a = random_floats(n, -2, 2), *x = random_floats(n, -2, 2);
   g_autofree float *ref = g_memdup2(a, n * 4);
-  cpu->ops->add(cpu, ref, x, n);
+  tdm_backend_add(cpu, ref, x, n);
   if (relu)
-    cpu->ops->relu_forward(cpu, ref, ref, n);
+    tdm_backend_relu_forward(cpu, ref, ref, n);
   assert_ok(cpu);
   float *da = on(a, n * 4), *dx = on(x, n * 4), *dy = in_place ? dx : poisoned(n);
-  gpu->ops->add_out(gpu, dy, da, dx, n, relu);
+  tdm_backend_add_out(gpu, dy, da, dx, n, relu);
   g_autofree char *what = g_strdup_printf("add_out %zu%s%s", n, relu ? " relu" : "",
                                           in_place ? " in place" : "");
   check_close(what, dy, ref, n, 0.0);
@@ -230,11 +230,11 @@ gemm_stored_bf16_case(bool ta, bool tb, int m, int n, int k)
     bm[i] = bf16_value(b16[i]);
   }
   g_autofree float *ref = g_new0(float, cs);
-  cpu->ops->gemm(cpu, ta, tb, m, n, k, 1.0f, a, lda, bm, ldb, 0.0f, ref, n);
+  tdm_backend_gemm(cpu, ta, tb, m, n, k, 1.0f, a, lda, bm, ldb, 0.0f, ref, n);
   assert_ok(cpu);
   uint16_t *da = on(a16, as * 2), *db = on(b16, bs * 2);
   float *dc = poisoned(cs);
-  gpu->ops->gemm_bf16(gpu, ta, tb, m, n, k, 1.0f, da, lda, db, ldb, 0.0f, dc, n);
+  tdm_backend_gemm_bf16(gpu, ta, tb, m, n, k, 1.0f, da, lda, db, ldb, 0.0f, dc, n);
   g_autofree char *what = g_strdup_printf("gemm_bf16 %s%s %d×%d×%d", ta ? "T" : "N",
                                           tb ? "T" : "N", m, n, k);
   check_close(what, dc, ref, cs, TOL);
@@ -262,14 +262,14 @@ dgrad_bf16_case(int n, int h, int w, int c, int out, int k, int pad, int stride)
   for (size_t i = 0; i < ws; i++)
     wt[i] = bf16_value(w16[i] = bf16_bits(wt[i]));
   g_autofree float *dcol = g_new(float, cols), *dx_ref = g_new(float, xs);
-  cpu->ops->gemm(cpu, false, false, rows, kc, out, 1.0f, dy, out, wt, kc, 0.0f, dcol, kc);
+  tdm_backend_gemm(cpu, false, false, rows, kc, out, 1.0f, dy, out, wt, kc, 0.0f, dcol, kc);
   assert_ok(cpu);
   uint16_t *ddy = on(dy16, ys * 2), *dw = on(w16, ws * 2);
   uint16_t *dcol16 = (uint16_t *)poisoned(cols / 2 + 1);
   float *ddx = poisoned(xs);
-  gpu->ops->gemm_bf16_out(gpu, false, false, rows, kc, out, ddy, out, dw, kc, dcol16, kc);
+  tdm_backend_gemm_bf16_out(gpu, false, false, rows, kc, out, ddy, out, dw, kc, dcol16, kc);
   g_autofree uint16_t *got = g_new(uint16_t, cols);
-  gpu->ops->download(gpu, got, dcol16, cols * 2);
+  tdm_backend_download(gpu, got, dcol16, cols * 2);
   assert_ok(gpu);
   g_autofree float *got_f = g_new(float, cols);
   for (size_t i = 0; i < cols; i++)
@@ -281,8 +281,8 @@ dgrad_bf16_case(int n, int h, int w, int c, int out, int k, int pad, int stride)
     g_test_fail();
   }
   /* col2im of exactly what the GPU wrote. */
-  cpu->ops->col2im(cpu, dx_ref, got_f, n, h, w, c, k, k, pad, stride);
-  gpu->ops->col2im_bf16(gpu, ddx, dcol16, n, h, w, c, k, k, pad, stride);
+  tdm_backend_col2im(cpu, dx_ref, got_f, n, h, w, c, k, k, pad, stride);
+  tdm_backend_col2im_bf16(gpu, ddx, dcol16, n, h, w, c, k, k, pad, stride);
   g_autofree char *what = g_strdup_printf("col2im_bf16 %d×%d×%d×%d k%d p%d s%d", n, h, w, c, k,
                                           pad, stride);
   check_close(what, ddx, dx_ref, xs, TOL);
@@ -314,13 +314,13 @@ conv_dgrad_case(int n, int h, int w, int c, int out, int k, int pad, int stride,
   for (size_t i = 0; i < ws; i++)
     wt[i] = bf16_value(w16[i] = bf16_bits(wt[i]));
   g_autofree float *dcol = g_new(float, cols), *dx_ref = g_new(float, xs);
-  cpu->ops->gemm(cpu, false, false, rows, kc, out, 1.0f, dy, out, wt, kc, 0.0f, dcol, kc);
-  cpu->ops->col2im(cpu, dx_ref, dcol, n, h, w, c, k, k, pad, stride);
+  tdm_backend_gemm(cpu, false, false, rows, kc, out, 1.0f, dy, out, wt, kc, 0.0f, dcol, kc);
+  tdm_backend_col2im(cpu, dx_ref, dcol, n, h, w, c, k, k, pad, stride);
   assert_ok(cpu);
   uint16_t *ddy = on(dy16, ys * 2), *dw = on(w16, ws * 2);
   uint16_t *dcol16 = (uint16_t *)poisoned(cols / 2 + 1);
   float *ddx = poisoned(xs);
-  gpu->ops->conv_dgrad_bf16(gpu, ddx, ddy, dw, dcol16, n, h, w, c, out, k, k, pad, stride);
+  tdm_backend_conv_dgrad_bf16(gpu, ddx, ddy, dw, dcol16, n, h, w, c, out, k, k, pad, stride);
   g_autofree char *what = g_strdup_printf("conv_dgrad_bf16 %d×%d×%d×%d from %d k%d p%d s%d (%s)",
                                           n, h, w, c, out, k, pad, stride,
                                           implicit ? "implicit" : "columns");
@@ -369,13 +369,13 @@ test_stored_bf16(void)
   v[4] = 1e-40f;                          /* a subnormal */
   float *dv = on(v, n * 4);
   uint16_t *dh = (uint16_t *)poisoned(n / 2 + 1);
-  gpu->ops->to_bf16(gpu, dh, dv, n);
+  tdm_backend_to_bf16(gpu, dh, dv, n);
   check_bits("to_bf16", dh, v, n);
   /* Four values a thread where both ends are aligned, n % 4 = 3 left for the tail;
    * one value a thread otherwise (the input one float off its 16-byte alignment). */
-  gpu->ops->to_bf16(gpu, dh, dv + 1, n - 1);
+  tdm_backend_to_bf16(gpu, dh, dv + 1, n - 1);
   check_bits("to_bf16, misaligned input", dh, v + 1, n - 1);
-  gpu->ops->to_bf16(gpu, dh, dv + 4, 6);
+  tdm_backend_to_bf16(gpu, dh, dv + 4, 6);
   check_bits("to_bf16, six values", dh, v + 4, 6);
   release(dv);
   release(dh);

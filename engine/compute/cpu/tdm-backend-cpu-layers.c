@@ -6,7 +6,6 @@
  * twice, for any x86-64 and for AVX2 (wider vectors over the channels, no FMA, the same
  * operations on each value), the better picked when the program starts. */
 #include "tdm-backend-cpu-layers.h"
-#include "tdm-i18n.h"
 #include "tdm-counter-rng.h"
 #include "tdm-error.h"
 
@@ -38,10 +37,6 @@ tdm_cpu_gather_augment(TdmBackend *b, float *x, int32_t *y, const uint8_t *image
                        int w, int c, float scale, int pad, TdmFlip flip, uint64_t key,
                        uint32_t epoch)
 {
-  if (!tdm_cpu_begin(b))
-    return;
-  REQUIRE(b, count >= 0 && h >= 1 && w >= 1 && c >= 1 && pad >= 0,
-          "gather_augment: bad shape %d×%d×%d×%d pad %d", count, h, w, c, pad);
   for (int i = 0; i < count; i++)
     REQUIRE(b, indices[i] >= 0, "gather_augment: negative sample index %d", indices[i]);
 
@@ -76,15 +71,6 @@ tdm_cpu_gather_augment(TdmBackend *b, float *x, int32_t *y, const uint8_t *image
 
 /* Batch normalization */
 
-static gboolean
-bn_shape_ok(TdmBackend *b, const char *op, int rows, int channels)
-{
-  if (rows >= 0 && channels >= 1)
-    return TRUE;
-  tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, _("%s: bad shape %d×%d"), op, rows, channels);
-  return FALSE;
-}
-
 /* The shift is the first row (tdm-bn-moments.h); differences exact in double. */
 BN_CLONES static void
 moments_sums(double *restrict s1, double *restrict s2, const float *restrict x, int rows,
@@ -104,9 +90,6 @@ void
 tdm_cpu_bn_moments(TdmBackend *b, float *slots, const float *x, int rows, int channels,
                    int slot, int slot_count)
 {
-  if (!tdm_cpu_begin(b) || !bn_shape_ok(b, "bn_moments", rows, channels))
-    return;
-  REQUIRE(b, slot >= 0 && slot < slot_count, "bn_moments: slot %d of %d", slot, slot_count);
   const size_t size = TDM_BN_SLOT_FLOATS(channels);
   memset(slots, 0, size * slot_count * sizeof(float));
   if (rows == 0)
@@ -128,10 +111,6 @@ tdm_cpu_bn_stats(TdmBackend *b, float *saved, const float *slots, int slot_count
                  int channels, float eps, float momentum, float *running_mean,
                  float *running_var)
 {
-  if (!tdm_cpu_begin(b))
-    return;
-  REQUIRE(b, channels >= 1 && slot_count >= 1, "bn_stats: %d channels in %d slots",
-          channels, slot_count);
   for (int ch = 0; ch < channels; ch++) {
     double count, mean_d, m2;
     tdm_bnm_merge(slots, slot_count, channels, ch, &count, &mean_d, &m2);
@@ -167,8 +146,6 @@ tdm_cpu_bn_forward(TdmBackend *b, float *y, const float *x, const float *mean,
                    const float *invstd, const float *gamma, const float *beta, int rows,
                    int channels, bool relu)
 {
-  if (!tdm_cpu_begin(b) || !bn_shape_ok(b, "bn_forward", rows, channels))
-    return;
   float *scale = g_new(float, 2 * (size_t)channels), *shift = scale + channels;
   for (int ch = 0; ch < channels; ch++) {
     scale[ch] = invstd[ch] * gamma[ch];
@@ -183,8 +160,6 @@ tdm_cpu_bn_forward_eval(TdmBackend *b, float *y, const float *x, const float *ru
                         const float *running_var, const float *gamma, const float *beta,
                         float eps, int rows, int channels, bool relu)
 {
-  if (!tdm_cpu_begin(b) || !bn_shape_ok(b, "bn_forward_eval", rows, channels))
-    return;
   float *scale = g_new(float, 2 * (size_t)channels), *shift = scale + channels;
   for (int ch = 0; ch < channels; ch++) {
     scale[ch] = gamma[ch] / sqrtf(running_var[ch] + eps);
@@ -270,8 +245,6 @@ tdm_cpu_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const float
                          const float *gamma, const float *beta, bool relu, int rows,
                          int channels)
 {
-  if (!tdm_cpu_begin(b) || !bn_shape_ok(b, "bn_backward_sums", rows, channels))
-    return;
   /* With a fused ReLU, g = dy where the forward's output x·scale + shift was positive:
    * the mask from x, computed as bn_forward computes it (the same bits). */
   BnChannels p = bn_channels(mean, invstd, gamma, beta, channels);
@@ -322,8 +295,6 @@ tdm_cpu_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const float *x
                        const float *beta, bool relu, const float *sum_dgamma,
                        const float *sum_dbeta, float inv_count, int rows, int channels)
 {
-  if (!tdm_cpu_begin(b) || !bn_shape_ok(b, "bn_backward_dx", rows, channels))
-    return;
   /* dx = k·g + a·x + c per channel, with k = γ·invstd, a = −k·invstd·Σdγ/M and
    * c = −k·Σdβ/M − a·mean: the same expression with xhat expanded; g as in the sums. */
   BnChannels p = bn_channels(mean, invstd, gamma, beta, channels);
@@ -344,10 +315,6 @@ void
 tdm_cpu_avgpool_forward(TdmBackend *b, float *y, const float *x, int n, int h, int w, int c,
                         int k)
 {
-  if (!tdm_cpu_begin(b))
-    return;
-  REQUIRE(b, n >= 0 && h >= 1 && w >= 1 && c >= 1 && k >= 1 && k <= h && k <= w,
-          "avgpool_forward: bad shape n=%d h=%d w=%d c=%d k=%d", n, h, w, c, k);
   const int oh = h / k, ow = w / k;
   const float inv = 1.0f / (float)(k * k);
   for (int im = 0; im < n; im++)
@@ -371,10 +338,6 @@ void
 tdm_cpu_avgpool_backward(TdmBackend *b, float *dx, const float *dy, int n, int h, int w,
                          int c, int k)
 {
-  if (!tdm_cpu_begin(b))
-    return;
-  REQUIRE(b, n >= 0 && h >= 1 && w >= 1 && c >= 1 && k >= 1 && k <= h && k <= w,
-          "avgpool_backward: bad shape n=%d h=%d w=%d c=%d k=%d", n, h, w, c, k);
   const int oh = h / k, ow = w / k;
   const float inv = 1.0f / (float)(k * k);
   for (int im = 0; im < n; im++)
@@ -396,10 +359,6 @@ void
 tdm_cpu_global_avgpool_forward(TdmBackend *b, float *y, const float *x, int n, int pixels,
                                int c)
 {
-  if (!tdm_cpu_begin(b))
-    return;
-  REQUIRE(b, n >= 0 && pixels >= 1 && c >= 1, "global_avgpool_forward: bad shape %d×%d×%d",
-          n, pixels, c);
   const float inv = 1.0f / (float)pixels;
   for (int im = 0; im < n; im++) {
     float *restrict yo = y + (size_t)im * c;
@@ -418,10 +377,6 @@ void
 tdm_cpu_global_avgpool_backward(TdmBackend *b, float *dx, const float *dy, int n,
                                 int pixels, int c)
 {
-  if (!tdm_cpu_begin(b))
-    return;
-  REQUIRE(b, n >= 0 && pixels >= 1 && c >= 1,
-          "global_avgpool_backward: bad shape %d×%d×%d", n, pixels, c);
   const float inv = 1.0f / (float)pixels;
   for (int im = 0; im < n; im++) {
     const float *restrict g = dy + (size_t)im * c;
@@ -437,10 +392,6 @@ void
 tdm_cpu_global_maxpool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
                                int n, int pixels, int c)
 {
-  if (!tdm_cpu_begin(b))
-    return;
-  REQUIRE(b, n >= 0 && pixels >= 1 && c >= 1 && (guint64)n * pixels * c <= G_MAXINT32,
-          "global_maxpool_forward: bad shape %d×%d×%d", n, pixels, c);
   for (int im = 0; im < n; im++) {
     float *restrict yo = y + (size_t)im * c;
     int32_t *restrict ao = argmax + (size_t)im * c;
@@ -464,10 +415,6 @@ void
 tdm_cpu_global_maxpool_backward(TdmBackend *b, float *dx, const float *dy,
                                 const int32_t *argmax, int n, int pixels, int c)
 {
-  if (!tdm_cpu_begin(b))
-    return;
-  REQUIRE(b, n >= 0 && pixels >= 1 && c >= 1, "global_maxpool_backward: bad shape %d×%d×%d",
-          n, pixels, c);
   memset(dx, 0, sizeof(float) * (size_t)n * pixels * c);
   for (size_t i = 0; i < (size_t)n * c; i++)
     dx[argmax[i]] = dy[i];
@@ -493,10 +440,6 @@ void
 tdm_cpu_dropout_forward(TdmBackend *b, float *y, const float *x, const int32_t *indices,
                         int n, int per_sample, float p, uint64_t key, uint32_t epoch)
 {
-  if (!tdm_cpu_begin(b))
-    return;
-  REQUIRE(b, n >= 0 && per_sample >= 0 && p >= 0.0f && p < 1.0f,
-          "dropout_forward: bad shape %d×%d or rate %g", n, per_sample, p);
   dropout_apply(y, x, indices, n, per_sample, p, key, epoch);
 }
 
@@ -504,10 +447,6 @@ void
 tdm_cpu_dropout_backward(TdmBackend *b, float *dx, const float *dy, const int32_t *indices,
                          int n, int per_sample, float p, uint64_t key, uint32_t epoch)
 {
-  if (!tdm_cpu_begin(b))
-    return;
-  REQUIRE(b, n >= 0 && per_sample >= 0 && p >= 0.0f && p < 1.0f,
-          "dropout_backward: bad shape %d×%d or rate %g", n, per_sample, p);
   dropout_apply(dx, dy, indices, n, per_sample, p, key, epoch);
 }
 
@@ -518,8 +457,6 @@ tdm_cpu_sgd_momentum_update(TdmBackend *b, float *p, const float *g, float *velo
                             const uint8_t *decay_mask, size_t n, float lr, float momentum,
                             float weight_decay, bool nesterov)
 {
-  if (!tdm_cpu_begin(b))
-    return;
   float *restrict pp = p;
   float *restrict vv = velocity;
   const float *restrict gg = g;
@@ -536,8 +473,6 @@ void
 tdm_cpu_weight_decay(TdmBackend *b, float *g, const float *p, const uint8_t *decay_mask,
                      size_t n, float weight_decay)
 {
-  if (!tdm_cpu_begin(b))
-    return;
   for (size_t i = 0; i < n; i++)
     if (decay_mask == NULL || decay_mask[i])
       g[i] += weight_decay * p[i];

@@ -2,21 +2,14 @@
 /* tdm-backend-cpu-layers.h — the CPU backend's operations for the layers of networks
  * people train (batch normalization, average and global pooling, dropout), the
  * augmenting gather and PyTorch's SGD: private to the CPU backend, which puts them in
- * its table (tdm-backend-cpu.c). The semantics are those of tdm-backend.h. Not the
+ * its table (tdm-backend-cpu.c). The semantics are those of tdm-backend.h, the
+ * arguments checked by the front door (tdm-backend-calls*.c). Not the
  * GEMM-bound work, nor the loops built per instruction set (tdm-cpu-kernels.c). */
 #pragma once
 
-#include "tdm-backend.h"
+#include "tdm-backend-ops.h"
 
 G_BEGIN_DECLS
-
-/* Every operation starts here: counts it, and does nothing after a failure. */
-static inline gboolean
-tdm_cpu_begin(TdmBackend *b)
-{
-  b->operations++;
-  return !tdm_backend_failed(b);
-}
 
 void tdm_cpu_gather_augment (TdmBackend *b, float *x, int32_t *y, const uint8_t *images,
                              const uint8_t *labels, const int32_t *indices, int count,

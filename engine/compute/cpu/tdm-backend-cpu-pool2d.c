@@ -6,24 +6,10 @@
  * than scatter, as the CUDA kernels do, so both give the same sums.
  */
 #include "tdm-backend-cpu-pool2d.h"
-#include "tdm-i18n.h"
 #include "tdm-backend-cpu-layers.h"
 #include "tdm-error.h"
 
 #include <math.h>
-
-static gboolean
-pool_ok(TdmBackend *b, const char *op, TdmPool2d g)
-{
-  if (!tdm_cpu_begin(b))
-    return FALSE;
-  if (tdm_pool2d_valid(g))
-    return TRUE;
-  tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND,
-                   _("%s: bad geometry %d×%d×%d×%d k=%d s=%d p=%d → %d×%d"), op, g.n, g.h, g.w,
-                   g.c, g.k, g.s, g.p, g.oh, g.ow);
-  return FALSE;
-}
 
 /* The outputs whose windows cover input row i: [*first, *last], possibly empty. */
 static void
@@ -40,8 +26,6 @@ void
 tdm_cpu_maxpool2d_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
                           TdmPool2d g)
 {
-  if (!pool_ok(b, "maxpool2d_forward", g))
-    return;
   const size_t sample = (size_t)g.h * g.w * g.c;
   for (int im = 0; im < g.n; im++) {
     const float *xs = x + im * sample;
@@ -76,8 +60,6 @@ void
 tdm_cpu_maxpool2d_backward(TdmBackend *b, float *dx, const float *dy, const int32_t *argmax,
                            TdmPool2d g)
 {
-  if (!pool_ok(b, "maxpool2d_backward", g))
-    return;
   for (int im = 0; im < g.n; im++)
     for (int iy = 0; iy < g.h; iy++) {
       int y0, y1;
@@ -103,8 +85,6 @@ tdm_cpu_maxpool2d_backward(TdmBackend *b, float *dx, const float *dy, const int3
 void
 tdm_cpu_avgpool2d_forward(TdmBackend *b, float *y, const float *x, TdmPool2d g)
 {
-  if (!pool_ok(b, "avgpool2d_forward", g))
-    return;
   const float area = (float)(g.k * g.k);
   for (int im = 0; im < g.n; im++)
     for (int oy = 0; oy < g.oh; oy++)
@@ -128,8 +108,6 @@ tdm_cpu_avgpool2d_forward(TdmBackend *b, float *y, const float *x, TdmPool2d g)
 void
 tdm_cpu_avgpool2d_backward(TdmBackend *b, float *dx, const float *dy, TdmPool2d g)
 {
-  if (!pool_ok(b, "avgpool2d_backward", g))
-    return;
   const float area = (float)(g.k * g.k);
   for (int im = 0; im < g.n; im++)
     for (int iy = 0; iy < g.h; iy++) {
@@ -152,12 +130,6 @@ tdm_cpu_avgpool2d_backward(TdmBackend *b, float *dx, const float *dy, TdmPool2d 
 void
 tdm_cpu_channel_affine(TdmBackend *b, float *x, size_t rows, TdmChannelAffine a)
 {
-  if (!tdm_cpu_begin(b))
-    return;
-  if (a.channels < 1 || a.channels > TDM_AFFINE_MAX_CHANNELS) {
-    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, _("channel_affine: %d channels"), a.channels);
-    return;
-  }
   for (size_t r = 0; r < rows; r++)
     for (int ch = 0; ch < a.channels; ch++) {
       float *v = &x[r * a.channels + ch];

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cpu.c — the CPU backend: memory, OpenBLAS sgemm for the matrix products,
- * the optimizers, and argument checks in front of the loops of tdm-cpu-kernels.c (the
- * copy built for the best instruction set this CPU runs). It is a real backend
+ * the optimizers, and the loops of tdm-cpu-kernels.c (the copy built for the best
+ * instruction set this CPU runs) in its table; the front door (tdm-backend-calls.c)
+ * has checked their arguments. It is a real backend
  * (classroom laptops and CI train on it) and the reference the CUDA backend is tested
  * against. It is not multi-threaded itself: one instance belongs to one CPU worker
  * thread, and the trainer decides how many threads OpenBLAS may use. */
-#include "tdm-backend.h"
+#include "tdm-backend-ops.h"
 #include "tdm-i18n.h"
 #include "tdm-backend-cpu-layers.h"
 #include "tdm-backend-cpu-pool2d.h"
@@ -62,15 +63,8 @@ G_STATIC_ASSERT(sizeof(TdmCpuBlock) <= TDM_CPU_ALIGN);
 /* Work between two looks at the stop flag in a long GEMM: ~10 ms on one core. */
 #define GEMM_PIECE_FLOPS 5e8
 
-/* Every operation starts here: after a failure the backend does nothing more, as the
- * contract asks, and malformed sizes become that failure instead of a crash. */
-static gboolean
-cpu_begin(TdmBackend *b)
-{
-  b->operations++;
-  return !tdm_backend_failed(b);
-}
-
+/* The contents of host memory that the front door cannot see (labels, indices): a bad
+ * one becomes the operation's failure here instead of a read out of bounds. */
 #define CPU_REQUIRE(b, cond, ...)                                      \
   do {                                                                 \
     if (G_UNLIKELY(!(cond))) {                                         \
@@ -178,30 +172,25 @@ cpu_free(TdmBackend *b, void *ptr)
 static void
 cpu_upload(TdmBackend *b, void *dst, const void *src, size_t bytes)
 {
-  if (cpu_begin(b) && bytes > 0)
-    memcpy(dst, src, bytes);
+  memcpy(dst, src, bytes);
 }
 
 static void
 cpu_download(TdmBackend *b, void *dst, const void *src, size_t bytes)
 {
-  if (cpu_begin(b) && bytes > 0)
-    memcpy(dst, src, bytes);
+  memcpy(dst, src, bytes);
 }
 
 static void
 cpu_copy(TdmBackend *b, void *dst, const void *src, size_t bytes)
 {
-  /* memmove: a communicator may well copy a buffer onto itself. */
-  if (cpu_begin(b) && bytes > 0 && dst != src)
-    memmove(dst, src, bytes);
+  memmove(dst, src, bytes);
 }
 
 static void
 cpu_zero(TdmBackend *b, void *ptr, size_t bytes)
 {
-  if (cpu_begin(b) && bytes > 0)
-    memset(ptr, 0, bytes);
+  memset(ptr, 0, bytes);
 }
 
 static void
@@ -250,14 +239,6 @@ static void
 cpu_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
          const float *a, int lda, const float *bm, int ldb, float beta, float *c, int ldc)
 {
-  if (!cpu_begin(b))
-    return;
-  /* OpenBLAS reports bad arguments by printing from xerbla; check them first so the
-   * failure reaches the user as an error instead. */
-  if (!tdm_backend_check_gemm(b, trans_a, trans_b, m, n, k, lda, ldb, ldc))
-    return;
-  if (m == 0 || n == 0)
-    return;
   if (k == 0) {
     /* No product: C = beta·C, with beta = 0 clearing even NaNs, as BLAS does. */
     for (int i = 0; i < m; i++) {
@@ -301,8 +282,7 @@ cpu_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, float a
   }
 }
 
-/* Bias, ReLU, convolution and pooling: argument checks here, loops in
- * tdm-cpu-kernels.c. */
+/* Bias, ReLU, convolution and pooling: loops in tdm-cpu-kernels.c. */
 
 static const TdmCpuKernels *
 cpu_kernels(TdmBackend *b)
@@ -314,10 +294,6 @@ static void
 cpu_bias_forward(TdmBackend *b, float *y, const float *bias, int outer, int channels,
                  int inner, bool relu)
 {
-  if (!cpu_begin(b))
-    return;
-  CPU_REQUIRE(b, outer >= 0 && channels >= 0 && inner >= 0,
-              "bias_forward: negative size %d×%d×%d", outer, channels, inner);
   cpu_kernels(b)->bias_forward(y, bias, outer, channels, inner, relu);
 }
 
@@ -325,53 +301,39 @@ static void
 cpu_bias_backward(TdmBackend *b, float *dbias, const float *dy, int outer, int channels,
                   int inner)
 {
-  if (!cpu_begin(b))
-    return;
-  CPU_REQUIRE(b, outer >= 0 && channels >= 0 && inner >= 0,
-              "bias_backward: negative size %d×%d×%d", outer, channels, inner);
   cpu_kernels(b)->bias_backward(dbias, dy, outer, channels, inner);
 }
 
 static void
 cpu_relu_forward(TdmBackend *b, float *y, const float *x, size_t n)
 {
-  if (cpu_begin(b))
-    cpu_kernels(b)->relu_forward(y, x, n);
+  cpu_kernels(b)->relu_forward(y, x, n);
 }
 
 static void
 cpu_relu_backward(TdmBackend *b, float *dx, const float *dy, const float *y, size_t n)
 {
-  if (cpu_begin(b))
-    cpu_kernels(b)->relu_backward(dx, dy, y, n);
+  cpu_kernels(b)->relu_backward(dx, dy, y, n);
 }
 
 static void
 cpu_im2col(TdmBackend *b, float *col, const float *x, int n, int h, int w, int c, int kh,
            int kw, int pad, int stride)
 {
-  if (cpu_begin(b) && tdm_backend_check_conv(b, "im2col", n, h, w, c, kh, kw, pad, stride))
-    cpu_kernels(b)->im2col(col, x, n, h, w, c, kh, kw, pad, stride);
+  cpu_kernels(b)->im2col(col, x, n, h, w, c, kh, kw, pad, stride);
 }
 
 static void
 cpu_col2im(TdmBackend *b, float *dx, const float *col, int n, int h, int w, int c, int kh,
            int kw, int pad, int stride)
 {
-  if (cpu_begin(b) && tdm_backend_check_conv(b, "col2im", n, h, w, c, kh, kw, pad, stride))
-    cpu_kernels(b)->col2im(dx, col, n, h, w, c, kh, kw, pad, stride);
+  cpu_kernels(b)->col2im(dx, col, n, h, w, c, kh, kw, pad, stride);
 }
 
 static void
 cpu_maxpool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
                     const float *bias, bool relu, int n, int h, int w, int c, int k)
 {
-  if (!cpu_begin(b))
-    return;
-  CPU_REQUIRE(b, n >= 0 && h >= 0 && w >= 0 && c >= 0 && k >= 1,
-              "maxpool_forward: bad shape n=%d h=%d w=%d c=%d k=%d", n, h, w, c, k);
-  CPU_REQUIRE(b, (guint64)n * h * w * c <= G_MAXINT32,
-              "maxpool_forward: %d×%d×%d×%d inputs do not fit int32 indices", n, h, w, c);
   cpu_kernels(b)->maxpool_forward(y, argmax, x, bias, relu, n, h, w, c, k);
 }
 
@@ -379,12 +341,6 @@ static void
 cpu_maxpool_backward(TdmBackend *b, float *dx, float *dbias, const float *dy,
                      const int32_t *argmax, const float *y, int n, int h, int w, int c, int k)
 {
-  if (!cpu_begin(b))
-    return;
-  CPU_REQUIRE(b, n >= 0 && h >= 0 && w >= 0 && c >= 0 && k >= 1,
-              "maxpool_backward: bad shape n=%d h=%d w=%d c=%d k=%d", n, h, w, c, k);
-  CPU_REQUIRE(b, (guint64)n * h * w * c <= G_MAXINT32,
-              "maxpool_backward: %d×%d×%d×%d inputs do not fit int32 indices", n, h, w, c);
   cpu_kernels(b)->maxpool_backward(dx, dbias, dy, argmax, y, n, h, w, c, k);
 }
 
@@ -393,10 +349,8 @@ cpu_conv_pool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
                       const float *wt, const float *bias, bool relu, int n, int h, int w,
                       int c, int out, int kh, int kw, int pad, int pk)
 {
-  if (cpu_begin(b) &&
-      tdm_backend_check_conv_pool(b, "conv_pool_forward", n, h, w, c, out, kh, kw, pad, pk))
-    cpu_kernels(b)->conv_pool_forward(y, argmax, x, wt, bias, relu, n, h, w, c, out, kh, kw,
-                                      pad, pk);
+  cpu_kernels(b)->conv_pool_forward(y, argmax, x, wt, bias, relu, n, h, w, c, out, kh, kw, pad,
+                                    pk);
 }
 
 static void
@@ -404,10 +358,8 @@ cpu_conv_pool_backward(TdmBackend *b, float *dwt, float *dbias, const float *dy,
                        const int32_t *argmax, const float *y, const float *x, bool relu,
                        int n, int h, int w, int c, int out, int kh, int kw, int pad, int pk)
 {
-  if (cpu_begin(b) &&
-      tdm_backend_check_conv_pool(b, "conv_pool_backward", n, h, w, c, out, kh, kw, pad, pk))
-    cpu_kernels(b)->conv_pool_backward(dwt, dbias, dy, argmax, y, x, relu, n, h, w, c, out,
-                                       kh, kw, pad, pk);
+  cpu_kernels(b)->conv_pool_backward(dwt, dbias, dy, argmax, y, x, relu, n, h, w, c, out, kh,
+                                     kw, pad, pk);
 }
 
 /* Softmax cross-entropy */
@@ -417,11 +369,6 @@ cpu_softmax_xent(TdmBackend *b, const float *logits, const int32_t *labels, int 
                  int classes, float smoothing, float grad_scale, float *dlogits,
                  TdmMetrics *metrics)
 {
-  if (!cpu_begin(b))
-    return;
-  CPU_REQUIRE(b, rows >= 0 && classes >= 1, "softmax_xent: bad shape %d×%d", rows, classes);
-  CPU_REQUIRE(b, smoothing >= 0.0f && smoothing <= 1.0f,
-              "softmax_xent: label smoothing %g is not in [0, 1]", smoothing);
   for (int r = 0; r < rows; r++)
     CPU_REQUIRE(b, labels[r] >= 0 && labels[r] < classes,
                 "softmax_xent: label %d of row %d is not a class in [0, %d)", labels[r],
@@ -481,10 +428,6 @@ static void
 cpu_gather(TdmBackend *b, float *x, int32_t *y, const uint8_t *images, const uint8_t *labels,
            const int32_t *indices, int count, int sample_size, float scale)
 {
-  if (!cpu_begin(b))
-    return;
-  CPU_REQUIRE(b, count >= 0 && sample_size >= 0, "gather: bad shape %d×%d", count,
-              sample_size);
   for (int i = 0; i < count; i++)
     CPU_REQUIRE(b, indices[i] >= 0, "gather: negative sample index %d", indices[i]);
 
@@ -505,8 +448,6 @@ static void
 cpu_sgd_update(TdmBackend *b, float *p, const float *g, size_t n, float lr,
                float weight_decay)
 {
-  if (!cpu_begin(b))
-    return;
   float *restrict pp = p;
   const float *restrict gg = g;
   for (size_t i = 0; i < n; i++)
@@ -517,8 +458,6 @@ static void
 cpu_momentum_update(TdmBackend *b, float *p, const float *g, float *velocity, size_t n,
                     float lr, float momentum, float weight_decay)
 {
-  if (!cpu_begin(b))
-    return;
   float *restrict pp = p;
   float *restrict vv = velocity;
   const float *restrict gg = g;
@@ -606,8 +545,6 @@ static void
 cpu_adam_update(TdmBackend *b, float *p, const float *g, float *m, float *v, size_t n,
                 float lr_t, float beta1, float beta2, float eps, float weight_decay)
 {
-  if (!cpu_begin(b))
-    return;
   const TdmAdamArgs k = {
     .lr_t = lr_t, .a1 = 1.0f - beta1, .a2 = 1.0f - beta2, .eps = eps, .wd = weight_decay,
   };
@@ -626,15 +563,13 @@ cpu_adam_update(TdmBackend *b, float *p, const float *g, float *m, float *v, siz
 static void
 cpu_add(TdmBackend *b, float *y, const float *x, size_t n)
 {
-  if (cpu_begin(b))
-    cpu_kernels(b)->add(y, x, n);
+  cpu_kernels(b)->add(y, x, n);
 }
 
 static void
 cpu_scale(TdmBackend *b, float *y, float alpha, size_t n)
 {
-  if (cpu_begin(b))
-    cpu_kernels(b)->scale(y, alpha, n);
+  cpu_kernels(b)->scale(y, alpha, n);
 }
 
 const TdmCpuWinogradGemm *

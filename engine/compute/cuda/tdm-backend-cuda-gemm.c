@@ -6,7 +6,6 @@
  * table (tdm-backend-cuda.c) nor the elementwise and pooling operations (-ops.c).
  */
 #include "tdm-backend-cuda-private.h"
-#include "tdm-i18n.h"
 
 /* GEMM */
 
@@ -104,10 +103,6 @@ tdm_cuda_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, fl
 {
   if (!tdm_cuda_begin(b))
     return;
-  if (!tdm_backend_check_gemm(b, trans_a, trans_b, m, n, k, lda, ldb, ldc))
-    return;
-  if (m == 0 || n == 0)
-    return;
   TdmBackendCuda *cb = CUDA_B(b);
   if (cb->small_gemm && (size_t)m * n <= TDM_SMALL_GEMM_OUTPUT && k <= TDM_SMALL_GEMM_DEPTH) {
     TDM_CUDA_OK(b, tdm_k_gemm_small(trans_a, trans_b, m, n, k, alpha, a, lda, bm, ldb, beta, c,
@@ -130,10 +125,6 @@ tdm_cuda_gemm_bf16(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int 
 {
   if (!tdm_cuda_begin(b))
     return;
-  if (!tdm_backend_check_gemm(b, trans_a, trans_b, m, n, k, lda, ldb, ldc))
-    return;
-  if (m == 0 || n == 0)
-    return;
   cublas_gemm(b, trans_a, trans_b, m, n, k, alpha, a, lda, bm, ldb, beta, c, ldc, CUDA_R_16BF,
               sizeof(uint16_t), CUDA_R_32F, CUBLAS_COMPUTE_32F);
 }
@@ -144,10 +135,6 @@ tdm_cuda_gemm_bf16_out(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, 
 {
   if (!tdm_cuda_begin(b))
     return;
-  if (!tdm_backend_check_gemm(b, trans_a, trans_b, m, n, k, lda, ldb, ldc))
-    return;
-  if (m == 0 || n == 0)
-    return;
   cublas_gemm(b, trans_a, trans_b, m, n, k, 1.0f, a, lda, bm, ldb, 0.0f, c, ldc, CUDA_R_16BF,
               sizeof(uint16_t), CUDA_R_16BF, CUBLAS_COMPUTE_32F);
 }
@@ -156,8 +143,7 @@ void
 tdm_cuda_col2im_bf16(TdmBackend *b, float *dx, const uint16_t *col, int n, int h, int w, int c,
                  int kh, int kw, int pad, int stride)
 {
-  if (!tdm_cuda_begin(b) ||
-      !tdm_backend_check_conv(b, "col2im_bf16", n, h, w, c, kh, kw, pad, stride))
+  if (!tdm_cuda_begin(b))
     return;
   TDM_CUDA_OK(b, tdm_k_col2im_bf16(dx, col, n, h, w, c, kh, kw, pad, stride, CUDA_B(b)->stream));
 }
@@ -170,13 +156,8 @@ tdm_cuda_conv_dgrad_bf16(TdmBackend *b, float *dx, const uint16_t *dy, const uin
                      int pad, int stride)
 {
   TdmBackendCuda *cb = CUDA_B(b);
-  if (!tdm_cuda_begin(b) ||
-      !tdm_backend_check_conv(b, "conv_dgrad_bf16", n, h, w_, c, kh, kw, pad, stride))
+  if (!tdm_cuda_begin(b))
     return;
-  if (out_c < 1) {
-    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, _("conv_dgrad_bf16: %d output channels"), out_c);
-    return;
-  }
   if (tdm_k_conv_dgrad_bf16_fits(cb->implicit_major, c, out_c, kh, kw, pad, stride) &&
       ((uintptr_t)dx & 15u) == 0 && ((uintptr_t)dy & 15u) == 0 && ((uintptr_t)w & 15u) == 0) {
     TDM_CUDA_OK(b, tdm_k_conv_dgrad_bf16(dx, dy, w, n, h, w_, c, out_c, kh, kw, pad,
@@ -185,6 +166,7 @@ tdm_cuda_conv_dgrad_bf16(TdmBackend *b, float *dx, const uint16_t *dy, const uin
   }
   int oh = (h + 2 * pad - kh) / stride + 1, ow = (w_ + 2 * pad - kw) / stride + 1;
   int rows = n * oh * ow, k = kh * kw * c;
+  b->operations += 2; /* the front door counted one launch of three */
   tdm_cuda_gemm_bf16_out(b, false, false, rows, k, out_c, dy, out_c, w, k, col, k);
   tdm_cuda_col2im_bf16(b, dx, col, n, h, w_, c, kh, kw, pad, stride);
 }
@@ -200,8 +182,7 @@ void
 tdm_cuda_im2col_bf16(TdmBackend *b, uint16_t *col, const float *x, int n, int h, int w, int c,
                  int kh, int kw, int pad, int stride)
 {
-  if (!tdm_cuda_begin(b) ||
-      !tdm_backend_check_conv(b, "im2col_bf16", n, h, w, c, kh, kw, pad, stride))
+  if (!tdm_cuda_begin(b))
     return;
   TDM_CUDA_OK(b, tdm_k_im2col_bf16(col, x, n, h, w, c, kh, kw, pad, stride, CUDA_B(b)->stream));
 }

@@ -2,9 +2,9 @@
 /* tdm-backend-cuda-ops.c — the CUDA backend's operations that are one launch of
  * kernels/ each: bias and ReLU, im2col and col2im, max pooling and the fused first
  * conv + pool, softmax cross-entropy, the batch gather, the optimizers and the
- * communicators' add and scale. Each checks its shape, then enqueues on the backend's
- * stream; the semantics are tdm-backend.h's. Not the GEMMs (-gemm.c), BN and the later
- * layers (-layers.c), nor memory and graphs (tdm-backend-cuda.c).
+ * communicators' add and scale. Each enqueues on the backend's stream (the front door,
+ * tdm-backend-calls*.c, checked the shapes); the semantics are tdm-backend.h's. Not the GEMMs
+ * (-gemm.c), BN and the later layers (-layers.c), nor memory and graphs (tdm-backend-cuda.c).
  */
 #include "tdm-backend-cuda-private.h"
 
@@ -16,8 +16,6 @@ tdm_cuda_bias_forward(TdmBackend *b, float *y, const float *bias, int outer, int
 {
   if (!tdm_cuda_begin(b))
     return;
-  CUDA_REQUIRE(b, outer >= 0 && channels >= 0 && inner >= 0,
-               "bias_forward: negative size %d×%d×%d", outer, channels, inner);
   TDM_CUDA_OK(b, tdm_k_bias_forward(y, bias, outer, channels, inner, relu, CUDA_B(b)->stream));
 }
 
@@ -27,8 +25,6 @@ tdm_cuda_bias_backward(TdmBackend *b, float *dbias, const float *dy, int outer, 
 {
   if (!tdm_cuda_begin(b))
     return;
-  CUDA_REQUIRE(b, outer >= 0 && channels >= 0 && inner >= 0,
-               "bias_backward: negative size %d×%d×%d", outer, channels, inner);
   TDM_CUDA_OK(b, tdm_k_bias_backward(dbias, dy, outer, channels, inner, CUDA_B(b)->partials,
                                      TDM_PARTIALS_FLOATS, CUDA_B(b)->stream));
 }
@@ -53,7 +49,7 @@ void
 tdm_cuda_im2col(TdmBackend *b, float *col, const float *x, int n, int h, int w, int c, int kh,
             int kw, int pad, int stride)
 {
-  if (!tdm_cuda_begin(b) || !tdm_backend_check_conv(b, "im2col", n, h, w, c, kh, kw, pad, stride))
+  if (!tdm_cuda_begin(b))
     return;
   TDM_CUDA_OK(b, tdm_k_im2col(col, x, n, h, w, c, kh, kw, pad, stride, CUDA_B(b)->stream));
 }
@@ -62,7 +58,7 @@ void
 tdm_cuda_col2im(TdmBackend *b, float *dx, const float *col, int n, int h, int w, int c, int kh,
             int kw, int pad, int stride)
 {
-  if (!tdm_cuda_begin(b) || !tdm_backend_check_conv(b, "col2im", n, h, w, c, kh, kw, pad, stride))
+  if (!tdm_cuda_begin(b))
     return;
   TDM_CUDA_OK(b, tdm_k_col2im(dx, col, n, h, w, c, kh, kw, pad, stride, CUDA_B(b)->stream));
 }
@@ -73,10 +69,6 @@ tdm_cuda_maxpool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *
 {
   if (!tdm_cuda_begin(b))
     return;
-  CUDA_REQUIRE(b, n >= 0 && h >= 0 && w >= 0 && c >= 0 && k >= 1,
-               "maxpool_forward: bad shape n=%d h=%d w=%d c=%d k=%d", n, h, w, c, k);
-  CUDA_REQUIRE(b, (guint64)n * h * w * c <= G_MAXINT32,
-               "maxpool_forward: %d×%d×%d×%d inputs do not fit int32 indices", n, h, w, c);
   TDM_CUDA_OK(b, tdm_k_maxpool_forward(y, argmax, x, bias, relu, n, h, w, c, k,
                                        CUDA_B(b)->stream));
 }
@@ -87,10 +79,6 @@ tdm_cuda_maxpool_backward(TdmBackend *b, float *dx, float *dbias, const float *d
 {
   if (!tdm_cuda_begin(b))
     return;
-  CUDA_REQUIRE(b, n >= 0 && h >= 0 && w >= 0 && c >= 0 && k >= 1,
-               "maxpool_backward: bad shape n=%d h=%d w=%d c=%d k=%d", n, h, w, c, k);
-  CUDA_REQUIRE(b, (guint64)n * h * w * c <= G_MAXINT32,
-               "maxpool_backward: %d×%d×%d×%d inputs do not fit int32 indices", n, h, w, c);
   TDM_CUDA_OK(b, tdm_k_maxpool_backward(dx, dbias, dy, argmax, y, n, h, w, c, k,
                                         CUDA_B(b)->partials, TDM_PARTIALS_FLOATS,
                                         CUDA_B(b)->stream));
@@ -101,7 +89,7 @@ tdm_cuda_conv_pool_forward(TdmBackend *b, float *y, int32_t *argmax, const float
                        const float *wt, const float *bias, bool relu, int n, int h, int w,
                        int c, int out, int kh, int kw, int pad, int pk)
 {
-  if (tdm_cuda_begin(b) && tdm_backend_check_conv_pool(b, "conv_pool_forward", n, h, w, c, out, kh, kw, pad, pk))
+  if (tdm_cuda_begin(b))
     TDM_CUDA_OK(b, tdm_k_conv_pool_forward(y, argmax, x, wt, bias, relu, n, h, w, c, out, kh,
                                            kw, pad, pk, CUDA_B(b)->stream));
 }
@@ -111,8 +99,7 @@ tdm_cuda_conv_pool_backward(TdmBackend *b, float *dwt, float *dbias, const float
                         const int32_t *argmax, const float *y, const float *x, bool relu,
                         int n, int h, int w, int c, int out, int kh, int kw, int pad, int pk)
 {
-  if (tdm_cuda_begin(b) &&
-      tdm_backend_check_conv_pool(b, "conv_pool_backward", n, h, w, c, out, kh, kw, pad, pk))
+  if (tdm_cuda_begin(b))
     TDM_CUDA_OK(b, tdm_k_conv_pool_backward(dwt, dbias, dy, argmax, y, x, relu, n, h, w, c, out,
                                             kh, kw, pad, pk, CUDA_B(b)->partials,
                                             TDM_PARTIALS_FLOATS, CUDA_B(b)->stream));
@@ -127,9 +114,6 @@ tdm_cuda_softmax_xent(TdmBackend *b, const float *logits, const int32_t *labels,
 {
   if (!tdm_cuda_begin(b))
     return;
-  CUDA_REQUIRE(b, rows >= 0 && classes >= 1, "softmax_xent: bad shape %d×%d", rows, classes);
-  CUDA_REQUIRE(b, smoothing >= 0.0f && smoothing <= 1.0f,
-               "softmax_xent: label smoothing %g is not in [0, 1]", smoothing);
   /* Labels live on the device and are not checked here: one out of range gives a NaN
    * loss, which the trainer reports as divergence. */
   TDM_CUDA_OK(b, tdm_k_softmax_xent(logits, labels, rows, classes, smoothing, grad_scale,
@@ -141,10 +125,6 @@ tdm_cuda_gather(TdmBackend *b, float *x, int32_t *y, const uint8_t *images, cons
             const int32_t *indices, int count, int sample_size, float scale)
 {
   if (!tdm_cuda_begin(b))
-    return;
-  CUDA_REQUIRE(b, count >= 0 && sample_size >= 0, "gather: bad shape %d×%d", count,
-               sample_size);
-  if (count == 0 || sample_size == 0)
     return;
   TDM_CUDA_OK(b, tdm_k_gather(x, y, images, labels, indices, count, sample_size, scale,
                               CUDA_B(b)->stream));

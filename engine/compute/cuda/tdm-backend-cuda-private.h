@@ -8,6 +8,7 @@
 #pragma once
 
 #include "tdm-backend-cuda.h"
+#include "tdm-backend-ops.h"
 #include "tdm-error.h"
 #include "tdm-kernels.h"
 

@@ -67,14 +67,11 @@ tdm_cublas_ok_at(TdmBackend *b, cublasStatus_t status, const char *call, const c
   return FALSE;
 }
 
-/* Every operation starts here: nothing more after a failure (the contract), and the
- * backend's GPU made current, since a replica's thread may have used another. */
+/* Every operation starts here: the backend's GPU made current, since a replica's
+ * thread may have used another. */
 gboolean
 tdm_cuda_begin(TdmBackend *b)
 {
-  b->operations++;
-  if (tdm_backend_failed(b))
-    return FALSE;
   return TDM_CUDA_OK(b, cudaSetDevice(b->device_index));
 }
 

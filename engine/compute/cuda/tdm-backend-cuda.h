@@ -22,9 +22,10 @@ int tdm_backend_cuda_ordinal (TdmBackend *b);
 /* TRUE while the backend's stream is capturing a graph. */
 gboolean tdm_backend_cuda_capturing (TdmBackend *b);
 
-/* Every CUDA operation starts here: counts it, does nothing after a failure (FALSE),
- * and makes the backend's GPU current, since a replica's thread may have used
- * another. */
+/* Every CUDA operation starts here: makes the backend's GPU current, since a replica's
+ * thread may have used another; FALSE (and the sticky error) when that fails. The
+ * front door (tdm-backend-calls*.c) has counted the operation, returned after an earlier
+ * failure and checked the arguments already. */
 gboolean tdm_cuda_begin (TdmBackend *b);
 /* The backend's scratch for the first pass of per-channel sums (batch normalization),
  * *count doubles; the stream orders its users. */
