@@ -1,13 +1,10 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cpu-pool2d.c — pooling with any window, stride and padding (ResNet's
- * 3×3 stride-2 max pool of padding 1) and the per-channel input normalization, on the
- * CPU. Plain loops: these layers are a small share of a network's work. The backward
+ * 3×3 stride-2 max pool of padding 1), on the CPU. Plain loops: these layers are a small share of a network's work. The backward
  * passes gather (each input sums the outputs that cover it, in a fixed order) rather
  * than scatter, as the CUDA kernels do, so both give the same sums.
  */
-#include "tdm-backend-cpu-pool2d.h"
-#include "tdm-backend-cpu-layers.h"
-#include "tdm-error.h"
+#include "tdm-backend-cpu-private.h"
 
 #include <math.h>
 
@@ -23,8 +20,7 @@ covering(int i, int k, int s, int p, int outs, int *first, int *last)
 }
 
 void
-tdm_cpu_maxpool2d_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
-                          TdmPool2d g)
+tdm_cpu_maxpool2d_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x, TdmPool2d g)
 {
   const size_t sample = (size_t)g.h * g.w * g.c;
   for (int im = 0; im < g.n; im++) {
@@ -124,15 +120,5 @@ tdm_cpu_avgpool2d_backward(TdmBackend *b, float *dx, const float *dy, TdmPool2d 
           dx[(((size_t)im * g.h + iy) * g.w + ix) * g.c + ch] = sum / area;
         }
       }
-    }
-}
-
-void
-tdm_cpu_channel_affine(TdmBackend *b, float *x, size_t rows, TdmChannelAffine a)
-{
-  for (size_t r = 0; r < rows; r++)
-    for (int ch = 0; ch < a.channels; ch++) {
-      float *v = &x[r * a.channels + ch];
-      *v = *v * a.mul[ch] + a.add[ch];
     }
 }

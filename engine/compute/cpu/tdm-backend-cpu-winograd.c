@@ -25,7 +25,7 @@
 #include "tdm-backend-cpu-winograd.h"
 #include "tdm-i18n.h"
 #include "tdm-backend-cpu-winograd-private.h"
-#include "tdm-backend-cpu-layers.h"
+#include "tdm-backend-cpu-private.h"
 #include "tdm-error.h"
 
 /* Below this many input channels the per-position GEMMs are too thin to pay for the

@@ -56,7 +56,7 @@ tdm_cuda_set_error_at(GError **error, int code, const char *who, cudaError_t err
 
 gboolean
 tdm_cublas_ok_at(TdmBackend *b, cublasStatus_t status, const char *call, const char *file,
-             int line)
+                 int line)
 {
   if (G_LIKELY(status == CUBLAS_STATUS_SUCCESS))
     return TRUE;

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-backend-cpu-layers.c — see tdm-backend-cpu-layers.h. Plain loops over NHWC
- * data (channels innermost, so the per-channel loops vectorize), sums in double and
- * in a fixed order. Without FMA contraction choices of its own, so a run resumed on
+/* tdm-backend-cpu-bn.c — the CPU backend's batch normalization: the statistics into
+ * slots and their merge (tdm-bn-moments.h), the forward in training and evaluation,
+ * the backward's sums and input gradient. Plain loops over NHWC data (channels
+ * innermost, so the per-channel loops vectorize), sums in double and in a fixed order. Without FMA contraction choices of its own, so a run resumed on
  * another CPU of the architecture continues with the same bits: the BN loops are built
  * twice, for any x86-64 and for AVX2 (wider vectors over the channels, no FMA, the same
  * operations on each value), the better picked when the program starts. */
-#include "tdm-backend-cpu-layers.h"
-#include "tdm-counter-rng.h"
-#include "tdm-error.h"
+#include "tdm-backend-cpu-private.h"
 
 #include <math.h>
 #include <string.h>
@@ -21,53 +20,7 @@
 #define BN_CLONES
 #endif
 
-#define REQUIRE(b, cond, ...)                                          \
-  do {                                                                 \
-    if (G_UNLIKELY(!(cond))) {                                         \
-      tdm_backend_fail((b), TDM_ENGINE_ERROR_BACKEND, __VA_ARGS__);    \
-      return;                                                          \
-    }                                                                  \
-  } while (0)
-
 /* Augmenting gather */
-
-void
-tdm_cpu_gather_augment(TdmBackend *b, float *x, int32_t *y, const uint8_t *images,
-                       const uint8_t *labels, const int32_t *indices, int count, int h,
-                       int w, int c, float scale, int pad, TdmFlip flip, uint64_t key,
-                       uint32_t epoch)
-{
-  for (int i = 0; i < count; i++)
-    REQUIRE(b, indices[i] >= 0, "gather_augment: negative sample index %d", indices[i]);
-
-  const size_t sample = (size_t)h * w * c;
-  const uint32_t span = 2u * (uint32_t)pad + 1u;
-  for (int i = 0; i < count; i++) {
-    const uint32_t s = (uint32_t)indices[i];
-    const int sy = (int)(tdm_crng_u32(key, epoch, s, 0) % span) - pad;
-    const int sx = (int)(tdm_crng_u32(key, epoch, s, 1) % span) - pad;
-    const gboolean mirrored = flip == TDM_FLIP_ALWAYS ||
-                              (flip == TDM_FLIP_RANDOM && (tdm_crng_u32(key, epoch, s, 2) & 1));
-    const uint8_t *restrict src = images + (size_t)s * sample;
-    float *restrict dst = x + (size_t)i * sample;
-    for (int r = 0; r < h; r++) {
-      const int iy = r + sy;
-      for (int q = 0; q < w; q++) {
-        const int ix = (mirrored ? w - 1 - q : q) + sx;
-        float *restrict d = dst + ((size_t)r * w + q) * c;
-        if (iy < 0 || iy >= h || ix < 0 || ix >= w) {
-          memset(d, 0, sizeof(float) * c);
-          continue;
-        }
-        const uint8_t *restrict p = src + ((size_t)iy * w + ix) * c;
-        for (int ch = 0; ch < c; ch++)
-          d[ch] = (float)p[ch] * scale;
-      }
-    }
-    if (y != NULL)
-      y[i] = labels[s];
-  }
-}
 
 /* Batch normalization */
 
@@ -107,9 +60,8 @@ tdm_cpu_bn_moments(TdmBackend *b, float *slots, const float *x, int rows, int ch
 }
 
 void
-tdm_cpu_bn_stats(TdmBackend *b, float *saved, const float *slots, int slot_count,
-                 int channels, float eps, float momentum, float *running_mean,
-                 float *running_var)
+tdm_cpu_bn_stats(TdmBackend *b, float *saved, const float *slots, int slot_count, int channels,
+                 float eps, float momentum, float *running_mean, float *running_var)
 {
   for (int ch = 0; ch < channels; ch++) {
     double count, mean_d, m2;
@@ -311,169 +263,6 @@ tdm_cpu_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const float *x
 
 /* Pooling */
 
-void
-tdm_cpu_avgpool_forward(TdmBackend *b, float *y, const float *x, int n, int h, int w, int c,
-                        int k)
-{
-  const int oh = h / k, ow = w / k;
-  const float inv = 1.0f / (float)(k * k);
-  for (int im = 0; im < n; im++)
-    for (int oy = 0; oy < oh; oy++)
-      for (int ox = 0; ox < ow; ox++) {
-        float *restrict yo = y + (((size_t)im * oh + oy) * ow + ox) * c;
-        memset(yo, 0, sizeof(float) * c);
-        for (int ky = 0; ky < k; ky++)
-          for (int kx = 0; kx < k; kx++) {
-            const float *restrict xi =
-              x + (((size_t)im * h + oy * k + ky) * w + ox * k + kx) * c;
-            for (int ch = 0; ch < c; ch++)
-              yo[ch] += xi[ch];
-          }
-        for (int ch = 0; ch < c; ch++)
-          yo[ch] *= inv;
-      }
-}
-
-void
-tdm_cpu_avgpool_backward(TdmBackend *b, float *dx, const float *dy, int n, int h, int w,
-                         int c, int k)
-{
-  const int oh = h / k, ow = w / k;
-  const float inv = 1.0f / (float)(k * k);
-  for (int im = 0; im < n; im++)
-    for (int iy = 0; iy < h; iy++)
-      for (int ix = 0; ix < w; ix++) {
-        float *restrict d = dx + (((size_t)im * h + iy) * w + ix) * c;
-        const int oy = iy / k, ox = ix / k;
-        if (oy >= oh || ox >= ow) {
-          memset(d, 0, sizeof(float) * c);
-          continue;
-        }
-        const float *restrict g = dy + (((size_t)im * oh + oy) * ow + ox) * c;
-        for (int ch = 0; ch < c; ch++)
-          d[ch] = g[ch] * inv;
-      }
-}
-
-void
-tdm_cpu_global_avgpool_forward(TdmBackend *b, float *y, const float *x, int n, int pixels,
-                               int c)
-{
-  const float inv = 1.0f / (float)pixels;
-  for (int im = 0; im < n; im++) {
-    float *restrict yo = y + (size_t)im * c;
-    memset(yo, 0, sizeof(float) * c);
-    for (int p = 0; p < pixels; p++) {
-      const float *restrict xi = x + ((size_t)im * pixels + p) * c;
-      for (int ch = 0; ch < c; ch++)
-        yo[ch] += xi[ch];
-    }
-    for (int ch = 0; ch < c; ch++)
-      yo[ch] *= inv;
-  }
-}
-
-void
-tdm_cpu_global_avgpool_backward(TdmBackend *b, float *dx, const float *dy, int n,
-                                int pixels, int c)
-{
-  const float inv = 1.0f / (float)pixels;
-  for (int im = 0; im < n; im++) {
-    const float *restrict g = dy + (size_t)im * c;
-    for (int p = 0; p < pixels; p++) {
-      float *restrict d = dx + ((size_t)im * pixels + p) * c;
-      for (int ch = 0; ch < c; ch++)
-        d[ch] = g[ch] * inv;
-    }
-  }
-}
-
-void
-tdm_cpu_global_maxpool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
-                               int n, int pixels, int c)
-{
-  for (int im = 0; im < n; im++) {
-    float *restrict yo = y + (size_t)im * c;
-    int32_t *restrict ao = argmax + (size_t)im * c;
-    const size_t base = (size_t)im * pixels * c;
-    for (int ch = 0; ch < c; ch++) {
-      yo[ch] = x[base + ch];
-      ao[ch] = (int32_t)(base + ch);
-    }
-    for (int p = 1; p < pixels; p++) {
-      const size_t at = base + (size_t)p * c;
-      for (int ch = 0; ch < c; ch++)
-        if (x[at + ch] > yo[ch]) {
-          yo[ch] = x[at + ch];
-          ao[ch] = (int32_t)(at + ch);
-        }
-    }
-  }
-}
-
-void
-tdm_cpu_global_maxpool_backward(TdmBackend *b, float *dx, const float *dy,
-                                const int32_t *argmax, int n, int pixels, int c)
-{
-  memset(dx, 0, sizeof(float) * (size_t)n * pixels * c);
-  for (size_t i = 0; i < (size_t)n * c; i++)
-    dx[argmax[i]] = dy[i];
-}
-
 /* Dropout: the mask is drawn again in backward, never stored. */
 
-static void
-dropout_apply(float *y, const float *x, const int32_t *indices, int n,
-              int per_sample, float p, uint64_t key, uint32_t epoch)
-{
-  const float keep_scale = 1.0f / (1.0f - p);
-  for (int i = 0; i < n; i++) {
-    const uint32_t s = (uint32_t)indices[i];
-    const float *xi = x + (size_t)i * per_sample;
-    float *yi = y + (size_t)i * per_sample;
-    for (int e = 0; e < per_sample; e++)
-      yi[e] = tdm_crng_uniform(key, epoch, s, (uint32_t)e) >= p ? xi[e] * keep_scale : 0.0f;
-  }
-}
-
-void
-tdm_cpu_dropout_forward(TdmBackend *b, float *y, const float *x, const int32_t *indices,
-                        int n, int per_sample, float p, uint64_t key, uint32_t epoch)
-{
-  dropout_apply(y, x, indices, n, per_sample, p, key, epoch);
-}
-
-void
-tdm_cpu_dropout_backward(TdmBackend *b, float *dx, const float *dy, const int32_t *indices,
-                         int n, int per_sample, float p, uint64_t key, uint32_t epoch)
-{
-  dropout_apply(dx, dy, indices, n, per_sample, p, key, epoch);
-}
-
 /* PyTorch's SGD */
-
-void
-tdm_cpu_sgd_momentum_update(TdmBackend *b, float *p, const float *g, float *velocity,
-                            const uint8_t *decay_mask, size_t n, float lr, float momentum,
-                            float weight_decay, bool nesterov)
-{
-  float *restrict pp = p;
-  float *restrict vv = velocity;
-  const float *restrict gg = g;
-  for (size_t i = 0; i < n; i++) {
-    const float wd = decay_mask == NULL || decay_mask[i] ? weight_decay : 0.0f;
-    const float d = gg[i] + wd * pp[i];
-    const float v = momentum * vv[i] + d;
-    vv[i] = v;
-    pp[i] -= lr * (nesterov ? d + momentum * v : v);
-  }
-}
-
-void
-tdm_cpu_weight_decay(TdmBackend *b, float *g, const float *p, const uint8_t *decay_mask,
-                     size_t n, float weight_decay)
-{
-  for (size_t i = 0; i < n; i++)
-    if (decay_mask == NULL || decay_mask[i])
-      g[i] += weight_decay * p[i];
-}
