@@ -19,8 +19,7 @@ tdm_cuda_bn_moments(TdmBackend *b, float *slots, const float *x, int rows, int c
   size_t count = 0;
   double *partials = tdm_backend_cuda_sum_scratch(b, &count);
   CUDA_REQUIRE(b, 2 * (size_t)channels <= count, "bn_moments: %d channels, at most %zu",
-               channels,
-          count / 2);
+               channels, count / 2);
   TDM_CUDA_OK(b, tdm_k_bn_moments(slots, x, rows, channels, slot, slot_count, partials, count,
                                   STREAM(b)));
 }
@@ -66,7 +65,7 @@ tdm_cuda_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const floa
   size_t count = 0;
   double *partials = tdm_backend_cuda_sum_scratch(b, &count);
   CUDA_REQUIRE(b, 2 * (size_t)channels <= count, "bn_backward_sums: %d channels, at most %zu",
-          channels, count / 2);
+               channels, count / 2);
   TDM_CUDA_OK(b, tdm_k_bn_backward_sums(dgamma, dbeta, dy, x, mean, invstd, gamma, beta,
                                         relu, rows, channels, partials, count, STREAM(b)));
 }
