@@ -329,7 +329,7 @@ tdm_backend_channel_affine(TdmBackend *b, float *x, size_t rows, TdmChannelAffin
 void
 tdm_backend_to_bf16(TdmBackend *b, uint16_t *out, const float *in, size_t n)
 {
-  if (tdm_backend_enter(b) && TDM_HAS_OP(b, to_bf16))
+  if (tdm_backend_enter(b))
     b->ops->to_bf16(b, out, in, n);
 }
 
@@ -337,7 +337,7 @@ void
 tdm_backend_im2col_bf16(TdmBackend *b, uint16_t *col, const float *x, int n, int h, int w,
                         int c, int kh, int kw, int pad, int stride)
 {
-  if (tdm_backend_enter(b) && TDM_HAS_OP(b, im2col_bf16) &&
+  if (tdm_backend_enter(b) &&
       tdm_backend_conv_args_ok(b, "im2col_bf16", n, h, w, c, kh, kw, pad, stride))
     b->ops->im2col_bf16(b, col, x, n, h, w, c, kh, kw, pad, stride);
 }
@@ -359,7 +359,7 @@ tdm_backend_gemm_bf16(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, i
                       float alpha, const uint16_t *a, int lda, const uint16_t *bm, int ldb,
                       float beta, float *c, int ldc)
 {
-  if (tdm_backend_enter(b) && TDM_HAS_OP(b, gemm_bf16) &&
+  if (tdm_backend_enter(b) &&
       gemm_args_ok(b, trans_a, trans_b, m, n, k, lda, ldb, ldc) && m > 0 && n > 0)
     b->ops->gemm_bf16(b, trans_a, trans_b, m, n, k, alpha, a, lda, bm, ldb, beta, c, ldc);
 }
@@ -369,7 +369,7 @@ tdm_backend_gemm_bf16_out(TdmBackend *b, bool trans_a, bool trans_b, int m, int 
                           const uint16_t *a, int lda, const uint16_t *bm, int ldb, uint16_t *c,
                           int ldc)
 {
-  if (tdm_backend_enter(b) && TDM_HAS_OP(b, gemm_bf16_out) &&
+  if (tdm_backend_enter(b) &&
       gemm_args_ok(b, trans_a, trans_b, m, n, k, lda, ldb, ldc) && m > 0 && n > 0)
     b->ops->gemm_bf16_out(b, trans_a, trans_b, m, n, k, a, lda, bm, ldb, c, ldc);
 }
@@ -378,7 +378,7 @@ void
 tdm_backend_col2im_bf16(TdmBackend *b, float *dx, const uint16_t *col, int n, int h, int w,
                         int c, int kh, int kw, int pad, int stride)
 {
-  if (tdm_backend_enter(b) && TDM_HAS_OP(b, col2im_bf16) &&
+  if (tdm_backend_enter(b) &&
       tdm_backend_conv_args_ok(b, "col2im_bf16", n, h, w, c, kh, kw, pad, stride))
     b->ops->col2im_bf16(b, dx, col, n, h, w, c, kh, kw, pad, stride);
 }
@@ -470,14 +470,6 @@ tdm_backend_graph_launch(TdmBackend *b, int key)
 }
 
 /* What a backend has */
-
-gboolean
-tdm_backend_has_bf16(TdmBackend *b)
-{
-  const TdmBackendOps *o = b->ops;
-  return o->to_bf16 != NULL && o->im2col_bf16 != NULL && o->gemm_bf16 != NULL &&
-         o->gemm_bf16_out != NULL && o->col2im_bf16 != NULL;
-}
 
 gboolean
 tdm_backend_has_maxpool_forward_bn(TdmBackend *b)

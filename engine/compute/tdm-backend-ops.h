@@ -147,10 +147,11 @@ struct _TdmBackendOps {
                        size_t n, float lr_t, float beta1, float beta2, float eps,
                        float weight_decay);
 
-  /* bf16 operands. Optional. */
+  /* bf16 operands. */
   void (*to_bf16) (TdmBackend *b, uint16_t *out, const float *in, size_t n);
   void (*im2col_bf16) (TdmBackend *b, uint16_t *col, const float *x,
                        int n, int h, int w, int c, int kh, int kw, int pad, int stride);
+  /* Optional. */
   void (*im2col_bf16_bn) (TdmBackend *b, uint16_t *col, const float *x, const float *mean,
                           const float *invstd, const float *gamma, const float *beta,
                           bool relu, int n, int h, int w, int c, int kh, int kw, int pad,
@@ -163,6 +164,7 @@ struct _TdmBackendOps {
                          int ldc);
   void (*col2im_bf16) (TdmBackend *b, float *dx, const uint16_t *col,
                        int n, int h, int w, int c, int kh, int kw, int pad, int stride);
+  /* Optional. */
   void (*conv_dgrad_bf16) (TdmBackend *b, float *dx, const uint16_t *dy, const uint16_t *w,
                            uint16_t *col, int n, int h, int w_, int c, int out_c, int kh,
                            int kw, int pad, int stride);

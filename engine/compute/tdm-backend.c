@@ -15,14 +15,12 @@ static TdmBackend *
 backend_new(const char *device, TdmPrecision precision, GError **error)
 {
   if (g_str_equal(device, "cpu")) {
-    /* tf32 on a CPU is float32 (what a GPU without tensor cores does too); bf16 would
-     * change the numbers, and the CPU has no bf16 GEMM worth it. */
-    if (precision == TDM_PRECISION_BF16) {
-      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-                  _("device “cpu”: --precision bf16 needs a GPU; use fp32 on the CPU"));
-      return NULL;
-    }
-    return tdm_backend_cpu_new(error);
+    /* tf32 on a CPU is float32 (what a GPU without tensor cores does too); bf16 runs
+     * the convolutions' products on bfloat16 operands, as a GPU does. */
+    TdmBackend *b = tdm_backend_cpu_new(error);
+    if (b != NULL && precision == TDM_PRECISION_BF16)
+      b->precision = TDM_PRECISION_BF16;
+    return b;
   }
 
   if (g_str_has_prefix(device, "cuda:")) {

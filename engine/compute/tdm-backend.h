@@ -415,9 +415,9 @@ void tdm_backend_adam_update (TdmBackend *b, float *p, const float *g, float *m,
                               size_t n, float lr_t, float beta1, float beta2, float eps,
                               float weight_decay);
 
-/* --precision bf16's stored operands, where tdm_backend_has_bf16() (elsewhere these
- * fail): bfloat16 numbers as their bits (uint16_t), rounded to nearest even from float.
- * to_bf16: out[i] = in[i] as bfloat16. im2col_bf16: im2col's columns, each value
+/* --precision bf16's stored operands: bfloat16 numbers as their bits (uint16_t),
+ * rounded to nearest even from float (tdm-bf16.h's rule, the GPU's). to_bf16: out[i] =
+ * in[i] as bfloat16. im2col_bf16: im2col's columns, each value
  * rounded. gemm_bf16: gemm's C = alpha · op(A) · op(B) + beta · C with A and B in
  * bfloat16, products accumulated in float32, C float32. A convolution whose
  * columns are bf16 reads half the bytes in its forward and weight-gradient GEMMs,
@@ -477,7 +477,6 @@ gboolean tdm_backend_graph_launch (TdmBackend *b, int key);
 
 
 /* Which of the operations above that not every backend has this one has. */
-gboolean tdm_backend_has_bf16 (TdmBackend *b);
 gboolean tdm_backend_has_maxpool_forward_bn (TdmBackend *b);
 gboolean tdm_backend_has_im2col_bf16_bn (TdmBackend *b);
 gboolean tdm_backend_has_bn_backward_dx_bf16 (TdmBackend *b);

@@ -116,8 +116,8 @@ dropout_key(const TdmReplica *r, int layer)
 static gboolean
 conv_bf16(TdmReplica *r, const float *col, int rows, int k, int out_c)
 {
-  return r->backend->precision == TDM_PRECISION_BF16 && col != NULL &&
-         tdm_backend_has_bf16(r->backend) && out_c <= k && out_c <= rows;
+  return r->backend->precision == TDM_PRECISION_BF16 && col != NULL && out_c <= k &&
+         out_c <= rows;
 }
 
 static gboolean

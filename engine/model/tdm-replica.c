@@ -20,7 +20,8 @@
   } while (0)
 
 TdmLayerBuffers
-tdm_replica_layer_buffers(const TdmNetwork *net, int i, TdmBackendKind kind)
+tdm_replica_layer_buffers(const TdmNetwork *net, int i, TdmBackendKind kind,
+                          TdmPrecision precision)
 {
   const TdmLayer *l = &net->layers[i];
   size_t out = layer_out_floats(l);
@@ -29,7 +30,10 @@ tdm_replica_layer_buffers(const TdmNetwork *net, int i, TdmBackendKind kind)
     buf.output = out;
   if (has_argmax(l))
     buf.argmax = out;
-  if (l->kind == TDM_LAYER_CONV && !(i == 0 && conv_pool_first(net)))
+  /* A whole convolution computes in float32: a bf16 run composes every one from
+   * bf16 columns (tdm-replica-pass.c). */
+  if (l->kind == TDM_LAYER_CONV && !(i == 0 && conv_pool_first(net)) &&
+      precision != TDM_PRECISION_BF16)
     buf.conv_work = tdm_backend_conv_work_floats(kind, l->in_h, l->in_w, l->in_c, l->out_c,
                                                  l->kernel, l->pad, l->stride);
   if (!(i == 0 && conv_pool_first(net)) && buf.conv_work == 0)
@@ -65,12 +69,13 @@ tdm_replica_gradient_floats(const TdmNetwork *net)
  * one workspace holds any layer's (a layer uses one or the other, and nothing in it
  * outlives the layer: backward builds its columns again). */
 static void
-widest_scratch(const TdmNetwork *net, TdmBackendKind kind, size_t *columns, size_t *conv_work)
+widest_scratch(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
+               size_t *columns, size_t *conv_work)
 {
   *columns = 0;
   *conv_work = 0;
   for (int i = 0; i < net->layer_count; i++) {
-    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind);
+    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind, precision);
     *columns = MAX(*columns, buf.columns);
     *conv_work = MAX(*conv_work, buf.conv_work);
   }
@@ -82,14 +87,15 @@ widest_scratch(const TdmNetwork *net, TdmBackendKind kind, size_t *columns, size
  * read by its block's add only (backward reads the conv's output), then serves as the
  * conv's gradient in backward: one buffer, the widest, *proj_bn. Floats per sample. */
 static void
-shared_block_buffers(const TdmNetwork *net, TdmBackendKind kind, size_t *widths, size_t *skips,
+shared_block_buffers(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
+                     size_t *widths, size_t *skips,
                      size_t *proj_bn)
 {
   int levels = tdm_replica_infer_count(net) - 2;
   g_autofree size_t *w = g_new0(size_t, MAX(levels, 1));
   *proj_bn = 0;
   for (int i = 0; i < net->layer_count; i++) {
-    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind);
+    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind, precision);
     if (buf.skip > 0) {
       int level = net->layers[i].depth;
       g_assert(level >= 1 && level <= levels);
@@ -120,16 +126,16 @@ tdm_replica_plan(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precis
   p.gradients = MAX(1, net->parameter_count) * sizeof(float);
   p.activations = cap * sample * sizeof(float);
   size_t columns, conv_work;
-  widest_scratch(net, kind, &columns, &conv_work);
+  widest_scratch(net, kind, precision, &columns, &conv_work);
   p.workspace = MAX(most * columns, conv_work) * sizeof(float);
   for (int i = 0; i < net->layer_count; i++) {
-    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind);
+    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind, precision);
     p.activations += cap * (buf.output + buf.projection) * sizeof(float);
     p.activations += cap * buf.argmax * sizeof(int32_t);
     p.workspace += buf.bn_work * sizeof(float);
   }
   size_t skips = 0, proj_bn = 0;
-  shared_block_buffers(net, kind, NULL, &skips, &proj_bn);
+  shared_block_buffers(net, kind, precision, NULL, &skips, &proj_bn);
   p.workspace += cap * (skips + proj_bn) * sizeof(float);
   /* The two activation-gradient buffers, the chunk's labels and indices, the metrics. */
   p.workspace += 2 * cap * tdm_replica_gradient_floats(net) * sizeof(float);
@@ -152,7 +158,7 @@ tdm_replica_eval_capacity(const TdmNetwork *net, TdmBackendKind kind, TdmPrecisi
   /* The inference buffers grow by `per` a sample; the workspace, once a chunk's
    * columns pass what it holds for training (`base`), by `col` a sample. */
   size_t columns, conv_work;
-  widest_scratch(net, kind, &columns, &conv_work);
+  widest_scratch(net, kind, precision, &columns, &conv_work);
   size_t per = MAX(tdm_replica_plan(net, kind, precision, capacity, 1).inference, 1);
   size_t col = columns * sizeof(float);
   size_t base = MAX((size_t)MAX(capacity, 0) * col, conv_work * sizeof(float));
@@ -225,7 +231,7 @@ tdm_replica_new_sized(TdmBackend *b, const TdmNetwork *net, int capacity, int ev
   /* Sized by tdm_replica_layer_buffers(), as tdm_replica_plan() sums them for the
    * memory estimate: columns and whole-convolution scratch are one workspace each. */
   size_t columns, conv_work;
-  widest_scratch(net, b->kind, &columns, &conv_work);
+  widest_scratch(net, b->kind, b->precision, &columns, &conv_work);
   if (columns > 0 || conv_work > 0)
     ALLOC(r->columns, MAX(most * columns, conv_work) * sizeof(float));
   r->conv_scratch = r->columns;
@@ -233,7 +239,7 @@ tdm_replica_new_sized(TdmBackend *b, const TdmNetwork *net, int capacity, int ev
   {
     g_autofree size_t *widths = g_new0(size_t, MAX(tdm_replica_infer_count(net) - 2, 1));
     size_t skips, proj_bn;
-    shared_block_buffers(net, b->kind, widths, &skips, &proj_bn);
+    shared_block_buffers(net, b->kind, b->precision, widths, &skips, &proj_bn);
     for (int k = 0; k < tdm_replica_infer_count(net) - 2; k++)
       if (widths[k] > 0)
         ALLOC(r->skip_levels[k], (size_t)capacity * widths[k] * sizeof(float));
@@ -242,7 +248,7 @@ tdm_replica_new_sized(TdmBackend *b, const TdmNetwork *net, int capacity, int ev
   }
   for (int i = 0; i < n; i++) {
     const TdmLayer *l = &net->layers[i];
-    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, b->kind);
+    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, b->kind, b->precision);
     if (buf.output > 0)
       ALLOC(r->acts[i + 1], (size_t)capacity * buf.output * sizeof(float));
     else if (l->kind == TDM_LAYER_FLATTEN || l->kind == TDM_LAYER_RES_BEGIN)
@@ -266,7 +272,7 @@ tdm_replica_new_sized(TdmBackend *b, const TdmNetwork *net, int capacity, int ev
   ALLOC(r->grad_a, (size_t)capacity * grad_floats * sizeof(float));
   ALLOC(r->grad_b, (size_t)capacity * grad_floats * sizeof(float));
   size_t params16 = tdm_replica_params16_bytes(net, b->kind, b->precision);
-  if (params16 > 0 && tdm_backend_has_bf16(b))
+  if (params16 > 0)
     ALLOC(r->params16, params16);
   ALLOC(r->labels, most * sizeof(int32_t));
   ALLOC(r->indices, most * sizeof(int32_t));

@@ -192,8 +192,10 @@ typedef struct {
 } TdmLayerBuffers;
 
 /* The buffers depend on the kind of backend: one that runs a convolution whole needs
- * its scratch and no columns for it. */
-TdmLayerBuffers tdm_replica_layer_buffers (const TdmNetwork *net, int i, TdmBackendKind kind);
+ * its scratch and no columns for it; and on the precision: a bf16 run composes every
+ * convolution from columns. */
+TdmLayerBuffers tdm_replica_layer_buffers (const TdmNetwork *net, int i, TdmBackendKind kind,
+                                           TdmPrecision precision);
 
 /* Per sample, in floats, each of the two buffers backward passes gradients through:
  * the largest gradient it writes (not max_activation: a fused first conv's output

@@ -932,6 +932,7 @@ main(int argc, char **argv)
   g_test_add_func("/backend-cpu/sticky-error", test_sticky_error);
   g_test_add_func("/backend-cpu/threads", test_threads);
   test_backend_cpu_add_gradchecks();
+  test_backend_cpu_add_bf16();
 
   return g_test_run();
 }

@@ -260,7 +260,7 @@ test_winograd(void)
       if (l->kind != TDM_LAYER_CONV)
         continue;
       if (g_strcmp0(g_getenv("TANDEM_CPU_WINOGRAD"), "0") != 0)
-        g_assert_cmpuint(tdm_replica_layer_buffers(net, i, TDM_BACKEND_CPU).conv_work, >, 0);
+        g_assert_cmpuint(tdm_replica_layer_buffers(net, i, TDM_BACKEND_CPU, TDM_PRECISION_FP32).conv_work, >, 0);
       seen[tdm_cpu_winograd_tile(l->in_h, l->in_w, l->pad)] = TRUE;
     }
     check_spec(cases[k].spec, cases[k].h, cases[k].w, 8, 3);

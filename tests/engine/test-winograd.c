@@ -646,8 +646,8 @@ test_rule(void)
   for (int i = 0; i < net->layer_count; i++) {
     if (net->layers[i].kind != TDM_LAYER_CONV)
       continue;
-    TdmLayerBuffers cpu = tdm_replica_layer_buffers(net, i, TDM_BACKEND_CPU);
-    TdmLayerBuffers gpu = tdm_replica_layer_buffers(net, i, TDM_BACKEND_CUDA);
+    TdmLayerBuffers cpu = tdm_replica_layer_buffers(net, i, TDM_BACKEND_CPU, TDM_PRECISION_FP32);
+    TdmLayerBuffers gpu = tdm_replica_layer_buffers(net, i, TDM_BACKEND_CUDA, TDM_PRECISION_FP32);
     g_assert_cmpint(cpu.conv_work > 0, ==, whole[conv]);
     g_assert_cmpuint(gpu.conv_work, ==, 0);
     if (whole[conv])

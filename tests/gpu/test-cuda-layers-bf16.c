@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-cuda-layers-bf16.c — part of test-cuda-layers: the CUDA backend's bf16 GEMMs,
  * stored bf16 operands, the column-free input gradient of a bf16 convolution and the
- * layers fused with their neighbours, against the CPU backend.
+ * layers fused with their neighbours, against the CPU backend (its float32 operations,
+ * and its own bf16 ones, the reference).
  */
 #include "tdm-build-config.h"
 
@@ -392,12 +393,196 @@ test_stored_bf16(void)
   dgrad_bf16_case(3, 9, 8, 6, 5, 3, 1, 2);                /* strided, no float4 */
 }
 
+/* The CPU backend's bf16 operations are the reference (tdm-bf16.h's rounding, products
+ * summed in float32): the same inputs on both backends. The roundings and the gathers
+ * that round must give the same bits, special values included; a bn's bf16 gradient
+ * is the rounding of two float32 computations that may differ in their last bits (an
+ * FMA), so one bfloat16 step apart at most, 2⁻⁷ relative; the products, both within
+ * γ_k · Σ|a·b| of the exact sum of the same bf16 operands (k · 2⁻²⁴ / (1 − k · 2⁻²⁴)),
+ * within twice that of each other; col2im's sums within twice γ_{k²} · Σ|v|. */
+static uint16_t *
+bf16_on_both(TdmBackend *b, const float *host, size_t n)
+{
+  float *v = on_b(b, host, n * 4);
+  uint16_t *h = on_b(b, NULL, n * 2);
+  tdm_backend_to_bf16(b, h, v, n);
+  tdm_backend_release(b, v);
+  return h;
+}
+
+static void
+compare_bits(const char *what, const uint16_t *on_cpu, const uint16_t *on_gpu, size_t n)
+{
+  g_autofree uint16_t *c = g_new(uint16_t, n), *g = g_new(uint16_t, n);
+  tdm_backend_download(cpu, c, on_cpu, n * 2);
+  tdm_backend_download(gpu, g, on_gpu, n * 2);
+  assert_ok(cpu);
+  assert_ok(gpu);
+  size_t wrong = 0;
+  for (size_t i = 0; i < n; i++)
+    wrong += c[i] != g[i];
+  g_test_message("%s: %zu of %zu values differ from the CPU's", what, wrong, n);
+  if (wrong > 0)
+    g_test_fail();
+}
+
+static void
+test_cpu_reference(void)
+{
+  if (!have_gpu())
+    return;
+  const size_t n = 65537;
+  g_autofree float *v = random_floats(n, -50, 50);
+  const float special[] = {NAN, -NAN, INFINITY, -INFINITY, 3.4028235e38f, 1e-40f, -0.0f,
+                           1.0f + 1.0f / 256.0f, 1.0f + 3.0f / 256.0f};
+  memcpy(v, special, sizeof special);
+  uint16_t *c16 = bf16_on_both(cpu, v, n), *g16 = bf16_on_both(gpu, v, n);
+  compare_bits("to_bf16", c16, g16, n);
+  tdm_backend_release(cpu, c16);
+  release(g16);
+
+  /* Columns, plain and of a bn's output, stride 2 and padding 2, 17 channels. */
+  const int im = 3, h = 11, w = 9, c = 17, k = 3, pad = 2, stride = 2;
+  const int oh = (h + 2 * pad - k) / stride + 1, ow = (w + 2 * pad - k) / stride + 1;
+  const size_t xs = (size_t)im * h * w * c, cols = (size_t)im * oh * ow * k * k * c;
+  g_autofree float *x = random_floats(xs, -3, 3), *bn = random_floats(4 * (size_t)c, -1, 1);
+  for (int ch = 0; ch < c; ch++)
+    bn[c + ch] = 0.5f + fabsf(bn[c + ch]);
+  float *cx = on_b(cpu, x, xs * 4), *gx = on(x, xs * 4);
+  float *cbn = on_b(cpu, bn, 4 * (size_t)c * 4), *gbn = on(bn, 4 * (size_t)c * 4);
+  uint16_t *ccol = on_b(cpu, NULL, cols * 2), *gcol = on(NULL, cols * 2);
+  tdm_backend_im2col_bf16(cpu, ccol, cx, im, h, w, c, k, k, pad, stride);
+  tdm_backend_im2col_bf16(gpu, gcol, gx, im, h, w, c, k, k, pad, stride);
+  compare_bits("im2col_bf16", ccol, gcol, cols);
+  for (int relu = 0; relu < 2; relu++) {
+    tdm_backend_im2col_bf16_bn(cpu, ccol, cx, cbn, cbn + c, cbn + 2 * c, cbn + 3 * c, relu, im,
+                               h, w, c, k, k, pad, stride);
+    tdm_backend_im2col_bf16_bn(gpu, gcol, gx, gbn, gbn + c, gbn + 2 * c, gbn + 3 * c, relu, im,
+                               h, w, c, k, k, pad, stride);
+    compare_bits(relu ? "im2col_bf16_bn, relu" : "im2col_bf16_bn", ccol, gcol, cols);
+  }
+
+  /* col2im from the same bf16 columns. */
+  g_autofree uint16_t *colv = g_new(uint16_t, cols);
+  tdm_backend_download(cpu, colv, ccol, cols * 2);
+  float *cdx = on_b(cpu, NULL, xs * 4), *gdx = poisoned(xs);
+  tdm_backend_col2im_bf16(cpu, cdx, ccol, im, h, w, c, k, k, pad, stride);
+  tdm_backend_col2im_bf16(gpu, gdx, gcol, im, h, w, c, k, k, pad, stride);
+  g_autofree float *dc = g_new(float, xs), *dg = g_new(float, xs);
+  g_autofree double *mag = g_new0(double, xs);
+  tdm_backend_download(cpu, dc, cdx, xs * 4);
+  tdm_backend_download(gpu, dg, gdx, xs * 4);
+  assert_ok(gpu);
+  for (size_t i = 0; i < cols; i++) {
+    /* Which pixel column i of row r reads: walk the rows as im2col lays them out. */
+    size_t row = i / ((size_t)k * k * c), tap = i % ((size_t)k * k * c);
+    int ox = (int)(row % ow), oy = (int)(row / ow % oh), n_ = (int)(row / ((size_t)ow * oh));
+    int ky = (int)(tap / ((size_t)k * c)), kx = (int)(tap / c % k), ch = (int)(tap % c);
+    int iy = oy * stride - pad + ky, ix = ox * stride - pad + kx;
+    if (iy >= 0 && iy < h && ix >= 0 && ix < w)
+      mag[(((size_t)n_ * h + iy) * w + ix) * c + ch] += fabs(bf16_value(colv[i]));
+  }
+  const double u = 1.0 / 16777216.0, g9 = 9 * u / (1 - 9 * u);
+  size_t wrong = 0;
+  for (size_t i = 0; i < xs; i++)
+    wrong += !(fabs((double)dc[i] - dg[i]) <= 2 * g9 * mag[i]);
+  g_test_message("col2im_bf16: %zu of %zu sums outside the bound", wrong, xs);
+  if (wrong > 0)
+    g_test_fail();
+
+  /* A bn's input gradient as bf16. */
+  const int rows = 4099;
+  g_autofree float *dy = random_floats((size_t)rows * c, -1, 1);
+  g_autofree float *xr = random_floats((size_t)rows * c, -2, 2);
+  g_autofree float *sums = random_floats(2 * (size_t)c, -1, 1);
+  float *cdy = on_b(cpu, dy, (size_t)rows * c * 4), *gdy = on(dy, (size_t)rows * c * 4);
+  float *cxr = on_b(cpu, xr, (size_t)rows * c * 4), *gxr = on(xr, (size_t)rows * c * 4);
+  float *cs = on_b(cpu, sums, 2 * (size_t)c * 4), *gs = on(sums, 2 * (size_t)c * 4);
+  uint16_t *cd16 = on_b(cpu, NULL, (size_t)rows * c * 2), *gd16 = on(NULL, (size_t)rows * c * 2);
+  tdm_backend_bn_backward_dx_bf16(cpu, cd16, cdy, cxr, cbn, cbn + c, cbn + 2 * c, cbn + 3 * c,
+                                  true, cs, cs + c, 1.0f / rows, rows, c);
+  tdm_backend_bn_backward_dx_bf16(gpu, gd16, gdy, gxr, gbn, gbn + c, gbn + 2 * c, gbn + 3 * c,
+                                  true, gs, gs + c, 1.0f / rows, rows, c);
+  g_autofree uint16_t *b1 = g_new(uint16_t, (size_t)rows * c), *b2 = g_new(uint16_t, (size_t)rows * c);
+  tdm_backend_download(cpu, b1, cd16, (size_t)rows * c * 2);
+  tdm_backend_download(gpu, b2, gd16, (size_t)rows * c * 2);
+  assert_ok(gpu);
+  wrong = 0;
+  for (size_t i = 0; i < (size_t)rows * c; i++) {
+    double a = bf16_value(b1[i]), bb = bf16_value(b2[i]);
+    wrong += !(fabs(a - bb) <= fabs(a) / 128 + 1e-30);
+  }
+  g_test_message("bn_backward_dx_bf16: %zu values more than a bf16 step from the CPU's", wrong);
+  if (wrong > 0)
+    g_test_fail();
+
+  /* Products of the same bf16 operands: a conv's forward, and a weight gradient
+   * long enough for split-K. */
+  static const struct {
+    bool ta, tb;
+    int m, n, k;
+  } shapes[] = {{false, true, 3000, 64, 576}, {true, false, 32, 40, 20000}};
+  for (guint s = 0; s < G_N_ELEMENTS(shapes); s++) {
+    const int m = shapes[s].m, nn = shapes[s].n, kk = shapes[s].k;
+    const size_t as = (size_t)m * kk, bs = (size_t)kk * nn, cs2 = (size_t)m * nn;
+    g_autofree float *a = random_floats(as, -1, 1), *bm = random_floats(bs, -1, 1);
+    uint16_t *ca = bf16_on_both(cpu, a, as), *cb = bf16_on_both(cpu, bm, bs);
+    uint16_t *ga = bf16_on_both(gpu, a, as), *gb = bf16_on_both(gpu, bm, bs);
+    float *cc = on_b(cpu, NULL, cs2 * 4), *gc = poisoned(cs2);
+    int lda = shapes[s].ta ? m : kk, ldb = shapes[s].tb ? kk : nn;
+    tdm_backend_gemm_bf16(cpu, shapes[s].ta, shapes[s].tb, m, nn, kk, 1.0f, ca, lda, cb, ldb,
+                          0.0f, cc, nn);
+    tdm_backend_gemm_bf16(gpu, shapes[s].ta, shapes[s].tb, m, nn, kk, 1.0f, ga, lda, gb, ldb,
+                          0.0f, gc, nn);
+    g_autofree float *oc = g_new(float, cs2), *og = g_new(float, cs2);
+    g_autofree uint16_t *ha = g_new(uint16_t, as), *hb = g_new(uint16_t, bs);
+    tdm_backend_download(cpu, oc, cc, cs2 * 4);
+    tdm_backend_download(cpu, ha, ca, as * 2);
+    tdm_backend_download(cpu, hb, cb, bs * 2);
+    tdm_backend_download(gpu, og, gc, cs2 * 4);
+    assert_ok(gpu);
+    const double gk = kk * u / (1 - kk * u);
+    wrong = 0;
+    for (int i = 0; i < m; i++)
+      for (int j = 0; j < nn; j++) {
+        double sum_abs = 0;
+        for (int p = 0; p < kk; p++) {
+          size_t ai = shapes[s].ta ? (size_t)p * lda + i : (size_t)i * lda + p;
+          size_t bi = shapes[s].tb ? (size_t)j * ldb + p : (size_t)p * ldb + j;
+          sum_abs += fabs((double)bf16_value(ha[ai]) * bf16_value(hb[bi]));
+        }
+        size_t at = (size_t)i * nn + j;
+        wrong += !(fabs((double)oc[at] - og[at]) <= 2 * gk * sum_abs + 1e-30);
+      }
+    g_test_message("gemm_bf16 %d×%d×%d: %zu of %zu values outside the bound", m, nn, kk, wrong,
+                   cs2);
+    if (wrong > 0)
+      g_test_fail();
+    tdm_backend_release(cpu, ca);
+    tdm_backend_release(cpu, cb);
+    tdm_backend_release(cpu, cc);
+    release(ga);
+    release(gb);
+    release(gc);
+  }
+
+  float *cpu_bufs[] = {cx, cbn, cdx, cdy, cxr, cs};
+  for (guint i = 0; i < G_N_ELEMENTS(cpu_bufs); i++)
+    tdm_backend_release(cpu, cpu_bufs[i]);
+  tdm_backend_release(cpu, ccol);
+  tdm_backend_release(cpu, cd16);
+  void *gpu_bufs[] = {gx, gbn, gcol, gdx, gdy, gxr, gs, gd16};
+  for (guint i = 0; i < G_N_ELEMENTS(gpu_bufs); i++)
+    release(gpu_bufs[i]);
+}
+
 
 void
 test_cuda_layers_add_bf16(void)
 {
   g_test_add_func("/cuda-layers/gemm-bf16", test_gemm_bf16);
   g_test_add_func("/cuda-layers/stored-bf16", test_stored_bf16);
+  g_test_add_func("/cuda-layers/cpu-bf16-reference", test_cpu_reference);
   g_test_add_func("/cuda-layers/conv-dgrad-bf16", test_conv_dgrad_bf16);
   g_test_add_func("/cuda-layers/fused", test_fused);
 }

@@ -7,6 +7,7 @@
  * twice, for any x86-64 and for AVX2 (wider vectors over the channels, no FMA, the same
  * operations on each value), the better picked when the program starts. */
 #include "tdm-backend-cpu-private.h"
+#include "tdm-bf16.h"
 
 #include <math.h>
 #include <string.h>
@@ -241,14 +242,15 @@ bn_dx_rows(float *dx, const float *dy, const float *x, const float *k, const flo
   }
 }
 
-void
-tdm_cpu_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const float *x,
-                       const float *mean, const float *invstd, const float *gamma,
-                       const float *beta, bool relu, const float *sum_dgamma,
-                       const float *sum_dbeta, float inv_count, int rows, int channels)
+/* dx = k·g + a·x + c per channel, with k = γ·invstd, a = −k·invstd·Σdγ/M and
+ * c = −k·Σdβ/M − a·mean: the same expression with xhat expanded; g as in the sums.
+ * Rows at a time into dx, or through a float32 block rounded into dx16. */
+static void
+bn_backward_dx_any(float *dx, uint16_t *dx16, const float *dy, const float *x,
+                   const float *mean, const float *invstd, const float *gamma,
+                   const float *beta, bool relu, const float *sum_dgamma,
+                   const float *sum_dbeta, float inv_count, int rows, int channels)
 {
-  /* dx = k·g + a·x + c per channel, with k = γ·invstd, a = −k·invstd·Σdγ/M and
-   * c = −k·Σdβ/M − a·mean: the same expression with xhat expanded; g as in the sums. */
   BnChannels p = bn_channels(mean, invstd, gamma, beta, channels);
   float *k = g_new(float, 3 * (size_t)channels), *a = k + channels, *c = a + channels;
   for (int ch = 0; ch < channels; ch++) {
@@ -256,9 +258,44 @@ tdm_cpu_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const float *x
     a[ch] = -k[ch] * invstd[ch] * sum_dgamma[ch] * inv_count;
     c[ch] = -k[ch] * sum_dbeta[ch] * inv_count - a[ch] * mean[ch];
   }
-  bn_dx_rows(dx, dy, x, k, a, c, &p, relu, rows, channels);
+  if (dx16 == NULL) {
+    bn_dx_rows(dx, dy, x, k, a, c, &p, relu, rows, channels);
+  } else {
+    /* The float32 values bn_backward_dx would write, a block of rows at a time, each
+     * rounded as to_bf16 rounds: the same bits as the two operations. */
+    const int block = MAX(1, 16384 / channels);
+    float *tmp = g_new(float, (size_t)block * channels);
+    for (int r = 0; r < rows; r += block) {
+      const int count = MIN(block, rows - r);
+      const size_t at = (size_t)r * channels, values = (size_t)count * channels;
+      bn_dx_rows(tmp, dy + at, x + at, k, a, c, &p, relu, count, channels);
+      for (size_t i = 0; i < values; i++)
+        dx16[at + i] = tdm_bf16_round(tmp[i]);
+    }
+    g_free(tmp);
+  }
   g_free(k);
   g_free(p.mean);
+}
+
+void
+tdm_cpu_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const float *x,
+                       const float *mean, const float *invstd, const float *gamma,
+                       const float *beta, bool relu, const float *sum_dgamma,
+                       const float *sum_dbeta, float inv_count, int rows, int channels)
+{
+  bn_backward_dx_any(dx, NULL, dy, x, mean, invstd, gamma, beta, relu, sum_dgamma, sum_dbeta,
+                     inv_count, rows, channels);
+}
+
+void
+tdm_cpu_bn_backward_dx_bf16(TdmBackend *b, uint16_t *dx, const float *dy, const float *x,
+                            const float *mean, const float *invstd, const float *gamma,
+                            const float *beta, bool relu, const float *sum_dgamma,
+                            const float *sum_dbeta, float inv_count, int rows, int channels)
+{
+  bn_backward_dx_any(NULL, dx, dy, x, mean, invstd, gamma, beta, relu, sum_dgamma, sum_dbeta,
+                     inv_count, rows, channels);
 }
 
 /* Pooling */

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cpu-elementwise.c — the CPU backend's operations of one value at a time:
  * bias and ReLU (the loops of tdm-cpu-kernels.c for this CPU), the communicators' add
- * and scale, and inverted dropout on the counter RNG, its mask drawn again in backward
+ * and scale, the rounding to bfloat16 (tdm-bf16.h, the GPU's rule), and inverted dropout on the counter RNG, its mask drawn again in backward
  * and never stored. The front door checked the arguments.
  */
 #include "tdm-backend-cpu-private.h"
+#include "tdm-bf16.h"
 #include "tdm-counter-rng.h"
 
 void
@@ -71,4 +72,13 @@ tdm_cpu_dropout_backward(TdmBackend *b, float *dx, const float *dy, const int32_
                          int n, int per_sample, float p, uint64_t key, uint32_t epoch)
 {
   dropout_apply(dx, dy, indices, n, per_sample, p, key, epoch);
+}
+
+void
+tdm_cpu_to_bf16(TdmBackend *b, uint16_t *out, const float *in, size_t n)
+{
+  uint16_t *restrict o = out;
+  const float *restrict v = in;
+  for (size_t i = 0; i < n; i++)
+    o[i] = tdm_bf16_round(v[i]);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cpu-private.h — what the CPU backend's files share: its state, the loops
  * picked for this CPU, the check of what host memory holds, and the operations its
- * table lists (tdm-backend-cpu.c), by family, one file each: gemm, elementwise, conv
+ * table lists (tdm-backend-cpu.c), by family, one file each: gemm (and gemm-bf16), elementwise, conv
  * (with the Winograd files), pool, pool2d, bn, softmax, gather, optimizer; the CUDA
  * backend and kernels/ name theirs alike. Private to compute/cpu/. The semantics are
  * tdm-backend.h's, the arguments checked by the front door (tdm-backend-calls*.c). */
@@ -20,10 +20,15 @@
 
 G_BEGIN_DECLS
 
+/* The bf16 products' buffers (tdm-backend-cpu-gemm-bf16.c). */
+typedef struct _TdmCpuGemmBf16 TdmCpuGemmBf16;
+
 typedef struct {
   TdmBackend parent;
   gboolean have_avx;
   const TdmCpuKernels *kernels;
+  gboolean bf16_dot;           /* bf16 products by vdpbf16ps (AVX-512 BF16) */
+  TdmCpuGemmBf16 *gemm_bf16;   /* made at the first bf16 product */
 } TdmBackendCpu;
 
 /* The loops of tdm-cpu-kernels.c built for the best instruction set this CPU runs. */
@@ -48,6 +53,18 @@ void tdm_cpu_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k
                   const float *a, int lda, const float *bm, int ldb, float beta, float *c,
                   int ldc);
 
+/* tdm-backend-cpu-gemm-bf16.c */
+void tdm_cpu_gemm_bf16(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k,
+                       float alpha, const uint16_t *a, int lda, const uint16_t *bm, int ldb,
+                       float beta, float *c, int ldc);
+void tdm_cpu_gemm_bf16_out(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k,
+                           const uint16_t *a, int lda, const uint16_t *bm, int ldb,
+                           uint16_t *c, int ldc);
+/* Whether this CPU multiplies bfloat16 pairs in one instruction (AVX-512 BF16). */
+gboolean tdm_cpu_gemm_bf16_has_dot(void);
+TdmCpuGemmBf16 *tdm_cpu_gemm_bf16_scratch_new(void);
+void tdm_cpu_gemm_bf16_scratch_free(TdmCpuGemmBf16 *s);
+
 /* tdm-backend-cpu-elementwise.c */
 void tdm_cpu_bias_forward(TdmBackend *b, float *y, const float *bias, int outer, int channels,
                           int inner, bool relu);
@@ -57,6 +74,7 @@ void tdm_cpu_relu_forward(TdmBackend *b, float *y, const float *x, size_t n);
 void tdm_cpu_relu_backward(TdmBackend *b, float *dx, const float *dy, const float *y, size_t n);
 void tdm_cpu_add(TdmBackend *b, float *y, const float *x, size_t n);
 void tdm_cpu_scale(TdmBackend *b, float *y, float alpha, size_t n);
+void tdm_cpu_to_bf16(TdmBackend *b, uint16_t *out, const float *in, size_t n);
 void tdm_cpu_dropout_forward(TdmBackend *b, float *y, const float *x, const int32_t *indices,
                              int n, int per_sample, float p, uint64_t key, uint32_t epoch);
 void tdm_cpu_dropout_backward(TdmBackend *b, float *dx, const float *dy, const int32_t *indices,
@@ -67,6 +85,14 @@ void tdm_cpu_im2col(TdmBackend *b, float *col, const float *x, int n, int h, int
                     int kh, int kw, int pad, int stride);
 void tdm_cpu_col2im(TdmBackend *b, float *dx, const float *col, int n, int h, int w, int c,
                     int kh, int kw, int pad, int stride);
+void tdm_cpu_im2col_bf16(TdmBackend *b, uint16_t *col, const float *x, int n, int h, int w,
+                         int c, int kh, int kw, int pad, int stride);
+void tdm_cpu_im2col_bf16_bn(TdmBackend *b, uint16_t *col, const float *x, const float *mean,
+                            const float *invstd, const float *gamma, const float *beta,
+                            bool relu, int n, int h, int w, int c, int kh, int kw, int pad,
+                            int stride);
+void tdm_cpu_col2im_bf16(TdmBackend *b, float *dx, const uint16_t *col, int n, int h, int w,
+                         int c, int kh, int kw, int pad, int stride);
 void tdm_cpu_conv_pool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
                                const float *wt, const float *bias, bool relu, int n, int h,
                                int w, int c, int out, int kh, int kw, int pad, int pk);
@@ -122,6 +148,11 @@ void tdm_cpu_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const flo
                             const float *mean, const float *invstd, const float *gamma,
                             const float *beta, bool relu, const float *sum_dgamma,
                             const float *sum_dbeta, float inv_count, int rows, int channels);
+void tdm_cpu_bn_backward_dx_bf16(TdmBackend *b, uint16_t *dx, const float *dy, const float *x,
+                                 const float *mean, const float *invstd, const float *gamma,
+                                 const float *beta, bool relu, const float *sum_dgamma,
+                                 const float *sum_dbeta, float inv_count, int rows,
+                                 int channels);
 
 /* tdm-backend-cpu-softmax.c */
 void tdm_cpu_softmax_xent(TdmBackend *b, const float *logits, const int32_t *labels, int rows,

@@ -180,6 +180,7 @@ cpu_destroy(TdmBackend *b)
   if (b->bytes_in_use != 0)
     g_warning("%s: backend destroyed with %zu bytes still allocated", b->name,
               b->bytes_in_use);
+  tdm_cpu_gemm_bf16_scratch_free(((TdmBackendCpu *)b)->gemm_bf16);
   g_free(b->name);
   g_clear_error(&b->error);
   g_mutex_clear(&b->error_lock);
@@ -238,6 +239,7 @@ static const TdmBackendOps tdm_backend_cpu_ops = {
   .bn_forward_eval = tdm_cpu_bn_forward_eval,
   .bn_backward_sums = tdm_cpu_bn_backward_sums,
   .bn_backward_dx = tdm_cpu_bn_backward_dx,
+  .bn_backward_dx_bf16 = tdm_cpu_bn_backward_dx_bf16,
   .maxpool2d_forward = tdm_cpu_maxpool2d_forward,
   .maxpool2d_backward = tdm_cpu_maxpool2d_backward,
   .avgpool2d_forward = tdm_cpu_avgpool2d_forward,
@@ -258,6 +260,12 @@ static const TdmBackendOps tdm_backend_cpu_ops = {
   .adam_update = tdm_cpu_adam_update,
   .add = tdm_cpu_add,
   .scale = tdm_cpu_scale,
+  .to_bf16 = tdm_cpu_to_bf16,
+  .im2col_bf16 = tdm_cpu_im2col_bf16,
+  .im2col_bf16_bn = tdm_cpu_im2col_bf16_bn,
+  .gemm_bf16 = tdm_cpu_gemm_bf16,
+  .gemm_bf16_out = tdm_cpu_gemm_bf16_out,
+  .col2im_bf16 = tdm_cpu_col2im_bf16,
   .graph_begin = NULL,
   .graph_end = NULL,
   .graph_launch = NULL,
@@ -280,5 +288,8 @@ tdm_backend_cpu_new(GError **error)
   cpu->have_avx = __builtin_cpu_supports("avx");
 #endif
   cpu->kernels = tdm_cpu_kernels_pick();
+  /* The one-instruction bf16 products belong to the AVX-512 loops, so that
+   * TANDEM_CPU_KERNELS=avx2 or generic also picks the widening products. */
+  cpu->bf16_dot = g_str_equal(cpu->kernels->name, "avx512") && tdm_cpu_gemm_bf16_has_dot();
   return b;
 }
