@@ -38,6 +38,8 @@ cudaError_t tdm_k_add_out(float *y, const float *a, const float *x, size_t n, bo
 cudaError_t tdm_k_scale(float *y, float alpha, size_t n, cudaStream_t stream);
 /* out[i] = in[i] as bfloat16 bits, rounded to nearest even. */
 cudaError_t tdm_k_to_bf16(uint16_t *out, const float *in, size_t n, cudaStream_t stream);
+/* out[i] = the bfloat16 in[i] as float (exact). */
+cudaError_t tdm_k_from_bf16(float *out, const uint16_t *in, size_t n, cudaStream_t stream);
 /* Forward and backward alike (y == x allowed): x masked and scaled by 1 / (1 − p). */
 cudaError_t tdm_k_dropout(float *y, const float *x, const int32_t *indices, int n,
                           int per_sample, float p, uint64_t key, uint32_t epoch,

@@ -195,6 +195,30 @@ tdm_backend_conv_backward(TdmBackend *b, float *dx, float *dw, const float *dy, 
     b->ops->conv_backward(b, dx, dw, dy, x, wt, work, n, h, w, c, out_c, kernel, pad, stride);
 }
 
+/* The engine takes its own arguments' measure (the shape is the layer's, checked when
+ * the network was built); counted as one operation when it takes the call. */
+gboolean
+tdm_backend_conv_engine_forward(TdmBackend *b, const TdmConvArgs *a)
+{
+  return b->ops->conv_engine_forward != NULL && !tdm_backend_failed(b) &&
+         b->ops->conv_engine_forward(b, a) && (b->operations++, TRUE);
+}
+
+gboolean
+tdm_backend_conv_engine_backward(TdmBackend *b, const TdmConvArgs *a)
+{
+  return b->ops->conv_engine_backward != NULL && !tdm_backend_failed(b) &&
+         b->ops->conv_engine_backward(b, a) && (b->operations++, TRUE);
+}
+
+void
+tdm_backend_conv_choices(TdmBackend *b, TdmConvChoices *counts)
+{
+  memset(counts, 0, sizeof *counts);
+  if (b->ops->conv_choices != NULL)
+    b->ops->conv_choices(b, counts);
+}
+
 static gboolean
 conv_pool_ok(TdmBackend *b, const char *op, int n, int h, int w, int c, int out, int kh, int kw,
              int pad, int pk)

@@ -52,6 +52,11 @@ struct _TdmBackendOps {
                          const float *x, const float *wt, float *work, int n, int h,
                          int w, int c, int out_c, int kernel, int pad, int stride);
 
+  /* Optional, all three or none. */
+  gboolean (*conv_engine_forward) (TdmBackend *b, const TdmConvArgs *a);
+  gboolean (*conv_engine_backward) (TdmBackend *b, const TdmConvArgs *a);
+  void (*conv_choices) (TdmBackend *b, TdmConvChoices *counts);
+
   void (*maxpool_forward) (TdmBackend *b, float *y, int32_t *argmax, const float *x,
                            const float *bias, bool relu, int n, int h, int w, int c, int k);
   /* Optional. */
