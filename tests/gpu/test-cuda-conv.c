@@ -9,7 +9,7 @@
  * the same bits twice).
  *
  * Bounds: ||gpu − cpu|| / ||cpu|| against the float32 reference. float32 runs (no TF32,
- * no Winograd: tdm-cudnn-conv.c refuses them) differ only in the order of the sums:
+ * no Winograd: tdm-backend-cuda-conv-cudnn.c refuses them) differ only in the order of the sums:
  * 16 · 2⁻²⁴ · √L for a reduction of length L. bf16 runs round each operand (2⁻⁹
  * relative) and may round the output: three such errors, each at most 2⁻⁹ and
  * independent across terms, stay under 2⁻⁷. Outputs are poisoned with NaN first.
@@ -21,7 +21,7 @@
 #if TDM_HAVE_CUDA
 
 #include "tdm-backend-cuda.h"
-#include "tdm-conv-cache.h"
+#include "tdm-backend-cuda-conv-cache.h"
 #include "tdm-cudnn.h"
 #include "test-cuda-layers.h"
 

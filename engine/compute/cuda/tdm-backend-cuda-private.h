@@ -54,7 +54,7 @@ typedef struct {
   int major;                   /* compute capability */
   char *gpu_name;              /* "NVIDIA H200", for messages */
 
-  /* The convolution engine (tdm-conv-engine.h): cuDNN's handle on the stream, made on
+  /* The convolution engine (tdm-backend-cuda-conv-engine.h): cuDNN's handle on the stream, made on
    * first use, and the choices made so far. */
   struct cudnnContext *cudnn;
   const struct _TdmCudnnApi *cudnn_api; /* the library that made it */

@@ -10,7 +10,7 @@
  * the stream, through tdm-backend-cuda.h) and not device discovery (tdm-device.c).
  */
 #include "tdm-backend-cuda-private.h"
-#include "tdm-conv-engine.h"
+#include "tdm-backend-cuda-conv-engine.h"
 #include "tdm-i18n.h"
 
 #include <string.h>

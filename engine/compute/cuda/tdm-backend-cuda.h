@@ -31,7 +31,7 @@ gboolean tdm_cuda_begin (TdmBackend *b);
  * *count doubles; the stream orders its users. */
 double *tdm_backend_cuda_sum_scratch (TdmBackend *b, size_t *count);
 
-/* The convolution engine (tdm-conv-engine.h) for tests and benchmarks. The names of the
+/* The convolution engine (tdm-backend-cuda-conv-engine.h) for tests and benchmarks. The names of the
  * candidates one direction of a call has, laid out as conv_engine_forward and
  * conv_engine_backward would: "im2col", "own:dgrad", "cudnn:eE:rR:f" (cuDNN's engine
  * E, the R-th of its heuristics' list, writing float32; ":h" writing bf16). */
