@@ -15,7 +15,7 @@
  *   bench-cnn-ops --device cpu --batch 1024 --steps 3
  */
 #include "tdm-build-config.h"
-#include "tdm-backend.h"
+#include "tdm-backend-ops.h"
 #include "tdm-config.h"
 #include "tdm-dataset.h"
 #include "tdm-network.h"
@@ -251,11 +251,11 @@ setup(Setup *s, const char *device, const char *network, int batch, TdmPrecision
   }
   g_autofree float *p = g_new(float, s->net->parameter_count);
   tdm_network_init_parameters(s->net, 1, p);
-  s->b->ops->upload(s->b, s->r->params, p, s->net->parameter_count * sizeof(float));
+  tdm_backend_upload(s->b, s->r->params, p, s->net->parameter_count * sizeof(float));
   s->m = tdm_backend_alloc(s->b, s->net->parameter_count * sizeof(float), NULL);
   s->v = tdm_backend_alloc(s->b, s->net->parameter_count * sizeof(float), NULL);
-  s->b->ops->zero(s->b, s->m, s->net->parameter_count * sizeof(float));
-  s->b->ops->zero(s->b, s->v, s->net->parameter_count * sizeof(float));
+  tdm_backend_zero(s->b, s->m, s->net->parameter_count * sizeof(float));
+  tdm_backend_zero(s->b, s->v, s->net->parameter_count * sizeof(float));
   s->indices = g_new(int32_t, batch);
   for (int i = 0; i < batch; i++)
     s->indices[i] = (i * 7919) % 60000;
@@ -281,8 +281,8 @@ static void
 one_step(Setup *s, int batch)
 {
   tdm_replica_train_step(s->r, s->indices, batch, 1.0f / batch);
-  s->b->ops->adam_update(s->b, s->r->params, s->r->grads, s->m, s->v,
-                         s->net->parameter_count, 1e-4f, 0.9f, 0.999f, 1e-8f, 0.0f);
+  tdm_backend_adam_update(s->b, s->r->params, s->r->grads, s->m, s->v, s->net->parameter_count,
+                          1e-4f, 0.9f, 0.999f, 1e-8f, 0.0f);
 }
 
 static void
@@ -335,7 +335,7 @@ op_table(const char *device, const char *network, int batch, TdmPrecision precis
     count = T.count;
   }
   s.b->ops = T.real;
-  s.b->ops->synchronize(s.b);
+  tdm_backend_synchronize(s.b);
 
   printf("\n%s, batch %d, %s, %s: median µs of %d steps, each operation between %s\n",
          network, batch, device, precision == TDM_PRECISION_TF32 ? "tf32" : "fp32", steps,
@@ -365,12 +365,12 @@ op_table(const char *device, const char *network, int batch, TdmPrecision precis
   /* The step as the trainer issues it: graph replay, Adam, no waiting between. */
   for (int w = 0; w < (T.cuda ? 5 : 1); w++)
     one_step(&s, batch);
-  s.b->ops->synchronize(s.b);
+  tdm_backend_synchronize(s.b);
   const int reps = T.cuda ? 200 : steps;
   gint64 t0 = g_get_monotonic_time();
   for (int k = 0; k < reps; k++)
     one_step(&s, batch);
-  s.b->ops->synchronize(s.b);
+  tdm_backend_synchronize(s.b);
   double us = (g_get_monotonic_time() - t0) / (double)reps;
   g_autoptr(GError) error = NULL;
   gboolean ok = tdm_backend_check(s.b, &error);
@@ -407,8 +407,8 @@ gemm_table(int batch, TdmPrecision precision)
     g_autofree float *host = g_new(float, (size_t)k * MAX(m, n));
     for (size_t i = 0; i < (size_t)k * MAX(m, n); i++)
       host[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
-    b->ops->upload(b, a, host, (size_t)k * m * 4);
-    b->ops->upload(b, bm, host, (size_t)k * n * 4);
+    tdm_backend_upload(b, a, host, (size_t)k * m * 4);
+    tdm_backend_upload(b, bm, host, (size_t)k * n * 4);
     cudaStream_t stream = tdm_backend_cuda_stream(b);
     cudaEvent_t e0, e1;
     check(cudaEventCreate(&e0), "cudaEventCreate");
@@ -416,7 +416,7 @@ gemm_table(int batch, TdmPrecision precision)
     float ms[21];
     for (int r = -3; r < 21; r++) {
       check(cudaEventRecord(e0, stream), "cudaEventRecord");
-      b->ops->gemm(b, true, false, m, n, k, 1.0f, a, m, bm, n, 0.0f, c, n);
+      tdm_backend_gemm(b, true, false, m, n, k, 1.0f, a, m, bm, n, 0.0f, c, n);
       check(cudaEventRecord(e1, stream), "cudaEventRecord");
       check(cudaEventSynchronize(e1), "cudaEventSynchronize");
       if (r >= 0)

@@ -42,13 +42,13 @@ bench_us(BenchFn fn, gpointer data)
 {
   for (int i = 0; i < 20; i++)
     fn(data);
-  gpu->ops->synchronize(gpu);
+  tdm_backend_synchronize(gpu);
   double runs[5];
   for (int k = 0; k < 5; k++) {
     gint64 t0 = g_get_monotonic_time();
     for (int i = 0; i < 200; i++)
       fn(data);
-    gpu->ops->synchronize(gpu);
+    tdm_backend_synchronize(gpu);
     runs[k] = (g_get_monotonic_time() - t0) / 200.0;
   }
   for (int a = 0; a < 5; a++)
@@ -68,19 +68,19 @@ typedef struct {
   TdmMetrics *metrics;
 } Bench;
 
-static void b_im2col(gpointer d) { Bench *s = d; gpu->ops->im2col(gpu, s->col, s->x, 256, 28, 28, 32, 3, 3, 1, 1); }
-static void b_col2im(gpointer d) { Bench *s = d; gpu->ops->col2im(gpu, s->x, s->col, 256, 28, 28, 32, 3, 3, 1, 1); }
-static void b_gemm_conv(gpointer d) { Bench *s = d; gpu->ops->gemm(gpu, false, true, 256 * 784, 64, 288, 1, s->col, 288, s->w, 288, 0, s->y, 64); }
-static void b_gemm_mlp(gpointer d) { Bench *s = d; gpu->ops->gemm(gpu, false, true, 256, 1000, 784, 1, s->x, 784, s->w, 784, 0, s->y, 1000); }
-static void b_bias(gpointer d) { Bench *s = d; gpu->ops->bias_forward(gpu, s->y, s->w, 256 * 784, 64, 1, true); }
-static void b_bias_bw(gpointer d) { Bench *s = d; gpu->ops->bias_backward(gpu, s->w, s->y, 256 * 784, 64, 1); }
-static void b_relu_bw(gpointer d) { Bench *s = d; gpu->ops->relu_backward(gpu, s->dy, s->dy, s->y, (size_t)256 * 784 * 64); }
-static void b_pool(gpointer d) { Bench *s = d; gpu->ops->maxpool_forward(gpu, s->dy, s->arg, s->y, NULL, false, 256, 28, 28, 64, 2); }
-static void b_pool_bw(gpointer d) { Bench *s = d; gpu->ops->maxpool_backward(gpu, s->y, NULL, s->dy, s->arg, NULL, 256, 28, 28, 64, 2); }
-static void b_softmax(gpointer d) { Bench *s = d; gpu->ops->softmax_xent(gpu, s->logits, s->labels, 256, 10, 0.0f, 1.0f / 256, s->dl, s->metrics); }
-static void b_gather(gpointer d) { Bench *s = d; gpu->ops->gather(gpu, s->x, s->yl, s->images, s->ilabels, s->indices, 256, 784, 1.0f / 255); }
-static void b_adam(gpointer d) { Bench *s = d; gpu->ops->adam_update(gpu, s->p, s->g, s->m, s->v, 1863690, 1e-3f, 0.9f, 0.999f, 1e-8f, 0); }
-static void b_upload(gpointer d) { Bench *s = d; static int32_t idx[256]; gpu->ops->upload(gpu, s->indices, idx, sizeof idx); }
+static void b_im2col(gpointer d) { Bench *s = d; tdm_backend_im2col(gpu, s->col, s->x, 256, 28, 28, 32, 3, 3, 1, 1); }
+static void b_col2im(gpointer d) { Bench *s = d; tdm_backend_col2im(gpu, s->x, s->col, 256, 28, 28, 32, 3, 3, 1, 1); }
+static void b_gemm_conv(gpointer d) { Bench *s = d; tdm_backend_gemm(gpu, false, true, 256 * 784, 64, 288, 1, s->col, 288, s->w, 288, 0, s->y, 64); }
+static void b_gemm_mlp(gpointer d) { Bench *s = d; tdm_backend_gemm(gpu, false, true, 256, 1000, 784, 1, s->x, 784, s->w, 784, 0, s->y, 1000); }
+static void b_bias(gpointer d) { Bench *s = d; tdm_backend_bias_forward(gpu, s->y, s->w, 256 * 784, 64, 1, true); }
+static void b_bias_bw(gpointer d) { Bench *s = d; tdm_backend_bias_backward(gpu, s->w, s->y, 256 * 784, 64, 1); }
+static void b_relu_bw(gpointer d) { Bench *s = d; tdm_backend_relu_backward(gpu, s->dy, s->dy, s->y, (size_t)256 * 784 * 64); }
+static void b_pool(gpointer d) { Bench *s = d; tdm_backend_maxpool_forward(gpu, s->dy, s->arg, s->y, NULL, false, 256, 28, 28, 64, 2); }
+static void b_pool_bw(gpointer d) { Bench *s = d; tdm_backend_maxpool_backward(gpu, s->y, NULL, s->dy, s->arg, NULL, 256, 28, 28, 64, 2); }
+static void b_softmax(gpointer d) { Bench *s = d; tdm_backend_softmax_xent(gpu, s->logits, s->labels, 256, 10, 0.0f, 1.0f / 256, s->dl, s->metrics); }
+static void b_gather(gpointer d) { Bench *s = d; tdm_backend_gather(gpu, s->x, s->yl, s->images, s->ilabels, s->indices, 256, 784, 1.0f / 255); }
+static void b_adam(gpointer d) { Bench *s = d; tdm_backend_adam_update(gpu, s->p, s->g, s->m, s->v, 1863690, 1e-3f, 0.9f, 0.999f, 1e-8f, 0); }
+static void b_upload(gpointer d) { Bench *s = d; static int32_t idx[256]; tdm_backend_upload(gpu, s->indices, idx, sizeof idx); }
 
 static void
 run_bench(void)
@@ -108,21 +108,21 @@ run_bench(void)
   void *all[] = {s.x, s.col, s.w, s.y, s.dy, s.arg, s.p, s.g, s.m, s.v, s.logits, s.dl,
                  s.labels, s.indices, s.yl, s.images, s.ilabels, s.metrics};
   for (guint i = 0; i < G_N_ELEMENTS(all); i++)
-    gpu->ops->zero(gpu, all[i], 4);
+    tdm_backend_zero(gpu, all[i], 4);
   g_autofree float *ones = g_new(float, act);
   for (size_t i = 0; i < act; i++)
     ones[i] = (float)(i % 7) * 0.1f + 0.05f;
-  gpu->ops->upload(gpu, s.y, ones, act * 4);
-  gpu->ops->upload(gpu, s.x, ones, (size_t)256 * 784 * 32 * 4);
-  gpu->ops->upload(gpu, s.col, ones, MIN(act, (size_t)256 * 784 * 288) * 4);
-  gpu->ops->upload(gpu, s.w, ones, (size_t)1000 * 784 * 4);
-  gpu->ops->upload(gpu, s.logits, ones, 2560 * 4);
-  gpu->ops->upload(gpu, s.p, ones, 1863690 * 4);
-  gpu->ops->upload(gpu, s.g, ones, 1863690 * 4);
-  gpu->ops->zero(gpu, s.labels, 256 * 4);
-  gpu->ops->zero(gpu, s.indices, 256 * 4);
-  gpu->ops->zero(gpu, s.m, 1863690 * 4);
-  gpu->ops->zero(gpu, s.v, 1863690 * 4);
+  tdm_backend_upload(gpu, s.y, ones, act * 4);
+  tdm_backend_upload(gpu, s.x, ones, (size_t)256 * 784 * 32 * 4);
+  tdm_backend_upload(gpu, s.col, ones, MIN(act, (size_t)256 * 784 * 288) * 4);
+  tdm_backend_upload(gpu, s.w, ones, (size_t)1000 * 784 * 4);
+  tdm_backend_upload(gpu, s.logits, ones, 2560 * 4);
+  tdm_backend_upload(gpu, s.p, ones, 1863690 * 4);
+  tdm_backend_upload(gpu, s.g, ones, 1863690 * 4);
+  tdm_backend_zero(gpu, s.labels, 256 * 4);
+  tdm_backend_zero(gpu, s.indices, 256 * 4);
+  tdm_backend_zero(gpu, s.m, 1863690 * 4);
+  tdm_backend_zero(gpu, s.v, 1863690 * 4);
 
   struct {
     const char *name;

@@ -135,7 +135,6 @@ measure_ceilings(const char *device, const char *precision)
   TdmBackend *b = tdm_backend_new(device, p, &error);
   if (b == NULL)
     return c;
-  const TdmBackendOps *ops = b->ops;
   int n = b->kind == TDM_BACKEND_CUDA ? 8192 : 1024;
   size_t bytes = (size_t)n * n * sizeof(float);
   float *a = tdm_backend_alloc(b, bytes, NULL), *m = tdm_backend_alloc(b, bytes, NULL);
@@ -143,14 +142,14 @@ measure_ceilings(const char *device, const char *precision)
   g_autofree float *host = g_new(float, (size_t)n * n);
   for (size_t i = 0; i < (size_t)n * n; i++)
     host[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;  /* never zeros */
-  ops->upload(b, a, host, bytes);
-  ops->upload(b, m, host, bytes);
+  tdm_backend_upload(b, a, host, bytes);
+  tdm_backend_upload(b, m, host, bytes);
   double best = G_MAXDOUBLE;
   for (int i = 0; i < 6; i++) {
-    ops->synchronize(b);
+    tdm_backend_synchronize(b);
     gint64 start = g_get_monotonic_time();
-    ops->gemm(b, false, false, n, n, n, 1.0f, a, n, m, n, 0.0f, out, n);
-    ops->synchronize(b);
+    tdm_backend_gemm(b, false, false, n, n, n, 1.0f, a, n, m, n, 0.0f, out, n);
+    tdm_backend_synchronize(b);
     if (i > 0)
       best = MIN(best, seconds_since(start));
   }
@@ -158,23 +157,23 @@ measure_ceilings(const char *device, const char *precision)
 
   /* Tiny operations: what remains is the cost of issuing one. */
   const int per_graph = 200, replays = 50;
-  gboolean graphs = ops->graph_begin != NULL && ops->graph_begin(b, 1);
+  gboolean graphs = tdm_backend_graph_begin(b, 1);
   if (graphs) {
     for (int i = 0; i < per_graph; i++)
-      ops->scale(b, out, 1.0f, 1);
-    ops->graph_end(b, 1);
-    ops->graph_launch(b, 1);
-    ops->synchronize(b);
+      tdm_backend_scale(b, out, 1.0f, 1);
+    tdm_backend_graph_end(b, 1);
+    tdm_backend_graph_launch(b, 1);
+    tdm_backend_synchronize(b);
   }
   gint64 start = g_get_monotonic_time();
   for (int r = 0; r < replays; r++) {
     if (graphs)
-      ops->graph_launch(b, 1);
+      tdm_backend_graph_launch(b, 1);
     else
       for (int i = 0; i < per_graph; i++)
-        ops->scale(b, out, 1.0f, 1);
+        tdm_backend_scale(b, out, 1.0f, 1);
   }
-  ops->synchronize(b);
+  tdm_backend_synchronize(b);
   c.operation_seconds = seconds_since(start) / (replays * per_graph);
   tdm_backend_release(b, a);
   tdm_backend_release(b, m);

@@ -119,24 +119,24 @@ main(int argc, char **argv)
           continue;
         switch ((Kind)kind) {
         case IM_FWD:
-          b->ops->im2col(b, col, x, n, h, h, c, 3, 3, pad, 1);
-          b->ops->gemm(b, false, true, rows, k, kk, 1.0f, col, kk, wt, kk, 0.0f, y1, k);
+          tdm_backend_im2col(b, col, x, n, h, h, c, 3, 3, pad, 1);
+          tdm_backend_gemm(b, false, true, rows, k, kk, 1.0f, col, kk, wt, kk, 0.0f, y1, k);
           break;
         case IM_DW:
-          b->ops->gemm(b, true, false, k, kk, rows, 1.0f, dy, k, col, kk, 0.0f, dw, kk);
+          tdm_backend_gemm(b, true, false, k, kk, rows, 1.0f, dy, k, col, kk, 0.0f, dw, kk);
           break;
         case IM_DX:
-          b->ops->gemm(b, false, false, rows, kk, k, 1.0f, dy, k, wt, kk, 0.0f, col, kk);
-          b->ops->col2im(b, dx, col, n, h, h, c, 3, 3, pad, 1);
+          tdm_backend_gemm(b, false, false, rows, kk, k, 1.0f, dy, k, wt, kk, 0.0f, col, kk);
+          tdm_backend_col2im(b, dx, col, n, h, h, c, 3, 3, pad, 1);
           break;
         case WI_FWD:
-          b->ops->conv_forward(b, y2, x, wt, work, n, h, h, c, k, 3, pad, 1);
+          tdm_backend_conv_forward(b, y2, x, wt, work, n, h, h, c, k, 3, pad, 1);
           break;
         case WI_DW:
-          b->ops->conv_backward(b, NULL, dw, dy, x, wt, work, n, h, h, c, k, 3, pad, 1);
+          tdm_backend_conv_backward(b, NULL, dw, dy, x, wt, work, n, h, h, c, k, 3, pad, 1);
           break;
         case WI_BWD:
-          b->ops->conv_backward(b, dx, dw, dy, x, wt, work, n, h, h, c, k, 3, pad, 1);
+          tdm_backend_conv_backward(b, dx, dw, dy, x, wt, work, n, h, h, c, k, 3, pad, 1);
           break;
         case KINDS:
           break;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* bn-value.cuh — batch normalization's training-mode output of one value, shared by
- * layers.cu (the forward, and the backward's recomputed ReLU mask), im2col.cu and
+ * bn.cu (the forward, and the backward's recomputed ReLU mask), conv-im2col.cu and
  * pool.cu (which normalize as they read): one set of inline functions, so
  * every kernel that needs the value compiles it to the same operations and gets the
  * forward's bits. */

@@ -3,7 +3,7 @@
  * pool after it, in one pass forward and one backward, with no column matrix and no
  * unpooled activation in memory. Backward sums are written as per-block partials and
  * summed in a fixed order (deterministic, no atomics). Not here: general convolutions
- * (im2col.cu + cuBLAS) and the plain pool (pool.cu).
+ * (conv-im2col.cu + cuBLAS) and the plain pool (pool.cu).
  */
 #include "tdm-kernels.h"
 #include "common.cuh"

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* elementwise.cu — bias add (with the ReLU fused in) and its gradient, ReLU forward
- * and backward, the add and scale that communicators use, and the float-to-bfloat16
- * rounding of --precision bf16's stored operands.
+ * and backward, the add and scale that communicators use, the float-to-bfloat16
+ * rounding of --precision bf16's stored operands, inverted dropout on the counter RNG,
+ * and exact mode's fixed-point addition: each float converted by the rule the CPU uses
+ * (tdm-exact-fixed.h) and added into its two int64 limbs, so that a step's chunks are
+ * summed on the GPU (integer additions, whose bits depend on no order).
  *
  * All are memory-bound: one pass, 16-byte accesses where every pointer is aligned
  * and the scalar loop otherwise. The bias gradient is a column sum done in two
@@ -9,6 +12,8 @@
  * the same inputs always give the same bits. Not here: anything with a GEMM in it.
  */
 #include "tdm-kernels.h"
+#include "tdm-counter-rng.h"
+#include "tdm-exact-fixed.h"
 #include "common.cuh"
 
 #include <cuda_bf16.h>
@@ -335,4 +340,62 @@ extern "C" cudaError_t
 tdm_k_scale(float *y, float alpha, size_t n, cudaStream_t stream)
 {
   return launch_map<TDM_OP_SCALE>(y, y, NULL, alpha, n, stream);
+}
+
+/* Inverted dropout: element e of row i kept when its uniform draw for (key, epoch,
+ * indices[i], e) is >= p. Forward and backward are the same pass. */
+__global__ void
+dropout_kernel(float *y, const float *x, const int32_t *indices, size_t total, int per_sample,
+               float p, uint64_t key, uint32_t epoch)
+{
+  float keep_scale = 1.0f / (1.0f - p);
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total; e += stride) {
+    size_t i = e / (size_t)per_sample;
+    uint32_t el = (uint32_t)(e - i * (size_t)per_sample);
+    uint32_t s = (uint32_t)indices[i];
+    y[e] = tdm_crng_uniform(key, epoch, s, el) >= p ? x[e] * keep_scale : 0.0f;
+  }
+}
+
+extern "C" cudaError_t
+tdm_k_dropout(float *y, const float *x, const int32_t *indices, int n, int per_sample, float p,
+              uint64_t key, uint32_t epoch, cudaStream_t stream)
+{
+  size_t total = (size_t)(n > 0 ? n : 0) * (per_sample > 0 ? per_sample : 0);
+  if (total == 0)
+    return cudaSuccess;
+  if (!(p >= 0.0f && p < 1.0f))
+    return cudaErrorInvalidValue;
+  dropout_kernel<<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+      y, x, indices, total, per_sample, p, key, epoch);
+  return tdm_k_launched();
+}
+
+__global__ void
+exact_add_kernel(long long *acc, const float *x, size_t n, unsigned long long *bad)
+{
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  unsigned long long rejected = 0;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) {
+    int64_t hi, lo;
+    if (tdm_exact_fixed_limbs(x[i], &hi, &lo)) {
+      rejected++;
+      continue;
+    }
+    acc[2 * i] += hi;
+    acc[2 * i + 1] += lo;
+  }
+  if (rejected > 0)
+    atomicAdd(bad, rejected);
+}
+
+extern "C" cudaError_t
+tdm_k_exact_add(int64_t *acc, const float *x, size_t n, int64_t *bad, cudaStream_t stream)
+{
+  if (n == 0)
+    return cudaSuccess;
+  exact_add_kernel<<<tdm_k_blocks(n, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+      (long long *)acc, x, n, (unsigned long long *)bad);
+  return tdm_k_launched();
 }

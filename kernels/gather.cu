@@ -5,8 +5,8 @@
  * (y may be NULL):
  * the only per-step input is the int32 index list, so the host never touches
  * pixels during training; with augmentation (random crop and flip) likewise, drawn
- * on the device. Not a data loader: shuffling and sharding are the iterator's, and
- * the dataset is already in HWC order.
+ * on the device; then the per-channel input normalization. Not a data loader:
+ * shuffling and sharding are the iterator's, and the dataset is already in HWC order.
  */
 #include "tdm-kernels.h"
 #include "tdm-counter-rng.h"
@@ -128,5 +128,28 @@ tdm_k_gather_augment(float *x, int32_t *y, const uint8_t *images, const uint8_t 
   unsigned by = (unsigned)(count < 65535 ? count : 65535);
   gather_augment_kernel<<<dim3(bx, by), TDM_K_THREADS, 0, stream>>>(
       x, y, images, labels, indices, count, h, w, c, scale, pad, flip, key, epoch);
+  return tdm_k_launched();
+}
+
+__global__ void
+channel_affine_kernel(float *x, size_t total, int channels, TdmKAffine a)
+{
+  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total;
+       e += (size_t)gridDim.x * blockDim.x) {
+    int ch = (int)(e % channels);
+    x[e] = x[e] * a.mul[ch] + a.add[ch];
+  }
+}
+
+extern "C" cudaError_t
+tdm_k_channel_affine(float *x, size_t rows, int channels, TdmKAffine a, cudaStream_t stream)
+{
+  if (channels < 1 || channels > TDM_K_AFFINE_MAX)
+    return cudaErrorInvalidValue;
+  size_t total = rows * (size_t)channels;
+  if (total == 0)
+    return cudaSuccess;
+  channel_affine_kernel<<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+      x, total, channels, a);
   return tdm_k_launched();
 }

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* pool.cu — max pooling forward and backward on NHWC activations, with a conv's bias
- * and ReLU folded in, and optionally a training batch normalization applied to each
- * value read (for a pool that is the normalized tensor's only reader).
+/* pool.cu — the pools whose windows tile the input, on NHWC activations: max pooling
+ * forward and backward, with a conv's bias and ReLU folded in, and optionally a
+ * training batch normalization applied to each value read (for a pool that is the
+ * normalized tensor's only reader); average pooling; and the global average and max
+ * pools.
  *
- * The gradient is a gather (each input pixel has at most one window: stride = k), so
- * results are deterministic. Not here: the fused conv + pool of a first layer
- * (conv-pool.cu), im2col (im2col.cu).
+ * The gradients are gathers (each input pixel has at most one window: stride = k), so
+ * results are deterministic. Not here: pools with any window, stride and padding
+ * (pool2d.cu), the fused conv + pool of a first layer (conv-pool.cu).
  */
 #include "tdm-kernels.h"
 #include "common.cuh"
@@ -262,4 +264,175 @@ tdm_k_maxpool_backward(float *dx, float *dbias, const float *dy, const int32_t *
   /* Other shapes: the bias gradient as any bias's, from dx. */
   return tdm_k_bias_backward(dbias, dx, (int)(total / c), c, 1, partials, partials_count,
                              stream);
+}
+
+/* Average pooling, window = stride = k: one thread per output value, channels
+ * fastest; the window summed row by row as the CPU does. */
+__global__ void
+avgpool_forward_kernel(float *y, const float *x, size_t total, int h, int w, int c, int k,
+                       int oh, int ow)
+{
+  float inv = 1.0f / (float)(k * k);
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total; e += stride) {
+    int ch = (int)(e % (size_t)c);
+    size_t pixel = e / (size_t)c;
+    int ox = (int)(pixel % (size_t)ow);
+    size_t line = pixel / (size_t)ow;
+    int oy = (int)(line % (size_t)oh);
+    size_t img = line / (size_t)oh;
+    float s = 0.0f;
+    for (int ky = 0; ky < k; ky++)
+      for (int kx = 0; kx < k; kx++)
+        s += x[((img * h + oy * k + ky) * w + ox * k + kx) * c + ch];
+    y[e] = s * inv;
+  }
+}
+
+__global__ void
+avgpool_backward_kernel(float *dx, const float *dy, size_t total, int h, int w, int c, int k,
+                        int oh, int ow)
+{
+  float inv = 1.0f / (float)(k * k);
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total; e += stride) {
+    int ch = (int)(e % (size_t)c);
+    size_t pixel = e / (size_t)c;
+    int ix = (int)(pixel % (size_t)w);
+    size_t line = pixel / (size_t)w;
+    int iy = (int)(line % (size_t)h);
+    size_t img = line / (size_t)h;
+    int oy = iy / k, ox = ix / k;
+    dx[e] = oy < oh && ox < ow ? dy[((img * oh + oy) * ow + ox) * c + ch] * inv : 0.0f;
+  }
+}
+
+extern "C" cudaError_t
+tdm_k_avgpool_forward(float *y, const float *x, int n, int h, int w, int c, int k,
+                      cudaStream_t stream)
+{
+  if (k <= 0)
+    return cudaErrorInvalidValue;
+  int oh = h / k, ow = w / k;
+  if (n <= 0 || oh <= 0 || ow <= 0 || c <= 0)
+    return cudaSuccess;
+  size_t total = (size_t)n * oh * ow * c;
+  avgpool_forward_kernel<<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+      y, x, total, h, w, c, k, oh, ow);
+  return tdm_k_launched();
+}
+
+extern "C" cudaError_t
+tdm_k_avgpool_backward(float *dx, const float *dy, int n, int h, int w, int c, int k,
+                       cudaStream_t stream)
+{
+  if (k <= 0)
+    return cudaErrorInvalidValue;
+  size_t total = (size_t)(n > 0 ? n : 0) * (h > 0 ? h : 0) * (w > 0 ? w : 0) * (c > 0 ? c : 0);
+  if (total == 0)
+    return cudaSuccess;
+  avgpool_backward_kernel<<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+      dx, dy, total, h, w, c, k, h / k, w / k);
+  return tdm_k_launched();
+}
+
+/* Global pooling: one thread per (sample, channel), walking the pixels in order
+ * (consecutive threads read consecutive channels of a pixel). The maximum keeps the
+ * first of equal values, as the CPU's strict comparison does. */
+template <bool MAX>
+__global__ void
+global_pool_forward_kernel(float *y, int32_t *argmax, const float *x, size_t total,
+                           int pixels, int c)
+{
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total; e += stride) {
+    size_t img = e / (size_t)c;
+    int ch = (int)(e % (size_t)c);
+    size_t base = img * pixels * c + ch;
+    float acc = x[base];
+    size_t at = base;
+    for (int p = 1; p < pixels; p++) {
+      float v = x[base + (size_t)p * c];
+      if (MAX) {
+        if (v > acc) {
+          acc = v;
+          at = base + (size_t)p * c;
+        }
+      } else {
+        acc += v;
+      }
+    }
+    if (MAX) {
+      y[e] = acc;
+      argmax[e] = (int32_t)at;
+    } else {
+      y[e] = acc * (1.0f / (float)pixels);
+    }
+  }
+}
+
+/* Backward of both: a gather over dx, each element getting dy[its sample, channel]
+ * divided by the pixel count (average) or where it was the chosen input (max). */
+template <bool MAX>
+__global__ void
+global_pool_backward_kernel(float *dx, const float *dy, const int32_t *argmax, size_t total,
+                            int pixels, int c)
+{
+  float inv = 1.0f / (float)pixels;
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total; e += stride) {
+    size_t out = (e / ((size_t)pixels * c)) * c + e % (size_t)c;
+    if (MAX)
+      dx[e] = (size_t)argmax[out] == e ? dy[out] : 0.0f;
+    else
+      dx[e] = dy[out] * inv;
+  }
+}
+
+extern "C" cudaError_t
+tdm_k_global_avgpool_forward(float *y, const float *x, int n, int pixels, int c,
+                             cudaStream_t stream)
+{
+  size_t total = (size_t)(n > 0 ? n : 0) * (c > 0 ? c : 0);
+  if (total == 0 || pixels <= 0)
+    return pixels <= 0 ? cudaErrorInvalidValue : cudaSuccess;
+  global_pool_forward_kernel<false><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                      stream>>>(y, NULL, x, total, pixels, c);
+  return tdm_k_launched();
+}
+
+extern "C" cudaError_t
+tdm_k_global_avgpool_backward(float *dx, const float *dy, int n, int pixels, int c,
+                              cudaStream_t stream)
+{
+  size_t total = (size_t)(n > 0 ? n : 0) * (pixels > 0 ? pixels : 0) * (c > 0 ? c : 0);
+  if (total == 0)
+    return cudaSuccess;
+  global_pool_backward_kernel<false><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                       stream>>>(dx, dy, NULL, total, pixels, c);
+  return tdm_k_launched();
+}
+
+extern "C" cudaError_t
+tdm_k_global_maxpool_forward(float *y, int32_t *argmax, const float *x, int n, int pixels,
+                             int c, cudaStream_t stream)
+{
+  size_t total = (size_t)(n > 0 ? n : 0) * (c > 0 ? c : 0);
+  if (total == 0 || pixels <= 0)
+    return pixels <= 0 ? cudaErrorInvalidValue : cudaSuccess;
+  global_pool_forward_kernel<true><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                     stream>>>(y, argmax, x, total, pixels, c);
+  return tdm_k_launched();
+}
+
+extern "C" cudaError_t
+tdm_k_global_maxpool_backward(float *dx, const float *dy, const int32_t *argmax, int n,
+                              int pixels, int c, cudaStream_t stream)
+{
+  size_t total = (size_t)(n > 0 ? n : 0) * (pixels > 0 ? pixels : 0) * (c > 0 ? c : 0);
+  if (total == 0)
+    return cudaSuccess;
+  global_pool_backward_kernel<true><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                      stream>>>(dx, dy, argmax, total, pixels, c);
+  return tdm_k_launched();
 }

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* pool2d.cu — pooling with any window, stride and padding (ResNet's 3×3 stride-2 max
- * pool of padding 1; average pools counting the padding, PyTorch's default), and the
- * per-channel input normalization after the gather. One thread per output (forward)
+ * pool of padding 1; average pools counting the padding, PyTorch's default). One
+ * thread per output (forward)
  * or per input (backward: it gathers the outputs whose windows cover it, in the CPU
  * reference's order, so the sums are the same and nothing is scattered with atomics).
- * Not the tiling pools with their fused bias and BN (layers.cu).
+ * Not the tiling pools with their fused bias and BN (pool.cu).
  */
 #include "tdm-kernels.h"
 #include "common.cuh"
@@ -132,16 +132,6 @@ avgpool2d_forward_kernel(float *y, const float *x, Pool2d g, size_t total)
   }
 }
 
-__global__ void
-channel_affine_kernel(float *x, size_t total, int channels, TdmKAffine a)
-{
-  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total;
-       e += (size_t)gridDim.x * blockDim.x) {
-    int ch = (int)(e % channels);
-    x[e] = x[e] * a.mul[ch] + a.add[ch];
-  }
-}
-
 static bool
 geometry(Pool2d *g, int n, int h, int w, int c, int k, int s, int p, int oh, int ow)
 {
@@ -208,18 +198,5 @@ tdm_k_avgpool2d_backward(float *dx, const float *dy, int n, int h, int w, int c,
     return cudaSuccess;
   pool2d_backward_kernel<false><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
                                   stream>>>(dx, dy, NULL, g, total);
-  return tdm_k_launched();
-}
-
-extern "C" cudaError_t
-tdm_k_channel_affine(float *x, size_t rows, int channels, TdmKAffine a, cudaStream_t stream)
-{
-  if (channels < 1 || channels > TDM_K_AFFINE_MAX)
-    return cudaErrorInvalidValue;
-  size_t total = rows * (size_t)channels;
-  if (total == 0)
-    return cudaSuccess;
-  channel_affine_kernel<<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
-      x, total, channels, a);
   return tdm_k_launched();
 }

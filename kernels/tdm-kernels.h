@@ -36,14 +36,18 @@ cudaError_t tdm_k_add(float *y, const float *x, size_t n, cudaStream_t stream);
 cudaError_t tdm_k_add_out(float *y, const float *a, const float *x, size_t n, bool relu,
                           cudaStream_t stream);
 cudaError_t tdm_k_scale(float *y, float alpha, size_t n, cudaStream_t stream);
-/* Exact mode: acc[2i], acc[2i + 1] += the fixed-point limbs of x[i] (tdm-exact-fixed.h);
- * *bad += the count of values fixed point cannot hold (left out). */
-cudaError_t tdm_k_exact_add(int64_t *acc, const float *x, size_t n, int64_t *bad,
-                            cudaStream_t stream);
 /* out[i] = in[i] as bfloat16 bits, rounded to nearest even. */
 cudaError_t tdm_k_to_bf16(uint16_t *out, const float *in, size_t n, cudaStream_t stream);
 /* out[i] = the bfloat16 in[i] as float (exact). */
 cudaError_t tdm_k_from_bf16(float *out, const uint16_t *in, size_t n, cudaStream_t stream);
+/* Forward and backward alike (y == x allowed): x masked and scaled by 1 / (1 − p). */
+cudaError_t tdm_k_dropout(float *y, const float *x, const int32_t *indices, int n,
+                          int per_sample, float p, uint64_t key, uint32_t epoch,
+                          cudaStream_t stream);
+/* Exact mode: acc[2i], acc[2i + 1] += the fixed-point limbs of x[i] (tdm-exact-fixed.h);
+ * *bad += the count of values fixed point cannot hold (left out). */
+cudaError_t tdm_k_exact_add(int64_t *acc, const float *x, size_t n, int64_t *bad,
+                            cudaStream_t stream);
 
 /* gemm.cu. The end of a split-K GEMM or of a sum over rows: c[i, j] (row-major, ldc)
  * = alpha · Σ over s of parts[s · m · n + i · n + j] (+ beta · c[i, j] when beta is
@@ -56,8 +60,7 @@ cudaError_t tdm_k_gemm_small(bool trans_a, bool trans_b, int m, int n, int k, fl
                              const float *a, int lda, const float *b, int ldb, float beta,
                              float *c, int ldc, cudaStream_t stream);
 
-/* im2col.cu; conv-implicit.cu (tdm_k_conv_dgrad_bf16); pool.cu (the max pool);
- * conv-pool.cu (the fused first-layer conv + pool) */
+/* conv-im2col.cu */
 cudaError_t tdm_k_im2col(float *col, const float *x, int n, int h, int w, int c, int kh,
                          int kw, int pad, int stride, cudaStream_t stream);
 /* im2col into bfloat16 columns (bits, rounded to nearest even). */
@@ -69,11 +72,13 @@ cudaError_t tdm_k_im2col_bf16_bn(uint16_t *col, const float *x, const float *mea
                                  const float *invstd, const float *gamma, const float *beta,
                                  bool relu, int n, int h, int w, int c, int kh, int kw,
                                  int pad, int stride, cudaStream_t stream);
+cudaError_t tdm_k_col2im(float *dx, const float *col, int n, int h, int w, int c, int kh,
+                         int kw, int pad, int stride, cudaStream_t stream);
 /* col2im from bfloat16 columns, summed in float32. */
 cudaError_t tdm_k_col2im_bf16(float *dx, const uint16_t *col, int n, int h, int w, int c,
                               int kh, int kw, int pad, int stride, cudaStream_t stream);
-cudaError_t tdm_k_col2im(float *dx, const float *col, int n, int h, int w, int c, int kh,
-                         int kw, int pad, int stride, cudaStream_t stream);
+
+/* conv-implicit.cu */
 /* A stride-1 convolution's input gradient from bf16 dy (rows × out_c) and W (out_c ×
  * kh·kw·c) without columns (conv-implicit.cu): dx written, summed in float32. fits()
  * says whether the kernel takes the shape on a GPU of compute capability `major`;
@@ -83,6 +88,23 @@ bool tdm_k_conv_dgrad_bf16_fits(int major, int c, int out_c, int kh, int kw, int
 cudaError_t tdm_k_conv_dgrad_bf16(float *dx, const uint16_t *dy, const uint16_t *w, int n,
                                   int h, int wd, int c, int out_c, int kh, int kw, int pad,
                                   cudaStream_t stream);
+
+/* conv-pool.cu. The limits of conv_pool_forward and conv_pool_backward
+ * (TDM_CONV_POOL_TAPS and TDM_CONV_POOL_OUT of tdm-backend.h); larger shapes return
+ * cudaErrorInvalidValue. The backward's sums go through `partials` as well. */
+#define TDM_K_CONV_POOL_TAPS 32
+#define TDM_K_CONV_POOL_OUT 256
+cudaError_t tdm_k_conv_pool_forward(float *y, int32_t *argmax, const float *x, const float *wt,
+                                    const float *bias, bool relu, int n, int h, int w, int c,
+                                    int out, int kh, int kw, int pad, int pk,
+                                    cudaStream_t stream);
+cudaError_t tdm_k_conv_pool_backward(float *dwt, float *dbias, const float *dy,
+                                     const int32_t *argmax, const float *y, const float *x,
+                                     bool relu, int n, int h, int w, int c, int out, int kh,
+                                     int kw, int pad, int pk, float *partials,
+                                     size_t partials_count, cudaStream_t stream);
+
+/* pool.cu */
 cudaError_t tdm_k_maxpool_forward(float *y, int32_t *argmax, const float *x,
                                   const float *bias, bool relu, int n, int h, int w, int c,
                                   int k, cudaStream_t stream);
@@ -98,38 +120,33 @@ cudaError_t tdm_k_maxpool_backward(float *dx, float *dbias, const float *dy,
                                    const int32_t *argmax, const float *y, int n, int h,
                                    int w, int c, int k, float *partials,
                                    size_t partials_count, cudaStream_t stream);
-/* The limits of conv_pool_forward and conv_pool_backward (TDM_CONV_POOL_TAPS and
- * TDM_CONV_POOL_OUT of tdm-backend.h); larger shapes return cudaErrorInvalidValue.
- * The backward's sums go through `partials` as well. */
-#define TDM_K_CONV_POOL_TAPS 32
-#define TDM_K_CONV_POOL_OUT 256
-cudaError_t tdm_k_conv_pool_forward(float *y, int32_t *argmax, const float *x, const float *wt,
-                                    const float *bias, bool relu, int n, int h, int w, int c,
-                                    int out, int kh, int kw, int pad, int pk,
+cudaError_t tdm_k_avgpool_forward(float *y, const float *x, int n, int h, int w, int c, int k,
+                                  cudaStream_t stream);
+cudaError_t tdm_k_avgpool_backward(float *dx, const float *dy, int n, int h, int w, int c,
+                                   int k, cudaStream_t stream);
+cudaError_t tdm_k_global_avgpool_forward(float *y, const float *x, int n, int pixels, int c,
+                                         cudaStream_t stream);
+cudaError_t tdm_k_global_avgpool_backward(float *dx, const float *dy, int n, int pixels,
+                                          int c, cudaStream_t stream);
+cudaError_t tdm_k_global_maxpool_forward(float *y, int32_t *argmax, const float *x, int n,
+                                         int pixels, int c, cudaStream_t stream);
+cudaError_t tdm_k_global_maxpool_backward(float *dx, const float *dy, const int32_t *argmax,
+                                          int n, int pixels, int c, cudaStream_t stream);
+
+/* pool2d.cu: pools with any window k, stride s and padding p (oh, ow: the floor
+ * mode's output size). */
+cudaError_t tdm_k_maxpool2d_forward(float *y, int32_t *argmax, const float *x, int n, int h,
+                                    int w, int c, int k, int s, int p, int oh, int ow,
                                     cudaStream_t stream);
-cudaError_t tdm_k_conv_pool_backward(float *dwt, float *dbias, const float *dy,
-                                     const int32_t *argmax, const float *y, const float *x,
-                                     bool relu, int n, int h, int w, int c, int out, int kh,
-                                     int kw, int pad, int pk, float *partials,
-                                     size_t partials_count, cudaStream_t stream);
+cudaError_t tdm_k_maxpool2d_backward(float *dx, const float *dy, const int32_t *argmax,
+                                     int n, int h, int w, int c, int k, int s, int p, int oh,
+                                     int ow, cudaStream_t stream);
+cudaError_t tdm_k_avgpool2d_forward(float *y, const float *x, int n, int h, int w, int c,
+                                    int k, int s, int p, int oh, int ow, cudaStream_t stream);
+cudaError_t tdm_k_avgpool2d_backward(float *dx, const float *dy, int n, int h, int w, int c,
+                                     int k, int s, int p, int oh, int ow, cudaStream_t stream);
 
-/* softmax.cu: metrics points to two doubles, {loss_sum, correct}, added into. */
-cudaError_t tdm_k_softmax_xent(const float *logits, const int32_t *labels, int rows,
-                               int classes, float smoothing, float grad_scale,
-                               float *dlogits, double *metrics, cudaStream_t stream);
-
-/* gather.cu */
-cudaError_t tdm_k_gather(float *x, int32_t *y, const uint8_t *images, const uint8_t *labels,
-                         const int32_t *indices, int count, int sample_size, float scale,
-                         cudaStream_t stream);
-/* flip is TdmFlip's value (0 never, 1 random, 2 always); key and epoch as the
- * backend's gather_augment. */
-cudaError_t tdm_k_gather_augment(float *x, int32_t *y, const uint8_t *images,
-                                 const uint8_t *labels, const int32_t *indices, int count,
-                                 int h, int w, int c, float scale, int pad, int flip,
-                                 uint64_t key, uint32_t epoch, cudaStream_t stream);
-
-/* layers.cu. The per-channel sums go through `partials`, device scratch of
+/* bn.cu. The per-channel sums go through `partials`, device scratch of
  * partials_count doubles (at least 2 · channels). */
 /* bn_moments and bn_stats as the backend's (tdm-backend.h, tdm-bn-moments.h). */
 cudaError_t tdm_k_bn_moments(float *slots, const float *x, int rows, int channels, int slot,
@@ -164,39 +181,26 @@ cudaError_t tdm_k_bn_backward_dx_bf16(uint16_t *dx, const float *dy, const float
                                       const float *sum_dgamma, const float *sum_dbeta,
                                       float inv_count, int rows, int channels,
                                       cudaStream_t stream);
-cudaError_t tdm_k_avgpool_forward(float *y, const float *x, int n, int h, int w, int c, int k,
-                                  cudaStream_t stream);
-cudaError_t tdm_k_avgpool_backward(float *dx, const float *dy, int n, int h, int w, int c,
-                                   int k, cudaStream_t stream);
-cudaError_t tdm_k_global_avgpool_forward(float *y, const float *x, int n, int pixels, int c,
-                                         cudaStream_t stream);
-cudaError_t tdm_k_global_avgpool_backward(float *dx, const float *dy, int n, int pixels,
-                                          int c, cudaStream_t stream);
-cudaError_t tdm_k_global_maxpool_forward(float *y, int32_t *argmax, const float *x, int n,
-                                         int pixels, int c, cudaStream_t stream);
-cudaError_t tdm_k_global_maxpool_backward(float *dx, const float *dy, const int32_t *argmax,
-                                          int n, int pixels, int c, cudaStream_t stream);
-/* Forward and backward alike (y == x allowed): x masked and scaled by 1 / (1 − p). */
-cudaError_t tdm_k_dropout(float *y, const float *x, const int32_t *indices, int n,
-                          int per_sample, float p, uint64_t key, uint32_t epoch,
-                          cudaStream_t stream);
 
-/* pool2d.cu: pools with any window k, stride s and padding p (oh, ow: the floor
- * mode's output size), and x · mul + add per channel (the input normalization). */
+/* softmax.cu: metrics points to two doubles, {loss_sum, correct}, added into. */
+cudaError_t tdm_k_softmax_xent(const float *logits, const int32_t *labels, int rows,
+                               int classes, float smoothing, float grad_scale,
+                               float *dlogits, double *metrics, cudaStream_t stream);
+
+/* gather.cu; then x · mul + add per channel (the input normalization). */
+cudaError_t tdm_k_gather(float *x, int32_t *y, const uint8_t *images, const uint8_t *labels,
+                         const int32_t *indices, int count, int sample_size, float scale,
+                         cudaStream_t stream);
+/* flip is TdmFlip's value (0 never, 1 random, 2 always); key and epoch as the
+ * backend's gather_augment. */
+cudaError_t tdm_k_gather_augment(float *x, int32_t *y, const uint8_t *images,
+                                 const uint8_t *labels, const int32_t *indices, int count,
+                                 int h, int w, int c, float scale, int pad, int flip,
+                                 uint64_t key, uint32_t epoch, cudaStream_t stream);
 #define TDM_K_AFFINE_MAX 4
 typedef struct {
   float mul[TDM_K_AFFINE_MAX], add[TDM_K_AFFINE_MAX];
 } TdmKAffine;
-cudaError_t tdm_k_maxpool2d_forward(float *y, int32_t *argmax, const float *x, int n, int h,
-                                    int w, int c, int k, int s, int p, int oh, int ow,
-                                    cudaStream_t stream);
-cudaError_t tdm_k_maxpool2d_backward(float *dx, const float *dy, const int32_t *argmax,
-                                     int n, int h, int w, int c, int k, int s, int p, int oh,
-                                     int ow, cudaStream_t stream);
-cudaError_t tdm_k_avgpool2d_forward(float *y, const float *x, int n, int h, int w, int c,
-                                    int k, int s, int p, int oh, int ow, cudaStream_t stream);
-cudaError_t tdm_k_avgpool2d_backward(float *dx, const float *dy, int n, int h, int w, int c,
-                                     int k, int s, int p, int oh, int ow, cudaStream_t stream);
 cudaError_t tdm_k_channel_affine(float *x, size_t rows, int channels, TdmKAffine a,
                                  cudaStream_t stream);
 

@@ -242,7 +242,7 @@ tdm_cli_options_context(TdmCliOptions *o)
     {"strategy", 0, 0, G_OPTION_ARG_STRING, &o->strategy,
      choice_help(N_("%s; see below"), TDM_TYPE_STRATEGY, d->strategy), "NAME"},
     {"precision", 0, 0, G_OPTION_ARG_STRING, &o->precision,
-     choice_help(N_("%s (GPUs: bf16 GEMMs, fp32 weights)"), TDM_TYPE_PRECISION, d->precision),
+     choice_help(N_("%s (bf16: convolutions on bfloat16 operands, fp32 weights)"), TDM_TYPE_PRECISION, d->precision),
      "NAME"},
     {"batchnorm", 0, 0, G_OPTION_ARG_STRING, &o->batchnorm,
      choice_help(N_("Batch norm across devices: %s"), TDM_TYPE_BATCH_NORM, d->batchnorm),

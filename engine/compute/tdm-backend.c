@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-backend.c — what every backend shares: construction by device name, the
- * byte-counting allocation wrappers and the sticky error. The operations themselves
- * live in tdm-backend-cpu.c and tdm-backend-cuda.c. */
-#include "tdm-backend.h"
+/* tdm-backend.c — what every backend shares: construction by device name and the
+ * sticky error. The operations' front door is tdm-backend-calls*.c; the operations
+ * themselves live in cpu/ and cuda/. */
+#include "tdm-backend-ops.h"
 #include "tdm-i18n.h"
 #include "tdm-error.h"
 #include "tdm-build-config.h"
@@ -11,20 +11,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-TdmBackend *
-tdm_backend_new(const char *device, TdmPrecision precision, GError **error)
+static TdmBackend *
+backend_new(const char *device, TdmPrecision precision, GError **error)
 {
-  g_return_val_if_fail(device != NULL, NULL);
-
   if (g_str_equal(device, "cpu")) {
-    /* tf32 on a CPU is float32 (what a GPU without tensor cores does too); bf16 would
-     * change the numbers, and the CPU has no bf16 GEMM worth it. */
-    if (precision == TDM_PRECISION_BF16) {
-      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-                  _("device “cpu”: --precision bf16 needs a GPU; use fp32 on the CPU"));
-      return NULL;
-    }
-    return tdm_backend_cpu_new(error);
+    /* tf32 on a CPU is float32 (what a GPU without tensor cores does too); bf16 runs
+     * the convolutions' products on bfloat16 operands, as a GPU does. */
+    TdmBackend *b = tdm_backend_cpu_new(error);
+    if (b != NULL && precision == TDM_PRECISION_BF16)
+      b->precision = TDM_PRECISION_BF16;
+    return b;
   }
 
   if (g_str_has_prefix(device, "cuda:")) {
@@ -48,6 +44,16 @@ tdm_backend_new(const char *device, TdmPrecision precision, GError **error)
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
               _("unknown device “%s”: expected cpu or cuda:N"), device);
   return NULL;
+}
+
+TdmBackend *
+tdm_backend_new(const char *device, TdmPrecision precision, GError **error)
+{
+  g_return_val_if_fail(device != NULL, NULL);
+  TdmBackend *b = backend_new(device, precision, error);
+  /* A slot left NULL would crash at its first call, far from here. */
+  g_assert(b == NULL || tdm_backend_ops_missing(b->ops) == NULL);
+  return b;
 }
 
 #if !TDM_HAVE_CUDA
@@ -77,19 +83,6 @@ tdm_backend_free(TdmBackend *b)
   b->ops->destroy(b);
 }
 
-void *
-tdm_backend_alloc(TdmBackend *b, size_t bytes, GError **error)
-{
-  return b->ops->alloc(b, bytes, error);
-}
-
-void
-tdm_backend_release(TdmBackend *b, void *ptr)
-{
-  if (ptr != NULL)
-    b->ops->free(b, ptr);
-}
-
 void
 tdm_backend_fail(TdmBackend *b, int code, const char *format, ...)
 {
@@ -117,7 +110,7 @@ tdm_backend_failed(TdmBackend *b)
 gboolean
 tdm_backend_check(TdmBackend *b, GError **error)
 {
-  b->ops->synchronize(b);
+  tdm_backend_synchronize(b);
   return tdm_backend_check_queued(b, error);
 }
 
@@ -130,55 +123,4 @@ tdm_backend_check_queued(TdmBackend *b, GError **error)
     *error = g_error_copy(b->error);
   g_mutex_unlock(&b->error_lock);
   return ok;
-}
-
-gboolean
-tdm_backend_check_conv(TdmBackend *b, const char *op, int n, int h, int w, int c, int kh,
-                       int kw, int pad, int stride)
-{
-  if (n < 0 || h < 1 || w < 1 || c < 1 || kh < 1 || kw < 1 || pad < 0 || stride < 1 ||
-      h + 2 * pad - kh + 1 < 1 || w + 2 * pad - kw + 1 < 1) {
-    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND,
-                     _("%s: bad shape n=%d h=%d w=%d c=%d kernel %d×%d pad %d stride %d"), op,
-                     n, h, w, c, kh, kw, pad, stride);
-    return FALSE;
-  }
-  return TRUE;
-}
-
-gboolean
-tdm_backend_check_conv_pool(TdmBackend *b, const char *op, int n, int h, int w, int c,
-                            int out, int kh, int kw, int pad, int pk)
-{
-  if (!tdm_backend_check_conv(b, op, n, h, w, c, kh, kw, pad, 1))
-    return FALSE;
-  if (out < 1 || out > TDM_CONV_POOL_OUT || kh * kw * c > TDM_CONV_POOL_TAPS || pk < 1 ||
-      (guint64)n * (h + 2 * pad - kh + 1) * (w + 2 * pad - kw + 1) * out > G_MAXINT32) {
-    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND,
-                     _("%s: %d outputs of %d×%d×%d taps, pool %d, batch %d: outside what it "
-                     "takes (at most %d outputs, %d taps, int32 indices)"),
-                     op, out, kh, kw, c, pk, n, TDM_CONV_POOL_OUT, TDM_CONV_POOL_TAPS);
-    return FALSE;
-  }
-  return TRUE;
-}
-
-gboolean
-tdm_backend_check_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k,
-                       int lda, int ldb, int ldc)
-{
-  const char *why = NULL;
-  if (m < 0 || n < 0 || k < 0)
-    why = "negative size";
-  else if (lda < MAX(1, trans_a ? m : k))
-    why = "lda too small";
-  else if (ldb < MAX(1, trans_b ? k : n))
-    why = "ldb too small";
-  else if (ldc < MAX(1, n))
-    why = "ldc too small";
-  if (why == NULL)
-    return TRUE;
-  tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, _("gemm %d×%d×%d (lda %d, ldb %d, ldc %d): %s"),
-                   m, n, k, lda, ldb, ldc, why);
-  return FALSE;
 }

@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-backend.h — one table of tensor operations per kind of device.
+/* tdm-backend.h — the engine's one door to a device: its tensor operations.
  *
  * A TdmBackend is one device as the engine computes on it: the CPU (OpenBLAS and plain
  * C loops) or one CUDA GPU (cuBLAS and kernels/ on a stream of its own). Replicas,
- * optimizers and communicators call these operations and know nothing of the device.
+ * optimizers and communicators call its operations as tdm_backend_<op> (b, …) and know
+ * nothing of the device. Each of those functions is the operation's front door: it
+ * counts the operation, does nothing after an earlier failure, checks the arguments
+ * its contract below constrains (a bad one becomes the sticky error, naming the
+ * operation), and only then calls the backend's table (tdm-backend-ops.h), which
+ * trusts them. Operations some backends lack say below what happens without them.
  *
  * Conventions shared by every backend:
  * - Pointers are device pointers obtained from tdm_backend_alloc(); float32 row-major.
@@ -30,6 +35,8 @@
 G_BEGIN_DECLS
 
 typedef struct _TdmBackend TdmBackend;
+/* The table of a backend's operations: its backends' business (tdm-backend-ops.h). */
+typedef struct _TdmBackendOps TdmBackendOps;
 
 typedef enum {
   TDM_BACKEND_CPU,
@@ -134,356 +141,6 @@ typedef struct {
   double correct;       /* samples whose arg-max equals the label */
 } TdmMetrics;
 
-typedef struct {
-  /* Memory. alloc/free go through the device's byte counter. */
-  void *(*alloc) (TdmBackend *b, size_t bytes, GError **error);
-  void (*free) (TdmBackend *b, void *ptr);
-  void (*upload) (TdmBackend *b, void *dst, const void *src, size_t bytes);
-  void (*download) (TdmBackend *b, void *dst, const void *src, size_t bytes); /* waits */
-  void (*copy) (TdmBackend *b, void *dst, const void *src, size_t bytes);
-  void (*zero) (TdmBackend *b, void *ptr, size_t bytes);
-  void (*synchronize) (TdmBackend *b);
-
-  /* C[m×n] = alpha · op(A) · op(B) + beta · C, row-major, op = transpose when set. */
-  void (*gemm) (TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k,
-                float alpha, const float *a, int lda, const float *bm, int ldb,
-                float beta, float *c, int ldc);
-
-  /* y[o, c, i] += bias[c] over outer × channels × inner, then max(y, 0) when relu. */
-  void (*bias_forward) (TdmBackend *b, float *y, const float *bias,
-                        int outer, int channels, int inner, bool relu);
-  /* dbias[c] = Σ over outer and inner of dy[o, c, i]. */
-  void (*bias_backward) (TdmBackend *b, float *dbias, const float *dy,
-                         int outer, int channels, int inner);
-  /* y = max(x, 0); in place allowed. */
-  void (*relu_forward) (TdmBackend *b, float *y, const float *x, size_t n);
-  /* dx = y > 0 ? dy : 0 where y is the ReLU's output; in place (dx == dy) allowed. */
-  void (*relu_backward) (TdmBackend *b, float *dx, const float *dy, const float *y, size_t n);
-
-  /* Convolution by GEMM. x is n×h×w×c (NHWC); the output is n×oh×ow where
-   * oh = (h + 2·pad − kh) / stride + 1 (floor), ow likewise. col has one row per
-   * output pixel (n·oh·ow rows, image-major, then oy, then ox) and kh·kw·c columns
-   * ordered (ky, kx, channel), the order of the conv weight's rows, so that
-   * out = col · Wᵀ. Output pixel (oy, ox) reads input pixel (oy·stride − pad + ky,
-   * ox·stride − pad + kx); outside the image reads as zero. */
-  void (*im2col) (TdmBackend *b, float *col, const float *x,
-                  int n, int h, int w, int c, int kh, int kw, int pad, int stride);
-  /* dx = the sum of col's entries back onto the pixels they were read from (written,
-   * not accumulated: pixels no window reads, possible with stride > kernel or with
-   * the floor, get zero). The adjoint of im2col. */
-  void (*col2im) (TdmBackend *b, float *dx, const float *col,
-                  int n, int h, int w, int c, int kh, int kw, int pad, int stride);
-
-  /* A whole convolution as one operation, optional (NULL where a backend composes
-   * every convolution from im2col, gemm and col2im, as the CUDA backend does), and
-   * only for the shapes tdm_backend_conv_work_floats() accepts for the backend's kind:
-   * y (n×oh×ow×out_c) = the convolution of x (n×h×w×c) with wt [out_c, kernel,
-   * kernel, c], no bias; work is the caller's scratch of that many floats, its
-   * contents undefined between calls. */
-  void (*conv_forward) (TdmBackend *b, float *y, const float *x, const float *wt,
-                        float *work, int n, int h, int w, int c, int out_c, int kernel,
-                        int pad, int stride);
-  /* Its backward from dy: dw written, and dx written when not NULL (a first layer
-   * needs none). */
-  void (*conv_backward) (TdmBackend *b, float *dx, float *dw, const float *dy,
-                         const float *x, const float *wt, float *work, int n, int h,
-                         int w, int c, int out_c, int kernel, int pad, int stride);
-
-  /* The convolution engine, optional (NULL on the CPU): a convolution with a choice
-   * of ways to compute it per shape and direction (forward, input gradient, weight
-   * gradient), measured once and remembered (on a GPU: cuDNN's engines, Tandem's own
-   * kernels, im2col with a GEMM). Every way gives the same function within the run's
-   * precision: float32 sums for bf16 operands (--precision bf16; an output may be
-   * rounded to bf16 on the way), TF32 or float32 products otherwise. Each candidate's
-   * scratch must fit in a->work_bytes, so memory stays the caller's rule. Returns
-   * FALSE, having queued nothing, where the caller should compose the convolution
-   * itself (im2col, gemm, col2im): no candidate of the engine's own was chosen, or the
-   * shape is not one it takes. Forward writes a->y; backward writes a->dw, and a->dx
-   * when not NULL. */
-  gboolean (*conv_engine_forward) (TdmBackend *b, const TdmConvArgs *a);
-  gboolean (*conv_engine_backward) (TdmBackend *b, const TdmConvArgs *a);
-  /* The engine's choices so far, counted by kind. Optional. */
-  void (*conv_choices) (TdmBackend *b, TdmConvChoices *counts);
-
-  /* Max pooling, window = stride = k, floor division: y is n×(h/k)×(w/k)×c.
-   * argmax holds, per output, the index into x of the chosen input (the first
-   * maximum, windows scanned row by row). When bias is not NULL, y += bias[channel]
-   * after the max, then y = max(y, 0) when relu: the bias and ReLU of the conv layer
-   * before the pool, which commute with the max (both are monotonic) and so cost a
-   * quarter of the passes over the conv's output. */
-  void (*maxpool_forward) (TdmBackend *b, float *y, int32_t *argmax, const float *x,
-                           const float *bias, bool relu, int n, int h, int w, int c, int k);
-  /* maxpool_forward (no bias) of bn_forward's training output (mean, invstd, gamma,
-   * beta as there, then max(·, 0) when relu), each value normalized from the bn's input
-   * x as it is read: the same y and argmax (which indexes the bn's output, laid out as
-   * x), and the normalized tensor is never written (a pool that is its only reader).
-   * Optional. */
-  void (*maxpool_forward_bn) (TdmBackend *b, float *y, int32_t *argmax, const float *x,
-                              const float *mean, const float *invstd, const float *gamma,
-                              const float *beta, bool relu, int n, int h, int w, int c,
-                              int k);
-  /* dx (n×h×w×c) = dy scattered through argmax, zero elsewhere. When y (the pool's
-   * output) is not NULL, only where y > 0: the ReLU folded into maxpool_forward, whose
-   * gradient is dy where the chosen input was positive, which is where y is. When
-   * dbias is not NULL it receives the folded bias's gradient, dbias[ch] = the sum of
-   * dx over every pixel of channel ch. */
-  void (*maxpool_backward) (TdmBackend *b, float *dx, float *dbias, const float *dy,
-                            const int32_t *argmax, const float *y, int n, int h, int w,
-                            int c, int k);
-
-  /* A network's first layer when it is a small convolution followed by a max pool:
-   * the conv (stride 1, weights wt [out, kh, kw, c]), its bias, its ReLU when relu,
-   * and the pool (window = stride = pk), in one pass. y and argmax are what
-   * maxpool_forward with the bias and ReLU folded in would give from the conv's
-   * output, n×oh×ow×out, and argmax indexes that output, which is never stored. For
-   * kh·kw·c <= TDM_CONV_POOL_TAPS and out <= TDM_CONV_POOL_OUT: with so few taps,
-   * im2col and a GEMM would move as many floats as they multiply. */
-  void (*conv_pool_forward) (TdmBackend *b, float *y, int32_t *argmax, const float *x,
-                             const float *wt, const float *bias, bool relu, int n, int h,
-                             int w, int c, int out, int kh, int kw, int pad, int pk);
-  /* Its parameter gradients from dy, the gradient of y: dwt and dbias as the conv's
-   * weight and bias gradients would be after maxpool_backward (with the ReLU mask
-   * when relu). No input gradient: a first layer needs none. */
-  void (*conv_pool_backward) (TdmBackend *b, float *dwt, float *dbias, const float *dy,
-                              const int32_t *argmax, const float *y, const float *x,
-                              bool relu, int n, int h, int w, int c, int out, int kh,
-                              int kw, int pad, int pk);
-
-  /* Softmax cross-entropy over rows × classes logits with int32 labels, against the
-   * label-smoothed target q = (1 − smoothing) · onehot + smoothing / classes (PyTorch's
-   * CrossEntropyLoss(label_smoothing=…); smoothing 0 is the plain loss). Adds the
-   * rows' loss sum −Σ q·log softmax and their correct count (arg-max, first maximum,
-   * equals the label) into *metrics (device memory). When dlogits is not NULL it
-   * receives (softmax − q) · grad_scale. */
-  void (*softmax_xent) (TdmBackend *b, const float *logits, const int32_t *labels,
-                        int rows, int classes, float smoothing, float grad_scale,
-                        float *dlogits, TdmMetrics *metrics);
-
-  /* x[i, :] = images[indices[i], :] · scale as float; y[i] = labels[indices[i]].
-   * images is uint8, sample_size bytes a sample, already in HWC order. */
-  void (*gather) (TdmBackend *b, float *x, int32_t *y, const uint8_t *images,
-                  const uint8_t *labels, const int32_t *indices, int count,
-                  int sample_size, float scale);
-  /* gather with augmentation, for h×w×c samples: each sample is shifted (a random crop
-   * of the image zero-padded by pad on every side) and then mirrored left-right as
-   * flip says. Sample i, s = indices[i], draws from the counter RNG of
-   * tdm-counter-rng.h, stream TDM_RNG_AUGMENT of key (seed), its epoch and s:
-   *   sy = tdm_crng_u32 (key, epoch, s, 0) % (2·pad + 1) − pad,
-   *   sx = tdm_crng_u32 (key, epoch, s, 1) % (2·pad + 1) − pad,
-   *   mirrored = flip == ALWAYS || (flip == RANDOM && (tdm_crng_u32 (key, epoch, s, 2) & 1)),
-   * and x[i, r, q, ch] = images[s, r + sy, q' + sx, ch] · scale with q' = w − 1 − q
-   * when mirrored, else q; 0 where (r + sy, q' + sx) is outside the image. So the
-   * numbers depend on (seed, epoch, sample index) alone, never on which replica or
-   * shard position the sample has. key is tdm_crng_key (seed, TDM_RNG_AUGMENT). pad 0
-   * and flip NEVER is gather. */
-  void (*gather_augment) (TdmBackend *b, float *x, int32_t *y, const uint8_t *images,
-                          const uint8_t *labels, const int32_t *indices, int count,
-                          int h, int w, int c, float scale, int pad, TdmFlip flip,
-                          uint64_t key, uint32_t epoch);
-
-  /* Batch normalization over rows × channels (NHWC activations: rows = n·h·w; after
-   * an fc, h = w = 1). Training mode's statistics take one pass over x and at most one
-   * all-reduce (tdm-bn-moments.h says how, and why it stays exact):
-   *   bn_moments (slots, x, …, slot, slot_count)  this replica's mean, M2 = Σ(x − mean)²
-   *                                                and row count into slot `slot`
-   *   (all-reduce the slots over replicas when synchronized; each replica its own slot)
-   *   bn_stats (saved, slots, slot_count, …)       saved = [mean[C], invstd[C]]
-   *   bn_forward (y, x, saved, saved + C, gamma, beta, …)
-   * Sums are accumulated in double in a fixed order (results do not depend on thread
-   * timing); outputs are float. */
-  /* slots holds slot_count slots of TDM_BN_SLOT_FLOATS(channels) floats; slot `slot`
-   * gets x's statistics, every other slot zeros. rows 0 writes an empty slot. */
-  void (*bn_moments) (TdmBackend *b, float *slots, const float *x, int rows, int channels,
-                      int slot, int slot_count);
-  /* For each channel c, the slots merged in order (tdm_bnm_merge) into the count, mean
-   * and M2 of every row; var = M2 / count (biased, used to normalize), saved[c] = mean,
-   * saved[C + c] = 1 / sqrt(var + eps). When running_mean is not NULL the running
-   * averages move as PyTorch's do:
-   *   running_mean = (1 − momentum) · running_mean + momentum · mean,
-   *   running_var  = (1 − momentum) · running_var + momentum · M2 / (count − 1)
-   * (the unbiased variance; var itself when count is 1). Every slot empty: mean 0,
-   * var 0. */
-  void (*bn_stats) (TdmBackend *b, float *saved, const float *slots, int slot_count,
-                    int channels, float eps, float momentum, float *running_mean,
-                    float *running_var);
-  /* y[r, c] = (x[r, c] − mean[c]) · invstd[c] · gamma[c] + beta[c], then max(y, 0)
-   * when relu. y != x (backward reads x). */
-  void (*bn_forward) (TdmBackend *b, float *y, const float *x, const float *mean,
-                      const float *invstd, const float *gamma, const float *beta,
-                      int rows, int channels, bool relu);
-  /* Evaluation mode: the same with mean = running_mean and invstd =
-   * 1 / sqrt(running_var + eps). y != x. */
-  void (*bn_forward_eval) (TdmBackend *b, float *y, const float *x,
-                           const float *running_mean, const float *running_var,
-                           const float *gamma, const float *beta, float eps, int rows,
-                           int channels, bool relu);
-  /* Backward, step 1: dbeta[c] = Σ_r g[r, c], dgamma[c] = Σ_r g[r, c] · xhat[r, c]
-   * with xhat = (x − mean) · invstd and g = dy, or with relu (the forward had a fused
-   * ReLU) g = dy where the forward's output x · (invstd·γ) + (β − mean·invstd·γ),
-   * computed as bn_forward computes it, is positive and 0 elsewhere: the ReLU's mask
-   * from x, with no pass of its own. Written. These are this replica's parameter
-   * gradients; when synchronized the caller all-reduces a copy of them for step 2. */
-  void (*bn_backward_sums) (TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
-                            const float *x, const float *mean, const float *invstd,
-                            const float *gamma, const float *beta, bool relu, int rows,
-                            int channels);
-  /* Step 2: dx = gamma · invstd · (g − sum_dbeta · inv_count − xhat · sum_dgamma ·
-   * inv_count), g as in step 1, with the sums over every row of the batch (all
-   * replicas when synchronized) and inv_count = 1 / that row count. dx == dy allowed. */
-  void (*bn_backward_dx) (TdmBackend *b, float *dx, const float *dy, const float *x,
-                          const float *mean, const float *invstd, const float *gamma,
-                          const float *beta, bool relu, const float *sum_dgamma,
-                          const float *sum_dbeta, float inv_count, int rows, int channels);
-  /* The same dx rounded to bfloat16 as to_bf16 rounds, the same bits as bn_backward_dx
-   * then to_bf16, in one pass: the output gradient of a convolution whose products
-   * read it as bf16 (--precision bf16), never written as float32. Optional (NULL on
-   * the CPU, which has no bf16). */
-  void (*bn_backward_dx_bf16) (TdmBackend *b, uint16_t *dx, const float *dy, const float *x,
-                               const float *mean, const float *invstd, const float *gamma,
-                               const float *beta, bool relu, const float *sum_dgamma,
-                               const float *sum_dbeta, float inv_count, int rows,
-                               int channels);
-
-  /* Average pooling, window = stride = k, floor division: y is n×(h/k)×(w/k)×c, each
-   * output the mean of its k·k inputs. */
-  void (*avgpool_forward) (TdmBackend *b, float *y, const float *x, int n, int h, int w,
-                           int c, int k);
-  /* dx[pixel] = dy[its window] / (k·k); pixels in no window (the floor's remainder)
-   * get zero. Written. */
-  void (*avgpool_backward) (TdmBackend *b, float *dx, const float *dy, int n, int h,
-                            int w, int c, int k);
-  /* Pooling with any window, stride and padding (TdmPool2d), PyTorch's MaxPool2d and
-   * AvgPool2d (floor mode). Max: padding counts as −∞; argmax holds, per output, the
-   * index within its sample (h·w·c) of the first maximum, windows scanned row by row.
-   * Its backward gathers: dx at each input is the sum, over the outputs whose window
-   * covers it (rows then columns in order), of dy where argmax chose it; written.
-   * Average: padding counts as zeros and every window divides by k·k (PyTorch's
-   * count_include_pad=True, its default); backward dx = Σ dy / (k·k) over the covering
-   * outputs, written. Optional: networks with such pools need them. */
-  void (*maxpool2d_forward) (TdmBackend *b, float *y, int32_t *argmax, const float *x,
-                             TdmPool2d g);
-  void (*maxpool2d_backward) (TdmBackend *b, float *dx, const float *dy,
-                              const int32_t *argmax, TdmPool2d g);
-  void (*avgpool2d_forward) (TdmBackend *b, float *y, const float *x, TdmPool2d g);
-  void (*avgpool2d_backward) (TdmBackend *b, float *dx, const float *dy, TdmPool2d g);
-  /* Per-channel input normalization after a gather: x[r, ch] = x[r, ch] · a.mul[ch] +
-   * a.add[ch] over rows × a.channels (NHWC pixels). Optional: runs that normalize
-   * need it. */
-  void (*channel_affine) (TdmBackend *b, float *x, size_t rows, TdmChannelAffine a);
-
-  /* Global pooling over the pixels of each sample: x is n×pixels×c, y is n×c.
-   * Average: y[i, c] = mean over pixels. Backward: dx[i, p, c] = dy[i, c] / pixels. */
-  void (*global_avgpool_forward) (TdmBackend *b, float *y, const float *x, int n,
-                                  int pixels, int c);
-  void (*global_avgpool_backward) (TdmBackend *b, float *dx, const float *dy, int n,
-                                   int pixels, int c);
-  /* Max: y[i, c] = max over pixels, argmax[i, c] = the flat index into x of the first
-   * maximum (pixels in order). Backward: dx = dy scattered through argmax, zero
-   * elsewhere. */
-  void (*global_maxpool_forward) (TdmBackend *b, float *y, int32_t *argmax, const float *x,
-                                  int n, int pixels, int c);
-  void (*global_maxpool_backward) (TdmBackend *b, float *dx, const float *dy,
-                                   const int32_t *argmax, int n, int pixels, int c);
-
-  /* Inverted dropout over n samples of per_sample floats. Element e of sample i (its
-   * dataset index s = indices[i], device memory) is kept when
-   * tdm_crng_uniform (key, epoch, s, e) >= p, and then scaled by 1 / (1 − p); dropped
-   * elements are 0. key is tdm_crng_key (seed, TDM_RNG_DROPOUT + layer): masks depend
-   * on (seed, layer, epoch, sample index, element) only, so any split into replicas
-   * draws the same mask, and backward draws it again instead of storing it. y == x
-   * allowed. 0 <= p < 1. */
-  void (*dropout_forward) (TdmBackend *b, float *y, const float *x, const int32_t *indices,
-                           int n, int per_sample, float p, uint64_t key, uint32_t epoch);
-  /* dx = dy masked and scaled by the same mask. dx == dy allowed. */
-  void (*dropout_backward) (TdmBackend *b, float *dx, const float *dy,
-                            const int32_t *indices, int n, int per_sample, float p,
-                            uint64_t key, uint32_t epoch);
-
-  /* Optimizers over the flat parameter buffer; g += weight_decay · p first. */
-  void (*sgd_update) (TdmBackend *b, float *p, const float *g, size_t n,
-                      float lr, float weight_decay);
-  void (*momentum_update) (TdmBackend *b, float *p, const float *g, float *velocity,
-                           size_t n, float lr, float momentum, float weight_decay);
-  /* PyTorch's SGD with momentum (torch.optim.SGD, dampening 0):
-   *   d = g + weight_decay · mask · p      (mask[i] ∈ {0, 1}; NULL = decay everything)
-   *   v = momentum · v + d
-   *   p −= lr · (nesterov ? d + momentum · v : v)
-   * The mask is one byte a parameter (tdm_network_decay_mask()): weight decay skips
-   * biases and BN parameters. v starts at zero (PyTorch's first step sets v = d, the
-   * same thing). */
-  void (*sgd_momentum_update) (TdmBackend *b, float *p, const float *g, float *velocity,
-                               const uint8_t *decay_mask, size_t n, float lr,
-                               float momentum, float weight_decay, bool nesterov);
-  /* g += weight_decay · mask · p, for the other optimizers when decay skips some
-   * parameters (they then run with weight_decay 0). */
-  void (*weight_decay) (TdmBackend *b, float *g, const float *p, const uint8_t *decay_mask,
-                        size_t n, float weight_decay);
-  /* Chainer's Adam: m, v moments; p −= lr_t · m / (sqrt(v) + eps), with lr_t the
-   * bias-corrected step alpha · sqrt(1 − beta2ᵗ) / (1 − beta1ᵗ) computed by the caller. */
-  void (*adam_update) (TdmBackend *b, float *p, const float *g, float *m, float *v,
-                       size_t n, float lr_t, float beta1, float beta2, float eps,
-                       float weight_decay);
-
-  /* --precision bf16's stored operands, optional (NULL on the CPU, which has no bf16):
-   * bfloat16 numbers as their bits (uint16_t), rounded to nearest even from float.
-   * to_bf16: out[i] = in[i] as bfloat16. im2col_bf16: im2col's columns, each value
-   * rounded. gemm_bf16: gemm's C = alpha · op(A) · op(B) + beta · C with A and B in
-   * bfloat16, products accumulated in float32, C float32. A convolution whose
-   * columns are bf16 reads half the bytes in its forward and weight-gradient GEMMs,
-   * which on a GPU wait on memory, not arithmetic. */
-  void (*to_bf16) (TdmBackend *b, uint16_t *out, const float *in, size_t n);
-  void (*im2col_bf16) (TdmBackend *b, uint16_t *col, const float *x,
-                       int n, int h, int w, int c, int kh, int kw, int pad, int stride);
-  /* im2col_bf16 of bn_forward's output (training mode: mean, invstd, gamma, beta as
-   * there, then max(·, 0) when relu), computed from the bn's input x as it is gathered:
-   * the same bits as bn_forward then im2col_bf16, and the normalized tensor is never
-   * written (a convolution that is its only reader). Optional. */
-  void (*im2col_bf16_bn) (TdmBackend *b, uint16_t *col, const float *x, const float *mean,
-                          const float *invstd, const float *gamma, const float *beta,
-                          bool relu, int n, int h, int w, int c, int kh, int kw, int pad,
-                          int stride);
-  void (*gemm_bf16) (TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k,
-                     float alpha, const uint16_t *a, int lda, const uint16_t *bm, int ldb,
-                     float beta, float *c, int ldc);
-  /* C = op(A) · op(B) rounded to bfloat16 (accumulated in float32), and col2im from
-   * such columns (summed in float32): a convolution's input gradient through bf16
-   * columns, half the bytes written and read. */
-  void (*gemm_bf16_out) (TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k,
-                         const uint16_t *a, int lda, const uint16_t *bm, int ldb, uint16_t *c,
-                         int ldc);
-  void (*col2im_bf16) (TdmBackend *b, float *dx, const uint16_t *col,
-                       int n, int h, int w, int c, int kh, int kw, int pad, int stride);
-  /* The same input gradient in one operation, optional: dx = col2im(dy · W) for dy
-   * (rows × out_c) and W (out_c × kh·kw·c) in bfloat16, dx float32 of n × h × w × c.
-   * A backend that can computes it without columns; else it goes through col (rows ×
-   * kh·kw·c bf16, the caller's scratch) as gemm_bf16_out and col2im_bf16 do. */
-  void (*conv_dgrad_bf16) (TdmBackend *b, float *dx, const uint16_t *dy, const uint16_t *w,
-                           uint16_t *col, int n, int h, int w_, int c, int out_c, int kh,
-                           int kw, int pad, int stride);
-
-  /* y += x; y *= alpha. For communicators. */
-  void (*add) (TdmBackend *b, float *y, const float *x, size_t n);
-  void (*scale) (TdmBackend *b, float *y, float alpha, size_t n);
-  /* Exact mode's sums on the device, optional: acc[2i], acc[2i + 1] (int64, device
-   * memory) += the fixed-point limbs of x[i] by tdm-exact-fixed.h's rule; *bad (int64,
-   * device) += the count of values it cannot hold. Without it the trainer adds on the
-   * host (tdm_exact_add(), the same bits). */
-  void (*exact_add) (TdmBackend *b, int64_t *acc, const float *x, size_t n, int64_t *bad);
-  /* y = a + x, then max(y, 0) when relu (NaN passes, as relu_forward): a residual
-   * block's end in one pass instead of a copy, add and relu_forward, with their bits.
-   * y may be a or x. Optional. */
-  void (*add_out) (TdmBackend *b, float *y, const float *a, const float *x, size_t n,
-                   bool relu);
-
-  /* Optional (NULL on the CPU): record the operations issued between begin and end
-   * into a graph that launch replays; key tells graphs of different shapes apart. */
-  gboolean (*graph_begin) (TdmBackend *b, int key);
-  void (*graph_end) (TdmBackend *b, int key);
-  gboolean (*graph_launch) (TdmBackend *b, int key);
-
-  void (*destroy) (TdmBackend *b);
-} TdmBackendOps;
-
 struct _TdmBackend {
   const TdmBackendOps *ops;
   TdmBackendKind kind;
@@ -528,9 +185,17 @@ size_t tdm_backend_own_bytes (const char *device);
 size_t tdm_backend_conv_work_floats (TdmBackendKind kind, int h, int w, int c, int out_c,
                                      int kernel, int pad, int stride);
 
-/* Convenience wrappers that read like calls. */
+/* Memory on the device. alloc and release go through the device's byte counter;
+ * release takes NULL. upload and download copy between the host and the device
+ * (download waits for the device), copy within the device (dst == src does nothing),
+ * zero clears bytes. synchronize waits for every operation issued. */
 void *tdm_backend_alloc (TdmBackend *b, size_t bytes, GError **error);
 void tdm_backend_release (TdmBackend *b, void *ptr);
+void tdm_backend_upload (TdmBackend *b, void *dst, const void *src, size_t bytes);
+void tdm_backend_download (TdmBackend *b, void *dst, const void *src, size_t bytes);
+void tdm_backend_copy (TdmBackend *b, void *dst, const void *src, size_t bytes);
+void tdm_backend_zero (TdmBackend *b, void *ptr, size_t bytes);
+void tdm_backend_synchronize (TdmBackend *b);
 
 /* Records a failure (first one wins) from any backend code. printf-style message. */
 void tdm_backend_fail (TdmBackend *b, int code, const char *format, ...) G_GNUC_PRINTF (3, 4);
@@ -541,13 +206,357 @@ gboolean tdm_backend_check (TdmBackend *b, GError **error);
 gboolean tdm_backend_check_queued (TdmBackend *b, GError **error);
 gboolean tdm_backend_failed (TdmBackend *b);
 
-/* Shape checks every backend makes before a GEMM or a convolution's operations; a
- * bad shape becomes the sticky error (naming the operation) and FALSE. */
-gboolean tdm_backend_check_gemm (TdmBackend *b, bool trans_a, bool trans_b, int m, int n,
-                                 int k, int lda, int ldb, int ldc);
-gboolean tdm_backend_check_conv (TdmBackend *b, const char *op, int n, int h, int w, int c,
+/* The operations. */
+
+/* C[m×n] = alpha · op(A) · op(B) + beta · C, row-major, op = transpose when set. */
+void tdm_backend_gemm (TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k,
+                       float alpha, const float *a, int lda, const float *bm, int ldb,
+                       float beta, float *c, int ldc);
+
+/* y[o, c, i] += bias[c] over outer × channels × inner, then max(y, 0) when relu. */
+void tdm_backend_bias_forward (TdmBackend *b, float *y, const float *bias,
+                               int outer, int channels, int inner, bool relu);
+/* dbias[c] = Σ over outer and inner of dy[o, c, i]. */
+void tdm_backend_bias_backward (TdmBackend *b, float *dbias, const float *dy,
+                                int outer, int channels, int inner);
+/* y = max(x, 0); in place allowed. */
+void tdm_backend_relu_forward (TdmBackend *b, float *y, const float *x, size_t n);
+/* dx = y > 0 ? dy : 0 where y is the ReLU's output; in place (dx == dy) allowed. */
+void tdm_backend_relu_backward (TdmBackend *b, float *dx, const float *dy, const float *y,
+                                size_t n);
+
+/* Convolution by GEMM. x is n×h×w×c (NHWC); the output is n×oh×ow where
+ * oh = (h + 2·pad − kh) / stride + 1 (floor), ow likewise. col has one row per
+ * output pixel (n·oh·ow rows, image-major, then oy, then ox) and kh·kw·c columns
+ * ordered (ky, kx, channel), the order of the conv weight's rows, so that
+ * out = col · Wᵀ. Output pixel (oy, ox) reads input pixel (oy·stride − pad + ky,
+ * ox·stride − pad + kx); outside the image reads as zero. */
+void tdm_backend_im2col (TdmBackend *b, float *col, const float *x,
+                         int n, int h, int w, int c, int kh, int kw, int pad, int stride);
+/* dx = the sum of col's entries back onto the pixels they were read from (written,
+ * not accumulated: pixels no window reads, possible with stride > kernel or with
+ * the floor, get zero). The adjoint of im2col. */
+void tdm_backend_col2im (TdmBackend *b, float *dx, const float *col,
+                         int n, int h, int w, int c, int kh, int kw, int pad, int stride);
+
+/* A whole convolution as one operation, for the shapes tdm_backend_conv_work_floats()
+ * accepts for the backend's kind (elsewhere the caller composes it from im2col, gemm
+ * and col2im; a shape the backend cannot take fails, naming it):
+ * y (n×oh×ow×out_c) = the convolution of x (n×h×w×c) with wt [out_c, kernel,
+ * kernel, c], no bias; work is the caller's scratch of that many floats, its
+ * contents undefined between calls. */
+void tdm_backend_conv_forward (TdmBackend *b, float *y, const float *x, const float *wt,
+                               float *work, int n, int h, int w, int c, int out_c, int kernel,
+                               int pad, int stride);
+/* Its backward from dy: dw written, and dx written when not NULL (a first layer
+ * needs none). */
+void tdm_backend_conv_backward (TdmBackend *b, float *dx, float *dw, const float *dy,
+                                const float *x, const float *wt, float *work, int n, int h,
+                                int w, int c, int out_c, int kernel, int pad, int stride);
+
+/* The convolution engine, where the backend has one (a GPU): a convolution with a
+ * choice of ways to compute it per shape and direction (forward, input gradient,
+ * weight gradient), measured once and remembered (on a GPU: cuDNN's engines, Tandem's
+ * own kernels, im2col with a GEMM). Every way gives the same function within the run's
+ * precision: float32 sums for bf16 operands (--precision bf16; an output may be
+ * rounded to bf16 on the way), TF32 or float32 products otherwise. Each candidate's
+ * scratch must fit in a->work_bytes, so memory stays the caller's rule. Returns FALSE,
+ * having queued nothing, where the caller should compose the convolution itself
+ * (im2col, gemm, col2im): the backend has no engine, no candidate of the engine's own
+ * was chosen, or the shape is not one it takes. Forward writes a->y; backward writes
+ * a->dw, and a->dx when not NULL. */
+gboolean tdm_backend_conv_engine_forward (TdmBackend *b, const TdmConvArgs *a);
+gboolean tdm_backend_conv_engine_backward (TdmBackend *b, const TdmConvArgs *a);
+/* The engine's choices so far, counted by kind; all zero without an engine. */
+void tdm_backend_conv_choices (TdmBackend *b, TdmConvChoices *counts);
+
+/* Max pooling, window = stride = k, floor division: y is n×(h/k)×(w/k)×c.
+ * argmax holds, per output, the index into x of the chosen input (the first
+ * maximum, windows scanned row by row). When bias is not NULL, y += bias[channel]
+ * after the max, then y = max(y, 0) when relu: the bias and ReLU of the conv layer
+ * before the pool, which commute with the max (both are monotonic) and so cost a
+ * quarter of the passes over the conv's output. */
+void tdm_backend_maxpool_forward (TdmBackend *b, float *y, int32_t *argmax, const float *x,
+                                  const float *bias, bool relu, int n, int h, int w, int c,
+                                  int k);
+/* maxpool_forward (no bias) of bn_forward's training output (mean, invstd, gamma,
+ * beta as there, then max(·, 0) when relu), each value normalized from the bn's input
+ * x as it is read: the same y and argmax (which indexes the bn's output, laid out as
+ * x), and the normalized tensor is never written (a pool that is its only reader).
+ * Only where tdm_backend_has_maxpool_forward_bn(); elsewhere it fails. */
+void tdm_backend_maxpool_forward_bn (TdmBackend *b, float *y, int32_t *argmax, const float *x,
+                                     const float *mean, const float *invstd, const float *gamma,
+                                     const float *beta, bool relu, int n, int h, int w, int c,
+                                     int k);
+/* dx (n×h×w×c) = dy scattered through argmax, zero elsewhere. When y (the pool's
+ * output) is not NULL, only where y > 0: the ReLU folded into maxpool_forward, whose
+ * gradient is dy where the chosen input was positive, which is where y is. When
+ * dbias is not NULL it receives the folded bias's gradient, dbias[ch] = the sum of
+ * dx over every pixel of channel ch. */
+void tdm_backend_maxpool_backward (TdmBackend *b, float *dx, float *dbias, const float *dy,
+                                   const int32_t *argmax, const float *y, int n, int h, int w,
+                                   int c, int k);
+
+/* A network's first layer when it is a small convolution followed by a max pool:
+ * the conv (stride 1, weights wt [out, kh, kw, c]), its bias, its ReLU when relu,
+ * and the pool (window = stride = pk), in one pass. y and argmax are what
+ * maxpool_forward with the bias and ReLU folded in would give from the conv's
+ * output, n×oh×ow×out, and argmax indexes that output, which is never stored. For
+ * kh·kw·c <= TDM_CONV_POOL_TAPS and out <= TDM_CONV_POOL_OUT: with so few taps,
+ * im2col and a GEMM would move as many floats as they multiply. */
+void tdm_backend_conv_pool_forward (TdmBackend *b, float *y, int32_t *argmax, const float *x,
+                                    const float *wt, const float *bias, bool relu, int n, int h,
+                                    int w, int c, int out, int kh, int kw, int pad, int pk);
+/* Its parameter gradients from dy, the gradient of y: dwt and dbias as the conv's
+ * weight and bias gradients would be after maxpool_backward (with the ReLU mask
+ * when relu). No input gradient: a first layer needs none. */
+void tdm_backend_conv_pool_backward (TdmBackend *b, float *dwt, float *dbias, const float *dy,
+                                     const int32_t *argmax, const float *y, const float *x,
+                                     bool relu, int n, int h, int w, int c, int out, int kh,
+                                     int kw, int pad, int pk);
+
+/* Softmax cross-entropy over rows × classes logits with int32 labels, against the
+ * label-smoothed target q = (1 − smoothing) · onehot + smoothing / classes (PyTorch's
+ * CrossEntropyLoss(label_smoothing=…); smoothing 0 is the plain loss). Adds the
+ * rows' loss sum −Σ q·log softmax and their correct count (arg-max, first maximum,
+ * equals the label) into *metrics (device memory). When dlogits is not NULL it
+ * receives (softmax − q) · grad_scale. */
+void tdm_backend_softmax_xent (TdmBackend *b, const float *logits, const int32_t *labels,
+                               int rows, int classes, float smoothing, float grad_scale,
+                               float *dlogits, TdmMetrics *metrics);
+
+/* x[i, :] = images[indices[i], :] · scale as float; y[i] = labels[indices[i]].
+ * images is uint8, sample_size bytes a sample, already in HWC order. */
+void tdm_backend_gather (TdmBackend *b, float *x, int32_t *y, const uint8_t *images,
+                         const uint8_t *labels, const int32_t *indices, int count,
+                         int sample_size, float scale);
+/* gather with augmentation, for h×w×c samples: each sample is shifted (a random crop
+ * of the image zero-padded by pad on every side) and then mirrored left-right as
+ * flip says. Sample i, s = indices[i], draws from the counter RNG of
+ * tdm-counter-rng.h, stream TDM_RNG_AUGMENT of key (seed), its epoch and s:
+ *   sy = tdm_crng_u32 (key, epoch, s, 0) % (2·pad + 1) − pad,
+ *   sx = tdm_crng_u32 (key, epoch, s, 1) % (2·pad + 1) − pad,
+ *   mirrored = flip == ALWAYS || (flip == RANDOM && (tdm_crng_u32 (key, epoch, s, 2) & 1)),
+ * and x[i, r, q, ch] = images[s, r + sy, q' + sx, ch] · scale with q' = w − 1 − q
+ * when mirrored, else q; 0 where (r + sy, q' + sx) is outside the image. So the
+ * numbers depend on (seed, epoch, sample index) alone, never on which replica or
+ * shard position the sample has. key is tdm_crng_key (seed, TDM_RNG_AUGMENT). pad 0
+ * and flip NEVER is gather. */
+void tdm_backend_gather_augment (TdmBackend *b, float *x, int32_t *y, const uint8_t *images,
+                                 const uint8_t *labels, const int32_t *indices, int count,
+                                 int h, int w, int c, float scale, int pad, TdmFlip flip,
+                                 uint64_t key, uint32_t epoch);
+
+/* Batch normalization over rows × channels (NHWC activations: rows = n·h·w; after
+ * an fc, h = w = 1). Training mode's statistics take one pass over x and at most one
+ * all-reduce (tdm-bn-moments.h says how, and why it stays exact):
+ *   bn_moments (slots, x, …, slot, slot_count)  this replica's mean, M2 = Σ(x − mean)²
+ *                                                and row count into slot `slot`
+ *   (all-reduce the slots over replicas when synchronized; each replica its own slot)
+ *   bn_stats (saved, slots, slot_count, …)       saved = [mean[C], invstd[C]]
+ *   bn_forward (y, x, saved, saved + C, gamma, beta, …)
+ * Sums are accumulated in double in a fixed order (results do not depend on thread
+ * timing); outputs are float. */
+/* slots holds slot_count slots of TDM_BN_SLOT_FLOATS(channels) floats; slot `slot`
+ * gets x's statistics, every other slot zeros. rows 0 writes an empty slot. */
+void tdm_backend_bn_moments (TdmBackend *b, float *slots, const float *x, int rows,
+                             int channels, int slot, int slot_count);
+/* For each channel c, the slots merged in order (tdm_bnm_merge) into the count, mean
+ * and M2 of every row; var = M2 / count (biased, used to normalize), saved[c] = mean,
+ * saved[C + c] = 1 / sqrt(var + eps). When running_mean is not NULL the running
+ * averages move as PyTorch's do:
+ *   running_mean = (1 − momentum) · running_mean + momentum · mean,
+ *   running_var  = (1 − momentum) · running_var + momentum · M2 / (count − 1)
+ * (the unbiased variance; var itself when count is 1). Every slot empty: mean 0,
+ * var 0. */
+void tdm_backend_bn_stats (TdmBackend *b, float *saved, const float *slots, int slot_count,
+                           int channels, float eps, float momentum, float *running_mean,
+                           float *running_var);
+/* y[r, c] = (x[r, c] − mean[c]) · invstd[c] · gamma[c] + beta[c], then max(y, 0)
+ * when relu. y != x (backward reads x). */
+void tdm_backend_bn_forward (TdmBackend *b, float *y, const float *x, const float *mean,
+                             const float *invstd, const float *gamma, const float *beta,
+                             int rows, int channels, bool relu);
+/* Evaluation mode: the same with mean = running_mean and invstd =
+ * 1 / sqrt(running_var + eps). y != x. */
+void tdm_backend_bn_forward_eval (TdmBackend *b, float *y, const float *x,
+                                  const float *running_mean, const float *running_var,
+                                  const float *gamma, const float *beta, float eps, int rows,
+                                  int channels, bool relu);
+/* Backward, step 1: dbeta[c] = Σ_r g[r, c], dgamma[c] = Σ_r g[r, c] · xhat[r, c]
+ * with xhat = (x − mean) · invstd and g = dy, or with relu (the forward had a fused
+ * ReLU) g = dy where the forward's output x · (invstd·γ) + (β − mean·invstd·γ),
+ * computed as bn_forward computes it, is positive and 0 elsewhere: the ReLU's mask
+ * from x, with no pass of its own. Written. These are this replica's parameter
+ * gradients; when synchronized the caller all-reduces a copy of them for step 2. */
+void tdm_backend_bn_backward_sums (TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
+                                   const float *x, const float *mean, const float *invstd,
+                                   const float *gamma, const float *beta, bool relu, int rows,
+                                   int channels);
+/* Step 2: dx = gamma · invstd · (g − sum_dbeta · inv_count − xhat · sum_dgamma ·
+ * inv_count), g as in step 1, with the sums over every row of the batch (all
+ * replicas when synchronized) and inv_count = 1 / that row count. dx == dy allowed. */
+void tdm_backend_bn_backward_dx (TdmBackend *b, float *dx, const float *dy, const float *x,
+                                 const float *mean, const float *invstd, const float *gamma,
+                                 const float *beta, bool relu, const float *sum_dgamma,
+                                 const float *sum_dbeta, float inv_count, int rows,
+                                 int channels);
+/* The same dx rounded to bfloat16 as to_bf16 rounds, the same bits as bn_backward_dx
+ * then to_bf16, in one pass: the output gradient of a convolution whose products
+ * read it as bf16 (--precision bf16), never written as float32. Only where
+ * tdm_backend_has_bn_backward_dx_bf16(); elsewhere it fails. */
+void tdm_backend_bn_backward_dx_bf16 (TdmBackend *b, uint16_t *dx, const float *dy,
+                                      const float *x, const float *mean, const float *invstd,
+                                      const float *gamma, const float *beta, bool relu,
+                                      const float *sum_dgamma, const float *sum_dbeta,
+                                      float inv_count, int rows, int channels);
+
+/* Average pooling, window = stride = k, floor division: y is n×(h/k)×(w/k)×c, each
+ * output the mean of its k·k inputs. */
+void tdm_backend_avgpool_forward (TdmBackend *b, float *y, const float *x, int n, int h, int w,
+                                  int c, int k);
+/* dx[pixel] = dy[its window] / (k·k); pixels in no window (the floor's remainder)
+ * get zero. Written. */
+void tdm_backend_avgpool_backward (TdmBackend *b, float *dx, const float *dy, int n, int h,
+                                   int w, int c, int k);
+/* Pooling with any window, stride and padding (TdmPool2d), PyTorch's MaxPool2d and
+ * AvgPool2d (floor mode). Max: padding counts as −∞; argmax holds, per output, the
+ * index within its sample (h·w·c) of the first maximum, windows scanned row by row.
+ * Its backward gathers: dx at each input is the sum, over the outputs whose window
+ * covers it (rows then columns in order), of dy where argmax chose it; written.
+ * Average: padding counts as zeros and every window divides by k·k (PyTorch's
+ * count_include_pad=True, its default); backward dx = Σ dy / (k·k) over the covering
+ * outputs, written. */
+void tdm_backend_maxpool2d_forward (TdmBackend *b, float *y, int32_t *argmax, const float *x,
+                                    TdmPool2d g);
+void tdm_backend_maxpool2d_backward (TdmBackend *b, float *dx, const float *dy,
+                                     const int32_t *argmax, TdmPool2d g);
+void tdm_backend_avgpool2d_forward (TdmBackend *b, float *y, const float *x, TdmPool2d g);
+void tdm_backend_avgpool2d_backward (TdmBackend *b, float *dx, const float *dy, TdmPool2d g);
+/* Per-channel input normalization after a gather: x[r, ch] = x[r, ch] · a.mul[ch] +
+ * a.add[ch] over rows × a.channels (NHWC pixels), at most TDM_AFFINE_MAX_CHANNELS. */
+void tdm_backend_channel_affine (TdmBackend *b, float *x, size_t rows, TdmChannelAffine a);
+
+/* Global pooling over the pixels of each sample: x is n×pixels×c, y is n×c.
+ * Average: y[i, c] = mean over pixels. Backward: dx[i, p, c] = dy[i, c] / pixels. */
+void tdm_backend_global_avgpool_forward (TdmBackend *b, float *y, const float *x, int n,
+                                         int pixels, int c);
+void tdm_backend_global_avgpool_backward (TdmBackend *b, float *dx, const float *dy, int n,
+                                          int pixels, int c);
+/* Max: y[i, c] = max over pixels, argmax[i, c] = the flat index into x of the first
+ * maximum (pixels in order). Backward: dx = dy scattered through argmax, zero
+ * elsewhere. */
+void tdm_backend_global_maxpool_forward (TdmBackend *b, float *y, int32_t *argmax,
+                                         const float *x, int n, int pixels, int c);
+void tdm_backend_global_maxpool_backward (TdmBackend *b, float *dx, const float *dy,
+                                          const int32_t *argmax, int n, int pixels, int c);
+
+/* Inverted dropout over n samples of per_sample floats. Element e of sample i (its
+ * dataset index s = indices[i], device memory) is kept when
+ * tdm_crng_uniform (key, epoch, s, e) >= p, and then scaled by 1 / (1 − p); dropped
+ * elements are 0. key is tdm_crng_key (seed, TDM_RNG_DROPOUT + layer): masks depend
+ * on (seed, layer, epoch, sample index, element) only, so any split into replicas
+ * draws the same mask, and backward draws it again instead of storing it. y == x
+ * allowed. 0 <= p < 1. */
+void tdm_backend_dropout_forward (TdmBackend *b, float *y, const float *x,
+                                  const int32_t *indices, int n, int per_sample, float p,
+                                  uint64_t key, uint32_t epoch);
+/* dx = dy masked and scaled by the same mask. dx == dy allowed. */
+void tdm_backend_dropout_backward (TdmBackend *b, float *dx, const float *dy,
+                                   const int32_t *indices, int n, int per_sample, float p,
+                                   uint64_t key, uint32_t epoch);
+
+/* Optimizers over the flat parameter buffer; g += weight_decay · p first. */
+void tdm_backend_sgd_update (TdmBackend *b, float *p, const float *g, size_t n,
+                             float lr, float weight_decay);
+void tdm_backend_momentum_update (TdmBackend *b, float *p, const float *g, float *velocity,
+                                  size_t n, float lr, float momentum, float weight_decay);
+/* PyTorch's SGD with momentum (torch.optim.SGD, dampening 0):
+ *   d = g + weight_decay · mask · p      (mask[i] ∈ {0, 1}; NULL = decay everything)
+ *   v = momentum · v + d
+ *   p −= lr · (nesterov ? d + momentum · v : v)
+ * The mask is one byte a parameter (tdm_network_decay_mask()): weight decay skips
+ * biases and BN parameters. v starts at zero (PyTorch's first step sets v = d, the
+ * same thing). */
+void tdm_backend_sgd_momentum_update (TdmBackend *b, float *p, const float *g, float *velocity,
+                                      const uint8_t *decay_mask, size_t n, float lr,
+                                      float momentum, float weight_decay, bool nesterov);
+/* g += weight_decay · mask · p, for the other optimizers when decay skips some
+ * parameters (they then run with weight_decay 0). */
+void tdm_backend_weight_decay (TdmBackend *b, float *g, const float *p,
+                               const uint8_t *decay_mask, size_t n, float weight_decay);
+/* Chainer's Adam: m, v moments; p −= lr_t · m / (sqrt(v) + eps), with lr_t the
+ * bias-corrected step alpha · sqrt(1 − beta2ᵗ) / (1 − beta1ᵗ) computed by the caller. */
+void tdm_backend_adam_update (TdmBackend *b, float *p, const float *g, float *m, float *v,
+                              size_t n, float lr_t, float beta1, float beta2, float eps,
+                              float weight_decay);
+
+/* --precision bf16's stored operands: bfloat16 numbers as their bits (uint16_t),
+ * rounded to nearest even from float (tdm-bf16.h's rule, the GPU's). to_bf16: out[i] =
+ * in[i] as bfloat16. im2col_bf16: im2col's columns, each value
+ * rounded. gemm_bf16: gemm's C = alpha · op(A) · op(B) + beta · C with A and B in
+ * bfloat16, products accumulated in float32, C float32. A convolution whose
+ * columns are bf16 reads half the bytes in its forward and weight-gradient GEMMs,
+ * which on a GPU wait on memory, not arithmetic. */
+void tdm_backend_to_bf16 (TdmBackend *b, uint16_t *out, const float *in, size_t n);
+void tdm_backend_im2col_bf16 (TdmBackend *b, uint16_t *col, const float *x,
+                              int n, int h, int w, int c, int kh, int kw, int pad, int stride);
+/* im2col_bf16 of bn_forward's output (training mode: mean, invstd, gamma, beta as
+ * there, then max(·, 0) when relu), computed from the bn's input x as it is gathered:
+ * the same bits as bn_forward then im2col_bf16, and the normalized tensor is never
+ * written (a convolution that is its only reader). Only where
+ * tdm_backend_has_im2col_bf16_bn(); elsewhere it fails. */
+void tdm_backend_im2col_bf16_bn (TdmBackend *b, uint16_t *col, const float *x,
+                                 const float *mean, const float *invstd, const float *gamma,
+                                 const float *beta, bool relu, int n, int h, int w, int c,
                                  int kh, int kw, int pad, int stride);
-gboolean tdm_backend_check_conv_pool (TdmBackend *b, const char *op, int n, int h, int w,
-                                      int c, int out, int kh, int kw, int pad, int pk);
+void tdm_backend_gemm_bf16 (TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k,
+                            float alpha, const uint16_t *a, int lda, const uint16_t *bm,
+                            int ldb, float beta, float *c, int ldc);
+/* C = op(A) · op(B) rounded to bfloat16 (accumulated in float32), and col2im from
+ * such columns (summed in float32): a convolution's input gradient through bf16
+ * columns, half the bytes written and read. */
+void tdm_backend_gemm_bf16_out (TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k,
+                                const uint16_t *a, int lda, const uint16_t *bm, int ldb,
+                                uint16_t *c, int ldc);
+void tdm_backend_col2im_bf16 (TdmBackend *b, float *dx, const uint16_t *col,
+                              int n, int h, int w, int c, int kh, int kw, int pad, int stride);
+/* The same input gradient in one operation: dx = col2im(dy · W) for dy (rows × out_c)
+ * and W (out_c × kh·kw·c) in bfloat16, dx float32 of n × h × w × c. A backend that can
+ * computes it without columns; else it goes through col (rows × kh·kw·c bf16, the
+ * caller's scratch) as gemm_bf16_out and col2im_bf16 do, with their bits. */
+void tdm_backend_conv_dgrad_bf16 (TdmBackend *b, float *dx, const uint16_t *dy,
+                                  const uint16_t *w, uint16_t *col, int n, int h, int w_, int c,
+                                  int out_c, int kh, int kw, int pad, int stride);
+
+/* y += x; y *= alpha. For communicators. */
+void tdm_backend_add (TdmBackend *b, float *y, const float *x, size_t n);
+void tdm_backend_scale (TdmBackend *b, float *y, float alpha, size_t n);
+/* Exact mode's sums on the device, where tdm_backend_has_exact_add() (elsewhere it
+ * fails): acc[2i], acc[2i + 1] (int64, device memory) += the fixed-point limbs of x[i]
+ * by tdm-exact-fixed.h's rule; *bad (int64, device) += the count of values it cannot
+ * hold. Without it the trainer adds on the host (tdm_exact_add(), the same bits). */
+void tdm_backend_exact_add (TdmBackend *b, int64_t *acc, const float *x, size_t n,
+                            int64_t *bad);
+/* y = a + x, then max(y, 0) when relu (NaN passes, as relu_forward): a residual
+ * block's end in one pass instead of a copy, add and relu_forward, with their bits
+ * (which is what it issues on a backend without the one pass). y may be a or x. */
+void tdm_backend_add_out (TdmBackend *b, float *y, const float *a, const float *x, size_t n,
+                          bool relu);
+
+/* Where tdm_backend_has_graphs() (a GPU): record the operations issued between begin
+ * and end into a graph that launch replays; key tells graphs of different shapes
+ * apart. Elsewhere begin and launch return FALSE and end does nothing. */
+gboolean tdm_backend_graph_begin (TdmBackend *b, int key);
+void tdm_backend_graph_end (TdmBackend *b, int key);
+gboolean tdm_backend_graph_launch (TdmBackend *b, int key);
+
+
+/* Which of the operations above that not every backend has this one has. */
+gboolean tdm_backend_has_maxpool_forward_bn (TdmBackend *b);
+gboolean tdm_backend_has_im2col_bf16_bn (TdmBackend *b);
+gboolean tdm_backend_has_bn_backward_dx_bf16 (TdmBackend *b);
+gboolean tdm_backend_has_exact_add (TdmBackend *b);
+gboolean tdm_backend_has_graphs (TdmBackend *b);
 
 G_END_DECLS

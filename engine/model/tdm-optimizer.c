@@ -29,31 +29,17 @@ tdm_optimizer_new(TdmBackend *b, const TdmConfig *config, size_t count,
       tdm_optimizer_free(opt);
       return NULL;
     }
-    b->ops->zero(b, opt->state[i], count * sizeof(float));
+    tdm_backend_zero(b, opt->state[i], count * sizeof(float));
   }
   if (decay_mask != NULL && config->decay_scope == TDM_DECAY_WEIGHTS &&
       config->weight_decay > 0) {
-    if (b->ops->weight_decay == NULL ||
-        (opt->kind == TDM_OPTIMIZER_NESTEROV && b->ops->sgd_momentum_update == NULL)) {
-      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-                  _("%s: this build's backend cannot yet skip biases and BN parameters in "
-                  "weight decay; use --weight-decay-on all or train on cpu"), b->name);
-      tdm_optimizer_free(opt);
-      return NULL;
-    }
     opt->decay_mask = tdm_backend_alloc(b, count, error);
     if (opt->decay_mask == NULL) {
       tdm_optimizer_free(opt);
       return NULL;
     }
-    b->ops->upload(b, opt->decay_mask, decay_mask, count);
-    b->ops->synchronize(b);
-  }
-  if (opt->kind == TDM_OPTIMIZER_NESTEROV && b->ops->sgd_momentum_update == NULL) {
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-                _("%s: this build's backend has no Nesterov SGD yet; train on cpu"), b->name);
-    tdm_optimizer_free(opt);
-    return NULL;
+    tdm_backend_upload(b, opt->decay_mask, decay_mask, count);
+    tdm_backend_synchronize(b);
   }
   return opt;
 }
@@ -84,27 +70,27 @@ update_range(TdmOptimizer *opt, float *params, float *grads, size_t at, size_t n
   float decay = opt->weight_decay;
   if (mask != NULL && opt->kind != TDM_OPTIMIZER_NESTEROV) {
     /* The masked decay goes into the gradient first (grads are rebuilt every step). */
-    b->ops->weight_decay(b, g, p, mask, n, decay);
+    tdm_backend_weight_decay(b, g, p, mask, n, decay);
     decay = 0.0f;
   }
   switch (opt->kind) {
   case TDM_OPTIMIZER_SGD:
-    b->ops->sgd_update(b, p, g, n, (float)lr, decay);
+    tdm_backend_sgd_update(b, p, g, n, (float)lr, decay);
     break;
   case TDM_OPTIMIZER_MOMENTUM:
-    b->ops->momentum_update(b, p, g, s0, n, (float)lr, opt->momentum, decay);
+    tdm_backend_momentum_update(b, p, g, s0, n, (float)lr, opt->momentum, decay);
     break;
   case TDM_OPTIMIZER_NESTEROV:
-    b->ops->sgd_momentum_update(b, p, g, s0, mask, n, (float)lr, opt->momentum,
-                                opt->weight_decay, true);
+    tdm_backend_sgd_momentum_update(b, p, g, s0, mask, n, (float)lr, opt->momentum,
+                                    opt->weight_decay, true);
     break;
   case TDM_OPTIMIZER_ADAM: {
     /* Bias correction in double on the host, as Chainer computes alpha_t. */
     double fix1 = 1.0 - pow(opt->beta1, (double)opt->t);
     double fix2 = 1.0 - pow(opt->beta2, (double)opt->t);
     double lr_t = lr * sqrt(fix2) / fix1;
-    b->ops->adam_update(b, p, g, s0, s1, n, (float)lr_t, opt->beta1, opt->beta2, opt->eps,
-                        decay);
+    tdm_backend_adam_update(b, p, g, s0, s1, n, (float)lr_t, opt->beta1, opt->beta2, opt->eps,
+                            decay);
     break;
   }
   }

@@ -46,24 +46,24 @@ bn_forward(TdmReplica *r, TdmPassMode mode, float *y, const float *x, int n, int
            gboolean statistics_only)
 {
   TdmBackend *b = r->backend;
-  const TdmBackendOps *ops = b->ops;
   int rows = n * pixels;
   if (mode == MODE_EVAL) {
-    ops->bn_forward_eval(b, y, x, running, running + c, gamma, beta, TDM_BN_EPS, rows, c,
-                         relu);
+    tdm_backend_bn_forward_eval(b, y, x, running, running + c, gamma, beta, TDM_BN_EPS, rows, c,
+                                relu);
     return;
   }
   float *saved = work + 2 * c;
   gboolean sync = r->bn_reduce != NULL;
   float *slots = sync ? r->bn_slots : work + 4 * c;
   int slot_count = sync ? r->bn_slot_count : 1;
-  ops->bn_moments(b, slots, x, rows, c, sync ? r->bn_slot : 0, slot_count);
+  tdm_backend_bn_moments(b, slots, x, rows, c, sync ? r->bn_slot : 0, slot_count);
   if (!tdm_replica_bn_reduce(r, slots, TDM_BN_SLOT_FLOATS(c) * slot_count))
     return;
-  ops->bn_stats(b, saved, slots, slot_count, c, TDM_BN_EPS, TDM_BN_MOMENTUM,
-                mode == MODE_TRAIN ? running : NULL, mode == MODE_TRAIN ? running + c : NULL);
+  tdm_backend_bn_stats(b, saved, slots, slot_count, c, TDM_BN_EPS, TDM_BN_MOMENTUM,
+                       mode == MODE_TRAIN ? running : NULL,
+                       mode == MODE_TRAIN ? running + c : NULL);
   if (!statistics_only)
-    ops->bn_forward(b, y, x, saved, saved + c, gamma, beta, rows, c, relu);
+    tdm_backend_bn_forward(b, y, x, saved, saved + c, gamma, beta, rows, c, relu);
 }
 
 /* dx from dy through BN (and its fused ReLU when relu: the backend recomputes the
@@ -75,27 +75,26 @@ bn_backward(TdmReplica *r, float *dx, uint16_t *dx16, const float *dy, const flo
             float *dgamma, float *work)
 {
   TdmBackend *b = r->backend;
-  const TdmBackendOps *ops = b->ops;
   int rows = n * pixels;
   const float *saved = work + 2 * c;
-  ops->bn_backward_sums(b, dgamma, dgamma + c, dy, x, saved, saved + c, gamma, beta, relu,
-                        rows, c);
+  tdm_backend_bn_backward_sums(b, dgamma, dgamma + c, dy, x, saved, saved + c, gamma, beta,
+                               relu, rows, c);
   const float *sums = dgamma;
   if (r->bn_reduce != NULL) {
     /* The gradients stay this replica's (the gradient all-reduce sums them); the
      * normalization's backward needs the sums over every replica. */
-    ops->copy(b, work, dgamma, 2 * (size_t)c * sizeof(float));
+    tdm_backend_copy(b, work, dgamma, 2 * (size_t)c * sizeof(float));
     if (!tdm_replica_bn_reduce(r, work, 2 * (size_t)c))
       return;
     sums = work;
   }
   float inv_count = (float)(1.0 / bn_count(r, n, pixels));
   if (dx16 != NULL)
-    ops->bn_backward_dx_bf16(b, dx16, dy, x, saved, saved + c, gamma, beta, relu, sums,
-                             sums + c, inv_count, rows, c);
+    tdm_backend_bn_backward_dx_bf16(b, dx16, dy, x, saved, saved + c, gamma, beta, relu, sums,
+                                    sums + c, inv_count, rows, c);
   else
-    ops->bn_backward_dx(b, dx, dy, x, saved, saved + c, gamma, beta, relu, sums, sums + c,
-                        inv_count, rows, c);
+    tdm_backend_bn_backward_dx(b, dx, dy, x, saved, saved + c, gamma, beta, relu, sums,
+                               sums + c, inv_count, rows, c);
 }
 
 static uint64_t
@@ -118,17 +117,14 @@ dropout_key(const TdmReplica *r, int layer)
 static gboolean
 conv_bf16(TdmReplica *r, const float *col, int rows, int k, int out_c)
 {
-  const TdmBackendOps *ops = r->backend->ops;
-  return r->backend->precision == TDM_PRECISION_BF16 && col != NULL && ops->gemm_bf16 != NULL &&
-         ops->im2col_bf16 != NULL && ops->to_bf16 != NULL && out_c <= k && out_c <= rows;
+  return r->backend->precision == TDM_PRECISION_BF16 && col != NULL && out_c <= k &&
+         out_c <= rows;
 }
 
 static gboolean
-conv_bf16_dx(TdmReplica *r, int rows, int k, int out_c)
+conv_bf16_dx(int rows, int k, int out_c)
 {
-  const TdmBackendOps *ops = r->backend->ops;
-  return ops->gemm_bf16_out != NULL && ops->col2im_bf16 != NULL &&
-         (size_t)rows * out_c + (size_t)out_c * k <= (size_t)rows * k;
+  return (size_t)rows * out_c + (size_t)out_c * k <= (size_t)rows * k;
 }
 
 /* A conv's weights w (out_c·k values) as bf16: in params16, which the forward pass
@@ -138,7 +134,7 @@ conv_weights16(TdmReplica *r, const float *w, size_t count, uint16_t *spare)
 {
   if (r->params16 != NULL)
     return r->params16 + (w - r->params);
-  r->backend->ops->to_bf16(r->backend, spare, w, count);
+  tdm_backend_to_bf16(r->backend, spare, w, count);
   return spare;
 }
 
@@ -151,7 +147,7 @@ conv_weights16(TdmReplica *r, const float *w, size_t count, uint16_t *spare)
 static uint16_t *
 bn_dx_as_conv_dy16(TdmReplica *r, int i, int n)
 {
-  if (i < 1 || r->backend->ops->bn_backward_dx_bf16 == NULL)
+  if (i < 1 || !tdm_backend_has_bn_backward_dx_bf16(r->backend))
     return NULL;
   const TdmLayer *conv = &r->net->layers[i - 1];
   if (conv->kind != TDM_LAYER_CONV || r->conv_work[i - 1] != NULL || conv->bias_count > 0 ||
@@ -160,7 +156,7 @@ bn_dx_as_conv_dy16(TdmReplica *r, int i, int n)
   int rows = n * conv->out_h * conv->out_w;
   int k = conv->in_c * conv->kernel * conv->kernel;
   if (!conv_bf16(r, r->cols[i - 1], rows, k, conv->out_c) ||
-      (i - 1 > 0 && !conv_bf16_dx(r, rows, k, conv->out_c)))
+      (i - 1 > 0 && !conv_bf16_dx(rows, k, conv->out_c)))
     return NULL;
   return (uint16_t *)r->cols[i - 1] + (size_t)rows * k;
 }
@@ -183,13 +179,12 @@ static gboolean
 bn_output_left_to_next(TdmReplica *r, int i, int n, TdmPassMode mode)
 {
   const TdmNetwork *net = r->net;
-  const TdmBackendOps *ops = r->backend->ops;
   if (mode == MODE_EVAL || i + 1 >= net->layer_count)
     return FALSE;
   const TdmLayer *next = &net->layers[i + 1];
   if (next->kind == TDM_LAYER_POOL)
-    return tdm_layer_pool_tiles(next) && ops->maxpool_forward_bn != NULL;
-  if (next->kind != TDM_LAYER_CONV || ops->im2col_bf16_bn == NULL ||
+    return tdm_layer_pool_tiles(next) && tdm_backend_has_maxpool_forward_bn(r->backend);
+  if (next->kind != TDM_LAYER_CONV || !tdm_backend_has_im2col_bf16_bn(r->backend) ||
       r->conv_work[i + 1] != NULL)
     return FALSE;
   int rows = n * next->out_h * next->out_w;
@@ -251,33 +246,32 @@ conv_forward(TdmReplica *r, float *y, const float *x, const BnGather *bn, float 
   int rows = n * out_h * out_w;
   int k = in_c * kernel * kernel;
   if (work != NULL) {
-    b->ops->conv_forward(b, y, x, w, work, n, in_h, in_w, in_c, out_c, kernel, pad, stride);
+    tdm_backend_conv_forward(b, y, x, w, work, n, in_h, in_w, in_c, out_c, kernel, pad, stride);
     return;
   }
-  if (b->ops->conv_engine_forward != NULL) {
-    TdmConvArgs a = conv_args(r, x, bn, w, n, in_h, in_w, in_c, out_c, kernel, pad, stride);
-    a.y = y;
-    if (b->ops->conv_engine_forward(b, &a))
-      return;
-  }
+  TdmConvArgs args = conv_args(r, x, bn, w, n, in_h, in_w, in_c, out_c, kernel, pad, stride);
+  args.y = y;
+  if (tdm_backend_conv_engine_forward(b, &args))
+    return;
   if (conv_bf16(r, col, rows, k, out_c)) {
     uint16_t *col16 = (uint16_t *)col;
     const uint16_t *w16 = conv_weights16(r, w, (size_t)out_c * k, col16 + (size_t)rows * k);
     if (bn != NULL)
-      b->ops->im2col_bf16_bn(b, col16, bn->x, bn->saved, bn->saved + in_c, bn->gamma,
-                             bn->beta, bn->relu, n, in_h, in_w, in_c, kernel, kernel, pad,
-                             stride);
+      tdm_backend_im2col_bf16_bn(b, col16, bn->x, bn->saved, bn->saved + in_c, bn->gamma,
+                                 bn->beta, bn->relu, n, in_h, in_w, in_c, kernel, kernel, pad,
+                                 stride);
     else
-      b->ops->im2col_bf16(b, col16, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
-    b->ops->gemm_bf16(b, false, true, rows, out_c, k, 1.0f, col16, k, w16, k, 0.0f, y, out_c);
+      tdm_backend_im2col_bf16(b, col16, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
+    tdm_backend_gemm_bf16(b, false, true, rows, out_c, k, 1.0f, col16, k, w16, k, 0.0f, y,
+                          out_c);
     return;
   }
   const float *a = x;
   if (col != NULL) {
-    b->ops->im2col(b, col, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
+    tdm_backend_im2col(b, col, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
     a = col;
   }
-  b->ops->gemm(b, false, true, rows, out_c, k, 1.0f, a, k, w, k, 0.0f, y, out_c);
+  tdm_backend_gemm(b, false, true, rows, out_c, k, 1.0f, a, k, w, k, 0.0f, y, out_c);
 }
 
 /* Its backward from dy: dw, and dx when wanted (col is spent: its gradient takes its
@@ -296,56 +290,50 @@ conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy, gboolean dy1
   int rows = n * out_h * out_w;
   int k = in_c * kernel * kernel;
   if (work != NULL) {
-    b->ops->conv_backward(b, need_dx ? dx : NULL, dw, dy, x, w, work, n, in_h, in_w, in_c,
-                          out_c, kernel, pad, stride);
+    tdm_backend_conv_backward(b, need_dx ? dx : NULL, dw, dy, x, w, work, n, in_h, in_w, in_c,
+                              out_c, kernel, pad, stride);
     return;
   }
-  if (b->ops->conv_engine_backward != NULL) {
-    TdmConvArgs a = conv_args(r, x, bn, w, n, in_h, in_w, in_c, out_c, kernel, pad, stride);
-    a.dy = dy;
-    a.dy16 = dy16_ready ? (const uint16_t *)col + (size_t)rows * k : NULL;
-    a.dx = need_dx ? dx : NULL;
-    a.dw = dw;
-    if (b->ops->conv_engine_backward(b, &a))
-      return;
-  }
+  TdmConvArgs args = conv_args(r, x, bn, w, n, in_h, in_w, in_c, out_c, kernel, pad, stride);
+  args.dy = dy;
+  args.dy16 = dy16_ready ? (const uint16_t *)col + (size_t)rows * k : NULL;
+  args.dx = need_dx ? dx : NULL;
+  args.dw = dw;
+  if (tdm_backend_conv_engine_backward(b, &args))
+    return;
   if (conv_bf16(r, col, rows, k, out_c)) {
     uint16_t *col16 = (uint16_t *)col, *dy16 = col16 + (size_t)rows * k;
     if (!dy16_ready)
-      b->ops->to_bf16(b, dy16, dy, (size_t)rows * out_c);
+      tdm_backend_to_bf16(b, dy16, dy, (size_t)rows * out_c);
     if (bn != NULL)
-      b->ops->im2col_bf16_bn(b, col16, bn->x, bn->saved, bn->saved + in_c, bn->gamma,
-                             bn->beta, bn->relu, n, in_h, in_w, in_c, kernel, kernel, pad,
-                             stride);
+      tdm_backend_im2col_bf16_bn(b, col16, bn->x, bn->saved, bn->saved + in_c, bn->gamma,
+                                 bn->beta, bn->relu, n, in_h, in_w, in_c, kernel, kernel, pad,
+                                 stride);
     else
-      b->ops->im2col_bf16(b, col16, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
-    b->ops->gemm_bf16(b, true, false, out_c, k, rows, 1.0f, dy16, out_c, col16, k, 0.0f, dw, k);
-    if (need_dx && conv_bf16_dx(r, rows, k, out_c)) {
+      tdm_backend_im2col_bf16(b, col16, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
+    tdm_backend_gemm_bf16(b, true, false, out_c, k, rows, 1.0f, dy16, out_c, col16, k, 0.0f, dw,
+                          k);
+    if (need_dx && conv_bf16_dx(rows, k, out_c)) {
       const uint16_t *w16 =
           conv_weights16(r, w, (size_t)out_c * k, dy16 + (size_t)rows * out_c);
-      if (b->ops->conv_dgrad_bf16 != NULL) {
-        b->ops->conv_dgrad_bf16(b, dx, dy16, w16, col16, n, in_h, in_w, in_c, out_c, kernel,
-                                kernel, pad, stride);
-        return;
-      }
-      b->ops->gemm_bf16_out(b, false, false, rows, k, out_c, dy16, out_c, w16, k, col16, k);
-      b->ops->col2im_bf16(b, dx, col16, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
+      tdm_backend_conv_dgrad_bf16(b, dx, dy16, w16, col16, n, in_h, in_w, in_c, out_c, kernel,
+                                  kernel, pad, stride);
       return;
     }
   } else {
     if (col != NULL)
-      b->ops->im2col(b, col, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
-    b->ops->gemm(b, true, false, out_c, k, rows, 1.0f, dy, out_c, col ? col : x, k, 0.0f, dw,
-                 k);
+      tdm_backend_im2col(b, col, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
+    tdm_backend_gemm(b, true, false, out_c, k, rows, 1.0f, dy, out_c, col ? col : x, k, 0.0f,
+                     dw, k);
   }
   if (!need_dx)
     return;
   if (col == NULL) {
-    b->ops->gemm(b, false, false, rows, k, out_c, 1.0f, dy, out_c, w, k, 0.0f, dx, k);
+    tdm_backend_gemm(b, false, false, rows, k, out_c, 1.0f, dy, out_c, w, k, 0.0f, dx, k);
     return;
   }
-  b->ops->gemm(b, false, false, rows, k, out_c, 1.0f, dy, out_c, w, k, 0.0f, col, k);
-  b->ops->col2im(b, dx, col, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
+  tdm_backend_gemm(b, false, false, rows, k, out_c, 1.0f, dy, out_c, w, k, 0.0f, col, k);
+  tdm_backend_col2im(b, dx, col, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
 }
 
 /* Whether layer i is frozen: its BN normalizes with the running statistics and leaves
@@ -360,19 +348,18 @@ void
 tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
 {
   TdmBackend *b = r->backend;
-  const TdmBackendOps *ops = b->ops;
   const TdmNetwork *net = r->net;
   int first = 0;
   if (r->params16 != NULL)
-    ops->to_bf16(b, r->params16, r->params, net->parameter_count);
+    tdm_backend_to_bf16(b, r->params16, r->params, net->parameter_count);
   BnGather gather;
   const BnGather *pending = NULL; /* a bn's output left to the next layer (im2col, pool) */
   if (conv_pool_first(net)) {
     const TdmLayer *l = &net->layers[0];
-    ops->conv_pool_forward(b, r->acts[2], r->argmax[1], r->acts[0], r->params + l->weight_offset,
-                           r->params + l->bias_offset, l->fused_relu, n, l->in_h, l->in_w,
-                           l->in_c, l->out_c, l->kernel, l->kernel, l->pad,
-                           net->layers[1].kernel);
+    tdm_backend_conv_pool_forward(b, r->acts[2], r->argmax[1], r->acts[0],
+                                  r->params + l->weight_offset, r->params + l->bias_offset,
+                                  l->fused_relu, n, l->in_h, l->in_w, l->in_c, l->out_c,
+                                  l->kernel, l->kernel, l->pad, net->layers[1].kernel);
     first = 2;
   }
   for (int i = first; i < net->layer_count; i++) {
@@ -388,11 +375,11 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
     switch (l->kind) {
     case TDM_LAYER_LINEAR: {
       int in = l->in_h * l->in_w * l->in_c;
-      ops->gemm(b, false, true, n, l->out_c, in, 1.0f, x, in, w, in, 0.0f, y, l->out_c);
+      tdm_backend_gemm(b, false, true, n, l->out_c, in, 1.0f, x, in, w, in, 0.0f, y, l->out_c);
       if (l->bias_count > 0)
-        ops->bias_forward(b, y, bias, n, l->out_c, 1, l->fused_relu);
+        tdm_backend_bias_forward(b, y, bias, n, l->out_c, 1, l->fused_relu);
       else if (l->fused_relu)
-        ops->relu_forward(b, y, y, out);
+        tdm_backend_relu_forward(b, y, y, out);
       break;
     }
     case TDM_LAYER_CONV:
@@ -401,29 +388,29 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       if (bias_in_pool(net, i))
         break;
       if (l->bias_count > 0)
-        ops->bias_forward(b, y, bias, n * pixels, l->out_c, 1, l->fused_relu);
+        tdm_backend_bias_forward(b, y, bias, n * pixels, l->out_c, 1, l->fused_relu);
       else if (l->fused_relu)
-        ops->relu_forward(b, y, y, out);
+        tdm_backend_relu_forward(b, y, y, out);
       break;
     case TDM_LAYER_POOL: {
       if (!tdm_layer_pool_tiles(l)) {
-        ops->maxpool2d_forward(b, y, r->argmax[i], x, pool2d_of(l, n));
+        tdm_backend_maxpool2d_forward(b, y, r->argmax[i], x, pool2d_of(l, n));
         break;
       }
       if (from_bn != NULL) {
-        ops->maxpool_forward_bn(b, y, r->argmax[i], from_bn->x, from_bn->saved,
-                                from_bn->saved + l->in_c, from_bn->gamma, from_bn->beta,
-                                from_bn->relu, n, l->in_h, l->in_w, l->in_c, l->kernel);
+        tdm_backend_maxpool_forward_bn(b, y, r->argmax[i], from_bn->x, from_bn->saved,
+                                       from_bn->saved + l->in_c, from_bn->gamma, from_bn->beta,
+                                       from_bn->relu, n, l->in_h, l->in_w, l->in_c, l->kernel);
         break;
       }
       const TdmLayer *conv = i > 0 && bias_in_pool(net, i - 1) ? l - 1 : NULL;
-      ops->maxpool_forward(b, y, r->argmax[i], x, conv ? r->params + conv->bias_offset : NULL,
-                           conv != NULL && conv->fused_relu, n, l->in_h, l->in_w, l->in_c,
-                           l->kernel);
+      tdm_backend_maxpool_forward(
+          b, y, r->argmax[i], x, conv ? r->params + conv->bias_offset : NULL,
+          conv != NULL && conv->fused_relu, n, l->in_h, l->in_w, l->in_c, l->kernel);
       break;
     }
     case TDM_LAYER_RELU:
-      ops->relu_forward(b, y, x, out);
+      tdm_backend_relu_forward(b, y, x, out);
       break;
     case TDM_LAYER_FLATTEN:
     case TDM_LAYER_RES_BEGIN:
@@ -441,26 +428,26 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
     }
     case TDM_LAYER_AVGPOOL:
       if (!tdm_layer_pool_tiles(l))
-        ops->avgpool2d_forward(b, y, x, pool2d_of(l, n));
+        tdm_backend_avgpool2d_forward(b, y, x, pool2d_of(l, n));
       else
-        ops->avgpool_forward(b, y, x, n, l->in_h, l->in_w, l->in_c, l->kernel);
+        tdm_backend_avgpool_forward(b, y, x, n, l->in_h, l->in_w, l->in_c, l->kernel);
       break;
     case TDM_LAYER_GLOBAL_AVG:
-      ops->global_avgpool_forward(b, y, x, n, l->in_h * l->in_w, l->in_c);
+      tdm_backend_global_avgpool_forward(b, y, x, n, l->in_h * l->in_w, l->in_c);
       break;
     case TDM_LAYER_GLOBAL_MAX:
-      ops->global_maxpool_forward(b, y, r->argmax[i], x, n, l->in_h * l->in_w, l->in_c);
+      tdm_backend_global_maxpool_forward(b, y, r->argmax[i], x, n, l->in_h * l->in_w, l->in_c);
       break;
     case TDM_LAYER_DROPOUT:
       if (mode == MODE_EVAL || l->rate == 0.0f)
-        ops->copy(b, y, x, out * sizeof(float));
+        tdm_backend_copy(b, y, x, out * sizeof(float));
       else
-        ops->dropout_forward(b, y, x, r->indices, n, (int)layer_out_floats(l), l->rate,
-                             dropout_key(r, i), r->epoch);
+        tdm_backend_dropout_forward(b, y, x, r->indices, n, (int)layer_out_floats(l), l->rate,
+                                    dropout_key(r, i), r->epoch);
       break;
     case TDM_LAYER_SCALE:
-      ops->copy(b, y, x, out * sizeof(float));
-      ops->scale(b, y, l->factor, out);
+      tdm_backend_copy(b, y, x, out * sizeof(float));
+      tdm_backend_scale(b, y, l->factor, out);
       break;
     case TDM_LAYER_RES_END: {
       const TdmLayer *begin = &net->layers[l->partner];
@@ -473,14 +460,7 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
                    bias + l->out_c, r->bn_work[i], r->state + l->state_offset, false, FALSE);
         skip = r->proj_bn[i];
       }
-      if (ops->add_out != NULL) {
-        ops->add_out(b, y, x, skip, out, l->fused_relu);
-        break;
-      }
-      ops->copy(b, y, x, out * sizeof(float));
-      ops->add(b, y, skip, out);
-      if (l->fused_relu)
-        ops->relu_forward(b, y, y, out);
+      tdm_backend_add_out(b, y, x, skip, out, l->fused_relu);
       break;
     }
     }
@@ -500,7 +480,6 @@ void
 tdm_replica_backward(TdmReplica *r, int n)
 {
   TdmBackend *b = r->backend;
-  const TdmBackendOps *ops = b->ops;
   const TdmNetwork *net = r->net;
   float *dy = r->grad_a, *dx = r->grad_b;
   gboolean dy16_ready = FALSE; /* dy is in the conv's columns as bf16, not in dy */
@@ -523,21 +502,23 @@ tdm_replica_backward(TdmReplica *r, int n)
     case TDM_LAYER_LINEAR: {
       int in = l->in_h * l->in_w * l->in_c;
       if (l->fused_relu)
-        ops->relu_backward(b, dy, dy, y, out);
-      ops->gemm(b, true, false, l->out_c, in, n, 1.0f, dy, l->out_c, x, in, 0.0f, dw, in);
+        tdm_backend_relu_backward(b, dy, dy, y, out);
+      tdm_backend_gemm(b, true, false, l->out_c, in, n, 1.0f, dy, l->out_c, x, in, 0.0f, dw,
+                       in);
       if (l->bias_count > 0)
-        ops->bias_backward(b, dbias, dy, n, l->out_c, 1);
+        tdm_backend_bias_backward(b, dbias, dy, n, l->out_c, 1);
       if (need_dx)
-        ops->gemm(b, false, false, n, in, l->out_c, 1.0f, dy, l->out_c, w, in, 0.0f, dx, in);
+        tdm_backend_gemm(b, false, false, n, in, l->out_c, 1.0f, dy, l->out_c, w, in, 0.0f, dx,
+                         in);
       break;
     }
     case TDM_LAYER_CONV:
       /* With its bias and ReLU in the pool, the pool's backward did both. */
       if (!bias_in_pool(net, i)) {
         if (l->fused_relu)
-          ops->relu_backward(b, dy, dy, y, out);
+          tdm_backend_relu_backward(b, dy, dy, y, out);
         if (l->bias_count > 0)
-          ops->bias_backward(b, dbias, dy, n * pixels, l->out_c, 1);
+          tdm_backend_bias_backward(b, dbias, dy, n * pixels, l->out_c, 1);
       }
       conv_backward(r, dx, dw, dy, dy16_ready, x, bn_input_of(r, i, n, &gather), r->cols[i],
                     r->conv_work[i], w, n, l->in_h, l->in_w, l->in_c, l->out_c, l->kernel,
@@ -546,26 +527,26 @@ tdm_replica_backward(TdmReplica *r, int n)
     case TDM_LAYER_POOL:
       if (i == 1 && conv_pool_first(net)) {
         const TdmLayer *c = l - 1;
-        ops->conv_pool_backward(b, r->grads + c->weight_offset, r->grads + c->bias_offset, dy,
-                                r->argmax[1], y, r->acts[0], c->fused_relu, n, c->in_h,
-                                c->in_w, c->in_c, c->out_c, c->kernel, c->kernel, c->pad,
-                                l->kernel);
+        tdm_backend_conv_pool_backward(b, r->grads + c->weight_offset,
+                                       r->grads + c->bias_offset, dy, r->argmax[1], y,
+                                       r->acts[0], c->fused_relu, n, c->in_h, c->in_w, c->in_c,
+                                       c->out_c, c->kernel, c->kernel, c->pad, l->kernel);
         announce(r, c);
         return;
       }
       if (need_dx && !tdm_layer_pool_tiles(l)) {
-        ops->maxpool2d_backward(b, dx, dy, r->argmax[i], pool2d_of(l, n));
+        tdm_backend_maxpool2d_backward(b, dx, dy, r->argmax[i], pool2d_of(l, n));
       } else if (need_dx) {
         /* The conv below handed this pool its bias (and ReLU): their gradients too. */
         const TdmLayer *c = bias_in_pool(net, i - 1) ? l - 1 : NULL;
-        ops->maxpool_backward(b, dx, c ? r->grads + c->bias_offset : NULL, dy, r->argmax[i],
-                              c && c->fused_relu ? y : NULL, n, l->in_h, l->in_w, l->in_c,
-                              l->kernel);
+        tdm_backend_maxpool_backward(b, dx, c ? r->grads + c->bias_offset : NULL, dy,
+                                     r->argmax[i], c && c->fused_relu ? y : NULL, n, l->in_h,
+                                     l->in_w, l->in_c, l->kernel);
       }
       break;
     case TDM_LAYER_RELU:
       if (need_dx)
-        ops->relu_backward(b, dx, dy, y, out);
+        tdm_backend_relu_backward(b, dx, dy, y, out);
       break;
     case TDM_LAYER_FLATTEN:
       continue; /* dy already is the input's gradient */
@@ -576,38 +557,39 @@ tdm_replica_backward(TdmReplica *r, int n)
       break;
     case TDM_LAYER_AVGPOOL:
       if (need_dx && !tdm_layer_pool_tiles(l))
-        ops->avgpool2d_backward(b, dx, dy, pool2d_of(l, n));
+        tdm_backend_avgpool2d_backward(b, dx, dy, pool2d_of(l, n));
       else if (need_dx)
-        ops->avgpool_backward(b, dx, dy, n, l->in_h, l->in_w, l->in_c, l->kernel);
+        tdm_backend_avgpool_backward(b, dx, dy, n, l->in_h, l->in_w, l->in_c, l->kernel);
       break;
     case TDM_LAYER_GLOBAL_AVG:
       if (need_dx)
-        ops->global_avgpool_backward(b, dx, dy, n, l->in_h * l->in_w, l->in_c);
+        tdm_backend_global_avgpool_backward(b, dx, dy, n, l->in_h * l->in_w, l->in_c);
       break;
     case TDM_LAYER_GLOBAL_MAX:
       if (need_dx)
-        ops->global_maxpool_backward(b, dx, dy, r->argmax[i], n, l->in_h * l->in_w, l->in_c);
+        tdm_backend_global_maxpool_backward(b, dx, dy, r->argmax[i], n, l->in_h * l->in_w,
+                                            l->in_c);
       break;
     case TDM_LAYER_DROPOUT:
       if (need_dx) {
         if (l->rate == 0.0f)
-          ops->copy(b, dx, dy, out * sizeof(float));
+          tdm_backend_copy(b, dx, dy, out * sizeof(float));
         else
-          ops->dropout_backward(b, dx, dy, r->indices, n, (int)layer_out_floats(l), l->rate,
-                                dropout_key(r, i), r->epoch);
+          tdm_backend_dropout_backward(b, dx, dy, r->indices, n, (int)layer_out_floats(l),
+                                       l->rate, dropout_key(r, i), r->epoch);
       }
       break;
     case TDM_LAYER_SCALE:
       if (need_dx) {
-        ops->copy(b, dx, dy, out * sizeof(float));
-        ops->scale(b, dx, l->factor, out);
+        tdm_backend_copy(b, dx, dy, out * sizeof(float));
+        tdm_backend_scale(b, dx, l->factor, out);
       }
       break;
     case TDM_LAYER_RES_END: {
       /* dy goes on to the block's layers unchanged; the skip path's share waits in
        * skip_grad for the block's start. */
       if (l->fused_relu)
-        ops->relu_backward(b, dy, dy, y, out);
+        tdm_backend_relu_backward(b, dy, dy, y, out);
       float *skip = r->skip_grad[i];
       if (l->projection) {
         const TdmLayer *begin = &net->layers[l->partner];
@@ -620,7 +602,7 @@ tdm_replica_backward(TdmReplica *r, int n)
                       w, n, begin->in_h, begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride,
                       l->out_h, l->out_w, TRUE);
       } else {
-        ops->copy(b, skip, dy, out * sizeof(float));
+        tdm_backend_copy(b, skip, dy, out * sizeof(float));
       }
       announce(r, l);
       if (tdm_replica_aborted(r))
@@ -629,7 +611,7 @@ tdm_replica_backward(TdmReplica *r, int n)
     }
     case TDM_LAYER_RES_BEGIN: {
       const TdmLayer *end = &net->layers[l->partner];
-      ops->add(b, dy, r->skip_grad[l->partner], (size_t)n * block_in_floats(net, end));
+      tdm_backend_add(b, dy, r->skip_grad[l->partner], (size_t)n * block_in_floats(net, end));
       continue;
     }
     }
@@ -647,7 +629,7 @@ tdm_replica_backward(TdmReplica *r, int n)
     const TdmLayer *l = &net->layers[i];
     if (l->param_count == 0)
       continue;
-    ops->zero(b, r->grads + l->param_offset, l->param_count * sizeof(float));
+    tdm_backend_zero(b, r->grads + l->param_offset, l->param_count * sizeof(float));
     announce(r, l);
   }
 }

@@ -20,7 +20,8 @@
   } while (0)
 
 TdmLayerBuffers
-tdm_replica_layer_buffers(const TdmNetwork *net, int i, TdmBackendKind kind)
+tdm_replica_layer_buffers(const TdmNetwork *net, int i, TdmBackendKind kind,
+                          TdmPrecision precision)
 {
   const TdmLayer *l = &net->layers[i];
   size_t out = layer_out_floats(l);
@@ -29,7 +30,10 @@ tdm_replica_layer_buffers(const TdmNetwork *net, int i, TdmBackendKind kind)
     buf.output = out;
   if (has_argmax(l))
     buf.argmax = out;
-  if (l->kind == TDM_LAYER_CONV && !(i == 0 && conv_pool_first(net)))
+  /* A whole convolution computes in float32: a bf16 run composes every one from
+   * bf16 columns (tdm-replica-pass.c). */
+  if (l->kind == TDM_LAYER_CONV && !(i == 0 && conv_pool_first(net)) &&
+      precision != TDM_PRECISION_BF16)
     buf.conv_work = tdm_backend_conv_work_floats(kind, l->in_h, l->in_w, l->in_c, l->out_c,
                                                  l->kernel, l->pad, l->stride);
   if (!(i == 0 && conv_pool_first(net)) && buf.conv_work == 0)
@@ -65,12 +69,13 @@ tdm_replica_gradient_floats(const TdmNetwork *net)
  * one workspace holds any layer's (a layer uses one or the other, and nothing in it
  * outlives the layer: backward builds its columns again). */
 static void
-widest_scratch(const TdmNetwork *net, TdmBackendKind kind, size_t *columns, size_t *conv_work)
+widest_scratch(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
+               size_t *columns, size_t *conv_work)
 {
   *columns = 0;
   *conv_work = 0;
   for (int i = 0; i < net->layer_count; i++) {
-    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind);
+    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind, precision);
     *columns = MAX(*columns, buf.columns);
     *conv_work = MAX(*conv_work, buf.conv_work);
   }
@@ -82,14 +87,15 @@ widest_scratch(const TdmNetwork *net, TdmBackendKind kind, size_t *columns, size
  * read by its block's add only (backward reads the conv's output), then serves as the
  * conv's gradient in backward: one buffer, the widest, *proj_bn. Floats per sample. */
 static void
-shared_block_buffers(const TdmNetwork *net, TdmBackendKind kind, size_t *widths, size_t *skips,
+shared_block_buffers(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
+                     size_t *widths, size_t *skips,
                      size_t *proj_bn)
 {
   int levels = tdm_replica_infer_count(net) - 2;
   g_autofree size_t *w = g_new0(size_t, MAX(levels, 1));
   *proj_bn = 0;
   for (int i = 0; i < net->layer_count; i++) {
-    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind);
+    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind, precision);
     if (buf.skip > 0) {
       int level = net->layers[i].depth;
       g_assert(level >= 1 && level <= levels);
@@ -120,16 +126,16 @@ tdm_replica_plan(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precis
   p.gradients = MAX(1, net->parameter_count) * sizeof(float);
   p.activations = cap * sample * sizeof(float);
   size_t columns, conv_work;
-  widest_scratch(net, kind, &columns, &conv_work);
+  widest_scratch(net, kind, precision, &columns, &conv_work);
   p.workspace = MAX(most * columns, conv_work) * sizeof(float);
   for (int i = 0; i < net->layer_count; i++) {
-    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind);
+    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind, precision);
     p.activations += cap * (buf.output + buf.projection) * sizeof(float);
     p.activations += cap * buf.argmax * sizeof(int32_t);
     p.workspace += buf.bn_work * sizeof(float);
   }
   size_t skips = 0, proj_bn = 0;
-  shared_block_buffers(net, kind, NULL, &skips, &proj_bn);
+  shared_block_buffers(net, kind, precision, NULL, &skips, &proj_bn);
   p.workspace += cap * (skips + proj_bn) * sizeof(float);
   /* The two activation-gradient buffers, the chunk's labels and indices, the metrics. */
   p.workspace += 2 * cap * tdm_replica_gradient_floats(net) * sizeof(float);
@@ -152,7 +158,7 @@ tdm_replica_eval_capacity(const TdmNetwork *net, TdmBackendKind kind, TdmPrecisi
   /* The inference buffers grow by `per` a sample; the workspace, once a chunk's
    * columns pass what it holds for training (`base`), by `col` a sample. */
   size_t columns, conv_work;
-  widest_scratch(net, kind, &columns, &conv_work);
+  widest_scratch(net, kind, precision, &columns, &conv_work);
   size_t per = MAX(tdm_replica_plan(net, kind, precision, capacity, 1).inference, 1);
   size_t col = columns * sizeof(float);
   size_t base = MAX((size_t)MAX(capacity, 0) * col, conv_work * sizeof(float));
@@ -180,68 +186,6 @@ tdm_replica_params16_bytes(const TdmNetwork *net, TdmBackendKind kind, TdmPrecis
   return MAX(1, net->parameter_count) * sizeof(uint16_t);
 }
 
-/* The backend operations a layer kind needs beyond those every network uses. */
-static const char *
-missing_op(const TdmBackendOps *ops, const TdmLayer *l)
-{
-#define NEED(op)                                                                        \
-  if (ops->op == NULL)                                                                  \
-    return #op;
-  switch (l->kind) {
-  case TDM_LAYER_BN:
-    NEED(bn_moments) NEED(bn_stats) NEED(bn_forward) NEED(bn_forward_eval)
-    NEED(bn_backward_sums) NEED(bn_backward_dx)
-    break;
-  case TDM_LAYER_RES_END:
-    if (l->projection) {
-      NEED(bn_moments) NEED(bn_stats) NEED(bn_forward) NEED(bn_forward_eval)
-      NEED(bn_backward_sums) NEED(bn_backward_dx)
-    }
-    break;
-  case TDM_LAYER_AVGPOOL:
-    if (tdm_layer_pool_tiles(l)) {
-      NEED(avgpool_forward) NEED(avgpool_backward)
-    } else {
-      NEED(avgpool2d_forward) NEED(avgpool2d_backward)
-    }
-    break;
-  case TDM_LAYER_POOL:
-    if (!tdm_layer_pool_tiles(l)) {
-      NEED(maxpool2d_forward) NEED(maxpool2d_backward)
-    }
-    break;
-  case TDM_LAYER_GLOBAL_AVG:
-    NEED(global_avgpool_forward) NEED(global_avgpool_backward)
-    break;
-  case TDM_LAYER_GLOBAL_MAX:
-    NEED(global_maxpool_forward) NEED(global_maxpool_backward)
-    break;
-  case TDM_LAYER_DROPOUT:
-    NEED(dropout_forward) NEED(dropout_backward)
-    break;
-  default:
-    break;
-  }
-  return NULL;
-#undef NEED
-}
-
-gboolean
-tdm_replica_supported(TdmBackend *b, const TdmNetwork *net, GError **error)
-{
-  for (int i = 0; i < net->layer_count; i++) {
-    const char *op = missing_op(b->ops, &net->layers[i]);
-    if (op != NULL) {
-      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-                  _("%s: this build's backend for it has no %s, which the network's layer "
-                  "%d (“%s”) needs; train it on cpu"),
-                  b->name, op, net->layers[i].position, net->layers[i].name);
-      return FALSE;
-    }
-  }
-  return TRUE;
-}
-
 TdmReplica *
 tdm_replica_new(TdmBackend *b, const TdmNetwork *net, int capacity, const TdmDataset *train,
                 const TdmDataset *test, GError **error)
@@ -254,9 +198,6 @@ tdm_replica_new_sized(TdmBackend *b, const TdmNetwork *net, int capacity, int ev
                       const TdmDataset *train, const TdmDataset *test, GError **error)
 {
   g_return_val_if_fail(capacity > 0 && eval_capacity > 0, NULL);
-  if (!tdm_replica_supported(b, net, error))
-    return NULL;
-
   TdmReplica *r = g_new0(TdmReplica, 1);
   r->backend = b;
   r->net = net;
@@ -279,18 +220,18 @@ tdm_replica_new_sized(TdmBackend *b, const TdmNetwork *net, int capacity, int ev
   ALLOC(r->grads, MAX(1, net->parameter_count) * sizeof(float));
   ALLOC(r->state, MAX(1, net->state_count) * sizeof(float));
   ALLOC(r->metrics, sizeof(TdmMetrics));
-  b->ops->zero(b, r->metrics, sizeof(TdmMetrics));
+  tdm_backend_zero(b, r->metrics, sizeof(TdmMetrics));
   if (net->state_count > 0) {
     g_autofree float *state = g_new(float, net->state_count);
     tdm_network_init_state(net, state);
-    b->ops->upload(b, r->state, state, net->state_count * sizeof(float));
-    b->ops->synchronize(b);
+    tdm_backend_upload(b, r->state, state, net->state_count * sizeof(float));
+    tdm_backend_synchronize(b);
   }
   ALLOC(r->acts[0], (size_t)capacity * net->in_h * net->in_w * net->in_c * sizeof(float));
   /* Sized by tdm_replica_layer_buffers(), as tdm_replica_plan() sums them for the
    * memory estimate: columns and whole-convolution scratch are one workspace each. */
   size_t columns, conv_work;
-  widest_scratch(net, b->kind, &columns, &conv_work);
+  widest_scratch(net, b->kind, b->precision, &columns, &conv_work);
   if (columns > 0 || conv_work > 0) {
     r->columns_bytes = MAX(most * columns, conv_work) * sizeof(float);
     ALLOC(r->columns, r->columns_bytes);
@@ -300,7 +241,7 @@ tdm_replica_new_sized(TdmBackend *b, const TdmNetwork *net, int capacity, int ev
   {
     g_autofree size_t *widths = g_new0(size_t, MAX(tdm_replica_infer_count(net) - 2, 1));
     size_t skips, proj_bn;
-    shared_block_buffers(net, b->kind, widths, &skips, &proj_bn);
+    shared_block_buffers(net, b->kind, b->precision, widths, &skips, &proj_bn);
     for (int k = 0; k < tdm_replica_infer_count(net) - 2; k++)
       if (widths[k] > 0)
         ALLOC(r->skip_levels[k], (size_t)capacity * widths[k] * sizeof(float));
@@ -309,7 +250,7 @@ tdm_replica_new_sized(TdmBackend *b, const TdmNetwork *net, int capacity, int ev
   }
   for (int i = 0; i < n; i++) {
     const TdmLayer *l = &net->layers[i];
-    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, b->kind);
+    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, b->kind, b->precision);
     if (buf.output > 0)
       ALLOC(r->acts[i + 1], (size_t)capacity * buf.output * sizeof(float));
     else if (l->kind == TDM_LAYER_FLATTEN || l->kind == TDM_LAYER_RES_BEGIN)
@@ -333,7 +274,7 @@ tdm_replica_new_sized(TdmBackend *b, const TdmNetwork *net, int capacity, int ev
   ALLOC(r->grad_a, (size_t)capacity * grad_floats * sizeof(float));
   ALLOC(r->grad_b, (size_t)capacity * grad_floats * sizeof(float));
   size_t params16 = tdm_replica_params16_bytes(net, b->kind, b->precision);
-  if (params16 > 0 && b->ops->to_bf16 != NULL)
+  if (params16 > 0)
     ALLOC(r->params16, params16);
   ALLOC(r->labels, most * sizeof(int32_t));
   ALLOC(r->indices, most * sizeof(int32_t));
@@ -354,10 +295,10 @@ tdm_replica_new_sized(TdmBackend *b, const TdmNetwork *net, int capacity, int ev
     ALLOC(r->train_labels, train->count);
     ALLOC(r->test_images, test_bytes);
     ALLOC(r->test_labels, test->count);
-    b->ops->upload(b, r->train_images, train->images, train_bytes);
-    b->ops->upload(b, r->train_labels, train->labels, train->count);
-    b->ops->upload(b, r->test_images, test->images, test_bytes);
-    b->ops->upload(b, r->test_labels, test->labels, test->count);
+    tdm_backend_upload(b, r->train_images, train->images, train_bytes);
+    tdm_backend_upload(b, r->train_labels, train->labels, train->count);
+    tdm_backend_upload(b, r->test_images, test->images, test_bytes);
+    tdm_backend_upload(b, r->test_labels, test->labels, test->count);
   }
   if (!tdm_backend_check(b, error))
     goto fail;
@@ -430,8 +371,8 @@ normalize_input(TdmReplica *r, int count)
   if (!r->normalize)
     return;
   const TdmNetwork *net = r->net;
-  r->backend->ops->channel_affine(r->backend, r->acts[0], (size_t)count * net->in_h * net->in_w,
-                                  r->input_affine);
+  tdm_backend_channel_affine(r->backend, r->acts[0], (size_t)count * net->in_h * net->in_w,
+                             r->input_affine);
 }
 
 static void
@@ -440,13 +381,13 @@ gather_train(TdmReplica *r, int count)
   TdmBackend *b = r->backend;
   const TdmNetwork *net = r->net;
   if (augments(r))
-    b->ops->gather_augment(b, r->acts[0], r->labels, r->train_images, r->train_labels,
-                           r->indices, count, net->in_h, net->in_w, net->in_c, 1.0f / 255.0f,
-                           r->augment_pad, r->augment_flip,
-                           tdm_crng_key(r->seed, TDM_RNG_AUGMENT), r->epoch);
+    tdm_backend_gather_augment(b, r->acts[0], r->labels, r->train_images, r->train_labels,
+                               r->indices, count, net->in_h, net->in_w, net->in_c,
+                               1.0f / 255.0f, r->augment_pad, r->augment_flip,
+                               tdm_crng_key(r->seed, TDM_RNG_AUGMENT), r->epoch);
   else
-    b->ops->gather(b, r->acts[0], r->labels, r->train_images, r->train_labels, r->indices,
-                   count, r->sample_size, 1.0f / 255.0f);
+    tdm_backend_gather(b, r->acts[0], r->labels, r->train_images, r->train_labels, r->indices,
+                       count, r->sample_size, 1.0f / 255.0f);
   normalize_input(r, count);
 }
 
@@ -463,8 +404,8 @@ train_body(TdmReplica *r, int count, float grad_scale)
     return;
   if (r->forward_done != NULL)
     r->forward_done(r, r->forward_done_data);
-  b->ops->softmax_xent(b, r->acts[net->layer_count], r->labels, count, net->classes,
-                       r->smoothing, grad_scale, r->grad_a, r->metrics);
+  tdm_backend_softmax_xent(b, r->acts[net->layer_count], r->labels, count, net->classes,
+                           r->smoothing, grad_scale, r->grad_a, r->metrics);
   tdm_replica_backward(r, count);
   r->ops_per_step = (int)(b->operations - first);
 }
@@ -489,23 +430,23 @@ tdm_replica_train_step(TdmReplica *r, const int32_t *indices, int count, float g
   TdmBackend *b = r->backend;
   g_return_if_fail(count > 0 && count <= r->capacity);
 
-  b->ops->upload(b, r->indices, indices, (size_t)count * sizeof(int32_t));
+  tdm_backend_upload(b, r->indices, indices, (size_t)count * sizeof(int32_t));
 
   /* Graphs replay fixed launches, so a bucket hook, synchronized BN (which issue
    * communication from the host) or the forward hook of a sampled step rule them
    * out. A run has at most two shard sizes (full and last). */
-  if (b->ops->graph_launch == NULL || r->grads_ready != NULL || r->bn_reduce != NULL ||
+  if (!tdm_backend_has_graphs(b) || r->grads_ready != NULL || r->bn_reduce != NULL ||
       r->forward_done != NULL) {
     train_body(r, count, grad_scale);
     return;
   }
   int key = graph_key(r, count, grad_scale);
-  if (b->ops->graph_launch(b, key))
+  if (tdm_backend_graph_launch(b, key))
     return;
-  if (b->ops->graph_begin(b, key)) {
+  if (tdm_backend_graph_begin(b, key)) {
     train_body(r, count, grad_scale);
-    b->ops->graph_end(b, key);
-    if (!b->ops->graph_launch(b, key) && !tdm_backend_failed(b))
+    tdm_backend_graph_end(b, key);
+    if (!tdm_backend_graph_launch(b, key) && !tdm_backend_failed(b))
       tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, _("a captured step graph did not launch"));
     return;
   }
@@ -517,7 +458,7 @@ tdm_replica_train_idle(TdmReplica *r)
 {
   TdmBackend *b = r->backend;
   const TdmNetwork *net = r->net;
-  b->ops->zero(b, r->grads, net->parameter_count * sizeof(float));
+  tdm_backend_zero(b, r->grads, net->parameter_count * sizeof(float));
   if (r->bn_reduce == NULL)
     return;
   /* The same collectives in the same order as a step: one per BN forward (an empty
@@ -527,14 +468,14 @@ tdm_replica_train_idle(TdmReplica *r)
     if (c == 0)
       continue;
     size_t floats = TDM_BN_SLOT_FLOATS(c) * r->bn_slot_count;
-    b->ops->zero(b, r->bn_slots, floats * sizeof(float));
+    tdm_backend_zero(b, r->bn_slots, floats * sizeof(float));
     tdm_replica_bn_reduce(r, r->bn_slots, floats);
   }
   for (int i = net->layer_count - 1; i >= 0 && !tdm_replica_aborted(r); i--) {
     int c = bn_channels(&net->layers[i]);
     if (c == 0)
       continue;
-    b->ops->zero(b, r->bn_work[i], 2 * (size_t)c * sizeof(float));
+    tdm_backend_zero(b, r->bn_work[i], 2 * (size_t)c * sizeof(float));
     tdm_replica_bn_reduce(r, r->bn_work[i], 2 * (size_t)c);
   }
 }
@@ -569,12 +510,12 @@ tdm_replica_train_loss(TdmReplica *r, const int32_t *indices, int count)
   TdmBackend *b = r->backend;
   const TdmNetwork *net = r->net;
   g_return_if_fail(count > 0 && count <= r->capacity);
-  b->ops->upload(b, r->indices, indices, (size_t)count * sizeof(int32_t));
+  tdm_backend_upload(b, r->indices, indices, (size_t)count * sizeof(int32_t));
   gather_train(r, count);
   tdm_replica_forward(r, count, MODE_PROBE);
-  b->ops->softmax_xent(b, r->acts[net->layer_count], r->labels, count, net->classes,
-                       r->smoothing, 0.0f, NULL, r->metrics);
-  b->ops->synchronize(b);
+  tdm_backend_softmax_xent(b, r->acts[net->layer_count], r->labels, count, net->classes,
+                           r->smoothing, 0.0f, NULL, r->metrics);
+  tdm_backend_synchronize(b);
 }
 
 /* Test-time translations: copy the gathered batch x (count samples of h×w×c floats)
@@ -607,7 +548,7 @@ shift_batch(float *restrict v, const float *restrict x, int count, int h, int w,
 int
 tdm_replica_test_views(const TdmReplica *r)
 {
-  gboolean flip = r->test_flip && r->backend->ops->gather_augment != NULL;
+  gboolean flip = r->test_flip;
   return (r->test_shift > 0 ? 5 : 1) * (flip ? 2 : 1);
 }
 
@@ -630,9 +571,9 @@ eval_logits_of(TdmReplica *r, const uint8_t *images, const uint8_t *labels,
   int32_t *indices = g_new(int32_t, count);
   for (int i = 0; i < count; i++)
     indices[i] = samples != NULL ? samples[i] : first + i;
-  b->ops->upload(b, r->indices, indices, (size_t)count * sizeof(int32_t));
-  b->ops->gather(b, r->acts[0], r->labels, images, labels, r->indices, count,
-                 r->sample_size, 1.0f / 255.0f);
+  tdm_backend_upload(b, r->indices, indices, (size_t)count * sizeof(int32_t));
+  tdm_backend_gather(b, r->acts[0], r->labels, images, labels, r->indices, count,
+                     r->sample_size, 1.0f / 255.0f);
   normalize_input(r, count);
   /* The unshifted batch, for the translations, before a forward pass overwrites it. */
   const size_t sample = (size_t)net->in_h * net->in_w * net->in_c;
@@ -641,22 +582,22 @@ eval_logits_of(TdmReplica *r, const uint8_t *images, const uint8_t *labels,
   if (r->test_shift > 0) {
     host_x = g_new(float, batch_floats);
     host_v = g_new(float, batch_floats);
-    b->ops->download(b, host_x, r->acts[0], batch_floats * sizeof(float));
+    tdm_backend_download(b, host_x, r->acts[0], batch_floats * sizeof(float));
   }
   tdm_replica_forward(r, count, MODE_EVAL);
   float *logits = r->acts[net->layer_count];
   size_t floats = (size_t)count * net->classes;
   int views = tdm_replica_test_views(r);
-  gboolean flip = r->test_flip && b->ops->gather_augment != NULL;
+  gboolean flip = r->test_flip;
   if (views > 1) {
-    b->ops->copy(b, r->tta_logits, logits, floats * sizeof(float));
+    tdm_backend_copy(b, r->tta_logits, logits, floats * sizeof(float));
     if (flip) {
-      b->ops->gather_augment(b, r->acts[0], r->labels, images, labels,
-                             r->indices, count, net->in_h, net->in_w, net->in_c,
-                             1.0f / 255.0f, 0, TDM_FLIP_ALWAYS, 0, 0);
+      tdm_backend_gather_augment(b, r->acts[0], r->labels, images, labels, r->indices, count,
+                                 net->in_h, net->in_w, net->in_c, 1.0f / 255.0f, 0,
+                                 TDM_FLIP_ALWAYS, 0, 0);
       normalize_input(r, count);
       tdm_replica_forward(r, count, MODE_EVAL);
-      b->ops->add(b, r->tta_logits, logits, floats);
+      tdm_backend_add(b, r->tta_logits, logits, floats);
     }
     const int s = r->test_shift;
     const int shifts[4][2] = {{-s, 0}, {s, 0}, {0, -s}, {0, s}};
@@ -664,18 +605,18 @@ eval_logits_of(TdmReplica *r, const uint8_t *images, const uint8_t *labels,
       for (int m = 0; m < (flip ? 2 : 1); m++) {
         shift_batch(host_v, host_x, count, net->in_h, net->in_w, net->in_c, shifts[k][0],
                     shifts[k][1], m == 1);
-        b->ops->upload(b, r->acts[0], host_v, batch_floats * sizeof(float));
+        tdm_backend_upload(b, r->acts[0], host_v, batch_floats * sizeof(float));
         /* host_v is written again for the next view: the upload must be done. */
-        b->ops->synchronize(b);
+        tdm_backend_synchronize(b);
         tdm_replica_forward(r, count, MODE_EVAL);
-        b->ops->add(b, r->tta_logits, logits, floats);
+        tdm_backend_add(b, r->tta_logits, logits, floats);
       }
     }
-    b->ops->scale(b, r->tta_logits, 1.0f / (float)views, floats);
-    b->ops->copy(b, logits, r->tta_logits, floats * sizeof(float));
+    tdm_backend_scale(b, r->tta_logits, 1.0f / (float)views, floats);
+    tdm_backend_copy(b, logits, r->tta_logits, floats * sizeof(float));
   }
   /* The upload may be asynchronous: keep the host indices alive until it is done. */
-  b->ops->synchronize(b);
+  tdm_backend_synchronize(b);
   tdm_replica_infer_end(r);
   g_free(indices);
   g_free(host_x);
@@ -697,9 +638,9 @@ tdm_replica_evaluate(TdmReplica *r, int first, int count)
   g_return_if_fail(count > 0 && count <= r->eval_capacity);
 
   float *logits = eval_logits(r, first, count);
-  b->ops->softmax_xent(b, logits, r->labels, count, net->classes, 0.0f, 0.0f, NULL,
-                       r->metrics);
-  b->ops->synchronize(b);
+  tdm_backend_softmax_xent(b, logits, r->labels, count, net->classes, 0.0f, 0.0f, NULL,
+                           r->metrics);
+  tdm_backend_synchronize(b);
 }
 
 void
@@ -710,9 +651,9 @@ tdm_replica_evaluate_train(TdmReplica *r, const int32_t *samples, int count)
   g_return_if_fail(count > 0 && count <= r->capacity && samples != NULL);
 
   float *logits = eval_logits_of(r, r->train_images, r->train_labels, samples, 0, count);
-  b->ops->softmax_xent(b, logits, r->labels, count, net->classes, 0.0f, 0.0f, NULL,
-                       r->metrics);
-  b->ops->synchronize(b);
+  tdm_backend_softmax_xent(b, logits, r->labels, count, net->classes, 0.0f, 0.0f, NULL,
+                           r->metrics);
+  tdm_backend_synchronize(b);
 }
 
 const float *
@@ -730,7 +671,7 @@ tdm_replica_predict(TdmReplica *r, int first, int count, float *logits)
   g_return_if_fail(count > 0 && count <= r->eval_capacity && logits != NULL);
 
   float *device_logits = eval_logits(r, first, count);
-  b->ops->download(b, logits, device_logits, (size_t)count * net->classes * sizeof(float));
+  tdm_backend_download(b, logits, device_logits, (size_t)count * net->classes * sizeof(float));
 }
 
 TdmMetrics
@@ -738,7 +679,7 @@ tdm_replica_take_metrics(TdmReplica *r)
 {
   TdmBackend *b = r->backend;
   TdmMetrics m = {0, 0};
-  b->ops->download(b, &m, r->metrics, sizeof m);
-  b->ops->zero(b, r->metrics, sizeof(TdmMetrics));
+  tdm_backend_download(b, &m, r->metrics, sizeof m);
+  tdm_backend_zero(b, r->metrics, sizeof(TdmMetrics));
   return m;
 }

@@ -193,8 +193,10 @@ typedef struct {
 } TdmLayerBuffers;
 
 /* The buffers depend on the kind of backend: one that runs a convolution whole needs
- * its scratch and no columns for it. */
-TdmLayerBuffers tdm_replica_layer_buffers (const TdmNetwork *net, int i, TdmBackendKind kind);
+ * its scratch and no columns for it; and on the precision: a bf16 run composes every
+ * convolution from columns. */
+TdmLayerBuffers tdm_replica_layer_buffers (const TdmNetwork *net, int i, TdmBackendKind kind,
+                                           TdmPrecision precision);
 
 /* Per sample, in floats, each of the two buffers backward passes gradients through:
  * the largest gradient it writes (not max_activation: a fused first conv's output
@@ -239,10 +241,6 @@ gboolean tdm_replica_sync_bn (TdmReplica *replica, TdmBnReduce reduce, gpointer 
  * part in synchronized BN's all-reduces (with zeros), then zeroes its gradients. */
 void tdm_replica_train_idle (TdmReplica *replica);
 
-/* Whether the backend has every operation the network needs; FALSE names the first
- * missing one. */
-gboolean tdm_replica_supported (TdmBackend *backend, const TdmNetwork *net,
-                                GError **error);
 /* Forward only over test samples [first, first + count), copying the network's
  * outputs (count × classes logits) to host memory; metrics are left alone. */
 void tdm_replica_predict (TdmReplica *replica, int first, int count, float *logits);

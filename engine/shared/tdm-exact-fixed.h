@@ -2,7 +2,7 @@
 /* tdm-exact-fixed.h — exact mode's conversion of one float to fixed point: x·2⁶⁴
  * rounded to an integer, as two int64 limbs (whole units of 2⁻³² and the rest in
  * [0, 2³²) units of 2⁻⁶⁴), shared by the CPU's sums (tdm-exact.c) and the CUDA kernel
- * that adds on the device (kernels/exact.cu), so both add the same bits. Header-only,
+ * that adds on the device (kernels/elementwise.cu), so both add the same bits. Header-only,
  * plain C and CUDA; no GLib. Not the sums themselves (tdm-exact.h). */
 #ifndef TDM_EXACT_FIXED_H
 #define TDM_EXACT_FIXED_H

@@ -135,11 +135,11 @@ classifier_new(TdmNetwork *net, const float *params, const float *state, char **
     memcpy(cl->mean, mean, sizeof cl->mean);
     memcpy(cl->std, std, sizeof cl->std);
   }
-  cl->backend->ops->upload(cl->backend, cl->replica->params, params,
-                           net->parameter_count * sizeof(float));
+  tdm_backend_upload(cl->backend, cl->replica->params, params,
+                     net->parameter_count * sizeof(float));
   if (net->state_count > 0)
-    cl->backend->ops->upload(cl->backend, cl->replica->state, state,
-                             net->state_count * sizeof(float));
+    tdm_backend_upload(cl->backend, cl->replica->state, state,
+                       net->state_count * sizeof(float));
   if (!tdm_backend_check(cl->backend, error)) {
     tdm_classifier_free(cl);
     return NULL;
@@ -345,7 +345,7 @@ tdm_classifier_run(TdmClassifier *cl, const uint8_t *sample, float *probs, GErro
   g_return_val_if_fail(cl != NULL && sample != NULL && probs != NULL, FALSE);
   TdmBackend *b = cl->backend;
   int n = tdm_dataset_sample_size(cl->input);
-  b->ops->upload(b, cl->replica->test_images, sample, (size_t)n);
+  tdm_backend_upload(b, cl->replica->test_images, sample, (size_t)n);
   tdm_replica_predict(cl->replica, 0, 1, cl->logits);
   if (!tdm_backend_check(b, error))
     return FALSE;
@@ -419,7 +419,8 @@ tdm_classifier_read_parameters(TdmClassifier *cl, float *params, float *state)
 {
   g_return_if_fail(cl != NULL && params != NULL);
   TdmBackend *b = cl->backend;
-  b->ops->download(b, params, cl->replica->params, cl->net->parameter_count * sizeof(float));
+  tdm_backend_download(b, params, cl->replica->params,
+                       cl->net->parameter_count * sizeof(float));
   if (cl->net->state_count > 0)
-    b->ops->download(b, state, cl->replica->state, cl->net->state_count * sizeof(float));
+    tdm_backend_download(b, state, cl->replica->state, cl->net->state_count * sizeof(float));
 }

@@ -40,7 +40,7 @@ tdm_trainer_download_parameters(TdmTrainer *t, GError **error)
     t->host_params = g_new(float, n);
     t->host_params_count = n;
   }
-  b->ops->download(b, t->host_params, t->reps[t->main_local]->params, n * sizeof(float));
+  tdm_backend_download(b, t->host_params, t->reps[t->main_local]->params, n * sizeof(float));
   return tdm_backend_check(b, error);
 }
 
@@ -157,7 +157,7 @@ download_state(TdmTrainer *t, GError **error)
   if (t->net->state_count == 0)
     return state;
   TdmBackend *b = t->backends[t->main_local];
-  b->ops->download(b, state, t->reps[t->main_local]->state, n * sizeof(float));
+  tdm_backend_download(b, state, t->reps[t->main_local]->state, n * sizeof(float));
   if (!tdm_backend_check(b, error))
     g_clear_pointer(&state, g_free);
   return state;
@@ -208,7 +208,7 @@ tdm_trainer_save_checkpoint_to(TdmTrainer *t, const char *path, gboolean best,
   size_t n = t->net->parameter_count;
   g_autofree float *state = g_new(float, n);
   for (int i = 0; i < opt->state_count; i++) {
-    opt->backend->ops->download(opt->backend, state, opt->state[i], n * sizeof(float));
+    tdm_backend_download(opt->backend, state, opt->state[i], n * sizeof(float));
     gint64 shape[1] = {(gint64)n};
     tdm_checkpoint_add(ckpt, tdm_optimizer_state_name(opt, i), 1, shape, state);
   }
@@ -593,9 +593,9 @@ tdm_trainer_restore_checkpoint(TdmTrainer *t, const char *path, GError **error)
 
   for (int r = 0; r < t->replicas; r++) {
     TdmBackend *b = t->backends[r];
-    b->ops->upload(b, t->reps[r]->params, params, n * sizeof(float));
+    tdm_backend_upload(b, t->reps[r]->params, params, n * sizeof(float));
     if (ns > 0)
-      b->ops->upload(b, t->reps[r]->state, state, ns * sizeof(float));
+      tdm_backend_upload(b, t->reps[r]->state, state, ns * sizeof(float));
     TdmOptimizer *opt = t->opts[r];
     if (opt == NULL)
       continue;
@@ -612,7 +612,7 @@ tdm_trainer_restore_checkpoint(TdmTrainer *t, const char *path, GError **error)
                                            error);
       if (values == NULL)
         return FALSE;
-      b->ops->upload(b, opt->state[i], values, n * sizeof(float));
+      tdm_backend_upload(b, opt->state[i], values, n * sizeof(float));
     }
   }
   for (int r = 0; r < t->replicas; r++)

@@ -99,7 +99,7 @@ tdm_trainer_exact_setup(TdmTrainer *t, GError **error)
      * TANDEM_EXACT_ON_HOST=1 adds them on the host instead, as a CPU worker does: the
      * same bits (tests/gpu/test-cuda-train.c compares the two). */
     TdmBackend *b = t->backends[r];
-    if (b->kind != TDM_BACKEND_CPU && b->ops->exact_add != NULL &&
+    if (b->kind != TDM_BACKEND_CPU && tdm_backend_has_exact_add(b) &&
         g_getenv("TANDEM_EXACT_ON_HOST") == NULL) {
       e->device_acc = tdm_backend_alloc(b, tdm_exact_device_bytes(t->net->parameter_count,
                                                                   t->net->state_count),
@@ -162,24 +162,24 @@ tdm_trainer_exact_compute(TdmTrainer *t, int r)
   memset(e->acc, 0, e->acc_count * sizeof(gint64));
   gint64 *dacc = e->device_acc;
   if (dacc != NULL)
-    b->ops->zero(b, dacc, e->acc_count * sizeof(gint64));
+    tdm_backend_zero(b, dacc, e->acc_count * sizeof(gint64));
   gint64 *dbad = dacc != NULL ? dacc + e->acc_count - 1 : NULL;
   if (s > 0) {
-    b->ops->download(b, e->saved_state, rep->state, s * sizeof(float));
-    b->ops->synchronize(b);
+    tdm_backend_download(b, e->saved_state, rep->state, s * sizeof(float));
+    tdm_backend_synchronize(b);
     fill_start(e, s);
   }
   gint64 bad = 0;
   for (int done = 0; done < size && !tdm_trainer_aborted(t); done += chunk) {
     int n = MIN(chunk, size - done);
     if (s > 0)
-      b->ops->upload(b, rep->state, e->start, s * sizeof(float));
+      tdm_backend_upload(b, rep->state, e->start, s * sizeof(float));
     tdm_replica_train_step(rep, job->indices + offset + done, n, 1.0f / (float)job->count);
     if (dacc != NULL) {
-      b->ops->exact_add(b, dacc, rep->grads, p, dbad);
+      tdm_backend_exact_add(b, dacc, rep->grads, p, dbad);
       for (guint k = 0; k < e->moving->len; k++) {
         const Range *m = &g_array_index(e->moving, Range, k);
-        b->ops->exact_add(b, dacc + 2 * (p + m->offset), rep->state + m->offset, m->count,
+        tdm_backend_exact_add(b, dacc + 2 * (p + m->offset), rep->state + m->offset, m->count,
                           dbad);
       }
       tdm_trainer_exact_add_metrics(t, r, tdm_replica_take_metrics(rep));
@@ -188,12 +188,12 @@ tdm_trainer_exact_compute(TdmTrainer *t, int r)
     /* A CPU worker's buffers are host memory: read in place. */
     const float *grads = rep->grads;
     if (b->kind != TDM_BACKEND_CPU) {
-      b->ops->download(b, e->grads, rep->grads, p * sizeof(float));
+      tdm_backend_download(b, e->grads, rep->grads, p * sizeof(float));
       grads = e->grads;
     }
     bad += (gint64)tdm_exact_add(e->acc, grads, p);
     if (s > 0) {
-      b->ops->download(b, e->state, rep->state, s * sizeof(float));
+      tdm_backend_download(b, e->state, rep->state, s * sizeof(float));
       for (guint k = 0; k < e->moving->len; k++) {
         const Range *m = &g_array_index(e->moving, Range, k);
         bad += (gint64)tdm_exact_add(e->acc + 2 * (p + m->offset), e->state + m->offset,
@@ -204,8 +204,8 @@ tdm_trainer_exact_compute(TdmTrainer *t, int r)
   }
   if (dacc != NULL) {
     /* The step's sums, once: the download waits for the chunks' kernels. */
-    b->ops->download(b, e->acc, dacc, e->acc_count * sizeof(gint64));
-    b->ops->synchronize(b);
+    tdm_backend_download(b, e->acc, dacc, e->acc_count * sizeof(gint64));
+    tdm_backend_synchronize(b);
     return;
   }
   e->acc[e->acc_count - 1] = bad;
@@ -244,7 +244,7 @@ tdm_trainer_exact_combine(TdmTrainer *t, int r, GError **error)
     tdm_exact_to_float(rep->grads, e->acc, p, 1.0);
   } else {
     tdm_exact_to_float(e->grads, e->acc, p, 1.0);
-    b->ops->upload(b, rep->grads, e->grads, p * sizeof(float));
+    tdm_backend_upload(b, rep->grads, e->grads, p * sizeof(float));
   }
   if (s > 0) {
     int chunks = tdm_exact_chunks(t->job.count, t->config->exact_chunk);
@@ -256,10 +256,10 @@ tdm_trainer_exact_combine(TdmTrainer *t, int r, GError **error)
       for (size_t i = 0; i < m->count; i++)
         v[i] += (1.0f - TDM_BN_MOMENTUM) * e->saved_state[m->offset + i];
     }
-    b->ops->upload(b, rep->state, e->state, s * sizeof(float));
+    tdm_backend_upload(b, rep->state, e->state, s * sizeof(float));
   }
   /* Uploads may be asynchronous: the host buffers are written again next step. */
-  b->ops->synchronize(b);
+  tdm_backend_synchronize(b);
   return TRUE;
 }
 

@@ -147,8 +147,8 @@ tdm_trainer_finetune_parameters(TdmTrainer *t, float *params)
   /* BN statistics are state on every replica, not parameters that are broadcast. */
   for (int r = 0; r < t->replicas; r++) {
     TdmBackend *b = t->backends[r];
-    b->ops->upload(b, t->reps[r]->state, t->init_state, net->state_count * sizeof(float));
-    b->ops->synchronize(b);
+    tdm_backend_upload(b, t->reps[r]->state, t->init_state, net->state_count * sizeof(float));
+    tdm_backend_synchronize(b);
   }
 }
 

@@ -440,7 +440,7 @@ tdm_trainer_initialize_parameters(TdmTrainer *t, GError **error)
   tdm_trainer_finetune_parameters(t, params);
   if (t->main_local >= 0) {
     TdmBackend *b = t->backends[t->main_local];
-    b->ops->upload(b, t->reps[t->main_local]->params, params, n * sizeof(float));
+    tdm_backend_upload(b, t->reps[t->main_local]->params, params, n * sizeof(float));
   }
   t->job.kind = JOB_BROADCAST;
   return tdm_trainer_run_all(t, error);
@@ -498,12 +498,12 @@ prewarm_undo(TdmTrainer *t, GError **error)
     TdmOptimizer *opt = t->opts[r];
     if (opt != NULL) {
       for (int i = 0; i < opt->state_count; i++)
-        b->ops->zero(b, opt->state[i], opt->count * sizeof(float));
+        tdm_backend_zero(b, opt->state[i], opt->count * sizeof(float));
       opt->t = 0;
     }
     if (state != NULL)
-      b->ops->upload(b, t->reps[r]->state, state, net->state_count * sizeof(float));
-    b->ops->synchronize(b);
+      tdm_backend_upload(b, t->reps[r]->state, state, net->state_count * sizeof(float));
+    tdm_backend_synchronize(b);
     if (!tdm_backend_check(b, error))
       return FALSE;
     tdm_communicator_take_bytes(t->comm, r, NULL, NULL);

@@ -37,7 +37,7 @@ static void
 on_forward_done(TdmReplica *rep, gpointer data)
 {
   Timing *tm = data;
-  rep->backend->ops->synchronize(rep->backend);
+  tdm_backend_synchronize(rep->backend);
   tm->forward_end = tdm_trainer_now_seconds();
 }
 
@@ -57,7 +57,7 @@ communicate(TdmTrainer *t, int r, gboolean (*op)(TdmTrainer *, int, GError **), 
     return FALSE;
   }
   if (timed) {
-    b->ops->synchronize(b);
+    tdm_backend_synchronize(b);
     double t2 = tdm_trainer_now_seconds();
     tm->wait += t1 - t0;
     tm->comm += t2 - t1;
@@ -93,8 +93,7 @@ op_average_bn_state(TdmTrainer *t, int r, GError **error)
   if (!tdm_communicator_allreduce(t->comm, r, rep->state, 0, t->net->state_count, error) ||
       !t->comm->ops->wait(t->comm, r, error))
     return FALSE;
-  t->backends[r]->ops->scale(t->backends[r], rep->state, 1.0f / (float)t->world,
-                             t->net->state_count);
+  tdm_backend_scale(t->backends[r], rep->state, 1.0f / (float)t->world, t->net->state_count);
   return TRUE;
 }
 
@@ -139,7 +138,7 @@ flush_bucket(Buckets *bk)
    * bucket's gradients were ready on the device (a GPU runs behind the host), not
    * when the host queued it. The step is timed anyway; one wait more. */
   if (t->job.timed && t->step_detail && bk->first_launch == 0) {
-    t->backends[bk->replica]->ops->synchronize(t->backends[bk->replica]);
+    tdm_backend_synchronize(t->backends[bk->replica]);
     bk->first_launch = tdm_trainer_now_seconds();
   }
   GError *error = NULL;
@@ -247,7 +246,7 @@ job_train(TdmTrainer *t, int r)
   if (bk != NULL)
     flush_bucket(bk);
   if (timed) {
-    b->ops->synchronize(b);
+    tdm_backend_synchronize(b);
     double end = tdm_trainer_now_seconds();
     tm->compute += end - start;
     if (detail) {
@@ -277,7 +276,7 @@ job_train(TdmTrainer *t, int r)
     if (error != NULL)
       tdm_trainer_fail_worker(t, error);
     if (timed) {
-      b->ops->synchronize(b);
+      tdm_backend_synchronize(b);
       double t2 = tdm_trainer_now_seconds();
       tm->comm += t2 - t1;
       if (job->timed)
@@ -306,7 +305,7 @@ job_train(TdmTrainer *t, int r)
       t->main_updated = TRUE;
   }
   if (timed) {
-    b->ops->synchronize(b);
+    tdm_backend_synchronize(b);
     double end = tdm_trainer_now_seconds();
     tm->compute += end - update_start;
     if (job->timed && t->opts[r] != NULL)
@@ -392,7 +391,8 @@ job_evaluate(TdmTrainer *t, int r)
     /* The same rule as the loss's correct count (the first maximum wins), so the
      * confusion matrix's diagonal is the reported accuracy. */
     TdmBackend *b = t->backends[r];
-    b->ops->download(b, logits, tdm_replica_outputs(rep), (size_t)chunk * classes * sizeof(float));
+    tdm_backend_download(b, logits, tdm_replica_outputs(rep),
+                         (size_t)chunk * classes * sizeof(float));
     for (int i = 0; i < chunk; i++) {
       const float *z = logits + (size_t)i * classes;
       int best = 0;

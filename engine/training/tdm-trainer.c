@@ -143,7 +143,7 @@ download_states(TdmTrainer *t, GError **error)
     float *state = g_new0(float, MAX(1, t->net->state_count));
     g_ptr_array_add(t->host_states, state);
     TdmBackend *b = t->backends[r];
-    b->ops->download(b, state, t->reps[r]->state, t->net->state_count * sizeof(float));
+    tdm_backend_download(b, state, t->reps[r]->state, t->net->state_count * sizeof(float));
     if (!tdm_backend_check(b, error))
       return FALSE;
   }
@@ -269,9 +269,8 @@ emit_started(TdmTrainer *t)
   s->prewarm_seconds = t->prewarm_seconds;
   for (int r = 0; r < t->replicas; r++) {
     TdmBackend *b = t->backends[r];
-    TdmConvChoices c = {0};
-    if (b->ops->conv_choices != NULL)
-      b->ops->conv_choices(b, &c);
+    TdmConvChoices c;
+    tdm_backend_conv_choices(b, &c);
     s->conv_cudnn += c.cudnn;
     s->conv_own += c.own;
     s->conv_im2col += c.im2col;

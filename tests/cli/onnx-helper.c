@@ -112,9 +112,9 @@ logits(const char *checkpoint, const char *samples_path, const char *logits_path
     r->normalize = TRUE;
     r->input_affine = tdm_normalize_affine(net->in_c, mean, std);
   }
-  b->ops->upload(b, r->params, params, net->parameter_count * sizeof(float));
+  tdm_backend_upload(b, r->params, params, net->parameter_count * sizeof(float));
   if (net->state_count > 0)
-    b->ops->upload(b, r->state, state, net->state_count * sizeof(float));
+    tdm_backend_upload(b, r->state, state, net->state_count * sizeof(float));
   g_autofree float *out = g_new(float, (size_t)count * net->classes);
   tdm_replica_predict(r, 0, count, out);
   g_assert_true(tdm_backend_check(b, NULL));

@@ -145,7 +145,16 @@ expect_bad "--test-shift -1: give the shift in pixels, 0 (off) to 8" --dataset "
 expect_bad "--test-shift 9: give the shift in pixels, 0 (off) to 8" --dataset "$syn" --test-shift 9
 expect_bad "--test-shift" --dataset "$syn" --test-shift one
 expect_bad "--warmup" --warmup 30 --epochs 2
-expect_bad "--precision bf16 needs a GPU" --dataset "$syn" --precision bf16
+
+# bf16 on CPU workers: their convolutions multiply bfloat16 operands, as a GPU's do.
+if timeout 300 "$train" --dataset "$syn" --network cnn --precision bf16 --devices cpu:2 \
+     --max-steps 4 >"$tmp/bf16.out" 2>"$tmp/err" &&
+   grep -q '^recipe: .*precision bf16' "$tmp/bf16.out" && grep -q '^finished: ' "$tmp/bf16.out"; then
+  ok "--precision bf16 --devices cpu:2 trains"
+else
+  not_ok "--precision bf16 --devices cpu:2 trains" "$(cat "$tmp/err")" \
+    "$(tail -c 300 "$tmp/bf16.out")"
+fi
 
 # A network too big for the host (~1.9e9 parameters) is refused with the figures before
 # anything big is allocated. Under an address-space limit, so that a regression fails

@@ -53,9 +53,9 @@ static double
 linear_loss(gpointer data)
 {
   Linear *l = data;
-  l->b->ops->gemm(l->b, false, true, l->batch, l->out, l->in, 1.0f, l->x, l->in, l->w,
-                  l->in, 0.0f, l->y, l->out);
-  l->b->ops->bias_forward(l->b, l->y, l->bias, l->batch, l->out, 1, false);
+  tdm_backend_gemm(l->b, false, true, l->batch, l->out, l->in, 1.0f, l->x, l->in, l->w, l->in,
+                   0.0f, l->y, l->out);
+  tdm_backend_bias_forward(l->b, l->y, l->bias, l->batch, l->out, 1, false);
   return dot(l->y, l->r, (size_t)l->batch * l->out);
 }
 
@@ -81,11 +81,11 @@ test_gradcheck_linear(void)
   poison(db, l.out);
 
   const float *dy = l.r;
-  b->ops->gemm(b, true, false, l.out, l.in, l.batch, 1.0f, dy, l.out, l.x, l.in, 0.0f, dw,
-               l.in);
-  b->ops->bias_backward(b, db, dy, l.batch, l.out, 1);
-  b->ops->gemm(b, false, false, l.batch, l.in, l.out, 1.0f, dy, l.out, l.w, l.in, 0.0f, dx,
-               l.in);
+  tdm_backend_gemm(b, true, false, l.out, l.in, l.batch, 1.0f, dy, l.out, l.x, l.in, 0.0f, dw,
+                   l.in);
+  tdm_backend_bias_backward(b, db, dy, l.batch, l.out, 1);
+  tdm_backend_gemm(b, false, false, l.batch, l.in, l.out, 1.0f, dy, l.out, l.w, l.in, 0.0f, dx,
+                   l.in);
   assert_written(dx, xn);
   assert_written(dw, wn);
   assert_written(db, l.out);
@@ -114,10 +114,10 @@ conv_loss(gpointer data)
   Conv *cv = data;
   TdmBackend *b = cv->b;
   const ConvShape *s = &cv->s;
-  b->ops->im2col(b, cv->col, cv->x, s->n, s->h, s->w, s->c, s->kh, s->kw, s->pad, 1);
-  b->ops->gemm(b, false, true, cv->rows, cv->cout, cv->cols, 1.0f, cv->col, cv->cols, cv->w,
-               cv->cols, 0.0f, cv->y, cv->cout);
-  b->ops->bias_forward(b, cv->y, cv->bias, cv->rows, cv->cout, 1, false);
+  tdm_backend_im2col(b, cv->col, cv->x, s->n, s->h, s->w, s->c, s->kh, s->kw, s->pad, 1);
+  tdm_backend_gemm(b, false, true, cv->rows, cv->cout, cv->cols, 1.0f, cv->col, cv->cols, cv->w,
+                   cv->cols, 0.0f, cv->y, cv->cout);
+  tdm_backend_bias_forward(b, cv->y, cv->bias, cv->rows, cv->cout, 1, false);
   return dot(cv->y, cv->r, cv->rows * cv->cout);
 }
 
@@ -146,13 +146,13 @@ gradcheck_conv(const ConvShape *shape, int cout)
 
   conv_loss(&cv);  /* fills col */
   const float *dy = cv.r;
-  b->ops->gemm(b, true, false, cout, cv.cols, cv.rows, 1.0f, dy, cout, cv.col, cv.cols,
-               0.0f, dw, cv.cols);
-  b->ops->bias_backward(b, db, dy, cv.rows, cout, 1);
-  b->ops->gemm(b, false, false, cv.rows, cv.cols, cout, 1.0f, dy, cout, cv.w, cv.cols,
-               0.0f, dcol, cv.cols);
-  b->ops->col2im(b, dx, dcol, shape->n, shape->h, shape->w, shape->c, shape->kh,
-                 shape->kw, shape->pad, 1);
+  tdm_backend_gemm(b, true, false, cout, cv.cols, cv.rows, 1.0f, dy, cout, cv.col, cv.cols,
+                   0.0f, dw, cv.cols);
+  tdm_backend_bias_backward(b, db, dy, cv.rows, cout, 1);
+  tdm_backend_gemm(b, false, false, cv.rows, cv.cols, cout, 1.0f, dy, cout, cv.w, cv.cols, 0.0f,
+                   dcol, cv.cols);
+  tdm_backend_col2im(b, dx, dcol, shape->n, shape->h, shape->w, shape->c, shape->kh, shape->kw,
+                     shape->pad, 1);
   assert_written(dx, cv.xn);
   assert_written(dw, wn);
   assert_written(db, cout);
@@ -203,8 +203,8 @@ static double
 pool_loss(gpointer data)
 {
   Pool *p = data;
-  p->b->ops->maxpool_forward(p->b, p->y, p->arg, p->x, p->bias, p->bias != NULL, p->n, p->h,
-                             p->w, p->c, p->k);
+  tdm_backend_maxpool_forward(p->b, p->y, p->arg, p->x, p->bias, p->bias != NULL, p->n, p->h,
+                              p->w, p->c, p->k);
   return dot(p->y, p->r, p->yn);
 }
 
@@ -233,8 +233,8 @@ gradcheck_maxpool(gboolean fold)
   poison(dx, p.xn);
   float *db = dev_floats(b, p.c);
   poison(db, p.c);
-  b->ops->maxpool_backward(b, dx, fold ? db : NULL, p.r, p.arg, fold ? p.y : NULL, p.n, p.h,
-                           p.w, p.c, p.k);
+  tdm_backend_maxpool_backward(b, dx, fold ? db : NULL, p.r, p.arg, fold ? p.y : NULL, p.n, p.h,
+                               p.w, p.c, p.k);
   assert_written(dx, p.xn);
   assert_grad(dx, pool_loss, &p, p.x, p.xn);
   if (fold)
@@ -268,7 +268,7 @@ static double
 relu_loss(gpointer data)
 {
   Relu *l = data;
-  l->b->ops->relu_forward(l->b, l->y, l->x, l->n);
+  tdm_backend_relu_forward(l->b, l->y, l->x, l->n);
   return dot(l->y, l->r, l->n);
 }
 
@@ -284,7 +284,7 @@ bias_relu_loss(gpointer data)
   BiasRelu *l = data;
   const size_t n = (size_t)l->outer * l->channels;
   memcpy(l->y, l->x, n * sizeof(float));
-  l->b->ops->bias_forward(l->b, l->y, l->bias, l->outer, l->channels, 1, true);
+  tdm_backend_bias_forward(l->b, l->y, l->bias, l->outer, l->channels, 1, true);
   return dot(l->y, l->r, n);
 }
 
@@ -301,7 +301,7 @@ test_gradcheck_relu(void)
   fill_random(l.r, l.n, -1, 1);
   relu_loss(&l);
   poison(dx, l.n);
-  b->ops->relu_backward(b, dx, l.r, l.y, l.n);
+  tdm_backend_relu_backward(b, dx, l.r, l.y, l.n);
   assert_written(dx, l.n);
   assert_grad(dx, relu_loss, &l, l.x, l.n);
 
@@ -311,11 +311,11 @@ test_gradcheck_relu(void)
   f.bias = dev_floats(b, f.channels);
   f.y = dev_floats(b, l.n);
   float *dbias = dev_floats(b, f.channels);
-  b->ops->zero(b, f.bias, f.channels * sizeof(float));
+  tdm_backend_zero(b, f.bias, f.channels * sizeof(float));
   bias_relu_loss(&f);
-  b->ops->relu_backward(b, dx, f.r, f.y, l.n);
+  tdm_backend_relu_backward(b, dx, f.r, f.y, l.n);
   poison(dbias, f.channels);
-  b->ops->bias_backward(b, dbias, dx, f.outer, f.channels, 1);
+  tdm_backend_bias_backward(b, dbias, dx, f.outer, f.channels, 1);
   assert_written(dbias, f.channels);
   assert_grad(dx, bias_relu_loss, &f, f.x, l.n);
   assert_grad(dbias, bias_relu_loss, &f, f.bias, f.channels);
@@ -343,7 +343,7 @@ xent_loss(gpointer data)
 {
   Xent *x = data;
   TdmMetrics m = { 0, 0 };
-  x->b->ops->softmax_xent(x->b, x->z, x->labels, x->rows, x->classes, 0.0f, 1.0f, NULL, &m);
+  tdm_backend_softmax_xent(x->b, x->z, x->labels, x->rows, x->classes, 0.0f, 1.0f, NULL, &m);
   return m.loss_sum / x->rows;
 }
 
@@ -362,7 +362,7 @@ test_gradcheck_softmax_xent(void)
     x.labels[r] = g_test_rand_int_range(0, x.classes);
   *m = (TdmMetrics){ 0, 0 };
   poison(d, n);
-  b->ops->softmax_xent(b, x.z, x.labels, x.rows, x.classes, 0.0f, 1.0f / x.rows, d, m);
+  tdm_backend_softmax_xent(b, x.z, x.labels, x.rows, x.classes, 0.0f, 1.0f / x.rows, d, m);
   assert_written(d, n);
   assert_grad(d, xent_loss, &x, x.z, n);
   g_assert_true(tdm_backend_check(b, NULL));

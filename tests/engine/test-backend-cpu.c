@@ -79,18 +79,18 @@ test_memory_ops(void)
   poison(d1, n);
   poison(d2, n);
 
-  b->ops->upload(b, d1, host, n * sizeof(float));
-  b->ops->copy(b, d2, d1, n * sizeof(float));
+  tdm_backend_upload(b, d1, host, n * sizeof(float));
+  tdm_backend_copy(b, d2, d1, n * sizeof(float));
   poison(back, n);
-  b->ops->download(b, back, d2, n * sizeof(float));
+  tdm_backend_download(b, back, d2, n * sizeof(float));
   g_assert_cmpmem(back, n * sizeof(float), host, n * sizeof(float));
 
-  b->ops->zero(b, d2 + 1, (n - 2) * sizeof(float));
+  tdm_backend_zero(b, d2 + 1, (n - 2) * sizeof(float));
   g_assert_cmpfloat(d2[0], ==, host[0]);
   g_assert_cmpfloat(d2[n - 1], ==, host[n - 1]);
   for (size_t i = 1; i < n - 1; i++)
     g_assert_cmpfloat(d2[i], ==, 0.0f);
-  b->ops->synchronize(b);
+  tdm_backend_synchronize(b);
 
   tdm_backend_release(b, d1);
   tdm_backend_release(b, d2);
@@ -134,7 +134,7 @@ gemm_case(TdmBackend *b, bool ta, bool tb, int m, int n, int k, float alpha, flo
       ref[(size_t)i * n + j] = alpha * s + beta * old;
     }
 
-  b->ops->gemm(b, ta, tb, m, n, k, alpha, a, lda, bm, ldb, beta, c, ldc);
+  tdm_backend_gemm(b, ta, tb, m, n, k, alpha, a, lda, bm, ldb, beta, c, ldc);
   g_assert_true(tdm_backend_check(b, NULL));
 
   float *packed = g_new(float, (size_t)m * n);
@@ -196,7 +196,7 @@ bias_case(TdmBackend *b, int outer, int channels, int inner, bool relu)
         const double v = (double)y[at] + bias[c];
         ref[at] = relu && v < 0 ? 0.0 : v;
       }
-  b->ops->bias_forward(b, y, bias, outer, channels, inner, relu);
+  tdm_backend_bias_forward(b, y, bias, outer, channels, inner, relu);
   assert_written(y, n);
   assert_rel(y, ref, n, TOL);
 
@@ -209,7 +209,7 @@ bias_case(TdmBackend *b, int outer, int channels, int inner, bool relu)
     for (int c = 0; c < channels; c++)
       for (int i = 0; i < inner; i++)
         dref[c] += dy[((size_t)o * channels + c) * inner + i];
-  b->ops->bias_backward(b, dbias, dy, outer, channels, inner);
+  tdm_backend_bias_backward(b, dbias, dy, outer, channels, inner);
   assert_written(dbias, channels);
   assert_rel(dbias, dref, channels, TOL);
   g_assert_true(tdm_backend_check(b, NULL));
@@ -250,21 +250,21 @@ test_relu(void)
     ref[i] = x[i] > 0 ? x[i] : 0.0;
 
   poison(y, n);
-  b->ops->relu_forward(b, y, x, n);
+  tdm_backend_relu_forward(b, y, x, n);
   assert_written(y, n);
   assert_rel(y, ref, n, TOL);
 
   for (size_t i = 0; i < n; i++)
     dref[i] = y[i] > 0 ? dy[i] : 0.0;
   poison(dx, n);
-  b->ops->relu_backward(b, dx, dy, y, n);
+  tdm_backend_relu_backward(b, dx, dy, y, n);
   assert_written(dx, n);
   assert_rel(dx, dref, n, TOL);
 
   /* In place, both ways. */
-  b->ops->relu_backward(b, dy, dy, y, n);
+  tdm_backend_relu_backward(b, dy, dy, y, n);
   assert_rel(dy, dref, n, TOL);
-  b->ops->relu_forward(b, x, x, n);
+  tdm_backend_relu_forward(b, x, x, n);
   assert_rel(x, ref, n, TOL);
   g_assert_true(tdm_backend_check(b, NULL));
 
@@ -326,12 +326,12 @@ test_im2col(void)
       }
 
     poison(col, rows * cols);
-    b->ops->im2col(b, col, x, s->n, s->h, s->w, s->c, s->kh, s->kw, s->pad, 1);
+    tdm_backend_im2col(b, col, x, s->n, s->h, s->w, s->c, s->kh, s->kw, s->pad, 1);
     assert_written(col, rows * cols);
     assert_rel(col, ref, rows * cols, TOL);
 
     poison(dx, xn);
-    b->ops->col2im(b, dx, dcol, s->n, s->h, s->w, s->c, s->kh, s->kw, s->pad, 1);
+    tdm_backend_col2im(b, dx, dcol, s->n, s->h, s->w, s->c, s->kh, s->kw, s->pad, 1);
     assert_written(dx, xn);
     assert_rel(dx, dref, xn, TOL);
     g_assert_true(tdm_backend_check(b, NULL));
@@ -406,7 +406,7 @@ maxpool_case_full(TdmBackend *b, int n, int h, int w, int c, int k, gboolean fol
   poison(y, yn);
   for (size_t i = 0; i < yn; i++)
     arg[i] = -1;
-  b->ops->maxpool_forward(b, y, arg, x, fold ? bias : NULL, relu, n, h, w, c, k);
+  tdm_backend_maxpool_forward(b, y, arg, x, fold ? bias : NULL, relu, n, h, w, c, k);
   assert_written(y, yn);
   assert_rel(y, ref, yn, TOL);
   for (size_t i = 0; i < yn; i++)
@@ -414,8 +414,8 @@ maxpool_case_full(TdmBackend *b, int n, int h, int w, int c, int k, gboolean fol
 
   poison(dx, xn);
   poison(db, c);
-  b->ops->maxpool_backward(b, dx, fold ? db : NULL, dy, arg, fold && relu ? y : NULL, n, h, w,
-                           c, k);
+  tdm_backend_maxpool_backward(b, dx, fold ? db : NULL, dy, arg, fold && relu ? y : NULL, n, h,
+                               w, c, k);
   assert_written(dx, xn);
   assert_rel(dx, dref, xn, TOL);
   if (fold) {
@@ -459,11 +459,11 @@ test_maxpool(void)
   float x[2 * 2 * 2] = { 1, 5, 1, 5, 1, 5, 1, 5 };
   float y[2];
   int32_t arg[2];
-  b->ops->maxpool_forward(b, y, arg, x, NULL, false, 1, 2, 2, 2, 2);
+  tdm_backend_maxpool_forward(b, y, arg, x, NULL, false, 1, 2, 2, 2, 2);
   g_assert_cmpint(arg[0], ==, 0);
   g_assert_cmpint(arg[1], ==, 1);
   float x3[3 * 3] = { 0, 4, 4, 1, 4, 2, 4, 3, 4 };  /* k = 3 takes another path */
-  b->ops->maxpool_forward(b, y, arg, x3, NULL, false, 1, 3, 3, 1, 3);
+  tdm_backend_maxpool_forward(b, y, arg, x3, NULL, false, 1, 3, 3, 1, 3);
   g_assert_cmpint(arg[0], ==, 1);
   g_assert_cmpfloat(y[0], ==, 4.0f);
   free_backend(b);
@@ -496,13 +496,14 @@ conv_pool_case(const ConvPoolShape *s)
   fill_random(bias, s->out, -0.5, 0.5);
   fill_random(dy, yn, -1, 1);
 
-  b->ops->im2col(b, col, x, s->n, s->h, s->w, s->c, s->k, s->k, s->pad, 1);
-  b->ops->gemm(b, false, true, rows, s->out, taps, 1.0f, col, taps, wt, taps, 0.0f, conv,
-               s->out);
-  b->ops->maxpool_forward(b, y_ref, arg_ref, conv, bias, s->relu, s->n, oh, ow, s->out, s->pk);
+  tdm_backend_im2col(b, col, x, s->n, s->h, s->w, s->c, s->k, s->k, s->pad, 1);
+  tdm_backend_gemm(b, false, true, rows, s->out, taps, 1.0f, col, taps, wt, taps, 0.0f, conv,
+                   s->out);
+  tdm_backend_maxpool_forward(b, y_ref, arg_ref, conv, bias, s->relu, s->n, oh, ow, s->out,
+                              s->pk);
   poison(y, yn);
-  b->ops->conv_pool_forward(b, y, arg, x, wt, bias, s->relu, s->n, s->h, s->w, s->c, s->out,
-                            s->k, s->k, s->pad, s->pk);
+  tdm_backend_conv_pool_forward(b, y, arg, x, wt, bias, s->relu, s->n, s->h, s->w, s->c, s->out,
+                                s->k, s->k, s->pad, s->pk);
   assert_written(y, yn);
   double *ref = to_double(y_ref, yn);
   assert_rel(y, ref, yn, TOL);
@@ -512,14 +513,14 @@ conv_pool_case(const ConvPoolShape *s)
       g_assert_cmpfloat(fabs(conv[arg[i]] - conv[arg_ref[i]]), <=, 1e-5);
 
   /* The gradients through the same choices. */
-  b->ops->maxpool_backward(b, dconv, db_ref, dy, arg, s->relu ? y : NULL, s->n, oh, ow, s->out,
-                           s->pk);
-  b->ops->gemm(b, true, false, s->out, taps, rows, 1.0f, dconv, s->out, col, taps, 0.0f,
-               dw_ref, taps);
+  tdm_backend_maxpool_backward(b, dconv, db_ref, dy, arg, s->relu ? y : NULL, s->n, oh, ow,
+                               s->out, s->pk);
+  tdm_backend_gemm(b, true, false, s->out, taps, rows, 1.0f, dconv, s->out, col, taps, 0.0f,
+                   dw_ref, taps);
   poison(dw, wn);
   poison(db, s->out);
-  b->ops->conv_pool_backward(b, dw, db, dy, arg, y, x, s->relu, s->n, s->h, s->w, s->c,
-                             s->out, s->k, s->k, s->pad, s->pk);
+  tdm_backend_conv_pool_backward(b, dw, db, dy, arg, y, x, s->relu, s->n, s->h, s->w, s->c,
+                                 s->out, s->k, s->k, s->pad, s->pk);
   assert_written(dw, wn);
   assert_written(db, s->out);
   double *dw_d = to_double(dw_ref, wn), *db_d = to_double(db_ref, s->out);
@@ -613,8 +614,8 @@ xent_case(TdmBackend *b, int rows, int classes, double spread, gboolean with_gra
   metrics->loss_sum = 10.0;
   metrics->correct = 3.0;
   poison(d, n);
-  b->ops->softmax_xent(b, z, labels, rows, classes, 0.0f, grad_scale, with_grad ? d : NULL,
-                       metrics);
+  tdm_backend_softmax_xent(b, z, labels, rows, classes, 0.0f, grad_scale, with_grad ? d : NULL,
+                           metrics);
   g_assert_true(tdm_backend_check(b, NULL));
   g_assert_true(isfinite(metrics->loss_sum));
   g_assert_cmpfloat(fabs(metrics->loss_sum - 10.0 - loss_ref), <=, TOL * fabs(loss_ref));
@@ -650,7 +651,7 @@ test_softmax_xent(void)
   float z[4] = { 2, 2, 1, 2 };
   int32_t labels[2] = { 1, 1 };
   TdmMetrics m = { 0, 0 };
-  b->ops->softmax_xent(b, z, labels, 2, 2, 0.0f, 1.0f, NULL, &m);
+  tdm_backend_softmax_xent(b, z, labels, 2, 2, 0.0f, 1.0f, NULL, &m);
   g_assert_cmpfloat(m.correct, ==, 1.0);
   free_backend(b);
 }
@@ -684,7 +685,7 @@ test_gather(void)
   poison(x, (size_t)count * sample);
   for (int i = 0; i < count; i++)
     y[i] = -1;
-  b->ops->gather(b, x, y, images, labels, indices, count, sample, scale);
+  tdm_backend_gather(b, x, y, images, labels, indices, count, sample, scale);
   g_assert_true(tdm_backend_check(b, NULL));
   assert_written(x, (size_t)count * sample);
   assert_rel(x, ref, (size_t)count * sample, TOL);
@@ -712,8 +713,8 @@ optimizer_case(OptKind kind, size_t n, float weight_decay)
   float *p = dev_floats(b, n), *g = dev_floats(b, n);
   float *s1 = dev_floats(b, n), *s2 = dev_floats(b, n);
   fill_random(p, n, -1, 1);
-  b->ops->zero(b, s1, n * sizeof(float));
-  b->ops->zero(b, s2, n * sizeof(float));
+  tdm_backend_zero(b, s1, n * sizeof(float));
+  tdm_backend_zero(b, s2, n * sizeof(float));
   double *p0 = to_double(p, n), *rp = to_double(p, n);
   double *r1 = g_new0(double, n), *r2 = g_new0(double, n);
   /* The reference uses the float values the operation receives: 1 − 0.999f is not
@@ -742,13 +743,13 @@ optimizer_case(OptKind kind, size_t n, float weight_decay)
     }
     switch (kind) {
     case OPT_SGD:
-      b->ops->sgd_update(b, p, g, n, lr, weight_decay);
+      tdm_backend_sgd_update(b, p, g, n, lr, weight_decay);
       break;
     case OPT_MOMENTUM:
-      b->ops->momentum_update(b, p, g, s1, n, lr, momentum, weight_decay);
+      tdm_backend_momentum_update(b, p, g, s1, n, lr, momentum, weight_decay);
       break;
     case OPT_ADAM:
-      b->ops->adam_update(b, p, g, s1, s2, n, lr_t, beta1, beta2, eps, weight_decay);
+      tdm_backend_adam_update(b, p, g, s1, s2, n, lr_t, beta1, beta2, eps, weight_decay);
       break;
     }
   }
@@ -801,8 +802,8 @@ test_add_scale(void)
   double *ref = g_new(double, n);
   for (size_t i = 0; i < n; i++)
     ref[i] = ((double)y[i] + x[i]) * -0.375;
-  b->ops->add(b, y, x, n);
-  b->ops->scale(b, y, -0.375f, n);
+  tdm_backend_add(b, y, x, n);
+  tdm_backend_scale(b, y, -0.375f, n);
   assert_rel(y, ref, n, TOL);
   g_free(ref);
   tdm_backend_release(b, y);
@@ -816,7 +817,7 @@ test_sticky_error(void)
 {
   TdmBackend *b = new_backend();
   float a[4] = { 1, 2, 3, 4 }, c[4] = { 7, 7, 7, 7 };
-  b->ops->gemm(b, false, false, 2, 2, 2, 1.0f, a, 1, a, 2, 0.0f, c, 2);  /* lda < k */
+  tdm_backend_gemm(b, false, false, 2, 2, 2, 1.0f, a, 1, a, 2, 0.0f, c, 2); /* lda < k */
   g_assert_true(tdm_backend_failed(b));
   g_autoptr(GError) error = NULL;
   g_assert_false(tdm_backend_check(b, &error));
@@ -825,18 +826,18 @@ test_sticky_error(void)
   g_assert_nonnull(strstr(error->message, "lda"));
   g_assert_cmpfloat(c[0], ==, 7.0f);
 
-  b->ops->zero(b, c, sizeof c);
+  tdm_backend_zero(b, c, sizeof c);
   g_assert_cmpfloat(c[0], ==, 7.0f);
   int32_t bad_label = 5;
   TdmMetrics m = { 0, 0 };
-  b->ops->softmax_xent(b, a, &bad_label, 1, 4, 0.0f, 1.0f, NULL, &m);
+  tdm_backend_softmax_xent(b, a, &bad_label, 1, 4, 0.0f, 1.0f, NULL, &m);
   g_clear_error(&error);
   g_assert_false(tdm_backend_check(b, &error));
   g_assert_nonnull(strstr(error->message, "lda"));  /* the first failure wins */
   tdm_backend_free(b);
 
   b = new_backend();
-  b->ops->softmax_xent(b, a, &bad_label, 1, 4, 0.0f, 1.0f, NULL, &m);
+  tdm_backend_softmax_xent(b, a, &bad_label, 1, 4, 0.0f, 1.0f, NULL, &m);
   g_clear_error(&error);
   g_assert_false(tdm_backend_check(b, &error));
   g_assert_nonnull(strstr(error->message, "label 5"));
@@ -867,15 +868,16 @@ thread_work(gpointer data)
     a[i] = (float)g_rand_double_range(rand, -1, 1);
   for (int i = 0; i < n * k; i++)
     w[i] = (float)g_rand_double_range(rand, -1, 1);
-  b->ops->zero(b, mom, sizeof(float) * n * k);
-  b->ops->zero(b, vel, sizeof(float) * n * k);
+  tdm_backend_zero(b, mom, sizeof(float) * n * k);
+  tdm_backend_zero(b, vel, sizeof(float) * n * k);
   for (int step = 0; step < 50; step++) {
-    b->ops->gemm(b, false, true, m, n, k, 1.0f, a, k, w, k, 0.0f, out, n);
-    b->ops->bias_forward(b, out, w, m, n, 1, true);
+    tdm_backend_gemm(b, false, true, m, n, k, 1.0f, a, k, w, k, 0.0f, out, n);
+    tdm_backend_bias_forward(b, out, w, m, n, 1, true);
     /* out^T a as a gradient for w, then an Adam step. */
     float *grad = tdm_backend_alloc(b, sizeof(float) * n * k, NULL);
-    b->ops->gemm(b, true, false, n, k, m, 1e-3f, out, n, a, k, 0.0f, grad, k);
-    b->ops->adam_update(b, w, grad, mom, vel, (size_t)n * k, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f);
+    tdm_backend_gemm(b, true, false, n, k, m, 1e-3f, out, n, a, k, 0.0f, grad, k);
+    tdm_backend_adam_update(b, w, grad, mom, vel, (size_t)n * k, 1e-3f, 0.9f, 0.999f, 1e-8f,
+                            0.0f);
     tdm_backend_release(b, grad);
   }
   memcpy(work->result, out, sizeof work->result);
@@ -930,6 +932,7 @@ main(int argc, char **argv)
   g_test_add_func("/backend-cpu/sticky-error", test_sticky_error);
   g_test_add_func("/backend-cpu/threads", test_threads);
   test_backend_cpu_add_gradchecks();
+  test_backend_cpu_add_bf16();
 
   return g_test_run();
 }

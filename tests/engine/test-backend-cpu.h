@@ -132,5 +132,6 @@ conv_dims(const ConvShape *s, int *oh, int *ow, size_t *rows, size_t *cols, size
   *xn = (size_t)s->n * s->h * s->w * s->c;
 }
 
-/* Registers test-backend-cpu-gradcheck.c's tests. */
+/* Registers test-backend-cpu-gradcheck.c's tests, and test-backend-cpu-bf16.c's. */
 void test_backend_cpu_add_gradchecks(void);
+void test_backend_cpu_add_bf16(void);

@@ -267,10 +267,10 @@ test_backend_draws_per_sample(void)
   const int32_t all[4] = {5, 1, 7, 2}, alone[1] = {7};
   float x_all[4 * H * W * C], x_alone[H * W * C];
   int32_t y_all[4], y_alone[1];
-  b->ops->gather_augment(b, x_all, y_all, images, labels, all, 4, H, W, C, 1.0f, 2,
-                         TDM_FLIP_RANDOM, key, 3);
-  b->ops->gather_augment(b, x_alone, y_alone, images, labels, alone, 1, H, W, C, 1.0f, 2,
-                         TDM_FLIP_RANDOM, key, 3);
+  tdm_backend_gather_augment(b, x_all, y_all, images, labels, all, 4, H, W, C, 1.0f, 2,
+                             TDM_FLIP_RANDOM, key, 3);
+  tdm_backend_gather_augment(b, x_alone, y_alone, images, labels, alone, 1, H, W, C, 1.0f, 2,
+                             TDM_FLIP_RANDOM, key, 3);
   g_assert_cmpmem(x_alone, sizeof x_alone, x_all + 2 * H * W * C, sizeof x_alone);
   g_assert_cmpint(y_all[2], ==, 7);
 
@@ -278,11 +278,11 @@ test_backend_draws_per_sample(void)
   int shifted = 0, flipped_only = 0;
   for (uint32_t epoch = 0; epoch < 40; epoch++) {
     float x[H * W * C], plain[H * W * C], mirror[H * W * C];
-    b->ops->gather_augment(b, x, y_alone, images, labels, alone, 1, H, W, C, 1.0f, 2,
-                           TDM_FLIP_RANDOM, key, epoch);
-    b->ops->gather(b, plain, y_alone, images, labels, alone, 1, H * W * C, 1.0f);
-    b->ops->gather_augment(b, mirror, y_alone, images, labels, alone, 1, H, W, C, 1.0f, 0,
-                           TDM_FLIP_ALWAYS, key, epoch);
+    tdm_backend_gather_augment(b, x, y_alone, images, labels, alone, 1, H, W, C, 1.0f, 2,
+                               TDM_FLIP_RANDOM, key, epoch);
+    tdm_backend_gather(b, plain, y_alone, images, labels, alone, 1, H * W * C, 1.0f);
+    tdm_backend_gather_augment(b, mirror, y_alone, images, labels, alone, 1, H, W, C, 1.0f, 0,
+                               TDM_FLIP_ALWAYS, key, epoch);
     for (int r = 0; r < H; r++)
       for (int q = 0; q < W; q++)
         for (int ch = 0; ch < C; ch++)
@@ -304,8 +304,8 @@ test_backend_draws_per_sample(void)
   for (int i = 0; i < 4 * F; i++)
     in[i] = 1.0f;
   uint64_t dkey = tdm_crng_key(9, TDM_RNG_DROPOUT + 3);
-  b->ops->dropout_forward(b, out_all, in, all, 4, F, 0.25f, dkey, 1);
-  b->ops->dropout_forward(b, out_alone, in, alone, 1, F, 0.25f, dkey, 1);
+  tdm_backend_dropout_forward(b, out_all, in, all, 4, F, 0.25f, dkey, 1);
+  tdm_backend_dropout_forward(b, out_alone, in, alone, 1, F, 0.25f, dkey, 1);
   g_assert_cmpmem(out_alone, sizeof out_alone, out_all + 2 * F, sizeof out_alone);
   int dropped = 0;
   for (int i = 0; i < 4 * F; i++) {
@@ -316,7 +316,7 @@ test_backend_draws_per_sample(void)
   g_assert_cmpint(dropped, <, 4 * F / 2);
   /* Backward draws the same mask. */
   float grad[4 * F];
-  b->ops->dropout_backward(b, grad, in, all, 4, F, 0.25f, dkey, 1);
+  tdm_backend_dropout_backward(b, grad, in, all, 4, F, 0.25f, dkey, 1);
   g_assert_cmpmem(grad, sizeof grad, out_all, sizeof out_all);
   g_assert_true(tdm_backend_check(b, NULL));
   tdm_backend_free(b);
@@ -335,9 +335,10 @@ test_bn_statistics_match_pytorch_rule(void)
   float gamma[CH] = {1, 2, 0.5f}, beta[CH] = {0, -1, 0.25f};
   for (int i = 0; i < ROWS * CH; i++)
     x[i] = (float)((i * 7) % 11) - 3.0f;
-  b->ops->bn_moments(b, slot, x, ROWS, CH, 0, 1);
-  b->ops->bn_stats(b, saved, slot, 1, CH, TDM_BN_EPS, TDM_BN_MOMENTUM, running, running + CH);
-  b->ops->bn_forward(b, y, x, saved, saved + CH, gamma, beta, ROWS, CH, false);
+  tdm_backend_bn_moments(b, slot, x, ROWS, CH, 0, 1);
+  tdm_backend_bn_stats(b, saved, slot, 1, CH, TDM_BN_EPS, TDM_BN_MOMENTUM, running,
+                       running + CH);
+  tdm_backend_bn_forward(b, y, x, saved, saved + CH, gamma, beta, ROWS, CH, false);
   for (int c = 0; c < CH; c++) {
     double mean = 0, var = 0;
     for (int r = 0; r < ROWS; r++)
@@ -375,8 +376,8 @@ test_bn_moments_large_mean_and_slots(void)
     x[i] = (i % CH == 0 ? 30000.0f : -1000.0f) + spread;
   }
   float one[SLOT], saved_one[2 * CH];
-  b->ops->bn_moments(b, one, x, ROWS, CH, 0, 1);
-  b->ops->bn_stats(b, saved_one, one, 1, CH, 0.0f, 0.1f, NULL, NULL);
+  tdm_backend_bn_moments(b, one, x, ROWS, CH, 0, 1);
+  tdm_backend_bn_stats(b, saved_one, one, 1, CH, 0.0f, 0.1f, NULL, NULL);
   for (int c = 0; c < CH; c++) {
     double mean = 0, var = 0;
     for (int r = 0; r < ROWS; r++)
@@ -393,9 +394,9 @@ test_bn_moments_large_mean_and_slots(void)
 
   /* Three replicas: rows [0, 400) in slot 0, none in slot 1, [400, 1000) in slot 2. */
   float parts[3][3 * SLOT], gathered[3 * SLOT] = {0}, saved_three[2 * CH];
-  b->ops->bn_moments(b, parts[0], x, 400, CH, 0, 3);
-  b->ops->bn_moments(b, parts[1], x, 0, CH, 1, 3);
-  b->ops->bn_moments(b, parts[2], x + 400 * CH, 600, CH, 2, 3);
+  tdm_backend_bn_moments(b, parts[0], x, 400, CH, 0, 3);
+  tdm_backend_bn_moments(b, parts[1], x, 0, CH, 1, 3);
+  tdm_backend_bn_moments(b, parts[2], x + 400 * CH, 600, CH, 2, 3);
   for (int k = 0; k < 3; k++)
     for (int i = 0; i < 3 * SLOT; i++)
       gathered[i] += parts[k][i];
@@ -403,7 +404,7 @@ test_bn_moments_large_mean_and_slots(void)
     g_assert_cmpfloat(parts[0][SLOT + i], ==, 0.0f);
   g_assert_cmpfloat(tdm_bnm_count(gathered, CH), ==, 400);
   g_assert_cmpfloat(tdm_bnm_count(gathered + 2 * SLOT, CH), ==, 600);
-  b->ops->bn_stats(b, saved_three, gathered, 3, CH, 0.0f, 0.1f, NULL, NULL);
+  tdm_backend_bn_stats(b, saved_three, gathered, 3, CH, 0.0f, 0.1f, NULL, NULL);
   for (int c = 0; c < 2 * CH; c++)
     g_assert_cmpfloat(fabs(saved_three[c] - saved_one[c]), <=, 1e-6 * fabs(saved_one[c]));
   g_assert_true(tdm_backend_check(b, NULL));
@@ -426,25 +427,26 @@ test_bn_backward_relu_mask(void)
     x[i] = (float)((i * 7) % 13) - 6.0f;
     dy[i] = (float)((i * 5) % 9) * 0.25f - 1.0f;
   }
-  b->ops->bn_moments(b, slot, x, ROWS, CH, 0, 1);
-  b->ops->bn_stats(b, saved, slot, 1, CH, TDM_BN_EPS, TDM_BN_MOMENTUM, NULL, NULL);
-  b->ops->bn_forward(b, y, x, saved, saved + CH, gamma, beta, ROWS, CH, true);
+  tdm_backend_bn_moments(b, slot, x, ROWS, CH, 0, 1);
+  tdm_backend_bn_stats(b, saved, slot, 1, CH, TDM_BN_EPS, TDM_BN_MOMENTUM, NULL, NULL);
+  tdm_backend_bn_forward(b, y, x, saved, saved + CH, gamma, beta, ROWS, CH, true);
   int stopped = 0;
   for (int i = 0; i < ROWS * CH; i++)
     stopped += y[i] == 0.0f;
   g_assert_cmpint(stopped, >, ROWS * CH / 4);
   g_assert_cmpint(stopped, <, ROWS * CH * 3 / 4);
-  b->ops->relu_backward(b, masked, dy, y, ROWS * CH);
+  tdm_backend_relu_backward(b, masked, dy, y, ROWS * CH);
 
   float dg_ref[CH], db_ref[CH], dx_ref[ROWS * CH], dg[CH], db[CH], dx[ROWS * CH];
-  b->ops->bn_backward_sums(b, dg_ref, db_ref, masked, x, saved, saved + CH, gamma, beta, false,
-                           ROWS, CH);
-  b->ops->bn_backward_dx(b, dx_ref, masked, x, saved, saved + CH, gamma, beta, false, dg_ref,
-                         db_ref, 1.0f / ROWS, ROWS, CH);
-  b->ops->bn_backward_sums(b, dg, db, dy, x, saved, saved + CH, gamma, beta, true, ROWS, CH);
+  tdm_backend_bn_backward_sums(b, dg_ref, db_ref, masked, x, saved, saved + CH, gamma, beta,
+                               false, ROWS, CH);
+  tdm_backend_bn_backward_dx(b, dx_ref, masked, x, saved, saved + CH, gamma, beta, false,
+                             dg_ref, db_ref, 1.0f / ROWS, ROWS, CH);
+  tdm_backend_bn_backward_sums(b, dg, db, dy, x, saved, saved + CH, gamma, beta, true, ROWS,
+                               CH);
   memcpy(dx, dy, sizeof dx); /* dx == dy, as the engine may call it */
-  b->ops->bn_backward_dx(b, dx, dx, x, saved, saved + CH, gamma, beta, true, dg, db,
-                         1.0f / ROWS, ROWS, CH);
+  tdm_backend_bn_backward_dx(b, dx, dx, x, saved, saved + CH, gamma, beta, true, dg, db,
+                             1.0f / ROWS, ROWS, CH);
   g_assert_cmpmem(dg, sizeof dg, dg_ref, sizeof dg_ref);
   g_assert_cmpmem(db, sizeof db, db_ref, sizeof db_ref);
   g_assert_cmpmem(dx, sizeof dx, dx_ref, sizeof dx_ref);
@@ -477,10 +479,10 @@ test_bn_backward_many_channels(void)
     gamma[c] = 0.5f + 0.03f * c * (c % 2 ? -1.0f : 1.0f);
     beta[c] = 0.1f * (c % 7) - 0.3f;
   }
-  b->ops->bn_moments(b, slot, x, ROWS, CH, 0, 1);
-  b->ops->bn_stats(b, saved, slot, 1, CH, TDM_BN_EPS, TDM_BN_MOMENTUM, NULL, NULL);
+  tdm_backend_bn_moments(b, slot, x, ROWS, CH, 0, 1);
+  tdm_backend_bn_stats(b, saved, slot, 1, CH, TDM_BN_EPS, TDM_BN_MOMENTUM, NULL, NULL);
   for (int relu = 0; relu < 2; relu++) {
-    b->ops->bn_forward(b, y, x, saved, saved + CH, gamma, beta, ROWS, CH, relu);
+    tdm_backend_bn_forward(b, y, x, saved, saved + CH, gamma, beta, ROWS, CH, relu);
     double sum_g[CH] = {0}, sum_gx[CH] = {0};
     for (int r = 0; r < ROWS; r++)
       for (int c = 0; c < CH; c++) {
@@ -489,14 +491,15 @@ test_bn_backward_many_channels(void)
         sum_g[c] += g;
         sum_gx[c] += g * ((double)x[i] - saved[c]) * saved[CH + c];
       }
-    b->ops->bn_backward_sums(b, dg, db, dy, x, saved, saved + CH, gamma, beta, relu, ROWS, CH);
+    tdm_backend_bn_backward_sums(b, dg, db, dy, x, saved, saved + CH, gamma, beta, relu, ROWS,
+                                 CH);
     for (int c = 0; c < CH; c++) {
       g_assert_cmpfloat(fabs(db[c] - sum_g[c]), <=, 1e-5 * (1.0 + fabs(sum_g[c])));
       g_assert_cmpfloat(fabs(dg[c] - sum_gx[c]), <=, 1e-5 * (1.0 + fabs(sum_gx[c])));
     }
     memcpy(dx, dy, sizeof(float) * ROWS * CH);
-    b->ops->bn_backward_dx(b, dx, dx, x, saved, saved + CH, gamma, beta, relu, dg, db,
-                           1.0f / ROWS, ROWS, CH);
+    tdm_backend_bn_backward_dx(b, dx, dx, x, saved, saved + CH, gamma, beta, relu, dg, db,
+                               1.0f / ROWS, ROWS, CH);
     for (int r = 0; r < ROWS; r++)
       for (int c = 0; c < CH; c++) {
         const int i = r * CH + c;

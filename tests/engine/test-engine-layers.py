@@ -32,6 +32,11 @@ LAYERS = {
 }
 # What kernels/ may include of the engine: the rules it shares with the CPU backend.
 KERNELS_MAY_INCLUDE = ["shared"]
+# Headers only some folders of the engine may include, whatever LAYERS allows: the
+# backends' table, which everything else reaches through the front door's functions.
+PRIVATE = {
+    "tdm-backend-ops.h": ["compute", "compute/cpu", "compute/cuda"],
+}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -94,11 +99,15 @@ def main():
     def check(path, part, allowed):
         text = open(path, encoding="utf-8", errors="replace").read()
         for m in INCLUDE.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
             for target in where.get(os.path.basename(m.group(1)), []):
                 if target != part and target not in allowed:
-                    line = text.count("\n", 0, m.start()) + 1
                     problems.append(f"{os.path.relpath(path, root)}:{line}: {part}/ includes "
                                     f"{m.group(1)} ({target}/), which it may not")
+            readers = PRIVATE.get(os.path.basename(m.group(1)))
+            if readers is not None and part not in readers:
+                problems.append(f"{os.path.relpath(path, root)}:{line}: {part}/ includes "
+                                f"{m.group(1)}, which only {', '.join(readers)} may")
 
     for d, f in sources(engine):
         part = os.path.relpath(d, engine).replace(os.sep, "/")

@@ -71,14 +71,14 @@ check_spec_smoothed(const char *spec, int h, int w, int c, int classes, float sm
       for (size_t j = 0; j < l->weight_count; j++)
         params[l->weight_offset + j] = (float)g_rand_double_range(rng, 0.5, 1.5);
   }
-  b->ops->upload(b, rep->params, params, n * sizeof(float));
+  tdm_backend_upload(b, rep->params, params, n * sizeof(float));
 
   int32_t indices[SAMPLES];
   for (int i = 0; i < SAMPLES; i++)
     indices[i] = i;
   tdm_replica_train_step(rep, indices, SAMPLES, 1.0f / SAMPLES);
   g_autofree float *grads = g_new(float, n);
-  b->ops->download(b, grads, rep->grads, n * sizeof(float));
+  tdm_backend_download(b, grads, rep->grads, n * sizeof(float));
   tdm_replica_take_metrics(rep);
 
   int checked = 0, bad = 0;
@@ -91,13 +91,13 @@ check_spec_smoothed(const char *spec, int h, int w, int c, int classes, float sm
     for (int s = 0; s < 2 && !agreed; s++) {
       float saved = params[j];
       params[j] = saved + (float)steps[s];
-      b->ops->upload(b, rep->params + j, &params[j], sizeof(float));
+      tdm_backend_upload(b, rep->params + j, &params[j], sizeof(float));
       double up = mean_loss(rep, indices);
       params[j] = saved - (float)steps[s];
-      b->ops->upload(b, rep->params + j, &params[j], sizeof(float));
+      tdm_backend_upload(b, rep->params + j, &params[j], sizeof(float));
       double down = mean_loss(rep, indices);
       params[j] = saved;
-      b->ops->upload(b, rep->params + j, &params[j], sizeof(float));
+      tdm_backend_upload(b, rep->params + j, &params[j], sizeof(float));
 
       double numeric = (up - down) / (2 * steps[s]);
       double diff = fabs(numeric - grads[j]);
@@ -260,7 +260,7 @@ test_winograd(void)
       if (l->kind != TDM_LAYER_CONV)
         continue;
       if (g_strcmp0(g_getenv("TANDEM_CPU_WINOGRAD"), "0") != 0)
-        g_assert_cmpuint(tdm_replica_layer_buffers(net, i, TDM_BACKEND_CPU).conv_work, >, 0);
+        g_assert_cmpuint(tdm_replica_layer_buffers(net, i, TDM_BACKEND_CPU, TDM_PRECISION_FP32).conv_work, >, 0);
       seen[tdm_cpu_winograd_tile(l->in_h, l->in_w, l->pad)] = TRUE;
     }
     check_spec(cases[k].spec, cases[k].h, cases[k].w, 8, 3);

@@ -57,7 +57,7 @@ logits_of(const char *spec, const TdmDataset *data, gboolean poison)
   tdm_network_init_parameters(net, 3, params);
   TdmReplica *rep = tdm_replica_new_sized(b, net, 5, 7, data, data, &error);
   g_assert_no_error(error);
-  b->ops->upload(b, rep->params, params, net->parameter_count * sizeof(float));
+  tdm_backend_upload(b, rep->params, params, net->parameter_count * sizeof(float));
   int indices[5] = {0, 1, 2, 3, 4};
   tdm_replica_train_step(rep, indices, 5, 1.0f / 5);
   float *logits = g_new(float, (size_t)COUNT * net->classes);
@@ -68,7 +68,7 @@ logits_of(const char *spec, const TdmDataset *data, gboolean poison)
   size_t n = net->parameter_count;
   float *out = g_new(float, (size_t)COUNT * net->classes + n);
   memcpy(out, logits, (size_t)COUNT * net->classes * sizeof(float));
-  b->ops->download(b, out + (size_t)COUNT * net->classes, rep->grads, n * sizeof(float));
+  tdm_backend_download(b, out + (size_t)COUNT * net->classes, rep->grads, n * sizeof(float));
   g_free(logits);
   tdm_replica_free(rep);
   tdm_backend_free(b);

@@ -70,8 +70,8 @@ replica_of(TdmBackend *b, const Model *m, const TdmDataset *data, gboolean flip,
   g_autoptr(GError) error = NULL;
   TdmReplica *rep = tdm_replica_new(b, m->net, CAPACITY, data, data, &error);
   g_assert_no_error(error);
-  b->ops->upload(b, rep->params, m->params, m->net->parameter_count * sizeof(float));
-  b->ops->upload(b, rep->state, m->state, m->net->state_count * sizeof(float));
+  tdm_backend_upload(b, rep->params, m->params, m->net->parameter_count * sizeof(float));
+  tdm_backend_upload(b, rep->state, m->state, m->net->state_count * sizeof(float));
   rep->test_flip = flip;
   rep->test_shift = shift;
   return rep;
@@ -152,7 +152,7 @@ check_views(gboolean flip, int shift)
   TdmMetrics metrics = tdm_replica_take_metrics(rep);
   g_assert_cmpint((int)metrics.correct, ==, correct);
   float last[2 * 10];
-  b->ops->download(b, last, tdm_replica_outputs(rep), sizeof last);
+  tdm_backend_download(b, last, tdm_replica_outputs(rep), sizeof last);
   for (int i = 0; i < 2 * 10; i++)
     g_assert_cmpfloat(fabs(last[i] - got[10 * 10 + i]), <=, 1e-6 * (1 + fabs(got[100 + i])));
 

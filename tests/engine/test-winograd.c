@@ -268,10 +268,10 @@ run_winograd(Case *t)
   poison(t->dx_w, t->xs);
   poison(t->dw_w, t->ws);
   poison(t->work, tdm_cpu_winograd_scratch_floats(s->c, s->k));
-  b->ops->conv_forward(b, t->y_w, t->x, t->wt, t->work, s->n, s->h, s->w, s->c, s->k, 3,
-                       s->pad, 1);
-  b->ops->conv_backward(b, t->dx_w, t->dw_w, t->dy, t->x, t->wt, t->work, s->n, s->h, s->w,
-                        s->c, s->k, 3, s->pad, 1);
+  tdm_backend_conv_forward(b, t->y_w, t->x, t->wt, t->work, s->n, s->h, s->w, s->c, s->k, 3,
+                           s->pad, 1);
+  tdm_backend_conv_backward(b, t->dx_w, t->dw_w, t->dy, t->x, t->wt, t->work, s->n, s->h, s->w,
+                            s->c, s->k, 3, s->pad, 1);
   g_assert_true(tdm_backend_check(b, NULL));
 }
 
@@ -282,12 +282,14 @@ run_im2col(Case *t)
   const Shape *s = &t->s;
   TdmBackend *b = t->b;
   int rows = s->n * s->oh * s->ow, kk = 9 * s->c;
-  b->ops->im2col(b, t->col, t->x, s->n, s->h, s->w, s->c, 3, 3, s->pad, 1);
-  b->ops->gemm(b, false, true, rows, s->k, kk, 1.0f, t->col, kk, t->wt, kk, 0.0f, t->y_i, s->k);
-  b->ops->gemm(b, true, false, s->k, kk, rows, 1.0f, t->dy, s->k, t->col, kk, 0.0f, t->dw_i,
-               kk);
-  b->ops->gemm(b, false, false, rows, kk, s->k, 1.0f, t->dy, s->k, t->wt, kk, 0.0f, t->col, kk);
-  b->ops->col2im(b, t->dx_i, t->col, s->n, s->h, s->w, s->c, 3, 3, s->pad, 1);
+  tdm_backend_im2col(b, t->col, t->x, s->n, s->h, s->w, s->c, 3, 3, s->pad, 1);
+  tdm_backend_gemm(b, false, true, rows, s->k, kk, 1.0f, t->col, kk, t->wt, kk, 0.0f, t->y_i,
+                   s->k);
+  tdm_backend_gemm(b, true, false, s->k, kk, rows, 1.0f, t->dy, s->k, t->col, kk, 0.0f, t->dw_i,
+                   kk);
+  tdm_backend_gemm(b, false, false, rows, kk, s->k, 1.0f, t->dy, s->k, t->wt, kk, 0.0f, t->col,
+                   kk);
+  tdm_backend_col2im(b, t->dx_i, t->col, s->n, s->h, s->w, s->c, 3, 3, s->pad, 1);
   g_assert_true(tdm_backend_check(b, NULL));
 }
 
@@ -514,8 +516,8 @@ test_deterministic(void)
     }
     /* Without dx (a first layer), dw is the same. */
     poison(t.dw_w, t.ws);
-    t.b->ops->conv_backward(t.b, NULL, t.dw_w, t.dy, t.x, t.wt, t.work, s->n, s->h, s->w,
-                            s->c, s->k, 3, s->pad, 1);
+    tdm_backend_conv_backward(t.b, NULL, t.dw_w, t.dy, t.x, t.wt, t.work, s->n, s->h, s->w,
+                              s->c, s->k, 3, s->pad, 1);
     g_assert_cmpmem(dw, t.ws * sizeof(float), t.dw_w, t.ws * sizeof(float));
   }
   openblas_set_num_threads(threads);
@@ -602,7 +604,7 @@ test_bad_shape(void)
   g_autoptr(GError) error = NULL;
   TdmBackend *b = tdm_backend_cpu_new(&error);
   float x[64] = {0}, wt[64] = {0}, y[64], work[4096];
-  b->ops->conv_forward(b, y, x, wt, work, 1, 4, 4, 1, 1, 5, 2, 1);
+  tdm_backend_conv_forward(b, y, x, wt, work, 1, 4, 4, 1, 1, 5, 2, 1);
   g_assert_false(tdm_backend_check(b, &error));
   g_assert_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_BACKEND);
   g_assert_nonnull(strstr(error->message, "conv_forward"));
@@ -644,8 +646,8 @@ test_rule(void)
   for (int i = 0; i < net->layer_count; i++) {
     if (net->layers[i].kind != TDM_LAYER_CONV)
       continue;
-    TdmLayerBuffers cpu = tdm_replica_layer_buffers(net, i, TDM_BACKEND_CPU);
-    TdmLayerBuffers gpu = tdm_replica_layer_buffers(net, i, TDM_BACKEND_CUDA);
+    TdmLayerBuffers cpu = tdm_replica_layer_buffers(net, i, TDM_BACKEND_CPU, TDM_PRECISION_FP32);
+    TdmLayerBuffers gpu = tdm_replica_layer_buffers(net, i, TDM_BACKEND_CUDA, TDM_PRECISION_FP32);
     g_assert_cmpint(cpu.conv_work > 0, ==, whole[conv]);
     g_assert_cmpuint(gpu.conv_work, ==, 0);
     if (whole[conv])

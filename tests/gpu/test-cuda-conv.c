@@ -9,7 +9,7 @@
  * the same bits twice).
  *
  * Bounds: ||gpu − cpu|| / ||cpu|| against the float32 reference. float32 runs (no TF32,
- * no Winograd: tdm-cudnn-conv.c refuses them) differ only in the order of the sums:
+ * no Winograd: tdm-backend-cuda-conv-cudnn.c refuses them) differ only in the order of the sums:
  * 16 · 2⁻²⁴ · √L for a reduction of length L. bf16 runs round each operand (2⁻⁹
  * relative) and may round the output: three such errors, each at most 2⁻⁹ and
  * independent across terms, stay under 2⁻⁷. Outputs are poisoned with NaN first.
@@ -21,7 +21,7 @@
 #if TDM_HAVE_CUDA
 
 #include "tdm-backend-cuda.h"
-#include "tdm-conv-cache.h"
+#include "tdm-backend-cuda-conv-cache.h"
 #include "tdm-cudnn.h"
 #include "test-cuda-layers.h"
 
@@ -71,19 +71,20 @@ problem_init(Problem *p, const Case *c, const float *x_override)
   p->dy = random_floats(p->out, -1, 1);
   const float *x = x_override != NULL ? x_override : p->x;
   g_autofree float *col = g_new(float, p->rows * p->k);
-  cpu->ops->im2col(cpu, col, x, c->n, c->h, c->w, c->c, c->kernel, c->kernel, c->pad, c->stride);
+  tdm_backend_im2col(cpu, col, x, c->n, c->h, c->w, c->c, c->kernel, c->kernel, c->pad,
+                     c->stride);
   int rows = (int)p->rows, k = (int)p->k;
   p->y_ref = g_new(float, p->out);
-  cpu->ops->gemm(cpu, false, true, rows, c->out_c, k, 1.0f, col, k, p->w, k, 0.0f, p->y_ref,
-                 c->out_c);
+  tdm_backend_gemm(cpu, false, true, rows, c->out_c, k, 1.0f, col, k, p->w, k, 0.0f, p->y_ref,
+                   c->out_c);
   p->dw_ref = g_new(float, p->weights);
-  cpu->ops->gemm(cpu, true, false, c->out_c, k, rows, 1.0f, p->dy, c->out_c, col, k, 0.0f,
-                 p->dw_ref, k);
-  cpu->ops->gemm(cpu, false, false, rows, k, c->out_c, 1.0f, p->dy, c->out_c, p->w, k, 0.0f,
-                 col, k);
+  tdm_backend_gemm(cpu, true, false, c->out_c, k, rows, 1.0f, p->dy, c->out_c, col, k, 0.0f,
+                   p->dw_ref, k);
+  tdm_backend_gemm(cpu, false, false, rows, k, c->out_c, 1.0f, p->dy, c->out_c, p->w, k, 0.0f,
+                   col, k);
   p->dx_ref = g_new(float, p->in);
-  cpu->ops->col2im(cpu, p->dx_ref, col, c->n, c->h, c->w, c->c, c->kernel, c->kernel, c->pad,
-                   c->stride);
+  tdm_backend_col2im(cpu, p->dx_ref, col, c->n, c->h, c->w, c->c, c->kernel, c->kernel, c->pad,
+                     c->stride);
   assert_ok(cpu);
 }
 
@@ -130,9 +131,9 @@ device_init(Device *d, TdmBackend *b, const Problem *p, gboolean with_w16)
   d->y = poisoned_b(b, p->out);
   d->dx = poisoned_b(b, p->in);
   d->dw = poisoned_b(b, p->weights);
-  if (with_w16 && b->ops->to_bf16 != NULL) {
+  if (with_w16) {
     d->w16 = on_b(b, NULL, p->weights * 2);
-    b->ops->to_bf16(b, d->w16, d->w, p->weights);
+    tdm_backend_to_bf16(b, d->w16, d->w, p->weights);
   }
   /* The replica's buffer is its network's widest layer's float32 columns, so a layer has
    * at least its own and mostly more: here its own, or room for a bf16 copy of each
@@ -186,7 +187,7 @@ check_candidates(Device *d, const Problem *p, const char *what, const float *y_r
       g_autofree float *nan = g_new(float, count);
       for (size_t e = 0; e < count; e++)
         nan[e] = NAN;
-      b->ops->upload(b, target, nan, count * 4);
+      tdm_backend_upload(b, target, nan, count * 4);
       g_assert_true(tdm_cuda_conv_run_named(b, &d->a, dir, name));
       g_autofree char *label = g_strdup_printf("%s %s %s", what, direction_names[dir], name);
       check_close_b(b, label, target, ref, count, bound(b, p, dir));
@@ -240,7 +241,7 @@ test_bn_prologue(void)
   g_autofree float *gamma = random_floats(c.c, 0.5, 1.5);
   g_autofree float *beta = random_floats(c.c, -0.5, 0.5);
   g_autofree float *xn = g_new(float, in);
-  cpu->ops->bn_forward(cpu, xn, x, mean, invstd, gamma, beta, (int)(in / c.c), c.c, true);
+  tdm_backend_bn_forward(cpu, xn, x, mean, invstd, gamma, beta, (int)(in / c.c), c.c, true);
   Problem p;
   problem_init(&p, &c, xn);
   memcpy(p.x, x, in * 4);
@@ -274,18 +275,18 @@ test_dy16_ready(void)
   Device d;
   device_init(&d, gpu_bf16, &p, TRUE);
   uint16_t *dy16 = (uint16_t *)d.work + p.rows * p.k;
-  gpu_bf16->ops->to_bf16(gpu_bf16, dy16, d.dy, p.out);
+  tdm_backend_to_bf16(gpu_bf16, dy16, d.dy, p.out);
   g_autofree float *nan = g_new(float, p.out);
   for (size_t i = 0; i < p.out; i++)
     nan[i] = NAN;
-  gpu_bf16->ops->upload(gpu_bf16, d.dy, nan, p.out * 4); /* not to be read */
+  tdm_backend_upload(gpu_bf16, d.dy, nan, p.out * 4); /* not to be read */
   d.a.dy16 = dy16;
   check_candidates(&d, &p, "bf16, dy16 from the bn", p.y_ref);
   /* And the engine's own choice, both directions at once. */
   float *dx = poisoned_b(gpu_bf16, p.in), *dw = poisoned_b(gpu_bf16, p.weights);
   d.a.dx = dx;
   d.a.dw = dw;
-  if (gpu_bf16->ops->conv_engine_backward(gpu_bf16, &d.a)) {
+  if (tdm_backend_conv_engine_backward(gpu_bf16, &d.a)) {
     check_close_b(gpu_bf16, "engine backward, dx", dx, p.dx_ref, p.in, 0x1p-7);
     check_close_b(gpu_bf16, "engine backward, dw", dw, p.dw_ref, p.weights, 0x1p-7);
   } else {
@@ -325,7 +326,7 @@ test_choice_cached(void)
   g_autofree char *entry = g_strdup_printf("\t%s\t", chosen);
   g_assert_nonnull(strstr(text, entry));
   TdmConvChoices counts;
-  first->ops->conv_choices(first, &counts);
+  tdm_backend_conv_choices(first, &counts);
   g_assert_cmpint(counts.cudnn + counts.own + counts.im2col, ==, 1);
   device_clear(&d);
   tdm_backend_free(first);
@@ -372,11 +373,11 @@ test_exact(void)
       names[k][dir] = tdm_cuda_conv_chosen(b[k], &d.a, dir);
     g_autofree float *first = NULL;
     for (int run = 0; run < 2; run++) {
-      gboolean took = b[k]->ops->conv_engine_backward(b[k], &d.a);
+      gboolean took = tdm_backend_conv_engine_backward(b[k], &d.a);
       if (!took)
         break; /* im2col both ways: the replica's own, deterministic path */
       g_autofree float *dw = g_new(float, p.weights);
-      b[k]->ops->download(b[k], dw, d.dw, p.weights * 4);
+      tdm_backend_download(b[k], dw, d.dw, p.weights * 4);
       if (run == 0)
         first = g_steal_pointer(&dw);
       else

@@ -24,16 +24,16 @@ typedef struct {
 static void
 mini_body(TdmBackend *b, MiniStep *s)
 {
-  const TdmBackendOps *o = b->ops;
-  o->gather(b, s->x, s->y, s->images, s->labels, s->indices, s->count, s->ss, 1.0f / 255.0f);
-  o->gemm(b, false, true, s->count, s->out, s->ss, 1.0f, s->x, s->ss, s->w, s->ss, 0.0f,
-          s->logits, s->out);
-  o->bias_forward(b, s->logits, s->bias, s->count, s->out, 1, false);
-  o->softmax_xent(b, s->logits, s->y, s->count, s->out, 0.0f, 1.0f / s->count, s->dlogits,
-                  s->metrics);
-  o->bias_backward(b, s->db, s->dlogits, s->count, s->out, 1);
-  o->gemm(b, true, false, s->out, s->ss, s->count, 1.0f, s->dlogits, s->out, s->x, s->ss,
-          0.0f, s->dw, s->ss);
+  tdm_backend_gather(b, s->x, s->y, s->images, s->labels, s->indices, s->count, s->ss,
+                     1.0f / 255.0f);
+  tdm_backend_gemm(b, false, true, s->count, s->out, s->ss, 1.0f, s->x, s->ss, s->w, s->ss,
+                   0.0f, s->logits, s->out);
+  tdm_backend_bias_forward(b, s->logits, s->bias, s->count, s->out, 1, false);
+  tdm_backend_softmax_xent(b, s->logits, s->y, s->count, s->out, 0.0f, 1.0f / s->count,
+                           s->dlogits, s->metrics);
+  tdm_backend_bias_backward(b, s->db, s->dlogits, s->count, s->out, 1);
+  tdm_backend_gemm(b, true, false, s->out, s->ss, s->count, 1.0f, s->dlogits, s->out, s->x,
+                   s->ss, 0.0f, s->dw, s->ss);
 }
 
 static void
@@ -41,8 +41,8 @@ mini_results(MiniStep *s, float **dw, float **db, TdmMetrics *m)
 {
   *dw = back(gpu, s->dw, (size_t)s->out * s->ss * 4);
   *db = back(gpu, s->db, (size_t)s->out * 4);
-  gpu->ops->download(gpu, m, s->metrics, sizeof *m);
-  gpu->ops->zero(gpu, s->metrics, sizeof *m);
+  tdm_backend_download(gpu, m, s->metrics, sizeof *m);
+  tdm_backend_zero(gpu, s->metrics, sizeof *m);
 }
 
 static void
@@ -78,13 +78,13 @@ test_graph(void)
   s.db = poisoned(s.out);
   s.y = on(gpu, NULL, s.count * 4);
   s.metrics = on(gpu, NULL, sizeof(TdmMetrics));
-  gpu->ops->zero(gpu, s.metrics, sizeof(TdmMetrics));
+  tdm_backend_zero(gpu, s.metrics, sizeof(TdmMetrics));
 
   const int32_t *sets[2] = {idx_a, idx_b};
   float *eager_dw[2], *eager_db[2];
   TdmMetrics eager_m[2];
   for (int k = 0; k < 2; k++) {
-    gpu->ops->upload(gpu, s.indices, sets[k], s.count * 4);
+    tdm_backend_upload(gpu, s.indices, sets[k], s.count * 4);
     mini_body(gpu, &s);
     mini_results(&s, &eager_dw[k], &eager_db[k], &eager_m[k]);
   }
@@ -119,19 +119,19 @@ test_graph(void)
     g_free(c.y);
   }
 
-  g_assert_false(gpu->ops->graph_launch(gpu, 4242));
-  gpu->ops->upload(gpu, s.indices, idx_a, s.count * 4);
-  gboolean captured = gpu->ops->graph_begin(gpu, 4242);
+  g_assert_false(tdm_backend_graph_launch(gpu, 4242));
+  tdm_backend_upload(gpu, s.indices, idx_a, s.count * 4);
+  gboolean captured = tdm_backend_graph_begin(gpu, 4242);
   if (!captured) {
     g_test_skip("graphs disabled (TDM_CUDA_GRAPHS=0)");
   } else {
     mini_body(gpu, &s);
-    gpu->ops->graph_end(gpu, 4242);
+    tdm_backend_graph_end(gpu, 4242);
     assert_ok(gpu);
     for (int k = 0; k < 2; k++) {
       if (k == 1)
-        gpu->ops->upload(gpu, s.indices, idx_b, s.count * 4);
-      g_assert_true(gpu->ops->graph_launch(gpu, 4242));
+        tdm_backend_upload(gpu, s.indices, idx_b, s.count * 4);
+      g_assert_true(tdm_backend_graph_launch(gpu, 4242));
       float *dw, *db;
       TdmMetrics m;
       mini_results(&s, &dw, &db, &m);
@@ -152,7 +152,7 @@ test_graph(void)
   for (guint i = 0; i < G_N_ELEMENTS(all); i++)
     tdm_backend_release(gpu, all[i]);
   /* Freeing buffers drops the graphs that used them. */
-  g_assert_false(gpu->ops->graph_launch(gpu, 4242));
+  g_assert_false(tdm_backend_graph_launch(gpu, 4242));
   assert_ok(gpu);
 }
 
@@ -166,11 +166,11 @@ test_graph_misuse(void)
   TdmBackend *b = tdm_backend_cuda_new(0, TDM_PRECISION_FP32, &error);
   g_assert_no_error(error);
   float *d = on(b, NULL, 64);
-  if (b->ops->graph_begin(b, 1)) {
+  if (tdm_backend_graph_begin(b, 1)) {
     float host[16] = {1};
-    b->ops->upload(b, d, host, sizeof host);
+    tdm_backend_upload(b, d, host, sizeof host);
     g_assert_true(tdm_backend_failed(b));
-    b->ops->graph_end(b, 1);
+    tdm_backend_graph_end(b, 1);
     g_assert_false(tdm_backend_check(b, &error));
     g_assert_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_BACKEND);
     g_assert_nonnull(strstr(error->message, "graph capture"));
@@ -193,7 +193,7 @@ test_upload_ring(void)
     d[i] = on(gpu, NULL, LEN * 4);
     for (int j = 0; j < LEN; j++)
       host[j] = (float)(i * LEN + j);
-    gpu->ops->upload(gpu, d[i], host, LEN * 4); /* host rewritten right after */
+    tdm_backend_upload(gpu, d[i], host, LEN * 4); /* host rewritten right after */
   }
   /* Large uploads take the direct path. */
   size_t big = (size_t)3 << 20;
@@ -242,7 +242,7 @@ test_alloc(void)
   g_assert_cmpuint(gpu->bytes_in_use, ==, before);
   float one = 2.0f;
   float *d = on(gpu, &one, 4);
-  gpu->ops->scale(gpu, d, 3.0f, 1);
+  tdm_backend_scale(gpu, d, 3.0f, 1);
   g_autofree float *out = back(gpu, d, 4);
   g_assert_cmpfloat(*out, ==, 6.0f);
   tdm_backend_release(gpu, d);
@@ -277,27 +277,27 @@ peer_worker(gpointer data)
   size_t bytes = j->n * sizeof(float);
   int root_reduce = 1 % j->replicas, root_bcast = j->replicas - 1;
 
-  b->ops->upload(b, j->dev, j->init, bytes);
+  tdm_backend_upload(b, j->dev, j->init, bytes);
   if (!o->allreduce(c, j->r, j->dev, j->offset, j->count, &j->error) ||
       !o->wait(c, j->r, &j->error))
     return NULL;
   j->after_allreduce = back(b, j->dev, bytes);
 
   /* Two buckets in flight before one wait, as backward issues them. */
-  b->ops->upload(b, j->dev, j->init, bytes);
+  tdm_backend_upload(b, j->dev, j->init, bytes);
   size_t half = j->n / 2;
   if (!o->allreduce(c, j->r, j->dev, half, j->n - half, &j->error) ||
       !o->allreduce(c, j->r, j->dev, 0, half, &j->error) || !o->wait(c, j->r, &j->error))
     return NULL;
   j->after_buckets = back(b, j->dev, bytes);
 
-  b->ops->upload(b, j->dev, j->init, bytes);
+  tdm_backend_upload(b, j->dev, j->init, bytes);
   if (!o->reduce(c, j->r, j->dev, j->n, root_reduce, &j->error) ||
       !o->wait(c, j->r, &j->error))
     return NULL;
   j->after_reduce = back(b, j->dev, bytes);
 
-  b->ops->upload(b, j->dev, j->init, bytes);
+  tdm_backend_upload(b, j->dev, j->init, bytes);
   if (!o->broadcast(c, j->r, j->dev, j->n, root_bcast, &j->error) ||
       !o->wait(c, j->r, &j->error))
     return NULL;

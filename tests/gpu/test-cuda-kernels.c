@@ -34,13 +34,13 @@ gemm_case(TdmBackend *g, bool ta, bool tb, int m, int n, int k, float beta, doub
   g_autofree float *bm = random_floats(b_n, -1, 1);
   g_autofree float *c = beta != 0.0f ? random_floats(c_n, -1, 1) : g_new0(float, c_n);
   g_autofree float *ref = g_memdup2(c, c_n * sizeof(float));
-  cpu->ops->gemm(cpu, ta, tb, m, n, k, 1.25f, a, lda, bm, ldb, beta, ref, ldc);
+  tdm_backend_gemm(cpu, ta, tb, m, n, k, 1.25f, a, lda, bm, ldb, beta, ref, ldc);
   assert_ok(cpu);
 
   float *da = on(g, a, a_n * 4), *db = on(g, bm, b_n * 4);
   /* beta = 0 must not read C: poison it. */
   float *dc = beta != 0.0f ? on(g, c, c_n * 4) : poisoned_on(g, c_n);
-  g->ops->gemm(g, ta, tb, m, n, k, 1.25f, da, lda, db, ldb, beta, dc, ldc);
+  tdm_backend_gemm(g, ta, tb, m, n, k, 1.25f, da, lda, db, ldb, beta, dc, ldc);
   assert_ok(g);
   g_autofree char *what = g_strdup_printf("gemm %s%s %d×%d×%d beta %g (%s)", ta ? "T" : "N",
                                           tb ? "T" : "N", m, n, k, beta,
@@ -111,7 +111,7 @@ split_case(TdmBackend *g, bool ta, bool tb, int m, int n, int k, float beta, dou
 
   float *da = on(g, a, a_n * 4), *db = on(g, bm, b_n * 4);
   float *dc = beta != 0.0f ? on(g, c, c_n * 4) : poisoned_on(g, c_n);
-  g->ops->gemm(g, ta, tb, m, n, k, 0.75f, da, lda, db, ldb, beta, dc, ldc);
+  tdm_backend_gemm(g, ta, tb, m, n, k, 0.75f, da, lda, db, ldb, beta, dc, ldc);
   assert_ok(g);
   g_autofree float *out = back(g, dc, c_n * 4);
   g_autofree float *o = g_new(float, (size_t)m * n);
@@ -166,9 +166,9 @@ bias_case(int outer, int channels, int inner, bool relu)
   g_autofree float *y = random_floats(n, -1, 1);
   g_autofree float *bias = random_floats(channels, -0.5, 0.5);
   g_autofree float *ref = g_memdup2(y, n * 4);
-  cpu->ops->bias_forward(cpu, ref, bias, outer, channels, inner, relu);
+  tdm_backend_bias_forward(cpu, ref, bias, outer, channels, inner, relu);
   float *dy = on(gpu, y, n * 4), *db = on(gpu, bias, channels * 4);
-  gpu->ops->bias_forward(gpu, dy, db, outer, channels, inner, relu);
+  tdm_backend_bias_forward(gpu, dy, db, outer, channels, inner, relu);
   g_autofree char *what = g_strdup_printf("bias_forward %d×%d×%d%s", outer, channels, inner,
                                           relu ? " relu" : "");
   check_close(what, dy, ref, n, TOL);
@@ -176,9 +176,9 @@ bias_case(int outer, int channels, int inner, bool relu)
   /* The gradient: fresh dy, dbias poisoned. */
   g_autofree float *grad = random_floats(n, -1, 1);
   g_autofree float *dbias_ref = g_new(float, channels);
-  cpu->ops->bias_backward(cpu, dbias_ref, grad, outer, channels, inner);
+  tdm_backend_bias_backward(cpu, dbias_ref, grad, outer, channels, inner);
   float *dgrad = on(gpu, grad, n * 4), *ddbias = poisoned(channels);
-  gpu->ops->bias_backward(gpu, ddbias, dgrad, outer, channels, inner);
+  tdm_backend_bias_backward(gpu, ddbias, dgrad, outer, channels, inner);
   g_autofree char *what2 = g_strdup_printf("bias_backward %d×%d×%d", outer, channels, inner);
   check_close(what2, ddbias, dbias_ref, channels, TOL);
   tdm_backend_release(gpu, dy);
@@ -210,32 +210,32 @@ relu_case(size_t n, size_t offset)
   size_t total = n + offset;
   g_autofree float *x = random_floats(total, -1, 1);
   g_autofree float *ref = g_new(float, total);
-  cpu->ops->relu_forward(cpu, ref, x, total);
+  tdm_backend_relu_forward(cpu, ref, x, total);
   float *dx = on(gpu, x, total * 4), *dy = poisoned(total);
-  gpu->ops->relu_forward(gpu, dy + offset, dx + offset, n);
+  tdm_backend_relu_forward(gpu, dy + offset, dx + offset, n);
   check_close("relu_forward", dy + offset, ref + offset, n, TOL);
   /* In place. */
-  gpu->ops->relu_forward(gpu, dx + offset, dx + offset, n);
+  tdm_backend_relu_forward(gpu, dx + offset, dx + offset, n);
   check_close("relu_forward in place", dx + offset, ref + offset, n, TOL);
 
   g_autofree float *grad = random_floats(total, -1, 1);
   g_autofree float *gref = g_new(float, total);
-  cpu->ops->relu_backward(cpu, gref, grad, ref, total);
+  tdm_backend_relu_backward(cpu, gref, grad, ref, total);
   float *dgrad = on(gpu, grad, total * 4), *dout = poisoned(total);
-  gpu->ops->relu_backward(gpu, dout + offset, dgrad + offset, dy + offset, n);
+  tdm_backend_relu_backward(gpu, dout + offset, dgrad + offset, dy + offset, n);
   check_close("relu_backward", dout + offset, gref + offset, n, TOL);
-  gpu->ops->relu_backward(gpu, dgrad + offset, dgrad + offset, dy + offset, n);
+  tdm_backend_relu_backward(gpu, dgrad + offset, dgrad + offset, dy + offset, n);
   check_close("relu_backward in place", dgrad + offset, gref + offset, n, TOL);
 
   /* add and scale, the communicators' pair. */
   g_autofree float *a = random_floats(total, -1, 1);
   g_autofree float *aref = g_memdup2(a, total * 4);
-  cpu->ops->add(cpu, aref, x, total);
-  cpu->ops->scale(cpu, aref, 0.37f, total);
+  tdm_backend_add(cpu, aref, x, total);
+  tdm_backend_scale(cpu, aref, 0.37f, total);
   float *da = on(gpu, a, total * 4);
   float *dx2 = on(gpu, x, total * 4);
-  gpu->ops->add(gpu, da + offset, dx2 + offset, n);
-  gpu->ops->scale(gpu, da + offset, 0.37f, n);
+  tdm_backend_add(gpu, da + offset, dx2 + offset, n);
+  tdm_backend_scale(gpu, da + offset, 0.37f, n);
   check_close("add then scale", da + offset, aref + offset, n, TOL);
 
   tdm_backend_release(gpu, dx);
@@ -265,17 +265,17 @@ conv_case(int n, int h, int w, int c, int k, int pad)
   size_t xs = (size_t)n * h * w * c, cols = (size_t)n * oh * ow * c * k * k;
   g_autofree float *x = random_floats(xs, -1, 1);
   g_autofree float *col_ref = g_new(float, cols);
-  cpu->ops->im2col(cpu, col_ref, x, n, h, w, c, k, k, pad, 1);
+  tdm_backend_im2col(cpu, col_ref, x, n, h, w, c, k, k, pad, 1);
   float *dx = on(gpu, x, xs * 4), *dcol = poisoned(cols);
-  gpu->ops->im2col(gpu, dcol, dx, n, h, w, c, k, k, pad, 1);
+  tdm_backend_im2col(gpu, dcol, dx, n, h, w, c, k, k, pad, 1);
   g_autofree char *what = g_strdup_printf("im2col n%d %dx%dx%d k%d pad%d", n, h, w, c, k, pad);
   check_close(what, dcol, col_ref, cols, TOL);
 
   g_autofree float *col = random_floats(cols, -1, 1);
   g_autofree float *dx_ref = g_new(float, xs);
-  cpu->ops->col2im(cpu, dx_ref, col, n, h, w, c, k, k, pad, 1);
+  tdm_backend_col2im(cpu, dx_ref, col, n, h, w, c, k, k, pad, 1);
   float *dcol2 = on(gpu, col, cols * 4), *ddx = poisoned(xs);
-  gpu->ops->col2im(gpu, ddx, dcol2, n, h, w, c, k, k, pad, 1);
+  tdm_backend_col2im(gpu, ddx, dcol2, n, h, w, c, k, k, pad, 1);
   g_autofree char *what2 = g_strdup_printf("col2im n%d %dx%dx%d k%d pad%d", n, h, w, c, k, pad);
   check_close(what2, ddx, dx_ref, xs, TOL);
   tdm_backend_release(gpu, dx);
@@ -308,11 +308,11 @@ pool_case_full(int n, int h, int w, int c, int k, gboolean fold)
   g_autofree float *bias = random_floats(c, -0.5, 0.5);
   g_autofree float *y_ref = g_new(float, ys);
   g_autofree int32_t *arg_ref = g_new(int32_t, ys);
-  cpu->ops->maxpool_forward(cpu, y_ref, arg_ref, x, fold ? bias : NULL, fold, n, h, w, c, k);
+  tdm_backend_maxpool_forward(cpu, y_ref, arg_ref, x, fold ? bias : NULL, fold, n, h, w, c, k);
   float *dx = on(gpu, x, xs * 4), *dy = poisoned(ys), *dbias = on(gpu, bias, c * 4);
   int32_t *darg = on(gpu, NULL, ys * 4);
-  gpu->ops->zero(gpu, darg, ys * 4);
-  gpu->ops->maxpool_forward(gpu, dy, darg, dx, fold ? dbias : NULL, fold, n, h, w, c, k);
+  tdm_backend_zero(gpu, darg, ys * 4);
+  tdm_backend_maxpool_forward(gpu, dy, darg, dx, fold ? dbias : NULL, fold, n, h, w, c, k);
   g_autofree char *what = g_strdup_printf("maxpool_forward n%d %dx%dx%d k%d%s", n, h, w, c, k,
                                           fold ? " bias+relu" : "");
   check_close(what, dy, y_ref, ys, TOL);
@@ -321,11 +321,11 @@ pool_case_full(int n, int h, int w, int c, int k, gboolean fold)
   g_autofree float *g = random_floats(ys, -1, 1);
   g_autofree float *gx_ref = g_new(float, xs);
   g_autofree float *gb_ref = g_new(float, c);
-  cpu->ops->maxpool_backward(cpu, gx_ref, fold ? gb_ref : NULL, g, arg_ref,
-                             fold ? y_ref : NULL, n, h, w, c, k);
+  tdm_backend_maxpool_backward(cpu, gx_ref, fold ? gb_ref : NULL, g, arg_ref,
+                               fold ? y_ref : NULL, n, h, w, c, k);
   float *dg = on(gpu, g, ys * 4), *dgx = poisoned(xs), *dgb = poisoned(c);
-  gpu->ops->maxpool_backward(gpu, dgx, fold ? dgb : NULL, dg, darg, fold ? dy : NULL, n, h, w,
-                             c, k);
+  tdm_backend_maxpool_backward(gpu, dgx, fold ? dgb : NULL, dg, darg, fold ? dy : NULL, n, h, w,
+                               c, k);
   g_autofree char *what2 = g_strdup_printf("maxpool_backward n%d %dx%dx%d k%d%s", n, h, w, c,
                                            k, fold ? " masked" : "");
   check_close(what2, dgx, gx_ref, xs, TOL);
@@ -376,13 +376,13 @@ conv_pool_case(int n, int h, int w, int c, int out, int k, int pad, int pk, gboo
   g_autofree float *bias = random_floats(out, -0.5, 0.5);
   g_autofree float *y_ref = g_new(float, ys);
   g_autofree int32_t *arg_ref = g_new(int32_t, ys);
-  cpu->ops->conv_pool_forward(cpu, y_ref, arg_ref, x, wt, bias, relu, n, h, w, c, out, k, k,
-                              pad, pk);
+  tdm_backend_conv_pool_forward(cpu, y_ref, arg_ref, x, wt, bias, relu, n, h, w, c, out, k, k,
+                                pad, pk);
   float *dx = on(gpu, x, xs * 4), *dwt = on(gpu, wt, ws * 4), *dbias = on(gpu, bias, out * 4);
   float *dy = poisoned(ys);
   int32_t *darg = on(gpu, NULL, ys * 4);
-  gpu->ops->conv_pool_forward(gpu, dy, darg, dx, dwt, dbias, relu, n, h, w, c, out, k, k, pad,
-                              pk);
+  tdm_backend_conv_pool_forward(gpu, dy, darg, dx, dwt, dbias, relu, n, h, w, c, out, k, k, pad,
+                                pk);
   g_autofree char *what = g_strdup_printf("conv_pool_forward n%d %dx%dx%d→%d k%d pool%d%s", n,
                                           h, w, c, out, k, pk, relu ? " relu" : "");
   check_close(what, dy, y_ref, ys, TOL);
@@ -396,13 +396,13 @@ conv_pool_case(int n, int h, int w, int c, int out, int k, int pad, int pk, gboo
   g_autofree float *g = random_floats(ys, -1, 1);
   g_autofree float *gw_ref = g_new(float, ws);
   g_autofree float *gb_ref = g_new(float, out);
-  cpu->ops->conv_pool_backward(cpu, gw_ref, gb_ref, g, arg_ref, y_ref, x, relu, n, h, w, c,
-                               out, k, k, pad, pk);
+  tdm_backend_conv_pool_backward(cpu, gw_ref, gb_ref, g, arg_ref, y_ref, x, relu, n, h, w, c,
+                                 out, k, k, pad, pk);
   float *dg = on(gpu, g, ys * 4), *dyr = on(gpu, y_ref, ys * 4);
   int32_t *dargr = on(gpu, arg_ref, ys * 4);
   float *dgw = poisoned(ws), *dgb = poisoned(out);
-  gpu->ops->conv_pool_backward(gpu, dgw, dgb, dg, dargr, dyr, dx, relu, n, h, w, c, out, k, k,
-                               pad, pk);
+  tdm_backend_conv_pool_backward(gpu, dgw, dgb, dg, dargr, dyr, dx, relu, n, h, w, c, out, k, k,
+                                 pad, pk);
   g_autofree char *what2 = g_strdup_printf("conv_pool_backward dw n%d %dx%dx%d→%d k%d pool%d",
                                            n, h, w, c, out, k, pk);
   check_close(what2, dgw, gw_ref, ws, TOL);
@@ -437,7 +437,7 @@ softmax_case(int rows, int classes, bool with_grad)
   float scale = 1.0f / rows;
   TdmMetrics m_ref = {1.5, 2.0}; /* added into, not overwritten */
   g_autofree float *d_ref = with_grad ? g_new(float, n) : NULL;
-  cpu->ops->softmax_xent(cpu, logits, labels, rows, classes, 0.0f, scale, d_ref, &m_ref);
+  tdm_backend_softmax_xent(cpu, logits, labels, rows, classes, 0.0f, scale, d_ref, &m_ref);
   assert_ok(cpu);
 
   float *dl = on(gpu, logits, n * 4);
@@ -445,9 +445,9 @@ softmax_case(int rows, int classes, bool with_grad)
   TdmMetrics m0 = {1.5, 2.0};
   TdmMetrics *dm = on(gpu, &m0, sizeof m0);
   float *dd = with_grad ? poisoned(n) : NULL;
-  gpu->ops->softmax_xent(gpu, dl, dlab, rows, classes, 0.0f, scale, dd, dm);
+  tdm_backend_softmax_xent(gpu, dl, dlab, rows, classes, 0.0f, scale, dd, dm);
   TdmMetrics m;
-  gpu->ops->download(gpu, &m, dm, sizeof m);
+  tdm_backend_download(gpu, &m, dm, sizeof m);
   assert_ok(gpu);
   g_test_message("softmax %d×%d: loss %.9g vs %.9g, correct %g vs %g", rows, classes,
                  m.loss_sum, m_ref.loss_sum, m.correct, m_ref.correct);
@@ -490,14 +490,14 @@ gather_case(int samples, int sample_size, int count, bool with_labels)
   size_t xs = (size_t)count * sample_size;
   g_autofree float *x_ref = g_new(float, xs);
   g_autofree int32_t *y_ref = g_new(int32_t, count);
-  cpu->ops->gather(cpu, x_ref, y_ref, images, labels, indices, count, sample_size,
-                   1.0f / 255.0f);
+  tdm_backend_gather(cpu, x_ref, y_ref, images, labels, indices, count, sample_size,
+                     1.0f / 255.0f);
 
   uint8_t *dimg = on(gpu, images, bytes), *dlab = on(gpu, labels, samples);
   int32_t *didx = on(gpu, indices, count * 4);
   float *dx = poisoned(xs);
   int32_t *dy = with_labels ? on(gpu, NULL, count * 4) : NULL;
-  gpu->ops->gather(gpu, dx, dy, dimg, dlab, didx, count, sample_size, 1.0f / 255.0f);
+  tdm_backend_gather(gpu, dx, dy, dimg, dlab, didx, count, sample_size, 1.0f / 255.0f);
   check_close("gather x", dx, x_ref, xs, 0.0);
   if (with_labels)
     check_ints("gather y", dy, y_ref, count);
@@ -535,25 +535,26 @@ optimizer_case(size_t n, size_t offset)
   g_autofree float *r2 = g_memdup2(s2, total * 4);
 
   for (int step = 0; step < 3; step++) {
-    cpu->ops->sgd_update(cpu, rp + offset, g + offset, n, 0.05f, 1e-4f);
-    gpu->ops->sgd_update(gpu, dp + offset, dg + offset, n, 0.05f, 1e-4f);
+    tdm_backend_sgd_update(cpu, rp + offset, g + offset, n, 0.05f, 1e-4f);
+    tdm_backend_sgd_update(gpu, dp + offset, dg + offset, n, 0.05f, 1e-4f);
   }
   check_close("sgd", dp + offset, rp + offset, n, TOL);
 
   for (int step = 0; step < 3; step++) {
-    cpu->ops->momentum_update(cpu, rp + offset, g + offset, r1 + offset, n, 0.01f, 0.9f, 5e-4f);
-    gpu->ops->momentum_update(gpu, dp + offset, dg + offset, ds1 + offset, n, 0.01f, 0.9f,
-                              5e-4f);
+    tdm_backend_momentum_update(cpu, rp + offset, g + offset, r1 + offset, n, 0.01f, 0.9f,
+                                5e-4f);
+    tdm_backend_momentum_update(gpu, dp + offset, dg + offset, ds1 + offset, n, 0.01f, 0.9f,
+                                5e-4f);
   }
   check_close("momentum p", dp + offset, rp + offset, n, TOL);
   check_close("momentum v", ds1 + offset, r1 + offset, n, TOL);
 
   for (int step = 1; step <= 3; step++) {
     float lr_t = 1e-3f * sqrtf(1.0f - powf(0.999f, step)) / (1.0f - powf(0.9f, step));
-    cpu->ops->adam_update(cpu, rp + offset, g + offset, r1 + offset, r2 + offset, n, lr_t,
-                          0.9f, 0.999f, 1e-8f, 1e-4f);
-    gpu->ops->adam_update(gpu, dp + offset, dg + offset, ds1 + offset, ds2 + offset, n, lr_t,
-                          0.9f, 0.999f, 1e-8f, 1e-4f);
+    tdm_backend_adam_update(cpu, rp + offset, g + offset, r1 + offset, r2 + offset, n, lr_t,
+                            0.9f, 0.999f, 1e-8f, 1e-4f);
+    tdm_backend_adam_update(gpu, dp + offset, dg + offset, ds1 + offset, ds2 + offset, n, lr_t,
+                            0.9f, 0.999f, 1e-8f, 1e-4f);
   }
   check_close("adam p", dp + offset, rp + offset, n, TOL);
   check_close("adam m", ds1 + offset, r1 + offset, n, TOL);
@@ -604,7 +605,7 @@ test_exact_add(void)
   size_t bad = 0;
   for (int twice = 0; twice < 2; twice++) {
     bad += tdm_exact_add(want, x, n);
-    gpu->ops->exact_add(gpu, dacc, dx, n, dacc + 2 * n);
+    tdm_backend_exact_add(gpu, dacc, dx, n, dacc + 2 * n);
   }
   want[2 * n] += (gint64)bad;
   assert_ok(gpu);

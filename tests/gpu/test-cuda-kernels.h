@@ -67,7 +67,7 @@ on(TdmBackend *b, const void *host, size_t bytes)
   g_assert_no_error(error);
   g_assert_nonnull(d);
   if (host != NULL)
-    b->ops->upload(b, d, host, bytes);
+    tdm_backend_upload(b, d, host, bytes);
   return d;
 }
 
@@ -89,7 +89,7 @@ static inline void *
 back(TdmBackend *b, const void *d, size_t bytes)
 {
   void *host = g_malloc(bytes);
-  b->ops->download(b, host, d, bytes);
+  tdm_backend_download(b, host, d, bytes);
   assert_ok(b);
   return host;
 }

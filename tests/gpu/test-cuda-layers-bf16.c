@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-cuda-layers-bf16.c — part of test-cuda-layers: the CUDA backend's bf16 GEMMs,
  * stored bf16 operands, the column-free input gradient of a bf16 convolution and the
- * layers fused with their neighbours, against the CPU backend.
+ * layers fused with their neighbours, against the CPU backend (its float32 operations,
+ * and its own bf16 ones, the reference).
  */
 #include "tdm-build-config.h"
 
 #if TDM_HAVE_CUDA
 
 #include "test-cuda-layers.h"
+#include "tdm-backend-ops.h"
 
 /* bf16 GEMMs. Each operand is rounded to bfloat16 (8 significant bits: relative
  * rounding error up to 2⁻⁸ ≈ 3.9e-3, root mean square about 2⁻⁸/√3 ≈ 2.3e-3 for
@@ -24,16 +26,16 @@ bf16_case(bool ta, bool tb, int m, int n, int k)
   size_t as = (size_t)m * k, bs = (size_t)k * n, cs = (size_t)m * n;
   g_autofree float *a = random_floats(as, -1, 1), *bm = random_floats(bs, -1, 1);
   g_autofree float *ref = g_new0(float, cs);
-  cpu->ops->gemm(cpu, ta, tb, m, n, k, 1.0f, a, lda, bm, ldb, 0.0f, ref, n);
+  tdm_backend_gemm(cpu, ta, tb, m, n, k, 1.0f, a, lda, bm, ldb, 0.0f, ref, n);
   assert_ok(cpu);
   float *da = on_b(gpu_bf16, a, as * 4), *db = on_b(gpu_bf16, bm, bs * 4);
   float *dc = poisoned_b(gpu_bf16, cs);
-  gpu_bf16->ops->gemm(gpu_bf16, ta, tb, m, n, k, 1.0f, da, lda, db, ldb, 0.0f, dc, n);
+  tdm_backend_gemm(gpu_bf16, ta, tb, m, n, k, 1.0f, da, lda, db, ldb, 0.0f, dc, n);
   g_autofree char *what = g_strdup_printf("gemm bf16 %s%s %d×%d×%d", ta ? "T" : "N",
                                           tb ? "T" : "N", m, n, k);
   check_close_b(gpu_bf16, what, dc, ref, cs, 1e-2);
   g_autofree float *out = g_new(float, cs);
-  gpu_bf16->ops->download(gpu_bf16, out, dc, cs * 4);
+  tdm_backend_download(gpu_bf16, out, dc, cs * 4);
   g_assert_cmpfloat(rel_error(out, ref, cs), >, 1e-4);
   tdm_backend_release(gpu_bf16, da);
   tdm_backend_release(gpu_bf16, db);
@@ -62,10 +64,10 @@ im2col_bf16_case(int n, int h, int w, int c, int k, int pad, int stride)
   int oh = (h + 2 * pad - k) / stride + 1, ow = (w + 2 * pad - k) / stride + 1;
   size_t xs = (size_t)n * h * w * c, cols = (size_t)n * oh * ow * k * k * c;
   g_autofree float *x = random_floats(xs, -3, 3), *ref = g_new(float, cols);
-  cpu->ops->im2col(cpu, ref, x, n, h, w, c, k, k, pad, stride);
+  tdm_backend_im2col(cpu, ref, x, n, h, w, c, k, k, pad, stride);
   float *dx = on(x, xs * 4);
   uint16_t *dcol = (uint16_t *)poisoned(cols / 2 + 1);
-  gpu->ops->im2col_bf16(gpu, dcol, dx, n, h, w, c, k, k, pad, stride);
+  tdm_backend_im2col_bf16(gpu, dcol, dx, n, h, w, c, k, k, pad, stride);
   g_autofree char *what = g_strdup_printf("im2col_bf16 %d×%d×%d×%d k%d p%d s%d", n, h, w, c, k,
                                           pad, stride);
   check_bits(what, dcol, ref, cols);
@@ -88,21 +90,21 @@ im2col_bf16_bn_case(int n, int h, int w, int c, int k, int pad, int stride, bool
     saved[c + ch] = 0.5f + (float)ch / c;
   g_autofree float *gamma = random_floats(c, 0.5, 1.5), *beta = random_floats(c, -0.5, 0.5);
   g_autofree float *y = g_new(float, xs), *ref = g_new(float, cols);
-  cpu->ops->bn_forward(cpu, y, x, saved, saved + c, gamma, beta, rows, c, relu);
-  cpu->ops->im2col(cpu, ref, y, n, h, w, c, k, k, pad, stride);
+  tdm_backend_bn_forward(cpu, y, x, saved, saved + c, gamma, beta, rows, c, relu);
+  tdm_backend_im2col(cpu, ref, y, n, h, w, c, k, k, pad, stride);
   assert_ok(cpu);
 
   float *dx = on(x, xs * 4), *dsaved = on(saved, 2 * (size_t)c * 4);
   float *dgamma = on(gamma, c * 4), *dbeta = on(beta, c * 4), *dy = poisoned(xs);
   uint16_t *dcol = (uint16_t *)poisoned(cols / 2 + 1);
   uint16_t *dref = (uint16_t *)poisoned(cols / 2 + 1);
-  gpu->ops->bn_forward(gpu, dy, dx, dsaved, dsaved + c, dgamma, dbeta, rows, c, relu);
-  gpu->ops->im2col_bf16(gpu, dref, dy, n, h, w, c, k, k, pad, stride);
-  gpu->ops->im2col_bf16_bn(gpu, dcol, dx, dsaved, dsaved + c, dgamma, dbeta, relu, n, h, w, c,
-                           k, k, pad, stride);
+  tdm_backend_bn_forward(gpu, dy, dx, dsaved, dsaved + c, dgamma, dbeta, rows, c, relu);
+  tdm_backend_im2col_bf16(gpu, dref, dy, n, h, w, c, k, k, pad, stride);
+  tdm_backend_im2col_bf16_bn(gpu, dcol, dx, dsaved, dsaved + c, dgamma, dbeta, relu, n, h, w, c,
+                             k, k, pad, stride);
   g_autofree uint16_t *col = g_new(uint16_t, cols), *col_ref = g_new(uint16_t, cols);
-  gpu->ops->download(gpu, col, dcol, cols * 2);
-  gpu->ops->download(gpu, col_ref, dref, cols * 2);
+  tdm_backend_download(gpu, col, dcol, cols * 2);
+  tdm_backend_download(gpu, col_ref, dref, cols * 2);
   assert_ok(gpu);
   g_autofree char *what = g_strdup_printf("im2col_bf16_bn %d×%d×%d×%d k%d p%d s%d%s", n, h, w,
                                           c, k, pad, stride, relu ? " relu" : "");
@@ -145,23 +147,22 @@ maxpool_bn_case(int n, int h, int w, int c, int k, bool relu)
   g_autofree float *gamma = random_floats(c, -1.5, 1.5), *beta = random_floats(c, -0.5, 0.5);
   g_autofree float *bn_ref = g_new(float, xs), *y_ref = g_new(float, ys);
   g_autofree int32_t *at_ref = g_new(int32_t, ys);
-  cpu->ops->bn_forward(cpu, bn_ref, x, saved, saved + c, gamma, beta, rows, c, relu);
-  cpu->ops->maxpool_forward(cpu, y_ref, at_ref, bn_ref, NULL, false, n, h, w, c, k);
+  tdm_backend_bn_forward(cpu, bn_ref, x, saved, saved + c, gamma, beta, rows, c, relu);
+  tdm_backend_maxpool_forward(cpu, y_ref, at_ref, bn_ref, NULL, false, n, h, w, c, k);
   assert_ok(cpu);
 
   float *dx = on(x, xs * 4), *dsaved = on(saved, 2 * (size_t)c * 4);
   float *dgamma = on(gamma, c * 4), *dbeta = on(beta, c * 4), *dbn = poisoned(xs);
   float *dy = poisoned(ys), *dy_unfused = poisoned(ys);
   int32_t *dat = (int32_t *)poisoned(ys), *dat_unfused = (int32_t *)poisoned(ys);
-  const TdmBackendOps *g = gpu->ops;
-  g->bn_forward(gpu, dbn, dx, dsaved, dsaved + c, dgamma, dbeta, rows, c, relu);
-  g->maxpool_forward(gpu, dy_unfused, dat_unfused, dbn, NULL, false, n, h, w, c, k);
-  g->maxpool_forward_bn(gpu, dy, dat, dx, dsaved, dsaved + c, dgamma, dbeta, relu, n, h, w, c,
-                        k);
+  tdm_backend_bn_forward(gpu, dbn, dx, dsaved, dsaved + c, dgamma, dbeta, rows, c, relu);
+  tdm_backend_maxpool_forward(gpu, dy_unfused, dat_unfused, dbn, NULL, false, n, h, w, c, k);
+  tdm_backend_maxpool_forward_bn(gpu, dy, dat, dx, dsaved, dsaved + c, dgamma, dbeta, relu, n,
+                                 h, w, c, k);
   g_autofree float *y_unfused = g_new(float, ys);
   g_autofree int32_t *at_unfused = g_new(int32_t, ys);
-  g->download(gpu, y_unfused, dy_unfused, ys * 4);
-  g->download(gpu, at_unfused, dat_unfused, ys * 4);
+  tdm_backend_download(gpu, y_unfused, dy_unfused, ys * 4);
+  tdm_backend_download(gpu, at_unfused, dat_unfused, ys * 4);
   assert_ok(gpu);
   g_autofree char *what = g_strdup_printf("maxpool_forward_bn %d×%d×%d×%d k%d%s", n, h, w, c,
                                           k, relu ? " relu" : "");
@@ -180,12 +181,12 @@ add_out_case(size_t n, bool relu, bool in_place)
 {
   g_autofree float *a = random_floats(n, -2, 2), *x = random_floats(n, -2, 2);
   g_autofree float *ref = g_memdup2(a, n * 4);
-  cpu->ops->add(cpu, ref, x, n);
+  tdm_backend_add(cpu, ref, x, n);
   if (relu)
-    cpu->ops->relu_forward(cpu, ref, ref, n);
+    tdm_backend_relu_forward(cpu, ref, ref, n);
   assert_ok(cpu);
   float *da = on(a, n * 4), *dx = on(x, n * 4), *dy = in_place ? dx : poisoned(n);
-  gpu->ops->add_out(gpu, dy, da, dx, n, relu);
+  tdm_backend_add_out(gpu, dy, da, dx, n, relu);
   g_autofree char *what = g_strdup_printf("add_out %zu%s%s", n, relu ? " relu" : "",
                                           in_place ? " in place" : "");
   check_close(what, dy, ref, n, 0.0);
@@ -230,11 +231,11 @@ gemm_stored_bf16_case(bool ta, bool tb, int m, int n, int k)
     bm[i] = bf16_value(b16[i]);
   }
   g_autofree float *ref = g_new0(float, cs);
-  cpu->ops->gemm(cpu, ta, tb, m, n, k, 1.0f, a, lda, bm, ldb, 0.0f, ref, n);
+  tdm_backend_gemm(cpu, ta, tb, m, n, k, 1.0f, a, lda, bm, ldb, 0.0f, ref, n);
   assert_ok(cpu);
   uint16_t *da = on(a16, as * 2), *db = on(b16, bs * 2);
   float *dc = poisoned(cs);
-  gpu->ops->gemm_bf16(gpu, ta, tb, m, n, k, 1.0f, da, lda, db, ldb, 0.0f, dc, n);
+  tdm_backend_gemm_bf16(gpu, ta, tb, m, n, k, 1.0f, da, lda, db, ldb, 0.0f, dc, n);
   g_autofree char *what = g_strdup_printf("gemm_bf16 %s%s %d×%d×%d", ta ? "T" : "N",
                                           tb ? "T" : "N", m, n, k);
   check_close(what, dc, ref, cs, TOL);
@@ -262,14 +263,14 @@ dgrad_bf16_case(int n, int h, int w, int c, int out, int k, int pad, int stride)
   for (size_t i = 0; i < ws; i++)
     wt[i] = bf16_value(w16[i] = bf16_bits(wt[i]));
   g_autofree float *dcol = g_new(float, cols), *dx_ref = g_new(float, xs);
-  cpu->ops->gemm(cpu, false, false, rows, kc, out, 1.0f, dy, out, wt, kc, 0.0f, dcol, kc);
+  tdm_backend_gemm(cpu, false, false, rows, kc, out, 1.0f, dy, out, wt, kc, 0.0f, dcol, kc);
   assert_ok(cpu);
   uint16_t *ddy = on(dy16, ys * 2), *dw = on(w16, ws * 2);
   uint16_t *dcol16 = (uint16_t *)poisoned(cols / 2 + 1);
   float *ddx = poisoned(xs);
-  gpu->ops->gemm_bf16_out(gpu, false, false, rows, kc, out, ddy, out, dw, kc, dcol16, kc);
+  tdm_backend_gemm_bf16_out(gpu, false, false, rows, kc, out, ddy, out, dw, kc, dcol16, kc);
   g_autofree uint16_t *got = g_new(uint16_t, cols);
-  gpu->ops->download(gpu, got, dcol16, cols * 2);
+  tdm_backend_download(gpu, got, dcol16, cols * 2);
   assert_ok(gpu);
   g_autofree float *got_f = g_new(float, cols);
   for (size_t i = 0; i < cols; i++)
@@ -281,8 +282,8 @@ dgrad_bf16_case(int n, int h, int w, int c, int out, int k, int pad, int stride)
     g_test_fail();
   }
   /* col2im of exactly what the GPU wrote. */
-  cpu->ops->col2im(cpu, dx_ref, got_f, n, h, w, c, k, k, pad, stride);
-  gpu->ops->col2im_bf16(gpu, ddx, dcol16, n, h, w, c, k, k, pad, stride);
+  tdm_backend_col2im(cpu, dx_ref, got_f, n, h, w, c, k, k, pad, stride);
+  tdm_backend_col2im_bf16(gpu, ddx, dcol16, n, h, w, c, k, k, pad, stride);
   g_autofree char *what = g_strdup_printf("col2im_bf16 %d×%d×%d×%d k%d p%d s%d", n, h, w, c, k,
                                           pad, stride);
   check_close(what, ddx, dx_ref, xs, TOL);
@@ -314,13 +315,13 @@ conv_dgrad_case(int n, int h, int w, int c, int out, int k, int pad, int stride,
   for (size_t i = 0; i < ws; i++)
     wt[i] = bf16_value(w16[i] = bf16_bits(wt[i]));
   g_autofree float *dcol = g_new(float, cols), *dx_ref = g_new(float, xs);
-  cpu->ops->gemm(cpu, false, false, rows, kc, out, 1.0f, dy, out, wt, kc, 0.0f, dcol, kc);
-  cpu->ops->col2im(cpu, dx_ref, dcol, n, h, w, c, k, k, pad, stride);
+  tdm_backend_gemm(cpu, false, false, rows, kc, out, 1.0f, dy, out, wt, kc, 0.0f, dcol, kc);
+  tdm_backend_col2im(cpu, dx_ref, dcol, n, h, w, c, k, k, pad, stride);
   assert_ok(cpu);
   uint16_t *ddy = on(dy16, ys * 2), *dw = on(w16, ws * 2);
   uint16_t *dcol16 = (uint16_t *)poisoned(cols / 2 + 1);
   float *ddx = poisoned(xs);
-  gpu->ops->conv_dgrad_bf16(gpu, ddx, ddy, dw, dcol16, n, h, w, c, out, k, k, pad, stride);
+  tdm_backend_conv_dgrad_bf16(gpu, ddx, ddy, dw, dcol16, n, h, w, c, out, k, k, pad, stride);
   g_autofree char *what = g_strdup_printf("conv_dgrad_bf16 %d×%d×%d×%d from %d k%d p%d s%d (%s)",
                                           n, h, w, c, out, k, pad, stride,
                                           implicit ? "implicit" : "columns");
@@ -369,13 +370,13 @@ test_stored_bf16(void)
   v[4] = 1e-40f;                          /* a subnormal */
   float *dv = on(v, n * 4);
   uint16_t *dh = (uint16_t *)poisoned(n / 2 + 1);
-  gpu->ops->to_bf16(gpu, dh, dv, n);
+  tdm_backend_to_bf16(gpu, dh, dv, n);
   check_bits("to_bf16", dh, v, n);
   /* Four values a thread where both ends are aligned, n % 4 = 3 left for the tail;
    * one value a thread otherwise (the input one float off its 16-byte alignment). */
-  gpu->ops->to_bf16(gpu, dh, dv + 1, n - 1);
+  tdm_backend_to_bf16(gpu, dh, dv + 1, n - 1);
   check_bits("to_bf16, misaligned input", dh, v + 1, n - 1);
-  gpu->ops->to_bf16(gpu, dh, dv + 4, 6);
+  tdm_backend_to_bf16(gpu, dh, dv + 4, 6);
   check_bits("to_bf16, six values", dh, v + 4, 6);
   release(dv);
   release(dh);
@@ -392,12 +393,196 @@ test_stored_bf16(void)
   dgrad_bf16_case(3, 9, 8, 6, 5, 3, 1, 2);                /* strided, no float4 */
 }
 
+/* The CPU backend's bf16 operations are the reference (tdm-bf16.h's rounding, products
+ * summed in float32): the same inputs on both backends. The roundings and the gathers
+ * that round must give the same bits, special values included; a bn's bf16 gradient
+ * is the rounding of two float32 computations that may differ in their last bits (an
+ * FMA), so one bfloat16 step apart at most, 2⁻⁷ relative; the products, both within
+ * γ_k · Σ|a·b| of the exact sum of the same bf16 operands (k · 2⁻²⁴ / (1 − k · 2⁻²⁴)),
+ * within twice that of each other; col2im's sums within twice γ_{k²} · Σ|v|. */
+static uint16_t *
+bf16_on_both(TdmBackend *b, const float *host, size_t n)
+{
+  float *v = on_b(b, host, n * 4);
+  uint16_t *h = on_b(b, NULL, n * 2);
+  tdm_backend_to_bf16(b, h, v, n);
+  tdm_backend_release(b, v);
+  return h;
+}
+
+static void
+compare_bits(const char *what, const uint16_t *on_cpu, const uint16_t *on_gpu, size_t n)
+{
+  g_autofree uint16_t *c = g_new(uint16_t, n), *g = g_new(uint16_t, n);
+  tdm_backend_download(cpu, c, on_cpu, n * 2);
+  tdm_backend_download(gpu, g, on_gpu, n * 2);
+  assert_ok(cpu);
+  assert_ok(gpu);
+  size_t wrong = 0;
+  for (size_t i = 0; i < n; i++)
+    wrong += c[i] != g[i];
+  g_test_message("%s: %zu of %zu values differ from the CPU's", what, wrong, n);
+  if (wrong > 0)
+    g_test_fail();
+}
+
+static void
+test_cpu_reference(void)
+{
+  if (!have_gpu())
+    return;
+  const size_t n = 65537;
+  g_autofree float *v = random_floats(n, -50, 50);
+  const float special[] = {NAN, -NAN, INFINITY, -INFINITY, 3.4028235e38f, 1e-40f, -0.0f,
+                           1.0f + 1.0f / 256.0f, 1.0f + 3.0f / 256.0f};
+  memcpy(v, special, sizeof special);
+  uint16_t *c16 = bf16_on_both(cpu, v, n), *g16 = bf16_on_both(gpu, v, n);
+  compare_bits("to_bf16", c16, g16, n);
+  tdm_backend_release(cpu, c16);
+  release(g16);
+
+  /* Columns, plain and of a bn's output, stride 2 and padding 2, 17 channels. */
+  const int im = 3, h = 11, w = 9, c = 17, k = 3, pad = 2, stride = 2;
+  const int oh = (h + 2 * pad - k) / stride + 1, ow = (w + 2 * pad - k) / stride + 1;
+  const size_t xs = (size_t)im * h * w * c, cols = (size_t)im * oh * ow * k * k * c;
+  g_autofree float *x = random_floats(xs, -3, 3), *bn = random_floats(4 * (size_t)c, -1, 1);
+  for (int ch = 0; ch < c; ch++)
+    bn[c + ch] = 0.5f + fabsf(bn[c + ch]);
+  float *cx = on_b(cpu, x, xs * 4), *gx = on(x, xs * 4);
+  float *cbn = on_b(cpu, bn, 4 * (size_t)c * 4), *gbn = on(bn, 4 * (size_t)c * 4);
+  uint16_t *ccol = on_b(cpu, NULL, cols * 2), *gcol = on(NULL, cols * 2);
+  tdm_backend_im2col_bf16(cpu, ccol, cx, im, h, w, c, k, k, pad, stride);
+  tdm_backend_im2col_bf16(gpu, gcol, gx, im, h, w, c, k, k, pad, stride);
+  compare_bits("im2col_bf16", ccol, gcol, cols);
+  for (int relu = 0; relu < 2; relu++) {
+    tdm_backend_im2col_bf16_bn(cpu, ccol, cx, cbn, cbn + c, cbn + 2 * c, cbn + 3 * c, relu, im,
+                               h, w, c, k, k, pad, stride);
+    tdm_backend_im2col_bf16_bn(gpu, gcol, gx, gbn, gbn + c, gbn + 2 * c, gbn + 3 * c, relu, im,
+                               h, w, c, k, k, pad, stride);
+    compare_bits(relu ? "im2col_bf16_bn, relu" : "im2col_bf16_bn", ccol, gcol, cols);
+  }
+
+  /* col2im from the same bf16 columns. */
+  g_autofree uint16_t *colv = g_new(uint16_t, cols);
+  tdm_backend_download(cpu, colv, ccol, cols * 2);
+  float *cdx = on_b(cpu, NULL, xs * 4), *gdx = poisoned(xs);
+  tdm_backend_col2im_bf16(cpu, cdx, ccol, im, h, w, c, k, k, pad, stride);
+  tdm_backend_col2im_bf16(gpu, gdx, gcol, im, h, w, c, k, k, pad, stride);
+  g_autofree float *dc = g_new(float, xs), *dg = g_new(float, xs);
+  g_autofree double *mag = g_new0(double, xs);
+  tdm_backend_download(cpu, dc, cdx, xs * 4);
+  tdm_backend_download(gpu, dg, gdx, xs * 4);
+  assert_ok(gpu);
+  for (size_t i = 0; i < cols; i++) {
+    /* Which pixel column i of row r reads: walk the rows as im2col lays them out. */
+    size_t row = i / ((size_t)k * k * c), tap = i % ((size_t)k * k * c);
+    int ox = (int)(row % ow), oy = (int)(row / ow % oh), n_ = (int)(row / ((size_t)ow * oh));
+    int ky = (int)(tap / ((size_t)k * c)), kx = (int)(tap / c % k), ch = (int)(tap % c);
+    int iy = oy * stride - pad + ky, ix = ox * stride - pad + kx;
+    if (iy >= 0 && iy < h && ix >= 0 && ix < w)
+      mag[(((size_t)n_ * h + iy) * w + ix) * c + ch] += fabs(bf16_value(colv[i]));
+  }
+  const double u = 1.0 / 16777216.0, g9 = 9 * u / (1 - 9 * u);
+  size_t wrong = 0;
+  for (size_t i = 0; i < xs; i++)
+    wrong += !(fabs((double)dc[i] - dg[i]) <= 2 * g9 * mag[i]);
+  g_test_message("col2im_bf16: %zu of %zu sums outside the bound", wrong, xs);
+  if (wrong > 0)
+    g_test_fail();
+
+  /* A bn's input gradient as bf16. */
+  const int rows = 4099;
+  g_autofree float *dy = random_floats((size_t)rows * c, -1, 1);
+  g_autofree float *xr = random_floats((size_t)rows * c, -2, 2);
+  g_autofree float *sums = random_floats(2 * (size_t)c, -1, 1);
+  float *cdy = on_b(cpu, dy, (size_t)rows * c * 4), *gdy = on(dy, (size_t)rows * c * 4);
+  float *cxr = on_b(cpu, xr, (size_t)rows * c * 4), *gxr = on(xr, (size_t)rows * c * 4);
+  float *cs = on_b(cpu, sums, 2 * (size_t)c * 4), *gs = on(sums, 2 * (size_t)c * 4);
+  uint16_t *cd16 = on_b(cpu, NULL, (size_t)rows * c * 2), *gd16 = on(NULL, (size_t)rows * c * 2);
+  tdm_backend_bn_backward_dx_bf16(cpu, cd16, cdy, cxr, cbn, cbn + c, cbn + 2 * c, cbn + 3 * c,
+                                  true, cs, cs + c, 1.0f / rows, rows, c);
+  tdm_backend_bn_backward_dx_bf16(gpu, gd16, gdy, gxr, gbn, gbn + c, gbn + 2 * c, gbn + 3 * c,
+                                  true, gs, gs + c, 1.0f / rows, rows, c);
+  g_autofree uint16_t *b1 = g_new(uint16_t, (size_t)rows * c), *b2 = g_new(uint16_t, (size_t)rows * c);
+  tdm_backend_download(cpu, b1, cd16, (size_t)rows * c * 2);
+  tdm_backend_download(gpu, b2, gd16, (size_t)rows * c * 2);
+  assert_ok(gpu);
+  wrong = 0;
+  for (size_t i = 0; i < (size_t)rows * c; i++) {
+    double a = bf16_value(b1[i]), bb = bf16_value(b2[i]);
+    wrong += !(fabs(a - bb) <= fabs(a) / 128 + 1e-30);
+  }
+  g_test_message("bn_backward_dx_bf16: %zu values more than a bf16 step from the CPU's", wrong);
+  if (wrong > 0)
+    g_test_fail();
+
+  /* Products of the same bf16 operands: a conv's forward, and a weight gradient
+   * long enough for split-K. */
+  static const struct {
+    bool ta, tb;
+    int m, n, k;
+  } shapes[] = {{false, true, 3000, 64, 576}, {true, false, 32, 40, 20000}};
+  for (guint s = 0; s < G_N_ELEMENTS(shapes); s++) {
+    const int m = shapes[s].m, nn = shapes[s].n, kk = shapes[s].k;
+    const size_t as = (size_t)m * kk, bs = (size_t)kk * nn, cs2 = (size_t)m * nn;
+    g_autofree float *a = random_floats(as, -1, 1), *bm = random_floats(bs, -1, 1);
+    uint16_t *ca = bf16_on_both(cpu, a, as), *cb = bf16_on_both(cpu, bm, bs);
+    uint16_t *ga = bf16_on_both(gpu, a, as), *gb = bf16_on_both(gpu, bm, bs);
+    float *cc = on_b(cpu, NULL, cs2 * 4), *gc = poisoned(cs2);
+    int lda = shapes[s].ta ? m : kk, ldb = shapes[s].tb ? kk : nn;
+    tdm_backend_gemm_bf16(cpu, shapes[s].ta, shapes[s].tb, m, nn, kk, 1.0f, ca, lda, cb, ldb,
+                          0.0f, cc, nn);
+    tdm_backend_gemm_bf16(gpu, shapes[s].ta, shapes[s].tb, m, nn, kk, 1.0f, ga, lda, gb, ldb,
+                          0.0f, gc, nn);
+    g_autofree float *oc = g_new(float, cs2), *og = g_new(float, cs2);
+    g_autofree uint16_t *ha = g_new(uint16_t, as), *hb = g_new(uint16_t, bs);
+    tdm_backend_download(cpu, oc, cc, cs2 * 4);
+    tdm_backend_download(cpu, ha, ca, as * 2);
+    tdm_backend_download(cpu, hb, cb, bs * 2);
+    tdm_backend_download(gpu, og, gc, cs2 * 4);
+    assert_ok(gpu);
+    const double gk = kk * u / (1 - kk * u);
+    wrong = 0;
+    for (int i = 0; i < m; i++)
+      for (int j = 0; j < nn; j++) {
+        double sum_abs = 0;
+        for (int p = 0; p < kk; p++) {
+          size_t ai = shapes[s].ta ? (size_t)p * lda + i : (size_t)i * lda + p;
+          size_t bi = shapes[s].tb ? (size_t)j * ldb + p : (size_t)p * ldb + j;
+          sum_abs += fabs((double)bf16_value(ha[ai]) * bf16_value(hb[bi]));
+        }
+        size_t at = (size_t)i * nn + j;
+        wrong += !(fabs((double)oc[at] - og[at]) <= 2 * gk * sum_abs + 1e-30);
+      }
+    g_test_message("gemm_bf16 %d×%d×%d: %zu of %zu values outside the bound", m, nn, kk, wrong,
+                   cs2);
+    if (wrong > 0)
+      g_test_fail();
+    tdm_backend_release(cpu, ca);
+    tdm_backend_release(cpu, cb);
+    tdm_backend_release(cpu, cc);
+    release(ga);
+    release(gb);
+    release(gc);
+  }
+
+  float *cpu_bufs[] = {cx, cbn, cdx, cdy, cxr, cs};
+  for (guint i = 0; i < G_N_ELEMENTS(cpu_bufs); i++)
+    tdm_backend_release(cpu, cpu_bufs[i]);
+  tdm_backend_release(cpu, ccol);
+  tdm_backend_release(cpu, cd16);
+  void *gpu_bufs[] = {gx, gbn, gcol, gdx, gdy, gxr, gs, gd16};
+  for (guint i = 0; i < G_N_ELEMENTS(gpu_bufs); i++)
+    release(gpu_bufs[i]);
+}
+
 
 void
 test_cuda_layers_add_bf16(void)
 {
   g_test_add_func("/cuda-layers/gemm-bf16", test_gemm_bf16);
   g_test_add_func("/cuda-layers/stored-bf16", test_stored_bf16);
+  g_test_add_func("/cuda-layers/cpu-bf16-reference", test_cpu_reference);
   g_test_add_func("/cuda-layers/conv-dgrad-bf16", test_conv_dgrad_bf16);
   g_test_add_func("/cuda-layers/fused", test_fused);
 }

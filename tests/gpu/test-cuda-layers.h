@@ -54,7 +54,7 @@ on_b(TdmBackend *b, const void *host, size_t bytes)
   void *d = tdm_backend_alloc(b, bytes, &error);
   g_assert_no_error(error);
   if (host != NULL)
-    b->ops->upload(b, d, host, bytes);
+    tdm_backend_upload(b, d, host, bytes);
   return d;
 }
 
@@ -102,7 +102,7 @@ check_close_b(TdmBackend *b, const char *what, const float *dev, const float *re
               double tol)
 {
   g_autofree float *out = g_new(float, n);
-  b->ops->download(b, out, dev, n * sizeof(float));
+  tdm_backend_download(b, out, dev, n * sizeof(float));
   assert_ok(b);
   for (size_t i = 0; i < n; i++)
     if (!isfinite(out[i]) && isfinite(ref[i]))
@@ -126,7 +126,7 @@ static inline void
 check_ints(const char *what, const int32_t *dev, const int32_t *ref, size_t n)
 {
   g_autofree int32_t *out = g_new(int32_t, n);
-  gpu->ops->download(gpu, out, dev, n * sizeof(int32_t));
+  tdm_backend_download(gpu, out, dev, n * sizeof(int32_t));
   assert_ok(gpu);
   for (size_t i = 0; i < n; i++)
     if (out[i] != ref[i]) {
@@ -160,7 +160,7 @@ static inline void
 check_bits(const char *what, const uint16_t *dev, const float *ref, size_t n)
 {
   g_autofree uint16_t *out = g_new(uint16_t, n);
-  gpu->ops->download(gpu, out, dev, n * sizeof(uint16_t));
+  tdm_backend_download(gpu, out, dev, n * sizeof(uint16_t));
   assert_ok(gpu);
   size_t wrong = 0, first = 0;
   for (size_t i = 0; i < n; i++)

@@ -607,8 +607,8 @@ tta_logits(TdmBackend *b, const TdmNetwork *net, const TdmDataset *data, int cou
   g_autoptr(GError) error = NULL;
   TdmReplica *rep = tdm_replica_new(b, net, 40, data, data, &error);
   g_assert_no_error(error);
-  b->ops->upload(b, rep->params, params, net->parameter_count * sizeof(float));
-  b->ops->upload(b, rep->state, state, net->state_count * sizeof(float));
+  tdm_backend_upload(b, rep->params, params, net->parameter_count * sizeof(float));
+  tdm_backend_upload(b, rep->state, state, net->state_count * sizeof(float));
   rep->test_flip = TRUE;
   rep->test_shift = 1;
   g_assert_cmpint(tdm_replica_test_views(rep), ==, 10);
@@ -728,8 +728,8 @@ inference_logits(TdmBackend *b, const TdmNetwork *net, const TdmDataset *data, i
   TdmReplica *rep = tdm_replica_new_sized(b, net, 5, 7, data, data, &error);
   g_assert_no_error(error);
   *bytes = b->bytes_in_use - before;
-  b->ops->upload(b, rep->params, params, net->parameter_count * sizeof(float));
-  b->ops->upload(b, rep->state, state, net->state_count * sizeof(float));
+  tdm_backend_upload(b, rep->params, params, net->parameter_count * sizeof(float));
+  tdm_backend_upload(b, rep->state, state, net->state_count * sizeof(float));
   float *logits = g_new(float, (size_t)count * net->classes);
   for (int first = 0; first < count; first += 7)
     tdm_replica_predict(rep, first, MIN(7, count - first),

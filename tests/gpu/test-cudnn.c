@@ -13,7 +13,7 @@
 
 #if TDM_HAVE_CUDA
 
-#include "tdm-conv-cache.h"
+#include "tdm-backend-cuda-conv-cache.h"
 #include "tdm-cudnn.h"
 
 #include <glib/gstdio.h>

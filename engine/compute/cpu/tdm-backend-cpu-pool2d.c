@@ -1,29 +1,12 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cpu-pool2d.c — pooling with any window, stride and padding (ResNet's
- * 3×3 stride-2 max pool of padding 1) and the per-channel input normalization, on the
- * CPU. Plain loops: these layers are a small share of a network's work. The backward
+ * 3×3 stride-2 max pool of padding 1), on the CPU. Plain loops: these layers are a small share of a network's work. The backward
  * passes gather (each input sums the outputs that cover it, in a fixed order) rather
  * than scatter, as the CUDA kernels do, so both give the same sums.
  */
-#include "tdm-backend-cpu-pool2d.h"
-#include "tdm-i18n.h"
-#include "tdm-backend-cpu-layers.h"
-#include "tdm-error.h"
+#include "tdm-backend-cpu-private.h"
 
 #include <math.h>
-
-static gboolean
-pool_ok(TdmBackend *b, const char *op, TdmPool2d g)
-{
-  if (!tdm_cpu_begin(b))
-    return FALSE;
-  if (tdm_pool2d_valid(g))
-    return TRUE;
-  tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND,
-                   _("%s: bad geometry %d×%d×%d×%d k=%d s=%d p=%d → %d×%d"), op, g.n, g.h, g.w,
-                   g.c, g.k, g.s, g.p, g.oh, g.ow);
-  return FALSE;
-}
 
 /* The rows (or columns) of a window starting at input row `top` that fall in the input
  * of `size` rows: [*first, *last). Padding holds nothing to visit, so a window far
@@ -54,11 +37,8 @@ covering(int i, int k, int s, int p, int outs, int *first, int *last)
 }
 
 void
-tdm_cpu_maxpool2d_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
-                          TdmPool2d g)
+tdm_cpu_maxpool2d_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x, TdmPool2d g)
 {
-  if (!pool_ok(b, "maxpool2d_forward", g))
-    return;
   const size_t sample = (size_t)g.h * g.w * g.c;
   for (int im = 0; im < g.n; im++) {
     const float *xs = x + im * sample;
@@ -92,8 +72,6 @@ void
 tdm_cpu_maxpool2d_backward(TdmBackend *b, float *dx, const float *dy, const int32_t *argmax,
                            TdmPool2d g)
 {
-  if (!pool_ok(b, "maxpool2d_backward", g))
-    return;
   for (int im = 0; im < g.n; im++)
     for (int iy = 0; iy < g.h; iy++) {
       int y0, y1;
@@ -119,8 +97,6 @@ tdm_cpu_maxpool2d_backward(TdmBackend *b, float *dx, const float *dy, const int3
 void
 tdm_cpu_avgpool2d_forward(TdmBackend *b, float *y, const float *x, TdmPool2d g)
 {
-  if (!pool_ok(b, "avgpool2d_forward", g))
-    return;
   const float area = window_area(g.k);
   for (int im = 0; im < g.n; im++)
     for (int oy = 0; oy < g.oh; oy++)
@@ -144,8 +120,6 @@ tdm_cpu_avgpool2d_forward(TdmBackend *b, float *y, const float *x, TdmPool2d g)
 void
 tdm_cpu_avgpool2d_backward(TdmBackend *b, float *dx, const float *dy, TdmPool2d g)
 {
-  if (!pool_ok(b, "avgpool2d_backward", g))
-    return;
   const float area = window_area(g.k);
   for (int im = 0; im < g.n; im++)
     for (int iy = 0; iy < g.h; iy++) {
@@ -162,21 +136,5 @@ tdm_cpu_avgpool2d_backward(TdmBackend *b, float *dx, const float *dy, TdmPool2d 
           dx[(((size_t)im * g.h + iy) * g.w + ix) * g.c + ch] = sum / area;
         }
       }
-    }
-}
-
-void
-tdm_cpu_channel_affine(TdmBackend *b, float *x, size_t rows, TdmChannelAffine a)
-{
-  if (!tdm_cpu_begin(b))
-    return;
-  if (a.channels < 1 || a.channels > TDM_AFFINE_MAX_CHANNELS) {
-    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, _("channel_affine: %d channels"), a.channels);
-    return;
-  }
-  for (size_t r = 0; r < rows; r++)
-    for (int ch = 0; ch < a.channels; ch++) {
-      float *v = &x[r * a.channels + ch];
-      *v = *v * a.mul[ch] + a.add[ch];
     }
 }

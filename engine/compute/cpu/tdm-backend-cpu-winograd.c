@@ -25,7 +25,7 @@
 #include "tdm-backend-cpu-winograd.h"
 #include "tdm-i18n.h"
 #include "tdm-backend-cpu-winograd-private.h"
-#include "tdm-backend-cpu-layers.h"
+#include "tdm-backend-cpu-private.h"
 #include "tdm-error.h"
 
 /* Below this many input channels the per-position GEMMs are too thin to pay for the
@@ -420,19 +420,17 @@ transform_output_adjoint(float *dm, const Geometry *g, const float *dy, const fl
   }
 }
 
+/* The shapes these transforms take; the front door checked the rest. */
 static gboolean
-winograd_check(TdmBackend *b, const char *op, int n, int h, int w, int c, int k, int kernel,
-               int pad, int stride)
+winograd_takes(TdmBackend *b, const char *op, int kernel, int stride, int out_c)
 {
-  if (!tdm_backend_check_conv(b, op, n, h, w, c, kernel, kernel, pad, stride))
-    return FALSE;
-  if (kernel != 3 || stride != 1 || k < 1) {
-    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND,
-                     _("%s: the CPU's whole convolution is 3×3 of stride 1, not %d×%d of "
-                     "stride %d to %d channels"), op, kernel, kernel, stride, k);
-    return FALSE;
-  }
-  return TRUE;
+  if (kernel == 3 && stride == 1)
+    return TRUE;
+  tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND,
+                   _("%s: the CPU's whole convolution is 3×3 of stride 1, not %d×%d of "
+                     "stride %d to %d channels"),
+                   op, kernel, kernel, stride, out_c);
+  return FALSE;
 }
 
 static gboolean
@@ -498,8 +496,7 @@ void
 tdm_cpu_conv_forward(TdmBackend *b, float *y, const float *x, const float *wt, float *work,
                      int n, int h, int w, int c, int out_c, int kernel, int pad, int stride)
 {
-  if (!tdm_cpu_begin(b) ||
-      !winograd_check(b, "conv_forward", n, h, w, c, out_c, kernel, pad, stride))
+  if (!winograd_takes(b, "conv_forward", kernel, stride, out_c))
     return;
   const Geometry g = geometry(n, h, w, c, out_c, pad);
   const Transforms *t = transforms(b, g.m);
@@ -528,8 +525,7 @@ tdm_cpu_conv_backward(TdmBackend *b, float *dx, float *dw, const float *dy, cons
                       const float *wt, float *work, int n, int h, int w, int c, int out_c,
                       int kernel, int pad, int stride)
 {
-  if (!tdm_cpu_begin(b) ||
-      !winograd_check(b, "conv_backward", n, h, w, c, out_c, kernel, pad, stride))
+  if (!winograd_takes(b, "conv_backward", kernel, stride, out_c))
     return;
   const Geometry g = geometry(n, h, w, c, out_c, pad);
   const Transforms *t = transforms(b, g.m);

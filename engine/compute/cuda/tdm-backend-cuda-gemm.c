@@ -6,7 +6,6 @@
  * table (tdm-backend-cuda.c) nor the elementwise and pooling operations (-ops.c).
  */
 #include "tdm-backend-cuda-private.h"
-#include "tdm-i18n.h"
 
 /* GEMM */
 
@@ -100,13 +99,9 @@ cublas_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, floa
 
 void
 tdm_cuda_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
-          const float *a, int lda, const float *bm, int ldb, float beta, float *c, int ldc)
+              const float *a, int lda, const float *bm, int ldb, float beta, float *c, int ldc)
 {
   if (!tdm_cuda_begin(b))
-    return;
-  if (!tdm_backend_check_gemm(b, trans_a, trans_b, m, n, k, lda, ldb, ldc))
-    return;
-  if (m == 0 || n == 0)
     return;
   TdmBackendCuda *cb = CUDA_B(b);
   if (cb->small_gemm && (size_t)m * n <= TDM_SMALL_GEMM_OUTPUT && k <= TDM_SMALL_GEMM_DEPTH) {
@@ -125,14 +120,10 @@ tdm_cuda_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, fl
  * the bytes (ncu, 2026-12-03). */
 void
 tdm_cuda_gemm_bf16(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
-               const uint16_t *a, int lda, const uint16_t *bm, int ldb, float beta, float *c,
-               int ldc)
+                   const uint16_t *a, int lda, const uint16_t *bm, int ldb, float beta,
+                   float *c, int ldc)
 {
   if (!tdm_cuda_begin(b))
-    return;
-  if (!tdm_backend_check_gemm(b, trans_a, trans_b, m, n, k, lda, ldb, ldc))
-    return;
-  if (m == 0 || n == 0)
     return;
   cublas_gemm(b, trans_a, trans_b, m, n, k, alpha, a, lda, bm, ldb, beta, c, ldc, CUDA_R_16BF,
               sizeof(uint16_t), CUDA_R_32F, CUBLAS_COMPUTE_32F);
@@ -140,68 +131,11 @@ tdm_cuda_gemm_bf16(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int 
 
 void
 tdm_cuda_gemm_bf16_out(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k,
-                   const uint16_t *a, int lda, const uint16_t *bm, int ldb, uint16_t *c, int ldc)
+                       const uint16_t *a, int lda, const uint16_t *bm, int ldb, uint16_t *c,
+                       int ldc)
 {
   if (!tdm_cuda_begin(b))
     return;
-  if (!tdm_backend_check_gemm(b, trans_a, trans_b, m, n, k, lda, ldb, ldc))
-    return;
-  if (m == 0 || n == 0)
-    return;
   cublas_gemm(b, trans_a, trans_b, m, n, k, 1.0f, a, lda, bm, ldb, 0.0f, c, ldc, CUDA_R_16BF,
               sizeof(uint16_t), CUDA_R_16BF, CUBLAS_COMPUTE_32F);
-}
-
-void
-tdm_cuda_col2im_bf16(TdmBackend *b, float *dx, const uint16_t *col, int n, int h, int w, int c,
-                 int kh, int kw, int pad, int stride)
-{
-  if (!tdm_cuda_begin(b) ||
-      !tdm_backend_check_conv(b, "col2im_bf16", n, h, w, c, kh, kw, pad, stride))
-    return;
-  TDM_CUDA_OK(b, tdm_k_col2im_bf16(dx, col, n, h, w, c, kh, kw, pad, stride, CUDA_B(b)->stream));
-}
-
-/* Without columns where conv-implicit.cu is on (TDM_CUDA_IMPLICIT=1) and takes the
- * shape (stride 1, channels in 32s, sm_80+, aligned), else through them. */
-void
-tdm_cuda_conv_dgrad_bf16(TdmBackend *b, float *dx, const uint16_t *dy, const uint16_t *w,
-                     uint16_t *col, int n, int h, int w_, int c, int out_c, int kh, int kw,
-                     int pad, int stride)
-{
-  TdmBackendCuda *cb = CUDA_B(b);
-  if (!tdm_cuda_begin(b) ||
-      !tdm_backend_check_conv(b, "conv_dgrad_bf16", n, h, w_, c, kh, kw, pad, stride))
-    return;
-  if (out_c < 1) {
-    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, _("conv_dgrad_bf16: %d output channels"), out_c);
-    return;
-  }
-  if (tdm_k_conv_dgrad_bf16_fits(cb->implicit_major, c, out_c, kh, kw, pad, stride) &&
-      ((uintptr_t)dx & 15u) == 0 && ((uintptr_t)dy & 15u) == 0 && ((uintptr_t)w & 15u) == 0) {
-    TDM_CUDA_OK(b, tdm_k_conv_dgrad_bf16(dx, dy, w, n, h, w_, c, out_c, kh, kw, pad,
-                                         cb->stream));
-    return;
-  }
-  int oh = (h + 2 * pad - kh) / stride + 1, ow = (w_ + 2 * pad - kw) / stride + 1;
-  int rows = n * oh * ow, k = kh * kw * c;
-  tdm_cuda_gemm_bf16_out(b, false, false, rows, k, out_c, dy, out_c, w, k, col, k);
-  tdm_cuda_col2im_bf16(b, dx, col, n, h, w_, c, kh, kw, pad, stride);
-}
-
-void
-tdm_cuda_to_bf16(TdmBackend *b, uint16_t *out, const float *in, size_t n)
-{
-  if (tdm_cuda_begin(b))
-    TDM_CUDA_OK(b, tdm_k_to_bf16(out, in, n, CUDA_B(b)->stream));
-}
-
-void
-tdm_cuda_im2col_bf16(TdmBackend *b, uint16_t *col, const float *x, int n, int h, int w, int c,
-                 int kh, int kw, int pad, int stride)
-{
-  if (!tdm_cuda_begin(b) ||
-      !tdm_backend_check_conv(b, "im2col_bf16", n, h, w, c, kh, kw, pad, stride))
-    return;
-  TDM_CUDA_OK(b, tdm_k_im2col_bf16(col, x, n, h, w, c, kh, kw, pad, stride, CUDA_B(b)->stream));
 }

@@ -1,38 +1,20 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cuda-pool2d.c — the CUDA backend's pools with any window, stride and
- * padding, and its per-channel input normalization: each checks its geometry, then
- * enqueues kernels/pool2d.cu's launcher on the backend's stream. The semantics are
- * tdm-backend.h's and the CPU reference's (tdm-backend-cpu-pool2d.c).
+ * padding: each enqueues kernels/pool2d.cu's launcher on the backend's stream (the front
+ * door checked the geometry). The semantics are tdm-backend.h's and the CPU
+ * reference's (tdm-backend-cpu-pool2d.c).
  */
 #include "tdm-backend-cuda.h"
-#include "tdm-i18n.h"
 #include "tdm-error.h"
 #include "tdm-kernels.h"
 
-#include <string.h>
-
 #define STREAM(b) tdm_backend_cuda_stream(b)
-
-G_STATIC_ASSERT(TDM_K_AFFINE_MAX == TDM_AFFINE_MAX_CHANNELS);
-
-static gboolean
-pool_ok(TdmBackend *b, const char *op, TdmPool2d g)
-{
-  if (!tdm_cuda_begin(b))
-    return FALSE;
-  if (tdm_pool2d_valid(g))
-    return TRUE;
-  tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND,
-                   _("%s: bad geometry %d×%d×%d×%d k=%d s=%d p=%d → %d×%d"), op, g.n, g.h, g.w,
-                   g.c, g.k, g.s, g.p, g.oh, g.ow);
-  return FALSE;
-}
 
 void
 tdm_cuda_maxpool2d_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
                            TdmPool2d g)
 {
-  if (!pool_ok(b, "maxpool2d_forward", g))
+  if (!tdm_cuda_begin(b))
     return;
   TDM_CUDA_OK(b, tdm_k_maxpool2d_forward(y, argmax, x, g.n, g.h, g.w, g.c, g.k, g.s, g.p,
                                          g.oh, g.ow, STREAM(b)));
@@ -42,7 +24,7 @@ void
 tdm_cuda_maxpool2d_backward(TdmBackend *b, float *dx, const float *dy, const int32_t *argmax,
                             TdmPool2d g)
 {
-  if (!pool_ok(b, "maxpool2d_backward", g))
+  if (!tdm_cuda_begin(b))
     return;
   TDM_CUDA_OK(b, tdm_k_maxpool2d_backward(dx, dy, argmax, g.n, g.h, g.w, g.c, g.k, g.s, g.p,
                                           g.oh, g.ow, STREAM(b)));
@@ -51,7 +33,7 @@ tdm_cuda_maxpool2d_backward(TdmBackend *b, float *dx, const float *dy, const int
 void
 tdm_cuda_avgpool2d_forward(TdmBackend *b, float *y, const float *x, TdmPool2d g)
 {
-  if (!pool_ok(b, "avgpool2d_forward", g))
+  if (!tdm_cuda_begin(b))
     return;
   TDM_CUDA_OK(b, tdm_k_avgpool2d_forward(y, x, g.n, g.h, g.w, g.c, g.k, g.s, g.p, g.oh, g.ow,
                                          STREAM(b)));
@@ -60,23 +42,8 @@ tdm_cuda_avgpool2d_forward(TdmBackend *b, float *y, const float *x, TdmPool2d g)
 void
 tdm_cuda_avgpool2d_backward(TdmBackend *b, float *dx, const float *dy, TdmPool2d g)
 {
-  if (!pool_ok(b, "avgpool2d_backward", g))
+  if (!tdm_cuda_begin(b))
     return;
   TDM_CUDA_OK(b, tdm_k_avgpool2d_backward(dx, dy, g.n, g.h, g.w, g.c, g.k, g.s, g.p, g.oh,
                                           g.ow, STREAM(b)));
-}
-
-void
-tdm_cuda_channel_affine(TdmBackend *b, float *x, size_t rows, TdmChannelAffine a)
-{
-  if (!tdm_cuda_begin(b))
-    return;
-  if (a.channels < 1 || a.channels > TDM_AFFINE_MAX_CHANNELS) {
-    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, _("channel_affine: %d channels"), a.channels);
-    return;
-  }
-  TdmKAffine k;
-  memcpy(k.mul, a.mul, sizeof k.mul);
-  memcpy(k.add, a.add, sizeof k.add);
-  TDM_CUDA_OK(b, tdm_k_channel_affine(x, rows, a.channels, k, STREAM(b)));
 }

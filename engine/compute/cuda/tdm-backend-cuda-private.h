@@ -8,6 +8,7 @@
 #pragma once
 
 #include "tdm-backend-cuda.h"
+#include "tdm-backend-ops.h"
 #include "tdm-error.h"
 #include "tdm-kernels.h"
 
@@ -53,7 +54,7 @@ typedef struct {
   int major;                   /* compute capability */
   char *gpu_name;              /* "NVIDIA H200", for messages */
 
-  /* The convolution engine (tdm-conv-engine.h): cuDNN's handle on the stream, made on
+  /* The convolution engine (tdm-backend-cuda-conv-engine.h): cuDNN's handle on the stream, made on
    * first use, and the choices made so far. */
   struct cudnnContext *cudnn;
   const struct _TdmCudnnApi *cudnn_api; /* the library that made it */
@@ -87,6 +88,8 @@ gboolean tdm_cublas_ok_at(TdmBackend *b, cublasStatus_t status, const char *call
 
 void *tdm_cuda_alloc(TdmBackend *b, size_t bytes, GError **error);
 
+/* The operations in the backend's table, by family (their files). */
+
 /* tdm-backend-cuda-gemm.c */
 void tdm_cuda_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k,
                    float alpha, const float *a, int lda, const float *bm, int ldb,
@@ -97,55 +100,133 @@ void tdm_cuda_gemm_bf16(TdmBackend *b, bool trans_a, bool trans_b, int m, int n,
 void tdm_cuda_gemm_bf16_out(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k,
                             const uint16_t *a, int lda, const uint16_t *bm, int ldb,
                             uint16_t *c, int ldc);
-void tdm_cuda_col2im_bf16(TdmBackend *b, float *dx, const uint16_t *col, int n, int h,
-                          int w, int c, int kh, int kw, int pad, int stride);
-void tdm_cuda_conv_dgrad_bf16(TdmBackend *b, float *dx, const uint16_t *dy,
-                              const uint16_t *w, uint16_t *col, int n, int h, int w_, int c,
-                              int out_c, int kh, int kw, int pad, int stride);
-void tdm_cuda_to_bf16(TdmBackend *b, uint16_t *out, const float *in, size_t n);
-void tdm_cuda_im2col_bf16(TdmBackend *b, uint16_t *col, const float *x, int n, int h, int w,
-                          int c, int kh, int kw, int pad, int stride);
 
-/* tdm-backend-cuda-ops.c */
-void tdm_cuda_bias_forward(TdmBackend *b, float *y, const float *bias, int outer,
-                           int channels, int inner, bool relu);
+/* tdm-backend-cuda-elementwise.c */
+void tdm_cuda_bias_forward(TdmBackend *b, float *y, const float *bias, int outer, int channels,
+                           int inner, bool relu);
 void tdm_cuda_bias_backward(TdmBackend *b, float *dbias, const float *dy, int outer,
                             int channels, int inner);
 void tdm_cuda_relu_forward(TdmBackend *b, float *y, const float *x, size_t n);
 void tdm_cuda_relu_backward(TdmBackend *b, float *dx, const float *dy, const float *y,
                             size_t n);
+void tdm_cuda_add(TdmBackend *b, float *y, const float *x, size_t n);
+void tdm_cuda_add_out(TdmBackend *b, float *y, const float *a, const float *x, size_t n,
+                      bool relu);
+void tdm_cuda_scale(TdmBackend *b, float *y, float alpha, size_t n);
+void tdm_cuda_to_bf16(TdmBackend *b, uint16_t *out, const float *in, size_t n);
+void tdm_cuda_dropout_forward(TdmBackend *b, float *y, const float *x, const int32_t *indices,
+                              int n, int per_sample, float p, uint64_t key, uint32_t epoch);
+void tdm_cuda_dropout_backward(TdmBackend *b, float *dx, const float *dy,
+                               const int32_t *indices, int n, int per_sample, float p,
+                               uint64_t key, uint32_t epoch);
+void tdm_cuda_exact_add(TdmBackend *b, int64_t *acc, const float *x, size_t n, int64_t *bad);
+
+/* tdm-backend-cuda-conv.c */
 void tdm_cuda_im2col(TdmBackend *b, float *col, const float *x, int n, int h, int w, int c,
                      int kh, int kw, int pad, int stride);
 void tdm_cuda_col2im(TdmBackend *b, float *dx, const float *col, int n, int h, int w, int c,
                      int kh, int kw, int pad, int stride);
-void tdm_cuda_maxpool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
-                              const float *bias, bool relu, int n, int h, int w, int c,
-                              int k);
-void tdm_cuda_maxpool_backward(TdmBackend *b, float *dx, float *dbias, const float *dy,
-                               const int32_t *argmax, const float *y, int n, int h, int w,
-                               int c, int k);
+void tdm_cuda_im2col_bf16(TdmBackend *b, uint16_t *col, const float *x, int n, int h, int w,
+                          int c, int kh, int kw, int pad, int stride);
+void tdm_cuda_im2col_bf16_bn(TdmBackend *b, uint16_t *col, const float *x, const float *mean,
+                             const float *invstd, const float *gamma, const float *beta,
+                             bool relu, int n, int h, int w, int c, int kh, int kw, int pad,
+                             int stride);
+void tdm_cuda_col2im_bf16(TdmBackend *b, float *dx, const uint16_t *col, int n, int h, int w,
+                          int c, int kh, int kw, int pad, int stride);
+void tdm_cuda_conv_dgrad_bf16(TdmBackend *b, float *dx, const uint16_t *dy, const uint16_t *w,
+                              uint16_t *col, int n, int h, int w_, int c, int out_c, int kh,
+                              int kw, int pad, int stride);
 void tdm_cuda_conv_pool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
                                 const float *wt, const float *bias, bool relu, int n, int h,
                                 int w, int c, int out, int kh, int kw, int pad, int pk);
 void tdm_cuda_conv_pool_backward(TdmBackend *b, float *dwt, float *dbias, const float *dy,
                                  const int32_t *argmax, const float *y, const float *x,
-                                 bool relu, int n, int h, int w, int c, int out, int kh,
-                                 int kw, int pad, int pk);
-void tdm_cuda_softmax_xent(TdmBackend *b, const float *logits, const int32_t *labels,
-                           int rows, int classes, float smoothing, float grad_scale,
-                           float *dlogits, TdmMetrics *metrics);
+                                 bool relu, int n, int h, int w, int c, int out, int kh, int kw,
+                                 int pad, int pk);
+
+/* tdm-backend-cuda-pool.c */
+void tdm_cuda_maxpool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
+                              const float *bias, bool relu, int n, int h, int w, int c, int k);
+void tdm_cuda_maxpool_forward_bn(TdmBackend *b, float *y, int32_t *argmax, const float *x,
+                                 const float *mean, const float *invstd, const float *gamma,
+                                 const float *beta, bool relu, int n, int h, int w, int c,
+                                 int k);
+void tdm_cuda_maxpool_backward(TdmBackend *b, float *dx, float *dbias, const float *dy,
+                               const int32_t *argmax, const float *y, int n, int h, int w,
+                               int c, int k);
+void tdm_cuda_avgpool_forward(TdmBackend *b, float *y, const float *x, int n, int h, int w,
+                              int c, int k);
+void tdm_cuda_avgpool_backward(TdmBackend *b, float *dx, const float *dy, int n, int h, int w,
+                               int c, int k);
+void tdm_cuda_global_avgpool_forward(TdmBackend *b, float *y, const float *x, int n, int pixels,
+                                     int c);
+void tdm_cuda_global_avgpool_backward(TdmBackend *b, float *dx, const float *dy, int n,
+                                      int pixels, int c);
+void tdm_cuda_global_maxpool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
+                                     int n, int pixels, int c);
+void tdm_cuda_global_maxpool_backward(TdmBackend *b, float *dx, const float *dy,
+                                      const int32_t *argmax, int n, int pixels, int c);
+
+/* tdm-backend-cuda-pool2d.c */
+void tdm_cuda_maxpool2d_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
+                                TdmPool2d g);
+void tdm_cuda_maxpool2d_backward(TdmBackend *b, float *dx, const float *dy,
+                                 const int32_t *argmax, TdmPool2d g);
+void tdm_cuda_avgpool2d_forward(TdmBackend *b, float *y, const float *x, TdmPool2d g);
+void tdm_cuda_avgpool2d_backward(TdmBackend *b, float *dx, const float *dy, TdmPool2d g);
+
+/* tdm-backend-cuda-bn.c */
+void tdm_cuda_bn_moments(TdmBackend *b, float *slots, const float *x, int rows, int channels,
+                         int slot, int slot_count);
+void tdm_cuda_bn_stats(TdmBackend *b, float *saved, const float *slots, int slot_count,
+                       int channels, float eps, float momentum, float *running_mean,
+                       float *running_var);
+void tdm_cuda_bn_forward(TdmBackend *b, float *y, const float *x, const float *mean,
+                         const float *invstd, const float *gamma, const float *beta, int rows,
+                         int channels, bool relu);
+void tdm_cuda_bn_forward_eval(TdmBackend *b, float *y, const float *x,
+                              const float *running_mean, const float *running_var,
+                              const float *gamma, const float *beta, float eps, int rows,
+                              int channels, bool relu);
+void tdm_cuda_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
+                               const float *x, const float *mean, const float *invstd,
+                               const float *gamma, const float *beta, bool relu, int rows,
+                               int channels);
+void tdm_cuda_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const float *x,
+                             const float *mean, const float *invstd, const float *gamma,
+                             const float *beta, bool relu, const float *sum_dgamma,
+                             const float *sum_dbeta, float inv_count, int rows, int channels);
+void tdm_cuda_bn_backward_dx_bf16(TdmBackend *b, uint16_t *dx, const float *dy, const float *x,
+                                  const float *mean, const float *invstd, const float *gamma,
+                                  const float *beta, bool relu, const float *sum_dgamma,
+                                  const float *sum_dbeta, float inv_count, int rows,
+                                  int channels);
+
+/* tdm-backend-cuda-softmax.c */
+void tdm_cuda_softmax_xent(TdmBackend *b, const float *logits, const int32_t *labels, int rows,
+                           int classes, float smoothing, float grad_scale, float *dlogits,
+                           TdmMetrics *metrics);
+
+/* tdm-backend-cuda-gather.c */
 void tdm_cuda_gather(TdmBackend *b, float *x, int32_t *y, const uint8_t *images,
-                     const uint8_t *labels, const int32_t *indices, int count,
-                     int sample_size, float scale);
+                     const uint8_t *labels, const int32_t *indices, int count, int sample_size,
+                     float scale);
+void tdm_cuda_gather_augment(TdmBackend *b, float *x, int32_t *y, const uint8_t *images,
+                             const uint8_t *labels, const int32_t *indices, int count, int h,
+                             int w, int c, float scale, int pad, TdmFlip flip, uint64_t key,
+                             uint32_t epoch);
+void tdm_cuda_channel_affine(TdmBackend *b, float *x, size_t rows, TdmChannelAffine a);
+
+/* tdm-backend-cuda-optimizer.c */
 void tdm_cuda_sgd_update(TdmBackend *b, float *p, const float *g, size_t n, float lr,
                          float weight_decay);
 void tdm_cuda_momentum_update(TdmBackend *b, float *p, const float *g, float *velocity,
                               size_t n, float lr, float momentum, float weight_decay);
-void tdm_cuda_adam_update(TdmBackend *b, float *p, const float *g, float *m, float *v,
-                          size_t n, float lr_t, float beta1, float beta2, float eps,
-                          float weight_decay);
-void tdm_cuda_add(TdmBackend *b, float *y, const float *x, size_t n);
-void tdm_cuda_add_out(TdmBackend *b, float *y, const float *a, const float *x, size_t n,
-                      bool relu);
-void tdm_cuda_scale(TdmBackend *b, float *y, float alpha, size_t n);
-void tdm_cuda_exact_add(TdmBackend *b, int64_t *acc, const float *x, size_t n, int64_t *bad);
+void tdm_cuda_sgd_momentum_update(TdmBackend *b, float *p, const float *g, float *velocity,
+                                  const uint8_t *decay_mask, size_t n, float lr, float momentum,
+                                  float weight_decay, bool nesterov);
+void tdm_cuda_weight_decay(TdmBackend *b, float *g, const float *p, const uint8_t *decay_mask,
+                           size_t n, float weight_decay);
+void tdm_cuda_adam_update(TdmBackend *b, float *p, const float *g, float *m, float *v, size_t n,
+                          float lr_t, float beta1, float beta2, float eps, float weight_decay);

@@ -10,7 +10,7 @@
  * the stream, through tdm-backend-cuda.h) and not device discovery (tdm-device.c).
  */
 #include "tdm-backend-cuda-private.h"
-#include "tdm-conv-engine.h"
+#include "tdm-backend-cuda-conv-engine.h"
 #include "tdm-i18n.h"
 
 #include <string.h>
@@ -57,7 +57,7 @@ tdm_cuda_set_error_at(GError **error, int code, const char *who, cudaError_t err
 
 gboolean
 tdm_cublas_ok_at(TdmBackend *b, cublasStatus_t status, const char *call, const char *file,
-             int line)
+                 int line)
 {
   if (G_LIKELY(status == CUBLAS_STATUS_SUCCESS))
     return TRUE;
@@ -68,14 +68,11 @@ tdm_cublas_ok_at(TdmBackend *b, cublasStatus_t status, const char *call, const c
   return FALSE;
 }
 
-/* Every operation starts here: nothing more after a failure (the contract), and the
- * backend's GPU made current, since a replica's thread may have used another. */
+/* Every operation starts here: the backend's GPU made current, since a replica's
+ * thread may have used another. */
 gboolean
 tdm_cuda_begin(TdmBackend *b)
 {
-  b->operations++;
-  if (tdm_backend_failed(b))
-    return FALSE;
   return TDM_CUDA_OK(b, cudaSetDevice(b->device_index));
 }
 

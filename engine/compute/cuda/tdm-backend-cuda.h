@@ -22,86 +22,16 @@ int tdm_backend_cuda_ordinal (TdmBackend *b);
 /* TRUE while the backend's stream is capturing a graph. */
 gboolean tdm_backend_cuda_capturing (TdmBackend *b);
 
-/* Every CUDA operation starts here: counts it, does nothing after a failure (FALSE),
- * and makes the backend's GPU current, since a replica's thread may have used
- * another. */
+/* Every CUDA operation starts here: makes the backend's GPU current, since a replica's
+ * thread may have used another; FALSE (and the sticky error) when that fails. The
+ * front door (tdm-backend-calls*.c) has counted the operation, returned after an earlier
+ * failure and checked the arguments already. */
 gboolean tdm_cuda_begin (TdmBackend *b);
 /* The backend's scratch for the first pass of per-channel sums (batch normalization),
  * *count doubles; the stream orders its users. */
 double *tdm_backend_cuda_sum_scratch (TdmBackend *b, size_t *count);
 
-/* The operations of tdm-backend-cuda-layers.c, in the backend's table. */
-void tdm_cuda_gather_augment (TdmBackend *b, float *x, int32_t *y, const uint8_t *images,
-                              const uint8_t *labels, const int32_t *indices, int count,
-                              int h, int w, int c, float scale, int pad, TdmFlip flip,
-                              uint64_t key, uint32_t epoch);
-void tdm_cuda_bn_moments (TdmBackend *b, float *slots, const float *x, int rows,
-                          int channels, int slot, int slot_count);
-void tdm_cuda_bn_stats (TdmBackend *b, float *saved, const float *slots, int slot_count,
-                        int channels, float eps, float momentum, float *running_mean,
-                        float *running_var);
-void tdm_cuda_bn_forward (TdmBackend *b, float *y, const float *x, const float *mean,
-                          const float *invstd, const float *gamma, const float *beta,
-                          int rows, int channels, bool relu);
-void tdm_cuda_bn_forward_eval (TdmBackend *b, float *y, const float *x,
-                               const float *running_mean, const float *running_var,
-                               const float *gamma, const float *beta, float eps, int rows,
-                               int channels, bool relu);
-void tdm_cuda_bn_backward_sums (TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
-                                const float *x, const float *mean, const float *invstd,
-                                const float *gamma, const float *beta, bool relu, int rows,
-                                int channels);
-void tdm_cuda_bn_backward_dx (TdmBackend *b, float *dx, const float *dy, const float *x,
-                              const float *mean, const float *invstd, const float *gamma,
-                              const float *beta, bool relu, const float *sum_dgamma,
-                              const float *sum_dbeta, float inv_count, int rows,
-                              int channels);
-void tdm_cuda_bn_backward_dx_bf16 (TdmBackend *b, uint16_t *dx, const float *dy,
-                                   const float *x, const float *mean, const float *invstd,
-                                   const float *gamma, const float *beta, bool relu,
-                                   const float *sum_dgamma, const float *sum_dbeta,
-                                   float inv_count, int rows, int channels);
-void tdm_cuda_im2col_bf16_bn (TdmBackend *b, uint16_t *col, const float *x, const float *mean,
-                              const float *invstd, const float *gamma, const float *beta,
-                              bool relu, int n, int h, int w, int c, int kh, int kw, int pad,
-                              int stride);
-void tdm_cuda_maxpool_forward_bn (TdmBackend *b, float *y, int32_t *argmax, const float *x,
-                                  const float *mean, const float *invstd, const float *gamma,
-                                  const float *beta, bool relu, int n, int h, int w, int c,
-                                  int k);
-/* tdm-backend-cuda-pool2d.c */
-void tdm_cuda_maxpool2d_forward (TdmBackend *b, float *y, int32_t *argmax, const float *x,
-                                 TdmPool2d g);
-void tdm_cuda_maxpool2d_backward (TdmBackend *b, float *dx, const float *dy,
-                                  const int32_t *argmax, TdmPool2d g);
-void tdm_cuda_avgpool2d_forward (TdmBackend *b, float *y, const float *x, TdmPool2d g);
-void tdm_cuda_avgpool2d_backward (TdmBackend *b, float *dx, const float *dy, TdmPool2d g);
-void tdm_cuda_channel_affine (TdmBackend *b, float *x, size_t rows, TdmChannelAffine a);
-void tdm_cuda_avgpool_forward (TdmBackend *b, float *y, const float *x, int n, int h, int w,
-                               int c, int k);
-void tdm_cuda_avgpool_backward (TdmBackend *b, float *dx, const float *dy, int n, int h,
-                                int w, int c, int k);
-void tdm_cuda_global_avgpool_forward (TdmBackend *b, float *y, const float *x, int n,
-                                      int pixels, int c);
-void tdm_cuda_global_avgpool_backward (TdmBackend *b, float *dx, const float *dy, int n,
-                                       int pixels, int c);
-void tdm_cuda_global_maxpool_forward (TdmBackend *b, float *y, int32_t *argmax,
-                                      const float *x, int n, int pixels, int c);
-void tdm_cuda_global_maxpool_backward (TdmBackend *b, float *dx, const float *dy,
-                                       const int32_t *argmax, int n, int pixels, int c);
-void tdm_cuda_dropout_forward (TdmBackend *b, float *y, const float *x,
-                               const int32_t *indices, int n, int per_sample, float p,
-                               uint64_t key, uint32_t epoch);
-void tdm_cuda_dropout_backward (TdmBackend *b, float *dx, const float *dy,
-                                const int32_t *indices, int n, int per_sample, float p,
-                                uint64_t key, uint32_t epoch);
-void tdm_cuda_sgd_momentum_update (TdmBackend *b, float *p, const float *g, float *velocity,
-                                   const uint8_t *decay_mask, size_t n, float lr,
-                                   float momentum, float weight_decay, bool nesterov);
-void tdm_cuda_weight_decay (TdmBackend *b, float *g, const float *p,
-                            const uint8_t *decay_mask, size_t n, float weight_decay);
-
-/* The convolution engine (tdm-conv-engine.h) for tests and benchmarks. The names of the
+/* The convolution engine (tdm-backend-cuda-conv-engine.h) for tests and benchmarks. The names of the
  * candidates one direction of a call has, laid out as conv_engine_forward and
  * conv_engine_backward would: "im2col", "own:dgrad", "cudnn:eE:rR:f" (cuDNN's engine
  * E, the R-th of its heuristics' list, writing float32; ":h" writing bf16). */

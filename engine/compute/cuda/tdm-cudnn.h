@@ -7,7 +7,7 @@
  *
  * TANDEM_CUDNN=0 in the environment hides it (the run then behaves as on a machine
  * without it); TANDEM_CUDNN_LIBRARY names another file to open. Only the loader: the
- * graphs built from it are tdm-cudnn-conv.c's.
+ * graphs built from it are tdm-backend-cuda-conv-cudnn.c's.
  */
 #pragma once
 

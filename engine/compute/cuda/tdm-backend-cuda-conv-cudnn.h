@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-cudnn-conv.h — one convolution as a cuDNN 9 graph (its backend API: tensors, a
+/* tdm-backend-cuda-conv-cudnn.h — one convolution as a cuDNN 9 graph (its backend API: tensors, a
  * convolution descriptor, one operation, heuristics) and the execution plans its
  * engine configurations finalize into: the convolution engine's cuDNN candidates.
  * Tensors are NHWC, filters [out, kh, kw, in] (KRSC), as Tandem stores them, so no
- * layout changes. Not the choice among candidates (tdm-conv-engine.c).
+ * layout changes. Not the choice among candidates (tdm-backend-cuda-conv-engine.c).
  */
 #pragma once
 

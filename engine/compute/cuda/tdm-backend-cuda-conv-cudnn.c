@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-cudnn-conv.c — a convolution's cuDNN graph and its plans (tdm-cudnn-conv.h).
+/* tdm-backend-cuda-conv-cudnn.c — a convolution's cuDNN graph and its plans (tdm-backend-cuda-conv-cudnn.h).
  *
  * cuDNN's backend API is a set of opaque descriptors filled attribute by attribute
  * and finalized: three tensors, a convolution descriptor, one operation, an operation
@@ -8,7 +8,7 @@
  * keep-list), so a plan stays valid on its own. Tensors are identified in a variant
  * pack by unique ids: 1 the image (x or dx), 2 the filter, 3 the output side (y or dy).
  */
-#include "tdm-cudnn-conv.h"
+#include "tdm-backend-cuda-conv-cudnn.h"
 
 #define UID_IMAGE 1
 #define UID_FILTER 2
@@ -181,7 +181,7 @@ has_note(const int *notes, int64_t count, int note)
   return FALSE;
 }
 
-/* Whether an engine's notes fit the run (tdm-cudnn-conv.h's TdmCudnnFilter). */
+/* Whether an engine's notes fit the run (tdm-backend-cuda-conv-cudnn.h's TdmCudnnFilter). */
 static gboolean
 accepted(const int *notes, int64_t count, const int *behavior, int64_t behavior_count,
          TdmCudnnFilter filter)

@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* layers.cu — the kernels of the ResNet layers on NHWC activations: batch
- * normalization (the per-channel sums, the statistics and running averages, the
- * forward in training and evaluation mode with an optional ReLU, the backward),
- * average and global pooling forward and backward, and inverted dropout on the
- * counter RNG.
+/* bn.cu — batch normalization on NHWC activations: the per-channel sums, the
+ * statistics and running averages, the forward in training and evaluation mode with
+ * an optional ReLU, the backward (its input gradient also as bf16).
  *
  * Per-channel sums are the only reductions. They run in two deterministic launches in
  * double (each block sums a fixed slice of rows into partials, then one launch adds
@@ -11,11 +9,11 @@
  * precision matches the CPU reference, which also sums in double. The statistics take
  * one read of x: shifted sums, finished and merged over replicas by
  * tdm-bn-moments.h's rule, the CPU's. Everything else is
- * one memory-bound elementwise pass. Not here: the convolutions (im2col.cu, conv-pool.cu)
- * and the all-reduce of synchronized BN, which the engine does between these launches.
+ * one memory-bound elementwise pass. Not here: the convolutions and pools that read a
+ * bn's output as they normalize it (conv-im2col.cu, pool.cu), and the all-reduce of
+ * synchronized BN, which the engine does between these launches.
  */
 #include "tdm-kernels.h"
-#include "tdm-counter-rng.h"
 #include "tdm-bn-moments.h"
 #include "common.cuh"
 #include "bn-value.cuh"
@@ -426,205 +424,4 @@ tdm_k_bn_backward_dx_bf16(uint16_t *dx, const float *dy, const float *x, const f
 {
   return bn_backward_dx_launch(dx, dy, x, mean, invstd, gamma, beta, relu, sum_dgamma,
                                sum_dbeta, inv_count, rows, channels, stream);
-}
-
-/* Average pooling, window = stride = k: one thread per output value, channels
- * fastest; the window summed row by row as the CPU does. */
-__global__ void
-avgpool_forward_kernel(float *y, const float *x, size_t total, int h, int w, int c, int k,
-                       int oh, int ow)
-{
-  float inv = 1.0f / (float)(k * k);
-  size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total; e += stride) {
-    int ch = (int)(e % (size_t)c);
-    size_t pixel = e / (size_t)c;
-    int ox = (int)(pixel % (size_t)ow);
-    size_t line = pixel / (size_t)ow;
-    int oy = (int)(line % (size_t)oh);
-    size_t img = line / (size_t)oh;
-    float s = 0.0f;
-    for (int ky = 0; ky < k; ky++)
-      for (int kx = 0; kx < k; kx++)
-        s += x[((img * h + oy * k + ky) * w + ox * k + kx) * c + ch];
-    y[e] = s * inv;
-  }
-}
-
-__global__ void
-avgpool_backward_kernel(float *dx, const float *dy, size_t total, int h, int w, int c, int k,
-                        int oh, int ow)
-{
-  float inv = 1.0f / (float)(k * k);
-  size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total; e += stride) {
-    int ch = (int)(e % (size_t)c);
-    size_t pixel = e / (size_t)c;
-    int ix = (int)(pixel % (size_t)w);
-    size_t line = pixel / (size_t)w;
-    int iy = (int)(line % (size_t)h);
-    size_t img = line / (size_t)h;
-    int oy = iy / k, ox = ix / k;
-    dx[e] = oy < oh && ox < ow ? dy[((img * oh + oy) * ow + ox) * c + ch] * inv : 0.0f;
-  }
-}
-
-extern "C" cudaError_t
-tdm_k_avgpool_forward(float *y, const float *x, int n, int h, int w, int c, int k,
-                      cudaStream_t stream)
-{
-  if (k <= 0)
-    return cudaErrorInvalidValue;
-  int oh = h / k, ow = w / k;
-  if (n <= 0 || oh <= 0 || ow <= 0 || c <= 0)
-    return cudaSuccess;
-  size_t total = (size_t)n * oh * ow * c;
-  avgpool_forward_kernel<<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
-      y, x, total, h, w, c, k, oh, ow);
-  return tdm_k_launched();
-}
-
-extern "C" cudaError_t
-tdm_k_avgpool_backward(float *dx, const float *dy, int n, int h, int w, int c, int k,
-                       cudaStream_t stream)
-{
-  if (k <= 0)
-    return cudaErrorInvalidValue;
-  size_t total = (size_t)(n > 0 ? n : 0) * (h > 0 ? h : 0) * (w > 0 ? w : 0) * (c > 0 ? c : 0);
-  if (total == 0)
-    return cudaSuccess;
-  avgpool_backward_kernel<<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
-      dx, dy, total, h, w, c, k, h / k, w / k);
-  return tdm_k_launched();
-}
-
-/* Global pooling: one thread per (sample, channel), walking the pixels in order
- * (consecutive threads read consecutive channels of a pixel). The maximum keeps the
- * first of equal values, as the CPU's strict comparison does. */
-template <bool MAX>
-__global__ void
-global_pool_forward_kernel(float *y, int32_t *argmax, const float *x, size_t total,
-                           int pixels, int c)
-{
-  size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total; e += stride) {
-    size_t img = e / (size_t)c;
-    int ch = (int)(e % (size_t)c);
-    size_t base = img * pixels * c + ch;
-    float acc = x[base];
-    size_t at = base;
-    for (int p = 1; p < pixels; p++) {
-      float v = x[base + (size_t)p * c];
-      if (MAX) {
-        if (v > acc) {
-          acc = v;
-          at = base + (size_t)p * c;
-        }
-      } else {
-        acc += v;
-      }
-    }
-    if (MAX) {
-      y[e] = acc;
-      argmax[e] = (int32_t)at;
-    } else {
-      y[e] = acc * (1.0f / (float)pixels);
-    }
-  }
-}
-
-/* Backward of both: a gather over dx, each element getting dy[its sample, channel]
- * divided by the pixel count (average) or where it was the chosen input (max). */
-template <bool MAX>
-__global__ void
-global_pool_backward_kernel(float *dx, const float *dy, const int32_t *argmax, size_t total,
-                            int pixels, int c)
-{
-  float inv = 1.0f / (float)pixels;
-  size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total; e += stride) {
-    size_t out = (e / ((size_t)pixels * c)) * c + e % (size_t)c;
-    if (MAX)
-      dx[e] = (size_t)argmax[out] == e ? dy[out] : 0.0f;
-    else
-      dx[e] = dy[out] * inv;
-  }
-}
-
-extern "C" cudaError_t
-tdm_k_global_avgpool_forward(float *y, const float *x, int n, int pixels, int c,
-                             cudaStream_t stream)
-{
-  size_t total = (size_t)(n > 0 ? n : 0) * (c > 0 ? c : 0);
-  if (total == 0 || pixels <= 0)
-    return pixels <= 0 ? cudaErrorInvalidValue : cudaSuccess;
-  global_pool_forward_kernel<false><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
-                                      stream>>>(y, NULL, x, total, pixels, c);
-  return tdm_k_launched();
-}
-
-extern "C" cudaError_t
-tdm_k_global_avgpool_backward(float *dx, const float *dy, int n, int pixels, int c,
-                              cudaStream_t stream)
-{
-  size_t total = (size_t)(n > 0 ? n : 0) * (pixels > 0 ? pixels : 0) * (c > 0 ? c : 0);
-  if (total == 0)
-    return cudaSuccess;
-  global_pool_backward_kernel<false><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
-                                       stream>>>(dx, dy, NULL, total, pixels, c);
-  return tdm_k_launched();
-}
-
-extern "C" cudaError_t
-tdm_k_global_maxpool_forward(float *y, int32_t *argmax, const float *x, int n, int pixels,
-                             int c, cudaStream_t stream)
-{
-  size_t total = (size_t)(n > 0 ? n : 0) * (c > 0 ? c : 0);
-  if (total == 0 || pixels <= 0)
-    return pixels <= 0 ? cudaErrorInvalidValue : cudaSuccess;
-  global_pool_forward_kernel<true><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
-                                     stream>>>(y, argmax, x, total, pixels, c);
-  return tdm_k_launched();
-}
-
-extern "C" cudaError_t
-tdm_k_global_maxpool_backward(float *dx, const float *dy, const int32_t *argmax, int n,
-                              int pixels, int c, cudaStream_t stream)
-{
-  size_t total = (size_t)(n > 0 ? n : 0) * (pixels > 0 ? pixels : 0) * (c > 0 ? c : 0);
-  if (total == 0)
-    return cudaSuccess;
-  global_pool_backward_kernel<true><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
-                                      stream>>>(dx, dy, argmax, total, pixels, c);
-  return tdm_k_launched();
-}
-
-/* Inverted dropout: element e of row i kept when its uniform draw for (key, epoch,
- * indices[i], e) is >= p. Forward and backward are the same pass. */
-__global__ void
-dropout_kernel(float *y, const float *x, const int32_t *indices, size_t total, int per_sample,
-               float p, uint64_t key, uint32_t epoch)
-{
-  float keep_scale = 1.0f / (1.0f - p);
-  size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total; e += stride) {
-    size_t i = e / (size_t)per_sample;
-    uint32_t el = (uint32_t)(e - i * (size_t)per_sample);
-    uint32_t s = (uint32_t)indices[i];
-    y[e] = tdm_crng_uniform(key, epoch, s, el) >= p ? x[e] * keep_scale : 0.0f;
-  }
-}
-
-extern "C" cudaError_t
-tdm_k_dropout(float *y, const float *x, const int32_t *indices, int n, int per_sample, float p,
-              uint64_t key, uint32_t epoch, cudaStream_t stream)
-{
-  size_t total = (size_t)(n > 0 ? n : 0) * (per_sample > 0 ? per_sample : 0);
-  if (total == 0)
-    return cudaSuccess;
-  if (!(p >= 0.0f && p < 1.0f))
-    return cudaErrorInvalidValue;
-  dropout_kernel<<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
-      y, x, indices, total, per_sample, p, key, epoch);
-  return tdm_k_launched();
 }

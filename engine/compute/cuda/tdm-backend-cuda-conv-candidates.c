@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-conv-candidates.c — the convolution engine's candidates and how each runs inside
- * the caller's workspace (tdm-conv-engine.h lists them). Not the choice among them
- * (tdm-conv-engine.c).
+/* tdm-backend-cuda-conv-candidates.c — the convolution engine's candidates and how each runs inside
+ * the caller's workspace (tdm-backend-cuda-conv-engine.h lists them). Not the choice among them
+ * (tdm-backend-cuda-conv-engine.c).
  *
  * The workspace is the replica's column buffer, sized by its rule (the memory estimate
  * equals the allocation), so every candidate fits in it or is not offered. In a bf16
@@ -12,7 +12,7 @@
  * workspace, aligned copies) comes from what is left, per direction: the directions
  * run one after the other on one stream, so they reuse the same bytes.
  */
-#include "tdm-conv-engine.h"
+#include "tdm-backend-cuda-conv-engine.h"
 #include "tdm-i18n.h"
 
 #include <stdio.h>
@@ -148,7 +148,7 @@ aligned_or_stage(TdmBackend *b, Arena *arena, const void *p, size_t bytes, gbool
     return (void *)p;
   void *stage = take(arena, bytes);
   if (stage != NULL && copy_in && !dry)
-    b->ops->copy(b, stage, p, bytes);
+    tdm_backend_copy(b, stage, p, bytes);
   return stage;
 }
 
@@ -337,7 +337,7 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, gboo
     return FALSE;
   if (dest != NULL) {
     if (wide)
-      b->ops->copy(b, dest, result, result_count * 4);
+      tdm_backend_copy(b, dest, result, result_count * 4);
     else
       TDM_CUDA_OK(b, tdm_k_from_bf16(dest, result, result_count, CUDA_B(b)->stream));
   }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-conv-engine.c — the convolution engine's choice: per shape, direction, precision
- * and layout, the fastest of the candidates (tdm-conv-candidates.c) as timed with CUDA
+/* tdm-backend-cuda-conv-engine.c — the convolution engine's choice: per shape, direction, precision
+ * and layout, the fastest of the candidates (tdm-backend-cuda-conv-candidates.c) as timed with CUDA
  * events on the backend's stream the first time the shape comes (the pre-warm's eager
- * step), remembered per backend and on disk per GPU model (tdm-conv-cache.c).
+ * step), remembered per backend and on disk per GPU model (tdm-backend-cuda-conv-cache.c).
  *
  * Every candidate is deterministic (the same inputs give the same bits). No timing
  * where timing cannot or must not decide: while the stream is captured into a graph (a
@@ -14,8 +14,8 @@
  * TANDEM_CONV=im2col turns the engine off (the replica's own composition, exactly as
  * before); =cudnn or =own prefers that kind wherever it takes the shape.
  */
-#include "tdm-conv-engine.h"
-#include "tdm-conv-cache.h"
+#include "tdm-backend-cuda-conv-engine.h"
+#include "tdm-backend-cuda-conv-cache.h"
 #include "tdm-i18n.h"
 
 #define TIMED_RUNS 3
@@ -220,7 +220,7 @@ decide(TdmBackend *b, const TdmConvLayout *l, const char *key, int forced, gbool
 }
 
 /* Timed choices are made one at a time in the process and shared through the cache's
- * table (tdm-conv-cache.h), so every replica on a kind of GPU takes the same one: two
+ * table (tdm-backend-cuda-conv-cache.h), so every replica on a kind of GPU takes the same one: two
  * replicas of a step compute alike, and a run and its rerun too. */
 static GMutex choice_lock;
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-conv-cache.c — the convolution engine's choices on disk (tdm-conv-cache.h).
+/* tdm-backend-cuda-conv-cache.c — the convolution engine's choices on disk (tdm-backend-cuda-conv-cache.h).
  *
  * The file:
  *   tandem-conv-choices 1
@@ -7,7 +7,7 @@
  * with keys and names of printable ASCII without tabs. It is read whole, once per
  * model, within limits (size, line count, field lengths); anything outside them and
  * the file is ignored and rebuilt from the choices this process makes. */
-#include "tdm-conv-cache.h"
+#include "tdm-backend-cuda-conv-cache.h"
 #include "tdm-file.h"
 
 #include <errno.h>

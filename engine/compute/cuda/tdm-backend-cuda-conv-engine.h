@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-conv-engine.h — the CUDA backend's convolution engine (tdm-backend.h's
+/* tdm-backend-cuda-conv-engine.h — the CUDA backend's convolution engine (tdm-backend.h's
  * conv_engine_forward and conv_engine_backward): its candidates and how each runs
- * within the caller's workspace (tdm-conv-candidates.c), the choice among them,
- * timed once a shape and remembered per backend and on disk (tdm-conv-engine.c,
- * tdm-conv-cache.c). Private to the CUDA backend and its tests.
+ * within the caller's workspace (tdm-backend-cuda-conv-candidates.c), the choice among them,
+ * timed once a shape and remembered per backend and on disk (tdm-backend-cuda-conv-engine.c,
+ * tdm-backend-cuda-conv-cache.c). Private to the CUDA backend and its tests.
  *
  * Candidates, per shape and direction:
  * - "im2col": the columns and a cuBLAS GEMM, the replica's own way (bf16 columns in a
@@ -15,7 +15,7 @@
 #pragma once
 
 #include "tdm-backend-cuda-private.h"
-#include "tdm-cudnn-conv.h"
+#include "tdm-backend-cuda-conv-cudnn.h"
 
 G_BEGIN_DECLS
 
@@ -50,7 +50,7 @@ typedef struct {
   size_t free_bytes[2];
 } TdmConvLayout;
 
-/* tdm-conv-candidates.c */
+/* tdm-backend-cuda-conv-candidates.c */
 
 /* Lays out a call of direction dir (for backward, dy16 where the caller put it or where
  * it will be converted). FALSE when the engine takes no such call (empty, misaligned
@@ -76,7 +76,7 @@ void tdm_conv_candidate_free (TdmConvCandidate *c);
  * (or while the stream is captured, when none exists yet). */
 cudnnHandle_t tdm_conv_cudnn_handle (TdmBackend *b);
 
-/* tdm-conv-engine.c (and tdm-backend-cuda.h's tdm_cuda_conv_*: names, runs, reports) */
+/* tdm-backend-cuda-conv-engine.c (and tdm-backend-cuda.h's tdm_cuda_conv_*: names, runs, reports) */
 
 void tdm_cuda_conv_engine_free (TdmBackend *b);
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* im2col.cu — the data movement around a convolution's GEMM: im2col (columns ordered
+/* conv-im2col.cu — the data movement around a convolution's GEMM: im2col (columns ordered
  * (ky, kx, channel), so every tap is a run of c contiguous floats in x and in col) and
  * col2im, on NHWC activations.
  *

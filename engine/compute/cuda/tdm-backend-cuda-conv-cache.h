@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-conv-cache.h — the convolution engine's choices, one table per GPU model in the
+/* tdm-backend-cuda-conv-cache.h — the convolution engine's choices, one table per GPU model in the
  * process (every replica on such a GPU takes the same) and on disk, so a second run
  * skips the timing: one text file per GPU model and library versions in the XDG cache
  * folder ($XDG_CACHE_HOME/tandem/conv-<model>.txt), a line per shape and direction. A

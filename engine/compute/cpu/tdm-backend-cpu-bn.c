@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* tdm-backend-cpu-bn.c — the CPU backend's batch normalization: the statistics into
+ * slots and their merge (tdm-bn-moments.h), the forward in training and evaluation,
+ * the backward's sums and input gradient. Plain loops over NHWC data (channels
+ * innermost, so the per-channel loops vectorize), sums in double and in a fixed order. Without FMA contraction choices of its own, so a run resumed on
+ * another CPU of the architecture continues with the same bits: the BN loops are built
+ * twice, for any x86-64 and for AVX2 (wider vectors over the channels, no FMA, the same
+ * operations on each value), the better picked when the program starts. */
+#include "tdm-backend-cpu-private.h"
+#include "tdm-bf16.h"
+
+#include <math.h>
+#include <string.h>
+
+/* AVX2 alone, not AVX-512F: GCC may contract a multiply and an add into one FMA where
+ * the target has it for the vector width, and AVX-512F has it for 16 floats. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                    \
+  !defined(__SANITIZE_ADDRESS__)
+#define BN_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define BN_CLONES
+#endif
+
+/* Augmenting gather */
+
+/* Batch normalization */
+
+/* The shift is the first row (tdm-bn-moments.h); differences exact in double. */
+BN_CLONES static void
+moments_sums(double *restrict s1, double *restrict s2, const float *restrict x, int rows,
+             int channels)
+{
+  for (int r = 0; r < rows; r++) {
+    const float *restrict xr = x + (size_t)r * channels;
+    for (int ch = 0; ch < channels; ch++) {
+      const double d = (double)xr[ch] - (double)x[ch];
+      s1[ch] += d;
+      s2[ch] += d * d;
+    }
+  }
+}
+
+void
+tdm_cpu_bn_moments(TdmBackend *b, float *slots, const float *x, int rows, int channels,
+                   int slot, int slot_count)
+{
+  const size_t size = TDM_BN_SLOT_FLOATS(channels);
+  memset(slots, 0, size * slot_count * sizeof(float));
+  if (rows == 0)
+    return;
+  double *s1 = g_new0(double, 2 * (size_t)channels), *s2 = s1 + channels;
+  moments_sums(s1, s2, x, rows, channels);
+  float *mine = slots + size * slot;
+  for (int ch = 0; ch < channels; ch++) {
+    double mean, m2;
+    tdm_bnm_finish(x[ch], s1[ch], s2[ch], rows, &mean, &m2);
+    tdm_bnm_store(mine, channels, ch, mean, m2);
+  }
+  tdm_bnm_store_count(mine, channels, rows);
+  g_free(s1);
+}
+
+void
+tdm_cpu_bn_stats(TdmBackend *b, float *saved, const float *slots, int slot_count, int channels,
+                 float eps, float momentum, float *running_mean, float *running_var)
+{
+  for (int ch = 0; ch < channels; ch++) {
+    double count, mean_d, m2;
+    tdm_bnm_merge(slots, slot_count, channels, ch, &count, &mean_d, &m2);
+    const float mean = (float)mean_d;
+    const float var = count > 0 ? (float)(m2 / count) : 0.0f;
+    saved[ch] = mean;
+    saved[channels + ch] = 1.0f / sqrtf(var + eps);
+    if (running_mean != NULL) {
+      const float unbiased = count > 1 ? (float)(m2 / (count - 1)) : var;
+      running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * mean;
+      running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * unbiased;
+    }
+  }
+}
+
+/* y = x · scale + shift per channel, the affine form of (x − mean)·invstd·γ + β. */
+BN_CLONES static void
+bn_apply(float *restrict y, const float *restrict x, const float *restrict scale,
+         const float *restrict shift, int rows, int channels, bool relu)
+{
+  for (int r = 0; r < rows; r++) {
+    const float *restrict xr = x + (size_t)r * channels;
+    float *restrict yr = y + (size_t)r * channels;
+    for (int ch = 0; ch < channels; ch++) {
+      const float v = xr[ch] * scale[ch] + shift[ch];
+      yr[ch] = relu && v < 0.0f ? 0.0f : v;
+    }
+  }
+}
+
+void
+tdm_cpu_bn_forward(TdmBackend *b, float *y, const float *x, const float *mean,
+                   const float *invstd, const float *gamma, const float *beta, int rows,
+                   int channels, bool relu)
+{
+  float *scale = g_new(float, 2 * (size_t)channels), *shift = scale + channels;
+  for (int ch = 0; ch < channels; ch++) {
+    scale[ch] = invstd[ch] * gamma[ch];
+    shift[ch] = beta[ch] - mean[ch] * scale[ch];
+  }
+  bn_apply(y, x, scale, shift, rows, channels, relu);
+  g_free(scale);
+}
+
+void
+tdm_cpu_bn_forward_eval(TdmBackend *b, float *y, const float *x, const float *running_mean,
+                        const float *running_var, const float *gamma, const float *beta,
+                        float eps, int rows, int channels, bool relu)
+{
+  float *scale = g_new(float, 2 * (size_t)channels), *shift = scale + channels;
+  for (int ch = 0; ch < channels; ch++) {
+    scale[ch] = gamma[ch] / sqrtf(running_var[ch] + eps);
+    shift[ch] = beta[ch] - running_mean[ch] * scale[ch];
+  }
+  bn_apply(y, x, scale, shift, rows, channels, relu);
+  g_free(scale);
+}
+
+/* Per-channel constants of a BN backward, in one allocation: the channel loops read
+ * them through restrict pointers, so that GCC vectorizes those loops. */
+typedef struct {
+  float *mean, *invstd, *scale, *shift;
+} BnChannels;
+
+static BnChannels
+bn_channels(const float *mean, const float *invstd, const float *gamma, const float *beta,
+            int channels)
+{
+  BnChannels p;
+  p.mean = g_new(float, 4 * (size_t)channels);
+  p.invstd = p.mean + channels;
+  p.scale = p.invstd + channels;
+  p.shift = p.scale + channels;
+  for (int ch = 0; ch < channels; ch++) {
+    p.mean[ch] = mean[ch];
+    p.invstd[ch] = invstd[ch];
+    /* As bn_forward computes them, so that the mask below has the forward's bits. */
+    p.scale[ch] = invstd[ch] * gamma[ch];
+    p.shift[ch] = beta[ch] - mean[ch] * p.scale[ch];
+  }
+  return p;
+}
+
+/* One row's share of the sums. The ReLU's mask is a select, not a branch: which
+ * values pass is as good as random, and a mispredicted branch per value cost more
+ * than the rest of the loop (10 % of a resnet step, bench/NOTES.md). Each channel
+ * adds its rows in order, in double, as before: vectorizing across channels changes
+ * no bit. */
+static inline void
+bn_sums_row(double *restrict acc, double *restrict accb, const float *restrict xr,
+            const float *restrict dr, const float *restrict mean,
+            const float *restrict invstd, const float *restrict scale,
+            const float *restrict shift, bool relu, int channels)
+{
+  if (relu) {
+    for (int ch = 0; ch < channels; ch++) {
+      const float x = xr[ch];
+      /* dy's bits where the output passed, +0 elsewhere (what `? dy : 0.0f` gives):
+       * GCC if-converts an integer mask here, not a float select whose value feeds a
+       * double. */
+      uint32_t bits;
+      memcpy(&bits, dr + ch, sizeof bits);
+      bits &= -(uint32_t)(x * scale[ch] + shift[ch] > 0.0f);
+      float g;
+      memcpy(&g, &bits, sizeof g);
+      const float xhat = (x - mean[ch]) * invstd[ch];
+      acc[ch] += (double)g * xhat;
+      accb[ch] += g;
+    }
+    return;
+  }
+  for (int ch = 0; ch < channels; ch++) {
+    const float g = dr[ch];
+    const float xhat = (xr[ch] - mean[ch]) * invstd[ch];
+    acc[ch] += (double)g * xhat;
+    accb[ch] += g;
+  }
+}
+
+BN_CLONES static void
+bn_sums_rows(double *acc, double *accb, const float *x, const float *dy, const BnChannels *p,
+             bool relu, int rows, int channels)
+{
+  for (int r = 0; r < rows; r++)
+    bn_sums_row(acc, accb, x + (size_t)r * channels, dy + (size_t)r * channels, p->mean,
+                p->invstd, p->scale, p->shift, relu, channels);
+}
+
+void
+tdm_cpu_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
+                         const float *x, const float *mean, const float *invstd,
+                         const float *gamma, const float *beta, bool relu, int rows,
+                         int channels)
+{
+  /* With a fused ReLU, g = dy where the forward's output x·scale + shift was positive:
+   * the mask from x, computed as bn_forward computes it (the same bits). */
+  BnChannels p = bn_channels(mean, invstd, gamma, beta, channels);
+  double *acc = g_new0(double, 2 * (size_t)channels), *accb = acc + channels;
+  bn_sums_rows(acc, accb, x, dy, &p, relu, rows, channels);
+  for (int ch = 0; ch < channels; ch++) {
+    dgamma[ch] = (float)acc[ch];
+    dbeta[ch] = (float)accb[ch];
+  }
+  g_free(acc);
+  g_free(p.mean);
+}
+
+/* One row of dx. out may be dr (dx == dy): each value is read before it is written at
+ * the same index, so the loop vectorizes whatever the overlap (ivdep says so). */
+static inline void
+bn_dx_row(float *out, const float *dr, const float *restrict xr, const float *restrict k,
+          const float *restrict a, const float *restrict c, const float *restrict scale,
+          const float *restrict shift, bool relu, int channels)
+{
+  if (relu) {
+#pragma GCC ivdep
+    for (int ch = 0; ch < channels; ch++) {
+      const float x = xr[ch], d = dr[ch];
+      const float g = x * scale[ch] + shift[ch] > 0.0f ? d : 0.0f;
+      out[ch] = k[ch] * g + a[ch] * x + c[ch];
+    }
+    return;
+  }
+#pragma GCC ivdep
+  for (int ch = 0; ch < channels; ch++)
+    out[ch] = k[ch] * dr[ch] + a[ch] * xr[ch] + c[ch];
+}
+
+BN_CLONES static void
+bn_dx_rows(float *dx, const float *dy, const float *x, const float *k, const float *a,
+           const float *c, const BnChannels *p, bool relu, int rows, int channels)
+{
+  for (int r = 0; r < rows; r++) {
+    const size_t at = (size_t)r * channels;
+    bn_dx_row(dx + at, dy + at, x + at, k, a, c, p->scale, p->shift, relu, channels);
+  }
+}
+
+/* dx = k·g + a·x + c per channel, with k = γ·invstd, a = −k·invstd·Σdγ/M and
+ * c = −k·Σdβ/M − a·mean: the same expression with xhat expanded; g as in the sums.
+ * Rows at a time into dx, or through a float32 block rounded into dx16. */
+static void
+bn_backward_dx_any(float *dx, uint16_t *dx16, const float *dy, const float *x,
+                   const float *mean, const float *invstd, const float *gamma,
+                   const float *beta, bool relu, const float *sum_dgamma,
+                   const float *sum_dbeta, float inv_count, int rows, int channels)
+{
+  BnChannels p = bn_channels(mean, invstd, gamma, beta, channels);
+  float *k = g_new(float, 3 * (size_t)channels), *a = k + channels, *c = a + channels;
+  for (int ch = 0; ch < channels; ch++) {
+    k[ch] = gamma[ch] * invstd[ch];
+    a[ch] = -k[ch] * invstd[ch] * sum_dgamma[ch] * inv_count;
+    c[ch] = -k[ch] * sum_dbeta[ch] * inv_count - a[ch] * mean[ch];
+  }
+  if (dx16 == NULL) {
+    bn_dx_rows(dx, dy, x, k, a, c, &p, relu, rows, channels);
+  } else {
+    /* The float32 values bn_backward_dx would write, a block of rows at a time, each
+     * rounded as to_bf16 rounds: the same bits as the two operations. */
+    const int block = MAX(1, 16384 / channels);
+    float *tmp = g_new(float, (size_t)block * channels);
+    for (int r = 0; r < rows; r += block) {
+      const int count = MIN(block, rows - r);
+      const size_t at = (size_t)r * channels, values = (size_t)count * channels;
+      bn_dx_rows(tmp, dy + at, x + at, k, a, c, &p, relu, count, channels);
+      for (size_t i = 0; i < values; i++)
+        dx16[at + i] = tdm_bf16_round(tmp[i]);
+    }
+    g_free(tmp);
+  }
+  g_free(k);
+  g_free(p.mean);
+}
+
+void
+tdm_cpu_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const float *x,
+                       const float *mean, const float *invstd, const float *gamma,
+                       const float *beta, bool relu, const float *sum_dgamma,
+                       const float *sum_dbeta, float inv_count, int rows, int channels)
+{
+  bn_backward_dx_any(dx, NULL, dy, x, mean, invstd, gamma, beta, relu, sum_dgamma, sum_dbeta,
+                     inv_count, rows, channels);
+}
+
+void
+tdm_cpu_bn_backward_dx_bf16(TdmBackend *b, uint16_t *dx, const float *dy, const float *x,
+                            const float *mean, const float *invstd, const float *gamma,
+                            const float *beta, bool relu, const float *sum_dgamma,
+                            const float *sum_dbeta, float inv_count, int rows, int channels)
+{
+  bn_backward_dx_any(NULL, dx, dy, x, mean, invstd, gamma, beta, relu, sum_dgamma, sum_dbeta,
+                     inv_count, rows, channels);
+}
+
+/* Pooling */
+
+/* Dropout: the mask is drawn again in backward, never stored. */
+
+/* PyTorch's SGD */

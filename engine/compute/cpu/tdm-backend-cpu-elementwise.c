@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* tdm-backend-cpu-elementwise.c — the CPU backend's operations of one value at a time:
+ * bias and ReLU (the loops of tdm-cpu-kernels.c for this CPU), the communicators' add
+ * and scale, the rounding to bfloat16 (tdm-bf16.h, the GPU's rule), and inverted dropout on the counter RNG, its mask drawn again in backward
+ * and never stored. The front door checked the arguments.
+ */
+#include "tdm-backend-cpu-private.h"
+#include "tdm-bf16.h"
+#include "tdm-counter-rng.h"
+
+void
+tdm_cpu_bias_forward(TdmBackend *b, float *y, const float *bias, int outer, int channels,
+                     int inner, bool relu)
+{
+  tdm_cpu_kernels_of(b)->bias_forward(y, bias, outer, channels, inner, relu);
+}
+
+void
+tdm_cpu_bias_backward(TdmBackend *b, float *dbias, const float *dy, int outer, int channels,
+                      int inner)
+{
+  tdm_cpu_kernels_of(b)->bias_backward(dbias, dy, outer, channels, inner);
+}
+
+void
+tdm_cpu_relu_forward(TdmBackend *b, float *y, const float *x, size_t n)
+{
+  tdm_cpu_kernels_of(b)->relu_forward(y, x, n);
+}
+
+void
+tdm_cpu_relu_backward(TdmBackend *b, float *dx, const float *dy, const float *y, size_t n)
+{
+  tdm_cpu_kernels_of(b)->relu_backward(dx, dy, y, n);
+}
+
+void
+tdm_cpu_add(TdmBackend *b, float *y, const float *x, size_t n)
+{
+  tdm_cpu_kernels_of(b)->add(y, x, n);
+}
+
+void
+tdm_cpu_scale(TdmBackend *b, float *y, float alpha, size_t n)
+{
+  tdm_cpu_kernels_of(b)->scale(y, alpha, n);
+}
+
+static void
+dropout_apply(float *y, const float *x, const int32_t *indices, int n,
+              int per_sample, float p, uint64_t key, uint32_t epoch)
+{
+  const float keep_scale = 1.0f / (1.0f - p);
+  for (int i = 0; i < n; i++) {
+    const uint32_t s = (uint32_t)indices[i];
+    const float *xi = x + (size_t)i * per_sample;
+    float *yi = y + (size_t)i * per_sample;
+    for (int e = 0; e < per_sample; e++)
+      yi[e] = tdm_crng_uniform(key, epoch, s, (uint32_t)e) >= p ? xi[e] * keep_scale : 0.0f;
+  }
+}
+
+void
+tdm_cpu_dropout_forward(TdmBackend *b, float *y, const float *x, const int32_t *indices, int n,
+                        int per_sample, float p, uint64_t key, uint32_t epoch)
+{
+  dropout_apply(y, x, indices, n, per_sample, p, key, epoch);
+}
+
+void
+tdm_cpu_dropout_backward(TdmBackend *b, float *dx, const float *dy, const int32_t *indices,
+                         int n, int per_sample, float p, uint64_t key, uint32_t epoch)
+{
+  dropout_apply(dx, dy, indices, n, per_sample, p, key, epoch);
+}
+
+void
+tdm_cpu_to_bf16(TdmBackend *b, uint16_t *out, const float *in, size_t n)
+{
+  uint16_t *restrict o = out;
+  const float *restrict v = in;
+  for (size_t i = 0; i < n; i++)
+    o[i] = tdm_bf16_round(v[i]);
+}

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* tdm-backend-cuda-bn.c — the CUDA backend's batch normalization (kernels/bn.cu): the
+ * statistics into slots and their merge, the forward in training and evaluation, the
+ * backward's sums and input gradient (also as the bf16 operand of the conv before it).
+ * Each enqueues on the backend's stream; the front door checked the shapes, and the
+ * sums' scratch is checked here. The semantics are those of tdm-backend.h and the CPU
+ * backend's (tdm-backend-cpu-bn.c).
+ */
+#include "tdm-backend-cuda-private.h"
+
+#define STREAM(b) tdm_backend_cuda_stream(b)
+
+void
+tdm_cuda_bn_moments(TdmBackend *b, float *slots, const float *x, int rows, int channels,
+                    int slot, int slot_count)
+{
+  if (!tdm_cuda_begin(b))
+    return;
+  size_t count = 0;
+  double *partials = tdm_backend_cuda_sum_scratch(b, &count);
+  CUDA_REQUIRE(b, 2 * (size_t)channels <= count, "bn_moments: %d channels, at most %zu",
+               channels, count / 2);
+  TDM_CUDA_OK(b, tdm_k_bn_moments(slots, x, rows, channels, slot, slot_count, partials, count,
+                                  STREAM(b)));
+}
+
+void
+tdm_cuda_bn_stats(TdmBackend *b, float *saved, const float *slots, int slot_count, int channels,
+                  float eps, float momentum, float *running_mean, float *running_var)
+{
+  if (!tdm_cuda_begin(b))
+    return;
+  TDM_CUDA_OK(b, tdm_k_bn_stats(saved, slots, slot_count, channels, eps, momentum,
+                                running_mean, running_var, STREAM(b)));
+}
+
+void
+tdm_cuda_bn_forward(TdmBackend *b, float *y, const float *x, const float *mean,
+                    const float *invstd, const float *gamma, const float *beta, int rows,
+                    int channels, bool relu)
+{
+  if (tdm_cuda_begin(b))
+    TDM_CUDA_OK(b, tdm_k_bn_forward(y, x, mean, invstd, gamma, beta, rows, channels, relu,
+                                    STREAM(b)));
+}
+
+void
+tdm_cuda_bn_forward_eval(TdmBackend *b, float *y, const float *x, const float *running_mean,
+                         const float *running_var, const float *gamma, const float *beta,
+                         float eps, int rows, int channels, bool relu)
+{
+  if (tdm_cuda_begin(b))
+    TDM_CUDA_OK(b, tdm_k_bn_forward_eval(y, x, running_mean, running_var, gamma, beta, eps,
+                                         rows, channels, relu, STREAM(b)));
+}
+
+void
+tdm_cuda_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
+                          const float *x, const float *mean, const float *invstd,
+                          const float *gamma, const float *beta, bool relu, int rows,
+                          int channels)
+{
+  if (!tdm_cuda_begin(b))
+    return;
+  size_t count = 0;
+  double *partials = tdm_backend_cuda_sum_scratch(b, &count);
+  CUDA_REQUIRE(b, 2 * (size_t)channels <= count, "bn_backward_sums: %d channels, at most %zu",
+               channels, count / 2);
+  TDM_CUDA_OK(b, tdm_k_bn_backward_sums(dgamma, dbeta, dy, x, mean, invstd, gamma, beta,
+                                        relu, rows, channels, partials, count, STREAM(b)));
+}
+
+void
+tdm_cuda_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const float *x,
+                        const float *mean, const float *invstd, const float *gamma,
+                        const float *beta, bool relu, const float *sum_dgamma,
+                        const float *sum_dbeta, float inv_count, int rows, int channels)
+{
+  if (tdm_cuda_begin(b))
+    TDM_CUDA_OK(b, tdm_k_bn_backward_dx(dx, dy, x, mean, invstd, gamma, beta, relu, sum_dgamma,
+                                        sum_dbeta, inv_count, rows, channels, STREAM(b)));
+}
+
+void
+tdm_cuda_bn_backward_dx_bf16(TdmBackend *b, uint16_t *dx, const float *dy, const float *x,
+                             const float *mean, const float *invstd, const float *gamma,
+                             const float *beta, bool relu, const float *sum_dgamma,
+                             const float *sum_dbeta, float inv_count, int rows, int channels)
+{
+  if (tdm_cuda_begin(b))
+    TDM_CUDA_OK(b, tdm_k_bn_backward_dx_bf16(dx, dy, x, mean, invstd, gamma, beta, relu,
+                                             sum_dgamma, sum_dbeta, inv_count, rows,
+                                             channels, STREAM(b)));
+}

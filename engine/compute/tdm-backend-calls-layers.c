@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* tdm-backend-calls-layers.c — the front door (tdm-backend-calls.c says what one does)
+ * of the operations of the layers networks people train: batch normalization, average,
+ * any-window and global pooling, dropout, and the optimizers over the flat parameter
+ * buffer. */
+#include "tdm-backend-calls.h"
+
+/* Batch normalization */
+
+gboolean
+tdm_backend_rows_ok(TdmBackend *b, const char *op, int rows, int channels)
+{
+  return TDM_ARGS_OK(b, rows >= 0 && channels >= 1, _("%s: bad shape %d×%d"), op, rows,
+                     channels);
+}
+
+void
+tdm_backend_bn_moments(TdmBackend *b, float *slots, const float *x, int rows, int channels,
+                       int slot, int slot_count)
+{
+  if (tdm_backend_enter(b) && tdm_backend_rows_ok(b, "bn_moments", rows, channels) &&
+      TDM_ARGS_OK(b, slot >= 0 && slot < slot_count, _("bn_moments: slot %d of %d"), slot,
+                  slot_count))
+    b->ops->bn_moments(b, slots, x, rows, channels, slot, slot_count);
+}
+
+void
+tdm_backend_bn_stats(TdmBackend *b, float *saved, const float *slots, int slot_count,
+                     int channels, float eps, float momentum, float *running_mean,
+                     float *running_var)
+{
+  if (tdm_backend_enter(b) &&
+      TDM_ARGS_OK(b, channels >= 1 && slot_count >= 1, _("bn_stats: %d channels in %d slots"),
+                  channels, slot_count))
+    b->ops->bn_stats(b, saved, slots, slot_count, channels, eps, momentum, running_mean,
+                     running_var);
+}
+
+void
+tdm_backend_bn_forward(TdmBackend *b, float *y, const float *x, const float *mean,
+                       const float *invstd, const float *gamma, const float *beta, int rows,
+                       int channels, bool relu)
+{
+  if (tdm_backend_enter(b) && tdm_backend_rows_ok(b, "bn_forward", rows, channels))
+    b->ops->bn_forward(b, y, x, mean, invstd, gamma, beta, rows, channels, relu);
+}
+
+void
+tdm_backend_bn_forward_eval(TdmBackend *b, float *y, const float *x, const float *running_mean,
+                            const float *running_var, const float *gamma, const float *beta,
+                            float eps, int rows, int channels, bool relu)
+{
+  if (tdm_backend_enter(b) && tdm_backend_rows_ok(b, "bn_forward_eval", rows, channels))
+    b->ops->bn_forward_eval(b, y, x, running_mean, running_var, gamma, beta, eps, rows,
+                            channels, relu);
+}
+
+void
+tdm_backend_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
+                             const float *x, const float *mean, const float *invstd,
+                             const float *gamma, const float *beta, bool relu, int rows,
+                             int channels)
+{
+  if (tdm_backend_enter(b) && tdm_backend_rows_ok(b, "bn_backward_sums", rows, channels))
+    b->ops->bn_backward_sums(b, dgamma, dbeta, dy, x, mean, invstd, gamma, beta, relu, rows,
+                             channels);
+}
+
+void
+tdm_backend_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const float *x,
+                           const float *mean, const float *invstd, const float *gamma,
+                           const float *beta, bool relu, const float *sum_dgamma,
+                           const float *sum_dbeta, float inv_count, int rows, int channels)
+{
+  if (tdm_backend_enter(b) && tdm_backend_rows_ok(b, "bn_backward_dx", rows, channels))
+    b->ops->bn_backward_dx(b, dx, dy, x, mean, invstd, gamma, beta, relu, sum_dgamma, sum_dbeta,
+                           inv_count, rows, channels);
+}
+
+void
+tdm_backend_bn_backward_dx_bf16(TdmBackend *b, uint16_t *dx, const float *dy, const float *x,
+                                const float *mean, const float *invstd, const float *gamma,
+                                const float *beta, bool relu, const float *sum_dgamma,
+                                const float *sum_dbeta, float inv_count, int rows, int channels)
+{
+  if (tdm_backend_enter(b) && TDM_HAS_OP(b, bn_backward_dx_bf16) &&
+      tdm_backend_rows_ok(b, "bn_backward_dx_bf16", rows, channels))
+    b->ops->bn_backward_dx_bf16(b, dx, dy, x, mean, invstd, gamma, beta, relu, sum_dgamma,
+                                sum_dbeta, inv_count, rows, channels);
+}
+
+/* Average pooling of windows that tile the input */
+
+static gboolean
+avgpool_ok(TdmBackend *b, const char *op, int n, int h, int w, int c, int k)
+{
+  return TDM_ARGS_OK(b, n >= 0 && h >= 1 && w >= 1 && c >= 1 && k >= 1 && k <= h && k <= w,
+                     _("%s: bad shape n=%d h=%d w=%d c=%d k=%d"), op, n, h, w, c, k);
+}
+
+void
+tdm_backend_avgpool_forward(TdmBackend *b, float *y, const float *x, int n, int h, int w, int c,
+                            int k)
+{
+  if (tdm_backend_enter(b) && avgpool_ok(b, "avgpool_forward", n, h, w, c, k))
+    b->ops->avgpool_forward(b, y, x, n, h, w, c, k);
+}
+
+void
+tdm_backend_avgpool_backward(TdmBackend *b, float *dx, const float *dy, int n, int h, int w,
+                             int c, int k)
+{
+  if (tdm_backend_enter(b) && avgpool_ok(b, "avgpool_backward", n, h, w, c, k))
+    b->ops->avgpool_backward(b, dx, dy, n, h, w, c, k);
+}
+
+/* Pooling with any window, stride and padding */
+
+static gboolean
+pool2d_ok(TdmBackend *b, const char *op, TdmPool2d g)
+{
+  return TDM_ARGS_OK(b, tdm_pool2d_valid(g),
+                     _("%s: bad geometry %d×%d×%d×%d k=%d s=%d p=%d → %d×%d"), op, g.n, g.h,
+                     g.w, g.c, g.k, g.s, g.p, g.oh, g.ow);
+}
+
+void
+tdm_backend_maxpool2d_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
+                              TdmPool2d g)
+{
+  if (tdm_backend_enter(b) && pool2d_ok(b, "maxpool2d_forward", g))
+    b->ops->maxpool2d_forward(b, y, argmax, x, g);
+}
+
+void
+tdm_backend_maxpool2d_backward(TdmBackend *b, float *dx, const float *dy, const int32_t *argmax,
+                               TdmPool2d g)
+{
+  if (tdm_backend_enter(b) && pool2d_ok(b, "maxpool2d_backward", g))
+    b->ops->maxpool2d_backward(b, dx, dy, argmax, g);
+}
+
+void
+tdm_backend_avgpool2d_forward(TdmBackend *b, float *y, const float *x, TdmPool2d g)
+{
+  if (tdm_backend_enter(b) && pool2d_ok(b, "avgpool2d_forward", g))
+    b->ops->avgpool2d_forward(b, y, x, g);
+}
+
+void
+tdm_backend_avgpool2d_backward(TdmBackend *b, float *dx, const float *dy, TdmPool2d g)
+{
+  if (tdm_backend_enter(b) && pool2d_ok(b, "avgpool2d_backward", g))
+    b->ops->avgpool2d_backward(b, dx, dy, g);
+}
+
+/* Global pooling */
+
+static gboolean
+global_ok(TdmBackend *b, const char *op, int n, int pixels, int c)
+{
+  return TDM_ARGS_OK(b,
+                     n >= 0 && pixels >= 1 && c >= 1 && (guint64)n * pixels * c <= G_MAXINT32,
+                     _("%s: bad shape %d×%d×%d"), op, n, pixels, c);
+}
+
+void
+tdm_backend_global_avgpool_forward(TdmBackend *b, float *y, const float *x, int n, int pixels,
+                                   int c)
+{
+  if (tdm_backend_enter(b) && global_ok(b, "global_avgpool_forward", n, pixels, c))
+    b->ops->global_avgpool_forward(b, y, x, n, pixels, c);
+}
+
+void
+tdm_backend_global_avgpool_backward(TdmBackend *b, float *dx, const float *dy, int n,
+                                    int pixels, int c)
+{
+  if (tdm_backend_enter(b) && global_ok(b, "global_avgpool_backward", n, pixels, c))
+    b->ops->global_avgpool_backward(b, dx, dy, n, pixels, c);
+}
+
+void
+tdm_backend_global_maxpool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
+                                   int n, int pixels, int c)
+{
+  if (tdm_backend_enter(b) && global_ok(b, "global_maxpool_forward", n, pixels, c))
+    b->ops->global_maxpool_forward(b, y, argmax, x, n, pixels, c);
+}
+
+void
+tdm_backend_global_maxpool_backward(TdmBackend *b, float *dx, const float *dy,
+                                    const int32_t *argmax, int n, int pixels, int c)
+{
+  if (tdm_backend_enter(b) && global_ok(b, "global_maxpool_backward", n, pixels, c))
+    b->ops->global_maxpool_backward(b, dx, dy, argmax, n, pixels, c);
+}
+
+/* Dropout */
+
+static gboolean
+dropout_ok(TdmBackend *b, const char *op, int n, int per_sample, float p)
+{
+  return TDM_ARGS_OK(b, n >= 0 && per_sample >= 0 && p >= 0.0f && p < 1.0f,
+                     _("%s: bad shape %d×%d or rate %g"), op, n, per_sample, p);
+}
+
+void
+tdm_backend_dropout_forward(TdmBackend *b, float *y, const float *x, const int32_t *indices,
+                            int n, int per_sample, float p, uint64_t key, uint32_t epoch)
+{
+  if (tdm_backend_enter(b) && dropout_ok(b, "dropout_forward", n, per_sample, p))
+    b->ops->dropout_forward(b, y, x, indices, n, per_sample, p, key, epoch);
+}
+
+void
+tdm_backend_dropout_backward(TdmBackend *b, float *dx, const float *dy, const int32_t *indices,
+                             int n, int per_sample, float p, uint64_t key, uint32_t epoch)
+{
+  if (tdm_backend_enter(b) && dropout_ok(b, "dropout_backward", n, per_sample, p))
+    b->ops->dropout_backward(b, dx, dy, indices, n, per_sample, p, key, epoch);
+}
+
+/* Optimizers */
+
+void
+tdm_backend_sgd_update(TdmBackend *b, float *p, const float *g, size_t n, float lr,
+                       float weight_decay)
+{
+  if (tdm_backend_enter(b))
+    b->ops->sgd_update(b, p, g, n, lr, weight_decay);
+}
+
+void
+tdm_backend_momentum_update(TdmBackend *b, float *p, const float *g, float *velocity, size_t n,
+                            float lr, float momentum, float weight_decay)
+{
+  if (tdm_backend_enter(b))
+    b->ops->momentum_update(b, p, g, velocity, n, lr, momentum, weight_decay);
+}
+
+void
+tdm_backend_sgd_momentum_update(TdmBackend *b, float *p, const float *g, float *velocity,
+                                const uint8_t *decay_mask, size_t n, float lr, float momentum,
+                                float weight_decay, bool nesterov)
+{
+  if (tdm_backend_enter(b))
+    b->ops->sgd_momentum_update(b, p, g, velocity, decay_mask, n, lr, momentum, weight_decay,
+                                nesterov);
+}
+
+void
+tdm_backend_weight_decay(TdmBackend *b, float *g, const float *p, const uint8_t *decay_mask,
+                         size_t n, float weight_decay)
+{
+  if (tdm_backend_enter(b))
+    b->ops->weight_decay(b, g, p, decay_mask, n, weight_decay);
+}
+
+void
+tdm_backend_adam_update(TdmBackend *b, float *p, const float *g, float *m, float *v, size_t n,
+                        float lr_t, float beta1, float beta2, float eps, float weight_decay)
+{
+  if (tdm_backend_enter(b))
+    b->ops->adam_update(b, p, g, m, v, n, lr_t, beta1, beta2, eps, weight_decay);
+}

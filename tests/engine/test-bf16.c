@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* test-bf16.c — --precision bf16 on CPU workers, end to end: the convolutions take the
+ * bf16 path (the parameters move otherwise than in float32, by what bf16's rounding
+ * of the operands explains); N workers train as one does within bf16's rounding; and
+ * exact mode keeps its promise in bf16 too, the parameters bit-identical on 1 and 3
+ * workers. The operations themselves are test-backend-cpu-bf16.c's. */
+#include "tdm-trainer.h"
+#include "tdm-error.h"
+#include "tdm-network.h"
+
+#include <math.h>
+#include <string.h>
+
+#define U16 (1.0 / 256.0) /* bfloat16's unit roundoff, 2⁻⁸ */
+
+typedef struct {
+  const char *network, *devices;
+  TdmPrecision precision;
+  TdmOptimizerKind optimizer;
+  int batch, steps;
+  gboolean exact;
+} Run;
+
+static float *
+train(const Run *run, size_t *count)
+{
+  g_autoptr(TdmConfig) cfg = tdm_config_new();
+  g_autoptr(GError) error = NULL;
+  g_free(cfg->dataset);
+  cfg->dataset = g_strdup("synthetic");
+  g_free(cfg->network);
+  cfg->network = g_strdup(run->network);
+  g_assert_true(tdm_config_set_devices(cfg, run->devices, &error));
+  cfg->precision = run->precision;
+  cfg->optimizer = run->optimizer;
+  cfg->lr = run->optimizer == TDM_OPTIMIZER_ADAM ? 1e-3 : 0.05;
+  cfg->batch = run->batch;
+  cfg->max_steps = run->steps;
+  cfg->exact = run->exact;
+  cfg->seed = 7;
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, NULL, NULL);
+  g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+  g_assert_no_error(error);
+  const float *params = tdm_trainer_get_parameters(trainer, count);
+  g_assert_nonnull(params);
+  return g_memdup2(params, *count * sizeof(float));
+}
+
+static double
+relative_difference(const float *a, const float *b, size_t n)
+{
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < n; i++) {
+    diff += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+    norm += (double)b[i] * b[i];
+  }
+  return sqrt(diff / norm);
+}
+
+/* One SGD step from the same weights, bf16 against float32: the steps differ (the
+ * convolutions read bf16 operands), by about what rounding each operand to 2⁻⁸
+ * explains: a product's relative error is at most 2·2⁻⁸, and a gradient sums products
+ * of one sign mostly, so its relative error stays a small multiple of that. 1/16 (eight
+ * times the per-product bound) would catch a wrong operation, never the rounding. */
+static void
+test_path(void)
+{
+  const char *net = "conv8k3p1,relu,pool2,conv16k3p1,relu,pool2,fc10";
+  Run run = {net, "cpu", TDM_PRECISION_FP32, TDM_OPTIMIZER_SGD, 64, 1, FALSE};
+  size_t n = 0, n16 = 0;
+  g_autofree float *p32 = train(&run, &n);
+  run.precision = TDM_PRECISION_BF16;
+  g_autofree float *p16 = train(&run, &n16);
+  g_assert_cmpuint(n, ==, n16);
+
+  g_autoptr(TdmNetwork) network = tdm_network_new(net, 28, 28, 1, 10, NULL);
+  g_autofree float *initial = g_new(float, network->parameter_count);
+  tdm_network_init_parameters(network, 7, initial);
+  g_autofree float *step32 = g_new(float, n), *step16 = g_new(float, n);
+  size_t differ = 0;
+  for (size_t i = 0; i < n; i++) {
+    step32[i] = p32[i] - initial[i];
+    step16[i] = p16[i] - initial[i];
+    differ += memcmp(&p32[i], &p16[i], sizeof(float)) != 0;
+  }
+  double rel = relative_difference(step16, step32, n);
+  g_test_message("one SGD step in bf16: %zu of %zu parameters differ from float32's, the "
+                 "step by %.3g relative", differ, n, rel);
+  g_assert_cmpuint(differ, >, n / 2);
+  g_assert_cmpfloat(rel, >, 0);
+  g_assert_cmpfloat(rel, <=, 1.0 / 16);
+}
+
+/* N workers train as one within bf16's rounding: the shards' gradients are summed in
+ * another order (float32), and a value an ulp of float32 apart may round to the
+ * neighbouring bfloat16, 2⁻⁸ away, in the next step's operands. */
+static void
+test_replicas(void)
+{
+  Run run = {"conv6k3p1,relu,pool2,conv8k3p1,relu,fc24,relu,fc10", "cpu", TDM_PRECISION_BF16,
+             TDM_OPTIMIZER_ADAM, 48, 10, FALSE};
+  size_t n = 0;
+  g_autofree float *one = train(&run, &n);
+  const char *devices[] = {"cpu:2", "cpu:3"};
+  for (int k = 0; k < 2; k++) {
+    run.devices = devices[k];
+    size_t m = 0;
+    g_autofree float *many = train(&run, &m);
+    g_assert_cmpuint(m, ==, n);
+    double rel = relative_difference(many, one, n);
+    g_test_message("bf16, %s against cpu: relative difference %.3g", devices[k], rel);
+    g_assert_cmpfloat(rel, <=, U16);
+  }
+}
+
+/* Exact mode: a chunk's pass is the same operations wherever it runs, bf16 ones
+ * included, so 1 and 3 workers end with the same bits (BN, a residual block). */
+static void
+test_exact(void)
+{
+  Run run = {"conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,pool2,"
+             "conv16k3s2p1,bn,relu,gap,fc10",
+             "cpu", TDM_PRECISION_BF16, TDM_OPTIMIZER_ADAM, 64, 3, TRUE};
+  size_t n = 0, m = 0;
+  g_autofree float *one = train(&run, &n);
+  run.devices = "cpu:3";
+  g_autofree float *three = train(&run, &m);
+  g_assert_cmpuint(m, ==, n);
+  size_t differ = 0;
+  for (size_t i = 0; i < n; i++)
+    differ += memcmp(&one[i], &three[i], sizeof(float)) != 0;
+  g_test_message("bf16, exact mode: %zu of %zu parameters differ between 1 and 3 workers",
+                 differ, n);
+  g_assert_cmpuint(differ, ==, 0);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/bf16/path", test_path);
+  g_test_add_func("/bf16/replicas", test_replicas);
+  g_test_add_func("/bf16/exact", test_exact);
+  return g_test_run();
+}
