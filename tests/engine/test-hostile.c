@@ -514,6 +514,11 @@ test_resume_other_dataset(void)
   g_autofree char *b = g_build_filename(top, "set-b", NULL);
   g_assert_cmpint(g_mkdir(b, 0755), ==, 0);
   write_idx_set(b, 3);
+  /* Another dataset, not set-a renamed (a checkpoint knows its dataset by its content
+   * and resumes on a moved copy): one training sample of class 0 is of class 1 here. */
+  g_autoptr(GByteArray) labels = idx_labels(12, 3);
+  labels->data[8] = 1;
+  g_free(write_bytes(b, "train-labels-idx1-ubyte", labels->data, labels->len));
   g_autofree char *ckpt = g_build_filename(top, "run.safetensors", NULL);
 
   GError *error = NULL;
