@@ -15,6 +15,7 @@
 #include "tdm-i18n.h"
 #include "tdm-backend.h"
 #include "tdm-barrier.h"
+#include "tdm-choice.h"
 #include "tdm-communicator.h"
 #include "tdm-dataset.h"
 #include "tdm-distributed.h"
@@ -24,6 +25,7 @@
 #include "tdm-optimizer.h"
 #include "tdm-replica.h"
 #include "tdm-telemetry.h"
+#include "tdm-training-enum-types.h"
 #include "tdm-build-config.h"
 
 #include <math.h>
@@ -243,14 +245,12 @@ emit_started(TdmTrainer *t)
   const TdmConfig *cfg = t->config;
   TdmEvent e = {.kind = TDM_EVENT_STARTED};
   TdmStartedEvent *s = &e.started;
-  s->replicas = t->world;
+  tdm_started_event_set_devices(s, cfg->devices, t->world);
   s->main_replica = cfg->main_replica;
   for (int r = 0; r < t->world && r < TDM_MAX_REPLICAS; r++) {
-    g_strlcpy(s->device[r], cfg->devices[r], sizeof s->device[r]);
     int offset;
     tdm_trainer_shard(t, cfg->batch, r, &offset, &s->shard[r]);
   }
-  tdm_started_event_set_gpus(s);
   s->batch = cfg->batch;
   s->cpu_threads = t->cpu_threads;
   s->epochs = cfg->epochs;
@@ -633,23 +633,22 @@ tdm_trainer_set_prewarm(TdmTrainer *t, TdmPrewarm mode)
   t->prewarm = mode;
 }
 
-static const char *const prewarm_names[] = {"auto", "on", "off"};
-
+/* The names are the GEnum's nicks (tdm-training-enum-types.h, generated). */
 const char *
 tdm_prewarm_name(TdmPrewarm mode)
 {
-  return (guint)mode < G_N_ELEMENTS(prewarm_names) ? prewarm_names[mode] : "auto";
+  const char *name = tdm_choice_name(TDM_TYPE_PREWARM, mode);
+  return name != NULL ? name : "auto";
 }
 
 gboolean
 tdm_prewarm_from_name(const char *name, TdmPrewarm *mode)
 {
-  for (guint i = 0; i < G_N_ELEMENTS(prewarm_names); i++)
-    if (name != NULL && g_str_equal(name, prewarm_names[i])) {
-      *mode = (TdmPrewarm)i;
-      return TRUE;
-    }
-  return FALSE;
+  int v;
+  if (name == NULL || !tdm_choice_from_name(TDM_TYPE_PREWARM, name, &v))
+    return FALSE;
+  *mode = (TdmPrewarm)v;
+  return TRUE;
 }
 
 void

@@ -128,6 +128,13 @@ tdm_device_list(void)
   return list;
 }
 
+TdmDeviceId
+tdm_device_info_id(const TdmDeviceInfo *info)
+{
+  g_return_val_if_fail(info != NULL, TDM_DEVICE_CPU);
+  return info->kind == TDM_BACKEND_CUDA ? TDM_DEVICE_GPU(info->index) : TDM_DEVICE_CPU;
+}
+
 char *
 tdm_device_describe(const TdmDeviceInfo *info)
 {
