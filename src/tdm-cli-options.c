@@ -117,15 +117,3 @@ tdm_cli_settings_clear(TdmCliSettings *s)
 {
   tdm_fields_clear(fields, G_N_ELEMENTS(fields), s);
 }
-
-gboolean
-tdm_cli_bad_option(GError **error, const char *format, ...)
-{
-  va_list args;
-  va_start(args, format);
-  char *message = g_strdup_vprintf(format, args);
-  va_end(args);
-  g_set_error_literal(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION, message);
-  g_free(message);
-  return FALSE;
-}

@@ -8,6 +8,7 @@
 
 #include <glib.h>
 
+#include "tdm-error.h"
 #include "tdm-field.h"
 #include "tdm-scaling.h"
 #include "tdm-trainer.h"
@@ -45,6 +46,7 @@ void tdm_cli_settings_init (TdmCliSettings *s);
 void tdm_cli_settings_clear (TdmCliSettings *s);
 
 /* Sets TDM_ENGINE_ERROR_INVALID_OPTION with the formatted message; returns FALSE. */
-gboolean tdm_cli_bad_option (GError **error, const char *format, ...) G_GNUC_PRINTF (2, 3);
+#define tdm_cli_bad_option(error, ...) \
+  tdm_error_set ((error), TDM_ENGINE_ERROR_INVALID_OPTION, __VA_ARGS__)
 
 G_END_DECLS

@@ -36,6 +36,12 @@ lr_default(void)
 }
 
 static char *
+image_size_default(void)
+{
+  return g_strdup_printf(_("from the images, at most %d"), TDM_IMAGE_SIZE_AUTO_MAX);
+}
+
+static char *
 describe_main(gconstpointer target)
 {
   const TdmConfig *c = target;
@@ -224,10 +230,10 @@ static const TdmField fields[] = {
    .help = N_("Also evaluate each test image shifted P pixels each way and average "
               "(default %s, off)"), .arg = "P"},
   {.key = "image_size", .flag = "image-size", .type = TDM_FIELD_INT, .offset = AT(image_size),
-   .min = 4, .max = 512, .flags = TDM_FIELD_ZERO_OFF,
+   .min = TDM_IMAGE_SIZE_MIN, .max = TDM_IMAGE_SIZE_MAX, .flags = TDM_FIELD_ZERO_OFF,
    .check = N_("give 0 (chosen from the images) or a side from %s to %s pixels"),
-   .help = N_("Image folders: side of the square samples (default: from the images, at "
-              "most 64)"), .arg = "N"},
+   .help = N_("Image folders: side of the square samples (default: %s)"), .arg = "N",
+   .default_text = image_size_default},
   {.key = "image_channels", .flag = "color", .type = TDM_FIELD_INT,
    .offset = AT(image_channels), .choices = tdm_color_get_type, .fallback = "auto",
    .flags = TDM_FIELD_JSON_NUMBER,

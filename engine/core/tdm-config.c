@@ -111,20 +111,7 @@ tdm_config_batch_splits(int batch, int replicas)
   return batch >= MAX(replicas, 1);
 }
 
-static gboolean
-invalid(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
-
-static gboolean
-invalid(GError **error, const char *format, ...)
-{
-  va_list args;
-  va_start(args, format);
-  char *message = g_strdup_vprintf(format, args);
-  va_end(args);
-  g_set_error_literal(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION, message);
-  g_free(message);
-  return FALSE;
-}
+#define invalid(error, ...) tdm_error_set((error), TDM_ENGINE_ERROR_INVALID_OPTION, __VA_ARGS__)
 
 /* The rules between fields; each field's own range is its row's. */
 static gboolean
@@ -217,27 +204,13 @@ tdm_config_validate_saved(const TdmConfig *c, const char *source, GError **error
 }
 
 /* The names are the GEnums' nicks (tdm-choice.h): one table, generated. */
-#define NAME_TABLE(Type, prefix, gtype)                                                  \
-  const char *prefix##_name(Type v)                                                      \
-  {                                                                                      \
-    return tdm_choice_name(gtype, (int)v);                                               \
-  }                                                                                      \
-  gboolean prefix##_from_name(const char *name, Type *out)                               \
-  {                                                                                      \
-    int v;                                                                               \
-    if (!tdm_choice_from_name(gtype, name, &v))                                          \
-      return FALSE;                                                                      \
-    *out = (Type)v;                                                                      \
-    return TRUE;                                                                         \
-  }
-
-NAME_TABLE(TdmOptimizerKind, tdm_optimizer, TDM_TYPE_OPTIMIZER_KIND)
-NAME_TABLE(TdmStrategy, tdm_strategy, TDM_TYPE_STRATEGY)
-NAME_TABLE(TdmSchedule, tdm_schedule, TDM_TYPE_SCHEDULE)
-NAME_TABLE(TdmPrecision, tdm_precision, TDM_TYPE_PRECISION)
-NAME_TABLE(TdmBatchNorm, tdm_batchnorm, TDM_TYPE_BATCH_NORM)
-NAME_TABLE(TdmDecayScope, tdm_decay_scope, TDM_TYPE_DECAY_SCOPE)
-NAME_TABLE(TdmFlipSetting, tdm_flip_setting, TDM_TYPE_FLIP_SETTING)
+TDM_CHOICE_NAMES(TdmOptimizerKind, tdm_optimizer, TDM_TYPE_OPTIMIZER_KIND)
+TDM_CHOICE_NAMES(TdmStrategy, tdm_strategy, TDM_TYPE_STRATEGY)
+TDM_CHOICE_NAMES(TdmSchedule, tdm_schedule, TDM_TYPE_SCHEDULE)
+TDM_CHOICE_NAMES(TdmPrecision, tdm_precision, TDM_TYPE_PRECISION)
+TDM_CHOICE_NAMES(TdmBatchNorm, tdm_batchnorm, TDM_TYPE_BATCH_NORM)
+TDM_CHOICE_NAMES(TdmDecayScope, tdm_decay_scope, TDM_TYPE_DECAY_SCOPE)
+TDM_CHOICE_NAMES(TdmFlipSetting, tdm_flip_setting, TDM_TYPE_FLIP_SETTING)
 
 const char *
 tdm_color_name(int channels)
@@ -253,14 +226,26 @@ tdm_color_from_name(const char *name, int *channels)
   return tdm_choice_from_name(TDM_TYPE_COLOR, name, channels);
 }
 
+/* What "set" and "changed" are measured against: the defaults, made once. */
+static const TdmConfig *
+defaults(void)
+{
+  static gsize once;
+  static TdmConfig *config;
+  if (g_once_init_enter(&once)) {
+    config = tdm_config_new();
+    g_once_init_leave(&once, 1);
+  }
+  return config;
+}
+
 char **
 tdm_config_describe(const TdmConfig *c)
 {
   g_return_val_if_fail(c != NULL, NULL);
   guint n;
   const TdmField *fields = tdm_config_fields(&n);
-  g_autoptr(TdmConfig) defaults = tdm_config_new();
-  return tdm_fields_describe(fields, n, c, defaults);
+  return tdm_fields_describe(fields, n, c, defaults());
 }
 
 char *
@@ -269,8 +254,7 @@ tdm_config_to_flags(const TdmConfig *c)
   g_return_val_if_fail(c != NULL, NULL);
   guint n;
   const TdmField *fields = tdm_config_fields(&n);
-  g_autoptr(TdmConfig) defaults = tdm_config_new();
-  return tdm_fields_to_flags(fields, n, c, defaults);
+  return tdm_fields_to_flags(fields, n, c, defaults());
 }
 
 /* JSON. The rows say which fields every file has (required on reading, so a
@@ -282,10 +266,9 @@ tdm_config_to_json(const TdmConfig *c)
   g_return_val_if_fail(c != NULL, NULL);
   guint n;
   const TdmField *fields = tdm_config_fields(&n);
-  g_autoptr(TdmConfig) defaults = tdm_config_new();
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_object(b);
-  tdm_fields_to_json(fields, n, c, defaults, b);
+  tdm_fields_to_json(fields, n, c, defaults(), b);
   json_builder_end_object(b);
   g_autoptr(JsonNode) root = json_builder_get_root(b);
   return tdm_json_to_string(root);

@@ -19,6 +19,12 @@ G_BEGIN_DECLS
  * object sits off centre; more only moves it out of the picture. */
 #define TDM_TEST_SHIFT_MAX 8
 
+/* An image folder's sample side (image_size): what a person may choose, and the
+ * largest the images choose by themselves when image_size is 0. */
+#define TDM_IMAGE_SIZE_MIN 4
+#define TDM_IMAGE_SIZE_MAX 512
+#define TDM_IMAGE_SIZE_AUTO_MAX 64
+
 typedef enum {
   TDM_OPTIMIZER_SGD,
   TDM_OPTIMIZER_MOMENTUM,

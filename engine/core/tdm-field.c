@@ -50,20 +50,6 @@ label(const TdmField *f)
   return f->flag != NULL ? g_strconcat("--", f->flag, NULL) : g_strdup(f->key);
 }
 
-static gboolean
-bad(GError **error, int code, const char *format, ...) G_GNUC_PRINTF(3, 4);
-
-static gboolean
-bad(GError **error, int code, const char *format, ...)
-{
-  va_list args;
-  va_start(args, format);
-  g_autofree char *message = g_strdup_vprintf(format, args);
-  va_end(args);
-  g_set_error_literal(error, TDM_ENGINE_ERROR, code, message);
-  return FALSE;
-}
-
 static int *
 devices_count(const TdmField *f, gpointer target)
 {
@@ -85,7 +71,7 @@ parse_choice(const TdmField *f, const char *text, int *value, GError **error)
     return TRUE;
   g_autofree char *name = label(f);
   g_autofree char *choices = tdm_choice_list(f->choices(), -1);
-  return bad(error, TDM_ENGINE_ERROR_INVALID_OPTION, _("%s: unknown value “%s” (choose %s)"),
+  return tdm_error_set(error, TDM_ENGINE_ERROR_INVALID_OPTION, _("%s: unknown value “%s” (choose %s)"),
              name, text, choices);
 }
 
@@ -96,7 +82,7 @@ parse_signed(const TdmField *f, const char *text, gint64 min, gint64 max, gint64
   if (g_ascii_string_to_signed(text, 10, min, max, out, NULL))
     return TRUE;
   g_autofree char *name = label(f);
-  return bad(error, TDM_ENGINE_ERROR_INVALID_OPTION, _("%s: “%s” is not a whole number"),
+  return tdm_error_set(error, TDM_ENGINE_ERROR_INVALID_OPTION, _("%s: “%s” is not a whole number"),
              name, text);
 }
 
@@ -107,7 +93,7 @@ parse_unsigned(const TdmField *f, const char *text, guint64 max, guint64 *out,
   if (g_ascii_string_to_unsigned(text, 10, 0, max, out, NULL))
     return TRUE;
   g_autofree char *name = label(f);
-  return bad(error, TDM_ENGINE_ERROR_INVALID_OPTION,
+  return tdm_error_set(error, TDM_ENGINE_ERROR_INVALID_OPTION,
              _("%s: “%s” is not a non-negative whole number"), name, text);
 }
 
@@ -123,7 +109,7 @@ parse_double(const TdmField *f, const char *text, double *out, GError **error)
     return TRUE;
   }
   g_autofree char *name = label(f);
-  return bad(error, TDM_ENGINE_ERROR_INVALID_OPTION, _("%s: “%s” is not a number"), name,
+  return tdm_error_set(error, TDM_ENGINE_ERROR_INVALID_OPTION, _("%s: “%s” is not a number"), name,
              text);
 }
 
@@ -226,7 +212,7 @@ tdm_field_parse(const TdmField *f, gpointer target, const char *text, GError **e
     }
     if (!g_str_equal(text, "true") && !g_str_equal(text, "false")) {
       g_autofree char *name = label(f);
-      return bad(error, TDM_ENGINE_ERROR_INVALID_OPTION, _("%s: “%s” is not true or false"),
+      return tdm_error_set(error, TDM_ENGINE_ERROR_INVALID_OPTION, _("%s: “%s” is not true or false"),
                  name, text);
     }
     *AT(target, f, gboolean) = g_str_equal(text, "true");
@@ -328,7 +314,7 @@ tdm_field_check(const TdmField *f, gconstpointer target, GError **error)
   if (f->type == TDM_FIELD_STRING) {
     const char *s = *AT_CONST(target, f, char *);
     if ((s == NULL && (f->flags & TDM_FIELD_REQUIRED)) || (s != NULL && *s == '\0' && f->check))
-      return bad(error, TDM_ENGINE_ERROR_INVALID_OPTION, "%s: %s", name, tr(f, f->check));
+      return tdm_error_set(error, TDM_ENGINE_ERROR_INVALID_OPTION, "%s: %s", name, tr(f, f->check));
     return TRUE;
   }
   if (f->choices != NULL && f->type != TDM_FIELD_BOOL) {
@@ -336,7 +322,7 @@ tdm_field_check(const TdmField *f, gconstpointer target, GError **error)
     if (tdm_choice_name(f->choices(), value) != NULL)
       return TRUE;
     g_autofree char *choices = tdm_choice_list(f->choices(), -1);
-    return bad(error, TDM_ENGINE_ERROR_INVALID_OPTION, _("%s: unknown value %d (choose %s)"),
+    return tdm_error_set(error, TDM_ENGINE_ERROR_INVALID_OPTION, _("%s: unknown value %d (choose %s)"),
                name, value, choices);
   }
   if (!number(f, target, &v) || in_range(f, v))
@@ -347,11 +333,11 @@ tdm_field_check(const TdmField *f, gconstpointer target, GError **error)
   /* The check names the bounds it needs, in order; printf ignores the ones after. */
   if (f->flags & TDM_FIELD_CHECK_SAYS_VALUE) {
     g_autofree char *why = g_strdup_printf(tr(f, f->check), value, min, max);
-    return bad(error, TDM_ENGINE_ERROR_INVALID_OPTION, "%s: %s", name, why);
+    return tdm_error_set(error, TDM_ENGINE_ERROR_INVALID_OPTION, "%s: %s", name, why);
   }
   g_autofree char *why = f->check != NULL ? g_strdup_printf(tr(f, f->check), min, max)
                                           : g_strdup_printf(_("give %s to %s"), min, max);
-  return bad(error, TDM_ENGINE_ERROR_INVALID_OPTION, "%s %s: %s", name, value, why);
+  return tdm_error_set(error, TDM_ENGINE_ERROR_INVALID_OPTION, "%s %s: %s", name, value, why);
 }
 
 gboolean

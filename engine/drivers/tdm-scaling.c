@@ -145,22 +145,7 @@ tdm_scaling_measure_once(TdmConfig *cfg, long steps, TdmScalingMeter *run,
 
 /* ---- the driver ------------------------------------------------------------------ */
 
-const char *
-tdm_scaling_mode_name(TdmScalingMode mode)
-{
-  const char *name = tdm_choice_name(TDM_TYPE_SCALING_MODE, mode);
-  return name != NULL ? name : "strong";
-}
-
-gboolean
-tdm_scaling_mode_parse(const char *name, TdmScalingMode *mode)
-{
-  int v;
-  if (name == NULL || !tdm_choice_from_name(TDM_TYPE_SCALING_MODE, name, &v))
-    return FALSE;
-  *mode = (TdmScalingMode)v;
-  return TRUE;
-}
+TDM_CHOICE_NAMES(TdmScalingMode, tdm_scaling_mode, TDM_TYPE_SCALING_MODE)
 
 static gboolean
 check_cancelled(GCancellable *cancellable, GError **error)

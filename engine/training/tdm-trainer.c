@@ -15,7 +15,6 @@
 #include "tdm-i18n.h"
 #include "tdm-backend.h"
 #include "tdm-barrier.h"
-#include "tdm-choice.h"
 #include "tdm-communicator.h"
 #include "tdm-dataset.h"
 #include "tdm-distributed.h"
@@ -25,7 +24,6 @@
 #include "tdm-optimizer.h"
 #include "tdm-replica.h"
 #include "tdm-telemetry.h"
-#include "tdm-training-enum-types.h"
 #include "tdm-build-config.h"
 
 #include <math.h>
@@ -631,24 +629,6 @@ tdm_trainer_set_prewarm(TdmTrainer *t, TdmPrewarm mode)
 {
   g_return_if_fail(t != NULL);
   t->prewarm = mode;
-}
-
-/* The names are the GEnum's nicks (tdm-training-enum-types.h, generated). */
-const char *
-tdm_prewarm_name(TdmPrewarm mode)
-{
-  const char *name = tdm_choice_name(TDM_TYPE_PREWARM, mode);
-  return name != NULL ? name : "auto";
-}
-
-gboolean
-tdm_prewarm_from_name(const char *name, TdmPrewarm *mode)
-{
-  int v;
-  if (name == NULL || !tdm_choice_from_name(TDM_TYPE_PREWARM, name, &v))
-    return FALSE;
-  *mode = (TdmPrewarm)v;
-  return TRUE;
 }
 
 void

@@ -84,7 +84,7 @@ test_names(void)
   /* Every error code has its name (an export error is "export", not "other"). */
   g_assert_cmpuint(tdm_choice_count(TDM_TYPE_ENGINE_ERROR), ==, TDM_ENGINE_ERROR_EXPORT + 1);
   g_assert_cmpstr(tdm_choice_name(TDM_TYPE_ENGINE_ERROR, TDM_ENGINE_ERROR_EXPORT), ==, "export");
-  g_assert_cmpstr(tdm_prewarm_name(TDM_PREWARM_OFF), ==, "off");
+  g_assert_cmpstr(tdm_choice_name(TDM_TYPE_PREWARM, TDM_PREWARM_OFF), ==, "off");
   g_assert_cmpstr(tdm_scaling_mode_name(TDM_SCALING_WEAK), ==, "weak");
   int channels = -1;
   g_assert_true(tdm_color_from_name("rgb", &channels));

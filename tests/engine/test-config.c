@@ -41,20 +41,6 @@ test_defaults(void)
   g_assert_cmpfloat(tdm_base_recipe_lr(TDM_OPTIMIZER_SGD), ==, 0.01);
   g_assert_cmpfloat(tdm_base_recipe_lr(TDM_OPTIMIZER_MOMENTUM), ==, 0.01);
   g_assert_cmpfloat(tdm_base_recipe_lr(TDM_OPTIMIZER_NESTEROV), ==, 0.1);
-  /* The configuration starts from its field table's defaults, row by row: each row's
-   * default, read as a person would type it, is what tdm_config_new() holds. */
-  guint n;
-  const TdmField *fields = tdm_config_fields(&n);
-  for (guint i = 0; i < n; i++) {
-    if (fields[i].fallback == NULL)
-      continue;
-    g_autoptr(TdmConfig) one = g_new0(TdmConfig, 1);
-    g_autoptr(GError) error = NULL;
-    g_assert_true(tdm_field_parse(&fields[i], one, fields[i].fallback, &error));
-    g_assert_true(tdm_field_equal(&fields[i], c, one));
-    g_autofree char *text = tdm_field_text(&fields[i], c);
-    g_test_message("%s = %s", fields[i].key, text);
-  }
   g_assert_cmpfloat(c->beta1, ==, 0.9);
   g_assert_cmpfloat(c->beta2, ==, 0.999);
   g_assert_cmpfloat(c->eps, ==, 1e-8);
