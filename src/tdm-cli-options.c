@@ -48,6 +48,10 @@ static const TdmField fields[] = {
    .help = N_("Keep the run in the run history (the window lists it)")},
   {ROW, .key = "run-name", .flag = "run-name", .type = TDM_FIELD_STRING, .offset = AT(run_name),
    .help = N_("Name of the recorded run (default: its date)"), .arg = "NAME"},
+  {ROW, .key = "tensorboard", .flag = "tensorboard", .type = TDM_FIELD_STRING,
+   .offset = AT(tensorboard), .flags = TDM_FIELD_FILE,
+   .help = N_("Write the run's scalars as TensorBoard event files, in a folder of DIR named "
+              "after the run (--run-name, else its date)"), .arg = "DIR"},
   {ROW, .key = "history", .flag = "history", .type = TDM_FIELD_STRING, .offset = AT(history),
    .flags = TDM_FIELD_FILE, .default_text = history_default,
    .help = N_("Run history folder (default %s)"), .arg = "DIR"},
@@ -70,8 +74,9 @@ static const TdmField fields[] = {
    .arg = "N"},
   {ROW, .key = "export-onnx", .flag = "export-onnx", .type = TDM_FIELD_STRING,
    .offset = AT(export_onnx), .flags = TDM_FIELD_FILE,
-   .help = N_("Write the --resume checkpoint's network as an ONNX model for inference and "
-              "exit (input: float NCHW images in [0, 1]; output: logits)"), .arg = "FILE"},
+   .help = N_("Write the --resume checkpoint's network (or --network's with --init's "
+              "weights) as an ONNX model for inference and exit (input: float NCHW images "
+              "in [0, 1]; output: logits)"), .arg = "FILE"},
   {ROW, .key = "scaling", .flag = "scaling", .type = TDM_FIELD_CHOICE, .offset = AT(scaling),
    .choices = tdm_scaling_mode_get_type,
    .help = N_("Instead of training: a scaling run over the first 1, 2, … of the devices, "
@@ -89,6 +94,10 @@ static const TdmField fields[] = {
   {ROW, .key = "export-run", .flag = "export-run", .type = TDM_FIELD_STRING,
    .offset = AT(export_run),
    .help = N_("Print a run of the history as CSV (the window's export)"), .arg = "ID"},
+  {ROW, .key = "export-tensorboard", .flag = "export-tensorboard", .type = TDM_FIELD_STRING,
+   .offset = AT(export_tensorboard), .flags = TDM_FIELD_FILE,
+   .help = N_("With runs: write every run of the history as TensorBoard event files, a "
+              "folder of DIR each, and exit"), .arg = "DIR"},
   {ROW, .key = "list-devices", .flag = "list-devices", .type = TDM_FIELD_BOOL,
    .offset = AT(list_devices), .help = N_("List the devices and exit")},
   {ROW, .key = "json", .flag = "json", .type = TDM_FIELD_BOOL, .offset = AT(json),

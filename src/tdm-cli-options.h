@@ -22,6 +22,7 @@ typedef struct {
   gboolean print_config;
   gboolean record;           /* keep the run in the history */
   char *run_name, *history;
+  char *tensorboard;         /* a folder for the run's TensorBoard event files */
   double pace;               /* steps a second at most; 0: no limit */
   TdmPrewarm prewarm;
   gboolean distributed;
@@ -35,6 +36,7 @@ typedef struct {
   /* runs */
   gboolean list_runs;
   char *show_run, *export_run;
+  char *export_tensorboard;  /* every run as TensorBoard event files, under it */
   /* devices, and every command */
   gboolean list_devices, version, json, quiet;
 } TdmCliSettings;

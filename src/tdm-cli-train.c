@@ -16,6 +16,7 @@
 #include "tdm-error.h"
 #include "tdm-history.h"
 #include "tdm-onnx-export.h"
+#include "tdm-tensorboard-run.h"
 #include "tdm-trainer.h"
 
 #include <errno.h>
@@ -40,7 +41,7 @@ tdm_cli_check_save_path(const char *path, const char *flag, GError **error)
 }
 
 TdmConfig *
-tdm_cli_config_from_checkpoint(const char *path, GError **error)
+tdm_cli_config_from_checkpoint(const char *path, gboolean find_dataset, GError **error)
 {
   g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_load(path, error);
   if (ckpt == NULL)
@@ -63,6 +64,8 @@ tdm_cli_config_from_checkpoint(const char *path, GError **error)
    * its key, not on a flag the person never gave. */
   g_autofree char *source = g_strdup_printf("checkpoint %s", path);
   if (!tdm_config_validate_saved(c, source, error))
+    return NULL;
+  if (find_dataset && !tdm_checkpoint_find_dataset(ckpt, path, c, error))
     return NULL;
   return g_steal_pointer(&c);
 }
@@ -272,6 +275,14 @@ tdm_cli_train(TdmCli *cli, const TdmConfig *config)
     printer.recorder = recorder;
   }
 
+  g_autoptr(TdmTensorboardRun) tensorboard = NULL;
+  if (o->tensorboard != NULL && tdm_cli_saves_here(config)) {
+    tensorboard = tdm_tensorboard_run_new(o->tensorboard, o->run_name, &error);
+    if (tensorboard == NULL)
+      return tdm_cli_fail(TDM_CLI_EXIT_BAD_INPUT, "--tensorboard", error->message);
+    printer.tensorboard = tensorboard;
+  }
+
   g_autoptr(TdmTrainer) trainer = tdm_trainer_new(config, on_event, &printer);
   if (o->resume)
     tdm_trainer_set_resume_path(trainer, o->resume);
@@ -295,6 +306,15 @@ tdm_cli_train(TdmCli *cli, const TdmConfig *config)
               tdm_run_recorder_get_id(recorder), tdm_history_get_folder(history));
   }
 
+  if (tensorboard != NULL) {
+    g_autoptr(GError) tb_error = NULL;
+    if (!tdm_tensorboard_run_finish(tensorboard, &tb_error))
+      record_status = tdm_cli_fail(TDM_CLI_EXIT_RUNTIME, "--tensorboard", tb_error->message);
+    else if (!o->json && !o->quiet)
+      fprintf(stderr, _("tandem-train: TensorBoard event files in %s\n"),
+              tdm_tensorboard_run_get_folder(tensorboard));
+  }
+
   if (watch) {
     (void)!write(wake_pipe[1], "q", 1);
     g_thread_join(watch);
@@ -313,15 +333,23 @@ tdm_cli_train(TdmCli *cli, const TdmConfig *config)
 /* export (--export-onnx): the --resume checkpoint's network as an ONNX model; the engine
  * writes it (tdm-onnx-export.h), nothing is trained. */
 int
-tdm_cli_export(TdmCli *cli)
+tdm_cli_export(TdmCli *cli, const TdmConfig *weights)
 {
   const TdmCliSettings *o = &cli->settings;
   g_autoptr(GError) error = NULL;
-  if (!tdm_onnx_export_checkpoint(o->resume, o->export_onnx, &error))
-    return tdm_cli_fail(TDM_CLI_EXIT_BAD_INPUT,
-                g_error_matches(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_EXPORT)
-                  ? "--export-onnx" : "--resume",
-                error->message);
+  gboolean ok = weights == NULL
+                    ? tdm_onnx_export_checkpoint(o->resume, o->export_onnx, &error)
+                    : tdm_onnx_export_weights(weights->network, weights->init_path,
+                                              weights->image_size, weights->image_channels,
+                                              weights->normalize, o->export_onnx, &error);
+  if (!ok) {
+    const char *source = weights == NULL ? "--resume" : "--init";
+    if (g_error_matches(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_EXPORT))
+      source = "--export-onnx";
+    else if (g_str_has_prefix(error->message, "--"))
+      source = NULL;
+    return tdm_cli_fail(TDM_CLI_EXIT_BAD_INPUT, source, error->message);
+  }
   if (!o->quiet) {
     g_autofree char *display = g_filename_display_name(o->export_onnx);
     fprintf(stderr, _("tandem-train: wrote %s\n"), display);

@@ -27,6 +27,8 @@ struct _TdmCliCommand {
   const char *const *options;        /* its own rows */
   const char *const *choosers;       /* the flags that chose it before there were
                                       * commands (legacy form only) */
+  const char *outside;               /* N_(): the legacy form's refusal of one of its
+                                      * options given without them (%s twice: the flag) */
   int (*run) (TdmCli *cli);
 };
 
@@ -41,21 +43,26 @@ static int run_devices (TdmCli *cli);
 
 static const TdmCliCommand commands[] = {
   {"train", "", N_("Train a network (the command when none is named)"), LIST("*"),
-   LIST("resume", "config", "print-config", "record", "run-name", "history", "pace",
-        "prewarm", "distributed", "json", "quiet", "version"), NULL, run_train},
+   LIST("resume", "config", "print-config", "record", "run-name", "history", "tensorboard",
+        "pace", "prewarm", "distributed", "json", "quiet", "version"), NULL, NULL,
+   run_train},
   {"classify", "IMAGE|DIR…", N_("Classify images with a trained network"),
    LIST("network", "init", "image-size", "color", "normalize"),
-   LIST("resume", "top", "json", "quiet", "version"), LIST("classify"), run_classify},
+   LIST("resume", "top", "json", "quiet", "version"), LIST("classify"),
+   N_("%s: only with --classify"), run_classify},
   {"runs", "[show ID | export ID]", N_("List the run history, or print one run"), NULL,
-   LIST("history", "json", "version"), LIST("list-runs", "show-run", "export-run"),
+   LIST("history", "export-tensorboard", "json", "quiet", "version"),
+   LIST("list-runs", "show-run", "export-run"), N_("%s: goes with runs: tandem-train runs %s …"),
    run_runs},
-  {"export", "FILE", N_("Write a checkpoint's network as an ONNX model"), NULL,
-   LIST("resume", "quiet", "version"), LIST("export-onnx"), run_export},
+  {"export", "FILE", N_("Write a network as an ONNX model: a checkpoint's, or weights'"),
+   LIST("network", "init", "image-size", "color", "normalize"),
+   LIST("resume", "quiet", "version"), LIST("export-onnx"), N_("%s: only with --export-onnx"),
+   run_export},
   {"scaling", "strong|weak", N_("Measure the speed-up over 1, 2, … of the devices"),
    LIST("*"),
    LIST("config", "print-config", "record", "run-name", "history", "scaling-steps", "json",
-        "quiet", "version"), LIST("scaling"), run_scaling},
-  {"devices", "", N_("List the devices"), NULL, LIST("version"), LIST("list-devices"),
+        "quiet", "version"), LIST("scaling"), N_("%s: only with --scaling"), run_scaling},
+  {"devices", "", N_("List the devices"), NULL, LIST("version"), LIST("list-devices"), NULL,
    run_devices},
 };
 
@@ -188,11 +195,10 @@ check_legacy_flags(TdmCli *cli, gboolean classify, GError **error)
   if (cli->chosen_by != NULL)
     return tdm_cli_bad_option(error, _("%s: cannot be combined with %s"), cli->chosen_by,
                               outside);
-  /* The train command: the flag belongs to another, which names its chooser. */
+  /* The train command: the flag belongs to another, which says how it goes. */
   for (guint i = 0; i < G_N_ELEMENTS(commands); i++)
-    if (commands[i].choosers != NULL && listed(commands[i].options, outside + 2))
-      return tdm_cli_bad_option(error, _("%s: only with --%s"), outside,
-                                commands[i].choosers[0]);
+    if (commands[i].outside != NULL && listed(commands[i].options, outside + 2))
+      return tdm_cli_bad_option(error, _(commands[i].outside), outside, outside);
   return tdm_cli_bad_option(error, _("%s: not an option of tandem-train %s"), outside,
                             command->name);
 }
@@ -389,9 +395,12 @@ tdm_cli_build_config(TdmCli *cli, int *status)
                                         "settings come from its checkpoint)"));
     return NULL;
   }
-  g_autoptr(TdmConfig) config = s->resume   ? tdm_cli_config_from_checkpoint(s->resume, &error)
-                                : s->config ? tdm_cli_config_load(s->config, &error)
-                                            : tdm_config_new();
+  /* A resumed run without --dataset looks for its dataset where the checkpoint says. */
+  gboolean find_dataset = !tdm_cli_flags_given(cli->run_flags, "dataset");
+  g_autoptr(TdmConfig) config =
+      s->resume   ? tdm_cli_config_from_checkpoint(s->resume, find_dataset, &error)
+      : s->config ? tdm_cli_config_load(s->config, &error)
+                  : tdm_config_new();
   if (config == NULL || !apply_run_flags(cli, config, &error) ||
       !tdm_distributed_resolve_devices(config, &error) ||
       !tdm_config_validate(config, &error) || !check_run(cli, config, &error)) {
@@ -437,30 +446,43 @@ run_scaling(TdmCli *cli)
 
 /* The others ------------------------------------------------------------------- */
 
+/* classify's and export's network when it is not a checkpoint's: --network and --init
+ * (someone's weights), with the input's --image-size, --color and --normalize, read
+ * and checked as a run's would be. NULL after saying what is missing or wrong. */
+static TdmConfig *
+weights_config(TdmCli *cli, const char *flag)
+{
+  const TdmCliFlags *given = cli->run_flags;
+  if (!tdm_cli_flags_given(given, "init") || !tdm_cli_flags_given(given, "network")) {
+    tdm_cli_fail(TDM_CLI_EXIT_BAD_INPUT, flag,
+                 _("needs --resume CHECKPOINT (a trained run) or --network NAME --init FILE "
+                   "(weights)"));
+    return NULL;
+  }
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmConfig) c = tdm_config_new();
+  guint n;
+  const TdmField *fields = tdm_config_fields(&n);
+  if (!tdm_cli_flags_apply(given, c, &error) || !tdm_fields_check(fields, n, c, &error)) {
+    tdm_cli_fail(TDM_CLI_EXIT_BAD_INPUT, NULL, error->message);
+    return NULL;
+  }
+  return g_steal_pointer(&c);
+}
+
 static int
 run_classify(TdmCli *cli)
 {
   const TdmCliSettings *s = &cli->settings;
-  const TdmCliFlags *given = cli->run_flags;
-  const char *network = tdm_cli_flags_text(given, "network");
-  const char *init = tdm_cli_flags_text(given, "init");
-  if (s->resume != NULL && tdm_cli_flags_given(given, "image-size"))
+  if (s->resume != NULL && tdm_cli_flags_given(cli->run_flags, "image-size"))
     return tdm_cli_fail(TDM_CLI_EXIT_BAD_INPUT, "--image-size",
                         _("not with --classify: images are resized to the checkpoint's input "
                           "size"));
   if (s->resume != NULL)
     return tdm_cli_classify(s->resume, (const char *const *)cli->words, s->top, s->json);
-  if (init == NULL || network == NULL)
-    return tdm_cli_fail(TDM_CLI_EXIT_BAD_INPUT, "--classify",
-                        _("needs --resume CHECKPOINT (a trained run) or --network NAME --init "
-                          "FILE (weights)"));
-  /* The flags given, read and checked as a run's would be. */
-  g_autoptr(GError) error = NULL;
-  g_autoptr(TdmConfig) c = tdm_config_new();
-  guint n;
-  const TdmField *fields = tdm_config_fields(&n);
-  if (!tdm_cli_flags_apply(given, c, &error) || !tdm_fields_check(fields, n, c, &error))
-    return tdm_cli_fail(TDM_CLI_EXIT_BAD_INPUT, NULL, error->message);
+  g_autoptr(TdmConfig) c = weights_config(cli, "--classify");
+  if (c == NULL)
+    return TDM_CLI_EXIT_BAD_INPUT;
   return tdm_cli_classify_weights(c->network, c->init_path, c->image_size, c->image_channels,
                                   c->normalize, (const char *const *)cli->words, s->top,
                                   s->json);
@@ -470,6 +492,8 @@ static int
 run_runs(TdmCli *cli)
 {
   const TdmCliSettings *s = &cli->settings;
+  if (s->export_tensorboard != NULL)
+    return tdm_cli_runs_export_tensorboard(s->history, s->export_tensorboard, s->quiet);
   if (s->show_run != NULL)
     return tdm_cli_runs_show(s->history, s->show_run, s->json);
   if (s->export_run != NULL)
@@ -480,10 +504,10 @@ run_runs(TdmCli *cli)
 static int
 run_export(TdmCli *cli)
 {
-  if (cli->settings.resume == NULL)
-    return tdm_cli_fail(TDM_CLI_EXIT_BAD_INPUT, "--export-onnx",
-                        _("needs --resume CHECKPOINT: the trained network to export"));
-  return tdm_cli_export(cli);
+  if (cli->settings.resume != NULL)
+    return tdm_cli_export(cli, NULL);
+  g_autoptr(TdmConfig) weights = weights_config(cli, "--export-onnx");
+  return weights != NULL ? tdm_cli_export(cli, weights) : TDM_CLI_EXIT_BAD_INPUT;
 }
 
 static int

@@ -260,8 +260,9 @@ static const TdmField fields[] = {
               "(default %s)"), .arg = "HOW"},
   {.key = "init", .flag = "init", .type = TDM_FIELD_STRING, .offset = AT(init_path),
    .flags = FILE_NAME | WHEN_SET,
-   .help = N_("Start from the weights of a safetensors state_dict (PyTorch's names and "
-              "shapes)"), .arg = "FILE", .settings = "init-weights"},
+   .help = N_("Start from the weights of a state_dict: a .pth file of torch.save or "
+              "safetensors (PyTorch's names and shapes); torchvision: its download for "
+              "resnet18/34/50"), .arg = "FILE", .settings = "init-weights"},
   {.key = "freeze", .flag = "freeze", .type = TDM_FIELD_LIST, .offset = AT(freeze),
    .help = N_("Keep these modules fixed (names as in PyTorch, e.g. conv1,bn1,layer1; "
               "repeatable)"), .arg = "PREFIX"},

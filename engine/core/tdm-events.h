@@ -56,6 +56,10 @@ typedef struct {
    * and, where that is > 0, its CUDA ordinal (-1 on the CPU). */
   int gpu[TDM_MAX_REPLICAS];
   int gpu_replicas[TDM_MAX_REPLICAS];
+  /* The convolution engines' choices after the pre-warm, summed over the replicas:
+   * shapes × directions that went to cuDNN, to Tandem's own kernels, to im2col with a
+   * GEMM (all 0 where no backend has an engine: the CPU). */
+  int conv_cudnn, conv_own, conv_im2col;
 } TdmStartedEvent;
 
 /* The memory estimate (tdm-memory.h), sent before anything large is allocated. */

@@ -2,7 +2,8 @@
 /* test-zoo.c — networks from the model zoo against PyTorch itself: padded and strided
  * pools against torch's, torchvision's ResNet-18 and ResNet-50 (seeded weights, BN
  * statistics of real activations) loaded with --init's loader giving torch's
- * eval-mode logits, one SGD step from the same weights giving torch's weights,
+ * eval-mode logits (from safetensors, from the .pth torch.save wrote, and through
+ * --init torchvision from torch.hub's folder), one SGD step from the same weights giving torch's weights,
  * Tandem's cnn and resnet checkpoints read by the module tools/torch_module.py builds
  * (and resnet18's by torchvision's own) predicting what Tandem predicts, and
  * fine-tuning with a frozen backbone leaving it bit for bit. The numbers come from
@@ -23,6 +24,7 @@
 #include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #define PYTHON "/usr/bin/python3"
 
@@ -177,11 +179,8 @@ read_images(size_t *bytes)
 }
 
 static void
-check_logits(const char *network, int classes)
+check_logits_of(const char *network, const char *weights, int classes)
 {
-  if (!need_references())
-    return;
-  g_autofree char *weights = g_strdup_printf("%s/%s.safetensors", ref_dir, network);
   g_autoptr(GError) error = NULL;
   g_autoptr(TdmClassifier) cl = tdm_classifier_load_weights(network, weights, 0, 0, NULL,
                                                             &error);
@@ -197,21 +196,46 @@ check_logits(const char *network, int classes)
   for (int i = 0; i < 2; i++) {
     g_assert_true(tdm_classifier_run(cl, images + i * sample, probs, &error));
     double err = relative_error(tdm_classifier_logits(cl), expected + i * classes, classes);
-    g_test_message("%s image %d: logits within %.2g of PyTorch's", network, i, err);
+    g_test_message("%s from %s, image %d: logits within %.2g of PyTorch's", network, weights,
+                   i, err);
     g_assert_cmpfloat(err, <, 1e-4);
   }
+}
+
+/* The same weights as safetensors, as the .pth file torch.save wrote, and as
+ * torchvision's download in torch.hub's folder (--init torchvision): PyTorch's logits
+ * from each. */
+static void
+check_logits(const char *network, int classes, const char *torchvision_file)
+{
+  if (!need_references())
+    return;
+  g_autofree char *safetensors = g_strdup_printf("%s/%s.safetensors", ref_dir, network);
+  g_autofree char *pth = g_strdup_printf("%s/%s.pth", ref_dir, network);
+  check_logits_of(network, safetensors, classes);
+  check_logits_of(network, pth, classes);
+
+  g_autofree char *home = g_build_filename(ref_dir, "torch-home", NULL);
+  g_autofree char *folder = g_build_filename(home, "hub", "checkpoints", NULL);
+  g_autofree char *cached = g_build_filename(folder, torchvision_file, NULL);
+  g_assert_cmpint(g_mkdir_with_parents(folder, 0755), ==, 0);
+  g_assert_cmpint(symlink(pth, cached), ==, 0);
+  g_setenv("TORCH_HOME", home, TRUE);
+  check_logits_of(network, "torchvision", classes);
+  g_unsetenv("TORCH_HOME");
+  g_unlink(cached);
 }
 
 static void
 test_resnet18_logits(void)
 {
-  check_logits("resnet18", 10);
+  check_logits("resnet18", 10, "resnet18-f37072fd.pth");
 }
 
 static void
 test_resnet50_logits(void)
 {
-  check_logits("resnet50", 1000);
+  check_logits("resnet50", 1000, "resnet50-11ad3fa6.pth");
 }
 
 static void
@@ -687,7 +711,10 @@ remove_tree(const char *dir)
   const char *name;
   while ((name = g_dir_read_name(d)) != NULL) {
     g_autofree char *path = g_build_filename(dir, name, NULL);
-    g_remove(path);
+    if (g_file_test(path, G_FILE_TEST_IS_DIR) && !g_file_test(path, G_FILE_TEST_IS_SYMLINK))
+      remove_tree(path);
+    else
+      g_remove(path);
   }
   g_dir_close(d);
   g_rmdir(dir);

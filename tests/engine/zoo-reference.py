@@ -6,7 +6,8 @@ Exits 77 (skip) when they are not installed.
 
   zoo-reference.py torchvision DIR   torchvision's resnet18(num_classes=10) and resnet50
                                      with seeded weights and BN statistics gathered on
-                                     random images then perturbed, as safetensors; two
+                                     random images then perturbed, as safetensors and
+                                     as torch.save writes them (.pth); two
                                      224×224 images (uint8 NHWC), their eval-mode logits
                                      (ImageNet normalization), and resnet18 after one SGD
                                      step on them (lr 0.01, train mode)
@@ -73,6 +74,8 @@ def torchvision_refs(out):
     for name, classes, seed in (("resnet18", 10, 18), ("resnet50", 1000, 50)):
         model = seeded(name, classes, seed)
         tm.save_safetensors(model.state_dict(), os.path.join(out, name + ".safetensors"))
+        # The same weights as torchvision publishes them: torch.save of the state_dict.
+        torch.save(model.state_dict(), os.path.join(out, name + ".pth"))
         model.eval()
         with torch.no_grad():
             logits = model(to_input(images))
