@@ -23,9 +23,9 @@ LAYERS = {
     "training": ["model", "communication", "compute", "compute/devices", "data", "core",
                  "shared"],
     "export": ["training", "model", "core"],
-    "drivers": ["training", "model", "communication", "compute", "compute/devices", "data",
-                "core"],
-    "history": ["drivers", "core"],
+    "experiments": ["training", "model", "communication", "compute", "compute/devices",
+                    "data", "core"],
+    "history": ["experiments", "core"],
 }
 # What kernels/ may include of the engine: the rules it shares with the CPU backend.
 KERNELS_MAY_INCLUDE = ["shared"]

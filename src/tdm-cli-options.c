@@ -7,7 +7,7 @@
 #include <glib/gi18n.h>
 #include "tdm-cli-options.h"
 
-#include "tdm-drivers-enum-types.h"
+#include "tdm-experiments-enum-types.h"
 #include "tdm-error.h"
 #include "tdm-history.h"
 #include "tdm-training-enum-types.h"

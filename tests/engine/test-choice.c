@@ -9,7 +9,7 @@
 #include "tdm-base-recipe.h"
 #include "tdm-choice.h"
 #include "tdm-config.h"
-#include "tdm-drivers-enum-types.h"
+#include "tdm-experiments-enum-types.h"
 #include "tdm-error.h"
 #include "tdm-scaling.h"
 #include "tdm-trainer.h"

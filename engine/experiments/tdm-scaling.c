@@ -4,7 +4,7 @@
  * capture, first touches) and its epoch-end evaluations stay out of the figure. */
 #include "tdm-scaling.h"
 #include "tdm-choice.h"
-#include "tdm-drivers-enum-types.h"
+#include "tdm-experiments-enum-types.h"
 #include "tdm-iterator.h"
 #include "tdm-i18n.h"
 #include "tdm-error.h"
