@@ -5,6 +5,7 @@
  * at the end; JSON lines instead with --json (tdm-cli-json.c). */
 #include "tdm-cli-printer.h"
 #include <glib/gi18n.h>
+#include "tdm-cli-guard.h"
 #include "tdm-cli-json.h"
 
 #include <math.h>
@@ -154,8 +155,8 @@ print_started(TdmCliPrinter *p, const TdmStartedEvent *s)
   for (int i = 0; i < s->replicas; i++)
     g_string_append_printf(devices, "%s%s%s", i ? ", " : "", s->device[i],
                            i == s->main_replica && s->replicas > 1 ? _(" (main)") : "");
-  printf(_("training %s, %s parameters, on %s (%d train, %d test)\n"), s->network, params,
-         s->dataset, s->train_count, s->test_count);
+  tdm_cli_line(stdout, _("training %s, %s parameters, on %s (%d train, %d test)\n"),
+               s->network, params, s->dataset, s->train_count, s->test_count);
   printf(_("devices: %s; batch %d = "), devices->str, s->batch);
   for (int i = 0; i < s->replicas; i++)
     printf("%s%d", i ? " + " : "", s->shard[i]);
@@ -233,12 +234,13 @@ print_saved(TdmCliPrinter *p, const TdmSavedEvent *v)
   g_autofree char *display = g_filename_display_name(v->path);
   tdm_cli_printer_clear_bar(p);
   if (v->best)
-    printf(_("saved %s (the best so far: accuracy %.1f%%, epoch %d, step %ld)\n"), display,
-           100 * v->accuracy, v->epoch, v->step);
+    tdm_cli_line(stdout, _("saved %s (the best so far: accuracy %.1f%%, epoch %d, step %ld)\n"),
+                 display, 100 * v->accuracy, v->epoch, v->step);
   else if (p->start.steps_per_epoch > 0 && v->step % p->start.steps_per_epoch == 0)
-    printf(_("saved %s (epoch %d, step %ld)\n"), display, v->epoch, v->step);
+    tdm_cli_line(stdout, _("saved %s (epoch %d, step %ld)\n"), display, v->epoch,
+                 v->step);
   else
-    printf(_("saved %s (step %ld)\n"), display, v->step);
+    tdm_cli_line(stdout, _("saved %s (step %ld)\n"), display, v->step);
   fflush(stdout);
 }
 
@@ -369,9 +371,9 @@ tdm_cli_printer_on_event(const TdmEvent *ev, gpointer printer)
   case TDM_EVENT_STARTED:
     /* Skipped files are said once, whether or not progress is shown. */
     if (ev->started.notice[0] != '\0')
-      fprintf(stderr, _("tandem-train: warning: %s\n"), ev->started.notice);
+      tdm_cli_line(stderr, _("tandem-train: warning: %s\n"), ev->started.notice);
     if (ev->started.init_report[0] != '\0')
-      fprintf(stderr, _("tandem-train: --init: %s\n"), ev->started.init_report);
+      tdm_cli_line(stderr, _("tandem-train: --init: %s\n"), ev->started.init_report);
     if (p->bar || p->log)
       print_started(p, &ev->started);
     break;

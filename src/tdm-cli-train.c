@@ -9,6 +9,7 @@
 #include "tdm-cli-train.h"
 
 #include "tdm-checkpoint.h"
+#include "tdm-cli-guard.h"
 #include "tdm-cli-printer.h"
 #include "tdm-cli-scaling.h"
 #include "tdm-device.h"
@@ -302,8 +303,8 @@ tdm_cli_train(TdmCli *cli, const TdmConfig *config)
     if (!tdm_run_recorder_finish(recorder, &record_error))
       record_status = tdm_cli_fail(TDM_CLI_EXIT_RUNTIME, "--record", record_error->message);
     else if (!o->json && !o->quiet)
-      fprintf(stderr, _("tandem-train: recorded as run %s in %s\n"),
-              tdm_run_recorder_get_id(recorder), tdm_history_get_folder(history));
+      tdm_cli_line(stderr, _("tandem-train: recorded as run %s in %s\n"),
+                   tdm_run_recorder_get_id(recorder), tdm_history_get_folder(history));
   }
 
   if (tensorboard != NULL) {
@@ -311,8 +312,8 @@ tdm_cli_train(TdmCli *cli, const TdmConfig *config)
     if (!tdm_tensorboard_run_finish(tensorboard, &tb_error))
       record_status = tdm_cli_fail(TDM_CLI_EXIT_RUNTIME, "--tensorboard", tb_error->message);
     else if (!o->json && !o->quiet)
-      fprintf(stderr, _("tandem-train: TensorBoard event files in %s\n"),
-              tdm_tensorboard_run_get_folder(tensorboard));
+      tdm_cli_line(stderr, _("tandem-train: TensorBoard event files in %s\n"),
+                   tdm_tensorboard_run_get_folder(tensorboard));
   }
 
   if (watch) {
@@ -352,7 +353,7 @@ tdm_cli_export(TdmCli *cli, const TdmConfig *weights)
   }
   if (!o->quiet) {
     g_autofree char *display = g_filename_display_name(o->export_onnx);
-    fprintf(stderr, _("tandem-train: wrote %s\n"), display);
+    tdm_cli_line(stderr, _("tandem-train: wrote %s\n"), display);
   }
   return 0;
 }

@@ -14,6 +14,7 @@
 #include "tdm-dataset-folder.h"
 #include "tdm-distributed.h"
 #include "tdm-error.h"
+#include "tdm-file.h"
 #include "tdm-network-catalogue.h"
 
 #include <stdio.h>
@@ -102,10 +103,11 @@ tdm_cli_fail(int status, const char *flag, const char *message)
   char rank[32] = "";
   if (tdm_distributed_active())
     g_snprintf(rank, sizeof rank, "rank %d: ", tdm_distributed_rank());
+  /* Messages quote file and dataset names: tdm_cli_line escapes what they hold. */
   if (flag != NULL)
-    fprintf(stderr, _("tandem-train: %s%s: %s\n"), rank, flag, message);
+    tdm_cli_line(stderr, _("tandem-train: %s%s: %s\n"), rank, flag, message);
   else
-    fprintf(stderr, _("tandem-train: %s%s\n"), rank, message);
+    tdm_cli_line(stderr, _("tandem-train: %s%s\n"), rank, message);
   return status;
 }
 
@@ -363,11 +365,57 @@ apply_run_flags(TdmCli *cli, TdmConfig *c, GError **error)
   return TRUE;
 }
 
+typedef struct {
+  const char *flag, *path;
+} NamedPath;
+
+/* An output must not be an input: compared by device and inode, so "./val/../val/b.st"
+ * is val/b.st and a link is its target (the two outputs are one another's in
+ * tdm_config_validate). Going on with a run saves it where it was found (--save is
+ * --resume): that one pair is the point. */
+static gboolean
+check_paths(TdmCli *cli, const TdmConfig *c, GError **error)
+{
+  const TdmCliSettings *s = &cli->settings;
+  const NamedPath outputs[] = {{"--save", c->save_path}, {"--save-best", c->save_best_path}};
+  const NamedPath inputs[] = {{"--config", s->config},
+                              {"--init", tdm_cli_flags_text(cli->run_flags, "init")},
+                              {"--resume", s->resume}};
+  for (gsize i = 0; i < G_N_ELEMENTS(outputs); i++) {
+    if (outputs[i].path == NULL)
+      continue;
+    for (gsize k = 0; k < G_N_ELEMENTS(inputs); k++) {
+      if (inputs[k].path == NULL || (i == 0 && g_str_equal(inputs[k].flag, "--resume")))
+        continue;
+      if (tdm_file_same(outputs[i].path, inputs[k].path))
+        return tdm_cli_bad_option(error, _("%s %s: the same file as %s %s, which it would "
+                                           "overwrite"), outputs[i].flag, outputs[i].path,
+                                  inputs[k].flag, inputs[k].path);
+    }
+  }
+  return TRUE;
+}
+
+/* A resumed run's weights, like its settings, come from its checkpoint: FALSE, having
+ * said so, when --init is given beside --resume. */
+static gboolean
+check_init_with_resume(TdmCli *cli)
+{
+  if (cli->settings.resume == NULL || !tdm_cli_flags_given(cli->run_flags, "init"))
+    return TRUE;
+  tdm_cli_fail(TDM_CLI_EXIT_BAD_INPUT, "--init",
+               _("cannot be combined with --resume (a resumed run's weights come from its "
+                 "checkpoint)"));
+  return FALSE;
+}
+
 /* Flags that only mean something for some runs are refused, not ignored. */
 static gboolean
 check_run(TdmCli *cli, const TdmConfig *c, GError **error)
 {
   const TdmCliSettings *s = &cli->settings;
+  if (!check_paths(cli, c, error))
+    return FALSE;
   if (!tdm_cli_check_save_path(tdm_cli_saves_here(c) ? c->save_path : NULL,
                                tdm_cli_flags_given(cli->run_flags, "save") || s->resume == NULL
                                    ? "--save"
@@ -390,6 +438,8 @@ tdm_cli_build_config(TdmCli *cli, int *status)
   const TdmCliSettings *s = &cli->settings;
   g_autoptr(GError) error = NULL;
   *status = TDM_CLI_EXIT_BAD_INPUT;
+  if (!check_init_with_resume(cli))
+    return NULL;
   if (s->config != NULL && s->resume != NULL) {
     tdm_cli_fail(*status, "--config", _("cannot be combined with --resume (a resumed run's "
                                         "settings come from its checkpoint)"));
@@ -474,6 +524,8 @@ static int
 run_classify(TdmCli *cli)
 {
   const TdmCliSettings *s = &cli->settings;
+  if (!check_init_with_resume(cli))
+    return TDM_CLI_EXIT_BAD_INPUT;
   if (s->resume != NULL && tdm_cli_flags_given(cli->run_flags, "image-size"))
     return tdm_cli_fail(TDM_CLI_EXIT_BAD_INPUT, "--image-size",
                         _("not with --classify: images are resized to the checkpoint's input "
@@ -504,6 +556,8 @@ run_runs(TdmCli *cli)
 static int
 run_export(TdmCli *cli)
 {
+  if (!check_init_with_resume(cli))
+    return TDM_CLI_EXIT_BAD_INPUT;
   if (cli->settings.resume != NULL)
     return tdm_cli_export(cli, NULL);
   g_autoptr(TdmConfig) weights = weights_config(cli, "--export-onnx");

@@ -10,6 +10,7 @@
 #include "tdm-i18n.h"
 #include "tdm-json.h"
 #include "tdm-error.h"
+#include "tdm-file.h"
 
 #include <json-glib/json-glib.h>
 #include <math.h>
@@ -161,8 +162,10 @@ tdm_config_validate(const TdmConfig *c, GError **error)
   if (c->save_best_path != NULL && c->val_split <= 0)
     return invalid(error, _("--save-best: needs --val-split: the best checkpoint is chosen by "
                             "validation accuracy, never by the test set's"));
+  /* By device and inode, not by spelling: "val/b.st" and "./val/../val/b.st" are one
+   * file, and the best checkpoint would be overwritten every epoch. */
   if (c->save_best_path != NULL && c->save_path != NULL &&
-      g_str_equal(c->save_best_path, c->save_path))
+      tdm_file_same(c->save_best_path, c->save_path))
     return invalid(error, _("--save-best %s: the same file as --save"), c->save_best_path);
   if (c->save_every > 0 && c->save_path == NULL)
     return invalid(error, _("--save-every %d: needs --save FILE to save to"), c->save_every);
@@ -299,6 +302,26 @@ tdm_config_from_json(const char *json, GError **error)
   if (!tdm_fields_from_json(fields, n, json_node_get_object(root), c, error))
     return NULL;
   return g_steal_pointer(&c);
+}
+
+/* A typo in a hand-written --config file is named, not ignored: the keys are the
+ * saved rows' (what tdm_config_to_json can write). */
+char *
+tdm_config_json_unknown_key(const char *json)
+{
+  g_return_val_if_fail(json != NULL, NULL);
+  g_autoptr(JsonNode) root = tdm_json_parse(json, -1, TDM_ENGINE_ERROR_INVALID_OPTION, NULL);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root))
+    return NULL;
+  guint n;
+  const TdmField *fields = tdm_config_fields(&n);
+  g_autoptr(GList) members = json_object_get_members(json_node_get_object(root));
+  for (GList *m = members; m != NULL; m = m->next) {
+    const TdmField *f = tdm_fields_find(fields, n, m->data);
+    if (f == NULL || (f->flags & TDM_FIELD_NOT_SAVED) || !g_str_equal(f->key, m->data))
+      return g_strdup(m->data);
+  }
+  return NULL;
 }
 
 double
