@@ -184,18 +184,18 @@ tdm_config_validate_saved(const TdmConfig *c, const char *source, GError **error
   g_autoptr(GError) local = NULL;
   if (tdm_config_validate(c, &local))
     return TRUE;
-  /* Every message of tdm_config_validate starts with the flag ("--batch -7: …");
-   * here the value came from the file, so the file and the key are named instead. */
+  /* Every message of tdm_config_validate starts with the flag ("--batch -7: …"), or a
+   * row without one with its key ("bucket_bytes 0: …"); here the value came from the
+   * file, so the file and the key are named instead. */
   const char *m = local->message;
-  const TdmField *field = NULL;
-  gsize len = 0;
-  if (g_str_has_prefix(m, "--")) {
-    len = strcspn(m + 2, " :");
-    g_autofree char *flag = g_strndup(m + 2, len);
-    field = tdm_config_field(flag);
-  }
+  gsize skip = g_str_has_prefix(m, "--") ? 2 : 0;
+  gsize len = strcspn(m + skip, " :");
+  g_autofree char *name = g_strndup(m + skip, len);
+  const TdmField *field = tdm_config_field(name);
+  if (field != NULL && skip == 0 && field->flag != NULL)
+    field = NULL;
   if (field != NULL) {
-    const char *rest = m + 2 + len;
+    const char *rest = m + skip + len;
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
                 _("%s: bad value in its saved run configuration: key “%s”%s%s"), source,
                 field->key, *rest == ' ' ? " =" : "", rest);
