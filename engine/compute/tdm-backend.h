@@ -30,6 +30,7 @@
 #include <stdbool.h>
 
 #include "tdm-bn-moments.h"
+#include "tdm-device-id.h"
 #include "tdm-precision.h"
 
 G_BEGIN_DECLS
@@ -37,11 +38,6 @@ G_BEGIN_DECLS
 typedef struct _TdmBackend TdmBackend;
 /* The table of a backend's operations: its backends' business (tdm-backend-ops.h). */
 typedef struct _TdmBackendOps TdmBackendOps;
-
-typedef enum {
-  TDM_BACKEND_CPU,
-  TDM_BACKEND_CUDA,
-} TdmBackendKind;
 
 /* The sizes conv_pool_forward and conv_pool_backward take: kh·kw·c taps, out
  * channels. */
@@ -160,9 +156,9 @@ struct _TdmBackend {
   GMutex error_lock;
 };
 
-/* Creates the backend for one device: "cpu" or "cuda:N". Several backends may share
+/* Creates the backend for one device (the CPU, or GPU N). Several backends may share
  * one GPU (each has its own stream). */
-TdmBackend *tdm_backend_new (const char *device, TdmPrecision precision, GError **error);
+TdmBackend *tdm_backend_new (TdmDeviceId device, TdmPrecision precision, GError **error);
 void tdm_backend_free (TdmBackend *b);
 
 /* Backend constructors; the CUDA one exists only in builds with CUDA. */
@@ -171,10 +167,10 @@ TdmBackend *tdm_backend_cuda_new (int ordinal, TdmPrecision precision, GError **
 size_t tdm_backend_cuda_own_bytes (int ordinal);
 gboolean tdm_backend_cuda_available (void);
 
-/* Bytes a backend for `device` ("cpu", "cuda:N") allocates for itself when created, on
- * its byte counter: cuBLAS's workspace and scratch on a GPU, nothing on the CPU. For
- * the memory estimate (tdm-memory.h); 0 for devices this build cannot open. */
-size_t tdm_backend_own_bytes (const char *device);
+/* Bytes a backend for `device` allocates for itself when created, on its byte counter:
+ * cuBLAS's workspace and scratch on a GPU, nothing on the CPU. For the memory
+ * estimate (tdm-memory.h); 0 for devices this build cannot open. */
+size_t tdm_backend_own_bytes (TdmDeviceId device);
 
 /* Floats of scratch a backend of this kind needs to run a convolution of this shape
  * (any batch) through conv_forward and conv_backward, or 0 when it composes it from

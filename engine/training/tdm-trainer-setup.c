@@ -125,8 +125,7 @@ build_replicas(TdmTrainer *t, GError **error)
   t->timing = g_new0(Timing, t->replicas);
 
   for (int r = 0; r < t->replicas; r++) {
-    const char *device = cfg->devices[t->rank0 + r];
-    t->backends[r] = tdm_backend_new(device, cfg->precision, error);
+    t->backends[r] = tdm_backend_new(cfg->devices[t->rank0 + r], cfg->precision, error);
     if (t->backends[r] == NULL)
       return FALSE;
     t->backends[r]->deterministic = cfg->exact;
@@ -146,7 +145,7 @@ build_replicas(TdmTrainer *t, GError **error)
         g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY,
                     _("%s: the replica needs %s in all (parameters, gradients, activations "
                     "for %d samples and the dataset) and did not fit: %s"),
-                    device, whole, capacity, local->message);
+                    t->backends[r]->name, whole, capacity, local->message);
       } else {
         g_propagate_error(error, g_steal_pointer(&local));
       }
@@ -272,8 +271,8 @@ on_dataset_progress(int done, int total, gpointer data)
 static gboolean
 all_cpu(const TdmConfig *cfg)
 {
-  for (int i = 0; cfg->devices[i] != NULL; i++)
-    if (!g_str_equal(cfg->devices[i], "cpu"))
+  for (int i = 0; i < cfg->replicas; i++)
+    if (tdm_device_id_is_gpu(cfg->devices[i]))
       return FALSE;
   return TRUE;
 }

@@ -243,14 +243,12 @@ emit_started(TdmTrainer *t)
   const TdmConfig *cfg = t->config;
   TdmEvent e = {.kind = TDM_EVENT_STARTED};
   TdmStartedEvent *s = &e.started;
-  s->replicas = t->world;
+  tdm_started_event_set_devices(s, cfg->devices, t->world);
   s->main_replica = cfg->main_replica;
   for (int r = 0; r < t->world && r < TDM_MAX_REPLICAS; r++) {
-    g_strlcpy(s->device[r], cfg->devices[r], sizeof s->device[r]);
     int offset;
     tdm_trainer_shard(t, cfg->batch, r, &offset, &s->shard[r]);
   }
-  tdm_started_event_set_gpus(s);
   s->batch = cfg->batch;
   s->cpu_threads = t->cpu_threads;
   s->epochs = cfg->epochs;
@@ -643,25 +641,6 @@ tdm_trainer_set_prewarm(TdmTrainer *t, TdmPrewarm mode)
 {
   g_return_if_fail(t != NULL);
   t->prewarm = mode;
-}
-
-static const char *const prewarm_names[] = {"auto", "on", "off"};
-
-const char *
-tdm_prewarm_name(TdmPrewarm mode)
-{
-  return (guint)mode < G_N_ELEMENTS(prewarm_names) ? prewarm_names[mode] : "auto";
-}
-
-gboolean
-tdm_prewarm_from_name(const char *name, TdmPrewarm *mode)
-{
-  for (guint i = 0; i < G_N_ELEMENTS(prewarm_names); i++)
-    if (name != NULL && g_str_equal(name, prewarm_names[i])) {
-      *mode = (TdmPrewarm)i;
-      return TRUE;
-    }
-  return FALSE;
 }
 
 void
