@@ -32,6 +32,7 @@
 
 #include "tdm-cli-classify.h"
 #include "tdm-cli-guard.h"
+#include "tdm-cli-lr-find.h"
 #include "tdm-cli-options.h"
 #include "tdm-cli-printer.h"
 #include "tdm-cli-runs.h"
@@ -281,7 +282,7 @@ run(const TdmConfig *config, const TdmCliOptions *o)
     .setup_said = -1,
     .cancellable = cancellable,
   };
-  printer.t_epoch = g_get_monotonic_time();
+  printer.t_start = printer.t_epoch = g_get_monotonic_time();
 
   GThread *watch = NULL;
   /* Under mpirun, Ctrl-C is mpirun's: it ends every rank with SIGTERM and then
@@ -322,6 +323,8 @@ run(const TdmConfig *config, const TdmCliOptions *o)
   if (printer.log)
     tdm_trainer_set_summary_parts(trainer, 10);
   tdm_trainer_set_pace(trainer, pace);
+  /* A default batch gives way to a small dataset; one the person chose does not. */
+  tdm_trainer_set_batch_fits(trainer, o->batch == NULL && o->resume == NULL && o->config == NULL);
   tdm_trainer_set_prewarm(trainer, prewarm);
   gboolean ok = tdm_trainer_run(trainer, cancellable, &error);
   tdm_cli_printer_clear_bar(&printer);
@@ -428,6 +431,41 @@ scaling_run(const TdmConfig *config, const TdmCliScaling *scaling)
   return record_status;
 }
 
+/* --lr-find: the options that make no sense with it are refused before anything runs;
+ * Ctrl-C ends the test with the points so far. */
+static int
+lr_find_run(const TdmConfig *config, const TdmCliOptions *o)
+{
+  g_autoptr(GError) error = NULL;
+  double first, last;
+  int steps;
+  if (!tdm_cli_lr_find_options(o, &first, &last, &steps, &error))
+    return fail(EXIT_BAD_INPUT, NULL, error->message);
+  if (o->resume != NULL || o->distributed || o->scaling != NULL || o->record)
+    return fail(EXIT_BAD_INPUT, "--lr-find",
+                o->resume != NULL ? _("cannot be combined with --resume (it tests a fresh start)")
+                : o->record       ? _("cannot be combined with --record (it is not a run to keep)")
+                : o->distributed  ? _("cannot be combined with --distributed")
+                                  : _("cannot be combined with --scaling"));
+  g_autoptr(GCancellable) cancellable = g_cancellable_new();
+  GThread *watch = NULL;
+  g_atomic_int_set(&training_started, 1);
+  if (interrupts_install())
+    watch = g_thread_new("tdm-interrupt", interrupt_watch, cancellable);
+  gboolean ok = tdm_cli_lr_find(config, first, last, steps, o->json, o->quiet, cancellable,
+                                &error);
+  if (watch) {
+    (void)!write(wake_pipe[1], "q", 1);
+    g_thread_join(watch);
+  }
+  if (!ok) {
+    int status = exit_status_for(error, FALSE);
+    return status == EXIT_INTERRUPTED ? status
+                                      : fail(status, flag_of(error, FALSE, FALSE), error->message);
+  }
+  return g_cancellable_is_cancelled(cancellable) ? EXIT_INTERRUPTED : 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -442,10 +480,15 @@ main(int argc, char **argv)
   TdmCliOptions o = {0};
   g_autoptr(GError) error = NULL;
   GOptionContext *context = tdm_cli_options_context(&o);
+  g_auto(GStrv) given = g_strdupv(argv);
   gboolean parsed = g_option_context_parse(context, &argc, &argv, &error);
   g_option_context_free(context);
   if (!parsed) {
     tdm_cli_options_clear(&o);
+    g_autofree char *unknown = g_error_matches(error, G_OPTION_ERROR, G_OPTION_ERROR_UNKNOWN_OPTION)
+                               ? tdm_cli_unknown_option(given) : NULL;
+    if (unknown != NULL)
+      return fail(EXIT_BAD_INPUT, NULL, unknown);
     g_autofree char *flag =
         error->domain == G_CONVERT_ERROR ? tdm_cli_undecodable_option(argc, argv) : NULL;
     if (flag != NULL)
@@ -477,6 +520,7 @@ main(int argc, char **argv)
   }
 
   int status = 0;
+  const char *launcher = NULL;
   if (o.classify == NULL && o.top != NULL) {
     status = fail(EXIT_BAD_INPUT, "--top", _("only with --classify"));
   } else if (o.classify != NULL && o.image_size != NULL && o.resume != NULL) {
@@ -515,6 +559,12 @@ main(int argc, char **argv)
                                         (const char *const *)o.classify, (int)top, o.json);
     else
       status = tdm_cli_classify(o.resume, (const char *const *)o.classify, (int)top, o.json);
+  } else if (!o.distributed && tdm_cli_launched_by_mpi(&launcher) > 1) {
+    g_autofree char *message = g_strdup_printf(
+        _("started by mpirun as one of %d processes (%s) without --distributed: each would "
+          "train a copy of its own; add --distributed to train one run across them"),
+        tdm_cli_launched_by_mpi(NULL), launcher);
+    status = fail(EXIT_BAD_INPUT, NULL, message);
   } else if (o.distributed && !tdm_distributed_init(&argc, &argv, &error)) {
     status = fail(EXIT_RUNTIME, "--distributed", error->message);
   } else {
@@ -549,6 +599,12 @@ main(int argc, char **argv)
         status = scaling_run(config, &scaling);
     } else if (o.scaling_steps != NULL) {
       status = fail(EXIT_BAD_INPUT, "--scaling-steps", _("only with --scaling"));
+    } else if (o.lr_find) {
+      status = lr_find_run(config, &o);
+    } else if (o.lr_find_range != NULL || o.lr_find_steps != NULL) {
+      status = fail(EXIT_BAD_INPUT, o.lr_find_range != NULL ? "--lr-find-range"
+                                                             : "--lr-find-steps",
+                    _("only with --lr-find"));
     } else
       status = run(config, &o);
   }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-cli-guard.h — tandem-train's checks on its own input and output: the option
- * whose value is not text, and stdout checked once at exit. Not the option parsing
+ * whose value is not text, a start by mpirun that --distributed did not ask for, and
+ * stdout checked once at exit. Not the option parsing
  * (tdm-cli-options.c).
  */
 #pragma once
@@ -16,3 +17,8 @@ char *tdm_cli_undecodable_option (int argc, char **argv);
  * full disk, a closed pipe) ends the process with `status` and one message, not a
  * silent 0. */
 void tdm_cli_check_stdout_at_exit (int status);
+
+/* The number of processes an MPI launcher (mpirun, mpiexec, Hydra, MVAPICH) started
+ * this one among, from the variable it sets (named in *variable), or 0 outside one:
+ * without --distributed each of them would train a copy of its own. */
+int tdm_cli_launched_by_mpi (const char **variable);

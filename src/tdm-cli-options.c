@@ -14,9 +14,11 @@
 #include "tdm-error.h"
 #include "tdm-exact.h"
 #include "tdm-network-catalogue.h"
+#include "tdm-suggest.h"
 
 #include <errno.h>
 #include <math.h>
+#include <string.h>
 
 void
 tdm_cli_options_clear(TdmCliOptions *o)
@@ -29,7 +31,10 @@ tdm_cli_options_clear(TdmCliOptions *o)
     &o->batchnorm, &o->decay_on, &o->warmup, &o->smoothing, &o->crop, &o->flip,
     &o->test_shift, &o->run_name, &o->history, &o->pace, &o->scaling, &o->scaling_steps,
     &o->prewarm, &o->export_onnx, &o->val_split, &o->save_best, &o->save_every,
-    &o->early_stop, &o->config, &o->show_run, &o->export_run,
+    &o->early_stop, &o->config, &o->show_run, &o->export_run, &o->monitor, &o->monitor_mode,
+    &o->min_delta, &o->plateau_patience, &o->accumulate, &o->clip_grad_norm,
+    &o->resized_crop, &o->resized_crop_ratio, &o->jitter, &o->erase, &o->lr_find_range,
+    &o->lr_find_steps,
   };
   for (gsize i = 0; i < G_N_ELEMENTS(strings); i++)
     g_clear_pointer(strings[i], g_free);
@@ -86,8 +91,11 @@ static const char *const description = N_(
   "all devices every step, so N devices train exactly as one with the same batch.\n"
   "Exact mode (--exact, chunks of --exact-chunk samples): see the end.\n"
   "Augmentation: --crop P shifts each image by up to P pixels (zero padded),\n"
-  "--flip mirrors half of them (auto: not for digits, mnist and synthetic); both\n"
-  "depend only on the seed, epoch and sample, never on the number of devices.\n"
+  "--flip mirrors half of them (auto: not for digits, mnist and synthetic); for\n"
+  "photos --resized-crop A,B crops A to B of the area and resizes it back, --jitter\n"
+  "changes brightness, contrast and saturation, --erase P blanks a rectangle (the\n"
+  "built-in networks' recipes turn these on for a folder of images). All depend only\n"
+  "on the seed, epoch and sample, never on the number of devices.\n"
   "Evaluation (not timed): --test-flip averages each test image's logits with its\n"
   "mirror's; --test-shift P adds its copies shifted P pixels up, down, left and\n"
   "right (zero filled; each mirrored too with --test-flip).\n"
@@ -105,19 +113,28 @@ static const char *const description = N_(
   "  tandem-train --dataset ~/photos --image-size 64 --color rgb --save photos.st\n"
   "  tandem-train --resume photos.st --classify cat.jpg dog.png ~/more-photos\n"
   "  tandem-train --resume photos.st --export-onnx photos.onnx\n"
+  "  tandem-train --val-split 0.1 --early-stop 5 --save-best best.st\n"
+  "  tandem-train --batch 64 --accumulate 8 --clip-grad-norm 1\n"
+  "  tandem-train --network cnn --lr-find > lr.csv\n"
   "\n"
   "Validation: --val-split 0.1 holds out a tenth of the training set (chosen by the\n"
-  "seed) and evaluates it every epoch; --save-best FILE keeps the checkpoint of the best\n"
-  "validation accuracy, --early-stop P ends a run after P epochs without a better one.\n"
-  "The test set stays the final measure.\n"
+  "seed) and evaluates it every epoch; --save-best FILE keeps the checkpoint of the\n"
+  "best epoch by --monitor (val_loss unless told), --early-stop P ends a run after P\n"
+  "epochs without a better one, --schedule plateau lowers the rate after\n"
+  "--plateau-patience. The test set stays the final measure.\n"
+  "\n"
+  "Gradients: --accumulate N trains N micro-batches of --batch a step and combines\n"
+  "the gradients once (the others' communication is skipped, as DDP's no_sync);\n"
+  "--clip-grad-norm X scales the combined gradient down to norm X. --lr-find runs\n"
+  "Smith's range test instead of training and suggests a --lr.\n"
   "\n"
   "Runs: --record keeps a run in the history that the window lists;\n"
   "  tandem-train runs                       lists them (--json: one object a line)\n"
   "  tandem-train --show-run ID              its settings and epochs\n"
   "  tandem-train --export-run ID > run.csv  its metrics, as the window exports them\n"
-  "  tandem-train --network cnn --print-config > cnn.json\n"
-  "  tandem-train --config cnn.json          the same run again (or --config a run\n"
-  "                                          file or a checkpoint; flags override it)\n"
+  "  tandem-train --print-config > run.json  the settings as JSON, to edit or keep\n"
+  "  tandem-train --config run.json          the same run again; flags override it\n"
+  "--config also takes a run file of the history or a checkpoint.\n"
   "\n"
   "With --resume the run's settings come from the checkpoint (all but --max-steps);\n"
   "flags given as well override them (e.g. --epochs to train longer), and\n"
@@ -197,6 +214,35 @@ append_wrapped(GString *text, const char *paragraph, glong width)
   g_string_append_c(text, '\n');
 }
 
+/* The long names of the last context's entries (static strings). */
+static GPtrArray *option_names;
+
+char *
+tdm_cli_unknown_option(char **argv)
+{
+  g_return_val_if_fail(option_names != NULL, NULL);
+  for (int i = 1; argv != NULL && argv[i] != NULL; i++) {
+    const char *arg = argv[i];
+    if (g_str_equal(arg, "--"))
+      break;
+    if (!g_str_has_prefix(arg, "--") || arg[2] == '\0')
+      continue;
+    g_autofree char *name = g_strndup(arg + 2, strcspn(arg + 2, "="));
+    gboolean known = FALSE;
+    for (guint k = 0; k < option_names->len && !known; k++)
+      known = g_str_equal(name, g_ptr_array_index(option_names, k));
+    if (known)
+      continue;
+    const char *near = tdm_suggest(name, (const char *const *)option_names->pdata,
+                                   (int)option_names->len);
+    if (near != NULL)
+      return g_strdup_printf(_("unknown option --%s; did you mean --%s? (--help lists every "
+                               "option)"), name, near);
+    return g_strdup_printf(_("unknown option --%s (--help lists every option)"), name);
+  }
+  return NULL;
+}
+
 GOptionContext *
 tdm_cli_options_context(TdmCliOptions *o)
 {
@@ -231,7 +277,7 @@ tdm_cli_options_context(TdmCliOptions *o)
     {"step-epochs", 0, 0, G_OPTION_ARG_STRING, &o->step_epochs,
      N_("Epochs between steps of --schedule step (10)"), "N"},
     {"gamma", 0, 0, G_OPTION_ARG_STRING, &o->gamma,
-     N_("Factor at each step of --schedule step (0.1)"), "X"},
+     N_("Factor at each step of --schedule step or plateau (0.1)"), "X"},
     {"strategy", 0, 0, G_OPTION_ARG_STRING, &o->strategy,
      choice_help(N_("%s; see below"), TDM_TYPE_STRATEGY, d->strategy), "NAME"},
     {"precision", 0, 0, G_OPTION_ARG_STRING, &o->precision,
@@ -257,6 +303,18 @@ tdm_cli_options_context(TdmCliOptions *o)
     {"flip", 0, 0, G_OPTION_ARG_STRING, &o->flip,
      choice_help(N_("Random horizontal flip in training: %s"), TDM_TYPE_FLIP_SETTING, d->flip),
      "WHEN"},
+    {"resized-crop", 0, 0, G_OPTION_ARG_STRING, &o->resized_crop,
+     N_("Random resized crop: a part of A to B of each image's area, resized to the sample "
+        "(e.g. 0.08,1; default off)"), "A,B"},
+    {"resized-crop-ratio", 0, 0, G_OPTION_ARG_STRING, &o->resized_crop_ratio,
+     N_("With --resized-crop: the crop's aspect ratios, width over height (default "
+        "0.75,1.333)"), "A,B"},
+    {"jitter", 0, 0, G_OPTION_ARG_STRING, &o->jitter,
+     N_("Colour jitter: brightness, contrast and saturation each times 1 ± X (one X for all "
+        "three, e.g. 0.4; default off)"), "B,C,S"},
+    {"erase", 0, 0, G_OPTION_ARG_STRING, &o->erase,
+     N_("Random erasing: with probability P, a rectangle of 2–33 % of the image set to 0 "
+        "(default 0: off)"), "P"},
     {"test-flip", 0, 0, G_OPTION_ARG_NONE, &o->test_flip,
      N_("Evaluate each test image and its mirror and average the two"), NULL},
     {"no-test-flip", 0, 0, G_OPTION_ARG_NONE, &o->no_test_flip,
@@ -278,9 +336,27 @@ tdm_cli_options_context(TdmCliOptions *o)
      N_("Hold out this fraction of the training set (seeded) and evaluate it every epoch "
      "(default 0: none)"), "F"},
     {"save-best", 0, 0, G_OPTION_ARG_FILENAME, &o->save_best,
-     N_("With --val-split: keep the checkpoint of the best validation accuracy"), "FILE"},
+     N_("Keep the checkpoint of the epoch with the best --monitor metric"), "FILE"},
     {"early-stop", 0, 0, G_OPTION_ARG_STRING, &o->early_stop,
-     N_("With --val-split: end after P epochs without a better validation accuracy"), "P"},
+     N_("End after P epochs without a better --monitor metric (default 0: never)"), "P"},
+    {"monitor", 0, 0, G_OPTION_ARG_STRING, &o->monitor,
+     choice_help(N_("What --early-stop, --save-best and --schedule plateau watch: %s "
+                    "(val_…: needs --val-split)"), TDM_TYPE_MONITOR, d->monitor), "METRIC"},
+    {"monitor-mode", 0, 0, G_OPTION_ARG_STRING, &o->monitor_mode,
+     choice_help(N_("Whether the --monitor metric improves downwards or upwards: %s (auto: min "
+                    "for a loss, max for an accuracy)"), TDM_TYPE_MONITOR_MODE, d->monitor_mode),
+     "MODE"},
+    {"min-delta", 0, 0, G_OPTION_ARG_STRING, &o->min_delta,
+     N_("The least change of the --monitor metric that counts as better (default 0)"), "X"},
+    {"plateau-patience", 0, 0, G_OPTION_ARG_STRING, &o->plateau_patience,
+     number_help(N_("--schedule plateau: epochs without a better --monitor metric before the "
+                    "rate is multiplied by --gamma (default %d)"), d->plateau_patience), "N"},
+    {"accumulate", 0, 0, G_OPTION_ARG_STRING, &o->accumulate,
+     N_("Micro-batches of --batch an optimizer step, gradients combined once, after the last "
+        "(DDP's no_sync; default 1)"), "N"},
+    {"clip-grad-norm", 0, 0, G_OPTION_ARG_STRING, &o->clip_grad_norm,
+     N_("Scale the gradient down to this global norm where it is larger, after combining "
+        "(default 0: off)"), "X"},
     {"resume", 0, 0, G_OPTION_ARG_FILENAME, &o->resume,
      N_("Continue the run saved in a checkpoint"), "FILE"},
     {"image-size", 0, 0, G_OPTION_ARG_STRING, &o->image_size,
@@ -330,6 +406,14 @@ tdm_cli_options_context(TdmCliOptions *o)
     {"prewarm", 0, 0, G_OPTION_ARG_STRING, &o->prewarm,
      N_("Before the clock starts, one untimed step of each batch shape, then undone: "
      "auto (default: on with a GPU), on or off"), "WHEN"},
+    {"lr-find", 0, 0, G_OPTION_ARG_NONE, &o->lr_find,
+     N_("Instead of training: a learning-rate range test (Smith's); prints each step's rate "
+        "and loss as CSV and suggests a rate"), NULL},
+    {"lr-find-range", 0, 0, G_OPTION_ARG_STRING, &o->lr_find_range,
+     N_("With --lr-find: the first and last rate, growing exponentially (default 1e-7,10)"),
+     "A,B"},
+    {"lr-find-steps", 0, 0, G_OPTION_ARG_STRING, &o->lr_find_steps,
+     N_("With --lr-find: steps from the first rate to the last (default 100)"), "N"},
     {"print-config", 0, 0, G_OPTION_ARG_NONE, &o->print_config,
      N_("Print the run's settings as JSON (for --config) and exit"), NULL},
     {"config", 0, 0, G_OPTION_ARG_FILENAME, &o->config,
@@ -352,6 +436,13 @@ tdm_cli_options_context(TdmCliOptions *o)
      N_("Run as one rank of mpirun -np N, a device each (see below)"), NULL},
     {NULL},
   };
+  /* The names, for the advice on a mistyped one. */
+  g_clear_pointer(&option_names, g_ptr_array_unref);
+  option_names = g_ptr_array_new();
+  for (gsize i = 0; entries[i].long_name != NULL; i++)
+    g_ptr_array_add(option_names, (gpointer)entries[i].long_name);
+  g_ptr_array_add(option_names, (gpointer) "help");
+  g_ptr_array_add(option_names, (gpointer) "help-all");
   GOptionContext *context = g_option_context_new(NULL);
   g_option_context_set_translation_domain(context, GETTEXT_PACKAGE);
   g_option_context_set_summary(context, summary);
@@ -422,11 +513,25 @@ tdm_cli_parse_double(const char *flag, const char *text, double *out, GError **e
 /* The same for a choice with a GEnum: the names listed are its nicks. */
 #define ENUM_OPTION(flag, text, parse, out, type)                                          \
   do {                                                                                     \
-    if ((text) != NULL && !parse((text), (out))) {                                         \
-      g_autofree char *choices = tdm_choice_list((type), -1);                              \
-      return tdm_cli_bad_option(error, "%s: unknown value “%s” (choose %s)", flag, (text), choices); \
-    }                                                                                      \
+    if ((text) != NULL && !parse((text), (out)))                                           \
+      return unknown_choice(error, flag, (text), (type));                                  \
   } while (0)
+
+/* A value a GEnum does not name: the nearest that it does, and all of them. */
+static gboolean
+unknown_choice(GError **error, const char *flag, const char *text, GType type)
+{
+  g_autofree char *choices = tdm_choice_list(type, -1);
+  guint count = tdm_choice_count(type);
+  g_autofree const char **names = g_new0(const char *, count + 1);
+  for (guint i = 0; i < count; i++)
+    names[i] = tdm_choice_name(type, (int)i);
+  const char *near = tdm_suggest(text, names, (int)count);
+  if (near != NULL)
+    return tdm_cli_bad_option(error, _("%s: unknown value “%s”; did you mean %s? (choose %s)"),
+                              flag, text, near, choices);
+  return tdm_cli_bad_option(error, "%s: unknown value “%s” (choose %s)", flag, text, choices);
+}
 
 /* "a,b" given once or repeated: one list. */
 static char **
@@ -469,6 +574,50 @@ finetune_options_apply(const TdmCliOptions *o, TdmConfig *c, GError **error)
       return tdm_cli_bad_option(error, _("--train: unknown value “%s” (choose head or all)"), o->train);
     c->train_head = g_str_equal(o->train, "head");
   }
+  return TRUE;
+}
+
+/* "A,B" (or "A,B,C") into out[n]; with `one_for_all`, a single "A" fills every
+ * place. */
+static gboolean
+parse_numbers(const char *flag, const char *text, double *out, int n, gboolean one_for_all,
+              GError **error)
+{
+  if (text == NULL)
+    return TRUE;
+  g_auto(GStrv) parts = g_strsplit(text, ",", -1);
+  int given = (int)g_strv_length(parts);
+  if (given != n && !(one_for_all && given == 1))
+    return tdm_cli_bad_option(error, n == 2 ? _("%s: “%s”: expected two numbers, A,B")
+                                            : _("%s: “%s”: expected one number or three, "
+                                                "B,C,S"), flag, text);
+  for (int i = 0; i < n; i++) {
+    const char *part = g_strstrip(parts[given == 1 ? 0 : i]);
+    if (!tdm_cli_parse_double(flag, part, &out[i], error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* --monitor and the other training controls (tdm-config-controls.c). */
+static gboolean
+controls_options_apply(const TdmCliOptions *o, TdmConfig *c, GError **error)
+{
+  ENUM_OPTION("--monitor", o->monitor, tdm_monitor_from_name, &c->monitor, TDM_TYPE_MONITOR);
+  ENUM_OPTION("--monitor-mode", o->monitor_mode, tdm_monitor_mode_from_name, &c->monitor_mode,
+              TDM_TYPE_MONITOR_MODE);
+  if (!tdm_cli_parse_double("--min-delta", o->min_delta, &c->min_delta, error) ||
+      !parse_int("--plateau-patience", o->plateau_patience, &c->plateau_patience, error) ||
+      !parse_int("--accumulate", o->accumulate, &c->accumulate, error) ||
+      !tdm_cli_parse_double("--clip-grad-norm", o->clip_grad_norm, &c->clip_grad_norm, error) ||
+      !parse_numbers("--resized-crop", o->resized_crop, c->crop_scale, 2, FALSE, error) ||
+      !parse_numbers("--resized-crop-ratio", o->resized_crop_ratio, c->crop_ratio, 2, FALSE,
+                     error) ||
+      !parse_numbers("--jitter", o->jitter, c->jitter, 3, TRUE, error) ||
+      !tdm_cli_parse_double("--erase", o->erase, &c->erase, error))
+    return FALSE;
+  if (o->resized_crop_ratio != NULL && c->crop_scale[0] <= 0)
+    return tdm_cli_bad_option(error, _("--resized-crop-ratio: only with --resized-crop"));
   return TRUE;
 }
 
@@ -515,6 +664,8 @@ tdm_cli_options_apply(const TdmCliOptions *o, TdmConfig *c, GError **error)
     g_free(c->save_best_path);
     c->save_best_path = g_strdup(o->save_best);
   }
+  if (!controls_options_apply(o, c, error))
+    return FALSE;
   if (o->test_flip && o->no_test_flip)
     return tdm_cli_bad_option(error, _("--test-flip and --no-test-flip: give one of them"));
   if (o->test_flip || o->no_test_flip)

@@ -28,7 +28,17 @@ typedef struct {
   char *config, *show_run, *export_run;
   gboolean print_config, list_runs;
   char *normalize, *init, *train, **freeze, **lr_scale;
+  char *monitor, *monitor_mode, *min_delta, *plateau_patience;
+  char *accumulate, *clip_grad_norm;
+  char *resized_crop, *resized_crop_ratio, *jitter, *erase;
+  gboolean lr_find;
+  char *lr_find_range, *lr_find_steps;
 } TdmCliOptions;
+
+/* After GOption refused an unknown option: the message for the first unknown
+ * "--name" in argv (as it was before parsing), with the nearest known option when one
+ * is near ("did you mean --epochs?"); NULL when argv holds none. */
+char *tdm_cli_unknown_option(char **argv);
 
 /* Frees what GOption filled in; the struct itself is the caller's. */
 void tdm_cli_options_clear(TdmCliOptions *o);

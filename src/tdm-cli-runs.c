@@ -48,6 +48,10 @@ outcome(const TdmRunRecord *r, gboolean translated)
                            r->sweep.points != NULL ? r->sweep.points->len : 0);
   if (r->failed)
     return g_strdup(WORDS(N_("failed")));
+  g_autofree char *early = r->finished ? tdm_finished_early_stop_text(&r->final, translated)
+                                        : NULL;
+  if (r->finished && isfinite(r->final.test_accuracy) && early != NULL)
+    return g_strdup_printf("%.1f %%, %s", 100.0 * r->final.test_accuracy, early);
   if (r->finished && isfinite(r->final.test_accuracy))
     return g_strdup_printf("%.1f %%", 100.0 * r->final.test_accuracy);
   if (r->finished)
@@ -86,6 +90,14 @@ json_summary(JsonBuilder *b, const TdmRunRecord *r)
     json_builder_set_member_name(b, "stopped");
     json_builder_add_boolean_value(b, r->final.stopped);
     tdm_json_set_double(b, "test_accuracy", r->final.test_accuracy);
+    json_builder_set_member_name(b, "early_stopped");
+    json_builder_add_boolean_value(b, r->final.early_stopped);
+    if (r->final.best_epoch > 0) {
+      tdm_json_set_int(b, "best_epoch", r->final.best_epoch);
+      tdm_json_set_string(b, "monitor", tdm_monitor_name((TdmMonitor)r->final.monitor));
+      tdm_json_set_double(b, "best_value", r->final.best_value);
+    }
+    tdm_json_set_int(b, "epochs_done", r->final.epochs_done);
   }
 }
 

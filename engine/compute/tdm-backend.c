@@ -11,6 +11,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+gboolean
+tdm_backend_check_gpus(const char *const *devices, gboolean per_process, GError **error)
+{
+  g_return_val_if_fail(devices != NULL, FALSE);
+  int count = 0;
+  const char *gpu = NULL;
+  for (; devices[count] != NULL; count++)
+    if (gpu == NULL && g_str_has_prefix(devices[count], "cuda:"))
+      gpu = devices[count];
+  if (gpu == NULL)
+    return TRUE;
+#if TDM_HAVE_CUDA
+  if (tdm_backend_cuda_available())
+    return TRUE;
+  const char *why = _("this machine has no CUDA GPU (no GPU or no driver)");
+#else
+  const char *why = _("this build of Tandem has no CUDA backend");
+#endif
+  g_autofree char *instead = per_process ? g_strdup("cpu") : g_strdup_printf("cpu:%d", count);
+  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
+              _("--devices %s: %s; to train on the CPU instead, use --devices %s (a CPU "
+                "worker for each replica)"), gpu, why, instead);
+  return FALSE;
+}
+
 TdmBackend *
 tdm_backend_new(const char *device, TdmPrecision precision, GError **error)
 {

@@ -56,6 +56,15 @@ tdm_config_new(void)
   c->exact = FALSE;
   c->exact_chunk = 16;
   c->cpu_threads = 0;
+  c->monitor = TDM_MONITOR_VAL_LOSS;
+  c->monitor_mode = TDM_MONITOR_MODE_AUTO;
+  c->min_delta = 0;
+  c->plateau_patience = 10;
+  c->accumulate = 1;
+  c->clip_grad_norm = 0;
+  /* torchvision's RandomResizedCrop ratio, kept for when a scale turns it on. */
+  c->crop_ratio[0] = 3.0 / 4.0;
+  c->crop_ratio[1] = 4.0 / 3.0;
   return c;
 }
 
@@ -224,6 +233,15 @@ tdm_config_batch_splits(int batch, int replicas)
 }
 
 int
+tdm_config_batch_fitting(int samples, int replicas)
+{
+  int batch = 1;
+  while (batch <= G_MAXINT / 8 && (gint64)batch * 8 <= samples)
+    batch *= 2;
+  return MIN(MAX(batch, replicas), MAX(samples, 1));
+}
+
+int
 tdm_config_device_gpu(const char *entry)
 {
   gint64 n;
@@ -306,7 +324,7 @@ tdm_config_validate(const TdmConfig *c, GError **error)
     return invalid(error, _("--weight-decay %g: must be 0 or a positive number"),
                    c->weight_decay);
 
-  if ((unsigned)c->schedule > TDM_SCHEDULE_LINEAR)
+  if ((unsigned)c->schedule > TDM_SCHEDULE_PLATEAU)
     return invalid(error, _("--schedule: unknown schedule %d"), (int)c->schedule);
   if (c->step_epochs < 1)
     return invalid(error, _("--step-epochs %d: the step schedule needs at least 1 epoch "
@@ -362,9 +380,6 @@ tdm_config_validate(const TdmConfig *c, GError **error)
                           "out, from 0 (none) to 0.9"), c->val_split);
   if (c->save_best_path != NULL && *c->save_best_path == '\0')
     return invalid(error, _("--save-best: the file name is empty"));
-  if (c->save_best_path != NULL && c->val_split <= 0)
-    return invalid(error, _("--save-best: needs --val-split: the best checkpoint is chosen by "
-                          "validation accuracy, never by the test set's"));
   if (c->save_best_path != NULL && c->save_path != NULL &&
       g_str_equal(c->save_best_path, c->save_path))
     return invalid(error, _("--save-best %s: the same file as --save"), c->save_best_path);
@@ -376,13 +391,11 @@ tdm_config_validate(const TdmConfig *c, GError **error)
   if (c->early_stop < 0)
     return invalid(error, _("--early-stop %d: give 0 (never) or a number of epochs"),
                    c->early_stop);
-  if (c->early_stop > 0 && c->val_split <= 0)
-    return invalid(error, _("--early-stop %d: needs --val-split: it watches the validation "
-                          "accuracy"), c->early_stop);
+
   if (c->bucket_bytes < sizeof(float))
     return invalid(error, _("--bucket-bytes %zu: a gradient bucket must hold at least one "
                           "value"), c->bucket_bytes);
-  return TRUE;
+  return tdm_controls_config_validate(c, error);
 }
 
 /* The JSON key of the field a validation message's leading flag names. */
@@ -395,6 +408,10 @@ key_of_flag(const char *flag)
     return g_strdup("save_path");
   if (g_str_equal(flag, "save-best"))
     return g_strdup("save_best_path");
+  if (g_str_equal(flag, "resized-crop"))
+    return g_strdup("crop_scale");
+  if (g_str_equal(flag, "resized-crop-ratio"))
+    return g_strdup("crop_ratio");
   char *key = g_strdup(flag);
   g_strdelimit(key, "-", '_');
   return key;
@@ -592,6 +609,7 @@ tdm_config_to_json(const TdmConfig *c)
     json_builder_add_int_value(b, c->early_stop);
   }
   tdm_finetune_config_to_json(c, b);
+  tdm_controls_config_to_json(c, b);
   json_builder_end_object(b);
 
   g_autoptr(JsonNode) root = json_builder_get_root(b);
@@ -896,6 +914,10 @@ tdm_config_from_json(const char *json, GError **error)
     }
   }
 
+  /* After early_stop and save_best_path, which say what an absent monitor meant. */
+  if (!tdm_controls_config_from_json(o, c, error))
+    return NULL;
+
   JsonNode *save = member(o, "save_path", error);
   if (save == NULL)
     return NULL;
@@ -916,38 +938,4 @@ tdm_config_from_json(const char *json, GError **error)
   c->bucket_bytes = (size_t)bucket_bytes;
   c->max_steps = (long)max_steps;
   return g_steal_pointer(&c);
-}
-
-double
-tdm_config_lr_at(const TdmConfig *c, double epoch)
-{
-  g_return_val_if_fail(c != NULL, 0.0);
-
-  if (epoch < 0)
-    epoch = 0;
-  /* Warm-up: linear from lr/10 (a first step at lr 0 would be wasted) to lr. */
-  double warm = c->warmup_epochs > 0 ? c->warmup_epochs : 0;
-  if (warm > 0 && epoch < warm)
-    return c->lr * (0.1 + 0.9 * epoch / warm);
-  /* The decays run over what is left after the warm-up, held at 0 past the end
-   * rather than rising again. */
-  double span = c->epochs - warm;
-  double progress = span > 0 ? MIN(1.0, (epoch - warm) / span) : 1.0;
-  switch (c->schedule) {
-  case TDM_SCHEDULE_STEP:
-    if (c->step_epochs < 1)
-      return c->lr;
-    return c->lr * pow(c->gamma, floor(epoch / c->step_epochs));
-  case TDM_SCHEDULE_COSINE:
-    if (c->epochs < 1)
-      return c->lr;
-    return c->lr * 0.5 * (1.0 + cos(G_PI * progress));
-  case TDM_SCHEDULE_LINEAR:
-    if (c->epochs < 1)
-      return c->lr;
-    return c->lr * (1.0 - progress);
-  case TDM_SCHEDULE_CONSTANT:
-  default:
-    return c->lr;
-  }
 }

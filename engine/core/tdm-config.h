@@ -35,7 +35,29 @@ typedef enum {
   TDM_SCHEDULE_STEP,       /* lr · gamma^(epoch / step_epochs) */
   TDM_SCHEDULE_COSINE,     /* cosine decay to 0 over the run (after any warm-up) */
   TDM_SCHEDULE_LINEAR,     /* linear decay to 0 over the run (after any warm-up) */
+  TDM_SCHEDULE_ONECYCLE,   /* Smith's one cycle, as PyTorch's OneCycleLR: lr/25 up to lr
+                            * over 30 % of the run, then down to lr/25e4 (cosine), the
+                            * momentum (or Adam's beta1) the other way, 0.95 ↔ 0.85 */
+  TDM_SCHEDULE_PLATEAU,    /* lr times gamma whenever the monitored metric has not
+                            * improved for plateau_patience epochs (ReduceLROnPlateau) */
 } TdmSchedule;
+
+/* The metric that --early-stop, --save-best and the plateau schedule watch, as Keras
+ * and Lightning name them. */
+typedef enum {
+  TDM_MONITOR_VAL_LOSS,       /*< nick=val_loss >*/
+  TDM_MONITOR_VAL_ACCURACY,   /*< nick=val_accuracy >*/
+  TDM_MONITOR_TEST_LOSS,      /*< nick=test_loss >*/
+  TDM_MONITOR_TEST_ACCURACY,  /*< nick=test_accuracy >*/
+} TdmMonitor;
+
+/* Whether the monitored metric improves downwards or upwards; auto: down for a loss,
+ * up for an accuracy. */
+typedef enum {
+  TDM_MONITOR_MODE_AUTO,
+  TDM_MONITOR_MODE_MIN,
+  TDM_MONITOR_MODE_MAX,
+} TdmMonitorMode;
 
 typedef enum {
   TDM_BATCHNORM_PER_REPLICA, /* each replica normalizes with its shard's statistics */
@@ -105,8 +127,29 @@ typedef struct {
                             * evaluated every epoch; 0: none */
   char *save_best_path;    /* the checkpoint of the best validation accuracy; or NULL */
   int save_every;          /* also save save_path every this many steps; 0: epochs only */
-  int early_stop;          /* end after this many epochs without a better validation
-                            * accuracy; 0: never */
+  int early_stop;          /* end after this many epochs without a better monitored
+                            * metric; 0: never */
+  /* What early stopping, the best checkpoint and the plateau schedule watch. JSON
+   * holds them with any of those; absent where early_stop or save_best_path is set,
+   * they mean what runs meant before them (validation accuracy, at any gain). */
+  TdmMonitor monitor;
+  TdmMonitorMode monitor_mode;
+  double min_delta;        /* the least change that counts as better (≥ 0) */
+  int plateau_patience;    /* TDM_SCHEDULE_PLATEAU: epochs without improvement first */
+  /* Gradients: micro-batches of `batch` an optimizer step (one all-reduce, after the
+   * last); the global norm clipped to at most clip_grad_norm (0: off). JSON holds them
+   * when not 1 and 0. */
+  int accumulate;
+  double clip_grad_norm;
+  /* Augmentation for photos (tdm-augment.h), each off at 0: random resized crop to
+   * the sample's size from an area of [crop_scale[0], crop_scale[1]] of the image at
+   * an aspect ratio in [crop_ratio[0], crop_ratio[1]]; colour jitter of brightness,
+   * contrast and saturation by factors in [1 − j, 1 + j]; random erasing of a
+   * rectangle with probability erase. JSON holds them when on. */
+  double crop_scale[2];
+  double crop_ratio[2];
+  double jitter[3];
+  double erase;
   /* Starting from weights and normalizing inputs (tdm-finetune.h); JSON readers take
    * these as optional. */
   char *normalize;         /* "none", "dataset", "imagenet" or "M,M,M/S,S,S"; NULL: none */
@@ -142,6 +185,14 @@ gboolean tdm_config_validate_saved (const TdmConfig *config, const char *source,
  * sample: the one rule that validation and the window's form both apply. */
 gboolean tdm_config_batch_splits (int batch, int replicas);
 
+/* The samples of one optimizer step: the batch times the micro-batches accumulated. */
+int tdm_config_step_batch (const TdmConfig *config);
+
+/* The batch for a training set of `samples` when the one asked for is larger: the
+ * largest power of two that leaves at least four steps an epoch, but one sample for
+ * each of `replicas` at least and never more than `samples`. */
+int tdm_config_batch_fitting (int samples, int replicas);
+
 /* The CUDA ordinal of a device entry ("cuda:1" → 1), or -1 (the CPU, or not a GPU's
  * entry): the one reading of "cuda:N" after --devices is parsed. */
 int tdm_config_device_gpu (const char *entry);
@@ -164,6 +215,16 @@ const char *tdm_decay_scope_name (TdmDecayScope scope);
 gboolean tdm_decay_scope_from_name (const char *name, TdmDecayScope *scope);
 const char *tdm_flip_setting_name (TdmFlipSetting flip);
 gboolean tdm_flip_setting_from_name (const char *name, TdmFlipSetting *flip);
+const char *tdm_monitor_name (TdmMonitor monitor);
+gboolean tdm_monitor_from_name (const char *name, TdmMonitor *monitor);
+const char *tdm_monitor_mode_name (TdmMonitorMode mode);
+gboolean tdm_monitor_mode_from_name (const char *name, TdmMonitorMode *mode);
+
+/* Whether the monitored metric is the validation split's (it then needs val_split). */
+gboolean tdm_config_monitors_validation (const TdmConfig *config);
+/* Whether `value` of the monitored metric is better than `best` by more than
+ * min_delta in the monitor's direction; any finite value beats a NaN best. */
+gboolean tdm_config_monitor_improves (const TdmConfig *config, double value, double best);
 
 /* The settings that shape the training, for people and exports: a NULL-terminated
  * array of alternating keys and values ("dataset", "fashion-mnist", "network",
@@ -175,10 +236,21 @@ char **tdm_config_describe(const TdmConfig *config);
 char *tdm_config_to_json (const TdmConfig *config);
 TdmConfig *tdm_config_from_json (const char *json, GError **error);
 
-/* The learning rate at a fractional epoch under the configured schedule. */
+/* The learning rate at a fractional epoch under the configured schedule (the
+ * plateau schedule's reductions are the trainer's state: times those). */
 double tdm_config_lr_at (const TdmConfig *config, double epoch);
+/* The momentum (Adam's beta1) the one-cycle schedule sets at a fractional epoch; NaN
+ * under the other schedules, which leave the optimizer's own. */
+double tdm_config_momentum_at (const TdmConfig *config, double epoch);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmConfig, tdm_config_free)
+
+/* The training controls (tdm-config-controls.c): their checks, part of
+ * tdm_config_validate(); their JSON fields, written when set, optional when read. */
+gboolean tdm_controls_config_validate (const TdmConfig *config, GError **error);
+void tdm_controls_config_to_json (const TdmConfig *config, JsonBuilder *builder);
+gboolean tdm_controls_config_from_json (JsonObject *object, TdmConfig *config,
+                                        GError **error);
 
 /* The fine-tuning fields (normalize, init, freeze, train_head, lr_scale) in the
  * configuration's JSON (optional when read); tdm-finetune.h says what they mean. */

@@ -67,10 +67,16 @@ tdm_trainer_set_clock(TdmTrainer *t, TdmClockFunc clock, gpointer user_data)
   t->clock_data = user_data;
 }
 
+gint64
+tdm_trainer_clock_us(TdmTrainer *t)
+{
+  return t->clock != NULL ? t->clock(t->clock_data) : g_get_monotonic_time();
+}
+
 static gint64
 now_us(TdmTrainer *t)
 {
-  return t->clock != NULL ? t->clock(t->clock_data) : g_get_monotonic_time();
+  return tdm_trainer_clock_us(t);
 }
 
 void
@@ -158,8 +164,8 @@ tdm_trainer_emit(TdmTrainer *t, const TdmEvent *event)
 }
 
 void
-tdm_trainer_emit_setup(TdmTrainer *t, TdmSetupPhase phase, gboolean done, long count,
-                       long total, double since)
+tdm_trainer_emit_phase(TdmTrainer *t, TdmSetupPhase phase, gboolean done, long count,
+                       long total, double seconds)
 {
   /* Before the replicas exist main_local is not known yet: under mpirun only the
    * main device's rank speaks, as it does later. */
@@ -170,8 +176,34 @@ tdm_trainer_emit_setup(TdmTrainer *t, TdmSetupPhase phase, gboolean done, long c
   e.setup.done = done;
   e.setup.count = count;
   e.setup.total = total;
-  e.setup.seconds = tdm_trainer_now_seconds() - since;
+  e.setup.seconds = seconds;
   tdm_trainer_emit(t, &e);
+}
+
+void
+tdm_trainer_emit_setup(TdmTrainer *t, TdmSetupPhase phase, gboolean done, long count,
+                       long total, double since)
+{
+  tdm_trainer_emit_phase(t, phase, done, count, total, tdm_trainer_now_seconds() - since);
+}
+
+/* A long network spec cut after its last whole item that fits, with "…" after it. */
+static void
+copy_spec(char *out, size_t size, const char *spec)
+{
+  static const char ellipsis[] = "\u2026";
+  if (strlen(spec) < size) {
+    g_strlcpy(out, spec, size);
+    return;
+  }
+  size_t room = size - sizeof ellipsis;
+  size_t cut = room;
+  while (cut > 0 && spec[cut] != ',')
+    cut--;
+  if (cut == 0)
+    cut = room;
+  memcpy(out, spec, cut);
+  memcpy(out + cut, ellipsis, sizeof ellipsis);
 }
 
 /* ---- failures from any thread -------------------------------------------------- */
@@ -252,6 +284,7 @@ emit_started(TdmTrainer *t)
   }
   tdm_started_event_set_gpus(s);
   s->batch = cfg->batch;
+  s->accumulate = cfg->accumulate;
   s->cpu_threads = t->cpu_threads;
   s->epochs = cfg->epochs;
   s->steps_per_epoch = tdm_iterator_batches_per_epoch(t->it);
@@ -259,7 +292,11 @@ emit_started(TdmTrainer *t)
   s->end_step = cfg->max_steps > 0 ? MIN(cfg->max_steps, s->total_steps) : s->total_steps;
   s->start_step = t->step;
   s->parameters = t->net->parameter_count;
-  g_strlcpy(s->network, t->net->spec, sizeof s->network);
+  copy_spec(s->network, sizeof s->network, t->net->spec);
+  s->height = t->data->train->height;
+  s->width = t->data->train->width;
+  s->channels = t->data->train->channels;
+  s->batch_asked = t->batch_asked;
   g_strlcpy(s->dataset, t->data->name, sizeof s->dataset);
   s->train_count = t->data->train->count;
   s->test_count = t->data->test->count;
@@ -384,10 +421,11 @@ emit_step_detail(TdmTrainer *t)
   TdmBatchEvent *bt = &e.batch;
   const TdmDataset *train = t->data->train;
   bt->step = t->step;
-  bt->batch = t->job.count;
+  /* With --accumulate, the step's first micro-batch: the split each one has. */
+  bt->batch = t->grad_acc != NULL ? MIN(t->job.count, t->config->batch) : t->job.count;
   bt->replicas = MIN(t->world, TDM_MAX_REPLICAS);
   for (int r = 0; r < bt->replicas; r++) {
-    tdm_trainer_shard(t, t->job.count, r, &bt->device[r].offset, &bt->device[r].size);
+    tdm_trainer_shard(t, bt->batch, r, &bt->device[r].offset, &bt->device[r].size);
     bt->device[r].shown = MIN(bt->device[r].size, TDM_BATCH_SAMPLES_SHOWN);
     for (int i = 0; i < bt->device[r].shown; i++) {
       int32_t index = t->job.indices[bt->device[r].offset + i];
@@ -501,7 +539,14 @@ summarize(TdmTrainer *t, RunStats *st, gboolean want_stop, gboolean *stop, GErro
   s->epoch_float = s->fraction * t->config->epochs;
   s->train_loss = samples > 0 ? loss_sum / samples : NAN;
   s->train_accuracy = samples > 0 ? correct / samples : NAN;
+  s->epoch_loss = st->epoch_samples > 0 ? st->epoch_loss / st->epoch_samples : NAN;
+  s->epoch_accuracy = st->epoch_samples > 0 ? st->epoch_correct / st->epoch_samples : NAN;
   s->samples_per_second = isfinite(rate) ? rate : interval > 0 ? samples / interval : 0;
+  s->grad_norm = NAN;
+  if (t->clip_work != NULL && t->main_local >= 0 && t->clip_work[t->main_local] != NULL) {
+    TdmBackend *b = t->backends[t->main_local];
+    b->ops->download(b, &s->grad_norm, t->clip_work[t->main_local], sizeof(double));
+  }
   s->lr = t->job.lr;
   s->elapsed = elapsed;
   s->eta = time_left(t, st, s->fraction, s->elapsed);
@@ -524,10 +569,19 @@ evaluate_set(TdmTrainer *t, gboolean validation, double *loss, double *accuracy,
 {
   t->job.kind = JOB_EVALUATE;
   t->job.validation = validation;
+  t->eval_start_us = now_us(t);
+  t->eval_said_us = 0;
   gboolean ran = tdm_trainer_run_all(t, error);
   t->job.validation = FALSE;
+  gint64 began = t->eval_start_us;
+  t->eval_start_us = 0;
   if (!ran)
     return FALSE;
+  if (t->eval_said_us != 0) {
+    long total = validation ? t->val_count : t->data->test->count;
+    tdm_trainer_emit_phase(t, validation ? TDM_SETUP_VALIDATION : TDM_SETUP_EVALUATION, TRUE,
+                           total, total, (now_us(t) - began) / 1e6);
+  }
   double loss_sum, correct;
   if (!collect_metrics(t, FALSE, &loss_sum, &correct, NULL, error))
     return FALSE;
@@ -660,6 +714,34 @@ tdm_trainer_set_summary_parts(TdmTrainer *t, int parts)
 }
 
 void
+tdm_trainer_set_lr_range(TdmTrainer *t, double lr_first, double lr_last, int steps)
+{
+  g_return_if_fail(t != NULL && steps >= 0 && (steps == 0 || (lr_first > 0 && lr_last > 0)));
+  t->range_first = lr_first;
+  t->range_last = lr_last;
+  t->range_steps = steps;
+}
+
+/* The step's learning rate: the range test's, or the schedule's at that point of the
+ * run (times the plateau schedule's reductions). */
+static double
+step_lr(TdmTrainer *t, double epoch)
+{
+  if (t->range_steps > 0) {
+    double x = t->range_steps > 1 ? (double)t->step / (t->range_steps - 1) : 0;
+    return t->range_first * pow(t->range_last / t->range_first, MIN(x, 1.0));
+  }
+  return tdm_config_lr_at(t->config, epoch) * t->plateau_scale;
+}
+
+void
+tdm_trainer_set_batch_fits(TdmTrainer *t, gboolean fits)
+{
+  g_return_if_fail(t != NULL);
+  t->batch_fits = fits;
+}
+
+void
 tdm_trainer_set_summary_steps(TdmTrainer *t, int steps)
 {
   g_return_if_fail(t != NULL && steps >= 0);
@@ -696,6 +778,35 @@ tdm_trainer_single_step(TdmTrainer *t)
   g_mutex_unlock(&t->pause_lock);
 }
 
+/* An epoch's end: the monitored metric (from metrics: validation loss and
+ * accuracy, test loss and accuracy) against the best so far, and the plateau
+ * schedule's count. TRUE when this epoch is the new best. */
+static gboolean
+watch_metric(TdmTrainer *t, const double metrics[4])
+{
+  const TdmConfig *cfg = t->config;
+  double value = metrics[cfg->monitor];
+  if (tdm_config_monitors_validation(cfg) && t->val_count == 0)
+    return FALSE;
+  gboolean better = t->best_epoch == 0 || tdm_config_monitor_improves(cfg, value, t->best_value);
+  if (better && isfinite(value)) {
+    t->best_epoch = t->epochs_done;
+    t->best_value = value;
+    memcpy(t->best_metrics, metrics, sizeof t->best_metrics);
+  }
+  if (cfg->schedule == TDM_SCHEDULE_PLATEAU) {
+    /* ReduceLROnPlateau: more than `patience` epochs without a gain lower the rate. */
+    if (tdm_config_monitor_improves(cfg, value, t->plateau_best)) {
+      t->plateau_best = value;
+      t->plateau_bad = 0;
+    } else if (++t->plateau_bad > cfg->plateau_patience) {
+      t->plateau_scale *= cfg->gamma;
+      t->plateau_bad = 0;
+    }
+  }
+  return better && isfinite(value);
+}
+
 static gboolean
 train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final_accuracy,
              GError **error)
@@ -718,7 +829,7 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
       gboolean stop;
       if (st.samples > 0 && !summarize(t, &st, FALSE, &stop, error))
         return FALSE;
-      if (evaluated_step != t->step) {
+      if (evaluated_step != t->step && t->range_steps == 0) {
         st.trained_seconds = elapsed_training(t, &st);
         if (!evaluate(t, final_loss, final_accuracy, error)) {
           if (tdm_trainer_aborted(t) && (error == NULL || *error == NULL)) {
@@ -756,7 +867,9 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
     t->job.indices = indices;
     t->job.count = count;
     t->job.epoch = epoch_before;
-    t->job.lr = tdm_config_lr_at(cfg, epoch_float);
+    t->job.lr = step_lr(t, epoch_float);
+    double momentum = tdm_config_momentum_at(cfg, epoch_float);
+    t->job.momentum = isfinite(momentum) ? momentum : 0;
     t->job.timed = st.next_timed;
     t->job.origin = tdm_trainer_now_seconds();
     t->main_updated = FALSE;
@@ -795,8 +908,8 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
     }
     if (epoch_end) {
       st.trained_seconds = elapsed_training(t, &st);
-      double test_loss, test_accuracy;
-      if (!evaluate(t, &test_loss, &test_accuracy, error)) {
+      double test_loss = NAN, test_accuracy = NAN;
+      if (t->range_steps == 0 && !evaluate(t, &test_loss, &test_accuracy, error)) {
         if (tdm_trainer_aborted(t) && (error == NULL || *error == NULL)) {
           *stopped = TRUE;
           break;
@@ -804,7 +917,8 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
         return FALSE;
       }
       double val_loss = NAN, val_accuracy = NAN;
-      if (t->val_count > 0 && !evaluate_set(t, TRUE, &val_loss, &val_accuracy, error)) {
+      if (t->val_count > 0 && t->range_steps == 0 &&
+          !evaluate_set(t, TRUE, &val_loss, &val_accuracy, error)) {
         if (tdm_trainer_aborted(t) && (error == NULL || *error == NULL)) {
           *stopped = TRUE;
           break;
@@ -822,25 +936,24 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
       e.epoch.test_accuracy = test_accuracy;
       e.epoch.elapsed = st.trained_seconds;
       tdm_trainer_emit(t, &e);
-      emit_predictions(t, epoch_before + 1);
+      if (t->range_steps == 0)
+        emit_predictions(t, epoch_before + 1);
       *final_loss = test_loss;
       *final_accuracy = test_accuracy;
       evaluated_step = t->step;
       st.epoch_loss = st.epoch_correct = 0;
       st.epoch_samples = 0;
-      /* The best epoch so far by validation accuracy (the first of equals): its
-       * checkpoint, and the count of epochs since, for early stopping. Known before
-       * the epoch's checkpoint is written, which carries it to a resumed run. */
-      gboolean better =
-          t->val_count > 0 && (t->best_epoch == 0 || val_accuracy > t->best_accuracy);
-      if (better) {
-        t->best_epoch = epoch_before + 1;
-        t->best_accuracy = val_accuracy;
-      }
+      /* The best epoch so far by the monitored metric (the first of equals): its
+       * checkpoint, and the count of epochs since, for early stopping; and the
+       * plateau schedule's count. Known before the epoch's checkpoint is written,
+       * which carries them to a resumed run. */
+      double metrics[4] = {val_loss, val_accuracy, test_loss, test_accuracy};
+      t->epochs_done = epoch_before + 1;
+      gboolean better = watch_metric(t, metrics);
       if (!tdm_trainer_save_checkpoint(t, error))
         return FALSE;
       if (better && cfg->save_best_path != NULL &&
-          !tdm_trainer_save_checkpoint_to(t, cfg->save_best_path, TRUE, val_accuracy, error))
+          !tdm_trainer_save_checkpoint_to(t, cfg->save_best_path, TRUE, error))
         return FALSE;
       st.segment_start_us = st.last_summary_us = now_us(t);
       st.samples = 0;
@@ -883,8 +996,15 @@ tdm_trainer_run(TdmTrainer *t, GCancellable *cancellable, GError **error)
   t->saved_step = -1;
   t->last_step_us = 0;
   t->best_epoch = 0;
-  t->best_accuracy = NAN;
+  t->best_value = NAN;
+  for (int i = 0; i < 4; i++)
+    t->best_metrics[i] = NAN;
   t->early_stopped = FALSE;
+  t->epochs_done = 0;
+  t->plateau_scale = 1.0;
+  t->plateau_best = NAN;
+  t->plateau_bad = 0;
+  t->batch_asked = 0;
 
   if (!tdm_trainer_setup(t, cancellable, &local))
     goto failed;
@@ -896,6 +1016,7 @@ tdm_trainer_run(TdmTrainer *t, GCancellable *cancellable, GError **error)
     goto failed_or_stopped;
   if (t->resume_path != NULL && !tdm_trainer_restore_checkpoint(t, t->resume_path, &local))
     goto failed;
+  t->epochs_done = t->it->epoch;
 
   emit_started(t);
   if (!train_epochs(t, &stopped, &test_loss, &test_accuracy, &local))
@@ -920,8 +1041,14 @@ finish:
     e.finished.test_accuracy = test_accuracy;
     e.finished.stopped = stopped;
     e.finished.early_stopped = t->early_stopped;
+    e.finished.epochs_done = t->epochs_done;
     e.finished.best_epoch = t->best_epoch;
-    e.finished.best_accuracy = t->best_epoch > 0 ? t->best_accuracy : NAN;
+    e.finished.monitor = t->config->monitor;
+    e.finished.best_value = t->best_value;
+    e.finished.best_val_loss = t->best_metrics[0];
+    e.finished.best_accuracy = t->best_metrics[1];
+    e.finished.best_test_loss = t->best_metrics[2];
+    e.finished.best_test_accuracy = t->best_metrics[3];
     tdm_trainer_emit(t, &e);
   }
   tdm_trainer_teardown(t);

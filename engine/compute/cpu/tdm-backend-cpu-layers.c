@@ -542,3 +542,22 @@ tdm_cpu_weight_decay(TdmBackend *b, float *g, const float *p, const uint8_t *dec
     if (decay_mask == NULL || decay_mask[i])
       g[i] += weight_decay * p[i];
 }
+
+/* Gradient clipping */
+
+void
+tdm_cpu_clip_norm(TdmBackend *b, float *x, size_t n, float max_norm, double *work)
+{
+  if (!tdm_cpu_begin(b))
+    return;
+  double sum = 0;
+  for (size_t i = 0; i < n; i++)
+    sum += (double)x[i] * x[i];
+  double norm = sqrt(sum);
+  work[0] = norm;
+  if (max_norm > 0 && norm > max_norm) {
+    float factor = (float)(max_norm / (norm + 1e-6));
+    for (size_t i = 0; i < n; i++)
+      x[i] *= factor;
+  }
+}

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cpu-layers.h — the CPU backend's operations for the layers of networks
  * people train (batch normalization, average and global pooling, dropout), the
- * augmenting gather and PyTorch's SGD: private to the CPU backend, which puts them in
+ * augmenting gather, PyTorch's SGD and gradient clipping: private to the CPU backend, which puts them in
  * its table (tdm-backend-cpu.c). The semantics are those of tdm-backend.h. Not the
  * GEMM-bound work, nor the loops built per instruction set (tdm-cpu-kernels.c). */
 #pragma once
@@ -22,6 +22,10 @@ void tdm_cpu_gather_augment (TdmBackend *b, float *x, int32_t *y, const uint8_t 
                              const uint8_t *labels, const int32_t *indices, int count,
                              int h, int w, int c, float scale, int pad, TdmFlip flip,
                              uint64_t key, uint32_t epoch);
+void tdm_cpu_gather_photo (TdmBackend *b, float *x, int32_t *y, const uint8_t *images,
+                           const uint8_t *labels, const int32_t *indices, int count, int h,
+                           int w, int c, const TdmPhotoAugment *augment, uint64_t key,
+                           uint32_t epoch);
 void tdm_cpu_bn_moments (TdmBackend *b, float *slots, const float *x, int rows,
                          int channels, int slot, int slot_count);
 void tdm_cpu_bn_stats (TdmBackend *b, float *saved, const float *slots, int slot_count,
@@ -54,6 +58,7 @@ void tdm_cpu_global_maxpool_forward (TdmBackend *b, float *y, int32_t *argmax,
                                      const float *x, int n, int pixels, int c);
 void tdm_cpu_global_maxpool_backward (TdmBackend *b, float *dx, const float *dy,
                                       const int32_t *argmax, int n, int pixels, int c);
+void tdm_cpu_clip_norm (TdmBackend *b, float *x, size_t n, float max_norm, double *work);
 void tdm_cpu_dropout_forward (TdmBackend *b, float *y, const float *x,
                               const int32_t *indices, int n, int per_sample, float p,
                               uint64_t key, uint32_t epoch);

@@ -42,6 +42,20 @@ tdm_cuda_gather_augment(TdmBackend *b, float *x, int32_t *y, const uint8_t *imag
                                       (int)flip, key, epoch, STREAM(b)));
 }
 
+void
+tdm_cuda_gather_photo(TdmBackend *b, float *x, int32_t *y, const uint8_t *images,
+                      const uint8_t *labels, const int32_t *indices, int count, int h, int w,
+                      int c, const TdmPhotoAugment *augment, uint64_t key, uint32_t epoch)
+{
+  if (!tdm_cuda_begin(b))
+    return;
+  REQUIRE(b, count >= 0 && h >= 1 && w >= 1 && c >= 1 && c <= 4 && augment != NULL &&
+             (guint64)h * w * c <= G_MAXINT32,
+          "gather_photo: bad shape %d×%d×%d×%d", count, h, w, c);
+  TDM_CUDA_OK(b, tdm_k_gather_photo(x, y, images, labels, indices, count, h, w, c, augment, key,
+                                    epoch, STREAM(b)));
+}
+
 /* Batch normalization */
 
 static gboolean

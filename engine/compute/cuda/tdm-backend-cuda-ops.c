@@ -197,6 +197,15 @@ tdm_cuda_scale(TdmBackend *b, float *y, float alpha, size_t n)
     TDM_CUDA_OK(b, tdm_k_scale(y, alpha, n, CUDA_B(b)->stream));
 }
 
+G_STATIC_ASSERT(TDM_CLIP_WORK_DOUBLES == TDM_K_CLIP_WORK_DOUBLES);
+
+void
+tdm_cuda_clip_norm(TdmBackend *b, float *x, size_t n, float max_norm, double *work)
+{
+  if (tdm_cuda_begin(b))
+    TDM_CUDA_OK(b, tdm_k_clip_norm(x, n, max_norm, work, CUDA_B(b)->stream));
+}
+
 void
 tdm_cuda_exact_add(TdmBackend *b, int64_t *acc, const float *x, size_t n, int64_t *bad)
 {

@@ -141,3 +141,4 @@ void tdm_cuda_add_out(TdmBackend *b, float *y, const float *a, const float *x, s
                       bool relu);
 void tdm_cuda_scale(TdmBackend *b, float *y, float alpha, size_t n);
 void tdm_cuda_exact_add(TdmBackend *b, int64_t *acc, const float *x, size_t n, int64_t *bad);
+void tdm_cuda_clip_norm(TdmBackend *b, float *x, size_t n, float max_norm, double *work);

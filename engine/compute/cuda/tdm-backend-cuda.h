@@ -35,6 +35,10 @@ void tdm_cuda_gather_augment (TdmBackend *b, float *x, int32_t *y, const uint8_t
                               const uint8_t *labels, const int32_t *indices, int count,
                               int h, int w, int c, float scale, int pad, TdmFlip flip,
                               uint64_t key, uint32_t epoch);
+void tdm_cuda_gather_photo (TdmBackend *b, float *x, int32_t *y, const uint8_t *images,
+                            const uint8_t *labels, const int32_t *indices, int count, int h,
+                            int w, int c, const TdmPhotoAugment *augment, uint64_t key,
+                            uint32_t epoch);
 void tdm_cuda_bn_moments (TdmBackend *b, float *slots, const float *x, int rows,
                           int channels, int slot, int slot_count);
 void tdm_cuda_bn_stats (TdmBackend *b, float *saved, const float *slots, int slot_count,
