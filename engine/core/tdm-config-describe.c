@@ -55,6 +55,18 @@ tdm_config_describe(const TdmConfig *c)
     add(pairs, "val_split", number(c->val_split));
   if (c->early_stop > 0)
     add(pairs, "early_stop", g_strdup_printf("%d", c->early_stop));
+  /* What the watchers watch, where something watches. */
+  if (c->early_stop > 0 || c->save_best_path != NULL || c->schedule == TDM_SCHEDULE_PLATEAU) {
+    add(pairs, "monitor", name_or_unknown(tdm_monitor_name(c->monitor)));
+    if (c->monitor_mode != TDM_MONITOR_MODE_AUTO)
+      add(pairs, "monitor_mode", name_or_unknown(tdm_monitor_mode_name(c->monitor_mode)));
+    if (c->min_delta > 0)
+      add(pairs, "min_delta", number(c->min_delta));
+  }
+  if (c->accumulate > 1)
+    add(pairs, "accumulate", g_strdup_printf("%d", c->accumulate));
+  if (c->clip_grad_norm > 0)
+    add(pairs, "clip_grad_norm", number(c->clip_grad_norm));
   add(pairs, "optimizer", name_or_unknown(tdm_optimizer_name(c->optimizer)));
   add(pairs, "lr", number(c->lr));
   if (c->optimizer == TDM_OPTIMIZER_MOMENTUM || c->optimizer == TDM_OPTIMIZER_NESTEROV)
@@ -68,6 +80,10 @@ tdm_config_describe(const TdmConfig *c)
   if (c->weight_decay > 0)
     add(pairs, "weight_decay_on", name_or_unknown(tdm_decay_scope_name(c->decay_scope)));
   add(pairs, "schedule", name_or_unknown(tdm_schedule_name(c->schedule)));
+  if (c->schedule == TDM_SCHEDULE_PLATEAU) {
+    add(pairs, "plateau_patience", g_strdup_printf("%d", c->plateau_patience));
+    add(pairs, "gamma", number(c->gamma));
+  }
   if (c->schedule == TDM_SCHEDULE_STEP) {
     add(pairs, "step_epochs", g_strdup_printf("%d", c->step_epochs));
     add(pairs, "gamma", number(c->gamma));
@@ -76,6 +92,24 @@ tdm_config_describe(const TdmConfig *c)
   add(pairs, "label_smoothing", number(c->label_smoothing));
   add(pairs, "crop", g_strdup_printf("%d", c->crop_pad));
   add(pairs, "flip", name_or_unknown(tdm_flip_setting_name(c->flip)));
+  if (c->crop_scale[1] > 0) {
+    char *scale = number(c->crop_scale[0]), *to = number(c->crop_scale[1]);
+    char *ratio = number(c->crop_ratio[0]), *ratio_to = number(c->crop_ratio[1]);
+    add(pairs, "resized_crop", g_strdup_printf("%s,%s ratio %s,%s", scale, to, ratio, ratio_to));
+    g_free(scale);
+    g_free(to);
+    g_free(ratio);
+    g_free(ratio_to);
+  }
+  if (c->jitter[0] > 0 || c->jitter[1] > 0 || c->jitter[2] > 0) {
+    char *b = number(c->jitter[0]), *k = number(c->jitter[1]), *sat = number(c->jitter[2]);
+    add(pairs, "jitter", g_strdup_printf("%s,%s,%s", b, k, sat));
+    g_free(b);
+    g_free(k);
+    g_free(sat);
+  }
+  if (c->erase > 0)
+    add(pairs, "erase", number(c->erase));
   add(pairs, "batchnorm", name_or_unknown(tdm_batchnorm_name(c->batchnorm)));
   if (c->exact)
     add(pairs, "exact", g_strdup_printf("chunks of %d", c->exact_chunk));

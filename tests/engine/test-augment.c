@@ -286,8 +286,8 @@ test_training(void)
     tdm_trainer_set_dataset(trainer, data);
     g_assert_true(tdm_trainer_run(trainer, NULL, &error));
     g_assert_no_error(error);
-    params[k] = g_memdup2(tdm_trainer_get_parameters(trainer, &count[k]),
-                          count[k] * sizeof(float));
+    const float *trained = tdm_trainer_get_parameters(trainer, &count[k]);
+    params[k] = g_memdup2(trained, count[k] * sizeof(float));
     tdm_dataset_pair_free(data);
   }
   g_assert_cmpuint(count[0], ==, count[1]);

@@ -8,11 +8,13 @@
 #include "tdm-config.h"
 #include "tdm-dataset.h"
 #include "tdm-error.h"
+#include "tdm-json.h"
 #include "tdm-lr-find.h"
 #include "tdm-network.h"
 #include "tdm-suggest.h"
 #include "tdm-trainer.h"
 
+#include <json-glib/json-glib.h>
 #include <math.h>
 #include <string.h>
 
@@ -314,12 +316,16 @@ test_monitor_rule(void)
   plain->val_split = 0.1;
   plain->monitor = TDM_MONITOR_VAL_LOSS;
   g_autofree char *old = tdm_config_to_json(plain);
-  /* Strip the monitor as an older writer would have. */
-  g_autoptr(GString) older = g_string_new(old);
-  gssize at = strstr(older->str, ",\"monitor\"") - older->str;
-  gssize end = strstr(older->str, "\"min_delta\"") - older->str;
-  g_string_erase(older, at, strchr(older->str + end, ',') - (older->str + at));
-  g_autoptr(TdmConfig) legacy = tdm_config_from_json(older->str, &error);
+  /* Without the monitor, as an older writer wrote it. */
+  g_autoptr(JsonNode) root = json_from_string(old, &error);
+  g_assert_no_error(error);
+  const char *const added[] = {"monitor", "monitor_mode", "min_delta"};
+  for (guint i = 0; i < G_N_ELEMENTS(added); i++) {
+    g_assert_true(json_object_has_member(json_node_get_object(root), added[i]));
+    json_object_remove_member(json_node_get_object(root), added[i]);
+  }
+  g_autofree char *older = tdm_json_to_string(root);
+  g_autoptr(TdmConfig) legacy = tdm_config_from_json(older, &error);
   g_assert_no_error(error);
   g_assert_cmpint(legacy->monitor, ==, TDM_MONITOR_VAL_ACCURACY);
 }
@@ -591,9 +597,10 @@ test_lr_find_rule(void)
 static void
 test_lr_find_run(void)
 {
-  g_autoptr(TdmConfig) c = small_config("fc32,relu,fc10", 32, 1, "cpu");
+  g_autoptr(TdmConfig) c = small_config("fc32,relu,fc10", 64, 1, "cpu");
+  c->optimizer = TDM_OPTIMIZER_MOMENTUM;
   c->save_path = g_strdup("/nonexistent/never-written.safetensors");
-  TdmLrFindOptions options = {1e-5, 10.0, 40};
+  TdmLrFindOptions options = {1e-4, 10.0, 100};
   g_autoptr(TdmLrFinder) finder = tdm_lr_finder_new(c, &options);
   g_autoptr(GError) error = NULL;
   g_assert_true(tdm_lr_finder_run(finder, NULL, &error));
@@ -601,21 +608,22 @@ test_lr_find_run(void)
   int count = 0;
   const TdmLrFindPoint *p = tdm_lr_finder_get_points(finder, &count);
   g_assert_cmpint(count, >=, 10);
-  g_assert_cmpint(count, <=, 40);
-  g_assert_cmpfloat_with_epsilon(p[0].lr, 1e-5, 1e-17);
+  g_assert_cmpint(count, <=, 100);
+  g_assert_cmpfloat_with_epsilon(p[0].lr, 1e-4, 1e-16);
   for (int i = 1; i < count; i++) {
-    /* Each step's rate is the one before times (10 / 1e-5)^(1/39). */
-    g_assert_cmpfloat_with_epsilon(p[i].lr / p[i - 1].lr, pow(1e6, 1.0 / 39), 1e-9);
+    /* Each step's rate is the one before times (10 / 1e-4)^(1/99). */
+    g_assert_cmpfloat_with_epsilon(p[i].lr / p[i - 1].lr, pow(1e5, 1.0 / 99), 1e-9);
     g_assert_cmpint(p[i].step, ==, p[i - 1].step + 1);
   }
-  if (count < 40)
+  if (count < 100)
     g_assert_true(tdm_lr_finder_diverged(finder));
   double suggested = tdm_lr_finder_get_suggestion(finder);
   g_test_message("%d points, suggestion %.3g%s", count, suggested,
                  tdm_lr_finder_diverged(finder) ? ", diverged" : "");
-  /* Plain SGD on this set learns between 1e-3 and 1: the loss falls there. */
+  /* Momentum SGD learns this set between 1e-2 and a few: the loss falls fastest
+   * there, well inside the range and after its first tenth. */
   g_assert_true(isfinite(suggested));
-  g_assert_cmpfloat(suggested, >=, 1e-4);
+  g_assert_cmpfloat(suggested, >=, 1e-3);
   g_assert_cmpfloat(suggested, <=, 5.0);
 }
 
