@@ -3,6 +3,7 @@
 #include "tdm-cli-lr-find.h"
 #include <glib/gi18n.h>
 
+#include "tdm-cli-json.h"
 #include "tdm-cli-printer.h"
 #include "tdm-lr-find.h"
 #include "tdm-json.h"
@@ -59,17 +60,17 @@ on_point(const TdmLrFindPoint *p, gpointer data)
     tdm_json_set_double(b, "loss", p->loss);
     tdm_json_set_double(b, "smoothed_loss", p->smoothed);
     json_builder_end_object(b);
-    g_autoptr(JsonNode) root = json_builder_get_root(b);
-    g_autofree char *text = tdm_json_to_string(root);
-    printf("%s\n", text);
+    tdm_cli_print_json_object(b);
   } else {
     g_autofree char *line = tdm_lr_find_to_csv(p, 1);
     fputs(strchr(line, '\n') + 1, stdout);
   }
   fflush(stdout);
   if (f->printer.bar) {
-    fprintf(stderr, _("\rlr-find: step %d/%d  lr %.3g  loss %.4g\033[K"), p->step, f->steps,
-            p->lr, p->smoothed);
+    fputc('\r', stderr);
+    fprintf(stderr, _("lr-find: step %d/%d  lr %.3g  loss %.4g"), p->step, f->steps, p->lr,
+            p->smoothed);
+    fputs("\033[K", stderr);
     fflush(stderr);
     f->printer.bar_shown = TRUE;
   }
@@ -119,9 +120,7 @@ tdm_cli_lr_find(const TdmConfig *config, double lr_first, double lr_last, int st
     json_builder_set_member_name(b, "diverged");
     json_builder_add_boolean_value(b, diverged);
     json_builder_end_object(b);
-    g_autoptr(JsonNode) root = json_builder_get_root(b);
-    g_autofree char *text = tdm_json_to_string(root);
-    printf("%s\n", text);
+    tdm_cli_print_json_object(b);
     return TRUE;
   }
   if (quiet)

@@ -2,6 +2,7 @@
 /* tdm-cli-runs.c — tandem-train runs, --show-run, --export-run, --config
  * (tdm-cli-runs.h). */
 #include "tdm-cli-runs.h"
+#include "tdm-cli-json.h"
 #include <glib/gi18n.h>
 #include "tdm-checkpoint.h"
 #include "tdm-error.h"
@@ -101,13 +102,6 @@ json_summary(JsonBuilder *b, const TdmRunRecord *r)
   }
 }
 
-static void
-print_json(JsonBuilder *b)
-{
-  g_autoptr(JsonNode) root = json_builder_get_root(b);
-  g_autofree char *text = tdm_json_to_string(root);
-  printf("%s\n", text);
-}
 
 int
 tdm_cli_runs_list(const char *folder, gboolean json)
@@ -132,7 +126,7 @@ tdm_cli_runs_list(const char *folder, gboolean json)
       json_builder_begin_object(b);
       json_summary(b, r);
       json_builder_end_object(b);
-      print_json(b);
+      tdm_cli_print_json_object(b);
       continue;
     }
     g_autofree char *date = created_text(r);
@@ -180,7 +174,7 @@ tdm_cli_runs_show(const char *folder, const char *id, gboolean json)
     }
     json_builder_end_array(b);
     json_builder_end_object(b);
-    print_json(b);
+    tdm_cli_print_json_object(b);
     return 0;
   }
   g_autofree char *date = created_text(r);

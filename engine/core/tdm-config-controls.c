@@ -6,26 +6,13 @@
  * point of the run. What the trainer does with them is the trainer's.
  */
 #include "tdm-config.h"
+#include "tdm-config-private.h"
 #include "tdm-choice.h"
 #include "tdm-error.h"
 #include "tdm-i18n.h"
 #include "tdm-json.h"
 
 #include <math.h>
-
-static gboolean
-invalid(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
-
-static gboolean
-invalid(GError **error, const char *format, ...)
-{
-  va_list args;
-  va_start(args, format);
-  g_autofree char *message = g_strdup_vprintf(format, args);
-  va_end(args);
-  g_set_error_literal(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION, message);
-  return FALSE;
-}
 
 const char *
 tdm_monitor_name(TdmMonitor monitor)

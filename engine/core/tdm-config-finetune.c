@@ -4,21 +4,9 @@
  * lack them. What they mean is tdm-finetune.c's.
  */
 #include "tdm-config.h"
+#include "tdm-config-private.h"
 #include "tdm-error.h"
 
-static gboolean
-bad(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
-
-static gboolean
-bad(GError **error, const char *format, ...)
-{
-  va_list args;
-  va_start(args, format);
-  g_autofree char *message = g_strdup_vprintf(format, args);
-  va_end(args);
-  g_set_error_literal(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION, message);
-  return FALSE;
-}
 
 static void
 add_strv(JsonBuilder *b, const char *name, char **v)
@@ -52,7 +40,7 @@ get_strv(JsonObject *o, const char *name, char ***out, GError **error)
     return TRUE;
   JsonNode *node = json_object_get_member(o, name);
   if (!JSON_NODE_HOLDS_ARRAY(node))
-    return bad(error, "configuration field “%s” must be an array of strings", name);
+    return tdm_config_invalid(error, "configuration field “%s” must be an array of strings", name);
   JsonArray *a = json_node_get_array(node);
   guint n = json_array_get_length(a);
   char **v = g_new0(char *, n + 1);
@@ -60,7 +48,7 @@ get_strv(JsonObject *o, const char *name, char ***out, GError **error)
     JsonNode *e = json_array_get_element(a, i);
     if (json_node_get_value_type(e) != G_TYPE_STRING) {
       g_strfreev(v);
-      return bad(error, "configuration field “%s” must be an array of strings", name);
+      return tdm_config_invalid(error, "configuration field “%s” must be an array of strings", name);
     }
     v[i] = g_strdup(json_node_get_string(e));
   }
@@ -76,7 +64,7 @@ get_str(JsonObject *o, const char *name, char **out, GError **error)
     return TRUE;
   JsonNode *node = json_object_get_member(o, name);
   if (json_node_get_value_type(node) != G_TYPE_STRING)
-    return bad(error, "configuration field “%s” must be a string", name);
+    return tdm_config_invalid(error, "configuration field “%s” must be a string", name);
   g_free(*out);
   *out = g_strdup(json_node_get_string(node));
   return TRUE;
@@ -92,7 +80,7 @@ tdm_finetune_config_from_json(JsonObject *o, TdmConfig *c, GError **error)
   if (json_object_has_member(o, "train_head")) {
     JsonNode *node = json_object_get_member(o, "train_head");
     if (json_node_get_value_type(node) != G_TYPE_BOOLEAN)
-      return bad(error, "configuration field “train_head” must be true or false");
+      return tdm_config_invalid(error, "configuration field “train_head” must be true or false");
     c->train_head = json_node_get_boolean(node);
   }
   return TRUE;

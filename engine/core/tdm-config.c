@@ -5,6 +5,7 @@
  * opening a dataset or a device; those are the trainer's to check.
  */
 #include "tdm-config.h"
+#include "tdm-config-private.h"
 #include "tdm-base-recipe.h"
 #include "tdm-choice.h"
 #include "tdm-i18n.h"
@@ -250,11 +251,8 @@ tdm_config_device_gpu(const char *entry)
   return -1;
 }
 
-static gboolean
-invalid(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
-
-static gboolean
-invalid(GError **error, const char *format, ...)
+gboolean
+tdm_config_invalid(GError **error, const char *format, ...)
 {
   va_list args;
   va_start(args, format);

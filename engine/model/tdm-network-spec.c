@@ -268,12 +268,18 @@ unknown_network(const char *spec)
   if (near == NULL && strpbrk(word, "0123456789") != NULL)
     return NULL;
   g_autofree char *list = g_strjoinv(", ", (char **)names);
+  /* A word may be a megabyte long: the message shows its start, as spec_error does. */
+  const char *end = word;
+  for (int i = 0; i < 60 && *end != '\0'; i++)
+    end = g_utf8_find_next_char(end, NULL);
+  g_autofree char *shown = g_strdup_printf("%.*s%s", (int)(end - word), word,
+                                           *end != '\0' ? "…" : "");
   if (near != NULL)
     return g_strdup_printf(_("unknown network “%s”: did you mean %s? The built-in networks "
                              "are %s; a spec lists layers, e.g. fc128,relu,fc10"),
-                           word, near, list);
+                           shown, near, list);
   return g_strdup_printf(_("unknown network “%s”: the built-in networks are %s; a spec lists "
-                           "layers, e.g. fc128,relu,fc10"), word, list);
+                           "layers, e.g. fc128,relu,fc10"), shown, list);
 }
 
 /* Parses one layer token into layer->kind and its numbers; shapes come later. */

@@ -345,19 +345,31 @@ test_dropout(void)
 
 /* The augmenting gather: crops and flips drawn on the device equal the CPU's. */
 
+/* A random uint8 set of `samples` images of `sample` bytes, their labels, and `count`
+ * indices into it. */
+static void
+random_set(int samples, size_t sample, int count, uint8_t **images, uint8_t **labels,
+           int32_t **idx)
+{
+  size_t bytes = (size_t)samples * sample;
+  *images = g_new(uint8_t, bytes);
+  *labels = g_new(uint8_t, samples);
+  for (size_t i = 0; i < bytes; i++)
+    (*images)[i] = (uint8_t)g_test_rand_int_range(0, 256);
+  for (int i = 0; i < samples; i++)
+    (*labels)[i] = (uint8_t)g_test_rand_int_range(0, 10);
+  *idx = g_new(int32_t, count);
+  for (int i = 0; i < count; i++)
+    (*idx)[i] = g_test_rand_int_range(0, samples);
+}
+
 static void
 augment_case(int samples, int h, int w, int c, int count, int pad, TdmFlip flip)
 {
   size_t sample = (size_t)h * w * c, bytes = (size_t)samples * sample;
-  g_autofree uint8_t *images = g_new(uint8_t, bytes);
-  g_autofree uint8_t *labels = g_new(uint8_t, samples);
-  for (size_t i = 0; i < bytes; i++)
-    images[i] = (uint8_t)g_test_rand_int_range(0, 256);
-  for (int i = 0; i < samples; i++)
-    labels[i] = (uint8_t)g_test_rand_int_range(0, 10);
-  g_autofree int32_t *idx = g_new(int32_t, count);
-  for (int i = 0; i < count; i++)
-    idx[i] = g_test_rand_int_range(0, samples);
+  g_autofree uint8_t *images = NULL, *labels = NULL;
+  g_autofree int32_t *idx = NULL;
+  random_set(samples, sample, count, &images, &labels, &idx);
   const uint64_t key = tdm_crng_key(11, TDM_RNG_AUGMENT);
   size_t xs = (size_t)count * sample;
   g_autofree float *x_ref = g_new(float, xs);
@@ -397,15 +409,9 @@ static void
 photo_case(int samples, int h, int w, int c, int count, const TdmPhotoAugment *a)
 {
   size_t sample = (size_t)h * w * c, bytes = (size_t)samples * sample;
-  g_autofree uint8_t *images = g_new(uint8_t, bytes);
-  g_autofree uint8_t *labels = g_new(uint8_t, samples);
-  for (size_t i = 0; i < bytes; i++)
-    images[i] = (uint8_t)g_test_rand_int_range(0, 256);
-  for (int i = 0; i < samples; i++)
-    labels[i] = (uint8_t)g_test_rand_int_range(0, 10);
-  g_autofree int32_t *idx = g_new(int32_t, count);
-  for (int i = 0; i < count; i++)
-    idx[i] = g_test_rand_int_range(0, samples);
+  g_autofree uint8_t *images = NULL, *labels = NULL;
+  g_autofree int32_t *idx = NULL;
+  random_set(samples, sample, count, &images, &labels, &idx);
   const uint64_t key = tdm_crng_key(5, TDM_RNG_AUGMENT);
   size_t xs = (size_t)count * sample;
   g_autofree float *x_ref = g_new(float, xs);
