@@ -313,6 +313,7 @@ tdm_cli_options_context(TdmCliOptions *o)
      N_("Colour jitter: brightness, contrast and saturation each times 1 ± X (one X for all "
         "three, e.g. 0.4; default off)"), "B,C,S"},
     {"erase", 0, 0, G_OPTION_ARG_STRING, &o->erase,
+     /* xgettext:no-c-format */
      N_("Random erasing: with probability P, a rectangle of 2–33 % of the image set to 0 "
         "(default 0: off)"), "P"},
     {"test-flip", 0, 0, G_OPTION_ARG_NONE, &o->test_flip,
