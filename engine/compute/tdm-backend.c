@@ -31,7 +31,7 @@ tdm_backend_check_gpus(const char *const *devices, gboolean per_process, GError 
 #endif
   g_autofree char *instead = per_process ? g_strdup("cpu") : g_strdup_printf("cpu:%d", count);
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-              _("--devices %s: %s; to train on the CPU instead, use --devices %s (a CPU "
+              _("device “%s”: %s; to train on the CPU instead, use --devices %s (a CPU "
                 "worker for each replica)"), gpu, why, instead);
   return FALSE;
 }

@@ -456,8 +456,8 @@ TdmBackend *tdm_backend_new (const char *device, TdmPrecision precision, GError 
 void tdm_backend_free (TdmBackend *b);
 
 /* Whether every "cuda:N" among `devices` (NULL-terminated) can be opened at all: FALSE
- * on a machine or build without CUDA GPUs, with a message that names the first one
- * and the CPU workers to use instead (cpu:N, one for each entry; "cpu" when each
+ * on a machine or build without CUDA GPUs, with a message (TDM_ENGINE_ERROR_DEVICE) that
+ * names the first one and the CPU workers to use instead (cpu:N, one for each entry; "cpu" when each
  * process of an mpirun job holds one, `per_process`). Which GPUs exist is
  * tdm_backend_new()'s to check. */
 gboolean tdm_backend_check_gpus (const char *const *devices, gboolean per_process,
