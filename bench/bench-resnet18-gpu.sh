@@ -9,8 +9,9 @@
 # (nvidia-smi, sampled every 100 ms while the run lasts). With TORCH=1, PyTorch eager
 # (bf16 autocast, channels_last, cudnn.benchmark) on the same network, batch and size
 # beside it, in the same call. NETWORK=resnet18 SIZES=224:128 runs the torchvision
-# layout instead (torchvision's resnet18 on PyTorch's side). Logs go to $OUT. Not a test:
-# it asserts nothing.
+# layout instead (torchvision's resnet18 on PyTorch's side). CONVS="auto im2col" runs
+# Tandem with its convolution engine choosing (and prints each layer's choice, its time
+# and TFLOP/s) and with the engine off. Logs go to $OUT. Not a test: it asserts nothing.
 set -u
 G=${G:-$PWD/.gpu}
 STEPS=${STEPS:-40}
@@ -50,20 +51,45 @@ for item in sizes:
 PY
 for item in $SIZES; do
   side=${item%:*} batch=${item#*:}
-  echo "== ${NETWORK:-ResNet-18 (CIFAR layout)}, $side px, batch $batch, bf16"
-  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 > $OUT/smi-$side.txt 2>/dev/null &
+  for conv in ${CONVS:-auto}; do
+  tag=$side$([ $conv = auto ] || echo "-$conv")
+  echo "== ${NETWORK:-ResNet-18 (CIFAR layout)}, $side px, batch $batch, bf16, convolutions: $conv"
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 > $OUT/smi-$tag.txt 2>/dev/null &
   smi=$!
+  # The engine's choices (Tandem-Compute's debug lines) go to the .err file; TANDEM_CONV
+  # unset lets it choose, im2col turns it off.
+  env $([ $conv = auto ] || echo TANDEM_CONV=$conv) G_MESSAGES_DEBUG=Tandem-Compute \
   timeout 240 $G/bin/tandem-train --devices ${DEVICES:-cuda:0} --dataset $D/$side $([ $side = 32 ] || echo --image-size $side) \
     --network "$SPEC" --batch $batch --precision ${PRECISION:-bf16} --optimizer nesterov --lr 0.05 \
-    --max-steps $STEPS --json --quiet > $OUT/r18-$side.json 2> $OUT/r18-$side.err
+    --max-steps $STEPS --json --quiet > $OUT/r18-$tag.json 2> $OUT/r18-$tag.err
   echo "exit $?"
   kill $smi 2>/dev/null; wait $smi 2>/dev/null
-  python3 - $OUT/r18-$side.json $OUT/smi-$side.txt $side $batch <<'PY'
-import json, sys
-path, smi, side, batch = sys.argv[1:]
+  python3 - $OUT/r18-$tag.json $OUT/smi-$tag.txt $side $batch $OUT/r18-$tag.err <<'PY'
+import json, re, sys
+path, smi, side, batch, err = sys.argv[1:]
 rates, memory, tandem_bytes, failed = [], None, 0, None
-for line in open(path):
+# Each timed choice: "cuda:0: fwd n512 h32 w32 c64 o64 k3 p1 s1 bf16 col16 → NAME (0.123 ms)".
+pattern = re.compile(r"(fwd|dgrad|wgrad) n(\d+) h(\d+) w(\d+) c(\d+) o(\d+) k(\d+) p(\d+) s(\d+)"
+                     r"([^→]*)→ (\S+) \(([\d.]+) ms")
+# GLib prints debug lines to stdout, among the JSON lines: both files are read.
+for line in list(open(err, errors="replace")) + list(open(path, errors="replace")):
+    m = pattern.search(line)
+    if not m:
+        continue
+    d, n, h, w, c, o, k, p, s = m.group(1), *map(int, m.groups()[1:9])
+    if n != int(batch):
+        continue  # the evaluation's and the last batch's shapes
+    oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+    flop = 2.0 * n * oh * ow * o * k * k * c
+    ms = float(m.group(12))
+    rate = f"{flop / ms / 1e9:7.1f} TFLOP/s" if ms > 0 else "  (cached)"
+    print(f"  {d:5} n{n} {h}x{w}x{c}->{o} k{k} s{s}{m.group(10).rstrip():12} {m.group(11):18} {ms:8.4f} ms {rate}")
+for line in open(path, errors="replace"):
+    if not line.startswith("{"):
+        continue
     e = json.loads(line)
+    if e["type"] == "started" and "conv_choices" in e:
+        print("  conv choices:", json.dumps(e["conv_choices"]))
     if e["type"] == "memory" and memory is None:
         memory = e
     elif e["type"] == "step":
@@ -85,6 +111,7 @@ print(f"  tandem_bytes peak {tandem_bytes / 2**30:.2f} GiB; driver peak {max(use
 if failed:
     print("  failed:", failed)
 PY
+  done
   if [ "${TORCH:-0}" = 1 ]; then
     timeout 200 python3 - $side $batch $STEPS "$SPEC" <<'PY'
 import sys, time, torch, torch.nn as nn, torch.nn.functional as F

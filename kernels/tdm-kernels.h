@@ -44,6 +44,8 @@ cudaError_t tdm_k_exact_add(int64_t *acc, const float *x, size_t n, int64_t *bad
                             cudaStream_t stream);
 /* out[i] = in[i] as bfloat16 bits, rounded to nearest even. */
 cudaError_t tdm_k_to_bf16(uint16_t *out, const float *in, size_t n, cudaStream_t stream);
+/* out[i] = the bfloat16 in[i] as float (exact). */
+cudaError_t tdm_k_from_bf16(float *out, const uint16_t *in, size_t n, cudaStream_t stream);
 
 /* gemm.cu. The end of a split-K GEMM or of a sum over rows: c[i, j] (row-major, ldc)
  * = alpha · Σ over s of parts[s · m · n + i · n + j] (+ beta · c[i, j] when beta is

@@ -59,6 +59,61 @@ tdm_pool2d_valid(TdmPool2d g)
          g.oh == (g.h + 2 * g.p - g.k) / g.s + 1 && g.ow == (g.w + 2 * g.p - g.k) / g.s + 1;
 }
 
+/* A convolution's shape: n samples of h×w×c (NHWC) in, out_c channels out, square
+ * kernel × kernel windows at `stride` over the input zero-padded by `pad` on every
+ * side; the output is oh × ow with oh = (h + 2·pad − kernel) / stride + 1 (floor). */
+typedef struct {
+  int n, h, w, c, out_c, kernel, pad, stride;
+} TdmConvShape;
+
+static inline int
+tdm_conv_out_h(const TdmConvShape *s)
+{
+  return (s->h + 2 * s->pad - s->kernel) / s->stride + 1;
+}
+
+static inline int
+tdm_conv_out_w(const TdmConvShape *s)
+{
+  return (s->w + 2 * s->pad - s->kernel) / s->stride + 1;
+}
+
+/* The three directions of a convolution, each with its own choice of way. */
+typedef enum {
+  TDM_CONV_FORWARD,   /* y from x and w */
+  TDM_CONV_DGRAD,     /* dx from dy and w */
+  TDM_CONV_WGRAD,     /* dw from x and dy */
+} TdmConvDirection;
+
+/* One call of the convolution engine (conv_engine_forward, conv_engine_backward). */
+typedef struct {
+  TdmConvShape shape;
+  /* The input, n×h×w×c. When bn_mean is not NULL, the convolution's input is
+   * bn_forward's training output of x (bn_mean, bn_invstd, bn_gamma, bn_beta, then
+   * max(·, 0) when bn_relu), computed as it is read: the normalized tensor was never
+   * written (the replica's bn left it to the conv). */
+  const float *x;
+  const float *bn_mean, *bn_invstd, *bn_gamma, *bn_beta;
+  bool bn_relu;
+  const float *w;             /* [out_c, kernel, kernel, c] */
+  const uint16_t *w16;        /* w as bf16 when the caller keeps it (bf16 runs), or NULL */
+  float *y;                   /* forward: n×oh×ow×out_c, written */
+  /* Backward: the output gradient, float32; or, when dy16 is not NULL, as bf16 at dy16
+   * (inside work, which the engine then leaves alone there) and dy is not read. */
+  const float *dy;
+  const uint16_t *dy16;
+  float *dx;                  /* backward: the input gradient, written; NULL: none wanted */
+  float *dw;                  /* backward: the weight gradient, written */
+  void *work;                 /* the caller's scratch, its contents undefined between calls */
+  size_t work_bytes;
+} TdmConvArgs;
+
+/* How many of a backend's convolution choices (shape × direction) went to each kind of
+ * candidate (conv_choices). */
+typedef struct {
+  int cudnn, own, im2col;
+} TdmConvChoices;
+
 /* Per-channel x · mul + add, for at most four channels (grey, RGB). */
 #define TDM_AFFINE_MAX_CHANNELS 4
 typedef struct {
@@ -134,6 +189,22 @@ typedef struct {
   void (*conv_backward) (TdmBackend *b, float *dx, float *dw, const float *dy,
                          const float *x, const float *wt, float *work, int n, int h,
                          int w, int c, int out_c, int kernel, int pad, int stride);
+
+  /* The convolution engine, optional (NULL on the CPU): a convolution with a choice
+   * of ways to compute it per shape and direction (forward, input gradient, weight
+   * gradient), measured once and remembered (on a GPU: cuDNN's engines, Tandem's own
+   * kernels, im2col with a GEMM). Every way gives the same function within the run's
+   * precision: float32 sums for bf16 operands (--precision bf16; an output may be
+   * rounded to bf16 on the way), TF32 or float32 products otherwise. Each candidate's
+   * scratch must fit in a->work_bytes, so memory stays the caller's rule. Returns
+   * FALSE, having queued nothing, where the caller should compose the convolution
+   * itself (im2col, gemm, col2im): no candidate of the engine's own was chosen, or the
+   * shape is not one it takes. Forward writes a->y; backward writes a->dw, and a->dx
+   * when not NULL. */
+  gboolean (*conv_engine_forward) (TdmBackend *b, const TdmConvArgs *a);
+  gboolean (*conv_engine_backward) (TdmBackend *b, const TdmConvArgs *a);
+  /* The engine's choices so far, counted by kind. Optional. */
+  void (*conv_choices) (TdmBackend *b, TdmConvChoices *counts);
 
   /* Max pooling, window = stride = k, floor division: y is n×(h/k)×(w/k)×c.
    * argmax holds, per output, the index into x of the chosen input (the first
@@ -439,6 +510,11 @@ struct _TdmBackend {
   int device_index;           /* CUDA ordinal, or 0 for the CPU */
   char *name;                 /* "cpu", "cuda:0" — used in messages */
   TdmPrecision precision;
+  /* --exact: where an operation has a choice of ways (the convolution engine), only
+   * those whose results do not depend on timing are eligible, and the choice is a rule
+   * of the shape and the GPU model, never a measurement, so every device of a kind
+   * computes the same bits. Set by the trainer before the first operation. */
+  bool deterministic;
   size_t bytes_in_use;        /* what Tandem holds on this device, exactly */
   size_t bytes_peak;
   guint64 operations;         /* operations issued (≈ kernels launched), for floors */

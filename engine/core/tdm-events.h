@@ -62,6 +62,10 @@ typedef struct {
   /* The batch the run was asked for, when the trainer had to choose a smaller one
    * (tdm_trainer_set_batch_fits); 0 otherwise. */
   int batch_asked;
+  /* The convolution engines' choices after the pre-warm, summed over the replicas:
+   * shapes × directions that went to cuDNN, to Tandem's own kernels, to im2col with a
+   * GEMM (all 0 where no backend has an engine: the CPU). */
+  int conv_cudnn, conv_own, conv_im2col;
 } TdmStartedEvent;
 
 /* The memory estimate (tdm-memory.h), sent before anything large is allocated. */

@@ -5,8 +5,9 @@
  * reaches the block's start, batch normalization's sums handed to the synchronized
  * BN hook between its steps; a bn's output that only a pool or a bf16 conv after it
  * reads is computed by that layer as it reads it, and the gradient a bn hands to a bf16
- * conv before it is written as that conv's bf16 operand. Not the buffers, the gather
- * or the step's shape (tdm-replica.c). */
+ * conv before it is written as that conv's bf16 operand. Convolutions go to the
+ * backend's convolution engine where it has one, else are composed here. Not the
+ * buffers, the gather or the step's shape (tdm-replica.c). */
 #include "tdm-replica-private.h"
 #include "tdm-counter-rng.h"
 
@@ -212,6 +213,31 @@ bn_input_of(TdmReplica *r, int i, int n, BnGather *gather)
   return gather;
 }
 
+/* The convolution engine's view of a conv layer's call (tdm-backend.h): its shape, the
+ * input (or the bn's input it normalizes as it reads), the weights (and their bf16
+ * copy), the one workspace. */
+static TdmConvArgs
+conv_args(TdmReplica *r, const float *x, const BnGather *bn, const float *w, int n, int in_h,
+          int in_w, int in_c, int out_c, int kernel, int pad, int stride)
+{
+  TdmConvArgs a = {
+    .shape = {n, in_h, in_w, in_c, out_c, kernel, pad, stride},
+    .x = bn != NULL ? bn->x : x,
+    .w = w,
+    .w16 = r->params16 != NULL ? r->params16 + (w - r->params) : NULL,
+    .work = r->columns,
+    .work_bytes = r->columns_bytes,
+  };
+  if (bn != NULL) {
+    a.bn_mean = bn->saved;
+    a.bn_invstd = bn->saved + in_c;
+    a.bn_gamma = bn->gamma;
+    a.bn_beta = bn->beta;
+    a.bn_relu = bn->relu;
+  }
+  return a;
+}
+
 /* A conv's product: the backend's whole convolution where the layer has its scratch
  * (work: tdm_replica_layer_buffers() gave it one because the backend takes the shape),
  * else out = cols(x) · Wᵀ, the columns kept in col (or x itself for a 1×1 conv of
@@ -227,6 +253,12 @@ conv_forward(TdmReplica *r, float *y, const float *x, const BnGather *bn, float 
   if (work != NULL) {
     b->ops->conv_forward(b, y, x, w, work, n, in_h, in_w, in_c, out_c, kernel, pad, stride);
     return;
+  }
+  if (b->ops->conv_engine_forward != NULL) {
+    TdmConvArgs a = conv_args(r, x, bn, w, n, in_h, in_w, in_c, out_c, kernel, pad, stride);
+    a.y = y;
+    if (b->ops->conv_engine_forward(b, &a))
+      return;
   }
   if (conv_bf16(r, col, rows, k, out_c)) {
     uint16_t *col16 = (uint16_t *)col;
@@ -267,6 +299,15 @@ conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy, gboolean dy1
     b->ops->conv_backward(b, need_dx ? dx : NULL, dw, dy, x, w, work, n, in_h, in_w, in_c,
                           out_c, kernel, pad, stride);
     return;
+  }
+  if (b->ops->conv_engine_backward != NULL) {
+    TdmConvArgs a = conv_args(r, x, bn, w, n, in_h, in_w, in_c, out_c, kernel, pad, stride);
+    a.dy = dy;
+    a.dy16 = dy16_ready ? (const uint16_t *)col + (size_t)rows * k : NULL;
+    a.dx = need_dx ? dx : NULL;
+    a.dw = dw;
+    if (b->ops->conv_engine_backward(b, &a))
+      return;
   }
   if (conv_bf16(r, col, rows, k, out_c)) {
     uint16_t *col16 = (uint16_t *)col, *dy16 = col16 + (size_t)rows * k;

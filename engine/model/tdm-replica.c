@@ -291,8 +291,10 @@ tdm_replica_new_sized(TdmBackend *b, const TdmNetwork *net, int capacity, int ev
    * memory estimate: columns and whole-convolution scratch are one workspace each. */
   size_t columns, conv_work;
   widest_scratch(net, b->kind, &columns, &conv_work);
-  if (columns > 0 || conv_work > 0)
-    ALLOC(r->columns, MAX(most * columns, conv_work) * sizeof(float));
+  if (columns > 0 || conv_work > 0) {
+    r->columns_bytes = MAX(most * columns, conv_work) * sizeof(float);
+    ALLOC(r->columns, r->columns_bytes);
+  }
   r->conv_scratch = r->columns;
   r->skip_levels = g_new0(float *, MAX(tdm_replica_infer_count(net) - 2, 1));
   {

@@ -87,6 +87,7 @@ struct _TdmReplica {
                                  * convolution's scratch if more; backward builds a
                                  * conv's columns again instead of keeping them */
   float *conv_scratch;          /* the same buffer, as a whole convolution's scratch */
+  size_t columns_bytes;         /* its size, for the backend's convolution engine */
   float **infer_acts;           /* [layer_count + 1]: the inference pass's acts, each one
                                  * of the rotating `infer` buffers (tdm-replica-infer.c) */
   int32_t **infer_argmax;       /* [layer_count]: the inference pass's argmax scratch */

@@ -191,6 +191,7 @@ build_replicas(TdmTrainer *t, GError **error)
     t->backends[r] = tdm_backend_new(device, cfg->precision, error);
     if (t->backends[r] == NULL)
       return FALSE;
+    t->backends[r]->deterministic = cfg->exact;
     g_autoptr(GError) local = NULL;
     int eval_capacity = tdm_memory_eval_capacity(cfg, t->net, t->backends[r]->kind, t->world,
                                                  t->data->test->count);

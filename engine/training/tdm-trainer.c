@@ -304,6 +304,18 @@ emit_started(TdmTrainer *t)
   g_strlcpy(s->init_report, t->init_report != NULL ? t->init_report : "", sizeof s->init_report);
   s->prewarm_steps = t->prewarm_steps;
   s->prewarm_seconds = t->prewarm_seconds;
+  for (int r = 0; r < t->replicas; r++) {
+    TdmBackend *b = t->backends[r];
+    TdmConvChoices c = {0};
+    if (b->ops->conv_choices != NULL)
+      b->ops->conv_choices(b, &c);
+    s->conv_cudnn += c.cudnn;
+    s->conv_own += c.own;
+    s->conv_im2col += c.im2col;
+  }
+  if (s->conv_cudnn + s->conv_own + s->conv_im2col > 0)
+    g_info("conv choices: %d cudnn, %d own, %d im2col", s->conv_cudnn, s->conv_own,
+           s->conv_im2col);
   tdm_trainer_emit(t, &e);
 }
 

@@ -50,7 +50,15 @@ typedef struct {
   gboolean small_gemm;         /* TDM_CUDA_SMALL_GEMM=0 turns tdm_k_gemm_small off */
   int implicit_major;          /* compute capability for conv-implicit.cu; 0: off */
   int sm_count;
+  int major;                   /* compute capability */
   char *gpu_name;              /* "NVIDIA H200", for messages */
+
+  /* The convolution engine (tdm-conv-engine.h): cuDNN's handle on the stream, made on
+   * first use, and the choices made so far. */
+  struct cudnnContext *cudnn;
+  const struct _TdmCudnnApi *cudnn_api; /* the library that made it */
+  gboolean cudnn_failed;
+  struct _TdmConvEngine *conv;
 
   GMutex lock;                 /* blocks, counters, upload ring */
   GHashTable *blocks;          /* device pointer → size in bytes */

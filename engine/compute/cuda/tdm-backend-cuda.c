@@ -10,6 +10,7 @@
  * the stream, through tdm-backend-cuda.h) and not device discovery (tdm-device.c).
  */
 #include "tdm-backend-cuda-private.h"
+#include "tdm-conv-engine.h"
 #include "tdm-i18n.h"
 
 #include <string.h>
@@ -375,6 +376,7 @@ cuda_destroy(TdmBackend *b)
   }
   if (cb->stream != NULL)
     (void)cudaStreamSynchronize(cb->stream);
+  tdm_cuda_conv_engine_free(b);
   if (cb->graphs != NULL) {
     destroy_graphs(cb);
     g_hash_table_destroy(cb->graphs);
@@ -475,6 +477,9 @@ static const TdmBackendOps tdm_backend_cuda_ops = {
   .gemm_bf16_out = tdm_cuda_gemm_bf16_out,
   .col2im_bf16 = tdm_cuda_col2im_bf16,
   .conv_dgrad_bf16 = tdm_cuda_conv_dgrad_bf16,
+  .conv_engine_forward = tdm_cuda_conv_engine_forward,
+  .conv_engine_backward = tdm_cuda_conv_engine_backward,
+  .conv_choices = tdm_cuda_conv_choices,
   .graph_begin = cuda_graph_begin,
   .graph_end = cuda_graph_end,
   .graph_launch = cuda_graph_launch,
@@ -548,6 +553,7 @@ tdm_backend_cuda_new(int ordinal, TdmPrecision precision, GError **error)
                 TDM_CUDA_OK(b, cudaGetDeviceProperties(&prop, ordinal));
   cb->gpu_name = g_strdup(ok ? prop.name : "unknown GPU");
   cb->sm_count = ok ? MAX(prop.multiProcessorCount, 1) : 1;
+  cb->major = ok ? prop.major : 0;
   ok = ok && TDM_CUDA_OK(b, cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking));
   for (int i = 0; ok && i < TDM_UPLOAD_SLOTS; i++)
     ok = TDM_CUDA_OK(b, cudaEventCreateWithFlags(&cb->ring[i].done, cudaEventDisableTiming));

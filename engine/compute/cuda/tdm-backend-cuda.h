@@ -105,6 +105,22 @@ void tdm_cuda_sgd_momentum_update (TdmBackend *b, float *p, const float *g, floa
 void tdm_cuda_weight_decay (TdmBackend *b, float *g, const float *p,
                             const uint8_t *decay_mask, size_t n, float weight_decay);
 
+/* The convolution engine (tdm-conv-engine.h) for tests and benchmarks. The names of the
+ * candidates one direction of a call has, laid out as conv_engine_forward and
+ * conv_engine_backward would: "im2col", "own:dgrad", "cudnn:eE:rR:f" (cuDNN's engine
+ * E, the R-th of its heuristics' list, writing float32; ":h" writing bf16). */
+GPtrArray *tdm_cuda_conv_candidate_names (TdmBackend *b, const TdmConvArgs *a,
+                                          TdmConvDirection dir);
+/* Runs the named candidate for one direction (the call's conversions included); FALSE
+ * when the name is not among them. */
+gboolean tdm_cuda_conv_run_named (TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir,
+                                  const char *name);
+/* The chosen candidate's name for a direction of this call, choosing now if needed;
+ * NULL when none takes it. Valid while the backend lives. */
+const char *tdm_cuda_conv_chosen (TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir);
+/* A line per choice made ("fwd n512 h32 … \tcudnn:e12:r0:f\t0.1234 ms"), for logs. */
+char *tdm_cuda_conv_report (TdmBackend *b);
+
 /* Records err in b's sticky error, naming the call, file and line; TRUE when err is
  * cudaSuccess. Never exits. */
 gboolean tdm_cuda_ok_at (TdmBackend *b, cudaError_t err, const char *call, const char *file,

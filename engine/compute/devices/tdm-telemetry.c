@@ -11,6 +11,7 @@
  */
 #include "tdm-telemetry.h"
 #include "tdm-device.h"
+#include "tdm-library.h"
 
 #include <dlfcn.h>
 #include <string.h>
@@ -63,20 +64,9 @@ struct _TdmTelemetry {
   GThread *thread;
 };
 
-/* The first of the names that the library exports: newest version first. */
-static void *
-symbol(void *library, const char *const *names)
-{
-  for (const char *const *name = names; *name != NULL; name++) {
-    void *fn = dlsym(library, *name);
-    if (fn != NULL)
-      return fn;
-  }
-  return NULL;
-}
-
-#define SYMBOL(t, field, ...) \
-  (*(void **)&(t)->nvml.field = symbol((t)->library, (const char *const[]){__VA_ARGS__, NULL}))
+#define SYMBOL(t, field, ...)                                                          \
+  (*(void **)&(t)->nvml.field =                                                        \
+       tdm_library_symbol((t)->library, (const char *const[]){__VA_ARGS__, NULL}))
 
 static const char *
 nvml_error(TdmTelemetry *t, nvmlReturn_t code)

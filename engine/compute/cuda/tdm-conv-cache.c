@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* tdm-conv-cache.c — the convolution engine's choices on disk (tdm-conv-cache.h).
+ *
+ * The file:
+ *   tandem-conv-choices 1
+ *   <key>\t<candidate>\t<milliseconds>
+ * with keys and names of printable ASCII without tabs. It is read whole, once per
+ * model, within limits (size, line count, field lengths); anything outside them and
+ * the file is ignored and rebuilt from the choices this process makes. */
+#include "tdm-conv-cache.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define CACHE_HEADER "tandem-conv-choices 1"
+#define CACHE_MAX_BYTES ((gsize)4 << 20)
+#define CACHE_MAX_LINES 65536
+#define CACHE_MAX_FIELD 160
+
+typedef struct {
+  char *path;
+  GHashTable *entries;         /* key → "name\tms" */
+} CacheFile;
+
+static GMutex cache_lock;
+static GHashTable *files;      /* model → CacheFile */
+
+char *
+tdm_conv_cache_path(const char *model)
+{
+  const char *env = g_getenv("TANDEM_CONV_CACHE");
+  if (env != NULL && g_str_equal(env, "0"))
+    return NULL;
+  if (env != NULL && env[0] != '\0')
+    return g_strdup(env);
+  /* The model as a file name: letters, digits, '.', '-'; anything else becomes '-'. */
+  g_autofree char *safe = g_strdup(model);
+  for (char *p = safe; *p != '\0'; p++)
+    if (!g_ascii_isalnum(*p) && *p != '.' && *p != '-')
+      *p = '-';
+  g_autofree char *name = g_strdup_printf("conv-%s.txt", safe);
+  return g_build_filename(g_get_user_cache_dir(), "tandem", name, NULL);
+}
+
+static gboolean
+field_ok(const char *f)
+{
+  size_t n = strlen(f);
+  if (n == 0 || n > CACHE_MAX_FIELD)
+    return FALSE;
+  for (const char *p = f; *p != '\0'; p++)
+    if (!g_ascii_isprint(*p))
+      return FALSE;
+  return TRUE;
+}
+
+/* The entries of a well-formed file, or NULL (with *why) for any damage. */
+static GHashTable *
+parse(const char *text, gsize length, char **why)
+{
+  if (length > CACHE_MAX_BYTES) {
+    *why = g_strdup_printf("larger than %zu bytes", (size_t)CACHE_MAX_BYTES);
+    return NULL;
+  }
+  if (memchr(text, '\0', length) != NULL) {
+    *why = g_strdup("a NUL byte");
+    return NULL;
+  }
+  g_auto(GStrv) lines = g_strsplit(text, "\n", CACHE_MAX_LINES + 2);
+  if (lines[0] == NULL || !g_str_equal(lines[0], CACHE_HEADER)) {
+    *why = g_strdup("not a Tandem convolution cache (its first line)");
+    return NULL;
+  }
+  if (g_strv_length(lines) > CACHE_MAX_LINES + 1) {
+    *why = g_strdup_printf("more than %d lines", CACHE_MAX_LINES);
+    return NULL;
+  }
+  GHashTable *entries = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  for (int i = 1; lines[i] != NULL; i++) {
+    if (lines[i][0] == '\0' && lines[i + 1] == NULL)
+      break; /* the final newline */
+    g_auto(GStrv) f = g_strsplit(lines[i], "\t", 4);
+    char *end = NULL;
+    double ms = 0.0;
+    if (g_strv_length(f) == 3) {
+      errno = 0;
+      ms = g_ascii_strtod(f[2], &end);
+    }
+    if (g_strv_length(f) != 3 || !field_ok(f[0]) || !field_ok(f[1]) || end == f[2] ||
+        end == NULL || *end != '\0' || errno != 0 || !(ms >= 0.0 && ms < 1e9)) {
+      *why = g_strdup_printf("line %d is not “key, candidate, milliseconds”", i + 1);
+      g_hash_table_destroy(entries);
+      return NULL;
+    }
+    g_hash_table_replace(entries, g_strdup(f[0]), g_strdup_printf("%s\t%s", f[1], f[2]));
+  }
+  return entries;
+}
+
+static void
+cache_file_free(gpointer data)
+{
+  CacheFile *file = data;
+  g_free(file->path);
+  g_hash_table_destroy(file->entries);
+  g_free(file);
+}
+
+/* The model's table, as its file was read (once), under cache_lock; a table of this
+ * process's choices alone when the cache is off. */
+static CacheFile *
+file_of(const char *model)
+{
+  if (files == NULL)
+    files = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, cache_file_free);
+  CacheFile *file = g_hash_table_lookup(files, model);
+  if (file != NULL)
+    return file;
+  file = g_new0(CacheFile, 1);
+  file->path = tdm_conv_cache_path(model);
+  g_autofree char *text = NULL;
+  gsize length = 0;
+  if (file->path != NULL && g_file_get_contents(file->path, &text, &length, NULL)) {
+    g_autofree char *why = NULL;
+    file->entries = parse(text, length, &why);
+    if (file->entries == NULL)
+      g_message("The convolution cache %s is damaged (%s): ignored, and written anew",
+                file->path, why);
+  }
+  if (file->entries == NULL)
+    file->entries = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  g_hash_table_insert(files, g_strdup(model), file);
+  return file;
+}
+
+char *
+tdm_conv_cache_lookup(const char *model, const char *key)
+{
+  g_mutex_lock(&cache_lock);
+  CacheFile *file = file_of(model);
+  const char *value = g_hash_table_lookup(file->entries, key);
+  char *name = value != NULL ? g_strndup(value, strcspn(value, "\t")) : NULL;
+  g_mutex_unlock(&cache_lock);
+  return name;
+}
+
+static int
+compare_keys(const void *a, const void *b)
+{
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *
+serialize(GHashTable *entries)
+{
+  GString *out = g_string_new(CACHE_HEADER "\n");
+  g_autofree gpointer *keys = g_hash_table_get_keys_as_array(entries, NULL);
+  guint count = g_hash_table_size(entries);
+  /* Sorted, so the file does not depend on the hash table's order. */
+  qsort(keys, count, sizeof *keys, compare_keys);
+  for (guint i = 0; i < count; i++)
+    g_string_append_printf(out, "%s\t%s\n", (char *)keys[i],
+                           (char *)g_hash_table_lookup(entries, keys[i]));
+  return g_string_free(out, FALSE);
+}
+
+void
+tdm_conv_cache_store(const char *model, const char *key, const char *name, double ms)
+{
+  if (!field_ok(key) || !field_ok(name) || strchr(key, '\t') != NULL ||
+      strchr(name, '\t') != NULL)
+    return;
+  g_mutex_lock(&cache_lock);
+  CacheFile *file = file_of(model);
+  if (g_hash_table_size(file->entries) < CACHE_MAX_LINES) {
+    char number[G_ASCII_DTOSTR_BUF_SIZE];
+    g_ascii_formatd(number, sizeof number, "%.6f", ms);
+    g_hash_table_replace(file->entries, g_strdup(key), g_strdup_printf("%s\t%s", name, number));
+  }
+  if (file->path != NULL) {
+    g_autofree char *text = serialize(file->entries);
+    g_autofree char *folder = g_path_get_dirname(file->path);
+    g_autoptr(GError) error = NULL;
+    if (g_mkdir_with_parents(folder, 0755) != 0 ||
+        !g_file_set_contents(file->path, text, -1, &error))
+      g_debug("the convolution cache %s cannot be written: %s", file->path,
+              error != NULL ? error->message : g_strerror(errno));
+  }
+  g_mutex_unlock(&cache_lock);
+}
+
+void
+tdm_conv_cache_reset(void)
+{
+  g_mutex_lock(&cache_lock);
+  g_clear_pointer(&files, g_hash_table_destroy);
+  g_mutex_unlock(&cache_lock);
+}

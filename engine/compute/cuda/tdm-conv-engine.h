@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* tdm-conv-engine.h — the CUDA backend's convolution engine (tdm-backend.h's
+ * conv_engine_forward and conv_engine_backward): its candidates and how each runs
+ * within the caller's workspace (tdm-conv-candidates.c), the choice among them,
+ * timed once a shape and remembered per backend and on disk (tdm-conv-engine.c,
+ * tdm-conv-cache.c). Private to the CUDA backend and its tests.
+ *
+ * Candidates, per shape and direction:
+ * - "im2col": the columns and a cuBLAS GEMM, the replica's own way (bf16 columns in a
+ *   bf16 run where they fit, as the replica lays them out, else float32);
+ * - "own:dgrad": conv-implicit.cu's column-free input gradient (stride 1, bf16);
+ * - "cudnn:eE:rR:f" / ":h": cuDNN's engine E, the R-th of its heuristics' list, writing
+ *   float32 (f) or bf16 then widened (h).
+ */
+#pragma once
+
+#include "tdm-backend-cuda-private.h"
+#include "tdm-cudnn-conv.h"
+
+G_BEGIN_DECLS
+
+typedef struct _TdmConvEngine TdmConvEngine;
+
+typedef enum {
+  TDM_CONV_IM2COL,
+  TDM_CONV_OWN,
+  TDM_CONV_CUDNN,
+} TdmConvKind;
+
+typedef struct {
+  TdmConvKind kind;
+  TdmCudnnPlan *plan;          /* cuDNN's, or NULL */
+  gboolean float_out;          /* cuDNN: writes float32 itself */
+  double ms;                   /* measured, or 0 */
+  char name[48];
+} TdmConvCandidate;
+
+/* A call's view of its workspace: what the direction's candidates may use. */
+typedef struct {
+  const TdmConvArgs *a;
+  TdmConvDirection dir;
+  gboolean bf16;               /* bf16 operands (--precision bf16) */
+  gboolean columns16;          /* bf16 columns fit, laid out as the replica lays them */
+  gboolean replica_im2col;     /* "im2col" here is what the replica composes itself */
+  size_t rows, k;              /* output pixels, kernel² · c */
+  uint16_t *dy16;              /* backward: dy as bf16, where it is (reserved) */
+  const uint16_t *w16;         /* bf16 weights where aligned ones exist, else NULL */
+  /* Free regions for a candidate's scratch, beside the reservations. */
+  char *free_at[2];
+  size_t free_bytes[2];
+} TdmConvLayout;
+
+/* tdm-conv-candidates.c */
+
+/* Lays out a call of direction dir (for backward, dy16 where the caller put it or where
+ * it will be converted). FALSE when the engine takes no such call (empty, misaligned
+ * input, a workspace too small for any layout). */
+gboolean tdm_conv_layout (TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir,
+                          TdmConvLayout *l);
+/* A call's preparation, once for its directions (they share the reservations): the
+ * weights as aligned bf16 where the caller has none, and in backward dy as bf16 where
+ * the caller did not write it. */
+void tdm_conv_prepare (TdmBackend *b, const TdmConvLayout *l);
+/* Every candidate that takes the call within the layout's free space, in a fixed order
+ * (im2col, own, then cuDNN's in its heuristics' order), every one deterministic (cuDNN's
+ * NONDETERMINISTIC engines are never offered).
+ * With `only`, that one candidate (a cached choice: no other plan is built), if it
+ * still takes the call. */
+GPtrArray *tdm_conv_candidates_for (TdmBackend *b, const TdmConvLayout *l, const char *only);
+/* Runs candidate c; FALSE with *error set when cuDNN refused it at run time (nothing
+ * sticky: the backend goes on). */
+gboolean tdm_conv_candidate_run (TdmBackend *b, const TdmConvLayout *l,
+                                 const TdmConvCandidate *c, char **error);
+void tdm_conv_candidate_free (TdmConvCandidate *c);
+/* The backend's cuDNN handle on its stream, created on first use; NULL without cuDNN
+ * (or while the stream is captured, when none exists yet). */
+cudnnHandle_t tdm_conv_cudnn_handle (TdmBackend *b);
+
+/* tdm-conv-engine.c (and tdm-backend-cuda.h's tdm_cuda_conv_*: names, runs, reports) */
+
+void tdm_cuda_conv_engine_free (TdmBackend *b);
+
+gboolean tdm_cuda_conv_engine_forward (TdmBackend *b, const TdmConvArgs *a);
+gboolean tdm_cuda_conv_engine_backward (TdmBackend *b, const TdmConvArgs *a);
+void tdm_cuda_conv_choices (TdmBackend *b, TdmConvChoices *counts);
+
+G_END_DECLS

@@ -1,0 +1,442 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* test-cuda-conv.c — the CUDA backend's convolution engine (suite gpu): every candidate
+ * of every direction (cuDNN's plans, our own kernel, im2col with cuBLAS) against the
+ * CPU's im2col and GEMM on fresh random inputs, for odd sizes, strides 1 and 2, 1×1,
+ * 3×3 and 7×7 kernels, padding 0 to 3, 3, 17, 64 and 512 channels, in float32 and
+ * bf16; a bn normalized as the conv reads its input; an output gradient the bn before
+ * wrote as bf16 where the replica puts it; the choice timed, remembered on disk and
+ * found there by another backend; --exact's rule (the same choice on two backends,
+ * the same bits twice).
+ *
+ * Bounds: ||gpu − cpu|| / ||cpu|| against the float32 reference. float32 runs (no TF32,
+ * no Winograd: tdm-cudnn-conv.c refuses them) differ only in the order of the sums:
+ * 16 · 2⁻²⁴ · √L for a reduction of length L. bf16 runs round each operand (2⁻⁹
+ * relative) and may round the output: three such errors, each at most 2⁻⁹ and
+ * independent across terms, stay under 2⁻⁷. Outputs are poisoned with NaN first.
+ * Skips without a CUDA GPU.
+ */
+#include "tdm-backend.h"
+#include "tdm-build-config.h"
+
+#if TDM_HAVE_CUDA
+
+#include "tdm-backend-cuda.h"
+#include "tdm-conv-cache.h"
+#include "tdm-cudnn.h"
+#include "test-cuda-layers.h"
+
+#include <glib/gstdio.h>
+
+TdmBackend *cpu;
+TdmBackend *gpu;
+TdmBackend *gpu_bf16;
+
+typedef struct {
+  int n, h, w, c, out_c, kernel, pad, stride;
+} Case;
+
+static const Case cases[] = {
+  {2, 9, 7, 3, 16, 3, 1, 1},      /* a first layer: 3 channels, odd sizes */
+  {2, 11, 13, 17, 24, 3, 1, 2},   /* 17 channels, stride 2 */
+  {3, 8, 8, 64, 64, 3, 1, 1},     /* a ResNet's 3×3 */
+  {2, 15, 15, 64, 128, 1, 0, 2},  /* its projection: 1×1 at stride 2 */
+  {2, 6, 7, 64, 64, 1, 0, 1},     /* 1×1 at stride 1: the input is its own columns */
+  {2, 13, 11, 3, 32, 7, 3, 2},    /* a 7×7 stem, padding 3 */
+  {2, 5, 5, 512, 512, 3, 1, 1},   /* 512 channels */
+  {1, 7, 9, 17, 8, 3, 2, 1},      /* padding 2 */
+  {2, 9, 9, 64, 32, 3, 0, 2},     /* padding 0 at stride 2 */
+};
+
+/* A case's host data and CPU reference. */
+typedef struct {
+  TdmConvShape s;
+  size_t in, out, weights, rows, k;
+  float *x, *w, *dy;
+  float *y_ref, *dx_ref, *dw_ref;
+} Problem;
+
+static void
+problem_init(Problem *p, const Case *c, const float *x_override)
+{
+  memset(p, 0, sizeof *p);
+  p->s = (TdmConvShape){c->n, c->h, c->w, c->c, c->out_c, c->kernel, c->pad, c->stride};
+  int oh = tdm_conv_out_h(&p->s), ow = tdm_conv_out_w(&p->s);
+  p->rows = (size_t)c->n * oh * ow;
+  p->k = (size_t)c->kernel * c->kernel * c->c;
+  p->in = (size_t)c->n * c->h * c->w * c->c;
+  p->out = p->rows * c->out_c;
+  p->weights = (size_t)c->out_c * p->k;
+  p->x = random_floats(p->in, -1, 1);
+  p->w = random_floats(p->weights, -1, 1);
+  p->dy = random_floats(p->out, -1, 1);
+  const float *x = x_override != NULL ? x_override : p->x;
+  g_autofree float *col = g_new(float, p->rows * p->k);
+  cpu->ops->im2col(cpu, col, x, c->n, c->h, c->w, c->c, c->kernel, c->kernel, c->pad, c->stride);
+  int rows = (int)p->rows, k = (int)p->k;
+  p->y_ref = g_new(float, p->out);
+  cpu->ops->gemm(cpu, false, true, rows, c->out_c, k, 1.0f, col, k, p->w, k, 0.0f, p->y_ref,
+                 c->out_c);
+  p->dw_ref = g_new(float, p->weights);
+  cpu->ops->gemm(cpu, true, false, c->out_c, k, rows, 1.0f, p->dy, c->out_c, col, k, 0.0f,
+                 p->dw_ref, k);
+  cpu->ops->gemm(cpu, false, false, rows, k, c->out_c, 1.0f, p->dy, c->out_c, p->w, k, 0.0f,
+                 col, k);
+  p->dx_ref = g_new(float, p->in);
+  cpu->ops->col2im(cpu, p->dx_ref, col, c->n, c->h, c->w, c->c, c->kernel, c->kernel, c->pad,
+                   c->stride);
+  assert_ok(cpu);
+}
+
+static void
+problem_clear(Problem *p)
+{
+  g_free(p->x);
+  g_free(p->w);
+  g_free(p->dy);
+  g_free(p->y_ref);
+  g_free(p->dx_ref);
+  g_free(p->dw_ref);
+}
+
+/* The bound for a direction: its reduction length L and the backend's precision. */
+static double
+bound(TdmBackend *b, const Problem *p, TdmConvDirection dir)
+{
+  if (b->precision == TDM_PRECISION_BF16)
+    return 0x1p-7;
+  double length = dir == TDM_CONV_FORWARD ? (double)p->k
+                  : dir == TDM_CONV_WGRAD ? (double)p->rows
+                                          : (double)p->s.kernel * p->s.kernel * p->s.out_c;
+  return 16.0 * 0x1p-24 * sqrt(length);
+}
+
+/* The device side of a problem on backend b: its buffers and the engine's call. */
+typedef struct {
+  TdmBackend *b;
+  TdmConvArgs a;
+  float *x, *w, *dy, *y, *dx, *dw;
+  uint16_t *w16;
+  void *work;
+} Device;
+
+static void
+device_init(Device *d, TdmBackend *b, const Problem *p, gboolean with_w16)
+{
+  memset(d, 0, sizeof *d);
+  d->b = b;
+  d->x = on_b(b, p->x, p->in * 4);
+  d->w = on_b(b, p->w, p->weights * 4);
+  d->dy = on_b(b, p->dy, p->out * 4);
+  d->y = poisoned_b(b, p->out);
+  d->dx = poisoned_b(b, p->in);
+  d->dw = poisoned_b(b, p->weights);
+  if (with_w16 && b->ops->to_bf16 != NULL) {
+    d->w16 = on_b(b, NULL, p->weights * 2);
+    b->ops->to_bf16(b, d->w16, d->w, p->weights);
+  }
+  /* The replica's buffer is its network's widest layer's float32 columns, so a layer has
+   * at least its own and mostly more: here its own, or room for a bf16 copy of each
+   * operand and cuDNN's workspace where that is larger (a network's first layers'
+   * columns hold those of a later 1×1 or 512-channel layer several times over). */
+  size_t work_bytes = MAX(p->rows * p->k * 4,
+                          (p->in + p->out + p->weights) * 2 * 2 + ((size_t)8 << 20));
+  d->work = on_b(b, NULL, work_bytes);
+  d->a = (TdmConvArgs){.shape = p->s, .x = d->x, .w = d->w, .w16 = d->w16, .y = d->y,
+                       .dy = d->dy, .dx = d->dx, .dw = d->dw, .work = d->work,
+                       .work_bytes = work_bytes};
+}
+
+static void
+device_clear(Device *d)
+{
+  void *all[] = {d->x, d->w, d->dy, d->y, d->dx, d->dw, d->w16, d->work};
+  for (size_t i = 0; i < G_N_ELEMENTS(all); i++)
+    if (all[i] != NULL)
+      tdm_backend_release(d->b, all[i]);
+}
+
+static const char *const direction_names[] = {"forward", "dgrad", "wgrad"};
+
+/* Every candidate of every direction against the reference; counts cuDNN's. */
+static int
+check_candidates(Device *d, const Problem *p, const char *what, const float *y_ref)
+{
+  TdmBackend *b = d->b;
+  int cudnn = 0;
+  for (int dir = TDM_CONV_FORWARD; dir <= TDM_CONV_WGRAD; dir++) {
+    /* A bn's normalized input is the forward's; a dy16 the bn wrote, the backward's. */
+    if ((dir != TDM_CONV_FORWARD && d->a.bn_mean != NULL) ||
+        (dir == TDM_CONV_FORWARD && d->a.dy16 != NULL))
+      continue;
+    g_autoptr(GPtrArray) names = tdm_cuda_conv_candidate_names(b, &d->a, dir);
+    /* None is an answer (the replica then composes the conv itself), but not for the
+     * shapes every ResNet has. */
+    g_test_message("%s %s: %u candidates", what, direction_names[dir], names->len);
+    if (names->len == 0 && p->s.c % 8 == 0) {
+      g_test_message("FAILED %s %s: no candidate", what, direction_names[dir]);
+      g_test_fail();
+    }
+    float *target = dir == TDM_CONV_FORWARD ? d->y : dir == TDM_CONV_DGRAD ? d->dx : d->dw;
+    const float *ref = dir == TDM_CONV_FORWARD ? y_ref : dir == TDM_CONV_DGRAD ? p->dx_ref
+                                                                               : p->dw_ref;
+    size_t count = dir == TDM_CONV_FORWARD ? p->out : dir == TDM_CONV_DGRAD ? p->in : p->weights;
+    for (guint i = 0; i < names->len; i++) {
+      const char *name = g_ptr_array_index(names, i);
+      cudnn += g_str_has_prefix(name, "cudnn:");
+      g_autofree float *nan = g_new(float, count);
+      for (size_t e = 0; e < count; e++)
+        nan[e] = NAN;
+      b->ops->upload(b, target, nan, count * 4);
+      g_assert_true(tdm_cuda_conv_run_named(b, &d->a, dir, name));
+      g_autofree char *label = g_strdup_printf("%s %s %s", what, direction_names[dir], name);
+      check_close_b(b, label, target, ref, count, bound(b, p, dir));
+    }
+  }
+  return cudnn;
+}
+
+static void
+test_candidates(void)
+{
+  if (!have_gpu())
+    return;
+  TdmBackend *backends[2] = {gpu, gpu_bf16};
+  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+    const Case *c = &cases[i];
+    for (int prec = 0; prec < 2; prec++) {
+      TdmBackend *b = backends[prec];
+      Problem p;
+      problem_init(&p, c, NULL);
+      Device d;
+      device_init(&d, b, &p, prec == 1 && i % 2 == 0);
+      g_autofree char *what = g_strdup_printf("%s n%d %dx%dx%d→%d k%d p%d s%d",
+                                              prec ? "bf16" : "fp32", c->n, c->h, c->w, c->c,
+                                              c->out_c, c->kernel, c->pad, c->stride);
+      int cudnn = check_candidates(&d, &p, what, p.y_ref);
+      /* Where cuDNN is there, the common shapes must have its plans: a graph that no
+       * engine takes would otherwise pass unnoticed. */
+      if (tdm_cudnn_get() != NULL && c->c == 64 && cudnn == 0) {
+        g_test_message("FAILED %s: cuDNN is loaded but offered no plan", what);
+        g_test_fail();
+      }
+      device_clear(&d);
+      problem_clear(&p);
+    }
+  }
+}
+
+/* A bn before the conv, normalized as the conv reads its input: the reference convolves
+ * the CPU's bn output. */
+static void
+test_bn_prologue(void)
+{
+  if (!have_gpu())
+    return;
+  const Case c = {3, 8, 8, 64, 64, 3, 1, 1};
+  size_t in = (size_t)c.n * c.h * c.w * c.c;
+  g_autofree float *x = random_floats(in, -2, 3);
+  g_autofree float *mean = random_floats(c.c, -0.5, 0.5);
+  g_autofree float *invstd = random_floats(c.c, 0.5, 2.0);
+  g_autofree float *gamma = random_floats(c.c, 0.5, 1.5);
+  g_autofree float *beta = random_floats(c.c, -0.5, 0.5);
+  g_autofree float *xn = g_new(float, in);
+  cpu->ops->bn_forward(cpu, xn, x, mean, invstd, gamma, beta, (int)(in / c.c), c.c, true);
+  Problem p;
+  problem_init(&p, &c, xn);
+  memcpy(p.x, x, in * 4);
+  Device d;
+  device_init(&d, gpu_bf16, &p, TRUE);
+  float *dmean = on_b(gpu_bf16, mean, c.c * 4), *dinv = on_b(gpu_bf16, invstd, c.c * 4);
+  float *dgamma = on_b(gpu_bf16, gamma, c.c * 4), *dbeta = on_b(gpu_bf16, beta, c.c * 4);
+  d.a.bn_mean = dmean;
+  d.a.bn_invstd = dinv;
+  d.a.bn_gamma = dgamma;
+  d.a.bn_beta = dbeta;
+  d.a.bn_relu = true;
+  check_candidates(&d, &p, "bf16 with a bn before", p.y_ref);
+  void *extra[] = {dmean, dinv, dgamma, dbeta};
+  for (size_t i = 0; i < G_N_ELEMENTS(extra); i++)
+    tdm_backend_release(gpu_bf16, extra[i]);
+  device_clear(&d);
+  problem_clear(&p);
+}
+
+/* The output gradient written as bf16 by the bn before, where the replica puts it (after
+ * the bf16 columns): every backward candidate reads it there and leaves it alone. */
+static void
+test_dy16_ready(void)
+{
+  if (!have_gpu())
+    return;
+  const Case c = {2, 10, 10, 64, 64, 3, 1, 1};
+  Problem p;
+  problem_init(&p, &c, NULL);
+  Device d;
+  device_init(&d, gpu_bf16, &p, TRUE);
+  uint16_t *dy16 = (uint16_t *)d.work + p.rows * p.k;
+  gpu_bf16->ops->to_bf16(gpu_bf16, dy16, d.dy, p.out);
+  g_autofree float *nan = g_new(float, p.out);
+  for (size_t i = 0; i < p.out; i++)
+    nan[i] = NAN;
+  gpu_bf16->ops->upload(gpu_bf16, d.dy, nan, p.out * 4); /* not to be read */
+  d.a.dy16 = dy16;
+  check_candidates(&d, &p, "bf16, dy16 from the bn", p.y_ref);
+  /* And the engine's own choice, both directions at once. */
+  float *dx = poisoned_b(gpu_bf16, p.in), *dw = poisoned_b(gpu_bf16, p.weights);
+  d.a.dx = dx;
+  d.a.dw = dw;
+  if (gpu_bf16->ops->conv_engine_backward(gpu_bf16, &d.a)) {
+    check_close_b(gpu_bf16, "engine backward, dx", dx, p.dx_ref, p.in, 0x1p-7);
+    check_close_b(gpu_bf16, "engine backward, dw", dw, p.dw_ref, p.weights, 0x1p-7);
+  } else {
+    g_test_message("the engine left this backward to im2col (its choice)");
+  }
+  tdm_backend_release(gpu_bf16, dx);
+  tdm_backend_release(gpu_bf16, dw);
+  device_clear(&d);
+  problem_clear(&p);
+}
+
+/* Chosen by timing, written to the cache file; a second backend finds the choice there
+ * and does not time it (its report says 0 ms). */
+static void
+test_choice_cached(void)
+{
+  if (!have_gpu())
+    return;
+  g_autofree char *dir = g_dir_make_tmp("tandem-conv-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "choices.txt", NULL);
+  g_setenv("TANDEM_CONV_CACHE", path, TRUE);
+  tdm_conv_cache_reset();
+  const Case c = {4, 12, 12, 64, 64, 3, 1, 1};
+  Problem p;
+  problem_init(&p, &c, NULL);
+  g_autoptr(GError) error = NULL;
+  TdmBackend *first = tdm_backend_new("cuda:0", TDM_PRECISION_BF16, &error);
+  g_assert_no_error(error);
+  Device d;
+  device_init(&d, first, &p, TRUE);
+  g_autofree char *chosen = g_strdup(tdm_cuda_conv_chosen(first, &d.a, TDM_CONV_FORWARD));
+  g_assert_nonnull(chosen);
+  g_test_message("chosen: %s", chosen);
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+  g_assert_true(g_str_has_prefix(text, "tandem-conv-choices 1\n"));
+  g_autofree char *entry = g_strdup_printf("\t%s\t", chosen);
+  g_assert_nonnull(strstr(text, entry));
+  TdmConvChoices counts;
+  first->ops->conv_choices(first, &counts);
+  g_assert_cmpint(counts.cudnn + counts.own + counts.im2col, ==, 1);
+  device_clear(&d);
+  tdm_backend_free(first);
+
+  tdm_conv_cache_reset();
+  TdmBackend *second = tdm_backend_new("cuda:0", TDM_PRECISION_BF16, &error);
+  g_assert_no_error(error);
+  device_init(&d, second, &p, TRUE);
+  g_assert_cmpstr(tdm_cuda_conv_chosen(second, &d.a, TDM_CONV_FORWARD), ==, chosen);
+  g_autofree char *report = tdm_cuda_conv_report(second);
+  g_test_message("%s", report);
+  g_assert_nonnull(strstr(report, "0.0000 ms"));
+  device_clear(&d);
+  tdm_backend_free(second);
+  problem_clear(&p);
+  g_unlink(path);
+  g_rmdir(dir);
+  g_unsetenv("TANDEM_CONV_CACHE");
+  tdm_conv_cache_reset();
+}
+
+/* --exact: the rule, not a timing, so two backends agree; the result is the same bits
+ * every time; and the candidate is deterministic by cuDNN's notes (or ours). */
+static void
+test_exact(void)
+{
+  if (!have_gpu())
+    return;
+  const Case c = {2, 12, 12, 64, 64, 3, 1, 1};
+  Problem p;
+  problem_init(&p, &c, NULL);
+  g_autoptr(GError) error = NULL;
+  TdmBackend *b[2];
+  const char *names[2][3];
+  for (int k = 0; k < 2; k++) {
+    b[k] = tdm_backend_new("cuda:0", TDM_PRECISION_BF16, &error);
+    g_assert_no_error(error);
+    b[k]->deterministic = true;
+  }
+  for (int k = 0; k < 2; k++) {
+    Device d;
+    device_init(&d, b[k], &p, TRUE);
+    for (int dir = 0; dir < 3; dir++)
+      names[k][dir] = tdm_cuda_conv_chosen(b[k], &d.a, dir);
+    g_autofree float *first = NULL;
+    for (int run = 0; run < 2; run++) {
+      gboolean took = b[k]->ops->conv_engine_backward(b[k], &d.a);
+      if (!took)
+        break; /* im2col both ways: the replica's own, deterministic path */
+      g_autofree float *dw = g_new(float, p.weights);
+      b[k]->ops->download(b[k], dw, d.dw, p.weights * 4);
+      if (run == 0)
+        first = g_steal_pointer(&dw);
+      else
+        g_assert_cmpint(memcmp(first, dw, p.weights * 4), ==, 0);
+    }
+    device_clear(&d);
+  }
+  for (int dir = 0; dir < 3; dir++) {
+    g_test_message("exact %s: %s", direction_names[dir], names[0][dir]);
+    g_assert_cmpstr(names[0][dir], ==, names[1][dir]);
+  }
+  tdm_backend_free(b[0]);
+  tdm_backend_free(b[1]);
+  problem_clear(&p);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  /* The choices of this test stay out of the person's cache. */
+  g_setenv("TANDEM_CONV_CACHE", "0", TRUE);
+  g_autoptr(GError) error = NULL;
+  cpu = tdm_backend_new("cpu", TDM_PRECISION_FP32, &error);
+  g_assert_no_error(error);
+  if (tdm_backend_cuda_available()) {
+    gpu = tdm_backend_new("cuda:0", TDM_PRECISION_FP32, &error);
+    g_assert_no_error(error);
+    gpu_bf16 = tdm_backend_new("cuda:0", TDM_PRECISION_BF16, &error);
+    g_assert_no_error(error);
+    g_test_message("cuDNN: %s", tdm_cudnn_get() != NULL ? "loaded" : tdm_cudnn_why_not());
+  }
+  g_test_add_func("/cuda-conv/candidates", test_candidates);
+  g_test_add_func("/cuda-conv/bn-prologue", test_bn_prologue);
+  g_test_add_func("/cuda-conv/dy16-ready", test_dy16_ready);
+  g_test_add_func("/cuda-conv/choice-cached", test_choice_cached);
+  g_test_add_func("/cuda-conv/exact", test_exact);
+  int status = g_test_run();
+  if (gpu != NULL)
+    tdm_backend_free(gpu);
+  if (gpu_bf16 != NULL)
+    tdm_backend_free(gpu_bf16);
+  tdm_backend_free(cpu);
+  return status;
+}
+
+#else /* !TDM_HAVE_CUDA */
+
+static void
+test_no_cuda(void)
+{
+  g_test_skip("no CUDA GPU (this build has no CUDA backend)");
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/cuda-conv/none", test_no_cuda);
+  return g_test_run();
+}
+
+#endif
