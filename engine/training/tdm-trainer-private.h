@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-trainer-private.h — the trainer's state, shared by tdm-trainer.c (the loop and
- * its events), tdm-trainer-setup.c (set-up, tear-down), tdm-trainer-step.c (the jobs every replica's thread runs, and the
- * collectives) and tdm-trainer-checkpoint.c (saving and resuming). Not for anything
- * else. */
+ * its summaries), tdm-trainer-events.c (the other events), tdm-trainer-settings.c
+ * (what callers set), tdm-trainer-setup.c (set-up, tear-down), tdm-trainer-step.c (the
+ * jobs every replica's thread runs, and the collectives) and tdm-trainer-checkpoint.c
+ * (saving and resuming). Not for anything else. */
 #pragma once
 
 #include "tdm-trainer.h"
@@ -198,6 +199,11 @@ gint64 tdm_trainer_clock_us (TdmTrainer *t);
 
 /* Events go to the sink from the process that holds the main replica. */
 void tdm_trainer_emit (TdmTrainer *t, const TdmEvent *event);
+/* tdm-trainer-events.c: STARTED; a sampled step's PHASES and BATCH; PREDICTIONS after
+ * the evaluation that ended `epoch` (1-based). */
+void tdm_trainer_emit_started (TdmTrainer *t);
+void tdm_trainer_emit_step_detail (TdmTrainer *t);
+void tdm_trainer_emit_predictions (TdmTrainer *t, int epoch);
 /* A SETUP event for `phase` that has taken `seconds` so far. */
 void tdm_trainer_emit_phase (TdmTrainer *t, TdmSetupPhase phase, gboolean done, long count,
                              long total, double seconds);

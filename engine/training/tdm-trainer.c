@@ -6,10 +6,11 @@
  * lock-step between two barriers: train a shard, combine gradients (all-reduce, or
  * reduce to the main replica and broadcast its parameters back), update. Metrics,
  * evaluation and stop votes are jobs too, so processes under MPI stay in step.
- * This file is the loop that hands out the jobs and the events it sends; the jobs
+ * This file is the loop that hands out the jobs and the summaries it makes; the jobs
  * themselves and the collectives are in tdm-trainer-step.c, set-up and tear-down in
  * tdm-trainer-setup.c, checkpoints (what goes in, how a run resumes) in
- * tdm-trainer-checkpoint.c.
+ * tdm-trainer-checkpoint.c, the other events in tdm-trainer-events.c, what callers set
+ * in tdm-trainer-settings.c.
  */
 #include "tdm-trainer-private.h"
 #include "tdm-i18n.h"
@@ -59,13 +60,6 @@ tdm_trainer_new(const TdmConfig *config, TdmEventSink sink, gpointer user_data)
   return t;
 }
 
-void
-tdm_trainer_set_clock(TdmTrainer *t, TdmClockFunc clock, gpointer user_data)
-{
-  g_return_if_fail(t != NULL);
-  t->clock = clock;
-  t->clock_data = user_data;
-}
 
 gint64
 tdm_trainer_clock_us(TdmTrainer *t)
@@ -95,48 +89,6 @@ tdm_trainer_free(TdmTrainer *t)
   g_free(t);
 }
 
-void
-tdm_trainer_set_resume_path(TdmTrainer *t, const char *path)
-{
-  g_free(t->resume_path);
-  t->resume_path = g_strdup(path);
-}
-
-void
-tdm_trainer_set_paused(TdmTrainer *t, gboolean paused)
-{
-  g_mutex_lock(&t->pause_lock);
-  t->paused = paused;
-  g_cond_broadcast(&t->pause_cond);
-  g_mutex_unlock(&t->pause_lock);
-}
-
-gboolean
-tdm_trainer_get_paused(TdmTrainer *t)
-{
-  g_mutex_lock(&t->pause_lock);
-  gboolean paused = t->paused;
-  g_mutex_unlock(&t->pause_lock);
-  return paused;
-}
-
-const float *
-tdm_trainer_get_parameters(TdmTrainer *t, size_t *count)
-{
-  if (count != NULL)
-    *count = t->host_params_count;
-  return t->host_params;
-}
-
-const float *
-tdm_trainer_get_bn_state(TdmTrainer *t, int replica, size_t *count)
-{
-  if (count != NULL)
-    *count = t->host_state_count;
-  if (t->host_states == NULL || replica < 0 || (guint)replica >= t->host_states->len)
-    return NULL;
-  return g_ptr_array_index(t->host_states, replica);
-}
 
 /* Every local replica's BN running statistics, for tdm_trainer_get_bn_state(). */
 static gboolean
@@ -156,55 +108,6 @@ download_states(TdmTrainer *t, GError **error)
   return TRUE;
 }
 
-void
-tdm_trainer_emit(TdmTrainer *t, const TdmEvent *event)
-{
-  if (t->sink != NULL && t->main_local >= 0)
-    t->sink(event, t->sink_data);
-}
-
-void
-tdm_trainer_emit_phase(TdmTrainer *t, TdmSetupPhase phase, gboolean done, long count,
-                       long total, double seconds)
-{
-  /* Before the replicas exist main_local is not known yet: under mpirun only the
-   * main device's rank speaks, as it does later. */
-  if (tdm_distributed_active() && tdm_distributed_rank() != t->config->main_replica)
-    return;
-  TdmEvent e = {.kind = TDM_EVENT_SETUP};
-  e.setup.phase = phase;
-  e.setup.done = done;
-  e.setup.count = count;
-  e.setup.total = total;
-  e.setup.seconds = seconds;
-  tdm_trainer_emit(t, &e);
-}
-
-void
-tdm_trainer_emit_setup(TdmTrainer *t, TdmSetupPhase phase, gboolean done, long count,
-                       long total, double since)
-{
-  tdm_trainer_emit_phase(t, phase, done, count, total, tdm_trainer_now_seconds() - since);
-}
-
-/* A long network spec cut after its last whole item that fits, with "…" after it. */
-static void
-copy_spec(char *out, size_t size, const char *spec)
-{
-  static const char ellipsis[] = "\u2026";
-  if (strlen(spec) < size) {
-    g_strlcpy(out, spec, size);
-    return;
-  }
-  size_t room = size - sizeof ellipsis;
-  size_t cut = room;
-  while (cut > 0 && spec[cut] != ',')
-    cut--;
-  if (cut == 0)
-    cut = room;
-  memcpy(out, spec, cut);
-  memcpy(out + cut, ellipsis, sizeof ellipsis);
-}
 
 /* ---- failures from any thread -------------------------------------------------- */
 
@@ -269,55 +172,6 @@ typedef struct {
   double start_fraction;        /* of the whole run, when this process began training */
 } RunStats;
 
-static void
-emit_started(TdmTrainer *t)
-{
-  const TdmConfig *cfg = t->config;
-  TdmEvent e = {.kind = TDM_EVENT_STARTED};
-  TdmStartedEvent *s = &e.started;
-  s->replicas = t->world;
-  s->main_replica = cfg->main_replica;
-  for (int r = 0; r < t->world && r < TDM_MAX_REPLICAS; r++) {
-    g_strlcpy(s->device[r], cfg->devices[r], sizeof s->device[r]);
-    int offset;
-    tdm_trainer_shard(t, cfg->batch, r, &offset, &s->shard[r]);
-  }
-  tdm_started_event_set_gpus(s);
-  s->batch = cfg->batch;
-  s->accumulate = cfg->accumulate;
-  s->cpu_threads = t->cpu_threads;
-  s->epochs = cfg->epochs;
-  s->steps_per_epoch = tdm_iterator_batches_per_epoch(t->it);
-  s->total_steps = (long)s->steps_per_epoch * cfg->epochs;
-  s->end_step = cfg->max_steps > 0 ? MIN(cfg->max_steps, s->total_steps) : s->total_steps;
-  s->start_step = t->step;
-  s->parameters = t->net->parameter_count;
-  copy_spec(s->network, sizeof s->network, t->net->spec);
-  s->height = t->data->train->height;
-  s->width = t->data->train->width;
-  s->channels = t->data->train->channels;
-  s->batch_asked = t->batch_asked;
-  g_strlcpy(s->dataset, t->data->name, sizeof s->dataset);
-  s->train_count = t->data->train->count;
-  s->test_count = t->data->test->count;
-  g_strlcpy(s->notice, t->data->notice != NULL ? t->data->notice : "", sizeof s->notice);
-  g_strlcpy(s->init_report, t->init_report != NULL ? t->init_report : "", sizeof s->init_report);
-  s->prewarm_steps = t->prewarm_steps;
-  s->prewarm_seconds = t->prewarm_seconds;
-  for (int r = 0; r < t->replicas; r++) {
-    TdmBackend *b = t->backends[r];
-    TdmConvChoices c = {0};
-    if (b->ops->conv_choices != NULL)
-      b->ops->conv_choices(b, &c);
-    s->conv_cudnn += c.cudnn;
-    s->conv_own += c.own;
-    s->conv_im2col += c.im2col;
-  }
-  if (s->conv_cudnn + s->conv_own + s->conv_im2col > 0)
-    g_info("conv choices: %d cudnn, %d own, %d im2col", s->conv_cudnn, s->conv_own,
-           s->conv_im2col);
-  tdm_trainer_emit(t, &e);
-}
 
 static double
 run_fraction(TdmTrainer *t)
@@ -413,80 +267,6 @@ emit_devices(TdmTrainer *t, RunStats *st)
   tdm_trainer_emit(t, &e);
 }
 
-/* The sampled step just run: each local replica's phases, then how its batch split. */
-static void
-emit_step_detail(TdmTrainer *t)
-{
-  TdmEvent e = {.kind = TDM_EVENT_PHASES};
-  TdmPhasesEvent *p = &e.phases;
-  p->step = t->step;
-  p->replicas = MIN(t->replicas, TDM_MAX_REPLICAS);
-  for (int r = 0; r < p->replicas; r++) {
-    p->device[r] = t->timing[r].phases;
-    tdm_communicator_take_bytes(t->comm, r, &p->device[r].bytes_sent,
-                                &p->device[r].bytes_received);
-  }
-  tdm_trainer_emit(t, &e);
-
-  memset(&e, 0, sizeof e);
-  e.kind = TDM_EVENT_BATCH;
-  TdmBatchEvent *bt = &e.batch;
-  const TdmDataset *train = t->data->train;
-  bt->step = t->step;
-  /* With --accumulate, the step's first micro-batch: the split each one has. */
-  bt->batch = t->grad_acc != NULL ? MIN(t->job.count, t->config->batch) : t->job.count;
-  bt->replicas = MIN(t->world, TDM_MAX_REPLICAS);
-  for (int r = 0; r < bt->replicas; r++) {
-    tdm_trainer_shard(t, bt->batch, r, &bt->device[r].offset, &bt->device[r].size);
-    bt->device[r].shown = MIN(bt->device[r].size, TDM_BATCH_SAMPLES_SHOWN);
-    for (int i = 0; i < bt->device[r].shown; i++) {
-      int32_t index = t->job.indices[bt->device[r].offset + i];
-      bt->device[r].index[i] = index;
-      bt->device[r].label[i] = train->labels[index];
-    }
-  }
-  tdm_trainer_emit(t, &e);
-}
-
-/* After an evaluation: the confusion matrix and the sample list from t->predicted. */
-static void
-emit_predictions(TdmTrainer *t, int epoch)
-{
-  if (t->predicted == NULL)
-    return;
-  const TdmDataset *test = t->data->test;
-  TdmEvent *e = g_new0(TdmEvent, 1);
-  e->kind = TDM_EVENT_PREDICTIONS;
-  TdmPredictionsEvent *p = &e->predictions;
-  p->epoch = epoch;
-  p->step = t->step;
-  p->classes = test->classes;
-  p->has_matrix = test->classes <= TDM_MAX_CONFUSION_CLASSES;
-  p->test_count = test->count;
-  for (int c = 0; c < MIN(test->classes, TDM_MAX_CONFUSION_CLASSES); c++)
-    if (test->class_names != NULL && test->class_names[c] != NULL)
-      g_strlcpy(p->class_name[c], test->class_names[c], TDM_CLASS_NAME_SIZE);
-  for (int i = 0; i < test->count; i++) {
-    int truth = test->labels[i], predicted = t->predicted[i];
-    if (truth == predicted)
-      p->correct++;
-    if (p->has_matrix)
-      p->matrix[truth][predicted]++;
-  }
-  /* Mistakes first, then right answers, each in test-set order. */
-  for (int pass = 0; pass < 2; pass++)
-    for (int i = 0; i < test->count && p->samples < TDM_PREDICTION_SAMPLES; i++) {
-      gboolean right = test->labels[i] == t->predicted[i];
-      if (right != (pass == 1))
-        continue;
-      p->sample[p->samples].index = i;
-      p->sample[p->samples].truth = test->labels[i];
-      p->sample[p->samples].predicted = (uint8_t)t->predicted[i];
-      p->samples++;
-    }
-  tdm_trainer_emit(t, e);
-  g_free(e);
-}
 
 static gboolean
 check_finite(TdmTrainer *t, double loss_sum, GError **error)
@@ -678,61 +458,6 @@ wait_for_pace(TdmTrainer *t)
   return !tdm_trainer_aborted(t);
 }
 
-void
-tdm_trainer_set_dataset(TdmTrainer *t, const TdmDatasetPair *data)
-{
-  g_return_if_fail(t != NULL && data != NULL && data->train != NULL && data->test != NULL);
-  t->borrowed_data = data;
-}
-
-void
-tdm_trainer_set_step_detail(TdmTrainer *t, gboolean detail)
-{
-  g_return_if_fail(t != NULL);
-  t->step_detail = detail;
-}
-
-void
-tdm_trainer_set_prewarm(TdmTrainer *t, TdmPrewarm mode)
-{
-  g_return_if_fail(t != NULL);
-  t->prewarm = mode;
-}
-
-static const char *const prewarm_names[] = {"auto", "on", "off"};
-
-const char *
-tdm_prewarm_name(TdmPrewarm mode)
-{
-  return (guint)mode < G_N_ELEMENTS(prewarm_names) ? prewarm_names[mode] : "auto";
-}
-
-gboolean
-tdm_prewarm_from_name(const char *name, TdmPrewarm *mode)
-{
-  for (guint i = 0; i < G_N_ELEMENTS(prewarm_names); i++)
-    if (name != NULL && g_str_equal(name, prewarm_names[i])) {
-      *mode = (TdmPrewarm)i;
-      return TRUE;
-    }
-  return FALSE;
-}
-
-void
-tdm_trainer_set_summary_parts(TdmTrainer *t, int parts)
-{
-  g_return_if_fail(t != NULL && parts >= 0);
-  t->summary_parts = parts;
-}
-
-void
-tdm_trainer_set_lr_range(TdmTrainer *t, double lr_first, double lr_last, int steps)
-{
-  g_return_if_fail(t != NULL && steps >= 0 && (steps == 0 || (lr_first > 0 && lr_last > 0)));
-  t->range_first = lr_first;
-  t->range_last = lr_last;
-  t->range_steps = steps;
-}
 
 /* The step's learning rate: the range test's, or the schedule's at that point of the
  * run (times the plateau schedule's reductions). */
@@ -746,49 +471,6 @@ step_lr(TdmTrainer *t, double epoch)
   return tdm_config_lr_at(t->config, epoch) * t->plateau_scale;
 }
 
-void
-tdm_trainer_set_batch_fits(TdmTrainer *t, gboolean fits)
-{
-  g_return_if_fail(t != NULL);
-  t->batch_fits = fits;
-}
-
-void
-tdm_trainer_set_summary_steps(TdmTrainer *t, int steps)
-{
-  g_return_if_fail(t != NULL && steps >= 0);
-  t->summary_steps = steps;
-}
-
-void
-tdm_trainer_set_pace(TdmTrainer *t, double steps_per_second)
-{
-  g_return_if_fail(t != NULL);
-  g_mutex_lock(&t->pause_lock);
-  t->pace = steps_per_second > 0 ? CLAMP(steps_per_second, TDM_PACE_MIN, TDM_PACE_MAX) : 0.0;
-  g_cond_broadcast(&t->pause_cond);
-  g_mutex_unlock(&t->pause_lock);
-}
-
-double
-tdm_trainer_get_pace(TdmTrainer *t)
-{
-  g_mutex_lock(&t->pause_lock);
-  double pace = t->pace;
-  g_mutex_unlock(&t->pause_lock);
-  return pace;
-}
-
-void
-tdm_trainer_single_step(TdmTrainer *t)
-{
-  g_return_if_fail(t != NULL);
-  g_mutex_lock(&t->pause_lock);
-  if (t->paused)
-    t->single_steps++;
-  g_cond_broadcast(&t->pause_cond);
-  g_mutex_unlock(&t->pause_lock);
-}
 
 /* An epoch's end: the monitored metric (from metrics: validation loss and
  * accuracy, test loss and accuracy) against the best so far, and the plateau
@@ -850,7 +532,7 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
           }
           return FALSE;
         }
-        emit_predictions(t, t->it->epoch + 1);
+        tdm_trainer_emit_predictions(t, t->it->epoch + 1);
         st.segment_start_us = now_us(t);
       }
       break;
@@ -901,7 +583,7 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
     st.samples += count;
     st.epoch_samples += count;
     if (t->job.timed && t->step_detail)
-      emit_step_detail(t);
+      tdm_trainer_emit_step_detail(t);
 
     gint64 now = now_us(t);
     gboolean due = tdm_trainer_distributed(t)       ? t->step % DISTRIBUTED_SUMMARY_STEPS == 0
@@ -949,7 +631,7 @@ train_epochs(TdmTrainer *t, gboolean *stopped, double *final_loss, double *final
       e.epoch.elapsed = st.trained_seconds;
       tdm_trainer_emit(t, &e);
       if (t->range_steps == 0)
-        emit_predictions(t, epoch_before + 1);
+        tdm_trainer_emit_predictions(t, epoch_before + 1);
       *final_loss = test_loss;
       *final_accuracy = test_accuracy;
       evaluated_step = t->step;
@@ -1030,7 +712,7 @@ tdm_trainer_run(TdmTrainer *t, GCancellable *cancellable, GError **error)
     goto failed;
   t->epochs_done = t->it->epoch;
 
-  emit_started(t);
+  tdm_trainer_emit_started(t);
   if (!train_epochs(t, &stopped, &test_loss, &test_accuracy, &local))
     goto failed_or_stopped;
 
