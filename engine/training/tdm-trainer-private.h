@@ -56,6 +56,8 @@ typedef struct Buckets {
   size_t lo, hi;                /* the pending range [lo, hi); empty when lo == hi */
   gboolean failed;
   double first_launch;          /* seconds: a sampled step's first bucket set off; 0: none */
+  gboolean add_accumulated;     /* the step's earlier micro-batches' gradients (grad_acc)
+                                 * join each range as it leaves */
 } Buckets;
 
 typedef struct {

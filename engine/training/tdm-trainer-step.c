@@ -144,7 +144,7 @@ flush_bucket(Buckets *bk)
   }
   /* With --accumulate this is the last micro-batch: the earlier ones' gradients join
    * the range as it leaves. */
-  if (t->grad_acc != NULL) {
+  if (bk->add_accumulated) {
     TdmBackend *b = t->backends[bk->replica];
     b->ops->add(b, t->reps[bk->replica]->grads + bk->lo, t->grad_acc[bk->replica] + bk->lo,
                 bk->hi - bk->lo);
@@ -227,6 +227,8 @@ train_micro_batches(TdmTrainer *t, int r, Timing *tm, gboolean detail, double st
     tdm_trainer_shard(t, n, t->rank0 + r, &offset, &size);
     rep->global_count = n;
     rep->grads_ready = last ? ready : NULL;
+    if (bk != NULL)
+      bk->add_accumulated = last && first > 0;
     if (detail && first > 0) {
       begun = tdm_trainer_now_seconds();
       tm->forward_end = begun;
@@ -291,6 +293,7 @@ job_train(TdmTrainer *t, int r)
     bk->lo = bk->hi = 0;
     bk->failed = FALSE;
     bk->first_launch = 0;
+    bk->add_accumulated = FALSE;
   }
   rep->epoch = (guint32)job->epoch;
   rep->global_count = job->count;
