@@ -16,6 +16,7 @@
 #include "tdm-error.h"
 #include "tdm-history.h"
 #include "tdm-onnx-export.h"
+#include "tdm-tensorboard-run.h"
 #include "tdm-i18n.h"
 #include "tdm-trainer.h"
 
@@ -58,8 +59,10 @@ check_save_path(const char *path, const char *flag, GError **error)
   return TRUE;
 }
 
+/* find_dataset: the dataset was not given, so it is looked for where the checkpoint
+ * says it was (tdm_checkpoint_find_dataset). */
 static TdmConfig *
-config_from_checkpoint(const char *path, GError **error)
+config_from_checkpoint(const char *path, gboolean find_dataset, GError **error)
 {
   g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_load(path, error);
   if (ckpt == NULL)
@@ -82,6 +85,8 @@ config_from_checkpoint(const char *path, GError **error)
    * its key, not on a flag the person never gave. */
   g_autofree char *source = g_strdup_printf("checkpoint %s", path);
   if (!tdm_config_validate_saved(c, source, error))
+    return NULL;
+  if (find_dataset && !tdm_checkpoint_find_dataset(ckpt, path, c, error))
     return NULL;
   return g_steal_pointer(&c);
 }
@@ -313,6 +318,14 @@ run(const TdmConfig *config, const TdmCliOptions *o)
     printer.recorder = recorder;
   }
 
+  g_autoptr(TdmTensorboardRun) tensorboard = NULL;
+  if (o->tensorboard != NULL && saves_here(config)) {
+    tensorboard = tdm_tensorboard_run_new(o->tensorboard, o->run_name, &error);
+    if (tensorboard == NULL)
+      return fail(EXIT_BAD_INPUT, "--tensorboard", error->message);
+    printer.tensorboard = tensorboard;
+  }
+
   g_autoptr(TdmTrainer) trainer = tdm_trainer_new(config, on_event, &printer);
   if (o->resume)
     tdm_trainer_set_resume_path(trainer, o->resume);
@@ -338,6 +351,15 @@ run(const TdmConfig *config, const TdmCliOptions *o)
               tdm_run_recorder_get_id(recorder), tdm_history_get_folder(history));
   }
 
+  if (tensorboard != NULL) {
+    g_autoptr(GError) tb_error = NULL;
+    if (!tdm_tensorboard_run_finish(tensorboard, &tb_error))
+      record_status = fail(EXIT_RUNTIME, "--tensorboard", tb_error->message);
+    else if (!o->json && !o->quiet)
+      fprintf(stderr, _("tandem-train: TensorBoard event files in %s\n"),
+              tdm_tensorboard_run_get_folder(tensorboard));
+  }
+
   if (watch) {
     (void)!write(wake_pipe[1], "q", 1);
     g_thread_join(watch);
@@ -353,22 +375,40 @@ run(const TdmConfig *config, const TdmCliOptions *o)
   return g_cancellable_is_cancelled(cancellable) ? EXIT_INTERRUPTED : record_status;
 }
 
-/* --export-onnx: the --resume checkpoint's network as an ONNX model; the engine
- * writes it (tdm-onnx-export.h), nothing is trained. */
+/* --export-onnx: the --resume checkpoint's network, or a network with someone's
+ * weights (--network N --init FILE, as --classify takes them), as an ONNX model; the
+ * engine writes it (tdm-onnx-export.h), nothing is trained. */
 static int
 export_onnx(const TdmCliOptions *o)
 {
-  if (o->resume == NULL)
-    return fail(EXIT_BAD_INPUT, "--export-onnx", _("needs --resume CHECKPOINT: the trained "
-                                                 "network to export"));
+  if (o->resume == NULL && (o->init == NULL || o->network == NULL))
+    return fail(EXIT_BAD_INPUT, "--export-onnx", _("needs --resume CHECKPOINT (a trained run) "
+                                                 "or --network NAME --init FILE (weights)"));
   if (o->classify != NULL)
     return fail(EXIT_BAD_INPUT, "--export-onnx", _("cannot be combined with --classify"));
   g_autoptr(GError) error = NULL;
-  if (!tdm_onnx_export_checkpoint(o->resume, o->export_onnx, &error))
-    return fail(EXIT_BAD_INPUT,
-                g_error_matches(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_EXPORT)
-                  ? "--export-onnx" : "--resume",
-                error->message);
+  gboolean ok;
+  const char *source = "--resume";
+  if (o->resume != NULL) {
+    ok = tdm_onnx_export_checkpoint(o->resume, o->export_onnx, &error);
+  } else {
+    gint64 size = 0;
+    int channels = 0;
+    if (o->image_size != NULL && !g_ascii_string_to_signed(o->image_size, 10, 1, 4096, &size, NULL))
+      return fail(EXIT_BAD_INPUT, "--image-size", _("expected a whole number from 1 to 4096"));
+    if (o->color != NULL && !tdm_color_from_name(o->color, &channels))
+      return fail(EXIT_BAD_INPUT, "--color", _("expected auto, grey or rgb"));
+    source = "--init";
+    ok = tdm_onnx_export_weights(o->network, o->init, (int)size, channels, o->normalize,
+                                 o->export_onnx, &error);
+  }
+  if (!ok) {
+    if (g_error_matches(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_EXPORT))
+      source = "--export-onnx";
+    else if (g_str_has_prefix(error->message, "--"))
+      source = NULL;
+    return fail(EXIT_BAD_INPUT, source, error->message);
+  }
   if (!o->quiet) {
     g_autofree char *display = g_filename_display_name(o->export_onnx);
     fprintf(stderr, _("tandem-train: wrote %s\n"), display);
@@ -532,6 +572,10 @@ main(int argc, char **argv)
     status = list_devices();
   } else if (o.export_onnx != NULL) {
     status = export_onnx(&o);
+  } else if (o.export_tensorboard != NULL) {
+    status = o.list_runs ? tdm_cli_runs_export_tensorboard(o.history, o.export_tensorboard, o.quiet)
+                         : fail(EXIT_BAD_INPUT, "--export-tensorboard",
+                                _("goes with runs: tandem-train runs --export-tensorboard DIR"));
   } else if (o.list_runs) {
     status = tdm_cli_runs_list(o.history, o.json);
   } else if (o.show_run != NULL) {
@@ -573,7 +617,7 @@ main(int argc, char **argv)
       g_free(o.devices);
       o.devices = g_strdup("cuda:0");
     }
-    g_autoptr(TdmConfig) config = o.resume   ? config_from_checkpoint(o.resume, &error)
+    g_autoptr(TdmConfig) config = o.resume   ? config_from_checkpoint(o.resume, o.dataset == NULL, &error)
                                   : o.config ? tdm_cli_config_load(o.config, &error)
                                              : tdm_config_new();
     if (config == NULL || !tdm_cli_options_apply(&o, config, &error) ||

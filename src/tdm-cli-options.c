@@ -34,7 +34,7 @@ tdm_cli_options_clear(TdmCliOptions *o)
     &o->early_stop, &o->config, &o->show_run, &o->export_run, &o->monitor, &o->monitor_mode,
     &o->min_delta, &o->plateau_patience, &o->accumulate, &o->clip_grad_norm,
     &o->resized_crop, &o->resized_crop_ratio, &o->jitter, &o->erase, &o->lr_find_range,
-    &o->lr_find_steps,
+    &o->lr_find_steps, &o->tensorboard, &o->export_tensorboard,
   };
   for (gsize i = 0; i < G_N_ELEMENTS(strings); i++)
     g_clear_pointer(strings[i], g_free);
@@ -80,12 +80,14 @@ static const char *const description = N_(
   "changes), N*item and N*(…) (repeats). A conv or fc right before bn has no bias;\n"
   "nb after an fc or conv drops it anywhere (fc10nb). The last fc may be followed\n"
   "by scale items: resnet ends gmp,fc10nb,scale0.125.\n"
-  "Starting from weights: --init FILE loads a safetensors state_dict's tensors whose\n"
-  "names and shapes match (torchvision's for resnet18/34/50; a head of another class\n"
+  "Starting from weights: --init FILE loads the tensors of a state_dict whose names\n"
+  "and shapes match, from a .pth file of torch.save (read without running any of it)\n"
+  "or safetensors (torchvision's for resnet18/34/50; --init torchvision takes the file\n"
+  "torchvision downloaded to ~/.cache/torch/hub/checkpoints; a head of another class\n"
   "count starts afresh); --freeze and --train head keep modules fixed (their BN in\n"
   "inference mode), --lr-scale slows some down, --normalize imagenet normalizes the\n"
   "inputs as torchvision's models expect. --network N --init FILE --classify IMAGE\n"
-  "classifies with such weights as they are.\n"
+  "classifies with such weights as they are, and --export-onnx writes them.\n"
   "Batch norm across devices (--batchnorm): per-replica normalizes each device's\n"
   "share with its own statistics (PyTorch DDP's default); sync combines them over\n"
   "all devices every step, so N devices train exactly as one with the same batch.\n"
@@ -132,9 +134,12 @@ static const char *const description = N_(
   "  tandem-train runs                       lists them (--json: one object a line)\n"
   "  tandem-train --show-run ID              its settings and epochs\n"
   "  tandem-train --export-run ID > run.csv  its metrics, as the window exports them\n"
-  "  tandem-train --print-config > run.json  the settings as JSON, to edit or keep\n"
-  "  tandem-train --config run.json          the same run again; flags override it\n"
-  "--config also takes a run file of the history or a checkpoint.\n"
+  "  tandem-train runs --export-tensorboard DIR  every run as TensorBoard event files\n"
+  "  tandem-train --tensorboard DIR …          a run's scalars live in TensorBoard\n"
+  "                                          (tensorboard --logdir DIR shows them)\n"
+  "  tandem-train --network cnn --print-config > cnn.json\n"
+  "  tandem-train --config cnn.json          the same run again (or --config a run\n"
+  "                                          file or a checkpoint; flags override it)\n"
   "\n"
   "With --resume the run's settings come from the checkpoint (all but --max-steps);\n"
   "flags given as well override them (e.g. --epochs to train longer), and\n"
@@ -373,7 +378,8 @@ tdm_cli_options_context(TdmCliOptions *o)
      N_("Per-channel input normalization: dataset, imagenet, none (the default) or "
      "M,M,M/S,S,S"), "HOW"},
     {"init", 0, 0, G_OPTION_ARG_FILENAME, &o->init,
-     N_("Start from the weights of a safetensors state_dict (PyTorch's names and shapes)"),
+     N_("Start from the weights of a state_dict: a .pth file of torch.save or safetensors "
+     "(PyTorch's names and shapes); torchvision: its download for resnet18/34/50"),
      "FILE"},
     {"freeze", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->freeze,
      N_("Keep these modules fixed (names as in PyTorch, e.g. conv1,bn1,layer1; repeatable)"),
@@ -387,12 +393,19 @@ tdm_cli_options_context(TdmCliOptions *o)
     {"top", 0, 0, G_OPTION_ARG_STRING, &o->top,
      N_("With --classify: how many classes to print per image (default 3)"), "N"},
     {"export-onnx", 0, 0, G_OPTION_ARG_FILENAME, &o->export_onnx,
-     N_("Write the --resume checkpoint's network as an ONNX model for inference and exit "
-     "(input: float NCHW images in [0, 1]; output: logits)"), "FILE"},
+     N_("Write the --resume checkpoint's network (or --network's with --init's weights) as "
+     "an ONNX model for inference and exit (input: float NCHW images in [0, 1]; output: "
+     "logits)"), "FILE"},
     {"record", 0, 0, G_OPTION_ARG_NONE, &o->record,
      N_("Keep the run in the run history (the window lists it)"), NULL},
     {"run-name", 0, 0, G_OPTION_ARG_STRING, &o->run_name,
      N_("Name of the recorded run (default: its date)"), "NAME"},
+    {"tensorboard", 0, 0, G_OPTION_ARG_FILENAME, &o->tensorboard,
+     N_("Write the run's scalars as TensorBoard event files, in a folder of DIR named "
+     "after the run (--run-name, else its date)"), "DIR"},
+    {"export-tensorboard", 0, 0, G_OPTION_ARG_FILENAME, &o->export_tensorboard,
+     N_("With runs: write every run of the history as TensorBoard event files, a folder "
+     "of DIR each, and exit"), "DIR"},
     {"history", 0, 0, G_OPTION_ARG_FILENAME, &o->history,
      N_("Run history folder (default ~/.local/share/tandem/runs)"), "DIR"},
     {"scaling", 0, 0, G_OPTION_ARG_STRING, &o->scaling,

@@ -25,7 +25,7 @@ typedef struct {
   gboolean exact;
   char *exact_chunk;
   char *val_split, *save_best, *save_every, *early_stop;
-  char *config, *show_run, *export_run;
+  char *config, *show_run, *export_run, *tensorboard, *export_tensorboard;
   gboolean print_config, list_runs;
   char *normalize, *init, *train, **freeze, **lr_scale;
   char *monitor, *monitor_mode, *min_delta, *plateau_patience;

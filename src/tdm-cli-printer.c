@@ -458,6 +458,8 @@ tdm_cli_printer_on_event(const TdmEvent *ev, gpointer printer)
 
   if (p->recorder != NULL)
     tdm_run_recorder_add(ev, p->recorder);
+  if (p->tensorboard != NULL)
+    tdm_tensorboard_run_add(ev, p->tensorboard);
   if (ev->kind == TDM_EVENT_STARTED) {
     p->start = ev->started;
     p->started = TRUE;

@@ -11,6 +11,7 @@
 #include "tdm-config.h"
 #include "tdm-events.h"
 #include "tdm-history.h"
+#include "tdm-tensorboard-run.h"
 
 #include <gio/gio.h>
 
@@ -38,6 +39,7 @@ typedef struct {
   gint64 t_epoch, t_draw;   /* monotonic µs */
   GCancellable *cancellable;
   TdmRunRecorder *recorder; /* --record */
+  TdmTensorboardRun *tensorboard; /* --tensorboard */
 } TdmCliPrinter;
 
 /* A plain progress line goes to a log at each tenth of an epoch and after this

@@ -8,6 +8,7 @@
 #include "tdm-error.h"
 #include "tdm-history.h"
 #include "tdm-json.h"
+#include "tdm-tensorboard-run.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -223,6 +224,40 @@ tdm_cli_runs_export(const char *folder, const char *id)
     return fail_load("--export-run", history, id, error);
   fwrite(text, 1, length, stdout);
   fflush(stdout);
+  return 0;
+}
+
+int
+tdm_cli_runs_export_tensorboard(const char *folder, const char *root, gboolean quiet)
+{
+  g_autoptr(TdmHistory) history = tdm_history_new(folder);
+  g_autoptr(GPtrArray) problems = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) runs = tdm_history_list(history, problems);
+  g_autoptr(GHashTable) used = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  int written = 0;
+  for (guint i = 0; i < runs->len; i++) {
+    const TdmRunRecord *r = runs->pdata[i];
+    if (r->kind != TDM_RUN_TRAINING)
+      continue;
+    g_autofree char *path = tdm_tensorboard_run_folder(root, r->name);
+    if (g_hash_table_contains(used, path)) {
+      g_autofree char *named = g_strdup_printf("%s (%s)", r->name, r->id);
+      g_free(path);
+      path = tdm_tensorboard_run_folder(root, named);
+    }
+    g_hash_table_add(used, g_strdup(path));
+    g_autoptr(GError) error = NULL;
+    if (!tdm_tensorboard_export_record(r, path, &error))
+      return fail("--export-tensorboard", error->message);
+    written++;
+  }
+  for (guint i = 0; i < problems->len; i++)
+    fprintf(stderr, _("tandem-train: skipped: %s\n"), (const char *)problems->pdata[i]);
+  if (!quiet)
+    fprintf(stderr, ngettext("tandem-train: %d run written to %s (tensorboard --logdir %s)\n",
+                             "tandem-train: %d runs written to %s (tensorboard --logdir %s)\n",
+                             written),
+            written, root, root);
   return 0;
 }
 

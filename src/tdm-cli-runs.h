@@ -19,6 +19,9 @@ int tdm_cli_runs_list (const char *folder, gboolean json);
 int tdm_cli_runs_show (const char *folder, const char *id, gboolean json);
 /* The run as CSV on stdout, as the window exports it. */
 int tdm_cli_runs_export (const char *folder, const char *id);
+/* Every training run of the history as TensorBoard event files, a folder of `root`
+ * each, named after the run (its id added where two share a name). */
+int tdm_cli_runs_export_tensorboard (const char *folder, const char *root, gboolean quiet);
 
 /* The settings in `path`: a file of --print-config (the configuration's JSON), a run
  * file of the history (its settings line) or a checkpoint (its metadata). From a run

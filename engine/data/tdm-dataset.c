@@ -215,6 +215,17 @@ tdm_dataset_is_installed(const char *name)
   return FALSE;
 }
 
+char *
+tdm_dataset_folder_path(const char *name_or_path)
+{
+  g_return_val_if_fail(name_or_path != NULL, NULL);
+  if (*name_or_path == '\0' || g_str_equal(name_or_path, "synthetic") ||
+      g_str_equal(name_or_path, "fashion-mnist") || g_str_equal(name_or_path, "mnist"))
+    return NULL;
+  g_autofree char *expanded = tdm_dataset_expand_path(name_or_path);
+  return g_canonicalize_filename(expanded, NULL);
+}
+
 TdmDatasetPair *
 tdm_dataset_open(const char *name_or_path, GError **error)
 {

@@ -53,6 +53,11 @@ TdmDatasetPair *tdm_dataset_open (const char *name_or_path, GError **error);
  * their presence). FALSE for anything else. For offering only what is there. */
 gboolean tdm_dataset_is_installed (const char *name);
 
+/* The folder a dataset setting names, as an absolute path (~ expanded, a relative
+ * path taken from the current folder), or NULL for a built-in name ("fashion-mnist",
+ * "mnist", "synthetic"): what a checkpoint records to find its dataset again. */
+char *tdm_dataset_folder_path (const char *name_or_path);
+
 /* How image folders are read; other formats ignore it. */
 typedef struct {
   int size;            /* side of the square samples; 0: chosen from the images */

@@ -98,6 +98,23 @@ tdm_onnx_export(const TdmNetwork *net, const float *params, const float *state,
 #endif
 }
 
+/* The classifier's network as the run evaluated it: its class names, and the
+ * (x − mean) / std it applied after scaling the bytes by 1/255. */
+static gboolean
+export_classifier(TdmClassifier *cl, const char *path, GError **error)
+{
+  const TdmNetwork *net = tdm_classifier_network(cl);
+  g_autofree float *params = g_new(float, MAX(1, net->parameter_count));
+  g_autofree float *state = g_new(float, MAX(1, net->state_count));
+  tdm_classifier_read_parameters(cl, params, state);
+  g_autofree const char **names = g_new0(const char *, net->classes + 1);
+  for (int k = 0; k < net->classes; k++)
+    names[k] = tdm_classifier_class_name(cl, k);
+  TdmOnnxOptions options = {.class_names = names};
+  tdm_classifier_normalization(cl, &options.mean, &options.std);
+  return tdm_onnx_export(net, params, state, &options, path, error);
+}
+
 gboolean
 tdm_onnx_export_checkpoint(const char *checkpoint, const char *path, GError **error)
 {
@@ -106,19 +123,18 @@ tdm_onnx_export_checkpoint(const char *checkpoint, const char *path, GError **er
   if (!check_path(path, checkpoint, error))
     return FALSE;
   g_autoptr(TdmClassifier) cl = tdm_classifier_load(checkpoint, error);
-  if (cl == NULL)
+  return cl != NULL && export_classifier(cl, path, error);
+}
+
+gboolean
+tdm_onnx_export_weights(const char *network, const char *weights, int size, int channels,
+                        const char *normalize, const char *path, GError **error)
+{
+  g_return_val_if_fail(network != NULL && weights != NULL && path != NULL, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  if (!check_path(path, weights, error))
     return FALSE;
-  const TdmNetwork *net = tdm_classifier_network(cl);
-  g_autofree float *params = g_new(float, MAX(1, net->parameter_count));
-  g_autofree float *state = g_new(float, MAX(1, net->state_count));
-  tdm_classifier_read_parameters(cl, params, state);
-  g_autofree const char **names = g_new0(const char *, net->classes + 1);
-  for (int k = 0; k < net->classes; k++)
-    names[k] = tdm_classifier_class_name(cl, k);
-  /* The model's input is the gather's bytes scaled by 1/255; a run with --normalize
-   * then applied (x − mean) / std, which the checkpoint records and the graph must
-   * repeat. */
-  TdmOnnxOptions options = {.class_names = names};
-  tdm_classifier_normalization(cl, &options.mean, &options.std);
-  return tdm_onnx_export(net, params, state, &options, path, error);
+  g_autoptr(TdmClassifier) cl =
+      tdm_classifier_load_weights(network, weights, size, channels, normalize, error);
+  return cl != NULL && export_classifier(cl, path, error);
 }

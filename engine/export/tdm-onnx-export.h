@@ -51,4 +51,11 @@ gboolean tdm_onnx_export (const TdmNetwork *net, const float *params, const floa
 gboolean tdm_onnx_export_checkpoint (const char *checkpoint, const char *path,
                                      GError **error);
 
+/* A network (a built-in name or a spec) with someone's weights, as --classify takes
+ * them (tdm_classifier_load_weights(): a .pth or safetensors state_dict, or
+ * "torchvision"), written to path: a torchvision model exported without training. */
+gboolean tdm_onnx_export_weights (const char *network, const char *weights, int size,
+                                  int channels, const char *normalize, const char *path,
+                                  GError **error);
+
 G_END_DECLS

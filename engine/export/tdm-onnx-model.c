@@ -486,6 +486,48 @@ class_names_json(const TdmNetwork *net, const char *const *names)
   return tdm_json_to_string(root);
 }
 
+/* How Tandem made its inputs, for a runtime to do the same (the README shows it in
+ * Python): the decoding (tdm-image.c), the crop and area average, the scaling and
+ * the per-channel normalization the graph itself begins with. */
+static char *
+preprocessing_json(const TdmNetwork *net, const TdmOnnxOptions *options)
+{
+  g_autoptr(JsonBuilder) b = json_builder_new();
+  json_builder_begin_object(b);
+  json_builder_set_member_name(b, "size");
+  json_builder_begin_array(b);
+  json_builder_add_int_value(b, net->in_h);
+  json_builder_add_int_value(b, net->in_w);
+  json_builder_end_array(b);
+  tdm_json_set_string(b, "channels", net->in_c == 1 ? "grey" : "R,G,B");
+  tdm_json_set_string(b, "layout", "NCHW float32");
+  tdm_json_set_string(b, "jpeg", "decoded by libjpeg with the largest DCT scaling of 1/2, "
+                                 "1/4 or 1/8 that keeps the shorter side at least size "
+                                 "(PIL: Image.draft), islow DCT");
+  tdm_json_set_string(b, "crop", "the centre square: side min(width, height), corner "
+                                 "((width - side) // 2, (height - side) // 2)");
+  tdm_json_set_string(b, "resize", "area average (box filter) to size x size: each output "
+                                   "pixel the mean of the source area it covers, weighted "
+                                   "by overlap; float32 sums, rounded half up to 8 bits");
+  tdm_json_set_double(b, "scale", 1.0 / 255.0);
+  gboolean normalized = options != NULL && options->mean != NULL && options->std != NULL;
+  tdm_json_set_string(b, "normalization", normalized ? "(x - mean) / std, in the graph: "
+                                                       "feed x = byte / 255"
+                                                     : "none");
+  if (normalized) {
+    for (int half = 0; half < 2; half++) {
+      json_builder_set_member_name(b, half ? "std" : "mean");
+      json_builder_begin_array(b);
+      for (int c = 0; c < net->in_c; c++)
+        json_builder_add_double_value(b, half ? options->std[c] : options->mean[c]);
+      json_builder_end_array(b);
+    }
+  }
+  json_builder_end_object(b);
+  g_autoptr(JsonNode) root = json_builder_get_root(b);
+  return tdm_json_to_string(root);
+}
+
 static const char input_description[] =
   "float32 [batch, channels, height, width]: grey, or R, G, B, each 8-bit value / 255 "
   "(torchvision's ToTensor)";
@@ -543,10 +585,11 @@ tdm_onnx_model_build(const TdmNetwork *net, const float *params, const float *st
   opset.version = ONNX_OPSET;
   TdmOnnx__OperatorSetIdProto *opsets[1] = {&opset};
 
-  TdmOnnx__StringStringEntryProto *props[3];
+  TdmOnnx__StringStringEntryProto *props[4];
   size_t n_props = 0;
   props[n_props++] = metadata(&g, "network", g_strdup(net->spec));
   props[n_props++] = metadata(&g, "input", g_strdup(input_description));
+  props[n_props++] = metadata(&g, "preprocessing", preprocessing_json(net, options));
   if (options != NULL && options->class_names != NULL)
     props[n_props++] = metadata(&g, "class_names", class_names_json(net, options->class_names));
 

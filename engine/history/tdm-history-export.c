@@ -61,30 +61,115 @@ tdm_history_export_csv(TdmHistory *h, const char *id, const char *path, GError *
   return TRUE;
 }
 
+/* The training table's columns, in order; each row fills those its kind has. */
+static const char *const training_columns[] = {
+  "kind", "step", "epoch", "train_loss", "train_accuracy", "val_loss", "val_accuracy",
+  "test_loss", "test_accuracy", "learning_rate", "samples_per_s", "elapsed_s", "device",
+  "compute_ms", "communication_ms", "wait_ms", "memory_bytes", "forward_ms", "backward_ms",
+  "reduce_ms", "all_reduce_ms", "broadcast_ms", "update_ms", "hidden_communication_ms",
+  "overlap_percent", "sent_bytes", "received_bytes",
+};
+
+enum {
+  COLUMN_KIND, COLUMN_STEP, COLUMN_EPOCH, COLUMN_TRAIN_LOSS, COLUMN_TRAIN_ACCURACY,
+  COLUMN_VAL_LOSS, COLUMN_VAL_ACCURACY, COLUMN_TEST_LOSS, COLUMN_TEST_ACCURACY, COLUMN_LR,
+  COLUMN_SAMPLES, COLUMN_ELAPSED, COLUMN_DEVICE, COLUMN_COMPUTE, COLUMN_COMMUNICATION,
+  COLUMN_WAIT, COLUMN_MEMORY, COLUMN_FORWARD, COLUMN_BACKWARD, COLUMN_REDUCE,
+  COLUMN_ALL_REDUCE, COLUMN_BROADCAST, COLUMN_UPDATE, COLUMN_HIDDEN, COLUMN_OVERLAP,
+  COLUMN_SENT, COLUMN_RECEIVED, COLUMN_COUNT
+};
+
+G_STATIC_ASSERT(G_N_ELEMENTS(training_columns) == COLUMN_COUNT);
+
+/* One row: values[k] for column k, NaN where the kind has none. */
+static void
+csv_row(GString *s, const char *kind, const double *values)
+{
+  g_string_append(s, kind);
+  for (int k = 1; k < COLUMN_COUNT; k++)
+    tdm_history_csv_value(s, values[k]);
+  g_string_append_c(s, '\n');
+}
+
+static void
+row_clear(double *values)
+{
+  for (int k = 0; k < COLUMN_COUNT; k++)
+    values[k] = NAN;
+}
+
 static void
 training_csv(const TdmRunRecord *r, GString *s)
 {
-  g_string_append(s, "kind,step,epoch,train_loss,train_accuracy,"
-                     "samples_per_second,elapsed,test_loss,test_accuracy\n");
+  g_string_append(s, "# units: loss is the mean cross-entropy, accuracy a fraction from 0 "
+                     "to 1, epoch the epochs done; _s seconds of training, _ms milliseconds "
+                     "per step, _bytes bytes, _percent percent; device is the replica's "
+                     "index in devices\n");
+  for (int k = 0; k < COLUMN_COUNT; k++)
+    g_string_append_printf(s, "%s%s", k ? "," : "", training_columns[k]);
+  g_string_append_c(s, '\n');
+  double v[COLUMN_COUNT];
   for (guint i = 0; i < r->points->len; i++) {
     const TdmHistoryPoint *p = &g_array_index(r->points, TdmHistoryPoint, i);
-    g_string_append_printf(s, "step,%ld", p->step);
-    tdm_history_csv_value(s, p->epoch);
-    tdm_history_csv_value(s, p->train_loss);
-    tdm_history_csv_value(s, p->train_accuracy);
-    tdm_history_csv_value(s, p->samples_per_second);
-    tdm_history_csv_value(s, p->elapsed);
-    g_string_append(s, ",,\n");
+    row_clear(v);
+    v[COLUMN_STEP] = p->step;
+    v[COLUMN_EPOCH] = p->epoch;
+    v[COLUMN_TRAIN_LOSS] = p->train_loss;
+    v[COLUMN_TRAIN_ACCURACY] = p->train_accuracy;
+    v[COLUMN_LR] = p->lr;
+    v[COLUMN_SAMPLES] = p->samples_per_second;
+    v[COLUMN_ELAPSED] = p->elapsed;
+    csv_row(s, "step", v);
   }
   for (guint i = 0; i < r->epochs->len; i++) {
     const TdmEpochEvent *e = &g_array_index(r->epochs, TdmEpochEvent, i);
-    g_string_append_printf(s, "epoch,%ld,%d", e->step, e->epoch);
-    tdm_history_csv_value(s, e->train_loss);
-    tdm_history_csv_value(s, e->train_accuracy);
-    g_string_append_c(s, ',');
-    tdm_history_csv_value(s, e->elapsed);
-    tdm_history_csv_value(s, e->test_loss);
-    tdm_history_csv_value(s, e->test_accuracy);
-    g_string_append_c(s, '\n');
+    row_clear(v);
+    v[COLUMN_STEP] = e->step;
+    v[COLUMN_EPOCH] = e->epoch;
+    v[COLUMN_TRAIN_LOSS] = e->train_loss;
+    v[COLUMN_TRAIN_ACCURACY] = e->train_accuracy;
+    v[COLUMN_VAL_LOSS] = e->val_loss;
+    v[COLUMN_VAL_ACCURACY] = e->val_accuracy;
+    v[COLUMN_TEST_LOSS] = e->test_loss;
+    v[COLUMN_TEST_ACCURACY] = e->test_accuracy;
+    v[COLUMN_ELAPSED] = e->elapsed;
+    csv_row(s, "epoch", v);
+  }
+  for (guint i = 0; i < r->device_points->len; i++) {
+    const TdmHistoryDevicePoint *d = &g_array_index(r->device_points, TdmHistoryDevicePoint, i);
+    row_clear(v);
+    v[COLUMN_STEP] = d->step;
+    v[COLUMN_DEVICE] = d->device;
+    v[COLUMN_COMPUTE] = d->compute_ms;
+    v[COLUMN_COMMUNICATION] = d->comm_ms;
+    v[COLUMN_WAIT] = d->wait_ms;
+    v[COLUMN_MEMORY] = (double)d->tandem_bytes;
+    csv_row(s, "device", v);
+  }
+  for (guint i = 0; i < r->phases->len; i++) {
+    const TdmHistoryPhases *p = &g_array_index(r->phases, TdmHistoryPhases, i);
+    row_clear(v);
+    v[COLUMN_STEP] = p->step;
+    v[COLUMN_DEVICE] = p->device;
+    v[COLUMN_FORWARD] = p->ms[TDM_PHASE_FORWARD];
+    v[COLUMN_BACKWARD] = p->ms[TDM_PHASE_BACKWARD];
+    v[COLUMN_REDUCE] = p->ms[TDM_PHASE_REDUCE];
+    v[COLUMN_ALL_REDUCE] = p->ms[TDM_PHASE_ALLREDUCE];
+    v[COLUMN_BROADCAST] = p->ms[TDM_PHASE_BROADCAST];
+    v[COLUMN_UPDATE] = p->ms[TDM_PHASE_UPDATE];
+    v[COLUMN_WAIT] = p->ms[TDM_PHASE_WAIT];
+    v[COLUMN_HIDDEN] = p->hidden_ms;
+    v[COLUMN_OVERLAP] = tdm_history_phases_overlap(p);
+    v[COLUMN_SENT] = (double)p->bytes_sent;
+    v[COLUMN_RECEIVED] = (double)p->bytes_received;
+    csv_row(s, "phases", v);
+  }
+  if (r->finished) {
+    row_clear(v);
+    v[COLUMN_STEP] = r->final.steps;
+    v[COLUMN_TEST_LOSS] = r->final.test_loss;
+    v[COLUMN_TEST_ACCURACY] = r->final.test_accuracy;
+    v[COLUMN_ELAPSED] = r->final.elapsed;
+    csv_row(s, "end", v);
   }
 }

@@ -299,6 +299,14 @@ tdm_run_recorder_new(TdmHistory *h, const TdmConfig *config, const char *name, G
   return tdm_history_recorder_open(h, config, name, TDM_RUN_TRAINING, NULL, error);
 }
 
+double
+tdm_history_phases_overlap(const TdmHistoryPhases *p)
+{
+  g_return_val_if_fail(p != NULL, NAN);
+  return tdm_overlap_percent(p->ms[TDM_PHASE_REDUCE] + p->ms[TDM_PHASE_ALLREDUCE] +
+                             p->ms[TDM_PHASE_BROADCAST], p->hidden_ms);
+}
+
 const char *
 tdm_run_kind_name(TdmRunKind kind)
 {
@@ -505,6 +513,7 @@ read_record(TdmRunRecord *r, const char *type, JsonObject *o)
       .train_accuracy = tdm_history_get_double(o, "train_accuracy"),
       .samples_per_second = tdm_history_get_double(o, "samples_per_second"),
       .elapsed = tdm_history_get_double(o, "elapsed"),
+      .lr = tdm_history_get_double(o, "lr"),
     };
     g_array_append_val(r->points, p);
   } else if (g_str_equal(type, "devices")) {

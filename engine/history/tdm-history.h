@@ -34,6 +34,7 @@ typedef struct {
   double train_loss, train_accuracy;
   double samples_per_second;
   double elapsed;
+  double lr;                    /* the learning rate then (NaN in older files) */
 } TdmHistoryPoint;
 
 typedef struct {
@@ -111,6 +112,9 @@ int tdm_run_record_phase_means (const TdmRunRecord *record, int device,
  * (every step moves the same). FALSE when the run has no sampled step of it. */
 gboolean tdm_run_record_bytes_per_step (const TdmRunRecord *record, int device,
                                         guint64 *sent, guint64 *received);
+/* The share of a sampled step's communication that ran hidden under backward
+ * (tdm_overlap_percent() of its reduce, all-reduce and broadcast ms and hidden_ms). */
+double tdm_history_phases_overlap (const TdmHistoryPhases *phases);
 /* The last training loss recorded, NaN when none. */
 double tdm_run_record_final_train_loss (const TdmRunRecord *record);
 
@@ -133,9 +137,16 @@ gboolean tdm_history_rename (TdmHistory *history, const char *id, const char *na
                              GError **error);
 gboolean tdm_history_delete (TdmHistory *history, const char *id, GError **error);
 /* As CSV at `path` (written atomically), after `# key: value` lines of its name, date
- * and settings: a training run's per-step metrics and epoch results, or a sweep's
- * points (devices, batch, samples/s, speed-up, efficiency, compute / communication /
- * wait ms per step, the most memory each device held). */
+ * and settings: a training run's every figure, or a sweep's points (devices, batch,
+ * samples/s, speed-up, efficiency, compute / communication / wait ms per step, the most
+ * memory each device held). A training run is one table whose rows have a kind: step
+ * (the summaries: loss, accuracy, learning rate, samples/s, time), epoch (train,
+ * validation and test loss and accuracy), device (each device's compute,
+ * communication and wait ms per step and memory), phases (each device's sampled step:
+ * ms in each phase, communication hidden under backward, overlap %, bytes sent and
+ * received) and end; a column a kind has not is empty. Column names carry their
+ * units (_s, _ms, _bytes, _percent; accuracy is a fraction, loss the mean
+ * cross-entropy), which a `# units:` line also spells out. */
 gboolean tdm_history_export_csv (TdmHistory *history, const char *id, const char *path,
                                  GError **error);
 /* A scaling sweep's points as a CSV table, header line first, appended to `text`:

@@ -6,7 +6,7 @@
  * one. Reading trusts nothing: every header field is checked against the file before
  * any tensor is copied out. Which tensors a checkpoint holds is the trainer's business.
  */
-#include "tdm-checkpoint.h"
+#include "tdm-checkpoint-private.h"
 #include "tdm-i18n.h"
 #include "tdm-json.h"
 #include "tdm-error.h"
@@ -97,6 +97,13 @@ checkpoint_take(TdmCheckpoint *ckpt, const char *name, int rank, const gint64 *s
     g_ptr_array_add(ckpt->tensors, t);
   }
   g_hash_table_insert(ckpt->by_name, t->name, t);
+}
+
+void
+tdm_checkpoint_take(TdmCheckpoint *ckpt, const char *name, int rank, const gint64 *shape,
+                    float *data)
+{
+  checkpoint_take(ckpt, name, rank, shape, data);
 }
 
 void
@@ -553,6 +560,19 @@ tdm_checkpoint_load(const char *path, GError **error)
   }
   const char *bytes = g_mapped_file_get_contents(file);
   gint64 size = (gint64)g_mapped_file_get_length(file);
+
+  /* torch.save's files: a zip archive since PyTorch 1.6, a bare pickle stream before
+   * (it starts with the pickled magic number 0x1950a86a20f9469cfc6c). */
+  if (tdm_checkpoint_is_pth((const guint8 *)bytes, (gsize)size))
+    return tdm_checkpoint_parse_pth(path, (const guint8 *)bytes, (gsize)size, error);
+  static const char legacy_torch[] = "\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19";
+  if (size >= (gint64)sizeof legacy_torch - 1 &&
+      memcmp(bytes, legacy_torch, sizeof legacy_torch - 1) == 0) {
+    load_failed(error, path, _("a PyTorch file in the format before PyTorch 1.6, which "
+                               "Tandem does not read: load it in PyTorch and save it again "
+                               "with torch.save(torch.load(…), …)"));
+    return NULL;
+  }
 
   if (size < 8) {
     load_failed(error, path, "%" G_GINT64_FORMAT " bytes, too short for a safetensors "

@@ -12,6 +12,7 @@
 
 #include <glib.h>
 #include <stddef.h>
+#include "tdm-config.h"
 #include "tdm-network.h"
 
 G_BEGIN_DECLS
@@ -70,6 +71,19 @@ gboolean tdm_checkpoint_read_matching (TdmCheckpoint *ckpt, const TdmNetwork *ne
                                        const char *path, gboolean require_all,
                                        float *params, float *state, char **report,
                                        GError **error);
+
+/* Where the dataset setting `dataset` is (tdm-checkpoint-dataset.c): its folder's
+ * absolute path ("dataset_path") and its path from the folder of the checkpoint to be
+ * written at checkpoint_path ("dataset_relative"); nothing for a built-in set. */
+void tdm_checkpoint_set_dataset_place (TdmCheckpoint *ckpt, const char *checkpoint_path,
+                                       const char *dataset);
+/* The dataset of a checkpoint read from checkpoint_path, found again for a resume:
+ * config->dataset (the checkpoint's configuration) becomes the first of the recorded
+ * absolute folder, the recorded relative one from where the checkpoint is now, and the
+ * setting as saved, that exists. None existing is an error (TDM_ENGINE_ERROR_DATASET)
+ * naming the places tried and --dataset. A built-in set is left alone. */
+gboolean tdm_checkpoint_find_dataset (TdmCheckpoint *ckpt, const char *checkpoint_path,
+                                      TdmConfig *config, GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmCheckpoint, tdm_checkpoint_free)
 

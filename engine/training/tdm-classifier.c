@@ -256,6 +256,10 @@ tdm_classifier_load_weights(const char *network, const char *path, int size, int
     channels = 3;
   if (normalize == NULL && preset != NULL && preset->recipe == TDM_RECIPE_TORCHVISION)
     normalize = "imagenet";
+  g_autofree char *file = tdm_finetune_init_file(path, network, error);
+  if (file == NULL)
+    return NULL;
+  path = file;
   g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_load(path, error);
   if (ckpt == NULL)
     return NULL;

@@ -4,6 +4,8 @@
 #include "tdm-finetune.h"
 #include "tdm-checkpoint.h"
 #include "tdm-error.h"
+#include "tdm-i18n.h"
+#include "tdm-file.h"
 
 #include <math.h>
 #include <string.h>
@@ -142,6 +144,72 @@ head_index(const TdmNetwork *net)
     if (net->layers[i].kind == TDM_LAYER_LINEAR)
       return i;
   return -1;
+}
+
+/* torchvision's file names for the presets' ImageNet weights (torchvision.models'
+ * URLs), the default weights first where there are two. */
+static const struct {
+  const char *network;
+  const char *file;
+  const char *weights;   /* what torchvision.models.NAME(weights=…) calls them */
+} torchvision_files[] = {
+  {"resnet18", "resnet18-f37072fd.pth", "IMAGENET1K_V1"},
+  {"resnet34", "resnet34-b627a593.pth", "IMAGENET1K_V1"},
+  {"resnet50", "resnet50-11ad3fa6.pth", "IMAGENET1K_V2"},
+  {"resnet50", "resnet50-0676ba61.pth", "IMAGENET1K_V1"},
+};
+
+char *
+tdm_finetune_torch_checkpoints_folder(void)
+{
+  /* torch.hub.get_dir()'s rule; the environment is read each time, as torch does. */
+  const char *torch_home = g_getenv("TORCH_HOME");
+  if (torch_home != NULL && *torch_home != '\0')
+    return g_build_filename(torch_home, "hub", "checkpoints", NULL);
+  const char *cache = g_getenv("XDG_CACHE_HOME");
+  if (cache != NULL && *cache != '\0')
+    return g_build_filename(cache, "torch", "hub", "checkpoints", NULL);
+  return g_build_filename(g_get_home_dir(), ".cache", "torch", "hub", "checkpoints", NULL);
+}
+
+char *
+tdm_finetune_init_file(const char *init, const char *network, GError **error)
+{
+  g_return_val_if_fail(init != NULL, NULL);
+  if (!g_str_equal(init, "torchvision"))
+    return g_strdup(init);
+  g_autofree char *folder = tdm_finetune_torch_checkpoints_folder();
+  /* Where torch keeps them, then the default place (a TORCH_HOME set for another
+   * reason must not hide a download already there). */
+  g_autofree char *fallback =
+      g_build_filename(g_get_home_dir(), ".cache", "torch", "hub", "checkpoints", NULL);
+  const char *folders[] = {folder, fallback};
+  int first = -1;
+  for (gsize i = 0; i < G_N_ELEMENTS(torchvision_files); i++) {
+    if (network == NULL || !g_str_equal(network, torchvision_files[i].network))
+      continue;
+    if (first < 0)
+      first = (int)i;
+    for (gsize f = 0; f < G_N_ELEMENTS(folders); f++) {
+      char *path = g_build_filename(folders[f], torchvision_files[i].file, NULL);
+      if (tdm_file_present(path))
+        return path;
+      g_free(path);
+    }
+  }
+  if (first < 0) {
+    bad(error, _("--init torchvision: torchvision's ImageNet weights are for the networks "
+                 "resnet18, resnet34 and resnet50, not “%s” (give a file: --init FILE.pth)"),
+        network != NULL ? network : "");
+    return NULL;
+  }
+  const char *file = torchvision_files[first].file;
+  bad(error, _("--init torchvision: torchvision's %s weights are not in %s: put %s there "
+               "(https://download.pytorch.org/models/%s, the file "
+               "torchvision.models.%s(weights=\"%s\") downloads), or give its place: "
+               "--init FILE.pth"), network, folder, file, file, network,
+      torchvision_files[first].weights);
+  return NULL;
 }
 
 char *

@@ -35,6 +35,16 @@ TdmChannelAffine tdm_normalize_affine (int channels, const float *mean, const fl
 /* "M,M,M/S,S,S", the form --normalize takes: for checkpoints' metadata. */
 char *tdm_normalize_format (int channels, const float *mean, const float *std);
 
+/* The file --init names: init itself, or for "torchvision" the file torchvision keeps
+ * its download of `network`'s ImageNet weights in (resnet18, resnet34, resnet50:
+ * resnet18-f37072fd.pth and the like in torch.hub's checkpoints folder, $TORCH_HOME
+ * or ~/.cache/torch). An error (TDM_ENGINE_ERROR_INVALID_OPTION) names the file and
+ * where to put it when it is not there, or says which networks have such weights. */
+char *tdm_finetune_init_file (const char *init, const char *network, GError **error);
+/* Where torch.hub keeps downloaded weights: $TORCH_HOME/hub/checkpoints, else
+ * ${XDG_CACHE_HOME:-~/.cache}/torch/hub/checkpoints (whether it exists or not). */
+char *tdm_finetune_torch_checkpoints_folder (void);
+
 /* What --init FILE would load into net, without training or touching anything:
  * tdm_checkpoint_read_matching()'s report (how many tensors load, which are skipped
  * and why, how many of the file's go unused), or its error (TDM_ENGINE_ERROR_CHECKPOINT

@@ -295,6 +295,7 @@ tdm_trainer_save_checkpoint_to(TdmTrainer *t, const char *path, gboolean best,
   tdm_checkpoint_set_metadata(ckpt, "config", config_json);
   tdm_checkpoint_set_metadata(ckpt, "network", t->net->spec);
   tdm_checkpoint_set_metadata(ckpt, "dataset", t->data->name);
+  tdm_checkpoint_set_dataset_place(ckpt, path, cfg->dataset);
   tdm_checkpoint_set_metadata(ckpt, "epoch", epoch);
   tdm_checkpoint_set_metadata(ckpt, "position", position);
   tdm_checkpoint_set_metadata(ckpt, "step", step);

@@ -20,9 +20,14 @@ setup_init(TdmTrainer *t, GError **error)
 {
   const TdmConfig *cfg = t->config;
   const TdmNetwork *net = t->net;
-  if (cfg->init_path == NULL)
+  /* A resumed run takes every parameter and statistic from its checkpoint: the
+   * weights it started from are not read again (they may have moved since). */
+  if (cfg->init_path == NULL || t->resume_path != NULL)
     return TRUE;
-  g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_load(cfg->init_path, error);
+  g_autofree char *file = tdm_finetune_init_file(cfg->init_path, cfg->network, error);
+  if (file == NULL)
+    return FALSE;
+  g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_load(file, error);
   if (ckpt == NULL) {
     g_prefix_error(error, _("--init: "));
     return FALSE;
@@ -32,7 +37,7 @@ setup_init(TdmTrainer *t, GError **error)
   t->init_state = g_new(float, MAX(1, net->state_count));
   tdm_network_init_parameters(net, cfg->seed, t->init_params);
   tdm_network_init_state(net, t->init_state);
-  if (!tdm_checkpoint_read_matching(ckpt, net, cfg->init_path, FALSE, t->init_params,
+  if (!tdm_checkpoint_read_matching(ckpt, net, file, FALSE, t->init_params,
                                     t->init_state, &t->init_report, error)) {
     g_prefix_error(error, _("--init: "));
     return FALSE;

@@ -10,6 +10,7 @@
  *
  * Not part of Tandem; built only for the 'mpi' suite.
  */
+#include "synthetic-idx.h"
 #include "tdm-checkpoint.h"
 #include "tdm-dataset.h"
 
@@ -18,43 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void
-put_be32(GString *out, guint32 v)
-{
-  guint32 be = GUINT32_TO_BE(v);
-  g_string_append_len(out, (const char *)&be, 4);
-}
-
-static gboolean
-write_split(const char *folder, const char *prefix, const TdmDataset *d, GError **error)
-{
-  g_autoptr(GString) images = g_string_new(NULL);
-  put_be32(images, 0x00000803);
-  put_be32(images, d->count);
-  put_be32(images, d->height);
-  put_be32(images, d->width);
-  g_string_append_len(images, (const char *)d->images,
-                      (gssize)d->count * tdm_dataset_sample_size(d));
-  g_autoptr(GString) labels = g_string_new(NULL);
-  put_be32(labels, 0x00000801);
-  put_be32(labels, d->count);
-  g_string_append_len(labels, (const char *)d->labels, d->count);
-
-  g_autofree char *images_path = g_strdup_printf("%s/%s-images-idx3-ubyte", folder, prefix);
-  g_autofree char *labels_path = g_strdup_printf("%s/%s-labels-idx1-ubyte", folder, prefix);
-  return g_file_set_contents(images_path, images->str, images->len, error) &&
-         g_file_set_contents(labels_path, labels->str, labels->len, error);
-}
-
 static int
 make_idx(const char *folder, int train, int test)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(TdmDatasetPair) pair = tdm_dataset_synthetic(5, train, test);
-  if (g_mkdir_with_parents(folder, 0755) != 0 ||
-      !write_split(folder, "train", pair->train, &error) ||
-      !write_split(folder, "t10k", pair->test, &error)) {
-    fprintf(stderr, "mpi-helper: %s: %s\n", folder, error ? error->message : "cannot create");
+  if (!test_write_synthetic_idx(folder, 5, train, test, &error)) {
+    fprintf(stderr, "mpi-helper: %s\n", error->message);
     return 2;
   }
   return 0;

@@ -7,7 +7,8 @@
 Runs onnx.checker (with shape inference) on MODEL, then evaluates it on the images in
 SAMPLES (uint8, HWC, as Tandem holds them) fed the way the README says a person feeds
 it: NCHW float32, each byte / 255. The logits must equal Tandem's (LOGITS, float32,
-from onnx-helper) within a relative 1e-4 and rank the classes alike. With onnxruntime
+from onnx-helper) within a relative 1e-4 (float32's rounding in these networks is
+below 1e-6) and rank the classes alike where that cannot swap them. With onnxruntime
 importable (the GPU machine has it) it evaluates there too; the small numpy evaluator
 below runs always, so the test needs only Debian's python3-onnx and numpy.
 --normalized: MODEL2 is MODEL's network exported with per-channel normalization
@@ -147,13 +148,19 @@ def runtime(path, x):
     return session.run(None, {session.get_inputs()[0].name: x.astype(np.float32)})[0]
 
 
+TOLERANCE = 1e-4
+
+
 def compare(what, got, want):
     scale = max(1.0, float(np.abs(want).max()))
     err = float(np.abs(got - want).max()) / scale
-    same_top = bool((got.argmax(axis=1) == want.argmax(axis=1)).all())
+    # The top class must agree wherever the tolerance cannot swap the first two.
+    top2 = np.sort(want, axis=1)[:, -2:]
+    clear = top2[:, 1] - top2[:, 0] > 2 * TOLERANCE * scale
+    same_top = bool((got.argmax(axis=1) == want.argmax(axis=1))[clear].all())
     print(f"{what}: max |difference| / max(1, max |logit|) = {err:.2e}, "
-          f"same top class: {same_top}")
-    if err > 1e-4 or not same_top:
+          f"same top class: {same_top} ({int(clear.sum())} of {len(want)} clear of a tie)")
+    if err > TOLERANCE or not same_top:
         raise SystemExit(f"onnx-check: {what} differs from Tandem's logits")
 
 

@@ -33,6 +33,12 @@ not_ok() {
 # A hang is a failure too: nothing here should take a minute.
 run_mpi() { timeout 60 mpirun --oversubscribe --allow-run-as-root --bind-to none "$@"; }
 field() { grep -o "\"$2\":[^,}]*" "$1" | head -n 1 | cut -d: -f2; }
+# same_accuracy A B: test accuracies of the 301 test images within one image: parameters
+# within rounding of each other may still put one image's two best logits either way
+# of a tie (the test loss, compared to 1e-5, shows any real difference).
+same_accuracy() {
+  awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1.5 / 301) }'
+}
 
 plan=17
 echo "1..$plan"
@@ -85,7 +91,7 @@ same_as_reference() {
   loss_close=$(awk -v a="$loss" -v b="$ref_loss" \
     'BEGIN { d = a - b; if (d < 0) d = -d; print (a != "" && d <= 1e-5 * (b < 0 ? -b : b)) }')
   if [ $status -eq 0 ] && [ $same -eq 0 ] && [ "$started" = 1 ] && [ "$epochs" = 1 ] &&
-     grep -q "\"replicas\":$ranks" "$out.json" && [ "$accuracy" = "$ref_accuracy" ] &&
+     grep -q "\"replicas\":$ranks" "$out.json" && same_accuracy "$accuracy" "$ref_accuracy" &&
      [ "$loss_close" = 1 ]; then
     ok "$name: parameters after 20 steps equal one process's ($compared; ${seconds} s)"
   else
@@ -102,7 +108,8 @@ same_as_reference "2 ranks, main on rank 1" 2 --devices cpu,cpu --strategy main 
 
 # Synchronized BN through MPI_Allreduce: a residual BN network with crops, flips and
 # Nesterov SGD on 3 ranks trains as one process does (parameters and running
-# statistics, which the checkpoints hold, to 1e-5; the same test accuracy).
+# statistics, which the checkpoints hold, to 1e-5; the same test accuracy, within an
+# image).
 bn=(--dataset "$data" --network "conv4k3p1,bn,relu,res(conv8k3s2p1,bn,relu,conv8k3p1,bn),relu,gap,fc10"
     --batch 50 --epochs 1 --seed 3 --json --batchnorm sync --optimizer nesterov --lr 0.05
     --weight-decay 5e-4 --weight-decay-on weights --crop 2 --flip on)
@@ -121,7 +128,7 @@ status=$?
 compared=$("$helper" compare "$tmp/bn3.safetensors" "$tmp/bn-ref.safetensors" 1e-5 2>&1)
 same=$?
 if [ $status -eq 0 ] && [ $same -eq 0 ] &&
-   [ "$(field "$tmp/bn3.json" test_accuracy)" = "$(field "$tmp/bn-ref.json" test_accuracy)" ]; then
+   same_accuracy "$(field "$tmp/bn3.json" test_accuracy)" "$(field "$tmp/bn-ref.json" test_accuracy)"; then
   ok "3 ranks, synchronized BN: parameters and BN statistics equal one process's ($compared)"
 else
   not_ok "3 ranks, synchronized BN equal one process" "status $status" "$compared" \

@@ -5,6 +5,7 @@
  * counters the trainer reports and the process's peak RSS growth, within 10 %; the
  * largest batch that fits against the estimate; exact mode's host buffers against what
  * its set-up allocated; the refusal's message. */
+#include "synthetic-idx.h"
 #include "tdm-backend.h"
 #include "tdm-build-config.h"
 #include "tdm-dataset.h"
@@ -284,12 +285,17 @@ on_event(const TdmEvent *e, gpointer data)
   }
 }
 
+/* The runs' dataset, read from its folder within each run as a user's is: 1,100
+ * training images (two steps of 512) and 300 test images (three evaluation chunks of
+ * a ResNet-18 and of the resnet preset, more than one of the cnn's). */
+static char *run_dataset;
+
 static TdmConfig *
 run_config(const char *network, const char *devices, int batch, TdmStrategy strategy)
 {
   TdmConfig *cfg = tdm_config_new();
   g_free(cfg->dataset);
-  cfg->dataset = g_strdup("synthetic");
+  cfg->dataset = g_strdup(run_dataset);
   g_free(cfg->network);
   cfg->network = g_strdup(network);
   g_assert_true(tdm_config_set_devices(cfg, devices, NULL));
@@ -650,5 +656,8 @@ main(int argc, char **argv)
   g_test_add_func("/memory/buffers-returned", test_buffers_returned);
   g_test_add_func("/memory/runs-measured", test_runs_measured);
   g_test_add_func("/memory/deep-runs-measured", test_deep_runs_measured);
-  return g_test_run();
+  run_dataset = test_synthetic_idx_new(0, 1100, 300);
+  int status = g_test_run();
+  test_remove_synthetic_idx(run_dataset);
+  return status;
 }

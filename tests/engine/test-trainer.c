@@ -90,6 +90,21 @@ record(const TdmEvent *e, gpointer data)
   }
 }
 
+/* What "synthetic" means here: its generator's images, 16,000 to train on (an epoch of
+ * 160 steps at the default batch of 100) and 1,000 to test, made once. By name every
+ * run would generate 70,000 images and a short run evaluate 10,000. */
+static TdmDatasetPair *synthetic;
+
+/* A trainer for cfg, on the test's synthetic set where cfg names "synthetic". */
+static TdmTrainer *
+new_trainer(const TdmConfig *cfg, TdmEventSink sink, gpointer user_data)
+{
+  TdmTrainer *trainer = tdm_trainer_new(cfg, sink, user_data);
+  if (g_str_equal(cfg->dataset, "synthetic"))
+    tdm_trainer_set_dataset(trainer, synthetic);
+  return trainer;
+}
+
 static TdmConfig *
 small_config(const char *dataset, const char *network)
 {
@@ -103,13 +118,13 @@ small_config(const char *dataset, const char *network)
 }
 
 static void
-check_one_epoch(const char *dataset, const char *devices, double expected)
+check_one_epoch(const char *dataset, const char *devices, int steps, double expected)
 {
   g_autoptr(TdmConfig) cfg = small_config(dataset, "mlp");
   g_autoptr(GError) error = NULL;
   g_assert_true(tdm_config_set_devices(cfg, devices, &error));
   Recorder rec = {0};
-  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, record, &rec);
+  g_autoptr(TdmTrainer) trainer = new_trainer(cfg, record, &rec);
   gint64 start = g_get_monotonic_time();
   g_assert_true(tdm_trainer_run(trainer, NULL, &error));
   g_assert_no_error(error);
@@ -121,8 +136,8 @@ check_one_epoch(const char *dataset, const char *devices, double expected)
   g_assert_cmpint(rec.finished, ==, 1);
   g_assert_cmpint(rec.failed, ==, 0);
   g_assert_false(rec.finished_event.stopped);
-  g_assert_cmpint(rec.finished_event.steps, ==, 600);
-  g_assert_cmpint(rec.started_event.steps_per_epoch, ==, 600);
+  g_assert_cmpint(rec.finished_event.steps, ==, steps);
+  g_assert_cmpint(rec.started_event.steps_per_epoch, ==, steps);
   g_assert_cmpuint(rec.started_event.parameters, ==, 1796010);
   g_assert_cmpfloat(rec.last_test_accuracy, >=, expected);
   g_assert_cmpfloat(rec.finished_event.test_accuracy, ==, rec.last_test_accuracy);
@@ -150,7 +165,7 @@ run_with_clock(gint64 step_us, long steps)
   cfg->max_steps = steps;
   FakeClock clock = {.now_us = 1, .step_us = step_us};
   Recorder rec = {0};
-  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, record, &rec);
+  g_autoptr(TdmTrainer) trainer = new_trainer(cfg, record, &rec);
   tdm_trainer_set_clock(trainer, fake_clock_read, &clock);
   g_assert_true(tdm_trainer_run(trainer, NULL, &error));
   g_assert_no_error(error);
@@ -221,7 +236,7 @@ test_throughput_window(void)
 
   cfg->batch = 20;
   cfg->max_steps = 150;
-  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, log_steps, &log);
+  g_autoptr(TdmTrainer) trainer = new_trainer(cfg, log_steps, &log);
   tdm_trainer_set_clock(trainer, stall_clock_read, &clock);
   tdm_trainer_set_summary_steps(trainer, 1);
   g_assert_true(tdm_trainer_run(trainer, NULL, &error));
@@ -265,7 +280,7 @@ test_throughput_window(void)
 static void
 test_synthetic_one_epoch(void)
 {
-  check_one_epoch("synthetic", "cpu:2", 0.95);
+  check_one_epoch("synthetic", "cpu:2", 160, 0.95);
 }
 
 static void
@@ -275,7 +290,7 @@ test_fashion_mnist_one_epoch(void)
     g_test_skip("Fashion-MNIST is not installed (Debian package dataset-fashion-mnist)");
     return;
   }
-  check_one_epoch("fashion-mnist", "cpu", 0.84);
+  check_one_epoch("fashion-mnist", "cpu", 600, 0.84);
 }
 
 /* Runs `steps` steps in all, resuming from `resume` when given; returns parameters. */
@@ -289,8 +304,10 @@ run_steps(TdmConfig *cfg, long steps, const char *resume, const char *save,
   cfg->save_path = g_strdup(save);
   Recorder rec = {0};
   rec.cancel_after_steps = cancel_at_summary;
-  rec.cancel_at = 3;
-  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, record, &rec);
+  rec.cancel_at = 100;
+  g_autoptr(TdmTrainer) trainer = new_trainer(cfg, record, &rec);
+  /* A summary a step, so the stop comes at step 100 on any machine. */
+  tdm_trainer_set_summary_steps(trainer, 1);
   if (resume != NULL)
     tdm_trainer_set_resume_path(trainer, resume);
   g_assert_true(tdm_trainer_run(trainer, cancel_at_summary, &error));
@@ -311,8 +328,8 @@ check_resume(const char *devices, TdmStrategy strategy)
   cfg->strategy = strategy;
   cfg->batch = 100;
   cfg->epochs = 2;
-  /* 700 steps cross the epoch boundary at 600, where the shuffle changes. */
-  const long total = 700;
+  /* 200 steps cross the epoch boundary at 160, where the shuffle changes. */
+  const long total = 200;
   size_t n_full = 0, n_resumed = 0;
   g_autofree float *full = run_steps(cfg, total, NULL, NULL, NULL, &n_full, NULL);
 
@@ -336,7 +353,7 @@ check_resume(const char *devices, TdmStrategy strategy)
   g_assert_cmpmem(resumed, n_resumed * sizeof(float), full, n_full * sizeof(float));
 
   /* And a resume from a clean epoch-1 checkpoint crosses the boundary the same way. */
-  g_autofree float *first = run_steps(cfg, 600, NULL, path, NULL, &n_stopped, NULL);
+  g_autofree float *first = run_steps(cfg, 160, NULL, path, NULL, &n_stopped, NULL);
   g_autofree float *second = run_steps(cfg, total, path, NULL, NULL, &n_resumed, NULL);
   g_assert_cmpmem(second, n_resumed * sizeof(float), full, n_full * sizeof(float));
 
@@ -387,9 +404,9 @@ static void
 test_pause_resume(void)
 {
   g_autoptr(TdmConfig) cfg = small_config("synthetic", "fc64,relu,fc10");
-  cfg->max_steps = 400;
+  cfg->max_steps = 150;
   Recorder rec = {0};
-  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, record, &rec);
+  g_autoptr(TdmTrainer) trainer = new_trainer(cfg, record, &rec);
   /* Every reading 60 ms on: each step is due for a summary, so the pause at the
    * second STEP comes. */
   PausedClock pc = {.clock = {.now_us = 1, .step_us = 60 * 1000}, .trainer = trainer,
@@ -408,7 +425,7 @@ test_pause_resume(void)
   g_cond_clear(&pc.cond);
   g_assert_cmpint(rec.paused, ==, 1);
   g_assert_cmpint(rec.resumed, ==, 1);
-  g_assert_cmpint(rec.finished_event.steps, ==, 400);
+  g_assert_cmpint(rec.finished_event.steps, ==, 150);
   g_assert_false(rec.finished_event.stopped);
   /* The pause (1000 s on this clock) is left out of the finished run's
    * time, as it is of every STEP's. */
@@ -425,7 +442,7 @@ test_stop_is_prompt(void)
   g_autoptr(TdmConfig) cfg = small_config("synthetic", "cnn");
   cfg->batch = 64;
   Recorder rec = {0};
-  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, record, &rec);
+  g_autoptr(TdmTrainer) trainer = new_trainer(cfg, record, &rec);
   tdm_trainer_set_summary_steps(trainer, 1);
   g_autoptr(GCancellable) cancellable = g_cancellable_new();
   rec.cancel_after_steps = cancellable;
@@ -451,7 +468,7 @@ test_divergence_is_reported(void)
   cfg->optimizer = TDM_OPTIMIZER_SGD;
   cfg->lr = 1e30;
   Recorder rec = {0};
-  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, record, &rec);
+  g_autoptr(TdmTrainer) trainer = new_trainer(cfg, record, &rec);
   g_autoptr(GError) error = NULL;
   g_assert_false(tdm_trainer_run(trainer, NULL, &error));
   g_assert_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DIVERGED);
@@ -465,7 +482,7 @@ test_bad_dataset_fails_cleanly(void)
 {
   g_autoptr(TdmConfig) cfg = small_config("/nonexistent/folder", "mlp");
   Recorder rec = {0};
-  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, record, &rec);
+  g_autoptr(TdmTrainer) trainer = new_trainer(cfg, record, &rec);
   g_autoptr(GError) error = NULL;
   g_assert_false(tdm_trainer_run(trainer, NULL, &error));
   g_assert_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET);
@@ -489,7 +506,7 @@ test_checkpoint_contents(void)
   cfg->save_path = g_strdup(path);
   /* max_steps ends the run before an epoch's end: the end of a run is saved too. */
   Recorder rec = {0};
-  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, record, &rec);
+  g_autoptr(TdmTrainer) trainer = new_trainer(cfg, record, &rec);
   g_assert_true(tdm_trainer_run(trainer, NULL, NULL));
   g_autoptr(GError) error = NULL;
   g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_load(path, &error);
@@ -531,7 +548,7 @@ test_checkpoint_conv_layout(void)
   cfg->max_steps = 3;
   cfg->save_path = g_strdup(path);
   Recorder rec = {0};
-  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, record, &rec);
+  g_autoptr(TdmTrainer) trainer = new_trainer(cfg, record, &rec);
   g_assert_true(tdm_trainer_run(trainer, NULL, NULL));
   size_t n = 0;
   const float *trained = tdm_trainer_get_parameters(trainer, &n);
@@ -555,7 +572,7 @@ test_checkpoint_conv_layout(void)
       small_config("synthetic", "conv4k3p1,relu,pool2,conv3k3p1,relu,pool2,fc10");
   again->max_steps = 3;
   Recorder rec2 = {0};
-  g_autoptr(TdmTrainer) resumed = tdm_trainer_new(again, record, &rec2);
+  g_autoptr(TdmTrainer) resumed = new_trainer(again, record, &rec2);
   tdm_trainer_set_resume_path(resumed, path);
   g_assert_true(tdm_trainer_run(resumed, NULL, &error));
   g_assert_no_error(error);
@@ -582,5 +599,8 @@ main(int argc, char **argv)
   g_test_add_func("/trainer/bad-dataset", test_bad_dataset_fails_cleanly);
   g_test_add_func("/trainer/checkpoint-contents", test_checkpoint_contents);
   g_test_add_func("/trainer/checkpoint-conv-layout", test_checkpoint_conv_layout);
-  return g_test_run();
+  synthetic = tdm_dataset_synthetic(0, 16000, 1000);
+  int status = g_test_run();
+  tdm_dataset_pair_free(synthetic);
+  return status;
 }

@@ -2,7 +2,9 @@
 /* test-zoo.c — networks from the model zoo against PyTorch itself: padded and strided
  * pools against torch's, torchvision's ResNet-18 and ResNet-50 (seeded weights, BN
  * statistics of real activations) loaded with --init's loader giving torch's
- * eval-mode logits, one SGD step from the same weights giving torch's weights,
+ * eval-mode logits (from safetensors, from the .pth torch.save wrote, and through
+ * --init torchvision from torch.hub's folder), one SGD step from the same weights
+ * within a multiple of PyTorch's own float32 distance from its float64 step,
  * Tandem's cnn and resnet checkpoints read by the module tools/torch_module.py builds
  * (and resnet18's by torchvision's own) predicting what Tandem predicts, and
  * fine-tuning with a frozen backbone leaving it bit for bit. The numbers come from
@@ -22,7 +24,9 @@
 
 #include <glib/gstdio.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define PYTHON "/usr/bin/python3"
 
@@ -79,8 +83,6 @@ need_references(void)
     g_test_skip(skip_reason);
     return FALSE;
   }
-  const char *pool[] = {"pool", dir, NULL};
-  g_assert_true(reference(pool));
   ref_dir = dir;
   return TRUE;
 }
@@ -96,18 +98,6 @@ read_floats(const char *name, size_t *count)
   return (float *)data;
 }
 
-/* ‖a − b‖ / ‖b‖. */
-static double
-norm_error(const float *a, const float *b, size_t n)
-{
-  double diff = 0, scale = 1e-60;
-  for (size_t i = 0; i < n; i++) {
-    diff += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-    scale += (double)b[i] * b[i];
-  }
-  return sqrt(diff / scale);
-}
-
 /* Largest |a − b| over the largest |b|: the error relative to the values' scale. */
 static double
 relative_error(const float *a, const float *b, size_t n)
@@ -118,6 +108,26 @@ relative_error(const float *a, const float *b, size_t n)
     scale = MAX(scale, fabs((double)b[i]));
   }
   return diff / scale;
+}
+
+/* The comparisons with PyTorch are against its results in float64, within a multiple
+ * of how far its own float32 results are from them on the same inputs: Tandem's
+ * rounding against PyTorch's. Its Winograd F(4×4, 3×3) convolutions round more than
+ * direct ones (an order of magnitude in the literature; up to 3× measured here). */
+#define ROUNDING_MARGIN 16.0
+/* Float32's resolution, where the distance measured is float32's rounding alone. */
+#define FLOAT_FLOOR 0x1p-22
+
+/* The float32 distance zoo-reference.py wrote beside a float64 result. */
+static double
+read_gap(const char *name)
+{
+  g_autofree char *path = g_strdup_printf("%s/%s.gap", ref_dir, name);
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+  double gap = g_ascii_strtod(text, NULL);
+  g_assert_cmpfloat(gap, >=, 0);
+  return gap;
 }
 
 static void
@@ -166,9 +176,9 @@ test_pools(void)
 }
 
 static uint8_t *
-read_images(size_t *bytes)
+read_images(const char *name, size_t *bytes)
 {
-  g_autofree char *path = g_build_filename(ref_dir, "images.bin", NULL);
+  g_autofree char *path = g_build_filename(ref_dir, name, NULL);
   char *data = NULL;
   gsize len = 0;
   g_assert_true(g_file_get_contents(path, &data, &len, NULL));
@@ -177,41 +187,64 @@ read_images(size_t *bytes)
 }
 
 static void
-check_logits(const char *network, int classes)
+check_logits_of(const char *network, const char *weights, int classes)
 {
-  if (!need_references())
-    return;
-  g_autofree char *weights = g_strdup_printf("%s/%s.safetensors", ref_dir, network);
   g_autoptr(GError) error = NULL;
   g_autoptr(TdmClassifier) cl = tdm_classifier_load_weights(network, weights, 0, 0, NULL,
                                                             &error);
   g_assert_no_error(error);
   g_assert_cmpint(tdm_classifier_classes(cl), ==, classes);
   size_t bytes, count;
-  g_autofree uint8_t *images = read_images(&bytes);
+  g_autofree uint8_t *images = read_images("images.bin", &bytes);
   g_autofree char *name = g_strdup_printf("%s-logits.bin", network);
   g_autofree float *expected = read_floats(name, &count);
   const size_t sample = 224 * 224 * 3;
   g_assert_cmpuint(count, ==, 2 * (size_t)classes);
   g_autofree float *probs = g_new(float, classes);
+  double bound = ROUNDING_MARGIN * read_gap(name) + FLOAT_FLOOR;
   for (int i = 0; i < 2; i++) {
     g_assert_true(tdm_classifier_run(cl, images + i * sample, probs, &error));
     double err = relative_error(tdm_classifier_logits(cl), expected + i * classes, classes);
-    g_test_message("%s image %d: logits within %.2g of PyTorch's", network, i, err);
-    g_assert_cmpfloat(err, <, 1e-4);
+    g_test_message("%s from %s, image %d: logits within %.2g of PyTorch's in float64 "
+                   "(bound %.2g)", network, weights, i, err, bound);
+    g_assert_cmpfloat(err, <=, bound);
   }
+}
+
+/* The same weights as safetensors, as the .pth file torch.save wrote, and as
+ * torchvision's download in torch.hub's folder (--init torchvision): PyTorch's logits
+ * from each. */
+static void
+check_logits(const char *network, int classes, const char *torchvision_file)
+{
+  if (!need_references())
+    return;
+  g_autofree char *safetensors = g_strdup_printf("%s/%s.safetensors", ref_dir, network);
+  g_autofree char *pth = g_strdup_printf("%s/%s.pth", ref_dir, network);
+  check_logits_of(network, safetensors, classes);
+  check_logits_of(network, pth, classes);
+
+  g_autofree char *home = g_build_filename(ref_dir, "torch-home", NULL);
+  g_autofree char *folder = g_build_filename(home, "hub", "checkpoints", NULL);
+  g_autofree char *cached = g_build_filename(folder, torchvision_file, NULL);
+  g_assert_cmpint(g_mkdir_with_parents(folder, 0755), ==, 0);
+  g_assert_cmpint(symlink(pth, cached), ==, 0);
+  g_setenv("TORCH_HOME", home, TRUE);
+  check_logits_of(network, "torchvision", classes);
+  g_unsetenv("TORCH_HOME");
+  g_unlink(cached);
 }
 
 static void
 test_resnet18_logits(void)
 {
-  check_logits("resnet18", 10);
+  check_logits("resnet18", 10, "resnet18-f37072fd.pth");
 }
 
 static void
 test_resnet50_logits(void)
 {
-  check_logits("resnet50", 1000);
+  check_logits("resnet50", 1000, "resnet50-11ad3fa6.pth");
 }
 
 static void
@@ -272,17 +305,32 @@ run_and_load(TdmConfig *cfg, const TdmDatasetPair *pair, char **report)
   return ckpt;
 }
 
+/* One SGD step of torchvision's ResNet-18 (lr 0.01, train-mode BN, batch 2 at 112 px)
+ * against PyTorch's step in float64, tensor by tensor (BN running statistics too), the
+ * weights after it and the update itself (‖ours − theirs‖ / ‖theirs‖). Float32 cannot
+ * give this step to a fixed precision: a ReLU or max-pool decision within rounding of a
+ * tie goes either way with the summation order, and moves the update of every layer
+ * below it by 1e-3 to 1e-2. So each tensor is held to a multiple of how far a float32
+ * step may land on this batch, which zoo-reference.py measures: PyTorch's own float32
+ * steps, and a float64 step with the decisions near a tie flipped. An implementation
+ * as accurate as PyTorch's lands within it whatever its summation order; the bounds
+ * stay under 1e-1 of an update (the layers below the most decisions) and 1e-4 of the
+ * running statistics, so a gradient with a term missing or mis-scaled lands outside. */
+/* Its flipped decisions against all those near a tie flipped at once. */
+#define STEP_TIES_MARGIN 2.0
+
 static void
 test_sgd_step(void)
 {
   if (!need_references())
     return;
   size_t bytes;
-  g_autofree uint8_t *images = read_images(&bytes);
+  g_autofree uint8_t *images = read_images("step-images.bin", &bytes);
+  g_assert_cmpuint(bytes, ==, 2 * 112 * 112 * 3);
   g_autofree char *labels_path = g_build_filename(ref_dir, "labels.bin", NULL);
   g_autofree char *labels = NULL;
   g_assert_true(g_file_get_contents(labels_path, &labels, NULL, NULL));
-  g_autoptr(TdmDatasetPair) pair = pair_of(images, (uint8_t *)labels, 2, 224, 3, 10);
+  g_autoptr(TdmDatasetPair) pair = pair_of(images, (uint8_t *)labels, 2, 112, 3, 10);
   g_autofree char *init = g_build_filename(ref_dir, "resnet18.safetensors", NULL);
   g_autofree char *save = g_build_filename(ref_dir, "step.safetensors", NULL);
   g_autoptr(TdmConfig) cfg = zoo_config("resnet18", init, 2, save);
@@ -293,108 +341,139 @@ test_sgd_step(void)
   g_autofree char *report = NULL;
   g_autoptr(TdmCheckpoint) ours = run_and_load(cfg, pair, &report);
   g_assert_cmpstr(report, ==, "loaded 102 of the network's 102 tensors");
-  g_autofree char *step = g_build_filename(ref_dir, "resnet18-step.safetensors", NULL);
+  g_autofree char *update_path = g_build_filename(ref_dir, "resnet18-update.safetensors", NULL);
   g_autoptr(GError) error = NULL;
-  g_autoptr(TdmCheckpoint) theirs = tdm_checkpoint_load(step, &error);
+  g_autoptr(TdmCheckpoint) update = tdm_checkpoint_load(update_path, &error);
+  g_assert_no_error(error);
   g_autoptr(TdmCheckpoint) before = tdm_checkpoint_load(init, &error);
   g_assert_no_error(error);
-  double worst = 0, worst_update = 0;
-  int compared = 0;
-  for (int i = 0; i < tdm_checkpoint_count(theirs); i++) {
-    const TdmTensor *t = tdm_checkpoint_nth(theirs, i);
-    if (g_str_has_suffix(t->name, "num_batches_tracked"))
-      continue;
-    const TdmTensor *o = tdm_checkpoint_get(ours, t->name);
-    const TdmTensor *b = tdm_checkpoint_get(before, t->name);
+  g_autofree char *gaps_path = g_build_filename(ref_dir, "resnet18-step-gaps.txt", NULL);
+  g_autofree char *gaps_text = NULL;
+  g_assert_true(g_file_get_contents(gaps_path, &gaps_text, NULL, NULL));
+  g_auto(GStrv) gaps = g_strsplit(g_strstrip(gaps_text), "\n", -1);
+  g_assert_cmpuint(g_strv_length(gaps), ==, 102);
+  double worst = 0, worst_update = 0, largest_gap = 0;
+  for (int i = 0; gaps[i] != NULL; i++) {
+    char name[128];
+    double rounding, rounding_update, ties, ties_update;
+    g_assert_cmpint(sscanf(gaps[i], "%127s %lf %lf %lf %lf", name, &rounding, &rounding_update,
+                           &ties, &ties_update), ==, 5);
+    double gap = MAX(ROUNDING_MARGIN * rounding, STEP_TIES_MARGIN * ties);
+    double gap_update = MAX(ROUNDING_MARGIN * rounding_update,
+                            STEP_TIES_MARGIN * ties_update);
+    const TdmTensor *o = tdm_checkpoint_get(ours, name);
+    const TdmTensor *b = tdm_checkpoint_get(before, name);
+    const TdmTensor *u = tdm_checkpoint_get(update, name);
     g_assert_nonnull(o);
+    g_assert_nonnull(b);
+    g_assert_nonnull(u);
     size_t n = 1;
-    for (int d = 0; d < t->rank; d++)
-      n *= t->shape[d];
-    double err = norm_error(o->data, t->data, n);
-    /* The step itself, not only the weights it moved: theirs − before against ours −
-     * before. */
-    g_autofree float *du = g_new(float, n), *dt = g_new(float, n);
+    for (int d = 0; d < u->rank; d++)
+      n *= u->shape[d];
+    double dw = 0, w = 0, du = 0, uu = 0;
     for (size_t k = 0; k < n; k++) {
-      du[k] = o->data[k] - b->data[k];
-      dt[k] = t->data[k] - b->data[k];
+      double exact = (double)b->data[k] + u->data[k];
+      double ours_update = (double)o->data[k] - b->data[k];
+      dw += (o->data[k] - exact) * (o->data[k] - exact);
+      w += exact * exact;
+      du += (ours_update - u->data[k]) * (ours_update - u->data[k]);
+      uu += (double)u->data[k] * u->data[k];
     }
-    double update = norm_error(du, dt, n);
-    if (err > 1e-4 || update > 1e-2)
-      g_test_message("%s: weights %.2g, update %.2g", t->name, err, update);
-    worst = MAX(worst, err);
-    worst_update = MAX(worst_update, update);
-    compared++;
+    double err = sqrt(dw / MAX(w, 1e-300)), err_update = sqrt(du / MAX(uu, 1e-300));
+    double bound = gap + FLOAT_FLOOR, bound_update = gap_update + FLOAT_FLOOR;
+    if (err > bound / 4 || err_update > bound_update / 4)
+      g_test_message("%s: weights %.2g (bound %.2g), update %.2g (bound %.2g)", name, err,
+                     bound, err_update, bound_update);
+    g_assert_cmpfloat(err, <=, bound);
+    g_assert_cmpfloat(err_update, <=, bound_update);
+    worst = MAX(worst, err / bound);
+    worst_update = MAX(worst_update, err_update / bound_update);
+    largest_gap = MAX(largest_gap, rounding_update);
   }
-  g_test_message("one SGD step: %d tensors, weights within %.2g, updates within %.2g of "
-                 "PyTorch's", compared, worst, worst_update);
-  g_assert_cmpint(compared, ==, 102);
-  /* The weights after the step within 1e-4 (‖ours − theirs‖ / ‖theirs‖, per tensor).
-   * The step alone cannot be held that close: PyTorch's own float32 gradients of this
-   * batch differ from its float64 ones by 3e-3 (ReLU and max-pool decisions within
-   * rounding of a tie, BN over two samples), and ours are nearer to its than that. */
-  g_assert_cmpfloat(worst, <, 1e-4);
-  g_assert_cmpfloat(worst_update, <, 1e-2);
+  g_test_message("one SGD step against PyTorch's in float64: 102 tensors, at most %.2g of the "
+                 "bound in weights and %.2g in updates (PyTorch's float32 updates up to %.2g "
+                 "off)", worst, worst_update, largest_gap);
 }
 
-/* Trains network briefly on a small dataset, saves, and checks that PyTorch's module
- * (tools/torch_module.py) gives Tandem's logits for the first samples. */
+/* A network trained briefly on a small dataset and saved, with its test images. */
+typedef struct {
+  const char *network;
+  int size, c, classes;
+  uint8_t *images;
+  char *save, *images_path, *logits_path, *count;
+} Trained;
+
 static void
-check_checkpoint_in_torch(const char *network, int size, int c, int classes)
+train_briefly(Trained *t)
 {
-  if (!need_references())
-    return;
   const int count = 8;
-  size_t sample = (size_t)size * size * c;
-  g_autofree uint8_t *images = g_new(uint8_t, count * sample);
+  size_t sample = (size_t)t->size * t->size * t->c;
+  t->images = g_new(uint8_t, count * sample);
   uint8_t labels[8];
   GRand *rand = g_rand_new_with_seed(4);
   for (size_t i = 0; i < count * sample; i++)
-    images[i] = (uint8_t)g_rand_int_range(rand, 0, 256);
+    t->images[i] = (uint8_t)g_rand_int_range(rand, 0, 256);
   for (int i = 0; i < count; i++)
-    labels[i] = (uint8_t)(i % classes);
+    labels[i] = (uint8_t)(i % t->classes);
   g_rand_free(rand);
-  g_autoptr(TdmDatasetPair) pair = pair_of(images, labels, count, size, c, classes);
-  g_autofree char *save = g_strdup_printf("%s/%s.safetensors", ref_dir, "ckpt");
-  g_autoptr(TdmConfig) cfg = zoo_config(network, NULL, 4, save);
+  g_autoptr(TdmDatasetPair) pair = pair_of(t->images, labels, count, t->size, t->c, t->classes);
+  t->save = g_strdup_printf("%s/%s-ckpt.safetensors", ref_dir, t->network);
+  g_autoptr(TdmConfig) cfg = zoo_config(t->network, NULL, 4, t->save);
   cfg->lr = 0.01;
   cfg->max_steps = 2;
   g_autoptr(TdmCheckpoint) ckpt = run_and_load(cfg, pair, NULL);
-  g_autofree char *images_path = g_build_filename(ref_dir, "ckpt-images.bin", NULL);
-  g_assert_true(g_file_set_contents(images_path, (char *)images, count * sample, NULL));
-  g_autofree char *out = g_build_filename(ref_dir, "ckpt-logits.bin", NULL);
-  g_autofree char *n = g_strdup_printf("%d", count);
-  const char *args[] = {"logits", save, images_path, n, out, NULL};
-  g_assert_true(reference(args));
-  size_t got;
-  g_autofree float *theirs = read_floats("ckpt-logits.bin", &got);
-  g_assert_cmpuint(got, ==, (size_t)count * classes);
-  g_autoptr(GError) error = NULL;
-  g_autoptr(TdmClassifier) cl = tdm_classifier_load(save, &error);
-  g_assert_no_error(error);
-  g_autofree float *probs = g_new(float, classes);
-  for (int i = 0; i < count; i++) {
-    g_assert_true(tdm_classifier_run(cl, images + i * sample, probs, &error));
-    double err = relative_error(tdm_classifier_logits(cl), theirs + i * classes, classes);
-    g_assert_cmpfloat(err, <, 1e-5);
+  t->images_path = g_strdup_printf("%s/%s-ckpt-images.bin", ref_dir, t->network);
+  g_assert_true(g_file_set_contents(t->images_path, (char *)t->images, count * sample, NULL));
+  t->logits_path = g_strdup_printf("%s-ckpt-logits.bin", t->network);
+  t->count = g_strdup_printf("%d", count);
+}
+
+/* Tandem's cnn, resnet and resnet18, trained briefly and saved: PyTorch's module
+ * (tools/torch_module.py) built from each checkpoint gives Tandem's logits for its
+ * test images. One Python for all three (importing torch is most of its time). */
+static void
+test_checkpoints_in_torch(void)
+{
+  if (!need_references())
+    return;
+  Trained nets[] = {{"cnn", 28, 1, 10}, {"resnet", 28, 1, 4}, {"resnet18", 40, 3, 4}};
+  GStrvBuilder *b = g_strv_builder_new();
+  g_strv_builder_add(b, "logits");
+  for (guint k = 0; k < G_N_ELEMENTS(nets); k++) {
+    train_briefly(&nets[k]);
+    g_autofree char *out = g_build_filename(ref_dir, nets[k].logits_path, NULL);
+    g_strv_builder_add_many(b, nets[k].save, nets[k].images_path, nets[k].count, out, NULL);
   }
-}
-
-static void
-test_cnn_in_torch(void)
-{
-  check_checkpoint_in_torch("cnn", 28, 1, 10);
-}
-
-static void
-test_resnet_in_torch(void)
-{
-  check_checkpoint_in_torch("resnet", 28, 1, 4);
-}
-
-static void
-test_resnet18_in_torch(void)
-{
-  check_checkpoint_in_torch("resnet18", 40, 3, 4);
+  g_auto(GStrv) args = g_strv_builder_end(b);
+  g_strv_builder_unref(b);
+  g_assert_true(reference((const char *const *)args));
+  for (guint k = 0; k < G_N_ELEMENTS(nets); k++) {
+    Trained *t = &nets[k];
+    size_t got, sample = (size_t)t->size * t->size * t->c;
+    int count = atoi(t->count);
+    g_autofree float *theirs = read_floats(t->logits_path, &got);
+    g_assert_cmpuint(got, ==, (size_t)count * t->classes);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(TdmClassifier) cl = tdm_classifier_load(t->save, &error);
+    g_assert_no_error(error);
+    g_autofree float *probs = g_new(float, t->classes);
+    double worst = 0;
+    for (int i = 0; i < count; i++) {
+      g_assert_true(tdm_classifier_run(cl, t->images + i * sample, probs, &error));
+      double err = relative_error(tdm_classifier_logits(cl), theirs + i * t->classes,
+                                  t->classes);
+      worst = MAX(worst, err);
+    }
+    double bound = ROUNDING_MARGIN * read_gap(t->logits_path) + FLOAT_FLOOR;
+    g_test_message("%s read by PyTorch: Tandem's logits within %.2g of its float64 ones "
+                   "(bound %.2g)", t->network, worst, bound);
+    g_assert_cmpfloat(worst, <=, bound);
+    g_free(t->images);
+    g_free(t->save);
+    g_free(t->images_path);
+    g_free(t->logits_path);
+    g_free(t->count);
+  }
 }
 
 /* A 4-class set fine-tuned from torchvision's ResNet-18 with everything but the head
@@ -421,7 +500,7 @@ check_frozen(gboolean train_head)
   g_autoptr(TdmConfig) cfg = zoo_config("resnet18", init, 4, save);
   cfg->optimizer = TDM_OPTIMIZER_MOMENTUM;
   cfg->weight_decay = 1e-3;
-  cfg->epochs = 2;
+  cfg->epochs = 1;
   if (train_head) {
     cfg->train_head = TRUE;
   } else {
@@ -687,7 +766,10 @@ remove_tree(const char *dir)
   const char *name;
   while ((name = g_dir_read_name(d)) != NULL) {
     g_autofree char *path = g_build_filename(dir, name, NULL);
-    g_remove(path);
+    if (g_file_test(path, G_FILE_TEST_IS_DIR) && !g_file_test(path, G_FILE_TEST_IS_SYMLINK))
+      remove_tree(path);
+    else
+      g_remove(path);
   }
   g_dir_close(d);
   g_rmdir(dir);
@@ -705,9 +787,7 @@ main(int argc, char **argv)
   g_test_add_func("/zoo/resnet18-logits", test_resnet18_logits);
   g_test_add_func("/zoo/resnet50-logits", test_resnet50_logits);
   g_test_add_func("/zoo/sgd-step", test_sgd_step);
-  g_test_add_func("/zoo/cnn-in-torch", test_cnn_in_torch);
-  g_test_add_func("/zoo/resnet-in-torch", test_resnet_in_torch);
-  g_test_add_func("/zoo/resnet18-in-torch", test_resnet18_in_torch);
+  g_test_add_func("/zoo/checkpoints-in-torch", test_checkpoints_in_torch);
   g_test_add_func("/zoo/frozen-backbone", test_frozen_backbone);
   g_test_add_func("/zoo/train-head", test_train_head);
   int status = g_test_run();

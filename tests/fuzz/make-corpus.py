@@ -110,6 +110,111 @@ if os.path.exists(run_path):
     write("history/truncated", run[: len(run) - 25])
     write("history/renamed", run + b'{"type":"name","name":"renamed"}\n')
 
+# PyTorch .pth files (torch.save's zip of a pickle and raw storages), built by hand so
+# that no torch is needed: the state_dict of fuzz-pth's network (conv2k3p1,bn,relu,fc3
+# on 4×4 grey) and variants.
+import zipfile
+
+
+class PickleWriter:
+    """Just the opcodes torch.save's pickles use."""
+
+    def __init__(self, protocol=2):
+        self.out = bytearray(b"\x80" + bytes([protocol]))
+        self.protocol = protocol
+
+    def op(self, code):
+        self.out += code
+
+    def string(self, s):
+        data = s.encode()
+        if self.protocol >= 4 and len(data) < 256:
+            self.out += b"\x8c" + bytes([len(data)]) + data + b"\x94"
+        else:
+            self.out += b"X" + struct.pack("<I", len(data)) + data
+
+    def int(self, v):
+        self.out += b"K" + bytes([v]) if v < 256 else b"J" + struct.pack("<i", v)
+
+    def glob(self, module, name):
+        self.out += b"c" + module.encode() + b"\n" + name.encode() + b"\n"
+
+    def tensor(self, storage_class, key, shape):
+        numel = 1
+        for d in shape:
+            numel *= d
+        strides, step = [], 1
+        for d in reversed(shape):
+            strides.insert(0, step)
+            step *= d
+        self.glob("torch._utils", "_rebuild_tensor_v2")
+        self.op(b"((")
+        self.string("storage")
+        self.glob("torch", storage_class)
+        self.string(key)
+        self.string("cpu")
+        self.int(numel)
+        self.op(b"tQ")
+        self.int(0)
+        self.op(b"(")
+        for d in shape:
+            self.int(d)
+        self.op(b"t(")
+        for s in strides:
+            self.int(s)
+        self.op(b"t\x89")
+        self.glob("collections", "OrderedDict")
+        self.op(b")Rt" + b"R")
+
+
+FUZZ_PTH_TENSORS = [("conv1.weight", [2, 1, 3, 3]), ("bn1.weight", [2]), ("bn1.bias", [2]),
+                    ("bn1.running_mean", [2]), ("bn1.running_var", [2]),
+                    ("bn1.num_batches_tracked", []), ("fc.weight", [3, 32]), ("fc.bias", [3])]
+
+
+def pth(protocol=2, half=False, compression=zipfile.ZIP_STORED, extra=b"", pickle_only=False):
+    p = PickleWriter(protocol)
+    p.glob("collections", "OrderedDict")
+    p.op(b")R(")
+    storages = []
+    for key, (name, shape) in enumerate(FUZZ_PTH_TENSORS):
+        counter = name.endswith("num_batches_tracked")
+        numel = 1
+        for d in shape:
+            numel *= d
+        if counter:
+            blob, cls = struct.pack("<q", 7), "LongStorage"
+        elif half:
+            blob, cls = struct.pack("<%de" % numel, *[0.25 * (i % 7 - 3) for i in range(numel)]), "HalfStorage"
+        else:
+            blob, cls = struct.pack("<%df" % numel, *[0.25 * (i % 7 - 3) for i in range(numel)]), "FloatStorage"
+        p.string(name)
+        p.tensor(cls, str(key), shape)
+        storages.append(blob)
+    p.op(extra + b"u.")
+    if pickle_only:
+        return b"\0" + bytes(p.out)
+    import io
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression) as z:
+        z.writestr("archive/data.pkl", bytes(p.out))
+        for key, blob in enumerate(storages):
+            z.writestr("archive/data/%d" % key, blob)
+        z.writestr("archive/version", b"3\n")
+    return buffer.getvalue()
+
+
+write("pth/float32", pth())
+write("pth/float16-protocol4", pth(protocol=4, half=True))
+write("pth/deflated", pth(compression=zipfile.ZIP_DEFLATED))
+write("pth/global", pth(extra=b"cposix\nsystem\n"))
+write("pth/deep", pth(extra=b"(" * 100))
+write("pth/truncated", pth()[:-30])
+# A first byte of 0: the pickle alone (fuzz-pth.c says why).
+write("pth/pickle-protocol2", pth(pickle_only=True))
+write("pth/pickle-protocol4", pth(protocol=4, half=True, pickle_only=True))
+write("pth/pickle-global", pth(extra=b"cbuiltins\neval\n", pickle_only=True))
+
 # Image folders: six files in two class folders (cat: png, jpg, png; dog: png, jpg,
 # jpeg). PNGs are written here; JPEGs come from ImageMagick's convert when present.
 import shutil

@@ -3,10 +3,11 @@
 # test-layers.py: the ui libraries' include boundaries hold.
 #
 # Each ui library compiles with its own include directories (ui/*/meson.build). For
-# each library this compiles a one-line file, with that library's own compiler
-# command from compile_commands.json, including a header it may use (it must
-# compile) and headers from the wrong side of a boundary (they must not be found).
-# So a dependency added the wrong way in a meson.build fails here, by name. TAP.
+# each library this preprocesses a one-line file, with that library's own compiler
+# command from compile_commands.json, including a header it may use (it must be
+# found, with everything it includes) and headers from the wrong side of a boundary
+# (they must not be found). So a dependency added the wrong way in a meson.build fails
+# here, by name. Preprocessing answers that at a third of a compile's cost. TAP.
 import json
 import os
 import shlex
@@ -51,7 +52,7 @@ def command_for(folder, gtk):
     return None
 
 
-def compiles(entry, header, tmp):
+def found(entry, header, tmp):
     probe = os.path.join(tmp, 'probe.c')
     with open(probe, 'w') as f:
         f.write('#include "%s"\n' % header if '/' not in header else '#include <%s>\n' % header)
@@ -68,7 +69,7 @@ def compiles(entry, header, tmp):
         if a == '-MD':
             continue
         out.append(a)
-    cmd = out + ['-fsyntax-only', '-c', probe]
+    cmd = out + ['-E', '-o', os.devnull, probe]
     return subprocess.run(cmd, cwd=entry.get('directory', build),
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
 
@@ -94,7 +95,7 @@ with tempfile.TemporaryDirectory() as tmp:
             print('not ok %d - %s: no compile command for ui/%s' % (i, what, folder))
             failed += 1
             continue
-        ok = compiles(entry, header, tmp) == allowed
+        ok = found(entry, header, tmp) == allowed
         failed += not ok
         print('%s %d - %s' % ('ok' if ok else 'not ok', i, what))
 sys.exit(1 if failed else 0)

@@ -256,6 +256,7 @@ void
 tdm_finetune_group_choose_weights (TdmFinetuneGroup *self)
 {
   g_autoptr(GtkFileFilter) filter = gtk_file_filter_new ();
+  g_autofree char *folder = NULL;
   GtkRoot *root;
 
   g_return_if_fail (TDM_IS_FINETUNE_GROUP (self));
@@ -271,9 +272,18 @@ tdm_finetune_group_choose_weights (TdmFinetuneGroup *self)
                                                GTK_FILE_CHOOSER_ACTION_OPEN,
                                                _("_Open"), _("_Cancel"));
   gtk_native_dialog_set_modal (GTK_NATIVE_DIALOG (self->chooser), TRUE);
-  gtk_file_filter_set_name (filter, _("Weights (safetensors)"));
+  gtk_file_filter_set_name (filter, _("Weights (PyTorch .pth, safetensors)"));
+  gtk_file_filter_add_pattern (filter, "*.pth");
+  gtk_file_filter_add_pattern (filter, "*.pt");
   gtk_file_filter_add_pattern (filter, "*.safetensors");
   gtk_file_chooser_add_filter (GTK_FILE_CHOOSER (self->chooser), filter);
+  /* Where torchvision keeps what it downloaded, when there is such a folder. */
+  folder = tdm_finetune_torch_checkpoints_folder ();
+  if (g_file_test (folder, G_FILE_TEST_IS_DIR))
+    {
+      g_autoptr(GFile) start = g_file_new_for_path (folder);
+      gtk_file_chooser_set_current_folder (GTK_FILE_CHOOSER (self->chooser), start, NULL);
+    }
   g_signal_connect_object (self->chooser, "response", G_CALLBACK (chooser_response), self,
                            G_CONNECT_SWAPPED);
   gtk_native_dialog_show (GTK_NATIVE_DIALOG (self->chooser));
@@ -540,7 +550,7 @@ tdm_finetune_group_init (TdmFinetuneGroup *self)
   self->weights_row = ADW_ACTION_ROW (adw_action_row_new ());
   adw_preferences_row_set_title (ADW_PREFERENCES_ROW (self->weights_row), _("Start from weights"));
   gtk_widget_set_tooltip_text (GTK_WIDGET (self->weights_row),
-                               _("A state_dict saved as safetensors, such as torchvision’s weights converted: every tensor whose name and shape match is loaded"));
+                               _("A state_dict saved by torch.save (.pth, such as torchvision’s downloads) or as safetensors: every tensor whose name and shape match is loaded"));
   /* No mnemonic: one would click it (opening the chooser), where the form's
    * mnemonics move the focus. */
   choose = gtk_button_new_with_label (_("Choose…"));

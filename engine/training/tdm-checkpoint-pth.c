@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* tdm-checkpoint-pth.c — PyTorch's .pth files (torch.save of a state_dict, the format
+ * since PyTorch 1.6 and torchvision's downloads) read into a TdmCheckpoint.
+ *
+ * Such a file is a zip archive: ARCHIVE/data.pkl pickles the state_dict, each tensor
+ * a view (offset, size, stride) of a storage whose raw elements are the entry
+ * ARCHIVE/data/KEY (little-endian unless ARCHIVE/byteorder says "big"). The pickle is
+ * read by tdm-pickle.c, which runs nothing; here each view is checked against its
+ * storage's bytes and copied out as float32 (float16, bfloat16, float64 and int64
+ * converted). Older files (a bare pickle stream) and TorchScript archives are named
+ * as such. Not the safetensors reader (tdm-checkpoint.c), which hands these files
+ * over.
+ */
+#include "tdm-checkpoint-private.h"
+#include "tdm-error.h"
+#include "tdm-i18n.h"
+#include "tdm-pickle.h"
+#include "tdm-zip.h"
+
+#include <math.h>
+#include <string.h>
+
+/* A deflated storage is inflated into memory; stored ones are read in place. */
+#define MAX_INFLATED ((guint64)1 << 32)
+
+gboolean
+tdm_checkpoint_is_pth(const guint8 *bytes, gsize size)
+{
+  return size >= 4 && memcmp(bytes, "PK\003\004", 4) == 0;
+}
+
+static gpointer
+pth_failed(GError **error, const char *path, const char *format, ...) G_GNUC_PRINTF(3, 4);
+
+static gpointer
+pth_failed(GError **error, const char *path, const char *format, ...)
+{
+  va_list args;
+  va_start(args, format);
+  g_autofree char *why = g_strdup_vprintf(format, args);
+  va_end(args);
+  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT, "%s: %s", path, why);
+  return NULL;
+}
+
+static float
+half_to_float(guint16 h)
+{
+  int sign = h >> 15, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+  float v;
+  if (exponent == 0)
+    v = ldexpf((float)mantissa, -24);
+  else if (exponent == 31)
+    v = mantissa != 0 ? NAN : INFINITY;
+  else
+    v = ldexpf((float)(mantissa | 0x400), exponent - 25);
+  return sign ? -v : v;
+}
+
+/* Element i of a storage, as float. */
+static float
+element(const guint8 *p, TdmPickleDtype dtype, gboolean big_endian)
+{
+  int n = tdm_pickle_dtype_size(dtype);
+  guint64 u = 0;
+  for (int k = 0; k < n; k++)
+    u |= (guint64)p[big_endian ? n - 1 - k : k] << (8 * k);
+  switch (dtype) {
+  case TDM_PICKLE_FLOAT32: {
+    guint32 w = (guint32)u;
+    float f;
+    memcpy(&f, &w, sizeof f);
+    return f;
+  }
+  case TDM_PICKLE_FLOAT16:
+    return half_to_float((guint16)u);
+  case TDM_PICKLE_BFLOAT16: {
+    guint32 w = (guint32)u << 16;
+    float f;
+    memcpy(&f, &w, sizeof f);
+    return f;
+  }
+  case TDM_PICKLE_FLOAT64: {
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return (float)d;
+  }
+  case TDM_PICKLE_INT64:
+    return (float)(gint64)u;
+  default:
+    g_assert_not_reached();
+  }
+}
+
+/* The view's element count and its last element's index in the storage; FALSE when
+ * either overflows. */
+static gboolean
+view_extent(const TdmPickleTensor *t, guint64 *elements, guint64 *last)
+{
+  *elements = 1;
+  *last = (guint64)t->offset;
+  for (int d = 0; d < t->rank; d++) {
+    guint64 reach;
+    if (!g_uint64_checked_mul(elements, *elements, (guint64)t->shape[d]))
+      return FALSE;
+    if (t->shape[d] > 0 &&
+        (!g_uint64_checked_mul(&reach, (guint64)t->shape[d] - 1, (guint64)t->stride[d]) ||
+         !g_uint64_checked_add(last, *last, reach)))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* The view's elements, in row-major order, as floats. */
+static float *
+gather(const TdmPickleTensor *t, const guint8 *storage, guint64 elements, gboolean big_endian)
+{
+  float *out = g_try_new(float, MAX(elements, 1));
+  if (out == NULL)
+    return NULL;
+  int width = tdm_pickle_dtype_size(t->dtype);
+  gint64 index[TDM_PICKLE_MAX_RANK] = {0};
+  for (guint64 i = 0; i < elements; i++) {
+    gint64 at = t->offset;
+    for (int d = 0; d < t->rank; d++)
+      at += index[d] * t->stride[d];
+    out[i] = element(storage + at * width, t->dtype, big_endian);
+    for (int d = t->rank - 1; d >= 0; d--) {
+      if (++index[d] < t->shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
+typedef struct {
+  const guint8 *bytes;
+  guint8 *owned;
+} Storage;
+
+static void
+storage_free(gpointer p)
+{
+  Storage *s = p;
+  g_free(s->owned);
+  g_free(s);
+}
+
+/* One tensor of the state_dict into ckpt. */
+static gboolean
+read_tensor(TdmZip *zip, const char *prefix, const TdmPickleTensor *t, gboolean big_endian,
+            GHashTable *storages, TdmCheckpoint *ckpt, const char *path, GError **error)
+{
+  if (t->dtype == TDM_PICKLE_UNSUPPORTED) {
+    pth_failed(error, path, _("tensor “%s” is of torch.%s; Tandem reads float32, float16, "
+                              "bfloat16, float64 and int64 tensors"),
+               t->name, t->storage_class);
+    return FALSE;
+  }
+  if (t->rank > 4) {
+    pth_failed(error, path, _("tensor “%s”: %d dimensions, Tandem reads at most 4"), t->name,
+               t->rank);
+    return FALSE;
+  }
+  g_autofree char *entry_name = g_strdup_printf("%s/data/%s", prefix, t->storage_key);
+  const TdmZipEntry *entry = tdm_zip_find(zip, entry_name);
+  int width = tdm_pickle_dtype_size(t->dtype);
+  if (entry == NULL) {
+    pth_failed(error, path, _("tensor “%s”: its storage %s is not in the archive"), t->name,
+               entry_name);
+    return FALSE;
+  }
+  if (entry->size != (guint64)t->storage_numel * (guint64)width) {
+    pth_failed(error, path, "tensor “%s”: its storage %s holds %" G_GUINT64_FORMAT " bytes, "
+                            "but the pickle says %" G_GINT64_FORMAT " elements of %d",
+               t->name, entry_name, entry->size, t->storage_numel, width);
+    return FALSE;
+  }
+  guint64 elements, last;
+  if (!view_extent(t, &elements, &last) ||
+      (elements > 0 && (last >= (guint64)t->storage_numel || elements > (guint64)t->storage_numel))) {
+    pth_failed(error, path, "tensor “%s”: its shape and strides reach past the %"
+                              G_GINT64_FORMAT " elements of its storage",
+               t->name, t->storage_numel);
+    return FALSE;
+  }
+  Storage *s = g_hash_table_lookup(storages, entry_name);
+  if (s == NULL) {
+    s = g_new0(Storage, 1);
+    g_autoptr(GError) local = NULL;
+    s->bytes = tdm_zip_read(zip, entry, entry->deflated ? MAX_INFLATED : G_MAXUINT64,
+                            &s->owned, &local);
+    if (s->bytes == NULL) {
+      storage_free(s);
+      pth_failed(error, path, "%s", local->message);
+      return FALSE;
+    }
+    g_hash_table_insert(storages, g_steal_pointer(&entry_name), s);
+  }
+  float *data = elements > 0 ? gather(t, s->bytes, elements, big_endian) : NULL;
+  if (elements > 0 && data == NULL) {
+    pth_failed(error, path, "tensor “%s”: no memory for its %" G_GUINT64_FORMAT " values",
+               t->name, elements);
+    return FALSE;
+  }
+  tdm_checkpoint_take(ckpt, t->name, t->rank, t->shape, data);
+  return TRUE;
+}
+
+/* The archive's folder: the one data.pkl is in. */
+static char *
+archive_prefix(TdmZip *zip)
+{
+  for (guint i = 0; i < tdm_zip_count(zip); i++) {
+    const char *name = tdm_zip_nth(zip, i)->name;
+    const char *slash = strchr(name, '/');
+    if (slash != NULL && slash != name && g_str_equal(slash, "/data.pkl"))
+      return g_strndup(name, slash - name);
+  }
+  return NULL;
+}
+
+static gboolean
+is_torchscript(TdmZip *zip)
+{
+  for (guint i = 0; i < tdm_zip_count(zip); i++) {
+    const char *name = tdm_zip_nth(zip, i)->name;
+    if (g_str_has_suffix(name, "/constants.pkl") || strstr(name, "/code/") != NULL)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* "little" or "big" from ARCHIVE/byteorder (PyTorch 2.1 on); little without it. */
+static gboolean
+read_byte_order(TdmZip *zip, const char *prefix, gboolean *big_endian, const char *path,
+                GError **error)
+{
+  *big_endian = FALSE;
+  g_autofree char *name = g_strdup_printf("%s/byteorder", prefix);
+  const TdmZipEntry *entry = tdm_zip_find(zip, name);
+  if (entry == NULL)
+    return TRUE;
+  g_autofree guint8 *owned = NULL;
+  g_autoptr(GError) local = NULL;
+  const guint8 *bytes = tdm_zip_read(zip, entry, 16, &owned, &local);
+  if (bytes == NULL) {
+    pth_failed(error, path, "%s", local->message);
+    return FALSE;
+  }
+  g_autofree char *text = g_strstrip(g_strndup((const char *)bytes, entry->size));
+  if (g_str_equal(text, "big")) {
+    *big_endian = TRUE;
+  } else if (!g_str_equal(text, "little")) {
+    pth_failed(error, path, _("its byteorder entry says neither little nor big"));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+TdmCheckpoint *
+tdm_checkpoint_parse_pth(const char *path, const guint8 *bytes, gsize size, GError **error)
+{
+  g_return_val_if_fail(path != NULL && bytes != NULL, NULL);
+  g_autoptr(GError) local = NULL;
+  g_autoptr(TdmZip) zip = tdm_zip_open(bytes, size, &local);
+  if (zip == NULL)
+    return pth_failed(error, path, _("a zip archive that cannot be read: %s"), local->message);
+  /* TorchScript archives have a data.pkl too, of the module's objects. */
+  if (is_torchscript(zip))
+    return pth_failed(error, path, _("a TorchScript archive (torch.jit.save), not a "
+                                     "state_dict: save model.state_dict() with torch.save"));
+  g_autofree char *prefix = archive_prefix(zip);
+  if (prefix == NULL)
+    return pth_failed(error, path, _("a zip archive without data.pkl: not a file torch.save "
+                                     "wrote"));
+  g_autofree char *pickle_name = g_strdup_printf("%s/data.pkl", prefix);
+  const TdmZipEntry *pickle_entry = tdm_zip_find(zip, pickle_name);
+  g_autofree guint8 *pickle_owned = NULL;
+  const guint8 *pickle = tdm_zip_read(zip, pickle_entry, TDM_PICKLE_MAX_BYTES, &pickle_owned,
+                                      &local);
+  if (pickle == NULL)
+    return pth_failed(error, path, "%s", local->message);
+  g_autoptr(GPtrArray) tensors = tdm_pickle_read_state_dict(pickle, pickle_entry->size, &local);
+  if (tensors == NULL)
+    return pth_failed(error, path, "%s", local->message);
+  gboolean big_endian;
+  if (!read_byte_order(zip, prefix, &big_endian, path, error))
+    return NULL;
+
+  g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_new();
+  g_autoptr(GHashTable) storages = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                                         storage_free);
+  for (guint i = 0; i < tensors->len; i++)
+    if (!read_tensor(zip, prefix, tensors->pdata[i], big_endian, storages, ckpt, path, error))
+      return NULL;
+  return g_steal_pointer(&ckpt);
+}

@@ -1,0 +1,740 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* test-pth.c — PyTorch's .pth files through tdm_checkpoint_load(): files torch.save
+ * wrote (tests/engine/pth-reference.py: float32, float16, bfloat16, float64 and int64
+ * storages, num_batches_tracked, views that are transposed or share a storage at an
+ * offset, pickle protocols 2 and 4, a training checkpoint holding a state_dict; each
+ * tensor compared bit for bit with torch's own .float()), then archives built here byte
+ * by byte: a well-formed one, and each hostile or damaged variant (a global such as
+ * os.system, a REDUCE of anything else, opcodes a state_dict never uses, lying sizes
+ * and views, deep nesting, every truncation, damaged CRCs, encryption, other
+ * compression) refused with a message that names what is wrong. Without python3-torch
+ * the torch.save half skips and says so.
+ */
+#include "tdm-checkpoint.h"
+#include "tdm-error.h"
+#include "tdm-pickle.h"
+
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+#include <zlib.h>
+
+#define PYTHON "/usr/bin/python3"
+
+static char *tmp_dir;
+static char *ref_dir;
+static char *skip_reason;
+
+/* ---- torch.save's files --------------------------------------------------------- */
+
+static gboolean
+need_references(void)
+{
+  if (ref_dir != NULL)
+    return TRUE;
+  if (skip_reason == NULL) {
+    g_autofree char *script = g_test_build_filename(G_TEST_DIST, "pth-reference.py", NULL);
+    g_autofree char *dir = g_build_filename(tmp_dir, "torch", NULL);
+    g_assert_cmpint(g_mkdir_with_parents(dir, 0755), ==, 0);
+    const char *argv[] = {PYTHON, script, dir, NULL};
+    g_autofree char *out = NULL, *err = NULL;
+    int status = 0;
+    if (!g_file_test(PYTHON, G_FILE_TEST_IS_EXECUTABLE)) {
+      skip_reason = g_strdup("no " PYTHON);
+    } else {
+      g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out,
+                                 &err, &status, NULL));
+      if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+        skip_reason = g_strdup(g_strstrip(out));
+      else if (!g_spawn_check_wait_status(status, NULL))
+        g_error("pth-reference.py failed:\n%s%s", out, err);
+      else
+        ref_dir = g_steal_pointer(&dir);
+    }
+  }
+  if (ref_dir == NULL)
+    g_test_skip(skip_reason);
+  return ref_dir != NULL;
+}
+
+static TdmCheckpoint *
+load_ok(const char *path)
+{
+  g_autoptr(GError) error = NULL;
+  TdmCheckpoint *ckpt = tdm_checkpoint_load(path, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(ckpt);
+  return ckpt;
+}
+
+static gint64
+elements(const TdmTensor *t)
+{
+  gint64 n = 1;
+  for (int d = 0; d < t->rank; d++)
+    n *= t->shape[d];
+  return n;
+}
+
+/* Every tensor of want is in got, in the same order, with the same shape and bits. */
+static void
+assert_same_tensors(TdmCheckpoint *got, TdmCheckpoint *want)
+{
+  g_assert_cmpint(tdm_checkpoint_count(got), ==, tdm_checkpoint_count(want));
+  for (int i = 0; i < tdm_checkpoint_count(want); i++) {
+    const TdmTensor *w = tdm_checkpoint_nth(want, i), *g = tdm_checkpoint_nth(got, i);
+    g_assert_cmpstr(g->name, ==, w->name);
+    g_assert_cmpint(g->rank, ==, w->rank);
+    for (int d = 0; d < w->rank; d++)
+      g_assert_cmpint(g->shape[d], ==, w->shape[d]);
+    gint64 n = elements(w);
+    if (n > 0 && memcmp(g->data, w->data, (size_t)n * sizeof(float)) != 0)
+      g_error("tensor %s differs from torch's .float()", w->name);
+  }
+}
+
+static void
+test_torch_files(void)
+{
+  if (!need_references())
+    return;
+  g_autofree char *ref_path = g_build_filename(ref_dir, "mixed.ref", NULL);
+  g_autoptr(TdmCheckpoint) want = load_ok(ref_path);
+  const char *files[] = {"mixed.pth", "mixed-p4.pth"};
+  for (gsize i = 0; i < G_N_ELEMENTS(files); i++) {
+    g_autofree char *path = g_build_filename(ref_dir, files[i], NULL);
+    g_autoptr(TdmCheckpoint) got = load_ok(path);
+    assert_same_tensors(got, want);
+  }
+  /* Values that only an exact conversion keeps. */
+  g_autofree char *path = g_build_filename(ref_dir, "mixed.pth", NULL);
+  g_autoptr(TdmCheckpoint) got = load_ok(path);
+  g_assert_cmpfloat(tdm_checkpoint_get(got, "bn1.num_batches_tracked")->data[0], ==, 1234);
+  g_assert_cmpint(tdm_checkpoint_get(got, "bn1.num_batches_tracked")->rank, ==, 0);
+  const float *edges = tdm_checkpoint_get(got, "half.edges")->data;
+  g_assert_cmpfloat(edges[2], ==, 65504.0f);
+  g_assert_true(isinf(edges[3]) && edges[3] > 0 && isinf(edges[4]) && edges[4] < 0);
+  g_assert_true(edges[5] == 0 && signbit(edges[5]));
+  g_assert_cmpfloat(tdm_checkpoint_get(got, "long.counts")->data[3], ==, 1099511627776.0);
+  g_assert_cmpint(elements(tdm_checkpoint_get(got, "empty.weight")), ==, 0);
+}
+
+static void
+test_torch_training_checkpoint(void)
+{
+  if (!need_references())
+    return;
+  g_autofree char *ref_path = g_build_filename(ref_dir, "mixed.ref", NULL);
+  g_autofree char *path = g_build_filename(ref_dir, "nested.pth", NULL);
+  g_autoptr(TdmCheckpoint) want = load_ok(ref_path);
+  g_autoptr(TdmCheckpoint) got = load_ok(path);
+  assert_same_tensors(got, want);
+}
+
+/* What load says of path: the message must hold every one of the fragments. */
+static void
+assert_refused(const char *path, const char *const *fragments)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_load(path, &error);
+  g_assert_null(ckpt);
+  g_assert_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT);
+  g_test_message("%s", error->message);
+  g_assert_nonnull(strstr(error->message, path));
+  for (int i = 0; fragments[i] != NULL; i++)
+    if (strstr(error->message, fragments[i]) == NULL)
+      g_error("“%s” is not in: %s", fragments[i], error->message);
+}
+
+static void
+test_torch_other_files(void)
+{
+  if (!need_references())
+    return;
+  struct {
+    const char *file;
+    const char *fragments[3];
+  } cases[] = {
+    {"module.pth", {"torch.nn.modules.container.Sequential", "model.state_dict()", NULL}},
+    {"legacy.pth", {"before PyTorch 1.6", "save it again", NULL}},
+    {"script.pt", {"TorchScript", NULL}},
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *path = g_build_filename(ref_dir, cases[i].file, NULL);
+    assert_refused(path, cases[i].fragments);
+  }
+}
+
+/* ---- archives built here ---------------------------------------------------------- */
+
+/* A pickle, opcode by opcode. */
+typedef GByteArray Pickle;
+
+static void
+op(Pickle *p, guint8 code)
+{
+  g_byte_array_append(p, &code, 1);
+}
+
+static void
+raw(Pickle *p, const void *bytes, gsize n)
+{
+  g_byte_array_append(p, bytes, (guint)n);
+}
+
+static void
+u32(Pickle *p, guint32 v)
+{
+  guint8 b[4] = {v & 0xff, (v >> 8) & 0xff, (v >> 16) & 0xff, v >> 24};
+  raw(p, b, 4);
+}
+
+static void
+str(Pickle *p, const char *s)
+{
+  op(p, 'X');
+  u32(p, (guint32)strlen(s));
+  raw(p, s, strlen(s));
+}
+
+static void
+integer(Pickle *p, guint32 v)
+{
+  if (v < 256) {
+    op(p, 'K');
+    op(p, (guint8)v);
+  } else {
+    op(p, 'J');
+    u32(p, v);
+  }
+}
+
+static void
+global(Pickle *p, const char *module, const char *name)
+{
+  op(p, 'c');
+  raw(p, module, strlen(module));
+  op(p, '\n');
+  raw(p, name, strlen(name));
+  op(p, '\n');
+}
+
+static void
+ints(Pickle *p, int n, const guint32 *v)
+{
+  op(p, '(');
+  for (int i = 0; i < n; i++)
+    integer(p, v[i]);
+  op(p, 't');
+}
+
+/* _rebuild_tensor_v2(storage, offset, size, stride, False, OrderedDict()). */
+static void
+tensor(Pickle *p, const char *storage_class, const char *key, guint32 numel, guint32 offset,
+       int rank, const guint32 *shape, const guint32 *stride)
+{
+  global(p, "torch._utils", "_rebuild_tensor_v2");
+  op(p, '(');
+  op(p, '(');
+  str(p, "storage");
+  global(p, "torch", storage_class);
+  str(p, key);
+  str(p, "cpu");
+  integer(p, numel);
+  op(p, 't');
+  op(p, 'Q');
+  integer(p, offset);
+  ints(p, rank, shape);
+  ints(p, rank, stride);
+  op(p, 0x89);
+  global(p, "collections", "OrderedDict");
+  op(p, ')');
+  op(p, 'R');
+  op(p, 't');
+  op(p, 'R');
+}
+
+static Pickle *
+dict_begin(void)
+{
+  Pickle *p = g_byte_array_new();
+  op(p, 0x80);
+  op(p, 2);
+  global(p, "collections", "OrderedDict");
+  op(p, ')');
+  op(p, 'R');
+  op(p, '(');
+  return p;
+}
+
+static void
+dict_end(Pickle *p)
+{
+  op(p, 'u');
+  op(p, '.');
+}
+
+/* A state_dict of two tensors over one float32 storage of 6: "w" [2, 3] and "t", the
+ * transposed view of its last four values as [2, 2] (offset 2, strides 1, 2). */
+static Pickle *
+good_pickle(void)
+{
+  Pickle *p = dict_begin();
+  str(p, "w");
+  tensor(p, "FloatStorage", "0", 6, 0, 2, (guint32[]){2, 3}, (guint32[]){3, 1});
+  str(p, "t");
+  tensor(p, "FloatStorage", "0", 6, 2, 2, (guint32[]){2, 2}, (guint32[]){1, 2});
+  dict_end(p);
+  return p;
+}
+
+static const float good_values[6] = {1.5f, -2.0f, 0.25f, 3.0f, -0.125f, 8.0f};
+
+typedef struct {
+  const char *name;
+  const void *data;
+  gsize size;
+  gboolean deflate;
+} Entry;
+
+static void
+le(GByteArray *b, guint64 v, int bytes)
+{
+  for (int i = 0; i < bytes; i++) {
+    guint8 c = (guint8)(v >> (8 * i));
+    g_byte_array_append(b, &c, 1);
+  }
+}
+
+/* A zip archive of the entries, as PyTorch lays them out (stored, or deflated). */
+static GByteArray *
+zip_of(const Entry *entries, int n)
+{
+  GByteArray *z = g_byte_array_new();
+  g_autoptr(GByteArray) directory = g_byte_array_new();
+  for (int i = 0; i < n; i++) {
+    const Entry *e = &entries[i];
+    guint32 crc = (guint32)crc32(0, e->data, (uInt)e->size);
+    g_autofree guint8 *packed = NULL;
+    gsize packed_size = e->size;
+    if (e->deflate) {
+      z_stream s = {0};
+      g_assert_cmpint(deflateInit2(&s, 9, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY), ==,
+                      Z_OK);
+      packed = g_malloc(deflateBound(&s, e->size));
+      s.next_in = (Bytef *)e->data;
+      s.avail_in = (uInt)e->size;
+      s.next_out = packed;
+      s.avail_out = (uInt)deflateBound(&s, e->size);
+      g_assert_cmpint(deflate(&s, Z_FINISH), ==, Z_STREAM_END);
+      packed_size = s.total_out;
+      deflateEnd(&s);
+    }
+    guint32 offset = z->len;
+    le(z, 0x04034b50, 4);
+    le(z, 20, 2);
+    le(z, 0, 2);
+    le(z, e->deflate ? 8 : 0, 2);
+    le(z, 0, 4);
+    le(z, crc, 4);
+    le(z, packed_size, 4);
+    le(z, e->size, 4);
+    le(z, strlen(e->name), 2);
+    le(z, 0, 2);
+    g_byte_array_append(z, (const guint8 *)e->name, (guint)strlen(e->name));
+    g_byte_array_append(z, e->deflate ? packed : e->data, (guint)packed_size);
+
+    le(directory, 0x02014b50, 4);
+    le(directory, 20, 2);
+    le(directory, 20, 2);
+    le(directory, 0, 2);
+    le(directory, e->deflate ? 8 : 0, 2);
+    le(directory, 0, 4);
+    le(directory, crc, 4);
+    le(directory, packed_size, 4);
+    le(directory, e->size, 4);
+    le(directory, strlen(e->name), 2);
+    le(directory, 0, 4);   /* extra and comment lengths */
+    le(directory, 0, 4);   /* disk, internal attributes */
+    le(directory, 0, 4);   /* external attributes */
+    le(directory, offset, 4);
+    g_byte_array_append(directory, (const guint8 *)e->name, (guint)strlen(e->name));
+  }
+  guint32 at = z->len;
+  g_byte_array_append(z, directory->data, directory->len);
+  le(z, 0x06054b50, 4);
+  le(z, 0, 4);
+  le(z, n, 2);
+  le(z, n, 2);
+  le(z, directory->len, 4);
+  le(z, at, 4);
+  le(z, 0, 2);
+  return z;
+}
+
+/* The archive of a state_dict whose storage "0" holds `storage`. */
+static GByteArray *
+archive(Pickle *p, const void *storage, gsize storage_size, gboolean deflate)
+{
+  Entry entries[] = {
+    {"archive/data.pkl", p->data, p->len, deflate},
+    {"archive/data/0", storage, storage_size, deflate},
+    {"archive/version", "3\n", 2, FALSE},
+  };
+  return zip_of(entries, G_N_ELEMENTS(entries));
+}
+
+static char *
+write_file(const char *name, const void *data, gsize size)
+{
+  char *path = g_build_filename(tmp_dir, name, NULL);
+  g_assert_true(g_file_set_contents(path, data, (gssize)size, NULL));
+  return path;
+}
+
+static void
+test_built_archive(void)
+{
+  for (int deflate = 0; deflate < 2; deflate++) {
+    g_autoptr(GByteArray) p = good_pickle();
+    g_autoptr(GByteArray) z = archive(p, good_values, sizeof good_values, deflate);
+    g_autofree char *path = write_file("good.pth", z->data, z->len);
+    g_autoptr(TdmCheckpoint) ckpt = load_ok(path);
+    g_assert_cmpint(tdm_checkpoint_count(ckpt), ==, 2);
+    const TdmTensor *w = tdm_checkpoint_get(ckpt, "w"), *t = tdm_checkpoint_get(ckpt, "t");
+    g_assert_cmpint(w->rank, ==, 2);
+    g_assert_cmpint(w->shape[0], ==, 2);
+    g_assert_cmpint(w->shape[1], ==, 3);
+    g_assert_cmpmem(w->data, 6 * sizeof(float), good_values, sizeof good_values);
+    /* t[i][j] = storage[2 + i + 2j]. */
+    const float want[4] = {good_values[2], good_values[4], good_values[3], good_values[5]};
+    g_assert_cmpmem(t->data, sizeof want, want, sizeof want);
+  }
+}
+
+/* The archive with pickle p over the good storage must be refused, naming each of
+ * the fragments. */
+static void
+assert_pickle_refused(Pickle *p, const char *const *fragments)
+{
+  g_autoptr(GByteArray) z = archive(p, good_values, sizeof good_values, FALSE);
+  g_autofree char *path = write_file("hostile.pth", z->data, z->len);
+  assert_refused(path, fragments);
+}
+
+static void
+test_hostile_globals(void)
+{
+  /* os.system, the classic: refused by name before anything is called. */
+  g_autoptr(GByteArray) a = dict_begin();
+  str(a, "w");
+  global(a, "posix", "system");
+  str(a, "echo hello");
+  op(a, 0x85);
+  op(a, 'R');
+  dict_end(a);
+  assert_pickle_refused(a, (const char *[]){"“posix.system”", "runs nothing", NULL});
+
+  g_autoptr(GByteArray) b = dict_begin();
+  op(b, 0x8c);
+  op(b, 8);
+  raw(b, "builtins", 8);
+  op(b, 0x8c);
+  op(b, 4);
+  raw(b, "eval", 4);
+  op(b, 0x93);
+  dict_end(b);
+  assert_pickle_refused(b, (const char *[]){"“builtins.eval”", "STACK_GLOBAL", NULL});
+
+  /* A REDUCE of an allowed global that a state_dict never calls. */
+  g_autoptr(GByteArray) c = dict_begin();
+  str(c, "w");
+  global(c, "torch", "FloatStorage");
+  op(c, ')');
+  op(c, 'R');
+  dict_end(c);
+  assert_pickle_refused(c, (const char *[]){"calls torch.FloatStorage directly", "REDUCE", NULL});
+
+  /* A REDUCE of something that is not a global at all. */
+  g_autoptr(GByteArray) d = dict_begin();
+  str(d, "w");
+  str(d, "callable?");
+  op(d, ')');
+  op(d, 'R');
+  dict_end(d);
+  assert_pickle_refused(d, (const char *[]){"calls a str", NULL});
+
+  /* An OrderedDict built from arguments, and BUILD on something else. */
+  g_autoptr(GByteArray) e = dict_begin();
+  global(e, "collections", "OrderedDict");
+  op(e, ']');
+  op(e, 0x85);
+  op(e, 'R');
+  dict_end(e);
+  assert_pickle_refused(e, (const char *[]){"made from arguments", NULL});
+
+  g_autoptr(GByteArray) f = dict_begin();
+  op(f, ']');
+  op(f, '}');
+  op(f, 'b');
+  dict_end(f);
+  assert_pickle_refused(f, (const char *[]){"state of a list", "BUILD", NULL});
+}
+
+static void
+test_hostile_opcodes(void)
+{
+  /* INST and OBJ create instances; PERSID is the text form; EXT1 the extension
+   * registry: none is in a state_dict. */
+  const struct {
+    const char *bytes;
+    gsize length;
+    const char *name;
+  } cases[] = {
+    {"iposix\nsystem\n", 14, "INST"},
+    {"o", 1, "OBJ"},
+    {"Pfoo\n", 5, "PERSID"},
+    {"\x82\x01", 2, "EXT1"},
+    {"\x81", 1, "NEWOBJ"},
+    {"\xff", 1, "0xff"},
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(GByteArray) p = dict_begin();
+    raw(p, cases[i].bytes, cases[i].length);
+    dict_end(p);
+    assert_pickle_refused(p, (const char *[]){cases[i].name, NULL});
+  }
+  /* A persistent id that is not a storage's. */
+  g_autoptr(GByteArray) q = dict_begin();
+  str(q, "w");
+  op(q, '(');
+  str(q, "module");
+  str(q, "x");
+  op(q, 't');
+  op(q, 'Q');
+  dict_end(q);
+  assert_pickle_refused(q, (const char *[]){"not a storage's", NULL});
+  /* The memo read where it was never written; an integer of 9 bytes. */
+  g_autoptr(GByteArray) r = dict_begin();
+  op(r, 'h');
+  op(r, 77);
+  dict_end(r);
+  assert_pickle_refused(r, (const char *[]){"memo entry 77", NULL});
+  g_autoptr(GByteArray) s = dict_begin();
+  raw(s, "\x8a\x09" "123456789", 11);
+  dict_end(s);
+  assert_pickle_refused(s, (const char *[]){"integer of 9 bytes", NULL});
+}
+
+static void
+test_deep_nesting(void)
+{
+  /* MARKs without end, then lists nested by APPEND: both stop at the bound. */
+  g_autoptr(GByteArray) a = dict_begin();
+  for (int i = 0; i < 100000; i++)
+    op(a, '(');
+  assert_pickle_refused(a, (const char *[]){"more than 64 deep", NULL});
+
+  g_autoptr(GByteArray) b = dict_begin();
+  op(b, ']');
+  for (int i = 0; i < 100000; i++)
+    op(b, 0x85);   /* TUPLE1: the value so far inside a tuple */
+  dict_end(b);
+  assert_pickle_refused(b, (const char *[]){"more than 64 deep", NULL});
+
+  /* A list appended to itself through the memo: a cycle, which nothing walks. */
+  g_autoptr(GByteArray) c = dict_begin();
+  str(c, "w");
+  tensor(c, "FloatStorage", "0", 6, 0, 1, (guint32[]){6}, (guint32[]){1});
+  str(c, "loop");
+  op(c, ']');
+  op(c, 'q');
+  op(c, 1);
+  op(c, 'h');
+  op(c, 1);
+  op(c, 'a');
+  dict_end(c);
+  g_autoptr(GByteArray) z = archive(c, good_values, sizeof good_values, FALSE);
+  g_autofree char *path = write_file("cycle.pth", z->data, z->len);
+  g_autoptr(TdmCheckpoint) ckpt = load_ok(path);
+  g_assert_cmpint(tdm_checkpoint_count(ckpt), ==, 1);
+}
+
+static void
+test_lying_sizes(void)
+{
+  /* A storage said to hold 1000 floats, and a view past the 6 there are. */
+  g_autoptr(GByteArray) a = dict_begin();
+  str(a, "w");
+  tensor(a, "FloatStorage", "0", 1000, 0, 1, (guint32[]){6}, (guint32[]){1});
+  dict_end(a);
+  assert_pickle_refused(a, (const char *[]){"“w”", "24 bytes", "1000 elements", NULL});
+
+  g_autoptr(GByteArray) b = dict_begin();
+  str(b, "w");
+  tensor(b, "FloatStorage", "0", 6, 2, 2, (guint32[]){2, 3}, (guint32[]){3, 1});
+  dict_end(b);
+  assert_pickle_refused(b, (const char *[]){"“w”", "reach past the 6 elements", NULL});
+
+  /* Strides of zero would make 2³² values of one: refused, nothing allocated. */
+  g_autoptr(GByteArray) c = dict_begin();
+  str(c, "w");
+  tensor(c, "FloatStorage", "0", 6, 0, 2, (guint32[]){65536, 65536}, (guint32[]){0, 0});
+  dict_end(c);
+  assert_pickle_refused(c, (const char *[]){"“w”", "reach past", NULL});
+
+  /* A storage the archive does not have, and one of a type Tandem does not read. */
+  g_autoptr(GByteArray) d = dict_begin();
+  str(d, "w");
+  tensor(d, "FloatStorage", "7", 6, 0, 1, (guint32[]){6}, (guint32[]){1});
+  dict_end(d);
+  assert_pickle_refused(d, (const char *[]){"archive/data/7", NULL});
+
+  g_autoptr(GByteArray) e = dict_begin();
+  str(e, "w");
+  tensor(e, "ByteStorage", "0", 24, 0, 1, (guint32[]){24}, (guint32[]){1});
+  dict_end(e);
+  assert_pickle_refused(e, (const char *[]){"torch.ByteStorage", NULL});
+
+  g_autoptr(GByteArray) f = dict_begin();
+  str(f, "w");
+  tensor(f, "FloatStorage", "0", 6, 0, 5, (guint32[]){1, 1, 1, 1, 6},
+         (guint32[]){6, 6, 6, 6, 1});
+  dict_end(f);
+  assert_pickle_refused(f, (const char *[]){"5 dimensions", NULL});
+
+  /* A string whose length runs past the pickle. */
+  g_autoptr(GByteArray) g = dict_begin();
+  op(g, 'X');
+  u32(g, 0x7fffffff);
+  assert_pickle_refused(g, (const char *[]){"truncated", NULL});
+}
+
+/* Offsets in the archive archive() builds, for damaging it. */
+static guint32
+read_le32(const guint8 *p)
+{
+  return (guint32)p[0] | (guint32)p[1] << 8 | (guint32)p[2] << 16 | (guint32)p[3] << 24;
+}
+
+static void
+test_damaged_archives(void)
+{
+  g_autoptr(GByteArray) p = good_pickle();
+  g_autoptr(GByteArray) z = archive(p, good_values, sizeof good_values, FALSE);
+  gsize end = z->len - 22, directory = read_le32(z->data + end + 16);
+
+  /* Every truncation fails cleanly, with a message, and never crashes. */
+  for (gsize n = 0; n < z->len; n++) {
+    g_autofree char *path = write_file("cut.pth", z->data, n);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_load(path, &error);
+    g_assert_null(ckpt);
+    g_assert_nonnull(error);
+    g_assert_cmpstr(error->message, !=, "");
+  }
+
+  struct {
+    gsize at, also;        /* the bytes changed (also: 0 for none) */
+    guint8 value;
+    const char *fragment;
+  } cases[] = {
+    {30 + 16, 0, 'Y', "CRC-32"},                    /* a byte of data.pkl */
+    {directory + 8, 0, 1, "encrypted"},             /* data.pkl's flags */
+    {directory + 10, 0, 12, "zip method 12"},       /* bzip2 */
+    {end + 19, 0, 0x7f, "zip directory"},           /* the directory's offset */
+    {end + 9, end + 11, 0x7f, "entries"},           /* the entry counts */
+    {end + 8, 0, 0x02, "several disks"},            /* entries on this disk */
+    {directory + 42, 0, 0x7f, "no local header"},   /* data.pkl's local header offset */
+    {directory + 24, 0, 0x7f, "sizes differ"},      /* data.pkl's size */
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(GByteArray) bad = g_byte_array_new();
+    g_byte_array_append(bad, z->data, z->len);
+    bad->data[cases[i].at] = cases[i].value;
+    if (cases[i].also != 0)
+      bad->data[cases[i].also] = cases[i].value;
+    g_autofree char *path = write_file("damaged.pth", bad->data, bad->len);
+    assert_refused(path, (const char *[]){cases[i].fragment, NULL});
+  }
+
+  /* Two entries of one name; an archive without data.pkl. */
+  Entry twice[] = {
+    {"archive/data.pkl", p->data, p->len, FALSE},
+    {"archive/data.pkl", p->data, p->len, FALSE},
+  };
+  g_autoptr(GByteArray) dup = zip_of(twice, 2);
+  g_autofree char *dup_path = write_file("twice.pth", dup->data, dup->len);
+  assert_refused(dup_path, (const char *[]){"two entries are named “archive/data.pkl”", NULL});
+  Entry other[] = {{"archive/notes.txt", "hello", 5, FALSE}};
+  g_autoptr(GByteArray) zip = zip_of(other, 1);
+  g_autofree char *zip_path = write_file("other.zip", zip->data, zip->len);
+  assert_refused(zip_path, (const char *[]){"without data.pkl", NULL});
+}
+
+/* The pickle reader alone, on what is not a state_dict. */
+static void
+test_not_a_state_dict(void)
+{
+  const struct {
+    const char *bytes;
+    gsize length;
+    const char *fragment;
+  } cases[] = {
+    {"\x80\x02K\x05.", 5, "of type int"},
+    {"\x80\x02}.", 4, "holds no tensors"},
+    {"\x80\x02(.", 4, "MARK still open"},
+    {"\x80\x09}.", 4, "pickle protocol 9"},
+    {"\x80\x02", 2, "truncated"},
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) tensors =
+        tdm_pickle_read_state_dict((const guint8 *)cases[i].bytes, cases[i].length, &error);
+    g_assert_null(tensors);
+    g_assert_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT);
+    if (strstr(error->message, cases[i].fragment) == NULL)
+      g_error("“%s” is not in: %s", cases[i].fragment, error->message);
+  }
+}
+
+static void
+remove_tree(const char *dir)
+{
+  GDir *d = g_dir_open(dir, 0, NULL);
+  if (d == NULL)
+    return;
+  const char *name;
+  while ((name = g_dir_read_name(d)) != NULL) {
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+    if (g_file_test(path, G_FILE_TEST_IS_DIR))
+      remove_tree(path);
+    else
+      g_remove(path);
+  }
+  g_dir_close(d);
+  g_rmdir(dir);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  tmp_dir = g_dir_make_tmp("tandem-pth-XXXXXX", NULL);
+  g_test_add_func("/pth/torch-files", test_torch_files);
+  g_test_add_func("/pth/torch-training-checkpoint", test_torch_training_checkpoint);
+  g_test_add_func("/pth/torch-other-files", test_torch_other_files);
+  g_test_add_func("/pth/built-archive", test_built_archive);
+  g_test_add_func("/pth/hostile-globals", test_hostile_globals);
+  g_test_add_func("/pth/hostile-opcodes", test_hostile_opcodes);
+  g_test_add_func("/pth/deep-nesting", test_deep_nesting);
+  g_test_add_func("/pth/lying-sizes", test_lying_sizes);
+  g_test_add_func("/pth/damaged-archives", test_damaged_archives);
+  g_test_add_func("/pth/not-a-state-dict", test_not_a_state_dict);
+  int status = g_test_run();
+  remove_tree(tmp_dir);
+  g_free(tmp_dir);
+  g_free(ref_dir);
+  g_free(skip_reason);
+  return status;
+}

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* test-tensorboard.c — the TensorBoard event-file writer: CRC-32C against its published
+ * check value and TensorFlow's masking, the TFRecord framing read back record by record
+ * (lengths, both CRCs), the first record's file_version, scalars that are not finite
+ * left out, and a replacing file (a conversion) leaving one file however often it is
+ * written. That TensorBoard's own reading agrees is test-cli-tensorboard.sh's
+ * (python3-protobuf). */
+#define _GNU_SOURCE
+#include "tdm-error.h"
+#include "tdm-tensorboard.h"
+
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+static void
+test_crc(void)
+{
+  /* The check value of CRC-32C (Castagnoli), as RFC 3720 and every implementation give. */
+  g_assert_cmphex(tdm_tensorboard_crc32c((const guint8 *)"123456789", 9), ==, 0xe3069283u);
+  g_assert_cmphex(tdm_tensorboard_crc32c((const guint8 *)"", 0), ==, 0);
+  /* TensorFlow's mask: rotate right by 15, add 0xa282ead8. */
+  g_assert_cmphex(tdm_tensorboard_masked_crc(0), ==, 0xa282ead8u);
+  g_assert_cmphex(tdm_tensorboard_masked_crc(0xe3069283u), ==,
+                  ((0xe3069283u >> 15) | (0xe3069283u << 17)) + 0xa282ead8u);
+}
+
+static guint64
+le(const guint8 *p, int bytes)
+{
+  guint64 v = 0;
+  for (int i = bytes - 1; i >= 0; i--)
+    v = v << 8 | p[i];
+  return v;
+}
+
+/* The records of an event file, checked; their data in a list of GBytes. */
+static GPtrArray *
+records(const char *path)
+{
+  g_autofree guint8 *data = NULL;
+  gsize size = 0;
+  g_assert_true(g_file_get_contents(path, (char **)&data, &size, NULL));
+  GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+  gsize at = 0;
+  while (at < size) {
+    g_assert_cmpuint(size - at, >=, 16);
+    guint64 n = le(data + at, 8);
+    g_assert_cmphex(le(data + at + 8, 4), ==,
+                    tdm_tensorboard_masked_crc(tdm_tensorboard_crc32c(data + at, 8)));
+    g_assert_cmpuint(n, <=, size - at - 16);
+    g_assert_cmphex(le(data + at + 12 + n, 4), ==,
+                    tdm_tensorboard_masked_crc(tdm_tensorboard_crc32c(data + at + 12, n)));
+    g_ptr_array_add(out, g_bytes_new(data + at + 12, n));
+    at += 16 + n;
+  }
+  return out;
+}
+
+static gboolean
+holds(GBytes *b, const char *text)
+{
+  gsize n;
+  const guint8 *p = g_bytes_get_data(b, &n);
+  return memmem(p, n, text, strlen(text)) != NULL;
+}
+
+static void
+test_records(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("tandem-tb-XXXXXX", NULL);
+  g_autofree char *folder = g_build_filename(dir, "run", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmTensorboard) tb = tdm_tensorboard_new(folder, NULL, 1e9, &error);
+  g_assert_no_error(error);
+  const char *tags[] = {"loss/train", "accuracy/train"};
+  const double values[] = {0.5, NAN};
+  tdm_tensorboard_add(tb, 7, 1e9 + 1, 2, tags, values);
+  const double none[] = {NAN, INFINITY};
+  tdm_tensorboard_add(tb, 8, 1e9 + 2, 2, tags, none);   /* nothing left: no record */
+  g_assert_true(tdm_tensorboard_close(tb, &error));
+  g_autofree char *base = g_path_get_basename(tdm_tensorboard_get_path(tb));
+  g_assert_true(g_str_has_prefix(base, "events.out.tfevents.1000000000."));
+
+  g_autoptr(GPtrArray) r = records(tdm_tensorboard_get_path(tb));
+  g_assert_cmpuint(r->len, ==, 2);
+  g_assert_true(holds(r->pdata[0], "brain.Event:2"));
+  g_assert_true(holds(r->pdata[1], "loss/train"));
+  g_assert_false(holds(r->pdata[1], "accuracy/train"));
+  /* step 7 as field 2's varint, 0.5 as field 2's float inside the value. */
+  g_assert_true(holds(r->pdata[1], "\x10\x07"));
+  g_assert_true(holds(r->pdata[1], "\x15\x00\x00\x00\x3f"));
+
+  /* A replacing file: written twice, one file with the second's records. */
+  for (int round = 0; round < 2; round++) {
+    g_autoptr(TdmTensorboard) again = tdm_tensorboard_new(folder, "events.out.tfevents.5.x",
+                                                          5, &error);
+    g_assert_no_error(error);
+    const double v[] = {round, 1};
+    tdm_tensorboard_add(again, round, 6, 2, tags, v);
+    g_assert_true(tdm_tensorboard_close(again, &error));
+  }
+  g_autofree char *replaced = g_build_filename(folder, "events.out.tfevents.5.x", NULL);
+  g_autoptr(GPtrArray) rr = records(replaced);
+  g_assert_cmpuint(rr->len, ==, 2);
+  g_assert_true(holds(rr->pdata[1], "\x10\x01"));
+  g_autoptr(GDir) d = g_dir_open(folder, 0, NULL);
+  int files = 0;
+  const char *name;
+  while ((name = g_dir_read_name(d)) != NULL) {
+    g_autofree char *path = g_build_filename(folder, name, NULL);
+    g_remove(path);
+    files++;
+  }
+  g_assert_cmpint(files, ==, 2);   /* the live one and the replaced one, no temporary */
+  g_rmdir(folder);
+  g_rmdir(dir);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/tensorboard/crc", test_crc);
+  g_test_add_func("/tensorboard/records", test_records);
+  return g_test_run();
+}
