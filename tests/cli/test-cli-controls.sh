@@ -40,7 +40,7 @@ expect_bad() {
   fi
 }
 
-echo "1..24"
+echo "1..25"
 small=(--dataset synthetic --network fc16,relu,fc10 --batch 500 --seed 3)
 
 # --- mistakes, answered with the way out ----------------------------------------------
@@ -105,6 +105,15 @@ if grep -q '^training cnn (.*), [0-9,]* parameters' "$tmp/preset.out"; then
   ok "a built-in network is named by its name and what it is, not a cut spec"
 else
   not_ok "the header names a preset" "$(head -3 "$tmp/preset.out")"
+fi
+"$train" --dataset "$tmp/good" --network resnet --print-config >"$tmp/photo.json" 2>"$tmp/err"
+"$train" --dataset synthetic --network resnet --print-config >"$tmp/digits.json" 2>>"$tmp/err"
+if grep -q '"crop_pad":0' "$tmp/photo.json" && grep -q '"crop_scale":\[0\.3[45]' "$tmp/photo.json" &&
+   grep -q '"jitter":\[0\.2' "$tmp/photo.json" && grep -q '"erase":0\.25' "$tmp/photo.json" &&
+   grep -q '"crop_pad":0' "$tmp/digits.json" && ! grep -q '"crop_scale"\|"jitter"\|"erase"' "$tmp/digits.json"; then
+  ok "a built-in recipe on a photo folder turns on resized crops, jitter and erasing; on digits not"
+else
+  not_ok "the photo recipe" "$(cat "$tmp/photo.json" "$tmp/digits.json" "$tmp/err")"
 fi
 
 # --- the monitored metric --------------------------------------------------------------
