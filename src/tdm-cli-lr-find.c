@@ -13,34 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-gboolean
-tdm_cli_lr_find_options(const TdmCliOptions *o, double *lr_first, double *lr_last, int *steps,
-                        GError **error)
-{
-  *lr_first = TDM_LR_FIND_FIRST;
-  *lr_last = TDM_LR_FIND_LAST;
-  *steps = TDM_LR_FIND_STEPS;
-  if (o->lr_find_range != NULL) {
-    g_auto(GStrv) parts = g_strsplit(o->lr_find_range, ",", -1);
-    if (g_strv_length(parts) != 2 ||
-        !tdm_cli_parse_double("--lr-find-range", g_strstrip(parts[0]), lr_first, error) ||
-        !tdm_cli_parse_double("--lr-find-range", g_strstrip(parts[1]), lr_last, error) ||
-        !(*lr_first > 0 && *lr_first < *lr_last && *lr_last <= 1e6)) {
-      g_clear_error(error);
-      return tdm_cli_bad_option(error, _("--lr-find-range: “%s”: give the first and last rate, "
-                                         "0 < A < B ≤ 1e6, e.g. 1e-7,10"), o->lr_find_range);
-    }
-  }
-  gint64 n;
-  if (o->lr_find_steps != NULL) {
-    if (!g_ascii_string_to_signed(o->lr_find_steps, 10, 5, 100000, &n, NULL))
-      return tdm_cli_bad_option(error, _("--lr-find-steps: “%s” is not a whole number from 5 "
-                                         "to 100000"), o->lr_find_steps);
-    *steps = (int)n;
-  }
-  return TRUE;
-}
-
 typedef struct {
   TdmCliPrinter printer;
   gboolean json;

@@ -78,7 +78,7 @@ json_summary(JsonBuilder *b, const TdmRunRecord *r)
   tdm_json_set_string(b, "kind", tdm_run_kind_name(r->kind));
   tdm_json_set_string(b, "network", r->config->network);
   tdm_json_set_string(b, "dataset", r->config->dataset);
-  g_autofree char *devices = g_strjoinv(",", r->config->devices);
+  g_autofree char *devices = tdm_config_devices_text(r->config);
   tdm_json_set_string(b, "devices", devices);
   tdm_json_set_int(b, "batch", r->config->batch);
   tdm_json_set_int(b, "epochs", r->config->epochs);
@@ -131,7 +131,7 @@ tdm_cli_runs_list(const char *folder, gboolean json)
       continue;
     }
     g_autofree char *date = created_text(r);
-    g_autofree char *devices = g_strjoinv(",", r->config->devices);
+    g_autofree char *devices = tdm_config_devices_text(r->config);
     g_autofree char *result = outcome(r, TRUE);
     g_autofree char *dataset = g_path_get_basename(r->config->dataset);
     printf("%-28s %-16s %-12.12s %-14.14s %-10.10s %6d %6d  %s  %s\n", r->id, date,

@@ -26,16 +26,12 @@
 
 #include "tdm-augment.h"
 #include "tdm-bn-moments.h"
+#include "tdm-device-id.h"
 #include "tdm-precision.h"
 
 G_BEGIN_DECLS
 
 typedef struct _TdmBackend TdmBackend;
-
-typedef enum {
-  TDM_BACKEND_CPU,
-  TDM_BACKEND_CUDA,
-} TdmBackendKind;
 
 /* The sizes conv_pool_forward and conv_pool_backward take: kh·kw·c taps, out
  * channels. */
@@ -526,18 +522,18 @@ struct _TdmBackend {
 /* Doubles of device memory clip_norm works in: the norm and partial sums. */
 #define TDM_CLIP_WORK_DOUBLES 1025
 
-/* Creates the backend for one device: "cpu" or "cuda:N". Several backends may share
+/* Creates the backend for one device (the CPU, or GPU N). Several backends may share
  * one GPU (each has its own stream). */
-TdmBackend *tdm_backend_new (const char *device, TdmPrecision precision, GError **error);
+TdmBackend *tdm_backend_new (TdmDeviceId device, TdmPrecision precision, GError **error);
 void tdm_backend_free (TdmBackend *b);
 
-/* Whether every "cuda:N" among `devices` (NULL-terminated) can be opened at all: FALSE
- * on a machine or build without CUDA GPUs, with a message (TDM_ENGINE_ERROR_DEVICE) that
- * names the first one and the CPU workers to use instead (cpu:N, one for each entry; "cpu" when each
- * process of an mpirun job holds one, `per_process`). Which GPUs exist is
+/* Whether every GPU among the `count` devices can be opened at all: FALSE on a machine
+ * or build without CUDA GPUs, with a message (TDM_ENGINE_ERROR_DEVICE) that names the
+ * first one and the CPU workers to use instead (cpu:N, one for each entry; "cpu" when
+ * each process of an mpirun job holds one, `per_process`). Which GPUs exist is
  * tdm_backend_new()'s to check. */
-gboolean tdm_backend_check_gpus (const char *const *devices, gboolean per_process,
-                                 GError **error);
+gboolean tdm_backend_check_gpus (const TdmDeviceId *devices, int count,
+                                 gboolean per_process, GError **error);
 
 /* Backend constructors; the CUDA one exists only in builds with CUDA. */
 TdmBackend *tdm_backend_cpu_new (GError **error);
@@ -545,10 +541,10 @@ TdmBackend *tdm_backend_cuda_new (int ordinal, TdmPrecision precision, GError **
 size_t tdm_backend_cuda_own_bytes (int ordinal);
 gboolean tdm_backend_cuda_available (void);
 
-/* Bytes a backend for `device` ("cpu", "cuda:N") allocates for itself when created, on
- * its byte counter: cuBLAS's workspace and scratch on a GPU, nothing on the CPU. For
- * the memory estimate (tdm-memory.h); 0 for devices this build cannot open. */
-size_t tdm_backend_own_bytes (const char *device);
+/* Bytes a backend for `device` allocates for itself when created, on its byte counter:
+ * cuBLAS's workspace and scratch on a GPU, nothing on the CPU. For the memory
+ * estimate (tdm-memory.h); 0 for devices this build cannot open. */
+size_t tdm_backend_own_bytes (TdmDeviceId device);
 
 /* Floats of scratch a backend of this kind needs to run a convolution of this shape
  * (any batch) through conv_forward and conv_backward, or 0 when it composes it from

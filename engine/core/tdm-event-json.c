@@ -4,6 +4,7 @@
  * tdm-events.c writes for this file.
  */
 #include "tdm-event-json.h"
+#include "tdm-choice.h"
 #include "tdm-config.h"
 #include "tdm-error.h"
 #include "tdm-json.h"
@@ -23,18 +24,16 @@ json_known(JsonBuilder *b, const char *name, double v, gboolean integer)
     json_builder_add_double_value(b, v);
 }
 
+/* The code's name, its GEnum's nick ("invalid-option", "export"); "other" for an error
+ * of another domain. */
 static const char *
 error_code_name(const GError *e)
 {
-  static const char *const names[] = {
-    "invalid-option", "invalid-spec", "dataset", "device", "out-of-memory", "backend",
-    "communication", "checkpoint", "diverged", "cancelled", "history",
-  };
-  if (e->domain == TDM_ENGINE_ERROR && e->code >= 0 && e->code < (int)G_N_ELEMENTS(names))
-    return names[e->code];
-  return "other";
+  const char *name = e->domain == TDM_ENGINE_ERROR
+                         ? tdm_choice_name(TDM_TYPE_ENGINE_ERROR, e->code)
+                         : NULL;
+  return name != NULL ? name : "other";
 }
-
 
 JsonNode *
 tdm_event_to_json(const TdmEvent *ev)

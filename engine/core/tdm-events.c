@@ -225,11 +225,14 @@ tdm_event_detail_to_json(JsonBuilder *b, const TdmEvent *event)
 }
 
 void
-tdm_started_event_set_gpus(TdmStartedEvent *s)
+tdm_started_event_set_devices(TdmStartedEvent *s, const TdmDeviceId *devices, int count)
 {
-  int n = MIN(s->replicas, TDM_MAX_REPLICAS);
-  for (int r = 0; r < n; r++)
-    s->gpu[r] = tdm_config_device_gpu(s->device[r]);
+  int n = MIN(count, TDM_MAX_REPLICAS);
+  s->replicas = count;
+  for (int r = 0; r < n; r++) {
+    tdm_device_id_name(devices[r], s->device[r]);
+    s->gpu[r] = tdm_device_id_is_gpu(devices[r]) ? devices[r].ordinal : -1;
+  }
   for (int r = 0; r < n; r++) {
     s->gpu_replicas[r] = 0;
     for (int q = 0; s->gpu[r] >= 0 && q < n; q++)

@@ -10,9 +10,9 @@
 #include <glib.h>
 #include <stdint.h>
 
-G_BEGIN_DECLS
+#include "tdm-device-id.h"
 
-#define TDM_MAX_REPLICAS 64
+G_BEGIN_DECLS
 
 typedef enum {
   TDM_EVENT_MEMORY,
@@ -34,7 +34,7 @@ typedef enum {
 typedef struct {
   int replicas;
   int main_replica;
-  char device[TDM_MAX_REPLICAS][32];   /* "cpu", "cuda:0" per replica */
+  char device[TDM_MAX_REPLICAS][32];   /* "cpu", "cuda:0" per replica, for people */
   int shard[TDM_MAX_REPLICAS];         /* samples per replica in a full batch */
   int batch;                           /* a micro-batch's, with accumulate > 1 */
   int accumulate;                      /* micro-batches an optimizer step (1: none) */
@@ -315,9 +315,10 @@ typedef struct {
 double tdm_overlap_percent (double exposed_ms, double hidden_ms);
 /* The same for one device's sampled step. */
 double tdm_device_phases_overlap (const TdmDevicePhases *device);
-/* Fills gpu[] and gpu_replicas[] from device[] for `replicas` replicas (the trainer,
- * and tests that make events by hand). */
-void tdm_started_event_set_gpus (TdmStartedEvent *started);
+/* Fills replicas, device[] (the names), gpu[] and gpu_replicas[] from the run's
+ * devices (the trainer, the window's views of a recorded run, tests). */
+void tdm_started_event_set_devices (TdmStartedEvent *started, const TdmDeviceId *devices,
+                                    int count);
 
 /* "forward", "all-reduce", … for labels, legends and JSON. */
 const char *tdm_phase_name (TdmPhase phase);

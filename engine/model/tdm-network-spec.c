@@ -724,28 +724,43 @@ fail:
   return NULL;
 }
 
+/* The grammar, written once: --help prints it, the window's spec entry shows it. */
+static const char *const grammar = N_(
+  "Layers, separated by commas:\n"
+  "  fcN              fully connected, N outputs (flattens its input)\n"
+  "  convNkK[sS][pP]  convolution: N channels, K×K kernel, stride S, padding P\n"
+  "  poolK, avgK      max or average pooling, K×K window and stride\n"
+  "  poolKsSpP, avgKsSpP  the same with stride S and padding P (pool3s2p1)\n"
+  "  gap, gmp         global average or max pooling\n"
+  "  bn               batch normalization (a conv or fc before it has no bias)\n"
+  "  relu, dropP      ReLU; dropout with rate P (e.g. drop0.25)\n"
+  "  scaleS           multiply by S (e.g. scale0.125 after the last fc)\n"
+  "  flatten          explicit flatten (fc flattens anyway)\n"
+  "  nb               after fcN or a conv: no bias (fc10nb)\n"
+  "  res(…)           residual block: its layers plus its input (through a 1×1\n"
+  "                   conv and bn where the shape changes)\n"
+  "  basicC[sS]       ResNet's basic block: res(convCk3sSp1,bn,relu,convCk3p1,bn),relu\n"
+  "  bottleneckW[sS]  ResNet's bottleneck: 1×1 W, 3×3 W (stride S), 1×1 4W, each\n"
+  "                   with bn, projected where the shape changes, then relu\n"
+  "  N*item, N*(…)    N copies of an item or of a group of items\n"
+  "The last layer is fcC, C = the number of classes, followed at most by scale items.\n"
+  "Example: conv32k3p1,bn,relu,2*(res(conv32k3p1,bn,relu,conv32k3p1,bn),relu),"
+  "res(conv64k3s2p1,bn,relu,conv64k3p1,bn),relu,gap,fc10\n"
+  "Built in (their last fc follows the dataset's class count): %s");
+
 const char *
 tdm_network_spec_help(void)
 {
-  return "Layers, separated by commas:\n"
-         "  fcN              fully connected, N outputs (flattens its input)\n"
-         "  convNkK[sS][pP]  convolution: N channels, K×K kernel, stride S, padding P\n"
-         "  poolK, avgK      max or average pooling, K×K window and stride\n"
-         "  poolKsSpP, avgKsSpP  the same with stride S and padding P (pool3s2p1)\n"
-         "  gap, gmp         global average or max pooling\n"
-         "  bn               batch normalization (a conv or fc before it has no bias)\n"
-         "  relu, dropP      ReLU; dropout with rate P (e.g. drop0.25)\n"
-         "  scaleS           multiply by S (e.g. scale0.125 after the last fc)\n"
-         "  nb               after fcN or a conv: no bias (fc10nb)\n"
-         "  res(…)           residual block: its layers plus its input (through a 1×1\n"
-         "                   conv and bn where the shape changes)\n"
-         "  basicC[sS]       ResNet's basic block: res(convCk3sSp1,bn,relu,convCk3p1,bn),relu\n"
-         "  bottleneckW[sS]  ResNet's bottleneck: 1×1 W, 3×3 W (stride S), 1×1 4W, each\n"
-         "                   with bn, projected where the shape changes, then relu\n"
-         "  N*item, N*(…)    N copies of an item or of a group of items\n"
-         "Built in: mlp, cnn, resnet, resnet18, resnet34, resnet50 (their last fc\n"
-         "follows the dataset's class count). The last layer is fcC, C = the number\n"
-         "of classes.\n"
-         "Example: conv32k3p1,bn,relu,2*(res(conv32k3p1,bn,relu,conv32k3p1,bn),relu),"
-         "res(conv64k3s2p1,bn,relu,conv64k3p1,bn),relu,gap,fc10";
+  static gsize once;
+  static char *help;
+  if (g_once_init_enter(&once)) {
+    int count = 0;
+    const TdmNetworkPreset *presets = tdm_network_presets(&count);
+    g_autoptr(GString) names = g_string_new(NULL);
+    for (int i = 0; i < count; i++)
+      g_string_append_printf(names, "%s%s", i ? ", " : "", presets[i].name);
+    help = g_strdup_printf(_(grammar), names->str);
+    g_once_init_leave(&once, 1);
+  }
+  return help;
 }

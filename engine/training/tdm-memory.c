@@ -97,7 +97,7 @@ peer_staging(const TdmConfig *cfg, int world)
   gboolean repeated = FALSE, different = FALSE;
   for (int i = 0; i < world; i++)
     for (int j = i + 1; j < world; j++) {
-      if (g_str_equal(cfg->devices[i], cfg->devices[j]))
+      if (tdm_device_id_equal(cfg->devices[i], cfg->devices[j]))
         repeated = TRUE;
       else
         different = TRUE;
@@ -134,9 +134,9 @@ tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count
   e->replicas = MIN(world, TDM_MAX_REPLICAS);
   e->batch = cfg->batch;
   e->capacity = capacity;
-  e->eval_capacity = world > 0 && g_str_equal(cfg->devices[0], "cpu") ? cpu_eval : gpu_eval;
+  e->eval_capacity = world > 0 && !tdm_device_id_is_gpu(cfg->devices[0]) ? cpu_eval : gpu_eval;
   for (int r = 0; r < world; r++) {
-    gboolean cpu = g_str_equal(cfg->devices[r], "cpu");
+    gboolean cpu = !tdm_device_id_is_gpu(cfg->devices[r]);
     const TdmReplicaBytes rb = cpu ? cpu_rb : gpu_rb;
     gboolean updates = cfg->strategy == TDM_STRATEGY_ALLREDUCE || r == cfg->main_replica;
     guint64 optimizer = updates ? opt_bytes : 0;
@@ -155,7 +155,7 @@ tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count
     if (r >= TDM_MAX_REPLICAS)
       continue;
     TdmMemoryDevice *d = &e->device[r];
-    g_strlcpy(d->device, cfg->devices[r], sizeof d->device);
+    tdm_device_id_name(cfg->devices[r], d->device);
     int offset;
     if (cfg->exact)
       tdm_exact_shard_of(cfg->batch, cfg->exact_chunk, world, r, &offset, &d->shard);

@@ -67,14 +67,12 @@ tdm_trainer_emit_started(TdmTrainer *t)
   const TdmConfig *cfg = t->config;
   TdmEvent e = {.kind = TDM_EVENT_STARTED};
   TdmStartedEvent *s = &e.started;
-  s->replicas = t->world;
+  tdm_started_event_set_devices(s, cfg->devices, t->world);
   s->main_replica = cfg->main_replica;
   for (int r = 0; r < t->world && r < TDM_MAX_REPLICAS; r++) {
-    g_strlcpy(s->device[r], cfg->devices[r], sizeof s->device[r]);
     int offset;
     tdm_trainer_shard(t, cfg->batch, r, &offset, &s->shard[r]);
   }
-  tdm_started_event_set_gpus(s);
   s->batch = cfg->batch;
   s->accumulate = cfg->accumulate;
   s->cpu_threads = t->cpu_threads;

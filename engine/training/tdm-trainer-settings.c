@@ -79,25 +79,6 @@ tdm_trainer_set_prewarm(TdmTrainer *t, TdmPrewarm mode)
   t->prewarm = mode;
 }
 
-static const char *const prewarm_names[] = {"auto", "on", "off"};
-
-const char *
-tdm_prewarm_name(TdmPrewarm mode)
-{
-  return (guint)mode < G_N_ELEMENTS(prewarm_names) ? prewarm_names[mode] : "auto";
-}
-
-gboolean
-tdm_prewarm_from_name(const char *name, TdmPrewarm *mode)
-{
-  for (guint i = 0; i < G_N_ELEMENTS(prewarm_names); i++)
-    if (name != NULL && g_str_equal(name, prewarm_names[i])) {
-      *mode = (TdmPrewarm)i;
-      return TRUE;
-    }
-  return FALSE;
-}
-
 void
 tdm_trainer_set_summary_parts(TdmTrainer *t, int parts)
 {

@@ -187,8 +187,7 @@ build_replicas(TdmTrainer *t, GError **error)
   t->timing = g_new0(Timing, t->replicas);
 
   for (int r = 0; r < t->replicas; r++) {
-    const char *device = cfg->devices[t->rank0 + r];
-    t->backends[r] = tdm_backend_new(device, cfg->precision, error);
+    t->backends[r] = tdm_backend_new(cfg->devices[t->rank0 + r], cfg->precision, error);
     if (t->backends[r] == NULL)
       return FALSE;
     t->backends[r]->deterministic = cfg->exact;
@@ -208,7 +207,7 @@ build_replicas(TdmTrainer *t, GError **error)
         g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY,
                     _("%s: the replica needs %s in all (parameters, gradients, activations "
                     "for %d samples and the dataset) and did not fit: %s"),
-                    device, whole, capacity, local->message);
+                    t->backends[r]->name, whole, capacity, local->message);
       } else {
         g_propagate_error(error, g_steal_pointer(&local));
       }
@@ -358,8 +357,8 @@ fit_batch(TdmTrainer *t)
 static gboolean
 all_cpu(const TdmConfig *cfg)
 {
-  for (int i = 0; cfg->devices[i] != NULL; i++)
-    if (!g_str_equal(cfg->devices[i], "cpu"))
+  for (int i = 0; i < cfg->replicas; i++)
+    if (tdm_device_id_is_gpu(cfg->devices[i]))
       return FALSE;
   return TRUE;
 }
@@ -404,8 +403,7 @@ tdm_trainer_setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
   if (tdm_distributed_active() && !tdm_distributed_resolve_devices(t->config, error))
     return FALSE;
   if (!tdm_config_validate(cfg, error) ||
-      !tdm_backend_check_gpus((const char *const *)cfg->devices, tdm_distributed_active(),
-                              error))
+      !tdm_backend_check_gpus(cfg->devices, cfg->replicas, tdm_distributed_active(), error))
     return FALSE;
   /* A checkpoint that cannot be written would fail only after the first epoch's
    * work; the process that saves finds out now. */

@@ -69,8 +69,6 @@ typedef enum {
   TDM_PREWARM_OFF,
 } TdmPrewarm;
 void tdm_trainer_set_prewarm (TdmTrainer *trainer, TdmPrewarm mode);
-const char *tdm_prewarm_name (TdmPrewarm mode);
-gboolean tdm_prewarm_from_name (const char *name, TdmPrewarm *mode);
 
 /* Step summaries every `steps` steps (and at epoch ends) instead of every ~50 ms, so
  * two runs of one configuration record the same points and overlay exactly (run

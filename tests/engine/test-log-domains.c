@@ -39,7 +39,7 @@ call_data(void)
 static void
 call_compute(void)
 {
-  g_assert_null(tdm_backend_new(NULL, TDM_PRECISION_FP32, NULL));
+  g_assert_null(tdm_backend_new((TdmDeviceId){(TdmBackendKind)7, 0}, TDM_PRECISION_FP32, NULL));
 }
 
 static void

@@ -214,20 +214,21 @@ static char *
 describe_devices (const TdmConfig *config)
 {
   g_autoptr(GString) s = g_string_new (NULL);
-  guint n = config->devices != NULL ? g_strv_length (config->devices) : 0;
+  int n = MIN (config->replicas, TDM_MAX_REPLICAS);
   gboolean same = n > 0;
+  char name[TDM_DEVICE_NAME_MAX];
 
-  for (guint i = 1; i < n; i++)
-    same &= g_str_equal (config->devices[i], config->devices[0]);
+  for (int i = 1; i < n; i++)
+    same &= tdm_device_id_equal (config->devices[i], config->devices[0]);
   if (n == 0)
     return g_strdup ("—");
   if (same && n > 1)
-    return g_strdup_printf ("%s ×%u", config->devices[0], n);
-  for (guint i = 0; i < n; i++)
+    return g_strdup_printf ("%s ×%d", tdm_device_id_name (config->devices[0], name), n);
+  for (int i = 0; i < n; i++)
     {
       if (i > 0)
         g_string_append (s, ", ");
-      g_string_append (s, config->devices[i]);
+      g_string_append (s, tdm_device_id_name (config->devices[i], name));
     }
   return g_string_free (g_steal_pointer (&s), FALSE);
 }

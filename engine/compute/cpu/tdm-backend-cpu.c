@@ -744,7 +744,7 @@ tdm_backend_cpu_new(GError **error)
   b->ops = &tdm_backend_cpu_ops;
   b->kind = TDM_BACKEND_CPU;
   b->device_index = 0;
-  b->name = g_strdup("cpu");
+  b->name = tdm_device_id_dup_name(TDM_DEVICE_CPU);
   b->precision = TDM_PRECISION_FP32;
   g_mutex_init(&b->error_lock);
 #if TDM_CPU_X86

@@ -531,7 +531,7 @@ tdm_backend_cuda_new(int ordinal, TdmPrecision precision, GError **error)
   b->ops = &tdm_backend_cuda_ops;
   b->kind = TDM_BACKEND_CUDA;
   b->device_index = ordinal;
-  b->name = g_strdup_printf("cuda:%d", ordinal);
+  b->name = tdm_device_id_dup_name(TDM_DEVICE_GPU(ordinal));
   b->precision = precision;
   g_mutex_init(&b->error_lock);
   g_mutex_init(&cb->lock);
