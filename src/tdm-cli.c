@@ -384,6 +384,12 @@ apply_run_flags(TdmCli *cli, TdmConfig *c, GError **error)
   /* A built-in network's recipe, under whatever else was given. A resumed run keeps
    * the recipe it was started with. */
   if (network != NULL && resume == NULL) {
+    /* The recipe differs for a folder of photos: the dataset goes first. */
+    const char *dataset = tdm_cli_flags_text(given, "dataset");
+    if (dataset != NULL) {
+      g_free(c->dataset);
+      c->dataset = g_strdup(dataset);
+    }
     g_free(c->network);
     c->network = g_strdup(network);
     tdm_config_apply_preset(c, network);

@@ -26,7 +26,7 @@ static void
 fixture_set_up(Fixture *f, gconstpointer data)
 {
   g_autoptr(GError) error = NULL;
-  f->b = tdm_backend_new("cpu", TDM_PRECISION_FP32, &error);
+  f->b = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_FP32, &error);
   g_assert_no_error(error);
   GRand *rand = g_rand_new_with_seed(5);
   for (size_t i = 0; i < sizeof f->images; i++)
