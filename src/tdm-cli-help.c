@@ -45,8 +45,11 @@ static const char *const run_notes = N_(
   "all devices every step, so N devices train exactly as one with the same batch.\n"
   "Exact mode (--exact, chunks of --exact-chunk samples): see the end.\n"
   "Augmentation: --crop P shifts each image by up to P pixels (zero padded),\n"
-  "--flip mirrors half of them (auto: not for digits, mnist and synthetic); both\n"
-  "depend only on the seed, epoch and sample, never on the number of devices.\n"
+  "--flip mirrors half of them (auto: not for digits, mnist and synthetic); for\n"
+  "photos --resized-crop A,B crops A to B of the area and resizes it back, --jitter\n"
+  "changes brightness, contrast and saturation, --erase P blanks a rectangle (the\n"
+  "built-in networks' recipes turn these on for a folder of images). All depend only\n"
+  "on the seed, epoch and sample, never on the number of devices.\n"
   "Evaluation (not timed): --test-flip averages each test image's logits with its\n"
   "mirror's; --test-shift P adds its copies shifted P pixels up, down, left and\n"
   "right (zero filled; each mirrored too with --test-flip).\n"
@@ -67,11 +70,21 @@ static const char *const examples = N_(
   "  tandem-train classify --resume photos.st cat.jpg dog.png ~/more-photos\n"
   "  tandem-train export --resume photos.st photos.onnx\n"
   "  tandem-train scaling strong --devices cpu:4 --record\n"
+  "  tandem-train --val-split 0.1 --early-stop 5 --save-best best.st\n"
+  "  tandem-train --batch 64 --accumulate 8 --clip-grad-norm 1\n"
+  "  tandem-train lr-find --network cnn > lr.csv\n"
   "\n"
   "Validation: --val-split 0.1 holds out a tenth of the training set (chosen by the\n"
-  "seed) and evaluates it every epoch; --save-best FILE keeps the checkpoint of the best\n"
-  "validation accuracy, --early-stop P ends a run after P epochs without a better one.\n"
-  "The test set stays the final measure.\n"
+  "seed) and evaluates it every epoch; --save-best FILE keeps the checkpoint of the\n"
+  "best epoch by --monitor (val_loss unless told), --early-stop P ends a run after P\n"
+  "epochs without a better one, --schedule plateau lowers the rate after\n"
+  "--plateau-patience. The test set stays the final measure.\n"
+  "\n"
+  "Gradients: --accumulate N trains N micro-batches of --batch a step and combines\n"
+  "the gradients once (the others' communication is skipped, as DDP's no_sync);\n"
+  "--clip-grad-norm X scales the combined gradient down to norm X. tandem-train\n"
+  "lr-find (or --lr-find) runs Smith's range test instead of training and suggests\n"
+  "a --lr.\n"
   "\n"
   "Runs: --record keeps a run in the history that the window lists;\n"
   "  tandem-train runs                       lists them (--json: one object a line)\n"
@@ -159,7 +172,8 @@ char *
 tdm_cli_help_description(const char *command, const char *commands,
                          const TdmConfig *defaults)
 {
-  if (command != NULL && !g_str_equal(command, "train") && !g_str_equal(command, "scaling"))
+  if (command != NULL && !g_str_equal(command, "train") && !g_str_equal(command, "scaling") &&
+      !g_str_equal(command, "lr-find"))
     return NULL;
   GString *text = g_string_new(NULL);
   g_string_append_printf(text, _(run_notes), TDM_FASHION_MNIST_DIR);

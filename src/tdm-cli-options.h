@@ -33,6 +33,10 @@ typedef struct {
   /* scaling */
   TdmScalingMode scaling;
   long scaling_steps;
+  /* lr-find */
+  gboolean lr_find;
+  double lr_find_range[2];   /* the first and last rate */
+  int lr_find_steps;
   /* runs */
   gboolean list_runs;
   char *show_run, *export_run;

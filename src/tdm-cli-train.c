@@ -10,6 +10,7 @@
 
 #include "tdm-checkpoint.h"
 #include "tdm-cli-guard.h"
+#include "tdm-cli-lr-find.h"
 #include "tdm-cli-printer.h"
 #include "tdm-cli-scaling.h"
 #include "tdm-device.h"
@@ -225,7 +226,7 @@ tdm_cli_train(TdmCli *cli, const TdmConfig *config)
     .setup_said = -1,
     .cancellable = cancellable,
   };
-  printer.t_epoch = g_get_monotonic_time();
+  printer.t_start = printer.t_epoch = g_get_monotonic_time();
 
   GThread *watch = NULL;
   /* Under mpirun, Ctrl-C is mpirun's: it ends every rank with SIGTERM and then
@@ -265,6 +266,9 @@ tdm_cli_train(TdmCli *cli, const TdmConfig *config)
     tdm_trainer_set_summary_parts(trainer, 10);
   tdm_trainer_set_pace(trainer, o->pace);
   tdm_trainer_set_prewarm(trainer, o->prewarm);
+  /* A default batch gives way to a small dataset; one the person chose does not. */
+  tdm_trainer_set_batch_fits(trainer, !tdm_cli_flags_given(cli->run_flags, "batch") &&
+                                          o->resume == NULL && o->config == NULL);
   gboolean ok = tdm_trainer_run(trainer, cancellable, &error);
   tdm_cli_printer_clear_bar(&printer);
   int record_status = 0;
@@ -326,6 +330,36 @@ tdm_cli_export(TdmCli *cli, const TdmConfig *weights)
     tdm_cli_line(stderr, _("tandem-train: wrote %s\n"), display);
   }
   return 0;
+}
+
+/* lr-find: the range test of the run's settings; Ctrl-C ends it with the points so
+ * far. */
+int
+tdm_cli_lr_find_run(TdmCli *cli, const TdmConfig *config)
+{
+  const TdmCliSettings *o = &cli->settings;
+  if (o->lr_find_range[0] >= o->lr_find_range[1])
+    return tdm_cli_fail(TDM_CLI_EXIT_BAD_INPUT, "--lr-find-range",
+                        _("give the first rate below the last, e.g. 1e-7,10"));
+  g_autoptr(GCancellable) cancellable = g_cancellable_new();
+  GThread *watch = NULL;
+  g_atomic_int_set(&training_started, 1);
+  if (interrupts_install())
+    watch = g_thread_new("tdm-interrupt", interrupt_watch, cancellable);
+  g_autoptr(GError) error = NULL;
+  gboolean ok = tdm_cli_lr_find(config, o->lr_find_range[0], o->lr_find_range[1],
+                                o->lr_find_steps, o->json, o->quiet, cancellable, &error);
+  if (watch) {
+    (void)!write(wake_pipe[1], "q", 1);
+    g_thread_join(watch);
+  }
+  if (!ok) {
+    int status = exit_status_for(error, FALSE);
+    if (status == TDM_CLI_EXIT_INTERRUPTED)
+      return status;
+    return tdm_cli_fail(status, flag_of(error, FALSE, FALSE), error->message);
+  }
+  return g_cancellable_is_cancelled(cancellable) ? TDM_CLI_EXIT_INTERRUPTED : 0;
 }
 
 int

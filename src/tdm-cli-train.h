@@ -12,6 +12,7 @@ G_BEGIN_DECLS
 /* Each returns the exit status, having printed any failure. */
 int tdm_cli_train (TdmCli *cli, const TdmConfig *config);
 int tdm_cli_scaling_run (TdmCli *cli, const TdmConfig *config);
+int tdm_cli_lr_find_run (TdmCli *cli, const TdmConfig *config);
 /* export: the --resume checkpoint's network, or (weights not NULL) its --network with
  * --init's weights and input settings. */
 int tdm_cli_export (TdmCli *cli, const TdmConfig *weights);

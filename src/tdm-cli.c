@@ -17,6 +17,7 @@
 #include "tdm-file.h"
 #include "tdm-network-catalogue.h"
 #include "tdm-trainer.h"
+#include "tdm-suggest.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -39,6 +40,7 @@ static int run_classify (TdmCli *cli);
 static int run_runs (TdmCli *cli);
 static int run_export (TdmCli *cli);
 static int run_scaling (TdmCli *cli);
+static int run_lr_find (TdmCli *cli);
 static int run_devices (TdmCli *cli);
 
 #define LIST(...) ((const char *const[]){__VA_ARGS__, NULL})
@@ -64,6 +66,9 @@ static const TdmCliCommand commands[] = {
    LIST("*"),
    LIST("config", "print-config", "record", "run-name", "history", "scaling-steps", "json",
         "quiet", "version"), LIST("scaling"), N_("%s: only with --scaling"), run_scaling},
+  {"lr-find", "", N_("Find a learning rate: Smith's range test, its points as CSV"), LIST("*"),
+   LIST("config", "lr-find-range", "lr-find-steps", "json", "quiet", "version"),
+   LIST("lr-find"), N_("%s: only with --lr-find"), run_lr_find},
   {"devices", "", N_("List the devices"), NULL, LIST("version"), LIST("list-devices"), NULL,
    run_devices},
 };
@@ -164,6 +169,7 @@ legacy_command(TdmCli *cli, gboolean classify, const char **chosen_by)
     {s->export_run != NULL, "--export-run", "runs"},
     {classify, "--classify", "classify"},
     {tdm_cli_flags_given(cli->flags, "scaling"), "--scaling", "scaling"},
+    {s->lr_find, "--lr-find", "lr-find"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(choosers); i++)
     if (choosers[i].given) {
@@ -206,6 +212,40 @@ check_legacy_flags(TdmCli *cli, gboolean classify, GError **error)
                             command->name);
 }
 
+/* After GOption refused an unknown option: the first unknown "--name" of `argv` (as
+ * it was before parsing), with the nearest of the `entries` when one is near ("did you
+ * mean --epochs?"), and where the options are listed. */
+static void
+explain_unknown_option(GArray *entries, int argc, char **argv, GError **error)
+{
+  g_autoptr(GPtrArray) names = g_ptr_array_new();
+  for (guint i = 0; i < entries->len; i++)
+    g_ptr_array_add(names, (gpointer)g_array_index(entries, GOptionEntry, i).long_name);
+  g_ptr_array_add(names, (gpointer) "help");
+  g_ptr_array_add(names, (gpointer) "help-all");
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    if (g_str_equal(arg, "--"))
+      break;
+    if (!g_str_has_prefix(arg, "--") || arg[2] == '\0')
+      continue;
+    g_autofree char *name = g_strndup(arg + 2, strcspn(arg + 2, "="));
+    gboolean known = FALSE;
+    for (guint k = 0; k < names->len && !known; k++)
+      known = g_str_equal(name, g_ptr_array_index(names, k));
+    if (known)
+      continue;
+    const char *near = tdm_suggest(name, (const char *const *)names->pdata, (int)names->len);
+    g_clear_error(error);
+    if (near != NULL)
+      tdm_cli_bad_option(error, _("unknown option --%s; did you mean --%s? (--help lists every "
+                                  "option)"), name, near);
+    else
+      tdm_cli_bad_option(error, _("unknown option --%s (--help lists every option)"), name);
+    return;
+  }
+}
+
 static gboolean
 parse_context(TdmCli *cli, const TdmCliCommand *command, int *argc, char ***argv,
               char ***classify, GError **error)
@@ -226,8 +266,12 @@ parse_context(TdmCli *cli, const TdmCliCommand *command, int *argc, char ***argv
                                                           list->str, cli->defaults);
   g_option_context_set_description(context, description);
   g_option_context_add_main_entries(context, (GOptionEntry *)entries->data, NULL);
+  g_autofree char **given = g_memdup2(*argv, (*argc + 1) * sizeof(char *));
+  int given_count = *argc;
   gboolean ok = g_option_context_parse(context, argc, argv, error);
   g_option_context_free(context);
+  if (!ok && g_error_matches(*error, G_OPTION_ERROR, G_OPTION_ERROR_UNKNOWN_OPTION))
+    explain_unknown_option(entries, given_count, given, error);
   return ok;
 }
 
@@ -343,6 +387,12 @@ apply_run_flags(TdmCli *cli, TdmConfig *c, GError **error)
   /* A built-in network's recipe, under whatever else was given. A resumed run keeps
    * the recipe it was started with. */
   if (network != NULL && resume == NULL) {
+    /* The recipe differs for a folder of photos: the dataset goes first. */
+    const char *dataset = tdm_cli_flags_text(given, "dataset");
+    if (dataset != NULL) {
+      g_free(c->dataset);
+      c->dataset = g_strdup(dataset);
+    }
     g_free(c->network);
     c->network = g_strdup(network);
     tdm_config_apply_preset(c, network);
@@ -350,6 +400,8 @@ apply_run_flags(TdmCli *cli, TdmConfig *c, GError **error)
   TdmOptimizerKind optimizer_before = c->optimizer;
   if (!tdm_cli_flags_apply(given, c, error))
     return FALSE;
+  if (tdm_cli_flags_given(given, "resized-crop-ratio") && c->crop_scale[0] <= 0)
+    return tdm_cli_bad_option(error, _("--resized-crop-ratio: only with --resized-crop"));
   /* Another optimizer named without --lr starts from its own usual rate, as in the
    * window. */
   if (!tdm_cli_flags_given(given, "lr") && c->optimizer != optimizer_before)
@@ -484,6 +536,15 @@ static int
 run_train(TdmCli *cli)
 {
   g_autoptr(GError) error = NULL;
+  const char *launcher = NULL;
+  int processes = tdm_cli_launched_by_mpi(&launcher);
+  if (!cli->settings.distributed && processes > 1) {
+    g_autofree char *message = g_strdup_printf(
+        _("started by mpirun as one of %d processes (%s) without --distributed: each would "
+          "train a copy of its own; add --distributed to train one run across them"),
+        processes, launcher);
+    return tdm_cli_fail(TDM_CLI_EXIT_BAD_INPUT, NULL, message);
+  }
   if (cli->settings.distributed && !tdm_distributed_init(&cli->argc, &cli->argv, &error))
     return tdm_cli_fail(TDM_CLI_EXIT_RUNTIME, "--distributed", error->message);
   return print_config_or(cli, tdm_cli_train);
@@ -493,6 +554,12 @@ static int
 run_scaling(TdmCli *cli)
 {
   return print_config_or(cli, tdm_cli_scaling_run);
+}
+
+static int
+run_lr_find(TdmCli *cli)
+{
+  return print_config_or(cli, tdm_cli_lr_find_run);
 }
 
 /* The others ------------------------------------------------------------------- */

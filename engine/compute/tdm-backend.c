@@ -11,6 +11,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+gboolean
+tdm_backend_check_gpus(const TdmDeviceId *devices, int count, gboolean per_process,
+                       GError **error)
+{
+  g_return_val_if_fail(devices != NULL || count == 0, FALSE);
+  int gpu = -1;
+  for (int i = 0; i < count && gpu < 0; i++)
+    if (tdm_device_id_is_gpu(devices[i]))
+      gpu = i;
+  if (gpu < 0)
+    return TRUE;
+#if TDM_HAVE_CUDA
+  if (tdm_backend_cuda_available())
+    return TRUE;
+  const char *why = _("this machine has no CUDA GPU (no GPU or no driver)");
+#else
+  const char *why = _("this build of Tandem has no CUDA backend");
+#endif
+  char name[TDM_DEVICE_NAME_MAX];
+  g_autofree char *instead = per_process ? g_strdup("cpu") : g_strdup_printf("cpu:%d", count);
+  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
+              _("device “%s”: %s; to train on the CPU instead, use --devices %s (a CPU "
+                "worker for each replica)"), tdm_device_id_name(devices[gpu], name), why, instead);
+  return FALSE;
+}
+
 static TdmBackend *
 backend_new(TdmDeviceId device, TdmPrecision precision, GError **error)
 {

@@ -21,6 +21,9 @@ const char *tdm_choice_name (GType type, int value);
 gboolean tdm_choice_from_name (GType type, const char *name, int *value);
 /* How many values `type` has; they run from 0 to count − 1 (tdm_choice_name of each). */
 guint tdm_choice_count (GType type);
+/* The names of every value of `type`, in the enum's order, NULL-terminated (the
+ * strings are the enum's; free the array with g_free()). */
+const char **tdm_choice_names (GType type);
 /* "sgd, momentum, adam or nesterov", in the enum's order, for help and messages;
  * `default_value` ≥ 0 marks that one "(default)". Free with g_free(). */
 char *tdm_choice_list (GType type, int default_value);

@@ -83,6 +83,32 @@ steps_schedule(gconstpointer target)
   return ((const TdmConfig *)target)->schedule == TDM_SCHEDULE_STEP;
 }
 
+static gboolean
+multiplies_rate(gconstpointer target)
+{
+  TdmSchedule schedule = ((const TdmConfig *)target)->schedule;
+  return schedule == TDM_SCHEDULE_STEP || schedule == TDM_SCHEDULE_PLATEAU;
+}
+
+static gboolean
+plateau_schedule(gconstpointer target)
+{
+  return ((const TdmConfig *)target)->schedule == TDM_SCHEDULE_PLATEAU;
+}
+
+/* Whether anything watches the monitored metric (tdm_config_watcher()). */
+static gboolean
+watched(gconstpointer target)
+{
+  return tdm_config_watcher(target) != NULL;
+}
+
+static gboolean
+resized_crop(gconstpointer target)
+{
+  return ((const TdmConfig *)target)->crop_scale[0] > 0;
+}
+
 /* Shorthands for the rows' flags. */
 #define SHOWN TDM_FIELD_DESCRIBE
 #define SHOWN_SET TDM_FIELD_DESCRIBE_WHEN_SET
@@ -131,8 +157,25 @@ static const TdmField fields[] = {
   {.key = "early_stop", .flag = "early-stop", .type = TDM_FIELD_INT, .offset = AT(early_stop),
    .min = 0, .max = INFINITY, .flags = WHEN_SET | SHOWN_SET,
    .check = N_("give 0 (never) or a number of epochs"),
-   .help = N_("With --val-split: end after P epochs without a better validation accuracy"),
+   .help = N_("End after P epochs without a better --monitor metric (default %s: never)"),
    .arg = "P"},
+  /* What early stopping, the best checkpoint and the plateau schedule watch. Always
+   * in the JSON: a file with --early-stop or --save-best but no monitor is from before
+   * it, and meant validation accuracy at any gain (tdm_controls_config_from_json()). */
+  {.key = "monitor", .flag = "monitor", .type = TDM_FIELD_CHOICE, .offset = AT(monitor),
+   .choices = tdm_monitor_get_type, .fallback = "val_loss", .flags = SHOWN, .shown = watched,
+   .help = N_("What --early-stop, --save-best and --schedule plateau watch: %s (val_…: "
+              "needs --val-split)"), .arg = "METRIC"},
+  {.key = "monitor_mode", .flag = "monitor-mode", .type = TDM_FIELD_CHOICE,
+   .offset = AT(monitor_mode), .choices = tdm_monitor_mode_get_type, .fallback = "auto",
+   .flags = SHOWN_SET, .shown = watched,
+   .help = N_("Whether the --monitor metric improves downwards or upwards: %s (auto: min for "
+              "a loss, max for an accuracy)"), .arg = "MODE"},
+  {.key = "min_delta", .flag = "min-delta", .type = TDM_FIELD_DOUBLE, .offset = AT(min_delta),
+   .min = 0, .max = INFINITY, .flags = SHOWN_SET, .shown = watched,
+   .check = N_("give 0 or a positive change"),
+   .help = N_("The least change of the --monitor metric that counts as better (default %s)"),
+   .arg = "X"},
   {.key = "optimizer", .flag = "optimizer", .type = TDM_FIELD_CHOICE, .offset = AT(optimizer),
    .choices = tdm_optimizer_kind_get_type, .fallback = "adam", .flags = NEEDED | SHOWN,
    .help = "%s", .arg = "NAME", .settings = "optimizer"},
@@ -177,9 +220,14 @@ static const TdmField fields[] = {
    .help = N_("Epochs between steps of --schedule step (default %s)"), .arg = "N"},
   {.key = "gamma", .flag = "gamma", .type = TDM_FIELD_DOUBLE, .offset = AT(gamma),
    .fallback = "0.1", .min = 0, .max = INFINITY,
-   .flags = TDM_FIELD_MIN_OPEN | NEEDED | SHOWN, .shown = steps_schedule,
+   .flags = TDM_FIELD_MIN_OPEN | NEEDED | SHOWN, .shown = multiplies_rate,
    .check = N_("the step schedule's factor must be a positive number"),
-   .help = N_("Factor at each step of --schedule step (default %s)"), .arg = "X"},
+   .help = N_("Factor at each step of --schedule step or plateau (default %s)"), .arg = "X"},
+  {.key = "plateau_patience", .flag = "plateau-patience", .type = TDM_FIELD_INT,
+   .offset = AT(plateau_patience), .fallback = "10", .min = 0, .max = 10000,
+   .flags = WHEN_SET | SHOWN, .shown = plateau_schedule, .check = N_("give %s to %s epochs"),
+   .help = N_("--schedule plateau: epochs without a better --monitor metric before the rate "
+              "is multiplied by --gamma (default %s)"), .arg = "N"},
   {.key = "warmup_epochs", .flag = "warmup", .type = TDM_FIELD_DOUBLE,
    .offset = AT(warmup_epochs), .min = 0, .max = INFINITY, .flags = SHOWN,
    .check = N_("give 0 or a number of epochs up to --epochs"),
@@ -197,6 +245,44 @@ static const TdmField fields[] = {
   {.key = "flip", .flag = "flip", .type = TDM_FIELD_CHOICE, .offset = AT(flip),
    .choices = tdm_flip_setting_get_type, .fallback = "off", .flags = SHOWN,
    .help = N_("Random horizontal flip in training: %s"), .arg = "WHEN"},
+  /* Photo augmentation (tdm-augment.h), each off at 0. */
+  {.key = "crop_scale", .flag = "resized-crop", .type = TDM_FIELD_NUMBERS,
+   .offset = AT(crop_scale), .count = 2, .min = 0, .max = 1,
+   .flags = TDM_FIELD_MIN_OPEN | TDM_FIELD_ZERO_OFF | WHEN_SET | SHOWN_SET,
+   .label = "resized_crop",
+   .check = N_("give the smallest and largest share of the image's area, 0 < A ≤ B ≤ 1, "
+               "e.g. 0.08,1"),
+   .help = N_("Random resized crop: a part of A to B of each image's area, resized to the "
+              "sample (e.g. 0.08,1; default %s: off)"), .arg = "A,B"},
+  {.key = "crop_ratio", .flag = "resized-crop-ratio", .type = TDM_FIELD_NUMBERS,
+   .offset = AT(crop_ratio), .count = 2, .fallback = "0.75,1.3333333333333333", .min = 0,
+   .max = 100, .flags = TDM_FIELD_MIN_OPEN | WHEN_SET | SHOWN, .shown = resized_crop,
+   .label = "ratio",
+   .check = N_("give the narrowest and widest aspect ratio, 0 < A ≤ B ≤ 100, e.g. 0.75,1.333"),
+   .help = N_("With --resized-crop: the crop's aspect ratios, width over height (default "
+              "%s)"), .arg = "A,B"},
+  {.key = "jitter", .flag = "jitter", .type = TDM_FIELD_NUMBERS, .offset = AT(jitter),
+   .count = 3, .min = 0, .max = 1,
+   .flags = TDM_FIELD_MAX_OPEN | TDM_FIELD_ONE_FOR_ALL | WHEN_SET | SHOWN_SET,
+   .check = N_("give brightness, contrast and saturation, each at least 0 and less than 1"),
+   .help = N_("Colour jitter: brightness, contrast and saturation each times 1 ± X (one X for "
+              "all three, e.g. 0.4; default %s: off)"), .arg = "B,C,S"},
+  {.key = "erase", .flag = "erase", .type = TDM_FIELD_DOUBLE, .offset = AT(erase), .min = 0,
+   .max = 1, .flags = WHEN_SET | SHOWN_SET,
+   .check = N_("give the probability of erasing a rectangle, %s to %s"),
+   .help = N_("Random erasing: with probability P, a rectangle of 2–33 %% of the image set "
+              "to 0 (default %s: off)"), .arg = "P"},
+  /* Gradients: micro-batches an optimizer step, and clipping after they are combined. */
+  {.key = "accumulate", .flag = "accumulate", .type = TDM_FIELD_INT, .offset = AT(accumulate),
+   .fallback = "1", .min = 1, .max = 4096, .flags = WHEN_SET | SHOWN_SET,
+   .check = N_("give the micro-batches an optimizer step, %s to %s"),
+   .help = N_("Micro-batches of --batch an optimizer step, gradients combined once, after "
+              "the last (DDP's no_sync; default %s)"), .arg = "N"},
+  {.key = "clip_grad_norm", .flag = "clip-grad-norm", .type = TDM_FIELD_DOUBLE,
+   .offset = AT(clip_grad_norm), .min = 0, .max = INFINITY, .flags = WHEN_SET | SHOWN_SET,
+   .check = N_("give 0 (off) or the largest norm, a positive number"),
+   .help = N_("Scale the gradient down to this global norm where it is larger, after "
+              "combining (default %s: off)"), .arg = "X"},
   {.key = "batchnorm", .flag = "batchnorm", .type = TDM_FIELD_CHOICE, .offset = AT(batchnorm),
    .choices = tdm_batch_norm_get_type, .fallback = "per-replica", .flags = SHOWN,
    .help = N_("Batch norm across devices: %s"), .arg = "MODE", .settings = "batchnorm"},
@@ -246,7 +332,7 @@ static const TdmField fields[] = {
   {.key = "save_best_path", .flag = "save-best", .type = TDM_FIELD_STRING,
    .offset = AT(save_best_path), .flags = FILE_NAME | WHEN_SET | TDM_FIELD_JSON_NULLABLE,
    .check = N_("the file name is empty"),
-   .help = N_("With --val-split: keep the checkpoint of the best validation accuracy"),
+   .help = N_("Keep the checkpoint of the epoch with the best --monitor metric"),
    .arg = "FILE"},
   {.key = "save_every", .flag = "save-every", .type = TDM_FIELD_INT, .offset = AT(save_every),
    .min = 0, .max = INFINITY, .flags = WHEN_SET,

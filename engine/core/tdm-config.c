@@ -5,6 +5,7 @@
  * dataset or a device; those are the trainer's to check.
  */
 #include "tdm-config.h"
+#include "tdm-config-private.h"
 #include "tdm-base-recipe.h"
 #include "tdm-choice.h"
 #include "tdm-i18n.h"
@@ -112,7 +113,14 @@ tdm_config_batch_splits(int batch, int replicas)
   return batch >= MAX(replicas, 1);
 }
 
-#define invalid(error, ...) tdm_error_set((error), TDM_ENGINE_ERROR_INVALID_OPTION, __VA_ARGS__)
+int
+tdm_config_batch_fitting(int samples, int replicas)
+{
+  int batch = 1;
+  while (batch <= G_MAXINT / 8 && (gint64)batch * 8 <= samples)
+    batch *= 2;
+  return MIN(MAX(batch, replicas), MAX(samples, 1));
+}
 
 /* The rules between fields; each field's own range is its row's. */
 static gboolean
@@ -159,9 +167,6 @@ tdm_config_validate(const TdmConfig *c, GError **error)
   if (c->warmup_epochs > c->epochs)
     return invalid(error, _("--warmup %g: give 0 or a number of epochs up to --epochs (%d)"),
                    c->warmup_epochs, c->epochs);
-  if (c->save_best_path != NULL && c->val_split <= 0)
-    return invalid(error, _("--save-best: needs --val-split: the best checkpoint is chosen by "
-                            "validation accuracy, never by the test set's"));
   /* By device and inode, not by spelling: "val/b.st" and "./val/../val/b.st" are one
    * file, and the best checkpoint would be overwritten every epoch. */
   if (c->save_best_path != NULL && c->save_path != NULL &&
@@ -169,10 +174,7 @@ tdm_config_validate(const TdmConfig *c, GError **error)
     return invalid(error, _("--save-best %s: the same file as --save"), c->save_best_path);
   if (c->save_every > 0 && c->save_path == NULL)
     return invalid(error, _("--save-every %d: needs --save FILE to save to"), c->save_every);
-  if (c->early_stop > 0 && c->val_split <= 0)
-    return invalid(error, _("--early-stop %d: needs --val-split: it watches the validation "
-                            "accuracy"), c->early_stop);
-  return TRUE;
+  return tdm_controls_config_validate(c, error);
 }
 
 gboolean
@@ -299,8 +301,10 @@ tdm_config_from_json(const char *json, GError **error)
   guint n;
   const TdmField *fields = tdm_config_fields(&n);
   g_autoptr(TdmConfig) c = tdm_config_new();
-  if (!tdm_fields_from_json(fields, n, json_node_get_object(root), c, error))
+  JsonObject *o = json_node_get_object(root);
+  if (!tdm_fields_from_json(fields, n, o, c, error))
     return NULL;
+  tdm_controls_config_from_json(o, c);
   return g_steal_pointer(&c);
 }
 
@@ -322,38 +326,4 @@ tdm_config_json_unknown_key(const char *json)
       return g_strdup(m->data);
   }
   return NULL;
-}
-
-double
-tdm_config_lr_at(const TdmConfig *c, double epoch)
-{
-  g_return_val_if_fail(c != NULL, 0.0);
-
-  if (epoch < 0)
-    epoch = 0;
-  /* Warm-up: linear from lr/10 (a first step at lr 0 would be wasted) to lr. */
-  double warm = c->warmup_epochs > 0 ? c->warmup_epochs : 0;
-  if (warm > 0 && epoch < warm)
-    return c->lr * (0.1 + 0.9 * epoch / warm);
-  /* The decays run over what is left after the warm-up, held at 0 past the end
-   * rather than rising again. */
-  double span = c->epochs - warm;
-  double progress = span > 0 ? MIN(1.0, (epoch - warm) / span) : 1.0;
-  switch (c->schedule) {
-  case TDM_SCHEDULE_STEP:
-    if (c->step_epochs < 1)
-      return c->lr;
-    return c->lr * pow(c->gamma, floor(epoch / c->step_epochs));
-  case TDM_SCHEDULE_COSINE:
-    if (c->epochs < 1)
-      return c->lr;
-    return c->lr * 0.5 * (1.0 + cos(G_PI * progress));
-  case TDM_SCHEDULE_LINEAR:
-    if (c->epochs < 1)
-      return c->lr;
-    return c->lr * (1.0 - progress);
-  case TDM_SCHEDULE_CONSTANT:
-  default:
-    return c->lr;
-  }
 }

@@ -43,7 +43,29 @@ typedef enum {
   TDM_SCHEDULE_STEP,       /* lr · gamma^(epoch / step_epochs) */
   TDM_SCHEDULE_COSINE,     /* cosine decay to 0 over the run (after any warm-up) */
   TDM_SCHEDULE_LINEAR,     /* linear decay to 0 over the run (after any warm-up) */
+  TDM_SCHEDULE_ONECYCLE,   /* Smith's one cycle, as PyTorch's OneCycleLR: lr/25 up to lr
+                            * over 30 % of the run, then down to lr/25e4 (cosine), the
+                            * momentum (or Adam's beta1) the other way, 0.95 ↔ 0.85 */
+  TDM_SCHEDULE_PLATEAU,    /* lr times gamma whenever the monitored metric has not
+                            * improved for plateau_patience epochs (ReduceLROnPlateau) */
 } TdmSchedule;
+
+/* The metric that --early-stop, --save-best and the plateau schedule watch, as Keras
+ * and Lightning name them. */
+typedef enum {
+  TDM_MONITOR_VAL_LOSS,       /*< nick=val_loss >*/
+  TDM_MONITOR_VAL_ACCURACY,   /*< nick=val_accuracy >*/
+  TDM_MONITOR_TEST_LOSS,      /*< nick=test_loss >*/
+  TDM_MONITOR_TEST_ACCURACY,  /*< nick=test_accuracy >*/
+} TdmMonitor;
+
+/* Whether the monitored metric improves downwards or upwards; auto: down for a loss,
+ * up for an accuracy. */
+typedef enum {
+  TDM_MONITOR_MODE_AUTO,
+  TDM_MONITOR_MODE_MIN,
+  TDM_MONITOR_MODE_MAX,
+} TdmMonitorMode;
 
 typedef enum {
   TDM_BATCHNORM_PER_REPLICA, /* each replica normalizes with its shard's statistics */
@@ -128,8 +150,28 @@ typedef struct {
                             * evaluated every epoch; 0: none */
   char *save_best_path;    /* the checkpoint of the best validation accuracy; or NULL */
   int save_every;          /* also save save_path every this many steps; 0: epochs only */
-  int early_stop;          /* end after this many epochs without a better validation
-                            * accuracy; 0: never */
+  int early_stop;          /* end after this many epochs without a better monitored
+                            * metric; 0: never */
+  /* What early stopping, the best checkpoint and the plateau schedule watch. JSON
+   * always holds them; absent where early_stop or save_best_path is set, they mean
+   * what runs meant before them (validation accuracy, at any gain). */
+  TdmMonitor monitor;
+  TdmMonitorMode monitor_mode;
+  double min_delta;        /* the least change that counts as better (≥ 0) */
+  int plateau_patience;    /* TDM_SCHEDULE_PLATEAU: epochs without improvement first */
+  /* Gradients: micro-batches of `batch` an optimizer step (one all-reduce, after the
+   * last); the global norm clipped to at most clip_grad_norm (0: off). */
+  int accumulate;
+  double clip_grad_norm;
+  /* Augmentation for photos (tdm-augment.h), each off at 0: random resized crop to
+   * the sample's size from an area of [crop_scale[0], crop_scale[1]] of the image at
+   * an aspect ratio in [crop_ratio[0], crop_ratio[1]]; colour jitter of brightness,
+   * contrast and saturation by factors in [1 − j, 1 + j]; random erasing of a
+   * rectangle with probability erase. */
+  double crop_scale[2];
+  double crop_ratio[2];
+  double jitter[3];
+  double erase;
   /* Starting from weights and normalizing inputs (tdm-finetune.h); JSON readers take
    * these as optional. */
   char *normalize;         /* "none", "dataset", "imagenet" or "M,M,M/S,S,S"; NULL: none */
@@ -180,6 +222,14 @@ gboolean tdm_config_validate_saved (const TdmConfig *config, const char *source,
  * sample: the one rule that validation and the window's form both apply. */
 gboolean tdm_config_batch_splits (int batch, int replicas);
 
+/* The samples of one optimizer step: the batch times the micro-batches accumulated. */
+int tdm_config_step_batch (const TdmConfig *config);
+
+/* The batch for a training set of `samples` when the one asked for is larger: the
+ * largest power of two that leaves at least four steps an epoch, but one sample for
+ * each of `replicas` at least and never more than `samples`. */
+int tdm_config_batch_fitting (int samples, int replicas);
+
 /* Names ↔ enums for flags, settings and JSON (the GEnums' nicks, tdm-choice.h);
  * parsers return FALSE on unknown names. */
 const char *tdm_optimizer_name (TdmOptimizerKind kind);
@@ -199,6 +249,19 @@ const char *tdm_decay_scope_name (TdmDecayScope scope);
 gboolean tdm_decay_scope_from_name (const char *name, TdmDecayScope *scope);
 const char *tdm_flip_setting_name (TdmFlipSetting flip);
 gboolean tdm_flip_setting_from_name (const char *name, TdmFlipSetting *flip);
+const char *tdm_monitor_name (TdmMonitor monitor);
+gboolean tdm_monitor_from_name (const char *name, TdmMonitor *monitor);
+const char *tdm_monitor_mode_name (TdmMonitorMode mode);
+gboolean tdm_monitor_mode_from_name (const char *name, TdmMonitorMode *mode);
+
+/* Whether the monitored metric is the validation split's (it then needs val_split). */
+gboolean tdm_config_monitors_validation (const TdmConfig *config);
+/* Whether `value` of the monitored metric is better than `best` by more than
+ * min_delta in the monitor's direction; any finite value beats a NaN best. */
+gboolean tdm_config_monitor_improves (const TdmConfig *config, double value, double best);
+/* What watches the monitored metric, for messages ("--early-stop", "--save-best",
+ * "--schedule plateau"): the first that is set, or NULL. */
+const char *tdm_config_watcher (const TdmConfig *config);
 
 /* The settings that shape the training, for people and exports: a NULL-terminated
  * array of alternating keys and values ("dataset", "fashion-mnist", "network",
@@ -220,9 +283,19 @@ char *tdm_config_json_unknown_key (const char *json);
  * network of 4,096 layers included. */
 #define TDM_CONFIG_MAX_BYTES (1 << 20)
 
-/* The learning rate at a fractional epoch under the configured schedule. */
+/* The learning rate at a fractional epoch under the configured schedule (the
+ * plateau schedule's reductions are the trainer's state: times those). */
 double tdm_config_lr_at (const TdmConfig *config, double epoch);
+/* The momentum (Adam's beta1) the one-cycle schedule sets at a fractional epoch; NaN
+ * under the other schedules, which leave the optimizer's own. */
+double tdm_config_momentum_at (const TdmConfig *config, double epoch);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmConfig, tdm_config_free)
+
+/* The training controls (tdm-config-controls.c): the rules between them and other
+ * fields, part of tdm_config_validate(); a file from before --monitor (no "monitor"
+ * member) read as it was meant: validation accuracy at any gain. */
+gboolean tdm_controls_config_validate (const TdmConfig *config, GError **error);
+void tdm_controls_config_from_json (JsonObject *object, TdmConfig *config);
 
 G_END_DECLS

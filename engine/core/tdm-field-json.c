@@ -87,6 +87,12 @@ add_value(const TdmField *f, gconstpointer target, JsonBuilder *b)
   case TDM_FIELD_DOUBLE:
     json_builder_add_double_value(b, *AT_CONST(target, f, double));
     return;
+  case TDM_FIELD_NUMBERS:
+    json_builder_begin_array(b);
+    for (int i = 0; i < f->count; i++)
+      json_builder_add_double_value(b, AT_CONST(target, f, double)[i]);
+    json_builder_end_array(b);
+    return;
   case TDM_FIELD_BOOL:
     json_builder_add_boolean_value(b, *AT_CONST(target, f, gboolean));
     return;
@@ -204,6 +210,33 @@ get_seed(const TdmField *f, JsonNode *node, guint64 *out, GError **error)
   return json_bad(error, f->key, _("must be a non-negative whole number"));
 }
 
+/* A number of JSON's: "1" is as good a learning rate as "1.0"; writers differ. */
+static gboolean
+get_double(JsonNode *node, double *out)
+{
+  GType type = JSON_NODE_HOLDS_VALUE(node) ? json_node_get_value_type(node) : G_TYPE_INVALID;
+  if (type != G_TYPE_DOUBLE && type != G_TYPE_INT64)
+    return FALSE;
+  *out = json_node_get_double(node);
+  return TRUE;
+}
+
+static gboolean
+get_numbers(const TdmField *f, JsonNode *node, gpointer target, GError **error)
+{
+  double values[8];
+  g_return_val_if_fail(f->count >= 1 && f->count <= (int)G_N_ELEMENTS(values), FALSE);
+  JsonArray *a = JSON_NODE_HOLDS_ARRAY(node) ? json_node_get_array(node) : NULL;
+  if (a == NULL || json_array_get_length(a) != (guint)f->count)
+    return json_bad(error, f->key, f->count == 2 ? _("must be an array of two numbers")
+                                                 : _("must be an array of three numbers"));
+  for (int i = 0; i < f->count; i++)
+    if (!get_double(json_array_get_element(a, (guint)i), &values[i]))
+      return json_bad(error, f->key, _("must hold numbers only"));
+  memcpy(AT(target, f, double), values, f->count * sizeof values[0]);
+  return TRUE;
+}
+
 static gboolean
 get_value(const TdmField *f, JsonNode *node, gpointer target, GError **error)
 {
@@ -255,14 +288,12 @@ get_value(const TdmField *f, JsonNode *node, gpointer target, GError **error)
     return TRUE;
   case TDM_FIELD_SEED:
     return get_seed(f, node, AT(target, f, guint64), error);
-  case TDM_FIELD_DOUBLE: {
-    GType type = json_node_get_value_type(node);
-    /* "1" is as good a learning rate as "1.0"; writers differ. */
-    if (type != G_TYPE_DOUBLE && type != G_TYPE_INT64)
+  case TDM_FIELD_DOUBLE:
+    if (!get_double(node, AT(target, f, double)))
       return json_bad(error, f->key, _("must be a number"));
-    *AT(target, f, double) = json_node_get_double(node);
     return TRUE;
-  }
+  case TDM_FIELD_NUMBERS:
+    return get_numbers(f, node, target, error);
   case TDM_FIELD_BOOL:
     if (json_node_get_value_type(node) != G_TYPE_BOOLEAN)
       return json_bad(error, f->key, _("must be true or false"));

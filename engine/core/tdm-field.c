@@ -8,6 +8,7 @@
 #include "tdm-device-id.h"
 #include "tdm-error.h"
 #include "tdm-i18n.h"
+#include "tdm-suggest.h"
 
 #include <errno.h>
 #include <math.h>
@@ -63,14 +64,21 @@ devices_count_const(const TdmField *f, gconstpointer target)
 }
 
 /* A GEnum's value by name: FALSE with "--flip: unknown value “maybe” (choose auto, on
- * or off)". */
+ * or off)", and the nearest name when one is near ("did you mean adam?"). */
 static gboolean
 parse_choice(const TdmField *f, const char *text, int *value, GError **error)
 {
-  if (tdm_choice_from_name(f->choices(), text, value))
+  GType type = f->choices();
+  if (tdm_choice_from_name(type, text, value))
     return TRUE;
   g_autofree char *name = label(f);
-  g_autofree char *choices = tdm_choice_list(f->choices(), -1);
+  g_autofree char *choices = tdm_choice_list(type, -1);
+  g_autofree const char **names = tdm_choice_names(type);
+  const char *near = tdm_suggest(text, names, -1);
+  if (near != NULL)
+    return tdm_error_set(error, TDM_ENGINE_ERROR_INVALID_OPTION,
+                         _("%s: unknown value “%s”; did you mean %s? (choose %s)"), name, text,
+                         near, choices);
   return tdm_error_set(error, TDM_ENGINE_ERROR_INVALID_OPTION, _("%s: unknown value “%s” (choose %s)"),
              name, text, choices);
 }
@@ -152,6 +160,31 @@ parse_devices(const TdmField *f, gpointer target, const char *text, GError **err
   return TRUE;
 }
 
+/* "a,b" (count numbers, or one for all with TDM_FIELD_ONE_FOR_ALL); the field is
+ * written only when every number reads. */
+static gboolean
+parse_numbers(const TdmField *f, gpointer target, const char *text, GError **error)
+{
+  g_auto(GStrv) parts = g_strsplit(text, ",", -1);
+  int given = (int)g_strv_length(parts);
+  double values[8];
+  g_return_val_if_fail(f->count >= 1 && f->count <= (int)G_N_ELEMENTS(values), FALSE);
+  if (given != f->count && !(given == 1 && (f->flags & TDM_FIELD_ONE_FOR_ALL))) {
+    g_autofree char *name = label(f);
+    if (f->flags & TDM_FIELD_ONE_FOR_ALL)
+      return tdm_error_set(error, TDM_ENGINE_ERROR_INVALID_OPTION,
+                           _("%s: “%s”: expected one number or %d, %s"), name, text, f->count,
+                           f->arg);
+    return tdm_error_set(error, TDM_ENGINE_ERROR_INVALID_OPTION,
+                         _("%s: “%s”: expected %d numbers, %s"), name, text, f->count, f->arg);
+  }
+  for (int i = 0; i < f->count; i++)
+    if (!parse_double(f, g_strstrip(parts[given == 1 ? 0 : i]), &values[i], error))
+      return FALSE;
+  memcpy(AT(target, f, double), values, f->count * sizeof values[0]);
+  return TRUE;
+}
+
 gboolean
 tdm_field_parse(const TdmField *f, gpointer target, const char *text, GError **error)
 {
@@ -203,6 +236,8 @@ tdm_field_parse(const TdmField *f, gpointer target, const char *text, GError **e
       return FALSE;
     *AT(target, f, double) = d;
     return TRUE;
+  case TDM_FIELD_NUMBERS:
+    return parse_numbers(f, target, text, error);
   case TDM_FIELD_BOOL:
     if (f->choices != NULL) {
       if (!parse_choice(f, text, &v, error))
@@ -325,8 +360,15 @@ tdm_field_check(const TdmField *f, gconstpointer target, GError **error)
     return tdm_error_set(error, TDM_ENGINE_ERROR_INVALID_OPTION, _("%s: unknown value %d (choose %s)"),
                name, value, choices);
   }
-  if (!number(f, target, &v) || in_range(f, v))
+  if (f->type == TDM_FIELD_NUMBERS) {
+    gboolean ok = TRUE;
+    for (int i = 0; i < f->count; i++)
+      ok = ok && in_range(f, AT_CONST(target, f, double)[i]);
+    if (ok)
+      return TRUE;
+  } else if (!number(f, target, &v) || in_range(f, v)) {
     return TRUE;
+  }
   g_autofree char *value = tdm_field_text(f, target);
   g_autofree char *min = format_number(f->min);
   g_autofree char *max = format_number(f->max);
@@ -373,6 +415,14 @@ tdm_field_text(const TdmField *f, gconstpointer target)
     return g_strdup_printf("%" G_GSIZE_FORMAT, *AT_CONST(target, f, size_t));
   case TDM_FIELD_DOUBLE:
     return format_number(*AT_CONST(target, f, double));
+  case TDM_FIELD_NUMBERS: {
+    GString *text = g_string_new(NULL);
+    for (int i = 0; i < f->count; i++) {
+      g_autofree char *one = format_number(AT_CONST(target, f, double)[i]);
+      g_string_append_printf(text, "%s%s", i ? "," : "", one);
+    }
+    return g_string_free(text, FALSE);
+  }
   case TDM_FIELD_BOOL: {
     gboolean b = *AT_CONST(target, f, gboolean);
     if (f->choices != NULL)
@@ -420,6 +470,9 @@ tdm_field_equal(const TdmField *f, gconstpointer a, gconstpointer b)
     return *AT_CONST(a, f, size_t) == *AT_CONST(b, f, size_t);
   case TDM_FIELD_DOUBLE:
     return *AT_CONST(a, f, double) == *AT_CONST(b, f, double);
+  case TDM_FIELD_NUMBERS:
+    return memcmp(AT_CONST(a, f, double), AT_CONST(b, f, double),
+                  f->count * sizeof(double)) == 0;
   }
   g_return_val_if_reached(FALSE);
 }

@@ -25,6 +25,8 @@ typedef enum {
   TDM_FIELD_SEED,          /* guint64 (JSON: a string past G_MAXINT64) */
   TDM_FIELD_SIZE,          /* size_t */
   TDM_FIELD_DOUBLE,        /* double */
+  TDM_FIELD_NUMBERS,       /* double[count]: "a,b" (a range, a triple); each in the
+                            * row's range; JSON: an array */
   TDM_FIELD_BOOL,          /* gboolean: --flag sets it (--no_flag clears it); with
                             * `choices`, a two-valued GEnum's name sets it */
   TDM_FIELD_CHOICE,        /* an enum (int-sized), named by its GEnum's nicks */
@@ -39,6 +41,7 @@ typedef enum {
   TDM_FIELD_FILE = 1 << 12,        /* a string that is a file name (not necessarily UTF-8) */
   TDM_FIELD_CHECK_SAYS_VALUE = 1 << 13, /* the check names the value itself, first:
                                          * "--pace: 1e-09 is not …", three %s */
+  TDM_FIELD_ONE_FOR_ALL = 1 << 14,  /* NUMBERS: one number given stands for each */
   /* JSON: by default written always and optional when read (absent: the default). */
   TDM_FIELD_JSON_REQUIRED = 1 << 5, /* must be present when read */
   TDM_FIELD_JSON_WHEN_SET = 1 << 6, /* written only when not the default */
@@ -74,6 +77,7 @@ struct _TdmField {
   const char *settings;    /* the window's GSettings key that keeps it, or NULL */
   const char *label;       /* the description's name, when not `key` ("main") */
   gsize count_offset;      /* DEVICES: where the count is */
+  int count;               /* NUMBERS: how many */
   /* Optional: the default's text for help when it is no one value (--lr's rate per
    * optimizer); the description's text when the value alone says too little
    * ("cuda:1 (replica 2)"); whether the description shows it at all. */

@@ -8,6 +8,7 @@
 #include "tdm-network-catalogue.h"
 #include "tdm-network-private.h"
 #include "tdm-error.h"
+#include "tdm-suggest.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -230,6 +231,57 @@ parse_list(Parser *ps, int depth)
   }
 }
 
+/* The item a mistyped one most likely meant: its leading word replaced by the
+ * nearest layer's ("cnv32k3" → "conv32k3", "rellu" → "relu"), or NULL. */
+static char *
+layer_meant(const char *token)
+{
+  static const char *const words[] = {
+    "fc", "conv", "pool", "avg", "gap", "gmp", "bn", "relu", "drop", "dropout", "scale",
+    "flatten", "basic", "bottleneck", "res",
+  };
+  size_t letters = strspn(token, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ");
+  if (letters == 0)
+    return NULL;
+  g_autofree char *word = g_ascii_strdown(token, (gssize)letters);
+  const char *near = tdm_suggest(word, words, G_N_ELEMENTS(words));
+  if (near == NULL)
+    return NULL;
+  return g_strconcat(near, token + letters, NULL);
+}
+
+/* A spec of one word that names no layer is a network's name: the nearest
+ * built-in's, and the list of them. NULL when `spec` is not such a word. */
+static char *
+unknown_network(const char *spec)
+{
+  g_autofree char *word = g_strstrip(g_strdup(spec));
+  if (strpbrk(word, ",()* ") != NULL || tdm_network_preset_find(word) != NULL)
+    return NULL;
+  int count = 0;
+  const TdmNetworkPreset *presets = tdm_network_presets(&count);
+  g_autofree const char **names = g_new0(const char *, count + 1);
+  for (int i = 0; i < count; i++)
+    names[i] = presets[i].name;
+  const char *near = tdm_suggest(word, names, count);
+  /* "fc10" or "conv32k3" is a (short) spec: its own parse says what is wrong. */
+  if (near == NULL && strpbrk(word, "0123456789") != NULL)
+    return NULL;
+  g_autofree char *list = g_strjoinv(", ", (char **)names);
+  /* A word may be a megabyte long: the message shows its start, as spec_error does. */
+  const char *end = word;
+  for (int i = 0; i < 60 && *end != '\0'; i++)
+    end = g_utf8_find_next_char(end, NULL);
+  g_autofree char *shown = g_strdup_printf("%.*s%s", (int)(end - word), word,
+                                           *end != '\0' ? "…" : "");
+  if (near != NULL)
+    return g_strdup_printf(_("unknown network “%s”: did you mean %s? The built-in networks "
+                             "are %s; a spec lists layers, e.g. fc128,relu,fc10"),
+                           shown, near, list);
+  return g_strdup_printf(_("unknown network “%s”: the built-in networks are %s; a spec lists "
+                           "layers, e.g. fc128,relu,fc10"), shown, list);
+}
+
 /* Parses one layer token into layer->kind and its numbers; shapes come later. */
 static gboolean
 parse_token(const char *token, int position, TdmLayer *layer, int *features, GError **error)
@@ -371,6 +423,9 @@ parse_token(const char *token, int position, TdmLayer *layer, int *features, GEr
     layer->factor = (float)factor;
     return TRUE;
   }
+  g_autofree char *meant = layer_meant(token);
+  if (meant != NULL)
+    return spec_error(error, token, position, _("unknown layer; did you mean %s?"), meant);
   return spec_error(error, token, position,
                     _("unknown layer; layers are fcN, convNkK[sS][pP], poolK[sS][pP], "
                     "avgK[sS][pP], gap, gmp, "
@@ -426,6 +481,12 @@ tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **err
                   "fc128,relu,fc10"));
       return NULL;
     }
+  }
+
+  g_autofree char *unknown = preset == NULL ? unknown_network(spec) : NULL;
+  if (unknown != NULL) {
+    g_set_error_literal(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC, unknown);
+    return NULL;
   }
 
   Parser ps = {expanded, expanded, 1, 0, g_array_new(FALSE, TRUE, sizeof(Item)), error};

@@ -76,6 +76,17 @@ optimizer_bytes(const TdmConfig *cfg, size_t parameters)
   return bytes;
 }
 
+guint64
+tdm_memory_controls_bytes(const TdmConfig *cfg, size_t parameters, gboolean updates)
+{
+  guint64 bytes = 0;
+  if (cfg->accumulate > 1 && !cfg->exact)
+    bytes += (guint64)parameters * sizeof(float);
+  if (cfg->clip_grad_norm > 0 && updates)
+    bytes += TDM_CLIP_WORK_DOUBLES * sizeof(double);
+  return bytes;
+}
+
 /* Whether GPU replicas may stage through the peer communicator: it serves them when
  * one GPU holds several replicas or NCCL is not built in (tdm_communicator_new), and
  * stages between two different GPUs that lack peer access, which only CUDA can tell:
@@ -135,7 +146,8 @@ tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count
     guint64 exact = cfg->exact && !cpu
                         ? tdm_exact_device_bytes(net->parameter_count, net->state_count)
                         : 0;
-    guint64 total = rb.total + optimizer + communication + own + exact;
+    guint64 controls = tdm_memory_controls_bytes(cfg, net->parameter_count, updates);
+    guint64 total = rb.total + optimizer + communication + own + exact + controls;
     if (cpu)
       e->host_devices += total;
     else
@@ -155,7 +167,7 @@ tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count
     d->optimizer = optimizer;
     d->activations = rb.activations;
     /* The inference pass's buffers are scratch too: no backward reads them. */
-    d->workspace = rb.workspace + rb.inference + own + exact;
+    d->workspace = rb.workspace + rb.inference + own + exact + controls;
     d->dataset = rb.dataset;
     d->communication = communication;
     d->total = total;

@@ -94,6 +94,18 @@ void tdm_trainer_set_summary_steps (TdmTrainer *trainer, int steps);
  * however fast the steps go. Set before run. */
 void tdm_trainer_set_summary_parts (TdmTrainer *trainer, int parts);
 
+/* A learning-rate range test's schedule (drivers/tdm-lr-find.h): step i of the run
+ * (0-based) takes lr_first · (lr_last / lr_first)^(i / (steps − 1)), whatever the
+ * configured schedule; and no evaluation at all (epoch events carry NaN test
+ * figures). steps 0 turns it off. Set before run. */
+void tdm_trainer_set_lr_range (TdmTrainer *trainer, double lr_first, double lr_last,
+                               int steps);
+
+/* The batch was not chosen by the person (a default): where it is larger than the
+ * training set, the run takes tdm_config_batch_fitting()'s instead of failing, and
+ * its STARTED event names both (batch, batch_asked). Off by default. Set before run. */
+void tdm_trainer_set_batch_fits (TdmTrainer *trainer, gboolean fits);
+
 /* Pace, thread-safe: at most `steps_per_second` steps a second (0: as fast as it
  * goes), so a small network can be watched; measured on the trainer's clock. A pace
  * is between TDM_PACE_MIN and TDM_PACE_MAX (others are brought to the nearer end):

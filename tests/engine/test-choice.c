@@ -26,7 +26,7 @@ typedef struct {
   const char *names;       /* the names users type, space-separated, in value order */
 } Choice;
 
-static Choice choices[12];
+static Choice choices[14];
 
 static void
 init_choices(void)
@@ -34,11 +34,13 @@ init_choices(void)
   const Choice all[] = {
     {TDM_TYPE_OPTIMIZER_KIND, "--optimizer", "optimizer", "sgd momentum adam nesterov"},
     {TDM_TYPE_STRATEGY, "--strategy", "strategy", "main allreduce"},
-    {TDM_TYPE_SCHEDULE, "--schedule", NULL, "constant step cosine linear"},
+    {TDM_TYPE_SCHEDULE, "--schedule", NULL, "constant step cosine linear onecycle plateau"},
     {TDM_TYPE_PRECISION, "--precision", NULL, "fp32 tf32 bf16"},
     {TDM_TYPE_BATCH_NORM, "--batchnorm", "batchnorm", "per-replica sync"},
     {TDM_TYPE_DECAY_SCOPE, "--weight-decay-on", NULL, "all weights"},
     {TDM_TYPE_FLIP_SETTING, "--flip", NULL, "auto on off"},
+    {TDM_TYPE_MONITOR, "--monitor", NULL, "val_loss val_accuracy test_loss test_accuracy"},
+    {TDM_TYPE_MONITOR_MODE, "--monitor-mode", NULL, "auto min max"},
     {TDM_TYPE_COLOR, "--color", NULL, "auto grey rgb"},
     {TDM_TYPE_TRAIN_PART, "--train", NULL, "all head"},
     {TDM_TYPE_PREWARM, "--prewarm", NULL, "auto on off"},

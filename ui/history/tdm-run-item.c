@@ -281,6 +281,7 @@ tdm_run_item_describe (TdmRunItem *self)
   g_autofree char *devices = NULL;
   g_autofree char *batch = NULL;
   g_autofree char *outcome = NULL;
+  g_autofree char *early = NULL;
 
   g_return_val_if_fail (TDM_IS_RUN_ITEM (self), NULL);
 
@@ -290,8 +291,12 @@ tdm_run_item_describe (TdmRunItem *self)
   devices = describe_devices (r->config);
   /* Translators: the global batch size of a run, in the run history */
   batch = g_strdup_printf (_("batch %d"), r->config->batch);
+  early = r->finished ? tdm_finished_early_stop_text (&r->final, TRUE) : NULL;
   if (r->failed)
     outcome = g_strdup (_("failed"));
+  else if (r->finished && isfinite (r->final.test_accuracy) && early != NULL)
+    /* Translators: a run's test accuracy, then "stopped early at epoch 9 (best 6)" */
+    outcome = g_strdup_printf (_("%.1f %%, %s"), 100.0 * r->final.test_accuracy, early);
   else if (r->finished && isfinite (r->final.test_accuracy))
     outcome = g_strdup_printf ("%.1f %%", 100.0 * r->final.test_accuracy);
   else if (r->finished && !r->final.stopped)
@@ -410,6 +415,12 @@ tdm_run_item_mean_step (TdmRunItem     *self,
       add_span (p, TDM_PHASE_FORWARD, 0, ms[d][TDM_PHASE_FORWARD]);
       ready[d] = ms[d][TDM_PHASE_FORWARD] + ms[d][TDM_PHASE_BACKWARD];
       add_span (p, TDM_PHASE_BACKWARD, ms[d][TDM_PHASE_FORWARD], ready[d]);
+      /* --accumulate's local sums come before the step's collectives. */
+      if (ms[d][TDM_PHASE_ACCUMULATE] > 0)
+        {
+          add_span (p, TDM_PHASE_ACCUMULATE, ready[d], ready[d] + ms[d][TDM_PHASE_ACCUMULATE]);
+          ready[d] += ms[d][TDM_PHASE_ACCUMULATE];
+        }
       start = MAX (start, ready[d]);
     }
   for (int d = 0; d < n; d++)
