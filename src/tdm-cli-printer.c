@@ -402,17 +402,21 @@ print_best(const TdmCliPrinter *p, const TdmFinishedEvent *f)
   if (f->best_epoch <= 0 || c == NULL || (c->early_stop <= 0 && c->save_best_path == NULL))
     return;
   g_autofree char *value = monitored(f->monitor, f->best_value);
-  printf(_("  best: epoch %d by %s"), f->best_epoch, value);
+  g_autoptr(GString) line = g_string_new(NULL);
+  g_string_append_printf(line, _("  best: epoch %d by %s"), f->best_epoch, value);
   if (isfinite(f->best_accuracy))
-    printf(_(": val loss %.3f acc %.1f%%"), f->best_val_loss, 100 * f->best_accuracy);
-  printf(_(", test loss %.3f acc %.1f%%"), f->best_test_loss, 100 * f->best_test_accuracy);
+    g_string_append_printf(line, _(": val loss %.3f acc %.1f%%"), f->best_val_loss,
+                           100 * f->best_accuracy);
+  g_string_append_printf(line, _(", test loss %.3f acc %.1f%%"), f->best_test_loss,
+                         100 * f->best_test_accuracy);
   if (c->save_best_path != NULL) {
     g_autofree char *display = g_filename_display_name(c->save_best_path);
-    printf(_("; saved in %s"), display);
+    g_string_append_printf(line, _("; saved in %s"), display);
   } else {
-    printf(_("; not saved (--save-best FILE keeps it)"));
+    g_string_append(line, _("; not saved (--save-best FILE keeps it)"));
   }
-  putchar('\n');
+  /* The file's name is the person's: printed as text, whatever it holds. */
+  tdm_cli_line(stdout, "%s", line->str);
 }
 
 static void

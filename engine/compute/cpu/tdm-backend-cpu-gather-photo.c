@@ -12,8 +12,6 @@ tdm_cpu_gather_photo(TdmBackend *b, float *x, int32_t *y, const uint8_t *images,
                      const uint8_t *labels, const int32_t *indices, int count, int h, int w,
                      int c, const TdmPhotoAugment *a, uint64_t key, uint32_t epoch)
 {
-  if (!tdm_cpu_begin(b))
-    return;
   for (int i = 0; i < count; i++) {
     if (indices[i] < 0) {
       tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, "gather_photo: negative sample index %d",

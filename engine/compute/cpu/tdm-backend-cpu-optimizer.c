@@ -153,8 +153,7 @@ tdm_cpu_adam_update(TdmBackend *b, float *p, const float *g, float *m, float *v,
 void
 tdm_cpu_clip_norm(TdmBackend *b, float *x, size_t n, float max_norm, double *work)
 {
-  if (!tdm_cpu_begin(b))
-    return;
+  (void)b;
   double sum = 0;
   for (size_t i = 0; i < n; i++)
     sum += (double)x[i] * x[i];
