@@ -15,6 +15,23 @@ struct Pool2d {
   int n, h, w, c, k, s, p, oh, ow;
 };
 
+/* The rows (or columns) of a window starting at input row `top` that fall in the input
+ * of `size` rows: [first, last). Padding holds nothing to visit, so a window far wider
+ * than its input costs what the input does; the order is the CPU reference's. */
+__device__ __forceinline__ void
+inside(int top, int k, int size, int *first, int *last)
+{
+  *first = max(0, -top);
+  *last = (int)min((long long)k, (long long)size - top);
+}
+
+/* A window's area, K² in float: K may be large enough that K² overflows an int. */
+__device__ __forceinline__ float
+window_area(int k)
+{
+  return (float)k * (float)k;
+}
+
 /* The outputs whose windows cover input row i: [first, last], possibly empty. */
 __device__ __forceinline__ void
 covering(int i, int k, int s, int p, int outs, int *first, int *last)
@@ -39,14 +56,13 @@ maxpool2d_forward_kernel(float *y, int32_t *argmax, const float *x, Pool2d g, si
     const float *xs = x + im * (size_t)g.h * g.w * g.c;
     float best = -INFINITY;
     int32_t at = -1;
-    for (int ky = 0; ky < g.k; ky++) {
+    int ky0, ky1, kx0, kx1;
+    inside(oy * g.s - g.p, g.k, g.h, &ky0, &ky1);
+    inside(ox * g.s - g.p, g.k, g.w, &kx0, &kx1);
+    for (int ky = ky0; ky < ky1; ky++) {
       int iy = oy * g.s - g.p + ky;
-      if (iy < 0 || iy >= g.h)
-        continue;
-      for (int kx = 0; kx < g.k; kx++) {
+      for (int kx = kx0; kx < kx1; kx++) {
         int ix = ox * g.s - g.p + kx;
-        if (ix < 0 || ix >= g.w)
-          continue;
         int32_t idx = (int32_t)(((size_t)iy * g.w + ix) * g.c + ch);
         float v = xs[idx];
         if (at < 0 || v > best) {
@@ -65,7 +81,7 @@ __global__ void
 pool2d_backward_kernel(float *dx, const float *dy, const int32_t *argmax, Pool2d g,
                        size_t total)
 {
-  const float area = (float)(g.k * g.k);
+  const float area = window_area(g.k);
   for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total;
        e += (size_t)gridDim.x * blockDim.x) {
     int ch = (int)(e % g.c);
@@ -92,7 +108,7 @@ pool2d_backward_kernel(float *dx, const float *dy, const int32_t *argmax, Pool2d
 __global__ void
 avgpool2d_forward_kernel(float *y, const float *x, Pool2d g, size_t total)
 {
-  const float area = (float)(g.k * g.k);
+  const float area = window_area(g.k);
   for (size_t o = blockIdx.x * (size_t)blockDim.x + threadIdx.x; o < total;
        o += (size_t)gridDim.x * blockDim.x) {
     int ch = (int)(o % g.c);
@@ -102,14 +118,14 @@ avgpool2d_forward_kernel(float *y, const float *x, Pool2d g, size_t total)
     int oy = (int)(rest % g.oh);
     size_t im = rest / g.oh;
     float sum = 0.0f;
-    for (int ky = 0; ky < g.k; ky++) {
+    int ky0, ky1, kx0, kx1;
+    inside(oy * g.s - g.p, g.k, g.h, &ky0, &ky1);
+    inside(ox * g.s - g.p, g.k, g.w, &kx0, &kx1);
+    for (int ky = ky0; ky < ky1; ky++) {
       int iy = oy * g.s - g.p + ky;
-      if (iy < 0 || iy >= g.h)
-        continue;
-      for (int kx = 0; kx < g.k; kx++) {
+      for (int kx = kx0; kx < kx1; kx++) {
         int ix = ox * g.s - g.p + kx;
-        if (ix >= 0 && ix < g.w)
-          sum += x[((im * g.h + iy) * g.w + ix) * g.c + ch];
+        sum += x[((im * g.h + iy) * g.w + ix) * g.c + ch];
       }
     }
     y[o] = sum / area;

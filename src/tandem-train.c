@@ -243,10 +243,11 @@ fail(int status, const char *flag, const char *message)
   char rank[32] = "";
   if (tdm_distributed_active())
     g_snprintf(rank, sizeof rank, "rank %d: ", tdm_distributed_rank());
+  /* Messages quote file and dataset names: tdm_cli_line escapes what they hold. */
   if (flag != NULL)
-    fprintf(stderr, _("tandem-train: %s%s: %s\n"), rank, flag, message);
+    tdm_cli_line(stderr, _("tandem-train: %s%s: %s\n"), rank, flag, message);
   else
-    fprintf(stderr, _("tandem-train: %s%s\n"), rank, message);
+    tdm_cli_line(stderr, _("tandem-train: %s%s\n"), rank, message);
   return status;
 }
 
@@ -347,7 +348,7 @@ run(const TdmConfig *config, const TdmCliOptions *o)
     if (!tdm_run_recorder_finish(recorder, &record_error))
       record_status = fail(EXIT_RUNTIME, "--record", record_error->message);
     else if (!o->json && !o->quiet)
-      fprintf(stderr, _("tandem-train: recorded as run %s in %s\n"),
+      tdm_cli_line(stderr, _("tandem-train: recorded as run %s in %s\n"),
               tdm_run_recorder_get_id(recorder), tdm_history_get_folder(history));
   }
 
@@ -356,8 +357,8 @@ run(const TdmConfig *config, const TdmCliOptions *o)
     if (!tdm_tensorboard_run_finish(tensorboard, &tb_error))
       record_status = fail(EXIT_RUNTIME, "--tensorboard", tb_error->message);
     else if (!o->json && !o->quiet)
-      fprintf(stderr, _("tandem-train: TensorBoard event files in %s\n"),
-              tdm_tensorboard_run_get_folder(tensorboard));
+      tdm_cli_line(stderr, _("tandem-train: TensorBoard event files in %s\n"),
+                   tdm_tensorboard_run_get_folder(tensorboard));
   }
 
   if (watch) {
@@ -411,7 +412,7 @@ export_onnx(const TdmCliOptions *o)
   }
   if (!o->quiet) {
     g_autofree char *display = g_filename_display_name(o->export_onnx);
-    fprintf(stderr, _("tandem-train: wrote %s\n"), display);
+    tdm_cli_line(stderr, _("tandem-train: wrote %s\n"), display);
   }
   return 0;
 }
@@ -561,7 +562,10 @@ main(int argc, char **argv)
 
   int status = 0;
   const char *launcher = NULL;
-  if (o.classify == NULL && o.top != NULL) {
+  if (o.resume != NULL && o.init != NULL) {
+    status = fail(EXIT_BAD_INPUT, "--init", _("cannot be combined with --resume (a resumed "
+                                            "run's weights come from its checkpoint)"));
+  } else if (o.classify == NULL && o.top != NULL) {
     status = fail(EXIT_BAD_INPUT, "--top", _("only with --classify"));
   } else if (o.classify != NULL && o.image_size != NULL && o.resume != NULL) {
     status = fail(EXIT_BAD_INPUT, "--image-size", _("not with --classify: images are resized "

@@ -2,6 +2,7 @@
 /* tdm-cli-classify.c — tandem-train --classify (tdm-cli-classify.h): files and folders
  * of images, each result saying how its image was adapted to the network's input. */
 #include "tdm-cli-classify.h"
+#include "tdm-cli-guard.h"
 #include <glib/gi18n.h>
 #include "tdm-classifier.h"
 #include "tdm-json.h"
@@ -9,8 +10,10 @@
 #include "tdm-image.h"
 
 #include <json-glib/json-glib.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define EXIT_BAD_INPUT 2
 
@@ -54,30 +57,95 @@ print_json(const TdmClassifier *cl, const char *path, const float *probs, const 
   printf("%s\n", text);
 }
 
-/* The files to classify: each file named, and every PNG or JPEG under each folder
- * named (recursively, in name order; hidden entries and links to folders left out,
- * so a link cannot loop). */
-static void
-collect_folder(const char *folder, GPtrArray *out, int depth)
+/* The names in a folder in byte order, hidden ones left out; NULL with the reason
+ * when it cannot be read. */
+static GPtrArray *
+sorted_names(const char *folder, GError **error)
 {
-  g_autoptr(GDir) dir = g_dir_open(folder, 0, NULL);
-  if (dir == NULL || depth > 32)
-    return;
-  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GDir) dir = g_dir_open(folder, 0, error);
+  if (dir == NULL)
+    return NULL;
+  GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
   const char *name;
   while ((name = g_dir_read_name(dir)) != NULL)
     if (name[0] != '.')
       g_ptr_array_add(names, g_strdup(name));
   g_ptr_array_sort(names, compare_names);
-  for (guint i = 0; i < names->len; i++) {
-    g_autofree char *path = g_build_filename(folder, names->pdata[i], NULL);
-    if (g_file_test(path, G_FILE_TEST_IS_SYMLINK) && g_file_test(path, G_FILE_TEST_IS_DIR))
-      continue;
-    if (g_file_test(path, G_FILE_TEST_IS_DIR)) {
-      collect_folder(path, out, depth + 1);
+  return names;
+}
+
+typedef struct {
+  char *folder;
+  GPtrArray *names;
+  guint next;
+} Level;
+
+/* Whether the folder at path was walked already (by device and inode), noting it if
+ * not: a link back up the tree is followed once, not for ever. */
+static gboolean
+seen_before(GHashTable *seen, const char *path)
+{
+  struct stat st;
+  if (stat(path, &st) != 0)
+    return FALSE;
+  char *key = g_strdup_printf("%ju:%ju", (uintmax_t)st.st_dev, (uintmax_t)st.st_ino);
+  if (g_hash_table_contains(seen, key)) {
+    g_free(key);
+    return TRUE;
+  }
+  g_hash_table_add(seen, key);
+  return FALSE;
+}
+
+/* The files to classify: each file named, and every PNG or JPEG under each folder
+ * named, at any depth, in name order, hidden entries left out. A link to a folder is
+ * followed, once: one that leads back to a folder walked already is said and left
+ * out. Walked with a list of open levels rather than by recursion, so nesting costs
+ * no stack; a folder that cannot be read (a path grown past the system's limit, no
+ * permission) is said, not silently empty. */
+static void
+collect_folder(const char *top, GPtrArray *out)
+{
+  g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  (void)seen_before(seen, top);
+  g_autoptr(GArray) levels = g_array_new(FALSE, FALSE, sizeof(Level));
+  g_autoptr(GError) error = NULL;
+  GPtrArray *first = sorted_names(top, &error);
+  if (first == NULL) {
+    tdm_cli_line(stderr, _("tandem-train: warning: --classify: %s: cannot read the folder: "
+                           "%s\n"), top, error->message);
+    return;
+  }
+  g_array_append_val(levels, ((Level){g_strdup(top), first, 0}));
+  while (levels->len > 0) {
+    Level *l = &g_array_index(levels, Level, levels->len - 1);
+    if (l->next >= l->names->len) {
+      g_free(l->folder);
+      g_ptr_array_unref(l->names);
+      g_array_set_size(levels, levels->len - 1);
       continue;
     }
-    g_autofree char *lower = g_ascii_strdown(names->pdata[i], -1);
+    const char *name = l->names->pdata[l->next++];
+    g_autofree char *path = g_build_filename(l->folder, name, NULL);
+    if (g_file_test(path, G_FILE_TEST_IS_DIR)) {
+      if (seen_before(seen, path)) {
+        g_autofree char *display = g_filename_display_name(path);
+        tdm_cli_line(stderr, _("tandem-train: warning: --classify: %s: the same folder as "
+                               "one already looked through (a link); left out\n"), display);
+        continue;
+      }
+      g_clear_error(&error);
+      GPtrArray *names = sorted_names(path, &error);
+      if (names == NULL) {
+        g_autofree char *display = g_filename_display_name(path);
+        tdm_cli_line(stderr, _("tandem-train: warning: --classify: %s: cannot read the "
+                               "folder: %s\n"), display, error->message);
+        continue;
+      }
+      g_array_append_val(levels, ((Level){g_steal_pointer(&path), names, 0}));
+      continue;
+    }
+    g_autofree char *lower = g_ascii_strdown(name, -1);
     if (g_str_has_suffix(lower, ".png") || g_str_has_suffix(lower, ".jpg") ||
         g_str_has_suffix(lower, ".jpeg"))
       g_ptr_array_add(out, g_steal_pointer(&path));
@@ -132,7 +200,7 @@ tdm_cli_classify(const char *checkpoint, const char *const *images, int top, gbo
   g_autoptr(GError) error = NULL;
   g_autoptr(TdmClassifier) cl = tdm_classifier_load(checkpoint, &error);
   if (cl == NULL) {
-    fprintf(stderr, _("tandem-train: --resume: %s\n"), error->message);
+    tdm_cli_line(stderr, _("tandem-train: --resume: %s\n"), error->message);
     return EXIT_BAD_INPUT;
   }
   return classify_all(cl, images, top, json);
@@ -148,7 +216,7 @@ tdm_cli_classify_weights(const char *network, const char *weights, int size, int
                                                             normalize, &error);
   if (cl == NULL) {
     const char *flag = g_str_has_prefix(error->message, "--") ? "" : "--init: ";
-    fprintf(stderr, _("tandem-train: %s%s\n"), flag, error->message);
+    tdm_cli_line(stderr, _("tandem-train: %s%s\n"), flag, error->message);
     return EXIT_BAD_INPUT;
   }
   return classify_all(cl, images, top, json);
@@ -170,11 +238,12 @@ classify_all(TdmClassifier *cl, const char *const *images, int top, gboolean jso
   for (int i = 0; images[i] != NULL; i++) {
     guint before = files->len;
     if (g_file_test(images[i], G_FILE_TEST_IS_DIR)) {
-      collect_folder(images[i], files, 0);
+      collect_folder(images[i], files);
       if (files->len == before) {
         g_autofree char *display = g_filename_display_name(images[i]);
-        fprintf(stderr, _("tandem-train: --classify: %s: no PNG or JPEG image in this folder\n"),
-                display);
+        tdm_cli_line(stderr,
+                     _("tandem-train: --classify: %s: no PNG or JPEG image in this folder\n"),
+                     display);
         status = EXIT_BAD_INPUT;
       }
     } else {
@@ -187,14 +256,14 @@ classify_all(TdmClassifier *cl, const char *const *images, int top, gboolean jso
     TdmImageInfo info;
     gboolean probed = tdm_image_probe(file, &info, NULL);
     if (!tdm_classifier_run_file(cl, file, probs, &error)) {
-      fprintf(stderr, _("tandem-train: --classify: %s\n"), error->message);
+      tdm_cli_line(stderr, _("tandem-train: --classify: %s\n"), error->message);
       status = EXIT_BAD_INPUT;
       continue;
     }
     g_autofree char *adapted = probed ? adaptation(&info, height, channels, !json) : NULL;
     if (probed && !warned && far_from_training(&info, height, channels)) {
       g_autofree char *display = g_filename_display_name(file);
-      fprintf(stderr,
+      tdm_cli_line(stderr,
               _("tandem-train: warning: the network was trained on %d×%d %s images; %s is "
               "%d×%d %s, far from them: its answers may mean little\n"),
               width, height, channels == 1 ? _("grey") : _("colour"), display, info.width,
@@ -207,13 +276,14 @@ classify_all(TdmClassifier *cl, const char *const *images, int top, gboolean jso
       continue;
     }
     g_autofree char *display = g_filename_display_name(file);
-    printf("%s:", display);
+    g_autoptr(GString) line = g_string_new(display);
+    g_string_append_c(line, ':');
     for (int r = 0; r < top; r++)
-      printf("%s %s %.1f %%", r > 0 ? "," : "", tdm_classifier_class_name(cl, order[r]),
-             100.0 * probs[order[r]]);
+      g_string_append_printf(line, "%s %s %.1f %%", r > 0 ? "," : "",
+                             tdm_classifier_class_name(cl, order[r]), 100.0 * probs[order[r]]);
     if (adapted != NULL)
-      printf(" (%s)", adapted);
-    printf("\n");
+      g_string_append_printf(line, " (%s)", adapted);
+    tdm_cli_line(stdout, "%s", line->str);
   }
   fflush(stdout);
   return status;

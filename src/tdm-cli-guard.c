@@ -2,6 +2,7 @@
 /* tdm-cli-guard.c — the checks of tdm-cli-guard.h. */
 #include "tdm-cli-guard.h"
 #include <glib/gi18n.h>
+#include "tdm-printable.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -66,4 +67,18 @@ tdm_cli_check_stdout_at_exit(int status)
 {
   exit_status = status;
   atexit(check_stdout);
+}
+
+void
+tdm_cli_line(FILE *out, const char *format, ...)
+{
+  va_list args;
+  va_start(args, format);
+  g_autofree char *text = g_strdup_vprintf(format, args);
+  va_end(args);
+  gsize len = strlen(text);
+  if (len > 0 && text[len - 1] == '\n')
+    text[len - 1] = '\0';
+  g_autofree char *safe = tdm_printable(text);
+  fprintf(out, "%s\n", safe);
 }

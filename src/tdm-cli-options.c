@@ -13,6 +13,7 @@
 #include "tdm-dataset-folder.h"
 #include "tdm-error.h"
 #include "tdm-exact.h"
+#include "tdm-file.h"
 #include "tdm-network-catalogue.h"
 #include "tdm-suggest.h"
 
@@ -733,10 +734,41 @@ tdm_cli_options_apply(const TdmCliOptions *o, TdmConfig *c, GError **error)
   return TRUE;
 }
 
+typedef struct {
+  const char *flag, *path;
+} NamedPath;
+
+/* An output must not be an input: compared by device and inode, so "./val/../val/b.st"
+ * is val/b.st and a link is its target (the two outputs are one another's in
+ * tdm_config_validate). Going on with a run saves it where it was found (--save is
+ * --resume): that one pair is the point. */
+static gboolean
+check_paths(const TdmCliOptions *o, const TdmConfig *c, GError **error)
+{
+  const NamedPath outputs[] = {{"--save", c->save_path}, {"--save-best", c->save_best_path}};
+  const NamedPath inputs[] = {{"--config", o->config}, {"--init", o->init},
+                              {"--resume", o->resume}};
+  for (gsize i = 0; i < G_N_ELEMENTS(outputs); i++) {
+    if (outputs[i].path == NULL)
+      continue;
+    for (gsize k = 0; k < G_N_ELEMENTS(inputs); k++) {
+      if (inputs[k].path == NULL || (i == 0 && g_str_equal(inputs[k].flag, "--resume")))
+        continue;
+      if (tdm_file_same(outputs[i].path, inputs[k].path))
+        return tdm_cli_bad_option(error, _("%s %s: the same file as %s %s, which it would "
+                                           "overwrite"), outputs[i].flag, outputs[i].path,
+                                  inputs[k].flag, inputs[k].path);
+    }
+  }
+  return TRUE;
+}
+
 /* Flags that only mean something for some runs are refused elsewhere, not ignored. */
 gboolean
 tdm_cli_options_check(const TdmCliOptions *o, const TdmConfig *c, GError **error)
 {
+  if (!check_paths(o, c, error))
+    return FALSE;
   if (o->history != NULL && !o->record)
     return tdm_cli_bad_option(error, _("--history: only with --record (the run history to keep the "
                              "run in)"));

@@ -5,6 +5,7 @@
  * at the end; JSON lines instead with --json (tdm-cli-json.c). */
 #include "tdm-cli-printer.h"
 #include <glib/gi18n.h>
+#include "tdm-cli-guard.h"
 #include "tdm-cli-json.h"
 #include "tdm-dataset-folder.h"
 #include "tdm-network-catalogue.h"
@@ -222,8 +223,8 @@ print_started(TdmCliPrinter *p, const TdmStartedEvent *s)
     g_string_append_printf(devices, "%s%s%s", i ? ", " : "", s->device[i],
                            i == s->main_replica && s->replicas > 1 ? _(" (main)") : "");
   g_autofree char *network = network_words(p, s);
-  printf(_("training %s, %s parameters, on %s (%d train, %d test)\n"), network, params,
-         s->dataset, s->train_count, s->test_count);
+  tdm_cli_line(stdout, _("training %s, %s parameters, on %s (%d train, %d test)\n"), network,
+               params, s->dataset, s->train_count, s->test_count);
   if (p->config != NULL && tdm_dataset_is_image_folder(p->config->dataset))
     print_image_choice(p->config, s);
   if (s->batch_asked > 0)
@@ -318,12 +319,13 @@ print_saved(TdmCliPrinter *p, const TdmSavedEvent *v)
   tdm_cli_printer_clear_bar(p);
   g_autofree char *value = v->best ? monitored(v->monitor, v->value) : NULL;
   if (v->best)
-    printf(_("saved %s (the best so far: %s, epoch %d, step %ld)\n"), display, value,
-           v->epoch, v->step);
+    tdm_cli_line(stdout, _("saved %s (the best so far: %s, epoch %d, step %ld)\n"), display,
+                 value, v->epoch, v->step);
   else if (p->start.steps_per_epoch > 0 && v->step % p->start.steps_per_epoch == 0)
-    printf(_("saved %s (epoch %d, step %ld)\n"), display, v->epoch, v->step);
+    tdm_cli_line(stdout, _("saved %s (epoch %d, step %ld)\n"), display, v->epoch,
+                 v->step);
   else
-    printf(_("saved %s (step %ld)\n"), display, v->step);
+    tdm_cli_line(stdout, _("saved %s (step %ld)\n"), display, v->step);
   fflush(stdout);
 }
 
@@ -400,17 +402,21 @@ print_best(const TdmCliPrinter *p, const TdmFinishedEvent *f)
   if (f->best_epoch <= 0 || c == NULL || (c->early_stop <= 0 && c->save_best_path == NULL))
     return;
   g_autofree char *value = monitored(f->monitor, f->best_value);
-  printf(_("  best: epoch %d by %s"), f->best_epoch, value);
+  g_autoptr(GString) line = g_string_new(NULL);
+  g_string_append_printf(line, _("  best: epoch %d by %s"), f->best_epoch, value);
   if (isfinite(f->best_accuracy))
-    printf(_(": val loss %.3f acc %.1f%%"), f->best_val_loss, 100 * f->best_accuracy);
-  printf(_(", test loss %.3f acc %.1f%%"), f->best_test_loss, 100 * f->best_test_accuracy);
+    g_string_append_printf(line, _(": val loss %.3f acc %.1f%%"), f->best_val_loss,
+                           100 * f->best_accuracy);
+  g_string_append_printf(line, _(", test loss %.3f acc %.1f%%"), f->best_test_loss,
+                         100 * f->best_test_accuracy);
   if (c->save_best_path != NULL) {
     g_autofree char *display = g_filename_display_name(c->save_best_path);
-    printf(_("; saved in %s"), display);
+    g_string_append_printf(line, _("; saved in %s"), display);
   } else {
-    printf(_("; not saved (--save-best FILE keeps it)"));
+    g_string_append(line, _("; not saved (--save-best FILE keeps it)"));
   }
-  putchar('\n');
+  /* The file's name is the person's: printed as text, whatever it holds. */
+  tdm_cli_line(stdout, "%s", line->str);
 }
 
 static void
@@ -493,9 +499,9 @@ tdm_cli_printer_on_event(const TdmEvent *ev, gpointer printer)
   case TDM_EVENT_STARTED:
     /* Skipped files are said once, whether or not progress is shown. */
     if (ev->started.notice[0] != '\0')
-      fprintf(stderr, _("tandem-train: warning: %s\n"), ev->started.notice);
+      tdm_cli_line(stderr, _("tandem-train: warning: %s\n"), ev->started.notice);
     if (ev->started.init_report[0] != '\0')
-      fprintf(stderr, _("tandem-train: --init: %s\n"), ev->started.init_report);
+      tdm_cli_line(stderr, _("tandem-train: --init: %s\n"), ev->started.init_report);
     if (p->bar || p->log)
       print_started(p, &ev->started);
     break;

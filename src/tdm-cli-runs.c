@@ -3,9 +3,11 @@
  * (tdm-cli-runs.h). */
 #include "tdm-cli-runs.h"
 #include "tdm-cli-json.h"
+#include "tdm-cli-guard.h"
 #include <glib/gi18n.h>
 #include "tdm-checkpoint.h"
 #include "tdm-error.h"
+#include "tdm-file.h"
 #include "tdm-history.h"
 #include "tdm-json.h"
 #include "tdm-tensorboard-run.h"
@@ -15,6 +17,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define EXIT_BAD_INPUT 2
@@ -22,7 +25,7 @@
 static int
 fail(const char *flag, const char *message)
 {
-  fprintf(stderr, _("tandem-train: %s: %s\n"), flag, message);
+  tdm_cli_line(stderr, _("tandem-train: %s: %s\n"), flag, message);
   return EXIT_BAD_INPUT;
 }
 
@@ -108,13 +111,17 @@ int
 tdm_cli_runs_list(const char *folder, gboolean json)
 {
   g_autoptr(TdmHistory) history = tdm_history_new(folder);
+  g_autoptr(GError) error = NULL;
+  if (!tdm_history_check_folder(history, &error))
+    return fail("--history", error->message);
   g_autoptr(GPtrArray) problems = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GPtrArray) runs = tdm_history_list(history, problems);
   for (guint i = 0; i < problems->len; i++)
-    fprintf(stderr, _("tandem-train: warning: %s\n"), (const char *)problems->pdata[i]);
+    tdm_cli_line(stderr, _("tandem-train: warning: %s\n"), (const char *)problems->pdata[i]);
   if (!json && runs->len == 0) {
-    printf(_("no runs in %s (tandem-train --record keeps one, as the window does)\n"),
-           tdm_history_get_folder(history));
+    tdm_cli_line(stdout,
+                 _("no runs in %s (tandem-train --record keeps one, as the window does)\n"),
+                 tdm_history_get_folder(history));
     return 0;
   }
   if (!json)
@@ -134,9 +141,9 @@ tdm_cli_runs_list(const char *folder, gboolean json)
     g_autofree char *devices = g_strjoinv(",", r->config->devices);
     g_autofree char *result = outcome(r, TRUE);
     g_autofree char *dataset = g_path_get_basename(r->config->dataset);
-    printf("%-28s %-16s %-12.12s %-14.14s %-10.10s %6d %6d  %s  %s\n", r->id, date,
-           r->config->network, dataset, devices, r->config->batch, r->config->epochs, result,
-           g_strcmp0(r->name, date) == 0 ? "" : r->name);
+    tdm_cli_line(stdout, "%-28s %-16s %-12.12s %-14.14s %-10.10s %6d %6d  %s  %s\n", r->id,
+                 date, r->config->network, dataset, devices, r->config->batch,
+                 r->config->epochs, result, g_strcmp0(r->name, date) == 0 ? "" : r->name);
   }
   fflush(stdout);
   return 0;
@@ -147,6 +154,8 @@ tdm_cli_runs_show(const char *folder, const char *id, gboolean json)
 {
   g_autoptr(TdmHistory) history = tdm_history_new(folder);
   g_autoptr(GError) error = NULL;
+  if (!tdm_history_check_folder(history, &error))
+    return fail("--history", error->message);
   g_autoptr(TdmRunRecord) r = tdm_history_load(history, id, &error);
   if (r == NULL)
     return fail_load("--show-run", history, id, error);
@@ -155,7 +164,7 @@ tdm_cli_runs_show(const char *folder, const char *id, gboolean json)
     json_builder_begin_object(b);
     json_summary(b, r);
     g_autofree char *config = tdm_config_to_json(r->config);
-    g_autoptr(JsonNode) node = json_from_string(config, NULL);
+    g_autoptr(JsonNode) node = tdm_json_parse(config, -1, TDM_ENGINE_ERROR_HISTORY, NULL);
     json_builder_set_member_name(b, "config");
     json_builder_add_value(b, g_steal_pointer(&node));
     json_builder_set_member_name(b, "epochs");
@@ -180,14 +189,14 @@ tdm_cli_runs_show(const char *folder, const char *id, gboolean json)
   }
   g_autofree char *date = created_text(r);
   g_autofree char *result = outcome(r, TRUE);
-  printf(_("run %s: %s\n"), r->id, r->name);
+  tdm_cli_line(stdout, _("run %s: %s\n"), r->id, r->name);
   printf(_("  created: %s\n"), date);
   printf(_("  outcome: %s\n"), result);
   if (r->failed && r->error != NULL)
-    printf(_("  error: %s\n"), r->error);
+    tdm_cli_line(stdout, _("  error: %s\n"), r->error);
   g_auto(GStrv) pairs = tdm_config_describe(r->config);
   for (int i = 0; pairs[i] != NULL && pairs[i + 1] != NULL; i += 2)
-    printf("  %s: %s\n", pairs[i], pairs[i + 1]);
+    tdm_cli_line(stdout, "  %s: %s\n", pairs[i], pairs[i + 1]);
   for (guint i = 0; i < r->epochs->len; i++) {
     const TdmEpochEvent *e = &g_array_index(r->epochs, TdmEpochEvent, i);
     printf(_("epoch %d  train loss %.3f acc %.1f%%  "), e->epoch, e->train_loss,
@@ -208,6 +217,8 @@ tdm_cli_runs_export(const char *folder, const char *id)
 {
   g_autoptr(TdmHistory) history = tdm_history_new(folder);
   g_autoptr(GError) error = NULL;
+  if (!tdm_history_check_folder(history, &error))
+    return fail("--history", error->message);
   /* The engine writes the file (the one CSV writer); it goes to stdout from there. */
   g_autofree char *path = NULL;
   int fd = g_file_open_tmp("tandem-export-XXXXXX.csv", &path, &error);
@@ -231,6 +242,9 @@ int
 tdm_cli_runs_export_tensorboard(const char *folder, const char *root, gboolean quiet)
 {
   g_autoptr(TdmHistory) history = tdm_history_new(folder);
+  g_autoptr(GError) folder_error = NULL;
+  if (!tdm_history_check_folder(history, &folder_error))
+    return fail("--history", folder_error->message);
   g_autoptr(GPtrArray) problems = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GPtrArray) runs = tdm_history_list(history, problems);
   g_autoptr(GHashTable) used = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -252,12 +266,13 @@ tdm_cli_runs_export_tensorboard(const char *folder, const char *root, gboolean q
     written++;
   }
   for (guint i = 0; i < problems->len; i++)
-    fprintf(stderr, _("tandem-train: skipped: %s\n"), (const char *)problems->pdata[i]);
+    tdm_cli_line(stderr, _("tandem-train: skipped: %s\n"), (const char *)problems->pdata[i]);
   if (!quiet)
-    fprintf(stderr, ngettext("tandem-train: %d run written to %s (tensorboard --logdir %s)\n",
-                             "tandem-train: %d runs written to %s (tensorboard --logdir %s)\n",
-                             written),
-            written, root, root);
+    tdm_cli_line(stderr,
+                 ngettext("tandem-train: %d run written to %s (tensorboard --logdir %s)\n",
+                          "tandem-train: %d runs written to %s (tensorboard --logdir %s)\n",
+                          written),
+                 written, root, root);
   return 0;
 }
 
@@ -265,6 +280,14 @@ static TdmConfig *
 config_from_text(const char *path, const char *json, GError **error)
 {
   g_autoptr(GError) local = NULL;
+  /* A hand-written file's typo would otherwise be a setting silently not made. */
+  g_autofree char *unknown = tdm_config_json_unknown_key(json);
+  if (unknown != NULL) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
+                _("%s: unknown key “%s” (the keys are those --print-config writes)"), path,
+                unknown);
+    return NULL;
+  }
   TdmConfig *c = tdm_config_from_json(json, &local);
   if (c == NULL)
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION, "%s: %s", path,
@@ -279,48 +302,63 @@ forget_outputs(TdmConfig *c)
   g_clear_pointer(&c->save_best_path, g_free);
 }
 
-TdmConfig *
-tdm_cli_config_load(const char *path, GError **error)
+/* Whether the file's first byte that is not a space opens a JSON object: a
+ * configuration or a run file, not a checkpoint (whose first 8 bytes are a length). */
+static gboolean
+starts_as_json(const char *path, gboolean *json, goffset *size, GError **error)
 {
-  g_autofree char *text = NULL;
-  gsize length = 0;
+  struct stat st;
+  int fd = tdm_file_open_regular(path, "", TDM_ENGINE_ERROR_INVALID_OPTION, &st, error);
+  if (fd < 0)
+    return FALSE;
+  *size = st.st_size;
+  char head[64];
+  ssize_t n;
+  while ((n = read(fd, head, sizeof head)) < 0 && errno == EINTR)
+    ;
+  close(fd);
+  ssize_t i = 0;
+  while (i < n && g_ascii_isspace(head[i]))
+    i++;
+  *json = i < n && head[i] == '{';
+  return TRUE;
+}
+
+static TdmConfig *
+load_config(const char *path, GError **error)
+{
   g_autoptr(GError) local = NULL;
-  if (!g_file_get_contents(path, &text, &length, &local)) {
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION, "%s",
-                local->message);
+  gboolean is_json = FALSE;
+  goffset size = 0;
+  if (!starts_as_json(path, &is_json, &size, error))
     return NULL;
-  }
-  const char *start = text;
-  while (start < text + length && g_ascii_isspace(*start))
-    start++;
-  if (length > 0 && *start == '{') {
-    /* A run file: JSON lines whose first is the settings. */
-    const char *end = memchr(start, '\n', length - (start - text));
-    g_autofree char *first = g_strndup(start, end != NULL ? (gsize)(end - start)
-                                                          : length - (start - text));
-    g_autoptr(JsonParser) parser = json_parser_new();
-    if (end != NULL && json_parser_load_from_data(parser, first, -1, NULL)) {
-      JsonNode *root = json_parser_get_root(parser);
-      JsonObject *o = root != NULL && JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root)
-                                                                   : NULL;
-      if (o != NULL && g_strcmp0(json_object_get_string_member_with_default(o, "type", ""),
-                                 "settings") == 0) {
-        JsonNode *config = json_object_get_member(o, "config");
-        if (config == NULL) {
-          g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
-                      _("%s: a run file whose settings line has no configuration"), path);
-          return NULL;
-        }
-        /* The engine's writer: json-glib's own writes some doubles as invalid JSON. */
-        g_autofree char *json = tdm_json_to_string(config);
-        TdmConfig *c = config_from_text(path, json, error);
-        if (c != NULL)
-          forget_outputs(c);
-        return c;
-      }
+  if (is_json) {
+    /* A run file: JSON lines whose first is the settings, read alone (a run file
+     * may be far larger than a configuration). A file past a configuration's cap
+     * that is no run file is said to be too large, not to have a long line. */
+    TdmConfig *settings = NULL;
+    if (!tdm_history_file_settings(path, &settings, &local) && size <= TDM_CONFIG_MAX_BYTES) {
+      g_set_error_literal(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
+                          local->message);
+      return NULL;
+    }
+    g_clear_error(&local);
+    if (settings != NULL) {
+      g_autofree char *text = tdm_config_to_json(settings);
+      tdm_config_free(settings);
+      /* Recorded by this version: the keys are known; read back as any file is. */
+      TdmConfig *c = config_from_text(path, text, error);
+      if (c != NULL)
+        forget_outputs(c);
+      return c;
     }
     /* A configuration as --print-config writes it. */
-    return config_from_text(path, text, error);
+    g_autoptr(GBytes) bytes = tdm_file_read_all(path, _("configuration "),
+                                                TDM_ENGINE_ERROR_INVALID_OPTION,
+                                                TDM_CONFIG_MAX_BYTES, error);
+    if (bytes == NULL)
+      return NULL;
+    return config_from_text(path, g_bytes_get_data(bytes, NULL), error);
   }
   /* Anything else must be a checkpoint. */
   g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_load(path, &local);
@@ -340,4 +378,15 @@ tdm_cli_config_load(const char *path, GError **error)
   if (c != NULL)
     forget_outputs(c);
   return c;
+}
+
+TdmConfig *
+tdm_cli_config_load(const char *path, GError **error)
+{
+  g_autoptr(TdmConfig) c = load_config(path, error);
+  /* Checked before the flags apply, as a resumed checkpoint's are: a bad value is
+   * blamed on the file and its key, never on a flag nobody typed. */
+  if (c == NULL || !tdm_config_validate_saved(c, path, error))
+    return NULL;
+  return g_steal_pointer(&c);
 }

@@ -26,8 +26,10 @@ int tdm_cli_runs_export_tensorboard (const char *folder, const char *root, gbool
 /* The settings in `path`: a file of --print-config (the configuration's JSON), a run
  * file of the history (its settings line) or a checkpoint (its metadata). From a run
  * file or a checkpoint the files that run wrote (--save, --save-best) are left out, so
- * a new run does not write over them unless told to. NULL with a message naming the
- * file otherwise. */
+ * a new run does not write over them unless told to. Keys no configuration has are
+ * refused, and the values are checked as they stand in the file: a bad one is named
+ * by the file and its key ("c.json: bad value in its saved run configuration: key
+ * “batch” = 0: …"), never by a flag. NULL with a message naming the file otherwise. */
 TdmConfig *tdm_cli_config_load (const char *path, GError **error);
 
 G_END_DECLS

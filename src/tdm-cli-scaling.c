@@ -6,6 +6,7 @@
  * Failures are one line on stderr, as tandem-train's others.
  */
 #include "tdm-cli-scaling.h"
+#include "tdm-cli-guard.h"
 #include <glib/gi18n.h>
 #include "tdm-error.h"
 #include "tdm-history.h"
@@ -95,8 +96,8 @@ tdm_cli_scaling(const TdmConfig *config, const TdmCliScaling *o, GCancellable *c
     recorder = tdm_run_recorder_new_sweep(history, config, o->mode, o->steps, o->name,
                                           &record_error);
     if (recorder == NULL) {
-      fprintf(stderr, _("tandem-train: %s: %s\n"), o->history != NULL ? "--history" : "--record",
-              record_error->message);
+      tdm_cli_line(stderr, _("tandem-train: %s: %s\n"),
+                   o->history != NULL ? "--history" : "--record", record_error->message);
       *record_status = 2;
       return TRUE;
     }
@@ -114,11 +115,11 @@ tdm_cli_scaling(const TdmConfig *config, const TdmCliScaling *o, GCancellable *c
   if (recorder != NULL) {
     g_autoptr(GError) record_error = NULL;
     if (!tdm_run_recorder_finish(recorder, &record_error)) {
-      fprintf(stderr, _("tandem-train: --record: %s\n"), record_error->message);
+      tdm_cli_line(stderr, _("tandem-train: --record: %s\n"), record_error->message);
       *record_status = 1;
     } else if (tdm_run_recorder_get_kept(recorder) && !o->json && !o->quiet) {
-      fprintf(stderr, _("tandem-train: recorded as run %s in %s\n"),
-              tdm_run_recorder_get_id(recorder), tdm_history_get_folder(history));
+      tdm_cli_line(stderr, _("tandem-train: recorded as run %s in %s\n"),
+                   tdm_run_recorder_get_id(recorder), tdm_history_get_folder(history));
     }
   }
   return ok;

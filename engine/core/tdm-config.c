@@ -12,6 +12,7 @@
 #include "tdm-json.h"
 #include "tdm-error.h"
 #include "tdm-events.h"
+#include "tdm-file.h"
 
 #include <json-glib/json-glib.h>
 #include <math.h>
@@ -378,8 +379,10 @@ tdm_config_validate(const TdmConfig *c, GError **error)
                           "out, from 0 (none) to 0.9"), c->val_split);
   if (c->save_best_path != NULL && *c->save_best_path == '\0')
     return invalid(error, _("--save-best: the file name is empty"));
+  /* By device and inode, not by spelling: "val/b.st" and "./val/../val/b.st" are one
+   * file, and the best checkpoint would be overwritten every epoch. */
   if (c->save_best_path != NULL && c->save_path != NULL &&
-      g_str_equal(c->save_best_path, c->save_path))
+      tdm_file_same(c->save_best_path, c->save_path))
     return invalid(error, _("--save-best %s: the same file as --save"), c->save_best_path);
   if (c->save_every < 0)
     return invalid(error, _("--save-every %d: give 0 (every epoch only) or a number of steps"),

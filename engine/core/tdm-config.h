@@ -235,6 +235,14 @@ char **tdm_config_describe(const TdmConfig *config);
 /* JSON round trip, for checkpoints. */
 char *tdm_config_to_json (const TdmConfig *config);
 TdmConfig *tdm_config_from_json (const char *json, GError **error);
+/* The first member of a configuration's JSON object (text) that is none of the keys
+ * tdm_config_to_json writes, or NULL: a typo in a hand-written --config file is
+ * named, not ignored. Free with g_free. */
+char *tdm_config_json_unknown_key (const char *json);
+
+/* The largest configuration file read (tandem-train --config): one is a few KB, a
+ * network of 4,096 layers included. */
+#define TDM_CONFIG_MAX_BYTES (1 << 20)
 
 /* The learning rate at a fractional epoch under the configured schedule (the
  * plateau schedule's reductions are the trainer's state: times those). */

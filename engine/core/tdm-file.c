@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-file.c — refuses what is not a regular file before reading from it, and the
- * locked temporaries files are replaced through (tdm-file.h). Not a reader and not a
- * writer. */
+/* tdm-file.c — refuses what is not a regular file before reading from it, reads it
+ * whole, mapped or by lines under the caller's limits, tells whether two paths are one
+ * file, and makes the locked temporaries files are replaced through (tdm-file.h). Not
+ * a parser and not a writer. */
 #include "tdm-file.h"
 #include "tdm-i18n.h"
 
@@ -97,6 +98,316 @@ tdm_file_open_regular(const char *path, const char *label, TdmEngineError code,
   if (st_out != NULL)
     *st_out = opened;
   return fd;
+}
+
+/* "1.0 MB": GLib's size with a plain space, as a message quotes it (GLib puts a
+ * no-break space there). */
+static char *
+size_text(guint64 bytes)
+{
+  g_autofree char *text = g_format_size(bytes);
+  GString *out = g_string_new(NULL);
+  for (const char *p = text; *p != '\0'; p = g_utf8_next_char(p)) {
+    if (g_utf8_get_char(p) == 0x00a0)
+      g_string_append_c(out, ' ');
+    else
+      g_string_append_unichar(out, g_utf8_get_char(p));
+  }
+  return g_string_free(out, FALSE);
+}
+
+static void *
+too_large(GError **error, TdmEngineError code, const char *label, const char *path,
+          guint64 limit, guint64 size)
+{
+  g_autofree char *limit_text = size_text(limit);
+  g_autofree char *actual = size_text(size);
+  g_set_error(error, TDM_ENGINE_ERROR, code, _("%s%s: larger than %s (%s)"), label, path,
+              limit_text, actual);
+  return NULL;
+}
+
+static void *
+unreadable(GError **error, TdmEngineError code, const char *label, const char *path, int err)
+{
+  g_set_error(error, TDM_ENGINE_ERROR, code, _("%s%s: cannot read: %s"), label, path,
+              g_strerror(err));
+  return NULL;
+}
+
+GBytes *
+tdm_file_read_all(const char *path, const char *label, TdmEngineError code, gsize limit,
+                  GError **error)
+{
+  g_return_val_if_fail(path != NULL, NULL);
+  if (label == NULL)
+    label = "";
+  struct stat st;
+  int fd = tdm_file_open_regular(path, label, code, &st, error);
+  if (fd < 0)
+    return NULL;
+  if ((guint64)st.st_size > limit) {
+    close(fd);
+    return too_large(error, code, label, path, limit, (guint64)st.st_size);
+  }
+  gsize size = (gsize)st.st_size, done = 0;
+  /* One more byte: a NUL after the contents, for readers of text. */
+  char *data = g_try_malloc(size + 1);
+  if (data == NULL) {
+    close(fd);
+    return unreadable(error, code, label, path, ENOMEM);
+  }
+  while (done < size) {
+    ssize_t n = read(fd, data + done, size - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      int err = errno;
+      close(fd);
+      g_free(data);
+      return unreadable(error, code, label, path, err);
+    }
+    if (n == 0)
+      break;   /* shorter than it was a moment ago: what is there */
+    done += (gsize)n;
+  }
+  close(fd);
+  data[done] = '\0';
+  return g_bytes_new_take(data, done);
+}
+
+GMappedFile *
+tdm_file_map(const char *path, const char *label, TdmEngineError code, GError **error)
+{
+  g_return_val_if_fail(path != NULL, NULL);
+  if (label == NULL)
+    label = "";
+  int fd = tdm_file_open_regular(path, label, code, NULL, error);
+  if (fd < 0)
+    return NULL;
+  g_autoptr(GError) local = NULL;
+  GMappedFile *file = g_mapped_file_new_from_fd(fd, FALSE, &local);
+  close(fd);   /* the mapping keeps what it needs */
+  if (file == NULL)
+    g_set_error(error, TDM_ENGINE_ERROR, code, _("%s%s: cannot read: %s"), label, path,
+                local->message);
+  return file;
+}
+
+/* Lines. */
+
+#define LINE_READ_CHUNK (64 * 1024)
+
+struct _TdmLineReader {
+  int fd;
+  char *path, *label;
+  TdmEngineError code;
+  gsize max_line;
+  guint64 max_file, read_total;
+  char *buf;
+  gsize cap, start, end;        /* the bytes not yet returned: buf[start, end) */
+  gboolean eof, unterminated;
+  int number;
+};
+
+TdmLineReader *
+tdm_line_reader_open(const char *path, const char *label, TdmEngineError code,
+                     gsize max_line, guint64 max_file, GError **error)
+{
+  g_return_val_if_fail(path != NULL && max_line > 0, NULL);
+  if (label == NULL)
+    label = "";
+  struct stat st;
+  int fd = tdm_file_open_regular(path, label, code, &st, error);
+  if (fd < 0)
+    return NULL;
+  if (max_file > 0 && (guint64)st.st_size > max_file) {
+    close(fd);
+    return too_large(error, code, label, path, max_file, (guint64)st.st_size);
+  }
+  TdmLineReader *r = g_new0(TdmLineReader, 1);
+  r->fd = fd;
+  r->path = g_strdup(path);
+  r->label = g_strdup(label);
+  r->code = code;
+  r->max_line = max_line;
+  r->max_file = max_file;
+  r->cap = MIN(max_line, LINE_READ_CHUNK) + 1;
+  r->buf = g_malloc(r->cap);
+  return r;
+}
+
+static const char *
+line_too_long(TdmLineReader *r, GError **error)
+{
+  g_autofree char *limit = size_text(r->max_line);
+  g_set_error(error, TDM_ENGINE_ERROR, r->code, _("%s%s: line %d is longer than %s"), r->label,
+              r->path, r->number + 1, limit);
+  return NULL;
+}
+
+/* More bytes after buf[end]: FALSE with an error set on failure. */
+static gboolean
+fill(TdmLineReader *r, GError **error)
+{
+  if (r->start > 0) {
+    memmove(r->buf, r->buf + r->start, r->end - r->start);
+    r->end -= r->start;
+    r->start = 0;
+  }
+  /* The buffer grows to the longest line allowed, its newline and a NUL. */
+  if (r->end + 1 >= r->cap) {
+    gsize want = MIN(MAX(2 * r->cap, (gsize)LINE_READ_CHUNK), r->max_line + 2);
+    if (want <= r->cap) {
+      line_too_long(r, error);
+      return FALSE;
+    }
+    r->buf = g_realloc(r->buf, want);
+    r->cap = want;
+  }
+  for (;;) {
+    ssize_t n = read(r->fd, r->buf + r->end, r->cap - 1 - r->end);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      unreadable(error, r->code, r->label, r->path, errno);
+      return FALSE;
+    }
+    if (n == 0)
+      r->eof = TRUE;
+    r->end += (gsize)n;
+    r->read_total += (guint64)n;
+    /* A file appended to as fast as it is read would never end. */
+    if (r->max_file > 0 && r->read_total > r->max_file) {
+      too_large(error, r->code, r->label, r->path, r->max_file, r->read_total);
+      return FALSE;
+    }
+    return TRUE;
+  }
+}
+
+const char *
+tdm_line_reader_next(TdmLineReader *r, gsize *length, GError **error)
+{
+  g_return_val_if_fail(r != NULL && length != NULL, NULL);
+  gsize searched = r->start;
+  for (;;) {
+    char *nl = memchr(r->buf + searched, '\n', r->end - searched);
+    if (nl != NULL || (r->eof && r->start < r->end)) {
+      char *line = r->buf + r->start;
+      gsize len = nl != NULL ? (gsize)(nl - line) : r->end - r->start;
+      if (len > r->max_line)
+        return line_too_long(r, error);
+      r->unterminated = nl == NULL;
+      line[len] = '\0';   /* the newline's place, or the byte kept free after end */
+      r->start += len + (nl != NULL);
+      if (nl == NULL)
+        r->end = r->start;
+      r->number++;
+      *length = len;
+      return line;
+    }
+    if (r->eof)
+      return NULL;
+    if (r->end - r->start > r->max_line)
+      return line_too_long(r, error);
+    gsize kept = r->end - r->start;
+    if (!fill(r, error))
+      return NULL;
+    searched = r->start + kept;
+  }
+}
+
+gboolean
+tdm_line_reader_unterminated(const TdmLineReader *r)
+{
+  return r->unterminated;
+}
+
+int
+tdm_line_reader_number(const TdmLineReader *r)
+{
+  return r->number;
+}
+
+void
+tdm_line_reader_free(TdmLineReader *r)
+{
+  if (r == NULL)
+    return;
+  close(r->fd);
+  g_free(r->path);
+  g_free(r->label);
+  g_free(r->buf);
+  g_free(r);
+}
+
+/* Identity. */
+
+typedef struct {
+  dev_t dev;
+  ino_t ino;
+  char *name;                   /* NULL: the file exists and dev, ino are its own;
+                                 * else the name it would get in the folder dev, ino */
+} Identity;
+
+static gboolean
+identity_of(const char *path, Identity *id)
+{
+  struct stat st;
+  id->name = NULL;
+  if (stat(path, &st) == 0) {
+    id->dev = st.st_dev;
+    id->ino = st.st_ino;
+    return TRUE;
+  }
+  if (errno != ENOENT)
+    return FALSE;
+  g_autofree char *dir = g_path_get_dirname(path);
+  if (stat(dir, &st) != 0)
+    return FALSE;
+  id->dev = st.st_dev;
+  id->ino = st.st_ino;
+  id->name = g_path_get_basename(path);
+  return TRUE;
+}
+
+gboolean
+tdm_file_same(const char *a, const char *b)
+{
+  g_return_val_if_fail(a != NULL && b != NULL, FALSE);
+  Identity x, y;
+  gboolean known_x = identity_of(a, &x), known_y = identity_of(b, &y);
+  gboolean same;
+  if (known_x && known_y) {
+    same = x.dev == y.dev && x.ino == y.ino && (x.name == NULL) == (y.name == NULL) &&
+           (x.name == NULL || g_str_equal(x.name, y.name));
+  } else {
+    /* Unreachable folders: compare what can be, the absolute spellings. */
+    g_autofree char *ca = g_canonicalize_filename(a, NULL);
+    g_autofree char *cb = g_canonicalize_filename(b, NULL);
+    same = g_str_equal(ca, cb);
+  }
+  if (known_x)
+    g_free(x.name);
+  if (known_y)
+    g_free(y.name);
+  return same;
+}
+
+gboolean
+tdm_file_check_not_dangling(const char *path, const char *label, TdmEngineError code,
+                            GError **error)
+{
+  struct stat st;
+  if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode) || stat(path, &st) == 0)
+    return TRUE;
+  g_autofree char *target = g_file_read_link(path, NULL);
+  g_set_error(error, TDM_ENGINE_ERROR, code,
+              _("%s%s: a dangling symbolic link (to %s); writing would replace the link: "
+              "write to its target or another name"),
+              label != NULL ? label : "", path, target != NULL ? target : _("nowhere"));
+  return FALSE;
 }
 
 gboolean

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-file.h — opening the files a person names (dataset files, checkpoints to resume)
- * without trusting what they are.
+/* tdm-file.h — the one way Tandem reads a file a person names (datasets, checkpoints,
+ * --init weights, --config, run files) without trusting what it is, and the one test of
+ * whether two output paths are the same file.
  *
  * A FIFO opened for reading blocks until a writer comes, a device may never end, and
  * a dangling link reads as "missing" unless someone looks at the link itself. These
  * helpers look first (lstat, then stat), refuse anything that is not a regular file,
  * open without blocking and check again on the open descriptor, so a file swapped in
- * between the look and the open is refused too. Not a reader: callers read the fd.
+ * between the look and the open is refused too. On top of that open: the whole file
+ * under a size cap, a read-only mapping (nothing copied until it is used), and lines
+ * streamed under a line-length cap. Every message names the file and, where a limit
+ * was met, the limit. Not a parser: callers parse what they read.
  */
 #pragma once
 
@@ -24,6 +28,50 @@ G_BEGIN_DECLS
  * like. st, when not NULL, receives the open file's status. */
 int tdm_file_open_regular (const char *path, const char *label, TdmEngineError code,
                            struct stat *st, GError **error);
+
+/* The whole file, when it is a regular file of at most `limit` bytes; otherwise NULL
+ * and one error as above ("<label><path>: larger than 16.0 MB (3.0 GB)"). A file that
+ * grows while it is read is read up to its size at the open. */
+GBytes *tdm_file_read_all (const char *path, const char *label, TdmEngineError code,
+                           gsize limit, GError **error);
+
+/* A read-only mapping of the regular file at path: pages are read as they are touched,
+ * so what a reader never looks at costs no memory. Free with g_mapped_file_unref. */
+GMappedFile *tdm_file_map (const char *path, const char *label, TdmEngineError code,
+                           GError **error);
+
+/* A regular file read line by line through a fixed buffer, so a reader keeps in memory
+ * one line at a time: its cost does not grow with the file. A line longer than
+ * `max_line` bytes is an error naming the line and the limit ("<label><path>: line 3
+ * is longer than 1.0 MB"), and so is a file larger than `max_file` (0: any size). */
+typedef struct _TdmLineReader TdmLineReader;
+
+TdmLineReader *tdm_line_reader_open (const char *path, const char *label,
+                                     TdmEngineError code, gsize max_line, guint64 max_file,
+                                     GError **error);
+/* The next line, without its newline and NUL-terminated, valid until the next call;
+ * *length gets its length (it may hold NULs). NULL at the end (error unset) or on an
+ * error (set). A last line without a newline is returned too, and then
+ * tdm_line_reader_unterminated says so (a write cut short). */
+const char *tdm_line_reader_next (TdmLineReader *reader, gsize *length, GError **error);
+gboolean tdm_line_reader_unterminated (const TdmLineReader *reader);
+/* The number of the line last returned, from 1. */
+int tdm_line_reader_number (const TdmLineReader *reader);
+void tdm_line_reader_free (TdmLineReader *reader);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmLineReader, tdm_line_reader_free)
+
+/* Whether two paths name the same file, by device and inode, not by spelling
+ * ("val/b.st" and "./val/../val/b.st", a link and its target, two hard links). A
+ * path that does not exist yet is the same as another when both would be created
+ * as one name in one folder (that folder found by its device and inode too). For
+ * refusing an output that would overwrite an input or another output. */
+gboolean tdm_file_same (const char *a, const char *b);
+
+/* For an output written to a temporary and renamed over path: FALSE with one error
+ * ("<label><path>: a dangling symbolic link (to …) …") when path is a link to nothing,
+ * which the rename would replace instead of writing where it points. */
+gboolean tdm_file_check_not_dangling (const char *path, const char *label,
+                                      TdmEngineError code, GError **error);
 
 /* TRUE when path names something, a dangling link included: a search for a file
  * must find the broken link and let the open say what is wrong with it. */

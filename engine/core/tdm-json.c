@@ -100,12 +100,18 @@ nesting_depth(const char *text, gsize length, int limit)
   return deepest;
 }
 
+gboolean
+tdm_json_too_deep(const char *text, gsize length)
+{
+  return nesting_depth(text, length, TDM_JSON_MAX_DEPTH) > TDM_JSON_MAX_DEPTH;
+}
+
 JsonNode *
 tdm_json_parse(const char *text, gssize length, int code, GError **error)
 {
   g_return_val_if_fail(text != NULL, NULL);
   gsize len = length < 0 ? strlen(text) : (gsize)length;
-  if (nesting_depth(text, len, TDM_JSON_MAX_DEPTH) > TDM_JSON_MAX_DEPTH) {
+  if (tdm_json_too_deep(text, len)) {
     g_set_error(error, TDM_ENGINE_ERROR, code,
                 _("arrays and objects nest deeper than %d levels"), TDM_JSON_MAX_DEPTH);
     return NULL;

@@ -32,5 +32,8 @@ void tdm_json_set_string (JsonBuilder *builder, const char *name, const char *va
  * source: callers prefix it with the file. Empty text gives a null node. Free the
  * node with json_node_unref. */
 JsonNode *tdm_json_parse (const char *text, gssize length, int code, GError **error);
+/* Whether `length` bytes of text nest arrays and objects deeper than
+ * TDM_JSON_MAX_DEPTH (outside strings): what tdm_json_parse refuses first. */
+gboolean tdm_json_too_deep (const char *text, gsize length);
 
 G_END_DECLS

@@ -265,6 +265,10 @@ build_notice(TdmScan *s, GPtrArray *decode_failed)
     g_string_append_printf(notice, "%sclass folder “%s” holds no image that could be read "
                            "and is left out", notice->len > 0 ? "; " : "",
                            (char *)g_ptr_array_index(s->unreadable, i));
+  for (guint i = 0; i < s->dangling->len; i++)
+    g_string_append_printf(notice, "%sclass folder “%s” is a symbolic link that leads "
+                           "nowhere and is left out", notice->len > 0 ? "; " : "",
+                           (char *)g_ptr_array_index(s->dangling, i));
   for (guint i = 0; i < s->linked->len; i++)
     g_string_append_printf(notice, "%sclass folder “%s” is the same folder as another class "
                            "(a link) and is left out", notice->len > 0 ? "; " : "",

@@ -62,6 +62,7 @@ tdm_scan_clear(TdmScan *s)
   g_clear_pointer(&s->empty, g_ptr_array_unref);
   g_clear_pointer(&s->unreadable, g_ptr_array_unref);
   g_clear_pointer(&s->linked, g_ptr_array_unref);
+  g_clear_pointer(&s->dangling, g_ptr_array_unref);
   g_clear_pointer(&s->key, g_checksum_free);
 }
 
@@ -224,6 +225,27 @@ drop_linked_classes(TdmScan *s, const char *class_root)
   }
 }
 
+/* A class folder that is a link to nothing is no folder to list: it would be left out
+ * as if it were a stray file. Named instead. */
+static void
+note_dangling_classes(TdmScan *s, const char *class_root)
+{
+  GDir *d = g_dir_open(class_root, 0, NULL);
+  if (d == NULL)
+    return;
+  const char *name;
+  while ((name = g_dir_read_name(d)) != NULL) {
+    if (name[0] == '.')
+      continue;
+    g_autofree char *path = g_build_filename(class_root, name, NULL);
+    struct stat st;
+    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && stat(path, &st) != 0)
+      g_ptr_array_add(s->dangling, g_strdup(name));
+  }
+  g_dir_close(d);
+  g_ptr_array_sort(s->dangling, compare_names);
+}
+
 gboolean
 tdm_scan_open(TdmScan *s, const char *folder, GError **error)
 {
@@ -238,6 +260,7 @@ tdm_scan_open(TdmScan *s, const char *folder, GError **error)
   s->empty = g_ptr_array_new_with_free_func(g_free);
   s->unreadable = g_ptr_array_new_with_free_func(g_free);
   s->linked = g_ptr_array_new_with_free_func(g_free);
+  s->dangling = g_ptr_array_new_with_free_func(g_free);
   s->key = g_checksum_new(G_CHECKSUM_SHA256);
   s->folders = g_array_new(FALSE, FALSE, sizeof(TdmScanFolder));
   g_array_set_clear_func(s->folders, folder_clear);
@@ -247,6 +270,15 @@ tdm_scan_open(TdmScan *s, const char *folder, GError **error)
   g_checksum_update(s->key, (const guchar *)s->root, (gssize)strlen(s->root) + 1);
 
   s->split_layout = tdm_scan_is_dir(s->root, "train") && tdm_scan_is_dir(s->root, "test");
+  /* test/ alone would be read as one class named "test". */
+  if (!s->split_layout && tdm_scan_is_dir(s->root, "test") &&
+      !tdm_scan_is_dir(s->root, "train")) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
+                _("%s: has a test/ folder but no train/: put the training images in "
+                "train/CLASS/… beside test/CLASS/…, or the class folders directly in it"),
+                s->root);
+    return FALSE;
+  }
   /* A train/ without a test/ holds the classes, and a share is held out of them. */
   s->train_part = tdm_scan_is_dir(s->root, "train") ? "train" : "";
   g_autofree char *class_root = g_build_filename(s->root, s->train_part, NULL);
@@ -254,6 +286,7 @@ tdm_scan_open(TdmScan *s, const char *folder, GError **error)
   if (s->classes == NULL)
     return FALSE;
   drop_linked_classes(s, class_root);
+  note_dangling_classes(s, class_root);
   if (s->classes->len > 256) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
                 _("%s: %u class folders; at most 256 classes are supported"), class_root,

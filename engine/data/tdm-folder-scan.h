@@ -47,6 +47,7 @@ typedef struct {
   GPtrArray *empty;      /* char *: class folders without files */
   GPtrArray *unreadable; /* char *: class folders none of whose files decoded */
   GPtrArray *linked;     /* char *: class folders that are another class's folder */
+  GPtrArray *dangling;   /* char *: class folders that are links to nothing (or loops) */
   /* The folder's state for the cache key: every file's folder, name, size and times
    * hashed on its own and summed, so the sum does not depend on the order readdir
    * gives and a cached start needs no sorting (two independent 64-bit lanes). */

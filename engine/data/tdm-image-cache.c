@@ -92,9 +92,15 @@ tdm_image_cache_read(const char *path, const guint8 key[TDM_IMAGE_CACHE_KEY_BYTE
   g_autofree char *base = g_path_get_basename(path);
   tdm_file_remove_stale_temps(dir, base);
   remove_legacy_temps(dir, base);
-  FILE *fp = fopen(path, "rb");
-  if (fp == NULL)
+  /* Only a regular file, opened without blocking: a FIFO put in its place would hang
+   * every start. Anything else is a miss. */
+  int fd = tdm_file_open_regular(path, "", TDM_ENGINE_ERROR_DATASET, NULL, NULL);
+  FILE *fp = fd >= 0 ? fdopen(fd, "rb") : NULL;
+  if (fp == NULL) {
+    if (fd >= 0)
+      close(fd);
     return NULL;
+  }
   TdmDatasetPair *pair = NULL;
   /* Declared before the first jump to miss, so every cleanup sees NULL or its value. */
   char *names = NULL, *notice = NULL, *name = NULL, *source = NULL;

@@ -8,6 +8,7 @@
 #include "tdm-build-config.h"
 #include "tdm-classifier.h"
 #include "tdm-error.h"
+#include "tdm-file.h"
 #if TDM_HAVE_ONNX
 #include "tdm-onnx-model.h"
 #endif
@@ -49,18 +50,19 @@ check_path(const char *path, const char *checkpoint, GError **error)
                                      "protobuf-c-compiler, then build again)");
   if (*path == '\0')
     return export_error(error, path, "an empty file name");
-  struct stat st, ck;
+  if (!tdm_file_check_not_dangling(path, "", TDM_ENGINE_ERROR_EXPORT, error))
+    return FALSE;
+  struct stat st;
   if (stat(path, &st) == 0) {
     if (S_ISDIR(st.st_mode))
       return export_error(error, path, "is a folder; name the .onnx file to write");
     if (!S_ISREG(st.st_mode))
       return export_error(error, path, "exists and is not a regular file; an export would "
                                        "replace it");
-    if (checkpoint != NULL && stat(checkpoint, &ck) == 0 && ck.st_dev == st.st_dev &&
-        ck.st_ino == st.st_ino)
-      return export_error(error, path, "is the checkpoint being exported; the model would "
-                                       "replace it");
   }
+  if (checkpoint != NULL && tdm_file_same(path, checkpoint))
+    return export_error(error, path, "is the checkpoint being exported; the model would "
+                                     "replace it");
   g_autofree char *dir = g_path_get_dirname(path);
   if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
     return export_error(error, path, "cannot write there: the folder %s does not exist", dir);

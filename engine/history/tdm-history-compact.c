@@ -19,6 +19,7 @@
 #include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -138,10 +139,19 @@ choose(GArray *lines, const TdmRunRecorder *rec, gboolean *keep)
 gboolean
 tdm_history_compact(TdmRunRecorder *rec, GError **error)
 {
-  gsize length = 0;
-  g_autofree char *text = tdm_history_read_file(rec->path, &length, error);
-  if (text == NULL)
+  /* Held until the thinned copy is renamed over the file: a rename of the run
+   * (tdm_history_rename) waits meanwhile, and then appends to the new file. */
+  while (flock(rec->fd, LOCK_EX) != 0 && errno == EINTR)
+    ;
+  g_autoptr(GBytes) bytes = tdm_file_read_all(rec->path, _("run file "),
+                                              TDM_ENGINE_ERROR_HISTORY, TDM_HISTORY_MAX_FILE,
+                                              error);
+  if (bytes == NULL) {
+    flock(rec->fd, LOCK_UN);
     return FALSE;
+  }
+  gsize length = 0;
+  const char *text = g_bytes_get_data(bytes, &length);
   g_autoptr(GArray) lines = split_lines(text, length);
   g_autofree gboolean *keep = g_new0(gboolean, MAX(1, lines->len));
   choose(lines, rec, keep);
@@ -184,6 +194,7 @@ tdm_history_compact(TdmRunRecorder *rec, GError **error)
   gsize written = out->len;
   g_string_free(out, TRUE);
   if (!ok) {
+    flock(rec->fd, LOCK_UN);
     if (tmp != NULL)
       g_unlink(tmp);
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
@@ -194,11 +205,12 @@ tdm_history_compact(TdmRunRecorder *rec, GError **error)
   int fresh = g_open(rec->path, O_WRONLY | O_APPEND | O_CLOEXEC, 0);
   if (fresh < 0) {
     saved = errno;
+    flock(rec->fd, LOCK_UN);
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
                 _("could not reopen the run history file %s: %s"), rec->path, g_strerror(saved));
     return FALSE;
   }
-  g_close(rec->fd, NULL);
+  g_close(rec->fd, NULL);   /* the lock goes with it */
   rec->fd = fresh;
   /* A quarter of the budget to grow before the next: the rewrites cost a constant
    * share of what is written, even when the last minutes alone pass the budget. */

@@ -8,6 +8,7 @@
 #include "tdm-history-private.h"
 #include "tdm-i18n.h"
 #include "tdm-error.h"
+#include "tdm-printable.h"
 
 #include <math.h>
 
@@ -36,7 +37,10 @@ tdm_history_export_csv(TdmHistory *h, const char *id, const char *path, GError *
   g_autoptr(GString) s = g_string_new(NULL);
   g_autoptr(GDateTime) created = g_date_time_new_from_unix_utc(r->created);
   g_autofree char *date = created != NULL ? g_date_time_format_iso8601(created) : NULL;
-  g_string_append_printf(s, "# run: %s\n", r->name);
+  /* A newline in a name or setting would end its comment line and start a row of the
+   * table: each value goes on its one line, escaped. */
+  g_autofree char *name = tdm_printable(r->name);
+  g_string_append_printf(s, "# run: %s\n", name);
   if (date != NULL)
     g_string_append_printf(s, "# date: %s\n", date);
   if (r->kind == TDM_RUN_SCALING) {
@@ -45,8 +49,10 @@ tdm_history_export_csv(TdmHistory *h, const char *id, const char *path, GError *
     g_string_append_printf(s, "# steps per device count: %ld\n", r->sweep.steps);
   }
   g_auto(GStrv) settings = tdm_config_describe(r->config);
-  for (int i = 0; settings[i] != NULL && settings[i + 1] != NULL; i += 2)
-    g_string_append_printf(s, "# %s: %s\n", settings[i], settings[i + 1]);
+  for (int i = 0; settings[i] != NULL && settings[i + 1] != NULL; i += 2) {
+    g_autofree char *value = tdm_printable(settings[i + 1]);
+    g_string_append_printf(s, "# %s: %s\n", settings[i], value);
+  }
   if (r->kind == TDM_RUN_SCALING)
     tdm_scaling_points_to_csv(s, (const TdmScalingPoint *)r->sweep.points->data,
                               r->sweep.points->len);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-history-private.h — what the parts of the run history share: the history and
  * recorder structs, the one-line writer and the JSON member helpers. tdm-history.c
- * writes and reads training runs and the files in general, tdm-history-sweep.c
- * scaling sweeps, tdm-history-export.c turns either into CSV. Nothing outside
- * engine/history includes it.
+ * writes training runs and manages the files, tdm-history-read.c reads them,
+ * tdm-history-sweep.c scaling sweeps, tdm-history-export.c turns either into CSV.
+ * Nothing outside engine/history includes it.
  */
 #pragma once
 
@@ -18,8 +18,14 @@ struct _TdmHistory {
   char *folder;
 };
 
-/* Larger files are refused on reading: a run file stays a few MB (see below). */
-#define TDM_HISTORY_MAX_FILE (1 << 30)
+/* Larger files are refused on reading: a run file stays a few MB (the recorder thins
+ * it past TDM_HISTORY_BUDGET), and reading one costs about a second per 5 MB of JSON
+ * (json-glib's tree), so a hostile 1 GB file would keep a listing busy for minutes. */
+#define TDM_HISTORY_MAX_FILE (64 * 1000 * 1000)
+/* The most samples a loaded series keeps (steps, device figures, phases); past it the
+ * reader thins the series, as the recorder thins a long run's file, so a record's
+ * memory stays bounded whatever the file holds. Epochs stop there too. */
+#define TDM_HISTORY_MAX_POINTS (1u << 19)
 
 struct _TdmRunRecorder {
   char *id;
@@ -52,9 +58,6 @@ void tdm_history_recorder_write (TdmRunRecorder *recorder, JsonBuilder *builder)
  * device figures, phases) older than the last `recent` seconds thinned to fit half
  * the budget; every other line stays. */
 gboolean tdm_history_compact (TdmRunRecorder *recorder, GError **error);
-/* A run file whole: a regular file only (a FIFO would block), at most
- * TDM_HISTORY_MAX_FILE bytes. */
-char *tdm_history_read_file (const char *path, gsize *length, GError **error);
 
 gboolean tdm_history_valid_id (const char *id, GError **error);
 char *tdm_history_run_path (TdmHistory *history, const char *id);

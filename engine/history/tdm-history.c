@@ -22,6 +22,7 @@
 #include <json-glib/json-glib.h>
 #include <math.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,6 +50,18 @@ const char *
 tdm_history_get_folder(TdmHistory *h)
 {
   return h->folder;
+}
+
+gboolean
+tdm_history_check_folder(TdmHistory *h, GError **error)
+{
+  g_return_val_if_fail(h != NULL, FALSE);
+  struct stat st;
+  if (stat(h->folder, &st) != 0 ? errno == ENOENT : S_ISDIR(st.st_mode))
+    return TRUE;
+  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
+              _("%s: not a folder (a run history is a folder of run files)"), h->folder);
+  return FALSE;
 }
 
 void
@@ -268,7 +281,8 @@ tdm_history_recorder_open(TdmHistory *h, const TdmConfig *config, const char *na
     return NULL;
   }
   g_autofree char *config_json = tdm_config_to_json(config);
-  g_autoptr(JsonNode) config_node = json_from_string(config_json, NULL);
+  g_autoptr(JsonNode) config_node =
+      tdm_json_parse(config_json, -1, TDM_ENGINE_ERROR_HISTORY, NULL);
   g_autoptr(GDateTime) now = g_date_time_new_now_local();
   /* A default name: to the second, so two runs started in one minute differ. */
   g_autofree char *date = g_date_time_format(now, "%Y-%m-%d %H:%M:%S");
@@ -441,342 +455,35 @@ tdm_run_recorder_free(TdmRunRecorder *rec)
   g_free(rec);
 }
 
-/* ---- reading ---------------------------------------------------------------------- */
-
-double
-tdm_history_get_double(JsonObject *o, const char *name)
-{
-  JsonNode *n = json_object_get_member(o, name);
-  if (n == NULL || JSON_NODE_HOLDS_NULL(n) || !JSON_NODE_HOLDS_VALUE(n))
-    return NAN;
-  return json_node_get_double(n);
-}
-
-gint64
-tdm_history_get_int(JsonObject *o, const char *name)
-{
-  JsonNode *n = json_object_get_member(o, name);
-  if (n == NULL || !JSON_NODE_HOLDS_VALUE(n))
-    return 0;
-  return json_node_get_int(n);
-}
-
-static gboolean
-read_settings(TdmRunRecord *r, JsonObject *o, const char *path, GError **error)
-{
-  const char *name = json_object_get_string_member_with_default(o, "name", NULL);
-  JsonNode *config = json_object_get_member(o, "config");
-  if (config == NULL || !JSON_NODE_HOLDS_OBJECT(config)) {
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
-                _("%s: the settings line has no configuration"), path);
-    return FALSE;
-  }
-  g_autofree char *text = tdm_json_to_string(config);
-  g_autoptr(GError) local = NULL;
-  r->config = tdm_config_from_json(text, &local);
-  if (r->config == NULL) {
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY, "%s: %s", path,
-                local->message);
-    return FALSE;
-  }
-  g_free(r->name);
-  r->name = g_strdup(name != NULL ? name : r->id);
-  r->created = tdm_history_get_int(o, "created");
-  r->replicas = tdm_config_replica_count(r->config);
-  const char *kind = json_object_get_string_member_with_default(o, "kind", "training");
-  if (g_str_equal(kind, "scaling")) {
-    JsonNode *scaling = json_object_get_member(o, "scaling");
-    r->kind = TDM_RUN_SCALING;
-    tdm_history_read_sweep_settings(r, scaling != NULL && JSON_NODE_HOLDS_OBJECT(scaling)
-                                         ? json_node_get_object(scaling) : NULL);
-  } else if (!g_str_equal(kind, "training")) {
-    /* A kind of a newer version: better named as unreadable than shown wrong. */
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
-                _("%s: a record of a kind this version does not know (“%s”)"), path, kind);
-    return FALSE;
-  }
-  return TRUE;
-}
-
-static void
-read_record(TdmRunRecord *r, const char *type, JsonObject *o)
-{
-  if (r->kind == TDM_RUN_SCALING && tdm_history_read_sweep_line(r, type, o))
-    return;
-  if (g_str_equal(type, "step")) {
-    TdmHistoryPoint p = {
-      .step = tdm_history_get_int(o, "step"),
-      /* "epoch_float" as --json writes it; "epoch" in files of earlier versions. */
-      .epoch = json_object_has_member(o, "epoch_float") ? tdm_history_get_double(o, "epoch_float")
-                                                        : tdm_history_get_double(o, "epoch"),
-      .train_loss = tdm_history_get_double(o, "train_loss"),
-      .train_accuracy = tdm_history_get_double(o, "train_accuracy"),
-      .samples_per_second = tdm_history_get_double(o, "samples_per_second"),
-      .elapsed = tdm_history_get_double(o, "elapsed"),
-      .lr = tdm_history_get_double(o, "lr"),
-    };
-    g_array_append_val(r->points, p);
-  } else if (g_str_equal(type, "devices")) {
-    JsonNode *node = json_object_get_member(o, "devices");
-    JsonArray *devices = node != NULL && JSON_NODE_HOLDS_ARRAY(node) ? json_node_get_array(node)
-                                                                      : NULL;
-    for (guint i = 0; devices != NULL && i < json_array_get_length(devices); i++) {
-      JsonObject *d = json_array_get_object_element(devices, i);
-      if (d == NULL)
-        continue;
-      TdmHistoryDevicePoint p = {
-        .step = tdm_history_get_int(o, "step"),
-        .device = (int)i,
-        .compute_ms = tdm_history_get_double(d, "compute_ms"),
-        .comm_ms = tdm_history_get_double(d, "comm_ms"),
-        .wait_ms = tdm_history_get_double(d, "wait_ms"),
-        .tandem_bytes = tdm_history_get_int(d, "tandem_bytes"),
-      };
-      g_array_append_val(r->device_points, p);
-    }
-  } else if (g_str_equal(type, "phases")) {
-    JsonNode *node = json_object_get_member(o, "devices");
-    JsonArray *devices = node != NULL && JSON_NODE_HOLDS_ARRAY(node) ? json_node_get_array(node)
-                                                                      : NULL;
-    JsonNode *bytes_node = json_object_get_member(o, "bytes");
-    JsonArray *bytes = bytes_node != NULL && JSON_NODE_HOLDS_ARRAY(bytes_node)
-                       ? json_node_get_array(bytes_node) : NULL;
-    JsonNode *hidden_node = json_object_get_member(o, "hidden_ms");
-    JsonArray *hidden = hidden_node != NULL && JSON_NODE_HOLDS_ARRAY(hidden_node)
-                        ? json_node_get_array(hidden_node) : NULL;
-    for (guint i = 0; devices != NULL && i < json_array_get_length(devices); i++) {
-      JsonNode *d = json_array_get_element(devices, i);
-      if (d == NULL || !JSON_NODE_HOLDS_ARRAY(d))
-        continue;
-      JsonArray *values = json_node_get_array(d);
-      TdmHistoryPhases p = {.step = tdm_history_get_int(o, "step"), .device = (int)i};
-      for (guint k = 0; k < json_array_get_length(values) && k < TDM_PHASE_COUNT; k++) {
-        JsonNode *v = json_array_get_element(values, k);
-        p.ms[k] = v != NULL && JSON_NODE_HOLDS_VALUE(v) ? (float)json_node_get_double(v) : 0;
-      }
-      JsonNode *pair = bytes != NULL && i < json_array_get_length(bytes)
-                       ? json_array_get_element(bytes, i) : NULL;
-      if (pair != NULL && JSON_NODE_HOLDS_ARRAY(pair) &&
-          json_array_get_length(json_node_get_array(pair)) == 2) {
-        JsonArray *two = json_node_get_array(pair);
-        JsonNode *out = json_array_get_element(two, 0), *in = json_array_get_element(two, 1);
-        if (JSON_NODE_HOLDS_VALUE(out) && JSON_NODE_HOLDS_VALUE(in)) {
-          p.bytes_sent = (guint64)MAX(0, json_node_get_int(out));
-          p.bytes_received = (guint64)MAX(0, json_node_get_int(in));
-        }
-      }
-      JsonNode *h = hidden != NULL && i < json_array_get_length(hidden)
-                    ? json_array_get_element(hidden, i) : NULL;
-      if (h != NULL && JSON_NODE_HOLDS_VALUE(h)) {
-        double v = json_node_get_double(h);
-        p.hidden_ms = isfinite(v) ? (float)MAX(0.0, v) : 0;
-      }
-      g_array_append_val(r->phases, p);
-    }
-  } else if (g_str_equal(type, "started")) {
-    /* The batch the run took, where the trainer chose a smaller one than asked. */
-    gint64 batch = tdm_history_get_int(o, "batch");
-    if (r->config != NULL && batch > 0 && batch != r->config->batch &&
-        json_object_has_member(o, "batch_asked"))
-      r->config->batch = (int)batch;
-  } else if (g_str_equal(type, "epoch")) {
-    TdmEpochEvent e = {
-      .epoch = (int)tdm_history_get_int(o, "epoch"),
-      .step = tdm_history_get_int(o, "step"),
-      .train_loss = tdm_history_get_double(o, "train_loss"),
-      .train_accuracy = tdm_history_get_double(o, "train_accuracy"),
-      .test_loss = tdm_history_get_double(o, "test_loss"),
-      .test_accuracy = tdm_history_get_double(o, "test_accuracy"),
-      .elapsed = tdm_history_get_double(o, "elapsed"),
-      .val_loss = tdm_history_get_double(o, "val_loss"),
-      .val_accuracy = tdm_history_get_double(o, "val_accuracy"),
-    };
-    g_array_append_val(r->epochs, e);
-  } else if (g_str_equal(type, "finished")) {
-    r->finished = TRUE;
-    r->final.steps = tdm_history_get_int(o, "steps");
-    r->final.elapsed = tdm_history_get_double(o, "elapsed");
-    r->final.test_loss = tdm_history_get_double(o, "test_loss");
-    r->final.test_accuracy = tdm_history_get_double(o, "test_accuracy");
-    r->final.stopped = json_object_get_boolean_member_with_default(o, "stopped", FALSE);
-    r->final.early_stopped =
-        json_object_get_boolean_member_with_default(o, "early_stopped", FALSE);
-    r->final.epochs_done = (int)tdm_history_get_int(o, "epochs_done");
-    r->final.best_epoch = (int)tdm_history_get_int(o, "best_epoch");
-    const char *monitor = json_object_get_string_member_with_default(o, "monitor", NULL);
-    TdmMonitor m = TDM_MONITOR_VAL_ACCURACY;
-    if (monitor != NULL)
-      tdm_monitor_from_name(monitor, &m);
-    r->final.monitor = m;
-    r->final.best_value = tdm_history_get_double(o, "best_value");
-    r->final.best_val_loss = tdm_history_get_double(o, "best_val_loss");
-    r->final.best_accuracy = tdm_history_get_double(o, "best_val_accuracy");
-    r->final.best_test_loss = tdm_history_get_double(o, "best_test_loss");
-    r->final.best_test_accuracy = tdm_history_get_double(o, "best_test_accuracy");
-    /* Files from before "epochs_done": the epochs they list. */
-    if (r->final.epochs_done == 0 && r->epochs->len > 0)
-      r->final.epochs_done = g_array_index(r->epochs, TdmEpochEvent, r->epochs->len - 1).epoch;
-  } else if (g_str_equal(type, "failed")) {
-    r->failed = TRUE;
-    g_free(r->error);
-    r->error = g_strdup(json_object_get_string_member_with_default(o, "message", ""));
-  } else if (g_str_equal(type, "name")) {
-    const char *name = json_object_get_string_member_with_default(o, "name", NULL);
-    if (name != NULL) {
-      g_free(r->name);
-      r->name = g_strdup(name);
-    }
-  }
-  /* Unknown types come from newer versions: skipped, not an error. */
-}
-
-/* Only a regular file is opened (a FIFO named x.jsonl would block the listing for
- * ever), without blocking, and read no further than its size said. */
-char *
-tdm_history_read_file(const char *path, gsize *length, GError **error)
-{
-  struct stat st;
-  int fd = tdm_file_open_regular(path, _("run history "), TDM_ENGINE_ERROR_HISTORY, &st, error);
-  if (fd < 0)
-    return NULL;
-  if (st.st_size > TDM_HISTORY_MAX_FILE) {
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
-                "%s: %" G_GINT64_FORMAT " bytes, more than a run history file holds "
-                "(%d MB at most)", path, (gint64)st.st_size, TDM_HISTORY_MAX_FILE >> 20);
-    close(fd);
-    return NULL;
-  }
-  gsize size = (gsize)st.st_size, done = 0;
-  char *contents = g_malloc(size + 1);
-  while (done < size) {
-    ssize_t n = read(fd, contents + done, size - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0) {
-      int saved = errno;
-      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY, _("%s: cannot read: %s"),
-                  path, g_strerror(saved));
-      close(fd);
-      g_free(contents);
-      return NULL;
-    }
-    if (n == 0)
-      break;   /* shorter than it was a moment ago: read what is there */
-    done += (gsize)n;
-  }
-  close(fd);
-  contents[done] = '\0';
-  *length = done;
-  return contents;
-}
-
-TdmRunRecord *
-tdm_history_load(TdmHistory *h, const char *id, GError **error)
-{
-  g_return_val_if_fail(h != NULL, NULL);
-  if (!tdm_history_valid_id(id, error))
-    return NULL;
-  g_autofree char *path = tdm_history_run_path(h, id);
-  gsize length = 0;
-  g_autofree char *contents = tdm_history_read_file(path, &length, error);
-  if (contents == NULL)
-    return NULL;
-
-  g_autoptr(TdmRunRecord) r = g_new0(TdmRunRecord, 1);
-  r->id = g_strdup(id);
-  r->points = g_array_new(FALSE, FALSE, sizeof(TdmHistoryPoint));
-  r->device_points = g_array_new(FALSE, FALSE, sizeof(TdmHistoryDevicePoint));
-  r->phases = g_array_new(FALSE, FALSE, sizeof(TdmHistoryPhases));
-  r->epochs = g_array_new(FALSE, FALSE, sizeof(TdmEpochEvent));
-  r->sweep.points = g_array_new(FALSE, FALSE, sizeof(TdmScalingPoint));
-
-  char *line = contents;
-  int number = 0;
-  while (line < contents + length) {
-    char *end = memchr(line, '\n', contents + length - line);
-    gboolean last = end == NULL;
-    if (end != NULL)
-      *end = '\0';
-    number++;
-    g_autoptr(GError) local = NULL;
-    JsonObject *o = NULL;
-    g_autoptr(JsonNode) root = NULL;
-    if (*line != '\0' &&
-        (root = tdm_json_parse(line, -1, TDM_ENGINE_ERROR_HISTORY, &local)) != NULL)
-      o = JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : NULL;
-    if (*line != '\0' && o == NULL) {
-      /* A crash mid-write leaves a partial last line: what came before stands. */
-      if (last && number > 1)
-        break;
-      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
-                  _("%s, line %d: not a run history record%s%s"), path, number,
-                  local != NULL ? ": " : "", local != NULL ? local->message : "");
-      return NULL;
-    }
-    if (o != NULL) {
-      const char *type = json_object_get_string_member_with_default(o, "type", "");
-      if (number == 1) {
-        if (!g_str_equal(type, "settings")) {
-          g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
-                      _("%s: does not start with a run's settings"), path);
-          return NULL;
-        }
-        if (!read_settings(r, o, path, error))
-          return NULL;
-      } else {
-        read_record(r, type, o);
-      }
-    }
-    if (last)
-      break;
-    line = end + 1;
-  }
-  if (r->config == NULL) {
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
-                _("%s: empty, not a run history file"), path);
-    return NULL;
-  }
-  return g_steal_pointer(&r);
-}
-
+/* The run file at path, open for appending and locked (flock) against a compaction,
+ * which holds the lock from reading the file to renaming its thinned copy over it: a
+ * line appended meanwhile would be lost with the old file. Once the lock is ours the
+ * file must still be the one at path; if a compaction replaced it while we waited, the
+ * new one is opened. Only a regular file is opened (a FIFO would block the caller). */
 static int
-compare_ids(gconstpointer a, gconstpointer b)
+open_locked(const char *path, GError **error)
 {
-  const TdmRunRecord *x = *(TdmRunRecord *const *)a, *y = *(TdmRunRecord *const *)b;
-  if (x->created != y->created)
-    return x->created < y->created ? -1 : 1;
-  return strcmp(x->id, y->id);
-}
-
-GPtrArray *
-tdm_history_list(TdmHistory *h, GPtrArray *problems)
-{
-  return tdm_history_list_cancellable(h, problems, NULL);
-}
-
-GPtrArray *
-tdm_history_list_cancellable(TdmHistory *h, GPtrArray *problems, GCancellable *cancellable)
-{
-  g_return_val_if_fail(h != NULL, NULL);
-  GPtrArray *runs = g_ptr_array_new_with_free_func((GDestroyNotify)tdm_run_record_free);
-  g_autoptr(GDir) dir = g_dir_open(h->folder, 0, NULL);
-  if (dir == NULL)
-    return runs;   /* no runs yet */
-  const char *file;
-  while ((file = g_dir_read_name(dir)) != NULL &&
-         !g_cancellable_is_cancelled(cancellable)) {
-    if (!g_str_has_suffix(file, RUN_SUFFIX))
-      continue;
-    g_autofree char *id = g_strndup(file, strlen(file) - strlen(RUN_SUFFIX));
-    g_autoptr(GError) error = NULL;
-    TdmRunRecord *r = tdm_history_load(h, id, &error);
-    if (r != NULL)
-      g_ptr_array_add(runs, r);
-    else if (problems != NULL)
-      g_ptr_array_add(problems, g_strdup(error->message));
+  for (int attempt = 0; attempt < 16; attempt++) {
+    int fd = g_open(path, O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0);
+    struct stat held, named;
+    if (fd < 0 || fstat(fd, &held) != 0 || !S_ISREG(held.st_mode)) {
+      int saved = fd < 0 ? errno : EINVAL;
+      if (fd >= 0)
+        close(fd);
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
+                  _("could not rename the run %s: %s"), path,
+                  saved == EINVAL ? _("not a regular file") : g_strerror(saved));
+      return -1;
+    }
+    while (flock(fd, LOCK_EX) != 0 && errno == EINTR)
+      ;
+    if (stat(path, &named) == 0 && named.st_dev == held.st_dev && named.st_ino == held.st_ino)
+      return fd;
+    close(fd);
   }
-  g_ptr_array_sort(runs, compare_ids);
-  return runs;
+  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
+              _("could not rename the run %s: the file keeps being replaced"), path);
+  return -1;
 }
 
 gboolean
@@ -786,20 +493,16 @@ tdm_history_rename(TdmHistory *h, const char *id, const char *name, GError **err
   if (!tdm_history_valid_id(id, error))
     return FALSE;
   g_autofree char *path = tdm_history_run_path(h, id);
-  int fd = g_open(path, O_WRONLY | O_APPEND | O_CLOEXEC, 0);
-  if (fd < 0) {
-    int saved = errno;
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
-                _("could not rename the run %s: %s"), path, g_strerror(saved));
+  int fd = open_locked(path, error);
+  if (fd < 0)
     return FALSE;
-  }
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_object(b);
   tdm_json_set_string(b, "type", "name");
   tdm_json_set_string(b, "name", name);
   json_builder_end_object(b);
   gboolean ok = tdm_history_append_line(fd, path, b, error);
-  g_close(fd, NULL);
+  g_close(fd, NULL);   /* and the lock with it */
   return ok;
 }
 

@@ -124,6 +124,10 @@ typedef struct _TdmHistory TdmHistory;
 TdmHistory *tdm_history_new (const char *folder);
 void tdm_history_free (TdmHistory *history);
 const char *tdm_history_get_folder (TdmHistory *history);
+/* FALSE with an error when the history's folder is something else than a folder (a
+ * file given as --history): listing it would say "no runs". A folder not made yet is
+ * fine: it holds no runs. */
+gboolean tdm_history_check_folder (TdmHistory *history, GError **error);
 
 /* Every readable run, oldest first. A file that cannot be read is left out and its
  * message (naming the file) added to `problems` when given (a GPtrArray of strings). */
@@ -133,6 +137,16 @@ GPtrArray *tdm_history_list (TdmHistory *history, GPtrArray *problems);
 GPtrArray *tdm_history_list_cancellable (TdmHistory *history, GPtrArray *problems,
                                          GCancellable *cancellable);
 TdmRunRecord *tdm_history_load (TdmHistory *history, const char *id, GError **error);
+/* The same for a run file anywhere, `id` naming it. */
+TdmRunRecord *tdm_history_load_file (const char *path, const char *id, GError **error);
+/* The configuration of the run file at path (its settings line, read alone: a run file
+ * of any size costs one line). TRUE with *config NULL when the file's first line is no
+ * run's settings (another kind of file); FALSE with an error when it cannot be read or
+ * its settings are wrong. */
+gboolean tdm_history_file_settings (const char *path, TdmConfig **config, GError **error);
+
+/* The longest line a run file may hold; its own are a few KB at most. */
+#define TDM_HISTORY_MAX_LINE (1 << 20)
 gboolean tdm_history_rename (TdmHistory *history, const char *id, const char *name,
                              GError **error);
 gboolean tdm_history_delete (TdmHistory *history, const char *id, GError **error);

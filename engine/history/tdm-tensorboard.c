@@ -185,6 +185,10 @@ tdm_tensorboard_new(const char *folder, const char *file_name, double wall_time,
   g_autoptr(TdmTensorboard) tb = g_new0(TdmTensorboard, 1);
   if (file_name != NULL) {
     tb->path = g_build_filename(folder, file_name, NULL);
+    /* Renamed over at the close: a dangling link there would be replaced, not followed. */
+    if (!tdm_file_check_not_dangling(tb->path, _("TensorBoard event file "),
+                                     TDM_ENGINE_ERROR_HISTORY, error))
+      return NULL;
     tb->fd = tdm_file_create_temp(folder, file_name, &tb->temporary);
   } else {
     tb->fd = create_new(folder, wall_time, &tb->path);

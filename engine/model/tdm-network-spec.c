@@ -379,9 +379,11 @@ parse_token(const char *token, int position, TdmLayer *layer, int *features, GEr
     while (*p == 's' || *p == 'p') {
       gboolean stride = *p == 's';
       p++;
+      /* A stride up to the window is what poolK alone means (and what the canonical
+       * spec then writes out), so it must read back. */
       if ((stride ? seen_s : seen_p) ||
           !read_number(&p, stride ? &layer->stride : &layer->pad) ||
-          (stride && (layer->stride < 1 || layer->stride > 15)))
+          (stride && (layer->stride < 1 || layer->stride > MAX(15, layer->kernel))))
         return spec_error(error, token, position, "%s", usage);
       if (stride)
         seen_s = TRUE;
@@ -513,6 +515,9 @@ tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **err
   int depth = 0;
   int cur_h = h, cur_w = w, cur_c = c;
   size_t offset = 0, state = 0;
+  /* Whether the current output is a flat vector (after an fc, a flatten or a global
+   * pool, through any bn, relu, dropout, scale or block opening since). */
+  gboolean flat = FALSE;
 
   for (int i = 0; i < n_items; i++) {
     const Item *it = &items[i];
@@ -558,9 +563,9 @@ tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **err
       break;
     }
     case TDM_LAYER_CONV:
-      /* A 1×1 image is fine (ResNet's last stage on small inputs), a flat vector not. */
-      if (cur_h == 1 && cur_w == 1 && net->layer_count > 0 &&
-          flat_output(&net->layers[net->layer_count - 1])) {
+      /* A 1×1 image is fine (ResNet's last stage on small inputs), a flat vector not,
+       * whatever comes between them (fc16,basic8 opens a block first). */
+      if (flat) {
         spec_error(error, token, it->position,
                    _("a convolution needs an image, but its input is a flat vector of %d "
                    "features"),
@@ -680,6 +685,11 @@ tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **err
     cur_h = layer.out_h;
     cur_w = layer.out_w;
     cur_c = layer.out_c;
+    if (flat_output(&layer))
+      flat = TRUE;
+    else if (layer.kind == TDM_LAYER_CONV || layer.kind == TDM_LAYER_POOL ||
+             layer.kind == TDM_LAYER_AVGPOOL)
+      flat = FALSE;
     net->layers[net->layer_count++] = layer;
   }
 

@@ -6,8 +6,9 @@
  * a view (offset, size, stride) of a storage whose raw elements are the entry
  * ARCHIVE/data/KEY (little-endian unless ARCHIVE/byteorder says "big"). The pickle is
  * read by tdm-pickle.c, which runs nothing; here each view is checked against its
- * storage's bytes and copied out as float32 (float16, bfloat16, float64 and int64
- * converted). Older files (a bare pickle stream) and TorchScript archives are named
+ * storage's entry, and its values are read out of the mapped file only when they are
+ * asked for, as float32 (float16, bfloat16, float64 and int64 converted): a tensor
+ * the network does not use is never read, inflated or copied. Older files (a bare pickle stream) and TorchScript archives are named
  * as such. Not the safetensors reader (tdm-checkpoint.c), which hands these files
  * over.
  */
@@ -20,7 +21,7 @@
 #include <math.h>
 #include <string.h>
 
-/* A deflated storage is inflated into memory; stored ones are read in place. */
+/* A deflated storage is inflated into memory when read; stored ones are read in place. */
 #define MAX_INFLATED ((guint64)1 << 32)
 
 gboolean
@@ -134,24 +135,77 @@ gather(const TdmPickleTensor *t, const guint8 *storage, guint64 elements, gboole
   return out;
 }
 
+/* What every tensor of one file reads from: the mapping, its zip directory. Shared by
+ * reference, so it lives as long as the last tensor that may still be read. */
 typedef struct {
-  const guint8 *bytes;
-  guint8 *owned;
-} Storage;
+  GMappedFile *file;
+  TdmZip *zip;
+  char *path;
+  gboolean big_endian;
+} Archive;
 
 static void
-storage_free(gpointer p)
+archive_clear(gpointer p)
 {
-  Storage *s = p;
-  g_free(s->owned);
+  Archive *a = p;
+  tdm_zip_free(a->zip);
+  g_mapped_file_unref(a->file);
+  g_free(a->path);
+}
+
+/* One tensor, checked against its storage's entry but not read: a view of the entry. */
+typedef struct {
+  Archive *archive;        /* a reference */
+  TdmPickleTensor view;    /* name and storage_key point at the two strings below */
+  char *name;
+  char *entry_name;
+} Source;
+
+static void
+source_free(gpointer p)
+{
+  Source *s = p;
+  g_rc_box_release_full(s->archive, archive_clear);
+  g_free(s->name);
+  g_free(s->entry_name);
   g_free(s);
 }
 
-/* One tensor of the state_dict into ckpt. */
-static gboolean
-read_tensor(TdmZip *zip, const char *prefix, const TdmPickleTensor *t, gboolean big_endian,
-            GHashTable *storages, TdmCheckpoint *ckpt, const char *path, GError **error)
+/* A tensor's values, read when they are asked for: its storage is read (its CRC
+ * checked, inflated when deflated) and the view gathered as floats. The caller's
+ * message names the file. */
+static float *
+read_source(gpointer data, GError **error)
 {
+  Source *s = data;
+  Archive *a = s->archive;
+  const TdmZipEntry *entry = tdm_zip_find(a->zip, s->entry_name);
+  g_autofree guint8 *owned = NULL;
+  g_autoptr(GError) local = NULL;
+  const guint8 *bytes = tdm_zip_read(a->zip, entry, entry->deflated ? MAX_INFLATED : G_MAXUINT64,
+                                     &owned, &local);
+  if (bytes == NULL) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT, _("tensor “%s”: %s"),
+                s->name, local->message);
+    return NULL;
+  }
+  guint64 elements, last;
+  view_extent(&s->view, &elements, &last);
+  float *values = gather(&s->view, bytes, elements, a->big_endian);
+  if (values == NULL)
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                _("tensor “%s”: no memory for its %lld values"), s->name, (long long)elements);
+  return values;
+}
+
+/* One tensor of the state_dict into ckpt: its name, shape and where its values are,
+ * checked against the archive; the values are read only when asked for, so a tensor
+ * the network does not use costs nothing. */
+static gboolean
+add_tensor(Archive *archive, const char *prefix, const TdmPickleTensor *t, TdmCheckpoint *ckpt,
+           GError **error)
+{
+  const char *path = archive->path;
   if (t->dtype == TDM_PICKLE_UNSUPPORTED) {
     pth_failed(error, path, _("tensor “%s” is of torch.%s; Tandem reads float32, float16, "
                               "bfloat16, float64 and int64 tensors"),
@@ -164,7 +218,7 @@ read_tensor(TdmZip *zip, const char *prefix, const TdmPickleTensor *t, gboolean 
     return FALSE;
   }
   g_autofree char *entry_name = g_strdup_printf("%s/data/%s", prefix, t->storage_key);
-  const TdmZipEntry *entry = tdm_zip_find(zip, entry_name);
+  const TdmZipEntry *entry = tdm_zip_find(archive->zip, entry_name);
   int width = tdm_pickle_dtype_size(t->dtype);
   if (entry == NULL) {
     pth_failed(error, path, _("tensor “%s”: its storage %s is not in the archive"), t->name,
@@ -185,26 +239,16 @@ read_tensor(TdmZip *zip, const char *prefix, const TdmPickleTensor *t, gboolean 
                t->name, t->storage_numel);
     return FALSE;
   }
-  Storage *s = g_hash_table_lookup(storages, entry_name);
-  if (s == NULL) {
-    s = g_new0(Storage, 1);
-    g_autoptr(GError) local = NULL;
-    s->bytes = tdm_zip_read(zip, entry, entry->deflated ? MAX_INFLATED : G_MAXUINT64,
-                            &s->owned, &local);
-    if (s->bytes == NULL) {
-      storage_free(s);
-      pth_failed(error, path, "%s", local->message);
-      return FALSE;
-    }
-    g_hash_table_insert(storages, g_steal_pointer(&entry_name), s);
-  }
-  float *data = elements > 0 ? gather(t, s->bytes, elements, big_endian) : NULL;
-  if (elements > 0 && data == NULL) {
-    pth_failed(error, path, "tensor “%s”: no memory for its %" G_GUINT64_FORMAT " values",
-               t->name, elements);
-    return FALSE;
-  }
-  tdm_checkpoint_take(ckpt, t->name, t->rank, t->shape, data);
+  Source *s = g_new0(Source, 1);
+  s->archive = g_rc_box_acquire(archive);
+  s->view = *t;
+  s->name = g_strdup(t->name);
+  s->entry_name = g_steal_pointer(&entry_name);
+  s->view.name = s->name;
+  s->view.storage_key = NULL;   /* entry_name says where the storage is */
+  tdm_checkpoint_take_reader(ckpt, t->name, t->rank, t->shape,
+                             t->dtype == TDM_PICKLE_INT64 ? TDM_TENSOR_I64 : TDM_TENSOR_F32,
+                             read_source, s, source_free);
   return TRUE;
 }
 
@@ -260,9 +304,11 @@ read_byte_order(TdmZip *zip, const char *prefix, gboolean *big_endian, const cha
 }
 
 TdmCheckpoint *
-tdm_checkpoint_parse_pth(const char *path, const guint8 *bytes, gsize size, GError **error)
+tdm_checkpoint_parse_pth(const char *path, GMappedFile *file, GError **error)
 {
-  g_return_val_if_fail(path != NULL && bytes != NULL, NULL);
+  g_return_val_if_fail(path != NULL && file != NULL, NULL);
+  const guint8 *bytes = (const guint8 *)g_mapped_file_get_contents(file);
+  gsize size = g_mapped_file_get_length(file);
   g_autoptr(GError) local = NULL;
   g_autoptr(TdmZip) zip = tdm_zip_open(bytes, size, &local);
   if (zip == NULL)
@@ -289,11 +335,15 @@ tdm_checkpoint_parse_pth(const char *path, const guint8 *bytes, gsize size, GErr
   if (!read_byte_order(zip, prefix, &big_endian, path, error))
     return NULL;
 
+  Archive *archive = g_rc_box_new0(Archive);
+  archive->file = g_mapped_file_ref(file);
+  archive->zip = g_steal_pointer(&zip);
+  archive->path = g_strdup(path);
+  archive->big_endian = big_endian;
   g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_new();
-  g_autoptr(GHashTable) storages = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                                         storage_free);
-  for (guint i = 0; i < tensors->len; i++)
-    if (!read_tensor(zip, prefix, tensors->pdata[i], big_endian, storages, ckpt, path, error))
-      return NULL;
-  return g_steal_pointer(&ckpt);
+  gboolean ok = TRUE;
+  for (guint i = 0; ok && i < tensors->len; i++)
+    ok = add_tensor(archive, prefix, tensors->pdata[i], ckpt, error);
+  g_rc_box_release_full(archive, archive_clear);
+  return ok ? g_steal_pointer(&ckpt) : NULL;
 }

@@ -4,7 +4,9 @@
  * Writing goes to a hidden temporary file beside the target, is flushed to disk and
  * renamed over it, so readers see the old checkpoint or the new one, never half of
  * one. Reading trusts nothing: every header field is checked against the file before
- * any tensor is copied out. Which tensors a checkpoint holds is the trainer's business.
+ * any tensor is looked at, and the file is mapped, so a tensor's values are read only
+ * when someone asks for them. Which tensors a checkpoint holds is the trainer's
+ * business.
  */
 #include "tdm-checkpoint-private.h"
 #include "tdm-i18n.h"
@@ -26,18 +28,32 @@
 #define TDM_CHECKPOINT_MAX_HEADER (100 * 1000 * 1000)
 
 struct _TdmCheckpoint {
-  GPtrArray *tensors;      /* TdmTensor *, in insertion order = file order */
+  GMappedFile *file;       /* a loaded checkpoint's bytes, or NULL */
+  GPtrArray *tensors;      /* Tensor *, in insertion order = file order */
   GHashTable *by_name;     /* name → TdmTensor * (borrowed) */
   GPtrArray *meta_keys;    /* insertion order, for a stable header */
   GHashTable *metadata;    /* key → value, both owned */
 };
 
+/* A tensor and where its values come from. */
+typedef struct {
+  TdmTensor t;             /* first: the TdmTensor * handed out is this */
+  const char *src;         /* a loaded tensor's bytes in the mapping; NULL when added */
+  TdmTensorReader read;    /* or what reads its values (a .pth file's), with source */
+  gpointer source;
+  GDestroyNotify source_free;
+  gboolean owned;          /* t.data was allocated here (added, or converted) */
+} Tensor;
+
 static void
 tensor_free(gpointer p)
 {
-  TdmTensor *t = p;
-  g_free(t->name);
-  g_free(t->data);
+  Tensor *t = p;
+  g_free(t->t.name);
+  if (t->owned)
+    g_free(t->t.data);
+  if (t->source_free != NULL)
+    t->source_free(t->source);
   g_free(t);
 }
 
@@ -70,23 +86,29 @@ tdm_checkpoint_free(TdmCheckpoint *ckpt)
   g_ptr_array_unref(ckpt->tensors);
   g_ptr_array_unref(ckpt->meta_keys);   /* borrows the keys owned by metadata */
   g_hash_table_unref(ckpt->metadata);
+  if (ckpt->file != NULL)
+    g_mapped_file_unref(ckpt->file);
   g_free(ckpt);
 }
 
-/* Takes ownership of `data`. A second tensor of the same name replaces the first in
- * its place: a JSON header cannot hold two members of one name. */
-static void
+/* Takes ownership of `data`, or reads the values at `src` when asked. A second tensor
+ * of the same name replaces the first in its place: a JSON header cannot hold two
+ * members of one name. */
+static Tensor *
 checkpoint_take(TdmCheckpoint *ckpt, const char *name, int rank, const gint64 *shape,
-                float *data)
+                TdmTensorType type, float *data, const char *src)
 {
-  TdmTensor *t = g_new0(TdmTensor, 1);
-  t->name = g_strdup(name);
-  t->rank = rank;
+  Tensor *t = g_new0(Tensor, 1);
+  t->t.name = g_strdup(name);
+  t->t.rank = rank;
   for (int i = 0; i < rank; i++)
-    t->shape[i] = shape[i];
-  t->data = data;
+    t->t.shape[i] = shape[i];
+  t->t.type = type;
+  t->t.data = data;
+  t->owned = data != NULL;
+  t->src = src;
 
-  TdmTensor *old = g_hash_table_lookup(ckpt->by_name, name);
+  Tensor *old = g_hash_table_lookup(ckpt->by_name, name);
   if (old != NULL) {
     guint index;
     g_assert(g_ptr_array_find(ckpt->tensors, old, &index));
@@ -96,14 +118,19 @@ checkpoint_take(TdmCheckpoint *ckpt, const char *name, int rank, const gint64 *s
   } else {
     g_ptr_array_add(ckpt->tensors, t);
   }
-  g_hash_table_insert(ckpt->by_name, t->name, t);
+  g_hash_table_insert(ckpt->by_name, t->t.name, t);
+  return t;
 }
 
 void
-tdm_checkpoint_take(TdmCheckpoint *ckpt, const char *name, int rank, const gint64 *shape,
-                    float *data)
+tdm_checkpoint_take_reader(TdmCheckpoint *ckpt, const char *name, int rank, const gint64 *shape,
+                           TdmTensorType type, TdmTensorReader read, gpointer source,
+                           GDestroyNotify source_free)
 {
-  checkpoint_take(ckpt, name, rank, shape, data);
+  Tensor *t = checkpoint_take(ckpt, name, rank, shape, type, NULL, NULL);
+  t->read = read;
+  t->source = source;
+  t->source_free = source_free;
 }
 
 void
@@ -120,7 +147,8 @@ tdm_checkpoint_add(TdmCheckpoint *ckpt, const char *name, int rank, const gint64
 
   gint64 n = tensor_elements(rank, shape);
   g_return_if_fail(n == 0 || data != NULL);
-  checkpoint_take(ckpt, name, rank, shape, n ? g_memdup2(data, (gsize)n * sizeof(float)) : NULL);
+  checkpoint_take(ckpt, name, rank, shape, TDM_TENSOR_F32,
+                  n ? g_memdup2(data, (gsize)n * sizeof(float)) : NULL, NULL);
 }
 
 void
@@ -141,11 +169,64 @@ tdm_checkpoint_set_metadata(TdmCheckpoint *ckpt, const char *key, const char *va
 }
 
 const TdmTensor *
-tdm_checkpoint_get(TdmCheckpoint *ckpt, const char *name)
+tdm_checkpoint_find(TdmCheckpoint *ckpt, const char *name)
 {
   g_return_val_if_fail(ckpt != NULL, NULL);
   g_return_val_if_fail(name != NULL, NULL);
   return g_hash_table_lookup(ckpt->by_name, name);
+}
+
+const float *
+tdm_checkpoint_values(TdmCheckpoint *ckpt, const TdmTensor *tensor, GError **error)
+{
+  /* What a tensor of no values points at: not NULL, which means failure. */
+  static const float none[1];
+  g_return_val_if_fail(ckpt != NULL && tensor != NULL, NULL);
+  Tensor *t = (Tensor *)tensor;
+  gint64 count = tensor_elements(t->t.rank, t->t.shape);
+  if (t->t.data != NULL || count == 0)
+    return t->t.data != NULL ? t->t.data : none;
+  if (t->read != NULL) {
+    t->t.data = t->read(t->source, error);
+    t->owned = t->t.data != NULL;
+    return t->t.data;
+  }
+  g_return_val_if_fail(t->src != NULL, NULL);
+#if G_BYTE_ORDER == G_LITTLE_ENDIAN
+  if (t->t.type == TDM_TENSOR_F32 && (guintptr)t->src % G_ALIGNOF(float) == 0) {
+    t->t.data = (float *)t->src;   /* the mapping is read-only, and so is data */
+    return t->t.data;
+  }
+#endif
+  float *out = g_try_new(float, count);
+  if (out == NULL) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                _("tensor “%s”: no memory for its %lld values"), t->t.name,
+                (long long)count);
+    return NULL;
+  }
+  for (gint64 i = 0; i < count; i++) {
+    if (t->t.type == TDM_TENSOR_I64) {
+      gint64 v;
+      memcpy(&v, t->src + 8 * i, 8);
+      out[i] = (float)GINT64_FROM_LE(v);
+    } else {
+      guint32 v;
+      memcpy(&v, t->src + 4 * i, 4);
+      v = GUINT32_FROM_LE(v);
+      memcpy(&out[i], &v, 4);
+    }
+  }
+  t->t.data = out;
+  t->owned = TRUE;
+  return out;
+}
+
+const TdmTensor *
+tdm_checkpoint_get(TdmCheckpoint *ckpt, const char *name)
+{
+  const TdmTensor *t = tdm_checkpoint_find(ckpt, name);
+  return t != NULL && tdm_checkpoint_values(ckpt, t, NULL) != NULL ? t : NULL;
 }
 
 const char *
@@ -168,7 +249,16 @@ tdm_checkpoint_nth(TdmCheckpoint *ckpt, int index)
 {
   g_return_val_if_fail(ckpt != NULL, NULL);
   g_return_val_if_fail(index >= 0 && (guint)index < ckpt->tensors->len, NULL);
-  return ckpt->tensors->pdata[index];
+  const TdmTensor *t = ckpt->tensors->pdata[index];
+  return tdm_checkpoint_values(ckpt, t, NULL) != NULL ? t : NULL;
+}
+
+const char *
+tdm_checkpoint_nth_name(TdmCheckpoint *ckpt, int index)
+{
+  g_return_val_if_fail(ckpt != NULL, NULL);
+  g_return_val_if_fail(index >= 0 && (guint)index < ckpt->tensors->len, NULL);
+  return ((const TdmTensor *)ckpt->tensors->pdata[index])->name;
 }
 
 /* Writing. */
@@ -191,6 +281,7 @@ header_json(TdmCheckpoint *ckpt)
   gint64 offset = 0;
   for (guint i = 0; i < ckpt->tensors->len; i++) {
     const TdmTensor *t = ckpt->tensors->pdata[i];
+    /* Every tensor is written as float32, counters read from int64 included. */
     gint64 bytes = tensor_elements(t->rank, t->shape) * (gint64)sizeof(float);
     json_builder_set_member_name(b, t->name);
     json_builder_begin_object(b);
@@ -267,15 +358,8 @@ save_failed(GError **error, const char *path, const char *what, int err)
 static gboolean
 refuse_dangling(const char *path, GError **error)
 {
-  struct stat st;
-  if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode) || stat(path, &st) == 0)
-    return TRUE;
-  g_autofree char *target = g_file_read_link(path, NULL);
-  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-              _("checkpoint %s: a dangling symbolic link (to %s); a save would replace the "
-              "link: save to its target or another name"),
-              path, target != NULL ? target : "nowhere");
-  return FALSE;
+  return tdm_file_check_not_dangling(path, _("checkpoint "), TDM_ENGINE_ERROR_CHECKPOINT,
+                                     error);
 }
 
 gboolean
@@ -349,7 +433,10 @@ tdm_checkpoint_save(TdmCheckpoint *ckpt, const char *path, GError **error)
   gboolean ok = write_all(fd, header, 8 + header_len);
   for (guint i = 0; ok && i < ckpt->tensors->len; i++) {
     const TdmTensor *t = ckpt->tensors->pdata[i];
-    ok = write_floats(fd, t->data, tensor_elements(t->rank, t->shape));
+    const float *values = tdm_checkpoint_values(ckpt, t, NULL);
+    if (values == NULL)
+      errno = ENOMEM;
+    ok = values != NULL && write_floats(fd, values, tensor_elements(t->rank, t->shape));
   }
   if (ok && fsync(fd) != 0) {
     what = "flush it to disk";
@@ -512,35 +599,6 @@ read_entry(const char *name, JsonNode *node, gint64 data_len, int *rank, gint64 
   return TRUE;
 }
 
-static float *
-read_floats(const char *src, gint64 count)
-{
-  if (count == 0)
-    return NULL;
-  float *out = g_new(float, count);
-  memcpy(out, src, (size_t)count * sizeof(float));
-#if G_BYTE_ORDER != G_LITTLE_ENDIAN
-  guint32 *words = (guint32 *)out;
-  for (gint64 i = 0; i < count; i++)
-    words[i] = GUINT32_FROM_LE(words[i]);
-#endif
-  return out;
-}
-
-static float *
-read_int64s(const char *src, gint64 count)
-{
-  if (count == 0)
-    return NULL;
-  float *out = g_new(float, count);
-  for (gint64 i = 0; i < count; i++) {
-    gint64 v;
-    memcpy(&v, src + 8 * i, 8);
-    out[i] = (float)GINT64_FROM_LE(v);
-  }
-  return out;
-}
-
 TdmCheckpoint *
 tdm_checkpoint_load(const char *path, GError **error)
 {
@@ -549,22 +607,17 @@ tdm_checkpoint_load(const char *path, GError **error)
 
   g_autoptr(GError) local = NULL;
   /* A FIFO or a device would block or never end: refused before it is opened. */
-  int fd = tdm_file_open_regular(path, _("checkpoint "), TDM_ENGINE_ERROR_CHECKPOINT, NULL, error);
-  if (fd < 0)
+  g_autoptr(GMappedFile) file = tdm_file_map(path, _("checkpoint "),
+                                             TDM_ENGINE_ERROR_CHECKPOINT, error);
+  if (file == NULL)
     return NULL;
-  g_autoptr(GMappedFile) file = g_mapped_file_new_from_fd(fd, FALSE, &local);
-  close(fd);   /* the mapping keeps what it needs */
-  if (file == NULL) {
-    load_failed(error, path, _("cannot read: %s"), local->message);
-    return NULL;
-  }
   const char *bytes = g_mapped_file_get_contents(file);
   gint64 size = (gint64)g_mapped_file_get_length(file);
 
   /* torch.save's files: a zip archive since PyTorch 1.6, a bare pickle stream before
    * (it starts with the pickled magic number 0x1950a86a20f9469cfc6c). */
   if (tdm_checkpoint_is_pth((const guint8 *)bytes, (gsize)size))
-    return tdm_checkpoint_parse_pth(path, (const guint8 *)bytes, (gsize)size, error);
+    return tdm_checkpoint_parse_pth(path, file, error);
   static const char legacy_torch[] = "\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19";
   if (size >= (gint64)sizeof legacy_torch - 1 &&
       memcmp(bytes, legacy_torch, sizeof legacy_torch - 1) == 0) {
@@ -652,12 +705,10 @@ tdm_checkpoint_load(const char *path, GError **error)
     }
   }
 
-  for (guint i = 0; i < count; i++) {
-    gint64 width = spans[i].i64 ? 8 : (gint64)sizeof(float);
-    gint64 elements = (spans[i].end - spans[i].begin) / width;
+  for (guint i = 0; i < count; i++)
     checkpoint_take(ckpt, spans[i].name, ranks[i], &shapes[4 * i],
-                    spans[i].i64 ? read_int64s(data + spans[i].begin, elements)
-                                 : read_floats(data + spans[i].begin, elements));
-  }
+                    spans[i].i64 ? TDM_TENSOR_I64 : TDM_TENSOR_F32, NULL,
+                    data + spans[i].begin);
+  ckpt->file = g_steal_pointer(&file);
   return g_steal_pointer(&ckpt);
 }

@@ -17,11 +17,19 @@
 
 G_BEGIN_DECLS
 
+/* How a tensor's values are stored in its file; in memory they are floats either way. */
+typedef enum {
+  TDM_TENSOR_F32,
+  TDM_TENSOR_I64,         /* PyTorch's counters (BN's num_batches_tracked) */
+} TdmTensorType;
+
 typedef struct {
   char *name;
   int rank;               /* dimensions used in shape */
   gint64 shape[4];
-  float *data;            /* element count = product of shape */
+  TdmTensorType type;
+  float *data;            /* element count = product of shape; of a loaded checkpoint,
+                           * read-only and NULL until its values are asked for */
 } TdmTensor;
 
 typedef struct _TdmCheckpoint TdmCheckpoint;
@@ -43,14 +51,27 @@ gboolean tdm_checkpoint_save (TdmCheckpoint *ckpt, const char *path, GError **er
  * creating (and removing) the temporary file in its folder. For a run to refuse a
  * place it cannot write before any work, rather than at its first save. */
 gboolean tdm_checkpoint_check_writable (const char *path, GError **error);
-/* Reads and checks every header field against the file size. */
+/* Reads and checks every header field against the file size. The file is mapped, not
+ * copied: a tensor's values are read when asked for, so tensors nobody uses (a
+ * state_dict's other heads, a hostile 3 GB entry) cost nothing. */
 TdmCheckpoint *tdm_checkpoint_load (const char *path, GError **error);
 
-/* NULL when absent. */
+/* The tensor's name, type and shape, its values not read (data may be NULL); NULL when
+ * absent. For deciding whether a tensor is wanted before its values cost anything. */
+const TdmTensor *tdm_checkpoint_find (TdmCheckpoint *ckpt, const char *name);
+/* The tensor's values: straight from the mapping where the file's bytes are floats
+ * as this machine stores them, else converted once (int64 counters, unaligned or
+ * big-endian data). NULL with an error when memory for a conversion is lacking. */
+const float *tdm_checkpoint_values (TdmCheckpoint *ckpt, const TdmTensor *tensor,
+                                    GError **error);
+/* find, then values: NULL when absent (or its values cannot be had). */
 const TdmTensor *tdm_checkpoint_get (TdmCheckpoint *ckpt, const char *name);
 const char *tdm_checkpoint_get_metadata (TdmCheckpoint *ckpt, const char *key);
 int tdm_checkpoint_count (TdmCheckpoint *ckpt);
+/* The index-th tensor in file order, with its values (as tdm_checkpoint_get). */
 const TdmTensor *tdm_checkpoint_nth (TdmCheckpoint *ckpt, int index);
+/* Its name alone: nothing is read. */
+const char *tdm_checkpoint_nth_name (TdmCheckpoint *ckpt, int index);
 
 /* A network's parameters and BN running statistics out of a checkpoint (PyTorch's
  * names and layouts) into params[net->parameter_count] and state[net->state_count]
@@ -71,6 +92,18 @@ gboolean tdm_checkpoint_read_matching (TdmCheckpoint *ckpt, const TdmNetwork *ne
                                        const char *path, gboolean require_all,
                                        float *params, float *state, char **report,
                                        GError **error);
+
+/* The largest magnitude a weight, statistic or optimizer state read from a file may
+ * have: far beyond what any training of these networks makes (weights of a few units,
+ * running variances of pixel values up to ~10⁵), and far enough below float's range
+ * that a product of two such values with an activation still fits. Larger values are
+ * refused by name, as NaN and infinities are, and negative running variances. */
+#define TDM_CHECKPOINT_MAX_VALUE 1e12f
+
+/* Each BN layer's num_batches_tracked in the file, by layer index (tracked[layer_count]),
+ * −1 where there is none or it is not a whole number ≥ 0. */
+void tdm_checkpoint_read_tracked (TdmCheckpoint *ckpt, const TdmNetwork *net,
+                                  gint64 *tracked);
 
 /* Where the dataset setting `dataset` is (tdm-checkpoint-dataset.c): its folder's
  * absolute path ("dataset_path") and its path from the folder of the checkpoint to be

@@ -17,6 +17,7 @@
 #include "tdm-image.h"
 #include "tdm-json.h"
 #include "tdm-network.h"
+#include "tdm-printable.h"
 #include "tdm-replica.h"
 
 #include <json-glib/json-glib.h>
@@ -40,23 +41,6 @@ bad_checkpoint(GError **error, const char *path, const char *why)
 {
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT, "%s: %s", path, why);
   return FALSE;
-}
-
-/* A class name as a terminal may show it: control characters (escape sequences,
- * newlines, C1 codes) are written as \xHH or \uHHHH, so a name cannot move the
- * cursor, recolour the screen or forge another output line. */
-static char *
-printable_name(const char *name)
-{
-  GString *out = g_string_new(NULL);
-  for (const char *p = name; *p != '\0'; p = g_utf8_next_char(p)) {
-    gunichar ch = g_utf8_get_char(p);
-    if (ch < 0x20 || ch == 0x7f || (ch >= 0x80 && ch < 0xa0))
-      g_string_append_printf(out, ch < 0x80 ? "\\x%02x" : "\\u%04x", ch);
-    else
-      g_string_append_unichar(out, ch);
-  }
-  return g_string_free(out, FALSE);
 }
 
 /* The class names saved with the run; numbers where none were saved (checkpoints
@@ -97,7 +81,8 @@ read_names(TdmCheckpoint *ckpt, const char *path, int classes, GError **error)
                   _("%s: metadata “class_names”, entry %d: not a non-empty text"), path, k);
       return NULL;
     }
-    names[k] = printable_name(name);
+    /* Shown on a terminal: no escape sequence or newline gets there raw. */
+    names[k] = tdm_printable(name);
   }
   return g_steal_pointer(&names);
 }
@@ -195,6 +180,20 @@ tdm_classifier_load(const char *path, GError **error)
     g_prefix_error(error, "%s: ", path);
     return NULL;
   }
+  /* The input shape decides the first fc's width: one that is not the run's shows as
+   * a tensor of the wrong size, but it is the metadata that is wrong. */
+  const char *saved = tdm_checkpoint_get_metadata(ckpt, "parameters");
+  gint64 count;
+  if (saved != NULL && g_ascii_string_to_signed(saved, 10, 0, G_MAXINT64, &count, NULL) &&
+      count != (gint64)net->parameter_count) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                _("%s: metadata “input_shape” %s and “network” make %zu parameters, but "
+                "the run saved %lld (metadata “parameters”): the input shape or the "
+                "network is not the run's"),
+                path, shape, net->parameter_count, (long long)count);
+    tdm_network_free(net);
+    return NULL;
+  }
   g_autofree float *params = g_new0(float, MAX(1, net->parameter_count));
   g_autofree float *state = g_new0(float, MAX(1, net->state_count));
   if (!tdm_checkpoint_read_parameters(ckpt, net, path, params, state, error)) {
@@ -222,21 +221,27 @@ tdm_classifier_load(const char *path, GError **error)
   return cl;
 }
 
-/* The classes of a network's head in a state_dict: the rows of the last fc's weight. */
+/* The classes of a network's head in a state_dict: the rows of the last fc's weight.
+ * 0 with an error: the network cannot be built for this input (its own message: an
+ * activation too large, a kernel that does not fit), or the file has no such head. */
 static int
-head_classes(TdmCheckpoint *ckpt, const char *network, int h, int w, int c)
+head_classes(TdmCheckpoint *ckpt, const char *network, const char *path, int h, int w, int c,
+             GError **error)
 {
-  g_autoptr(TdmNetwork) probe = tdm_network_new(network, h, w, c, 1, NULL);
+  g_autoptr(TdmNetwork) probe = tdm_network_new(network, h, w, c, 1, error);
   if (probe == NULL)
     return 0;
   int head = probe->layer_count - 1;
   while (head > 0 && probe->layers[head].kind != TDM_LAYER_LINEAR)
     head--;
   g_autofree char *name = g_strdup_printf("%s.weight", probe->layers[head].name);
-  const TdmTensor *t = tdm_checkpoint_get(ckpt, name);
-  return t != NULL && t->rank == 2 && t->shape[0] >= 1 && t->shape[0] <= 100000
-             ? (int)t->shape[0]
-             : 0;
+  const TdmTensor *t = tdm_checkpoint_find(ckpt, name);
+  if (t != NULL && t->rank == 2 && t->shape[0] >= 1 && t->shape[0] <= 100000)
+    return (int)t->shape[0];
+  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+              _("%s: no “%s” of two dimensions: not weights for network “%s”"), path, name,
+              network);
+  return 0;
 }
 
 TdmClassifier *
@@ -264,14 +269,11 @@ tdm_classifier_load_weights(const char *network, const char *path, int size, int
   if (ckpt == NULL)
     return NULL;
   /* A preset's head follows the file; a spec says its own class count. */
-  int classes = preset != NULL ? head_classes(ckpt, network, size, size, channels) : 0;
-  if (preset != NULL && classes == 0) {
-    g_autoptr(TdmNetwork) probe = tdm_network_new(network, size, size, channels, 1, NULL);
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                _("%s: no “%s.weight” of two dimensions: not weights for network “%s”"), path,
-                probe != NULL ? probe->layers[probe->layer_count - 1].name : "fc", network);
+  int classes = preset != NULL
+                    ? head_classes(ckpt, network, path, size, size, channels, error)
+                    : 0;
+  if (preset != NULL && classes == 0)
     return NULL;
-  }
   if (preset == NULL) {
     classes = spec_classes(network);
     if (classes < 1) {

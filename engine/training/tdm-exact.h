@@ -60,8 +60,8 @@ char *tdm_exact_describe (int chunk);
  * int64: gradients, statistics moves, the count of unrepresentable values), one
  * buffer of P floats (a chunk's gradients on their way from a device, the sum's on
  * their way back) and three of S floats (the statistics' moves, their values before
- * the step, zeros), each of at least one value. tdm_trainer_exact_setup() allocates
- * by it, the memory estimate counts it. */
+ * the step, what each chunk starts from), each of at least one value.
+ * tdm_trainer_exact_setup() allocates by it, the memory estimate counts it. */
 typedef struct {
   size_t acc;                   /* int64 values */
   size_t grads;                 /* floats */

@@ -235,10 +235,29 @@ tdm_finetune_active(const TdmConfig *c)
          (c->lr_scale != NULL && c->lr_scale[0] != NULL);
 }
 
+/* Which option made a layer's factor 0: said when that layer is out of order. */
+typedef enum { ZERO_NONE, ZERO_LR_SCALE, ZERO_FREEZE, ZERO_HEAD } ZeroedBy;
+
+static gboolean
+out_of_order(GError **error, const TdmLayer *frozen, const TdmLayer *trained, ZeroedBy by,
+             const char *item)
+{
+  if (by == ZERO_LR_SCALE)
+    return bad(error, "--lr-scale “%s”: a factor of 0 freezes “%s”, but it comes after “%s”, "
+                      "which trains; frozen layers must come before every trained one (give "
+                      "the factor to layers from the input up, or a factor above 0)",
+               item, frozen->name, trained->name);
+  return bad(error, "--freeze: “%s” is frozen but comes after “%s”, which trains; "
+                    "freeze the network from its input up (e.g. conv1,bn1,layer1)",
+             frozen->name, trained->name);
+}
+
 gboolean
 tdm_finetune_layer_scales(const TdmNetwork *net, const TdmConfig *c, float *scales,
                           int *first_trained, GError **error)
 {
+  g_autofree ZeroedBy *zeroed = g_new0(ZeroedBy, net->layer_count);
+  g_autofree const char **zeroed_item = g_new0(const char *, net->layer_count);
   for (int i = 0; i < net->layer_count; i++)
     scales[i] = 1.0f;
   for (int k = 0; c->lr_scale != NULL && c->lr_scale[k] != NULL; k++) {
@@ -255,6 +274,8 @@ tdm_finetune_layer_scales(const TdmNetwork *net, const TdmConfig *c, float *scal
     for (int i = 0; i < net->layer_count; i++)
       if (has_parameters(&net->layers[i]) && in_module(net->layers[i].name, prefix)) {
         scales[i] = (float)x;
+        zeroed[i] = x == 0 ? ZERO_LR_SCALE : ZERO_NONE;
+        zeroed_item[i] = item;
         any = TRUE;
       }
     if (!any)
@@ -268,6 +289,7 @@ tdm_finetune_layer_scales(const TdmNetwork *net, const TdmConfig *c, float *scal
     for (int i = 0; i < net->layer_count; i++)
       if (has_parameters(&net->layers[i]) && in_module(net->layers[i].name, prefix)) {
         scales[i] = 0.0f;
+        zeroed[i] = ZERO_FREEZE;
         any = TRUE;
       }
     if (!any)
@@ -278,8 +300,10 @@ tdm_finetune_layer_scales(const TdmNetwork *net, const TdmConfig *c, float *scal
   if (c->train_head) {
     int head = head_index(net);
     for (int i = 0; i < net->layer_count; i++)
-      if (i != head)
+      if (i != head) {
         scales[i] = 0.0f;
+        zeroed[i] = ZERO_HEAD;
+      }
   }
   /* Frozen layers must all come before the trained ones: backward then stops at the
    * first trained layer, and no gradient passes through a frozen BN (which runs with
@@ -292,9 +316,7 @@ tdm_finetune_layer_scales(const TdmNetwork *net, const TdmConfig *c, float *scal
     if (scales[i] != 0.0f && first < 0)
       first = i;
     else if (scales[i] == 0.0f && first >= 0)
-      return bad(error, "--freeze: “%s” is frozen but comes after “%s”, which trains; "
-                        "freeze the network from its input up (e.g. conv1,bn1,layer1)",
-                 l->name, net->layers[first].name);
+      return out_of_order(error, l, &net->layers[first], zeroed[i], zeroed_item[i]);
   }
   if (first < 0)
     return bad(error, "--freeze: every layer is frozen, so nothing would train");

@@ -121,14 +121,16 @@ layer_entries(const TdmNetwork *net, const TdmLayer *l, Entry *e)
   return n;
 }
 
+/* tracked (or NULL): a frozen BN layer's own num_batches_tracked, which its frozen
+ * statistics keep as they were given; every other BN layer counts the run's steps. */
 static void
 add_layer_tensors(TdmCheckpoint *ckpt, const TdmNetwork *net, const float *params,
-                  const float *state, long step)
+                  const float *state, long step, const gint64 *tracked)
 {
-  float steps = (float)step;
   for (int i = 0; i < net->layer_count; i++) {
     Entry e[8];
     int n = layer_entries(net, &net->layers[i], e);
+    float steps = (float)(tracked != NULL && tracked[i] >= 0 ? tracked[i] : step);
     for (int k = 0; k < n; k++) {
       if (e[k].home == IS_STEP) {
         tdm_checkpoint_add(ckpt, e[k].name, 0, e[k].shape, &steps);
@@ -272,7 +274,7 @@ tdm_trainer_save_checkpoint_to(TdmTrainer *t, const char *path, gboolean best,
   if (bn_state == NULL)
     return FALSE;
   g_autoptr(TdmCheckpoint) ckpt = tdm_checkpoint_new();
-  add_layer_tensors(ckpt, t->net, t->host_params, bn_state, t->step);
+  add_layer_tensors(ckpt, t->net, t->host_params, bn_state, t->step, t->bn_tracked);
 
   TdmOptimizer *opt = t->opts[t->main_local];
   size_t n = t->net->parameter_count;
@@ -351,26 +353,101 @@ legacy_layout(TdmCheckpoint *ckpt)
          (layout == NULL || g_str_has_prefix(layout, "NHWC"));
 }
 
-/* The tensor for entry e; in a legacy checkpoint a network's only fc was "fc1". */
+/* The tensor for entry e, its values not read yet; in a legacy checkpoint a network's
+ * only fc was "fc1". */
 static const TdmTensor *
 find_tensor(TdmCheckpoint *ckpt, const Entry *e, gboolean legacy)
 {
-  const TdmTensor *tensor = tdm_checkpoint_get(ckpt, e->name);
+  const TdmTensor *tensor = tdm_checkpoint_find(ckpt, e->name);
   if (tensor == NULL && legacy && g_str_has_prefix(e->name, "fc.")) {
     g_autofree char *old = g_strdup_printf("fc1.%s", e->name + 3);
-    tensor = tdm_checkpoint_get(ckpt, old);
+    tensor = tdm_checkpoint_find(ckpt, old);
   }
   return tensor;
 }
 
-static void
-copy_in(const Entry *e, const TdmTensor *tensor, gboolean legacy, float *params, float *state)
+static gboolean
+bad_value(GError **error, const char *path, const char *name, const char *why, float v,
+          gint64 at)
 {
+  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+              _("%s: tensor “%s” holds %s (%g at index %lld)"), path, name, why, (double)v,
+              (long long)at);
+  return FALSE;
+}
+
+/* The values of a tensor that comes from outside, read and checked: float32 (an int64
+ * read into a weight would be a counter or an index, not a weight), finite, within
+ * ±TDM_CHECKPOINT_MAX_VALUE, and never below zero where a variance is meant to be.
+ * A NaN or a 3e38 stored in a weight would train a few steps and then look like a
+ * divergence, or classify everything at "nan %": the file and the tensor are named
+ * instead. */
+static const float *
+checked_values(TdmCheckpoint *ckpt, const TdmTensor *tensor, gint64 count, gboolean variance,
+               const char *path, GError **error)
+{
+  if (tensor->type != TDM_TENSOR_F32) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
+                _("%s: tensor “%s” holds int64 values; weights and statistics are float32 "
+                "(only num_batches_tracked counters may be int64)"), path, tensor->name);
+    return NULL;
+  }
+  const float *v = tdm_checkpoint_values(ckpt, tensor, error);
+  if (v == NULL) {
+    g_prefix_error(error, "%s: ", path);
+    return NULL;
+  }
+  for (gint64 j = 0; j < count; j++) {
+    if (!isfinite(v[j]))
+      return bad_value(error, path, tensor->name, _("a value that is not a finite number"),
+                       v[j], j), NULL;
+    if (fabsf(v[j]) > TDM_CHECKPOINT_MAX_VALUE)
+      return bad_value(error, path, tensor->name,
+                       _("a value beyond ±1e12, which no training makes"), v[j], j), NULL;
+    if (variance && v[j] < 0)
+      return bad_value(error, path, tensor->name, _("a negative variance"), v[j], j), NULL;
+  }
+  return v;
+}
+
+static gboolean
+is_variance(const char *name)
+{
+  return g_str_has_suffix(name, ".running_var") || g_str_has_suffix(name, ".adam.v");
+}
+
+static gboolean
+copy_in(TdmCheckpoint *ckpt, const Entry *e, const TdmTensor *tensor, gboolean legacy,
+        float *params, float *state, const char *path, GError **error)
+{
+  const float *v = checked_values(ckpt, tensor, (gint64)e->count, is_variance(e->name), path,
+                                  error);
+  if (v == NULL)
+    return FALSE;
   if (e->layer != NULL && !(legacy && e->layer->kind == TDM_LAYER_LINEAR))
-    tdm_layer_weight_from_torch(e->layer, tensor->data, params + e->offset);
+    tdm_layer_weight_from_torch(e->layer, v, params + e->offset);
   else
-    memcpy((e->home == IN_STATE ? state : params) + e->offset, tensor->data,
-           e->count * sizeof(float));
+    memcpy((e->home == IN_STATE ? state : params) + e->offset, v, e->count * sizeof(float));
+  return TRUE;
+}
+
+void
+tdm_checkpoint_read_tracked(TdmCheckpoint *ckpt, const TdmNetwork *net, gint64 *tracked)
+{
+  for (int i = 0; i < net->layer_count; i++) {
+    Entry e[8];
+    int count = layer_entries(net, &net->layers[i], e);
+    tracked[i] = -1;
+    for (int k = 0; k < count; k++) {
+      if (e[k].home != IS_STEP)
+        continue;
+      const TdmTensor *t = tdm_checkpoint_find(ckpt, e[k].name);
+      const float *v = t != NULL && t->rank == 0 ? tdm_checkpoint_values(ckpt, t, NULL) : NULL;
+      /* A count is a whole number; anything else is left to the run's own. */
+      if (v != NULL && isfinite(v[0]) && v[0] >= 0 && v[0] <= 0x1p53 && v[0] == floorf(v[0]))
+        tracked[i] = (gint64)v[0];
+    }
+  }
 }
 
 gboolean
@@ -394,17 +471,8 @@ tdm_checkpoint_read_parameters(TdmCheckpoint *ckpt, const TdmNetwork *net, const
                     path, e[k].name, e[k].count);
         return FALSE;
       }
-      /* A NaN stored in a weight would train a few steps and then look like a
-       * divergence, or classify everything at "nan %": name the tensor instead. */
-      for (gint64 j = 0; j < elements; j++)
-        if (!isfinite(tensor->data[j])) {
-          g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
-                      "%s: tensor “%s” holds a value that is not a finite number (%g at "
-                      "index %" G_GINT64_FORMAT ")",
-                      path, e[k].name, (double)tensor->data[j], j);
-          return FALSE;
-        }
-      copy_in(&e[k], tensor, legacy, params, state);
+      if (!copy_in(ckpt, &e[k], tensor, legacy, params, state, path, error))
+        return FALSE;
     }
   }
   return TRUE;
@@ -504,7 +572,8 @@ tdm_checkpoint_read_matching(TdmCheckpoint *ckpt, const TdmNetwork *net, const c
           return FALSE;
         }
       } else {
-        copy_in(&e[k], tensor, legacy, params, state);
+        if (!copy_in(ckpt, &e[k], tensor, legacy, params, state, path, error))
+          return FALSE;
         loaded++;
         continue;
       }
@@ -524,7 +593,7 @@ tdm_checkpoint_read_matching(TdmCheckpoint *ckpt, const TdmNetwork *net, const c
   }
   int unused = 0;
   for (int i = 0; i < tdm_checkpoint_count(ckpt); i++)
-    unused += !g_hash_table_contains(used, tdm_checkpoint_nth(ckpt, i)->name);
+    unused += !g_hash_table_contains(used, tdm_checkpoint_nth_name(ckpt, i));
   if (loaded == 0) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
                 _("%s: none of its %d tensors matches the network's names and shapes (it "
@@ -595,6 +664,14 @@ tdm_trainer_restore_checkpoint(TdmTrainer *t, const char *path, GError **error)
   g_autofree float *state = g_new0(float, MAX(1, ns));
   if (!tdm_checkpoint_read_parameters(ckpt, t->net, path, params, state, error))
     return FALSE;
+  /* Frozen BN layers keep counting what the checkpoint says they had. */
+  if (t->bn_tracked != NULL) {
+    g_autofree gint64 *saved = g_new(gint64, t->net->layer_count);
+    tdm_checkpoint_read_tracked(ckpt, t->net, saved);
+    for (int i = 0; i < t->net->layer_count; i++)
+      if (t->bn_tracked[i] >= 0)
+        t->bn_tracked[i] = MAX(0, saved[i]);
+  }
 
   for (int r = 0; r < t->replicas; r++) {
     TdmBackend *b = t->backends[r];
@@ -607,13 +684,17 @@ tdm_trainer_restore_checkpoint(TdmTrainer *t, const char *path, GError **error)
     opt->t = opt_t;
     for (int i = 0; i < opt->state_count; i++) {
       const char *name = tdm_optimizer_state_name(opt, i);
-      const TdmTensor *tensor = tdm_checkpoint_get(ckpt, name);
+      const TdmTensor *tensor = tdm_checkpoint_find(ckpt, name);
       if (tensor == NULL || tensor->rank != 1 || tensor->shape[0] != (gint64)n) {
         g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
                     _("%s: optimizer state “%s” is missing or has the wrong size"), path, name);
         return FALSE;
       }
-      b->ops->upload(b, opt->state[i], tensor->data, n * sizeof(float));
+      const float *values = checked_values(ckpt, tensor, (gint64)n, is_variance(name), path,
+                                           error);
+      if (values == NULL)
+        return FALSE;
+      b->ops->upload(b, opt->state[i], values, n * sizeof(float));
     }
   }
   for (int r = 0; r < t->replicas; r++)

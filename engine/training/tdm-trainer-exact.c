@@ -13,6 +13,11 @@
 #include <math.h>
 #include <string.h>
 
+/* A stretch of the running statistics, in floats. */
+typedef struct {
+  size_t offset, count;
+} Range;
+
 struct ExactReplica {
   gint64 *acc;                  /* gradients (2P), then running-statistics moves (2S),
                                  * then the count of unrepresentable values */
@@ -23,10 +28,47 @@ struct ExactReplica {
   float *grads;                 /* host: one chunk's gradients, then the sum's */
   float *state;                 /* host: one chunk's statistics moves, then the new */
   float *saved_state;           /* host: the running statistics before the step */
-  float *zeros;                 /* host: S zeros, uploaded before each chunk */
+  float *start;                 /* host: what each chunk's pass starts from, uploaded
+                                 * before it: zeros where the statistics move, the
+                                 * saved values of frozen BN layers */
+  GArray *moving;               /* Range: the state that moves (not frozen BN's) */
   gint64 metrics[4];            /* loss · 2⁻¹⁶ (two limbs), correct, unrepresentable
                                  * losses */
 };
+
+/* The running statistics a step moves: every BN layer's but the frozen ones', which
+ * normalize with their running statistics (inference mode) and keep them. Those must
+ * not be zeroed for a chunk's pass, as the moving ones are to collect their moves: a
+ * frozen BN would then divide by √ε and blow its outputs up. Adjacent layers' ranges
+ * are merged. */
+static GArray *
+moving_state(const TdmTrainer *t)
+{
+  const TdmNetwork *net = t->net;
+  GArray *ranges = g_array_new(FALSE, FALSE, sizeof(Range));
+  for (int i = 0; i < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i];
+    if (l->state_count == 0 || (t->frozen != NULL && t->frozen[i]))
+      continue;
+    Range *last = ranges->len > 0 ? &g_array_index(ranges, Range, ranges->len - 1) : NULL;
+    if (last != NULL && last->offset + last->count == l->state_offset)
+      last->count += l->state_count;
+    else
+      g_array_append_val(ranges, ((Range){l->state_offset, l->state_count}));
+  }
+  return ranges;
+}
+
+/* Each chunk starts from zeros where statistics move and the saved values elsewhere. */
+static void
+fill_start(ExactReplica *e, size_t s)
+{
+  memcpy(e->start, e->saved_state, s * sizeof(float));
+  for (guint k = 0; k < e->moving->len; k++) {
+    const Range *m = &g_array_index(e->moving, Range, k);
+    memset(e->start + m->offset, 0, m->count * sizeof(float));
+  }
+}
 
 gboolean
 tdm_trainer_exact_setup(TdmTrainer *t, GError **error)
@@ -43,9 +85,10 @@ tdm_trainer_exact_setup(TdmTrainer *t, GError **error)
     e->grads = g_try_new(float, plan.grads);
     e->state = g_try_new0(float, plan.state);
     e->saved_state = g_try_new0(float, plan.state);
-    e->zeros = g_try_new0(float, plan.state);
+    e->start = g_try_new0(float, plan.state);
+    e->moving = moving_state(t);
     if (e->acc == NULL || e->grads == NULL || e->state == NULL || e->saved_state == NULL ||
-        e->zeros == NULL) {
+        e->start == NULL) {
       g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY,
                   _("exact mode: no room for the fixed-point gradient sums (%zu bytes)"),
                   (size_t)plan.bytes);
@@ -68,7 +111,7 @@ tdm_trainer_exact_setup(TdmTrainer *t, GError **error)
      * estimate must equal (tests/engine/test-memory.c). */
     t->exact_bytes += plan.acc * sizeof *e->acc + plan.grads * sizeof *e->grads +
                       plan.state * (sizeof *e->state + sizeof *e->saved_state +
-                                    sizeof *e->zeros);
+                                    sizeof *e->start);
   }
   return TRUE;
 }
@@ -85,7 +128,9 @@ tdm_trainer_exact_free(TdmTrainer *t)
     g_free(t->exact[r].grads);
     g_free(t->exact[r].state);
     g_free(t->exact[r].saved_state);
-    g_free(t->exact[r].zeros);
+    g_free(t->exact[r].start);
+    if (t->exact[r].moving != NULL)
+      g_array_unref(t->exact[r].moving);
   }
   g_clear_pointer(&t->exact, g_free);
 }
@@ -121,17 +166,22 @@ tdm_trainer_exact_compute(TdmTrainer *t, int r)
   gint64 *dbad = dacc != NULL ? dacc + e->acc_count - 1 : NULL;
   if (s > 0) {
     b->ops->download(b, e->saved_state, rep->state, s * sizeof(float));
+    b->ops->synchronize(b);
+    fill_start(e, s);
   }
   gint64 bad = 0;
   for (int done = 0; done < size && !tdm_trainer_aborted(t); done += chunk) {
     int n = MIN(chunk, size - done);
     if (s > 0)
-      b->ops->upload(b, rep->state, e->zeros, s * sizeof(float));
+      b->ops->upload(b, rep->state, e->start, s * sizeof(float));
     tdm_replica_train_step(rep, job->indices + offset + done, n, 1.0f / (float)job->count);
     if (dacc != NULL) {
       b->ops->exact_add(b, dacc, rep->grads, p, dbad);
-      if (s > 0)
-        b->ops->exact_add(b, dacc + 2 * p, rep->state, s, dbad);
+      for (guint k = 0; k < e->moving->len; k++) {
+        const Range *m = &g_array_index(e->moving, Range, k);
+        b->ops->exact_add(b, dacc + 2 * (p + m->offset), rep->state + m->offset, m->count,
+                          dbad);
+      }
       tdm_trainer_exact_add_metrics(t, r, tdm_replica_take_metrics(rep));
       continue;
     }
@@ -144,7 +194,11 @@ tdm_trainer_exact_compute(TdmTrainer *t, int r)
     bad += (gint64)tdm_exact_add(e->acc, grads, p);
     if (s > 0) {
       b->ops->download(b, e->state, rep->state, s * sizeof(float));
-      bad += (gint64)tdm_exact_add(e->acc + 2 * p, e->state, s);
+      for (guint k = 0; k < e->moving->len; k++) {
+        const Range *m = &g_array_index(e->moving, Range, k);
+        bad += (gint64)tdm_exact_add(e->acc + 2 * (p + m->offset), e->state + m->offset,
+                                     m->count);
+      }
     }
     tdm_trainer_exact_add_metrics(t, r, tdm_replica_take_metrics(rep));
   }
@@ -194,9 +248,14 @@ tdm_trainer_exact_combine(TdmTrainer *t, int r, GError **error)
   }
   if (s > 0) {
     int chunks = tdm_exact_chunks(t->job.count, t->config->exact_chunk);
-    tdm_exact_to_float(e->state, e->acc + 2 * p, s, 1.0 / chunks);
-    for (size_t i = 0; i < s; i++)
-      e->state[i] += (1.0f - TDM_BN_MOMENTUM) * e->saved_state[i];
+    memcpy(e->state, e->saved_state, s * sizeof(float));
+    for (guint k = 0; k < e->moving->len; k++) {
+      const Range *m = &g_array_index(e->moving, Range, k);
+      float *v = e->state + m->offset;
+      tdm_exact_to_float(v, e->acc + 2 * (p + m->offset), m->count, 1.0 / chunks);
+      for (size_t i = 0; i < m->count; i++)
+        v[i] += (1.0f - TDM_BN_MOMENTUM) * e->saved_state[m->offset + i];
+    }
     b->ops->upload(b, rep->state, e->state, s * sizeof(float));
   }
   /* Uploads may be asynchronous: the host buffers are written again next step. */

@@ -15,6 +15,8 @@
 
 #include <string.h>
 
+/* A resumed run's weights come from its checkpoint: the file it started from is not
+ * read again (it may have moved since), and nothing of it would be used. */
 static gboolean
 setup_init(TdmTrainer *t, GError **error)
 {
@@ -42,7 +44,31 @@ setup_init(TdmTrainer *t, GError **error)
     g_prefix_error(error, _("--init: "));
     return FALSE;
   }
+  if (t->bn_tracked != NULL) {
+    g_autofree gint64 *given = g_new(gint64, net->layer_count);
+    tdm_checkpoint_read_tracked(ckpt, net, given);
+    for (int i = 0; i < net->layer_count; i++)
+      if (t->bn_tracked[i] >= 0)
+        t->bn_tracked[i] = MAX(0, given[i]);
+  }
   return TRUE;
+}
+
+/* Frozen BN layers run in inference mode, as PyTorch's frozen modules do, and so keep
+ * their num_batches_tracked: 0 unless --init or the resumed checkpoint says more. */
+static void
+setup_tracked(TdmTrainer *t)
+{
+  const TdmNetwork *net = t->net;
+  gboolean any = FALSE;
+  t->bn_tracked = g_new(gint64, net->layer_count);
+  for (int i = 0; i < net->layer_count; i++) {
+    gboolean frozen_bn = t->frozen[i] && net->layers[i].state_count > 0;
+    t->bn_tracked[i] = frozen_bn ? 0 : -1;
+    any |= frozen_bn;
+  }
+  if (!any)
+    g_clear_pointer(&t->bn_tracked, g_free);
 }
 
 gboolean
@@ -58,8 +84,6 @@ tdm_trainer_finetune_setup(TdmTrainer *t, GError **error)
     t->affine = tdm_normalize_affine(net->in_c, mean, std);
     t->normalize_text = tdm_normalize_format(net->in_c, mean, std);
   }
-  if (!setup_init(t, error))
-    return FALSE;
   t->first_trained = 0;
   if (tdm_finetune_active(cfg)) {
     t->layer_scales = g_new(float, net->layer_count);
@@ -69,8 +93,9 @@ tdm_trainer_finetune_setup(TdmTrainer *t, GError **error)
     for (int i = 0; i < net->layer_count; i++)
       t->frozen[i] = t->layer_scales[i] == 0.0f &&
                      (net->layers[i].param_count > 0 || net->layers[i].state_count > 0);
+    setup_tracked(t);
   }
-  return TRUE;
+  return setup_init(t, error);
 }
 
 void
@@ -136,6 +161,7 @@ tdm_trainer_finetune_teardown(TdmTrainer *t)
   g_clear_pointer(&t->init_report, g_free);
   g_clear_pointer(&t->layer_scales, g_free);
   g_clear_pointer(&t->frozen, g_free);
+  g_clear_pointer(&t->bn_tracked, g_free);
   t->normalize = FALSE;
   t->first_trained = 0;
 }

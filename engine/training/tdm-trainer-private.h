@@ -171,6 +171,9 @@ struct _TdmTrainer {
   char *init_report;            /* what --init loaded and skipped, or NULL */
   float *layer_scales;          /* [layer_count] learning-rate factors, 0 frozen; or NULL */
   uint8_t *frozen;              /* [layer_count], or NULL */
+  gint64 *bn_tracked;           /* [layer_count]: a frozen BN layer's num_batches_tracked
+                                 * as given (it does not count the run's steps), −1 for
+                                 * the others; or NULL */
   int first_trained;            /* backward stops at this layer */
 };
 

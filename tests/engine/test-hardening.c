@@ -435,8 +435,17 @@ rewrite_checkpoint(const char *name, const char *class_names, gboolean nan_weigh
   if (class_names != NULL)
     tdm_checkpoint_set_metadata(ckpt, "class_names", class_names);
   if (nan_weight) {
-    TdmTensor *t = (TdmTensor *)tdm_checkpoint_nth(ckpt, 0);
-    t->data[1] = NAN;
+    /* A loaded tensor's values are the file's, read-only: changed in a copy. */
+    const TdmTensor *t = tdm_checkpoint_nth(ckpt, 0);
+    gint64 n = 1;
+    for (int d = 0; d < t->rank; d++)
+      n *= t->shape[d];
+    g_autofree float *values = g_memdup2(t->data, (gsize)n * sizeof(float));
+    values[1] = NAN;
+    g_autofree char *name = g_strdup(t->name);
+    gint64 shape[4];
+    memcpy(shape, t->shape, sizeof shape);
+    tdm_checkpoint_add(ckpt, name, t->rank, shape, values);
   }
   char *path = g_build_filename(top, name, NULL);
   g_assert_true(tdm_checkpoint_save(ckpt, path, &error));

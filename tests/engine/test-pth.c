@@ -10,6 +10,7 @@
  * compression) refused with a message that names what is wrong. Without python3-torch
  * the torch.save half skips and says so.
  */
+#define _GNU_SOURCE   /* memmem */
 #include "tdm-checkpoint.h"
 #include "tdm-error.h"
 #include "tdm-pickle.h"
@@ -412,6 +413,57 @@ test_built_archive(void)
   }
 }
 
+/* A tensor's storage is read only when its values are asked for: a tensor nobody
+ * uses costs nothing, however large or damaged its storage. Here "unused" views a
+ * stored storage whose bytes no longer match their CRC, "count" an int64 storage: the
+ * file loads, "w" reads, "unused" fails only when read (naming the CRC), and "count"
+ * stays typed as int64, for the matching to refuse it as a weight. */
+static void
+test_storage_read_when_used(void)
+{
+  Pickle *p = dict_begin();
+  str(p, "w");
+  tensor(p, "FloatStorage", "0", 6, 0, 2, (guint32[]){2, 3}, (guint32[]){3, 1});
+  str(p, "unused");
+  tensor(p, "FloatStorage", "1", 4, 0, 1, (guint32[]){4}, (guint32[]){1});
+  str(p, "count");
+  tensor(p, "LongStorage", "2", 1, 0, 0, NULL, NULL);
+  dict_end(p);
+  static const char unused[16] = "UNREAD-STORAGE!";
+  const gint64 count = 7;
+  Entry entries[] = {
+    {"archive/data.pkl", p->data, p->len, FALSE},
+    {"archive/data/0", good_values, sizeof good_values, FALSE},
+    {"archive/data/1", unused, sizeof unused, FALSE},
+    {"archive/data/2", &count, sizeof count, FALSE},
+  };
+  g_autoptr(GByteArray) z = zip_of(entries, G_N_ELEMENTS(entries));
+  g_byte_array_unref(p);
+  guint8 *at = memmem(z->data, z->len, unused, sizeof unused);
+  g_assert_nonnull(at);
+  at[0] = 'X';
+  g_autofree char *path = write_file("unread.pth", z->data, z->len);
+  g_autoptr(TdmCheckpoint) ckpt = load_ok(path);
+  g_assert_cmpint(tdm_checkpoint_count(ckpt), ==, 3);
+  const TdmTensor *w = tdm_checkpoint_get(ckpt, "w");
+  g_assert_nonnull(w);
+  g_assert_cmpmem(w->data, sizeof good_values, good_values, sizeof good_values);
+  const TdmTensor *bad = tdm_checkpoint_find(ckpt, "unused");
+  g_assert_nonnull(bad);
+  g_assert_cmpint(bad->shape[0], ==, 4);
+  g_assert_null(bad->data);
+  g_autoptr(GError) error = NULL;
+  g_assert_null(tdm_checkpoint_values(ckpt, bad, &error));
+  g_assert_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT);
+  g_assert_nonnull(strstr(error->message, "“unused”"));
+  g_assert_nonnull(strstr(error->message, "CRC"));
+  const TdmTensor *c = tdm_checkpoint_get(ckpt, "count");
+  g_assert_nonnull(c);
+  g_assert_cmpint(c->type, ==, TDM_TENSOR_I64);
+  g_assert_cmpfloat(c->data[0], ==, 7);
+  g_assert_cmpint(tdm_checkpoint_find(ckpt, "w")->type, ==, TDM_TENSOR_F32);
+}
+
 /* The archive with pickle p over the good storage must be refused, naming each of
  * the fragments. */
 static void
@@ -725,6 +777,7 @@ main(int argc, char **argv)
   g_test_add_func("/pth/torch-training-checkpoint", test_torch_training_checkpoint);
   g_test_add_func("/pth/torch-other-files", test_torch_other_files);
   g_test_add_func("/pth/built-archive", test_built_archive);
+  g_test_add_func("/pth/storage-read-when-used", test_storage_read_when_used);
   g_test_add_func("/pth/hostile-globals", test_hostile_globals);
   g_test_add_func("/pth/hostile-opcodes", test_hostile_opcodes);
   g_test_add_func("/pth/deep-nesting", test_deep_nesting);

@@ -12,6 +12,7 @@
 #include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 static void
 test_crc(void)
@@ -104,6 +105,18 @@ test_records(void)
   g_autoptr(GPtrArray) rr = records(replaced);
   g_assert_cmpuint(rr->len, ==, 2);
   g_assert_true(holds(rr->pdata[1], "\x10\x01"));
+  /* A replacing file onto a dangling link: refused by name, the link left as it was. */
+  g_autofree char *link = g_build_filename(folder, "events.out.tfevents.6.x", NULL);
+  g_assert_cmpint(symlink("nowhere/at/all", link), ==, 0);
+  g_assert_null(tdm_tensorboard_new(folder, "events.out.tfevents.6.x", 6, &error));
+  g_assert_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY);
+  g_assert_nonnull(strstr(error->message, link));
+  g_assert_nonnull(strstr(error->message, "nowhere/at/all"));
+  g_clear_error(&error);
+  g_autofree char *target = g_file_read_link(link, NULL);
+  g_assert_cmpstr(target, ==, "nowhere/at/all");
+  g_remove(link);
+
   g_autoptr(GDir) d = g_dir_open(folder, 0, NULL);
   int files = 0;
   const char *name;

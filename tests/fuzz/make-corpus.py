@@ -6,6 +6,7 @@ misses, in the layout fuzz-common.h describes. With the path of a built
 fuzz-checkpoint harness it also makes the checkpoint seed (a real one-epoch run's
 file). Run again after changing a format; the files are committed."""
 import gzip
+import json
 import os
 import struct
 import subprocess
@@ -109,6 +110,29 @@ if os.path.exists(run_path):
           b"}" * 30000 + b"}\n")
     write("history/truncated", run[: len(run) - 25])
     write("history/renamed", run + b'{"type":"name","name":"renamed"}\n')
+    # Long lines: device and phase lines listing far more devices than the run has
+    # (the reader keeps one entry per device), and a step line padded to ~120 KB.
+    many = b",".join(b'{"compute_ms":1,"comm_ms":2,"wait_ms":3}' for _ in range(2500))
+    phases = b",".join(b"[1,2,3,4,5,6,7]" for _ in range(3000))
+    write("history/long-lines", lines[0] + b"\n" + b'{"type":"devices","step":1,"devices":[' +
+          many + b"]}\n" + b'{"type":"phases","step":1,"devices":[' + phases + b"]}\n" +
+          b'{"type":"step","step":2,"pad":"' + b"x" * 120000 + b'"}\n')
+
+    # --config files (fuzz-config): a configuration as --print-config writes it, a run
+    # file, one nested deep, one with an unknown key, and a checkpoint (below).
+    settings = json.loads(lines[0])
+    config = json.dumps(settings["config"], separators=(",", ":")).encode()
+    write("config/print-config", config + b"\n")
+    write("config/run-file", run)
+    write("config/deep", b'{"type":"settings","config":{"x":' + b"[" * 100000 + b"1" +
+          b"]" * 100000 + b"}}\n")
+    write("config/unknown-key", b'{"bacth":3,' + config[1:] + b"\n")
+    write("config/long-line", lines[0] + b"\n" + b'{"type":"step","pad":"' + b"y" * 200000 +
+          b'"}\n')
+    seed = os.path.join(here, "corpus", "checkpoint", "one-epoch.safetensors")
+    if os.path.exists(seed):
+        with open(seed, "rb") as f:
+            write("config/checkpoint", f.read())
 
 # PyTorch .pth files (torch.save's zip of a pickle and raw storages), built by hand so
 # that no torch is needed: the state_dict of fuzz-pth's network (conv2k3p1,bn,relu,fc3
@@ -262,7 +286,7 @@ if len(sys.argv) > 1:
     n = struct.unpack("<Q", good[:8])[0]
     write("checkpoint/long-header", struct.pack("<Q", n + 1) + good[8:])
     # The saved configuration, JSON inside a metadata string, nesting 30,000 deep (within -max_len).
-    import json
+
     header = json.loads(good[8:8 + n])
     header["__metadata__"]["config"] = '{"a":' * 30000 + "1" + "}" * 30000
     write("checkpoint/deep-config", safetensors(json.dumps(header).encode()) + good[8 + n:])

@@ -264,7 +264,12 @@ test_bn_network_matches_cpu(void)
 /* Synchronized BN: 2 and 3 replicas on one GPU (the peer communicator) equal one
  * replica with the same global batch after 20 steps, both strategies; per-replica BN
  * does not, which shows the comparison can fail. On BN_NETWORK_GAP (a stem with bn, a
- * block with a strided projection, gap): 3e-8 on an H200. BN_NETWORK parts from one
+ * block with a strided projection, gap): 3e-8 on an H200 when every shard ran the same
+ * convolution. The convolution engine now picks per shape, so a half or third shard
+ * may run another algorithm than the whole batch and sum in another order: the
+ * replicas are then held to the bound a different summation order earns over the same
+ * 20 steps, GPU against CPU (test_bn_network_matches_cpu, 1e-4; 2.3e-5 seen on an
+ * H100), still two orders of magnitude under per-replica BN's 9e-3. BN_NETWORK parts from one
  * replica by ~5e-3 over 20 steps on the CPU backend as well (cpu:2 and cpu:3 against
  * cpu, 2026-12-03), so it is no test of the CUDA side and is left out here. */
 static void
@@ -290,7 +295,7 @@ test_sync_bn_replicas_on_one_gpu(void)
         double rel = relative_difference(params, reference, n_ref);
         g_test_message("network %u, sync BN, %s %s vs cuda:0: relative difference %.3g", k,
                        sets[i], tdm_strategy_name(strategy), rel);
-        g_assert_cmpfloat(rel, <=, 1e-5);
+        g_assert_cmpfloat(rel, <=, 1e-4);
       }
     batchnorm = TDM_BATCHNORM_PER_REPLICA;
     size_t n;
@@ -298,7 +303,7 @@ test_sync_bn_replicas_on_one_gpu(void)
                                   TDM_PRECISION_FP32, &n);
     double rel = relative_difference(per, reference, n_ref);
     g_test_message("network %u, per-replica BN, 2 replicas vs cuda:0: %.3g", k, rel);
-    g_assert_cmpfloat(rel, >, 1e-4);
+    g_assert_cmpfloat(rel, >, 1e-3);
   }
   batchnorm = TDM_BATCHNORM_SYNC;
   recipe = FALSE;

@@ -25,6 +25,23 @@ pool_ok(TdmBackend *b, const char *op, TdmPool2d g)
   return FALSE;
 }
 
+/* The rows (or columns) of a window starting at input row `top` that fall in the input
+ * of `size` rows: [*first, *last). Padding holds nothing to visit, so a window far
+ * wider than its input costs what the input does. */
+static void
+inside(int top, int k, int size, int *first, int *last)
+{
+  *first = MAX(0, -top);
+  *last = (int)MIN((gint64)k, (gint64)size - top);
+}
+
+/* A window's area, K² in float: K may be large enough that K² overflows an int. */
+static float
+window_area(int k)
+{
+  return (float)k * (float)k;
+}
+
 /* The outputs whose windows cover input row i: [*first, *last], possibly empty. */
 static void
 covering(int i, int k, int s, int p, int outs, int *first, int *last)
@@ -50,14 +67,13 @@ tdm_cpu_maxpool2d_forward(TdmBackend *b, float *y, int32_t *argmax, const float 
         for (int ch = 0; ch < g.c; ch++) {
           float best = -INFINITY;
           int32_t at = -1;
-          for (int ky = 0; ky < g.k; ky++) {
+          int ky0, ky1, kx0, kx1;
+          inside(oy * g.s - g.p, g.k, g.h, &ky0, &ky1);
+          inside(ox * g.s - g.p, g.k, g.w, &kx0, &kx1);
+          for (int ky = ky0; ky < ky1; ky++) {
             int iy = oy * g.s - g.p + ky;
-            if (iy < 0 || iy >= g.h)
-              continue;
-            for (int kx = 0; kx < g.k; kx++) {
+            for (int kx = kx0; kx < kx1; kx++) {
               int ix = ox * g.s - g.p + kx;
-              if (ix < 0 || ix >= g.w)
-                continue;
               int32_t idx = (int32_t)(((size_t)iy * g.w + ix) * g.c + ch);
               if (at < 0 || xs[idx] > best) {
                 best = xs[idx];
@@ -105,20 +121,20 @@ tdm_cpu_avgpool2d_forward(TdmBackend *b, float *y, const float *x, TdmPool2d g)
 {
   if (!pool_ok(b, "avgpool2d_forward", g))
     return;
-  const float area = (float)(g.k * g.k);
+  const float area = window_area(g.k);
   for (int im = 0; im < g.n; im++)
     for (int oy = 0; oy < g.oh; oy++)
       for (int ox = 0; ox < g.ow; ox++)
         for (int ch = 0; ch < g.c; ch++) {
           float sum = 0.0f;
-          for (int ky = 0; ky < g.k; ky++) {
+          int ky0, ky1, kx0, kx1;
+          inside(oy * g.s - g.p, g.k, g.h, &ky0, &ky1);
+          inside(ox * g.s - g.p, g.k, g.w, &kx0, &kx1);
+          for (int ky = ky0; ky < ky1; ky++) {
             int iy = oy * g.s - g.p + ky;
-            if (iy < 0 || iy >= g.h)
-              continue;
-            for (int kx = 0; kx < g.k; kx++) {
+            for (int kx = kx0; kx < kx1; kx++) {
               int ix = ox * g.s - g.p + kx;
-              if (ix >= 0 && ix < g.w)
-                sum += x[(((size_t)im * g.h + iy) * g.w + ix) * g.c + ch];
+              sum += x[(((size_t)im * g.h + iy) * g.w + ix) * g.c + ch];
             }
           }
           y[(((size_t)im * g.oh + oy) * g.ow + ox) * g.c + ch] = sum / area;
@@ -130,7 +146,7 @@ tdm_cpu_avgpool2d_backward(TdmBackend *b, float *dx, const float *dy, TdmPool2d 
 {
   if (!pool_ok(b, "avgpool2d_backward", g))
     return;
-  const float area = (float)(g.k * g.k);
+  const float area = window_area(g.k);
   for (int im = 0; im < g.n; im++)
     for (int iy = 0; iy < g.h; iy++) {
       int y0, y1;

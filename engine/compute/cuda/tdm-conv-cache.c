@@ -8,6 +8,7 @@
  * model, within limits (size, line count, field lengths); anything outside them and
  * the file is ignored and rebuilt from the choices this process makes. */
 #include "tdm-conv-cache.h"
+#include "tdm-file.h"
 
 #include <errno.h>
 #include <string.h>
@@ -118,11 +119,20 @@ file_of(const char *model)
     return file;
   file = g_new0(CacheFile, 1);
   file->path = tdm_conv_cache_path(model);
-  g_autofree char *text = NULL;
-  gsize length = 0;
-  if (file->path != NULL && g_file_get_contents(file->path, &text, &length, NULL)) {
+  /* Through the one reader: a FIFO or /dev/zero named by TANDEM_CONV_CACHE is refused,
+   * not waited on or read for ever. A file not there yet is the usual first run. */
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) bytes = file->path != NULL && tdm_file_present(file->path)
+      ? tdm_file_read_all(file->path, "", TDM_ENGINE_ERROR_BACKEND, CACHE_MAX_BYTES, &error)
+      : NULL;
+  if (error != NULL)
+    g_message("The convolution cache is unreadable (%s): ignored, and written anew",
+              error->message);
+  if (bytes != NULL) {
     g_autofree char *why = NULL;
-    file->entries = parse(text, length, &why);
+    gsize length = 0;
+    const char *text = g_bytes_get_data(bytes, &length);
+    file->entries = parse(text != NULL ? text : "", length, &why);
     if (file->entries == NULL)
       g_message("The convolution cache %s is damaged (%s): ignored, and written anew",
                 file->path, why);
