@@ -20,6 +20,12 @@ known_keys(void)
   full->init_path = g_strdup("init");
   full->freeze = g_strsplit("a", ",", -1);
   full->lr_scale = g_strsplit("a=1", ",", -1);
+  full->schedule = TDM_SCHEDULE_PLATEAU;
+  full->accumulate = 2;
+  full->clip_grad_norm = 1;
+  full->crop_scale[0] = full->crop_scale[1] = 1;
+  full->jitter[0] = 0.1;
+  full->erase = 0.1;
   g_autofree char *json = tdm_config_to_json(full);
   g_autoptr(JsonNode) root = tdm_json_parse(json, -1, TDM_ENGINE_ERROR_INVALID_OPTION, NULL);
   GHashTable *keys = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
