@@ -48,7 +48,6 @@ backend_new(TdmDeviceId device, TdmPrecision precision, GError **error)
       b->precision = TDM_PRECISION_BF16;
     return b;
   }
-  g_return_val_if_fail(device.kind == TDM_BACKEND_CUDA, NULL);
 #if TDM_HAVE_CUDA
   return tdm_backend_cuda_new(device.ordinal, precision, error);
 #else
@@ -61,6 +60,7 @@ backend_new(TdmDeviceId device, TdmPrecision precision, GError **error)
 TdmBackend *
 tdm_backend_new(TdmDeviceId device, TdmPrecision precision, GError **error)
 {
+  g_return_val_if_fail(device.kind == TDM_BACKEND_CPU || device.kind == TDM_BACKEND_CUDA, NULL);
   TdmBackend *b = backend_new(device, precision, error);
   /* A slot left NULL would crash at its first call, far from here. */
   g_assert(b == NULL || tdm_backend_ops_missing(b->ops) == NULL);
