@@ -43,8 +43,8 @@ make_phases(long step)
   for (int r = 0; r < DEVICES; r++) {
     float t = 0;
 
-    e.device[r].spans = TDM_MAX_PHASE_SPANS;
-    for (int i = 0; i < TDM_MAX_PHASE_SPANS; i++) {
+    e.device[r].spans = G_N_ELEMENTS(order);
+    for (int i = 0; i < (int)G_N_ELEMENTS(order); i++) {
       e.device[r].span[i].phase = order[i];
       e.device[r].span[i].start_ms = t;
       t += 0.5f + 0.1f * ((r + i) % 5);

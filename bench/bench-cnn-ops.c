@@ -240,7 +240,8 @@ setup(Setup *s, const char *device, const char *network, int batch, TdmPrecision
 {
   g_autoptr(GError) error = NULL;
   memset(s, 0, sizeof *s);
-  s->b = tdm_backend_new(device, precision, &error);
+  TdmDeviceId id;
+  s->b = tdm_device_id_parse(device, &id) ? tdm_backend_new(id, precision, &error) : NULL;
   s->data = tdm_dataset_synthetic(7, 60000, 1000);
   s->net = s->b ? tdm_network_new(network, 28, 28, 1, 10, &error) : NULL;
   s->r = s->net ? tdm_replica_new(s->b, s->net, batch, s->data->train, s->data->test, &error)
@@ -385,7 +386,7 @@ static void
 gemm_table(int batch, TdmPrecision precision)
 {
   g_autoptr(GError) error = NULL;
-  TdmBackend *b = tdm_backend_new("cuda:0", precision, &error);
+  TdmBackend *b = tdm_backend_new(TDM_DEVICE_GPU(0), precision, &error);
   if (b == NULL) {
     g_printerr("bench-cnn-ops: %s\n", error->message);
     return;

@@ -335,8 +335,8 @@ set_up_window(TdmWindow *window, const TdmConfig *config)
   const TdmNetworkPreset *built_in = tdm_network_presets(&presets);
   int cpus = 0, network = presets; /* the drop-down's last entry: custom */
 
-  for (int i = 0; config->devices[i] != NULL; i++)
-    cpus += g_str_equal(config->devices[i], "cpu");
+  for (int i = 0; i < config->replicas; i++)
+    cpus += !tdm_device_id_is_gpu(config->devices[i]);
   for (guint r = 0; r < rows->len; r++) {
     TdmDeviceRow *row = rows->pdata[r];
     gboolean chosen = FALSE;
@@ -346,8 +346,9 @@ set_up_window(TdmWindow *window, const TdmConfig *config)
       if (chosen)
         tdm_device_row_set_workers(row, cpus);
     } else {
-      for (int i = 0; config->devices[i] != NULL; i++)
-        chosen |= g_str_equal(config->devices[i], tdm_device_row_get_id(row));
+      for (int i = 0; i < config->replicas; i++)
+        chosen |= tdm_device_id_equal(config->devices[i],
+                                      tdm_device_info_id(tdm_device_row_get_info(row)));
     }
     tdm_device_row_set_active(row, chosen);
   }

@@ -132,7 +132,8 @@ measure_ceilings(const char *device, const char *precision)
   TdmPrecision p = TDM_PRECISION_FP32;
   tdm_precision_from_name(precision, &p);
   g_autoptr(GError) error = NULL;
-  TdmBackend *b = tdm_backend_new(device, p, &error);
+  TdmDeviceId id;
+  TdmBackend *b = tdm_device_id_parse(device, &id) ? tdm_backend_new(id, p, &error) : NULL;
   if (b == NULL)
     return c;
   int n = b->kind == TDM_BACKEND_CUDA ? 8192 : 1024;

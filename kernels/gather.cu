@@ -4,11 +4,13 @@
  * x[i, :] = images[indices[i], :] · scale as float32 and y[i] = labels[indices[i]]
  * (y may be NULL):
  * the only per-step input is the int32 index list, so the host never touches
- * pixels during training; with augmentation (random crop and flip) likewise, drawn
- * on the device; then the per-channel input normalization. Not a data loader:
- * shuffling and sharding are the iterator's, and the dataset is already in HWC order.
+ * pixels during training; with augmentation (random crop and flip, or the photo
+ * augmentation of tdm-augment.h) likewise, drawn on the device; then the per-channel
+ * input normalization. Not a data loader: shuffling and sharding are the iterator's,
+ * and the dataset is already in HWC order.
  */
 #include "tdm-kernels.h"
+#include "tdm-augment.h"
 #include "tdm-counter-rng.h"
 #include "common.cuh"
 
@@ -151,5 +153,66 @@ tdm_k_channel_affine(float *x, size_t rows, int channels, TdmKAffine a, cudaStre
     return cudaSuccess;
   channel_affine_kernel<<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
       x, total, channels, a);
+  return tdm_k_launched();
+}
+
+/* The gather with photo augmentation (tdm-augment.h, the CPU's rule compiled here):
+ * one block a sample. Thread 0 draws the sample's boxes and factors into shared
+ * memory; the block sums the crop box's luminance (integers, so the order of the
+ * atomic additions cannot change the sum); then each thread writes whole pixels, all
+ * of a pixel's channels at once (saturation mixes them). */
+__global__ void
+gather_photo_kernel(float *x, int32_t *y, const uint8_t *images, const uint8_t *labels,
+                    const int32_t *indices, int count, int h, int w, int c,
+                    TdmPhotoAugment augment, uint64_t key, uint32_t epoch)
+{
+  __shared__ TdmPhotoDraw draw;
+  __shared__ unsigned long long luma;
+  size_t sample = (size_t)h * w * c;
+  for (int i = blockIdx.x; i < count; i += gridDim.x) {
+    uint32_t s = (uint32_t)indices[i];
+    const uint8_t *src = images + (size_t)s * sample;
+    if (threadIdx.x == 0) {
+      tdm_photo_draw(&augment, h, w, key, epoch, s, &draw);
+      luma = 0;
+      if (y != NULL)
+        y[i] = (int32_t)labels[s];
+    }
+    __syncthreads();
+    int box = draw.bh * draw.bw;
+    unsigned long long part = 0;
+    for (int p = threadIdx.x; p < box; p += blockDim.x) {
+      int r = draw.by + p / draw.bw, q = draw.bx + p % draw.bw;
+      part += (unsigned long long)tdm_aug_luma_milli(src + ((size_t)r * w + q) * c, c);
+    }
+    atomicAdd(&luma, part);
+    __syncthreads();
+    float mean = tdm_photo_mean(&draw, (int64_t)luma, (int64_t)box);
+    float *dst = x + (size_t)i * sample;
+    for (int p = threadIdx.x; p < h * w; p += blockDim.x) {
+      float out[4];
+      tdm_photo_pixel(&augment, &draw, src, h, w, c, p / w, p % w, mean, out);
+      for (int ch = 0; ch < c; ch++)
+        dst[(size_t)p * c + ch] = out[ch];
+    }
+    /* Nobody draws the next sample before all are done with this one's draws. */
+    __syncthreads();
+  }
+}
+
+extern "C" cudaError_t
+tdm_k_gather_photo(float *x, int32_t *y, const uint8_t *images, const uint8_t *labels,
+                   const int32_t *indices, int count, int h, int w, int c,
+                   const TdmPhotoAugment *augment, uint64_t key, uint32_t epoch,
+                   cudaStream_t stream)
+{
+  if (count <= 0)
+    return cudaSuccess;
+  if (h <= 0 || w <= 0 || c <= 0 || c > 4 || (size_t)h * w * c > INT32_MAX)
+    return cudaErrorInvalidValue;
+  unsigned blocks = (unsigned)(count < 65535 ? count : 65535);
+  gather_photo_kernel<<<blocks, TDM_K_THREADS, 0, stream>>>(x, y, images, labels, indices,
+                                                            count, h, w, c, *augment, key,
+                                                            epoch);
   return tdm_k_launched();
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* optimizer.cu — SGD, MomentumSGD, Chainer's Adam and PyTorch's (Nesterov) SGD with a
- * weight-decay mask, over the whole flat parameter
- * buffer, each one fused pass (weight decay folded into the gradient as it is read,
+ * weight-decay mask, over the whole flat parameter buffer, and the gradient's norm
+ * clipped before them; each update one fused pass (weight decay folded into the gradient as it is read,
  * never written back: g is const).
  *
  * Memory-bound: float4 loads and stores when every buffer is 16-byte aligned, which
@@ -171,5 +171,70 @@ tdm_k_weight_decay(float *g, const float *p, const uint8_t *decay_mask, size_t n
     return cudaSuccess;
   weight_decay_kernel<<<tdm_k_blocks(n, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
       g, p, decay_mask, n, weight_decay);
+  return tdm_k_launched();
+}
+
+/* Gradient clipping: a fixed grid of CLIP_BLOCKS blocks sums the squares (each thread
+ * a grid-stride strand in double, then each block a tree), one block sums the blocks'
+ * partials, and a last pass scales by what that norm asks: the order of every
+ * addition depends on n alone, so a norm has the same bits every time. */
+#define CLIP_BLOCKS 1024
+#define CLIP_THREADS 256
+
+__global__ void
+clip_partial_kernel(const float *x, size_t n, double *partials)
+{
+  __shared__ double sums[CLIP_THREADS];
+  size_t stride = (size_t)CLIP_BLOCKS * CLIP_THREADS;
+  double sum = 0;
+  for (size_t i = blockIdx.x * (size_t)CLIP_THREADS + threadIdx.x; i < n; i += stride)
+    sum += (double)x[i] * x[i];
+  sums[threadIdx.x] = sum;
+  __syncthreads();
+  for (int half = CLIP_THREADS / 2; half > 0; half /= 2) {
+    if ((int)threadIdx.x < half)
+      sums[threadIdx.x] += sums[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    partials[blockIdx.x] = sums[0];
+}
+
+__global__ void
+clip_total_kernel(double *work)
+{
+  __shared__ double sums[CLIP_BLOCKS];
+  sums[threadIdx.x] = work[1 + threadIdx.x];
+  __syncthreads();
+  for (int half = CLIP_BLOCKS / 2; half > 0; half /= 2) {
+    if ((int)threadIdx.x < half)
+      sums[threadIdx.x] += sums[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    work[0] = sqrt(sums[0]);
+}
+
+__global__ void
+clip_scale_kernel(float *x, size_t n, float max_norm, const double *work)
+{
+  double norm = work[0];
+  if (!(norm > max_norm))
+    return;
+  float factor = (float)(max_norm / (norm + 1e-6));
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride)
+    x[i] *= factor;
+}
+
+extern "C" cudaError_t
+tdm_k_clip_norm(float *x, size_t n, float max_norm, double *work, cudaStream_t stream)
+{
+  static_assert(CLIP_BLOCKS + 1 == TDM_K_CLIP_WORK_DOUBLES, "work holds the partials");
+  clip_partial_kernel<<<CLIP_BLOCKS, CLIP_THREADS, 0, stream>>>(x, n, work + 1);
+  clip_total_kernel<<<1, CLIP_BLOCKS, 0, stream>>>(work);
+  if (max_norm > 0 && n > 0)
+    clip_scale_kernel<<<tdm_k_blocks(n, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+        x, n, max_norm, work);
   return tdm_k_launched();
 }

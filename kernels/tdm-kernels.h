@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tdm-augment.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -197,6 +199,11 @@ cudaError_t tdm_k_gather_augment(float *x, int32_t *y, const uint8_t *images,
                                  const uint8_t *labels, const int32_t *indices, int count,
                                  int h, int w, int c, float scale, int pad, int flip,
                                  uint64_t key, uint32_t epoch, cudaStream_t stream);
+/* tdm-augment.h's photo augmentation: the backend's gather_photo. */
+cudaError_t tdm_k_gather_photo(float *x, int32_t *y, const uint8_t *images,
+                               const uint8_t *labels, const int32_t *indices, int count, int h,
+                               int w, int c, const TdmPhotoAugment *augment, uint64_t key,
+                               uint32_t epoch, cudaStream_t stream);
 #define TDM_K_AFFINE_MAX 4
 typedef struct {
   float mul[TDM_K_AFFINE_MAX], add[TDM_K_AFFINE_MAX];
@@ -220,6 +227,11 @@ cudaError_t tdm_k_sgd_momentum_update(float *p, const float *g, float *velocity,
                                       cudaStream_t stream);
 cudaError_t tdm_k_weight_decay(float *g, const float *p, const uint8_t *decay_mask, size_t n,
                                float weight_decay, cudaStream_t stream);
+/* work[0] = ‖x‖₂ (work: TDM_K_CLIP_WORK_DOUBLES doubles, the rest partial sums); x *=
+ * max_norm / (norm + 1e-6) where max_norm > 0 and the norm is above it. */
+#define TDM_K_CLIP_WORK_DOUBLES 1025
+cudaError_t tdm_k_clip_norm(float *x, size_t n, float max_norm, double *work,
+                            cudaStream_t stream);
 
 #ifdef __cplusplus
 }

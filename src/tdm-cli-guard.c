@@ -26,6 +26,24 @@ tdm_cli_undecodable_option(int argc, char **argv)
   return NULL;
 }
 
+int
+tdm_cli_launched_by_mpi(const char **variable)
+{
+  /* Open MPI, PMI (MPICH's Hydra, Intel MPI), PMIx, MVAPICH. */
+  static const char *const names[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE",
+                                      "MV2_COMM_WORLD_SIZE"};
+  for (gsize i = 0; i < G_N_ELEMENTS(names); i++) {
+    const char *value = g_getenv(names[i]);
+    guint64 size;
+    if (value != NULL && g_ascii_string_to_unsigned(value, 10, 1, G_MAXINT, &size, NULL)) {
+      if (variable != NULL)
+        *variable = names[i];
+      return (int)size;
+    }
+  }
+  return 0;
+}
+
 static int exit_status = 1;
 
 /* Once, at exit, the way coreutils' close_stdout does: JSON lines, --classify's

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-cli-guard.h — tandem-train's checks on its own input and output: the option
- * whose value is not text, stdout checked once at exit, and lines that quote names
- * from outside printed safely. Not the option parsing (tdm-cli-options.c).
+ * whose value is not text, a start by mpirun that --distributed did not ask for, stdout
+ * checked once at exit, and lines that quote names from outside printed safely. Not
+ * the option parsing (tdm-cli-options.c).
  */
 #pragma once
 
@@ -24,3 +25,7 @@ void tdm_cli_check_stdout_at_exit (int status);
  * or a newline in a name reaches the terminal as text, never as a command or a forged
  * line. */
 void tdm_cli_line (FILE *out, const char *format, ...) G_GNUC_PRINTF (2, 3);
+/* The number of processes an MPI launcher (mpirun, mpiexec, Hydra, MVAPICH) started
+ * this one among, from the variable it sets (named in *variable), or 0 outside one:
+ * without --distributed each of them would train a copy of its own. */
+int tdm_cli_launched_by_mpi (const char **variable);

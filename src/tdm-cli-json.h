@@ -13,4 +13,8 @@ G_BEGIN_DECLS
 
 void tdm_cli_print_json_event (const TdmEvent *event);
 
+/* The object a builder holds (begun and ended by the caller) as one line, flushed. */
+typedef struct _JsonBuilder JsonBuilder;
+void tdm_cli_print_json_object (JsonBuilder *builder);
+
 G_END_DECLS

@@ -1,52 +1,58 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-cli-options.h — tandem-train's flags: the GOption table with its help, and the
- * conversion of the flags given onto a TdmConfig with a message that names the flag.
- * Not what the program does with them (tandem-train.c) nor the engine's own checks
- * of the finished configuration (tdm_config_validate).
+/* tdm-cli-options.h — tandem-train's own options, beside the run's (the engine's field
+ * table, tdm_config_fields()): how to run and print, and each command's settings, as
+ * one struct described by rows of the same kind, so their flags, defaults, checks and
+ * help come from the same code. Not which command takes which (tdm-cli-commands.c).
  */
 #pragma once
 
 #include <glib.h>
 
-#include "tdm-config.h"
+#include "tdm-error.h"
+#include "tdm-field.h"
+#include "tdm-scaling.h"
+#include "tdm-trainer.h"
 
-/* Flags are read as text and converted here, so a bad number gets a message that
- * names its flag, and an absent flag (NULL) can leave a resumed value alone. */
+G_BEGIN_DECLS
+
 typedef struct {
-  char *dataset, *network, *devices, *main_replica, *batch, *epochs;
-  char *optimizer, *lr, *momentum, *beta1, *beta2, *eps, *weight_decay;
-  char *schedule, *step_epochs, *gamma, *strategy, *precision, *seed;
-  char *eval_batch, *max_steps, *save, *resume, *image_size, *color, *top;
-  char *batchnorm, *decay_on, *warmup, *smoothing, *crop, *flip, *test_shift;
-  char **classify;
-  gboolean test_flip, no_test_flip, list_devices, json, quiet, version, distributed, record;
-  char *run_name, *history, *pace, *scaling, *scaling_steps, *prewarm;
+  /* train */
+  char *resume;              /* a checkpoint to go on from */
+  char *config;              /* settings from a file */
+  gboolean print_config;
+  gboolean record;           /* keep the run in the history */
+  char *run_name, *history;
+  char *tensorboard;         /* a folder for the run's TensorBoard event files */
+  double pace;               /* steps a second at most; 0: no limit */
+  TdmPrewarm prewarm;
+  gboolean distributed;
+  /* classify */
+  int top;
+  /* export */
   char *export_onnx;
-  gboolean exact;
-  char *exact_chunk;
-  char *val_split, *save_best, *save_every, *early_stop;
-  char *config, *show_run, *export_run, *tensorboard, *export_tensorboard;
-  gboolean print_config, list_runs;
-  char *normalize, *init, *train, **freeze, **lr_scale;
-} TdmCliOptions;
+  /* scaling */
+  TdmScalingMode scaling;
+  long scaling_steps;
+  /* lr-find */
+  gboolean lr_find;
+  double lr_find_range[2];   /* the first and last rate */
+  int lr_find_steps;
+  /* runs */
+  gboolean list_runs;
+  char *show_run, *export_run;
+  char *export_tensorboard;  /* every run as TensorBoard event files, under it */
+  /* devices, and every command */
+  gboolean list_devices, version, json, quiet;
+} TdmCliSettings;
 
-/* Frees what GOption filled in; the struct itself is the caller's. */
-void tdm_cli_options_clear(TdmCliOptions *o);
-
-/* The program's option context, its entries writing into `o`, its help naming the
- * engine's defaults and the built-in networks. Free with g_option_context_free. */
-GOptionContext *tdm_cli_options_context(TdmCliOptions *o);
-
-/* Applies the flags that were given over `c` (the defaults, a --config file or a
- * resumed run); FALSE with TDM_ENGINE_ERROR_INVALID_OPTION naming the flag. */
-gboolean tdm_cli_options_apply(const TdmCliOptions *o, TdmConfig *c, GError **error);
-
-/* Refuses flags that mean nothing for the run `c` describes, rather than ignoring
- * them. */
-gboolean tdm_cli_options_check(const TdmCliOptions *o, const TdmConfig *c, GError **error);
+/* The rows of TdmCliSettings. */
+const TdmField *tdm_cli_settings_fields (guint *count);
+/* The defaults into `s` (zeroed by the caller), and what they own freed. */
+void tdm_cli_settings_init (TdmCliSettings *s);
+void tdm_cli_settings_clear (TdmCliSettings *s);
 
 /* Sets TDM_ENGINE_ERROR_INVALID_OPTION with the formatted message; returns FALSE. */
-gboolean tdm_cli_bad_option(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
+#define tdm_cli_bad_option(error, ...) \
+  tdm_error_set ((error), TDM_ENGINE_ERROR_INVALID_OPTION, __VA_ARGS__)
 
-/* `text` as a finite number into `out`; NULL text leaves `out` alone. */
-gboolean tdm_cli_parse_double(const char *flag, const char *text, double *out, GError **error);
+G_END_DECLS

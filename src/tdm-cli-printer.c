@@ -7,6 +7,8 @@
 #include <glib/gi18n.h>
 #include "tdm-cli-guard.h"
 #include "tdm-cli-json.h"
+#include "tdm-dataset-folder.h"
+#include "tdm-network-catalogue.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -42,6 +44,14 @@ format_duration(char *out, size_t size, double seconds)
     g_snprintf(out, size, "%ld:%02ld", s / 60, s % 60);
 }
 
+/* Wall-clock time since the program began to train (set-up and evaluation
+ * included): what a person reading a log counts in. */
+static void
+format_elapsed(const TdmCliPrinter *p, char *out, size_t size)
+{
+  format_duration(out, size, (g_get_monotonic_time() - p->t_start) / (double)G_USEC_PER_SEC);
+}
+
 void
 tdm_cli_printer_clear_bar(TdmCliPrinter *p)
 {
@@ -73,7 +83,7 @@ bar_draw(TdmCliPrinter *p, const TdmStepEvent *s)
   p->t_draw = now;
 
   double within = CLAMP(s->epoch_float - s->epoch, 0.0, 1.0);
-  char rate[32], eta[32], head[64], tails[3][160];
+  char rate[32], eta[32], head[64], tails[4][192];
   format_count(rate, sizeof rate, (gint64)llround(s->samples_per_second));
   if (s->eta >= 0)
     format_duration(eta, sizeof eta, s->eta);
@@ -81,19 +91,26 @@ bar_draw(TdmCliPrinter *p, const TdmStepEvent *s)
     g_strlcpy(eta, "?", sizeof eta);
   g_snprintf(head, sizeof head, "epoch %d/%d ", s->epoch + 1, p->start.epochs);
   int percent = (int)floor(within * 100);
-  g_snprintf(tails[0], sizeof tails[0], " %3d%%  loss %.3f  acc %.1f%%  %s samples/s  ETA %s",
-             percent, s->train_loss, 100 * s->train_accuracy, rate, eta);
-  g_snprintf(tails[1], sizeof tails[1], " %3d%%  loss %.3f  acc %.1f%%  ETA %s", percent,
-             s->train_loss, 100 * s->train_accuracy, eta);
-  g_snprintf(tails[2], sizeof tails[2], " %3d%% ETA %s", percent, eta);
+  /* The epoch's running mean first (Keras's figure, which settles), the last steps'
+   * beside it while there is room. */
+  g_snprintf(tails[0], sizeof tails[0],
+             " %3d%%  loss %.3f (now %.3f)  acc %.1f%% (now %.1f%%)  %s samples/s  ETA %s",
+             percent, s->epoch_loss, s->train_loss, 100 * s->epoch_accuracy,
+             100 * s->train_accuracy, rate, eta);
+  g_snprintf(tails[1], sizeof tails[1], " %3d%%  loss %.3f  acc %.1f%%  %s samples/s  ETA %s",
+             percent, s->epoch_loss, 100 * s->epoch_accuracy, rate, eta);
+  g_snprintf(tails[2], sizeof tails[2], " %3d%%  loss %.3f  acc %.1f%%  ETA %s", percent,
+             s->epoch_loss, 100 * s->epoch_accuracy, eta);
+  g_snprintf(tails[3], sizeof tails[3], " %3d%% ETA %s", percent, eta);
 
   /* One column short of the width, so the cursor never wraps to a new line. */
   int columns = terminal_width() - 1;
-  const char *tail = tails[2];
+  const int last = G_N_ELEMENTS(tails) - 1;
+  const char *tail = tails[last];
   int width = 0;
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k <= last; k++) {
     int room = columns - (int)strlen(head) - (int)strlen(tails[k]) - 2;
-    if (room >= 10 || k == 2) {
+    if (room >= 10 || k == last) {
       tail = tails[k];
       width = CLAMP(room, 0, 40);
       break;
@@ -132,7 +149,7 @@ log_step(TdmCliPrinter *p, const TdmStepEvent *s)
   p->log_epoch = s->epoch;
   p->log_tenth = tenth;
   p->log_elapsed = s->elapsed;
-  char rate[32], eta[32], steps[32], total[32];
+  char rate[32], eta[32], steps[32], total[32], elapsed[32];
   format_count(rate, sizeof rate, (gint64)llround(s->samples_per_second));
   format_count(steps, sizeof steps, s->step);
   format_count(total, sizeof total, p->start.total_steps);
@@ -140,10 +157,60 @@ log_step(TdmCliPrinter *p, const TdmStepEvent *s)
     format_duration(eta, sizeof eta, s->eta);
   else
     g_strlcpy(eta, "?", sizeof eta);
-  printf(_("epoch %d/%d %3d%%  step %s/%s  loss %.3f acc %.1f%%  %s samples/s  ETA %s\n"),
+  format_elapsed(p, elapsed, sizeof elapsed);
+  printf(_("epoch %d/%d %3d%%  step %s/%s  loss %.3f acc %.1f%% (now %.3f, %.1f%%)  "
+           "%s samples/s  elapsed %s  ETA %s\n"),
          s->epoch + 1, p->start.epochs, (int)floor(within * 100), steps, total,
-         s->train_loss, 100 * s->train_accuracy, rate, eta);
+         s->epoch_loss, 100 * s->epoch_accuracy, s->train_loss, 100 * s->train_accuracy, rate,
+         elapsed, eta);
   fflush(stdout);
+}
+
+/* The network as the header names it: a built-in one by its name and what it is
+ * (its expanded spec can run to thousands of characters), a spec whole, wrapped
+ * under the header's first words. */
+static char *
+network_words(const TdmCliPrinter *p, const TdmStartedEvent *s)
+{
+  const char *asked = p->config != NULL ? p->config->network : s->network;
+  const TdmNetworkPreset *preset = tdm_network_preset_find(asked);
+  if (preset != NULL)
+    return g_strdup_printf("%s (%s)", preset->name, preset->summary);
+  GString *text = g_string_new(NULL);
+  const glong width = 78, indent = 2;
+  glong column = (glong)strlen("training ");
+  g_auto(GStrv) items = g_strsplit(asked, ",", -1);
+  for (int i = 0; items[i] != NULL; i++) {
+    glong length = g_utf8_strlen(items[i], -1) + (items[i + 1] != NULL ? 1 : 0);
+    if (i > 0 && column + length > width) {
+      g_string_append_printf(text, "\n%*s", (int)indent, "");
+      column = indent;
+    }
+    g_string_append(text, items[i]);
+    if (items[i + 1] != NULL)
+      g_string_append_c(text, ',');
+    column += length;
+  }
+  return g_string_free(text, FALSE);
+}
+
+/* An image folder's samples as decoded: their size and colours, and whether they
+ * were chosen or read from the images. */
+static void
+print_image_choice(const TdmConfig *c, const TdmStartedEvent *s)
+{
+  const char *colour = s->channels == 1 ? _("grey") : _("RGB");
+  if (c->image_size > 0 && c->image_channels > 0)
+    printf(_("images: %d×%d %s (--image-size, --color)\n"), s->width, s->height, colour);
+  else if (c->image_size > 0)
+    printf(_("images: %d×%d (--image-size), %s as the images are (--color to choose)\n"),
+           s->width, s->height, colour);
+  else if (c->image_channels > 0)
+    printf(_("images: %d×%d as the images are (--image-size to choose), %s (--color)\n"),
+           s->width, s->height, colour);
+  else
+    printf(_("images: %d×%d %s, as the images are (--image-size and --color choose)\n"),
+           s->width, s->height, colour);
 }
 
 static void
@@ -155,8 +222,15 @@ print_started(TdmCliPrinter *p, const TdmStartedEvent *s)
   for (int i = 0; i < s->replicas; i++)
     g_string_append_printf(devices, "%s%s%s", i ? ", " : "", s->device[i],
                            i == s->main_replica && s->replicas > 1 ? _(" (main)") : "");
-  tdm_cli_line(stdout, _("training %s, %s parameters, on %s (%d train, %d test)\n"),
-               s->network, params, s->dataset, s->train_count, s->test_count);
+  g_autofree char *network = network_words(p, s);
+  tdm_cli_line(stdout, _("training %s, %s parameters, on %s (%d train, %d test)\n"), network,
+               params, s->dataset, s->train_count, s->test_count);
+  if (p->config != NULL && tdm_dataset_is_image_folder(p->config->dataset))
+    print_image_choice(p->config, s);
+  if (s->batch_asked > 0)
+    printf(_("batch %d: the default %d is more than the %d training samples allow; "
+             "--batch chooses another\n"),
+           s->batch, s->batch_asked, s->train_count);
   printf(_("devices: %s; batch %d = "), devices->str, s->batch);
   for (int i = 0; i < s->replicas; i++)
     printf("%s%d", i ? " + " : "", s->shard[i]);
@@ -228,14 +302,25 @@ print_epoch(TdmCliPrinter *p, const TdmEpochEvent *e)
   fflush(stdout);
 }
 
+/* "val_loss 0.200" or "val_accuracy 97.5%": a monitored metric and its value. */
+static char *
+monitored(int monitor, double value)
+{
+  const char *name = tdm_monitor_name((TdmMonitor)monitor);
+  if (monitor == TDM_MONITOR_VAL_ACCURACY || monitor == TDM_MONITOR_TEST_ACCURACY)
+    return g_strdup_printf("%s %.1f%%", name, 100 * value);
+  return g_strdup_printf("%s %.3f", name, value);
+}
+
 static void
 print_saved(TdmCliPrinter *p, const TdmSavedEvent *v)
 {
   g_autofree char *display = g_filename_display_name(v->path);
   tdm_cli_printer_clear_bar(p);
+  g_autofree char *value = v->best ? monitored(v->monitor, v->value) : NULL;
   if (v->best)
-    tdm_cli_line(stdout, _("saved %s (the best so far: accuracy %.1f%%, epoch %d, step %ld)\n"),
-                 display, 100 * v->accuracy, v->epoch, v->step);
+    tdm_cli_line(stdout, _("saved %s (the best so far: %s, epoch %d, step %ld)\n"), display,
+                 value, v->epoch, v->step);
   else if (p->start.steps_per_epoch > 0 && v->step % p->start.steps_per_epoch == 0)
     tdm_cli_line(stdout, _("saved %s (epoch %d, step %ld)\n"), display, v->epoch,
                  v->step);
@@ -244,21 +329,28 @@ print_saved(TdmCliPrinter *p, const TdmSavedEvent *v)
   fflush(stdout);
 }
 
-/* The phases before the first step: a line when each begins, the decoding's count
- * and rate every TDM_CLI_LOG_INTERVAL_S (each time on a terminal), and what it took. */
+/* The phases outside the training steps: a line when a set-up phase begins, the
+ * decoding's count and rate every TDM_CLI_LOG_INTERVAL_S (each time on a terminal),
+ * and what it took; an evaluation (which the engine reports only once it is slow)
+ * likewise, with the time since the run began. */
 static void
 print_setup(TdmCliPrinter *p, const TdmSetupEvent *u)
 {
   static const char *const begins[] = {N_("decoding images"), N_("setting up the network"),
-                                       N_("pre-warming")};
-  static const char *const ends[] = {N_("decoded"), N_("network ready"), N_("pre-warmed")};
-  if (u->phase < 0 || u->phase > TDM_SETUP_PREWARM)
+                                       N_("pre-warming"), N_("evaluating the test set"),
+                                       N_("evaluating the validation split")};
+  static const char *const ends[] = {N_("decoded"), N_("network ready"), N_("pre-warmed"),
+                                     N_("test set evaluated"),
+                                     N_("validation split evaluated")};
+  if (u->phase < 0 || u->phase >= (int)G_N_ELEMENTS(begins))
     return;
-  char count[32], total[32], rate[32];
+  gboolean evaluation = u->phase == TDM_SETUP_EVALUATION || u->phase == TDM_SETUP_VALIDATION;
+  char count[32], total[32], rate[32], elapsed[32];
   format_count(count, sizeof count, u->count);
   format_count(total, sizeof total, u->total);
   format_count(rate, sizeof rate,
                u->seconds > 0 ? (gint64)llround(u->count / u->seconds) : 0);
+  format_elapsed(p, elapsed, sizeof elapsed);
   gboolean first = u->phase != p->setup_phase || p->setup_said < 0;
   if (u->done) {
     tdm_cli_printer_clear_bar(p);
@@ -267,6 +359,9 @@ print_setup(TdmCliPrinter *p, const TdmSetupEvent *u)
     else if (u->phase == TDM_SETUP_PREWARM)
       printf(_("%s: %ld steps and an evaluation in %.1f s\n"), _(ends[u->phase]), u->count,
              u->seconds);
+    else if (evaluation)
+      printf(_("%s: %s samples in %.1f s  elapsed %s\n"), _(ends[u->phase]), total, u->seconds,
+             elapsed);
     else
       printf(_("%s in %.1f s\n"), _(ends[u->phase]), u->seconds);
     fflush(stdout);
@@ -290,10 +385,38 @@ print_setup(TdmCliPrinter *p, const TdmSetupEvent *u)
     printf(_("%s: %s of %s (%s a second)"), _(begins[u->phase]), count, total, rate);
   else
     fputs(_(begins[u->phase]), stdout);
+  if (evaluation)
+    printf(_("  elapsed %s"), elapsed);
   putchar('\n');
   fflush(stdout);
   p->setup_phase = u->phase;
   p->setup_said = u->seconds;
+}
+
+/* Where a run watched a metric (early stopping, the best checkpoint): its best
+ * epoch, that epoch's figures and where its parameters were kept. */
+static void
+print_best(const TdmCliPrinter *p, const TdmFinishedEvent *f)
+{
+  const TdmConfig *c = p->config;
+  if (f->best_epoch <= 0 || c == NULL || (c->early_stop <= 0 && c->save_best_path == NULL))
+    return;
+  g_autofree char *value = monitored(f->monitor, f->best_value);
+  g_autoptr(GString) line = g_string_new(NULL);
+  g_string_append_printf(line, _("  best: epoch %d by %s"), f->best_epoch, value);
+  if (isfinite(f->best_accuracy))
+    g_string_append_printf(line, _(": val loss %.3f acc %.1f%%"), f->best_val_loss,
+                           100 * f->best_accuracy);
+  g_string_append_printf(line, _(", test loss %.3f acc %.1f%%"), f->best_test_loss,
+                         100 * f->best_test_accuracy);
+  if (c->save_best_path != NULL) {
+    g_autofree char *display = g_filename_display_name(c->save_best_path);
+    g_string_append_printf(line, _("; saved in %s"), display);
+  } else {
+    g_string_append(line, _("; not saved (--save-best FILE keeps it)"));
+  }
+  /* The file's name is the person's: printed as text, whatever it holds. */
+  tdm_cli_line(stdout, "%s", line->str);
 }
 
 static void
@@ -310,9 +433,13 @@ print_finished(TdmCliPrinter *p, const TdmFinishedEvent *f)
   format_duration(time, sizeof time, f->elapsed);
 
   tdm_cli_printer_clear_bar(p);
-  if (f->early_stopped)
-    printf(_("early stop: no better validation accuracy since epoch %d (%.1f%%)\n"),
-           f->best_epoch, 100 * f->best_accuracy);
+  g_autofree char *early = tdm_finished_early_stop_text(f, TRUE);
+  if (early != NULL) {
+    g_autofree char *value = monitored(f->monitor, f->best_value);
+    printf(ngettext("%s: its %s was not bettered in %d epoch\n",
+                    "%s: its %s was not bettered in %d epochs\n", f->epochs_done - f->best_epoch),
+           early, value, f->epochs_done - f->best_epoch);
+  }
   if (f->stopped)
     printf(_("stopped after %ld of %ld steps"), f->steps, s->total_steps);
   else
@@ -326,6 +453,7 @@ print_finished(TdmCliPrinter *p, const TdmFinishedEvent *f)
   for (int i = 0; i < s->replicas; i++)
     printf("%s%s", i ? ", " : "", s->device[i]);
   printf("), %s\n", s->replicas > 1 ? _("data parallel") : _("one replica"));
+  print_best(p, f);
   fflush(stdout);
 }
 

@@ -35,6 +35,7 @@ typedef struct {
   gboolean stepped;       /* a training step has been reported */
   TdmStartedEvent start;
   double trained;         /* seconds of training in this process, as the engine counts */
+  gint64 t_start;         /* monotonic µs when the run began: the logs' elapsed time */
   gint64 t_epoch, t_draw;   /* monotonic µs */
   GCancellable *cancellable;
   TdmRunRecorder *recorder; /* --record */

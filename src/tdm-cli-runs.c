@@ -3,6 +3,7 @@
  * (tdm-cli-runs.h). */
 #include "tdm-cli-runs.h"
 #include "tdm-cli-guard.h"
+#include "tdm-cli-json.h"
 #include <glib/gi18n.h>
 #include "tdm-checkpoint.h"
 #include "tdm-error.h"
@@ -52,6 +53,10 @@ outcome(const TdmRunRecord *r, gboolean translated)
                            r->sweep.points != NULL ? r->sweep.points->len : 0);
   if (r->failed)
     return g_strdup(WORDS(N_("failed")));
+  g_autofree char *early = r->finished ? tdm_finished_early_stop_text(&r->final, translated)
+                                        : NULL;
+  if (r->finished && isfinite(r->final.test_accuracy) && early != NULL)
+    return g_strdup_printf("%.1f %%, %s", 100.0 * r->final.test_accuracy, early);
   if (r->finished && isfinite(r->final.test_accuracy))
     return g_strdup_printf("%.1f %%", 100.0 * r->final.test_accuracy);
   if (r->finished)
@@ -76,7 +81,7 @@ json_summary(JsonBuilder *b, const TdmRunRecord *r)
   tdm_json_set_string(b, "kind", tdm_run_kind_name(r->kind));
   tdm_json_set_string(b, "network", r->config->network);
   tdm_json_set_string(b, "dataset", r->config->dataset);
-  g_autofree char *devices = g_strjoinv(",", r->config->devices);
+  g_autofree char *devices = tdm_config_devices_text(r->config);
   tdm_json_set_string(b, "devices", devices);
   tdm_json_set_int(b, "batch", r->config->batch);
   tdm_json_set_int(b, "epochs", r->config->epochs);
@@ -90,16 +95,17 @@ json_summary(JsonBuilder *b, const TdmRunRecord *r)
     json_builder_set_member_name(b, "stopped");
     json_builder_add_boolean_value(b, r->final.stopped);
     tdm_json_set_double(b, "test_accuracy", r->final.test_accuracy);
+    json_builder_set_member_name(b, "early_stopped");
+    json_builder_add_boolean_value(b, r->final.early_stopped);
+    if (r->final.best_epoch > 0) {
+      tdm_json_set_int(b, "best_epoch", r->final.best_epoch);
+      tdm_json_set_string(b, "monitor", tdm_monitor_name((TdmMonitor)r->final.monitor));
+      tdm_json_set_double(b, "best_value", r->final.best_value);
+    }
+    tdm_json_set_int(b, "epochs_done", r->final.epochs_done);
   }
 }
 
-static void
-print_json(JsonBuilder *b)
-{
-  g_autoptr(JsonNode) root = json_builder_get_root(b);
-  g_autofree char *text = tdm_json_to_string(root);
-  printf("%s\n", text);
-}
 
 int
 tdm_cli_runs_list(const char *folder, gboolean json)
@@ -128,11 +134,11 @@ tdm_cli_runs_list(const char *folder, gboolean json)
       json_builder_begin_object(b);
       json_summary(b, r);
       json_builder_end_object(b);
-      print_json(b);
+      tdm_cli_print_json_object(b);
       continue;
     }
     g_autofree char *date = created_text(r);
-    g_autofree char *devices = g_strjoinv(",", r->config->devices);
+    g_autofree char *devices = tdm_config_devices_text(r->config);
     g_autofree char *result = outcome(r, TRUE);
     g_autofree char *dataset = g_path_get_basename(r->config->dataset);
     tdm_cli_line(stdout, "%-28s %-16s %-12.12s %-14.14s %-10.10s %6d %6d  %s  %s\n", r->id,
@@ -178,7 +184,7 @@ tdm_cli_runs_show(const char *folder, const char *id, gboolean json)
     }
     json_builder_end_array(b);
     json_builder_end_object(b);
-    print_json(b);
+    tdm_cli_print_json_object(b);
     return 0;
   }
   g_autofree char *date = created_text(r);

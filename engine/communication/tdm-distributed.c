@@ -126,24 +126,27 @@ tdm_distributed_resolve_devices(TdmConfig *config, GError **error)
     return FALSE;
   }
   if (given == 1 && size > 1) {
-    const char *one = config->devices[0];
-    guint64 first = 0;
-    gboolean gpu = g_str_has_prefix(one, "cuda:") &&
-                   g_ascii_string_to_unsigned(one + 5, 10, 0, 4095, &first, NULL);
-    char **devices = g_new0(char *, size + 1);
-    for (int r = 0; r < size; r++)
-      devices[r] = gpu ? g_strdup_printf("cuda:%d", (int)first + dist.local_ranks[r])
-                       : g_strdup(one);
-    g_strfreev(config->devices);
-    config->devices = devices;
+    if (size > TDM_MAX_REPLICAS) {
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
+                  _("mpirun started %d ranks, more than the %d replicas Tandem supports"),
+                  size, TDM_MAX_REPLICAS);
+      return FALSE;
+    }
+    TdmDeviceId one = config->devices[0];
+    for (int r = 0; r < size; r++) {
+      config->devices[r] = one;
+      if (tdm_device_id_is_gpu(one))
+        config->devices[r].ordinal = one.ordinal + dist.local_ranks[r];
+    }
+    config->replicas = size;
   }
 
   /* One collective algorithm for the whole job: MPI's on host memory, or NCCL's. */
   gboolean any_cpu = FALSE, any_gpu = FALSE;
-  for (int r = 0; config->devices[r] != NULL; r++) {
-    gboolean cpu = g_str_equal(config->devices[r], "cpu");
-    any_cpu |= cpu;
-    any_gpu |= !cpu;
+  for (int r = 0; r < config->replicas; r++) {
+    gboolean gpu = tdm_device_id_is_gpu(config->devices[r]);
+    any_cpu |= !gpu;
+    any_gpu |= gpu;
   }
   if (any_cpu && any_gpu) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,

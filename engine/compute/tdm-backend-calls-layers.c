@@ -264,3 +264,12 @@ tdm_backend_adam_update(TdmBackend *b, float *p, const float *g, float *m, float
   if (tdm_backend_enter(b))
     b->ops->adam_update(b, p, g, m, v, n, lr_t, beta1, beta2, eps, weight_decay);
 }
+
+void
+tdm_backend_clip_norm(TdmBackend *b, float *x, size_t n, float max_norm, double *work)
+{
+  if (tdm_backend_enter(b) &&
+      TDM_ARGS_OK(b, work != NULL && (n == 0 || x != NULL) && !(max_norm < 0),
+                  _("clip_norm: bad arguments (max_norm %g)"), max_norm))
+    b->ops->clip_norm(b, x, n, max_norm, work);
+}

@@ -340,6 +340,21 @@ tdm_backend_gather_augment(TdmBackend *b, float *x, int32_t *y, const uint8_t *i
 }
 
 void
+tdm_backend_gather_photo(TdmBackend *b, float *x, int32_t *y, const uint8_t *images,
+                         const uint8_t *labels, const int32_t *indices, int count, int h, int w,
+                         int c, const TdmPhotoAugment *augment, uint64_t key, uint32_t epoch)
+{
+  if (tdm_backend_enter(b) &&
+      TDM_HAS_OP(b, gather_photo) &&
+      TDM_ARGS_OK(b,
+                  count >= 0 && h >= 1 && w >= 1 && c >= 1 && c <= 4 && augment != NULL &&
+                      (guint64)h * w * c <= G_MAXINT32,
+                  _("%s: bad shape %d×%d×%d×%d"), "gather_photo", count, h, w, c) &&
+      count > 0)
+    b->ops->gather_photo(b, x, y, images, labels, indices, count, h, w, c, augment, key, epoch);
+}
+
+void
 tdm_backend_channel_affine(TdmBackend *b, float *x, size_t rows, TdmChannelAffine a)
 {
   if (tdm_backend_enter(b) &&
@@ -520,6 +535,12 @@ tdm_backend_has_exact_add(TdmBackend *b)
 }
 
 gboolean
+tdm_backend_has_gather_photo(TdmBackend *b)
+{
+  return b->ops->gather_photo != NULL;
+}
+
+gboolean
 tdm_backend_has_graphs(TdmBackend *b)
 {
   return b->ops->graph_begin != NULL && b->ops->graph_end != NULL &&
@@ -580,6 +601,7 @@ static const struct {
     SLOT(sgd_momentum_update),
     SLOT(weight_decay),
     SLOT(adam_update),
+    SLOT(clip_norm),
     SLOT(add),
     SLOT(scale),
     SLOT(destroy),

@@ -85,6 +85,11 @@ struct _TdmBackendOps {
                           const uint8_t *labels, const int32_t *indices, int count,
                           int h, int w, int c, float scale, int pad, TdmFlip flip,
                           uint64_t key, uint32_t epoch);
+  /* Optional. */
+  void (*gather_photo) (TdmBackend *b, float *x, int32_t *y, const uint8_t *images,
+                        const uint8_t *labels, const int32_t *indices, int count, int h,
+                        int w, int c, const TdmPhotoAugment *augment, uint64_t key,
+                        uint32_t epoch);
   void (*channel_affine) (TdmBackend *b, float *x, size_t rows, TdmChannelAffine a);
 
   void (*bn_moments) (TdmBackend *b, float *slots, const float *x, int rows, int channels,
@@ -151,6 +156,7 @@ struct _TdmBackendOps {
   void (*adam_update) (TdmBackend *b, float *p, const float *g, float *m, float *v,
                        size_t n, float lr_t, float beta1, float beta2, float eps,
                        float weight_decay);
+  void (*clip_norm) (TdmBackend *b, float *x, size_t n, float max_norm, double *work);
 
   /* bf16 operands. */
   void (*to_bf16) (TdmBackend *b, uint16_t *out, const float *in, size_t n);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-backend.c — what every backend shares: construction by device name and the
+/* tdm-backend.c — what every backend shares: construction for a device and the
  * sticky error. The operations' front door is tdm-backend-calls*.c; the operations
  * themselves live in cpu/ and cuda/. */
 #include "tdm-backend-ops.h"
@@ -11,10 +11,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-static TdmBackend *
-backend_new(const char *device, TdmPrecision precision, GError **error)
+gboolean
+tdm_backend_check_gpus(const TdmDeviceId *devices, int count, gboolean per_process,
+                       GError **error)
 {
-  if (g_str_equal(device, "cpu")) {
+  g_return_val_if_fail(devices != NULL || count == 0, FALSE);
+  int gpu = -1;
+  for (int i = 0; i < count && gpu < 0; i++)
+    if (tdm_device_id_is_gpu(devices[i]))
+      gpu = i;
+  if (gpu < 0)
+    return TRUE;
+#if TDM_HAVE_CUDA
+  if (tdm_backend_cuda_available())
+    return TRUE;
+  const char *why = _("this machine has no CUDA GPU (no GPU or no driver)");
+#else
+  const char *why = _("this build of Tandem has no CUDA backend");
+#endif
+  char name[TDM_DEVICE_NAME_MAX];
+  g_autofree char *instead = per_process ? g_strdup("cpu") : g_strdup_printf("cpu:%d", count);
+  g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
+              _("device “%s”: %s; to train on the CPU instead, use --devices %s (a CPU "
+                "worker for each replica)"), tdm_device_id_name(devices[gpu], name), why, instead);
+  return FALSE;
+}
+
+static TdmBackend *
+backend_new(TdmDeviceId device, TdmPrecision precision, GError **error)
+{
+  if (device.kind == TDM_BACKEND_CPU) {
     /* tf32 on a CPU is float32 (what a GPU without tensor cores does too); bf16 runs
      * the convolutions' products on bfloat16 operands, as a GPU does. */
     TdmBackend *b = tdm_backend_cpu_new(error);
@@ -22,34 +48,19 @@ backend_new(const char *device, TdmPrecision precision, GError **error)
       b->precision = TDM_PRECISION_BF16;
     return b;
   }
-
-  if (g_str_has_prefix(device, "cuda:")) {
-    const char *digits = device + 5;
-    char *end = NULL;
-    guint64 ordinal = g_ascii_strtoull(digits, &end, 10);
-    if (*digits == '\0' || *end != '\0' || ordinal > 1024) {
-      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-                  _("device “%s”: expected cuda:N with N a GPU number"), device);
-      return NULL;
-    }
 #if TDM_HAVE_CUDA
-    return tdm_backend_cuda_new((int)ordinal, precision, error);
+  return tdm_backend_cuda_new(device.ordinal, precision, error);
 #else
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-                _("device “%s”: this build of Tandem has no CUDA backend"), device);
-    return NULL;
-#endif
-  }
-
   g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
-              _("unknown device “%s”: expected cpu or cuda:N"), device);
+              _("device “cuda:%d”: this build of Tandem has no CUDA backend"), device.ordinal);
   return NULL;
+#endif
 }
 
 TdmBackend *
-tdm_backend_new(const char *device, TdmPrecision precision, GError **error)
+tdm_backend_new(TdmDeviceId device, TdmPrecision precision, GError **error)
 {
-  g_return_val_if_fail(device != NULL, NULL);
+  g_return_val_if_fail(device.kind == TDM_BACKEND_CPU || device.kind == TDM_BACKEND_CUDA, NULL);
   TdmBackend *b = backend_new(device, precision, error);
   /* A slot left NULL would crash at its first call, far from here. */
   g_assert(b == NULL || tdm_backend_ops_missing(b->ops) == NULL);
@@ -65,12 +76,13 @@ tdm_backend_cuda_available(void)
 #endif
 
 size_t
-tdm_backend_own_bytes(const char *device)
+tdm_backend_own_bytes(TdmDeviceId device)
 {
-  g_return_val_if_fail(device != NULL, 0);
 #if TDM_HAVE_CUDA
-  if (g_str_has_prefix(device, "cuda:"))
-    return tdm_backend_cuda_own_bytes((int)g_ascii_strtoll(device + 5, NULL, 10));
+  if (device.kind == TDM_BACKEND_CUDA)
+    return tdm_backend_cuda_own_bytes(device.ordinal);
+#else
+  (void)device;
 #endif
   return 0;
 }

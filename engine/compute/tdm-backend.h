@@ -29,7 +29,9 @@
 #include <stdint.h>
 #include <stdbool.h>
 
+#include "tdm-augment.h"
 #include "tdm-bn-moments.h"
+#include "tdm-device-id.h"
 #include "tdm-precision.h"
 
 G_BEGIN_DECLS
@@ -37,11 +39,6 @@ G_BEGIN_DECLS
 typedef struct _TdmBackend TdmBackend;
 /* The table of a backend's operations: its backends' business (tdm-backend-ops.h). */
 typedef struct _TdmBackendOps TdmBackendOps;
-
-typedef enum {
-  TDM_BACKEND_CPU,
-  TDM_BACKEND_CUDA,
-} TdmBackendKind;
 
 /* The sizes conv_pool_forward and conv_pool_backward take: kh·kw·c taps, out
  * channels. */
@@ -160,10 +157,21 @@ struct _TdmBackend {
   GMutex error_lock;
 };
 
-/* Creates the backend for one device: "cpu" or "cuda:N". Several backends may share
+/* Doubles of device memory clip_norm works in: the norm and partial sums. */
+#define TDM_CLIP_WORK_DOUBLES 1025
+
+/* Creates the backend for one device (the CPU, or GPU N). Several backends may share
  * one GPU (each has its own stream). */
-TdmBackend *tdm_backend_new (const char *device, TdmPrecision precision, GError **error);
+TdmBackend *tdm_backend_new (TdmDeviceId device, TdmPrecision precision, GError **error);
 void tdm_backend_free (TdmBackend *b);
+
+/* Whether every GPU among the `count` devices can be opened at all: FALSE on a machine
+ * or build without CUDA GPUs, with a message (TDM_ENGINE_ERROR_DEVICE) that names the
+ * first one and the CPU workers to use instead (cpu:N, one for each entry; "cpu" when
+ * each process of an mpirun job holds one, `per_process`). Which GPUs exist is
+ * tdm_backend_new()'s to check. */
+gboolean tdm_backend_check_gpus (const TdmDeviceId *devices, int count,
+                                 gboolean per_process, GError **error);
 
 /* Backend constructors; the CUDA one exists only in builds with CUDA. */
 TdmBackend *tdm_backend_cpu_new (GError **error);
@@ -171,10 +179,10 @@ TdmBackend *tdm_backend_cuda_new (int ordinal, TdmPrecision precision, GError **
 size_t tdm_backend_cuda_own_bytes (int ordinal);
 gboolean tdm_backend_cuda_available (void);
 
-/* Bytes a backend for `device` ("cpu", "cuda:N") allocates for itself when created, on
- * its byte counter: cuBLAS's workspace and scratch on a GPU, nothing on the CPU. For
- * the memory estimate (tdm-memory.h); 0 for devices this build cannot open. */
-size_t tdm_backend_own_bytes (const char *device);
+/* Bytes a backend for `device` allocates for itself when created, on its byte counter:
+ * cuBLAS's workspace and scratch on a GPU, nothing on the CPU. For the memory
+ * estimate (tdm-memory.h); 0 for devices this build cannot open. */
+size_t tdm_backend_own_bytes (TdmDeviceId device);
 
 /* Floats of scratch a backend of this kind needs to run a convolution of this shape
  * (any batch) through conv_forward and conv_backward, or 0 when it composes it from
@@ -346,6 +354,16 @@ void tdm_backend_gather_augment (TdmBackend *b, float *x, int32_t *y, const uint
                                  const uint8_t *labels, const int32_t *indices, int count,
                                  int h, int w, int c, float scale, int pad, TdmFlip flip,
                                  uint64_t key, uint32_t epoch);
+/* gather with photo augmentation for h×w×c samples (c ≤ 4), each from (key, epoch,
+ * its sample index s = indices[i]) alone by tdm-augment.h's rule: tdm_photo_draw()
+ * its crop box, mirror, jitter factors and erased box; tdm_photo_mean() of the sum of
+ * tdm_aug_luma_milli() over the crop box's source pixels; then x[i, r, q, :] =
+ * tdm_photo_pixel() for every output pixel, in [0, 1]. key is tdm_crng_key (seed,
+ * TDM_RNG_AUGMENT). Only where tdm_backend_has_gather_photo(); elsewhere it fails. */
+void tdm_backend_gather_photo (TdmBackend *b, float *x, int32_t *y, const uint8_t *images,
+                               const uint8_t *labels, const int32_t *indices, int count,
+                               int h, int w, int c, const TdmPhotoAugment *augment,
+                               uint64_t key, uint32_t epoch);
 
 /* Batch normalization over rows × channels (NHWC activations: rows = n·h·w; after
  * an fc, h = w = 1). Training mode's statistics take one pass over x and at most one
@@ -490,6 +508,13 @@ void tdm_backend_weight_decay (TdmBackend *b, float *g, const float *p,
 void tdm_backend_adam_update (TdmBackend *b, float *p, const float *g, float *m, float *v,
                               size_t n, float lr_t, float beta1, float beta2, float eps,
                               float weight_decay);
+/* Gradient clipping: the global norm of x[0, n), ‖x‖₂, its sum of squares taken in
+ * double in an order fixed by n alone (the same bits whatever the threads' timing),
+ * into work[0]; where max_norm > 0 and the norm is above it, x *= max_norm / (norm +
+ * 1e-6) (PyTorch's clip_grad_norm_). work is device memory of TDM_CLIP_WORK_DOUBLES
+ * doubles (scratch for partial sums after work[0]). Nothing is read back: the norm
+ * stays on the device until someone downloads work[0]. */
+void tdm_backend_clip_norm (TdmBackend *b, float *x, size_t n, float max_norm, double *work);
 
 /* --precision bf16's stored operands: bfloat16 numbers as their bits (uint16_t),
  * rounded to nearest even from float (tdm-bf16.h's rule, the GPU's). to_bf16: out[i] =
@@ -557,6 +582,7 @@ gboolean tdm_backend_has_maxpool_forward_bn (TdmBackend *b);
 gboolean tdm_backend_has_im2col_bf16_bn (TdmBackend *b);
 gboolean tdm_backend_has_bn_backward_dx_bf16 (TdmBackend *b);
 gboolean tdm_backend_has_exact_add (TdmBackend *b);
+gboolean tdm_backend_has_gather_photo (TdmBackend *b);
 gboolean tdm_backend_has_graphs (TdmBackend *b);
 
 G_END_DECLS

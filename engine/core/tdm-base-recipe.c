@@ -1,17 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-base-recipe.c — the base recipe's values (tdm-base-recipe.h). A change here is
- * a change of every default: the schema's (data/, checked by test-choice) must follow. */
+/* tdm-base-recipe.c — each optimizer's starting rate (tdm-base-recipe.h). A change
+ * here is a change of the default: the schema's (data/, checked by test-choice) must
+ * follow. */
 #include "tdm-base-recipe.h"
-
-static const TdmBaseRecipe base = {
-  .dataset = "fashion-mnist",
-  .network = "mlp",
-  .batch = 100,
-  .epochs = 20,
-  .optimizer = TDM_OPTIMIZER_ADAM,
-  .strategy = TDM_STRATEGY_ALLREDUCE,
-  .batchnorm = TDM_BATCHNORM_PER_REPLICA,
-};
 
 /* By optimizer: the rates their usual recipes start from. */
 static const double lr[] = {
@@ -20,12 +11,6 @@ static const double lr[] = {
   [TDM_OPTIMIZER_ADAM] = 1e-3,
   [TDM_OPTIMIZER_NESTEROV] = 0.1,
 };
-
-const TdmBaseRecipe *
-tdm_base_recipe(void)
-{
-  return &base;
-}
 
 double
 tdm_base_recipe_lr(TdmOptimizerKind optimizer)

@@ -44,6 +44,17 @@ tdm_choice_count(GType type)
   return klass != NULL ? klass->n_values : 0;
 }
 
+const char **
+tdm_choice_names(GType type)
+{
+  GEnumClass *klass = enum_class(type);
+  guint n = klass != NULL ? klass->n_values : 0;
+  const char **names = g_new0(const char *, n + 1);
+  for (guint i = 0; i < n; i++)
+    names[i] = klass->values[i].value_nick;
+  return names;
+}
+
 char *
 tdm_choice_list(GType type, int default_value)
 {

@@ -21,8 +21,27 @@ const char *tdm_choice_name (GType type, int value);
 gboolean tdm_choice_from_name (GType type, const char *name, int *value);
 /* How many values `type` has; they run from 0 to count − 1 (tdm_choice_name of each). */
 guint tdm_choice_count (GType type);
+/* The names of every value of `type`, in the enum's order, NULL-terminated (the
+ * strings are the enum's; free the array with g_free()). */
+const char **tdm_choice_names (GType type);
 /* "sgd, momentum, adam or nesterov", in the enum's order, for help and messages;
  * `default_value` ≥ 0 marks that one "(default)". Free with g_free(). */
 char *tdm_choice_list (GType type, int default_value);
+
+/* Defines PREFIX_name (Type) and PREFIX_from_name (name, Type *) over the GEnum `gtype`:
+ * the typed name functions of one enum, with nothing of their own to keep in step. */
+#define TDM_CHOICE_NAMES(Type, prefix, gtype)                                             \
+  const char *prefix##_name (Type v)                                                     \
+  {                                                                                      \
+    return tdm_choice_name ((gtype), (int) v);                                           \
+  }                                                                                      \
+  gboolean prefix##_from_name (const char *name, Type *out)                              \
+  {                                                                                      \
+    int v;                                                                               \
+    if (name == NULL || !tdm_choice_from_name ((gtype), name, &v))                       \
+      return FALSE;                                                                      \
+    *out = (Type) v;                                                                     \
+    return TRUE;                                                                         \
+  }
 
 G_END_DECLS

@@ -9,6 +9,8 @@
 
 #include <glib.h>
 #include <json-glib/json-glib.h>
+#include "tdm-device-id.h"
+#include "tdm-field.h"
 #include "tdm-precision.h"
 
 G_BEGIN_DECLS
@@ -16,6 +18,12 @@ G_BEGIN_DECLS
 /* test_shift's largest value, in pixels: translations are for the few pixels an
  * object sits off centre; more only moves it out of the picture. */
 #define TDM_TEST_SHIFT_MAX 8
+
+/* An image folder's sample side (image_size): what a person may choose, and the
+ * largest the images choose by themselves when image_size is 0. */
+#define TDM_IMAGE_SIZE_MIN 4
+#define TDM_IMAGE_SIZE_MAX 512
+#define TDM_IMAGE_SIZE_AUTO_MAX 64
 
 typedef enum {
   TDM_OPTIMIZER_SGD,
@@ -35,7 +43,29 @@ typedef enum {
   TDM_SCHEDULE_STEP,       /* lr · gamma^(epoch / step_epochs) */
   TDM_SCHEDULE_COSINE,     /* cosine decay to 0 over the run (after any warm-up) */
   TDM_SCHEDULE_LINEAR,     /* linear decay to 0 over the run (after any warm-up) */
+  TDM_SCHEDULE_ONECYCLE,   /* Smith's one cycle, as PyTorch's OneCycleLR: lr/25 up to lr
+                            * over 30 % of the run, then down to lr/25e4 (cosine), the
+                            * momentum (or Adam's beta1) the other way, 0.95 ↔ 0.85 */
+  TDM_SCHEDULE_PLATEAU,    /* lr times gamma whenever the monitored metric has not
+                            * improved for plateau_patience epochs (ReduceLROnPlateau) */
 } TdmSchedule;
+
+/* The metric that --early-stop, --save-best and the plateau schedule watch, as Keras
+ * and Lightning name them. */
+typedef enum {
+  TDM_MONITOR_VAL_LOSS,       /*< nick=val_loss >*/
+  TDM_MONITOR_VAL_ACCURACY,   /*< nick=val_accuracy >*/
+  TDM_MONITOR_TEST_LOSS,      /*< nick=test_loss >*/
+  TDM_MONITOR_TEST_ACCURACY,  /*< nick=test_accuracy >*/
+} TdmMonitor;
+
+/* Whether the monitored metric improves downwards or upwards; auto: down for a loss,
+ * up for an accuracy. */
+typedef enum {
+  TDM_MONITOR_MODE_AUTO,
+  TDM_MONITOR_MODE_MIN,
+  TDM_MONITOR_MODE_MAX,
+} TdmMonitorMode;
 
 typedef enum {
   TDM_BATCHNORM_PER_REPLICA, /* each replica normalizes with its shard's statistics */
@@ -47,6 +77,20 @@ typedef enum {
   TDM_DECAY_WEIGHTS,       /* on conv and fc weights only: not biases, not BN */
 } TdmDecayScope;
 
+/* An image folder's samples: grey or RGB, or as the images are (--color). The values
+ * are the channels. */
+typedef enum {
+  TDM_COLOR_AUTO = 0,
+  TDM_COLOR_GREY = 1,
+  TDM_COLOR_RGB = 3,
+} TdmColor;
+
+/* What trains when starting from weights (--train): everything, or the last fc alone. */
+typedef enum {
+  TDM_TRAIN_ALL,
+  TDM_TRAIN_HEAD,
+} TdmTrainPart;
+
 typedef enum {
   TDM_FLIP_AUTO,           /* on, except for digits (mnist, synthetic), where a mirror
                             * image is another or no digit */
@@ -57,7 +101,8 @@ typedef enum {
 typedef struct {
   char *dataset;           /* name or folder, see tdm_dataset_open() */
   char *network;           /* "mlp", "cnn" or a one-line spec */
-  char **devices;          /* NULL-terminated: "cpu", "cpu", "cuda:0", … one per replica */
+  TdmDeviceId devices[TDM_MAX_REPLICAS]; /* one per replica: cpu, cpu, cuda:0 … */
+  int replicas;            /* how many of `devices` the run has */
   int main_replica;        /* index into devices */
   int batch;               /* global batch size */
   int epochs;
@@ -89,7 +134,7 @@ typedef struct {
   int test_shift;          /* and its copies shifted this many pixels up, down, left and
                             * right (each mirrored too with test_flip); 0 off */
   int image_size;          /* image folders: side of the samples (0: from the images) */
-  int image_channels;      /* image folders: 1 grey, 3 RGB (0: from the images) */
+  int image_channels;      /* image folders: a TdmColor, 1 grey, 3 RGB (0: from the images) */
   /* Exact mode (tdm-exact.h): parameters bit-identical for any number of devices.
    * Optional in JSON (absent: off, the default chunk). */
   gboolean exact;
@@ -105,31 +150,66 @@ typedef struct {
                             * evaluated every epoch; 0: none */
   char *save_best_path;    /* the checkpoint of the best validation accuracy; or NULL */
   int save_every;          /* also save save_path every this many steps; 0: epochs only */
-  int early_stop;          /* end after this many epochs without a better validation
-                            * accuracy; 0: never */
+  int early_stop;          /* end after this many epochs without a better monitored
+                            * metric; 0: never */
+  /* What early stopping, the best checkpoint and the plateau schedule watch. JSON
+   * always holds them; absent where early_stop or save_best_path is set, they mean
+   * what runs meant before them (validation accuracy, at any gain). */
+  TdmMonitor monitor;
+  TdmMonitorMode monitor_mode;
+  double min_delta;        /* the least change that counts as better (≥ 0) */
+  int plateau_patience;    /* TDM_SCHEDULE_PLATEAU: epochs without improvement first */
+  /* Gradients: micro-batches of `batch` an optimizer step (one all-reduce, after the
+   * last); the global norm clipped to at most clip_grad_norm (0: off). */
+  int accumulate;
+  double clip_grad_norm;
+  /* Augmentation for photos (tdm-augment.h), each off at 0: random resized crop to
+   * the sample's size from an area of [crop_scale[0], crop_scale[1]] of the image at
+   * an aspect ratio in [crop_ratio[0], crop_ratio[1]]; colour jitter of brightness,
+   * contrast and saturation by factors in [1 − j, 1 + j]; random erasing of a
+   * rectangle with probability erase. */
+  double crop_scale[2];
+  double crop_ratio[2];
+  double jitter[3];
+  double erase;
   /* Starting from weights and normalizing inputs (tdm-finetune.h); JSON readers take
    * these as optional. */
   char *normalize;         /* "none", "dataset", "imagenet" or "M,M,M/S,S,S"; NULL: none */
   char *init_path;         /* a safetensors state_dict to start from, or NULL */
   char **freeze;           /* module-name prefixes kept fixed, or NULL */
-  gboolean train_head;     /* only the last fc trains */
+  gboolean train_head;     /* only the last fc trains (TDM_TRAIN_HEAD) */
   char **lr_scale;         /* "PREFIX=X" learning-rate factors, or NULL */
 } TdmConfig;
 
-/* The base recipe (tdm-base-recipe.h: Fashion-MNIST, mlp, batch 100, 20 epochs, Adam
- * at its learning rate) on one CPU worker, with the settings it leaves alone. */
+/* The defaults (the field table's: Fashion-MNIST, mlp, batch 100, 20 epochs, Adam at
+ * its learning rate, tdm-base-recipe.h) on one CPU worker. */
 TdmConfig *tdm_config_new (void);
 TdmConfig *tdm_config_copy (const TdmConfig *config);
 void tdm_config_free (TdmConfig *config);
 
-/* Parses "cpu:4", "cuda:0,cuda:1", "cpu,cuda:0" into config->devices. */
+/* Every option of a run, one row each (tdm-config-fields.c): its flag, JSON key, type,
+ * default, range, help and GSettings key. The defaults, the checks, the JSON, the
+ * description, the CLI's flags and the schema's test all go by it. */
+const TdmField *tdm_config_fields (guint *count);
+/* The row called `key` (its JSON key or its flag), or NULL. */
+const TdmField *tdm_config_field (const char *key);
+
+/* Parses "cpu:4", "cuda:0,cuda:1", "cpu,cuda:0" into config->devices
+ * (tdm_device_list_parse()); a failure leaves them alone. */
 gboolean tdm_config_set_devices (TdmConfig *config, const char *list, GError **error);
+/* The same from devices already chosen (the window's picker): `count` of them, which
+ * must be 1 to TDM_MAX_REPLICAS. */
+gboolean tdm_config_set_device_list (TdmConfig *config, const TdmDeviceId *devices,
+                                     int count, GError **error);
 int tdm_config_replica_count (const TdmConfig *config);
+/* The device list as --devices writes it: "cpu,cpu,cuda:1". */
+char *tdm_config_devices_text (const TdmConfig *config);
 
 /* Whether random flips are on for a dataset of this name under config->flip. */
 gboolean tdm_config_flips (const TdmConfig *config, const char *dataset_name);
 
-/* Checks what can be checked without loading anything. Messages name the option. */
+/* Checks what can be checked without loading anything: every row's range, then the
+ * rules between fields. Messages name the option. */
 gboolean tdm_config_validate (const TdmConfig *config, GError **error);
 /* The same checks for a configuration read from a file (a checkpoint's metadata):
  * the error is the file's, TDM_ENGINE_ERROR_CHECKPOINT, and names the source and the
@@ -142,11 +222,16 @@ gboolean tdm_config_validate_saved (const TdmConfig *config, const char *source,
  * sample: the one rule that validation and the window's form both apply. */
 gboolean tdm_config_batch_splits (int batch, int replicas);
 
-/* The CUDA ordinal of a device entry ("cuda:1" → 1), or -1 (the CPU, or not a GPU's
- * entry): the one reading of "cuda:N" after --devices is parsed. */
-int tdm_config_device_gpu (const char *entry);
+/* The samples of one optimizer step: the batch times the micro-batches accumulated. */
+int tdm_config_step_batch (const TdmConfig *config);
 
-/* Names ↔ enums for flags, settings and JSON; parsers return FALSE on unknown names. */
+/* The batch for a training set of `samples` when the one asked for is larger: the
+ * largest power of two that leaves at least four steps an epoch, but one sample for
+ * each of `replicas` at least and never more than `samples`. */
+int tdm_config_batch_fitting (int samples, int replicas);
+
+/* Names ↔ enums for flags, settings and JSON (the GEnums' nicks, tdm-choice.h);
+ * parsers return FALSE on unknown names. */
 const char *tdm_optimizer_name (TdmOptimizerKind kind);
 gboolean tdm_optimizer_from_name (const char *name, TdmOptimizerKind *kind);
 const char *tdm_strategy_name (TdmStrategy strategy);
@@ -154,22 +239,37 @@ gboolean tdm_strategy_from_name (const char *name, TdmStrategy *strategy);
 const char *tdm_schedule_name (TdmSchedule schedule);
 gboolean tdm_schedule_from_name (const char *name, TdmSchedule *schedule);
 const char *tdm_precision_name (TdmPrecision precision);
+gboolean tdm_precision_from_name (const char *name, TdmPrecision *precision);
 /* "auto" (0), "grey" (1), "rgb" (3): --color. */
 const char *tdm_color_name (int channels);
 gboolean tdm_color_from_name (const char *name, int *channels);
-gboolean tdm_precision_from_name (const char *name, TdmPrecision *precision);
 const char *tdm_batchnorm_name (TdmBatchNorm mode);
 gboolean tdm_batchnorm_from_name (const char *name, TdmBatchNorm *mode);
 const char *tdm_decay_scope_name (TdmDecayScope scope);
 gboolean tdm_decay_scope_from_name (const char *name, TdmDecayScope *scope);
 const char *tdm_flip_setting_name (TdmFlipSetting flip);
 gboolean tdm_flip_setting_from_name (const char *name, TdmFlipSetting *flip);
+const char *tdm_monitor_name (TdmMonitor monitor);
+gboolean tdm_monitor_from_name (const char *name, TdmMonitor *monitor);
+const char *tdm_monitor_mode_name (TdmMonitorMode mode);
+gboolean tdm_monitor_mode_from_name (const char *name, TdmMonitorMode *mode);
+
+/* Whether the monitored metric is the validation split's (it then needs val_split). */
+gboolean tdm_config_monitors_validation (const TdmConfig *config);
+/* Whether `value` of the monitored metric is better than `best` by more than
+ * min_delta in the monitor's direction; any finite value beats a NaN best. */
+gboolean tdm_config_monitor_improves (const TdmConfig *config, double value, double best);
+/* What watches the monitored metric, for messages ("--early-stop", "--save-best",
+ * "--schedule plateau"): the first that is set, or NULL. */
+const char *tdm_config_watcher (const TdmConfig *config);
 
 /* The settings that shape the training, for people and exports: a NULL-terminated
  * array of alternating keys and values ("dataset", "fashion-mnist", "network",
  * "mlp", "devices", "cpu,cpu", …), keys as the JSON and flags name them, numbers in
  * the C locale. Free with g_strfreev(). */
-char **tdm_config_describe(const TdmConfig *config);
+char **tdm_config_describe (const TdmConfig *config);
+/* The flags that turn the defaults into `config`: "--epochs 5 --batch 512 …". */
+char *tdm_config_to_flags (const TdmConfig *config);
 
 /* JSON round trip, for checkpoints. */
 char *tdm_config_to_json (const TdmConfig *config);
@@ -183,15 +283,19 @@ char *tdm_config_json_unknown_key (const char *json);
  * network of 4,096 layers included. */
 #define TDM_CONFIG_MAX_BYTES (1 << 20)
 
-/* The learning rate at a fractional epoch under the configured schedule. */
+/* The learning rate at a fractional epoch under the configured schedule (the
+ * plateau schedule's reductions are the trainer's state: times those). */
 double tdm_config_lr_at (const TdmConfig *config, double epoch);
+/* The momentum (Adam's beta1) the one-cycle schedule sets at a fractional epoch; NaN
+ * under the other schedules, which leave the optimizer's own. */
+double tdm_config_momentum_at (const TdmConfig *config, double epoch);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmConfig, tdm_config_free)
 
-/* The fine-tuning fields (normalize, init, freeze, train_head, lr_scale) in the
- * configuration's JSON (optional when read); tdm-finetune.h says what they mean. */
-void tdm_finetune_config_to_json (const TdmConfig *config, JsonBuilder *builder);
-gboolean tdm_finetune_config_from_json (JsonObject *object, TdmConfig *config,
-                                        GError **error);
+/* The training controls (tdm-config-controls.c): the rules between them and other
+ * fields, part of tdm_config_validate(); a file from before --monitor (no "monitor"
+ * member) read as it was meant: validation accuracy at any gain. */
+gboolean tdm_controls_config_validate (const TdmConfig *config, GError **error);
+void tdm_controls_config_from_json (JsonObject *object, TdmConfig *config);
 
 G_END_DECLS

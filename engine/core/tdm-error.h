@@ -29,4 +29,8 @@ typedef enum {
   TDM_ENGINE_ERROR_EXPORT,           /* an exported model (ONNX) that cannot be written */
 } TdmEngineError;
 
+/* Sets `code` of TDM_ENGINE_ERROR with the formatted message; returns FALSE, so that a
+ * check reads `return tdm_error_set (error, …);`. */
+gboolean tdm_error_set (GError **error, int code, const char *format, ...) G_GNUC_PRINTF (3, 4);
+
 G_END_DECLS

@@ -4,6 +4,8 @@
  * tdm-events.c writes for this file.
  */
 #include "tdm-event-json.h"
+#include "tdm-choice.h"
+#include "tdm-config.h"
 #include "tdm-error.h"
 #include "tdm-json.h"
 
@@ -22,18 +24,16 @@ json_known(JsonBuilder *b, const char *name, double v, gboolean integer)
     json_builder_add_double_value(b, v);
 }
 
+/* The code's name, its GEnum's nick ("invalid-option", "export"); "other" for an error
+ * of another domain. */
 static const char *
 error_code_name(const GError *e)
 {
-  static const char *const names[] = {
-    "invalid-option", "invalid-spec", "dataset", "device", "out-of-memory", "backend",
-    "communication", "checkpoint", "diverged", "cancelled", "history",
-  };
-  if (e->domain == TDM_ENGINE_ERROR && e->code >= 0 && e->code < (int)G_N_ELEMENTS(names))
-    return names[e->code];
-  return "other";
+  const char *name = e->domain == TDM_ENGINE_ERROR
+                         ? tdm_choice_name(TDM_TYPE_ENGINE_ERROR, e->code)
+                         : NULL;
+  return name != NULL ? name : "other";
 }
-
 
 JsonNode *
 tdm_event_to_json(const TdmEvent *ev)
@@ -104,6 +104,8 @@ tdm_event_to_json(const TdmEvent *ev)
       json_builder_add_int_value(b, s->shard[i]);
     json_builder_end_array(b);
     tdm_json_set_int(b, "batch", s->batch);
+    if (s->accumulate > 1)
+      tdm_json_set_int(b, "accumulate", s->accumulate);
     tdm_json_set_int(b, "epochs", s->epochs);
     tdm_json_set_int(b, "steps_per_epoch", s->steps_per_epoch);
     tdm_json_set_int(b, "total_steps", s->total_steps);
@@ -113,6 +115,14 @@ tdm_event_to_json(const TdmEvent *ev)
     tdm_json_set_string(b, "dataset", s->dataset);
     tdm_json_set_int(b, "train_count", s->train_count);
     tdm_json_set_int(b, "test_count", s->test_count);
+    json_builder_set_member_name(b, "sample");
+    json_builder_begin_array(b);
+    json_builder_add_int_value(b, s->height);
+    json_builder_add_int_value(b, s->width);
+    json_builder_add_int_value(b, s->channels);
+    json_builder_end_array(b);
+    if (s->batch_asked > 0)
+      tdm_json_set_int(b, "batch_asked", s->batch_asked);
     if (s->notice[0] != '\0')
       tdm_json_set_string(b, "notice", s->notice);
     if (s->init_report[0] != '\0')
@@ -138,10 +148,14 @@ tdm_event_to_json(const TdmEvent *ev)
     tdm_json_set_double(b, "epoch_float", s->epoch_float);
     tdm_json_set_double(b, "train_loss", s->train_loss);
     tdm_json_set_double(b, "train_accuracy", s->train_accuracy);
+    tdm_json_set_double(b, "epoch_loss", s->epoch_loss);
+    tdm_json_set_double(b, "epoch_accuracy", s->epoch_accuracy);
     tdm_json_set_double(b, "samples_per_second", s->samples_per_second);
     tdm_json_set_double(b, "lr", s->lr);
     tdm_json_set_double(b, "elapsed", s->elapsed);
     tdm_json_set_double(b, "eta", s->eta);
+    if (isfinite(s->grad_norm))
+      tdm_json_set_double(b, "grad_norm", s->grad_norm);
     break;
   }
   case TDM_EVENT_DEVICES: {
@@ -201,9 +215,17 @@ tdm_event_to_json(const TdmEvent *ev)
     json_builder_add_boolean_value(b, f->stopped);
     json_builder_set_member_name(b, "early_stopped");
     json_builder_add_boolean_value(b, f->early_stopped);
+    tdm_json_set_int(b, "epochs_done", f->epochs_done);
     if (f->best_epoch > 0) {
       tdm_json_set_int(b, "best_epoch", f->best_epoch);
-      tdm_json_set_double(b, "best_val_accuracy", f->best_accuracy);
+      tdm_json_set_string(b, "monitor", tdm_monitor_name((TdmMonitor)f->monitor));
+      tdm_json_set_double(b, "best_value", f->best_value);
+      if (isfinite(f->best_accuracy)) {
+        tdm_json_set_double(b, "best_val_loss", f->best_val_loss);
+        tdm_json_set_double(b, "best_val_accuracy", f->best_accuracy);
+      }
+      tdm_json_set_double(b, "best_test_loss", f->best_test_loss);
+      tdm_json_set_double(b, "best_test_accuracy", f->best_test_accuracy);
     }
     break;
   }
@@ -221,8 +243,10 @@ tdm_event_to_json(const TdmEvent *ev)
     tdm_json_set_int(b, "epoch", v->epoch);
     json_builder_set_member_name(b, "best");
     json_builder_add_boolean_value(b, v->best);
-    if (v->best)
-      tdm_json_set_double(b, "accuracy", v->accuracy);
+    if (v->best) {
+      tdm_json_set_string(b, "monitor", tdm_monitor_name((TdmMonitor)v->monitor));
+      tdm_json_set_double(b, "value", v->value);
+    }
     break;
   }
   case TDM_EVENT_SETUP: {

@@ -8,6 +8,7 @@
  */
 #include "tdm-events.h"
 #include "tdm-config.h"
+#include "tdm-i18n.h"
 #include "tdm-json.h"
 
 #include <json-glib/json-glib.h>
@@ -21,12 +22,23 @@ static const char *const phase_names[TDM_PHASE_COUNT] = {
   [TDM_PHASE_BROADCAST] = "broadcast",
   [TDM_PHASE_UPDATE] = "update",
   [TDM_PHASE_WAIT] = "wait",
+  [TDM_PHASE_ACCUMULATE] = "accumulate",
 };
 
 const char *
 tdm_phase_name(TdmPhase phase)
 {
   return phase >= 0 && phase < TDM_PHASE_COUNT ? phase_names[phase] : "unknown";
+}
+
+char *
+tdm_finished_early_stop_text(const TdmFinishedEvent *f, gboolean translated)
+{
+  g_return_val_if_fail(f != NULL, NULL);
+  if (!f->early_stopped)
+    return NULL;
+  const char *format = N_("stopped early at epoch %d (best %d)");
+  return g_strdup_printf(translated ? _(format) : format, f->epochs_done, f->best_epoch);
 }
 
 const char *
@@ -39,6 +51,10 @@ tdm_setup_phase_name(TdmSetupPhase phase)
     return "network";
   case TDM_SETUP_PREWARM:
     return "prewarm";
+  case TDM_SETUP_EVALUATION:
+    return "evaluation";
+  case TDM_SETUP_VALIDATION:
+    return "validation";
   }
   return "unknown";
 }
@@ -209,11 +225,14 @@ tdm_event_detail_to_json(JsonBuilder *b, const TdmEvent *event)
 }
 
 void
-tdm_started_event_set_gpus(TdmStartedEvent *s)
+tdm_started_event_set_devices(TdmStartedEvent *s, const TdmDeviceId *devices, int count)
 {
-  int n = MIN(s->replicas, TDM_MAX_REPLICAS);
-  for (int r = 0; r < n; r++)
-    s->gpu[r] = tdm_config_device_gpu(s->device[r]);
+  int n = MIN(count, TDM_MAX_REPLICAS);
+  s->replicas = count;
+  for (int r = 0; r < n; r++) {
+    tdm_device_id_name(devices[r], s->device[r]);
+    s->gpu[r] = tdm_device_id_is_gpu(devices[r]) ? devices[r].ordinal : -1;
+  }
   for (int r = 0; r < n; r++) {
     s->gpu_replicas[r] = 0;
     for (int q = 0; s->gpu[r] >= 0 && q < n; q++)

@@ -10,9 +10,9 @@
 #include <glib.h>
 #include <stdint.h>
 
-G_BEGIN_DECLS
+#include "tdm-device-id.h"
 
-#define TDM_MAX_REPLICAS 64
+G_BEGIN_DECLS
 
 typedef enum {
   TDM_EVENT_MEMORY,
@@ -34,15 +34,17 @@ typedef enum {
 typedef struct {
   int replicas;
   int main_replica;
-  char device[TDM_MAX_REPLICAS][32];   /* "cpu", "cuda:0" per replica */
+  char device[TDM_MAX_REPLICAS][32];   /* "cpu", "cuda:0" per replica, for people */
   int shard[TDM_MAX_REPLICAS];         /* samples per replica in a full batch */
-  int batch;
+  int batch;                           /* a micro-batch's, with accumulate > 1 */
+  int accumulate;                      /* micro-batches an optimizer step (1: none) */
   int epochs;
   int steps_per_epoch;
   long total_steps;
   long start_step;                     /* > 0 when resumed */
   size_t parameters;                   /* parameter count */
-  char network[256];                   /* the expanded spec */
+  char network[256];                   /* the expanded spec; a longer one is cut after
+                                        * an item and ends in "…" */
   char dataset[128];
   int train_count, test_count;
   char notice[1024];                   /* files the dataset skipped, or "" */
@@ -56,6 +58,10 @@ typedef struct {
    * and, where that is > 0, its CUDA ordinal (-1 on the CPU). */
   int gpu[TDM_MAX_REPLICAS];
   int gpu_replicas[TDM_MAX_REPLICAS];
+  int height, width, channels;         /* a sample's shape (an image folder's as chosen) */
+  /* The batch the run was asked for, when the trainer had to choose a smaller one
+   * (tdm_trainer_set_batch_fits); 0 otherwise. */
+  int batch_asked;
   /* The convolution engines' choices after the pre-warm, summed over the replicas:
    * shapes × directions that went to cuDNN, to Tandem's own kernels, to im2col with a
    * GEMM (all 0 where no backend has an engine: the CPU). */
@@ -100,11 +106,15 @@ typedef struct {
   double epoch_float;       /* epochs done as a real number */
   double train_loss;        /* mean since the last summary */
   double train_accuracy;    /* 0..1, since the last summary */
+  double epoch_loss;        /* mean over the epoch so far (Keras's running figure) */
+  double epoch_accuracy;    /* 0..1, over the epoch so far */
   double samples_per_second; /* over the last second of training time (since the start
                              * before that): one summary covers 1–3 steps, too few */
   double lr;
   double elapsed;           /* seconds of training (pauses excluded) */
   double eta;               /* seconds left, estimated */
+  double grad_norm;         /* the last step's gradient norm before clipping, where
+                             * --clip-grad-norm measures it; NaN otherwise */
 } TdmStepEvent;
 
 typedef struct {
@@ -139,12 +149,24 @@ typedef struct {
   double elapsed;           /* seconds of training, as STEP's (pauses excluded) */
   double test_loss, test_accuracy;
   gboolean stopped;         /* TRUE when stopped before the last epoch */
-  /* Early stopping (config->early_stop) ended the run after best_epoch's validation
-   * accuracy went unbeaten; a normal end, not a stop. */
+  /* Early stopping (config->early_stop) ended the run after best_epoch's monitored
+   * metric went unbeaten; a normal end, not a stop. */
   gboolean early_stopped;
-  int best_epoch;           /* 1-based, 0 without a validation split */
-  double best_accuracy;     /* its validation accuracy */
+  int epochs_done;          /* the last epoch that ended (1-based; 0: none) */
+  int best_epoch;           /* 1-based: the best by the monitored metric (config->monitor);
+                             * 0 when it was never measured (no validation split) */
+  int monitor;              /* TdmMonitor: what best_epoch was chosen by */
+  double best_value;        /* that metric at best_epoch */
+  double best_accuracy;     /* best_epoch's validation accuracy (NaN: no split) */
+  double best_val_loss;     /* its validation loss */
+  double best_test_loss, best_test_accuracy;
 } TdmFinishedEvent;
+
+/* "stopped early at epoch 9 (best 6)" for an early-stopped run's outcome, in the
+ * reader's language or (`translated` FALSE, for programs) in English: the CLI's
+ * summary and run listings and the window's History say it so. NULL for other runs.
+ * Free with g_free(). */
+char *tdm_finished_early_stop_text (const TdmFinishedEvent *finished, gboolean translated);
 
 /* What a device does during a step, in the order a step does it. Communication has
  * one phase per collective so that the `main` strategy's reduce → update on the main
@@ -157,10 +179,14 @@ typedef enum {
   TDM_PHASE_BROADCAST,
   TDM_PHASE_UPDATE,
   TDM_PHASE_WAIT,          /* at a barrier, for the other replicas */
+  TDM_PHASE_ACCUMULATE,    /* a micro-batch's gradients added locally, where a step
+                            * without --accumulate would communicate (DDP's no_sync) */
   TDM_PHASE_COUNT,
 } TdmPhase;
 
-#define TDM_MAX_PHASE_SPANS 8
+/* Room for a step of several micro-batches: each takes three spans (forward,
+ * backward, accumulate), the last and its collectives up to eight. */
+#define TDM_MAX_PHASE_SPANS 32
 
 /* One sampled step, per device: its phases as start/end times in milliseconds from
  * the moment the step was handed to the replicas (the same origin for all of them).
@@ -235,20 +261,28 @@ typedef struct {
 typedef struct {
   long step;
   int epoch;                /* epochs done when it was written */
-  gboolean best;            /* the best validation (or test) accuracy so far */
-  double accuracy;          /* with best: that accuracy, 0..1 */
+  gboolean best;            /* the best epoch so far by the monitored metric */
+  int monitor;              /* with best: TdmMonitor, what `value` is */
+  double value;             /* with best: that metric's value */
   char path[4096];
 } TdmSavedEvent;
 
-/* The slow phases before the first step, so a log does not go quiet: decoding an
- * image folder (count of total files), building the replicas, the pre-warm. Each
- * phase sends a first event (done FALSE), possibly some with counts, and a last one
- * (done TRUE) with the seconds it took. */
+/* The slow phases outside the training steps, so a log does not go quiet: decoding
+ * an image folder (count of total files), building the replicas, the pre-warm, and
+ * each evaluation of the test set or the validation split (count of total samples).
+ * Each set-up phase sends a first event (done FALSE), possibly some with counts, and
+ * a last one (done TRUE) with the seconds it took. An evaluation says nothing until
+ * it has run TDM_EVALUATION_QUIET_S on the trainer's clock, then sends its progress
+ * every so often and, having said anything, its end. */
 typedef enum {
   TDM_SETUP_DATASET,
   TDM_SETUP_NETWORK,
   TDM_SETUP_PREWARM,
+  TDM_SETUP_EVALUATION,
+  TDM_SETUP_VALIDATION,
 } TdmSetupPhase;
+
+#define TDM_EVALUATION_QUIET_S 2.0
 
 typedef struct {
   int phase;                /* TdmSetupPhase */
@@ -282,9 +316,10 @@ typedef struct {
 double tdm_overlap_percent (double exposed_ms, double hidden_ms);
 /* The same for one device's sampled step. */
 double tdm_device_phases_overlap (const TdmDevicePhases *device);
-/* Fills gpu[] and gpu_replicas[] from device[] for `replicas` replicas (the trainer,
- * and tests that make events by hand). */
-void tdm_started_event_set_gpus (TdmStartedEvent *started);
+/* Fills replicas, device[] (the names), gpu[] and gpu_replicas[] from the run's
+ * devices (the trainer, the window's views of a recorded run, tests). */
+void tdm_started_event_set_devices (TdmStartedEvent *started, const TdmDeviceId *devices,
+                                    int count);
 
 /* "forward", "all-reduce", … for labels, legends and JSON. */
 const char *tdm_phase_name (TdmPhase phase);

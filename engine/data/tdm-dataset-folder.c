@@ -11,6 +11,7 @@
  * (tdm-image.c), not the scan and not the cache file (tdm-image-cache.c).
  */
 #include "tdm-dataset-folder.h"
+#include "tdm-config.h"
 #include "tdm-i18n.h"
 #include "tdm-error.h"
 #include "tdm-image.h"
@@ -23,7 +24,6 @@
 /* Files named in the notice; the rest are counted. */
 #define NOTICE_EXAMPLES 5
 #define PROBE_FILES 64
-#define DEFAULT_MAX_SIZE 64
 
 static gint
 compare_ints(gconstpointer a, gconstpointer b)
@@ -66,13 +66,13 @@ resolve_options(TdmScan *s, TdmImageOptions *o)
   if (o->size == 0) {
     if (sides->len == 0) {
       o->size = 32;
-    } else if (same && first_w == first_h && first_w <= DEFAULT_MAX_SIZE) {
-      o->size = MAX(first_w, TDM_FOLDER_MIN_SIZE);
+    } else if (same && first_w == first_h && first_w <= TDM_IMAGE_SIZE_AUTO_MAX) {
+      o->size = MAX(first_w, TDM_IMAGE_SIZE_MIN);
     } else {
       g_array_sort(sides, compare_ints);
       const int *v = (const int *)sides->data;
       int median = v[sides->len / 2];
-      o->size = CLAMP(median, TDM_FOLDER_MIN_SIZE, DEFAULT_MAX_SIZE);
+      o->size = CLAMP(median, TDM_IMAGE_SIZE_MIN, TDM_IMAGE_SIZE_AUTO_MAX);
     }
   }
 }
@@ -321,10 +321,10 @@ tdm_dataset_is_image_folder(const char *folder)
 static gboolean
 check_options(const TdmImageOptions *o, GError **error)
 {
-  if (o->size != 0 && (o->size < TDM_FOLDER_MIN_SIZE || o->size > TDM_FOLDER_MAX_SIZE)) {
+  if (o->size != 0 && (o->size < TDM_IMAGE_SIZE_MIN || o->size > TDM_IMAGE_SIZE_MAX)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
-                _("--image-size %d is outside %d…%d"), o->size, TDM_FOLDER_MIN_SIZE,
-                TDM_FOLDER_MAX_SIZE);
+                _("--image-size %d is outside %d…%d"), o->size, TDM_IMAGE_SIZE_MIN,
+                TDM_IMAGE_SIZE_MAX);
     return FALSE;
   }
   if (o->channels != 0 && o->channels != 1 && o->channels != 3) {

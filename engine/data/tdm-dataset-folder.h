@@ -20,9 +20,6 @@ G_BEGIN_DECLS
 
 /* Share of each class held out for testing when there is no test/ folder, in percent. */
 #define TDM_FOLDER_TEST_PERCENT 15
-/* Sizes a user may choose. */
-#define TDM_FOLDER_MIN_SIZE 4
-#define TDM_FOLDER_MAX_SIZE 512
 
 /* Called on the loading thread with the files decoded so far. */
 typedef void (*TdmFolderProgress) (int done, int total, gpointer user_data);

@@ -27,19 +27,8 @@
 #include <jerror.h>
 #include <png.h>
 
-static gboolean
-image_error(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
-
-static gboolean
-image_error(GError **error, const char *format, ...)
-{
-  va_list args;
-  va_start(args, format);
-  g_autofree char *message = g_strdup_vprintf(format, args);
-  va_end(args);
-  g_set_error_literal(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET, message);
-  return FALSE;
-}
+/* An image that cannot be read: FALSE, with the message. */
+#define image_error(error, ...) tdm_error_set((error), TDM_ENGINE_ERROR_DATASET, __VA_ARGS__)
 
 /* ---- the resampler ---------------------------------------------------------- */
 

@@ -213,6 +213,12 @@ read_record(Reader *reader, TdmRunRecord *r, const char *type, JsonObject *o)
       }
       g_array_append_val(r->phases, p);
     }
+  } else if (g_str_equal(type, "started")) {
+    /* The batch the run took, where the trainer chose a smaller one than asked. */
+    gint64 batch = tdm_history_get_int(o, "batch");
+    if (r->config != NULL && batch > 0 && batch <= G_MAXINT && batch != r->config->batch &&
+        json_object_has_member(o, "batch_asked"))
+      r->config->batch = (int)batch;
   } else if (g_str_equal(type, "epoch")) {
     /* A run has at most its epochs, and no run has this many. */
     if (r->epochs->len >= TDM_HISTORY_MAX_POINTS)
@@ -236,6 +242,23 @@ read_record(Reader *reader, TdmRunRecord *r, const char *type, JsonObject *o)
     r->final.test_loss = tdm_history_get_double(o, "test_loss");
     r->final.test_accuracy = tdm_history_get_double(o, "test_accuracy");
     r->final.stopped = json_object_get_boolean_member_with_default(o, "stopped", FALSE);
+    r->final.early_stopped =
+        json_object_get_boolean_member_with_default(o, "early_stopped", FALSE);
+    r->final.epochs_done = (int)CLAMP(tdm_history_get_int(o, "epochs_done"), 0, G_MAXINT);
+    r->final.best_epoch = (int)CLAMP(tdm_history_get_int(o, "best_epoch"), 0, G_MAXINT);
+    const char *monitor = json_object_get_string_member_with_default(o, "monitor", NULL);
+    TdmMonitor m = TDM_MONITOR_VAL_ACCURACY;
+    if (monitor != NULL)
+      tdm_monitor_from_name(monitor, &m);
+    r->final.monitor = m;
+    r->final.best_value = tdm_history_get_double(o, "best_value");
+    r->final.best_val_loss = tdm_history_get_double(o, "best_val_loss");
+    r->final.best_accuracy = tdm_history_get_double(o, "best_val_accuracy");
+    r->final.best_test_loss = tdm_history_get_double(o, "best_test_loss");
+    r->final.best_test_accuracy = tdm_history_get_double(o, "best_test_accuracy");
+    /* Files from before "epochs_done": the epochs they list. */
+    if (r->final.epochs_done == 0 && r->epochs->len > 0)
+      r->final.epochs_done = g_array_index(r->epochs, TdmEpochEvent, r->epochs->len - 1).epoch;
   } else if (g_str_equal(type, "failed")) {
     r->failed = TRUE;
     g_free(r->error);

@@ -158,7 +158,7 @@ tdm_history_read_sweep_settings(TdmRunRecord *r, JsonObject *o)
   if (o == NULL)
     return;
   const char *mode = json_object_get_string_member_with_default(o, "mode", "strong");
-  if (!tdm_scaling_mode_parse(mode, &r->sweep.mode))
+  if (!tdm_scaling_mode_from_name(mode, &r->sweep.mode))
     r->sweep.mode = TDM_SCALING_STRONG;
   r->sweep.steps = tdm_history_get_int(o, "steps");
   JsonNode *counts = json_object_get_member(o, "device_counts");

@@ -224,7 +224,11 @@ tdm_tensorboard_export_record(const TdmRunRecord *r, const char *folder, GError 
   run->file = tdm_tensorboard_new(folder, name, start, error);
   if (run->file == NULL)
     return FALSE;
-  set_labels(run, r->replicas, (const char *const *)r->config->devices);
+  char names[TDM_MAX_REPLICAS][TDM_DEVICE_NAME_MAX];
+  const char *devices[TDM_MAX_REPLICAS] = {NULL};
+  for (int d = 0; d < MIN(r->config->replicas, TDM_MAX_REPLICAS); d++)
+    devices[d] = tdm_device_id_name(r->config->devices[d], names[d]);
+  set_labels(run, r->replicas, devices);
   for (guint i = 0; i < r->points->len; i++) {
     const TdmHistoryPoint *p = &g_array_index(r->points, TdmHistoryPoint, i);
     step_scalars(run->file, p->step, start + p->elapsed, p->epoch, p->train_loss,

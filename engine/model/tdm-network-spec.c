@@ -8,6 +8,7 @@
 #include "tdm-network-catalogue.h"
 #include "tdm-network-private.h"
 #include "tdm-error.h"
+#include "tdm-suggest.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -230,6 +231,57 @@ parse_list(Parser *ps, int depth)
   }
 }
 
+/* The item a mistyped one most likely meant: its leading word replaced by the
+ * nearest layer's ("cnv32k3" → "conv32k3", "rellu" → "relu"), or NULL. */
+static char *
+layer_meant(const char *token)
+{
+  static const char *const words[] = {
+    "fc", "conv", "pool", "avg", "gap", "gmp", "bn", "relu", "drop", "dropout", "scale",
+    "flatten", "basic", "bottleneck", "res",
+  };
+  size_t letters = strspn(token, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ");
+  if (letters == 0)
+    return NULL;
+  g_autofree char *word = g_ascii_strdown(token, (gssize)letters);
+  const char *near = tdm_suggest(word, words, G_N_ELEMENTS(words));
+  if (near == NULL)
+    return NULL;
+  return g_strconcat(near, token + letters, NULL);
+}
+
+/* A spec of one word that names no layer is a network's name: the nearest
+ * built-in's, and the list of them. NULL when `spec` is not such a word. */
+static char *
+unknown_network(const char *spec)
+{
+  g_autofree char *word = g_strstrip(g_strdup(spec));
+  if (strpbrk(word, ",()* ") != NULL || tdm_network_preset_find(word) != NULL)
+    return NULL;
+  int count = 0;
+  const TdmNetworkPreset *presets = tdm_network_presets(&count);
+  g_autofree const char **names = g_new0(const char *, count + 1);
+  for (int i = 0; i < count; i++)
+    names[i] = presets[i].name;
+  const char *near = tdm_suggest(word, names, count);
+  /* "fc10" or "conv32k3" is a (short) spec: its own parse says what is wrong. */
+  if (near == NULL && strpbrk(word, "0123456789") != NULL)
+    return NULL;
+  g_autofree char *list = g_strjoinv(", ", (char **)names);
+  /* A word may be a megabyte long: the message shows its start, as spec_error does. */
+  const char *end = word;
+  for (int i = 0; i < 60 && *end != '\0'; i++)
+    end = g_utf8_find_next_char(end, NULL);
+  g_autofree char *shown = g_strdup_printf("%.*s%s", (int)(end - word), word,
+                                           *end != '\0' ? "…" : "");
+  if (near != NULL)
+    return g_strdup_printf(_("unknown network “%s”: did you mean %s? The built-in networks "
+                             "are %s; a spec lists layers, e.g. fc128,relu,fc10"),
+                           shown, near, list);
+  return g_strdup_printf(_("unknown network “%s”: the built-in networks are %s; a spec lists "
+                           "layers, e.g. fc128,relu,fc10"), shown, list);
+}
+
 /* Parses one layer token into layer->kind and its numbers; shapes come later. */
 static gboolean
 parse_token(const char *token, int position, TdmLayer *layer, int *features, GError **error)
@@ -371,6 +423,9 @@ parse_token(const char *token, int position, TdmLayer *layer, int *features, GEr
     layer->factor = (float)factor;
     return TRUE;
   }
+  g_autofree char *meant = layer_meant(token);
+  if (meant != NULL)
+    return spec_error(error, token, position, _("unknown layer; did you mean %s?"), meant);
   return spec_error(error, token, position,
                     _("unknown layer; layers are fcN, convNkK[sS][pP], poolK[sS][pP], "
                     "avgK[sS][pP], gap, gmp, "
@@ -426,6 +481,12 @@ tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **err
                   "fc128,relu,fc10"));
       return NULL;
     }
+  }
+
+  g_autofree char *unknown = preset == NULL ? unknown_network(spec) : NULL;
+  if (unknown != NULL) {
+    g_set_error_literal(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC, unknown);
+    return NULL;
   }
 
   Parser ps = {expanded, expanded, 1, 0, g_array_new(FALSE, TRUE, sizeof(Item)), error};
@@ -673,28 +734,43 @@ fail:
   return NULL;
 }
 
+/* The grammar, written once: --help prints it, the window's spec entry shows it. */
+static const char *const grammar = N_(
+  "Layers, separated by commas:\n"
+  "  fcN              fully connected, N outputs (flattens its input)\n"
+  "  convNkK[sS][pP]  convolution: N channels, K×K kernel, stride S, padding P\n"
+  "  poolK, avgK      max or average pooling, K×K window and stride\n"
+  "  poolKsSpP, avgKsSpP  the same with stride S and padding P (pool3s2p1)\n"
+  "  gap, gmp         global average or max pooling\n"
+  "  bn               batch normalization (a conv or fc before it has no bias)\n"
+  "  relu, dropP      ReLU; dropout with rate P (e.g. drop0.25)\n"
+  "  scaleS           multiply by S (e.g. scale0.125 after the last fc)\n"
+  "  flatten          explicit flatten (fc flattens anyway)\n"
+  "  nb               after fcN or a conv: no bias (fc10nb)\n"
+  "  res(…)           residual block: its layers plus its input (through a 1×1\n"
+  "                   conv and bn where the shape changes)\n"
+  "  basicC[sS]       ResNet's basic block: res(convCk3sSp1,bn,relu,convCk3p1,bn),relu\n"
+  "  bottleneckW[sS]  ResNet's bottleneck: 1×1 W, 3×3 W (stride S), 1×1 4W, each\n"
+  "                   with bn, projected where the shape changes, then relu\n"
+  "  N*item, N*(…)    N copies of an item or of a group of items\n"
+  "The last layer is fcC, C = the number of classes, followed at most by scale items.\n"
+  "Example: conv32k3p1,bn,relu,2*(res(conv32k3p1,bn,relu,conv32k3p1,bn),relu),"
+  "res(conv64k3s2p1,bn,relu,conv64k3p1,bn),relu,gap,fc10\n"
+  "Built in (their last fc follows the dataset's class count): %s");
+
 const char *
 tdm_network_spec_help(void)
 {
-  return "Layers, separated by commas:\n"
-         "  fcN              fully connected, N outputs (flattens its input)\n"
-         "  convNkK[sS][pP]  convolution: N channels, K×K kernel, stride S, padding P\n"
-         "  poolK, avgK      max or average pooling, K×K window and stride\n"
-         "  poolKsSpP, avgKsSpP  the same with stride S and padding P (pool3s2p1)\n"
-         "  gap, gmp         global average or max pooling\n"
-         "  bn               batch normalization (a conv or fc before it has no bias)\n"
-         "  relu, dropP      ReLU; dropout with rate P (e.g. drop0.25)\n"
-         "  scaleS           multiply by S (e.g. scale0.125 after the last fc)\n"
-         "  nb               after fcN or a conv: no bias (fc10nb)\n"
-         "  res(…)           residual block: its layers plus its input (through a 1×1\n"
-         "                   conv and bn where the shape changes)\n"
-         "  basicC[sS]       ResNet's basic block: res(convCk3sSp1,bn,relu,convCk3p1,bn),relu\n"
-         "  bottleneckW[sS]  ResNet's bottleneck: 1×1 W, 3×3 W (stride S), 1×1 4W, each\n"
-         "                   with bn, projected where the shape changes, then relu\n"
-         "  N*item, N*(…)    N copies of an item or of a group of items\n"
-         "Built in: mlp, cnn, resnet, resnet18, resnet34, resnet50 (their last fc\n"
-         "follows the dataset's class count). The last layer is fcC, C = the number\n"
-         "of classes.\n"
-         "Example: conv32k3p1,bn,relu,2*(res(conv32k3p1,bn,relu,conv32k3p1,bn),relu),"
-         "res(conv64k3s2p1,bn,relu,conv64k3p1,bn),relu,gap,fc10";
+  static gsize once;
+  static char *help;
+  if (g_once_init_enter(&once)) {
+    int count = 0;
+    const TdmNetworkPreset *presets = tdm_network_presets(&count);
+    g_autoptr(GString) names = g_string_new(NULL);
+    for (int i = 0; i < count; i++)
+      g_string_append_printf(names, "%s%s", i ? ", " : "", presets[i].name);
+    help = g_strdup_printf(_(grammar), names->str);
+    g_once_init_leave(&once, 1);
+  }
+  return help;
 }

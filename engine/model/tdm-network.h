@@ -124,8 +124,8 @@ double tdm_network_forward_flops (const TdmNetwork *net);
  * as they are. */
 const char *tdm_network_expand (const char *name);
 
-/* The help text for specs, for --help and the GUI (several lines, translated by the
- * caller if at all). */
+/* The grammar of specs, for --help and the window: several lines, translated, the
+ * built-in networks' names from the catalogue. The one place it is written. */
 const char *tdm_network_spec_help (void);
 
 /* Whether a pool layer's windows tile its input (stride = window, no padding): the

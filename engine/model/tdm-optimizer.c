@@ -97,6 +97,16 @@ update_range(TdmOptimizer *opt, float *params, float *grads, size_t at, size_t n
 }
 
 void
+tdm_optimizer_set_momentum(TdmOptimizer *opt, double momentum)
+{
+  g_return_if_fail(opt != NULL && momentum >= 0 && momentum < 1);
+  if (opt->kind == TDM_OPTIMIZER_ADAM)
+    opt->beta1 = (float)momentum;
+  else
+    opt->momentum = (float)momentum;
+}
+
+void
 tdm_optimizer_step(TdmOptimizer *opt, float *params, float *grads, double lr)
 {
   opt->t++;

@@ -35,6 +35,10 @@ TdmOptimizer *tdm_optimizer_new (TdmBackend *backend, const TdmConfig *config, s
                                  const uint8_t *decay_mask, GError **error);
 void tdm_optimizer_free (TdmOptimizer *opt);
 
+/* The momentum of the updates from now on: MomentumSGD's and Nesterov's μ, Adam's
+ * beta1 (the one-cycle schedule moves it); plain SGD has none to set. */
+void tdm_optimizer_set_momentum (TdmOptimizer *opt, double momentum);
+
 /* One update with learning rate lr (Adam's alpha) from grads into params. */
 void tdm_optimizer_step (TdmOptimizer *opt, float *params, float *grads, double lr);
 

@@ -380,7 +380,22 @@ gather_train(TdmReplica *r, int count)
 {
   TdmBackend *b = r->backend;
   const TdmNetwork *net = r->net;
-  if (augments(r))
+  if (r->photo) {
+    TdmPhotoAugment a = r->photo_augment;
+    a.flip = (int)r->augment_flip;
+    /* Erased pixels take the value that the normalization makes 0 (torchvision erases
+     * the normalized tensor with 0). */
+    for (int ch = 0; ch < 4; ch++)
+      a.fill[ch] = 0;
+    if (r->normalize)
+      for (int ch = 0; ch < MIN(r->input_affine.channels, 4); ch++)
+        a.fill[ch] = r->input_affine.mul[ch] != 0
+                         ? CLAMP(-r->input_affine.add[ch] / r->input_affine.mul[ch], 0.0f, 1.0f)
+                         : 0.0f;
+    tdm_backend_gather_photo(b, r->acts[0], r->labels, r->train_images, r->train_labels,
+                             r->indices, count, net->in_h, net->in_w, net->in_c, &a,
+                             tdm_crng_key(r->seed, TDM_RNG_AUGMENT), r->epoch);
+  } else if (augments(r))
     tdm_backend_gather_augment(b, r->acts[0], r->labels, r->train_images, r->train_labels,
                                r->indices, count, net->in_h, net->in_w, net->in_c,
                                1.0f / 255.0f, r->augment_pad, r->augment_flip,
@@ -648,7 +663,7 @@ tdm_replica_evaluate_train(TdmReplica *r, const int32_t *samples, int count)
 {
   TdmBackend *b = r->backend;
   const TdmNetwork *net = r->net;
-  g_return_if_fail(count > 0 && count <= r->capacity && samples != NULL);
+  g_return_if_fail(count > 0 && count <= r->eval_capacity && samples != NULL);
 
   float *logits = eval_logits_of(r, r->train_images, r->train_labels, samples, 0, count);
   tdm_backend_softmax_xent(b, logits, r->labels, count, net->classes, 0.0f, 0.0f, NULL,

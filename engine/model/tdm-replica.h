@@ -52,6 +52,10 @@ struct _TdmReplica {
   guint32 epoch;                /* the epoch the step's samples belong to */
   int augment_pad;              /* random crop: shift up to this many pixels */
   TdmFlip augment_flip;         /* NEVER or RANDOM in training */
+  gboolean photo;               /* training batches through gather_photo instead, with
+                                 * photo_augment (its flip is augment_flip; its erasing
+                                 * fill follows input_affine) */
+  TdmPhotoAugment photo_augment;
   gboolean test_flip;           /* evaluation averages the logits of x and its mirror */
   int test_shift;               /* and of x shifted this many pixels up, down, left and
                                  * right (zero-filled), each mirrored too with

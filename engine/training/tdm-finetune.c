@@ -10,19 +10,8 @@
 #include <math.h>
 #include <string.h>
 
-static gboolean
-bad(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
-
-static gboolean
-bad(GError **error, const char *format, ...)
-{
-  va_list args;
-  va_start(args, format);
-  g_autofree char *message = g_strdup_vprintf(format, args);
-  va_end(args);
-  g_set_error_literal(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION, message);
-  return FALSE;
-}
+/* An option that cannot be followed: FALSE, with the message. */
+#define bad(error, ...) tdm_error_set((error), TDM_ENGINE_ERROR_INVALID_OPTION, __VA_ARGS__)
 
 /* "a,b,c" into exactly `channels` finite floats within [lo, hi]. */
 static gboolean

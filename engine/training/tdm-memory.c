@@ -76,6 +76,17 @@ optimizer_bytes(const TdmConfig *cfg, size_t parameters)
   return bytes;
 }
 
+guint64
+tdm_memory_controls_bytes(const TdmConfig *cfg, size_t parameters, gboolean updates)
+{
+  guint64 bytes = 0;
+  if (cfg->accumulate > 1 && !cfg->exact)
+    bytes += (guint64)parameters * sizeof(float);
+  if (cfg->clip_grad_norm > 0 && updates)
+    bytes += TDM_CLIP_WORK_DOUBLES * sizeof(double);
+  return bytes;
+}
+
 /* Whether GPU replicas may stage through the peer communicator: it serves them when
  * one GPU holds several replicas or NCCL is not built in (tdm_communicator_new), and
  * stages between two different GPUs that lack peer access, which only CUDA can tell:
@@ -86,7 +97,7 @@ peer_staging(const TdmConfig *cfg, int world)
   gboolean repeated = FALSE, different = FALSE;
   for (int i = 0; i < world; i++)
     for (int j = i + 1; j < world; j++) {
-      if (g_str_equal(cfg->devices[i], cfg->devices[j]))
+      if (tdm_device_id_equal(cfg->devices[i], cfg->devices[j]))
         repeated = TRUE;
       else
         different = TRUE;
@@ -123,9 +134,9 @@ tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count
   e->replicas = MIN(world, TDM_MAX_REPLICAS);
   e->batch = cfg->batch;
   e->capacity = capacity;
-  e->eval_capacity = world > 0 && g_str_equal(cfg->devices[0], "cpu") ? cpu_eval : gpu_eval;
+  e->eval_capacity = world > 0 && !tdm_device_id_is_gpu(cfg->devices[0]) ? cpu_eval : gpu_eval;
   for (int r = 0; r < world; r++) {
-    gboolean cpu = g_str_equal(cfg->devices[r], "cpu");
+    gboolean cpu = !tdm_device_id_is_gpu(cfg->devices[r]);
     const TdmReplicaBytes rb = cpu ? cpu_rb : gpu_rb;
     gboolean updates = cfg->strategy == TDM_STRATEGY_ALLREDUCE || r == cfg->main_replica;
     guint64 optimizer = updates ? opt_bytes : 0;
@@ -135,7 +146,8 @@ tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count
     guint64 exact = cfg->exact && !cpu
                         ? tdm_exact_device_bytes(net->parameter_count, net->state_count)
                         : 0;
-    guint64 total = rb.total + optimizer + communication + own + exact;
+    guint64 controls = tdm_memory_controls_bytes(cfg, net->parameter_count, updates);
+    guint64 total = rb.total + optimizer + communication + own + exact + controls;
     if (cpu)
       e->host_devices += total;
     else
@@ -143,7 +155,7 @@ tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count
     if (r >= TDM_MAX_REPLICAS)
       continue;
     TdmMemoryDevice *d = &e->device[r];
-    g_strlcpy(d->device, cfg->devices[r], sizeof d->device);
+    tdm_device_id_name(cfg->devices[r], d->device);
     int offset;
     if (cfg->exact)
       tdm_exact_shard_of(cfg->batch, cfg->exact_chunk, world, r, &offset, &d->shard);
@@ -155,7 +167,7 @@ tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count
     d->optimizer = optimizer;
     d->activations = rb.activations;
     /* The inference pass's buffers are scratch too: no backward reads them. */
-    d->workspace = rb.workspace + rb.inference + own + exact;
+    d->workspace = rb.workspace + rb.inference + own + exact + controls;
     d->dataset = rb.dataset;
     d->communication = communication;
     d->total = total;

@@ -182,15 +182,87 @@ tdm_trainer_save_checkpoint(TdmTrainer *t, GError **error)
 {
   if (t->config->save_path == NULL)
     return TRUE;
-  if (!tdm_trainer_save_checkpoint_to(t, t->config->save_path, FALSE, NAN, error))
+  if (!tdm_trainer_save_checkpoint_to(t, t->config->save_path, FALSE, error))
     return FALSE;
   t->saved_step = t->step;
   return TRUE;
 }
 
+/* What the monitored metric's watchers carry over a resume: the best epoch, its
+ * value and metrics, and the plateau schedule's state, as "%.17g" numbers. */
+static void
+watch_to_metadata(TdmTrainer *t, TdmCheckpoint *ckpt)
+{
+  char a[G_ASCII_DTOSTR_BUF_SIZE], b[G_ASCII_DTOSTR_BUF_SIZE], c[G_ASCII_DTOSTR_BUF_SIZE],
+      d[G_ASCII_DTOSTR_BUF_SIZE];
+  if (t->best_epoch > 0) {
+    g_autofree char *best = g_strdup_printf("%d", t->best_epoch);
+    tdm_checkpoint_set_metadata(ckpt, "best_epoch", best);
+    tdm_checkpoint_set_metadata(ckpt, "best_value",
+                                g_ascii_dtostr(a, sizeof a, t->best_value));
+    g_autofree char *metrics = g_strdup_printf(
+        "%s,%s,%s,%s", g_ascii_dtostr(a, sizeof a, t->best_metrics[0]),
+        g_ascii_dtostr(b, sizeof b, t->best_metrics[1]),
+        g_ascii_dtostr(c, sizeof c, t->best_metrics[2]),
+        g_ascii_dtostr(d, sizeof d, t->best_metrics[3]));
+    tdm_checkpoint_set_metadata(ckpt, "best_metrics", metrics);
+  }
+  if (t->config->schedule == TDM_SCHEDULE_PLATEAU) {
+    g_autofree char *plateau = g_strdup_printf(
+        "%s,%s,%d", g_ascii_dtostr(a, sizeof a, t->plateau_scale),
+        g_ascii_dtostr(b, sizeof b, t->plateau_best), t->plateau_bad);
+    tdm_checkpoint_set_metadata(ckpt, "plateau", plateau);
+  }
+}
+
+/* "a,b,…" into out[n]; FALSE unless there are n numbers (nan included). */
+static gboolean
+read_numbers(const char *text, double *out, int n)
+{
+  if (text == NULL)
+    return FALSE;
+  g_auto(GStrv) parts = g_strsplit(text, ",", -1);
+  if ((int)g_strv_length(parts) != n)
+    return FALSE;
+  for (int i = 0; i < n; i++) {
+    char *end = NULL;
+    out[i] = g_ascii_strtod(parts[i], &end);
+    if (end == parts[i] || *end != '\0')
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* The best so far, so a resumed run keeps the best checkpoint only when it does
+ * better than the epochs before the stop, and the plateau schedule where it was.
+ * Checkpoints from before the monitor hold the best validation accuracy alone. */
+static void
+watch_from_metadata(TdmTrainer *t, TdmCheckpoint *ckpt)
+{
+  const char *best_epoch = tdm_checkpoint_get_metadata(ckpt, "best_epoch");
+  const char *best_value = tdm_checkpoint_get_metadata(ckpt, "best_value");
+  const char *best_accuracy = tdm_checkpoint_get_metadata(ckpt, "best_accuracy");
+  gint64 be;
+  double value;
+  if (best_epoch != NULL && g_ascii_string_to_signed(best_epoch, 10, 1, G_MAXINT, &be, NULL) &&
+      (read_numbers(best_value, &value, 1) || read_numbers(best_accuracy, &value, 1))) {
+    t->best_epoch = (int)be;
+    t->best_value = value;
+    if (!read_numbers(tdm_checkpoint_get_metadata(ckpt, "best_metrics"), t->best_metrics, 4))
+      t->best_metrics[1] = value;
+  }
+  double plateau[3];
+  if (read_numbers(tdm_checkpoint_get_metadata(ckpt, "plateau"), plateau, 3) &&
+      plateau[0] > 0 && isfinite(plateau[0]) && plateau[2] >= 0 && plateau[2] <= G_MAXINT) {
+    t->plateau_scale = plateau[0];
+    t->plateau_best = plateau[1];
+    t->plateau_bad = (int)plateau[2];
+  }
+}
+
 gboolean
 tdm_trainer_save_checkpoint_to(TdmTrainer *t, const char *path, gboolean best,
-                               double accuracy, GError **error)
+                               GError **error)
 {
   const TdmConfig *cfg = t->config;
   if (t->main_local < 0)
@@ -232,13 +304,7 @@ tdm_trainer_save_checkpoint_to(TdmTrainer *t, const char *path, gboolean best,
   tdm_checkpoint_set_metadata(ckpt, "step", step);
   tdm_checkpoint_set_metadata(ckpt, "optimizer_t", opt_t);
   tdm_checkpoint_set_metadata(ckpt, "parameters", params);
-  if (t->best_epoch > 0) {
-    char text[G_ASCII_DTOSTR_BUF_SIZE];
-    g_autofree char *best = g_strdup_printf("%d", t->best_epoch);
-    tdm_checkpoint_set_metadata(ckpt, "best_epoch", best);
-    tdm_checkpoint_set_metadata(ckpt, "best_accuracy",
-                                g_ascii_dtostr(text, sizeof text, t->best_accuracy));
-  }
+  watch_to_metadata(t, ckpt);
   /* What a classifier needs besides the weights: the input it was trained on and the
    * names of its outputs. */
   g_autofree char *shape = g_strdup_printf("%d,%d,%d", t->net->in_h, t->net->in_w,
@@ -256,7 +322,8 @@ tdm_trainer_save_checkpoint_to(TdmTrainer *t, const char *path, gboolean best,
   e.saved.step = t->step;
   e.saved.epoch = t->it->epoch;
   e.saved.best = best;
-  e.saved.accuracy = accuracy;
+  e.saved.monitor = cfg->monitor;
+  e.saved.value = best ? t->best_value : NAN;
   g_strlcpy(e.saved.path, path, sizeof e.saved.path);
   tdm_trainer_emit(t, &e);
   return TRUE;
@@ -618,16 +685,7 @@ tdm_trainer_restore_checkpoint(TdmTrainer *t, const char *path, GError **error)
   for (int r = 0; r < t->replicas; r++)
     if (!tdm_backend_check(t->backends[r], error))
       return FALSE;
-  /* The best validation so far, so a resumed run keeps the best checkpoint only when
-   * it does better than the epochs before the stop. */
-  const char *best_epoch = tdm_checkpoint_get_metadata(ckpt, "best_epoch");
-  const char *best_accuracy = tdm_checkpoint_get_metadata(ckpt, "best_accuracy");
-  gint64 be;
-  if (best_epoch != NULL && best_accuracy != NULL &&
-      g_ascii_string_to_signed(best_epoch, 10, 1, G_MAXINT, &be, NULL)) {
-    t->best_epoch = (int)be;
-    t->best_accuracy = g_ascii_strtod(best_accuracy, NULL);
-  }
+  watch_from_metadata(t, ckpt);
   tdm_iterator_seek(t->it, (int)epoch, (int)position);
   t->step = step;
   /* Stopping before the first step must not rewrite the file with the same state. */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-trainer-private.h — the trainer's state, shared by tdm-trainer.c (the loop and
- * its events), tdm-trainer-setup.c (set-up, tear-down), tdm-trainer-step.c (the jobs every replica's thread runs, and the
- * collectives) and tdm-trainer-checkpoint.c (saving and resuming). Not for anything
- * else. */
+ * its summaries), tdm-trainer-events.c (the other events), tdm-trainer-settings.c
+ * (what callers set), tdm-trainer-setup.c (set-up, tear-down), tdm-trainer-step.c (the
+ * jobs every replica's thread runs, and the collectives) and tdm-trainer-checkpoint.c
+ * (saving and resuming). Not for anything else. */
 #pragma once
 
 #include "tdm-trainer.h"
@@ -29,6 +30,8 @@ typedef struct {
   int count;                    /* samples in the global batch */
   int epoch;                    /* the epoch of the batch (augmentation, dropout) */
   double lr;
+  double momentum;              /* > 0: the optimizer's momentum (Adam's beta1) this step,
+                                 * as the one-cycle schedule sets it */
   gboolean timed;               /* synchronize and time each phase */
   double origin;                /* JOB_TRAIN: seconds when the step was handed out */
   double stop_vote;             /* JOB_METRICS: this process wants to stop */
@@ -53,6 +56,8 @@ typedef struct Buckets {
   size_t lo, hi;                /* the pending range [lo, hi); empty when lo == hi */
   gboolean failed;
   double first_launch;          /* seconds: a sampled step's first bucket set off; 0: none */
+  gboolean add_accumulated;     /* the step's earlier micro-batches' gradients (grad_acc)
+                                 * join each range as it leaves */
 } Buckets;
 
 typedef struct {
@@ -112,6 +117,10 @@ struct _TdmTrainer {
   Timing *timing;               /* [replicas] */
   struct Buckets *buckets;      /* [replicas] when gradients are all-reduced in buckets */
   ExactReplica *exact;          /* [replicas] in exact mode (tdm-trainer-exact.c) */
+  float **grad_acc;             /* [replicas] with --accumulate (not exact mode): the
+                                 * step's earlier micro-batches' gradients, on the device */
+  double **clip_work;           /* [replicas] with --clip-grad-norm where the update runs:
+                                 * clip_norm's device work (the norm first), or NULL */
   guint64 exact_bytes;          /* host bytes exact mode's buffers took, all replicas
                                  * (kept after the run, for tests) */
   int cpu_threads;              /* BLAS threads each CPU worker runs (0: none) */
@@ -127,9 +136,24 @@ struct _TdmTrainer {
   int32_t *train_map, *val_indices;
   int train_used, val_count;
   int32_t *mapped;              /* [batch]: a step's samples through train_map */
-  int best_epoch;               /* 1-based epoch of the best validation accuracy, or 0 */
-  double best_accuracy;
+  /* The best epoch by the monitored metric (config->monitor), or 0, its value and its
+   * metrics: validation loss and accuracy, test loss and accuracy. */
+  int best_epoch;
+  double best_value;
+  double best_metrics[4];
   gboolean early_stopped;
+  int epochs_done;              /* the last epoch that ended, 1-based */
+  /* The plateau schedule: the rate's factor so far, its best metric and the epochs
+   * since (kept in checkpoints). */
+  double plateau_scale;
+  double plateau_best;
+  int plateau_bad;
+  gint64 eval_start_us;         /* the evaluation under way began (trainer's clock) */
+  gint64 eval_said_us;          /* its last progress event, 0 before the first */
+  gboolean batch_fits;          /* tdm_trainer_set_batch_fits */
+  double range_first, range_last;  /* tdm_trainer_set_lr_range */
+  int range_steps;
+  int batch_asked;              /* the batch asked for, when a smaller one is used */
   TdmPrewarm prewarm;           /* tdm_trainer_set_prewarm */
   int prewarm_steps;            /* this run's, for the STARTED event */
   double prewarm_seconds;
@@ -158,9 +182,9 @@ gboolean tdm_trainer_download_parameters (TdmTrainer *t, GError **error);
 /* Writes config->save_path from the main replica, when there is one in this process,
  * and sends a SAVED event. */
 gboolean tdm_trainer_save_checkpoint (TdmTrainer *t, GError **error);
-/* The same to another path (--save-best's copy); best and accuracy go in the event. */
+/* The same to another path (--save-best's copy, `best`). */
 gboolean tdm_trainer_save_checkpoint_to (TdmTrainer *t, const char *path, gboolean best,
-                                         double accuracy, GError **error);
+                                         GError **error);
 /* Puts the run where the checkpoint at path left it. */
 gboolean tdm_trainer_restore_checkpoint (TdmTrainer *t, const char *path, GError **error);
 /* FALSE, naming both, when the checkpoint at path was saved on another dataset than
@@ -174,8 +198,20 @@ tdm_trainer_now_seconds (void)
   return g_get_monotonic_time () / 1e6;
 }
 
+/* The trainer's clock (tdm_trainer_set_clock), in µs: what its decisions by time
+ * (summaries, pace, evaluation progress) read, so tests can inject one. */
+gint64 tdm_trainer_clock_us (TdmTrainer *t);
+
 /* Events go to the sink from the process that holds the main replica. */
 void tdm_trainer_emit (TdmTrainer *t, const TdmEvent *event);
+/* tdm-trainer-events.c: STARTED; a sampled step's PHASES and BATCH; PREDICTIONS after
+ * the evaluation that ended `epoch` (1-based). */
+void tdm_trainer_emit_started (TdmTrainer *t);
+void tdm_trainer_emit_step_detail (TdmTrainer *t);
+void tdm_trainer_emit_predictions (TdmTrainer *t, int epoch);
+/* A SETUP event for `phase` that has taken `seconds` so far. */
+void tdm_trainer_emit_phase (TdmTrainer *t, TdmSetupPhase phase, gboolean done, long count,
+                             long total, double seconds);
 /* A SETUP event (tdm-events.h) for `phase`, begun at `since` (tdm_trainer_now_seconds). */
 void tdm_trainer_emit_setup (TdmTrainer *t, TdmSetupPhase phase, gboolean done, long count,
                              long total, double since);

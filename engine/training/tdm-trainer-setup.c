@@ -62,6 +62,10 @@ tdm_trainer_teardown(TdmTrainer *t)
   /* Before the backends: exact mode may hold device memory on them. */
   tdm_trainer_exact_free(t);
   for (int r = 0; r < t->replicas; r++) {
+    if (t->grad_acc != NULL && t->grad_acc[r] != NULL)
+      tdm_backend_release(t->backends[r], t->grad_acc[r]);
+    if (t->clip_work != NULL && t->clip_work[r] != NULL)
+      tdm_backend_release(t->backends[r], t->clip_work[r]);
     if (t->opts != NULL)
       tdm_optimizer_free(t->opts[r]);
     if (t->reps != NULL)
@@ -70,6 +74,8 @@ tdm_trainer_teardown(TdmTrainer *t)
       tdm_backend_free(t->backends[r]);
   }
   g_clear_pointer(&t->opts, g_free);
+  g_clear_pointer(&t->grad_acc, g_free);
+  g_clear_pointer(&t->clip_work, g_free);
   g_clear_pointer(&t->reps, g_free);
   g_clear_pointer(&t->backends, g_free);
   g_clear_pointer(&t->timing, g_free);
@@ -113,6 +119,62 @@ tdm_trainer_on_cancelled(GCancellable *cancellable, gpointer data)
   tdm_trainer_set_paused(t, tdm_trainer_get_paused(t));
 }
 
+/* --resized-crop, --jitter and --erase (tdm-augment.h) on replica r. */
+static gboolean
+photo_augmentation(TdmTrainer *t, int r, GError **error)
+{
+  const TdmConfig *cfg = t->config;
+  TdmReplica *rep = t->reps[r];
+  gboolean on = cfg->crop_scale[1] > 0 || cfg->jitter[0] > 0 || cfg->jitter[1] > 0 ||
+                cfg->jitter[2] > 0 || cfg->erase > 0;
+  if (!on)
+    return TRUE;
+  if (!tdm_backend_has_gather_photo(t->backends[r]) || t->net->in_c > 4) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
+                _("%s: photo augmentation (--resized-crop, --jitter, --erase) is not available "
+                  "on this device for %d-channel samples"),
+                cfg->devices[t->rank0 + r], t->net->in_c);
+    return FALSE;
+  }
+  rep->photo = TRUE;
+  TdmPhotoAugment *a = &rep->photo_augment;
+  a->scale_min = (float)cfg->crop_scale[0];
+  a->scale_max = (float)cfg->crop_scale[1];
+  a->ratio_min = (float)cfg->crop_ratio[0];
+  a->ratio_max = (float)cfg->crop_ratio[1];
+  for (int i = 0; i < 3; i++)
+    a->jitter[i] = (float)cfg->jitter[i];
+  a->erase = (float)cfg->erase;
+  return TRUE;
+}
+
+/* The device buffers of --accumulate (the earlier micro-batches' gradients, but not
+ * in exact mode, whose chunks are summed anyway) and --clip-grad-norm (its work,
+ * where the update runs): as tdm_memory_controls_bytes() counts them. */
+static gboolean
+controls_buffers(TdmTrainer *t, int r, gboolean updates, GError **error)
+{
+  const TdmConfig *cfg = t->config;
+  TdmBackend *b = t->backends[r];
+  if (cfg->accumulate > 1 && !cfg->exact) {
+    if (t->grad_acc == NULL)
+      t->grad_acc = g_new0(float *, t->replicas);
+    t->grad_acc[r] = tdm_backend_alloc(b, t->net->parameter_count * sizeof(float), error);
+    if (t->grad_acc[r] == NULL)
+      return FALSE;
+  }
+  if (cfg->clip_grad_norm > 0) {
+    if (t->clip_work == NULL)
+      t->clip_work = g_new0(double *, t->replicas);
+    if (updates) {
+      t->clip_work[r] = tdm_backend_alloc(b, TDM_CLIP_WORK_DOUBLES * sizeof(double), error);
+      if (t->clip_work[r] == NULL)
+        return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 static gboolean
 build_replicas(TdmTrainer *t, GError **error)
 {
@@ -125,8 +187,7 @@ build_replicas(TdmTrainer *t, GError **error)
   t->timing = g_new0(Timing, t->replicas);
 
   for (int r = 0; r < t->replicas; r++) {
-    const char *device = cfg->devices[t->rank0 + r];
-    t->backends[r] = tdm_backend_new(device, cfg->precision, error);
+    t->backends[r] = tdm_backend_new(cfg->devices[t->rank0 + r], cfg->precision, error);
     if (t->backends[r] == NULL)
       return FALSE;
     t->backends[r]->deterministic = cfg->exact;
@@ -146,7 +207,7 @@ build_replicas(TdmTrainer *t, GError **error)
         g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY,
                     _("%s: the replica needs %s in all (parameters, gradients, activations "
                     "for %d samples and the dataset) and did not fit: %s"),
-                    device, whole, capacity, local->message);
+                    t->backends[r]->name, whole, capacity, local->message);
       } else {
         g_propagate_error(error, g_steal_pointer(&local));
       }
@@ -161,6 +222,8 @@ build_replicas(TdmTrainer *t, GError **error)
     rep->augment_flip = tdm_config_flips(cfg, t->data->name) ? TDM_FLIP_RANDOM : TDM_FLIP_NEVER;
     rep->test_flip = cfg->test_flip;
     rep->test_shift = cfg->test_shift;
+    if (!photo_augmentation(t, r, error))
+      return FALSE;
     gboolean updates = cfg->strategy == TDM_STRATEGY_ALLREDUCE || t->rank0 + r == cfg->main_replica;
     if (updates) {
       g_autofree uint8_t *mask = NULL;
@@ -174,6 +237,8 @@ build_replicas(TdmTrainer *t, GError **error)
         return FALSE;
     }
     tdm_trainer_finetune_replica(t, r);
+    if (!controls_buffers(t, r, updates, error))
+      return FALSE;
   }
   return TRUE;
 }
@@ -210,11 +275,13 @@ split_validation(TdmTrainer *t, GError **error)
   if (cfg->val_split <= 0)
     return TRUE;
   int held = (int)CLAMP(llround(cfg->val_split * n), 1, (gint64)n - 1);
-  if (n < 2 || n - held < cfg->batch) {
+  /* A batch left to the trainer (tdm_trainer_set_batch_fits) shrinks to the rest. */
+  int step_batch = tdm_config_step_batch(cfg);
+  if (n < 2 || (n - held < step_batch && !t->batch_fits)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
-                _("--val-split %g: leaves %d of the %d training samples of %s, fewer than "
-                "--batch %d"),
-                cfg->val_split, n - held, n, t->data->name, cfg->batch);
+                _("--val-split %g: leaves %d of the %d training samples of %s, fewer than a "
+                "step's %d"),
+                cfg->val_split, n - held, n, t->data->name, step_batch);
     return FALSE;
   }
   /* A partial Fisher–Yates shuffle from the seed picks the held-out samples. */
@@ -235,7 +302,7 @@ split_validation(TdmTrainer *t, GError **error)
     is_held[order[i]] = TRUE;
   t->val_indices = g_new(int32_t, held);
   t->train_map = g_new(int32_t, n - held);
-  t->mapped = g_new(int32_t, cfg->batch);
+  t->mapped = g_new(int32_t, step_batch);
   int v = 0, u = 0;
   for (int i = 0; i < n; i++) {
     if (is_held[i])
@@ -269,11 +336,29 @@ on_dataset_progress(int done, int total, gpointer data)
     tdm_trainer_emit_setup(p->trainer, TDM_SETUP_DATASET, FALSE, done, total, p->since);
 }
 
+/* A batch nobody chose that is larger than the training set: the one that fits
+ * instead, the asked one kept for the STARTED event. FALSE where none does. */
+static gboolean
+fit_batch(TdmTrainer *t)
+{
+  int replicas = tdm_config_replica_count(t->config);
+  if (!t->batch_fits || t->train_used < replicas)
+    return FALSE;
+  t->batch_asked = t->config->batch;
+  /* A step of micro-batches fits as a whole: each is that much smaller. */
+  int accumulate = MAX(t->config->accumulate, 1);
+  int fits = tdm_config_batch_fitting(t->train_used, replicas * accumulate) / accumulate;
+  if (fits < replicas)
+    return FALSE;
+  t->config->batch = fits;
+  return TRUE;
+}
+
 static gboolean
 all_cpu(const TdmConfig *cfg)
 {
-  for (int i = 0; cfg->devices[i] != NULL; i++)
-    if (!g_str_equal(cfg->devices[i], "cpu"))
+  for (int i = 0; i < cfg->replicas; i++)
+    if (tdm_device_id_is_gpu(cfg->devices[i]))
       return FALSE;
   return TRUE;
 }
@@ -317,7 +402,8 @@ tdm_trainer_setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
    * its rank's entry in --devices, once a single device is made one per rank. */
   if (tdm_distributed_active() && !tdm_distributed_resolve_devices(t->config, error))
     return FALSE;
-  if (!tdm_config_validate(cfg, error))
+  if (!tdm_config_validate(cfg, error) ||
+      !tdm_backend_check_gpus(cfg->devices, cfg->replicas, tdm_distributed_active(), error))
     return FALSE;
   /* A checkpoint that cannot be written would fail only after the first epoch's
    * work; the process that saves finds out now. */
@@ -342,10 +428,16 @@ tdm_trainer_setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
   const TdmDataset *train = t->data->train;
   if (!split_validation(t, error))
     return FALSE;
-  if (cfg->batch > t->train_used) {
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
-                _("--batch %d is larger than the %d training samples of %s"), cfg->batch,
-                train->count, t->data->name);
+  if (tdm_config_step_batch(cfg) > t->train_used && !fit_batch(t)) {
+    int fits = tdm_config_batch_fitting(t->train_used, tdm_config_replica_count(cfg));
+    if (cfg->accumulate > 1)
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
+                  _("--batch %d × --accumulate %d is larger than the %d training samples of "
+                    "%s"), cfg->batch, cfg->accumulate, t->train_used, t->data->name);
+    else
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
+                  _("--batch %d is larger than the %d training samples of %s (try --batch %d)"),
+                  cfg->batch, t->train_used, t->data->name, fits);
     return FALSE;
   }
   t->net = tdm_network_new(cfg->network, train->height, train->width, train->channels,
@@ -418,7 +510,7 @@ tdm_trainer_setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
       t->reps[r]->grads_ready_data = &t->buckets[r];
     }
   }
-  t->it = tdm_iterator_new(cfg->seed, t->train_used, cfg->batch);
+  t->it = tdm_iterator_new(cfg->seed, t->train_used, tdm_config_step_batch(cfg));
   /* Predictions need every test sample's answer in this process. */
   if (!tdm_distributed_active() && t->data->test->count > 0)
     t->predicted = g_new0(int32_t, t->data->test->count);

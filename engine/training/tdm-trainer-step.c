@@ -141,6 +141,13 @@ flush_bucket(Buckets *bk)
     tdm_backend_synchronize(t->backends[bk->replica]);
     bk->first_launch = tdm_trainer_now_seconds();
   }
+  /* With --accumulate this is the last micro-batch: the earlier ones' gradients join
+   * the range as it leaves. */
+  if (bk->add_accumulated) {
+    TdmBackend *b = t->backends[bk->replica];
+    tdm_backend_add(b, t->reps[bk->replica]->grads + bk->lo, t->grad_acc[bk->replica] + bk->lo,
+                bk->hi - bk->lo);
+  }
   GError *error = NULL;
   if (!tdm_communicator_start_allreduce(t->comm, bk->replica, t->reps[bk->replica]->grads,
                                         bk->lo, bk->hi - bk->lo, &error)) {
@@ -197,6 +204,71 @@ tdm_trainer_buckets_wanted(const TdmTrainer *t)
           g_str_equal(t->comm->kind, "host"));
 }
 
+/* The ordinary step's forward and backward passes: the job's batch in micro-batches of
+ * config->batch (one, unless --accumulate), each split over the replicas as a batch
+ * is. Every micro-batch but the last adds its gradients into grad_acc and
+ * communicates nothing (DDP's no_sync); the last's join them on their way out (the
+ * buckets) or after its backward. A sampled step records each micro-batch's forward,
+ * backward and accumulation while there is room for them and the last one's. Returns
+ * when the last micro-batch began, where its forward span starts. */
+static double
+train_micro_batches(TdmTrainer *t, int r, Timing *tm, gboolean detail, double start)
+{
+  TdmReplica *rep = t->reps[r];
+  TdmBackend *b = t->backends[r];
+  const Job *job = &t->job;
+  Buckets *bk = t->buckets != NULL ? &t->buckets[r] : NULL;
+  size_t p = t->net->parameter_count;
+  int micro = t->grad_acc != NULL ? t->config->batch : job->count;
+  TdmGradsReady ready = rep->grads_ready;
+  double begun = start;
+  for (int first = 0; first < MAX(job->count, 1); first += micro) {
+    int n = MIN(micro, job->count - first);
+    gboolean last = first + n >= job->count;
+    int offset, size;
+    tdm_trainer_shard(t, n, t->rank0 + r, &offset, &size);
+    rep->global_count = n;
+    rep->grads_ready = last ? ready : NULL;
+    if (bk != NULL)
+      bk->add_accumulated = last && first > 0;
+    if (detail && first > 0) {
+      begun = tdm_trainer_now_seconds();
+      tm->forward_end = begun;
+    }
+    if (size > 0) {
+      tdm_replica_train_step(rep, job->indices + first + offset, size, 1.0f / (float)job->count);
+    } else {
+      tdm_replica_train_idle(rep);
+      if (last && bk != NULL)
+        announce_all_gradients(t, r);
+    }
+    if (last || tdm_trainer_aborted(t))
+      break;
+    /* Spans for this micro-batch, leaving room for the last one and its collectives. */
+    gboolean shown = detail && tm->phases.spans + 3 <= TDM_MAX_PHASE_SPANS - 8;
+    double backward_end = 0;
+    if (shown) {
+      tdm_backend_synchronize(b);
+      backward_end = tdm_trainer_now_seconds();
+    }
+    if (first == 0)
+      tdm_backend_copy(b, t->grad_acc[r], rep->grads, p * sizeof(float));
+    else
+      tdm_backend_add(b, t->grad_acc[r], rep->grads, p);
+    if (shown) {
+      tdm_backend_synchronize(b);
+      double added = tdm_trainer_now_seconds();
+      mark_phase(t, tm, TDM_PHASE_FORWARD, begun, tm->forward_end);
+      mark_phase(t, tm, TDM_PHASE_BACKWARD, tm->forward_end, backward_end);
+      mark_phase(t, tm, TDM_PHASE_ACCUMULATE, backward_end, added);
+    }
+  }
+  rep->grads_ready = ready;
+  if (t->grad_acc != NULL && bk == NULL && job->count > micro)
+    tdm_backend_add(b, rep->grads, t->grad_acc[r], p);
+  return begun;
+}
+
 static void
 job_train(TdmTrainer *t, int r)
 {
@@ -221,25 +293,20 @@ job_train(TdmTrainer *t, int r)
     rep->forward_done_data = tm;
   }
 
-  int offset, size;
-  tdm_trainer_shard(t, job->count, t->rank0 + r, &offset, &size);
   Buckets *bk = t->buckets != NULL ? &t->buckets[r] : NULL;
   if (bk != NULL) {
     bk->lo = bk->hi = 0;
     bk->failed = FALSE;
     bk->first_launch = 0;
+    bk->add_accumulated = FALSE;
   }
   rep->epoch = (guint32)job->epoch;
   rep->global_count = job->count;
-  if (t->exact != NULL) {
+  double last_start = start;
+  if (t->exact != NULL)
     tdm_trainer_exact_compute(t, r);
-  } else if (size > 0) {
-    tdm_replica_train_step(rep, job->indices + offset, size, 1.0f / (float)job->count);
-  } else {
-    tdm_replica_train_idle(rep);
-    if (bk != NULL)
-      announce_all_gradients(t, r);
-  }
+  else
+    last_start = train_micro_batches(t, r, tm, detail, start);
   /* Where the communicator can tell, the buckets' time under way until now, when
    * backward has ended; the last bucket, started after it, hides nothing. */
   double in_flight = detail && bk != NULL ? tdm_communicator_take_in_flight(t->comm, r) : NAN;
@@ -251,7 +318,7 @@ job_train(TdmTrainer *t, int r)
     tm->compute += end - start;
     if (detail) {
       rep->forward_done = NULL;
-      mark_phase(t, tm, TDM_PHASE_FORWARD, start, tm->forward_end);
+      mark_phase(t, tm, TDM_PHASE_FORWARD, last_start, tm->forward_end);
       mark_phase(t, tm, TDM_PHASE_BACKWARD, tm->forward_end, end);
       /* Buckets set off before backward ended were under way beside it. The host
        * communicator's lanes count that time; on a GPU's communication stream, from
@@ -299,7 +366,14 @@ job_train(TdmTrainer *t, int r)
     return;
 
   double update_start = timed ? tdm_trainer_now_seconds() : 0;
+  /* Clipped where the update runs, after the combination: the norm of the gradient
+   * every replica (or the main one) holds now is the norm over all of them. */
+  if (t->opts[r] != NULL && t->clip_work != NULL)
+    tdm_backend_clip_norm(b, rep->grads, t->net->parameter_count,
+                          (float)t->config->clip_grad_norm, t->clip_work[r]);
   if (t->opts[r] != NULL) {
+    if (job->momentum > 0)
+      tdm_optimizer_set_momentum(t->opts[r], job->momentum);
     tdm_optimizer_step(t->opts[r], rep->params, rep->grads, job->lr);
     if (is_main)
       t->main_updated = TRUE;
@@ -355,6 +429,27 @@ evaluation_stride(const TdmTrainer *t, const TdmReplica *rep)
   return stride;
 }
 
+/* The first local replica (the calling thread, which may send events) reports the
+ * evaluation's progress once it has run TDM_EVALUATION_QUIET_S, then every second,
+ * counting the samples of the whole set by its own share's progress. Not the
+ * pre-warm's evaluation (eval_start_us 0), which is part of its own phase. */
+static void
+evaluation_progress(TdmTrainer *t, int r, int done, int count, int total)
+{
+  if (r != 0 || count <= 0 || t->eval_start_us == 0)
+    return;
+  gint64 now = tdm_trainer_clock_us(t);
+  gint64 since = t->eval_said_us != 0 ? t->eval_said_us : t->eval_start_us;
+  gint64 quiet = t->eval_said_us != 0 ? G_USEC_PER_SEC
+                                      : (gint64)(TDM_EVALUATION_QUIET_S * G_USEC_PER_SEC);
+  if (now - since < quiet)
+    return;
+  t->eval_said_us = now;
+  long seen = (long)((double)MIN(done, count) / count * total);
+  tdm_trainer_emit_phase(t, t->job.validation ? TDM_SETUP_VALIDATION : TDM_SETUP_EVALUATION,
+                         FALSE, seen, total, (now - t->eval_start_us) / 1e6);
+}
+
 static void
 job_evaluate(TdmTrainer *t, int r)
 {
@@ -368,17 +463,19 @@ job_evaluate(TdmTrainer *t, int r)
     tdm_exact_shard_of(total, rep->capacity, t->world, t->rank0 + r, &first, &count);
   else
     tdm_shard_of(total, t->world, t->rank0 + r, &first, &count);
+  /* Passes of the inference buffers' size (eval_capacity), which may be smaller than
+   * a training shard's. */
+  int stride = evaluation_stride(t, rep);
   if (validation) {
-    for (int done = 0; done < count && !tdm_trainer_aborted(t); done += rep->capacity) {
-      tdm_replica_evaluate_train(rep, t->val_indices + first + done,
-                                 MIN(rep->capacity, count - done));
+    for (int done = 0; done < count && !tdm_trainer_aborted(t); done += stride) {
+      tdm_replica_evaluate_train(rep, t->val_indices + first + done, MIN(stride, count - done));
       if (t->exact != NULL)
         tdm_trainer_exact_add_metrics(t, r, tdm_replica_take_metrics(rep));
+      evaluation_progress(t, r, done + stride, count, total);
     }
     return;
   }
   int classes = t->net->classes;
-  int stride = evaluation_stride(t, rep);
   g_autofree float *logits =
       t->predicted != NULL ? g_new(float, (size_t)stride * classes) : NULL;
   for (int done = 0; done < count && !tdm_trainer_aborted(t); done += stride) {
@@ -386,6 +483,7 @@ job_evaluate(TdmTrainer *t, int r)
     tdm_replica_evaluate(rep, first + done, chunk);
     if (t->exact != NULL)
       tdm_trainer_exact_add_metrics(t, r, tdm_replica_take_metrics(rep));
+    evaluation_progress(t, r, done + chunk, count, total);
     if (logits == NULL)
       continue;
     /* The same rule as the loss's correct count (the first maximum wins), so the

@@ -6,10 +6,11 @@
  * lock-step between two barriers: train a shard, combine gradients (all-reduce, or
  * reduce to the main replica and broadcast its parameters back), update. Metrics,
  * evaluation and stop votes are jobs too, so processes under MPI stay in step.
- * This file is the loop that hands out the jobs and the events it sends; the jobs
+ * This file is the loop that hands out the jobs and the summaries it makes; the jobs
  * themselves and the collectives are in tdm-trainer-step.c, set-up and tear-down in
  * tdm-trainer-setup.c, checkpoints (what goes in, how a run resumes) in
- * tdm-trainer-checkpoint.c.
+ * tdm-trainer-checkpoint.c, the other events in tdm-trainer-events.c, what callers set
+ * in tdm-trainer-settings.c.
  */
 #include "tdm-trainer-private.h"
 #include "tdm-i18n.h"
@@ -59,18 +60,17 @@ tdm_trainer_new(const TdmConfig *config, TdmEventSink sink, gpointer user_data)
   return t;
 }
 
-void
-tdm_trainer_set_clock(TdmTrainer *t, TdmClockFunc clock, gpointer user_data)
+
+gint64
+tdm_trainer_clock_us(TdmTrainer *t)
 {
-  g_return_if_fail(t != NULL);
-  t->clock = clock;
-  t->clock_data = user_data;
+  return t->clock != NULL ? t->clock(t->clock_data) : g_get_monotonic_time();
 }
 
 static gint64
 now_us(TdmTrainer *t)
 {
-  return t->clock != NULL ? t->clock(t->clock_data) : g_get_monotonic_time();
+  return tdm_trainer_clock_us(t);
 }
 
 void
@@ -89,48 +89,6 @@ tdm_trainer_free(TdmTrainer *t)
   g_free(t);
 }
 
-void
-tdm_trainer_set_resume_path(TdmTrainer *t, const char *path)
-{
-  g_free(t->resume_path);
-  t->resume_path = g_strdup(path);
-}
-
-void
-tdm_trainer_set_paused(TdmTrainer *t, gboolean paused)
-{
-  g_mutex_lock(&t->pause_lock);
-  t->paused = paused;
-  g_cond_broadcast(&t->pause_cond);
-  g_mutex_unlock(&t->pause_lock);
-}
-
-gboolean
-tdm_trainer_get_paused(TdmTrainer *t)
-{
-  g_mutex_lock(&t->pause_lock);
-  gboolean paused = t->paused;
-  g_mutex_unlock(&t->pause_lock);
-  return paused;
-}
-
-const float *
-tdm_trainer_get_parameters(TdmTrainer *t, size_t *count)
-{
-  if (count != NULL)
-    *count = t->host_params_count;
-  return t->host_params;
-}
-
-const float *
-tdm_trainer_get_bn_state(TdmTrainer *t, int replica, size_t *count)
-{
-  if (count != NULL)
-    *count = t->host_state_count;
-  if (t->host_states == NULL || replica < 0 || (guint)replica >= t->host_states->len)
-    return NULL;
-  return g_ptr_array_index(t->host_states, replica);
-}
 
 /* Every local replica's BN running statistics, for tdm_trainer_get_bn_state(). */
 static gboolean
@@ -150,29 +108,6 @@ download_states(TdmTrainer *t, GError **error)
   return TRUE;
 }
 
-void
-tdm_trainer_emit(TdmTrainer *t, const TdmEvent *event)
-{
-  if (t->sink != NULL && t->main_local >= 0)
-    t->sink(event, t->sink_data);
-}
-
-void
-tdm_trainer_emit_setup(TdmTrainer *t, TdmSetupPhase phase, gboolean done, long count,
-                       long total, double since)
-{
-  /* Before the replicas exist main_local is not known yet: under mpirun only the
-   * main device's rank speaks, as it does later. */
-  if (tdm_distributed_active() && tdm_distributed_rank() != t->config->main_replica)
-    return;
-  TdmEvent e = {.kind = TDM_EVENT_SETUP};
-  e.setup.phase = phase;
-  e.setup.done = done;
-  e.setup.count = count;
-  e.setup.total = total;
-  e.setup.seconds = tdm_trainer_now_seconds() - since;
-  tdm_trainer_emit(t, &e);
-}
 
 /* ---- failures from any thread -------------------------------------------------- */
 
@@ -237,49 +172,6 @@ typedef struct {
   double start_fraction;        /* of the whole run, when this process began training */
 } RunStats;
 
-static void
-emit_started(TdmTrainer *t)
-{
-  const TdmConfig *cfg = t->config;
-  TdmEvent e = {.kind = TDM_EVENT_STARTED};
-  TdmStartedEvent *s = &e.started;
-  s->replicas = t->world;
-  s->main_replica = cfg->main_replica;
-  for (int r = 0; r < t->world && r < TDM_MAX_REPLICAS; r++) {
-    g_strlcpy(s->device[r], cfg->devices[r], sizeof s->device[r]);
-    int offset;
-    tdm_trainer_shard(t, cfg->batch, r, &offset, &s->shard[r]);
-  }
-  tdm_started_event_set_gpus(s);
-  s->batch = cfg->batch;
-  s->cpu_threads = t->cpu_threads;
-  s->epochs = cfg->epochs;
-  s->steps_per_epoch = tdm_iterator_batches_per_epoch(t->it);
-  s->total_steps = (long)s->steps_per_epoch * cfg->epochs;
-  s->end_step = cfg->max_steps > 0 ? MIN(cfg->max_steps, s->total_steps) : s->total_steps;
-  s->start_step = t->step;
-  s->parameters = t->net->parameter_count;
-  g_strlcpy(s->network, t->net->spec, sizeof s->network);
-  g_strlcpy(s->dataset, t->data->name, sizeof s->dataset);
-  s->train_count = t->data->train->count;
-  s->test_count = t->data->test->count;
-  g_strlcpy(s->notice, t->data->notice != NULL ? t->data->notice : "", sizeof s->notice);
-  g_strlcpy(s->init_report, t->init_report != NULL ? t->init_report : "", sizeof s->init_report);
-  s->prewarm_steps = t->prewarm_steps;
-  s->prewarm_seconds = t->prewarm_seconds;
-  for (int r = 0; r < t->replicas; r++) {
-    TdmBackend *b = t->backends[r];
-    TdmConvChoices c;
-    tdm_backend_conv_choices(b, &c);
-    s->conv_cudnn += c.cudnn;
-    s->conv_own += c.own;
-    s->conv_im2col += c.im2col;
-  }
-  if (s->conv_cudnn + s->conv_own + s->conv_im2col > 0)
-    g_info("conv choices: %d cudnn, %d own, %d im2col", s->conv_cudnn, s->conv_own,
-           s->conv_im2col);
-  tdm_trainer_emit(t, &e);
-}
 
 static double
 run_fraction(TdmTrainer *t)
@@ -375,79 +267,6 @@ emit_devices(TdmTrainer *t, RunStats *st)
   tdm_trainer_emit(t, &e);
 }
 
-/* The sampled step just run: each local replica's phases, then how its batch split. */
-static void
-emit_step_detail(TdmTrainer *t)
-{
-  TdmEvent e = {.kind = TDM_EVENT_PHASES};
-  TdmPhasesEvent *p = &e.phases;
-  p->step = t->step;
-  p->replicas = MIN(t->replicas, TDM_MAX_REPLICAS);
-  for (int r = 0; r < p->replicas; r++) {
-    p->device[r] = t->timing[r].phases;
-    tdm_communicator_take_bytes(t->comm, r, &p->device[r].bytes_sent,
-                                &p->device[r].bytes_received);
-  }
-  tdm_trainer_emit(t, &e);
-
-  memset(&e, 0, sizeof e);
-  e.kind = TDM_EVENT_BATCH;
-  TdmBatchEvent *bt = &e.batch;
-  const TdmDataset *train = t->data->train;
-  bt->step = t->step;
-  bt->batch = t->job.count;
-  bt->replicas = MIN(t->world, TDM_MAX_REPLICAS);
-  for (int r = 0; r < bt->replicas; r++) {
-    tdm_trainer_shard(t, t->job.count, r, &bt->device[r].offset, &bt->device[r].size);
-    bt->device[r].shown = MIN(bt->device[r].size, TDM_BATCH_SAMPLES_SHOWN);
-    for (int i = 0; i < bt->device[r].shown; i++) {
-      int32_t index = t->job.indices[bt->device[r].offset + i];
-      bt->device[r].index[i] = index;
-      bt->device[r].label[i] = train->labels[index];
-    }
-  }
-  tdm_trainer_emit(t, &e);
-}
-
-/* After an evaluation: the confusion matrix and the sample list from t->predicted. */
-static void
-emit_predictions(TdmTrainer *t, int epoch)
-{
-  if (t->predicted == NULL)
-    return;
-  const TdmDataset *test = t->data->test;
-  TdmEvent *e = g_new0(TdmEvent, 1);
-  e->kind = TDM_EVENT_PREDICTIONS;
-  TdmPredictionsEvent *p = &e->predictions;
-  p->epoch = epoch;
-  p->step = t->step;
-  p->classes = test->classes;
-  p->has_matrix = test->classes <= TDM_MAX_CONFUSION_CLASSES;
-  p->test_count = test->count;
-  for (int c = 0; c < MIN(test->classes, TDM_MAX_CONFUSION_CLASSES); c++)
-    if (test->class_names != NULL && test->class_names[c] != NULL)
-      g_strlcpy(p->class_name[c], test->class_names[c], TDM_CLASS_NAME_SIZE);
-  for (int i = 0; i < test->count; i++) {
-    int truth = test->labels[i], predicted = t->predicted[i];
-    if (truth == predicted)
-      p->correct++;
-    if (p->has_matrix)
-      p->matrix[truth][predicted]++;
-  }
-  /* Mistakes first, then right answers, each in test-set order. */
-  for (int pass = 0; pass < 2; pass++)
-    for (int i = 0; i < test->count && p->samples < TDM_PREDICTION_SAMPLES; i++) {
-      gboolean right = test->labels[i] == t->predicted[i];
-      if (right != (pass == 1))
-        continue;
-      p->sample[p->samples].index = i;
-      p->sample[p->samples].truth = test->labels[i];
-      p->sample[p->samples].predicted = (uint8_t)t->predicted[i];
-      p->samples++;
-    }
-  tdm_trainer_emit(t, e);
-  g_free(e);
-}
 
 static gboolean
 check_finite(TdmTrainer *t, double loss_sum, GError **error)
@@ -512,7 +331,14 @@ summarize(TdmTrainer *t, RunStats *st, gboolean want_stop, gboolean *stop, GErro
   s->epoch_float = s->fraction * t->config->epochs;
   s->train_loss = samples > 0 ? loss_sum / samples : NAN;
   s->train_accuracy = samples > 0 ? correct / samples : NAN;
+  s->epoch_loss = st->epoch_samples > 0 ? st->epoch_loss / st->epoch_samples : NAN;
+  s->epoch_accuracy = st->epoch_samples > 0 ? st->epoch_correct / st->epoch_samples : NAN;
   s->samples_per_second = isfinite(rate) ? rate : interval > 0 ? samples / interval : 0;
+  s->grad_norm = NAN;
+  if (t->clip_work != NULL && t->main_local >= 0 && t->clip_work[t->main_local] != NULL) {
+    TdmBackend *b = t->backends[t->main_local];
+    tdm_backend_download(b, &s->grad_norm, t->clip_work[t->main_local], sizeof(double));
+  }
   s->lr = t->job.lr;
   s->elapsed = elapsed;
   s->eta = time_left(t, st, s->fraction, s->elapsed);
@@ -535,10 +361,19 @@ evaluate_set(TdmTrainer *t, gboolean validation, double *loss, double *accuracy,
 {
   t->job.kind = JOB_EVALUATE;
   t->job.validation = validation;
+  t->eval_start_us = now_us(t);
+  t->eval_said_us = 0;
   gboolean ran = tdm_trainer_run_all(t, error);
   t->job.validation = FALSE;
+  gint64 began = t->eval_start_us;
+  t->eval_start_us = 0;
   if (!ran)
     return FALSE;
+  if (t->eval_said_us != 0) {
+    long total = validation ? t->val_count : t->data->test->count;
+    tdm_trainer_emit_phase(t, validation ? TDM_SETUP_VALIDATION : TDM_SETUP_EVALUATION, TRUE,
+                           total, total, (now_us(t) - began) / 1e6);
+  }
   double loss_sum, correct;
   if (!collect_metrics(t, FALSE, &loss_sum, &correct, NULL, error))
     return FALSE;
@@ -624,88 +459,47 @@ wait_for_pace(TdmTrainer *t)
   return !tdm_trainer_aborted(t);
 }
 
-void
-tdm_trainer_set_dataset(TdmTrainer *t, const TdmDatasetPair *data)
+
+/* The step's learning rate: the range test's, or the schedule's at that point of the
+ * run (times the plateau schedule's reductions). */
+static double
+step_lr(TdmTrainer *t, double epoch)
 {
-  g_return_if_fail(t != NULL && data != NULL && data->train != NULL && data->test != NULL);
-  t->borrowed_data = data;
+  if (t->range_steps > 0) {
+    double x = t->range_steps > 1 ? (double)t->step / (t->range_steps - 1) : 0;
+    return t->range_first * pow(t->range_last / t->range_first, MIN(x, 1.0));
+  }
+  return tdm_config_lr_at(t->config, epoch) * t->plateau_scale;
 }
 
-void
-tdm_trainer_set_step_detail(TdmTrainer *t, gboolean detail)
-{
-  g_return_if_fail(t != NULL);
-  t->step_detail = detail;
-}
 
-void
-tdm_trainer_set_prewarm(TdmTrainer *t, TdmPrewarm mode)
+/* An epoch's end: the monitored metric (from metrics: validation loss and
+ * accuracy, test loss and accuracy) against the best so far, and the plateau
+ * schedule's count. TRUE when this epoch is the new best. */
+static gboolean
+watch_metric(TdmTrainer *t, const double metrics[4])
 {
-  g_return_if_fail(t != NULL);
-  t->prewarm = mode;
-}
-
-static const char *const prewarm_names[] = {"auto", "on", "off"};
-
-const char *
-tdm_prewarm_name(TdmPrewarm mode)
-{
-  return (guint)mode < G_N_ELEMENTS(prewarm_names) ? prewarm_names[mode] : "auto";
-}
-
-gboolean
-tdm_prewarm_from_name(const char *name, TdmPrewarm *mode)
-{
-  for (guint i = 0; i < G_N_ELEMENTS(prewarm_names); i++)
-    if (name != NULL && g_str_equal(name, prewarm_names[i])) {
-      *mode = (TdmPrewarm)i;
-      return TRUE;
+  const TdmConfig *cfg = t->config;
+  double value = metrics[cfg->monitor];
+  if (tdm_config_monitors_validation(cfg) && t->val_count == 0)
+    return FALSE;
+  gboolean better = t->best_epoch == 0 || tdm_config_monitor_improves(cfg, value, t->best_value);
+  if (better && isfinite(value)) {
+    t->best_epoch = t->epochs_done;
+    t->best_value = value;
+    memcpy(t->best_metrics, metrics, sizeof t->best_metrics);
+  }
+  if (cfg->schedule == TDM_SCHEDULE_PLATEAU) {
+    /* ReduceLROnPlateau: more than `patience` epochs without a gain lower the rate. */
+    if (tdm_config_monitor_improves(cfg, value, t->plateau_best)) {
+      t->plateau_best = value;
+      t->plateau_bad = 0;
+    } else if (++t->plateau_bad > cfg->plateau_patience) {
+      t->plateau_scale *= cfg->gamma;
+      t->plateau_bad = 0;
     }
-  return FALSE;
-}
-
-void
-tdm_trainer_set_summary_parts(TdmTrainer *t, int parts)
-{
-  g_return_if_fail(t != NULL && parts >= 0);
-  t->summary_parts = parts;
-}
-
-void
-tdm_trainer_set_summary_steps(TdmTrainer *t, int steps)
-{
-  g_return_if_fail(t != NULL && steps >= 0);
-  t->summary_steps = steps;
-}
-
-void
-tdm_trainer_set_pace(TdmTrainer *t, double steps_per_second)
-{
-  g_return_if_fail(t != NULL);
-  g_mutex_lock(&t->pause_lock);
-  t->pace = steps_per_second > 0 ? CLAMP(steps_per_second, TDM_PACE_MIN, TDM_PACE_MAX) : 0.0;
-  g_cond_broadcast(&t->pause_cond);
-  g_mutex_unlock(&t->pause_lock);
-}
-
-double
-tdm_trainer_get_pace(TdmTrainer *t)
-{
-  g_mutex_lock(&t->pause_lock);
-  double pace = t->pace;
-  g_mutex_unlock(&t->pause_lock);
-  return pace;
-}
-
-void
-tdm_trainer_single_step(TdmTrainer *t)
-{
-  g_return_if_fail(t != NULL);
-  g_mutex_lock(&t->pause_lock);
-  if (t->paused)
-    t->single_steps++;
-  g_cond_broadcast(&t->pause_cond);
-  g_mutex_unlock(&t->pause_lock);
+  }
+  return better && isfinite(value);
 }
 
 static gboolean
@@ -722,7 +516,7 @@ train_loop(TdmTrainer *t, RunStats *st, gboolean *stopped, double *final_loss,
       gboolean stop;
       if (st->samples > 0 && !summarize(t, st, FALSE, &stop, error))
         return FALSE;
-      if (evaluated_step != t->step) {
+      if (evaluated_step != t->step && t->range_steps == 0) {
         st->trained_seconds = elapsed_training(t, st);
         if (!evaluate(t, final_loss, final_accuracy, error)) {
           if (tdm_trainer_aborted(t) && (error == NULL || *error == NULL)) {
@@ -731,7 +525,7 @@ train_loop(TdmTrainer *t, RunStats *st, gboolean *stopped, double *final_loss,
           }
           return FALSE;
         }
-        emit_predictions(t, t->it->epoch + 1);
+        tdm_trainer_emit_predictions(t, t->it->epoch + 1);
         st->segment_start_us = now_us(t);
       }
       break;
@@ -760,7 +554,9 @@ train_loop(TdmTrainer *t, RunStats *st, gboolean *stopped, double *final_loss,
     t->job.indices = indices;
     t->job.count = count;
     t->job.epoch = epoch_before;
-    t->job.lr = tdm_config_lr_at(cfg, epoch_float);
+    t->job.lr = step_lr(t, epoch_float);
+    double momentum = tdm_config_momentum_at(cfg, epoch_float);
+    t->job.momentum = isfinite(momentum) ? momentum : 0;
     t->job.timed = st->next_timed;
     t->job.origin = tdm_trainer_now_seconds();
     t->main_updated = FALSE;
@@ -780,7 +576,7 @@ train_loop(TdmTrainer *t, RunStats *st, gboolean *stopped, double *final_loss,
     st->samples += count;
     st->epoch_samples += count;
     if (t->job.timed && t->step_detail)
-      emit_step_detail(t);
+      tdm_trainer_emit_step_detail(t);
 
     gint64 now = now_us(t);
     gboolean due = tdm_trainer_distributed(t)       ? t->step % DISTRIBUTED_SUMMARY_STEPS == 0
@@ -799,8 +595,8 @@ train_loop(TdmTrainer *t, RunStats *st, gboolean *stopped, double *final_loss,
     }
     if (epoch_end) {
       st->trained_seconds = elapsed_training(t, st);
-      double test_loss, test_accuracy;
-      if (!evaluate(t, &test_loss, &test_accuracy, error)) {
+      double test_loss = NAN, test_accuracy = NAN;
+      if (t->range_steps == 0 && !evaluate(t, &test_loss, &test_accuracy, error)) {
         if (tdm_trainer_aborted(t) && (error == NULL || *error == NULL)) {
           *stopped = TRUE;
           break;
@@ -808,7 +604,8 @@ train_loop(TdmTrainer *t, RunStats *st, gboolean *stopped, double *final_loss,
         return FALSE;
       }
       double val_loss = NAN, val_accuracy = NAN;
-      if (t->val_count > 0 && !evaluate_set(t, TRUE, &val_loss, &val_accuracy, error)) {
+      if (t->val_count > 0 && t->range_steps == 0 &&
+          !evaluate_set(t, TRUE, &val_loss, &val_accuracy, error)) {
         if (tdm_trainer_aborted(t) && (error == NULL || *error == NULL)) {
           *stopped = TRUE;
           break;
@@ -826,25 +623,24 @@ train_loop(TdmTrainer *t, RunStats *st, gboolean *stopped, double *final_loss,
       e.epoch.test_accuracy = test_accuracy;
       e.epoch.elapsed = st->trained_seconds;
       tdm_trainer_emit(t, &e);
-      emit_predictions(t, epoch_before + 1);
+      if (t->range_steps == 0)
+        tdm_trainer_emit_predictions(t, epoch_before + 1);
       *final_loss = test_loss;
       *final_accuracy = test_accuracy;
       evaluated_step = t->step;
       st->epoch_loss = st->epoch_correct = 0;
       st->epoch_samples = 0;
-      /* The best epoch so far by validation accuracy (the first of equals): its
-       * checkpoint, and the count of epochs since, for early stopping. Known before
-       * the epoch's checkpoint is written, which carries it to a resumed run. */
-      gboolean better =
-          t->val_count > 0 && (t->best_epoch == 0 || val_accuracy > t->best_accuracy);
-      if (better) {
-        t->best_epoch = epoch_before + 1;
-        t->best_accuracy = val_accuracy;
-      }
+      /* The best epoch so far by the monitored metric (the first of equals): its
+       * checkpoint, and the count of epochs since, for early stopping; and the
+       * plateau schedule's count. Known before the epoch's checkpoint is written,
+       * which carries them to a resumed run. */
+      double metrics[4] = {val_loss, val_accuracy, test_loss, test_accuracy};
+      t->epochs_done = epoch_before + 1;
+      gboolean better = watch_metric(t, metrics);
       if (!tdm_trainer_save_checkpoint(t, error))
         return FALSE;
       if (better && cfg->save_best_path != NULL &&
-          !tdm_trainer_save_checkpoint_to(t, cfg->save_best_path, TRUE, val_accuracy, error))
+          !tdm_trainer_save_checkpoint_to(t, cfg->save_best_path, TRUE, error))
         return FALSE;
       st->segment_start_us = st->last_summary_us = now_us(t);
       st->samples = 0;
@@ -907,8 +703,15 @@ tdm_trainer_run(TdmTrainer *t, GCancellable *cancellable, GError **error)
   t->saved_step = -1;
   t->last_step_us = 0;
   t->best_epoch = 0;
-  t->best_accuracy = NAN;
+  t->best_value = NAN;
+  for (int i = 0; i < 4; i++)
+    t->best_metrics[i] = NAN;
   t->early_stopped = FALSE;
+  t->epochs_done = 0;
+  t->plateau_scale = 1.0;
+  t->plateau_best = NAN;
+  t->plateau_bad = 0;
+  t->batch_asked = 0;
 
   if (!tdm_trainer_setup(t, cancellable, &local))
     goto failed;
@@ -920,8 +723,9 @@ tdm_trainer_run(TdmTrainer *t, GCancellable *cancellable, GError **error)
     goto failed_or_stopped;
   if (t->resume_path != NULL && !tdm_trainer_restore_checkpoint(t, t->resume_path, &local))
     goto failed;
+  t->epochs_done = t->it->epoch;
 
-  emit_started(t);
+  tdm_trainer_emit_started(t);
   if (!train_epochs(t, &stopped, &test_loss, &test_accuracy, &local))
     goto failed_or_stopped;
 
@@ -944,8 +748,14 @@ finish:
     e.finished.test_accuracy = test_accuracy;
     e.finished.stopped = stopped;
     e.finished.early_stopped = t->early_stopped;
+    e.finished.epochs_done = t->epochs_done;
     e.finished.best_epoch = t->best_epoch;
-    e.finished.best_accuracy = t->best_epoch > 0 ? t->best_accuracy : NAN;
+    e.finished.monitor = t->config->monitor;
+    e.finished.best_value = t->best_value;
+    e.finished.best_val_loss = t->best_metrics[0];
+    e.finished.best_accuracy = t->best_metrics[1];
+    e.finished.best_test_loss = t->best_metrics[2];
+    e.finished.best_test_accuracy = t->best_metrics[3];
     tdm_trainer_emit(t, &e);
   }
   tdm_trainer_teardown(t);

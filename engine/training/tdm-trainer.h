@@ -83,8 +83,6 @@ typedef enum {
   TDM_PREWARM_OFF,
 } TdmPrewarm;
 void tdm_trainer_set_prewarm (TdmTrainer *trainer, TdmPrewarm mode);
-const char *tdm_prewarm_name (TdmPrewarm mode);
-gboolean tdm_prewarm_from_name (const char *name, TdmPrewarm *mode);
 
 /* Step summaries every `steps` steps (and at epoch ends) instead of every ~50 ms, so
  * two runs of one configuration record the same points and overlay exactly (run
@@ -95,6 +93,18 @@ void tdm_trainer_set_summary_steps (TdmTrainer *trainer, int steps);
  * (0, the default: none), so a log gets a progress line at every tenth of an epoch
  * however fast the steps go. Set before run. */
 void tdm_trainer_set_summary_parts (TdmTrainer *trainer, int parts);
+
+/* A learning-rate range test's schedule (drivers/tdm-lr-find.h): step i of the run
+ * (0-based) takes lr_first · (lr_last / lr_first)^(i / (steps − 1)), whatever the
+ * configured schedule; and no evaluation at all (epoch events carry NaN test
+ * figures). steps 0 turns it off. Set before run. */
+void tdm_trainer_set_lr_range (TdmTrainer *trainer, double lr_first, double lr_last,
+                               int steps);
+
+/* The batch was not chosen by the person (a default): where it is larger than the
+ * training set, the run takes tdm_config_batch_fitting()'s instead of failing, and
+ * its STARTED event names both (batch, batch_asked). Off by default. Set before run. */
+void tdm_trainer_set_batch_fits (TdmTrainer *trainer, gboolean fits);
 
 /* Pace, thread-safe: at most `steps_per_second` steps a second (0: as fast as it
  * goes), so a small network can be watched; measured on the trainer's clock. A pace

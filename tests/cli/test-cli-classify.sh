@@ -28,7 +28,7 @@ if [ -z "$py" ]; then
   echo "1..0 # SKIP no python3 with PIL to write the images"
   exit 0
 fi
-echo "1..7"
+echo "1..8"
 
 # A network of 28×28 grey inputs (the built-in set's).
 "$train" --dataset synthetic --network fc16,relu,fc10 --batch 500 --epochs 1 --max-steps 20 \
@@ -55,6 +55,12 @@ if [ $status -eq 0 ] && [ ${#lines[@]} -eq 3 ] &&
   ok "--classify DIR classifies every PNG and JPEG under it, in name order, and nothing else"
 else
   not_ok "--classify DIR" "status $status" "$(cat "$tmp/out" "$tmp/err")"
+fi
+"$train" classify --resume "$tmp/net.st" --top 2 "$tmp/photos" >"$tmp/command-out" 2>"$tmp/command-err"
+if [ $? -eq 0 ] && cmp -s "$tmp/command-out" "$tmp/out" && cmp -s "$tmp/command-err" "$tmp/err"; then
+  ok "tandem-train classify IMAGE… prints what --classify prints"
+else
+  not_ok "tandem-train classify" "$(diff "$tmp/command-out" "$tmp/out" | head -3)" "$(cat "$tmp/command-err")"
 fi
 if [[ ${lines[0]:-} =~ %$ ]]; then
   ok "an image of the network's size and colour has no note"

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # test-cli-runs.sh — run settings as a file and the run history from the command line:
 # --print-config then --config (from that file, from a run file, from a checkpoint)
-# trains the same parameters bit for bit on the CPU; tandem-train runs / --list-runs,
-# --show-run and --export-run read the history the window keeps; bad ids and files
-# get one line and exit 2.
+# trains the same parameters bit for bit on the CPU; tandem-train runs (show ID,
+# export ID) and the flags that did it before (--list-runs, --show-run, --export-run)
+# read the history the window keeps, and say the same; bad ids and files get one line
+# and exit 2; a flag a command does not take is refused.
 # TAP on stdout; meson passes the path of tandem-train as $1.
 set -u
 train=${1:?usage: test-cli-runs.sh PATH-TO-TANDEM-TRAIN}
@@ -19,7 +20,7 @@ not_ok() {
   for line in "$@"; do echo "# $line"; done
 }
 
-echo "1..10"
+echo "1..15"
 
 # tensors_equal A B: every tensor of two safetensors files, byte for byte (the
 # metadata names the file it was saved as, so it differs).
@@ -117,6 +118,26 @@ else
   not_ok "--export-run" "status $status, header $header, $rows rows" "$(head -3 "$tmp/err")"
 fi
 
+# The commands say what the flags say.
+"$train" runs show "$id" --history "$tmp/runs" >"$tmp/show-command" 2>&1
+show_status=$?
+"$train" --show-run "$id" --history "$tmp/runs" >"$tmp/show-flag" 2>&1
+"$train" runs export "$id" --history "$tmp/runs" >"$tmp/export-command.csv" 2>&1
+export_status=$?
+if [ $show_status -eq 0 ] && cmp -s "$tmp/show-command" "$tmp/show-flag" &&
+   [ $export_status -eq 0 ] && cmp -s "$tmp/export-command.csv" "$tmp/export.csv"; then
+  ok "tandem-train runs show / runs export print what --show-run / --export-run print"
+else
+  not_ok "runs show / runs export" "status $show_status $export_status" \
+    "$(diff "$tmp/show-command" "$tmp/show-flag" | head -3)"
+fi
+"$train" train "${flags[@]}" --print-config >"$tmp/train-command.json" 2>"$tmp/err"
+if [ $? -eq 0 ] && cmp -s "$tmp/train-command.json" "$tmp/run.json"; then
+  ok "tandem-train train --print-config is the default command's"
+else
+  not_ok "tandem-train train --print-config" "$(cat "$tmp/err")"
+fi
+
 # Bad input: one line on stderr, exit 2, nothing trained.
 expect_bad() {
   local needle=$1
@@ -134,3 +155,6 @@ expect_bad "--show-run" --show-run no-such-run --history "$tmp/runs"
 expect_bad "--config: .*nothing.json" --config "$tmp/nothing.json"
 sed 's/"batch":300/"batch":"many"/' "$tmp/run.json" >"$tmp/bad.json"
 expect_bad "--config: $tmp/bad.json: .*batch" --config "$tmp/bad.json"
+expect_bad "no-such-run" runs show no-such-run --history "$tmp/runs"
+expect_bad "epochs" runs --epochs 3 --history "$tmp/runs"
+expect_bad "runs: give" runs show --history "$tmp/runs"

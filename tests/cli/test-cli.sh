@@ -28,7 +28,7 @@ diag() { sed 's/^/# /'; }
 have_python=0
 command -v python3 >/dev/null 2>&1 && have_python=1
 
-plan=67
+plan=72
 echo "1..$plan"
 
 # --- help and listings -------------------------------------------------------------
@@ -63,6 +63,21 @@ if [ $? -eq 0 ] && grep -q '^cpu' <<<"$out"; then
   ok "--list-devices lists the CPU"
 else
   not_ok "--list-devices lists the CPU" "$out"
+fi
+command_out=$("$train" devices 2>&1)
+if [ $? -eq 0 ] && [ "$command_out" = "$out" ]; then
+  ok "tandem-train devices lists what --list-devices lists"
+else
+  not_ok "tandem-train devices" "$command_out"
+fi
+
+# A command's help is its options: classify's has --top, not the run's --epochs.
+"$train" classify --help >"$tmp/classify-help" 2>&1
+if [ $? -eq 0 ] && grep -q -- "--top" "$tmp/classify-help" && grep -q -- "--resume" "$tmp/classify-help" &&
+   ! grep -q -- "--epochs" "$tmp/classify-help" && grep -q "tandem-train classify" "$tmp/classify-help"; then
+  ok "tandem-train classify --help lists classify's options only"
+else
+  not_ok "tandem-train classify --help" "$(head -5 "$tmp/classify-help")"
 fi
 
 # --- bad input: exit 2, one line on stderr naming the culprit, nothing saved -------
@@ -125,6 +140,21 @@ expect_bad "--scaling" --dataset "$syn" --devices cpu:2 --scaling huge
 expect_bad "--exact-chunk: only with --exact" --dataset "$syn" --exact-chunk 8
 expect_bad "--exact-chunk 0" --dataset "$syn" --exact --exact-chunk 0
 expect_bad "two devices" --dataset "$syn" --devices cpu --scaling strong
+# A command is the first word, so these go without expect_bad's --save in front.
+for bad in "scaling: give strong|weak@scaling --dataset $syn --devices cpu:2" \
+           "--scaling: unknown value “huge”@scaling huge --dataset $syn --devices cpu:2" \
+           "classify: give@classify --resume $tmp/not-a-checkpoint.safetensors"; do
+  needle=${bad%%@*}
+  read -r -a args <<<"${bad#*@}"
+  timeout 60 "$train" "${args[@]}" >"$tmp/out" 2>"$tmp/err"
+  status=$?
+  if [ $status -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -qF -- "$needle" "$tmp/err" &&
+     [ ! -s "$tmp/out" ]; then
+    ok "${args[*]} → exit 2: $(cat "$tmp/err")"
+  else
+    not_ok "${args[*]} → exit 2 naming $needle" "status $status" "$(cat "$tmp/err")"
+  fi
+done
 expect_bad "--scaling-steps" --dataset "$syn" --devices cpu:2 --scaling-steps 5
 expect_bad "--scaling-steps" --dataset "$syn" --devices cpu:2 --scaling weak --scaling-steps 0
 expect_bad "--resume" --devices cpu:2 --scaling weak --resume "$tmp/not-a-checkpoint.safetensors"

@@ -126,10 +126,11 @@ for c in "${cases[@]}"; do
     skip "$name: onnx.checker and Tandem's logits" "no export"
     continue
   fi
-  # The same checkpoint gives the same bytes, and a second export replaces the first
-  # whole, leaving no temporary behind.
+  # The same checkpoint gives the same bytes (through the export command, as through
+  # --export-onnx), and a second export replaces the first whole, leaving no
+  # temporary behind.
   cp "$model" "$tmp/first.onnx"
-  "$train" --resume "$st" --export-onnx "$model" --quiet 2>"$tmp/err"
+  "$train" export --resume "$st" "$model" --quiet 2>"$tmp/err"
   status=$?
   leftovers=$(find "$tmp" -maxdepth 1 -name "$name.onnx?*" | wc -l)
   if [ $status -eq 0 ] && cmp -s "$model" "$tmp/first.onnx" && [ "$leftovers" -eq 0 ] &&

@@ -24,7 +24,7 @@ test_tables_complete(void)
   free_backend(b);
 
   g_autoptr(GError) error = NULL;
-  b = tdm_backend_new("cpu", TDM_PRECISION_FP32, &error);
+  b = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_FP32, &error);
   g_assert_no_error(error);
   g_assert_null(tdm_backend_ops_missing(b->ops));
   free_backend(b);

@@ -1,12 +1,19 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-choice.c — the choices' names have one source, their GEnums: the engine's
  * name functions, the GSettings schema's choices, and the shell completion's word
- * lists must all agree with it, and the schema's defaults with the base recipe
- * (tdm-base-recipe.h, which tdm_config_new() starts from), so a
- * second table drifting, or a value added to one place only, fails here. */
+ * lists must all agree with it, and the schema's defaults with the field table's
+ * (tdm-config-fields.c, which tdm_config_new() starts from): every row that names a
+ * GSettings key is checked against the schema, every choice with a flag against the
+ * completion, so a second table drifting, or a value added to one place only, fails
+ * here. */
 #include "tdm-base-recipe.h"
 #include "tdm-choice.h"
 #include "tdm-config.h"
+#include "tdm-experiments-enum-types.h"
+#include "tdm-error.h"
+#include "tdm-scaling.h"
+#include "tdm-trainer.h"
+#include "tdm-training-enum-types.h"
 
 #include <gio/gio.h>
 #include <glib/gstdio.h>
@@ -19,7 +26,7 @@ typedef struct {
   const char *names;       /* the names users type, space-separated, in value order */
 } Choice;
 
-static Choice choices[7];
+static Choice choices[14];
 
 static void
 init_choices(void)
@@ -27,11 +34,20 @@ init_choices(void)
   const Choice all[] = {
     {TDM_TYPE_OPTIMIZER_KIND, "--optimizer", "optimizer", "sgd momentum adam nesterov"},
     {TDM_TYPE_STRATEGY, "--strategy", "strategy", "main allreduce"},
-    {TDM_TYPE_SCHEDULE, "--schedule", NULL, "constant step cosine linear"},
+    {TDM_TYPE_SCHEDULE, "--schedule", NULL, "constant step cosine linear onecycle plateau"},
     {TDM_TYPE_PRECISION, "--precision", NULL, "fp32 tf32 bf16"},
     {TDM_TYPE_BATCH_NORM, "--batchnorm", "batchnorm", "per-replica sync"},
     {TDM_TYPE_DECAY_SCOPE, "--weight-decay-on", NULL, "all weights"},
     {TDM_TYPE_FLIP_SETTING, "--flip", NULL, "auto on off"},
+    {TDM_TYPE_MONITOR, "--monitor", NULL, "val_loss val_accuracy test_loss test_accuracy"},
+    {TDM_TYPE_MONITOR_MODE, "--monitor-mode", NULL, "auto min max"},
+    {TDM_TYPE_COLOR, "--color", NULL, "auto grey rgb"},
+    {TDM_TYPE_TRAIN_PART, "--train", NULL, "all head"},
+    {TDM_TYPE_PREWARM, "--prewarm", NULL, "auto on off"},
+    {TDM_TYPE_SCALING_MODE, "--scaling", NULL, "strong weak"},
+    {TDM_TYPE_ENGINE_ERROR, NULL, NULL,
+     "invalid-option invalid-spec dataset device out-of-memory backend communication "
+     "checkpoint diverged cancelled history export"},
   };
   memcpy(choices, all, sizeof all);
 }
@@ -41,8 +57,9 @@ static char *
 nicks(GType type)
 {
   GString *s = g_string_new(NULL);
-  for (guint i = 0; i < tdm_choice_count(type); i++)
-    g_string_append_printf(s, "%s%s", i ? " " : "", tdm_choice_name(type, (int)i));
+  g_autoptr(GEnumClass) klass = g_type_class_ref(type);
+  for (guint i = 0; i < klass->n_values; i++)
+    g_string_append_printf(s, "%s%s", i ? " " : "", klass->values[i].value_nick);
   return g_string_free(s, FALSE);
 }
 
@@ -55,16 +72,26 @@ test_names(void)
     GType type = choices[c].type;
     g_autofree char *got = nicks(type);
     g_assert_cmpstr(got, ==, choices[c].names);
-    for (guint i = 0; i < tdm_choice_count(type); i++) {
-      int back = -1;
-      g_assert_true(tdm_choice_from_name(type, tdm_choice_name(type, (int)i), &back));
-      g_assert_cmpint(back, ==, (int)i);
+    g_autoptr(GEnumClass) klass = g_type_class_ref(type);
+    for (guint i = 0; i < klass->n_values; i++) {
+      int value = klass->values[i].value, back = -1;
+      g_assert_true(tdm_choice_from_name(type, tdm_choice_name(type, value), &back));
+      g_assert_cmpint(back, ==, value);
     }
     int untouched = 42;
     g_assert_false(tdm_choice_from_name(type, "no-such-choice", &untouched));
     g_assert_cmpint(untouched, ==, 42);
-    g_assert_null(tdm_choice_name(type, (int)tdm_choice_count(type)));
+    g_assert_null(tdm_choice_name(type, klass->maximum + 1));
   }
+  /* Every error code has its name (an export error is "export", not "other"). */
+  g_assert_cmpuint(tdm_choice_count(TDM_TYPE_ENGINE_ERROR), ==, TDM_ENGINE_ERROR_EXPORT + 1);
+  g_assert_cmpstr(tdm_choice_name(TDM_TYPE_ENGINE_ERROR, TDM_ENGINE_ERROR_EXPORT), ==, "export");
+  g_assert_cmpstr(tdm_choice_name(TDM_TYPE_PREWARM, TDM_PREWARM_OFF), ==, "off");
+  g_assert_cmpstr(tdm_scaling_mode_name(TDM_SCALING_WEAK), ==, "weak");
+  int channels = -1;
+  g_assert_true(tdm_color_from_name("rgb", &channels));
+  g_assert_cmpint(channels, ==, 3);
+  g_assert_cmpstr(tdm_color_name(1), ==, "grey");
   for (int v = 0; v < (int)tdm_choice_count(TDM_TYPE_OPTIMIZER_KIND); v++) {
     TdmOptimizerKind k;
     g_assert_cmpstr(tdm_optimizer_name(v), ==, tdm_choice_name(TDM_TYPE_OPTIMIZER_KIND, v));
@@ -132,6 +159,27 @@ remove_schema_dir(char *dir)
   g_free(dir);
 }
 
+/* What tdm_config_new() holds for a row, as the schema's GVariant type reads it. */
+static void
+assert_schema_default(const TdmField *field, GSettingsSchemaKey *key, const TdmConfig *d)
+{
+  g_autoptr(GVariant) v = g_settings_schema_key_get_default_value(key);
+  g_autofree char *text = tdm_field_text(field, d);
+  g_test_message("%s: schema %s, engine %s", field->settings, g_variant_print(v, FALSE),
+                 text);
+  if (g_variant_is_of_type(v, G_VARIANT_TYPE_STRING))
+    /* An unset string (no weights to start from) is the schema's empty one. */
+    g_assert_cmpstr(g_variant_get_string(v, NULL), ==, text != NULL ? text : "");
+  else if (g_variant_is_of_type(v, G_VARIANT_TYPE_INT32))
+    g_assert_cmpint(g_variant_get_int32(v), ==, G_STRUCT_MEMBER(int, d, field->offset));
+  else if (g_variant_is_of_type(v, G_VARIANT_TYPE_DOUBLE))
+    g_assert_cmpfloat(g_variant_get_double(v), ==, G_STRUCT_MEMBER(double, d, field->offset));
+  else
+    g_assert_not_reached();
+  /* Within the range the schema allows. */
+  g_assert_true(g_settings_schema_key_range_check(key, v));
+}
+
 static void
 test_schema(void)
 {
@@ -156,38 +204,21 @@ test_schema(void)
     g_assert_cmpstr(joined, ==, want);
   }
 
-  /* The defaults are the base recipe's, which tdm_config_new() starts from. */
-  const TdmBaseRecipe *base = tdm_base_recipe();
+  /* The defaults are the field table's, which tdm_config_new() starts from: every row
+   * that names a key of the window's. */
   g_autoptr(TdmConfig) d = tdm_config_new();
-  struct {
-    const char *key;
-    const char *want;
-  } strings[] = {
-    {"optimizer", tdm_optimizer_name(base->optimizer)},
-    {"strategy", tdm_strategy_name(base->strategy)},
-    {"batchnorm", tdm_batchnorm_name(base->batchnorm)},
-    {"dataset", base->dataset},
-    {"network", base->network},
-  };
-  for (guint i = 0; i < G_N_ELEMENTS(strings); i++) {
-    g_autoptr(GSettingsSchemaKey) key = g_settings_schema_get_key(schema, strings[i].key);
-    g_autoptr(GVariant) v = g_settings_schema_key_get_default_value(key);
-    g_assert_cmpstr(g_variant_get_string(v, NULL), ==, strings[i].want);
+  guint n, keys = 0;
+  const TdmField *fields = tdm_config_fields(&n);
+  for (guint i = 0; i < n; i++) {
+    if (fields[i].settings == NULL)
+      continue;
+    g_assert_true(g_settings_schema_has_key(schema, fields[i].settings));
+    g_autoptr(GSettingsSchemaKey) key = g_settings_schema_get_key(schema, fields[i].settings);
+    assert_schema_default(&fields[i], key, d);
+    keys++;
   }
-  g_autoptr(GSettingsSchemaKey) batch = g_settings_schema_get_key(schema, "batch");
-  g_autoptr(GVariant) batch_v = g_settings_schema_key_get_default_value(batch);
-  g_assert_cmpint(g_variant_get_int32(batch_v), ==, base->batch);
-  g_autoptr(GSettingsSchemaKey) epochs = g_settings_schema_get_key(schema, "epochs");
-  g_autoptr(GVariant) epochs_v = g_settings_schema_key_get_default_value(epochs);
-  g_assert_cmpint(g_variant_get_int32(epochs_v), ==, base->epochs);
-  g_autoptr(GSettingsSchemaKey) lr = g_settings_schema_get_key(schema, "learning-rate");
-  g_autoptr(GVariant) lr_v = g_settings_schema_key_get_default_value(lr);
-  g_assert_cmpfloat(g_variant_get_double(lr_v), ==, tdm_base_recipe_lr(base->optimizer));
+  g_assert_cmpuint(keys, >=, 8);
   g_assert_cmpfloat(d->lr, ==, tdm_base_recipe_lr(d->optimizer));
-  /* Within the ranges the schema allows. */
-  g_assert_true(g_settings_schema_key_range_check(batch, batch_v));
-  g_assert_true(g_settings_schema_key_range_check(epochs, epochs_v));
-  g_assert_true(g_settings_schema_key_range_check(lr, lr_v));
 
   g_settings_schema_unref(schema);
   remove_schema_dir(dir);
@@ -203,6 +234,8 @@ test_completion(void)
   g_autoptr(GError) error = NULL;
   g_assert_true(g_file_get_contents(path, &text, NULL, &error));
   for (guint c = 0; c < G_N_ELEMENTS(choices); c++) {
+    if (choices[c].flag == NULL)
+      continue;
     /* "    --optimizer) COMPREPLY=($(compgen -W 'sgd momentum adam nesterov' …" or
      * "--flip|--prewarm) …": the first line naming the flag before ')' or '|'. */
     g_autofree char *start = g_strdup_printf("    %s", choices[c].flag);
@@ -225,6 +258,20 @@ test_completion(void)
     g_assert_cmpuint(g_strv_length(got), ==, g_strv_length(wanted));
     for (guint i = 0; wanted[i] != NULL; i++)
       g_assert_true(g_strv_contains((const char *const *)got, wanted[i]));
+  }
+  /* Every option of a run given by name is one of the choices above, so a new one is
+   * checked here too. */
+  guint n;
+  const TdmField *fields = tdm_config_fields(&n);
+  for (guint i = 0; i < n; i++) {
+    if (fields[i].choices == NULL || fields[i].flag == NULL)
+      continue;
+    g_autofree char *flag = g_strconcat("--", fields[i].flag, NULL);
+    gboolean found = FALSE;
+    for (guint c = 0; c < G_N_ELEMENTS(choices); c++)
+      found |= g_strcmp0(choices[c].flag, flag) == 0 && choices[c].type == fields[i].choices();
+    g_test_message("%s", flag);
+    g_assert_true(found);
   }
 }
 

@@ -2,41 +2,18 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # test-engine-layers.py — the engine's folders against their layering: every
 # #include "…" in engine/ (and the engine headers kernels/ includes) must go to the
-# file's own folder or to one that LAYERS lets it include. A new cycle, or an include
-# the wrong way across a boundary, fails here with the file and the line. The table
-# is the one place the layering is written down (docs/ARCHITECTURE.md explains it);
-# a new folder must be placed in it.   usage: test-engine-layers.py SOURCE_ROOT
-# (or --include-dirs PART: the folders engine/meson.build gives PART's library).
+# file's own folder or to one that LAYERS (engine/layers.py, the one place the
+# layering is written down) lets it include. A new cycle, or an include the wrong way
+# across a boundary, fails here with the file and the line; a folder missing from
+# the table too.   usage: test-engine-layers.py SOURCE_ROOT
 import os
 import re
 import sys
 
-# Folder (relative to engine/) -> the other folders its files may include.
-# "kernels" is kernels/ (the CUDA kernels' launchers, tdm-kernels.h).
-LAYERS = {
-    "core": [],
-    "shared": [],
-    "data": ["core"],
-    "compute": ["core", "shared"],
-    "compute/cpu": ["compute", "core", "shared"],
-    "compute/cuda": ["compute", "core", "shared", "kernels"],
-    "compute/devices": ["compute", "core"],
-    "model": ["compute", "data", "core", "shared"],
-    "communication": ["compute", "compute/cuda", "core", "kernels"],
-    "training": ["model", "communication", "compute", "compute/devices", "data", "core",
-                 "shared"],
-    "export": ["training", "model", "core"],
-    "drivers": ["training", "model", "communication", "compute", "compute/devices", "data",
-                "core"],
-    "history": ["drivers", "core"],
-}
-# What kernels/ may include of the engine: the rules it shares with the CPU backend.
-KERNELS_MAY_INCLUDE = ["shared"]
-# Headers only some folders of the engine may include, whatever LAYERS allows: the
-# backends' table, which everything else reaches through the front door's functions.
-PRIVATE = {
-    "tdm-backend-ops.h": ["compute", "compute/cpu", "compute/cuda"],
-}
+# The table lives beside the build that uses it (engine/layers.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "engine"))
+from layers import KERNELS_MAY_INCLUDE, LAYERS, PRIVATE  # noqa: E402
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -48,26 +25,7 @@ def sources(top):
                 yield d, f
 
 
-def include_dirs(part):
-    """The folders a part's files (a top folder of engine/ and every folder under it)
-    may see on their include path: their own, and everything LAYERS lets them reach,
-    directly or through a header they include. engine/meson.build builds each part
-    with only these, so an include the wrong way across a boundary fails to compile."""
-    own = [f for f in LAYERS if f == part or f.startswith(part + "/")]
-    seen = set(own)
-    pending = list(own)
-    while pending:
-        for b in LAYERS.get(pending.pop(), []):
-            if b not in seen:
-                seen.add(b)
-                pending.append(b)
-    return sorted(seen)
-
-
 def main():
-    if len(sys.argv) == 3 and sys.argv[1] == "--include-dirs":
-        print("\n".join(include_dirs(sys.argv[2])))
-        return 0
     root = sys.argv[1] if len(sys.argv) > 1 else "."
     engine = os.path.join(root, "engine")
     kernels = os.path.join(root, "kernels")
@@ -113,7 +71,7 @@ def main():
         part = os.path.relpath(d, engine).replace(os.sep, "/")
         if part not in LAYERS:
             problems.append(f"engine/{part}/{f}: folder {part}/ is not in LAYERS "
-                            f"({os.path.basename(__file__)}); place it there")
+                            f"(engine/layers.py); place it there")
             continue
         check(os.path.join(d, f), part, LAYERS[part])
     for d, f in sources(kernels):

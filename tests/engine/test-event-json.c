@@ -124,14 +124,15 @@ test_run_file_is_json_lines(void)
 static void
 test_started_gpus(void)
 {
-  static const char *const devices[] = {"cuda:0", "cuda:0", "cuda:1", "cpu", "cuda:0"};
+  const TdmDeviceId devices[] = {TDM_DEVICE_GPU(0), TDM_DEVICE_GPU(0), TDM_DEVICE_GPU(1),
+                                 TDM_DEVICE_CPU, TDM_DEVICE_GPU(0)};
+  static const char *const names[] = {"cuda:0", "cuda:0", "cuda:1", "cpu", "cuda:0"};
   TdmEvent e = {.kind = TDM_EVENT_STARTED};
-  e.started.replicas = G_N_ELEMENTS(devices);
-  for (guint r = 0; r < G_N_ELEMENTS(devices); r++)
-    g_strlcpy(e.started.device[r], devices[r], sizeof e.started.device[r]);
-  tdm_started_event_set_gpus(&e.started);
+  tdm_started_event_set_devices(&e.started, devices, G_N_ELEMENTS(devices));
+  g_assert_cmpint(e.started.replicas, ==, G_N_ELEMENTS(devices));
   const int gpu[] = {0, 0, 1, -1, 0}, sharing[] = {3, 3, 1, 0, 3};
   for (guint r = 0; r < G_N_ELEMENTS(devices); r++) {
+    g_assert_cmpstr(e.started.device[r], ==, names[r]);
     g_assert_cmpint(e.started.gpu[r], ==, gpu[r]);
     g_assert_cmpint(e.started.gpu_replicas[r], ==, sharing[r]);
   }

@@ -39,7 +39,7 @@ call_data(void)
 static void
 call_compute(void)
 {
-  g_assert_null(tdm_backend_new(NULL, TDM_PRECISION_FP32, NULL));
+  g_assert_null(tdm_backend_new((TdmDeviceId){(TdmBackendKind)7, 0}, TDM_PRECISION_FP32, NULL));
 }
 
 static void
@@ -73,7 +73,7 @@ call_history(void)
 }
 
 static void
-call_drivers(void)
+call_experiments(void)
 {
   tdm_compare_prepare(NULL, 1);
 }
@@ -94,7 +94,7 @@ static const Part parts[] = {
    call_communication},
   {"/log-domain/training", "Tandem-Training", "tdm_trainer_new", call_training},
   {"/log-domain/history", "Tandem-Run-History", "tdm_history_load", call_history},
-  {"/log-domain/drivers", "Tandem-Drivers", "tdm_compare_prepare", call_drivers},
+  {"/log-domain/experiments", "Tandem-Experiments", "tdm_compare_prepare", call_experiments},
   {"/log-domain/export", "Tandem-Export", "tdm_onnx_export", call_export},
 };
 

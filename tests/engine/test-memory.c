@@ -62,7 +62,7 @@ test_replica_exact(void)
       /* A CPU worker under bf16 composes its convolutions from bf16 columns instead of
        * running them whole: its own figures, allocated as estimated. */
       {
-        TdmBackend *b16 = tdm_backend_new("cpu", TDM_PRECISION_BF16, &error);
+        TdmBackend *b16 = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
         g_assert_no_error(error);
         TdmReplica *r16 = tdm_replica_new_sized(b16, net, capacity, eval, data->train,
                                                 data->test, &error);

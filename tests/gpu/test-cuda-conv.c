@@ -313,7 +313,7 @@ test_choice_cached(void)
   Problem p;
   problem_init(&p, &c, NULL);
   g_autoptr(GError) error = NULL;
-  TdmBackend *first = tdm_backend_new("cuda:0", TDM_PRECISION_BF16, &error);
+  TdmBackend *first = tdm_backend_new(TDM_DEVICE_GPU(0), TDM_PRECISION_BF16, &error);
   g_assert_no_error(error);
   Device d;
   device_init(&d, first, &p, TRUE);
@@ -332,7 +332,7 @@ test_choice_cached(void)
   tdm_backend_free(first);
 
   tdm_conv_cache_reset();
-  TdmBackend *second = tdm_backend_new("cuda:0", TDM_PRECISION_BF16, &error);
+  TdmBackend *second = tdm_backend_new(TDM_DEVICE_GPU(0), TDM_PRECISION_BF16, &error);
   g_assert_no_error(error);
   device_init(&d, second, &p, TRUE);
   g_assert_cmpstr(tdm_cuda_conv_chosen(second, &d.a, TDM_CONV_FORWARD), ==, chosen);
@@ -362,7 +362,7 @@ test_exact(void)
   TdmBackend *b[2];
   const char *names[2][3];
   for (int k = 0; k < 2; k++) {
-    b[k] = tdm_backend_new("cuda:0", TDM_PRECISION_BF16, &error);
+    b[k] = tdm_backend_new(TDM_DEVICE_GPU(0), TDM_PRECISION_BF16, &error);
     g_assert_no_error(error);
     b[k]->deterministic = true;
   }
@@ -401,12 +401,12 @@ main(int argc, char **argv)
   /* The choices of this test stay out of the person's cache. */
   g_setenv("TANDEM_CONV_CACHE", "0", TRUE);
   g_autoptr(GError) error = NULL;
-  cpu = tdm_backend_new("cpu", TDM_PRECISION_FP32, &error);
+  cpu = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_FP32, &error);
   g_assert_no_error(error);
   if (tdm_backend_cuda_available()) {
-    gpu = tdm_backend_new("cuda:0", TDM_PRECISION_FP32, &error);
+    gpu = tdm_backend_new(TDM_DEVICE_GPU(0), TDM_PRECISION_FP32, &error);
     g_assert_no_error(error);
-    gpu_bf16 = tdm_backend_new("cuda:0", TDM_PRECISION_BF16, &error);
+    gpu_bf16 = tdm_backend_new(TDM_DEVICE_GPU(0), TDM_PRECISION_BF16, &error);
     g_assert_no_error(error);
     g_test_message("cuDNN: %s", tdm_cudnn_get() != NULL ? "loaded" : tdm_cudnn_why_not());
   }

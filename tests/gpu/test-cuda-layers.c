@@ -346,19 +346,31 @@ test_dropout(void)
 
 /* The augmenting gather: crops and flips drawn on the device equal the CPU's. */
 
+/* A random uint8 set of `samples` images of `sample` bytes, their labels, and `count`
+ * indices into it. */
+static void
+random_set(int samples, size_t sample, int count, uint8_t **images, uint8_t **labels,
+           int32_t **idx)
+{
+  size_t bytes = (size_t)samples * sample;
+  *images = g_new(uint8_t, bytes);
+  *labels = g_new(uint8_t, samples);
+  for (size_t i = 0; i < bytes; i++)
+    (*images)[i] = (uint8_t)g_test_rand_int_range(0, 256);
+  for (int i = 0; i < samples; i++)
+    (*labels)[i] = (uint8_t)g_test_rand_int_range(0, 10);
+  *idx = g_new(int32_t, count);
+  for (int i = 0; i < count; i++)
+    (*idx)[i] = g_test_rand_int_range(0, samples);
+}
+
 static void
 augment_case(int samples, int h, int w, int c, int count, int pad, TdmFlip flip)
 {
   size_t sample = (size_t)h * w * c, bytes = (size_t)samples * sample;
-  g_autofree uint8_t *images = g_new(uint8_t, bytes);
-  g_autofree uint8_t *labels = g_new(uint8_t, samples);
-  for (size_t i = 0; i < bytes; i++)
-    images[i] = (uint8_t)g_test_rand_int_range(0, 256);
-  for (int i = 0; i < samples; i++)
-    labels[i] = (uint8_t)g_test_rand_int_range(0, 10);
-  g_autofree int32_t *idx = g_new(int32_t, count);
-  for (int i = 0; i < count; i++)
-    idx[i] = g_test_rand_int_range(0, samples);
+  g_autofree uint8_t *images = NULL, *labels = NULL;
+  g_autofree int32_t *idx = NULL;
+  random_set(samples, sample, count, &images, &labels, &idx);
   const uint64_t key = tdm_crng_key(11, TDM_RNG_AUGMENT);
   size_t xs = (size_t)count * sample;
   g_autofree float *x_ref = g_new(float, xs);
@@ -389,6 +401,78 @@ test_gather_augment(void)
   augment_case(200, 32, 32, 3, 100, 4, TDM_FLIP_ALWAYS);
   augment_case(50, 5, 7, 2, 20, 3, TDM_FLIP_NEVER);
   augment_case(50, 5, 7, 2, 20, 0, TDM_FLIP_NEVER);   /* gather itself */
+}
+
+/* Photo augmentation: the kernel computes tdm-augment.h's rule with every float
+ * operation rounded alone, as the CPU does: the same bits. */
+
+static void
+photo_case(int samples, int h, int w, int c, int count, const TdmPhotoAugment *a)
+{
+  size_t sample = (size_t)h * w * c, bytes = (size_t)samples * sample;
+  g_autofree uint8_t *images = NULL, *labels = NULL;
+  g_autofree int32_t *idx = NULL;
+  random_set(samples, sample, count, &images, &labels, &idx);
+  const uint64_t key = tdm_crng_key(5, TDM_RNG_AUGMENT);
+  size_t xs = (size_t)count * sample;
+  g_autofree float *x_ref = g_new(float, xs);
+  g_autofree int32_t *y_ref = g_new(int32_t, count);
+  tdm_backend_gather_photo(cpu, x_ref, y_ref, images, labels, idx, count, h, w, c, a, key, 3);
+  assert_ok(cpu);
+  uint8_t *dimg = on(images, bytes), *dlab = on(labels, samples);
+  int32_t *didx = on(idx, count * 4), *dy = on(NULL, count * 4);
+  float *dx = poisoned(xs);
+  tdm_backend_gather_photo(gpu, dx, dy, dimg, dlab, didx, count, h, w, c, a, key, 3);
+  g_autofree char *what = g_strdup_printf("gather_photo %d of %dx%dx%d", count, h, w, c);
+  check_close(what, dx, x_ref, xs, 0.0);
+  check_ints(what, dy, y_ref, count);
+  void *all[] = {dimg, dlab, didx, dy, dx};
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++)
+    release(all[i]);
+}
+
+static void
+test_gather_photo(void)
+{
+  if (!have_gpu())
+    return;
+  TdmPhotoAugment a = {.scale_min = 0.08f, .scale_max = 1.0f, .ratio_min = 0.75f,
+                       .ratio_max = 4.0f / 3.0f, .jitter = {0.4f, 0.4f, 0.4f}, .erase = 0.5f,
+                       .fill = {0.485f, 0.456f, 0.406f}, .flip = TDM_FLIP_RANDOM};
+  photo_case(300, 64, 64, 3, 128, &a);
+  photo_case(100, 28, 28, 1, 64, &a);
+  TdmPhotoAugment crop = {.scale_min = 0.35f, .scale_max = 1.0f, .ratio_min = 0.5f,
+                          .ratio_max = 2.0f};
+  photo_case(50, 9, 13, 3, 40, &crop);
+}
+
+/* Clipping: the same norm (a double sum in another order: within 1e-12 of it) and
+ * the same clipped gradient within float rounding. */
+static void
+test_clip_norm(void)
+{
+  if (!have_gpu())
+    return;
+  const size_t sizes[] = {1, 1000, 123457, 2000003};
+  for (guint k = 0; k < G_N_ELEMENTS(sizes); k++) {
+    size_t n = sizes[k];
+    g_autofree float *g = random_floats(n, -1, 1);
+    g_autofree float *ref = g_memdup2(g, n * sizeof(float));
+    double cpu_work[TDM_CLIP_WORK_DOUBLES];
+    tdm_backend_clip_norm(cpu, ref, n, 0.5f, cpu_work);
+    assert_ok(cpu);
+    float *dg = on(g, n * sizeof(float));
+    double *dwork = on(NULL, TDM_CLIP_WORK_DOUBLES * sizeof(double));
+    tdm_backend_clip_norm(gpu, dg, n, 0.5f, dwork);
+    double norm;
+    tdm_backend_download(gpu, &norm, dwork, sizeof norm);
+    assert_ok(gpu);
+    g_assert_cmpfloat_with_epsilon(norm, cpu_work[0], 1e-12 * cpu_work[0]);
+    g_autofree char *what = g_strdup_printf("clip_norm of %zu", n);
+    check_close(what, dg, ref, n, 1e-6);
+    release(dg);
+    release(dwork);
+  }
 }
 
 /* Label smoothing */
@@ -508,6 +592,8 @@ main(int argc, char **argv)
   g_test_add_func("/cuda-layers/pooling", test_pooling);
   g_test_add_func("/cuda-layers/dropout", test_dropout);
   g_test_add_func("/cuda-layers/gather-augment", test_gather_augment);
+  g_test_add_func("/cuda-layers/gather-photo", test_gather_photo);
+  g_test_add_func("/cuda-layers/clip-norm", test_clip_norm);
   g_test_add_func("/cuda-layers/label-smoothing", test_label_smoothing);
   g_test_add_func("/cuda-layers/nesterov", test_nesterov);
   test_cuda_layers_add_bf16();

@@ -646,7 +646,7 @@ test_tta_matches_cpu(void)
   g_assert_no_error(error);
   /* tdm_backend_new, not the CUDA constructor: this file links in builds without
    * CUDA too. */
-  TdmBackend *gpu = tdm_backend_new("cuda:0", TDM_PRECISION_FP32, &error);
+  TdmBackend *gpu = tdm_backend_new(TDM_DEVICE_GPU(0), TDM_PRECISION_FP32, &error);
   g_assert_no_error(error);
   g_autofree float *want = tta_logits(cpu, net, data, count, params, state);
   g_autofree float *got = tta_logits(gpu, net, data, count, params, state);
@@ -788,7 +788,7 @@ test_inference_matches_cpu(void)
     for (int prec = TDM_PRECISION_FP32; prec <= TDM_PRECISION_BF16; prec++) {
       if (prec == TDM_PRECISION_TF32)
         continue;
-      TdmBackend *gpu = tdm_backend_new("cuda:0", prec, &error);
+      TdmBackend *gpu = tdm_backend_new(TDM_DEVICE_GPU(0), prec, &error);
       g_assert_no_error(error);
       guint64 gpu_bytes = 0;
       g_autofree float *got = inference_logits(gpu, net, data, count, params, state, &gpu_bytes);

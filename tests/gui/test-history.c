@@ -131,6 +131,54 @@ write_run(TdmHistory *history, const char *devices, const char *name, double sps
   return write_run_of(history, "fc16,relu,fc10", devices, name, sps, accuracy);
 }
 
+/* The History names an early stop as every listing does: the epoch it stopped at
+ * and the best one (the engine's sentence, from the run file's finished line). */
+static void
+test_history_early_stop(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("tandem-early-XXXXXX", NULL);
+  g_autoptr(TdmHistory) history = tdm_history_new(dir);
+  g_autoptr(TdmConfig) cfg = small_config("cpu");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmRunRecorder) rec = NULL;
+  g_autoptr(TdmHistoryStore) store = NULL;
+  g_autofree char *id = NULL;
+  TdmEvent e = {0};
+
+  cfg->val_split = 0.1;
+  cfg->early_stop = 2;
+  rec = tdm_run_recorder_new(history, cfg, "early", &error);
+  g_assert_no_error(error);
+  e.kind = TDM_EVENT_STARTED;
+  e.started.replicas = 1;
+  tdm_run_recorder_add(&e, rec);
+  memset(&e, 0, sizeof e);
+  e.kind = TDM_EVENT_FINISHED;
+  e.finished.steps = 30;
+  e.finished.test_loss = 0.5;
+  e.finished.test_accuracy = 0.8;
+  e.finished.early_stopped = TRUE;
+  e.finished.epochs_done = 3;
+  e.finished.best_epoch = 1;
+  e.finished.monitor = TDM_MONITOR_VAL_LOSS;
+  e.finished.best_value = 0.4;
+  e.finished.best_accuracy = 0.85;
+  tdm_run_recorder_add(&e, rec);
+  g_assert_true(tdm_run_recorder_finish(rec, &error));
+  id = g_strdup(tdm_run_recorder_get_id(rec));
+
+  store = tdm_history_store_new(dir);
+  tdm_history_store_reload(store);
+  {
+    g_autofree char *what = tdm_run_item_describe(tdm_history_store_find(store, id));
+
+    g_assert_cmpstr(what, ==, "cpu · allreduce · batch 100 · 80.0 %, stopped early at epoch 3 "
+                              "(best 1)");
+  }
+  g_clear_object(&store);
+  remove_folder(dir);
+}
+
 static void
 count_signal(gpointer instance, gpointer data)
 {
@@ -772,6 +820,7 @@ main(int argc, char **argv)
   adw_init();
 
   g_test_add_func("/history/store", test_history_store);
+  g_test_add_func("/history/early-stop", test_history_early_stop);
   g_test_add_func("/history/view", test_history_view);
   g_test_add_func("/history/many-overlays", test_history_many_overlays);
   g_test_add_func("/history/sweeps", test_history_sweeps);

@@ -382,13 +382,11 @@ static void
 test_dashboard_shared_gpu(void)
 {
   TdmDashboard *dashboard = g_object_ref_sink(TDM_DASHBOARD(tdm_dashboard_new()));
-  static const char *const devices[] = {"cuda:0", "cuda:0", "cuda:0", "cuda:1", "cpu", "cpu"};
+  const TdmDeviceId devices[] = {TDM_DEVICE_GPU(0), TDM_DEVICE_GPU(0), TDM_DEVICE_GPU(0),
+                                 TDM_DEVICE_GPU(1), TDM_DEVICE_CPU, TDM_DEVICE_CPU};
   TdmEvent e = {.kind = TDM_EVENT_STARTED};
 
-  e.started.replicas = G_N_ELEMENTS(devices);
-  for (guint r = 0; r < G_N_ELEMENTS(devices); r++)
-    g_strlcpy(e.started.device[r], devices[r], sizeof e.started.device[r]);
-  tdm_started_event_set_gpus(&e.started);
+  tdm_started_event_set_devices(&e.started, devices, G_N_ELEMENTS(devices));
   e.started.batch = 600;
   e.started.epochs = 1;
   e.started.steps_per_epoch = 10;

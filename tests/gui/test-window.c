@@ -245,9 +245,9 @@ test_window_builds(void)
     g_assert_cmpint(g_settings_get_int(settings, "batch"), ==, engine->batch);
     g_assert_cmpint(g_settings_get_int(settings, "epochs"), ==, engine->epochs);
   }
-  /* The form shows the base recipe, and another optimizer brings its own rate from it. */
+  /* The form shows the engine's defaults, and another optimizer brings its own rate. */
   {
-    const TdmBaseRecipe *base = tdm_base_recipe();
+    g_autoptr(TdmConfig) base = tdm_config_new();
     GtkSpinButton *lr_spin = window_child(window, "lr_spin");
     AdwComboRow *optimizer = window_child(window, "optimizer_dropdown");
     AdwComboRow *strategy = window_child(window, "strategy_dropdown");
@@ -372,8 +372,8 @@ test_window_gpu_replicas(void)
   g_autoptr(GPtrArray) rows = NULL;
   g_autoptr(GSettings) settings = g_settings_new("io.github.tandem.Tandem");
   g_auto(GStrv) saved = NULL;
-  g_auto(GStrv) replicas = NULL;
-  int main_replica = -1;
+  TdmDeviceId replicas[TDM_MAX_REPLICAS];
+  int count, main_replica = -1;
   TdmWindow *window;
 
   reset_settings();
@@ -389,10 +389,11 @@ test_window_gpu_replicas(void)
   tdm_device_row_set_workers(rows->pdata[0], 3);
   set_batch(window, 300);
   g_assert_cmpstr(split_text(window), ==, "300 = 100 × 3");
-  replicas = tdm_device_picker_get_replicas(window_child(window, "device_picker"), &main_replica);
-  g_assert_cmpuint(g_strv_length(replicas), ==, 3);
+  count = tdm_device_picker_get_replicas(window_child(window, "device_picker"), replicas,
+                                         TDM_MAX_REPLICAS, &main_replica);
+  g_assert_cmpint(count, ==, 3);
   for (int i = 0; i < 3; i++)
-    g_assert_cmpstr(replicas[i], ==, "cuda:0");
+    g_assert_true(tdm_device_id_equal(replicas[i], TDM_DEVICE_GPU(0)));
   g_assert_cmpint(main_replica, ==, 0);
 
   saved = g_settings_get_strv(settings, "devices");

@@ -114,12 +114,12 @@ send_started (TdmSession *session, const char *const *devices, int main_replica)
 {
   TdmEvent e = { .kind = TDM_EVENT_STARTED };
 
-  for (int r = 0; devices[r] != NULL; r++)
-    {
-      g_strlcpy (e.started.device[r], devices[r], sizeof e.started.device[r]);
-      e.started.replicas++;
-    }
-  tdm_started_event_set_gpus (&e.started);
+  TdmDeviceId ids[TDM_MAX_REPLICAS];
+  int n = 0;
+
+  for (; devices[n] != NULL; n++)
+    g_assert_true (tdm_device_id_parse (devices[n], &ids[n]));
+  tdm_started_event_set_devices (&e.started, ids, n);
   e.started.main_replica = main_replica;
   e.started.batch = 128;
   e.started.epochs = 3;

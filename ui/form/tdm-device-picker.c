@@ -88,15 +88,17 @@ tdm_device_picker_row_changed (TdmDevicePicker *self)
   g_signal_emit (self, signals[CHANGED], 0);
 }
 
-/* How often `id` is in `ids`: a GPU's replicas, as the settings keep them. */
+/* How often `id` is among the names the settings keep: a GPU's replicas (names that
+ * are no device count as none). */
 static int
-count_id (const char * const *ids,
-          const char         *id)
+count_id (const char * const *names,
+          TdmDeviceId         id)
 {
   int n = 0;
+  TdmDeviceId named;
 
-  for (guint i = 0; ids[i] != NULL; i++)
-    n += g_strcmp0 (ids[i], id) == 0;
+  for (guint i = 0; names != NULL && names[i] != NULL; i++)
+    n += tdm_device_id_parse (names[i], &named) && tdm_device_id_equal (named, id);
   return n;
 }
 
@@ -112,6 +114,8 @@ tdm_device_picker_set_devices (TdmDevicePicker    *self,
   gboolean any_gpu = FALSE;
   gboolean remembered = chosen != NULL && chosen[0] != NULL;
   GtkWidget *child;
+  TdmDeviceId main_device;
+  gboolean have_main = main_id != NULL && tdm_device_id_parse (main_id, &main_device);
 
   g_return_if_fail (TDM_IS_DEVICE_PICKER (self));
   g_return_if_fail (devices != NULL);
@@ -129,22 +133,23 @@ tdm_device_picker_set_devices (TdmDevicePicker    *self,
     {
       const TdmDeviceInfo *info = &g_array_index (devices, TdmDeviceInfo, i);
       TdmDeviceRow *row = TDM_DEVICE_ROW (tdm_device_row_new (info));
+      TdmDeviceId id = tdm_device_info_id (info);
       gboolean active;
 
       if (remembered)
-        active = g_strv_contains (chosen, info->id);
+        active = count_id (chosen, id) > 0;
       else
         active = any_gpu ? info->kind != TDM_BACKEND_CPU : TRUE;
 
       if (info->kind == TDM_BACKEND_CPU && cpu_workers > 0)
         tdm_device_row_set_workers (row, cpu_workers);
       else if (info->kind != TDM_BACKEND_CPU && remembered)
-        tdm_device_row_set_workers (row, MAX (count_id (chosen, info->id), 1));
+        tdm_device_row_set_workers (row, MAX (count_id (chosen, id), 1));
       tdm_device_row_set_group (row, group);
       if (group == NULL)
         group = row;
       tdm_device_row_set_active (row, active);
-      if (active && g_strcmp0 (main_id, info->id) == 0)
+      if (active && have_main && tdm_device_id_equal (main_device, id))
         tdm_device_row_set_main (row, TRUE);
 
       g_signal_connect_object (row, "changed",
@@ -168,30 +173,32 @@ tdm_device_picker_set_devices (TdmDevicePicker    *self,
   g_signal_emit (self, signals[CHANGED], 0);
 }
 
-char **
+int
 tdm_device_picker_get_replicas (TdmDevicePicker *self,
+                                TdmDeviceId     *devices,
+                                int              max,
                                 int             *main_replica)
 {
   g_autoptr(GPtrArray) rows = tdm_device_picker_get_rows (self);
-  g_autoptr(GStrvBuilder) builder = g_strv_builder_new ();
   int n = 0, main = 0;
 
   for (guint i = 0; i < rows->len; i++)
     {
       TdmDeviceRow *row = rows->pdata[i];
       int replicas = tdm_device_row_get_replicas (row);
+      TdmDeviceId id = tdm_device_info_id (tdm_device_row_get_info (row));
 
       if (replicas > 0 && tdm_device_row_get_main (row))
         main = n;
-      for (int k = 0; k < replicas; k++)
-        g_strv_builder_add (builder, tdm_device_row_get_id (row));
-      n += replicas;
+      for (int k = 0; k < replicas; k++, n++)
+        if (n < max)
+          devices[n] = id;
     }
 
   if (main_replica != NULL)
     *main_replica = main;
 
-  return g_strv_builder_end (builder);
+  return n;
 }
 
 int

@@ -11,6 +11,8 @@
 
 #include <gtk/gtk.h>
 
+#include "tdm-device-id.h"
+
 G_BEGIN_DECLS
 
 #define TDM_TYPE_DEVICE_PICKER (tdm_device_picker_get_type ())
@@ -19,9 +21,9 @@ G_DECLARE_FINAL_TYPE (TdmDevicePicker, tdm_device_picker, TDM, DEVICE_PICKER, Gt
 
 GtkWidget  *tdm_device_picker_new          (void);
 
-/* Replaces the rows. `chosen` (device ids) may be NULL or empty for the default:
- * every GPU, or the CPU when there is none; a GPU's id given k times asks for k
- * replicas on it; `main_id` may be NULL. */
+/* Replaces the rows. `chosen` (device names, as the settings keep them) may be NULL or
+ * empty for the default: every GPU, or the CPU when there is none; a GPU's name given
+ * k times asks for k replicas on it; `main_id` may be NULL. */
 void        tdm_device_picker_set_devices  (TdmDevicePicker    *self,
                                             GArray             *devices,
                                             const char * const *chosen,
@@ -31,8 +33,12 @@ void        tdm_device_picker_set_devices  (TdmDevicePicker    *self,
 /* The rows (TdmDeviceRow), in order. */
 GPtrArray  *tdm_device_picker_get_rows     (TdmDevicePicker    *self);
 
-/* One device id per replica ("cpu" once per worker), and which one is main. */
-char      **tdm_device_picker_get_replicas (TdmDevicePicker    *self,
+/* One device per replica (the CPU once per worker), the first `max` of them into
+ * `devices`; returns how many there are (perhaps more than `max`), and which one is
+ * main. */
+int         tdm_device_picker_get_replicas (TdmDevicePicker    *self,
+                                            TdmDeviceId        *devices,
+                                            int                 max,
                                             int                *main_replica);
 int         tdm_device_picker_count_replicas (TdmDevicePicker  *self);
 

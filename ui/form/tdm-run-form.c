@@ -639,8 +639,14 @@ tdm_run_form_build_config (TdmRunForm  *self,
   tdm_config_apply_preset (config, config->network);
   tdm_finetune_group_apply (self->finetune_group, config);
 
-  g_strfreev (config->devices);
-  config->devices = tdm_device_picker_get_replicas (self->device_picker, &config->main_replica);
+  {
+    TdmDeviceId devices[TDM_MAX_REPLICAS];
+    int count = tdm_device_picker_get_replicas (self->device_picker, devices, TDM_MAX_REPLICAS,
+                                                &config->main_replica);
+
+    if (!tdm_config_set_device_list (config, devices, count, error))
+      return NULL;
+  }
 
   config->batch = gtk_spin_button_get_value_as_int (self->batch_spin);
   config->epochs = gtk_spin_button_get_value_as_int (self->epochs_spin);
@@ -667,12 +673,13 @@ tdm_run_form_gpu_budget (TdmRunForm      *self,
   g_autoptr(GPtrArray) rows = tdm_device_picker_get_rows (self->device_picker);
   guint64 budget = 0;
 
-  for (int i = 0; config->devices != NULL && config->devices[i] != NULL; i++)
+  for (int i = 0; i < config->replicas; i++)
     for (guint k = 0; k < rows->len; k++)
       {
         const TdmDeviceInfo *info = tdm_device_row_get_info (rows->pdata[k]);
 
-        if (info->kind != TDM_BACKEND_CPU && g_str_equal (info->id, config->devices[i]) &&
+        if (tdm_device_id_is_gpu (config->devices[i]) &&
+            tdm_device_id_equal (tdm_device_info_id (info), config->devices[i]) &&
             info->memory_bytes > 0 && (budget == 0 || (guint64) info->memory_bytes < budget))
           budget = (guint64) info->memory_bytes;
       }
@@ -980,11 +987,13 @@ tdm_run_form_new (void)
   return g_object_new (TDM_TYPE_RUN_FORM, NULL);
 }
 
-char **
-tdm_run_form_get_replicas (TdmRunForm *self,
-                           int        *main_replica)
+int
+tdm_run_form_get_replicas (TdmRunForm  *self,
+                           TdmDeviceId *devices,
+                           int          max,
+                           int         *main_replica)
 {
-  g_return_val_if_fail (TDM_IS_RUN_FORM (self), NULL);
+  g_return_val_if_fail (TDM_IS_RUN_FORM (self), 0);
 
-  return tdm_device_picker_get_replicas (self->device_picker, main_replica);
+  return tdm_device_picker_get_replicas (self->device_picker, devices, max, main_replica);
 }

@@ -28,9 +28,12 @@ GtkWidget *tdm_run_form_new          (void);
 void       tdm_run_form_set_devices  (TdmRunForm  *self,
                                       GArray      *devices);
 gboolean   tdm_run_form_get_ready    (TdmRunForm  *self);
-/* The devices ticked, one id per replica (NULL-terminated; empty when none), and
- * which is main: for a run that takes the rest of its settings elsewhere. */
-char     **tdm_run_form_get_replicas (TdmRunForm  *self,
+/* The devices ticked, one id per replica, the first `max` into `devices`; returns
+ * how many there are (0 when none, perhaps more than `max`) and which is main: for a
+ * run that takes the rest of its settings elsewhere. */
+int        tdm_run_form_get_replicas (TdmRunForm  *self,
+                                      TdmDeviceId *devices,
+                                      int          max,
                                       int         *main_replica);
 /* Why the form is not ready, in its own words (a sentence naming the control to
  * change); NULL when it is. Free with g_free(). */

@@ -214,20 +214,21 @@ static char *
 describe_devices (const TdmConfig *config)
 {
   g_autoptr(GString) s = g_string_new (NULL);
-  guint n = config->devices != NULL ? g_strv_length (config->devices) : 0;
+  int n = MIN (config->replicas, TDM_MAX_REPLICAS);
   gboolean same = n > 0;
+  char name[TDM_DEVICE_NAME_MAX];
 
-  for (guint i = 1; i < n; i++)
-    same &= g_str_equal (config->devices[i], config->devices[0]);
+  for (int i = 1; i < n; i++)
+    same &= tdm_device_id_equal (config->devices[i], config->devices[0]);
   if (n == 0)
     return g_strdup ("—");
   if (same && n > 1)
-    return g_strdup_printf ("%s ×%u", config->devices[0], n);
-  for (guint i = 0; i < n; i++)
+    return g_strdup_printf ("%s ×%d", tdm_device_id_name (config->devices[0], name), n);
+  for (int i = 0; i < n; i++)
     {
       if (i > 0)
         g_string_append (s, ", ");
-      g_string_append (s, config->devices[i]);
+      g_string_append (s, tdm_device_id_name (config->devices[i], name));
     }
   return g_string_free (g_steal_pointer (&s), FALSE);
 }
@@ -280,6 +281,7 @@ tdm_run_item_describe (TdmRunItem *self)
   g_autofree char *devices = NULL;
   g_autofree char *batch = NULL;
   g_autofree char *outcome = NULL;
+  g_autofree char *early = NULL;
 
   g_return_val_if_fail (TDM_IS_RUN_ITEM (self), NULL);
 
@@ -289,8 +291,12 @@ tdm_run_item_describe (TdmRunItem *self)
   devices = describe_devices (r->config);
   /* Translators: the global batch size of a run, in the run history */
   batch = g_strdup_printf (_("batch %d"), r->config->batch);
+  early = r->finished ? tdm_finished_early_stop_text (&r->final, TRUE) : NULL;
   if (r->failed)
     outcome = g_strdup (_("failed"));
+  else if (r->finished && isfinite (r->final.test_accuracy) && early != NULL)
+    /* Translators: a run's test accuracy, then "stopped early at epoch 9 (best 6)" */
+    outcome = g_strdup_printf (_("%.1f %%, %s"), 100.0 * r->final.test_accuracy, early);
   else if (r->finished && isfinite (r->final.test_accuracy))
     outcome = g_strdup_printf ("%.1f %%", 100.0 * r->final.test_accuracy);
   else if (r->finished && !r->final.stopped)
@@ -409,6 +415,12 @@ tdm_run_item_mean_step (TdmRunItem     *self,
       add_span (p, TDM_PHASE_FORWARD, 0, ms[d][TDM_PHASE_FORWARD]);
       ready[d] = ms[d][TDM_PHASE_FORWARD] + ms[d][TDM_PHASE_BACKWARD];
       add_span (p, TDM_PHASE_BACKWARD, ms[d][TDM_PHASE_FORWARD], ready[d]);
+      /* --accumulate's local sums come before the step's collectives. */
+      if (ms[d][TDM_PHASE_ACCUMULATE] > 0)
+        {
+          add_span (p, TDM_PHASE_ACCUMULATE, ready[d], ready[d] + ms[d][TDM_PHASE_ACCUMULATE]);
+          ready[d] += ms[d][TDM_PHASE_ACCUMULATE];
+        }
       start = MAX (start, ready[d]);
     }
   for (int d = 0; d < n; d++)

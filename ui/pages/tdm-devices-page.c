@@ -435,9 +435,8 @@ tdm_devices_page_set_reference (TdmDevicesPage       *self,
       TdmStartedEvent started = { 0 };
 
       /* Its devices named as this run's are: "cpu 1", "cuda:0". */
-      started.replicas = MIN (tdm_config_replica_count (config), TDM_MAX_REPLICAS);
-      for (int r = 0; r < started.replicas; r++)
-        g_strlcpy (started.device[r], config->devices[r], sizeof started.device[r]);
+      tdm_started_event_set_devices (&started, config->devices,
+                                     MIN (tdm_config_replica_count (config), TDM_MAX_REPLICAS));
       for (int r = 0; r < started.replicas && r < step->replicas; r++)
         names[r] = tdm_format_replica (&started, r);
     }

@@ -26,6 +26,7 @@ static const char *const phase_colours[TDM_PHASE_COUNT] = {
   [TDM_PHASE_BROADCAST] = "#009E73",
   [TDM_PHASE_UPDATE] = "#E69F00",
   [TDM_PHASE_WAIT] = "#A0A0A0",
+  [TDM_PHASE_ACCUMULATE] = "#F0E442",
 };
 
 /* Presentation mode, for a projector in a lit room: fully saturated colours far apart
@@ -38,6 +39,7 @@ static const char *const phase_colours_high_contrast[TDM_PHASE_COUNT] = {
   [TDM_PHASE_BROADCAST] = "#00AA00",
   [TDM_PHASE_UPDATE] = "#FFCC00",
   [TDM_PHASE_WAIT] = "#FFFFFF",
+  [TDM_PHASE_ACCUMULATE] = "#996600",
 };
 
 static void

@@ -110,6 +110,8 @@ tdm_format_phase (TdmPhase phase)
     case TDM_PHASE_BROADCAST: return C_("phase", "broadcast");
     case TDM_PHASE_UPDATE: return C_("phase", "update");
     case TDM_PHASE_WAIT: return C_("phase", "wait");
+    /* Translators: a micro-batch's gradients kept on the device, not sent (--accumulate) */
+    case TDM_PHASE_ACCUMULATE: return C_("phase", "accumulate");
     case TDM_PHASE_COUNT:
     default:
       return tdm_phase_name (phase);

@@ -12,6 +12,7 @@
 
 #include "tdm-chart.h"
 #include "tdm-format.h"
+#include "tdm-lr-find-view.h"
 #include "tdm-scaling-chart.h"
 #include "tdm-window-private.h"
 
@@ -298,4 +299,42 @@ tdm_window_scaling_export (GtkWidget  *widget,
   g_signal_connect_object (chooser, "response", G_CALLBACK (tdm_window_export_chosen),
                            self, G_CONNECT_SWAPPED);
   gtk_native_dialog_show (self->chooser);
+}
+
+/* "Find a Learning Rate…": the range test of the form's choices, in a window of its
+ * own. The suggestion, taken, becomes the form's rate through the setting the form
+ * is bound to. */
+static void
+tdm_window_use_rate (TdmWindow     *self,
+                     double         rate,
+                     TdmLrFindView *view)
+{
+  g_autofree char *text = g_strdup_printf (_("Learning rate set to %.3g"), rate);
+
+  g_settings_set_double (self->settings, "learning-rate", rate);
+  adw_toast_overlay_add_toast (self->toast_overlay, adw_toast_new (text));
+  gtk_window_close (GTK_WINDOW (gtk_widget_get_root (GTK_WIDGET (view))));
+}
+
+void
+tdm_window_lr_find (GtkWidget  *widget,
+                    const char *action_name,
+                    GVariant   *parameter)
+{
+  TdmWindow *self = TDM_WINDOW (widget);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmConfig) config = tdm_run_form_build_config (self->sidebar, &error);
+  TdmLrFindView *view;
+  GtkWindow *window;
+
+  if (config == NULL)
+    {
+      tdm_window_show_error (self, _("Cannot test learning rates"), error->message);
+      return;
+    }
+  window = tdm_lr_find_view_window_new (GTK_WINDOW (self), &view);
+  g_signal_connect_object (view, "use-rate", G_CALLBACK (tdm_window_use_rate), self,
+                           G_CONNECT_SWAPPED);
+  tdm_lr_find_view_start (view, config);
+  gtk_window_present (window);
 }

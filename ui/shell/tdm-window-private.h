@@ -218,6 +218,10 @@ void            tdm_window_toggle_presentation (GtkWidget         *widget,
 void            tdm_window_leave_presentation (GtkWidget          *widget,
                                                const char         *action_name,
                                                GVariant           *parameter);
+/* win.lr-find: the learning-rate range test of the form's choices. */
+void            tdm_window_lr_find          (GtkWidget            *widget,
+                                             const char           *action_name,
+                                             GVariant             *parameter);
 void            tdm_window_scaling_run      (GtkWidget            *widget,
                                              const char           *action_name,
                                              GVariant             *parameter);

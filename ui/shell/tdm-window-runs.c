@@ -193,9 +193,9 @@ tdm_window_resume (TdmWindow  *self,
   g_autoptr(TdmConfig) config = NULL;
   g_autofree char *base = NULL;
   g_autofree char *name = NULL;
-  g_auto(GStrv) devices = NULL;
+  TdmDeviceId devices[TDM_MAX_REPLICAS];
   TdmCheckpointPlace place;
-  int main_replica = 0;
+  int count, main_replica = 0;
 
   g_return_val_if_fail (TDM_IS_WINDOW (self), FALSE);
   g_return_val_if_fail (checkpoint != NULL, FALSE);
@@ -210,11 +210,11 @@ tdm_window_resume (TdmWindow  *self,
   if (config == NULL)
     return FALSE;
   /* Everything as it was, on the devices ticked now. */
-  devices = tdm_run_form_get_replicas (self->sidebar, &main_replica);
-  if (devices[0] != NULL)
+  count = tdm_run_form_get_replicas (self->sidebar, devices, TDM_MAX_REPLICAS, &main_replica);
+  if (count > 0)
     {
-      g_strfreev (config->devices);
-      config->devices = g_steal_pointer (&devices);
+      if (!tdm_config_set_device_list (config, devices, count, error))
+        return FALSE;
       config->main_replica = main_replica;
     }
   if (epochs > 0)

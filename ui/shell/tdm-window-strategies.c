@@ -64,9 +64,9 @@ tdm_window_strategies_describe (TdmWindow      *self,
                               tdm_timeline_step_duration (step));
   run->step = step;
   run->title = texts[0];
+  tdm_started_event_set_devices (&started, record->config->devices,
+                                 MIN (record->config->replicas, TDM_MAX_REPLICAS));
   started.replicas = MIN (step->replicas, TDM_MAX_REPLICAS);
-  for (int r = 0; r < started.replicas && record->config->devices[r] != NULL; r++)
-    g_strlcpy (started.device[r], record->config->devices[r], sizeof started.device[r]);
   for (int r = 0; r < started.replicas; r++)
     {
       double overlap = tdm_device_phases_overlap (&step->device[r]);

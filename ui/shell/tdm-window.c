@@ -780,6 +780,7 @@ tdm_window_class_init (TdmWindowClass *klass)
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_F9, 0, "win.toggle-sidebar", NULL);
   gtk_widget_class_install_action (widget_class, "win.classify", NULL, tdm_window_classify);
   gtk_widget_class_install_action (widget_class, "win.preferences", NULL, tdm_window_preferences);
+  gtk_widget_class_install_action (widget_class, "win.lr-find", NULL, tdm_window_lr_find);
   gtk_widget_class_install_action (widget_class, "win.compare-one-device", NULL,
                                    tdm_window_compare_one_device);
   gtk_widget_class_install_action (widget_class, "win.compare-strategies", NULL,

@@ -147,3 +147,21 @@ tdm_cpu_adam_update(TdmBackend *b, float *p, const float *g, float *m, float *v,
 #endif
   adam_scalar(p, g, m, v, done, n, &k);
 }
+
+/* Gradient clipping */
+
+void
+tdm_cpu_clip_norm(TdmBackend *b, float *x, size_t n, float max_norm, double *work)
+{
+  (void)b;
+  double sum = 0;
+  for (size_t i = 0; i < n; i++)
+    sum += (double)x[i] * x[i];
+  double norm = sqrt(sum);
+  work[0] = norm;
+  if (max_norm > 0 && norm > max_norm) {
+    float factor = (float)(max_norm / (norm + 1e-6));
+    for (size_t i = 0; i < n; i++)
+      x[i] *= factor;
+  }
+}

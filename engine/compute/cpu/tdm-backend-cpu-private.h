@@ -168,6 +168,10 @@ void tdm_cpu_gather_augment(TdmBackend *b, float *x, int32_t *y, const uint8_t *
                             int w, int c, float scale, int pad, TdmFlip flip, uint64_t key,
                             uint32_t epoch);
 void tdm_cpu_channel_affine(TdmBackend *b, float *x, size_t rows, TdmChannelAffine a);
+/* tdm-backend-cpu-gather-photo.c */
+void tdm_cpu_gather_photo(TdmBackend *b, float *x, int32_t *y, const uint8_t *images,
+                          const uint8_t *labels, const int32_t *indices, int count, int h, int w,
+                          int c, const TdmPhotoAugment *augment, uint64_t key, uint32_t epoch);
 
 /* tdm-backend-cpu-optimizer.c */
 void tdm_cpu_sgd_update(TdmBackend *b, float *p, const float *g, size_t n, float lr,
@@ -181,5 +185,6 @@ void tdm_cpu_weight_decay(TdmBackend *b, float *g, const float *p, const uint8_t
                           size_t n, float weight_decay);
 void tdm_cpu_adam_update(TdmBackend *b, float *p, const float *g, float *m, float *v, size_t n,
                          float lr_t, float beta1, float beta2, float eps, float weight_decay);
+void tdm_cpu_clip_norm(TdmBackend *b, float *x, size_t n, float max_norm, double *work);
 
 G_END_DECLS

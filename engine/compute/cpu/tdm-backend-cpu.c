@@ -233,6 +233,7 @@ static const TdmBackendOps tdm_backend_cpu_ops = {
   .softmax_xent = tdm_cpu_softmax_xent,
   .gather = tdm_cpu_gather,
   .gather_augment = tdm_cpu_gather_augment,
+  .gather_photo = tdm_cpu_gather_photo,
   .bn_moments = tdm_cpu_bn_moments,
   .bn_stats = tdm_cpu_bn_stats,
   .bn_forward = tdm_cpu_bn_forward,
@@ -258,6 +259,7 @@ static const TdmBackendOps tdm_backend_cpu_ops = {
   .weight_decay = tdm_cpu_weight_decay,
   .momentum_update = tdm_cpu_momentum_update,
   .adam_update = tdm_cpu_adam_update,
+  .clip_norm = tdm_cpu_clip_norm,
   .add = tdm_cpu_add,
   .scale = tdm_cpu_scale,
   .to_bf16 = tdm_cpu_to_bf16,
@@ -281,7 +283,7 @@ tdm_backend_cpu_new(GError **error)
   b->ops = &tdm_backend_cpu_ops;
   b->kind = TDM_BACKEND_CPU;
   b->device_index = 0;
-  b->name = g_strdup("cpu");
+  b->name = tdm_device_id_dup_name(TDM_DEVICE_CPU);
   b->precision = TDM_PRECISION_FP32;
   g_mutex_init(&b->error_lock);
 #if TDM_CPU_X86

@@ -44,3 +44,13 @@ tdm_cuda_channel_affine(TdmBackend *b, float *x, size_t rows, TdmChannelAffine a
   memcpy(k.add, a.add, sizeof k.add);
   TDM_CUDA_OK(b, tdm_k_channel_affine(x, rows, a.channels, k, STREAM(b)));
 }
+
+void
+tdm_cuda_gather_photo(TdmBackend *b, float *x, int32_t *y, const uint8_t *images,
+                      const uint8_t *labels, const int32_t *indices, int count, int h, int w,
+                      int c, const TdmPhotoAugment *augment, uint64_t key, uint32_t epoch)
+{
+  if (tdm_cuda_begin(b))
+    TDM_CUDA_OK(b, tdm_k_gather_photo(x, y, images, labels, indices, count, h, w, c, augment,
+                                      key, epoch, STREAM(b)));
+}

@@ -50,3 +50,12 @@ tdm_cuda_adam_update(TdmBackend *b, float *p, const float *g, float *m, float *v
     TDM_CUDA_OK(b, tdm_k_adam_update(p, g, m, v, n, lr_t, beta1, beta2, eps, weight_decay,
                                      CUDA_B(b)->stream));
 }
+
+G_STATIC_ASSERT(TDM_CLIP_WORK_DOUBLES == TDM_K_CLIP_WORK_DOUBLES);
+
+void
+tdm_cuda_clip_norm(TdmBackend *b, float *x, size_t n, float max_norm, double *work)
+{
+  if (tdm_cuda_begin(b))
+    TDM_CUDA_OK(b, tdm_k_clip_norm(x, n, max_norm, work, STREAM(b)));
+}

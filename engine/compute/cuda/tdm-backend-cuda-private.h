@@ -216,6 +216,9 @@ void tdm_cuda_gather_augment(TdmBackend *b, float *x, int32_t *y, const uint8_t 
                              const uint8_t *labels, const int32_t *indices, int count, int h,
                              int w, int c, float scale, int pad, TdmFlip flip, uint64_t key,
                              uint32_t epoch);
+void tdm_cuda_gather_photo(TdmBackend *b, float *x, int32_t *y, const uint8_t *images,
+                           const uint8_t *labels, const int32_t *indices, int count, int h, int w,
+                           int c, const TdmPhotoAugment *augment, uint64_t key, uint32_t epoch);
 void tdm_cuda_channel_affine(TdmBackend *b, float *x, size_t rows, TdmChannelAffine a);
 
 /* tdm-backend-cuda-optimizer.c */
@@ -230,3 +233,4 @@ void tdm_cuda_weight_decay(TdmBackend *b, float *g, const float *p, const uint8_
                            size_t n, float weight_decay);
 void tdm_cuda_adam_update(TdmBackend *b, float *p, const float *g, float *m, float *v, size_t n,
                           float lr_t, float beta1, float beta2, float eps, float weight_decay);
+void tdm_cuda_clip_norm(TdmBackend *b, float *x, size_t n, float max_norm, double *work);

@@ -436,6 +436,7 @@ static const TdmBackendOps tdm_backend_cuda_ops = {
   .softmax_xent = tdm_cuda_softmax_xent,
   .gather = tdm_cuda_gather,
   .gather_augment = tdm_cuda_gather_augment,
+  .gather_photo = tdm_cuda_gather_photo,
   .bn_moments = tdm_cuda_bn_moments,
   .bn_stats = tdm_cuda_bn_stats,
   .bn_forward = tdm_cuda_bn_forward,
@@ -461,6 +462,7 @@ static const TdmBackendOps tdm_backend_cuda_ops = {
   .sgd_update = tdm_cuda_sgd_update,
   .momentum_update = tdm_cuda_momentum_update,
   .adam_update = tdm_cuda_adam_update,
+  .clip_norm = tdm_cuda_clip_norm,
   .add = tdm_cuda_add,
   .add_out = tdm_cuda_add_out,
   .scale = tdm_cuda_scale,
@@ -526,7 +528,7 @@ tdm_backend_cuda_new(int ordinal, TdmPrecision precision, GError **error)
   b->ops = &tdm_backend_cuda_ops;
   b->kind = TDM_BACKEND_CUDA;
   b->device_index = ordinal;
-  b->name = g_strdup_printf("cuda:%d", ordinal);
+  b->name = tdm_device_id_dup_name(TDM_DEVICE_GPU(ordinal));
   b->precision = precision;
   g_mutex_init(&b->error_lock);
   g_mutex_init(&cb->lock);

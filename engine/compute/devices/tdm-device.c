@@ -36,7 +36,7 @@ add_gpus(GArray *list)
     TdmDeviceInfo info = {0};
     info.kind = TDM_BACKEND_CUDA;
     info.index = i;
-    g_snprintf(info.id, sizeof info.id, "cuda:%d", i);
+    tdm_device_id_name(TDM_DEVICE_GPU(i), info.id);
     g_strlcpy(info.name, prop.name, sizeof info.name);
     info.memory_bytes = (gint64)prop.totalGlobalMem;
     info.compute_major = prop.major;
@@ -100,7 +100,7 @@ add_cpu(GArray *list)
   TdmDeviceInfo info = {0};
   info.kind = TDM_BACKEND_CPU;
   info.index = 0;
-  g_strlcpy(info.id, "cpu", sizeof info.id);
+  tdm_device_id_name(TDM_DEVICE_CPU, info.id);
   g_autofree char *model = cpuinfo_value(keys);
   if (model == NULL) {
     struct utsname u;
@@ -126,6 +126,13 @@ tdm_device_list(void)
   add_gpus(list);
   add_cpu(list);
   return list;
+}
+
+TdmDeviceId
+tdm_device_info_id(const TdmDeviceInfo *info)
+{
+  g_return_val_if_fail(info != NULL, TDM_DEVICE_CPU);
+  return info->kind == TDM_BACKEND_CUDA ? TDM_DEVICE_GPU(info->index) : TDM_DEVICE_CPU;
 }
 
 char *

@@ -23,6 +23,9 @@ typedef struct {
   int cores;                  /* CPU: logical cores; GPU: multiprocessors */
 } TdmDeviceInfo;
 
+/* The device a row of the list is, as a run names it. */
+TdmDeviceId tdm_device_info_id (const TdmDeviceInfo *info);
+
 /* Every device, GPUs first in ordinal order, then the CPU. Free with g_array_unref. */
 GArray *tdm_device_list (void);
 

@@ -21,15 +21,11 @@ tdm_compare_prepare(TdmConfig *config, long steps)
 TdmConfig *
 tdm_compare_one_device_config(const TdmConfig *config, long steps)
 {
-  g_return_val_if_fail(config != NULL && config->devices != NULL && config->devices[0] != NULL,
-                       NULL);
+  g_return_val_if_fail(config != NULL && config->replicas > 0, NULL);
   TdmConfig *one = tdm_config_copy(config);
-  int count = tdm_config_replica_count(config);
-  int main_index = CLAMP(config->main_replica, 0, count - 1);
-  char *device = g_strdup(config->devices[main_index]);
-  g_strfreev(one->devices);
-  one->devices = g_new0(char *, 2);
-  one->devices[0] = device;
+  int main_index = CLAMP(config->main_replica, 0, config->replicas - 1);
+  one->devices[0] = config->devices[main_index];
+  one->replicas = 1;
   one->main_replica = 0;
   g_clear_pointer(&one->save_path, g_free);
   if (steps > 0)

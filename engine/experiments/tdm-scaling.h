@@ -71,7 +71,7 @@ typedef enum {
 /* "strong", "weak", as files and exports write them. */
 const char *tdm_scaling_mode_name (TdmScalingMode mode);
 /* FALSE for any other word. */
-gboolean tdm_scaling_mode_parse (const char *name, TdmScalingMode *mode);
+gboolean tdm_scaling_mode_from_name (const char *name, TdmScalingMode *mode);
 
 typedef struct {
   int index, count;            /* this point, of how many */

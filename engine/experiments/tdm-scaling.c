@@ -3,6 +3,8 @@
  * The meter times between step summaries, so a run's set-up, its first steps (graph
  * capture, first touches) and its epoch-end evaluations stay out of the figure. */
 #include "tdm-scaling.h"
+#include "tdm-choice.h"
+#include "tdm-experiments-enum-types.h"
 #include "tdm-iterator.h"
 #include "tdm-i18n.h"
 #include "tdm-error.h"
@@ -143,23 +145,7 @@ tdm_scaling_measure_once(TdmConfig *cfg, long steps, TdmScalingMeter *run,
 
 /* ---- the driver ------------------------------------------------------------------ */
 
-const char *
-tdm_scaling_mode_name(TdmScalingMode mode)
-{
-  return mode == TDM_SCALING_WEAK ? "weak" : "strong";
-}
-
-gboolean
-tdm_scaling_mode_parse(const char *name, TdmScalingMode *mode)
-{
-  if (g_strcmp0(name, "strong") == 0)
-    *mode = TDM_SCALING_STRONG;
-  else if (g_strcmp0(name, "weak") == 0)
-    *mode = TDM_SCALING_WEAK;
-  else
-    return FALSE;
-  return TRUE;
-}
+TDM_CHOICE_NAMES(TdmScalingMode, tdm_scaling_mode, TDM_TYPE_SCALING_MODE)
 
 static gboolean
 check_cancelled(GCancellable *cancellable, GError **error)
@@ -238,10 +224,7 @@ tdm_scaling_run(const TdmConfig *config, TdmScalingMode mode, long steps, TdmSca
   double base = NAN;
   for (int n = 1; n <= count; n++) {
     g_autoptr(TdmConfig) cfg = tdm_config_copy(config);
-    g_strfreev(cfg->devices);
-    cfg->devices = g_new0(char *, n + 1);
-    for (int i = 0; i < n; i++)
-      cfg->devices[i] = g_strdup(config->devices[i]);
+    cfg->replicas = n;
     cfg->main_replica = MIN(config->main_replica, n - 1);
     cfg->batch = mode == TDM_SCALING_WEAK ? per_device * n : config->batch;
     /* max_steps ends every run; the epochs only need to outlast it. */

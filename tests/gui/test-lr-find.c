@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* test-lr-find.c — the window's learning-rate range test: the view plots every point
+ * the engine measures, names the engine's suggestion and hands it on with "Use This
+ * Rate"; a stopped test keeps its points; the window's action takes the form's
+ * choices and the rate taken becomes the form's setting. Under Xvfb; no assertion
+ * depends on how long anything takes. */
+#include <adwaita.h>
+#include <math.h>
+#include <string.h>
+
+#include "tdm-dataset-chooser.h"
+#include "tdm-lr-find-view.h"
+#include "tdm-spec-entry.h"
+#include "window-test-util.h"
+
+static gboolean
+finished (gpointer view)
+{
+  return !tdm_lr_find_view_get_running (view);
+}
+
+static gboolean
+has_points (gpointer view)
+{
+  return tdm_lr_find_view_get_n_points (view) >= 3;
+}
+
+static void
+on_use_rate (TdmLrFindView *view, double rate, double *taken)
+{
+  *taken = rate;
+}
+
+static TdmConfig *
+small_config (void)
+{
+  TdmConfig *c = tdm_config_new ();
+  g_free (c->dataset);
+  c->dataset = g_strdup ("synthetic");
+  g_free (c->network);
+  c->network = g_strdup ("fc32,relu,fc10");
+  /* Momentum SGD learns this set within a hundred steps of the default range. */
+  c->batch = 128;
+  c->optimizer = TDM_OPTIMIZER_MOMENTUM;
+  return c;
+}
+
+static void
+test_view (void)
+{
+  g_autoptr(TdmConfig) config = small_config ();
+  TdmLrFindView *view;
+  GtkWindow *window = tdm_lr_find_view_window_new (NULL, &view);
+  double taken = NAN;
+
+  g_signal_connect (view, "use-rate", G_CALLBACK (on_use_rate), &taken);
+  gtk_window_present (window);
+  tdm_lr_find_view_start (view, config);
+  g_assert_true (tdm_lr_find_view_get_running (view));
+  g_assert_true (wait_for (finished, view, 300));
+  g_assert_cmpuint (tdm_lr_find_view_get_n_points (view), >=, 10);
+  double suggestion = tdm_lr_find_view_get_suggestion (view);
+  g_assert_true (isfinite (suggestion));
+  g_assert_nonnull (strstr (tdm_lr_find_view_get_status (view), "Suggested learning rate"));
+  /* The button hands the engine's suggestion on. */
+  g_signal_emit_by_name (view, "use-rate", suggestion);
+  g_assert_cmpfloat (taken, ==, suggestion);
+
+  /* Stopped after a few points: they stay, the test ends. */
+  tdm_lr_find_view_start (view, config);
+  g_assert_true (wait_for (has_points, view, 300));
+  tdm_lr_find_view_stop (view);
+  g_assert_true (wait_for (finished, view, 300));
+  g_assert_cmpuint (tdm_lr_find_view_get_n_points (view), >=, 3);
+  gtk_window_destroy (window);
+  drain ();
+}
+
+static gboolean
+rate_set (gpointer settings)
+{
+  return fabs (g_settings_get_double (settings, "learning-rate") - 0.00123) < 1e-12;
+}
+
+static void
+test_window_action (void)
+{
+  reset_settings ();
+  TdmWindow *window = tdm_window_new (NULL);
+  g_autoptr(GSettings) settings = g_settings_new ("io.github.tandem.Tandem");
+
+  gtk_window_present (GTK_WINDOW (window));
+  tdm_dataset_chooser_set_source (window_child (window, "dataset_chooser"), "synthetic");
+  adw_combo_row_set_selected (window_child (window, "network_dropdown"), window_custom_network ());
+  tdm_spec_entry_set_text (window_child (window, "spec_entry"), "fc16,relu,fc10");
+  g_assert_true (wait_for (can_start, window, 60));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.lr-find", NULL));
+  /* The test's window is the newest toplevel; taking a rate closes it and sets the
+   * form's setting. */
+  GListModel *toplevels = gtk_window_get_toplevels ();
+  TdmLrFindView *view = NULL;
+  for (guint i = 0; i < g_list_model_get_n_items (toplevels) && view == NULL; i++)
+    {
+      g_autoptr(GtkWindow) w = g_list_model_get_item (toplevels, i);
+      GtkWidget *child = gtk_window_get_child (w);
+      if (child != NULL && TDM_IS_LR_FIND_VIEW (child))
+        view = TDM_LR_FIND_VIEW (child);
+    }
+  g_assert_nonnull (view);
+  tdm_lr_find_view_stop (view);
+  g_assert_true (wait_for (finished, view, 300));
+  g_signal_emit_by_name (view, "use-rate", 0.00123);
+  g_assert_true (wait_for (rate_set, settings, 10));
+  gtk_window_destroy (GTK_WINDOW (window));
+  drain ();
+}
+
+int
+main (int argc, char **argv)
+{
+  gtk_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/lr-find/view", test_view);
+  g_test_add_func ("/lr-find/window-action", test_window_action);
+  return g_test_run ();
+}
