@@ -4,6 +4,7 @@
 #include "tdm-json.h"
 #include "tdm-i18n.h"
 #include "tdm-error.h"
+#include "tdm-printable.h"
 
 #include <math.h>
 #include <string.h>
@@ -119,7 +120,10 @@ tdm_json_parse(const char *text, gssize length, int code, GError **error)
   g_autoptr(JsonParser) parser = json_parser_new();
   g_autoptr(GError) local = NULL;
   if (!json_parser_load_from_data(parser, text, (gssize)len, &local)) {
-    g_set_error(error, TDM_ENGINE_ERROR, code, "%s", local->message);
+    /* json-glib quotes the offending token raw: a newline or an escape sequence in
+     * the file would reach the one-line message as it is. */
+    g_autofree char *message = tdm_printable(local->message);
+    g_set_error(error, TDM_ENGINE_ERROR, code, "%s", message);
     return NULL;
   }
   JsonNode *root = json_parser_steal_root(parser);

@@ -590,6 +590,17 @@ test_json_rejects(void)
 {
   assert_json_rejected("", "JSON object");
   assert_json_rejected("{\"dataset\": ", "not valid JSON");
+  /* The parser quotes the token it choked on; a raw newline or escape in the file
+   * must not split or colour the one-line message. */
+  {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(TdmConfig) c =
+        tdm_config_from_json("{\"schedule\":\"\n{\"type\":\"phases\"}", &error);
+    g_assert_null(c);
+    g_assert_nonnull(error);
+    g_assert_null(strchr(error->message, '\n'));
+    g_assert_null(strchr(error->message, '\x1b'));
+  }
   assert_json_rejected("[1, 2]", "JSON object");
   assert_json_rejected("42", "JSON object");
   assert_json_rejected("{}", "“dataset” is missing");

@@ -22,7 +22,8 @@ mkdir -p "$artifacts"
 # rather than what the file holds is a finding, not a slow run. -max_len: inputs up
 # to 256 KB, enough for the 100,000-deep nesting of the seeds (libFuzzer's default
 # follows the largest seed, and 4 KB never reached a stack overflow); a later
-# -max_len among the flags given wins.
-exec "$harness" -seed="${TANDEM_FUZZ_SEED:-1}" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 \
+# -max_len among the flags given wins. -error_exitcode: libFuzzer's own, 77, is what meson
+# reads as a skipped test, so a finding would pass for a skip.
+exec "$harness" -error_exitcode=1 -seed="${TANDEM_FUZZ_SEED:-1}" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 \
   -malloc_limit_mb=1024 -max_len=262144 -print_final_stats=1 -artifact_prefix="$artifacts" \
   "$@" "$work" "$corpus"
