@@ -165,8 +165,8 @@ assert_schema_default(const TdmField *field, GSettingsSchemaKey *key, const TdmC
 {
   g_autoptr(GVariant) v = g_settings_schema_key_get_default_value(key);
   g_autofree char *text = tdm_field_text(field, d);
-  g_test_message("%s: schema %s, engine %s", field->settings, g_variant_print(v, FALSE),
-                 text);
+  g_autofree char *printed = g_variant_print(v, FALSE);
+  g_test_message("%s: schema %s, engine %s", field->settings, printed, text);
   if (g_variant_is_of_type(v, G_VARIANT_TYPE_STRING))
     /* An unset string (no weights to start from) is the schema's empty one. */
     g_assert_cmpstr(g_variant_get_string(v, NULL), ==, text != NULL ? text : "");
