@@ -110,14 +110,6 @@ window_for_run(const char *spec, int batch, guint strategy)
   return window;
 }
 
-static void
-destroy_window(TdmWindow *window)
-{
-  gtk_window_destroy(GTK_WINDOW(window));
-  drain();
-  g_assert_finalize_object(window);
-}
-
 /* What the run's own events said, seen through an emission hook on TdmRun::event. */
 typedef struct {
   int phases_events;

@@ -143,9 +143,7 @@ test_number_fields(void)
                                  0.05, 1e-12);
   g_assert_true(wait_for(can_start, window, 10));
 
-  gtk_window_destroy(GTK_WINDOW(window));
-  drain();
-  g_assert_finalize_object(window);
+  destroy_window(window);
   reset_settings();
 }
 
