@@ -1,18 +1,38 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* hostile-util.h — what the tests of hostile inputs made on disk share
  * (test-hostile-files.c, test-hardening.c): folders under the run's scratch folder
- * `top`, which main makes and removes; an error checked for its code, the words it
+ * `top`, which main makes (scratch_begin) and removes (scratch_end); an error checked for its code, the words it
  * must name, one line and a bounded length; and text nested to a depth no parser
  * should follow. Header-only, included once by each test program. */
 #pragma once
 
 #include "tdm-error.h"
+#include "remove-tree.h"
 
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <string.h>
 
 static char *top;   /* this run's scratch folder (and XDG_CACHE_HOME inside it) */
+
+/* Makes top from TEMPLATE (g_dir_make_tmp's) and, before GLib reads it, points
+ * XDG_CACHE_HOME inside it: the image cache goes to this run's scratch folder. */
+static void
+scratch_begin(const char *template)
+{
+  top = g_dir_make_tmp(template, NULL);
+  g_assert_nonnull(top);
+  g_autofree char *cache = g_build_filename(top, "cache", NULL);
+  g_setenv("XDG_CACHE_HOME", cache, TRUE);
+}
+
+/* Removes top and everything under it. */
+static void
+scratch_end(void)
+{
+  test_remove_tree(top);
+  g_clear_pointer(&top, g_free);
+}
 
 /* A folder NAME under top, made if missing. */
 static char *

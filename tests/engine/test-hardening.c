@@ -23,7 +23,6 @@
 #include "tdm-trainer.h"
 #include "hostile-util.h"
 #include "image-writer.h"
-#include "remove-tree.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -606,11 +605,7 @@ int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
-  top = g_dir_make_tmp("tdm-hardening-XXXXXX", NULL);
-  g_assert_nonnull(top);
-  /* Before GLib reads it: the image cache goes to this run's scratch folder. */
-  g_autofree char *cache = g_build_filename(top, "cache", NULL);
-  g_setenv("XDG_CACHE_HOME", cache, TRUE);
+  scratch_begin("tdm-hardening-XXXXXX");
 
   g_test_add_func("/hardening/spec/nesting", test_spec_nesting);
   g_test_add_func("/hardening/spec/message-bounded", test_spec_message_bounded);
@@ -628,7 +623,6 @@ main(int argc, char **argv)
   g_test_add_func("/hardening/dataset/class-folders", test_class_folders);
   g_test_add_func("/hardening/checkpoint/save-dangling-link", test_save_dangling_link);
   int status = g_test_run();
-  test_remove_tree(top);
-  g_free(top);
+  scratch_end();
   return status;
 }

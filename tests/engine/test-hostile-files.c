@@ -20,7 +20,6 @@
 #include "tdm-trainer.h"
 #include "hostile-util.h"
 #include "image-writer.h"
-#include "remove-tree.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -809,10 +808,7 @@ int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
-  top = g_dir_make_tmp("tdm-hostile-files-XXXXXX", NULL);
-  g_assert_nonnull(top);
-  g_autofree char *cache = g_build_filename(top, "cache", NULL);
-  g_setenv("XDG_CACHE_HOME", cache, TRUE);
+  scratch_begin("tdm-hostile-files-XXXXXX");
 
   g_test_add_func("/hostile-files/reader/refuses", test_reader_refuses);
   g_test_add_func("/hostile-files/reader/lines", test_reader_lines);
@@ -832,7 +828,6 @@ main(int argc, char **argv)
   g_test_add_func("/hostile-files/dataset/layouts", test_image_folder_layouts);
   g_test_add_func("/hostile-files/printable", test_printable);
   int status = g_test_run();
-  test_remove_tree(top);
-  g_free(top);
+  scratch_end();
   return status;
 }
