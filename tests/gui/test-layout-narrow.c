@@ -119,10 +119,7 @@ main(int argc, char **argv)
   g_unsetenv("LANGUAGE");
   g_setenv("XDG_DATA_HOME", data_home, TRUE);
   setlocale(LC_ALL, "");
-  gtk_test_init(&argc, &argv, NULL);
-  adw_init();
-  tdm_application_init_i18n();
-  tdm_application_init_uninstalled();
+  window_test_init(&argc, &argv);
   /* As AdwApplication loads it for the application. */
   {
     g_autoptr(GtkCssProvider) css = gtk_css_provider_new();

@@ -453,10 +453,7 @@ main(int argc, char **argv)
   g_unsetenv("LANGUAGE");
   tmp_dir = g_dir_make_tmp("tandem-finetune-XXXXXX", NULL);
   g_setenv("XDG_DATA_HOME", tmp_dir, TRUE);
-  gtk_test_init(&argc, &argv, NULL);
-  adw_init();
-  tdm_application_init_i18n();
-  tdm_application_init_uninstalled();
+  window_test_init(&argc, &argv);
 
   /* Weights of SPEC trained two steps on the synthetic set. */
   {

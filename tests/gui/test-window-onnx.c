@@ -175,10 +175,7 @@ main(int argc, char **argv)
   /* Our own data folder: no last run of another test's. */
   tmp_dir = g_dir_make_tmp("tandem-onnx-XXXXXX", NULL);
   g_setenv("XDG_DATA_HOME", tmp_dir, TRUE);
-  gtk_test_init(&argc, &argv, NULL);
-  adw_init();
-  tdm_application_init_i18n();
-  tdm_application_init_uninstalled();
+  window_test_init(&argc, &argv);
 
   g_test_add_func("/window-onnx/offered", test_offered);
   g_test_add_func("/window-onnx/nothing-yet", test_nothing_yet);

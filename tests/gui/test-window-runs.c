@@ -284,10 +284,7 @@ main(int argc, char **argv)
   g_unsetenv("LANGUAGE");
   tmp_dir = g_dir_make_tmp("tandem-runs-XXXXXX", NULL);
   g_setenv("XDG_DATA_HOME", tmp_dir, TRUE);
-  gtk_test_init(&argc, &argv, NULL);
-  adw_init();
-  tdm_application_init_i18n();
-  tdm_application_init_uninstalled();
+  window_test_init(&argc, &argv);
 
   g_test_add_func("/window-runs/each-run-kept", test_each_run_kept);
   g_test_add_func("/window-runs/resume-bit-exact", test_resume_bit_exact);

@@ -855,13 +855,7 @@ main(int argc, char **argv)
    * test sets its own. */
   g_setenv("LC_ALL", "C.UTF-8", TRUE);
   g_unsetenv("LANGUAGE");
-  gtk_test_init(&argc, &argv, NULL);
-  adw_init();
-  /* After GTK's own start-up: GLib decides once, at the first translated string,
-   * whether to translate at all, and must not decide it for the "tandem" domain in
-   * the C locale. */
-  tdm_application_init_i18n();
-  tdm_application_init_uninstalled();
+  window_test_init(&argc, &argv);
 
   g_test_add_func("/window/builds", test_window_builds);
   g_test_add_func("/window/devices", test_window_devices);

@@ -3,6 +3,7 @@
 #include "window-test-util.h"
 #include "tdm-network-catalogue.h"
 
+#include "tdm-application.h"
 #include "tdm-build-config.h"
 #include "tdm-run-form.h"
 #include "tdm-dataset-chooser.h"
@@ -12,6 +13,18 @@
 #include "remove-tree.h"
 
 #include <glib/gstdio.h>
+
+void
+window_test_init(int *argc, char ***argv)
+{
+  gtk_test_init(argc, argv, NULL);
+  adw_init();
+  /* After GTK's own start-up: GLib decides once, at the first translated string,
+   * whether to translate at all, and must not decide it for the "tandem" domain in
+   * the C locale. */
+  tdm_application_init_i18n();
+  tdm_application_init_uninstalled();
+}
 
 static gboolean
 tick(gpointer data)

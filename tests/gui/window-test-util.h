@@ -9,6 +9,11 @@
 
 G_BEGIN_DECLS
 
+/* GTK and libadwaita started for a test, then the application's translations and its
+ * uninstalled resources. The caller sets its environment (LC_ALL, XDG_DATA_HOME…)
+ * before. */
+void     window_test_init (int *argc, char ***argv);
+
 /* Turns the main loop until cond(data) holds; `seconds` only bounds a hung run (no
  * assertion depends on how long it takes). Returns whether cond held. */
 gboolean wait_for       (gboolean (*cond) (gpointer), gpointer data, double seconds);
