@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* hostile-util.h — what the tests of hostile inputs made on disk share
- * (test-hostile-files.c, test-hardening.c): folders under the run's scratch folder
- * `top`, which main makes (scratch_begin) and removes (scratch_end); an error checked for its code, the words it
- * must name, one line and a bounded length; and text nested to a depth no parser
- * should follow. Header-only, included once by each test program. */
+ * (test-hostile-files.c, test-hardening.c): the run's scratch folder `top`, which
+ * main makes (scratch_begin) and removes (scratch_end), and folders under it; an
+ * error checked for its code, the words it must name, one line and a bounded length;
+ * and text nested to a depth no parser should follow. Header-only, included once by
+ * each test program. */
 #pragma once
 
 #include "tdm-error.h"

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* window-test-util.h — what the window's GUI tests share: turning the main loop until
- * something holds, finding a part of the window by its template id, and starting
- * every test from the default settings. Not for widget tests that build no window. */
+/* window-test-util.h — what the window's GUI tests share: starting GTK and the
+ * application's translations, turning the main loop until something holds, a window
+ * made and destroyed, finding a part of the window by its template id, the run form
+ * set for a small run, and starting every test from the default settings. Not for
+ * widget tests that build no window. */
 #pragma once
 
 #include "tdm-window.h"
