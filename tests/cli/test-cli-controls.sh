@@ -13,32 +13,9 @@ set -u
 train=${1:?usage: test-cli-controls.sh TANDEM-TRAIN IMAGE-HELPER COMPLETION}
 helper=${2:?usage: test-cli-controls.sh TANDEM-TRAIN IMAGE-HELPER COMPLETION}
 completion=${3:?usage: test-cli-controls.sh TANDEM-TRAIN IMAGE-HELPER COMPLETION}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/tdm-cli-controls-XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-export XDG_CACHE_HOME="$tmp/cache"
+. "$(dirname "$0")/cli-common.sh"
+cli_scratch cli-controls
 unset OMPI_COMM_WORLD_SIZE PMI_SIZE PMIX_SIZE MV2_COMM_WORLD_SIZE
-
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() {
-  n=$((n + 1)); echo "not ok $n - $1"
-  shift
-  for line in "$@"; do echo "# $line"; done
-}
-skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
-# expect_bad NAME PATTERN ARGS…: exit 2 and one stderr line matching PATTERN.
-expect_bad() {
-  local name=$1 pattern=$2
-  shift 2
-  "$train" "$@" >"$tmp/out" 2>"$tmp/err"
-  local status=$? lines
-  lines=$(wc -l <"$tmp/err")
-  if [ $status -eq 2 ] && [ "$lines" -eq 1 ] && grep -q -- "$pattern" "$tmp/err"; then
-    ok "$name"
-  else
-    not_ok "$name" "status $status, $lines lines:" "$(cat "$tmp/err")"
-  fi
-}
 
 echo "1..25"
 small=(--dataset synthetic --network fc16,relu,fc10 --batch 500 --seed 3)

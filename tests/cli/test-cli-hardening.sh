@@ -12,35 +12,9 @@
 set -u
 train=${1:?usage: test-cli-hardening.sh TANDEM-TRAIN IMAGE-HELPER}
 helper=${2:?usage: test-cli-hardening.sh TANDEM-TRAIN IMAGE-HELPER}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/tdm-cli-hardening-XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-export XDG_CACHE_HOME="$tmp/cache"
+. "$(dirname "$0")/cli-common.sh"
+cli_scratch cli-hardening
 export XDG_DATA_HOME="$tmp/data"
-
-n=0
-failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() {
-  n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"
-  shift
-  for line in "$@"; do echo "# $line"; done
-}
-# expect STATUS NAME PATTERN ARGS…: that exit status and exactly one stderr line, of
-# at most 1,000 bytes, matching PATTERN.
-expect() {
-  local want=$1 name=$2 pattern=$3
-  shift 3
-  "$train" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
-  local status=$? lines bytes
-  lines=$(wc -l <"$tmp/err")
-  bytes=$(wc -c <"$tmp/err")
-  if [ $status -eq "$want" ] && [ "$lines" -eq 1 ] && [ "$bytes" -le 1000 ] &&
-     grep -q -- "$pattern" "$tmp/err"; then
-    ok "$name"
-  else
-    not_ok "$name" "status $status, $lines lines, $bytes bytes:" "$(head -c 600 "$tmp/err")"
-  fi
-}
 # full NAME ARGS…: stdout to /dev/full gives exit 1 and a message saying so.
 full() {
   local name=$1

@@ -7,31 +7,8 @@
 set -u
 train=${1:?usage: test-cli-images.sh TANDEM-TRAIN IMAGE-HELPER}
 helper=${2:?usage: test-cli-images.sh TANDEM-TRAIN IMAGE-HELPER}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/tdm-cli-images-XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-export XDG_CACHE_HOME="$tmp/cache"
-
-n=0
-failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() {
-  n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"
-  shift
-  for line in "$@"; do echo "# $line"; done
-}
-# expect_bad NAME PATTERN ARGS…: exit 2 and exactly one stderr line matching PATTERN.
-expect_bad() {
-  local name=$1 pattern=$2
-  shift 2
-  "$train" "$@" >"$tmp/out" 2>"$tmp/err"
-  local status=$? lines
-  lines=$(wc -l <"$tmp/err")
-  if [ $status -eq 2 ] && [ "$lines" -eq 1 ] && grep -q -- "$pattern" "$tmp/err"; then
-    ok "$name"
-  else
-    not_ok "$name" "status $status, $lines lines:" "$(cat "$tmp/err")"
-  fi
-}
+. "$(dirname "$0")/cli-common.sh"
+cli_scratch cli-images
 
 echo "1..11"
 "$helper" "$tmp" || { echo "Bail out! image-helper failed"; exit 1; }

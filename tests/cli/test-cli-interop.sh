@@ -17,23 +17,12 @@ train=${1:?usage: test-cli-interop.sh TANDEM-TRAIN IMAGE-HELPER ONNX-ENABLED}
 helper=${2:?}
 onnx=${3:-0}
 here=$(cd "$(dirname "$0")" && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/tdm-cli-interop-XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-export XDG_CACHE_HOME="$tmp/cache"
+. "$(dirname "$0")/cli-common.sh"
+cli_scratch cli-interop
 export TORCH_HOME="$tmp/torch-home"
-
-n=0
-failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() {
-  n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"
-  shift
-  for line in "$@"; do sed 's/^/# /' <<<"$line"; done
-}
-skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
-# expect_bad NAME ARGS… (with PATTERNS in $patterns): exit 2, one stderr line holding
+# expect_bad_all NAME ARGS… (with PATTERNS in $patterns): exit 2, one stderr line holding
 # every pattern.
-expect_bad() {
+expect_bad_all() {
   local name=$1
   shift
   "$@" >"$tmp/out" 2>"$tmp/err"
@@ -88,7 +77,7 @@ expect_ok "a project moved with its checkpoint finds the dataset beside it" \
 mkdir "$tmp/hidden"
 mv "$tmp/moved/good" "$tmp/hidden/good"
 patterns=("--resume $tmp/moved/run.st" "$tmp/project/good" "$tmp/moved/good" "--dataset FOLDER")
-expect_bad "a dataset found nowhere: the places tried and --dataset" \
+expect_bad_all "a dataset found nowhere: the places tried and --dataset" \
   "$train" --resume "$tmp/moved/run.st" --epochs 3
 expect_ok "--dataset gives the moved dataset's folder" \
   "$train" --resume "$tmp/moved/run.st" --dataset "$tmp/hidden/good" --epochs 3 --quiet \
@@ -107,10 +96,10 @@ expect_ok "resumes after the --init file moved" \
 
 patterns=("resnet18-f37072fd.pth" "$TORCH_HOME/hub/checkpoints" "download.pytorch.org"
           "--init FILE.pth")
-expect_bad "--init torchvision without its file: which file, and where" \
+expect_bad_all "--init torchvision without its file: which file, and where" \
   "$train" --network resnet18 --init torchvision --classify "$tmp/moved/good/ant/000.png"
 patterns=("resnet18, resnet34 and resnet50" "“cnn”")
-expect_bad "--init torchvision for another network" \
+expect_bad_all "--init torchvision for another network" \
   "$train" --network cnn --image-size 28 --color grey --init torchvision \
   --classify "$tmp/moved/good/ant/000.png"
 
@@ -189,7 +178,7 @@ else
   not_ok "--init of a .pth file torch.save wrote loads every tensor" "$(cat "$tmp/out")"
 fi
 patterns=("module.pth" "torch.nn.modules.container.Sequential" "model.state_dict()")
-expect_bad "a whole pickled module: refused in one line, naming its class" \
+expect_bad_all "a whole pickled module: refused in one line, naming its class" \
   "$train" --dataset moved/good "${common[@]}" --max-steps 1 --init module.pth
 "$train" --network resnet18 --init torchvision --classify moved/good/ant/000.png --top 2 \
   >"$tmp/out" 2>"$tmp/err"

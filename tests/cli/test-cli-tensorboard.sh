@@ -11,19 +11,8 @@ set -u
 train=${1:?usage: test-cli-tensorboard.sh TANDEM-TRAIN IMAGE-HELPER TENSORBOARD-CHECK}
 helper=${2:?}
 check=${3:?}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/tdm-cli-tensorboard-XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-export XDG_CACHE_HOME="$tmp/cache"
-
-n=0
-failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() {
-  n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"
-  shift
-  for line in "$@"; do sed 's/^/# /' <<<"$line"; done
-}
-skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
+. "$(dirname "$0")/cli-common.sh"
+cli_scratch cli-tensorboard
 
 echo "1..7"
 "$helper" "$tmp" || { echo "Bail out! image-helper failed"; exit 1; }

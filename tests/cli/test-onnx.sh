@@ -13,31 +13,8 @@ train=${1:?usage: test-onnx.sh TANDEM-TRAIN ONNX-HELPER ONNX-CHECK ENABLED}
 helper=${2:?}
 check=${3:?}
 enabled=${4:?}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/tdm-onnx-XXXXXX")
-trap 'chmod -R u+w "$tmp"; rm -rf "$tmp"' EXIT
-export XDG_CACHE_HOME="$tmp/cache"
-
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() {
-  n=$((n + 1)); echo "not ok $n - $1"
-  shift
-  for line in "$@"; do sed 's/^/# /' <<<"$line"; done
-}
-skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
-# expect_bad NAME PATTERN ARGS…: exit 2 and exactly one stderr line holding PATTERN.
-expect_bad() {
-  local name=$1 pattern=$2
-  shift 2
-  "$train" "$@" >"$tmp/out" 2>"$tmp/err"
-  local status=$? lines
-  lines=$(wc -l <"$tmp/err")
-  if [ $status -eq 2 ] && [ "$lines" -eq 1 ] && grep -qF -- "$pattern" "$tmp/err"; then
-    ok "$name"
-  else
-    not_ok "$name" "status $status, $lines lines:" "$(cat "$tmp/err")"
-  fi
-}
+. "$(dirname "$0")/cli-common.sh"
+cli_scratch onnx
 
 # name, dataset, network: the presets on 28 × 28 grey, and on 12 × 12 RGB specs that
 # cover conv with stride, padding and without bias, max, average and global pools,
@@ -64,22 +41,22 @@ echo "1..$total"
 
 # --- bad input --------------------------------------------------------------------
 
-expect_bad "--export-onnx needs --resume" "--export-onnx: needs --resume" \
+expect_bad_text "--export-onnx needs --resume" "--export-onnx: needs --resume" \
   --export-onnx "$tmp/x.onnx"
 if [ "$enabled" != 1 ]; then
-  expect_bad "a build without protobuf-c says so" "built without ONNX export" \
+  expect_bad_text "a build without protobuf-c says so" "built without ONNX export" \
     --resume "$tmp/small.st" --export-onnx "$tmp/x.onnx"
   for i in $(seq $((n + 1)) "$total"); do
     skip "export" "this build has no ONNX export (protobuf-c missing)"
   done
   exit 0
 fi
-expect_bad "a folder that does not exist" \
+expect_bad_text "a folder that does not exist" \
   "--export-onnx: $tmp/nowhere/m.onnx: cannot write there: the folder $tmp/nowhere does not exist" \
   --resume "$tmp/small.st" --export-onnx "$tmp/nowhere/m.onnx"
-expect_bad "a folder as the file" "--export-onnx: $tmp: is a folder" \
+expect_bad_text "a folder as the file" "--export-onnx: $tmp: is a folder" \
   --resume "$tmp/small.st" --export-onnx "$tmp"
-expect_bad "the checkpoint itself" "is the checkpoint being exported" \
+expect_bad_text "the checkpoint itself" "is the checkpoint being exported" \
   --resume "$tmp/small.st" --export-onnx "$tmp/small.st"
 
 # A checkpoint that does not load: blamed on --resume, and a model already at the
@@ -97,7 +74,7 @@ else
 fi
 if [ "$(id -u)" -ne 0 ]; then
   mkdir "$tmp/locked" && chmod 555 "$tmp/locked"
-  expect_bad "a folder that cannot be written" "cannot write in the folder $tmp/locked" \
+  expect_bad_text "a folder that cannot be written" "cannot write in the folder $tmp/locked" \
     --resume "$tmp/small.st" --export-onnx "$tmp/locked/m.onnx"
 else
   skip "a folder that cannot be written" "running as root, who writes anywhere"

@@ -12,6 +12,7 @@
 #include "tdm-error.h"
 #include "tdm-network.h"
 #include "tdm-trainer.h"
+#include "relative-difference.h"
 
 #include <glib/gstdio.h>
 #include <math.h>
@@ -76,17 +77,6 @@ train(TdmConfig *cfg, int replica)
   g_assert_nonnull(s);
   r.state = g_memdup2(s, r.n_state * sizeof(float));
   return r;
-}
-
-static double
-relative_difference(const float *a, const float *b, size_t n)
-{
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < n; i++) {
-    diff += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-    norm += (double)b[i] * b[i];
-  }
-  return sqrt(diff / norm);
 }
 
 /* Synchronized BN: after 20 steps, 1 to 4 workers equal one worker, both strategies,

@@ -21,6 +21,7 @@
 #include "tdm-memory.h"
 #include "tdm-network.h"
 #include "tdm-trainer.h"
+#include "hostile-util.h"
 #include "image-writer.h"
 
 #include <errno.h>
@@ -33,41 +34,6 @@
 #include <time.h>
 #include <unistd.h>
 #include <utime.h>
-
-static char *top;   /* this run's scratch folder (and XDG_CACHE_HOME inside it) */
-
-static char *
-scratch(const char *name)
-{
-  char *dir = g_build_filename(top, name, NULL);
-  g_assert_cmpint(g_mkdir_with_parents(dir, 0755), ==, 0);
-  return dir;
-}
-
-static void
-assert_error(const GError *error, int code, const char *needle1, const char *needle2)
-{
-  g_assert_nonnull(error);
-  g_assert_true(error->domain == TDM_ENGINE_ERROR);
-  if (error->code != code || strstr(error->message, needle1) == NULL ||
-      (needle2 != NULL && strstr(error->message, needle2) == NULL))
-    g_error("error %d “%s” is not %d naming “%s” and “%s”", error->code, error->message,
-            code, needle1, needle2 ? needle2 : "");
-  g_assert_null(strchr(error->message, '\n'));
-  g_assert_cmpuint(strlen(error->message), <, 1000);
-}
-
-static char *
-nested(const char *open, const char *inner, const char *close, int depth)
-{
-  GString *s = g_string_new(NULL);
-  for (int i = 0; i < depth; i++)
-    g_string_append(s, open);
-  g_string_append(s, inner);
-  for (int i = 0; i < depth; i++)
-    g_string_append(s, close);
-  return g_string_free(s, FALSE);
-}
 
 /* Three classes of 8 × 8 grey PNGs, each class its own brightness with noise. */
 static char *
@@ -635,34 +601,11 @@ test_save_dangling_link(void)
   g_assert_true(S_ISLNK(st.st_mode));
 }
 
-static void
-rm_rf(const char *path)
-{
-  struct stat st;
-  if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-    GDir *dir = g_dir_open(path, 0, NULL);
-    const char *name;
-    while (dir != NULL && (name = g_dir_read_name(dir)) != NULL) {
-      g_autofree char *child = g_build_filename(path, name, NULL);
-      rm_rf(child);
-    }
-    if (dir != NULL)
-      g_dir_close(dir);
-    g_rmdir(path);
-  } else {
-    g_unlink(path);
-  }
-}
-
 int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
-  top = g_dir_make_tmp("tdm-hardening-XXXXXX", NULL);
-  g_assert_nonnull(top);
-  /* Before GLib reads it: the image cache goes to this run's scratch folder. */
-  g_autofree char *cache = g_build_filename(top, "cache", NULL);
-  g_setenv("XDG_CACHE_HOME", cache, TRUE);
+  scratch_begin("tdm-hardening-XXXXXX");
 
   g_test_add_func("/hardening/spec/nesting", test_spec_nesting);
   g_test_add_func("/hardening/spec/message-bounded", test_spec_message_bounded);
@@ -680,7 +623,6 @@ main(int argc, char **argv)
   g_test_add_func("/hardening/dataset/class-folders", test_class_folders);
   g_test_add_func("/hardening/checkpoint/save-dangling-link", test_save_dangling_link);
   int status = g_test_run();
-  rm_rf(top);
-  g_free(top);
+  scratch_end();
   return status;
 }

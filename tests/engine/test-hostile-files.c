@@ -18,6 +18,7 @@
 #include "tdm-network.h"
 #include "tdm-printable.h"
 #include "tdm-trainer.h"
+#include "hostile-util.h"
 #include "image-writer.h"
 
 #include <errno.h>
@@ -28,41 +29,6 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static char *top;   /* this run's scratch folder */
-
-static char *
-scratch(const char *name)
-{
-  char *dir = g_build_filename(top, name, NULL);
-  g_assert_cmpint(g_mkdir_with_parents(dir, 0755), ==, 0);
-  return dir;
-}
-
-static void
-assert_error(const GError *error, int code, const char *needle1, const char *needle2)
-{
-  g_assert_nonnull(error);
-  g_assert_true(error->domain == TDM_ENGINE_ERROR);
-  if (error->code != code || strstr(error->message, needle1) == NULL ||
-      (needle2 != NULL && strstr(error->message, needle2) == NULL))
-    g_error("error %d “%s” is not %d naming “%s” and “%s”", error->code, error->message,
-            code, needle1, needle2 ? needle2 : "");
-  g_assert_null(strchr(error->message, '\n'));
-  g_assert_cmpuint(strlen(error->message), <, 1000);
-}
-
-static char *
-nested(const char *open, const char *inner, const char *close, int depth)
-{
-  GString *s = g_string_new(NULL);
-  for (int i = 0; i < depth; i++)
-    g_string_append(s, open);
-  g_string_append(s, inner);
-  for (int i = 0; i < depth; i++)
-    g_string_append(s, close);
-  return g_string_free(s, FALSE);
-}
 
 static void
 write_text(const char *path, const char *text)
@@ -838,32 +804,11 @@ test_printable(void)
   g_assert_cmpstr(c, ==, "bad\\xff\\xfe");
 }
 
-static void
-rm_rf(const char *path)
-{
-  if (g_file_test(path, G_FILE_TEST_IS_DIR) && !g_file_test(path, G_FILE_TEST_IS_SYMLINK)) {
-    GDir *dir = g_dir_open(path, 0, NULL);
-    const char *name;
-    while (dir != NULL && (name = g_dir_read_name(dir)) != NULL) {
-      g_autofree char *child = g_build_filename(path, name, NULL);
-      rm_rf(child);
-    }
-    if (dir != NULL)
-      g_dir_close(dir);
-    g_rmdir(path);
-  } else {
-    g_unlink(path);
-  }
-}
-
 int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
-  top = g_dir_make_tmp("tdm-hostile-files-XXXXXX", NULL);
-  g_assert_nonnull(top);
-  g_autofree char *cache = g_build_filename(top, "cache", NULL);
-  g_setenv("XDG_CACHE_HOME", cache, TRUE);
+  scratch_begin("tdm-hostile-files-XXXXXX");
 
   g_test_add_func("/hostile-files/reader/refuses", test_reader_refuses);
   g_test_add_func("/hostile-files/reader/lines", test_reader_lines);
@@ -883,7 +828,6 @@ main(int argc, char **argv)
   g_test_add_func("/hostile-files/dataset/layouts", test_image_folder_layouts);
   g_test_add_func("/hostile-files/printable", test_printable);
   int status = g_test_run();
-  rm_rf(top);
-  g_free(top);
+  scratch_end();
   return status;
 }

@@ -12,6 +12,7 @@
 #include "tdm-dataset.h"
 #include "tdm-error.h"
 #include "tdm-trainer.h"
+#include "remove-tree.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,25 +24,6 @@
 #include <zlib.h>
 
 /* ---- helpers ---------------------------------------------------------------- */
-
-static void
-rm_rf(const char *path)
-{
-  struct stat st;
-  if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-    GDir *dir = g_dir_open(path, 0, NULL);
-    const char *name;
-    while (dir != NULL && (name = g_dir_read_name(dir)) != NULL) {
-      g_autofree char *child = g_build_filename(path, name, NULL);
-      rm_rf(child);
-    }
-    if (dir != NULL)
-      g_dir_close(dir);
-    g_rmdir(path);
-  } else {
-    g_unlink(path);
-  }
-}
 
 static char *
 make_tmp(const char *name)
@@ -57,7 +39,7 @@ static void
 rm_tmp(const char *dir)
 {
   g_autofree char *top = g_path_get_dirname(dir);
-  rm_rf(top);
+  test_remove_tree(top);
 }
 
 static void

@@ -8,6 +8,7 @@
  * ends with bit-identical parameters.
  */
 #include "image-writer.h"
+#include "remove-tree.h"
 #include "tdm-classifier.h"
 #include "tdm-dataset-folder.h"
 #include "tdm-dataset.h"
@@ -30,28 +31,6 @@ make_tmp(void)
   char *dir = g_dir_make_tmp("tdm-images-XXXXXX", &error);
   g_assert_no_error(error);
   return dir;
-}
-
-static void
-remove_tree(const char *path)
-{
-  GStatBuf st;
-  if (g_lstat(path, &st) != 0)
-    return;
-  if (S_ISDIR(st.st_mode)) {
-    chmod(path, 0700);
-    GDir *d = g_dir_open(path, 0, NULL);
-    const char *name;
-    while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
-      g_autofree char *child = g_build_filename(path, name, NULL);
-      remove_tree(child);
-    }
-    if (d != NULL)
-      g_dir_close(d);
-    g_rmdir(path);
-  } else {
-    g_unlink(path);
-  }
 }
 
 static void
@@ -215,7 +194,7 @@ test_equals_idx(void)
   g_autofree float *p_png = train_one_epoch(png, NULL, &n_png, NULL);
   g_assert_cmpuint(n_idx, ==, n_png);
   g_assert_true(memcmp(p_idx, p_png, n_idx * sizeof(float)) == 0);
-  remove_tree(root);
+  test_remove_tree(root);
 }
 
 /* Three classes of flat images, `per_class` each, shades that differ by class. */
@@ -313,7 +292,7 @@ test_bad_files(void)
     g_assert_false(tdm_image_load(locked, 2, 1, out, &e3));
     g_assert_nonnull(strstr(e3->message, "Permission denied"));
   }
-  remove_tree(root);
+  test_remove_tree(root);
 }
 
 static void
@@ -344,7 +323,7 @@ test_too_few_classes(void)
   g_assert_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET);
   g_assert_nonnull(strstr(error->message, "at least two classes with images that can be read; 1 has"));
   g_assert_nonnull(strstr(error->message, "3 of 7 files could not be read"));
-  remove_tree(root);
+  test_remove_tree(root);
 }
 
 typedef struct {
@@ -444,7 +423,7 @@ test_cache(void)
       tdm_dataset_load_image_folder(root, &options, on_progress, &fifth, NULL, &error);
   g_assert_no_error(error);
   g_assert_cmpint(fifth.last_total, ==, 1);
-  remove_tree(root);
+  test_remove_tree(root);
 }
 
 /* Loads through the cache; *hit says whether the set was read back whole. */
@@ -614,7 +593,7 @@ test_cache_invalidation(void)
   g_autoptr(TdmDatasetPair) with_empty = assert_invalidated(root, &options, "empty class added");
   g_assert_true(same_sets(with_empty, relabelled));
   g_assert_nonnull(strstr(with_empty->notice, "“dog” holds no files"));
-  remove_tree(root);
+  test_remove_tree(root);
 }
 
 static void
@@ -688,7 +667,7 @@ test_split_and_defaults(void)
   g_assert_no_error(error);
   g_assert_cmpint(g->train->height, ==, 8);
   g_assert_cmpint(g->train->channels, ==, 1);
-  remove_tree(root);
+  test_remove_tree(root);
 }
 
 /* Files above the size read whole (256 KiB) are streamed instead: the same pixels
@@ -731,7 +710,7 @@ test_large_files(void)
     g_assert_false(tdm_image_load(cut, 12, 3, got, &e));
     g_assert_cmpstr(e->message, ==, "truncated");
   }
-  remove_tree(root);
+  test_remove_tree(root);
 }
 
 static void
@@ -824,7 +803,7 @@ test_classify(void)
   g_assert_false(tdm_classifier_run_file(cl, "/nonexistent.png", probs, &missing));
   g_assert_error(missing, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET);
   g_assert_true(g_str_has_prefix(missing->message, "/nonexistent.png: cannot open"));
-  remove_tree(root);
+  test_remove_tree(root);
 }
 
 int
@@ -845,6 +824,6 @@ main(int argc, char **argv)
   g_test_add_func("/image-folder/split-and-defaults", test_split_and_defaults);
   g_test_add_func("/image-folder/classify", test_classify);
   int status = g_test_run();
-  remove_tree(cache);
+  test_remove_tree(cache);
   return status;
 }

@@ -6,6 +6,7 @@
 #include "tdm-trainer.h"
 #include "tdm-error.h"
 #include "tdm-network.h"
+#include "relative-difference.h"
 
 #include <math.h>
 
@@ -42,17 +43,6 @@ train(const char *devices, int batch, TdmStrategy strategy, int main_replica,
   const float *params = tdm_trainer_get_parameters(trainer, count);
   g_assert_nonnull(params);
   return g_memdup2(params, *count * sizeof(float));
-}
-
-static double
-relative_difference(const float *a, const float *b, size_t n)
-{
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < n; i++) {
-    diff += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-    norm += (double)b[i] * b[i];
-  }
-  return sqrt(diff / norm);
 }
 
 typedef struct {

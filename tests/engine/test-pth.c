@@ -14,6 +14,7 @@
 #include "tdm-checkpoint.h"
 #include "tdm-error.h"
 #include "tdm-pickle.h"
+#include "checkpoint-compare.h"
 #include "remove-tree.h"
 
 #include <glib/gstdio.h>
@@ -69,32 +70,6 @@ load_ok(const char *path)
   return ckpt;
 }
 
-static gint64
-elements(const TdmTensor *t)
-{
-  gint64 n = 1;
-  for (int d = 0; d < t->rank; d++)
-    n *= t->shape[d];
-  return n;
-}
-
-/* Every tensor of want is in got, in the same order, with the same shape and bits. */
-static void
-assert_same_tensors(TdmCheckpoint *got, TdmCheckpoint *want)
-{
-  g_assert_cmpint(tdm_checkpoint_count(got), ==, tdm_checkpoint_count(want));
-  for (int i = 0; i < tdm_checkpoint_count(want); i++) {
-    const TdmTensor *w = tdm_checkpoint_nth(want, i), *g = tdm_checkpoint_nth(got, i);
-    g_assert_cmpstr(g->name, ==, w->name);
-    g_assert_cmpint(g->rank, ==, w->rank);
-    for (int d = 0; d < w->rank; d++)
-      g_assert_cmpint(g->shape[d], ==, w->shape[d]);
-    gint64 n = elements(w);
-    if (n > 0 && memcmp(g->data, w->data, (size_t)n * sizeof(float)) != 0)
-      g_error("tensor %s differs from torch's .float()", w->name);
-  }
-}
-
 static void
 test_torch_files(void)
 {
@@ -118,7 +93,7 @@ test_torch_files(void)
   g_assert_true(isinf(edges[3]) && edges[3] > 0 && isinf(edges[4]) && edges[4] < 0);
   g_assert_true(edges[5] == 0 && signbit(edges[5]));
   g_assert_cmpfloat(tdm_checkpoint_get(got, "long.counts")->data[3], ==, 1099511627776.0);
-  g_assert_cmpint(elements(tdm_checkpoint_get(got, "empty.weight")), ==, 0);
+  g_assert_cmpint(tensor_elements(tdm_checkpoint_get(got, "empty.weight")), ==, 0);
 }
 
 static void

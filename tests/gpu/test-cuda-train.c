@@ -14,6 +14,7 @@
 #include "tdm-network-catalogue.h"
 #include "tdm-replica.h"
 #include "tdm-trainer.h"
+#include "relative-difference.h"
 
 #include <math.h>
 #include <string.h>
@@ -89,17 +90,6 @@ train(const char *devices, const char *network, TdmStrategy strategy, long steps
   g_assert_no_error(error);
   const float *params = tdm_trainer_get_parameters(trainer, count);
   return g_memdup2(params, *count * sizeof(float));
-}
-
-static double
-relative_difference(const float *a, const float *b, size_t n)
-{
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < n; i++) {
-    diff += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-    norm += (double)b[i] * b[i];
-  }
-  return sqrt(diff / norm);
 }
 
 static void

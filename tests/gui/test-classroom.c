@@ -110,14 +110,6 @@ window_for_run(const char *spec, int batch, guint strategy)
   return window;
 }
 
-static void
-destroy_window(TdmWindow *window)
-{
-  gtk_window_destroy(GTK_WINDOW(window));
-  drain();
-  g_assert_finalize_object(window);
-}
-
 /* What the run's own events said, seen through an emission hook on TdmRun::event. */
 typedef struct {
   int phases_events;
@@ -877,10 +869,7 @@ main(int argc, char *argv[])
   /* The checks read English text, whatever language the caller speaks. */
   g_setenv("LC_ALL", "C.UTF-8", TRUE);
   g_unsetenv("LANGUAGE");
-  gtk_test_init(&argc, &argv, NULL);
-  adw_init();
-  tdm_application_init_i18n();
-  tdm_application_init_uninstalled();
+  window_test_init(&argc, &argv);
 
   g_test_add_func("/classroom/devices/main", test_devices_main);
   g_test_add_func("/classroom/devices/allreduce", test_devices_allreduce);

@@ -48,12 +48,6 @@ write_runs(const char *dir)
   }
 }
 
-static gboolean
-not_loading(gpointer store)
-{
-  return !tdm_history_store_get_loading(store);
-}
-
 static void
 test_hostile_folder(void)
 {

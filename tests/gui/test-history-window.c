@@ -46,36 +46,16 @@ not_comparing(gpointer data)
 static TdmWindow *
 window_for_run(int epochs)
 {
-  g_autoptr(GArray) real = tdm_device_list();
-  g_autoptr(GArray) devices = g_array_new(FALSE, TRUE, sizeof(TdmDeviceInfo));
+  g_autoptr(GArray) devices = cpu_devices();
   TdmWindow *window;
-
-  for (guint i = 0; i < real->len; i++)
-    if (g_array_index(real, TdmDeviceInfo, i).kind == TDM_BACKEND_CPU)
-      g_array_append_val(devices, g_array_index(real, TdmDeviceInfo, i));
 
   reset_settings();
   window = g_object_ref(tdm_window_new(NULL));
   gtk_window_present(GTK_WINDOW(window));
   tdm_window_set_devices(window, devices);
-  tdm_device_row_set_active(cpu_row(window), TRUE);
-  tdm_device_row_set_workers(cpu_row(window), 2);
-  tdm_dataset_chooser_set_source(window_child(window, "dataset_chooser"), "synthetic");
-  adw_combo_row_set_selected(window_child(window, "network_dropdown"), window_custom_network());
-  tdm_spec_entry_set_text(window_child(window, "spec_entry"), "fc16,relu,fc10");
-  gtk_spin_button_set_value(window_child(window, "batch_spin"), 200);
-  gtk_spin_button_set_value(window_child(window, "epochs_spin"), epochs);
-  g_assert_true(wait_for(can_start, window, 60));
+  choose_small_run(window, 2, "synthetic", 200, epochs);
   g_assert_true(wait_for(not_loading, tdm_window_get_history(window), 30));
   return window;
-}
-
-static void
-destroy_window(TdmWindow *window)
-{
-  gtk_window_destroy(GTK_WINDOW(window));
-  drain();
-  g_assert_finalize_object(window);
 }
 
 static TdmChart *

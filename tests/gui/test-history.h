@@ -36,12 +36,6 @@ item_at(TdmHistoryStore *store, guint i)
   return item;
 }
 
-static inline gboolean
-not_loading(gpointer store)
-{
-  return !tdm_history_store_get_loading(store);
-}
-
 /* Registers the tests of the window's own runs (test-history-window.c): recorded,
  * restored after a restart, overlaid, compared with one device, swept, and a history
  * folder that cannot be made. */

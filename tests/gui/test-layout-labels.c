@@ -31,24 +31,6 @@
 #include "tdm-window.h"
 #include "window-test-util.h"
 
-static gboolean
-tick(gpointer data)
-{
-  return G_SOURCE_CONTINUE;
-}
-
-/* Turns the main loop for a number of iterations with a timer running, so layout
- * catches up; no assertion depends on how long that takes. */
-static void
-settle(guint iterations)
-{
-  guint source = g_timeout_add(5, tick, NULL);
-
-  for (guint i = 0; i < iterations; i++)
-    g_main_context_iteration(NULL, TRUE);
-  g_source_remove(source);
-}
-
 /* The tooltip that shows over the label: its own, or the nearest ancestor's. */
 static char *
 tooltip_over(GtkWidget *widget)
@@ -141,14 +123,6 @@ window_at(int width)
   adw_flap_set_reveal_flap(window_child(window, "flap"), TRUE);
   settle(40);
   return window;
-}
-
-static void
-destroy_window(TdmWindow *window)
-{
-  gtk_window_destroy(GTK_WINDOW(window));
-  drain();
-  g_assert_finalize_object(window);
 }
 
 static void

@@ -11,22 +11,6 @@
 #include "tdm-window.h"
 #include "window-test-util.h"
 
-static gboolean
-tick(gpointer data)
-{
-  return G_SOURCE_CONTINUE;
-}
-
-static void
-settle(guint iterations)
-{
-  guint source = g_timeout_add(5, tick, NULL);
-
-  for (guint i = 0; i < iterations; i++)
-    g_main_context_iteration(NULL, TRUE);
-  g_source_remove(source);
-}
-
 static TdmWindow *
 window_at(int width)
 {
@@ -40,14 +24,6 @@ window_at(int width)
     settle(1);
   settle(20);
   return window;
-}
-
-static void
-destroy_window(TdmWindow *window)
-{
-  gtk_window_destroy(GTK_WINDOW(window));
-  drain();
-  g_assert_finalize_object(window);
 }
 
 /* The share of the widget's pixels, rendered alone, that are not fully opaque. */
@@ -143,10 +119,7 @@ main(int argc, char **argv)
   g_unsetenv("LANGUAGE");
   g_setenv("XDG_DATA_HOME", data_home, TRUE);
   setlocale(LC_ALL, "");
-  gtk_test_init(&argc, &argv, NULL);
-  adw_init();
-  tdm_application_init_i18n();
-  tdm_application_init_uninstalled();
+  window_test_init(&argc, &argv);
   /* As AdwApplication loads it for the application. */
   {
     g_autoptr(GtkCssProvider) css = gtk_css_provider_new();

@@ -26,24 +26,6 @@
 #include "tdm-window.h"
 #include "window-test-util.h"
 
-static gboolean
-tick(gpointer data)
-{
-  return G_SOURCE_CONTINUE;
-}
-
-/* Turns the main loop for a number of iterations with a timer running, so layout
- * and frame clock catch up; no assertion depends on how long that takes. */
-static void
-settle(guint iterations)
-{
-  guint source = g_timeout_add(5, tick, NULL);
-
-  for (guint i = 0; i < iterations; i++)
-    g_main_context_iteration(NULL, TRUE);
-  g_source_remove(source);
-}
-
 static gpointer
 dashboard_child(TdmWindow *window, const char *name)
 {
@@ -87,15 +69,6 @@ window_at(int width, int height)
   g_assert_cmpint(gtk_widget_get_width(GTK_WIDGET(window)), >=, width - 12);
   g_assert_cmpint(gtk_widget_get_width(GTK_WIDGET(window)), <=, width);
   return window;
-}
-
-static void
-destroy_window(TdmWindow *window)
-{
-  gtk_window_destroy(GTK_WINDOW(window));
-  while (g_main_context_iteration(NULL, FALSE))
-    ;
-  g_assert_finalize_object(window);
 }
 
 /* The widget's box in window coordinates; it must be shown, non-empty and inside. */

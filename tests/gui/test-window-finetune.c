@@ -27,23 +27,6 @@
 static char *tmp_dir;
 static char *weights;
 
-static TdmWindow *
-new_window(void)
-{
-  TdmWindow *window = g_object_ref(tdm_window_new(NULL));
-
-  gtk_window_present(GTK_WINDOW(window));
-  return window;
-}
-
-static void
-destroy_window(TdmWindow *window)
-{
-  gtk_window_destroy(GTK_WINDOW(window));
-  drain();
-  g_object_unref(window);
-}
-
 static gboolean
 report_known(gpointer data)
 {
@@ -61,7 +44,7 @@ dataset_ready(gpointer data)
 static TdmWindow *
 window_with_spec(const char *spec)
 {
-  TdmWindow *window = new_window();
+  TdmWindow *window = present_window();
 
   tdm_dataset_chooser_set_source(window_child(window, "dataset_chooser"), "synthetic");
   adw_combo_row_set_selected(window_child(window, "network_dropdown"), window_custom_network());
@@ -133,7 +116,7 @@ test_report(void)
   g_clear_pointer(&config, tdm_config_free);
   config = build_config(window);
   g_assert_null(config->init_path);
-  destroy_window(window);
+  drop_window(window);
 }
 
 /* A file that is not a checkpoint: the engine's words, naming it. */
@@ -152,7 +135,7 @@ test_not_weights(void)
   g_assert_true(wait_for(report_known, group, 60));
   g_assert_nonnull(strstr(tdm_finetune_group_get_error(group), bad));
   g_assert_false(tdm_run_form_get_ready(window_child(window, "sidebar")));
-  destroy_window(window);
+  drop_window(window);
 }
 
 static void
@@ -191,7 +174,7 @@ test_choices(void)
   g_assert_cmpstr(config->freeze[1], ==, "bn1");
   g_assert_cmpstr(config->normalize, ==, "imagenet");
   tdm_config_free(config);
-  destroy_window(window);
+  drop_window(window);
 
   /* Saved as they changed, and a new window starts with them. */
   window = window_with_spec(SPEC);
@@ -203,7 +186,7 @@ test_choices(void)
   g_assert_cmpstr(config->normalize, ==, "imagenet");
   tdm_config_free(config);
   g_assert_true(wait_for(report_known, group, 60));
-  destroy_window(window);
+  drop_window(window);
   reset_settings();
 }
 
@@ -283,7 +266,7 @@ test_presets_fit_folder(void)
   TdmWindow *window;
 
   reset_settings();
-  window = new_window();
+  window = present_window();
   tdm_dataset_chooser_set_source(window_child(window, "dataset_chooser"), folder);
   for (int i = 0; i < count; i++)
     {
@@ -302,7 +285,7 @@ test_presets_fit_folder(void)
       g_test_message("%s", tdm_spec_entry_get_message(entry));
       g_assert_false(g_regex_match_simple("[0-9]{4}", tdm_spec_entry_get_message(entry), 0, 0));
     }
-  destroy_window(window);
+  drop_window(window);
   reset_settings();
 }
 
@@ -366,7 +349,7 @@ test_own_photos(void)
   }
 
   reset_settings();
-  window = new_window();
+  window = present_window();
   tdm_dataset_chooser_set_source(window_child(window, "dataset_chooser"), three);
   adw_combo_row_set_selected(window_child(window, "network_dropdown"), preset_index("cnn"));
   gtk_spin_button_set_value(window_child(window, "batch_spin"), 2);
@@ -409,7 +392,7 @@ test_own_photos(void)
   g_assert_true(strstr(result, "ant") != NULL || strstr(result, "bee") != NULL ||
                 strstr(result, "cat") != NULL);
   g_assert_null(strstr(result, "dog"));
-  destroy_window(window);
+  drop_window(window);
   reset_settings();
 }
 
@@ -424,7 +407,7 @@ test_folder_size(void)
   TdmConfig *config;
 
   reset_settings();
-  window = new_window();
+  window = present_window();
   tdm_dataset_chooser_set_source(window_child(window, "dataset_chooser"), folder);
   adw_combo_row_set_selected(window_child(window, "network_dropdown"), preset_index("resnet18"));
   g_assert_true(wait_for(decoded_at_224, window, 60));
@@ -438,7 +421,7 @@ test_folder_size(void)
   g_assert_true(wait_for(decoded_automatic, window, 60));
   tdm_dataset_chooser_get_image_options(window_child(window, "dataset_chooser"), &size, &channels);
   g_assert_cmpint(size, ==, 0);
-  destroy_window(window);
+  drop_window(window);
   reset_settings();
 }
 
@@ -451,7 +434,7 @@ test_presets_offered(void)
   gboolean resnet50 = FALSE;
 
   reset_settings();
-  window = new_window();
+  window = present_window();
   model = adw_combo_row_get_model(window_child(window, "network_dropdown"));
   for (guint i = 0; i < g_list_model_get_n_items(model); i++)
     {
@@ -460,7 +443,7 @@ test_presets_offered(void)
       resnet50 |= strstr(title, "ResNet-50") != NULL;
     }
   g_assert_true(resnet50);
-  destroy_window(window);
+  drop_window(window);
 }
 
 int
@@ -470,10 +453,7 @@ main(int argc, char **argv)
   g_unsetenv("LANGUAGE");
   tmp_dir = g_dir_make_tmp("tandem-finetune-XXXXXX", NULL);
   g_setenv("XDG_DATA_HOME", tmp_dir, TRUE);
-  gtk_test_init(&argc, &argv, NULL);
-  adw_init();
-  tdm_application_init_i18n();
-  tdm_application_init_uninstalled();
+  window_test_init(&argc, &argv);
 
   /* Weights of SPEC trained two steps on the synthetic set. */
   {

@@ -143,9 +143,7 @@ test_number_fields(void)
                                  0.05, 1e-12);
   g_assert_true(wait_for(can_start, window, 10));
 
-  gtk_window_destroy(GTK_WINDOW(window));
-  drain();
-  g_assert_finalize_object(window);
+  destroy_window(window);
   reset_settings();
 }
 
@@ -154,10 +152,7 @@ main(int argc, char **argv)
 {
   g_setenv("LC_ALL", "C.UTF-8", TRUE);
   g_unsetenv("LANGUAGE");
-  gtk_test_init(&argc, &argv, NULL);
-  adw_init();
-  tdm_application_init_i18n();
-  tdm_application_init_uninstalled();
+  window_test_init(&argc, &argv);
 
   g_test_add_func("/window-form/number-fields", test_number_fields);
   return g_test_run();

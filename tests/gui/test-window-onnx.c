@@ -15,22 +15,14 @@
 
 static char *tmp_dir;
 
+/* A new window, shown, with what showing it queued already run. */
 static TdmWindow *
 new_window(void)
 {
-  TdmWindow *window = g_object_ref(tdm_window_new(NULL));
+  TdmWindow *window = present_window();
 
-  gtk_window_present(GTK_WINDOW(window));
   drain();
   return window;
-}
-
-static void
-destroy_window(TdmWindow *window)
-{
-  gtk_window_destroy(GTK_WINDOW(window));
-  drain();
-  g_object_unref(window);
 }
 
 /* The text of every label under widget, joined by newlines. */
@@ -100,7 +92,7 @@ test_offered(void)
   /* Enabled exactly when this build can write ONNX. */
   g_assert_cmpint(gtk_widget_activate_action(GTK_WIDGET(window), "win.export-onnx", NULL), ==,
                   tdm_onnx_export_available());
-  destroy_window(window);
+  drop_window(window);
 }
 
 static void
@@ -115,7 +107,7 @@ test_nothing_yet(void)
   text = toasts(window);
   g_assert_nonnull(strstr(text, "No network to export yet"));
   g_assert_false(g_file_test(path, G_FILE_TEST_EXISTS));
-  destroy_window(window);
+  drop_window(window);
 }
 
 /* The last run's checkpoint, a normalized one: written, and named in the toast. */
@@ -143,7 +135,7 @@ test_last_run(void)
   text = toasts(window);
   g_assert_nonnull(strstr(text, "Exported “last.onnx”"));
   g_assert_true(g_file_test(path, G_FILE_TEST_IS_REGULAR));
-  destroy_window(window);
+  drop_window(window);
   g_unlink(last);
 }
 
@@ -171,7 +163,7 @@ test_bad_folder(void)
   g_assert_nonnull(strstr(text, "“m.onnx” was not exported: "));
   g_assert_nonnull(strstr(text, "does not exist"));
   g_assert_false(g_file_test(nowhere, G_FILE_TEST_EXISTS));
-  destroy_window(window);
+  drop_window(window);
   g_unlink(last);
 }
 
@@ -183,10 +175,7 @@ main(int argc, char **argv)
   /* Our own data folder: no last run of another test's. */
   tmp_dir = g_dir_make_tmp("tandem-onnx-XXXXXX", NULL);
   g_setenv("XDG_DATA_HOME", tmp_dir, TRUE);
-  gtk_test_init(&argc, &argv, NULL);
-  adw_init();
-  tdm_application_init_i18n();
-  tdm_application_init_uninstalled();
+  window_test_init(&argc, &argv);
 
   g_test_add_func("/window-onnx/offered", test_offered);
   g_test_add_func("/window-onnx/nothing-yet", test_nothing_yet);

@@ -22,12 +22,6 @@
 
 static char *tmp_dir;
 
-static gboolean
-history_loaded(gpointer store)
-{
-  return !tdm_history_store_get_loading(store);
-}
-
 static TdmWindow *
 window_for_runs(int epochs)
 {
@@ -36,24 +30,9 @@ window_for_runs(int epochs)
   reset_settings();
   window = g_object_ref(tdm_window_new(NULL));
   gtk_window_present(GTK_WINDOW(window));
-  tdm_device_row_set_active(cpu_row(window), TRUE);
-  tdm_device_row_set_workers(cpu_row(window), 1);
-  tdm_dataset_chooser_set_source(window_child(window, "dataset_chooser"), "synthetic");
-  adw_combo_row_set_selected(window_child(window, "network_dropdown"), window_custom_network());
-  tdm_spec_entry_set_text(window_child(window, "spec_entry"), "fc16,relu,fc10");
-  gtk_spin_button_set_value(window_child(window, "batch_spin"), 200);
-  gtk_spin_button_set_value(window_child(window, "epochs_spin"), epochs);
-  g_assert_true(wait_for(can_start, window, 60));
-  g_assert_true(wait_for(history_loaded, tdm_window_get_history(window), 30));
+  choose_small_run(window, 1, "synthetic", 200, epochs);
+  g_assert_true(wait_for(not_loading, tdm_window_get_history(window), 30));
   return window;
-}
-
-static void
-destroy_window(TdmWindow *window)
-{
-  gtk_window_destroy(GTK_WINDOW(window));
-  drain();
-  g_assert_finalize_object(window);
 }
 
 static gboolean
@@ -305,10 +284,7 @@ main(int argc, char **argv)
   g_unsetenv("LANGUAGE");
   tmp_dir = g_dir_make_tmp("tandem-runs-XXXXXX", NULL);
   g_setenv("XDG_DATA_HOME", tmp_dir, TRUE);
-  gtk_test_init(&argc, &argv, NULL);
-  adw_init();
-  tdm_application_init_i18n();
-  tdm_application_init_uninstalled();
+  window_test_init(&argc, &argv);
 
   g_test_add_func("/window-runs/each-run-kept", test_each_run_kept);
   g_test_add_func("/window-runs/resume-bit-exact", test_resume_bit_exact);

@@ -93,23 +93,8 @@ window_for_run(void)
 
   gtk_window_present(GTK_WINDOW(window));
   tdm_window_set_devices(window, devices);
-  tdm_device_row_set_active(cpu_row(window), TRUE);
-  tdm_device_row_set_workers(cpu_row(window), 1);
-  tdm_dataset_chooser_set_source(window_child(window, "dataset_chooser"), dataset);
-  adw_combo_row_set_selected(window_child(window, "network_dropdown"), window_custom_network());
-  tdm_spec_entry_set_text(window_child(window, "spec_entry"), "fc16,relu,fc10");
-  gtk_spin_button_set_value(window_child(window, "batch_spin"), 50);
-  gtk_spin_button_set_value(window_child(window, "epochs_spin"), 2);
-  g_assert_true(wait_for(can_start, window, 60));
+  choose_small_run(window, 1, dataset, 50, 2);
   return window;
-}
-
-static void
-destroy_window(TdmWindow *window)
-{
-  gtk_window_destroy(GTK_WINDOW(window));
-  drain();
-  g_object_unref(window);
 }
 
 /* Starts a run in a new window and waits until it is over. */
@@ -128,7 +113,7 @@ run_once(void)
   g_assert_false(seen.failed);
   /* 400 training images in batches of 50, two epochs. */
   g_assert_cmpuint(seen.epochs->len, ==, 2);
-  destroy_window(window);
+  drop_window(window);
 }
 
 /* The one file in folder whose name starts with prefix. */
@@ -307,7 +292,7 @@ test_preferences_window(void)
   g_assert_false(gtk_widget_get_visible(default_button));
 
   gtk_window_destroy(GTK_WINDOW(prefs));
-  destroy_window(window);
+  drop_window(window);
 }
 
 int

@@ -102,23 +102,6 @@ set_batch(TdmWindow *window, int batch)
   gtk_spin_button_set_value(window_child(window, "batch_spin"), batch);
 }
 
-static TdmWindow *
-new_window(void)
-{
-  TdmWindow *window = g_object_ref(tdm_window_new(NULL));
-
-  gtk_window_present(GTK_WINDOW(window));
-  return window;
-}
-
-static void
-destroy_window(TdmWindow *window)
-{
-  gtk_window_destroy(GTK_WINDOW(window));
-  drain();
-  g_assert_finalize_object(window);
-}
-
 static gboolean
 form_greyed(gpointer data)
 {
@@ -166,7 +149,7 @@ window_for_run(const char *spec, int batch, int epochs)
   TdmWindow *window;
 
   reset_settings();
-  window = new_window();
+  window = present_window();
   tdm_window_set_devices(window, devices);
   tdm_device_row_set_active(cpu_row(window), TRUE);
   tdm_device_row_set_workers(cpu_row(window), 2);
@@ -190,7 +173,7 @@ test_window_builds(void)
   static const char *charts[] = {"loss", "accuracy", "throughput", "memory", "load", "step-time"};
 
   reset_settings();
-  window = new_window();
+  window = present_window();
   dashboard = window_child(window, "dashboard");
   for (guint i = 0; i < G_N_ELEMENTS(charts); i++)
     g_assert_nonnull(tdm_dashboard_get_chart(dashboard, charts[i]));
@@ -280,7 +263,7 @@ test_window_devices(void)
   TdmWindow *window;
 
   reset_settings();
-  window = new_window();
+  window = present_window();
   tdm_window_set_devices(window, devices);
   rows = device_rows(window);
 
@@ -341,7 +324,7 @@ test_window_devices(void)
 
   /* One device: it is the main one, and there is nothing to choose. */
   reset_settings();
-  window = new_window();
+  window = present_window();
   tdm_window_set_devices(window, cpu_only);
   g_clear_pointer(&rows, g_ptr_array_unref);
   rows = device_rows(window);
@@ -377,7 +360,7 @@ test_window_gpu_replicas(void)
   TdmWindow *window;
 
   reset_settings();
-  window = new_window();
+  window = present_window();
   tdm_window_set_devices(window, devices);
   rows = device_rows(window);
 
@@ -411,7 +394,7 @@ test_window_gpu_replicas(void)
   destroy_window(window);
 
   /* A new window restores three replicas on cuda:0 and cuda:1 unticked at one. */
-  window = new_window();
+  window = present_window();
   tdm_window_set_devices(window, devices);
   g_clear_pointer(&rows, g_ptr_array_unref);
   rows = device_rows(window);
@@ -611,7 +594,7 @@ test_window_bad_spec(void)
   TdmSpecEntry *entry;
 
   reset_settings();
-  window = new_window();
+  window = present_window();
   tdm_window_set_devices(window, devices);
   set_dataset(window, "synthetic");
   adw_combo_row_set_selected(window_child(window, "network_dropdown"), window_custom_network());
@@ -694,7 +677,7 @@ test_window_start_error(void)
   g_array_append_val(devices, gpu);
 
   reset_settings();
-  window = new_window();
+  window = present_window();
   tdm_window_set_devices(window, devices);
   set_dataset(window, "synthetic");
   adw_combo_row_set_selected(window_child(window, "network_dropdown"), window_custom_network());
@@ -741,7 +724,7 @@ test_window_too_big(void)
   g_assert_cmpint(setrlimit(RLIMIT_AS, &limited), ==, 0);
 
   reset_settings();
-  window = new_window();
+  window = present_window();
   tdm_window_set_devices(window, devices);
   set_dataset(window, "synthetic");
   adw_combo_row_set_selected(window_child(window, "network_dropdown"), window_custom_network());
@@ -780,7 +763,7 @@ test_window_bad_folder(void)
   /* The last choice was a folder that holds no dataset (any more). */
   reset_settings();
   g_settings_set_string(settings, "dataset", dir);
-  window = new_window();
+  window = present_window();
   tdm_window_set_devices(window, devices);
 
   g_assert_true(wait_for(dataset_failed, window, 30));
@@ -820,7 +803,7 @@ test_window_datasets_offered(void)
 
   g_setenv("TANDEM_MNIST_DIR", empty, TRUE);
   reset_settings();
-  window = new_window();
+  window = present_window();
   dropdown = GTK_DROP_DOWN(gtk_widget_get_template_child(window_child(window, "dataset_chooser"),
                                                          TDM_TYPE_DATASET_CHOOSER, "dropdown"));
   model = gtk_drop_down_get_model(dropdown);
@@ -848,7 +831,7 @@ test_window_japanese_subprocess(void)
   tdm_application_init_i18n();
 
   reset_settings();
-  window = new_window();
+  window = present_window();
   g_assert_cmpstr(adw_preferences_group_get_title(window_child(window, "dataset_group")), ==, "データセット");
   g_assert_cmpstr(gtk_label_get_label(window_child(window, "start_label")), ==, "開始");
   g_assert_cmpstr(tdm_chart_get_title(chart(window, "loss")), ==, "損失");
@@ -872,13 +855,7 @@ main(int argc, char **argv)
    * test sets its own. */
   g_setenv("LC_ALL", "C.UTF-8", TRUE);
   g_unsetenv("LANGUAGE");
-  gtk_test_init(&argc, &argv, NULL);
-  adw_init();
-  /* After GTK's own start-up: GLib decides once, at the first translated string,
-   * whether to translate at all, and must not decide it for the "tandem" domain in
-   * the C locale. */
-  tdm_application_init_i18n();
-  tdm_application_init_uninstalled();
+  window_test_init(&argc, &argv);
 
   g_test_add_func("/window/builds", test_window_builds);
   g_test_add_func("/window/devices", test_window_devices);

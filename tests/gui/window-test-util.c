@@ -3,12 +3,28 @@
 #include "window-test-util.h"
 #include "tdm-network-catalogue.h"
 
+#include "tdm-application.h"
 #include "tdm-build-config.h"
 #include "tdm-run-form.h"
+#include "tdm-dataset-chooser.h"
 #include "tdm-device-picker.h"
+#include "tdm-history-store.h"
+#include "tdm-spec-entry.h"
 #include "remove-tree.h"
 
 #include <glib/gstdio.h>
+
+void
+window_test_init(int *argc, char ***argv)
+{
+  gtk_test_init(argc, argv, NULL);
+  adw_init();
+  /* After GTK's own start-up: GLib decides once, at the first translated string,
+   * whether to translate at all, and must not decide it for the "tandem" domain in
+   * the C locale. */
+  tdm_application_init_i18n();
+  tdm_application_init_uninstalled();
+}
 
 static gboolean
 tick(gpointer data)
@@ -35,6 +51,41 @@ drain(void)
 {
   while (g_main_context_iteration(NULL, FALSE))
     ;
+}
+
+void
+settle(guint iterations)
+{
+  guint source = g_timeout_add(5, tick, NULL);
+
+  for (guint i = 0; i < iterations; i++)
+    g_main_context_iteration(NULL, TRUE);
+  g_source_remove(source);
+}
+
+TdmWindow *
+present_window(void)
+{
+  TdmWindow *window = g_object_ref(tdm_window_new(NULL));
+
+  gtk_window_present(GTK_WINDOW(window));
+  return window;
+}
+
+void
+destroy_window(TdmWindow *window)
+{
+  gtk_window_destroy(GTK_WINDOW(window));
+  drain();
+  g_assert_finalize_object(window);
+}
+
+void
+drop_window(TdmWindow *window)
+{
+  gtk_window_destroy(GTK_WINDOW(window));
+  drain();
+  g_object_unref(window);
 }
 
 gpointer
@@ -102,6 +153,19 @@ cpu_row(TdmWindow *window)
   g_assert_not_reached();
 }
 
+void
+choose_small_run(TdmWindow *window, int workers, const char *dataset, int batch, int epochs)
+{
+  tdm_device_row_set_active(cpu_row(window), TRUE);
+  tdm_device_row_set_workers(cpu_row(window), workers);
+  tdm_dataset_chooser_set_source(window_child(window, "dataset_chooser"), dataset);
+  adw_combo_row_set_selected(window_child(window, "network_dropdown"), window_custom_network());
+  tdm_spec_entry_set_text(window_child(window, "spec_entry"), "fc16,relu,fc10");
+  gtk_spin_button_set_value(window_child(window, "batch_spin"), batch);
+  gtk_spin_button_set_value(window_child(window, "epochs_spin"), epochs);
+  g_assert_true(wait_for(can_start, window, 60));
+}
+
 gboolean
 can_start(gpointer window)
 {
@@ -112,4 +176,10 @@ gboolean
 not_running(gpointer window)
 {
   return !tdm_window_get_running(window);
+}
+
+gboolean
+not_loading(gpointer store)
+{
+  return !tdm_history_store_get_loading(store);
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* window-test-util.h — what the window's GUI tests share: turning the main loop until
- * something holds, finding a part of the window by its template id, and starting
- * every test from the default settings. Not for widget tests that build no window. */
+/* window-test-util.h — what the window's GUI tests share: starting GTK and the
+ * application's translations, turning the main loop until something holds, a window
+ * made and destroyed, finding a part of the window by its template id, the run form
+ * set for a small run, and starting every test from the default settings. Not for
+ * widget tests that build no window. */
 #pragma once
 
 #include "tdm-window.h"
@@ -9,11 +11,26 @@
 
 G_BEGIN_DECLS
 
+/* GTK and libadwaita started for a test, then the application's translations and its
+ * uninstalled resources. The caller sets its environment (LC_ALL, XDG_DATA_HOME…)
+ * before. */
+void     window_test_init (int *argc, char ***argv);
+
 /* Turns the main loop until cond(data) holds; `seconds` only bounds a hung run (no
  * assertion depends on how long it takes). Returns whether cond held. */
 gboolean wait_for       (gboolean (*cond) (gpointer), gpointer data, double seconds);
 /* Runs whatever the main loop has ready, without blocking. */
 void     drain          (void);
+/* Turns the main loop `iterations` times with a timer running, so layout and the
+ * frame clock catch up; no assertion depends on how long that takes. */
+void     settle         (guint iterations);
+/* A new window, shown; the caller holds a reference (see destroy_window). */
+TdmWindow *present_window (void);
+/* Destroys a window the test holds a reference to, drains the loop, and asserts that
+ * dropping the reference finalizes it (nothing else keeps it alive). */
+void     destroy_window (TdmWindow *window);
+/* The same, dropping the reference without asserting that it was the last. */
+void     drop_window    (TdmWindow *window);
 /* A part of the window by its id, in the window's template or in its run form's. */
 gpointer window_child   (TdmWindow *window, const char *name);
 /* The network drop-down's "Custom" entry: after the engine's built-in networks. */
@@ -26,8 +43,15 @@ void     remove_folder  (const char *dir);
 GArray  *cpu_devices    (void);
 /* The window's CPU row in its device picker. */
 TdmDeviceRow *cpu_row   (TdmWindow *window);
-/* Conditions for wait_for(): Start is enabled; no run is going. */
+/* The run form set for a small run: the CPU with `workers` workers, `dataset`, the
+ * custom network fc16,relu,fc10, `batch` and `epochs`; asserts that Start becomes
+ * enabled. */
+void     choose_small_run (TdmWindow *window, int workers, const char *dataset, int batch,
+                           int epochs);
+/* Conditions for wait_for(): Start is enabled; no run is going; a history store is
+ * not loading. */
 gboolean can_start      (gpointer window);
 gboolean not_running    (gpointer window);
+gboolean not_loading    (gpointer store);
 
 G_END_DECLS
