@@ -2,10 +2,11 @@
 /* tdm-backend-cpu-bn.c — the CPU backend's batch normalization: the statistics into
  * slots and their merge (tdm-bn-moments.h), the forward in training and evaluation,
  * the backward's sums and input gradient. Plain loops over NHWC data (channels
- * innermost, so the per-channel loops vectorize), sums in double and in a fixed order. Without FMA contraction choices of its own, so a run resumed on
- * another CPU of the architecture continues with the same bits: the BN loops are built
- * twice, for any x86-64 and for AVX2 (wider vectors over the channels, no FMA, the same
- * operations on each value), the better picked when the program starts. */
+ * innermost, so the per-channel loops vectorize), sums in double and in a fixed order.
+ * Without FMA contraction choices of its own, so a run resumed on another CPU of the
+ * architecture continues with the same bits: the BN loops are built twice, for any
+ * x86-64 and for AVX2 (wider vectors over the channels, no FMA, the same operations on
+ * each value), the better picked when the program starts. */
 #include "tdm-backend-cpu-private.h"
 #include "tdm-bf16.h"
 
@@ -20,10 +21,6 @@
 #else
 #define BN_CLONES
 #endif
-
-/* Augmenting gather */
-
-/* Batch normalization */
 
 /* The shift is the first row (tdm-bn-moments.h); differences exact in double. */
 BN_CLONES static void
@@ -297,9 +294,3 @@ tdm_cpu_bn_backward_dx_bf16(TdmBackend *b, uint16_t *dx, const float *dy, const 
   bn_backward_dx_any(NULL, dx, dy, x, mean, invstd, gamma, beta, relu, sum_dgamma, sum_dbeta,
                      inv_count, rows, channels);
 }
-
-/* Pooling */
-
-/* Dropout: the mask is drawn again in backward, never stored. */
-
-/* PyTorch's SGD */
