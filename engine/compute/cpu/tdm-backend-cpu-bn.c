@@ -92,15 +92,22 @@ bn_apply(float *restrict y, const float *restrict x, const float *restrict scale
 }
 
 void
+tdm_cpu_bn_affine(float *scale, float *shift, const float *mean, const float *invstd,
+                  const float *gamma, const float *beta, int channels)
+{
+  for (int ch = 0; ch < channels; ch++) {
+    scale[ch] = invstd[ch] * gamma[ch];
+    shift[ch] = beta[ch] - mean[ch] * scale[ch];
+  }
+}
+
+void
 tdm_cpu_bn_forward(TdmBackend *b, float *y, const float *x, const float *mean,
                    const float *invstd, const float *gamma, const float *beta, int rows,
                    int channels, bool relu)
 {
   float *scale = g_new(float, 2 * (size_t)channels), *shift = scale + channels;
-  for (int ch = 0; ch < channels; ch++) {
-    scale[ch] = invstd[ch] * gamma[ch];
-    shift[ch] = beta[ch] - mean[ch] * scale[ch];
-  }
+  tdm_cpu_bn_affine(scale, shift, mean, invstd, gamma, beta, channels);
   bn_apply(y, x, scale, shift, rows, channels, relu);
   g_free(scale);
 }
@@ -134,13 +141,10 @@ bn_channels(const float *mean, const float *invstd, const float *gamma, const fl
   p.invstd = p.mean + channels;
   p.scale = p.invstd + channels;
   p.shift = p.scale + channels;
-  for (int ch = 0; ch < channels; ch++) {
-    p.mean[ch] = mean[ch];
-    p.invstd[ch] = invstd[ch];
-    /* As bn_forward computes them, so that the mask below has the forward's bits. */
-    p.scale[ch] = invstd[ch] * gamma[ch];
-    p.shift[ch] = beta[ch] - mean[ch] * p.scale[ch];
-  }
+  memcpy(p.mean, mean, sizeof(float) * (size_t)channels);
+  memcpy(p.invstd, invstd, sizeof(float) * (size_t)channels);
+  /* As bn_forward computes them, so that the mask below has the forward's bits. */
+  tdm_cpu_bn_affine(p.scale, p.shift, mean, invstd, gamma, beta, channels);
   return p;
 }
 
