@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* common.cuh — what every kernels/ file shares: grid sizing and grid-stride indices,
- * the alignment test for the float4 paths, the rounding to bfloat16, the one
- * vector-access type (tdm_k_vec), the ReLU of one value, and the check that turns a
- * launch into the launcher's return value. Private to kernels/; the launchers' contract is in tdm-kernels.h. */
+ * an NHWC index's split, the alignment test for the float4 paths, the rounding to
+ * bfloat16, the one vector-access type (tdm_k_vec), the ReLU of one value, and the
+ * check that turns a launch into the launcher's return value. Private to kernels/;
+ * the launchers' contract is in tdm-kernels.h. */
 #pragma once
 
 #include <cuda_bf16.h>
@@ -63,6 +64,29 @@ __device__ __forceinline__ I
 tdm_k_grid_stride()
 {
   return (I)gridDim.x * blockDim.x;
+}
+
+/* Where a flat index of an NHWC tensor (channels fastest; c channels, or groups of
+ * them, w columns, h rows) stands: the split every per-element kernel of images
+ * starts with, in the index's width. */
+template <typename I>
+struct TdmKNhwc {
+  int ch, x, y;
+  I img;
+};
+
+template <typename I>
+__device__ __forceinline__ TdmKNhwc<I>
+tdm_k_nhwc(I e, int c, int w, int h)
+{
+  TdmKNhwc<I> at;
+  at.ch = (int)(e % (I)c);
+  I pixel = e / (I)c;
+  at.x = (int)(pixel % (I)w);
+  I line = pixel / (I)w;
+  at.y = (int)(line % (I)h);
+  at.img = line / (I)h;
+  return at;
 }
 
 /* As the CPU reference writes it: NaN passes through, so that a diverging run

@@ -212,12 +212,9 @@ col2im_kernel(float *dx, const T *col, I total, int h, int w, int c, int kh, int
   int cv = c / V;
   size_t kcols = (size_t)c * kh * kw;
   for (I e = tdm_k_grid_start<I>(); e < total; e += tdm_k_grid_stride<I>()) {
-    int q = (int)(e % (I)cv);
-    I pixel = e / (I)cv;
-    int ix = (int)(pixel % (I)w);
-    I line = pixel / (I)w;
-    int iy = (int)(line % (I)h);
-    size_t img = (size_t)(line / (I)h);
+    TdmKNhwc<I> at = tdm_k_nhwc(e, cv, w, h);
+    int q = at.ch, ix = at.x, iy = at.y;
+    size_t img = (size_t)at.img;
     float s[V];
     for (int j = 0; j < V; j++)
       s[j] = 0.0f;

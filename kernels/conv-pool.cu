@@ -99,12 +99,8 @@ conv_pool_forward_kernel(float *y, int32_t *argmax, const float *x, const float 
 
   int ov = out / V;
   for (uint32_t e = tdm_k_grid_start<uint32_t>(); e < total; e += tdm_k_grid_stride<uint32_t>()) {
-    int q = (int)(e % (uint32_t)ov);
-    uint32_t pixel = e / (uint32_t)ov;
-    int px = (int)(pixel % (uint32_t)pw);
-    uint32_t line = pixel / (uint32_t)pw;
-    int py = (int)(line % (uint32_t)ph);
-    int img = (int)(line / (uint32_t)ph);
+    TdmKNhwc<uint32_t> o = tdm_k_nhwc(e, ov, pw, ph);
+    int q = o.ch, px = o.x, py = o.y, img = (int)o.img;
     const float *xi = x + (size_t)img * h * w * c;
     float best[V] = {};
     int32_t at[V] = {};
@@ -219,12 +215,8 @@ conv_pool3_forward_kernel(float *y, int32_t *argmax, const float *x, const float
 
   int ov = out / V;
   for (uint32_t e = tdm_k_grid_start<uint32_t>(); e < total; e += tdm_k_grid_stride<uint32_t>()) {
-    int q = (int)(e % (uint32_t)ov);
-    uint32_t pixel = e / (uint32_t)ov;
-    int px = (int)(pixel % (uint32_t)pw);
-    uint32_t line = pixel / (uint32_t)pw;
-    int py = (int)(line % (uint32_t)ph);
-    int img = (int)(line / (uint32_t)ph);
+    TdmKNhwc<uint32_t> o = tdm_k_nhwc(e, ov, pw, ph);
+    int q = o.ch, px = o.x, py = o.y, img = (int)o.img;
     float patch[16];
     conv_pool3_patch(patch, x + (size_t)img * h * w, h, w, py * 2 - pad, px * 2 - pad);
     float wv[9][V];

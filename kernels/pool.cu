@@ -41,13 +41,9 @@ maxpool_forward_kernel(float *y, int32_t *argmax, const float *x, const float *b
 {
   int cv = c / V;
   for (uint32_t e = tdm_k_grid_start<uint32_t>(); e < total; e += tdm_k_grid_stride<uint32_t>()) {
-    int q = (int)(e % (uint32_t)cv);
-    uint32_t pixel = e / (uint32_t)cv;
-    int ox = (int)(pixel % (uint32_t)pw);
-    uint32_t line = pixel / (uint32_t)pw;
-    int oy = (int)(line % (uint32_t)ph);
-    int img = (int)(line / (uint32_t)ph);
-    int32_t first = ((img * h + oy * k) * w + ox * k) * c + q * V;
+    TdmKNhwc<uint32_t> o = tdm_k_nhwc(e, cv, pw, ph);
+    int q = o.ch;
+    int32_t first = (((int)o.img * h + o.y * k) * w + o.x * k) * c + q * V;
     float best[V], scale[V], shift[V];
     int32_t at[V];
     if (BN)
@@ -135,16 +131,11 @@ maxpool_backward_kernel(float *dx, const float *dy, const int32_t *argmax, const
                         I total, int h, int w, int c, int k, int ph, int pw)
 {
   for (I e = tdm_k_grid_start<I>(); e < total; e += tdm_k_grid_stride<I>()) {
-    int ch = (int)(e % (I)c);
-    I pixel = e / (I)c;
-    int ix = (int)(pixel % (I)w);
-    I line = pixel / (I)w;
-    int iy = (int)(line % (I)h);
-    I img = line / (I)h;
-    int oy = iy / k, ox = ix / k;
+    TdmKNhwc<I> at = tdm_k_nhwc(e, c, w, h);
+    int oy = at.y / k, ox = at.x / k;
     float g = 0.0f;
     if (oy < ph && ox < pw) {
-      I out = ((img * ph + oy) * pw + ox) * c + ch;
+      I out = ((at.img * ph + oy) * pw + ox) * c + at.ch;
       if ((I)argmax[out] == e && (y == NULL || y[out] > 0.0f))
         g = dy[out];
     }
@@ -273,18 +264,12 @@ avgpool_forward_kernel(float *y, const float *x, size_t total, int h, int w, int
                        int oh, int ow)
 {
   float inv = 1.0f / (float)(k * k);
-  size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total; e += stride) {
-    int ch = (int)(e % (size_t)c);
-    size_t pixel = e / (size_t)c;
-    int ox = (int)(pixel % (size_t)ow);
-    size_t line = pixel / (size_t)ow;
-    int oy = (int)(line % (size_t)oh);
-    size_t img = line / (size_t)oh;
+  for (size_t e = tdm_k_grid_start<size_t>(); e < total; e += tdm_k_grid_stride<size_t>()) {
+    TdmKNhwc<size_t> o = tdm_k_nhwc(e, c, ow, oh);
     float s = 0.0f;
     for (int ky = 0; ky < k; ky++)
       for (int kx = 0; kx < k; kx++)
-        s += x[((img * h + oy * k + ky) * w + ox * k + kx) * c + ch];
+        s += x[((o.img * h + o.y * k + ky) * w + o.x * k + kx) * c + o.ch];
     y[e] = s * inv;
   }
 }
@@ -294,16 +279,10 @@ avgpool_backward_kernel(float *dx, const float *dy, size_t total, int h, int w, 
                         int oh, int ow)
 {
   float inv = 1.0f / (float)(k * k);
-  size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total; e += stride) {
-    int ch = (int)(e % (size_t)c);
-    size_t pixel = e / (size_t)c;
-    int ix = (int)(pixel % (size_t)w);
-    size_t line = pixel / (size_t)w;
-    int iy = (int)(line % (size_t)h);
-    size_t img = line / (size_t)h;
-    int oy = iy / k, ox = ix / k;
-    dx[e] = oy < oh && ox < ow ? dy[((img * oh + oy) * ow + ox) * c + ch] * inv : 0.0f;
+  for (size_t e = tdm_k_grid_start<size_t>(); e < total; e += tdm_k_grid_stride<size_t>()) {
+    TdmKNhwc<size_t> at = tdm_k_nhwc(e, c, w, h);
+    int oy = at.y / k, ox = at.x / k;
+    dx[e] = oy < oh && ox < ow ? dy[((at.img * oh + oy) * ow + ox) * c + at.ch] * inv : 0.0f;
   }
 }
 
@@ -344,8 +323,7 @@ __global__ void
 global_pool_forward_kernel(float *y, int32_t *argmax, const float *x, size_t total,
                            int pixels, int c)
 {
-  size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total; e += stride) {
+  for (size_t e = tdm_k_grid_start<size_t>(); e < total; e += tdm_k_grid_stride<size_t>()) {
     size_t img = e / (size_t)c;
     int ch = (int)(e % (size_t)c);
     size_t base = img * pixels * c + ch;
@@ -379,8 +357,7 @@ global_pool_backward_kernel(float *dx, const float *dy, const int32_t *argmax, s
                             int pixels, int c)
 {
   float inv = 1.0f / (float)pixels;
-  size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total; e += stride) {
+  for (size_t e = tdm_k_grid_start<size_t>(); e < total; e += tdm_k_grid_stride<size_t>()) {
     size_t out = (e / ((size_t)pixels * c)) * c + e % (size_t)c;
     if (MAX)
       dx[e] = (size_t)argmax[out] == e ? dy[out] : 0.0f;

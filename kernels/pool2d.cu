@@ -47,12 +47,9 @@ maxpool2d_forward_kernel(float *y, int32_t *argmax, const float *x, Pool2d g, si
 {
   for (size_t o = blockIdx.x * (size_t)blockDim.x + threadIdx.x; o < total;
        o += (size_t)gridDim.x * blockDim.x) {
-    int ch = (int)(o % g.c);
-    size_t rest = o / g.c;
-    int ox = (int)(rest % g.ow);
-    rest /= g.ow;
-    int oy = (int)(rest % g.oh);
-    size_t im = rest / g.oh;
+    TdmKNhwc<size_t> out = tdm_k_nhwc(o, g.c, g.ow, g.oh);
+    int ch = out.ch, ox = out.x, oy = out.y;
+    size_t im = out.img;
     const float *xs = x + im * (size_t)g.h * g.w * g.c;
     float best = -INFINITY;
     int32_t at = -1;
@@ -84,12 +81,9 @@ pool2d_backward_kernel(float *dx, const float *dy, const int32_t *argmax, Pool2d
   const float area = window_area(g.k);
   for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total;
        e += (size_t)gridDim.x * blockDim.x) {
-    int ch = (int)(e % g.c);
-    size_t rest = e / g.c;
-    int ix = (int)(rest % g.w);
-    rest /= g.w;
-    int iy = (int)(rest % g.h);
-    size_t im = rest / g.h;
+    TdmKNhwc<size_t> in = tdm_k_nhwc(e, g.c, g.w, g.h);
+    int ch = in.ch, ix = in.x, iy = in.y;
+    size_t im = in.img;
     int y0, y1, x0, x1;
     covering(iy, g.k, g.s, g.p, g.oh, &y0, &y1);
     covering(ix, g.k, g.s, g.p, g.ow, &x0, &x1);
@@ -111,12 +105,9 @@ avgpool2d_forward_kernel(float *y, const float *x, Pool2d g, size_t total)
   const float area = window_area(g.k);
   for (size_t o = blockIdx.x * (size_t)blockDim.x + threadIdx.x; o < total;
        o += (size_t)gridDim.x * blockDim.x) {
-    int ch = (int)(o % g.c);
-    size_t rest = o / g.c;
-    int ox = (int)(rest % g.ow);
-    rest /= g.ow;
-    int oy = (int)(rest % g.oh);
-    size_t im = rest / g.oh;
+    TdmKNhwc<size_t> out = tdm_k_nhwc(o, g.c, g.ow, g.oh);
+    int ch = out.ch, ox = out.x, oy = out.y;
+    size_t im = out.img;
     float sum = 0.0f;
     int ky0, ky1, kx0, kx1;
     inside(oy * g.s - g.p, g.k, g.h, &ky0, &ky1);

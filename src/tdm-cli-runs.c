@@ -41,6 +41,19 @@ fail_load(const char *flag, TdmHistory *history, const char *id, const GError *e
   return fail(flag, message);
 }
 
+/* The history kept in folder, or NULL after saying why it cannot be read. */
+static TdmHistory *
+open_history(const char *folder)
+{
+  g_autoptr(TdmHistory) history = tdm_history_new(folder);
+  g_autoptr(GError) error = NULL;
+  if (!tdm_history_check_folder(history, &error)) {
+    fail("--history", error->message);
+    return NULL;
+  }
+  return g_steal_pointer(&history);
+}
+
 /* As the window's History says it: the accuracy, stopped, failed or unfinished; in
  * the reader's language, or in English for --json (read by programs). */
 static char *
@@ -110,10 +123,9 @@ json_summary(JsonBuilder *b, const TdmRunRecord *r)
 int
 tdm_cli_runs_list(const char *folder, gboolean json)
 {
-  g_autoptr(TdmHistory) history = tdm_history_new(folder);
-  g_autoptr(GError) error = NULL;
-  if (!tdm_history_check_folder(history, &error))
-    return fail("--history", error->message);
+  g_autoptr(TdmHistory) history = open_history(folder);
+  if (history == NULL)
+    return EXIT_BAD_INPUT;
   g_autoptr(GPtrArray) problems = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GPtrArray) runs = tdm_history_list(history, problems);
   for (guint i = 0; i < problems->len; i++)
@@ -152,10 +164,10 @@ tdm_cli_runs_list(const char *folder, gboolean json)
 int
 tdm_cli_runs_show(const char *folder, const char *id, gboolean json)
 {
-  g_autoptr(TdmHistory) history = tdm_history_new(folder);
+  g_autoptr(TdmHistory) history = open_history(folder);
+  if (history == NULL)
+    return EXIT_BAD_INPUT;
   g_autoptr(GError) error = NULL;
-  if (!tdm_history_check_folder(history, &error))
-    return fail("--history", error->message);
   g_autoptr(TdmRunRecord) r = tdm_history_load(history, id, &error);
   if (r == NULL)
     return fail_load("--show-run", history, id, error);
@@ -215,10 +227,10 @@ tdm_cli_runs_show(const char *folder, const char *id, gboolean json)
 int
 tdm_cli_runs_export(const char *folder, const char *id)
 {
-  g_autoptr(TdmHistory) history = tdm_history_new(folder);
+  g_autoptr(TdmHistory) history = open_history(folder);
+  if (history == NULL)
+    return EXIT_BAD_INPUT;
   g_autoptr(GError) error = NULL;
-  if (!tdm_history_check_folder(history, &error))
-    return fail("--history", error->message);
   /* The engine writes the file (the one CSV writer); it goes to stdout from there. */
   g_autofree char *path = NULL;
   int fd = g_file_open_tmp("tandem-export-XXXXXX.csv", &path, &error);
@@ -241,10 +253,9 @@ tdm_cli_runs_export(const char *folder, const char *id)
 int
 tdm_cli_runs_export_tensorboard(const char *folder, const char *root, gboolean quiet)
 {
-  g_autoptr(TdmHistory) history = tdm_history_new(folder);
-  g_autoptr(GError) folder_error = NULL;
-  if (!tdm_history_check_folder(history, &folder_error))
-    return fail("--history", folder_error->message);
+  g_autoptr(TdmHistory) history = open_history(folder);
+  if (history == NULL)
+    return EXIT_BAD_INPUT;
   g_autoptr(GPtrArray) problems = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GPtrArray) runs = tdm_history_list(history, problems);
   g_autoptr(GHashTable) used = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);

@@ -56,6 +56,15 @@ tdm_preferences_window_folder_changed (TdmPreferencesWindow *self)
   gtk_widget_set_visible (GTK_WIDGET (self->default_button), *custom != '\0');
 }
 
+/* The folder chooser shown, if any, is gone. */
+static void
+tdm_preferences_window_chooser_done (TdmPreferencesWindow *self)
+{
+  if (self->chooser != NULL)
+    gtk_native_dialog_destroy (GTK_NATIVE_DIALOG (self->chooser));
+  g_clear_object (&self->chooser);
+}
+
 static void
 tdm_preferences_window_chosen (TdmPreferencesWindow *self,
                                int                   response,
@@ -70,8 +79,7 @@ tdm_preferences_window_chosen (TdmPreferencesWindow *self,
       if (path != NULL)
         g_settings_set_string (self->settings, "tensorboard-folder", path);
     }
-  gtk_native_dialog_destroy (dialog);
-  g_clear_object (&self->chooser);
+  tdm_preferences_window_chooser_done (self);
 }
 
 static void
@@ -79,9 +87,7 @@ tdm_preferences_window_choose (TdmPreferencesWindow *self)
 {
   g_autofree char *folder = tdm_preferences_tensorboard_folder (self->settings);
 
-  if (self->chooser != NULL)
-    gtk_native_dialog_destroy (GTK_NATIVE_DIALOG (self->chooser));
-  g_clear_object (&self->chooser);
+  tdm_preferences_window_chooser_done (self);
   self->chooser = gtk_file_chooser_native_new (_("TensorBoard Folder"), GTK_WINDOW (self),
                                                GTK_FILE_CHOOSER_ACTION_SELECT_FOLDER,
                                                _("_Select"), _("_Cancel"));
@@ -108,9 +114,7 @@ tdm_preferences_window_dispose (GObject *object)
 {
   TdmPreferencesWindow *self = TDM_PREFERENCES_WINDOW (object);
 
-  if (self->chooser != NULL)
-    gtk_native_dialog_destroy (GTK_NATIVE_DIALOG (self->chooser));
-  g_clear_object (&self->chooser);
+  tdm_preferences_window_chooser_done (self);
   g_clear_object (&self->settings);
 
   G_OBJECT_CLASS (tdm_preferences_window_parent_class)->dispose (object);

@@ -43,6 +43,30 @@ tdm_window_new_chooser (TdmWindow            *self,
   return GTK_FILE_CHOOSER (native);
 }
 
+GFile *
+tdm_window_chosen_file (TdmWindow       *self,
+                        int              response,
+                        GtkNativeDialog *dialog)
+{
+  GFile *file = NULL;
+
+  if (response == GTK_RESPONSE_ACCEPT)
+    file = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (dialog));
+  tdm_window_chooser_done (self);
+  return file;
+}
+
+void
+tdm_window_toast_saved (TdmWindow *self,
+                        GFile     *file)
+{
+  g_autofree char *name = g_file_get_basename (file);
+  /* Translators: a notice after a save or an export; %s is the file's name */
+  g_autofree char *text = g_strdup_printf (_("Saved “%s”"), name);
+
+  tdm_window_toast (self, text);
+}
+
 void
 tdm_window_open_folder (GtkWidget  *widget,
                         const char *action_name,
@@ -76,16 +100,12 @@ tdm_window_export_chosen (TdmWindow       *self,
                           int              response,
                           GtkNativeDialog *dialog)
 {
-  g_autoptr(GFile) file = NULL;
-  g_autofree char *path = NULL;
   g_autofree char *target = g_strdup (g_object_get_data (G_OBJECT (dialog), "target"));
   g_autofree char *checkpoint = g_strdup (g_object_get_data (G_OBJECT (dialog), "checkpoint"));
+  g_autoptr(GFile) file = tdm_window_chosen_file (self, response, dialog);
+  g_autofree char *path = NULL;
   g_autoptr(GError) error = NULL;
   gboolean ok;
-
-  if (response == GTK_RESPONSE_ACCEPT)
-    file = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (dialog));
-  tdm_window_chooser_done (self);
 
   if (file == NULL)
     return;
@@ -120,13 +140,7 @@ tdm_window_export_chosen (TdmWindow       *self,
   if (!ok)
     tdm_window_show_error (self, _("The file could not be saved."), error->message);
   else
-    {
-      g_autofree char *name = g_file_get_basename (file);
-      /* Translators: a notice after an export; %s is the file's name */
-      g_autofree char *text = g_strdup_printf (_("Saved “%s”"), name);
-
-      tdm_window_toast (self, text);
-    }
+    tdm_window_toast_saved (self, file);
 }
 
 void

@@ -138,6 +138,13 @@ void            tdm_window_export_chosen    (TdmWindow            *self,
                                              GtkNativeDialog      *dialog);
 /* The file chooser shown, if any, is gone. */
 void            tdm_window_chooser_done     (TdmWindow            *self);
+/* The file the chooser's `response` chose (NULL: none), the chooser gone. */
+GFile          *tdm_window_chosen_file      (TdmWindow            *self,
+                                             int                   response,
+                                             GtkNativeDialog      *dialog);
+/* The toast after writing `file`. */
+void            tdm_window_toast_saved      (TdmWindow            *self,
+                                             GFile                *file);
 /* Asks where to write `checkpoint` as an ONNX model, and writes it there. */
 void            tdm_window_ask_export_onnx  (TdmWindow            *self,
                                              const char           *checkpoint);

@@ -141,13 +141,10 @@ tdm_window_save_chosen (TdmWindow       *self,
                         int              response,
                         GtkNativeDialog *dialog)
 {
-  g_autoptr(GFile) file = NULL;
+  g_autoptr(GFile) file = tdm_window_chosen_file (self, response, dialog);
   g_autofree char *path = NULL;
   g_autoptr(GError) error = NULL;
 
-  if (response == GTK_RESPONSE_ACCEPT)
-    file = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (dialog));
-  tdm_window_chooser_done (self);
   if (file == NULL)
     return;
   path = g_file_get_path (file);
@@ -156,13 +153,7 @@ tdm_window_save_chosen (TdmWindow       *self,
                            error != NULL ? error->message
                                          : _("Only folders on this computer can be written to."));
   else
-    {
-      g_autofree char *name = g_file_get_basename (file);
-      /* Translators: a notice after a save; %s is the file's name */
-      g_autofree char *text = g_strdup_printf (_("Saved “%s”"), name);
-
-      tdm_window_toast (self, text);
-    }
+    tdm_window_toast_saved (self, file);
 }
 
 static void
@@ -305,14 +296,11 @@ tdm_window_open_chosen (TdmWindow       *self,
                         int              response,
                         GtkNativeDialog *dialog)
 {
-  g_autoptr(GFile) file = NULL;
+  g_autoptr(GFile) file = tdm_window_chosen_file (self, response, dialog);
   g_autofree char *path = NULL;
   g_autofree char *name = NULL;
   g_autofree char *title = NULL;
 
-  if (response == GTK_RESPONSE_ACCEPT)
-    file = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (dialog));
-  tdm_window_chooser_done (self);
   if (file == NULL)
     return;
   path = g_file_get_path (file);

@@ -2,10 +2,11 @@
 /* tdm-backend-cpu-bn.c — the CPU backend's batch normalization: the statistics into
  * slots and their merge (tdm-bn-moments.h), the forward in training and evaluation,
  * the backward's sums and input gradient. Plain loops over NHWC data (channels
- * innermost, so the per-channel loops vectorize), sums in double and in a fixed order. Without FMA contraction choices of its own, so a run resumed on
- * another CPU of the architecture continues with the same bits: the BN loops are built
- * twice, for any x86-64 and for AVX2 (wider vectors over the channels, no FMA, the same
- * operations on each value), the better picked when the program starts. */
+ * innermost, so the per-channel loops vectorize), sums in double and in a fixed order.
+ * Without FMA contraction choices of its own, so a run resumed on another CPU of the
+ * architecture continues with the same bits: the BN loops are built twice, for any
+ * x86-64 and for AVX2 (wider vectors over the channels, no FMA, the same operations on
+ * each value), the better picked when the program starts. */
 #include "tdm-backend-cpu-private.h"
 #include "tdm-bf16.h"
 
@@ -20,10 +21,6 @@
 #else
 #define BN_CLONES
 #endif
-
-/* Augmenting gather */
-
-/* Batch normalization */
 
 /* The shift is the first row (tdm-bn-moments.h); differences exact in double. */
 BN_CLONES static void
@@ -95,15 +92,22 @@ bn_apply(float *restrict y, const float *restrict x, const float *restrict scale
 }
 
 void
+tdm_cpu_bn_affine(float *scale, float *shift, const float *mean, const float *invstd,
+                  const float *gamma, const float *beta, int channels)
+{
+  for (int ch = 0; ch < channels; ch++) {
+    scale[ch] = invstd[ch] * gamma[ch];
+    shift[ch] = beta[ch] - mean[ch] * scale[ch];
+  }
+}
+
+void
 tdm_cpu_bn_forward(TdmBackend *b, float *y, const float *x, const float *mean,
                    const float *invstd, const float *gamma, const float *beta, int rows,
                    int channels, bool relu)
 {
   float *scale = g_new(float, 2 * (size_t)channels), *shift = scale + channels;
-  for (int ch = 0; ch < channels; ch++) {
-    scale[ch] = invstd[ch] * gamma[ch];
-    shift[ch] = beta[ch] - mean[ch] * scale[ch];
-  }
+  tdm_cpu_bn_affine(scale, shift, mean, invstd, gamma, beta, channels);
   bn_apply(y, x, scale, shift, rows, channels, relu);
   g_free(scale);
 }
@@ -137,13 +141,10 @@ bn_channels(const float *mean, const float *invstd, const float *gamma, const fl
   p.invstd = p.mean + channels;
   p.scale = p.invstd + channels;
   p.shift = p.scale + channels;
-  for (int ch = 0; ch < channels; ch++) {
-    p.mean[ch] = mean[ch];
-    p.invstd[ch] = invstd[ch];
-    /* As bn_forward computes them, so that the mask below has the forward's bits. */
-    p.scale[ch] = invstd[ch] * gamma[ch];
-    p.shift[ch] = beta[ch] - mean[ch] * p.scale[ch];
-  }
+  memcpy(p.mean, mean, sizeof(float) * (size_t)channels);
+  memcpy(p.invstd, invstd, sizeof(float) * (size_t)channels);
+  /* As bn_forward computes them, so that the mask below has the forward's bits. */
+  tdm_cpu_bn_affine(p.scale, p.shift, mean, invstd, gamma, beta, channels);
   return p;
 }
 
@@ -297,9 +298,3 @@ tdm_cpu_bn_backward_dx_bf16(TdmBackend *b, uint16_t *dx, const float *dy, const 
   bn_backward_dx_any(NULL, dx, dy, x, mean, invstd, gamma, beta, relu, sum_dgamma, sum_dbeta,
                      inv_count, rows, channels);
 }
-
-/* Pooling */
-
-/* Dropout: the mask is drawn again in backward, never stored. */
-
-/* PyTorch's SGD */

@@ -98,12 +98,9 @@ tdm_cpu_im2col_bf16_bn(TdmBackend *b, uint16_t *col, const float *x, const float
                        const float *invstd, const float *gamma, const float *beta, bool relu,
                        int n, int h, int w, int c, int kh, int kw, int pad, int stride)
 {
-  /* bn_forward's scale and shift, computed as it computes them. */
+  /* bn_forward's scale and shift, so that the columns hold its output's bits. */
   float *scale = g_new(float, 2 * (size_t)c), *shift = scale + c;
-  for (int ch = 0; ch < c; ch++) {
-    scale[ch] = invstd[ch] * gamma[ch];
-    shift[ch] = beta[ch] - mean[ch] * scale[ch];
-  }
+  tdm_cpu_bn_affine(scale, shift, mean, invstd, gamma, beta, c);
   im2col_bf16(col, x, scale, shift, relu, n, h, w, c, kh, kw, pad, stride);
   g_free(scale);
 }

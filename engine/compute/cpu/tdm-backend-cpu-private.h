@@ -129,6 +129,12 @@ void tdm_cpu_avgpool2d_forward(TdmBackend *b, float *y, const float *x, TdmPool2
 void tdm_cpu_avgpool2d_backward(TdmBackend *b, float *dx, const float *dy, TdmPool2d g);
 
 /* tdm-backend-cpu-bn.c */
+/* A training BN's affine form per channel, y = x · scale + shift with scale = invstd · γ
+ * and shift = β − mean · scale: the one computation of them, so that whatever reads a
+ * normalized value (the forward, the backward's ReLU mask, the conv's bf16 columns)
+ * gets the forward's bits. */
+void tdm_cpu_bn_affine(float *scale, float *shift, const float *mean, const float *invstd,
+                       const float *gamma, const float *beta, int channels);
 void tdm_cpu_bn_moments(TdmBackend *b, float *slots, const float *x, int rows, int channels,
                         int slot, int slot_count);
 void tdm_cpu_bn_stats(TdmBackend *b, float *saved, const float *slots, int slot_count,

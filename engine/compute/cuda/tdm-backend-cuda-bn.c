@@ -10,6 +10,20 @@
 
 #define STREAM(b) tdm_backend_cuda_stream(b)
 
+/* The backend's scratch for the per-channel sums (two doubles a channel, *count in
+ * all), or NULL with the backend failed when channels are more than it holds. */
+static double *
+sum_scratch(TdmBackend *b, const char *op, int channels, size_t *count)
+{
+  double *partials = tdm_backend_cuda_sum_scratch(b, count);
+  if (G_UNLIKELY(2 * (size_t)channels > *count)) {
+    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, "%s: %d channels, at most %zu", op, channels,
+                     *count / 2);
+    return NULL;
+  }
+  return partials;
+}
+
 void
 tdm_cuda_bn_moments(TdmBackend *b, float *slots, const float *x, int rows, int channels,
                     int slot, int slot_count)
@@ -17,9 +31,9 @@ tdm_cuda_bn_moments(TdmBackend *b, float *slots, const float *x, int rows, int c
   if (!tdm_cuda_begin(b))
     return;
   size_t count = 0;
-  double *partials = tdm_backend_cuda_sum_scratch(b, &count);
-  CUDA_REQUIRE(b, 2 * (size_t)channels <= count, "bn_moments: %d channels, at most %zu",
-               channels, count / 2);
+  double *partials = sum_scratch(b, "bn_moments", channels, &count);
+  if (partials == NULL)
+    return;
   TDM_CUDA_OK(b, tdm_k_bn_moments(slots, x, rows, channels, slot, slot_count, partials, count,
                                   STREAM(b)));
 }
@@ -63,9 +77,9 @@ tdm_cuda_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const floa
   if (!tdm_cuda_begin(b))
     return;
   size_t count = 0;
-  double *partials = tdm_backend_cuda_sum_scratch(b, &count);
-  CUDA_REQUIRE(b, 2 * (size_t)channels <= count, "bn_backward_sums: %d channels, at most %zu",
-               channels, count / 2);
+  double *partials = sum_scratch(b, "bn_backward_sums", channels, &count);
+  if (partials == NULL)
+    return;
   TDM_CUDA_OK(b, tdm_k_bn_backward_sums(dgamma, dbeta, dy, x, mean, invstd, gamma, beta,
                                         relu, rows, channels, partials, count, STREAM(b)));
 }
