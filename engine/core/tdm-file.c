@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-file.c — refuses what is not a regular file before reading from it, reads it
  * whole, mapped or by lines under the caller's limits, tells whether two paths are one
- * file, and makes the locked temporaries files are replaced through (tdm-file.h). Not
- * a parser and not a writer. */
+ * file, makes the locked temporaries files are replaced through and writes a buffer
+ * whole (tdm-file.h). Not a parser. */
 #include "tdm-file.h"
 #include "tdm-i18n.h"
 
@@ -492,4 +492,23 @@ tdm_file_create_temp(const char *dir, const char *base, char **tmp_path_out)
   }
   errno = EAGAIN;
   return -1;
+}
+
+gboolean
+tdm_file_write_all(int fd, const void *data, gsize bytes)
+{
+  const char *p = data;
+  while (bytes > 0) {
+    ssize_t n = write(fd, p, bytes);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      if (n == 0)
+        errno = EIO;
+      return FALSE;
+    }
+    p += n;
+    bytes -= (gsize)n;
+  }
+  return TRUE;
 }

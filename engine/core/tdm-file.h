@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-file.h — the one way Tandem reads a file a person names (datasets, checkpoints,
- * --init weights, --config, run files) without trusting what it is, and the one test of
- * whether two output paths are the same file.
+ * --init weights, --config, run files) without trusting what it is, the one test of
+ * whether two output paths are the same file, and the one loop that writes a buffer
+ * whole.
  *
  * A FIFO opened for reading blocks until a writer comes, a device may never end, and
  * a dangling link reads as "missing" unless someone looks at the link itself. These
@@ -84,5 +85,9 @@ gboolean tdm_file_present (const char *path);
  * (killed mid-write): their lock can be taken. Other names are never touched. */
 int tdm_file_create_temp (const char *dir, const char *base, char **tmp_path);
 void tdm_file_remove_stale_temps (const char *dir, const char *base);
+
+/* Writes all `bytes` of data to fd, going on after an interrupted or short write;
+ * FALSE with errno set when a write fails (EIO for one that writes nothing). */
+gboolean tdm_file_write_all (int fd, const void *data, gsize bytes);
 
 G_END_DECLS

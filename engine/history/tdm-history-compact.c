@@ -170,14 +170,9 @@ tdm_history_compact(TdmRunRecorder *rec, GError **error)
   int fd = tdm_file_create_temp(rec->folder, base, &tmp);
   gboolean ok = fd >= 0;
   int saved = errno;
-  gsize done = 0;
-  while (ok && done < out->len) {
-    ssize_t n = write(fd, out->str + done, out->len - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    ok = n > 0;
+  if (ok && !tdm_file_write_all(fd, out->str, out->len)) {
+    ok = FALSE;
     saved = errno;
-    done += ok ? (gsize)n : 0;
   }
   if (ok && fsync(fd) != 0) {
     ok = FALSE;

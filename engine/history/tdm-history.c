@@ -225,18 +225,11 @@ tdm_history_append_line(int fd, const char *path, JsonBuilder *b, GError **error
   g_autoptr(JsonNode) root = json_builder_get_root(b);
   g_autofree char *text = tdm_json_to_string(root);
   g_autofree char *line = g_strconcat(text, "\n", NULL);
-  size_t len = strlen(line), done = 0;
-  while (done < len) {
-    ssize_t n = write(fd, line + done, len - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      int saved = errno;
-      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
-                  _("could not write the run history file %s: %s"), path, g_strerror(saved));
-      return FALSE;
-    }
-    done += (size_t)n;
+  if (!tdm_file_write_all(fd, line, strlen(line))) {
+    int saved = errno;
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
+                _("could not write the run history file %s: %s"), path, g_strerror(saved));
+    return FALSE;
   }
   return TRUE;
 }

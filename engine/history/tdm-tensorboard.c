@@ -134,20 +134,10 @@ write_record(TdmTensorboard *tb, const GByteArray *data)
   put_le(record, tdm_tensorboard_masked_crc(tdm_tensorboard_crc32c(record->data, 8)), 4);
   g_byte_array_append(record, data->data, data->len);
   put_le(record, tdm_tensorboard_masked_crc(tdm_tensorboard_crc32c(data->data, data->len)), 4);
-  const guint8 *p = record->data;
-  gsize left = record->len;
-  while (left > 0) {
-    ssize_t n = write(tb->fd, p, left);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0) {
-      int saved = errno;
-      g_set_error(&tb->error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
-                  _("TensorBoard event file %s: cannot write: %s"), tb->path, g_strerror(saved));
-      return;
-    }
-    p += n;
-    left -= (gsize)n;
+  if (!tdm_file_write_all(tb->fd, record->data, record->len)) {
+    int saved = errno;
+    g_set_error(&tb->error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
+                _("TensorBoard event file %s: cannot write: %s"), tb->path, g_strerror(saved));
   }
 }
 

@@ -12,6 +12,7 @@
  * as such. Not the safetensors reader (tdm-checkpoint.c), which hands these files
  * over.
  */
+#include "tdm-bf16.h"
 #include "tdm-checkpoint-private.h"
 #include "tdm-error.h"
 #include "tdm-i18n.h"
@@ -75,12 +76,8 @@ element(const guint8 *p, TdmPickleDtype dtype, gboolean big_endian)
   }
   case TDM_PICKLE_FLOAT16:
     return half_to_float((guint16)u);
-  case TDM_PICKLE_BFLOAT16: {
-    guint32 w = (guint32)u << 16;
-    float f;
-    memcpy(&f, &w, sizeof f);
-    return f;
-  }
+  case TDM_PICKLE_BFLOAT16:
+    return tdm_bf16_value((uint16_t)u);
   case TDM_PICKLE_FLOAT64: {
     double d;
     memcpy(&d, &u, sizeof d);

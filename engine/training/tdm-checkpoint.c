@@ -307,27 +307,10 @@ header_json(TdmCheckpoint *ckpt)
 }
 
 static gboolean
-write_all(int fd, const void *data, size_t bytes)
-{
-  const char *p = data;
-  while (bytes > 0) {
-    ssize_t n = write(fd, p, bytes);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      return FALSE;
-    }
-    p += n;
-    bytes -= (size_t)n;
-  }
-  return TRUE;
-}
-
-static gboolean
 write_floats(int fd, const float *data, gint64 count)
 {
 #if G_BYTE_ORDER == G_LITTLE_ENDIAN
-  return write_all(fd, data, (size_t)count * sizeof(float));
+  return tdm_file_write_all(fd, data, (size_t)count * sizeof(float));
 #else
   guint32 chunk[4096];
   for (gint64 done = 0; done < count;) {
@@ -337,7 +320,7 @@ write_floats(int fd, const float *data, gint64 count)
       memcpy(&v, data + done + i, sizeof v);
       chunk[i] = GUINT32_TO_LE(v);
     }
-    if (!write_all(fd, chunk, (size_t)n * sizeof(float)))
+    if (!tdm_file_write_all(fd, chunk, (size_t)n * sizeof(float)))
       return FALSE;
     done += n;
   }
@@ -430,7 +413,7 @@ tdm_checkpoint_save(TdmCheckpoint *ckpt, const char *path, GError **error)
     return save_failed(error, path, _("create a temporary file in its folder"), errno);
 
   const char *what = "write";
-  gboolean ok = write_all(fd, header, 8 + header_len);
+  gboolean ok = tdm_file_write_all(fd, header, 8 + header_len);
   for (guint i = 0; ok && i < ckpt->tensors->len; i++) {
     const TdmTensor *t = ckpt->tensors->pdata[i];
     const float *values = tdm_checkpoint_values(ckpt, t, NULL);

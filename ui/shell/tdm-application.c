@@ -18,6 +18,7 @@
 #include "tdm-build-config.h"
 
 #include "tdm-application.h"
+#include "tdm-i18n.h"
 #include "tdm-renderer.h"
 #include "tdm-window.h"
 
@@ -32,34 +33,10 @@ struct _TdmApplication
 
 G_DEFINE_FINAL_TYPE (TdmApplication, tdm_application, ADW_TYPE_APPLICATION)
 
-static gboolean
-running_from_build_tree (void)
-{
-  g_autofree char *exe = g_file_read_link ("/proc/self/exe", NULL);
-  g_autofree char *build = g_canonicalize_filename (TDM_BUILD_DIR, NULL);
-  g_autofree char *prefix = g_strconcat (build, G_DIR_SEPARATOR_S, NULL);
-
-  return exe != NULL && g_str_has_prefix (exe, prefix);
-}
-
 void
 tdm_application_init_i18n (void)
 {
-  const char *localedir = g_getenv ("TANDEM_LOCALEDIR");
-  g_autofree char *build_po = NULL;
-
-  if (localedir == NULL || localedir[0] == '\0')
-    {
-      localedir = TDM_LOCALEDIR;
-      if (running_from_build_tree ())
-        {
-          build_po = g_build_filename (TDM_BUILD_DIR, "po", NULL);
-          localedir = build_po;
-        }
-    }
-
-  bindtextdomain (GETTEXT_PACKAGE, localedir);
-  bind_textdomain_codeset (GETTEXT_PACKAGE, "UTF-8");
+  tdm_i18n_bind (GETTEXT_PACKAGE, "po");
   textdomain (GETTEXT_PACKAGE);
 }
 
@@ -68,7 +45,7 @@ tdm_application_init_uninstalled (void)
 {
   g_autofree char *schemas = NULL;
 
-  if (g_getenv ("GSETTINGS_SCHEMA_DIR") != NULL || !running_from_build_tree ())
+  if (g_getenv ("GSETTINGS_SCHEMA_DIR") != NULL || !tdm_running_from_build_tree ())
     return;
 
   schemas = g_build_filename (TDM_BUILD_DIR, "data", NULL);
