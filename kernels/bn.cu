@@ -9,9 +9,11 @@
  * precision matches the CPU reference, which also sums in double. The statistics take
  * one read of x: shifted sums, finished and merged over replicas by
  * tdm-bn-moments.h's rule, the CPU's. Everything else is
- * one memory-bound elementwise pass. Not here: the convolutions and pools that read a
- * bn's output as they normalize it (conv-im2col.cu, pool.cu), and the all-reduce of
- * synchronized BN, which the engine does between these launches.
+ * one memory-bound elementwise pass. Every kernel reads x as float32 or as bfloat16
+ * (X = uint16_t: a conv's output a bf16 run stores so), widened exactly as it loads. Not here:
+ * the convolutions and pools that read a bn's output as they normalize it (conv-im2col.cu,
+ * pool.cu), and the all-reduce of synchronized BN, which the engine does between these
+ * launches.
  */
 #include "tdm-kernels.h"
 #include "tdm-bn-moments.h"
@@ -37,9 +39,9 @@ enum { SUM_SHIFTED = 0, SUM_BACKWARD = 2, SUM_BACKWARD_RELU = 3 };
 /* partials[(group · 2 + which) · channels + ch]: which 0 holds Σ(x − K) (K = the
  * channel's first row, tdm-bn-moments.h) or Σdy·xhat, which 1 holds Σ(x − K)² or
  * Σdy. */
-template <int MODE>
+template <int MODE, typename X>
 __global__ void
-bn_partial_kernel(double *partials, const float *x, const float *dy, const float *mean,
+bn_partial_kernel(double *partials, const X *x, const float *dy, const float *mean,
                   const float *invstd, const float *gamma, const float *beta, int rows,
                   int channels)
 {
@@ -51,7 +53,7 @@ bn_partial_kernel(double *partials, const float *x, const float *dy, const float
     float m = 0.0f, is = 0.0f;
     double shift = 0.0;
     if (MODE == SUM_SHIFTED)
-      shift = x[ch];
+      shift = tdm_k_load1(x + ch);
     if (MODE >= SUM_BACKWARD) {
       m = mean[ch];
       is = invstd[ch];
@@ -59,7 +61,7 @@ bn_partial_kernel(double *partials, const float *x, const float *dy, const float
     /* Unrolled so that four rows' loads are in flight before their adds. */
 #pragma unroll 4
     for (int r = blockIdx.x * BN_LANES + threadIdx.y; r < rows; r += gridDim.x * BN_LANES) {
-      float v = x[(size_t)r * channels + ch];
+      float v = tdm_k_load1(x + (size_t)r * channels + ch);
       if (MODE == SUM_SHIFTED) {
         double d = (double)v - shift;
         a0 += d;
@@ -95,10 +97,10 @@ bn_partial_kernel(double *partials, const float *x, const float *dy, const float
  * step, ncu 2026-12-03). Then, for the statistics (MOMENTS), lane 0 finishes them
  * into this replica's slot of `slots` (mean, M2, count; zeros in the other slots,
  * tdm-bn-moments.h); for the backward, out0 and out1 get the sums. */
-template <bool MOMENTS>
+template <bool MOMENTS, typename X>
 __global__ void
 bn_finish_kernel(float *out0, float *out1, const double *partials, int groups, int channels,
-                 float *slots, const float *x, int rows, int slot, int slot_count)
+                 float *slots, const X *x, int rows, int slot, int slot_count)
 {
   __shared__ double s0[BN_FINISH_LANES][33];
   __shared__ double s1[BN_FINISH_LANES][33];
@@ -131,7 +133,7 @@ bn_finish_kernel(float *out0, float *out1, const double *partials, int groups, i
     float *dst = slots + size * s;
     if (s == slot) {
       double mean, m2;
-      tdm_bnm_finish(x[ch], a0, a1, rows, &mean, &m2);
+      tdm_bnm_finish(tdm_k_load1(x + ch), a0, a1, rows, &mean, &m2);
       tdm_bnm_store(dst, channels, ch, mean, m2);
     } else {
       tdm_bnm_store(dst, channels, ch, 0.0, 0.0);
@@ -141,9 +143,9 @@ bn_finish_kernel(float *out0, float *out1, const double *partials, int groups, i
   }
 }
 
-template <int MODE>
+template <int MODE, typename X>
 static cudaError_t
-bn_reduce(float *out0, float *out1, const float *x, const float *dy, const float *mean,
+bn_reduce(float *out0, float *out1, const X *x, const float *dy, const float *mean,
           const float *invstd, const float *gamma, const float *beta, int rows, int channels,
           double *partials, size_t partials_count, float *slots, int slot, int slot_count,
           cudaStream_t stream)
@@ -166,16 +168,16 @@ bn_reduce(float *out0, float *out1, const float *x, const float *dy, const float
   if (groups < 1)
     groups = 1;
   dim3 grid((unsigned)groups, (unsigned)tiles);
-  bn_partial_kernel<MODE><<<grid, dim3(32, BN_LANES), 0, stream>>>(
+  bn_partial_kernel<MODE, X><<<grid, dim3(32, BN_LANES), 0, stream>>>(
       partials, x, dy, mean, invstd, gamma, beta, rows, channels);
-  bn_finish_kernel<MODE == SUM_SHIFTED>
+  bn_finish_kernel<MODE == SUM_SHIFTED, X>
       <<<(unsigned)tiles, dim3(32, BN_FINISH_LANES), 0, stream>>>(
           out0, out1, partials, (int)groups, channels, slots, x, rows, slot, slot_count);
   return tdm_k_launched();
 }
 
 extern "C" cudaError_t
-tdm_k_bn_moments(float *slots, const float *x, int rows, int channels, int slot,
+tdm_k_bn_moments(float *slots, const void *x, bool x16, int rows, int channels, int slot,
                  int slot_count, double *partials, size_t partials_count, cudaStream_t stream)
 {
   if (channels <= 0 || slot < 0 || slot >= slot_count)
@@ -183,15 +185,21 @@ tdm_k_bn_moments(float *slots, const float *x, int rows, int channels, int slot,
   if (rows <= 0) /* no first row to shift by: an empty slot */
     return cudaMemsetAsync(slots, 0, TDM_BN_SLOT_FLOATS(channels) * slot_count * sizeof(float),
                            stream);
-  return bn_reduce<SUM_SHIFTED>(NULL, NULL, x, NULL, NULL, NULL, NULL, NULL, rows, channels,
-                                partials, partials_count, slots, slot, slot_count, stream);
+  if (x16)
+    return bn_reduce<SUM_SHIFTED>(NULL, NULL, (const uint16_t *)x, NULL, NULL, NULL, NULL, NULL,
+                                  rows, channels, partials, partials_count, slots, slot,
+                                  slot_count, stream);
+  return bn_reduce<SUM_SHIFTED>(NULL, NULL, (const float *)x, NULL, NULL, NULL, NULL, NULL,
+                                rows, channels, partials, partials_count, slots, slot,
+                                slot_count, stream);
 }
 
-extern "C" cudaError_t
-tdm_k_bn_backward_sums(float *dgamma, float *dbeta, const float *dy, const float *x,
-                       const float *mean, const float *invstd, const float *gamma,
-                       const float *beta, bool relu, int rows, int channels,
-                       double *partials, size_t partials_count, cudaStream_t stream)
+template <typename X>
+static cudaError_t
+bn_backward_sums(float *dgamma, float *dbeta, const float *dy, const X *x, const float *mean,
+                 const float *invstd, const float *gamma, const float *beta, bool relu,
+                 int rows, int channels, double *partials, size_t partials_count,
+                 cudaStream_t stream)
 {
   if (relu)
     return bn_reduce<SUM_BACKWARD_RELU>(dgamma, dbeta, x, dy, mean, invstd, gamma, beta, rows,
@@ -199,6 +207,19 @@ tdm_k_bn_backward_sums(float *dgamma, float *dbeta, const float *dy, const float
                                         stream);
   return bn_reduce<SUM_BACKWARD>(dgamma, dbeta, x, dy, mean, invstd, gamma, beta, rows,
                                  channels, partials, partials_count, NULL, 0, 0, stream);
+}
+
+extern "C" cudaError_t
+tdm_k_bn_backward_sums(float *dgamma, float *dbeta, const float *dy, const void *x, bool x16,
+                       const float *mean, const float *invstd, const float *gamma,
+                       const float *beta, bool relu, int rows, int channels, double *partials,
+                       size_t partials_count, cudaStream_t stream)
+{
+  if (x16)
+    return bn_backward_sums(dgamma, dbeta, dy, (const uint16_t *)x, mean, invstd, gamma, beta,
+                            relu, rows, channels, partials, partials_count, stream);
+  return bn_backward_sums(dgamma, dbeta, dy, (const float *)x, mean, invstd, gamma, beta, relu,
+                          rows, channels, partials, partials_count, stream);
 }
 
 __global__ void
@@ -252,42 +273,38 @@ bn_forward_one(float x, int ch, const float *mean, const float *spread, const fl
   return use_relu && v < 0.0f ? 0.0f : v;
 }
 
-template <bool EVAL, int V, typename I>
+template <bool EVAL, int V, typename I, typename X>
 __global__ void
-bn_forward_kernel(float *y, const float *x, const float *mean, const float *spread,
+bn_forward_kernel(float *y, const X *x, const float *mean, const float *spread,
                   const float *gamma, const float *beta, float eps, I total, I channels,
                   bool use_relu)
 {
   I stride = (I)gridDim.x * blockDim.x;
   for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total / V; i += stride) {
     int ch = (int)((i * V) % channels);
-    if (V == 4) {
-      float4 v = ((const float4 *)x)[i];
-      v.x = bn_forward_one<EVAL>(v.x, ch, mean, spread, gamma, beta, eps, use_relu);
-      v.y = bn_forward_one<EVAL>(v.y, ch + 1, mean, spread, gamma, beta, eps, use_relu);
-      v.z = bn_forward_one<EVAL>(v.z, ch + 2, mean, spread, gamma, beta, eps, use_relu);
-      v.w = bn_forward_one<EVAL>(v.w, ch + 3, mean, spread, gamma, beta, eps, use_relu);
-      ((float4 *)y)[i] = v;
-    } else {
-      y[i] = bn_forward_one<EVAL>(x[i], ch, mean, spread, gamma, beta, eps, use_relu);
-    }
+    float v[V];
+    tdm_k_vec<V>::load(v, x + (size_t)i * V);
+    for (int j = 0; j < V; j++)
+      v[j] = bn_forward_one<EVAL>(v[j], ch + j, mean, spread, gamma, beta, eps, use_relu);
+    tdm_k_vec<V>::store(y + (size_t)i * V, v);
   }
 }
 
-template <bool EVAL>
+template <bool EVAL, typename X>
 static cudaError_t
-bn_forward_launch(float *y, const float *x, const float *mean, const float *spread,
+bn_forward_launch(float *y, const X *x, const float *mean, const float *spread,
                   const float *gamma, const float *beta, float eps, int rows, int channels,
                   bool relu, cudaStream_t stream)
 {
   size_t total = (size_t)(rows > 0 ? rows : 0) * (channels > 0 ? channels : 0);
   if (total == 0)
     return cudaSuccess;
-  bool vec = channels % 4 == 0 && tdm_k_aligned16(x) && tdm_k_aligned16(y);
+  bool vec =
+      channels % 4 == 0 && ((uintptr_t)x & (4 * sizeof(X) - 1)) == 0 && tdm_k_aligned16(y);
   bool narrow = total < ((size_t)1 << 31);
   unsigned blocks = tdm_k_blocks(vec ? total / 4 : total, TDM_K_THREADS);
-#define BN_FORWARD(V, I)                                                                   \
-  bn_forward_kernel<EVAL, V, I><<<blocks, TDM_K_THREADS, 0, stream>>>(                     \
+#define BN_FORWARD(V, I)                                                                       \
+  bn_forward_kernel<EVAL, V, I, X><<<blocks, TDM_K_THREADS, 0, stream>>>(                      \
       y, x, mean, spread, gamma, beta, eps, (I)total, (I)channels, relu)
   if (vec && narrow)
     BN_FORWARD(4, uint32_t);
@@ -302,21 +319,27 @@ bn_forward_launch(float *y, const float *x, const float *mean, const float *spre
 }
 
 extern "C" cudaError_t
-tdm_k_bn_forward(float *y, const float *x, const float *mean, const float *invstd,
+tdm_k_bn_forward(float *y, const void *x, bool x16, const float *mean, const float *invstd,
                  const float *gamma, const float *beta, int rows, int channels, bool relu,
                  cudaStream_t stream)
 {
-  return bn_forward_launch<false>(y, x, mean, invstd, gamma, beta, 0.0f, rows, channels, relu,
-                                  stream);
+  if (x16)
+    return bn_forward_launch<false>(y, (const uint16_t *)x, mean, invstd, gamma, beta, 0.0f,
+                                    rows, channels, relu, stream);
+  return bn_forward_launch<false>(y, (const float *)x, mean, invstd, gamma, beta, 0.0f, rows,
+                                  channels, relu, stream);
 }
 
 extern "C" cudaError_t
-tdm_k_bn_forward_eval(float *y, const float *x, const float *running_mean,
+tdm_k_bn_forward_eval(float *y, const void *x, bool x16, const float *running_mean,
                       const float *running_var, const float *gamma, const float *beta,
                       float eps, int rows, int channels, bool relu, cudaStream_t stream)
 {
-  return bn_forward_launch<true>(y, x, running_mean, running_var, gamma, beta, eps, rows,
-                                 channels, relu, stream);
+  if (x16)
+    return bn_forward_launch<true>(y, (const uint16_t *)x, running_mean, running_var, gamma,
+                                   beta, eps, rows, channels, relu, stream);
+  return bn_forward_launch<true>(y, (const float *)x, running_mean, running_var, gamma, beta,
+                                 eps, rows, channels, relu, stream);
 }
 
 /* dx = k·dy + a·x + c per channel, the CPU reference's expansion of
@@ -336,41 +359,32 @@ bn_backward_one(float dy, float x, int ch, const float *mean, const float *invst
   return k * dy + a * x + c;
 }
 
-template <bool RELU, int V, typename I, typename T>
+template <bool RELU, int V, typename I, typename T, typename X>
 __global__ void
-bn_backward_dx_kernel(T *dx, const float *dy, const float *x, const float *mean,
+bn_backward_dx_kernel(T *dx, const float *dy, const X *x, const float *mean,
                       const float *invstd, const float *gamma, const float *beta,
-                      const float *sum_dgamma, const float *sum_dbeta, float inv_count,
-                      I total, I channels)
+                      const float *sum_dgamma, const float *sum_dbeta, float inv_count, I total,
+                      I channels)
 {
   I stride = (I)gridDim.x * blockDim.x;
   for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total / V; i += stride) {
     int ch = (int)((i * V) % channels);
-    if (V == 4) {
-      float4 g = ((const float4 *)dy)[i], v = ((const float4 *)x)[i];
-      g.x = bn_backward_one<RELU>(g.x, v.x, ch, mean, invstd, gamma, beta, sum_dgamma,
-                                  sum_dbeta, inv_count);
-      g.y = bn_backward_one<RELU>(g.y, v.y, ch + 1, mean, invstd, gamma, beta, sum_dgamma,
-                                  sum_dbeta, inv_count);
-      g.z = bn_backward_one<RELU>(g.z, v.z, ch + 2, mean, invstd, gamma, beta, sum_dgamma,
-                                  sum_dbeta, inv_count);
-      g.w = bn_backward_one<RELU>(g.w, v.w, ch + 3, mean, invstd, gamma, beta, sum_dgamma,
-                                  sum_dbeta, inv_count);
-      /* dx as float, or as bfloat16 rounded to nearest even (the bits to_bf16 gives
-       * the float): a convolution's output gradient that its GEMMs read as bf16. */
-      float q[4] = {g.x, g.y, g.z, g.w};
-      tdm_k_vec<4>::store(dx + (size_t)i * 4, q);
-    } else {
-      tdm_k_store1(dx + i, bn_backward_one<RELU>(dy[i], x[i], ch, mean, invstd, gamma, beta,
-                                             sum_dgamma, sum_dbeta, inv_count));
-    }
+    float g[V], v[V];
+    tdm_k_vec<V>::load(g, dy + (size_t)i * V);
+    tdm_k_vec<V>::load(v, x + (size_t)i * V);
+    for (int j = 0; j < V; j++)
+      g[j] = bn_backward_one<RELU>(g[j], v[j], ch + j, mean, invstd, gamma, beta, sum_dgamma,
+                                   sum_dbeta, inv_count);
+    /* dx as float, or as bfloat16 rounded to nearest even (the bits to_bf16 gives the
+     * float): a convolution's output gradient that its GEMMs read as bf16. */
+    tdm_k_vec<V>::store(dx + (size_t)i * V, g);
   }
 }
 
-/* V = 4 needs dy and x on 16 bytes, and dx on 16 (float) or 8 (bf16). */
-template <typename T>
+/* V = 4 needs dy on 16 bytes, and dx and x on 16 (float) or 8 (bf16). */
+template <typename T, typename X>
 static cudaError_t
-bn_backward_dx_launch(T *dx, const float *dy, const float *x, const float *mean,
+bn_backward_dx_launch(T *dx, const float *dy, const X *x, const float *mean,
                       const float *invstd, const float *gamma, const float *beta, bool relu,
                       const float *sum_dgamma, const float *sum_dbeta, float inv_count,
                       int rows, int channels, cudaStream_t stream)
@@ -379,13 +393,13 @@ bn_backward_dx_launch(T *dx, const float *dy, const float *x, const float *mean,
   if (total == 0)
     return cudaSuccess;
   bool vec = channels % 4 == 0 && ((uintptr_t)dx & (4 * sizeof(T) - 1)) == 0 &&
-             tdm_k_aligned16(dy) && tdm_k_aligned16(x);
+             tdm_k_aligned16(dy) && ((uintptr_t)x & (4 * sizeof(X) - 1)) == 0;
   bool narrow = total < ((size_t)1 << 31);
   unsigned blocks = tdm_k_blocks(vec ? total / 4 : total, TDM_K_THREADS);
-#define BN_BACKWARD(R, V, I)                                                               \
-  bn_backward_dx_kernel<R, V, I, T><<<blocks, TDM_K_THREADS, 0, stream>>>(                 \
-      dx, dy, x, mean, invstd, gamma, beta, sum_dgamma, sum_dbeta, inv_count, (I)total,    \
-      (I)channels)
+#define BN_BACKWARD(R, V, I)                                                                   \
+  bn_backward_dx_kernel<R, V, I, T, X>                                                         \
+      <<<blocks, TDM_K_THREADS, 0, stream>>>(dx, dy, x, mean, invstd, gamma, beta, sum_dgamma, \
+                                             sum_dbeta, inv_count, (I)total, (I)channels)
   if (relu && vec && narrow)
     BN_BACKWARD(true, 4, uint32_t);
   else if (relu && vec)
@@ -406,22 +420,38 @@ bn_backward_dx_launch(T *dx, const float *dy, const float *x, const float *mean,
   return tdm_k_launched();
 }
 
-extern "C" cudaError_t
-tdm_k_bn_backward_dx(float *dx, const float *dy, const float *x, const float *mean,
-                     const float *invstd, const float *gamma, const float *beta, bool relu,
-                     const float *sum_dgamma, const float *sum_dbeta, float inv_count,
-                     int rows, int channels, cudaStream_t stream)
+/* Either type of x into either type of dx. */
+template <typename T>
+static cudaError_t
+bn_backward_dx_any(T *dx, const float *dy, const void *x, bool x16, const float *mean,
+                   const float *invstd, const float *gamma, const float *beta, bool relu,
+                   const float *sum_dgamma, const float *sum_dbeta, float inv_count, int rows,
+                   int channels, cudaStream_t stream)
 {
-  return bn_backward_dx_launch(dx, dy, x, mean, invstd, gamma, beta, relu, sum_dgamma,
-                               sum_dbeta, inv_count, rows, channels, stream);
+  if (x16)
+    return bn_backward_dx_launch(dx, dy, (const uint16_t *)x, mean, invstd, gamma, beta, relu,
+                                 sum_dgamma, sum_dbeta, inv_count, rows, channels, stream);
+  return bn_backward_dx_launch(dx, dy, (const float *)x, mean, invstd, gamma, beta, relu,
+                               sum_dgamma, sum_dbeta, inv_count, rows, channels, stream);
 }
 
 extern "C" cudaError_t
-tdm_k_bn_backward_dx_bf16(uint16_t *dx, const float *dy, const float *x, const float *mean,
-                          const float *invstd, const float *gamma, const float *beta,
-                          bool relu, const float *sum_dgamma, const float *sum_dbeta,
-                          float inv_count, int rows, int channels, cudaStream_t stream)
+tdm_k_bn_backward_dx(float *dx, const float *dy, const void *x, bool x16, const float *mean,
+                     const float *invstd, const float *gamma, const float *beta, bool relu,
+                     const float *sum_dgamma, const float *sum_dbeta, float inv_count, int rows,
+                     int channels, cudaStream_t stream)
 {
-  return bn_backward_dx_launch(dx, dy, x, mean, invstd, gamma, beta, relu, sum_dgamma,
-                               sum_dbeta, inv_count, rows, channels, stream);
+  return bn_backward_dx_any(dx, dy, x, x16, mean, invstd, gamma, beta, relu, sum_dgamma,
+                            sum_dbeta, inv_count, rows, channels, stream);
+}
+
+extern "C" cudaError_t
+tdm_k_bn_backward_dx_bf16(uint16_t *dx, const float *dy, const void *x, bool x16,
+                          const float *mean, const float *invstd, const float *gamma,
+                          const float *beta, bool relu, const float *sum_dgamma,
+                          const float *sum_dbeta, float inv_count, int rows, int channels,
+                          cudaStream_t stream)
+{
+  return bn_backward_dx_any(dx, dy, x, x16, mean, invstd, gamma, beta, relu, sum_dgamma,
+                            sum_dbeta, inv_count, rows, channels, stream);
 }

@@ -183,6 +183,19 @@ struct tdm_k_vec {
   }
 };
 
+/* One value read as float, from float or bfloat16 (widened exactly). */
+__device__ __forceinline__ float
+tdm_k_load1(const float *p)
+{
+  return *p;
+}
+
+__device__ __forceinline__ float
+tdm_k_load1(const uint16_t *p)
+{
+  return __bfloat162float(__ushort_as_bfloat16(*p));
+}
+
 /* One value, as float or rounded to bfloat16. */
 __device__ __forceinline__ void
 tdm_k_store1(float *p, float v)

@@ -34,10 +34,10 @@ im2col_affine_offset(size_t kvecs)
   return (kvecs * sizeof(int) + 15) / 16 * 16;
 }
 
-template <int V, typename T, bool BN>
+template <int V, typename T, bool BN, typename X>
 __global__ void
-im2col_table_kernel(T *col, const float *x, int rows, int h, int w, int c, int kh,
-                    int kw, int pad, int stride, int oh, int ow, BnGather bn)
+im2col_table_kernel(T *col, const X *x, int rows, int h, int w, int c, int kh, int kw, int pad,
+                    int stride, int oh, int ow, BnGather bn)
 {
   extern __shared__ __align__(16) int taps[];
   int cv = c / V;
@@ -59,7 +59,7 @@ im2col_table_kernel(T *col, const float *x, int rows, int h, int w, int c, int k
     int t = row / ow;
     int oy = t % oh;
     int img = t / oh;
-    const float *xi = x + (size_t)img * h * w * c;
+    const X *xi = x + (size_t)img * h * w * c;
     T *out = col + (size_t)row * kvecs * V;
     for (int k = threadIdx.x; k < kvecs; k += blockDim.x) {
       int tap = taps[k];
@@ -85,10 +85,10 @@ im2col_table_kernel(T *col, const float *x, int rows, int h, int w, int c, int k
 }
 
 /* im2col for any shape: one thread per col entry. */
-template <typename I, typename T, bool BN>
+template <typename I, typename T, bool BN, typename X>
 __global__ void
-im2col_kernel(T *col, const float *x, I total, int h, int w, int c, int kh, int kw,
-              int pad, int stride, int oh, int ow, BnGather bn)
+im2col_kernel(T *col, const X *x, I total, int h, int w, int c, int kh, int kw, int pad,
+              int stride, int oh, int ow, BnGather bn)
 {
   I kcols = (I)c * kh * kw;
   for (I e = tdm_k_grid_start<I>(); e < total; e += tdm_k_grid_stride<I>()) {
@@ -105,7 +105,7 @@ im2col_kernel(T *col, const float *x, I total, int h, int w, int c, int kh, int 
     int ix = ox * stride + kx - pad;
     float v = 0.0f;
     if (iy >= 0 && iy < h && ix >= 0 && ix < w) {
-      v = x[(((size_t)img * h + iy) * w + ix) * c + ch];
+      v = tdm_k_load1(x + (((size_t)img * h + iy) * w + ix) * c + ch);
       if (BN)
         v = bn_train_output(v, ch, bn.mean, bn.invstd, bn.gamma, bn.beta, bn.relu);
     }
@@ -128,10 +128,11 @@ im2col_lanes(int kvecs)
 }
 
 /* Columns in float32 (T = float) or bfloat16 (T = uint16_t, --precision bf16's
- * operands for the GEMMs that read them), of x or (BN) of x normalized. */
-template <typename T, bool BN>
+ * operands for the GEMMs that read them), of x or (BN) of x normalized; x float32 or
+ * (X = uint16_t) bfloat16. */
+template <typename T, bool BN, typename X = float>
 static cudaError_t
-im2col_launch(T *col, const float *x, int n, int h, int w, int c, int kh, int kw, int pad,
+im2col_launch(T *col, const X *x, int n, int h, int w, int c, int kh, int kw, int pad,
               int stride, BnGather bn, cudaStream_t stream)
 {
   if (stride <= 0)
@@ -144,7 +145,8 @@ im2col_launch(T *col, const float *x, int n, int h, int w, int c, int kh, int kw
   size_t kcols = (size_t)c * kh * kw;
   size_t total = rows * kcols;
   /* float4 loads; the stores are 16 bytes (float) or 8 (bf16) at the same offsets. */
-  bool vec = c % 4 == 0 && ((uintptr_t)col & (4 * sizeof(T) - 1)) == 0 && tdm_k_aligned16(x);
+  bool vec = c % 4 == 0 && ((uintptr_t)col & (4 * sizeof(T) - 1)) == 0 &&
+             ((uintptr_t)x & (4 * sizeof(X) - 1)) == 0;
   int v = vec ? 4 : 1;
   size_t kvecs = kcols / v;
   size_t shared = BN ? im2col_affine_offset(kvecs) + 2 * (size_t)c * sizeof(float)
@@ -157,19 +159,19 @@ im2col_launch(T *col, const float *x, int n, int h, int w, int c, int kh, int kw
     if (blocks > 8192)
       blocks = 8192;
     if (vec)
-      im2col_table_kernel<4, T, BN><<<(unsigned)blocks, block, shared, stream>>>(
+      im2col_table_kernel<4, T, BN, X><<<(unsigned)blocks, block, shared, stream>>>(
           col, x, (int)rows, h, w, c, kh, kw, pad, stride, oh, ow, bn);
     else
-      im2col_table_kernel<1, T, BN><<<(unsigned)blocks, block, shared, stream>>>(
+      im2col_table_kernel<1, T, BN, X><<<(unsigned)blocks, block, shared, stream>>>(
           col, x, (int)rows, h, w, c, kh, kw, pad, stride, oh, ow, bn);
   } else if (total <= UINT32_MAX) {
-    im2col_kernel<uint32_t, T, BN><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
-                                     stream>>>(col, x, (uint32_t)total, h, w, c, kh, kw, pad,
-                                               stride, oh, ow, bn);
+    im2col_kernel<uint32_t, T, BN, X>
+        <<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+            col, x, (uint32_t)total, h, w, c, kh, kw, pad, stride, oh, ow, bn);
   } else {
-    im2col_kernel<size_t, T, BN><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
-                                   stream>>>(col, x, total, h, w, c, kh, kw, pad, stride, oh,
-                                             ow, bn);
+    im2col_kernel<size_t, T, BN, X>
+        <<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+            col, x, total, h, w, c, kh, kw, pad, stride, oh, ow, bn);
   }
   return tdm_k_launched();
 }
@@ -191,12 +193,17 @@ tdm_k_im2col_bf16(uint16_t *col, const float *x, int n, int h, int w, int c, int
 }
 
 extern "C" cudaError_t
-tdm_k_im2col_bf16_bn(uint16_t *col, const float *x, const float *mean, const float *invstd,
-                     const float *gamma, const float *beta, bool relu, int n, int h, int w,
-                     int c, int kh, int kw, int pad, int stride, cudaStream_t stream)
+tdm_k_im2col_bf16_bn(uint16_t *col, const void *x, bool x16, const float *mean,
+                     const float *invstd, const float *gamma, const float *beta, bool relu,
+                     int n, int h, int w, int c, int kh, int kw, int pad, int stride,
+                     cudaStream_t stream)
 {
   BnGather bn = {mean, invstd, gamma, beta, relu};
-  return im2col_launch<uint16_t, true>(col, x, n, h, w, c, kh, kw, pad, stride, bn, stream);
+  if (x16)
+    return im2col_launch<uint16_t, true>(col, (const uint16_t *)x, n, h, w, c, kh, kw, pad,
+                                         stride, bn, stream);
+  return im2col_launch<uint16_t, true>(col, (const float *)x, n, h, w, c, kh, kw, pad, stride,
+                                       bn, stream);
 }
 
 /* dx[img, iy, ix, ch] = Σ over (ky, kx) of col[(img, oy, ox), (ky, kx, ch)] for the

@@ -70,10 +70,10 @@ cudaError_t tdm_k_im2col_bf16(uint16_t *col, const float *x, int n, int h, int w
                               int kh, int kw, int pad, int stride, cudaStream_t stream);
 /* The same columns of bn_forward's training output (relu optional) computed from its
  * input x as they are gathered: the bits of tdm_k_bn_forward then tdm_k_im2col_bf16. */
-cudaError_t tdm_k_im2col_bf16_bn(uint16_t *col, const float *x, const float *mean,
+cudaError_t tdm_k_im2col_bf16_bn(uint16_t *col, const void *x, bool x16, const float *mean,
                                  const float *invstd, const float *gamma, const float *beta,
-                                 bool relu, int n, int h, int w, int c, int kh, int kw,
-                                 int pad, int stride, cudaStream_t stream);
+                                 bool relu, int n, int h, int w, int c, int kh, int kw, int pad,
+                                 int stride, cudaStream_t stream);
 cudaError_t tdm_k_col2im(float *dx, const float *col, int n, int h, int w, int c, int kh,
                          int kw, int pad, int stride, cudaStream_t stream);
 /* col2im from bfloat16 columns, summed in float32. */
@@ -149,35 +149,36 @@ cudaError_t tdm_k_avgpool2d_backward(float *dx, const float *dy, int n, int h, i
                                      int k, int s, int p, int oh, int ow, cudaStream_t stream);
 
 /* bn.cu. The per-channel sums go through `partials`, device scratch of
- * partials_count doubles (at least 2 · channels). */
+ * partials_count doubles (at least 2 · channels). x is float32, or bfloat16 bits when
+ * x16 (widened exactly as it is read), here and in tdm_k_im2col_bf16_bn. */
 /* bn_moments and bn_stats as the backend's (tdm-backend.h, tdm-bn-moments.h). */
-cudaError_t tdm_k_bn_moments(float *slots, const float *x, int rows, int channels, int slot,
-                             int slot_count, double *partials, size_t partials_count,
+cudaError_t tdm_k_bn_moments(float *slots, const void *x, bool x16, int rows, int channels,
+                             int slot, int slot_count, double *partials, size_t partials_count,
                              cudaStream_t stream);
 cudaError_t tdm_k_bn_stats(float *saved, const float *slots, int slot_count, int channels,
                            float eps, float momentum, float *running_mean,
                            float *running_var, cudaStream_t stream);
-cudaError_t tdm_k_bn_forward(float *y, const float *x, const float *mean, const float *invstd,
-                             const float *gamma, const float *beta, int rows, int channels,
-                             bool relu, cudaStream_t stream);
-cudaError_t tdm_k_bn_forward_eval(float *y, const float *x, const float *running_mean,
+cudaError_t tdm_k_bn_forward(float *y, const void *x, bool x16, const float *mean,
+                             const float *invstd, const float *gamma, const float *beta,
+                             int rows, int channels, bool relu, cudaStream_t stream);
+cudaError_t tdm_k_bn_forward_eval(float *y, const void *x, bool x16, const float *running_mean,
                                   const float *running_var, const float *gamma,
                                   const float *beta, float eps, int rows, int channels,
                                   bool relu, cudaStream_t stream);
 /* The backward's two steps; with relu, dy counts as 0 where the forward's fused ReLU
  * stopped the value (recomputed from x, gamma and beta as the forward computed it). */
-cudaError_t tdm_k_bn_backward_sums(float *dgamma, float *dbeta, const float *dy,
-                                   const float *x, const float *mean, const float *invstd,
-                                   const float *gamma, const float *beta, bool relu,
-                                   int rows, int channels, double *partials,
-                                   size_t partials_count, cudaStream_t stream);
-cudaError_t tdm_k_bn_backward_dx(float *dx, const float *dy, const float *x, const float *mean,
-                                 const float *invstd, const float *gamma, const float *beta,
-                                 bool relu, const float *sum_dgamma, const float *sum_dbeta,
-                                 float inv_count, int rows, int channels,
-                                 cudaStream_t stream);
+cudaError_t tdm_k_bn_backward_sums(float *dgamma, float *dbeta, const float *dy, const void *x,
+                                   bool x16, const float *mean, const float *invstd,
+                                   const float *gamma, const float *beta, bool relu, int rows,
+                                   int channels, double *partials, size_t partials_count,
+                                   cudaStream_t stream);
+cudaError_t tdm_k_bn_backward_dx(float *dx, const float *dy, const void *x, bool x16,
+                                 const float *mean, const float *invstd, const float *gamma,
+                                 const float *beta, bool relu, const float *sum_dgamma,
+                                 const float *sum_dbeta, float inv_count, int rows,
+                                 int channels, cudaStream_t stream);
 /* The same dx rounded to bfloat16 (nearest even: to_bf16's bits of the float dx). */
-cudaError_t tdm_k_bn_backward_dx_bf16(uint16_t *dx, const float *dy, const float *x,
+cudaError_t tdm_k_bn_backward_dx_bf16(uint16_t *dx, const float *dy, const void *x, bool x16,
                                       const float *mean, const float *invstd,
                                       const float *gamma, const float *beta, bool relu,
                                       const float *sum_dgamma, const float *sum_dbeta,

@@ -8,6 +8,20 @@
 /* Batch normalization */
 
 gboolean
+tdm_backend_input_ok(TdmBackend *b, const char *op, TdmDtype x_type)
+{
+  return TDM_ARGS_OK(
+      b, x_type == TDM_DTYPE_F32 || (x_type == TDM_DTYPE_BF16 && b->ops->bn_bf16_input),
+      _("%s: an input stored as bfloat16, which this backend does not read"), op);
+}
+
+static gboolean
+bn_input_ok(TdmBackend *b, const char *op, TdmDtype x_type, int rows, int channels)
+{
+  return tdm_backend_rows_ok(b, op, rows, channels) && tdm_backend_input_ok(b, op, x_type);
+}
+
+gboolean
 tdm_backend_rows_ok(TdmBackend *b, const char *op, int rows, int channels)
 {
   return TDM_ARGS_OK(b, rows >= 0 && channels >= 1, _("%s: bad shape %d×%d"), op, rows,
@@ -15,13 +29,13 @@ tdm_backend_rows_ok(TdmBackend *b, const char *op, int rows, int channels)
 }
 
 void
-tdm_backend_bn_moments(TdmBackend *b, float *slots, const float *x, int rows, int channels,
-                       int slot, int slot_count)
+tdm_backend_bn_moments(TdmBackend *b, float *slots, const void *x, TdmDtype x_type, int rows,
+                       int channels, int slot, int slot_count)
 {
-  if (tdm_backend_enter(b) && tdm_backend_rows_ok(b, "bn_moments", rows, channels) &&
+  if (tdm_backend_enter(b) && bn_input_ok(b, "bn_moments", x_type, rows, channels) &&
       TDM_ARGS_OK(b, slot >= 0 && slot < slot_count, _("bn_moments: slot %d of %d"), slot,
                   slot_count))
-    b->ops->bn_moments(b, slots, x, rows, channels, slot, slot_count);
+    b->ops->bn_moments(b, slots, x, x_type, rows, channels, slot, slot_count);
 }
 
 void
@@ -37,56 +51,59 @@ tdm_backend_bn_stats(TdmBackend *b, float *saved, const float *slots, int slot_c
 }
 
 void
-tdm_backend_bn_forward(TdmBackend *b, float *y, const float *x, const float *mean,
-                       const float *invstd, const float *gamma, const float *beta, int rows,
-                       int channels, bool relu)
+tdm_backend_bn_forward(TdmBackend *b, float *y, const void *x, TdmDtype x_type,
+                       const float *mean, const float *invstd, const float *gamma,
+                       const float *beta, int rows, int channels, bool relu)
 {
-  if (tdm_backend_enter(b) && tdm_backend_rows_ok(b, "bn_forward", rows, channels))
-    b->ops->bn_forward(b, y, x, mean, invstd, gamma, beta, rows, channels, relu);
+  if (tdm_backend_enter(b) && bn_input_ok(b, "bn_forward", x_type, rows, channels))
+    b->ops->bn_forward(b, y, x, x_type, mean, invstd, gamma, beta, rows, channels, relu);
 }
 
 void
-tdm_backend_bn_forward_eval(TdmBackend *b, float *y, const float *x, const float *running_mean,
-                            const float *running_var, const float *gamma, const float *beta,
-                            float eps, int rows, int channels, bool relu)
+tdm_backend_bn_forward_eval(TdmBackend *b, float *y, const void *x, TdmDtype x_type,
+                            const float *running_mean, const float *running_var,
+                            const float *gamma, const float *beta, float eps, int rows,
+                            int channels, bool relu)
 {
-  if (tdm_backend_enter(b) && tdm_backend_rows_ok(b, "bn_forward_eval", rows, channels))
-    b->ops->bn_forward_eval(b, y, x, running_mean, running_var, gamma, beta, eps, rows,
+  if (tdm_backend_enter(b) && bn_input_ok(b, "bn_forward_eval", x_type, rows, channels))
+    b->ops->bn_forward_eval(b, y, x, x_type, running_mean, running_var, gamma, beta, eps, rows,
                             channels, relu);
 }
 
 void
 tdm_backend_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
-                             const float *x, const float *mean, const float *invstd,
-                             const float *gamma, const float *beta, bool relu, int rows,
-                             int channels)
+                             const void *x, TdmDtype x_type, const float *mean,
+                             const float *invstd, const float *gamma, const float *beta,
+                             bool relu, int rows, int channels)
 {
-  if (tdm_backend_enter(b) && tdm_backend_rows_ok(b, "bn_backward_sums", rows, channels))
-    b->ops->bn_backward_sums(b, dgamma, dbeta, dy, x, mean, invstd, gamma, beta, relu, rows,
-                             channels);
+  if (tdm_backend_enter(b) && bn_input_ok(b, "bn_backward_sums", x_type, rows, channels))
+    b->ops->bn_backward_sums(b, dgamma, dbeta, dy, x, x_type, mean, invstd, gamma, beta, relu,
+                             rows, channels);
 }
 
 void
-tdm_backend_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const float *x,
-                           const float *mean, const float *invstd, const float *gamma,
-                           const float *beta, bool relu, const float *sum_dgamma,
-                           const float *sum_dbeta, float inv_count, int rows, int channels)
+tdm_backend_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const void *x,
+                           TdmDtype x_type, const float *mean, const float *invstd,
+                           const float *gamma, const float *beta, bool relu,
+                           const float *sum_dgamma, const float *sum_dbeta, float inv_count,
+                           int rows, int channels)
 {
-  if (tdm_backend_enter(b) && tdm_backend_rows_ok(b, "bn_backward_dx", rows, channels))
-    b->ops->bn_backward_dx(b, dx, dy, x, mean, invstd, gamma, beta, relu, sum_dgamma, sum_dbeta,
-                           inv_count, rows, channels);
+  if (tdm_backend_enter(b) && bn_input_ok(b, "bn_backward_dx", x_type, rows, channels))
+    b->ops->bn_backward_dx(b, dx, dy, x, x_type, mean, invstd, gamma, beta, relu, sum_dgamma,
+                           sum_dbeta, inv_count, rows, channels);
 }
 
 void
-tdm_backend_bn_backward_dx_bf16(TdmBackend *b, uint16_t *dx, const float *dy, const float *x,
-                                const float *mean, const float *invstd, const float *gamma,
-                                const float *beta, bool relu, const float *sum_dgamma,
-                                const float *sum_dbeta, float inv_count, int rows, int channels)
+tdm_backend_bn_backward_dx_bf16(TdmBackend *b, uint16_t *dx, const float *dy, const void *x,
+                                TdmDtype x_type, const float *mean, const float *invstd,
+                                const float *gamma, const float *beta, bool relu,
+                                const float *sum_dgamma, const float *sum_dbeta,
+                                float inv_count, int rows, int channels)
 {
   if (tdm_backend_enter(b) && TDM_HAS_OP(b, bn_backward_dx_bf16) &&
-      tdm_backend_rows_ok(b, "bn_backward_dx_bf16", rows, channels))
-    b->ops->bn_backward_dx_bf16(b, dx, dy, x, mean, invstd, gamma, beta, relu, sum_dgamma,
-                                sum_dbeta, inv_count, rows, channels);
+      bn_input_ok(b, "bn_backward_dx_bf16", x_type, rows, channels))
+    b->ops->bn_backward_dx_bf16(b, dx, dy, x, x_type, mean, invstd, gamma, beta, relu,
+                                sum_dgamma, sum_dbeta, inv_count, rows, channels);
 }
 
 /* Average pooling of windows that tile the input */

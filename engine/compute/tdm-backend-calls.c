@@ -382,15 +382,16 @@ tdm_backend_im2col_bf16(TdmBackend *b, uint16_t *col, const float *x, int n, int
 }
 
 void
-tdm_backend_im2col_bf16_bn(TdmBackend *b, uint16_t *col, const float *x, const float *mean,
-                           const float *invstd, const float *gamma, const float *beta,
-                           bool relu, int n, int h, int w, int c, int kh, int kw, int pad,
-                           int stride)
+tdm_backend_im2col_bf16_bn(TdmBackend *b, uint16_t *col, const void *x, TdmDtype x_type,
+                           const float *mean, const float *invstd, const float *gamma,
+                           const float *beta, bool relu, int n, int h, int w, int c, int kh,
+                           int kw, int pad, int stride)
 {
   if (tdm_backend_enter(b) && TDM_HAS_OP(b, im2col_bf16_bn) &&
-      tdm_backend_conv_args_ok(b, "im2col_bf16_bn", n, h, w, c, kh, kw, pad, stride))
-    b->ops->im2col_bf16_bn(b, col, x, mean, invstd, gamma, beta, relu, n, h, w, c, kh, kw, pad,
-                           stride);
+      tdm_backend_conv_args_ok(b, "im2col_bf16_bn", n, h, w, c, kh, kw, pad, stride) &&
+      tdm_backend_input_ok(b, "im2col_bf16_bn", x_type))
+    b->ops->im2col_bf16_bn(b, col, x, x_type, mean, invstd, gamma, beta, relu, n, h, w, c, kh,
+                           kw, pad, stride);
 }
 
 void
@@ -520,6 +521,12 @@ gboolean
 tdm_backend_has_im2col_bf16_bn(TdmBackend *b)
 {
   return b->ops->im2col_bf16_bn != NULL;
+}
+
+gboolean
+tdm_backend_has_bn_bf16_input(TdmBackend *b)
+{
+  return b->ops->bn_bf16_input;
 }
 
 gboolean

@@ -92,32 +92,36 @@ struct _TdmBackendOps {
                         uint32_t epoch);
   void (*channel_affine) (TdmBackend *b, float *x, size_t rows, TdmChannelAffine a);
 
-  void (*bn_moments) (TdmBackend *b, float *slots, const float *x, int rows, int channels,
-                      int slot, int slot_count);
+  /* Whether the bn slots below and im2col_bf16_bn read an x of type TDM_DTYPE_BF16
+   * (else only float32, which the front door enforces). */
+  bool bn_bf16_input;
+  void (*bn_moments) (TdmBackend *b, float *slots, const void *x, TdmDtype x_type, int rows,
+                      int channels, int slot, int slot_count);
   void (*bn_stats) (TdmBackend *b, float *saved, const float *slots, int slot_count,
                     int channels, float eps, float momentum, float *running_mean,
                     float *running_var);
-  void (*bn_forward) (TdmBackend *b, float *y, const float *x, const float *mean,
-                      const float *invstd, const float *gamma, const float *beta,
-                      int rows, int channels, bool relu);
-  void (*bn_forward_eval) (TdmBackend *b, float *y, const float *x,
+  void (*bn_forward) (TdmBackend *b, float *y, const void *x, TdmDtype x_type, const float *mean,
+                      const float *invstd, const float *gamma, const float *beta, int rows,
+                      int channels, bool relu);
+  void (*bn_forward_eval) (TdmBackend *b, float *y, const void *x, TdmDtype x_type,
                            const float *running_mean, const float *running_var,
                            const float *gamma, const float *beta, float eps, int rows,
                            int channels, bool relu);
   void (*bn_backward_sums) (TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
-                            const float *x, const float *mean, const float *invstd,
-                            const float *gamma, const float *beta, bool relu, int rows,
-                            int channels);
-  void (*bn_backward_dx) (TdmBackend *b, float *dx, const float *dy, const float *x,
-                          const float *mean, const float *invstd, const float *gamma,
-                          const float *beta, bool relu, const float *sum_dgamma,
-                          const float *sum_dbeta, float inv_count, int rows, int channels);
+                            const void *x, TdmDtype x_type, const float *mean,
+                            const float *invstd, const float *gamma, const float *beta,
+                            bool relu, int rows, int channels);
+  void (*bn_backward_dx) (TdmBackend *b, float *dx, const float *dy, const void *x,
+                          TdmDtype x_type, const float *mean, const float *invstd,
+                          const float *gamma, const float *beta, bool relu,
+                          const float *sum_dgamma, const float *sum_dbeta, float inv_count,
+                          int rows, int channels);
   /* Optional. */
-  void (*bn_backward_dx_bf16) (TdmBackend *b, uint16_t *dx, const float *dy, const float *x,
-                               const float *mean, const float *invstd, const float *gamma,
-                               const float *beta, bool relu, const float *sum_dgamma,
-                               const float *sum_dbeta, float inv_count, int rows,
-                               int channels);
+  void (*bn_backward_dx_bf16) (TdmBackend *b, uint16_t *dx, const float *dy, const void *x,
+                               TdmDtype x_type, const float *mean, const float *invstd,
+                               const float *gamma, const float *beta, bool relu,
+                               const float *sum_dgamma, const float *sum_dbeta, float inv_count,
+                               int rows, int channels);
 
   void (*avgpool_forward) (TdmBackend *b, float *y, const float *x, int n, int h, int w,
                            int c, int k);
@@ -163,10 +167,10 @@ struct _TdmBackendOps {
   void (*im2col_bf16) (TdmBackend *b, uint16_t *col, const float *x,
                        int n, int h, int w, int c, int kh, int kw, int pad, int stride);
   /* Optional. */
-  void (*im2col_bf16_bn) (TdmBackend *b, uint16_t *col, const float *x, const float *mean,
-                          const float *invstd, const float *gamma, const float *beta,
-                          bool relu, int n, int h, int w, int c, int kh, int kw, int pad,
-                          int stride);
+  void (*im2col_bf16_bn) (TdmBackend *b, uint16_t *col, const void *x, TdmDtype x_type,
+                          const float *mean, const float *invstd, const float *gamma,
+                          const float *beta, bool relu, int n, int h, int w, int c, int kh,
+                          int kw, int pad, int stride);
   void (*gemm_bf16) (TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k,
                      float alpha, const uint16_t *a, int lda, const uint16_t *bm, int ldb,
                      float beta, float *c, int ldc);

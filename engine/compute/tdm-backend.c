@@ -87,6 +87,14 @@ tdm_backend_own_bytes(TdmDeviceId device)
   return 0;
 }
 
+gboolean
+tdm_backend_kind_has_bn_bf16_input(TdmBackendKind kind)
+{
+  /* Both backends read it: the CPU's bn loops widen a block of rows at a time,
+   * kernels/bn.cu and conv-im2col.cu load bf16 as they load float32. */
+  return kind == TDM_BACKEND_CPU || (kind == TDM_BACKEND_CUDA && TDM_HAVE_CUDA);
+}
+
 void
 tdm_backend_free(TdmBackend *b)
 {

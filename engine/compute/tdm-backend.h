@@ -88,19 +88,39 @@ typedef enum {
   TDM_CONV_WGRAD,     /* dw from x and dy */
 } TdmConvDirection;
 
+/* The element type of a stored tensor: float32, or bfloat16 as its bits (uint16_t,
+ * rounded to nearest even by tdm-bf16.h's rule, the GPU's). A bf16 run stores some
+ * activations as bf16 (tdm_replica_layer_buffers()); the operations that read them
+ * take the type beside the pointer, and accumulate and write float32 all the same. */
+typedef enum {
+  TDM_DTYPE_F32 = 0,
+  TDM_DTYPE_BF16 = 1,
+} TdmDtype;
+
+static inline size_t
+tdm_dtype_size(TdmDtype t)
+{
+  return t == TDM_DTYPE_BF16 ? sizeof(uint16_t) : sizeof(float);
+}
+
 /* One call of the convolution engine (conv_engine_forward, conv_engine_backward). */
 typedef struct {
   TdmConvShape shape;
   /* The input, n×h×w×c. When bn_mean is not NULL, the convolution's input is
    * bn_forward's training output of x (bn_mean, bn_invstd, bn_gamma, bn_beta, then
    * max(·, 0) when bn_relu), computed as it is read: the normalized tensor was never
-   * written (the replica's bn left it to the conv). */
+   * written (the replica's bn left it to the conv). x is of type x_type: bf16 only
+   * with bn_mean (a bn input stored as bf16, tdm_backend_has_bn_bf16_input()). */
   const float *x;
+  TdmDtype x_type;
   const float *bn_mean, *bn_invstd, *bn_gamma, *bn_beta;
   bool bn_relu;
   const float *w;             /* [out_c, kernel, kernel, c] */
   const uint16_t *w16;        /* w as bf16 when the caller keeps it (bf16 runs), or NULL */
   float *y;                   /* forward: n×oh×ow×out_c, written */
+  /* Forward: when not NULL, the output goes here as bf16 instead (each value rounded
+   * once from the float32 sum, as to_bf16 rounds) and y is not written. */
+  uint16_t *y16;
   /* Backward: the output gradient, float32; or, when dy16 is not NULL, as bf16 at dy16
    * (inside work, which the engine then leaves alone there) and dy is not read. */
   const float *dy;
@@ -374,11 +394,14 @@ void tdm_backend_gather_photo (TdmBackend *b, float *x, int32_t *y, const uint8_
  *   bn_stats (saved, slots, slot_count, …)       saved = [mean[C], invstd[C]]
  *   bn_forward (y, x, saved, saved + C, gamma, beta, …)
  * Sums are accumulated in double in a fixed order (results do not depend on thread
- * timing); outputs are float. */
+ * timing); outputs are float. The input x of every one of them (and of im2col_bf16_bn)
+ * is of type x_type: float32, or bf16 where tdm_backend_has_bn_bf16_input() (a conv's
+ * output a bf16 run stores as bf16 for the bn after it); a bf16 value is widened
+ * exactly, so the results are those of the float32 op on the widened tensor. */
 /* slots holds slot_count slots of TDM_BN_SLOT_FLOATS(channels) floats; slot `slot`
  * gets x's statistics, every other slot zeros. rows 0 writes an empty slot. */
-void tdm_backend_bn_moments (TdmBackend *b, float *slots, const float *x, int rows,
-                             int channels, int slot, int slot_count);
+void tdm_backend_bn_moments (TdmBackend *b, float *slots, const void *x, TdmDtype x_type,
+                             int rows, int channels, int slot, int slot_count);
 /* For each channel c, the slots merged in order (tdm_bnm_merge) into the count, mean
  * and M2 of every row; var = M2 / count (biased, used to normalize), saved[c] = mean,
  * saved[C + c] = 1 / sqrt(var + eps). When running_mean is not NULL the running
@@ -392,12 +415,12 @@ void tdm_backend_bn_stats (TdmBackend *b, float *saved, const float *slots, int 
                            float *running_var);
 /* y[r, c] = (x[r, c] − mean[c]) · invstd[c] · gamma[c] + beta[c], then max(y, 0)
  * when relu. y != x (backward reads x). */
-void tdm_backend_bn_forward (TdmBackend *b, float *y, const float *x, const float *mean,
-                             const float *invstd, const float *gamma, const float *beta,
-                             int rows, int channels, bool relu);
+void tdm_backend_bn_forward (TdmBackend *b, float *y, const void *x, TdmDtype x_type,
+                             const float *mean, const float *invstd, const float *gamma,
+                             const float *beta, int rows, int channels, bool relu);
 /* Evaluation mode: the same with mean = running_mean and invstd =
  * 1 / sqrt(running_var + eps). y != x. */
-void tdm_backend_bn_forward_eval (TdmBackend *b, float *y, const float *x,
+void tdm_backend_bn_forward_eval (TdmBackend *b, float *y, const void *x, TdmDtype x_type,
                                   const float *running_mean, const float *running_var,
                                   const float *gamma, const float *beta, float eps, int rows,
                                   int channels, bool relu);
@@ -408,26 +431,27 @@ void tdm_backend_bn_forward_eval (TdmBackend *b, float *y, const float *x,
  * from x, with no pass of its own. Written. These are this replica's parameter
  * gradients; when synchronized the caller all-reduces a copy of them for step 2. */
 void tdm_backend_bn_backward_sums (TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
-                                   const float *x, const float *mean, const float *invstd,
-                                   const float *gamma, const float *beta, bool relu, int rows,
-                                   int channels);
+                                   const void *x, TdmDtype x_type, const float *mean,
+                                   const float *invstd, const float *gamma, const float *beta,
+                                   bool relu, int rows, int channels);
 /* Step 2: dx = gamma · invstd · (g − sum_dbeta · inv_count − xhat · sum_dgamma ·
  * inv_count), g as in step 1, with the sums over every row of the batch (all
  * replicas when synchronized) and inv_count = 1 / that row count. dx == dy allowed. */
-void tdm_backend_bn_backward_dx (TdmBackend *b, float *dx, const float *dy, const float *x,
-                                 const float *mean, const float *invstd, const float *gamma,
-                                 const float *beta, bool relu, const float *sum_dgamma,
-                                 const float *sum_dbeta, float inv_count, int rows,
-                                 int channels);
+void tdm_backend_bn_backward_dx (TdmBackend *b, float *dx, const float *dy, const void *x,
+                                 TdmDtype x_type, const float *mean, const float *invstd,
+                                 const float *gamma, const float *beta, bool relu,
+                                 const float *sum_dgamma, const float *sum_dbeta,
+                                 float inv_count, int rows, int channels);
 /* The same dx rounded to bfloat16 as to_bf16 rounds, the same bits as bn_backward_dx
  * then to_bf16, in one pass: the output gradient of a convolution whose products
  * read it as bf16 (--precision bf16), never written as float32. Only where
  * tdm_backend_has_bn_backward_dx_bf16(); elsewhere it fails. */
 void tdm_backend_bn_backward_dx_bf16 (TdmBackend *b, uint16_t *dx, const float *dy,
-                                      const float *x, const float *mean, const float *invstd,
-                                      const float *gamma, const float *beta, bool relu,
-                                      const float *sum_dgamma, const float *sum_dbeta,
-                                      float inv_count, int rows, int channels);
+                                      const void *x, TdmDtype x_type, const float *mean,
+                                      const float *invstd, const float *gamma,
+                                      const float *beta, bool relu, const float *sum_dgamma,
+                                      const float *sum_dbeta, float inv_count, int rows,
+                                      int channels);
 
 /* Average pooling, window = stride = k, floor division: y is n×(h/k)×(w/k)×c, each
  * output the mean of its k·k inputs. */
@@ -531,7 +555,7 @@ void tdm_backend_im2col_bf16 (TdmBackend *b, uint16_t *col, const float *x,
  * the same bits as bn_forward then im2col_bf16, and the normalized tensor is never
  * written (a convolution that is its only reader). Only where
  * tdm_backend_has_im2col_bf16_bn(); elsewhere it fails. */
-void tdm_backend_im2col_bf16_bn (TdmBackend *b, uint16_t *col, const float *x,
+void tdm_backend_im2col_bf16_bn (TdmBackend *b, uint16_t *col, const void *x, TdmDtype x_type,
                                  const float *mean, const float *invstd, const float *gamma,
                                  const float *beta, bool relu, int n, int h, int w, int c,
                                  int kh, int kw, int pad, int stride);
@@ -581,6 +605,11 @@ gboolean tdm_backend_graph_launch (TdmBackend *b, int key);
 gboolean tdm_backend_has_maxpool_forward_bn (TdmBackend *b);
 gboolean tdm_backend_has_im2col_bf16_bn (TdmBackend *b);
 gboolean tdm_backend_has_bn_backward_dx_bf16 (TdmBackend *b);
+gboolean tdm_backend_has_bn_bf16_input (TdmBackend *b);
+/* The same as the last, for backends of a kind, without one at hand: the replica's
+ * plan stores a conv's output as bf16 only where its kind reads it so
+ * (tdm_replica_layer_buffers()); elsewhere every activation stays float32. */
+gboolean tdm_backend_kind_has_bn_bf16_input (TdmBackendKind kind);
 gboolean tdm_backend_has_exact_add (TdmBackend *b);
 gboolean tdm_backend_has_gather_photo (TdmBackend *b);
 gboolean tdm_backend_has_graphs (TdmBackend *b);

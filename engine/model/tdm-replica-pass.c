@@ -5,7 +5,9 @@
  * reaches the block's start, batch normalization's sums handed to the synchronized
  * BN hook between its steps; a bn's output that only a pool or a bf16 conv after it
  * reads is computed by that layer as it reads it, and the gradient a bn hands to a bf16
- * conv before it is written as that conv's bf16 operand. Convolutions go to the
+ * conv before it is written as that conv's bf16 operand; a conv's output that only the
+ * bn after it reads is stored as bf16 in a bf16 run (conv_output_bf16()), and the bn
+ * reads it so. Convolutions go to the
  * backend's convolution engine where it has one, else are composed here. Not the
  * buffers, the gather or the step's shape (tdm-replica.c). */
 #include "tdm-replica-private.h"
@@ -36,49 +38,49 @@ bn_count(TdmReplica *r, int n, int pixels)
   return (double)samples * pixels;
 }
 
-/* y = BN(x) (then ReLU) over rows × C, in the given mode; work is the layer's
- * bn_work. The statistics: one pass into this replica's slot, one all-reduce of every
- * replica's slots when synchronized, merged in slot order (tdm-bn-moments.h).
+/* y = BN(x) (then ReLU) over rows × C, in the given mode, x of type x_type; work is
+ * the layer's bn_work. The statistics: one pass into this replica's slot, one all-reduce of
+ * every replica's slots when synchronized, merged in slot order (tdm-bn-moments.h).
  * statistics_only: y is left unwritten (bn_output_left_to_next()). */
 static void
-bn_forward(TdmReplica *r, TdmPassMode mode, float *y, const float *x, int n, int pixels, int c,
-           const float *gamma, const float *beta, float *work, float *running, bool relu,
-           gboolean statistics_only)
+bn_forward(TdmReplica *r, TdmPassMode mode, float *y, const void *x, TdmDtype x_type, int n,
+           int pixels, int c, const float *gamma, const float *beta, float *work,
+           float *running, bool relu, gboolean statistics_only)
 {
   TdmBackend *b = r->backend;
   int rows = n * pixels;
   if (mode == MODE_EVAL) {
-    tdm_backend_bn_forward_eval(b, y, x, running, running + c, gamma, beta, TDM_BN_EPS, rows, c,
-                                relu);
+    tdm_backend_bn_forward_eval(b, y, x, x_type, running, running + c, gamma, beta, TDM_BN_EPS,
+                                rows, c, relu);
     return;
   }
   float *saved = work + 2 * c;
   gboolean sync = r->bn_reduce != NULL;
   float *slots = sync ? r->bn_slots : work + 4 * c;
   int slot_count = sync ? r->bn_slot_count : 1;
-  tdm_backend_bn_moments(b, slots, x, rows, c, sync ? r->bn_slot : 0, slot_count);
+  tdm_backend_bn_moments(b, slots, x, x_type, rows, c, sync ? r->bn_slot : 0, slot_count);
   if (!tdm_replica_bn_reduce(r, slots, TDM_BN_SLOT_FLOATS(c) * slot_count))
     return;
   tdm_backend_bn_stats(b, saved, slots, slot_count, c, TDM_BN_EPS, TDM_BN_MOMENTUM,
                        mode == MODE_TRAIN ? running : NULL,
                        mode == MODE_TRAIN ? running + c : NULL);
   if (!statistics_only)
-    tdm_backend_bn_forward(b, y, x, saved, saved + c, gamma, beta, rows, c, relu);
+    tdm_backend_bn_forward(b, y, x, x_type, saved, saved + c, gamma, beta, rows, c, relu);
 }
 
 /* dx from dy through BN (and its fused ReLU when relu: the backend recomputes the
  * mask from x), and the parameter gradients into dgamma and dbeta (contiguous: dbeta =
  * dgamma + C). With dx16, dx goes there as bfloat16 instead (bn_dx_as_conv_dy16()). */
 static void
-bn_backward(TdmReplica *r, float *dx, uint16_t *dx16, const float *dy, const float *x, int n,
-            int pixels, int c, const float *gamma, const float *beta, bool relu,
-            float *dgamma, float *work)
+bn_backward(TdmReplica *r, float *dx, uint16_t *dx16, const float *dy, const void *x,
+            TdmDtype x_type, int n, int pixels, int c, const float *gamma, const float *beta,
+            bool relu, float *dgamma, float *work)
 {
   TdmBackend *b = r->backend;
   int rows = n * pixels;
   const float *saved = work + 2 * c;
-  tdm_backend_bn_backward_sums(b, dgamma, dgamma + c, dy, x, saved, saved + c, gamma, beta,
-                               relu, rows, c);
+  tdm_backend_bn_backward_sums(b, dgamma, dgamma + c, dy, x, x_type, saved, saved + c, gamma,
+                               beta, relu, rows, c);
   const float *sums = dgamma;
   if (r->bn_reduce != NULL) {
     /* The gradients stay this replica's (the gradient all-reduce sums them); the
@@ -90,10 +92,10 @@ bn_backward(TdmReplica *r, float *dx, uint16_t *dx16, const float *dy, const flo
   }
   float inv_count = (float)(1.0 / bn_count(r, n, pixels));
   if (dx16 != NULL)
-    tdm_backend_bn_backward_dx_bf16(b, dx16, dy, x, saved, saved + c, gamma, beta, relu, sums,
-                                    sums + c, inv_count, rows, c);
+    tdm_backend_bn_backward_dx_bf16(b, dx16, dy, x, x_type, saved, saved + c, gamma, beta, relu,
+                                    sums, sums + c, inv_count, rows, c);
   else
-    tdm_backend_bn_backward_dx(b, dx, dy, x, saved, saved + c, gamma, beta, relu, sums,
+    tdm_backend_bn_backward_dx(b, dx, dy, x, x_type, saved, saved + c, gamma, beta, relu, sums,
                                sums + c, inv_count, rows, c);
 }
 
@@ -164,7 +166,8 @@ bn_dx_as_conv_dy16(TdmReplica *r, int i, int n)
 /* A training bn's output that the layer after it computes from the bn's input as it
  * reads it (bn_output_left_to_next()). */
 typedef struct {
-  const float *x;              /* the bn's input */
+  const void *x; /* the bn's input, of type x_type */
+  TdmDtype x_type;
   const float *saved;          /* mean[C], then invstd[C] (bn_work + 2C) */
   const float *gamma, *beta;
   bool relu;
@@ -202,8 +205,11 @@ bn_input_of(TdmReplica *r, int i, int n, BnGather *gather)
       !bn_output_left_to_next(r, i - 1, n, MODE_TRAIN))
     return NULL;
   const TdmLayer *l = &r->net->layers[i - 1];
-  *gather = (BnGather){r->acts[i - 1], r->bn_work[i - 1] + 2 * l->out_c,
-                       r->params + l->weight_offset, r->params + l->bias_offset,
+  *gather = (BnGather){r->acts[i - 1],
+                       act_type(r, i - 1),
+                       r->bn_work[i - 1] + 2 * l->out_c,
+                       r->params + l->weight_offset,
+                       r->params + l->bias_offset,
                        l->fused_relu};
   return gather;
 }
@@ -216,12 +222,13 @@ conv_args(TdmReplica *r, const float *x, const BnGather *bn, const float *w, int
           int in_w, int in_c, int out_c, int kernel, int pad, int stride)
 {
   TdmConvArgs a = {
-    .shape = {n, in_h, in_w, in_c, out_c, kernel, pad, stride},
-    .x = bn != NULL ? bn->x : x,
-    .w = w,
-    .w16 = r->params16 != NULL ? r->params16 + (w - r->params) : NULL,
-    .work = r->columns,
-    .work_bytes = r->columns_bytes,
+      .shape = {n, in_h, in_w, in_c, out_c, kernel, pad, stride},
+      .x = bn != NULL ? bn->x : x,
+      .x_type = bn != NULL ? bn->x_type : TDM_DTYPE_F32,
+      .w = w,
+      .w16 = r->params16 != NULL ? r->params16 + (w - r->params) : NULL,
+      .work = r->columns,
+      .work_bytes = r->columns_bytes,
   };
   if (bn != NULL) {
     a.bn_mean = bn->saved;
@@ -236,42 +243,55 @@ conv_args(TdmReplica *r, const float *x, const BnGather *bn, const float *w, int
 /* A conv's product: the backend's whole convolution where the layer has its scratch
  * (work: tdm_replica_layer_buffers() gave it one because the backend takes the shape),
  * else out = cols(x) · Wᵀ, the columns kept in col (or x itself for a 1×1 conv of
- * stride 1). With bn, x was never written: the columns normalize bn->x. */
+ * stride 1). With bn, x was never written: the columns normalize bn->x. With y16, the
+ * output is stored as bf16 there instead of y (conv_output_bf16()): each value the
+ * float32 sum rounded once, by the bf16 product itself where the conv has bf16 columns,
+ * else after a float32 product into the gradient buffer, which the forward leaves
+ * unused. */
 static void
-conv_forward(TdmReplica *r, float *y, const float *x, const BnGather *bn, float *col,
-             float *work, const float *w, int n, int in_h, int in_w, int in_c, int out_c,
-             int kernel, int pad, int stride, int out_h, int out_w)
+conv_forward(TdmReplica *r, float *y, uint16_t *y16, const float *x, const BnGather *bn,
+             float *col, float *work, const float *w, int n, int in_h, int in_w, int in_c,
+             int out_c, int kernel, int pad, int stride, int out_h, int out_w)
 {
   TdmBackend *b = r->backend;
   int rows = n * out_h * out_w;
   int k = in_c * kernel * kernel;
   if (work != NULL) {
+    g_assert(y16 == NULL); /* a bf16 run composes every conv from columns */
     tdm_backend_conv_forward(b, y, x, w, work, n, in_h, in_w, in_c, out_c, kernel, pad, stride);
     return;
   }
   TdmConvArgs args = conv_args(r, x, bn, w, n, in_h, in_w, in_c, out_c, kernel, pad, stride);
-  args.y = y;
+  args.y = y16 != NULL ? NULL : y;
+  args.y16 = y16;
   if (tdm_backend_conv_engine_forward(b, &args))
     return;
   if (conv_bf16(r, col, rows, k, out_c)) {
     uint16_t *col16 = (uint16_t *)col;
     const uint16_t *w16 = conv_weights16(r, w, (size_t)out_c * k, col16 + (size_t)rows * k);
     if (bn != NULL)
-      tdm_backend_im2col_bf16_bn(b, col16, bn->x, bn->saved, bn->saved + in_c, bn->gamma,
-                                 bn->beta, bn->relu, n, in_h, in_w, in_c, kernel, kernel, pad,
-                                 stride);
+      tdm_backend_im2col_bf16_bn(b, col16, bn->x, bn->x_type, bn->saved, bn->saved + in_c,
+                                 bn->gamma, bn->beta, bn->relu, n, in_h, in_w, in_c, kernel,
+                                 kernel, pad, stride);
     else
       tdm_backend_im2col_bf16(b, col16, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
-    tdm_backend_gemm_bf16(b, false, true, rows, out_c, k, 1.0f, col16, k, w16, k, 0.0f, y,
-                          out_c);
+    if (y16 != NULL)
+      tdm_backend_gemm_bf16_out(b, false, true, rows, out_c, k, col16, k, w16, k, y16, out_c);
+    else
+      tdm_backend_gemm_bf16(b, false, true, rows, out_c, k, 1.0f, col16, k, w16, k, 0.0f, y,
+                            out_c);
     return;
   }
+  g_assert(bn == NULL); /* a bn's output is left only to a conv with bf16 columns */
+  float *out = y16 != NULL ? r->grad_b : y;
   const float *a = x;
   if (col != NULL) {
     tdm_backend_im2col(b, col, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
     a = col;
   }
-  tdm_backend_gemm(b, false, true, rows, out_c, k, 1.0f, a, k, w, k, 0.0f, y, out_c);
+  tdm_backend_gemm(b, false, true, rows, out_c, k, 1.0f, a, k, w, k, 0.0f, out, out_c);
+  if (y16 != NULL)
+    tdm_backend_to_bf16(b, y16, out, (size_t)rows * out_c);
 }
 
 /* Its backward from dy: dw, and dx when wanted (col is spent: its gradient takes its
@@ -306,9 +326,9 @@ conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy, gboolean dy1
     if (!dy16_ready)
       tdm_backend_to_bf16(b, dy16, dy, (size_t)rows * out_c);
     if (bn != NULL)
-      tdm_backend_im2col_bf16_bn(b, col16, bn->x, bn->saved, bn->saved + in_c, bn->gamma,
-                                 bn->beta, bn->relu, n, in_h, in_w, in_c, kernel, kernel, pad,
-                                 stride);
+      tdm_backend_im2col_bf16_bn(b, col16, bn->x, bn->x_type, bn->saved, bn->saved + in_c,
+                                 bn->gamma, bn->beta, bn->relu, n, in_h, in_w, in_c, kernel,
+                                 kernel, pad, stride);
     else
       tdm_backend_im2col_bf16(b, col16, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
     tdm_backend_gemm_bf16(b, true, false, out_c, k, rows, 1.0f, dy16, out_c, col16, k, 0.0f, dw,
@@ -383,8 +403,9 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       break;
     }
     case TDM_LAYER_CONV:
-      conv_forward(r, y, x, from_bn, r->cols[i], r->conv_work[i], w, n, l->in_h, l->in_w,
-                   l->in_c, l->out_c, l->kernel, l->pad, l->stride, l->out_h, l->out_w);
+      conv_forward(r, y, act_type(r, i + 1) == TDM_DTYPE_BF16 ? (uint16_t *)y : NULL, x,
+                   from_bn, r->cols[i], r->conv_work[i], w, n, l->in_h, l->in_w, l->in_c,
+                   l->out_c, l->kernel, l->pad, l->stride, l->out_h, l->out_w);
       if (bias_in_pool(net, i))
         break;
       if (l->bias_count > 0)
@@ -398,6 +419,7 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
         break;
       }
       if (from_bn != NULL) {
+        g_assert(from_bn->x_type == TDM_DTYPE_F32); /* conv_output_bf16() */
         tdm_backend_maxpool_forward_bn(b, y, r->argmax[i], from_bn->x, from_bn->saved,
                                        from_bn->saved + l->in_c, from_bn->gamma, from_bn->beta,
                                        from_bn->relu, n, l->in_h, l->in_w, l->in_c, l->kernel);
@@ -418,10 +440,11 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
     case TDM_LAYER_BN: {
       TdmPassMode bn_mode = layer_frozen(r, i) ? MODE_EVAL : mode;
       gboolean gathered = bn_output_left_to_next(r, i, n, bn_mode);
-      bn_forward(r, bn_mode, y, x, n, pixels, l->out_c, w, bias, r->bn_work[i],
+      bn_forward(r, bn_mode, y, x, act_type(r, i), n, pixels, l->out_c, w, bias, r->bn_work[i],
                  r->state + l->state_offset, l->fused_relu, gathered);
       if (gathered) {
-        gather = (BnGather){x, r->bn_work[i] + 2 * l->out_c, w, bias, l->fused_relu};
+        gather =
+            (BnGather){x, act_type(r, i), r->bn_work[i] + 2 * l->out_c, w, bias, l->fused_relu};
         pending = &gather;
       }
       break;
@@ -453,11 +476,11 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       const TdmLayer *begin = &net->layers[l->partner];
       const float *skip = r->acts[l->partner];
       if (l->projection) {
-        conv_forward(r, r->proj_conv[i], skip, NULL, r->cols[i], NULL, w, n, begin->in_h,
+        conv_forward(r, r->proj_conv[i], NULL, skip, NULL, r->cols[i], NULL, w, n, begin->in_h,
                      begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride, l->out_h, l->out_w);
         bn_forward(r, layer_frozen(r, i) ? MODE_EVAL : mode, r->proj_bn[i], r->proj_conv[i],
-                   n, pixels, l->out_c, bias,
-                   bias + l->out_c, r->bn_work[i], r->state + l->state_offset, false, FALSE);
+                   TDM_DTYPE_F32, n, pixels, l->out_c, bias, bias + l->out_c, r->bn_work[i],
+                   r->state + l->state_offset, false, FALSE);
         skip = r->proj_bn[i];
       }
       tdm_backend_add_out(b, y, x, skip, out, l->fused_relu);
@@ -552,8 +575,8 @@ tdm_replica_backward(TdmReplica *r, int n)
       continue; /* dy already is the input's gradient */
     case TDM_LAYER_BN:
       dx16 = bn_dx_as_conv_dy16(r, i, n);
-      bn_backward(r, dx, dx16, dy, x, n, pixels, l->out_c, w, r->params + l->bias_offset,
-                  l->fused_relu, dw, r->bn_work[i]);
+      bn_backward(r, dx, dx16, dy, x, act_type(r, i), n, pixels, l->out_c, w,
+                  r->params + l->bias_offset, l->fused_relu, dw, r->bn_work[i]);
       break;
     case TDM_LAYER_AVGPOOL:
       if (need_dx && !tdm_layer_pool_tiles(l))
@@ -594,10 +617,9 @@ tdm_replica_backward(TdmReplica *r, int n)
       if (l->projection) {
         const TdmLayer *begin = &net->layers[l->partner];
         float *dconv = r->proj_bn[i]; /* the bn's output is spent */
-        bn_backward(r, dconv, NULL, dy, r->proj_conv[i], n, pixels, l->out_c,
+        bn_backward(r, dconv, NULL, dy, r->proj_conv[i], TDM_DTYPE_F32, n, pixels, l->out_c,
                     r->params + l->bias_offset, r->params + l->bias_offset + l->out_c, false,
-                    r->grads + l->bias_offset,
-                    r->bn_work[i]);
+                    r->grads + l->bias_offset, r->bn_work[i]);
         conv_backward(r, skip, dw, dconv, FALSE, r->acts[l->partner], NULL, r->cols[i], NULL,
                       w, n, begin->in_h, begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride,
                       l->out_h, l->out_w, TRUE);

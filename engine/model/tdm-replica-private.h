@@ -81,6 +81,34 @@ owns_output(const TdmNetwork *net, int i)
          !(i == 0 && conv_pool_first(net));
 }
 
+/* Whether conv layer i's output is stored as bf16 in training: in a bf16 run on a
+ * backend whose bn operations read bf16, when the bn after it is its one reader (its
+ * statistics, its normalization, its backward; or the conv after the bn, which
+ * normalizes it as it reads it, bn_output_left_to_next()). Not where the conv has a
+ * bias or a ReLU of its own (they read and write its output in float32), nor where a
+ * pool follows the bn (the pool's normalize-on-read takes float32 only). The inference
+ * pass's buffers stay float32. */
+static inline gboolean
+conv_output_bf16(const TdmNetwork *net, int i, TdmBackendKind kind, TdmPrecision precision)
+{
+  const TdmLayer *l = &net->layers[i];
+  return precision == TDM_PRECISION_BF16 && tdm_backend_kind_has_bn_bf16_input(kind) &&
+         l->kind == TDM_LAYER_CONV && owns_output(net, i) && l->bias_count == 0 &&
+         !l->fused_relu && i + 1 < net->layer_count &&
+         net->layers[i + 1].kind == TDM_LAYER_BN &&
+         !(i + 2 < net->layer_count && net->layers[i + 2].kind == TDM_LAYER_POOL);
+}
+
+/* The element type of acts[i] as the pass in progress holds it. */
+static inline TdmDtype
+act_type(const TdmReplica *r, int i)
+{
+  return !r->inferring && i >= 1 &&
+                 conv_output_bf16(r->net, i - 1, r->backend->kind, r->backend->precision)
+             ? TDM_DTYPE_BF16
+             : TDM_DTYPE_F32;
+}
+
 static inline gboolean
 has_argmax(const TdmLayer *l)
 {

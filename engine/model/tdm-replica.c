@@ -26,8 +26,11 @@ tdm_replica_layer_buffers(const TdmNetwork *net, int i, TdmBackendKind kind,
   const TdmLayer *l = &net->layers[i];
   size_t out = layer_out_floats(l);
   TdmLayerBuffers buf = {0};
-  if (owns_output(net, i))
+  if (owns_output(net, i)) {
     buf.output = out;
+    buf.output_type =
+        conv_output_bf16(net, i, kind, precision) ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+  }
   if (has_argmax(l))
     buf.argmax = out;
   /* A whole convolution computes in float32: a bf16 run composes every one from
@@ -130,7 +133,8 @@ tdm_replica_plan(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precis
   p.workspace = MAX(most * columns, conv_work) * sizeof(float);
   for (int i = 0; i < net->layer_count; i++) {
     TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind, precision);
-    p.activations += cap * (buf.output + buf.projection) * sizeof(float);
+    p.activations +=
+        cap * (buf.output * tdm_dtype_size(buf.output_type) + buf.projection * sizeof(float));
     p.activations += cap * buf.argmax * sizeof(int32_t);
     p.workspace += buf.bn_work * sizeof(float);
   }
@@ -252,7 +256,7 @@ tdm_replica_new_sized(TdmBackend *b, const TdmNetwork *net, int capacity, int ev
     const TdmLayer *l = &net->layers[i];
     TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, b->kind, b->precision);
     if (buf.output > 0)
-      ALLOC(r->acts[i + 1], (size_t)capacity * buf.output * sizeof(float));
+      ALLOC(r->acts[i + 1], (size_t)capacity * buf.output * tdm_dtype_size(buf.output_type));
     else if (l->kind == TDM_LAYER_FLATTEN || l->kind == TDM_LAYER_RES_BEGIN)
       r->acts[i + 1] = r->acts[i];
     if (buf.argmax > 0)

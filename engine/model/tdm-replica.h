@@ -182,7 +182,10 @@ size_t tdm_replica_params16_bytes (const TdmNetwork *net, TdmBackendKind kind,
  * and the memory estimate (tdm-memory.h) sums them: a new layer's buffers are one
  * case here. */
 typedef struct {
-  size_t output;      /* floats: the layer's output, kept for backward */
+  size_t output;        /* elements of output_type: the layer's output, kept for backward */
+  TdmDtype output_type; /* float32, or bf16 for a conv's output that only the bn after it
+                         * reads, in a bf16 run where the backend reads it so
+                         * (tdm_backend_kind_has_bn_bf16_input()): half the bytes */
   size_t argmax;      /* int32: a max pool's chosen inputs */
   size_t columns;     /* floats: a convolution's im2col columns, built in the one column
                        * workspace (the largest layer's, not a sum) */

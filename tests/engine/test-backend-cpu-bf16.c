@@ -10,7 +10,9 @@
  * (1 − k·u), u = 2⁻²⁴ (Higham, 3.5), whatever the order; and from the products of the
  * unrounded float inputs by at most (2·2⁻⁸ + 2⁻¹⁶) · Σ|a·b| more (each operand rounds
  * by at most 2⁻⁸ relative). Both the AVX-512 BF16 products and the widening ones are
- * checked: this program runs once per instruction set (TANDEM_CPU_KERNELS).
+ * checked: this program runs once per instruction set (TANDEM_CPU_KERNELS). The bn
+ * operations and im2col_bf16_bn reading a bf16 input (a conv's output stored as bf16)
+ * give the bits their float32 forms give on the input widened: widening is exact.
  */
 #include "test-backend-cpu.h"
 #include "tdm-bf16.h"
@@ -142,10 +144,11 @@ columns_case(int n, int h, int w, int c, int k, int pad, int stride)
   g_autofree uint16_t *want = to_bf16_host(col, cols);
   g_assert_cmpmem(col16, cols * 2, want, cols * 2);
   for (int relu = 0; relu < 2; relu++) {
-    tdm_backend_bn_forward(b, y, x, bn, bn + c, bn + 2 * c, bn + 3 * c, n * h * w, c, relu);
+    tdm_backend_bn_forward(b, y, x, TDM_DTYPE_F32, bn, bn + c, bn + 2 * c, bn + 3 * c,
+                           n * h * w, c, relu);
     tdm_backend_im2col(b, col, y, n, h, w, c, k, k, pad, stride);
-    tdm_backend_im2col_bf16_bn(b, col16, x, bn, bn + c, bn + 2 * c, bn + 3 * c, relu, n, h, w,
-                               c, k, k, pad, stride);
+    tdm_backend_im2col_bf16_bn(b, col16, x, TDM_DTYPE_F32, bn, bn + c, bn + 2 * c, bn + 3 * c,
+                               relu, n, h, w, c, k, k, pad, stride);
     g_autofree uint16_t *want_bn = to_bf16_host(col, cols);
     g_assert_cmpmem(col16, cols * 2, want_bn, cols * 2);
   }
@@ -303,10 +306,11 @@ test_bn_dx(void)
   for (int ch = 0; ch < c; ch++)
     p[c + ch] = 0.5f + fabsf(p[c + ch]);
   for (int relu = 0; relu < 2; relu++) {
-    tdm_backend_bn_backward_dx(b, dx, dy, x, p, p + c, p + 2 * c, p + 3 * c, relu, p + 4 * c,
-                               p + 5 * c, 1.0f / rows, rows, c);
-    tdm_backend_bn_backward_dx_bf16(b, dx16, dy, x, p, p + c, p + 2 * c, p + 3 * c, relu,
-                                    p + 4 * c, p + 5 * c, 1.0f / rows, rows, c);
+    tdm_backend_bn_backward_dx(b, dx, dy, x, TDM_DTYPE_F32, p, p + c, p + 2 * c, p + 3 * c,
+                               relu, p + 4 * c, p + 5 * c, 1.0f / rows, rows, c);
+    tdm_backend_bn_backward_dx_bf16(b, dx16, dy, x, TDM_DTYPE_F32, p, p + c, p + 2 * c,
+                                    p + 3 * c, relu, p + 4 * c, p + 5 * c, 1.0f / rows, rows,
+                                    c);
     g_autofree uint16_t *want = to_bf16_host(dx, n);
     g_assert_cmpmem(dx16, n * 2, want, n * 2);
   }
@@ -317,6 +321,84 @@ test_bn_dx(void)
   free_backend(b);
 }
 
+/* Every operation that reads a bn's input, given it as bf16, against the same
+ * operation given the widened values as float32: bit for bit. The rows pass the
+ * blocks the CPU widens at a time; the values' mean sits far from 0 so that the
+ * statistics' shift (the first row) matters. */
+static void
+test_bn_bf16_input(void)
+{
+  TdmBackend *b = new_backend();
+  g_assert_true(tdm_backend_has_bn_bf16_input(b));
+  const int n = 5, h = 23, w = 29, c = 13, rows = n * h * w; /* 3335 rows */
+  const size_t count = (size_t)rows * c;
+  float *x = dev_floats(b, count), *dy = dev_floats(b, count);
+  float *p = dev_floats(b, 6 * (size_t)c); /* mean, invstd, gamma, beta, Σdγ, Σdβ */
+  uint16_t *x16 = dev_alloc(b, count * 2);
+  fill_random(x, count, 3, 7);
+  fill_random(dy, count, -1, 1);
+  fill_random(p, 6 * (size_t)c, -1, 1);
+  for (int ch = 0; ch < c; ch++) {
+    p[ch] = 5.0f + p[ch];                   /* mean, near the data's */
+    p[c + ch] = 0.5f + fabsf(p[c + ch]);    /* invstd */
+  }
+  for (size_t i = 0; i < count; i++) {
+    x16[i] = tdm_bf16_round(x[i]);
+    x[i] = tdm_bf16_value(x16[i]);
+  }
+  const size_t slot = TDM_BN_SLOT_FLOATS(c);
+  float *got = dev_floats(b, count), *want = dev_floats(b, count);
+  uint16_t *got16 = dev_alloc(b, count * 2), *want16 = dev_alloc(b, count * 2);
+
+  tdm_backend_bn_moments(b, got, x16, TDM_DTYPE_BF16, rows, c, 1, 2);
+  tdm_backend_bn_moments(b, want, x, TDM_DTYPE_F32, rows, c, 1, 2);
+  g_assert_cmpmem(got, 2 * slot * 4, want, 2 * slot * 4);
+  for (int relu = 0; relu < 2; relu++) {
+    tdm_backend_bn_forward(b, got, x16, TDM_DTYPE_BF16, p, p + c, p + 2 * c, p + 3 * c, rows,
+                           c, relu);
+    tdm_backend_bn_forward(b, want, x, TDM_DTYPE_F32, p, p + c, p + 2 * c, p + 3 * c, rows, c,
+                           relu);
+    g_assert_cmpmem(got, count * 4, want, count * 4);
+    tdm_backend_bn_forward_eval(b, got, x16, TDM_DTYPE_BF16, p, p + c, p + 2 * c, p + 3 * c,
+                                1e-5f, rows, c, relu);
+    tdm_backend_bn_forward_eval(b, want, x, TDM_DTYPE_F32, p, p + c, p + 2 * c, p + 3 * c,
+                                1e-5f, rows, c, relu);
+    g_assert_cmpmem(got, count * 4, want, count * 4);
+    tdm_backend_bn_backward_sums(b, got, got + c, dy, x16, TDM_DTYPE_BF16, p, p + c, p + 2 * c,
+                                 p + 3 * c, relu, rows, c);
+    tdm_backend_bn_backward_sums(b, want, want + c, dy, x, TDM_DTYPE_F32, p, p + c, p + 2 * c,
+                                 p + 3 * c, relu, rows, c);
+    g_assert_cmpmem(got, 2 * (size_t)c * 4, want, 2 * (size_t)c * 4);
+    tdm_backend_bn_backward_dx(b, got, dy, x16, TDM_DTYPE_BF16, p, p + c, p + 2 * c, p + 3 * c,
+                               relu, p + 4 * c, p + 5 * c, 1.0f / rows, rows, c);
+    tdm_backend_bn_backward_dx(b, want, dy, x, TDM_DTYPE_F32, p, p + c, p + 2 * c, p + 3 * c,
+                               relu, p + 4 * c, p + 5 * c, 1.0f / rows, rows, c);
+    g_assert_cmpmem(got, count * 4, want, count * 4);
+    tdm_backend_bn_backward_dx_bf16(b, got16, dy, x16, TDM_DTYPE_BF16, p, p + c, p + 2 * c,
+                                    p + 3 * c, relu, p + 4 * c, p + 5 * c, 1.0f / rows, rows,
+                                    c);
+    tdm_backend_bn_backward_dx_bf16(b, want16, dy, x, TDM_DTYPE_F32, p, p + c, p + 2 * c,
+                                    p + 3 * c, relu, p + 4 * c, p + 5 * c, 1.0f / rows, rows,
+                                    c);
+    g_assert_cmpmem(got16, count * 2, want16, count * 2);
+    /* The columns of a 3×3 conv after the bn: its output normalized as gathered. */
+    const size_t cols = (size_t)n * h * w * 9 * c;
+    uint16_t *col = dev_alloc(b, cols * 2), *col_want = dev_alloc(b, cols * 2);
+    tdm_backend_im2col_bf16_bn(b, col, x16, TDM_DTYPE_BF16, p, p + c, p + 2 * c, p + 3 * c,
+                               relu, n, h, w, c, 3, 3, 1, 1);
+    tdm_backend_im2col_bf16_bn(b, col_want, x, TDM_DTYPE_F32, p, p + c, p + 2 * c, p + 3 * c,
+                               relu, n, h, w, c, 3, 3, 1, 1);
+    g_assert_cmpmem(col, cols * 2, col_want, cols * 2);
+    tdm_backend_release(b, col);
+    tdm_backend_release(b, col_want);
+  }
+  g_assert_true(tdm_backend_check(b, NULL));
+  void *all[] = {x, dy, p, x16, got, want, got16, want16};
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++)
+    tdm_backend_release(b, all[i]);
+  free_backend(b);
+}
+
 void
 test_backend_cpu_add_bf16(void)
 {
@@ -324,4 +406,5 @@ test_backend_cpu_add_bf16(void)
   g_test_add_func("/backend-cpu/bf16/columns", test_columns);
   g_test_add_func("/backend-cpu/bf16/gemm", test_gemm);
   g_test_add_func("/backend-cpu/bf16/bn-dx", test_bn_dx);
+  g_test_add_func("/backend-cpu/bf16/bn-input", test_bn_bf16_input);
 }

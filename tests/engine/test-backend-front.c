@@ -134,13 +134,13 @@ bad_affine(TdmBackend *b, float *out)
 static void
 bad_bn(TdmBackend *b, float *out)
 {
-  tdm_backend_bn_forward(b, out, out, out, out, out, out, 4, 0, false);
+  tdm_backend_bn_forward(b, out, out, TDM_DTYPE_F32, out, out, out, out, 4, 0, false);
 }
 
 static void
 bad_bn_slot(TdmBackend *b, float *out)
 {
-  tdm_backend_bn_moments(b, out, out, 1, 1, 2, 2);
+  tdm_backend_bn_moments(b, out, out, TDM_DTYPE_F32, 1, 1, 2, 2);
 }
 
 static void

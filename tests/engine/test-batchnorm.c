@@ -325,10 +325,11 @@ test_bn_statistics_match_pytorch_rule(void)
   float gamma[CH] = {1, 2, 0.5f}, beta[CH] = {0, -1, 0.25f};
   for (int i = 0; i < ROWS * CH; i++)
     x[i] = (float)((i * 7) % 11) - 3.0f;
-  tdm_backend_bn_moments(b, slot, x, ROWS, CH, 0, 1);
+  tdm_backend_bn_moments(b, slot, x, TDM_DTYPE_F32, ROWS, CH, 0, 1);
   tdm_backend_bn_stats(b, saved, slot, 1, CH, TDM_BN_EPS, TDM_BN_MOMENTUM, running,
                        running + CH);
-  tdm_backend_bn_forward(b, y, x, saved, saved + CH, gamma, beta, ROWS, CH, false);
+  tdm_backend_bn_forward(b, y, x, TDM_DTYPE_F32, saved, saved + CH, gamma, beta, ROWS, CH,
+                         false);
   for (int c = 0; c < CH; c++) {
     double mean = 0, var = 0;
     for (int r = 0; r < ROWS; r++)
@@ -366,7 +367,7 @@ test_bn_moments_large_mean_and_slots(void)
     x[i] = (i % CH == 0 ? 30000.0f : -1000.0f) + spread;
   }
   float one[SLOT], saved_one[2 * CH];
-  tdm_backend_bn_moments(b, one, x, ROWS, CH, 0, 1);
+  tdm_backend_bn_moments(b, one, x, TDM_DTYPE_F32, ROWS, CH, 0, 1);
   tdm_backend_bn_stats(b, saved_one, one, 1, CH, 0.0f, 0.1f, NULL, NULL);
   for (int c = 0; c < CH; c++) {
     double mean = 0, var = 0;
@@ -384,9 +385,9 @@ test_bn_moments_large_mean_and_slots(void)
 
   /* Three replicas: rows [0, 400) in slot 0, none in slot 1, [400, 1000) in slot 2. */
   float parts[3][3 * SLOT], gathered[3 * SLOT] = {0}, saved_three[2 * CH];
-  tdm_backend_bn_moments(b, parts[0], x, 400, CH, 0, 3);
-  tdm_backend_bn_moments(b, parts[1], x, 0, CH, 1, 3);
-  tdm_backend_bn_moments(b, parts[2], x + 400 * CH, 600, CH, 2, 3);
+  tdm_backend_bn_moments(b, parts[0], x, TDM_DTYPE_F32, 400, CH, 0, 3);
+  tdm_backend_bn_moments(b, parts[1], x, TDM_DTYPE_F32, 0, CH, 1, 3);
+  tdm_backend_bn_moments(b, parts[2], x + 400 * CH, TDM_DTYPE_F32, 600, CH, 2, 3);
   for (int k = 0; k < 3; k++)
     for (int i = 0; i < 3 * SLOT; i++)
       gathered[i] += parts[k][i];
@@ -417,9 +418,10 @@ test_bn_backward_relu_mask(void)
     x[i] = (float)((i * 7) % 13) - 6.0f;
     dy[i] = (float)((i * 5) % 9) * 0.25f - 1.0f;
   }
-  tdm_backend_bn_moments(b, slot, x, ROWS, CH, 0, 1);
+  tdm_backend_bn_moments(b, slot, x, TDM_DTYPE_F32, ROWS, CH, 0, 1);
   tdm_backend_bn_stats(b, saved, slot, 1, CH, TDM_BN_EPS, TDM_BN_MOMENTUM, NULL, NULL);
-  tdm_backend_bn_forward(b, y, x, saved, saved + CH, gamma, beta, ROWS, CH, true);
+  tdm_backend_bn_forward(b, y, x, TDM_DTYPE_F32, saved, saved + CH, gamma, beta, ROWS, CH,
+                         true);
   int stopped = 0;
   for (int i = 0; i < ROWS * CH; i++)
     stopped += y[i] == 0.0f;
@@ -428,15 +430,15 @@ test_bn_backward_relu_mask(void)
   tdm_backend_relu_backward(b, masked, dy, y, ROWS * CH);
 
   float dg_ref[CH], db_ref[CH], dx_ref[ROWS * CH], dg[CH], db[CH], dx[ROWS * CH];
-  tdm_backend_bn_backward_sums(b, dg_ref, db_ref, masked, x, saved, saved + CH, gamma, beta,
-                               false, ROWS, CH);
-  tdm_backend_bn_backward_dx(b, dx_ref, masked, x, saved, saved + CH, gamma, beta, false,
-                             dg_ref, db_ref, 1.0f / ROWS, ROWS, CH);
-  tdm_backend_bn_backward_sums(b, dg, db, dy, x, saved, saved + CH, gamma, beta, true, ROWS,
-                               CH);
+  tdm_backend_bn_backward_sums(b, dg_ref, db_ref, masked, x, TDM_DTYPE_F32, saved, saved + CH,
+                               gamma, beta, false, ROWS, CH);
+  tdm_backend_bn_backward_dx(b, dx_ref, masked, x, TDM_DTYPE_F32, saved, saved + CH, gamma,
+                             beta, false, dg_ref, db_ref, 1.0f / ROWS, ROWS, CH);
+  tdm_backend_bn_backward_sums(b, dg, db, dy, x, TDM_DTYPE_F32, saved, saved + CH, gamma, beta,
+                               true, ROWS, CH);
   memcpy(dx, dy, sizeof dx); /* dx == dy, as the engine may call it */
-  tdm_backend_bn_backward_dx(b, dx, dx, x, saved, saved + CH, gamma, beta, true, dg, db,
-                             1.0f / ROWS, ROWS, CH);
+  tdm_backend_bn_backward_dx(b, dx, dx, x, TDM_DTYPE_F32, saved, saved + CH, gamma, beta, true,
+                             dg, db, 1.0f / ROWS, ROWS, CH);
   g_assert_cmpmem(dg, sizeof dg, dg_ref, sizeof dg_ref);
   g_assert_cmpmem(db, sizeof db, db_ref, sizeof db_ref);
   g_assert_cmpmem(dx, sizeof dx, dx_ref, sizeof dx_ref);
@@ -469,10 +471,11 @@ test_bn_backward_many_channels(void)
     gamma[c] = 0.5f + 0.03f * c * (c % 2 ? -1.0f : 1.0f);
     beta[c] = 0.1f * (c % 7) - 0.3f;
   }
-  tdm_backend_bn_moments(b, slot, x, ROWS, CH, 0, 1);
+  tdm_backend_bn_moments(b, slot, x, TDM_DTYPE_F32, ROWS, CH, 0, 1);
   tdm_backend_bn_stats(b, saved, slot, 1, CH, TDM_BN_EPS, TDM_BN_MOMENTUM, NULL, NULL);
   for (int relu = 0; relu < 2; relu++) {
-    tdm_backend_bn_forward(b, y, x, saved, saved + CH, gamma, beta, ROWS, CH, relu);
+    tdm_backend_bn_forward(b, y, x, TDM_DTYPE_F32, saved, saved + CH, gamma, beta, ROWS, CH,
+                           relu);
     double sum_g[CH] = {0}, sum_gx[CH] = {0};
     for (int r = 0; r < ROWS; r++)
       for (int c = 0; c < CH; c++) {
@@ -481,15 +484,15 @@ test_bn_backward_many_channels(void)
         sum_g[c] += g;
         sum_gx[c] += g * ((double)x[i] - saved[c]) * saved[CH + c];
       }
-    tdm_backend_bn_backward_sums(b, dg, db, dy, x, saved, saved + CH, gamma, beta, relu, ROWS,
-                                 CH);
+    tdm_backend_bn_backward_sums(b, dg, db, dy, x, TDM_DTYPE_F32, saved, saved + CH, gamma,
+                                 beta, relu, ROWS, CH);
     for (int c = 0; c < CH; c++) {
       g_assert_cmpfloat(fabs(db[c] - sum_g[c]), <=, 1e-5 * (1.0 + fabs(sum_g[c])));
       g_assert_cmpfloat(fabs(dg[c] - sum_gx[c]), <=, 1e-5 * (1.0 + fabs(sum_gx[c])));
     }
     memcpy(dx, dy, sizeof(float) * ROWS * CH);
-    tdm_backend_bn_backward_dx(b, dx, dx, x, saved, saved + CH, gamma, beta, relu, dg, db,
-                               1.0f / ROWS, ROWS, CH);
+    tdm_backend_bn_backward_dx(b, dx, dx, x, TDM_DTYPE_F32, saved, saved + CH, gamma, beta,
+                               relu, dg, db, 1.0f / ROWS, ROWS, CH);
     for (int r = 0; r < ROWS; r++)
       for (int c = 0; c < CH; c++) {
         const int i = r * CH + c;

@@ -241,7 +241,8 @@ test_bn_prologue(void)
   g_autofree float *gamma = random_floats(c.c, 0.5, 1.5);
   g_autofree float *beta = random_floats(c.c, -0.5, 0.5);
   g_autofree float *xn = g_new(float, in);
-  tdm_backend_bn_forward(cpu, xn, x, mean, invstd, gamma, beta, (int)(in / c.c), c.c, true);
+  tdm_backend_bn_forward(cpu, xn, x, TDM_DTYPE_F32, mean, invstd, gamma, beta, (int)(in / c.c),
+                         c.c, true);
   Problem p;
   problem_init(&p, &c, xn);
   memcpy(p.x, x, in * 4);

@@ -90,7 +90,8 @@ im2col_bf16_bn_case(int n, int h, int w, int c, int k, int pad, int stride, bool
     saved[c + ch] = 0.5f + (float)ch / c;
   g_autofree float *gamma = random_floats(c, 0.5, 1.5), *beta = random_floats(c, -0.5, 0.5);
   g_autofree float *y = g_new(float, xs), *ref = g_new(float, cols);
-  tdm_backend_bn_forward(cpu, y, x, saved, saved + c, gamma, beta, rows, c, relu);
+  tdm_backend_bn_forward(cpu, y, x, TDM_DTYPE_F32, saved, saved + c, gamma, beta, rows, c,
+                         relu);
   tdm_backend_im2col(cpu, ref, y, n, h, w, c, k, k, pad, stride);
   assert_ok(cpu);
 
@@ -98,10 +99,11 @@ im2col_bf16_bn_case(int n, int h, int w, int c, int k, int pad, int stride, bool
   float *dgamma = on(gamma, c * 4), *dbeta = on(beta, c * 4), *dy = poisoned(xs);
   uint16_t *dcol = (uint16_t *)poisoned(cols / 2 + 1);
   uint16_t *dref = (uint16_t *)poisoned(cols / 2 + 1);
-  tdm_backend_bn_forward(gpu, dy, dx, dsaved, dsaved + c, dgamma, dbeta, rows, c, relu);
+  tdm_backend_bn_forward(gpu, dy, dx, TDM_DTYPE_F32, dsaved, dsaved + c, dgamma, dbeta, rows, c,
+                         relu);
   tdm_backend_im2col_bf16(gpu, dref, dy, n, h, w, c, k, k, pad, stride);
-  tdm_backend_im2col_bf16_bn(gpu, dcol, dx, dsaved, dsaved + c, dgamma, dbeta, relu, n, h, w, c,
-                             k, k, pad, stride);
+  tdm_backend_im2col_bf16_bn(gpu, dcol, dx, TDM_DTYPE_F32, dsaved, dsaved + c, dgamma, dbeta,
+                             relu, n, h, w, c, k, k, pad, stride);
   g_autofree uint16_t *col = g_new(uint16_t, cols), *col_ref = g_new(uint16_t, cols);
   tdm_backend_download(gpu, col, dcol, cols * 2);
   tdm_backend_download(gpu, col_ref, dref, cols * 2);
@@ -147,7 +149,8 @@ maxpool_bn_case(int n, int h, int w, int c, int k, bool relu)
   g_autofree float *gamma = random_floats(c, -1.5, 1.5), *beta = random_floats(c, -0.5, 0.5);
   g_autofree float *bn_ref = g_new(float, xs), *y_ref = g_new(float, ys);
   g_autofree int32_t *at_ref = g_new(int32_t, ys);
-  tdm_backend_bn_forward(cpu, bn_ref, x, saved, saved + c, gamma, beta, rows, c, relu);
+  tdm_backend_bn_forward(cpu, bn_ref, x, TDM_DTYPE_F32, saved, saved + c, gamma, beta, rows, c,
+                         relu);
   tdm_backend_maxpool_forward(cpu, y_ref, at_ref, bn_ref, NULL, false, n, h, w, c, k);
   assert_ok(cpu);
 
@@ -155,7 +158,8 @@ maxpool_bn_case(int n, int h, int w, int c, int k, bool relu)
   float *dgamma = on(gamma, c * 4), *dbeta = on(beta, c * 4), *dbn = poisoned(xs);
   float *dy = poisoned(ys), *dy_unfused = poisoned(ys);
   int32_t *dat = (int32_t *)poisoned(ys), *dat_unfused = (int32_t *)poisoned(ys);
-  tdm_backend_bn_forward(gpu, dbn, dx, dsaved, dsaved + c, dgamma, dbeta, rows, c, relu);
+  tdm_backend_bn_forward(gpu, dbn, dx, TDM_DTYPE_F32, dsaved, dsaved + c, dgamma, dbeta, rows,
+                         c, relu);
   tdm_backend_maxpool_forward(gpu, dy_unfused, dat_unfused, dbn, NULL, false, n, h, w, c, k);
   tdm_backend_maxpool_forward_bn(gpu, dy, dat, dx, dsaved, dsaved + c, dgamma, dbeta, relu, n,
                                  h, w, c, k);
@@ -455,10 +459,10 @@ test_cpu_reference(void)
   tdm_backend_im2col_bf16(gpu, gcol, gx, im, h, w, c, k, k, pad, stride);
   compare_bits("im2col_bf16", ccol, gcol, cols);
   for (int relu = 0; relu < 2; relu++) {
-    tdm_backend_im2col_bf16_bn(cpu, ccol, cx, cbn, cbn + c, cbn + 2 * c, cbn + 3 * c, relu, im,
-                               h, w, c, k, k, pad, stride);
-    tdm_backend_im2col_bf16_bn(gpu, gcol, gx, gbn, gbn + c, gbn + 2 * c, gbn + 3 * c, relu, im,
-                               h, w, c, k, k, pad, stride);
+    tdm_backend_im2col_bf16_bn(cpu, ccol, cx, TDM_DTYPE_F32, cbn, cbn + c, cbn + 2 * c,
+                               cbn + 3 * c, relu, im, h, w, c, k, k, pad, stride);
+    tdm_backend_im2col_bf16_bn(gpu, gcol, gx, TDM_DTYPE_F32, gbn, gbn + c, gbn + 2 * c,
+                               gbn + 3 * c, relu, im, h, w, c, k, k, pad, stride);
     compare_bits(relu ? "im2col_bf16_bn, relu" : "im2col_bf16_bn", ccol, gcol, cols);
   }
 
@@ -499,10 +503,10 @@ test_cpu_reference(void)
   float *cxr = on_b(cpu, xr, (size_t)rows * c * 4), *gxr = on(xr, (size_t)rows * c * 4);
   float *cs = on_b(cpu, sums, 2 * (size_t)c * 4), *gs = on(sums, 2 * (size_t)c * 4);
   uint16_t *cd16 = on_b(cpu, NULL, (size_t)rows * c * 2), *gd16 = on(NULL, (size_t)rows * c * 2);
-  tdm_backend_bn_backward_dx_bf16(cpu, cd16, cdy, cxr, cbn, cbn + c, cbn + 2 * c, cbn + 3 * c,
-                                  true, cs, cs + c, 1.0f / rows, rows, c);
-  tdm_backend_bn_backward_dx_bf16(gpu, gd16, gdy, gxr, gbn, gbn + c, gbn + 2 * c, gbn + 3 * c,
-                                  true, gs, gs + c, 1.0f / rows, rows, c);
+  tdm_backend_bn_backward_dx_bf16(cpu, cd16, cdy, cxr, TDM_DTYPE_F32, cbn, cbn + c, cbn + 2 * c,
+                                  cbn + 3 * c, true, cs, cs + c, 1.0f / rows, rows, c);
+  tdm_backend_bn_backward_dx_bf16(gpu, gd16, gdy, gxr, TDM_DTYPE_F32, gbn, gbn + c, gbn + 2 * c,
+                                  gbn + 3 * c, true, gs, gs + c, 1.0f / rows, rows, c);
   g_autofree uint16_t *b1 = g_new(uint16_t, (size_t)rows * c), *b2 = g_new(uint16_t, (size_t)rows * c);
   tdm_backend_download(cpu, b1, cd16, (size_t)rows * c * 2);
   tdm_backend_download(gpu, b2, gd16, (size_t)rows * c * 2);

@@ -100,12 +100,12 @@ bn_case_offset(int rows, int channels, bool relu, double tol, float offset)
   g_autofree float *y_ref = g_new(float, n), *ye_ref = g_new(float, n);
   g_autofree float *dg_ref = g_new(float, channels), *db_ref = g_new(float, channels);
   g_autofree float *dx_ref = g_new(float, n);
-  tdm_backend_bn_moments(cpu, slots, x, rows, channels, 0, 1);
+  tdm_backend_bn_moments(cpu, slots, x, TDM_DTYPE_F32, rows, channels, 0, 1);
   tdm_backend_bn_stats(cpu, saved, slots, 1, channels, eps, momentum, rm_ref, rv_ref);
-  tdm_backend_bn_forward(cpu, y_ref, x, saved, saved + channels, gamma, beta, rows, channels,
-                         relu);
-  tdm_backend_bn_forward_eval(cpu, ye_ref, x, rm_ref, rv_ref, gamma, beta, eps, rows, channels,
-                              relu);
+  tdm_backend_bn_forward(cpu, y_ref, x, TDM_DTYPE_F32, saved, saved + channels, gamma, beta,
+                         rows, channels, relu);
+  tdm_backend_bn_forward_eval(cpu, ye_ref, x, TDM_DTYPE_F32, rm_ref, rv_ref, gamma, beta, eps,
+                              rows, channels, relu);
   assert_ok(cpu);
 
   float *dx_in = on(x, n * 4), *dgam = on(gamma, channels * 4), *dbet = on(beta, channels * 4);
@@ -114,11 +114,12 @@ bn_case_offset(int rows, int channels, bool relu, double tol, float offset)
   float *dsaved = poisoned(2 * (size_t)channels);
   float *dyo = poisoned(n), *dye = poisoned(n), *ddg = poisoned(channels);
   float *ddb = poisoned(channels), *ddx = poisoned(n);
-  tdm_backend_bn_moments(gpu, dslots, dx_in, rows, channels, 1, 3);
+  tdm_backend_bn_moments(gpu, dslots, dx_in, TDM_DTYPE_F32, rows, channels, 1, 3);
   tdm_backend_bn_stats(gpu, dsaved, dslots, 3, channels, eps, momentum, drm, drv);
-  tdm_backend_bn_forward(gpu, dyo, dx_in, dsaved, dsaved + channels, dgam, dbet, rows, channels,
-                         relu);
-  tdm_backend_bn_forward_eval(gpu, dye, dx_in, drm, drv, dgam, dbet, eps, rows, channels, relu);
+  tdm_backend_bn_forward(gpu, dyo, dx_in, TDM_DTYPE_F32, dsaved, dsaved + channels, dgam, dbet,
+                         rows, channels, relu);
+  tdm_backend_bn_forward_eval(gpu, dye, dx_in, TDM_DTYPE_F32, drm, drv, dgam, dbet, eps, rows,
+                              channels, relu);
 
   /* The reference backward takes the ReLU's mask through relu_backward from the GPU's
    * own forward output, as the engine did before the backend recomputed the mask from
@@ -133,25 +134,26 @@ bn_case_offset(int rows, int channels, bool relu, double tol, float offset)
     assert_ok(gpu);
     tdm_backend_relu_backward(cpu, dy_masked, dy, y_gpu, n);
   }
-  tdm_backend_bn_backward_sums(cpu, dg_ref, db_ref, dy_masked, x, saved, saved + channels,
-                               gamma, beta, false, rows, channels);
-  tdm_backend_bn_backward_dx(cpu, dx_ref, dy_masked, x, saved, saved + channels, gamma, beta,
-                             false, dg_ref, db_ref, 1.0f / rows, rows, channels);
+  tdm_backend_bn_backward_sums(cpu, dg_ref, db_ref, dy_masked, x, TDM_DTYPE_F32, saved,
+                               saved + channels, gamma, beta, false, rows, channels);
+  tdm_backend_bn_backward_dx(cpu, dx_ref, dy_masked, x, TDM_DTYPE_F32, saved, saved + channels,
+                             gamma, beta, false, dg_ref, db_ref, 1.0f / rows, rows, channels);
   assert_ok(cpu);
-  tdm_backend_bn_backward_sums(gpu, ddg, ddb, ddy, dx_in, dsaved, dsaved + channels, dgam, dbet,
-                               relu, rows, channels);
+  tdm_backend_bn_backward_sums(gpu, ddg, ddb, ddy, dx_in, TDM_DTYPE_F32, dsaved,
+                               dsaved + channels, dgam, dbet, relu, rows, channels);
   /* dx == dy allowed: write over the gradient itself. */
   tdm_backend_copy(gpu, ddx, ddy, n * 4);
-  tdm_backend_bn_backward_dx(gpu, ddx, ddx, dx_in, dsaved, dsaved + channels, dgam, dbet, relu,
-                             ddg, ddb, 1.0f / rows, rows, channels);
+  tdm_backend_bn_backward_dx(gpu, ddx, ddx, dx_in, TDM_DTYPE_F32, dsaved, dsaved + channels,
+                             dgam, dbet, relu, ddg, ddb, 1.0f / rows, rows, channels);
   /* The same dx as bf16 (a conv's output gradient under --precision bf16): to_bf16's
    * bits of the float dx, and so within bf16's rounding (2⁻⁹ of each value) of the
    * CPU's. Every value poisoned (0xffff, a bf16 NaN); the one past the end stays so. */
   g_autofree uint16_t *dx16 = g_new(uint16_t, n + 1);
   memset(dx16, 0xff, (n + 1) * 2);
   uint16_t *ddx16 = on(dx16, (n + 1) * 2);
-  tdm_backend_bn_backward_dx_bf16(gpu, ddx16, ddy, dx_in, dsaved, dsaved + channels, dgam, dbet,
-                                  relu, ddg, ddb, 1.0f / rows, rows, channels);
+  tdm_backend_bn_backward_dx_bf16(gpu, ddx16, ddy, dx_in, TDM_DTYPE_F32, dsaved,
+                                  dsaved + channels, dgam, dbet, relu, ddg, ddb, 1.0f / rows,
+                                  rows, channels);
 
   g_autofree char *tag = g_strdup_printf("%d×%d%s offset %g", rows, channels,
                                          relu ? " relu" : "", offset);

@@ -6,7 +6,9 @@
  * Without FMA contraction choices of its own, so a run resumed on another CPU of the
  * architecture continues with the same bits: the BN loops are built twice, for any
  * x86-64 and for AVX2 (wider vectors over the channels, no FMA, the same operations on
- * each value), the better picked when the program starts. */
+ * each value), the better picked when the program starts. A bf16 input (a conv's output
+ * stored as bf16) is widened, exactly, a block of rows at a time into float32 and goes
+ * through the same loops, so its results are the float32 ops' on the widened tensor. */
 #include "tdm-backend-cpu-private.h"
 #include "tdm-bf16.h"
 
@@ -22,15 +24,47 @@
 #define BN_CLONES
 #endif
 
+/* Rows widened at a time from a bf16 input: a few dozen kilobytes, in cache. */
+#define BN_BLOCK_VALUES 16384
+
+/* Rows of x a pass takes at a time: all of a float32 x, a block of a bf16 one. */
+static int
+block_rows(TdmDtype x_type, int rows, int channels)
+{
+  return x_type == TDM_DTYPE_F32 ? MAX(rows, 1) : MAX(1, BN_BLOCK_VALUES / channels);
+}
+
+/* x's rows [row, row + count) as float32: x itself, or its bf16 values widened into
+ * tmp (block_rows() × channels floats). */
+static const float *
+rows_f32(const void *x, TdmDtype x_type, int row, int count, int channels, float *tmp)
+{
+  const size_t at = (size_t)row * channels;
+  if (x_type == TDM_DTYPE_F32)
+    return (const float *)x + at;
+  const uint16_t *h = (const uint16_t *)x + at;
+  for (size_t i = 0; i < (size_t)count * channels; i++)
+    tmp[i] = tdm_bf16_value(h[i]);
+  return tmp;
+}
+
+static float *
+block_scratch(TdmDtype x_type, int rows, int channels)
+{
+  return x_type == TDM_DTYPE_F32
+             ? NULL
+             : g_new(float, (size_t)block_rows(x_type, rows, channels) * channels);
+}
+
 /* The shift is the first row (tdm-bn-moments.h); differences exact in double. */
 BN_CLONES static void
-moments_sums(double *restrict s1, double *restrict s2, const float *restrict x, int rows,
-             int channels)
+moments_sums(double *restrict s1, double *restrict s2, const float *restrict x,
+             const float *restrict first, int rows, int channels)
 {
   for (int r = 0; r < rows; r++) {
     const float *restrict xr = x + (size_t)r * channels;
     for (int ch = 0; ch < channels; ch++) {
-      const double d = (double)xr[ch] - (double)x[ch];
+      const double d = (double)xr[ch] - (double)first[ch];
       s1[ch] += d;
       s2[ch] += d * d;
     }
@@ -38,23 +72,31 @@ moments_sums(double *restrict s1, double *restrict s2, const float *restrict x, 
 }
 
 void
-tdm_cpu_bn_moments(TdmBackend *b, float *slots, const float *x, int rows, int channels,
-                   int slot, int slot_count)
+tdm_cpu_bn_moments(TdmBackend *b, float *slots, const void *x, TdmDtype x_type, int rows,
+                   int channels, int slot, int slot_count)
 {
   const size_t size = TDM_BN_SLOT_FLOATS(channels);
   memset(slots, 0, size * slot_count * sizeof(float));
   if (rows == 0)
     return;
   double *s1 = g_new0(double, 2 * (size_t)channels), *s2 = s1 + channels;
-  moments_sums(s1, s2, x, rows, channels);
+  float *first = g_new(float, channels), *tmp = block_scratch(x_type, rows, channels);
+  memcpy(first, rows_f32(x, x_type, 0, 1, channels, first), sizeof(float) * channels);
+  const int block = block_rows(x_type, rows, channels);
+  for (int r = 0; r < rows; r += block) {
+    const int count = MIN(block, rows - r);
+    moments_sums(s1, s2, rows_f32(x, x_type, r, count, channels, tmp), first, count, channels);
+  }
   float *mine = slots + size * slot;
   for (int ch = 0; ch < channels; ch++) {
     double mean, m2;
-    tdm_bnm_finish(x[ch], s1[ch], s2[ch], rows, &mean, &m2);
+    tdm_bnm_finish(first[ch], s1[ch], s2[ch], rows, &mean, &m2);
     tdm_bnm_store(mine, channels, ch, mean, m2);
   }
   tdm_bnm_store_count(mine, channels, rows);
   g_free(s1);
+  g_free(first);
+  g_free(tmp);
 }
 
 void
@@ -91,6 +133,21 @@ bn_apply(float *restrict y, const float *restrict x, const float *restrict scale
   }
 }
 
+/* bn_apply over x of either type. */
+static void
+bn_apply_any(float *y, const void *x, TdmDtype x_type, const float *scale, const float *shift,
+             int rows, int channels, bool relu)
+{
+  float *tmp = block_scratch(x_type, rows, channels);
+  const int block = block_rows(x_type, rows, channels);
+  for (int r = 0; r < rows; r += block) {
+    const int count = MIN(block, rows - r);
+    bn_apply(y + (size_t)r * channels, rows_f32(x, x_type, r, count, channels, tmp), scale,
+             shift, count, channels, relu);
+  }
+  g_free(tmp);
+}
+
 void
 tdm_cpu_bn_affine(float *scale, float *shift, const float *mean, const float *invstd,
                   const float *gamma, const float *beta, int channels)
@@ -102,27 +159,27 @@ tdm_cpu_bn_affine(float *scale, float *shift, const float *mean, const float *in
 }
 
 void
-tdm_cpu_bn_forward(TdmBackend *b, float *y, const float *x, const float *mean,
+tdm_cpu_bn_forward(TdmBackend *b, float *y, const void *x, TdmDtype x_type, const float *mean,
                    const float *invstd, const float *gamma, const float *beta, int rows,
                    int channels, bool relu)
 {
   float *scale = g_new(float, 2 * (size_t)channels), *shift = scale + channels;
   tdm_cpu_bn_affine(scale, shift, mean, invstd, gamma, beta, channels);
-  bn_apply(y, x, scale, shift, rows, channels, relu);
+  bn_apply_any(y, x, x_type, scale, shift, rows, channels, relu);
   g_free(scale);
 }
 
 void
-tdm_cpu_bn_forward_eval(TdmBackend *b, float *y, const float *x, const float *running_mean,
-                        const float *running_var, const float *gamma, const float *beta,
-                        float eps, int rows, int channels, bool relu)
+tdm_cpu_bn_forward_eval(TdmBackend *b, float *y, const void *x, TdmDtype x_type,
+                        const float *running_mean, const float *running_var, const float *gamma,
+                        const float *beta, float eps, int rows, int channels, bool relu)
 {
   float *scale = g_new(float, 2 * (size_t)channels), *shift = scale + channels;
   for (int ch = 0; ch < channels; ch++) {
     scale[ch] = gamma[ch] / sqrtf(running_var[ch] + eps);
     shift[ch] = beta[ch] - running_mean[ch] * scale[ch];
   }
-  bn_apply(y, x, scale, shift, rows, channels, relu);
+  bn_apply_any(y, x, x_type, scale, shift, rows, channels, relu);
   g_free(scale);
 }
 
@@ -195,7 +252,7 @@ bn_sums_rows(double *acc, double *accb, const float *x, const float *dy, const B
 
 void
 tdm_cpu_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
-                         const float *x, const float *mean, const float *invstd,
+                         const void *x, TdmDtype x_type, const float *mean, const float *invstd,
                          const float *gamma, const float *beta, bool relu, int rows,
                          int channels)
 {
@@ -203,7 +260,14 @@ tdm_cpu_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const float
    * the mask from x, computed as bn_forward computes it (the same bits). */
   BnChannels p = bn_channels(mean, invstd, gamma, beta, channels);
   double *acc = g_new0(double, 2 * (size_t)channels), *accb = acc + channels;
-  bn_sums_rows(acc, accb, x, dy, &p, relu, rows, channels);
+  float *tmp = block_scratch(x_type, rows, channels);
+  const int block = block_rows(x_type, rows, channels);
+  for (int r = 0; r < rows; r += block) {
+    const int count = MIN(block, rows - r);
+    bn_sums_rows(acc, accb, rows_f32(x, x_type, r, count, channels, tmp),
+                 dy + (size_t)r * channels, &p, relu, count, channels);
+  }
+  g_free(tmp);
   for (int ch = 0; ch < channels; ch++) {
     dgamma[ch] = (float)acc[ch];
     dbeta[ch] = (float)accb[ch];
@@ -247,7 +311,7 @@ bn_dx_rows(float *dx, const float *dy, const float *x, const float *k, const flo
  * c = −k·Σdβ/M − a·mean: the same expression with xhat expanded; g as in the sums.
  * Rows at a time into dx, or through a float32 block rounded into dx16. */
 static void
-bn_backward_dx_any(float *dx, uint16_t *dx16, const float *dy, const float *x,
+bn_backward_dx_any(float *dx, uint16_t *dx16, const float *dy, const void *x, TdmDtype x_type,
                    const float *mean, const float *invstd, const float *gamma,
                    const float *beta, bool relu, const float *sum_dgamma,
                    const float *sum_dbeta, float inv_count, int rows, int channels)
@@ -259,42 +323,46 @@ bn_backward_dx_any(float *dx, uint16_t *dx16, const float *dy, const float *x,
     a[ch] = -k[ch] * invstd[ch] * sum_dgamma[ch] * inv_count;
     c[ch] = -k[ch] * sum_dbeta[ch] * inv_count - a[ch] * mean[ch];
   }
-  if (dx16 == NULL) {
-    bn_dx_rows(dx, dy, x, k, a, c, &p, relu, rows, channels);
-  } else {
-    /* The float32 values bn_backward_dx would write, a block of rows at a time, each
-     * rounded as to_bf16 rounds: the same bits as the two operations. */
-    const int block = MAX(1, 16384 / channels);
-    float *tmp = g_new(float, (size_t)block * channels);
-    for (int r = 0; r < rows; r += block) {
-      const int count = MIN(block, rows - r);
-      const size_t at = (size_t)r * channels, values = (size_t)count * channels;
-      bn_dx_rows(tmp, dy + at, x + at, k, a, c, &p, relu, count, channels);
-      for (size_t i = 0; i < values; i++)
-        dx16[at + i] = tdm_bf16_round(tmp[i]);
-    }
-    g_free(tmp);
+  /* The float32 values bn_backward_dx would write, a block of rows at a time, each
+   * rounded as to_bf16 rounds into dx16 when asked: the same bits as the two
+   * operations. */
+  const int block =
+      dx16 != NULL ? MAX(1, BN_BLOCK_VALUES / channels) : block_rows(x_type, rows, channels);
+  float *xtmp = block_scratch(x_type, rows, channels);
+  float *tmp = dx16 != NULL ? g_new(float, (size_t)block * channels) : NULL;
+  for (int r = 0; r < rows; r += block) {
+    const int count = MIN(block, rows - r);
+    const size_t at = (size_t)r * channels, values = (size_t)count * channels;
+    float *out = dx16 != NULL ? tmp : dx + at;
+    bn_dx_rows(out, dy + at, rows_f32(x, x_type, r, count, channels, xtmp), k, a, c, &p, relu,
+               count, channels);
+    for (size_t i = 0; dx16 != NULL && i < values; i++)
+      dx16[at + i] = tdm_bf16_round(tmp[i]);
   }
+  g_free(tmp);
+  g_free(xtmp);
   g_free(k);
   g_free(p.mean);
 }
 
 void
-tdm_cpu_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const float *x,
-                       const float *mean, const float *invstd, const float *gamma,
-                       const float *beta, bool relu, const float *sum_dgamma,
-                       const float *sum_dbeta, float inv_count, int rows, int channels)
+tdm_cpu_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const void *x,
+                       TdmDtype x_type, const float *mean, const float *invstd,
+                       const float *gamma, const float *beta, bool relu,
+                       const float *sum_dgamma, const float *sum_dbeta, float inv_count,
+                       int rows, int channels)
 {
-  bn_backward_dx_any(dx, NULL, dy, x, mean, invstd, gamma, beta, relu, sum_dgamma, sum_dbeta,
-                     inv_count, rows, channels);
+  bn_backward_dx_any(dx, NULL, dy, x, x_type, mean, invstd, gamma, beta, relu, sum_dgamma,
+                     sum_dbeta, inv_count, rows, channels);
 }
 
 void
-tdm_cpu_bn_backward_dx_bf16(TdmBackend *b, uint16_t *dx, const float *dy, const float *x,
-                            const float *mean, const float *invstd, const float *gamma,
-                            const float *beta, bool relu, const float *sum_dgamma,
-                            const float *sum_dbeta, float inv_count, int rows, int channels)
+tdm_cpu_bn_backward_dx_bf16(TdmBackend *b, uint16_t *dx, const float *dy, const void *x,
+                            TdmDtype x_type, const float *mean, const float *invstd,
+                            const float *gamma, const float *beta, bool relu,
+                            const float *sum_dgamma, const float *sum_dbeta, float inv_count,
+                            int rows, int channels)
 {
-  bn_backward_dx_any(NULL, dx, dy, x, mean, invstd, gamma, beta, relu, sum_dgamma, sum_dbeta,
-                     inv_count, rows, channels);
+  bn_backward_dx_any(NULL, dx, dy, x, x_type, mean, invstd, gamma, beta, relu, sum_dgamma,
+                     sum_dbeta, inv_count, rows, channels);
 }

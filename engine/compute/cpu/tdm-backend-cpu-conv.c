@@ -54,16 +54,25 @@ normalized(float v, float scale, float shift, bool relu)
   return relu && y < 0.0f ? 0.0f : y;
 }
 
+/* x[i] as float32, x being float32 or bf16 (widened exactly). */
+static inline float
+value_at(const void *x, TdmDtype x_type, size_t i)
+{
+  return x_type == TDM_DTYPE_F32 ? ((const float *)x)[i]
+                                 : tdm_bf16_value(((const uint16_t *)x)[i]);
+}
+
 /* im2col's columns as bfloat16, of x itself (scale NULL) or of x normalized channel by
- * channel (x · scale + shift, then the ReLU when relu). */
+ * channel (x · scale + shift, then the ReLU when relu); x of either type. */
 static void
-im2col_bf16(uint16_t *col, const float *x, const float *scale, const float *shift, bool relu,
-            int n, int h, int w, int c, int kh, int kw, int pad, int stride)
+im2col_bf16(uint16_t *col, const void *x, TdmDtype x_type, const float *scale,
+            const float *shift, bool relu, int n, int h, int w, int c, int kh, int kw, int pad,
+            int stride)
 {
   const int oh = (h + 2 * pad - kh) / stride + 1, ow = (w + 2 * pad - kw) / stride + 1;
   uint16_t *restrict r = col;
   for (int im = 0; im < n; im++) {
-    const float *xs = x + (size_t)im * h * w * c;
+    const size_t xs = (size_t)im * h * w * c;
     for (int oy = 0; oy < oh; oy++)
       for (int ox = 0; ox < ow; ox++)
         for (int ky = 0; ky < kh; ky++) {
@@ -74,13 +83,16 @@ im2col_bf16(uint16_t *col, const float *x, const float *scale, const float *shif
               memset(r, 0, sizeof(uint16_t) * c);
               continue;
             }
-            const float *restrict p = xs + ((size_t)iy * w + ix) * c;
-            if (scale == NULL)
+            const size_t p = xs + ((size_t)iy * w + ix) * c;
+            if (scale == NULL && x_type == TDM_DTYPE_F32)
               for (int ch = 0; ch < c; ch++)
-                r[ch] = tdm_bf16_round(p[ch]);
+                r[ch] = tdm_bf16_round(((const float *)x)[p + ch]);
+            else if (scale == NULL)
+              memcpy(r, (const uint16_t *)x + p, sizeof(uint16_t) * c);
             else
               for (int ch = 0; ch < c; ch++)
-                r[ch] = tdm_bf16_round(normalized(p[ch], scale[ch], shift[ch], relu));
+                r[ch] = tdm_bf16_round(
+                    normalized(value_at(x, x_type, p + ch), scale[ch], shift[ch], relu));
           }
         }
   }
@@ -90,18 +102,19 @@ void
 tdm_cpu_im2col_bf16(TdmBackend *b, uint16_t *col, const float *x, int n, int h, int w, int c,
                     int kh, int kw, int pad, int stride)
 {
-  im2col_bf16(col, x, NULL, NULL, false, n, h, w, c, kh, kw, pad, stride);
+  im2col_bf16(col, x, TDM_DTYPE_F32, NULL, NULL, false, n, h, w, c, kh, kw, pad, stride);
 }
 
 void
-tdm_cpu_im2col_bf16_bn(TdmBackend *b, uint16_t *col, const float *x, const float *mean,
-                       const float *invstd, const float *gamma, const float *beta, bool relu,
-                       int n, int h, int w, int c, int kh, int kw, int pad, int stride)
+tdm_cpu_im2col_bf16_bn(TdmBackend *b, uint16_t *col, const void *x, TdmDtype x_type,
+                       const float *mean, const float *invstd, const float *gamma,
+                       const float *beta, bool relu, int n, int h, int w, int c, int kh, int kw,
+                       int pad, int stride)
 {
   /* bn_forward's scale and shift, so that the columns hold its output's bits. */
   float *scale = g_new(float, 2 * (size_t)c), *shift = scale + c;
   tdm_cpu_bn_affine(scale, shift, mean, invstd, gamma, beta, c);
-  im2col_bf16(col, x, scale, shift, relu, n, h, w, c, kh, kw, pad, stride);
+  im2col_bf16(col, x, x_type, scale, shift, relu, n, h, w, c, kh, kw, pad, stride);
   g_free(scale);
 }
 

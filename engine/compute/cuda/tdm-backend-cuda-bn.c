@@ -25,8 +25,8 @@ sum_scratch(TdmBackend *b, const char *op, int channels, size_t *count)
 }
 
 void
-tdm_cuda_bn_moments(TdmBackend *b, float *slots, const float *x, int rows, int channels,
-                    int slot, int slot_count)
+tdm_cuda_bn_moments(TdmBackend *b, float *slots, const void *x, TdmDtype x_type, int rows,
+                    int channels, int slot, int slot_count)
 {
   if (!tdm_cuda_begin(b))
     return;
@@ -34,8 +34,8 @@ tdm_cuda_bn_moments(TdmBackend *b, float *slots, const float *x, int rows, int c
   double *partials = sum_scratch(b, "bn_moments", channels, &count);
   if (partials == NULL)
     return;
-  TDM_CUDA_OK(b, tdm_k_bn_moments(slots, x, rows, channels, slot, slot_count, partials, count,
-                                  STREAM(b)));
+  TDM_CUDA_OK(b, tdm_k_bn_moments(slots, x, x_type == TDM_DTYPE_BF16, rows, channels, slot,
+                                  slot_count, partials, count, STREAM(b)));
 }
 
 void
@@ -49,30 +49,32 @@ tdm_cuda_bn_stats(TdmBackend *b, float *saved, const float *slots, int slot_coun
 }
 
 void
-tdm_cuda_bn_forward(TdmBackend *b, float *y, const float *x, const float *mean,
+tdm_cuda_bn_forward(TdmBackend *b, float *y, const void *x, TdmDtype x_type, const float *mean,
                     const float *invstd, const float *gamma, const float *beta, int rows,
                     int channels, bool relu)
 {
   if (tdm_cuda_begin(b))
-    TDM_CUDA_OK(b, tdm_k_bn_forward(y, x, mean, invstd, gamma, beta, rows, channels, relu,
-                                    STREAM(b)));
+    TDM_CUDA_OK(b, tdm_k_bn_forward(y, x, x_type == TDM_DTYPE_BF16, mean, invstd, gamma, beta,
+                                    rows, channels, relu, STREAM(b)));
 }
 
 void
-tdm_cuda_bn_forward_eval(TdmBackend *b, float *y, const float *x, const float *running_mean,
-                         const float *running_var, const float *gamma, const float *beta,
-                         float eps, int rows, int channels, bool relu)
+tdm_cuda_bn_forward_eval(TdmBackend *b, float *y, const void *x, TdmDtype x_type,
+                         const float *running_mean, const float *running_var,
+                         const float *gamma, const float *beta, float eps, int rows,
+                         int channels, bool relu)
 {
   if (tdm_cuda_begin(b))
-    TDM_CUDA_OK(b, tdm_k_bn_forward_eval(y, x, running_mean, running_var, gamma, beta, eps,
-                                         rows, channels, relu, STREAM(b)));
+    TDM_CUDA_OK(b,
+                tdm_k_bn_forward_eval(y, x, x_type == TDM_DTYPE_BF16, running_mean, running_var,
+                                      gamma, beta, eps, rows, channels, relu, STREAM(b)));
 }
 
 void
 tdm_cuda_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
-                          const float *x, const float *mean, const float *invstd,
-                          const float *gamma, const float *beta, bool relu, int rows,
-                          int channels)
+                          const void *x, TdmDtype x_type, const float *mean,
+                          const float *invstd, const float *gamma, const float *beta, bool relu,
+                          int rows, int channels)
 {
   if (!tdm_cuda_begin(b))
     return;
@@ -80,29 +82,33 @@ tdm_cuda_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const floa
   double *partials = sum_scratch(b, "bn_backward_sums", channels, &count);
   if (partials == NULL)
     return;
-  TDM_CUDA_OK(b, tdm_k_bn_backward_sums(dgamma, dbeta, dy, x, mean, invstd, gamma, beta,
-                                        relu, rows, channels, partials, count, STREAM(b)));
+  TDM_CUDA_OK(b, tdm_k_bn_backward_sums(dgamma, dbeta, dy, x, x_type == TDM_DTYPE_BF16, mean,
+                                        invstd, gamma, beta, relu, rows, channels, partials,
+                                        count, STREAM(b)));
 }
 
 void
-tdm_cuda_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const float *x,
-                        const float *mean, const float *invstd, const float *gamma,
-                        const float *beta, bool relu, const float *sum_dgamma,
-                        const float *sum_dbeta, float inv_count, int rows, int channels)
+tdm_cuda_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const void *x,
+                        TdmDtype x_type, const float *mean, const float *invstd,
+                        const float *gamma, const float *beta, bool relu,
+                        const float *sum_dgamma, const float *sum_dbeta, float inv_count,
+                        int rows, int channels)
 {
   if (tdm_cuda_begin(b))
-    TDM_CUDA_OK(b, tdm_k_bn_backward_dx(dx, dy, x, mean, invstd, gamma, beta, relu, sum_dgamma,
-                                        sum_dbeta, inv_count, rows, channels, STREAM(b)));
+    TDM_CUDA_OK(b, tdm_k_bn_backward_dx(dx, dy, x, x_type == TDM_DTYPE_BF16, mean, invstd,
+                                        gamma, beta, relu, sum_dgamma, sum_dbeta, inv_count,
+                                        rows, channels, STREAM(b)));
 }
 
 void
-tdm_cuda_bn_backward_dx_bf16(TdmBackend *b, uint16_t *dx, const float *dy, const float *x,
-                             const float *mean, const float *invstd, const float *gamma,
-                             const float *beta, bool relu, const float *sum_dgamma,
-                             const float *sum_dbeta, float inv_count, int rows, int channels)
+tdm_cuda_bn_backward_dx_bf16(TdmBackend *b, uint16_t *dx, const float *dy, const void *x,
+                             TdmDtype x_type, const float *mean, const float *invstd,
+                             const float *gamma, const float *beta, bool relu,
+                             const float *sum_dgamma, const float *sum_dbeta, float inv_count,
+                             int rows, int channels)
 {
   if (tdm_cuda_begin(b))
-    TDM_CUDA_OK(b, tdm_k_bn_backward_dx_bf16(dx, dy, x, mean, invstd, gamma, beta, relu,
-                                             sum_dgamma, sum_dbeta, inv_count, rows,
-                                             channels, STREAM(b)));
+    TDM_CUDA_OK(b, tdm_k_bn_backward_dx_bf16(dx, dy, x, x_type == TDM_DTYPE_BF16, mean, invstd,
+                                             gamma, beta, relu, sum_dgamma, sum_dbeta,
+                                             inv_count, rows, channels, STREAM(b)));
 }

@@ -159,8 +159,8 @@ input16(TdmBackend *b, const TdmConvArgs *a, uint16_t *x16)
 {
   const TdmConvShape *s = &a->shape;
   if (a->bn_mean != NULL)
-    tdm_cuda_im2col_bf16_bn(b, x16, a->x, a->bn_mean, a->bn_invstd, a->bn_gamma, a->bn_beta,
-                            a->bn_relu, s->n, s->h, s->w, s->c, 1, 1, 0, 1);
+    tdm_cuda_im2col_bf16_bn(b, x16, a->x, a->x_type, a->bn_mean, a->bn_invstd, a->bn_gamma,
+                            a->bn_beta, a->bn_relu, s->n, s->h, s->w, s->c, 1, 1, 0, 1);
   else
     tdm_cuda_im2col_bf16(b, x16, a->x, s->n, s->h, s->w, s->c, 1, 1, 0, 1);
 }
@@ -187,13 +187,16 @@ run_im2col(TdmBackend *b, const TdmConvLayout *l, gboolean dry)
       return TRUE;
     }
     if (a->bn_mean != NULL)
-      tdm_cuda_im2col_bf16_bn(b, col16, a->x, a->bn_mean, a->bn_invstd, a->bn_gamma,
+      tdm_cuda_im2col_bf16_bn(b, col16, a->x, a->x_type, a->bn_mean, a->bn_invstd, a->bn_gamma,
                               a->bn_beta, a->bn_relu, s->n, s->h, s->w, s->c, s->kernel,
                               s->kernel, s->pad, s->stride);
     else
       tdm_cuda_im2col_bf16(b, col16, a->x, s->n, s->h, s->w, s->c, s->kernel, s->kernel,
                            s->pad, s->stride);
-    if (l->dir == TDM_CONV_FORWARD)
+    if (l->dir == TDM_CONV_FORWARD && a->y16 != NULL)
+      tdm_cuda_gemm_bf16_out(b, false, true, rows, out_c, k, col16, k, l->w16, k, a->y16,
+                             out_c);
+    else if (l->dir == TDM_CONV_FORWARD)
       tdm_cuda_gemm_bf16(b, false, true, rows, out_c, k, 1.0f, col16, k, l->w16, k, 0.0f, a->y,
                          out_c);
     else
@@ -205,11 +208,17 @@ run_im2col(TdmBackend *b, const TdmConvLayout *l, gboolean dry)
    * as float32, which a normalized-on-read input or a bf16-only dy does not give. */
   if (a->bn_mean != NULL || (l->dir != TDM_CONV_FORWARD && a->dy16 != NULL))
     return FALSE;
-  float *col = NULL;
+  float *col = NULL, *y = a->y;
+  Arena arena = {{l->free_at[0], l->free_at[1]}, {l->free_bytes[0], l->free_bytes[1]}};
   if (!one_by_one(s)) {
-    Arena arena = {{l->free_at[0], l->free_at[1]}, {l->free_bytes[0], l->free_bytes[1]}};
     col = take(&arena, l->rows * l->k * sizeof(float));
     if (col == NULL)
+      return FALSE;
+  }
+  /* A bf16 output: the float32 product, then rounded once. */
+  if (l->dir == TDM_CONV_FORWARD && a->y16 != NULL) {
+    y = take(&arena, l->rows * out_c * sizeof(float));
+    if (y == NULL)
       return FALSE;
   }
   if (dry)
@@ -230,9 +239,11 @@ run_im2col(TdmBackend *b, const TdmConvLayout *l, gboolean dry)
                     s->stride);
     cols = col;
   }
-  if (l->dir == TDM_CONV_FORWARD)
-    tdm_cuda_gemm(b, false, true, rows, out_c, k, 1.0f, cols, k, a->w, k, 0.0f, a->y, out_c);
-  else
+  if (l->dir == TDM_CONV_FORWARD) {
+    tdm_cuda_gemm(b, false, true, rows, out_c, k, 1.0f, cols, k, a->w, k, 0.0f, y, out_c);
+    if (a->y16 != NULL)
+      tdm_cuda_to_bf16(b, a->y16, y, l->rows * out_c);
+  } else
     tdm_cuda_gemm(b, true, false, out_c, k, rows, 1.0f, a->dy, out_c, cols, k, 0.0f, a->dw, k);
   return TRUE;
 }
@@ -295,16 +306,22 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, gboo
     out = l->bf16 ? aligned_or_stage(b, &arena, l->dy16, out_count * 2, TRUE, dry)
                   : aligned_or_stage(b, &arena, a->dy, out_count * 4, TRUE, dry);
 
-  /* The written tensor: float32 straight where the plan writes float32 and the
-   * destination is aligned, else a staging buffer widened or copied after. */
-  float *target = l->dir == TDM_CONV_FORWARD ? a->y : l->dir == TDM_CONV_DGRAD ? a->dx : a->dw;
+  /* The written tensor: straight where the plan writes the destination's type (bf16
+   * for a forward's y16, else float32) and the destination is aligned, else a staging
+   * buffer copied, widened or rounded after. */
+  gboolean target16 = l->dir == TDM_CONV_FORWARD && a->y16 != NULL;
+  void *target = target16                     ? (void *)a->y16
+                 : l->dir == TDM_CONV_FORWARD ? (void *)a->y
+                 : l->dir == TDM_CONV_DGRAD   ? (void *)a->dx
+                                              : (void *)a->dw;
   if (target == NULL)
     return FALSE;
   result_count = l->dir == TDM_CONV_FORWARD ? out_count
                  : l->dir == TDM_CONV_DGRAD ? in_count
                                             : w_count;
   gboolean wide = !l->bf16 || c->float_out;
-  if (wide && aligned16(target))
+  gboolean same_type = wide != target16;
+  if (same_type && aligned16(target))
     result = target;
   else {
     result = take(&arena, result_count * (wide ? 4 : 2));
@@ -336,8 +353,10 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, gboo
                           workspace, error))
     return FALSE;
   if (dest != NULL) {
-    if (wide)
-      tdm_backend_copy(b, dest, result, result_count * 4);
+    if (same_type)
+      tdm_backend_copy(b, dest, result, result_count * (wide ? 4 : 2));
+    else if (wide)
+      tdm_cuda_to_bf16(b, dest, result, result_count);
     else
       TDM_CUDA_OK(b, tdm_k_from_bf16(dest, result, result_count, CUDA_B(b)->stream));
   }

@@ -97,11 +97,15 @@ static char *
 key_of(TdmBackend *b, const TdmConvLayout *l)
 {
   const TdmConvShape *s = &l->a->shape;
-  return g_strdup_printf("%s n%d h%d w%d c%d o%d k%d p%d s%d %s%s%s%s",
+  /* The operands' types change what each candidate costs (a bf16 output needs no
+   * widening after a bf16-output plan), so they are part of the key. */
+  return g_strdup_printf("%s n%d h%d w%d c%d o%d k%d p%d s%d %s%s%s%s%s%s",
                          direction_names[l->dir], s->n, s->h, s->w, s->c, s->out_c, s->kernel,
                          s->pad, s->stride, precision_names[CLAMP(b->precision, 0, 2)],
-                         l->a->bn_mean != NULL ? " bn" : "", l->columns16 ? " col16" : "",
-                         b->deterministic ? " exact" : "");
+                         l->a->bn_mean != NULL ? " bn" : "",
+                         l->a->x_type == TDM_DTYPE_BF16 ? " x16" : "",
+                         l->dir == TDM_CONV_FORWARD && l->a->y16 != NULL ? " y16" : "",
+                         l->columns16 ? " col16" : "", b->deterministic ? " exact" : "");
 }
 
 /* The untimed rule: cuDNN's first plan, else ours, else im2col (the list's order). */

@@ -37,14 +37,15 @@ tdm_cuda_im2col_bf16(TdmBackend *b, uint16_t *col, const float *x, int n, int h,
 }
 
 void
-tdm_cuda_im2col_bf16_bn(TdmBackend *b, uint16_t *col, const float *x, const float *mean,
-                        const float *invstd, const float *gamma, const float *beta, bool relu,
-                        int n, int h, int w, int c, int kh, int kw, int pad, int stride)
+tdm_cuda_im2col_bf16_bn(TdmBackend *b, uint16_t *col, const void *x, TdmDtype x_type,
+                        const float *mean, const float *invstd, const float *gamma,
+                        const float *beta, bool relu, int n, int h, int w, int c, int kh,
+                        int kw, int pad, int stride)
 {
   if (!tdm_cuda_begin(b))
     return;
-  TDM_CUDA_OK(b, tdm_k_im2col_bf16_bn(col, x, mean, invstd, gamma, beta, relu, n, h, w, c, kh,
-                                      kw, pad, stride, STREAM(b)));
+  TDM_CUDA_OK(b, tdm_k_im2col_bf16_bn(col, x, x_type == TDM_DTYPE_BF16, mean, invstd, gamma,
+                                      beta, relu, n, h, w, c, kh, kw, pad, stride, STREAM(b)));
 }
 
 void

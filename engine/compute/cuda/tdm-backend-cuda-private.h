@@ -128,10 +128,10 @@ void tdm_cuda_col2im(TdmBackend *b, float *dx, const float *col, int n, int h, i
                      int kh, int kw, int pad, int stride);
 void tdm_cuda_im2col_bf16(TdmBackend *b, uint16_t *col, const float *x, int n, int h, int w,
                           int c, int kh, int kw, int pad, int stride);
-void tdm_cuda_im2col_bf16_bn(TdmBackend *b, uint16_t *col, const float *x, const float *mean,
-                             const float *invstd, const float *gamma, const float *beta,
-                             bool relu, int n, int h, int w, int c, int kh, int kw, int pad,
-                             int stride);
+void tdm_cuda_im2col_bf16_bn(TdmBackend *b, uint16_t *col, const void *x, TdmDtype x_type,
+                             const float *mean, const float *invstd, const float *gamma,
+                             const float *beta, bool relu, int n, int h, int w, int c, int kh,
+                             int kw, int pad, int stride);
 void tdm_cuda_col2im_bf16(TdmBackend *b, float *dx, const uint16_t *col, int n, int h, int w,
                           int c, int kh, int kw, int pad, int stride);
 void tdm_cuda_conv_dgrad_bf16(TdmBackend *b, float *dx, const uint16_t *dy, const uint16_t *w,
@@ -177,31 +177,32 @@ void tdm_cuda_avgpool2d_forward(TdmBackend *b, float *y, const float *x, TdmPool
 void tdm_cuda_avgpool2d_backward(TdmBackend *b, float *dx, const float *dy, TdmPool2d g);
 
 /* tdm-backend-cuda-bn.c */
-void tdm_cuda_bn_moments(TdmBackend *b, float *slots, const float *x, int rows, int channels,
-                         int slot, int slot_count);
+void tdm_cuda_bn_moments(TdmBackend *b, float *slots, const void *x, TdmDtype x_type, int rows,
+                         int channels, int slot, int slot_count);
 void tdm_cuda_bn_stats(TdmBackend *b, float *saved, const float *slots, int slot_count,
                        int channels, float eps, float momentum, float *running_mean,
                        float *running_var);
-void tdm_cuda_bn_forward(TdmBackend *b, float *y, const float *x, const float *mean,
-                         const float *invstd, const float *gamma, const float *beta, int rows,
-                         int channels, bool relu);
-void tdm_cuda_bn_forward_eval(TdmBackend *b, float *y, const float *x,
+void tdm_cuda_bn_forward(TdmBackend *b, float *y, const void *x, TdmDtype x_type,
+                         const float *mean, const float *invstd, const float *gamma,
+                         const float *beta, int rows, int channels, bool relu);
+void tdm_cuda_bn_forward_eval(TdmBackend *b, float *y, const void *x, TdmDtype x_type,
                               const float *running_mean, const float *running_var,
                               const float *gamma, const float *beta, float eps, int rows,
                               int channels, bool relu);
 void tdm_cuda_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
-                               const float *x, const float *mean, const float *invstd,
-                               const float *gamma, const float *beta, bool relu, int rows,
-                               int channels);
-void tdm_cuda_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const float *x,
-                             const float *mean, const float *invstd, const float *gamma,
-                             const float *beta, bool relu, const float *sum_dgamma,
-                             const float *sum_dbeta, float inv_count, int rows, int channels);
-void tdm_cuda_bn_backward_dx_bf16(TdmBackend *b, uint16_t *dx, const float *dy, const float *x,
-                                  const float *mean, const float *invstd, const float *gamma,
-                                  const float *beta, bool relu, const float *sum_dgamma,
-                                  const float *sum_dbeta, float inv_count, int rows,
-                                  int channels);
+                               const void *x, TdmDtype x_type, const float *mean,
+                               const float *invstd, const float *gamma, const float *beta,
+                               bool relu, int rows, int channels);
+void tdm_cuda_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const void *x,
+                             TdmDtype x_type, const float *mean, const float *invstd,
+                             const float *gamma, const float *beta, bool relu,
+                             const float *sum_dgamma, const float *sum_dbeta, float inv_count,
+                             int rows, int channels);
+void tdm_cuda_bn_backward_dx_bf16(TdmBackend *b, uint16_t *dx, const float *dy, const void *x,
+                                  TdmDtype x_type, const float *mean, const float *invstd,
+                                  const float *gamma, const float *beta, bool relu,
+                                  const float *sum_dgamma, const float *sum_dbeta,
+                                  float inv_count, int rows, int channels);
 
 /* tdm-backend-cuda-softmax.c */
 void tdm_cuda_softmax_xent(TdmBackend *b, const float *logits, const int32_t *labels, int rows,
