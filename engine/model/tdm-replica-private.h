@@ -87,13 +87,13 @@ owns_output(const TdmNetwork *net, int i)
  * normalizes it as it reads it, bn_output_left_to_next()). Not where the conv has a
  * bias or a ReLU of its own (they read and write its output in float32), nor where a
  * pool follows the bn (the pool's normalize-on-read takes float32 only). The inference
- * pass's buffers stay float32. */
+ * pass's buffers stay float32; TANDEM_BF16_ACTIVATIONS=0 keeps them all float32. */
 static inline gboolean
 conv_output_bf16(const TdmNetwork *net, int i, TdmBackendKind kind, TdmPrecision precision)
 {
   const TdmLayer *l = &net->layers[i];
   return precision == TDM_PRECISION_BF16 && tdm_backend_kind_has_bn_bf16_input(kind) &&
-         l->kind == TDM_LAYER_CONV && owns_output(net, i) && l->bias_count == 0 &&
+         tdm_replica_bf16_activations() && l->kind == TDM_LAYER_CONV && owns_output(net, i) && l->bias_count == 0 &&
          !l->fused_relu && i + 1 < net->layer_count &&
          net->layers[i + 1].kind == TDM_LAYER_BN &&
          !(i + 2 < net->layer_count && net->layers[i + 2].kind == TDM_LAYER_POOL);

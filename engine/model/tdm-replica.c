@@ -182,6 +182,13 @@ tdm_replica_shares_datasets(TdmBackendKind kind)
   return kind == TDM_BACKEND_CPU;
 }
 
+gboolean
+tdm_replica_bf16_activations(void)
+{
+  const char *v = g_getenv("TANDEM_BF16_ACTIVATIONS");
+  return v == NULL || strcmp(v, "0") != 0;
+}
+
 size_t
 tdm_replica_params16_bytes(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision)
 {

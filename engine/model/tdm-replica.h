@@ -172,6 +172,11 @@ void tdm_replica_free (TdmReplica *replica);
  * instead of keeping a copy on its device. The datasets must then outlive it. */
 gboolean tdm_replica_shares_datasets (TdmBackendKind kind);
 
+/* Whether a bf16 run stores the activations it can as bf16 (tdm_replica_layer_buffers()):
+ * yes, unless the environment says TANDEM_BF16_ACTIVATIONS=0 (benchmarks and tests of
+ * the float32 storage), read at every use: set it before the replicas are made. */
+gboolean tdm_replica_bf16_activations (void);
+
 /* Bytes of the parameters' bfloat16 copy a replica keeps (params16, rounded once per
  * forward pass for its convolutions): on a GPU under --precision bf16, else 0. */
 size_t tdm_replica_params16_bytes (const TdmNetwork *net, TdmBackendKind kind,
