@@ -4,7 +4,8 @@
  * CPU's im2col and GEMM on fresh random inputs, for odd sizes, strides 1 and 2, 1×1,
  * 3×3 and 7×7 kernels, padding 0 to 3, 3, 17, 64 and 512 channels, in float32 and
  * bf16; a bn normalized as the conv reads its input; an output gradient the bn before
- * wrote as bf16 where the replica puts it; the choice timed, remembered on disk and
+ * wrote as bf16 where the replica puts it; an output stored as bf16 (y16) from an input
+ * stored so (the bn's); the choice timed, remembered on disk and
  * found there by another backend; --exact's rule (the same choice on two backends,
  * the same bits twice).
  *
@@ -299,6 +300,94 @@ test_dy16_ready(void)
   problem_clear(&p);
 }
 
+/* A forward whose output is stored as bf16 (y16: a conv whose only reader is the bn
+ * after it), plain and from an input a bn before stored as bf16 and normalizes as the
+ * conv reads it: every candidate's y16, widened, against the float32 reference of the
+ * same (bf16) input, within the bf16 bound (the output's rounding is one of its three). */
+static void
+test_stored_bf16(void)
+{
+  if (!have_gpu())
+    return;
+  const Case cases16[] = {
+    {3, 8, 8, 64, 64, 3, 1, 1},
+    {2, 11, 13, 17, 24, 3, 1, 2},
+    {2, 15, 15, 64, 128, 1, 0, 2},
+    {2, 6, 7, 64, 64, 1, 0, 1},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases16); i++) {
+    const Case *c = &cases16[i];
+    for (int with_bn = 0; with_bn < 2; with_bn++) {
+      size_t in = (size_t)c->n * c->h * c->w * c->c;
+      g_autofree float *x = random_floats(in, -2, 3);
+      g_autofree uint16_t *x16 = g_new(uint16_t, in);
+      for (size_t e = 0; e < in; e++) {
+        x16[e] = bf16_bits(x[e]);
+        x[e] = bf16_value(x16[e]);
+      }
+      g_autofree float *bn = random_floats(4 * (size_t)c->c, -0.5, 0.5);
+      for (int ch = 0; ch < c->c; ch++)
+        bn[c->c + ch] = 0.5f + fabsf(bn[c->c + ch]) * 2;
+      g_autofree float *xn = g_new(float, in);
+      if (with_bn)
+        tdm_backend_bn_forward(cpu, xn, x, TDM_DTYPE_F32, bn, bn + c->c, bn + 2 * c->c,
+                               bn + 3 * c->c, (int)(in / c->c), c->c, true);
+      Problem p;
+      problem_init(&p, c, with_bn ? xn : x);
+      memcpy(p.x, x, in * 4);
+      Device d;
+      device_init(&d, gpu_bf16, &p, TRUE);
+      float *dbn = on_b(gpu_bf16, bn, 4 * (size_t)c->c * 4);
+      uint16_t *dx16 = on_b(gpu_bf16, x16, in * 2);
+      uint16_t *y16 = on_b(gpu_bf16, NULL, p.out * 2);
+      if (with_bn) {
+        d.a.x = (const float *)dx16; /* the type says what it holds */
+        d.a.x_type = TDM_DTYPE_BF16;
+        d.a.bn_mean = dbn;
+        d.a.bn_invstd = dbn + c->c;
+        d.a.bn_gamma = dbn + 2 * c->c;
+        d.a.bn_beta = dbn + 3 * c->c;
+        d.a.bn_relu = true;
+      }
+      d.a.y = NULL;
+      d.a.y16 = y16;
+      g_autofree char *what =
+          g_strdup_printf("bf16 y16%s n%d %dx%dx%d→%d k%d p%d s%d", with_bn ? " x16 bn" : "",
+                          c->n, c->h, c->w, c->c, c->out_c, c->kernel, c->pad, c->stride);
+      g_autoptr(GPtrArray) names = tdm_cuda_conv_candidate_names(gpu_bf16, &d.a,
+                                                                 TDM_CONV_FORWARD);
+      g_test_message("%s: %u candidates", what, names->len);
+      if (names->len == 0 && c->c % 8 == 0) {
+        g_test_message("FAILED %s: no candidate", what);
+        g_test_fail();
+      }
+      g_autofree uint16_t *host = g_new(uint16_t, p.out);
+      g_autofree float *wide = g_new(float, p.out);
+      for (guint k = 0; k < names->len; k++) {
+        const char *name = g_ptr_array_index(names, k);
+        memset(host, 0xff, p.out * 2); /* NaN */
+        tdm_backend_upload(gpu_bf16, y16, host, p.out * 2);
+        g_assert_true(tdm_cuda_conv_run_named(gpu_bf16, &d.a, TDM_CONV_FORWARD, name));
+        tdm_backend_download(gpu_bf16, host, y16, p.out * 2);
+        assert_ok(gpu_bf16);
+        for (size_t e = 0; e < p.out; e++)
+          wide[e] = bf16_value(host[e]);
+        double rel = rel_error(wide, p.y_ref, p.out);
+        g_test_message("%s %s: %.3g", what, name, rel);
+        if (!(rel <= 0x1p-7)) {
+          g_test_message("FAILED %s %s: %.3g", what, name, rel);
+          g_test_fail();
+        }
+      }
+      tdm_backend_release(gpu_bf16, dbn);
+      tdm_backend_release(gpu_bf16, dx16);
+      tdm_backend_release(gpu_bf16, y16);
+      device_clear(&d);
+      problem_clear(&p);
+    }
+  }
+}
+
 /* Chosen by timing, written to the cache file; a second backend finds the choice there
  * and does not time it (its report says 0 ms). */
 static void
@@ -414,6 +503,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda-conv/candidates", test_candidates);
   g_test_add_func("/cuda-conv/bn-prologue", test_bn_prologue);
   g_test_add_func("/cuda-conv/dy16-ready", test_dy16_ready);
+  g_test_add_func("/cuda-conv/stored-bf16", test_stored_bf16);
   g_test_add_func("/cuda-conv/choice-cached", test_choice_cached);
   g_test_add_func("/cuda-conv/exact", test_exact);
   int status = g_test_run();

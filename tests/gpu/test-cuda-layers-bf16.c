@@ -580,6 +580,109 @@ test_cpu_reference(void)
     release(gpu_bufs[i]);
 }
 
+/* The bn operations and im2col_bf16_bn given a bf16 input (a conv's output stored as
+ * bf16) against the same kernels given its widened values as float32: bit for bit,
+ * since widening is exact and the arithmetic after the load is the same; with 64
+ * channels (four a thread) and 17 (one), and the rows of many blocks. Then the forward
+ * against the CPU's of the same bf16 input: the reference, within TOL. */
+static void
+same_bits(const char *what, int c, const void *got, const void *want, size_t bytes)
+{
+  g_autofree char *a = g_malloc(bytes), *b = g_malloc(bytes);
+  tdm_backend_download(gpu, a, got, bytes);
+  tdm_backend_download(gpu, b, want, bytes);
+  assert_ok(gpu);
+  if (memcmp(a, b, bytes) != 0) {
+    g_test_message("FAILED %s (%d channels): a bf16 input differs from its widened values",
+                   what, c);
+    g_test_fail();
+  }
+}
+
+static void
+bn_bf16_input_case(int n, int h, int w, int c)
+{
+  const int rows = n * h * w;
+  const size_t count = (size_t)rows * c;
+  g_autofree float *x = random_floats(count, 2, 6);
+  g_autofree float *p = random_floats(6 * (size_t)c, -1, 1); /* mean … Σdγ, Σdβ */
+  g_autofree uint16_t *h16 = g_new(uint16_t, count);
+  for (size_t i = 0; i < count; i++) {
+    h16[i] = bf16_bits(x[i]);
+    x[i] = bf16_value(h16[i]);
+  }
+  for (int ch = 0; ch < c; ch++) {
+    p[ch] += 4.0f;
+    p[c + ch] = 0.5f + fabsf(p[c + ch]);
+  }
+  float *dx = on(x, count * 4), *dp = on(p, 6 * (size_t)c * 4);
+  uint16_t *dx16 = on(h16, count * 2);
+  g_autofree float *dyh = random_floats(count, -1, 1);
+  float *dy = on(dyh, count * 4);
+  float *got = poisoned(count), *want = poisoned(count);
+  uint16_t *got16 = on(NULL, count * 2), *want16 = on(NULL, count * 2);
+  const size_t slot = TDM_BN_SLOT_FLOATS(c);
+  tdm_backend_bn_moments(gpu, got, dx16, TDM_DTYPE_BF16, rows, c, 0, 2);
+  tdm_backend_bn_moments(gpu, want, dx, TDM_DTYPE_F32, rows, c, 0, 2);
+  same_bits("bn_moments", c, got, want, 2 * slot * 4);
+  for (int relu = 0; relu < 2; relu++) {
+    tdm_backend_bn_forward(gpu, got, dx16, TDM_DTYPE_BF16, dp, dp + c, dp + 2 * c, dp + 3 * c,
+                           rows, c, relu);
+    tdm_backend_bn_forward(gpu, want, dx, TDM_DTYPE_F32, dp, dp + c, dp + 2 * c, dp + 3 * c,
+                           rows, c, relu);
+    same_bits("bn_forward", c, got, want, count * 4);
+    /* The CPU's forward of the same input. */
+    g_autofree float *ref = g_new(float, count);
+    tdm_backend_bn_forward(cpu, ref, h16, TDM_DTYPE_BF16, p, p + c, p + 2 * c, p + 3 * c, rows,
+                           c, relu);
+    check_close("bn_forward of a bf16 input, against the CPU", got, ref, count, TOL);
+    tdm_backend_bn_forward_eval(gpu, got, dx16, TDM_DTYPE_BF16, dp, dp + c, dp + 2 * c,
+                                dp + 3 * c, 1e-5f, rows, c, relu);
+    tdm_backend_bn_forward_eval(gpu, want, dx, TDM_DTYPE_F32, dp, dp + c, dp + 2 * c, dp + 3 * c,
+                                1e-5f, rows, c, relu);
+    same_bits("bn_forward_eval", c, got, want, count * 4);
+    tdm_backend_bn_backward_sums(gpu, got, got + c, dy, dx16, TDM_DTYPE_BF16, dp, dp + c,
+                                 dp + 2 * c, dp + 3 * c, relu, rows, c);
+    tdm_backend_bn_backward_sums(gpu, want, want + c, dy, dx, TDM_DTYPE_F32, dp, dp + c,
+                                 dp + 2 * c, dp + 3 * c, relu, rows, c);
+    same_bits("bn_backward_sums", c, got, want, 2 * (size_t)c * 4);
+    tdm_backend_bn_backward_dx(gpu, got, dy, dx16, TDM_DTYPE_BF16, dp, dp + c, dp + 2 * c,
+                               dp + 3 * c, relu, dp + 4 * c, dp + 5 * c, 1.0f / rows, rows, c);
+    tdm_backend_bn_backward_dx(gpu, want, dy, dx, TDM_DTYPE_F32, dp, dp + c, dp + 2 * c,
+                               dp + 3 * c, relu, dp + 4 * c, dp + 5 * c, 1.0f / rows, rows, c);
+    same_bits("bn_backward_dx", c, got, want, count * 4);
+    tdm_backend_bn_backward_dx_bf16(gpu, got16, dy, dx16, TDM_DTYPE_BF16, dp, dp + c,
+                                    dp + 2 * c, dp + 3 * c, relu, dp + 4 * c, dp + 5 * c,
+                                    1.0f / rows, rows, c);
+    tdm_backend_bn_backward_dx_bf16(gpu, want16, dy, dx, TDM_DTYPE_F32, dp, dp + c, dp + 2 * c,
+                                    dp + 3 * c, relu, dp + 4 * c, dp + 5 * c, 1.0f / rows, rows,
+                                    c);
+    same_bits("bn_backward_dx_bf16", c, got16, want16, count * 2);
+    /* The columns of a 3×3 conv after the bn. */
+    const size_t cols = (size_t)rows * 9 * c;
+    uint16_t *col = on(NULL, cols * 2), *col_want = on(NULL, cols * 2);
+    tdm_backend_im2col_bf16_bn(gpu, col, dx16, TDM_DTYPE_BF16, dp, dp + c, dp + 2 * c,
+                               dp + 3 * c, relu, n, h, w, c, 3, 3, 1, 1);
+    tdm_backend_im2col_bf16_bn(gpu, col_want, dx, TDM_DTYPE_F32, dp, dp + c, dp + 2 * c,
+                               dp + 3 * c, relu, n, h, w, c, 3, 3, 1, 1);
+    same_bits("im2col_bf16_bn", c, col, col_want, cols * 2);
+    release(col);
+    release(col_want);
+  }
+  void *all[] = {dx, dp, dx16, dy, got, want, got16, want16};
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++)
+    release(all[i]);
+}
+
+static void
+test_bn_bf16_input(void)
+{
+  if (!have_gpu())
+    return;
+  g_assert_true(tdm_backend_has_bn_bf16_input(gpu));
+  bn_bf16_input_case(4, 16, 16, 64);
+  bn_bf16_input_case(3, 11, 9, 17);
+}
 
 void
 test_cuda_layers_add_bf16(void)
@@ -589,6 +692,7 @@ test_cuda_layers_add_bf16(void)
   g_test_add_func("/cuda-layers/cpu-bf16-reference", test_cpu_reference);
   g_test_add_func("/cuda-layers/conv-dgrad-bf16", test_conv_dgrad_bf16);
   g_test_add_func("/cuda-layers/fused", test_fused);
+  g_test_add_func("/cuda-layers/bn-bf16-input", test_bn_bf16_input);
 }
 
 #endif /* TDM_HAVE_CUDA */
