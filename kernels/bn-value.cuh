@@ -3,7 +3,10 @@
  * bn.cu (the forward, and the backward's recomputed ReLU mask), conv-im2col.cu and
  * pool.cu (which normalize as they read): one set of inline functions, so
  * every kernel that needs the value compiles it to the same operations and gets the
- * forward's bits. */
+ * forward's bits. Each multiply and add is rounded alone (__fmul_rn, __fadd_rn: never
+ * contracted into a fused multiply-add), as the CPU reference computes them, so a
+ * normalized value has the CPU's bits too and its bf16 rounding the CPU's (a fused
+ * shift moved a column's bf16 value by a step a few times in 20,000). */
 #pragma once
 
 /* The training forward as a per-channel affine map: scale = invstd·γ, shift = β −
@@ -12,16 +15,16 @@ __device__ inline void
 bn_train_affine(int ch, const float *mean, const float *invstd, const float *gamma,
                 const float *beta, float *scale, float *shift)
 {
-  float s = invstd[ch] * gamma[ch];
+  float s = __fmul_rn(invstd[ch], gamma[ch]);
   *scale = s;
-  *shift = beta[ch] - mean[ch] * s;
+  *shift = __fsub_rn(beta[ch], __fmul_rn(mean[ch], s));
 }
 
 /* x · scale + shift, then the fused ReLU as bn_forward applies it (NaN passes through). */
 __device__ inline float
 bn_affine_output(float x, float scale, float shift, bool relu)
 {
-  float v = x * scale + shift;
+  float v = __fadd_rn(__fmul_rn(x, scale), shift);
   return relu && v < 0.0f ? 0.0f : v;
 }
 
@@ -40,7 +43,7 @@ bn_train_value(float x, int ch, const float *mean, const float *invstd, const fl
 {
   float scale, shift;
   bn_train_affine(ch, mean, invstd, gamma, beta, &scale, &shift);
-  return x * scale + shift;
+  return __fadd_rn(__fmul_rn(x, scale), shift);
 }
 
 /* Then the fused ReLU. */

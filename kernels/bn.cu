@@ -268,9 +268,7 @@ bn_forward_one(float x, int ch, const float *mean, const float *spread, const fl
   if (!EVAL)
     return bn_train_output(x, ch, mean, spread, gamma, beta, use_relu);
   float scale = gamma[ch] / sqrtf(spread[ch] + eps);
-  float shift = beta[ch] - mean[ch] * scale;
-  float v = x * scale + shift;
-  return use_relu && v < 0.0f ? 0.0f : v;
+  return bn_affine_output(x, scale, __fsub_rn(beta[ch], __fmul_rn(mean[ch], scale)), use_relu);
 }
 
 template <bool EVAL, int V, typename I, typename X>
