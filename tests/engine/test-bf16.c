@@ -9,6 +9,7 @@
 #include "tdm-trainer.h"
 #include "tdm-error.h"
 #include "tdm-network.h"
+#include "tdm-replica.h"
 #include "relative-difference.h"
 
 #include <math.h>
@@ -118,9 +119,9 @@ static const char bn_net[] = "conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,
  * compute in float32 as before. 1/16, test_path()'s bound for rounding every operand,
  * holds it with room and catches a bn reading the wrong bits (a change of order one). */
 static void
-test_stored_outputs(void)
+stored_outputs_case(const char *net)
 {
-  Run run = {bn_net, "cpu", TDM_PRECISION_BF16, TDM_OPTIMIZER_SGD, 64, 1, FALSE};
+  Run run = {net, "cpu", TDM_PRECISION_BF16, TDM_OPTIMIZER_SGD, 64, 1, FALSE};
   size_t n = 0, m = 0;
   g_assert_true(g_setenv("TANDEM_BF16_ACTIVATIONS", "0", TRUE));
   g_autofree float *kept = train(&run, &n);
@@ -128,7 +129,13 @@ test_stored_outputs(void)
   g_autofree float *stored = train(&run, &m);
   g_assert_cmpuint(n, ==, m);
 
-  g_autoptr(TdmNetwork) network = tdm_network_new(bn_net, 28, 28, 1, 10, NULL);
+  g_autoptr(TdmNetwork) network = tdm_network_new(net, 28, 28, 1, 10, NULL);
+  /* Every conv here has a bn after it: the plan stores them all. */
+  for (int i = 0; i < network->layer_count; i++)
+    if (network->layers[i].kind == TDM_LAYER_CONV)
+      g_assert_cmpint(tdm_replica_layer_buffers(network, i, TDM_BACKEND_CPU,
+                                                TDM_PRECISION_BF16).output_type, ==,
+                      TDM_DTYPE_BF16);
   g_autofree float *initial = g_new(float, network->parameter_count);
   tdm_network_init_parameters(network, 7, initial);
   g_autofree float *step_kept = g_new(float, n), *step_stored = g_new(float, n);
@@ -139,10 +146,20 @@ test_stored_outputs(void)
     differ += memcmp(&kept[i], &stored[i], sizeof(float)) != 0;
   }
   double rel = relative_difference(step_stored, step_kept, n);
-  g_test_message("one SGD step, conv outputs stored as bf16: %zu of %zu parameters differ "
-                 "from float32 storage's, the step by %.3g relative", differ, n, rel);
+  g_test_message("%s: one SGD step, conv outputs stored as bf16: %zu of %zu parameters "
+                 "differ from float32 storage's, the step by %.3g relative", net, differ, n,
+                 rel);
   g_assert_cmpuint(differ, >, 0);
   g_assert_cmpfloat(rel, <=, 1.0 / 16);
+}
+
+static void
+test_stored_outputs(void)
+{
+  stored_outputs_case(bn_net);
+  /* Convs that store their output through a float32 product rounded after: a stem of
+   * more outputs than taps (16 > 9) and a 1×1 conv of stride 1, which has no columns. */
+  stored_outputs_case("conv16k3p1,bn,relu,conv24k1,bn,relu,gap,fc10");
 }
 
 /* N workers (synchronized bn) train as one with the conv outputs stored as bf16, within
