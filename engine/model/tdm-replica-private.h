@@ -93,8 +93,8 @@ conv_output_bf16(const TdmNetwork *net, int i, TdmBackendKind kind, TdmPrecision
 {
   const TdmLayer *l = &net->layers[i];
   return precision == TDM_PRECISION_BF16 && tdm_backend_kind_has_bn_bf16_input(kind) &&
-         tdm_replica_bf16_activations() && l->kind == TDM_LAYER_CONV && owns_output(net, i) && l->bias_count == 0 &&
-         !l->fused_relu && i + 1 < net->layer_count &&
+         tdm_replica_bf16_activations() && l->kind == TDM_LAYER_CONV && owns_output(net, i) &&
+         l->bias_count == 0 && !l->fused_relu && i + 1 < net->layer_count &&
          net->layers[i + 1].kind == TDM_LAYER_BN &&
          !(i + 2 < net->layer_count && net->layers[i + 2].kind == TDM_LAYER_POOL);
 }
