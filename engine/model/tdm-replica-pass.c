@@ -166,7 +166,7 @@ bn_dx_as_conv_dy16(TdmReplica *r, int i, int n)
 /* A training bn's output that the layer after it computes from the bn's input as it
  * reads it (bn_output_left_to_next()). */
 typedef struct {
-  const void *x; /* the bn's input, of type x_type */
+  const void *x;               /* the bn's input, of type x_type */
   TdmDtype x_type;
   const float *saved;          /* mean[C], then invstd[C] (bn_work + 2C) */
   const float *gamma, *beta;
