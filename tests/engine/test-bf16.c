@@ -121,7 +121,7 @@ static const char bn_net[] = "conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,
  * float32. The stored value is the float32 one rounded once, a relative change of at
  * most 2⁻⁸ (U16) of each bn input; the bn subtracts the batch mean and divides by the
  * spread, which scales that change by |x| / σ, a few here (the synthetic images are not
- * centred: 0.021 measured, about 5·U16); statistics, normalization and backward then
+ * centred: 0.018 measured, about 5·U16); statistics, normalization and backward then
  * compute in float32 as before. 1/16, test_path()'s bound for rounding every operand,
  * holds it with room and catches a bn reading the wrong bits (a change of order one). */
 static void
@@ -169,7 +169,7 @@ test_stored_outputs(void)
 }
 
 /* N workers (synchronized bn) train as one with the conv outputs stored as bf16, within
- * bf16's rounding as test_replicas() says (0.00083 measured, as with float32 storage).
+ * bf16's rounding as test_replicas() says (0.00105 measured).
  * SGD: Adam divides each gradient by its own size, so a rounding-sized difference in a
  * near-zero gradient becomes a step-sized one. */
 static void
