@@ -260,6 +260,32 @@ test_options(void)
   g_assert_cmpfloat(back->crop_ratio[1], ==, c->crop_ratio[1]);
 }
 
+/* Photo augmentation works on grey and colour samples only: a run on 5-channel
+ * samples is refused before its first step, naming the device. */
+static void
+test_refused_channels(void)
+{
+  g_autoptr(TdmConfig) c = tdm_config_new();
+  g_free(c->network);
+  c->network = g_strdup("fc10");
+  c->batch = 8;
+  c->max_steps = 1;
+  c->jitter[0] = 0.2;
+  g_autoptr(GError) error = NULL;
+  g_assert_true(tdm_config_set_devices(c, "cpu", &error));
+  TdmDatasetPair *data = g_new0(TdmDatasetPair, 1);
+  data->name = g_strdup("five-channel");
+  data->train = tdm_dataset_new("train", 16, 4, 4, 5, 10);
+  data->test = tdm_dataset_new("test", 8, 4, 4, 5, 10);
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(c, NULL, NULL);
+  tdm_trainer_set_dataset(trainer, data);
+  g_assert_false(tdm_trainer_run(trainer, NULL, &error));
+  g_assert_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE);
+  g_assert_true(g_str_has_prefix(error->message, "cpu: "));
+  g_assert_nonnull(strstr(error->message, "5-channel"));
+  tdm_dataset_pair_free(data);
+}
+
 /* Training with every part on, one device and two: the same parameters within
  * rounding (each sample's augmentation is its own, wherever it trains). */
 static void
@@ -317,5 +343,6 @@ main(int argc, char **argv)
              fixture_tear_down);
   g_test_add_func("/augment/options", test_options);
   g_test_add_func("/augment/training", test_training);
+  g_test_add_func("/augment/refused-channels", test_refused_channels);
   return g_test_run();
 }
