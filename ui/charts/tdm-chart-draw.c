@@ -314,11 +314,11 @@ tdm_chart_frame_layout (TdmChart *self,
   if (f->empty)
     return FALSE;
 
-  /* The legend's first row would run under the corner's button. */
-  top = MAX (top, self->reserve_h);
+  /* The legend's rows beside the corner's button stop short of it; the plot
+   * starts below it. */
   f->legend_y = top;
   top += tdm_chart_legend_fit (self, f);
-  top = ceil (top + f->small_h / 2.0);
+  top = ceil (MAX (top + f->small_h / 2.0, self->reserve_h));
 
   x_title = tdm_chart_axis_title (self->x_label, tdm_chart_x_is_time (self) ? NULL : self->x_unit);
   bottom = f->height - PAD - f->small_h - 4;
@@ -362,11 +362,18 @@ tdm_chart_frame_layout (TdmChart *self,
     f->map.x_hi = f->map.x_lo + 1;
 
   /* The y axis's title stands left of the tick labels, beside the plot and its
-   * x tick labels: the legend and the x axis's title span the width above and
-   * below. */
+   * x tick labels, and beside the x axis's title too where that is centred far
+   * enough from it: the legend spans the width above. */
   f->y_band_top = top;
   f->y_band_bottom = bottom + f->small_h + 4;
   f->y_tick_w = widest;
+  g_clear_pointer (&x_title, g_free);
+  x_title = tdm_chart_axis_title (self->x_label, tdm_chart_x_is_time (self) ? f->xa.unit : self->x_unit);
+  w = 0;
+  if (x_title)
+    tdm_chart_text_size (f, f->font, x_title, &w, &h);
+  if (f->map.px + f->map.pw / 2 - w / 2.0 > PAD + f->normal_h + 6)
+    f->y_band_bottom = f->height - PAD;
 
   f->has_plot = right - left >= 16 && bottom - top >= 16;
 
@@ -375,13 +382,31 @@ tdm_chart_frame_layout (TdmChart *self,
 
 /* ---- axes, hover, frame ---------------------------------------------------- */
 
+/* "Throughput (samples/s)", or the unit alone where the whole does not fit beside
+ * the plot (the chart's title above names the quantity). */
+static char *
+y_axis_title (TdmChart *self,
+              Frame    *f)
+{
+  char *title = tdm_chart_axis_title (self->y_label, f->ya.unit);
+  int w, h;
+
+  if (title == NULL || f->ya.unit == NULL || *f->ya.unit == '\0')
+    return title;
+  tdm_chart_text_size (f, f->font, title, &w, &h);
+  if (w <= f->y_band_bottom - f->y_band_top)
+    return title;
+  g_free (title);
+  return g_strdup (f->ya.unit);
+}
+
 static void
 draw_axes (TdmChart *self,
            Frame    *f)
 {
   const Mapping *m = &f->map;
   cairo_t *cr = f->cr;
-  g_autofree char *y_title = tdm_chart_axis_title (self->y_label, f->ya.unit);
+  g_autofree char *y_title = y_axis_title (self, f);
   g_autofree char *x_title = NULL;
   char buf[64];
 
@@ -517,7 +542,7 @@ tdm_chart_frame_boxes (TdmChart       *self,
       tdm_chart_text_size (f, f->font, x_title, &w, &h);
       layout->x_title = box (m->px + m->pw / 2 - w / 2.0, f->height - PAD - h, w, h);
     }
-  y_title = tdm_chart_axis_title (self->y_label, f->ya.unit);
+  y_title = y_axis_title (self, f);
   if (y_title)
     {
       double room = MAX (1, f->y_band_bottom - f->y_band_top);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-chart-legend.c: the legend of a TdmChart, fitted into the rows it may take.
  *
- * The legend gets at most a quarter of the chart's height, so the plot keeps the
+ * The legend gets at most a sixth of the chart's height, so the plot keeps the
  * rest however many runs are overlaid: names first go whole, one or more a row;
  * then each is cut (in the middle, where runs named by date differ) to half the
  * width, two a row; then the last entries give way to "+N more", whose series stay
@@ -20,6 +20,15 @@ static double
 row_height (Frame *f)
 {
   return MAX (f->normal_h, SWATCH_H) + 4;
+}
+
+/* Where a row at y must end: short of the card's corner button beside it. */
+static double
+row_end (TdmChart *self,
+         Frame    *f,
+         double    y)
+{
+  return y < self->reserve_h ? f->width - MAX (PAD, self->reserve_w) : f->width - PAD;
 }
 
 static void
@@ -125,7 +134,7 @@ walk (TdmChart     *self,
       item_w = SWATCH_W + 5 + text_w + ENTRY_GAP;
       if (rows == 0)
         rows = 1;
-      else if (x > PAD && x + item_w > f->width - PAD)
+      else if (x > PAD && x + item_w > row_end (self, f, y))
         {
           x = PAD;
           y += row_h;
@@ -149,7 +158,7 @@ walk (TdmChart     *self,
       tdm_chart_text_size (f, f->font, more, &w, &h);
       if (rows == 0)
         rows = 1;
-      else if (x > PAD && x + w > f->width - PAD)
+      else if (x > PAD && x + w > row_end (self, f, y))
         {
           x = PAD;
           y += row_h;
@@ -192,7 +201,7 @@ tdm_chart_legend_fit (TdmChart *self,
   g_autofree double *widths = NULL;
   double row_h = row_height (f), inner = f->width - 2 * PAD, right;
   double caps[2];
-  int max_rows = MAX (1, (int) floor (f->height / 4.0 / row_h));
+  int max_rows = MAX (1, (int) floor (f->height / 6.0 / row_h));
   guint n;
 
   widths = name_widths (self, f, &n);
@@ -202,7 +211,10 @@ tdm_chart_legend_fit (TdmChart *self,
   if (n == 0)
     return 0;
 
-  /* Whole names, one a row at most; then half the width each. */
+  /* Whole names, one a row at most (the first row may be short of the corner's
+   * button); then half the width each. */
+  if (f->legend_y < self->reserve_h)
+    inner -= MAX (0, self->reserve_w - PAD);
   caps[0] = MAX (1, inner - SWATCH_W - 5 - ENTRY_GAP);
   caps[1] = MAX (1, MIN (caps[0], inner / 2 - SWATCH_W - 5 - ENTRY_GAP));
   for (int c = 0; c < 2; c++)
