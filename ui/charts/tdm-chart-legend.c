@@ -125,7 +125,8 @@ walk (TdmChart     *self,
 
       if (!e->visible || e->no_legend)
         continue;
-      text_w = MIN (widths[k++], cap);
+      text_w = MIN (widths[k], cap);
+      k++;
       if (n >= shown)
         {
           hidden++;
