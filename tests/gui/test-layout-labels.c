@@ -87,6 +87,25 @@ assert_labels_whole(GtkWidget *root, const char *where)
     assert_labels_whole(c, where);
 }
 
+/* The settings' row titles each on one line, and no label cut with "…" (the choices
+ * of drop-down rows stand whole under their titles). */
+static void
+assert_titles_one_line(GtkWidget *root)
+{
+  if (GTK_IS_LABEL(root) && gtk_widget_get_mapped(root) && gtk_label_get_text(GTK_LABEL(root))[0] != '\0') {
+    int natural, width = gtk_widget_get_width(root);
+
+    gtk_widget_measure(root, GTK_ORIENTATION_HORIZONTAL, -1, NULL, &natural, NULL, NULL);
+    if (gtk_widget_has_css_class(root, "title") && natural > width)
+      g_error("the row title “%s” needs %d px on one line, has %d", gtk_label_get_text(GTK_LABEL(root)),
+              natural, width);
+    if (pango_layout_is_ellipsized(gtk_label_get_layout(GTK_LABEL(root))))
+      g_error("“%s” is cut with …: %d of %d px", gtk_label_get_text(GTK_LABEL(root)), width, natural);
+  }
+  for (GtkWidget *c = gtk_widget_get_first_child(root); c != NULL; c = gtk_widget_get_next_sibling(c))
+    assert_titles_one_line(c);
+}
+
 /* The text a spin button shows fits the room its text field was given. */
 static void
 assert_spin_text_fits(GtkSpinButton *spin, const char *where)
@@ -141,16 +160,20 @@ check_settings_at(int window_width)
   g_assert_cmpint(width, <=, window_width);
   g_assert_cmpuint(rows->len, ==, 1);
   assert_labels_whole(rows->pdata[0], "the CPU's row");
-  /* However narrow the column, the CPU's name and description are whole in their
-   * tooltips (they are cut with … first). */
+  /* However narrow the column, the CPU's name and description are whole on the
+   * row ("23.5 GiB", not "23…"), and in their tooltips too. */
   {
     GObject *detail = gtk_widget_get_template_child(rows->pdata[0], TDM_TYPE_DEVICE_ROW, "detail_label");
     GObject *name = gtk_widget_get_template_child(rows->pdata[0], TDM_TYPE_DEVICE_ROW, "name_label");
 
-    g_assert_cmpint(gtk_label_get_ellipsize(GTK_LABEL(detail)), !=, PANGO_ELLIPSIZE_NONE);
+    g_assert_cmpint(gtk_label_get_ellipsize(GTK_LABEL(detail)), ==, PANGO_ELLIPSIZE_NONE);
+    g_assert_cmpint(gtk_label_get_ellipsize(GTK_LABEL(name)), ==, PANGO_ELLIPSIZE_NONE);
     g_assert_cmpstr(gtk_widget_get_tooltip_text(GTK_WIDGET(detail)), ==, gtk_label_get_text(GTK_LABEL(detail)));
     g_assert_cmpstr(gtk_widget_get_tooltip_text(GTK_WIDGET(name)), ==, gtk_label_get_text(GTK_LABEL(name)));
   }
+  /* Every row's title on one line ("正規化", not "正規 / 化") and every choice
+   * whole, not "Residual network (Res…". */
+  assert_titles_one_line(window_child(window, "sidebar"));
   assert_labels_whole(gtk_widget_get_ancestor(window_child(window, "lr_spin"), ADW_TYPE_ACTION_ROW),
                       "the learning rate's row");
   assert_spin_text_fits(window_child(window, "lr_spin"), "the learning rate");
