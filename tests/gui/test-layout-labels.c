@@ -568,6 +568,62 @@ test_devices_tables_japanese(void)
   g_test_trap_assert_passed();
 }
 
+/* Each item of the main menu has a mnemonic of its own, in either language: two on
+ * one key made Alt+A choose neither at once. */
+static void
+check_menu_mnemonics(void)
+{
+  TdmWindow *window = present_window();
+  GMenuModel *menu = gtk_menu_button_get_menu_model(window_child(window, "primary_menu_button"));
+  g_autoptr(GHashTable) keys = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+  guint n = 0;
+
+  for (int s = 0; s < g_menu_model_get_n_items(menu); s++) {
+    g_autoptr(GMenuModel) section = g_menu_model_get_item_link(menu, s, G_MENU_LINK_SECTION);
+
+    for (int i = 0; section != NULL && i < g_menu_model_get_n_items(section); i++) {
+      g_autofree char *label = NULL;
+      const char *underscore;
+      gunichar key;
+
+      if (!g_menu_model_get_item_attribute(section, i, G_MENU_ATTRIBUTE_LABEL, "s", &label))
+        continue;
+      underscore = strchr(label, '_');
+      if (underscore == NULL)
+        continue;
+      key = g_unichar_tolower(g_utf8_get_char(underscore + 1));
+      if (g_hash_table_contains(keys, GUINT_TO_POINTER(key)))
+        g_error("“%s” and “%s” share a mnemonic", label,
+                (char *)g_hash_table_lookup(keys, GUINT_TO_POINTER(key)));
+      g_hash_table_insert(keys, GUINT_TO_POINTER(key), g_strdup(label));
+      n++;
+    }
+  }
+  g_assert_cmpuint(n, >=, 10);
+  destroy_window(window);
+}
+
+static void
+test_menu_mnemonics(void)
+{
+  check_menu_mnemonics();
+}
+
+static void
+test_menu_mnemonics_japanese_subprocess(void)
+{
+  g_setenv("LANGUAGE", "ja", TRUE);
+  tdm_application_init_i18n();
+  check_menu_mnemonics();
+}
+
+static void
+test_menu_mnemonics_japanese(void)
+{
+  g_test_trap_subprocess("/labels/menu-mnemonics/japanese/subprocess", 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
+  g_test_trap_assert_passed();
+}
+
 static GtkWidget *
 popover_under(GtkWidget *widget)
 {
@@ -671,6 +727,9 @@ main(int argc, char **argv)
   g_test_add_func("/labels/devices-tables/japanese", test_devices_tables_japanese);
   g_test_add_func("/labels/devices-tables/japanese/subprocess", test_devices_tables_japanese_subprocess);
   g_test_add_func("/labels/dropdown-tooltips", test_dropdown_tooltips);
+  g_test_add_func("/labels/menu-mnemonics", test_menu_mnemonics);
+  g_test_add_func("/labels/menu-mnemonics/japanese", test_menu_mnemonics_japanese);
+  g_test_add_func("/labels/menu-mnemonics/japanese/subprocess", test_menu_mnemonics_japanese_subprocess);
 
   status = g_test_run();
   g_rmdir(data_home);
