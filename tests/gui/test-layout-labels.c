@@ -373,6 +373,12 @@ check_table_labels(GtkWidget *root, GtkWidget *table, GtkWidget *scroller, const
   }
 }
 
+static gboolean
+is_mapped(gpointer widget)
+{
+  return gtk_widget_get_mapped(widget);
+}
+
 static void
 find_tables(GtkWidget *root, GPtrArray *found)
 {
@@ -473,7 +479,11 @@ check_devices_tables_at(int width)
   page = window_child(window, "devices_page");
   for (int i = 0; i < 200 && gtk_widget_get_width(GTK_WIDGET(window)) < width - 12; i++)
     settle(1);
-  settle(10);
+  /* Shown, and the window done with what it reads on its own (the history, the
+   * dataset for the estimate), before the run's events come. */
+  g_assert_true(wait_for(is_mapped, page, 30));
+  g_assert_true(wait_for(not_loading, tdm_window_get_history(window), 30));
+  g_assert_true(wait_for(can_start, window, 60));
   tdm_started_event_set_devices(&e.started, (TdmDeviceId[]){TDM_DEVICE_CPU, TDM_DEVICE_CPU}, 2);
   e.started.batch = 100;
   e.started.epochs = 1;
@@ -527,6 +537,11 @@ check_devices_tables_at(int width)
   g_assert_cmpint(tdm_devices_page_get_n_memory_rows(page), ==, 2);
   find_tables(GTK_WIDGET(page), tables);
   g_assert_cmpuint(tables->len, ==, 2);
+  for (guint i = 0; i < tables->len; i++)
+    if (!wait_for(is_mapped, tdm_table_scroller_get_child(tables->pdata[i]), 30))
+      g_error("%d px: the %s table is not shown (%d timed steps)", width, i == 0 ? "phase" : "memory",
+              tdm_devices_page_get_phase_spans(page, 0, TDM_PHASE_FORWARD));
+  settle(10);
   for (guint i = 0; i < tables->len; i++) {
     GtkWidget *table = tdm_table_scroller_get_child(tables->pdata[i]);
     GtkWidget *scroller = tdm_table_scroller_get_viewport(tables->pdata[i]);
