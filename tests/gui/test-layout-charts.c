@@ -102,6 +102,15 @@ live_run(TdmDashboard *dashboard)
   }
 }
 
+/* The chart draws a plot at its size: the dashboard's pacer has given it its points. */
+static gboolean
+has_plot(gpointer chart)
+{
+  TdmChartLayout l;
+
+  return tdm_chart_get_layout(chart, gtk_widget_get_width(chart), gtk_widget_get_height(chart), &l);
+}
+
 static gboolean
 apart(const GdkRectangle *a, const GdkRectangle *b)
 {
@@ -169,6 +178,8 @@ check_width(int width)
   /* The earlier runs ticked in History. */
   store = tdm_window_get_history(window);
   g_assert_true(wait_for(not_loading, store, 30));
+  /* The window done with what it reads on its own (the dataset, for Start). */
+  g_assert_true(wait_for(can_start, window, 60));
   g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, N_RUNS);
   for (guint i = 0; i < N_RUNS; i++) {
     g_autoptr(TdmRunItem) item = g_list_model_get_item(G_LIST_MODEL(store), i);
@@ -192,8 +203,7 @@ check_width(int width)
   for (guint i = 0; i < G_N_ELEMENTS(ids); i++) {
     TdmChart *chart = tdm_dashboard_get_chart(dashboard, ids[i]);
 
-    gtk_widget_grab_focus(GTK_WIDGET(chart));
-    settle(5);
+    wait_for(has_plot, chart, 30);
     check_chart(chart, ids[i], width);
   }
   destroy_window(window);
