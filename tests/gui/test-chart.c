@@ -575,6 +575,46 @@ test_title_corner(void)
   g_assert_finalize_object(chart);
 }
 
+/* The legend's entries stand side by side, each name as wide as it is measured
+ * alone (a wrong width drew the next swatch over a name); names that do not fit
+ * the rows a legend may take give way to "+N more", however narrow the card. */
+static void
+test_legend_fits(void)
+{
+  TdmChart *chart = new_chart();
+  PangoLayout *layout = gtk_widget_create_pango_layout(GTK_WIDGET(chart), NULL);
+  const char *names[] = {"Training", "Test", "a run with a rather long name", "another run"};
+  TdmChartLayout l;
+  GdkRGBA c0;
+  int sum = 0;
+
+  tdm_chart_device_colour(0, &c0);
+  for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+    guint a = tdm_chart_add_series(chart, names[i], &c0, TDM_CHART_STYLE_LINE);
+    int w;
+
+    for (int x = 0; x <= 10; x++)
+      tdm_chart_append(chart, a, x, x + i);
+    pango_layout_set_text(layout, names[i], -1);
+    pango_layout_get_pixel_size(layout, &w, NULL);
+    sum += w;
+  }
+  /* Wide and tall: every name whole, all in one row. */
+  g_assert_true(tdm_chart_get_layout(chart, 1600, 600, &l));
+  g_assert_cmpuint(l.legend_named, ==, G_N_ELEMENTS(names));
+  g_assert_cmpuint(l.legend_more, ==, 0);
+  g_assert_cmpint(l.legend.width, >=, sum);
+  /* Narrow and short: one row, the rest counted. */
+  for (int width = 200; width <= 400; width += 50) {
+    g_assert_true(tdm_chart_get_layout(chart, width, 180, &l));
+    g_assert_cmpuint(l.legend_named + l.legend_more, ==, G_N_ELEMENTS(names));
+    g_assert_cmpint(l.legend.height, <=, 180 / 6);
+    g_assert_cmpint(l.legend.x + l.legend.width, <=, width);
+  }
+  g_object_unref(layout);
+  g_assert_finalize_object(chart);
+}
+
 /* The hover readout stays inside the chart, whatever its size and side. */
 static void
 test_readout_inside(void)
@@ -939,6 +979,7 @@ main(int argc, char **argv)
   g_test_add_func("/chart/render/coinciding", test_render_coinciding);
   g_test_add_func("/chart/title-corner", test_title_corner);
   g_test_add_func("/chart/readout-inside", test_readout_inside);
+  g_test_add_func("/chart/legend-fits", test_legend_fits);
   g_test_add_func("/chart/render/edge-cases", test_render_edge_cases);
   g_test_add_func("/chart/render/million", test_render_million);
   test_chart_add_export();

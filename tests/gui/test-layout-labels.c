@@ -21,13 +21,16 @@
 #include "tdm-application.h"
 #include "tdm-device-picker.h"
 #include "tdm-device-row.h"
+#include "tdm-dashboard.h"
 #include "tdm-device.h"
+#include "tdm-devices-page.h"
 #include "tdm-history.h"
 #include "tdm-history-store.h"
 #include "tdm-history-sweep.h"
 #include "tdm-popover-tooltips.h"
 #include "tdm-scaling-page.h"
 #include "tdm-scaling-table.h"
+#include "tdm-table-scroller.h"
 #include "tdm-window.h"
 #include "window-test-util.h"
 
@@ -84,6 +87,25 @@ assert_labels_whole(GtkWidget *root, const char *where)
     assert_labels_whole(c, where);
 }
 
+/* The settings' row titles each on one line, and no label cut with "…" (the choices
+ * of drop-down rows stand whole under their titles). */
+static void
+assert_titles_one_line(GtkWidget *root)
+{
+  if (GTK_IS_LABEL(root) && gtk_widget_get_mapped(root) && gtk_label_get_text(GTK_LABEL(root))[0] != '\0') {
+    int natural, width = gtk_widget_get_width(root);
+
+    gtk_widget_measure(root, GTK_ORIENTATION_HORIZONTAL, -1, NULL, &natural, NULL, NULL);
+    if (gtk_widget_has_css_class(root, "title") && natural > width)
+      g_error("the row title “%s” needs %d px on one line, has %d", gtk_label_get_text(GTK_LABEL(root)),
+              natural, width);
+    if (pango_layout_is_ellipsized(gtk_label_get_layout(GTK_LABEL(root))))
+      g_error("“%s” is cut with …: %d of %d px", gtk_label_get_text(GTK_LABEL(root)), width, natural);
+  }
+  for (GtkWidget *c = gtk_widget_get_first_child(root); c != NULL; c = gtk_widget_get_next_sibling(c))
+    assert_titles_one_line(c);
+}
+
 /* The text a spin button shows fits the room its text field was given. */
 static void
 assert_spin_text_fits(GtkSpinButton *spin, const char *where)
@@ -138,16 +160,20 @@ check_settings_at(int window_width)
   g_assert_cmpint(width, <=, window_width);
   g_assert_cmpuint(rows->len, ==, 1);
   assert_labels_whole(rows->pdata[0], "the CPU's row");
-  /* However narrow the column, the CPU's name and description are whole in their
-   * tooltips (they are cut with … first). */
+  /* However narrow the column, the CPU's name and description are whole on the
+   * row ("23.5 GiB", not "23…"), and in their tooltips too. */
   {
     GObject *detail = gtk_widget_get_template_child(rows->pdata[0], TDM_TYPE_DEVICE_ROW, "detail_label");
     GObject *name = gtk_widget_get_template_child(rows->pdata[0], TDM_TYPE_DEVICE_ROW, "name_label");
 
-    g_assert_cmpint(gtk_label_get_ellipsize(GTK_LABEL(detail)), !=, PANGO_ELLIPSIZE_NONE);
+    g_assert_cmpint(gtk_label_get_ellipsize(GTK_LABEL(detail)), ==, PANGO_ELLIPSIZE_NONE);
+    g_assert_cmpint(gtk_label_get_ellipsize(GTK_LABEL(name)), ==, PANGO_ELLIPSIZE_NONE);
     g_assert_cmpstr(gtk_widget_get_tooltip_text(GTK_WIDGET(detail)), ==, gtk_label_get_text(GTK_LABEL(detail)));
     g_assert_cmpstr(gtk_widget_get_tooltip_text(GTK_WIDGET(name)), ==, gtk_label_get_text(GTK_LABEL(name)));
   }
+  /* Every row's title on one line ("正規化", not "正規 / 化") and every choice
+   * whole, not "Residual network (Res…". */
+  assert_titles_one_line(window_child(window, "sidebar"));
   assert_labels_whole(gtk_widget_get_ancestor(window_child(window, "lr_spin"), ADW_TYPE_ACTION_ROW),
                       "the learning rate's row");
   assert_spin_text_fits(window_child(window, "lr_spin"), "the learning rate");
@@ -307,20 +333,20 @@ table_scrollbar(GtkWidget *scroller)
   return NULL;
 }
 
-/* Every label of the Scaling page's table, at the window's narrowest: whole, and
- * inside the scroller's width or within the reach of a scrollbar that shows. */
+/* Every label of a table: whole, and inside the scroller's width or within the
+ * reach of a scrollbar that shows. */
 static void
-check_scaling_table_labels(GtkWidget *root, GtkWidget *table, GtkWidget *scroller)
+check_table_labels(GtkWidget *root, GtkWidget *table, GtkWidget *scroller, const char *what)
 {
   for (GtkWidget *c = gtk_widget_get_first_child(root); c != NULL; c = gtk_widget_get_next_sibling(c))
-    check_scaling_table_labels(c, table, scroller);
+    check_table_labels(c, table, scroller, what);
   if (GTK_IS_LABEL(root)) {
     GtkAdjustment *h = gtk_scrolled_window_get_hadjustment(GTK_SCROLLED_WINDOW(scroller));
     GtkWidget *bar = table_scrollbar(scroller);
     graphene_point_t left, in_table;
     double right;
 
-    assert_label_whole(GTK_LABEL(root), "the Scaling page's table");
+    assert_label_whole(GTK_LABEL(root), what);
     g_assert_true(gtk_widget_compute_point(root, scroller, &GRAPHENE_POINT_INIT(0, 0), &left));
     g_assert_true(gtk_widget_compute_point(root, table, &GRAPHENE_POINT_INIT(0, 0), &in_table));
     right = left.x + gtk_widget_get_width(root);
@@ -332,7 +358,7 @@ check_scaling_table_labels(GtkWidget *root, GtkWidget *table, GtkWidget *scrolle
 
       g_assert_true(gtk_widget_compute_point(root, viewport, &GRAPHENE_POINT_INIT(0, 0), &in_view));
       if (in_view.y < 0 || in_view.y + gtk_widget_get_height(root) > gtk_widget_get_height(viewport))
-        g_error("the Scaling page's table: “%s” at %.0f–%.0f px of %d in height",
+        g_error("%s: “%s” at %.0f–%.0f px of %d in height", what,
                 gtk_label_get_text(GTK_LABEL(root)), in_view.y, in_view.y + gtk_widget_get_height(root),
                 gtk_widget_get_height(viewport));
     }
@@ -340,11 +366,38 @@ check_scaling_table_labels(GtkWidget *root, GtkWidget *table, GtkWidget *scrolle
       return;
     /* Out of view: the scrollbar shows, stays, and its range reaches the label. */
     if (bar == NULL || !gtk_widget_get_mapped(bar) || gtk_widget_get_height(bar) <= 0)
-      g_error("the Scaling page's table: “%s” at %.0f–%.0f px of %d, with no scrollbar showing",
+      g_error("%s: “%s” at %.0f–%.0f px of %d, with no scrollbar showing", what,
               gtk_label_get_text(GTK_LABEL(root)), left.x, right, gtk_widget_get_width(scroller));
     g_assert_cmpfloat(in_table.x + gtk_widget_get_width(root), <=, gtk_adjustment_get_upper(h) + 0.5);
     g_assert_cmpfloat(gtk_adjustment_get_page_size(h), <, gtk_adjustment_get_upper(h));
   }
+}
+
+static gboolean
+is_mapped(gpointer widget)
+{
+  return gtk_widget_get_mapped(widget);
+}
+
+static void
+find_tables(GtkWidget *root, GPtrArray *found)
+{
+  if (TDM_IS_TABLE_SCROLLER(root))
+    g_ptr_array_add(found, root);
+  for (GtkWidget *c = gtk_widget_get_first_child(root); c != NULL; c = gtk_widget_get_next_sibling(c))
+    find_tables(c, found);
+}
+
+/* A size in Japanese says バイト, not "bytes" (GLib's word where its own
+ * translations are missing or not in use). */
+static void
+assert_no_english_size(GtkWidget *root)
+{
+  if (GTK_IS_LABEL(root) && g_strcmp0(g_getenv("LANGUAGE"), "ja") == 0 &&
+      strstr(gtk_label_get_text(GTK_LABEL(root)), "byte") != NULL)
+    g_error("“%s” in Japanese", gtk_label_get_text(GTK_LABEL(root)));
+  for (GtkWidget *c = gtk_widget_get_first_child(root); c != NULL; c = gtk_widget_get_next_sibling(c))
+    assert_no_english_size(c);
 }
 
 /* The Scaling page at 360 px with a sweep's three points in its table. */
@@ -376,7 +429,7 @@ check_scaling_table(void)
                  gtk_widget_get_width(scroller));
   g_assert_cmpint(gtk_widget_get_width(GTK_WIDGET(window)), <=, 360);
   g_assert_true(gtk_widget_get_mapped(table));
-  check_scaling_table_labels(table, table, scroller);
+  check_table_labels(table, table, scroller, "the Scaling page's table");
   destroy_window(window);
 }
 
@@ -398,6 +451,191 @@ static void
 test_scaling_table_japanese(void)
 {
   g_test_trap_subprocess("/labels/scaling-table/japanese/subprocess", 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
+  g_test_trap_assert_passed();
+}
+
+/* The Devices page's tables, the phase table after two timed steps of two CPU
+ * workers and the memory table from the settings' estimate, at a width with the
+ * settings beside the page or folded away: each label whole and in view or within
+ * reach of a scrollbar that shows; sizes in the language's words. */
+static void
+check_devices_tables_at(int width)
+{
+  TdmWindow *window;
+  TdmDevicesPage *page;
+  GPtrArray *tables = g_ptr_array_new();
+  TdmEvent e = {.kind = TDM_EVENT_STARTED};
+
+  reset_settings();
+  window = g_object_ref(tdm_window_new(NULL));
+  gtk_window_set_default_size(GTK_WINDOW(window), width, 900);
+  gtk_window_present(GTK_WINDOW(window));
+  {
+    g_autoptr(GArray) devices = cpu_devices();
+
+    tdm_window_set_devices(window, devices);
+  }
+  tdm_window_set_page(window, "devices");
+  page = window_child(window, "devices_page");
+  for (int i = 0; i < 200 && gtk_widget_get_width(GTK_WIDGET(window)) < width - 12; i++)
+    settle(1);
+  /* Shown, and the window done with what it reads on its own (the history, the
+   * dataset for the estimate), before the run's events come. */
+  g_assert_true(wait_for(is_mapped, page, 30));
+  g_assert_true(wait_for(not_loading, tdm_window_get_history(window), 30));
+  g_assert_true(wait_for(can_start, window, 60));
+  tdm_started_event_set_devices(&e.started, (TdmDeviceId[]){TDM_DEVICE_CPU, TDM_DEVICE_CPU}, 2);
+  e.started.batch = 100;
+  e.started.epochs = 1;
+  e.started.steps_per_epoch = 10;
+  e.started.total_steps = 10;
+  tdm_dashboard_handle_event(window_child(window, "dashboard"), &e);
+  /* The run's estimate, as the memory table reads it: a CPU worker holds no copy
+   * of the dataset (0 bytes). */
+  memset(&e, 0, sizeof e);
+  e.kind = TDM_EVENT_MEMORY;
+  e.memory.replicas = 2;
+  for (int r = 0; r < 2; r++) {
+    TdmMemoryDevice *d = &e.memory.device[r];
+
+    g_strlcpy(d->device, "cpu", sizeof d->device);
+    d->shard = 50;
+    d->host = TRUE;
+    d->parameters = d->gradients = 7184040;
+    d->optimizer = 2 * d->parameters;
+    d->activations = 558592;
+    d->workspace = 8500000;
+    d->total = d->parameters + d->gradients + d->optimizer + d->activations + d->workspace;
+  }
+  tdm_dashboard_handle_event(window_child(window, "dashboard"), &e);
+  for (int step = 1; step <= 2; step++) {
+    memset(&e, 0, sizeof e);
+    e.kind = TDM_EVENT_PHASES;
+    e.phases.step = step;
+    e.phases.replicas = 2;
+    for (int r = 0; r < 2; r++) {
+      static const struct { float start, end; int phase; } spans[] = {
+        {0, 1, TDM_PHASE_FORWARD}, {1, 3, TDM_PHASE_BACKWARD}, {2.5f, 3.5f, TDM_PHASE_ALLREDUCE},
+        {3.5f, 3.75f, TDM_PHASE_UPDATE}, {3.75f, 4, TDM_PHASE_WAIT},
+      };
+      e.phases.device[r].spans = G_N_ELEMENTS(spans);
+      for (guint k = 0; k < G_N_ELEMENTS(spans); k++) {
+        e.phases.device[r].span[k].start_ms = spans[k].start;
+        e.phases.device[r].span[k].end_ms = spans[k].end;
+        e.phases.device[r].span[k].phase = spans[k].phase;
+      }
+      e.phases.device[r].bytes_sent = 7200000;
+      e.phases.device[r].bytes_received = 0;
+      e.phases.device[r].hidden_ms = 0.5f;
+    }
+    tdm_dashboard_handle_event(window_child(window, "dashboard"), &e);
+  }
+  settle(20);
+  g_test_message("%d px: window %d px, page %d px", width, gtk_widget_get_width(GTK_WIDGET(window)),
+                 gtk_widget_get_width(GTK_WIDGET(page)));
+  g_assert_cmpint(gtk_widget_get_width(GTK_WIDGET(window)), <=, width);
+  g_assert_cmpint(tdm_devices_page_get_n_memory_rows(page), ==, 2);
+  find_tables(GTK_WIDGET(page), tables);
+  g_assert_cmpuint(tables->len, ==, 2);
+  for (guint i = 0; i < tables->len; i++)
+    if (!wait_for(is_mapped, tdm_table_scroller_get_child(tables->pdata[i]), 30))
+      g_error("%d px: the %s table is not shown (%d timed steps)", width, i == 0 ? "phase" : "memory",
+              tdm_devices_page_get_phase_spans(page, 0, TDM_PHASE_FORWARD));
+  settle(10);
+  for (guint i = 0; i < tables->len; i++) {
+    GtkWidget *table = tdm_table_scroller_get_child(tables->pdata[i]);
+    GtkWidget *scroller = tdm_table_scroller_get_viewport(tables->pdata[i]);
+
+    g_assert_true(gtk_widget_get_mapped(table));
+    check_table_labels(table, table, scroller, i == 0 ? "the phase table" : "the memory table");
+    assert_no_english_size(table);
+  }
+  g_ptr_array_unref(tables);
+  destroy_window(window);
+}
+
+static void
+check_devices_tables(void)
+{
+  check_devices_tables_at(360);
+  check_devices_tables_at(700);
+  check_devices_tables_at(1024);
+}
+
+static void
+test_devices_tables(void)
+{
+  check_devices_tables();
+}
+
+static void
+test_devices_tables_japanese_subprocess(void)
+{
+  g_setenv("LANGUAGE", "ja", TRUE);
+  tdm_application_init_i18n();
+  check_devices_tables();
+}
+
+static void
+test_devices_tables_japanese(void)
+{
+  g_test_trap_subprocess("/labels/devices-tables/japanese/subprocess", 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
+  g_test_trap_assert_passed();
+}
+
+/* Each item of the main menu has a mnemonic of its own, in either language: two on
+ * one key made Alt+A choose neither at once. */
+static void
+check_menu_mnemonics(void)
+{
+  TdmWindow *window = present_window();
+  GMenuModel *menu = gtk_menu_button_get_menu_model(window_child(window, "primary_menu_button"));
+  g_autoptr(GHashTable) keys = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+  guint n = 0;
+
+  for (int s = 0; s < g_menu_model_get_n_items(menu); s++) {
+    g_autoptr(GMenuModel) section = g_menu_model_get_item_link(menu, s, G_MENU_LINK_SECTION);
+
+    for (int i = 0; section != NULL && i < g_menu_model_get_n_items(section); i++) {
+      g_autofree char *label = NULL;
+      const char *underscore;
+      gunichar key;
+
+      if (!g_menu_model_get_item_attribute(section, i, G_MENU_ATTRIBUTE_LABEL, "s", &label))
+        continue;
+      underscore = strchr(label, '_');
+      if (underscore == NULL)
+        continue;
+      key = g_unichar_tolower(g_utf8_get_char(underscore + 1));
+      if (g_hash_table_contains(keys, GUINT_TO_POINTER(key)))
+        g_error("“%s” and “%s” share a mnemonic", label,
+                (char *)g_hash_table_lookup(keys, GUINT_TO_POINTER(key)));
+      g_hash_table_insert(keys, GUINT_TO_POINTER(key), g_strdup(label));
+      n++;
+    }
+  }
+  g_assert_cmpuint(n, >=, 10);
+  destroy_window(window);
+}
+
+static void
+test_menu_mnemonics(void)
+{
+  check_menu_mnemonics();
+}
+
+static void
+test_menu_mnemonics_japanese_subprocess(void)
+{
+  g_setenv("LANGUAGE", "ja", TRUE);
+  tdm_application_init_i18n();
+  check_menu_mnemonics();
+}
+
+static void
+test_menu_mnemonics_japanese(void)
+{
+  g_test_trap_subprocess("/labels/menu-mnemonics/japanese/subprocess", 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
   g_test_trap_assert_passed();
 }
 
@@ -500,7 +738,13 @@ main(int argc, char **argv)
   g_test_add_func("/labels/scaling-table", test_scaling_table);
   g_test_add_func("/labels/scaling-table/japanese", test_scaling_table_japanese);
   g_test_add_func("/labels/scaling-table/japanese/subprocess", test_scaling_table_japanese_subprocess);
+  g_test_add_func("/labels/devices-tables", test_devices_tables);
+  g_test_add_func("/labels/devices-tables/japanese", test_devices_tables_japanese);
+  g_test_add_func("/labels/devices-tables/japanese/subprocess", test_devices_tables_japanese_subprocess);
   g_test_add_func("/labels/dropdown-tooltips", test_dropdown_tooltips);
+  g_test_add_func("/labels/menu-mnemonics", test_menu_mnemonics);
+  g_test_add_func("/labels/menu-mnemonics/japanese", test_menu_mnemonics_japanese);
+  g_test_add_func("/labels/menu-mnemonics/japanese/subprocess", test_menu_mnemonics_japanese_subprocess);
 
   status = g_test_run();
   g_rmdir(data_home);

@@ -4,7 +4,9 @@
  * the settings folded over the views are painted on a ground of their own (every
  * pixel of their pane opaque), so the page under them never shows through their
  * text. Pixels are read from the settings' pane rendered alone on a transparent
- * ground: what their pane leaves unpainted is what would show the page. */
+ * ground: what their pane leaves unpainted is what would show the page. And a
+ * tooltip's text, squeezed against the screen's edge, keeps a phrase a line rather
+ * than a column of two or three Japanese characters. */
 #include <locale.h>
 #include <adwaita.h>
 #include "tdm-application.h"
@@ -108,6 +110,59 @@ test_settings_ground_japanese(void)
   g_test_trap_assert_passed();
 }
 
+/* A stand-in for GTK's tooltip window (its CSS name and a wrapping label), whose
+ * own is not reachable from outside: the style sheet's rules for tooltips apply. */
+typedef GtkWidget FakeTooltip;
+typedef GtkWidgetClass FakeTooltipClass;
+G_DEFINE_TYPE(FakeTooltip, fake_tooltip, GTK_TYPE_WIDGET)
+
+static void
+fake_tooltip_dispose(GObject *object)
+{
+  GtkWidget *child;
+
+  while ((child = gtk_widget_get_first_child(GTK_WIDGET(object))) != NULL)
+    gtk_widget_unparent(child);
+  G_OBJECT_CLASS(fake_tooltip_parent_class)->dispose(object);
+}
+
+static void
+fake_tooltip_class_init(FakeTooltipClass *klass)
+{
+  G_OBJECT_CLASS(klass)->dispose = fake_tooltip_dispose;
+  gtk_widget_class_set_css_name(klass, "tooltip");
+  gtk_widget_class_set_layout_manager_type(klass, GTK_TYPE_BIN_LAYOUT);
+}
+
+static void
+fake_tooltip_init(FakeTooltip *self)
+{
+}
+
+/* The narrowest a tooltip's label goes still holds "学習に使う画像" (the dataset
+ * button's tooltip, which the edge of a 360 px screen broke after 使). */
+static void
+test_tooltip_width(void)
+{
+  const char *phrase = "学習に使う画像";
+  GtkWidget *window = gtk_window_new();
+  GtkWidget *tooltip = g_object_new(fake_tooltip_get_type(), NULL);
+  GtkWidget *label = gtk_label_new("データセットのフォルダーを開き、学習に使う画像を選びます");
+  PangoLayout *layout;
+  int minimum, needed;
+
+  gtk_label_set_wrap(GTK_LABEL(label), TRUE);
+  gtk_widget_set_parent(label, tooltip);
+  gtk_window_set_child(GTK_WINDOW(window), tooltip);
+  gtk_widget_measure(label, GTK_ORIENTATION_HORIZONTAL, -1, &minimum, NULL, NULL, NULL);
+  layout = gtk_widget_create_pango_layout(label, phrase);
+  pango_layout_get_pixel_size(layout, &needed, NULL);
+  g_object_unref(layout);
+  g_test_message("a tooltip's text at its narrowest: %d px; “%s”: %d px", minimum, phrase, needed);
+  g_assert_cmpint(minimum, >=, needed);
+  gtk_window_destroy(GTK_WINDOW(window));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -130,6 +185,7 @@ main(int argc, char **argv)
                                                GTK_STYLE_PROVIDER_PRIORITY_APPLICATION);
   }
 
+  g_test_add_func("/narrow/tooltip-width", test_tooltip_width);
   g_test_add_func("/narrow/settings-ground", test_settings_ground);
   g_test_add_func("/narrow/settings-ground/japanese", test_settings_ground_japanese);
   g_test_add_func("/narrow/settings-ground/japanese/subprocess",

@@ -2,8 +2,9 @@
 /* tdm-chart-draw.c: one frame of TdmChart, everything but the series.
  *
  * Lays the frame out (title, legend, tick labels, plot area), draws the grid,
- * axes, legend, the "No data yet" message and the hover readout, and calls
- * tdm-chart-plot.c for the series. The widget's snapshot, the PNG and SVG
+ * axes and the "No data yet" message, and calls tdm-chart-legend.c for the
+ * legend, tdm-chart-readout.c for the hover readout and tdm-chart-plot.c for the
+ * series. The widget's snapshot, the PNG and SVG
  * exports and the benchmark all come through tdm_chart_frame_draw(), so what
  * is exported is what is seen.
  */
@@ -15,32 +16,31 @@
 
 #include <glib/gi18n.h>
 
-static void
-text_size (Frame                      *f,
-           const PangoFontDescription *font,
-           const char                 *text,
-           int                        *w,
-           int                        *h)
+void
+tdm_chart_text_size (Frame                      *f,
+                     const PangoFontDescription *font,
+                     const char                 *text,
+                     int                        *w,
+                     int                        *h)
 {
   pango_layout_set_font_description (f->layout, font);
   pango_layout_set_text (f->layout, text, -1);
   pango_layout_get_pixel_size (f->layout, w, h);
 }
 
-/* ax, ay: which point of the text box lands on (x, y), 0..1 each way. */
-static void
-draw_text (Frame                      *f,
-           const PangoFontDescription *font,
-           const char                 *text,
-           double                      x,
-           double                      y,
-           double                      ax,
-           double                      ay,
-           double                      alpha)
+void
+tdm_chart_draw_text (Frame                      *f,
+                     const PangoFontDescription *font,
+                     const char                 *text,
+                     double                      x,
+                     double                      y,
+                     double                      ax,
+                     double                      ay,
+                     double                      alpha)
 {
   int w, h;
 
-  text_size (f, font, text, &w, &h);
+  tdm_chart_text_size (f, font, text, &w, &h);
   set_source (f->cr, &f->fg, alpha);
   cairo_move_to (f->cr, round (x - ax * w), round (y - ay * h));
   tdm_chart_show_layout (f->cr, f->layout, ax);
@@ -62,12 +62,6 @@ tdm_chart_axis_title (const char *label,
     return g_strdup (unit);
 
   return NULL;
-}
-
-static gboolean
-x_is_time (TdmChart *self)
-{
-  return g_strcmp0 (self->x_unit, "s") == 0;
 }
 
 /* ---- ranges -------------------------------------------------------------- */
@@ -253,80 +247,6 @@ title_room (TdmChart *self,
   return (int) (f->width - 2 * PAD - (self->reserve_w > 0 ? self->reserve_w : 0));
 }
 
-/* Lays the legend out in rows from the left; draws it if asked. */
-static double
-legend_pass (TdmChart *self,
-             Frame    *f,
-             gboolean  draw)
-{
-  double x = PAD, y = f->legend_y;
-  double row_h = MAX (f->normal_h, SWATCH_H) + 4;
-  gboolean any = FALSE;
-
-  for (guint i = 0; i < self->entries->len; i++)
-    {
-      Entry *e = get_entry (self, i);
-      const char *name = tdm_series_get_name (e->series);
-      int w, h;
-      double item_w;
-
-      if (!e->visible || e->no_legend)
-        continue;
-
-      text_size (f, f->font, name, &w, &h);
-      item_w = SWATCH_W + 5 + w + 14;
-      if (x > PAD && x + item_w > f->width - PAD)
-        {
-          x = PAD;
-          y += row_h;
-        }
-      any = TRUE;
-
-      if (draw)
-        {
-          double sx = round (x), sy = round (y + (row_h - 4 - SWATCH_H) / 2);
-          double mid = sy + SWATCH_H / 2;
-
-          set_source (f->cr, &e->colour, 1);
-          switch (e->style)
-            {
-            case TDM_CHART_STYLE_LINE:
-              cairo_rectangle (f->cr, sx, mid - 2, SWATCH_W, 4);
-              break;
-            case TDM_CHART_STYLE_DASHED:
-            case TDM_CHART_STYLE_REFERENCE:
-              cairo_rectangle (f->cr, sx, mid - 2, 7, 4);
-              cairo_rectangle (f->cr, sx + 11, mid - 2, 7, 4);
-              break;
-            case TDM_CHART_STYLE_POINTS:
-              cairo_arc (f->cr, sx + SWATCH_W / 2.0, mid, POINT_RADIUS + 1, 0, 2 * G_PI);
-              break;
-            case TDM_CHART_STYLE_OVERLAY:
-              set_source (f->cr, &e->colour, OVERLAY_ALPHA);
-              cairo_rectangle (f->cr, sx, mid - 1, SWATCH_W, 2);
-              break;
-            case TDM_CHART_STYLE_STACKED:
-            default:
-              /* As the area is drawn: the fill at its own opacity, a full-colour
-               * top edge, so swatch and area read as the same colour. */
-              cairo_rectangle (f->cr, sx + 2, sy, SWATCH_W - 4, SWATCH_H);
-              set_source (f->cr, &e->colour, STACK_FILL_ALPHA);
-              tdm_chart_fill (f->cr);
-              set_source (f->cr, &e->colour, 1);
-              cairo_rectangle (f->cr, sx + 2, sy, SWATCH_W - 4, 1.5);
-              break;
-            }
-          tdm_chart_fill (f->cr);
-
-          draw_text (f, f->font, name, x + SWATCH_W + 5, y + (row_h - 4) / 2, 0, 0.5, 0.85);
-        }
-
-      x += item_w;
-    }
-
-  return any ? y + row_h - f->legend_y : 0;
-}
-
 static void
 compute_y_axis (TdmChart *self,
                 Frame    *f,
@@ -379,12 +299,12 @@ tdm_chart_frame_layout (TdmChart *self,
   double top = PAD, bottom, left, right, ph_guess, x_lo, x_hi;
   int w, h, widest = 0;
 
-  text_size (f, f->font, "Ag", &w, &f->normal_h);
-  text_size (f, f->small, "Ag", &w, &f->small_h);
+  tdm_chart_text_size (f, f->font, "Ag", &w, &f->normal_h);
+  tdm_chart_text_size (f, f->small, "Ag", &w, &f->small_h);
 
   if (self->title && *self->title)
     {
-      text_size (f, f->bold, self->title, &w, &h);
+      tdm_chart_text_size (f, f->bold, self->title, &w, &h);
       f->title_w = MIN (w, MAX (0, title_room (self, f)));
       top += h + 4;
     }
@@ -394,15 +314,15 @@ tdm_chart_frame_layout (TdmChart *self,
   if (f->empty)
     return FALSE;
 
-  /* The legend's first row would run under the corner's button. */
-  top = MAX (top, self->reserve_h);
+  /* The legend's rows beside the corner's button stop short of it; the plot
+   * starts below it. */
   f->legend_y = top;
-  top += legend_pass (self, f, FALSE);
-  top = ceil (top + f->small_h / 2.0);
+  top += tdm_chart_legend_fit (self, f);
+  top = ceil (MAX (top + f->small_h / 2.0, self->reserve_h));
 
-  x_title = tdm_chart_axis_title (self->x_label, x_is_time (self) ? NULL : self->x_unit);
+  x_title = tdm_chart_axis_title (self->x_label, tdm_chart_x_is_time (self) ? NULL : self->x_unit);
   bottom = f->height - PAD - f->small_h - 4;
-  if (x_title || x_is_time (self))
+  if (x_title || tdm_chart_x_is_time (self))
     bottom -= f->normal_h + 2;
   bottom = floor (bottom);
 
@@ -411,7 +331,7 @@ tdm_chart_frame_layout (TdmChart *self,
   for (guint i = 0; i < f->ya.n_ticks; i++)
     {
       tdm_chart_axis_format_tick (&f->ya, f->ya.ticks[i], buf, sizeof buf);
-      text_size (f, f->small, buf, &w, &h);
+      tdm_chart_text_size (f, f->small, buf, &w, &h);
       widest = MAX (widest, w);
     }
 
@@ -422,7 +342,7 @@ tdm_chart_frame_layout (TdmChart *self,
   right = f->width - PAD - 12;
 
   data_x_range (self, &x_lo, &x_hi);
-  if (x_is_time (self))
+  if (tdm_chart_x_is_time (self))
     tdm_chart_axis_time (&f->xa, x_lo, x_hi, (guint) CLAMP ((right - left) / 80, 2, 12));
   else
     tdm_chart_axis_linear (&f->xa, x_lo, x_hi, (guint) CLAMP ((right - left) / 80, 2, 12), FALSE);
@@ -441,6 +361,20 @@ tdm_chart_frame_layout (TdmChart *self,
   if (!(f->map.x_hi > f->map.x_lo))
     f->map.x_hi = f->map.x_lo + 1;
 
+  /* The y axis's title stands left of the tick labels, beside the plot and its
+   * x tick labels, and beside the x axis's title too where that is centred far
+   * enough from it: the legend spans the width above. */
+  f->y_band_top = top;
+  f->y_band_bottom = bottom + f->small_h + 4;
+  f->y_tick_w = widest;
+  g_clear_pointer (&x_title, g_free);
+  x_title = tdm_chart_axis_title (self->x_label, tdm_chart_x_is_time (self) ? f->xa.unit : self->x_unit);
+  w = 0;
+  if (x_title)
+    tdm_chart_text_size (f, f->font, x_title, &w, &h);
+  if (f->map.px + f->map.pw / 2 - w / 2.0 > PAD + f->normal_h + 6)
+    f->y_band_bottom = f->height - PAD;
+
   f->has_plot = right - left >= 16 && bottom - top >= 16;
 
   return f->has_plot;
@@ -448,13 +382,31 @@ tdm_chart_frame_layout (TdmChart *self,
 
 /* ---- axes, hover, frame ---------------------------------------------------- */
 
+/* "Throughput (samples/s)", or the unit alone where the whole does not fit beside
+ * the plot (the chart's title above names the quantity). */
+static char *
+y_axis_title (TdmChart *self,
+              Frame    *f)
+{
+  char *title = tdm_chart_axis_title (self->y_label, f->ya.unit);
+  int w, h;
+
+  if (title == NULL || f->ya.unit == NULL || *f->ya.unit == '\0')
+    return title;
+  tdm_chart_text_size (f, f->font, title, &w, &h);
+  if (w <= f->y_band_bottom - f->y_band_top)
+    return title;
+  g_free (title);
+  return g_strdup (f->ya.unit);
+}
+
 static void
 draw_axes (TdmChart *self,
            Frame    *f)
 {
   const Mapping *m = &f->map;
   cairo_t *cr = f->cr;
-  g_autofree char *y_title = tdm_chart_axis_title (self->y_label, f->ya.unit);
+  g_autofree char *y_title = y_axis_title (self, f);
   g_autofree char *x_title = NULL;
   char buf[64];
 
@@ -485,27 +437,25 @@ draw_axes (TdmChart *self,
   for (guint i = 0; i < f->ya.n_ticks; i++)
     {
       tdm_chart_axis_format_tick (&f->ya, f->ya.ticks[i], buf, sizeof buf);
-      draw_text (f, f->small, buf, m->px - 6, map_y (m, f->ya.ticks[i]), 1, 0.5, 0.7);
+      tdm_chart_draw_text (f, f->small, buf, m->px - 6, map_y (m, f->ya.ticks[i]), 1, 0.5, 0.7);
     }
   for (guint i = 0; i < f->xa.n_ticks; i++)
     {
       tdm_chart_axis_format_tick (&f->xa, f->xa.ticks[i], buf, sizeof buf);
-      draw_text (f, f->small, buf, map_x (m, f->xa.ticks[i]), m->py + m->ph + 4, 0.5, 0, 0.7);
+      tdm_chart_draw_text (f, f->small, buf, map_x (m, f->xa.ticks[i]), m->py + m->ph + 4, 0.5, 0, 0.7);
     }
 
-  x_title = tdm_chart_axis_title (self->x_label, x_is_time (self) ? f->xa.unit : self->x_unit);
+  x_title = tdm_chart_axis_title (self->x_label, tdm_chart_x_is_time (self) ? f->xa.unit : self->x_unit);
   if (x_title)
-    draw_text (f, f->font, x_title, m->px + m->pw / 2, f->height - PAD, 0.5, 1, 0.85);
+    tdm_chart_draw_text (f, f->font, x_title, m->px + m->pw / 2, f->height - PAD, 0.5, 1, 0.85);
 
   if (y_title)
     {
-      /* Along the card's whole height, not only the plot's (the strip left of the
-       * tick labels is free top to bottom): "Accuracy (%)" whole on a laptop's
-       * cards; only a phone's short chart gets it ellipsized rather than cut. */
-      double room = MAX (1, f->height - 2 * PAD);
+      /* Ellipsized rather than cut where the plot is shorter than the title. */
+      double room = MAX (1, f->y_band_bottom - f->y_band_top);
 
       cairo_save (cr);
-      cairo_translate (cr, PAD, PAD + room / 2);
+      cairo_translate (cr, PAD, f->y_band_top + room / 2);
       cairo_rotate (cr, -G_PI / 2);
       pango_layout_set_font_description (f->layout, f->font);
       pango_layout_set_text (f->layout, y_title, -1);
@@ -522,203 +472,153 @@ draw_axes (TdmChart *self,
     }
 }
 
-typedef struct
+static GdkRectangle
+box (double x,
+     double y,
+     double w,
+     double h)
 {
-  const GdkRGBA *colour;
-  char           text[160];
-} ReadoutRow;
-
-/* Cuts " unit" off `value` when `other` ends in the same unit. */
-static void
-drop_shared_unit (char       *value,
-                  const char *other)
-{
-  const char *a = strrchr (value, ' ');
-  const char *b = strrchr (other, ' ');
-
-  if (a != NULL && b != NULL && g_str_equal (a, b))
-    value[a - value] = '\0';
+  return (GdkRectangle) { (int) floor (x), (int) floor (y),
+                          (int) (ceil (x + w) - floor (x)), (int) (ceil (y + h) - floor (y)) };
 }
 
-static void
-format_x (TdmChart *self,
-          double    x,
-          char     *buf,
-          gsize     size)
-{
-  if (x_is_time (self))
-    tdm_chart_format_duration (x, buf, size);
-  else
-    {
-      tdm_chart_format_value (x, buf, size);
-      if (self->x_unit && *self->x_unit)
-        {
-          g_strlcat (buf, " ", size);
-          g_strlcat (buf, self->x_unit, size);
-        }
-    }
-}
-
-static void
-draw_hover (TdmChart *self,
-            Frame    *f)
+/* Where draw_axes() and the legend put their text, as tdm_chart_frame_draw() draws it. */
+void
+tdm_chart_frame_boxes (TdmChart       *self,
+                       Frame          *f,
+                       TdmChartLayout *layout)
 {
   const Mapping *m = &f->map;
-  ReadoutRow rows[MAX_READOUT];
-  char header[64], value[48], smooth_value[48];
-  double best_x = NAN, best_d = INFINITY, X, bw, bh, bx, by, y;
-  guint n_rows = 0;
-  int w, h, header_w;
+  g_autofree char *y_title = NULL;
+  g_autofree char *x_title = NULL;
+  char buf[64];
+  int w, h;
 
-  if (self->hover_x < m->px || self->hover_x > m->px + m->pw)
+  memset (layout, 0, sizeof *layout);
+  if (self->title && *self->title)
+    {
+      tdm_chart_text_size (f, f->bold, self->title, &w, &h);
+      layout->title = box (PAD, PAD, f->title_w, h);
+    }
+  if (f->empty)
     return;
-
-  for (guint i = 0; i < self->entries->len; i++)
-    {
-      Entry *e = get_entry (self, i);
-      guint idx;
-      double bxv;
-
-      if (!e->visible || e->style == TDM_CHART_STYLE_REFERENCE
-          || !tdm_series_lookup (e->series, unmap_x (m, self->hover_x), &idx))
-        continue;
-      bxv = tdm_series_bucket_x (&tdm_series_get_buckets (e->series, NULL)[idx]);
-      if (fabs (map_x (m, bxv) - self->hover_x) < best_d)
-        {
-          best_d = fabs (map_x (m, bxv) - self->hover_x);
-          best_x = bxv;
-        }
-    }
-  if (isnan (best_x))
+  if (f->legend_rows > 0)
+    layout->legend = box (PAD, f->legend_y, f->legend_right - PAD,
+                          f->legend_rows * (MAX (f->normal_h, SWATCH_H) + 4) - 4);
+  layout->legend_named = f->legend_shown;
+  layout->legend_more = f->legend_hidden;
+  if (!f->has_plot)
     return;
+  layout->plot = box (m->px, m->py, m->pw, m->ph);
 
-  X = floor (map_x (m, best_x)) + 0.5;
-  set_source (f->cr, &f->fg, 0.45);
-  cairo_set_line_width (f->cr, 1);
-  cairo_move_to (f->cr, X, m->py);
-  cairo_line_to (f->cr, X, m->py + m->ph);
-  tdm_chart_stroke (f->cr);
-
-  for (guint i = 0; i < self->entries->len && n_rows < MAX_READOUT; i++)
+  for (guint i = 0; i < f->ya.n_ticks; i++)
     {
-      Entry *e = get_entry (self, i);
-      const TdmSeriesBucket *buckets;
-      double v = NAN, marker = NAN, lo, hi, w_smooth;
-      guint idx, nb;
+      GdkRectangle r;
 
-      /* Runs overlaid but not named in the legend would only lengthen the box. */
-      if (!e->visible || e->no_legend)
-        continue;
-
-      buckets = tdm_series_get_buckets (e->series, &nb);
-      w_smooth = tdm_series_get_smoothing (e->series);
-      smooth_value[0] = '\0';
-
-      if (e->style == TDM_CHART_STYLE_REFERENCE)
-        tdm_series_get_last (e->series, NULL, &v);
-      else if (!tdm_series_lookup (e->series, best_x, &idx))
-        continue;
-      else if (e->style == TDM_CHART_STYLE_POINTS)
-        {
-          if (fabs (map_x (m, tdm_series_bucket_x (&buckets[idx])) - X) > 6)
-            continue;
-          v = tdm_series_bucket_mean (&buckets[idx]);
-        }
+      tdm_chart_axis_format_tick (&f->ya, f->ya.ticks[i], buf, sizeof buf);
+      tdm_chart_text_size (f, f->small, buf, &w, &h);
+      r = box (m->px - 6 - w, map_y (m, f->ya.ticks[i]) - h / 2.0, w, h);
+      if (i == 0)
+        layout->y_ticks = r;
       else
-        {
-          tdm_series_get_x_range (e->series, &lo, &hi);
-          if (best_x < lo || best_x > hi)
-            continue;
-          v = tdm_series_mean_between (e->series, best_x, best_x);
-          if (w_smooth > 0)
-            {
-              double *smooth = tdm_chart_ensure_scratch (self, nb + 1);
+        gdk_rectangle_union (&layout->y_ticks, &r, &layout->y_ticks);
+    }
+  for (guint i = 0; i < f->xa.n_ticks; i++)
+    {
+      GdkRectangle r;
 
-              tdm_series_get_smoothed (e->series, smooth, nb);
-              tdm_chart_format_in_unit (smooth[idx], self->y_unit,
-                                        smooth_value, sizeof smooth_value);
-              marker = smooth[idx];
-            }
-        }
-      if (!smooth_value[0])
-        marker = v;
-
-      tdm_chart_format_in_unit (v, self->y_unit, value, sizeof value);
-      /* "3.85k samples/s (raw 6.22k)": the unit once, when both share it. */
-      if (smooth_value[0])
-        drop_shared_unit (value, smooth_value);
-      rows[n_rows].colour = &e->colour;
-      if (smooth_value[0])
-        /* TRANSLATORS: hover readout of a smoothed series: name, smoothed
-         * value and raw value, each with its unit: "Train: 25.3 % (raw 31.2 %)" */
-        g_snprintf (rows[n_rows].text, sizeof rows[n_rows].text, _("%s: %s (raw %s)"),
-                    tdm_series_get_name (e->series), smooth_value, value);
+      tdm_chart_axis_format_tick (&f->xa, f->xa.ticks[i], buf, sizeof buf);
+      tdm_chart_text_size (f, f->small, buf, &w, &h);
+      r = box (map_x (m, f->xa.ticks[i]) - w / 2.0, m->py + m->ph + 4, w, h);
+      if (i == 0)
+        layout->x_ticks = r;
       else
-        g_snprintf (rows[n_rows].text, sizeof rows[n_rows].text, "%s: %s",
-                    tdm_series_get_name (e->series), value);
-      n_rows++;
-
-      if (e->style != TDM_CHART_STYLE_REFERENCE && !isnan (map_y (m, marker))
-          && e->style != TDM_CHART_STYLE_STACKED)
-        {
-          cairo_new_sub_path (f->cr);
-          cairo_arc (f->cr, X, map_y (m, marker), 3, 0, 2 * G_PI);
-          set_source (f->cr, &e->colour, 1);
-          tdm_chart_fill (f->cr);
-        }
+        gdk_rectangle_union (&layout->x_ticks, &r, &layout->x_ticks);
     }
 
-  format_x (self, best_x, header, sizeof header);
-  text_size (f, f->small, header, &header_w, &h);
-  bw = header_w;
-  for (guint i = 0; i < n_rows; i++)
+  x_title = tdm_chart_axis_title (self->x_label, tdm_chart_x_is_time (self) ? f->xa.unit : self->x_unit);
+  if (x_title)
     {
-      text_size (f, f->small, rows[i].text, &w, &h);
-      bw = MAX (bw, w + 14);
+      tdm_chart_text_size (f, f->font, x_title, &w, &h);
+      layout->x_title = box (m->px + m->pw / 2 - w / 2.0, f->height - PAD - h, w, h);
     }
-  bw += 12;
-  bh = (n_rows + 1) * (f->small_h + 2) + 10;
-  tdm_chart_place_readout (f->width, f->height, X, m->py, &bw, &bh, &bx, &by);
-
-  cairo_save (f->cr);
-  cairo_rectangle (f->cr, round (bx) + 0.5, round (by) + 0.5, round (bw), round (bh));
-  set_source (f->cr, &f->box_bg, 0.92);
-  cairo_fill_preserve (f->cr);
-  set_source (f->cr, &f->fg, 0.25);
-  cairo_stroke_preserve (f->cr);
-  /* A readout wider than a small chart is cut at its own edge, not the card's. */
-  cairo_clip (f->cr);
-
-  y = by + 5;
-  draw_text (f, f->small, header, bx + 6, y, 0, 0, 0.7);
-  for (guint i = 0; i < n_rows; i++)
+  y_title = y_axis_title (self, f);
+  if (y_title)
     {
-      y += f->small_h + 2;
-      set_source (f->cr, rows[i].colour, 1);
-      cairo_rectangle (f->cr, round (bx + 6), round (y + f->small_h / 2.0 - 4), 8, 8);
-      tdm_chart_fill (f->cr);
-      draw_text (f, f->small, rows[i].text, bx + 20, y, 0, 0, 0.9);
+      double room = MAX (1, f->y_band_bottom - f->y_band_top);
+
+      tdm_chart_text_size (f, f->font, y_title, &w, &h);
+      layout->y_title_whole = w <= room;
+      layout->y_title = box (PAD, f->y_band_top + (room - MIN (w, room)) / 2, h, MIN (w, room));
     }
-  cairo_restore (f->cr);
 }
 
-/* Beside the cursor line at x, on whichever side has room, and always inside the
- * chart (2 px margin): the box shrinks to the chart when it is larger. */
-void
-tdm_chart_place_readout (int     width,
-                         int     height,
-                         double  x,
-                         double  top,
-                         double *bw,
-                         double *bh,
-                         double *bx,
-                         double *by)
+gboolean
+tdm_chart_get_layout (TdmChart       *self,
+                      int             width,
+                      int             height,
+                      TdmChartLayout *layout)
 {
-  *bw = MIN (*bw, MAX (width - 5, 1));
-  *bh = MIN (*bh, MAX (height - 5, 1));
-  *bx = x + 10 + *bw <= width - 3 ? x + 10 : x - 10 - *bw;
-  *bx = CLAMP (*bx, 2, width - 3 - *bw);
-  *by = CLAMP (top + 6, 2, height - 3 - *bh);
+  cairo_surface_t *surface;
+  cairo_t *cr;
+  gboolean ok;
+  Frame f;
+
+  g_return_val_if_fail (TDM_IS_CHART (self), FALSE);
+  g_return_val_if_fail (layout != NULL, FALSE);
+
+  surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 1, 1);
+  cr = cairo_create (surface);
+  tdm_chart_frame_init (self, &f, cr, width, height, FALSE);
+  ok = tdm_chart_frame_layout (self, &f);
+  tdm_chart_frame_boxes (self, &f, layout);
+  /* The plot's box as the series are mapped, drawn or not. */
+  layout->plot = (GdkRectangle) { (int) f.map.px, (int) f.map.py, (int) f.map.pw, (int) f.map.ph };
+  tdm_chart_frame_clear (&f);
+  cairo_destroy (cr);
+  cairo_surface_destroy (surface);
+
+  return ok;
+}
+
+/**
+ * tdm_chart_get_plot_area:
+ * @area: (out): where data is drawn in a render of this size
+ *
+ * Returns: %FALSE when no plot would be drawn (no data, or too small)
+ */
+gboolean
+tdm_chart_get_plot_area (TdmChart     *self,
+                         int           width,
+                         int           height,
+                         GdkRectangle *area)
+{
+  TdmChartLayout layout;
+  gboolean ok;
+
+  g_return_val_if_fail (area != NULL, FALSE);
+
+  ok = tdm_chart_get_layout (self, width, height, &layout);
+  *area = layout.plot;
+  return ok;
+}
+
+gboolean
+tdm_chart_get_title_area (TdmChart     *self,
+                          int           width,
+                          int           height,
+                          GdkRectangle *area)
+{
+  TdmChartLayout layout;
+
+  g_return_val_if_fail (TDM_IS_CHART (self), FALSE);
+  g_return_val_if_fail (area != NULL, FALSE);
+
+  if (self->title == NULL || self->title[0] == '\0')
+    return FALSE;
+  tdm_chart_get_layout (self, width, height, &layout);
+  *area = layout.title;
+  return TRUE;
 }
 
 void
@@ -746,12 +646,12 @@ tdm_chart_frame_draw (TdmChart *self,
 
   if (f->empty)
     {
-      draw_text (f, f->font, _("No data yet"), f->width / 2.0,
+      tdm_chart_draw_text (f, f->font, _("No data yet"), f->width / 2.0,
                  (f->body_top + f->height) / 2.0, 0.5, 0.5, 0.55);
       return;
     }
 
-  legend_pass (self, f, TRUE);
+  tdm_chart_legend_draw (self, f);
   if (!f->has_plot)
     return;
 
@@ -766,7 +666,7 @@ tdm_chart_frame_draw (TdmChart *self,
   cairo_restore (cr);
 
   if (f->interactive && self->hovering)
-    draw_hover (self, f);
+    tdm_chart_draw_readout (self, f);
 }
 
 void

@@ -3,8 +3,8 @@
  *
  * The widget's state, the per-frame drawing context and the data-to-pixel
  * mapping, for tdm-chart.c (the widget and its API), tdm-chart-draw.c (layout,
- * axes, legend, hover), tdm-chart-plot.c (the series themselves) and
- * tdm-chart-export.c (files). Both drawing files stroke, fill and show text through
+ * axes), tdm-chart-legend.c (the legend), tdm-chart-readout.c (hover),
+ * tdm-chart-plot.c (the series themselves) and tdm-chart-export.c (files). Both drawing files stroke, fill and show text through
  * tdm-chart-svg.h's hooks, so an SVG export writes what they draw. Not for use
  * outside ui/tdm-chart*.c (and the chart's tests).
  */
@@ -126,11 +126,26 @@ typedef struct
   int                   title_w;          /* the title's width as drawn (ellipsized) */
   double                body_top;
   double                legend_y;
+  int                   legend_rows;      /* tdm-chart-legend.c's fit: */
+  guint                 legend_shown;     /* entries named, */
+  guint                 legend_hidden;    /* entries left to "+N more", */
+  double                legend_cap;       /* the widest a name is drawn, */
+  double                legend_right;     /* where the legend ends on the right */
+  double                y_band_top;       /* where the y axis's title may go */
+  double                y_band_bottom;
+  int                   y_tick_w;         /* the widest y tick label */
   gboolean              empty;
   gboolean              has_plot;
   TdmChartAxis          xa, ya;
   Mapping               map;
 } Frame;
+
+/* An x axis of seconds is drawn as durations. */
+static inline gboolean
+tdm_chart_x_is_time (TdmChart *self)
+{
+  return g_strcmp0 (self->x_unit, "s") == 0;
+}
 
 static inline double
 map_x (const Mapping *m,
@@ -198,6 +213,10 @@ gboolean  tdm_chart_frame_layout    (TdmChart   *self,
                                      Frame      *f);
 void      tdm_chart_frame_draw      (TdmChart   *self,
                                      Frame      *f);
+/* The boxes of a frame laid out (tdm_chart_get_layout). */
+void      tdm_chart_frame_boxes     (TdmChart       *self,
+                                     Frame          *f,
+                                     TdmChartLayout *layout);
 void      tdm_chart_place_readout   (int         width,
                                      int         height,
                                      double      x,
@@ -208,6 +227,31 @@ void      tdm_chart_place_readout   (int         width,
                                      double     *by);
 char     *tdm_chart_axis_title      (const char *label,
                                      const char *unit);
+void      tdm_chart_text_size       (Frame                      *f,
+                                     const PangoFontDescription *font,
+                                     const char                 *text,
+                                     int                        *w,
+                                     int                        *h);
+/* ax, ay: which point of the text box lands on (x, y), 0..1 each way. */
+void      tdm_chart_draw_text       (Frame                      *f,
+                                     const PangoFontDescription *font,
+                                     const char                 *text,
+                                     double                      x,
+                                     double                      y,
+                                     double                      ax,
+                                     double                      ay,
+                                     double                      alpha);
+
+/* tdm-chart-readout.c: the values under the cursor. */
+void      tdm_chart_draw_readout    (TdmChart   *self,
+                                     Frame      *f);
+
+/* tdm-chart-legend.c: fits the legend into the rows it may take, from
+ * f->legend_y down, and returns its height; draws it as fitted. */
+double    tdm_chart_legend_fit      (TdmChart   *self,
+                                     Frame      *f);
+void      tdm_chart_legend_draw     (TdmChart   *self,
+                                     Frame      *f);
 
 /* tdm-chart-raster.c */
 void      tdm_chart_raster_init     (TdmChartRaster  *r,

@@ -670,38 +670,6 @@ tdm_chart_render_live (TdmChart *self,
   self->hovering = hovering;
 }
 
-/**
- * tdm_chart_get_plot_area:
- * @area: (out): where data is drawn in a render of this size
- *
- * Returns: %FALSE when no plot would be drawn (no data, or too small)
- */
-gboolean
-tdm_chart_get_plot_area (TdmChart     *self,
-                         int           width,
-                         int           height,
-                         GdkRectangle *area)
-{
-  cairo_surface_t *surface;
-  cairo_t *cr;
-  gboolean ok;
-  Frame f;
-
-  g_return_val_if_fail (TDM_IS_CHART (self), FALSE);
-  g_return_val_if_fail (area != NULL, FALSE);
-
-  surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 1, 1);
-  cr = cairo_create (surface);
-  tdm_chart_frame_init (self, &f, cr, width, height, FALSE);
-  ok = tdm_chart_frame_layout (self, &f);
-  *area = (GdkRectangle) { (int) f.map.px, (int) f.map.py, (int) f.map.pw, (int) f.map.ph };
-  tdm_chart_frame_clear (&f);
-  cairo_destroy (cr);
-  cairo_surface_destroy (surface);
-
-  return ok;
-}
-
 void
 tdm_chart_set_corner_reserve (TdmChart *self,
                               int       width,
@@ -722,34 +690,6 @@ tdm_chart_set_nested_lines (TdmChart *self,
 
   self->nested_lines = !!nested;
   gtk_widget_queue_draw (GTK_WIDGET (self));
-}
-
-gboolean
-tdm_chart_get_title_area (TdmChart     *self,
-                          int           width,
-                          int           height,
-                          GdkRectangle *area)
-{
-  cairo_surface_t *surface;
-  cairo_t *cr;
-  Frame f;
-
-  g_return_val_if_fail (TDM_IS_CHART (self), FALSE);
-  g_return_val_if_fail (area != NULL, FALSE);
-
-  if (self->title == NULL || self->title[0] == '\0')
-    return FALSE;
-
-  surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 1, 1);
-  cr = cairo_create (surface);
-  tdm_chart_frame_init (self, &f, cr, width, height, FALSE);
-  tdm_chart_frame_layout (self, &f);
-  *area = (GdkRectangle) { (int) PAD, (int) PAD, f.title_w, (int) (f.body_top - PAD) };
-  tdm_chart_frame_clear (&f);
-  cairo_destroy (cr);
-  cairo_surface_destroy (surface);
-
-  return TRUE;
 }
 
 /**

@@ -132,6 +132,28 @@ void        tdm_chart_set_corner_reserve   (TdmChart      *chart,
 void        tdm_chart_set_nested_lines     (TdmChart      *chart,
                                             gboolean       nested);
 
+/* Where each part of a chart of width × height is drawn, in pixels from its top
+ * left corner (for tests): an empty box for a part not drawn. */
+typedef struct
+{
+  GdkRectangle title;
+  GdkRectangle legend;
+  GdkRectangle y_title;      /* turned upright, as drawn */
+  GdkRectangle y_ticks;      /* the tick labels, all of them */
+  GdkRectangle plot;
+  GdkRectangle x_ticks;
+  GdkRectangle x_title;
+  guint        legend_named; /* series named in the legend */
+  guint        legend_more;  /* series left to its "+N more" */
+  gboolean     y_title_whole; /* not ellipsized */
+} TdmChartLayout;
+
+/* FALSE when no plot would be drawn (no data, or too small). */
+gboolean    tdm_chart_get_layout           (TdmChart       *chart,
+                                            int             width,
+                                            int             height,
+                                            TdmChartLayout *layout);
+
 /* Where the title lands in a chart of width × height (for tests and exporters);
  * FALSE when there is no title. */
 gboolean    tdm_chart_get_title_area       (TdmChart      *chart,

@@ -12,6 +12,7 @@
 #include <glib/gi18n.h>
 
 #include "tdm-device-row.h"
+#include "tdm-format.h"
 #include "tdm-number-check.h"
 
 struct _TdmDeviceRow
@@ -209,7 +210,7 @@ format_memory (gint64 bytes)
   if (bytes <= 0)
     return g_strdup (_("unknown memory"));
 
-  return g_format_size_full ((guint64) bytes, G_FORMAT_SIZE_IEC_UNITS);
+  return tdm_format_size (bytes, G_FORMAT_SIZE_IEC_UNITS);
 }
 
 GtkWidget *

@@ -214,7 +214,13 @@ tdm_finetune_group_set_weights (TdmFinetuneGroup *self,
         g_settings_set_string (self->settings, "init-weights", path != NULL ? path : "");
     }
   if (path != NULL)
-    name = g_filename_display_basename (path);
+    {
+      g_autofree char *base = g_filename_display_basename (path);
+
+      /* The subtitle is markup: a file's name is text, and broken across lines
+       * without a hyphen that is not in it. */
+      name = g_markup_printf_escaped ("<span insert_hyphens=\"false\">%s</span>", base);
+    }
   adw_action_row_set_subtitle (self->weights_row,
                                name != NULL ? name : _("None: the network starts from random values"));
   gtk_widget_set_visible (GTK_WIDGET (self->clear_button), path != NULL);
@@ -472,6 +478,9 @@ combo_row (const char  *title,
   adw_preferences_row_set_use_underline (ADW_PREFERENCES_ROW (row), TRUE);
   gtk_widget_set_tooltip_text (GTK_WIDGET (row), tooltip);
   adw_combo_row_set_model (row, G_LIST_MODEL (list));
+  /* The choice under the title, whole, rather than cut beside it in a narrow
+   * column. */
+  adw_combo_row_set_use_subtitle (row, TRUE);
   return row;
 }
 

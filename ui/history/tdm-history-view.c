@@ -465,7 +465,7 @@ tdm_history_view_update_kept (TdmHistoryView *self)
   g_return_if_fail (TDM_IS_HISTORY_VIEW (self));
 
   history = tdm_history_store_get_history (self->store);
-  size = g_format_size (tdm_history_weights_bytes (history));
+  size = tdm_format_size ((gint64) tdm_history_weights_bytes (history), G_FORMAT_SIZE_DEFAULT);
   /* Translators: under "Trained networks kept"; %s a size, "12.5 MB" */
   text = g_strdup_printf (_("Each run keeps its network, to resume, classify or export: %s now. Past the limit the oldest runs’ networks go first; their entries stay."),
                           size);

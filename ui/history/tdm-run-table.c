@@ -94,9 +94,7 @@ peak_memory (const TdmRunRecord *r)
     }
   for (int d = 0; d < devices; d++)
     {
-      g_autofree char *size = peak[d] >= 0
-                              ? g_format_size_full ((guint64) peak[d], G_FORMAT_SIZE_IEC_UNITS)
-                              : g_strdup ("—");
+      g_autofree char *size = tdm_format_size (peak[d], G_FORMAT_SIZE_IEC_UNITS);
 
       if (d > 0)
         g_string_append (text, " · ");
@@ -143,8 +141,8 @@ traffic_text (const TdmRunRecord *r)
 
       if (!tdm_run_record_bytes_per_step (r, d, &sent, &received))
         return g_strdup ("—");
-      out = g_format_size (sent);
-      in = g_format_size (received);
+      out = tdm_format_size ((gint64) sent, G_FORMAT_SIZE_DEFAULT);
+      in = tdm_format_size ((gint64) received, G_FORMAT_SIZE_DEFAULT);
       if (d > 0)
         g_string_append (text, " · ");
       g_string_append_printf (text, "↑ %s ↓ %s", out, in);

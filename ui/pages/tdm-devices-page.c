@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "tdm-batch-strip.h"
+#include "tdm-table-scroller.h"
 #include "tdm-format.h"
 #include "tdm-timeline.h"
 
@@ -93,16 +94,6 @@ cell (const char *text,
   return label;
 }
 
-/* g_format_size() says "0 bytes" in GLib's words, which need GLib's translations. */
-static char *
-traffic_text (guint64 bytes)
-{
-  if (bytes == 0)
-    /* Translators: no traffic on the Devices page's phase table */
-    return g_strdup (_("0 bytes"));
-  return g_format_size (bytes);
-}
-
 /* The share of the device's communication hidden under its backward pass: over the
  * window (which = 0) or in the last timed step (1). "—" where it communicated nothing. */
 static char *
@@ -131,14 +122,6 @@ tdm_devices_page_overlap_text (TdmDevicesPage *self,
   if (!isfinite (percent))
     return g_strdup ("—");
   return g_strdup_printf ("%.0f %%", percent);
-}
-
-static char *
-bytes_text (gint64 bytes)
-{
-  if (bytes < 0)
-    return g_strdup ("—");
-  return g_format_size_full ((guint64) bytes, G_FORMAT_SIZE_IEC_UNITS);
 }
 
 /* The device's mean milliseconds per step in the phase over the window. */
@@ -220,7 +203,7 @@ tdm_devices_page_fill_phases (TdmDevicesPage *self)
         for (int k = 0; k < 2; k++)
           if (self->bytes_cell[r][k] != NULL)
             {
-              g_autofree char *text = traffic_text (self->bytes[r][k]);
+              g_autofree char *text = tdm_format_size ((gint64) self->bytes[r][k], G_FORMAT_SIZE_DEFAULT);
 
               gtk_label_set_label (GTK_LABEL (self->bytes_cell[r][k]), text);
             }
@@ -291,7 +274,7 @@ tdm_devices_page_fill_phases (TdmDevicesPage *self)
       gtk_grid_attach (grid, header, column, 0, 1, 1);
       for (int r = 0; r < self->phase_replicas; r++)
         {
-          g_autofree char *text = traffic_text (self->bytes[r][k]);
+          g_autofree char *text = tdm_format_size ((gint64) self->bytes[r][k], G_FORMAT_SIZE_DEFAULT);
 
           self->bytes_cell[r][k] = cell (text, TRUE);
           gtk_grid_attach (grid, self->bytes_cell[r][k], column, r + 1, 1, 1);
@@ -356,21 +339,22 @@ tdm_devices_page_fill_memory (TdmDevicesPage *self)
       guint64 figures[] = { d->parameters, d->gradients, d->optimizer, d->activations,
                             d->workspace + d->communication, d->dataset, d->total };
       g_autofree char *name = NULL;
-      g_autofree char *peak = bytes_text (self->peak[r]);
+      g_autofree char *peak = tdm_format_size (self->peak[r], G_FORMAT_SIZE_IEC_UNITS);
 
       /* Translators: a row of the memory table: the device and its share of a batch */
       name = g_strdup_printf (_("%s · %d a step"), d->device, d->shard);
       gtk_grid_attach (grid, cell (name, FALSE), 0, r + 1, 1, 1);
       for (guint c = 0; c < G_N_ELEMENTS (figures); c++)
         {
-          g_autofree char *text = bytes_text (self->has_estimate ? (gint64) figures[c] : -1);
+          g_autofree char *text = tdm_format_size (self->has_estimate ? (gint64) figures[c] : -1,
+                                                  G_FORMAT_SIZE_IEC_UNITS);
 
           gtk_grid_attach (grid, cell (text, TRUE), c + 1, r + 1, 1, 1);
         }
       gtk_grid_attach (grid, cell (peak, TRUE), G_N_ELEMENTS (figures) + 1, r + 1, 1, 1);
       if (any_gpu)
         {
-          g_autofree char *in_use = bytes_text (self->device_peak[r]);
+          g_autofree char *in_use = tdm_format_size (self->device_peak[r], G_FORMAT_SIZE_IEC_UNITS);
 
           gtk_grid_attach (grid, cell (in_use, TRUE), G_N_ELEMENTS (figures) + 2, r + 1, 1, 1);
         }
@@ -802,6 +786,7 @@ tdm_devices_page_class_init (TdmDevicesPageClass *klass)
 
   g_type_ensure (TDM_TYPE_TIMELINE);
   g_type_ensure (TDM_TYPE_BATCH_STRIP);
+  g_type_ensure (TDM_TYPE_TABLE_SCROLLER);
   gtk_widget_class_set_template_from_resource (widget_class,
                                                "/io/github/tandem/Tandem/ui/tdm-devices-page.ui");
   gtk_widget_class_bind_template_child (widget_class, TdmDevicesPage, scroller);

@@ -32,6 +32,7 @@
 #include "tdm-run-export-info.h"
 #include "tdm-scaling-chart.h"
 #include "tdm-scaling-table.h"
+#include "tdm-table-scroller.h"
 
 #define DEFAULT_STEPS 200
 
@@ -49,7 +50,6 @@ struct _TdmScalingPage
   GtkWidget     *chart;
   GtkWidget     *table;
   GtkWidget     *table_scroller;
-  GtkWidget     *table_scrollbar;
 
   GCancellable  *cancellable;     /* of the run going, or NULL */
   guint          generation;      /* of the run going or last run */
@@ -678,6 +678,7 @@ tdm_scaling_page_class_init (TdmScalingPageClass *klass)
   gtk_widget_class_set_css_name (widget_class, "scalingpage");
 
   g_type_ensure (TDM_TYPE_SCALING_CHART);
+  g_type_ensure (TDM_TYPE_TABLE_SCROLLER);
   gtk_widget_class_set_template_from_resource (widget_class,
                                                "/io/github/tandem/Tandem/ui/tdm-scaling-page.ui");
   gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, scroller);
@@ -689,32 +690,15 @@ tdm_scaling_page_class_init (TdmScalingPageClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, cores_label);
   gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, chart);
   gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, table_scroller);
-  gtk_widget_class_bind_template_child (widget_class, TdmScalingPage, table_scrollbar);
-}
-
-/* The table's scrollbar shows while the table is wider than its room. */
-static void
-tdm_scaling_page_table_width_changed (GtkAdjustment  *hadjustment,
-                                      TdmScalingPage *self)
-{
-  gtk_widget_set_visible (self->table_scrollbar,
-                          gtk_adjustment_get_upper (hadjustment)
-                          > gtk_adjustment_get_page_size (hadjustment) + 0.5);
 }
 
 static void
 tdm_scaling_page_init (TdmScalingPage *self)
 {
-  GtkAdjustment *hadjustment;
-
   gtk_widget_init_template (GTK_WIDGET (self));
   gtk_spin_button_set_value (GTK_SPIN_BUTTON (self->steps_spin), DEFAULT_STEPS);
   self->table = tdm_scaling_table_new ();
-  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (self->table_scroller), self->table);
-  hadjustment = gtk_scrolled_window_get_hadjustment (GTK_SCROLLED_WINDOW (self->table_scroller));
-  gtk_scrollbar_set_adjustment (GTK_SCROLLBAR (self->table_scrollbar), hadjustment);
-  g_signal_connect_object (hadjustment, "changed",
-                           G_CALLBACK (tdm_scaling_page_table_width_changed), self, 0);
+  tdm_table_scroller_set_child (TDM_TABLE_SCROLLER (self->table_scroller), self->table);
   tdm_scaling_page_fill_table (self);
 }
 

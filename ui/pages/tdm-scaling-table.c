@@ -87,8 +87,7 @@ memory_text (const TdmScalingPoint *p)
   for (int d = 0; d < p->devices && d < TDM_MAX_REPLICAS; d++)
     {
       g_autofree char *size = p->memory_bytes[d] > 0
-                              ? g_format_size_full ((guint64) p->memory_bytes[d],
-                                                    G_FORMAT_SIZE_IEC_UNITS)
+                              ? tdm_format_size (p->memory_bytes[d], G_FORMAT_SIZE_IEC_UNITS)
                               : g_strdup ("—");
 
       if (d > 0)

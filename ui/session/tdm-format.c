@@ -44,6 +44,21 @@ tdm_format_count (double value)
 
 
 char *
+tdm_format_size (gint64           bytes,
+                 GFormatSizeFlags flags)
+{
+  guint64 unit = flags & G_FORMAT_SIZE_IEC_UNITS ? 1024 : 1000;
+
+  if (bytes < 0)
+    return g_strdup ("—");
+  if ((guint64) bytes < unit)
+    /* Translators: a size under a kilobyte, "0 bytes", "512 bytes" */
+    return g_strdup_printf (ngettext ("%u byte", "%u bytes", (gulong) bytes), (guint) bytes);
+  /* From a kilobyte on GLib writes a number and a unit symbol, no words. */
+  return g_format_size_full ((guint64) bytes, flags);
+}
+
+char *
 tdm_format_sentence (const char *message)
 {
   GString *out;

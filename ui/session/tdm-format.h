@@ -13,6 +13,13 @@ G_BEGIN_DECLS
  * none (the C locale); "—" for NaN and infinities. Free with g_free(). */
 char *tdm_format_count (double value);
 
+/* A size as the window shows it: "0 bytes", "512 bytes", "6.9 MiB" (GLib's units
+ * with `flags`, G_FORMAT_SIZE_IEC_UNITS or G_FORMAT_SIZE_DEFAULT), the words in the
+ * application's own translations rather than GLib's, which a system may lack; "—"
+ * for a negative (not known). Free with g_free(). */
+char *tdm_format_size (gint64           bytes,
+                       GFormatSizeFlags flags);
+
 /* A message as a sentence for the window: its first letter upper case, a full stop
  * at the end ("x: no such folder" → "X: no such folder."). Free with g_free(). */
 char *tdm_format_sentence (const char *message);
