@@ -9,6 +9,7 @@
 #include "tdm-cli-train.h"
 
 #include "tdm-checkpoint.h"
+#include "tdm-cli-experiment.h"
 #include "tdm-cli-guard.h"
 #include "tdm-cli-lr-find.h"
 #include "tdm-cli-printer.h"
@@ -404,3 +405,45 @@ tdm_cli_scaling_run(TdmCli *cli, const TdmConfig *config)
   return record_status;
 }
 
+
+/* compare, compare-strategies: nothing is saved, so Ctrl-C ends the experiment at once. */
+int
+tdm_cli_experiment_run(TdmCli *cli, const TdmConfig *config, TdmExperimentKind kind)
+{
+  const TdmCliSettings *o = &cli->settings;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmExperiment) experiment =
+    kind == TDM_EXPERIMENT_COMPARE ? tdm_experiment_new_compare(config, o->compare_steps, &error)
+                                   : tdm_experiment_new_strategies(config, o->compare_steps,
+                                                                   &error);
+  if (experiment == NULL)
+    return tdm_cli_fail(TDM_CLI_EXIT_BAD_INPUT, "--devices", error->message);
+  const TdmCliExperiment options = {
+    .json = o->json,
+    .quiet = o->quiet,
+    .record = o->record,
+    .history = o->history,
+  };
+  g_autoptr(GCancellable) cancellable = g_cancellable_new();
+  GThread *watch = NULL;
+  g_atomic_int_set(&training_started, 1);
+  if (interrupts_install())
+    watch = g_thread_new("tdm-interrupt", interrupt_watch, cancellable);
+  gboolean stepped = FALSE;
+  int record_status = 0;
+  gboolean ok = tdm_cli_experiment(experiment, &options, cancellable, &stepped, &record_status,
+                                   &error);
+  if (watch) {
+    (void)!write(wake_pipe[1], "q", 1);
+    g_thread_join(watch);
+  }
+  if (record_status == TDM_CLI_EXIT_BAD_INPUT)
+    return TDM_CLI_EXIT_BAD_INPUT;
+  if (!ok) {
+    int status = exit_status_for(error, stepped);
+    if (status == TDM_CLI_EXIT_INTERRUPTED)
+      return status;
+    return tdm_cli_fail(status, flag_of(error, stepped, FALSE), error->message);
+  }
+  return record_status;
+}

@@ -130,10 +130,11 @@ photo_augmentation(TdmTrainer *t, int r, GError **error)
   if (!on)
     return TRUE;
   if (!tdm_backend_has_gather_photo(t->backends[r]) || t->net->in_c > 4) {
+    char device[TDM_DEVICE_NAME_MAX];
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE,
                 _("%s: photo augmentation (--resized-crop, --jitter, --erase) is not available "
                   "on this device for %d-channel samples"),
-                cfg->devices[t->rank0 + r], t->net->in_c);
+                tdm_device_id_name(cfg->devices[t->rank0 + r], device), t->net->in_c);
     return FALSE;
   }
   rep->photo = TRUE;

@@ -63,9 +63,16 @@ void      tdm_run_set_resume_path (TdmRun       *self,
                                    const char   *path);
 
 /* Before start: keep a copy of the main replica's parameters when the run ends, for
- * "compare with one device". */
+ * an experiment's reducer ("compare with one device"). */
 void      tdm_run_set_keep_parameters (TdmRun   *self,
                                        gboolean  keep);
+/* Before start: `observer` is handed every event first, on the worker thread as the
+ * trainer sends it (an experiment's meter times them there); `user_data` is kept
+ * until the thread has ended, then given to `destroy` (may be NULL). */
+void      tdm_run_set_observer        (TdmRun         *self,
+                                       TdmEventSink    observer,
+                                       gpointer        user_data,
+                                       GDestroyNotify  destroy);
 /* Once done: the kept parameters (NULL when not kept or never built). */
 const float *tdm_run_get_parameters   (TdmRun   *self,
                                        size_t   *count);

@@ -227,7 +227,7 @@ tdm_window_resume (TdmWindow  *self,
   /* Translators: the name of a resumed run in the history; %s the checkpoint's file */
   name = g_strdup_printf (_("Resumed: %s"), base);
   tdm_devices_page_clear (self->devices_page);
-  return tdm_window_launch (self, config, name, FALSE, checkpoint);
+  return tdm_window_launch (self, config, name, NULL, checkpoint);
 }
 
 static void
