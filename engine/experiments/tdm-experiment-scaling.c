@@ -225,22 +225,6 @@ tdm_experiment_set_point_sink(TdmExperiment *e, TdmScalingSink sink, gpointer us
   s->sink_data = user_data;
 }
 
-const TdmScalingPoint *
-tdm_experiment_get_points(const TdmExperiment *e, int *count)
-{
-  g_return_val_if_fail(e != NULL && e->kind == TDM_EXPERIMENT_SCALING, NULL);
-  const Scaling *s = (const Scaling *)e;
-  *count = (int)s->points->len;
-  return (const TdmScalingPoint *)(void *)s->points->data;
-}
-
-TdmScalingMode
-tdm_experiment_get_scaling_mode(const TdmExperiment *e)
-{
-  g_return_val_if_fail(e != NULL && e->kind == TDM_EXPERIMENT_SCALING, TDM_SCALING_STRONG);
-  return ((const Scaling *)e)->mode;
-}
-
 gboolean
 tdm_scaling_run(const TdmConfig *config, TdmScalingMode mode, long steps, TdmScalingSink sink,
                 gpointer user_data, GCancellable *cancellable, GError **error)

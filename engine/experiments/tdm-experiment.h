@@ -97,12 +97,9 @@ gboolean tdm_experiment_is_complete (const TdmExperiment *experiment);
 char *tdm_experiment_dup_result (const TdmExperiment *experiment);
 
 /* Scaling: each point once measured, on the thread that reduces (set before the first
- * training); and the points so far. */
+ * training). */
 void tdm_experiment_set_point_sink (TdmExperiment *experiment, TdmScalingSink sink,
                                     gpointer user_data);
-const TdmScalingPoint *tdm_experiment_get_points (const TdmExperiment *experiment,
-                                                  int *count);
-TdmScalingMode tdm_experiment_get_scaling_mode (const TdmExperiment *experiment);
 
 /* Compare with one device, once complete: the relative difference of the two runs'
  * parameters (tdm_compare_parameters), and how many values differ in any bit; NaN

@@ -696,14 +696,6 @@ tdm_history_view_new (TdmHistoryStore *store)
   return GTK_WIDGET (self);
 }
 
-TdmHistoryStore *
-tdm_history_view_get_store (TdmHistoryView *self)
-{
-  g_return_val_if_fail (TDM_IS_HISTORY_VIEW (self), NULL);
-
-  return self->store;
-}
-
 int
 tdm_history_view_get_compare_steps (TdmHistoryView *self)
 {

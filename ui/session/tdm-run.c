@@ -648,14 +648,6 @@ tdm_run_get_paused (TdmRun *self)
 }
 
 gboolean
-tdm_run_is_running (TdmRun *self)
-{
-  g_return_val_if_fail (TDM_IS_RUN (self), FALSE);
-
-  return self->running;
-}
-
-gboolean
 tdm_run_is_stopping (TdmRun *self)
 {
   g_return_val_if_fail (TDM_IS_RUN (self), FALSE);
@@ -798,14 +790,6 @@ tdm_run_set_pace (TdmRun *self,
   if (self->shared->trainer != NULL)
     tdm_trainer_set_pace (self->shared->trainer, steps_per_second);
   g_mutex_unlock (&self->shared->lock);
-}
-
-double
-tdm_run_get_pace (TdmRun *self)
-{
-  g_return_val_if_fail (TDM_IS_RUN (self), 0);
-
-  return self->pace;
 }
 
 void

@@ -31,7 +31,6 @@ void      tdm_run_stop       (TdmRun           *self);
 void      tdm_run_set_paused (TdmRun           *self,
                               gboolean          paused);
 gboolean  tdm_run_get_paused (TdmRun           *self);
-gboolean  tdm_run_is_running (TdmRun           *self);
 gboolean  tdm_run_is_stopping (TdmRun          *self);
 
 /* Before start. Keeps the run in the history: the recorder (taken) is fed every
@@ -83,7 +82,6 @@ const TdmDatasetPair *tdm_run_get_dataset (TdmRun *self);
 /* At most this many steps a second (0: as fast as it goes), before or during the run. */
 void      tdm_run_set_pace   (TdmRun           *self,
                               double            steps_per_second);
-double    tdm_run_get_pace   (TdmRun           *self);
 /* One step at a time: pauses a running run, and lets a paused one take one step. */
 void      tdm_run_single_step (TdmRun          *self);
 
