@@ -823,3 +823,9 @@ tdm_run_set_resume_path (TdmRun     *self,
   g_free (self->resume_path);
   self->resume_path = g_strdup (path);
 }
+
+char *
+tdm_run_last_network_path (void)
+{
+  return g_build_filename (g_get_user_data_dir (), "tandem", "last-run.safetensors", NULL);
+}

@@ -85,6 +85,10 @@ void      tdm_run_set_pace   (TdmRun           *self,
 /* One step at a time: pauses a running run, and lets a paused one take one step. */
 void      tdm_run_single_step (TdmRun          *self);
 
+/* Where the window's runs save their checkpoint, so the last run can classify:
+ * g_get_user_data_dir()/tandem/last-run.safetensors. */
+char     *tdm_run_last_network_path (void);
+
 /* Worker threads started and not yet joined, in this process: for tests. */
 guint     tdm_run_get_n_threads (void);
 

@@ -103,7 +103,7 @@ tdm_window_get_run_checkpoint (TdmWindow *self)
   newest = tdm_history_newest_weights (tdm_window_runs_history (self));
   if (newest != NULL)
     return g_steal_pointer (&newest);
-  last = tdm_classify_view_last_run_path ();
+  last = tdm_run_last_network_path ();
   if (g_file_test (last, G_FILE_TEST_IS_REGULAR))
     return g_steal_pointer (&last);
   return NULL;
