@@ -218,19 +218,42 @@ tdm_window_start_experiment (TdmWindow     *self,
     tdm_window_set_page (self, page);
 }
 
-/* The settings for a comparison, `steps` steps a run; NULL once the error is shown. */
-static TdmConfig *
-tdm_window_comparison_config (TdmWindow *self)
+/* Starts the comparison of `kind` of the settings as they stand, showing `page`;
+ * says why not when it cannot start. */
+static void
+tdm_window_compare (TdmWindow         *self,
+                    TdmExperimentKind  kind,
+                    const char        *page)
 {
+  g_autoptr(TdmConfig) config = NULL;
   g_autoptr(GError) error = NULL;
-  TdmConfig *config;
+  TdmExperiment *experiment = NULL;
+  int steps = tdm_history_view_get_compare_steps (TDM_HISTORY_VIEW (self->history_view));
 
   if (self->run != NULL || tdm_window_get_experimenting (self))
-    return NULL;
+    return;
   config = tdm_run_form_build_config (self->sidebar, &error);
-  if (config == NULL)
-    tdm_window_show_error (self, _("The comparison cannot start."), error->message);
-  return config;
+  if (config != NULL)
+    experiment = kind == TDM_EXPERIMENT_COMPARE
+                 ? tdm_experiment_new_compare (config, steps, &error)
+                 : tdm_experiment_new_strategies (config, steps, &error);
+  if (experiment == NULL)
+    {
+      tdm_window_show_error (self, _("The comparison cannot start."), error->message);
+      return;
+    }
+  if (kind == TDM_EXPERIMENT_COMPARE)
+    {
+      self->compare_difference = NAN;
+      /* Earlier overlays would only blur the two curves being compared. */
+      for (guint i = 0; i < g_list_model_get_n_items (G_LIST_MODEL (self->history)); i++)
+        {
+          g_autoptr(TdmRunItem) item = g_list_model_get_item (G_LIST_MODEL (self->history), i);
+
+          tdm_run_item_set_overlay (item, FALSE);
+        }
+    }
+  tdm_window_start_experiment (self, experiment, page);
 }
 
 void
@@ -238,30 +261,8 @@ tdm_window_compare_one_device (GtkWidget  *widget,
                                const char *action_name,
                                GVariant   *parameter)
 {
-  TdmWindow *self = TDM_WINDOW (widget);
-  g_autoptr(TdmConfig) config = tdm_window_comparison_config (self);
-  g_autoptr(GError) error = NULL;
-  TdmExperiment *experiment;
-  int steps = tdm_history_view_get_compare_steps (TDM_HISTORY_VIEW (self->history_view));
-
-  if (config == NULL)
-    return;
-  experiment = tdm_experiment_new_compare (config, steps, &error);
-  if (experiment == NULL)
-    {
-      tdm_window_show_error (self, _("The comparison cannot start."), error->message);
-      return;
-    }
-  self->compare_difference = NAN;
-  /* Earlier overlays would only blur the two curves being compared. */
-  for (guint i = 0; i < g_list_model_get_n_items (G_LIST_MODEL (self->history)); i++)
-    {
-      g_autoptr(TdmRunItem) item = g_list_model_get_item (G_LIST_MODEL (self->history), i);
-
-      tdm_run_item_set_overlay (item, FALSE);
-    }
   /* The two curves are the point: show them. */
-  tdm_window_start_experiment (self, experiment, "charts");
+  tdm_window_compare (TDM_WINDOW (widget), TDM_EXPERIMENT_COMPARE, "charts");
 }
 
 void
@@ -269,22 +270,8 @@ tdm_window_compare_strategies (GtkWidget  *widget,
                                const char *action_name,
                                GVariant   *parameter)
 {
-  TdmWindow *self = TDM_WINDOW (widget);
-  g_autoptr(TdmConfig) config = tdm_window_comparison_config (self);
-  g_autoptr(GError) error = NULL;
-  TdmExperiment *experiment;
-  int steps = tdm_history_view_get_compare_steps (TDM_HISTORY_VIEW (self->history_view));
-
-  if (config == NULL)
-    return;
-  experiment = tdm_experiment_new_strategies (config, steps, &error);
-  if (experiment == NULL)
-    {
-      tdm_window_show_error (self, _("The comparison cannot start."), error->message);
-      return;
-    }
   /* The timeline is the point: show it. */
-  tdm_window_start_experiment (self, experiment, "devices");
+  tdm_window_compare (TDM_WINDOW (widget), TDM_EXPERIMENT_STRATEGIES, "devices");
 }
 
 /* The settings changed: a comparison of another network than the one chosen now is
