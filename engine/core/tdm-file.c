@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-file.c — refuses what is not a regular file before reading from it, reads it
  * whole, mapped or by lines under the caller's limits, tells whether two paths are one
- * file, makes the locked temporaries files are replaced through and writes a buffer
- * whole (tdm-file.h). Not a parser. */
+ * file, makes the locked temporaries files are replaced through, writes a buffer whole
+ * and replaces a file's contents through them (tdm-file.h). Not a parser. */
 #include "tdm-file.h"
 #include "tdm-i18n.h"
 
@@ -494,6 +494,32 @@ tdm_file_create_temp(const char *dir, const char *base, char **tmp_path_out)
   return -1;
 }
 
+int
+tdm_file_create_temp_beside(const char *path, char **tmp_path)
+{
+  g_autofree char *dir = g_path_get_dirname(path);
+  g_autofree char *base = g_path_get_basename(path);
+  tdm_file_remove_stale_temps(dir, base);
+  return tdm_file_create_temp(dir, base, tmp_path);
+}
+
+int
+tdm_file_commit_temp(int fd, gboolean written, const char *tmp_path, const char *path,
+                     gboolean *rename_failed)
+{
+  int err = written ? 0 : (errno != 0 ? errno : EIO);
+  if (close(fd) != 0 && err == 0)
+    err = errno;
+  if (err == 0 && g_rename(tmp_path, path) != 0) {
+    err = errno;
+    if (rename_failed != NULL)
+      *rename_failed = TRUE;
+  }
+  if (err != 0)
+    g_unlink(tmp_path);
+  return err;
+}
+
 gboolean
 tdm_file_write_all(int fd, const void *data, gsize bytes)
 {
@@ -511,4 +537,62 @@ tdm_file_write_all(int fd, const void *data, gsize bytes)
     bytes -= (gsize)n;
   }
   return TRUE;
+}
+
+gboolean
+tdm_file_check_replaceable(const char *path, const char *label, TdmEngineError code,
+                           GError **error)
+{
+  g_return_val_if_fail(path != NULL, FALSE);
+  g_autofree char *why = NULL;
+  struct stat st;
+  if (lstat(path, &st) != 0) {
+    if (errno == ENOENT)
+      return TRUE;
+    why = g_strdup(g_strerror(errno));
+  } else if (S_ISLNK(st.st_mode)) {
+    g_autofree char *target = g_file_read_link(path, NULL);
+    const char *to = target != NULL ? target : _("nowhere");
+    if (stat(path, &st) != 0)
+      why = g_strdup_printf(_("a dangling symbolic link (to %s), neither written through "
+                              "nor replaced"), to);
+    else
+      why = g_strdup_printf(_("a symbolic link (to %s), neither written through nor "
+                              "replaced"), to);
+  } else if (!S_ISREG(st.st_mode)) {
+    why = g_strdup(kind_of(st.st_mode));
+  }
+  if (why == NULL)
+    return TRUE;
+  refuse(error, code, label != NULL ? label : "", path, why);
+  return FALSE;
+}
+
+gboolean
+tdm_file_replace_contents(const char *path, const void *data, gsize size, const char *label,
+                          TdmEngineError code, GError **error)
+{
+  g_return_val_if_fail(path != NULL && (data != NULL || size == 0), FALSE);
+  if (label == NULL)
+    label = "";
+  if (!tdm_file_check_replaceable(path, label, code, error))
+    return FALSE;
+  g_autofree char *tmp_path = NULL;
+  int fd = tdm_file_create_temp_beside(path, &tmp_path);
+  if (fd < 0) {
+    g_autofree char *dir = g_path_get_dirname(path);
+    g_autofree char *text = g_strdup_printf(_("cannot create a temporary file in %s: %s"), dir,
+                                            g_strerror(errno));
+    refuse(error, code, label, path, text);
+    return FALSE;
+  }
+  /* The rename replaces whatever took the name since the look above (a link included)
+   * without following it. */
+  int err = tdm_file_commit_temp(fd, tdm_file_write_all(fd, data, size), tmp_path, path,
+                                 NULL);
+  if (err != 0) {
+    g_autofree char *text = g_strdup_printf(_("cannot write: %s"), g_strerror(err));
+    refuse(error, code, label, path, text);
+  }
+  return err == 0;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-file.h — the one way Tandem reads a file a person names (datasets, checkpoints,
  * --init weights, --config, run files) without trusting what it is, the one test of
- * whether two output paths are the same file, and the one loop that writes a buffer
+ * whether two output paths are the same file, and the one way a file is replaced
  * whole.
  *
  * A FIFO opened for reading blocks until a writer comes, a device may never end, and
@@ -12,6 +12,9 @@
  * under a size cap, a read-only mapping (nothing copied until it is used), and lines
  * streamed under a line-length cap. Every message names the file and, where a limit
  * was met, the limit. Not a parser: callers parse what they read.
+ *
+ * For writing: the locked temporaries files are replaced through, the loop that
+ * writes a buffer whole, and on top of them the writer that replaces a file.
  */
 #pragma once
 
@@ -86,8 +89,33 @@ gboolean tdm_file_present (const char *path);
 int tdm_file_create_temp (const char *dir, const char *base, char **tmp_path);
 void tdm_file_remove_stale_temps (const char *dir, const char *base);
 
+/* Both for path: its dead writers' temporaries removed, a new one made beside it. */
+int tdm_file_create_temp_beside (const char *path, char **tmp_path);
+
+/* Closes fd, a temporary from tdm_file_create_temp that the caller wrote (`written`:
+ * whether every write went through, errno saying why not), and renames it over path;
+ * on any failure removes it. 0, or the errno of the first failure (*rename_failed,
+ * when not NULL, set TRUE when it was the rename's). */
+int tdm_file_commit_temp (int fd, gboolean written, const char *tmp_path, const char *path,
+                          gboolean *rename_failed);
+
 /* Writes all `bytes` of data to fd, going on after an interrupted or short write;
  * FALSE with errno set when a write fails (EIO for one that writes nothing). */
 gboolean tdm_file_write_all (int fd, const void *data, gsize bytes);
+
+/* Whether path may be replaced by tdm_file_replace_contents: absent or a regular file.
+ * A symbolic link, dangling or not, is refused rather than written through or
+ * replaced, and so is a folder, a FIFO or a device: FALSE with one error
+ * ("<label><path>: a dangling symbolic link (to …), neither written through nor
+ * replaced"). */
+gboolean tdm_file_check_replaceable (const char *path, const char *label,
+                                     TdmEngineError code, GError **error);
+
+/* Replaces the file at path, when tdm_file_check_replaceable allows, with size bytes
+ * of data written to a temporary beside it (tdm_file_create_temp) and renamed over it:
+ * a reader sees the old file or the new one. Not flushed to disk: for files whose loss
+ * costs a rebuild, not work. */
+gboolean tdm_file_replace_contents (const char *path, const void *data, gsize size,
+                                    const char *label, TdmEngineError code, GError **error);
 
 G_END_DECLS

@@ -12,6 +12,7 @@
 #include "tdm-error.h"
 #include "tdm-i18n.h"
 
+#include <stdatomic.h>
 #include <string.h>
 #include <zlib.h>
 
@@ -326,20 +327,60 @@ crc_of(const guint8 *p, guint64 n)
   return (guint32)crc;
 }
 
-static guint8 *
-inflate_entry(const TdmZip *zip, const TdmZipEntry *e, GError **error)
+static gpointer
+crc_failed(const TdmZipEntry *e, GError **error)
 {
-  guint8 *out = g_try_malloc(MAX(e->size, 1));
+  return zip_fail(error, _("entry “%s” does not match its CRC-32 (the file is damaged)"),
+                  e->name);
+}
+
+/* Bytes before a range are inflated here and dropped. */
+#define SKIP_BUFFER ((guint64)256 * 1024)
+
+static _Atomic guint64 peak_bytes;
+
+static void
+note_bytes(guint64 bytes)
+{
+  guint64 seen = atomic_load(&peak_bytes);
+  while (bytes > seen && !atomic_compare_exchange_weak(&peak_bytes, &seen, bytes))
+    ;
+}
+
+guint64
+tdm_zip_peak_bytes(gboolean reset)
+{
+  return reset ? atomic_exchange(&peak_bytes, 0) : atomic_load(&peak_bytes);
+}
+
+/* Bytes [from, from + length) of a deflated entry, inflated as a stream: what comes
+ * before them passes through a small buffer, and the stream stops once they are out,
+ * so a view of a few values costs those values, however large the storage. What is
+ * checked: zlib's own consistency of every block inflated, and, when the range runs to
+ * the entry's end (the whole stream was inflated), that the stream ends there and the
+ * entry's CRC-32 over every byte. A range that ends earlier leaves the rest of the
+ * stream unread, so its CRC cannot be checked: damage after the range goes unseen,
+ * and so can damage within it that still inflates. */
+static guint8 *
+inflate_range(const TdmZip *zip, const TdmZipEntry *e, guint64 from, guint64 length,
+              GError **error)
+{
+  guint64 goal = from + length;
+  gboolean whole = goal == e->size;
+  guint8 *out = g_try_malloc(MAX(length, 1));
   if (out == NULL)
-    return zip_fail(error, "entry “%s”: no memory to inflate its %" G_GUINT64_FORMAT
-                           " bytes", e->name, e->size);
+    return zip_fail(error, "entry “%s”: no memory to inflate %" G_GUINT64_FORMAT " bytes",
+                    e->name, length);
+  g_autofree guint8 *skip = from > 0 ? g_malloc(SKIP_BUFFER) : NULL;
+  note_bytes(MAX(length, 1) + (skip != NULL ? SKIP_BUFFER : 0));
   z_stream z = {0};
   if (inflateInit2(&z, -MAX_WBITS) != Z_OK) {
     g_free(out);
     return zip_fail(error, _("entry “%s”: zlib cannot start"), e->name);
   }
   const guint8 *in = zip->data + e->offset;
-  guint64 in_left = e->compressed_size, out_done = 0;
+  guint64 in_left = e->compressed_size, done = 0;
+  uLong crc = crc32(0L, Z_NULL, 0);
   int status = Z_OK;
   while (status == Z_OK) {
     if (z.avail_in == 0 && in_left > 0) {
@@ -348,37 +389,73 @@ inflate_entry(const TdmZip *zip, const TdmZipEntry *e, GError **error)
       in += z.avail_in;
       in_left -= z.avail_in;
     }
-    /* Room for one byte past the declared size, so a stream that is longer than the
-     * directory says is caught rather than cut short. */
-    guint8 spare;
-    if (out_done < e->size) {
-      z.next_out = out + out_done;
-      z.avail_out = (uInt)MIN(e->size - out_done, ZLIB_PIECE);
+    /* Past the range: room for one byte more when the whole stream is read, so a
+     * stream longer than the directory says is caught rather than cut short. */
+    guint8 spare, *to;
+    uInt room;
+    if (done < from) {
+      to = skip;
+      room = (uInt)MIN(from - done, SKIP_BUFFER);
+    } else if (done < goal) {
+      to = out + (done - from);
+      room = (uInt)MIN(goal - done, ZLIB_PIECE);
+    } else if (whole) {
+      to = &spare;
+      room = 1;
     } else {
-      z.next_out = &spare;
-      z.avail_out = 1;
+      break;
     }
-    uInt before = z.avail_out;
+    z.next_out = to;
+    z.avail_out = room;
     status = inflate(&z, Z_NO_FLUSH);
-    guint64 made = before - z.avail_out;
-    if (out_done >= e->size && made > 0) {
+    guint64 made = room - z.avail_out;
+    if (done >= goal && made > 0) {
       status = Z_DATA_ERROR;
       break;
     }
-    out_done += made;
+    if (whole)
+      crc = crc32(crc, to, (uInt)made);
+    done += made;
     if (status == Z_BUF_ERROR && z.avail_in == 0 && in_left == 0)
       break;
     if (status == Z_BUF_ERROR)
       status = Z_OK;
   }
   inflateEnd(&z);
-  if (status != Z_STREAM_END || out_done != e->size) {
+  gboolean ok = whole ? status == Z_STREAM_END && done == e->size
+                      : (status == Z_OK || status == Z_STREAM_END) && done == goal;
+  if (!ok) {
     g_free(out);
     return zip_fail(error, "entry “%s”: its deflated data is damaged or does not inflate "
-                             "to the %" G_GUINT64_FORMAT " bytes the directory says",
+                           "to the %" G_GUINT64_FORMAT " bytes the directory says",
                     e->name, e->size);
   }
+  if (whole && (guint32)crc != e->crc32) {
+    g_free(out);
+    return crc_failed(e, error);
+  }
   return out;
+}
+
+const guint8 *
+tdm_zip_read_range(TdmZip *zip, const TdmZipEntry *e, guint64 from, guint64 length,
+                   guint64 max_size, guint8 **owned, GError **error)
+{
+  g_return_val_if_fail(zip != NULL && e != NULL && owned != NULL, NULL);
+  g_return_val_if_fail(from <= e->size && length <= e->size - from, NULL);
+  *owned = NULL;
+  if (length > max_size)
+    return zip_fail(error, "entry “%s”: %" G_GUINT64_FORMAT " of its bytes are asked for, "
+                           "more than the %" G_GUINT64_FORMAT " a read may take",
+                    e->name, length, max_size);
+  if (e->deflated)
+    return *owned = inflate_range(zip, e, from, length, error);
+  /* A stored entry is read in place: its CRC covers the whole entry at the cost of
+   * reading it, not of memory. */
+  const guint8 *bytes = zip->data + e->offset;
+  if (crc_of(bytes, e->size) != e->crc32)
+    return crc_failed(e, error);
+  return bytes + from;
 }
 
 const guint8 *
@@ -390,17 +467,5 @@ tdm_zip_read(TdmZip *zip, const TdmZipEntry *e, guint64 max_size, guint8 **owned
   if (e->size > max_size)
     return zip_fail(error, "entry “%s” holds %" G_GUINT64_FORMAT " bytes, more than the %"
                            G_GUINT64_FORMAT " it may", e->name, e->size, max_size);
-  const guint8 *bytes = zip->data + e->offset;
-  if (e->deflated) {
-    *owned = inflate_entry(zip, e, error);
-    if (*owned == NULL)
-      return NULL;
-    bytes = *owned;
-  }
-  if (crc_of(bytes, e->size) != e->crc32) {
-    g_clear_pointer(owned, g_free);
-    return zip_fail(error, _("entry “%s” does not match its CRC-32 (the file is damaged)"),
-                    e->name);
-  }
-  return bytes;
+  return tdm_zip_read_range(zip, e, 0, e->size, max_size, owned, error);
 }

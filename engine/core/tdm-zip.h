@@ -5,9 +5,10 @@
  * The central directory is read and every field checked against the archive's size
  * before anything is trusted: offsets, sizes, name lengths, the local headers they
  * point to, zip64's larger fields. Entries are stored (what PyTorch writes) or
- * deflated (inflated with zlib, to the size the directory declares and no more);
- * encrypted entries, other methods, archives split over disks and duplicate names
- * are refused. Each entry's CRC-32 is checked when it is read. Messages say what is
+ * deflated (inflated with zlib, to the size the directory declares and no more, or
+ * only as far as a range of it that is asked for); encrypted entries, other methods,
+ * archives split over disks and duplicate names are refused. An entry's CRC-32 is
+ * checked when it is read whole (tdm_zip_read_range says when else). Messages say what is
  * wrong, not which file: the caller names it. Not a writer, and not a file reader
  * (the caller maps the file).
  */
@@ -46,6 +47,20 @@ const TdmZipEntry *tdm_zip_find (TdmZip *zip, const char *name);
  * larger than max_size is refused before anything is inflated. */
 const guint8 *tdm_zip_read (TdmZip *zip, const TdmZipEntry *entry, guint64 max_size,
                             guint8 **owned, GError **error);
+
+/* Bytes [from, from + length) of the entry (which must lie within it), the way
+ * tdm_zip_read reads it, but a deflated entry is inflated only up to the range's end,
+ * into a buffer of length bytes (what comes before passes through a small one): its
+ * CRC-32 is then checked only when the range reaches the entry's end; a stored entry's
+ * CRC-32 is always checked (in place). A range longer than max_size is refused. */
+const guint8 *tdm_zip_read_range (TdmZip *zip, const TdmZipEntry *entry, guint64 from,
+                                  guint64 length, guint64 max_size, guint8 **owned,
+                                  GError **error);
+
+/* The most bytes one read has allocated, over the process's reads since the last
+ * reset (reset TRUE returns it and starts again): for tests, to show what a hostile
+ * entry costs. */
+guint64 tdm_zip_peak_bytes (gboolean reset);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmZip, tdm_zip_free)
 

@@ -8,9 +8,10 @@
  * read by tdm-pickle.c, which runs nothing; here each view is checked against its
  * storage's entry, and its values are read out of the mapped file only when they are
  * asked for, as float32 (float16, bfloat16, float64 and int64 converted): a tensor
- * the network does not use is never read, inflated or copied. Older files (a bare pickle stream) and TorchScript archives are named
- * as such. Not the safetensors reader (tdm-checkpoint.c), which hands these files
- * over.
+ * the network does not use is never read, inflated or copied, and a view of a deflated
+ * storage inflates only the bytes it spans. Older files (a bare pickle stream) and
+ * TorchScript archives are named as such. Not the safetensors reader
+ * (tdm-checkpoint.c), which hands these files over.
  */
 #include "tdm-bf16.h"
 #include "tdm-checkpoint-private.h"
@@ -22,7 +23,8 @@
 #include <math.h>
 #include <string.h>
 
-/* A deflated storage is inflated into memory when read; stored ones are read in place. */
+/* What a view of a deflated storage may span (that much is inflated into memory when
+ * it is read); stored storages are read in place. */
 #define MAX_INFLATED ((guint64)1 << 32)
 
 gboolean
@@ -109,9 +111,11 @@ view_extent(const TdmPickleTensor *t, guint64 *elements, guint64 *last)
   return TRUE;
 }
 
-/* The view's elements, in row-major order, as floats. */
+/* The view's elements, in row-major order, as floats, from the storage's bytes that
+ * start at its element `first`. */
 static float *
-gather(const TdmPickleTensor *t, const guint8 *storage, guint64 elements, gboolean big_endian)
+gather(const TdmPickleTensor *t, const guint8 *window, gint64 first, guint64 elements,
+       gboolean big_endian)
 {
   float *out = g_try_new(float, MAX(elements, 1));
   if (out == NULL)
@@ -119,10 +123,10 @@ gather(const TdmPickleTensor *t, const guint8 *storage, guint64 elements, gboole
   int width = tdm_pickle_dtype_size(t->dtype);
   gint64 index[TDM_PICKLE_MAX_RANK] = {0};
   for (guint64 i = 0; i < elements; i++) {
-    gint64 at = t->offset;
+    gint64 at = t->offset - first;
     for (int d = 0; d < t->rank; d++)
       at += index[d] * t->stride[d];
-    out[i] = element(storage + at * width, t->dtype, big_endian);
+    out[i] = element(window + at * width, t->dtype, big_endian);
     for (int d = t->rank - 1; d >= 0; d--) {
       if (++index[d] < t->shape[d])
         break;
@@ -168,27 +172,32 @@ source_free(gpointer p)
   g_free(s);
 }
 
-/* A tensor's values, read when they are asked for: its storage is read (its CRC
- * checked, inflated when deflated) and the view gathered as floats. The caller's
- * message names the file. */
+/* A tensor's values, read when they are asked for: the bytes of its storage that the
+ * view spans are read (inflated only that far when deflated, the CRC checked as
+ * tdm_zip_read_range says) and the view gathered as floats. The caller's message names
+ * the file. */
 static float *
 read_source(gpointer data, GError **error)
 {
   Source *s = data;
   Archive *a = s->archive;
   const TdmZipEntry *entry = tdm_zip_find(a->zip, s->entry_name);
+  guint64 elements, last;
+  view_extent(&s->view, &elements, &last);
+  guint64 width = (guint64)tdm_pickle_dtype_size(s->view.dtype);
+  guint64 from = elements > 0 ? (guint64)s->view.offset * width : 0;
+  guint64 length = elements > 0 ? (last - (guint64)s->view.offset + 1) * width : 0;
   g_autofree guint8 *owned = NULL;
   g_autoptr(GError) local = NULL;
-  const guint8 *bytes = tdm_zip_read(a->zip, entry, entry->deflated ? MAX_INFLATED : G_MAXUINT64,
-                                     &owned, &local);
+  const guint8 *bytes = tdm_zip_read_range(a->zip, entry, from, length,
+                                           entry->deflated ? MAX_INFLATED : G_MAXUINT64,
+                                           &owned, &local);
   if (bytes == NULL) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT, _("tensor “%s”: %s"),
                 s->name, local->message);
     return NULL;
   }
-  guint64 elements, last;
-  view_extent(&s->view, &elements, &last);
-  float *values = gather(&s->view, bytes, elements, a->big_endian);
+  float *values = gather(&s->view, bytes, s->view.offset, elements, a->big_endian);
   if (values == NULL)
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT,
                 _("tensor “%s”: no memory for its %lld values"), s->name, (long long)elements);

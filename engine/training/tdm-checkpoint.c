@@ -404,11 +404,8 @@ tdm_checkpoint_save(TdmCheckpoint *ckpt, const char *path, GError **error)
 
   if (!refuse_dangling(path, error))
     return FALSE;
-  g_autofree char *dir = g_path_get_dirname(path);
-  g_autofree char *base = g_path_get_basename(path);
-  tdm_file_remove_stale_temps(dir, base);
   g_autofree char *tmp_path = NULL;
-  int fd = tdm_file_create_temp(dir, base, &tmp_path);
+  int fd = tdm_file_create_temp_beside(path, &tmp_path);
   if (fd < 0)
     return save_failed(error, path, _("create a temporary file in its folder"), errno);
 
@@ -425,23 +422,14 @@ tdm_checkpoint_save(TdmCheckpoint *ckpt, const char *path, GError **error)
     what = "flush it to disk";
     ok = FALSE;
   }
-  int err = errno;
-  if (close(fd) != 0 && ok) {
-    err = errno;
-    ok = FALSE;
-  }
-  if (ok && g_rename(tmp_path, path) != 0) {
-    err = errno;
-    what = "replace it";
-    ok = FALSE;
-  }
-  if (!ok) {
-    g_unlink(tmp_path);
-    return save_failed(error, path, what, err);
-  }
+  gboolean renaming = FALSE;
+  int err = tdm_file_commit_temp(fd, ok, tmp_path, path, &renaming);
+  if (err != 0)
+    return save_failed(error, path, renaming ? "replace it" : what, err);
 
   /* The rename itself lives in the folder: sync it too, so a power cut after we
    * return still finds the new checkpoint. Failure here loses durability only. */
+  g_autofree char *dir = g_path_get_dirname(path);
   int dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd >= 0) {
     (void)fsync(dir_fd);

@@ -7,13 +7,15 @@
  * by byte: a well-formed one, and each hostile or damaged variant (a global such as
  * os.system, a REDUCE of anything else, opcodes a state_dict never uses, lying sizes
  * and views, deep nesting, every truncation, damaged CRCs, encryption, other
- * compression) refused with a message that names what is wrong. Without python3-torch
- * the torch.save half skips and says so.
+ * compression) refused with a message that names what is wrong, and a view of a few
+ * values in a deflated storage of 1 GiB read at the cost of those values. Without
+ * python3-torch the torch.save half skips and says so.
  */
 #define _GNU_SOURCE   /* memmem */
 #include "tdm-checkpoint.h"
 #include "tdm-error.h"
 #include "tdm-pickle.h"
+#include "tdm-zip.h"
 #include "checkpoint-compare.h"
 #include "remove-tree.h"
 
@@ -272,6 +274,9 @@ typedef struct {
   const void *data;
   gsize size;
   gboolean deflate;
+  /* Already deflated (then data is unused, size is the inflated size): */
+  const GByteArray *packed;
+  guint32 crc;
 } Entry;
 
 static void
@@ -291,10 +296,14 @@ zip_of(const Entry *entries, int n)
   g_autoptr(GByteArray) directory = g_byte_array_new();
   for (int i = 0; i < n; i++) {
     const Entry *e = &entries[i];
-    guint32 crc = (guint32)crc32(0, e->data, (uInt)e->size);
+    guint32 crc = e->packed != NULL ? e->crc : (guint32)crc32(0, e->data, (uInt)e->size);
     g_autofree guint8 *packed = NULL;
     gsize packed_size = e->size;
-    if (e->deflate) {
+    gboolean deflated = e->deflate || e->packed != NULL;
+    if (e->packed != NULL) {
+      packed = g_memdup2(e->packed->data, e->packed->len);
+      packed_size = e->packed->len;
+    } else if (e->deflate) {
       z_stream s = {0};
       g_assert_cmpint(deflateInit2(&s, 9, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY), ==,
                       Z_OK);
@@ -311,7 +320,7 @@ zip_of(const Entry *entries, int n)
     le(z, 0x04034b50, 4);
     le(z, 20, 2);
     le(z, 0, 2);
-    le(z, e->deflate ? 8 : 0, 2);
+    le(z, deflated ? 8 : 0, 2);
     le(z, 0, 4);
     le(z, crc, 4);
     le(z, packed_size, 4);
@@ -319,13 +328,13 @@ zip_of(const Entry *entries, int n)
     le(z, strlen(e->name), 2);
     le(z, 0, 2);
     g_byte_array_append(z, (const guint8 *)e->name, (guint)strlen(e->name));
-    g_byte_array_append(z, e->deflate ? packed : e->data, (guint)packed_size);
+    g_byte_array_append(z, deflated ? packed : e->data, (guint)packed_size);
 
     le(directory, 0x02014b50, 4);
     le(directory, 20, 2);
     le(directory, 20, 2);
     le(directory, 0, 2);
-    le(directory, e->deflate ? 8 : 0, 2);
+    le(directory, deflated ? 8 : 0, 2);
     le(directory, 0, 4);
     le(directory, crc, 4);
     le(directory, packed_size, 4);
@@ -438,6 +447,124 @@ test_storage_read_when_used(void)
   g_assert_cmpint(c->type, ==, TDM_TENSOR_I64);
   g_assert_cmpfloat(c->data[0], ==, 7);
   g_assert_cmpint(tdm_checkpoint_find(ckpt, "w")->type, ==, TDM_TENSOR_F32);
+}
+
+/* Raw deflate of `piece`, appended to out; Z_FULL_FLUSH leaves the stream byte-aligned
+ * and forgets the history, so the same piece deflates to the same bytes every time. */
+static void
+deflate_piece(z_stream *s, const guint8 *piece, gsize size, int flush, GByteArray *out)
+{
+  guint8 buffer[1 << 16];
+  s->next_in = (Bytef *)piece;
+  s->avail_in = (uInt)size;
+  int status;
+  do {
+    s->next_out = buffer;
+    s->avail_out = sizeof buffer;
+    status = deflate(s, flush);
+    g_assert_true(status == Z_OK || status == Z_STREAM_END || status == Z_BUF_ERROR);
+    g_byte_array_append(out, buffer, (guint)(sizeof buffer - s->avail_out));
+  } while (s->avail_out == 0 || (flush == Z_FINISH && status != Z_STREAM_END));
+}
+
+#define HUGE_PIECE ((gsize)1 << 20)
+/* What a read may hold beyond the view's own bytes: the buffer the bytes before it
+ * pass through (tdm-zip.c's SKIP_BUFFER). */
+#define SKIP_ALLOWANCE ((guint64)256 * 1024)
+
+/* A deflated storage of `pieces` MiB of float32 zeros but for its first four values
+ * and its last four: the piece of zeros is deflated once and repeated (a full flush
+ * makes that a valid stream), so the test never holds the storage it describes. */
+static GByteArray *
+huge_deflated_storage(int pieces, const float head[4], const float tail[4], guint32 *crc)
+{
+  g_autofree guint8 *piece = g_malloc0(HUGE_PIECE);
+  GByteArray *out = g_byte_array_new();
+  g_autoptr(GByteArray) zeros = g_byte_array_new(), again = g_byte_array_new();
+  z_stream s = {0};
+  g_assert_cmpint(deflateInit2(&s, 1, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY), ==, Z_OK);
+  memcpy(piece, head, 4 * sizeof(float));
+  deflate_piece(&s, piece, HUGE_PIECE, Z_FULL_FLUSH, out);
+  *crc = (guint32)crc32(0, piece, HUGE_PIECE);
+  memset(piece, 0, HUGE_PIECE);
+  deflate_piece(&s, piece, HUGE_PIECE, Z_FULL_FLUSH, zeros);
+  deflate_piece(&s, piece, HUGE_PIECE, Z_FULL_FLUSH, again);
+  g_assert_cmpmem(zeros->data, zeros->len, again->data, again->len);
+  uLong zeros_crc = crc32(0, piece, HUGE_PIECE);
+  for (int i = 1; i < pieces - 1; i++) {
+    g_byte_array_append(out, zeros->data, zeros->len);
+    *crc = (guint32)crc32_combine(*crc, zeros_crc, HUGE_PIECE);
+  }
+  memcpy(piece + HUGE_PIECE - 4 * sizeof(float), tail, 4 * sizeof(float));
+  deflate_piece(&s, piece, HUGE_PIECE, Z_FINISH, out);
+  *crc = (guint32)crc32(*crc, piece, HUGE_PIECE);
+  deflateEnd(&s);
+  return out;
+}
+
+/* The checkpoint of three views of such a storage: "head" its first four values as
+ * [2, 2], "tail" its last four, "near" three values 1 MiB in; crc_flip damages the
+ * CRC the directory gives. */
+static TdmCheckpoint *
+load_huge_views(int pieces, guint32 crc_flip, const float head[4], const float tail[4])
+{
+  const guint32 numel = (guint32)pieces * (HUGE_PIECE / sizeof(float));
+  guint32 crc;
+  g_autoptr(GByteArray) storage = huge_deflated_storage(pieces, head, tail, &crc);
+  g_test_message("%u float32 values deflated to %u bytes", numel, storage->len);
+  g_autoptr(GByteArray) p = dict_begin();
+  str(p, "head");
+  tensor(p, "FloatStorage", "0", numel, 0, 2, (guint32[]){2, 2}, (guint32[]){2, 1});
+  str(p, "tail");
+  tensor(p, "FloatStorage", "0", numel, numel - 4, 1, (guint32[]){4}, (guint32[]){1});
+  str(p, "near");
+  tensor(p, "FloatStorage", "0", numel, HUGE_PIECE / sizeof(float), 1, (guint32[]){3},
+         (guint32[]){1});
+  dict_end(p);
+  Entry entries[] = {
+    {"archive/data.pkl", p->data, p->len, FALSE, NULL, 0},
+    {"archive/data/0", NULL, (gsize)numel * sizeof(float), TRUE, storage, crc ^ crc_flip},
+  };
+  g_autoptr(GByteArray) z = zip_of(entries, G_N_ELEMENTS(entries));
+  g_autofree char *path = write_file("huge-view.pth", z->data, z->len);
+  return load_ok(path);
+}
+
+/* A few values viewed in a deflated storage of 1 GiB (a file of 4.6 MB): each view
+ * inflates only as far as it reaches, keeping its own bytes and passing those before
+ * it through a small buffer, so the reader's largest allocation stays the view's size
+ * (and that buffer), not the storage's. The view that reaches the end inflates the
+ * whole stream and checks the CRC: damaged (in a storage of 4 MiB, for time), that
+ * view is refused, while one that stops earlier cannot see it and loads. */
+static void
+test_view_of_huge_deflated_storage(void)
+{
+  const float head[4] = {1.5f, -2.0f, 0.25f, 3.0f}, tail[4] = {-0.125f, 8.0f, 6.0f, -7.0f};
+  g_autoptr(TdmCheckpoint) ckpt = load_huge_views(1024, 0, head, tail);
+  tdm_zip_peak_bytes(TRUE);
+  const TdmTensor *h = tdm_checkpoint_get(ckpt, "head");
+  g_assert_nonnull(h);
+  g_assert_cmpmem(h->data, sizeof head, head, sizeof head);
+  g_assert_cmpuint(tdm_zip_peak_bytes(TRUE), ==, sizeof head);
+  const TdmTensor *n = tdm_checkpoint_get(ckpt, "near");
+  g_assert_nonnull(n);
+  g_assert_true(n->data[0] == 0 && n->data[1] == 0 && n->data[2] == 0);
+  g_assert_cmpuint(tdm_zip_peak_bytes(FALSE), >=, 3 * sizeof(float));
+  g_assert_cmpuint(tdm_zip_peak_bytes(TRUE), <=, 3 * sizeof(float) + SKIP_ALLOWANCE);
+  const TdmTensor *t = tdm_checkpoint_get(ckpt, "tail");
+  g_assert_nonnull(t);
+  g_assert_cmpmem(t->data, sizeof tail, tail, sizeof tail);
+  g_assert_cmpuint(tdm_zip_peak_bytes(FALSE), >=, sizeof tail);
+  g_assert_cmpuint(tdm_zip_peak_bytes(TRUE), <=, sizeof tail + SKIP_ALLOWANCE);
+
+  g_autoptr(TdmCheckpoint) damaged = load_huge_views(4, 1, head, tail);
+  g_assert_cmpmem(tdm_checkpoint_get(damaged, "near")->data, 3 * sizeof(float),
+                  (float[3]){0}, 3 * sizeof(float));
+  g_autoptr(GError) error = NULL;
+  g_assert_null(tdm_checkpoint_values(damaged, tdm_checkpoint_find(damaged, "tail"), &error));
+  g_assert_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CHECKPOINT);
+  g_assert_nonnull(strstr(error->message, "CRC"));
+  g_assert_nonnull(strstr(error->message, "“tail”"));
 }
 
 /* The archive with pickle p over the good storage must be refused, naming each of
@@ -736,6 +863,7 @@ main(int argc, char **argv)
   g_test_add_func("/pth/torch-other-files", test_torch_other_files);
   g_test_add_func("/pth/built-archive", test_built_archive);
   g_test_add_func("/pth/storage-read-when-used", test_storage_read_when_used);
+  g_test_add_func("/pth/view-of-huge-deflated-storage", test_view_of_huge_deflated_storage);
   g_test_add_func("/pth/hostile-globals", test_hostile_globals);
   g_test_add_func("/pth/hostile-opcodes", test_hostile_opcodes);
   g_test_add_func("/pth/deep-nesting", test_deep_nesting);

@@ -117,11 +117,15 @@ small_config(const char *dataset, const char *network)
   return cfg;
 }
 
+/* A run of the mlp preset on dataset, one epoch of `steps` steps, cut short after
+ * `max_steps` when that is positive: it must reach `expected` test accuracy. */
 static void
-check_one_epoch(const char *dataset, const char *devices, int steps, double expected)
+check_one_epoch(const char *dataset, const char *devices, int steps, long max_steps,
+                double expected)
 {
   g_autoptr(TdmConfig) cfg = small_config(dataset, "mlp");
   g_autoptr(GError) error = NULL;
+  cfg->max_steps = max_steps;
   g_assert_true(tdm_config_set_devices(cfg, devices, &error));
   Recorder rec = {0};
   g_autoptr(TdmTrainer) trainer = new_trainer(cfg, record, &rec);
@@ -129,18 +133,22 @@ check_one_epoch(const char *dataset, const char *devices, int steps, double expe
   g_assert_true(tdm_trainer_run(trainer, NULL, &error));
   g_assert_no_error(error);
   double seconds = (g_get_monotonic_time() - start) / 1e6;
-  g_test_message("%s on %s: test accuracy %.4f after one epoch, %.1f s, %d summaries",
-                 dataset, devices, rec.last_test_accuracy, seconds, rec.steps);
+  /* A run cut short ends with an evaluation but no epoch. */
+  gboolean whole = max_steps <= 0;
+  g_test_message("%s on %s: test accuracy %.4f after %ld steps, %.1f s, %d summaries",
+                 dataset, devices, rec.finished_event.test_accuracy,
+                 whole ? (long)steps : max_steps, seconds, rec.steps);
   g_assert_cmpint(rec.started, ==, 1);
-  g_assert_cmpint(rec.epochs, ==, 1);
+  g_assert_cmpint(rec.epochs, ==, whole ? 1 : 0);
   g_assert_cmpint(rec.finished, ==, 1);
   g_assert_cmpint(rec.failed, ==, 0);
   g_assert_false(rec.finished_event.stopped);
-  g_assert_cmpint(rec.finished_event.steps, ==, steps);
+  g_assert_cmpint(rec.finished_event.steps, ==, whole ? steps : max_steps);
   g_assert_cmpint(rec.started_event.steps_per_epoch, ==, steps);
   g_assert_cmpuint(rec.started_event.parameters, ==, 1796010);
-  g_assert_cmpfloat(rec.last_test_accuracy, >=, expected);
-  g_assert_cmpfloat(rec.finished_event.test_accuracy, ==, rec.last_test_accuracy);
+  g_assert_cmpfloat(rec.finished_event.test_accuracy, >=, expected);
+  if (whole)
+    g_assert_cmpfloat(rec.finished_event.test_accuracy, ==, rec.last_test_accuracy);
   g_assert_cmpint(rec.devices, >=, 1);
 }
 
@@ -280,7 +288,7 @@ test_throughput_window(void)
 static void
 test_synthetic_one_epoch(void)
 {
-  check_one_epoch("synthetic", "cpu:2", 160, 0.95);
+  check_one_epoch("synthetic", "cpu:2", 160, 0, 0.95);
 }
 
 static void
@@ -290,7 +298,10 @@ test_fashion_mnist_one_epoch(void)
     g_test_skip("Fashion-MNIST is not installed (Debian package dataset-fashion-mnist)");
     return;
   }
-  check_one_epoch("fashion-mnist", "cpu", 600, 0.84);
+  /* The real files through their loader, and learning on them: 100 of the epoch's 600
+   * steps reach 82 % (84 % the whole epoch); a wrong gradient, optimizer step or
+   * label order stays near the 10 % of chance, far below 75 %. */
+  check_one_epoch("fashion-mnist", "cpu", 600, 100, 0.75);
 }
 
 /* Runs `steps` steps in all, resuming from `resume` when given; returns parameters. */

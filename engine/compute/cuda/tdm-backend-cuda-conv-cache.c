@@ -6,7 +6,12 @@
  *   <key>\t<candidate>\t<milliseconds>
  * with keys and names of printable ASCII without tabs. It is read whole, once per
  * model, within limits (size, line count, field lengths); anything outside them and
- * the file is ignored and rebuilt from the choices this process makes. */
+ * the file is ignored and rebuilt from the choices this process makes. It is replaced
+ * whole at each new choice through tdm_file_replace_contents: a temporary beside it,
+ * renamed over it. Anything but a regular file at its place — a symbolic link, dangling
+ * or not, a folder, a FIFO — is neither read nor written, so a link someone planted
+ * in the cache folder cannot make a run overwrite another file. Compiled without CUDA
+ * too, so its file code is tested on any machine. */
 #include "tdm-backend-cuda-conv-cache.h"
 #include "tdm-file.h"
 
@@ -21,6 +26,7 @@
 typedef struct {
   char *path;
   GHashTable *entries;         /* key → "name\tms" */
+  gboolean unwritable;         /* a write failed: said once, not tried again */
 } CacheFile;
 
 static GMutex cache_lock;
@@ -119,13 +125,23 @@ file_of(const char *model)
     return file;
   file = g_new0(CacheFile, 1);
   file->path = tdm_conv_cache_path(model);
-  /* Through the one reader: a FIFO or /dev/zero named by TANDEM_CONV_CACHE is refused,
-   * not waited on or read for ever. A file not there yet is the usual first run. */
+  /* Only a regular file (or nothing) at the cache's place is read and replaced: a link,
+   * even to a regular file, a folder, a FIFO are left alone, said in one line. */
   g_autoptr(GError) error = NULL;
-  g_autoptr(GBytes) bytes = file->path != NULL && tdm_file_present(file->path)
+  if (file->path != NULL &&
+      !tdm_file_check_replaceable(file->path, "", TDM_ENGINE_ERROR_BACKEND, &error)) {
+    g_message("The convolution cache %s: left alone, the choices stay in this process",
+              error->message);
+    file->unwritable = TRUE;
+  }
+  /* Through the one reader: a file swapped for a FIFO or /dev/zero since the look is
+   * refused, not waited on or read for ever. A file not there yet is the usual first
+   * run. */
+  g_autoptr(GBytes) bytes = !file->unwritable && file->path != NULL &&
+                            tdm_file_present(file->path)
       ? tdm_file_read_all(file->path, "", TDM_ENGINE_ERROR_BACKEND, CACHE_MAX_BYTES, &error)
       : NULL;
-  if (error != NULL)
+  if (error != NULL && !file->unwritable)
     g_message("The convolution cache is unreadable (%s): ignored, and written anew",
               error->message);
   if (bytes != NULL) {
@@ -187,14 +203,20 @@ tdm_conv_cache_store(const char *model, const char *key, const char *name, doubl
     g_ascii_formatd(number, sizeof number, "%.6f", ms);
     g_hash_table_replace(file->entries, g_strdup(key), g_strdup_printf("%s\t%s", name, number));
   }
-  if (file->path != NULL) {
+  if (file->path != NULL && !file->unwritable) {
     g_autofree char *text = serialize(file->entries);
     g_autofree char *folder = g_path_get_dirname(file->path);
     g_autoptr(GError) error = NULL;
-    if (g_mkdir_with_parents(folder, 0755) != 0 ||
-        !g_file_set_contents(file->path, text, -1, &error))
-      g_debug("the convolution cache %s cannot be written: %s", file->path,
-              error != NULL ? error->message : g_strerror(errno));
+    if (g_mkdir_with_parents(folder, 0755) != 0)
+      g_set_error(&error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_BACKEND,
+                  "the convolution cache's folder %s: %s", folder, g_strerror(errno));
+    else
+      tdm_file_replace_contents(file->path, text, strlen(text), "the convolution cache ",
+                                TDM_ENGINE_ERROR_BACKEND, &error);
+    if (error != NULL) {
+      g_message("%s: the choices stay in this process", error->message);
+      file->unwritable = TRUE;
+    }
   }
   g_mutex_unlock(&cache_lock);
 }

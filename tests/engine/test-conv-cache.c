@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* test-conv-cache.c — the convolution cache's file on any machine (it is plain files,
+ * no GPU): written through a temporary beside it and renamed over it, a stale
+ * temporary of a killed writer removed, and what stands at its place respected — a
+ * dangling symbolic link, a link to another file, a folder and a FIFO are neither
+ * read, written through nor replaced, and that is said once. Reading and damaged
+ * files are tests/gpu/test-cudnn.c's /cudnn/conv-cache. */
+#include "tdm-backend-cuda-conv-cache.h"
+#include "remove-tree.h"
+
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MODEL "NVIDIA H200-sm9-cudnn91900"
+#define LINE "fwd n2 h8 w8 c64 o64 k3 p1 s1 bf16"
+
+static char *dir;
+static char *path;
+static GPtrArray *messages;
+
+static void
+keep_message(const char *domain, GLogLevelFlags level, const char *message, gpointer data)
+{
+  g_test_message("%s: %s", domain, message);
+  g_ptr_array_add(messages, g_strdup(message));
+}
+
+/* A fresh folder and the cache pointed at choices.txt in it. */
+static void
+fresh(void)
+{
+  if (dir != NULL) {
+    test_remove_tree(dir);
+    g_clear_pointer(&dir, g_free);
+    g_clear_pointer(&path, g_free);
+  }
+  dir = g_dir_make_tmp("tandem-conv-cache-XXXXXX", NULL);
+  path = g_build_filename(dir, "choices.txt", NULL);
+  g_setenv("TANDEM_CONV_CACHE", path, TRUE);
+  tdm_conv_cache_reset();
+  g_ptr_array_set_size(messages, 0);
+}
+
+/* The names in dir but choices.txt, and whatever else the caller made there. */
+static guint
+others_in_dir(const char *besides)
+{
+  GDir *d = g_dir_open(dir, 0, NULL);
+  g_assert_nonnull(d);
+  guint n = 0;
+  const char *name;
+  while ((name = g_dir_read_name(d)) != NULL)
+    if (!g_str_equal(name, "choices.txt") && (besides == NULL || !g_str_equal(name, besides))) {
+      g_test_message("left in the folder: %s", name);
+      n++;
+    }
+  g_dir_close(d);
+  return n;
+}
+
+static char *
+contents(const char *file)
+{
+  char *text = NULL;
+  g_assert_true(g_file_get_contents(file, &text, NULL, NULL));
+  return text;
+}
+
+static void
+test_written_beside(void)
+{
+  fresh();
+  /* A temporary of a writer that was killed: its lock is free, so it goes. */
+  g_autofree char *stale = g_build_filename(dir, ".choices.txt.Ab12Cd", NULL);
+  g_assert_true(g_file_set_contents(stale, "half a cache", -1, NULL));
+  tdm_conv_cache_store(MODEL, LINE, "cudnn:e7:r0:f", 0.012);
+  tdm_conv_cache_store(MODEL, "wgrad n2", "own:dgrad", 0.5);
+  g_autofree char *text = contents(path);
+  g_assert_cmpstr(text, ==, "tandem-conv-choices 1\n" LINE "\tcudnn:e7:r0:f\t0.012000\n"
+                            "wgrad n2\town:dgrad\t0.500000\n");
+  g_assert_cmpuint(others_in_dir(NULL), ==, 0);
+  g_assert_cmpuint(messages->len, ==, 0);
+  /* What was written reads back in the next process. */
+  tdm_conv_cache_reset();
+  g_autofree char *name = tdm_conv_cache_lookup(MODEL, LINE);
+  g_assert_cmpstr(name, ==, "cudnn:e7:r0:f");
+}
+
+/* Two stores and the file's place as it was: the refusal said once, naming it. */
+static void
+assert_refused_once(const char *fragment)
+{
+  tdm_conv_cache_store(MODEL, LINE, "im2col", 1.0);
+  tdm_conv_cache_store(MODEL, "wgrad n2", "own:dgrad", 0.5);
+  g_assert_cmpuint(messages->len, ==, 1);
+  const char *said = messages->pdata[0];
+  g_assert_nonnull(strstr(said, path));
+  if (strstr(said, fragment) == NULL)
+    g_error("“%s” is not in: %s", fragment, said);
+  /* The choices themselves are still used by this process. */
+  g_autofree char *name = tdm_conv_cache_lookup(MODEL, LINE);
+  g_assert_cmpstr(name, ==, "im2col");
+}
+
+static void
+test_dangling_link(void)
+{
+  fresh();
+  g_autofree char *target = g_build_filename(dir, "elsewhere", "choices.txt", NULL);
+  g_assert_cmpint(symlink(target, path), ==, 0);
+  assert_refused_once("dangling symbolic link");
+  g_autofree char *link = g_file_read_link(path, NULL);
+  g_assert_cmpstr(link, ==, target);
+  g_assert_false(g_file_test(target, G_FILE_TEST_EXISTS));
+  g_assert_cmpuint(others_in_dir(NULL), ==, 0);
+}
+
+static void
+test_link_to_a_file(void)
+{
+  fresh();
+  g_autofree char *target = g_build_filename(dir, "notes.txt", NULL);
+  const char *mine = "tandem-conv-choices 1\n" LINE "\town:fwd\t0.250000\n";
+  g_assert_true(g_file_set_contents(target, mine, -1, NULL));
+  g_assert_cmpint(symlink(target, path), ==, 0);
+  /* Neither read through the link… */
+  g_assert_null(tdm_conv_cache_lookup(MODEL, LINE));
+  /* …nor written through it, nor replacing it. */
+  assert_refused_once("a symbolic link (to");
+  g_autofree char *after = contents(target);
+  g_assert_cmpstr(after, ==, mine);
+  g_assert_true(g_file_test(path, G_FILE_TEST_IS_SYMLINK));
+  g_assert_cmpuint(others_in_dir("notes.txt"), ==, 0);
+}
+
+static void
+test_not_a_file(void)
+{
+  fresh();
+  g_assert_cmpint(g_mkdir(path, 0755), ==, 0);
+  assert_refused_once("a folder");
+  g_assert_true(g_file_test(path, G_FILE_TEST_IS_DIR));
+  g_assert_cmpuint(others_in_dir(NULL), ==, 0);
+
+  fresh();
+  g_assert_cmpint(mkfifo(path, 0644), ==, 0);
+  assert_refused_once("FIFO");
+  struct stat st;
+  g_assert_cmpint(lstat(path, &st), ==, 0);
+  g_assert_true(S_ISFIFO(st.st_mode));
+  g_assert_cmpuint(others_in_dir(NULL), ==, 0);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  messages = g_ptr_array_new_with_free_func(g_free);
+  g_log_set_handler("Tandem-Compute", G_LOG_LEVEL_MESSAGE, keep_message, NULL);
+  g_test_add_func("/conv-cache/written-beside", test_written_beside);
+  g_test_add_func("/conv-cache/dangling-link", test_dangling_link);
+  g_test_add_func("/conv-cache/link-to-a-file", test_link_to_a_file);
+  g_test_add_func("/conv-cache/not-a-file", test_not_a_file);
+  int status = g_test_run();
+  if (dir != NULL)
+    test_remove_tree(dir);
+  g_free(dir);
+  g_free(path);
+  g_unsetenv("TANDEM_CONV_CACHE");
+  tdm_conv_cache_reset();
+  g_ptr_array_unref(messages);
+  return status;
+}
