@@ -70,6 +70,8 @@ static const char *const examples = N_(
   "  tandem-train classify --resume photos.st cat.jpg dog.png ~/more-photos\n"
   "  tandem-train export --resume photos.st photos.onnx\n"
   "  tandem-train scaling strong --devices cpu:4 --record\n"
+  "  tandem-train compare --devices cpu:2 --network mlp --compare-steps 30\n"
+  "  tandem-train compare-strategies --devices cuda:0,cuda:1 --record\n"
   "  tandem-train --val-split 0.1 --early-stop 5 --save-best best.st\n"
   "  tandem-train --batch 64 --accumulate 8 --clip-grad-norm 1\n"
   "  tandem-train lr-find --network cnn > lr.csv\n"
@@ -85,6 +87,12 @@ static const char *const examples = N_(
   "--clip-grad-norm X scales the combined gradient down to norm X. tandem-train\n"
   "lr-find (or --lr-find) runs Smith's range test instead of training and suggests\n"
   "a --lr.\n"
+  "\n"
+  "Comparisons: tandem-train compare trains the settings in exact mode on every\n"
+  "device, then on the main device alone, and says whether the parameters came out\n"
+  "the same; compare-strategies trains them with main, then with allreduce, and\n"
+  "prints each one's mean step and the communication hidden under backward. Both\n"
+  "take --compare-steps steps a run; --record keeps the runs, as the window does.\n"
   "\n"
   "Runs: --record keeps a run in the history that the window lists;\n"
   "  tandem-train runs                       lists them (--json: one object a line)\n"
@@ -172,8 +180,9 @@ char *
 tdm_cli_help_description(const char *command, const char *commands,
                          const TdmConfig *defaults)
 {
-  if (command != NULL && !g_str_equal(command, "train") && !g_str_equal(command, "scaling") &&
-      !g_str_equal(command, "lr-find"))
+  static const char *const run_commands[] = {"train", "scaling", "compare",
+                                             "compare-strategies", "lr-find", NULL};
+  if (command != NULL && !g_strv_contains(run_commands, command))
     return NULL;
   GString *text = g_string_new(NULL);
   g_string_append_printf(text, _(run_notes), TDM_FASHION_MNIST_DIR);

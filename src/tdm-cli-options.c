@@ -7,6 +7,7 @@
 #include <glib/gi18n.h>
 #include "tdm-cli-options.h"
 
+#include "tdm-experiment.h"
 #include "tdm-experiments-enum-types.h"
 #include "tdm-error.h"
 #include "tdm-history.h"
@@ -87,6 +88,11 @@ static const TdmField fields[] = {
    .check = N_("give a whole number from %s to %s"),
    .help = N_("With --scaling: steps a run at each device count (default %s; 3–5 runs, one "
               "BLAS thread per CPU worker, the median with min–max)"), .arg = "N"},
+  {ROW, .key = "compare-steps", .flag = "compare-steps", .type = TDM_FIELD_LONG,
+   .offset = AT(compare_steps), .fallback = G_STRINGIFY(TDM_COMPARE_STEPS), .min = 1,
+   .max = 1000000, .check = N_("give a whole number from %s to %s"),
+   .help = N_("With compare and compare-strategies: steps each of the two runs trains "
+              "(default %s)"), .arg = "N"},
   {ROW, .key = "lr-find", .flag = "lr-find", .type = TDM_FIELD_BOOL, .offset = AT(lr_find),
    .help = N_("Instead of training: a learning-rate range test (Smith's); prints each step's "
               "rate and loss as CSV and suggests a rate")},

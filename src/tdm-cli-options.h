@@ -33,6 +33,8 @@ typedef struct {
   /* scaling */
   TdmScalingMode scaling;
   long scaling_steps;
+  /* compare, compare-strategies */
+  long compare_steps;
   /* lr-find */
   gboolean lr_find;
   double lr_find_range[2];   /* the first and last rate */

@@ -9,6 +9,7 @@
 #include "tdm-cli-train.h"
 
 #include "tdm-checkpoint.h"
+#include "tdm-cli-experiment.h"
 #include "tdm-cli-guard.h"
 #include "tdm-cli-lr-find.h"
 #include "tdm-cli-printer.h"
@@ -165,6 +166,37 @@ flag_of(const GError *e, gboolean stepped, gboolean resumed)
   default:
     return NULL;
   }
+}
+
+/* The work after which Ctrl-C cancels `cancellable` (nothing is saved, so it stops
+ * at once): the thread that watches for it, or NULL where it could not be set up. */
+static GThread *
+watch_interrupts(GCancellable *cancellable)
+{
+  g_atomic_int_set(&training_started, 1);
+  return interrupts_install() ? g_thread_new("tdm-interrupt", interrupt_watch, cancellable)
+                              : NULL;
+}
+
+/* The watch ended, and the exit status of work that ended `ok` or with `error`
+ * (said on stderr); `stepped`: it trained a step; `record_status`: the history's. */
+static int
+end_interruptible(GThread *watch, gboolean ok, const GError *error, gboolean stepped,
+                  int record_status)
+{
+  if (watch) {
+    (void)!write(wake_pipe[1], "q", 1);
+    g_thread_join(watch);
+  }
+  if (record_status == TDM_CLI_EXIT_BAD_INPUT)
+    return TDM_CLI_EXIT_BAD_INPUT;
+  if (!ok) {
+    int status = exit_status_for(error, stepped);
+    if (status == TDM_CLI_EXIT_INTERRUPTED)
+      return status;
+    return tdm_cli_fail(status, flag_of(error, stepped, FALSE), error->message);
+  }
+  return record_status;
 }
 
 /* Like flag_of, but a value the person did not give came from the checkpoint being
@@ -342,24 +374,14 @@ tdm_cli_lr_find_run(TdmCli *cli, const TdmConfig *config)
     return tdm_cli_fail(TDM_CLI_EXIT_BAD_INPUT, "--lr-find-range",
                         _("give the first rate below the last, e.g. 1e-7,10"));
   g_autoptr(GCancellable) cancellable = g_cancellable_new();
-  GThread *watch = NULL;
-  g_atomic_int_set(&training_started, 1);
-  if (interrupts_install())
-    watch = g_thread_new("tdm-interrupt", interrupt_watch, cancellable);
+  GThread *watch = watch_interrupts(cancellable);
   g_autoptr(GError) error = NULL;
   gboolean ok = tdm_cli_lr_find(config, o->lr_find_range[0], o->lr_find_range[1],
                                 o->lr_find_steps, o->json, o->quiet, cancellable, &error);
-  if (watch) {
-    (void)!write(wake_pipe[1], "q", 1);
-    g_thread_join(watch);
-  }
-  if (!ok) {
-    int status = exit_status_for(error, FALSE);
-    if (status == TDM_CLI_EXIT_INTERRUPTED)
-      return status;
-    return tdm_cli_fail(status, flag_of(error, FALSE, FALSE), error->message);
-  }
-  return g_cancellable_is_cancelled(cancellable) ? TDM_CLI_EXIT_INTERRUPTED : 0;
+  int status = end_interruptible(watch, ok, error, FALSE, 0);
+  /* A stopped test keeps its points and says so by its status. */
+  return status == 0 && g_cancellable_is_cancelled(cancellable) ? TDM_CLI_EXIT_INTERRUPTED
+                                                                : status;
 }
 
 int
@@ -379,28 +401,37 @@ tdm_cli_scaling_run(TdmCli *cli, const TdmConfig *config)
     .history = o->history,
     .name = o->run_name,
   };
-  const TdmCliScaling *scaling = &options;
   g_autoptr(GCancellable) cancellable = g_cancellable_new();
-  GThread *watch = NULL;
-  /* Nothing is saved: Ctrl-C ends the scaling run at once, keeping the points so far. */
-  g_atomic_int_set(&training_started, 1);
-  if (interrupts_install())
-    watch = g_thread_new("tdm-interrupt", interrupt_watch, cancellable);
+  GThread *watch = watch_interrupts(cancellable);
   g_autoptr(GError) error = NULL;
   int points = 0, record_status = 0;
-  gboolean ok = tdm_cli_scaling(config, scaling, cancellable, &points, &record_status, &error);
-  if (watch) {
-    (void)!write(wake_pipe[1], "q", 1);
-    g_thread_join(watch);
-  }
-  if (record_status == TDM_CLI_EXIT_BAD_INPUT)
-    return TDM_CLI_EXIT_BAD_INPUT;
-  if (!ok) {
-    int status = exit_status_for(error, points > 0);
-    if (status == TDM_CLI_EXIT_INTERRUPTED)
-      return status;
-    return tdm_cli_fail(status, flag_of(error, points > 0, FALSE), error->message);
-  }
-  return record_status;
+  gboolean ok = tdm_cli_scaling(config, &options, cancellable, &points, &record_status, &error);
+  return end_interruptible(watch, ok, error, points > 0, record_status);
 }
 
+/* compare, compare-strategies: nothing is saved, so Ctrl-C ends the experiment at once. */
+int
+tdm_cli_experiment_run(TdmCli *cli, const TdmConfig *config, TdmExperimentKind kind)
+{
+  const TdmCliSettings *o = &cli->settings;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmExperiment) experiment =
+    kind == TDM_EXPERIMENT_COMPARE ? tdm_experiment_new_compare(config, o->compare_steps, &error)
+                                   : tdm_experiment_new_strategies(config, o->compare_steps,
+                                                                   &error);
+  if (experiment == NULL)
+    return tdm_cli_fail(TDM_CLI_EXIT_BAD_INPUT, "--devices", error->message);
+  const TdmCliExperiment options = {
+    .json = o->json,
+    .quiet = o->quiet,
+    .record = o->record,
+    .history = o->history,
+  };
+  g_autoptr(GCancellable) cancellable = g_cancellable_new();
+  GThread *watch = watch_interrupts(cancellable);
+  gboolean stepped = FALSE;
+  int record_status = 0;
+  gboolean ok = tdm_cli_experiment(experiment, &options, cancellable, &stepped, &record_status,
+                                   &error);
+  return end_interruptible(watch, ok, error, stepped, record_status);
+}

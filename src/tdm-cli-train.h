@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-cli-train.h — the work of tandem-train's train, scaling, export and devices
- * commands, once tdm-cli.c has checked their input; and how a failure reads: its
+/* tdm-cli-train.h — the work of tandem-train's train, scaling, compare, export and
+ * devices commands, once tdm-cli.c has checked their input; and how a failure reads: its
  * exit status and the flag (or the checkpoint) it comes back to.
  */
 #pragma once
 
 #include "tdm-cli.h"
+#include "tdm-experiment.h"
 
 G_BEGIN_DECLS
 
@@ -13,6 +14,8 @@ G_BEGIN_DECLS
 int tdm_cli_train (TdmCli *cli, const TdmConfig *config);
 int tdm_cli_scaling_run (TdmCli *cli, const TdmConfig *config);
 int tdm_cli_lr_find_run (TdmCli *cli, const TdmConfig *config);
+/* compare and compare-strategies: the engine's experiment of that kind. */
+int tdm_cli_experiment_run (TdmCli *cli, const TdmConfig *config, TdmExperimentKind kind);
 /* export: the --resume checkpoint's network, or (weights not NULL) its --network with
  * --init's weights and input settings. */
 int tdm_cli_export (TdmCli *cli, const TdmConfig *weights);

@@ -40,6 +40,8 @@ static int run_classify (TdmCli *cli);
 static int run_runs (TdmCli *cli);
 static int run_export (TdmCli *cli);
 static int run_scaling (TdmCli *cli);
+static int run_compare (TdmCli *cli);
+static int run_compare_strategies (TdmCli *cli);
 static int run_lr_find (TdmCli *cli);
 static int run_devices (TdmCli *cli);
 
@@ -66,6 +68,14 @@ static const TdmCliCommand commands[] = {
    LIST("*"),
    LIST("config", "print-config", "record", "run-name", "history", "scaling-steps", "json",
         "quiet", "version"), LIST("scaling"), N_("%s: only with --scaling"), run_scaling},
+  {"compare", "", N_("Train on every device, then on the main one alone; compare the parameters"),
+   LIST("*"),
+   LIST("config", "print-config", "record", "history", "compare-steps", "json", "quiet",
+        "version"), NULL, NULL, run_compare},
+  {"compare-strategies", "", N_("Train with main, then with allreduce; compare their steps"),
+   LIST("*"),
+   LIST("config", "print-config", "record", "history", "compare-steps", "json", "quiet",
+        "version"), NULL, NULL, run_compare_strategies},
   {"lr-find", "", N_("Find a learning rate: Smith's range test, its points as CSV"), LIST("*"),
    LIST("config", "lr-find-range", "lr-find-steps", "json", "quiet", "version"),
    LIST("lr-find"), N_("%s: only with --lr-find"), run_lr_find},
@@ -260,7 +270,10 @@ parse_context(TdmCli *cli, const TdmCliCommand *command, int *argc, char ***argv
   g_option_context_set_summary(context, summary);
   g_autoptr(GString) list = g_string_new(NULL);
   for (guint i = 0; command == NULL && i < G_N_ELEMENTS(commands); i++)
-    g_string_append_printf(list, "  %-9s %s\n", commands[i].name, _(commands[i].summary));
+    /* A name too long for the column goes on a line of its own, as GOption does. */
+    g_string_append_printf(list, strlen(commands[i].name) > 9 ? "  %s\n            %s\n"
+                                                              : "  %-9s %s\n",
+                           commands[i].name, _(commands[i].summary));
   g_autofree char *description = tdm_cli_help_description(command != NULL ? command->name
                                                                             : NULL,
                                                           list->str, cli->defaults);
@@ -554,6 +567,30 @@ static int
 run_scaling(TdmCli *cli)
 {
   return print_config_or(cli, tdm_cli_scaling_run);
+}
+
+static int
+compare(TdmCli *cli, const TdmConfig *config)
+{
+  return tdm_cli_experiment_run(cli, config, TDM_EXPERIMENT_COMPARE);
+}
+
+static int
+compare_strategies(TdmCli *cli, const TdmConfig *config)
+{
+  return tdm_cli_experiment_run(cli, config, TDM_EXPERIMENT_STRATEGIES);
+}
+
+static int
+run_compare(TdmCli *cli)
+{
+  return print_config_or(cli, compare);
+}
+
+static int
+run_compare_strategies(TdmCli *cli)
+{
+  return print_config_or(cli, compare_strategies);
 }
 
 static int

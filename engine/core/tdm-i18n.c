@@ -31,13 +31,26 @@ tdm_i18n_bind(const char *domain, const char *build_subdir)
   bind_textdomain_codeset(domain, "UTF-8");
 }
 
-const char *
-tdm_engine_gettext(const char *msgid)
+static void
+bind_engine_domain(void)
 {
   static gsize bound = 0;
   if (g_once_init_enter(&bound)) {
     tdm_i18n_bind(TDM_ENGINE_GETTEXT_PACKAGE, "po/engine");
     g_once_init_leave(&bound, 1);
   }
+}
+
+const char *
+tdm_engine_gettext(const char *msgid)
+{
+  bind_engine_domain();
   return g_dgettext(TDM_ENGINE_GETTEXT_PACKAGE, msgid);
+}
+
+const char *
+tdm_engine_ngettext(const char *msgid, const char *plural, unsigned long n)
+{
+  bind_engine_domain();
+  return g_dngettext(TDM_ENGINE_GETTEXT_PACKAGE, msgid, plural, n);
 }

@@ -19,6 +19,10 @@ G_BEGIN_DECLS
 
 /* msgid in the engine's domain. */
 const char *tdm_engine_gettext (const char *msgid) G_GNUC_FORMAT (1);
+/* msgid or its plural, as n asks, in the engine's domain (po/engine/meson.build gives
+ * xgettext its name). */
+const char *tdm_engine_ngettext (const char *msgid, const char *plural, unsigned long n)
+  G_GNUC_FORMAT (1);
 
 /* Binds `domain` (UTF-8) to its catalogues: TANDEM_LOCALEDIR when set, else the
  * build tree's `build_subdir` (a path under it, "po" or "po/engine") when this program

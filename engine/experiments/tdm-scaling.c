@@ -1,20 +1,14 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-scaling.c — the throughput meter and the 1 … N scaling driver (tdm-scaling.h).
+/* tdm-scaling.c — the throughput meter of a scaling sweep (tdm-scaling.h).
  * The meter times between step summaries, so a run's set-up, its first steps (graph
  * capture, first touches) and its epoch-end evaluations stay out of the figure. */
 #include "tdm-scaling.h"
 #include "tdm-choice.h"
 #include "tdm-experiments-enum-types.h"
-#include "tdm-iterator.h"
-#include "tdm-i18n.h"
-#include "tdm-error.h"
 #include "tdm-trainer.h"
 
 #include <math.h>
 #include <string.h>
-
-/* Steps of the warm-up run before each point (first-touch costs, thread start-up). */
-#define WARMUP_STEPS 10
 
 void
 tdm_scaling_meter_event(const TdmEvent *e, gpointer data)
@@ -143,135 +137,9 @@ tdm_scaling_measure_once(TdmConfig *cfg, long steps, TdmScalingMeter *run,
   return tdm_trainer_run(trainer, cancellable, error);
 }
 
-/* ---- the driver ------------------------------------------------------------------ */
+/* The driver is the scaling experiment (tdm-experiment-scaling.c). */
 
 TDM_CHOICE_NAMES(TdmScalingMode, tdm_scaling_mode, TDM_TYPE_SCALING_MODE)
-
-static gboolean
-check_cancelled(GCancellable *cancellable, GError **error)
-{
-  if (!g_cancellable_is_cancelled(cancellable))
-    return FALSE;
-  g_set_error_literal(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CANCELLED,
-                      _("the scaling run was stopped"));
-  return TRUE;
-}
-
-/* The median run's index among results[0, n) by samples per second. */
-static int
-median_run(const TdmScalingResult *results, int n)
-{
-  int order[TDM_SCALING_RUNS_MAX];
-  for (int i = 0; i < n; i++)
-    order[i] = i;
-  for (int i = 1; i < n; i++)
-    for (int j = i; j > 0 && results[order[j]].samples_per_second <
-                                 results[order[j - 1]].samples_per_second; j--) {
-      int swap = order[j];
-      order[j] = order[j - 1];
-      order[j - 1] = swap;
-    }
-  return order[(n - 1) / 2];
-}
-
-/* Times cfg TDM_SCALING_RUNS times, more while the spread is wide; the median run in
- * *median, the slowest and fastest rates. */
-static gboolean
-measure_point(TdmConfig *cfg, long steps, int n, TdmScalingMeter *meter,
-              TdmScalingResult *median, double *slowest, double *fastest, int *runs,
-              GCancellable *cancellable, GError **error)
-{
-  TdmScalingResult results[TDM_SCALING_RUNS_MAX];
-  int count = 0;
-  *slowest = INFINITY;
-  *fastest = 0;
-  while (count < TDM_SCALING_RUNS_MAX) {
-    if (!tdm_scaling_measure_once(cfg, steps, meter, cancellable, error) ||
-        check_cancelled(cancellable, error))
-      return FALSE;
-    if (!tdm_scaling_meter_result(meter, steps, &results[count])) {
-      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
-                  _("%ld steps on %d devices were too few to time: give more steps"), steps, n);
-      return FALSE;
-    }
-    *slowest = MIN(*slowest, results[count].samples_per_second);
-    *fastest = MAX(*fastest, results[count].samples_per_second);
-    count++;
-    if (count < TDM_SCALING_RUNS)
-      continue;
-    double middle = results[median_run(results, count)].samples_per_second;
-    if (*fastest - *slowest <= TDM_SCALING_SPREAD * middle)
-      break;
-  }
-  *median = results[median_run(results, count)];
-  *runs = count;
-  return TRUE;
-}
-
-gboolean
-tdm_scaling_run(const TdmConfig *config, TdmScalingMode mode, long steps, TdmScalingSink sink,
-                gpointer user_data, GCancellable *cancellable, GError **error)
-{
-  g_return_val_if_fail(config != NULL && steps > 0, FALSE);
-  int count = tdm_config_replica_count(config);
-  if (count < 1) {
-    g_set_error_literal(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
-                        _("a scaling run needs at least one device"));
-    return FALSE;
-  }
-  int per_device = tdm_shard_largest(config->batch, count);
-  g_autofree TdmScalingMeter *meter = g_new0(TdmScalingMeter, 1);
-  double base = NAN;
-  for (int n = 1; n <= count; n++) {
-    g_autoptr(TdmConfig) cfg = tdm_config_copy(config);
-    cfg->replicas = n;
-    cfg->main_replica = MIN(config->main_replica, n - 1);
-    cfg->batch = mode == TDM_SCALING_WEAK ? per_device * n : config->batch;
-    /* max_steps ends every run; the epochs only need to outlast it. */
-    cfg->epochs = MAX(cfg->epochs, 1000000);
-    /* Devices alike at every n: a lone CPU worker would otherwise take every core's
-     * BLAS threads, and the speed-up over it would not be like for like. */
-    cfg->cpu_threads = 1;
-    g_clear_pointer(&cfg->save_path, g_free);
-    if (!tdm_config_validate(cfg, error))
-      return FALSE;
-
-    if (!tdm_scaling_measure_once(cfg, WARMUP_STEPS, meter, cancellable, error) ||
-        check_cancelled(cancellable, error))
-      return FALSE;
-    TdmScalingResult result;
-    double slowest, fastest;
-    int runs;
-    if (!measure_point(cfg, steps, n, meter, &result, &slowest, &fastest, &runs, cancellable,
-                       error))
-      return FALSE;
-    if (n == 1)
-      base = result.samples_per_second;
-    TdmScalingPoint point = {
-      .index = n - 1,
-      .count = count,
-      .devices = n,
-      .batch = cfg->batch,
-      .steps = steps,
-      .samples_per_second = result.samples_per_second,
-      .speedup = result.samples_per_second / base,
-      .compute_ms = result.compute_ms,
-      .comm_ms = result.comm_ms,
-      .wait_ms = result.wait_ms,
-      .samples_per_second_min = slowest,
-      .samples_per_second_max = fastest,
-      .speedup_min = slowest / base,
-      .speedup_max = fastest / base,
-      .runs = runs,
-      .cpu_threads = result.cpu_threads,
-    };
-    point.efficiency = point.speedup / n;
-    memcpy(point.memory_bytes, result.peak_bytes, sizeof point.memory_bytes);
-    if (sink != NULL)
-      sink(&point, user_data);
-  }
-  return TRUE;
-}
 
 int
 tdm_scaling_cores_needed(int workers)

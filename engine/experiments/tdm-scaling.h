@@ -4,10 +4,11 @@
  * Two layers. The meter reads one run's events (as a TdmEventSink) and turns them
  * into samples per second over the window between its first and last step summary,
  * with each device's compute / communication / wait per step: bench/bench-scaling.c
- * and the window's scaling run measure the same way. The driver runs a configuration
- * on its first 1, 2, … N devices, strong scaling (the same global batch) or weak (the
- * same batch per device), and reports each point as it is measured; it is
- * cancellable. Measures wall-clock throughput: for benchmarks and teaching, never for
+ * and the window's scaling run measure the same way. The sweep (the scaling
+ * experiment, tdm-experiment.h) runs a configuration on its first 1, 2, … N devices,
+ * strong scaling (the same global batch) or weak (the same batch per device), and
+ * reports each point as it is measured; it is cancellable. Measures wall-clock
+ * throughput: for benchmarks and teaching, never for
  * asserting speeds in tests.
  */
 #pragma once
@@ -115,7 +116,9 @@ int tdm_scaling_cores_available (void);
 /* Runs `config` on its first n devices for n = 1 … its device count, `steps` steps
  * each (after a short warm-up run), TDM_SCALING_RUNS times or more (see
  * TdmScalingPoint), one BLAS thread per CPU worker at every n, calling `sink` after
- * each point. The window and tandem-train --scaling both run this. Weak scaling
+ * each point: the scaling experiment (tdm_experiment_new_scaling) run on this thread
+ * by tdm_experiment_run, as tandem-train scaling runs it (the window drives the same
+ * experiment with its runner). Weak scaling
  * takes config->batch / devices (rounded up) per device. Returns FALSE with the
  * error when a run fails, or TDM_ENGINE_ERROR_CANCELLED when cancelled. */
 gboolean tdm_scaling_run (const TdmConfig *config, TdmScalingMode mode, long steps,

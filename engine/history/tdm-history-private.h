@@ -2,7 +2,7 @@
 /* tdm-history-private.h — what the parts of the run history share: the history and
  * recorder structs, the one-line writer and the JSON member helpers. tdm-history.c
  * writes training runs and manages the files, tdm-history-read.c reads them,
- * tdm-history-sweep.c scaling sweeps, tdm-history-export.c turns either into CSV.
+ * tdm-sweep-record.c scaling sweeps, tdm-history-export.c turns either into CSV.
  * Nothing outside engine/history includes it.
  */
 #pragma once
@@ -71,7 +71,7 @@ gint64 tdm_history_get_int (JsonObject *object, const char *name);
 /* ",value" in C notation, or a lone "," when not finite. */
 void tdm_history_csv_value (GString *text, double value);
 
-/* tdm-history-sweep.c: the sweep's settings member, its lines, its CSV table. */
+/* tdm-sweep-record.c: the sweep's settings member, its lines, its CSV table. */
 void tdm_history_read_sweep_settings (TdmRunRecord *record, JsonObject *scaling);
 /* TRUE when the line was a sweep's (a point). */
 gboolean tdm_history_read_sweep_line (TdmRunRecord *record, const char *type,

@@ -215,8 +215,9 @@ gboolean tdm_run_recorder_finish (TdmRunRecorder *recorder, GError **error);
 void tdm_run_recorder_free (TdmRunRecorder *recorder);
 
 /* Writing a scaling sweep as it happens: its settings line now, each point as it is
- * measured, the outcome at the end. tdm_history_run_sweep does all three, for the
- * window and the command line alike. */
+ * measured, the outcome at the end: tdm_history_run_sweep does all three on the
+ * thread that trains (tandem-train), the window's experiment runner the same calls
+ * as its points are reduced. */
 TdmRunRecorder *tdm_run_recorder_new_sweep (TdmHistory *history, const TdmConfig *config,
                                             TdmScalingMode mode, long steps,
                                             const char *name, GError **error);

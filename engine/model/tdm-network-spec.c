@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-network-spec.c — the spec parser: text to the flat tree of layers of
- * tdm-network.h, with shapes, the parameter and state layout, checkpoint names and
- * the canonical spec. Errors name the item, its position and why. Not the numbers
+/* tdm-network-spec.c — the spec parser: text to items (layers' tokens, blocks opened
+ * and closed, repeats and built-in blocks expanded), one token to a layer's kind and
+ * numbers, and the grammar as --help prints it. Errors name the item, its position
+ * and why. Not the network built from the items (tdm-network-build.c) nor the numbers
  * (initial values, layouts for PyTorch: tdm-network.c). */
 #include "tdm-network.h"
 #include "tdm-i18n.h"
@@ -14,16 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_DEPTH 16
 #define MAX_ITEMS 4096
-
-typedef enum { ITEM_LAYER, ITEM_BEGIN, ITEM_END } ItemType;
-
-typedef struct {
-  ItemType type;
-  char *text;                  /* the layer's token (ITEM_LAYER) */
-  int position;                /* 1-based, in reading order of the text */
-} Item;
 
 typedef struct {
   const char *spec;
@@ -34,12 +26,8 @@ typedef struct {
   GError **error;
 } Parser;
 
-static gboolean
-spec_error(GError **error, const char *token, int position, const char *format, ...)
-    G_GNUC_PRINTF(4, 5);
-
-static gboolean
-spec_error(GError **error, const char *token, int position, const char *format, ...)
+gboolean
+tdm_network_spec_error(GError **error, const char *token, int position, const char *format, ...)
 {
   va_list args;
   va_start(args, format);
@@ -107,7 +95,7 @@ expand_block(const char *token, int position, char **out, GError **error)
   if (!read_number(&p, &width) || width < 1 || width > 65536 ||
       (*p == 's' && (p++, !read_number(&p, &stride) || stride < 1 || stride > 15)) ||
       *p != '\0')
-    return spec_error(error, token, position,
+    return tdm_network_spec_error(error, token, position,
                       basic ? "expected basicC[sS] with C channels, e.g. basic64 or basic128s2"
                             : "expected bottleneckW[sS] with a width W, e.g. bottleneck64 or "
                               "bottleneck128s2");
@@ -131,7 +119,7 @@ parse_item(Parser *ps, int depth)
   if (read_number(&q, &repeat) && *q == '*') {
     if (repeat < 1 || repeat > 64) {
       g_autofree char *what = g_strndup(start, q + 1 - start);
-      return spec_error(ps->error, what, ps->next_position,
+      return tdm_network_spec_error(ps->error, what, ps->next_position,
                         _("a repeat count must be between 1 and 64"));
     }
     ps->p = q + 1;
@@ -151,28 +139,28 @@ parse_item(Parser *ps, int depth)
       int position = ps->next_position;
       /* Every "(" recurses: groups nest no deeper than blocks may. */
       if (++ps->groups > MAX_DEPTH)
-        return spec_error(ps->error, "(", position, _("groups nest deeper than %d"), MAX_DEPTH);
+        return tdm_network_spec_error(ps->error, "(", position, _("groups nest deeper than %d"), MAX_DEPTH);
       ps->p++;
       if (!parse_list(ps, depth))
         return FALSE;
       if (*ps->p != ')')
-        return spec_error(ps->error, "(", position, _("its “(” is not closed"));
+        return tdm_network_spec_error(ps->error, "(", position, _("its “(” is not closed"));
       ps->p++;
       ps->groups--;
     } else if (g_str_has_prefix(ps->p, "res(")) {
       int position = ps->next_position++;
       if (depth + 1 > MAX_DEPTH)
-        return spec_error(ps->error, "res(", position, _("blocks nest deeper than %d"),
+        return tdm_network_spec_error(ps->error, "res(", position, _("blocks nest deeper than %d"),
                           MAX_DEPTH);
       ps->p += 4;
       push(ps, ITEM_BEGIN, NULL, position);
       skip_spaces(ps);
       if (*ps->p == ')')
-        return spec_error(ps->error, "res()", position, _("a residual block needs layers"));
+        return tdm_network_spec_error(ps->error, "res()", position, _("a residual block needs layers"));
       if (!parse_list(ps, depth + 1))
         return FALSE;
       if (*ps->p != ')')
-        return spec_error(ps->error, "res(", position,
+        return tdm_network_spec_error(ps->error, "res(", position,
                           _("its “(” is not closed: expected “)” after its layers"));
       ps->p++;
       push(ps, ITEM_END, NULL, position);
@@ -184,14 +172,14 @@ parse_item(Parser *ps, int depth)
       char *token = g_strdup(g_strstrip(raw));
       int position = ps->next_position++;
       if (*end == '(') {
-        spec_error(ps->error, token, position,
+        tdm_network_spec_error(ps->error, token, position,
                    _("unknown block; blocks are res(…), e.g. res(conv32k3p1,bn)"));
         g_free(token);
         return FALSE;
       }
       if (*token == '\0') {
         g_free(token);
-        return spec_error(ps->error, "", position, _("an empty item (two commas in a row?)"));
+        return tdm_network_spec_error(ps->error, "", position, _("an empty item (two commas in a row?)"));
       }
       g_autofree char *block = NULL;
       if (!expand_block(token, position, &block, ps->error)) {
@@ -206,14 +194,14 @@ parse_item(Parser *ps, int depth)
         if (!parse_list(ps, depth))
           return FALSE;
         if (*ps->p != '\0')
-          return spec_error(ps->error, block, position, _("internal: unparsed block text"));
+          return tdm_network_spec_error(ps->error, block, position, _("internal: unparsed block text"));
       } else {
         push(ps, ITEM_LAYER, token, position);
       }
       ps->p = end;
     }
     if (ps->items->len > MAX_ITEMS)
-      return spec_error(ps->error, start, first_position, _("more than %d layers"), MAX_ITEMS);
+      return tdm_network_spec_error(ps->error, start, first_position, _("more than %d layers"), MAX_ITEMS);
   }
   skip_spaces(ps);
   return TRUE;
@@ -252,8 +240,8 @@ layer_meant(const char *token)
 
 /* A spec of one word that names no layer is a network's name: the nearest
  * built-in's, and the list of them. NULL when `spec` is not such a word. */
-static char *
-unknown_network(const char *spec)
+char *
+tdm_network_unknown(const char *spec)
 {
   g_autofree char *word = g_strstrip(g_strdup(spec));
   if (strpbrk(word, ",()* ") != NULL || tdm_network_preset_find(word) != NULL)
@@ -283,8 +271,8 @@ unknown_network(const char *spec)
 }
 
 /* Parses one layer token into layer->kind and its numbers; shapes come later. */
-static gboolean
-parse_token(const char *token, int position, TdmLayer *layer, int *features, GError **error)
+gboolean
+tdm_network_parse_token(const char *token, int position, TdmLayer *layer, int *features, GError **error)
 {
   const char *p = token;
   if (g_str_equal(token, "relu")) {
@@ -311,12 +299,12 @@ parse_token(const char *token, int position, TdmLayer *layer, int *features, GEr
     p += 2;
     layer->kind = TDM_LAYER_LINEAR;
     if (!read_number(&p, features) || *features < 1)
-      return spec_error(error, token, position,
+      return tdm_network_spec_error(error, token, position,
                         _("expected fcN with N output features, e.g. fc128"));
     if (g_str_equal(p, "nb"))
       layer->no_bias = TRUE;
     else if (*p != '\0')
-      return spec_error(error, token, position,
+      return tdm_network_spec_error(error, token, position,
                         _("unexpected “%s” at its end (fcN, or fcNnb without bias)"), p);
     return TRUE;
   }
@@ -324,11 +312,11 @@ parse_token(const char *token, int position, TdmLayer *layer, int *features, GEr
     p += 4;
     layer->kind = TDM_LAYER_CONV;
     if (!read_number(&p, features) || *features < 1)
-      return spec_error(error, token, position,
+      return tdm_network_spec_error(error, token, position,
                         _("expected convNkK[sS][pP] with N output channels, e.g. conv32k3p1"));
     if (*p != 'k' || (p++, !read_number(&p, &layer->kernel)) || layer->kernel < 1 ||
         layer->kernel > 15)
-      return spec_error(error, token, position,
+      return tdm_network_spec_error(error, token, position,
                         _("expected a kernel size kK between 1 and 15 after the channels, "
                         "e.g. conv32k3p1"));
     layer->pad = 0;
@@ -339,13 +327,13 @@ parse_token(const char *token, int position, TdmLayer *layer, int *features, GEr
         p++;
         if (seen_s || !read_number(&p, &layer->stride) || layer->stride < 1 ||
             layer->stride > 15)
-          return spec_error(error, token, position,
+          return tdm_network_spec_error(error, token, position,
                             _("expected one stride sS between 1 and 15, e.g. conv64k3s2p1"));
         seen_s = TRUE;
       } else {
         p++;
         if (seen_p || !read_number(&p, &layer->pad))
-          return spec_error(error, token, position,
+          return tdm_network_spec_error(error, token, position,
                             _("expected one padding pP, e.g. conv32k3p1"));
         seen_p = TRUE;
       }
@@ -353,11 +341,11 @@ parse_token(const char *token, int position, TdmLayer *layer, int *features, GEr
     if (g_str_equal(p, "nb"))
       layer->no_bias = TRUE;
     else if (*p != '\0')
-      return spec_error(error, token, position,
+      return tdm_network_spec_error(error, token, position,
                         _("unexpected “%s” at its end (nb, for no bias, is the only suffix "
                         "after kK, sS and pP)"), p);
     if (layer->pad >= layer->kernel)
-      return spec_error(error, token, position,
+      return tdm_network_spec_error(error, token, position,
                         _("padding %d must be smaller than the kernel size %d"), layer->pad,
                         layer->kernel);
     return TRUE;
@@ -371,7 +359,7 @@ parse_token(const char *token, int position, TdmLayer *layer, int *features, GEr
                             : "expected poolK with a window K of 2 or more, then sS and pP "
                               "for a stride and padding, e.g. pool2 or pool3s2p1";
     if (!read_number(&p, &layer->kernel) || layer->kernel < 2)
-      return spec_error(error, token, position, "%s", usage);
+      return tdm_network_spec_error(error, token, position, "%s", usage);
     /* poolK alone strides by its window, as before strides and padding existed. */
     layer->stride = layer->kernel;
     layer->pad = 0;
@@ -384,16 +372,16 @@ parse_token(const char *token, int position, TdmLayer *layer, int *features, GEr
       if ((stride ? seen_s : seen_p) ||
           !read_number(&p, stride ? &layer->stride : &layer->pad) ||
           (stride && (layer->stride < 1 || layer->stride > MAX(15, layer->kernel))))
-        return spec_error(error, token, position, "%s", usage);
+        return tdm_network_spec_error(error, token, position, "%s", usage);
       if (stride)
         seen_s = TRUE;
       else
         seen_p = TRUE;
     }
     if (*p != '\0')
-      return spec_error(error, token, position, "%s", usage);
+      return tdm_network_spec_error(error, token, position, "%s", usage);
     if (2 * layer->pad > layer->kernel)
-      return spec_error(error, token, position,
+      return tdm_network_spec_error(error, token, position,
                         _("padding %d is more than half the window %d (PyTorch's limit: a "
                         "window must hold an input)"), layer->pad, layer->kernel);
     return TRUE;
@@ -404,7 +392,7 @@ parse_token(const char *token, int position, TdmLayer *layer, int *features, GEr
     char *end = NULL;
     double rate = g_ascii_strtod(p, &end);
     if (end == p || *end != '\0' || !(rate >= 0.0 && rate < 1.0))
-      return spec_error(error, token, position,
+      return tdm_network_spec_error(error, token, position,
                         _("expected dropP with a rate P in [0, 1), e.g. drop0.25"));
     layer->rate = (float)rate;
     return TRUE;
@@ -417,7 +405,7 @@ parse_token(const char *token, int position, TdmLayer *layer, int *features, GEr
     /* strtod also reads "inf", "nan" and hex; only plain decimals are a spec. */
     gboolean plain = end != p && *end == '\0' && strspn(p, "0123456789.-+eE") == strlen(p);
     if (!plain || !(fabs(factor) >= 1e-6 && fabs(factor) <= 1e6))
-      return spec_error(error, token, position,
+      return tdm_network_spec_error(error, token, position,
                         _("expected scaleS with a factor S between 1e-6 and 1e6 in size, "
                         "e.g. scale0.125"));
     layer->factor = (float)factor;
@@ -425,313 +413,35 @@ parse_token(const char *token, int position, TdmLayer *layer, int *features, GEr
   }
   g_autofree char *meant = layer_meant(token);
   if (meant != NULL)
-    return spec_error(error, token, position, _("unknown layer; did you mean %s?"), meant);
-  return spec_error(error, token, position,
+    return tdm_network_spec_error(error, token, position, _("unknown layer; did you mean %s?"), meant);
+  return tdm_network_spec_error(error, token, position,
                     _("unknown layer; layers are fcN, convNkK[sS][pP], poolK[sS][pP], "
                     "avgK[sS][pP], gap, gmp, "
                     "bn, relu, dropP, scaleS, flatten and res(…)"));
 }
 
-/* The stride s with which a 1×1 conv maps in to out (in − 1) / s + 1 = out, both
- * ways; 0 when there is none. */
-static int
-projection_stride(int in_h, int in_w, int out_h, int out_w)
+static void
+item_clear(gpointer data)
 {
-  for (int s = 1; s <= MAX(in_h, in_w); s++)
-    if ((in_h - 1) / s + 1 == out_h && (in_w - 1) / s + 1 == out_w)
-      return s;
-  return 0;
+  g_free(((Item *)data)->text);
 }
 
-typedef struct {
-  int begin;                   /* index of the block's RES_BEGIN */
-  int h, w, c;                 /* its input shape */
-} OpenBlock;
-
-/* Whether a layer's output is a vector rather than an image. */
-static gboolean
-flat_output(const TdmLayer *l)
+GArray *
+tdm_network_parse_items(const char *expanded, GError **error)
 {
-  return l->kind == TDM_LAYER_LINEAR || l->kind == TDM_LAYER_FLATTEN ||
-         l->kind == TDM_LAYER_GLOBAL_AVG || l->kind == TDM_LAYER_GLOBAL_MAX;
-}
-
-static gboolean
-fusable(const TdmLayer *prev)
-{
-  return !prev->fused_relu &&
-         (prev->kind == TDM_LAYER_LINEAR || prev->kind == TDM_LAYER_CONV ||
-          prev->kind == TDM_LAYER_BN || prev->kind == TDM_LAYER_RES_END);
-}
-
-TdmNetwork *
-tdm_network_new(const char *spec, int h, int w, int c, int classes, GError **error)
-{
-  g_return_val_if_fail(spec != NULL, NULL);
-  g_return_val_if_fail(h > 0 && w > 0 && c > 0 && classes > 0, NULL);
-
-  const TdmNetworkPreset *preset = tdm_network_preset_find(spec);
-  g_autofree char *preset_spec = preset ? tdm_network_preset_spec(preset, classes) : NULL;
-  const char *expanded = preset_spec != NULL ? preset_spec : spec;
-  {
-    g_autofree char *probe = g_strstrip(g_strdup(expanded));
-    if (*probe == '\0') {
-      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC,
-                  _("network spec is empty: give mlp, cnn, resnet or layers such as "
-                  "fc128,relu,fc10"));
-      return NULL;
-    }
-  }
-
-  g_autofree char *unknown = preset == NULL ? unknown_network(spec) : NULL;
-  if (unknown != NULL) {
-    g_set_error_literal(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC, unknown);
-    return NULL;
-  }
-
   Parser ps = {expanded, expanded, 1, 0, g_array_new(FALSE, TRUE, sizeof(Item)), error};
-  TdmNetwork *net = g_new0(TdmNetwork, 1);
+  g_array_set_clear_func(ps.items, item_clear);
   gboolean parsed = parse_list(&ps, 0);
   if (parsed && *ps.p != '\0') {
     if (*ps.p == ')')
-      spec_error(error, ")", ps.next_position, _("a “)” with no res( open before it"));
+      tdm_network_spec_error(error, ")", ps.next_position, _("a “)” with no res( open before it"));
     else
-      spec_error(error, ps.p, ps.next_position, _("unexpected text"));
+      tdm_network_spec_error(error, ps.p, ps.next_position, _("unexpected text"));
     parsed = FALSE;
   }
-  Item *items = (Item *)ps.items->data;
-  int n_items = ps.items->len;
   if (!parsed)
-    goto fail;
-
-  net->layers = g_new0(TdmLayer, n_items);
-  net->in_h = h;
-  net->in_w = w;
-  net->in_c = c;
-  net->classes = classes;
-  net->max_activation = (size_t)h * w * c;
-
-  OpenBlock open[MAX_DEPTH + 1];
-  int depth = 0;
-  int cur_h = h, cur_w = w, cur_c = c;
-  size_t offset = 0, state = 0;
-  /* Whether the current output is a flat vector (after an fc, a flatten or a global
-   * pool, through any bn, relu, dropout, scale or block opening since). */
-  gboolean flat = FALSE;
-
-  for (int i = 0; i < n_items; i++) {
-    const Item *it = &items[i];
-    TdmLayer layer;
-    memset(&layer, 0, sizeof layer);
-    layer.partner = -1;
-    layer.position = it->position;
-    layer.stride = 1;
-    int features = 0;
-    const char *token = it->text ? it->text : (it->type == ITEM_BEGIN ? "res(" : ")");
-
-    if (it->type == ITEM_BEGIN) {
-      layer.kind = TDM_LAYER_RES_BEGIN;
-    } else if (it->type == ITEM_END) {
-      layer.kind = TDM_LAYER_RES_END;
-    } else if (!parse_token(it->text, it->position, &layer, &features, error)) {
-      goto fail;
-    }
-
-    if (layer.kind == TDM_LAYER_RELU && net->layer_count > 0 &&
-        fusable(&net->layers[net->layer_count - 1])) {
-      net->layers[net->layer_count - 1].fused_relu = TRUE;
-      continue;
-    }
-
-    layer.in_h = cur_h;
-    layer.in_w = cur_w;
-    layer.in_c = cur_c;
-    layer.out_h = cur_h;
-    layer.out_w = cur_w;
-    layer.out_c = cur_c;
-    layer.depth = depth;
-    /* A conv or fc right before a bn goes without bias. */
-    gboolean before_bn = i + 1 < n_items && items[i + 1].type == ITEM_LAYER &&
-                         g_str_equal(items[i + 1].text, "bn");
-    switch (layer.kind) {
-    case TDM_LAYER_LINEAR: {
-      size_t in = (size_t)cur_h * cur_w * cur_c;
-      layer.out_h = layer.out_w = 1;
-      layer.out_c = features;
-      layer.weight_count = in * features;
-      layer.bias_count = before_bn || layer.no_bias ? 0 : (size_t)features;
-      break;
-    }
-    case TDM_LAYER_CONV:
-      /* A 1×1 image is fine (ResNet's last stage on small inputs), a flat vector not,
-       * whatever comes between them (fc16,basic8 opens a block first). */
-      if (flat) {
-        spec_error(error, token, it->position,
-                   _("a convolution needs an image, but its input is a flat vector of %d "
-                   "features"),
-                   cur_c);
-        goto fail;
-      }
-      if (cur_h + 2 * layer.pad < layer.kernel || cur_w + 2 * layer.pad < layer.kernel) {
-        spec_error(error, token, it->position, _("a %d×%d kernel does not fit its %d×%d input"),
-                   layer.kernel, layer.kernel, cur_h, cur_w);
-        goto fail;
-      }
-      layer.out_h = (cur_h + 2 * layer.pad - layer.kernel) / layer.stride + 1;
-      layer.out_w = (cur_w + 2 * layer.pad - layer.kernel) / layer.stride + 1;
-      layer.out_c = features;
-      if (layer.stride > cur_h + 2 * layer.pad || layer.stride > cur_w + 2 * layer.pad) {
-        spec_error(error, token, it->position,
-                   _("stride %d is larger than its padded %d×%d input: it leaves nothing "
-                   "to convolve"),
-                   layer.stride, cur_h + 2 * layer.pad, cur_w + 2 * layer.pad);
-        goto fail;
-      }
-      layer.weight_count = (size_t)features * cur_c * layer.kernel * layer.kernel;
-      layer.bias_count = before_bn || layer.no_bias ? 0 : (size_t)features;
-      break;
-    case TDM_LAYER_POOL:
-    case TDM_LAYER_AVGPOOL:
-      if (cur_h + 2 * layer.pad < layer.kernel || cur_w + 2 * layer.pad < layer.kernel) {
-        spec_error(error, token, it->position, _("a %d×%d window does not fit its %d×%d input"),
-                   layer.kernel, layer.kernel, cur_h, cur_w);
-        goto fail;
-      }
-      layer.out_h = (cur_h + 2 * layer.pad - layer.kernel) / layer.stride + 1;
-      layer.out_w = (cur_w + 2 * layer.pad - layer.kernel) / layer.stride + 1;
-      break;
-    case TDM_LAYER_GLOBAL_AVG:
-    case TDM_LAYER_GLOBAL_MAX:
-      layer.out_h = layer.out_w = 1;
-      break;
-    case TDM_LAYER_FLATTEN:
-      layer.out_h = layer.out_w = 1;
-      layer.out_c = cur_h * cur_w * cur_c;
-      break;
-    case TDM_LAYER_BN:
-      if (net->layer_count == 0) {
-        spec_error(error, token, it->position,
-                   _("bn before any layer: it normalizes the output of a conv or fc, so put "
-                   "it after one (e.g. conv32k3p1,bn)"));
-        goto fail;
-      }
-      layer.weight_count = layer.bias_count = (size_t)cur_c;
-      layer.state_count = 2 * (size_t)cur_c;
-      break;
-    case TDM_LAYER_DROPOUT:
-      net->has_dropout = TRUE;
-      break;
-    case TDM_LAYER_SCALE:
-    case TDM_LAYER_RELU:
-      break;
-    case TDM_LAYER_RES_BEGIN:
-      open[depth].begin = net->layer_count;
-      open[depth].h = cur_h;
-      open[depth].w = cur_w;
-      open[depth].c = cur_c;
-      depth++;
-      layer.depth = depth;
-      break;
-    case TDM_LAYER_RES_END: {
-      depth--;
-      const OpenBlock *ob = &open[depth];
-      TdmLayer *begin = &net->layers[ob->begin];
-      layer.depth = depth + 1;
-      layer.partner = ob->begin;
-      begin->partner = net->layer_count;
-      if (ob->h != cur_h || ob->w != cur_w || ob->c != cur_c) {
-        int s = projection_stride(ob->h, ob->w, cur_h, cur_w);
-        if (s == 0) {
-          spec_error(error, "res(", it->position,
-                     _("the block turns its %d×%d×%d input into %d×%d×%d, which no 1×1 "
-                     "projection with a stride can match (a block may keep or shrink the "
-                     "size, not grow it)"),
-                     ob->h, ob->w, ob->c, cur_h, cur_w, cur_c);
-          goto fail;
-        }
-        layer.projection = TRUE;
-        layer.stride = s;
-        layer.weight_count = (size_t)cur_c * ob->c;
-        layer.bias_count = 2 * (size_t)cur_c;
-        layer.state_count = 2 * (size_t)cur_c;
-      }
-      layer.in_h = cur_h;
-      layer.in_w = cur_w;
-      layer.in_c = cur_c;
-      break;
-    }
-    }
-
-    if (layer.weight_count + layer.bias_count > 0) {
-      layer.param_offset = offset;
-      layer.weight_offset = offset;
-      offset += layer.weight_count;
-      layer.bias_offset = offset;
-      offset += layer.bias_count;
-      layer.param_count = layer.weight_count + layer.bias_count;
-    }
-    if (layer.state_count > 0) {
-      layer.state_offset = state;
-      state += layer.state_count;
-      net->bn_count++;
-    }
-    size_t activation = (size_t)layer.out_h * layer.out_w * layer.out_c;
-    if (activation > ((size_t)1 << 26)) {
-      spec_error(error, token, it->position,
-                 _("its output of %zu values per sample is too large"), activation);
-      goto fail;
-    }
-    net->max_activation = MAX(net->max_activation, activation);
-    cur_h = layer.out_h;
-    cur_w = layer.out_w;
-    cur_c = layer.out_c;
-    if (flat_output(&layer))
-      flat = TRUE;
-    else if (layer.kind == TDM_LAYER_CONV || layer.kind == TDM_LAYER_POOL ||
-             layer.kind == TDM_LAYER_AVGPOOL)
-      flat = FALSE;
-    net->layers[net->layer_count++] = layer;
-  }
-
-  /* The logits come from the last fc, scaled or not. */
-  int last_index = net->layer_count - 1;
-  while (last_index > 0 && net->layers[last_index].kind == TDM_LAYER_SCALE)
-    last_index--;
-  TdmLayer *last = &net->layers[last_index];
-  if (last->kind != TDM_LAYER_LINEAR || last->fused_relu) {
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC,
-                _("network spec must end with fc%d (one output per class, then scaleS if "
-                "wanted), without a relu"),
-                classes);
-    goto fail;
-  }
-  if (last->out_c != classes) {
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC,
-                _("network spec ends with fc%d but the dataset has %d classes: end with fc%d"),
-                last->out_c, classes, classes);
-    goto fail;
-  }
-  if (offset > ((size_t)1 << 31)) {
-    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_SPEC,
-                _("network has %zu parameters; Tandem's limit is 2³¹"), offset);
-    goto fail;
-  }
-
-  net->parameter_count = offset;
-  net->state_count = state;
-  tdm_network_assign_names(net);
-  net->spec = tdm_network_canonical_spec(net);
-  for (int i = 0; i < n_items; i++)
-    g_free(items[i].text);
-  g_array_free(ps.items, TRUE);
-  return net;
-
-fail:
-  for (guint i = 0; i < ps.items->len; i++)
-    g_free(g_array_index(ps.items, Item, i).text);
-  g_array_free(ps.items, TRUE);
-  tdm_network_free(net);
-  return NULL;
+    g_clear_pointer(&ps.items, g_array_unref);
+  return ps.items;
 }
 
 /* The grammar, written once: --help prints it, the window's spec entry shows it. */

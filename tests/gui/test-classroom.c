@@ -815,19 +815,22 @@ test_step_key(void)
 }
 
 /* The phase table's means: the run's first timed step (start-up) is left out once a
- * second one has come, and only the last 16 timed steps count. Fed events directly. */
+ * second one has come, and only the last 16 timed steps count. Fed events through the
+ * session, whose phase statistics the page shows. */
 static void
 test_devices_phase_means(void)
 {
   GtkWidget *page = g_object_ref_sink(tdm_devices_page_new());
+  g_autoptr(TdmSession) session = tdm_session_new();
   g_autofree TdmEvent *event = g_new0(TdmEvent, 1);
 
+  tdm_devices_page_set_session(TDM_DEVICES_PAGE(page), session);
   event->kind = TDM_EVENT_STARTED;
   event->started.replicas = 2;
   event->started.batch = 100;
   g_strlcpy(event->started.device[0], "cuda:0", sizeof event->started.device[0]);
   g_strlcpy(event->started.device[1], "cuda:0", sizeof event->started.device[1]);
-  tdm_devices_page_handle_event(TDM_DEVICES_PAGE(page), event, NULL);
+  tdm_session_handle_event(session, event);
   g_assert_cmpfloat(tdm_devices_page_get_phase_ms(TDM_DEVICES_PAGE(page), 0, TDM_PHASE_FORWARD), ==, -1);
 
   /* Forward: 100 ms in step 1, then 2 ms in odd steps and 1 ms in even ones; device 1
@@ -844,7 +847,7 @@ test_devices_phase_means(void)
       event->phases.device[d].span[0].start_ms = 0.5f;
       event->phases.device[d].span[0].end_ms = 0.5f + ms * (d + 1);
     }
-    tdm_devices_page_handle_event(TDM_DEVICES_PAGE(page), event, NULL);
+    tdm_session_handle_event(session, event);
     double shown = tdm_devices_page_get_phase_ms(TDM_DEVICES_PAGE(page), 0, TDM_PHASE_FORWARD);
     if (step == 1)
       g_assert_cmpfloat_with_epsilon(shown, 100, 1e-9);

@@ -10,6 +10,7 @@
 #include "tdm-application.h"
 #include "tdm-classify-view.h"
 #include "tdm-onnx-export.h"
+#include "tdm-run.h"
 #include "tdm-window.h"
 #include "window-test-util.h"
 
@@ -114,7 +115,7 @@ test_nothing_yet(void)
 static void
 test_last_run(void)
 {
-  g_autofree char *last = tdm_classify_view_last_run_path();
+  g_autofree char *last = tdm_run_last_network_path();
   g_autofree char *folder = g_path_get_dirname(last);
   g_autofree char *path = g_build_filename(tmp_dir, "last.onnx", NULL);
   g_autofree char *text = NULL;
@@ -144,7 +145,7 @@ test_last_run(void)
 static void
 test_bad_folder(void)
 {
-  g_autofree char *last = tdm_classify_view_last_run_path();
+  g_autofree char *last = tdm_run_last_network_path();
   g_autofree char *folder = g_path_get_dirname(last);
   g_autofree char *nowhere = g_build_filename(tmp_dir, "nowhere", "m.onnx", NULL);
   g_autofree char *text = NULL;

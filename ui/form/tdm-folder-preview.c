@@ -536,14 +536,6 @@ tdm_folder_preview_set_folder (TdmFolderPreview *self,
   start_scan (self);
 }
 
-const char *
-tdm_folder_preview_get_folder (TdmFolderPreview *self)
-{
-  g_return_val_if_fail (TDM_IS_FOLDER_PREVIEW (self), NULL);
-
-  return self->folder;
-}
-
 void
 tdm_folder_preview_get_options (TdmFolderPreview *self,
                                 int              *size,

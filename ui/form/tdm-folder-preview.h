@@ -27,7 +27,6 @@ GtkWidget  *tdm_folder_preview_new         (void);
  * cancelled. */
 void        tdm_folder_preview_set_folder  (TdmFolderPreview *self,
                                             const char       *folder);
-const char *tdm_folder_preview_get_folder  (TdmFolderPreview *self);
 
 /* The size "Automatic" stands for: a network's input size (a preset's), or 0 for
  * the engine's own choice. A folder shown at "Automatic" is decoded again. */

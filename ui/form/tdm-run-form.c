@@ -24,7 +24,6 @@
 
 #include "tdm-base-recipe.h"
 #include "tdm-choice.h"
-#include "tdm-classify-view.h"
 #include "tdm-dataset-chooser.h"
 #include "tdm-device-picker.h"
 #include "tdm-device-row.h"
@@ -37,6 +36,7 @@
 #include "tdm-network.h"
 #include "tdm-network-catalogue.h"
 #include "tdm-number-check.h"
+#include "tdm-run.h"
 #include "tdm-run-form.h"
 #include "tdm-spec-entry.h"
 
@@ -623,7 +623,7 @@ tdm_run_form_build_config (TdmRunForm  *self,
   tdm_dataset_chooser_get_image_options (self->dataset_chooser, &config->image_size,
                                          &config->image_channels);
   /* Every run keeps its network, so images can be classified with it afterwards. */
-  config->save_path = tdm_classify_view_last_run_path ();
+  config->save_path = tdm_run_last_network_path ();
   {
     g_autofree char *dir = g_path_get_dirname (config->save_path);
     g_mkdir_with_parents (dir, 0700);

@@ -312,14 +312,6 @@ tdm_history_sweep_new (GtkWindow       *parent,
   return GTK_WIDGET (self);
 }
 
-TdmRunItem *
-tdm_history_sweep_get_item (TdmHistorySweep *self)
-{
-  g_return_val_if_fail (TDM_IS_HISTORY_SWEEP (self), NULL);
-
-  return self->item;
-}
-
 GtkWidget *
 tdm_history_sweep_get_chart (TdmHistorySweep *self)
 {

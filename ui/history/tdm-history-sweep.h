@@ -27,7 +27,6 @@ G_DECLARE_FINAL_TYPE (TdmHistorySweep, tdm_history_sweep, TDM, HISTORY_SWEEP, Ad
 GtkWidget  *tdm_history_sweep_new       (GtkWindow       *parent,
                                          TdmHistoryStore *store,
                                          TdmRunItem      *item);
-TdmRunItem *tdm_history_sweep_get_item  (TdmHistorySweep *self);
 GtkWidget  *tdm_history_sweep_get_chart (TdmHistorySweep *self);
 GtkWidget  *tdm_history_sweep_get_table (TdmHistorySweep *self);
 /* What the header bar's buttons do once a file is chosen: the points as CSV (as the

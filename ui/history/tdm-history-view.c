@@ -16,16 +16,12 @@
 
 #include "tdm-build-config.h"
 #include "tdm-exact.h"
+#include "tdm-experiment.h"
 #include "tdm-format.h"
 #include "tdm-history-sweep.h"
 #include "tdm-history-view.h"
 #include "tdm-run-table.h"
 
-/* Float rounding stays at ~1e-7 between N devices and one over the first hundred or
- * so steps; past that Adam can magnify it (a small net on the synthetic set: 1.1e-6
- * after 100 steps, 5.4e-2 after 200, while SGD stayed at 1.2e-6), which is true of
- * any two summation orders and says nothing of data parallelism. */
-#define DEFAULT_COMPARE_STEPS 50
 
 struct _TdmHistoryView
 {
@@ -567,7 +563,7 @@ tdm_history_view_build_compare (TdmHistoryView *self)
 
   adw_preferences_row_set_title (ADW_PREFERENCES_ROW (steps_row), _("Steps of each run"));
   self->steps_spin = GTK_SPIN_BUTTON (gtk_spin_button_new_with_range (1, 100000, 10));
-  gtk_spin_button_set_value (self->steps_spin, DEFAULT_COMPARE_STEPS);
+  gtk_spin_button_set_value (self->steps_spin, TDM_COMPARE_STEPS);
   gtk_widget_set_valign (GTK_WIDGET (self->steps_spin), GTK_ALIGN_CENTER);
   gtk_accessible_update_property (GTK_ACCESSIBLE (self->steps_spin),
                                   GTK_ACCESSIBLE_PROPERTY_LABEL, _("Steps of each run"), -1);
@@ -694,14 +690,6 @@ tdm_history_view_new (TdmHistoryStore *store)
   tdm_history_view_update_baseline (self);
 
   return GTK_WIDGET (self);
-}
-
-TdmHistoryStore *
-tdm_history_view_get_store (TdmHistoryView *self)
-{
-  g_return_val_if_fail (TDM_IS_HISTORY_VIEW (self), NULL);
-
-  return self->store;
 }
 
 int

@@ -23,7 +23,6 @@ G_BEGIN_DECLS
 G_DECLARE_FINAL_TYPE (TdmHistoryView, tdm_history_view, TDM, HISTORY_VIEW, GtkWidget)
 
 GtkWidget       *tdm_history_view_new                (TdmHistoryStore *store);
-TdmHistoryStore *tdm_history_view_get_store          (TdmHistoryView  *self);
 
 /* Steps of each run of "compare with one device". */
 int              tdm_history_view_get_compare_steps  (TdmHistoryView  *self);

@@ -618,12 +618,6 @@ tdm_classify_view_get_result (TdmClassifyView *self,
   return ((Item *) g_ptr_array_index (self->items, i))->text;
 }
 
-char *
-tdm_classify_view_last_run_path (void)
-{
-  return g_build_filename (g_get_user_data_dir (), "tandem", "last-run.safetensors", NULL);
-}
-
 GtkWindow *
 tdm_classify_view_window_new (GtkWindow        *parent,
                               TdmClassifyView **view)

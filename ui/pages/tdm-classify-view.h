@@ -36,10 +36,6 @@ guint       tdm_classify_view_get_n_results  (TdmClassifyView *self);
 const char *tdm_classify_view_get_result     (TdmClassifyView *self,
                                               guint            i);
 
-/* Where the window's runs save their checkpoint, so the last run can classify:
- * g_get_user_data_dir()/tandem/last-run.safetensors. */
-char       *tdm_classify_view_last_run_path  (void);
-
 /* A window holding a view, transient for `parent`, hidden (not destroyed) on close. */
 GtkWindow  *tdm_classify_view_window_new     (GtkWindow        *parent,
                                               TdmClassifyView **view);

@@ -162,16 +162,6 @@ tdm_dashboard_handle_event (TdmDashboard   *self,
 }
 
 void
-tdm_dashboard_end (TdmDashboard *self)
-{
-  g_return_if_fail (TDM_IS_DASHBOARD (self));
-
-  /* Points still queued reach the charts over the next few ticks, one chart a tick,
-   * rather than all six redrawing in one frame. */
-  tdm_session_end (self->session);
-}
-
-void
 tdm_dashboard_set_status (TdmDashboard *self,
                           const char   *text)
 {
@@ -260,37 +250,12 @@ tdm_dashboard_export_metrics (TdmDashboard  *self,
   return tdm_session_export_metrics (self->session, path, error);
 }
 
-void
-tdm_dashboard_set_export_info (TdmDashboard  *self,
-                               TdmExportInfo *info)
-{
-  g_return_if_fail (TDM_IS_DASHBOARD (self));
-
-  tdm_session_set_export_info (self->session, info);
-}
-
 const TdmExportInfo *
 tdm_dashboard_get_export_info (TdmDashboard *self)
 {
   g_return_val_if_fail (TDM_IS_DASHBOARD (self), NULL);
 
   return tdm_session_get_export_info (self->session);
-}
-
-TdmMetricsLog *
-tdm_dashboard_get_log (TdmDashboard *self)
-{
-  g_return_val_if_fail (TDM_IS_DASHBOARD (self), NULL);
-
-  return tdm_session_get_log (self->session);
-}
-
-TdmSession *
-tdm_dashboard_get_session (TdmDashboard *self)
-{
-  g_return_val_if_fail (TDM_IS_DASHBOARD (self), NULL);
-
-  return self->session;
 }
 
 static void

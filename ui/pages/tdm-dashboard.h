@@ -30,14 +30,11 @@ GtkWidget     *tdm_dashboard_new          (void);
 /* The session shown (a new one of its own at first). */
 void           tdm_dashboard_set_session  (TdmDashboard  *self,
                                            TdmSession    *session);
-TdmSession    *tdm_dashboard_get_session  (TdmDashboard  *self);
 
 /* Hands the event to the session: a STARTED event starts over; the others add to
  * the charts and the status. */
 void           tdm_dashboard_handle_event (TdmDashboard  *self,
                                            const TdmEvent *event);
-/* The run's thread has ended: telemetry sampling stops. */
-void           tdm_dashboard_end          (TdmDashboard  *self);
 /* Replaces the status line, when no run tells what to show. */
 void           tdm_dashboard_set_status   (TdmDashboard  *self,
                                            const char    *text);
@@ -58,13 +55,8 @@ gboolean       tdm_dashboard_export_chart (TdmDashboard  *self,
 gboolean       tdm_dashboard_export_metrics (TdmDashboard *self,
                                              const char   *path,
                                              GError      **error);
-/* The settings of the run about to start (transfer full): exports carry them once
- * its STARTED event arrives, and until the next run's does. */
-void           tdm_dashboard_set_export_info (TdmDashboard  *self,
-                                              TdmExportInfo *info);
+/* The settings of the run shown, which its exports carry. */
 const TdmExportInfo *tdm_dashboard_get_export_info (TdmDashboard *self);
-
-TdmMetricsLog *tdm_dashboard_get_log      (TdmDashboard  *self);
 
 /* What the loss and accuracy charts are drawn against: the session's axis
  * (tdm-session.h), never the clock. */

@@ -19,19 +19,13 @@
 #include "tdm-format.h"
 #include "tdm-timeline.h"
 
-/* The phase table shows the mean of the last PHASE_WINDOW timed steps, so it follows
- * the run as it is now (a new pace, a strategy's steady state). A run's first timed
- * step is left out once a second one has come: it carries the start-up (a GPU's
- * context and cuBLAS handles, first touch of every buffer), 135 ms of forward on an
- * H200 against 0.26 ms in the steps after, and would dominate the means for long. */
-#define PHASE_WINDOW 16
-
 struct _TdmDevicesPage
 {
   GtkWidget       parent_instance;
 
   TdmSession     *session;
   gulong          session_event;
+  TdmPhaseStats  *no_stats;            /* what the table shows without a session */
 
   GtkWidget      *scroller;
   GtkWidget      *timeline;
@@ -44,30 +38,20 @@ struct _TdmDevicesPage
   char           *reference_text;      /* the reference's caption (NULL: none) */
   gboolean        comparing;           /* two runs side by side on the timeline */
 
-  /* Time in each phase per device in each of the last PHASE_WINDOW timed steps (a
-   * ring, oldest overwritten); window_steps counts the steps put in since the start. */
-  double        (*step_ms)[TDM_MAX_REPLICAS][TDM_PHASE_COUNT];
-  int             window_steps;
-  /* Spans seen of each phase: a phase has a column once it occurred, however short. */
-  int             phase_spans[TDM_MAX_REPLICAS][TDM_PHASE_COUNT];
-  int             timed_steps;
+  /* The run's devices in the phase table (0 once cleared: the table goes until the
+   * next run starts); its figures are the session's (TdmPhaseStats). */
   int             phase_replicas;
   int             main_replica;
   char            device_name[TDM_MAX_REPLICAS][48];
   gboolean        presentation;
-  /* Communication hidden under backward, ms, per window slot and device (beside
-   * step_ms), and the last timed step's overlap per device (NaN: none). */
-  double          hidden_ms[PHASE_WINDOW][TDM_MAX_REPLICAS];
-  double          last_overlap[TDM_MAX_REPLICAS];
   GtkWidget      *overlap_cell[TDM_MAX_REPLICAS][2];
   /* The phase table as built: which phases have columns, and their number cells, so
    * that a new step changes texts instead of rebuilding the table. */
   guint           phase_mask;
   gboolean        phases_stale;   /* figures arrived while the page was not shown */
   GtkWidget      *phase_cell[TDM_MAX_REPLICAS][TDM_PHASE_COUNT];
-  /* Bytes the last timed step's collectives moved out of and into each device, and
-   * the two cells that show them (the engine counts them: tdm-communicator.h). */
-  guint64         bytes[TDM_MAX_REPLICAS][2];
+  /* The cells of the bytes the last timed step's collectives moved out of and into
+   * each device (the engine counts them: tdm-communicator.h). */
   GtkWidget      *bytes_cell[TDM_MAX_REPLICAS][2];
 
   TdmMemoryEvent  estimate;
@@ -94,6 +78,25 @@ cell (const char *text,
   return label;
 }
 
+/* The run's phases as the session took them in. */
+static const TdmPhaseStats *
+tdm_devices_page_stats (TdmDevicesPage *self)
+{
+  return self->session != NULL ? tdm_session_get_phase_stats (self->session) : self->no_stats;
+}
+
+/* Bytes the device's collectives sent (k = 0) or received (1) in the last timed step. */
+static guint64
+tdm_devices_page_bytes (const TdmPhaseStats *stats,
+                        int                  device,
+                        int                  k)
+{
+  guint64 bytes[2];
+
+  tdm_phase_stats_get_bytes (stats, device, &bytes[0], &bytes[1]);
+  return bytes[k];
+}
+
 /* The share of the device's communication hidden under its backward pass: over the
  * window (which = 0) or in the last timed step (1). "—" where it communicated nothing. */
 static char *
@@ -101,72 +104,11 @@ tdm_devices_page_overlap_text (TdmDevicesPage *self,
                                int             device,
                                int             which)
 {
-  double percent;
+  double percent = tdm_phase_stats_get_overlap (tdm_devices_page_stats (self), device, which != 0);
 
-  if (which == 0)
-    {
-      int steps = MIN (self->window_steps, PHASE_WINDOW);
-      double exposed = 0, hidden = 0;
-
-      for (int i = 0; i < steps; i++)
-        {
-          exposed += self->step_ms[i][device][TDM_PHASE_REDUCE]
-                     + self->step_ms[i][device][TDM_PHASE_ALLREDUCE]
-                     + self->step_ms[i][device][TDM_PHASE_BROADCAST];
-          hidden += self->hidden_ms[i][device];
-        }
-      percent = tdm_overlap_percent (exposed, hidden);
-    }
-  else
-    percent = self->last_overlap[device];
   if (!isfinite (percent))
     return g_strdup ("—");
   return g_strdup_printf ("%.0f %%", percent);
-}
-
-/* The device's mean milliseconds per step in the phase over the window. */
-static double
-tdm_devices_page_phase_mean (TdmDevicesPage *self,
-                             int             device,
-                             TdmPhase        phase)
-{
-  int steps = MIN (self->window_steps, PHASE_WINDOW);
-  double sum = 0;
-
-  for (int i = 0; i < steps; i++)
-    sum += self->step_ms[i][device][phase];
-  return steps > 0 ? sum / steps : 0;
-}
-
-/* One timed step's phases: its spans counted, its times into the window. */
-static void
-tdm_devices_page_add_phases (TdmDevicesPage        *self,
-                             const TdmPhasesEvent  *phases)
-{
-  int slot;
-
-  /* The second timed step overwrites the first (see PHASE_WINDOW). */
-  if (self->timed_steps == 1)
-    self->window_steps = 0;
-  slot = self->window_steps % PHASE_WINDOW;
-  memset (self->step_ms[slot], 0, sizeof self->step_ms[slot]);
-  for (int r = 0; r < MIN (phases->replicas, self->phase_replicas); r++)
-    {
-      const TdmDevicePhases *d = &phases->device[r];
-
-      for (int i = 0; i < MIN (d->spans, TDM_MAX_PHASE_SPANS); i++)
-        if (d->span[i].phase >= 0 && d->span[i].phase < TDM_PHASE_COUNT)
-          {
-            self->step_ms[slot][r][d->span[i].phase] += d->span[i].end_ms - d->span[i].start_ms;
-            self->phase_spans[r][d->span[i].phase]++;
-          }
-      self->bytes[r][0] = d->bytes_sent;
-      self->bytes[r][1] = d->bytes_received;
-      self->hidden_ms[slot][r] = d->hidden_ms;
-      self->last_overlap[r] = tdm_device_phases_overlap (d);
-    }
-  self->window_steps++;
-  self->timed_steps++;
 }
 
 /* Mean milliseconds per timed step in each phase, per device: the numbers behind the
@@ -180,15 +122,18 @@ tdm_devices_page_fill_phases (TdmDevicesPage *self)
   guint mask = 0;
   int column = 1;
 
+  const TdmPhaseStats *stats = tdm_devices_page_stats (self);
+  int timed_steps = self->phase_replicas > 0 ? tdm_phase_stats_get_timed_steps (stats) : 0;
+
   for (int p = 0; p < TDM_PHASE_COUNT; p++)
     for (int r = 0; r < self->phase_replicas; r++)
-      if (self->phase_spans[r][p] > 0)
+      if (tdm_phase_stats_get_spans (stats, r, p) > 0)
         mask |= 1u << p;
 
-  gtk_widget_set_visible (self->phase_grid, self->timed_steps > 0);
+  gtk_widget_set_visible (self->phase_grid, timed_steps > 0);
 
   /* The same columns as before: only the figures change (twenty times a second). */
-  if (self->timed_steps > 0 && mask == self->phase_mask && mask != 0)
+  if (timed_steps > 0 && mask == self->phase_mask && mask != 0)
     {
       for (int p = 0; p < TDM_PHASE_COUNT; p++)
         for (int r = 0; r < self->phase_replicas; r++)
@@ -196,14 +141,14 @@ tdm_devices_page_fill_phases (TdmDevicesPage *self)
             {
               char text[32];
 
-              g_snprintf (text, sizeof text, "%.2f", tdm_devices_page_phase_mean (self, r, p));
+              g_snprintf (text, sizeof text, "%.2f", tdm_phase_stats_get_mean_ms (stats, r, p));
               gtk_label_set_label (GTK_LABEL (self->phase_cell[r][p]), text);
             }
       for (int r = 0; r < self->phase_replicas; r++)
         for (int k = 0; k < 2; k++)
           if (self->bytes_cell[r][k] != NULL)
             {
-              g_autofree char *text = tdm_format_size ((gint64) self->bytes[r][k], G_FORMAT_SIZE_DEFAULT);
+              g_autofree char *text = tdm_format_size ((gint64) tdm_devices_page_bytes (stats, r, k), G_FORMAT_SIZE_DEFAULT);
 
               gtk_label_set_label (GTK_LABEL (self->bytes_cell[r][k]), text);
             }
@@ -224,7 +169,7 @@ tdm_devices_page_fill_phases (TdmDevicesPage *self)
   memset (self->bytes_cell, 0, sizeof self->bytes_cell);
   memset (self->overlap_cell, 0, sizeof self->overlap_cell);
   self->phase_mask = mask;
-  if (self->timed_steps == 0)
+  if (timed_steps == 0)
     return;
 
   {
@@ -253,7 +198,7 @@ tdm_devices_page_fill_phases (TdmDevicesPage *self)
       gtk_grid_attach (grid, header, column, 0, 1, 1);
       for (int r = 0; r < self->phase_replicas; r++)
         {
-          g_autofree char *text = g_strdup_printf ("%.2f", tdm_devices_page_phase_mean (self, r, p));
+          g_autofree char *text = g_strdup_printf ("%.2f", tdm_phase_stats_get_mean_ms (stats, r, p));
 
           self->phase_cell[r][p] = cell (text, TRUE);
           gtk_grid_attach (grid, self->phase_cell[r][p], column, r + 1, 1, 1);
@@ -274,7 +219,7 @@ tdm_devices_page_fill_phases (TdmDevicesPage *self)
       gtk_grid_attach (grid, header, column, 0, 1, 1);
       for (int r = 0; r < self->phase_replicas; r++)
         {
-          g_autofree char *text = tdm_format_size ((gint64) self->bytes[r][k], G_FORMAT_SIZE_DEFAULT);
+          g_autofree char *text = tdm_format_size ((gint64) tdm_devices_page_bytes (stats, r, k), G_FORMAT_SIZE_DEFAULT);
 
           self->bytes_cell[r][k] = cell (text, TRUE);
           gtk_grid_attach (grid, self->bytes_cell[r][k], column, r + 1, 1, 1);
@@ -484,18 +429,11 @@ tdm_devices_page_clear (TdmDevicesPage *self)
   g_return_if_fail (TDM_IS_DEVICES_PAGE (self));
 
   for (int r = 0; r < TDM_MAX_REPLICAS; r++)
-    {
-      self->peak[r] = self->device_peak[r] = -1;
-      self->last_overlap[r] = NAN;
-    }
+    self->peak[r] = self->device_peak[r] = -1;
   tdm_timeline_clear (TDM_TIMELINE (self->timeline));
   tdm_batch_strip_clear (TDM_BATCH_STRIP (self->batch_strip));
   if (self->comparing)
     tdm_devices_page_set_comparison (self, NULL, NULL, NULL);
-  self->window_steps = 0;
-  memset (self->phase_spans, 0, sizeof self->phase_spans);
-  memset (self->bytes, 0, sizeof self->bytes);
-  self->timed_steps = 0;
   self->phase_mask = 0;
   self->phases_stale = FALSE;
   self->phase_replicas = 0;
@@ -529,10 +467,6 @@ tdm_devices_page_handle_event (TdmDevicesPage       *self,
       tdm_timeline_set_main_device (TDM_TIMELINE (self->timeline), event->started.main_replica);
       tdm_batch_strip_set_main_device (TDM_BATCH_STRIP (self->batch_strip),
                                        event->started.main_replica);
-      self->window_steps = 0;
-      memset (self->phase_spans, 0, sizeof self->phase_spans);
-      memset (self->bytes, 0, sizeof self->bytes);
-      self->timed_steps = 0;
       self->phase_mask = 0;
       self->phases_stale = FALSE;
       self->phase_replicas = CLAMP (event->started.replicas, 0, TDM_MAX_REPLICAS);
@@ -545,14 +479,12 @@ tdm_devices_page_handle_event (TdmDevicesPage       *self,
           g_strlcpy (self->device_name[r], name, sizeof self->device_name[r]);
           tdm_timeline_set_lane_name (TDM_TIMELINE (self->timeline), r, name);
           tdm_batch_strip_set_device_name (TDM_BATCH_STRIP (self->batch_strip), r, name);
-          self->last_overlap[r] = NAN;
         }
       tdm_devices_page_fill_phases (self);
       break;
 
     case TDM_EVENT_PHASES:
       tdm_timeline_add_phases (TDM_TIMELINE (self->timeline), &event->phases);
-      tdm_devices_page_add_phases (self, &event->phases);
       /* A new figure in a label relays out the whole window, whether or not the
        * label is shown, a few times a second: the page not shown catches up when
        * it is (bench/NOTES.md, "main-loop wake-ups"). */
@@ -643,7 +575,7 @@ tdm_devices_page_get_phase_spans (TdmDevicesPage *self,
 
   if (device < 0 || device >= self->phase_replicas)
     return 0;
-  return self->phase_spans[device][phase];
+  return tdm_phase_stats_get_spans (tdm_devices_page_stats (self), device, phase);
 }
 
 double
@@ -654,10 +586,10 @@ tdm_devices_page_get_phase_ms (TdmDevicesPage *self,
   g_return_val_if_fail (TDM_IS_DEVICES_PAGE (self), -1);
   g_return_val_if_fail (phase >= 0 && phase < TDM_PHASE_COUNT, -1);
 
-  if (device < 0 || device >= self->phase_replicas || self->window_steps == 0
-      || self->phase_spans[device][phase] == 0)
+  if (device < 0 || device >= self->phase_replicas
+      || tdm_phase_stats_get_spans (tdm_devices_page_stats (self), device, phase) == 0)
     return -1;
-  return tdm_devices_page_phase_mean (self, device, phase);
+  return tdm_phase_stats_get_mean_ms (tdm_devices_page_stats (self), device, phase);
 }
 
 /**
@@ -767,7 +699,7 @@ tdm_devices_page_finalize (GObject *object)
 {
   TdmDevicesPage *self = TDM_DEVICES_PAGE (object);
 
-  g_free (self->step_ms);
+  tdm_phase_stats_free (self->no_stats);
 
   G_OBJECT_CLASS (tdm_devices_page_parent_class)->finalize (object);
 }
@@ -802,7 +734,6 @@ static void
 tdm_devices_page_init (TdmDevicesPage *self)
 {
   /* On the heap: a GObject's instance must stay under 64 KiB. */
-  self->step_ms = g_malloc0 (PHASE_WINDOW * sizeof *self->step_ms);
   for (int r = 0; r < TDM_MAX_REPLICAS; r++)
     self->peak[r] = self->device_peak[r] = -1;
 
@@ -814,9 +745,8 @@ tdm_devices_page_init (TdmDevicesPage *self)
   gtk_widget_set_visible (self->reference_caption, FALSE);
   gtk_widget_insert_after (self->reference_caption, gtk_widget_get_parent (self->timeline),
                            self->timeline);
+  self->no_stats = tdm_phase_stats_new ();
   tdm_devices_page_set_estimate (self, NULL, NULL, TRUE, 0);
-  for (int r = 0; r < TDM_MAX_REPLICAS; r++)
-    self->last_overlap[r] = NAN;
   if (adw_is_initialized ())
     g_signal_connect_object (adw_style_manager_get_default (), "notify::high-contrast",
                              G_CALLBACK (tdm_devices_page_style_changed), self, G_CONNECT_SWAPPED);

@@ -1,18 +1,11 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-scaling-page.c: the "Scaling" page and the worker thread of a scaling run.
  *
- * The run is a GTask in a thread of its own: tdm_scaling_run() trains and measures
- * there, and every point it reports is copied and handed to the main loop through an
- * idle source (never g_main_context_invoke(), which would call back on the worker
- * whenever it can take the context: see tdm-run.c). Each point carries the number of
- * the scaling run it belongs to, so points of a cancelled run that arrive late are
- * dropped; the page is reached through a weak reference, so a page that is gone
- * takes nothing. Cancelling lets the engine stop within a step; nothing here waits.
- *
- * The worker also keeps the run in the history, through the engine's recorded sweep
- * (tdm_history_run_sweep): its file is made here when the run starts, on the main
- * thread, and each point is written on the worker as it is measured, so the window
- * and tandem-train write the same record. A history that cannot be written costs the
+ * The sweep is the engine's scaling experiment, driven by a TdmExperimentRunner: each
+ * of its trainings runs on a thread of its own, the points are reduced on the main
+ * loop, and the runner keeps the sweep in the history as a sweep record, as
+ * tandem-train scaling --record keeps it. The page only shows: each point as it comes,
+ * the status, the cores note at the end. A history that cannot be written costs the
  * record, never the run.
  *
  * The page is a template (tdm-scaling-page.ui): a row of controls, a status line,
@@ -27,6 +20,7 @@
 
 #include "tdm-chart-svg.h"
 #include "tdm-error.h"
+#include "tdm-experiment-runner.h"
 #include "tdm-export-info.h"
 #include "tdm-history.h"
 #include "tdm-run-export-info.h"
@@ -51,9 +45,7 @@ struct _TdmScalingPage
   GtkWidget     *table;
   GtkWidget     *table_scroller;
 
-  GCancellable  *cancellable;     /* of the run going, or NULL */
-  guint          generation;      /* of the run going or last run */
-  int            devices;         /* of the run going or last run */
+  TdmExperimentRunner *runner;    /* of the run going or last run, or NULL */
   TdmConfig     *config;          /* of the run going or last run */
   TdmExportInfo *info;            /* its settings and start, for the exports */
   char          *history_folder;  /* NULL: the user's */
@@ -76,47 +68,6 @@ static GParamSpec *properties[N_PROPS];
 static guint signals[N_SIGNALS];
 
 G_DEFINE_FINAL_TYPE (TdmScalingPage, tdm_scaling_page, GTK_TYPE_WIDGET)
-
-typedef struct
-{
-  TdmConfig      *config;
-  TdmScalingMode  mode;
-  long            steps;
-  guint           generation;
-  GWeakRef       *page;           /* shared with the points on their way */
-  GMainContext   *context;
-  GApplication   *application;    /* held while the thread runs, as TdmRun does */
-  TdmRunRecorder *recorder;       /* the history's record, or NULL */
-  GError         *record_error;   /* the recorder's, once the thread is done */
-} ScalingJob;
-
-typedef struct
-{
-  GWeakRef        *page;
-  guint            generation;
-  TdmScalingPoint  point;
-} ScalingPointMessage;
-
-static void
-weak_ref_free (gpointer data)
-{
-  g_weak_ref_clear (data);
-  g_free (data);
-}
-
-static void
-scaling_job_free (gpointer data)
-{
-  ScalingJob *job = data;
-
-  tdm_config_free (job->config);
-  g_clear_pointer (&job->recorder, tdm_run_recorder_free);
-  g_clear_error (&job->record_error);
-  g_atomic_rc_box_release_full (job->page, (GDestroyNotify) g_weak_ref_clear);
-  g_main_context_unref (job->context);
-  g_clear_object (&job->application);
-  g_free (job);
-}
 
 /* Table ------------------------------------------------------------------- */
 
@@ -141,84 +92,21 @@ tdm_scaling_page_set_status (TdmScalingPage *self,
   gtk_label_set_label (GTK_LABEL (self->status_label), text);
 }
 
-/* Main thread. */
-static gboolean
-tdm_scaling_page_point_arrived (gpointer data)
+static void
+tdm_scaling_page_point (TdmScalingPage        *self,
+                        const TdmScalingPoint *point)
 {
-  ScalingPointMessage *message = data;
-  g_autoptr(TdmScalingPage) self = g_weak_ref_get (message->page);
   g_autofree char *text = NULL;
 
-  if (self == NULL || message->generation != self->generation)
-    return G_SOURCE_REMOVE;
-
-  tdm_scaling_chart_add_point (TDM_SCALING_CHART (self->chart), &message->point);
+  tdm_scaling_chart_add_point (TDM_SCALING_CHART (self->chart), point);
   tdm_scaling_page_fill_table (self);
   /* Translators: progress of a scaling run: points measured of how many, the
    * devices of the last one and its speed-up */
   text = g_strdup_printf (ngettext ("Measured %d of %d: %d device, %.2f× the speed of one",
                                     "Measured %d of %d: %d devices, %.2f× the speed of one",
-                                    message->point.devices),
-                          message->point.index + 1, message->point.count,
-                          message->point.devices, message->point.speedup);
+                                    point->devices),
+                          point->index + 1, point->count, point->devices, point->speedup);
   tdm_scaling_page_set_status (self, text);
-
-  return G_SOURCE_REMOVE;
-}
-
-static void
-scaling_point_message_free (gpointer data)
-{
-  ScalingPointMessage *message = data;
-
-  g_atomic_rc_box_release_full (message->page, (GDestroyNotify) g_weak_ref_clear);
-  g_free (message);
-}
-
-/* Worker thread. */
-static void
-tdm_scaling_page_sink (const TdmScalingPoint *point,
-                       gpointer               user_data)
-{
-  ScalingJob *job = user_data;
-  ScalingPointMessage *message = g_new0 (ScalingPointMessage, 1);
-  GSource *source = g_idle_source_new ();
-
-  message->page = g_atomic_rc_box_acquire (job->page);
-  message->generation = job->generation;
-  message->point = *point;
-  g_source_set_priority (source, G_PRIORITY_DEFAULT);
-  g_source_set_callback (source, tdm_scaling_page_point_arrived, message,
-                         scaling_point_message_free);
-  g_source_set_static_name (source, "[tandem] scaling point");
-  g_source_attach (source, job->context);
-  g_source_unref (source);
-}
-
-/* Worker thread. */
-static void
-tdm_scaling_page_thread (GTask        *task,
-                         gpointer      source_object,
-                         gpointer      task_data,
-                         GCancellable *cancellable)
-{
-  ScalingJob *job = task_data;
-  GError *error = NULL;
-  gboolean ok;
-
-  if (job->recorder != NULL)
-    {
-      ok = tdm_history_run_sweep (job->recorder, tdm_scaling_page_sink, job, cancellable,
-                                  &error);
-      tdm_run_recorder_finish (job->recorder, &job->record_error);
-    }
-  else
-    ok = tdm_scaling_run (job->config, job->mode, job->steps, tdm_scaling_page_sink, job,
-                          cancellable, &error);
-  if (ok)
-    g_task_return_boolean (task, TRUE);
-  else
-    g_task_return_error (task, error);
 }
 
 /* After a sweep of CPU workers: the machine's cores beside the result, and how many
@@ -261,32 +149,15 @@ tdm_scaling_page_say_cores (TdmScalingPage *self)
   gtk_widget_set_visible (self->cores_label, TRUE);
 }
 
-/* Main thread. */
 static void
-tdm_scaling_page_done (GObject      *source_object,
-                       GAsyncResult *result,
-                       gpointer      user_data)
+tdm_scaling_page_done (TdmScalingPage *self,
+                       const GError   *error)
 {
-  g_autoptr(TdmScalingPage) self = g_weak_ref_get (user_data);
-  ScalingJob *job = g_task_get_task_data (G_TASK (result));
-  g_autoptr(GError) error = NULL;
+  const GError *record_error = tdm_experiment_runner_get_sweep_error (self->runner);
 
-  g_task_propagate_boolean (G_TASK (result), &error);
-  /* The thread is over: the application may quit now. */
-  if (job->application != NULL)
-    {
-      g_application_release (job->application);
-      g_clear_object (&job->application);
-    }
-  if (self == NULL || job->generation != self->generation)
-    return;
-
-  /* The points came before: their sources were attached before the task's. */
-  g_clear_object (&self->cancellable);
-  if (job->record_error != NULL)
-    self->record_error = g_steal_pointer (&job->record_error);
-  else if (job->recorder != NULL && tdm_run_recorder_get_kept (job->recorder))
-    self->record_id = g_strdup (tdm_run_recorder_get_id (job->recorder));
+  if (record_error != NULL && self->record_error == NULL)
+    self->record_error = g_error_copy (record_error);
+  self->record_id = g_strdup (tdm_experiment_runner_get_sweep_id (self->runner));
   if (error == NULL)
     {
       g_autofree char *text = NULL;
@@ -299,8 +170,7 @@ tdm_scaling_page_done (GObject      *source_object,
       tdm_scaling_page_set_status (self, text);
       tdm_scaling_page_say_cores (self);
     }
-  else if (g_error_matches (error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CANCELLED) ||
-           g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+  else if (g_error_matches (error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CANCELLED))
     tdm_scaling_page_set_status (self, _("Cancelled."));
   else
     {
@@ -315,20 +185,31 @@ tdm_scaling_page_done (GObject      *source_object,
   g_signal_emit (self, signals[FINISHED], 0, error);
 }
 
+static void
+tdm_scaling_page_drop_runner (TdmScalingPage *self)
+{
+  if (self->runner == NULL)
+    return;
+  g_signal_handlers_disconnect_by_data (self->runner, self);
+  /* Dropping it stops a training under way; its thread winds down by itself. */
+  g_clear_object (&self->runner);
+}
+
 gboolean
 tdm_scaling_page_start (TdmScalingPage   *self,
                         const TdmConfig  *config,
                         GError          **error)
 {
-  g_autoptr(GTask) task = NULL;
-  ScalingJob *job;
-  GWeakRef *weak;
-  int devices;
+  g_autoptr(TdmHistory) history = NULL;
+  TdmExperiment *experiment;
+  TdmRunRecorder *recorder;
+  TdmScalingMode mode;
+  long steps;
 
   g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), FALSE);
   g_return_val_if_fail (config != NULL, FALSE);
 
-  if (self->cancellable != NULL)
+  if (tdm_scaling_page_get_running (self))
     {
       g_set_error_literal (error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
                            _("A scaling run is already going."));
@@ -336,62 +217,47 @@ tdm_scaling_page_start (TdmScalingPage   *self,
     }
   if (!tdm_config_validate (config, error))
     return FALSE;
-  devices = tdm_config_replica_count (config);
-  if (devices < 2)
+  if (tdm_config_replica_count (config) < 2)
     {
       g_set_error_literal (error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
                            _("A scaling run needs two devices or more: tick more GPUs, or give the CPU more workers."));
       return FALSE;
     }
+  mode = tdm_scaling_page_get_mode (self);
+  steps = tdm_scaling_page_get_steps (self);
+  experiment = tdm_experiment_new_scaling (config, mode, steps, error);
+  if (experiment == NULL)
+    return FALSE;
 
-  self->generation++;
-  self->devices = devices;
+  tdm_scaling_page_drop_runner (self);
   g_clear_pointer (&self->config, tdm_config_free);
   self->config = tdm_config_copy (config);
   g_clear_pointer (&self->info, tdm_export_info_free);
   self->info = tdm_run_export_info_new (config, NULL);
   g_clear_pointer (&self->record_id, g_free);
   g_clear_error (&self->record_error);
-  self->cancellable = g_cancellable_new ();
+  self->runner = tdm_experiment_runner_new (experiment);
+  /* Named by its date, as the window's training runs are. */
+  history = tdm_history_new (self->history_folder);
+  recorder = tdm_run_recorder_new_sweep (history, config, mode, steps, NULL, &self->record_error);
+  if (recorder != NULL)
+    tdm_experiment_runner_set_sweep_record (self->runner, recorder);
+  g_signal_connect_object (self->runner, "point", G_CALLBACK (tdm_scaling_page_point), self,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->runner, "finished", G_CALLBACK (tdm_scaling_page_done), self,
+                           G_CONNECT_SWAPPED);
+  if (!tdm_experiment_runner_start (self->runner, error))
+    {
+      tdm_scaling_page_drop_runner (self);
+      return FALSE;
+    }
+
   tdm_scaling_chart_clear (TDM_SCALING_CHART (self->chart));
   tdm_scaling_page_fill_table (self);
   tdm_scaling_page_set_status (self, _("Measuring one device…"));
   gtk_widget_set_visible (self->cores_label, FALSE);
   gtk_widget_set_sensitive (self->mode_dropdown, FALSE);
   gtk_widget_set_sensitive (self->steps_spin, FALSE);
-
-  job = g_new0 (ScalingJob, 1);
-  job->config = tdm_config_copy (config);
-  job->mode = tdm_scaling_page_get_mode (self);
-  job->steps = tdm_scaling_page_get_steps (self);
-  job->generation = self->generation;
-  {
-    g_autoptr(TdmHistory) history = tdm_history_new (self->history_folder);
-
-    /* Named by its date, as the window's training runs are. */
-    job->recorder = tdm_run_recorder_new_sweep (history, config, job->mode, job->steps,
-                                                NULL, &self->record_error);
-  }
-  job->page = g_atomic_rc_box_new0 (GWeakRef);
-  g_weak_ref_init (job->page, self);
-  job->context = g_main_context_ref_thread_default ();
-  /* Closing the last window must not end the process under a training thread. */
-  job->application = g_application_get_default ();
-  if (job->application != NULL)
-    {
-      g_object_ref (job->application);
-      g_application_hold (job->application);
-    }
-
-  weak = g_new0 (GWeakRef, 1);
-  g_weak_ref_init (weak, self);
-  task = g_task_new (NULL, self->cancellable, tdm_scaling_page_done, weak);
-  g_task_set_source_tag (task, tdm_scaling_page_start);
-  g_task_set_task_data (task, job, scaling_job_free);
-  /* The weak reference goes with the task, after its callback. */
-  g_object_set_data_full (G_OBJECT (task), "tdm-page", weak, weak_ref_free);
-  g_task_run_in_thread (task, tdm_scaling_page_thread);
-
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_RUNNING]);
   return TRUE;
 }
@@ -401,9 +267,9 @@ tdm_scaling_page_cancel (TdmScalingPage *self)
 {
   g_return_if_fail (TDM_IS_SCALING_PAGE (self));
 
-  if (self->cancellable != NULL)
+  if (tdm_scaling_page_get_running (self))
     {
-      g_cancellable_cancel (self->cancellable);
+      tdm_experiment_runner_stop (self->runner);
       tdm_scaling_page_set_status (self, _("Cancelling…"));
     }
 }
@@ -413,7 +279,7 @@ tdm_scaling_page_get_running (TdmScalingPage *self)
 {
   g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), FALSE);
 
-  return self->cancellable != NULL;
+  return self->runner != NULL && tdm_experiment_runner_get_running (self->runner);
 }
 
 void
@@ -613,12 +479,7 @@ tdm_scaling_page_dispose (GObject *object)
 {
   TdmScalingPage *self = TDM_SCALING_PAGE (object);
 
-  /* The worker stops within a step and finds the page gone; should anything still
-   * hold the page, the new generation makes its points and outcome stale. */
-  if (self->cancellable != NULL)
-    g_cancellable_cancel (self->cancellable);
-  self->generation++;
-  g_clear_object (&self->cancellable);
+  tdm_scaling_page_drop_runner (self);
   gtk_widget_dispose_template (GTK_WIDGET (self), TDM_TYPE_SCALING_PAGE);
   g_clear_pointer (&self->config, tdm_config_free);
   g_clear_pointer (&self->info, tdm_export_info_free);

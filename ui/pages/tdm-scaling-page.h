@@ -3,8 +3,9 @@
  *
  * A scaling run trains the configuration on its first 1, 2, … N devices (strong:
  * the same global batch at every N; weak: the same batch per device) for a few
- * hundred steps each, through the engine's driver (tdm-scaling.h) on a worker
- * thread, and plots each point as it arrives: samples/s, speed-up and efficiency
+ * hundred steps each, as the engine's scaling experiment driven by a
+ * TdmExperimentRunner (each training on a thread of its own), and plots each point as
+ * it arrives: samples/s, speed-up and efficiency
  * against the ideal line, each point's compute / communication / wait. It can be
  * cancelled, is kept in the run history as a sweep record (tdm-history.h) as it goes,
  * and exports as CSV and SVG. The page does not decide the devices: the window hands it

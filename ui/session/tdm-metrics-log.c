@@ -228,14 +228,6 @@ tdm_metrics_log_get_n_rows (TdmMetricsLog *log)
   return log->rows->len;
 }
 
-int
-tdm_metrics_log_get_n_replicas (TdmMetricsLog *log)
-{
-  g_return_val_if_fail (log != NULL, 0);
-
-  return log->replicas;
-}
-
 void
 tdm_metrics_log_foreach_step_time (TdmMetricsLog   *log,
                                    int              replica,

@@ -40,7 +40,6 @@ void           tdm_metrics_log_add_telemetry     (TdmMetricsLog          *log,
                                                   double                  total_bytes,
                                                   double                  utilization);
 guint          tdm_metrics_log_get_n_rows        (TdmMetricsLog          *log);
-int            tdm_metrics_log_get_n_replicas    (TdmMetricsLog          *log);
 
 void           tdm_metrics_log_foreach_step_time (TdmMetricsLog          *log,
                                                   int                     replica,

@@ -54,6 +54,9 @@ typedef struct
   gboolean         keep_parameters;
   float           *parameters;
   size_t           n_parameters;
+  TdmEventSink     observer;
+  gpointer         observer_data;
+  GDestroyNotify   observer_destroy;
   /* Set once by the thread before training, then read-only; freed with the block. */
   TdmDatasetPair  *data;
   TdmConfig       *config;        /* the thread's copy, for opening the dataset */
@@ -79,6 +82,9 @@ struct _TdmRun
   char         *tensorboard_folder;
   GError       *tensorboard_error;
   gboolean      keep_parameters;
+  TdmEventSink  observer;
+  gpointer      observer_data;
+  GDestroyNotify observer_destroy;
   char         *resume_path;
   float        *parameters;
   size_t        n_parameters;
@@ -145,6 +151,8 @@ tdm_run_shared_unref (TdmRunShared *shared)
   g_clear_pointer (&shared->tensorboard, tdm_tensorboard_run_free);
   g_clear_pointer (&shared->parameters, g_free);
   g_clear_pointer (&shared->trainer, tdm_trainer_free);
+  if (shared->observer_destroy != NULL && shared->observer_data != NULL)
+    shared->observer_destroy (shared->observer_data);
   g_clear_pointer (&shared->data, tdm_dataset_pair_free);
   g_clear_pointer (&shared->config, tdm_config_free);
   g_clear_object (&shared->cancellable);
@@ -315,6 +323,8 @@ tdm_run_sink (const TdmEvent *event,
   TdmEvent *copy = g_memdup2 (event, sizeof *event);
   GError *error = NULL;
 
+  if (shared->observer != NULL)
+    shared->observer (event, shared->observer_data);
   if (shared->recorder != NULL)
     tdm_run_recorder_add (event, shared->recorder);
   if (shared->tensorboard != NULL)
@@ -461,6 +471,8 @@ tdm_run_finalize (GObject *object)
   TdmRun *self = (TdmRun *)object;
 
   g_clear_pointer (&self->config, tdm_config_free);
+  if (self->observer_destroy != NULL && self->observer_data != NULL)
+    self->observer_destroy (self->observer_data);
   g_clear_pointer (&self->recorder, tdm_run_recorder_free);
   g_clear_pointer (&self->resume_path, g_free);
   g_clear_pointer (&self->record_id, g_free);
@@ -546,6 +558,10 @@ tdm_run_start (TdmRun  *self,
   shared = tdm_run_shared_new (self);
   shared->trainer = tdm_trainer_new (self->config, tdm_run_sink, shared);
   shared->keep_parameters = self->keep_parameters;
+  /* The data goes with the shared block: it outlives the thread. */
+  shared->observer = self->observer;
+  shared->observer_data = g_steal_pointer (&self->observer_data);
+  shared->observer_destroy = self->observer_destroy;
   if (self->recorder != NULL)
     {
       shared->recorder = g_steal_pointer (&self->recorder);
@@ -632,14 +648,6 @@ tdm_run_get_paused (TdmRun *self)
 }
 
 gboolean
-tdm_run_is_running (TdmRun *self)
-{
-  g_return_val_if_fail (TDM_IS_RUN (self), FALSE);
-
-  return self->running;
-}
-
-gboolean
 tdm_run_is_stopping (TdmRun *self)
 {
   g_return_val_if_fail (TDM_IS_RUN (self), FALSE);
@@ -717,6 +725,22 @@ tdm_run_set_keep_parameters (TdmRun   *self,
   self->keep_parameters = !!keep;
 }
 
+void
+tdm_run_set_observer (TdmRun         *self,
+                      TdmEventSink    observer,
+                      gpointer        user_data,
+                      GDestroyNotify  destroy)
+{
+  g_return_if_fail (TDM_IS_RUN (self));
+  g_return_if_fail (self->shared == NULL);
+
+  if (self->observer_destroy != NULL && self->observer_data != NULL)
+    self->observer_destroy (self->observer_data);
+  self->observer = observer;
+  self->observer_data = user_data;
+  self->observer_destroy = destroy;
+}
+
 const float *
 tdm_run_get_parameters (TdmRun *self,
                         size_t *count)
@@ -768,14 +792,6 @@ tdm_run_set_pace (TdmRun *self,
   g_mutex_unlock (&self->shared->lock);
 }
 
-double
-tdm_run_get_pace (TdmRun *self)
-{
-  g_return_val_if_fail (TDM_IS_RUN (self), 0);
-
-  return self->pace;
-}
-
 void
 tdm_run_single_step (TdmRun *self)
 {
@@ -806,4 +822,10 @@ tdm_run_set_resume_path (TdmRun     *self,
 
   g_free (self->resume_path);
   self->resume_path = g_strdup (path);
+}
+
+char *
+tdm_run_last_network_path (void)
+{
+  return g_build_filename (g_get_user_data_dir (), "tandem", "last-run.safetensors", NULL);
 }

@@ -31,7 +31,6 @@ void      tdm_run_stop       (TdmRun           *self);
 void      tdm_run_set_paused (TdmRun           *self,
                               gboolean          paused);
 gboolean  tdm_run_get_paused (TdmRun           *self);
-gboolean  tdm_run_is_running (TdmRun           *self);
 gboolean  tdm_run_is_stopping (TdmRun          *self);
 
 /* Before start. Keeps the run in the history: the recorder (taken) is fed every
@@ -63,9 +62,16 @@ void      tdm_run_set_resume_path (TdmRun       *self,
                                    const char   *path);
 
 /* Before start: keep a copy of the main replica's parameters when the run ends, for
- * "compare with one device". */
+ * an experiment's reducer ("compare with one device"). */
 void      tdm_run_set_keep_parameters (TdmRun   *self,
                                        gboolean  keep);
+/* Before start: `observer` is handed every event first, on the worker thread as the
+ * trainer sends it (an experiment's meter times them there); `user_data` is kept
+ * until the thread has ended, then given to `destroy` (may be NULL). */
+void      tdm_run_set_observer        (TdmRun         *self,
+                                       TdmEventSink    observer,
+                                       gpointer        user_data,
+                                       GDestroyNotify  destroy);
 /* Once done: the kept parameters (NULL when not kept or never built). */
 const float *tdm_run_get_parameters   (TdmRun   *self,
                                        size_t   *count);
@@ -76,9 +82,12 @@ const TdmDatasetPair *tdm_run_get_dataset (TdmRun *self);
 /* At most this many steps a second (0: as fast as it goes), before or during the run. */
 void      tdm_run_set_pace   (TdmRun           *self,
                               double            steps_per_second);
-double    tdm_run_get_pace   (TdmRun           *self);
 /* One step at a time: pauses a running run, and lets a paused one take one step. */
 void      tdm_run_single_step (TdmRun          *self);
+
+/* Where the window's runs save their checkpoint, so the last run can classify:
+ * g_get_user_data_dir()/tandem/last-run.safetensors. */
+char     *tdm_run_last_network_path (void);
 
 /* Worker threads started and not yet joined, in this process: for tests. */
 guint     tdm_run_get_n_threads (void);

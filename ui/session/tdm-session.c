@@ -66,6 +66,7 @@ struct _TdmSession
 
   TdmStartedEvent  started;
   gboolean         have_started;
+  TdmPhaseStats   *phases;      /* the run's sampled steps, per device */
   int              gpu[TDM_MAX_REPLICAS];          /* CUDA ordinal, or −1 */
   gboolean         shares_gpu[TDM_MAX_REPLICAS];   /* an earlier replica has its GPU */
   int              on_gpu[TDM_MAX_REPLICAS];       /* replicas on its GPU, from it on */
@@ -354,6 +355,7 @@ tdm_session_handle_event (TdmSession     *self,
   if (event->kind == TDM_EVENT_STARTED)
     {
       tdm_session_begin (self, &event->started);
+      tdm_phase_stats_reset (self->phases, event->started.replicas);
       g_signal_emit (self, signals[SIGNAL_EVENT], 0, event);
       return;
     }
@@ -419,6 +421,10 @@ tdm_session_handle_event (TdmSession     *self,
       tdm_session_status_changed (self, STATUS_FAILED, TRUE);
       break;
 
+    case TDM_EVENT_PHASES:
+      tdm_phase_stats_add (self->phases, &event->phases);
+      break;
+
     case TDM_EVENT_STARTED:
     default:
       break;
@@ -443,6 +449,14 @@ tdm_session_set_dataset (TdmSession           *self,
   g_return_if_fail (TDM_IS_SESSION (self));
 
   self->dataset = dataset;
+}
+
+const TdmPhaseStats *
+tdm_session_get_phase_stats (TdmSession *self)
+{
+  g_return_val_if_fail (TDM_IS_SESSION (self), NULL);
+
+  return self->phases;
 }
 
 const TdmDatasetPair *
@@ -794,6 +808,7 @@ tdm_session_finalize (GObject *object)
   g_clear_pointer (&self->live, g_array_unref);
   g_clear_pointer (&self->overlays, g_ptr_array_unref);
   g_clear_pointer (&self->status_text, g_free);
+  g_clear_pointer (&self->phases, tdm_phase_stats_free);
 
   G_OBJECT_CLASS (tdm_session_parent_class)->finalize (object);
 }
@@ -826,6 +841,7 @@ tdm_session_init (TdmSession *self)
   self->log = tdm_metrics_log_new ();
   self->live = g_array_new (FALSE, FALSE, sizeof (LivePoint));
   self->overlays = g_ptr_array_new_with_free_func (overlay_free);
+  self->phases = tdm_phase_stats_new ();
 }
 
 TdmSession *

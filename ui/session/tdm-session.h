@@ -20,6 +20,7 @@
 #include "tdm-export-info.h"
 #include "tdm-history.h"
 #include "tdm-metrics-log.h"
+#include "tdm-phase-stats.h"
 
 G_BEGIN_DECLS
 
@@ -79,12 +80,15 @@ TdmSession          *tdm_session_new                  (void);
  * TdmSessionPoint *), "status-changed" (gboolean at_once: TRUE for news a view shows
  * now, FALSE for a step's, which it may pace), "event" (const TdmEvent *, after the
  * session has taken it in: for pages that show what the session does not model,
- * such as phases, batches and predictions). */
+ * such as each sampled step on the timeline, batches and predictions). */
 void                 tdm_session_handle_event         (TdmSession      *self,
                                                        const TdmEvent  *event);
 /* The run's thread has ended: telemetry sampling stops. */
 void                 tdm_session_end                  (TdmSession      *self);
 
+/* What the run's sampled steps say of its phases, per device (reset when a run
+ * starts): the Devices page's table. */
+const TdmPhaseStats *tdm_session_get_phase_stats      (TdmSession      *self);
 /* The dataset the run's events index (batches, predictions), for the pages; not
  * owned: the run keeps it while its events come. */
 void                 tdm_session_set_dataset          (TdmSession      *self,

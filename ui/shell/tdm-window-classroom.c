@@ -51,7 +51,7 @@ tdm_window_settings_changed (TdmWindow *self)
     return;
   tdm_devices_page_clear (self->devices_page);
   tdm_window_update_estimate (self);
-  tdm_window_history_settings_changed (self);
+  tdm_window_experiments_settings_changed (self);
   /* What stops Start may have changed without Start changing. */
   tdm_window_update_state (self);
 }

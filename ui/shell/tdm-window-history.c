@@ -1,21 +1,18 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-window-history.c: the window's run history and "compare with one device".
+/* tdm-window-history.c: the window's run history.
  *
  * Every run the window starts is recorded (tdm_window_launch hands TdmRun a recorder
  * from the store); when it ends the run is read into the History page's list, and the
- * runs ticked there are drawn on the charts (and remembered in GSettings). "Compare
- * with one device" runs the current settings, then their one-device twin
- * (tdm_compare_one_device_config) with the same batch and seed, through the window's
- * own run path, keeps both runs' parameters and reports the engine's words for how far
- * apart they ended. Scaling runs are kept by the Scaling page in the same history, as
- * sweep records; when one ends it is read into the list too. Not the page itself
- * (TdmHistoryView) nor the list (TdmHistoryStore).
+ * runs ticked there are drawn on the charts (and remembered in GSettings). Scaling
+ * runs are kept in the same history as sweep records (the Scaling page's runner writes
+ * them); when one ends it is read into the list too. Not the page itself
+ * (TdmHistoryView), the list (TdmHistoryStore) nor the comparisons
+ * (tdm-window-experiments.c).
  */
 
 #include <math.h>
 #include <glib/gi18n.h>
 
-#include "tdm-compare.h"
 #include "tdm-format.h"
 #include "tdm-history-view.h"
 #include "tdm-window-private.h"
@@ -128,12 +125,10 @@ tdm_window_restore_overlays (TdmWindow *self)
 }
 
 
-/* A run is over: the history lists it (with what it recorded), and a comparison
- * takes the parameters it kept. */
+/* A run is over: the history lists it (with what it recorded). */
 void
 tdm_window_history_run_done (TdmWindow *self,
                              TdmRun    *run,
-                             gboolean   completed,
                              gboolean   trained)
 {
   const GError *record_error = tdm_run_get_record_error (run);
@@ -158,67 +153,6 @@ tdm_window_history_run_done (TdmWindow *self,
 
           tdm_window_toast (self, sentence);
         }
-    }
-
-  tdm_window_strategies_run_done (self, run, completed);
-  if (self->compare_stage == 0)
-    return;
-  if (!completed)
-    {
-      self->compare_stage = 0;
-      tdm_history_view_set_compare_result (TDM_HISTORY_VIEW (self->history_view),
-                                           _("The comparison was stopped before its end."));
-      return;
-    }
-
-  if (self->compare_stage == 1)
-    {
-      size_t count = 0;
-      const float *parameters = tdm_run_get_parameters (run, &count);
-      TdmRunItem *item = tdm_history_store_find (self->history, tdm_run_get_record_id (run));
-
-      g_clear_pointer (&self->compare_parameters, g_free);
-      self->compare_parameters = parameters != NULL ? g_memdup2 (parameters, count * sizeof (float))
-                                                    : NULL;
-      self->compare_count = count;
-      /* The N-device curve stays on the charts, faint, under the one-device run. */
-      if (item != NULL)
-        tdm_run_item_set_overlay (item, TRUE);
-      self->compare_stage = 2;
-    }
-  else if (self->compare_stage == 2)
-    {
-      size_t count = 0;
-      const float *one = tdm_run_get_parameters (run, &count);
-      g_autofree char *words = NULL;
-      g_autofree char *text = NULL;
-      int replicas = tdm_config_replica_count (self->compare_config);
-
-      self->compare_stage = 0;
-      if (one == NULL || self->compare_parameters == NULL || count != self->compare_count)
-        {
-          tdm_history_view_set_compare_result (TDM_HISTORY_VIEW (self->history_view),
-                                               _("The two runs have no parameters to compare."));
-          return;
-        }
-      self->compare_difference = tdm_compare_parameters (self->compare_parameters, one, count);
-      words = tdm_compare_describe_values (self->compare_parameters, one, count);
-      /* Translators: the result of "compare with one device"; %d devices against one
-       * after %ld steps, then the engine's words, e.g. "largest difference 2.1 × 10⁻⁷:
-       * the same up to rounding" */
-      text = g_strdup_printf (ngettext ("%d device against one, after %ld steps: %s",
-                                        "%d devices against one, after %ld steps: %s",
-                                        replicas),
-                              replicas, self->compare_config->max_steps, words);
-      /* The result belongs to the network it measured, and says which. */
-      g_free (self->compare_result);
-      /* Translators: a comparison's result and the network it measured: "mlp: 2 devices
-       * against one, …" */
-      self->compare_result = g_strdup_printf (_("%s: %s"), self->compare_config->network, text);
-      tdm_history_view_set_compare_result (TDM_HISTORY_VIEW (self->history_view),
-                                           self->compare_result);
-      tdm_window_toast (self, self->compare_result);
-      g_clear_pointer (&self->compare_parameters, g_free);
     }
 }
 
@@ -261,97 +195,6 @@ tdm_window_history_sweep_done (TdmWindow      *self,
     }
 }
 
-/* The settings changed: a comparison of another network than the one chosen now is
- * not this one's result, and says so. */
-void
-tdm_window_history_settings_changed (TdmWindow *self)
-{
-  g_autoptr(TdmConfig) config = NULL;
-  g_autofree char *text = NULL;
-
-  if (self->compare_result == NULL || self->compare_stage != 0)
-    return;
-  config = tdm_run_form_build_config (self->sidebar, NULL);
-  if (config != NULL && g_strcmp0 (config->network, self->compare_config->network) == 0)
-    text = g_strdup (self->compare_result);
-  else
-    /* Translators: under "compare with one device" once another network is chosen;
-     * %s is the last comparison's result, which names its network */
-    text = g_strdup_printf (_("Not compared yet with the network chosen now. The last comparison, of another network: %s"),
-                            self->compare_result);
-  tdm_history_view_set_compare_result (TDM_HISTORY_VIEW (self->history_view), text);
-}
-
-/* After the N-device run of a comparison: the same on the main device alone. */
-void
-tdm_window_compare_next (TdmWindow *self)
-{
-  g_autoptr(TdmConfig) one = NULL;
-
-  if (self->compare_stage != 2 || self->run != NULL)
-    return;
-
-  one = tdm_compare_one_device_config (self->compare_config, self->compare_config->max_steps);
-  tdm_history_view_set_compare_result (TDM_HISTORY_VIEW (self->history_view),
-                                       _("Training on the main device alone…"));
-  if (!tdm_window_launch (self, one, _("Compare: one device"), TRUE, NULL))
-    self->compare_stage = 0;
-}
-
-void
-tdm_window_compare_one_device (GtkWidget  *widget,
-                               const char *action_name,
-                               GVariant   *parameter)
-{
-  TdmWindow *self = TDM_WINDOW (widget);
-  g_autoptr(TdmConfig) config = NULL;
-  g_autoptr(GError) error = NULL;
-  g_autofree char *name = NULL;
-  int replicas;
-
-  if (self->run != NULL)
-    return;
-
-  config = tdm_run_form_build_config (self->sidebar, &error);
-  if (config == NULL)
-    {
-      tdm_window_show_error (self, _("The comparison cannot start."), error->message);
-      return;
-    }
-  replicas = tdm_config_replica_count (config);
-  if (replicas < 2)
-    {
-      tdm_window_show_error (self, _("The comparison cannot start."),
-                             _("compare with one device needs at least two devices (or CPU workers) ticked in the settings"));
-      return;
-    }
-  tdm_compare_prepare (config, tdm_history_view_get_compare_steps (TDM_HISTORY_VIEW (self->history_view)));
-
-  g_clear_pointer (&self->compare_config, tdm_config_free);
-  self->compare_config = tdm_config_copy (config);
-  self->compare_difference = NAN;
-  /* Earlier overlays would only blur the two curves being compared. */
-  for (guint i = 0; i < g_list_model_get_n_items (G_LIST_MODEL (self->history)); i++)
-    {
-      g_autoptr(TdmRunItem) item = g_list_model_get_item (G_LIST_MODEL (self->history), i);
-
-      tdm_run_item_set_overlay (item, FALSE);
-    }
-  /* Translators: the name of a comparison's first run in the history; %d devices */
-  name = g_strdup_printf (ngettext ("Compare: %d device", "Compare: %d devices", replicas),
-                          replicas);
-  self->compare_stage = 1;
-  tdm_history_view_set_compare_result (TDM_HISTORY_VIEW (self->history_view),
-                                       _("Training on every device…"));
-  if (!tdm_window_launch (self, config, name, TRUE, NULL))
-    {
-      self->compare_stage = 0;
-      return;
-    }
-  /* The two curves are the point: show them. */
-  tdm_window_set_page (self, "charts");
-}
-
 TdmHistoryStore *
 tdm_window_get_history (TdmWindow *self)
 {
@@ -368,23 +211,6 @@ tdm_window_get_history_view (TdmWindow *self)
   return self->history_view;
 }
 
-gboolean
-tdm_window_get_comparing (TdmWindow *self)
-{
-  g_return_val_if_fail (TDM_IS_WINDOW (self), FALSE);
-
-  return self->compare_stage != 0;
-}
-
-double
-tdm_window_get_compare_difference (TdmWindow *self)
-{
-  g_return_val_if_fail (TDM_IS_WINDOW (self), NAN);
-
-  return self->compare_difference;
-}
-
-
 /* The History page: the runs, "compare with one device" and the comparison table
  * (TdmHistoryView over the window's TdmHistoryStore). */
 static void
@@ -399,7 +225,6 @@ tdm_window_fill_history_slot (TdmWindow *self,
 void
 tdm_window_history_init (TdmWindow *self)
 {
-  self->compare_difference = NAN;
   /* The history is read on a thread: a long one must not hold the window up. */
   self->history = tdm_history_store_new (NULL);
   self->history_view = tdm_history_view_new (self->history);
@@ -417,18 +242,9 @@ tdm_window_history_init (TdmWindow *self)
 void
 tdm_window_history_dispose (TdmWindow *self)
 {
-  self->compare_stage = 0;
   /* The page is the view stack's child; the store, ours. */
   self->history_view = NULL;
   if (self->history != NULL)
     g_signal_handlers_disconnect_by_data (self->history, self);
   g_clear_object (&self->history);
-}
-
-void
-tdm_window_history_finalize (TdmWindow *self)
-{
-  g_clear_pointer (&self->compare_result, g_free);
-  g_clear_pointer (&self->compare_config, tdm_config_free);
-  g_clear_pointer (&self->compare_parameters, g_free);
 }

@@ -3,8 +3,8 @@
  *
  * tdm-window.c holds the run's life cycle, errors, files and the GObject; the
  * classroom side (memory estimate, pace, presentation mode, the scaling run, the
- * pages) is tdm-window-classroom.c; the run history and "compare with one device",
- * tdm-window-history.c; "compare strategies", tdm-window-strategies.c; the runs kept
+ * pages) is tdm-window-classroom.c; the run history, tdm-window-history.c; "compare
+ * with one device" and "compare strategies", tdm-window-experiments.c; the runs kept
  * (save, open and resume, each run's network), tdm-window-runs.c. Nothing outside ui/tdm-window*.c includes this.
  */
 
@@ -15,6 +15,7 @@
 #include "tdm-classify-view.h"
 #include "tdm-dashboard.h"
 #include "tdm-devices-page.h"
+#include "tdm-experiment-runner.h"
 #include "tdm-history-store.h"
 #include "tdm-predictions-page.h"
 #include "tdm-run.h"
@@ -88,22 +89,13 @@ struct _TdmWindow
   TdmHistoryStore      *history;
   GtkWidget            *history_view;
 
-  /* "Compare with one device": 1 while the N-device run goes, 2 during the
-   * one-device run; its configuration and the first run's parameters. */
-  int                   compare_stage;
-  TdmConfig            *compare_config;
-  float                *compare_parameters;
-  size_t                compare_count;
+  /* The comparison going or last gone (tdm-window-experiments.c): "compare with one
+   * device" or "compare strategies"; the last "compare with one device"'s difference
+   * and words, and the network it measured. A scaling sweep is the Scaling page's. */
+  TdmExperimentRunner  *experiment;
   double                compare_difference;
-  char                 *compare_result;     /* the last one's words, naming its network */
-
-  /* "Compare strategies" (tdm-window-strategies.c): 1 while the `main` run goes, 2
-   * during the `allreduce` run; strategy_next: the second waits to start. The
-   * settings compared and the two runs' ids in the history. */
-  int                   strategy_stage;
-  gboolean              strategy_next;
-  TdmConfig            *strategy_config;
-  char                 *strategy_ids[2];
+  char                 *compare_result;
+  char                 *compare_network;
 };
 
 /* tdm-window.c */
@@ -113,13 +105,13 @@ void            tdm_window_show_error       (TdmWindow            *self,
                                              const char           *detail);
 
 /* Starts `config` as the window's run, recorded in the history under `record_name`
- * (NULL: its date), keeping its parameters when asked, going on from the checkpoint
- * `resume_path` when not NULL; its network is kept with its History entry. FALSE
- * after showing why not. */
+ * (NULL: its date), as a training of `runner`'s experiment when not NULL, going on
+ * from the checkpoint `resume_path` when not NULL; its network is kept with its
+ * History entry. FALSE after showing why not. */
 gboolean        tdm_window_launch           (TdmWindow            *self,
                                              const TdmConfig      *config,
                                              const char           *record_name,
-                                             gboolean              keep_parameters,
+                                             TdmExperimentRunner  *runner,
                                              const char           *resume_path);
 /* The classify window's view, made on first use. */
 TdmClassifyView *tdm_window_get_classify_view (TdmWindow          *self);
@@ -166,7 +158,6 @@ void            tdm_window_export_onnx_chooser (GtkWidget         *widget,
 void            tdm_window_history_class_init (GtkWidgetClass     *widget_class);
 void            tdm_window_history_init     (TdmWindow            *self);
 void            tdm_window_history_dispose  (TdmWindow            *self);
-void            tdm_window_history_finalize (TdmWindow            *self);
 /* A scaling run is over: the History page lists it, and a toast says so. */
 void            tdm_window_history_sweep_done (TdmWindow          *self,
                                                const GError       *error,
@@ -174,13 +165,7 @@ void            tdm_window_history_sweep_done (TdmWindow          *self,
 /* `trained`: it took a step (a run that took none is not kept: its record is gone). */
 void            tdm_window_history_run_done (TdmWindow            *self,
                                              TdmRun               *run,
-                                             gboolean              completed,
                                              gboolean              trained);
-void            tdm_window_compare_next     (TdmWindow            *self);
-void            tdm_window_history_settings_changed (TdmWindow    *self);
-void            tdm_window_compare_one_device (GtkWidget          *widget,
-                                               const char         *action_name,
-                                               GVariant           *parameter);
 
 /* tdm-window-runs.c: the actions it installs (win.save, win.open, win.resume-run,
  * win.classify-run, win.export-run-onnx), what init connects; a run is over (its
@@ -197,16 +182,20 @@ void            tdm_window_ask_resume       (TdmWindow            *self,
                                              const char           *checkpoint,
                                              const char           *title);
 
-/* tdm-window-strategies.c */
-void            tdm_window_strategies_run_done (TdmWindow         *self,
-                                                TdmRun            *run,
-                                                gboolean           completed);
-void            tdm_window_strategies_next  (TdmWindow            *self);
+/* tdm-window-experiments.c: the actions win.compare-one-device and
+ * win.compare-strategies; whether either is under way; the settings changed (a
+ * result of another network says so). */
+void            tdm_window_compare_one_device (GtkWidget          *widget,
+                                               const char         *action_name,
+                                               GVariant           *parameter);
 void            tdm_window_compare_strategies (GtkWidget          *widget,
                                                const char         *action_name,
                                                GVariant           *parameter);
-void            tdm_window_strategies_dispose (TdmWindow          *self);
-void            tdm_window_strategies_finalize (TdmWindow         *self);
+gboolean        tdm_window_get_experimenting (TdmWindow           *self);
+void            tdm_window_experiments_settings_changed (TdmWindow *self);
+void            tdm_window_experiments_init (TdmWindow            *self);
+void            tdm_window_experiments_dispose (TdmWindow         *self);
+void            tdm_window_experiments_finalize (TdmWindow        *self);
 
 /* tdm-window-classroom.c: handlers the class installs, and what init connects. */
 void            tdm_window_update_estimate  (TdmWindow            *self);

@@ -103,7 +103,7 @@ tdm_window_get_run_checkpoint (TdmWindow *self)
   newest = tdm_history_newest_weights (tdm_window_runs_history (self));
   if (newest != NULL)
     return g_steal_pointer (&newest);
-  last = tdm_classify_view_last_run_path ();
+  last = tdm_run_last_network_path ();
   if (g_file_test (last, G_FILE_TEST_IS_REGULAR))
     return g_steal_pointer (&last);
   return NULL;
@@ -227,7 +227,7 @@ tdm_window_resume (TdmWindow  *self,
   /* Translators: the name of a resumed run in the history; %s the checkpoint's file */
   name = g_strdup_printf (_("Resumed: %s"), base);
   tdm_devices_page_clear (self->devices_page);
-  return tdm_window_launch (self, config, name, FALSE, checkpoint);
+  return tdm_window_launch (self, config, name, NULL, checkpoint);
 }
 
 static void

@@ -453,8 +453,7 @@ tdm_window_run_done (TdmWindow    *self,
     tdm_window_runs_done (self, run);
   if (self->classify_view != NULL && self->last_weights != NULL)
     tdm_classify_view_set_checkpoint (self->classify_view, self->last_weights);
-  tdm_window_history_run_done (self, run, error == NULL && !self->run_failed && !self->run_stopped,
-                               self->run_steps > 0);
+  tdm_window_history_run_done (self, run, self->run_steps > 0);
   g_clear_object (&self->run);
   tdm_session_end (self->session);
 
@@ -471,10 +470,8 @@ tdm_window_run_done (TdmWindow    *self,
   tdm_window_update_state (self);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_RUNNING]);
 
-  /* The next run of a comparison starts once this one is over and shown; a Start
-   * pressed while this one stopped, now. */
-  tdm_window_compare_next (self);
-  tdm_window_strategies_next (self);
+  /* A Start pressed while this one stopped, now. (The next run of a comparison starts
+   * after this, from its runner's own handler of "done".) */
   if (self->start_queued)
     {
       self->start_queued = FALSE;
@@ -513,17 +510,17 @@ tdm_window_start (GtkWidget  *widget,
   /* The last run's split, timeline and peaks are not this one's. */
   tdm_devices_page_clear (self->devices_page);
 
-  tdm_window_launch (self, config, NULL, FALSE, NULL);
+  tdm_window_launch (self, config, NULL, NULL, NULL);
 }
 
 /* Starts `config` as the window's run, recorded in the history under `record_name`
  * (NULL: its date). */
 gboolean
-tdm_window_launch (TdmWindow       *self,
-                   const TdmConfig *config,
-                   const char      *record_name,
-                   gboolean         keep_parameters,
-                   const char      *resume_path)
+tdm_window_launch (TdmWindow           *self,
+                   const TdmConfig     *config,
+                   const char          *record_name,
+                   TdmExperimentRunner *runner,
+                   const char          *resume_path)
 {
   g_autoptr(TdmRun) run = NULL;
   g_autoptr(GError) error = NULL;
@@ -540,7 +537,8 @@ tdm_window_launch (TdmWindow       *self,
       kept->save_path = tdm_window_weights_path (self, tdm_run_recorder_get_id (recorder));
     }
   run = tdm_run_new (kept);
-  tdm_run_set_keep_parameters (run, keep_parameters);
+  if (runner != NULL)
+    tdm_experiment_runner_prepare_run (runner, run);
   tdm_run_set_resume_path (run, resume_path);
   if (recorder != NULL)
     tdm_run_set_recorder (run, recorder);
@@ -667,7 +665,7 @@ tdm_window_dispose (GObject *object)
   tdm_window_chooser_done (self);
   tdm_window_cancel_lock (self);
   tdm_window_history_dispose (self);
-  tdm_window_strategies_dispose (self);
+  tdm_window_experiments_dispose (self);
   /* A toplevel is owned by GTK's list of windows: destroy it to let it go. */
   if (self->classify_window != NULL)
     gtk_window_destroy (self->classify_window);
@@ -685,8 +683,7 @@ tdm_window_finalize (GObject *object)
 
   g_clear_object (&self->settings);
   g_free (self->last_weights);
-  tdm_window_history_finalize (self);
-  tdm_window_strategies_finalize (self);
+  tdm_window_experiments_finalize (self);
 
   G_OBJECT_CLASS (tdm_window_parent_class)->finalize (object);
 }
@@ -832,6 +829,7 @@ tdm_window_init (TdmWindow *self)
   tdm_predictions_page_set_session (self->predictions_page, self->session);
 
   tdm_window_history_init (self);
+  tdm_window_experiments_init (self);
   tdm_window_runs_init (self);
   /* No tooltip over a drop-down's list just opened. */
   tdm_popover_tooltips_quiet (GTK_WIDGET (self));

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-history-sweep.c — scaling sweeps in the run history: the recorder's sweep lines,
+/* tdm-sweep-record.c — scaling sweeps in the run history: the recorder's sweep lines,
  * reading them back, their CSV, and the recorded sweep itself.
  *
  * A sweep's file is a settings line (kind "scaling", the configuration it started

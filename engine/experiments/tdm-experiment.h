@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* tdm-experiment.h — a run made of several trainings: a sequence of configurations
+ * and a reducer.
+ *
+ * Every kind of multi-run work is one of these: the scaling sweep (the configuration
+ * on 1, 2, … N devices, each timed a few times), "compare with one device" (the run
+ * in exact mode on every device, then on its main device alone, their parameters
+ * compared) and "compare strategies" (the run with `main`, then with `allreduce`,
+ * their mean steps compared). An experiment does not train: a driver asks it for the
+ * next training (tdm_experiment_next), trains it however it trains (tandem-train on
+ * its own thread with tdm_experiment_run, the window as a TdmRun of its own), hands
+ * every event of it to tdm_experiment_observe on the training's thread, and when the
+ * training is over hands its outcome to tdm_experiment_reduce; the next training may
+ * depend on what was reduced (a scaling point is timed again while its runs spread).
+ * So the window and tandem-train run the same experiment code.
+ *
+ * A new kind: its constructor here, a file tdm-experiment-<kind>.c filling
+ * TdmExperimentClass (tdm-experiment-private.h), its nick in TdmExperimentKind.
+ */
+#pragma once
+
+#include <gio/gio.h>
+#include "tdm-config.h"
+#include "tdm-events.h"
+#include "tdm-scaling.h"
+
+G_BEGIN_DECLS
+
+typedef enum {
+  TDM_EXPERIMENT_SCALING,      /*< nick=scaling >*/
+  TDM_EXPERIMENT_COMPARE,      /*< nick=compare >*/
+  TDM_EXPERIMENT_STRATEGIES,   /*< nick=compare-strategies >*/
+} TdmExperimentKind;
+
+/* "scaling", "compare", "compare-strategies": the commands of tandem-train. */
+const char *tdm_experiment_kind_name (TdmExperimentKind kind);
+
+typedef struct _TdmExperiment TdmExperiment;
+
+/* One training of an experiment, valid until the next call of tdm_experiment_next. */
+typedef struct {
+  int index;                   /* 0, 1, … in the order they run */
+  const TdmConfig *config;     /* what it trains (max_steps set) */
+  /* Its name as a run of its own in the run history ("Compare: 2 devices"), in the
+   * reader's language; NULL for a measurement that is not a run of its own (a scaling
+   * point's), which the window neither draws nor keeps. */
+  const char *name;
+  const char *status;          /* what it does, for a status line ("Training with main…") */
+  gboolean keep_parameters;    /* the reducer reads the main replica's final parameters */
+} TdmExperimentTraining;
+
+/* Scaling: `config` on its first 1, 2, … N devices, `steps` steps each (tdm-scaling.h).
+ * FALSE-like NULL with the error when the configuration is not valid. */
+TdmExperiment *tdm_experiment_new_scaling (const TdmConfig *config, TdmScalingMode mode,
+                                           long steps, GError **error);
+/* Steps a comparison's runs take unless told otherwise (the window's and
+ * tandem-train's default). Short, for the runs that are not in exact mode (compare
+ * strategies as set): float rounding stays at ~1e-7 between N devices and one over
+ * the first hundred or so steps; past that Adam can magnify it (a small net on the
+ * synthetic set: 1.1e-6 after 100 steps, 5.4e-2 after 200, while SGD stayed at
+ * 1.2e-6), which is true of any two summation orders and says nothing of data
+ * parallelism. */
+#define TDM_COMPARE_STEPS 50
+
+/* Compare with one device: `config` in exact mode for `steps` steps on its devices,
+ * then its one-device twin (tdm-compare.h). At least two devices. */
+TdmExperiment *tdm_experiment_new_compare (const TdmConfig *config, long steps,
+                                           GError **error);
+/* Compare strategies: `config` for `steps` steps with `main`, then with `allreduce`
+ * (exact mode or not, as it is set), keeping no checkpoint. At least two devices. */
+TdmExperiment *tdm_experiment_new_strategies (const TdmConfig *config, long steps,
+                                              GError **error);
+void tdm_experiment_free (TdmExperiment *experiment);
+
+TdmExperimentKind tdm_experiment_get_kind (const TdmExperiment *experiment);
+/* The configuration it started from. */
+const TdmConfig *tdm_experiment_get_config (const TdmExperiment *experiment);
+/* Steps each training takes (a scaling point's timed runs; the comparisons' runs). */
+long tdm_experiment_get_steps (const TdmExperiment *experiment);
+
+/* The next training, or NULL once the experiment is over. Not while one is under
+ * way (between next and reduce). */
+const TdmExperimentTraining *tdm_experiment_next (TdmExperiment *experiment);
+/* The training under way (between next and reduce), or NULL. */
+const TdmExperimentTraining *tdm_experiment_get_training (const TdmExperiment *experiment);
+/* A TdmEventSink (`experiment` is the TdmExperiment): every event of the training
+ * under way, on the thread that trains it, in order; nothing else touches the
+ * experiment meanwhile. */
+void tdm_experiment_observe (const TdmEvent *event, gpointer experiment);
+/* The training under way is over and its thread done with the experiment;
+ * `parameters` are its main replica's final ones when the training asked to keep
+ * them (else NULL). FALSE with the error when the experiment cannot go on: the
+ * training failed, was stopped before its end (TDM_ENGINE_ERROR_CANCELLED), or its
+ * outcome is of no use (a scaling point too short to time); it is over then. */
+gboolean tdm_experiment_reduce (TdmExperiment *experiment, const float *parameters,
+                                size_t count, GError **error);
+/* Whether every training is done and reduced (FALSE after a failure). */
+gboolean tdm_experiment_is_complete (const TdmExperiment *experiment);
+/* The result in the reader's language, once complete ("2 devices against one, after
+ * 300 steps: identical: 0 of 421642 values differ"; "main · 4.25 ms a step;
+ * allreduce · 3.90 ms a step"; "2 points measured"); NULL before. */
+char *tdm_experiment_dup_result (const TdmExperiment *experiment);
+
+/* Scaling: each point once measured, on the thread that reduces (set before the first
+ * training). */
+void tdm_experiment_set_point_sink (TdmExperiment *experiment, TdmScalingSink sink,
+                                    gpointer user_data);
+
+/* Compare with one device, once complete: the relative difference of the two runs'
+ * parameters (tdm_compare_parameters), and how many values differ in any bit; NaN
+ * and 0 before. */
+double tdm_experiment_get_difference (const TdmExperiment *experiment,
+                                      size_t *differing, size_t *count);
+
+/* Compare strategies: one run's mean sampled step. */
+typedef struct {
+  TdmStrategy strategy;
+  int replicas;
+  int samples;                 /* sampled steps the means are over (the first left
+                                * out where more came) */
+  double step_ms;              /* from the step's start to the last device's end */
+  /* Each device's communication after its backward pass, and what ran hidden under
+   * it (TdmDevicePhases.hidden_ms), ms a step. */
+  double exposed_ms[TDM_MAX_REPLICAS];
+  double hidden_ms[TDM_MAX_REPLICAS];
+} TdmStrategyFigures;
+
+/* The figures of the runs done so far (0, 1 or 2), in the order they ran. */
+const TdmStrategyFigures *tdm_experiment_get_strategies (const TdmExperiment *experiment,
+                                                         int *count);
+
+/* Steps between the step summaries of tdm_experiment_run's trainings (0, the default:
+ * by the clock; tdm_trainer_set_summary_steps), for trainings kept in a history. */
+void tdm_experiment_set_summary_steps (TdmExperiment *experiment, int steps);
+
+/* Runs the whole experiment on the calling thread: each training by a TdmTrainer,
+ * its events to tdm_experiment_observe and then to `sink` (may be NULL), its outcome
+ * to tdm_experiment_reduce. FALSE with the error when a training or a reduction
+ * failed, or TDM_ENGINE_ERROR_CANCELLED when `cancellable` was cancelled. */
+gboolean tdm_experiment_run (TdmExperiment *experiment, TdmEventSink sink,
+                             gpointer user_data, GCancellable *cancellable, GError **error);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmExperiment, tdm_experiment_free)
+
+G_END_DECLS
