@@ -149,8 +149,10 @@ values_differing(GHashTable *a, GHashTable *b, size_t *total)
   return differ;
 }
 
-/* The runs' data: the synthetic set's generator at 4,000 training images (20 steps of
- * 200, one epoch of 40 of 100) and 500 test images, made once, not 70,000 per run. */
+/* The runs' data: the synthetic set's generator at 4,000 training images (up to 20
+ * steps of 200, one epoch of 40 of 100) and 500 test images, made once, not 70,000 per
+ * run. The cnn preset's case stops after 6 steps: a split that changed the sums shows
+ * from the first (with exact mode off on 2 workers, 72 % of its values differ after 6). */
 static TdmDatasetPair *data;
 
 typedef struct {
@@ -354,7 +356,7 @@ main(int argc, char **argv)
   g_test_add_func("/exact/metrics", test_metrics);
   g_test_add_func("/exact/any-split", test_any_split);
   g_test_add_func("/exact/describe", test_describe);
-  static const Case cnn = {"cnn", 200, 20, TDM_BATCHNORM_PER_REPLICA, TDM_STRATEGY_ALLREDUCE};
+  static const Case cnn = {"cnn", 200, 6, TDM_BATCHNORM_PER_REPLICA, TDM_STRATEGY_ALLREDUCE};
   static const Case bn_sync = {"conv8k3p1,bn,relu,pool2,conv16k3p1,bn,relu,pool2,fc32,bn,relu,fc10",
                                200, 12, TDM_BATCHNORM_SYNC, TDM_STRATEGY_ALLREDUCE};
   static const Case bn_replica = {"conv8k3p1,bn,relu,pool2,res(conv8k3p1,bn,relu,conv8k3p1,bn),"
@@ -362,7 +364,7 @@ main(int argc, char **argv)
                                   200, 12, TDM_BATCHNORM_PER_REPLICA, TDM_STRATEGY_ALLREDUCE};
   static const Case main_strategy = {"conv8k3p1,relu,pool2,fc32,relu,fc10", 200, 20,
                                      TDM_BATCHNORM_PER_REPLICA, TDM_STRATEGY_MAIN};
-  g_test_add_data_func("/exact/cnn-adam-20-steps", &cnn, test_identical);
+  g_test_add_data_func("/exact/cnn-adam-6-steps", &cnn, test_identical);
   g_test_add_data_func("/exact/bn-sync", &bn_sync, test_identical);
   g_test_add_data_func("/exact/bn-per-replica", &bn_replica, test_identical);
   g_test_add_data_func("/exact/strategy-main", &main_strategy, test_identical);

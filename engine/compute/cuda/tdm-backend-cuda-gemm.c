@@ -64,10 +64,10 @@ cublas_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, floa
     /* cuBLAS is column-major, and a row-major matrix read column-major is its
      * transpose: so compute Cᵀ (n×m) = op(B)ᵀ · op(A)ᵀ, that is, swap the operands. */
     if (type == CUDA_R_32F && compute == CUBLAS_COMPUTE_32F)
-      CUBLAS_OK(b, cublasSgemm(cb->cublas, op_b, op_a, n, m, k, &alpha, bm, ldb, a, lda, &beta,
+      CUBLAS_OK(b, cb->blas->sgemm(cb->cublas, op_b, op_a, n, m, k, &alpha, bm, ldb, a, lda, &beta,
                                c, ldc));
     else
-      CUBLAS_OK(b, cublasGemmEx(cb->cublas, op_b, op_a, n, m, k, &alpha, bm, type, ldb, a, type,
+      CUBLAS_OK(b, cb->blas->gemm_ex(cb->cublas, op_b, op_a, n, m, k, &alpha, bm, type, ldb, a, type,
                                 lda, &beta, c, c_type, ldc, compute, CUBLAS_GEMM_DEFAULT));
     return;
   }
@@ -81,13 +81,13 @@ cublas_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k, floa
   long long step_b = (long long)len * (trans_b ? 1 : ldb);
   long long mn = (long long)m * n;
   int batched = last == len ? chunks : chunks - 1;
-  if (!CUBLAS_OK(b, cublasGemmStridedBatchedEx(cb->cublas, op_b, op_a, n, m, len, &one, bm,
+  if (!CUBLAS_OK(b, cb->blas->gemm_strided_batched_ex(cb->cublas, op_b, op_a, n, m, len, &one, bm,
                                                type, ldb, step_b, a, type, lda, step_a, &zero,
                                                cb->split_parts, CUDA_R_32F, n, mn, batched,
                                                compute, CUBLAS_GEMM_DEFAULT)))
     return;
   if (batched < chunks &&
-      !CUBLAS_OK(b, cublasGemmEx(cb->cublas, op_b, op_a, n, m, last, &one,
+      !CUBLAS_OK(b, cb->blas->gemm_ex(cb->cublas, op_b, op_a, n, m, last, &one,
                                  (const char *)bm + step_b * batched * (long long)size, type,
                                  ldb, (const char *)a + step_a * batched * (long long)size,
                                  type, lda, &zero, cb->split_parts + mn * batched, CUDA_R_32F,

@@ -10,6 +10,7 @@
 #include "tdm-backend-cuda.h"
 #include "tdm-backend-ops.h"
 #include "tdm-error.h"
+#include "tdm-cublas.h"
 #include "tdm-kernels.h"
 
 #include <cublas_v2.h>
@@ -43,6 +44,7 @@ typedef struct {
 typedef struct {
   TdmBackend base;
   cudaStream_t stream;
+  const TdmCublas *blas;        /* the process's cuBLAS, loaded by the first backend */
   cublasHandle_t cublas;
   void *cublas_workspace;
   float *partials;

@@ -55,6 +55,14 @@ tdm_cuda_set_error_at(GError **error, int code, const char *who, cudaError_t err
   return FALSE;
 }
 
+/* "cb->blas->sgemm(…)" → "sgemm(…)": the table's field names cuBLAS's function. */
+static const char *
+cublas_function(const char *call)
+{
+  const char *arrow = g_strrstr(call, "->");
+  return arrow != NULL ? arrow + 2 : call;
+}
+
 gboolean
 tdm_cublas_ok_at(TdmBackend *b, cublasStatus_t status, const char *call, const char *file,
                  int line)
@@ -62,9 +70,10 @@ tdm_cublas_ok_at(TdmBackend *b, cublasStatus_t status, const char *call, const c
   if (G_LIKELY(status == CUBLAS_STATUS_SUCCESS))
     return TRUE;
   char name[64];
-  tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, _("%s failed: %s (%s) at %s:%d"),
-                   call_name(call, name, sizeof name), cublasGetStatusString(status),
-                   cublasGetStatusName(status), file, line);
+  tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, _("cuBLAS %s failed: %s (%s) at %s:%d"),
+                   call_name(cublas_function(call), name, sizeof name),
+                   CUDA_B(b)->blas->get_status_string(status),
+                   CUDA_B(b)->blas->get_status_name(status), file, line);
   return FALSE;
 }
 
@@ -386,7 +395,7 @@ cuda_destroy(TdmBackend *b)
       (void)cudaFreeHost(cb->ring[i].host);
   }
   if (cb->cublas != NULL)
-    (void)cublasDestroy(cb->cublas);
+    (void)cb->blas->destroy(cb->cublas);
   if (cb->blocks != NULL) {
     tdm_backend_release(b, cb->cublas_workspace);
     tdm_backend_release(b, cb->partials);
@@ -523,9 +532,17 @@ tdm_backend_cuda_new(int ordinal, TdmPrecision precision, GError **error)
                   ordinal, count, count - 1);
     return NULL;
   }
+  /* Loaded here, not linked: processes that never make a CUDA backend skip its cost. */
+  const TdmCublas *blas = tdm_cublas_get();
+  if (blas == NULL) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DEVICE, _("device “cuda:%d”: %s"),
+                ordinal, tdm_cublas_why_not());
+    return NULL;
+  }
 
   TdmBackendCuda *cb = g_new0(TdmBackendCuda, 1);
   TdmBackend *b = &cb->base;
+  cb->blas = blas;
   b->ops = &tdm_backend_cuda_ops;
   b->kind = TDM_BACKEND_CUDA;
   b->device_index = ordinal;
@@ -555,15 +572,15 @@ tdm_backend_cuda_new(int ordinal, TdmPrecision precision, GError **error)
   ok = ok && TDM_CUDA_OK(b, cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking));
   for (int i = 0; ok && i < TDM_UPLOAD_SLOTS; i++)
     ok = TDM_CUDA_OK(b, cudaEventCreateWithFlags(&cb->ring[i].done, cudaEventDisableTiming));
-  ok = ok && CUBLAS_OK(b, cublasCreate(&cb->cublas)) &&
-       CUBLAS_OK(b, cublasSetStream(cb->cublas, cb->stream));
+  ok = ok && CUBLAS_OK(b, cb->blas->create(&cb->cublas)) &&
+       CUBLAS_OK(b, cb->blas->set_stream(cb->cublas, cb->stream));
 
   /* TF32 only where asked and the GPU has it (Ampere and later); otherwise cuBLAS's
    * default math, which for float32 GEMMs is full float32. */
   cublasMath_t math = CUBLAS_DEFAULT_MATH;
   if (ok && precision == TDM_PRECISION_TF32 && prop.major >= 8)
     math = CUBLAS_TF32_TENSOR_OP_MATH;
-  ok = ok && CUBLAS_OK(b, cublasSetMathMode(cb->cublas, math));
+  ok = ok && CUBLAS_OK(b, cb->blas->set_math_mode(cb->cublas, math));
   /* TDM_CUDA_IMPLICIT=1 computes stride-1 convolutions' bf16 input gradients with
    * conv-implicit.cu instead of through columns. Off by default: on the H200 it is
    * correct but not yet faster (168.0 k against 168.9 k samples/s for the resnet
@@ -583,7 +600,7 @@ tdm_backend_cuda_new(int ordinal, TdmPrecision precision, GError **error)
                           : NULL;
     ok = cb->split_parts != NULL;
   }
-  ok = ok && CUBLAS_OK(b, cublasSetWorkspace(cb->cublas, cb->cublas_workspace, workspace));
+  ok = ok && CUBLAS_OK(b, cb->blas->set_workspace(cb->cublas, cb->cublas_workspace, workspace));
 
   if (!ok) {
     if (local != NULL)
