@@ -7,7 +7,8 @@
  * reads is computed by that layer as it reads it, and the gradient a bn hands to a bf16
  * conv before it is written as that conv's bf16 operand; a conv's output that only the
  * bn after it reads is stored as bf16 in a bf16 run (conv_output_bf16()), and the bn
- * reads it so. Convolutions go to the
+ * reads it so; a block's last bn is computed by the block's end as it adds
+ * (bn_forward_add). Convolutions go to the
  * backend's convolution engine where it has one, else are composed here. Not the
  * buffers, the gather or the step's shape (tdm-replica.c). */
 #include "tdm-replica-private.h"
