@@ -271,19 +271,26 @@ bn_forward_one(float x, int ch, const float *mean, const float *spread, const fl
   return bn_affine_output(x, scale, __fsub_rn(beta[ch], __fmul_rn(mean[ch], scale)), use_relu);
 }
 
+/* With a (not NULL): y = the bn's output (use_relu false) + a, then max(·, 0) when
+ * add_relu, as add_out adds (a plain sum of two rounded values: nothing to contract). */
 template <bool EVAL, int V, typename I, typename X>
 __global__ void
 bn_forward_kernel(float *y, const X *x, const float *mean, const float *spread,
                   const float *gamma, const float *beta, float eps, I total, I channels,
-                  bool use_relu)
+                  bool use_relu, const float *a, bool add_relu)
 {
   I stride = (I)gridDim.x * blockDim.x;
   for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total / V; i += stride) {
     int ch = (int)((i * V) % channels);
-    float v[V];
+    float v[V], s[V];
     tdm_k_vec<V>::load(v, x + (size_t)i * V);
     for (int j = 0; j < V; j++)
       v[j] = bn_forward_one<EVAL>(v[j], ch + j, mean, spread, gamma, beta, eps, use_relu);
+    if (a != NULL) {
+      tdm_k_vec<V>::load(s, a + (size_t)i * V);
+      for (int j = 0; j < V; j++)
+        v[j] = add_relu ? tdm_k_relu_value(v[j] + s[j]) : v[j] + s[j];
+    }
     tdm_k_vec<V>::store(y + (size_t)i * V, v);
   }
 }
@@ -292,18 +299,18 @@ template <bool EVAL, typename X>
 static cudaError_t
 bn_forward_launch(float *y, const X *x, const float *mean, const float *spread,
                   const float *gamma, const float *beta, float eps, int rows, int channels,
-                  bool relu, cudaStream_t stream)
+                  bool relu, cudaStream_t stream, const float *a = NULL, bool add_relu = false)
 {
   size_t total = (size_t)(rows > 0 ? rows : 0) * (channels > 0 ? channels : 0);
   if (total == 0)
     return cudaSuccess;
-  bool vec =
-      channels % 4 == 0 && ((uintptr_t)x & (4 * sizeof(X) - 1)) == 0 && tdm_k_aligned16(y);
+  bool vec = channels % 4 == 0 && ((uintptr_t)x & (4 * sizeof(X) - 1)) == 0 &&
+             tdm_k_aligned16(y) && (a == NULL || tdm_k_aligned16(a));
   bool narrow = total < ((size_t)1 << 31);
   unsigned blocks = tdm_k_blocks(vec ? total / 4 : total, TDM_K_THREADS);
 #define BN_FORWARD(V, I)                                                                       \
   bn_forward_kernel<EVAL, V, I, X><<<blocks, TDM_K_THREADS, 0, stream>>>(                      \
-      y, x, mean, spread, gamma, beta, eps, (I)total, (I)channels, relu)
+      y, x, mean, spread, gamma, beta, eps, (I)total, (I)channels, relu, a, add_relu)
   if (vec && narrow)
     BN_FORWARD(4, uint32_t);
   else if (vec)
@@ -326,6 +333,18 @@ tdm_k_bn_forward(float *y, const void *x, bool x16, const float *mean, const flo
                                     rows, channels, relu, stream);
   return bn_forward_launch<false>(y, (const float *)x, mean, invstd, gamma, beta, 0.0f, rows,
                                   channels, relu, stream);
+}
+
+extern "C" cudaError_t
+tdm_k_bn_forward_add(float *y, const void *x, bool x16, const float *mean, const float *invstd,
+                     const float *gamma, const float *beta, const float *a, int rows,
+                     int channels, bool relu, cudaStream_t stream)
+{
+  if (x16)
+    return bn_forward_launch<false>(y, (const uint16_t *)x, mean, invstd, gamma, beta, 0.0f,
+                                    rows, channels, false, stream, a, relu);
+  return bn_forward_launch<false>(y, (const float *)x, mean, invstd, gamma, beta, 0.0f, rows,
+                                  channels, false, stream, a, relu);
 }
 
 extern "C" cudaError_t

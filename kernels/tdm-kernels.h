@@ -161,6 +161,12 @@ cudaError_t tdm_k_bn_stats(float *saved, const float *slots, int slot_count, int
 cudaError_t tdm_k_bn_forward(float *y, const void *x, bool x16, const float *mean,
                              const float *invstd, const float *gamma, const float *beta,
                              int rows, int channels, bool relu, cudaStream_t stream);
+/* tdm_k_bn_forward (no ReLU of its own) then y += a and, with relu, max(y, 0): the bits
+ * of tdm_k_bn_forward then tdm_k_add_out, in one pass. */
+cudaError_t tdm_k_bn_forward_add(float *y, const void *x, bool x16, const float *mean,
+                                 const float *invstd, const float *gamma, const float *beta,
+                                 const float *a, int rows, int channels, bool relu,
+                                 cudaStream_t stream);
 cudaError_t tdm_k_bn_forward_eval(float *y, const void *x, bool x16, const float *running_mean,
                                   const float *running_var, const float *gamma,
                                   const float *beta, float eps, int rows, int channels,

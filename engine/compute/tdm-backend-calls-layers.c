@@ -60,6 +60,20 @@ tdm_backend_bn_forward(TdmBackend *b, float *y, const void *x, TdmDtype x_type,
 }
 
 void
+tdm_backend_bn_forward_add(TdmBackend *b, float *y, const void *x, TdmDtype x_type,
+                           const float *mean, const float *invstd, const float *gamma,
+                           const float *beta, const float *a, int rows, int channels, bool relu)
+{
+  if (b->ops->bn_forward_add == NULL) {
+    tdm_backend_bn_forward(b, y, x, x_type, mean, invstd, gamma, beta, rows, channels, false);
+    tdm_backend_add_out(b, y, a, y, (size_t)MAX(rows, 0) * MAX(channels, 0), relu);
+    return;
+  }
+  if (tdm_backend_enter(b) && bn_input_ok(b, "bn_forward_add", x_type, rows, channels))
+    b->ops->bn_forward_add(b, y, x, x_type, mean, invstd, gamma, beta, a, rows, channels, relu);
+}
+
+void
 tdm_backend_bn_forward_eval(TdmBackend *b, float *y, const void *x, TdmDtype x_type,
                             const float *running_mean, const float *running_var,
                             const float *gamma, const float *beta, float eps, int rows,

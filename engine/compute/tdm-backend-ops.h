@@ -103,6 +103,11 @@ struct _TdmBackendOps {
   void (*bn_forward) (TdmBackend *b, float *y, const void *x, TdmDtype x_type, const float *mean,
                       const float *invstd, const float *gamma, const float *beta, int rows,
                       int channels, bool relu);
+  /* Optional: without it the front door runs bn_forward, then add_out. */
+  void (*bn_forward_add) (TdmBackend *b, float *y, const void *x, TdmDtype x_type,
+                          const float *mean, const float *invstd, const float *gamma,
+                          const float *beta, const float *a, int rows, int channels,
+                          bool relu);
   void (*bn_forward_eval) (TdmBackend *b, float *y, const void *x, TdmDtype x_type,
                            const float *running_mean, const float *running_var,
                            const float *gamma, const float *beta, float eps, int rows,

@@ -418,6 +418,14 @@ void tdm_backend_bn_stats (TdmBackend *b, float *saved, const float *slots, int 
 void tdm_backend_bn_forward (TdmBackend *b, float *y, const void *x, TdmDtype x_type,
                              const float *mean, const float *invstd, const float *gamma,
                              const float *beta, int rows, int channels, bool relu);
+/* bn_forward without its own ReLU, then y += a and max(y, 0) when relu: a residual
+ * block's end whose last bn's output is never stored. The bits of bn_forward into y
+ * then add_out (y, a, y, …, relu), which is what a backend without the one pass runs.
+ * y != x; a may not overlap y. */
+void tdm_backend_bn_forward_add (TdmBackend *b, float *y, const void *x, TdmDtype x_type,
+                                 const float *mean, const float *invstd, const float *gamma,
+                                 const float *beta, const float *a, int rows, int channels,
+                                 bool relu);
 /* Evaluation mode: the same with mean = running_mean and invstd =
  * 1 / sqrt(running_var + eps). y != x. */
 void tdm_backend_bn_forward_eval (TdmBackend *b, float *y, const void *x, TdmDtype x_type,

@@ -7,7 +7,8 @@
  * reads is computed by that layer as it reads it, and the gradient a bn hands to a bf16
  * conv before it is written as that conv's bf16 operand; a conv's output that only the
  * bn after it reads is stored as bf16 in a bf16 run (conv_output_bf16()), and the bn
- * reads it so. Convolutions go to the
+ * reads it so; a block's last bn is computed by the block's end as it adds
+ * (bn_forward_add). Convolutions go to the
  * backend's convolution engine where it has one, else are composed here. Not the
  * buffers, the gather or the step's shape (tdm-replica.c). */
 #include "tdm-replica-private.h"
@@ -108,25 +109,25 @@ dropout_key(const TdmReplica *r, int layer)
 /* Whether a conv with columns runs its forward and weight-gradient products on
  * bfloat16 operands (--precision bf16 on a backend that has them). The columns, as
  * bf16, take the first half of the layer's float32 column buffer; the second half
- * holds the weights as bf16 in the forward (out_c · k values; unused where the replica
- * keeps params16) and the output gradient as bf16 in the backward (rows · out_c): both
- * fit when out_c <= k and out_c <= rows.
- * Else (a first layer of few input channels, a tiny batch) the float32 path. The
- * data gradient goes through bf16 columns too when the output gradient and the
- * weights fit side by side in the second half (conv_bf16_dx): its product writes
- * them into the first half, after the weight gradient has read it, and col2im sums
- * them in float32. */
+ * holds the output gradient as bf16 in the backward (rows · out_c), and the weights as
+ * bf16 (out_c · k values) where the replica keeps no params16 (every bf16 replica
+ * does): both fit when out_c <= k (and out_c <= rows without params16).
+ * Else (a first layer of few input channels) the float32 path. The data gradient goes
+ * through bf16 columns too when the output gradient (and the weights, without
+ * params16) fit in the second half (conv_bf16_dx): its product writes them into the
+ * first half, after the weight gradient has read it, and col2im sums them in float32. */
 static gboolean
 conv_bf16(TdmReplica *r, const float *col, int rows, int k, int out_c)
 {
   return r->backend->precision == TDM_PRECISION_BF16 && col != NULL && out_c <= k &&
-         out_c <= rows;
+         (r->params16 != NULL || out_c <= rows);
 }
 
 static gboolean
-conv_bf16_dx(int rows, int k, int out_c)
+conv_bf16_dx(TdmReplica *r, int rows, int k, int out_c)
 {
-  return (size_t)rows * out_c + (size_t)out_c * k <= (size_t)rows * k;
+  size_t weights = r->params16 != NULL ? 0 : (size_t)out_c * k;
+  return (size_t)rows * out_c + weights <= (size_t)rows * k;
 }
 
 /* A conv's weights w (out_c·k values) as bf16: in params16, which the forward pass
@@ -158,9 +159,17 @@ bn_dx_as_conv_dy16(TdmReplica *r, int i, int n)
   int rows = n * conv->out_h * conv->out_w;
   int k = conv->in_c * conv->kernel * conv->kernel;
   if (!conv_bf16(r, r->cols[i - 1], rows, k, conv->out_c) ||
-      (i - 1 > 0 && !conv_bf16_dx(rows, k, conv->out_c)))
+      (i - 1 > 0 && !conv_bf16_dx(r, rows, k, conv->out_c)))
     return NULL;
   return (uint16_t *)r->cols[i - 1] + (size_t)rows * k;
+}
+
+/* Whether layer i is frozen: its BN normalizes with the running statistics and leaves
+ * them alone, in training as in evaluation. */
+static gboolean
+layer_frozen(const TdmReplica *r, int i)
+{
+  return r->frozen != NULL && r->frozen[i];
 }
 
 /* A training bn's output that the layer after it computes from the bn's input as it
@@ -201,7 +210,7 @@ bn_output_left_to_next(TdmReplica *r, int i, int n, TdmPassMode mode)
 static const BnGather *
 bn_input_of(TdmReplica *r, int i, int n, BnGather *gather)
 {
-  if (i < 1 || r->net->layers[i - 1].kind != TDM_LAYER_BN ||
+  if (i < 1 || r->net->layers[i - 1].kind != TDM_LAYER_BN || layer_frozen(r, i - 1) ||
       !bn_output_left_to_next(r, i - 1, n, MODE_TRAIN))
     return NULL;
   const TdmLayer *l = &r->net->layers[i - 1];
@@ -333,7 +342,7 @@ conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy, gboolean dy1
       tdm_backend_im2col_bf16(b, col16, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
     tdm_backend_gemm_bf16(b, true, false, out_c, k, rows, 1.0f, dy16, out_c, col16, k, 0.0f, dw,
                           k);
-    if (need_dx && conv_bf16_dx(rows, k, out_c)) {
+    if (need_dx && conv_bf16_dx(r, rows, k, out_c)) {
       const uint16_t *w16 =
           conv_weights16(r, w, (size_t)out_c * k, dy16 + (size_t)rows * out_c);
       tdm_backend_conv_dgrad_bf16(b, dx, dy16, w16, col16, n, in_h, in_w, in_c, out_c, kernel,
@@ -356,12 +365,28 @@ conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy, gboolean dy1
   tdm_backend_col2im(b, dx, col, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
 }
 
-/* Whether layer i is frozen: its BN normalizes with the running statistics and leaves
- * them alone, in training as in evaluation. */
-static gboolean
-layer_frozen(const TdmReplica *r, int i)
+/* The end of a block, layer i, whose last bn (layer i − 1) left its output to it
+ * (bn_folded_into_end()): y = bn(x) + skip, then the block's ReLU, from the bn's input
+ * and the statistics its forward saved (from_bn), with bn_forward's then add_out's
+ * bits; a frozen bn's with the running statistics, written into y and added there. */
+static void
+block_end_bn_add(TdmReplica *r, int i, TdmPassMode mode, const BnGather *from_bn, float *y,
+                 const float *skip, int n)
 {
-  return r->frozen != NULL && r->frozen[i];
+  TdmBackend *b = r->backend;
+  const TdmLayer *end = &r->net->layers[i], *bn = end - 1;
+  int rows = n * end->out_h * end->out_w;
+  if (from_bn != NULL) {
+    tdm_backend_bn_forward_add(b, y, from_bn->x, from_bn->x_type, from_bn->saved,
+                               from_bn->saved + bn->out_c, from_bn->gamma, from_bn->beta, skip,
+                               rows, bn->out_c, end->fused_relu);
+    return;
+  }
+  g_assert(mode == MODE_EVAL || layer_frozen(r, i - 1));
+  bn_forward(r, MODE_EVAL, y, r->acts[i - 1], act_type(r, i - 1), n, end->out_h * end->out_w,
+             bn->out_c, r->params + bn->weight_offset, r->params + bn->bias_offset,
+             r->bn_work[i - 1], r->state + bn->state_offset, false, FALSE);
+  tdm_backend_add_out(b, y, skip, y, (size_t)rows * bn->out_c, end->fused_relu);
 }
 
 void
@@ -384,8 +409,10 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
   }
   for (int i = first; i < net->layer_count; i++) {
     const TdmLayer *l = &net->layers[i];
-    const float *x = r->acts[i];
-    float *y = r->acts[i + 1];
+    /* A bn's output that has no buffer (bn_output_to_conv()) but that a frozen bn
+     * writes all the same goes to the gradient buffer, free until the loss. */
+    const float *x = r->acts[i] != NULL ? r->acts[i] : r->grad_a;
+    float *y = r->acts[i + 1] != NULL ? r->acts[i + 1] : r->grad_a;
     const float *w = r->params + l->weight_offset;
     const float *bias = r->params + l->bias_offset;
     size_t out = (size_t)n * layer_out_floats(l);
@@ -439,7 +466,10 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       break;
     case TDM_LAYER_BN: {
       TdmPassMode bn_mode = layer_frozen(r, i) ? MODE_EVAL : mode;
-      gboolean gathered = bn_output_left_to_next(r, i, n, bn_mode);
+      if (bn_mode == MODE_EVAL && bn_folded_into_end(r, i))
+        break; /* the block's end normalizes with the running statistics */
+      gboolean gathered =
+          bn_folded_into_end(r, i) || bn_output_left_to_next(r, i, n, bn_mode);
       bn_forward(r, bn_mode, y, x, act_type(r, i), n, pixels, l->out_c, w, bias, r->bn_work[i],
                  r->state + l->state_offset, l->fused_relu, gathered);
       if (gathered) {
@@ -476,14 +506,19 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       const TdmLayer *begin = &net->layers[l->partner];
       const float *skip = r->acts[l->partner];
       if (l->projection) {
-        conv_forward(r, r->proj_conv[i], NULL, skip, NULL, r->cols[i], NULL, w, n, begin->in_h,
-                     begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride, l->out_h, l->out_w);
-        bn_forward(r, layer_frozen(r, i) ? MODE_EVAL : mode, r->proj_bn[i], r->proj_conv[i],
-                   TDM_DTYPE_F32, n, pixels, l->out_c, bias, bias + l->out_c, r->bn_work[i],
+        TdmDtype pt = projection_type(r);
+        conv_forward(r, r->proj_conv[i], pt == TDM_DTYPE_BF16 ? (uint16_t *)r->proj_conv[i] : NULL,
+                     skip, NULL, r->cols[i], NULL, w, n, begin->in_h, begin->in_w, begin->in_c,
+                     l->out_c, 1, 0, l->stride, l->out_h, l->out_w);
+        bn_forward(r, layer_frozen(r, i) ? MODE_EVAL : mode, r->proj_bn[i], r->proj_conv[i], pt,
+                   n, pixels, l->out_c, bias, bias + l->out_c, r->bn_work[i],
                    r->state + l->state_offset, false, FALSE);
         skip = r->proj_bn[i];
       }
-      tdm_backend_add_out(b, y, x, skip, out, l->fused_relu);
+      if (bn_folded_into_end(r, i - 1))
+        block_end_bn_add(r, i, mode, from_bn, y, skip, n);
+      else
+        tdm_backend_add_out(b, y, x, skip, out, l->fused_relu);
       break;
     }
     }
@@ -497,6 +532,20 @@ announce(TdmReplica *r, const TdmLayer *l)
 {
   if (l->param_count > 0 && r->grads_ready != NULL)
     r->grads_ready(r, l->param_offset, l->param_count, r->grads_ready_data);
+}
+
+/* The output of frozen bn layer i, which has no buffer (bn_output_to_conv()), computed
+ * again into spare for the conv after it: the first trained layer, which passes no
+ * gradient on, so its input gradient's buffer is free. */
+static const float *
+frozen_bn_again(TdmReplica *r, int i, int n, float *spare, gboolean need_dx)
+{
+  const TdmLayer *l = &r->net->layers[i];
+  g_assert(l->kind == TDM_LAYER_BN && layer_frozen(r, i) && !need_dx);
+  bn_forward(r, MODE_EVAL, spare, r->acts[i], act_type(r, i), n, l->out_h * l->out_w, l->out_c,
+             r->params + l->weight_offset, r->params + l->bias_offset, r->bn_work[i],
+             r->state + l->state_offset, l->fused_relu, FALSE);
+  return spare;
 }
 
 void
@@ -535,7 +584,7 @@ tdm_replica_backward(TdmReplica *r, int n)
                          in);
       break;
     }
-    case TDM_LAYER_CONV:
+    case TDM_LAYER_CONV: {
       /* With its bias and ReLU in the pool, the pool's backward did both. */
       if (!bias_in_pool(net, i)) {
         if (l->fused_relu)
@@ -543,10 +592,14 @@ tdm_replica_backward(TdmReplica *r, int n)
         if (l->bias_count > 0)
           tdm_backend_bias_backward(b, dbias, dy, n * pixels, l->out_c, 1);
       }
-      conv_backward(r, dx, dw, dy, dy16_ready, x, bn_input_of(r, i, n, &gather), r->cols[i],
-                    r->conv_work[i], w, n, l->in_h, l->in_w, l->in_c, l->out_c, l->kernel,
-                    l->pad, l->stride, l->out_h, l->out_w, need_dx);
+      const BnGather *from_bn = bn_input_of(r, i, n, &gather);
+      if (from_bn == NULL && x == NULL)
+        x = frozen_bn_again(r, i - 1, n, dx, need_dx);
+      conv_backward(r, dx, dw, dy, dy16_ready, x, from_bn, r->cols[i], r->conv_work[i], w, n,
+                    l->in_h, l->in_w, l->in_c, l->out_c, l->kernel, l->pad, l->stride, l->out_h,
+                    l->out_w, need_dx);
       break;
+    }
     case TDM_LAYER_POOL:
       if (i == 1 && conv_pool_first(net)) {
         const TdmLayer *c = l - 1;
@@ -617,7 +670,7 @@ tdm_replica_backward(TdmReplica *r, int n)
       if (l->projection) {
         const TdmLayer *begin = &net->layers[l->partner];
         float *dconv = r->proj_bn[i]; /* the bn's output is spent */
-        bn_backward(r, dconv, NULL, dy, r->proj_conv[i], TDM_DTYPE_F32, n, pixels, l->out_c,
+        bn_backward(r, dconv, NULL, dy, r->proj_conv[i], projection_type(r), n, pixels, l->out_c,
                     r->params + l->bias_offset, r->params + l->bias_offset + l->out_c, false,
                     r->grads + l->bias_offset, r->bn_work[i]);
         conv_backward(r, skip, dw, dconv, FALSE, r->acts[l->partner], NULL, r->cols[i], NULL,

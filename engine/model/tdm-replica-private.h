@@ -81,6 +81,48 @@ owns_output(const TdmNetwork *net, int i)
          !(i == 0 && conv_pool_first(net));
 }
 
+/* Whether bn layer i's output has no buffer in training: a bn without a ReLU of its
+ * own that ends a residual block, whose one reader is the block's add (its backward
+ * reads its input, the block's end its own output), so the block's end computes it as
+ * it adds (bn_forward_add). The inference pass's buffers are the rotating ones. */
+static inline gboolean
+bn_output_to_block_end(const TdmNetwork *net, int i)
+{
+  const TdmLayer *l = &net->layers[i];
+  return l->kind == TDM_LAYER_BN && !l->fused_relu && i + 1 < net->layer_count &&
+         net->layers[i + 1].kind == TDM_LAYER_RES_END;
+}
+
+/* Whether a replica on a backend of this kind stores activations that the bn
+ * operations read as bf16 (below; and a projection's conv output, which only its bn
+ * reads): a bf16 run on a backend whose bn operations read bf16, unless
+ * TANDEM_BF16_ACTIVATIONS=0. */
+static inline gboolean
+stores_bf16(TdmBackendKind kind, TdmPrecision precision)
+{
+  return precision == TDM_PRECISION_BF16 && tdm_backend_kind_has_bn_bf16_input(kind) &&
+         tdm_replica_bf16_activations();
+}
+
+/* Whether bn layer i's output has no buffer in training because the conv after it,
+ * its one reader, normalizes the bn's input as it builds its bf16 columns, in the
+ * forward and again in its backward (im2col_bf16_bn, or the convolution engine's bn
+ * prologue; tdm-replica-pass.c's bn_output_left_to_next()): a bf16 run that stores
+ * activations as bf16 (whose backends have im2col_bf16_bn), a conv with columns whose
+ * output gradient fits beside them (out_c ≤ its reduction; the replica keeps params16,
+ * so nothing else needs the room, at any batch size). A frozen bn writes its output
+ * into the free gradient buffer instead, and the conv's backward recomputes it. */
+static inline gboolean
+bn_output_to_conv(const TdmNetwork *net, int i, TdmBackendKind kind, TdmPrecision precision)
+{
+  if (net->layers[i].kind != TDM_LAYER_BN || i + 1 >= net->layer_count)
+    return FALSE;
+  const TdmLayer *next = &net->layers[i + 1];
+  return stores_bf16(kind, precision) && next->kind == TDM_LAYER_CONV &&
+         col_floats_per_sample(net, next) > 0 &&
+         next->out_c <= next->in_c * next->kernel * next->kernel;
+}
+
 /* Whether conv layer i's output is stored as bf16 in training: in a bf16 run on a
  * backend whose bn operations read bf16, when the bn after it is its one reader (its
  * statistics, its normalization, its backward; or the conv after the bn, which
@@ -92,8 +134,7 @@ static inline gboolean
 conv_output_bf16(const TdmNetwork *net, int i, TdmBackendKind kind, TdmPrecision precision)
 {
   const TdmLayer *l = &net->layers[i];
-  return precision == TDM_PRECISION_BF16 && tdm_backend_kind_has_bn_bf16_input(kind) &&
-         tdm_replica_bf16_activations() && l->kind == TDM_LAYER_CONV && owns_output(net, i) &&
+  return stores_bf16(kind, precision) && l->kind == TDM_LAYER_CONV && owns_output(net, i) &&
          l->bias_count == 0 && !l->fused_relu && i + 1 < net->layer_count &&
          net->layers[i + 1].kind == TDM_LAYER_BN &&
          !(i + 2 < net->layer_count && net->layers[i + 2].kind == TDM_LAYER_POOL);
@@ -107,6 +148,24 @@ act_type(const TdmReplica *r, int i)
                  conv_output_bf16(r->net, i - 1, r->backend->kind, r->backend->precision)
              ? TDM_DTYPE_BF16
              : TDM_DTYPE_F32;
+}
+
+/* The element type of a projection's conv output (proj_conv) as the pass in progress
+ * holds it. */
+static inline TdmDtype
+projection_type(const TdmReplica *r)
+{
+  return !r->inferring && stores_bf16(r->backend->kind, r->backend->precision)
+             ? TDM_DTYPE_BF16
+             : TDM_DTYPE_F32;
+}
+
+/* Whether bn layer i's output is left to the block's end in the pass in progress
+ * (bn_output_to_block_end(): training's buffers only). */
+static inline gboolean
+bn_folded_into_end(const TdmReplica *r, int i)
+{
+  return !r->inferring && bn_output_to_block_end(r->net, i);
 }
 
 static inline gboolean

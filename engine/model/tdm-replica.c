@@ -26,7 +26,8 @@ tdm_replica_layer_buffers(const TdmNetwork *net, int i, TdmBackendKind kind,
   const TdmLayer *l = &net->layers[i];
   size_t out = layer_out_floats(l);
   TdmLayerBuffers buf = {0};
-  if (owns_output(net, i)) {
+  if (owns_output(net, i) && !bn_output_to_block_end(net, i) &&
+      !bn_output_to_conv(net, i, kind, precision)) {
     buf.output = out;
     buf.output_type =
         conv_output_bf16(net, i, kind, precision) ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
@@ -46,8 +47,10 @@ tdm_replica_layer_buffers(const TdmNetwork *net, int i, TdmBackendKind kind,
     buf.bn_work = 4 * (size_t)bn_channels(l) + TDM_BN_SLOT_FLOATS(bn_channels(l));
   if (l->kind == TDM_LAYER_RES_END) {
     buf.skip = block_in_floats(net, l);
-    if (l->projection)
+    if (l->projection) {
       buf.projection = out;
+      buf.projection_type = stores_bf16(kind, precision) ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+    }
   }
   return buf;
 }
@@ -133,8 +136,8 @@ tdm_replica_plan(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precis
   p.workspace = MAX(most * columns, conv_work) * sizeof(float);
   for (int i = 0; i < net->layer_count; i++) {
     TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind, precision);
-    p.activations +=
-        cap * (buf.output * tdm_dtype_size(buf.output_type) + buf.projection * sizeof(float));
+    p.activations += cap * (buf.output * tdm_dtype_size(buf.output_type) +
+                            buf.projection * tdm_dtype_size(buf.projection_type));
     p.activations += cap * buf.argmax * sizeof(int32_t);
     p.workspace += buf.bn_work * sizeof(float);
   }
@@ -192,7 +195,7 @@ tdm_replica_bf16_activations(void)
 size_t
 tdm_replica_params16_bytes(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision)
 {
-  if (kind != TDM_BACKEND_CUDA || precision != TDM_PRECISION_BF16)
+  if (precision != TDM_PRECISION_BF16)
     return 0;
   return MAX(1, net->parameter_count) * sizeof(uint16_t);
 }
@@ -277,7 +280,8 @@ tdm_replica_new_sized(TdmBackend *b, const TdmNetwork *net, int capacity, int ev
     if (buf.skip > 0)
       r->skip_grad[i] = r->skip_levels[l->depth - 1];
     if (buf.projection > 0) {
-      ALLOC(r->proj_conv[i], (size_t)capacity * buf.projection * sizeof(float));
+      ALLOC(r->proj_conv[i],
+            (size_t)capacity * buf.projection * tdm_dtype_size(buf.projection_type));
       r->proj_bn[i] = r->proj_bn_shared;
     }
   }

@@ -178,7 +178,9 @@ gboolean tdm_replica_shares_datasets (TdmBackendKind kind);
 gboolean tdm_replica_bf16_activations (void);
 
 /* Bytes of the parameters' bfloat16 copy a replica keeps (params16, rounded once per
- * forward pass for its convolutions): on a GPU under --precision bf16, else 0. */
+ * forward pass for its convolutions): under --precision bf16 on any backend (the
+ * weights then need no room in a conv's columns, so whether a conv takes bf16 columns
+ * does not depend on the batch: tdm-replica-private.h's bn_output_to_conv()), else 0. */
 size_t tdm_replica_params16_bytes (const TdmNetwork *net, TdmBackendKind kind,
                                    TdmPrecision precision);
 
@@ -190,15 +192,19 @@ typedef struct {
   size_t output;        /* elements of output_type: the layer's output, kept for backward */
   TdmDtype output_type; /* float32, or bf16 for a conv's output that only the bn after it
                          * reads, in a bf16 run where the backend reads it so
-                         * (tdm_backend_kind_has_bn_bf16_input()): half the bytes */
+                         * (tdm_backend_kind_has_bn_bf16_input()): half the bytes. A bn
+                         * that ends a residual block keeps no output: the block's end
+                         * computes it as it adds */
   size_t argmax;      /* int32: a max pool's chosen inputs */
   size_t columns;     /* floats: a convolution's im2col columns, built in the one column
                        * workspace (the largest layer's, not a sum) */
   size_t bn_work;     /* floats, not per sample: a BN's batch statistics and sums */
   size_t skip;        /* floats: a residual block's skip gradient, in one buffer per
                        * level of nesting (the level's widest) */
-  size_t projection;  /* floats: a projection's conv output, kept; and its BN's, in one
-                       * buffer for all projections (the widest) */
+  size_t projection;  /* elements of projection_type: a projection's conv output, kept;
+                       * and its BN's, floats, in one buffer for all projections (the
+                       * widest) */
+  TdmDtype projection_type; /* the conv output's: bf16 where output_type would be */
   size_t conv_work;   /* floats, not per sample: the scratch of a convolution that a
                        * backend of this kind runs whole (tdm_backend_conv_work_floats()),
                        * which then has no columns; one scratch, the largest layer's */

@@ -29,6 +29,7 @@ typedef struct {
   TdmOptimizerKind optimizer;
   int batch, steps;
   gboolean exact;
+  const char *const *freeze; /* module-name prefixes kept fixed, or NULL */
 } Run;
 
 static float *
@@ -48,6 +49,8 @@ train(const Run *run, size_t *count)
   cfg->max_steps = run->steps;
   cfg->exact = run->exact;
   cfg->seed = 7;
+  if (run->freeze != NULL)
+    cfg->freeze = g_strdupv((char **)run->freeze);
   g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, NULL, NULL);
   g_assert_true(tdm_trainer_run(trainer, NULL, &error));
   g_assert_no_error(error);
@@ -166,6 +169,71 @@ test_stored_outputs(void)
   /* Convs that store their output through a float32 product rounded after: a stem of
    * more outputs than taps (16 > 9) and a 1×1 conv of stride 1, which has no columns. */
   stored_outputs_case("conv16k3p1,bn,relu,conv24k1,bn,relu,gap,fc10");
+  /* A block with a projection, whose conv output is stored as bf16 too. */
+  stored_outputs_case("conv8k3p1,bn,relu,res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10");
+}
+
+/* Frozen layers below the trained ones: a frozen bn normalizes with its running
+ * statistics, and where its output has no buffer (the conv after it normalizes the bn's
+ * input as it reads it in training; the block's end adds the block's last bn as it
+ * computes it) it is written where the next layer reads it and, for the first trained
+ * conv's weight gradient, computed again. Against the same runs with every activation
+ * kept float32 (TANDEM_BF16_ACTIVATIONS=0), which store those outputs: the frozen
+ * parameters stay as they were in both, and the trained ones move alike, within
+ * stored_outputs_case()'s 1/16 (a conv's weight gradient from wrongly normalized
+ * inputs would be off by order one). */
+static void
+frozen_case(const char *const *freeze, const char *first_trained)
+{
+  const char *net = "conv8k3p1,bn,relu,conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,bn),"
+                    "relu,conv16k3s2p1,bn,relu,gap,fc10";
+  Run run = {net, "cpu", TDM_PRECISION_BF16, TDM_OPTIMIZER_SGD, 64, 3, FALSE, freeze};
+  size_t n = 0, m = 0;
+  g_assert_true(g_setenv("TANDEM_BF16_ACTIVATIONS", "0", TRUE));
+  g_autofree float *kept = train(&run, &n);
+  g_unsetenv("TANDEM_BF16_ACTIVATIONS");
+  g_autofree float *stored = train(&run, &m);
+  g_assert_cmpuint(n, ==, m);
+
+  g_autoptr(TdmNetwork) network = tdm_network_new(net, 28, 28, 1, 10, NULL);
+  g_autofree float *initial = g_new(float, network->parameter_count);
+  tdm_network_init_parameters(network, 7, initial);
+  size_t trained = 0, first_count = 0;
+  for (int i = 0; i < network->layer_count; i++)
+    if (strcmp(network->layers[i].name, first_trained) == 0) {
+      trained = network->layers[i].param_offset;
+      first_count = network->layers[i].param_count;
+    }
+  g_assert_cmpuint(trained, >, 0);
+  g_assert_true(memcmp(kept, initial, trained * sizeof(float)) == 0);
+  g_assert_true(memcmp(stored, initial, trained * sizeof(float)) == 0);
+  size_t count = n - trained;
+  g_autofree float *step_kept = g_new(float, count), *step_stored = g_new(float, count);
+  for (size_t i = 0; i < count; i++) {
+    step_kept[i] = kept[trained + i] - initial[trained + i];
+    step_stored[i] = stored[trained + i] - initial[trained + i];
+  }
+  double rel = relative_difference(step_stored, step_kept, count);
+  double first = relative_difference(step_stored, step_kept, first_count);
+  g_test_message("frozen up to %s: the trained parameters' steps differ by %.3g relative, "
+                 "%s's by %.3g", first_trained, rel, first_trained, first);
+  size_t moved = 0;
+  for (size_t i = 0; i < count; i++)
+    moved += step_kept[i] != 0.0f;
+  g_assert_cmpuint(moved, >, count / 2);
+  g_assert_cmpfloat(rel, <=, 1.0 / 16);
+  g_assert_cmpfloat(first, <=, 1.0 / 16);
+}
+
+static void
+test_stored_frozen(void)
+{
+  /* The first trained conv reads a frozen bn's output, which has no buffer. */
+  const char *const stem[] = {"conv1", "bn1", NULL};
+  frozen_case(stem, "conv2");
+  /* A frozen block whose last bn the block's end adds, and the stem. */
+  const char *const block[] = {"conv1", "bn1", "conv2", "bn2", "layer1", NULL};
+  frozen_case(block, "conv3");
 }
 
 /* N workers (synchronized bn) train as one with the conv outputs stored as bf16, within
@@ -217,6 +285,7 @@ main(int argc, char **argv)
   g_test_add_func("/bf16/exact", test_exact);
   g_test_add_func("/bf16/stored-outputs", test_stored_outputs);
   g_test_add_func("/bf16/stored-replicas", test_stored_replicas);
+  g_test_add_func("/bf16/stored-frozen", test_stored_frozen);
   dataset = test_synthetic_idx_new(0, 1000, 200);
   int status = g_test_run();
   test_remove_synthetic_idx(dataset);

@@ -50,6 +50,38 @@ bf16_conv_outputs(const TdmNetwork *net)
   return sum;
 }
 
+/* Elements per sample of the projections' conv outputs, which a bf16 run stores as bf16
+ * too (their one reader is the projection's bn). */
+static size_t
+bf16_projection_outputs(const TdmNetwork *net)
+{
+  size_t sum = 0;
+  for (int i = 0; i < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i];
+    if (l->kind == TDM_LAYER_RES_END && l->projection)
+      sum += (size_t)l->out_h * l->out_w * l->out_c;
+  }
+  return sum;
+}
+
+/* Elements per sample of the bn outputs a bf16 run keeps no buffer for: each bn whose
+ * next layer is a conv with columns (not 1×1 of stride 1 and no padding) whose outputs
+ * are no more than its reduction; that conv normalizes the bn's input as it builds its
+ * columns. */
+static size_t
+bf16_bn_outputs_to_conv(const TdmNetwork *net)
+{
+  size_t sum = 0;
+  for (int i = 0; i + 1 < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i], *c = &net->layers[i + 1];
+    if (l->kind == TDM_LAYER_BN && c->kind == TDM_LAYER_CONV &&
+        !(c->kernel == 1 && c->stride == 1 && c->pad == 0) &&
+        c->out_c <= c->in_c * c->kernel * c->kernel)
+      sum += (size_t)l->out_h * l->out_w * l->out_c;
+  }
+  return sum;
+}
+
 /* Every buffer a replica and its optimizer allocate is in the estimate, byte for byte. */
 static void
 test_replica_exact(void)
@@ -90,16 +122,19 @@ test_replica_exact(void)
         tdm_replica_free(r16);
         tdm_backend_free(b16);
       }
-      /* A GPU under bf16 keeps the parameters as bf16 too, and a conv's output that only
-       * the bn after it reads in half the bytes. */
+      /* A GPU under bf16 keeps the parameters as bf16 too, a conv's output that only
+       * the bn after it reads (a projection's too) in half the bytes, and no output for a
+       * bn whose conv normalizes as it reads. */
       TdmReplicaBytes gpu32 = tdm_memory_replica(net, TDM_BACKEND_CUDA, TDM_PRECISION_FP32,
                                                  capacity, eval, 200, 90);
       TdmReplicaBytes gpu16 = tdm_memory_replica(net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16,
                                                  capacity, eval, 200, 90);
-      size_t halves = (size_t)capacity * bf16_conv_outputs(net) * sizeof(uint16_t);
-      g_assert_cmpuint(gpu16.total + halves - gpu32.total, ==,
+      size_t halves = (size_t)capacity *
+                      (bf16_conv_outputs(net) + bf16_projection_outputs(net)) * sizeof(uint16_t);
+      size_t elided = (size_t)capacity * bf16_bn_outputs_to_conv(net) * sizeof(float);
+      g_assert_cmpuint(gpu16.total + halves + elided - gpu32.total, ==,
                        MAX(1, net->parameter_count) * sizeof(uint16_t));
-      g_assert_cmpuint(gpu32.activations - gpu16.activations, ==, halves);
+      g_assert_cmpuint(gpu32.activations - gpu16.activations, ==, halves + elided);
       /* A CPU replica reads the host's datasets; a GPU keeps a copy. */
       g_assert_cmpuint(rb.dataset, ==, 0);
       g_assert_cmpuint(gpu32.dataset, ==, 200 * 785 + 90 * 785);
@@ -124,9 +159,12 @@ static const char resnet18[] =
     "relu,res(conv512k3p1,bn,relu,conv512k3p1,bn),relu,gap,fc10";
 
 /* A bf16 run stores the outputs of ResNet-18's seventeen 3×3 convs as bf16, each read
- * only by its bn: the activations drop by exactly half those outputs' bytes, on both
- * kinds of backend (the 1×1 projections' outputs stay float32, as does every other
- * activation); an fp32 run stores none. And a CPU replica allocates what is planned. */
+ * only by its bn, and those of its three 1×1 projections: the activations drop by
+ * exactly half those outputs' bytes, on both kinds of backend; an fp32 run stores none.
+ * The first bn of each block keeps no output in bf16 (the conv after it normalizes as
+ * it reads); in every precision the bn that ends a block keeps none (the block's end
+ * computes it as it adds). The totals, counted here from the layers. And a CPU
+ * replica allocates what is planned. */
 static void
 test_bf16_activations(void)
 {
@@ -137,22 +175,40 @@ test_bf16_activations(void)
    * 4×4×512. */
   const size_t outputs = 5 * 65536 + 4 * 32768 + 4 * 16384 + 4 * 8192;
   g_assert_cmpuint(bf16_conv_outputs(net), ==, outputs);
+  /* The projections at 16×16×128, 8×8×256, 4×4×512. */
+  const size_t projections = 32768 + 16384 + 8192;
+  g_assert_cmpuint(bf16_projection_outputs(net), ==, projections);
+  g_assert_cmpuint(bf16_bn_outputs_to_conv(net), ==, 245760);
+  /* Stored float32 in either precision: the input (3,072), the stem's bn (65,536),
+   * each block's end (2 blocks at each of 64, 32, 16, 8 Ki elements: 245,760), the pool
+   * and the logits (522); in fp32 each block's first bn too (245,760). */
+  const size_t floats = 3072 + 65536 + 245760 + 522, first_bn = 245760;
   for (int kind = TDM_BACKEND_CPU; kind <= TDM_BACKEND_CUDA; kind++) {
     TdmReplicaPlan p32 = tdm_replica_plan(net, kind, TDM_PRECISION_FP32, 512, 100);
     TdmReplicaPlan p16 = tdm_replica_plan(net, kind, TDM_PRECISION_BF16, 512, 100);
-    g_assert_cmpuint(p32.activations - p16.activations, ==, 512 * outputs * sizeof(uint16_t));
+    g_assert_cmpuint(p32.activations, ==,
+                     512 * (floats + first_bn + outputs + projections) * sizeof(float));
+    g_assert_cmpuint(p16.activations, ==,
+                     512 * (floats * sizeof(float) + (outputs + projections) * sizeof(uint16_t)));
     g_test_message("resnet18 32 px, batch 512, %s: activations %.2f GiB in fp32, %.2f GiB in "
                    "bf16", kind == TDM_BACKEND_CPU ? "cpu" : "gpu",
                    p32.activations / 1073741824.0, p16.activations / 1073741824.0);
-    int stored = 0;
+    int stored = 0, folded = 0, elided = 0;
     for (int i = 0; i < net->layer_count; i++) {
       TdmLayerBuffers b32 = tdm_replica_layer_buffers(net, i, kind, TDM_PRECISION_FP32);
       TdmLayerBuffers b16 = tdm_replica_layer_buffers(net, i, kind, TDM_PRECISION_BF16);
       g_assert_cmpint(b32.output_type, ==, TDM_DTYPE_F32);
-      g_assert_cmpuint(b32.output, ==, b16.output);
+      if (net->layers[i].kind != TDM_LAYER_BN)
+        g_assert_cmpuint(b32.output, ==, b16.output);
       stored += b16.output_type == TDM_DTYPE_BF16;
+      folded += net->layers[i].kind == TDM_LAYER_BN && b32.output == 0 && b16.output == 0;
+      elided += net->layers[i].kind == TDM_LAYER_BN && b32.output > 0 && b16.output == 0;
+      if (b16.projection > 0)
+        g_assert_cmpint(b16.projection_type, ==, TDM_DTYPE_BF16);
     }
     g_assert_cmpint(stored, ==, 17);
+    g_assert_cmpint(folded, ==, 8);
+    g_assert_cmpint(elided, ==, 8);
   }
   /* Allocated as planned, at a small batch. */
   g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 20, 10);

@@ -178,6 +178,20 @@ maxpool_bn_case(int n, int h, int w, int c, int k, bool relu)
     release(all[i]);
 }
 
+static void
+same_bits(const char *what, int c, const void *got, const void *want, size_t bytes)
+{
+  g_autofree char *a = g_malloc(bytes), *b = g_malloc(bytes);
+  tdm_backend_download(gpu, a, got, bytes);
+  tdm_backend_download(gpu, b, want, bytes);
+  assert_ok(gpu);
+  if (memcmp(a, b, bytes) != 0) {
+    g_test_message("FAILED %s (%d channels): a bf16 input differs from its widened values",
+                   what, c);
+    g_test_fail();
+  }
+}
+
 /* add_out: a residual block's end, y = a + x then the ReLU, against the CPU's copy,
  * add and relu_forward, bit for bit; in place over x, and n not a multiple of 4. */
 static void
@@ -200,6 +214,45 @@ add_out_case(size_t n, bool relu, bool in_place)
     release(dy);
 }
 
+/* bn_forward_add: a residual block's end computed from its last bn's input (float32 or
+ * stored bf16), y = bn(x) + a then the ReLU, bit for bit as the GPU's bn_forward then
+ * add_out, and within TOL of the CPU's (which composes the two); 17 channels take the
+ * one-value-a-thread kernel. */
+static void
+bn_forward_add_case(int rows, int c, TdmDtype x_type, bool relu)
+{
+  const size_t count = (size_t)rows * c;
+  g_autofree float *x = random_floats(count, -3, 5), *a = random_floats(count, -2, 2);
+  g_autofree float *p = random_floats(4 * (size_t)c, -1, 1); /* mean, invstd, γ, β */
+  g_autofree uint16_t *x16 = g_new(uint16_t, count);
+  for (size_t i = 0; i < count; i++)
+    x16[i] = bf16_bits(x[i]);
+  for (int ch = 0; ch < c; ch++)
+    p[c + ch] = 0.5f + fabsf(p[c + ch]);
+  const void *hx = x_type == TDM_DTYPE_BF16 ? (const void *)x16 : (const void *)x;
+  size_t x_bytes = count * tdm_dtype_size(x_type);
+  void *dx = on(hx, x_bytes);
+  float *da = on(a, count * 4), *dp = on(p, 4 * (size_t)c * 4);
+  float *got = poisoned(count), *want = poisoned(count);
+  tdm_backend_bn_forward_add(gpu, got, dx, x_type, dp, dp + c, dp + 2 * c, dp + 3 * c, da, rows,
+                             c, relu);
+  tdm_backend_bn_forward(gpu, want, dx, x_type, dp, dp + c, dp + 2 * c, dp + 3 * c, rows, c,
+                         false);
+  tdm_backend_add_out(gpu, want, da, want, count, relu);
+  same_bits("bn_forward_add", c, got, want, count * 4);
+  g_autofree float *ref = g_new(float, count);
+  tdm_backend_bn_forward_add(cpu, ref, hx, x_type, p, p + c, p + 2 * c, p + 3 * c, a, rows, c,
+                             relu);
+  assert_ok(cpu);
+  g_autofree char *what = g_strdup_printf("bn_forward_add %d×%d %s%s against the CPU", rows, c,
+                                          x_type == TDM_DTYPE_BF16 ? "bf16" : "f32",
+                                          relu ? " relu" : "");
+  check_close(what, got, ref, count, TOL);
+  void *all[] = {dx, da, dp, got, want};
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++)
+    release(all[i]);
+}
+
 /* Layers fused with their neighbours: a training bn's output computed by the layer
  * after it (the resnet preset's shapes), a residual block's end in one pass. */
 static void
@@ -210,6 +263,10 @@ test_fused(void)
   add_out_case(512 * 14 * 14 * 64, false, false);       /* the preset's first block */
   add_out_case(1001, true, false);
   add_out_case(1003, true, true);
+  bn_forward_add_case(512 * 8 * 8, 256, TDM_DTYPE_BF16, true); /* ResNet-18's blocks */
+  bn_forward_add_case(333, 17, TDM_DTYPE_BF16, true);
+  bn_forward_add_case(1000, 64, TDM_DTYPE_F32, true);
+  bn_forward_add_case(37, 17, TDM_DTYPE_F32, false);
   im2col_bf16_bn_case(512, 28, 28, 32, 3, 1, 1, true);  /* conv64's input: bn, relu */
   im2col_bf16_bn_case(8, 3, 3, 256, 3, 1, 1, true);     /* the last block's */
   im2col_bf16_bn_case(3, 7, 6, 8, 3, 1, 1, false);      /* without the ReLU */
@@ -585,20 +642,6 @@ test_cpu_reference(void)
  * since widening is exact and the arithmetic after the load is the same; with 64
  * channels (four a thread) and 17 (one), and the rows of many blocks. Then the forward
  * against the CPU's of the same bf16 input: the reference, within TOL. */
-static void
-same_bits(const char *what, int c, const void *got, const void *want, size_t bytes)
-{
-  g_autofree char *a = g_malloc(bytes), *b = g_malloc(bytes);
-  tdm_backend_download(gpu, a, got, bytes);
-  tdm_backend_download(gpu, b, want, bytes);
-  assert_ok(gpu);
-  if (memcmp(a, b, bytes) != 0) {
-    g_test_message("FAILED %s (%d channels): a bf16 input differs from its widened values",
-                   what, c);
-    g_test_fail();
-  }
-}
-
 static void
 bn_bf16_input_case(int n, int h, int w, int c)
 {

@@ -187,6 +187,10 @@ void tdm_cuda_bn_stats(TdmBackend *b, float *saved, const float *slots, int slot
 void tdm_cuda_bn_forward(TdmBackend *b, float *y, const void *x, TdmDtype x_type,
                          const float *mean, const float *invstd, const float *gamma,
                          const float *beta, int rows, int channels, bool relu);
+void tdm_cuda_bn_forward_add(TdmBackend *b, float *y, const void *x, TdmDtype x_type,
+                             const float *mean, const float *invstd, const float *gamma,
+                             const float *beta, const float *a, int rows, int channels,
+                             bool relu);
 void tdm_cuda_bn_forward_eval(TdmBackend *b, float *y, const void *x, TdmDtype x_type,
                               const float *running_mean, const float *running_var,
                               const float *gamma, const float *beta, float eps, int rows,

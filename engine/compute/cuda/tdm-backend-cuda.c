@@ -450,6 +450,7 @@ static const TdmBackendOps tdm_backend_cuda_ops = {
     .bn_moments = tdm_cuda_bn_moments,
     .bn_stats = tdm_cuda_bn_stats,
     .bn_forward = tdm_cuda_bn_forward,
+    .bn_forward_add = tdm_cuda_bn_forward_add,
     .bn_forward_eval = tdm_cuda_bn_forward_eval,
     .bn_backward_sums = tdm_cuda_bn_backward_sums,
     .bn_backward_dx = tdm_cuda_bn_backward_dx,
