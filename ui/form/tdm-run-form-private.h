@@ -51,9 +51,7 @@ struct _TdmRunForm
   gboolean           devices_listed;
   guint              devices_idle;
   GtkWidget         *waiting_root;  /* for its first frame, while rooted */
-  gulong             root_map_handler;
   GdkFrameClock     *waiting_clock;
-  gulong             paint_handler;
 };
 
 G_END_DECLS

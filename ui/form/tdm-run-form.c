@@ -313,14 +313,19 @@ tdm_run_form_list_devices (gpointer data)
 
 /* Waking ------------------------------------------------------------------ */
 
+static void tdm_run_form_first_frame (TdmRunForm *self);
+static void tdm_run_form_root_mapped (TdmRunForm *self);
+
+/* By function, not by id: a window being destroyed may have dropped its handlers
+ * before its children are unrooted. */
 static void
 tdm_run_form_stop_waiting (TdmRunForm *self)
 {
   if (self->waiting_clock != NULL)
-    g_clear_signal_handler (&self->paint_handler, self->waiting_clock);
+    g_signal_handlers_disconnect_by_func (self->waiting_clock, tdm_run_form_first_frame, self);
   g_clear_object (&self->waiting_clock);
   if (self->waiting_root != NULL)
-    g_clear_signal_handler (&self->root_map_handler, self->waiting_root);
+    g_signal_handlers_disconnect_by_func (self->waiting_root, tdm_run_form_root_mapped, self);
   self->waiting_root = NULL;
 }
 
@@ -340,8 +345,8 @@ tdm_run_form_root_mapped (TdmRunForm *self)
     return;
 
   self->waiting_clock = g_object_ref (gtk_widget_get_frame_clock (self->waiting_root));
-  self->paint_handler = g_signal_connect_swapped (self->waiting_clock, "after-paint",
-                                                  G_CALLBACK (tdm_run_form_first_frame), self);
+  g_signal_connect_swapped (self->waiting_clock, "after-paint",
+                            G_CALLBACK (tdm_run_form_first_frame), self);
 }
 
 /* The window's first frame, not the form's: a folded-away form is not mapped. */
@@ -355,8 +360,8 @@ tdm_run_form_root (GtkWidget *widget)
   if (!tdm_run_form_get_loading (self) || self->devices_idle != 0 || self->waiting_root != NULL)
     return;
   self->waiting_root = GTK_WIDGET (gtk_widget_get_root (widget));
-  self->root_map_handler = g_signal_connect_swapped (self->waiting_root, "map",
-                                                     G_CALLBACK (tdm_run_form_root_mapped), self);
+  g_signal_connect_swapped (self->waiting_root, "map",
+                            G_CALLBACK (tdm_run_form_root_mapped), self);
   if (gtk_widget_get_mapped (self->waiting_root))
     tdm_run_form_root_mapped (self);
 }
