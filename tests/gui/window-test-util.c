@@ -69,7 +69,24 @@ present_window(void)
   TdmWindow *window = g_object_ref(tdm_window_new(NULL));
 
   gtk_window_present(GTK_WINDOW(window));
+  wait_for_form(window);
   return window;
+}
+
+void
+wait_for_form(TdmWindow *window)
+{
+  TdmRunForm *form = window_child(window, "sidebar");
+  /* A frame, the devices' idle, the dataset's result and what each sets off: far
+   * fewer events than this; a hung load ends the test here rather than in meson's
+   * timeout. */
+  guint events = 0;
+
+  g_assert_true(gtk_widget_get_visible(GTK_WIDGET(window)));
+  while (tdm_run_form_get_loading(form)) {
+    g_assert_cmpuint(++events, <, 100000);
+    g_main_context_iteration(NULL, TRUE);
+  }
 }
 
 void
@@ -145,7 +162,10 @@ cpu_devices(void)
 TdmDeviceRow *
 cpu_row(TdmWindow *window)
 {
-  g_autoptr(GPtrArray) rows = tdm_device_picker_get_rows(window_child(window, "device_picker"));
+  g_autoptr(GPtrArray) rows = NULL;
+
+  wait_for_form(window);
+  rows = tdm_device_picker_get_rows(window_child(window, "device_picker"));
 
   for (guint i = 0; i < rows->len; i++)
     if (tdm_device_row_is_cpu(rows->pdata[i]))

@@ -24,8 +24,13 @@ void     drain          (void);
 /* Turns the main loop `iterations` times with a timer running, so layout and the
  * frame clock catch up; no assertion depends on how long that takes. */
 void     settle         (guint iterations);
-/* A new window, shown; the caller holds a reference (see destroy_window). */
+/* A new window, shown, its form loaded (wait_for_form); the caller holds a reference
+ * (see destroy_window). */
 TdmWindow *present_window (void);
+/* Turns the main loop until the window's run form has listed the devices and read
+ * its dataset, or failed to (both wait for the window's first frame, so the window
+ * must be shown). Bounded by a count of main-loop events, not by time. */
+void     wait_for_form  (TdmWindow *window);
 /* Destroys a window the test holds a reference to, drains the loop, and asserts that
  * dropping the reference finalizes it (nothing else keeps it alive). */
 void     destroy_window (TdmWindow *window);
@@ -41,7 +46,8 @@ void     reset_settings (void);
 void     remove_folder  (const char *dir);
 /* This machine's devices less its GPUs: the CPU alone, for a window's device list. */
 GArray  *cpu_devices    (void);
-/* The window's CPU row in its device picker. */
+/* The window's CPU row in its device picker, once the form has listed the devices
+ * (wait_for_form). */
 TdmDeviceRow *cpu_row   (TdmWindow *window);
 /* The run form set for a small run: the CPU with `workers` workers, `dataset`, the
  * custom network fc16,relu,fc10, `batch` and `epochs`; asserts that Start becomes

@@ -7,6 +7,10 @@
  * is still being read is not kept alive by it; a newer choice cancels the older
  * load, and a result that arrives for a superseded choice is dropped.
  *
+ * While held (tdm_dataset_chooser_hold()) a choice is shown but not read: the window
+ * holds the chooser until its first frame is on the screen, so reading a large set
+ * does not take the CPU from the window's start. Releasing reads the choice of then.
+ *
  * Only the built-in sets this machine has are offered (the engine says which,
  * tdm_dataset_is_installed()); a remembered choice that is gone falls back to the
  * first one offered. Errors are shown as sentences, for a person, not a terminal.
@@ -47,6 +51,9 @@ struct _TdmDatasetChooser
   DatasetFacts          facts;
   char                 *error;
   gboolean              ready;
+  gboolean              held;          /* a choice is shown, not read */
+  TdmDatasetLoader      loader;        /* on the worker thread */
+  gpointer              loader_data;
   GtkFileChooserNative *chooser;
   TdmFolderPreview     *preview;       /* shown for folders of class folders */
 };
@@ -55,6 +62,7 @@ enum {
   PROP_0,
   PROP_SOURCE,
   PROP_READY,
+  PROP_ERROR,
   N_PROPS
 };
 
@@ -92,16 +100,54 @@ set_ready (TdmDatasetChooser *self,
 }
 
 static void
+set_error (TdmDatasetChooser *self,
+           char              *error)
+{
+  if (self->error == NULL && error == NULL)
+    return;
+
+  g_free (self->error);
+  self->error = error;
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_ERROR]);
+}
+
+typedef struct
+{
+  char            *source;
+  TdmDatasetLoader loader;
+  gpointer         loader_data;
+} LoadJob;
+
+static void
+load_job_free (gpointer data)
+{
+  LoadJob *job = data;
+
+  g_free (job->source);
+  g_free (job);
+}
+
+static TdmDatasetPair *
+open_dataset (const char   *source,
+              GCancellable *cancellable,
+              gpointer      data,
+              GError      **error)
+{
+  return tdm_dataset_open (source, error);
+}
+
+static void
 load_thread (GTask        *task,
              gpointer      source_object,
              gpointer      task_data,
              GCancellable *cancellable)
 {
+  LoadJob *job = task_data;
   g_autoptr(TdmDatasetPair) pair = NULL;
   GError *error = NULL;
   DatasetFacts *facts;
 
-  pair = tdm_dataset_open (task_data, &error);
+  pair = job->loader (job->source, cancellable, job->loader_data, &error);
   if (pair == NULL)
     {
       g_task_return_error (task, error);
@@ -151,7 +197,7 @@ loaded (GObject      *source_object,
     {
       if (gtk_drop_down_get_selected (self->dropdown) == self->n_offered)
         self->folder_failed = TRUE;
-      self->error = tdm_format_sentence (error->message);
+      set_error (self, tdm_format_sentence (error->message));
       set_info (self, self->error, TRUE);
       return;
     }
@@ -173,17 +219,20 @@ tdm_dataset_chooser_load (TdmDatasetChooser *self)
 {
   g_autoptr(GTask) task = NULL;
   GWeakRef *weak;
+  LoadJob *job;
 
   if (self->cancellable != NULL)
     g_cancellable_cancel (self->cancellable);
   g_clear_object (&self->cancellable);
-  g_clear_pointer (&self->error, g_free);
-  self->cancellable = g_cancellable_new ();
+  set_error (self, NULL);
   set_ready (self, FALSE);
 
   gtk_widget_set_visible (GTK_WIDGET (self->spinner), TRUE);
   gtk_spinner_start (self->spinner);
-  set_info (self, _("Loading…"), FALSE);
+  set_info (self, _("Reading the dataset…"), FALSE);
+  if (self->held)
+    return;
+  self->cancellable = g_cancellable_new ();
 
   /* Image folders decode with progress, a Cancel and their own options. */
   if (self->folder != NULL &&
@@ -200,9 +249,13 @@ tdm_dataset_chooser_load (TdmDatasetChooser *self)
 
   weak = g_new0 (GWeakRef, 1);
   g_weak_ref_init (weak, self);
+  job = g_new0 (LoadJob, 1);
+  job->source = g_strdup (tdm_dataset_chooser_get_source (self));
+  job->loader = self->loader != NULL ? self->loader : open_dataset;
+  job->loader_data = self->loader_data;
   task = g_task_new (NULL, self->cancellable, loaded, weak);
   g_task_set_source_tag (task, tdm_dataset_chooser_load);
-  g_task_set_task_data (task, g_strdup (tdm_dataset_chooser_get_source (self)), g_free);
+  g_task_set_task_data (task, job, load_job_free);
   g_object_set_data_full (G_OBJECT (task), "weak-ref", weak, weak_ref_free);
   g_task_run_in_thread (task, load_thread);
 }
@@ -210,7 +263,7 @@ tdm_dataset_chooser_load (TdmDatasetChooser *self)
 static void
 preview_started (TdmDatasetChooser *self)
 {
-  g_clear_pointer (&self->error, g_free);
+  set_error (self, NULL);
   set_ready (self, FALSE);
   gtk_widget_set_visible (GTK_WIDGET (self->spinner), TRUE);
   gtk_spinner_start (self->spinner);
@@ -251,10 +304,9 @@ preview_failed (TdmDatasetChooser *self,
 {
   gtk_spinner_stop (self->spinner);
   gtk_widget_set_visible (GTK_WIDGET (self->spinner), FALSE);
-  g_free (self->error);
-  self->error = g_strdup (message);
-  set_info (self, message, TRUE);
   set_ready (self, FALSE);
+  set_error (self, g_strdup (message));
+  set_info (self, message, TRUE);
 }
 
 void
@@ -424,6 +476,10 @@ tdm_dataset_chooser_get_property (GObject    *object,
       g_value_set_boolean (value, self->ready);
       break;
 
+    case PROP_ERROR:
+      g_value_set_string (value, self->error);
+      break;
+
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     }
@@ -465,6 +521,9 @@ tdm_dataset_chooser_class_init (TdmDatasetChooserClass *klass)
   properties[PROP_READY] =
     g_param_spec_boolean ("ready", NULL, NULL, FALSE,
                           G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  properties[PROP_ERROR] =
+    g_param_spec_string ("error", NULL, NULL, NULL,
+                         G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
   g_object_class_install_properties (object_class, N_PROPS, properties);
 
   gtk_widget_class_set_template_from_resource (widget_class,
@@ -620,4 +679,38 @@ tdm_dataset_chooser_get_error (TdmDatasetChooser *self)
   g_return_val_if_fail (TDM_IS_DATASET_CHOOSER (self), NULL);
 
   return self->error;
+}
+
+gboolean
+tdm_dataset_chooser_get_loading (TdmDatasetChooser *self)
+{
+  g_return_val_if_fail (TDM_IS_DATASET_CHOOSER (self), FALSE);
+
+  return !self->ready && self->error == NULL;
+}
+
+void
+tdm_dataset_chooser_hold (TdmDatasetChooser *self,
+                          gboolean           hold)
+{
+  g_return_if_fail (TDM_IS_DATASET_CHOOSER (self));
+
+  if (self->held == hold)
+    return;
+
+  self->held = hold;
+  /* What was chosen meanwhile (nothing read it) is read now. */
+  if (!hold && !self->ready && self->error == NULL)
+    tdm_dataset_chooser_load (self);
+}
+
+void
+tdm_dataset_chooser_set_loader (TdmDatasetChooser *self,
+                                TdmDatasetLoader   loader,
+                                gpointer           data)
+{
+  g_return_if_fail (TDM_IS_DATASET_CHOOSER (self));
+
+  self->loader = loader;
+  self->loader_data = data;
 }

@@ -13,6 +13,8 @@
 
 #include <gtk/gtk.h>
 
+#include "tdm-dataset.h"
+
 G_BEGIN_DECLS
 
 #define TDM_TYPE_DATASET_CHOOSER (tdm_dataset_chooser_get_type ())
@@ -22,7 +24,7 @@ G_DECLARE_FINAL_TYPE (TdmDatasetChooser, tdm_dataset_chooser, TDM, DATASET_CHOOS
 GtkWidget  *tdm_dataset_chooser_new         (void);
 
 /* Property "source": "fashion-mnist", "mnist", "synthetic" or a folder's path, as
- * tdm_dataset_open() takes it. Setting it starts loading. */
+ * tdm_dataset_open() takes it. Setting it starts loading, unless held. */
 const char *tdm_dataset_chooser_get_source  (TdmDatasetChooser *self);
 void        tdm_dataset_chooser_set_source  (TdmDatasetChooser *self,
                                              const char        *source);
@@ -52,7 +54,25 @@ void        tdm_dataset_chooser_get_image_options (TdmDatasetChooser *self,
 void        tdm_dataset_chooser_set_default_image_size (TdmDatasetChooser *self,
                                                         int                size);
 
-/* Why the source could not be loaded, or NULL. */
+/* Property "error": why the source could not be loaded, or NULL. */
 const char *tdm_dataset_chooser_get_error   (TdmDatasetChooser *self);
+/* Neither loaded nor failed: being read, or held with a choice not read yet. */
+gboolean    tdm_dataset_chooser_get_loading (TdmDatasetChooser *self);
+
+/* While held, choices are shown ("Reading the dataset…") but not read; releasing
+ * reads the one chosen then. */
+void        tdm_dataset_chooser_hold        (TdmDatasetChooser *self,
+                                             gboolean           hold);
+
+/* What reads a source on the worker thread (tdm_dataset_open() by default; the
+ * cancellable is the task's, cancelled when the choice changes or the chooser goes):
+ * for a test that holds or fails the load. */
+typedef TdmDatasetPair *(*TdmDatasetLoader) (const char   *source,
+                                             GCancellable *cancellable,
+                                             gpointer      data,
+                                             GError      **error);
+void        tdm_dataset_chooser_set_loader  (TdmDatasetChooser *self,
+                                             TdmDatasetLoader   loader,
+                                             gpointer           data);
 
 G_END_DECLS

@@ -14,6 +14,11 @@
  * restoring, and while the form itself puts a built-in network's spec in the entry,
  * nothing is written back: a setting is only ever what the user chose. The spin
  * buttons and drop-downs are bound to their keys; the rest is saved by hand.
+ *
+ * Reading the dataset and listing the devices wait for the window's first frame
+ * (the dataset on the chooser's worker thread, the devices in an idle): the
+ * window shows its structure and the saved choices first, on a busy machine too,
+ * and the form says "loading" until both are in.
  */
 
 #include <adwaita.h>
@@ -26,134 +31,23 @@
 #include "tdm-choice.h"
 #include "tdm-dataset-chooser.h"
 #include "tdm-device-picker.h"
-#include "tdm-device-row.h"
 #include "tdm-device.h"
-#include "tdm-error.h"
 #include "tdm-finetune-group.h"
-#include "tdm-format.h"
+#include "tdm-form-choices.h"
 #include "tdm-iterator.h"
-#include "tdm-memory.h"
 #include "tdm-network.h"
 #include "tdm-network-catalogue.h"
 #include "tdm-number-check.h"
 #include "tdm-run.h"
 #include "tdm-run-form.h"
+#include "tdm-run-form-private.h"
 #include "tdm-spec-entry.h"
 
-/* The network drop-down lists the engine's built-in networks (its catalogue, one
- * place for them), then "custom". */
-static guint
-network_custom_index (void)
-{
-  int count;
-
-  tdm_network_presets (&count);
-  return (guint) count;
-}
-
-static const char *
-network_id (guint index)
-{
-  int count;
-  const TdmNetworkPreset *presets = tdm_network_presets (&count);
-
-  return index < (guint) count ? presets[index].name : "custom";
-}
-
-static GListModel *
-network_model (void)
-{
-  int count;
-  const TdmNetworkPreset *presets = tdm_network_presets (&count);
-  GtkStringList *list = gtk_string_list_new (NULL);
-
-  for (int i = 0; i < count; i++)
-    gtk_string_list_append (list, _(presets[i].title));
-  gtk_string_list_append (list, _("Custom"));
-  return G_LIST_MODEL (list);
-}
-
-/* The choices' drop-downs list their GEnum's values in its order, so a position is
- * the value and the settings keep the value's name (its nick). Only the titles are
- * the window's; a value without one (a switch the compiler checks) shows its name. */
-static const char *
-optimizer_title (int value)
-{
-  switch ((TdmOptimizerKind) value)
-    {
-    case TDM_OPTIMIZER_SGD: return _("SGD");
-    case TDM_OPTIMIZER_MOMENTUM: return _("Momentum SGD");
-    case TDM_OPTIMIZER_ADAM: return _("Adam");
-    case TDM_OPTIMIZER_NESTEROV: return _("Nesterov SGD");
-    }
-  return tdm_choice_name (TDM_TYPE_OPTIMIZER_KIND, value);
-}
-
-static const char *
-strategy_title (int value)
-{
-  switch ((TdmStrategy) value)
-    {
-    case TDM_STRATEGY_MAIN: return _("Main device");
-    case TDM_STRATEGY_ALLREDUCE: return _("All-reduce");
-    }
-  return tdm_choice_name (TDM_TYPE_STRATEGY, value);
-}
-
-static const char *
-batchnorm_title (int value)
-{
-  switch ((TdmBatchNorm) value)
-    {
-    case TDM_BATCHNORM_PER_REPLICA: return _("Per replica");
-    case TDM_BATCHNORM_SYNC: return _("Synchronized");
-    }
-  return tdm_choice_name (TDM_TYPE_BATCH_NORM, value);
-}
-
-static GListModel *
-choice_model (GType type,
-              const char *(*title) (int value))
-{
-  GtkStringList *list = gtk_string_list_new (NULL);
-
-  for (guint i = 0; i < tdm_choice_count (type); i++)
-    gtk_string_list_append (list, title ((int) i));
-  return G_LIST_MODEL (list);
-}
-
-struct _TdmRunForm
-{
-  GtkWidget          parent_instance;
-
-  /* Template children. */
-  AdwPreferencesGroup *dataset_group;
-  TdmDatasetChooser *dataset_chooser;
-  AdwComboRow       *network_dropdown;
-  TdmSpecEntry      *spec_entry;
-  TdmFinetuneGroup  *finetune_group;
-  TdmDevicePicker   *device_picker;
-  GtkLabel          *devices_hint_label;
-  AdwActionRow      *batch_row;
-  GtkSpinButton     *batch_spin;
-  AdwActionRow      *epochs_row;
-  GtkSpinButton     *epochs_spin;
-  AdwComboRow       *optimizer_dropdown;
-  AdwActionRow      *lr_row;
-  GtkSpinButton     *lr_spin;
-  AdwComboRow       *strategy_dropdown;
-  AdwComboRow       *batchnorm_dropdown;
-
-  GSettings         *settings;
-  char              *custom_spec;
-
-  gboolean           ready;
-  gboolean           restoring;   /* applying settings: do not write them back */
-};
 
 enum {
   PROP_0,
   PROP_READY,
+  PROP_LOADING,
   N_PROPS
 };
 
@@ -236,8 +130,8 @@ tdm_run_form_update_finetune (TdmRunForm *self)
       tdm_finetune_group_set_network (self->finetune_group, NULL, 0, 0, 0, 0);
       return;
     }
-  network = selected >= network_custom_index () ? tdm_spec_entry_get_text (self->spec_entry)
-                                                : network_id (selected);
+  network = selected >= tdm_form_network_custom_index () ? tdm_spec_entry_get_text (self->spec_entry)
+                                                : tdm_form_network_id (selected);
   tdm_finetune_group_set_network (self->finetune_group, network, height, width, channels,
                                   classes);
 }
@@ -284,7 +178,9 @@ tdm_run_form_update (TdmRunForm *self)
   show_number_problem (self->epochs_row, self->epochs_spin);
   show_number_problem (self->lr_row, self->lr_spin);
   gtk_label_set_label (self->devices_hint_label,
-                       devices_problem != NULL ? devices_problem : _("Pick at least one device"));
+                       devices_problem != NULL ? devices_problem
+                       : self->devices_listed ? _("Pick at least one device")
+                                              : _("Looking for devices…"));
 
   /* A batch the training set cannot fill is refused here, in the form's words,
    * before Start rather than by the engine after it. */
@@ -319,6 +215,11 @@ tdm_run_form_update (TdmRunForm *self)
     {
       self->ready = ready;
       g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_READY]);
+    }
+  if (self->loading != (!self->devices_listed || tdm_dataset_chooser_get_loading (self->dataset_chooser)))
+    {
+      self->loading = !self->loading;
+      g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_LOADING]);
     }
   g_signal_emit (self, signals[CHANGED], 0);
 }
@@ -382,6 +283,10 @@ tdm_run_form_set_devices (TdmRunForm *self,
   g_return_if_fail (TDM_IS_RUN_FORM (self));
   g_return_if_fail (devices != NULL);
 
+  /* Given before the first frame (a test's made-up GPUs): this machine's would
+   * replace them. */
+  self->devices_listed = TRUE;
+  g_clear_handle_id (&self->devices_idle, g_source_remove);
   chosen = g_settings_get_strv (self->settings, "devices");
   main_id = g_settings_get_string (self->settings, "main-device");
 
@@ -393,6 +298,80 @@ tdm_run_form_set_devices (TdmRunForm *self,
   self->restoring = restoring;
 
   tdm_run_form_update (self);
+}
+
+static void
+tdm_run_form_list_devices (gpointer data)
+{
+  TdmRunForm *self = data;
+  g_autoptr(GArray) devices = NULL;
+
+  self->devices_idle = 0;
+  devices = tdm_device_list ();
+  tdm_run_form_set_devices (self, devices);
+}
+
+/* Waking ------------------------------------------------------------------ */
+
+static void tdm_run_form_first_frame (TdmRunForm *self);
+static void tdm_run_form_root_mapped (TdmRunForm *self);
+
+/* By function, not by id: a window being destroyed may have dropped its handlers
+ * before its children are unrooted. */
+static void
+tdm_run_form_stop_waiting (TdmRunForm *self)
+{
+  if (self->waiting_clock != NULL)
+    g_signal_handlers_disconnect_by_func (self->waiting_clock, tdm_run_form_first_frame, self);
+  g_clear_object (&self->waiting_clock);
+  if (self->waiting_root != NULL)
+    g_signal_handlers_disconnect_by_func (self->waiting_root, tdm_run_form_root_mapped, self);
+  self->waiting_root = NULL;
+}
+
+static void
+tdm_run_form_first_frame (TdmRunForm *self)
+{
+  tdm_run_form_stop_waiting (self);
+  tdm_dataset_chooser_hold (self->dataset_chooser, FALSE);
+  if (!self->devices_listed && self->devices_idle == 0)
+    self->devices_idle = g_idle_add_once (tdm_run_form_list_devices, self);
+}
+
+static void
+tdm_run_form_root_mapped (TdmRunForm *self)
+{
+  if (self->waiting_clock != NULL)
+    return;
+
+  self->waiting_clock = g_object_ref (gtk_widget_get_frame_clock (self->waiting_root));
+  g_signal_connect_swapped (self->waiting_clock, "after-paint",
+                            G_CALLBACK (tdm_run_form_first_frame), self);
+}
+
+/* The window's first frame, not the form's: a folded-away form is not mapped. */
+static void
+tdm_run_form_root (GtkWidget *widget)
+{
+  TdmRunForm *self = TDM_RUN_FORM (widget);
+
+  GTK_WIDGET_CLASS (tdm_run_form_parent_class)->root (widget);
+
+  if (!tdm_run_form_get_loading (self) || self->devices_idle != 0 || self->waiting_root != NULL)
+    return;
+  self->waiting_root = GTK_WIDGET (gtk_widget_get_root (widget));
+  g_signal_connect_swapped (self->waiting_root, "map",
+                            G_CALLBACK (tdm_run_form_root_mapped), self);
+  if (gtk_widget_get_mapped (self->waiting_root))
+    tdm_run_form_root_mapped (self);
+}
+
+static void
+tdm_run_form_unroot (GtkWidget *widget)
+{
+  tdm_run_form_stop_waiting (TDM_RUN_FORM (widget));
+
+  GTK_WIDGET_CLASS (tdm_run_form_parent_class)->unroot (widget);
 }
 
 /* Dataset ----------------------------------------------------------------- */
@@ -438,12 +417,12 @@ static void
 tdm_run_form_show_network (TdmRunForm *self)
 {
   guint selected = adw_combo_row_get_selected (self->network_dropdown);
-  const TdmNetworkPreset *preset = tdm_network_preset_find (network_id (selected));
+  const TdmNetworkPreset *preset = tdm_network_preset_find (tdm_form_network_id (selected));
   int height, width, channels, classes = 10;
   g_autofree char *text = NULL;
   gboolean restoring;
 
-  if (selected > network_custom_index ())
+  if (selected > tdm_form_network_custom_index ())
     return;
   if (preset == NULL)
     text = g_strdup (self->custom_spec);
@@ -465,19 +444,19 @@ static void
 tdm_run_form_network_changed (TdmRunForm *self)
 {
   guint selected = adw_combo_row_get_selected (self->network_dropdown);
-  gboolean custom = selected == network_custom_index ();
+  gboolean custom = selected == tdm_form_network_custom_index ();
 
-  if (selected > network_custom_index ())
+  if (selected > tdm_form_network_custom_index ())
     return;
 
   if (!self->restoring)
     {
       g_autoptr(TdmConfig) recipe = tdm_config_new ();
 
-      g_settings_set_string (self->settings, "network", network_id (selected));
+      g_settings_set_string (self->settings, "network", tdm_form_network_id (selected));
       /* A built-in network with a recipe of its own (the engine says which) brings
        * its batch, epochs, optimizer and BN mode; each stays editable. */
-      if (tdm_config_apply_preset (recipe, network_id (selected)))
+      if (tdm_config_apply_preset (recipe, tdm_form_network_id (selected)))
         {
           gtk_spin_button_set_value (self->batch_spin, recipe->batch);
           gtk_spin_button_set_value (self->epochs_spin, recipe->epochs);
@@ -591,160 +570,14 @@ tdm_run_form_restore (TdmRunForm *self)
 
   self->custom_spec = g_settings_get_string (self->settings, "spec");
   network = g_settings_get_string (self->settings, "network");
-  for (guint i = 0; i <= network_custom_index (); i++)
-    if (g_str_equal (network, network_id (i)))
+  for (guint i = 0; i <= tdm_form_network_custom_index (); i++)
+    if (g_str_equal (network, tdm_form_network_id (i)))
       adw_combo_row_set_selected (self->network_dropdown, i);
 
   dataset = g_settings_get_string (self->settings, "dataset");
   tdm_dataset_chooser_set_source (self->dataset_chooser, dataset);
 
   self->restoring = FALSE;
-}
-
-/* Config ------------------------------------------------------------------ */
-
-TdmConfig *
-tdm_run_form_build_config (TdmRunForm  *self,
-                           GError     **error)
-{
-  g_autoptr(TdmConfig) config = NULL;
-  guint network, optimizer, strategy, batchnorm;
-
-  g_return_val_if_fail (TDM_IS_RUN_FORM (self), NULL);
-
-  config = tdm_config_new ();
-  network = adw_combo_row_get_selected (self->network_dropdown);
-  optimizer = adw_combo_row_get_selected (self->optimizer_dropdown);
-  strategy = adw_combo_row_get_selected (self->strategy_dropdown);
-  batchnorm = adw_combo_row_get_selected (self->batchnorm_dropdown);
-
-  g_free (config->dataset);
-  config->dataset = g_strdup (tdm_dataset_chooser_get_source (self->dataset_chooser));
-  tdm_dataset_chooser_get_image_options (self->dataset_chooser, &config->image_size,
-                                         &config->image_channels);
-  /* Every run keeps its network, so images can be classified with it afterwards. */
-  config->save_path = tdm_run_last_network_path ();
-  {
-    g_autofree char *dir = g_path_get_dirname (config->save_path);
-    g_mkdir_with_parents (dir, 0700);
-  }
-
-  g_free (config->network);
-  if (network >= network_custom_index ())
-    config->network = g_strstrip (g_strdup (tdm_spec_entry_get_text (self->spec_entry)));
-  else
-    config->network = g_strdup (network_id (network));
-  /* The recipe's parts the form has no control for (decay, warm-up, smoothing,
-   * augmentation); what the form shows is set below. */
-  tdm_config_apply_preset (config, config->network);
-  tdm_finetune_group_apply (self->finetune_group, config);
-
-  {
-    TdmDeviceId devices[TDM_MAX_REPLICAS];
-    int count = tdm_device_picker_get_replicas (self->device_picker, devices, TDM_MAX_REPLICAS,
-                                                &config->main_replica);
-
-    if (!tdm_config_set_device_list (config, devices, count, error))
-      return NULL;
-  }
-
-  config->batch = gtk_spin_button_get_value_as_int (self->batch_spin);
-  config->epochs = gtk_spin_button_get_value_as_int (self->epochs_spin);
-  /* Positions are the enums' values (choice_model); no selection keeps the default. */
-  if (optimizer < tdm_choice_count (TDM_TYPE_OPTIMIZER_KIND))
-    config->optimizer = (TdmOptimizerKind) optimizer;
-  config->lr = gtk_spin_button_get_value (self->lr_spin);
-  if (strategy < tdm_choice_count (TDM_TYPE_STRATEGY))
-    config->strategy = (TdmStrategy) strategy;
-  if (batchnorm < tdm_choice_count (TDM_TYPE_BATCH_NORM))
-    config->batchnorm = (TdmBatchNorm) batchnorm;
-
-  if (!tdm_config_validate (config, error))
-    return NULL;
-
-  return g_steal_pointer (&config);
-}
-
-/* The smallest memory of the GPUs the choices use (0: no GPU, or none known). */
-static guint64
-tdm_run_form_gpu_budget (TdmRunForm      *self,
-                         const TdmConfig *config)
-{
-  g_autoptr(GPtrArray) rows = tdm_device_picker_get_rows (self->device_picker);
-  guint64 budget = 0;
-
-  for (int i = 0; i < config->replicas; i++)
-    for (guint k = 0; k < rows->len; k++)
-      {
-        const TdmDeviceInfo *info = tdm_device_row_get_info (rows->pdata[k]);
-
-        if (tdm_device_id_is_gpu (config->devices[i]) &&
-            tdm_device_id_equal (tdm_device_info_id (info), config->devices[i]) &&
-            info->memory_bytes > 0 && (budget == 0 || (guint64) info->memory_bytes < budget))
-          budget = (guint64) info->memory_bytes;
-      }
-  return budget;
-}
-
-gboolean
-tdm_run_form_estimate_memory (TdmRunForm      *self,
-                              TdmMemoryEvent  *estimate,
-                              gboolean        *fits,
-                              int             *largest_batch,
-                              GError         **error)
-{
-  g_autoptr(TdmConfig) config = NULL;
-  TdmNetwork *net;
-  int height, width, channels, classes, train_count, test_count;
-  guint64 host_budget, gpu_budget;
-  gboolean ok;
-
-  g_return_val_if_fail (TDM_IS_RUN_FORM (self), FALSE);
-  g_return_val_if_fail (estimate != NULL, FALSE);
-
-  if (!tdm_dataset_chooser_get_shape (self->dataset_chooser, &height, &width, &channels, &classes) ||
-      !tdm_dataset_chooser_get_counts (self->dataset_chooser, &train_count, &test_count))
-    {
-      g_set_error_literal (error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_DATASET,
-                           _("The estimate appears once the dataset has loaded."));
-      return FALSE;
-    }
-  /* What stops Start, in the form's words: the engine's check below would name the
-   * command line's options ("--batch 1 is smaller than the 2 devices"). */
-  {
-    g_autofree char *problem = tdm_run_form_dup_problem (self);
-
-    if (problem != NULL)
-      {
-        g_set_error_literal (error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION, problem);
-        return FALSE;
-      }
-  }
-  config = tdm_run_form_build_config (self, error);
-  if (config == NULL)
-    return FALSE;
-  net = tdm_network_new (config->network, height, width, channels, classes, error);
-  if (net == NULL)
-    return FALSE;
-
-  tdm_memory_estimate (config, net, train_count, test_count, estimate);
-
-  /* The same budgets the trainer checks against: the host's free memory, and each
-   * GPU's capacity. */
-  host_budget = tdm_memory_host_available (NULL);
-  if (host_budget == G_MAXUINT64)
-    host_budget = 0;
-  gpu_budget = tdm_run_form_gpu_budget (self, config);
-  ok = tdm_memory_fits (estimate, host_budget, gpu_budget);
-
-  if (fits != NULL)
-    *fits = ok;
-  if (largest_batch != NULL)
-    *largest_batch = ok ? config->batch
-                        : tdm_memory_largest_batch (config, net, train_count, test_count,
-                                                    host_budget, gpu_budget);
-  tdm_network_free (net);
-  return TRUE;
 }
 
 char *
@@ -769,8 +602,12 @@ tdm_run_form_dup_problem (TdmRunForm *self)
     if (problem != NULL)
       return tdm_format_sentence (problem);
   }
+  if (!self->devices_listed)
+    return g_strdup (_("Looking for devices…"));
+  if (tdm_dataset_chooser_get_error (self->dataset_chooser) != NULL)
+    return g_strdup (tdm_dataset_chooser_get_error (self->dataset_chooser));
   if (!tdm_dataset_chooser_get_ready (self->dataset_chooser))
-    return g_strdup (_("Choose a dataset in the settings (F9), and wait for it to load."));
+    return g_strdup (_("Reading the dataset…"));
   replicas = tdm_device_picker_count_replicas (self->device_picker);
   if (replicas <= 0)
     return g_strdup (_("Tick at least one device (or CPU workers) in the settings."));
@@ -790,6 +627,14 @@ tdm_run_form_get_ready (TdmRunForm *self)
   return self->ready;
 }
 
+gboolean
+tdm_run_form_get_loading (TdmRunForm *self)
+{
+  g_return_val_if_fail (TDM_IS_RUN_FORM (self), FALSE);
+
+  return self->loading;
+}
+
 /* GObject ----------------------------------------------------------------- */
 
 static void
@@ -798,6 +643,8 @@ tdm_run_form_dispose (GObject *object)
   TdmRunForm *self = (TdmRunForm *)object;
   GtkWidget *child;
 
+  tdm_run_form_stop_waiting (self);
+  g_clear_handle_id (&self->devices_idle, g_source_remove);
   gtk_widget_dispose_template (GTK_WIDGET (self), TDM_TYPE_RUN_FORM);
   /* Whatever the template left behind. */
   while ((child = gtk_widget_get_first_child (GTK_WIDGET (self))))
@@ -831,6 +678,10 @@ tdm_run_form_get_property (GObject    *object,
       g_value_set_boolean (value, self->ready);
       break;
 
+    case PROP_LOADING:
+      g_value_set_boolean (value, self->loading);
+      break;
+
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     }
@@ -845,9 +696,14 @@ tdm_run_form_class_init (TdmRunFormClass *klass)
   object_class->dispose = tdm_run_form_dispose;
   object_class->finalize = tdm_run_form_finalize;
   object_class->get_property = tdm_run_form_get_property;
+  widget_class->root = tdm_run_form_root;
+  widget_class->unroot = tdm_run_form_unroot;
 
   properties[PROP_READY] =
     g_param_spec_boolean ("ready", NULL, NULL, FALSE,
+                          G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  properties[PROP_LOADING] =
+    g_param_spec_boolean ("loading", NULL, NULL, TRUE,
                           G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
   g_object_class_install_properties (object_class, N_PROPS, properties);
 
@@ -894,7 +750,6 @@ static void
 tdm_run_form_init (TdmRunForm *self)
 {
   GtkLayoutManager *layout;
-  g_autoptr(GArray) devices = NULL;
 
   gtk_widget_init_template (GTK_WIDGET (self));
 
@@ -903,6 +758,8 @@ tdm_run_form_init (TdmRunForm *self)
   gtk_box_layout_set_spacing (GTK_BOX_LAYOUT (layout), 18);
 
   self->settings = g_settings_new (TDM_APP_ID);
+  self->loading = TRUE;
+  tdm_dataset_chooser_hold (self->dataset_chooser, TRUE);
   tdm_run_form_tame_wheel (GTK_WIDGET (self));
   /* Numbers typed wrong are said, and hold Start back, instead of becoming the
    * nearest value that works. */
@@ -920,6 +777,9 @@ tdm_run_form_init (TdmRunForm *self)
   g_signal_connect_object (self->dataset_chooser, "notify::ready",
                            G_CALLBACK (tdm_run_form_dataset_ready), self,
                            G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->dataset_chooser, "notify::error",
+                           G_CALLBACK (tdm_run_form_update), self,
+                           G_CONNECT_SWAPPED);
   g_signal_connect_object (self->device_picker, "changed",
                            G_CALLBACK (tdm_run_form_devices_changed), self,
                            G_CONNECT_SWAPPED);
@@ -929,14 +789,14 @@ tdm_run_form_init (TdmRunForm *self)
                            G_CONNECT_SWAPPED);
 
   {
-    g_autoptr(GListModel) networks = network_model ();
+    g_autoptr(GListModel) networks = tdm_form_network_model ();
 
     adw_combo_row_set_model (self->network_dropdown, networks);
   }
   {
-    g_autoptr(GListModel) optimizers = choice_model (TDM_TYPE_OPTIMIZER_KIND, optimizer_title);
-    g_autoptr(GListModel) strategies = choice_model (TDM_TYPE_STRATEGY, strategy_title);
-    g_autoptr(GListModel) batchnorms = choice_model (TDM_TYPE_BATCH_NORM, batchnorm_title);
+    g_autoptr(GListModel) optimizers = tdm_form_choice_model (TDM_TYPE_OPTIMIZER_KIND);
+    g_autoptr(GListModel) strategies = tdm_form_choice_model (TDM_TYPE_STRATEGY);
+    g_autoptr(GListModel) batchnorms = tdm_form_choice_model (TDM_TYPE_BATCH_NORM);
 
     adw_combo_row_set_model (self->optimizer_dropdown, optimizers);
     adw_combo_row_set_model (self->strategy_dropdown, strategies);
@@ -974,9 +834,7 @@ tdm_run_form_init (TdmRunForm *self)
                            G_CALLBACK (tdm_run_form_update), self,
                            G_CONNECT_SWAPPED);
 
-  devices = tdm_device_list ();
-  tdm_run_form_set_devices (self, devices);
-
+  tdm_run_form_update (self);
   tdm_run_form_network_changed (self);
   tdm_run_form_batchnorm_changed (self);
 }

@@ -24,10 +24,14 @@ G_DECLARE_FINAL_TYPE (TdmRunForm, tdm_run_form, TDM, RUN_FORM, GtkWidget)
 GtkWidget *tdm_run_form_new          (void);
 
 /* Replaces the device list (an array of TdmDeviceInfo), keeping the remembered
- * choice of devices where it still applies. */
+ * choice of devices where it still applies. Without it the form lists
+ * tdm_device_list() after the window's first frame. */
 void       tdm_run_form_set_devices  (TdmRunForm  *self,
                                       GArray      *devices);
 gboolean   tdm_run_form_get_ready    (TdmRunForm  *self);
+/* Property "loading": the dataset is being read or the devices are not listed yet;
+ * both wait for the window's first frame. */
+gboolean   tdm_run_form_get_loading  (TdmRunForm  *self);
 /* The devices ticked, one id per replica, the first `max` into `devices`; returns
  * how many there are (0 when none, perhaps more than `max`) and which is main: for a
  * run that takes the rest of its settings elsewhere. */

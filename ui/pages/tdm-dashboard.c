@@ -604,6 +604,17 @@ tdm_dashboard_set_problem (TdmDashboard *self,
     adw_status_page_set_description (self->empty_page, problem);
 }
 
+void
+tdm_dashboard_set_waiting (TdmDashboard *self,
+                           const char   *what)
+{
+  g_return_if_fail (TDM_IS_DASHBOARD (self));
+  g_return_if_fail (what != NULL);
+
+  adw_status_page_set_title (self->empty_page, _("Getting Ready"));
+  adw_status_page_set_description (self->empty_page, what);
+}
+
 GtkWidget *
 tdm_dashboard_new (void)
 {

@@ -86,5 +86,9 @@ void           tdm_dashboard_set_can_start  (TdmDashboard  *self,
  * state says it instead of a general hint. */
 void           tdm_dashboard_set_problem    (TdmDashboard  *self,
                                              const char    *problem);
+/* Start waits for the dataset or the devices: the empty state says what it waits for
+ * ("Reading the dataset…") rather than asking for settings. */
+void           tdm_dashboard_set_waiting    (TdmDashboard  *self,
+                                             const char    *what);
 
 G_END_DECLS

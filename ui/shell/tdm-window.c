@@ -265,7 +265,10 @@ tdm_window_update_state (TdmWindow *self)
     {
       g_autofree char *problem = tdm_run_form_dup_problem (self->sidebar);
 
-      tdm_dashboard_set_problem (self->dashboard, problem);
+      if (tdm_run_form_get_loading (self->sidebar) && problem != NULL)
+        tdm_dashboard_set_waiting (self->dashboard, problem);
+      else
+        tdm_dashboard_set_problem (self->dashboard, problem);
     }
 
   if (running)
