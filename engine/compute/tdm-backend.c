@@ -3,7 +3,6 @@
  * sticky error. The operations' front door is tdm-backend-calls*.c; the operations
  * themselves live in cpu/ and cuda/. */
 #include "tdm-backend-ops.h"
-#include "tdm-backend-cuda-conv-cache.h"
 #include "tdm-i18n.h"
 #include "tdm-error.h"
 #include "tdm-build-config.h"
@@ -92,10 +91,8 @@ gboolean
 tdm_backend_conv_workspace_recall(TdmDeviceId device, const char *plan, guint64 *bytes)
 {
 #if TDM_HAVE_CUDA
-  if (device.kind == TDM_BACKEND_CUDA) {
-    g_autofree char *model = tdm_backend_cuda_conv_model(device.ordinal, NULL);
-    return model != NULL && tdm_conv_cache_lookup_workspace(model, plan, bytes);
-  }
+  if (device.kind == TDM_BACKEND_CUDA)
+    return tdm_backend_cuda_conv_workspace_recall(device.ordinal, plan, bytes);
 #else
   (void)device;
   (void)plan;
@@ -108,11 +105,8 @@ void
 tdm_backend_conv_workspace_remember(TdmBackend *b, const char *plan, guint64 bytes)
 {
 #if TDM_HAVE_CUDA
-  if (b->kind == TDM_BACKEND_CUDA) {
-    g_autofree char *model = tdm_backend_cuda_conv_model(b->device_index, b);
-    if (model != NULL)
-      tdm_conv_cache_store_workspace(model, plan, bytes);
-  }
+  if (b->kind == TDM_BACKEND_CUDA)
+    tdm_backend_cuda_conv_workspace_remember(b, plan, bytes);
 #else
   (void)b;
   (void)plan;

@@ -201,10 +201,9 @@ gboolean tdm_backend_check_gpus (const TdmDeviceId *devices, int count,
 TdmBackend *tdm_backend_cpu_new (GError **error);
 TdmBackend *tdm_backend_cuda_new (int ordinal, TdmPrecision precision, GError **error);
 size_t tdm_backend_cuda_own_bytes (int ordinal);
-/* The name the convolution engine keeps its choices under for GPU `ordinal` (its model,
- * compute capability and cuDNN's version): b's when b is its backend, else asked of
- * the GPU; NULL when it cannot be asked. */
-char *tdm_backend_cuda_conv_model (int ordinal, TdmBackend *b);
+/* tdm_backend_conv_workspace_recall() and _remember() for a CUDA GPU. */
+gboolean tdm_backend_cuda_conv_workspace_recall (int ordinal, const char *plan, guint64 *bytes);
+void tdm_backend_cuda_conv_workspace_remember (TdmBackend *b, const char *plan, guint64 bytes);
 gboolean tdm_backend_cuda_available (void);
 
 /* Bytes a backend for `device` allocates for itself when created, on its byte counter:

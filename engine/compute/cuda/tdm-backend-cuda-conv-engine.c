@@ -42,21 +42,11 @@ choice_free(gpointer data)
   g_free(choice);
 }
 
-static TdmConvEngine *
-engine(TdmBackend *b)
-{
-  TdmBackendCuda *cb = CUDA_B(b);
-  if (cb->conv != NULL)
-    return cb->conv;
-  TdmConvEngine *e = g_new0(TdmConvEngine, 1);
-  e->choices = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, choice_free);
-  e->model = tdm_backend_cuda_conv_model(b->device_index, b);
-  cb->conv = e;
-  return e;
-}
-
-char *
-tdm_backend_cuda_conv_model(int ordinal, TdmBackend *b)
+/* The name the choices are kept under for GPU `ordinal`: its model, compute capability
+ * and cuDNN's version; b's when b is its backend, else asked of the GPU; NULL when it
+ * cannot be asked. */
+static char *
+model_of(int ordinal, TdmBackend *b)
 {
   const TdmCudnn *dnn = tdm_cudnn_get();
   size_t version = dnn != NULL ? dnn->version : 0;
@@ -68,6 +58,33 @@ tdm_backend_cuda_conv_model(int ordinal, TdmBackend *b)
     return NULL;
   }
   return g_strdup_printf("%s-sm%d-cudnn%zu", prop.name, prop.major, version);
+}
+
+static TdmConvEngine *
+engine(TdmBackend *b)
+{
+  TdmBackendCuda *cb = CUDA_B(b);
+  if (cb->conv != NULL)
+    return cb->conv;
+  TdmConvEngine *e = g_new0(TdmConvEngine, 1);
+  e->choices = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, choice_free);
+  e->model = model_of(b->device_index, b);
+  cb->conv = e;
+  return e;
+}
+
+gboolean
+tdm_backend_cuda_conv_workspace_recall(int ordinal, const char *plan, guint64 *bytes)
+{
+  g_autofree char *model = model_of(ordinal, NULL);
+  return model != NULL && tdm_conv_cache_lookup_workspace(model, plan, bytes);
+}
+
+void
+tdm_backend_cuda_conv_workspace_remember(TdmBackend *b, const char *plan, guint64 bytes)
+{
+  g_autofree char *model = model_of(b->device_index, b);
+  tdm_conv_cache_store_workspace(model, plan, bytes);
 }
 
 void
