@@ -67,8 +67,8 @@ for item in $SIZES; do
   python3 - $OUT/r18-$tag.json $OUT/smi-$tag.txt $side $batch $OUT/r18-$tag.err <<'PY'
 import json, re, sys
 path, smi, side, batch, err = sys.argv[1:]
-rates, memory, tandem_bytes, failed = [], None, 0, None
-# Each timed choice: "cuda:0: fwd n512 h32 w32 c64 o64 k3 p1 s1 bf16 col16 → NAME (0.123 ms)".
+rates, memories, tandem_bytes, failed = [], [], 0, None
+# Each timed choice: "cuda:0: fwd n512 h32 w32 c64 o64 k3 p1 s1 bf16 y16 → NAME (0.123 ms)".
 pattern = re.compile(r"(fwd|dgrad|wgrad) n(\d+) h(\d+) w(\d+) c(\d+) o(\d+) k(\d+) p(\d+) s(\d+)"
                      r"([^→]*)→ (\S+) \(([\d.]+) ms")
 # GLib prints debug lines to stdout, among the JSON lines: both files are read.
@@ -90,8 +90,8 @@ for line in open(path, errors="replace"):
     e = json.loads(line)
     if e["type"] == "started" and "conv_choices" in e:
         print("  conv choices:", json.dumps(e["conv_choices"]))
-    if e["type"] == "memory" and memory is None:
-        memory = e
+    if e["type"] == "memory":
+        memories.append(e)
     elif e["type"] == "step":
         rates.append(e["samples_per_second"])
     elif e["type"] == "devices":
@@ -103,9 +103,11 @@ used = [int(x) for x in open(smi).read().split() if x.strip().isdigit()]
 tail = sorted(rates[len(rates) // 2:])
 print(f"tandem {side}px batch {batch}: samples/s median {tail[len(tail) // 2] if tail else None:.0f}"
       if tail else f"tandem {side}px batch {batch}: no steps")
-if memory:
-    print(f"  estimate gpu_total {memory['gpu_total'] / 2**30:.2f} GiB; eval_capacity "
-          f"{memory.get('eval_capacity')}; devices {json.dumps(memory['devices'][0])[:400]}")
+# The estimate before the run, and again after the pre-warm sized the workspace by the
+# convolutions' choices ("workspace_basis").
+for memory in memories:
+    print(f"  memory ({memory.get('workspace_basis')}): gpu_total {memory['gpu_total'] / 2**30:.2f} GiB; "
+          f"eval_capacity {memory.get('eval_capacity')}; devices {json.dumps(memory['devices'][0])[:400]}")
 print(f"  tandem_bytes peak {tandem_bytes / 2**30:.2f} GiB; driver peak {max(used) if used else None} MiB "
       f"(idle {min(used) if used else None} MiB)")
 if failed:

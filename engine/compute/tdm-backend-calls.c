@@ -548,6 +548,12 @@ tdm_backend_has_gather_photo(TdmBackend *b)
 }
 
 gboolean
+tdm_backend_has_conv_engine(TdmBackend *b)
+{
+  return b->ops->conv_engine_forward != NULL && b->ops->conv_engine_backward != NULL;
+}
+
+gboolean
 tdm_backend_has_graphs(TdmBackend *b)
 {
   return b->ops->graph_begin != NULL && b->ops->graph_end != NULL &&

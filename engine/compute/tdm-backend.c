@@ -88,6 +88,33 @@ tdm_backend_own_bytes(TdmDeviceId device)
 }
 
 gboolean
+tdm_backend_conv_workspace_recall(TdmDeviceId device, const char *plan, guint64 *bytes)
+{
+#if TDM_HAVE_CUDA
+  if (device.kind == TDM_BACKEND_CUDA)
+    return tdm_backend_cuda_conv_workspace_recall(device.ordinal, plan, bytes);
+#else
+  (void)device;
+  (void)plan;
+  (void)bytes;
+#endif
+  return FALSE;
+}
+
+void
+tdm_backend_conv_workspace_remember(TdmBackend *b, const char *plan, guint64 bytes)
+{
+#if TDM_HAVE_CUDA
+  if (b->kind == TDM_BACKEND_CUDA)
+    tdm_backend_cuda_conv_workspace_remember(b, plan, bytes);
+#else
+  (void)b;
+  (void)plan;
+  (void)bytes;
+#endif
+}
+
+gboolean
 tdm_backend_kind_has_bn_bf16_input(TdmBackendKind kind)
 {
   /* Both backends read it: the CPU's bn loops widen a block of rows at a time,

@@ -129,6 +129,10 @@ typedef struct {
   float *dw;                  /* backward: the weight gradient, written */
   void *work;                 /* the caller's scratch, its contents undefined between calls */
   size_t work_bytes;
+  /* When not NULL, receives the bytes of work the chosen candidates need for this call
+   * (the engine's or, for an engine that declines, 0); more than work_bytes when the
+   * choice does not fit (the engine then declines, having queued nothing). */
+  size_t *work_needed;
 } TdmConvArgs;
 
 /* How many of a backend's convolution choices (shape × direction) went to each kind of
@@ -197,6 +201,9 @@ gboolean tdm_backend_check_gpus (const TdmDeviceId *devices, int count,
 TdmBackend *tdm_backend_cpu_new (GError **error);
 TdmBackend *tdm_backend_cuda_new (int ordinal, TdmPrecision precision, GError **error);
 size_t tdm_backend_cuda_own_bytes (int ordinal);
+/* tdm_backend_conv_workspace_recall() and _remember() for a CUDA GPU. */
+gboolean tdm_backend_cuda_conv_workspace_recall (int ordinal, const char *plan, guint64 *bytes);
+void tdm_backend_cuda_conv_workspace_remember (TdmBackend *b, const char *plan, guint64 bytes);
 gboolean tdm_backend_cuda_available (void);
 
 /* Bytes a backend for `device` allocates for itself when created, on its byte counter:
@@ -288,7 +295,9 @@ void tdm_backend_conv_backward (TdmBackend *b, float *dx, float *dw, const float
  * own kernels, im2col with a GEMM). Every way gives the same function within the run's
  * precision: float32 sums for bf16 operands (--precision bf16; an output may be
  * rounded to bf16 on the way), TF32 or float32 products otherwise. Each candidate's
- * scratch must fit in a->work_bytes, so memory stays the caller's rule. Returns FALSE,
+ * scratch must fit in a->work_bytes, so memory stays the caller's rule; the choice,
+ * made where the workspace holds every candidate, says what it needs (work_needed),
+ * and the caller may size its workspace by that from then on. Returns FALSE,
  * having queued nothing, where the caller should compose the convolution itself
  * (im2col, gemm, col2im): the backend has no engine, no candidate of the engine's own
  * was chosen, or the shape is not one it takes. Forward writes a->y; backward writes
@@ -297,6 +306,18 @@ gboolean tdm_backend_conv_engine_forward (TdmBackend *b, const TdmConvArgs *a);
 gboolean tdm_backend_conv_engine_backward (TdmBackend *b, const TdmConvArgs *a);
 /* The engine's choices so far, counted by kind; all zero without an engine. */
 void tdm_backend_conv_choices (TdmBackend *b, TdmConvChoices *counts);
+/* Whether the backend has a convolution engine (a GPU: its workspace follows the
+ * choices, tdm_replica_fit_workspace()). */
+gboolean tdm_backend_has_conv_engine (TdmBackend *b);
+/* The column workspace a replica settled on after its convolutions were chosen, kept
+ * beside the engine's choices on disk for a GPU of the device's model (`plan` names
+ * the replica's configuration: everything its convolutions' shapes depend on): recall
+ * gives it back to the next run's memory estimate and allocation, TRUE with *bytes,
+ * FALSE where none is remembered (a device without an engine, another GPU model or
+ * library version, no cache, a damaged one). */
+gboolean tdm_backend_conv_workspace_recall (TdmDeviceId device, const char *plan,
+                                            guint64 *bytes);
+void tdm_backend_conv_workspace_remember (TdmBackend *b, const char *plan, guint64 bytes);
 
 /* Max pooling, window = stride = k, floor division: y is n×(h/k)×(w/k)×c.
  * argmax holds, per output, the index into x of the chosen input (the first

@@ -76,6 +76,7 @@ tdm_event_to_json(const TdmEvent *ev)
     json_known(b, "host_available",
                m->host_available == G_MAXUINT64 ? -1 : (double)m->host_available, TRUE);
     json_known(b, "largest_batch", m->largest_batch, TRUE);
+    tdm_json_set_string(b, "workspace_basis", tdm_workspace_basis_name(m->workspace_basis));
     break;
   }
   case TDM_EVENT_STARTED: {

@@ -42,6 +42,20 @@ tdm_finished_early_stop_text(const TdmFinishedEvent *f, gboolean translated)
 }
 
 const char *
+tdm_workspace_basis_name(TdmWorkspaceBasis basis)
+{
+  switch (basis) {
+  case TDM_WORKSPACE_COLUMNS:
+    return "columns";
+  case TDM_WORKSPACE_UPPER_BOUND:
+    return "upper-bound";
+  case TDM_WORKSPACE_CHOSEN:
+    return "chosen";
+  }
+  return "unknown";
+}
+
+const char *
 tdm_setup_phase_name(TdmSetupPhase phase)
 {
   switch (phase) {

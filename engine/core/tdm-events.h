@@ -68,7 +68,20 @@ typedef struct {
   int conv_cudnn, conv_own, conv_im2col;
 } TdmStartedEvent;
 
-/* The memory estimate (tdm-memory.h), sent before anything large is allocated. */
+/* What the GPU replicas' column workspace is sized by in a memory event: no engine
+ * chooses (every replica on the CPU: its own columns, exact); the widest layer's
+ * columns, before the convolutions are chosen (an upper bound); the chosen ways' need
+ * (after the pre-warm, or remembered from an earlier run of the configuration). */
+typedef enum {
+  TDM_WORKSPACE_COLUMNS,
+  TDM_WORKSPACE_UPPER_BOUND,
+  TDM_WORKSPACE_CHOSEN,
+} TdmWorkspaceBasis;
+
+const char *tdm_workspace_basis_name (TdmWorkspaceBasis basis);
+
+/* The memory estimate (tdm-memory.h), sent before anything large is allocated; and
+ * again after the pre-warm where GPU replicas' workspaces were sized by their choices. */
 typedef struct {
   char device[32];
   int shard;                /* samples per step in a full batch */
@@ -97,6 +110,7 @@ typedef struct {
   guint64 gpu_total;        /* summed over GPU replicas */
   guint64 host_available;   /* what the host had left, G_MAXUINT64 if unknown */
   int largest_batch;        /* the largest batch whose host needs fit, or −1 */
+  TdmWorkspaceBasis workspace_basis;
 } TdmMemoryEvent;
 
 typedef struct {

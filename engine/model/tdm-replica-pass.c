@@ -107,15 +107,16 @@ dropout_key(const TdmReplica *r, int layer)
 }
 
 /* Whether a conv with columns runs its forward and weight-gradient products on
- * bfloat16 operands (--precision bf16 on a backend that has them). The columns, as
- * bf16, take the first half of the layer's float32 column buffer; the second half
- * holds the output gradient as bf16 in the backward (rows · out_c), and the weights as
- * bf16 (out_c · k values) where the replica keeps no params16 (every bf16 replica
- * does): both fit when out_c <= k (and out_c <= rows without params16).
+ * bfloat16 operands (--precision bf16 on a backend that has them). In the forward the
+ * columns, as bf16, take the first half of the layer's float32 column buffer (the
+ * weights as bf16 come from params16, which every bf16 replica keeps). In the backward
+ * the output gradient as bf16 (rows · out_c) starts the workspace, where the
+ * convolution engine's layout has it too (the bn after the conv writes it there,
+ * bn_dx_as_conv_dy16()), and the bf16 columns follow: both fit when out_c <= k.
  * Else (a first layer of few input channels) the float32 path. The data gradient goes
- * through bf16 columns too when the output gradient (and the weights, without
- * params16) fit in the second half (conv_bf16_dx): its product writes them into the
- * first half, after the weight gradient has read it, and col2im sums them in float32. */
+ * through bf16 columns too when the weights (without params16) fit after them
+ * (conv_bf16_dx): its product writes them where the columns were, after the weight
+ * gradient has read them, and col2im sums them in float32. */
 static gboolean
 conv_bf16(TdmReplica *r, const float *col, int rows, int k, int out_c)
 {
@@ -150,6 +151,8 @@ conv_weights16(TdmReplica *r, const float *w, size_t count, uint16_t *spare)
 static uint16_t *
 bn_dx_as_conv_dy16(TdmReplica *r, int i, int n)
 {
+  /* At the workspace's start, where the conv's backward reads it whatever way it was
+   * chosen; a shape the workspace was not sized for goes the float32 way. */
   if (i < 1 || !tdm_backend_has_bn_backward_dx_bf16(r->backend))
     return NULL;
   const TdmLayer *conv = &r->net->layers[i - 1];
@@ -159,9 +162,10 @@ bn_dx_as_conv_dy16(TdmReplica *r, int i, int n)
   int rows = n * conv->out_h * conv->out_w;
   int k = conv->in_c * conv->kernel * conv->kernel;
   if (!conv_bf16(r, r->cols[i - 1], rows, k, conv->out_c) ||
-      (i - 1 > 0 && !conv_bf16_dx(r, rows, k, conv->out_c)))
+      (i - 1 > 0 && !conv_bf16_dx(r, rows, k, conv->out_c)) ||
+      (size_t)rows * conv->out_c * sizeof(uint16_t) > r->columns_bytes)
     return NULL;
-  return (uint16_t *)r->cols[i - 1] + (size_t)rows * k;
+  return (uint16_t *)r->cols[i - 1];
 }
 
 /* Whether layer i is frozen: its BN normalizes with the running statistics and leaves
@@ -228,7 +232,7 @@ bn_input_of(TdmReplica *r, int i, int n, BnGather *gather)
  * copy), the one workspace. */
 static TdmConvArgs
 conv_args(TdmReplica *r, const float *x, const BnGather *bn, const float *w, int n, int in_h,
-          int in_w, int in_c, int out_c, int kernel, int pad, int stride)
+          int in_w, int in_c, int out_c, int kernel, int pad, int stride, size_t *needed)
 {
   TdmConvArgs a = {
       .shape = {n, in_h, in_w, in_c, out_c, kernel, pad, stride},
@@ -238,6 +242,7 @@ conv_args(TdmReplica *r, const float *x, const BnGather *bn, const float *w, int
       .w16 = r->params16 != NULL ? r->params16 + (w - r->params) : NULL,
       .work = r->columns,
       .work_bytes = r->columns_bytes,
+      .work_needed = needed,
   };
   if (bn != NULL) {
     a.bn_mean = bn->saved;
@@ -270,11 +275,25 @@ conv_forward(TdmReplica *r, float *y, uint16_t *y16, const float *x, const BnGat
     tdm_backend_conv_forward(b, y, x, w, work, n, in_h, in_w, in_c, out_c, kernel, pad, stride);
     return;
   }
-  TdmConvArgs args = conv_args(r, x, bn, w, n, in_h, in_w, in_c, out_c, kernel, pad, stride);
+  size_t need = 0;
+  TdmConvArgs args =
+      conv_args(r, x, bn, w, n, in_h, in_w, in_c, out_c, kernel, pad, stride, &need);
   args.y = y16 != NULL ? NULL : y;
   args.y16 = y16;
-  if (tdm_backend_conv_engine_forward(b, &args))
+  if (tdm_backend_conv_engine_forward(b, &args)) {
+    tdm_replica_workspace_holds(r, need);
     return;
+  }
+  if (need > args.work_bytes && tdm_replica_workspace_holds(r, need)) {
+    args.work = r->columns;
+    args.work_bytes = r->columns_bytes;
+    if (tdm_backend_conv_engine_forward(b, &args))
+      return;
+  }
+  if (col != NULL) {
+    tdm_replica_workspace_holds(r, (size_t)rows * k * sizeof(float));
+    col = r->columns;
+  }
   if (conv_bf16(r, col, rows, k, out_c)) {
     uint16_t *col16 = (uint16_t *)col;
     const uint16_t *w16 = conv_weights16(r, w, (size_t)out_c * k, col16 + (size_t)rows * k);
@@ -323,15 +342,30 @@ conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy, gboolean dy1
                               out_c, kernel, pad, stride);
     return;
   }
-  TdmConvArgs args = conv_args(r, x, bn, w, n, in_h, in_w, in_c, out_c, kernel, pad, stride);
+  size_t need = 0;
+  TdmConvArgs args =
+      conv_args(r, x, bn, w, n, in_h, in_w, in_c, out_c, kernel, pad, stride, &need);
   args.dy = dy;
-  args.dy16 = dy16_ready ? (const uint16_t *)col + (size_t)rows * k : NULL;
+  args.dy16 = dy16_ready ? (const uint16_t *)r->columns : NULL;
   args.dx = need_dx ? dx : NULL;
   args.dw = dw;
-  if (tdm_backend_conv_engine_backward(b, &args))
+  if (tdm_backend_conv_engine_backward(b, &args)) {
+    tdm_replica_workspace_holds(r, need);
     return;
+  }
+  if (need > args.work_bytes && tdm_replica_workspace_holds(r, need)) {
+    args.work = r->columns;
+    args.work_bytes = r->columns_bytes;
+    args.dy16 = dy16_ready ? (const uint16_t *)r->columns : NULL;
+    if (tdm_backend_conv_engine_backward(b, &args))
+      return;
+  }
+  if (col != NULL) {
+    tdm_replica_workspace_holds(r, (size_t)rows * k * sizeof(float));
+    col = r->columns;
+  }
   if (conv_bf16(r, col, rows, k, out_c)) {
-    uint16_t *col16 = (uint16_t *)col, *dy16 = col16 + (size_t)rows * k;
+    uint16_t *dy16 = (uint16_t *)col, *col16 = dy16 + (size_t)rows * out_c;
     if (!dy16_ready)
       tdm_backend_to_bf16(b, dy16, dy, (size_t)rows * out_c);
     if (bn != NULL)
@@ -343,8 +377,7 @@ conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy, gboolean dy1
     tdm_backend_gemm_bf16(b, true, false, out_c, k, rows, 1.0f, dy16, out_c, col16, k, 0.0f, dw,
                           k);
     if (need_dx && conv_bf16_dx(r, rows, k, out_c)) {
-      const uint16_t *w16 =
-          conv_weights16(r, w, (size_t)out_c * k, dy16 + (size_t)rows * out_c);
+      const uint16_t *w16 = conv_weights16(r, w, (size_t)out_c * k, col16 + (size_t)rows * k);
       tdm_backend_conv_dgrad_bf16(b, dx, dy16, w16, col16, n, in_h, in_w, in_c, out_c, kernel,
                                   kernel, pad, stride);
       return;

@@ -21,6 +21,12 @@ gboolean tdm_replica_aborted (TdmReplica *r);
 /* Synchronized BN's all-reduce through the hook; FALSE (and sticky) on failure. */
 gboolean tdm_replica_bn_reduce (TdmReplica *r, float *buffer, size_t count);
 
+/* Notes that a convolution needs `bytes` of the workspace (its choice's need, or the
+ * replica's own columns), and grows the workspace, keeping its contents, where it
+ * holds less: a shape the pre-warm did not meet, after tdm_replica_fit_workspace().
+ * FALSE (the backend's sticky error set) when the device has no room for it. */
+gboolean tdm_replica_workspace_holds (TdmReplica *r, size_t bytes);
+
 /* Layer i's im2col columns, in floats per sample (0 for other layers). Each conv
  * layer keeps its own, so that backward reuses the forward's instead of rebuilding
  * them (a copy as large as the columns themselves, per layer and step). */

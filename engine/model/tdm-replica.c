@@ -133,7 +133,8 @@ tdm_replica_plan(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precis
   p.activations = cap * sample * sizeof(float);
   size_t columns, conv_work;
   widest_scratch(net, kind, precision, &columns, &conv_work);
-  p.workspace = MAX(most * columns, conv_work) * sizeof(float);
+  p.columns = MAX(most * columns, conv_work) * sizeof(float);
+  p.workspace = p.columns;
   for (int i = 0; i < net->layer_count; i++) {
     TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind, precision);
     p.activations += cap * (buf.output * tdm_dtype_size(buf.output_type) +
@@ -211,6 +212,14 @@ TdmReplica *
 tdm_replica_new_sized(TdmBackend *b, const TdmNetwork *net, int capacity, int eval_capacity,
                       const TdmDataset *train, const TdmDataset *test, GError **error)
 {
+  return tdm_replica_new_planned(b, net, capacity, eval_capacity, 0, train, test, error);
+}
+
+TdmReplica *
+tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int eval_capacity,
+                        size_t columns_bytes, const TdmDataset *train, const TdmDataset *test,
+                        GError **error)
+{
   g_return_val_if_fail(capacity > 0 && eval_capacity > 0, NULL);
   TdmReplica *r = g_new0(TdmReplica, 1);
   r->backend = b;
@@ -247,7 +256,8 @@ tdm_replica_new_sized(TdmBackend *b, const TdmNetwork *net, int capacity, int ev
   size_t columns, conv_work;
   widest_scratch(net, b->kind, b->precision, &columns, &conv_work);
   if (columns > 0 || conv_work > 0) {
-    r->columns_bytes = MAX(most * columns, conv_work) * sizeof(float);
+    r->columns_bytes = columns_bytes > 0 ? columns_bytes
+                                         : MAX(most * columns, conv_work) * sizeof(float);
     ALLOC(r->columns, r->columns_bytes);
   }
   r->conv_scratch = r->columns;
@@ -322,6 +332,59 @@ tdm_replica_new_sized(TdmBackend *b, const TdmNetwork *net, int capacity, int ev
 fail:
   tdm_replica_free(r);
   return NULL;
+}
+
+/* Puts a new workspace of `bytes` in the old one's place, the first `keep` bytes
+ * copied over. */
+static gboolean
+replace_workspace(TdmReplica *r, size_t bytes, size_t keep, GError **error)
+{
+  TdmBackend *b = r->backend;
+  float *fresh = tdm_backend_alloc(b, bytes, error);
+  if (fresh == NULL)
+    return FALSE;
+  if (keep > 0)
+    tdm_backend_copy(b, fresh, r->columns, MIN(keep, bytes));
+  tdm_backend_release(b, r->columns);
+  for (int i = 0; i < r->net->layer_count; i++) {
+    if (r->cols[i] != NULL)
+      r->cols[i] = fresh;
+    if (r->conv_work[i] != NULL)
+      r->conv_work[i] = fresh;
+  }
+  r->columns = fresh;
+  r->conv_scratch = fresh;
+  r->columns_bytes = bytes;
+  return TRUE;
+}
+
+gboolean
+tdm_replica_workspace_holds(TdmReplica *r, size_t bytes)
+{
+  r->columns_needed = MAX(r->columns_needed, bytes);
+  if (bytes <= r->columns_bytes)
+    return TRUE;
+  g_autoptr(GError) error = NULL;
+  if (r->columns == NULL || tdm_backend_failed(r->backend) ||
+      !replace_workspace(r, bytes, r->columns_bytes, &error)) {
+    if (error != NULL)
+      tdm_backend_fail(r->backend, error->code, "%s", error->message);
+    return FALSE;
+  }
+  g_debug("%s: the convolution workspace grew to %zu bytes for a shape the pre-warm did "
+          "not meet", r->backend->name, bytes);
+  return TRUE;
+}
+
+gboolean
+tdm_replica_fit_workspace(TdmReplica *r, GError **error)
+{
+  if (!tdm_backend_has_conv_engine(r->backend) || r->columns == NULL ||
+      r->columns_needed == 0 || r->columns_needed >= r->columns_bytes)
+    return TRUE;
+  tdm_backend_synchronize(r->backend);
+  return tdm_backend_check(r->backend, error) &&
+         replace_workspace(r, r->columns_needed, 0, error);
 }
 
 void

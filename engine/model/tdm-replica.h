@@ -88,6 +88,7 @@ struct _TdmReplica {
                                  * conv's columns again instead of keeping them */
   float *conv_scratch;          /* the same buffer, as a whole convolution's scratch */
   size_t columns_bytes;         /* its size, for the backend's convolution engine */
+  size_t columns_needed;        /* the most of it any convolution needed so far */
   float **infer_acts;           /* [layer_count + 1]: the inference pass's acts, each one
                                  * of the rotating `infer` buffers (tdm-replica-infer.c) */
   int32_t **infer_argmax;       /* [layer_count]: the inference pass's argmax scratch */
@@ -137,6 +138,23 @@ TdmReplica *tdm_replica_new (TdmBackend *backend, const TdmNetwork *net, int cap
 TdmReplica *tdm_replica_new_sized (TdmBackend *backend, const TdmNetwork *net, int capacity,
                                    int eval_capacity, const TdmDataset *train,
                                    const TdmDataset *test, GError **error);
+/* The same with a column workspace of `columns_bytes` instead of the plan's upper bound
+ * (0: the upper bound): what an earlier run of the same configuration needed after its
+ * convolutions were chosen (tdm_replica_fit_workspace()). A convolution that needs more
+ * grows it. */
+TdmReplica *tdm_replica_new_planned (TdmBackend *backend, const TdmNetwork *net,
+                                     int capacity, int eval_capacity, size_t columns_bytes,
+                                     const TdmDataset *train, const TdmDataset *test,
+                                     GError **error);
+
+/* After the convolution engine has chosen a way for every convolution the replica
+ * runs (the pre-warm meets each shape once), the column workspace shrinks to the most
+ * that the chosen ways need (cuDNN's plans their workspace, im2col its columns, our own
+ * kernels none; TdmConvArgs.work_needed), where that is less. Nothing happens on a
+ * backend without a convolution engine (the CPU), whose columns are always used, or
+ * before any convolution ran. FALSE with the device's error when the new buffer cannot
+ * be had. Captured step graphs are dropped with the old buffer (the backend's rule). */
+gboolean tdm_replica_fit_workspace (TdmReplica *replica, GError **error);
 
 /* A replica's buffers on its device, in bytes, by kind, datasets aside: the one rule
  * that tdm_replica_new_sized() allocates by and the memory estimate (tdm-memory.h)
@@ -150,6 +168,8 @@ typedef struct {
                         * labels, indices, metrics */
   size_t inference;    /* the inference pass's rotating buffers, its pools' argmax and
                         * the test-time views' logits */
+  size_t columns;      /* of workspace: the column workspace alone, at its upper bound
+                        * (the widest layer's columns at the larger capacity) */
 } TdmReplicaPlan;
 TdmReplicaPlan tdm_replica_plan (const TdmNetwork *net, TdmBackendKind kind,
                                  TdmPrecision precision, int capacity, int eval_capacity);

@@ -35,6 +35,7 @@ tdm_memory_replica(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision prec
   rb.gradients = plan.gradients;
   rb.activations = plan.activations;
   rb.workspace = plan.workspace;
+  rb.columns = plan.columns;
   rb.inference = plan.inference;
   if (!tdm_replica_shares_datasets(kind))
     rb.dataset = (guint64)MAX(train_count, 0) * (sample + 1) +
@@ -112,9 +113,77 @@ peer_staging(const TdmConfig *cfg, int world)
   return different;
 }
 
+/* Replica r's shard of a full batch. */
+static int
+shard_of(const TdmConfig *cfg, int world, int r)
+{
+  int offset, shard;
+  if (cfg->exact)
+    tdm_exact_shard_of(cfg->batch, cfg->exact_chunk, world, r, &offset, &shard);
+  else
+    tdm_shard_of(cfg->batch, world, r, &offset, &shard);
+  return shard;
+}
+
+char *
+tdm_memory_workspace_plan(const TdmConfig *cfg, const TdmNetwork *net, int replica,
+                          int train_count, int test_count)
+{
+  int world = tdm_config_replica_count(cfg);
+  int capacity = tdm_memory_capacity(cfg, world, test_count);
+  int eval = tdm_memory_eval_capacity(cfg, net, TDM_BACKEND_CUDA, world, test_count);
+  g_autofree char *freeze = cfg->freeze != NULL ? g_strjoinv(",", cfg->freeze) : g_strdup("");
+  const char *conv = g_getenv("TANDEM_CONV"), *cudnn = g_getenv("TANDEM_CUDNN");
+  return g_strdup_printf("net=%s in=%dx%dx%d classes=%d precision=%s exact=%d/%d batch=%d "
+                         "accumulate=%d replica=%d/%d shard=%d capacity=%d eval=%d "
+                         "train=%d test=%d freeze=%s conv=%s cudnn=%s bf16-activations=%d",
+                         cfg->network, net->in_h, net->in_w, net->in_c, net->classes,
+                         tdm_precision_name(cfg->precision), cfg->exact, cfg->exact_chunk,
+                         cfg->batch, cfg->accumulate, replica, world,
+                         shard_of(cfg, world, replica), capacity, eval, train_count,
+                         test_count, freeze, conv != NULL ? conv : "",
+                         cudnn != NULL ? cudnn : "", tdm_replica_bf16_activations());
+}
+
+TdmWorkspaceBasis
+tdm_memory_recall_workspaces(const TdmConfig *cfg, const TdmNetwork *net, int train_count,
+                             int test_count, guint64 *columns)
+{
+  int world = tdm_config_replica_count(cfg);
+  gboolean gpu = FALSE, all = TRUE;
+  for (int r = 0; r < world; r++) {
+    columns[r] = 0;
+    if (!tdm_device_id_is_gpu(cfg->devices[r]))
+      continue;
+    gpu = TRUE;
+    g_autofree char *plan = tdm_memory_workspace_plan(cfg, net, r, train_count, test_count);
+    all = all && tdm_backend_conv_workspace_recall(cfg->devices[r], plan, &columns[r]);
+  }
+  if (!gpu)
+    return TDM_WORKSPACE_COLUMNS;
+  /* --exact chooses by a rule among the candidates that fit: only the upper bound
+   * keeps that rule's answer the same whatever was remembered. */
+  if (all && !cfg->exact)
+    return TDM_WORKSPACE_CHOSEN;
+  memset(columns, 0, (size_t)world * sizeof *columns);
+  return TDM_WORKSPACE_UPPER_BOUND;
+}
+
 void
 tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count,
                     int test_count, TdmMemoryEvent *e)
+{
+  int world = tdm_config_replica_count(cfg);
+  g_autofree guint64 *columns = g_new0(guint64, MAX(world, 1));
+  TdmWorkspaceBasis basis =
+      tdm_memory_recall_workspaces(cfg, net, train_count, test_count, columns);
+  tdm_memory_estimate_with(cfg, net, train_count, test_count, columns, basis, e);
+}
+
+void
+tdm_memory_estimate_with(const TdmConfig *cfg, const TdmNetwork *net, int train_count,
+                         int test_count, const guint64 *columns, TdmWorkspaceBasis basis,
+                         TdmMemoryEvent *e)
 {
   memset(e, 0, sizeof *e);
   int world = tdm_config_replica_count(cfg);
@@ -131,13 +200,20 @@ tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count
   guint64 opt_bytes = optimizer_bytes(cfg, net->parameter_count);
   gboolean staging = peer_staging(cfg, world);
 
+  e->workspace_basis = basis;
   e->replicas = MIN(world, TDM_MAX_REPLICAS);
   e->batch = cfg->batch;
   e->capacity = capacity;
   e->eval_capacity = world > 0 && !tdm_device_id_is_gpu(cfg->devices[0]) ? cpu_eval : gpu_eval;
   for (int r = 0; r < world; r++) {
     gboolean cpu = !tdm_device_id_is_gpu(cfg->devices[r]);
-    const TdmReplicaBytes rb = cpu ? cpu_rb : gpu_rb;
+    TdmReplicaBytes rb = cpu ? cpu_rb : gpu_rb;
+    /* A GPU replica's column workspace as its choices size it, where known. */
+    if (!cpu && columns != NULL && columns[r] > 0 && rb.columns > 0) {
+      rb.workspace = rb.workspace - rb.columns + columns[r];
+      rb.total = rb.total - rb.columns + columns[r];
+      rb.columns = columns[r];
+    }
     gboolean updates = cfg->strategy == TDM_STRATEGY_ALLREDUCE || r == cfg->main_replica;
     guint64 optimizer = updates ? opt_bytes : 0;
     guint64 communication = !cpu && staging ? PEER_STAGING_BYTES : 0;
@@ -156,11 +232,7 @@ tdm_memory_estimate(const TdmConfig *cfg, const TdmNetwork *net, int train_count
       continue;
     TdmMemoryDevice *d = &e->device[r];
     tdm_device_id_name(cfg->devices[r], d->device);
-    int offset;
-    if (cfg->exact)
-      tdm_exact_shard_of(cfg->batch, cfg->exact_chunk, world, r, &offset, &d->shard);
-    else
-      tdm_shard_of(cfg->batch, world, r, &offset, &d->shard);
+    d->shard = shard_of(cfg, world, r);
     d->host = cpu;
     d->parameters = rb.parameters;
     d->gradients = rb.gradients;

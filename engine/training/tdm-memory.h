@@ -22,6 +22,7 @@ G_BEGIN_DECLS
 /* One replica's bytes on its device, by kind; total is their sum. */
 typedef struct {
   guint64 parameters, gradients, activations, workspace, inference, dataset, total;
+  guint64 columns;   /* of workspace: the column workspace (TdmReplicaPlan.columns) */
 } TdmReplicaBytes;
 
 /* A replica of net on a backend of this kind and precision for `capacity` samples a
@@ -53,9 +54,33 @@ int tdm_memory_eval_capacity (const TdmConfig *config, const TdmNetwork *net,
 
 /* Fills *estimate for config (its devices, batch, strategy, optimizer, save path) with
  * net and datasets of these sizes. Host bytes count CPU workers' memory too (a CPU
- * device's memory is the host's). */
+ * device's memory is the host's). GPU replicas' column workspaces are what an earlier
+ * run of the same configuration settled on after its convolutions were chosen, where
+ * every GPU replica's is remembered (tdm_memory_recall_workspaces(): basis "chosen"),
+ * else the plan's upper bound ("upper-bound"). */
 void tdm_memory_estimate (const TdmConfig *config, const TdmNetwork *net, int train_count,
                           int test_count, TdmMemoryEvent *estimate);
+/* The same with each replica's column workspace given: columns[r] bytes for GPU
+ * replica r, or the upper bound where 0 (CPU replicas: always their own); the basis
+ * is reported as given. */
+void tdm_memory_estimate_with (const TdmConfig *config, const TdmNetwork *net,
+                               int train_count, int test_count, const guint64 *columns,
+                               TdmWorkspaceBasis basis, TdmMemoryEvent *estimate);
+/* Fills columns[r] (one for each of the configuration's replicas) with the column
+ * workspace remembered for GPU replica r's configuration
+ * (tdm_backend_conv_workspace_recall()), and returns TDM_WORKSPACE_CHOSEN, when every
+ * GPU replica's is (and the run is not --exact, whose rule chooses among what fits);
+ * else zeros and TDM_WORKSPACE_UPPER_BOUND; TDM_WORKSPACE_COLUMNS with zeros when no
+ * replica is a GPU. */
+TdmWorkspaceBasis tdm_memory_recall_workspaces (const TdmConfig *config,
+                                                const TdmNetwork *net, int train_count,
+                                                int test_count, guint64 *columns);
+/* What names replica r's configuration for its remembered workspace: the network and
+ * its input, the precision, exact mode, the batch and its shards, the capacities, the
+ * datasets' sizes, the frozen layers, and the environment's switches of the
+ * convolution engine; free it. */
+char *tdm_memory_workspace_plan (const TdmConfig *config, const TdmNetwork *net, int replica,
+                                 int train_count, int test_count);
 
 /* Whether an estimate fits: its host bytes within host_budget and every GPU
  * replica's bytes within gpu_budget (0: no limit on that side; a CPU worker's bytes are

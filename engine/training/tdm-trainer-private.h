@@ -155,6 +155,8 @@ struct _TdmTrainer {
   int range_steps;
   int batch_asked;              /* the batch asked for, when a smaller one is used */
   TdmPrewarm prewarm;           /* tdm_trainer_set_prewarm */
+  guint64 *planned_columns;     /* [world]: each replica's column workspace as the memory
+                                 * estimate counted it (0: the plan's upper bound) */
   int prewarm_steps;            /* this run's, for the STARTED event */
   double prewarm_seconds;
 

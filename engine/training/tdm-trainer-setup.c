@@ -195,8 +195,9 @@ build_replicas(TdmTrainer *t, GError **error)
     g_autoptr(GError) local = NULL;
     int eval_capacity = tdm_memory_eval_capacity(cfg, t->net, t->backends[r]->kind, t->world,
                                                  t->data->test->count);
-    t->reps[r] = tdm_replica_new_sized(t->backends[r], t->net, capacity, eval_capacity,
-                                       t->data->train, t->data->test, &local);
+    size_t columns = t->planned_columns != NULL ? t->planned_columns[t->rank0 + r] : 0;
+    t->reps[r] = tdm_replica_new_planned(t->backends[r], t->net, capacity, eval_capacity,
+                                         columns, t->data->train, t->data->test, &local);
     if (t->reps[r] == NULL) {
       if (g_error_matches(local, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY)) {
         /* The whole replica's figure first, then the one buffer that failed: both in
@@ -364,6 +365,8 @@ all_cpu(const TdmConfig *cfg)
   return TRUE;
 }
 
+static gboolean prewarm_wanted (const TdmTrainer *t);
+
 /* Reports the memory estimate, and refuses a run whose host needs exceed what is left
  * before anything large is allocated (the dataset is loaded already: it counts as
  * allocated). Under mpirun each process estimates every replica, so it only reports. */
@@ -375,7 +378,18 @@ estimate_memory(TdmTrainer *t, GError **error)
   g_autofree TdmEvent *e = g_new0(TdmEvent, 1);
   e->kind = TDM_EVENT_MEMORY;
   TdmMemoryEvent *m = &e->memory;
-  tdm_memory_estimate(cfg, t->net, train, test, m);
+  int world = tdm_config_replica_count(cfg);
+  g_free(t->planned_columns);
+  t->planned_columns = g_new0(guint64, MAX(world, 1));
+  /* A remembered workspace holds the choices the pre-warm finds again; without a
+   * pre-warm, a graph might be captured before a convolution has met its choice. */
+  TdmWorkspaceBasis basis =
+      tdm_memory_recall_workspaces(cfg, t->net, train, test, t->planned_columns);
+  if (basis == TDM_WORKSPACE_CHOSEN && !prewarm_wanted(t)) {
+    memset(t->planned_columns, 0, (size_t)MAX(world, 1) * sizeof(guint64));
+    basis = TDM_WORKSPACE_UPPER_BOUND;
+  }
+  tdm_memory_estimate_with(cfg, t->net, train, test, t->planned_columns, basis, m);
   const char *why = NULL;
   guint64 available = tdm_memory_host_available(&why);
   m->host_available = available;
@@ -555,6 +569,41 @@ prewarm_wanted(const TdmTrainer *t)
   }
 }
 
+/* Sizes every replica's column workspace by its convolutions' choices
+ * (tdm_replica_fit_workspace()), remembers each GPU replica's beside the choices for the
+ * next run of this configuration, and reports the memory again, now on that basis. */
+static gboolean
+fit_workspaces(TdmTrainer *t, GError **error)
+{
+  const TdmConfig *cfg = t->config;
+  int train = t->data->train->count, test = t->data->test->count;
+  gboolean engine = FALSE;
+  for (int r = 0; r < t->replicas; r++) {
+    TdmReplica *rep = t->reps[r];
+    if (!tdm_backend_has_conv_engine(t->backends[r]))
+      continue;
+    if (!tdm_replica_fit_workspace(rep, error))
+      return FALSE;
+    engine = TRUE;
+    g_autofree char *plan =
+        tdm_memory_workspace_plan(cfg, t->net, t->rank0 + r, train, test);
+    tdm_backend_conv_workspace_remember(t->backends[r], plan, rep->columns_bytes);
+    if (t->planned_columns != NULL)
+      t->planned_columns[t->rank0 + r] = rep->columns_bytes;
+  }
+  /* Under mpirun a process knows its own replica's only: the estimate stands. */
+  if (!engine || tdm_trainer_distributed(t) || t->planned_columns == NULL)
+    return TRUE;
+  g_autofree TdmEvent *e = g_new0(TdmEvent, 1);
+  e->kind = TDM_EVENT_MEMORY;
+  tdm_memory_estimate_with(cfg, t->net, train, test, t->planned_columns, TDM_WORKSPACE_CHOSEN,
+                           &e->memory);
+  e->memory.host_available = tdm_memory_host_available(NULL);
+  e->memory.largest_batch = -1;
+  tdm_trainer_emit(t, e);
+  return TRUE;
+}
+
 /* One pre-warm job on every replica: a training step of `count` samples (the first
  * ones, in order: no shuffle is drawn) or an evaluation. */
 static gboolean
@@ -626,19 +675,24 @@ tdm_trainer_prewarm(TdmTrainer *t, GError **error)
    * hooks on) and then as a plain one, which a GPU captures as a graph and replays:
    * both ways of running a step meet each shape once here. */
   int sizes[2] = {full, last};
-  for (int k = 0; k < 2; k++) {
-    if (sizes[k] == 0)
-      continue;
-    for (int timed = 1; timed >= 0; timed--) {
+  for (int timed = 1; timed >= 0; timed--) {
+    for (int k = 0; k < 2; k++) {
+      if (sizes[k] == 0)
+        continue;
       if (!prewarm_job(t, JOB_TRAIN, indices, sizes[k], timed, error))
         return FALSE;
       t->prewarm_steps++;
     }
+    /* Evaluation chunks have other shapes (the replica's eval_capacity, the test set's
+     * remainder); it is not on the training clock, but the first one would wait. Once
+     * every shape has met the convolution engine, the workspaces shrink to what its
+     * choices need, before the plain steps capture their graphs. */
+    if (timed && t->data->test->count > 0 &&
+        !prewarm_job(t, JOB_EVALUATE, NULL, 0, FALSE, error))
+      return FALSE;
+    if (timed && !fit_workspaces(t, error))
+      return FALSE;
   }
-  /* Evaluation chunks have other shapes (the replica's eval_capacity, the test set's
-   * remainder); it is not on the training clock, but the first one would wait. */
-  if (t->data->test->count > 0 && !prewarm_job(t, JOB_EVALUATE, NULL, 0, FALSE, error))
-    return FALSE;
   if (!prewarm_undo(t, error))
     return FALSE;
   t->prewarm_seconds = tdm_trainer_now_seconds() - start;

@@ -81,6 +81,7 @@ tdm_trainer_free(TdmTrainer *t)
   tdm_config_free(t->config);
   g_free(t->resume_path);
   g_free(t->host_params);
+  g_free(t->planned_columns);
   g_clear_pointer(&t->host_states, g_ptr_array_unref);
   g_mutex_clear(&t->pause_lock);
   g_cond_clear(&t->pause_cond);

@@ -3,8 +3,10 @@
  * no GPU): written through a temporary beside it and renamed over it, a stale
  * temporary of a killed writer removed, and what stands at its place respected — a
  * dangling symbolic link, a link to another file, a folder and a FIFO are neither
- * read, written through nor replaced, and that is said once. Reading and damaged
- * files are tests/gpu/test-cudnn.c's /cudnn/conv-cache. */
+ * read, written through nor replaced, and that is said once. A replica's remembered
+ * workspace read back from the file, and none from a damaged file, a partial one or a
+ * line that is not a number of bytes. Reading and damaged files of choices are
+ * tests/gpu/test-cudnn.c's /cudnn/conv-cache. */
 #include "tdm-backend-cuda-conv-cache.h"
 #include "remove-tree.h"
 
@@ -105,6 +107,53 @@ assert_refused_once(const char *fragment)
   g_assert_cmpstr(name, ==, "im2col");
 }
 
+/* A replica's workspace after its choices, remembered for its configuration and read
+ * back from the file by the next process (the cache's tables forgotten in between);
+ * another configuration's is not there; a damaged file remembers nothing. */
+static void
+test_workspace_remembered(void)
+{
+  const char *plan = "net=resnet in=32x32x3 precision=bf16 batch=512";
+  const char *other = "net=resnet in=32x32x3 precision=bf16 batch=256";
+  guint64 bytes = 0;
+  fresh();
+  tdm_conv_cache_store(MODEL, LINE, "cudnn:e7:r0:h", 0.012);
+  tdm_conv_cache_store_workspace(MODEL, plan, 123456789012u);
+  tdm_conv_cache_reset();
+  g_assert_true(tdm_conv_cache_lookup_workspace(MODEL, plan, &bytes));
+  g_assert_cmpuint(bytes, ==, 123456789012u);
+  /* Partial: the choices are there, this configuration's workspace is not. */
+  g_assert_false(tdm_conv_cache_lookup_workspace(MODEL, other, &bytes));
+  g_autofree char *text = contents(path);
+  g_assert_nonnull(strstr(text, "\tcudnn:e7:r0:h\t"));
+  g_assert_nonnull(strstr(text, "\n" "workspace "));
+
+  /* A workspace line whose bytes are not a whole number: none remembered. */
+  g_autofree char *digest = g_compute_checksum_for_string(G_CHECKSUM_SHA1, plan, -1);
+  g_autofree char *bad = g_strdup_printf("tandem-conv-choices 1\nworkspace %s\t12kB\t0\n",
+                                         digest);
+  g_assert_true(g_file_set_contents(path, bad, -1, NULL));
+  tdm_conv_cache_reset();
+  g_assert_false(tdm_conv_cache_lookup_workspace(MODEL, plan, &bytes));
+
+  /* A damaged file (a line of two fields) is ignored whole. */
+  g_autofree char *damaged = g_strdup_printf(
+      "tandem-conv-choices 1\nworkspace %s\t4096\t0\n" LINE "\tcudnn:e7:r0:h\n", digest);
+  g_assert_true(g_file_set_contents(path, damaged, -1, NULL));
+  tdm_conv_cache_reset();
+  g_assert_false(tdm_conv_cache_lookup_workspace(MODEL, plan, &bytes));
+  g_assert_cmpuint(messages->len, ==, 1);
+  g_assert_nonnull(strstr(g_ptr_array_index(messages, 0), "damaged"));
+  /* The same lines, well formed: remembered. */
+  g_autofree char *good = g_strdup_printf(
+      "tandem-conv-choices 1\nworkspace %s\t4096\t0\n" LINE "\tcudnn:e7:r0:h\t0.5\n",
+      digest);
+  g_assert_true(g_file_set_contents(path, good, -1, NULL));
+  tdm_conv_cache_reset();
+  g_assert_true(tdm_conv_cache_lookup_workspace(MODEL, plan, &bytes));
+  g_assert_cmpuint(bytes, ==, 4096);
+}
+
 static void
 test_dangling_link(void)
 {
@@ -162,6 +211,7 @@ main(int argc, char **argv)
   g_log_set_handler("Tandem-Compute", G_LOG_LEVEL_MESSAGE, keep_message, NULL);
   g_test_add_func("/conv-cache/written-beside", test_written_beside);
   g_test_add_func("/conv-cache/dangling-link", test_dangling_link);
+  g_test_add_func("/conv-cache/workspace-remembered", test_workspace_remembered);
   g_test_add_func("/conv-cache/link-to-a-file", test_link_to_a_file);
   g_test_add_func("/conv-cache/not-a-file", test_not_a_file);
   int status = g_test_run();

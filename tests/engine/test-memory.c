@@ -10,6 +10,7 @@
 #include "tdm-build-config.h"
 #include "tdm-dataset.h"
 #include "tdm-error.h"
+#include "tdm-event-json.h"
 #include "tdm-memory.h"
 #include "tdm-network.h"
 #include "tdm-optimizer.h"
@@ -742,6 +743,135 @@ test_check_host(void)
 /* What a run's buffers took goes back to the system when they are freed, even after
  * glibc has raised its mmap threshold (otherwise each Start/Stop in
  * the window could keep what the run before it freed). */
+/* Gradients and the column workspace of one step of `spec` on a CPU replica of batch 16
+ * whose column workspace starts at `columns` bytes (0: the plan's upper bound). */
+static float *
+step_with_columns(const char *spec, TdmPrecision precision, size_t columns,
+                  const TdmDatasetPair *data, size_t *bytes_after)
+{
+  g_autoptr(GError) error = NULL;
+  TdmBackend *b = tdm_backend_new(TDM_DEVICE_CPU, precision, &error);
+  g_assert_no_error(error);
+  g_autoptr(TdmNetwork) net = tdm_network_new(spec, 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  g_autofree float *params = g_new(float, net->parameter_count);
+  tdm_network_init_parameters(net, 7, params);
+  TdmReplica *r = tdm_replica_new_planned(b, net, 16, 16, columns, data->train, data->test,
+                                          &error);
+  g_assert_no_error(error);
+  tdm_backend_upload(b, r->params, params, net->parameter_count * sizeof(float));
+  int indices[16];
+  for (int i = 0; i < 16; i++)
+    indices[i] = i;
+  tdm_replica_train_step(r, indices, 16, 1.0f / 16);
+  float *grads = g_new(float, net->parameter_count);
+  tdm_backend_download(b, grads, r->grads, net->parameter_count * sizeof(float));
+  g_assert_true(tdm_backend_check(b, NULL));
+  /* The CPU has no convolution engine: fitting leaves its columns as they are. */
+  size_t before = r->columns_bytes;
+  g_assert_true(tdm_replica_fit_workspace(r, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(r->columns_bytes, ==, before);
+  *bytes_after = r->columns_bytes;
+  tdm_replica_free(r);
+  g_assert_cmpuint(b->bytes_in_use, ==, 0);
+  tdm_backend_free(b);
+  return grads;
+}
+
+/* The column workspace by its basis: the estimate with GPU replicas' workspaces given
+ * (a fake table of choices' needs) moves each replica's workspace and total by exactly
+ * the difference from the plan's upper bound, and says "chosen"; without a remembered
+ * one it is the upper bound, and a run of CPU workers says "columns". A replica made
+ * with a given column workspace allocates exactly the plan with it in place of the
+ * upper bound (both bases: estimate = allocation), and one made too small grows to
+ * what its convolutions need and computes the same bits. */
+static void
+test_workspace_basis(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new(resnet18, 32, 32, 3, 10, &error);
+  g_assert_no_error(error);
+  g_autoptr(TdmConfig) cfg = tdm_config_new();
+  g_free(cfg->network);
+  cfg->network = g_strdup(resnet18);
+  cfg->precision = TDM_PRECISION_BF16;
+  cfg->batch = 64;
+  g_assert_true(tdm_config_set_devices(cfg, "cuda:0,cuda:0", &error));
+  g_assert_no_error(error);
+  int capacity = tdm_memory_capacity(cfg, 2, 200);
+  int eval = tdm_memory_eval_capacity(cfg, net, TDM_BACKEND_CUDA, 2, 200);
+  TdmReplicaBytes rb =
+      tdm_memory_replica(net, TDM_BACKEND_CUDA, cfg->precision, capacity, eval, 1000, 200);
+  g_assert_cmpuint(rb.columns, >, (guint64)8 << 20);
+  g_autofree TdmMemoryEvent *upper = g_new0(TdmMemoryEvent, 1);
+  g_autofree TdmMemoryEvent *chosen = g_new0(TdmMemoryEvent, 1);
+  g_autofree TdmMemoryEvent *recalled = g_new0(TdmMemoryEvent, 1);
+  tdm_memory_estimate_with(cfg, net, 1000, 200, NULL, TDM_WORKSPACE_UPPER_BOUND, upper);
+  guint64 need[2] = {(guint64)3 << 20, (guint64)5 << 20};
+  tdm_memory_estimate_with(cfg, net, 1000, 200, need, TDM_WORKSPACE_CHOSEN, chosen);
+  for (int r = 0; r < 2; r++) {
+    g_assert_cmpuint(upper->device[r].workspace - chosen->device[r].workspace, ==,
+                     rb.columns - need[r]);
+    g_assert_cmpuint(upper->device[r].total - chosen->device[r].total, ==,
+                     rb.columns - need[r]);
+    g_assert_cmpuint(upper->device[r].activations, ==, chosen->device[r].activations);
+  }
+  g_assert_cmpuint(upper->gpu_total - chosen->gpu_total, ==,
+                   2 * rb.columns - need[0] - need[1]);
+  g_assert_cmpstr(tdm_workspace_basis_name(upper->workspace_basis), ==, "upper-bound");
+  g_assert_cmpstr(tdm_workspace_basis_name(chosen->workspace_basis), ==, "chosen");
+  TdmEvent event = {.kind = TDM_EVENT_MEMORY, .memory = *chosen};
+  g_autofree char *json = tdm_event_to_json_line(&event);
+  g_assert_nonnull(strstr(json, "\"workspace_basis\":\"chosen\""));
+  /* No workspace remembered (the cache is kept in the process, and empty): the upper
+   * bound, the same bytes as given none. */
+  tdm_memory_estimate(cfg, net, 1000, 200, recalled);
+  g_assert_cmpint(recalled->workspace_basis, ==, TDM_WORKSPACE_UPPER_BOUND);
+  g_assert_cmpuint(recalled->gpu_total, ==, upper->gpu_total);
+  g_assert_true(tdm_config_set_devices(cfg, "cpu:2", &error));
+  tdm_memory_estimate(cfg, net, 1000, 200, recalled);
+  g_assert_cmpint(recalled->workspace_basis, ==, TDM_WORKSPACE_COLUMNS);
+
+  /* Estimate = allocation with the upper bound and with a workspace given. */
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 200, 90);
+  static const char *const small[] = {
+    "conv4k3p1,relu,conv6k3s2p1,relu,flatten,fc10",
+    "conv8k3p1,bn,relu,conv8k3s2p1,bn,relu,res(conv8k3p1,bn),relu,flatten,fc10",
+  };
+  for (guint s = 0; s < G_N_ELEMENTS(small); s++) {
+    g_autoptr(TdmNetwork) n = tdm_network_new(small[s], 28, 28, 1, 10, &error);
+    g_assert_no_error(error);
+    for (int prec = TDM_PRECISION_FP32; prec <= TDM_PRECISION_BF16; prec += 2) {
+      TdmReplicaBytes planned = tdm_memory_replica(n, TDM_BACKEND_CPU, prec, 16, 16, 200, 90);
+      g_assert_cmpuint(planned.columns, >, 4096);
+      TdmBackend *b = tdm_backend_new(TDM_DEVICE_CPU, prec, &error);
+      g_assert_no_error(error);
+      TdmReplica *r = tdm_replica_new_planned(b, n, 16, 16, 4096, data->train, data->test,
+                                              &error);
+      g_assert_no_error(error);
+      g_assert_cmpuint(b->bytes_in_use, ==, planned.total - planned.columns + 4096);
+      tdm_replica_free(r);
+      r = tdm_replica_new_planned(b, n, 16, 16, 0, data->train, data->test, &error);
+      g_assert_no_error(error);
+      g_assert_cmpuint(b->bytes_in_use, ==, planned.total);
+      tdm_replica_free(r);
+      tdm_backend_free(b);
+
+      /* Too small a workspace grows to the convolutions' columns, with the same bits. */
+      size_t grown = 0, whole = 0;
+      g_autofree float *from_small = step_with_columns(small[s], prec, 256, data, &grown);
+      g_autofree float *from_whole = step_with_columns(small[s], prec, 0, data, &whole);
+      g_assert_cmpmem(from_small, n->parameter_count * sizeof(float), from_whole,
+                      n->parameter_count * sizeof(float));
+      g_test_message("%s, %s: workspace grown from 256 to %zu bytes (plan %zu)", small[s],
+                     tdm_precision_name(prec), grown, whole);
+      g_assert_cmpuint(grown, >, 256);
+      g_assert_cmpuint(grown, <=, whole);
+    }
+  }
+}
+
 static void
 test_buffers_returned(void)
 {
@@ -779,6 +909,8 @@ int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
+  /* The convolution engine's choices and workspaces stay in the process, empty. */
+  g_setenv("TANDEM_CONV_CACHE", "0", TRUE);
   g_test_add_func("/memory/replica-exact", test_replica_exact);
   g_test_add_func("/memory/inference-buffers", test_inference_buffers);
   g_test_add_func("/memory/bf16-activations", test_bf16_activations);
@@ -789,6 +921,7 @@ main(int argc, char **argv)
   g_test_add_func("/memory/check-host", test_check_host);
   g_test_add_func("/memory/exact-buffers", test_exact_buffers);
   g_test_add_func("/memory/buffers-returned", test_buffers_returned);
+  g_test_add_func("/memory/workspace-basis", test_workspace_basis);
   g_test_add_func("/memory/runs-measured", test_runs_measured);
   g_test_add_func("/memory/deep-runs-measured", test_deep_runs_measured);
   run_dataset = test_synthetic_idx_new(0, 1100, 300);

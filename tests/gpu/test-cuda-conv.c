@@ -3,8 +3,9 @@
  * of every direction (cuDNN's plans, our own kernel, im2col with cuBLAS) against the
  * CPU's im2col and GEMM on fresh random inputs, for odd sizes, strides 1 and 2, 1×1,
  * 3×3 and 7×7 kernels, padding 0 to 3, 3, 17, 64 and 512 channels, in float32 and
- * bf16; a bn normalized as the conv reads its input; an output gradient the bn before
- * wrote as bf16 where the replica puts it; an output stored as bf16 (y16) from an input
+ * bf16, each run again in a workspace of exactly the bytes it says it needs; a bn
+ * normalized as the conv reads its input; an output gradient the bn before wrote as
+ * bf16 where the replica puts it (the workspace's start); an output stored as bf16 (y16) from an input
  * stored so (the bn's); the choice timed, remembered on disk and
  * found there by another backend; --exact's rule (the same choice on two backends,
  * the same bits twice).
@@ -41,6 +42,8 @@ static const Case cases[] = {
   {2, 11, 13, 17, 24, 3, 1, 2},   /* 17 channels, stride 2 */
   {3, 8, 8, 64, 64, 3, 1, 1},     /* a ResNet's 3×3 */
   {2, 15, 15, 64, 128, 1, 0, 2},  /* its projection: 1×1 at stride 2 */
+  {3, 9, 11, 17, 24, 1, 0, 2},    /* 1×1 at stride 2: 17 channels, odd sizes */
+  {2, 7, 5, 512, 512, 1, 0, 2},   /* 1×1 at stride 2: 512 channels, odd sizes */
   {2, 6, 7, 64, 64, 1, 0, 1},     /* 1×1 at stride 1: the input is its own columns */
   {2, 13, 11, 3, 32, 7, 3, 2},    /* a 7×7 stem, padding 3 */
   {2, 5, 5, 512, 512, 3, 1, 1},   /* 512 channels */
@@ -192,6 +195,23 @@ check_candidates(Device *d, const Problem *p, const char *what, const float *y_r
       g_assert_true(tdm_cuda_conv_run_named(b, &d->a, dir, name));
       g_autofree char *label = g_strdup_printf("%s %s %s", what, direction_names[dir], name);
       check_close_b(b, label, target, ref, count, bound(b, p, dir));
+      /* Again in a workspace of exactly its need (a dy16 the bn wrote at its start
+       * copied over): what a replica sized by its choices gives it. */
+      size_t need = tdm_cuda_conv_need_named(b, &d->a, dir, name);
+      g_assert_cmpuint(need, >, 0);
+      g_assert_cmpuint(need, <=, d->a.work_bytes);
+      void *exact = on_b(b, NULL, need);
+      if (d->a.dy16 != NULL)
+        tdm_backend_copy(b, exact, d->a.work, p->out * 2);
+      TdmConvArgs tight = d->a;
+      tight.work = exact;
+      tight.work_bytes = need;
+      tight.dy16 = d->a.dy16 != NULL ? exact : NULL;
+      tdm_backend_upload(b, target, nan, count * 4);
+      g_assert_true(tdm_cuda_conv_run_named(b, &tight, dir, name));
+      g_autofree char *tight_label = g_strdup_printf("%s in %zu bytes", label, need);
+      check_close_b(b, tight_label, target, ref, count, bound(b, p, dir));
+      tdm_backend_release(b, exact);
     }
   }
   return cudnn;
@@ -264,8 +284,8 @@ test_bn_prologue(void)
   problem_clear(&p);
 }
 
-/* The output gradient written as bf16 by the bn before, where the replica puts it (after
- * the bf16 columns): every backward candidate reads it there and leaves it alone. */
+/* The output gradient written as bf16 by the bn before, where the replica puts it (the
+ * workspace's start): every backward candidate reads it there and leaves it alone. */
 static void
 test_dy16_ready(void)
 {
@@ -276,7 +296,7 @@ test_dy16_ready(void)
   problem_init(&p, &c, NULL);
   Device d;
   device_init(&d, gpu_bf16, &p, TRUE);
-  uint16_t *dy16 = (uint16_t *)d.work + p.rows * p.k;
+  uint16_t *dy16 = d.work;
   tdm_backend_to_bf16(gpu_bf16, dy16, d.dy, p.out);
   g_autofree float *nan = g_new(float, p.out);
   for (size_t i = 0; i < p.out; i++)

@@ -4,7 +4,10 @@
  * The file:
  *   tandem-conv-choices 1
  *   <key>\t<candidate>\t<milliseconds>
- * with keys and names of printable ASCII without tabs. It is read whole, once per
+ * with keys and names of printable ASCII without tabs. A replica's column workspace
+ * after its choices is a line of the same form, "workspace <SHA-1 of the replica's
+ * configuration>" for the key and the bytes for the candidate: the next run of that
+ * configuration, whose choices come from this file, sizes its memory by it. It is read whole, once per
  * model, within limits (size, line count, field lengths); anything outside them and
  * the file is ignored and rebuilt from the choices this process makes. It is replaced
  * whole at each new choice through tdm_file_replace_contents: a temporary beside it,
@@ -219,6 +222,34 @@ tdm_conv_cache_store(const char *model, const char *key, const char *name, doubl
     }
   }
   g_mutex_unlock(&cache_lock);
+}
+
+static char *
+workspace_key(const char *plan)
+{
+  g_autofree char *digest = g_compute_checksum_for_string(G_CHECKSUM_SHA1, plan, -1);
+  return g_strdup_printf("workspace %s", digest);
+}
+
+void
+tdm_conv_cache_store_workspace(const char *model, const char *plan, guint64 bytes)
+{
+  g_autofree char *key = workspace_key(plan);
+  char number[32];
+  g_snprintf(number, sizeof number, "%" G_GUINT64_FORMAT, bytes);
+  tdm_conv_cache_store(model, key, number, 0.0);
+}
+
+gboolean
+tdm_conv_cache_lookup_workspace(const char *model, const char *plan, guint64 *bytes)
+{
+  g_autofree char *key = workspace_key(plan);
+  g_autofree char *value = tdm_conv_cache_lookup(model, key);
+  guint64 v = 0;
+  if (value == NULL || !g_ascii_string_to_unsigned(value, 10, 0, G_MAXSIZE, &v, NULL))
+    return FALSE;
+  *bytes = v;
+  return TRUE;
 }
 
 void

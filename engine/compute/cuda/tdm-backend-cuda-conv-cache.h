@@ -21,6 +21,14 @@ char *tdm_conv_cache_lookup (const char *model, const char *key);
  * unless the cache is off. */
 void tdm_conv_cache_store (const char *model, const char *key, const char *name, double ms);
 
+/* A replica's column workspace after its convolutions were chosen (bytes), remembered
+ * beside the choices for `plan`, a text naming everything its convolutions' shapes
+ * depend on (the trainer's configuration of it), and found again; FALSE when none is
+ * remembered (or the line is not a whole number of bytes). */
+void tdm_conv_cache_store_workspace (const char *model, const char *plan, guint64 bytes);
+gboolean tdm_conv_cache_lookup_workspace (const char *model, const char *plan,
+                                          guint64 *bytes);
+
 /* The file used for `model`, or NULL when the cache is off; free it. */
 char *tdm_conv_cache_path (const char *model);
 /* Forgets every table, so the next lookup reads the file again (for tests). */

@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cuda-conv-candidates.c — the convolution engine's candidates and how each runs inside
- * the caller's workspace (tdm-backend-cuda-conv-engine.h lists them). Not the choice among them
- * (tdm-backend-cuda-conv-engine.c).
+ * the caller's workspace (tdm-backend-cuda-conv-engine.h lists them), and what each needs of it.
+ * Not the choice among them (tdm-backend-cuda-conv-engine.c).
  *
- * The workspace is the replica's column buffer, sized by its rule (the memory estimate
- * equals the allocation), so every candidate fits in it or is not offered. In a bf16
- * backward it holds, where the replica's layout fits: the columns [0, D), dy as bf16
- * at D = rows·k·2 bytes (where the bn before the conv may have written it already),
- * then aligned bf16 weights when the caller's are not; elsewhere dy16 and the weights
- * start the buffer. A candidate's own scratch (bf16 copies of x, bf16 outputs, cuDNN's
- * workspace, aligned copies) comes from what is left, per direction: the directions
- * run one after the other on one stream, so they reuse the same bytes.
+ * The workspace is laid out the same way whatever its size, so a choice made in the
+ * pre-warm's large workspace runs alike in the one sized after it (the largest need of
+ * the chosen candidates). In a bf16 run it starts with the backward's dy as bf16 (where
+ * the bn before the conv may have written it already: the replica's layout too), then
+ * room for bf16 weights (used when the caller's are not aligned), then a candidate's
+ * own scratch: bf16 columns, bf16 copies of x, staged outputs, cuDNN's workspace. The
+ * directions run one after the other on one stream, so they reuse the same bytes. A
+ * candidate's need is measured per call (its staging depends on where the caller's
+ * buffers lie), and the caller keeps the most it has seen.
  */
 #include "tdm-backend-cuda-conv-engine.h"
 #include "tdm-i18n.h"
@@ -55,52 +56,24 @@ tdm_conv_layout(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir, TdmCo
   l->bf16 = b->precision == TDM_PRECISION_BF16;
   char *work = a->work;
   size_t rows = l->rows, k = l->k, out_c = (size_t)s->out_c;
-  size_t d = rows * k * 2;        /* where the replica puts dy16 */
   gboolean backward = dir != TDM_CONV_FORWARD;
-  gboolean caller_w16 = a->w16 != NULL && aligned16(a->w16);
-
   if (!l->bf16) {
-    l->free_at[0] = work;
-    l->free_bytes[0] = a->work_bytes;
     l->replica_im2col = TRUE;
+    l->scratch = work;
     return TRUE;
   }
-  size_t reserved = (backward ? rows * out_c * 2 : 0);
-  size_t w16_at = 0;
   /* The replica composes a bf16 conv through bf16 columns on these conditions
-   * (tdm-replica-pass.c's conv_bf16, conv_bf16_dx); the engine wherever they fit. */
-  gboolean replica16 = !one_by_one(s) && out_c <= k && out_c <= rows &&
-                       (dir != TDM_CONV_DGRAD || rows * out_c + out_c * k <= rows * k);
-  l->columns16 = a->dy16 == NULL || a->dy16 == (const uint16_t *)(work + d);
-  if (l->columns16) {
-    w16_at = up(d + reserved, 16);
-    size_t end = caller_w16 ? d + reserved : w16_at + out_c * k * 2;
-    l->columns16 = end <= a->work_bytes;
-    if (l->columns16) {
-      l->dy16 = backward ? (uint16_t *)(work + d) : NULL;
-      l->w16 = caller_w16 ? a->w16 : (const uint16_t *)(work + w16_at);
-      l->free_at[0] = work;
-      l->free_bytes[0] = d;
-      size_t rest = up(end, ALIGN);
-      l->free_at[1] = work + rest;
-      l->free_bytes[1] = a->work_bytes > rest ? a->work_bytes - rest : 0;
-      l->replica_im2col = replica16;
-      return TRUE;
-    }
-  }
-  l->replica_im2col = !replica16;
-  if (a->dy16 != NULL && backward)
-    return FALSE; /* the caller's dy16 is where only the replica's layout puts it */
-  w16_at = up(reserved, 16);
-  size_t end = caller_w16 ? reserved : w16_at + out_c * k * 2;
-  if (end > a->work_bytes)
-    return FALSE;
+   * (tdm-replica-pass.c's conv_bf16, conv_bf16_dx), and through float32 ones
+   * elsewhere; the engine's "im2col" always has bf16 columns. */
+  l->replica_im2col = !one_by_one(s) && out_c <= k && out_c <= rows &&
+                      (dir != TDM_CONV_DGRAD || rows * out_c + out_c * k <= rows * k);
+  if (a->dy16 != NULL && (!backward || a->dy16 != (const uint16_t *)work))
+    return FALSE; /* the caller's dy16 is where the layout puts it, or nowhere */
+  size_t w16_at = up(backward ? rows * out_c * 2 : 0, 16);
   l->dy16 = backward ? (uint16_t *)work : NULL;
-  l->w16 = caller_w16 ? a->w16 : (const uint16_t *)(work + w16_at);
-  size_t rest = up(end, ALIGN);
-  l->free_at[0] = work + rest;
-  l->free_bytes[0] = a->work_bytes > rest ? a->work_bytes - rest : 0;
-  return TRUE;
+  l->w16 = a->w16 != NULL && aligned16(a->w16) ? a->w16 : (const uint16_t *)(work + w16_at);
+  l->scratch = work + up(w16_at + out_c * k * 2, ALIGN);
+  return (size_t)(l->scratch - work) <= a->work_bytes;
 }
 
 void
@@ -115,39 +88,46 @@ tdm_conv_prepare(TdmBackend *b, const TdmConvLayout *l)
     tdm_cuda_to_bf16(b, l->dy16, a->dy, l->rows * a->shape.out_c);
 }
 
-/* Scratch for one run, from the layout's free regions; dry runs only count. */
+/* How a candidate is called: run; only checked against the workspace it was given (a
+ * dry run); or measured, its need in bytes whatever the workspace holds. */
+typedef enum {
+  RUN,
+  FIT,
+  MEASURE,
+} Mode;
+
+/* Scratch for one call, from the layout's scratch on: `at` the next free byte. */
 typedef struct {
-  char *at[2];
-  size_t left[2];
+  char *at, *end;
+  Mode mode;
 } Arena;
+
+static Arena
+arena_of(const TdmConvLayout *l, Mode mode)
+{
+  Arena arena = {l->scratch, (char *)l->a->work + l->a->work_bytes, mode};
+  return arena;
+}
 
 static void *
 take(Arena *arena, size_t bytes)
 {
-  for (int r = 0; r < 2; r++) {
-    if (arena->at[r] == NULL)
-      continue;
-    uintptr_t start = up((uintptr_t)arena->at[r], ALIGN);
-    size_t skip = start - (uintptr_t)arena->at[r];
-    if (skip + bytes <= arena->left[r]) {
-      arena->at[r] += skip + bytes;
-      arena->left[r] -= skip + bytes;
-      return (void *)start;
-    }
-  }
-  return NULL;
+  char *start = (char *)up((uintptr_t)arena->at, ALIGN);
+  if (arena->mode != MEASURE && (start > arena->end || bytes > (size_t)(arena->end - start)))
+    return NULL;
+  arena->at = start + bytes;
+  return start;
 }
 
-/* p itself when 16-byte aligned, else a copy of its `bytes` in the arena (when
- * `copy_in`, the contents too); NULL when the arena is too small. */
+/* The caller's p itself when 16-byte aligned, else a copy of its `bytes` in the arena
+ * (when `copy_in`, the contents too); NULL when the arena is too small. */
 static void *
-aligned_or_stage(TdmBackend *b, Arena *arena, const void *p, size_t bytes, gboolean copy_in,
-                 gboolean dry)
+aligned_or_stage(TdmBackend *b, Arena *arena, const void *p, size_t bytes, gboolean copy_in)
 {
   if (aligned16(p))
     return (void *)p;
   void *stage = take(arena, bytes);
-  if (stage != NULL && copy_in && !dry)
+  if (stage != NULL && copy_in && arena->mode == RUN)
     tdm_backend_copy(b, stage, p, bytes);
   return stage;
 }
@@ -166,18 +146,21 @@ input16(TdmBackend *b, const TdmConvArgs *a, uint16_t *x16)
 }
 
 /* im2col and a GEMM, as the replica composes them (tdm-replica-pass.c): the same
- * operations, so the same bits. */
+ * operations, so the same bits. bf16 columns in a bf16 run, float32 ones otherwise. */
 static gboolean
-run_im2col(TdmBackend *b, const TdmConvLayout *l, gboolean dry)
+run_im2col(TdmBackend *b, const TdmConvLayout *l, Arena *arena)
 {
   const TdmConvArgs *a = l->a;
   const TdmConvShape *s = &a->shape;
   int rows = (int)l->rows, k = (int)l->k, out_c = s->out_c;
+  Mode mode = arena->mode;
   if (l->rows > INT32_MAX || l->k > INT32_MAX)
     return FALSE;
-  if (l->columns16) {
-    uint16_t *col16 = a->work;
-    if (dry)
+  if (l->bf16) {
+    uint16_t *col16 = take(arena, l->rows * l->k * 2);
+    if (col16 == NULL)
+      return FALSE;
+    if (mode != RUN)
       return TRUE;
     if (l->dir == TDM_CONV_DGRAD) {
       tdm_cuda_gemm_bf16_out(b, false, false, rows, k, out_c, l->dy16, out_c, l->w16, k, col16,
@@ -204,24 +187,23 @@ run_im2col(TdmBackend *b, const TdmConvLayout *l, gboolean dry)
                          a->dw, k);
     return TRUE;
   }
-  /* Float32 columns: the replica's way where bf16 columns do not fit. It reads x and dy
-   * as float32, which a normalized-on-read input or a bf16-only dy does not give. */
+  /* Float32 columns read x and dy as float32, which a normalized-on-read input or a
+   * bf16-only dy does not give. */
   if (a->bn_mean != NULL || (l->dir != TDM_CONV_FORWARD && a->dy16 != NULL))
     return FALSE;
   float *col = NULL, *y = a->y;
-  Arena arena = {{l->free_at[0], l->free_at[1]}, {l->free_bytes[0], l->free_bytes[1]}};
   if (!one_by_one(s)) {
-    col = take(&arena, l->rows * l->k * sizeof(float));
+    col = take(arena, l->rows * l->k * sizeof(float));
     if (col == NULL)
       return FALSE;
   }
   /* A bf16 output: the float32 product, then rounded once. */
   if (l->dir == TDM_CONV_FORWARD && a->y16 != NULL) {
-    y = take(&arena, l->rows * out_c * sizeof(float));
+    y = take(arena, l->rows * out_c * sizeof(float));
     if (y == NULL)
       return FALSE;
   }
-  if (dry)
+  if (mode != RUN)
     return TRUE;
   if (l->dir == TDM_CONV_DGRAD) {
     if (col == NULL) {
@@ -250,36 +232,32 @@ run_im2col(TdmBackend *b, const TdmConvLayout *l, gboolean dry)
 
 /* conv-implicit.cu's input gradient: stride 1, bf16, float32 dx without columns. */
 static gboolean
-run_own(TdmBackend *b, const TdmConvLayout *l, gboolean dry)
+run_own(TdmBackend *b, const TdmConvLayout *l, Arena *arena)
 {
   const TdmConvArgs *a = l->a;
   const TdmConvShape *s = &a->shape;
   if (l->dir != TDM_CONV_DGRAD || !l->bf16 || a->dx == NULL || !aligned16(a->dx) ||
-      !aligned16(l->w16) ||
       !tdm_k_conv_dgrad_bf16_fits(CUDA_B(b)->major, s->c, s->out_c, s->kernel, s->kernel,
                                   s->pad, s->stride))
     return FALSE;
-  Arena arena = {{l->free_at[0], l->free_at[1]}, {l->free_bytes[0], l->free_bytes[1]}};
-  const uint16_t *dy16 =
-      aligned_or_stage(b, &arena, l->dy16, l->rows * s->out_c * 2, TRUE, dry);
-  if (dy16 == NULL)
-    return FALSE;
-  if (!dry)
-    TDM_CUDA_OK(b, tdm_k_conv_dgrad_bf16(a->dx, dy16, l->w16, s->n, s->h, s->w, s->c, s->out_c,
-                                         s->kernel, s->kernel, s->pad, CUDA_B(b)->stream));
+  /* dy16 and w16 are the layout's, aligned: nothing to stage. */
+  if (arena->mode == RUN)
+    TDM_CUDA_OK(b, tdm_k_conv_dgrad_bf16(a->dx, l->dy16, l->w16, s->n, s->h, s->w, s->c,
+                                         s->out_c, s->kernel, s->kernel, s->pad,
+                                         CUDA_B(b)->stream));
   return TRUE;
 }
 
 /* A cuDNN plan, its operands staged where they are not aligned or not of its type. */
 static gboolean
-run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, gboolean dry,
+run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Arena *arena,
           char **error)
 {
   const TdmConvArgs *a = l->a;
   const TdmConvShape *s = &a->shape;
   size_t in_count = (size_t)s->n * s->h * s->w * s->c, out_count = l->rows * s->out_c;
   size_t w_count = (size_t)s->out_c * l->k;
-  Arena arena = {{l->free_at[0], l->free_at[1]}, {l->free_bytes[0], l->free_bytes[1]}};
+  Mode mode = arena->mode;
   void *image = NULL, *filter = NULL, *out = NULL;
   /* The tensor written, as cuDNN writes it, and where it goes after. */
   void *result = NULL, *dest = NULL;
@@ -289,22 +267,21 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, gboo
   case TDM_CONV_FORWARD:
   case TDM_CONV_WGRAD:
     if (l->bf16) {
-      image = take(&arena, in_count * 2);
-      if (image != NULL && !dry)
+      image = take(arena, in_count * 2);
+      if (image != NULL && mode == RUN)
         input16(b, a, image);
     } else {
       image = a->bn_mean != NULL ? NULL
-                                 : aligned_or_stage(b, &arena, a->x, in_count * 4, TRUE, dry);
+                                 : aligned_or_stage(b, arena, a->x, in_count * 4, TRUE);
     }
     break;
   case TDM_CONV_DGRAD:
     break;
   }
   if (l->dir != TDM_CONV_WGRAD)
-    filter = l->bf16 ? (void *)l->w16 : aligned_or_stage(b, &arena, a->w, w_count * 4, TRUE, dry);
+    filter = l->bf16 ? (void *)l->w16 : aligned_or_stage(b, arena, a->w, w_count * 4, TRUE);
   if (l->dir != TDM_CONV_FORWARD)
-    out = l->bf16 ? aligned_or_stage(b, &arena, l->dy16, out_count * 2, TRUE, dry)
-                  : aligned_or_stage(b, &arena, a->dy, out_count * 4, TRUE, dry);
+    out = l->bf16 ? (void *)l->dy16 : aligned_or_stage(b, arena, a->dy, out_count * 4, TRUE);
 
   /* The written tensor: straight where the plan writes the destination's type (bf16
    * for a forward's y16, else float32) and the destination is aligned, else a staging
@@ -324,17 +301,17 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, gboo
   if (same_type && aligned16(target))
     result = target;
   else {
-    result = take(&arena, result_count * (wide ? 4 : 2));
+    result = take(arena, result_count * (wide ? 4 : 2));
     dest = target;
   }
   void *workspace = NULL;
   if (c->plan->workspace > 0)
-    workspace = take(&arena, (size_t)c->plan->workspace);
+    workspace = take(arena, (size_t)c->plan->workspace);
   if ((l->dir != TDM_CONV_DGRAD && image == NULL) || (l->dir != TDM_CONV_WGRAD && filter == NULL) ||
       (l->dir != TDM_CONV_FORWARD && out == NULL) || result == NULL ||
       (c->plan->workspace > 0 && workspace == NULL))
     return FALSE;
-  if (dry)
+  if (mode != RUN)
     return TRUE;
   switch (l->dir) {
   case TDM_CONV_FORWARD:
@@ -363,26 +340,42 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, gboo
   return TRUE;
 }
 
+/* Calls candidate c in the arena's mode. */
+static gboolean
+call(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Arena *arena,
+     char **error)
+{
+  switch (c->kind) {
+  case TDM_CONV_IM2COL:
+    return run_im2col(b, l, arena);
+  case TDM_CONV_OWN:
+    return run_own(b, l, arena);
+  case TDM_CONV_CUDNN:
+    return run_cudnn(b, l, c, arena, error);
+  }
+  return FALSE;
+}
+
 gboolean
 tdm_conv_candidate_run(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c,
                        char **error)
 {
   *error = NULL;
-  gboolean ran = FALSE;
-  switch (c->kind) {
-  case TDM_CONV_IM2COL:
-    ran = run_im2col(b, l, FALSE);
-    break;
-  case TDM_CONV_OWN:
-    ran = run_own(b, l, FALSE);
-    break;
-  case TDM_CONV_CUDNN:
-    ran = run_cudnn(b, l, c, FALSE, error);
-    break;
-  }
+  Arena arena = arena_of(l, RUN);
+  gboolean ran = call(b, l, c, &arena, error);
   if (!ran && *error == NULL)
     *error = g_strdup_printf("%s does not take the shape", c->name);
   return ran;
+}
+
+size_t
+tdm_conv_candidate_need(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c)
+{
+  Arena arena = arena_of(l, MEASURE);
+  char *error = NULL;
+  call(b, l, c, &arena, &error);
+  g_free(error);
+  return (size_t)(arena.at - (char *)l->a->work);
 }
 
 void
@@ -472,7 +465,8 @@ add_cudnn(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, const char *on
       c->plan = p;
       c->float_out = o == 0;
       char *error = NULL;
-      if (run_cudnn(b, l, c, TRUE, &error))
+      Arena arena = arena_of(l, FIT);
+      if (run_cudnn(b, l, c, &arena, &error))
         g_ptr_array_add(list, c);
       else
         tdm_conv_candidate_free(c);
@@ -490,9 +484,11 @@ GPtrArray *
 tdm_conv_candidates_for(TdmBackend *b, const TdmConvLayout *l, const char *only)
 {
   GPtrArray *list = g_ptr_array_new_with_free_func((GDestroyNotify)tdm_conv_candidate_free);
-  if ((only == NULL || g_str_equal(only, "im2col")) && run_im2col(b, l, TRUE))
+  Arena arena = arena_of(l, FIT);
+  if ((only == NULL || g_str_equal(only, "im2col")) && run_im2col(b, l, &arena))
     g_ptr_array_add(list, candidate(TDM_CONV_IM2COL, "im2col"));
-  if ((only == NULL || g_str_equal(only, "own:dgrad")) && run_own(b, l, TRUE))
+  arena = arena_of(l, FIT);
+  if ((only == NULL || g_str_equal(only, "own:dgrad")) && run_own(b, l, &arena))
     g_ptr_array_add(list, candidate(TDM_CONV_OWN, "own:dgrad"));
   if (only == NULL || g_str_has_prefix(only, "cudnn:"))
     add_cudnn(b, l, list, only);

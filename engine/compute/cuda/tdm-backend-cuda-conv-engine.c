@@ -42,6 +42,24 @@ choice_free(gpointer data)
   g_free(choice);
 }
 
+/* The name the choices are kept under for GPU `ordinal`: its model, compute capability
+ * and cuDNN's version; b's when b is its backend, else asked of the GPU; NULL when it
+ * cannot be asked. */
+static char *
+model_of(int ordinal, TdmBackend *b)
+{
+  const TdmCudnn *dnn = tdm_cudnn_get();
+  size_t version = dnn != NULL ? dnn->version : 0;
+  if (b != NULL)
+    return g_strdup_printf("%s-sm%d-cudnn%zu", CUDA_B(b)->gpu_name, CUDA_B(b)->major, version);
+  struct cudaDeviceProp prop;
+  if (cudaGetDeviceProperties(&prop, ordinal) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return NULL;
+  }
+  return g_strdup_printf("%s-sm%d-cudnn%zu", prop.name, prop.major, version);
+}
+
 static TdmConvEngine *
 engine(TdmBackend *b)
 {
@@ -50,11 +68,23 @@ engine(TdmBackend *b)
     return cb->conv;
   TdmConvEngine *e = g_new0(TdmConvEngine, 1);
   e->choices = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, choice_free);
-  const TdmCudnn *dnn = tdm_cudnn_get();
-  e->model = g_strdup_printf("%s-sm%d-cudnn%zu", cb->gpu_name, cb->major,
-                             dnn != NULL ? dnn->version : 0);
+  e->model = model_of(b->device_index, b);
   cb->conv = e;
   return e;
+}
+
+gboolean
+tdm_backend_cuda_conv_workspace_recall(int ordinal, const char *plan, guint64 *bytes)
+{
+  g_autofree char *model = model_of(ordinal, NULL);
+  return model != NULL && tdm_conv_cache_lookup_workspace(model, plan, bytes);
+}
+
+void
+tdm_backend_cuda_conv_workspace_remember(TdmBackend *b, const char *plan, guint64 bytes)
+{
+  g_autofree char *model = model_of(b->device_index, b);
+  tdm_conv_cache_store_workspace(model, plan, bytes);
 }
 
 void
@@ -99,13 +129,13 @@ key_of(TdmBackend *b, const TdmConvLayout *l)
   const TdmConvShape *s = &l->a->shape;
   /* The operands' types change what each candidate costs (a bf16 output needs no
    * widening after a bf16-output plan), so they are part of the key. */
-  return g_strdup_printf("%s n%d h%d w%d c%d o%d k%d p%d s%d %s%s%s%s%s%s",
+  return g_strdup_printf("%s n%d h%d w%d c%d o%d k%d p%d s%d %s%s%s%s%s",
                          direction_names[l->dir], s->n, s->h, s->w, s->c, s->out_c, s->kernel,
                          s->pad, s->stride, precision_names[CLAMP(b->precision, 0, 2)],
                          l->a->bn_mean != NULL ? " bn" : "",
                          l->a->x_type == TDM_DTYPE_BF16 ? " x16" : "",
                          l->dir == TDM_CONV_FORWARD && l->a->y16 != NULL ? " y16" : "",
-                         l->columns16 ? " col16" : "", b->deterministic ? " exact" : "");
+                         b->deterministic ? " exact" : "");
 }
 
 /* The untimed rule: cuDNN's first plan, else ours, else im2col (the list's order). */
@@ -269,18 +299,29 @@ run(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c)
   g_free(error);
 }
 
+/* Tells the caller what the choice needs; TRUE when it fits the workspace. */
+static gboolean
+needs(const TdmConvArgs *a, size_t bytes)
+{
+  if (a->work_needed != NULL)
+    *a->work_needed = bytes;
+  return bytes <= a->work_bytes;
+}
+
 gboolean
 tdm_cuda_conv_engine_forward(TdmBackend *b, const TdmConvArgs *a)
 {
   gboolean off;
   forced_kind(&off);
   TdmConvLayout l;
+  needs(a, 0);
   if (off || tdm_backend_failed(b) || !tdm_conv_layout(b, a, TDM_CONV_FORWARD, &l) ||
       !tdm_cuda_begin(b))
     return FALSE;
   gboolean prepared = FALSE;
   TdmConvCandidate *c = choose(b, &l, &prepared);
-  if (c == NULL || (c->kind == TDM_CONV_IM2COL && l.replica_im2col))
+  if (c == NULL || (c->kind == TDM_CONV_IM2COL && l.replica_im2col) ||
+      !needs(a, tdm_conv_candidate_need(b, &l, c)))
     return FALSE;
   if (!prepared)
     tdm_conv_prepare(b, &l);
@@ -295,6 +336,7 @@ tdm_cuda_conv_engine_backward(TdmBackend *b, const TdmConvArgs *a)
   forced_kind(&off);
   TdmConvLayout lw, ld;
   gboolean want_dx = a->dx != NULL;
+  needs(a, 0);
   if (off || tdm_backend_failed(b) || !tdm_conv_layout(b, a, TDM_CONV_WGRAD, &lw) ||
       (want_dx && !tdm_conv_layout(b, a, TDM_CONV_DGRAD, &ld)) || !tdm_cuda_begin(b))
     return FALSE;
@@ -305,6 +347,11 @@ tdm_cuda_conv_engine_backward(TdmBackend *b, const TdmConvArgs *a)
     return FALSE;
   if (cw->kind == TDM_CONV_IM2COL && lw.replica_im2col &&
       (!want_dx || (cd->kind == TDM_CONV_IM2COL && ld.replica_im2col)))
+    return FALSE;
+  size_t need = tdm_conv_candidate_need(b, &lw, cw);
+  if (want_dx)
+    need = MAX(need, tdm_conv_candidate_need(b, &ld, cd));
+  if (!needs(a, need))
     return FALSE;
   if (!prepared)
     tdm_conv_prepare(b, &lw);
@@ -384,6 +431,18 @@ tdm_cuda_conv_run_named(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection di
   tdm_conv_prepare(b, &l);
   run(b, &l, g_ptr_array_index(list, i));
   return TRUE;
+}
+
+size_t
+tdm_cuda_conv_need_named(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir,
+                         const char *name)
+{
+  TdmConvLayout l;
+  if (!tdm_cuda_begin(b) || !tdm_conv_layout(b, a, dir, &l))
+    return 0;
+  g_autoptr(GPtrArray) list = tdm_conv_candidates_for(b, &l, name);
+  int i = named(list, name);
+  return i < 0 ? 0 : tdm_conv_candidate_need(b, &l, g_ptr_array_index(list, i));
 }
 
 const char *

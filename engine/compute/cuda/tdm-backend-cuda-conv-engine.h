@@ -7,7 +7,7 @@
  *
  * Candidates, per shape and direction:
  * - "im2col": the columns and a cuBLAS GEMM, the replica's own way (bf16 columns in a
- *   bf16 run where they fit, as the replica lays them out, else float32);
+ *   bf16 run, float32 otherwise);
  * - "own:dgrad": conv-implicit.cu's column-free input gradient (stride 1, bf16);
  * - "cudnn:eE:rR:f" / ":h": cuDNN's engine E, the R-th of its heuristics' list, writing
  *   float32 (f) or bf16 then widened (h).
@@ -35,26 +35,24 @@ typedef struct {
   char name[48];
 } TdmConvCandidate;
 
-/* A call's view of its workspace: what the direction's candidates may use. */
+/* A call's view of its workspace (tdm-backend-cuda-conv-candidates.c lays it out): the same
+ * whatever its size, so a choice runs alike in any workspace that holds its need. */
 typedef struct {
   const TdmConvArgs *a;
   TdmConvDirection dir;
   gboolean bf16;               /* bf16 operands (--precision bf16) */
-  gboolean columns16;          /* bf16 columns fit, laid out as the replica lays them */
   gboolean replica_im2col;     /* "im2col" here is what the replica composes itself */
   size_t rows, k;              /* output pixels, kernel² · c */
-  uint16_t *dy16;              /* backward: dy as bf16, where it is (reserved) */
-  const uint16_t *w16;         /* bf16 weights where aligned ones exist, else NULL */
-  /* Free regions for a candidate's scratch, beside the reservations. */
-  char *free_at[2];
-  size_t free_bytes[2];
+  uint16_t *dy16;              /* backward in bf16: dy as bf16, at the workspace's start */
+  const uint16_t *w16;         /* bf16: the caller's weights where aligned, else room */
+  char *scratch;               /* where a candidate's own scratch starts */
 } TdmConvLayout;
 
 /* tdm-backend-cuda-conv-candidates.c */
 
 /* Lays out a call of direction dir (for backward, dy16 where the caller put it or where
  * it will be converted). FALSE when the engine takes no such call (empty, misaligned
- * input, a workspace too small for any layout). */
+ * workspace, a dy16 elsewhere, a workspace too small for the layout's reservations). */
 gboolean tdm_conv_layout (TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir,
                           TdmConvLayout *l);
 /* A call's preparation, once for its directions (they share the reservations): the
@@ -71,6 +69,11 @@ GPtrArray *tdm_conv_candidates_for (TdmBackend *b, const TdmConvLayout *l, const
  * sticky: the backend goes on). */
 gboolean tdm_conv_candidate_run (TdmBackend *b, const TdmConvLayout *l,
                                  const TdmConvCandidate *c, char **error);
+/* The bytes of the workspace candidate c uses for the call, from its start: the
+ * layout's reservations and its scratch (copies of the caller's misaligned operands
+ * included). */
+size_t tdm_conv_candidate_need (TdmBackend *b, const TdmConvLayout *l,
+                                const TdmConvCandidate *c);
 void tdm_conv_candidate_free (TdmConvCandidate *c);
 /* The backend's cuDNN handle on its stream, created on first use; NULL without cuDNN
  * (or while the stream is captured, when none exists yet). */

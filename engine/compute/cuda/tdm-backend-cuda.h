@@ -41,6 +41,10 @@ GPtrArray *tdm_cuda_conv_candidate_names (TdmBackend *b, const TdmConvArgs *a,
  * when the name is not among them. */
 gboolean tdm_cuda_conv_run_named (TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir,
                                   const char *name);
+/* The bytes of a->work the named candidate needs for a direction of this call (its
+ * layout's reservations and scratch); 0 when the name is not among them. */
+size_t tdm_cuda_conv_need_named (TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir,
+                                 const char *name);
 /* The chosen candidate's name for a direction of this call, choosing now if needed;
  * NULL when none takes it. Valid while the backend lives. */
 const char *tdm_cuda_conv_chosen (TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir);
