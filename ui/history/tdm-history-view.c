@@ -224,7 +224,8 @@ tdm_history_view_ask_export (TdmHistoryView *self,
   GtkFileChooserNative *native;
   g_autoptr(GtkFileFilter) filter = gtk_file_filter_new ();
   g_autofree char *name = g_strdup_printf (tdm_run_item_is_sweep (item) ? "tandem-scaling-%s.csv"
-                                                                        : "tandem-run-%s.csv",
+                                           : tdm_run_item_is_experiment (item) ? "tandem-experiment-%s.csv"
+                                                                               : "tandem-run-%s.csv",
                                            tdm_run_item_get_id (item));
 
   tdm_history_view_chooser_done (self);
@@ -363,6 +364,22 @@ create_row (gpointer item_ptr,
                                                                                  "baseline")),
                                    FALSE);
       g_menu_append (menu, _("_Open"), "run.open");
+      g_menu_append (menu, _("_Rename…"), "run.rename");
+      g_menu_append (menu, _("_Export as CSV…"), "run.export");
+      g_menu_append (menu, _("_Delete"), "run.delete");
+    }
+  else if (tdm_run_item_is_experiment (item))
+    {
+      GtkWidget *icon = gtk_image_new_from_icon_name ("view-dual-symbolic");
+
+      /* A comparison: its result in the subtitle, its runs rows of their own. */
+      gtk_widget_set_tooltip_text (icon, _("A comparison: its runs are listed as runs of their own"));
+      gtk_accessible_update_property (GTK_ACCESSIBLE (icon), GTK_ACCESSIBLE_PROPERTY_LABEL,
+                                      _("Comparison"), -1);
+      adw_action_row_add_prefix (ADW_ACTION_ROW (row), icon);
+      g_simple_action_set_enabled (G_SIMPLE_ACTION (g_action_map_lookup_action (G_ACTION_MAP (group),
+                                                                                 "baseline")),
+                                   FALSE);
       g_menu_append (menu, _("_Rename…"), "run.rename");
       g_menu_append (menu, _("_Export as CSV…"), "run.export");
       g_menu_append (menu, _("_Delete"), "run.delete");
