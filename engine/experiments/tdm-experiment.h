@@ -134,7 +134,7 @@ const TdmStrategyFigures *tdm_experiment_get_strategies (const TdmExperiment *ex
                                                          int *count);
 
 /* Steps between the step summaries of tdm_experiment_run's trainings (0, the default:
- * by the clock; tdm_trainer_set_summary_steps), for trainings kept in a history. */
+ * by the clock; TdmTrainerOptions.summary_steps), for trainings kept in a history. */
 void tdm_experiment_set_summary_steps (TdmExperiment *experiment, int steps);
 
 /* Runs the whole experiment on the calling thread: each training by a TdmTrainer,

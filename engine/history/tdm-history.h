@@ -28,7 +28,7 @@
 
 G_BEGIN_DECLS
 
-/* The step grid recorded runs summarize on (tdm_trainer_set_summary_steps): the same
+/* The step grid recorded runs summarize on (TdmTrainerOptions.summary_steps): the same
  * for the window and tandem-train --record, so their runs overlay too. */
 #define TDM_HISTORY_SUMMARY_STEPS 10
 

@@ -46,7 +46,7 @@ record_run(TdmHistory *history, const TdmConfig *cfg, const char *name)
   g_autoptr(TdmRunRecorder) rec = tdm_run_recorder_new(history, cfg, name, &error);
   g_assert_no_error(error);
   g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, tdm_run_recorder_add, rec);
-  tdm_trainer_set_summary_steps(trainer, 5);
+  tdm_trainer_options(trainer)->summary_steps = 5;
   g_assert_true(tdm_trainer_run(trainer, NULL, &error));
   g_assert_no_error(error);
   g_assert_true(tdm_run_recorder_finish(rec, &error));
@@ -407,12 +407,15 @@ test_compare_describe(void)
 typedef struct {
   GArray *points;
   GCancellable *cancel_after_first;
+  TdmRunRecorder *record;       /* each point appended as it comes, or NULL */
 } Points;
 
 static void
 on_point(const TdmScalingPoint *point, gpointer data)
 {
   Points *p = data;
+  if (p->record != NULL)
+    tdm_run_recorder_add_point(point, p->record);
   g_array_append_val(p->points, *point);
   if (p->cancel_after_first != NULL)
     g_cancellable_cancel(p->cancel_after_first);
@@ -548,22 +551,12 @@ file_of(const char *dir, const char *id)
 }
 
 /* A sweep as tandem-train scaling --record keeps it: the experiment on this thread,
- * each point appended to its record (and passed to `points`) as it comes, the outcome
- * at the end. */
+ * each point appended to its record (and to `points`) as it comes, the outcome at the
+ * end. */
 typedef struct {
   TdmExperiment *experiment;
   TdmRunRecorder *rec;
-  Points *points;
 } Sweep;
-
-static void
-keep_point(const TdmScalingPoint *point, gpointer data)
-{
-  Sweep *s = data;
-  tdm_run_recorder_add_point(point, s->rec);
-  if (s->points != NULL)
-    on_point(point, s->points);
-}
 
 static void
 sweep_open(Sweep *s, TdmHistory *history, const TdmConfig *cfg, TdmScalingMode mode,
@@ -574,8 +567,8 @@ sweep_open(Sweep *s, TdmHistory *history, const TdmConfig *cfg, TdmScalingMode m
   g_assert_no_error(error);
   s->rec = tdm_run_recorder_new_experiment(history, s->experiment, name, &error);
   g_assert_no_error(error);
-  s->points = points;
-  tdm_experiment_set_point_sink(s->experiment, keep_point, s);
+  points->record = s->rec;
+  tdm_experiment_set_point_sink(s->experiment, on_point, points);
 }
 
 static gboolean
@@ -756,7 +749,8 @@ test_sweep_cancel_fail(void)
   g_autoptr(GCancellable) early = g_cancellable_new();
   g_cancellable_cancel(early);
   Sweep none;
-  sweep_open(&none, history, cfg, TDM_SCALING_STRONG, "nothing", NULL);
+  Points none_points = {p.points, NULL, NULL};
+  sweep_open(&none, history, cfg, TDM_SCALING_STRONG, "nothing", &none_points);
   g_autofree char *none_path = file_of(dir, tdm_run_recorder_get_id(none.rec));
   g_assert_true(g_file_test(none_path, G_FILE_TEST_EXISTS));
   g_assert_false(sweep_run(&none, early, &error));
@@ -770,7 +764,8 @@ test_sweep_cancel_fail(void)
   g_autoptr(TdmConfig) bad = config("cpu:2", 0);
   bad->dataset = (g_free(bad->dataset), g_strdup("/nonexistent/tandem-dataset"));
   Sweep failing;
-  sweep_open(&failing, history, bad, TDM_SCALING_STRONG, "fails", NULL);
+  Points failing_points = {p.points, NULL, NULL};
+  sweep_open(&failing, history, bad, TDM_SCALING_STRONG, "fails", &failing_points);
   g_assert_false(sweep_run(&failing, NULL, &error));
   g_assert_nonnull(error);
   g_autofree char *message = g_strdup(error->message);

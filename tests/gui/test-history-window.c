@@ -257,11 +257,21 @@ test_history_compare(void)
   g_assert_true(wait_for(can_start, window, 10));
   g_assert_true(g_str_has_prefix(tdm_history_view_get_compare_result(view), "fc16,relu,fc10: "));
 
-  /* Both runs are kept, 30 steps each; the N-device one stays drawn. */
-  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 2);
+  /* Both runs are kept, 30 steps each; the N-device one stays drawn. The comparison's
+   * own record follows, naming them and its result. */
+  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 3);
   {
     const TdmRunRecord *many = tdm_run_item_get_record(item_at(store, 0));
     const TdmRunRecord *one = tdm_run_item_get_record(item_at(store, 1));
+    const TdmRunRecord *both = tdm_run_item_get_record(item_at(store, 2));
+
+    g_assert_true(tdm_run_item_is_experiment(item_at(store, 2)));
+    g_assert_false(tdm_run_item_is_sweep(item_at(store, 2)));
+    g_assert_cmpint(both->experiment.kind, ==, TDM_EXPERIMENT_COMPARE);
+    g_assert_cmpuint(both->experiment.runs->len, ==, 2);
+    g_assert_cmpstr(both->experiment.runs->pdata[0], ==, many->id);
+    g_assert_cmpstr(both->experiment.runs->pdata[1], ==, one->id);
+    g_assert_nonnull(strstr(both->experiment.result, "identical: 0 of "));
 
     g_assert_cmpint(many->replicas, ==, 2);
     g_assert_cmpint(one->replicas, ==, 1);

@@ -53,14 +53,6 @@ static const char *const titles[TDM_RUN_TABLE_N_COLUMNS] = {
   N_("Traffic/device"),
 };
 
-const char *
-tdm_run_table_column_title (TdmRunTableColumn column)
-{
-  g_return_val_if_fail (column < TDM_RUN_TABLE_N_COLUMNS, NULL);
-
-  return _(titles[column]);
-}
-
 static double
 record_time (const TdmRunRecord *r)
 {

@@ -560,12 +560,6 @@ tdm_scaling_page_init (TdmScalingPage *self)
   tdm_scaling_page_fill_table (self);
 }
 
-GtkWidget *
-tdm_scaling_page_new (void)
-{
-  return g_object_new (TDM_TYPE_SCALING_PAGE, NULL);
-}
-
 const char *
 tdm_scaling_page_get_cores_note (TdmScalingPage *self)
 {
