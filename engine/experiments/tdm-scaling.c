@@ -61,9 +61,6 @@ tdm_scaling_meter_event(const TdmEvent *e, gpointer data)
     run->late_events += late;
     break;
   }
-  case TDM_EVENT_FAILED:
-    g_strlcpy(run->failure, e->failed->message, sizeof run->failure);
-    break;
   default:
     break;
   }

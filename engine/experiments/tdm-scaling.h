@@ -35,7 +35,6 @@ typedef struct {
   int all_events, late_events;
   double all[TDM_MAX_REPLICAS][3], late[TDM_MAX_REPLICAS][3];
   gint64 peak_bytes[TDM_MAX_REPLICAS];   /* the most each replica's device held */
-  char failure[256];
   int cpu_threads;             /* BLAS threads each CPU worker ran, as STARTED said */
 } TdmScalingMeter;
 

@@ -42,6 +42,17 @@ tdm_trainer_emit_setup(TdmTrainer *t, TdmSetupPhase phase, gboolean done, long c
   tdm_trainer_emit_phase(t, phase, done, count, total, tdm_trainer_now_seconds() - since);
 }
 
+/* Text into a fixed field of the events, cut where it must at a whole character: a
+ * class or dataset named in a script of many-byte characters would otherwise end
+ * inside one, which the window's text and JSON readers refuse. */
+static void
+copy_text(char *out, size_t size, const char *text)
+{
+  const char *end;
+  if (g_strlcpy(out, text, size) >= size && !g_utf8_validate(out, -1, &end))
+    out[end - out] = '\0';
+}
+
 /* A long network spec cut after its last whole item that fits, with "…" after it. */
 static void
 copy_spec(char *out, size_t size, const char *spec)
@@ -87,11 +98,12 @@ tdm_trainer_emit_started(TdmTrainer *t)
   s->width = t->data->train->width;
   s->channels = t->data->train->channels;
   s->batch_asked = t->batch_asked;
-  g_strlcpy(s->dataset, t->data->name, sizeof s->dataset);
+  copy_text(s->dataset, sizeof s->dataset, t->data->name);
   s->train_count = t->data->train->count;
   s->test_count = t->data->test->count;
-  g_strlcpy(s->notice, t->data->notice != NULL ? t->data->notice : "", sizeof s->notice);
-  g_strlcpy(s->init_report, t->init_report != NULL ? t->init_report : "", sizeof s->init_report);
+  copy_text(s->notice, sizeof s->notice, t->data->notice != NULL ? t->data->notice : "");
+  copy_text(s->init_report, sizeof s->init_report,
+            t->init_report != NULL ? t->init_report : "");
   s->prewarm_steps = t->prewarm_steps;
   s->prewarm_seconds = t->prewarm_seconds;
   for (int r = 0; r < t->replicas; r++) {
@@ -160,7 +172,7 @@ tdm_trainer_emit_predictions(TdmTrainer *t, int epoch)
   p->test_count = test->count;
   for (int c = 0; c < MIN(test->classes, TDM_MAX_CONFUSION_CLASSES); c++)
     if (test->class_names != NULL && test->class_names[c] != NULL)
-      g_strlcpy(p->class_name[c], test->class_names[c], TDM_CLASS_NAME_SIZE);
+      copy_text(p->class_name[c], TDM_CLASS_NAME_SIZE, test->class_names[c]);
   for (int i = 0; i < test->count; i++) {
     int truth = test->labels[i], predicted = t->predicted[i];
     if (truth == predicted)

@@ -3,8 +3,8 @@
 # test-mpi.sh — tandem-train --distributed under mpirun, on CPU ranks: 2 and 3 ranks
 # train exactly as one process does with the same global batch (either strategy, the
 # main replica on any rank, an uneven last batch, evaluation split across ranks),
-# only the main rank reports and saves, and a rank that fails ends the whole job
-# within seconds with its own message. Oversubscribed, so it runs on a 2-core CI
+# only the main rank reports and saves, and a rank that fails ends the whole job,
+# without a hang, with its own message. Oversubscribed, so it runs on a 2-core CI
 # machine, as root there. TAP on stdout; meson passes tandem-train as $1 and the
 # mpi-helper tool (IDX writer, checkpoint comparison) as $2.
 set -u
@@ -192,16 +192,17 @@ fi
 
 # --- failures end the whole job, with the failing rank's message ----------------------
 
-# expect_failure NAME PATTERN MPIRUN-ARGS...: mpirun must fail within 20 s and its
-# output name the rank and what went wrong.
+# expect_failure NAME PATTERN MPIRUN-ARGS...: mpirun must fail, not hang (run_mpi's
+# timeout ends a hang with 124), and its output name the rank and what went wrong. The
+# seconds it took are said, not bounded: on a loaded machine a clean failure can take
+# longer than any bound that a hang would not also meet.
 expect_failure() {
   local name=$1 pattern=$2
   shift 2
   local start=$SECONDS
   run_mpi "$@" >"$tmp/fail.out" 2>"$tmp/fail.err"
   local status=$? seconds=$((SECONDS - start))
-  if [ $status -ne 0 ] && [ $status -ne 124 ] && [ $seconds -le 20 ] &&
-     grep -q -- "$pattern" "$tmp/fail.err"; then
+  if [ $status -ne 0 ] && [ $status -ne 124 ] && grep -q -- "$pattern" "$tmp/fail.err"; then
     ok "$name (exit $status after ${seconds} s)"
   else
     not_ok "$name" "status $status after $seconds s (124: mpirun timed out, a hang)" \

@@ -18,6 +18,7 @@ typedef struct {
   GArray *phases;               /* TdmPhasesEvent */
   GArray *batches;              /* TdmBatchEvent */
   GArray *predictions;          /* TdmPredictionsEvent */
+  TdmStartedEvent started;
   TdmEpochEvent epoch;
   TdmFinishedEvent finished;
   size_t parameters;
@@ -70,6 +71,7 @@ record(const TdmEvent *e, gpointer data)
     break;
   case TDM_EVENT_STARTED:
     d->parameters = e->started.parameters;
+    d->started = e->started;
     break;
   case TDM_EVENT_FINISHED:
     d->finished = e->finished;
@@ -614,6 +616,61 @@ test_lent_dataset(void)
   g_assert_nonnull(data->train->images);
 }
 
+/* A name of `count` copies of a three-byte character after one ASCII letter: longer
+ * than the events' fixed fields, it cannot end on a character's edge by chance. */
+static char *
+long_name(int count)
+{
+  GString *s = g_string_new("x");
+  for (int i = 0; i < count; i++)
+    g_string_append(s, "\u732b"); /* 猫 */
+  return g_string_free(s, FALSE);
+}
+
+/* Class and dataset names in a script of many-byte characters, longer than the
+ * events' fields hold (an image folder's classes named in Japanese): each field is cut
+ * at a whole character, so the confusion matrix's labels, the window and --json get
+ * UTF-8 (a field cut inside a character is refused by Pango and by JSON readers). */
+static void
+test_long_names(void)
+{
+  g_autoptr(TdmConfig) cfg = config("cpu", TDM_STRATEGY_ALLREDUCE, 0);
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_open(dataset, NULL);
+  g_autoptr(GError) error = NULL;
+  Detail d;
+
+  g_assert_nonnull(data);
+  g_assert_nonnull(data->test->class_names);
+  for (int c = 0; c < data->test->classes; c++) {
+    g_free(data->test->class_names[c]);
+    data->test->class_names[c] = long_name(20 + c);
+  }
+  g_autofree char *name = long_name(60);
+  g_free(data->name);
+  /* Two ASCII letters: the field's 127 bytes end inside a character. */
+  data->name = g_strconcat("y", name, NULL);
+  detail_init(&d);
+  {
+    g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, record, &d);
+
+    tdm_trainer_set_dataset(trainer, data);
+    g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+    g_assert_no_error(error);
+  }
+  g_assert_true(g_utf8_validate(d.started.dataset, -1, NULL));
+  g_assert_true(g_str_has_prefix(data->name, d.started.dataset));
+  g_assert_cmpuint(strlen(d.started.dataset), >, sizeof d.started.dataset - 4);
+  g_assert_cmpuint(d.predictions->len, ==, 1);
+  const TdmPredictionsEvent *p = &g_array_index(d.predictions, TdmPredictionsEvent, 0);
+  for (int c = 0; c < p->classes; c++) {
+    g_assert_true(g_utf8_validate(p->class_name[c], -1, NULL));
+    /* As much of the name as fits: less only by the part of a character. */
+    g_assert_true(g_str_has_prefix(data->test->class_names[c], p->class_name[c]));
+    g_assert_cmpuint(strlen(p->class_name[c]), >, TDM_CLASS_NAME_SIZE - 4);
+  }
+  detail_clear(&d);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -629,6 +686,7 @@ main(int argc, char **argv)
   g_test_add_func("/trainer-detail/pace-limit", test_pace_limit);
   g_test_add_func("/trainer-detail/single-step", test_single_step);
   g_test_add_func("/trainer-detail/lent-dataset", test_lent_dataset);
+  g_test_add_func("/trainer-detail/long-names", test_long_names);
   dataset = test_synthetic_idx_new(0, 2000, 500);
   int status = g_test_run();
   test_remove_synthetic_idx(dataset);

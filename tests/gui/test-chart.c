@@ -879,6 +879,14 @@ test_widget_realized(void)
   id = tdm_chart_add_series(chart, "train", NULL, TDM_CHART_STYLE_LINE);
   for (int i = 0; i < 200; i++)
     tdm_chart_append(chart, id, i, 50 + 40 * sin(i / 20.0));
+  /* A run named in a script of three-byte characters, longer than the readout's row
+   * holds: the row is cut at a whole character (Pango warns of text cut inside one). */
+  g_autoptr(GString) long_name = g_string_new("x");
+  for (int i = 0; i < 60; i++)
+    g_string_append(long_name, "日");
+  guint named = tdm_chart_add_series(chart, long_name->str, NULL, TDM_CHART_STYLE_LINE);
+  for (int i = 0; i < 10000; i += 50)
+    tdm_chart_append(chart, named, i, 25);
 
   gtk_window_present(GTK_WINDOW(window));
   timeout = g_timeout_add_seconds(10, on_timeout, &timed_out);

@@ -19,6 +19,18 @@ typedef struct
   char           text[160];
 } ReadoutRow;
 
+/* Cuts text that a fixed buffer cut short back to its last whole character: a name
+ * of many-byte characters (a run's, in Japanese) may end mid-character, and Pango
+ * refuses text that is not UTF-8. */
+static void
+cut_to_characters (char *text)
+{
+  const char *end;
+
+  if (!g_utf8_validate (text, -1, &end))
+    text[end - text] = '\0';
+}
+
 /* Cuts " unit" off `value` when `other` ends in the same unit. */
 static void
 drop_shared_unit (char       *value,
@@ -147,6 +159,7 @@ tdm_chart_draw_readout (TdmChart *self,
       else
         g_snprintf (rows[n_rows].text, sizeof rows[n_rows].text, "%s: %s",
                     tdm_series_get_name (e->series), value);
+      cut_to_characters (rows[n_rows].text);
       n_rows++;
 
       if (e->style != TDM_CHART_STYLE_REFERENCE && !isnan (map_y (m, marker))
@@ -160,6 +173,7 @@ tdm_chart_draw_readout (TdmChart *self,
     }
 
   format_x (self, best_x, header, sizeof header);
+  cut_to_characters (header);
   tdm_chart_text_size (f, f->small, header, &header_w, &h);
   bw = header_w;
   for (guint i = 0; i < n_rows; i++)

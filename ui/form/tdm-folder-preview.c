@@ -200,11 +200,13 @@ scanned (GObject      *source_object,
 
 /* Decode -------------------------------------------------------------------- */
 
+/* The decode's task (its Job finds the preview) and how far it is. The worker takes
+ * no reference on the preview: its last one dropped there would finalize a widget off
+ * the main thread. */
 typedef struct
 {
-  GWeakRef self;
-  guint    generation;
-  int      done, total;
+  GTask *task;
+  int    done, total;
 } Progress;
 
 static void
@@ -212,7 +214,7 @@ progress_free (gpointer data)
 {
   Progress *p = data;
 
-  g_weak_ref_clear (&p->self);
+  g_object_unref (p->task);
   g_free (p);
 }
 
@@ -220,9 +222,10 @@ static gboolean
 progress_show (gpointer data)
 {
   Progress *p = data;
-  g_autoptr(TdmFolderPreview) self = g_weak_ref_get (&p->self);
+  Job *job = g_task_get_task_data (p->task);
+  g_autoptr(TdmFolderPreview) self = g_weak_ref_get (&job->self);
 
-  if (self != NULL && p->generation == self->generation && !self->loaded && p->total > 0)
+  if (self != NULL && job->generation == self->generation && !self->loaded && p->total > 0)
     gtk_progress_bar_set_fraction (self->progress, (double) p->done / p->total);
   return G_SOURCE_REMOVE;
 }
@@ -233,15 +236,13 @@ decode_progress (int      done,
                  gpointer user_data)
 {
   GTask *task = user_data;
-  Job *job = g_task_get_task_data (task);
-  g_autoptr(GObject) self = g_weak_ref_get (&job->self);
   Progress *p;
 
-  if (self == NULL)
+  /* A decode given up (the preview gone, or another folder) has no one to show. */
+  if (g_cancellable_is_cancelled (g_task_get_cancellable (task)))
     return;
   p = g_new0 (Progress, 1);
-  g_weak_ref_init (&p->self, self);
-  p->generation = job->generation;
+  p->task = g_object_ref (task);
   p->done = done;
   p->total = total;
   g_main_context_invoke_full (NULL, G_PRIORITY_DEFAULT, progress_show, p, progress_free);

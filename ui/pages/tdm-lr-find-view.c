@@ -4,8 +4,10 @@
  * The worker owns the finder; each point is copied and handed to the main loop with
  * g_idle_add, where a weak reference finds the view (or nothing, once it is gone)
  * and a generation number drops the points of a test that was replaced. The end
- * comes back the same way with the suggestion or the error. This is the pattern of
- * the window's other workers (tdm-run.c, tdm-classify-view.c).
+ * comes back the same way with the suggestion or the error. The worker never takes a
+ * reference on the view: its last one dropped there would finalize a widget off the
+ * main thread. This is the pattern of the window's other workers (tdm-run.c,
+ * tdm-classify-view.c).
  */
 
 #include <glib/gi18n.h>
@@ -37,10 +39,17 @@ static guint signals[N_SIGNALS];
 
 G_DEFINE_FINAL_TYPE (TdmLrFindView, tdm_lr_find_view, GTK_TYPE_WIDGET)
 
+/* The view, weakly, shared by a test's job and its messages: only the main loop
+ * turns it into a reference. */
+typedef struct
+{
+  GWeakRef view;
+} ViewRef;
+
 /* What travels from the worker to the main loop: a point, or the end. */
 typedef struct
 {
-  GWeakRef        view;
+  ViewRef        *view;
   guint           generation;
   gboolean        done;
   TdmLrFindPoint  point;
@@ -52,18 +61,32 @@ typedef struct
 
 typedef struct
 {
-  GWeakRef      view;
+  ViewRef      *view;
   guint         generation;
   TdmConfig    *config;
   GCancellable *cancellable;
 } Job;
 
 static void
+view_ref_clear (gpointer data)
+{
+  ViewRef *ref = data;
+
+  g_weak_ref_clear (&ref->view);
+}
+
+static void
+view_ref_release (ViewRef *ref)
+{
+  g_atomic_rc_box_release_full (ref, view_ref_clear);
+}
+
+static void
 message_free (gpointer data)
 {
   Message *m = data;
 
-  g_weak_ref_clear (&m->view);
+  view_ref_release (m->view);
   g_free (m->error);
   g_free (m);
 }
@@ -81,7 +104,7 @@ static gboolean
 deliver (gpointer data)
 {
   Message *m = data;
-  g_autoptr(TdmLrFindView) self = g_weak_ref_get (&m->view);
+  g_autoptr(TdmLrFindView) self = g_weak_ref_get (&m->view->view);
 
   if (self == NULL || m->generation != self->generation)
     return G_SOURCE_REMOVE;
@@ -119,11 +142,7 @@ static void
 post (Job     *job,
       Message *m)
 {
-  g_weak_ref_init (&m->view, NULL);
-  {
-    g_autoptr(GObject) view = g_weak_ref_get (&job->view);
-    g_weak_ref_set (&m->view, view);
-  }
+  m->view = g_atomic_rc_box_acquire (job->view);
   m->generation = job->generation;
   g_idle_add_full (G_PRIORITY_DEFAULT, deliver, m, message_free);
 }
@@ -160,7 +179,7 @@ run_test (gpointer data)
       end->error = g_strdup (error->message);
     }
   post (job, end);
-  g_weak_ref_clear (&job->view);
+  view_ref_release (job->view);
   tdm_config_free (job->config);
   g_object_unref (job->cancellable);
   g_free (job);
@@ -176,14 +195,17 @@ tdm_lr_find_view_start (TdmLrFindView   *self,
   g_return_if_fail (TDM_IS_LR_FIND_VIEW (self));
   g_return_if_fail (config != NULL);
 
+  /* A test under way ends; its thread holds its own reference to its cancellable. */
   tdm_lr_find_view_stop (self);
+  g_clear_object (&self->cancellable);
   self->generation++;
   self->n_points = 0;
   self->suggestion = NAN;
   tdm_chart_clear (TDM_CHART (self->chart));
   self->cancellable = g_cancellable_new ();
   job = g_new0 (Job, 1);
-  g_weak_ref_init (&job->view, self);
+  job->view = g_atomic_rc_box_new0 (ViewRef);
+  g_weak_ref_init (&job->view->view, self);
   job->generation = self->generation;
   job->config = tdm_config_copy (config);
   job->cancellable = g_object_ref (self->cancellable);
