@@ -31,7 +31,7 @@ tdm_phases_run(const TdmConfig *base, long steps, gboolean detail, double *cpu_p
   g_autofree TdmScalingMeter *meter = g_new0(TdmScalingMeter, 1);
   meter->batch = cfg->batch;
   g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, tdm_scaling_meter_event, meter);
-  tdm_trainer_set_step_detail(trainer, detail);
+  tdm_trainer_options(trainer)->step_detail = detail;
   g_autoptr(GError) error = NULL;
   if (!tdm_trainer_run(trainer, NULL, &error)) {
     g_printerr("bench-phases: %s\n", error->message);

@@ -23,7 +23,8 @@ typedef struct {
   int index;                    /* the training the printer is for; −1 before any */
   TdmCliPrinter printer;
   TdmHistory *history;
-  TdmRunRecorder *recorder;
+  TdmRunRecorder *recorder;     /* the training's */
+  TdmRunRecorder *record;       /* the experiment's: its runs, its result */
   int record_status;
   gboolean stepped;
   GError *record_error;         /* a record that could not be made: stop */
@@ -54,21 +55,30 @@ announce(Driver *d, const TdmExperimentTraining *t)
   }
 }
 
-/* The last training's record closed; said as tandem-train train says it. */
+/* The last training's record closed, and named in the experiment's; said as
+ * tandem-train train says it. */
 static void
 end_record(Driver *d)
 {
   if (d->recorder == NULL)
     return;
-  g_autoptr(GError) error = NULL;
-  if (!tdm_run_recorder_finish(d->recorder, &error)) {
-    tdm_cli_line(stderr, _("tandem-train: --record: %s\n"), error->message);
-    d->record_status = 1;
-  } else if (!d->options->json && !d->options->quiet) {
-    tdm_cli_line(stderr, _("tandem-train: recorded as run %s in %s\n"),
-                 tdm_run_recorder_get_id(d->recorder), tdm_history_get_folder(d->history));
-  }
+  if (d->record != NULL)
+    tdm_run_recorder_add_run(d->record, tdm_run_recorder_get_id(d->recorder));
+  d->record_status |= tdm_cli_record_close(d->recorder, d->history,
+                                           !d->options->json && !d->options->quiet);
   g_clear_pointer(&d->recorder, tdm_run_recorder_free);
+}
+
+/* The experiment's own record ends with its outcome: its result, or why not. */
+static void
+end_experiment_record(Driver *d, const GError *outcome)
+{
+  if (d->record == NULL)
+    return;
+  tdm_run_recorder_end_experiment(d->record, d->experiment, outcome);
+  d->record_status |= tdm_cli_record_close(d->record, d->history,
+                                           !d->options->json && !d->options->quiet);
+  g_clear_pointer(&d->record, tdm_run_recorder_free);
 }
 
 static void
@@ -200,12 +210,15 @@ tdm_cli_experiment(TdmExperiment *e, const TdmCliExperiment *o, GCancellable *ca
   Driver d = {.options = o, .experiment = e, .cancellable = cancellable, .index = -1};
   g_autoptr(TdmHistory) history = o->record ? tdm_history_new(o->history) : NULL;
   d.history = history;
+  if (o->record)
+    d.record = tdm_run_recorder_new_experiment(history, e, NULL, &d.record_error);
   /* On the history's step grid, as the window's runs: kept runs overlay point for
    * point, and a short fast run still samples its steps' phases. */
   tdm_experiment_set_summary_steps(e, TDM_HISTORY_SUMMARY_STEPS);
-  gboolean ok = tdm_experiment_run(e, on_event, &d, cancellable, error);
+  gboolean ok = d.record_error == NULL && tdm_experiment_run(e, on_event, &d, cancellable, error);
   tdm_cli_printer_clear_bar(&d.printer);
   end_record(&d);
+  end_experiment_record(&d, error != NULL ? *error : NULL);
   *stepped = d.stepped;
   *record_status = d.record_status;
   if (d.record_error != NULL) {

@@ -52,6 +52,20 @@ format_elapsed(const TdmCliPrinter *p, char *out, size_t size)
   format_duration(out, size, (g_get_monotonic_time() - p->t_start) / (double)G_USEC_PER_SEC);
 }
 
+int
+tdm_cli_record_close(TdmRunRecorder *recorder, TdmHistory *history, gboolean say)
+{
+  g_autoptr(GError) error = NULL;
+  if (!tdm_run_recorder_finish(recorder, &error)) {
+    tdm_cli_line(stderr, _("tandem-train: --record: %s\n"), error->message);
+    return 1;
+  }
+  if (say && tdm_run_recorder_get_kept(recorder))
+    tdm_cli_line(stderr, _("tandem-train: recorded as run %s in %s\n"),
+                 tdm_run_recorder_get_id(recorder), tdm_history_get_folder(history));
+  return 0;
+}
+
 void
 tdm_cli_printer_clear_bar(TdmCliPrinter *p)
 {

@@ -52,4 +52,9 @@ void tdm_cli_printer_on_event (const TdmEvent *ev, gpointer printer);
 /* Clears the live progress line, if one is shown, before something else is printed. */
 void tdm_cli_printer_clear_bar (TdmCliPrinter *p);
 
+/* Closes a record of an experiment's (or of one of its trainings) and says where it
+ * went when `say` and it was kept; 1 after a line naming --record's write error, else
+ * 0. */
+int tdm_cli_record_close (TdmRunRecorder *recorder, TdmHistory *history, gboolean say);
+
 G_END_DECLS

@@ -60,10 +60,12 @@ static char *
 outcome(const TdmRunRecord *r, gboolean translated)
 {
 #define WORDS(text) (translated ? _(text) : (text))
-  if (r->kind == TDM_RUN_SCALING)
+  if (tdm_run_record_is_sweep(r))
     return g_strdup_printf(WORDS(N_("scaling %s, %u points")),
-                           tdm_scaling_mode_name(r->sweep.mode),
-                           r->sweep.points != NULL ? r->sweep.points->len : 0);
+                           tdm_scaling_mode_name(r->experiment.mode), r->experiment.points->len);
+  if (r->kind == TDM_RUN_EXPERIMENT && !r->failed && r->experiment.result != NULL)
+    return g_strdup_printf("%s: %s", tdm_experiment_kind_name(r->experiment.kind),
+                           r->experiment.result);
   if (r->failed)
     return g_strdup(WORDS(N_("failed")));
   g_autofree char *early = r->finished ? tdm_finished_early_stop_text(&r->final, translated)
@@ -92,6 +94,8 @@ json_summary(JsonBuilder *b, const TdmRunRecord *r)
   tdm_json_set_string(b, "name", r->name);
   tdm_json_set_int(b, "created", r->created);
   tdm_json_set_string(b, "kind", tdm_run_kind_name(r->kind));
+  if (r->kind == TDM_RUN_EXPERIMENT)
+    tdm_json_set_string(b, "experiment", tdm_experiment_kind_name(r->experiment.kind));
   tdm_json_set_string(b, "network", r->config->network);
   tdm_json_set_string(b, "dataset", r->config->dataset);
   g_autofree char *devices = tdm_config_devices_text(r->config);

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-cli-scaling.c — tandem-train --scaling (tdm-cli-scaling.h).
  *
- * The points come from the driver on this thread, as it measures them, so each row is
- * printed (and flushed) at once: a scaling run over several devices takes minutes.
- * Failures are one line on stderr, as tandem-train's others.
+ * The engine's scaling experiment runs on this thread; its points come here as it
+ * measures them, so each row is printed (and flushed, and with --record kept) at once:
+ * a scaling run over several devices takes minutes. Failures are one line on stderr,
+ * as tandem-train's others.
  */
 #include "tdm-cli-scaling.h"
 #include "tdm-cli-guard.h"
+#include "tdm-cli-printer.h"
 #include <glib/gi18n.h>
 #include "tdm-error.h"
 #include "tdm-history.h"
@@ -17,6 +19,7 @@
 
 typedef struct {
   const TdmCliScaling *options;
+  TdmRunRecorder *recorder;     /* with --record */
   gboolean header_done;
   int points;
 } Printer;
@@ -27,6 +30,8 @@ print_point(const TdmScalingPoint *p, gpointer data)
   Printer *printer = data;
   const TdmCliScaling *o = printer->options;
   printer->points++;
+  if (printer->recorder != NULL)
+    tdm_run_recorder_add_point(p, printer->recorder);
   if (o->json) {
     g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_object(b);
@@ -90,11 +95,13 @@ tdm_cli_scaling(const TdmConfig *config, const TdmCliScaling *o, GCancellable *c
   g_autoptr(TdmRunRecorder) recorder = NULL;
   *points = 0;
   *record_status = 0;
+  g_autoptr(TdmExperiment) e = tdm_experiment_new_scaling(config, o->mode, o->steps, error);
+  if (e == NULL)
+    return FALSE;
   if (o->record) {
     g_autoptr(GError) record_error = NULL;
     history = tdm_history_new(o->history);
-    recorder = tdm_run_recorder_new_sweep(history, config, o->mode, o->steps, o->name,
-                                          &record_error);
+    recorder = tdm_run_recorder_new_experiment(history, e, o->name, &record_error);
     if (recorder == NULL) {
       tdm_cli_line(stderr, _("tandem-train: %s: %s\n"),
                    o->history != NULL ? "--history" : "--record", record_error->message);
@@ -107,20 +114,16 @@ tdm_cli_scaling(const TdmConfig *config, const TdmCliScaling *o, GCancellable *c
     fprintf(stderr, _("tandem-train: %s scaling over 1 … %d devices, %ld steps each\n"),
             tdm_scaling_mode_name(o->mode), tdm_config_replica_count(config), o->steps);
 
-  gboolean ok = recorder != NULL
-                ? tdm_history_run_sweep(recorder, print_point, &printer, cancellable, error)
-                : tdm_scaling_run(config, o->mode, o->steps, print_point, &printer, cancellable,
-                                  error);
+  printer.recorder = recorder;
+  tdm_experiment_set_point_sink(e, print_point, &printer);
+  GError *local = NULL;
+  gboolean ok = tdm_experiment_run(e, NULL, NULL, cancellable, &local);
   *points = printer.points;
   if (recorder != NULL) {
-    g_autoptr(GError) record_error = NULL;
-    if (!tdm_run_recorder_finish(recorder, &record_error)) {
-      tdm_cli_line(stderr, _("tandem-train: --record: %s\n"), record_error->message);
-      *record_status = 1;
-    } else if (tdm_run_recorder_get_kept(recorder) && !o->json && !o->quiet) {
-      tdm_cli_line(stderr, _("tandem-train: recorded as run %s in %s\n"),
-                   tdm_run_recorder_get_id(recorder), tdm_history_get_folder(history));
-    }
+    tdm_run_recorder_end_experiment(recorder, e, local);
+    *record_status = tdm_cli_record_close(recorder, history, !o->json && !o->quiet);
   }
+  if (local != NULL)
+    g_propagate_error(error, local);
   return ok;
 }

@@ -293,14 +293,14 @@ tdm_cli_train(TdmCli *cli, const TdmConfig *config)
   /* Recorded runs summarize on a step grid so that runs of one configuration overlay
    * point for point in the history. */
   if (recorder != NULL)
-    tdm_trainer_set_summary_steps(trainer, TDM_HISTORY_SUMMARY_STEPS);
+    tdm_trainer_options(trainer)->summary_steps = TDM_HISTORY_SUMMARY_STEPS;
   if (printer.log)
-    tdm_trainer_set_summary_parts(trainer, 10);
+    tdm_trainer_options(trainer)->summary_parts = 10;
   tdm_trainer_set_pace(trainer, o->pace);
-  tdm_trainer_set_prewarm(trainer, o->prewarm);
+  tdm_trainer_options(trainer)->prewarm = o->prewarm;
   /* A default batch gives way to a small dataset; one the person chose does not. */
-  tdm_trainer_set_batch_fits(trainer, !tdm_cli_flags_given(cli->run_flags, "batch") &&
-                                          o->resume == NULL && o->config == NULL);
+  tdm_trainer_options(trainer)->batch_fits = !tdm_cli_flags_given(cli->run_flags, "batch") &&
+                                             o->resume == NULL && o->config == NULL;
   gboolean ok = tdm_trainer_run(trainer, cancellable, &error);
   tdm_cli_printer_clear_bar(&printer);
   int record_status = 0;

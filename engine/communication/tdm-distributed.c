@@ -98,12 +98,6 @@ tdm_distributed_size(void)
 }
 
 int
-tdm_distributed_local_rank(void)
-{
-  return dist.active ? dist.local_rank : 0;
-}
-
-int
 tdm_distributed_local_size(void)
 {
   return dist.active ? dist.local_size : 1;

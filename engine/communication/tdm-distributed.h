@@ -29,8 +29,7 @@ gboolean tdm_distributed_init (int *argc, char ***argv, GError **error);
 gboolean tdm_distributed_active (void);
 int tdm_distributed_rank (void);
 int tdm_distributed_size (void);
-/* Rank and number of ranks on this machine: which GPU to take, how many cores to use. */
-int tdm_distributed_local_rank (void);
+/* Number of ranks on this machine: how many cores each may use. */
 int tdm_distributed_local_size (void);
 
 /* Makes config->devices list one device per rank: kept when it already does; one
@@ -71,12 +70,6 @@ static inline int
 tdm_distributed_size (void)
 {
   return 1;
-}
-
-static inline int
-tdm_distributed_local_rank (void)
-{
-  return 0;
 }
 
 static inline int

@@ -16,7 +16,6 @@
 
 /* The names are the GEnums' nicks (tdm-choice.h). */
 TDM_CHOICE_NAMES(TdmMonitor, tdm_monitor, TDM_TYPE_MONITOR)
-TDM_CHOICE_NAMES(TdmMonitorMode, tdm_monitor_mode, TDM_TYPE_MONITOR_MODE)
 
 int
 tdm_config_step_batch(const TdmConfig *c)

@@ -251,8 +251,6 @@ const char *tdm_flip_setting_name (TdmFlipSetting flip);
 gboolean tdm_flip_setting_from_name (const char *name, TdmFlipSetting *flip);
 const char *tdm_monitor_name (TdmMonitor monitor);
 gboolean tdm_monitor_from_name (const char *name, TdmMonitor *monitor);
-const char *tdm_monitor_mode_name (TdmMonitorMode mode);
-gboolean tdm_monitor_mode_from_name (const char *name, TdmMonitorMode *mode);
 
 /* Whether the monitored metric is the validation split's (it then needs val_split). */
 gboolean tdm_config_monitors_validation (const TdmConfig *config);

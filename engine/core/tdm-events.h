@@ -60,7 +60,7 @@ typedef struct {
   int gpu_replicas[TDM_MAX_REPLICAS];
   int height, width, channels;         /* a sample's shape (an image folder's as chosen) */
   /* The batch the run was asked for, when the trainer had to choose a smaller one
-   * (tdm_trainer_set_batch_fits); 0 otherwise. */
+   * (TdmTrainerOptions.batch_fits); 0 otherwise. */
   int batch_asked;
   /* The convolution engines' choices after the pre-warm, summed over the replicas:
    * shapes × directions that went to cuDNN, to Tandem's own kernels, to im2col with a

@@ -31,15 +31,8 @@ tdm_fields_find(const TdmField *fields, guint n, const char *key)
   for (guint i = 0; i < n; i++)
     if (g_str_equal(fields[i].key, key))
       return &fields[i];
-  return tdm_fields_find_flag(fields, n, key);
-}
-
-const TdmField *
-tdm_fields_find_flag(const TdmField *fields, guint n, const char *flag)
-{
-  g_return_val_if_fail(flag != NULL, NULL);
   for (guint i = 0; i < n; i++)
-    if (fields[i].flag != NULL && g_str_equal(fields[i].flag, flag))
+    if (fields[i].flag != NULL && g_str_equal(fields[i].flag, key))
       return &fields[i];
   return NULL;
 }

@@ -88,7 +88,6 @@ struct _TdmField {
 
 /* The row called `key` (or whose flag is `key`), or NULL. */
 const TdmField *tdm_fields_find (const TdmField *fields, guint n, const char *key);
-const TdmField *tdm_fields_find_flag (const TdmField *fields, guint n, const char *flag);
 
 /* Every row's default into `target` (zeroed first by the caller); strings and lists
  * are allocated. */

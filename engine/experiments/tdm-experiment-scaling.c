@@ -216,6 +216,13 @@ tdm_experiment_new_scaling(const TdmConfig *config, TdmScalingMode mode, long st
   return &s->parent;
 }
 
+TdmScalingMode
+tdm_experiment_get_scaling_mode(const TdmExperiment *e)
+{
+  g_return_val_if_fail(e != NULL && e->kind == TDM_EXPERIMENT_SCALING, TDM_SCALING_STRONG);
+  return ((const Scaling *)e)->mode;
+}
+
 void
 tdm_experiment_set_point_sink(TdmExperiment *e, TdmScalingSink sink, gpointer user_data)
 {

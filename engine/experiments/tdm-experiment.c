@@ -203,7 +203,7 @@ tdm_experiment_run(TdmExperiment *e, TdmEventSink sink, gpointer user_data,
   while ((training = tdm_experiment_next(e)) != NULL) {
     g_autoptr(TdmTrainer) trainer = tdm_trainer_new(training->config, relay_event, &relay);
     g_autoptr(GError) train_error = NULL;
-    tdm_trainer_set_summary_steps(trainer, e->summary_steps);
+    tdm_trainer_options(trainer)->summary_steps = e->summary_steps;
     gboolean trained = tdm_trainer_run(trainer, cancellable, &train_error);
     if (g_cancellable_is_cancelled(cancellable)) {
       e->under_way = FALSE;

@@ -32,8 +32,10 @@ typedef enum {
   TDM_EXPERIMENT_STRATEGIES,   /*< nick=compare-strategies >*/
 } TdmExperimentKind;
 
-/* "scaling", "compare", "compare-strategies": the commands of tandem-train. */
+/* "scaling", "compare", "compare-strategies": the commands of tandem-train, and the
+ * names run files use. */
 const char *tdm_experiment_kind_name (TdmExperimentKind kind);
+gboolean tdm_experiment_kind_from_name (const char *name, TdmExperimentKind *kind);
 
 typedef struct _TdmExperiment TdmExperiment;
 
@@ -101,6 +103,8 @@ gboolean tdm_experiment_is_complete (const TdmExperiment *experiment);
  * allreduce · 3.90 ms a step"; "2 points measured"); NULL before. */
 char *tdm_experiment_dup_result (const TdmExperiment *experiment);
 
+/* Scaling: strong or weak. */
+TdmScalingMode tdm_experiment_get_scaling_mode (const TdmExperiment *experiment);
 /* Scaling: each point once measured, on the thread that reduces (set before the first
  * training). */
 void tdm_experiment_set_point_sink (TdmExperiment *experiment, TdmScalingSink sink,
@@ -130,7 +134,7 @@ const TdmStrategyFigures *tdm_experiment_get_strategies (const TdmExperiment *ex
                                                          int *count);
 
 /* Steps between the step summaries of tdm_experiment_run's trainings (0, the default:
- * by the clock; tdm_trainer_set_summary_steps), for trainings kept in a history. */
+ * by the clock; TdmTrainerOptions.summary_steps), for trainings kept in a history. */
 void tdm_experiment_set_summary_steps (TdmExperiment *experiment, int steps);
 
 /* Runs the whole experiment on the calling thread: each training by a TdmTrainer,

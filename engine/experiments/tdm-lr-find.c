@@ -123,8 +123,11 @@ tdm_lr_finder_run(TdmLrFinder *f, GCancellable *cancellable, GError **error)
                        ? g_cancellable_connect(cancellable, G_CALLBACK(on_cancelled), stop, NULL)
                        : 0;
   g_autoptr(TdmTrainer) trainer = tdm_trainer_new(f->config, on_event, f);
-  tdm_trainer_set_summary_steps(trainer, 1);
-  tdm_trainer_set_lr_range(trainer, f->options.lr_first, f->options.lr_last, f->options.steps);
+  tdm_trainer_options(trainer)->summary_steps = 1;
+  TdmTrainerOptions *options = tdm_trainer_options(trainer);
+  options->lr_range[0] = f->options.lr_first;
+  options->lr_range[1] = f->options.lr_last;
+  options->lr_range_steps = f->options.steps;
   g_autoptr(GError) local = NULL;
   gboolean ok = tdm_trainer_run(trainer, stop, &local);
   if (handler != 0)

@@ -26,6 +26,30 @@ tdm_history_csv_value(GString *s, double v)
 
 static void training_csv(const TdmRunRecord *r, GString *s);
 
+/* An experiment's own settings and what it came to, as `# key: value` lines: its kind
+ * ("scaling", "compare"…), a sweep's mode and steps, the runs it kept, its result. A
+ * sweep's table follows; a comparison's figures are its runs' own files. */
+static void
+experiment_header(const TdmRunRecord *r, GString *s)
+{
+  const TdmRunExperiment *x = &r->experiment;
+  g_string_append_printf(s, "# kind: %s\n", tdm_experiment_kind_name(x->kind));
+  if (x->kind == TDM_EXPERIMENT_SCALING) {
+    g_string_append_printf(s, "# scaling: %s\n", tdm_scaling_mode_name(x->mode));
+    g_string_append_printf(s, "# steps per device count: %ld\n", x->steps);
+  } else {
+    g_string_append_printf(s, "# steps: %ld\n", x->steps);
+  }
+  for (guint i = 0; i < x->runs->len; i++) {
+    g_autofree char *id = tdm_printable(x->runs->pdata[i]);
+    g_string_append_printf(s, "# run %u: %s\n", i + 1, id);
+  }
+  if (x->result != NULL) {
+    g_autofree char *result = tdm_printable(x->result);
+    g_string_append_printf(s, "# result: %s\n", result);
+  }
+}
+
 gboolean
 tdm_history_export_csv(TdmHistory *h, const char *id, const char *path, GError **error)
 {
@@ -43,20 +67,17 @@ tdm_history_export_csv(TdmHistory *h, const char *id, const char *path, GError *
   g_string_append_printf(s, "# run: %s\n", name);
   if (date != NULL)
     g_string_append_printf(s, "# date: %s\n", date);
-  if (r->kind == TDM_RUN_SCALING) {
-    g_string_append_printf(s, "# kind: %s\n", tdm_run_kind_name(r->kind));
-    g_string_append_printf(s, "# scaling: %s\n", tdm_scaling_mode_name(r->sweep.mode));
-    g_string_append_printf(s, "# steps per device count: %ld\n", r->sweep.steps);
-  }
+  if (r->kind == TDM_RUN_EXPERIMENT)
+    experiment_header(r, s);
   g_auto(GStrv) settings = tdm_config_describe(r->config);
   for (int i = 0; settings[i] != NULL && settings[i + 1] != NULL; i += 2) {
     g_autofree char *value = tdm_printable(settings[i + 1]);
     g_string_append_printf(s, "# %s: %s\n", settings[i], value);
   }
-  if (r->kind == TDM_RUN_SCALING)
-    tdm_scaling_points_to_csv(s, (const TdmScalingPoint *)r->sweep.points->data,
-                              r->sweep.points->len);
-  else
+  if (tdm_run_record_is_sweep(r))
+    tdm_scaling_points_to_csv(s, (const TdmScalingPoint *)r->experiment.points->data,
+                              r->experiment.points->len);
+  else if (r->kind == TDM_RUN_TRAINING)
     training_csv(r, s);
   g_autoptr(GError) local = NULL;
   if (!g_file_set_contents(path, s->str, (gssize)s->len, &local)) {

@@ -2,7 +2,7 @@
 /* tdm-history-private.h — what the parts of the run history share: the history and
  * recorder structs, the one-line writer and the JSON member helpers. tdm-history.c
  * writes training runs and manages the files, tdm-history-read.c reads them,
- * tdm-sweep-record.c scaling sweeps, tdm-history-export.c turns either into CSV.
+ * tdm-experiment-record.c experiments, tdm-history-export.c turns either into CSV.
  * Nothing outside engine/history includes it.
  */
 #pragma once
@@ -39,17 +39,16 @@ struct _TdmRunRecorder {
   GError *error;                /* the first write error */
   TdmRunKind kind;
   TdmConfig *config;            /* what the record was made for */
-  TdmScalingMode mode;          /* a sweep's */
-  long steps;
-  int points;                   /* a sweep's, written so far */
+  int kept;                     /* an experiment's points and runs written so far */
   gboolean discarded;           /* its file was removed */
 };
 
-/* Creates the file with its settings line: `kind`, and for a sweep its own settings
- * as the "scaling" member (`scaling` is taken; NULL for training runs). */
+/* Creates the file with its settings line: `kind`, and for an experiment its own
+ * settings as the "experiment" member (`experiment` is taken; NULL for training
+ * runs). */
 TdmRunRecorder *tdm_history_recorder_open (TdmHistory *history, const TdmConfig *config,
                                            const char *name, TdmRunKind kind,
-                                           JsonNode *scaling, GError **error);
+                                           JsonNode *experiment, GError **error);
 
 /* Appends the line to the recorder's file and thins the file when it has grown past
  * its budget. Errors go to the recorder's first write error. */
@@ -71,10 +70,15 @@ gint64 tdm_history_get_int (JsonObject *object, const char *name);
 /* ",value" in C notation, or a lone "," when not finite. */
 void tdm_history_csv_value (GString *text, double value);
 
-/* tdm-sweep-record.c: the sweep's settings member, its lines, its CSV table. */
-void tdm_history_read_sweep_settings (TdmRunRecord *record, JsonObject *scaling);
-/* TRUE when the line was a sweep's (a point). */
-gboolean tdm_history_read_sweep_line (TdmRunRecord *record, const char *type,
-                                      JsonObject *object);
+/* tdm-experiment-record.c: an experiment's settings member (or an older sweep's
+ * "scaling" one, `old_sweep`); FALSE with the error when its kind is not one this
+ * version knows. */
+gboolean tdm_history_read_experiment_settings (TdmRunRecord *record, JsonObject *settings,
+                                               gboolean old_sweep, const char *path,
+                                               GError **error);
+/* TRUE when the line was the experiment's own (a point, a run); its result is taken
+ * from the "finished" line, which the caller reads as well. */
+gboolean tdm_history_read_experiment_line (TdmRunRecord *record, const char *type,
+                                           JsonObject *object);
 
 G_END_DECLS

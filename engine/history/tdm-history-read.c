@@ -106,11 +106,14 @@ read_settings(TdmRunRecord *r, JsonObject *o, const char *path, GError **error)
   r->created = tdm_history_get_int(o, "created");
   r->replicas = tdm_config_replica_count(r->config);
   const char *kind = json_object_get_string_member_with_default(o, "kind", "training");
-  if (g_str_equal(kind, "scaling")) {
-    JsonNode *scaling = json_object_get_member(o, "scaling");
-    r->kind = TDM_RUN_SCALING;
-    tdm_history_read_sweep_settings(r, scaling != NULL && JSON_NODE_HOLDS_OBJECT(scaling)
-                                         ? json_node_get_object(scaling) : NULL);
+  gboolean old_sweep = g_str_equal(kind, "scaling");
+  if (old_sweep || g_str_equal(kind, "experiment")) {
+    JsonNode *own = json_object_get_member(o, old_sweep ? "scaling" : "experiment");
+    r->kind = TDM_RUN_EXPERIMENT;
+    if (!tdm_history_read_experiment_settings(r, own != NULL && JSON_NODE_HOLDS_OBJECT(own)
+                                                     ? json_node_get_object(own) : NULL,
+                                              old_sweep, path, error))
+      return FALSE;
   } else if (!g_str_equal(kind, "training")) {
     /* A kind of a newer version: better named as unreadable than shown wrong. */
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
@@ -123,13 +126,8 @@ read_settings(TdmRunRecord *r, JsonObject *o, const char *path, GError **error)
 static void
 read_record(Reader *reader, TdmRunRecord *r, const char *type, JsonObject *o)
 {
-  if (r->kind == TDM_RUN_SCALING) {
-    /* A sweep has a point per device count: at most TDM_MAX_REPLICAS. */
-    if (r->sweep.points->len >= TDM_MAX_REPLICAS && g_str_equal(type, "point"))
-      return;
-    if (tdm_history_read_sweep_line(r, type, o))
-      return;
-  }
+  if (r->kind == TDM_RUN_EXPERIMENT && tdm_history_read_experiment_line(r, type, o))
+    return;
   if (g_str_equal(type, "step")) {
     if (!take_sample(&r->points, &reader->step_stride, &reader->step_lines,
                      offsetof(TdmHistoryPoint, step)))
@@ -282,7 +280,8 @@ record_new(const char *id)
   r->device_points = g_array_new(FALSE, FALSE, sizeof(TdmHistoryDevicePoint));
   r->phases = g_array_new(FALSE, FALSE, sizeof(TdmHistoryPhases));
   r->epochs = g_array_new(FALSE, FALSE, sizeof(TdmEpochEvent));
-  r->sweep.points = g_array_new(FALSE, FALSE, sizeof(TdmScalingPoint));
+  r->experiment.points = g_array_new(FALSE, FALSE, sizeof(TdmScalingPoint));
+  r->experiment.runs = g_ptr_array_new_with_free_func(g_free);
   return r;
 }
 

@@ -76,7 +76,9 @@ tdm_run_record_free(TdmRunRecord *r)
   g_array_unref(r->device_points);
   g_array_unref(r->phases);
   g_array_unref(r->epochs);
-  g_clear_pointer(&r->sweep.points, g_array_unref);
+  g_clear_pointer(&r->experiment.points, g_array_unref);
+  g_clear_pointer(&r->experiment.runs, g_ptr_array_unref);
+  g_free(r->experiment.result);
   g_free(r->error);
   g_free(r);
 }
@@ -247,9 +249,9 @@ new_id(void)
 
 TdmRunRecorder *
 tdm_history_recorder_open(TdmHistory *h, const TdmConfig *config, const char *name,
-                          TdmRunKind kind, JsonNode *scaling, GError **error)
+                          TdmRunKind kind, JsonNode *experiment, GError **error)
 {
-  g_autoptr(JsonNode) extra = scaling;
+  g_autoptr(JsonNode) extra = experiment;
   g_return_val_if_fail(h != NULL && config != NULL, NULL);
   if (g_mkdir_with_parents(h->folder, 0700) != 0) {
     int saved = errno;
@@ -283,7 +285,7 @@ tdm_history_recorder_open(TdmHistory *h, const TdmConfig *config, const char *na
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_object(b);
   tdm_json_set_string(b, "type", "settings");
-  /* Files before sweeps existed have no kind: they are training runs. */
+  /* Files before experiments existed have no kind: they are training runs. */
   if (kind != TDM_RUN_TRAINING)
     tdm_json_set_string(b, "kind", tdm_run_kind_name(kind));
   tdm_json_set_string(b, "name", name != NULL ? name : date);
@@ -291,7 +293,7 @@ tdm_history_recorder_open(TdmHistory *h, const TdmConfig *config, const char *na
   json_builder_set_member_name(b, "config");
   json_builder_add_value(b, g_steal_pointer(&config_node));
   if (extra != NULL) {
-    json_builder_set_member_name(b, "scaling");
+    json_builder_set_member_name(b, "experiment");
     json_builder_add_value(b, g_steal_pointer(&extra));
   }
   json_builder_end_object(b);
@@ -317,7 +319,13 @@ tdm_history_phases_overlap(const TdmHistoryPhases *p)
 const char *
 tdm_run_kind_name(TdmRunKind kind)
 {
-  return kind == TDM_RUN_SCALING ? "scaling" : "training";
+  return kind == TDM_RUN_EXPERIMENT ? "experiment" : "training";
+}
+
+gboolean
+tdm_run_record_is_sweep(const TdmRunRecord *r)
+{
+  return r->kind == TDM_RUN_EXPERIMENT && r->experiment.kind == TDM_EXPERIMENT_SCALING;
 }
 
 void

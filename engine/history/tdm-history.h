@@ -11,20 +11,24 @@
  *
  * A record is of one of two kinds, named in its settings line ("kind"; files written
  * before there were two have none and are training runs): a training run, as above,
- * or a scaling sweep (tdm-scaling.h), whose settings line adds the sweep's own
- * (strong or weak, steps per device count, the device counts) and whose other lines
- * are its points, one per device count as measured, then its outcome.
+ * or an experiment (tdm-experiment.h: a scaling sweep, a comparison), whose settings
+ * line adds the experiment's own (its kind, steps; a sweep's mode and device counts)
+ * and whose other lines are what it reduced as it went (a sweep's points, one per
+ * device count), the trainings it kept as runs of their own (by id), then its
+ * outcome and result. Sweeps written before there were experiments (kind "scaling")
+ * read as experiments of kind scaling.
  */
 #pragma once
 
 #include <gio/gio.h>
 #include "tdm-config.h"
 #include "tdm-events.h"
+#include "tdm-experiment.h"
 #include "tdm-scaling.h"
 
 G_BEGIN_DECLS
 
-/* The step grid recorded runs summarize on (tdm_trainer_set_summary_steps): the same
+/* The step grid recorded runs summarize on (TdmTrainerOptions.summary_steps): the same
  * for the window and tandem-train --record, so their runs overlay too. */
 #define TDM_HISTORY_SUMMARY_STEPS 10
 
@@ -59,20 +63,28 @@ typedef struct {
 
 typedef enum {
   TDM_RUN_TRAINING,             /* metrics by step, device figures, results */
-  TDM_RUN_SCALING,              /* a scaling sweep: one point per device count */
+  TDM_RUN_EXPERIMENT,           /* several trainings: what they reduced to */
 } TdmRunKind;
 
-/* "training", "scaling": the names the files use. */
+/* "training", "experiment": the names the files use. */
 const char *tdm_run_kind_name (TdmRunKind kind);
 
-/* What a scaling sweep adds to its record. Its configuration is the record's: every
- * device it went up to, the network, dataset, strategy and batch it started from. */
+/* What an experiment adds to its record. Its configuration is the record's, the one
+ * it started from (a sweep's: every device it went up to, the network, dataset,
+ * strategy and batch). */
 typedef struct {
-  TdmScalingMode mode;
-  long steps;                   /* timed steps at each device count */
-  int count;                    /* device counts planned: 1 … count */
-  GArray *points;               /* TdmScalingPoint, as measured (empty for training) */
-} TdmRunSweep;
+  TdmExperimentKind kind;
+  long steps;                   /* steps of each training (a sweep's timed steps at
+                                 * each device count) */
+  TdmScalingMode mode;          /* a sweep's */
+  int count;                    /* a sweep's device counts planned: 1 … count */
+  GArray *points;               /* TdmScalingPoint: a sweep's, as measured (empty
+                                 * otherwise) */
+  GPtrArray *runs;              /* char *: the ids of the trainings kept as runs of
+                                 * their own, in the order they ran */
+  char *result;                 /* in words, once it completed ("2 points measured");
+                                 * NULL before */
+} TdmRunExperiment;
 
 typedef struct {
   char *id;                     /* the file's stem: unique, sortable by date */
@@ -85,15 +97,17 @@ typedef struct {
   GArray *device_points;        /* TdmHistoryDevicePoint */
   GArray *phases;               /* TdmHistoryPhases, of the sampled steps */
   GArray *epochs;               /* TdmEpochEvent */
-  TdmRunSweep sweep;            /* kind TDM_RUN_SCALING */
+  TdmRunExperiment experiment; /* kind TDM_RUN_EXPERIMENT (its arrays empty for training) */
   gboolean finished;            /* the run ended (stopped or not) */
   gboolean failed;
-  TdmFinishedEvent final;       /* valid when finished; a sweep has `stopped` only
-                                 * (cancelled before its last point) */
+  TdmFinishedEvent final;       /* valid when finished; an experiment has `stopped`
+                                 * only (cancelled before its last training) */
   char *error;                  /* the failure's message, when failed */
 } TdmRunRecord;
 
 void tdm_run_record_free (TdmRunRecord *record);
+/* Whether the record is a scaling sweep's (an experiment of kind scaling). */
+gboolean tdm_run_record_is_sweep (const TdmRunRecord *record);
 /* Samples per second over the run's summaries, each weighted by the steps it covers
  * (0 when there are none). */
 double tdm_run_record_samples_per_second (const TdmRunRecord *record);
@@ -214,29 +228,27 @@ void tdm_run_recorder_add (const TdmEvent *event, gpointer recorder);
 gboolean tdm_run_recorder_finish (TdmRunRecorder *recorder, GError **error);
 void tdm_run_recorder_free (TdmRunRecorder *recorder);
 
-/* Writing a scaling sweep as it happens: its settings line now, each point as it is
- * measured, the outcome at the end: tdm_history_run_sweep does all three on the
- * thread that trains (tandem-train), the window's experiment runner the same calls
- * as its points are reduced. */
-TdmRunRecorder *tdm_run_recorder_new_sweep (TdmHistory *history, const TdmConfig *config,
-                                            TdmScalingMode mode, long steps,
-                                            const char *name, GError **error);
-/* A TdmScalingSink: appends the point. */
+/* Writing an experiment as it happens (tdm-experiment-record.c), by whoever drives it
+ * (the window's experiment runner, tandem-train): its settings line now; as each
+ * training is reduced, what it gave (a sweep's point) and, when it was kept as a run
+ * of its own, that run's id; its outcome and result at the end. */
+TdmRunRecorder *tdm_run_recorder_new_experiment (TdmHistory          *history,
+                                                 const TdmExperiment *experiment,
+                                                 const char          *name,
+                                                 GError             **error);
+/* A TdmScalingSink: appends a sweep's point. */
 void tdm_run_recorder_add_point (const TdmScalingPoint *point, gpointer recorder);
-/* The sweep's end: completed (`outcome` NULL), cancelled (TDM_ENGINE_ERROR_CANCELLED)
- * or failed. A sweep cancelled before its first point is not worth keeping: its file
- * goes (tdm_run_recorder_get_kept then says FALSE). Call tdm_run_recorder_finish
- * after it. */
-void tdm_run_recorder_end_sweep (TdmRunRecorder *recorder, const GError *outcome);
-/* FALSE once the file was removed (see tdm_run_recorder_end_sweep). */
+/* Appends the id of a training kept in the history as a run of its own. */
+void tdm_run_recorder_add_run (TdmRunRecorder *recorder, const char *run_id);
+/* The experiment's end: completed (`outcome` NULL: its result is written),
+ * cancelled (TDM_ENGINE_ERROR_CANCELLED) or failed. An experiment cancelled before it
+ * kept anything is not worth keeping: its file goes (tdm_run_recorder_get_kept then
+ * says FALSE). Call tdm_run_recorder_finish after it. */
+void tdm_run_recorder_end_experiment (TdmRunRecorder      *recorder,
+                                      const TdmExperiment *experiment,
+                                      const GError        *outcome);
+/* FALSE once the file was removed (see tdm_run_recorder_end_experiment). */
 gboolean tdm_run_recorder_get_kept (TdmRunRecorder *recorder);
-/* Runs the sweep `recorder` was made for (tdm_scaling_run with its configuration, mode
- * and steps), passing each point to `sink` as well, and ends the record with the
- * outcome. Returns what tdm_scaling_run returns; write errors wait for
- * tdm_run_recorder_finish. Call it on the thread that trains. */
-gboolean tdm_history_run_sweep (TdmRunRecorder *recorder, TdmScalingSink sink,
-                                gpointer user_data, GCancellable *cancellable,
-                                GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmRunRecord, tdm_run_record_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmHistory, tdm_history_free)

@@ -127,9 +127,6 @@ struct _TdmTrainer {
   gulong cancel_handler;
   GCancellable *cancellable;
   volatile gint stop_requested; /* distributed runs: stop at the next summary vote */
-  gboolean step_detail;         /* phases and batch split of sampled steps (default on) */
-  int summary_steps;             /* > 0: summaries on this step grid, not by the clock */
-  int summary_parts;            /* > 0: also a summary at each 1/parts of an epoch */
   int32_t *predicted;           /* [test count]: each test sample's predicted class */
   /* A validation split (config->val_split): the iterator runs over train_used samples,
    * train_map[i] being the i-th; the held-out ones are val_indices[val_count]. */
@@ -150,11 +147,8 @@ struct _TdmTrainer {
   int plateau_bad;
   gint64 eval_start_us;         /* the evaluation under way began (trainer's clock) */
   gint64 eval_said_us;          /* its last progress event, 0 before the first */
-  gboolean batch_fits;          /* tdm_trainer_set_batch_fits */
-  double range_first, range_last;  /* tdm_trainer_set_lr_range */
-  int range_steps;
   int batch_asked;              /* the batch asked for, when a smaller one is used */
-  TdmPrewarm prewarm;           /* tdm_trainer_set_prewarm */
+  TdmTrainerOptions options;    /* tdm_trainer_options() */
   guint64 *planned_columns;     /* [world]: each replica's column workspace as the memory
                                  * estimate counted it (0: the plan's upper bound) */
   int prewarm_steps;            /* this run's, for the STARTED event */
@@ -221,7 +215,6 @@ void tdm_trainer_emit_setup (TdmTrainer *t, TdmSetupPhase phase, gboolean done, 
 /* Failures from any thread: the first error is kept, the run's barriers and
  * communicator are broken so every thread gets out. _locked with abort_lock held. */
 void tdm_trainer_abort_locked (TdmTrainer *t);
-void tdm_trainer_abort (TdmTrainer *t);
 void tdm_trainer_fail_worker (TdmTrainer *t, GError *error);
 gboolean tdm_trainer_aborted (TdmTrainer *t);
 
@@ -264,7 +257,11 @@ gboolean tdm_trainer_finetune_setup (TdmTrainer *t, GError **error);
 void tdm_trainer_finetune_replica (TdmTrainer *t, int r);
 void tdm_trainer_finetune_parameters (TdmTrainer *t, float *params);
 void tdm_trainer_finetune_teardown (TdmTrainer *t);
-/* The pre-warm (tdm_trainer_set_prewarm), after the parameters are initialized: it
+/* tdm-trainer-options.c: the options' defaults, and their check before a run. */
+void tdm_trainer_init_options (TdmTrainer *t);
+gboolean tdm_trainer_check_options (TdmTrainer *t, GError **error);
+
+/* The pre-warm (options.prewarm), after the parameters are initialized: it
  * ends with parameters, optimizer state, BN statistics, metrics and timing as it
  * found them. */
 gboolean tdm_trainer_prewarm (TdmTrainer *t, GError **error);

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-trainer-settings.c — what a caller sets on a trainer and reads back from it
- * around a run: the clock, the checkpoint to resume, pause, pace and single steps, a
- * lent dataset, step detail, the pre-warm, the summaries' grid, a range test's rates,
- * a batch that may give way; the parameters and statistics after a run. The loop that
- * obeys them is tdm-trainer.c.
+/* tdm-trainer-settings.c — what a caller hands a trainer and reads back from it around
+ * a run beside its options (tdm-trainer-options.c): the clock, the checkpoint to
+ * resume, pause, pace and single steps, a lent dataset; the parameters and statistics
+ * after a run. The loop that obeys them is tdm-trainer.c.
  */
 #include "tdm-trainer-private.h"
 
@@ -63,50 +62,6 @@ tdm_trainer_set_dataset(TdmTrainer *t, const TdmDatasetPair *data)
 {
   g_return_if_fail(t != NULL && data != NULL && data->train != NULL && data->test != NULL);
   t->borrowed_data = data;
-}
-
-void
-tdm_trainer_set_step_detail(TdmTrainer *t, gboolean detail)
-{
-  g_return_if_fail(t != NULL);
-  t->step_detail = detail;
-}
-
-void
-tdm_trainer_set_prewarm(TdmTrainer *t, TdmPrewarm mode)
-{
-  g_return_if_fail(t != NULL);
-  t->prewarm = mode;
-}
-
-void
-tdm_trainer_set_summary_parts(TdmTrainer *t, int parts)
-{
-  g_return_if_fail(t != NULL && parts >= 0);
-  t->summary_parts = parts;
-}
-
-void
-tdm_trainer_set_lr_range(TdmTrainer *t, double lr_first, double lr_last, int steps)
-{
-  g_return_if_fail(t != NULL && steps >= 0 && (steps == 0 || (lr_first > 0 && lr_last > 0)));
-  t->range_first = lr_first;
-  t->range_last = lr_last;
-  t->range_steps = steps;
-}
-
-void
-tdm_trainer_set_batch_fits(TdmTrainer *t, gboolean fits)
-{
-  g_return_if_fail(t != NULL);
-  t->batch_fits = fits;
-}
-
-void
-tdm_trainer_set_summary_steps(TdmTrainer *t, int steps)
-{
-  g_return_if_fail(t != NULL && steps >= 0);
-  t->summary_steps = steps;
 }
 
 void

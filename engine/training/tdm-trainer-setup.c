@@ -277,9 +277,9 @@ split_validation(TdmTrainer *t, GError **error)
   if (cfg->val_split <= 0)
     return TRUE;
   int held = (int)CLAMP(llround(cfg->val_split * n), 1, (gint64)n - 1);
-  /* A batch left to the trainer (tdm_trainer_set_batch_fits) shrinks to the rest. */
+  /* A batch left to the trainer (options.batch_fits) shrinks to the rest. */
   int step_batch = tdm_config_step_batch(cfg);
-  if (n < 2 || (n - held < step_batch && !t->batch_fits)) {
+  if (n < 2 || (n - held < step_batch && !t->options.batch_fits)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
                 _("--val-split %g: leaves %d of the %d training samples of %s, fewer than a "
                 "step's %d"),
@@ -344,7 +344,7 @@ static gboolean
 fit_batch(TdmTrainer *t)
 {
   int replicas = tdm_config_replica_count(t->config);
-  if (!t->batch_fits || t->train_used < replicas)
+  if (!t->options.batch_fits || t->train_used < replicas)
     return FALSE;
   t->batch_asked = t->config->batch;
   /* A step of micro-batches fits as a whole: each is that much smaller. */
@@ -556,7 +556,7 @@ tdm_trainer_initialize_parameters(TdmTrainer *t, GError **error)
 static gboolean
 prewarm_wanted(const TdmTrainer *t)
 {
-  switch (t->prewarm) {
+  switch (t->options.prewarm) {
   case TDM_PREWARM_ON:
     return TRUE;
   case TDM_PREWARM_OFF:

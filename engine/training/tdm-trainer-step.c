@@ -25,7 +25,7 @@ static void
 mark_phase(TdmTrainer *t, Timing *tm, TdmPhase phase, double start, double end)
 {
   TdmDevicePhases *p = &tm->phases;
-  if (!t->step_detail || p->spans >= TDM_MAX_PHASE_SPANS)
+  if (!t->options.step_detail || p->spans >= TDM_MAX_PHASE_SPANS)
     return;
   p->span[p->spans].start_ms = (float)(1e3 * (start - t->job.origin));
   p->span[p->spans].end_ms = (float)(1e3 * (end - t->job.origin));
@@ -137,7 +137,7 @@ flush_bucket(Buckets *bk)
   /* A sampled step notes when its communication could first set off: when the first
    * bucket's gradients were ready on the device (a GPU runs behind the host), not
    * when the host queued it. The step is timed anyway; one wait more. */
-  if (t->job.timed && t->step_detail && bk->first_launch == 0) {
+  if (t->job.timed && t->options.step_detail && bk->first_launch == 0) {
     tdm_backend_synchronize(t->backends[bk->replica]);
     bk->first_launch = tdm_trainer_now_seconds();
   }
@@ -281,7 +281,7 @@ job_train(TdmTrainer *t, int r)
   double start = timed ? tdm_trainer_now_seconds() : 0;
   /* Sampled steps also record their phases: forward and backward apart (the hook
    * takes the step off its graph), each collective and each wait. */
-  gboolean detail = job->timed && t->step_detail;
+  gboolean detail = job->timed && t->options.step_detail;
   if (detail) {
     tm->phases.spans = 0;
     tm->phases.hidden_ms = 0;

@@ -56,7 +56,7 @@ tdm_trainer_new(const TdmConfig *config, TdmEventSink sink, gpointer user_data)
   g_cond_init(&t->pause_cond);
   g_mutex_init(&t->error_lock);
   g_mutex_init(&t->abort_lock);
-  t->step_detail = TRUE;
+  tdm_trainer_init_options(t);
   return t;
 }
 
@@ -126,8 +126,8 @@ tdm_trainer_abort_locked(TdmTrainer *t)
   tdm_communicator_abort(t->comm);
 }
 
-void
-tdm_trainer_abort(TdmTrainer *t)
+static void
+abort_run(TdmTrainer *t)
 {
   g_mutex_lock(&t->abort_lock);
   tdm_trainer_abort_locked(t);
@@ -143,7 +143,7 @@ tdm_trainer_fail_worker(TdmTrainer *t, GError *error)
   else
     g_error_free(error);
   g_mutex_unlock(&t->error_lock);
-  tdm_trainer_abort(t);
+  abort_run(t);
 }
 
 gboolean
@@ -466,9 +466,9 @@ wait_for_pace(TdmTrainer *t)
 static double
 step_lr(TdmTrainer *t, double epoch)
 {
-  if (t->range_steps > 0) {
-    double x = t->range_steps > 1 ? (double)t->step / (t->range_steps - 1) : 0;
-    return t->range_first * pow(t->range_last / t->range_first, MIN(x, 1.0));
+  if (t->options.lr_range_steps > 0) {
+    double x = t->options.lr_range_steps > 1 ? (double)t->step / (t->options.lr_range_steps - 1) : 0;
+    return t->options.lr_range[0] * pow(t->options.lr_range[1] / t->options.lr_range[0], MIN(x, 1.0));
   }
   return tdm_config_lr_at(t->config, epoch) * t->plateau_scale;
 }
@@ -517,7 +517,7 @@ train_loop(TdmTrainer *t, RunStats *st, gboolean *stopped, double *final_loss,
       gboolean stop;
       if (st->samples > 0 && !summarize(t, st, FALSE, &stop, error))
         return FALSE;
-      if (evaluated_step != t->step && t->range_steps == 0) {
+      if (evaluated_step != t->step && t->options.lr_range_steps == 0) {
         st->trained_seconds = elapsed_training(t, st);
         if (!evaluate(t, final_loss, final_accuracy, error)) {
           if (tdm_trainer_aborted(t) && (error == NULL || *error == NULL)) {
@@ -547,9 +547,9 @@ train_loop(TdmTrainer *t, RunStats *st, gboolean *stopped, double *final_loss,
     }
     /* Which 1/parts of the epoch the step ends in, against where it began. */
     gboolean part_passed =
-        t->summary_parts > 0 &&
-        (epoch_end || (long)t->it->position * t->summary_parts / t->it->count !=
-                          (long)position_before * t->summary_parts / t->it->count);
+        t->options.summary_parts > 0 &&
+        (epoch_end || (long)t->it->position * t->options.summary_parts / t->it->count !=
+                          (long)position_before * t->options.summary_parts / t->it->count);
 
     t->job.kind = JOB_TRAIN;
     t->job.indices = indices;
@@ -576,12 +576,12 @@ train_loop(TdmTrainer *t, RunStats *st, gboolean *stopped, double *final_loss,
     t->step++;
     st->samples += count;
     st->epoch_samples += count;
-    if (t->job.timed && t->step_detail)
+    if (t->job.timed && t->options.step_detail)
       tdm_trainer_emit_step_detail(t);
 
     gint64 now = now_us(t);
     gboolean due = tdm_trainer_distributed(t)       ? t->step % DISTRIBUTED_SUMMARY_STEPS == 0
-                   : t->summary_steps > 0 ? t->step % t->summary_steps == 0
+                   : t->options.summary_steps > 0 ? t->step % t->options.summary_steps == 0
                                           : now - st->last_summary_us >= SUMMARY_INTERVAL_US;
     /* Under mpirun every rank sees the same positions, so this grid is agreed too. */
     due = due || part_passed || (st->stepped && !tdm_trainer_distributed(t));
@@ -597,7 +597,7 @@ train_loop(TdmTrainer *t, RunStats *st, gboolean *stopped, double *final_loss,
     if (epoch_end) {
       st->trained_seconds = elapsed_training(t, st);
       double test_loss = NAN, test_accuracy = NAN;
-      if (t->range_steps == 0 && !evaluate(t, &test_loss, &test_accuracy, error)) {
+      if (t->options.lr_range_steps == 0 && !evaluate(t, &test_loss, &test_accuracy, error)) {
         if (tdm_trainer_aborted(t) && (error == NULL || *error == NULL)) {
           *stopped = TRUE;
           break;
@@ -605,7 +605,7 @@ train_loop(TdmTrainer *t, RunStats *st, gboolean *stopped, double *final_loss,
         return FALSE;
       }
       double val_loss = NAN, val_accuracy = NAN;
-      if (t->val_count > 0 && t->range_steps == 0 &&
+      if (t->val_count > 0 && t->options.lr_range_steps == 0 &&
           !evaluate_set(t, TRUE, &val_loss, &val_accuracy, error)) {
         if (tdm_trainer_aborted(t) && (error == NULL || *error == NULL)) {
           *stopped = TRUE;
@@ -624,7 +624,7 @@ train_loop(TdmTrainer *t, RunStats *st, gboolean *stopped, double *final_loss,
       e.epoch.test_accuracy = test_accuracy;
       e.epoch.elapsed = st->trained_seconds;
       tdm_trainer_emit(t, &e);
-      if (t->range_steps == 0)
+      if (t->options.lr_range_steps == 0)
         tdm_trainer_emit_predictions(t, epoch_before + 1);
       *final_loss = test_loss;
       *final_accuracy = test_accuracy;
@@ -714,7 +714,7 @@ tdm_trainer_run(TdmTrainer *t, GCancellable *cancellable, GError **error)
   t->plateau_bad = 0;
   t->batch_asked = 0;
 
-  if (!tdm_trainer_setup(t, cancellable, &local))
+  if (!tdm_trainer_check_options(t, &local) || !tdm_trainer_setup(t, cancellable, &local))
     goto failed;
   if (cancellable != NULL) {
     t->cancellable = g_object_ref(cancellable);

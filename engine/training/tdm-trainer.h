@@ -13,6 +13,7 @@
 #include "tdm-config.h"
 #include "tdm-dataset.h"
 #include "tdm-events.h"
+#include "tdm-field.h"
 
 G_BEGIN_DECLS
 
@@ -63,10 +64,6 @@ void tdm_trainer_set_clock (TdmTrainer *trainer, TdmClockFunc clock, gpointer us
 void tdm_trainer_set_paused (TdmTrainer *trainer, gboolean paused);
 gboolean tdm_trainer_get_paused (TdmTrainer *trainer);
 
-/* Whether sampled steps also report their phases and batch split (PHASES and BATCH
- * events; on by default). Off only to measure what they cost (bench-phases). */
-void tdm_trainer_set_step_detail (TdmTrainer *trainer, gboolean detail);
-
 /* A pre-warm before the training clock starts (not the learning rate's warm-up,
  * config->warmup_epochs): one step of each shard size the run has (a full batch and
  * an epoch's short last one), each once as a sampled step and once as a plain one (a GPU's captured graph), and one evaluation; then parameters,
@@ -76,35 +73,49 @@ void tdm_trainer_set_step_detail (TdmTrainer *trainer, gboolean detail);
  * the clock: cuBLAS loading its kernels for each GEMM shape, first touches of
  * buffers, about 0.36 s on an H200 for the resnet preset against 3 ms a later step.
  * AUTO, the default, pre-warms when any device is a GPU; CPU workers gain nothing
- * from it (bench/NOTES.md). Set before run. */
+ * from it (bench/NOTES.md). */
 typedef enum {
   TDM_PREWARM_AUTO,
   TDM_PREWARM_ON,
   TDM_PREWARM_OFF,
 } TdmPrewarm;
-void tdm_trainer_set_prewarm (TdmTrainer *trainer, TdmPrewarm mode);
 
-/* Step summaries every `steps` steps (and at epoch ends) instead of every ~50 ms, so
- * two runs of one configuration record the same points and overlay exactly (run
- * history); 0, the default, goes by the clock. Set before run. */
-void tdm_trainer_set_summary_steps (TdmTrainer *trainer, int steps);
+/* How a trainer reports and prepares a run, besides the run's configuration (what it
+ * computes). Each member is a row of tdm_trainer_option_fields()
+ * (tdm-trainer-options.c: its default and range): a trainer starts from the rows'
+ * defaults, a caller changes what it needs through tdm_trainer_options() before run,
+ * and tdm_trainer_run() checks every row first, failing with the name of the one out
+ * of range. A new option is a member here, its row, and its meaning where the
+ * trainer acts on it. */
+typedef struct {
+  /* Sampled steps also report their phases and batch split (PHASES and BATCH events;
+   * on by default). Off only to measure what they cost (bench-phases). */
+  gboolean step_detail;
+  /* The pre-warm above. */
+  TdmPrewarm prewarm;
+  /* Step summaries every `summary_steps` steps (and at epoch ends) instead of every
+   * ~50 ms, so two runs of one configuration record the same points and overlay
+   * exactly (run history); 0, the default, goes by the clock. */
+  int summary_steps;
+  /* Also a step summary each time the epoch passes another 1/parts of its samples
+   * (0, the default: none), so a log gets a progress line at every tenth of an
+   * epoch however fast the steps go. */
+  int summary_parts;
+  /* A learning-rate range test's schedule (experiments/tdm-lr-find.h): step i of the
+   * run (0-based) takes lr_range[0] · (lr_range[1] / lr_range[0])^(i / (steps − 1)),
+   * whatever the configured schedule; and no evaluation at all (epoch events carry
+   * NaN test figures). lr_range_steps 0, the default, turns it off. */
+  double lr_range[2];
+  int lr_range_steps;
+  /* The batch was not chosen by the person (a default): where it is larger than the
+   * training set, the run takes tdm_config_batch_fitting()'s instead of failing, and
+   * its STARTED event names both (batch, batch_asked). Off by default. */
+  gboolean batch_fits;
+} TdmTrainerOptions;
 
-/* Also a step summary each time the epoch passes another 1/parts of its samples
- * (0, the default: none), so a log gets a progress line at every tenth of an epoch
- * however fast the steps go. Set before run. */
-void tdm_trainer_set_summary_parts (TdmTrainer *trainer, int parts);
-
-/* A learning-rate range test's schedule (drivers/tdm-lr-find.h): step i of the run
- * (0-based) takes lr_first · (lr_last / lr_first)^(i / (steps − 1)), whatever the
- * configured schedule; and no evaluation at all (epoch events carry NaN test
- * figures). steps 0 turns it off. Set before run. */
-void tdm_trainer_set_lr_range (TdmTrainer *trainer, double lr_first, double lr_last,
-                               int steps);
-
-/* The batch was not chosen by the person (a default): where it is larger than the
- * training set, the run takes tdm_config_batch_fitting()'s instead of failing, and
- * its STARTED event names both (batch, batch_asked). Off by default. Set before run. */
-void tdm_trainer_set_batch_fits (TdmTrainer *trainer, gboolean fits);
+/* The trainer's options, to read, or to change before run. */
+TdmTrainerOptions *tdm_trainer_options (TdmTrainer *trainer);
+/* Their rows (tdm-field.h), `n` set to how many. */
 
 /* Pace, thread-safe: at most `steps_per_second` steps a second (0: as fast as it
  * goes), so a small network can be watched; measured on the trainer's clock. A pace

@@ -74,10 +74,12 @@ fi
   >/dev/null 2>"$tmp/err"
 status=$?
 "$train" runs --history "$tmp/runs" --json >"$tmp/runs.json" 2>>"$tmp/err"
-if [ $status -eq 0 ] && [ "$(wc -l <"$tmp/runs.json")" -eq 2 ] &&
+if [ $status -eq 0 ] && [ "$(wc -l <"$tmp/runs.json")" -eq 3 ] &&
    grep -q '"name":"Compare: 2 devices"' "$tmp/runs.json" &&
-   grep -q '"name":"Compare: one device"' "$tmp/runs.json"; then
-  ok "compare --record keeps both runs, named as the window names them"
+   grep -q '"name":"Compare: one device"' "$tmp/runs.json" &&
+   grep -q '"kind":"experiment","experiment":"compare".*"outcome":"compare: 2 devices against one' \
+     "$tmp/runs.json"; then
+  ok "compare --record keeps both runs, named as the window names them, and its own record"
 else
   not_ok "compare --record" "status $status" "$(cat "$tmp/runs.json" "$tmp/err")"
 fi

@@ -382,8 +382,9 @@ files = glob.glob(sys.argv[1] + "/*.jsonl")
 assert len(files) == 1, files
 lines = [json.loads(l) for l in open(files[0])]
 head = lines[0]
-assert head["type"] == "settings" and head["kind"] == "scaling" and head["name"] == "sweep", head
-assert head["scaling"] == {"mode": "weak", "steps": 20, "device_counts": [1, 2]}, head
+assert head["type"] == "settings" and head["kind"] == "experiment" and head["name"] == "sweep", head
+assert head["experiment"] == {"kind": "scaling", "steps": 20, "mode": "weak",
+                              "device_counts": [1, 2]}, head
 points = [l for l in lines if l["type"] == "point"]
 assert [(p["devices"], p["batch"]) for p in points] == [(1, 50), (2, 100)], points
 assert all(len(p["memory_bytes"]) == p["devices"] for p in points), points
@@ -392,7 +393,7 @@ assert all(len(p["memory_bytes"]) == p["devices"] for p in points), points
 assert all(p["cpu_threads"] == 1 and 3 <= p["runs"] <= 5 for p in points), points
 assert all(p["samples_per_second_min"] <= p["samples_per_second"] <= p["samples_per_second_max"]
            for p in points), points
-assert lines[-1] == {"type": "finished", "points": 2, "stopped": False}, lines[-1]
+assert lines[-1] == {"type": "finished", "stopped": False, "result": "2 points measured"}, lines[-1]
 print("a sweep record, 2 points")
 EOF
 )

@@ -608,8 +608,8 @@ train_prewarm(TdmConfig *cfg, TdmPrewarm mode, const char *resume)
   Traced tr = {.first_loss = NAN, .prewarm_steps = -1};
   g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, trace_events, &tr);
   tdm_trainer_set_dataset(trainer, data);
-  tdm_trainer_set_prewarm(trainer, mode);
-  tdm_trainer_set_summary_steps(trainer, 1);
+  tdm_trainer_options(trainer)->prewarm = mode;
+  tdm_trainer_options(trainer)->summary_steps = 1;
   if (resume != NULL)
     tdm_trainer_set_resume_path(trainer, resume);
   g_assert_true(tdm_trainer_run(trainer, NULL, &error));
@@ -645,7 +645,7 @@ assert_same_run(const Traced *a, const Traced *b)
   g_assert_cmpfloat(a->first_loss, ==, b->first_loss);
 }
 
-/* The pre-warm (tdm_trainer_set_prewarm) runs a full and a short step twice each and
+/* The pre-warm (TdmTrainerOptions.prewarm) runs a full and a short step twice each and
  * an evaluation, then puts everything back: parameters and every replica's running
  * statistics bit for bit as without it, and the first step's loss too (the metrics'
  * sums were cleared). Batch 28 leaves a short last batch of 12 (600 samples). With

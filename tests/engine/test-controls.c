@@ -171,7 +171,7 @@ train(const TdmConfig *config, int train_count, int test_count, Run *run, gboole
   TdmDatasetPair *data = tdm_dataset_synthetic(3, train_count, test_count);
   g_autoptr(TdmTrainer) trainer = tdm_trainer_new(config, on_event, run);
   tdm_trainer_set_dataset(trainer, data);
-  tdm_trainer_set_batch_fits(trainer, batch_fits);
+  tdm_trainer_options(trainer)->batch_fits = batch_fits;
   if (clock)
     tdm_trainer_set_clock(trainer, tick, run);
   g_assert_true(tdm_trainer_run(trainer, NULL, &error));

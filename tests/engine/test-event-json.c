@@ -65,7 +65,7 @@ test_run_file_is_json_lines(void)
                g_ptr_array_new_with_free_func(g_free)};
   g_assert_no_error(error);
   g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, both_sink, &both);
-  tdm_trainer_set_summary_steps(trainer, 4);
+  tdm_trainer_options(trainer)->summary_steps = 4;
   g_assert_true(tdm_trainer_run(trainer, NULL, &error));
   g_assert_no_error(error);
   g_assert_true(tdm_run_recorder_finish(both.recorder, &error));

@@ -46,7 +46,7 @@ record_run(TdmHistory *history, const TdmConfig *cfg, const char *name)
   g_autoptr(TdmRunRecorder) rec = tdm_run_recorder_new(history, cfg, name, &error);
   g_assert_no_error(error);
   g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, tdm_run_recorder_add, rec);
-  tdm_trainer_set_summary_steps(trainer, 5);
+  tdm_trainer_options(trainer)->summary_steps = 5;
   g_assert_true(tdm_trainer_run(trainer, NULL, &error));
   g_assert_no_error(error);
   g_assert_true(tdm_run_recorder_finish(rec, &error));
@@ -407,15 +407,29 @@ test_compare_describe(void)
 typedef struct {
   GArray *points;
   GCancellable *cancel_after_first;
+  TdmRunRecorder *record;       /* each point appended as it comes, or NULL */
 } Points;
 
 static void
 on_point(const TdmScalingPoint *point, gpointer data)
 {
   Points *p = data;
+  if (p->record != NULL)
+    tdm_run_recorder_add_point(point, p->record);
   g_array_append_val(p->points, *point);
   if (p->cancel_after_first != NULL)
     g_cancellable_cancel(p->cancel_after_first);
+}
+
+/* The scaling experiment of `cfg` on this thread, each point to `p`. */
+static gboolean
+scaling_run(const TdmConfig *cfg, TdmScalingMode mode, Points *p, GCancellable *cancel,
+            GError **error)
+{
+  g_autoptr(TdmExperiment) e = tdm_experiment_new_scaling(cfg, mode, 30, error);
+  g_assert_nonnull(e);
+  tdm_experiment_set_point_sink(e, on_point, p);
+  return tdm_experiment_run(e, NULL, NULL, cancel, error);
 }
 
 /* 1 and 2 CPU workers: two points, in order, the first the baseline; throughput is
@@ -427,7 +441,7 @@ test_scaling_two_points(gconstpointer data)
   g_autoptr(TdmConfig) cfg = config("cpu:2", 0);
   Points p = {g_array_new(FALSE, FALSE, sizeof(TdmScalingPoint)), NULL};
   g_autoptr(GError) error = NULL;
-  g_assert_true(tdm_scaling_run(cfg, mode, 30, on_point, &p, NULL, &error));
+  g_assert_true(scaling_run(cfg, mode, &p, NULL, &error));
   g_assert_no_error(error);
   g_assert_cmpuint(p.points->len, ==, 2);
   for (int i = 0; i < 2; i++) {
@@ -461,7 +475,7 @@ test_scaling_cancel(void)
   g_autoptr(GCancellable) cancel = g_cancellable_new();
   Points p = {g_array_new(FALSE, FALSE, sizeof(TdmScalingPoint)), cancel};
   g_autoptr(GError) error = NULL;
-  g_assert_false(tdm_scaling_run(cfg, TDM_SCALING_STRONG, 30, on_point, &p, cancel, &error));
+  g_assert_false(scaling_run(cfg, TDM_SCALING_STRONG, &p, cancel, &error));
   g_assert_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CANCELLED);
   g_assert_cmpuint(p.points->len, ==, 1);
   g_array_unref(p.points);
@@ -536,6 +550,45 @@ file_of(const char *dir, const char *id)
   return g_build_filename(dir, file, NULL);
 }
 
+/* A sweep as tandem-train scaling --record keeps it: the experiment on this thread,
+ * each point appended to its record (and to `points`) as it comes, the outcome at the
+ * end. */
+typedef struct {
+  TdmExperiment *experiment;
+  TdmRunRecorder *rec;
+} Sweep;
+
+static void
+sweep_open(Sweep *s, TdmHistory *history, const TdmConfig *cfg, TdmScalingMode mode,
+           const char *name, Points *points)
+{
+  g_autoptr(GError) error = NULL;
+  s->experiment = tdm_experiment_new_scaling(cfg, mode, 20, &error);
+  g_assert_no_error(error);
+  s->rec = tdm_run_recorder_new_experiment(history, s->experiment, name, &error);
+  g_assert_no_error(error);
+  points->record = s->rec;
+  tdm_experiment_set_point_sink(s->experiment, on_point, points);
+}
+
+static gboolean
+sweep_run(Sweep *s, GCancellable *cancel, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok = tdm_experiment_run(s->experiment, NULL, NULL, cancel, &local);
+  tdm_run_recorder_end_experiment(s->rec, s->experiment, local);
+  if (local != NULL)
+    g_propagate_error(error, local);
+  return ok;
+}
+
+static void
+sweep_close(Sweep *s)
+{
+  g_clear_pointer(&s->experiment, tdm_experiment_free);
+  g_clear_pointer(&s->rec, tdm_run_recorder_free);
+}
+
 /* A sweep over 1 and 2 CPU workers, recorded as it goes: read back (as after a
  * restart) it has its settings and the very points the driver reported, it is listed
  * beside a training run, renamed and exported like one. */
@@ -553,15 +606,15 @@ test_sweep_record(void)
     g_autoptr(TdmHistory) history = tdm_history_new(dir);
     g_autoptr(TdmConfig) one = config("cpu", 10);
     training = record_run(history, one, "a training run");
-    g_autoptr(TdmRunRecorder) rec =
-      tdm_run_recorder_new_sweep(history, cfg, TDM_SCALING_WEAK, 20, "sweep", &error);
+    Sweep sweep;
+    sweep_open(&sweep, history, cfg, TDM_SCALING_WEAK, "sweep", &p);
+    g_assert_true(sweep_run(&sweep, NULL, &error));
     g_assert_no_error(error);
-    g_assert_true(tdm_history_run_sweep(rec, on_point, &p, NULL, &error));
+    g_assert_true(tdm_run_recorder_finish(sweep.rec, &error));
     g_assert_no_error(error);
-    g_assert_true(tdm_run_recorder_finish(rec, &error));
-    g_assert_no_error(error);
-    g_assert_true(tdm_run_recorder_get_kept(rec));
-    id = g_strdup(tdm_run_recorder_get_id(rec));
+    g_assert_true(tdm_run_recorder_get_kept(sweep.rec));
+    id = g_strdup(tdm_run_recorder_get_id(sweep.rec));
+    sweep_close(&sweep);
   }
   g_assert_cmpuint(p.points->len, ==, 2);
 
@@ -574,13 +627,18 @@ test_sweep_record(void)
                     ? runs->pdata[0] : runs->pdata[1];
   TdmRunRecord *r = t == runs->pdata[0] ? runs->pdata[1] : runs->pdata[0];
   g_assert_cmpint(t->kind, ==, TDM_RUN_TRAINING);
-  g_assert_cmpuint(t->sweep.points->len, ==, 0);
+  g_assert_cmpuint(t->experiment.points->len, ==, 0);
   g_assert_cmpstr(r->id, ==, id);
-  g_assert_cmpint(r->kind, ==, TDM_RUN_SCALING);
+  g_assert_cmpint(r->kind, ==, TDM_RUN_EXPERIMENT);
+  g_assert_cmpint(r->experiment.kind, ==, TDM_EXPERIMENT_SCALING);
+  g_assert_true(tdm_run_record_is_sweep(r));
+  g_assert_false(tdm_run_record_is_sweep(t));
+  g_assert_cmpstr(r->experiment.result, ==, "2 points measured");
+  g_assert_cmpuint(r->experiment.runs->len, ==, 0);
   g_assert_cmpstr(r->name, ==, "sweep");
-  g_assert_cmpint(r->sweep.mode, ==, TDM_SCALING_WEAK);
-  g_assert_cmpint(r->sweep.steps, ==, 20);
-  g_assert_cmpint(r->sweep.count, ==, 2);
+  g_assert_cmpint(r->experiment.mode, ==, TDM_SCALING_WEAK);
+  g_assert_cmpint(r->experiment.steps, ==, 20);
+  g_assert_cmpint(r->experiment.count, ==, 2);
   g_assert_cmpint(r->replicas, ==, 2);
   g_assert_cmpint(r->config->strategy, ==, TDM_STRATEGY_MAIN);
   g_assert_cmpstr(r->config->network, ==, "fc16,relu,fc10");
@@ -588,10 +646,10 @@ test_sweep_record(void)
   g_assert_false(r->failed);
   g_assert_false(r->final.stopped);
   g_assert_cmpuint(r->points->len, ==, 0);
-  g_assert_cmpuint(r->sweep.points->len, ==, 2);
+  g_assert_cmpuint(r->experiment.points->len, ==, 2);
   for (guint i = 0; i < 2; i++) {
     const TdmScalingPoint *a = &g_array_index(p.points, TdmScalingPoint, i);
-    const TdmScalingPoint *b = &g_array_index(r->sweep.points, TdmScalingPoint, i);
+    const TdmScalingPoint *b = &g_array_index(r->experiment.points, TdmScalingPoint, i);
     g_assert_cmpint(b->index, ==, (int)i);
     g_assert_cmpint(b->count, ==, 2);
     g_assert_cmpint(b->devices, ==, a->devices);
@@ -618,7 +676,7 @@ test_sweep_record(void)
         g_assert_cmpint(b->memory_bytes[d], ==, 0);
     }
   }
-  g_assert_cmpint(g_array_index(r->sweep.points, TdmScalingPoint, 1).batch, ==, 100);
+  g_assert_cmpint(g_array_index(r->experiment.points, TdmScalingPoint, 1).batch, ==, 100);
 
   /* Renamed like a training run; exported as its own table after its settings. */
   g_assert_true(tdm_history_rename(history, id, "1 → 2 workers", &error));
@@ -670,18 +728,18 @@ test_sweep_cancel_fail(void)
 
   g_autoptr(GCancellable) cancel = g_cancellable_new();
   Points p = {g_array_new(FALSE, FALSE, sizeof(TdmScalingPoint)), cancel};
-  g_autoptr(TdmRunRecorder) rec =
-    tdm_run_recorder_new_sweep(history, cfg, TDM_SCALING_STRONG, 20, NULL, &error);
-  g_assert_no_error(error);
-  g_assert_false(tdm_history_run_sweep(rec, on_point, &p, cancel, &error));
+  Sweep rec;
+  sweep_open(&rec, history, cfg, TDM_SCALING_STRONG, NULL, &p);
+  g_assert_false(sweep_run(&rec, cancel, &error));
   g_assert_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CANCELLED);
   g_clear_error(&error);
-  g_assert_true(tdm_run_recorder_finish(rec, &error));
-  g_assert_true(tdm_run_recorder_get_kept(rec));
-  g_autoptr(TdmRunRecord) r = tdm_history_load(history, tdm_run_recorder_get_id(rec), &error);
+  g_assert_true(tdm_run_recorder_finish(rec.rec, &error));
+  g_assert_true(tdm_run_recorder_get_kept(rec.rec));
+  g_autoptr(TdmRunRecord) r = tdm_history_load(history, tdm_run_recorder_get_id(rec.rec), &error);
+  sweep_close(&rec);
   g_assert_no_error(error);
-  g_assert_cmpint(r->kind, ==, TDM_RUN_SCALING);
-  g_assert_cmpuint(r->sweep.points->len, ==, 1);
+  g_assert_cmpint(r->kind, ==, TDM_RUN_EXPERIMENT);
+  g_assert_cmpuint(r->experiment.points->len, ==, 1);
   g_assert_true(r->finished);
   g_assert_true(r->final.stopped);
   /* Named by its date, as training runs are. */
@@ -690,37 +748,94 @@ test_sweep_cancel_fail(void)
 
   g_autoptr(GCancellable) early = g_cancellable_new();
   g_cancellable_cancel(early);
-  g_autoptr(TdmRunRecorder) none =
-    tdm_run_recorder_new_sweep(history, cfg, TDM_SCALING_STRONG, 20, "nothing", &error);
-  g_assert_no_error(error);
-  g_autofree char *none_path = file_of(dir, tdm_run_recorder_get_id(none));
+  Sweep none;
+  Points none_points = {p.points, NULL, NULL};
+  sweep_open(&none, history, cfg, TDM_SCALING_STRONG, "nothing", &none_points);
+  g_autofree char *none_path = file_of(dir, tdm_run_recorder_get_id(none.rec));
   g_assert_true(g_file_test(none_path, G_FILE_TEST_EXISTS));
-  g_assert_false(tdm_history_run_sweep(none, NULL, NULL, early, &error));
+  g_assert_false(sweep_run(&none, early, &error));
   g_assert_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CANCELLED);
   g_clear_error(&error);
-  g_assert_true(tdm_run_recorder_finish(none, &error));
-  g_assert_false(tdm_run_recorder_get_kept(none));
+  g_assert_true(tdm_run_recorder_finish(none.rec, &error));
+  g_assert_false(tdm_run_recorder_get_kept(none.rec));
   g_assert_false(g_file_test(none_path, G_FILE_TEST_EXISTS));
+  sweep_close(&none);
 
   g_autoptr(TdmConfig) bad = config("cpu:2", 0);
   bad->dataset = (g_free(bad->dataset), g_strdup("/nonexistent/tandem-dataset"));
-  g_autoptr(TdmRunRecorder) failing =
-    tdm_run_recorder_new_sweep(history, bad, TDM_SCALING_STRONG, 20, "fails", &error);
-  g_assert_no_error(error);
-  g_assert_false(tdm_history_run_sweep(failing, NULL, NULL, NULL, &error));
+  Sweep failing;
+  Points failing_points = {p.points, NULL, NULL};
+  sweep_open(&failing, history, bad, TDM_SCALING_STRONG, "fails", &failing_points);
+  g_assert_false(sweep_run(&failing, NULL, &error));
   g_assert_nonnull(error);
   g_autofree char *message = g_strdup(error->message);
   g_clear_error(&error);
-  g_assert_true(tdm_run_recorder_finish(failing, &error));
-  g_autoptr(TdmRunRecord) f = tdm_history_load(history, tdm_run_recorder_get_id(failing), &error);
+  g_assert_true(tdm_run_recorder_finish(failing.rec, &error));
+  g_autoptr(TdmRunRecord) f =
+    tdm_history_load(history, tdm_run_recorder_get_id(failing.rec), &error);
+  sweep_close(&failing);
   g_assert_no_error(error);
   g_assert_true(f->failed);
   g_assert_cmpstr(f->error, ==, message);
-  g_assert_cmpuint(f->sweep.points->len, ==, 0);
+  g_assert_cmpuint(f->experiment.points->len, ==, 0);
 
   g_autoptr(GPtrArray) runs = tdm_history_list(history, NULL);
   g_assert_cmpuint(runs->len, ==, 2);
   g_array_unref(p.points);
+  remove_folder(dir);
+}
+
+/* A comparison's record: the one shape of every experiment's, with the runs it kept
+ * (named by id, in order) and its result once complete; exported as its settings. */
+static void
+test_comparison_record(void)
+{
+  g_autofree char *dir = temp_folder();
+  g_autoptr(TdmHistory) history = tdm_history_new(dir);
+  g_autoptr(TdmConfig) cfg = config("cpu:2", 0);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmExperiment) e = tdm_experiment_new_compare(cfg, 5, &error);
+  g_assert_no_error(error);
+  g_autoptr(TdmRunRecorder) rec = tdm_run_recorder_new_experiment(history, e, "both", &error);
+  g_assert_no_error(error);
+  g_assert_true(tdm_experiment_run(e, NULL, NULL, NULL, &error));
+  g_assert_no_error(error);
+  tdm_run_recorder_add_run(rec, "20250101-120000-000000-0001");
+  tdm_run_recorder_add_run(rec, "20250101-120000-000000-0002");
+  tdm_run_recorder_end_experiment(rec, e, NULL);
+  g_assert_true(tdm_run_recorder_finish(rec, &error));
+  g_assert_no_error(error);
+  /* Lines of damaged or hostile runs: ids no run file could have are left out. */
+  g_autofree char *path = file_of(dir, tdm_run_recorder_get_id(rec));
+  append(path, "{\"type\":\"run\",\"id\":\"../outside\"}\n{\"type\":\"run\",\"id\":7}\n");
+
+  g_autoptr(TdmRunRecord) r = tdm_history_load(history, tdm_run_recorder_get_id(rec), &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(r->kind, ==, TDM_RUN_EXPERIMENT);
+  g_assert_cmpint(r->experiment.kind, ==, TDM_EXPERIMENT_COMPARE);
+  g_assert_false(tdm_run_record_is_sweep(r));
+  g_assert_cmpint(r->experiment.steps, ==, 5);
+  g_assert_cmpuint(r->experiment.points->len, ==, 0);
+  g_assert_cmpuint(r->experiment.runs->len, ==, 2);
+  g_assert_cmpstr(r->experiment.runs->pdata[0], ==, "20250101-120000-000000-0001");
+  g_assert_cmpstr(r->experiment.runs->pdata[1], ==, "20250101-120000-000000-0002");
+  g_autofree char *result = tdm_experiment_dup_result(e);
+  g_assert_nonnull(result);
+  g_assert_cmpstr(r->experiment.result, ==, result);
+  g_assert_true(r->finished);
+  g_assert_false(r->final.stopped);
+  g_assert_cmpint(r->replicas, ==, 2);
+
+  g_autofree char *csv = g_build_filename(dir, "both.csv", NULL);
+  g_assert_true(tdm_history_export_csv(history, r->id, csv, &error));
+  g_assert_no_error(error);
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(csv, &text, NULL, NULL));
+  g_unlink(csv);
+  g_assert_nonnull(strstr(text, "\n# kind: compare\n"));
+  g_assert_nonnull(strstr(text, "\n# steps: 5\n"));
+  g_assert_nonnull(strstr(text, "\n# run 2: 20250101-120000-000000-0002\n"));
+  g_assert_nonnull(strstr(text, "\n# result: "));
   remove_folder(dir);
 }
 
@@ -750,7 +865,7 @@ test_sweep_files(void)
   g_assert_cmpint(o->kind, ==, TDM_RUN_TRAINING);
   g_assert_cmpstr(o->name, ==, "old");
   g_assert_cmpuint(o->points->len, ==, 1);
-  g_assert_cmpuint(o->sweep.points->len, ==, 0);
+  g_assert_cmpuint(o->experiment.points->len, ==, 0);
   g_assert_true(o->finished);
 
   g_autofree char *sweep = g_build_filename(dir, "20250101-130000-000000-0002.jsonl", NULL);
@@ -768,12 +883,14 @@ test_sweep_files(void)
   append(sweep, "{\"type\":\"finished\",\"poi");
   g_autoptr(TdmRunRecord) s = tdm_history_load(history, "20250101-130000-000000-0002", &error);
   g_assert_no_error(error);
-  g_assert_cmpint(s->kind, ==, TDM_RUN_SCALING);
-  g_assert_cmpint(s->sweep.mode, ==, TDM_SCALING_STRONG);
-  g_assert_cmpint(s->sweep.steps, ==, 200);
-  g_assert_cmpuint(s->sweep.points->len, ==, 2);
+  g_assert_cmpint(s->kind, ==, TDM_RUN_EXPERIMENT);
+  g_assert_cmpint(s->experiment.kind, ==, TDM_EXPERIMENT_SCALING);
+  g_assert_null(s->experiment.result);
+  g_assert_cmpint(s->experiment.mode, ==, TDM_SCALING_STRONG);
+  g_assert_cmpint(s->experiment.steps, ==, 200);
+  g_assert_cmpuint(s->experiment.points->len, ==, 2);
   g_assert_false(s->finished);
-  const TdmScalingPoint *two = &g_array_index(s->sweep.points, TdmScalingPoint, 1);
+  const TdmScalingPoint *two = &g_array_index(s->experiment.points, TdmScalingPoint, 1);
   g_assert_cmpint(two->devices, ==, 2);
   g_assert_cmpint(two->index, ==, 1);
   g_assert_cmpfloat(two->speedup, ==, 1.75);
@@ -785,19 +902,27 @@ test_sweep_files(void)
   g_assert_true(g_file_set_contents(sweep, sweep_text, -1, NULL));
   g_autoptr(TdmRunRecord) whole = tdm_history_load(history, "20250101-130000-000000-0002", &error);
   g_assert_no_error(error);
-  g_assert_cmpuint(whole->sweep.points->len, ==, 2);
+  g_assert_cmpuint(whole->experiment.points->len, ==, 2);
 
   g_autofree char *future = g_build_filename(dir, "20250101-140000-000000-0003.jsonl", NULL);
   g_autofree char *future_text = g_strdup_printf(
     "{\"type\":\"settings\",\"kind\":\"hologram\",\"name\":\"?\",\"created\":1,\"config\":%s}\n",
     config_json);
   g_assert_true(g_file_set_contents(future, future_text, -1, NULL));
+  /* An experiment of a kind a newer version runs: named, not shown as another. */
+  g_autofree char *newer = g_build_filename(dir, "20250101-150000-000000-0004.jsonl", NULL);
+  g_autofree char *newer_text = g_strdup_printf(
+    "{\"type\":\"settings\",\"kind\":\"experiment\",\"name\":\"?\",\"created\":1,"
+    "\"config\":%s,\"experiment\":{\"kind\":\"time-travel\",\"steps\":5}}\n", config_json);
+  g_assert_true(g_file_set_contents(newer, newer_text, -1, NULL));
   g_autoptr(GPtrArray) problems = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GPtrArray) runs = tdm_history_list(history, problems);
   g_assert_cmpuint(runs->len, ==, 2);
-  g_assert_cmpuint(problems->len, ==, 1);
+  g_assert_cmpuint(problems->len, ==, 2);
   g_assert_nonnull(strstr(problems->pdata[0], future));
   g_assert_nonnull(strstr(problems->pdata[0], "hologram"));
+  g_assert_nonnull(strstr(problems->pdata[1], newer));
+  g_assert_nonnull(strstr(problems->pdata[1], "time-travel"));
   remove_folder(dir);
 }
 
@@ -858,6 +983,7 @@ main(int argc, char **argv)
                        test_scaling_two_points);
   g_test_add_func("/scaling/cancel", test_scaling_cancel);
   g_test_add_func("/scaling/sweep-record", test_sweep_record);
+  g_test_add_func("/history/comparison-record", test_comparison_record);
   g_test_add_func("/scaling/sweep-cancel-fail", test_sweep_cancel_fail);
   g_test_add_func("/scaling/sweep-files", test_sweep_files);
   g_test_add_func("/scaling/csv-table", test_scaling_csv_table);

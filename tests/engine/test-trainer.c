@@ -246,7 +246,7 @@ test_throughput_window(void)
   cfg->max_steps = 150;
   g_autoptr(TdmTrainer) trainer = new_trainer(cfg, log_steps, &log);
   tdm_trainer_set_clock(trainer, stall_clock_read, &clock);
-  tdm_trainer_set_summary_steps(trainer, 1);
+  tdm_trainer_options(trainer)->summary_steps = 1;
   g_assert_true(tdm_trainer_run(trainer, NULL, &error));
   g_assert_no_error(error);
   /* Whole batches only, so step × batch counts the samples. */
@@ -318,7 +318,7 @@ run_steps(TdmConfig *cfg, long steps, const char *resume, const char *save,
   rec.cancel_at = 100;
   g_autoptr(TdmTrainer) trainer = new_trainer(cfg, record, &rec);
   /* A summary a step, so the stop comes at step 100 on any machine. */
-  tdm_trainer_set_summary_steps(trainer, 1);
+  tdm_trainer_options(trainer)->summary_steps = 1;
   if (resume != NULL)
     tdm_trainer_set_resume_path(trainer, resume);
   g_assert_true(tdm_trainer_run(trainer, cancel_at_summary, &error));
@@ -503,7 +503,7 @@ run_summarized(SummaryLog *log, long pause_after)
   g_autoptr(TdmConfig) cfg = small_config("synthetic", "fc16,relu,fc10");
   cfg->max_steps = 40;
   g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, log_summaries, log);
-  tdm_trainer_set_summary_steps(trainer, 10);
+  tdm_trainer_options(trainer)->summary_steps = 10;
   log->trainer = trainer;
   log->pause_after = pause_after;
   g_mutex_init(&log->lock);
@@ -549,7 +549,7 @@ test_stop_keeps_elapsed(void)
   g_autoptr(GCancellable) cancel = g_cancellable_new();
   SummaryLog log = {.cancel_after = 3, .cancel = cancel};
   g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, log_summaries, &log);
-  tdm_trainer_set_summary_steps(trainer, 1);
+  tdm_trainer_options(trainer)->summary_steps = 1;
   FakeClock clock = {.now_us = 1, .step_us = 1000};
   tdm_trainer_set_clock(trainer, fake_clock_read, &clock);
   g_autoptr(GError) error = NULL;
@@ -573,7 +573,7 @@ test_stop_is_prompt(void)
   cfg->batch = 64;
   Recorder rec = {0};
   g_autoptr(TdmTrainer) trainer = new_trainer(cfg, record, &rec);
-  tdm_trainer_set_summary_steps(trainer, 1);
+  tdm_trainer_options(trainer)->summary_steps = 1;
   g_autoptr(GCancellable) cancellable = g_cancellable_new();
   rec.cancel_after_steps = cancellable;
   rec.cancel_at = 3;

@@ -172,7 +172,7 @@ test_overlap_reported(void)
     cfg->strategy = s ? TDM_STRATEGY_MAIN : TDM_STRATEGY_ALLREDUCE;
     g_assert_true(tdm_config_set_devices(cfg, "cuda:0,cuda:0", &error));
     g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, collect_phases, phases);
-    tdm_trainer_set_summary_steps(trainer, 1);
+    tdm_trainer_options(trainer)->summary_steps = 1;
     g_assert_true(tdm_trainer_run(trainer, NULL, &error));
     g_assert_no_error(error);
     g_assert_cmpuint(phases->len, >, 0);
@@ -585,7 +585,7 @@ train_prewarm(const char *devices, TdmPrecision precision, TdmBatchNorm bn, TdmP
   cfg->test_flip = TRUE;
   *steps = -1;
   g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, remember_prewarm, steps);
-  tdm_trainer_set_prewarm(trainer, mode);
+  tdm_trainer_options(trainer)->prewarm = mode;
   g_assert_true(tdm_trainer_run(trainer, NULL, &error));
   g_assert_no_error(error);
   size_t n = 0;
@@ -602,7 +602,7 @@ train_prewarm(const char *devices, TdmPrecision precision, TdmBatchNorm bn, TdmP
   return (float *)g_array_free(all, FALSE);
 }
 
-/* The pre-warm (tdm_trainer_set_prewarm) on GPUs: with it, parameters and running
+/* The pre-warm (TdmTrainerOptions.prewarm) on GPUs: with it, parameters and running
  * statistics after 20 steps are the bits of the run without it, on one replica
  * (where later steps replay a captured graph, the first of which the pre-warm
  * captured) in fp32 and bf16, and on two replicas of one GPU with either BN. AUTO

@@ -257,11 +257,21 @@ test_history_compare(void)
   g_assert_true(wait_for(can_start, window, 10));
   g_assert_true(g_str_has_prefix(tdm_history_view_get_compare_result(view), "fc16,relu,fc10: "));
 
-  /* Both runs are kept, 30 steps each; the N-device one stays drawn. */
-  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 2);
+  /* Both runs are kept, 30 steps each; the N-device one stays drawn. The comparison's
+   * own record follows, naming them and its result. */
+  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 3);
   {
     const TdmRunRecord *many = tdm_run_item_get_record(item_at(store, 0));
     const TdmRunRecord *one = tdm_run_item_get_record(item_at(store, 1));
+    const TdmRunRecord *both = tdm_run_item_get_record(item_at(store, 2));
+
+    g_assert_true(tdm_run_item_is_experiment(item_at(store, 2)));
+    g_assert_false(tdm_run_item_is_sweep(item_at(store, 2)));
+    g_assert_cmpint(both->experiment.kind, ==, TDM_EXPERIMENT_COMPARE);
+    g_assert_cmpuint(both->experiment.runs->len, ==, 2);
+    g_assert_cmpstr(both->experiment.runs->pdata[0], ==, many->id);
+    g_assert_cmpstr(both->experiment.runs->pdata[1], ==, one->id);
+    g_assert_nonnull(strstr(both->experiment.result, "identical: 0 of "));
 
     g_assert_cmpint(many->replicas, ==, 2);
     g_assert_cmpint(one->replicas, ==, 1);
@@ -357,20 +367,20 @@ test_history_window_sweep(void)
   record = tdm_run_item_get_record(item);
   g_assert_true(record->finished);
   g_assert_false(record->final.stopped);
-  g_assert_cmpint(record->sweep.mode, ==, TDM_SCALING_STRONG);
-  g_assert_cmpint(record->sweep.steps, ==, 20);
-  g_assert_cmpuint(record->sweep.points->len, ==, 2);
-  g_assert_cmpint(g_array_index(record->sweep.points, TdmScalingPoint, 0).devices, ==, 1);
-  g_assert_cmpint(g_array_index(record->sweep.points, TdmScalingPoint, 1).devices, ==, 2);
-  g_assert_cmpint(g_array_index(record->sweep.points, TdmScalingPoint, 1).batch, ==, 200);
-  g_assert_cmpfloat(g_array_index(record->sweep.points, TdmScalingPoint, 1).samples_per_second, >, 0);
+  g_assert_cmpint(record->experiment.mode, ==, TDM_SCALING_STRONG);
+  g_assert_cmpint(record->experiment.steps, ==, 20);
+  g_assert_cmpuint(record->experiment.points->len, ==, 2);
+  g_assert_cmpint(g_array_index(record->experiment.points, TdmScalingPoint, 0).devices, ==, 1);
+  g_assert_cmpint(g_array_index(record->experiment.points, TdmScalingPoint, 1).devices, ==, 2);
+  g_assert_cmpint(g_array_index(record->experiment.points, TdmScalingPoint, 1).batch, ==, 200);
+  g_assert_cmpfloat(g_array_index(record->experiment.points, TdmScalingPoint, 1).samples_per_second, >, 0);
   /* The page's points are the record's. */
   {
     TdmScalingChart *chart = TDM_SCALING_CHART(tdm_scaling_page_get_chart(page));
 
     g_assert_cmpuint(tdm_scaling_chart_get_n_points(chart), ==, 2);
     g_assert_cmpfloat(tdm_scaling_chart_get_point(chart, 1)->speedup, ==,
-                      g_array_index(record->sweep.points, TdmScalingPoint, 1).speedup);
+                      g_array_index(record->experiment.points, TdmScalingPoint, 1).speedup);
   }
   g_assert_cmpuint(files_in(runs), ==, 1);
   destroy_window(window);
@@ -381,7 +391,7 @@ test_history_window_sweep(void)
   g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 1);
   item = item_at(store, 0);
   g_assert_true(tdm_run_item_is_sweep(item));
-  g_assert_cmpuint(tdm_run_item_get_record(item)->sweep.points->len, ==, 2);
+  g_assert_cmpuint(tdm_run_item_get_record(item)->experiment.points->len, ==, 2);
   g_assert_true(tdm_history_store_rename(store, item, "1 and 2 workers", &error));
   g_assert_no_error(error);
   destroy_window(window);

@@ -413,8 +413,11 @@ write_sweep(TdmHistory *history, const char *name)
 {
   g_autoptr(TdmConfig) cfg = small_config("cpu:2");
   g_autoptr(GError) error = NULL;
-  g_autoptr(TdmRunRecorder) rec = tdm_run_recorder_new_sweep(history, cfg, TDM_SCALING_STRONG,
-                                                             200, name, &error);
+  g_autoptr(TdmExperiment) experiment = tdm_experiment_new_scaling(cfg, TDM_SCALING_STRONG, 200,
+                                                                  &error);
+  g_assert_no_error(error);
+  g_autoptr(TdmRunRecorder) rec = tdm_run_recorder_new_experiment(history, experiment, name,
+                                                                  &error);
 
   g_assert_no_error(error);
   for (int n = 1; n <= 2; n++) {
@@ -432,7 +435,7 @@ write_sweep(TdmHistory *history, const char *name)
       p.memory_bytes[d] = (gint64)3 << 20;
     tdm_run_recorder_add_point(&p, rec);
   }
-  tdm_run_recorder_end_sweep(rec, NULL);
+  tdm_run_recorder_end_experiment(rec, experiment, NULL);
   g_assert_true(tdm_run_recorder_finish(rec, &error));
   g_assert_no_error(error);
   return g_strdup(tdm_run_recorder_get_id(rec));

@@ -237,13 +237,16 @@ check_sweep(void)
   g_autoptr(TdmHistory) history = tdm_history_new(dir);
   g_autoptr(TdmConfig) cfg = tdm_config_new();
   g_autoptr(GError) error = NULL;
+  g_autoptr(TdmExperiment) experiment = NULL;
   g_autoptr(TdmRunRecorder) rec = NULL;
   g_autoptr(TdmHistoryStore) store = NULL;
   GtkWidget *sweep, *table, *scroller;
   int table_width;
 
   g_assert_true(tdm_config_set_devices(cfg, "cpu:3", &error));
-  rec = tdm_run_recorder_new_sweep(history, cfg, TDM_SCALING_STRONG, 200, "sweep", &error);
+  experiment = tdm_experiment_new_scaling(cfg, TDM_SCALING_STRONG, 200, &error);
+  g_assert_no_error(error);
+  rec = tdm_run_recorder_new_experiment(history, experiment, "sweep", &error);
   g_assert_no_error(error);
   for (int n = 1; n <= 3; n++) {
     TdmScalingPoint p = {
@@ -258,7 +261,7 @@ check_sweep(void)
       p.memory_bytes[d] = (gint64)345 << 20;
     tdm_run_recorder_add_point(&p, rec);
   }
-  tdm_run_recorder_end_sweep(rec, NULL);
+  tdm_run_recorder_end_experiment(rec, experiment, NULL);
   g_assert_true(tdm_run_recorder_finish(rec, &error));
   g_assert_no_error(error);
   store = tdm_history_store_new(dir);

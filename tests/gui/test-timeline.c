@@ -38,7 +38,7 @@ train_into (TdmTimeline *timeline,
   g_assert_true (tdm_config_set_devices (cfg, "cpu:2", &error));
   g_autoptr(TdmTrainer) trainer = tdm_trainer_new (cfg, on_event, timeline);
   /* Every step summarized, so every step is sampled and timed. */
-  tdm_trainer_set_summary_steps (trainer, 1);
+  tdm_trainer_options (trainer)->summary_steps = 1;
   g_assert_true (tdm_trainer_run (trainer, NULL, &error));
   g_assert_no_error (error);
 }

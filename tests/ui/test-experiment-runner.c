@@ -6,7 +6,8 @@
  * started and done once, the twin bit for bit the same), through a launch function
  * (called for each training), stopped during its first training (cancelled, no
  * second), and dropped while a training runs (its thread ends by itself); a scaling
- * sweep's points come as signals and its record is kept with them. The main loop is
+ * sweep's points come as signals and its record is kept with them; a comparison's
+ * record names the runs a launch function kept. The main loop is
  * iterated until what a test waits for has happened; nothing is timed.
  */
 
@@ -215,26 +216,94 @@ test_sweep (void)
   g_autoptr(TdmHistory) history = tdm_history_new (folder);
   TdmExperiment *experiment = tdm_experiment_new_scaling (cfg, TDM_SCALING_STRONG, 20, &error);
   g_autoptr(TdmExperimentRunner) runner = tdm_experiment_runner_new (experiment);
-  TdmRunRecorder *recorder = tdm_run_recorder_new_sweep (history, cfg, TDM_SCALING_STRONG, 20,
-                                                         NULL, &error);
   g_autoptr(TdmRunRecord) record = NULL;
   Seen seen = { 0 };
 
   g_assert_no_error (error);
   watch (runner, &seen);
-  tdm_experiment_runner_set_sweep_record (runner, recorder);
+  tdm_experiment_runner_set_history (runner, history);
   g_assert_true (tdm_experiment_runner_start (runner, &error));
   wait_for (&seen.finished, 300);
   g_assert_no_error (seen.error);
   g_assert_cmpint (seen.points, ==, 2);
-  g_assert_null (tdm_experiment_runner_get_sweep_error (runner));
-  g_assert_nonnull (tdm_experiment_runner_get_sweep_id (runner));
-  record = tdm_history_load (history, tdm_experiment_runner_get_sweep_id (runner), &error);
+  g_assert_null (tdm_experiment_runner_get_history_error (runner));
+  g_assert_nonnull (tdm_experiment_runner_get_history_id (runner));
+  record = tdm_history_load (history, tdm_experiment_runner_get_history_id (runner), &error);
   g_assert_no_error (error);
-  g_assert_cmpint (record->kind, ==, TDM_RUN_SCALING);
-  g_assert_cmpuint (record->sweep.points->len, ==, 2);
+  g_assert_true (tdm_run_record_is_sweep (record));
+  g_assert_cmpuint (record->experiment.points->len, ==, 2);
+  /* A sweep's measurements are not runs of their own. */
+  g_assert_cmpuint (record->experiment.runs->len, ==, 0);
   g_assert_false (record->final.stopped);
-  g_assert_true (tdm_history_delete (history, tdm_experiment_runner_get_sweep_id (runner), NULL));
+  g_assert_true (tdm_history_delete (history, tdm_experiment_runner_get_history_id (runner), NULL));
+  g_rmdir (folder);
+}
+
+static TdmHistory *launch_history;
+
+/* The window's way: each training a run of its own in the history. */
+static TdmRun *
+launch_recorded (const TdmExperimentTraining *training,
+                 TdmExperimentRunner         *runner,
+                 gpointer                     data)
+{
+  g_autoptr(TdmRun) run = tdm_run_new (training->config);
+  g_autoptr(GError) error = NULL;
+  TdmRunRecorder *recorder = tdm_run_recorder_new (launch_history, training->config,
+                                                   training->name, &error);
+
+  g_assert_no_error (error);
+  tdm_experiment_runner_prepare_run (runner, run);
+  tdm_run_set_recorder (run, recorder);
+  g_assert_true (tdm_run_start (run, NULL));
+  return g_steal_pointer (&run);
+}
+
+/* A comparison kept in the history: a record of the experiment's own naming the two
+ * runs the window kept, in the order they ran, and its result. */
+static void
+test_record (void)
+{
+  g_autoptr(TdmConfig) cfg = config ();
+  g_autoptr(GError) error = NULL;
+  g_autofree char *folder = g_dir_make_tmp ("tdm-runner-XXXXXX", &error);
+  g_autoptr(TdmHistory) history = tdm_history_new (folder);
+  TdmExperiment *experiment = tdm_experiment_new_compare (cfg, 12, &error);
+  g_autoptr(TdmExperimentRunner) runner = tdm_experiment_runner_new (experiment);
+  g_autoptr(TdmRunRecord) record = NULL;
+  g_autofree char *result = NULL;
+  Seen seen = { 0 };
+
+  launch_history = history;
+  watch (runner, &seen);
+  tdm_experiment_runner_set_launch (runner, launch_recorded, NULL);
+  tdm_experiment_runner_set_history (runner, history);
+  g_assert_true (tdm_experiment_runner_start (runner, &error));
+  wait_for (&seen.finished, 120);
+  g_assert_no_error (seen.error);
+  g_assert_nonnull (tdm_experiment_runner_get_history_id (runner));
+  record = tdm_history_load (history, tdm_experiment_runner_get_history_id (runner), &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (record->kind, ==, TDM_RUN_EXPERIMENT);
+  g_assert_cmpint (record->experiment.kind, ==, TDM_EXPERIMENT_COMPARE);
+  g_assert_cmpint (record->experiment.steps, ==, 12);
+  g_assert_cmpuint (record->experiment.runs->len, ==, 2);
+  for (int i = 0; i < 2; i++)
+    {
+      const char *id = tdm_experiment_runner_get_record_id (runner, i);
+      g_autoptr(TdmRunRecord) run = NULL;
+
+      g_assert_nonnull (id);
+      g_assert_cmpstr (record->experiment.runs->pdata[i], ==, id);
+      run = tdm_history_load (history, id, &error);
+      g_assert_no_error (error);
+      g_assert_cmpint (run->kind, ==, TDM_RUN_TRAINING);
+      g_assert_true (tdm_history_delete (history, id, NULL));
+    }
+  result = tdm_experiment_dup_result (experiment);
+  g_assert_cmpstr (record->experiment.result, ==, result);
+  g_assert_true (tdm_history_delete (history, tdm_experiment_runner_get_history_id (runner), NULL));
+  launch_history = NULL;
   g_rmdir (folder);
 }
 
@@ -249,6 +318,7 @@ main (int argc, char **argv)
   g_test_add_func ("/experiment-runner/stop", test_stop);
   g_test_add_func ("/experiment-runner/drop", test_drop);
   g_test_add_func ("/experiment-runner/sweep", test_sweep);
+  g_test_add_func ("/experiment-runner/record", test_record);
   dataset = test_synthetic_idx_new (0, 3000, 500);
   status = g_test_run ();
   test_remove_synthetic_idx (dataset);

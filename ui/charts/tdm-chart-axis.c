@@ -291,12 +291,6 @@ climb (const Rung *ladder,
   return r;
 }
 
-gboolean
-tdm_chart_unit_has_ladder (const char *unit)
-{
-  return ladder_for (unit) != NULL;
-}
-
 /**
  * tdm_chart_axis_in_unit:
  * @unit: the data's unit; "B" and "ms" climb their ladders (see the header),

@@ -51,7 +51,6 @@ void  tdm_chart_axis_time          (TdmChartAxis *axis,
                                     double        lo,
                                     double        hi,
                                     guint         max_ticks);
-gboolean tdm_chart_unit_has_ladder (const char   *unit);
 void  tdm_chart_axis_in_unit       (TdmChartAxis *axis,
                                     const char   *unit,
                                     double        lo,

@@ -343,14 +343,6 @@ tdm_chart_set_y_unit (TdmChart   *self,
   set_string (self, &self->y_unit, unit, PROP_Y_UNIT);
 }
 
-const char *
-tdm_chart_get_y_unit (TdmChart *self)
-{
-  g_return_val_if_fail (TDM_IS_CHART (self), NULL);
-
-  return self->y_unit;
-}
-
 /**
  * tdm_chart_set_log_scale:
  *

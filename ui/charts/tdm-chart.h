@@ -66,7 +66,6 @@ void        tdm_chart_set_y_label          (TdmChart      *chart,
 const char *tdm_chart_get_y_label          (TdmChart      *chart);
 void        tdm_chart_set_y_unit           (TdmChart      *chart,
                                             const char    *unit);
-const char *tdm_chart_get_y_unit           (TdmChart      *chart);
 void        tdm_chart_set_log_scale        (TdmChart      *chart,
                                             gboolean       log_scale);
 gboolean    tdm_chart_get_log_scale        (TdmChart      *chart);

@@ -89,16 +89,6 @@ tdm_series_get_name (TdmSeries *self)
 }
 
 void
-tdm_series_set_name (TdmSeries  *self,
-                     const char *name)
-{
-  g_return_if_fail (self != NULL);
-
-  g_free (self->name);
-  self->name = g_strdup (name ? name : "");
-}
-
-void
 tdm_series_clear (TdmSeries *self)
 {
   g_return_if_fail (self != NULL);

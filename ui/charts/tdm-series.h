@@ -50,8 +50,6 @@ TdmSeries             *tdm_series_new              (const char  *name,
 void                   tdm_series_free             (TdmSeries   *series);
 
 const char            *tdm_series_get_name         (TdmSeries   *series);
-void                   tdm_series_set_name         (TdmSeries   *series,
-                                                    const char  *name);
 
 void                   tdm_series_append           (TdmSeries   *series,
                                                     double       x,

@@ -571,12 +571,6 @@ tdm_dataset_chooser_init (TdmDatasetChooser *self)
                            G_CONNECT_SWAPPED);
 }
 
-GtkWidget *
-tdm_dataset_chooser_new (void)
-{
-  return g_object_new (TDM_TYPE_DATASET_CHOOSER, NULL);
-}
-
 const char *
 tdm_dataset_chooser_get_source (TdmDatasetChooser *self)
 {

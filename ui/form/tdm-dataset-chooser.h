@@ -21,7 +21,6 @@ G_BEGIN_DECLS
 
 G_DECLARE_FINAL_TYPE (TdmDatasetChooser, tdm_dataset_chooser, TDM, DATASET_CHOOSER, GtkWidget)
 
-GtkWidget  *tdm_dataset_chooser_new         (void);
 
 /* Property "source": "fashion-mnist", "mnist", "synthetic" or a folder's path, as
  * tdm_dataset_open() takes it. Setting it starts loading, unless held. */

@@ -300,12 +300,6 @@ tdm_device_picker_init (TdmDevicePicker *self)
   gtk_widget_set_parent (self->frame, GTK_WIDGET (self));
 }
 
-GtkWidget *
-tdm_device_picker_new (void)
-{
-  return g_object_new (TDM_TYPE_DEVICE_PICKER, NULL);
-}
-
 char *
 tdm_device_picker_dup_problem (TdmDevicePicker *self)
 {

@@ -19,7 +19,6 @@ G_BEGIN_DECLS
 
 G_DECLARE_FINAL_TYPE (TdmDevicePicker, tdm_device_picker, TDM, DEVICE_PICKER, GtkWidget)
 
-GtkWidget  *tdm_device_picker_new          (void);
 
 /* Replaces the rows. `chosen` (device names, as the settings keep them) may be NULL or
  * empty for the default: every GPU, or the CPU when there is none; a GPU's name given

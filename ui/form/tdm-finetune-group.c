@@ -618,9 +618,3 @@ tdm_finetune_group_init (TdmFinetuneGroup *self)
   freeze_changed (self);
   self->restoring = FALSE;
 }
-
-GtkWidget *
-tdm_finetune_group_new (void)
-{
-  return g_object_new (TDM_TYPE_FINETUNE_GROUP, NULL);
-}

@@ -35,7 +35,6 @@ typedef enum
   TDM_NORMALIZE_CHOICE_IMAGENET,
 } TdmNormalizeChoice;
 
-GtkWidget  *tdm_finetune_group_new          (void);
 
 /* The weights file (NULL: random initialization, as without --init). */
 void        tdm_finetune_group_set_weights  (TdmFinetuneGroup *self,

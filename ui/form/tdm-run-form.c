@@ -839,12 +839,6 @@ tdm_run_form_init (TdmRunForm *self)
   tdm_run_form_batchnorm_changed (self);
 }
 
-GtkWidget *
-tdm_run_form_new (void)
-{
-  return g_object_new (TDM_TYPE_RUN_FORM, NULL);
-}
-
 int
 tdm_run_form_get_replicas (TdmRunForm  *self,
                            TdmDeviceId *devices,

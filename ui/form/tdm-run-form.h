@@ -21,7 +21,6 @@ G_BEGIN_DECLS
 
 G_DECLARE_FINAL_TYPE (TdmRunForm, tdm_run_form, TDM, RUN_FORM, GtkWidget)
 
-GtkWidget *tdm_run_form_new          (void);
 
 /* Replaces the device list (an array of TdmDeviceInfo), keeping the remembered
  * choice of devices where it still applies. Without it the form lists

@@ -241,12 +241,6 @@ tdm_spec_entry_init (TdmSpecEntry *self)
   tdm_spec_entry_check (self);
 }
 
-GtkWidget *
-tdm_spec_entry_new (void)
-{
-  return g_object_new (TDM_TYPE_SPEC_ENTRY, NULL);
-}
-
 const char *
 tdm_spec_entry_get_text (TdmSpecEntry *self)
 {

@@ -17,7 +17,6 @@ G_BEGIN_DECLS
 
 G_DECLARE_FINAL_TYPE (TdmSpecEntry, tdm_spec_entry, TDM, SPEC_ENTRY, GtkWidget)
 
-GtkWidget  *tdm_spec_entry_new         (void);
 
 /* Property "text". */
 const char *tdm_spec_entry_get_text    (TdmSpecEntry *self);

@@ -568,9 +568,9 @@ tdm_history_store_get_baseline (TdmHistoryStore *self)
   for (guint i = 0; i < self->items->len; i++)
     if (tdm_run_item_get_baseline (g_ptr_array_index (self->items, i)))
       return g_ptr_array_index (self->items, i);
-  /* Sweeps have no speed of their own to be measured against. */
+  /* Experiments have no speed of their own to be measured against. */
   for (guint i = 0; i < self->items->len; i++)
-    if (!tdm_run_item_is_sweep (g_ptr_array_index (self->items, i)))
+    if (!tdm_run_item_is_experiment (g_ptr_array_index (self->items, i)))
       return g_ptr_array_index (self->items, i);
   return NULL;
 }

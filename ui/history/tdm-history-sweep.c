@@ -161,7 +161,7 @@ export_button (TdmHistorySweep *self,
 static char *
 describe_settings (const TdmRunRecord *r)
 {
-  const char *mode = r->sweep.mode == TDM_SCALING_WEAK
+  const char *mode = r->experiment.mode == TDM_SCALING_WEAK
                      /* Translators: a scaling run that keeps the batch per device */
                      ? _("weak scaling: the same batch per device")
                      /* Translators: a scaling run that keeps the global batch */
@@ -170,13 +170,13 @@ describe_settings (const TdmRunRecord *r)
   /* Translators: a kept scaling run's settings: network, dataset, the scaling mode
    * and the steps measured at each device count */
   return g_strdup_printf (_("%s on %s · %s · %ld steps per device count"),
-                          r->config->network, r->config->dataset, mode, r->sweep.steps);
+                          r->config->network, r->config->dataset, mode, r->experiment.steps);
 }
 
 static char *
 describe_end (const TdmRunRecord *r)
 {
-  guint n = r->sweep.points->len;
+  guint n = r->experiment.points->len;
 
   if (r->failed)
     {
@@ -187,10 +187,10 @@ describe_end (const TdmRunRecord *r)
     }
   if (r->finished && r->final.stopped)
     /* Translators: a kept scaling run was cancelled; %u points of %d */
-    return g_strdup_printf (_("Cancelled after %u of %d device counts."), n, r->sweep.count);
+    return g_strdup_printf (_("Cancelled after %u of %d device counts."), n, r->experiment.count);
   if (!r->finished)
     /* Translators: a kept scaling run whose file ends early (a crash) */
-    return g_strdup_printf (_("Its record ends after %u of %d device counts."), n, r->sweep.count);
+    return g_strdup_printf (_("Its record ends after %u of %d device counts."), n, r->experiment.count);
   return NULL;
 }
 
@@ -289,16 +289,16 @@ tdm_history_sweep_new (GtkWindow       *parent,
   gtk_widget_set_vexpand (self->chart, TRUE);
   gtk_accessible_update_property (GTK_ACCESSIBLE (self->chart), GTK_ACCESSIBLE_PROPERTY_LABEL,
                                   _("Speed-up against the number of devices"), -1);
-  for (guint i = 0; i < r->sweep.points->len; i++)
+  for (guint i = 0; i < r->experiment.points->len; i++)
     tdm_scaling_chart_add_point (TDM_SCALING_CHART (self->chart),
-                                 &g_array_index (r->sweep.points, TdmScalingPoint, i));
+                                 &g_array_index (r->experiment.points, TdmScalingPoint, i));
   gtk_box_append (GTK_BOX (box), self->chart);
 
   /* A kept sweep has a few points: a column each fits a narrow window. */
   self->table = tdm_scaling_table_new_transposed ();
   tdm_scaling_table_set_points (self->table,
-                                (const TdmScalingPoint *) r->sweep.points->data,
-                                r->sweep.points->len);
+                                (const TdmScalingPoint *) r->experiment.points->data,
+                                r->experiment.points->len);
   table_scroller = gtk_scrolled_window_new ();
   gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (table_scroller),
                                   GTK_POLICY_AUTOMATIC, GTK_POLICY_NEVER);

@@ -224,7 +224,8 @@ tdm_history_view_ask_export (TdmHistoryView *self,
   GtkFileChooserNative *native;
   g_autoptr(GtkFileFilter) filter = gtk_file_filter_new ();
   g_autofree char *name = g_strdup_printf (tdm_run_item_is_sweep (item) ? "tandem-scaling-%s.csv"
-                                                                        : "tandem-run-%s.csv",
+                                           : tdm_run_item_is_experiment (item) ? "tandem-experiment-%s.csv"
+                                                                               : "tandem-run-%s.csv",
                                            tdm_run_item_get_id (item));
 
   tdm_history_view_chooser_done (self);
@@ -347,22 +348,29 @@ create_row (gpointer item_ptr,
 
   g_action_map_add_action_entries (G_ACTION_MAP (group), entries, G_N_ELEMENTS (entries), row);
   gtk_widget_insert_action_group (row, "run", G_ACTION_GROUP (group));
-  if (tdm_run_item_is_sweep (item))
+  if (tdm_run_item_is_experiment (item))
     {
-      GtkWidget *icon = gtk_image_new_from_icon_name ("go-up-symbolic");
+      gboolean sweep = tdm_run_item_is_sweep (item);
+      GtkWidget *icon = gtk_image_new_from_icon_name (sweep ? "go-up-symbolic" : "view-dual-symbolic");
 
-      /* Marked as the Scaling page is in the view switcher; opened, not ticked. */
-      gtk_widget_add_css_class (row, "sweep");
-      gtk_widget_set_tooltip_text (icon, _("A scaling run: activate it to see its chart"));
+      /* Not ticked: a sweep is marked as the Scaling page is in the view switcher and
+       * opens on its chart; a comparison says its result, its runs are rows of their
+       * own. */
+      gtk_widget_set_tooltip_text (icon, sweep ? _("A scaling run: activate it to see its chart")
+                                               : _("A comparison: its runs are listed as runs of their own"));
       gtk_accessible_update_property (GTK_ACCESSIBLE (icon), GTK_ACCESSIBLE_PROPERTY_LABEL,
-                                      _("Scaling run"), -1);
+                                      sweep ? _("Scaling run") : _("Comparison"), -1);
       adw_action_row_add_prefix (ADW_ACTION_ROW (row), icon);
-      gtk_list_box_row_set_activatable (GTK_LIST_BOX_ROW (row), TRUE);
-      g_signal_connect (row, "activated", G_CALLBACK (tdm_history_view_row_activated), NULL);
       g_simple_action_set_enabled (G_SIMPLE_ACTION (g_action_map_lookup_action (G_ACTION_MAP (group),
                                                                                  "baseline")),
                                    FALSE);
-      g_menu_append (menu, _("_Open"), "run.open");
+      if (sweep)
+        {
+          gtk_widget_add_css_class (row, "sweep");
+          gtk_list_box_row_set_activatable (GTK_LIST_BOX_ROW (row), TRUE);
+          g_signal_connect (row, "activated", G_CALLBACK (tdm_history_view_row_activated), NULL);
+          g_menu_append (menu, _("_Open"), "run.open");
+        }
       g_menu_append (menu, _("_Rename…"), "run.rename");
       g_menu_append (menu, _("_Export as CSV…"), "run.export");
       g_menu_append (menu, _("_Delete"), "run.delete");

@@ -183,7 +183,7 @@ tdm_run_item_set_overlay (TdmRunItem *self,
 {
   g_return_if_fail (TDM_IS_RUN_ITEM (self));
 
-  if (self->overlay == !!overlay || (overlay && tdm_run_item_is_sweep (self)))
+  if (self->overlay == !!overlay || (overlay && tdm_run_item_is_experiment (self)))
     return;
   self->overlay = !!overlay;
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_OVERLAY]);
@@ -203,7 +203,7 @@ tdm_run_item_set_baseline (TdmRunItem *self,
 {
   g_return_if_fail (TDM_IS_RUN_ITEM (self));
 
-  if (self->baseline == !!baseline || (baseline && tdm_run_item_is_sweep (self)))
+  if (self->baseline == !!baseline || (baseline && tdm_run_item_is_experiment (self)))
     return;
   self->baseline = !!baseline;
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_BASELINE]);
@@ -234,11 +234,19 @@ describe_devices (const TdmConfig *config)
 }
 
 gboolean
+tdm_run_item_is_experiment (TdmRunItem *self)
+{
+  g_return_val_if_fail (TDM_IS_RUN_ITEM (self), FALSE);
+
+  return self->record->kind == TDM_RUN_EXPERIMENT;
+}
+
+gboolean
 tdm_run_item_is_sweep (TdmRunItem *self)
 {
   g_return_val_if_fail (TDM_IS_RUN_ITEM (self), FALSE);
 
-  return self->record->kind == TDM_RUN_SCALING;
+  return tdm_run_record_is_sweep (self->record);
 }
 
 /* "scaling, strong · cpu ×2 · allreduce · batch 200 · 1.85× on 2": the sweep's
@@ -250,20 +258,20 @@ describe_sweep (const TdmRunRecord *r)
   g_autofree char *kind = NULL;
   g_autofree char *batch = NULL;
   g_autofree char *outcome = NULL;
-  guint n = r->sweep.points->len;
+  guint n = r->experiment.points->len;
 
   /* Translators: how a scaling run in the history is marked: strong or weak */
-  kind = g_strdup (r->sweep.mode == TDM_SCALING_WEAK ? _("scaling, weak") : _("scaling, strong"));
+  kind = g_strdup (r->experiment.mode == TDM_SCALING_WEAK ? _("scaling, weak") : _("scaling, strong"));
   /* Translators: the batch a scaling run started from, in the run history */
   batch = g_strdup_printf (_("batch %d"), r->config->batch);
   if (r->failed)
     outcome = g_strdup (_("failed"));
-  else if (n > 0 && (!r->finished || r->final.stopped) && (int) n < r->sweep.count)
+  else if (n > 0 && (!r->finished || r->final.stopped) && (int) n < r->experiment.count)
     /* Translators: a scaling run that ended early; %u points measured of %d */
-    outcome = g_strdup_printf (_("stopped after %u of %d"), n, r->sweep.count);
+    outcome = g_strdup_printf (_("stopped after %u of %d"), n, r->experiment.count);
   else if (n > 0)
     {
-      const TdmScalingPoint *last = &g_array_index (r->sweep.points, TdmScalingPoint, n - 1);
+      const TdmScalingPoint *last = &g_array_index (r->experiment.points, TdmScalingPoint, n - 1);
 
       /* Translators: the speed-up a scaling run reached and on how many devices */
       outcome = g_strdup_printf (_("%.2f× on %d"), last->speedup, last->devices);
@@ -272,6 +280,30 @@ describe_sweep (const TdmRunRecord *r)
     outcome = g_strdup (_("unfinished"));
   return g_strjoin (" · ", kind, devices, tdm_strategy_name (r->config->strategy), batch,
                     outcome, NULL);
+}
+
+/* "compare with one device · cpu ×2 · 2 devices against one, after 50 steps: identical…":
+ * the comparison, its devices, then its result or how it ended. */
+static char *
+describe_comparison (const TdmRunRecord *r)
+{
+  g_autofree char *devices = describe_devices (r->config);
+  const char *outcome;
+
+  if (r->failed)
+    outcome = _("failed");
+  else if (r->experiment.result != NULL)
+    outcome = r->experiment.result;
+  else if (r->finished)
+    outcome = _("stopped");
+  else
+    outcome = _("unfinished");
+  return g_strjoin (" · ", r->experiment.kind == TDM_EXPERIMENT_COMPARE
+                           /* Translators: how a comparison in the history is marked */
+                           ? _("compare with one device")
+                           /* Translators: how a comparison in the history is marked */
+                           : _("compare strategies"),
+                    devices, outcome, NULL);
 }
 
 char *
@@ -286,8 +318,10 @@ tdm_run_item_describe (TdmRunItem *self)
   g_return_val_if_fail (TDM_IS_RUN_ITEM (self), NULL);
 
   r = self->record;
-  if (r->kind == TDM_RUN_SCALING)
+  if (tdm_run_record_is_sweep (r))
     return describe_sweep (r);
+  if (r->kind == TDM_RUN_EXPERIMENT)
+    return describe_comparison (r);
   devices = describe_devices (r->config);
   /* Translators: the global batch size of a run, in the run history */
   batch = g_strdup_printf (_("batch %d"), r->config->batch);

@@ -23,8 +23,10 @@ G_DECLARE_FINAL_TYPE (TdmRunItem, tdm_run_item, TDM, RUN_ITEM, GObject)
 TdmRunItem         *tdm_run_item_new          (TdmRunRecord *record);
 const TdmRunRecord *tdm_run_item_get_record   (TdmRunItem   *self);
 const char         *tdm_run_item_get_id       (TdmRunItem   *self);
-/* A scaling sweep rather than a training run (TDM_RUN_SCALING): it is never drawn
- * on the charts nor made the baseline; the two setters ignore TRUE for it. */
+/* An experiment rather than a training run (TDM_RUN_EXPERIMENT: a scaling sweep, a
+ * comparison): it is never drawn on the charts nor made the baseline; the two
+ * setters ignore TRUE for it. A sweep is one that opens on its chart. */
+gboolean            tdm_run_item_is_experiment (TdmRunItem  *self);
 gboolean            tdm_run_item_is_sweep     (TdmRunItem   *self);
 /* Properties "name", "overlay" and "baseline". */
 const char         *tdm_run_item_get_name     (TdmRunItem   *self);

@@ -53,14 +53,6 @@ static const char *const titles[TDM_RUN_TABLE_N_COLUMNS] = {
   N_("Traffic/device"),
 };
 
-const char *
-tdm_run_table_column_title (TdmRunTableColumn column)
-{
-  g_return_val_if_fail (column < TDM_RUN_TABLE_N_COLUMNS, NULL);
-
-  return _(titles[column]);
-}
-
 static double
 record_time (const TdmRunRecord *r)
 {
@@ -304,9 +296,10 @@ tdm_run_table_compares (TdmRunItem *item,
   g_return_val_if_fail (TDM_IS_RUN_ITEM (item), FALSE);
 
   r = tdm_run_item_get_record (item);
-  /* Sweeps have none of these columns (no loss, no accuracy, one figure per device
-   * count rather than per run): each shows its own table when opened. */
-  if (tdm_run_item_is_sweep (item))
+  /* Experiments have none of these columns (no loss, no accuracy; a sweep's one figure
+   * per device count rather than per run): a sweep shows its own table when opened,
+   * a comparison's runs are rows of their own. */
+  if (tdm_run_item_is_experiment (item))
     return FALSE;
   /* A run that failed or ended before its first step has no figures to compare. */
   if (r->failed || (r->finished && r->final.steps <= 0))

@@ -50,7 +50,6 @@ GtkWidget *tdm_run_table_new       (TdmHistoryStore   *store);
 char      *tdm_run_table_cell_text (TdmRunItem        *item,
                                     TdmRunItem        *baseline,
                                     TdmRunTableColumn  column);
-const char *tdm_run_table_column_title (TdmRunTableColumn column);
 
 /* Whether the table has a row for `item`: a training run with figures (not failed,
  * not ended before its first step), and ticked when any run is (`any_ticked`). */

@@ -123,12 +123,6 @@ tdm_predictions_page_init (TdmPredictionsPage *self)
   tdm_predictions_page_clear (self);
 }
 
-GtkWidget *
-tdm_predictions_page_new (void)
-{
-  return g_object_new (TDM_TYPE_PREDICTIONS_PAGE, NULL);
-}
-
 static void
 tdm_predictions_page_session_event (TdmSession         *session,
                                     const TdmEvent     *event,

@@ -22,7 +22,6 @@ G_BEGIN_DECLS
 
 G_DECLARE_FINAL_TYPE (TdmPredictionsPage, tdm_predictions_page, TDM, PREDICTIONS_PAGE, GtkWidget)
 
-GtkWidget *tdm_predictions_page_new           (void);
 /* STARTED clears the page, PREDICTIONS fills it (thumbnails from `data`'s test set,
  * may be NULL); others are ignored. */
 /* Shows the session's run: each of its events (and its dataset) as below. */

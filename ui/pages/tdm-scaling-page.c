@@ -153,11 +153,11 @@ static void
 tdm_scaling_page_done (TdmScalingPage *self,
                        const GError   *error)
 {
-  const GError *record_error = tdm_experiment_runner_get_sweep_error (self->runner);
+  const GError *record_error = tdm_experiment_runner_get_history_error (self->runner);
 
   if (record_error != NULL && self->record_error == NULL)
     self->record_error = g_error_copy (record_error);
-  self->record_id = g_strdup (tdm_experiment_runner_get_sweep_id (self->runner));
+  self->record_id = g_strdup (tdm_experiment_runner_get_history_id (self->runner));
   if (error == NULL)
     {
       g_autofree char *text = NULL;
@@ -202,7 +202,6 @@ tdm_scaling_page_start (TdmScalingPage   *self,
 {
   g_autoptr(TdmHistory) history = NULL;
   TdmExperiment *experiment;
-  TdmRunRecorder *recorder;
   TdmScalingMode mode;
   long steps;
 
@@ -237,11 +236,9 @@ tdm_scaling_page_start (TdmScalingPage   *self,
   g_clear_pointer (&self->record_id, g_free);
   g_clear_error (&self->record_error);
   self->runner = tdm_experiment_runner_new (experiment);
-  /* Named by its date, as the window's training runs are. */
+  /* Kept where the training runs are, named by its date as they are. */
   history = tdm_history_new (self->history_folder);
-  recorder = tdm_run_recorder_new_sweep (history, config, mode, steps, NULL, &self->record_error);
-  if (recorder != NULL)
-    tdm_experiment_runner_set_sweep_record (self->runner, recorder);
+  tdm_experiment_runner_set_history (self->runner, history);
   g_signal_connect_object (self->runner, "point", G_CALLBACK (tdm_scaling_page_point), self,
                            G_CONNECT_SWAPPED);
   g_signal_connect_object (self->runner, "finished", G_CALLBACK (tdm_scaling_page_done), self,
@@ -561,12 +558,6 @@ tdm_scaling_page_init (TdmScalingPage *self)
   self->table = tdm_scaling_table_new ();
   tdm_table_scroller_set_child (TDM_TABLE_SCROLLER (self->table_scroller), self->table);
   tdm_scaling_page_fill_table (self);
-}
-
-GtkWidget *
-tdm_scaling_page_new (void)
-{
-  return g_object_new (TDM_TYPE_SCALING_PAGE, NULL);
 }
 
 const char *

@@ -27,7 +27,6 @@ G_BEGIN_DECLS
 
 G_DECLARE_FINAL_TYPE (TdmScalingPage, tdm_scaling_page, TDM, SCALING_PAGE, GtkWidget)
 
-GtkWidget     *tdm_scaling_page_new          (void);
 
 /* Starts a scaling run of `config` over 1 … its device count with the page's mode
  * and steps; FALSE with the error (one device only, a run already going). The

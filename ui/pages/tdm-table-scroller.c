@@ -119,12 +119,6 @@ tdm_table_scroller_init (TdmTableScroller *self)
                            G_CALLBACK (tdm_table_scroller_width_changed), self, 0);
 }
 
-GtkWidget *
-tdm_table_scroller_new (void)
-{
-  return g_object_new (TDM_TYPE_TABLE_SCROLLER, NULL);
-}
-
 void
 tdm_table_scroller_set_child (TdmTableScroller *self,
                               GtkWidget        *child)
@@ -158,12 +152,4 @@ tdm_table_scroller_get_viewport (TdmTableScroller *self)
   g_return_val_if_fail (TDM_IS_TABLE_SCROLLER (self), NULL);
 
   return self->scroller;
-}
-
-GtkWidget *
-tdm_table_scroller_get_scrollbar (TdmTableScroller *self)
-{
-  g_return_val_if_fail (TDM_IS_TABLE_SCROLLER (self), NULL);
-
-  return self->scrollbar;
 }

@@ -18,12 +18,10 @@ G_BEGIN_DECLS
 
 G_DECLARE_FINAL_TYPE (TdmTableScroller, tdm_table_scroller, TDM, TABLE_SCROLLER, GtkWidget)
 
-GtkWidget *tdm_table_scroller_new        (void);
 void       tdm_table_scroller_set_child  (TdmTableScroller *self,
                                           GtkWidget        *child);
 GtkWidget *tdm_table_scroller_get_child  (TdmTableScroller *self);
-/* The scrolled window that shows the table, and the scrollbar under it (for tests). */
+/* The scrolled window that shows the table (for tests). */
 GtkWidget *tdm_table_scroller_get_viewport  (TdmTableScroller *self);
-GtkWidget *tdm_table_scroller_get_scrollbar (TdmTableScroller *self);
 
 G_END_DECLS

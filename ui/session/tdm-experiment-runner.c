@@ -33,9 +33,10 @@ struct _TdmExperimentRunner
   gpointer             launch_data;
   TdmRun              *run;            /* the training under way */
   GPtrArray           *record_ids;     /* char *, one a training done (NULL: not kept) */
-  TdmRunRecorder      *sweep;
-  char                *sweep_id;
-  GError              *sweep_error;
+  TdmHistory          *history;        /* where the record goes, or NULL */
+  TdmRunRecorder      *record;         /* the experiment's, while it runs */
+  char                *history_id;
+  GError              *history_error;
   gboolean             running;
   gboolean             stopped;
 };
@@ -78,7 +79,22 @@ experiment_box_observe (const TdmEvent *event,
 
 static void tdm_experiment_runner_next (TdmExperimentRunner *self);
 
-/* The experiment is over: the sweep record closed, "finished" said. */
+/* The record ends with `outcome`; its id is kept when the record was. */
+static void
+tdm_experiment_runner_end_record (TdmExperimentRunner *self,
+                                  const GError        *outcome)
+{
+  if (self->record == NULL)
+    return;
+  tdm_run_recorder_end_experiment (self->record, self->box->experiment, outcome);
+  tdm_run_recorder_finish (self->record, self->history_error == NULL ? &self->history_error
+                                                                     : NULL);
+  if (tdm_run_recorder_get_kept (self->record))
+    self->history_id = g_strdup (tdm_run_recorder_get_id (self->record));
+  g_clear_pointer (&self->record, tdm_run_recorder_free);
+}
+
+/* The experiment is over: its record closed, "finished" said. */
 static void
 tdm_experiment_runner_finish (TdmExperimentRunner *self,
                               GError              *error)
@@ -86,14 +102,7 @@ tdm_experiment_runner_finish (TdmExperimentRunner *self,
   g_autoptr(GError) owned = error;
 
   self->running = FALSE;
-  if (self->sweep != NULL)
-    {
-      tdm_run_recorder_end_sweep (self->sweep, error);
-      tdm_run_recorder_finish (self->sweep, &self->sweep_error);
-      if (tdm_run_recorder_get_kept (self->sweep))
-        self->sweep_id = g_strdup (tdm_run_recorder_get_id (self->sweep));
-      g_clear_pointer (&self->sweep, tdm_run_recorder_free);
-    }
+  tdm_experiment_runner_end_record (self, error);
   g_signal_emit (self, signals[FINISHED], 0, error);
 }
 
@@ -114,6 +123,8 @@ tdm_experiment_runner_run_done (TdmExperimentRunner *self,
 
   parameters = tdm_run_get_parameters (done, &count);
   g_ptr_array_add (self->record_ids, g_strdup (tdm_run_get_record_id (done)));
+  if (self->record != NULL && tdm_run_get_record_id (done) != NULL)
+    tdm_run_recorder_add_run (self->record, tdm_run_get_record_id (done));
   if (!tdm_experiment_reduce (self->box->experiment, parameters, count, &reduce_error))
     {
       /* A run that failed before training says why in its own error; one stopped
@@ -216,8 +227,8 @@ tdm_experiment_runner_point (const TdmScalingPoint *point,
 {
   TdmExperimentRunner *self = data;
 
-  if (self->sweep != NULL)
-    tdm_run_recorder_add_point (point, self->sweep);
+  if (self->record != NULL)
+    tdm_run_recorder_add_point (point, self->record);
   g_signal_emit (self, signals[POINT], 0, point);
 }
 
@@ -248,14 +259,15 @@ tdm_experiment_runner_set_launch (TdmExperimentRunner *self,
 }
 
 void
-tdm_experiment_runner_set_sweep_record (TdmExperimentRunner *self,
-                                        TdmRunRecorder      *recorder)
+tdm_experiment_runner_set_history (TdmExperimentRunner *self,
+                                   TdmHistory          *history)
 {
   g_return_if_fail (TDM_IS_EXPERIMENT_RUNNER (self));
   g_return_if_fail (!self->running);
 
-  g_clear_pointer (&self->sweep, tdm_run_recorder_free);
-  self->sweep = recorder;
+  g_clear_pointer (&self->history, tdm_history_free);
+  if (history != NULL)
+    self->history = tdm_history_new (tdm_history_get_folder (history));
 }
 
 gboolean
@@ -274,21 +286,21 @@ tdm_experiment_runner_start (TdmExperimentRunner  *self,
                            _("The experiment has nothing to train."));
       return FALSE;
     }
+  /* An experiment the history cannot keep still runs; the error says it is not kept. */
+  if (self->history != NULL)
+    self->record = tdm_run_recorder_new_experiment (self->history, self->box->experiment,
+                                                    NULL, &self->history_error);
   /* A first training that cannot start is the caller's error: no "finished", and a
-   * sweep record that kept nothing goes. */
+   * record that kept nothing goes. */
   self->running = TRUE;
   if (!tdm_experiment_runner_launch (self, training, error))
     {
-      self->running = FALSE;
-      if (self->sweep != NULL)
-        {
-          g_autoptr(GError) nothing = g_error_new_literal (TDM_ENGINE_ERROR,
-                                                           TDM_ENGINE_ERROR_CANCELLED, "");
+      g_autoptr(GError) nothing = g_error_new_literal (TDM_ENGINE_ERROR,
+                                                       TDM_ENGINE_ERROR_CANCELLED, "");
 
-          tdm_run_recorder_end_sweep (self->sweep, nothing);
-          tdm_run_recorder_finish (self->sweep, NULL);
-          g_clear_pointer (&self->sweep, tdm_run_recorder_free);
-        }
+      self->running = FALSE;
+      tdm_experiment_runner_end_record (self, nothing);
+      g_clear_pointer (&self->history_id, g_free);
       return FALSE;
     }
   return TRUE;
@@ -350,19 +362,19 @@ tdm_experiment_runner_get_record_id (TdmExperimentRunner *self,
 }
 
 const char *
-tdm_experiment_runner_get_sweep_id (TdmExperimentRunner *self)
+tdm_experiment_runner_get_history_id (TdmExperimentRunner *self)
 {
   g_return_val_if_fail (TDM_IS_EXPERIMENT_RUNNER (self), NULL);
 
-  return self->sweep_id;
+  return self->history_id;
 }
 
 const GError *
-tdm_experiment_runner_get_sweep_error (TdmExperimentRunner *self)
+tdm_experiment_runner_get_history_error (TdmExperimentRunner *self)
 {
   g_return_val_if_fail (TDM_IS_EXPERIMENT_RUNNER (self), NULL);
 
-  return self->sweep_error;
+  return self->history_error;
 }
 
 static void
@@ -389,9 +401,10 @@ tdm_experiment_runner_finalize (GObject *object)
     tdm_experiment_set_point_sink (self->box->experiment, NULL, NULL);
   experiment_box_release (self->box);
   g_ptr_array_unref (self->record_ids);
-  g_clear_pointer (&self->sweep, tdm_run_recorder_free);
-  g_clear_pointer (&self->sweep_id, g_free);
-  g_clear_error (&self->sweep_error);
+  g_clear_pointer (&self->record, tdm_run_recorder_free);
+  g_clear_pointer (&self->history, tdm_history_free);
+  g_clear_pointer (&self->history_id, g_free);
+  g_clear_error (&self->history_error);
 
   G_OBJECT_CLASS (tdm_experiment_runner_parent_class)->finalize (object);
 }

@@ -8,7 +8,8 @@
  * session, its Stop button) or, without one, a bare run that nobody draws. The
  * experiment observes every event on the training's thread and reduces each outcome
  * here, on the main loop; then the next training starts, until the experiment is
- * over. A scaling sweep is kept in the history as it goes when given its record.
+ * over. Given a history, the experiment is kept there as it goes (its record: a
+ * sweep's points, the trainings kept as runs of their own, its result).
  * The runner is not a widget and draws nothing: views connect to its signals.
  */
 
@@ -43,10 +44,10 @@ TdmExperimentRunner *tdm_experiment_runner_new            (TdmExperiment        
 void                 tdm_experiment_runner_set_launch     (TdmExperimentRunner  *self,
                                                            TdmExperimentLaunch   launch,
                                                            gpointer              user_data);
-/* Before start, for a scaling experiment: its sweep record (taken), each point
- * appended as it is measured and the outcome at the end. */
-void                 tdm_experiment_runner_set_sweep_record (TdmExperimentRunner *self,
-                                                             TdmRunRecorder      *recorder);
+/* Before start: the history the experiment's record goes to (named by its date), or
+ * NULL for none. */
+void                 tdm_experiment_runner_set_history    (TdmExperimentRunner  *self,
+                                                           TdmHistory           *history);
 
 /* Starts the first training; FALSE with the error when it could not start. "finished"
  * follows, once, with the error (NULL when the experiment completed;
@@ -66,9 +67,10 @@ int                  tdm_experiment_runner_get_n_done     (TdmExperimentRunner  
  * NULL. */
 const char          *tdm_experiment_runner_get_record_id  (TdmExperimentRunner  *self,
                                                            int                   index);
-/* Once finished: the sweep record's id when it was kept (a sweep stopped before its
- * first point is not), and why it could not be written in full (NULL when it could). */
-const char          *tdm_experiment_runner_get_sweep_id   (TdmExperimentRunner  *self);
-const GError        *tdm_experiment_runner_get_sweep_error (TdmExperimentRunner *self);
+/* Once finished: the experiment's record id when it was kept (one stopped before it
+ * kept anything is not), and why it could not be made or written in full (NULL when
+ * it could). */
+const char          *tdm_experiment_runner_get_history_id (TdmExperimentRunner  *self);
+const GError        *tdm_experiment_runner_get_history_error (TdmExperimentRunner *self);
 
 G_END_DECLS

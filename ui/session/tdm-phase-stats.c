@@ -83,14 +83,6 @@ tdm_phase_stats_add (TdmPhaseStats        *stats,
 }
 
 int
-tdm_phase_stats_get_replicas (const TdmPhaseStats *stats)
-{
-  g_return_val_if_fail (stats != NULL, 0);
-
-  return stats->replicas;
-}
-
-int
 tdm_phase_stats_get_timed_steps (const TdmPhaseStats *stats)
 {
   g_return_val_if_fail (stats != NULL, 0);

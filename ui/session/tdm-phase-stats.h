@@ -32,7 +32,6 @@ void           tdm_phase_stats_reset           (TdmPhaseStats        *stats,
 void           tdm_phase_stats_add             (TdmPhaseStats        *stats,
                                                 const TdmPhasesEvent *phases);
 
-int            tdm_phase_stats_get_replicas    (const TdmPhaseStats  *stats);
 /* Sampled steps taken in since the reset. */
 int            tdm_phase_stats_get_timed_steps (const TdmPhaseStats  *stats);
 /* Spans of `phase` seen on `device` since the reset (0 outside the run's devices). */

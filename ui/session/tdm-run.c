@@ -565,7 +565,7 @@ tdm_run_start (TdmRun  *self,
   if (self->recorder != NULL)
     {
       shared->recorder = g_steal_pointer (&self->recorder);
-      tdm_trainer_set_summary_steps (shared->trainer, TDM_HISTORY_SUMMARY_STEPS);
+      tdm_trainer_options (shared->trainer)->summary_steps = TDM_HISTORY_SUMMARY_STEPS;
     }
   if (self->tensorboard_root != NULL)
     {

@@ -173,10 +173,26 @@ tdm_window_compare_show (TdmWindow *self)
   tdm_window_toast (self, self->compare_result);
 }
 
+/* The experiment's own record (its runs and result) joins its runs in the history. */
+static void
+tdm_window_experiment_keep (TdmWindow *self)
+{
+  const char *id = tdm_experiment_runner_get_history_id (self->experiment);
+  g_autoptr(GError) error = NULL;
+
+  if (id != NULL && !tdm_history_store_add_run (self->history, id, &error))
+    {
+      g_autofree char *sentence = tdm_format_sentence (error->message);
+
+      tdm_window_toast (self, sentence);
+    }
+}
+
 static void
 tdm_window_experiment_finished (TdmWindow    *self,
                                 const GError *error)
 {
+  tdm_window_experiment_keep (self);
   if (error == NULL && tdm_window_experiment_kind (self) == TDM_EXPERIMENT_COMPARE)
     tdm_window_compare_show (self);
   else if (error == NULL)
@@ -207,6 +223,8 @@ tdm_window_start_experiment (TdmWindow     *self,
   g_clear_object (&self->experiment);
   self->experiment = tdm_experiment_runner_new (experiment);
   tdm_experiment_runner_set_launch (self->experiment, tdm_window_launch_training, self);
+  tdm_experiment_runner_set_history (self->experiment,
+                                     tdm_history_store_get_history (self->history));
   g_signal_connect_object (self->experiment, "training-started",
                            G_CALLBACK (tdm_window_training_started), self, G_CONNECT_SWAPPED);
   g_signal_connect_object (self->experiment, "training-done",

@@ -1,54 +1,61 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-sweep-record.c — scaling sweeps in the run history: the recorder's sweep lines,
- * reading them back, their CSV, and the recorded sweep itself.
+/* tdm-experiment-record.c — experiments in the run history (tdm-experiment.h): the
+ * recorder's experiment lines, reading them back, a sweep's CSV table.
  *
- * A sweep's file is a settings line (kind "scaling", the configuration it started
- * from, and "scaling": {"mode", "steps", "device_counts"}), one "point" line per
- * device count as the driver measures it (the numbers of TdmScalingPoint, memory as
- * an array of bytes per device), then "finished" ("stopped" when cancelled) or
- * "failed". Written a line at a time as the points come, like a training run, so a
- * crash mid-sweep leaves the points measured before it. Not the driver: tdm-scaling.c
- * measures; this keeps.
+ * An experiment's file is a settings line (kind "experiment", the configuration it
+ * started from, and "experiment": {"kind", "steps"; a sweep's "mode" and
+ * "device_counts"}), then as each training is reduced what it gave (a sweep's "point"
+ * line: the numbers of TdmScalingPoint, memory as an array of bytes per device) and,
+ * for a training kept as a run of its own, a "run" line naming it; then "finished"
+ * (its "result" in words when it completed, "stopped" when cancelled) or "failed".
+ * Written a line at a time as the experiment goes, like a training run, so a crash
+ * mid-sweep leaves the points measured before it. Sweeps written before there were
+ * experiments have kind "scaling" and their settings under "scaling": read the same.
+ * Not the driver: the experiment measures and reduces; this keeps.
  */
 #include "tdm-history-private.h"
 #include "tdm-error.h"
+#include "tdm-i18n.h"
+#include "tdm-printable.h"
 
 #include <gio/gio.h>
 #include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
 
+/* The runs an experiment's record may name: a sweep keeps none, a comparison two. */
+#define MAX_RUNS 1024
+
 TdmRunRecorder *
-tdm_run_recorder_new_sweep(TdmHistory *h, const TdmConfig *config, TdmScalingMode mode,
-                           long steps, const char *name, GError **error)
+tdm_run_recorder_new_experiment(TdmHistory *h, const TdmExperiment *e, const char *name,
+                                GError **error)
 {
-  g_return_val_if_fail(h != NULL && config != NULL && steps > 0, NULL);
-  int count = tdm_config_replica_count(config);
+  g_return_val_if_fail(h != NULL && e != NULL, NULL);
+  const TdmConfig *config = tdm_experiment_get_config(e);
+  TdmExperimentKind kind = tdm_experiment_get_kind(e);
   g_autoptr(JsonBuilder) b = json_builder_new();
   json_builder_begin_object(b);
-  tdm_json_set_string(b, "mode", tdm_scaling_mode_name(mode));
-  tdm_json_set_int(b, "steps", steps);
-  /* The driver goes 1 … N; written out so a reader needs no rule of the driver's. */
-  json_builder_set_member_name(b, "device_counts");
-  json_builder_begin_array(b);
-  for (int n = 1; n <= count; n++)
-    json_builder_add_int_value(b, n);
-  json_builder_end_array(b);
-  json_builder_end_object(b);
-  TdmRunRecorder *rec = tdm_history_recorder_open(h, config, name, TDM_RUN_SCALING,
-                                                  json_builder_get_root(b), error);
-  if (rec != NULL) {
-    rec->mode = mode;
-    rec->steps = steps;
+  tdm_json_set_string(b, "kind", tdm_experiment_kind_name(kind));
+  tdm_json_set_int(b, "steps", tdm_experiment_get_steps(e));
+  if (kind == TDM_EXPERIMENT_SCALING) {
+    tdm_json_set_string(b, "mode", tdm_scaling_mode_name(tdm_experiment_get_scaling_mode(e)));
+    /* The sweep goes 1 … N; written out so a reader needs no rule of the driver's. */
+    json_builder_set_member_name(b, "device_counts");
+    json_builder_begin_array(b);
+    for (int n = 1; n <= tdm_config_replica_count(config); n++)
+      json_builder_add_int_value(b, n);
+    json_builder_end_array(b);
   }
-  return rec;
+  json_builder_end_object(b);
+  return tdm_history_recorder_open(h, config, name, TDM_RUN_EXPERIMENT,
+                                   json_builder_get_root(b), error);
 }
 
 void
 tdm_run_recorder_add_point(const TdmScalingPoint *p, gpointer data)
 {
   TdmRunRecorder *rec = data;
-  g_return_if_fail(rec->kind == TDM_RUN_SCALING);
+  g_return_if_fail(rec->kind == TDM_RUN_EXPERIMENT);
   if (rec->fd < 0 || rec->error != NULL)
     return;
   g_autoptr(JsonBuilder) b = json_builder_new();
@@ -76,18 +83,34 @@ tdm_run_recorder_add_point(const TdmScalingPoint *p, gpointer data)
   json_builder_end_array(b);
   json_builder_end_object(b);
   if (tdm_history_append_line(rec->fd, rec->path, b, &rec->error))
-    rec->points++;
+    rec->kept++;
 }
 
 void
-tdm_run_recorder_end_sweep(TdmRunRecorder *rec, const GError *outcome)
+tdm_run_recorder_add_run(TdmRunRecorder *rec, const char *run_id)
 {
-  g_return_if_fail(rec->kind == TDM_RUN_SCALING);
+  g_return_if_fail(rec != NULL && rec->kind == TDM_RUN_EXPERIMENT && run_id != NULL);
+  if (rec->fd < 0 || rec->error != NULL)
+    return;
+  g_autoptr(JsonBuilder) b = json_builder_new();
+  json_builder_begin_object(b);
+  tdm_json_set_string(b, "type", "run");
+  tdm_json_set_string(b, "id", run_id);
+  json_builder_end_object(b);
+  if (tdm_history_append_line(rec->fd, rec->path, b, &rec->error))
+    rec->kept++;
+}
+
+void
+tdm_run_recorder_end_experiment(TdmRunRecorder *rec, const TdmExperiment *e,
+                                const GError *outcome)
+{
+  g_return_if_fail(rec != NULL && rec->kind == TDM_RUN_EXPERIMENT && e != NULL);
   gboolean cancelled = outcome != NULL &&
                        (g_error_matches(outcome, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CANCELLED) ||
                         g_error_matches(outcome, G_IO_ERROR, G_IO_ERROR_CANCELLED));
-  if (cancelled && rec->points == 0 && rec->error == NULL) {
-    /* Stopped before it measured anything: a record of nothing. */
+  if (cancelled && rec->kept == 0 && rec->error == NULL) {
+    /* Stopped before it kept anything: a record of nothing. */
     if (rec->fd >= 0)
       g_close(rec->fd, NULL);
     rec->fd = -1;
@@ -104,9 +127,11 @@ tdm_run_recorder_end_sweep(TdmRunRecorder *rec, const GError *outcome)
     tdm_json_set_string(b, "message", outcome->message);
   } else {
     tdm_json_set_string(b, "type", "finished");
-    tdm_json_set_int(b, "points", rec->points);
     json_builder_set_member_name(b, "stopped");
     json_builder_add_boolean_value(b, cancelled);
+    g_autofree char *result = tdm_experiment_dup_result(e);
+    if (result != NULL)
+      tdm_json_set_string(b, "result", result);
   }
   json_builder_end_object(b);
   tdm_history_append_line(rec->fd, rec->path, b, &rec->error);
@@ -118,62 +143,52 @@ tdm_run_recorder_get_kept(TdmRunRecorder *rec)
   return !rec->discarded;
 }
 
-typedef struct {
-  TdmRunRecorder *rec;
-  TdmScalingSink sink;
-  gpointer user_data;
-} SweepSinks;
-
-static void
-sweep_point(const TdmScalingPoint *point, gpointer data)
-{
-  SweepSinks *s = data;
-  tdm_run_recorder_add_point(point, s->rec);
-  if (s->sink != NULL)
-    s->sink(point, s->user_data);
-}
-
-gboolean
-tdm_history_run_sweep(TdmRunRecorder *rec, TdmScalingSink sink, gpointer user_data,
-                      GCancellable *cancellable, GError **error)
-{
-  g_return_val_if_fail(rec != NULL && rec->kind == TDM_RUN_SCALING, FALSE);
-  SweepSinks sinks = {rec, sink, user_data};
-  GError *local = NULL;
-  gboolean ok = tdm_scaling_run(rec->config, rec->mode, rec->steps, sweep_point, &sinks,
-                                cancellable, &local);
-  tdm_run_recorder_end_sweep(rec, local);
-  if (local != NULL)
-    g_propagate_error(error, local);
-  return ok;
-}
-
 /* ---- reading ---------------------------------------------------------------------- */
 
-void
-tdm_history_read_sweep_settings(TdmRunRecord *r, JsonObject *o)
+gboolean
+tdm_history_read_experiment_settings(TdmRunRecord *r, JsonObject *o, gboolean old_sweep,
+                                     const char *path, GError **error)
 {
-  r->sweep.mode = TDM_SCALING_STRONG;
-  r->sweep.count = r->replicas;
+  TdmRunExperiment *x = &r->experiment;
+  x->kind = TDM_EXPERIMENT_SCALING;
+  x->mode = TDM_SCALING_STRONG;
+  x->count = r->replicas;
+  if (!old_sweep) {
+    const char *kind = o != NULL ? json_object_get_string_member_with_default(o, "kind", "")
+                                 : "";
+    if (!tdm_experiment_kind_from_name(kind, &x->kind)) {
+      g_autofree char *shown = tdm_printable(kind);
+      /* A kind of a newer version: better named as unreadable than shown wrong. */
+      g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
+                  _("%s: an experiment of a kind this version does not know (“%s”)"), path,
+                  shown);
+      return FALSE;
+    }
+  }
   if (o == NULL)
-    return;
+    return TRUE;
+  x->steps = tdm_history_get_int(o, "steps");
+  if (x->kind != TDM_EXPERIMENT_SCALING)
+    return TRUE;
   const char *mode = json_object_get_string_member_with_default(o, "mode", "strong");
-  if (!tdm_scaling_mode_from_name(mode, &r->sweep.mode))
-    r->sweep.mode = TDM_SCALING_STRONG;
-  r->sweep.steps = tdm_history_get_int(o, "steps");
+  if (!tdm_scaling_mode_from_name(mode, &x->mode))
+    x->mode = TDM_SCALING_STRONG;
   JsonNode *counts = json_object_get_member(o, "device_counts");
   if (counts != NULL && JSON_NODE_HOLDS_ARRAY(counts))
-    r->sweep.count = (int)json_array_get_length(json_node_get_array(counts));
+    x->count = (int)json_array_get_length(json_node_get_array(counts));
+  return TRUE;
 }
 
-gboolean
-tdm_history_read_sweep_line(TdmRunRecord *r, const char *type, JsonObject *o)
+static void
+read_point(TdmRunRecord *r, JsonObject *o)
 {
-  if (!g_str_equal(type, "point"))
-    return FALSE;
+  GArray *points = r->experiment.points;
+  /* A sweep has a point per device count: at most TDM_MAX_REPLICAS. */
+  if (points->len >= TDM_MAX_REPLICAS)
+    return;
   TdmScalingPoint p = {
-    .index = (int)r->sweep.points->len,
-    .count = r->sweep.count,
+    .index = (int)points->len,
+    .count = r->experiment.count,
     .devices = (int)tdm_history_get_int(o, "devices"),
     .batch = (int)tdm_history_get_int(o, "batch"),
     .steps = tdm_history_get_int(o, "steps"),
@@ -193,7 +208,7 @@ tdm_history_read_sweep_line(TdmRunRecord *r, const char *type, JsonObject *o)
   };
   /* A point without devices says nothing: skipped, as a damaged line would be. */
   if (p.devices < 1 || p.devices > TDM_MAX_REPLICAS)
-    return TRUE;
+    return;
   JsonNode *memory = json_object_get_member(o, "memory_bytes");
   if (memory != NULL && JSON_NODE_HOLDS_ARRAY(memory)) {
     JsonArray *a = json_node_get_array(memory);
@@ -202,8 +217,31 @@ tdm_history_read_sweep_line(TdmRunRecord *r, const char *type, JsonObject *o)
       p.memory_bytes[d] = v != NULL && JSON_NODE_HOLDS_VALUE(v) ? json_node_get_int(v) : 0;
     }
   }
-  g_array_append_val(r->sweep.points, p);
-  return TRUE;
+  g_array_append_val(points, p);
+}
+
+gboolean
+tdm_history_read_experiment_line(TdmRunRecord *r, const char *type, JsonObject *o)
+{
+  TdmRunExperiment *x = &r->experiment;
+  if (g_str_equal(type, "point")) {
+    if (x->kind == TDM_EXPERIMENT_SCALING)
+      read_point(r, o);
+    return TRUE;
+  }
+  if (g_str_equal(type, "run")) {
+    const char *id = json_object_get_string_member_with_default(o, "id", NULL);
+    /* Only a name a run file could have: it is looked up as one. */
+    if (id != NULL && x->runs->len < MAX_RUNS && tdm_history_valid_id(id, NULL))
+      g_ptr_array_add(x->runs, g_strdup(id));
+    return TRUE;
+  }
+  if (g_str_equal(type, "finished")) {
+    const char *result = json_object_get_string_member_with_default(o, "result", NULL);
+    g_free(x->result);
+    x->result = g_strdup(result);
+  }
+  return FALSE;
 }
 
 /* ---- CSV -------------------------------------------------------------------------- */
