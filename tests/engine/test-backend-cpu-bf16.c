@@ -140,7 +140,7 @@ columns_case(int n, int h, int w, int c, int k, int pad, int stride)
   for (int ch = 0; ch < c; ch++)
     bn[c + ch] = 0.5f + fabsf(bn[c + ch]);
   tdm_backend_im2col(b, col, x, n, h, w, c, k, k, pad, stride);
-  tdm_backend_im2col_bf16(b, col16, x, n, h, w, c, k, k, pad, stride);
+  tdm_backend_im2col_bf16(b, col16, x, TDM_DTYPE_F32, n, h, w, c, k, k, pad, stride);
   g_autofree uint16_t *want = to_bf16_host(col, cols);
   g_assert_cmpmem(col16, cols * 2, want, cols * 2);
   for (int relu = 0; relu < 2; relu++) {
