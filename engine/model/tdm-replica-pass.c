@@ -8,9 +8,10 @@
  * conv before it is written as that conv's bf16 operand; a conv's output that only the
  * bn after it reads is stored as bf16 in a bf16 run (conv_output_bf16()), and the bn
  * reads it so; a block's last bn is computed by the block's end as it adds
- * (bn_forward_add). Convolutions go to the
- * backend's convolution engine where it has one, else are composed here. Not the
- * buffers, the gather or the step's shape (tdm-replica.c). */
+ * (bn_forward_add); a block's input and output are stored as bf16 where their readers
+ * take it (block_output_bf16()). A conv layer's own forward and backward are
+ * tdm-replica-conv.c's. Not the buffers, the gather or the step's shape
+ * (tdm-replica.c). */
 #include "tdm-replica-private.h"
 #include "tdm-counter-rng.h"
 
@@ -79,18 +80,6 @@ bn_forward(TdmReplica *r, TdmPassMode mode, float *y, uint16_t *y16, const void 
     tdm_backend_bn_forward(b, y, x, x_type, saved, saved + c, gamma, beta, rows, c, relu);
 }
 
-/* x (count values of type x_type) as float32, for a reader that takes float32 only: x
- * itself, or its bf16 values widened into spare, a buffer free until the reader is done
- * with it (block_output_bf16(): a projection's float32 columns, the global pool). */
-static const float *
-as_f32(TdmReplica *r, const void *x, TdmDtype x_type, size_t count, float *spare)
-{
-  if (x_type == TDM_DTYPE_F32)
-    return x;
-  tdm_backend_from_bf16(r->backend, spare, x, count);
-  return spare;
-}
-
 /* dx from dy through BN (and its fused ReLU when relu: the backend recomputes the
  * mask from x), and the parameter gradients into dgamma and dbeta (contiguous: dbeta =
  * dgamma + C). With dx16, dx goes there as bfloat16 instead (bn_dx_as_conv_dy16()). */
@@ -128,44 +117,8 @@ dropout_key(const TdmReplica *r, int layer)
   return tdm_crng_key(r->seed, TDM_RNG_DROPOUT + (uint32_t)layer);
 }
 
-/* Whether a conv with columns runs its forward and weight-gradient products on
- * bfloat16 operands (--precision bf16 on a backend that has them). In the forward the
- * columns, as bf16, take the first half of the layer's float32 column buffer (the
- * weights as bf16 come from params16, which every bf16 replica keeps). In the backward
- * the output gradient as bf16 (rows · out_c) starts the workspace, where the
- * convolution engine's layout has it too (the bn after the conv writes it there,
- * bn_dx_as_conv_dy16()), and the bf16 columns follow: both fit when out_c <= k.
- * Else (a first layer of few input channels) the float32 path. The data gradient goes
- * through bf16 columns too when the weights (without params16) fit after them
- * (conv_bf16_dx): its product writes them where the columns were, after the weight
- * gradient has read them, and col2im sums them in float32. */
-static gboolean
-conv_bf16(TdmReplica *r, const float *col, int rows, int k, int out_c)
-{
-  return r->backend->precision == TDM_PRECISION_BF16 && col != NULL && out_c <= k &&
-         (r->params16 != NULL || out_c <= rows);
-}
-
-static gboolean
-conv_bf16_dx(TdmReplica *r, int rows, int k, int out_c)
-{
-  size_t weights = r->params16 != NULL ? 0 : (size_t)out_c * k;
-  return (size_t)rows * out_c + weights <= (size_t)rows * k;
-}
-
-/* A conv's weights w (out_c·k values) as bf16: in params16, which the forward pass
- * rounded all at once, when the replica keeps one; else rounded into spare. */
-static const uint16_t *
-conv_weights16(TdmReplica *r, const float *w, size_t count, uint16_t *spare)
-{
-  if (r->params16 != NULL)
-    return r->params16 + (w - r->params);
-  tdm_backend_to_bf16(r->backend, spare, w, count);
-  return spare;
-}
-
 /* Where the input gradient of bn layer i goes straight into the bf16 output gradient
- * of the conv before it (the second half of the conv's columns, conv_bf16()): when
+ * of the conv before it (the second half of the conv's columns, tdm_replica_conv_bf16()): when
  * that conv reads its output gradient only as bf16 (its products on bf16 operands, its
  * input gradient too if it passes one on, no bias and no ReLU of its own), so the
  * float32 gradient would only be written to be rounded. The rounding is to_bf16's:
@@ -183,8 +136,8 @@ bn_dx_as_conv_dy16(TdmReplica *r, int i, int n)
     return NULL;
   int rows = n * conv->out_h * conv->out_w;
   int k = conv->in_c * conv->kernel * conv->kernel;
-  if (!conv_bf16(r, r->cols[i - 1], rows, k, conv->out_c) ||
-      (i - 1 > 0 && !conv_bf16_dx(r, rows, k, conv->out_c)) ||
+  if (!tdm_replica_conv_bf16(r, r->cols[i - 1], rows, k, conv->out_c) ||
+      (i - 1 > 0 && !tdm_replica_conv_bf16_dx(r, rows, k, conv->out_c)) ||
       (size_t)rows * conv->out_c * sizeof(uint16_t) > r->columns_bytes)
     return NULL;
   return (uint16_t *)r->cols[i - 1];
@@ -197,16 +150,6 @@ layer_frozen(const TdmReplica *r, int i)
 {
   return r->frozen != NULL && r->frozen[i];
 }
-
-/* A training bn's output that the layer after it computes from the bn's input as it
- * reads it (bn_output_left_to_next()). */
-typedef struct {
-  const void *x;               /* the bn's input, of type x_type */
-  TdmDtype x_type;
-  const float *saved;          /* mean[C], then invstd[C] (bn_work + 2C) */
-  const float *gamma, *beta;
-  bool relu;
-} BnGather;
 
 /* Whether bn layer i leaves its output unwritten in training, for the layer after it
  * to compute as it reads it, when that layer is the output's only reader: a max pool
@@ -226,7 +169,7 @@ bn_output_left_to_next(TdmReplica *r, int i, int n, TdmPassMode mode)
       r->conv_work[i + 1] != NULL)
     return FALSE;
   int rows = n * next->out_h * next->out_w;
-  return conv_bf16(r, r->cols[i + 1], rows, next->in_c * next->kernel * next->kernel,
+  return tdm_replica_conv_bf16(r, r->cols[i + 1], rows, next->in_c * next->kernel * next->kernel,
                    next->out_c);
 }
 
@@ -247,187 +190,6 @@ bn_input_of(TdmReplica *r, int i, int n, BnGather *gather)
                        r->params + l->bias_offset,
                        l->fused_relu};
   return gather;
-}
-
-/* The convolution engine's view of a conv layer's call (tdm-backend.h): its shape, the
- * input (or the bn's input it normalizes as it reads), the weights (and their bf16
- * copy), the one workspace. */
-static TdmConvArgs
-conv_args(TdmReplica *r, const void *x, TdmDtype x_type, const BnGather *bn, const float *w,
-          int n, int in_h, int in_w, int in_c, int out_c, int kernel, int pad, int stride,
-          size_t *needed)
-{
-  TdmConvArgs a = {
-      .shape = {n, in_h, in_w, in_c, out_c, kernel, pad, stride},
-      .x = bn != NULL ? bn->x : x,
-      .x_type = bn != NULL ? bn->x_type : x_type,
-      .w = w,
-      .w16 = r->params16 != NULL ? r->params16 + (w - r->params) : NULL,
-      .work = r->columns,
-      .work_bytes = r->columns_bytes,
-      .work_needed = needed,
-  };
-  if (bn != NULL) {
-    a.bn_mean = bn->saved;
-    a.bn_invstd = bn->saved + in_c;
-    a.bn_gamma = bn->gamma;
-    a.bn_beta = bn->beta;
-    a.bn_relu = bn->relu;
-  }
-  return a;
-}
-
-/* A conv's product: the backend's whole convolution where the layer has its scratch
- * (work: tdm_replica_layer_buffers() gave it one because the backend takes the shape),
- * else out = cols(x) · Wᵀ, the columns kept in col (or x itself for a 1×1 conv of
- * stride 1). With bn, x was never written: the columns normalize bn->x. With y16, the
- * output is stored as bf16 there instead of y (conv_output_bf16()): each value the
- * float32 sum rounded once, by the bf16 product itself where the conv has bf16 columns,
- * else after a float32 product into the gradient buffer, which the forward leaves
- * unused. x is of type x_type (bf16: a block's input, block_output_bf16()), which bf16
- * columns gather as it is and float32 ones read widened into the other gradient
- * buffer. */
-static void
-conv_forward(TdmReplica *r, float *y, uint16_t *y16, const void *x, TdmDtype x_type,
-             const BnGather *bn, float *col, float *work, const float *w, int n, int in_h,
-             int in_w, int in_c, int out_c, int kernel, int pad, int stride, int out_h,
-             int out_w)
-{
-  TdmBackend *b = r->backend;
-  int rows = n * out_h * out_w;
-  int k = in_c * kernel * kernel;
-  if (work != NULL) {
-    g_assert(y16 == NULL && x_type == TDM_DTYPE_F32); /* a bf16 run composes every conv */
-    tdm_backend_conv_forward(b, y, x, w, work, n, in_h, in_w, in_c, out_c, kernel, pad, stride);
-    return;
-  }
-  size_t need = 0;
-  TdmConvArgs args = conv_args(r, x, x_type, bn, w, n, in_h, in_w, in_c, out_c, kernel, pad,
-                               stride, &need);
-  args.y = y16 != NULL ? NULL : y;
-  args.y16 = y16;
-  if (tdm_backend_conv_engine_forward(b, &args)) {
-    tdm_replica_workspace_holds(r, need);
-    return;
-  }
-  if (need > args.work_bytes && tdm_replica_workspace_holds(r, need)) {
-    args.work = r->columns;
-    args.work_bytes = r->columns_bytes;
-    if (tdm_backend_conv_engine_forward(b, &args))
-      return;
-  }
-  if (col != NULL) {
-    tdm_replica_workspace_holds(r, (size_t)rows * k * sizeof(float));
-    col = r->columns;
-  }
-  if (conv_bf16(r, col, rows, k, out_c)) {
-    uint16_t *col16 = (uint16_t *)col;
-    const uint16_t *w16 = conv_weights16(r, w, (size_t)out_c * k, col16 + (size_t)rows * k);
-    if (bn != NULL)
-      tdm_backend_im2col_bf16_bn(b, col16, bn->x, bn->x_type, bn->saved, bn->saved + in_c,
-                                 bn->gamma, bn->beta, bn->relu, n, in_h, in_w, in_c, kernel,
-                                 kernel, pad, stride);
-    else
-      tdm_backend_im2col_bf16(b, col16, x, x_type, n, in_h, in_w, in_c, kernel, kernel, pad,
-                              stride);
-    if (y16 != NULL)
-      tdm_backend_gemm_bf16_out(b, false, true, rows, out_c, k, col16, k, w16, k, y16, out_c);
-    else
-      tdm_backend_gemm_bf16(b, false, true, rows, out_c, k, 1.0f, col16, k, w16, k, 0.0f, y,
-                            out_c);
-    return;
-  }
-  g_assert(bn == NULL); /* a bn's output is left only to a conv with bf16 columns */
-  float *out = y16 != NULL ? r->grad_b : y;
-  const float *a = as_f32(r, x, x_type, (size_t)n * in_h * in_w * in_c, r->grad_a);
-  x = a;
-  if (col != NULL) {
-    tdm_backend_im2col(b, col, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
-    a = col;
-  }
-  tdm_backend_gemm(b, false, true, rows, out_c, k, 1.0f, a, k, w, k, 0.0f, out, out_c);
-  if (y16 != NULL)
-    tdm_backend_to_bf16(b, y16, out, (size_t)rows * out_c);
-}
-
-/* Its backward from dy: dw, and dx when wanted (col is spent: its gradient takes its
- * place before col2im). The columns live in the one workspace that every layer's
- * forward overwrote since, so they are built again from x (or, with bn, from the bn's
- * input, as the forward built them): the same bits. dy16_ready: the bn after it wrote
- * dy as bf16 already (bn_dx_as_conv_dy16(), into the workspace's second half, which
- * the bf16 columns leave alone), and dy is not read. */
-static void
-conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy, gboolean dy16_ready,
-              const void *x, TdmDtype x_type, const BnGather *bn, float *col, float *work,
-              const float *w, int n, int in_h, int in_w, int in_c, int out_c, int kernel,
-              int pad, int stride, int out_h, int out_w, gboolean need_dx)
-{
-  TdmBackend *b = r->backend;
-  int rows = n * out_h * out_w;
-  int k = in_c * kernel * kernel;
-  if (work != NULL) {
-    g_assert(x_type == TDM_DTYPE_F32);
-    tdm_backend_conv_backward(b, need_dx ? dx : NULL, dw, dy, x, w, work, n, in_h, in_w, in_c,
-                              out_c, kernel, pad, stride);
-    return;
-  }
-  size_t need = 0;
-  TdmConvArgs args = conv_args(r, x, x_type, bn, w, n, in_h, in_w, in_c, out_c, kernel, pad,
-                               stride, &need);
-  args.dy = dy;
-  args.dy16 = dy16_ready ? (const uint16_t *)r->columns : NULL;
-  args.dx = need_dx ? dx : NULL;
-  args.dw = dw;
-  if (tdm_backend_conv_engine_backward(b, &args)) {
-    tdm_replica_workspace_holds(r, need);
-    return;
-  }
-  if (need > args.work_bytes && tdm_replica_workspace_holds(r, need)) {
-    args.work = r->columns;
-    args.work_bytes = r->columns_bytes;
-    args.dy16 = dy16_ready ? (const uint16_t *)r->columns : NULL;
-    if (tdm_backend_conv_engine_backward(b, &args))
-      return;
-  }
-  if (col != NULL) {
-    tdm_replica_workspace_holds(r, (size_t)rows * k * sizeof(float));
-    col = r->columns;
-  }
-  if (conv_bf16(r, col, rows, k, out_c)) {
-    uint16_t *dy16 = (uint16_t *)col, *col16 = dy16 + (size_t)rows * out_c;
-    if (!dy16_ready)
-      tdm_backend_to_bf16(b, dy16, dy, (size_t)rows * out_c);
-    if (bn != NULL)
-      tdm_backend_im2col_bf16_bn(b, col16, bn->x, bn->x_type, bn->saved, bn->saved + in_c,
-                                 bn->gamma, bn->beta, bn->relu, n, in_h, in_w, in_c, kernel,
-                                 kernel, pad, stride);
-    else
-      tdm_backend_im2col_bf16(b, col16, x, x_type, n, in_h, in_w, in_c, kernel, kernel, pad,
-                              stride);
-    tdm_backend_gemm_bf16(b, true, false, out_c, k, rows, 1.0f, dy16, out_c, col16, k, 0.0f, dw,
-                          k);
-    if (need_dx && conv_bf16_dx(r, rows, k, out_c)) {
-      const uint16_t *w16 = conv_weights16(r, w, (size_t)out_c * k, col16 + (size_t)rows * k);
-      tdm_backend_conv_dgrad_bf16(b, dx, dy16, w16, col16, n, in_h, in_w, in_c, out_c, kernel,
-                                  kernel, pad, stride);
-      return;
-    }
-  } else {
-    /* A bf16 x widened into dx, which is written only after x is read. */
-    const float *xf = as_f32(r, x, x_type, (size_t)n * in_h * in_w * in_c, dx);
-    if (col != NULL)
-      tdm_backend_im2col(b, col, xf, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
-    tdm_backend_gemm(b, true, false, out_c, k, rows, 1.0f, dy, out_c, col ? col : xf, k, 0.0f,
-                     dw, k);
-  }
-  if (!need_dx)
-    return;
-  if (col == NULL) {
-    tdm_backend_gemm(b, false, false, rows, k, out_c, 1.0f, dy, out_c, w, k, 0.0f, dx, k);
-    return;
-  }
-  tdm_backend_gemm(b, false, false, rows, k, out_c, 1.0f, dy, out_c, w, k, 0.0f, col, k);
-  tdm_backend_col2im(b, dx, col, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
 }
 
 /* The end of a block, layer i: y = x + skip, then the block's ReLU (add_out), skip of
@@ -523,9 +285,9 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       break;
     }
     case TDM_LAYER_CONV:
-      conv_forward(r, y, y16, x, act_type(r, i), from_bn, r->cols[i], r->conv_work[i], w, n,
-                   l->in_h, l->in_w, l->in_c, l->out_c, l->kernel, l->pad, l->stride, l->out_h,
-                   l->out_w);
+      tdm_replica_conv_forward(r, y, y16, x, act_type(r, i), from_bn, r->cols[i],
+                               r->conv_work[i], w, n, l->in_h, l->in_w, l->in_c, l->out_c,
+                               l->kernel, l->pad, l->stride, l->out_h, l->out_w);
       if (bias_in_pool(net, i))
         break;
       if (l->bias_count > 0)
@@ -580,8 +342,9 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       break;
     case TDM_LAYER_GLOBAL_AVG: {
       size_t in = (size_t)n * l->in_h * l->in_w * l->in_c;
-      tdm_backend_global_avgpool_forward(b, y, as_f32(r, x, act_type(r, i), in, r->grad_a), n,
-                                         l->in_h * l->in_w, l->in_c);
+      tdm_backend_global_avgpool_forward(
+          b, y, tdm_replica_as_f32(r, x, act_type(r, i), in, r->grad_a), n, l->in_h * l->in_w,
+          l->in_c);
       break;
     }
     case TDM_LAYER_GLOBAL_MAX:
@@ -604,9 +367,10 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       TdmDtype skip_type = act_type(r, l->partner);
       if (l->projection) {
         TdmDtype pt = projection_type(r);
-        conv_forward(r, r->proj_conv[i], pt == TDM_DTYPE_BF16 ? (uint16_t *)r->proj_conv[i] : NULL,
-                     skip, skip_type, NULL, r->cols[i], NULL, w, n, begin->in_h, begin->in_w,
-                     begin->in_c, l->out_c, 1, 0, l->stride, l->out_h, l->out_w);
+        tdm_replica_conv_forward(
+            r, r->proj_conv[i], pt == TDM_DTYPE_BF16 ? (uint16_t *)r->proj_conv[i] : NULL, skip,
+            skip_type, NULL, r->cols[i], NULL, w, n, begin->in_h, begin->in_w, begin->in_c,
+            l->out_c, 1, 0, l->stride, l->out_h, l->out_w);
         bn_forward(r, layer_frozen(r, i) ? MODE_EVAL : mode, r->proj_bn[i], NULL,
                    r->proj_conv[i], pt, n, pixels, l->out_c, bias, bias + l->out_c,
                    r->bn_work[i], r->state + l->state_offset, false, FALSE);
@@ -697,9 +461,9 @@ tdm_replica_backward(TdmReplica *r, int n)
         x = frozen_bn_again(r, i - 1, n, dx, need_dx);
         x_type = TDM_DTYPE_F32;
       }
-      conv_backward(r, dx, dw, dy, dy16_ready, x, x_type, from_bn, r->cols[i], r->conv_work[i],
-                    w, n, l->in_h, l->in_w, l->in_c, l->out_c, l->kernel, l->pad, l->stride,
-                    l->out_h, l->out_w, need_dx);
+      tdm_replica_conv_backward(r, dx, dw, dy, dy16_ready, x, x_type, from_bn, r->cols[i],
+                                r->conv_work[i], w, n, l->in_h, l->in_w, l->in_c, l->out_c,
+                                l->kernel, l->pad, l->stride, l->out_h, l->out_w, need_dx);
       break;
     }
     case TDM_LAYER_POOL:
@@ -774,12 +538,13 @@ tdm_replica_backward(TdmReplica *r, int n)
       if (l->projection) {
         const TdmLayer *begin = &net->layers[l->partner];
         float *dconv = r->proj_bn[i]; /* the bn's output is spent */
-        bn_backward(r, dconv, NULL, dy, r->proj_conv[i], projection_type(r), n, pixels, l->out_c,
-                    r->params + l->bias_offset, r->params + l->bias_offset + l->out_c, false,
-                    r->grads + l->bias_offset, r->bn_work[i]);
-        conv_backward(r, skip, dw, dconv, FALSE, r->acts[l->partner], act_type(r, l->partner),
-                      NULL, r->cols[i], NULL, w, n, begin->in_h, begin->in_w, begin->in_c,
-                      l->out_c, 1, 0, l->stride, l->out_h, l->out_w, TRUE);
+        bn_backward(r, dconv, NULL, dy, r->proj_conv[i], projection_type(r), n, pixels,
+                    l->out_c, r->params + l->bias_offset, r->params + l->bias_offset + l->out_c,
+                    false, r->grads + l->bias_offset, r->bn_work[i]);
+        tdm_replica_conv_backward(r, skip, dw, dconv, FALSE, r->acts[l->partner],
+                                  act_type(r, l->partner), NULL, r->cols[i], NULL, w, n,
+                                  begin->in_h, begin->in_w, begin->in_c, l->out_c, 1, 0,
+                                  l->stride, l->out_h, l->out_w, TRUE);
       } else {
         tdm_backend_copy(b, skip, dy, out * sizeof(float));
       }

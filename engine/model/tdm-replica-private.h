@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-replica-private.h — what tdm-replica.c (buffers, steps, evaluation) and
- * tdm-replica-pass.c (the forward and backward walks over the layers) share: the
- * buffer layout rules and the passes. Not for anything else. */
+/* tdm-replica-private.h — what tdm-replica.c (buffers, steps, evaluation),
+ * tdm-replica-pass.c (the forward and backward walks over the layers) and
+ * tdm-replica-conv.c (a conv layer's forward and backward) share: the buffer layout
+ * rules and the passes. Not for anything else. */
 #pragma once
 
 #include "tdm-replica.h"
@@ -20,6 +21,32 @@ void tdm_replica_backward (TdmReplica *r, int n);
 gboolean tdm_replica_aborted (TdmReplica *r);
 /* Synchronized BN's all-reduce through the hook; FALSE (and sticky) on failure. */
 gboolean tdm_replica_bn_reduce (TdmReplica *r, float *buffer, size_t count);
+
+/* A training bn's output that the layer after it computes from the bn's input as it
+ * reads it (bn_output_left_to_next()). */
+typedef struct {
+  const void *x;               /* the bn's input, of type x_type */
+  TdmDtype x_type;
+  const float *saved;          /* mean[C], then invstd[C] (bn_work + 2C) */
+  const float *gamma, *beta;
+  bool relu;
+} BnGather;
+
+/* tdm-replica-conv.c: a conv layer's forward and backward (their comments there), the
+ * rules of its bf16 columns, and a bf16 tensor widened for a float32 reader. */
+gboolean tdm_replica_conv_bf16 (TdmReplica *r, const float *col, int rows, int k, int out_c);
+gboolean tdm_replica_conv_bf16_dx (TdmReplica *r, int rows, int k, int out_c);
+const float *tdm_replica_as_f32 (TdmReplica *r, const void *x, TdmDtype x_type, size_t count,
+                                 float *spare);
+void tdm_replica_conv_forward (TdmReplica *r, float *y, uint16_t *y16, const void *x,
+                               TdmDtype x_type, const BnGather *bn, float *col, float *work,
+                               const float *w, int n, int in_h, int in_w, int in_c, int out_c,
+                               int kernel, int pad, int stride, int out_h, int out_w);
+void tdm_replica_conv_backward (TdmReplica *r, float *dx, float *dw, const float *dy,
+                                gboolean dy16_ready, const void *x, TdmDtype x_type,
+                                const BnGather *bn, float *col, float *work, const float *w,
+                                int n, int in_h, int in_w, int in_c, int out_c, int kernel,
+                                int pad, int stride, int out_h, int out_w, gboolean need_dx);
 
 /* Notes that a convolution needs `bytes` of the workspace (its choice's need, or the
  * replica's own columns), and grows the workspace, keeping its contents, where it
@@ -138,7 +165,8 @@ conv_output_bf16(const TdmNetwork *net, int i, gboolean stores16)
 /* Whether layer j, reading a residual block's input or output, reads it as bf16: a bn
  * (its operations take the type; not one a pool follows, whose normalize-on-read takes
  * float32), a global average pool (the tensor widened first: a small one), or a conv
- * whose bf16 columns both ways (out_c ≤ its reduction, conv_bf16()) gather it as it is. */
+ * whose bf16 columns both ways (out_c ≤ its reduction, tdm_replica_conv_bf16()) gather
+ * it as it is. */
 static inline gboolean
 reads_bf16_block(const TdmNetwork *net, int j)
 {

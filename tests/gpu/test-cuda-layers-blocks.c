@@ -140,8 +140,8 @@ im2col_case(int n, int h, int w, int c, int k, int pad, int stride)
   uint16_t *dx16 = on(x16, count * 2), *got = on(NULL, cols * 2), *want = on(NULL, cols * 2);
   tdm_backend_im2col_bf16(gpu, got, dx16, TDM_DTYPE_BF16, n, h, w, c, k, k, pad, stride);
   tdm_backend_im2col_bf16(gpu, want, dx, TDM_DTYPE_F32, n, h, w, c, k, k, pad, stride);
-  g_autofree char *what =
-      g_strdup_printf("im2col_bf16 of bf16 %d×%d×%d×%d k%d p%d s%d", n, h, w, c, k, pad, stride);
+  g_autofree char *what = g_strdup_printf("im2col_bf16 of bf16 %d×%d×%d×%d k%d p%d s%d", n, h,
+                                          w, c, k, pad, stride);
   same_bits_gpu(what, got, want, cols * 2);
   g_autofree uint16_t *ref = g_new(uint16_t, cols);
   tdm_backend_im2col_bf16(cpu, ref, x16, TDM_DTYPE_BF16, n, h, w, c, k, k, pad, stride);
@@ -180,9 +180,12 @@ bn_case(int rows, int c, TdmDtype x_type, int addend, bool relu)
     tdm_backend_bn_forward_add(gpu, want, dxf, TDM_DTYPE_F32, dp, dp + c, dp + 2 * c,
                                dp + 3 * c, daf, rows, c, relu);
   tdm_backend_to_bf16(gpu, want16, want, count);
-  g_autofree char *what = g_strdup_printf(
-      "bn_forward_bf16 %d×%d x %s, %s%s", rows, c, x_type == TDM_DTYPE_BF16 ? "bf16" : "f32",
-      addend == 0 ? "no addend" : addend == 1 ? "f32 addend" : "bf16 addend", relu ? ", relu" : "");
+  g_autofree char *what = g_strdup_printf("bn_forward_bf16 %d×%d x %s, %s%s", rows, c,
+                                          x_type == TDM_DTYPE_BF16 ? "bf16" : "f32",
+                                          addend == 0   ? "no addend"
+                                          : addend == 1 ? "f32 addend"
+                                                        : "bf16 addend",
+                                          relu ? ", relu" : "");
   same_bits_gpu(what, got, want16, count * 2);
   g_autofree float *ref = g_new(float, count);
   if (ha == NULL)

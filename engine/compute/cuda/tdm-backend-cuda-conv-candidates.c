@@ -63,7 +63,7 @@ tdm_conv_layout(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir, TdmCo
     return TRUE;
   }
   /* The replica composes a bf16 conv through bf16 columns on these conditions
-   * (tdm-replica-pass.c's conv_bf16, conv_bf16_dx), and through float32 ones
+   * (tdm-replica-conv.c's tdm_replica_conv_bf16, _bf16_dx), and through float32 ones
    * elsewhere; the engine's "im2col" always has bf16 columns. */
   l->replica_im2col = !one_by_one(s) && out_c <= k && out_c <= rows &&
                       (dir != TDM_CONV_DGRAD || rows * out_c + out_c * k <= rows * k);
