@@ -84,6 +84,29 @@ conv_args(TdmReplica *r, const void *x, TdmDtype x_type, const BnGather *bn, con
   return a;
 }
 
+/* The convolution engine's call, forward or backward: TRUE when it ran it, the
+ * workspace noted as holding what its choice needs (*need, which the call writes);
+ * where the choice did not fit, the workspace grown (a dy16 the bn wrote moves with
+ * its start) and the call tried again. FALSE: the caller composes the convolution. */
+static gboolean
+engine_runs(TdmReplica *r, TdmConvArgs *args, size_t *need, gboolean forward,
+            gboolean dy16_ready)
+{
+  gboolean (*run)(TdmBackend *, const TdmConvArgs *) =
+      forward ? tdm_backend_conv_engine_forward : tdm_backend_conv_engine_backward;
+  if (run(r->backend, args)) {
+    tdm_replica_workspace_holds(r, *need);
+    return TRUE;
+  }
+  if (*need <= args->work_bytes || !tdm_replica_workspace_holds(r, *need))
+    return FALSE;
+  args->work = r->columns;
+  args->work_bytes = r->columns_bytes;
+  if (dy16_ready)
+    args->dy16 = (const uint16_t *)r->columns;
+  return run(r->backend, args);
+}
+
 /* A conv's product: the backend's whole convolution where the layer has its scratch
  * (work: tdm_replica_layer_buffers() gave it one because the backend takes the shape),
  * else out = cols(x) · Wᵀ, the columns kept in col (or x itself for a 1×1 conv of
@@ -113,16 +136,8 @@ tdm_replica_conv_forward(TdmReplica *r, float *y, uint16_t *y16, const void *x, 
       conv_args(r, x, x_type, bn, w, n, in_h, in_w, in_c, out_c, kernel, pad, stride, &need);
   args.y = y16 != NULL ? NULL : y;
   args.y16 = y16;
-  if (tdm_backend_conv_engine_forward(b, &args)) {
-    tdm_replica_workspace_holds(r, need);
+  if (engine_runs(r, &args, &need, TRUE, FALSE))
     return;
-  }
-  if (need > args.work_bytes && tdm_replica_workspace_holds(r, need)) {
-    args.work = r->columns;
-    args.work_bytes = r->columns_bytes;
-    if (tdm_backend_conv_engine_forward(b, &args))
-      return;
-  }
   if (col != NULL) {
     tdm_replica_workspace_holds(r, (size_t)rows * k * sizeof(float));
     col = r->columns;
@@ -186,17 +201,8 @@ tdm_replica_conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy,
   args.dy16 = dy16_ready ? (const uint16_t *)r->columns : NULL;
   args.dx = need_dx ? dx : NULL;
   args.dw = dw;
-  if (tdm_backend_conv_engine_backward(b, &args)) {
-    tdm_replica_workspace_holds(r, need);
+  if (engine_runs(r, &args, &need, FALSE, dy16_ready))
     return;
-  }
-  if (need > args.work_bytes && tdm_replica_workspace_holds(r, need)) {
-    args.work = r->columns;
-    args.work_bytes = r->columns_bytes;
-    args.dy16 = dy16_ready ? (const uint16_t *)r->columns : NULL;
-    if (tdm_backend_conv_engine_backward(b, &args))
-      return;
-  }
   if (col != NULL) {
     tdm_replica_workspace_holds(r, (size_t)rows * k * sizeof(float));
     col = r->columns;
