@@ -39,9 +39,9 @@ enum { SUM_SHIFTED = 0, SUM_BACKWARD = 2, SUM_BACKWARD_RELU = 3 };
 /* partials[(group · 2 + which) · channels + ch]: which 0 holds Σ(x − K) (K = the
  * channel's first row, tdm-bn-moments.h) or Σdy·xhat, which 1 holds Σ(x − K)² or
  * Σdy. */
-template <int MODE, typename X>
+template <int MODE, typename X, typename D>
 __global__ void
-bn_partial_kernel(double *partials, const X *x, const float *dy, const float *mean,
+bn_partial_kernel(double *partials, const X *x, const D *dy, const float *mean,
                   const float *invstd, const float *gamma, const float *beta, int rows,
                   int channels)
 {
@@ -67,7 +67,7 @@ bn_partial_kernel(double *partials, const X *x, const float *dy, const float *me
         a0 += d;
         a1 += d * d;
       } else {
-        float g = dy[(size_t)r * channels + ch];
+        float g = tdm_k_load1(dy + (size_t)r * channels + ch);
         if (MODE == SUM_BACKWARD_RELU &&
             !(bn_train_value(v, ch, mean, invstd, gamma, beta) > 0.0f))
           g = 0.0f;
@@ -143,9 +143,9 @@ bn_finish_kernel(float *out0, float *out1, const double *partials, int groups, i
   }
 }
 
-template <int MODE, typename X>
+template <int MODE, typename X, typename D>
 static cudaError_t
-bn_reduce(float *out0, float *out1, const X *x, const float *dy, const float *mean,
+bn_reduce(float *out0, float *out1, const X *x, const D *dy, const float *mean,
           const float *invstd, const float *gamma, const float *beta, int rows, int channels,
           double *partials, size_t partials_count, float *slots, int slot, int slot_count,
           cudaStream_t stream)
@@ -168,7 +168,7 @@ bn_reduce(float *out0, float *out1, const X *x, const float *dy, const float *me
   if (groups < 1)
     groups = 1;
   dim3 grid((unsigned)groups, (unsigned)tiles);
-  bn_partial_kernel<MODE, X><<<grid, dim3(32, BN_LANES), 0, stream>>>(
+  bn_partial_kernel<MODE, X, D><<<grid, dim3(32, BN_LANES), 0, stream>>>(
       partials, x, dy, mean, invstd, gamma, beta, rows, channels);
   bn_finish_kernel<MODE == SUM_SHIFTED, X>
       <<<(unsigned)tiles, dim3(32, BN_FINISH_LANES), 0, stream>>>(
@@ -186,17 +186,17 @@ tdm_k_bn_moments(float *slots, const void *x, bool x16, int rows, int channels, 
     return cudaMemsetAsync(slots, 0, TDM_BN_SLOT_FLOATS(channels) * slot_count * sizeof(float),
                            stream);
   if (x16)
-    return bn_reduce<SUM_SHIFTED>(NULL, NULL, (const uint16_t *)x, NULL, NULL, NULL, NULL, NULL,
-                                  rows, channels, partials, partials_count, slots, slot,
-                                  slot_count, stream);
-  return bn_reduce<SUM_SHIFTED>(NULL, NULL, (const float *)x, NULL, NULL, NULL, NULL, NULL,
-                                rows, channels, partials, partials_count, slots, slot,
-                                slot_count, stream);
+    return bn_reduce<SUM_SHIFTED>(NULL, NULL, (const uint16_t *)x, (const float *)NULL, NULL,
+                                  NULL, NULL, NULL, rows, channels, partials, partials_count,
+                                  slots, slot, slot_count, stream);
+  return bn_reduce<SUM_SHIFTED>(NULL, NULL, (const float *)x, (const float *)NULL, NULL, NULL,
+                                NULL, NULL, rows, channels, partials, partials_count, slots,
+                                slot, slot_count, stream);
 }
 
-template <typename X>
+template <typename X, typename D>
 static cudaError_t
-bn_backward_sums(float *dgamma, float *dbeta, const float *dy, const X *x, const float *mean,
+bn_backward_sums(float *dgamma, float *dbeta, const D *dy, const X *x, const float *mean,
                  const float *invstd, const float *gamma, const float *beta, bool relu,
                  int rows, int channels, double *partials, size_t partials_count,
                  cudaStream_t stream)
@@ -210,16 +210,18 @@ bn_backward_sums(float *dgamma, float *dbeta, const float *dy, const X *x, const
 }
 
 extern "C" cudaError_t
-tdm_k_bn_backward_sums(float *dgamma, float *dbeta, const float *dy, const void *x, bool x16,
-                       const float *mean, const float *invstd, const float *gamma,
+tdm_k_bn_backward_sums(float *dgamma, float *dbeta, const void *dy, bool dy16, const void *x,
+                       bool x16, const float *mean, const float *invstd, const float *gamma,
                        const float *beta, bool relu, int rows, int channels, double *partials,
                        size_t partials_count, cudaStream_t stream)
 {
-  if (x16)
-    return bn_backward_sums(dgamma, dbeta, dy, (const uint16_t *)x, mean, invstd, gamma, beta,
-                            relu, rows, channels, partials, partials_count, stream);
-  return bn_backward_sums(dgamma, dbeta, dy, (const float *)x, mean, invstd, gamma, beta, relu,
-                          rows, channels, partials, partials_count, stream);
+#define BN_SUMS(D, X)                                                                          \
+  bn_backward_sums(dgamma, dbeta, (const D *)dy, (const X *)x, mean, invstd, gamma, beta,      \
+                   relu, rows, channels, partials, partials_count, stream)
+  if (dy16)
+    return x16 ? BN_SUMS(uint16_t, uint16_t) : BN_SUMS(uint16_t, float);
+  return x16 ? BN_SUMS(float, uint16_t) : BN_SUMS(float, float);
+#undef BN_SUMS
 }
 
 __global__ void
@@ -406,12 +408,11 @@ bn_backward_one(float dy, float x, int ch, const float *mean, const float *invst
   return k * dy + a * x + c;
 }
 
-template <bool RELU, int V, typename I, typename T, typename X>
+template <bool RELU, int V, typename I, typename T, typename X, typename D>
 __global__ void
-bn_backward_dx_kernel(T *dx, const float *dy, const X *x, const float *mean,
-                      const float *invstd, const float *gamma, const float *beta,
-                      const float *sum_dgamma, const float *sum_dbeta, float inv_count, I total,
-                      I channels)
+bn_backward_dx_kernel(T *dx, const D *dy, const X *x, const float *mean, const float *invstd,
+                      const float *gamma, const float *beta, const float *sum_dgamma,
+                      const float *sum_dbeta, float inv_count, I total, I channels)
 {
   I stride = (I)gridDim.x * blockDim.x;
   for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total / V; i += stride) {
@@ -428,23 +429,24 @@ bn_backward_dx_kernel(T *dx, const float *dy, const X *x, const float *mean,
   }
 }
 
-/* V = 4 needs dy on 16 bytes, and dx and x on 16 (float) or 8 (bf16). */
-template <typename T, typename X>
+/* V = 4 needs dx, dy and x each on 16 bytes (float) or 8 (bf16). */
+template <typename T, typename X, typename D>
 static cudaError_t
-bn_backward_dx_launch(T *dx, const float *dy, const X *x, const float *mean,
-                      const float *invstd, const float *gamma, const float *beta, bool relu,
-                      const float *sum_dgamma, const float *sum_dbeta, float inv_count,
-                      int rows, int channels, cudaStream_t stream)
+bn_backward_dx_launch(T *dx, const D *dy, const X *x, const float *mean, const float *invstd,
+                      const float *gamma, const float *beta, bool relu, const float *sum_dgamma,
+                      const float *sum_dbeta, float inv_count, int rows, int channels,
+                      cudaStream_t stream)
 {
   size_t total = (size_t)(rows > 0 ? rows : 0) * (channels > 0 ? channels : 0);
   if (total == 0)
     return cudaSuccess;
   bool vec = channels % 4 == 0 && ((uintptr_t)dx & (4 * sizeof(T) - 1)) == 0 &&
-             tdm_k_aligned16(dy) && ((uintptr_t)x & (4 * sizeof(X) - 1)) == 0;
+             ((uintptr_t)dy & (4 * sizeof(D) - 1)) == 0 &&
+             ((uintptr_t)x & (4 * sizeof(X) - 1)) == 0;
   bool narrow = total < ((size_t)1 << 31);
   unsigned blocks = tdm_k_blocks(vec ? total / 4 : total, TDM_K_THREADS);
 #define BN_BACKWARD(R, V, I)                                                                   \
-  bn_backward_dx_kernel<R, V, I, T, X>                                                         \
+  bn_backward_dx_kernel<R, V, I, T, X, D>                                                      \
       <<<blocks, TDM_K_THREADS, 0, stream>>>(dx, dy, x, mean, invstd, gamma, beta, sum_dgamma, \
                                              sum_dbeta, inv_count, (I)total, (I)channels)
   if (relu && vec && narrow)
@@ -467,38 +469,41 @@ bn_backward_dx_launch(T *dx, const float *dy, const X *x, const float *mean,
   return tdm_k_launched();
 }
 
-/* Either type of x into either type of dx. */
+/* Either type of dy and of x into either type of dx. */
 template <typename T>
 static cudaError_t
-bn_backward_dx_any(T *dx, const float *dy, const void *x, bool x16, const float *mean,
+bn_backward_dx_any(T *dx, const void *dy, bool dy16, const void *x, bool x16, const float *mean,
                    const float *invstd, const float *gamma, const float *beta, bool relu,
                    const float *sum_dgamma, const float *sum_dbeta, float inv_count, int rows,
                    int channels, cudaStream_t stream)
 {
-  if (x16)
-    return bn_backward_dx_launch(dx, dy, (const uint16_t *)x, mean, invstd, gamma, beta, relu,
-                                 sum_dgamma, sum_dbeta, inv_count, rows, channels, stream);
-  return bn_backward_dx_launch(dx, dy, (const float *)x, mean, invstd, gamma, beta, relu,
-                               sum_dgamma, sum_dbeta, inv_count, rows, channels, stream);
+#define BN_DX(D, X)                                                                            \
+  bn_backward_dx_launch(dx, (const D *)dy, (const X *)x, mean, invstd, gamma, beta, relu,      \
+                        sum_dgamma, sum_dbeta, inv_count, rows, channels, stream)
+  if (dy16)
+    return x16 ? BN_DX(uint16_t, uint16_t) : BN_DX(uint16_t, float);
+  return x16 ? BN_DX(float, uint16_t) : BN_DX(float, float);
+#undef BN_DX
 }
 
 extern "C" cudaError_t
-tdm_k_bn_backward_dx(float *dx, const float *dy, const void *x, bool x16, const float *mean,
-                     const float *invstd, const float *gamma, const float *beta, bool relu,
-                     const float *sum_dgamma, const float *sum_dbeta, float inv_count, int rows,
-                     int channels, cudaStream_t stream)
+tdm_k_bn_backward_dx(float *dx, const void *dy, bool dy16, const void *x, bool x16,
+                     const float *mean, const float *invstd, const float *gamma,
+                     const float *beta, bool relu, const float *sum_dgamma,
+                     const float *sum_dbeta, float inv_count, int rows, int channels,
+                     cudaStream_t stream)
 {
-  return bn_backward_dx_any(dx, dy, x, x16, mean, invstd, gamma, beta, relu, sum_dgamma,
+  return bn_backward_dx_any(dx, dy, dy16, x, x16, mean, invstd, gamma, beta, relu, sum_dgamma,
                             sum_dbeta, inv_count, rows, channels, stream);
 }
 
 extern "C" cudaError_t
-tdm_k_bn_backward_dx_bf16(uint16_t *dx, const float *dy, const void *x, bool x16,
+tdm_k_bn_backward_dx_bf16(uint16_t *dx, const void *dy, bool dy16, const void *x, bool x16,
                           const float *mean, const float *invstd, const float *gamma,
                           const float *beta, bool relu, const float *sum_dgamma,
                           const float *sum_dbeta, float inv_count, int rows, int channels,
                           cudaStream_t stream)
 {
-  return bn_backward_dx_any(dx, dy, x, x16, mean, invstd, gamma, beta, relu, sum_dgamma,
+  return bn_backward_dx_any(dx, dy, dy16, x, x16, mean, invstd, gamma, beta, relu, sum_dgamma,
                             sum_dbeta, inv_count, rows, channels, stream);
 }

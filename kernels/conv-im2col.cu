@@ -211,13 +211,13 @@ tdm_k_im2col_bf16_bn(uint16_t *col, const void *x, bool x16, const float *mean,
 
 /* dx[img, iy, ix, ch] = Σ over (ky, kx) of col[(img, oy, ox), (ky, kx, ch)] for the
  * output pixels that read it, oy · stride = iy − ky + pad (and ox likewise), taps in
- * the CPU's order. One
+ * the CPU's order, summed in float32 and stored as D (float, or bf16 rounded once). One
  * thread per V channels of a dx pixel: the warp's reads of one tap are runs of c
  * contiguous floats. */
-template <typename I, int V, typename T>
+template <typename I, int V, typename T, typename D>
 __global__ void
-col2im_kernel(float *dx, const T *col, I total, int h, int w, int c, int kh, int kw,
-              int pad, int stride, int oh, int ow)
+col2im_kernel(D *dx, const T *col, I total, int h, int w, int c, int kh, int kw, int pad,
+              int stride, int oh, int ow)
 {
   int cv = c / V;
   size_t kcols = (size_t)c * kh * kw;
@@ -249,26 +249,26 @@ col2im_kernel(float *dx, const T *col, I total, int h, int w, int c, int kh, int
   }
 }
 
-template <int V, typename T>
+template <int V, typename T, typename D>
 static void
-launch_col2im(float *dx, const T *col, size_t total, int h, int w, int c, int kh, int kw,
-              int pad, int stride, int oh, int ow, cudaStream_t stream)
+launch_col2im(D *dx, const T *col, size_t total, int h, int w, int c, int kh, int kw, int pad,
+              int stride, int oh, int ow, cudaStream_t stream)
 {
   if (total <= UINT32_MAX)
-    col2im_kernel<uint32_t, V, T><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
-                                    stream>>>(dx, col, (uint32_t)total, h, w, c, kh, kw, pad,
-                                              stride, oh, ow);
+    col2im_kernel<uint32_t, V, T, D>
+        <<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+            dx, col, (uint32_t)total, h, w, c, kh, kw, pad, stride, oh, ow);
   else
-    col2im_kernel<size_t, V, T><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
-                                  stream>>>(dx, col, total, h, w, c, kh, kw, pad, stride, oh,
-                                            ow);
+    col2im_kernel<size_t, V, T, D>
+        <<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+            dx, col, total, h, w, c, kh, kw, pad, stride, oh, ow);
 }
 
 /* From float32 columns (T = float) or bfloat16 ones (T = uint16_t, summed as float32
- * in the same order). */
-template <typename T>
+ * in the same order), into float32 dx (D = float) or bfloat16 (D = uint16_t). */
+template <typename T, typename D>
 static cudaError_t
-col2im_launch(float *dx, const T *col, int n, int h, int w, int c, int kh, int kw, int pad,
+col2im_launch(D *dx, const T *col, int n, int h, int w, int c, int kh, int kw, int pad,
               int stride, cudaStream_t stream)
 {
   if (stride <= 0)
@@ -279,8 +279,9 @@ col2im_launch(float *dx, const T *col, int n, int h, int w, int c, int kh, int k
   if (total == 0)
     return cudaSuccess;
   if (oh <= 0 || ow <= 0 || kh <= 0 || kw <= 0)
-    return cudaMemsetAsync(dx, 0, total * sizeof(float), stream);
-  if (c % 4 == 0 && tdm_k_aligned16(dx) && ((uintptr_t)col & (4 * sizeof(T) - 1)) == 0)
+    return cudaMemsetAsync(dx, 0, total * sizeof(D), stream);
+  if (c % 4 == 0 && ((uintptr_t)dx & (4 * sizeof(D) - 1)) == 0 &&
+      ((uintptr_t)col & (4 * sizeof(T) - 1)) == 0)
     launch_col2im<4>(dx, col, total / 4, h, w, c, kh, kw, pad, stride, oh, ow, stream);
   else
     launch_col2im<1>(dx, col, total, h, w, c, kh, kw, pad, stride, oh, ow, stream);
@@ -295,8 +296,10 @@ tdm_k_col2im(float *dx, const float *col, int n, int h, int w, int c, int kh, in
 }
 
 extern "C" cudaError_t
-tdm_k_col2im_bf16(float *dx, const uint16_t *col, int n, int h, int w, int c, int kh, int kw,
-                  int pad, int stride, cudaStream_t stream)
+tdm_k_col2im_bf16(void *dx, bool dx16, const uint16_t *col, int n, int h, int w, int c, int kh,
+                  int kw, int pad, int stride, cudaStream_t stream)
 {
-  return col2im_launch(dx, col, n, h, w, c, kh, kw, pad, stride, stream);
+  if (dx16)
+    return col2im_launch((uint16_t *)dx, col, n, h, w, c, kh, kw, pad, stride, stream);
+  return col2im_launch((float *)dx, col, n, h, w, c, kh, kw, pad, stride, stream);
 }

@@ -61,10 +61,11 @@ copy_wait(void)
  * row so that WMMA's row loads fall on different banks; the leading dimensions stay
  * multiples of 8 as WMMA requires. The float32 tile of the epilogue reuses the
  * stages' memory once the reduction is done. */
-template <int BN>
-__global__ void __launch_bounds__(DG_THREADS)
-conv_dgrad_bf16_kernel(float *dx, const uint16_t *dy, const uint16_t *wt, int rows, int h,
-                       int w, int c, int out_c, int kh, int kw, int pad)
+template <int BN, typename D>
+__global__ void
+__launch_bounds__(DG_THREADS)
+    conv_dgrad_bf16_kernel(D *dx, const uint16_t *dy, const uint16_t *wt, int rows, int h,
+                           int w, int c, int out_c, int kh, int kw, int pad)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   using namespace nvcuda;
@@ -167,12 +168,13 @@ conv_dgrad_bf16_kernel(float *dx, const uint16_t *dy, const uint16_t *wt, int ro
       wmma::store_matrix_sync(c_tile + (wm * 32 + i * 16) * CS + wn * (BN / 2) + j * 16,
                               acc[i][j], CS, wmma::mem_row_major);
   __syncthreads();
-  /* Out as float4s, a row's BN channels contiguous in dx. */
+  /* Out four channels at a time (float, or bf16 rounded once), a row's BN channels
+   * contiguous in dx. */
   for (int idx = tid; idx < DG_BM * BN / 4; idx += DG_THREADS) {
     int r = idx / (BN / 4), q = idx % (BN / 4);
     int m = m0 + r;
     if (m < rows)
-      *(float4 *)(dx + (size_t)m * c + c0 + q * 4) = *(const float4 *)(c_tile + r * CS + q * 4);
+      tdm_k_vec<4>::store(dx + (size_t)m * c + c0 + q * 4, c_tile + r * CS + q * 4);
   }
 #endif
 }
@@ -185,8 +187,8 @@ tdm_k_conv_dgrad_bf16_fits(int major, int c, int out_c, int kh, int kw, int pad,
 }
 
 extern "C" cudaError_t
-tdm_k_conv_dgrad_bf16(float *dx, const uint16_t *dy, const uint16_t *w, int n, int h, int wd,
-                      int c, int out_c, int kh, int kw, int pad, cudaStream_t stream)
+tdm_k_conv_dgrad_bf16(void *dx, bool dx16, const uint16_t *dy, const uint16_t *w, int n, int h,
+                      int wd, int c, int out_c, int kh, int kw, int pad, cudaStream_t stream)
 {
   size_t rows = (size_t)n * h * wd;
   if (rows == 0)
@@ -195,11 +197,17 @@ tdm_k_conv_dgrad_bf16(float *dx, const uint16_t *dy, const uint16_t *w, int n, i
       !tdm_k_aligned16(w))
     return cudaErrorInvalidValue;
   unsigned blocks = (unsigned)((rows + DG_BM - 1) / DG_BM);
-  if (c % 64 == 0)
-    conv_dgrad_bf16_kernel<64><<<dim3(blocks, c / 64), DG_THREADS, 0, stream>>>(
-        dx, dy, w, (int)rows, h, wd, c, out_c, kh, kw, pad);
+#define DGRAD(BN, D)                                                                           \
+  conv_dgrad_bf16_kernel<BN, D><<<dim3(blocks, c / BN), DG_THREADS, 0, stream>>>(              \
+      (D *)dx, dy, w, (int)rows, h, wd, c, out_c, kh, kw, pad)
+  if (c % 64 == 0 && dx16)
+    DGRAD(64, uint16_t);
+  else if (c % 64 == 0)
+    DGRAD(64, float);
+  else if (dx16)
+    DGRAD(32, uint16_t);
   else
-    conv_dgrad_bf16_kernel<32><<<dim3(blocks, c / 32), DG_THREADS, 0, stream>>>(
-        dx, dy, w, (int)rows, h, wd, c, out_c, kh, kw, pad);
+    DGRAD(32, float);
+#undef DGRAD
   return tdm_k_launched();
 }

@@ -84,20 +84,22 @@ cudaError_t tdm_k_im2col_bf16_bn(uint16_t *col, const void *x, bool x16, const f
                                  int stride, cudaStream_t stream);
 cudaError_t tdm_k_col2im(float *dx, const float *col, int n, int h, int w, int c, int kh,
                          int kw, int pad, int stride, cudaStream_t stream);
-/* col2im from bfloat16 columns, summed in float32. */
-cudaError_t tdm_k_col2im_bf16(float *dx, const uint16_t *col, int n, int h, int w, int c,
-                              int kh, int kw, int pad, int stride, cudaStream_t stream);
+/* col2im from bfloat16 columns, summed in float32; dx float32, or with dx16 bf16 (each
+ * sum rounded once to nearest even). */
+cudaError_t tdm_k_col2im_bf16(void *dx, bool dx16, const uint16_t *col, int n, int h, int w,
+                              int c, int kh, int kw, int pad, int stride, cudaStream_t stream);
 
 /* conv-implicit.cu */
 /* A stride-1 convolution's input gradient from bf16 dy (rows × out_c) and W (out_c ×
- * kh·kw·c) without columns (conv-implicit.cu): dx written, summed in float32. fits()
+ * kh·kw·c) without columns (conv-implicit.cu): dx written, summed in float32 (with dx16
+ * rounded once to bf16). fits()
  * says whether the kernel takes the shape on a GPU of compute capability `major`;
  * the pointers must be 16-byte aligned. */
 bool tdm_k_conv_dgrad_bf16_fits(int major, int c, int out_c, int kh, int kw, int pad,
                                 int stride);
-cudaError_t tdm_k_conv_dgrad_bf16(float *dx, const uint16_t *dy, const uint16_t *w, int n,
-                                  int h, int wd, int c, int out_c, int kh, int kw, int pad,
-                                  cudaStream_t stream);
+cudaError_t tdm_k_conv_dgrad_bf16(void *dx, bool dx16, const uint16_t *dy, const uint16_t *w,
+                                  int n, int h, int wd, int c, int out_c, int kh, int kw,
+                                  int pad, cudaStream_t stream);
 
 /* conv-pool.cu. The limits of conv_pool_forward and conv_pool_backward
  * (TDM_CONV_POOL_TAPS and TDM_CONV_POOL_OUT of tdm-backend.h); larger shapes return
@@ -187,19 +189,19 @@ cudaError_t tdm_k_bn_forward_eval(float *y, const void *x, bool x16, const float
                                   bool relu, cudaStream_t stream);
 /* The backward's two steps; with relu, dy counts as 0 where the forward's fused ReLU
  * stopped the value (recomputed from x, gamma and beta as the forward computed it). */
-cudaError_t tdm_k_bn_backward_sums(float *dgamma, float *dbeta, const float *dy, const void *x,
-                                   bool x16, const float *mean, const float *invstd,
-                                   const float *gamma, const float *beta, bool relu, int rows,
-                                   int channels, double *partials, size_t partials_count,
-                                   cudaStream_t stream);
-cudaError_t tdm_k_bn_backward_dx(float *dx, const float *dy, const void *x, bool x16,
+cudaError_t tdm_k_bn_backward_sums(float *dgamma, float *dbeta, const void *dy, bool dy16,
+                                   const void *x, bool x16, const float *mean,
+                                   const float *invstd, const float *gamma, const float *beta,
+                                   bool relu, int rows, int channels, double *partials,
+                                   size_t partials_count, cudaStream_t stream);
+cudaError_t tdm_k_bn_backward_dx(float *dx, const void *dy, bool dy16, const void *x, bool x16,
                                  const float *mean, const float *invstd, const float *gamma,
                                  const float *beta, bool relu, const float *sum_dgamma,
                                  const float *sum_dbeta, float inv_count, int rows,
                                  int channels, cudaStream_t stream);
 /* The same dx rounded to bfloat16 (nearest even: to_bf16's bits of the float dx). */
-cudaError_t tdm_k_bn_backward_dx_bf16(uint16_t *dx, const float *dy, const void *x, bool x16,
-                                      const float *mean, const float *invstd,
+cudaError_t tdm_k_bn_backward_dx_bf16(uint16_t *dx, const void *dy, bool dy16, const void *x,
+                                      bool x16, const float *mean, const float *invstd,
                                       const float *gamma, const float *beta, bool relu,
                                       const float *sum_dgamma, const float *sum_dbeta,
                                       float inv_count, int rows, int channels,

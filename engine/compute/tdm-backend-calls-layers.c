@@ -21,6 +21,14 @@ bn_input_ok(TdmBackend *b, const char *op, TdmDtype x_type, int rows, int channe
   return tdm_backend_rows_ok(b, op, rows, channels) && tdm_backend_input_ok(b, op, x_type);
 }
 
+/* The backward's: x and its output gradient dy each of either type. */
+static gboolean
+bn_backward_ok(TdmBackend *b, const char *op, TdmDtype dy_type, TdmDtype x_type, int rows,
+               int channels)
+{
+  return bn_input_ok(b, op, x_type, rows, channels) && tdm_backend_input_ok(b, op, dy_type);
+}
+
 gboolean
 tdm_backend_rows_ok(TdmBackend *b, const char *op, int rows, int channels)
 {
@@ -98,38 +106,40 @@ tdm_backend_bn_forward_eval(TdmBackend *b, float *y, const void *x, TdmDtype x_t
 }
 
 void
-tdm_backend_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
-                             const void *x, TdmDtype x_type, const float *mean,
-                             const float *invstd, const float *gamma, const float *beta,
-                             bool relu, int rows, int channels)
+tdm_backend_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const void *dy,
+                             TdmDtype dy_type, const void *x, TdmDtype x_type,
+                             const float *mean, const float *invstd, const float *gamma,
+                             const float *beta, bool relu, int rows, int channels)
 {
-  if (tdm_backend_enter(b) && bn_input_ok(b, "bn_backward_sums", x_type, rows, channels))
-    b->ops->bn_backward_sums(b, dgamma, dbeta, dy, x, x_type, mean, invstd, gamma, beta, relu,
-                             rows, channels);
+  if (tdm_backend_enter(b) &&
+      bn_backward_ok(b, "bn_backward_sums", dy_type, x_type, rows, channels))
+    b->ops->bn_backward_sums(b, dgamma, dbeta, dy, dy_type, x, x_type, mean, invstd, gamma,
+                             beta, relu, rows, channels);
 }
 
 void
-tdm_backend_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const void *x,
-                           TdmDtype x_type, const float *mean, const float *invstd,
-                           const float *gamma, const float *beta, bool relu,
-                           const float *sum_dgamma, const float *sum_dbeta, float inv_count,
-                           int rows, int channels)
+tdm_backend_bn_backward_dx(TdmBackend *b, float *dx, const void *dy, TdmDtype dy_type,
+                           const void *x, TdmDtype x_type, const float *mean,
+                           const float *invstd, const float *gamma, const float *beta,
+                           bool relu, const float *sum_dgamma, const float *sum_dbeta,
+                           float inv_count, int rows, int channels)
 {
-  if (tdm_backend_enter(b) && bn_input_ok(b, "bn_backward_dx", x_type, rows, channels))
-    b->ops->bn_backward_dx(b, dx, dy, x, x_type, mean, invstd, gamma, beta, relu, sum_dgamma,
-                           sum_dbeta, inv_count, rows, channels);
+  if (tdm_backend_enter(b) &&
+      bn_backward_ok(b, "bn_backward_dx", dy_type, x_type, rows, channels))
+    b->ops->bn_backward_dx(b, dx, dy, dy_type, x, x_type, mean, invstd, gamma, beta, relu,
+                           sum_dgamma, sum_dbeta, inv_count, rows, channels);
 }
 
 void
-tdm_backend_bn_backward_dx_bf16(TdmBackend *b, uint16_t *dx, const float *dy, const void *x,
-                                TdmDtype x_type, const float *mean, const float *invstd,
-                                const float *gamma, const float *beta, bool relu,
-                                const float *sum_dgamma, const float *sum_dbeta,
+tdm_backend_bn_backward_dx_bf16(TdmBackend *b, uint16_t *dx, const void *dy, TdmDtype dy_type,
+                                const void *x, TdmDtype x_type, const float *mean,
+                                const float *invstd, const float *gamma, const float *beta,
+                                bool relu, const float *sum_dgamma, const float *sum_dbeta,
                                 float inv_count, int rows, int channels)
 {
   if (tdm_backend_enter(b) && TDM_HAS_OP(b, bn_backward_dx_bf16) &&
-      bn_input_ok(b, "bn_backward_dx_bf16", x_type, rows, channels))
-    b->ops->bn_backward_dx_bf16(b, dx, dy, x, x_type, mean, invstd, gamma, beta, relu,
+      bn_backward_ok(b, "bn_backward_dx_bf16", dy_type, x_type, rows, channels))
+    b->ops->bn_backward_dx_bf16(b, dx, dy, dy_type, x, x_type, mean, invstd, gamma, beta, relu,
                                 sum_dgamma, sum_dbeta, inv_count, rows, channels);
 }
 

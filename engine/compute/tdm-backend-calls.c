@@ -416,33 +416,37 @@ tdm_backend_gemm_bf16_out(TdmBackend *b, bool trans_a, bool trans_b, int m, int 
 }
 
 void
-tdm_backend_col2im_bf16(TdmBackend *b, float *dx, const uint16_t *col, int n, int h, int w,
-                        int c, int kh, int kw, int pad, int stride)
+tdm_backend_col2im_bf16(TdmBackend *b, void *dx, TdmDtype dx_type, const uint16_t *col, int n,
+                        int h, int w, int c, int kh, int kw, int pad, int stride)
 {
+  /* A bf16 dx is the input of the bn backward after it: the type it reads. */
   if (tdm_backend_enter(b) &&
-      tdm_backend_conv_args_ok(b, "col2im_bf16", n, h, w, c, kh, kw, pad, stride))
-    b->ops->col2im_bf16(b, dx, col, n, h, w, c, kh, kw, pad, stride);
+      tdm_backend_conv_args_ok(b, "col2im_bf16", n, h, w, c, kh, kw, pad, stride) &&
+      tdm_backend_input_ok(b, "col2im_bf16", dx_type))
+    b->ops->col2im_bf16(b, dx, dx_type, col, n, h, w, c, kh, kw, pad, stride);
 }
 
 void
-tdm_backend_conv_dgrad_bf16(TdmBackend *b, float *dx, const uint16_t *dy, const uint16_t *w,
-                            uint16_t *col, int n, int h, int w_, int c, int out_c, int kh,
-                            int kw, int pad, int stride)
+tdm_backend_conv_dgrad_bf16(TdmBackend *b, void *dx, TdmDtype dx_type, const uint16_t *dy,
+                            const uint16_t *w, uint16_t *col, int n, int h, int w_, int c,
+                            int out_c, int kh, int kw, int pad, int stride)
 {
   /* Without the one operation, the two it stands for (counted as they issue). */
   gboolean whole = b->ops->conv_dgrad_bf16 != NULL;
   if ((whole && !tdm_backend_enter(b)) || tdm_backend_failed(b) ||
       !tdm_backend_conv_args_ok(b, "conv_dgrad_bf16", n, h, w_, c, kh, kw, pad, stride) ||
-      !TDM_ARGS_OK(b, out_c >= 1, _("%s: %d output channels"), "conv_dgrad_bf16", out_c))
+      !TDM_ARGS_OK(b, out_c >= 1, _("%s: %d output channels"), "conv_dgrad_bf16", out_c) ||
+      !tdm_backend_input_ok(b, "conv_dgrad_bf16", dx_type))
     return;
   if (whole) {
-    b->ops->conv_dgrad_bf16(b, dx, dy, w, col, n, h, w_, c, out_c, kh, kw, pad, stride);
+    b->ops->conv_dgrad_bf16(b, dx, dx_type, dy, w, col, n, h, w_, c, out_c, kh, kw, pad,
+                            stride);
     return;
   }
   int oh = (h + 2 * pad - kh) / stride + 1, ow = (w_ + 2 * pad - kw) / stride + 1;
   int rows = n * oh * ow, k = kh * kw * c;
   tdm_backend_gemm_bf16_out(b, false, false, rows, k, out_c, dy, out_c, w, k, col, k);
-  tdm_backend_col2im_bf16(b, dx, col, n, h, w_, c, kh, kw, pad, stride);
+  tdm_backend_col2im_bf16(b, dx, dx_type, col, n, h, w_, c, kh, kw, pad, stride);
 }
 
 /* Communicators' helpers and exact mode */

@@ -112,21 +112,21 @@ struct _TdmBackendOps {
                            const float *running_mean, const float *running_var,
                            const float *gamma, const float *beta, float eps, int rows,
                            int channels, bool relu);
-  void (*bn_backward_sums) (TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
-                            const void *x, TdmDtype x_type, const float *mean,
+  void (*bn_backward_sums) (TdmBackend *b, float *dgamma, float *dbeta, const void *dy,
+                            TdmDtype dy_type, const void *x, TdmDtype x_type, const float *mean,
                             const float *invstd, const float *gamma, const float *beta,
                             bool relu, int rows, int channels);
-  void (*bn_backward_dx) (TdmBackend *b, float *dx, const float *dy, const void *x,
-                          TdmDtype x_type, const float *mean, const float *invstd,
+  void (*bn_backward_dx) (TdmBackend *b, float *dx, const void *dy, TdmDtype dy_type,
+                          const void *x, TdmDtype x_type, const float *mean, const float *invstd,
                           const float *gamma, const float *beta, bool relu,
                           const float *sum_dgamma, const float *sum_dbeta, float inv_count,
                           int rows, int channels);
   /* Optional. */
-  void (*bn_backward_dx_bf16) (TdmBackend *b, uint16_t *dx, const float *dy, const void *x,
-                               TdmDtype x_type, const float *mean, const float *invstd,
-                               const float *gamma, const float *beta, bool relu,
-                               const float *sum_dgamma, const float *sum_dbeta, float inv_count,
-                               int rows, int channels);
+  void (*bn_backward_dx_bf16) (TdmBackend *b, uint16_t *dx, const void *dy, TdmDtype dy_type,
+                               const void *x, TdmDtype x_type, const float *mean,
+                               const float *invstd, const float *gamma, const float *beta,
+                               bool relu, const float *sum_dgamma, const float *sum_dbeta,
+                               float inv_count, int rows, int channels);
 
   void (*avgpool_forward) (TdmBackend *b, float *y, const float *x, int n, int h, int w,
                            int c, int k);
@@ -182,12 +182,12 @@ struct _TdmBackendOps {
   void (*gemm_bf16_out) (TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k,
                          const uint16_t *a, int lda, const uint16_t *bm, int ldb, uint16_t *c,
                          int ldc);
-  void (*col2im_bf16) (TdmBackend *b, float *dx, const uint16_t *col,
-                       int n, int h, int w, int c, int kh, int kw, int pad, int stride);
+  void (*col2im_bf16) (TdmBackend *b, void *dx, TdmDtype dx_type, const uint16_t *col, int n,
+                       int h, int w, int c, int kh, int kw, int pad, int stride);
   /* Optional. */
-  void (*conv_dgrad_bf16) (TdmBackend *b, float *dx, const uint16_t *dy, const uint16_t *w,
-                           uint16_t *col, int n, int h, int w_, int c, int out_c, int kh,
-                           int kw, int pad, int stride);
+  void (*conv_dgrad_bf16) (TdmBackend *b, void *dx, TdmDtype dx_type, const uint16_t *dy,
+                           const uint16_t *w, uint16_t *col, int n, int h, int w_, int c,
+                           int out_c, int kh, int kw, int pad, int stride);
 
   void (*add) (TdmBackend *b, float *y, const float *x, size_t n);
   void (*scale) (TdmBackend *b, float *y, float alpha, size_t n);

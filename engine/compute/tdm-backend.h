@@ -127,6 +127,10 @@ typedef struct {
   const float *dy;
   const uint16_t *dy16;
   float *dx;                  /* backward: the input gradient, written; NULL: none wanted */
+  /* Backward: when not NULL, the input gradient goes here as bf16 instead (each value
+   * rounded once from the float32 sum, as to_bf16 rounds: a gradient the bn backward
+   * before the conv reads so) and dx is not written. */
+  uint16_t *dx16;
   float *dw;                  /* backward: the weight gradient, written */
   void *work;                 /* the caller's scratch, its contents undefined between calls */
   size_t work_bytes;
@@ -459,26 +463,28 @@ void tdm_backend_bn_forward_eval (TdmBackend *b, float *y, const void *x, TdmDty
  * ReLU) g = dy where the forward's output x · (invstd·γ) + (β − mean·invstd·γ),
  * computed as bn_forward computes it, is positive and 0 elsewhere: the ReLU's mask
  * from x, with no pass of its own. Written. These are this replica's parameter
- * gradients; when synchronized the caller all-reduces a copy of them for step 2. */
-void tdm_backend_bn_backward_sums (TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
-                                   const void *x, TdmDtype x_type, const float *mean,
-                                   const float *invstd, const float *gamma, const float *beta,
-                                   bool relu, int rows, int channels);
+ * gradients; when synchronized the caller all-reduces a copy of them for step 2. dy is
+ * of type dy_type, as x of x_type (a conv's input gradient written as bf16: its
+ * values widened exactly, the sums still float32 and double). */
+void tdm_backend_bn_backward_sums (TdmBackend *b, float *dgamma, float *dbeta, const void *dy,
+                                   TdmDtype dy_type, const void *x, TdmDtype x_type,
+                                   const float *mean, const float *invstd, const float *gamma,
+                                   const float *beta, bool relu, int rows, int channels);
 /* Step 2: dx = gamma · invstd · (g − sum_dbeta · inv_count − xhat · sum_dgamma ·
  * inv_count), g as in step 1, with the sums over every row of the batch (all
  * replicas when synchronized) and inv_count = 1 / that row count. dx == dy allowed. */
-void tdm_backend_bn_backward_dx (TdmBackend *b, float *dx, const float *dy, const void *x,
-                                 TdmDtype x_type, const float *mean, const float *invstd,
-                                 const float *gamma, const float *beta, bool relu,
-                                 const float *sum_dgamma, const float *sum_dbeta,
+void tdm_backend_bn_backward_dx (TdmBackend *b, float *dx, const void *dy, TdmDtype dy_type,
+                                 const void *x, TdmDtype x_type, const float *mean,
+                                 const float *invstd, const float *gamma, const float *beta,
+                                 bool relu, const float *sum_dgamma, const float *sum_dbeta,
                                  float inv_count, int rows, int channels);
 /* The same dx rounded to bfloat16 as to_bf16 rounds, the same bits as bn_backward_dx
  * then to_bf16, in one pass: the output gradient of a convolution whose products
  * read it as bf16 (--precision bf16), never written as float32. Only where
  * tdm_backend_has_bn_backward_dx_bf16(); elsewhere it fails. */
-void tdm_backend_bn_backward_dx_bf16 (TdmBackend *b, uint16_t *dx, const float *dy,
-                                      const void *x, TdmDtype x_type, const float *mean,
-                                      const float *invstd, const float *gamma,
+void tdm_backend_bn_backward_dx_bf16 (TdmBackend *b, uint16_t *dx, const void *dy,
+                                      TdmDtype dy_type, const void *x, TdmDtype x_type,
+                                      const float *mean, const float *invstd, const float *gamma,
                                       const float *beta, bool relu, const float *sum_dgamma,
                                       const float *sum_dbeta, float inv_count, int rows,
                                       int channels);
@@ -598,13 +604,15 @@ void tdm_backend_gemm_bf16 (TdmBackend *b, bool trans_a, bool trans_b, int m, in
 void tdm_backend_gemm_bf16_out (TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k,
                                 const uint16_t *a, int lda, const uint16_t *bm, int ldb,
                                 uint16_t *c, int ldc);
-void tdm_backend_col2im_bf16 (TdmBackend *b, float *dx, const uint16_t *col,
+void tdm_backend_col2im_bf16 (TdmBackend *b, void *dx, TdmDtype dx_type, const uint16_t *col,
                               int n, int h, int w, int c, int kh, int kw, int pad, int stride);
 /* The same input gradient in one operation: dx = col2im(dy · W) for dy (rows × out_c)
- * and W (out_c × kh·kw·c) in bfloat16, dx float32 of n × h × w × c. A backend that can
+ * and W (out_c × kh·kw·c) in bfloat16, dx of n × h × w × c of type dx_type (col2im_bf16's
+ * too): float32, or bf16 (a gradient a bn backward reads so), each float32 sum rounded
+ * once as to_bf16 rounds. A backend that can
  * computes it without columns; else it goes through col (rows × kh·kw·c bf16, the
  * caller's scratch) as gemm_bf16_out and col2im_bf16 do, with their bits. */
-void tdm_backend_conv_dgrad_bf16 (TdmBackend *b, float *dx, const uint16_t *dy,
+void tdm_backend_conv_dgrad_bf16 (TdmBackend *b, void *dx, TdmDtype dx_type, const uint16_t *dy,
                                   const uint16_t *w, uint16_t *col, int n, int h, int w_, int c,
                                   int out_c, int kh, int kw, int pad, int stride);
 

@@ -173,14 +173,16 @@ tdm_replica_conv_forward(TdmReplica *r, float *y, uint16_t *y16, const void *x, 
 }
 
 /* Its backward from dy: dw, and dx when wanted (col is spent: its gradient takes its
- * place before col2im). The columns live in the one workspace that every layer's
- * forward overwrote since, so they are built again from x (or, with bn, from the bn's
- * input, as the forward built them): the same bits. dy16_ready: the bn after it wrote
- * dy as bf16 already (bn_dx_as_conv_dy16(), into the workspace's second half, which
- * the bf16 columns leave alone), and dy is not read. */
-void
-tdm_replica_conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy,
-                          gboolean dy16_ready, const void *x, TdmDtype x_type,
+ * place before col2im); dx_bf16: dx is wanted as bf16 (the bn before the conv reads it
+ * so), which the convolution engine and bf16 columns write (each float32 sum rounded
+ * once), the float32 ways not. Returns the type dx was written in. The columns live in the one
+ * workspace that every layer's forward overwrote since, so they are built again from x (or,
+ * with bn, from the bn's input, as the forward built them): the same bits. dy16_ready: the bn
+ * after it wrote dy as bf16 already (bn_dx_as_conv_dy16(), into the workspace's second half,
+ * which the bf16 columns leave alone), and dy is not read. */
+TdmDtype
+tdm_replica_conv_backward(TdmReplica *r, float *dx, gboolean dx_bf16, float *dw,
+                          const float *dy, gboolean dy16_ready, const void *x, TdmDtype x_type,
                           const BnGather *bn, float *col, float *work, const float *w, int n,
                           int in_h, int in_w, int in_c, int out_c, int kernel, int pad,
                           int stride, int out_h, int out_w, gboolean need_dx)
@@ -192,17 +194,19 @@ tdm_replica_conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy,
     g_assert(x_type == TDM_DTYPE_F32);
     tdm_backend_conv_backward(b, need_dx ? dx : NULL, dw, dy, x, w, work, n, in_h, in_w, in_c,
                               out_c, kernel, pad, stride);
-    return;
+    return TDM_DTYPE_F32;
   }
+  TdmDtype dx_type = need_dx && dx_bf16 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
   size_t need = 0;
   TdmConvArgs args =
       conv_args(r, x, x_type, bn, w, n, in_h, in_w, in_c, out_c, kernel, pad, stride, &need);
   args.dy = dy;
   args.dy16 = dy16_ready ? (const uint16_t *)r->columns : NULL;
-  args.dx = need_dx ? dx : NULL;
+  args.dx = need_dx && dx_type == TDM_DTYPE_F32 ? dx : NULL;
+  args.dx16 = need_dx && dx_type == TDM_DTYPE_BF16 ? (uint16_t *)dx : NULL;
   args.dw = dw;
   if (engine_runs(r, &args, &need, FALSE, dy16_ready))
-    return;
+    return dx_type;
   if (col != NULL) {
     tdm_replica_workspace_holds(r, (size_t)rows * k * sizeof(float));
     col = r->columns;
@@ -222,9 +226,9 @@ tdm_replica_conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy,
                           k);
     if (need_dx && tdm_replica_conv_bf16_dx(r, rows, k, out_c)) {
       const uint16_t *w16 = conv_weights16(r, w, (size_t)out_c * k, col16 + (size_t)rows * k);
-      tdm_backend_conv_dgrad_bf16(b, dx, dy16, w16, col16, n, in_h, in_w, in_c, out_c, kernel,
-                                  kernel, pad, stride);
-      return;
+      tdm_backend_conv_dgrad_bf16(b, dx, dx_type, dy16, w16, col16, n, in_h, in_w, in_c, out_c,
+                                  kernel, kernel, pad, stride);
+      return dx_type;
     }
   } else {
     /* A bf16 x widened into dx, which is written only after x is read. */
@@ -235,11 +239,12 @@ tdm_replica_conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy,
                      dw, k);
   }
   if (!need_dx)
-    return;
+    return TDM_DTYPE_F32;
   if (col == NULL) {
     tdm_backend_gemm(b, false, false, rows, k, out_c, 1.0f, dy, out_c, w, k, 0.0f, dx, k);
-    return;
+    return TDM_DTYPE_F32;
   }
   tdm_backend_gemm(b, false, false, rows, k, out_c, 1.0f, dy, out_c, w, k, 0.0f, col, k);
   tdm_backend_col2im(b, dx, col, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
+  return TDM_DTYPE_F32;
 }

@@ -80,19 +80,21 @@ bn_forward(TdmReplica *r, TdmPassMode mode, float *y, uint16_t *y16, const void 
     tdm_backend_bn_forward(b, y, x, x_type, saved, saved + c, gamma, beta, rows, c, relu);
 }
 
-/* dx from dy through BN (and its fused ReLU when relu: the backend recomputes the
- * mask from x), and the parameter gradients into dgamma and dbeta (contiguous: dbeta =
- * dgamma + C). With dx16, dx goes there as bfloat16 instead (bn_dx_as_conv_dy16()). */
+/* dx from dy (of type dy_type: bf16 where the conv after the bn wrote it so,
+ * conv_dx_as_bf16()) through BN (and its fused ReLU when relu: the backend recomputes
+ * the mask from x), and the parameter gradients into dgamma and dbeta (contiguous:
+ * dbeta = dgamma + C). With dx16, dx goes there as bfloat16 instead
+ * (bn_dx_as_conv_dy16()). */
 static void
-bn_backward(TdmReplica *r, float *dx, uint16_t *dx16, const float *dy, const void *x,
-            TdmDtype x_type, int n, int pixels, int c, const float *gamma, const float *beta,
-            bool relu, float *dgamma, float *work)
+bn_backward(TdmReplica *r, float *dx, uint16_t *dx16, const void *dy, TdmDtype dy_type,
+            const void *x, TdmDtype x_type, int n, int pixels, int c, const float *gamma,
+            const float *beta, bool relu, float *dgamma, float *work)
 {
   TdmBackend *b = r->backend;
   int rows = n * pixels;
   const float *saved = work + 2 * c;
-  tdm_backend_bn_backward_sums(b, dgamma, dgamma + c, dy, x, x_type, saved, saved + c, gamma,
-                               beta, relu, rows, c);
+  tdm_backend_bn_backward_sums(b, dgamma, dgamma + c, dy, dy_type, x, x_type, saved, saved + c,
+                               gamma, beta, relu, rows, c);
   const float *sums = dgamma;
   if (r->bn_reduce != NULL) {
     /* The gradients stay this replica's (the gradient all-reduce sums them); the
@@ -104,11 +106,11 @@ bn_backward(TdmReplica *r, float *dx, uint16_t *dx16, const float *dy, const voi
   }
   float inv_count = (float)(1.0 / bn_count(r, n, pixels));
   if (dx16 != NULL)
-    tdm_backend_bn_backward_dx_bf16(b, dx16, dy, x, x_type, saved, saved + c, gamma, beta, relu,
-                                    sums, sums + c, inv_count, rows, c);
+    tdm_backend_bn_backward_dx_bf16(b, dx16, dy, dy_type, x, x_type, saved, saved + c, gamma,
+                                    beta, relu, sums, sums + c, inv_count, rows, c);
   else
-    tdm_backend_bn_backward_dx(b, dx, dy, x, x_type, saved, saved + c, gamma, beta, relu, sums,
-                               sums + c, inv_count, rows, c);
+    tdm_backend_bn_backward_dx(b, dx, dy, dy_type, x, x_type, saved, saved + c, gamma, beta,
+                               relu, sums, sums + c, inv_count, rows, c);
 }
 
 static uint64_t
@@ -141,6 +143,18 @@ bn_dx_as_conv_dy16(TdmReplica *r, int i, int n)
       (size_t)rows * conv->out_c * sizeof(uint16_t) > r->columns_bytes)
     return NULL;
   return (uint16_t *)r->cols[i - 1];
+}
+
+/* Whether conv layer i writes its input gradient as bf16 for the bn before it, whose
+ * backward (its sums and its dx) reads it widened, in a run that stores activations as
+ * bf16: half the bytes written and read, and no float32 copy of a gradient the conv
+ * computed from bf16 operands. The conv writes it so where its way allows
+ * (tdm_replica_conv_backward() says which it wrote). */
+static gboolean
+conv_dx_as_bf16(TdmReplica *r, int i)
+{
+  return r->stores_bf16 && i >= 1 && r->net->layers[i - 1].kind == TDM_LAYER_BN &&
+         tdm_backend_has_bn_bf16_input(r->backend);
 }
 
 /* Whether layer i is frozen: its BN normalizes with the running statistics and leaves
@@ -418,6 +432,7 @@ tdm_replica_backward(TdmReplica *r, int n)
   const TdmNetwork *net = r->net;
   float *dy = r->grad_a, *dx = r->grad_b;
   gboolean dy16_ready = FALSE; /* dy is in the conv's columns as bf16, not in dy */
+  TdmDtype dy_type = TDM_DTYPE_F32; /* a conv's input gradient for the bn below it */
   BnGather gather;             /* a conv's input left to it by the bn before it */
 
   const int stop = r->backward_stop;
@@ -432,6 +447,8 @@ tdm_replica_backward(TdmReplica *r, int n)
     size_t out = (size_t)n * layer_out_floats(l);
     int pixels = l->out_h * l->out_w;
     uint16_t *dx16 = NULL; /* a bn's input gradient, written as bf16 for the conv below */
+    TdmDtype dx_type = TDM_DTYPE_F32;
+    g_assert(dy_type == TDM_DTYPE_F32 || l->kind == TDM_LAYER_BN); /* conv_dx_as_bf16() */
 
     switch (l->kind) {
     case TDM_LAYER_LINEAR: {
@@ -461,9 +478,10 @@ tdm_replica_backward(TdmReplica *r, int n)
         x = frozen_bn_again(r, i - 1, n, dx, need_dx);
         x_type = TDM_DTYPE_F32;
       }
-      tdm_replica_conv_backward(r, dx, dw, dy, dy16_ready, x, x_type, from_bn, r->cols[i],
-                                r->conv_work[i], w, n, l->in_h, l->in_w, l->in_c, l->out_c,
-                                l->kernel, l->pad, l->stride, l->out_h, l->out_w, need_dx);
+      dx_type = tdm_replica_conv_backward(r, dx, conv_dx_as_bf16(r, i), dw, dy, dy16_ready, x,
+                                          x_type, from_bn, r->cols[i], r->conv_work[i], w, n,
+                                          l->in_h, l->in_w, l->in_c, l->out_c, l->kernel,
+                                          l->pad, l->stride, l->out_h, l->out_w, need_dx);
       break;
     }
     case TDM_LAYER_POOL:
@@ -494,7 +512,7 @@ tdm_replica_backward(TdmReplica *r, int n)
       continue; /* dy already is the input's gradient */
     case TDM_LAYER_BN:
       dx16 = bn_dx_as_conv_dy16(r, i, n);
-      bn_backward(r, dx, dx16, dy, x, act_type(r, i), n, pixels, l->out_c, w,
+      bn_backward(r, dx, dx16, dy, dy_type, x, act_type(r, i), n, pixels, l->out_c, w,
                   r->params + l->bias_offset, l->fused_relu, dw, r->bn_work[i]);
       break;
     case TDM_LAYER_AVGPOOL:
@@ -538,10 +556,11 @@ tdm_replica_backward(TdmReplica *r, int n)
       if (l->projection) {
         const TdmLayer *begin = &net->layers[l->partner];
         float *dconv = r->proj_bn[i]; /* the bn's output is spent */
-        bn_backward(r, dconv, NULL, dy, r->proj_conv[i], projection_type(r), n, pixels,
-                    l->out_c, r->params + l->bias_offset, r->params + l->bias_offset + l->out_c,
-                    false, r->grads + l->bias_offset, r->bn_work[i]);
-        tdm_replica_conv_backward(r, skip, dw, dconv, FALSE, r->acts[l->partner],
+        bn_backward(r, dconv, NULL, dy, TDM_DTYPE_F32, r->proj_conv[i], projection_type(r), n,
+                    pixels, l->out_c, r->params + l->bias_offset,
+                    r->params + l->bias_offset + l->out_c, false, r->grads + l->bias_offset,
+                    r->bn_work[i]);
+        tdm_replica_conv_backward(r, skip, FALSE, dw, dconv, FALSE, r->acts[l->partner],
                                   act_type(r, l->partner), NULL, r->cols[i], NULL, w, n,
                                   begin->in_h, begin->in_w, begin->in_c, l->out_c, 1, 0,
                                   l->stride, l->out_h, l->out_w, TRUE);
@@ -562,6 +581,7 @@ tdm_replica_backward(TdmReplica *r, int n)
 
     announce(r, l);
     dy16_ready = dx16 != NULL;
+    dy_type = dx_type;
     float *swap = dy;
     dy = dx;
     dx = swap;

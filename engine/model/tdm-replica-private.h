@@ -42,11 +42,12 @@ void tdm_replica_conv_forward (TdmReplica *r, float *y, uint16_t *y16, const voi
                                TdmDtype x_type, const BnGather *bn, float *col, float *work,
                                const float *w, int n, int in_h, int in_w, int in_c, int out_c,
                                int kernel, int pad, int stride, int out_h, int out_w);
-void tdm_replica_conv_backward (TdmReplica *r, float *dx, float *dw, const float *dy,
-                                gboolean dy16_ready, const void *x, TdmDtype x_type,
-                                const BnGather *bn, float *col, float *work, const float *w,
-                                int n, int in_h, int in_w, int in_c, int out_c, int kernel,
-                                int pad, int stride, int out_h, int out_w, gboolean need_dx);
+TdmDtype tdm_replica_conv_backward (TdmReplica *r, float *dx, gboolean dx_bf16, float *dw,
+                                    const float *dy, gboolean dy16_ready, const void *x,
+                                    TdmDtype x_type, const BnGather *bn, float *col, float *work,
+                                    const float *w, int n, int in_h, int in_w, int in_c,
+                                    int out_c, int kernel, int pad, int stride, int out_h,
+                                    int out_w, gboolean need_dx);
 
 /* Notes that a convolution needs `bytes` of the workspace (its choice's need, or the
  * replica's own columns), and grows the workspace, keeping its contents, where it

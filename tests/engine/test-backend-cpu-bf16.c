@@ -159,7 +159,7 @@ columns_case(int n, int h, int w, int c, int k, int pad, int stride)
   /* col2im from bf16 columns: each pixel sums at most k² values in float32. */
   float *dx = dev_floats(b, xs);
   poison(dx, xs);
-  tdm_backend_col2im_bf16(b, dx, col16, n, h, w, c, k, k, pad, stride);
+  tdm_backend_col2im_bf16(b, dx, TDM_DTYPE_F32, col16, n, h, w, c, k, k, pad, stride);
   double *ref = g_new0(double, xs), *mag = g_new0(double, xs);
   const uint16_t *r = col16;
   for (int im = 0; im < n; im++)
@@ -180,7 +180,28 @@ columns_case(int n, int h, int w, int c, int k, int pad, int stride)
     g_assert_cmpfloat(fabs(dx[i] - ref[i]), <=, gamma_k(k * k) * mag[i]);
   g_free(ref);
   g_free(mag);
-  float *all[] = {x, y, col, bn, dx};
+  /* Into a bf16 dx (a gradient the bn backward reads so): the float32 sums rounded
+   * once, to_bf16's bits; and the same through conv_dgrad_bf16, which builds the
+   * columns from dy and W first. */
+  uint16_t *dx16 = dev_alloc(b, xs * sizeof(uint16_t));
+  tdm_backend_col2im_bf16(b, dx16, TDM_DTYPE_BF16, col16, n, h, w, c, k, k, pad, stride);
+  g_autofree uint16_t *want_dx = to_bf16_host(dx, xs);
+  g_assert_cmpmem(dx16, xs * 2, want_dx, xs * 2);
+  const int out_c = 5, kk = k * k * c, rows = n * oh * ow;
+  float *dyf = dev_floats(b, (size_t)rows * out_c), *wf = dev_floats(b, (size_t)out_c * kk);
+  fill_random(dyf, (size_t)rows * out_c, -1, 1);
+  fill_random(wf, (size_t)out_c * kk, -1, 1);
+  g_autofree uint16_t *dy16 = to_bf16_host(dyf, (size_t)rows * out_c);
+  g_autofree uint16_t *w16 = to_bf16_host(wf, (size_t)out_c * kk);
+  tdm_backend_conv_dgrad_bf16(b, dx, TDM_DTYPE_F32, dy16, w16, col16, n, h, w, c, out_c, k, k,
+                              pad, stride);
+  tdm_backend_conv_dgrad_bf16(b, dx16, TDM_DTYPE_BF16, dy16, w16, col16, n, h, w, c, out_c, k,
+                              k, pad, stride);
+  g_autofree uint16_t *want_dgrad = to_bf16_host(dx, xs);
+  g_assert_cmpmem(dx16, xs * 2, want_dgrad, xs * 2);
+  g_assert_true(tdm_backend_check(b, NULL));
+  tdm_backend_release(b, dx16);
+  float *all[] = {x, y, col, bn, dx, dyf, wf};
   for (guint i = 0; i < G_N_ELEMENTS(all); i++)
     tdm_backend_release(b, all[i]);
   tdm_backend_release(b, col16);
@@ -309,11 +330,11 @@ test_bn_dx(void)
   for (int ch = 0; ch < c; ch++)
     p[c + ch] = 0.5f + fabsf(p[c + ch]);
   for (int relu = 0; relu < 2; relu++) {
-    tdm_backend_bn_backward_dx(b, dx, dy, x, TDM_DTYPE_F32, p, p + c, p + 2 * c, p + 3 * c,
-                               relu, p + 4 * c, p + 5 * c, 1.0f / rows, rows, c);
-    tdm_backend_bn_backward_dx_bf16(b, dx16, dy, x, TDM_DTYPE_F32, p, p + c, p + 2 * c,
-                                    p + 3 * c, relu, p + 4 * c, p + 5 * c, 1.0f / rows, rows,
-                                    c);
+    tdm_backend_bn_backward_dx(b, dx, dy, TDM_DTYPE_F32, x, TDM_DTYPE_F32, p, p + c, p + 2 * c,
+                               p + 3 * c, relu, p + 4 * c, p + 5 * c, 1.0f / rows, rows, c);
+    tdm_backend_bn_backward_dx_bf16(b, dx16, dy, TDM_DTYPE_F32, x, TDM_DTYPE_F32, p, p + c,
+                                    p + 2 * c, p + 3 * c, relu, p + 4 * c, p + 5 * c,
+                                    1.0f / rows, rows, c);
     g_autofree uint16_t *want = to_bf16_host(dx, n);
     g_assert_cmpmem(dx16, n * 2, want, n * 2);
   }
@@ -324,9 +345,9 @@ test_bn_dx(void)
   free_backend(b);
 }
 
-/* Every operation that reads a bn's input, given it as bf16, against the same
- * operation given the widened values as float32: bit for bit. The rows pass the
- * blocks the CPU widens at a time; the values' mean sits far from 0 so that the
+/* Every operation that reads a bn's input (and the backward its output gradient), given it as
+ * bf16, against the same operation given the widened values as float32: bit for bit. The rows
+ * pass the blocks the CPU widens at a time; the values' mean sits far from 0 so that the
  * statistics' shift (the first row) matters. */
 static void
 test_bn_bf16_input(void)
@@ -337,7 +358,7 @@ test_bn_bf16_input(void)
   const size_t count = (size_t)rows * c;
   float *x = dev_floats(b, count), *dy = dev_floats(b, count);
   float *p = dev_floats(b, 6 * (size_t)c); /* mean, invstd, gamma, beta, Σdγ, Σdβ */
-  uint16_t *x16 = dev_alloc(b, count * 2);
+  uint16_t *x16 = dev_alloc(b, count * 2), *dy16 = dev_alloc(b, count * 2);
   fill_random(x, count, 3, 7);
   fill_random(dy, count, -1, 1);
   fill_random(p, 6 * (size_t)c, -1, 1);
@@ -348,6 +369,8 @@ test_bn_bf16_input(void)
   for (size_t i = 0; i < count; i++) {
     x16[i] = tdm_bf16_round(x[i]);
     x[i] = tdm_bf16_value(x16[i]);
+    dy16[i] = tdm_bf16_round(dy[i]);
+    dy[i] = tdm_bf16_value(dy16[i]);
   }
   const size_t slot = TDM_BN_SLOT_FLOATS(c);
   float *got = dev_floats(b, count), *want = dev_floats(b, count);
@@ -367,23 +390,31 @@ test_bn_bf16_input(void)
     tdm_backend_bn_forward_eval(b, want, x, TDM_DTYPE_F32, p, p + c, p + 2 * c, p + 3 * c,
                                 1e-5f, rows, c, relu);
     g_assert_cmpmem(got, count * 4, want, count * 4);
-    tdm_backend_bn_backward_sums(b, got, got + c, dy, x16, TDM_DTYPE_BF16, p, p + c, p + 2 * c,
-                                 p + 3 * c, relu, rows, c);
-    tdm_backend_bn_backward_sums(b, want, want + c, dy, x, TDM_DTYPE_F32, p, p + c, p + 2 * c,
-                                 p + 3 * c, relu, rows, c);
-    g_assert_cmpmem(got, 2 * (size_t)c * 4, want, 2 * (size_t)c * 4);
-    tdm_backend_bn_backward_dx(b, got, dy, x16, TDM_DTYPE_BF16, p, p + c, p + 2 * c, p + 3 * c,
-                               relu, p + 4 * c, p + 5 * c, 1.0f / rows, rows, c);
-    tdm_backend_bn_backward_dx(b, want, dy, x, TDM_DTYPE_F32, p, p + c, p + 2 * c, p + 3 * c,
-                               relu, p + 4 * c, p + 5 * c, 1.0f / rows, rows, c);
-    g_assert_cmpmem(got, count * 4, want, count * 4);
-    tdm_backend_bn_backward_dx_bf16(b, got16, dy, x16, TDM_DTYPE_BF16, p, p + c, p + 2 * c,
-                                    p + 3 * c, relu, p + 4 * c, p + 5 * c, 1.0f / rows, rows,
-                                    c);
-    tdm_backend_bn_backward_dx_bf16(b, want16, dy, x, TDM_DTYPE_F32, p, p + c, p + 2 * c,
-                                    p + 3 * c, relu, p + 4 * c, p + 5 * c, 1.0f / rows, rows,
-                                    c);
-    g_assert_cmpmem(got16, count * 2, want16, count * 2);
+    /* The backward with x, dy or both as bf16 (dy: a conv's input gradient). */
+    for (int typed = 1; typed < 4; typed++) {
+      const void *xa = typed & 1 ? (const void *)x16 : x,
+                 *dya = typed & 2 ? (const void *)dy16 : dy;
+      TdmDtype xt = typed & 1 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+      TdmDtype dyt = typed & 2 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+      tdm_backend_bn_backward_sums(b, got, got + c, dya, dyt, xa, xt, p, p + c, p + 2 * c,
+                                   p + 3 * c, relu, rows, c);
+      tdm_backend_bn_backward_sums(b, want, want + c, dy, TDM_DTYPE_F32, x, TDM_DTYPE_F32, p,
+                                   p + c, p + 2 * c, p + 3 * c, relu, rows, c);
+      g_assert_cmpmem(got, 2 * (size_t)c * 4, want, 2 * (size_t)c * 4);
+      tdm_backend_bn_backward_dx(b, got, dya, dyt, xa, xt, p, p + c, p + 2 * c, p + 3 * c, relu,
+                                 p + 4 * c, p + 5 * c, 1.0f / rows, rows, c);
+      tdm_backend_bn_backward_dx(b, want, dy, TDM_DTYPE_F32, x, TDM_DTYPE_F32, p, p + c,
+                                 p + 2 * c, p + 3 * c, relu, p + 4 * c, p + 5 * c, 1.0f / rows,
+                                 rows, c);
+      g_assert_cmpmem(got, count * 4, want, count * 4);
+      tdm_backend_bn_backward_dx_bf16(b, got16, dya, dyt, xa, xt, p, p + c, p + 2 * c,
+                                      p + 3 * c, relu, p + 4 * c, p + 5 * c, 1.0f / rows, rows,
+                                      c);
+      tdm_backend_bn_backward_dx_bf16(b, want16, dy, TDM_DTYPE_F32, x, TDM_DTYPE_F32, p, p + c,
+                                      p + 2 * c, p + 3 * c, relu, p + 4 * c, p + 5 * c,
+                                      1.0f / rows, rows, c);
+      g_assert_cmpmem(got16, count * 2, want16, count * 2);
+    }
     /* The columns of a 3×3 conv after the bn: its output normalized as gathered. */
     const size_t cols = (size_t)n * h * w * 9 * c;
     uint16_t *col = dev_alloc(b, cols * 2), *col_want = dev_alloc(b, cols * 2);
@@ -396,7 +427,7 @@ test_bn_bf16_input(void)
     tdm_backend_release(b, col_want);
   }
   g_assert_true(tdm_backend_check(b, NULL));
-  void *all[] = {x, dy, p, x16, got, want, got16, want16};
+  void *all[] = {x, dy, p, x16, dy16, got, want, got16, want16};
   for (guint i = 0; i < G_N_ELEMENTS(all); i++)
     tdm_backend_release(b, all[i]);
   free_backend(b);

@@ -430,15 +430,16 @@ test_bn_backward_relu_mask(void)
   tdm_backend_relu_backward(b, masked, dy, y, ROWS * CH);
 
   float dg_ref[CH], db_ref[CH], dx_ref[ROWS * CH], dg[CH], db[CH], dx[ROWS * CH];
-  tdm_backend_bn_backward_sums(b, dg_ref, db_ref, masked, x, TDM_DTYPE_F32, saved, saved + CH,
-                               gamma, beta, false, ROWS, CH);
-  tdm_backend_bn_backward_dx(b, dx_ref, masked, x, TDM_DTYPE_F32, saved, saved + CH, gamma,
-                             beta, false, dg_ref, db_ref, 1.0f / ROWS, ROWS, CH);
-  tdm_backend_bn_backward_sums(b, dg, db, dy, x, TDM_DTYPE_F32, saved, saved + CH, gamma, beta,
-                               true, ROWS, CH);
+  tdm_backend_bn_backward_sums(b, dg_ref, db_ref, masked, TDM_DTYPE_F32, x, TDM_DTYPE_F32,
+                               saved, saved + CH, gamma, beta, false, ROWS, CH);
+  tdm_backend_bn_backward_dx(b, dx_ref, masked, TDM_DTYPE_F32, x, TDM_DTYPE_F32, saved,
+                             saved + CH, gamma, beta, false, dg_ref, db_ref, 1.0f / ROWS, ROWS,
+                             CH);
+  tdm_backend_bn_backward_sums(b, dg, db, dy, TDM_DTYPE_F32, x, TDM_DTYPE_F32, saved,
+                               saved + CH, gamma, beta, true, ROWS, CH);
   memcpy(dx, dy, sizeof dx); /* dx == dy, as the engine may call it */
-  tdm_backend_bn_backward_dx(b, dx, dx, x, TDM_DTYPE_F32, saved, saved + CH, gamma, beta, true,
-                             dg, db, 1.0f / ROWS, ROWS, CH);
+  tdm_backend_bn_backward_dx(b, dx, dx, TDM_DTYPE_F32, x, TDM_DTYPE_F32, saved, saved + CH,
+                             gamma, beta, true, dg, db, 1.0f / ROWS, ROWS, CH);
   g_assert_cmpmem(dg, sizeof dg, dg_ref, sizeof dg_ref);
   g_assert_cmpmem(db, sizeof db, db_ref, sizeof db_ref);
   g_assert_cmpmem(dx, sizeof dx, dx_ref, sizeof dx_ref);
@@ -484,15 +485,15 @@ test_bn_backward_many_channels(void)
         sum_g[c] += g;
         sum_gx[c] += g * ((double)x[i] - saved[c]) * saved[CH + c];
       }
-    tdm_backend_bn_backward_sums(b, dg, db, dy, x, TDM_DTYPE_F32, saved, saved + CH, gamma,
-                                 beta, relu, ROWS, CH);
+    tdm_backend_bn_backward_sums(b, dg, db, dy, TDM_DTYPE_F32, x, TDM_DTYPE_F32, saved,
+                                 saved + CH, gamma, beta, relu, ROWS, CH);
     for (int c = 0; c < CH; c++) {
       g_assert_cmpfloat(fabs(db[c] - sum_g[c]), <=, 1e-5 * (1.0 + fabs(sum_g[c])));
       g_assert_cmpfloat(fabs(dg[c] - sum_gx[c]), <=, 1e-5 * (1.0 + fabs(sum_gx[c])));
     }
     memcpy(dx, dy, sizeof(float) * ROWS * CH);
-    tdm_backend_bn_backward_dx(b, dx, dx, x, TDM_DTYPE_F32, saved, saved + CH, gamma, beta,
-                               relu, dg, db, 1.0f / ROWS, ROWS, CH);
+    tdm_backend_bn_backward_dx(b, dx, dx, TDM_DTYPE_F32, x, TDM_DTYPE_F32, saved, saved + CH,
+                               gamma, beta, relu, dg, db, 1.0f / ROWS, ROWS, CH);
     for (int r = 0; r < ROWS; r++)
       for (int c = 0; c < CH; c++) {
         const int i = r * CH + c;

@@ -411,6 +411,75 @@ test_stored_bf16(void)
   }
 }
 
+/* An input gradient written as bf16 (dx16: the gradient the bn before the conv reads
+ * so): every input-gradient candidate's dx16, widened, against the float32 reference
+ * within the bf16 bound (the output's rounding is one more of 2⁻⁸), and the engine's
+ * own choice the same; dx itself is left alone. */
+static void
+test_dx16(void)
+{
+  if (!have_gpu())
+    return;
+  const Case cases16[] = {
+      {3, 8, 8, 64, 64, 3, 1, 1},
+      {2, 11, 13, 17, 24, 3, 1, 2},
+      {2, 15, 15, 64, 128, 1, 0, 2},
+      {2, 6, 7, 64, 64, 1, 0, 1},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases16); i++) {
+    const Case *c = &cases16[i];
+    Problem p;
+    problem_init(&p, c, NULL);
+    Device d;
+    device_init(&d, gpu_bf16, &p, TRUE);
+    uint16_t *dx16 = on_b(gpu_bf16, NULL, p.in * 2);
+    g_autofree float *nan = g_new(float, p.in);
+    for (size_t e = 0; e < p.in; e++)
+      nan[e] = NAN;
+    tdm_backend_upload(gpu_bf16, d.dx, nan, p.in * 4);
+    d.a.dx = NULL;
+    d.a.dx16 = dx16;
+    g_autofree char *what = g_strdup_printf("bf16 dx16 n%d %dx%dx%d→%d k%d p%d s%d", c->n, c->h,
+                                            c->w, c->c, c->out_c, c->kernel, c->pad, c->stride);
+    g_autoptr(GPtrArray) names = tdm_cuda_conv_candidate_names(gpu_bf16, &d.a, TDM_CONV_DGRAD);
+    g_test_message("%s: %u candidates", what, names->len);
+    if (names->len == 0 && c->c % 8 == 0) {
+      g_test_message("FAILED %s: no candidate", what);
+      g_test_fail();
+    }
+    g_autofree uint16_t *host = g_new(uint16_t, p.in);
+    g_autofree float *wide = g_new(float, p.in);
+    for (guint k = 0; k <= names->len; k++) {
+      const char *name = k < names->len ? g_ptr_array_index(names, k) : "the engine's choice";
+      memset(host, 0xff, p.in * 2); /* NaN */
+      tdm_backend_upload(gpu_bf16, dx16, host, p.in * 2);
+      if (k < names->len) {
+        g_assert_true(tdm_cuda_conv_run_named(gpu_bf16, &d.a, TDM_CONV_DGRAD, name));
+      } else if (!tdm_backend_conv_engine_backward(gpu_bf16, &d.a)) {
+        g_test_message("%s: the engine left this backward to the replica", what);
+        break;
+      }
+      tdm_backend_download(gpu_bf16, host, dx16, p.in * 2);
+      assert_ok(gpu_bf16);
+      for (size_t e = 0; e < p.in; e++)
+        wide[e] = bf16_value(host[e]);
+      double rel = rel_error(wide, p.dx_ref, p.in);
+      g_test_message("%s %s: %.3g", what, name, rel);
+      if (!(rel <= 0x1p-7)) {
+        g_test_message("FAILED %s %s: %.3g", what, name, rel);
+        g_test_fail();
+      }
+    }
+    g_autofree float *untouched = g_new(float, p.in);
+    tdm_backend_download(gpu_bf16, untouched, d.dx, p.in * 4);
+    for (size_t e = 0; e < p.in; e++)
+      g_assert_true(isnan(untouched[e]));
+    tdm_backend_release(gpu_bf16, dx16);
+    device_clear(&d);
+    problem_clear(&p);
+  }
+}
+
 /* An input stored as bf16 without a bn (a residual block's input in a bf16 run): every
  * candidate of the forward and of the weight gradient reads it as it is, and every
  * direction matches the float32 reference of the same (bf16) values within the bf16
@@ -566,6 +635,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda-conv/bn-prologue", test_bn_prologue);
   g_test_add_func("/cuda-conv/dy16-ready", test_dy16_ready);
   g_test_add_func("/cuda-conv/stored-bf16", test_stored_bf16);
+  g_test_add_func("/cuda-conv/dx16", test_dx16);
   g_test_add_func("/cuda-conv/block-input-bf16", test_block_input16);
   g_test_add_func("/cuda-conv/choice-cached", test_choice_cached);
   g_test_add_func("/cuda-conv/exact", test_exact);

@@ -344,7 +344,7 @@ dgrad_bf16_case(int n, int h, int w, int c, int out, int k, int pad, int stride)
   }
   /* col2im of exactly what the GPU wrote. */
   tdm_backend_col2im(cpu, dx_ref, got_f, n, h, w, c, k, k, pad, stride);
-  tdm_backend_col2im_bf16(gpu, ddx, dcol16, n, h, w, c, k, k, pad, stride);
+  tdm_backend_col2im_bf16(gpu, ddx, TDM_DTYPE_F32, dcol16, n, h, w, c, k, k, pad, stride);
   g_autofree char *what = g_strdup_printf("col2im_bf16 %d×%d×%d×%d k%d p%d s%d", n, h, w, c, k,
                                           pad, stride);
   check_close(what, ddx, dx_ref, xs, TOL);
@@ -382,11 +382,26 @@ conv_dgrad_case(int n, int h, int w, int c, int out, int k, int pad, int stride,
   uint16_t *ddy = on(dy16, ys * 2), *dw = on(w16, ws * 2);
   uint16_t *dcol16 = (uint16_t *)poisoned(cols / 2 + 1);
   float *ddx = poisoned(xs);
-  tdm_backend_conv_dgrad_bf16(gpu, ddx, ddy, dw, dcol16, n, h, w, c, out, k, k, pad, stride);
+  tdm_backend_conv_dgrad_bf16(gpu, ddx, TDM_DTYPE_F32, ddy, dw, dcol16, n, h, w, c, out, k, k,
+                              pad, stride);
   g_autofree char *what = g_strdup_printf("conv_dgrad_bf16 %d×%d×%d×%d from %d k%d p%d s%d (%s)",
                                           n, h, w, c, out, k, pad, stride,
                                           implicit ? "implicit" : "columns");
   check_close(what, ddx, dx_ref, xs, implicit ? TOL : 3e-3);
+  /* Into a bf16 dx (the gradient a bn backward reads so): the same float32 sums,
+   * each rounded once as to_bf16 rounds, bit for bit. */
+  uint16_t *ddx16 = on(NULL, xs * 2);
+  tdm_backend_conv_dgrad_bf16(gpu, ddx16, TDM_DTYPE_BF16, ddy, dw, dcol16, n, h, w, c, out, k,
+                              k, pad, stride);
+  g_autofree float *dx_got = g_new(float, xs);
+  tdm_backend_download(gpu, dx_got, ddx, xs * 4);
+  g_autofree uint16_t *want16 = g_new(uint16_t, xs);
+  for (size_t i = 0; i < xs; i++)
+    want16[i] = bf16_bits(dx_got[i]);
+  uint16_t *dwant16 = on(want16, xs * 2);
+  same_bits(what, c, ddx16, dwant16, xs * 2);
+  release(ddx16);
+  release(dwant16);
   release(ddy);
   release(dw);
   release(dcol16);
@@ -527,8 +542,8 @@ test_cpu_reference(void)
   g_autofree uint16_t *colv = g_new(uint16_t, cols);
   tdm_backend_download(cpu, colv, ccol, cols * 2);
   float *cdx = on_b(cpu, NULL, xs * 4), *gdx = poisoned(xs);
-  tdm_backend_col2im_bf16(cpu, cdx, ccol, im, h, w, c, k, k, pad, stride);
-  tdm_backend_col2im_bf16(gpu, gdx, gcol, im, h, w, c, k, k, pad, stride);
+  tdm_backend_col2im_bf16(cpu, cdx, TDM_DTYPE_F32, ccol, im, h, w, c, k, k, pad, stride);
+  tdm_backend_col2im_bf16(gpu, gdx, TDM_DTYPE_F32, gcol, im, h, w, c, k, k, pad, stride);
   g_autofree float *dc = g_new(float, xs), *dg = g_new(float, xs);
   g_autofree double *mag = g_new0(double, xs);
   tdm_backend_download(cpu, dc, cdx, xs * 4);
@@ -560,10 +575,12 @@ test_cpu_reference(void)
   float *cxr = on_b(cpu, xr, (size_t)rows * c * 4), *gxr = on(xr, (size_t)rows * c * 4);
   float *cs = on_b(cpu, sums, 2 * (size_t)c * 4), *gs = on(sums, 2 * (size_t)c * 4);
   uint16_t *cd16 = on_b(cpu, NULL, (size_t)rows * c * 2), *gd16 = on(NULL, (size_t)rows * c * 2);
-  tdm_backend_bn_backward_dx_bf16(cpu, cd16, cdy, cxr, TDM_DTYPE_F32, cbn, cbn + c, cbn + 2 * c,
-                                  cbn + 3 * c, true, cs, cs + c, 1.0f / rows, rows, c);
-  tdm_backend_bn_backward_dx_bf16(gpu, gd16, gdy, gxr, TDM_DTYPE_F32, gbn, gbn + c, gbn + 2 * c,
-                                  gbn + 3 * c, true, gs, gs + c, 1.0f / rows, rows, c);
+  tdm_backend_bn_backward_dx_bf16(cpu, cd16, cdy, TDM_DTYPE_F32, cxr, TDM_DTYPE_F32, cbn,
+                                  cbn + c, cbn + 2 * c, cbn + 3 * c, true, cs, cs + c,
+                                  1.0f / rows, rows, c);
+  tdm_backend_bn_backward_dx_bf16(gpu, gd16, gdy, TDM_DTYPE_F32, gxr, TDM_DTYPE_F32, gbn,
+                                  gbn + c, gbn + 2 * c, gbn + 3 * c, true, gs, gs + c,
+                                  1.0f / rows, rows, c);
   g_autofree uint16_t *b1 = g_new(uint16_t, (size_t)rows * c), *b2 = g_new(uint16_t, (size_t)rows * c);
   tdm_backend_download(cpu, b1, cd16, (size_t)rows * c * 2);
   tdm_backend_download(gpu, b2, gd16, (size_t)rows * c * 2);
@@ -638,10 +655,11 @@ test_cpu_reference(void)
 }
 
 /* The bn operations and im2col_bf16_bn given a bf16 input (a conv's output stored as
- * bf16) against the same kernels given its widened values as float32: bit for bit,
- * since widening is exact and the arithmetic after the load is the same; with 64
- * channels (four a thread) and 17 (one), and the rows of many blocks. Then the forward
- * against the CPU's of the same bf16 input: the reference, within TOL. */
+ * bf16; for the backward also a bf16 output gradient, a conv's input gradient) against the same
+ * kernels given its widened values as float32: bit for bit, since widening is exact and the
+ * arithmetic after the load is the same; with 64 channels (four a thread) and 17 (one), and the
+ * rows of many blocks. Then the forward against the CPU's of the same bf16 input: the
+ * reference, within TOL. */
 static void
 bn_bf16_input_case(int n, int h, int w, int c)
 {
@@ -661,7 +679,11 @@ bn_bf16_input_case(int n, int h, int w, int c)
   float *dx = on(x, count * 4), *dp = on(p, 6 * (size_t)c * 4);
   uint16_t *dx16 = on(h16, count * 2);
   g_autofree float *dyh = random_floats(count, -1, 1);
+  g_autofree uint16_t *dyh16 = g_new(uint16_t, count);
+  for (size_t i = 0; i < count; i++)
+    dyh[i] = bf16_value(dyh16[i] = bf16_bits(dyh[i]));
   float *dy = on(dyh, count * 4);
+  uint16_t *dy16 = on(dyh16, count * 2);
   float *got = poisoned(count), *want = poisoned(count);
   uint16_t *got16 = on(NULL, count * 2), *want16 = on(NULL, count * 2);
   const size_t slot = TDM_BN_SLOT_FLOATS(c);
@@ -684,23 +706,31 @@ bn_bf16_input_case(int n, int h, int w, int c)
     tdm_backend_bn_forward_eval(gpu, want, dx, TDM_DTYPE_F32, dp, dp + c, dp + 2 * c, dp + 3 * c,
                                 1e-5f, rows, c, relu);
     same_bits("bn_forward_eval", c, got, want, count * 4);
-    tdm_backend_bn_backward_sums(gpu, got, got + c, dy, dx16, TDM_DTYPE_BF16, dp, dp + c,
-                                 dp + 2 * c, dp + 3 * c, relu, rows, c);
-    tdm_backend_bn_backward_sums(gpu, want, want + c, dy, dx, TDM_DTYPE_F32, dp, dp + c,
-                                 dp + 2 * c, dp + 3 * c, relu, rows, c);
-    same_bits("bn_backward_sums", c, got, want, 2 * (size_t)c * 4);
-    tdm_backend_bn_backward_dx(gpu, got, dy, dx16, TDM_DTYPE_BF16, dp, dp + c, dp + 2 * c,
-                               dp + 3 * c, relu, dp + 4 * c, dp + 5 * c, 1.0f / rows, rows, c);
-    tdm_backend_bn_backward_dx(gpu, want, dy, dx, TDM_DTYPE_F32, dp, dp + c, dp + 2 * c,
-                               dp + 3 * c, relu, dp + 4 * c, dp + 5 * c, 1.0f / rows, rows, c);
-    same_bits("bn_backward_dx", c, got, want, count * 4);
-    tdm_backend_bn_backward_dx_bf16(gpu, got16, dy, dx16, TDM_DTYPE_BF16, dp, dp + c,
-                                    dp + 2 * c, dp + 3 * c, relu, dp + 4 * c, dp + 5 * c,
-                                    1.0f / rows, rows, c);
-    tdm_backend_bn_backward_dx_bf16(gpu, want16, dy, dx, TDM_DTYPE_F32, dp, dp + c, dp + 2 * c,
-                                    dp + 3 * c, relu, dp + 4 * c, dp + 5 * c, 1.0f / rows, rows,
-                                    c);
-    same_bits("bn_backward_dx_bf16", c, got16, want16, count * 2);
+    /* The backward with x, dy or both as bf16 (dy: a conv's input gradient). */
+    for (int typed = 1; typed < 4; typed++) {
+      const void *xa = typed & 1 ? (const void *)dx16 : dx;
+      const void *dya = typed & 2 ? (const void *)dy16 : dy;
+      TdmDtype xt = typed & 1 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+      TdmDtype dyt = typed & 2 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+      tdm_backend_bn_backward_sums(gpu, got, got + c, dya, dyt, xa, xt, dp, dp + c, dp + 2 * c,
+                                   dp + 3 * c, relu, rows, c);
+      tdm_backend_bn_backward_sums(gpu, want, want + c, dy, TDM_DTYPE_F32, dx, TDM_DTYPE_F32,
+                                   dp, dp + c, dp + 2 * c, dp + 3 * c, relu, rows, c);
+      same_bits("bn_backward_sums", c, got, want, 2 * (size_t)c * 4);
+      tdm_backend_bn_backward_dx(gpu, got, dya, dyt, xa, xt, dp, dp + c, dp + 2 * c, dp + 3 * c,
+                                 relu, dp + 4 * c, dp + 5 * c, 1.0f / rows, rows, c);
+      tdm_backend_bn_backward_dx(gpu, want, dy, TDM_DTYPE_F32, dx, TDM_DTYPE_F32, dp, dp + c,
+                                 dp + 2 * c, dp + 3 * c, relu, dp + 4 * c, dp + 5 * c,
+                                 1.0f / rows, rows, c);
+      same_bits("bn_backward_dx", c, got, want, count * 4);
+      tdm_backend_bn_backward_dx_bf16(gpu, got16, dya, dyt, xa, xt, dp, dp + c, dp + 2 * c,
+                                      dp + 3 * c, relu, dp + 4 * c, dp + 5 * c, 1.0f / rows,
+                                      rows, c);
+      tdm_backend_bn_backward_dx_bf16(gpu, want16, dy, TDM_DTYPE_F32, dx, TDM_DTYPE_F32, dp,
+                                      dp + c, dp + 2 * c, dp + 3 * c, relu, dp + 4 * c,
+                                      dp + 5 * c, 1.0f / rows, rows, c);
+      same_bits("bn_backward_dx_bf16", c, got16, want16, count * 2);
+    }
     /* The columns of a 3×3 conv after the bn. */
     const size_t cols = (size_t)rows * 9 * c;
     uint16_t *col = on(NULL, cols * 2), *col_want = on(NULL, cols * 2);
@@ -712,7 +742,7 @@ bn_bf16_input_case(int n, int h, int w, int c)
     release(col);
     release(col_want);
   }
-  void *all[] = {dx, dp, dx16, dy, got, want, got16, want16};
+  void *all[] = {dx, dp, dx16, dy, dy16, got, want, got16, want16};
   for (guint i = 0; i < G_N_ELEMENTS(all); i++)
     release(all[i]);
 }

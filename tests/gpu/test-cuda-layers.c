@@ -134,24 +134,26 @@ bn_case_offset(int rows, int channels, bool relu, double tol, float offset)
     assert_ok(gpu);
     tdm_backend_relu_backward(cpu, dy_masked, dy, y_gpu, n);
   }
-  tdm_backend_bn_backward_sums(cpu, dg_ref, db_ref, dy_masked, x, TDM_DTYPE_F32, saved,
-                               saved + channels, gamma, beta, false, rows, channels);
-  tdm_backend_bn_backward_dx(cpu, dx_ref, dy_masked, x, TDM_DTYPE_F32, saved, saved + channels,
-                             gamma, beta, false, dg_ref, db_ref, 1.0f / rows, rows, channels);
+  tdm_backend_bn_backward_sums(cpu, dg_ref, db_ref, dy_masked, TDM_DTYPE_F32, x, TDM_DTYPE_F32,
+                               saved, saved + channels, gamma, beta, false, rows, channels);
+  tdm_backend_bn_backward_dx(cpu, dx_ref, dy_masked, TDM_DTYPE_F32, x, TDM_DTYPE_F32, saved,
+                             saved + channels, gamma, beta, false, dg_ref, db_ref, 1.0f / rows,
+                             rows, channels);
   assert_ok(cpu);
-  tdm_backend_bn_backward_sums(gpu, ddg, ddb, ddy, dx_in, TDM_DTYPE_F32, dsaved,
+  tdm_backend_bn_backward_sums(gpu, ddg, ddb, ddy, TDM_DTYPE_F32, dx_in, TDM_DTYPE_F32, dsaved,
                                dsaved + channels, dgam, dbet, relu, rows, channels);
   /* dx == dy allowed: write over the gradient itself. */
   tdm_backend_copy(gpu, ddx, ddy, n * 4);
-  tdm_backend_bn_backward_dx(gpu, ddx, ddx, dx_in, TDM_DTYPE_F32, dsaved, dsaved + channels,
-                             dgam, dbet, relu, ddg, ddb, 1.0f / rows, rows, channels);
+  tdm_backend_bn_backward_dx(gpu, ddx, ddx, TDM_DTYPE_F32, dx_in, TDM_DTYPE_F32, dsaved,
+                             dsaved + channels, dgam, dbet, relu, ddg, ddb, 1.0f / rows, rows,
+                             channels);
   /* The same dx as bf16 (a conv's output gradient under --precision bf16): to_bf16's
    * bits of the float dx, and so within bf16's rounding (2⁻⁹ of each value) of the
    * CPU's. Every value poisoned (0xffff, a bf16 NaN); the one past the end stays so. */
   g_autofree uint16_t *dx16 = g_new(uint16_t, n + 1);
   memset(dx16, 0xff, (n + 1) * 2);
   uint16_t *ddx16 = on(dx16, (n + 1) * 2);
-  tdm_backend_bn_backward_dx_bf16(gpu, ddx16, ddy, dx_in, TDM_DTYPE_F32, dsaved,
+  tdm_backend_bn_backward_dx_bf16(gpu, ddx16, ddy, TDM_DTYPE_F32, dx_in, TDM_DTYPE_F32, dsaved,
                                   dsaved + channels, dgam, dbet, relu, ddg, ddb, 1.0f / rows,
                                   rows, channels);
 

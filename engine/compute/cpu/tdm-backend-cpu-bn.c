@@ -48,6 +48,14 @@ rows_f32(const void *x, TdmDtype x_type, int row, int count, int channels, float
   return tmp;
 }
 
+/* The type a pass over x and dy blocks by: bf16 where either is (each bf16 one is
+ * widened a block at a time, block_rows()). */
+static TdmDtype
+blocked_type(TdmDtype x_type, TdmDtype dy_type)
+{
+  return x_type == TDM_DTYPE_F32 && dy_type == TDM_DTYPE_F32 ? TDM_DTYPE_F32 : TDM_DTYPE_BF16;
+}
+
 static float *
 block_scratch(TdmDtype x_type, int rows, int channels)
 {
@@ -286,22 +294,24 @@ bn_sums_rows(double *acc, double *accb, const float *x, const float *dy, const B
 }
 
 void
-tdm_cpu_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
-                         const void *x, TdmDtype x_type, const float *mean, const float *invstd,
-                         const float *gamma, const float *beta, bool relu, int rows,
-                         int channels)
+tdm_cpu_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const void *dy,
+                         TdmDtype dy_type, const void *x, TdmDtype x_type, const float *mean,
+                         const float *invstd, const float *gamma, const float *beta, bool relu,
+                         int rows, int channels)
 {
   /* With a fused ReLU, g = dy where the forward's output x·scale + shift was positive:
    * the mask from x, computed as bn_forward computes it (the same bits). */
   BnChannels p = bn_channels(mean, invstd, gamma, beta, channels);
   double *acc = g_new0(double, 2 * (size_t)channels), *accb = acc + channels;
   float *tmp = block_scratch(x_type, rows, channels);
-  const int block = block_rows(x_type, rows, channels);
+  float *dytmp = block_scratch(dy_type, rows, channels);
+  const int block = block_rows(blocked_type(x_type, dy_type), rows, channels);
   for (int r = 0; r < rows; r += block) {
     const int count = MIN(block, rows - r);
     bn_sums_rows(acc, accb, rows_f32(x, x_type, r, count, channels, tmp),
-                 dy + (size_t)r * channels, &p, relu, count, channels);
+                 rows_f32(dy, dy_type, r, count, channels, dytmp), &p, relu, count, channels);
   }
+  g_free(dytmp);
   g_free(tmp);
   for (int ch = 0; ch < channels; ch++) {
     dgamma[ch] = (float)acc[ch];
@@ -346,8 +356,8 @@ bn_dx_rows(float *dx, const float *dy, const float *x, const float *k, const flo
  * c = −k·Σdβ/M − a·mean: the same expression with xhat expanded; g as in the sums.
  * Rows at a time into dx, or through a float32 block rounded into dx16. */
 static void
-bn_backward_dx_any(float *dx, uint16_t *dx16, const float *dy, const void *x, TdmDtype x_type,
-                   const float *mean, const float *invstd, const float *gamma,
+bn_backward_dx_any(float *dx, uint16_t *dx16, const void *dy, TdmDtype dy_type, const void *x,
+                   TdmDtype x_type, const float *mean, const float *invstd, const float *gamma,
                    const float *beta, bool relu, const float *sum_dgamma,
                    const float *sum_dbeta, float inv_count, int rows, int channels)
 {
@@ -361,43 +371,46 @@ bn_backward_dx_any(float *dx, uint16_t *dx16, const float *dy, const void *x, Td
   /* The float32 values bn_backward_dx would write, a block of rows at a time, each
    * rounded as to_bf16 rounds into dx16 when asked: the same bits as the two
    * operations. */
-  const int block =
-      dx16 != NULL ? MAX(1, BN_BLOCK_VALUES / channels) : block_rows(x_type, rows, channels);
+  const int block = dx16 != NULL ? MAX(1, BN_BLOCK_VALUES / channels)
+                                 : block_rows(blocked_type(x_type, dy_type), rows, channels);
   float *xtmp = block_scratch(x_type, rows, channels);
+  float *dytmp = block_scratch(dy_type, rows, channels);
   float *tmp = dx16 != NULL ? g_new(float, (size_t)block * channels) : NULL;
   for (int r = 0; r < rows; r += block) {
     const int count = MIN(block, rows - r);
     const size_t at = (size_t)r * channels, values = (size_t)count * channels;
     float *out = dx16 != NULL ? tmp : dx + at;
-    bn_dx_rows(out, dy + at, rows_f32(x, x_type, r, count, channels, xtmp), k, a, c, &p, relu,
-               count, channels);
+    bn_dx_rows(out, rows_f32(dy, dy_type, r, count, channels, dytmp),
+               rows_f32(x, x_type, r, count, channels, xtmp), k, a, c, &p, relu, count,
+               channels);
     for (size_t i = 0; dx16 != NULL && i < values; i++)
       dx16[at + i] = tdm_bf16_round(tmp[i]);
   }
   g_free(tmp);
+  g_free(dytmp);
   g_free(xtmp);
   g_free(k);
   g_free(p.mean);
 }
 
 void
-tdm_cpu_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const void *x,
-                       TdmDtype x_type, const float *mean, const float *invstd,
+tdm_cpu_bn_backward_dx(TdmBackend *b, float *dx, const void *dy, TdmDtype dy_type,
+                       const void *x, TdmDtype x_type, const float *mean, const float *invstd,
                        const float *gamma, const float *beta, bool relu,
                        const float *sum_dgamma, const float *sum_dbeta, float inv_count,
                        int rows, int channels)
 {
-  bn_backward_dx_any(dx, NULL, dy, x, x_type, mean, invstd, gamma, beta, relu, sum_dgamma,
-                     sum_dbeta, inv_count, rows, channels);
+  bn_backward_dx_any(dx, NULL, dy, dy_type, x, x_type, mean, invstd, gamma, beta, relu,
+                     sum_dgamma, sum_dbeta, inv_count, rows, channels);
 }
 
 void
-tdm_cpu_bn_backward_dx_bf16(TdmBackend *b, uint16_t *dx, const float *dy, const void *x,
-                            TdmDtype x_type, const float *mean, const float *invstd,
-                            const float *gamma, const float *beta, bool relu,
-                            const float *sum_dgamma, const float *sum_dbeta, float inv_count,
-                            int rows, int channels)
+tdm_cpu_bn_backward_dx_bf16(TdmBackend *b, uint16_t *dx, const void *dy, TdmDtype dy_type,
+                            const void *x, TdmDtype x_type, const float *mean,
+                            const float *invstd, const float *gamma, const float *beta,
+                            bool relu, const float *sum_dgamma, const float *sum_dbeta,
+                            float inv_count, int rows, int channels)
 {
-  bn_backward_dx_any(NULL, dx, dy, x, x_type, mean, invstd, gamma, beta, relu, sum_dgamma,
-                     sum_dbeta, inv_count, rows, channels);
+  bn_backward_dx_any(NULL, dx, dy, dy_type, x, x_type, mean, invstd, gamma, beta, relu,
+                     sum_dgamma, sum_dbeta, inv_count, rows, channels);
 }

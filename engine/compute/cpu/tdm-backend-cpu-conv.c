@@ -119,16 +119,19 @@ tdm_cpu_im2col_bf16_bn(TdmBackend *b, uint16_t *col, const void *x, TdmDtype x_t
 }
 
 void
-tdm_cpu_col2im_bf16(TdmBackend *b, float *dx, const uint16_t *col, int n, int h, int w, int c,
-                    int kh, int kw, int pad, int stride)
+tdm_cpu_col2im_bf16(TdmBackend *b, void *dx, TdmDtype dx_type, const uint16_t *col, int n,
+                    int h, int w, int c, int kh, int kw, int pad, int stride)
 {
   /* Written: pixels no window reads stay zero. Each pixel sums its taps in the order
-   * of the rows, then of the taps, in float32. */
-  memset(dx, 0, sizeof(float) * (size_t)n * h * w * c);
+   * of the rows, then of the taps, in float32; a bf16 dx gets each image's sums
+   * rounded once, as to_bf16 rounds. */
+  const size_t image = (size_t)h * w * c;
+  float *sums = dx_type == TDM_DTYPE_BF16 ? g_new(float, image) : NULL;
   const int oh = (h + 2 * pad - kh) / stride + 1, ow = (w + 2 * pad - kw) / stride + 1;
   const uint16_t *r = col;
   for (int im = 0; im < n; im++) {
-    float *xs = dx + (size_t)im * h * w * c;
+    float *xs = sums != NULL ? sums : (float *)dx + (size_t)im * image;
+    memset(xs, 0, sizeof(float) * image);
     for (int oy = 0; oy < oh; oy++)
       for (int ox = 0; ox < ow; ox++)
         for (int ky = 0; ky < kh; ky++) {
@@ -142,5 +145,9 @@ tdm_cpu_col2im_bf16(TdmBackend *b, float *dx, const uint16_t *col, int n, int h,
               d[ch] += tdm_bf16_value(r[ch]);
           }
         }
+    uint16_t *out16 = sums != NULL ? (uint16_t *)dx + (size_t)im * image : NULL;
+    for (size_t i = 0; out16 != NULL && i < image; i++)
+      out16[i] = tdm_bf16_round(sums[i]);
   }
+  g_free(sums);
 }

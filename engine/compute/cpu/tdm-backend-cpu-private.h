@@ -96,8 +96,8 @@ void tdm_cpu_im2col_bf16_bn(TdmBackend *b, uint16_t *col, const void *x, TdmDtyp
                             const float *mean, const float *invstd, const float *gamma,
                             const float *beta, bool relu, int n, int h, int w, int c, int kh,
                             int kw, int pad, int stride);
-void tdm_cpu_col2im_bf16(TdmBackend *b, float *dx, const uint16_t *col, int n, int h, int w,
-                         int c, int kh, int kw, int pad, int stride);
+void tdm_cpu_col2im_bf16(TdmBackend *b, void *dx, TdmDtype dx_type, const uint16_t *col, int n,
+                         int h, int w, int c, int kh, int kw, int pad, int stride);
 void tdm_cpu_conv_pool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
                                const float *wt, const float *bias, bool relu, int n, int h,
                                int w, int c, int out, int kh, int kw, int pad, int pk);
@@ -156,19 +156,19 @@ void tdm_cpu_bn_forward_eval(TdmBackend *b, float *y, const void *x, TdmDtype x_
                              const float *running_mean, const float *running_var,
                              const float *gamma, const float *beta, float eps, int rows,
                              int channels, bool relu);
-void tdm_cpu_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
-                              const void *x, TdmDtype x_type, const float *mean,
-                              const float *invstd, const float *gamma, const float *beta,
-                              bool relu, int rows, int channels);
-void tdm_cpu_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const void *x,
-                            TdmDtype x_type, const float *mean, const float *invstd,
-                            const float *gamma, const float *beta, bool relu,
-                            const float *sum_dgamma, const float *sum_dbeta, float inv_count,
-                            int rows, int channels);
-void tdm_cpu_bn_backward_dx_bf16(TdmBackend *b, uint16_t *dx, const float *dy, const void *x,
-                                 TdmDtype x_type, const float *mean, const float *invstd,
-                                 const float *gamma, const float *beta, bool relu,
-                                 const float *sum_dgamma, const float *sum_dbeta,
+void tdm_cpu_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const void *dy,
+                              TdmDtype dy_type, const void *x, TdmDtype x_type,
+                              const float *mean, const float *invstd, const float *gamma,
+                              const float *beta, bool relu, int rows, int channels);
+void tdm_cpu_bn_backward_dx(TdmBackend *b, float *dx, const void *dy, TdmDtype dy_type,
+                            const void *x, TdmDtype x_type, const float *mean,
+                            const float *invstd, const float *gamma, const float *beta,
+                            bool relu, const float *sum_dgamma, const float *sum_dbeta,
+                            float inv_count, int rows, int channels);
+void tdm_cpu_bn_backward_dx_bf16(TdmBackend *b, uint16_t *dx, const void *dy, TdmDtype dy_type,
+                                 const void *x, TdmDtype x_type, const float *mean,
+                                 const float *invstd, const float *gamma, const float *beta,
+                                 bool relu, const float *sum_dgamma, const float *sum_dbeta,
                                  float inv_count, int rows, int channels);
 
 /* tdm-backend-cpu-softmax.c */

@@ -93,8 +93,8 @@ tdm_cuda_bn_forward_eval(TdmBackend *b, float *y, const void *x, TdmDtype x_type
 }
 
 void
-tdm_cuda_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const float *dy,
-                          const void *x, TdmDtype x_type, const float *mean,
+tdm_cuda_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const void *dy,
+                          TdmDtype dy_type, const void *x, TdmDtype x_type, const float *mean,
                           const float *invstd, const float *gamma, const float *beta, bool relu,
                           int rows, int channels)
 {
@@ -104,33 +104,35 @@ tdm_cuda_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const floa
   double *partials = sum_scratch(b, "bn_backward_sums", channels, &count);
   if (partials == NULL)
     return;
-  TDM_CUDA_OK(b, tdm_k_bn_backward_sums(dgamma, dbeta, dy, x, x_type == TDM_DTYPE_BF16, mean,
-                                        invstd, gamma, beta, relu, rows, channels, partials,
-                                        count, STREAM(b)));
+  TDM_CUDA_OK(b, tdm_k_bn_backward_sums(dgamma, dbeta, dy, dy_type == TDM_DTYPE_BF16, x,
+                                        x_type == TDM_DTYPE_BF16, mean, invstd, gamma, beta,
+                                        relu, rows, channels, partials, count, STREAM(b)));
 }
 
 void
-tdm_cuda_bn_backward_dx(TdmBackend *b, float *dx, const float *dy, const void *x,
-                        TdmDtype x_type, const float *mean, const float *invstd,
+tdm_cuda_bn_backward_dx(TdmBackend *b, float *dx, const void *dy, TdmDtype dy_type,
+                        const void *x, TdmDtype x_type, const float *mean, const float *invstd,
                         const float *gamma, const float *beta, bool relu,
                         const float *sum_dgamma, const float *sum_dbeta, float inv_count,
                         int rows, int channels)
 {
   if (tdm_cuda_begin(b))
-    TDM_CUDA_OK(b, tdm_k_bn_backward_dx(dx, dy, x, x_type == TDM_DTYPE_BF16, mean, invstd,
-                                        gamma, beta, relu, sum_dgamma, sum_dbeta, inv_count,
-                                        rows, channels, STREAM(b)));
+    TDM_CUDA_OK(b, tdm_k_bn_backward_dx(dx, dy, dy_type == TDM_DTYPE_BF16, x,
+                                        x_type == TDM_DTYPE_BF16, mean, invstd, gamma, beta,
+                                        relu, sum_dgamma, sum_dbeta, inv_count, rows, channels,
+                                        STREAM(b)));
 }
 
 void
-tdm_cuda_bn_backward_dx_bf16(TdmBackend *b, uint16_t *dx, const float *dy, const void *x,
-                             TdmDtype x_type, const float *mean, const float *invstd,
-                             const float *gamma, const float *beta, bool relu,
-                             const float *sum_dgamma, const float *sum_dbeta, float inv_count,
-                             int rows, int channels)
+tdm_cuda_bn_backward_dx_bf16(TdmBackend *b, uint16_t *dx, const void *dy, TdmDtype dy_type,
+                             const void *x, TdmDtype x_type, const float *mean,
+                             const float *invstd, const float *gamma, const float *beta,
+                             bool relu, const float *sum_dgamma, const float *sum_dbeta,
+                             float inv_count, int rows, int channels)
 {
   if (tdm_cuda_begin(b))
-    TDM_CUDA_OK(b, tdm_k_bn_backward_dx_bf16(dx, dy, x, x_type == TDM_DTYPE_BF16, mean, invstd,
-                                             gamma, beta, relu, sum_dgamma, sum_dbeta,
-                                             inv_count, rows, channels, STREAM(b)));
+    TDM_CUDA_OK(b, tdm_k_bn_backward_dx_bf16(dx, dy, dy_type == TDM_DTYPE_BF16, x,
+                                             x_type == TDM_DTYPE_BF16, mean, invstd, gamma,
+                                             beta, relu, sum_dgamma, sum_dbeta, inv_count, rows,
+                                             channels, STREAM(b)));
 }

@@ -153,6 +153,19 @@ input_is_bf16(const TdmConvArgs *a)
   return a->bn_mean == NULL && a->x_type == TDM_DTYPE_BF16;
 }
 
+/* Where the input gradient goes (dx16 as bf16, else dx), and its type. */
+static void *
+dx_target(const TdmConvArgs *a)
+{
+  return a->dx16 != NULL ? (void *)a->dx16 : (void *)a->dx;
+}
+
+static TdmDtype
+dx_type(const TdmConvArgs *a)
+{
+  return a->dx16 != NULL ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+}
+
 /* im2col and a GEMM, as the replica composes them (tdm-replica-pass.c): the same
  * operations, so the same bits. bf16 columns in a bf16 run, float32 ones otherwise. */
 static gboolean
@@ -173,8 +186,8 @@ run_im2col(TdmBackend *b, const TdmConvLayout *l, Arena *arena)
     if (l->dir == TDM_CONV_DGRAD) {
       tdm_cuda_gemm_bf16_out(b, false, false, rows, k, out_c, l->dy16, out_c, l->w16, k, col16,
                              k);
-      tdm_cuda_col2im_bf16(b, a->dx, col16, s->n, s->h, s->w, s->c, s->kernel, s->kernel,
-                           s->pad, s->stride);
+      tdm_cuda_col2im_bf16(b, dx_target(a), dx_type(a), col16, s->n, s->h, s->w, s->c,
+                           s->kernel, s->kernel, s->pad, s->stride);
       return TRUE;
     }
     if (a->bn_mean != NULL)
@@ -196,9 +209,9 @@ run_im2col(TdmBackend *b, const TdmConvLayout *l, Arena *arena)
     return TRUE;
   }
   /* Float32 columns read x and dy as float32, which a normalized-on-read input or a
-   * bf16-only dy does not give. */
+   * bf16-only dy does not give; they write dx as float32 only. */
   if (a->bn_mean != NULL || a->x_type != TDM_DTYPE_F32 ||
-      (l->dir != TDM_CONV_FORWARD && a->dy16 != NULL))
+      (l->dir != TDM_CONV_FORWARD && a->dy16 != NULL) || a->dx16 != NULL)
     return FALSE;
   float *col = NULL, *y = a->y;
   if (!one_by_one(s)) {
@@ -239,21 +252,23 @@ run_im2col(TdmBackend *b, const TdmConvLayout *l, Arena *arena)
   return TRUE;
 }
 
-/* conv-implicit.cu's input gradient: stride 1, bf16, float32 dx without columns. */
+/* conv-implicit.cu's input gradient: stride 1, bf16, dx (float32, or bf16 where asked)
+ * without columns. */
 static gboolean
 run_own(TdmBackend *b, const TdmConvLayout *l, Arena *arena)
 {
   const TdmConvArgs *a = l->a;
   const TdmConvShape *s = &a->shape;
-  if (l->dir != TDM_CONV_DGRAD || !l->bf16 || a->dx == NULL || !aligned16(a->dx) ||
+  if (l->dir != TDM_CONV_DGRAD || !l->bf16 || dx_target(a) == NULL ||
+      !aligned16(dx_target(a)) ||
       !tdm_k_conv_dgrad_bf16_fits(CUDA_B(b)->major, s->c, s->out_c, s->kernel, s->kernel,
                                   s->pad, s->stride))
     return FALSE;
   /* dy16 and w16 are the layout's, aligned: nothing to stage. */
   if (arena->mode == RUN)
-    TDM_CUDA_OK(b, tdm_k_conv_dgrad_bf16(a->dx, l->dy16, l->w16, s->n, s->h, s->w, s->c,
-                                         s->out_c, s->kernel, s->kernel, s->pad,
-                                         CUDA_B(b)->stream));
+    TDM_CUDA_OK(b, tdm_k_conv_dgrad_bf16(dx_target(a), a->dx16 != NULL, l->dy16, l->w16, s->n,
+                                         s->h, s->w, s->c, s->out_c, s->kernel, s->kernel,
+                                         s->pad, CUDA_B(b)->stream));
   return TRUE;
 }
 
@@ -296,13 +311,14 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Aren
     out = l->bf16 ? (void *)l->dy16 : aligned_or_stage(b, arena, a->dy, out_count * 4, TRUE);
 
   /* The written tensor: straight where the plan writes the destination's type (bf16
-   * for a forward's y16, else float32) and the destination is aligned, else a staging
-   * buffer copied, widened or rounded after. */
-  gboolean target16 = l->dir == TDM_CONV_FORWARD && a->y16 != NULL;
-  void *target = target16                     ? (void *)a->y16
-                 : l->dir == TDM_CONV_FORWARD ? (void *)a->y
-                 : l->dir == TDM_CONV_DGRAD   ? (void *)a->dx
-                                              : (void *)a->dw;
+   * for a forward's y16 or an input gradient's dx16, else float32) and the destination
+   * is aligned, else a staging buffer copied, widened or rounded after. */
+  gboolean target16 = (l->dir == TDM_CONV_FORWARD && a->y16 != NULL) ||
+                      (l->dir == TDM_CONV_DGRAD && a->dx16 != NULL);
+  void *target = l->dir == TDM_CONV_FORWARD && target16 ? (void *)a->y16
+                 : l->dir == TDM_CONV_FORWARD           ? (void *)a->y
+                 : l->dir == TDM_CONV_DGRAD             ? dx_target(a)
+                                                        : (void *)a->dw;
   if (target == NULL)
     return FALSE;
   result_count = l->dir == TDM_CONV_FORWARD ? out_count

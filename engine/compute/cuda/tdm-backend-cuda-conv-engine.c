@@ -129,12 +129,13 @@ key_of(TdmBackend *b, const TdmConvLayout *l)
   const TdmConvShape *s = &l->a->shape;
   /* The operands' types change what each candidate costs (a bf16 output needs no
    * widening after a bf16-output plan), so they are part of the key. */
-  return g_strdup_printf("%s n%d h%d w%d c%d o%d k%d p%d s%d %s%s%s%s%s",
+  return g_strdup_printf("%s n%d h%d w%d c%d o%d k%d p%d s%d %s%s%s%s%s%s",
                          direction_names[l->dir], s->n, s->h, s->w, s->c, s->out_c, s->kernel,
                          s->pad, s->stride, precision_names[CLAMP(b->precision, 0, 2)],
                          l->a->bn_mean != NULL ? " bn" : "",
                          l->a->x_type == TDM_DTYPE_BF16 ? " x16" : "",
                          l->dir == TDM_CONV_FORWARD && l->a->y16 != NULL ? " y16" : "",
+                         l->dir == TDM_CONV_DGRAD && l->a->dx16 != NULL ? " dx16" : "",
                          b->deterministic ? " exact" : "");
 }
 
@@ -335,7 +336,7 @@ tdm_cuda_conv_engine_backward(TdmBackend *b, const TdmConvArgs *a)
   gboolean off;
   forced_kind(&off);
   TdmConvLayout lw, ld;
-  gboolean want_dx = a->dx != NULL;
+  gboolean want_dx = a->dx != NULL || a->dx16 != NULL;
   needs(a, 0);
   if (off || tdm_backend_failed(b) || !tdm_conv_layout(b, a, TDM_CONV_WGRAD, &lw) ||
       (want_dx && !tdm_conv_layout(b, a, TDM_CONV_DGRAD, &ld)) || !tdm_cuda_begin(b))

@@ -50,35 +50,36 @@ tdm_cuda_im2col_bf16_bn(TdmBackend *b, uint16_t *col, const void *x, TdmDtype x_
 }
 
 void
-tdm_cuda_col2im_bf16(TdmBackend *b, float *dx, const uint16_t *col, int n, int h, int w, int c,
-                     int kh, int kw, int pad, int stride)
+tdm_cuda_col2im_bf16(TdmBackend *b, void *dx, TdmDtype dx_type, const uint16_t *col, int n,
+                     int h, int w, int c, int kh, int kw, int pad, int stride)
 {
   if (!tdm_cuda_begin(b))
     return;
-  TDM_CUDA_OK(b, tdm_k_col2im_bf16(dx, col, n, h, w, c, kh, kw, pad, stride, CUDA_B(b)->stream));
+  TDM_CUDA_OK(b, tdm_k_col2im_bf16(dx, dx_type == TDM_DTYPE_BF16, col, n, h, w, c, kh, kw, pad,
+                                   stride, CUDA_B(b)->stream));
 }
 
 /* Without columns where conv-implicit.cu is on (TDM_CUDA_IMPLICIT=1) and takes the
  * shape (stride 1, channels in 32s, sm_80+, aligned), else through them. */
 void
-tdm_cuda_conv_dgrad_bf16(TdmBackend *b, float *dx, const uint16_t *dy, const uint16_t *w,
-                         uint16_t *col, int n, int h, int w_, int c, int out_c, int kh, int kw,
-                         int pad, int stride)
+tdm_cuda_conv_dgrad_bf16(TdmBackend *b, void *dx, TdmDtype dx_type, const uint16_t *dy,
+                         const uint16_t *w, uint16_t *col, int n, int h, int w_, int c,
+                         int out_c, int kh, int kw, int pad, int stride)
 {
   TdmBackendCuda *cb = CUDA_B(b);
   if (!tdm_cuda_begin(b))
     return;
   if (tdm_k_conv_dgrad_bf16_fits(cb->implicit_major, c, out_c, kh, kw, pad, stride) &&
       ((uintptr_t)dx & 15u) == 0 && ((uintptr_t)dy & 15u) == 0 && ((uintptr_t)w & 15u) == 0) {
-    TDM_CUDA_OK(b, tdm_k_conv_dgrad_bf16(dx, dy, w, n, h, w_, c, out_c, kh, kw, pad,
-                                         cb->stream));
+    TDM_CUDA_OK(b, tdm_k_conv_dgrad_bf16(dx, dx_type == TDM_DTYPE_BF16, dy, w, n, h, w_, c,
+                                         out_c, kh, kw, pad, cb->stream));
     return;
   }
   int oh = (h + 2 * pad - kh) / stride + 1, ow = (w_ + 2 * pad - kw) / stride + 1;
   int rows = n * oh * ow, k = kh * kw * c;
   b->operations += 2; /* the front door counted one launch of three */
   tdm_cuda_gemm_bf16_out(b, false, false, rows, k, out_c, dy, out_c, w, k, col, k);
-  tdm_cuda_col2im_bf16(b, dx, col, n, h, w_, c, kh, kw, pad, stride);
+  tdm_cuda_col2im_bf16(b, dx, dx_type, col, n, h, w_, c, kh, kw, pad, stride);
 }
 
 void
