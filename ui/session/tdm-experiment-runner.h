@@ -2,7 +2,7 @@
 /* tdm-experiment-runner.h: an experiment (tdm-experiment.h) driven for the window.
  *
  * The one runner of every kind of multi-run work in the window: the scaling sweep,
- * "compare with one device", "compare strategies". Each training the experiment asks
+ * "compare with one device", "compare strategies", the learning-rate finder. Each training the experiment asks
  * for is a TdmRun of its own (its own thread, its events on the main loop), made by the
  * launch function the owner gives (the window's run path: its history record, its
  * session, its Stop button) or, without one, a bare run that nobody draws. The
