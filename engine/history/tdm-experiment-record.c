@@ -139,7 +139,7 @@ tdm_run_recorder_end_experiment(TdmRunRecorder *rec, const TdmExperiment *e,
   gboolean lr_find = tdm_experiment_get_kind(e) == TDM_EXPERIMENT_LR_FIND;
   if (lr_find && rec->fd >= 0 && rec->error == NULL)
     add_lr_points(rec, e);
-  if (cancelled && rec->kept == 0 && rec->error == NULL) {
+  if ((cancelled || tdm_experiment_get_stopped(e)) && rec->kept == 0 && rec->error == NULL) {
     /* Stopped before it kept anything: a record of nothing. */
     if (rec->fd >= 0)
       g_close(rec->fd, NULL);
