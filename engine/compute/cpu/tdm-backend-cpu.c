@@ -234,7 +234,6 @@ static const TdmBackendOps tdm_backend_cpu_ops = {
   .gather = tdm_cpu_gather,
   .gather_augment = tdm_cpu_gather_augment,
   .gather_photo = tdm_cpu_gather_photo,
-  .bn_bf16_input = true,
   .bn_moments = tdm_cpu_bn_moments,
   .bn_stats = tdm_cpu_bn_stats,
   .bn_forward = tdm_cpu_bn_forward,
