@@ -390,14 +390,6 @@ tdm_experiment_runner_get_experiment (TdmExperimentRunner *self)
   return self->box->experiment;
 }
 
-TdmRun *
-tdm_experiment_runner_get_run (TdmExperimentRunner *self)
-{
-  g_return_val_if_fail (TDM_IS_EXPERIMENT_RUNNER (self), NULL);
-
-  return self->run;
-}
-
 int
 tdm_experiment_runner_get_n_done (TdmExperimentRunner *self)
 {

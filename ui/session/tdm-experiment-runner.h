@@ -59,8 +59,6 @@ void                 tdm_experiment_runner_stop           (TdmExperimentRunner  
 gboolean             tdm_experiment_runner_get_running    (TdmExperimentRunner  *self);
 
 TdmExperiment       *tdm_experiment_runner_get_experiment (TdmExperimentRunner  *self);
-/* The training under way, or NULL. */
-TdmRun              *tdm_experiment_runner_get_run        (TdmExperimentRunner  *self);
 /* Trainings done so far. */
 int                  tdm_experiment_runner_get_n_done     (TdmExperimentRunner  *self);
 /* The history id of training `index` once it is done, when its run was recorded; else
