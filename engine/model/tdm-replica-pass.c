@@ -142,6 +142,32 @@ conv_weights16(TdmReplica *r, const float *w, size_t count, uint16_t *spare)
   return spare;
 }
 
+/* The workspace a conv composed here uses (its columns: conv_forward(), conv_backward()):
+ * bf16 columns, after the bf16 output gradient in backward, and the bf16 weights after
+ * them where the replica keeps no params16; float32 columns otherwise. */
+static size_t
+own_columns_bytes(TdmReplica *r, int rows, int k, int out_c, gboolean backward,
+                  gboolean need_dx)
+{
+  size_t cols = (size_t)rows * k;
+  if (!conv_bf16(r, r->columns, rows, k, out_c))
+    return cols * sizeof(float);
+  size_t halves = cols;
+  if (backward)
+    halves += (size_t)rows * out_c;
+  gboolean dx16 = need_dx && conv_bf16_dx(r, rows, k, out_c);
+  if (r->params16 == NULL && (!backward || dx16))
+    halves += (size_t)out_c * k;
+  /* An input gradient that does not fit the bf16 way goes through float32 columns. */
+  if (backward && need_dx && !dx16)
+    return MAX(halves * sizeof(uint16_t), cols * sizeof(float));
+  return halves * sizeof(uint16_t);
+}
+
+/* How many times a conv gives the engine a grown workspace: once to time the
+ * candidates of each direction, once more for the choice. */
+#define ENGINE_TRIES 3
+
 /* Where the input gradient of bn layer i goes straight into the bf16 output gradient
  * of the conv before it (the second half of the conv's columns, conv_bf16()): when
  * that conv reads its output gradient only as bf16 (its products on bf16 operands, its
@@ -280,18 +306,21 @@ conv_forward(TdmReplica *r, float *y, uint16_t *y16, const float *x, const BnGat
       conv_args(r, x, bn, w, n, in_h, in_w, in_c, out_c, kernel, pad, stride, &need);
   args.y = y16 != NULL ? NULL : y;
   args.y16 = y16;
-  if (tdm_backend_conv_engine_forward(b, &args)) {
-    tdm_replica_workspace_holds(r, need);
-    return;
-  }
-  if (need > args.work_bytes && tdm_replica_workspace_holds(r, need)) {
+  /* The engine says what it needs where the workspace holds less: room to time its
+   * candidates, then its choice's (noted once it ran). */
+  for (int tries = 0;; tries++) {
+    if (tdm_backend_conv_engine_forward(b, &args)) {
+      tdm_replica_workspace_holds(r, need, 0);
+      return;
+    }
+    if (tries == ENGINE_TRIES || need <= args.work_bytes ||
+        !tdm_replica_workspace_grow(r, need, 0))
+      break;
     args.work = r->columns;
     args.work_bytes = r->columns_bytes;
-    if (tdm_backend_conv_engine_forward(b, &args))
-      return;
   }
   if (col != NULL) {
-    tdm_replica_workspace_holds(r, (size_t)rows * k * sizeof(float));
+    tdm_replica_workspace_holds(r, own_columns_bytes(r, rows, k, out_c, FALSE, FALSE), 0);
     col = r->columns;
   }
   if (conv_bf16(r, col, rows, k, out_c)) {
@@ -349,19 +378,21 @@ conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy, gboolean dy1
   args.dy16 = dy16_ready ? (const uint16_t *)r->columns : NULL;
   args.dx = need_dx ? dx : NULL;
   args.dw = dw;
-  if (tdm_backend_conv_engine_backward(b, &args)) {
-    tdm_replica_workspace_holds(r, need);
-    return;
-  }
-  if (need > args.work_bytes && tdm_replica_workspace_holds(r, need)) {
+  size_t keep = dy16_ready ? (size_t)rows * out_c * sizeof(uint16_t) : 0;
+  for (int tries = 0;; tries++) {
+    if (tdm_backend_conv_engine_backward(b, &args)) {
+      tdm_replica_workspace_holds(r, need, 0);
+      return;
+    }
+    if (tries == ENGINE_TRIES || need <= args.work_bytes ||
+        !tdm_replica_workspace_grow(r, need, keep))
+      break;
     args.work = r->columns;
     args.work_bytes = r->columns_bytes;
     args.dy16 = dy16_ready ? (const uint16_t *)r->columns : NULL;
-    if (tdm_backend_conv_engine_backward(b, &args))
-      return;
   }
   if (col != NULL) {
-    tdm_replica_workspace_holds(r, (size_t)rows * k * sizeof(float));
+    tdm_replica_workspace_holds(r, own_columns_bytes(r, rows, k, out_c, TRUE, need_dx), keep);
     col = r->columns;
   }
   if (conv_bf16(r, col, rows, k, out_c)) {

@@ -73,14 +73,21 @@ tdm_conv_layout(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir, TdmCo
   l->dy16 = backward ? (uint16_t *)work : NULL;
   l->w16 = a->w16 != NULL && aligned16(a->w16) ? a->w16 : (const uint16_t *)(work + w16_at);
   l->scratch = work + up(w16_at + out_c * k * 2, ALIGN);
-  return (size_t)(l->scratch - work) <= a->work_bytes;
+  return TRUE;
+}
+
+/* Whether the workspace holds the layout's reservations (dy16, the weights' room). */
+static gboolean
+reservations_fit(const TdmConvLayout *l)
+{
+  return (size_t)(l->scratch - (char *)l->a->work) <= l->a->work_bytes;
 }
 
 void
 tdm_conv_prepare(TdmBackend *b, const TdmConvLayout *l)
 {
   const TdmConvArgs *a = l->a;
-  if (!l->bf16)
+  if (!l->bf16 || !reservations_fit(l))
     return;
   if (l->w16 != a->w16)
     tdm_cuda_to_bf16(b, (uint16_t *)l->w16, a->w, (size_t)a->shape.out_c * l->k);
@@ -88,11 +95,10 @@ tdm_conv_prepare(TdmBackend *b, const TdmConvLayout *l)
     tdm_cuda_to_bf16(b, l->dy16, a->dy, l->rows * a->shape.out_c);
 }
 
-/* How a candidate is called: run; only checked against the workspace it was given (a
- * dry run); or measured, its need in bytes whatever the workspace holds. */
+/* How a candidate is called: run (in a workspace that holds its need); or measured,
+ * its need in bytes whatever the workspace holds (whether it takes the call at all). */
 typedef enum {
   RUN,
-  FIT,
   MEASURE,
 } Mode;
 
@@ -361,6 +367,10 @@ tdm_conv_candidate_run(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandi
                        char **error)
 {
   *error = NULL;
+  if (tdm_conv_candidate_need(b, l, c) > l->a->work_bytes) {
+    *error = g_strdup_printf("%s needs more of the workspace than it holds", c->name);
+    return FALSE;
+  }
   Arena arena = arena_of(l, RUN);
   gboolean ran = call(b, l, c, &arena, error);
   if (!ran && *error == NULL)
@@ -465,7 +475,7 @@ add_cudnn(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, const char *on
       c->plan = p;
       c->float_out = o == 0;
       char *error = NULL;
-      Arena arena = arena_of(l, FIT);
+      Arena arena = arena_of(l, MEASURE);
       if (run_cudnn(b, l, c, &arena, &error))
         g_ptr_array_add(list, c);
       else
@@ -484,10 +494,10 @@ GPtrArray *
 tdm_conv_candidates_for(TdmBackend *b, const TdmConvLayout *l, const char *only)
 {
   GPtrArray *list = g_ptr_array_new_with_free_func((GDestroyNotify)tdm_conv_candidate_free);
-  Arena arena = arena_of(l, FIT);
+  Arena arena = arena_of(l, MEASURE);
   if ((only == NULL || g_str_equal(only, "im2col")) && run_im2col(b, l, &arena))
     g_ptr_array_add(list, candidate(TDM_CONV_IM2COL, "im2col"));
-  arena = arena_of(l, FIT);
+  arena = arena_of(l, MEASURE);
   if ((only == NULL || g_str_equal(only, "own:dgrad")) && run_own(b, l, &arena))
     g_ptr_array_add(list, candidate(TDM_CONV_OWN, "own:dgrad"));
   if (only == NULL || g_str_has_prefix(only, "cudnn:"))
