@@ -269,6 +269,7 @@ conv_args(TdmReplica *r, const float *x, const BnGather *bn, const float *w, int
       .work = r->columns,
       .work_bytes = r->columns_bytes,
       .work_needed = needed,
+      .work_limit = r->columns_limit,
   };
   if (bn != NULL) {
     a.bn_mean = bn->saved;

@@ -256,8 +256,8 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   size_t columns, conv_work;
   widest_scratch(net, b->kind, b->precision, &columns, &conv_work);
   if (columns > 0 || conv_work > 0) {
-    r->columns_bytes = columns_bytes > 0 ? columns_bytes
-                                         : MAX(most * columns, conv_work) * sizeof(float);
+    r->columns_limit = MAX(most * columns, conv_work) * sizeof(float);
+    r->columns_bytes = columns_bytes > 0 ? columns_bytes : r->columns_limit;
     ALLOC(r->columns, r->columns_bytes);
   }
   r->conv_scratch = r->columns;

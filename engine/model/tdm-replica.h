@@ -89,6 +89,8 @@ struct _TdmReplica {
   float *conv_scratch;          /* the same buffer, as a whole convolution's scratch */
   size_t columns_bytes;         /* its size, for the backend's convolution engine */
   size_t columns_needed;        /* the most of it any convolution needed so far */
+  size_t columns_limit;         /* its upper bound (the plan's), which the convolution
+                                 * engine's choices keep within */
   float **infer_acts;           /* [layer_count + 1]: the inference pass's acts, each one
                                  * of the rotating `infer` buffers (tdm-replica-infer.c) */
   int32_t **infer_argmax;       /* [layer_count]: the inference pass's argmax scratch */

@@ -210,8 +210,8 @@ named(GPtrArray *list, const char *name)
   return -1;
 }
 
-/* Leaves in list the candidates within the workspace budget (tdm-backend-cuda-conv-budget.h);
- * *most gets the most any of them needs. */
+/* Leaves in list the candidates within the workspace budget (tdm-backend-cuda-conv-budget.h)
+ * and the caller's limit; *most gets the most any of them needs. */
 static void
 within_budget(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, size_t *most)
 {
@@ -221,8 +221,9 @@ within_budget(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, size_t *mo
     needs[i] = tdm_conv_candidate_need(b, l, g_ptr_array_index(list, i));
   tdm_conv_budget_select(needs, list->len, eligible);
   *most = 0;
+  size_t limit = l->a->work_limit;
   for (guint i = list->len; i-- > 0;) {
-    if (eligible[i]) {
+    if (eligible[i] && (limit == 0 || needs[i] <= limit)) {
       *most = MAX(*most, (size_t)needs[i]);
       continue;
     }
@@ -248,7 +249,9 @@ decide(TdmBackend *b, const TdmConvLayout *l, const char *key, int forced, gbool
   g_autofree char *cached = forced < 0 && !untimed ? tdm_conv_cache_lookup(e->model, key) : NULL;
   if (cached != NULL) {
     g_autoptr(GPtrArray) one = tdm_conv_candidates_for(b, l, cached);
-    if (one->len == 1)
+    if (one->len == 1 && (l->a->work_limit == 0 ||
+                          tdm_conv_candidate_need(b, l, g_ptr_array_index(one, 0)) <=
+                              l->a->work_limit))
       return g_ptr_array_steal_index(one, 0);
   }
   g_autoptr(GPtrArray) list = tdm_conv_candidates_for(b, l, NULL);
@@ -469,7 +472,7 @@ tdm_cuda_conv_run_named(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection di
     return FALSE;
   g_autoptr(GPtrArray) list = tdm_conv_candidates_for(b, &l, name);
   int i = named(list, name);
-  if (i < 0)
+  if (i < 0 || tdm_conv_candidate_need(b, &l, g_ptr_array_index(list, i)) > a->work_bytes)
     return FALSE;
   tdm_conv_prepare(b, &l);
   run(b, &l, g_ptr_array_index(list, i));
