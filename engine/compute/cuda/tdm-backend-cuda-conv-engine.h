@@ -51,22 +51,26 @@ typedef struct {
 /* tdm-backend-cuda-conv-candidates.c */
 
 /* Lays out a call of direction dir (for backward, dy16 where the caller put it or where
- * it will be converted). FALSE when the engine takes no such call (empty, misaligned
- * workspace, a dy16 elsewhere, a workspace too small for the layout's reservations). */
+ * it will be converted), whatever the workspace holds: candidates say what they need
+ * of it. FALSE when the engine takes no such call (empty, no or a misaligned
+ * workspace, a dy16 elsewhere). */
 gboolean tdm_conv_layout (TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir,
                           TdmConvLayout *l);
 /* A call's preparation, once for its directions (they share the reservations): the
  * weights as aligned bf16 where the caller has none, and in backward dy as bf16 where
- * the caller did not write it. */
+ * the caller did not write it. Nothing where the workspace does not hold the
+ * reservations. */
 void tdm_conv_prepare (TdmBackend *b, const TdmConvLayout *l);
-/* Every candidate that takes the call within the layout's free space, in a fixed order
+/* Every candidate that takes the call, in a workspace of its need (the engine's budget,
+ * tdm-backend-cuda-conv-budget.h, then decides which may be chosen), in a fixed order
  * (im2col, own, then cuDNN's in its heuristics' order), every one deterministic (cuDNN's
  * NONDETERMINISTIC engines are never offered).
  * With `only`, that one candidate (a cached choice: no other plan is built), if it
  * still takes the call. */
 GPtrArray *tdm_conv_candidates_for (TdmBackend *b, const TdmConvLayout *l, const char *only);
-/* Runs candidate c; FALSE with *error set when cuDNN refused it at run time (nothing
- * sticky: the backend goes on). */
+/* Runs candidate c; FALSE with *error set when the workspace holds less than it needs
+ * (nothing queued) or cuDNN refused it at run time (nothing sticky: the backend goes
+ * on). */
 gboolean tdm_conv_candidate_run (TdmBackend *b, const TdmConvLayout *l,
                                  const TdmConvCandidate *c, char **error);
 /* The bytes of the workspace candidate c uses for the call, from its start: the
