@@ -556,10 +556,12 @@ test_grown_workspace(void)
         gboolean column_free = FALSE;
         for (guint k = 0; k < names->len; k++)
           column_free = column_free || !g_str_equal(g_ptr_array_index(names, k), "im2col");
-        /* With cuDNN, every one of these shapes has a way without columns. */
+        /* With cuDNN, every one of these shapes has a way without columns in bf16 (the
+         * stem's by its channels padded to 8, ":c8"). */
         if (tdm_cudnn_get() != NULL && !column_free) {
-          g_test_message("FAILED %s: only im2col takes it", what);
-          g_test_fail();
+          g_test_message("%s%s: only im2col takes it", prec ? "FAILED " : "", what);
+          if (prec)
+            g_test_fail();
         }
         if (!took) {
           /* Declined: the replica composes it (im2col chosen, the replica's own way). */

@@ -10,7 +10,8 @@
  *   bf16 run, float32 otherwise);
  * - "own:dgrad": conv-implicit.cu's column-free input gradient (stride 1, bf16);
  * - "cudnn:eE:rR:f" / ":h": cuDNN's engine E, the R-th of its heuristics' list, writing
- *   float32 (f) or bf16 then widened (h).
+ *   float32 (f) or bf16 then widened (h); with ":c8", run on the input's channels padded
+ *   to 8 (a bf16 image of 3: forward and weight gradient).
  */
 #pragma once
 
@@ -31,6 +32,7 @@ typedef struct {
   TdmConvKind kind;
   TdmCudnnPlan *plan;          /* cuDNN's, or NULL */
   gboolean float_out;          /* cuDNN: writes float32 itself */
+  int pad_c;                   /* cuDNN: the input's channels padded to this, or 0 */
   double ms;                   /* measured, or 0 */
   char name[48];
 } TdmConvCandidate;
