@@ -123,7 +123,8 @@ test_conv_cache(void)
     "tandem-conv-choices 2\nfwd n2\tim2col\t-1\n",
     "tandem-conv-choices 2\nfwd n2\tim2col\tfast\n",
     "tandem-conv-choices 2\nfwd n2\tim2col\t1\textra\n",
-    "tandem-conv-choices 2\nfwd n2\tim2col\t1\n",
+    "tandem-conv-choices 1\nfwd n2\tim2col\t1\n", /* an older version's choices */
+    "tandem-conv-choices 3\nfwd n2\tim2col\t1\n",
   };
   for (size_t i = 0; i < G_N_ELEMENTS(damaged); i++) {
     g_assert_true(g_file_set_contents(path, damaged[i], -1, NULL));

@@ -269,6 +269,7 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Aren
    * weight gradient of pad_c channels is written aside, its first c copied out. */
   int pad_c = c->pad_c;
   if (pad_c > 0 && (!l->bf16 || l->dir == TDM_CONV_DGRAD || a->bn_mean != NULL ||
+                    a->x_type != TDM_DTYPE_F32 || s->c > pad_c ||
                     (l->dir == TDM_CONV_WGRAD && !c->float_out)))
     return FALSE;
   void *image = NULL, *filter = NULL, *out = NULL;
