@@ -383,6 +383,31 @@ tdm_k_to_bf16(uint16_t *out, const float *in, size_t n, cudaStream_t stream)
   return tdm_k_launched();
 }
 
+/* rows × c floats to rows × c_pad bfloat16 (nearest even), the channels past c zero. */
+__global__ void
+to_bf16_padded_kernel(uint16_t *out, const float *in, size_t rows, int c, int c_pad)
+{
+  size_t n = rows * (size_t)c_pad;
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) {
+    size_t row = i / (size_t)c_pad;
+    int ch = (int)(i - row * (size_t)c_pad);
+    out[i] = ch < c ? tdm_k_bf16_bits(in[row * (size_t)c + ch]) : (uint16_t)0;
+  }
+}
+
+extern "C" cudaError_t
+tdm_k_to_bf16_padded(uint16_t *out, const float *in, size_t rows, int c, int c_pad,
+                     cudaStream_t stream)
+{
+  if (rows == 0 || c <= 0 || c_pad < c)
+    return cudaSuccess;
+  size_t n = rows * (size_t)c_pad;
+  to_bf16_padded_kernel<<<tdm_k_blocks(n, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+      out, in, rows, c, c_pad);
+  return tdm_k_launched();
+}
+
 /* The way back: a bfloat16's bits are the top half of the float's, so the value is
  * exact. Two values a thread (a 4-byte load, an 8-byte store) where aligned. */
 __global__ void

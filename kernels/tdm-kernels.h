@@ -40,6 +40,11 @@ cudaError_t tdm_k_add_out(float *y, const float *a, const float *x, size_t n, bo
 cudaError_t tdm_k_scale(float *y, float alpha, size_t n, cudaStream_t stream);
 /* out[i] = in[i] as bfloat16 bits, rounded to nearest even. */
 cudaError_t tdm_k_to_bf16(uint16_t *out, const float *in, size_t n, cudaStream_t stream);
+/* rows × c floats (NHWC pixels, or KRSC filter taps) to rows × c_pad bfloat16 (to_bf16's
+ * bits), the channels past c zero: a few-channel input as a convolution with c_pad
+ * channels, which tensor-core engines take. */
+cudaError_t tdm_k_to_bf16_padded(uint16_t *out, const float *in, size_t rows, int c, int c_pad,
+                                 cudaStream_t stream);
 /* out[i] = the bfloat16 in[i] as float (exact). */
 cudaError_t tdm_k_from_bf16(float *out, const uint16_t *in, size_t n, cudaStream_t stream);
 /* A residual block's tensors stored as bfloat16: dx = y > 0 ? dy : 0 with y bf16;

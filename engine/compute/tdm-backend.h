@@ -138,6 +138,10 @@ typedef struct {
    * (the engine's or, for an engine that declines, 0); more than work_bytes when the
    * choice does not fit (the engine then declines, having queued nothing). */
   size_t *work_needed;
+  /* The most the caller would let work grow to for this call, or 0 for no limit: a
+   * candidate that needs more is not chosen (the replica's upper bound, its float32
+   * columns, which its memory estimate promised). */
+  size_t work_limit;
 } TdmConvArgs;
 
 /* How many of a backend's convolution choices (shape × direction) went to each kind of

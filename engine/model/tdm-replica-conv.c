@@ -73,6 +73,7 @@ conv_args(TdmReplica *r, const void *x, TdmDtype x_type, const BnGather *bn, con
       .work = r->columns,
       .work_bytes = r->columns_bytes,
       .work_needed = needed,
+      .work_limit = r->columns_limit,
   };
   if (bn != NULL) {
     a.bn_mean = bn->saved;
@@ -84,27 +85,60 @@ conv_args(TdmReplica *r, const void *x, TdmDtype x_type, const BnGather *bn, con
   return a;
 }
 
+/* How many times a conv gives the engine a grown workspace: once to time the
+ * candidates of each direction, once more for the choice. */
+#define ENGINE_TRIES 3
+
 /* The convolution engine's call, forward or backward: TRUE when it ran it, the
- * workspace noted as holding what its choice needs (*need, which the call writes);
- * where the choice did not fit, the workspace grown (a dy16 the bn wrote moves with
- * its start) and the call tried again. FALSE: the caller composes the convolution. */
+ * workspace noted as holding what its choice needs (*need, which the call writes).
+ * Where the workspace holds less than the engine asks for (room to time its
+ * candidates, then its choice), it grows (a dy16 the bn wrote moves with its start)
+ * and the call is tried again. FALSE: the caller composes the convolution. */
 static gboolean
 engine_runs(TdmReplica *r, TdmConvArgs *args, size_t *need, gboolean forward,
             gboolean dy16_ready)
 {
   gboolean (*run)(TdmBackend *, const TdmConvArgs *) =
       forward ? tdm_backend_conv_engine_forward : tdm_backend_conv_engine_backward;
-  if (run(r->backend, args)) {
-    tdm_replica_workspace_holds(r, *need);
-    return TRUE;
+  const TdmConvShape *s = &args->shape;
+  size_t keep = dy16_ready ? (size_t)s->n * tdm_conv_out_h(s) * tdm_conv_out_w(s) * s->out_c *
+                                 sizeof(uint16_t)
+                           : 0;
+  for (int tries = 0;; tries++) {
+    if (run(r->backend, args)) {
+      tdm_replica_workspace_holds(r, *need, 0);
+      return TRUE;
+    }
+    if (tries == ENGINE_TRIES || *need <= args->work_bytes ||
+        !tdm_replica_workspace_grow(r, *need, keep))
+      return FALSE;
+    args->work = r->columns;
+    args->work_bytes = r->columns_bytes;
+    if (dy16_ready)
+      args->dy16 = (const uint16_t *)r->columns;
   }
-  if (*need <= args->work_bytes || !tdm_replica_workspace_holds(r, *need))
-    return FALSE;
-  args->work = r->columns;
-  args->work_bytes = r->columns_bytes;
-  if (dy16_ready)
-    args->dy16 = (const uint16_t *)r->columns;
-  return run(r->backend, args);
+}
+
+/* The workspace a conv composed here uses (its columns): bf16 columns, after the bf16
+ * output gradient in backward, and the bf16 weights after them where the replica keeps
+ * no params16; float32 columns otherwise. */
+static size_t
+own_columns_bytes(TdmReplica *r, int rows, int k, int out_c, gboolean backward,
+                  gboolean need_dx)
+{
+  size_t cols = (size_t)rows * k;
+  if (!tdm_replica_conv_bf16(r, r->columns, rows, k, out_c))
+    return cols * sizeof(float);
+  size_t halves = cols;
+  if (backward)
+    halves += (size_t)rows * out_c;
+  gboolean dx16 = need_dx && tdm_replica_conv_bf16_dx(r, rows, k, out_c);
+  if (r->params16 == NULL && (!backward || dx16))
+    halves += (size_t)out_c * k;
+  /* An input gradient that does not fit the bf16 way goes through float32 columns. */
+  if (backward && need_dx && !dx16)
+    return MAX(halves * sizeof(uint16_t), cols * sizeof(float));
+  return halves * sizeof(uint16_t);
 }
 
 /* A conv's product: the backend's whole convolution where the layer has its scratch
@@ -139,7 +173,7 @@ tdm_replica_conv_forward(TdmReplica *r, float *y, uint16_t *y16, const void *x, 
   if (engine_runs(r, &args, &need, TRUE, FALSE))
     return;
   if (col != NULL) {
-    tdm_replica_workspace_holds(r, (size_t)rows * k * sizeof(float));
+    tdm_replica_workspace_holds(r, own_columns_bytes(r, rows, k, out_c, FALSE, FALSE), 0);
     col = r->columns;
   }
   if (tdm_replica_conv_bf16(r, col, rows, k, out_c)) {
@@ -208,7 +242,8 @@ tdm_replica_conv_backward(TdmReplica *r, float *dx, gboolean dx_bf16, float *dw,
   if (engine_runs(r, &args, &need, FALSE, dy16_ready))
     return dx_type;
   if (col != NULL) {
-    tdm_replica_workspace_holds(r, (size_t)rows * k * sizeof(float));
+    size_t keep = dy16_ready ? (size_t)rows * out_c * sizeof(uint16_t) : 0;
+    tdm_replica_workspace_holds(r, own_columns_bytes(r, rows, k, out_c, TRUE, need_dx), keep);
     col = r->columns;
   }
   if (tdm_replica_conv_bf16(r, col, rows, k, out_c)) {

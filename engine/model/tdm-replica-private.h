@@ -50,10 +50,15 @@ TdmDtype tdm_replica_conv_backward (TdmReplica *r, float *dx, gboolean dx_bf16, 
                                     int out_w, gboolean need_dx);
 
 /* Notes that a convolution needs `bytes` of the workspace (its choice's need, or the
- * replica's own columns), and grows the workspace, keeping its contents, where it
- * holds less: a shape the pre-warm did not meet, after tdm_replica_fit_workspace().
- * FALSE (the backend's sticky error set) when the device has no room for it. */
-gboolean tdm_replica_workspace_holds (TdmReplica *r, size_t bytes);
+ * replica's own columns), and grows the workspace where it holds less (its first
+ * `keep` bytes carried over: a bf16 output gradient the bn wrote there): the first
+ * run's pre-warm, which starts it small, or a shape the pre-warm did not meet after
+ * tdm_replica_fit_workspace(). FALSE (the backend's sticky error set) when the device
+ * has no room for it. */
+gboolean tdm_replica_workspace_holds (TdmReplica *r, size_t bytes, size_t keep);
+/* The same growth without noting the need: room the convolution engine asks for to
+ * time its candidates, more than the one it then chooses may need. */
+gboolean tdm_replica_workspace_grow (TdmReplica *r, size_t bytes, size_t keep);
 
 /* Layer i's im2col columns, in floats per sample (0 for other layers). Each conv
  * layer keeps its own, so that backward reuses the forward's instead of rebuilding

@@ -274,8 +274,8 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   size_t columns, conv_work;
   widest_scratch(net, b->kind, b->precision, r->stores_bf16, &columns, &conv_work);
   if (columns > 0 || conv_work > 0) {
-    r->columns_bytes = columns_bytes > 0 ? columns_bytes
-                                         : MAX(most * columns, conv_work) * sizeof(float);
+    r->columns_limit = MAX(most * columns, conv_work) * sizeof(float);
+    r->columns_bytes = columns_bytes > 0 ? columns_bytes : r->columns_limit;
     ALLOC(r->columns, r->columns_bytes);
   }
   r->conv_scratch = r->columns;
@@ -353,18 +353,26 @@ fail:
   return NULL;
 }
 
-/* Puts a new workspace of `bytes` in the old one's place, the first `keep` bytes
- * copied over. */
+/* Puts a new workspace of `bytes` in the old one's place, its first `keep` bytes
+ * carried over. The old one goes first, so the device never holds both (the first
+ * run's pre-warm grows it shape by shape: its peak is the largest, not two at once);
+ * what is kept waits on the host meanwhile. */
 static gboolean
 replace_workspace(TdmReplica *r, size_t bytes, size_t keep, GError **error)
 {
   TdmBackend *b = r->backend;
+  keep = MIN(keep, MIN(bytes, r->columns_bytes));
+  g_autofree void *kept = keep > 0 ? g_malloc(keep) : NULL;
+  if (keep > 0)
+    tdm_backend_download(b, kept, r->columns, keep);
+  tdm_backend_release(b, r->columns);
+  r->columns = NULL;
+  r->columns_bytes = 0;
+  r->conv_scratch = NULL;
+  /* A failed allocation leaves the backend failed (sticky): nothing runs after it. */
   float *fresh = tdm_backend_alloc(b, bytes, error);
   if (fresh == NULL)
     return FALSE;
-  if (keep > 0)
-    tdm_backend_copy(b, fresh, r->columns, MIN(keep, bytes));
-  tdm_backend_release(b, r->columns);
   for (int i = 0; i < r->net->layer_count; i++) {
     if (r->cols[i] != NULL)
       r->cols[i] = fresh;
@@ -374,25 +382,32 @@ replace_workspace(TdmReplica *r, size_t bytes, size_t keep, GError **error)
   r->columns = fresh;
   r->conv_scratch = fresh;
   r->columns_bytes = bytes;
+  if (keep > 0)
+    tdm_backend_upload(b, fresh, kept, keep);
   return TRUE;
 }
 
 gboolean
-tdm_replica_workspace_holds(TdmReplica *r, size_t bytes)
+tdm_replica_workspace_grow(TdmReplica *r, size_t bytes, size_t keep)
 {
-  r->columns_needed = MAX(r->columns_needed, bytes);
   if (bytes <= r->columns_bytes)
     return TRUE;
   g_autoptr(GError) error = NULL;
   if (r->columns == NULL || tdm_backend_failed(r->backend) ||
-      !replace_workspace(r, bytes, r->columns_bytes, &error)) {
+      !replace_workspace(r, bytes, keep, &error)) {
     if (error != NULL)
       tdm_backend_fail(r->backend, error->code, "%s", error->message);
     return FALSE;
   }
-  g_debug("%s: the convolution workspace grew to %zu bytes for a shape the pre-warm did "
-          "not meet", r->backend->name, bytes);
+  g_debug("%s: the convolution workspace grew to %zu bytes", r->backend->name, bytes);
   return TRUE;
+}
+
+gboolean
+tdm_replica_workspace_holds(TdmReplica *r, size_t bytes, size_t keep)
+{
+  r->columns_needed = MAX(r->columns_needed, bytes);
+  return tdm_replica_workspace_grow(r, bytes, keep);
 }
 
 gboolean

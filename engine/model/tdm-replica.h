@@ -89,6 +89,8 @@ struct _TdmReplica {
   float *conv_scratch;          /* the same buffer, as a whole convolution's scratch */
   size_t columns_bytes;         /* its size, for the backend's convolution engine */
   size_t columns_needed;        /* the most of it any convolution needed so far */
+  size_t columns_limit;         /* its upper bound (the plan's), which the convolution
+                                 * engine's choices keep within */
   float **infer_acts;           /* [layer_count + 1]: the inference pass's acts, each one
                                  * of the rotating `infer` buffers (tdm-replica-infer.c) */
   int32_t **infer_argmax;       /* [layer_count]: the inference pass's argmax scratch */
@@ -142,8 +144,9 @@ TdmReplica *tdm_replica_new_sized (TdmBackend *backend, const TdmNetwork *net, i
                                    const TdmDataset *test, GError **error);
 /* The same with a column workspace of `columns_bytes` instead of the plan's upper bound
  * (0: the upper bound): what an earlier run of the same configuration needed after its
- * convolutions were chosen (tdm_replica_fit_workspace()). A convolution that needs more
- * grows it. */
+ * convolutions were chosen (tdm_replica_fit_workspace()), or TDM_REPLICA_WORKSPACE_START
+ * for a first run whose pre-warm sizes it. A convolution that needs more grows it. */
+#define TDM_REPLICA_WORKSPACE_START ((size_t)1 << 20)
 TdmReplica *tdm_replica_new_planned (TdmBackend *backend, const TdmNetwork *net,
                                      int capacity, int eval_capacity, size_t columns_bytes,
                                      const TdmDataset *train, const TdmDataset *test,

@@ -161,8 +161,8 @@ tdm_memory_recall_workspaces(const TdmConfig *cfg, const TdmNetwork *net, int tr
   }
   if (!gpu)
     return TDM_WORKSPACE_COLUMNS;
-  /* --exact chooses by a rule among the candidates that fit: only the upper bound
-   * keeps that rule's answer the same whatever was remembered. */
+  /* --exact chooses by a rule, never by a timing, and its estimate stays the upper
+   * bound whatever was remembered. */
   if (all && !cfg->exact)
     return TDM_WORKSPACE_CHOSEN;
   memset(columns, 0, (size_t)world * sizeof *columns);

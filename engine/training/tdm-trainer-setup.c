@@ -176,6 +176,22 @@ controls_buffers(TdmTrainer *t, int r, gboolean updates, GError **error)
   return TRUE;
 }
 
+static gboolean prewarm_wanted (const TdmTrainer *t);
+
+/* The column workspace replica r starts from: what an earlier run of the configuration
+ * settled on, where remembered; else, where the pre-warm meets every convolution
+ * before a step is captured and the engine sizes it, a small one that grows as the
+ * choices are timed (the first run's peak is then the largest need, not the columns'
+ * upper bound); else the upper bound (0). */
+static size_t
+starting_columns(TdmTrainer *t, int r)
+{
+  size_t planned = t->planned_columns != NULL ? t->planned_columns[t->rank0 + r] : 0;
+  if (planned > 0 || !prewarm_wanted(t) || !tdm_backend_has_conv_engine(t->backends[r]))
+    return planned;
+  return TDM_REPLICA_WORKSPACE_START;
+}
+
 static gboolean
 build_replicas(TdmTrainer *t, GError **error)
 {
@@ -195,9 +211,9 @@ build_replicas(TdmTrainer *t, GError **error)
     g_autoptr(GError) local = NULL;
     int eval_capacity = tdm_memory_eval_capacity(cfg, t->net, t->backends[r]->kind, t->world,
                                                  t->data->test->count);
-    size_t columns = t->planned_columns != NULL ? t->planned_columns[t->rank0 + r] : 0;
     t->reps[r] = tdm_replica_new_planned(t->backends[r], t->net, capacity, eval_capacity,
-                                         columns, t->data->train, t->data->test, &local);
+                                         starting_columns(t, r), t->data->train,
+                                         t->data->test, &local);
     if (t->reps[r] == NULL) {
       if (g_error_matches(local, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY)) {
         /* The whole replica's figure first, then the one buffer that failed: both in
@@ -365,7 +381,6 @@ all_cpu(const TdmConfig *cfg)
   return TRUE;
 }
 
-static gboolean prewarm_wanted (const TdmTrainer *t);
 
 /* Reports the memory estimate, and refuses a run whose host needs exceed what is left
  * before anything large is allocated (the dataset is loaded already: it counts as

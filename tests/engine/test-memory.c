@@ -830,6 +830,27 @@ step_with_columns(const char *spec, TdmPrecision precision, size_t columns,
   return grads;
 }
 
+/* The workspace a replica without a convolution engine grows to for one training step
+ * of `batch` samples, spelt out from the layers: each conv's columns, as bf16 where its
+ * outputs are no more than its taps in a bf16 run (then after the bf16 output gradient
+ * in backward; the weights' bf16 copy is params16's), else as float32. */
+static size_t
+own_columns_bytes(const TdmNetwork *net, TdmPrecision precision, int batch)
+{
+  size_t most = 0;
+  for (int i = 0; i < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i];
+    if (l->kind != TDM_LAYER_CONV || (l->kernel == 1 && l->stride == 1 && l->pad == 0))
+      continue;
+    size_t rows = (size_t)batch * l->out_h * l->out_w;
+    size_t k = (size_t)l->kernel * l->kernel * l->in_c, out = (size_t)l->out_c;
+    size_t bytes = precision == TDM_PRECISION_BF16 && out <= k ? rows * (k + out) * 2
+                                                              : rows * k * 4;
+    most = MAX(most, bytes);
+  }
+  return most;
+}
+
 /* The column workspace by its basis: the estimate with GPU replicas' workspaces given
  * (a fake table of choices' needs) moves each replica's workspace and total by exactly
  * the difference from the plan's upper bound, and says "chosen"; without a remembered
@@ -919,6 +940,9 @@ test_workspace_basis(void)
                      tdm_precision_name(prec), grown, whole);
       g_assert_cmpuint(grown, >, 256);
       g_assert_cmpuint(grown, <=, whole);
+      g_assert_cmpuint(grown, ==, own_columns_bytes(n, prec, 16));
+      if (prec == TDM_PRECISION_BF16)
+        g_assert_cmpuint(grown, <, whole);
     }
   }
 }

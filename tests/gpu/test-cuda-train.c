@@ -15,6 +15,7 @@
 #include "tdm-replica.h"
 #include "tdm-trainer.h"
 #include "relative-difference.h"
+#include "test-cuda-train.h"
 
 #include <math.h>
 #include <string.h>
@@ -871,6 +872,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda-train/inference-matches-cpu", test_inference_matches_cpu);
   g_test_add_func("/cuda-train/out-of-memory", test_out_of_memory_is_reported);
   g_test_add_func("/cuda-train/memory-estimate", test_memory_estimate);
+  test_cuda_train_workspace_add();
   g_test_add_func("/cuda-train/cudnn-hidden-same-accuracy", test_cudnn_hidden_same_accuracy);
   g_test_add_func("/cuda-train/mlp-accuracy", test_mlp_accuracy);
   g_test_add_func("/cuda-train/cnn-accuracy", test_cnn_accuracy);

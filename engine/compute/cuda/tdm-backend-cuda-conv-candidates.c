@@ -73,14 +73,21 @@ tdm_conv_layout(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir, TdmCo
   l->dy16 = backward ? (uint16_t *)work : NULL;
   l->w16 = a->w16 != NULL && aligned16(a->w16) ? a->w16 : (const uint16_t *)(work + w16_at);
   l->scratch = work + up(w16_at + out_c * k * 2, ALIGN);
-  return (size_t)(l->scratch - work) <= a->work_bytes;
+  return TRUE;
+}
+
+/* Whether the workspace holds the layout's reservations (dy16, the weights' room). */
+static gboolean
+reservations_fit(const TdmConvLayout *l)
+{
+  return (size_t)(l->scratch - (char *)l->a->work) <= l->a->work_bytes;
 }
 
 void
 tdm_conv_prepare(TdmBackend *b, const TdmConvLayout *l)
 {
   const TdmConvArgs *a = l->a;
-  if (!l->bf16)
+  if (!l->bf16 || !reservations_fit(l))
     return;
   if (l->w16 != a->w16)
     tdm_cuda_to_bf16(b, (uint16_t *)l->w16, a->w, (size_t)a->shape.out_c * l->k);
@@ -88,11 +95,10 @@ tdm_conv_prepare(TdmBackend *b, const TdmConvLayout *l)
     tdm_cuda_to_bf16(b, l->dy16, a->dy, l->rows * a->shape.out_c);
 }
 
-/* How a candidate is called: run; only checked against the workspace it was given (a
- * dry run); or measured, its need in bytes whatever the workspace holds. */
+/* How a candidate is called: run (in a workspace that holds its need); or measured,
+ * its need in bytes whatever the workspace holds (whether it takes the call at all). */
 typedef enum {
   RUN,
-  FIT,
   MEASURE,
 } Mode;
 
@@ -279,9 +285,17 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Aren
 {
   const TdmConvArgs *a = l->a;
   const TdmConvShape *s = &a->shape;
-  size_t in_count = (size_t)s->n * s->h * s->w * s->c, out_count = l->rows * s->out_c;
-  size_t w_count = (size_t)s->out_c * l->k;
+  size_t pixels = (size_t)s->n * s->h * s->w, taps = (size_t)s->out_c * s->kernel * s->kernel;
+  size_t in_count = pixels * s->c, out_count = l->rows * s->out_c;
+  size_t w_count = taps * s->c;
   Mode mode = arena->mode;
+  /* Padded channels: the plan reads bf16 copies of x and w with pad_c channels, and a
+   * weight gradient of pad_c channels is written aside, its first c copied out. */
+  int pad_c = c->pad_c;
+  if (pad_c > 0 && (!l->bf16 || l->dir == TDM_CONV_DGRAD || a->bn_mean != NULL ||
+                    a->x_type != TDM_DTYPE_F32 || s->c > pad_c ||
+                    (l->dir == TDM_CONV_WGRAD && !c->float_out)))
+    return FALSE;
   void *image = NULL, *filter = NULL, *out = NULL;
   /* The tensor written, as cuDNN writes it, and where it goes after. */
   void *result = NULL, *dest = NULL;
@@ -290,7 +304,12 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Aren
   switch (l->dir) {
   case TDM_CONV_FORWARD:
   case TDM_CONV_WGRAD:
-    if (l->bf16 && input_is_bf16(a)) {
+    if (pad_c > 0) {
+      image = take(arena, pixels * pad_c * 2);
+      if (image != NULL && mode == RUN)
+        TDM_CUDA_OK(b, tdm_k_to_bf16_padded(image, a->x, pixels, s->c, pad_c,
+                                            CUDA_B(b)->stream));
+    } else if (l->bf16 && input_is_bf16(a)) {
       image = aligned_or_stage(b, arena, a->x, in_count * 2, TRUE);
     } else if (l->bf16) {
       image = take(arena, in_count * 2);
@@ -305,8 +324,13 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Aren
   case TDM_CONV_DGRAD:
     break;
   }
-  if (l->dir != TDM_CONV_WGRAD)
+  if (l->dir != TDM_CONV_WGRAD && pad_c > 0) {
+    filter = take(arena, taps * pad_c * 2);
+    if (filter != NULL && mode == RUN)
+      TDM_CUDA_OK(b, tdm_k_to_bf16_padded(filter, a->w, taps, s->c, pad_c, CUDA_B(b)->stream));
+  } else if (l->dir != TDM_CONV_WGRAD) {
     filter = l->bf16 ? (void *)l->w16 : aligned_or_stage(b, arena, a->w, w_count * 4, TRUE);
+  }
   if (l->dir != TDM_CONV_FORWARD)
     out = l->bf16 ? (void *)l->dy16 : aligned_or_stage(b, arena, a->dy, out_count * 4, TRUE);
 
@@ -326,7 +350,11 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Aren
                                             : w_count;
   gboolean wide = !l->bf16 || c->float_out;
   gboolean same_type = wide != target16;
-  if (same_type && aligned16(target))
+  gboolean unpad = pad_c > 0 && l->dir == TDM_CONV_WGRAD;
+  if (unpad) {
+    result = take(arena, taps * pad_c * sizeof(float));
+    dest = target;
+  } else if (same_type && aligned16(target))
     result = target;
   else {
     result = take(arena, result_count * (wide ? 4 : 2));
@@ -357,7 +385,11 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Aren
   if (!tdm_cudnn_plan_run(CUDA_B(b)->cudnn_api, CUDA_B(b)->cudnn, c->plan, image, filter, out,
                           workspace, error))
     return FALSE;
-  if (dest != NULL) {
+  if (unpad) {
+    TDM_CUDA_OK(b, cudaMemcpy2DAsync(dest, (size_t)s->c * sizeof(float), result,
+                                     (size_t)pad_c * sizeof(float), (size_t)s->c * sizeof(float),
+                                     taps, cudaMemcpyDeviceToDevice, CUDA_B(b)->stream));
+  } else if (dest != NULL) {
     if (same_type)
       tdm_backend_copy(b, dest, result, result_count * (wide ? 4 : 2));
     else if (wide)
@@ -389,6 +421,10 @@ tdm_conv_candidate_run(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandi
                        char **error)
 {
   *error = NULL;
+  if (tdm_conv_candidate_need(b, l, c) > l->a->work_bytes) {
+    *error = g_strdup_printf("%s needs more of the workspace than it holds", c->name);
+    return FALSE;
+  }
   Arena arena = arena_of(l, RUN);
   gboolean ran = call(b, l, c, &arena, error);
   if (!ran && *error == NULL)
@@ -455,45 +491,52 @@ tdm_conv_cudnn_handle(TdmBackend *b)
   return handle;
 }
 
-/* cuDNN's plans for the layout, as candidates (at most 6 of each output type), or only
- * the one named (engine, rank, output) when `only` names one. */
+/* The channels a few-channel input is padded to for cuDNN's tensor-core engines (a
+ * stem's three): the bf16 copy of the input and of the weights get zero channels. */
+#define PAD_CHANNELS 8
+
+/* What a cached candidate's name asks for: cuDNN's engine, rank, output, padding. */
+typedef struct {
+  gint64 engine;
+  int rank;
+  char out;
+  gboolean padded;
+} OnlyPlan;
+
+/* cuDNN's plans for the layout's shape, or for it with the input's channels padded to
+ * pad_c (pad_c > 0), as candidates (at most 6 of each output type): float32 and bf16
+ * outputs where `both`, else float32 only; or only the one `only` names. */
 static void
-add_cudnn(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, const char *only)
+add_cudnn_plans(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, const OnlyPlan *only,
+                int pad_c, gboolean both)
 {
-  gint64 only_engine = -1;
-  int only_rank = -1;
-  char only_out = 0;
-  if (only != NULL &&
-      (sscanf(only, "cudnn:e%" G_GINT64_FORMAT ":r%d:%c", &only_engine, &only_rank,
-              &only_out) != 3 ||
-       only_rank < 0 || (only_out != 'f' && only_out != 'h')))
-    return;
-  cudnnHandle_t handle = tdm_conv_cudnn_handle(b);
-  if (handle == NULL || CUDA_B(b)->capturing)
-    return;
   const TdmConvArgs *a = l->a;
-  if (!l->bf16 && (a->bn_mean != NULL || a->x_type != TDM_DTYPE_F32))
-    return;
+  TdmConvShape shape = a->shape;
+  if (pad_c > 0)
+    shape.c = pad_c;
   int operand = l->bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
   int outputs[2] = {CUDNN_DATA_FLOAT, CUDNN_DATA_BFLOAT16};
   TdmCudnnFilter filter = {b->precision};
-  for (int o = 0; o < (l->bf16 ? 2 : 1); o++) {
-    if (only != NULL && only_out != (o == 0 ? 'f' : 'h'))
+  for (int o = 0; o < (both ? 2 : 1); o++) {
+    if (only != NULL && only->out != (o == 0 ? 'f' : 'h'))
       continue;
     g_autofree char *why = NULL;
-    GPtrArray *plans = tdm_cudnn_conv_plans(tdm_cudnn_get(), handle, l->dir, &a->shape, operand,
-                                            outputs[o], filter, 6, only_rank, &why);
+    GPtrArray *plans = tdm_cudnn_conv_plans(tdm_cudnn_get(), CUDA_B(b)->cudnn, l->dir, &shape,
+                                            operand, outputs[o], filter, 6,
+                                            only != NULL ? only->rank : -1, &why);
     for (guint i = 0; i < plans->len; i++) {
       TdmCudnnPlan *p = g_ptr_array_index(plans, i);
-      if (only != NULL && p->engine != only_engine)
+      if (only != NULL && p->engine != only->engine)
         continue; /* another library's list: the name means another engine now */
-      g_autofree char *name = g_strdup_printf("cudnn:e%" G_GINT64_FORMAT ":r%d:%c", p->engine,
-                                              p->rank, o == 0 ? 'f' : 'h');
+      g_autofree char *name =
+          g_strdup_printf("cudnn:e%" G_GINT64_FORMAT ":r%d:%c%s", p->engine, p->rank,
+                          o == 0 ? 'f' : 'h', pad_c > 0 ? ":c8" : "");
       TdmConvCandidate *c = candidate(TDM_CONV_CUDNN, name);
       c->plan = p;
       c->float_out = o == 0;
+      c->pad_c = pad_c;
       char *error = NULL;
-      Arena arena = arena_of(l, FIT);
+      Arena arena = arena_of(l, MEASURE);
       if (run_cudnn(b, l, c, &arena, &error))
         g_ptr_array_add(list, c);
       else
@@ -502,20 +545,50 @@ add_cudnn(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, const char *on
     }
     g_ptr_array_free(plans, TRUE);
     if (why != NULL)
-      g_debug("%s: cuDNN %s %s: %s", b->name, l->dir == TDM_CONV_FORWARD ? "forward"
-                                              : l->dir == TDM_CONV_DGRAD ? "dgrad" : "wgrad",
-              o == 0 ? "float32 output" : "bf16 output", why);
+      g_debug("%s: cuDNN %s %s%s: %s", b->name, l->dir == TDM_CONV_FORWARD ? "forward"
+                                                : l->dir == TDM_CONV_DGRAD ? "dgrad" : "wgrad",
+              o == 0 ? "float32 output" : "bf16 output", pad_c > 0 ? ", padded" : "", why);
   }
+}
+
+/* cuDNN's plans for the layout, as candidates, or only the one named (engine, rank,
+ * output, padding) when `only` names one. A bf16 input of fewer than PAD_CHANNELS
+ * channels (an image) read as it is stored also gets the plans of its padded shape,
+ * forward and weight gradient (a first layer has no input gradient), the latter with a
+ * float32 output, which the real channels are copied out of. */
+static void
+add_cudnn(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, const char *only)
+{
+  OnlyPlan wanted = {-1, -1, 0, FALSE};
+  if (only != NULL &&
+      (sscanf(only, "cudnn:e%" G_GINT64_FORMAT ":r%d:%c", &wanted.engine, &wanted.rank,
+              &wanted.out) != 3 ||
+       wanted.rank < 0 || (wanted.out != 'f' && wanted.out != 'h')))
+    return;
+  wanted.padded = only != NULL && g_str_has_suffix(only, ":c8");
+  cudnnHandle_t handle = tdm_conv_cudnn_handle(b);
+  if (handle == NULL || CUDA_B(b)->capturing)
+    return;
+  const TdmConvArgs *a = l->a;
+  if (!l->bf16 && (a->bn_mean != NULL || a->x_type != TDM_DTYPE_F32))
+    return;
+  if (only == NULL || !wanted.padded)
+    add_cudnn_plans(b, l, list, only != NULL ? &wanted : NULL, 0, l->bf16);
+  gboolean paddable = l->bf16 && a->shape.c < PAD_CHANNELS && a->bn_mean == NULL &&
+                      a->x_type == TDM_DTYPE_F32 && l->dir != TDM_CONV_DGRAD;
+  if (paddable && (only == NULL || wanted.padded))
+    add_cudnn_plans(b, l, list, only != NULL ? &wanted : NULL, PAD_CHANNELS,
+                    l->dir == TDM_CONV_FORWARD);
 }
 
 GPtrArray *
 tdm_conv_candidates_for(TdmBackend *b, const TdmConvLayout *l, const char *only)
 {
   GPtrArray *list = g_ptr_array_new_with_free_func((GDestroyNotify)tdm_conv_candidate_free);
-  Arena arena = arena_of(l, FIT);
+  Arena arena = arena_of(l, MEASURE);
   if ((only == NULL || g_str_equal(only, "im2col")) && run_im2col(b, l, &arena))
     g_ptr_array_add(list, candidate(TDM_CONV_IM2COL, "im2col"));
-  arena = arena_of(l, FIT);
+  arena = arena_of(l, MEASURE);
   if ((only == NULL || g_str_equal(only, "own:dgrad")) && run_own(b, l, &arena))
     g_ptr_array_add(list, candidate(TDM_CONV_OWN, "own:dgrad"));
   if (only == NULL || g_str_has_prefix(only, "cudnn:"))

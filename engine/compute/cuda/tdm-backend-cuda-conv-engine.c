@@ -15,6 +15,7 @@
  * before); =cudnn or =own prefers that kind wherever it takes the shape.
  */
 #include "tdm-backend-cuda-conv-engine.h"
+#include "tdm-backend-cuda-conv-budget.h"
 #include "tdm-backend-cuda-conv-cache.h"
 #include "tdm-i18n.h"
 
@@ -210,20 +211,48 @@ named(GPtrArray *list, const char *name)
   return -1;
 }
 
+/* Leaves in list the candidates within the workspace budget (tdm-backend-cuda-conv-budget.h)
+ * and the caller's limit; *most gets the most any of them needs. */
+static void
+within_budget(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, size_t *most)
+{
+  g_autofree guint64 *needs = g_new(guint64, MAX(list->len, 1));
+  g_autofree gboolean *eligible = g_new(gboolean, MAX(list->len, 1));
+  for (guint i = 0; i < list->len; i++)
+    needs[i] = tdm_conv_candidate_need(b, l, g_ptr_array_index(list, i));
+  tdm_conv_budget_select(needs, list->len, eligible);
+  *most = 0;
+  size_t limit = l->a->work_limit;
+  for (guint i = list->len; i-- > 0;) {
+    if (eligible[i] && (limit == 0 || needs[i] <= limit)) {
+      *most = MAX(*most, (size_t)needs[i]);
+      continue;
+    }
+    g_debug("%s: convolution candidate %s left out: it needs %" G_GUINT64_FORMAT
+            " bytes of the workspace", b->name,
+            ((TdmConvCandidate *)g_ptr_array_index(list, i))->name, needs[i]);
+    g_ptr_array_remove_index(list, i);
+  }
+}
+
 /* Makes the choice for key (no lock of its own): the process's (or the disk's) choice
  * for the key where there is one and it still takes the call, else the fastest
- * candidate, timed now (after the call's preparation, once, when *prepared is FALSE),
- * or the rule's while untimed. *timed says which. NULL when no candidate takes it. */
+ * candidate within the budget, timed now (after the call's preparation, once, when
+ * *prepared is FALSE), or the rule's while untimed. *timed says which. NULL when no
+ * candidate takes it, or when timing them needs more workspace than the call has:
+ * then *want says how much (nothing was queued). */
 static TdmConvCandidate *
 decide(TdmBackend *b, const TdmConvLayout *l, const char *key, int forced, gboolean untimed,
-       gboolean *prepared, gboolean *timed)
+       gboolean *prepared, gboolean *timed, size_t *want)
 {
   TdmConvEngine *e = engine(b);
   *timed = FALSE;
   g_autofree char *cached = forced < 0 && !untimed ? tdm_conv_cache_lookup(e->model, key) : NULL;
   if (cached != NULL) {
     g_autoptr(GPtrArray) one = tdm_conv_candidates_for(b, l, cached);
-    if (one->len == 1)
+    if (one->len == 1 && (l->a->work_limit == 0 ||
+                          tdm_conv_candidate_need(b, l, g_ptr_array_index(one, 0)) <=
+                              l->a->work_limit))
       return g_ptr_array_steal_index(one, 0);
   }
   g_autoptr(GPtrArray) list = tdm_conv_candidates_for(b, l, NULL);
@@ -235,10 +264,16 @@ decide(TdmBackend *b, const TdmConvLayout *l, const char *key, int forced, gbool
       if (((TdmConvCandidate *)g_ptr_array_index(list, i))->kind != (TdmConvKind)forced)
         g_ptr_array_remove_index(list, i);
   }
+  size_t most = 0;
+  within_budget(b, l, list, &most);
   if (list->len == 0)
     return NULL;
   int pick = -1;
   if (!untimed && list->len > 1) {
+    if (most > l->a->work_bytes) {
+      *want = most;
+      return NULL;
+    }
     if (!*prepared) {
       tdm_conv_prepare(b, l);
       *prepared = TRUE;
@@ -259,9 +294,10 @@ decide(TdmBackend *b, const TdmConvLayout *l, const char *key, int forced, gbool
  * replicas of a step compute alike, and a run and its rerun too. */
 static GMutex choice_lock;
 
-/* The choice for the layout's key: this backend's, or made now (decide()). */
+/* The choice for the layout's key: this backend's, or made now (decide(), which may
+ * ask for more workspace first: *want, raised to it). */
 static TdmConvCandidate *
-choose(TdmBackend *b, const TdmConvLayout *l, gboolean *prepared)
+choose(TdmBackend *b, const TdmConvLayout *l, gboolean *prepared, size_t *want)
 {
   TdmConvEngine *e = engine(b);
   TdmBackendCuda *cb = CUDA_B(b);
@@ -276,7 +312,9 @@ choose(TdmBackend *b, const TdmConvLayout *l, gboolean *prepared)
   gboolean timed = FALSE;
   if (shared)
     g_mutex_lock(&choice_lock);
-  TdmConvCandidate *chosen = decide(b, l, key, forced, untimed, prepared, &timed);
+  size_t short_of = 0;
+  TdmConvCandidate *chosen = decide(b, l, key, forced, untimed, prepared, &timed, &short_of);
+  *want = MAX(*want, short_of);
   if (shared)
     g_mutex_unlock(&choice_lock);
   if (chosen == NULL)
@@ -320,8 +358,13 @@ tdm_cuda_conv_engine_forward(TdmBackend *b, const TdmConvArgs *a)
       !tdm_cuda_begin(b))
     return FALSE;
   gboolean prepared = FALSE;
-  TdmConvCandidate *c = choose(b, &l, &prepared);
-  if (c == NULL || (c->kind == TDM_CONV_IM2COL && l.replica_im2col) ||
+  size_t want = 0;
+  TdmConvCandidate *c = choose(b, &l, &prepared, &want);
+  if (c == NULL) {
+    needs(a, want);
+    return FALSE;
+  }
+  if ((c->kind == TDM_CONV_IM2COL && l.replica_im2col) ||
       !needs(a, tdm_conv_candidate_need(b, &l, c)))
     return FALSE;
   if (!prepared)
@@ -342,10 +385,13 @@ tdm_cuda_conv_engine_backward(TdmBackend *b, const TdmConvArgs *a)
       (want_dx && !tdm_conv_layout(b, a, TDM_CONV_DGRAD, &ld)) || !tdm_cuda_begin(b))
     return FALSE;
   gboolean prepared = FALSE;
-  TdmConvCandidate *cw = choose(b, &lw, &prepared);
-  TdmConvCandidate *cd = want_dx ? choose(b, &ld, &prepared) : NULL;
-  if (cw == NULL || (want_dx && cd == NULL))
+  size_t want = 0;
+  TdmConvCandidate *cw = choose(b, &lw, &prepared, &want);
+  TdmConvCandidate *cd = want_dx ? choose(b, &ld, &prepared, &want) : NULL;
+  if (cw == NULL || (want_dx && cd == NULL)) {
+    needs(a, want);
     return FALSE;
+  }
   if (cw->kind == TDM_CONV_IM2COL && lw.replica_im2col &&
       (!want_dx || (cd->kind == TDM_CONV_IM2COL && ld.replica_im2col)))
     return FALSE;
@@ -427,7 +473,7 @@ tdm_cuda_conv_run_named(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection di
     return FALSE;
   g_autoptr(GPtrArray) list = tdm_conv_candidates_for(b, &l, name);
   int i = named(list, name);
-  if (i < 0)
+  if (i < 0 || tdm_conv_candidate_need(b, &l, g_ptr_array_index(list, i)) > a->work_bytes)
     return FALSE;
   tdm_conv_prepare(b, &l);
   run(b, &l, g_ptr_array_index(list, i));
@@ -453,6 +499,7 @@ tdm_cuda_conv_chosen(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir)
   if (!tdm_cuda_begin(b) || !tdm_conv_layout(b, a, dir, &l))
     return NULL;
   gboolean prepared = FALSE;
-  TdmConvCandidate *c = choose(b, &l, &prepared);
+  size_t want = 0;
+  TdmConvCandidate *c = choose(b, &l, &prepared, &want);
   return c != NULL ? c->name : NULL;
 }

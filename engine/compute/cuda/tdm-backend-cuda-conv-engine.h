@@ -10,7 +10,8 @@
  *   bf16 run, float32 otherwise);
  * - "own:dgrad": conv-implicit.cu's column-free input gradient (stride 1, bf16);
  * - "cudnn:eE:rR:f" / ":h": cuDNN's engine E, the R-th of its heuristics' list, writing
- *   float32 (f) or bf16 then widened (h).
+ *   float32 (f) or bf16 then widened (h); with ":c8", run on the input's channels padded
+ *   to 8 (a bf16 image of 3: forward and weight gradient).
  */
 #pragma once
 
@@ -31,6 +32,7 @@ typedef struct {
   TdmConvKind kind;
   TdmCudnnPlan *plan;          /* cuDNN's, or NULL */
   gboolean float_out;          /* cuDNN: writes float32 itself */
+  int pad_c;                   /* cuDNN: the input's channels padded to this, or 0 */
   double ms;                   /* measured, or 0 */
   char name[48];
 } TdmConvCandidate;
@@ -51,22 +53,26 @@ typedef struct {
 /* tdm-backend-cuda-conv-candidates.c */
 
 /* Lays out a call of direction dir (for backward, dy16 where the caller put it or where
- * it will be converted). FALSE when the engine takes no such call (empty, misaligned
- * workspace, a dy16 elsewhere, a workspace too small for the layout's reservations). */
+ * it will be converted), whatever the workspace holds: candidates say what they need
+ * of it. FALSE when the engine takes no such call (empty, no or a misaligned
+ * workspace, a dy16 elsewhere). */
 gboolean tdm_conv_layout (TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir,
                           TdmConvLayout *l);
 /* A call's preparation, once for its directions (they share the reservations): the
  * weights as aligned bf16 where the caller has none, and in backward dy as bf16 where
- * the caller did not write it. */
+ * the caller did not write it. Nothing where the workspace does not hold the
+ * reservations. */
 void tdm_conv_prepare (TdmBackend *b, const TdmConvLayout *l);
-/* Every candidate that takes the call within the layout's free space, in a fixed order
+/* Every candidate that takes the call, in a workspace of its need (the engine's budget,
+ * tdm-backend-cuda-conv-budget.h, then decides which may be chosen), in a fixed order
  * (im2col, own, then cuDNN's in its heuristics' order), every one deterministic (cuDNN's
  * NONDETERMINISTIC engines are never offered).
  * With `only`, that one candidate (a cached choice: no other plan is built), if it
  * still takes the call. */
 GPtrArray *tdm_conv_candidates_for (TdmBackend *b, const TdmConvLayout *l, const char *only);
-/* Runs candidate c; FALSE with *error set when cuDNN refused it at run time (nothing
- * sticky: the backend goes on). */
+/* Runs candidate c; FALSE with *error set when the workspace holds less than it needs
+ * (nothing queued) or cuDNN refused it at run time (nothing sticky: the backend goes
+ * on). */
 gboolean tdm_conv_candidate_run (TdmBackend *b, const TdmConvLayout *l,
                                  const TdmConvCandidate *c, char **error);
 /* The bytes of the workspace candidate c uses for the call, from its start: the

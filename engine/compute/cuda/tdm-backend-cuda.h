@@ -34,7 +34,7 @@ double *tdm_backend_cuda_sum_scratch (TdmBackend *b, size_t *count);
 GPtrArray *tdm_cuda_conv_candidate_names (TdmBackend *b, const TdmConvArgs *a,
                                           TdmConvDirection dir);
 /* Runs the named candidate for one direction (the call's conversions included); FALSE
- * when the name is not among them. */
+ * when the name is not among them or a->work holds less than it needs. */
 gboolean tdm_cuda_conv_run_named (TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir,
                                   const char *name);
 /* The bytes of a->work the named candidate needs for a direction of this call (its

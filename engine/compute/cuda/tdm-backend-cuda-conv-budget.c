@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* tdm-backend-cuda-conv-budget.c — the convolution engine's workspace budget per call
+ * (tdm-backend-cuda-conv-budget.h). Compiled without CUDA too. */
+#include "tdm-backend-cuda-conv-budget.h"
+
+#define SLACK ((guint64)64 << 20)
+
+guint64
+tdm_conv_budget(guint64 least)
+{
+  guint64 twice = least > G_MAXUINT64 / 2 ? G_MAXUINT64 : 2 * least;
+  guint64 slack = least > G_MAXUINT64 - SLACK ? G_MAXUINT64 : least + SLACK;
+  return MAX(twice, slack);
+}
+
+guint
+tdm_conv_budget_select(const guint64 *needs, guint count, gboolean *eligible)
+{
+  if (count == 0)
+    return 0;
+  guint64 least = needs[0];
+  for (guint i = 1; i < count; i++)
+    least = MIN(least, needs[i]);
+  guint64 budget = tdm_conv_budget(least);
+  guint chosen = 0;
+  for (guint i = 0; i < count; i++) {
+    eligible[i] = needs[i] <= budget;
+    chosen += eligible[i] ? 1 : 0;
+  }
+  return chosen;
+}

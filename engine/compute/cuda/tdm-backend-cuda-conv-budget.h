@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* tdm-backend-cuda-conv-budget.h — which of a convolution's candidates may be chosen by
+ * what each needs of the workspace. The workspace is one buffer for every layer, sized
+ * by the largest need among the choices: a candidate that is a little faster on one layer
+ * but needs its whole columns (k² times the input) would make every step hold them.
+ * So a candidate is eligible when its need is within the budget that the call's
+ * least-needing candidate sets (a column-free one, where one takes the shape); the
+ * fastest eligible one is chosen. Knows nothing of CUDA: tested on any machine.
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* The most a candidate may need of the workspace when the least any candidate of the
+ * call needs is `least`: twice that, or that and 64 MiB, whichever is more (cuDNN's
+ * plans differ by their own workspace; columns are many times the operands). */
+guint64 tdm_conv_budget (guint64 least);
+
+/* Marks eligible[i] for the count needs: those within tdm_conv_budget() of the least
+ * (at least one when count > 0). Returns how many are. */
+guint tdm_conv_budget_select (const guint64 *needs, guint count, gboolean *eligible);
+
+G_END_DECLS
