@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-replica.c — one replica's buffers and its steps: training (gather, forward,
- * loss, backward, captured once in a graph and replayed where the device has them),
+ * loss, backward and the caller's tail, the update, captured once in a graph and
+ * replayed where the device has them),
  * evaluation and prediction, all as backend operations so the same code runs on the
  * CPU and on a GPU. The walks over the layers are tdm-replica-pass.c's. No
  * communication here except synchronized BN's sums, handed to the caller's hook;
- * no optimizer. */
+ * the optimizer is the caller's (its step tail). */
 #include "tdm-replica-private.h"
 #include "tdm-i18n.h"
 #include "tdm-counter-rng.h"
@@ -238,6 +239,8 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   r->proj_conv = g_new0(float *, n);
   r->proj_bn = g_new0(float *, n);
   r->skip_grad = g_new0(float *, n);
+  r->graph_ops = g_hash_table_new(g_direct_hash, g_direct_equal);
+  r->shapes_met = g_hash_table_new(g_direct_hash, g_direct_equal);
 
   ALLOC(r->params, MAX(1, net->parameter_count) * sizeof(float));
   ALLOC(r->grads, MAX(1, net->parameter_count) * sizeof(float));
@@ -364,6 +367,12 @@ tdm_replica_workspace_holds(TdmReplica *r, size_t bytes)
   r->columns_needed = MAX(r->columns_needed, bytes);
   if (bytes <= r->columns_bytes)
     return TRUE;
+  /* No allocation while a graph is captured: the step runs again eagerly instead
+   * (tdm_replica_train_step()), and what was captured is never launched. */
+  if (r->capturing) {
+    r->capture_spoiled = TRUE;
+    return FALSE;
+  }
   g_autoptr(GError) error = NULL;
   if (r->columns == NULL || tdm_backend_failed(r->backend) ||
       !replace_workspace(r, bytes, r->columns_bytes, &error)) {
@@ -432,6 +441,10 @@ tdm_replica_free(TdmReplica *r)
   g_free(r->proj_conv);
   g_free(r->proj_bn);
   g_free(r->skip_grad);
+  if (r->graph_ops != NULL)
+    g_hash_table_destroy(r->graph_ops);
+  if (r->shapes_met != NULL)
+    g_hash_table_destroy(r->shapes_met);
   g_free(r);
 }
 
@@ -500,12 +513,15 @@ train_body(TdmReplica *r, int count, float grad_scale)
   tdm_backend_softmax_xent(b, r->acts[net->layer_count], r->labels, count, net->classes,
                            r->smoothing, grad_scale, r->grad_a, r->metrics);
   tdm_replica_backward(r, count);
+  if (r->step_tail != NULL && !tdm_replica_aborted(r))
+    r->step_tail(r, r->step_tail_data);
   r->ops_per_step = (int)(b->operations - first);
 }
 
 /* Graph keys pair the shard size with the gradient scale: both are baked in, and a
  * short last batch can give one replica a full shard's size with another scale.
- * Augmentation and dropout bake the epoch in too. */
+ * Augmentation and dropout bake the epoch in too, and a step with its tail (the
+ * update) is another graph than one without. */
 static int
 graph_key(const TdmReplica *r, int count, float grad_scale)
 {
@@ -514,7 +530,17 @@ graph_key(const TdmReplica *r, int count, float grad_scale)
   guint32 key = ((guint32)count << 12) ^ (bits >> 8) ^ bits;
   if (augments(r) || r->net->has_dropout)
     key ^= r->epoch * 0x9E3779B1u;
+  if (r->step_tail != NULL)
+    key ^= 0x5BD1E995u;
   return (int)(key & G_MAXINT);
+}
+
+static void
+train_eagerly(TdmReplica *r, int count, float grad_scale)
+{
+  g_hash_table_add(r->shapes_met, GINT_TO_POINTER(count));
+  train_body(r, count, grad_scale);
+  r->steps.eager++;
 }
 
 void
@@ -522,28 +548,56 @@ tdm_replica_train_step(TdmReplica *r, const int32_t *indices, int count, float g
 {
   TdmBackend *b = r->backend;
   g_return_if_fail(count > 0 && count <= r->capacity);
+  r->step_graph_ops = 0;
+  r->step_captured_ops = 0;
 
   tdm_backend_upload(b, r->indices, indices, (size_t)count * sizeof(int32_t));
 
   /* Graphs replay fixed launches, so a bucket hook, synchronized BN (which issue
    * communication from the host) or the forward hook of a sampled step rule them
-   * out. A run has at most two shard sizes (full and last). */
+   * out. A run has at most two shard sizes (full and last). A size's first step runs
+   * eagerly: the convolution engine times its choices for the shapes (a capture
+   * would take an untimed one) and the workspace grows to what they need, and no
+   * allocation may happen while the stream is captured. */
   if (!tdm_backend_has_graphs(b) || r->grads_ready != NULL || r->bn_reduce != NULL ||
-      r->forward_done != NULL) {
-    train_body(r, count, grad_scale);
+      r->forward_done != NULL ||
+      !g_hash_table_contains(r->shapes_met, GINT_TO_POINTER(count))) {
+    train_eagerly(r, count, grad_scale);
     return;
   }
   int key = graph_key(r, count, grad_scale);
-  if (tdm_backend_graph_launch(b, key))
-    return;
-  if (tdm_backend_graph_begin(b, key)) {
-    train_body(r, count, grad_scale);
-    tdm_backend_graph_end(b, key);
-    if (!tdm_backend_graph_launch(b, key) && !tdm_backend_failed(b))
-      tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, _("a captured step graph did not launch"));
+  int held = GPOINTER_TO_INT(g_hash_table_lookup(r->graph_ops, GINT_TO_POINTER(key)));
+  if (tdm_backend_graph_launch(b, key)) {
+    r->step_graph_ops = held;
+    r->steps.replayed++;
     return;
   }
+  if (!tdm_backend_graph_begin(b, key)) {
+    train_eagerly(r, count, grad_scale);
+    return;
+  }
+  r->capturing = TRUE;
+  r->capture_spoiled = FALSE;
   train_body(r, count, grad_scale);
+  r->capturing = FALSE;
+  tdm_backend_graph_end(b, key);
+  if (r->capture_spoiled) {
+    /* A convolution wanted more workspace than the step's eager run left (an engine's
+     * choice that changed since): the graph computes in too little, so it is never
+     * launched. Growing the workspace releases the old one, which drops every graph
+     * that used it, this one too; the step then runs eagerly. */
+    g_debug("%s: a step of %d samples wanted a larger workspace while captured; run "
+            "eagerly", b->name, count);
+    if (tdm_replica_workspace_holds(r, r->columns_needed))
+      train_eagerly(r, count, grad_scale);
+    return;
+  }
+  g_hash_table_insert(r->graph_ops, GINT_TO_POINTER(key), GINT_TO_POINTER(r->ops_per_step));
+  r->step_captured_ops = r->ops_per_step;
+  r->step_graph_ops = r->ops_per_step;
+  r->steps.captured++;
+  if (!tdm_backend_graph_launch(b, key) && !tdm_backend_failed(b))
+    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, _("a captured step graph did not launch"));
 }
 
 void

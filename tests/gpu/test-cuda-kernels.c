@@ -535,16 +535,16 @@ optimizer_case(size_t n, size_t offset)
   g_autofree float *r2 = g_memdup2(s2, total * 4);
 
   for (int step = 0; step < 3; step++) {
-    tdm_backend_sgd_update(cpu, rp + offset, g + offset, n, 0.05f, 1e-4f);
-    tdm_backend_sgd_update(gpu, dp + offset, dg + offset, n, 0.05f, 1e-4f);
+    tdm_backend_sgd_update(cpu, rp + offset, g + offset, n, 0.05f, 1e-4f, NULL);
+    tdm_backend_sgd_update(gpu, dp + offset, dg + offset, n, 0.05f, 1e-4f, NULL);
   }
   check_close("sgd", dp + offset, rp + offset, n, TOL);
 
   for (int step = 0; step < 3; step++) {
     tdm_backend_momentum_update(cpu, rp + offset, g + offset, r1 + offset, n, 0.01f, 0.9f,
-                                5e-4f);
+                                5e-4f, NULL);
     tdm_backend_momentum_update(gpu, dp + offset, dg + offset, ds1 + offset, n, 0.01f, 0.9f,
-                                5e-4f);
+                                5e-4f, NULL);
   }
   check_close("momentum p", dp + offset, rp + offset, n, TOL);
   check_close("momentum v", ds1 + offset, r1 + offset, n, TOL);
@@ -552,9 +552,9 @@ optimizer_case(size_t n, size_t offset)
   for (int step = 1; step <= 3; step++) {
     float lr_t = 1e-3f * sqrtf(1.0f - powf(0.999f, step)) / (1.0f - powf(0.9f, step));
     tdm_backend_adam_update(cpu, rp + offset, g + offset, r1 + offset, r2 + offset, n, lr_t,
-                            0.9f, 0.999f, 1e-8f, 1e-4f);
+                            0.9f, 0.999f, 1e-8f, 1e-4f, NULL);
     tdm_backend_adam_update(gpu, dp + offset, dg + offset, ds1 + offset, ds2 + offset, n, lr_t,
-                            0.9f, 0.999f, 1e-8f, 1e-4f);
+                            0.9f, 0.999f, 1e-8f, 1e-4f, NULL);
   }
   check_close("adam p", dp + offset, rp + offset, n, TOL);
   check_close("adam m", ds1 + offset, r1 + offset, n, TOL);
