@@ -20,7 +20,7 @@ tdm_optimizer_new(TdmBackend *b, const TdmConfig *config, size_t count,
   opt->eps = (float)config->eps;
   opt->momentum = (float)config->momentum;
   opt->weight_decay = (float)config->weight_decay;
-  opt->rates = tdm_backend_alloc(b, 2 * sizeof(float), error);
+  opt->rates = tdm_backend_alloc(b, TDM_OPTIMIZER_RATES_BYTES(0), error);
   if (opt->rates == NULL) {
     tdm_optimizer_free(opt);
     return NULL;
@@ -161,7 +161,7 @@ tdm_optimizer_set_groups(TdmOptimizer *opt, int count, const size_t *offset,
 {
   g_return_if_fail(opt != NULL && count >= 0);
   g_autoptr(GError) error = NULL;
-  float *rates = tdm_backend_alloc(opt->backend, 2 * MAX(count, 1) * sizeof(float), &error);
+  float *rates = tdm_backend_alloc(opt->backend, TDM_OPTIMIZER_RATES_BYTES(count), &error);
   if (rates == NULL) {
     tdm_backend_fail(opt->backend, error->code, "%s", error->message);
     return;

@@ -17,6 +17,9 @@
 
 G_BEGIN_DECLS
 
+/* Bytes of device memory an optimizer's rates take with `groups` parameter groups. */
+#define TDM_OPTIMIZER_RATES_BYTES(groups) (2 * (size_t)MAX ((groups), 1) * sizeof (float))
+
 typedef struct {
   TdmBackend *backend;          /* not owned */
   TdmOptimizerKind kind;
