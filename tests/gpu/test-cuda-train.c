@@ -663,7 +663,9 @@ remember_ops(const TdmEvent *e, gpointer data)
 
 /* Parameters and BN statistics of 24 steps of Adam under the one-cycle schedule (the
  * rate and beta1 move every step) with the gradient's norm clipped, on one GPU, with
- * its steps' graphs (TDM_CUDA_GRAPHS unset) or without them ("0"). */
+ * its steps' graphs (TDM_CUDA_GRAPHS unset) or without them ("0"). The convolution
+ * engine's choices are this process's (its table of them outlives a run, the disk
+ * cache off), so the two runs convolve with the same candidates. */
 static float *
 train_graphs(gboolean graphs, TdmPrecision precision, size_t *count, StepOps *ops)
 {
