@@ -49,6 +49,7 @@ typedef struct {
   guint64 steps, host_ops, graph_ops;
   guint64 issued_steps;
   double issue;
+  gboolean tail_ran;            /* the step's body issued the update (update_in_step) */
 } Timing;
 
 /* Gradient buckets: during backward each layer hands over its finished gradients (the

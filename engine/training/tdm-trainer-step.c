@@ -283,6 +283,7 @@ update_in_step(TdmReplica *rep, gpointer data)
     tdm_backend_clip_norm(t->backends[r], rep->grads, t->net->parameter_count,
                           (float)t->config->clip_grad_norm, t->clip_work[r]);
   tdm_optimizer_update(t->opts[r], rep->params, rep->grads);
+  t->timing[r].tail_ran = TRUE;
 }
 
 /* Whether the update joins the step's body, and with it the step's graph: where
@@ -337,6 +338,7 @@ job_train(TdmTrainer *t, int r)
   rep->step_captured_ops = 0;
   double issue_start = tdm_trainer_now_seconds();
   gboolean tail = update_in_graph(t, r, detail);
+  tm->tail_ran = FALSE;
   if (tail) {
     if (job->momentum > 0)
       tdm_optimizer_set_momentum(t->opts[r], job->momentum);
@@ -350,8 +352,15 @@ job_train(TdmTrainer *t, int r)
   else
     last_start = train_micro_batches(t, r, tm, detail, start);
   rep->step_tail = NULL;
-  if (tail && is_main)
-    t->main_updated = TRUE; /* the step's graph or body held the update */
+  /* The update ran where the body was issued through to its tail, or where a graph
+   * holding it was launched. A stop before the body reached it: the update this step
+   * counted (Adam's t) did not happen. */
+  if (tail && (tm->tail_ran || rep->step_graph_ops > 0)) {
+    if (is_main)
+      t->main_updated = TRUE;
+  } else if (tail) {
+    t->opts[r]->t--;
+  }
   /* Where the communicator can tell, the buckets' time under way until now, when
    * backward has ended; the last bucket, started after it, hides nothing. */
   double in_flight = detail && bk != NULL ? tdm_communicator_take_in_flight(t->comm, r) : NAN;
