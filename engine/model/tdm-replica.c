@@ -581,6 +581,10 @@ tdm_replica_train_step(TdmReplica *r, const int32_t *indices, int count, float g
   train_body(r, count, grad_scale);
   r->capturing = FALSE;
   tdm_backend_graph_end(b, key);
+  /* A stop during the capture leaves it short of the step's end: not launched (the
+   * step is undone), and the run stops before another step could replay it. */
+  if (tdm_replica_aborted(r))
+    return;
   if (r->capture_spoiled) {
     /* A convolution wanted more workspace than the step's eager run left (an engine's
      * choice that changed since): the graph computes in too little, so it is never
