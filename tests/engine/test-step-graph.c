@@ -7,7 +7,8 @@
  * operations while capturing (allocation, release, upload, download, synchronize) and
  * drops every graph when a buffer is released. The numbers of a graph against none
  * are tests/gpu/test-cuda-train.c's. Also the optimizer's rates on the device: the
- * values a prepared update reads, and its bits against the operation given them. */
+ * values a prepared update reads, and its bits against the operation given them; and
+ * the trainer's update inside the step against after it, bit for bit. */
 #include "tdm-backend.h"
 #include "tdm-backend-ops.h"
 #include "tdm-config.h"
@@ -16,6 +17,7 @@
 #include "tdm-network.h"
 #include "tdm-optimizer.h"
 #include "tdm-replica.h"
+#include "tdm-trainer.h"
 
 #include <math.h>
 #include <string.h>
@@ -424,6 +426,46 @@ test_rates_same_bits(void)
   }
 }
 
+/* The parameters after 6 steps of Adam under the one-cycle schedule with clipping on
+ * one CPU worker, each step summarized and sampled; with phase detail the update runs
+ * after the step (its phase timed apart), without it in the step's body, the trainer's
+ * step tail. */
+static float *
+train_sampled(gboolean detail, size_t *count)
+{
+  g_autoptr(TdmConfig) cfg = tdm_config_new();
+  g_autoptr(GError) error = NULL;
+  g_free(cfg->dataset);
+  cfg->dataset = g_strdup("synthetic");
+  g_free(cfg->network);
+  cfg->network = g_strdup("conv4k3p1,bn,relu,pool2,fc10");
+  g_assert_true(tdm_config_set_devices(cfg, "cpu", &error));
+  cfg->batch = 32;
+  cfg->max_steps = 6;
+  cfg->seed = 3;
+  cfg->optimizer = TDM_OPTIMIZER_ADAM;
+  cfg->lr = 3e-3;
+  cfg->schedule = TDM_SCHEDULE_ONECYCLE;
+  cfg->clip_grad_norm = 0.5;
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, NULL, NULL);
+  tdm_trainer_options(trainer)->step_detail = detail;
+  tdm_trainer_options(trainer)->summary_steps = 1;
+  g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+  g_assert_no_error(error);
+  const float *params = tdm_trainer_get_parameters(trainer, count);
+  return g_memdup2(params, *count * sizeof(float));
+}
+
+static void
+test_update_in_step_same_bits(void)
+{
+  size_t n_after, n_in;
+  g_autofree float *after = train_sampled(TRUE, &n_after);
+  g_autofree float *in = train_sampled(FALSE, &n_in);
+  g_assert_cmpuint(n_after, ==, n_in);
+  g_assert_cmpmem(after, n_after * sizeof(float), in, n_in * sizeof(float));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -433,5 +475,6 @@ main(int argc, char **argv)
   g_test_add_func("/step-graph/recapture-after-release", test_recapture_after_release);
   g_test_add_func("/step-graph/rates-on-device", test_rates_on_device);
   g_test_add_func("/step-graph/rates-same-bits", test_rates_same_bits);
+  g_test_add_func("/step-graph/update-in-step-same-bits", test_update_in_step_same_bits);
   return g_test_run();
 }
