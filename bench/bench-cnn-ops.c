@@ -211,10 +211,11 @@ t_gather(TdmBackend *b, float *x, int32_t *y, const uint8_t *images, const uint8
 
 static void
 t_adam_update(TdmBackend *b, float *p, const float *g, float *m, float *v, size_t n,
-              float lr_t, float beta1, float beta2, float eps, float weight_decay)
+              float lr_t, float beta1, float beta2, float eps, float weight_decay,
+              const float *rates)
 {
   int i = begin("adam_update", "%zu", n);
-  T.real->adam_update(b, p, g, m, v, n, lr_t, beta1, beta2, eps, weight_decay);
+  T.real->adam_update(b, p, g, m, v, n, lr_t, beta1, beta2, eps, weight_decay, rates);
   end(i);
 }
 
@@ -283,7 +284,7 @@ one_step(Setup *s, int batch)
 {
   tdm_replica_train_step(s->r, s->indices, batch, 1.0f / batch);
   tdm_backend_adam_update(s->b, s->r->params, s->r->grads, s->m, s->v, s->net->parameter_count,
-                          1e-4f, 0.9f, 0.999f, 1e-8f, 0.0f);
+                          1e-4f, 0.9f, 0.999f, 1e-8f, 0.0f, NULL);
 }
 
 static void

@@ -79,7 +79,7 @@ static void b_pool(gpointer d) { Bench *s = d; tdm_backend_maxpool_forward(gpu, 
 static void b_pool_bw(gpointer d) { Bench *s = d; tdm_backend_maxpool_backward(gpu, s->y, NULL, s->dy, s->arg, NULL, 256, 28, 28, 64, 2); }
 static void b_softmax(gpointer d) { Bench *s = d; tdm_backend_softmax_xent(gpu, s->logits, s->labels, 256, 10, 0.0f, 1.0f / 256, s->dl, s->metrics); }
 static void b_gather(gpointer d) { Bench *s = d; tdm_backend_gather(gpu, s->x, s->yl, s->images, s->ilabels, s->indices, 256, 784, 1.0f / 255); }
-static void b_adam(gpointer d) { Bench *s = d; tdm_backend_adam_update(gpu, s->p, s->g, s->m, s->v, 1863690, 1e-3f, 0.9f, 0.999f, 1e-8f, 0); }
+static void b_adam(gpointer d) { Bench *s = d; tdm_backend_adam_update(gpu, s->p, s->g, s->m, s->v, 1863690, 1e-3f, 0.9f, 0.999f, 1e-8f, 0, NULL); }
 static void b_upload(gpointer d) { Bench *s = d; static int32_t idx[256]; tdm_backend_upload(gpu, s->indices, idx, sizeof idx); }
 
 static void

@@ -67,7 +67,7 @@ for item in $SIZES; do
   python3 - $OUT/r18-$tag.json $OUT/smi-$tag.txt $side $batch $OUT/r18-$tag.err <<'PY'
 import json, re, sys
 path, smi, side, batch, err = sys.argv[1:]
-rates, memories, tandem_bytes, failed = [], [], 0, None
+rates, memories, tandem_bytes, failed, step_ops = [], [], 0, None, None
 # Each timed choice: "cuda:0: fwd n512 h32 w32 c64 o64 k3 p1 s1 bf16 y16 → NAME (0.123 ms)".
 pattern = re.compile(r"(fwd|dgrad|wgrad) n(\d+) h(\d+) w(\d+) c(\d+) o(\d+) k(\d+) p(\d+) s(\d+)"
                      r"([^→]*)→ (\S+) \(([\d.]+) ms")
@@ -97,6 +97,8 @@ for line in open(path, errors="replace"):
     elif e["type"] == "devices":
         for d in e.get("devices", []):
             tandem_bytes = max(tandem_bytes, d.get("tandem_bytes") or 0)
+        if e.get("devices"):
+            step_ops = e["devices"][0]
     elif e["type"] == "failed":
         failed = e.get("message")
 used = [int(x) for x in open(smi).read().split() if x.strip().isdigit()]
@@ -110,6 +112,12 @@ for memory in memories:
           f"eval_capacity {memory.get('eval_capacity')}; devices {json.dumps(memory['devices'][0])[:400]}")
 print(f"  tandem_bytes peak {tandem_bytes / 2**30:.2f} GiB; driver peak {max(used) if used else None} MiB "
       f"(idle {min(used) if used else None} MiB)")
+# A step's operations issued from the host and run from its graph (means over the run),
+# and the host's time issuing a step it does not wait for (TDM_CUDA_GRAPHS=0: no graph).
+if step_ops and "host_operations" in step_ops:
+    print(f"  a step's operations: host {step_ops['host_operations']:.1f}, graph "
+          f"{step_ops['graph_operations']:.1f}; host issuing a step "
+          f"{step_ops.get('issue_ms', float('nan')):.3f} ms")
 if failed:
     print("  failed:", failed)
 PY

@@ -7,7 +7,9 @@
  * Memory-bound: float4 loads and stores when every buffer is 16-byte aligned, which
  * the flat buffers are unless a caller passes an odd slice; then the scalar loop.
  * The formulas match the CPU reference operation by operation. Not the schedule or
- * Adam's bias correction: lr_t comes from the caller.
+ * Adam's bias correction: lr_t comes from the caller, as an argument or, where `rates`
+ * is given, from device memory when the kernel runs (rates[0] the rate, rates[1] the
+ * momentum or Adam's beta1), so a step captured in a graph takes each launch's values.
  */
 #include "tdm-kernels.h"
 #include "common.cuh"
@@ -16,6 +18,7 @@
 
 struct Sgd {
   float lr, wd;
+  __device__ void take(const float *rates) { lr = rates[0]; }
   __device__ void operator()(float &p, float g, float &, float &) const
   {
     g += wd * p;
@@ -26,6 +29,11 @@ struct Sgd {
 /* Chainer's MomentumSGD: v = momentum · v − lr · g; p += v. */
 struct Momentum {
   float lr, momentum, wd;
+  __device__ void take(const float *rates)
+  {
+    lr = rates[0];
+    momentum = rates[1];
+  }
   __device__ void operator()(float &p, float g, float &v, float &) const
   {
     g += wd * p;
@@ -38,6 +46,11 @@ struct Momentum {
  * p −= lr_t · m / (√v + eps). */
 struct Adam {
   float lr_t, beta1, beta2, eps, wd;
+  __device__ void take(const float *rates)
+  {
+    lr_t = rates[0];
+    beta1 = rates[1];
+  }
   __device__ void operator()(float &p, float g, float &m, float &v) const
   {
     g += wd * p;
@@ -51,8 +64,11 @@ struct Adam {
  * optimizer has none, then a dummy stands in. */
 template <typename Op>
 __global__ void
-update_kernel(Op op, float *p, const float *g, float *s1, float *s2, size_t n, bool vec)
+update_kernel(Op op, const float *rates, float *p, const float *g, float *s1, float *s2,
+              size_t n, bool vec)
 {
+  if (rates != NULL)
+    op.take(rates);
   size_t stride = (size_t)gridDim.x * blockDim.x;
   size_t start = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
   size_t done = 0;
@@ -88,8 +104,8 @@ update_kernel(Op op, float *p, const float *g, float *s1, float *s2, size_t n, b
 
 template <typename Op>
 static cudaError_t
-launch_update(Op op, float *p, const float *g, float *s1, float *s2, size_t n,
-              cudaStream_t stream)
+launch_update(Op op, const float *rates, float *p, const float *g, float *s1, float *s2,
+              size_t n, cudaStream_t stream)
 {
   if (n == 0)
     return cudaSuccess;
@@ -97,30 +113,33 @@ launch_update(Op op, float *p, const float *g, float *s1, float *s2, size_t n,
              tdm_k_aligned16(s2);
   size_t work = vec ? (n + 3) / 4 : n;
   update_kernel<Op><<<tdm_k_blocks(work, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
-      op, p, g, s1, s2, n, vec);
+      op, rates, p, g, s1, s2, n, vec);
   return tdm_k_launched();
 }
 
 extern "C" cudaError_t
 tdm_k_sgd_update(float *p, const float *g, size_t n, float lr, float weight_decay,
-                 cudaStream_t stream)
+                 const float *rates, cudaStream_t stream)
 {
-  return launch_update(Sgd{lr, weight_decay}, p, g, NULL, NULL, n, stream);
+  return launch_update(Sgd{lr, weight_decay}, rates, p, g, NULL, NULL, n, stream);
 }
 
 extern "C" cudaError_t
 tdm_k_momentum_update(float *p, const float *g, float *velocity, size_t n, float lr,
-                      float momentum, float weight_decay, cudaStream_t stream)
+                      float momentum, float weight_decay, const float *rates,
+                      cudaStream_t stream)
 {
-  return launch_update(Momentum{lr, momentum, weight_decay}, p, g, velocity, NULL, n, stream);
+  return launch_update(Momentum{lr, momentum, weight_decay}, rates, p, g, velocity, NULL, n,
+                       stream);
 }
 
 extern "C" cudaError_t
 tdm_k_adam_update(float *p, const float *g, float *m, float *v, size_t n, float lr_t,
                   float beta1, float beta2, float eps, float weight_decay,
-                  cudaStream_t stream)
+                  const float *rates, cudaStream_t stream)
 {
-  return launch_update(Adam{lr_t, beta1, beta2, eps, weight_decay}, p, g, m, v, n, stream);
+  return launch_update(Adam{lr_t, beta1, beta2, eps, weight_decay}, rates, p, g, m, v, n,
+                       stream);
 }
 
 /* PyTorch's SGD with momentum (dampening 0), Nesterov when asked, and weight decay
@@ -129,8 +148,12 @@ tdm_k_adam_update(float *p, const float *g, float *m, float *v, size_t n, float 
  * update_kernel would need a uchar4 that the mask's slices do not promise. */
 __global__ void
 sgd_momentum_kernel(float *p, const float *g, float *v, const uint8_t *mask, size_t n,
-                    float lr, float momentum, float wd, bool nesterov)
+                    float lr, float momentum, float wd, bool nesterov, const float *rates)
 {
+  if (rates != NULL) {
+    lr = rates[0];
+    momentum = rates[1];
+  }
   size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) {
     float pi = p[i];
@@ -145,12 +168,13 @@ sgd_momentum_kernel(float *p, const float *g, float *v, const uint8_t *mask, siz
 extern "C" cudaError_t
 tdm_k_sgd_momentum_update(float *p, const float *g, float *velocity,
                           const uint8_t *decay_mask, size_t n, float lr, float momentum,
-                          float weight_decay, bool nesterov, cudaStream_t stream)
+                          float weight_decay, bool nesterov, const float *rates,
+                          cudaStream_t stream)
 {
   if (n == 0)
     return cudaSuccess;
   sgd_momentum_kernel<<<tdm_k_blocks(n, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
-      p, g, velocity, decay_mask, n, lr, momentum, weight_decay, nesterov);
+      p, g, velocity, decay_mask, n, lr, momentum, weight_decay, nesterov, rates);
   return tdm_k_launched();
 }
 

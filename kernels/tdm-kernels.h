@@ -239,20 +239,21 @@ typedef struct {
 cudaError_t tdm_k_channel_affine(float *x, size_t rows, int channels, TdmKAffine a,
                                  cudaStream_t stream);
 
-/* optimizer.cu */
+/* optimizer.cu. rates: NULL, or two floats of device memory read when the kernel runs
+ * instead of lr (lr_t) and momentum (beta1). */
 cudaError_t tdm_k_sgd_update(float *p, const float *g, size_t n, float lr,
-                             float weight_decay, cudaStream_t stream);
+                             float weight_decay, const float *rates, cudaStream_t stream);
 cudaError_t tdm_k_momentum_update(float *p, const float *g, float *velocity, size_t n,
                                   float lr, float momentum, float weight_decay,
-                                  cudaStream_t stream);
+                                  const float *rates, cudaStream_t stream);
 cudaError_t tdm_k_adam_update(float *p, const float *g, float *m, float *v, size_t n,
                               float lr_t, float beta1, float beta2, float eps,
-                              float weight_decay, cudaStream_t stream);
+                              float weight_decay, const float *rates, cudaStream_t stream);
 /* decay_mask: one byte a parameter, NULL = decay everything. */
 cudaError_t tdm_k_sgd_momentum_update(float *p, const float *g, float *velocity,
                                       const uint8_t *decay_mask, size_t n, float lr,
                                       float momentum, float weight_decay, bool nesterov,
-                                      cudaStream_t stream);
+                                      const float *rates, cudaStream_t stream);
 cudaError_t tdm_k_weight_decay(float *g, const float *p, const uint8_t *decay_mask, size_t n,
                                float weight_decay, cudaStream_t stream);
 /* work[0] = ‖x‖₂ (work: TDM_K_CLIP_WORK_DOUBLES doubles, the rest partial sums); x *=

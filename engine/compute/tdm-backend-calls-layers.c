@@ -280,28 +280,28 @@ tdm_backend_dropout_backward(TdmBackend *b, float *dx, const float *dy, const in
 
 void
 tdm_backend_sgd_update(TdmBackend *b, float *p, const float *g, size_t n, float lr,
-                       float weight_decay)
+                       float weight_decay, const float *rates)
 {
   if (tdm_backend_enter(b))
-    b->ops->sgd_update(b, p, g, n, lr, weight_decay);
+    b->ops->sgd_update(b, p, g, n, lr, weight_decay, rates);
 }
 
 void
 tdm_backend_momentum_update(TdmBackend *b, float *p, const float *g, float *velocity, size_t n,
-                            float lr, float momentum, float weight_decay)
+                            float lr, float momentum, float weight_decay, const float *rates)
 {
   if (tdm_backend_enter(b))
-    b->ops->momentum_update(b, p, g, velocity, n, lr, momentum, weight_decay);
+    b->ops->momentum_update(b, p, g, velocity, n, lr, momentum, weight_decay, rates);
 }
 
 void
 tdm_backend_sgd_momentum_update(TdmBackend *b, float *p, const float *g, float *velocity,
                                 const uint8_t *decay_mask, size_t n, float lr, float momentum,
-                                float weight_decay, bool nesterov)
+                                float weight_decay, bool nesterov, const float *rates)
 {
   if (tdm_backend_enter(b))
     b->ops->sgd_momentum_update(b, p, g, velocity, decay_mask, n, lr, momentum, weight_decay,
-                                nesterov);
+                                nesterov, rates);
 }
 
 void
@@ -314,10 +314,11 @@ tdm_backend_weight_decay(TdmBackend *b, float *g, const float *p, const uint8_t 
 
 void
 tdm_backend_adam_update(TdmBackend *b, float *p, const float *g, float *m, float *v, size_t n,
-                        float lr_t, float beta1, float beta2, float eps, float weight_decay)
+                        float lr_t, float beta1, float beta2, float eps, float weight_decay,
+                        const float *rates)
 {
   if (tdm_backend_enter(b))
-    b->ops->adam_update(b, p, g, m, v, n, lr_t, beta1, beta2, eps, weight_decay);
+    b->ops->adam_update(b, p, g, m, v, n, lr_t, beta1, beta2, eps, weight_decay, rates);
 }
 
 void

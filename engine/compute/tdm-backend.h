@@ -548,11 +548,16 @@ void tdm_backend_dropout_backward (TdmBackend *b, float *dx, const float *dy,
                                    const int32_t *indices, int n, int per_sample, float p,
                                    uint64_t key, uint32_t epoch);
 
-/* Optimizers over the flat parameter buffer; g += weight_decay · p first. */
+/* Optimizers over the flat parameter buffer; g += weight_decay · p first. rates: NULL,
+ * or two floats of device memory that stand for lr (Adam's lr_t) and momentum (Adam's
+ * beta1) when the operation runs, not when it is issued: a step captured in a graph
+ * updates with the values the host wrote there before its launch, the same bits as
+ * passing them. */
 void tdm_backend_sgd_update (TdmBackend *b, float *p, const float *g, size_t n,
-                             float lr, float weight_decay);
+                             float lr, float weight_decay, const float *rates);
 void tdm_backend_momentum_update (TdmBackend *b, float *p, const float *g, float *velocity,
-                                  size_t n, float lr, float momentum, float weight_decay);
+                                  size_t n, float lr, float momentum, float weight_decay,
+                                  const float *rates);
 /* PyTorch's SGD with momentum (torch.optim.SGD, dampening 0):
  *   d = g + weight_decay · mask · p      (mask[i] ∈ {0, 1}; NULL = decay everything)
  *   v = momentum · v + d
@@ -562,7 +567,8 @@ void tdm_backend_momentum_update (TdmBackend *b, float *p, const float *g, float
  * same thing). */
 void tdm_backend_sgd_momentum_update (TdmBackend *b, float *p, const float *g, float *velocity,
                                       const uint8_t *decay_mask, size_t n, float lr,
-                                      float momentum, float weight_decay, bool nesterov);
+                                      float momentum, float weight_decay, bool nesterov,
+                                      const float *rates);
 /* g += weight_decay · mask · p, for the other optimizers when decay skips some
  * parameters (they then run with weight_decay 0). */
 void tdm_backend_weight_decay (TdmBackend *b, float *g, const float *p,
@@ -571,7 +577,7 @@ void tdm_backend_weight_decay (TdmBackend *b, float *g, const float *p,
  * bias-corrected step alpha · sqrt(1 − beta2ᵗ) / (1 − beta1ᵗ) computed by the caller. */
 void tdm_backend_adam_update (TdmBackend *b, float *p, const float *g, float *m, float *v,
                               size_t n, float lr_t, float beta1, float beta2, float eps,
-                              float weight_decay);
+                              float weight_decay, const float *rates);
 /* Gradient clipping: the global norm of x[0, n), ‖x‖₂, its sum of squares taken in
  * double in an order fixed by n alone (the same bits whatever the threads' timing),
  * into work[0]; where max_norm > 0 and the norm is above it, x *= max_norm / (norm +

@@ -178,6 +178,11 @@ tdm_event_to_json(const TdmEvent *ev)
       json_known(b, "utilization", d->device[i].utilization, FALSE);
       json_known(b, "temperature", d->device[i].temperature, FALSE);
       json_known(b, "power", d->device[i].power, FALSE);
+      tdm_json_set_int(b, "operations_per_step", d->device[i].operations_per_step);
+      tdm_json_set_double(b, "host_operations", d->device[i].host_operations);
+      tdm_json_set_double(b, "graph_operations", d->device[i].graph_operations);
+      if (isfinite(d->device[i].issue_ms))
+        tdm_json_set_double(b, "issue_ms", d->device[i].issue_ms);
       json_builder_end_object(b);
     }
     json_builder_end_array(b);

@@ -145,7 +145,13 @@ typedef struct {
     double utilization;     /* 0..100, −1 if unknown */
     double temperature;     /* °C, −1 if unknown */
     double power;           /* W, −1 if unknown */
-    int operations_per_step;/* kernels (or CPU operations) a step issues, update included */
+    int operations_per_step;/* kernels (or CPU operations) a step runs, update included:
+                             * the two below summed */
+    double host_operations; /* of them, issued from the host a step (mean; a graph's
+                             * launch is one) */
+    double graph_operations;/* of them, run from a captured graph a step (mean) */
+    double issue_ms;        /* the host's time issuing a step it does not wait for
+                             * (mean); NaN when none was */
   } device[TDM_MAX_REPLICAS];
 } TdmDevicesEvent;
 

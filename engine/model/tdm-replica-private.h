@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-replica-private.h — what tdm-replica.c (buffers, steps, evaluation),
- * tdm-replica-pass.c (the forward and backward walks over the layers) and
- * tdm-replica-conv.c (a conv layer's forward and backward) share: the buffer layout
- * rules and the passes. Not for anything else. */
+/* tdm-replica-private.h — what tdm-replica.c (buffers, evaluation),
+ * tdm-replica-train.c (the training step), tdm-replica-pass.c (the forward and
+ * backward walks over the layers) and tdm-replica-conv.c (a conv layer's forward and
+ * backward) share: the buffer layout rules and the passes. Not for anything else. */
 #pragma once
 
 #include "tdm-replica.h"
@@ -17,6 +17,9 @@ typedef enum {
 void tdm_replica_forward (TdmReplica *r, int n, TdmPassMode mode);
 /* The backward pass from the loss gradient in grad_a. */
 void tdm_replica_backward (TdmReplica *r, int n);
+/* The per-channel normalization of the count samples gathered into acts[0], where the
+ * replica normalizes. */
+void tdm_replica_normalize_input (TdmReplica *r, int count);
 /* A stop was asked for, or a synchronized BN all-reduce failed. */
 gboolean tdm_replica_aborted (TdmReplica *r);
 /* Synchronized BN's all-reduce through the hook; FALSE (and sticky) on failure. */

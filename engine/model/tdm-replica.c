@@ -1,13 +1,9 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-replica.c — one replica's buffers and its steps: training (gather, forward,
- * loss, backward, captured once in a graph and replayed where the device has them),
+/* tdm-replica.c — one replica's buffers, its memory plan and workspace, and its
  * evaluation and prediction, all as backend operations so the same code runs on the
- * CPU and on a GPU. The walks over the layers are tdm-replica-pass.c's. No
- * communication here except synchronized BN's sums, handed to the caller's hook;
- * no optimizer. */
+ * CPU and on a GPU. The training step is tdm-replica-train.c's, the walks over the
+ * layers tdm-replica-pass.c's. No communication here; no optimizer. */
 #include "tdm-replica-private.h"
-#include "tdm-i18n.h"
-#include "tdm-counter-rng.h"
 #include "tdm-error.h"
 
 #include <string.h>
@@ -256,6 +252,8 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   r->proj_conv = g_new0(float *, n);
   r->proj_bn = g_new0(float *, n);
   r->skip_grad = g_new0(float *, n);
+  r->graph_ops = g_hash_table_new(g_direct_hash, g_direct_equal);
+  r->shapes_met = g_hash_table_new(g_direct_hash, g_direct_equal);
 
   ALLOC(r->params, MAX(1, net->parameter_count) * sizeof(float));
   ALLOC(r->grads, MAX(1, net->parameter_count) * sizeof(float));
@@ -392,6 +390,12 @@ tdm_replica_workspace_grow(TdmReplica *r, size_t bytes, size_t keep)
 {
   if (bytes <= r->columns_bytes)
     return TRUE;
+  /* No allocation while a graph is captured: the step runs again eagerly instead
+   * (tdm_replica_train_step()), and what was captured is never launched. */
+  if (r->capturing) {
+    r->capture_spoiled = TRUE;
+    return FALSE;
+  }
   g_autoptr(GError) error = NULL;
   if (r->columns == NULL || tdm_backend_failed(r->backend) ||
       !replace_workspace(r, bytes, keep, &error)) {
@@ -466,183 +470,23 @@ tdm_replica_free(TdmReplica *r)
   g_free(r->proj_conv);
   g_free(r->proj_bn);
   g_free(r->skip_grad);
+  if (r->graph_ops != NULL)
+    g_hash_table_destroy(r->graph_ops);
+  if (r->shapes_met != NULL)
+    g_hash_table_destroy(r->shapes_met);
   g_free(r);
-}
-
-static gboolean
-augments(const TdmReplica *r)
-{
-  return r->augment_pad > 0 || r->augment_flip != TDM_FLIP_NEVER;
 }
 
 /* The per-channel normalization of a gathered batch, on the device. Test-time shifts
  * are cut from the normalized batch, so their zero fill is 0 after normalization. */
-static void
-normalize_input(TdmReplica *r, int count)
+void
+tdm_replica_normalize_input(TdmReplica *r, int count)
 {
   if (!r->normalize)
     return;
   const TdmNetwork *net = r->net;
   tdm_backend_channel_affine(r->backend, r->acts[0], (size_t)count * net->in_h * net->in_w,
                              r->input_affine);
-}
-
-static void
-gather_train(TdmReplica *r, int count)
-{
-  TdmBackend *b = r->backend;
-  const TdmNetwork *net = r->net;
-  if (r->photo) {
-    TdmPhotoAugment a = r->photo_augment;
-    a.flip = (int)r->augment_flip;
-    /* Erased pixels take the value that the normalization makes 0 (torchvision erases
-     * the normalized tensor with 0). */
-    for (int ch = 0; ch < 4; ch++)
-      a.fill[ch] = 0;
-    if (r->normalize)
-      for (int ch = 0; ch < MIN(r->input_affine.channels, 4); ch++)
-        a.fill[ch] = r->input_affine.mul[ch] != 0
-                         ? CLAMP(-r->input_affine.add[ch] / r->input_affine.mul[ch], 0.0f, 1.0f)
-                         : 0.0f;
-    tdm_backend_gather_photo(b, r->acts[0], r->labels, r->train_images, r->train_labels,
-                             r->indices, count, net->in_h, net->in_w, net->in_c, &a,
-                             tdm_crng_key(r->seed, TDM_RNG_AUGMENT), r->epoch);
-  } else if (augments(r))
-    tdm_backend_gather_augment(b, r->acts[0], r->labels, r->train_images, r->train_labels,
-                               r->indices, count, net->in_h, net->in_w, net->in_c,
-                               1.0f / 255.0f, r->augment_pad, r->augment_flip,
-                               tdm_crng_key(r->seed, TDM_RNG_AUGMENT), r->epoch);
-  else
-    tdm_backend_gather(b, r->acts[0], r->labels, r->train_images, r->train_labels, r->indices,
-                       count, r->sample_size, 1.0f / 255.0f);
-  normalize_input(r, count);
-}
-
-/* The step body that a graph captures: everything but the upload of indices. */
-static void
-train_body(TdmReplica *r, int count, float grad_scale)
-{
-  TdmBackend *b = r->backend;
-  const TdmNetwork *net = r->net;
-  guint64 first = b->operations;
-  gather_train(r, count);
-  tdm_replica_forward(r, count, MODE_TRAIN);
-  if (tdm_replica_aborted(r))
-    return;
-  if (r->forward_done != NULL)
-    r->forward_done(r, r->forward_done_data);
-  tdm_backend_softmax_xent(b, r->acts[net->layer_count], r->labels, count, net->classes,
-                           r->smoothing, grad_scale, r->grad_a, r->metrics);
-  tdm_replica_backward(r, count);
-  r->ops_per_step = (int)(b->operations - first);
-}
-
-/* Graph keys pair the shard size with the gradient scale: both are baked in, and a
- * short last batch can give one replica a full shard's size with another scale.
- * Augmentation and dropout bake the epoch in too. */
-static int
-graph_key(const TdmReplica *r, int count, float grad_scale)
-{
-  guint32 bits;
-  memcpy(&bits, &grad_scale, sizeof bits);
-  guint32 key = ((guint32)count << 12) ^ (bits >> 8) ^ bits;
-  if (augments(r) || r->net->has_dropout)
-    key ^= r->epoch * 0x9E3779B1u;
-  return (int)(key & G_MAXINT);
-}
-
-void
-tdm_replica_train_step(TdmReplica *r, const int32_t *indices, int count, float grad_scale)
-{
-  TdmBackend *b = r->backend;
-  g_return_if_fail(count > 0 && count <= r->capacity);
-
-  tdm_backend_upload(b, r->indices, indices, (size_t)count * sizeof(int32_t));
-
-  /* Graphs replay fixed launches, so a bucket hook, synchronized BN (which issue
-   * communication from the host) or the forward hook of a sampled step rule them
-   * out. A run has at most two shard sizes (full and last). */
-  if (!tdm_backend_has_graphs(b) || r->grads_ready != NULL || r->bn_reduce != NULL ||
-      r->forward_done != NULL) {
-    train_body(r, count, grad_scale);
-    return;
-  }
-  int key = graph_key(r, count, grad_scale);
-  if (tdm_backend_graph_launch(b, key))
-    return;
-  if (tdm_backend_graph_begin(b, key)) {
-    train_body(r, count, grad_scale);
-    tdm_backend_graph_end(b, key);
-    if (!tdm_backend_graph_launch(b, key) && !tdm_backend_failed(b))
-      tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, _("a captured step graph did not launch"));
-    return;
-  }
-  train_body(r, count, grad_scale);
-}
-
-void
-tdm_replica_train_idle(TdmReplica *r)
-{
-  TdmBackend *b = r->backend;
-  const TdmNetwork *net = r->net;
-  tdm_backend_zero(b, r->grads, net->parameter_count * sizeof(float));
-  if (r->bn_reduce == NULL)
-    return;
-  /* The same collectives in the same order as a step: one per BN forward (an empty
-   * slot: count 0), one per BN backward (zero sums). */
-  for (int i = 0; i < net->layer_count && !tdm_replica_aborted(r); i++) {
-    int c = bn_channels(&net->layers[i]);
-    if (c == 0)
-      continue;
-    size_t floats = TDM_BN_SLOT_FLOATS(c) * r->bn_slot_count;
-    tdm_backend_zero(b, r->bn_slots, floats * sizeof(float));
-    tdm_replica_bn_reduce(r, r->bn_slots, floats);
-  }
-  for (int i = net->layer_count - 1; i >= 0 && !tdm_replica_aborted(r); i--) {
-    int c = bn_channels(&net->layers[i]);
-    if (c == 0)
-      continue;
-    tdm_backend_zero(b, r->bn_work[i], 2 * (size_t)c * sizeof(float));
-    tdm_replica_bn_reduce(r, r->bn_work[i], 2 * (size_t)c);
-  }
-}
-
-gboolean
-tdm_replica_sync_bn(TdmReplica *r, TdmBnReduce reduce, gpointer data, int slot,
-                    int slot_count, GError **error)
-{
-  g_return_val_if_fail(slot >= 0 && slot < slot_count, FALSE);
-  TdmBackend *b = r->backend;
-  int most = 0;
-  for (int i = 0; i < r->net->layer_count; i++)
-    most = MAX(most, bn_channels(&r->net->layers[i]));
-  tdm_backend_release(b, r->bn_slots);
-  r->bn_slots = NULL;
-  if (most > 0) {
-    r->bn_slots = tdm_backend_alloc(b, TDM_BN_SLOT_FLOATS(most) * slot_count * sizeof(float),
-                                    error);
-    if (r->bn_slots == NULL)
-      return FALSE;
-  }
-  r->bn_slot = slot;
-  r->bn_slot_count = slot_count;
-  r->bn_reduce = reduce;
-  r->bn_reduce_data = data;
-  return TRUE;
-}
-
-void
-tdm_replica_train_loss(TdmReplica *r, const int32_t *indices, int count)
-{
-  TdmBackend *b = r->backend;
-  const TdmNetwork *net = r->net;
-  g_return_if_fail(count > 0 && count <= r->capacity);
-  tdm_backend_upload(b, r->indices, indices, (size_t)count * sizeof(int32_t));
-  gather_train(r, count);
-  tdm_replica_forward(r, count, MODE_PROBE);
-  tdm_backend_softmax_xent(b, r->acts[net->layer_count], r->labels, count, net->classes,
-                           r->smoothing, 0.0f, NULL, r->metrics);
-  tdm_backend_synchronize(b);
 }
 
 /* Test-time translations: copy the gathered batch x (count samples of h×w×c floats)
@@ -701,7 +545,7 @@ eval_logits_of(TdmReplica *r, const uint8_t *images, const uint8_t *labels,
   tdm_backend_upload(b, r->indices, indices, (size_t)count * sizeof(int32_t));
   tdm_backend_gather(b, r->acts[0], r->labels, images, labels, r->indices, count,
                      r->sample_size, 1.0f / 255.0f);
-  normalize_input(r, count);
+  tdm_replica_normalize_input(r, count);
   /* The unshifted batch, for the translations, before a forward pass overwrites it. */
   const size_t sample = (size_t)net->in_h * net->in_w * net->in_c;
   const size_t batch_floats = (size_t)count * sample;
@@ -722,7 +566,7 @@ eval_logits_of(TdmReplica *r, const uint8_t *images, const uint8_t *labels,
       tdm_backend_gather_augment(b, r->acts[0], r->labels, images, labels, r->indices, count,
                                  net->in_h, net->in_w, net->in_c, 1.0f / 255.0f, 0,
                                  TDM_FLIP_ALWAYS, 0, 0);
-      normalize_input(r, count);
+      tdm_replica_normalize_input(r, count);
       tdm_replica_forward(r, count, MODE_EVAL);
       tdm_backend_add(b, r->tta_logits, logits, floats);
     }

@@ -37,6 +37,17 @@ typedef gboolean (*TdmBnReduce) (TdmReplica *replica, float *buffer, size_t coun
  * the two apart on sampled steps). Like grads_ready, it rules out graph replay. */
 typedef void (*TdmForwardDone) (TdmReplica *replica, gpointer user_data);
 
+/* Called at the end of a training step's body, after backward: the trainer's update
+ * (clipping, the optimizer) issued there joins the step's graph. It may issue device
+ * operations only: no upload, download or synchronize, which a graph cannot hold. */
+typedef void (*TdmStepTail) (TdmReplica *replica, gpointer user_data);
+
+/* How a replica's training steps ran: eagerly (each operation issued from the host),
+ * captured into a graph and launched, or a graph replayed. */
+typedef struct {
+  guint64 eager, captured, replayed;
+} TdmStepCounts;
+
 struct _TdmReplica {
   TdmBackend *backend;          /* not owned */
   const TdmNetwork *net;        /* not owned */
@@ -127,8 +138,17 @@ struct _TdmReplica {
   gpointer grads_ready_data;
   TdmForwardDone forward_done;
   gpointer forward_done_data;
+  TdmStepTail step_tail;        /* the step's last part, in its graph where it has one */
+  gpointer step_tail_data;
   volatile gint *abort_flag;    /* checked between layers on slow backends */
   int ops_per_step;             /* backend operations of one step's body (graph or not) */
+  TdmStepCounts steps;
+  int step_graph_ops;           /* operations the last step ran from a graph (0: eager) */
+  int step_captured_ops;        /* operations the last step issued into a new graph */
+  GHashTable *graph_ops;        /* graph key → operations it holds */
+  GHashTable *shapes_met;       /* step sizes that have run eagerly once */
+  gboolean capturing;           /* a step's body is being captured */
+  gboolean capture_spoiled;     /* ... and wanted a larger workspace meanwhile */
 };
 
 /* Allocates everything on the backend's device and uploads both datasets. Fails with
@@ -256,8 +276,11 @@ size_t tdm_replica_gradient_floats (const TdmNetwork *net);
 
 /* Forward and backward over the training samples `indices[0, count)` (host memory),
  * writing gradients of (sum of losses) · grad_scale into replica->grads and adding
- * the loss and correct count into replica->metrics. Uses a captured graph on devices
- * that have them, once the shapes repeat. */
+ * the loss and correct count into replica->metrics, then step_tail where set. Uses a
+ * captured graph on devices that have them: a step size's first step runs eagerly
+ * (the convolution engine meets its shapes and the workspace grows to what they need,
+ * which allocates), the next captures, later ones replay (replica->steps counts
+ * them). */
 void tdm_replica_train_step (TdmReplica *replica, const int32_t *indices, int count,
                              float grad_scale);
 

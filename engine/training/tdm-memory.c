@@ -12,6 +12,7 @@
 #include "tdm-i18n.h"
 #include "tdm-error.h"
 #include "tdm-iterator.h"
+#include "tdm-optimizer.h"
 #include "tdm-replica.h"
 #include "tdm-build-config.h"
 
@@ -65,13 +66,14 @@ tdm_memory_eval_capacity(const TdmConfig *cfg, const TdmNetwork *net, TdmBackend
                                    tdm_memory_capacity(cfg, world, test_count), wanted);
 }
 
-/* tdm_optimizer_new's state buffers, and its weight-decay mask (a byte a parameter)
- * where decay skips biases and BN parameters. */
+/* tdm_optimizer_new's state buffers, its rates (one group's: fine-tuning's groups by
+ * layer add 8 bytes each) and its weight-decay mask (a byte a parameter) where decay
+ * skips biases and BN parameters. */
 static guint64
 optimizer_bytes(const TdmConfig *cfg, size_t parameters)
 {
   int states = cfg->optimizer == TDM_OPTIMIZER_ADAM ? 2 : cfg->optimizer == TDM_OPTIMIZER_SGD ? 0 : 1;
-  guint64 bytes = (guint64)states * parameters * sizeof(float);
+  guint64 bytes = (guint64)states * parameters * sizeof(float) + TDM_OPTIMIZER_RATES_BYTES(0);
   if (cfg->decay_scope == TDM_DECAY_WEIGHTS && cfg->weight_decay > 0)
     bytes += parameters;
   return bytes;

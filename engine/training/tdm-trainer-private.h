@@ -44,6 +44,12 @@ typedef struct {
   int timed_steps;
   TdmDevicePhases phases;       /* the last sampled step's phases */
   double forward_end;           /* seconds, set by the forward_done hook */
+  /* Every training step's: the operations issued from the host and those run from a
+   * graph, and the host's seconds issuing steps that it did not wait for. */
+  guint64 steps, host_ops, graph_ops;
+  guint64 issued_steps;
+  double issue;
+  gboolean tail_ran;            /* the step's body issued the update (update_in_step) */
 } Timing;
 
 /* Gradient buckets: during backward each layer hands over its finished gradients (the

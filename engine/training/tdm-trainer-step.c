@@ -2,7 +2,8 @@
 /* tdm-trainer-step.c — what every local replica's thread does in lock-step: the jobs
  * (train a shard, metrics, evaluation, broadcast), the collectives that combine
  * gradients (all-reduce, or reduce to the main replica and broadcast; buckets that
- * overlap all-reduces with backward; synchronized BN's sums), and the per-phase
+ * overlap all-reduces with backward; synchronized BN's sums), the update (inside the
+ * step's graph where nothing comes between backward and it), and the per-phase
  * timing of sampled steps. The loop that hands out the jobs, set-up and events are
  * in tdm-trainer.c.
  */
@@ -269,6 +270,36 @@ train_micro_batches(TdmTrainer *t, int r, Timing *tm, gboolean detail, double st
   return begun;
 }
 
+/* Clipping and the optimizer's update as one replica's step tail (tdm-replica.h):
+ * device operations only, the rates prepared before the step. */
+static void
+update_in_step(TdmReplica *rep, gpointer data)
+{
+  TdmTrainer *t = data;
+  int r = 0;
+  while (t->reps[r] != rep)
+    r++;
+  if (t->clip_work != NULL)
+    tdm_backend_clip_norm(t->backends[r], rep->grads, t->net->parameter_count,
+                          (float)t->config->clip_grad_norm, t->clip_work[r]);
+  tdm_optimizer_update(t->opts[r], rep->params, rep->grads);
+  t->timing[r].tail_ran = TRUE;
+}
+
+/* Whether the update joins the step's body, and with it the step's graph: where
+ * nothing comes between backward and the update. One replica in one process: several
+ * combine their gradients between the two, by collectives that a graph here does not
+ * hold (NCCL's and the peers' run beside the step's stream with waits on the host;
+ * the host's lanes and MPI are the host's), so they keep the update eager, and so do
+ * micro-batches (their sums), exact mode (its fixed-point sums on the host) and
+ * sampled steps that time the update apart. */
+static gboolean
+update_in_graph(const TdmTrainer *t, int r, gboolean detail)
+{
+  return t->world == 1 && t->opts[r] != NULL && t->exact == NULL && t->grad_acc == NULL &&
+         t->buckets == NULL && t->job.count > 0 && !detail;
+}
+
 static void
 job_train(TdmTrainer *t, int r)
 {
@@ -302,11 +333,34 @@ job_train(TdmTrainer *t, int r)
   }
   rep->epoch = (guint32)job->epoch;
   rep->global_count = job->count;
+  guint64 ops_before = b->operations;
+  rep->step_graph_ops = 0;
+  rep->step_captured_ops = 0;
+  double issue_start = tdm_trainer_now_seconds();
+  gboolean tail = update_in_graph(t, r, detail);
+  tm->tail_ran = FALSE;
+  if (tail) {
+    if (job->momentum > 0)
+      tdm_optimizer_set_momentum(t->opts[r], job->momentum);
+    tdm_optimizer_prepare(t->opts[r], job->lr);
+    rep->step_tail = update_in_step;
+    rep->step_tail_data = t;
+  }
   double last_start = start;
   if (t->exact != NULL)
     tdm_trainer_exact_compute(t, r);
   else
     last_start = train_micro_batches(t, r, tm, detail, start);
+  rep->step_tail = NULL;
+  /* The update ran where the body was issued through to its tail, or where a graph
+   * holding it was launched. A stop before the body reached it: the update this step
+   * counted (Adam's t) did not happen. */
+  if (tail && (tm->tail_ran || rep->step_graph_ops > 0)) {
+    if (is_main)
+      t->main_updated = TRUE;
+  } else if (tail) {
+    t->opts[r]->t--;
+  }
   /* Where the communicator can tell, the buckets' time under way until now, when
    * backward has ended; the last bucket, started after it, hides nothing. */
   double in_flight = detail && bk != NULL ? tdm_communicator_take_in_flight(t->comm, r) : NAN;
@@ -368,10 +422,10 @@ job_train(TdmTrainer *t, int r)
   double update_start = timed ? tdm_trainer_now_seconds() : 0;
   /* Clipped where the update runs, after the combination: the norm of the gradient
    * every replica (or the main one) holds now is the norm over all of them. */
-  if (t->opts[r] != NULL && t->clip_work != NULL)
+  if (!tail && t->opts[r] != NULL && t->clip_work != NULL)
     tdm_backend_clip_norm(b, rep->grads, t->net->parameter_count,
                           (float)t->config->clip_grad_norm, t->clip_work[r]);
-  if (t->opts[r] != NULL) {
+  if (!tail && t->opts[r] != NULL) {
     if (job->momentum > 0)
       tdm_optimizer_set_momentum(t->opts[r], job->momentum);
     tdm_optimizer_step(t->opts[r], rep->params, rep->grads, job->lr);
@@ -388,6 +442,15 @@ job_train(TdmTrainer *t, int r)
   if (t->world > 1 && t->config->strategy == TDM_STRATEGY_MAIN)
     communicate(t, r, op_broadcast, tm, timed, TDM_PHASE_BROADCAST);
 
+  /* What the step issued from the host (an operation captured into a new graph is
+   * not one of them: the launch that runs it is) and what it ran from a graph. */
+  tm->steps++;
+  tm->graph_ops += (guint64)rep->step_graph_ops;
+  tm->host_ops += b->operations - ops_before - (guint64)rep->step_captured_ops;
+  if (!timed) {
+    tm->issue += tdm_trainer_now_seconds() - issue_start;
+    tm->issued_steps++;
+  }
   if (timed) {
     tm->wall += tdm_trainer_now_seconds() - start;
     tm->timed_steps++;

@@ -240,8 +240,11 @@ emit_devices(TdmTrainer *t, RunStats *st)
     d->device[r].comm_ms = 1e3 * tm->comm / steps;
     d->device[r].wait_ms = 1e3 * tm->wait / steps;
     d->device[r].tandem_bytes = (gint64)b->bytes_in_use;
-    /* The step body, the upload of its indices and the optimizer's one operation. */
-    d->device[r].operations_per_step = t->reps[r]->ops_per_step + 2;
+    guint64 counted = MAX(tm->steps, 1);
+    d->device[r].host_operations = (double)tm->host_ops / counted;
+    d->device[r].graph_operations = (double)tm->graph_ops / counted;
+    d->device[r].operations_per_step = (int)((tm->host_ops + tm->graph_ops) / counted);
+    d->device[r].issue_ms = tm->issued_steps > 0 ? 1e3 * tm->issue / tm->issued_steps : NAN;
     d->device[r].used_bytes = -1;
     d->device[r].total_bytes = -1;
     d->device[r].utilization = -1;

@@ -752,13 +752,14 @@ optimizer_case(OptKind kind, size_t n, float weight_decay)
     }
     switch (kind) {
     case OPT_SGD:
-      tdm_backend_sgd_update(b, p, g, n, lr, weight_decay);
+      tdm_backend_sgd_update(b, p, g, n, lr, weight_decay, NULL);
       break;
     case OPT_MOMENTUM:
-      tdm_backend_momentum_update(b, p, g, s1, n, lr, momentum, weight_decay);
+      tdm_backend_momentum_update(b, p, g, s1, n, lr, momentum, weight_decay, NULL);
       break;
     case OPT_ADAM:
-      tdm_backend_adam_update(b, p, g, s1, s2, n, lr_t, beta1, beta2, eps, weight_decay);
+      tdm_backend_adam_update(b, p, g, s1, s2, n, lr_t, beta1, beta2, eps, weight_decay,
+                              NULL);
       break;
     }
   }
@@ -886,7 +887,7 @@ thread_work(gpointer data)
     float *grad = tdm_backend_alloc(b, sizeof(float) * n * k, NULL);
     tdm_backend_gemm(b, true, false, n, k, m, 1e-3f, out, n, a, k, 0.0f, grad, k);
     tdm_backend_adam_update(b, w, grad, mom, vel, (size_t)n * k, 1e-3f, 0.9f, 0.999f, 1e-8f,
-                            0.0f);
+                            0.0f, NULL);
     tdm_backend_release(b, grad);
   }
   memcpy(work->result, out, sizeof work->result);

@@ -184,7 +184,8 @@ test_replica_exact(void)
       g_assert_cmpuint(gpu32.dataset, ==, 200 * 785 + 90 * 785);
       TdmOptimizer *opt = tdm_optimizer_new(b, cfg, net->parameter_count, NULL, &error);
       g_assert_no_error(error);
-      g_assert_cmpuint(b->bytes_in_use - rb.total, ==, 2 * net->parameter_count * sizeof(float));
+      g_assert_cmpuint(b->bytes_in_use - rb.total, ==,
+                       2 * net->parameter_count * sizeof(float) + TDM_OPTIMIZER_RATES_BYTES(0));
       tdm_optimizer_free(opt);
       tdm_replica_free(r);
       g_assert_cmpuint(b->bytes_in_use, ==, 0);
@@ -569,7 +570,8 @@ test_runs_measured(void)
           if (strategy == TDM_STRATEGY_MAIN)
             g_assert_cmpuint(m->device[1].optimizer, ==, 0);
           else
-            g_assert_cmpuint(m->device[0].optimizer, ==, m->device[0].gradients * 2);
+            g_assert_cmpuint(m->device[0].optimizer, ==,
+                             m->device[0].gradients * 2 + TDM_OPTIMIZER_RATES_BYTES(0));
           if (!rss)
             continue;
           double grown = (peak - before) * 1024.0;
@@ -748,7 +750,8 @@ test_largest_batch(void)
   g_assert_cmpuint(e->gpu_total, ==, e->device[0].total + e->device[1].total);
   /* Replicas on one GPU copy directly: no staging buffers. */
   g_assert_cmpuint(e->device[0].communication, ==, 0);
-  g_assert_cmpuint(e->device[0].optimizer, ==, 2 * e->device[0].gradients);
+  g_assert_cmpuint(e->device[0].optimizer, ==,
+                   2 * e->device[0].gradients + TDM_OPTIMIZER_RATES_BYTES(0));
   guint64 gpu_budget = e->device[0].total;
   int gpu_largest = tdm_memory_largest_batch(cfg, net, 60000, 10000, 0, gpu_budget);
   g_assert_cmpint(gpu_largest, >=, 1000);
@@ -768,8 +771,9 @@ test_largest_batch(void)
   tdm_memory_estimate(cfg, net, 60000, 10000, e);
   g_assert_cmpuint(e->device[0].communication, ==, TDM_HAVE_NCCL ? 0 : 4 << 20);
   g_assert_cmpuint(e->device[0].optimizer, ==, 0);
-  g_assert_cmpuint(e->device[1].optimizer, ==, 2 * e->device[1].gradients);
-  g_assert_cmpuint(e->device[1].total - e->device[0].total, ==, 2 * e->device[1].gradients);
+  g_assert_cmpuint(e->device[1].optimizer, ==,
+                   2 * e->device[1].gradients + TDM_OPTIMIZER_RATES_BYTES(0));
+  g_assert_cmpuint(e->device[1].total - e->device[0].total, ==, e->device[1].optimizer);
   g_free(e);
 }
 

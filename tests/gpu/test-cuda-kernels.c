@@ -535,16 +535,16 @@ optimizer_case(size_t n, size_t offset)
   g_autofree float *r2 = g_memdup2(s2, total * 4);
 
   for (int step = 0; step < 3; step++) {
-    tdm_backend_sgd_update(cpu, rp + offset, g + offset, n, 0.05f, 1e-4f);
-    tdm_backend_sgd_update(gpu, dp + offset, dg + offset, n, 0.05f, 1e-4f);
+    tdm_backend_sgd_update(cpu, rp + offset, g + offset, n, 0.05f, 1e-4f, NULL);
+    tdm_backend_sgd_update(gpu, dp + offset, dg + offset, n, 0.05f, 1e-4f, NULL);
   }
   check_close("sgd", dp + offset, rp + offset, n, TOL);
 
   for (int step = 0; step < 3; step++) {
     tdm_backend_momentum_update(cpu, rp + offset, g + offset, r1 + offset, n, 0.01f, 0.9f,
-                                5e-4f);
+                                5e-4f, NULL);
     tdm_backend_momentum_update(gpu, dp + offset, dg + offset, ds1 + offset, n, 0.01f, 0.9f,
-                                5e-4f);
+                                5e-4f, NULL);
   }
   check_close("momentum p", dp + offset, rp + offset, n, TOL);
   check_close("momentum v", ds1 + offset, r1 + offset, n, TOL);
@@ -552,9 +552,9 @@ optimizer_case(size_t n, size_t offset)
   for (int step = 1; step <= 3; step++) {
     float lr_t = 1e-3f * sqrtf(1.0f - powf(0.999f, step)) / (1.0f - powf(0.9f, step));
     tdm_backend_adam_update(cpu, rp + offset, g + offset, r1 + offset, r2 + offset, n, lr_t,
-                            0.9f, 0.999f, 1e-8f, 1e-4f);
+                            0.9f, 0.999f, 1e-8f, 1e-4f, NULL);
     tdm_backend_adam_update(gpu, dp + offset, dg + offset, ds1 + offset, ds2 + offset, n, lr_t,
-                            0.9f, 0.999f, 1e-8f, 1e-4f);
+                            0.9f, 0.999f, 1e-8f, 1e-4f, NULL);
   }
   check_close("adam p", dp + offset, rp + offset, n, TOL);
   check_close("adam m", ds1 + offset, r1 + offset, n, TOL);
@@ -563,6 +563,63 @@ optimizer_case(size_t n, size_t offset)
   tdm_backend_release(gpu, dg);
   tdm_backend_release(gpu, ds1);
   tdm_backend_release(gpu, ds2);
+}
+
+/* Each update with its rate and momentum read from device memory (what a step's graph
+ * replays) gives the bits of the same update given them as arguments, the float4 path
+ * and the scalar one (an odd offset). */
+static void
+test_optimizer_rates(void)
+{
+  if (!have_gpu())
+    return;
+  const size_t sizes[2][2] = {{100003, 0}, {1001, 1}};
+  for (int c = 0; c < 2; c++) {
+    size_t n = sizes[c][0], offset = sizes[c][1], total = n + offset;
+    g_autofree float *p = random_floats(total, -1, 1);
+    g_autofree float *g = random_floats(total, -1, 1);
+    g_autofree float *s = random_floats(total, 0.0, 0.01);
+    g_autofree uint8_t *mask = g_new(uint8_t, total);
+    for (size_t i = 0; i < total; i++)
+      mask[i] = i % 3 != 0;
+    float *a[3], *b[3];
+    for (int k = 0; k < 3; k++) {
+      a[k] = on(gpu, k == 0 ? p : s, total * 4);
+      b[k] = on(gpu, k == 0 ? p : s, total * 4);
+    }
+    float *dg = on(gpu, g, total * 4);
+    uint8_t *dmask = on(gpu, mask, total);
+    float *rates = on(gpu, (float[2]){0, 0}, 2 * sizeof(float));
+    for (int step = 1; step <= 3; step++) {
+      float lr = 0.01f / step, mu = 0.9f - 0.05f * step;
+      tdm_backend_upload(gpu, rates, (float[2]){lr, mu}, 2 * sizeof(float));
+      tdm_backend_sgd_update(gpu, a[0] + offset, dg + offset, n, lr, 1e-4f, NULL);
+      tdm_backend_sgd_update(gpu, b[0] + offset, dg + offset, n, 0, 1e-4f, rates);
+      tdm_backend_momentum_update(gpu, a[0] + offset, dg + offset, a[1] + offset, n, lr, mu,
+                                  5e-4f, NULL);
+      tdm_backend_momentum_update(gpu, b[0] + offset, dg + offset, b[1] + offset, n, 0, 0,
+                                  5e-4f, rates);
+      tdm_backend_sgd_momentum_update(gpu, a[0] + offset, dg + offset, a[1] + offset,
+                                      dmask + offset, n, lr, mu, 5e-4f, true, NULL);
+      tdm_backend_sgd_momentum_update(gpu, b[0] + offset, dg + offset, b[1] + offset,
+                                      dmask + offset, n, 0, 0, 5e-4f, true, rates);
+      tdm_backend_adam_update(gpu, a[0] + offset, dg + offset, a[1] + offset, a[2] + offset, n,
+                              lr, mu, 0.999f, 1e-8f, 1e-4f, NULL);
+      tdm_backend_adam_update(gpu, b[0] + offset, dg + offset, b[1] + offset, b[2] + offset, n,
+                              0, 0, 0.999f, 1e-8f, 1e-4f, rates);
+    }
+    for (int k = 0; k < 3; k++) {
+      g_autofree float *x = back(gpu, a[k], total * 4);
+      g_autofree float *y = back(gpu, b[k], total * 4);
+      g_assert_cmpmem(x, total * 4, y, total * 4);
+      tdm_backend_release(gpu, a[k]);
+      tdm_backend_release(gpu, b[k]);
+    }
+    tdm_backend_release(gpu, dg);
+    tdm_backend_release(gpu, dmask);
+    tdm_backend_release(gpu, rates);
+  }
+  g_assert_true(tdm_backend_check(gpu, NULL));
 }
 
 static void
@@ -646,6 +703,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda/softmax-xent", test_softmax);
   g_test_add_func("/cuda/gather", test_gather);
   g_test_add_func("/cuda/optimizers", test_optimizers);
+  g_test_add_func("/cuda/optimizer-rates", test_optimizer_rates);
   g_test_add_func("/cuda/exact-add", test_exact_add);
   test_cuda_add_machinery();
 

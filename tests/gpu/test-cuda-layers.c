@@ -538,9 +538,9 @@ nesterov_case(size_t n, bool nesterov, bool masked)
   uint8_t *dmask = on(mask, n);
   for (int step = 0; step < 3; step++) {
     tdm_backend_sgd_momentum_update(cpu, rp, g, rv, masked ? mask : NULL, n, 0.2f, 0.9f, 5e-4f,
-                                    nesterov);
+                                    nesterov, NULL);
     tdm_backend_sgd_momentum_update(gpu, dp, dg, dv, masked ? dmask : NULL, n, 0.2f, 0.9f,
-                                    5e-4f, nesterov);
+                                    5e-4f, nesterov, NULL);
   }
   tdm_backend_weight_decay(cpu, rg, rp, masked ? mask : NULL, n, 0.01f);
   tdm_backend_weight_decay(gpu, dg, dp, masked ? dmask : NULL, n, 0.01f);

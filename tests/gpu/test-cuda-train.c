@@ -645,6 +645,99 @@ test_prewarm_leaves_no_trace(void)
   }
 }
 
+typedef struct {
+  double host_operations, graph_operations, issue_ms;
+  int operations;
+} StepOps;
+
+static void
+remember_ops(const TdmEvent *e, gpointer data)
+{
+  if (e->kind != TDM_EVENT_DEVICES)
+    return;
+  StepOps *o = data;
+  o->host_operations = e->devices.device[0].host_operations;
+  o->graph_operations = e->devices.device[0].graph_operations;
+  o->issue_ms = e->devices.device[0].issue_ms;
+  o->operations = e->devices.device[0].operations_per_step;
+}
+
+/* Parameters and BN statistics of 24 steps of Adam under the one-cycle schedule (the
+ * rate and beta1 move every step) with the gradient's norm clipped, on one GPU, with
+ * its steps' graphs (TDM_CUDA_GRAPHS unset) or without them ("0"). The convolution
+ * engine's choices are this process's (its table of them outlives a run, the disk
+ * cache off), so the two runs convolve with the same candidates. */
+static float *
+train_graphs(gboolean graphs, TdmPrecision precision, size_t *count, StepOps *ops)
+{
+  if (graphs)
+    g_unsetenv("TDM_CUDA_GRAPHS");
+  else
+    g_setenv("TDM_CUDA_GRAPHS", "0", TRUE);
+  g_autoptr(TdmConfig) cfg = tdm_config_new();
+  g_autoptr(GError) error = NULL;
+  g_free(cfg->dataset);
+  cfg->dataset = g_strdup("synthetic");
+  g_free(cfg->network);
+  cfg->network = g_strdup(BN_NETWORK);
+  g_assert_true(tdm_config_set_devices(cfg, "cuda:0", &error));
+  cfg->batch = 56;
+  cfg->precision = precision;
+  cfg->max_steps = 24;
+  cfg->seed = 7;
+  cfg->optimizer = TDM_OPTIMIZER_ADAM;
+  cfg->lr = 2e-3;
+  cfg->schedule = TDM_SCHEDULE_ONECYCLE;
+  cfg->clip_grad_norm = 1.0;
+  cfg->crop_pad = 2;
+  cfg->flip = TDM_FLIP_ON;
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, remember_ops, ops);
+  g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+  g_assert_no_error(error);
+  g_unsetenv("TDM_CUDA_GRAPHS");
+  size_t n = 0, ns = 0;
+  const float *params = tdm_trainer_get_parameters(trainer, &n);
+  const float *state = tdm_trainer_get_bn_state(trainer, 0, &ns);
+  float *all = g_new(float, n + ns);
+  memcpy(all, params, n * sizeof(float));
+  memcpy(all + n, state, ns * sizeof(float));
+  *count = n + ns;
+  return all;
+}
+
+/* One graph a step: forward, backward, clipping and the update replayed with the
+ * schedule's rates written before each launch give the bits of the same steps issued
+ * one operation at a time, in fp32 and bf16; with graphs, a step issues a handful of
+ * operations from the host and runs the rest from its graph. */
+static void
+test_graphs_same_bits(void)
+{
+  if (!have_gpu())
+    return;
+  const TdmPrecision precisions[] = {TDM_PRECISION_FP32, TDM_PRECISION_BF16};
+  for (guint i = 0; i < G_N_ELEMENTS(precisions); i++) {
+    size_t n_off, n_on;
+    StepOps ops_off = {0}, ops_on = {0};
+    g_autofree float *off = train_graphs(FALSE, precisions[i], &n_off, &ops_off);
+    g_autofree float *on = train_graphs(TRUE, precisions[i], &n_on, &ops_on);
+    g_assert_cmpuint(n_on, ==, n_off);
+    size_t differ = 0;
+    for (size_t k = 0; k < n_off; k++)
+      differ += memcmp(&on[k], &off[k], sizeof(float)) != 0;
+    g_test_message("%s, 24 steps of Adam, one-cycle, clipped: graphs on vs off %zu of %zu "
+                   "values differ; a step's operations without graphs %d (host %.1f), with "
+                   "graphs host %.1f + graph %.1f; host time issuing a step %.3f ms off, "
+                   "%.3f ms on",
+                   tdm_precision_name(precisions[i]), differ, n_off, ops_off.operations,
+                   ops_off.host_operations, ops_on.host_operations, ops_on.graph_operations,
+                   ops_off.issue_ms, ops_on.issue_ms);
+    g_assert_cmpuint(differ, ==, 0);
+    g_assert_cmpfloat(ops_off.graph_operations, ==, 0);
+    g_assert_cmpfloat(ops_on.graph_operations, >, 0);
+    g_assert_cmpfloat(ops_on.host_operations, <, ops_off.host_operations);
+  }
+}
+
 /* Logits of test samples [0, count) with flips and 1-pixel shifts (ten views), in
  * chunks of 40, on backend b, from the given parameters and running statistics. */
 static float *
@@ -868,6 +961,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda-train/bn-network-matches-cpu", test_bn_network_matches_cpu);
   g_test_add_func("/cuda-train/sync-bn-replicas-on-one-gpu", test_sync_bn_replicas_on_one_gpu);
   g_test_add_func("/cuda-train/prewarm-leaves-no-trace", test_prewarm_leaves_no_trace);
+  g_test_add_func("/cuda-train/graphs-same-bits", test_graphs_same_bits);
   g_test_add_func("/cuda-train/tta-matches-cpu", test_tta_matches_cpu);
   g_test_add_func("/cuda-train/inference-matches-cpu", test_inference_matches_cpu);
   g_test_add_func("/cuda-train/out-of-memory", test_out_of_memory_is_reported);

@@ -2,15 +2,17 @@
 /* tdm-backend-cpu-optimizer.c — the CPU backend's optimizers over the flat parameter
  * buffer: Chainer's SGD, MomentumSGD and Adam (spelled out in SSE and AVX, the same
  * bits on every CPU), PyTorch's SGD with a weight-decay mask, and the masked decay the
- * others use.
+ * others use. Where `rates` is given, lr (lr_t) and momentum (beta1) come from it.
  */
 #include "tdm-backend-cpu-private.h"
 #include <math.h>
 
 void
 tdm_cpu_sgd_update(TdmBackend *b, float *p, const float *g, size_t n, float lr,
-                   float weight_decay)
+                   float weight_decay, const float *rates)
 {
+  if (rates != NULL)
+    lr = rates[0];
   float *restrict pp = p;
   const float *restrict gg = g;
   for (size_t i = 0; i < n; i++)
@@ -19,8 +21,12 @@ tdm_cpu_sgd_update(TdmBackend *b, float *p, const float *g, size_t n, float lr,
 
 void
 tdm_cpu_momentum_update(TdmBackend *b, float *p, const float *g, float *velocity, size_t n,
-                        float lr, float momentum, float weight_decay)
+                        float lr, float momentum, float weight_decay, const float *rates)
 {
+  if (rates != NULL) {
+    lr = rates[0];
+    momentum = rates[1];
+  }
   float *restrict pp = p;
   float *restrict vv = velocity;
   const float *restrict gg = g;
@@ -34,8 +40,12 @@ tdm_cpu_momentum_update(TdmBackend *b, float *p, const float *g, float *velocity
 void
 tdm_cpu_sgd_momentum_update(TdmBackend *b, float *p, const float *g, float *velocity,
                             const uint8_t *decay_mask, size_t n, float lr, float momentum,
-                            float weight_decay, bool nesterov)
+                            float weight_decay, bool nesterov, const float *rates)
 {
+  if (rates != NULL) {
+    lr = rates[0];
+    momentum = rates[1];
+  }
   float *restrict pp = p;
   float *restrict vv = velocity;
   const float *restrict gg = g;
@@ -133,8 +143,13 @@ adam_avx(float *restrict p, const float *restrict g, float *restrict m, float *r
 
 void
 tdm_cpu_adam_update(TdmBackend *b, float *p, const float *g, float *m, float *v, size_t n,
-                    float lr_t, float beta1, float beta2, float eps, float weight_decay)
+                    float lr_t, float beta1, float beta2, float eps, float weight_decay,
+                    const float *rates)
 {
+  if (rates != NULL) {
+    lr_t = rates[0];
+    beta1 = rates[1];
+  }
   const TdmAdamArgs k = {
     .lr_t = lr_t, .a1 = 1.0f - beta1, .a2 = 1.0f - beta2, .eps = eps, .wd = weight_decay,
   };

@@ -191,16 +191,17 @@ void tdm_cpu_gather_photo(TdmBackend *b, float *x, int32_t *y, const uint8_t *im
 
 /* tdm-backend-cpu-optimizer.c */
 void tdm_cpu_sgd_update(TdmBackend *b, float *p, const float *g, size_t n, float lr,
-                        float weight_decay);
+                        float weight_decay, const float *rates);
 void tdm_cpu_momentum_update(TdmBackend *b, float *p, const float *g, float *velocity, size_t n,
-                             float lr, float momentum, float weight_decay);
+                             float lr, float momentum, float weight_decay, const float *rates);
 void tdm_cpu_sgd_momentum_update(TdmBackend *b, float *p, const float *g, float *velocity,
                                  const uint8_t *decay_mask, size_t n, float lr, float momentum,
-                                 float weight_decay, bool nesterov);
+                                 float weight_decay, bool nesterov, const float *rates);
 void tdm_cpu_weight_decay(TdmBackend *b, float *g, const float *p, const uint8_t *decay_mask,
                           size_t n, float weight_decay);
 void tdm_cpu_adam_update(TdmBackend *b, float *p, const float *g, float *m, float *v, size_t n,
-                         float lr_t, float beta1, float beta2, float eps, float weight_decay);
+                         float lr_t, float beta1, float beta2, float eps, float weight_decay,
+                         const float *rates);
 void tdm_cpu_clip_norm(TdmBackend *b, float *x, size_t n, float max_norm, double *work);
 
 G_END_DECLS

@@ -9,29 +9,29 @@
 
 void
 tdm_cuda_sgd_update(TdmBackend *b, float *p, const float *g, size_t n, float lr,
-                    float weight_decay)
+                    float weight_decay, const float *rates)
 {
   if (tdm_cuda_begin(b))
-    TDM_CUDA_OK(b, tdm_k_sgd_update(p, g, n, lr, weight_decay, CUDA_B(b)->stream));
+    TDM_CUDA_OK(b, tdm_k_sgd_update(p, g, n, lr, weight_decay, rates, STREAM(b)));
 }
 
 void
 tdm_cuda_momentum_update(TdmBackend *b, float *p, const float *g, float *velocity, size_t n,
-                         float lr, float momentum, float weight_decay)
+                         float lr, float momentum, float weight_decay, const float *rates)
 {
   if (tdm_cuda_begin(b))
-    TDM_CUDA_OK(b, tdm_k_momentum_update(p, g, velocity, n, lr, momentum, weight_decay,
-                                         CUDA_B(b)->stream));
+    TDM_CUDA_OK(b, tdm_k_momentum_update(p, g, velocity, n, lr, momentum, weight_decay, rates,
+                                         STREAM(b)));
 }
 
 void
 tdm_cuda_sgd_momentum_update(TdmBackend *b, float *p, const float *g, float *velocity,
                              const uint8_t *decay_mask, size_t n, float lr, float momentum,
-                             float weight_decay, bool nesterov)
+                             float weight_decay, bool nesterov, const float *rates)
 {
   if (tdm_cuda_begin(b))
     TDM_CUDA_OK(b, tdm_k_sgd_momentum_update(p, g, velocity, decay_mask, n, lr, momentum,
-                                             weight_decay, nesterov, STREAM(b)));
+                                             weight_decay, nesterov, rates, STREAM(b)));
 }
 
 void
@@ -44,11 +44,12 @@ tdm_cuda_weight_decay(TdmBackend *b, float *g, const float *p, const uint8_t *de
 
 void
 tdm_cuda_adam_update(TdmBackend *b, float *p, const float *g, float *m, float *v, size_t n,
-                     float lr_t, float beta1, float beta2, float eps, float weight_decay)
+                     float lr_t, float beta1, float beta2, float eps, float weight_decay,
+                     const float *rates)
 {
   if (tdm_cuda_begin(b))
     TDM_CUDA_OK(b, tdm_k_adam_update(p, g, m, v, n, lr_t, beta1, beta2, eps, weight_decay,
-                                     CUDA_B(b)->stream));
+                                     rates, STREAM(b)));
 }
 
 G_STATIC_ASSERT(TDM_CLIP_WORK_DOUBLES == TDM_K_CLIP_WORK_DOUBLES);

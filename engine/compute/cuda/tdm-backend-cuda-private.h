@@ -239,14 +239,16 @@ void tdm_cuda_channel_affine(TdmBackend *b, float *x, size_t rows, TdmChannelAff
 
 /* tdm-backend-cuda-optimizer.c */
 void tdm_cuda_sgd_update(TdmBackend *b, float *p, const float *g, size_t n, float lr,
-                         float weight_decay);
+                         float weight_decay, const float *rates);
 void tdm_cuda_momentum_update(TdmBackend *b, float *p, const float *g, float *velocity,
-                              size_t n, float lr, float momentum, float weight_decay);
+                              size_t n, float lr, float momentum, float weight_decay,
+                              const float *rates);
 void tdm_cuda_sgd_momentum_update(TdmBackend *b, float *p, const float *g, float *velocity,
                                   const uint8_t *decay_mask, size_t n, float lr, float momentum,
-                                  float weight_decay, bool nesterov);
+                                  float weight_decay, bool nesterov, const float *rates);
 void tdm_cuda_weight_decay(TdmBackend *b, float *g, const float *p, const uint8_t *decay_mask,
                            size_t n, float weight_decay);
 void tdm_cuda_adam_update(TdmBackend *b, float *p, const float *g, float *m, float *v, size_t n,
-                          float lr_t, float beta1, float beta2, float eps, float weight_decay);
+                          float lr_t, float beta1, float beta2, float eps, float weight_decay,
+                          const float *rates);
 void tdm_cuda_clip_norm(TdmBackend *b, float *x, size_t n, float max_norm, double *work);
