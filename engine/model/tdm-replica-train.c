@@ -143,7 +143,7 @@ tdm_replica_train_step(TdmReplica *r, const int32_t *indices, int count, float g
      * that used it, this one too; the step then runs eagerly. */
     g_debug("%s: a step of %d samples wanted a larger workspace while captured; run "
             "eagerly", b->name, count);
-    if (tdm_replica_workspace_holds(r, r->columns_needed))
+    if (tdm_replica_workspace_holds(r, r->columns_needed, 0))
       train_eagerly(r, count, grad_scale);
     return;
   }
