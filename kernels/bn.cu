@@ -273,11 +273,11 @@ bn_forward_one(float x, int ch, const float *mean, const float *spread, const fl
 
 /* With a (not NULL): y = the bn's output (use_relu false) + a, then max(·, 0) when
  * add_relu, as add_out adds (a plain sum of two rounded values: nothing to contract). */
-template <bool EVAL, int V, typename I, typename X>
+template <bool EVAL, int V, typename I, typename X, typename Y, typename A>
 __global__ void
-bn_forward_kernel(float *y, const X *x, const float *mean, const float *spread,
+bn_forward_kernel(Y *y, const X *x, const float *mean, const float *spread,
                   const float *gamma, const float *beta, float eps, I total, I channels,
-                  bool use_relu, const float *a, bool add_relu)
+                  bool use_relu, const A *a, bool add_relu)
 {
   I stride = (I)gridDim.x * blockDim.x;
   for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total / V; i += stride) {
@@ -295,21 +295,23 @@ bn_forward_kernel(float *y, const X *x, const float *mean, const float *spread,
   }
 }
 
-template <bool EVAL, typename X>
+/* y of type Y (float, or uint16_t: bf16, rounded as it is stored), a of type A. */
+template <bool EVAL, typename X, typename Y = float, typename A = float>
 static cudaError_t
-bn_forward_launch(float *y, const X *x, const float *mean, const float *spread,
+bn_forward_launch(Y *y, const X *x, const float *mean, const float *spread,
                   const float *gamma, const float *beta, float eps, int rows, int channels,
-                  bool relu, cudaStream_t stream, const float *a = NULL, bool add_relu = false)
+                  bool relu, cudaStream_t stream, const A *a = NULL, bool add_relu = false)
 {
   size_t total = (size_t)(rows > 0 ? rows : 0) * (channels > 0 ? channels : 0);
   if (total == 0)
     return cudaSuccess;
   bool vec = channels % 4 == 0 && ((uintptr_t)x & (4 * sizeof(X) - 1)) == 0 &&
-             tdm_k_aligned16(y) && (a == NULL || tdm_k_aligned16(a));
+             ((uintptr_t)y & (4 * sizeof(Y) - 1)) == 0 &&
+             (a == NULL || ((uintptr_t)a & (4 * sizeof(A) - 1)) == 0);
   bool narrow = total < ((size_t)1 << 31);
   unsigned blocks = tdm_k_blocks(vec ? total / 4 : total, TDM_K_THREADS);
 #define BN_FORWARD(V, I)                                                                       \
-  bn_forward_kernel<EVAL, V, I, X><<<blocks, TDM_K_THREADS, 0, stream>>>(                      \
+  bn_forward_kernel<EVAL, V, I, X, Y, A><<<blocks, TDM_K_THREADS, 0, stream>>>(                \
       y, x, mean, spread, gamma, beta, eps, (I)total, (I)channels, relu, a, add_relu)
   if (vec && narrow)
     BN_FORWARD(4, uint32_t);
@@ -345,6 +347,34 @@ tdm_k_bn_forward_add(float *y, const void *x, bool x16, const float *mean, const
                                     rows, channels, false, stream, a, relu);
   return bn_forward_launch<false>(y, (const float *)x, mean, invstd, gamma, beta, 0.0f, rows,
                                   channels, false, stream, a, relu);
+}
+
+/* The output stored as bf16, with an addend of type A (or none). */
+template <typename A>
+static cudaError_t
+bn_forward_bf16_launch(uint16_t *y, const void *x, bool x16, const float *mean,
+                       const float *invstd, const float *gamma, const float *beta, const A *a,
+                       int rows, int channels, bool relu, cudaStream_t stream)
+{
+  /* With an addend, bn_forward_add's order: the bn without its ReLU, the add, then it. */
+  bool bn_relu = relu && a == NULL, add_relu = relu && a != NULL;
+  if (x16)
+    return bn_forward_launch<false>(y, (const uint16_t *)x, mean, invstd, gamma, beta, 0.0f,
+                                    rows, channels, bn_relu, stream, a, add_relu);
+  return bn_forward_launch<false>(y, (const float *)x, mean, invstd, gamma, beta, 0.0f, rows,
+                                  channels, bn_relu, stream, a, add_relu);
+}
+
+extern "C" cudaError_t
+tdm_k_bn_forward_bf16(uint16_t *y, const void *x, bool x16, const float *mean,
+                      const float *invstd, const float *gamma, const float *beta, const void *a,
+                      bool a16, int rows, int channels, bool relu, cudaStream_t stream)
+{
+  if (a != NULL && a16)
+    return bn_forward_bf16_launch(y, x, x16, mean, invstd, gamma, beta, (const uint16_t *)a,
+                                  rows, channels, relu, stream);
+  return bn_forward_bf16_launch(y, x, x16, mean, invstd, gamma, beta, (const float *)a, rows,
+                                channels, relu, stream);
 }
 
 extern "C" cudaError_t

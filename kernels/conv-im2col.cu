@@ -185,11 +185,14 @@ tdm_k_im2col(float *col, const float *x, int n, int h, int w, int c, int kh, int
 }
 
 extern "C" cudaError_t
-tdm_k_im2col_bf16(uint16_t *col, const float *x, int n, int h, int w, int c, int kh, int kw,
-                  int pad, int stride, cudaStream_t stream)
+tdm_k_im2col_bf16(uint16_t *col, const void *x, bool x16, int n, int h, int w, int c, int kh,
+                  int kw, int pad, int stride, cudaStream_t stream)
 {
-  return im2col_launch<uint16_t, false>(col, x, n, h, w, c, kh, kw, pad, stride, BnGather{},
-                                        stream);
+  if (x16)
+    return im2col_launch<uint16_t, false>(col, (const uint16_t *)x, n, h, w, c, kh, kw, pad,
+                                          stride, BnGather{}, stream);
+  return im2col_launch<uint16_t, false>(col, (const float *)x, n, h, w, c, kh, kw, pad, stride,
+                                        BnGather{}, stream);
 }
 
 extern "C" cudaError_t

@@ -255,6 +255,90 @@ tdm_k_add_out(float *y, const float *a, const float *x, size_t n, bool relu,
   return launch_map<TDM_OP_ADD>(y, a, x, 0.0f, n, stream);
 }
 
+/* A residual block's tensors stored as bf16: V elements a thread through tdm_k_vec
+ * (V = 4 where every pointer allows it), the tail one by one. */
+template <int V, typename X>
+__global__ void
+add_out_bf16_kernel(uint16_t *y, const float *a, const X *x, size_t n, bool relu)
+{
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n / V; i += stride) {
+    float va[V], vx[V];
+    tdm_k_vec<V>::load(va, a + i * V);
+    tdm_k_vec<V>::load(vx, x + i * V);
+    for (int j = 0; j < V; j++)
+      va[j] = relu ? tdm_k_relu_value(va[j] + vx[j]) : va[j] + vx[j];
+    tdm_k_vec<V>::store(y + i * V, va);
+  }
+}
+
+template <int V>
+__global__ void
+relu_backward_bf16_kernel(float *dx, const float *dy, const uint16_t *y, size_t n)
+{
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n / V; i += stride) {
+    float vd[V], vy[V];
+    tdm_k_vec<V>::load(vd, dy + i * V);
+    tdm_k_vec<V>::load(vy, y + i * V);
+    for (int j = 0; j < V; j++)
+      vd[j] = vy[j] > 0.0f ? vd[j] : 0.0f;
+    tdm_k_vec<V>::store(dx + i * V, vd);
+  }
+}
+
+/* Whether the V = 4 body applies: 16-byte float and 8-byte bf16 accesses. */
+static bool
+quads_aligned(const void *f32a, const void *f32b, const void *b16a, const void *b16b)
+{
+  return tdm_k_aligned16(f32a) && tdm_k_aligned16(f32b) && ((uintptr_t)b16a & 7u) == 0 &&
+         ((uintptr_t)b16b & 7u) == 0;
+}
+
+template <typename X>
+static cudaError_t
+add_out_bf16_launch(uint16_t *y, const float *a, const X *x, size_t n, bool relu,
+                    cudaStream_t stream)
+{
+  bool x_wide = sizeof(X) == sizeof(float);
+  bool vec = quads_aligned(a, x_wide ? (const void *)x : NULL, y, x_wide ? NULL : (const void *)x);
+  size_t body = vec ? n / 4 * 4 : 0;
+  if (body > 0)
+    add_out_bf16_kernel<4, X><<<tdm_k_blocks(body / 4, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                stream>>>(y, a, x, body, relu);
+  if (n > body)
+    add_out_bf16_kernel<1, X><<<tdm_k_blocks(n - body, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                stream>>>(y + body, a + body, x + body, n - body, relu);
+  return tdm_k_launched();
+}
+
+extern "C" cudaError_t
+tdm_k_add_out_bf16(uint16_t *y, const float *a, const void *x, bool x16, size_t n, bool relu,
+                   cudaStream_t stream)
+{
+  if (n == 0)
+    return cudaSuccess;
+  if (x16)
+    return add_out_bf16_launch(y, a, (const uint16_t *)x, n, relu, stream);
+  return add_out_bf16_launch(y, a, (const float *)x, n, relu, stream);
+}
+
+extern "C" cudaError_t
+tdm_k_relu_backward_bf16(float *dx, const float *dy, const uint16_t *y, size_t n,
+                         cudaStream_t stream)
+{
+  if (n == 0)
+    return cudaSuccess;
+  size_t body = quads_aligned(dx, dy, y, NULL) ? n / 4 * 4 : 0;
+  if (body > 0)
+    relu_backward_bf16_kernel<4><<<tdm_k_blocks(body / 4, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                   stream>>>(dx, dy, y, body);
+  if (n > body)
+    relu_backward_bf16_kernel<1><<<tdm_k_blocks(n - body, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                   stream>>>(dx + body, dy + body, y + body, n - body);
+  return tdm_k_launched();
+}
+
 /* out[i] = in[i] rounded to bfloat16, nearest even. */
 __global__ void
 to_bf16_kernel(uint16_t *out, const float *in, size_t n)

@@ -42,6 +42,13 @@ cudaError_t tdm_k_scale(float *y, float alpha, size_t n, cudaStream_t stream);
 cudaError_t tdm_k_to_bf16(uint16_t *out, const float *in, size_t n, cudaStream_t stream);
 /* out[i] = the bfloat16 in[i] as float (exact). */
 cudaError_t tdm_k_from_bf16(float *out, const uint16_t *in, size_t n, cudaStream_t stream);
+/* A residual block's tensors stored as bfloat16: dx = y > 0 ? dy : 0 with y bf16;
+ * y = a + x (x float32 or, x16, bf16; then max(·, 0) when relu) rounded: the bits of
+ * tdm_k_add_out then tdm_k_to_bf16. */
+cudaError_t tdm_k_relu_backward_bf16(float *dx, const float *dy, const uint16_t *y, size_t n,
+                                     cudaStream_t stream);
+cudaError_t tdm_k_add_out_bf16(uint16_t *y, const float *a, const void *x, bool x16, size_t n,
+                               bool relu, cudaStream_t stream);
 /* Forward and backward alike (y == x allowed): x masked and scaled by 1 / (1 − p). */
 cudaError_t tdm_k_dropout(float *y, const float *x, const int32_t *indices, int n,
                           int per_sample, float p, uint64_t key, uint32_t epoch,
@@ -65,9 +72,10 @@ cudaError_t tdm_k_gemm_small(bool trans_a, bool trans_b, int m, int n, int k, fl
 /* conv-im2col.cu */
 cudaError_t tdm_k_im2col(float *col, const float *x, int n, int h, int w, int c, int kh,
                          int kw, int pad, int stride, cudaStream_t stream);
-/* im2col into bfloat16 columns (bits, rounded to nearest even). */
-cudaError_t tdm_k_im2col_bf16(uint16_t *col, const float *x, int n, int h, int w, int c,
-                              int kh, int kw, int pad, int stride, cudaStream_t stream);
+/* im2col into bfloat16 columns (bits, rounded to nearest even) of x, float32 or (x16)
+ * bfloat16 (copied). */
+cudaError_t tdm_k_im2col_bf16(uint16_t *col, const void *x, bool x16, int n, int h, int w,
+                              int c, int kh, int kw, int pad, int stride, cudaStream_t stream);
 /* The same columns of bn_forward's training output (relu optional) computed from its
  * input x as they are gathered: the bits of tdm_k_bn_forward then tdm_k_im2col_bf16. */
 cudaError_t tdm_k_im2col_bf16_bn(uint16_t *col, const void *x, bool x16, const float *mean,
@@ -163,6 +171,12 @@ cudaError_t tdm_k_bn_forward(float *y, const void *x, bool x16, const float *mea
                              int rows, int channels, bool relu, cudaStream_t stream);
 /* tdm_k_bn_forward (no ReLU of its own) then y += a and, with relu, max(y, 0): the bits
  * of tdm_k_bn_forward then tdm_k_add_out, in one pass. */
+/* tdm_k_bn_forward (a NULL) or tdm_k_bn_forward_add (a float32 or, a16, bf16) rounded
+ * into y as bf16: the bits of either then tdm_k_to_bf16, in one pass. */
+cudaError_t tdm_k_bn_forward_bf16(uint16_t *y, const void *x, bool x16, const float *mean,
+                                  const float *invstd, const float *gamma, const float *beta,
+                                  const void *a, bool a16, int rows, int channels, bool relu,
+                                  cudaStream_t stream);
 cudaError_t tdm_k_bn_forward_add(float *y, const void *x, bool x16, const float *mean,
                                  const float *invstd, const float *gamma, const float *beta,
                                  const float *a, int rows, int channels, bool relu,

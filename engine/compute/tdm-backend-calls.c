@@ -373,12 +373,13 @@ tdm_backend_to_bf16(TdmBackend *b, uint16_t *out, const float *in, size_t n)
 }
 
 void
-tdm_backend_im2col_bf16(TdmBackend *b, uint16_t *col, const float *x, int n, int h, int w,
-                        int c, int kh, int kw, int pad, int stride)
+tdm_backend_im2col_bf16(TdmBackend *b, uint16_t *col, const void *x, TdmDtype x_type, int n,
+                        int h, int w, int c, int kh, int kw, int pad, int stride)
 {
   if (tdm_backend_enter(b) &&
-      tdm_backend_conv_args_ok(b, "im2col_bf16", n, h, w, c, kh, kw, pad, stride))
-    b->ops->im2col_bf16(b, col, x, n, h, w, c, kh, kw, pad, stride);
+      tdm_backend_conv_args_ok(b, "im2col_bf16", n, h, w, c, kh, kw, pad, stride) &&
+      tdm_backend_input_ok(b, "im2col_bf16", x_type))
+    b->ops->im2col_bf16(b, col, x, x_type, n, h, w, c, kh, kw, pad, stride);
 }
 
 void
@@ -480,6 +481,32 @@ tdm_backend_add_out(TdmBackend *b, float *y, const float *a, const float *x, siz
     b->ops->add_out(b, y, a, x, n, relu);
 }
 
+/* bf16 blocks */
+
+void
+tdm_backend_from_bf16(TdmBackend *b, float *out, const uint16_t *in, size_t n)
+{
+  if (tdm_backend_enter(b) && TDM_HAS_OP(b, from_bf16))
+    b->ops->from_bf16(b, out, in, n);
+}
+
+void
+tdm_backend_relu_backward_bf16(TdmBackend *b, float *dx, const float *dy, const uint16_t *y,
+                               size_t n)
+{
+  if (tdm_backend_enter(b) && TDM_HAS_OP(b, relu_backward_bf16))
+    b->ops->relu_backward_bf16(b, dx, dy, y, n);
+}
+
+void
+tdm_backend_add_out_bf16(TdmBackend *b, uint16_t *y, const float *a, const void *x,
+                         TdmDtype x_type, size_t n, bool relu)
+{
+  if (tdm_backend_enter(b) && TDM_HAS_OP(b, add_out_bf16) &&
+      tdm_backend_input_ok(b, "add_out_bf16", x_type))
+    b->ops->add_out_bf16(b, y, a, x, x_type, n, relu);
+}
+
 void
 tdm_backend_exact_add(TdmBackend *b, int64_t *acc, const float *x, size_t n, int64_t *bad)
 {
@@ -533,6 +560,14 @@ gboolean
 tdm_backend_has_bn_backward_dx_bf16(TdmBackend *b)
 {
   return b->ops->bn_backward_dx_bf16 != NULL;
+}
+
+gboolean
+tdm_backend_has_bf16_blocks(TdmBackend *b)
+{
+  return b->ops->bn_bf16_input && b->ops->from_bf16 != NULL &&
+         b->ops->relu_backward_bf16 != NULL && b->ops->add_out_bf16 != NULL &&
+         b->ops->bn_forward_bf16 != NULL;
 }
 
 gboolean

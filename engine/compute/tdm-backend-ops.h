@@ -169,7 +169,7 @@ struct _TdmBackendOps {
 
   /* bf16 operands. */
   void (*to_bf16) (TdmBackend *b, uint16_t *out, const float *in, size_t n);
-  void (*im2col_bf16) (TdmBackend *b, uint16_t *col, const float *x,
+  void (*im2col_bf16) (TdmBackend *b, uint16_t *col, const void *x, TdmDtype x_type,
                        int n, int h, int w, int c, int kh, int kw, int pad, int stride);
   /* Optional. */
   void (*im2col_bf16_bn) (TdmBackend *b, uint16_t *col, const void *x, TdmDtype x_type,
@@ -194,6 +194,17 @@ struct _TdmBackendOps {
   /* Optional. */
   void (*add_out) (TdmBackend *b, float *y, const float *a, const float *x, size_t n,
                    bool relu);
+  /* Optional, all four or none (tdm_backend_has_bf16_blocks()): a residual block's
+   * input and output stored as bf16. */
+  void (*from_bf16) (TdmBackend *b, float *out, const uint16_t *in, size_t n);
+  void (*relu_backward_bf16) (TdmBackend *b, float *dx, const float *dy, const uint16_t *y,
+                              size_t n);
+  void (*add_out_bf16) (TdmBackend *b, uint16_t *y, const float *a, const void *x,
+                        TdmDtype x_type, size_t n, bool relu);
+  void (*bn_forward_bf16) (TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
+                           const float *mean, const float *invstd, const float *gamma,
+                           const float *beta, const void *a, TdmDtype a_type, int rows,
+                           int channels, bool relu);
   /* Optional. */
   void (*exact_add) (TdmBackend *b, int64_t *acc, const float *x, size_t n, int64_t *bad);
 

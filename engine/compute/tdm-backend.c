@@ -123,6 +123,13 @@ tdm_backend_kind_has_bn_bf16_input(TdmBackendKind kind)
   return kind == TDM_BACKEND_CPU || kind == TDM_BACKEND_CUDA;
 }
 
+gboolean
+tdm_backend_kind_has_bf16_blocks(TdmBackendKind kind)
+{
+  /* The CPU's elementwise and bn files and kernels/ have all four. */
+  return kind == TDM_BACKEND_CPU || kind == TDM_BACKEND_CUDA;
+}
+
 void
 tdm_backend_free(TdmBackend *b)
 {

@@ -109,8 +109,9 @@ typedef struct {
   /* The input, n×h×w×c. When bn_mean is not NULL, the convolution's input is
    * bn_forward's training output of x (bn_mean, bn_invstd, bn_gamma, bn_beta, then
    * max(·, 0) when bn_relu), computed as it is read: the normalized tensor was never
-   * written (the replica's bn left it to the conv). x is of type x_type: bf16 only
-   * with bn_mean (a bn input stored as bf16, tdm_backend_has_bn_bf16_input()). */
+   * written (the replica's bn left it to the conv). x is of type x_type, bf16 where the
+   * run stores it so (tdm_backend_has_bn_bf16_input()): a bn's input, or in a bf16 run
+   * a residual block's input read as it is. */
   const float *x;
   TdmDtype x_type;
   const float *bn_mean, *bn_invstd, *bn_gamma, *bn_beta;
@@ -571,13 +572,13 @@ void tdm_backend_clip_norm (TdmBackend *b, float *x, size_t n, float max_norm, d
 
 /* --precision bf16's stored operands: bfloat16 numbers as their bits (uint16_t),
  * rounded to nearest even from float (tdm-bf16.h's rule, the GPU's). to_bf16: out[i] =
- * in[i] as bfloat16. im2col_bf16: im2col's columns, each value
- * rounded. gemm_bf16: gemm's C = alpha · op(A) · op(B) + beta · C with A and B in
+ * in[i] as bfloat16. im2col_bf16: im2col's columns of x (float32, each value rounded;
+ * or bf16, tdm_backend_has_bn_bf16_input(), each value copied). gemm_bf16: gemm's C = alpha · op(A) · op(B) + beta · C with A and B in
  * bfloat16, products accumulated in float32, C float32. A convolution whose
  * columns are bf16 reads half the bytes in its forward and weight-gradient GEMMs,
  * which on a GPU wait on memory, not arithmetic. */
 void tdm_backend_to_bf16 (TdmBackend *b, uint16_t *out, const float *in, size_t n);
-void tdm_backend_im2col_bf16 (TdmBackend *b, uint16_t *col, const float *x,
+void tdm_backend_im2col_bf16 (TdmBackend *b, uint16_t *col, const void *x, TdmDtype x_type,
                               int n, int h, int w, int c, int kh, int kw, int pad, int stride);
 /* im2col_bf16 of bn_forward's output (training mode: mean, invstd, gamma, beta as
  * there, then max(·, 0) when relu), computed from the bn's input x as it is gathered:
@@ -622,6 +623,25 @@ void tdm_backend_exact_add (TdmBackend *b, int64_t *acc, const float *x, size_t 
 void tdm_backend_add_out (TdmBackend *b, float *y, const float *a, const float *x, size_t n,
                           bool relu);
 
+/* A residual block's input and output stored as bf16 (a bf16 run's blocks), where
+ * tdm_backend_has_bf16_blocks(); elsewhere they fail. Each value written is the float32
+ * result rounded once as to_bf16 rounds; each bf16 value read is widened exactly.
+ * from_bf16: out[i] = in[i] as float. relu_backward_bf16: relu_backward with the ReLU's
+ * output y stored as bf16 (y > 0 as the rounded value says). add_out_bf16: add_out's y
+ * = a + x (then max(·, 0) when relu) rounded into y, x float32 or bf16.
+ * bn_forward_bf16: bn_forward's training output rounded into y, the bits of bn_forward
+ * then to_bf16; when a is not NULL (float32 or bf16), bn_forward_add's y instead
+ * (bn_forward without its own ReLU, + a, then max(·, 0) when relu), rounded. */
+void tdm_backend_from_bf16 (TdmBackend *b, float *out, const uint16_t *in, size_t n);
+void tdm_backend_relu_backward_bf16 (TdmBackend *b, float *dx, const float *dy,
+                                     const uint16_t *y, size_t n);
+void tdm_backend_add_out_bf16 (TdmBackend *b, uint16_t *y, const float *a, const void *x,
+                               TdmDtype x_type, size_t n, bool relu);
+void tdm_backend_bn_forward_bf16 (TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
+                                  const float *mean, const float *invstd, const float *gamma,
+                                  const float *beta, const void *a, TdmDtype a_type, int rows,
+                                  int channels, bool relu);
+
 /* Where tdm_backend_has_graphs() (a GPU): record the operations issued between begin
  * and end into a graph that launch replays; key tells graphs of different shapes
  * apart. Elsewhere begin and launch return FALSE and end does nothing. */
@@ -639,6 +659,10 @@ gboolean tdm_backend_has_bn_bf16_input (TdmBackend *b);
  * plan stores a conv's output as bf16 only where its kind reads it so
  * (tdm_replica_layer_buffers()); elsewhere every activation stays float32. */
 gboolean tdm_backend_kind_has_bn_bf16_input (TdmBackendKind kind);
+/* Whether the backend has the four operations of bf16 blocks above (and reads bf16
+ * inputs); by kind, for the plan, without one at hand. */
+gboolean tdm_backend_has_bf16_blocks (TdmBackend *b);
+gboolean tdm_backend_kind_has_bf16_blocks (TdmBackendKind kind);
 gboolean tdm_backend_has_exact_add (TdmBackend *b);
 gboolean tdm_backend_has_gather_photo (TdmBackend *b);
 gboolean tdm_backend_has_graphs (TdmBackend *b);

@@ -8,9 +8,10 @@
  * conv before it is written as that conv's bf16 operand; a conv's output that only the
  * bn after it reads is stored as bf16 in a bf16 run (conv_output_bf16()), and the bn
  * reads it so; a block's last bn is computed by the block's end as it adds
- * (bn_forward_add). Convolutions go to the
- * backend's convolution engine where it has one, else are composed here. Not the
- * buffers, the gather or the step's shape (tdm-replica.c). */
+ * (bn_forward_add); a block's input and output are stored as bf16 where their readers
+ * take it (block_output_bf16()). A conv layer's own forward and backward are
+ * tdm-replica-conv.c's. Not the buffers, the gather or the step's shape
+ * (tdm-replica.c). */
 #include "tdm-replica-private.h"
 #include "tdm-counter-rng.h"
 
@@ -40,19 +41,24 @@ bn_count(TdmReplica *r, int n, int pixels)
 }
 
 /* y = BN(x) (then ReLU) over rows × C, in the given mode, x of type x_type; work is
- * the layer's bn_work. The statistics: one pass into this replica's slot, one all-reduce of
+ * the layer's bn_work. With y16, y is stored there as bf16 instead (block_output_bf16():
+ * the stem's output; in evaluation mode, a frozen bn's, through the free gradient
+ * buffer). The statistics: one pass into this replica's slot, one all-reduce of
  * every replica's slots when synchronized, merged in slot order (tdm-bn-moments.h).
  * statistics_only: y is left unwritten (bn_output_left_to_next()). */
 static void
-bn_forward(TdmReplica *r, TdmPassMode mode, float *y, const void *x, TdmDtype x_type, int n,
-           int pixels, int c, const float *gamma, const float *beta, float *work,
-           float *running, bool relu, gboolean statistics_only)
+bn_forward(TdmReplica *r, TdmPassMode mode, float *y, uint16_t *y16, const void *x,
+           TdmDtype x_type, int n, int pixels, int c, const float *gamma, const float *beta,
+           float *work, float *running, bool relu, gboolean statistics_only)
 {
   TdmBackend *b = r->backend;
   int rows = n * pixels;
   if (mode == MODE_EVAL) {
-    tdm_backend_bn_forward_eval(b, y, x, x_type, running, running + c, gamma, beta, TDM_BN_EPS,
-                                rows, c, relu);
+    float *out = y16 != NULL ? r->grad_a : y;
+    tdm_backend_bn_forward_eval(b, out, x, x_type, running, running + c, gamma, beta,
+                                TDM_BN_EPS, rows, c, relu);
+    if (y16 != NULL)
+      tdm_backend_to_bf16(b, y16, out, (size_t)rows * c);
     return;
   }
   float *saved = work + 2 * c;
@@ -65,7 +71,12 @@ bn_forward(TdmReplica *r, TdmPassMode mode, float *y, const void *x, TdmDtype x_
   tdm_backend_bn_stats(b, saved, slots, slot_count, c, TDM_BN_EPS, TDM_BN_MOMENTUM,
                        mode == MODE_TRAIN ? running : NULL,
                        mode == MODE_TRAIN ? running + c : NULL);
-  if (!statistics_only)
+  if (statistics_only)
+    return;
+  if (y16 != NULL)
+    tdm_backend_bn_forward_bf16(b, y16, x, x_type, saved, saved + c, gamma, beta, NULL,
+                                TDM_DTYPE_F32, rows, c, relu);
+  else
     tdm_backend_bn_forward(b, y, x, x_type, saved, saved + c, gamma, beta, rows, c, relu);
 }
 
@@ -106,44 +117,8 @@ dropout_key(const TdmReplica *r, int layer)
   return tdm_crng_key(r->seed, TDM_RNG_DROPOUT + (uint32_t)layer);
 }
 
-/* Whether a conv with columns runs its forward and weight-gradient products on
- * bfloat16 operands (--precision bf16 on a backend that has them). In the forward the
- * columns, as bf16, take the first half of the layer's float32 column buffer (the
- * weights as bf16 come from params16, which every bf16 replica keeps). In the backward
- * the output gradient as bf16 (rows · out_c) starts the workspace, where the
- * convolution engine's layout has it too (the bn after the conv writes it there,
- * bn_dx_as_conv_dy16()), and the bf16 columns follow: both fit when out_c <= k.
- * Else (a first layer of few input channels) the float32 path. The data gradient goes
- * through bf16 columns too when the weights (without params16) fit after them
- * (conv_bf16_dx): its product writes them where the columns were, after the weight
- * gradient has read them, and col2im sums them in float32. */
-static gboolean
-conv_bf16(TdmReplica *r, const float *col, int rows, int k, int out_c)
-{
-  return r->backend->precision == TDM_PRECISION_BF16 && col != NULL && out_c <= k &&
-         (r->params16 != NULL || out_c <= rows);
-}
-
-static gboolean
-conv_bf16_dx(TdmReplica *r, int rows, int k, int out_c)
-{
-  size_t weights = r->params16 != NULL ? 0 : (size_t)out_c * k;
-  return (size_t)rows * out_c + weights <= (size_t)rows * k;
-}
-
-/* A conv's weights w (out_c·k values) as bf16: in params16, which the forward pass
- * rounded all at once, when the replica keeps one; else rounded into spare. */
-static const uint16_t *
-conv_weights16(TdmReplica *r, const float *w, size_t count, uint16_t *spare)
-{
-  if (r->params16 != NULL)
-    return r->params16 + (w - r->params);
-  tdm_backend_to_bf16(r->backend, spare, w, count);
-  return spare;
-}
-
 /* Where the input gradient of bn layer i goes straight into the bf16 output gradient
- * of the conv before it (the second half of the conv's columns, conv_bf16()): when
+ * of the conv before it (the second half of the conv's columns, tdm_replica_conv_bf16()): when
  * that conv reads its output gradient only as bf16 (its products on bf16 operands, its
  * input gradient too if it passes one on, no bias and no ReLU of its own), so the
  * float32 gradient would only be written to be rounded. The rounding is to_bf16's:
@@ -161,8 +136,8 @@ bn_dx_as_conv_dy16(TdmReplica *r, int i, int n)
     return NULL;
   int rows = n * conv->out_h * conv->out_w;
   int k = conv->in_c * conv->kernel * conv->kernel;
-  if (!conv_bf16(r, r->cols[i - 1], rows, k, conv->out_c) ||
-      (i - 1 > 0 && !conv_bf16_dx(r, rows, k, conv->out_c)) ||
+  if (!tdm_replica_conv_bf16(r, r->cols[i - 1], rows, k, conv->out_c) ||
+      (i - 1 > 0 && !tdm_replica_conv_bf16_dx(r, rows, k, conv->out_c)) ||
       (size_t)rows * conv->out_c * sizeof(uint16_t) > r->columns_bytes)
     return NULL;
   return (uint16_t *)r->cols[i - 1];
@@ -175,16 +150,6 @@ layer_frozen(const TdmReplica *r, int i)
 {
   return r->frozen != NULL && r->frozen[i];
 }
-
-/* A training bn's output that the layer after it computes from the bn's input as it
- * reads it (bn_output_left_to_next()). */
-typedef struct {
-  const void *x;               /* the bn's input, of type x_type */
-  TdmDtype x_type;
-  const float *saved;          /* mean[C], then invstd[C] (bn_work + 2C) */
-  const float *gamma, *beta;
-  bool relu;
-} BnGather;
 
 /* Whether bn layer i leaves its output unwritten in training, for the layer after it
  * to compute as it reads it, when that layer is the output's only reader: a max pool
@@ -204,7 +169,7 @@ bn_output_left_to_next(TdmReplica *r, int i, int n, TdmPassMode mode)
       r->conv_work[i + 1] != NULL)
     return FALSE;
   int rows = n * next->out_h * next->out_w;
-  return conv_bf16(r, r->cols[i + 1], rows, next->in_c * next->kernel * next->kernel,
+  return tdm_replica_conv_bf16(r, r->cols[i + 1], rows, next->in_c * next->kernel * next->kernel,
                    next->out_c);
 }
 
@@ -227,199 +192,54 @@ bn_input_of(TdmReplica *r, int i, int n, BnGather *gather)
   return gather;
 }
 
-/* The convolution engine's view of a conv layer's call (tdm-backend.h): its shape, the
- * input (or the bn's input it normalizes as it reads), the weights (and their bf16
- * copy), the one workspace. */
-static TdmConvArgs
-conv_args(TdmReplica *r, const float *x, const BnGather *bn, const float *w, int n, int in_h,
-          int in_w, int in_c, int out_c, int kernel, int pad, int stride, size_t *needed)
-{
-  TdmConvArgs a = {
-      .shape = {n, in_h, in_w, in_c, out_c, kernel, pad, stride},
-      .x = bn != NULL ? bn->x : x,
-      .x_type = bn != NULL ? bn->x_type : TDM_DTYPE_F32,
-      .w = w,
-      .w16 = r->params16 != NULL ? r->params16 + (w - r->params) : NULL,
-      .work = r->columns,
-      .work_bytes = r->columns_bytes,
-      .work_needed = needed,
-  };
-  if (bn != NULL) {
-    a.bn_mean = bn->saved;
-    a.bn_invstd = bn->saved + in_c;
-    a.bn_gamma = bn->gamma;
-    a.bn_beta = bn->beta;
-    a.bn_relu = bn->relu;
-  }
-  return a;
-}
-
-/* A conv's product: the backend's whole convolution where the layer has its scratch
- * (work: tdm_replica_layer_buffers() gave it one because the backend takes the shape),
- * else out = cols(x) · Wᵀ, the columns kept in col (or x itself for a 1×1 conv of
- * stride 1). With bn, x was never written: the columns normalize bn->x. With y16, the
- * output is stored as bf16 there instead of y (conv_output_bf16()): each value the
- * float32 sum rounded once, by the bf16 product itself where the conv has bf16 columns,
- * else after a float32 product into the gradient buffer, which the forward leaves
- * unused. */
+/* The end of a block, layer i: y = x + skip, then the block's ReLU (add_out), skip of
+ * type skip_type; with y16, y is stored there as bf16 instead (block_output_bf16()). */
 static void
-conv_forward(TdmReplica *r, float *y, uint16_t *y16, const float *x, const BnGather *bn,
-             float *col, float *work, const float *w, int n, int in_h, int in_w, int in_c,
-             int out_c, int kernel, int pad, int stride, int out_h, int out_w)
+block_end_add(TdmReplica *r, float *y, uint16_t *y16, const float *x, const void *skip,
+              TdmDtype skip_type, size_t count, bool relu)
 {
-  TdmBackend *b = r->backend;
-  int rows = n * out_h * out_w;
-  int k = in_c * kernel * kernel;
-  if (work != NULL) {
-    g_assert(y16 == NULL); /* a bf16 run composes every conv from columns */
-    tdm_backend_conv_forward(b, y, x, w, work, n, in_h, in_w, in_c, out_c, kernel, pad, stride);
+  if (y16 != NULL) {
+    tdm_backend_add_out_bf16(r->backend, y16, x, skip, skip_type, count, relu);
     return;
   }
-  size_t need = 0;
-  TdmConvArgs args =
-      conv_args(r, x, bn, w, n, in_h, in_w, in_c, out_c, kernel, pad, stride, &need);
-  args.y = y16 != NULL ? NULL : y;
-  args.y16 = y16;
-  if (tdm_backend_conv_engine_forward(b, &args)) {
-    tdm_replica_workspace_holds(r, need);
-    return;
-  }
-  if (need > args.work_bytes && tdm_replica_workspace_holds(r, need)) {
-    args.work = r->columns;
-    args.work_bytes = r->columns_bytes;
-    if (tdm_backend_conv_engine_forward(b, &args))
-      return;
-  }
-  if (col != NULL) {
-    tdm_replica_workspace_holds(r, (size_t)rows * k * sizeof(float));
-    col = r->columns;
-  }
-  if (conv_bf16(r, col, rows, k, out_c)) {
-    uint16_t *col16 = (uint16_t *)col;
-    const uint16_t *w16 = conv_weights16(r, w, (size_t)out_c * k, col16 + (size_t)rows * k);
-    if (bn != NULL)
-      tdm_backend_im2col_bf16_bn(b, col16, bn->x, bn->x_type, bn->saved, bn->saved + in_c,
-                                 bn->gamma, bn->beta, bn->relu, n, in_h, in_w, in_c, kernel,
-                                 kernel, pad, stride);
-    else
-      tdm_backend_im2col_bf16(b, col16, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
-    if (y16 != NULL)
-      tdm_backend_gemm_bf16_out(b, false, true, rows, out_c, k, col16, k, w16, k, y16, out_c);
-    else
-      tdm_backend_gemm_bf16(b, false, true, rows, out_c, k, 1.0f, col16, k, w16, k, 0.0f, y,
-                            out_c);
-    return;
-  }
-  g_assert(bn == NULL); /* a bn's output is left only to a conv with bf16 columns */
-  float *out = y16 != NULL ? r->grad_b : y;
-  const float *a = x;
-  if (col != NULL) {
-    tdm_backend_im2col(b, col, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
-    a = col;
-  }
-  tdm_backend_gemm(b, false, true, rows, out_c, k, 1.0f, a, k, w, k, 0.0f, out, out_c);
-  if (y16 != NULL)
-    tdm_backend_to_bf16(b, y16, out, (size_t)rows * out_c);
-}
-
-/* Its backward from dy: dw, and dx when wanted (col is spent: its gradient takes its
- * place before col2im). The columns live in the one workspace that every layer's
- * forward overwrote since, so they are built again from x (or, with bn, from the bn's
- * input, as the forward built them): the same bits. dy16_ready: the bn after it wrote
- * dy as bf16 already (bn_dx_as_conv_dy16(), into the workspace's second half, which
- * the bf16 columns leave alone), and dy is not read. */
-static void
-conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy, gboolean dy16_ready,
-              const float *x, const BnGather *bn, float *col, float *work, const float *w,
-              int n, int in_h, int in_w, int in_c, int out_c, int kernel, int pad, int stride,
-              int out_h, int out_w, gboolean need_dx)
-{
-  TdmBackend *b = r->backend;
-  int rows = n * out_h * out_w;
-  int k = in_c * kernel * kernel;
-  if (work != NULL) {
-    tdm_backend_conv_backward(b, need_dx ? dx : NULL, dw, dy, x, w, work, n, in_h, in_w, in_c,
-                              out_c, kernel, pad, stride);
-    return;
-  }
-  size_t need = 0;
-  TdmConvArgs args =
-      conv_args(r, x, bn, w, n, in_h, in_w, in_c, out_c, kernel, pad, stride, &need);
-  args.dy = dy;
-  args.dy16 = dy16_ready ? (const uint16_t *)r->columns : NULL;
-  args.dx = need_dx ? dx : NULL;
-  args.dw = dw;
-  if (tdm_backend_conv_engine_backward(b, &args)) {
-    tdm_replica_workspace_holds(r, need);
-    return;
-  }
-  if (need > args.work_bytes && tdm_replica_workspace_holds(r, need)) {
-    args.work = r->columns;
-    args.work_bytes = r->columns_bytes;
-    args.dy16 = dy16_ready ? (const uint16_t *)r->columns : NULL;
-    if (tdm_backend_conv_engine_backward(b, &args))
-      return;
-  }
-  if (col != NULL) {
-    tdm_replica_workspace_holds(r, (size_t)rows * k * sizeof(float));
-    col = r->columns;
-  }
-  if (conv_bf16(r, col, rows, k, out_c)) {
-    uint16_t *dy16 = (uint16_t *)col, *col16 = dy16 + (size_t)rows * out_c;
-    if (!dy16_ready)
-      tdm_backend_to_bf16(b, dy16, dy, (size_t)rows * out_c);
-    if (bn != NULL)
-      tdm_backend_im2col_bf16_bn(b, col16, bn->x, bn->x_type, bn->saved, bn->saved + in_c,
-                                 bn->gamma, bn->beta, bn->relu, n, in_h, in_w, in_c, kernel,
-                                 kernel, pad, stride);
-    else
-      tdm_backend_im2col_bf16(b, col16, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
-    tdm_backend_gemm_bf16(b, true, false, out_c, k, rows, 1.0f, dy16, out_c, col16, k, 0.0f, dw,
-                          k);
-    if (need_dx && conv_bf16_dx(r, rows, k, out_c)) {
-      const uint16_t *w16 = conv_weights16(r, w, (size_t)out_c * k, col16 + (size_t)rows * k);
-      tdm_backend_conv_dgrad_bf16(b, dx, dy16, w16, col16, n, in_h, in_w, in_c, out_c, kernel,
-                                  kernel, pad, stride);
-      return;
-    }
-  } else {
-    if (col != NULL)
-      tdm_backend_im2col(b, col, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
-    tdm_backend_gemm(b, true, false, out_c, k, rows, 1.0f, dy, out_c, col ? col : x, k, 0.0f,
-                     dw, k);
-  }
-  if (!need_dx)
-    return;
-  if (col == NULL) {
-    tdm_backend_gemm(b, false, false, rows, k, out_c, 1.0f, dy, out_c, w, k, 0.0f, dx, k);
-    return;
-  }
-  tdm_backend_gemm(b, false, false, rows, k, out_c, 1.0f, dy, out_c, w, k, 0.0f, col, k);
-  tdm_backend_col2im(b, dx, col, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
+  g_assert(skip_type == TDM_DTYPE_F32); /* block_output_bf16() */
+  tdm_backend_add_out(r->backend, y, x, skip, count, relu);
 }
 
 /* The end of a block, layer i, whose last bn (layer i − 1) left its output to it
  * (bn_folded_into_end()): y = bn(x) + skip, then the block's ReLU, from the bn's input
  * and the statistics its forward saved (from_bn), with bn_forward's then add_out's
- * bits; a frozen bn's with the running statistics, written into y and added there. */
+ * bits (rounded once into y16 where the block's output is bf16); a frozen bn's with
+ * the running statistics, written into y (or the free gradient buffer) and added
+ * there. */
 static void
 block_end_bn_add(TdmReplica *r, int i, TdmPassMode mode, const BnGather *from_bn, float *y,
-                 const float *skip, int n)
+                 uint16_t *y16, const void *skip, TdmDtype skip_type, int n)
 {
   TdmBackend *b = r->backend;
   const TdmLayer *end = &r->net->layers[i], *bn = end - 1;
   int rows = n * end->out_h * end->out_w;
+  if (from_bn != NULL && y16 != NULL) {
+    tdm_backend_bn_forward_bf16(b, y16, from_bn->x, from_bn->x_type, from_bn->saved,
+                                from_bn->saved + bn->out_c, from_bn->gamma, from_bn->beta, skip,
+                                skip_type, rows, bn->out_c, end->fused_relu);
+    return;
+  }
   if (from_bn != NULL) {
+    g_assert(skip_type == TDM_DTYPE_F32); /* block_output_bf16() */
     tdm_backend_bn_forward_add(b, y, from_bn->x, from_bn->x_type, from_bn->saved,
                                from_bn->saved + bn->out_c, from_bn->gamma, from_bn->beta, skip,
                                rows, bn->out_c, end->fused_relu);
     return;
   }
   g_assert(mode == MODE_EVAL || layer_frozen(r, i - 1));
-  bn_forward(r, MODE_EVAL, y, r->acts[i - 1], act_type(r, i - 1), n, end->out_h * end->out_w,
-             bn->out_c, r->params + bn->weight_offset, r->params + bn->bias_offset,
-             r->bn_work[i - 1], r->state + bn->state_offset, false, FALSE);
-  tdm_backend_add_out(b, y, skip, y, (size_t)rows * bn->out_c, end->fused_relu);
+  float *normalized = y16 != NULL ? r->grad_a : y;
+  bn_forward(r, MODE_EVAL, normalized, NULL, r->acts[i - 1], act_type(r, i - 1), n,
+             end->out_h * end->out_w, bn->out_c, r->params + bn->weight_offset,
+             r->params + bn->bias_offset, r->bn_work[i - 1], r->state + bn->state_offset, false,
+             FALSE);
+  block_end_add(r, y, y16, normalized, skip, skip_type, (size_t)rows * bn->out_c,
+                end->fused_relu);
 }
 
 void
@@ -450,6 +270,8 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
     const float *bias = r->params + l->bias_offset;
     size_t out = (size_t)n * layer_out_floats(l);
     int pixels = l->out_h * l->out_w;
+    /* y as bf16, where this layer's output is stored so (output_bf16()). */
+    uint16_t *y16 = act_type(r, i + 1) == TDM_DTYPE_BF16 ? (uint16_t *)y : NULL;
     const BnGather *from_bn = pending;
     pending = NULL;
     switch (l->kind) {
@@ -463,9 +285,9 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       break;
     }
     case TDM_LAYER_CONV:
-      conv_forward(r, y, act_type(r, i + 1) == TDM_DTYPE_BF16 ? (uint16_t *)y : NULL, x,
-                   from_bn, r->cols[i], r->conv_work[i], w, n, l->in_h, l->in_w, l->in_c,
-                   l->out_c, l->kernel, l->pad, l->stride, l->out_h, l->out_w);
+      tdm_replica_conv_forward(r, y, y16, x, act_type(r, i), from_bn, r->cols[i],
+                               r->conv_work[i], w, n, l->in_h, l->in_w, l->in_c, l->out_c,
+                               l->kernel, l->pad, l->stride, l->out_h, l->out_w);
       if (bias_in_pool(net, i))
         break;
       if (l->bias_count > 0)
@@ -503,8 +325,8 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
         break; /* the block's end normalizes with the running statistics */
       gboolean gathered =
           bn_folded_into_end(r, i) || bn_output_left_to_next(r, i, n, bn_mode);
-      bn_forward(r, bn_mode, y, x, act_type(r, i), n, pixels, l->out_c, w, bias, r->bn_work[i],
-                 r->state + l->state_offset, l->fused_relu, gathered);
+      bn_forward(r, bn_mode, y, y16, x, act_type(r, i), n, pixels, l->out_c, w, bias,
+                 r->bn_work[i], r->state + l->state_offset, l->fused_relu, gathered);
       if (gathered) {
         gather =
             (BnGather){x, act_type(r, i), r->bn_work[i] + 2 * l->out_c, w, bias, l->fused_relu};
@@ -518,9 +340,13 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       else
         tdm_backend_avgpool_forward(b, y, x, n, l->in_h, l->in_w, l->in_c, l->kernel);
       break;
-    case TDM_LAYER_GLOBAL_AVG:
-      tdm_backend_global_avgpool_forward(b, y, x, n, l->in_h * l->in_w, l->in_c);
+    case TDM_LAYER_GLOBAL_AVG: {
+      size_t in = (size_t)n * l->in_h * l->in_w * l->in_c;
+      tdm_backend_global_avgpool_forward(
+          b, y, tdm_replica_as_f32(r, x, act_type(r, i), in, r->grad_a), n, l->in_h * l->in_w,
+          l->in_c);
       break;
+    }
     case TDM_LAYER_GLOBAL_MAX:
       tdm_backend_global_maxpool_forward(b, y, r->argmax[i], x, n, l->in_h * l->in_w, l->in_c);
       break;
@@ -537,21 +363,24 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       break;
     case TDM_LAYER_RES_END: {
       const TdmLayer *begin = &net->layers[l->partner];
-      const float *skip = r->acts[l->partner];
+      const void *skip = r->acts[l->partner];
+      TdmDtype skip_type = act_type(r, l->partner);
       if (l->projection) {
         TdmDtype pt = projection_type(r);
-        conv_forward(r, r->proj_conv[i], pt == TDM_DTYPE_BF16 ? (uint16_t *)r->proj_conv[i] : NULL,
-                     skip, NULL, r->cols[i], NULL, w, n, begin->in_h, begin->in_w, begin->in_c,
-                     l->out_c, 1, 0, l->stride, l->out_h, l->out_w);
-        bn_forward(r, layer_frozen(r, i) ? MODE_EVAL : mode, r->proj_bn[i], r->proj_conv[i], pt,
-                   n, pixels, l->out_c, bias, bias + l->out_c, r->bn_work[i],
-                   r->state + l->state_offset, false, FALSE);
+        tdm_replica_conv_forward(
+            r, r->proj_conv[i], pt == TDM_DTYPE_BF16 ? (uint16_t *)r->proj_conv[i] : NULL, skip,
+            skip_type, NULL, r->cols[i], NULL, w, n, begin->in_h, begin->in_w, begin->in_c,
+            l->out_c, 1, 0, l->stride, l->out_h, l->out_w);
+        bn_forward(r, layer_frozen(r, i) ? MODE_EVAL : mode, r->proj_bn[i], NULL,
+                   r->proj_conv[i], pt, n, pixels, l->out_c, bias, bias + l->out_c,
+                   r->bn_work[i], r->state + l->state_offset, false, FALSE);
         skip = r->proj_bn[i];
+        skip_type = TDM_DTYPE_F32;
       }
       if (bn_folded_into_end(r, i - 1))
-        block_end_bn_add(r, i, mode, from_bn, y, skip, n);
+        block_end_bn_add(r, i, mode, from_bn, y, y16, skip, skip_type, n);
       else
-        tdm_backend_add_out(b, y, x, skip, out, l->fused_relu);
+        block_end_add(r, y, y16, x, skip, skip_type, out, l->fused_relu);
       break;
     }
     }
@@ -575,7 +404,8 @@ frozen_bn_again(TdmReplica *r, int i, int n, float *spare, gboolean need_dx)
 {
   const TdmLayer *l = &r->net->layers[i];
   g_assert(l->kind == TDM_LAYER_BN && layer_frozen(r, i) && !need_dx);
-  bn_forward(r, MODE_EVAL, spare, r->acts[i], act_type(r, i), n, l->out_h * l->out_w, l->out_c,
+  bn_forward(r, MODE_EVAL, spare, NULL, r->acts[i], act_type(r, i), n, l->out_h * l->out_w,
+             l->out_c,
              r->params + l->weight_offset, r->params + l->bias_offset, r->bn_work[i],
              r->state + l->state_offset, l->fused_relu, FALSE);
   return spare;
@@ -626,11 +456,14 @@ tdm_replica_backward(TdmReplica *r, int n)
           tdm_backend_bias_backward(b, dbias, dy, n * pixels, l->out_c, 1);
       }
       const BnGather *from_bn = bn_input_of(r, i, n, &gather);
-      if (from_bn == NULL && x == NULL)
+      TdmDtype x_type = act_type(r, i);
+      if (from_bn == NULL && x == NULL) {
         x = frozen_bn_again(r, i - 1, n, dx, need_dx);
-      conv_backward(r, dx, dw, dy, dy16_ready, x, from_bn, r->cols[i], r->conv_work[i], w, n,
-                    l->in_h, l->in_w, l->in_c, l->out_c, l->kernel, l->pad, l->stride, l->out_h,
-                    l->out_w, need_dx);
+        x_type = TDM_DTYPE_F32;
+      }
+      tdm_replica_conv_backward(r, dx, dw, dy, dy16_ready, x, x_type, from_bn, r->cols[i],
+                                r->conv_work[i], w, n, l->in_h, l->in_w, l->in_c, l->out_c,
+                                l->kernel, l->pad, l->stride, l->out_h, l->out_w, need_dx);
       break;
     }
     case TDM_LAYER_POOL:
@@ -697,18 +530,21 @@ tdm_replica_backward(TdmReplica *r, int n)
     case TDM_LAYER_RES_END: {
       /* dy goes on to the block's layers unchanged; the skip path's share waits in
        * skip_grad for the block's start. */
-      if (l->fused_relu)
+      if (l->fused_relu && act_type(r, i + 1) == TDM_DTYPE_BF16)
+        tdm_backend_relu_backward_bf16(b, dy, dy, (const uint16_t *)y, out);
+      else if (l->fused_relu)
         tdm_backend_relu_backward(b, dy, dy, y, out);
       float *skip = r->skip_grad[i];
       if (l->projection) {
         const TdmLayer *begin = &net->layers[l->partner];
         float *dconv = r->proj_bn[i]; /* the bn's output is spent */
-        bn_backward(r, dconv, NULL, dy, r->proj_conv[i], projection_type(r), n, pixels, l->out_c,
-                    r->params + l->bias_offset, r->params + l->bias_offset + l->out_c, false,
-                    r->grads + l->bias_offset, r->bn_work[i]);
-        conv_backward(r, skip, dw, dconv, FALSE, r->acts[l->partner], NULL, r->cols[i], NULL,
-                      w, n, begin->in_h, begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride,
-                      l->out_h, l->out_w, TRUE);
+        bn_backward(r, dconv, NULL, dy, r->proj_conv[i], projection_type(r), n, pixels,
+                    l->out_c, r->params + l->bias_offset, r->params + l->bias_offset + l->out_c,
+                    false, r->grads + l->bias_offset, r->bn_work[i]);
+        tdm_replica_conv_backward(r, skip, dw, dconv, FALSE, r->acts[l->partner],
+                                  act_type(r, l->partner), NULL, r->cols[i], NULL, w, n,
+                                  begin->in_h, begin->in_w, begin->in_c, l->out_c, 1, 0,
+                                  l->stride, l->out_h, l->out_w, TRUE);
       } else {
         tdm_backend_copy(b, skip, dy, out * sizeof(float));
       }

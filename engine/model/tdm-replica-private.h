@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-replica-private.h — what tdm-replica.c (buffers, steps, evaluation) and
- * tdm-replica-pass.c (the forward and backward walks over the layers) share: the
- * buffer layout rules and the passes. Not for anything else. */
+/* tdm-replica-private.h — what tdm-replica.c (buffers, steps, evaluation),
+ * tdm-replica-pass.c (the forward and backward walks over the layers) and
+ * tdm-replica-conv.c (a conv layer's forward and backward) share: the buffer layout
+ * rules and the passes. Not for anything else. */
 #pragma once
 
 #include "tdm-replica.h"
@@ -20,6 +21,32 @@ void tdm_replica_backward (TdmReplica *r, int n);
 gboolean tdm_replica_aborted (TdmReplica *r);
 /* Synchronized BN's all-reduce through the hook; FALSE (and sticky) on failure. */
 gboolean tdm_replica_bn_reduce (TdmReplica *r, float *buffer, size_t count);
+
+/* A training bn's output that the layer after it computes from the bn's input as it
+ * reads it (bn_output_left_to_next()). */
+typedef struct {
+  const void *x;               /* the bn's input, of type x_type */
+  TdmDtype x_type;
+  const float *saved;          /* mean[C], then invstd[C] (bn_work + 2C) */
+  const float *gamma, *beta;
+  bool relu;
+} BnGather;
+
+/* tdm-replica-conv.c: a conv layer's forward and backward (their comments there), the
+ * rules of its bf16 columns, and a bf16 tensor widened for a float32 reader. */
+gboolean tdm_replica_conv_bf16 (TdmReplica *r, const float *col, int rows, int k, int out_c);
+gboolean tdm_replica_conv_bf16_dx (TdmReplica *r, int rows, int k, int out_c);
+const float *tdm_replica_as_f32 (TdmReplica *r, const void *x, TdmDtype x_type, size_t count,
+                                 float *spare);
+void tdm_replica_conv_forward (TdmReplica *r, float *y, uint16_t *y16, const void *x,
+                               TdmDtype x_type, const BnGather *bn, float *col, float *work,
+                               const float *w, int n, int in_h, int in_w, int in_c, int out_c,
+                               int kernel, int pad, int stride, int out_h, int out_w);
+void tdm_replica_conv_backward (TdmReplica *r, float *dx, float *dw, const float *dy,
+                                gboolean dy16_ready, const void *x, TdmDtype x_type,
+                                const BnGather *bn, float *col, float *work, const float *w,
+                                int n, int in_h, int in_w, int in_c, int out_c, int kernel,
+                                int pad, int stride, int out_h, int out_w, gboolean need_dx);
 
 /* Notes that a convolution needs `bytes` of the workspace (its choice's need, or the
  * replica's own columns), and grows the workspace, keeping its contents, where it
@@ -99,61 +126,114 @@ bn_output_to_block_end(const TdmNetwork *net, int i)
          net->layers[i + 1].kind == TDM_LAYER_RES_END;
 }
 
-/* Whether a replica on a backend of this kind stores activations that the bn
- * operations read as bf16 (below; and a projection's conv output, which only its bn
- * reads): a bf16 run on a backend whose bn operations read bf16, unless
- * TANDEM_BF16_ACTIVATIONS=0. */
-static inline gboolean
-stores_bf16(TdmBackendKind kind, TdmPrecision precision)
-{
-  return precision == TDM_PRECISION_BF16 && tdm_backend_kind_has_bn_bf16_input(kind) &&
-         tdm_replica_bf16_activations();
-}
-
 /* Whether bn layer i's output has no buffer in training because the conv after it,
  * its one reader, normalizes the bn's input as it builds its bf16 columns, in the
  * forward and again in its backward (im2col_bf16_bn, or the convolution engine's bn
  * prologue; tdm-replica-pass.c's bn_output_left_to_next()): a bf16 run that stores
- * activations as bf16 (whose backends have im2col_bf16_bn), a conv with columns whose
+ * activations as bf16 (stores16: tdm_replica_stores_bf16()), a conv with columns whose
  * output gradient fits beside them (out_c ≤ its reduction; the replica keeps params16,
  * so nothing else needs the room, at any batch size). A frozen bn writes its output
  * into the free gradient buffer instead, and the conv's backward recomputes it. */
 static inline gboolean
-bn_output_to_conv(const TdmNetwork *net, int i, TdmBackendKind kind, TdmPrecision precision)
+bn_output_to_conv(const TdmNetwork *net, int i, gboolean stores16)
 {
   if (net->layers[i].kind != TDM_LAYER_BN || i + 1 >= net->layer_count)
     return FALSE;
   const TdmLayer *next = &net->layers[i + 1];
-  return stores_bf16(kind, precision) && next->kind == TDM_LAYER_CONV &&
+  return stores16 && next->kind == TDM_LAYER_CONV &&
          col_floats_per_sample(net, next) > 0 &&
          next->out_c <= next->in_c * next->kernel * next->kernel;
 }
 
-/* Whether conv layer i's output is stored as bf16 in training: in a bf16 run on a
- * backend whose bn operations read bf16, when the bn after it is its one reader (its
- * statistics, its normalization, its backward; or the conv after the bn, which
- * normalizes it as it reads it, bn_output_left_to_next()). Not where the conv has a
- * bias or a ReLU of its own (they read and write its output in float32), nor where a
- * pool follows the bn (the pool's normalize-on-read takes float32 only). The inference
- * pass's buffers stay float32; TANDEM_BF16_ACTIVATIONS=0 keeps them all float32. */
+/* Whether conv layer i's output is stored as bf16 in training: in a run that stores
+ * activations as bf16 (stores16: tdm_replica_stores_bf16()), when the bn after it is its
+ * one reader (its statistics, its normalization, its backward; or the conv after the
+ * bn, which normalizes it as it reads it, bn_output_left_to_next()). Not where the conv
+ * has a bias or a ReLU of its own (they read and write its output in float32), nor
+ * where a pool follows the bn (the pool's normalize-on-read takes float32 only). The
+ * inference pass's buffers stay float32. */
 static inline gboolean
-conv_output_bf16(const TdmNetwork *net, int i, TdmBackendKind kind, TdmPrecision precision)
+conv_output_bf16(const TdmNetwork *net, int i, gboolean stores16)
 {
   const TdmLayer *l = &net->layers[i];
-  return stores_bf16(kind, precision) && l->kind == TDM_LAYER_CONV && owns_output(net, i) &&
-         l->bias_count == 0 && !l->fused_relu && i + 1 < net->layer_count &&
+  return stores16 && l->kind == TDM_LAYER_CONV && owns_output(net, i) && l->bias_count == 0 &&
+         !l->fused_relu && i + 1 < net->layer_count &&
          net->layers[i + 1].kind == TDM_LAYER_BN &&
          !(i + 2 < net->layer_count && net->layers[i + 2].kind == TDM_LAYER_POOL);
 }
 
-/* The element type of acts[i] as the pass in progress holds it. */
+/* Whether layer j, reading a residual block's input or output, reads it as bf16: a bn
+ * (its operations take the type; not one a pool follows, whose normalize-on-read takes
+ * float32), a global average pool (the tensor widened first: a small one), or a conv
+ * whose bf16 columns both ways (out_c ≤ its reduction, tdm_replica_conv_bf16()) gather
+ * it as it is. */
+static inline gboolean
+reads_bf16_block(const TdmNetwork *net, int j)
+{
+  if (j >= net->layer_count)
+    return FALSE;
+  const TdmLayer *l = &net->layers[j];
+  switch (l->kind) {
+  case TDM_LAYER_BN:
+    return !(j + 1 < net->layer_count && net->layers[j + 1].kind == TDM_LAYER_POOL);
+  case TDM_LAYER_GLOBAL_AVG:
+    return TRUE;
+  case TDM_LAYER_CONV:
+    return col_floats_per_sample(net, l) > 0 && l->out_c <= l->in_c * l->kernel * l->kernel;
+  default:
+    return FALSE;
+  }
+}
+
+/* Whether layer i's output, a residual block's output (RES_END) or the input of the
+ * blocks after it (a bn just before RES_BEGIN: the stem's), is stored as bf16 in
+ * training (stores16): where every reader takes it so. Its readers: the layer after
+ * the blocks that start there (reads_bf16_block()); each such block's end, which adds
+ * it (add_out_bf16, bn_forward_bf16: only where that block's own output is bf16 too,
+ * so that the add writes bf16) or projects it (its conv widens it, or reads it through
+ * bf16 columns); and a block's end reads its own output again for its ReLU's mask
+ * (relu_backward_bf16). A bn's own backward reads its input, never its output. */
+static inline gboolean
+block_output_bf16(const TdmNetwork *net, int i, gboolean stores16)
+{
+  const TdmLayer *l = &net->layers[i];
+  int j = i + 1;
+  if (!stores16 || j >= net->layer_count)
+    return FALSE;
+  if (l->kind == TDM_LAYER_BN) {
+    if (bn_output_to_block_end(net, i) || bn_output_to_conv(net, i, stores16) ||
+        net->layers[j].kind != TDM_LAYER_RES_BEGIN)
+      return FALSE;
+  } else if (l->kind != TDM_LAYER_RES_END) {
+    return FALSE;
+  }
+  for (; j < net->layer_count && net->layers[j].kind == TDM_LAYER_RES_BEGIN; j++) {
+    int end = net->layers[j].partner;
+    if (!net->layers[end].projection && !block_output_bf16(net, end, stores16))
+      return FALSE;
+  }
+  return reads_bf16_block(net, j);
+}
+
+/* Whether layer i's output is stored as bf16 in training (stores16). */
+static inline gboolean
+output_bf16(const TdmNetwork *net, int i, gboolean stores16)
+{
+  return conv_output_bf16(net, i, stores16) || block_output_bf16(net, i, stores16);
+}
+
+/* The element type of acts[i] as the pass in progress holds it (a block's start and
+ * a flatten rename the tensor before them). */
 static inline TdmDtype
 act_type(const TdmReplica *r, int i)
 {
-  return !r->inferring && i >= 1 &&
-                 conv_output_bf16(r->net, i - 1, r->backend->kind, r->backend->precision)
-             ? TDM_DTYPE_BF16
-             : TDM_DTYPE_F32;
+  if (r->inferring)
+    return TDM_DTYPE_F32;
+  while (i >= 1 && (r->net->layers[i - 1].kind == TDM_LAYER_RES_BEGIN ||
+                    r->net->layers[i - 1].kind == TDM_LAYER_FLATTEN))
+    i--;
+  return i >= 1 && output_bf16(r->net, i - 1, r->stores_bf16) ? TDM_DTYPE_BF16
+                                                               : TDM_DTYPE_F32;
 }
 
 /* The element type of a projection's conv output (proj_conv) as the pass in progress
@@ -161,9 +241,7 @@ act_type(const TdmReplica *r, int i)
 static inline TdmDtype
 projection_type(const TdmReplica *r)
 {
-  return !r->inferring && stores_bf16(r->backend->kind, r->backend->precision)
-             ? TDM_DTYPE_BF16
-             : TDM_DTYPE_F32;
+  return !r->inferring && r->stores_bf16 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
 }
 
 /* Whether bn layer i's output is left to the block's end in the pass in progress

@@ -19,18 +19,18 @@
       goto fail;                                                                        \
   } while (0)
 
-TdmLayerBuffers
-tdm_replica_layer_buffers(const TdmNetwork *net, int i, TdmBackendKind kind,
-                          TdmPrecision precision)
+/* Layer i's buffers with the storage decided (stores16: tdm_replica_stores_bf16()). */
+static TdmLayerBuffers
+buffers_of(const TdmNetwork *net, int i, TdmBackendKind kind, TdmPrecision precision,
+           gboolean stores16)
 {
   const TdmLayer *l = &net->layers[i];
   size_t out = layer_out_floats(l);
   TdmLayerBuffers buf = {0};
   if (owns_output(net, i) && !bn_output_to_block_end(net, i) &&
-      !bn_output_to_conv(net, i, kind, precision)) {
+      !bn_output_to_conv(net, i, stores16)) {
     buf.output = out;
-    buf.output_type =
-        conv_output_bf16(net, i, kind, precision) ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+    buf.output_type = output_bf16(net, i, stores16) ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
   }
   if (has_argmax(l))
     buf.argmax = out;
@@ -49,10 +49,17 @@ tdm_replica_layer_buffers(const TdmNetwork *net, int i, TdmBackendKind kind,
     buf.skip = block_in_floats(net, l);
     if (l->projection) {
       buf.projection = out;
-      buf.projection_type = stores_bf16(kind, precision) ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+      buf.projection_type = stores16 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
     }
   }
   return buf;
+}
+
+TdmLayerBuffers
+tdm_replica_layer_buffers(const TdmNetwork *net, int i, TdmBackendKind kind,
+                          TdmPrecision precision)
+{
+  return buffers_of(net, i, kind, precision, tdm_replica_stores_bf16(kind, precision));
 }
 
 size_t
@@ -76,12 +83,12 @@ tdm_replica_gradient_floats(const TdmNetwork *net)
  * outlives the layer: backward builds its columns again). */
 static void
 widest_scratch(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
-               size_t *columns, size_t *conv_work)
+               gboolean stores16, size_t *columns, size_t *conv_work)
 {
   *columns = 0;
   *conv_work = 0;
   for (int i = 0; i < net->layer_count; i++) {
-    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind, precision);
+    TdmLayerBuffers buf = buffers_of(net, i, kind, precision, stores16);
     *columns = MAX(*columns, buf.columns);
     *conv_work = MAX(*conv_work, buf.conv_work);
   }
@@ -94,14 +101,13 @@ widest_scratch(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precisio
  * conv's gradient in backward: one buffer, the widest, *proj_bn. Floats per sample. */
 static void
 shared_block_buffers(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
-                     size_t *widths, size_t *skips,
-                     size_t *proj_bn)
+                     gboolean stores16, size_t *widths, size_t *skips, size_t *proj_bn)
 {
   int levels = tdm_replica_infer_count(net) - 2;
   g_autofree size_t *w = g_new0(size_t, MAX(levels, 1));
   *proj_bn = 0;
   for (int i = 0; i < net->layer_count; i++) {
-    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind, precision);
+    TdmLayerBuffers buf = buffers_of(net, i, kind, precision, stores16);
     if (buf.skip > 0) {
       int level = net->layers[i].depth;
       g_assert(level >= 1 && level <= levels);
@@ -122,6 +128,7 @@ tdm_replica_plan(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precis
                  int capacity, int eval_capacity)
 {
   TdmReplicaPlan p = {0};
+  gboolean stores16 = tdm_replica_stores_bf16(kind, precision);
   size_t cap = (size_t)MAX(capacity, 0), ecap = (size_t)MAX(eval_capacity, 0);
   size_t most = MAX(cap, ecap);
   size_t sample = (size_t)net->in_h * net->in_w * net->in_c;
@@ -132,18 +139,18 @@ tdm_replica_plan(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precis
   p.gradients = MAX(1, net->parameter_count) * sizeof(float);
   p.activations = cap * sample * sizeof(float);
   size_t columns, conv_work;
-  widest_scratch(net, kind, precision, &columns, &conv_work);
+  widest_scratch(net, kind, precision, stores16, &columns, &conv_work);
   p.columns = MAX(most * columns, conv_work) * sizeof(float);
   p.workspace = p.columns;
   for (int i = 0; i < net->layer_count; i++) {
-    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind, precision);
+    TdmLayerBuffers buf = buffers_of(net, i, kind, precision, stores16);
     p.activations += cap * (buf.output * tdm_dtype_size(buf.output_type) +
                             buf.projection * tdm_dtype_size(buf.projection_type));
     p.activations += cap * buf.argmax * sizeof(int32_t);
     p.workspace += buf.bn_work * sizeof(float);
   }
   size_t skips = 0, proj_bn = 0;
-  shared_block_buffers(net, kind, precision, NULL, &skips, &proj_bn);
+  shared_block_buffers(net, kind, precision, stores16, NULL, &skips, &proj_bn);
   p.workspace += cap * (skips + proj_bn) * sizeof(float);
   /* The two activation-gradient buffers, the chunk's labels and indices, the metrics. */
   p.workspace += 2 * cap * tdm_replica_gradient_floats(net) * sizeof(float);
@@ -166,7 +173,8 @@ tdm_replica_eval_capacity(const TdmNetwork *net, TdmBackendKind kind, TdmPrecisi
   /* The inference buffers grow by `per` a sample; the workspace, once a chunk's
    * columns pass what it holds for training (`base`), by `col` a sample. */
   size_t columns, conv_work;
-  widest_scratch(net, kind, precision, &columns, &conv_work);
+  widest_scratch(net, kind, precision, tdm_replica_stores_bf16(kind, precision), &columns,
+                 &conv_work);
   size_t per = MAX(tdm_replica_plan(net, kind, precision, capacity, 1).inference, 1);
   size_t col = columns * sizeof(float);
   size_t base = MAX((size_t)MAX(capacity, 0) * col, conv_work * sizeof(float));
@@ -191,6 +199,13 @@ tdm_replica_bf16_activations(void)
 {
   const char *v = g_getenv("TANDEM_BF16_ACTIVATIONS");
   return v == NULL || strcmp(v, "0") != 0;
+}
+
+gboolean
+tdm_replica_stores_bf16(TdmBackendKind kind, TdmPrecision precision)
+{
+  return precision == TDM_PRECISION_BF16 && tdm_backend_kind_has_bn_bf16_input(kind) &&
+         tdm_backend_kind_has_bf16_blocks(kind) && tdm_replica_bf16_activations();
 }
 
 size_t
@@ -229,6 +244,9 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   size_t most = (size_t)MAX(capacity, eval_capacity);
   r->sample_size = tdm_dataset_sample_size(train);
   r->augment_flip = TDM_FLIP_NEVER;
+  /* Decided once: the passes read the field, never the environment. */
+  r->stores_bf16 = tdm_replica_stores_bf16(b->kind, b->precision) &&
+                   tdm_backend_has_bn_bf16_input(b) && tdm_backend_has_bf16_blocks(b);
   int n = net->layer_count;
   r->acts = g_new0(float *, n + 1);
   r->argmax = g_new0(int32_t *, n);
@@ -254,7 +272,7 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   /* Sized by tdm_replica_layer_buffers(), as tdm_replica_plan() sums them for the
    * memory estimate: columns and whole-convolution scratch are one workspace each. */
   size_t columns, conv_work;
-  widest_scratch(net, b->kind, b->precision, &columns, &conv_work);
+  widest_scratch(net, b->kind, b->precision, r->stores_bf16, &columns, &conv_work);
   if (columns > 0 || conv_work > 0) {
     r->columns_bytes = columns_bytes > 0 ? columns_bytes
                                          : MAX(most * columns, conv_work) * sizeof(float);
@@ -265,7 +283,8 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   {
     g_autofree size_t *widths = g_new0(size_t, MAX(tdm_replica_infer_count(net) - 2, 1));
     size_t skips, proj_bn;
-    shared_block_buffers(net, b->kind, b->precision, widths, &skips, &proj_bn);
+    shared_block_buffers(net, b->kind, b->precision, r->stores_bf16, widths, &skips,
+                         &proj_bn);
     for (int k = 0; k < tdm_replica_infer_count(net) - 2; k++)
       if (widths[k] > 0)
         ALLOC(r->skip_levels[k], (size_t)capacity * widths[k] * sizeof(float));
@@ -274,7 +293,7 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   }
   for (int i = 0; i < n; i++) {
     const TdmLayer *l = &net->layers[i];
-    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, b->kind, b->precision);
+    TdmLayerBuffers buf = buffers_of(net, i, b->kind, b->precision, r->stores_bf16);
     if (buf.output > 0)
       ALLOC(r->acts[i + 1], (size_t)capacity * buf.output * tdm_dtype_size(buf.output_type));
     else if (l->kind == TDM_LAYER_FLATTEN || l->kind == TDM_LAYER_RES_BEGIN)

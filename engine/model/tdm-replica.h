@@ -108,6 +108,8 @@ struct _TdmReplica {
   float **skip_levels;          /* one skip-gradient buffer per level of nesting */
   float *proj_bn_shared;        /* every projection's bn output (proj_bn[i]) */
   float *tta_logits;            /* test-time flip averaging */
+  gboolean stores_bf16;         /* activations stored as bf16 where their readers take
+                                 * it (tdm_replica_stores_bf16(), decided when made) */
   uint16_t *params16;           /* --precision bf16: the parameters as bf16, rounded
                                  * once per forward pass for every conv's products
                                  * (NULL without bf16) */
@@ -194,8 +196,15 @@ gboolean tdm_replica_shares_datasets (TdmBackendKind kind);
 
 /* Whether a bf16 run stores the activations it can as bf16 (tdm_replica_layer_buffers()):
  * yes, unless the environment says TANDEM_BF16_ACTIVATIONS=0 (benchmarks and tests of
- * the float32 storage), read at every use: set it before the replicas are made. */
+ * the float32 storage). Read when a replica is made or a plan computed, never by the
+ * passes: set it before the replicas are made. */
 gboolean tdm_replica_bf16_activations (void);
+/* Whether a replica made now on a backend of this kind, in this precision, stores
+ * activations as bf16: a bf16 run on a kind whose operations read and write them so
+ * (tdm_backend_kind_has_bn_bf16_input(), tdm_backend_kind_has_bf16_blocks()), unless
+ * tdm_replica_bf16_activations() says no. A replica keeps the answer it was made with
+ * (its field stores_bf16), and its plan is computed with the same. */
+gboolean tdm_replica_stores_bf16 (TdmBackendKind kind, TdmPrecision precision);
 
 /* Bytes of the parameters' bfloat16 copy a replica keeps (params16, rounded once per
  * forward pass for its convolutions): under --precision bf16 on any backend (the
@@ -210,11 +219,12 @@ size_t tdm_replica_params16_bytes (const TdmNetwork *net, TdmBackendKind kind,
  * case here. */
 typedef struct {
   size_t output;        /* elements of output_type: the layer's output, kept for backward */
-  TdmDtype output_type; /* float32, or bf16 for a conv's output that only the bn after it
-                         * reads, in a bf16 run where the backend reads it so
-                         * (tdm_backend_kind_has_bn_bf16_input()): half the bytes. A bn
-                         * that ends a residual block keeps no output: the block's end
-                         * computes it as it adds */
+  TdmDtype output_type; /* float32, or bf16 in a run that stores activations so
+                         * (tdm_replica_stores_bf16()): a conv's output that only the bn
+                         * after it reads, a residual block's input and output where
+                         * their readers take bf16: half the bytes. A bn that ends a
+                         * residual block keeps no output: the block's end computes it
+                         * as it adds */
   size_t argmax;      /* int32: a max pool's chosen inputs */
   size_t columns;     /* floats: a convolution's im2col columns, built in the one column
                        * workspace (the largest layer's, not a sum) */

@@ -12,7 +12,10 @@
  * by at most 2⁻⁸ relative). Both the AVX-512 BF16 products and the widening ones are
  * checked: this program runs once per instruction set (TANDEM_CPU_KERNELS). The bn
  * operations and im2col_bf16_bn reading a bf16 input (a conv's output stored as bf16)
- * give the bits their float32 forms give on the input widened: widening is exact.
+ * give the bits their float32 forms give on the input widened: widening is exact. The
+ * operations of a residual block stored as bf16 (from_bf16, im2col_bf16 of a bf16
+ * input, add_out_bf16, bn_forward_bf16, relu_backward_bf16) give the bits of their
+ * float32 forms on the widened inputs, then to_bf16 where they write bf16.
  */
 #include "test-backend-cpu.h"
 #include "tdm-bf16.h"
@@ -140,7 +143,7 @@ columns_case(int n, int h, int w, int c, int k, int pad, int stride)
   for (int ch = 0; ch < c; ch++)
     bn[c + ch] = 0.5f + fabsf(bn[c + ch]);
   tdm_backend_im2col(b, col, x, n, h, w, c, k, k, pad, stride);
-  tdm_backend_im2col_bf16(b, col16, x, n, h, w, c, k, k, pad, stride);
+  tdm_backend_im2col_bf16(b, col16, x, TDM_DTYPE_F32, n, h, w, c, k, k, pad, stride);
   g_autofree uint16_t *want = to_bf16_host(col, cols);
   g_assert_cmpmem(col16, cols * 2, want, cols * 2);
   for (int relu = 0; relu < 2; relu++) {
@@ -399,6 +402,74 @@ test_bn_bf16_input(void)
   free_backend(b);
 }
 
+/* The block operations against their float32 forms on widened inputs, bit for bit:
+ * values of both signs and zeros (the ReLUs' edges), rows past the bn's blocks. */
+static void
+test_block_ops(void)
+{
+  TdmBackend *b = new_backend();
+  g_assert_true(tdm_backend_has_bf16_blocks(b));
+  const int n = 3, h = 37, w = 31, c = 12, rows = n * h * w; /* 3441 rows */
+  const size_t count = (size_t)rows * c;
+  float *x = dev_floats(b, count), *a = dev_floats(b, count), *dy = dev_floats(b, count);
+  float *p = dev_floats(b, 4 * (size_t)c); /* mean, invstd, gamma, beta */
+  uint16_t *x16 = dev_alloc(b, count * 2);
+  fill_random(x, count, -2, 2);
+  fill_random(a, count, -2, 2);
+  fill_random(dy, count, -1, 1);
+  fill_random(p, 4 * (size_t)c, -1, 1);
+  for (int ch = 0; ch < c; ch++)
+    p[c + ch] = 0.5f + fabsf(p[c + ch]);
+  for (size_t i = 0; i < count; i += 7)
+    x[i] = 0.0f;
+  for (size_t i = 0; i < count; i++) {
+    x16[i] = tdm_bf16_round(x[i]);
+    x[i] = tdm_bf16_value(x16[i]);
+  }
+  float *got = dev_floats(b, count), *want = dev_floats(b, count);
+  uint16_t *got16 = dev_alloc(b, count * 2);
+
+  tdm_backend_from_bf16(b, got, x16, count);
+  g_assert_cmpmem(got, count * 4, x, count * 4);
+  /* A strided 3×3 conv's columns of the stored input. */
+  const size_t cols = (size_t)n * 19 * 16 * 9 * c;
+  uint16_t *col = dev_alloc(b, cols * 2), *col_want = dev_alloc(b, cols * 2);
+  tdm_backend_im2col_bf16(b, col, x16, TDM_DTYPE_BF16, n, h, w, c, 3, 3, 1, 2);
+  tdm_backend_im2col_bf16(b, col_want, x, TDM_DTYPE_F32, n, h, w, c, 3, 3, 1, 2);
+  g_assert_cmpmem(col, cols * 2, col_want, cols * 2);
+  for (int relu = 0; relu < 2; relu++) {
+    tdm_backend_relu_backward_bf16(b, got, dy, x16, count);
+    tdm_backend_relu_backward(b, want, dy, x, count);
+    g_assert_cmpmem(got, count * 4, want, count * 4);
+    for (int t = 0; t < 2; t++) {
+      TdmDtype type = t == 0 ? TDM_DTYPE_F32 : TDM_DTYPE_BF16;
+      const void *skip = t == 0 ? (const void *)x : (const void *)x16;
+      tdm_backend_add_out_bf16(b, got16, a, skip, type, count, relu);
+      tdm_backend_add_out(b, want, a, x, count, relu);
+      g_autofree uint16_t *sum16 = to_bf16_host(want, count);
+      g_assert_cmpmem(got16, count * 2, sum16, count * 2);
+      /* The bn of a (as its input) plus the skip, and the bn alone. */
+      tdm_backend_bn_forward_bf16(b, got16, a, TDM_DTYPE_F32, p, p + c, p + 2 * c, p + 3 * c,
+                                  skip, type, rows, c, relu);
+      tdm_backend_bn_forward_add(b, want, a, TDM_DTYPE_F32, p, p + c, p + 2 * c, p + 3 * c, x,
+                                 rows, c, relu);
+      g_autofree uint16_t *bn_add16 = to_bf16_host(want, count);
+      g_assert_cmpmem(got16, count * 2, bn_add16, count * 2);
+      tdm_backend_bn_forward_bf16(b, got16, skip, type, p, p + c, p + 2 * c, p + 3 * c, NULL,
+                                  TDM_DTYPE_F32, rows, c, relu);
+      tdm_backend_bn_forward(b, want, x, TDM_DTYPE_F32, p, p + c, p + 2 * c, p + 3 * c, rows, c,
+                             relu);
+      g_autofree uint16_t *bn16 = to_bf16_host(want, count);
+      g_assert_cmpmem(got16, count * 2, bn16, count * 2);
+    }
+  }
+  g_assert_true(tdm_backend_check(b, NULL));
+  void *all[] = {x, a, dy, p, x16, got, want, got16, col, col_want};
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++)
+    tdm_backend_release(b, all[i]);
+  free_backend(b);
+}
+
 void
 test_backend_cpu_add_bf16(void)
 {
@@ -407,4 +478,5 @@ test_backend_cpu_add_bf16(void)
   g_test_add_func("/backend-cpu/bf16/gemm", test_gemm);
   g_test_add_func("/backend-cpu/bf16/bn-dx", test_bn_dx);
   g_test_add_func("/backend-cpu/bf16/bn-input", test_bn_bf16_input);
+  g_test_add_func("/backend-cpu/bf16/block-ops", test_block_ops);
 }

@@ -3,10 +3,14 @@
  * bf16 path (the parameters move otherwise than in float32, by what bf16's rounding
  * of the operands explains); N workers train as one does within bf16's rounding; and
  * exact mode keeps its promise in bf16 too, the parameters bit-identical on 1 and 3
- * workers; a conv's output stored as bf16 for the bn after it moves a step by what
- * that one more rounding explains, and N workers still train as one. The operations
+ * workers; a conv's output stored as bf16 for the bn after it, and a residual block's
+ * input and output stored as bf16, move a step by what that one more rounding
+ * explains, and N workers still train as one; a replica keeps the storage it was made
+ * with. The operations
  * themselves are test-backend-cpu-bf16.c's. */
 #include "tdm-trainer.h"
+#include "tdm-backend.h"
+#include "tdm-dataset.h"
 #include "tdm-error.h"
 #include "tdm-network.h"
 #include "tdm-replica.h"
@@ -116,7 +120,8 @@ test_replicas(void)
 }
 
 /* conv → bn → relu, a residual block, a strided conv: every conv's output stored as bf16
- * (the bn is its one reader), or kept float32 (TANDEM_BF16_ACTIVATIONS=0). */
+ * (the bn is its one reader), and the block's input (the stem bn's output) and output,
+ * or all kept float32 (TANDEM_BF16_ACTIVATIONS=0). */
 static const char bn_net[] = "conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"
                              "conv16k3s2p1,bn,relu,gap,fc10";
 
@@ -125,10 +130,14 @@ static const char bn_net[] = "conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,
  * most 2⁻⁸ (U16) of each bn input; the bn subtracts the batch mean and divides by the
  * spread, which scales that change by |x| / σ, a few here (the synthetic images are not
  * centred: 0.018 measured, about 5·U16); statistics, normalization and backward then
- * compute in float32 as before. 1/16, test_path()'s bound for rounding every operand,
- * holds it with room and catches a bn reading the wrong bits (a change of order one). */
+ * compute in float32 as before. A block's input and output stored as bf16 change
+ * less: the convs that read them round them to bf16 for their columns anyway, and the
+ * block's add reads its skip rounded once (2⁻⁸ of a value a ReLU keeps). 1/16,
+ * test_path()'s bound for rounding every operand, holds it with room and catches a bn,
+ * an add or a mask reading the wrong bits (a change of order one). block_tensors: how
+ * many of the block tensors the plan stores as bf16. */
 static void
-stored_outputs_case(const char *net)
+stored_outputs_case(const char *net, int block_tensors)
 {
   Run run = {net, "cpu", TDM_PRECISION_BF16, TDM_OPTIMIZER_SGD, 64, 1, FALSE};
   size_t n = 0, m = 0;
@@ -140,11 +149,16 @@ stored_outputs_case(const char *net)
 
   g_autoptr(TdmNetwork) network = tdm_network_new(net, 28, 28, 1, 10, NULL);
   /* Every conv here has a bn after it: the plan stores them all. */
-  for (int i = 0; i < network->layer_count; i++)
+  int blocks = 0;
+  for (int i = 0; i < network->layer_count; i++) {
+    TdmDtype type =
+        tdm_replica_layer_buffers(network, i, TDM_BACKEND_CPU, TDM_PRECISION_BF16).output_type;
     if (network->layers[i].kind == TDM_LAYER_CONV)
-      g_assert_cmpint(tdm_replica_layer_buffers(network, i, TDM_BACKEND_CPU,
-                                                TDM_PRECISION_BF16).output_type, ==,
-                      TDM_DTYPE_BF16);
+      g_assert_cmpint(type, ==, TDM_DTYPE_BF16);
+    else
+      blocks += type == TDM_DTYPE_BF16;
+  }
+  g_assert_cmpint(blocks, ==, block_tensors);
   g_autofree float *initial = g_new(float, network->parameter_count);
   tdm_network_init_parameters(network, 7, initial);
   g_autofree float *step_kept = g_new(float, n), *step_stored = g_new(float, n);
@@ -165,12 +179,19 @@ stored_outputs_case(const char *net)
 static void
 test_stored_outputs(void)
 {
-  stored_outputs_case(bn_net);
+  /* The stem bn's output and the block's: a strided conv reads the latter. */
+  stored_outputs_case(bn_net, 2);
   /* Convs that store their output through a float32 product rounded after: a stem of
    * more outputs than taps (16 > 9) and a 1×1 conv of stride 1, which has no columns. */
-  stored_outputs_case("conv16k3p1,bn,relu,conv24k1,bn,relu,gap,fc10");
-  /* A block with a projection, whose conv output is stored as bf16 too. */
-  stored_outputs_case("conv8k3p1,bn,relu,res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10");
+  stored_outputs_case("conv16k3p1,bn,relu,conv24k1,bn,relu,gap,fc10", 0);
+  /* A block with a projection, whose conv output is stored as bf16 too; its conv
+   * (more outputs than its input's channels) reads the block's input widened to float32,
+   * and the global pool the block's output. */
+  stored_outputs_case("conv8k3p1,bn,relu,res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10",
+                      2);
+  /* Two identity blocks, the first one's output the second's input and skip. */
+  stored_outputs_case("conv8k3p1,bn,relu,2*(res(conv8k3p1,bn,relu,conv8k3p1,bn),relu),gap,fc10",
+                      3);
 }
 
 /* Frozen layers below the trained ones: a frozen bn normalizes with its running
@@ -255,6 +276,62 @@ test_stored_replicas(void)
   g_assert_cmpfloat(rel, <=, U16);
 }
 
+/* A replica's gradients from one step (the initial parameters, samples 0…count−1). */
+static float *
+replica_step(TdmReplica *r, const float *params, size_t n, int count)
+{
+  g_autofree int32_t *indices = g_new(int32_t, count);
+  for (int i = 0; i < count; i++)
+    indices[i] = i;
+  tdm_backend_upload(r->backend, r->params, params, n * sizeof(float));
+  tdm_replica_train_step(r, indices, count, 1.0f / count);
+  float *grads = g_new(float, n);
+  tdm_backend_download(r->backend, grads, r->grads, n * sizeof(float));
+  g_assert_true(tdm_backend_check(r->backend, NULL));
+  return grads;
+}
+
+/* Whether a replica stores its activations as bf16 is decided when it is made
+ * (TANDEM_BF16_ACTIVATIONS read then, never by the passes): a replica made with bf16
+ * storage steps with the same bits while the environment says 0, and one made under 0
+ * keeps float32 storage after the variable is gone, its step within stored_outputs_case()'s
+ * 1/16 of the other's and not the same. */
+static void
+test_decided_once(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new(bn_net, 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 64, 16);
+  size_t n = net->parameter_count;
+  g_autofree float *initial = g_new(float, n);
+  tdm_network_init_parameters(net, 7, initial);
+  TdmBackend *b16 = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
+  TdmBackend *b32 = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
+  g_assert_no_error(error);
+  TdmReplica *stored = tdm_replica_new(b16, net, 32, data->train, data->test, &error);
+  g_assert_no_error(error);
+  g_autofree float *reference = replica_step(stored, initial, n, 32);
+  g_assert_true(g_setenv("TANDEM_BF16_ACTIVATIONS", "0", TRUE));
+  TdmReplica *kept = tdm_replica_new(b32, net, 32, data->train, data->test, &error);
+  g_assert_no_error(error);
+  g_autofree float *again = replica_step(stored, initial, n, 32);
+  g_unsetenv("TANDEM_BF16_ACTIVATIONS");
+  g_autofree float *wide = replica_step(kept, initial, n, 32);
+  g_assert_true(stored->stores_bf16);
+  g_assert_false(kept->stores_bf16);
+  g_assert_true(memcmp(reference, again, n * sizeof(float)) == 0);
+  double rel = relative_difference(wide, reference, n);
+  g_test_message("one step's gradients, bf16 storage against float32 storage: %.3g relative",
+                 rel);
+  g_assert_cmpfloat(rel, >, 0);
+  g_assert_cmpfloat(rel, <=, 1.0 / 16);
+  tdm_replica_free(kept);
+  tdm_replica_free(stored);
+  tdm_backend_free(b32);
+  tdm_backend_free(b16);
+}
+
 /* Exact mode: a chunk's pass is the same operations wherever it runs, bf16 ones
  * included, so 1 and 3 workers end with the same bits (BN, a residual block). */
 static void
@@ -286,6 +363,7 @@ main(int argc, char **argv)
   g_test_add_func("/bf16/stored-outputs", test_stored_outputs);
   g_test_add_func("/bf16/stored-replicas", test_stored_replicas);
   g_test_add_func("/bf16/stored-frozen", test_stored_frozen);
+  g_test_add_func("/bf16/decided-once", test_decided_once);
   dataset = test_synthetic_idx_new(0, 1000, 200);
   int status = g_test_run();
   test_remove_synthetic_idx(dataset);

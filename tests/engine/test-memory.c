@@ -83,6 +83,47 @@ bf16_bn_outputs_to_conv(const TdmNetwork *net)
   return sum;
 }
 
+/* Whether layer i's output, a residual block's end or a bn just before a block's start,
+ * is stored as bf16 in a bf16 run: the layer after the blocks that start there reads
+ * bf16 (a bn not followed by a pool, a global average pool, or a conv with columns
+ * whose outputs are no more than its reduction), and each of those blocks projects
+ * its input or ends in bf16 itself (tdm-replica-private.h's rule, spelt out here). */
+static gboolean
+block_tensor_bf16(const TdmNetwork *net, int i)
+{
+  const TdmLayer *l = &net->layers[i];
+  int j = i + 1, count = net->layer_count;
+  if (j >= count || !(l->kind == TDM_LAYER_RES_END ||
+                      (l->kind == TDM_LAYER_BN && net->layers[j].kind == TDM_LAYER_RES_BEGIN)))
+    return FALSE;
+  for (; j < count && net->layers[j].kind == TDM_LAYER_RES_BEGIN; j++) {
+    int end = net->layers[j].partner;
+    if (!net->layers[end].projection && !block_tensor_bf16(net, end))
+      return FALSE;
+  }
+  if (j >= count)
+    return FALSE;
+  const TdmLayer *reader = &net->layers[j];
+  if (reader->kind == TDM_LAYER_BN)
+    return !(j + 1 < count && net->layers[j + 1].kind == TDM_LAYER_POOL);
+  if (reader->kind == TDM_LAYER_GLOBAL_AVG)
+    return TRUE;
+  return reader->kind == TDM_LAYER_CONV &&
+         !(reader->kernel == 1 && reader->stride == 1 && reader->pad == 0) &&
+         reader->out_c <= reader->in_c * reader->kernel * reader->kernel;
+}
+
+/* Elements per sample of those block tensors. */
+static size_t
+bf16_block_outputs(const TdmNetwork *net)
+{
+  size_t sum = 0;
+  for (int i = 0; i < net->layer_count; i++)
+    if (block_tensor_bf16(net, i))
+      sum += (size_t)net->layers[i].out_h * net->layers[i].out_w * net->layers[i].out_c;
+  return sum;
+}
+
 /* Every buffer a replica and its optimizer allocate is in the estimate, byte for byte. */
 static void
 test_replica_exact(void)
@@ -124,14 +165,16 @@ test_replica_exact(void)
         tdm_backend_free(b16);
       }
       /* A GPU under bf16 keeps the parameters as bf16 too, a conv's output that only
-       * the bn after it reads (a projection's too) in half the bytes, and no output for a
-       * bn whose conv normalizes as it reads. */
+       * the bn after it reads (a projection's too) and the blocks' inputs and outputs
+       * in half the bytes, and no output for a bn whose conv normalizes as it reads. */
       TdmReplicaBytes gpu32 = tdm_memory_replica(net, TDM_BACKEND_CUDA, TDM_PRECISION_FP32,
                                                  capacity, eval, 200, 90);
       TdmReplicaBytes gpu16 = tdm_memory_replica(net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16,
                                                  capacity, eval, 200, 90);
       size_t halves = (size_t)capacity *
-                      (bf16_conv_outputs(net) + bf16_projection_outputs(net)) * sizeof(uint16_t);
+                      (bf16_conv_outputs(net) + bf16_projection_outputs(net) +
+                       bf16_block_outputs(net)) *
+                      sizeof(uint16_t);
       size_t elided = (size_t)capacity * bf16_bn_outputs_to_conv(net) * sizeof(float);
       g_assert_cmpuint(gpu16.total + halves + elided - gpu32.total, ==,
                        MAX(1, net->parameter_count) * sizeof(uint16_t));
@@ -160,8 +203,10 @@ static const char resnet18[] =
     "relu,res(conv512k3p1,bn,relu,conv512k3p1,bn),relu,gap,fc10";
 
 /* A bf16 run stores the outputs of ResNet-18's seventeen 3×3 convs as bf16, each read
- * only by its bn, and those of its three 1×1 projections: the activations drop by
- * exactly half those outputs' bytes, on both kinds of backend; an fp32 run stores none.
+ * only by its bn, those of its three 1×1 projections, the stem bn's output and the
+ * eight blocks' outputs (read by convs with bf16 columns, the blocks' adds, the
+ * projections and the global pool): the activations drop by exactly half those
+ * outputs' bytes, on both kinds of backend; an fp32 run stores none.
  * The first bn of each block keeps no output in bf16 (the conv after it normalizes as
  * it reads); in every precision the bn that ends a block keeps none (the block's end
  * computes it as it adds). The totals, counted here from the layers. And a CPU
@@ -180,17 +225,23 @@ test_bf16_activations(void)
   const size_t projections = 32768 + 16384 + 8192;
   g_assert_cmpuint(bf16_projection_outputs(net), ==, projections);
   g_assert_cmpuint(bf16_bn_outputs_to_conv(net), ==, 245760);
-  /* Stored float32 in either precision: the input (3,072), the stem's bn (65,536),
-   * each block's end (2 blocks at each of 64, 32, 16, 8 Ki elements: 245,760), the pool
-   * and the logits (522); in fp32 each block's first bn too (245,760). */
-  const size_t floats = 3072 + 65536 + 245760 + 522, first_bn = 245760;
+  /* The stem's bn (65,536) and each block's end (2 blocks at each of 64, 32, 16, 8 Ki
+   * elements: 245,760). */
+  const size_t blocks = 65536 + 245760;
+  g_assert_cmpuint(bf16_block_outputs(net), ==, blocks);
+  /* Stored float32 in either precision: the input (3,072), the pool and the logits
+   * (522); in fp32 each block's first bn (245,760) and the block tensors too. */
+  const size_t floats = 3072 + 522, first_bn = 245760;
   for (int kind = TDM_BACKEND_CPU; kind <= TDM_BACKEND_CUDA; kind++) {
     TdmReplicaPlan p32 = tdm_replica_plan(net, kind, TDM_PRECISION_FP32, 512, 100);
     TdmReplicaPlan p16 = tdm_replica_plan(net, kind, TDM_PRECISION_BF16, 512, 100);
     g_assert_cmpuint(p32.activations, ==,
-                     512 * (floats + first_bn + outputs + projections) * sizeof(float));
+                     512 * (floats + first_bn + blocks + outputs + projections) * sizeof(float));
     g_assert_cmpuint(p16.activations, ==,
-                     512 * (floats * sizeof(float) + (outputs + projections) * sizeof(uint16_t)));
+                     512 * (floats * sizeof(float) +
+                            (outputs + projections + blocks) * sizeof(uint16_t)));
+    /* The numbers of bench/NOTES.md: 1,274,040,320 bytes before, 955,273,216 after. */
+    g_assert_cmpuint(p16.activations, ==, 955273216);
     g_test_message("resnet18 32 px, batch 512, %s: activations %.2f GiB in fp32, %.2f GiB in "
                    "bf16", kind == TDM_BACKEND_CPU ? "cpu" : "gpu",
                    p32.activations / 1073741824.0, p16.activations / 1073741824.0);
@@ -207,7 +258,7 @@ test_bf16_activations(void)
       if (b16.projection > 0)
         g_assert_cmpint(b16.projection_type, ==, TDM_DTYPE_BF16);
     }
-    g_assert_cmpint(stored, ==, 17);
+    g_assert_cmpint(stored, ==, 17 + 9);
     g_assert_cmpint(folded, ==, 8);
     g_assert_cmpint(elided, ==, 8);
   }

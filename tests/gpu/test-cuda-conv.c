@@ -6,7 +6,7 @@
  * bf16, each run again in a workspace of exactly the bytes it says it needs; a bn
  * normalized as the conv reads its input; an output gradient the bn before wrote as
  * bf16 where the replica puts it (the workspace's start); an output stored as bf16 (y16) from an input
- * stored so (the bn's); the choice timed, remembered on disk and
+ * stored so (the bn's); an input stored as bf16 read as it is (a block's); the choice timed, remembered on disk and
  * found there by another backend; --exact's rule (the same choice on two backends,
  * the same bits twice).
  *
@@ -411,6 +411,45 @@ test_stored_bf16(void)
   }
 }
 
+/* An input stored as bf16 without a bn (a residual block's input in a bf16 run): every
+ * candidate of the forward and of the weight gradient reads it as it is, and every
+ * direction matches the float32 reference of the same (bf16) values within the bf16
+ * bound. */
+static void
+test_block_input16(void)
+{
+  if (!have_gpu())
+    return;
+  const Case cases16[] = {
+    {3, 8, 8, 64, 64, 3, 1, 1},     /* a block's first conv */
+    {2, 11, 13, 17, 24, 3, 1, 2},   /* strided, 17 channels */
+    {2, 15, 15, 64, 128, 1, 0, 2},  /* a projection */
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases16); i++) {
+    const Case *c = &cases16[i];
+    size_t in = (size_t)c->n * c->h * c->w * c->c;
+    g_autofree float *x = random_floats(in, -2, 3);
+    g_autofree uint16_t *x16 = g_new(uint16_t, in);
+    for (size_t e = 0; e < in; e++) {
+      x16[e] = bf16_bits(x[e]);
+      x[e] = bf16_value(x16[e]);
+    }
+    Problem p;
+    problem_init(&p, c, x);
+    Device d;
+    device_init(&d, gpu_bf16, &p, TRUE);
+    uint16_t *dx16 = on_b(gpu_bf16, x16, in * 2);
+    d.a.x = (const float *)dx16; /* the type says what it holds */
+    d.a.x_type = TDM_DTYPE_BF16;
+    g_autofree char *what = g_strdup_printf("bf16 x16 n%d %dx%dx%d→%d k%d p%d s%d", c->n, c->h,
+                                            c->w, c->c, c->out_c, c->kernel, c->pad, c->stride);
+    check_candidates(&d, &p, what, p.y_ref);
+    tdm_backend_release(gpu_bf16, dx16);
+    device_clear(&d);
+    problem_clear(&p);
+  }
+}
+
 /* Chosen by timing, written to the cache file; a second backend finds the choice there
  * and does not time it (its report says 0 ms). */
 static void
@@ -527,6 +566,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda-conv/bn-prologue", test_bn_prologue);
   g_test_add_func("/cuda-conv/dy16-ready", test_dy16_ready);
   g_test_add_func("/cuda-conv/stored-bf16", test_stored_bf16);
+  g_test_add_func("/cuda-conv/block-input-bf16", test_block_input16);
   g_test_add_func("/cuda-conv/choice-cached", test_choice_cached);
   g_test_add_func("/cuda-conv/exact", test_exact);
   int status = g_test_run();

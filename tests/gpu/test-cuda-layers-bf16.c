@@ -67,7 +67,7 @@ im2col_bf16_case(int n, int h, int w, int c, int k, int pad, int stride)
   tdm_backend_im2col(cpu, ref, x, n, h, w, c, k, k, pad, stride);
   float *dx = on(x, xs * 4);
   uint16_t *dcol = (uint16_t *)poisoned(cols / 2 + 1);
-  tdm_backend_im2col_bf16(gpu, dcol, dx, n, h, w, c, k, k, pad, stride);
+  tdm_backend_im2col_bf16(gpu, dcol, dx, TDM_DTYPE_F32, n, h, w, c, k, k, pad, stride);
   g_autofree char *what = g_strdup_printf("im2col_bf16 %d×%d×%d×%d k%d p%d s%d", n, h, w, c, k,
                                           pad, stride);
   check_bits(what, dcol, ref, cols);
@@ -101,7 +101,7 @@ im2col_bf16_bn_case(int n, int h, int w, int c, int k, int pad, int stride, bool
   uint16_t *dref = (uint16_t *)poisoned(cols / 2 + 1);
   tdm_backend_bn_forward(gpu, dy, dx, TDM_DTYPE_F32, dsaved, dsaved + c, dgamma, dbeta, rows, c,
                          relu);
-  tdm_backend_im2col_bf16(gpu, dref, dy, n, h, w, c, k, k, pad, stride);
+  tdm_backend_im2col_bf16(gpu, dref, dy, TDM_DTYPE_F32, n, h, w, c, k, k, pad, stride);
   tdm_backend_im2col_bf16_bn(gpu, dcol, dx, TDM_DTYPE_F32, dsaved, dsaved + c, dgamma, dbeta,
                              relu, n, h, w, c, k, k, pad, stride);
   g_autofree uint16_t *col = g_new(uint16_t, cols), *col_ref = g_new(uint16_t, cols);
@@ -512,8 +512,8 @@ test_cpu_reference(void)
   float *cx = on_b(cpu, x, xs * 4), *gx = on(x, xs * 4);
   float *cbn = on_b(cpu, bn, 4 * (size_t)c * 4), *gbn = on(bn, 4 * (size_t)c * 4);
   uint16_t *ccol = on_b(cpu, NULL, cols * 2), *gcol = on(NULL, cols * 2);
-  tdm_backend_im2col_bf16(cpu, ccol, cx, im, h, w, c, k, k, pad, stride);
-  tdm_backend_im2col_bf16(gpu, gcol, gx, im, h, w, c, k, k, pad, stride);
+  tdm_backend_im2col_bf16(cpu, ccol, cx, TDM_DTYPE_F32, im, h, w, c, k, k, pad, stride);
+  tdm_backend_im2col_bf16(gpu, gcol, gx, TDM_DTYPE_F32, im, h, w, c, k, k, pad, stride);
   compare_bits("im2col_bf16", ccol, gcol, cols);
   for (int relu = 0; relu < 2; relu++) {
     tdm_backend_im2col_bf16_bn(cpu, ccol, cx, TDM_DTYPE_F32, cbn, cbn + c, cbn + 2 * c,

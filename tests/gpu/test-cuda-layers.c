@@ -599,6 +599,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda-layers/label-smoothing", test_label_smoothing);
   g_test_add_func("/cuda-layers/nesterov", test_nesterov);
   test_cuda_layers_add_bf16();
+  test_cuda_layers_add_blocks();
 
   int status = g_test_run();
   if (gpu != NULL) {

@@ -174,5 +174,6 @@ check_bits(const char *what, const uint16_t *dev, const float *ref, size_t n)
   }
 }
 
-/* Registers test-cuda-layers-bf16.c's tests. */
+/* Registers test-cuda-layers-bf16.c's and test-cuda-layers-blocks.c's tests. */
 void test_cuda_layers_add_bf16(void);
+void test_cuda_layers_add_blocks(void);

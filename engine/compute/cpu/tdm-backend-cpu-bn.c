@@ -169,6 +169,41 @@ tdm_cpu_bn_forward(TdmBackend *b, float *y, const void *x, TdmDtype x_type, cons
   g_free(scale);
 }
 
+/* bn_forward, and then with a the add and ReLU of bn_forward_add (add_out's: NaN
+ * passes), a block of rows at a time into float32, then rounded into y. */
+void
+tdm_cpu_bn_forward_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
+                        const float *mean, const float *invstd, const float *gamma,
+                        const float *beta, const void *a, TdmDtype a_type, int rows,
+                        int channels, bool relu)
+{
+  float *scale = g_new(float, 2 * (size_t)channels), *shift = scale + channels;
+  tdm_cpu_bn_affine(scale, shift, mean, invstd, gamma, beta, channels);
+  const int block = block_rows(TDM_DTYPE_BF16, rows, channels);
+  float *out = g_new(float, (size_t)block * channels);
+  float *x_tmp = g_new(float, (size_t)block * channels);
+  float *a_tmp = g_new(float, (size_t)block * channels);
+  for (int r = 0; r < rows; r += block) {
+    const int count = MIN(block, rows - r);
+    const size_t values = (size_t)count * channels, at = (size_t)r * channels;
+    bn_apply(out, rows_f32(x, x_type, r, count, channels, x_tmp), scale, shift, count,
+             channels, relu && a == NULL);
+    if (a != NULL) {
+      const float *add = rows_f32(a, a_type, r, count, channels, a_tmp);
+      for (size_t i = 0; i < values; i++) {
+        const float v = out[i] + add[i];
+        out[i] = relu && v < 0.0f ? 0.0f : v;
+      }
+    }
+    for (size_t i = 0; i < values; i++)
+      y[at + i] = tdm_bf16_round(out[i]);
+  }
+  g_free(a_tmp);
+  g_free(x_tmp);
+  g_free(out);
+  g_free(scale);
+}
+
 void
 tdm_cpu_bn_forward_eval(TdmBackend *b, float *y, const void *x, TdmDtype x_type,
                         const float *running_mean, const float *running_var, const float *gamma,

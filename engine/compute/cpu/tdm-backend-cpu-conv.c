@@ -99,10 +99,10 @@ im2col_bf16(uint16_t *col, const void *x, TdmDtype x_type, const float *scale,
 }
 
 void
-tdm_cpu_im2col_bf16(TdmBackend *b, uint16_t *col, const float *x, int n, int h, int w, int c,
-                    int kh, int kw, int pad, int stride)
+tdm_cpu_im2col_bf16(TdmBackend *b, uint16_t *col, const void *x, TdmDtype x_type, int n, int h,
+                    int w, int c, int kh, int kw, int pad, int stride)
 {
-  im2col_bf16(col, x, TDM_DTYPE_F32, NULL, NULL, false, n, h, w, c, kh, kw, pad, stride);
+  im2col_bf16(col, x, x_type, NULL, NULL, false, n, h, w, c, kh, kw, pad, stride);
 }
 
 void

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cpu-elementwise.c — the CPU backend's operations of one value at a time:
  * bias and ReLU (the loops of tdm-cpu-kernels.c for this CPU), the communicators' add
- * and scale, the rounding to bfloat16 (tdm-bf16.h, the GPU's rule), and inverted dropout on the counter RNG, its mask drawn again in backward
- * and never stored. The front door checked the arguments.
+ * and scale, the rounding to bfloat16 (tdm-bf16.h, the GPU's rule) and back, a
+ * residual block's add and ReLU mask over bf16 tensors, and inverted dropout on the
+ * counter RNG, its mask drawn again in backward and never stored. The front door checked the arguments.
  */
 #include "tdm-backend-cpu-private.h"
 #include "tdm-bf16.h"
@@ -81,4 +82,36 @@ tdm_cpu_to_bf16(TdmBackend *b, uint16_t *out, const float *in, size_t n)
   const float *restrict v = in;
   for (size_t i = 0; i < n; i++)
     o[i] = tdm_bf16_round(v[i]);
+}
+
+void
+tdm_cpu_from_bf16(TdmBackend *b, float *out, const uint16_t *in, size_t n)
+{
+  float *restrict o = out;
+  const uint16_t *restrict h = in;
+  for (size_t i = 0; i < n; i++)
+    o[i] = tdm_bf16_value(h[i]);
+}
+
+void
+tdm_cpu_relu_backward_bf16(TdmBackend *b, float *dx, const float *dy, const uint16_t *y,
+                           size_t n)
+{
+  for (size_t i = 0; i < n; i++) {
+    const float d = dy[i];
+    dx[i] = tdm_bf16_value(y[i]) > 0.0f ? d : 0.0f;
+  }
+}
+
+/* add_out's sum and ReLU (relu_forward's: NaN passes), then rounded. */
+void
+tdm_cpu_add_out_bf16(TdmBackend *b, uint16_t *y, const float *a, const void *x,
+                     TdmDtype x_type, size_t n, bool relu)
+{
+  const float *xf = x_type == TDM_DTYPE_F32 ? x : NULL;
+  const uint16_t *xh = x_type == TDM_DTYPE_BF16 ? x : NULL;
+  for (size_t i = 0; i < n; i++) {
+    const float v = a[i] + (xf != NULL ? xf[i] : tdm_bf16_value(xh[i]));
+    y[i] = tdm_bf16_round(relu && v < 0.0f ? 0.0f : v);
+  }
 }

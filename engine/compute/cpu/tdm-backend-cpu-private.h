@@ -75,6 +75,11 @@ void tdm_cpu_relu_backward(TdmBackend *b, float *dx, const float *dy, const floa
 void tdm_cpu_add(TdmBackend *b, float *y, const float *x, size_t n);
 void tdm_cpu_scale(TdmBackend *b, float *y, float alpha, size_t n);
 void tdm_cpu_to_bf16(TdmBackend *b, uint16_t *out, const float *in, size_t n);
+void tdm_cpu_from_bf16(TdmBackend *b, float *out, const uint16_t *in, size_t n);
+void tdm_cpu_relu_backward_bf16(TdmBackend *b, float *dx, const float *dy, const uint16_t *y,
+                                size_t n);
+void tdm_cpu_add_out_bf16(TdmBackend *b, uint16_t *y, const float *a, const void *x,
+                          TdmDtype x_type, size_t n, bool relu);
 void tdm_cpu_dropout_forward(TdmBackend *b, float *y, const float *x, const int32_t *indices,
                              int n, int per_sample, float p, uint64_t key, uint32_t epoch);
 void tdm_cpu_dropout_backward(TdmBackend *b, float *dx, const float *dy, const int32_t *indices,
@@ -85,8 +90,8 @@ void tdm_cpu_im2col(TdmBackend *b, float *col, const float *x, int n, int h, int
                     int kh, int kw, int pad, int stride);
 void tdm_cpu_col2im(TdmBackend *b, float *dx, const float *col, int n, int h, int w, int c,
                     int kh, int kw, int pad, int stride);
-void tdm_cpu_im2col_bf16(TdmBackend *b, uint16_t *col, const float *x, int n, int h, int w,
-                         int c, int kh, int kw, int pad, int stride);
+void tdm_cpu_im2col_bf16(TdmBackend *b, uint16_t *col, const void *x, TdmDtype x_type, int n,
+                         int h, int w, int c, int kh, int kw, int pad, int stride);
 void tdm_cpu_im2col_bf16_bn(TdmBackend *b, uint16_t *col, const void *x, TdmDtype x_type,
                             const float *mean, const float *invstd, const float *gamma,
                             const float *beta, bool relu, int n, int h, int w, int c, int kh,
@@ -140,6 +145,10 @@ void tdm_cpu_bn_moments(TdmBackend *b, float *slots, const void *x, TdmDtype x_t
 void tdm_cpu_bn_stats(TdmBackend *b, float *saved, const float *slots, int slot_count,
                       int channels, float eps, float momentum, float *running_mean,
                       float *running_var);
+void tdm_cpu_bn_forward_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
+                             const float *mean, const float *invstd, const float *gamma,
+                             const float *beta, const void *a, TdmDtype a_type, int rows,
+                             int channels, bool relu);
 void tdm_cpu_bn_forward(TdmBackend *b, float *y, const void *x, TdmDtype x_type,
                         const float *mean, const float *invstd, const float *gamma,
                         const float *beta, int rows, int channels, bool relu);

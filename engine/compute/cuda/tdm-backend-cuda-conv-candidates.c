@@ -63,7 +63,7 @@ tdm_conv_layout(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir, TdmCo
     return TRUE;
   }
   /* The replica composes a bf16 conv through bf16 columns on these conditions
-   * (tdm-replica-pass.c's conv_bf16, conv_bf16_dx), and through float32 ones
+   * (tdm-replica-conv.c's tdm_replica_conv_bf16, _bf16_dx), and through float32 ones
    * elsewhere; the engine's "im2col" always has bf16 columns. */
   l->replica_im2col = !one_by_one(s) && out_c <= k && out_c <= rows &&
                       (dir != TDM_CONV_DGRAD || rows * out_c + out_c * k <= rows * k);
@@ -142,7 +142,15 @@ input16(TdmBackend *b, const TdmConvArgs *a, uint16_t *x16)
     tdm_cuda_im2col_bf16_bn(b, x16, a->x, a->x_type, a->bn_mean, a->bn_invstd, a->bn_gamma,
                             a->bn_beta, a->bn_relu, s->n, s->h, s->w, s->c, 1, 1, 0, 1);
   else
-    tdm_cuda_im2col_bf16(b, x16, a->x, s->n, s->h, s->w, s->c, 1, 1, 0, 1);
+    tdm_cuda_im2col_bf16(b, x16, a->x, a->x_type, s->n, s->h, s->w, s->c, 1, 1, 0, 1);
+}
+
+/* Whether the input is already what a bf16 convolution reads: stored as bf16, not
+ * normalized on the way. */
+static gboolean
+input_is_bf16(const TdmConvArgs *a)
+{
+  return a->bn_mean == NULL && a->x_type == TDM_DTYPE_BF16;
 }
 
 /* im2col and a GEMM, as the replica composes them (tdm-replica-pass.c): the same
@@ -174,8 +182,8 @@ run_im2col(TdmBackend *b, const TdmConvLayout *l, Arena *arena)
                               a->bn_beta, a->bn_relu, s->n, s->h, s->w, s->c, s->kernel,
                               s->kernel, s->pad, s->stride);
     else
-      tdm_cuda_im2col_bf16(b, col16, a->x, s->n, s->h, s->w, s->c, s->kernel, s->kernel,
-                           s->pad, s->stride);
+      tdm_cuda_im2col_bf16(b, col16, a->x, a->x_type, s->n, s->h, s->w, s->c, s->kernel,
+                           s->kernel, s->pad, s->stride);
     if (l->dir == TDM_CONV_FORWARD && a->y16 != NULL)
       tdm_cuda_gemm_bf16_out(b, false, true, rows, out_c, k, col16, k, l->w16, k, a->y16,
                              out_c);
@@ -189,7 +197,8 @@ run_im2col(TdmBackend *b, const TdmConvLayout *l, Arena *arena)
   }
   /* Float32 columns read x and dy as float32, which a normalized-on-read input or a
    * bf16-only dy does not give. */
-  if (a->bn_mean != NULL || (l->dir != TDM_CONV_FORWARD && a->dy16 != NULL))
+  if (a->bn_mean != NULL || a->x_type != TDM_DTYPE_F32 ||
+      (l->dir != TDM_CONV_FORWARD && a->dy16 != NULL))
     return FALSE;
   float *col = NULL, *y = a->y;
   if (!one_by_one(s)) {
@@ -266,13 +275,16 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Aren
   switch (l->dir) {
   case TDM_CONV_FORWARD:
   case TDM_CONV_WGRAD:
-    if (l->bf16) {
+    if (l->bf16 && input_is_bf16(a)) {
+      image = aligned_or_stage(b, arena, a->x, in_count * 2, TRUE);
+    } else if (l->bf16) {
       image = take(arena, in_count * 2);
       if (image != NULL && mode == RUN)
         input16(b, a, image);
     } else {
-      image = a->bn_mean != NULL ? NULL
-                                 : aligned_or_stage(b, arena, a->x, in_count * 4, TRUE);
+      image = a->bn_mean != NULL || a->x_type != TDM_DTYPE_F32
+                  ? NULL
+                  : aligned_or_stage(b, arena, a->x, in_count * 4, TRUE);
     }
     break;
   case TDM_CONV_DGRAD:
@@ -444,7 +456,7 @@ add_cudnn(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, const char *on
   if (handle == NULL || CUDA_B(b)->capturing)
     return;
   const TdmConvArgs *a = l->a;
-  if (!l->bf16 && a->bn_mean != NULL)
+  if (!l->bf16 && (a->bn_mean != NULL || a->x_type != TDM_DTYPE_F32))
     return;
   int operand = l->bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
   int outputs[2] = {CUDNN_DATA_FLOAT, CUDNN_DATA_BFLOAT16};

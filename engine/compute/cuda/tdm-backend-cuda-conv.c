@@ -28,12 +28,13 @@ tdm_cuda_col2im(TdmBackend *b, float *dx, const float *col, int n, int h, int w,
 }
 
 void
-tdm_cuda_im2col_bf16(TdmBackend *b, uint16_t *col, const float *x, int n, int h, int w, int c,
-                     int kh, int kw, int pad, int stride)
+tdm_cuda_im2col_bf16(TdmBackend *b, uint16_t *col, const void *x, TdmDtype x_type, int n,
+                     int h, int w, int c, int kh, int kw, int pad, int stride)
 {
   if (!tdm_cuda_begin(b))
     return;
-  TDM_CUDA_OK(b, tdm_k_im2col_bf16(col, x, n, h, w, c, kh, kw, pad, stride, CUDA_B(b)->stream));
+  TDM_CUDA_OK(b, tdm_k_im2col_bf16(col, x, x_type == TDM_DTYPE_BF16, n, h, w, c, kh, kw, pad,
+                                   stride, STREAM(b)));
 }
 
 void

@@ -71,6 +71,30 @@ tdm_cuda_to_bf16(TdmBackend *b, uint16_t *out, const float *in, size_t n)
 }
 
 void
+tdm_cuda_from_bf16(TdmBackend *b, float *out, const uint16_t *in, size_t n)
+{
+  if (tdm_cuda_begin(b))
+    TDM_CUDA_OK(b, tdm_k_from_bf16(out, in, n, CUDA_B(b)->stream));
+}
+
+void
+tdm_cuda_relu_backward_bf16(TdmBackend *b, float *dx, const float *dy, const uint16_t *y,
+                            size_t n)
+{
+  if (tdm_cuda_begin(b))
+    TDM_CUDA_OK(b, tdm_k_relu_backward_bf16(dx, dy, y, n, CUDA_B(b)->stream));
+}
+
+void
+tdm_cuda_add_out_bf16(TdmBackend *b, uint16_t *y, const float *a, const void *x,
+                      TdmDtype x_type, size_t n, bool relu)
+{
+  if (tdm_cuda_begin(b))
+    TDM_CUDA_OK(b, tdm_k_add_out_bf16(y, a, x, x_type == TDM_DTYPE_BF16, n, relu,
+                                      CUDA_B(b)->stream));
+}
+
+void
 tdm_cuda_dropout_forward(TdmBackend *b, float *y, const float *x, const int32_t *indices, int n,
                          int per_sample, float p, uint64_t key, uint32_t epoch)
 {

@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* tdm-replica-conv.c — a conv layer's forward and backward as a replica runs them
+ * (tdm-replica-pass.c's walks call them): the backend's whole convolution where the
+ * layer has its scratch, else the convolution engine where the backend has one, else
+ * composed here from im2col and GEMMs, on bf16 columns in a bf16 run (the weights from
+ * params16, the output gradient as bf16 at the workspace's start) or float32 ones; an
+ * input a bn left unwritten normalized as the columns are built; an input stored as
+ * bf16 gathered as it is, or widened for float32 columns. */
+#include "tdm-replica-private.h"
+
+/* x (count values of type x_type) as float32, for a reader that takes float32 only: x
+ * itself, or its bf16 values widened into spare, a buffer free until the reader is done
+ * with it (block_output_bf16(): a projection's float32 columns, the global pool). */
+const float *
+tdm_replica_as_f32(TdmReplica *r, const void *x, TdmDtype x_type, size_t count, float *spare)
+{
+  if (x_type == TDM_DTYPE_F32)
+    return x;
+  tdm_backend_from_bf16(r->backend, spare, x, count);
+  return spare;
+}
+
+/* Whether a conv with columns runs its forward and weight-gradient products on
+ * bfloat16 operands (--precision bf16 on a backend that has them). In the forward the
+ * columns, as bf16, take the first half of the layer's float32 column buffer (the
+ * weights as bf16 come from params16, which every bf16 replica keeps). In the backward
+ * the output gradient as bf16 (rows · out_c) starts the workspace, where the
+ * convolution engine's layout has it too (the bn after the conv writes it there,
+ * bn_dx_as_conv_dy16()), and the bf16 columns follow: both fit when out_c <= k.
+ * Else (a first layer of few input channels) the float32 path. The data gradient goes
+ * through bf16 columns too when the weights (without params16) fit after them
+ * (conv_bf16_dx): its product writes them where the columns were, after the weight
+ * gradient has read them, and col2im sums them in float32. */
+gboolean
+tdm_replica_conv_bf16(TdmReplica *r, const float *col, int rows, int k, int out_c)
+{
+  return r->backend->precision == TDM_PRECISION_BF16 && col != NULL && out_c <= k &&
+         (r->params16 != NULL || out_c <= rows);
+}
+
+gboolean
+tdm_replica_conv_bf16_dx(TdmReplica *r, int rows, int k, int out_c)
+{
+  size_t weights = r->params16 != NULL ? 0 : (size_t)out_c * k;
+  return (size_t)rows * out_c + weights <= (size_t)rows * k;
+}
+
+/* A conv's weights w (out_c·k values) as bf16: in params16, which the forward pass
+ * rounded all at once, when the replica keeps one; else rounded into spare. */
+static const uint16_t *
+conv_weights16(TdmReplica *r, const float *w, size_t count, uint16_t *spare)
+{
+  if (r->params16 != NULL)
+    return r->params16 + (w - r->params);
+  tdm_backend_to_bf16(r->backend, spare, w, count);
+  return spare;
+}
+
+/* The convolution engine's view of a conv layer's call (tdm-backend.h): its shape, the
+ * input (or the bn's input it normalizes as it reads), the weights (and their bf16
+ * copy), the one workspace. */
+static TdmConvArgs
+conv_args(TdmReplica *r, const void *x, TdmDtype x_type, const BnGather *bn, const float *w,
+          int n, int in_h, int in_w, int in_c, int out_c, int kernel, int pad, int stride,
+          size_t *needed)
+{
+  TdmConvArgs a = {
+      .shape = {n, in_h, in_w, in_c, out_c, kernel, pad, stride},
+      .x = bn != NULL ? bn->x : x,
+      .x_type = bn != NULL ? bn->x_type : x_type,
+      .w = w,
+      .w16 = r->params16 != NULL ? r->params16 + (w - r->params) : NULL,
+      .work = r->columns,
+      .work_bytes = r->columns_bytes,
+      .work_needed = needed,
+  };
+  if (bn != NULL) {
+    a.bn_mean = bn->saved;
+    a.bn_invstd = bn->saved + in_c;
+    a.bn_gamma = bn->gamma;
+    a.bn_beta = bn->beta;
+    a.bn_relu = bn->relu;
+  }
+  return a;
+}
+
+/* The convolution engine's call, forward or backward: TRUE when it ran it, the
+ * workspace noted as holding what its choice needs (*need, which the call writes);
+ * where the choice did not fit, the workspace grown (a dy16 the bn wrote moves with
+ * its start) and the call tried again. FALSE: the caller composes the convolution. */
+static gboolean
+engine_runs(TdmReplica *r, TdmConvArgs *args, size_t *need, gboolean forward,
+            gboolean dy16_ready)
+{
+  gboolean (*run)(TdmBackend *, const TdmConvArgs *) =
+      forward ? tdm_backend_conv_engine_forward : tdm_backend_conv_engine_backward;
+  if (run(r->backend, args)) {
+    tdm_replica_workspace_holds(r, *need);
+    return TRUE;
+  }
+  if (*need <= args->work_bytes || !tdm_replica_workspace_holds(r, *need))
+    return FALSE;
+  args->work = r->columns;
+  args->work_bytes = r->columns_bytes;
+  if (dy16_ready)
+    args->dy16 = (const uint16_t *)r->columns;
+  return run(r->backend, args);
+}
+
+/* A conv's product: the backend's whole convolution where the layer has its scratch
+ * (work: tdm_replica_layer_buffers() gave it one because the backend takes the shape),
+ * else out = cols(x) · Wᵀ, the columns kept in col (or x itself for a 1×1 conv of
+ * stride 1). With bn, x was never written: the columns normalize bn->x. With y16, the
+ * output is stored as bf16 there instead of y (conv_output_bf16()): each value the
+ * float32 sum rounded once, by the bf16 product itself where the conv has bf16 columns,
+ * else after a float32 product into the gradient buffer, which the forward leaves
+ * unused. x is of type x_type (bf16: a block's input, block_output_bf16()), which bf16
+ * columns gather as it is and float32 ones read widened into the other gradient
+ * buffer. */
+void
+tdm_replica_conv_forward(TdmReplica *r, float *y, uint16_t *y16, const void *x, TdmDtype x_type,
+                         const BnGather *bn, float *col, float *work, const float *w, int n,
+                         int in_h, int in_w, int in_c, int out_c, int kernel, int pad,
+                         int stride, int out_h, int out_w)
+{
+  TdmBackend *b = r->backend;
+  int rows = n * out_h * out_w;
+  int k = in_c * kernel * kernel;
+  if (work != NULL) {
+    g_assert(y16 == NULL && x_type == TDM_DTYPE_F32); /* a bf16 run composes every conv */
+    tdm_backend_conv_forward(b, y, x, w, work, n, in_h, in_w, in_c, out_c, kernel, pad, stride);
+    return;
+  }
+  size_t need = 0;
+  TdmConvArgs args =
+      conv_args(r, x, x_type, bn, w, n, in_h, in_w, in_c, out_c, kernel, pad, stride, &need);
+  args.y = y16 != NULL ? NULL : y;
+  args.y16 = y16;
+  if (engine_runs(r, &args, &need, TRUE, FALSE))
+    return;
+  if (col != NULL) {
+    tdm_replica_workspace_holds(r, (size_t)rows * k * sizeof(float));
+    col = r->columns;
+  }
+  if (tdm_replica_conv_bf16(r, col, rows, k, out_c)) {
+    uint16_t *col16 = (uint16_t *)col;
+    const uint16_t *w16 = conv_weights16(r, w, (size_t)out_c * k, col16 + (size_t)rows * k);
+    if (bn != NULL)
+      tdm_backend_im2col_bf16_bn(b, col16, bn->x, bn->x_type, bn->saved, bn->saved + in_c,
+                                 bn->gamma, bn->beta, bn->relu, n, in_h, in_w, in_c, kernel,
+                                 kernel, pad, stride);
+    else
+      tdm_backend_im2col_bf16(b, col16, x, x_type, n, in_h, in_w, in_c, kernel, kernel, pad,
+                              stride);
+    if (y16 != NULL)
+      tdm_backend_gemm_bf16_out(b, false, true, rows, out_c, k, col16, k, w16, k, y16, out_c);
+    else
+      tdm_backend_gemm_bf16(b, false, true, rows, out_c, k, 1.0f, col16, k, w16, k, 0.0f, y,
+                            out_c);
+    return;
+  }
+  g_assert(bn == NULL); /* a bn's output is left only to a conv with bf16 columns */
+  float *out = y16 != NULL ? r->grad_b : y;
+  const float *a = tdm_replica_as_f32(r, x, x_type, (size_t)n * in_h * in_w * in_c, r->grad_a);
+  x = a;
+  if (col != NULL) {
+    tdm_backend_im2col(b, col, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
+    a = col;
+  }
+  tdm_backend_gemm(b, false, true, rows, out_c, k, 1.0f, a, k, w, k, 0.0f, out, out_c);
+  if (y16 != NULL)
+    tdm_backend_to_bf16(b, y16, out, (size_t)rows * out_c);
+}
+
+/* Its backward from dy: dw, and dx when wanted (col is spent: its gradient takes its
+ * place before col2im). The columns live in the one workspace that every layer's
+ * forward overwrote since, so they are built again from x (or, with bn, from the bn's
+ * input, as the forward built them): the same bits. dy16_ready: the bn after it wrote
+ * dy as bf16 already (bn_dx_as_conv_dy16(), into the workspace's second half, which
+ * the bf16 columns leave alone), and dy is not read. */
+void
+tdm_replica_conv_backward(TdmReplica *r, float *dx, float *dw, const float *dy,
+                          gboolean dy16_ready, const void *x, TdmDtype x_type,
+                          const BnGather *bn, float *col, float *work, const float *w, int n,
+                          int in_h, int in_w, int in_c, int out_c, int kernel, int pad,
+                          int stride, int out_h, int out_w, gboolean need_dx)
+{
+  TdmBackend *b = r->backend;
+  int rows = n * out_h * out_w;
+  int k = in_c * kernel * kernel;
+  if (work != NULL) {
+    g_assert(x_type == TDM_DTYPE_F32);
+    tdm_backend_conv_backward(b, need_dx ? dx : NULL, dw, dy, x, w, work, n, in_h, in_w, in_c,
+                              out_c, kernel, pad, stride);
+    return;
+  }
+  size_t need = 0;
+  TdmConvArgs args =
+      conv_args(r, x, x_type, bn, w, n, in_h, in_w, in_c, out_c, kernel, pad, stride, &need);
+  args.dy = dy;
+  args.dy16 = dy16_ready ? (const uint16_t *)r->columns : NULL;
+  args.dx = need_dx ? dx : NULL;
+  args.dw = dw;
+  if (engine_runs(r, &args, &need, FALSE, dy16_ready))
+    return;
+  if (col != NULL) {
+    tdm_replica_workspace_holds(r, (size_t)rows * k * sizeof(float));
+    col = r->columns;
+  }
+  if (tdm_replica_conv_bf16(r, col, rows, k, out_c)) {
+    uint16_t *dy16 = (uint16_t *)col, *col16 = dy16 + (size_t)rows * out_c;
+    if (!dy16_ready)
+      tdm_backend_to_bf16(b, dy16, dy, (size_t)rows * out_c);
+    if (bn != NULL)
+      tdm_backend_im2col_bf16_bn(b, col16, bn->x, bn->x_type, bn->saved, bn->saved + in_c,
+                                 bn->gamma, bn->beta, bn->relu, n, in_h, in_w, in_c, kernel,
+                                 kernel, pad, stride);
+    else
+      tdm_backend_im2col_bf16(b, col16, x, x_type, n, in_h, in_w, in_c, kernel, kernel, pad,
+                              stride);
+    tdm_backend_gemm_bf16(b, true, false, out_c, k, rows, 1.0f, dy16, out_c, col16, k, 0.0f, dw,
+                          k);
+    if (need_dx && tdm_replica_conv_bf16_dx(r, rows, k, out_c)) {
+      const uint16_t *w16 = conv_weights16(r, w, (size_t)out_c * k, col16 + (size_t)rows * k);
+      tdm_backend_conv_dgrad_bf16(b, dx, dy16, w16, col16, n, in_h, in_w, in_c, out_c, kernel,
+                                  kernel, pad, stride);
+      return;
+    }
+  } else {
+    /* A bf16 x widened into dx, which is written only after x is read. */
+    const float *xf = tdm_replica_as_f32(r, x, x_type, (size_t)n * in_h * in_w * in_c, dx);
+    if (col != NULL)
+      tdm_backend_im2col(b, col, xf, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
+    tdm_backend_gemm(b, true, false, out_c, k, rows, 1.0f, dy, out_c, col ? col : xf, k, 0.0f,
+                     dw, k);
+  }
+  if (!need_dx)
+    return;
+  if (col == NULL) {
+    tdm_backend_gemm(b, false, false, rows, k, out_c, 1.0f, dy, out_c, w, k, 0.0f, dx, k);
+    return;
+  }
+  tdm_backend_gemm(b, false, false, rows, k, out_c, 1.0f, dy, out_c, w, k, 0.0f, col, k);
+  tdm_backend_col2im(b, dx, col, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
+}

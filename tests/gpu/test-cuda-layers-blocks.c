@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* test-cuda-layers-blocks.c — part of test-cuda-layers: the CUDA backend's operations of
+ * a residual block stored as bf16 (a bf16 run's block inputs and outputs): from_bf16,
+ * im2col_bf16 of a bf16 input, relu_backward_bf16, add_out_bf16 and bn_forward_bf16.
+ * Each against the GPU's float32 operation on the widened input (then to_bf16 where
+ * it writes bf16), bit for bit, and against the CPU's bf16 operation, the reference:
+ * the elementwise ones bit for bit; the bn ones, whose float32 values the GPU computes
+ * as the CPU does (kernels/bn-value.cuh), within the rounding of the result to bf16
+ * (each value moves by at most 2⁻⁹ relative, so the norm-wise error by at most that)
+ * of the CPU's float32 result.
+ */
+#include "tdm-build-config.h"
+
+#if TDM_HAVE_CUDA
+
+#include "test-cuda-layers.h"
+
+#define HALF_U16 (1.0 / 512.0) /* the rounding of one value to bf16, at most, relative */
+
+static void
+same_bits_gpu(const char *what, const void *got, const void *want, size_t bytes)
+{
+  g_autofree char *a = g_malloc(bytes), *b = g_malloc(bytes);
+  tdm_backend_download(gpu, a, got, bytes);
+  tdm_backend_download(gpu, b, want, bytes);
+  assert_ok(gpu);
+  g_test_message("%s: %s", what, memcmp(a, b, bytes) == 0 ? "same bits" : "differs");
+  if (memcmp(a, b, bytes) != 0) {
+    g_test_message("FAILED %s: not the bits of the float32 operation", what);
+    g_test_fail();
+  }
+}
+
+/* The GPU's bf16 result against the CPU's (host), bit for bit. */
+static void
+same_bits_cpu(const char *what, const uint16_t *dev, const uint16_t *ref, size_t n)
+{
+  g_autofree uint16_t *out = g_new(uint16_t, n);
+  tdm_backend_download(gpu, out, dev, n * 2);
+  assert_ok(gpu);
+  size_t wrong = 0;
+  for (size_t i = 0; i < n; i++)
+    wrong += out[i] != ref[i];
+  g_test_message("%s against the CPU: %zu of %zu values differ", what, wrong, n);
+  if (wrong > 0) {
+    g_test_message("FAILED %s against the CPU", what);
+    g_test_fail();
+  }
+}
+
+/* A bf16 result on the GPU, widened, against a float32 reference on the host. */
+static void
+close_widened(const char *what, const uint16_t *dev, const float *ref, size_t n, double tol)
+{
+  g_autofree uint16_t *out = g_new(uint16_t, n);
+  g_autofree float *wide = g_new(float, n);
+  tdm_backend_download(gpu, out, dev, n * 2);
+  assert_ok(gpu);
+  for (size_t i = 0; i < n; i++)
+    wide[i] = bf16_value(out[i]);
+  double err = rel_error(wide, ref, n);
+  g_test_message("%s against the CPU's float32: relative error %.3g", what, err);
+  if (!(err <= tol)) {
+    g_test_message("FAILED %s: relative error %.3g exceeds %.3g", what, err, tol);
+    g_test_fail();
+  }
+}
+
+/* Host values rounded to bf16 (h16) and x replaced by their widened values. */
+static uint16_t *
+round_in_place(float *x, size_t n)
+{
+  uint16_t *h16 = g_new(uint16_t, n);
+  for (size_t i = 0; i < n; i++) {
+    h16[i] = bf16_bits(x[i]);
+    x[i] = bf16_value(h16[i]);
+  }
+  return h16;
+}
+
+/* Elementwise: n values (odd counts take the scalar tail; offset 1 element misaligns
+ * every pointer, the one-value-a-thread kernels). */
+static void
+elementwise_case(size_t n, size_t offset, bool relu)
+{
+  size_t all = n + offset;
+  g_autofree float *x = random_floats(all, -2, 2), *a = random_floats(all, -2, 2);
+  g_autofree float *dyh = random_floats(all, -1, 1);
+  for (size_t i = 0; i < all; i += 5)
+    x[i] = 0.0f;
+  g_autofree uint16_t *x16 = round_in_place(x, all);
+  float *dx = on(x, all * 4), *da = on(a, all * 4), *ddy = on(dyh, all * 4);
+  uint16_t *dx16 = on(x16, all * 2), *got16 = on(NULL, all * 2), *want16 = on(NULL, all * 2);
+  float *got = poisoned(all), *want = poisoned(all);
+  g_autofree char *what = NULL;
+
+  tdm_backend_from_bf16(gpu, got + offset, dx16 + offset, n);
+  what = g_strdup_printf("from_bf16 %zu+%zu", n, offset);
+  check_close(what, got + offset, x + offset, n, 0.0);
+  g_clear_pointer(&what, g_free);
+
+  tdm_backend_relu_backward_bf16(gpu, got + offset, ddy + offset, dx16 + offset, n);
+  tdm_backend_relu_backward(gpu, want + offset, ddy + offset, dx + offset, n);
+  what = g_strdup_printf("relu_backward_bf16 %zu+%zu", n, offset);
+  same_bits_gpu(what, got + offset, want + offset, n * 4);
+  g_clear_pointer(&what, g_free);
+
+  for (int t = 0; t < 2; t++) {
+    TdmDtype type = t == 0 ? TDM_DTYPE_F32 : TDM_DTYPE_BF16;
+    const void *skip = t == 0 ? (const void *)(dx + offset) : (const void *)(dx16 + offset);
+    tdm_backend_add_out_bf16(gpu, got16 + offset, da + offset, skip, type, n, relu);
+    tdm_backend_add_out(gpu, want + offset, da + offset, dx + offset, n, relu);
+    tdm_backend_to_bf16(gpu, want16 + offset, want + offset, n);
+    what = g_strdup_printf("add_out_bf16 %zu+%zu %s%s", n, offset, t == 0 ? "f32" : "bf16",
+                           relu ? " relu" : "");
+    same_bits_gpu(what, got16 + offset, want16 + offset, n * 2);
+    g_autofree uint16_t *ref = g_new(uint16_t, all);
+    const void *host_skip = t == 0 ? (const void *)(x + offset) : (const void *)(x16 + offset);
+    tdm_backend_add_out_bf16(cpu, ref + offset, a + offset, host_skip, type, n, relu);
+    assert_ok(cpu);
+    same_bits_cpu(what, got16 + offset, ref + offset, n);
+    g_clear_pointer(&what, g_free);
+  }
+  void *bufs[] = {dx, da, ddy, dx16, got16, want16, got, want};
+  for (guint i = 0; i < G_N_ELEMENTS(bufs); i++)
+    release(bufs[i]);
+}
+
+/* im2col_bf16 of a stored bf16 input: the columns of its widened values, bit for bit
+ * (the block's first conv, a strided one, 17 channels for the scalar gather). */
+static void
+im2col_case(int n, int h, int w, int c, int k, int pad, int stride)
+{
+  size_t count = (size_t)n * h * w * c;
+  g_autofree float *x = random_floats(count, -2, 2);
+  g_autofree uint16_t *x16 = round_in_place(x, count);
+  int oh = (h + 2 * pad - k) / stride + 1, ow = (w + 2 * pad - k) / stride + 1;
+  size_t cols = (size_t)n * oh * ow * k * k * c;
+  float *dx = on(x, count * 4);
+  uint16_t *dx16 = on(x16, count * 2), *got = on(NULL, cols * 2), *want = on(NULL, cols * 2);
+  tdm_backend_im2col_bf16(gpu, got, dx16, TDM_DTYPE_BF16, n, h, w, c, k, k, pad, stride);
+  tdm_backend_im2col_bf16(gpu, want, dx, TDM_DTYPE_F32, n, h, w, c, k, k, pad, stride);
+  g_autofree char *what = g_strdup_printf("im2col_bf16 of bf16 %d×%d×%d×%d k%d p%d s%d", n, h,
+                                          w, c, k, pad, stride);
+  same_bits_gpu(what, got, want, cols * 2);
+  g_autofree uint16_t *ref = g_new(uint16_t, cols);
+  tdm_backend_im2col_bf16(cpu, ref, x16, TDM_DTYPE_BF16, n, h, w, c, k, k, pad, stride);
+  assert_ok(cpu);
+  same_bits_cpu(what, got, ref, cols);
+  void *bufs[] = {dx, dx16, got, want};
+  for (guint i = 0; i < G_N_ELEMENTS(bufs); i++)
+    release(bufs[i]);
+}
+
+/* bn_forward_bf16: the stem's bn (no addend) and a block's end (its last bn's input x,
+ * stored bf16 or not, plus the skip a, float32 or bf16). */
+static void
+bn_case(int rows, int c, TdmDtype x_type, int addend, bool relu)
+{
+  const size_t count = (size_t)rows * c;
+  g_autofree float *x = random_floats(count, -3, 5), *a = random_floats(count, -2, 2);
+  g_autofree float *p = random_floats(4 * (size_t)c, -1, 1); /* mean, invstd, γ, β */
+  for (int ch = 0; ch < c; ch++)
+    p[c + ch] = 0.5f + fabsf(p[c + ch]);
+  g_autofree uint16_t *x16 = round_in_place(x, count), *a16 = round_in_place(a, count);
+  const void *hx = x_type == TDM_DTYPE_BF16 ? (const void *)x16 : (const void *)x;
+  TdmDtype a_type = addend == 2 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+  const void *ha = addend == 0 ? NULL : addend == 2 ? (const void *)a16 : (const void *)a;
+  void *dx = on(hx, count * tdm_dtype_size(x_type));
+  float *dxf = on(x, count * 4), *daf = on(a, count * 4), *dp = on(p, 4 * (size_t)c * 4);
+  void *da = ha == NULL ? NULL : on(ha, count * tdm_dtype_size(a_type));
+  uint16_t *got = on(NULL, count * 2), *want16 = on(NULL, count * 2);
+  float *want = poisoned(count);
+  tdm_backend_bn_forward_bf16(gpu, got, dx, x_type, dp, dp + c, dp + 2 * c, dp + 3 * c, da,
+                              a_type, rows, c, relu);
+  if (da == NULL)
+    tdm_backend_bn_forward(gpu, want, dxf, TDM_DTYPE_F32, dp, dp + c, dp + 2 * c, dp + 3 * c,
+                           rows, c, relu);
+  else
+    tdm_backend_bn_forward_add(gpu, want, dxf, TDM_DTYPE_F32, dp, dp + c, dp + 2 * c,
+                               dp + 3 * c, daf, rows, c, relu);
+  tdm_backend_to_bf16(gpu, want16, want, count);
+  g_autofree char *what = g_strdup_printf("bn_forward_bf16 %d×%d x %s, %s%s", rows, c,
+                                          x_type == TDM_DTYPE_BF16 ? "bf16" : "f32",
+                                          addend == 0   ? "no addend"
+                                          : addend == 1 ? "f32 addend"
+                                                        : "bf16 addend",
+                                          relu ? ", relu" : "");
+  same_bits_gpu(what, got, want16, count * 2);
+  g_autofree float *ref = g_new(float, count);
+  if (ha == NULL)
+    tdm_backend_bn_forward(cpu, ref, x, TDM_DTYPE_F32, p, p + c, p + 2 * c, p + 3 * c, rows, c,
+                           relu);
+  else
+    tdm_backend_bn_forward_add(cpu, ref, x, TDM_DTYPE_F32, p, p + c, p + 2 * c, p + 3 * c, a,
+                               rows, c, relu);
+  assert_ok(cpu);
+  close_widened(what, got, ref, count, HALF_U16 + TOL);
+  void *bufs[] = {dx, dxf, daf, dp, da, got, want16, want};
+  for (guint i = 0; i < G_N_ELEMENTS(bufs); i++)
+    if (bufs[i] != NULL)
+      release(bufs[i]);
+}
+
+static void
+test_blocks_bf16(void)
+{
+  if (!have_gpu())
+    return;
+  g_assert_true(tdm_backend_has_bf16_blocks(gpu));
+  elementwise_case(512 * 32 * 32 * 64, 0, true); /* ResNet-18's first blocks at 32 px */
+  elementwise_case(1001, 0, false);
+  elementwise_case(1003, 1, true);
+  im2col_case(64, 32, 32, 64, 3, 1, 1);
+  im2col_case(64, 16, 16, 128, 3, 1, 2);
+  im2col_case(3, 9, 7, 17, 3, 1, 2);
+  im2col_case(8, 8, 8, 64, 1, 0, 2); /* a projection's columns */
+  for (int relu = 0; relu < 2; relu++) {
+    bn_case(512 * 32 * 32, 64, TDM_DTYPE_BF16, 0, relu); /* the stem */
+    bn_case(512 * 8 * 8, 256, TDM_DTYPE_BF16, 2, relu);  /* a block's end */
+    bn_case(512 * 8 * 8, 256, TDM_DTYPE_BF16, 1, relu);  /* after a projection */
+    bn_case(333, 17, TDM_DTYPE_F32, 2, relu);
+    bn_case(37, 17, TDM_DTYPE_BF16, 0, relu);
+  }
+}
+
+void
+test_cuda_layers_add_blocks(void)
+{
+  g_test_add_func("/cuda-layers/blocks-bf16", test_blocks_bf16);
+}
+
+#endif /* TDM_HAVE_CUDA */
