@@ -370,15 +370,24 @@ int
 tdm_cli_lr_find_run(TdmCli *cli, const TdmConfig *config)
 {
   const TdmCliSettings *o = &cli->settings;
-  if (o->lr_find_range[0] >= o->lr_find_range[1])
-    return tdm_cli_fail(TDM_CLI_EXIT_BAD_INPUT, "--lr-find-range",
-                        _("give the first rate below the last, e.g. 1e-7,10"));
+  const TdmLrFindOptions range = {o->lr_find_range[0], o->lr_find_range[1], o->lr_find_steps};
+  g_autoptr(GError) error = NULL;
+  if (!tdm_lr_find_check(&range, &error))
+    return tdm_cli_fail(TDM_CLI_EXIT_BAD_INPUT, "--lr-find-range", error->message);
+  g_autoptr(TdmExperiment) experiment = tdm_experiment_new_lr_find(config, &range, &error);
+  if (experiment == NULL)
+    return tdm_cli_fail(TDM_CLI_EXIT_BAD_INPUT, NULL, error->message);
+  const TdmCliExperiment options = {
+    .json = o->json,
+    .quiet = o->quiet,
+    .record = o->record,
+    .history = o->history,
+  };
   g_autoptr(GCancellable) cancellable = g_cancellable_new();
   GThread *watch = watch_interrupts(cancellable);
-  g_autoptr(GError) error = NULL;
-  gboolean ok = tdm_cli_lr_find(config, o->lr_find_range[0], o->lr_find_range[1],
-                                o->lr_find_steps, o->json, o->quiet, cancellable, &error);
-  int status = end_interruptible(watch, ok, error, FALSE, 0);
+  int record_status = 0;
+  gboolean ok = tdm_cli_lr_find(experiment, &options, cancellable, &record_status, &error);
+  int status = end_interruptible(watch, ok, error, FALSE, record_status);
   /* A stopped test keeps its points and says so by its status. */
   return status == 0 && g_cancellable_is_cancelled(cancellable) ? TDM_CLI_EXIT_INTERRUPTED
                                                                 : status;

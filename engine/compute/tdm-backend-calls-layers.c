@@ -7,25 +7,26 @@
 
 /* Batch normalization */
 
+static gboolean
+rows_ok(TdmBackend *b, const char *op, int rows, int channels)
+{
+  return TDM_ARGS_OK(b, rows >= 0 && channels >= 1, _("%s: bad shape %d×%d"), op, rows,
+                     channels);
+}
+
 gboolean
 tdm_backend_input_ok(TdmBackend *b, const char *op, TdmDtype x_type)
 {
   return TDM_ARGS_OK(
-      b, x_type == TDM_DTYPE_F32 || (x_type == TDM_DTYPE_BF16 && b->ops->bn_bf16_input),
+      b, x_type == TDM_DTYPE_F32 ||
+             (x_type == TDM_DTYPE_BF16 && tdm_backend_kind_has_bn_bf16_input(b->kind)),
       _("%s: an input stored as bfloat16, which this backend does not read"), op);
 }
 
 static gboolean
 bn_input_ok(TdmBackend *b, const char *op, TdmDtype x_type, int rows, int channels)
 {
-  return tdm_backend_rows_ok(b, op, rows, channels) && tdm_backend_input_ok(b, op, x_type);
-}
-
-gboolean
-tdm_backend_rows_ok(TdmBackend *b, const char *op, int rows, int channels)
-{
-  return TDM_ARGS_OK(b, rows >= 0 && channels >= 1, _("%s: bad shape %d×%d"), op, rows,
-                     channels);
+  return rows_ok(b, op, rows, channels) && tdm_backend_input_ok(b, op, x_type);
 }
 
 void

@@ -136,9 +136,10 @@ tdm_backend_relu_backward(TdmBackend *b, float *dx, const float *dy, const float
 
 /* Convolution */
 
-gboolean
-tdm_backend_conv_args_ok(TdmBackend *b, const char *op, int n, int h, int w, int c, int kh,
-                         int kw, int pad, int stride)
+/* The shape checks the convolution families share. */
+static gboolean
+conv_args_ok(TdmBackend *b, const char *op, int n, int h, int w, int c, int kh, int kw, int pad,
+             int stride)
 {
   return TDM_ARGS_OK(b,
                      n >= 0 && h >= 1 && w >= 1 && c >= 1 && kh >= 1 && kw >= 1 && pad >= 0 &&
@@ -152,7 +153,7 @@ tdm_backend_im2col(TdmBackend *b, float *col, const float *x, int n, int h, int 
                    int kh, int kw, int pad, int stride)
 {
   if (tdm_backend_enter(b) &&
-      tdm_backend_conv_args_ok(b, "im2col", n, h, w, c, kh, kw, pad, stride))
+      conv_args_ok(b, "im2col", n, h, w, c, kh, kw, pad, stride))
     b->ops->im2col(b, col, x, n, h, w, c, kh, kw, pad, stride);
 }
 
@@ -161,7 +162,7 @@ tdm_backend_col2im(TdmBackend *b, float *dx, const float *col, int n, int h, int
                    int kh, int kw, int pad, int stride)
 {
   if (tdm_backend_enter(b) &&
-      tdm_backend_conv_args_ok(b, "col2im", n, h, w, c, kh, kw, pad, stride))
+      conv_args_ok(b, "col2im", n, h, w, c, kh, kw, pad, stride))
     b->ops->col2im(b, dx, col, n, h, w, c, kh, kw, pad, stride);
 }
 
@@ -172,7 +173,7 @@ whole_conv_ok(TdmBackend *b, const char *op, int n, int h, int w, int c, int out
               int pad, int stride)
 {
   return TDM_HAS_OP(b, conv_forward) &&
-         tdm_backend_conv_args_ok(b, op, n, h, w, c, kernel, kernel, pad, stride) &&
+         conv_args_ok(b, op, n, h, w, c, kernel, kernel, pad, stride) &&
          TDM_ARGS_OK(b, out_c >= 1, _("%s: %d output channels"), op, out_c);
 }
 
@@ -223,7 +224,7 @@ static gboolean
 conv_pool_ok(TdmBackend *b, const char *op, int n, int h, int w, int c, int out, int kh, int kw,
              int pad, int pk)
 {
-  return tdm_backend_conv_args_ok(b, op, n, h, w, c, kh, kw, pad, 1) &&
+  return conv_args_ok(b, op, n, h, w, c, kh, kw, pad, 1) &&
          TDM_ARGS_OK(b,
                      out >= 1 && out <= TDM_CONV_POOL_OUT &&
                          kh * kw * c <= TDM_CONV_POOL_TAPS && pk >= 1 &&
@@ -377,7 +378,7 @@ tdm_backend_im2col_bf16(TdmBackend *b, uint16_t *col, const void *x, TdmDtype x_
                         int h, int w, int c, int kh, int kw, int pad, int stride)
 {
   if (tdm_backend_enter(b) &&
-      tdm_backend_conv_args_ok(b, "im2col_bf16", n, h, w, c, kh, kw, pad, stride) &&
+      conv_args_ok(b, "im2col_bf16", n, h, w, c, kh, kw, pad, stride) &&
       tdm_backend_input_ok(b, "im2col_bf16", x_type))
     b->ops->im2col_bf16(b, col, x, x_type, n, h, w, c, kh, kw, pad, stride);
 }
@@ -389,7 +390,7 @@ tdm_backend_im2col_bf16_bn(TdmBackend *b, uint16_t *col, const void *x, TdmDtype
                            int kw, int pad, int stride)
 {
   if (tdm_backend_enter(b) && TDM_HAS_OP(b, im2col_bf16_bn) &&
-      tdm_backend_conv_args_ok(b, "im2col_bf16_bn", n, h, w, c, kh, kw, pad, stride) &&
+      conv_args_ok(b, "im2col_bf16_bn", n, h, w, c, kh, kw, pad, stride) &&
       tdm_backend_input_ok(b, "im2col_bf16_bn", x_type))
     b->ops->im2col_bf16_bn(b, col, x, x_type, mean, invstd, gamma, beta, relu, n, h, w, c, kh,
                            kw, pad, stride);
@@ -420,7 +421,7 @@ tdm_backend_col2im_bf16(TdmBackend *b, float *dx, const uint16_t *col, int n, in
                         int c, int kh, int kw, int pad, int stride)
 {
   if (tdm_backend_enter(b) &&
-      tdm_backend_conv_args_ok(b, "col2im_bf16", n, h, w, c, kh, kw, pad, stride))
+      conv_args_ok(b, "col2im_bf16", n, h, w, c, kh, kw, pad, stride))
     b->ops->col2im_bf16(b, dx, col, n, h, w, c, kh, kw, pad, stride);
 }
 
@@ -432,7 +433,7 @@ tdm_backend_conv_dgrad_bf16(TdmBackend *b, float *dx, const uint16_t *dy, const 
   /* Without the one operation, the two it stands for (counted as they issue). */
   gboolean whole = b->ops->conv_dgrad_bf16 != NULL;
   if ((whole && !tdm_backend_enter(b)) || tdm_backend_failed(b) ||
-      !tdm_backend_conv_args_ok(b, "conv_dgrad_bf16", n, h, w_, c, kh, kw, pad, stride) ||
+      !conv_args_ok(b, "conv_dgrad_bf16", n, h, w_, c, kh, kw, pad, stride) ||
       !TDM_ARGS_OK(b, out_c >= 1, _("%s: %d output channels"), "conv_dgrad_bf16", out_c))
     return;
   if (whole) {
@@ -553,7 +554,7 @@ tdm_backend_has_im2col_bf16_bn(TdmBackend *b)
 gboolean
 tdm_backend_has_bn_bf16_input(TdmBackend *b)
 {
-  return b->ops->bn_bf16_input;
+  return tdm_backend_kind_has_bn_bf16_input(b->kind);
 }
 
 gboolean
@@ -565,7 +566,7 @@ tdm_backend_has_bn_backward_dx_bf16(TdmBackend *b)
 gboolean
 tdm_backend_has_bf16_blocks(TdmBackend *b)
 {
-  return b->ops->bn_bf16_input && b->ops->from_bf16 != NULL &&
+  return tdm_backend_kind_has_bn_bf16_input(b->kind) && b->ops->from_bf16 != NULL &&
          b->ops->relu_backward_bf16 != NULL && b->ops->add_out_bf16 != NULL &&
          b->ops->bn_forward_bf16 != NULL;
 }

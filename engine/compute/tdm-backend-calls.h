@@ -25,9 +25,5 @@ tdm_backend_enter(TdmBackend *b)
 #define TDM_HAS_OP(b, slot)                                                             \
   TDM_ARGS_OK(b, (b)->ops->slot != NULL, _("%s: not an operation this backend has"), #slot)
 
-/* Shapes that several families share. */
-gboolean tdm_backend_conv_args_ok (TdmBackend *b, const char *op, int n, int h, int w, int c,
-                                   int kh, int kw, int pad, int stride);
-gboolean tdm_backend_rows_ok (TdmBackend *b, const char *op, int rows, int channels);
 /* x_type is float32, or bf16 where the backend reads it (tdm_backend_has_bn_bf16_input()). */
 gboolean tdm_backend_input_ok (TdmBackend *b, const char *op, TdmDtype x_type);

@@ -92,9 +92,9 @@ struct _TdmBackendOps {
                         uint32_t epoch);
   void (*channel_affine) (TdmBackend *b, float *x, size_t rows, TdmChannelAffine a);
 
-  /* Whether the bn slots below and im2col_bf16_bn read an x of type TDM_DTYPE_BF16
-   * (else only float32, which the front door enforces). */
-  bool bn_bf16_input;
+  /* The bn slots below and im2col_bf16_bn read an x of type TDM_DTYPE_BF16 where
+   * tdm_backend_kind_has_bn_bf16_input() says the backend's kind does (else only
+   * float32, which the front door enforces). */
   void (*bn_moments) (TdmBackend *b, float *slots, const void *x, TdmDtype x_type, int rows,
                       int channels, int slot, int slot_count);
   void (*bn_stats) (TdmBackend *b, float *saved, const float *slots, int slot_count,

@@ -248,7 +248,10 @@ typedef struct {
 
 #define TDM_MAX_CONFUSION_CLASSES 32
 #define TDM_PREDICTION_SAMPLES 32
-#define TDM_CLASS_NAME_SIZE 24
+/* Bytes of a class's name, its end included: room for a class folder's real name
+ * (ImageNet's longest labels are ~40 bytes; 21 characters of Japanese), cut at a
+ * character's edge where it is longer. */
+#define TDM_CLASS_NAME_SIZE 64
 
 /* The test set's predictions after an evaluation: the confusion matrix (rows the true
  * class, columns the predicted one) and a bounded list of test samples, mistakes

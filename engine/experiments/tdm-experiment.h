@@ -14,6 +14,12 @@
  * depend on what was reduced (a scaling point is timed again while its runs spread).
  * So the window and tandem-train run the same experiment code.
  *
+ * A training may carry options of its own for the trainer (a learning-rate range, a
+ * summary at every step: tdm_experiment_training_apply), and the experiment may stop
+ * it from its observer once it has seen enough (the finder, once the loss diverged):
+ * the training's `stop` is cancelled then, and drivers stop the training as they
+ * would for the person, but its end is reduced as an outcome.
+ *
  * A new kind: its constructor here, a file tdm-experiment-<kind>.c filling
  * TdmExperimentClass (tdm-experiment-private.h), its nick in TdmExperimentKind.
  */
@@ -22,7 +28,9 @@
 #include <gio/gio.h>
 #include "tdm-config.h"
 #include "tdm-events.h"
+#include "tdm-lr-find.h"
 #include "tdm-scaling.h"
+#include "tdm-trainer.h"
 
 G_BEGIN_DECLS
 
@@ -30,10 +38,11 @@ typedef enum {
   TDM_EXPERIMENT_SCALING,      /*< nick=scaling >*/
   TDM_EXPERIMENT_COMPARE,      /*< nick=compare >*/
   TDM_EXPERIMENT_STRATEGIES,   /*< nick=compare-strategies >*/
+  TDM_EXPERIMENT_LR_FIND,      /*< nick=lr-find >*/
 } TdmExperimentKind;
 
-/* "scaling", "compare", "compare-strategies": the commands of tandem-train, and the
- * names run files use. */
+/* "scaling", "compare", "compare-strategies", "lr-find": the commands of tandem-train,
+ * and the names run files use. */
 const char *tdm_experiment_kind_name (TdmExperimentKind kind);
 gboolean tdm_experiment_kind_from_name (const char *name, TdmExperimentKind *kind);
 
@@ -49,7 +58,20 @@ typedef struct {
   const char *name;
   const char *status;          /* what it does, for a status line ("Training with main…") */
   gboolean keep_parameters;    /* the reducer reads the main replica's final parameters */
+  /* The trainer's options beyond the driver's (tdm_experiment_training_apply): step
+   * summaries every `summary_steps` steps (0: the driver's choice), a learning-rate
+   * range test's schedule (TdmTrainerOptions.lr_range; lr_range_steps 0: none). */
+  int summary_steps;
+  double lr_range[2];
+  int lr_range_steps;
+  /* Cancelled, on the training's thread, when the experiment has seen enough of the
+   * training: the driver stops it then (a cancellable of its own tied to this one). */
+  GCancellable *stop;
 } TdmExperimentTraining;
+
+/* Sets what `training` asks of the trainer in `options` (before the trainer runs). */
+void tdm_experiment_training_apply (const TdmExperimentTraining *training,
+                                    TdmTrainerOptions *options);
 
 /* Scaling: `config` on its first 1, 2, … N devices, `steps` steps each (tdm-scaling.h).
  * FALSE-like NULL with the error when the configuration is not valid. */
@@ -72,6 +94,13 @@ TdmExperiment *tdm_experiment_new_compare (const TdmConfig *config, long steps,
  * (exact mode or not, as it is set), keeping no checkpoint. At least two devices. */
 TdmExperiment *tdm_experiment_new_strategies (const TdmConfig *config, long steps,
                                               GError **error);
+/* Learning-rate finder (tdm-lr-find.h): one training of `config` whose rate grows
+ * exponentially over `options` (NULL: the defaults), a summary at every step; it stops
+ * itself once the smoothed loss diverges, and a training the person stops still gives
+ * its curve. FALSE-like NULL with the error when the options or the configuration are
+ * not valid. */
+TdmExperiment *tdm_experiment_new_lr_find (const TdmConfig *config,
+                                           const TdmLrFindOptions *options, GError **error);
 void tdm_experiment_free (TdmExperiment *experiment);
 
 TdmExperimentKind tdm_experiment_get_kind (const TdmExperiment *experiment);
@@ -98,6 +127,9 @@ gboolean tdm_experiment_reduce (TdmExperiment *experiment, const float *paramete
                                 size_t count, GError **error);
 /* Whether every training is done and reduced (FALSE after a failure). */
 gboolean tdm_experiment_is_complete (const TdmExperiment *experiment);
+/* Whether it completed because the person stopped a training that its kind keeps
+ * (the finder's): its result is then of what that training had done. */
+gboolean tdm_experiment_get_stopped (const TdmExperiment *experiment);
 /* The result in the reader's language, once complete ("2 devices against one, after
  * 300 steps: identical: 0 of 421642 values differ"; "main · 4.25 ms a step;
  * allreduce · 3.90 ms a step"; "2 points measured"); NULL before. */
@@ -133,6 +165,19 @@ typedef struct {
 const TdmStrategyFigures *tdm_experiment_get_strategies (const TdmExperiment *experiment,
                                                          int *count);
 
+/* The finder: its range, its points so far (valid on the thread that trains until the
+ * training is reduced, then anywhere until the experiment is freed), the suggested
+ * rate (NaN: none, or not reduced yet) and whether its loss diverged. */
+const TdmLrFindOptions *tdm_experiment_get_lr_options (const TdmExperiment *experiment);
+const TdmLrFindPoint *tdm_experiment_get_lr_points (const TdmExperiment *experiment,
+                                                    int *count);
+double tdm_experiment_get_lr_suggestion (const TdmExperiment *experiment);
+gboolean tdm_experiment_get_lr_diverged (const TdmExperiment *experiment);
+/* The finder: each point as measured, on the thread that trains (set before the
+ * training starts). */
+void tdm_experiment_set_lr_point_sink (TdmExperiment *experiment, TdmLrFindFunc sink,
+                                       gpointer user_data);
+
 /* Steps between the step summaries of tdm_experiment_run's trainings (0, the default:
  * by the clock; TdmTrainerOptions.summary_steps), for trainings kept in a history. */
 void tdm_experiment_set_summary_steps (TdmExperiment *experiment, int steps);
@@ -140,7 +185,8 @@ void tdm_experiment_set_summary_steps (TdmExperiment *experiment, int steps);
 /* Runs the whole experiment on the calling thread: each training by a TdmTrainer,
  * its events to tdm_experiment_observe and then to `sink` (may be NULL), its outcome
  * to tdm_experiment_reduce. FALSE with the error when a training or a reduction
- * failed, or TDM_ENGINE_ERROR_CANCELLED when `cancellable` was cancelled. */
+ * failed, or TDM_ENGINE_ERROR_CANCELLED when `cancellable` was cancelled (unless the
+ * kind keeps a stopped training: then TRUE, tdm_experiment_get_stopped). */
 gboolean tdm_experiment_run (TdmExperiment *experiment, TdmEventSink sink,
                              gpointer user_data, GCancellable *cancellable, GError **error);
 

@@ -4,10 +4,13 @@
  *
  * An experiment's file is a settings line (kind "experiment", the configuration it
  * started from, and "experiment": {"kind", "steps"; a sweep's "mode" and
- * "device_counts"}), then as each training is reduced what it gave (a sweep's "point"
- * line: the numbers of TdmScalingPoint, memory as an array of bytes per device) and,
- * for a training kept as a run of its own, a "run" line naming it; then "finished"
- * (its "result" in words when it completed, "stopped" when cancelled) or "failed".
+ * "device_counts"; the finder's "lr_first" and "lr_last"}), then as each training is
+ * reduced what it gave (a sweep's "point" line: the numbers of TdmScalingPoint, memory
+ * as an array of bytes per device) and, for a training kept as a run of its own, a
+ * "run" line naming it; at the end the finder's curve ("lr_point" lines: step, lr,
+ * loss, smoothed_loss); then "finished" (its "result" in words when it completed, the
+ * finder's "suggested_lr" and "diverged", "stopped" when cancelled or when the person
+ * stopped a finder) or "failed".
  * Written a line at a time as the experiment goes, like a training run, so a crash
  * mid-sweep leaves the points measured before it. Sweeps written before there were
  * experiments have kind "scaling" and their settings under "scaling": read the same.
@@ -45,6 +48,10 @@ tdm_run_recorder_new_experiment(TdmHistory *h, const TdmExperiment *e, const cha
     for (int n = 1; n <= tdm_config_replica_count(config); n++)
       json_builder_add_int_value(b, n);
     json_builder_end_array(b);
+  } else if (kind == TDM_EXPERIMENT_LR_FIND) {
+    const TdmLrFindOptions *lr = tdm_experiment_get_lr_options(e);
+    tdm_json_set_double(b, "lr_first", lr->lr_first);
+    tdm_json_set_double(b, "lr_last", lr->lr_last);
   }
   json_builder_end_object(b);
   return tdm_history_recorder_open(h, config, name, TDM_RUN_EXPERIMENT,
@@ -101,6 +108,26 @@ tdm_run_recorder_add_run(TdmRunRecorder *rec, const char *run_id)
     rec->kept++;
 }
 
+/* The finder's curve, a line a point: written once the test is over, as it is short. */
+static void
+add_lr_points(TdmRunRecorder *rec, const TdmExperiment *e)
+{
+  int count = 0;
+  const TdmLrFindPoint *p = tdm_experiment_get_lr_points(e, &count);
+  for (int i = 0; i < count && rec->error == NULL; i++) {
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    json_builder_begin_object(b);
+    tdm_json_set_string(b, "type", "lr_point");
+    tdm_json_set_int(b, "step", p[i].step);
+    tdm_json_set_double(b, "lr", p[i].lr);
+    tdm_json_set_double(b, "loss", p[i].loss);
+    tdm_json_set_double(b, "smoothed_loss", p[i].smoothed);
+    json_builder_end_object(b);
+    if (tdm_history_append_line(rec->fd, rec->path, b, &rec->error))
+      rec->kept++;
+  }
+}
+
 void
 tdm_run_recorder_end_experiment(TdmRunRecorder *rec, const TdmExperiment *e,
                                 const GError *outcome)
@@ -109,7 +136,10 @@ tdm_run_recorder_end_experiment(TdmRunRecorder *rec, const TdmExperiment *e,
   gboolean cancelled = outcome != NULL &&
                        (g_error_matches(outcome, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_CANCELLED) ||
                         g_error_matches(outcome, G_IO_ERROR, G_IO_ERROR_CANCELLED));
-  if (cancelled && rec->kept == 0 && rec->error == NULL) {
+  gboolean lr_find = tdm_experiment_get_kind(e) == TDM_EXPERIMENT_LR_FIND;
+  if (lr_find && rec->fd >= 0 && rec->error == NULL)
+    add_lr_points(rec, e);
+  if ((cancelled || tdm_experiment_get_stopped(e)) && rec->kept == 0 && rec->error == NULL) {
     /* Stopped before it kept anything: a record of nothing. */
     if (rec->fd >= 0)
       g_close(rec->fd, NULL);
@@ -128,10 +158,17 @@ tdm_run_recorder_end_experiment(TdmRunRecorder *rec, const TdmExperiment *e,
   } else {
     tdm_json_set_string(b, "type", "finished");
     json_builder_set_member_name(b, "stopped");
-    json_builder_add_boolean_value(b, cancelled);
+    json_builder_add_boolean_value(b, cancelled || tdm_experiment_get_stopped(e));
     g_autofree char *result = tdm_experiment_dup_result(e);
     if (result != NULL)
       tdm_json_set_string(b, "result", result);
+    if (lr_find) {
+      double suggestion = tdm_experiment_get_lr_suggestion(e);
+      if (isfinite(suggestion))
+        tdm_json_set_double(b, "suggested_lr", suggestion);
+      json_builder_set_member_name(b, "diverged");
+      json_builder_add_boolean_value(b, tdm_experiment_get_lr_diverged(e));
+    }
   }
   json_builder_end_object(b);
   tdm_history_append_line(rec->fd, rec->path, b, &rec->error);
@@ -168,6 +205,11 @@ tdm_history_read_experiment_settings(TdmRunRecord *r, JsonObject *o, gboolean ol
   if (o == NULL)
     return TRUE;
   x->steps = tdm_history_get_int(o, "steps");
+  if (x->kind == TDM_EXPERIMENT_LR_FIND) {
+    x->lr_options.lr_first = tdm_history_get_double(o, "lr_first");
+    x->lr_options.lr_last = tdm_history_get_double(o, "lr_last");
+    x->lr_options.steps = (int)CLAMP(x->steps, 0, TDM_LR_FIND_STEPS_MAX);
+  }
   if (x->kind != TDM_EXPERIMENT_SCALING)
     return TRUE;
   const char *mode = json_object_get_string_member_with_default(o, "mode", "strong");
@@ -220,10 +262,33 @@ read_point(TdmRunRecord *r, JsonObject *o)
   g_array_append_val(points, p);
 }
 
+static void
+read_lr_point(TdmRunExperiment *x, JsonObject *o)
+{
+  /* No more than the test could have taken. */
+  if (x->lr_points->len >= TDM_LR_FIND_STEPS_MAX)
+    return;
+  TdmLrFindPoint p = {
+    .step = (int)tdm_history_get_int(o, "step"),
+    .lr = tdm_history_get_double(o, "lr"),
+    .loss = tdm_history_get_double(o, "loss"),
+    .smoothed = tdm_history_get_double(o, "smoothed_loss"),
+  };
+  /* A rate that is no rate cannot be drawn on a log scale: skipped, as a damaged line. */
+  if (p.step < 1 || !(p.lr > 0) || !isfinite(p.lr))
+    return;
+  g_array_append_val(x->lr_points, p);
+}
+
 gboolean
 tdm_history_read_experiment_line(TdmRunRecord *r, const char *type, JsonObject *o)
 {
   TdmRunExperiment *x = &r->experiment;
+  if (g_str_equal(type, "lr_point")) {
+    if (x->kind == TDM_EXPERIMENT_LR_FIND)
+      read_lr_point(x, o);
+    return TRUE;
+  }
   if (g_str_equal(type, "point")) {
     if (x->kind == TDM_EXPERIMENT_SCALING)
       read_point(r, o);
@@ -240,6 +305,8 @@ tdm_history_read_experiment_line(TdmRunRecord *r, const char *type, JsonObject *
     const char *result = json_object_get_string_member_with_default(o, "result", NULL);
     g_free(x->result);
     x->result = g_strdup(result);
+    x->lr_suggestion = tdm_history_get_double(o, "suggested_lr");
+    x->lr_diverged = json_object_get_boolean_member_with_default(o, "diverged", FALSE);
   }
   return FALSE;
 }

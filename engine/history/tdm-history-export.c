@@ -27,8 +27,9 @@ tdm_history_csv_value(GString *s, double v)
 static void training_csv(const TdmRunRecord *r, GString *s);
 
 /* An experiment's own settings and what it came to, as `# key: value` lines: its kind
- * ("scaling", "compare"…), a sweep's mode and steps, the runs it kept, its result. A
- * sweep's table follows; a comparison's figures are its runs' own files. */
+ * ("scaling", "compare"…), a sweep's mode and steps, the finder's range, the runs it
+ * kept, its result. A sweep's table or the finder's curve follows; a comparison's
+ * figures are its runs' own files. */
 static void
 experiment_header(const TdmRunRecord *r, GString *s)
 {
@@ -39,6 +40,16 @@ experiment_header(const TdmRunRecord *r, GString *s)
     g_string_append_printf(s, "# steps per device count: %ld\n", x->steps);
   } else {
     g_string_append_printf(s, "# steps: %ld\n", x->steps);
+  }
+  if (x->kind == TDM_EXPERIMENT_LR_FIND) {
+    /* Numbers in the C locale, as the table's. */
+    char first[G_ASCII_DTOSTR_BUF_SIZE], last[G_ASCII_DTOSTR_BUF_SIZE];
+    g_string_append_printf(s, "# learning rates: %s to %s\n",
+                           g_ascii_formatd(first, sizeof first, "%g", x->lr_options.lr_first),
+                           g_ascii_formatd(last, sizeof last, "%g", x->lr_options.lr_last));
+    if (isfinite(x->lr_suggestion))
+      g_string_append_printf(s, "# suggested learning rate: %s\n",
+                             g_ascii_formatd(first, sizeof first, "%.6g", x->lr_suggestion));
   }
   for (guint i = 0; i < x->runs->len; i++) {
     g_autofree char *id = tdm_printable(x->runs->pdata[i]);
@@ -77,7 +88,11 @@ tdm_history_export_csv(TdmHistory *h, const char *id, const char *path, GError *
   if (tdm_run_record_is_sweep(r))
     tdm_scaling_points_to_csv(s, (const TdmScalingPoint *)r->experiment.points->data,
                               r->experiment.points->len);
-  else if (r->kind == TDM_RUN_TRAINING)
+  else if (r->kind == TDM_RUN_EXPERIMENT && r->experiment.kind == TDM_EXPERIMENT_LR_FIND) {
+    g_autofree char *curve = tdm_lr_find_to_csv(
+      (const TdmLrFindPoint *)r->experiment.lr_points->data, (int)r->experiment.lr_points->len);
+    g_string_append(s, curve);
+  } else if (r->kind == TDM_RUN_TRAINING)
     training_csv(r, s);
   g_autoptr(GError) local = NULL;
   if (!g_file_set_contents(path, s->str, (gssize)s->len, &local)) {

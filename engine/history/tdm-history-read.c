@@ -282,6 +282,8 @@ record_new(const char *id)
   r->epochs = g_array_new(FALSE, FALSE, sizeof(TdmEpochEvent));
   r->experiment.points = g_array_new(FALSE, FALSE, sizeof(TdmScalingPoint));
   r->experiment.runs = g_ptr_array_new_with_free_func(g_free);
+  r->experiment.lr_points = g_array_new(FALSE, FALSE, sizeof(TdmLrFindPoint));
+  r->experiment.lr_suggestion = NAN;
   return r;
 }
 

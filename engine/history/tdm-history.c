@@ -78,6 +78,7 @@ tdm_run_record_free(TdmRunRecord *r)
   g_array_unref(r->epochs);
   g_clear_pointer(&r->experiment.points, g_array_unref);
   g_clear_pointer(&r->experiment.runs, g_ptr_array_unref);
+  g_clear_pointer(&r->experiment.lr_points, g_array_unref);
   g_free(r->experiment.result);
   g_free(r->error);
   g_free(r);

@@ -84,6 +84,12 @@ typedef struct {
                                  * their own, in the order they ran */
   char *result;                 /* in words, once it completed ("2 points measured");
                                  * NULL before */
+  /* The learning-rate finder's: its range, its curve, the rate it suggested (NaN:
+   * none, or not finished) and whether its loss diverged. */
+  TdmLrFindOptions lr_options;
+  GArray *lr_points;            /* TdmLrFindPoint */
+  double lr_suggestion;
+  gboolean lr_diverged;
 } TdmRunExperiment;
 
 typedef struct {

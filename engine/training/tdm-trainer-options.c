@@ -6,6 +6,7 @@
  */
 #include "tdm-trainer-private.h"
 #include "tdm-error.h"
+#include "tdm-i18n.h"
 #include "tdm-training-enum-types.h"
 
 #define AT(member) offsetof(TdmTrainerOptions, member)
@@ -48,7 +49,8 @@ tdm_trainer_check_options(TdmTrainer *t, GError **error)
   const TdmTrainerOptions *o = &t->options;
   if (o->lr_range_steps > 0 && !(o->lr_range[0] > 0 && o->lr_range[1] > 0))
     return tdm_error_set(error, TDM_ENGINE_ERROR_INVALID_OPTION,
-                         "lr_range: a range test of %d steps needs two rates above 0",
+                         /* Translators: lr_range is the option's name, as is */
+                         _("lr_range: a range test of %d steps needs two rates above 0"),
                          o->lr_range_steps);
   return TRUE;
 }

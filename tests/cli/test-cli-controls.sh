@@ -17,7 +17,7 @@ completion=${3:?usage: test-cli-controls.sh TANDEM-TRAIN IMAGE-HELPER COMPLETION
 cli_scratch cli-controls
 unset OMPI_COMM_WORLD_SIZE PMI_SIZE PMIX_SIZE MV2_COMM_WORLD_SIZE
 
-echo "1..25"
+echo "1..27"
 small=(--dataset synthetic --network fc16,relu,fc10 --batch 500 --seed 3)
 
 # --- mistakes, answered with the way out ----------------------------------------------
@@ -157,6 +157,26 @@ else
   not_ok "--lr-find" "status $status, $lines lines" "$(head -3 "$tmp/lr.csv")" "$(cat "$tmp/lr.err")"
 fi
 expect_bad "--lr-find-steps without --lr-find" 'only with --lr-find' "${small[@]}" --lr-find-steps 10
+expect_bad "lr-find refuses a range that is none" '--lr-find-range.*not a range' \
+  lr-find "${small[@]}" --lr-find-range 1,0.001
+# Kept in the history with --record, as the window keeps it: its curve point for point,
+# its suggestion in the listing.
+"$train" lr-find --dataset synthetic --network fc32,relu,fc10 --batch 128 --optimizer momentum \
+  --lr-find-steps 60 --lr-find-range 1e-4,10 --record --history "$tmp/lr-runs" \
+  >"$tmp/lr2.csv" 2>"$tmp/lr2.err"
+status=$?
+"$train" runs --history "$tmp/lr-runs" --json >"$tmp/lr-runs.json" 2>>"$tmp/lr2.err"
+points=$(grep -c '^[0-9]*,' "$tmp/lr2.csv")
+kept=$(cat "$tmp"/lr-runs/*.jsonl 2>/dev/null | grep -c '"type":"lr_point"')
+if [ $status -eq 0 ] && [ "$points" -ge 10 ] && [ "$kept" -eq "$points" ] &&
+   grep -q 'recorded as run' "$tmp/lr2.err" &&
+   grep -q '"kind":"experiment","experiment":"lr-find".*"outcome":"lr-find: suggested learning rate' \
+     "$tmp/lr-runs.json"; then
+  ok "lr-find --record keeps the test's curve and suggestion in the history"
+else
+  not_ok "lr-find --record" "status $status, $points points, $kept kept" "$(cat "$tmp/lr-runs.json")" \
+    "$(cat "$tmp/lr2.err")"
+fi
 
 # --- packaging ------------------------------------------------------------------------
 

@@ -643,7 +643,7 @@ test_long_names(void)
   g_assert_nonnull(data->test->class_names);
   for (int c = 0; c < data->test->classes; c++) {
     g_free(data->test->class_names[c]);
-    data->test->class_names[c] = long_name(20 + c);
+    data->test->class_names[c] = long_name(TDM_CLASS_NAME_SIZE / 3 + 1 + c);
   }
   g_autofree char *name = long_name(60);
   g_free(data->name);

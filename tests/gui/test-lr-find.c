@@ -2,13 +2,16 @@
 /* test-lr-find.c — the window's learning-rate range test: the view plots every point
  * the engine measures, names the engine's suggestion and hands it on with "Use This
  * Rate"; a stopped test keeps its points; the window's action takes the form's
- * choices and the rate taken becomes the form's setting. Under Xvfb; no assertion
- * depends on how long anything takes. */
+ * choices and the rate taken becomes the form's setting; the test is kept in the run
+ * history and the History page lists it as an experiment, marked, whose row opens its
+ * curve again. Under Xvfb; no assertion depends on how long anything takes. */
 #include <adwaita.h>
 #include <math.h>
 #include <string.h>
 
 #include "tdm-dataset-chooser.h"
+#include "tdm-history-store.h"
+#include "tdm-history-view.h"
 #include "tdm-lr-find-view.h"
 #include "tdm-spec-entry.h"
 #include "window-test-util.h"
@@ -88,6 +91,41 @@ test_view (void)
   drain ();
 }
 
+/* The History page's row of `item`: the list box row holding it. */
+static GtkWidget *
+row_of (GtkWidget  *widget,
+        TdmRunItem *item)
+{
+  for (GtkWidget *c = gtk_widget_get_first_child (widget); c != NULL; c = gtk_widget_get_next_sibling (c))
+    {
+      GtkWidget *found;
+
+      if (GTK_IS_LIST_BOX_ROW (c) && g_object_get_data (G_OBJECT (c), "item") == item)
+        return c;
+      if ((found = row_of (c, item)) != NULL)
+        return found;
+    }
+  return NULL;
+}
+
+/* The open windows whose child is a TdmLrFindView, the newest last. */
+static TdmLrFindView *
+newest_lr_find_view (void)
+{
+  GListModel *toplevels = gtk_window_get_toplevels ();
+  TdmLrFindView *view = NULL;
+
+  for (guint i = 0; i < g_list_model_get_n_items (toplevels); i++)
+    {
+      g_autoptr (GtkWindow) w = g_list_model_get_item (toplevels, i);
+      GtkWidget *child = gtk_window_get_child (w);
+
+      if (child != NULL && TDM_IS_LR_FIND_VIEW (child))
+        view = TDM_LR_FIND_VIEW (child);
+    }
+  return view;
+}
+
 static gboolean
 rate_set (gpointer settings)
 {
@@ -109,20 +147,46 @@ test_window_action (void)
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.lr-find", NULL));
   /* The test's window is the newest toplevel; taking a rate closes it and sets the
    * form's setting. */
-  GListModel *toplevels = gtk_window_get_toplevels ();
-  TdmLrFindView *view = NULL;
-  for (guint i = 0; i < g_list_model_get_n_items (toplevels) && view == NULL; i++)
-    {
-      g_autoptr(GtkWindow) w = g_list_model_get_item (toplevels, i);
-      GtkWidget *child = gtk_window_get_child (w);
-      if (child != NULL && TDM_IS_LR_FIND_VIEW (child))
-        view = TDM_LR_FIND_VIEW (child);
-    }
+  TdmLrFindView *view = newest_lr_find_view ();
   g_assert_nonnull (view);
+  g_assert_true (wait_for (has_points, view, 300));
   tdm_lr_find_view_stop (view);
   g_assert_true (wait_for (finished, view, 300));
+  guint n_points = tdm_lr_find_view_get_n_points (view);
+  g_assert_cmpuint (n_points, >=, 3);
+  /* Stopped, it is kept with its points, and the History page lists it. */
+  g_assert_nonnull (strstr (tdm_lr_find_view_get_status (view), "stopped"));
+  g_autofree char *id = g_strdup (tdm_lr_find_view_get_record_id (view));
+  g_assert_nonnull (id);
+  TdmRunItem *item = tdm_history_store_find (tdm_window_get_history (window), id);
+  g_assert_nonnull (item);
+  g_assert_true (tdm_run_item_is_experiment (item));
+  g_assert_true (tdm_run_item_is_lr_find (item));
+  g_assert_cmpuint (tdm_run_item_get_record (item)->experiment.lr_points->len, ==, n_points);
+  {
+    g_autofree char *what = tdm_run_item_describe (item);
+
+    g_assert_true (g_str_has_prefix (what, "learning-rate test · cpu"));
+    g_assert_nonnull (strstr (what, "stopped"));
+  }
+  GtkWidget *history_view = tdm_window_get_history_view (window);
+  GtkWidget *row = row_of (history_view, item);
+  g_assert_nonnull (row);
+  g_assert_true (gtk_widget_has_css_class (row, "lr-find"));
   g_signal_emit_by_name (view, "use-rate", 0.00123);
   g_assert_true (wait_for (rate_set, settings, 10));
+  drain ();
+  g_assert_null (newest_lr_find_view ());
+
+  /* Its row opens its curve again, as the test left it. */
+  g_assert_true (gtk_widget_activate_action (row, "run.open", NULL));
+  drain ();
+  TdmLrFindView *kept = newest_lr_find_view ();
+  g_assert_nonnull (kept);
+  g_assert_false (tdm_lr_find_view_get_running (kept));
+  g_assert_cmpuint (tdm_lr_find_view_get_n_points (kept), ==, n_points);
+  g_assert_nonnull (strstr (tdm_lr_find_view_get_status (kept), "stopped"));
+  gtk_window_destroy (GTK_WINDOW (gtk_widget_get_root (GTK_WIDGET (kept))));
   gtk_window_destroy (GTK_WINDOW (window));
   drain ();
 }

@@ -20,6 +20,7 @@
 #include "tdm-format.h"
 #include "tdm-history-sweep.h"
 #include "tdm-history-view.h"
+#include "tdm-lr-find-view.h"
 #include "tdm-run-table.h"
 
 
@@ -245,7 +246,7 @@ tdm_history_view_ask_export (TdmHistoryView *self,
   gtk_native_dialog_show (self->chooser);
 }
 
-/* Opening a sweep ------------------------------------------------------------- */
+/* Opening a sweep or a learning-rate test --------------------------------------- */
 
 GtkWidget *
 tdm_history_view_open (TdmHistoryView *self,
@@ -257,11 +258,23 @@ tdm_history_view_open (TdmHistoryView *self,
   g_return_val_if_fail (TDM_IS_HISTORY_VIEW (self), NULL);
   g_return_val_if_fail (TDM_IS_RUN_ITEM (item), NULL);
 
-  if (!tdm_run_item_is_sweep (item))
-    return NULL;
   root = gtk_widget_get_root (GTK_WIDGET (self));
-  window = tdm_history_sweep_new (GTK_IS_WINDOW (root) ? GTK_WINDOW (root) : NULL,
-                                  self->store, item);
+  if (tdm_run_item_is_sweep (item))
+    window = tdm_history_sweep_new (GTK_IS_WINDOW (root) ? GTK_WINDOW (root) : NULL,
+                                    self->store, item);
+  else if (tdm_run_item_is_lr_find (item))
+    {
+      TdmLrFindView *view;
+
+      /* Its curve and suggestion as the test left them; "Use This Rate" is the
+       * window's, which the test's own window has: here it only shows. */
+      window = GTK_WIDGET (tdm_lr_find_view_window_new (GTK_IS_WINDOW (root) ? GTK_WINDOW (root) : NULL,
+                                                        &view));
+      gtk_window_set_title (GTK_WINDOW (window), tdm_run_item_get_name (item));
+      tdm_lr_find_view_show_record (view, tdm_run_item_get_record (item));
+    }
+  else
+    return NULL;
   gtk_window_present (GTK_WINDOW (window));
   return window;
 }
@@ -351,22 +364,28 @@ create_row (gpointer item_ptr,
   if (tdm_run_item_is_experiment (item))
     {
       gboolean sweep = tdm_run_item_is_sweep (item);
-      GtkWidget *icon = gtk_image_new_from_icon_name (sweep ? "go-up-symbolic" : "view-dual-symbolic");
+      gboolean lr_find = tdm_run_item_is_lr_find (item);
+      GtkWidget *icon = gtk_image_new_from_icon_name (sweep ? "go-up-symbolic"
+                                                      : lr_find ? "find-location-symbolic"
+                                                                : "view-dual-symbolic");
 
       /* Not ticked: a sweep is marked as the Scaling page is in the view switcher and
-       * opens on its chart; a comparison says its result, its runs are rows of their
-       * own. */
+       * opens on its chart, a learning-rate test on its curve; a comparison says its
+       * result, its runs are rows of their own. */
       gtk_widget_set_tooltip_text (icon, sweep ? _("A scaling run: activate it to see its chart")
-                                               : _("A comparison: its runs are listed as runs of their own"));
+                                       : lr_find ? _("A learning-rate test: activate it to see its curve")
+                                                 : _("A comparison: its runs are listed as runs of their own"));
       gtk_accessible_update_property (GTK_ACCESSIBLE (icon), GTK_ACCESSIBLE_PROPERTY_LABEL,
-                                      sweep ? _("Scaling run") : _("Comparison"), -1);
+                                      sweep ? _("Scaling run")
+                                      : lr_find ? _("Learning-rate test")
+                                                : _("Comparison"), -1);
       adw_action_row_add_prefix (ADW_ACTION_ROW (row), icon);
       g_simple_action_set_enabled (G_SIMPLE_ACTION (g_action_map_lookup_action (G_ACTION_MAP (group),
                                                                                  "baseline")),
                                    FALSE);
-      if (sweep)
+      if (sweep || lr_find)
         {
-          gtk_widget_add_css_class (row, "sweep");
+          gtk_widget_add_css_class (row, sweep ? "sweep" : "lr-find");
           gtk_list_box_row_set_activatable (GTK_LIST_BOX_ROW (row), TRUE);
           g_signal_connect (row, "activated", G_CALLBACK (tdm_history_view_row_activated), NULL);
           g_menu_append (menu, _("_Open"), "run.open");

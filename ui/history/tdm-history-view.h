@@ -41,8 +41,9 @@ const char      *tdm_history_view_get_strategy_result (TdmHistoryView *self);
  * "history.undo-delete" with the run's id); the file goes when the toast does. */
 void             tdm_history_view_delete             (TdmHistoryView  *self,
                                                       TdmRunItem      *item);
-/* Opens a scaling sweep's chart and table in a window of their own and returns it
- * (TdmHistorySweep); NULL, doing nothing, for a training run. */
+/* Opens a scaling sweep's chart and table in a window of their own (TdmHistorySweep),
+ * or a learning-rate test's curve (TdmLrFindView's window), and returns it; NULL,
+ * doing nothing, for a training run or a comparison. */
 GtkWidget       *tdm_history_view_open               (TdmHistoryView  *self,
                                                       TdmRunItem      *item);
 /* The size the runs' kept networks take now, said again (after a run or a limit). */

@@ -306,6 +306,34 @@ describe_comparison (const TdmRunRecord *r)
                     devices, outcome, NULL);
 }
 
+/* "learning-rate test · cpu ×2 · batch 128 · suggested learning rate 0.012 (100 steps)":
+ * the test, its devices and batch, then its result or how it ended. */
+static char *
+describe_lr_find (const TdmRunRecord *r)
+{
+  g_autofree char *devices = describe_devices (r->config);
+  g_autofree char *batch = g_strdup_printf (_("batch %d"), r->config->batch);
+  const char *outcome;
+
+  if (r->failed)
+    outcome = _("failed");
+  else if (r->experiment.result != NULL)
+    outcome = r->experiment.result;
+  else
+    outcome = _("unfinished");
+  /* Translators: how a learning-rate range test in the history is marked */
+  return g_strjoin (" · ", _("learning-rate test"), devices, batch, outcome, NULL);
+}
+
+gboolean
+tdm_run_item_is_lr_find (TdmRunItem *self)
+{
+  g_return_val_if_fail (TDM_IS_RUN_ITEM (self), FALSE);
+
+  return self->record->kind == TDM_RUN_EXPERIMENT &&
+         self->record->experiment.kind == TDM_EXPERIMENT_LR_FIND;
+}
+
 char *
 tdm_run_item_describe (TdmRunItem *self)
 {
@@ -320,6 +348,8 @@ tdm_run_item_describe (TdmRunItem *self)
   r = self->record;
   if (tdm_run_record_is_sweep (r))
     return describe_sweep (r);
+  if (tdm_run_item_is_lr_find (self))
+    return describe_lr_find (r);
   if (r->kind == TDM_RUN_EXPERIMENT)
     return describe_comparison (r);
   devices = describe_devices (r->config);

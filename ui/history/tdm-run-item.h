@@ -25,9 +25,11 @@ const TdmRunRecord *tdm_run_item_get_record   (TdmRunItem   *self);
 const char         *tdm_run_item_get_id       (TdmRunItem   *self);
 /* An experiment rather than a training run (TDM_RUN_EXPERIMENT: a scaling sweep, a
  * comparison): it is never drawn on the charts nor made the baseline; the two
- * setters ignore TRUE for it. A sweep is one that opens on its chart. */
+ * setters ignore TRUE for it. A sweep is one that opens on its chart, a
+ * learning-rate test one that opens on its curve. */
 gboolean            tdm_run_item_is_experiment (TdmRunItem  *self);
 gboolean            tdm_run_item_is_sweep     (TdmRunItem   *self);
+gboolean            tdm_run_item_is_lr_find   (TdmRunItem   *self);
 /* Properties "name", "overlay" and "baseline". */
 const char         *tdm_run_item_get_name     (TdmRunItem   *self);
 void                tdm_run_item_set_name     (TdmRunItem   *self,

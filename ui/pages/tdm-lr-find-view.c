@@ -1,95 +1,42 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-lr-find-view.c: the range test on a worker thread, its points on a chart.
+/* tdm-lr-find-view.c: the finder's points on a chart, live or from the history.
  *
- * The worker owns the finder; each point is copied and handed to the main loop with
- * g_idle_add, where a weak reference finds the view (or nothing, once it is gone)
- * and a generation number drops the points of a test that was replaced. The end
- * comes back the same way with the suggestion or the error. The worker never takes a
- * reference on the view: its last one dropped there would finalize a widget off the
- * main thread. This is the pattern of the window's other workers (tdm-run.c,
- * tdm-classify-view.c).
+ * A test is the engine's experiment run by a TdmExperimentRunner, as the window's
+ * other experiments are: its one training is a TdmRun of its own, its points come on
+ * the main loop ("lr-point"), and the runner keeps the experiment in the run history
+ * where the view was told to. At the end the chart is drawn again from the
+ * experiment's own points, so none that came late is missing. A kept test is drawn
+ * from its record the same way.
  */
 
 #include <glib/gi18n.h>
 #include <math.h>
 
 #include "tdm-chart.h"
-#include "tdm-lr-find.h"
+#include "tdm-experiment-runner.h"
 #include "tdm-lr-find-view.h"
 
 struct _TdmLrFindView
 {
-  GtkWidget     parent_instance;
+  GtkWidget            parent_instance;
 
-  GtkWidget    *chart;
-  GtkLabel     *status_label;
-  GtkButton    *use_button;
-  GtkButton    *stop_button;
-  guint         loss_series, smoothed_series;
+  GtkWidget           *chart;
+  GtkLabel            *status_label;
+  GtkButton           *use_button;
+  GtkButton           *stop_button;
+  guint                loss_series, smoothed_series;
 
-  GCancellable *cancellable;       /* the test under way, or NULL */
-  guint         generation;
-  guint         n_points;
-  double        suggestion;
-  char         *status;
+  TdmExperimentRunner *runner;       /* the test under way or last run, or NULL */
+  char                *history_folder;
+  guint                n_points;
+  double               suggestion;
+  char                *status;
 };
 
-enum { USE_RATE, N_SIGNALS };
+enum { USE_RATE, FINISHED, N_SIGNALS };
 static guint signals[N_SIGNALS];
 
 G_DEFINE_FINAL_TYPE (TdmLrFindView, tdm_lr_find_view, GTK_TYPE_WIDGET)
-
-/* The view, weakly, shared by a test's job and its messages: only the main loop
- * turns it into a reference. */
-typedef struct
-{
-  GWeakRef view;
-} ViewRef;
-
-/* What travels from the worker to the main loop: a point, or the end. */
-typedef struct
-{
-  ViewRef        *view;
-  guint           generation;
-  gboolean        done;
-  TdmLrFindPoint  point;
-  double          suggestion;
-  gboolean        diverged;
-  int             count;
-  char           *error;
-} Message;
-
-typedef struct
-{
-  ViewRef      *view;
-  guint         generation;
-  TdmConfig    *config;
-  GCancellable *cancellable;
-} Job;
-
-static void
-view_ref_clear (gpointer data)
-{
-  ViewRef *ref = data;
-
-  g_weak_ref_clear (&ref->view);
-}
-
-static void
-view_ref_release (ViewRef *ref)
-{
-  g_atomic_rc_box_release_full (ref, view_ref_clear);
-}
-
-static void
-message_free (gpointer data)
-{
-  Message *m = data;
-
-  view_ref_release (m->view);
-  g_free (m->error);
-  g_free (m);
-}
 
 static void
 set_status (TdmLrFindView *self,
@@ -100,135 +47,192 @@ set_status (TdmLrFindView *self,
   gtk_label_set_text (self->status_label, text);
 }
 
-static gboolean
-deliver (gpointer data)
+static void
+add_point (TdmLrFindView        *self,
+           const TdmLrFindPoint *point)
 {
-  Message *m = data;
-  g_autoptr(TdmLrFindView) self = g_weak_ref_get (&m->view->view);
+  /* The rate on a log scale, as the test spaces it. */
+  double x = log10 (point->lr);
 
-  if (self == NULL || m->generation != self->generation)
-    return G_SOURCE_REMOVE;
-  if (!m->done)
-    {
-      /* The rate on a log scale, as the test spaces it. */
-      double x = log10 (m->point.lr);
+  tdm_chart_append (TDM_CHART (self->chart), self->loss_series, x, point->loss);
+  tdm_chart_append (TDM_CHART (self->chart), self->smoothed_series, x, point->smoothed);
+  self->n_points++;
+}
 
-      tdm_chart_append (TDM_CHART (self->chart), self->loss_series, x, m->point.loss);
-      tdm_chart_append (TDM_CHART (self->chart), self->smoothed_series, x, m->point.smoothed);
-      self->n_points++;
-      set_status (self, g_strdup_printf (_("Step %u: rate %.3g, loss %.4g"), self->n_points,
-                                         m->point.lr, m->point.smoothed));
-      return G_SOURCE_REMOVE;
-    }
-  g_clear_object (&self->cancellable);
+static void
+draw_points (TdmLrFindView        *self,
+             const TdmLrFindPoint *points,
+             int                   count)
+{
+  tdm_chart_clear (TDM_CHART (self->chart));
+  self->n_points = 0;
+  for (int i = 0; i < count; i++)
+    add_point (self, &points[i]);
+}
+
+static void
+on_lr_point (TdmLrFindView        *self,
+             const TdmLrFindPoint *point)
+{
+  add_point (self, point);
+  set_status (self, g_strdup_printf (_("Step %u: rate %.3g, loss %.4g"), self->n_points,
+                                     point->lr, point->smoothed));
+}
+
+/* The end of a test: its suggestion, how it ended, or why it could not run. */
+static void
+show_end (TdmLrFindView *self,
+          double         suggestion,
+          gboolean       diverged,
+          gboolean       stopped,
+          const char    *error)
+{
+  const char *end = diverged ? _(", ended as the loss diverged") : stopped ? _(", stopped") : "";
+
   gtk_widget_set_sensitive (GTK_WIDGET (self->stop_button), FALSE);
-  self->suggestion = m->suggestion;
-  if (m->error != NULL)
-    set_status (self, g_strdup_printf (_("The test could not run: %s"), m->error));
-  else if (isfinite (m->suggestion))
-    /* Translators: %.3g is a learning rate, %d the steps the range test took */
+  self->suggestion = suggestion;
+  if (error != NULL)
+    set_status (self, g_strdup_printf (_("The test could not run: %s"), error));
+  else if (isfinite (suggestion))
+    /* Translators: %.3g is a learning rate, %u the steps the range test took, %s how
+     * it ended (", ended as the loss diverged", ", stopped" or nothing) */
     set_status (self, g_strdup_printf (_("Suggested learning rate: %.3g, where the smoothed loss "
-                                         "falls fastest (%d steps%s)"),
-                                       m->suggestion, m->count,
-                                       m->diverged ? _(", ended as the loss diverged") : ""));
+                                         "falls fastest (%u steps%s)"),
+                                       suggestion, self->n_points, end));
   else
-    set_status (self, g_strdup_printf (_("No suggestion: the loss did not fall over %d steps"),
-                                       m->count));
-  gtk_widget_set_sensitive (GTK_WIDGET (self->use_button), isfinite (m->suggestion));
-  return G_SOURCE_REMOVE;
+    /* Translators: %u is the steps the range test took, %s how it ended */
+    set_status (self, g_strdup_printf (_("No suggestion: the loss did not fall over %u steps%s"),
+                                       self->n_points, end));
+  gtk_widget_set_sensitive (GTK_WIDGET (self->use_button), isfinite (suggestion));
 }
 
 static void
-post (Job     *job,
-      Message *m)
+on_finished (TdmLrFindView *self,
+             const GError  *error)
 {
-  m->view = g_atomic_rc_box_acquire (job->view);
-  m->generation = job->generation;
-  g_idle_add_full (G_PRIORITY_DEFAULT, deliver, m, message_free);
+  TdmExperiment *experiment = tdm_experiment_runner_get_experiment (self->runner);
+  const TdmLrFindPoint *points;
+  int count = 0;
+
+  points = tdm_experiment_get_lr_points (experiment, &count);
+  draw_points (self, points, count);
+  show_end (self, tdm_experiment_get_lr_suggestion (experiment),
+            tdm_experiment_get_lr_diverged (experiment), tdm_experiment_get_stopped (experiment),
+            error != NULL ? error->message : NULL);
+  g_signal_emit (self, signals[FINISHED], 0, error);
 }
 
 static void
-on_point (const TdmLrFindPoint *point,
-          gpointer              data)
+drop_runner (TdmLrFindView *self)
 {
-  Message *m = g_new0 (Message, 1);
-
-  m->point = *point;
-  post (data, m);
-}
-
-static gpointer
-run_test (gpointer data)
-{
-  Job *job = data;
-  g_autoptr(TdmLrFinder) finder = tdm_lr_finder_new (job->config, NULL);
-  g_autoptr(GError) error = NULL;
-  Message *end = g_new0 (Message, 1);
-
-  tdm_lr_finder_set_point_func (finder, on_point, job);
-  end->done = TRUE;
-  if (tdm_lr_finder_run (finder, job->cancellable, &error))
-    {
-      tdm_lr_finder_get_points (finder, &end->count);
-      end->suggestion = tdm_lr_finder_get_suggestion (finder);
-      end->diverged = tdm_lr_finder_diverged (finder);
-    }
-  else
-    {
-      end->suggestion = NAN;
-      end->error = g_strdup (error->message);
-    }
-  post (job, end);
-  view_ref_release (job->view);
-  tdm_config_free (job->config);
-  g_object_unref (job->cancellable);
-  g_free (job);
-  return NULL;
+  if (self->runner == NULL)
+    return;
+  g_signal_handlers_disconnect_by_data (self->runner, self);
+  tdm_experiment_runner_stop (self->runner);
+  g_clear_object (&self->runner);
 }
 
 void
 tdm_lr_find_view_start (TdmLrFindView   *self,
                         const TdmConfig *config)
 {
-  Job *job;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmHistory) history = NULL;
+  TdmExperiment *experiment;
 
   g_return_if_fail (TDM_IS_LR_FIND_VIEW (self));
   g_return_if_fail (config != NULL);
 
-  /* A test under way ends; its thread holds its own reference to its cancellable. */
-  tdm_lr_find_view_stop (self);
-  g_clear_object (&self->cancellable);
-  self->generation++;
-  self->n_points = 0;
+  /* A test under way ends, and says nothing more. */
+  drop_runner (self);
   self->suggestion = NAN;
-  tdm_chart_clear (TDM_CHART (self->chart));
-  self->cancellable = g_cancellable_new ();
-  job = g_new0 (Job, 1);
-  job->view = g_atomic_rc_box_new0 (ViewRef);
-  g_weak_ref_init (&job->view->view, self);
-  job->generation = self->generation;
-  job->config = tdm_config_copy (config);
-  job->cancellable = g_object_ref (self->cancellable);
+  draw_points (self, NULL, 0);
   gtk_widget_set_sensitive (GTK_WIDGET (self->use_button), FALSE);
+  experiment = tdm_experiment_new_lr_find (config, NULL, &error);
+  if (experiment == NULL)
+    {
+      show_end (self, NAN, FALSE, FALSE, error->message);
+      return;
+    }
+  self->runner = tdm_experiment_runner_new (experiment);
+  if (self->history_folder != NULL)
+    {
+      history = tdm_history_new (self->history_folder);
+      tdm_experiment_runner_set_history (self->runner, history);
+    }
+  g_signal_connect_object (self->runner, "lr-point", G_CALLBACK (on_lr_point), self,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->runner, "finished", G_CALLBACK (on_finished), self,
+                           G_CONNECT_SWAPPED);
+  if (!tdm_experiment_runner_start (self->runner, &error))
+    {
+      drop_runner (self);
+      show_end (self, NAN, FALSE, FALSE, error->message);
+      return;
+    }
   gtk_widget_set_sensitive (GTK_WIDGET (self->stop_button), TRUE);
-  set_status (self, g_strdup_printf (_("Testing rates from %g to %g…"), TDM_LR_FIND_FIRST,
-                                     TDM_LR_FIND_LAST));
-  g_thread_unref (g_thread_new ("tdm-lr-find", run_test, job));
+  set_status (self, g_strdup (tdm_experiment_get_training (experiment)->status));
+}
+
+void
+tdm_lr_find_view_show_record (TdmLrFindView      *self,
+                              const TdmRunRecord *record)
+{
+  const TdmRunExperiment *x;
+
+  g_return_if_fail (TDM_IS_LR_FIND_VIEW (self));
+  g_return_if_fail (record != NULL && record->kind == TDM_RUN_EXPERIMENT &&
+                    record->experiment.kind == TDM_EXPERIMENT_LR_FIND);
+
+  drop_runner (self);
+  x = &record->experiment;
+  draw_points (self, (const TdmLrFindPoint *) x->lr_points->data, (int) x->lr_points->len);
+  if (record->failed)
+    show_end (self, NAN, FALSE, FALSE, record->error != NULL ? record->error : _("failed"));
+  else
+    show_end (self, x->lr_suggestion, x->lr_diverged,
+              record->finished && record->final.stopped, NULL);
+}
+
+void
+tdm_lr_find_view_set_history_folder (TdmLrFindView *self,
+                                     const char    *folder)
+{
+  g_return_if_fail (TDM_IS_LR_FIND_VIEW (self));
+
+  g_free (self->history_folder);
+  self->history_folder = g_strdup (folder);
+}
+
+const char *
+tdm_lr_find_view_get_record_id (TdmLrFindView *self)
+{
+  g_return_val_if_fail (TDM_IS_LR_FIND_VIEW (self), NULL);
+
+  return self->runner != NULL ? tdm_experiment_runner_get_history_id (self->runner) : NULL;
+}
+
+const GError *
+tdm_lr_find_view_get_record_error (TdmLrFindView *self)
+{
+  g_return_val_if_fail (TDM_IS_LR_FIND_VIEW (self), NULL);
+
+  return self->runner != NULL ? tdm_experiment_runner_get_history_error (self->runner) : NULL;
 }
 
 void
 tdm_lr_find_view_stop (TdmLrFindView *self)
 {
   g_return_if_fail (TDM_IS_LR_FIND_VIEW (self));
-  if (self->cancellable != NULL)
-    g_cancellable_cancel (self->cancellable);
+  if (self->runner != NULL)
+    tdm_experiment_runner_stop (self->runner);
 }
 
 gboolean
 tdm_lr_find_view_get_running (TdmLrFindView *self)
 {
   g_return_val_if_fail (TDM_IS_LR_FIND_VIEW (self), FALSE);
-  return self->cancellable != NULL;
+  return self->runner != NULL && tdm_experiment_runner_get_running (self->runner);
 }
 
 guint
@@ -265,9 +269,7 @@ tdm_lr_find_view_dispose (GObject *object)
   TdmLrFindView *self = TDM_LR_FIND_VIEW (object);
   GtkWidget *child;
 
-  if (self->cancellable != NULL)
-    g_cancellable_cancel (self->cancellable);
-  g_clear_object (&self->cancellable);
+  drop_runner (self);
   while ((child = gtk_widget_get_first_child (GTK_WIDGET (self))) != NULL)
     gtk_widget_unparent (child);
   G_OBJECT_CLASS (tdm_lr_find_view_parent_class)->dispose (object);
@@ -277,6 +279,7 @@ static void
 tdm_lr_find_view_finalize (GObject *object)
 {
   g_free (TDM_LR_FIND_VIEW (object)->status);
+  g_free (TDM_LR_FIND_VIEW (object)->history_folder);
   G_OBJECT_CLASS (tdm_lr_find_view_parent_class)->finalize (object);
 }
 
@@ -291,6 +294,11 @@ tdm_lr_find_view_class_init (TdmLrFindViewClass *klass)
   /* "use-rate" (double rate): the person took the suggestion. */
   signals[USE_RATE] = g_signal_new ("use-rate", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
                                     0, NULL, NULL, NULL, G_TYPE_NONE, 1, G_TYPE_DOUBLE);
+  /* "finished" (GError *, NULL when the test completed): a test is over, kept in the
+   * history (tdm_lr_find_view_get_record_id) when the view has a history folder. */
+  signals[FINISHED] = g_signal_new ("finished", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
+                                    0, NULL, NULL, g_cclosure_marshal_VOID__POINTER,
+                                    G_TYPE_NONE, 1, G_TYPE_POINTER);
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BOX_LAYOUT);
   gtk_widget_class_set_accessible_role (widget_class, GTK_ACCESSIBLE_ROLE_GROUP);
 }

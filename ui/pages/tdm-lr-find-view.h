@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-lr-find-view.h: the learning-rate range test of the next run's settings, plotted.
  *
- * Runs the engine's range test (tdm-lr-find.h) on a worker thread and draws each
- * step's loss and its smoothed curve against log₁₀ of the rate as they arrive; at
- * the end it names the engine's suggestion, which "Use This Rate" hands to whoever
- * listens ("use-rate"). Closing or starting again cancels a test under way. Not the
+ * Runs the engine's learning-rate finder (tdm_experiment_new_lr_find) through a
+ * TdmExperimentRunner, as the window runs every experiment, and draws each step's
+ * loss and its smoothed curve against log₁₀ of the rate as they arrive; at the end it
+ * names the engine's suggestion, which "Use This Rate" hands to whoever listens
+ * ("use-rate"), and the test is kept in the run history. A kept test is drawn again
+ * from its record. Closing or starting again stops a test under way. Not the
  * training window, and no rule of its own: the rates, the smoothing and the
  * suggestion are the engine's.
  */
@@ -14,6 +16,7 @@
 #include <gtk/gtk.h>
 
 #include "tdm-config.h"
+#include "tdm-history.h"
 
 G_BEGIN_DECLS
 
@@ -26,8 +29,18 @@ GtkWidget *tdm_lr_find_view_new        (void);
 /* Starts the test of `config` (copied), the default range and steps. */
 void       tdm_lr_find_view_start      (TdmLrFindView   *self,
                                         const TdmConfig *config);
-/* Cancels a test under way (its points stay). */
+/* Stops a test under way (its points stay, and their suggestion). */
 void       tdm_lr_find_view_stop       (TdmLrFindView   *self);
+/* Draws a kept test (a record of kind lr-find) and its suggestion. */
+void       tdm_lr_find_view_show_record (TdmLrFindView      *self,
+                                         const TdmRunRecord *record);
+/* Where tests are kept (a run history's folder); NULL, the default: not kept. */
+void       tdm_lr_find_view_set_history_folder (TdmLrFindView *self,
+                                                const char    *folder);
+/* Once a test is over: its record's id when it was kept, and why the history could
+ * not be written in full (NULL when it could). */
+const char   *tdm_lr_find_view_get_record_id    (TdmLrFindView *self);
+const GError *tdm_lr_find_view_get_record_error (TdmLrFindView *self);
 
 /* Whether a test runs; the points drawn; the suggestion (NaN: none yet). */
 gboolean   tdm_lr_find_view_get_running    (TdmLrFindView *self);

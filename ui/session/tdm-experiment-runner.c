@@ -9,8 +9,10 @@
  *
  * Signals: "training-started" (TdmRun *) after each training starts; "training-done"
  * (TdmRun *) after its outcome was reduced, before the next starts; "point" (a
- * TdmScalingPoint *) for each point of a sweep; "finished" (a GError *, NULL on
- * success).
+ * TdmScalingPoint *) for each point of a sweep; "lr-point" (a TdmLrFindPoint *) for
+ * each point of the learning-rate finder, measured on the training's thread and
+ * handed to the main loop, as long as the experiment runs; "finished" (a GError *,
+ * NULL on success).
  */
 
 #include "tdm-experiment-runner.h"
@@ -22,7 +24,16 @@
 typedef struct
 {
   TdmExperiment *experiment;
+  GWeakRef       runner;         /* for the finder's points, on the main loop */
+  GMainContext  *context;
 } ExperimentBox;
+
+/* A finder's point on its way to the main loop. */
+typedef struct
+{
+  ExperimentBox  *box;
+  TdmLrFindPoint  point;
+} LrPointMessage;
 
 struct _TdmExperimentRunner
 {
@@ -45,6 +56,7 @@ enum {
   TRAINING_STARTED,
   TRAINING_DONE,
   POINT,
+  LR_POINT,
   FINISHED,
   N_SIGNALS
 };
@@ -59,6 +71,8 @@ experiment_box_clear (gpointer data)
   ExperimentBox *box = data;
 
   tdm_experiment_free (box->experiment);
+  g_weak_ref_clear (&box->runner);
+  g_main_context_unref (box->context);
 }
 
 static void
@@ -75,6 +89,42 @@ experiment_box_observe (const TdmEvent *event,
   ExperimentBox *box = data;
 
   tdm_experiment_observe (event, box->experiment);
+}
+
+static void
+lr_point_message_free (gpointer data)
+{
+  LrPointMessage *message = data;
+
+  experiment_box_release (message->box);
+  g_free (message);
+}
+
+static gboolean
+lr_point_deliver (gpointer data)
+{
+  LrPointMessage *message = data;
+  g_autoptr(TdmExperimentRunner) self = g_weak_ref_get (&message->box->runner);
+
+  if (self != NULL && self->running)
+    g_signal_emit (self, signals[LR_POINT], 0, &message->point);
+  return G_SOURCE_REMOVE;
+}
+
+/* Worker thread: the finder's point, to the main loop. */
+static void
+experiment_box_lr_point (const TdmLrFindPoint *point,
+                         gpointer              data)
+{
+  ExperimentBox *box = data;
+  LrPointMessage *message = g_new0 (LrPointMessage, 1);
+  g_autoptr(GSource) source = g_idle_source_new ();
+
+  message->box = g_atomic_rc_box_acquire (box);
+  message->point = *point;
+  g_source_set_priority (source, G_PRIORITY_DEFAULT);
+  g_source_set_callback (source, lr_point_deliver, message, lr_point_message_free);
+  g_source_attach (source, box->context);
 }
 
 static void tdm_experiment_runner_next (TdmExperimentRunner *self);
@@ -146,7 +196,8 @@ tdm_experiment_runner_run_done (TdmExperimentRunner *self,
       return;
     }
   g_signal_emit (self, signals[TRAINING_DONE], 0, done);
-  if (self->stopped)
+  /* A kind that keeps a stopped training completed on it (the finder). */
+  if (self->stopped && !tdm_experiment_is_complete (self->box->experiment))
     {
       tdm_experiment_runner_finish (self, g_error_new_literal (TDM_ENGINE_ERROR,
                                                                TDM_ENGINE_ERROR_CANCELLED,
@@ -168,6 +219,7 @@ tdm_experiment_runner_prepare_run (TdmExperimentRunner *self,
   training = tdm_experiment_get_training (self->box->experiment);
   g_return_if_fail (training != NULL);
   tdm_run_set_keep_parameters (run, training->keep_parameters);
+  tdm_run_set_training (run, training);
   tdm_run_set_observer (run, experiment_box_observe, g_atomic_rc_box_acquire (self->box),
                         experiment_box_release);
 }
@@ -242,8 +294,12 @@ tdm_experiment_runner_new (TdmExperiment *experiment)
   self = g_object_new (TDM_TYPE_EXPERIMENT_RUNNER, NULL);
   self->box = g_atomic_rc_box_new0 (ExperimentBox);
   self->box->experiment = experiment;
+  g_weak_ref_init (&self->box->runner, self);
+  self->box->context = g_main_context_ref_thread_default ();
   if (tdm_experiment_get_kind (experiment) == TDM_EXPERIMENT_SCALING)
     tdm_experiment_set_point_sink (experiment, tdm_experiment_runner_point, self);
+  else if (tdm_experiment_get_kind (experiment) == TDM_EXPERIMENT_LR_FIND)
+    tdm_experiment_set_lr_point_sink (experiment, experiment_box_lr_point, self->box);
   return self;
 }
 
@@ -334,14 +390,6 @@ tdm_experiment_runner_get_experiment (TdmExperimentRunner *self)
   return self->box->experiment;
 }
 
-TdmRun *
-tdm_experiment_runner_get_run (TdmExperimentRunner *self)
-{
-  g_return_val_if_fail (TDM_IS_EXPERIMENT_RUNNER (self), NULL);
-
-  return self->run;
-}
-
 int
 tdm_experiment_runner_get_n_done (TdmExperimentRunner *self)
 {
@@ -425,6 +473,9 @@ tdm_experiment_runner_class_init (TdmExperimentRunnerClass *klass)
                   NULL, NULL, NULL, G_TYPE_NONE, 1, TDM_TYPE_RUN);
   signals[POINT] =
     g_signal_new ("point", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0,
+                  NULL, NULL, g_cclosure_marshal_VOID__POINTER, G_TYPE_NONE, 1, G_TYPE_POINTER);
+  signals[LR_POINT] =
+    g_signal_new ("lr-point", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0,
                   NULL, NULL, g_cclosure_marshal_VOID__POINTER, G_TYPE_NONE, 1, G_TYPE_POINTER);
   signals[FINISHED] =
     g_signal_new ("finished", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0,

@@ -2,7 +2,7 @@
 /* tdm-experiment-runner.h: an experiment (tdm-experiment.h) driven for the window.
  *
  * The one runner of every kind of multi-run work in the window: the scaling sweep,
- * "compare with one device", "compare strategies". Each training the experiment asks
+ * "compare with one device", "compare strategies", the learning-rate finder. Each training the experiment asks
  * for is a TdmRun of its own (its own thread, its events on the main loop), made by the
  * launch function the owner gives (the window's run path: its history record, its
  * session, its Stop button) or, without one, a bare run that nobody draws. The
@@ -59,8 +59,6 @@ void                 tdm_experiment_runner_stop           (TdmExperimentRunner  
 gboolean             tdm_experiment_runner_get_running    (TdmExperimentRunner  *self);
 
 TdmExperiment       *tdm_experiment_runner_get_experiment (TdmExperimentRunner  *self);
-/* The training under way, or NULL. */
-TdmRun              *tdm_experiment_runner_get_run        (TdmExperimentRunner  *self);
 /* Trainings done so far. */
 int                  tdm_experiment_runner_get_n_done     (TdmExperimentRunner  *self);
 /* The history id of training `index` once it is done, when its run was recorded; else

@@ -86,6 +86,8 @@ struct _TdmRun
   gpointer      observer_data;
   GDestroyNotify observer_destroy;
   char         *resume_path;
+  TdmExperimentTraining training; /* its options, and its stop (held) */
+  gulong        training_stop_handler;
   float        *parameters;
   size_t        n_parameters;
   double        pace;
@@ -103,6 +105,22 @@ static guint signals[N_SIGNALS];
 static guint n_threads;
 
 G_DEFINE_FINAL_TYPE (TdmRun, tdm_run, G_TYPE_OBJECT)
+
+/* On the thread that cancels the experiment's stop: the run's own. */
+static void
+tdm_run_training_stopped (GCancellable *stop,
+                          gpointer      cancellable)
+{
+  g_cancellable_cancel (cancellable);
+}
+
+static void
+tdm_run_unlink_training_stop (TdmRun *self)
+{
+  if (self->training_stop_handler != 0)
+    g_cancellable_disconnect (self->training.stop, self->training_stop_handler);
+  self->training_stop_handler = 0;
+}
 
 static void
 tdm_run_message_free (gpointer data)
@@ -308,6 +326,7 @@ tdm_run_finish (gpointer data)
       g_mutex_unlock (&shared->lock);
       self->running = FALSE;
       self->paused = FALSE;
+      tdm_run_unlink_training_stop (self);
       g_signal_emit (self, signals[DONE], 0, error);
     }
 
@@ -470,6 +489,8 @@ tdm_run_finalize (GObject *object)
 {
   TdmRun *self = (TdmRun *)object;
 
+  tdm_run_unlink_training_stop (self);
+  g_clear_object (&self->training.stop);
   g_clear_pointer (&self->config, tdm_config_free);
   if (self->observer_destroy != NULL && self->observer_data != NULL)
     self->observer_destroy (self->observer_data);
@@ -567,6 +588,7 @@ tdm_run_start (TdmRun  *self,
       shared->recorder = g_steal_pointer (&self->recorder);
       tdm_trainer_options (shared->trainer)->summary_steps = TDM_HISTORY_SUMMARY_STEPS;
     }
+  tdm_experiment_training_apply (&self->training, tdm_trainer_options (shared->trainer));
   if (self->tensorboard_root != NULL)
     {
       /* Only once the run is sure to start, so that a run that does not leaves no
@@ -609,6 +631,10 @@ tdm_run_start (TdmRun  *self,
   n_threads++;
   self->shared = shared;
   self->running = TRUE;
+  if (self->training.stop != NULL)
+    self->training_stop_handler =
+      g_cancellable_connect (self->training.stop, G_CALLBACK (tdm_run_training_stopped),
+                             g_object_ref (shared->cancellable), g_object_unref);
 
   return TRUE;
 }
@@ -723,6 +749,23 @@ tdm_run_set_keep_parameters (TdmRun   *self,
   g_return_if_fail (self->shared == NULL);
 
   self->keep_parameters = !!keep;
+}
+
+void
+tdm_run_set_training (TdmRun                      *self,
+                      const TdmExperimentTraining *training)
+{
+  g_return_if_fail (TDM_IS_RUN (self));
+  g_return_if_fail (training != NULL);
+  g_return_if_fail (self->shared == NULL);
+
+  g_clear_object (&self->training.stop);
+  self->training = *training;
+  /* Only the options and the stop are read: the rest is the experiment's. */
+  self->training.config = NULL;
+  self->training.name = self->training.status = NULL;
+  if (self->training.stop != NULL)
+    g_object_ref (self->training.stop);
 }
 
 void

@@ -16,6 +16,7 @@
 #include "tdm-config.h"
 #include "tdm-dataset.h"
 #include "tdm-events.h"
+#include "tdm-experiment.h"
 #include "tdm-history.h"
 
 G_BEGIN_DECLS
@@ -65,6 +66,11 @@ void      tdm_run_set_resume_path (TdmRun       *self,
  * an experiment's reducer ("compare with one device"). */
 void      tdm_run_set_keep_parameters (TdmRun   *self,
                                        gboolean  keep);
+/* Before start: the run is `training` of an experiment: the trainer takes its options
+ * (tdm_experiment_training_apply, over the recorder's summaries), and the experiment's
+ * stop of it stops the run as tdm_run_stop() does. */
+void      tdm_run_set_training        (TdmRun                      *self,
+                                       const TdmExperimentTraining *training);
 /* Before start: `observer` is handed every event first, on the worker thread as the
  * trainer sends it (an experiment's meter times them there); `user_data` is kept
  * until the thread has ended, then given to `destroy` (may be NULL). */

@@ -335,6 +335,10 @@ tdm_window_lr_find (GtkWidget  *widget,
   window = tdm_lr_find_view_window_new (GTK_WINDOW (self), &view);
   g_signal_connect_object (view, "use-rate", G_CALLBACK (tdm_window_use_rate), self,
                            G_CONNECT_SWAPPED);
+  /* Kept where the training runs are, listed on the History page once over. */
+  tdm_lr_find_view_set_history_folder (view, tdm_history_get_folder (tdm_history_store_get_history (self->history)));
+  g_signal_connect_object (view, "finished", G_CALLBACK (tdm_window_history_lr_find_done), self,
+                           G_CONNECT_SWAPPED);
   tdm_lr_find_view_start (view, config);
   gtk_window_present (window);
 }

@@ -156,13 +156,16 @@ tdm_window_history_run_done (TdmWindow *self,
     }
 }
 
-void
-tdm_window_history_sweep_done (TdmWindow      *self,
-                               const GError   *error,
-                               TdmScalingPage *page)
+/* An experiment the window ran outside its run path is over: the History page lists
+ * its record `id` (NULL: not kept), a toast says why the history could not be written
+ * in full, or, once it completed, `kept` (a format of the record's name). */
+static void
+tdm_window_history_keep (TdmWindow    *self,
+                         const char   *id,
+                         const GError *record_error,
+                         gboolean      completed,
+                         const char   *kept)
 {
-  const GError *record_error = tdm_scaling_page_get_record_error (page);
-  const char *id = tdm_scaling_page_get_record_id (page);
   g_autoptr(GError) load_error = NULL;
   TdmRunItem *item;
 
@@ -185,14 +188,34 @@ tdm_window_history_sweep_done (TdmWindow      *self,
       return;
     }
   item = tdm_history_store_find (self->history, id);
-  if (error == NULL && item != NULL)
+  if (completed && item != NULL)
     {
-      /* Translators: a toast after a scaling run; %s is its name in the run history */
-      g_autofree char *text = g_strdup_printf (_("Scaling run kept in the history as “%s”"),
-                                               tdm_run_item_get_name (item));
+      g_autofree char *text = g_strdup_printf (kept, tdm_run_item_get_name (item));
 
       tdm_window_toast (self, text);
     }
+}
+
+void
+tdm_window_history_sweep_done (TdmWindow      *self,
+                               const GError   *error,
+                               TdmScalingPage *page)
+{
+  tdm_window_history_keep (self, tdm_scaling_page_get_record_id (page),
+                           tdm_scaling_page_get_record_error (page), error == NULL,
+                           /* Translators: a toast after a scaling run; %s is its name in
+                            * the run history */
+                           _("Scaling run kept in the history as “%s”"));
+}
+
+void
+tdm_window_history_lr_find_done (TdmWindow     *self,
+                                 const GError  *error,
+                                 TdmLrFindView *view)
+{
+  /* The finder's own window says its end: only a history that failed is told. */
+  tdm_window_history_keep (self, tdm_lr_find_view_get_record_id (view),
+                           tdm_lr_find_view_get_record_error (view), FALSE, NULL);
 }
 
 TdmHistoryStore *

@@ -17,6 +17,7 @@
 #include "tdm-devices-page.h"
 #include "tdm-experiment-runner.h"
 #include "tdm-history-store.h"
+#include "tdm-lr-find-view.h"
 #include "tdm-predictions-page.h"
 #include "tdm-run.h"
 #include "tdm-run-form.h"
@@ -162,6 +163,10 @@ void            tdm_window_history_dispose  (TdmWindow            *self);
 void            tdm_window_history_sweep_done (TdmWindow          *self,
                                                const GError       *error,
                                                TdmScalingPage     *page);
+/* A learning-rate test is over: the History page lists it. */
+void            tdm_window_history_lr_find_done (TdmWindow        *self,
+                                                 const GError     *error,
+                                                 TdmLrFindView    *view);
 /* `trained`: it took a step (a run that took none is not kept: its record is gone). */
 void            tdm_window_history_run_done (TdmWindow            *self,
                                              TdmRun               *run,

@@ -81,7 +81,11 @@ tdm_cpu_bn_moments(TdmBackend *b, float *slots, const void *x, TdmDtype x_type, 
     return;
   double *s1 = g_new0(double, 2 * (size_t)channels), *s2 = s1 + channels;
   float *first = g_new(float, channels), *tmp = block_scratch(x_type, rows, channels);
-  memcpy(first, rows_f32(x, x_type, 0, 1, channels, first), sizeof(float) * channels);
+  /* The shift, x's first row: a bf16 row is widened into `first` itself, a float32
+   * one copied there. */
+  const float *row0 = rows_f32(x, x_type, 0, 1, channels, first);
+  if (row0 != first)
+    memcpy(first, row0, sizeof(float) * channels);
   const int block = block_rows(x_type, rows, channels);
   for (int r = 0; r < rows; r += block) {
     const int count = MIN(block, rows - r);

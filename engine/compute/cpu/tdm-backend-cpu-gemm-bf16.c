@@ -32,8 +32,8 @@ struct _TdmCpuGemmBf16 {
   float *c;                    /* the block of C, MC × NC */
 };
 
-TdmCpuGemmBf16 *
-tdm_cpu_gemm_bf16_scratch_new(void)
+static TdmCpuGemmBf16 *
+scratch_new(void)
 {
   TdmCpuGemmBf16 *s = g_new0(TdmCpuGemmBf16, 1);
   s->a = g_new0(float, (size_t)MC * KC);
@@ -200,7 +200,7 @@ blocks(TdmBackend *b, bool ta, bool tb, int m, int n, int k, const uint16_t *a, 
 {
   TdmBackendCpu *cpu = (TdmBackendCpu *)b;
   if (cpu->gemm_bf16 == NULL)
-    cpu->gemm_bf16 = tdm_cpu_gemm_bf16_scratch_new();
+    cpu->gemm_bf16 = scratch_new();
   float *cbuf = cpu->gemm_bf16->c;
   for (int i0 = 0; i0 < m && !aborted(b); i0 += MC) {
     const int mc = MIN(MC, m - i0);

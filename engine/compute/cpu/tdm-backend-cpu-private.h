@@ -62,7 +62,6 @@ void tdm_cpu_gemm_bf16_out(TdmBackend *b, bool trans_a, bool trans_b, int m, int
                            uint16_t *c, int ldc);
 /* Whether this CPU multiplies bfloat16 pairs in one instruction (AVX-512 BF16). */
 gboolean tdm_cpu_gemm_bf16_has_dot(void);
-TdmCpuGemmBf16 *tdm_cpu_gemm_bf16_scratch_new(void);
 void tdm_cpu_gemm_bf16_scratch_free(TdmCpuGemmBf16 *s);
 
 /* tdm-backend-cpu-elementwise.c */

@@ -139,8 +139,13 @@ scratch(float *work, int p, int c, int k)
   return s;
 }
 
-size_t
-tdm_cpu_winograd_work_floats(int h, int w, int c, int out_c, int kernel, int pad, int stride)
+/* Floats of scratch conv_forward and conv_backward need for this shape (any batch),
+ * or 0 when the CPU backend does not run it by Winograd: kernel not 3×3, stride not
+ * 1, too few input channels for the products to pay, an output so small that the
+ * tiles' waste eats the saving, or TANDEM_CPU_WINOGRAD=0 in the environment (read
+ * once, for comparisons; 2 or 3 there caps the tile size). */
+static size_t
+work_floats(int h, int w, int c, int out_c, int kernel, int pad, int stride)
 {
   if (winograd_setting() == 0 || kernel != 3 || stride != 1 || c < WINOGRAD_MIN_C ||
       out_c < 1 ||
@@ -569,6 +574,6 @@ tdm_backend_conv_work_floats(TdmBackendKind kind, int h, int w, int c, int out_c
                              int pad, int stride)
 {
   if (kind == TDM_BACKEND_CPU)
-    return tdm_cpu_winograd_work_floats(h, w, c, out_c, kernel, pad, stride);
+    return work_floats(h, w, c, out_c, kernel, pad, stride);
   return 0;
 }

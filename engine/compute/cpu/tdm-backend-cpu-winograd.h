@@ -6,8 +6,8 @@
  * the CPU's own register tiles (tdm-cpu-winograd-gemm.c). Private to the CPU backend,
  * which puts them in its table (tdm-backend-cpu.c); the semantics are tdm-backend.h's
  * conv_forward and conv_backward. Which shapes it takes, and the scratch it needs, is
- * tdm_cpu_winograd_work_floats(): the replica's buffer rule and the memory estimate
- * ask it (through tdm_backend_conv_work_floats()). Not the im2col path, which stays
+ * tdm_backend_conv_work_floats() (tdm-backend.h, defined with these): the replica's
+ * buffer rule and the memory estimate ask it. Not the im2col path, which stays
  * the CPU's way for every other convolution. */
 #pragma once
 
@@ -15,14 +15,6 @@
 #include "tdm-cpu-winograd-gemm.h"
 
 G_BEGIN_DECLS
-
-/* Floats of scratch conv_forward and conv_backward need for this shape (any batch),
- * or 0 when the CPU backend does not run it by Winograd: kernel not 3×3, stride not
- * 1, too few input channels for the products to pay, an output so small that the
- * tiles' waste eats the saving, or TANDEM_CPU_WINOGRAD=0 in the environment (read
- * once, for comparisons; 2 or 3 there caps the tile size). */
-size_t tdm_cpu_winograd_work_floats (int h, int w, int c, int out_c, int kernel, int pad,
-                                     int stride);
 
 void tdm_cpu_conv_forward (TdmBackend *b, float *y, const float *x, const float *wt,
                            float *work, int n, int h, int w, int c, int out_c, int kernel,

@@ -100,18 +100,6 @@ tdm_backend_cuda_sum_scratch(TdmBackend *b, size_t *count)
   return (double *)CUDA_B(b)->partials;
 }
 
-int
-tdm_backend_cuda_ordinal(TdmBackend *b)
-{
-  return b->device_index;
-}
-
-gboolean
-tdm_backend_cuda_capturing(TdmBackend *b)
-{
-  return CUDA_B(b)->capturing;
-}
-
 /* A workspace of our own, so cuBLAS never allocates while a graph is captured;
  * 32 MiB is what cuBLAS asks for on Hopper, 4 MiB before. Counted like any buffer. */
 static size_t
@@ -446,7 +434,6 @@ static const TdmBackendOps tdm_backend_cuda_ops = {
     .gather = tdm_cuda_gather,
     .gather_augment = tdm_cuda_gather_augment,
     .gather_photo = tdm_cuda_gather_photo,
-    .bn_bf16_input = true,
     .bn_moments = tdm_cuda_bn_moments,
     .bn_stats = tdm_cuda_bn_stats,
     .bn_forward = tdm_cuda_bn_forward,

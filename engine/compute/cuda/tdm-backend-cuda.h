@@ -17,10 +17,6 @@ G_BEGIN_DECLS
 
 /* The backend's one non-blocking stream, on which all its operations run. */
 cudaStream_t tdm_backend_cuda_stream (TdmBackend *b);
-/* The CUDA ordinal of the backend's GPU (the same as b->device_index). */
-int tdm_backend_cuda_ordinal (TdmBackend *b);
-/* TRUE while the backend's stream is capturing a graph. */
-gboolean tdm_backend_cuda_capturing (TdmBackend *b);
 
 /* Every CUDA operation starts here: makes the backend's GPU current, since a replica's
  * thread may have used another; FALSE (and the sticky error) when that fails. The
