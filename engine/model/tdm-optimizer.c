@@ -92,7 +92,8 @@ update_range(TdmOptimizer *opt, float *params, float *grads, size_t at, size_t n
     tdm_backend_weight_decay(b, g, p, mask, n, decay);
     decay = 0.0f;
   }
-  /* The rate and momentum arguments are placeholders: the device reads rates. */
+  /* Rate and momentum go as 0: each kernel reads this step's values from `rates` on the
+   * device as it runs, so a captured graph replays with the current schedule. */
   switch (opt->kind) {
   case TDM_OPTIMIZER_SGD:
     tdm_backend_sgd_update(b, p, g, n, 0.0f, decay, rates);
