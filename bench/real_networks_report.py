@@ -1,0 +1,232 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""bench/bench-real-networks.py's results as markdown, and the verdict on each of issue
+31's targets: samples/s ≥ 1.5× PyTorch eager and ≥ torch.compile in every row; Tandem's
+memory ≤ PyTorch eager's (its own count above the data against max_memory_allocated
+above the data, and the driver's peak against the driver's peak); the `resnet` preset's
+time to 94 % ≤ 1.0 s, the mean of its seeds, every seed reaching 94.0 %.
+
+A figure that is missing (a failed or skipped run) makes its verdict None ("n/a"), never
+a pass.
+"""
+
+SPEED_VS_EAGER = 1.5
+PRESET_SECONDS = 1.0
+
+# Dense bf16 tensor-core TFLOP/s from NVIDIA's datasheets (their "with sparsity"
+# figures are twice these), matched on the driver's name, the more specific first.
+CEILINGS = [("H200 NVL", 835), ("H200", 989), ("GH200", 989), ("H100 PCIe", 756),
+            ("H100 NVL", 835), ("H100", 989), ("A100", 312), ("L40S", 362), ("L4", 121)]
+DIRECTIONS = ("fwd", "dgrad", "wgrad")
+
+
+def ceiling(gpu):
+    for part, tflops in CEILINGS:
+        if gpu and part in gpu:
+            return tflops
+    return None
+
+
+def _rate(v):
+    return "—" if v is None else f"{v:,.0f}"
+
+
+def _gib(v):
+    return "—" if v is None else f"{v / 2**30:.2f}"
+
+
+def _ratio(a, b):
+    return None if a is None or not b else a / b
+
+
+def _cell(part, key="samples_per_second", fmt=_rate, why=True):
+    """A figure of one measurement, or why it is missing (with why=False, only that it
+    failed: the speed table says why)."""
+    if part is None:
+        return "not run"
+    if part.get(key) is None:
+        return "—" if not part.get("error") else f"failed: {part['error']}" if why else "failed"
+    return fmt(part[key])
+
+
+def _get(part, *keys):
+    for k in keys:
+        if part is None:
+            return None
+        part = part.get(k)
+    return part
+
+
+def _at_least(a, b, factor=1.0):
+    return None if a is None or b is None else a >= factor * b
+
+
+def _at_most(a, b):
+    return None if a is None or b is None else a <= b
+
+
+def _yes(v):
+    return "n/a" if v is None else "**yes**" if v else "no"
+
+
+def progress(r):
+    t, e, c = r.get("tandem"), r.get("eager"), r.get("compile")
+    return (f"{r['name']}: samples/s Tandem {_cell(t)}, eager {_cell(e)}, compile {_cell(c)}; "
+            f"GiB above the data: Tandem {_gib(_get(t, 'memory', 'above_data'))}, eager "
+            f"{_cell(e, 'peak_above_data', _gib, False)}")
+
+
+def verdicts(result, target):
+    rows = {}
+    for r in result["rows"]:
+        t, e, c = r.get("tandem"), r.get("eager"), r.get("compile")
+        ts = _get(t, "samples_per_second")
+        rows[r["name"]] = dict(
+            speed_vs_eager=_at_least(ts, _get(e, "samples_per_second"), SPEED_VS_EAGER),
+            speed_vs_compile=_at_least(ts, _get(c, "samples_per_second")),
+            memory_own=_at_most(_get(t, "memory", "above_data"), _get(e, "peak_above_data")),
+            memory_driver=_at_most(_get(t, "driver_peak"), _get(e, "driver_peak")))
+    out = {"rows": rows, "preset": None}
+    seeds = result.get("preset")
+    if seeds:
+        times = [s["seconds"] for s in seeds]
+        reached = all(t is not None for t in times)
+        mean = sum(times) / len(times) if reached else None
+        out["preset"] = dict(mean_seconds=mean, every_seed_reached=reached, target=target,
+                             met=reached and mean <= PRESET_SECONDS)
+    return out
+
+
+def _speed_table(result):
+    yield ("| row | Tandem samples/s | PyTorch eager | torch.compile (compile s) | "
+           "Tandem ÷ eager | Tandem ÷ compile |")
+    yield "|---|---|---|---|---|---|"
+    for r in result["rows"]:
+        t, e, c = r.get("tandem"), r.get("eager"), r.get("compile")
+        ts = _get(t, "samples_per_second")
+        comp = _cell(c)
+        if _get(c, "compile_seconds") is not None and _get(c, "samples_per_second") is not None:
+            comp += f" ({c['compile_seconds']:.0f} s)"
+        ratios = [_ratio(ts, _get(p, "samples_per_second")) for p in (e, c)]
+        yield (f"| {r['title']} | {_cell(t)} | {_cell(e)} | {comp} | " +
+               " | ".join("—" if x is None else f"{x:.2f}×" for x in ratios) + " |")
+
+
+def _memory_table(result):
+    yield ("| row (GiB) | Tandem own count above data | Tandem counted peak | Tandem estimate "
+           "(basis) | Tandem driver | eager above data | eager driver | compile above data | "
+           "compile driver |")
+    yield "|---|---|---|---|---|---|---|---|---|"
+    for r in result["rows"]:
+        t, e, c = r.get("tandem"), r.get("eager"), r.get("compile")
+        m = _get(t, "memory") or {}
+        est = f"{_gib(m.get('total'))} ({m.get('basis')})" if m else "—"
+        cells = [_gib(m.get("above_data")), _gib(m.get("counted_peak")), est,
+                 _gib(_get(t, "driver_peak")), _cell(e, "peak_above_data", _gib, False),
+                 _gib(_get(e, "driver_peak")), _cell(c, "peak_above_data", _gib, False),
+                 _gib(_get(c, "driver_peak"))]
+        yield f"| {r['title']} | " + " | ".join(cells) + " |"
+
+
+def _preset_table(result, v):
+    seeds = result["preset"]
+    torch = any("torch" in s for s in seeds)
+    yield "| seed | Tandem s to 94 % | accuracy per epoch | pre-warm s |" + \
+        (" PyTorch eager s |" if torch else "")
+    yield "|---|---|---|---|" + ("---|" if torch else "")
+    for s in seeds:
+        sec = f"{s['seconds']:.3f}" if s["seconds"] is not None else \
+            f"not reached{': ' + s['error'] if s['error'] else ''}"
+        accs = " ".join(f"{x:.4f}" for x in s["accuracies"])
+        pw = "—" if s["prewarm_seconds"] is None else f"{s['prewarm_seconds']:.2f}"
+        extra = ""
+        if torch:
+            ts = s["torch"]
+            extra = f" {ts['seconds']:.3f} |" if ts["seconds"] is not None else \
+                f" {ts['error'] or 'not reached'} |"
+        yield f"| {s['seed']} | {sec} | {accs} | {pw} |{extra}"
+    p = v["preset"]
+    mean = "—" if p["mean_seconds"] is None else f"{p['mean_seconds']:.3f} s"
+    yield f"\nMean {mean}; every seed reached {p['target'] * 100:.1f} %: " \
+        f"{_yes(p['every_seed_reached'])}."
+
+
+def _verdict_table(result, v):
+    yield "| row | ≥ 1.5× eager | ≥ torch.compile | own count ≤ eager's | driver ≤ eager's |"
+    yield "|---|---|---|---|---|"
+    for r in result["rows"]:
+        x = v["rows"][r["name"]]
+        yield (f"| {r['title']} | {_yes(x['speed_vs_eager'])} | {_yes(x['speed_vs_compile'])} | "
+               f"{_yes(x['memory_own'])} | {_yes(x['memory_driver'])} |")
+    if v["preset"]:
+        p = v["preset"]
+        yield f"| `resnet` preset: mean time to 94 % ≤ {PRESET_SECONDS} s, every seed ≥ 94.0 % " \
+              f"| {_yes(p['met'])} | | | |"
+
+
+def _layer_names(convs):
+    """{geometry: [module names]} of PyTorch's convolutions, and the geometries' order."""
+    names = {}
+    for c in convs or []:
+        names.setdefault(tuple(c[k] for k in "nhwcokps"), []).append(c["layer"])
+    return names
+
+
+def _layers_table(r, peak):
+    choices = _get(r, "tandem", "layers") or []
+    names = _layer_names(_get(r, "eager", "convs"))
+    order = {g: i for i, g in enumerate(names)}
+
+    def where(c):
+        g = tuple(c[k] for k in "nhwcokps")
+        return (order.get(g, len(order)), DIRECTIONS.index(c["dir"]))
+    yield ("| layers (PyTorch's names) | direction | n, h×w, c→o, k, stride, pad | flags | chosen "
+           "| ms | TFLOP/s | of the bf16 ceiling |")
+    yield "|---|---|---|---|---|---|---|---|"
+    for c in sorted(choices, key=where):
+        layer = names.get(tuple(c[k] for k in "nhwcokps"), [])
+        who = "—" if not layer else layer[0] + (f" +{len(layer) - 1}" if len(layer) > 1 else "")
+        ms = "—" if c["ms"] is None else f"{c['ms']:.4f}"
+        tf = "—" if c["tflops"] is None else f"{c['tflops']:.0f}"
+        share = "—" if c["tflops"] is None or not peak else f"{100 * c['tflops'] / peak:.0f} %"
+        yield (f"| {who} | {c['dir']} | {c['n']}, {c['h']}×{c['w']}, {c['c']}→{c['o']}, "
+               f"k{c['k']}, s{c['s']}, p{c['p']} | {' '.join(c['flags']) or '—'} | "
+               f"`{c['name']}` | {ms} | {tf} | {share} |")
+
+
+def markdown(result):
+    v = result["verdicts"]
+    peak = result.get("ceiling_tflops")
+    out = [f"## Tandem beside PyTorch on {result['device']} ({result['date']}; bf16)", "",
+           "Samples/s after warm-up:", ""]
+    out += _speed_table(result)
+    out += ["", "Peak memory (PyTorch's above the model and its batch; the driver's above "
+            "the GPU's use before the process):", ""]
+    out += _memory_table(result)
+    if result.get("preset"):
+        out += ["", "The `resnet` preset on Fashion-MNIST, time to 94 % (training seconds):", ""]
+        out += _preset_table(result, v)
+    out += ["", "Verdicts:", ""]
+    out += _verdict_table(result, v)
+    ceiling_text = f"{peak} TFLOP/s dense bf16" if peak else "unknown: --ceiling"
+    for r in result["rows"]:
+        t = r.get("tandem") or {}
+        if not t.get("layers"):
+            why = "not run" if not t else "no choices in its log (the engine runs on CUDA only)"
+            out += ["", f"Convolutions of {r['title']}: {why}."]
+            continue
+        out += ["", f"Convolutions of {r['title']} (conv choices {json_counts(t)}; "
+                f"ceiling {ceiling_text}):", ""]
+        out += _layers_table(r, peak)
+    out += ["", "ms is the engine's own timing of the chosen candidate while choosing (CUDA "
+            "events, mean of 3 runs, in the pre-warm), not the layer's time inside a step, "
+            "which Tandem does not report; a choice read from the cache has the time it was "
+            "chosen with (— where the cache has none). Several PyTorch layers of one shape "
+            "share a line (+N); one shape may have several lines, told apart by the flags "
+            "(bn: normalized while loaded; x16: input stored bf16; y16/dx16: output written "
+            "bf16)."]
+    return "\n".join(out)
+
+
+def json_counts(t):
+    c = t.get("conv_choices")
+    return "—" if not c else ", ".join(f"{v} {k}" for k, v in c.items())
