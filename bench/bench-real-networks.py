@@ -37,9 +37,10 @@ Order of work: every row's Tandem and eager runs, the preset, then torch.compile
 what is left is reported as skipped, so the run ends inside the device's limit. A
 failure (torch.compile's included) is written in its row and the run goes on.
 
-Output: markdown tables on stdout (speed, memory, preset, verdicts, then the
-convolutions of each row), everything in --json (default WORK/real-networks.json), each
-process's output in WORK/logs. On the lent GPU machine, from the repository root after
+Output: markdown tables on stdout (each row's convolutions, then speed, memory, preset
+and verdicts last, where a reader of the output's tail sees them) and in --markdown
+(default: --json's name ending .md), everything in --json (default
+WORK/real-networks.json), each process's output in WORK/logs. On the lent GPU machine, from the repository root after
 tools/gpu-prepare (which copies this and its modules into .gpu/):
     bash .gpu/gpu-run real                  # REAL="--rows r18-32,tv50-224 --no-compile"
 or directly:
@@ -49,6 +50,7 @@ A CPU smoke test (no GPU, PyTorch without torch.compile degrades with a message)
         --row 'tiny=conv8k3p1,bn,relu,gap,fc10@32:16:4'
 """
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -120,8 +122,8 @@ def launch(a, clock, own, cmd, log, env=None):
     if limit is None:
         return "skipped", [], [], None
     base = os.path.join(a.work, "logs", log)
-    with open(base + ".out", "w") as out, open(base + ".err", "w") as err, \
-            driver_memory.DriverMemory(a.gpu) as driver:
+    watch = driver_memory.DriverMemory(a.gpu) if a.device == "cuda" else contextlib.nullcontext()
+    with open(base + ".out", "w") as out, open(base + ".err", "w") as err, watch as driver:
         try:
             rc = subprocess.run(cmd, stdout=out, stderr=err, timeout=limit,
                                 env={**os.environ, **(env or {})}).returncode
@@ -229,6 +231,7 @@ def options():
     p.add_argument("--gpu", type=int, default=0, help="the GPU's index for the driver's figures")
     p.add_argument("--work", default="/tmp/bench-real-networks")
     p.add_argument("--json", help="the results' file (default WORK/real-networks.json)")
+    p.add_argument("--markdown", help="the tables' file (default: --json's, ending .md)")
     p.add_argument("--fresh-cache", action="store_true",
                    help="forget the convolution choices of earlier runs (WORK/conv-cache.txt)")
     p.add_argument("--no-torch", action="store_true")
@@ -244,6 +247,7 @@ def options():
     a = p.parse_args()
     a.work = os.path.abspath(a.work)
     a.json = a.json or os.path.join(a.work, "real-networks.json")
+    a.markdown = a.markdown or os.path.splitext(a.json)[0] + ".md"
     a.conv_cache = os.path.join(a.work, "conv-cache.txt")
     if not os.access(a.tandem, os.X_OK):
         sys.exit(f"bench-real-networks.py: --tandem {a.tandem}: not an executable "
@@ -276,8 +280,12 @@ def main():
     result["verdicts"] = report.verdicts(result, a.target)
     with open(a.json, "w") as f:
         json.dump(result, f, indent=1)
-    print(report.markdown(result))
-    print(f"\n(everything in {a.json}; logs in {os.path.join(a.work, 'logs')})")
+    summary, convolutions = report.markdown(result)
+    with open(a.markdown, "w") as f:
+        f.write(summary + "\n\n" + convolutions + "\n")
+    # The summary last: a reader of the output's tail sees it.
+    print(convolutions + "\n\n" + summary)
+    print(f"\n(all of it in {a.markdown} and {a.json}; logs in {os.path.join(a.work, 'logs')})")
 
 
 if __name__ == "__main__":

@@ -194,8 +194,9 @@ def _layers_table(r, peak):
 
 
 def markdown(result):
+    """(summary, convolutions): the speed, memory, preset and verdict tables, and each
+    row's convolutions, as markdown."""
     v = result["verdicts"]
-    peak = result.get("ceiling_tflops")
     out = [f"## Tandem beside PyTorch on {result['device']} ({result['date']}; bf16)", "",
            "Samples/s after warm-up:", ""]
     out += _speed_table(result)
@@ -207,24 +208,29 @@ def markdown(result):
         out += _preset_table(result, v)
     out += ["", "Verdicts:", ""]
     out += _verdict_table(result, v)
+    return "\n".join(out), "\n".join(_convolutions(result))
+
+
+def _convolutions(result):
+    peak = result.get("ceiling_tflops")
     ceiling_text = f"{peak} TFLOP/s dense bf16" if peak else "unknown: --ceiling"
     for r in result["rows"]:
         t = r.get("tandem") or {}
         if not t.get("layers"):
             why = "not run" if not t else "no choices in its log (the engine runs on CUDA only)"
-            out += ["", f"Convolutions of {r['title']}: {why}."]
+            yield f"Convolutions of {r['title']}: {why}.\n"
             continue
-        out += ["", f"Convolutions of {r['title']} (conv choices {json_counts(t)}; "
-                f"ceiling {ceiling_text}):", ""]
-        out += _layers_table(r, peak)
-    out += ["", "ms is the engine's own timing of the chosen candidate while choosing (CUDA "
-            "events, mean of 3 runs, in the pre-warm), not the layer's time inside a step, "
-            "which Tandem does not report; a choice read from the cache has the time it was "
-            "chosen with (— where the cache has none). Several PyTorch layers of one shape "
-            "share a line (+N); one shape may have several lines, told apart by the flags "
-            "(bn: normalized while loaded; x16: input stored bf16; y16/dx16: output written "
-            "bf16)."]
-    return "\n".join(out)
+        yield (f"Convolutions of {r['title']} (conv choices {json_counts(t)}; "
+               f"ceiling {ceiling_text}):\n")
+        yield from _layers_table(r, peak)
+        yield ""
+    yield ("ms is the engine's own timing of the chosen candidate while choosing (CUDA "
+           "events, mean of 3 runs, in the pre-warm), not the layer's time inside a step, "
+           "which Tandem does not report; a choice read from the cache has the time it was "
+           "chosen with (— where the cache has none). Several PyTorch layers of one shape "
+           "share a line (+N); one shape may have several lines, told apart by the flags "
+           "(bn: normalized while loaded; x16: input stored bf16; y16/dx16: output written "
+           "bf16).")
 
 
 def json_counts(t):
