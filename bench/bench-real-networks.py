@@ -169,15 +169,60 @@ def last_json(lines):
     return None
 
 
+def torch_command(a, row, mode, *extra):
+    return [a.python, os.path.join(HERE, "torch_row.py"), "--model", row["spec"],
+            "--side", str(row["side"]), "--batch", str(row["batch"]), "--steps", str(row["steps"]),
+            "--mode", mode, "--device", a.device, *extra]
+
+
+def precompile_start(a, rows):
+    """Starts every row's torch.compile at once, each process stopping after its
+    compiling step: compiling is mostly the CPU's work, one process of it leaves most
+    cores idle, and the graphs land in torch.compile's caches on disk, where the
+    measured process of the row finds them. Nothing is measured meanwhile."""
+    if a.no_torch or a.no_compile or not a.precompile:
+        return []
+    started = []
+    for r in rows:
+        base = os.path.join(a.work, "logs", f"{r['name']}-precompile")
+        with open(base + ".out", "w") as out, open(base + ".err", "w") as err:
+            started.append((r, base, subprocess.Popen(
+                torch_command(a, r, "compile", "--compile-only"), stdout=out, stderr=err)))
+    return started
+
+
+def precompile_finish(a, clock, started):
+    """Waits for the compiles (within the budget and --compile-timeout) and notes each
+    row's cold compile: r["precompile"] = {compile_seconds, error}. A row whose compile
+    failed is measured all the same (alone, it may not fail: memory), one that ran out
+    of time is not."""
+    begin = time.monotonic()
+    end = begin + (clock.limit(a.compile_timeout) or 0)
+    for r, base, proc in started:
+        try:
+            proc.wait(timeout=max(end - time.monotonic(), 0.1))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            r["precompile"] = {"error": f"compiling took over {end - begin:.0f} s "
+                                        "(--compile-timeout, or the run's budget)"}
+            continue
+        res = last_json(open(base + ".out", errors="replace").read().splitlines())
+        r["precompile"] = res or {"error": f"exit {proc.returncode}: no output (see {base}.err)"}
+
+
 def torch_row(a, clock, row, mode):
     if a.no_torch or (mode == "compile" and a.no_compile):
         return None
-    cmd = [a.python, os.path.join(HERE, "torch_row.py"), "--model", row["spec"],
-           "--side", str(row["side"]), "--batch", str(row["batch"]), "--steps", str(row["steps"]),
-           "--mode", mode, "--device", a.device] + (["--shapes"] if mode == "eager" else [])
+    cold = row.get("precompile") if mode == "compile" else None
+    if cold and str(cold.get("error")).startswith("compiling took over"):
+        return {"error": cold["error"]}
+    cmd = torch_command(a, row, mode, *(["--shapes"] if mode == "eager" else []))
     own = a.compile_timeout if mode == "compile" else 240
     rc, out, err, driver = launch(a, clock, own, cmd, f"{row['name']}-{mode}")
     res = last_json(out) or {"error": None}
+    if cold:
+        res["cold_compile_seconds"] = cold.get("compile_seconds")
     res["driver_peak"] = driver.peak_above_idle() if driver else None
     if res.get("error") is None and "samples_per_second" not in res:
         tail = [x for x in err if x.strip()]
@@ -242,7 +287,10 @@ def options():
     p.add_argument("--target", type=float, default=0.94)
     p.add_argument("--steps-scale", type=float, default=1.0, help="times each row's STEPS")
     p.add_argument("--budget", type=float, default=480, help="seconds for the whole run")
-    p.add_argument("--compile-timeout", type=float, default=240)
+    p.add_argument("--compile-timeout", type=float, default=300,
+                   help="seconds for compiling (all rows at once) and for each measured compile")
+    p.add_argument("--no-precompile", dest="precompile", action="store_false",
+                   help="compile each row only when it is measured, one after another")
     p.add_argument("--ceiling", type=float, help="the GPU's dense bf16 TFLOP/s (else by its name)")
     a = p.parse_args()
     a.work = os.path.abspath(a.work)
@@ -266,8 +314,10 @@ def main():
     result = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                   device=gpu, ceiling_tflops=a.ceiling or report.ceiling(gpu),
                   command=sys.argv, rows=rows, preset=None)
-    for r in rows:
-        folder = bench_data.write(os.path.join(a.work, "data"), r["side"], r["batch"])
+    compiling = precompile_start(a, rows)
+    folders = [bench_data.write(os.path.join(a.work, "data"), r["side"], r["batch"]) for r in rows]
+    precompile_finish(a, clock, compiling)
+    for r, folder in zip(rows, folders):
         r["tandem"] = tandem_row(a, clock, r, folder)
         r["eager"] = torch_row(a, clock, r, "eager")
         print(report.progress(r), file=sys.stderr, flush=True)

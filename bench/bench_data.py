@@ -3,9 +3,10 @@
 """Random-pixel datasets for the GPU benchmarks of real networks (throughput does not
 depend on content): at 32 px the CIFAR-10 binary layout (data_batch_1..5.bin,
 test_batch.bin: a label byte and 3,072 pixel bytes a record), at any other size a
-folder of 24-bit PNG files, train/classC/ and test/classC/ with ten classes. Each
-size gets batch × 12 training images (twelve steps an epoch) and a small test set,
-in ROOT/SIDE; a folder that exists is kept as it is.
+folder of 24-bit PNG files (stored, not compressed: random pixels do not compress),
+train/classC/ and test/classC/ with ten classes. Each size gets batch × 12 training
+images (twelve steps an epoch) and a small test set, in ROOT/SIDE; a folder that
+exists is kept as it is.
 
     bench_data.py ROOT "32:512 64:256 128:128"     (SIDE:BATCH items)
     bench_data.write(root, side, batch) -> the folder
@@ -30,7 +31,7 @@ def _png(path, side, rng):
     with open(path, "wb") as f:
         f.write(b"\x89PNG\r\n\x1a\n" +
                 chunk(b"IHDR", struct.pack(">IIBBBBB", side, side, 8, 2, 0, 0, 0)) +
-                chunk(b"IDAT", zlib.compress(raw, 1)) + chunk(b"IEND", b""))
+                chunk(b"IDAT", zlib.compress(raw, 0)) + chunk(b"IEND", b""))
 
 
 def write(root, side, batch, test=None):

@@ -96,16 +96,25 @@ def verdicts(result, target):
     return out
 
 
+def _compile_seconds(c):
+    """The compile's seconds after the rate, as " (95 s; 12 s from the cache)": the cold
+    compile (all rows at once) and the measured process's first step."""
+    cold, warm = c.get("cold_compile_seconds"), c.get("compile_seconds")
+    if cold is None:
+        return "" if warm is None else f" ({warm:.0f} s)"
+    return f" ({cold:.0f} s; {warm:.0f} s from the cache)"
+
+
 def _speed_table(result):
-    yield ("| row | Tandem samples/s | PyTorch eager | torch.compile (compile s) | "
+    yield ("| row | Tandem samples/s | PyTorch eager | torch.compile (its compile) | "
            "Tandem ÷ eager | Tandem ÷ compile |")
     yield "|---|---|---|---|---|---|"
     for r in result["rows"]:
         t, e, c = r.get("tandem"), r.get("eager"), r.get("compile")
         ts = _get(t, "samples_per_second")
         comp = _cell(c)
-        if _get(c, "compile_seconds") is not None and _get(c, "samples_per_second") is not None:
-            comp += f" ({c['compile_seconds']:.0f} s)"
+        if _get(c, "samples_per_second") is not None:
+            comp += _compile_seconds(c)
         ratios = [_ratio(ts, _get(p, "samples_per_second")) for p in (e, c)]
         yield (f"| {r['title']} | {_cell(t)} | {_cell(e)} | {comp} | " +
                " | ".join("—" if x is None else f"{x:.2f}×" for x in ratios) + " |")

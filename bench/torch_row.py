@@ -16,7 +16,9 @@ Prints one JSON line: samples_per_second over --steps steps after --warmup (and,
 compile, after the first step, which compiles: compile_seconds), the peak of
 torch.cuda.max_memory_allocated above what was allocated once the model and the batch
 were on the device (peak_above_data, bytes), and with --shapes each convolution's
-input geometry (module name, n h w c o k p s). A failure is the line's "error" (an
+input geometry (module name, n h w c o k p s). --compile-only stops after the
+compiling step: torch.compile's caches on disk (FX graphs, AOTAutograd) then hold the
+graphs, and the next process of the same row loads them instead of compiling. A failure is the line's "error" (an
 old PyTorch without torch.compile, a compiler error); the exit status is 0 when the
 line was written.
 """
@@ -91,6 +93,8 @@ def measure(a, out):
         step()
         sync()
         out["compile_seconds"] = round(time.perf_counter() - t, 2)
+        if a.compile_only:
+            return
     for _ in range(a.warmup):
         step()
     sync()
@@ -115,6 +119,8 @@ def main():
     p.add_argument("--device", default="cuda")
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--shapes", action="store_true", help="list each convolution's geometry")
+    p.add_argument("--compile-only", action="store_true",
+                   help="--mode compile: stop after the compiling step (fills the caches)")
     a = p.parse_args()
     out = {"mode": a.mode, "error": None}
     try:
