@@ -62,22 +62,25 @@ def throughput(evs, batch):
 
 def memory(evs):
     """Tandem's own count of its device memory, in bytes: the last `memory` event's
-    first device (after the pre-warm its workspace is the chosen convolutions'; its
-    basis says which) and the highest `tandem_bytes` (what the backend holds, counted
-    at each allocation) of the `devices` events. `above_data` takes the parameters and
-    the dataset out of the counted peak, as PyTorch's figure takes its model and its
-    batch out. None when the run had no memory event."""
+    first device (the plan; after the pre-warm its workspace is the chosen
+    convolutions', its basis says which), the most the `devices` events saw held
+    (`tandem_bytes`, what the backend holds when the event is written: `held`) and the
+    backend's own peak (`peak_bytes`, counted at each allocation since the backend was
+    made, the pre-warm included: `counted_peak`). `above_data` takes the parameters and
+    the dataset out of that peak, as PyTorch's figure takes its model and its batch
+    out. None when the run had no memory event."""
     mem = of_type(evs, "memory")
     if not mem:
         return None
     last = mem[-1]
     dev = last["devices"][0]
-    held = [d.get("tandem_bytes") or 0 for e in of_type(evs, "devices") for d in e["devices"][:1]]
-    peak = max(held) if held else None
+    devs = [e["devices"][0] for e in of_type(evs, "devices") if e.get("devices")]
+    held = max((d.get("tandem_bytes") or 0 for d in devs), default=None)
+    peak = max((d.get("peak_bytes") or 0 for d in devs), default=None)
     out = {k: dev[k] for k in ("parameters", "gradients", "optimizer", "activations",
                                "workspace", "dataset", "total")}
     out.update(basis=last.get("workspace_basis"), gpu_total=last.get("gpu_total"),
-               estimates=[m["devices"][0]["total"] for m in mem], counted_peak=peak,
+               estimates=[m["devices"][0]["total"] for m in mem], held=held, counted_peak=peak,
                above_data=None if peak is None else peak - dev["parameters"] - dev["dataset"])
     return out
 
