@@ -8,6 +8,7 @@ time to 94 % ≤ 1.0 s, the mean of its seeds, every seed reaching 94.0 %.
 A figure that is missing (a failed or skipped run) makes its verdict None ("n/a"), never
 a pass.
 """
+import tandem_run
 
 SPEED_VS_EAGER = 1.5
 PRESET_SECONDS = 1.0
@@ -180,6 +181,24 @@ def _layer_names(convs):
     return names
 
 
+def _conv_total(r):
+    """(ms, TFLOP/s, the step's ms) of a step's convolutions, each of PyTorch's layers
+    counted at its shape's chosen time; None unless every line has a time and a layer."""
+    names = _layer_names(_get(r, "eager", "convs"))
+    groups = {}
+    for c in _get(r, "tandem", "layers") or []:
+        g = tuple(c[k] for k in "nhwcokps")
+        if c["ms"] is None or g not in names:
+            return None
+        groups.setdefault((g, c["dir"]), []).append(c)
+    if not groups:
+        return None
+    ms = sum(sum(c["ms"] for c in cs) / len(cs) * len(names[g]) for (g, _), cs in groups.items())
+    flop = sum(tandem_run.conv_flop(cs[0]) * len(names[g]) for (g, _), cs in groups.items())
+    rate = _get(r, "tandem", "samples_per_second")
+    return ms, flop / ms / 1e9, 1e3 * r["batch"] / rate if rate else None
+
+
 def _layers_table(r, peak):
     choices = _get(r, "tandem", "layers") or []
     names = _layer_names(_get(r, "eager", "convs"))
@@ -232,6 +251,13 @@ def _convolutions(result):
         yield (f"Convolutions of {r['title']} (conv choices {json_counts(t)}; "
                f"ceiling {ceiling_text}):\n")
         yield from _layers_table(r, peak)
+        total = _conv_total(r)
+        if total:
+            ms, tflops, step = total
+            yield (f"\nSummed over PyTorch's layers (the lines of one shape and direction "
+                   f"averaged): the convolutions ≈ {ms:.2f} ms"
+                   + (f" of a {step:.2f}-ms step ({100 * ms / step:.0f} %)" if step else "")
+                   + f", at {tflops:.0f} TFLOP/s on the whole.")
         yield ""
     yield ("ms is the engine's own timing of the chosen candidate while choosing (CUDA "
            "events, mean of 3 runs, in the pre-warm), not the layer's time inside a step, "
