@@ -54,6 +54,7 @@ import contextlib
 import datetime
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -115,19 +116,35 @@ def parse_rows(a):
     return rows
 
 
+def start(cmd, out, err, env=None):
+    """cmd in a process group of its own (a compiler's worker processes die with it)."""
+    return subprocess.Popen(cmd, stdout=out, stderr=err, start_new_session=True,
+                            env={**os.environ, **(env or {})})
+
+
+def finish(proc, seconds):
+    """proc's exit status, or None when it ran out of time (then its group is killed)."""
+    try:
+        return proc.wait(timeout=max(seconds, 0.1))
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return None
+
+
 def launch(a, clock, own, cmd, log, env=None):
     """Runs cmd with its output in WORK/logs/LOG.{out,err} and the driver's memory
-    sampled: (returncode or "timeout"/"skipped", stdout lines, stderr lines, driver)."""
+    sampled: (the exit status or why there is none, stdout lines, stderr lines, the
+    driver's figures or None)."""
     limit = clock.limit(own)
     if limit is None:
-        return "skipped", [], [], None
+        return "skipped: the run's --budget was spent", [], [], None
     base = os.path.join(a.work, "logs", log)
     watch = driver_memory.DriverMemory(a.gpu) if a.device == "cuda" else contextlib.nullcontext()
     with open(base + ".out", "w") as out, open(base + ".err", "w") as err, watch as driver:
-        try:
-            rc = subprocess.run(cmd, stdout=out, stderr=err, timeout=limit,
-                                env={**os.environ, **(env or {})}).returncode
-        except subprocess.TimeoutExpired:
+        proc = start(cmd, out, err, env)
+        rc = finish(proc, limit)
+        if rc is None:
             rc = f"timeout after {limit:.0f} s"
     lines = [open(base + s, errors="replace").read().splitlines() for s in (".out", ".err")]
     return rc, lines[0], lines[1], driver
@@ -138,8 +155,8 @@ def tandem_row(a, clock, row, folder):
            "--network", row["spec"], "--batch", str(row["batch"]), "--precision", "bf16",
            "--optimizer", "nesterov", "--lr", "0.05", "--max-steps", str(2 * row["steps"]),
            "--json", "--quiet"]
-    if row["side"] != 32:
-        cmd[5:5] = ["--image-size", str(row["side"])]
+    if row["side"] != 32:  # a folder of PNG files: read at their size
+        cmd += ["--image-size", str(row["side"])]
     rc, out, err, driver = launch(a, clock, 300, cmd, f"{row['name']}-tandem",
                                   {"G_MESSAGES_DEBUG": "Tandem-Compute",
                                    "TANDEM_CONV_CACHE": a.conv_cache})
@@ -186,8 +203,8 @@ def precompile_start(a, rows):
     for r in rows:
         base = os.path.join(a.work, "logs", f"{r['name']}-precompile")
         with open(base + ".out", "w") as out, open(base + ".err", "w") as err:
-            started.append((r, base, subprocess.Popen(
-                torch_command(a, r, "compile", "--compile-only"), stdout=out, stderr=err)))
+            started.append((r, base, start(torch_command(a, r, "compile", "--compile-only"),
+                                           out, err)))
     return started
 
 
@@ -199,11 +216,7 @@ def precompile_finish(a, clock, started):
     begin = time.monotonic()
     end = begin + (clock.limit(a.compile_timeout) or 0)
     for r, base, proc in started:
-        try:
-            proc.wait(timeout=max(end - time.monotonic(), 0.1))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        if finish(proc, end - time.monotonic()) is None:
             r["precompile"] = {"error": f"compiling took over {end - begin:.0f} s "
                                         "(--compile-timeout, or the run's budget)"}
             continue

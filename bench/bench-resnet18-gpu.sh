@@ -31,7 +31,7 @@ for item in $SIZES; do
   # The engine's choices (Tandem-Compute's debug lines) go to the .err file; TANDEM_CONV
   # unset lets it choose, im2col turns it off.
   env $([ $conv = auto ] || echo TANDEM_CONV=$conv) G_MESSAGES_DEBUG=Tandem-Compute \
-  timeout 240 $G/bin/tandem-train --devices ${DEVICES:-cuda:0} --dataset $D/$side $([ $side = 32 ] || echo --image-size $side) \
+  timeout 240 $G/bin/tandem-train --devices ${DEVICES:-cuda:0} --dataset $D/$side-$batch $([ $side = 32 ] || echo --image-size $side) \
     --network "$SPEC" --batch $batch --precision ${PRECISION:-bf16} --optimizer nesterov --lr 0.05 \
     --max-steps $STEPS --json --quiet > $OUT/r18-$tag.json 2> $OUT/r18-$tag.err
   echo "exit $?"

@@ -5,8 +5,8 @@ depend on content): at 32 px the CIFAR-10 binary layout (data_batch_1..5.bin,
 test_batch.bin: a label byte and 3,072 pixel bytes a record), at any other size a
 folder of 24-bit PNG files (stored, not compressed: random pixels do not compress),
 train/classC/ and test/classC/ with ten classes. Each size gets batch × 12 training
-images (twelve steps an epoch) and a small test set, in ROOT/SIDE; a folder that
-exists is kept as it is.
+images (twelve steps an epoch) and a small test set, in ROOT/SIDE-BATCH; a folder
+that exists is kept as it is.
 
     bench_data.py ROOT "32:512 64:256 128:128"     (SIDE:BATCH items)
     bench_data.write(root, side, batch) -> the folder
@@ -35,9 +35,9 @@ def _png(path, side, rng):
 
 
 def write(root, side, batch, test=None):
-    """ROOT/SIDE with batch × 12 training images (and `test` test images: 1,000 at
-    32 px, 500 otherwise); returns the folder."""
-    folder = os.path.join(root, str(side))
+    """ROOT/SIDE-BATCH with batch × 12 training images (and `test` test images: 1,000
+    at 32 px, 500 otherwise); returns the folder."""
+    folder = os.path.join(root, f"{side}-{batch}")
     if os.path.isdir(folder):
         return folder
     rng = random.Random(side)

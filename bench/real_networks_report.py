@@ -44,8 +44,13 @@ def _cell(part, key="samples_per_second", fmt=_rate, why=True):
     failed: the speed table says why)."""
     if part is None:
         return "not run"
+    error = part.get("error")
     if part.get(key) is None:
-        return "—" if not part.get("error") else f"failed: {part['error']}" if why else "failed"
+        if not error:
+            return "—"
+        skipped = str(error).startswith("skipped")
+        return (error if skipped else f"failed: {error}") if why else \
+            "skipped" if skipped else "failed"
     return fmt(part[key])
 
 
