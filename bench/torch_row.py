@@ -15,12 +15,12 @@ step eager).
 Prints one JSON line: samples_per_second over --steps steps after --warmup (and, under
 compile, after the first step, which compiles: compile_seconds), the peak of
 torch.cuda.max_memory_allocated above what was allocated once the model and the batch
-were on the device (peak_above_data, bytes), and with --shapes each convolution's
-input geometry (module name, n h w c o k p s). --compile-only stops after the
-compiling step: torch.compile's caches on disk (FX graphs, AOTAutograd) then hold the
-graphs, and the next process of the same row loads them instead of compiling. A failure is the line's "error" (an
-old PyTorch without torch.compile, a compiler error); the exit status is 0 when the
-line was written.
+were on the device (peak_above_data, bytes; compiled, from after the compiling step),
+and with --shapes each convolution's input geometry (module name, n h w c o k p s).
+--compile-only stops after the compiling step: torch.compile's caches on disk (FX
+graphs, AOTAutograd) then hold the graphs, and the next process of the same row loads
+them instead of compiling. A failure is the line's "error" (an old PyTorch without
+torch.compile, a compiler error); the exit status is 0 when the line was written.
 """
 import argparse
 import json
@@ -95,6 +95,8 @@ def measure(a, out):
         out["compile_seconds"] = round(time.perf_counter() - t, 2)
         if a.compile_only:
             return
+        if cuda:  # the compiler's own allocations are not the training's
+            torch.cuda.reset_peak_memory_stats()
     for _ in range(a.warmup):
         step()
     sync()
