@@ -244,6 +244,16 @@ def torch_row(a, clock, row, mode):
     return res
 
 
+def matmul_ceiling(a, clock):
+    """PyTorch's bf16 matrix product's TFLOP/s on this GPU (torch_row.py --mode
+    ceiling), or None (no PyTorch, no GPU, --ceiling given)."""
+    if a.no_torch or a.device != "cuda" or a.ceiling:
+        return None
+    cmd = [a.python, os.path.join(HERE, "torch_row.py"), "--mode", "ceiling"]
+    _, out, _, _ = launch(a, clock, 60, cmd, "ceiling")
+    return (last_json(out) or {}).get("tflops")
+
+
 def preset(a, clock):
     """Time to --target of the `resnet` preset for each seed, Tandem (and PyTorch eager
     with --preset-torch)."""
@@ -304,7 +314,9 @@ def options():
                    help="seconds for compiling (all rows at once) and for each measured compile")
     p.add_argument("--no-precompile", dest="precompile", action="store_false",
                    help="compile each row only when it is measured, one after another")
-    p.add_argument("--ceiling", type=float, help="the GPU's dense bf16 TFLOP/s (else by its name)")
+    p.add_argument("--ceiling", type=float,
+                   help="the bf16 TFLOP/s the layers are set against (else PyTorch's "
+                        "8192³ bf16 matrix product's, measured first, else the datasheet's)")
     a = p.parse_args()
     a.work = os.path.abspath(a.work)
     a.json = a.json or os.path.join(a.work, "real-networks.json")
@@ -325,8 +337,10 @@ def main():
         os.remove(a.conv_cache)
     gpu = driver_memory.gpu_name(a.gpu) if a.device == "cuda" else "CPU"
     result = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                  device=gpu, ceiling_tflops=a.ceiling or report.ceiling(gpu),
-                  command=sys.argv, rows=rows, preset=None)
+                  device=gpu, datasheet_tflops=report.datasheet_tflops(gpu),
+                  matmul_tflops=matmul_ceiling(a, clock), command=sys.argv, rows=rows,
+                  preset=None)
+    result["ceiling_tflops"] = a.ceiling or result["matmul_tflops"] or result["datasheet_tflops"]
     compiling = precompile_start(a, rows)
     folders = [bench_data.write(os.path.join(a.work, "data"), r["side"], r["batch"]) for r in rows]
     precompile_finish(a, clock, compiling)
