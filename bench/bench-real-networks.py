@@ -16,36 +16,42 @@ Per row, on random pixels (bench/bench_data.py: CIFAR binaries at 32 px, PNG fol
 otherwise), bf16:
 - Tandem: tandem-train --max-steps 2×STEPS (Nesterov, lr 0.05), samples/s over the
   second half from its step events (training seconds, evaluation excluded); its own
-  count of device memory (the `memory` event, and the peak of the `devices` events'
-  tandem_bytes less parameters and dataset: "above the data"); the convolution
-  engine's choice per shape and direction with its time and TFLOP/s.
+  count of device memory: the `memory` event (the plan) and the `devices` events'
+  peak_bytes (the backend's peak), less parameters and dataset: "above the data";
+  the convolution engine's choice per shape and direction with its time and TFLOP/s
+  against the bf16 matrix product's measured reach (tandem_run.py says what Tandem
+  reports and what it does not: a layer's time inside a step).
 - PyTorch eager and torch.compile (mode default, the model compiled; bench/torch_row.py,
   each in its own process): samples/s over STEPS steps after 10 of warm-up (and,
   compiled, after the compiling first step, whose seconds are reported);
   max_memory_allocated above the model and the batch.
-- The driver's peak for each process (NVML, else nvidia-smi, sampled every 10 ms),
-  above the GPU's use just before it started.
+- The driver's peak for each process (bench/driver_memory.py: NVML, else nvidia-smi,
+  sampled every 10 ms), above the GPU's use just before it started.
 Then the `resnet` preset's time to 94 % on Fashion-MNIST for --seeds (training seconds,
 the pre-warm excluded, as tandem-train reports them; --preset-torch adds PyTorch eager's
-through bench/torch_reference.py), and the verdicts: samples/s ≥ 1.5× eager and ≥
-compile, Tandem's memory ≤ PyTorch eager's (own count above the data against
-max_memory_allocated above the data; driver against driver), the preset's mean ≤ 1.0 s
-with every seed reaching 94.0 %.
+through bench/torch_reference.py), and the verdicts (bench/real_networks_report.py):
+samples/s ≥ 1.5× eager and ≥ compile, Tandem's memory ≤ PyTorch eager's (own count above
+the data against max_memory_allocated above the data; driver against driver), the
+preset's mean ≤ 1.0 s with every seed reaching 94.0 %.
 
-Order of work: every row's Tandem and eager runs, the preset, then torch.compile per row
-(the slowest part, ~30–90 s of compiling a network): when --budget seconds are spent,
-what is left is reported as skipped, so the run ends inside the device's limit. A
-failure (torch.compile's included) is written in its row and the run goes on.
+Order of work: the matrix product's TFLOP/s; every row's torch.compile at once, each
+process stopping after its compiling step (compiling is the CPU's work, and the graphs
+land in torch.compile's caches on disk), while the datasets are written; every row's
+Tandem and eager runs; the preset; then each row's compiled run, which finds its graphs
+in the caches. When --budget seconds are spent, what is left is reported as skipped,
+so the run ends inside the device's limit. A failure (torch.compile's included) is
+written in its row and the run goes on.
 
 Output: markdown tables on stdout (each row's convolutions, then speed, memory, preset
 and verdicts last, where a reader of the output's tail sees them) and in --markdown
 (default: --json's name ending .md), everything in --json (default
-WORK/real-networks.json), each process's output in WORK/logs. On the lent GPU machine, from the repository root after
-tools/gpu-prepare (which copies this and its modules into .gpu/):
+WORK/real-networks.json), each process's output in WORK/logs. On the lent GPU machine,
+from the repository root after tools/gpu-prepare (which copies this and its modules
+into .gpu/):
     bash .gpu/gpu-run real                  # REAL="--rows r18-32,tv50-224 --no-compile"
-or directly:
+or directly (without gpu-run's library paths and Fashion-MNIST in place):
     python3 .gpu/bench-real-networks.py --tandem .gpu/bin/tandem-train --json $OUT/real.json
-A CPU smoke test (no GPU, PyTorch without torch.compile degrades with a message):
+A CPU smoke test (no GPU; a PyTorch without torch.compile says so in its rows):
     /usr/bin/python3 bench/bench-real-networks.py --device cpu --rows none --no-preset \
         --row 'tiny=conv8k3p1,bn,relu,gap,fc10@32:16:4'
 """
