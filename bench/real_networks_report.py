@@ -162,7 +162,9 @@ def _preset_table(result, v):
                 f" {ts['error'] or 'not reached'} |"
         yield f"| {s['seed']} | {sec} | {accs} | {pw} |{extra}"
     p = v["preset"]
-    mean = "—" if p["mean_seconds"] is None else f"{p['mean_seconds']:.3f} s"
+    got = [s["seconds"] for s in seeds if s["seconds"] is not None]
+    mean = f"{p['mean_seconds']:.3f} s" if p["mean_seconds"] is not None else \
+        f"{sum(got) / len(got):.3f} s over the {len(got)} seeds that reached it" if got else "—"
     yield f"\nMean {mean}; every seed reached {p['target'] * 100:.1f} %: " \
         f"{_yes(p['every_seed_reached'])}."
 
@@ -255,7 +257,9 @@ def _convolutions(result):
     for r in result["rows"]:
         t = r.get("tandem") or {}
         if not t.get("layers"):
-            why = "not run" if not t else "no choices in its log (the engine runs on CUDA only)"
+            why = ("not run" if not t else f"none in the log of a run that failed ({t['error']})"
+                   if t.get("error") else "no choices in its log (the engine runs on CUDA "
+                   "only, and not under TANDEM_CONV=im2col)")
             yield f"Convolutions of {r['title']}: {why}.\n"
             continue
         yield (f"Convolutions of {r['title']} (conv choices {json_counts(t)}; "

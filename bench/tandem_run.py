@@ -76,7 +76,8 @@ def memory(evs):
     dev = last["devices"][0]
     devs = [e["devices"][0] for e in of_type(evs, "devices") if e.get("devices")]
     held = max((d.get("tandem_bytes") or 0 for d in devs), default=None)
-    peak = max((d.get("peak_bytes") or 0 for d in devs), default=None)
+    # A tandem-train older than peak_bytes: the most seen held stands for it.
+    peak = max((d["peak_bytes"] for d in devs if "peak_bytes" in d), default=held)
     out = {k: dev[k] for k in ("parameters", "gradients", "optimizer", "activations",
                                "workspace", "dataset", "total")}
     out.update(basis=last.get("workspace_basis"), gpu_total=last.get("gpu_total"),
