@@ -113,10 +113,25 @@ def _compile_seconds(c):
     return f" ({cold:.0f} s; {warm:.0f} s from the cache)"
 
 
+def conv_flop_per_sample(convs):
+    """A training sample's convolution work from PyTorch's layers: forward, weight
+    gradient and input gradient each, but the first layer's input gradient (none)."""
+    if not convs:
+        return None
+    per = [tandem_run.conv_flop({**c, "n": 1}) for c in convs]
+    return 3 * sum(per) - per[0]
+
+
+def _conv_rates(r, parts):
+    work = conv_flop_per_sample(_get(r, "eager", "convs"))
+    rates = [_get(p, "samples_per_second") for p in parts]
+    return " / ".join("—" if not work or x is None else f"{work * x / 1e12:.0f}" for x in rates)
+
+
 def _speed_table(result):
     yield ("| row | Tandem samples/s | PyTorch eager | torch.compile (its compile) | "
-           "Tandem ÷ eager | Tandem ÷ compile |")
-    yield "|---|---|---|---|---|---|"
+           "Tandem ÷ eager | Tandem ÷ compile | conv TFLOP/s: Tandem / eager / compile |")
+    yield "|---|---|---|---|---|---|---|"
     for r in result["rows"]:
         t, e, c = r.get("tandem"), r.get("eager"), r.get("compile")
         ts = _get(t, "samples_per_second")
@@ -125,7 +140,8 @@ def _speed_table(result):
             comp += _compile_seconds(c)
         ratios = [_ratio(ts, _get(p, "samples_per_second")) for p in (e, c)]
         yield (f"| {r['title']} | {_cell(t)} | {_cell(e)} | {comp} | " +
-               " | ".join("—" if x is None else f"{x:.2f}×" for x in ratios) + " |")
+               " | ".join("—" if x is None else f"{x:.2f}×" for x in ratios) +
+               f" | {_conv_rates(r, (t, e, c))} |")
 
 
 def _memory_table(result):
@@ -237,7 +253,8 @@ def markdown(result):
     out = [f"## Tandem beside PyTorch on {result['device']} ({result['date']}; bf16)", "",
            "Samples/s after warm-up:", ""]
     out += _speed_table(result)
-    out += ["", "Peak memory (PyTorch's above the model and its batch; the driver's above "
+    out += ["", "conv TFLOP/s: the convolutions' work a sample (forward and both gradients, "
+            "from PyTorch's layers) times samples/s.", "", "Peak memory (PyTorch's above the model and its batch; the driver's above "
             "the GPU's use before the process):", ""]
     out += _memory_table(result)
     if result.get("preset"):
