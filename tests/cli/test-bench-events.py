@@ -81,7 +81,9 @@ check(ok, "samples/s: the steps after the run's middle to its last (--max-steps 
 # the dataset.
 m = tandem_run.memory(evs)
 plan = tandem_run.of_type(evs, "memory")[-1]["devices"][0] if m else {}
-check(m is not None and m["counted_peak"] == m["held"] == plan.get("total") > 0 and
+devices = tandem_run.of_type(evs, "devices")
+check(m is not None and devices and all("peak_bytes" in e["devices"][0] for e in devices) and
+      m["counted_peak"] == m["held"] == plan.get("total") > 0 and
       m["above_data"] == plan["total"] - plan["parameters"] - plan["dataset"] and
       m["activations"] == plan["activations"],
       "memory: the peak and what is held equal the memory event's total on the CPU",
