@@ -203,14 +203,17 @@ def precompile_start(a, rows):
     compiling step: compiling is mostly the CPU's work, one process of it leaves most
     cores idle, and the graphs land in torch.compile's caches on disk, where the
     measured process of the row finds them. Nothing is measured meanwhile."""
-    if a.no_torch or a.no_compile or not a.precompile:
+    if a.no_torch or a.no_compile or not a.precompile or not rows:
         return []
+    # Each compiler's pool of worker processes gets its share of the cores.
+    threads = {"TORCHINDUCTOR_COMPILE_THREADS": os.environ.get(
+        "TORCHINDUCTOR_COMPILE_THREADS", str(max(2, (os.cpu_count() or 2) // len(rows))))}
     started = []
     for r in rows:
         base = os.path.join(a.work, "logs", f"{r['name']}-precompile")
         with open(base + ".out", "w") as out, open(base + ".err", "w") as err:
             started.append((r, base, start(torch_command(a, r, "compile", "--compile-only"),
-                                           out, err)))
+                                           out, err, threads)))
     return started
 
 
