@@ -337,6 +337,38 @@ def options():
     return a
 
 
+def publish(a, result):
+    """The verdicts, the JSON and the markdown file as far as the run has come (a run
+    cut short still leaves what it measured); returns the markdown's two parts."""
+    result["verdicts"] = report.verdicts(result, a.target)
+    with open(a.json, "w") as f:
+        json.dump(result, f, indent=1)
+    summary, convolutions = report.markdown(result)
+    with open(a.markdown, "w") as f:
+        f.write(summary + "\n\n" + convolutions + "\n")
+    return summary, convolutions
+
+
+def measure(a, clock, result):
+    rows = result["rows"]
+    compiling = precompile_start(a, rows)
+    folders = [bench_data.write(os.path.join(a.work, "data"), r["side"], r["batch"]) for r in rows]
+    precompile_finish(a, clock, compiling)
+    for r, folder in zip(rows, folders):
+        r["tandem"] = tandem_row(a, clock, r, folder)
+        r["eager"] = torch_row(a, clock, r, "eager")
+        print(report.progress(r), file=sys.stderr, flush=True)
+        publish(a, result)
+    if not a.no_preset:
+        result["preset"] = preset(a, clock)
+        publish(a, result)
+    for r in rows:
+        r["compile"] = torch_row(a, clock, r, "compile")
+        if r["compile"] is not None:
+            print(report.progress(r), file=sys.stderr, flush=True)
+            publish(a, result)
+
+
 def main():
     a = options()
     clock = Clock(a.budget)
@@ -350,25 +382,8 @@ def main():
                   matmul_tflops=matmul_ceiling(a, clock), command=sys.argv, rows=rows,
                   preset=None)
     result["ceiling_tflops"] = a.ceiling or result["matmul_tflops"] or result["datasheet_tflops"]
-    compiling = precompile_start(a, rows)
-    folders = [bench_data.write(os.path.join(a.work, "data"), r["side"], r["batch"]) for r in rows]
-    precompile_finish(a, clock, compiling)
-    for r, folder in zip(rows, folders):
-        r["tandem"] = tandem_row(a, clock, r, folder)
-        r["eager"] = torch_row(a, clock, r, "eager")
-        print(report.progress(r), file=sys.stderr, flush=True)
-    if not a.no_preset:
-        result["preset"] = preset(a, clock)
-    for r in rows:
-        r["compile"] = torch_row(a, clock, r, "compile")
-        if r["compile"] is not None:
-            print(report.progress(r), file=sys.stderr, flush=True)
-    result["verdicts"] = report.verdicts(result, a.target)
-    with open(a.json, "w") as f:
-        json.dump(result, f, indent=1)
-    summary, convolutions = report.markdown(result)
-    with open(a.markdown, "w") as f:
-        f.write(summary + "\n\n" + convolutions + "\n")
+    measure(a, clock, result)
+    summary, convolutions = publish(a, result)
     # The summary last: a reader of the output's tail sees it.
     print(convolutions + "\n\n" + summary)
     print(f"\n(all of it in {a.markdown} and {a.json}; logs in {os.path.join(a.work, 'logs')})")
