@@ -40,9 +40,10 @@ for item in $SIZES; do
 import json, re, sys
 path, smi, side, batch, err = sys.argv[1:]
 rates, memories, tandem_bytes, failed, step_ops = [], [], 0, None, None
-# Each timed choice: "cuda:0: fwd n512 h32 w32 c64 o64 k3 p1 s1 bf16 y16 → NAME (0.123 ms)".
+# Each timed choice: "cuda:0: fwd n512 h32 w32 c64 o64 k3 p1 s1 bf16 y16 → NAME (0.123 ms)"
+# (GLib writes the arrow as "?" in a locale that is not UTF-8).
 pattern = re.compile(r"(fwd|dgrad|wgrad) n(\d+) h(\d+) w(\d+) c(\d+) o(\d+) k(\d+) p(\d+) s(\d+)"
-                     r"([^→]*)→ (\S+) \(([\d.]+) ms")
+                     r"([^→?]*)(?:→|\?) (\S+) \(([\d.]+) ms")
 # GLib prints debug lines to stdout, among the JSON lines: both files are read.
 for line in list(open(err, errors="replace")) + list(open(path, errors="replace")):
     m = pattern.search(line)

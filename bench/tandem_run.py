@@ -18,9 +18,11 @@ import json
 import re
 
 # tdm-backend-cuda-conv-engine.c, choose(): "%s: %s → %s (%.3f ms%s)" with key_of()'s key.
+# In a locale that is not UTF-8 GLib writes the arrow as "?" (or, in some versions,
+# "\u2192").
 CHOICE = re.compile(r"((fwd|dgrad|wgrad) n(\d+) h(\d+) w(\d+) c(\d+) o(\d+) k(\d+) p(\d+) "
-                    r"s(\d+) (fp32|tf32|bf16)((?: [a-z0-9]+)*)) → (\S+) \(([\d.]+) ms"
-                    r"(, untimed)?\)")
+                    r"s(\d+) (fp32|tf32|bf16)((?: [a-z0-9]+)*)) (?:→|\?|\\u2192) (\S+) "
+                    r"\(([\d.]+) ms(, untimed)?\)")
 
 
 def events(lines):

@@ -129,7 +129,8 @@ prefix = "Tandem-Compute-DEBUG: 03:30:00.123: "
 lines = [prefix + line_fmt % ("cuda:0", k2, "im2col", 0.0, ", untimed"),
          prefix + line_fmt % ("cuda:0", k1, "cudnn:e62:r0:h", 0.1, ""),
          prefix + line_fmt % ("cuda:0", k4, "own", 0.2, ""),
-         prefix + line_fmt % ("cuda:0", k3, "own", 0.0, ", untimed"),
+         # GLib in a locale that is not UTF-8 writes the arrow as "?".
+         (prefix + line_fmt % ("cuda:0", k3, "own", 0.0, ", untimed")).replace("→", "?"),
          prefix + line_fmt % ("cuda:0", k2, "cudnn:e33:r0:h", 0.25, "")]
 cache = os.path.join(tmp, "cache.txt")
 with open(cache, "w") as f:
@@ -142,8 +143,9 @@ check([(c["key"], c["name"], c["ms"], c["timed"]) for c in got] == want and
       got[1]["flags"] == ["x16"] and got[2]["flags"] == ["dx16"] and
       abs(got[1]["tflops"] - flop / 0.1 / 1e9) < 1e-6 and
       (got[1]["n"], got[1]["h"], got[1]["c"], got[1]["o"], got[1]["k"]) == (512, 32, 64, 64, 3),
-      "conv choices: the engine's lines, the timed choice over an untimed one, the cache's "
-      "ms for a choice read back, other batch sizes left out, TFLOP/s from the shape",
+      "conv choices: the engine's lines (in a C locale too), the timed choice over an "
+      "untimed one, the cache's ms for a choice read back, other batch sizes left out, "
+      "TFLOP/s from the shape",
       *(json.dumps(c) for c in got), *lines[:2])
 
 # The whole command on a CPU row, PyTorch left out: its JSON and its tables.
