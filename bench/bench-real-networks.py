@@ -152,7 +152,7 @@ def launch(a, clock, own, cmd, log, env=None):
         rc = finish(proc, limit)
         if rc is None:
             rc = f"timeout after {limit:.0f} s"
-    lines = [open(base + s, errors="replace").read().splitlines() for s in (".out", ".err")]
+    lines = [open(base + s, encoding="utf-8", errors="replace").read().splitlines() for s in (".out", ".err")]
     return rc, lines[0], lines[1], driver
 
 
@@ -229,7 +229,7 @@ def precompile_finish(a, clock, started):
             r["precompile"] = {"error": f"compiling took over {end - begin:.0f} s "
                                         "(--compile-timeout, or the run's budget)"}
             continue
-        res = last_json(open(base + ".out", errors="replace").read().splitlines())
+        res = last_json(open(base + ".out", encoding="utf-8", errors="replace").read().splitlines())
         r["precompile"] = res or {"error": f"exit {proc.returncode}: no output (see {base}.err)"}
 
 
@@ -341,10 +341,10 @@ def publish(a, result):
     """The verdicts, the JSON and the markdown file as far as the run has come (a run
     cut short still leaves what it measured); returns the markdown's two parts."""
     result["verdicts"] = report.verdicts(result, a.target)
-    with open(a.json, "w") as f:
+    with open(a.json, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=1)
     summary, convolutions = report.markdown(result)
-    with open(a.markdown, "w") as f:
+    with open(a.markdown, "w", encoding="utf-8") as f:
         f.write(summary + "\n\n" + convolutions + "\n")
     return summary, convolutions
 

@@ -126,7 +126,7 @@ def cache_times(path):
     file is missing or not the cache's format."""
     out = {}
     try:
-        with open(path, errors="replace") as f:
+        with open(path, encoding="utf-8", errors="replace") as f:
             lines = f.read().splitlines()
     except OSError:
         return out

@@ -108,11 +108,12 @@ check(rc4 != 0 and why is not None and "bogus" in why, "a failed run's message",
 # The engine's choice lines, as choose() in tdm-backend-cuda-conv-engine.c formats them
 # with key_of()'s key, read with a cache file in tdm-backend-cuda-conv-cache.c's format.
 engine_c = open(os.path.join(source, "engine", "compute", "cuda",
-                             "tdm-backend-cuda-conv-engine.c")).read()
+                             "tdm-backend-cuda-conv-engine.c"), encoding="utf-8").read()
 key_fmt = re.search(r'key_of\(.*?g_strdup_printf\("([^"]+)"', engine_c, re.S).group(1)
 line_fmt = re.search(r'g_debug\("(%s: %s → %s \([^"]+)"', engine_c).group(1)
 header = re.search(r'#define CACHE_HEADER "([^"]+)"', open(os.path.join(
-    source, "engine", "compute", "cuda", "tdm-backend-cuda-conv-cache.c")).read()).group(1)
+    source, "engine", "compute", "cuda", "tdm-backend-cuda-conv-cache.c"),
+    encoding="utf-8").read()).group(1)
 
 
 def key(d, n, h, c, o, k, p, s, *flags):
@@ -133,7 +134,7 @@ lines = [prefix + line_fmt % ("cuda:0", k2, "im2col", 0.0, ", untimed"),
          (prefix + line_fmt % ("cuda:0", k3, "own", 0.0, ", untimed")).replace("→", "?"),
          prefix + line_fmt % ("cuda:0", k2, "cudnn:e33:r0:h", 0.25, "")]
 cache = os.path.join(tmp, "cache.txt")
-with open(cache, "w") as f:
+with open(cache, "w", encoding="utf-8") as f:
     f.write(f"{header}\n{k3}\town\t0.040000\nworkspace 0123\t4096\t0.000000\n")
 got = tandem_run.conv_choices(lines, 512, tandem_run.cache_times(cache))
 flop = 2.0 * 512 * 32 * 32 * 64 * 64 * 9
@@ -155,7 +156,7 @@ p = subprocess.run([sys.executable, os.path.join(source, "bench", "bench-real-ne
                     "--tandem", train, "--work", data, "--row", f"tiny={NET}@32:8:3"],
                    capture_output=True, text=True, timeout=240)
 try:
-    res = json.load(open(os.path.join(data, "real-networks.json")))
+    res = json.load(open(os.path.join(data, "real-networks.json"), encoding="utf-8"))
     row = res["rows"][0]
     ok = (p.returncode == 0 and row["tandem"]["error"] is None and
           row["tandem"]["samples_per_second"] > 0 and row["eager"] is None and
