@@ -319,7 +319,7 @@ def options():
     p.add_argument("--target", type=float, default=0.94)
     p.add_argument("--steps-scale", type=float, default=1.0, help="times each row's STEPS")
     p.add_argument("--budget", type=float, default=480, help="seconds for the whole run")
-    p.add_argument("--compile-timeout", type=float, default=300,
+    p.add_argument("--compile-timeout", type=float, default=240,
                    help="seconds for compiling (all rows at once) and for each measured compile")
     p.add_argument("--no-precompile", dest="precompile", action="store_false",
                    help="compile each row only when it is measured, one after another")
