@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # The CIFAR-layout ResNet-18 (bench/bench-cpu-memory.py's spec) on the lent GPU at 32, 64
 # and 128 px, bf16, batches 512, 256, 128 — the sizes of shared/anchors/real-networks.md —
-# from .gpu/ (tools/gpu-prepare copies this script there). Random pixels: CIFAR-10 binary
-# batches at 32 px, folders of PNG files written here at 64 and 128 px. For each size:
+# from .gpu/ (tools/gpu-prepare copies this script there). Random pixels (bench_data.py):
+# CIFAR-10 binary batches at 32 px, folders of PNG files at 64 and 128 px. The whole
+# issue-31 table in one run (eager and torch.compile, verdicts) is bench-real-networks.py. For each size:
 # samples/s over the last half of the steps (the step events' rate), the memory event's
 # GPU estimate, Tandem's own count of device bytes, and the driver's peak for the GPU
 # (nvidia-smi, sampled every 100 ms while the run lasts). With TORCH=1, PyTorch eager
@@ -19,36 +20,7 @@ SIZES=${SIZES:-32:512 64:256 128:128}
 SPEC=${NETWORK:-"conv64k3p1,bn,relu,2*(res(conv64k3p1,bn,relu,conv64k3p1,bn),relu),res(conv128k3s2p1,bn,relu,conv128k3p1,bn),relu,res(conv128k3p1,bn,relu,conv128k3p1,bn),relu,res(conv256k3s2p1,bn,relu,conv256k3p1,bn),relu,res(conv256k3p1,bn,relu,conv256k3p1,bn),relu,res(conv512k3s2p1,bn,relu,conv512k3p1,bn),relu,res(conv512k3p1,bn,relu,conv512k3p1,bn),relu,gap,fc10"}
 D=${DATA:-/tmp/r18data}
 mkdir -p $D
-python3 - $D "$SIZES" <<'PY'
-import os, random, struct, sys, zlib
-root, sizes = sys.argv[1], sys.argv[2].split()
-rng = random.Random(0)
-def png(path, side):
-    raw = b"".join(b"\0" + rng.randbytes(side * 3) for _ in range(side))
-    def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-    with open(path, "wb") as f:
-        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", side, side, 8, 2, 0, 0, 0))
-                + chunk(b"IDAT", zlib.compress(raw, 1)) + chunk(b"IEND", b""))
-for item in sizes:
-    side, batch = map(int, item.split(":"))
-    folder = os.path.join(root, str(side))
-    if os.path.isdir(folder):
-        continue
-    train = batch * 12
-    if side == 32:
-        os.makedirs(folder)
-        for name, count in [(f"data_batch_{i}.bin", train // 5) for i in range(1, 6)] + [("test_batch.bin", 1000)]:
-            with open(os.path.join(folder, name), "wb") as f:
-                for _ in range(count):
-                    f.write(bytes([rng.randrange(10)]) + rng.randbytes(3072))
-        continue
-    for split, count in (("train", train), ("test", 500)):
-        for c in range(10):
-            os.makedirs(os.path.join(folder, split, f"class{c}"))
-        for i in range(count):
-            png(os.path.join(folder, split, f"class{i % 10}", f"{i}.png"), side)
-PY
+python3 $G/bench_data.py $D "$SIZES"
 for item in $SIZES; do
   side=${item%:*} batch=${item#*:}
   for conv in ${CONVS:-auto}; do
@@ -59,7 +31,7 @@ for item in $SIZES; do
   # The engine's choices (Tandem-Compute's debug lines) go to the .err file; TANDEM_CONV
   # unset lets it choose, im2col turns it off.
   env $([ $conv = auto ] || echo TANDEM_CONV=$conv) G_MESSAGES_DEBUG=Tandem-Compute \
-  timeout 240 $G/bin/tandem-train --devices ${DEVICES:-cuda:0} --dataset $D/$side $([ $side = 32 ] || echo --image-size $side) \
+  timeout 240 $G/bin/tandem-train --devices ${DEVICES:-cuda:0} --dataset $D/$side-$batch $([ $side = 32 ] || echo --image-size $side) \
     --network "$SPEC" --batch $batch --precision ${PRECISION:-bf16} --optimizer nesterov --lr 0.05 \
     --max-steps $STEPS --json --quiet > $OUT/r18-$tag.json 2> $OUT/r18-$tag.err
   echo "exit $?"
@@ -68,9 +40,10 @@ for item in $SIZES; do
 import json, re, sys
 path, smi, side, batch, err = sys.argv[1:]
 rates, memories, tandem_bytes, failed, step_ops = [], [], 0, None, None
-# Each timed choice: "cuda:0: fwd n512 h32 w32 c64 o64 k3 p1 s1 bf16 y16 → NAME (0.123 ms)".
+# Each timed choice: "cuda:0: fwd n512 h32 w32 c64 o64 k3 p1 s1 bf16 y16 → NAME (0.123 ms)"
+# (GLib writes the arrow as "?" in a locale that is not UTF-8).
 pattern = re.compile(r"(fwd|dgrad|wgrad) n(\d+) h(\d+) w(\d+) c(\d+) o(\d+) k(\d+) p(\d+) s(\d+)"
-                     r"([^→]*)→ (\S+) \(([\d.]+) ms")
+                     r"([^→?]*)(?:→|\?) (\S+) \(([\d.]+) ms")
 # GLib prints debug lines to stdout, among the JSON lines: both files are read.
 for line in list(open(err, errors="replace")) + list(open(path, errors="replace")):
     m = pattern.search(line)

@@ -173,6 +173,7 @@ tdm_event_to_json(const TdmEvent *ev)
       tdm_json_set_double(b, "comm_ms", d->device[i].comm_ms);
       tdm_json_set_double(b, "wait_ms", d->device[i].wait_ms);
       tdm_json_set_int(b, "tandem_bytes", d->device[i].tandem_bytes);
+      tdm_json_set_int(b, "peak_bytes", d->device[i].peak_bytes);
       json_known(b, "used_bytes", (double)d->device[i].used_bytes, TRUE);
       json_known(b, "total_bytes", (double)d->device[i].total_bytes, TRUE);
       json_known(b, "utilization", d->device[i].utilization, FALSE);

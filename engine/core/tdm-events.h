@@ -140,6 +140,7 @@ typedef struct {
     double comm_ms;         /* reductions and broadcasts */
     double wait_ms;         /* waiting for the other replicas */
     gint64 tandem_bytes;    /* held by Tandem on this device */
+    gint64 peak_bytes;      /* the most it has held there at once, pre-warm included */
     gint64 used_bytes;      /* in use on the device in total, −1 if unknown */
     gint64 total_bytes;     /* capacity, −1 if unknown */
     double utilization;     /* 0..100, −1 if unknown */

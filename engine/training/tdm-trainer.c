@@ -240,6 +240,7 @@ emit_devices(TdmTrainer *t, RunStats *st)
     d->device[r].comm_ms = 1e3 * tm->comm / steps;
     d->device[r].wait_ms = 1e3 * tm->wait / steps;
     d->device[r].tandem_bytes = (gint64)b->bytes_in_use;
+    d->device[r].peak_bytes = (gint64)b->bytes_peak;
     guint64 counted = MAX(tm->steps, 1);
     d->device[r].host_operations = (double)tm->host_ops / counted;
     d->device[r].graph_operations = (double)tm->graph_ops / counted;
