@@ -257,16 +257,17 @@ test_history_compare(void)
   g_assert_true(wait_for(can_start, window, 10));
   g_assert_true(g_str_has_prefix(tdm_history_view_get_compare_result(view), "fc16,relu,fc10: "));
 
-  /* Both runs are kept, 30 steps each; the N-device one stays drawn. The comparison's
-   * own record follows, naming them and its result. */
+  /* The comparison's own record, naming both runs and its result, then both runs,
+   * 30 steps each; the N-device one stays drawn. The page lists records by when they
+   * began, as a reload lists them: the comparison began before its runs. */
   g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 3);
   {
-    const TdmRunRecord *many = tdm_run_item_get_record(item_at(store, 0));
-    const TdmRunRecord *one = tdm_run_item_get_record(item_at(store, 1));
-    const TdmRunRecord *both = tdm_run_item_get_record(item_at(store, 2));
+    const TdmRunRecord *both = tdm_run_item_get_record(item_at(store, 0));
+    const TdmRunRecord *many = tdm_run_item_get_record(item_at(store, 1));
+    const TdmRunRecord *one = tdm_run_item_get_record(item_at(store, 2));
 
-    g_assert_true(tdm_run_item_is_experiment(item_at(store, 2)));
-    g_assert_false(tdm_run_item_is_sweep(item_at(store, 2)));
+    g_assert_true(tdm_run_item_is_experiment(item_at(store, 0)));
+    g_assert_false(tdm_run_item_is_sweep(item_at(store, 0)));
     g_assert_cmpint(both->experiment.kind, ==, TDM_EXPERIMENT_COMPARE);
     g_assert_cmpuint(both->experiment.runs->len, ==, 2);
     g_assert_cmpstr(both->experiment.runs->pdata[0], ==, many->id);
@@ -278,7 +279,7 @@ test_history_compare(void)
     g_assert_cmpint(many->final.steps, ==, 30);
     g_assert_cmpint(one->final.steps, ==, 30);
     g_assert_cmpint(one->config->batch, ==, many->config->batch);
-    g_assert_true(tdm_run_item_get_overlay(item_at(store, 0)));
+    g_assert_true(tdm_run_item_get_overlay(item_at(store, 1)));
   }
 
   /* Both loss curves on the chart: the one-device run live, the N-device run under
@@ -286,7 +287,7 @@ test_history_compare(void)
   {
     TdmDashboard *dashboard = window_child(window, "dashboard");
     int overlay = tdm_dashboard_get_overlay_series(dashboard, "loss", 0);
-    const TdmRunRecord *one = tdm_run_item_get_record(item_at(store, 1));
+    const TdmRunRecord *one = tdm_run_item_get_record(item_at(store, 2));
     guint na, nb;
     const TdmSeriesBucket *a, *b;
 
@@ -302,6 +303,9 @@ test_history_compare(void)
       g_assert_cmpfloat(fabs(a[i].y_sum - b[i].y_sum), <=, 1e-4 * fabs(b[i].y_sum));
     }
   }
+
+  /* Read again from the folder, the page lists them in the same order. */
+  assert_reload_keeps_order(window);
 
   /* One device alone cannot be compared with one device: said, nothing started. */
   tdm_device_row_set_workers(cpu_row(window), 1);

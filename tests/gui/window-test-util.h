@@ -2,7 +2,8 @@
 /* window-test-util.h — what the window's GUI tests share: starting GTK and the
  * application's translations, turning the main loop until something holds, a window
  * made and destroyed, finding a part of the window by its template id, the run form
- * set for a small run, and starting every test from the default settings. Not for
+ * set for a small run, the History page's order checked against a reload, and
+ * starting every test from the default settings. Not for
  * widget tests that build no window. */
 #pragma once
 
@@ -59,5 +60,8 @@ void     choose_small_run (TdmWindow *window, int workers, const char *dataset, 
 gboolean can_start      (gpointer window);
 gboolean not_running    (gpointer window);
 gboolean not_loading    (gpointer store);
+/* The History page's reload, as its button does it: asserts that the folder read
+ * again lists the same records in the same order as the window listed them live. */
+void     assert_reload_keeps_order (TdmWindow *window);
 
 G_END_DECLS
