@@ -35,7 +35,7 @@ tdm_predictions_page_clear (TdmPredictionsPage *self)
                        _("The test set's predictions appear after each epoch."));
 }
 
-void
+static void
 tdm_predictions_page_handle_event (TdmPredictionsPage   *self,
                                    const TdmEvent       *event,
                                    const TdmDatasetPair *data)

@@ -134,7 +134,9 @@ tdm_window_enlarge_chart (TdmWindow  *self,
     }
 }
 
-void
+/* Presentation mode (F11, the menu; Escape leaves it): fullscreen, larger text, the
+ * loss chart enlarged, high-contrast phase colours, the pace control shown. */
+static void
 tdm_window_set_presentation (TdmWindow *self,
                              gboolean   presentation)
 {

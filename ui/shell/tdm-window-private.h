@@ -181,11 +181,6 @@ void            tdm_window_runs_class_init  (GtkWidgetClass       *widget_class)
 void            tdm_window_runs_init        (TdmWindow            *self);
 void            tdm_window_runs_done        (TdmWindow            *self,
                                              TdmRun               *run);
-void            tdm_window_limit_weights    (TdmWindow            *self,
-                                             const char           *keep);
-void            tdm_window_ask_resume       (TdmWindow            *self,
-                                             const char           *checkpoint,
-                                             const char           *title);
 
 /* tdm-window-experiments.c: the actions win.compare-one-device and
  * win.compare-strategies; whether either is under way; the settings changed (a

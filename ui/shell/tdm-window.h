@@ -43,8 +43,6 @@ void       tdm_window_set_max_steps (TdmWindow     *self,
 
 /* Presentation mode (F11, the menu; Escape leaves it): fullscreen, larger text, the
  * loss chart enlarged, high-contrast phase colours, the pace control shown. */
-void       tdm_window_set_presentation (TdmWindow  *self,
-                                        gboolean    presentation);
 gboolean   tdm_window_get_presentation (TdmWindow  *self);
 
 /* The views' pages: "charts", "devices", "predictions", "scaling", "history". */
