@@ -704,10 +704,19 @@ test_render_edge_cases(void)
   tdm_chart_set_log_scale(chart, TRUE);
   s = render(chart, W, H);
   cairo_surface_destroy(s);
-  tdm_chart_set_y_range(chart, 0, 10);
-  s = render(chart, W, H);
-  cairo_surface_destroy(s);
-  tdm_chart_unset_y_range(chart);
+  /* A fixed range from zero on a log scale (a chart of its own: a range stays). */
+  {
+    TdmChart *fixed = new_chart();
+    guint only = tdm_chart_add_series(fixed, "loss", NULL, TDM_CHART_STYLE_LINE);
+
+    tdm_chart_append(fixed, only, 0, 2);
+    tdm_chart_append(fixed, only, 1, 0);
+    tdm_chart_set_log_scale(fixed, TRUE);
+    tdm_chart_set_y_range(fixed, 0, 10);
+    s = render(fixed, W, H);
+    cairo_surface_destroy(s);
+    g_assert_finalize_object(fixed);
+  }
 
   /* Only non-positive values on a log scale. */
   tdm_chart_remove_all_series(chart);
