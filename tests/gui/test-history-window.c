@@ -137,7 +137,7 @@ test_history_window(void)
   series_a = tdm_dashboard_get_overlay_series(dashboard, "loss", 0);
   g_assert_cmpint(series_a, >=, 2);
   g_assert_true(tdm_timeline_has_reference(
-      TDM_TIMELINE(tdm_devices_page_get_timeline(window_child(window, "devices_page")))));
+      TDM_TIMELINE(template_child(window_child(window, "devices_page"), "timeline"))));
   g_assert_cmpuint(tdm_series_get_n_appended(tdm_chart_get_series(chart(window, "loss"), series_a)),
                    ==, first->points->len);
 

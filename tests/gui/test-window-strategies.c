@@ -67,7 +67,7 @@ test_compare_strategies(void)
   TdmHistoryStore *store = tdm_window_get_history(window);
   TdmHistoryView *view = TDM_HISTORY_VIEW(tdm_window_get_history_view(window));
   TdmDevicesPage *page = window_child(window, "devices_page");
-  TdmTimeline *timeline = TDM_TIMELINE(tdm_devices_page_get_timeline(page));
+  TdmTimeline *timeline = TDM_TIMELINE(template_child(page, "timeline"));
   const char *strategies[2] = { "main", "allreduce" };
 
   tdm_history_view_set_compare_steps(view, 12);

@@ -119,6 +119,15 @@ window_child(TdmWindow *window, const char *name)
   return object;
 }
 
+gpointer
+template_child(gpointer widget, const char *name)
+{
+  GObject *object = gtk_widget_get_template_child(GTK_WIDGET(widget), G_OBJECT_TYPE(widget), name);
+
+  g_assert_nonnull(object);
+  return object;
+}
+
 void
 reset_settings(void)
 {

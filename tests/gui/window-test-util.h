@@ -39,6 +39,9 @@ void     destroy_window (TdmWindow *window);
 void     drop_window    (TdmWindow *window);
 /* A part of the window by its id, in the window's template or in its run form's. */
 gpointer window_child   (TdmWindow *window, const char *name);
+/* A part of a page of the window by its id in the page's own template (the devices
+ * page's "timeline", the predictions page's "gallery"). */
+gpointer template_child (gpointer widget, const char *name);
 /* The network drop-down's "Custom" entry: after the engine's built-in networks. */
 guint    window_custom_network (void);
 /* Every GSettings key back to its default. */

@@ -65,8 +65,6 @@ void       tdm_devices_page_handle_event     (TdmDevicesPage       *self,
 void       tdm_devices_page_set_presentation (TdmDevicesPage       *self,
                                               gboolean              presentation);
 
-GtkWidget *tdm_devices_page_get_timeline     (TdmDevicesPage       *self);
-GtkWidget *tdm_devices_page_get_batch_strip  (TdmDevicesPage       *self);
 /* How many spans of the phase the device's timed steps had (its column shows their
  * mean milliseconds per step). */
 int        tdm_devices_page_get_phase_spans  (TdmDevicesPage       *self,

@@ -64,20 +64,6 @@ tdm_predictions_page_handle_event (TdmPredictionsPage   *self,
     }
 }
 
-GtkWidget *
-tdm_predictions_page_get_confusion (TdmPredictionsPage *self)
-{
-  g_return_val_if_fail (TDM_IS_PREDICTIONS_PAGE (self), NULL);
-  return self->confusion;
-}
-
-GtkWidget *
-tdm_predictions_page_get_gallery (TdmPredictionsPage *self)
-{
-  g_return_val_if_fail (TDM_IS_PREDICTIONS_PAGE (self), NULL);
-  return self->gallery;
-}
-
 const char *
 tdm_predictions_page_get_summary (TdmPredictionsPage *self)
 {
