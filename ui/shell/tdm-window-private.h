@@ -191,7 +191,6 @@ void            tdm_window_compare_one_device (GtkWidget          *widget,
 void            tdm_window_compare_strategies (GtkWidget          *widget,
                                                const char         *action_name,
                                                GVariant           *parameter);
-gboolean        tdm_window_get_experimenting (TdmWindow           *self);
 void            tdm_window_experiments_settings_changed (TdmWindow *self);
 void            tdm_window_experiments_init (TdmWindow            *self);
 void            tdm_window_experiments_dispose (TdmWindow         *self);
