@@ -103,7 +103,8 @@ test_compare_strategies(void)
 
   /* The Devices page shows both steps, one above the other, titled with the strategy
    * and its time a step, each device's overlap under its name. */
-  g_assert_cmpstr(tdm_window_get_page(window), ==, "devices");
+  g_assert_cmpstr(adw_view_stack_get_visible_child_name(window_child(window, "view_stack")), ==,
+                  "devices");
   g_assert_true(tdm_timeline_has_comparison(timeline));
   for (int i = 0; i < 2; i++) {
     const char *title = tdm_timeline_get_title(timeline, i);

@@ -271,14 +271,6 @@ tdm_window_set_page (TdmWindow  *self,
   adw_view_stack_set_visible_child_name (self->view_stack, name);
 }
 
-const char *
-tdm_window_get_page (TdmWindow *self)
-{
-  g_return_val_if_fail (TDM_IS_WINDOW (self), NULL);
-
-  return adw_view_stack_get_visible_child_name (self->view_stack);
-}
-
 void
 tdm_window_scaling_export (GtkWidget  *widget,
                            const char *action_name,

@@ -49,7 +49,6 @@ gboolean   tdm_window_get_presentation (TdmWindow  *self);
 gboolean   tdm_window_has_page      (const char    *name);
 void       tdm_window_set_page      (TdmWindow     *self,
                                      const char    *name);
-const char *tdm_window_get_page     (TdmWindow     *self);
 
 /* Shows a short notice at the bottom of the window that goes away by itself. */
 void       tdm_window_toast         (TdmWindow     *self,
