@@ -329,7 +329,8 @@ check_strategy(guint strategy)
     for (guint i = 1; i < tdm_prediction_gallery_get_n_items(gallery); i++)
       g_assert_true(tdm_prediction_gallery_is_mistake(gallery, i - 1) ||
                     !tdm_prediction_gallery_is_mistake(gallery, i));
-    g_assert_nonnull(strstr(tdm_predictions_page_get_summary(predictions), "right"));
+    g_assert_nonnull(strstr(gtk_label_get_label(template_child(predictions, "summary_label")),
+                            "right"));
   }
 
   /* Named as every page names them: the run's devices, 1-based where they repeat. */

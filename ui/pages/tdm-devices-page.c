@@ -355,14 +355,6 @@ tdm_devices_page_get_peak_bytes (TdmDevicesPage *self,
 }
 
 const char *
-tdm_devices_page_get_memory_note (TdmDevicesPage *self)
-{
-  g_return_val_if_fail (TDM_IS_DEVICES_PAGE (self), NULL);
-
-  return gtk_label_get_label (GTK_LABEL (self->memory_note));
-}
-
-const char *
 tdm_devices_page_get_warning (TdmDevicesPage *self)
 {
   g_return_val_if_fail (TDM_IS_DEVICES_PAGE (self), NULL);

@@ -88,8 +88,6 @@ gint64     tdm_devices_page_get_estimate_bytes (TdmDevicesPage     *self,
                                                 int                 device);
 gint64     tdm_devices_page_get_peak_bytes   (TdmDevicesPage       *self,
                                               int                   device);
-/* The line above the memory table: why there is no estimate, or what it is of. */
-const char *tdm_devices_page_get_memory_note (TdmDevicesPage       *self);
 /* The warning shown, or NULL when the run fits. */
 const char *tdm_devices_page_get_warning     (TdmDevicesPage       *self);
 

@@ -64,13 +64,6 @@ tdm_predictions_page_handle_event (TdmPredictionsPage   *self,
     }
 }
 
-const char *
-tdm_predictions_page_get_summary (TdmPredictionsPage *self)
-{
-  g_return_val_if_fail (TDM_IS_PREDICTIONS_PAGE (self), NULL);
-  return gtk_label_get_label (GTK_LABEL (self->summary_label));
-}
-
 static void
 tdm_predictions_page_dispose (GObject *object)
 {

@@ -27,6 +27,5 @@ G_DECLARE_FINAL_TYPE (TdmPredictionsPage, tdm_predictions_page, TDM, PREDICTIONS
 /* Shows the session's run: each of its events (and its dataset) as below. */
 void       tdm_predictions_page_set_session   (TdmPredictionsPage   *self,
                                                TdmSession           *session);
-const char *tdm_predictions_page_get_summary  (TdmPredictionsPage   *self);
 
 G_END_DECLS
