@@ -499,7 +499,10 @@ check_run(TdmCli *cli, const TdmConfig *c, GError **error)
   return TRUE;
 }
 
-TdmConfig *
+/* The run's configuration for train and scaling: from --resume's checkpoint, a
+ * --config file or the defaults, with the flags given applied over it, resolved for
+ * mpirun, and checked. NULL after saying why (the status in *status). */
+static TdmConfig *
 tdm_cli_build_config(TdmCli *cli, int *status)
 {
   const TdmCliSettings *s = &cli->settings;

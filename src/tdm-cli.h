@@ -55,11 +55,6 @@ int tdm_cli_run (TdmCli *cli);
 /* Prints "tandem-train: [rank N: ][FLAG: ]MESSAGE" on stderr; returns `status`. */
 int tdm_cli_fail (int status, const char *flag, const char *message);
 
-/* The run's configuration for train and scaling: from --resume's checkpoint, a
- * --config file or the defaults, with the flags given applied over it, resolved for
- * mpirun, and checked. NULL after saying why (the status in *status). */
-TdmConfig *tdm_cli_build_config (TdmCli *cli, int *status);
-
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmCli, tdm_cli_free)
 
 G_END_DECLS

@@ -62,13 +62,3 @@ tdm_barrier_waiting(TdmBarrier *b)
   g_mutex_unlock(&b->lock);
   return n;
 }
-
-void
-tdm_barrier_reset(TdmBarrier *b)
-{
-  g_mutex_lock(&b->lock);
-  b->broken = FALSE;
-  b->waiting = 0;
-  b->generation++;
-  g_mutex_unlock(&b->lock);
-}

@@ -25,6 +25,5 @@ void tdm_barrier_break (TdmBarrier *b);
  * only meaningful while the barrier is whole. For a caller that must act once they
  * are there, not before (a test breaking it under waiters). */
 int tdm_barrier_waiting (TdmBarrier *b);
-void tdm_barrier_reset (TdmBarrier *b);
 
 G_END_DECLS

@@ -208,28 +208,10 @@ tdm_config_validate_saved(const TdmConfig *c, const char *source, GError **error
   return FALSE;
 }
 
-/* The names are the GEnums' nicks (tdm-choice.h): one table, generated. */
-TDM_CHOICE_NAMES(TdmOptimizerKind, tdm_optimizer, TDM_TYPE_OPTIMIZER_KIND)
+/* The names are the GEnums' nicks (tdm-choice.h): one table, generated. The other
+ * choices' names are read through tdm_choice_name() by their field rows. */
 TDM_CHOICE_NAMES(TdmStrategy, tdm_strategy, TDM_TYPE_STRATEGY)
-TDM_CHOICE_NAMES(TdmSchedule, tdm_schedule, TDM_TYPE_SCHEDULE)
 TDM_CHOICE_NAMES(TdmPrecision, tdm_precision, TDM_TYPE_PRECISION)
-TDM_CHOICE_NAMES(TdmBatchNorm, tdm_batchnorm, TDM_TYPE_BATCH_NORM)
-TDM_CHOICE_NAMES(TdmDecayScope, tdm_decay_scope, TDM_TYPE_DECAY_SCOPE)
-TDM_CHOICE_NAMES(TdmFlipSetting, tdm_flip_setting, TDM_TYPE_FLIP_SETTING)
-
-const char *
-tdm_color_name(int channels)
-{
-  const char *name = tdm_choice_name(TDM_TYPE_COLOR, channels);
-  return name != NULL ? name : "auto";
-}
-
-gboolean
-tdm_color_from_name(const char *name, int *channels)
-{
-  g_return_val_if_fail(name != NULL && channels != NULL, FALSE);
-  return tdm_choice_from_name(TDM_TYPE_COLOR, name, channels);
-}
 
 /* What "set" and "changed" are measured against: the defaults, made once. */
 static const TdmConfig *

@@ -231,24 +231,13 @@ int tdm_config_step_batch (const TdmConfig *config);
 int tdm_config_batch_fitting (int samples, int replicas);
 
 /* Names ↔ enums for flags, settings and JSON (the GEnums' nicks, tdm-choice.h);
- * parsers return FALSE on unknown names. */
-const char *tdm_optimizer_name (TdmOptimizerKind kind);
-gboolean tdm_optimizer_from_name (const char *name, TdmOptimizerKind *kind);
+ * parsers return FALSE on unknown names. The choices the engine names in its own
+ * messages and events; any other goes through tdm_choice_name() with its GType
+ * (TDM_TYPE_OPTIMIZER_KIND, TDM_TYPE_SCHEDULE, TDM_TYPE_COLOR…), as the field rows do. */
 const char *tdm_strategy_name (TdmStrategy strategy);
 gboolean tdm_strategy_from_name (const char *name, TdmStrategy *strategy);
-const char *tdm_schedule_name (TdmSchedule schedule);
-gboolean tdm_schedule_from_name (const char *name, TdmSchedule *schedule);
 const char *tdm_precision_name (TdmPrecision precision);
 gboolean tdm_precision_from_name (const char *name, TdmPrecision *precision);
-/* "auto" (0), "grey" (1), "rgb" (3): --color. */
-const char *tdm_color_name (int channels);
-gboolean tdm_color_from_name (const char *name, int *channels);
-const char *tdm_batchnorm_name (TdmBatchNorm mode);
-gboolean tdm_batchnorm_from_name (const char *name, TdmBatchNorm *mode);
-const char *tdm_decay_scope_name (TdmDecayScope scope);
-gboolean tdm_decay_scope_from_name (const char *name, TdmDecayScope *scope);
-const char *tdm_flip_setting_name (TdmFlipSetting flip);
-gboolean tdm_flip_setting_from_name (const char *name, TdmFlipSetting *flip);
 const char *tdm_monitor_name (TdmMonitor monitor);
 gboolean tdm_monitor_from_name (const char *name, TdmMonitor *monitor);
 

@@ -6,10 +6,11 @@
 
 #include <string.h>
 
-int
-tdm_edit_distance(const char *a, const char *b)
+/* Edits that turn a into b: insertions, deletions, substitutions and swaps of two
+ * neighbouring characters, each counting one (byte-wise; names are ASCII). */
+static int
+edit_distance(const char *a, const char *b)
 {
-  g_return_val_if_fail(a != NULL && b != NULL, G_MAXINT);
   size_t n = strlen(a), m = strlen(b);
   /* Names are short; a megabyte-long word is not worth a table of its square. */
   if (n > 256 || m > 256)
@@ -49,7 +50,7 @@ tdm_suggest(const char *word, const char *const *names, int count)
   for (int i = 0; count < 0 ? names[i] != NULL : i < count; i++) {
     if (names[i] == NULL || g_str_equal(names[i], word))
       continue;
-    int d = tdm_edit_distance(word, names[i]);
+    int d = edit_distance(word, names[i]);
     if (d < best) {
       best = d;
       nearest = names[i];

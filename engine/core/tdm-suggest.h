@@ -10,12 +10,9 @@
 
 G_BEGIN_DECLS
 
-/* Edits that turn a into b: insertions, deletions, substitutions and swaps of two
- * neighbouring characters, each counting one (byte-wise; names are ASCII). */
-int tdm_edit_distance (const char *a, const char *b);
-
 /* Of the `count` names (count < 0: NULL-terminated), the nearest to `word` when near
- * enough to be a slip of the keyboard: within one edit for words of up to four
+ * enough to be a slip of the keyboard (insertions, deletions, substitutions and swaps
+ * of two neighbouring characters each count one edit): within one edit for words of up to four
  * characters, two up to eight, three beyond; or the only name that `word` (three
  * characters at least) begins. The first of equals; NULL when none is near. */
 const char *tdm_suggest (const char *word, const char *const *names, int count);

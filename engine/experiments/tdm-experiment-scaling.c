@@ -231,15 +231,3 @@ tdm_experiment_set_point_sink(TdmExperiment *e, TdmScalingSink sink, gpointer us
   s->sink = sink;
   s->sink_data = user_data;
 }
-
-gboolean
-tdm_scaling_run(const TdmConfig *config, TdmScalingMode mode, long steps, TdmScalingSink sink,
-                gpointer user_data, GCancellable *cancellable, GError **error)
-{
-  g_return_val_if_fail(config != NULL && steps > 0, FALSE);
-  g_autoptr(TdmExperiment) e = tdm_experiment_new_scaling(config, mode, steps, error);
-  if (e == NULL)
-    return FALSE;
-  tdm_experiment_set_point_sink(e, sink, user_data);
-  return tdm_experiment_run(e, NULL, NULL, cancellable, error);
-}

@@ -73,8 +73,12 @@ typedef struct {
 void tdm_experiment_training_apply (const TdmExperimentTraining *training,
                                     TdmTrainerOptions *options);
 
-/* Scaling: `config` on its first 1, 2, … N devices, `steps` steps each (tdm-scaling.h).
- * FALSE-like NULL with the error when the configuration is not valid. */
+/* Scaling: `config` on its first n devices for n = 1 … its device count, `steps` steps
+ * each (after a short warm-up run), TDM_SCALING_RUNS times or more (see
+ * TdmScalingPoint), one BLAS thread per CPU worker at every n; weak scaling takes
+ * config->batch / devices (rounded up) per device. tandem-train scaling runs it with
+ * tdm_experiment_run, the window with its runner. FALSE-like NULL with the error when
+ * the configuration is not valid. */
 TdmExperiment *tdm_experiment_new_scaling (const TdmConfig *config, TdmScalingMode mode,
                                            long steps, GError **error);
 /* Steps a comparison's runs take unless told otherwise (the window's and

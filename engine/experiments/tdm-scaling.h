@@ -112,16 +112,4 @@ int tdm_scaling_cores_needed (int workers);
 /* The cores this process may use (logical cores, as g_get_num_processors()). */
 int tdm_scaling_cores_available (void);
 
-/* Runs `config` on its first n devices for n = 1 … its device count, `steps` steps
- * each (after a short warm-up run), TDM_SCALING_RUNS times or more (see
- * TdmScalingPoint), one BLAS thread per CPU worker at every n, calling `sink` after
- * each point: the scaling experiment (tdm_experiment_new_scaling) run on this thread
- * by tdm_experiment_run, as tandem-train scaling runs it (the window drives the same
- * experiment with its runner). Weak scaling
- * takes config->batch / devices (rounded up) per device. Returns FALSE with the
- * error when a run fails, or TDM_ENGINE_ERROR_CANCELLED when cancelled. */
-gboolean tdm_scaling_run (const TdmConfig *config, TdmScalingMode mode, long steps,
-                          TdmScalingSink sink, gpointer user_data,
-                          GCancellable *cancellable, GError **error);
-
 G_END_DECLS

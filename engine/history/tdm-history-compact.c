@@ -32,6 +32,11 @@ typedef struct {
   double time;                  /* the run's time when it was written */
 } Line;
 
+/* Rewrites the file with the sampled steps (step metrics, device figures, phases)
+ * older than the last `recent` seconds thinned to fit half the budget; every other
+ * line stays. */
+static gboolean tdm_history_compact(TdmRunRecorder *rec, GError **error);
+
 void
 tdm_history_recorder_write(TdmRunRecorder *rec, JsonBuilder *b)
 {
@@ -136,7 +141,7 @@ choose(GArray *lines, const TdmRunRecorder *rec, gboolean *keep)
   }
 }
 
-gboolean
+static gboolean
 tdm_history_compact(TdmRunRecorder *rec, GError **error)
 {
   /* Held until the thinned copy is renamed over the file: a rename of the run

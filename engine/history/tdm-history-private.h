@@ -53,10 +53,6 @@ TdmRunRecorder *tdm_history_recorder_open (TdmHistory *history, const TdmConfig 
 /* Appends the line to the recorder's file and thins the file when it has grown past
  * its budget. Errors go to the recorder's first write error. */
 void tdm_history_recorder_write (TdmRunRecorder *recorder, JsonBuilder *builder);
-/* tdm-history-compact.c: rewrites the file with the sampled steps (step metrics,
- * device figures, phases) older than the last `recent` seconds thinned to fit half
- * the budget; every other line stays. */
-gboolean tdm_history_compact (TdmRunRecorder *recorder, GError **error);
 
 gboolean tdm_history_valid_id (const char *id, GError **error);
 char *tdm_history_run_path (TdmHistory *history, const char *id);

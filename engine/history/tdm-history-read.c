@@ -287,17 +287,8 @@ record_new(const char *id)
   return r;
 }
 
-TdmRunRecord *
-tdm_history_load(TdmHistory *h, const char *id, GError **error)
-{
-  g_return_val_if_fail(h != NULL, NULL);
-  if (!tdm_history_valid_id(id, error))
-    return NULL;
-  g_autofree char *path = tdm_history_run_path(h, id);
-  return tdm_history_load_file(path, id, error);
-}
-
-TdmRunRecord *
+/* A run file, `id` naming it. */
+static TdmRunRecord *
 tdm_history_load_file(const char *path, const char *id, GError **error)
 {
   /* Line by line: the file is never held whole, and each line is bounded, so what a
@@ -357,6 +348,16 @@ tdm_history_load_file(const char *path, const char *id, GError **error)
     return NULL;
   }
   return g_steal_pointer(&r);
+}
+
+TdmRunRecord *
+tdm_history_load(TdmHistory *h, const char *id, GError **error)
+{
+  g_return_val_if_fail(h != NULL, NULL);
+  if (!tdm_history_valid_id(id, error))
+    return NULL;
+  g_autofree char *path = tdm_history_run_path(h, id);
+  return tdm_history_load_file(path, id, error);
 }
 
 gboolean

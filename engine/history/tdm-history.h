@@ -161,8 +161,6 @@ GPtrArray *tdm_history_list (TdmHistory *history, GPtrArray *problems);
 GPtrArray *tdm_history_list_cancellable (TdmHistory *history, GPtrArray *problems,
                                          GCancellable *cancellable);
 TdmRunRecord *tdm_history_load (TdmHistory *history, const char *id, GError **error);
-/* The same for a run file anywhere, `id` naming it. */
-TdmRunRecord *tdm_history_load_file (const char *path, const char *id, GError **error);
 /* The configuration of the run file at path (its settings line, read alone: a run file
  * of any size costs one line). TRUE with *config NULL when the file's first line is no
  * run's settings (another kind of file); FALSE with an error when it cannot be read or

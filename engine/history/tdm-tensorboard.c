@@ -201,13 +201,6 @@ tdm_tensorboard_new(const char *folder, const char *file_name, double wall_time,
   return g_steal_pointer(&tb);
 }
 
-const char *
-tdm_tensorboard_get_path(TdmTensorboard *tb)
-{
-  g_return_val_if_fail(tb != NULL, NULL);
-  return tb->path;
-}
-
 void
 tdm_tensorboard_add(TdmTensorboard *tb, gint64 step, double wall_time, int count,
                     const char *const *tags, const double *values)

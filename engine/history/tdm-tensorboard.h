@@ -26,8 +26,6 @@ typedef struct _TdmTensorboard TdmTensorboard;
  * replaces its earlier output). Errors (TDM_ENGINE_ERROR_HISTORY) name the file. */
 TdmTensorboard *tdm_tensorboard_new (const char *folder, const char *file_name,
                                      double wall_time, GError **error);
-/* The event file's path. */
-const char *tdm_tensorboard_get_path (TdmTensorboard *tb);
 
 /* One event of several scalars at a step: tags[i] is values[i]. Values that are not
  * finite are left out; an event with none is not written. A write error is kept for

@@ -79,7 +79,10 @@ optimizer_bytes(const TdmConfig *cfg, size_t parameters)
   return bytes;
 }
 
-guint64
+/* A replica's device bytes for the training controls: --accumulate's gradient sum
+ * (not in exact mode) and --clip-grad-norm's work where the replica `updates`. The
+ * trainer's set-up allocates by it. */
+static guint64
 tdm_memory_controls_bytes(const TdmConfig *cfg, size_t parameters, gboolean updates)
 {
   guint64 bytes = 0;

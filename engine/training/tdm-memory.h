@@ -107,10 +107,4 @@ guint64 tdm_memory_host_available (const char **why);
 gboolean tdm_memory_check_host (const TdmMemoryEvent *estimate, guint64 available,
                                 guint64 allocated, const char *why, GError **error);
 
-/* A replica's device bytes for the training controls: --accumulate's gradient sum
- * (not in exact mode) and --clip-grad-norm's work where the replica `updates`. The
- * trainer's set-up allocates by it. */
-guint64 tdm_memory_controls_bytes (const TdmConfig *config, size_t parameters,
-                                   gboolean updates);
-
 G_END_DECLS

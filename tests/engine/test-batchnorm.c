@@ -8,6 +8,7 @@
  * pre-warm before the clock leaves no trace. */
 #include "tdm-backend.h"
 #include "tdm-checkpoint.h"
+#include "tdm-choice.h"
 #include "tdm-counter-rng.h"
 #include "tdm-error.h"
 #include "tdm-network.h"
@@ -683,8 +684,9 @@ test_prewarm_leaves_no_trace(void)
     Traced on = train_prewarm(cfg, TDM_PREWARM_ON, NULL);
     Traced automatic = train_prewarm(cfg, TDM_PREWARM_AUTO, NULL);
     g_test_message("pre-warm on %s (%s, %s BN, %s): %d steps", cases[i].devices,
-                   tdm_strategy_name(cases[i].strategy), tdm_batchnorm_name(cases[i].bn),
-                   tdm_optimizer_name(cases[i].optimizer), on.prewarm_steps);
+                   tdm_strategy_name(cases[i].strategy),
+                   tdm_choice_name(TDM_TYPE_BATCH_NORM, cases[i].bn),
+                   tdm_choice_name(TDM_TYPE_OPTIMIZER_KIND, cases[i].optimizer), on.prewarm_steps);
     g_assert_cmpint(off.prewarm_steps, ==, 0);
     g_assert_cmpint(on.prewarm_steps, ==, 4);
     g_assert_cmpint(automatic.prewarm_steps, ==, 0);

@@ -25,11 +25,14 @@ test_suggest(void)
 {
   static const char *const options[] = {"epochs", "batch", "network", "val-split", "early-stop",
                                         "export-onnx", NULL};
-  g_assert_cmpint(tdm_edit_distance("epoch", "epochs"), ==, 1);
-  g_assert_cmpint(tdm_edit_distance("ecpohs", "epochs"), ==, 2);
-  g_assert_cmpint(tdm_edit_distance("", "abc"), ==, 3);
-  g_assert_cmpint(tdm_edit_distance("abc", "abc"), ==, 0);
+  static const char *const schedules[] = {"step", "cosine", "constant", NULL};
   g_assert_cmpstr(tdm_suggest("epoch", options, -1), ==, "epochs");
+  /* Two swaps in six characters: two edits, as near as a six-letter slip may be. */
+  g_assert_cmpstr(tdm_suggest("ecpohs", options, -1), ==, "epochs");
+  /* A swap is one edit, not two: a four-letter word is allowed only one. */
+  g_assert_cmpstr(tdm_suggest("setp", schedules, -1), ==, "step");
+  g_assert_null(tdm_suggest("sept", schedules, -1));
+  g_assert_null(tdm_suggest("", options, -1));
   g_assert_cmpstr(tdm_suggest("btach", options, -1), ==, "batch");
   g_assert_cmpstr(tdm_suggest("netwrok", options, -1), ==, "network");
   /* The only name a word begins. */

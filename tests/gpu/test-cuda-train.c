@@ -6,6 +6,7 @@
  * its allocation follow the CPU's and the memory plan, and the networks reach
  * their accuracy. Skips with a message where no CUDA GPU is present. */
 #include "tdm-backend.h"
+#include "tdm-choice.h"
 #include "tdm-dataset.h"
 #include "tdm-device.h"
 #include "tdm-events.h"
@@ -637,7 +638,7 @@ test_prewarm_leaves_no_trace(void)
     g_test_message("pre-warm on %s %s, %s BN: %d steps; %zu of %zu values differ from the "
                    "run without it (relative difference %.3g)",
                    cases[i].devices, tdm_precision_name(cases[i].precision),
-                   tdm_batchnorm_name(cases[i].bn), steps_on, differ, n_off,
+                   tdm_choice_name(TDM_TYPE_BATCH_NORM, cases[i].bn), steps_on, differ, n_off,
                    relative_difference(on, off, MIN(n_on, n_off)));
     g_assert_cmpint(steps_off, ==, 0);
     g_assert_cmpint(steps_on, ==, 4);

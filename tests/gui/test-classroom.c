@@ -190,8 +190,8 @@ check_strategy(guint strategy)
 {
   TdmWindow *window = window_for_run("fc32,relu,fc10", 500, strategy);
   TdmDevicesPage *page = window_child(window, "devices_page");
-  TdmTimeline *timeline = TDM_TIMELINE(tdm_devices_page_get_timeline(page));
-  TdmBatchStrip *strip = TDM_BATCH_STRIP(tdm_devices_page_get_batch_strip(page));
+  TdmTimeline *timeline = TDM_TIMELINE(template_child(page, "timeline"));
+  TdmBatchStrip *strip = TDM_BATCH_STRIP(template_child(page, "batch_strip"));
   gint64 estimate_before[2];
   gulong hook;
 
@@ -314,9 +314,9 @@ check_strategy(guint strategy)
   /* Predictions: the matrix sums to the test set, its diagonal is the accuracy. */
   {
     TdmPredictionsPage *predictions = window_child(window, "predictions_page");
-    TdmConfusionView *confusion = TDM_CONFUSION_VIEW(tdm_predictions_page_get_confusion(predictions));
+    TdmConfusionView *confusion = TDM_CONFUSION_VIEW(template_child(predictions, "confusion"));
     TdmPredictionGallery *gallery =
-      TDM_PREDICTION_GALLERY(tdm_predictions_page_get_gallery(predictions));
+      TDM_PREDICTION_GALLERY(template_child(predictions, "gallery"));
     long total = tdm_confusion_view_get_total(confusion);
     long correct = tdm_confusion_view_get_correct(confusion);
 
@@ -329,7 +329,8 @@ check_strategy(guint strategy)
     for (guint i = 1; i < tdm_prediction_gallery_get_n_items(gallery); i++)
       g_assert_true(tdm_prediction_gallery_is_mistake(gallery, i - 1) ||
                     !tdm_prediction_gallery_is_mistake(gallery, i));
-    g_assert_nonnull(strstr(tdm_predictions_page_get_summary(predictions), "right"));
+    g_assert_nonnull(strstr(gtk_label_get_label(template_child(predictions, "summary_label")),
+                            "right"));
   }
 
   /* Named as every page names them: the run's devices, 1-based where they repeat. */
@@ -679,7 +680,7 @@ test_presentation(void)
   gtk_stack_set_visible_child_name((GtkStack *)gtk_widget_get_template_child(GTK_WIDGET(dashboard), TDM_TYPE_DASHBOARD, "view_stack"), "charts");
   loss = tdm_dashboard_get_chart(dashboard, "loss");
   memory = tdm_dashboard_get_chart(dashboard, "memory");
-  timeline = TDM_TIMELINE(tdm_devices_page_get_timeline(window_child(window, "devices_page")));
+  timeline = TDM_TIMELINE(template_child(window_child(window, "devices_page"), "timeline"));
 
   g_assert_false(tdm_window_get_presentation(window));
   g_assert_true(wait_for(small_text, loss, 30));

@@ -137,7 +137,7 @@ test_history_window(void)
   series_a = tdm_dashboard_get_overlay_series(dashboard, "loss", 0);
   g_assert_cmpint(series_a, >=, 2);
   g_assert_true(tdm_timeline_has_reference(
-      TDM_TIMELINE(tdm_devices_page_get_timeline(window_child(window, "devices_page")))));
+      TDM_TIMELINE(template_child(window_child(window, "devices_page"), "timeline"))));
   g_assert_cmpuint(tdm_series_get_n_appended(tdm_chart_get_series(chart(window, "loss"), series_a)),
                    ==, first->points->len);
 
@@ -257,16 +257,17 @@ test_history_compare(void)
   g_assert_true(wait_for(can_start, window, 10));
   g_assert_true(g_str_has_prefix(tdm_history_view_get_compare_result(view), "fc16,relu,fc10: "));
 
-  /* Both runs are kept, 30 steps each; the N-device one stays drawn. The comparison's
-   * own record follows, naming them and its result. */
+  /* The comparison's own record, naming both runs and its result, then both runs,
+   * 30 steps each; the N-device one stays drawn. The page lists records by when they
+   * began, as a reload lists them: the comparison began before its runs. */
   g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 3);
   {
-    const TdmRunRecord *many = tdm_run_item_get_record(item_at(store, 0));
-    const TdmRunRecord *one = tdm_run_item_get_record(item_at(store, 1));
-    const TdmRunRecord *both = tdm_run_item_get_record(item_at(store, 2));
+    const TdmRunRecord *both = tdm_run_item_get_record(item_at(store, 0));
+    const TdmRunRecord *many = tdm_run_item_get_record(item_at(store, 1));
+    const TdmRunRecord *one = tdm_run_item_get_record(item_at(store, 2));
 
-    g_assert_true(tdm_run_item_is_experiment(item_at(store, 2)));
-    g_assert_false(tdm_run_item_is_sweep(item_at(store, 2)));
+    g_assert_true(tdm_run_item_is_experiment(item_at(store, 0)));
+    g_assert_false(tdm_run_item_is_sweep(item_at(store, 0)));
     g_assert_cmpint(both->experiment.kind, ==, TDM_EXPERIMENT_COMPARE);
     g_assert_cmpuint(both->experiment.runs->len, ==, 2);
     g_assert_cmpstr(both->experiment.runs->pdata[0], ==, many->id);
@@ -278,7 +279,7 @@ test_history_compare(void)
     g_assert_cmpint(many->final.steps, ==, 30);
     g_assert_cmpint(one->final.steps, ==, 30);
     g_assert_cmpint(one->config->batch, ==, many->config->batch);
-    g_assert_true(tdm_run_item_get_overlay(item_at(store, 0)));
+    g_assert_true(tdm_run_item_get_overlay(item_at(store, 1)));
   }
 
   /* Both loss curves on the chart: the one-device run live, the N-device run under
@@ -286,7 +287,7 @@ test_history_compare(void)
   {
     TdmDashboard *dashboard = window_child(window, "dashboard");
     int overlay = tdm_dashboard_get_overlay_series(dashboard, "loss", 0);
-    const TdmRunRecord *one = tdm_run_item_get_record(item_at(store, 1));
+    const TdmRunRecord *one = tdm_run_item_get_record(item_at(store, 2));
     guint na, nb;
     const TdmSeriesBucket *a, *b;
 
@@ -302,6 +303,9 @@ test_history_compare(void)
       g_assert_cmpfloat(fabs(a[i].y_sum - b[i].y_sum), <=, 1e-4 * fabs(b[i].y_sum));
     }
   }
+
+  /* Read again from the folder, the page lists them in the same order. */
+  assert_reload_keeps_order(window);
 
   /* One device alone cannot be compared with one device: said, nothing started. */
   tdm_device_row_set_workers(cpu_row(window), 1);
@@ -345,11 +349,12 @@ test_history_window_sweep(void)
   /* Beside the result, the machine's cores and what two workers need (the engine's
    * rule), whatever this machine has. */
   {
-    const char *note = tdm_scaling_page_get_cores_note(page);
+    GtkWidget *label = template_child(page, "cores_label");
+    const char *note = gtk_label_get_label(GTK_LABEL(label));
     g_autofree char *have = g_strdup_printf("This machine has %d cores.",
                                             tdm_scaling_cores_available());
 
-    g_assert_nonnull(note);
+    g_assert_true(gtk_widget_get_visible(label));
     g_test_message("%s", note);
     g_assert_true(g_str_has_prefix(note, have));
     if (tdm_scaling_cores_available() < tdm_scaling_cores_needed(2))

@@ -761,7 +761,7 @@ test_history_many_overlays(void)
   g_autofree char *dir = g_dir_make_tmp("tandem-many-XXXXXX", NULL);
   g_autoptr(TdmHistory) history = tdm_history_new(dir);
   g_autoptr(TdmHistoryStore) store = tdm_history_store_new(dir);
-  TdmDashboard *dashboard = g_object_ref_sink(TDM_DASHBOARD(tdm_dashboard_new()));
+  TdmDashboard *dashboard = g_object_ref_sink(g_object_new(TDM_TYPE_DASHBOARD, NULL));
   TdmChart *loss = tdm_dashboard_get_chart(dashboard, "loss");
   g_autoptr(GPtrArray) records = NULL;
 

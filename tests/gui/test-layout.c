@@ -332,7 +332,7 @@ start_dashboard(TdmDashboard *dashboard, int replicas)
 static void
 test_dashboard_step_time_legend(void)
 {
-  TdmDashboard *dashboard = g_object_ref_sink(TDM_DASHBOARD(tdm_dashboard_new()));
+  TdmDashboard *dashboard = g_object_ref_sink(g_object_new(TDM_TYPE_DASHBOARD, NULL));
   TdmChart *chart = tdm_dashboard_get_chart(dashboard, "step-time");
 
   start_dashboard(dashboard, 1);
@@ -354,7 +354,7 @@ test_dashboard_step_time_legend(void)
 static void
 test_dashboard_shared_gpu(void)
 {
-  TdmDashboard *dashboard = g_object_ref_sink(TDM_DASHBOARD(tdm_dashboard_new()));
+  TdmDashboard *dashboard = g_object_ref_sink(g_object_new(TDM_TYPE_DASHBOARD, NULL));
   const TdmDeviceId devices[] = {TDM_DEVICE_GPU(0), TDM_DEVICE_GPU(0), TDM_DEVICE_GPU(0),
                                  TDM_DEVICE_GPU(1), TDM_DEVICE_CPU, TDM_DEVICE_CPU};
   TdmEvent e = {.kind = TDM_EVENT_STARTED};
@@ -382,7 +382,7 @@ static void
 test_dashboard_hidden_unpaced(void)
 {
   GtkWindow *window = GTK_WINDOW(gtk_window_new());
-  TdmDashboard *dashboard = TDM_DASHBOARD(tdm_dashboard_new());
+  TdmDashboard *dashboard = g_object_new(TDM_TYPE_DASHBOARD, NULL);
   TdmChart *loss = tdm_dashboard_get_chart(dashboard, "loss");
   TdmEvent e = {.kind = TDM_EVENT_STEP};
 
@@ -476,7 +476,7 @@ test_status_line_relayout(void)
 {
   GtkWindow *window = GTK_WINDOW(gtk_window_new());
   CountingBin *box = g_object_new(counting_bin_get_type(), NULL);
-  TdmStatusLine *line = TDM_STATUS_LINE(tdm_status_line_new());
+  TdmStatusLine *line = g_object_new(TDM_TYPE_STATUS_LINE, NULL);
   const char *one = "Epoch 1 of 7 · Step 10 of 100 · 9,876 samples/s · 0:01 elapsed · 0:09 left";
   const char *same = "Epoch 1 of 7 · Step 11 of 100 · 9,870 samples/s · 0:02 elapsed · 0:08 left";
   guint before;

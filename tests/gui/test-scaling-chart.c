@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* test-scaling-chart.c: TdmScalingChart fed by the engine's scaling driver over 1
+/* test-scaling-chart.c: TdmScalingChart fed by the engine's scaling experiment over 1
  * and 2 CPU workers: two points, the first on the ideal line (speed-up 1), points
  * inside the plot and in device order, y scaled so that the ideal line reaches the
  * top at N devices; a point for a device count replaces the earlier one. No pixels,
@@ -9,6 +9,7 @@
 #include <math.h>
 
 #include "tdm-draw.h"
+#include "tdm-experiment.h"
 #include "tdm-scaling-chart.h"
 #include "tdm-scaling-table.h"
 
@@ -25,6 +26,7 @@ test_driver_points (void)
   TdmScalingChart *chart = g_object_ref_sink (TDM_SCALING_CHART (tdm_scaling_chart_new ()));
   g_autoptr(TdmConfig) cfg = tdm_config_new ();
   g_autoptr(GError) error = NULL;
+  g_autoptr(TdmExperiment) experiment = NULL;
   const double W = 600, H = 400;
   graphene_point_t one, two, ideal_one, ideal_two;
 
@@ -33,7 +35,12 @@ test_driver_points (void)
   g_free (cfg->network);
   cfg->network = g_strdup ("fc16,relu,fc10");
   g_assert_true (tdm_config_set_devices (cfg, "cpu:2", &error));
-  g_assert_true (tdm_scaling_run (cfg, TDM_SCALING_STRONG, 30, on_point, chart, NULL, &error));
+  /* As tandem-train scaling runs it: the experiment on this thread, each point to the
+   * chart as it is measured. */
+  experiment = tdm_experiment_new_scaling (cfg, TDM_SCALING_STRONG, 30, &error);
+  g_assert_no_error (error);
+  tdm_experiment_set_point_sink (experiment, on_point, chart);
+  g_assert_true (tdm_experiment_run (experiment, NULL, NULL, NULL, &error));
   g_assert_no_error (error);
   g_assert_cmpuint (tdm_scaling_chart_get_n_points (chart), ==, 2);
 

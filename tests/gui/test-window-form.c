@@ -126,7 +126,7 @@ test_number_fields(void)
   g_assert_false(tdm_window_get_can_start(window));
   {
     TdmDevicesPage *devices = window_child(window, "devices_page");
-    const char *note = tdm_devices_page_get_memory_note(devices);
+    const char *note = gtk_label_get_label(template_child(devices, "memory_note"));
 
     g_test_message("%s", note);
     g_assert_null(strstr(note, "--"));

@@ -255,8 +255,8 @@ static void
 test_timeline_reference(void)
 {
   TdmWindow *window = window_for_runs(1);
-  TdmTimeline *timeline = TDM_TIMELINE(tdm_devices_page_get_timeline(window_child(window,
-                                                                                   "devices_page")));
+  TdmTimeline *timeline = TDM_TIMELINE(template_child(window_child(window, "devices_page"),
+                                                      "timeline"));
   TdmHistoryStore *store = tdm_window_get_history(window);
   const char *one, *two;
 

@@ -67,7 +67,7 @@ test_compare_strategies(void)
   TdmHistoryStore *store = tdm_window_get_history(window);
   TdmHistoryView *view = TDM_HISTORY_VIEW(tdm_window_get_history_view(window));
   TdmDevicesPage *page = window_child(window, "devices_page");
-  TdmTimeline *timeline = TDM_TIMELINE(tdm_devices_page_get_timeline(page));
+  TdmTimeline *timeline = TDM_TIMELINE(template_child(page, "timeline"));
   const char *strategies[2] = { "main", "allreduce" };
 
   tdm_history_view_set_compare_steps(view, 12);
@@ -77,20 +77,23 @@ test_compare_strategies(void)
   g_assert_true(wait_for(not_comparing, window, 180));
   g_assert_false(gtk_revealer_get_reveal_child(window_child(window, "error_revealer")));
 
-  /* Both runs kept, named by their strategy, each trained with it for 12 steps; then
-   * the comparison's own record, naming them in the order they ran. */
+  /* The comparison's own record, naming both runs in the order they ran; then both
+   * runs, named by their strategy, each trained with it for 12 steps. The page lists
+   * records by when they began, as a reload lists them: the comparison began first. */
   g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 3);
-  g_autoptr(TdmRunItem) last = g_list_model_get_item(G_LIST_MODEL(store), 2);
-  const TdmRunRecord *both = tdm_run_item_get_record(last);
+  g_autoptr(TdmRunItem) first = g_list_model_get_item(G_LIST_MODEL(store), 0);
+  const TdmRunRecord *both = tdm_run_item_get_record(first);
   g_assert_cmpint(both->kind, ==, TDM_RUN_EXPERIMENT);
   g_assert_cmpint(both->experiment.kind, ==, TDM_EXPERIMENT_STRATEGIES);
   g_assert_cmpuint(both->experiment.runs->len, ==, 2);
   for (int i = 0; i < 2; i++) {
     g_autofree char *name = g_strdup_printf("Strategies: %s", strategies[i]);
     TdmRunItem *item = item_named(store, name);
+    g_autoptr(TdmRunItem) listed = g_list_model_get_item(G_LIST_MODEL(store), 1 + i);
     const TdmRunRecord *record;
 
     g_assert_nonnull(item);
+    g_assert_true(listed == item);
     g_assert_cmpstr(both->experiment.runs->pdata[i], ==, tdm_run_item_get_id(item));
     record = tdm_run_item_get_record(item);
     g_assert_cmpstr(tdm_strategy_name(record->config->strategy), ==, strategies[i]);
@@ -100,7 +103,8 @@ test_compare_strategies(void)
 
   /* The Devices page shows both steps, one above the other, titled with the strategy
    * and its time a step, each device's overlap under its name. */
-  g_assert_cmpstr(tdm_window_get_page(window), ==, "devices");
+  g_assert_cmpstr(adw_view_stack_get_visible_child_name(window_child(window, "view_stack")), ==,
+                  "devices");
   g_assert_true(tdm_timeline_has_comparison(timeline));
   for (int i = 0; i < 2; i++) {
     const char *title = tdm_timeline_get_title(timeline, i);
@@ -150,6 +154,9 @@ test_compare_strategies(void)
     g_assert_true(all_reduce[1]);
     g_assert_false(all_reduce[0]);
   }
+
+  /* Read again from the folder, the page lists them in the same order. */
+  assert_reload_keeps_order(window);
 
   /* The next run shows itself again, not the comparison. */
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.start", NULL));

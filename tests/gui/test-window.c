@@ -18,6 +18,7 @@
 #include <adwaita.h>
 
 #include "tdm-build-config.h"
+#include "tdm-choice.h"
 
 #include "tdm-application.h"
 #include "tdm-base-recipe.h"
@@ -219,10 +220,10 @@ test_window_builds(void)
     g_autoptr(TdmConfig) engine = tdm_config_new();
     g_autofree char *strategy = g_settings_get_string(settings, "strategy");
     g_autofree char *optimizer = g_settings_get_string(settings, "optimizer");
-    TdmOptimizerKind kind;
+    int kind;
 
     g_assert_cmpstr(strategy, ==, tdm_strategy_name(engine->strategy));
-    g_assert_true(tdm_optimizer_from_name(optimizer, &kind));
+    g_assert_true(tdm_choice_from_name(TDM_TYPE_OPTIMIZER_KIND, optimizer, &kind));
     g_assert_cmpfloat(g_settings_get_double(settings, "learning-rate"), ==,
                       tdm_base_recipe_lr(kind));
     g_assert_cmpint(g_settings_get_int(settings, "batch"), ==, engine->batch);

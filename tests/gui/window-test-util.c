@@ -119,6 +119,15 @@ window_child(TdmWindow *window, const char *name)
   return object;
 }
 
+gpointer
+template_child(gpointer widget, const char *name)
+{
+  GObject *object = gtk_widget_get_template_child(GTK_WIDGET(widget), G_OBJECT_TYPE(widget), name);
+
+  g_assert_nonnull(object);
+  return object;
+}
+
 void
 reset_settings(void)
 {
@@ -202,4 +211,34 @@ gboolean
 not_loading(gpointer store)
 {
   return !tdm_history_store_get_loading(store);
+}
+
+/* The ids the store lists, in its order. */
+static GPtrArray *
+listed_ids(TdmHistoryStore *store)
+{
+  GPtrArray *ids = g_ptr_array_new_with_free_func(g_free);
+
+  for (guint i = 0; i < g_list_model_get_n_items(G_LIST_MODEL(store)); i++) {
+    g_autoptr(TdmRunItem) item = g_list_model_get_item(G_LIST_MODEL(store), i);
+
+    g_ptr_array_add(ids, g_strdup(tdm_run_item_get_id(item)));
+  }
+  return ids;
+}
+
+void
+assert_reload_keeps_order(TdmWindow *window)
+{
+  TdmHistoryStore *store = tdm_window_get_history(window);
+  g_autoptr(GPtrArray) live = listed_ids(store);
+  g_autoptr(GPtrArray) again = NULL;
+
+  g_assert_true(gtk_widget_activate_action(tdm_window_get_history_view(window),
+                                           "history.reload", NULL));
+  g_assert_true(wait_for(not_loading, store, 30));
+  again = listed_ids(store);
+  g_assert_cmpuint(again->len, ==, live->len);
+  for (guint i = 0; i < live->len; i++)
+    g_assert_cmpstr(g_ptr_array_index(again, i), ==, g_ptr_array_index(live, i));
 }

@@ -2,7 +2,8 @@
 /* window-test-util.h — what the window's GUI tests share: starting GTK and the
  * application's translations, turning the main loop until something holds, a window
  * made and destroyed, finding a part of the window by its template id, the run form
- * set for a small run, and starting every test from the default settings. Not for
+ * set for a small run, the History page's order checked against a reload, and
+ * starting every test from the default settings. Not for
  * widget tests that build no window. */
 #pragma once
 
@@ -38,6 +39,9 @@ void     destroy_window (TdmWindow *window);
 void     drop_window    (TdmWindow *window);
 /* A part of the window by its id, in the window's template or in its run form's. */
 gpointer window_child   (TdmWindow *window, const char *name);
+/* A part of a page of the window by its id in the page's own template (the devices
+ * page's "timeline", the predictions page's "gallery"). */
+gpointer template_child (gpointer widget, const char *name);
 /* The network drop-down's "Custom" entry: after the engine's built-in networks. */
 guint    window_custom_network (void);
 /* Every GSettings key back to its default. */
@@ -59,5 +63,8 @@ void     choose_small_run (TdmWindow *window, int workers, const char *dataset, 
 gboolean can_start      (gpointer window);
 gboolean not_running    (gpointer window);
 gboolean not_loading    (gpointer store);
+/* The History page's reload, as its button does it: asserts that the folder read
+ * again lists the same records in the same order as the window listed them live. */
+void     assert_reload_keeps_order (TdmWindow *window);
 
 G_END_DECLS

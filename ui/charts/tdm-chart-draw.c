@@ -483,7 +483,7 @@ box (double x,
 }
 
 /* Where draw_axes() and the legend put their text, as tdm_chart_frame_draw() draws it. */
-void
+static void
 tdm_chart_frame_boxes (TdmChart       *self,
                        Frame          *f,
                        TdmChartLayout *layout)

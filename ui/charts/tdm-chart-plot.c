@@ -12,7 +12,7 @@
 
 #include <string.h>
 
-Column *
+static Column *
 tdm_chart_ensure_columns (TdmChart *self,
                           guint     n)
 {

@@ -213,10 +213,6 @@ gboolean  tdm_chart_frame_layout    (TdmChart   *self,
                                      Frame      *f);
 void      tdm_chart_frame_draw      (TdmChart   *self,
                                      Frame      *f);
-/* The boxes of a frame laid out (tdm_chart_get_layout). */
-void      tdm_chart_frame_boxes     (TdmChart       *self,
-                                     Frame          *f,
-                                     TdmChartLayout *layout);
 void      tdm_chart_place_readout   (int         width,
                                      int         height,
                                      double      x,
@@ -272,8 +268,6 @@ void      tdm_chart_raster_clear    (TdmChartRaster  *r);
 
 /* tdm-chart-plot.c */
 void      tdm_chart_overlays_changed (TdmChart  *self);
-Column   *tdm_chart_ensure_columns  (TdmChart   *self,
-                                     guint       n);
 double   *tdm_chart_ensure_scratch  (TdmChart   *self,
                                      guint       n);
 void      tdm_chart_plot_series     (TdmChart   *self,

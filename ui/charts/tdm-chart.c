@@ -391,16 +391,6 @@ tdm_chart_set_y_range (TdmChart *self,
   gtk_widget_queue_draw (GTK_WIDGET (self));
 }
 
-/* Back to a y range that follows the data. */
-void
-tdm_chart_unset_y_range (TdmChart *self)
-{
-  g_return_if_fail (TDM_IS_CHART (self));
-
-  self->fixed_range = FALSE;
-  gtk_widget_queue_draw (GTK_WIDGET (self));
-}
-
 /**
  * tdm_chart_add_series:
  * @name: shown in the legend, the readout and CSV headers

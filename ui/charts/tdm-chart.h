@@ -73,7 +73,6 @@ gboolean    tdm_chart_get_log_scale        (TdmChart      *chart);
 void        tdm_chart_set_y_range          (TdmChart      *chart,
                                             double         y_min,
                                             double         y_max);
-void        tdm_chart_unset_y_range        (TdmChart      *chart);
 
 guint       tdm_chart_add_series           (TdmChart      *chart,
                                             const char    *name,

@@ -599,21 +599,3 @@ tdm_series_to_csv (TdmSeries *const *series,
 
   return g_string_free (out, FALSE);
 }
-
-gboolean
-tdm_series_write_csv (TdmSeries *const *series,
-                      guint             n_series,
-                      const char       *x_name,
-                      const char       *path,
-                      GError          **error)
-{
-  g_autofree char *text = NULL;
-
-  g_return_val_if_fail (series != NULL || n_series == 0, FALSE);
-  g_return_val_if_fail (path != NULL, FALSE);
-  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
-
-  text = tdm_series_to_csv (series, n_series, x_name);
-
-  return g_file_set_contents (path, text, -1, error);
-}

@@ -88,11 +88,6 @@ guint                  tdm_series_get_smoothed     (TdmSeries   *series,
 const double          *tdm_series_peek_smoothed    (TdmSeries   *series,
                                                     guint       *n_values);
 
-gboolean               tdm_series_write_csv        (TdmSeries  *const *series,
-                                                    guint        n_series,
-                                                    const char  *x_name,
-                                                    const char  *path,
-                                                    GError     **error);
 char                  *tdm_series_to_csv           (TdmSeries  *const *series,
                                                     guint        n_series,
                                                     const char  *x_name);

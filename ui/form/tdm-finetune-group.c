@@ -260,7 +260,8 @@ chooser_response (TdmFinetuneGroup *self,
   tdm_finetune_group_set_weights (self, path);
 }
 
-void
+/* Shows a file chooser for a .safetensors file. */
+static void
 tdm_finetune_group_choose_weights (TdmFinetuneGroup *self)
 {
   g_autoptr(GtkFileFilter) filter = gtk_file_filter_new ();

@@ -35,13 +35,10 @@ typedef enum
   TDM_NORMALIZE_CHOICE_IMAGENET,
 } TdmNormalizeChoice;
 
-
 /* The weights file (NULL: random initialization, as without --init). */
 void        tdm_finetune_group_set_weights  (TdmFinetuneGroup *self,
                                              const char       *path);
 const char *tdm_finetune_group_get_weights  (TdmFinetuneGroup *self);
-/* Shows a file chooser for a .safetensors file. */
-void        tdm_finetune_group_choose_weights (TdmFinetuneGroup *self);
 
 /* The network the weights would be loaded into (a preset's name or a spec) and its
  * input and class count; the load report is worked out again, off the main thread. */

@@ -198,6 +198,26 @@ tdm_history_store_watch (TdmHistoryStore *self,
                            G_CONNECT_SWAPPED);
 }
 
+/* Where the history lists `record` among the items: by the time it began, then by
+ * id (tdm_history_list), so that a record added live sits where a reload puts it. */
+static guint
+listed_at (TdmHistoryStore    *self,
+           const TdmRunRecord *record)
+{
+  guint at = 0;
+
+  while (at < self->items->len)
+    {
+      const TdmRunRecord *r = tdm_run_item_get_record (g_ptr_array_index (self->items, at));
+
+      if (r->created > record->created
+          || (r->created == record->created && g_strcmp0 (r->id, record->id) > 0))
+        break;
+      at++;
+    }
+  return at;
+}
+
 /* The list becomes `records` (taken), keeping the ticks of the runs that stay. */
 static void
 tdm_history_store_apply (TdmHistoryStore *self,
@@ -385,9 +405,11 @@ tdm_history_store_add_run (TdmHistoryStore  *self,
     }
   else
     {
-      /* The newest run: it goes last. */
-      g_ptr_array_add (self->items, item);
-      g_list_model_items_changed (G_LIST_MODEL (self), self->items->len - 1, 0, 1);
+      /* Where a reload would list it: an experiment's record began before its runs,
+       * and goes before them here too. */
+      index = listed_at (self, tdm_run_item_get_record (item));
+      g_ptr_array_insert (self->items, index, item);
+      g_list_model_items_changed (G_LIST_MODEL (self), index, 0, 1);
     }
   g_signal_emit (self, signals[BASELINE_CHANGED], 0);
   return TRUE;
@@ -481,8 +503,7 @@ tdm_history_store_undo_delete (TdmHistoryStore *self,
                                const char      *id)
 {
   TdmRunItem *item;
-  guint index, at = 0;
-  gint64 created;
+  guint index, at;
 
   g_return_val_if_fail (TDM_IS_HISTORY_STORE (self), FALSE);
 
@@ -491,16 +512,7 @@ tdm_history_store_undo_delete (TdmHistoryStore *self,
     return FALSE;
 
   item = g_ptr_array_steal_index (self->deleted, index);
-  created = tdm_run_item_get_record (item)->created;
-  /* Where the history lists it: by date, then by id (tdm_history_list). */
-  while (at < self->items->len)
-    {
-      const TdmRunRecord *r = tdm_run_item_get_record (g_ptr_array_index (self->items, at));
-
-      if (r->created > created || (r->created == created && g_strcmp0 (r->id, id) > 0))
-        break;
-      at++;
-    }
+  at = listed_at (self, tdm_run_item_get_record (item));
   g_ptr_array_insert (self->items, at, item);
   tdm_history_store_watch (self, item);
   g_list_model_items_changed (G_LIST_MODEL (self), at, 0, 1);

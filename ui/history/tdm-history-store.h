@@ -36,7 +36,8 @@ void             tdm_history_store_reload_async   (TdmHistoryStore  *self);
 gboolean         tdm_history_store_get_loading    (TdmHistoryStore  *self);
 GStrv            tdm_history_store_get_problems   (TdmHistoryStore  *self);
 /* Reads one run (a run that just ended) into the list, or again if listed: cheaper
- * than a reload once the history holds many long runs. FALSE with why it could not. */
+ * than a reload once the history holds many long runs, and placed where a reload
+ * lists it (by when it began). FALSE with why it could not. */
 gboolean         tdm_history_store_add_run        (TdmHistoryStore  *self,
                                                    const char       *id,
                                                    GError          **error);

@@ -45,7 +45,8 @@ struct _TdmHistoryView
 
 G_DEFINE_FINAL_TYPE (TdmHistoryView, tdm_history_view, GTK_TYPE_WIDGET)
 
-void
+/* A notice on the page (a failure to rename or export, a file saved). */
+static void
 tdm_history_view_toast (TdmHistoryView *self,
                         const char     *text)
 {

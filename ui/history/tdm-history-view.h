@@ -48,8 +48,5 @@ GtkWidget       *tdm_history_view_open               (TdmHistoryView  *self,
                                                       TdmRunItem      *item);
 /* The size the runs' kept networks take now, said again (after a run or a limit). */
 void             tdm_history_view_update_kept        (TdmHistoryView  *self);
-/* A notice on the page (a failure to rename or export, a file saved). */
-void             tdm_history_view_toast              (TdmHistoryView  *self,
-                                                      const char      *text);
 
 G_END_DECLS

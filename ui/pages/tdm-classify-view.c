@@ -574,7 +574,7 @@ tdm_classify_view_init (TdmClassifyView *self)
                            self, G_CONNECT_SWAPPED);
 }
 
-GtkWidget *
+static GtkWidget *
 tdm_classify_view_new (void)
 {
   return g_object_new (TDM_TYPE_CLASSIFY_VIEW, NULL);

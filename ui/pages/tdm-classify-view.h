@@ -18,8 +18,6 @@ G_BEGIN_DECLS
 
 G_DECLARE_FINAL_TYPE (TdmClassifyView, tdm_classify_view, TDM, CLASSIFY_VIEW, GtkWidget)
 
-GtkWidget  *tdm_classify_view_new            (void);
-
 /* Loads the network to classify with; images already shown are classified again.
  * Property "ready" turns TRUE once it is loaded. */
 void        tdm_classify_view_set_checkpoint (TdmClassifyView *self,

@@ -614,10 +614,3 @@ tdm_dashboard_set_waiting (TdmDashboard *self,
   adw_status_page_set_title (self->empty_page, _("Getting Ready"));
   adw_status_page_set_description (self->empty_page, what);
 }
-
-GtkWidget *
-tdm_dashboard_new (void)
-{
-  return g_object_new (TDM_TYPE_DASHBOARD, NULL);
-}
-

@@ -25,8 +25,6 @@ G_BEGIN_DECLS
 
 G_DECLARE_FINAL_TYPE (TdmDashboard, tdm_dashboard, TDM, DASHBOARD, GtkWidget)
 
-GtkWidget     *tdm_dashboard_new          (void);
-
 /* The session shown (a new one of its own at first). */
 void           tdm_dashboard_set_session  (TdmDashboard  *self,
                                            TdmSession    *session);

@@ -19,7 +19,6 @@
 #include "tdm-format.h"
 #include "tdm-timeline.h"
 
-
 G_DEFINE_FINAL_TYPE (TdmDevicesPage, tdm_devices_page, GTK_TYPE_WIDGET)
 
 void
@@ -274,13 +273,6 @@ tdm_devices_page_set_presentation (TdmDevicesPage *self,
   gtk_widget_set_size_request (self->timeline, 240, presentation ? 360 : 220);
 }
 
-GtkWidget *
-tdm_devices_page_get_timeline (TdmDevicesPage *self)
-{
-  g_return_val_if_fail (TDM_IS_DEVICES_PAGE (self), NULL);
-  return self->timeline;
-}
-
 int
 tdm_devices_page_get_phase_spans (TdmDevicesPage *self,
                                   int             device,
@@ -333,13 +325,6 @@ tdm_devices_page_get_bytes_shown (TdmDevicesPage  *self,
   return TRUE;
 }
 
-GtkWidget *
-tdm_devices_page_get_batch_strip (TdmDevicesPage *self)
-{
-  g_return_val_if_fail (TDM_IS_DEVICES_PAGE (self), NULL);
-  return self->batch_strip;
-}
-
 int
 tdm_devices_page_get_n_memory_rows (TdmDevicesPage *self)
 {
@@ -367,14 +352,6 @@ tdm_devices_page_get_peak_bytes (TdmDevicesPage *self,
   if (device < 0 || device >= TDM_MAX_REPLICAS)
     return -1;
   return self->peak[device];
-}
-
-const char *
-tdm_devices_page_get_memory_note (TdmDevicesPage *self)
-{
-  g_return_val_if_fail (TDM_IS_DEVICES_PAGE (self), NULL);
-
-  return gtk_label_get_label (GTK_LABEL (self->memory_note));
 }
 
 const char *

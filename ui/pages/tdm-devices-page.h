@@ -65,8 +65,6 @@ void       tdm_devices_page_handle_event     (TdmDevicesPage       *self,
 void       tdm_devices_page_set_presentation (TdmDevicesPage       *self,
                                               gboolean              presentation);
 
-GtkWidget *tdm_devices_page_get_timeline     (TdmDevicesPage       *self);
-GtkWidget *tdm_devices_page_get_batch_strip  (TdmDevicesPage       *self);
 /* How many spans of the phase the device's timed steps had (its column shows their
  * mean milliseconds per step). */
 int        tdm_devices_page_get_phase_spans  (TdmDevicesPage       *self,
@@ -90,8 +88,6 @@ gint64     tdm_devices_page_get_estimate_bytes (TdmDevicesPage     *self,
                                                 int                 device);
 gint64     tdm_devices_page_get_peak_bytes   (TdmDevicesPage       *self,
                                               int                   device);
-/* The line above the memory table: why there is no estimate, or what it is of. */
-const char *tdm_devices_page_get_memory_note (TdmDevicesPage       *self);
 /* The warning shown, or NULL when the run fits. */
 const char *tdm_devices_page_get_warning     (TdmDevicesPage       *self);
 

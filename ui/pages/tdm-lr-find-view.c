@@ -345,7 +345,7 @@ tdm_lr_find_view_init (TdmLrFindView *self)
   gtk_widget_set_parent (buttons, GTK_WIDGET (self));
 }
 
-GtkWidget *
+static GtkWidget *
 tdm_lr_find_view_new (void)
 {
   return g_object_new (TDM_TYPE_LR_FIND_VIEW, NULL);

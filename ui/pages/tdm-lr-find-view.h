@@ -24,8 +24,6 @@ G_BEGIN_DECLS
 
 G_DECLARE_FINAL_TYPE (TdmLrFindView, tdm_lr_find_view, TDM, LR_FIND_VIEW, GtkWidget)
 
-GtkWidget *tdm_lr_find_view_new        (void);
-
 /* Starts the test of `config` (copied), the default range and steps. */
 void       tdm_lr_find_view_start      (TdmLrFindView   *self,
                                         const TdmConfig *config);

@@ -35,7 +35,7 @@ tdm_predictions_page_clear (TdmPredictionsPage *self)
                        _("The test set's predictions appear after each epoch."));
 }
 
-void
+static void
 tdm_predictions_page_handle_event (TdmPredictionsPage   *self,
                                    const TdmEvent       *event,
                                    const TdmDatasetPair *data)
@@ -62,27 +62,6 @@ tdm_predictions_page_handle_event (TdmPredictionsPage   *self,
                               p->test_count > 0 ? 100.0 * p->correct / p->test_count : 0.0);
       gtk_label_set_label (GTK_LABEL (self->summary_label), text);
     }
-}
-
-GtkWidget *
-tdm_predictions_page_get_confusion (TdmPredictionsPage *self)
-{
-  g_return_val_if_fail (TDM_IS_PREDICTIONS_PAGE (self), NULL);
-  return self->confusion;
-}
-
-GtkWidget *
-tdm_predictions_page_get_gallery (TdmPredictionsPage *self)
-{
-  g_return_val_if_fail (TDM_IS_PREDICTIONS_PAGE (self), NULL);
-  return self->gallery;
-}
-
-const char *
-tdm_predictions_page_get_summary (TdmPredictionsPage *self)
-{
-  g_return_val_if_fail (TDM_IS_PREDICTIONS_PAGE (self), NULL);
-  return gtk_label_get_label (GTK_LABEL (self->summary_label));
 }
 
 static void

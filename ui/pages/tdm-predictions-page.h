@@ -27,11 +27,5 @@ G_DECLARE_FINAL_TYPE (TdmPredictionsPage, tdm_predictions_page, TDM, PREDICTIONS
 /* Shows the session's run: each of its events (and its dataset) as below. */
 void       tdm_predictions_page_set_session   (TdmPredictionsPage   *self,
                                                TdmSession           *session);
-void       tdm_predictions_page_handle_event  (TdmPredictionsPage   *self,
-                                               const TdmEvent       *event,
-                                               const TdmDatasetPair *data);
-GtkWidget *tdm_predictions_page_get_confusion (TdmPredictionsPage   *self);
-GtkWidget *tdm_predictions_page_get_gallery   (TdmPredictionsPage   *self);
-const char *tdm_predictions_page_get_summary  (TdmPredictionsPage   *self);
 
 G_END_DECLS

@@ -560,11 +560,3 @@ tdm_scaling_page_init (TdmScalingPage *self)
   tdm_scaling_page_fill_table (self);
 }
 
-const char *
-tdm_scaling_page_get_cores_note (TdmScalingPage *self)
-{
-  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), NULL);
-
-  return gtk_widget_get_visible (self->cores_label)
-           ? gtk_label_get_label (GTK_LABEL (self->cores_label)) : NULL;
-}

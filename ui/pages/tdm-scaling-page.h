@@ -48,9 +48,6 @@ long           tdm_scaling_page_get_steps    (TdmScalingPage   *self);
 GtkWidget     *tdm_scaling_page_get_chart    (TdmScalingPage   *self);
 /* The table of the points (a GtkGrid, tdm-scaling-table.h) inside its scroller. */
 GtkWidget     *tdm_scaling_page_get_table    (TdmScalingPage   *self);
-/* After a sweep of CPU workers, the note beside its result: the machine's cores and
- * how many a speed-up needs (tdm_scaling_cores_needed()); NULL otherwise. */
-const char    *tdm_scaling_page_get_cores_note (TdmScalingPage *self);
 /* The run history the runs are kept in; NULL (the default): the user's. */
 void           tdm_scaling_page_set_history_folder (TdmScalingPage *self,
                                                     const char     *folder);

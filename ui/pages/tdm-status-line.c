@@ -191,9 +191,3 @@ tdm_status_line_init (TdmStatusLine *self)
 {
   self->text = g_strdup ("");
 }
-
-GtkWidget *
-tdm_status_line_new (void)
-{
-  return g_object_new (TDM_TYPE_STATUS_LINE, NULL);
-}

@@ -14,7 +14,6 @@ G_BEGIN_DECLS
 
 G_DECLARE_FINAL_TYPE (TdmStatusLine, tdm_status_line, TDM, STATUS_LINE, GtkWidget)
 
-GtkWidget  *tdm_status_line_new       (void);
 void        tdm_status_line_set_text  (TdmStatusLine *self,
                                        const char    *text);
 const char *tdm_status_line_get_text  (TdmStatusLine *self);

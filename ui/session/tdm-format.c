@@ -133,7 +133,8 @@ tdm_format_phase (TdmPhase phase)
     }
 }
 
-char *
+/* 3725 s → "1:02:05", 30 s → "0:30"; "—" for NaN and negatives. */
+static char *
 tdm_format_duration (double seconds)
 {
   gint64 s;

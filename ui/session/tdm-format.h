@@ -33,9 +33,6 @@ char *tdm_format_replica (const TdmStartedEvent *started,
  * --json keep the engine's tdm_phase_name(). */
 const char *tdm_format_phase (TdmPhase phase);
 
-/* 3725 s → "1:02:05", 30 s → "0:30"; "—" for NaN and negatives. */
-char *tdm_format_duration (double seconds);
-
 /* The status line of a run in progress: "Epoch 2 of 3 · Step 60 of 120 · 1,060
  * samples/s · 0:30 elapsed · 0:30 left", "Paused · " first while paused. */
 char *tdm_format_progress (const TdmStartedEvent *started,

@@ -292,7 +292,10 @@ put_field (GString    *csv,
   g_string_append_c (csv, '"');
 }
 
-char *
+/* One row per event; replica columns named as the legends name the replicas
+ * ("cpu 1 compute_ms", quoted); `info` (nullable): the run's settings as `# key:
+ * value` lines first (pandas: read_csv (path, comment='#')). */
+static char *
 tdm_metrics_log_to_csv (TdmMetricsLog       *log,
                         const TdmExportInfo *info)
 {

@@ -46,11 +46,6 @@ void           tdm_metrics_log_foreach_step_time (TdmMetricsLog          *log,
                                                   TdmStepTimeFunc         func,
                                                   gpointer                user_data);
 
-/* One row per event; replica columns named as the legends name the replicas
- * ("cpu 1 compute_ms", quoted); `info` (nullable): the run's settings as `# key:
- * value` lines first (pandas: read_csv (path, comment='#')). */
-char          *tdm_metrics_log_to_csv            (TdmMetricsLog          *log,
-                                                  const TdmExportInfo    *info);
 gboolean       tdm_metrics_log_write_csv         (TdmMetricsLog          *log,
                                                   const char             *path,
                                                   const TdmExportInfo    *info,

@@ -143,7 +143,8 @@ tdm_session_status_changed (TdmSession *self,
   g_signal_emit (self, signals[SIGNAL_STATUS_CHANGED], 0, at_once);
 }
 
-double
+/* Training time in seconds now, moving on between events (for telemetry samples). */
+static double
 tdm_session_now (TdmSession *self)
 {
   g_return_val_if_fail (TDM_IS_SESSION (self), 0);

@@ -161,7 +161,4 @@ gboolean             tdm_session_export_metrics       (TdmSession      *self,
                                                        const char      *path,
                                                        GError         **error);
 
-/* Training time in seconds now, moving on between events (for telemetry samples). */
-double               tdm_session_now                  (TdmSession      *self);
-
 G_END_DECLS

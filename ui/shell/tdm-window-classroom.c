@@ -134,7 +134,9 @@ tdm_window_enlarge_chart (TdmWindow  *self,
     }
 }
 
-void
+/* Presentation mode (F11, the menu; Escape leaves it): fullscreen, larger text, the
+ * loss chart enlarged, high-contrast phase colours, the pace control shown. */
+static void
 tdm_window_set_presentation (TdmWindow *self,
                              gboolean   presentation)
 {
@@ -267,14 +269,6 @@ tdm_window_set_page (TdmWindow  *self,
   g_return_if_fail (name != NULL && tdm_window_has_page (name));
 
   adw_view_stack_set_visible_child_name (self->view_stack, name);
-}
-
-const char *
-tdm_window_get_page (TdmWindow *self)
-{
-  g_return_val_if_fail (TDM_IS_WINDOW (self), NULL);
-
-  return adw_view_stack_get_visible_child_name (self->view_stack);
 }
 
 void

@@ -236,6 +236,13 @@ tdm_window_start_experiment (TdmWindow     *self,
     tdm_window_set_page (self, page);
 }
 
+/* Whether a comparison is under way. */
+static gboolean
+tdm_window_get_experimenting (TdmWindow *self)
+{
+  return self->experiment != NULL && tdm_experiment_runner_get_running (self->experiment);
+}
+
 /* Starts the comparison of `kind` of the settings as they stand, showing `page`;
  * says why not when it cannot start. */
 static void
@@ -311,12 +318,6 @@ tdm_window_experiments_settings_changed (TdmWindow *self)
     text = g_strdup_printf (_("Not compared yet with the network chosen now. The last comparison, of another network: %s"),
                             self->compare_result);
   tdm_history_view_set_compare_result (TDM_HISTORY_VIEW (self->history_view), text);
-}
-
-gboolean
-tdm_window_get_experimenting (TdmWindow *self)
-{
-  return self->experiment != NULL && tdm_experiment_runner_get_running (self->experiment);
 }
 
 gboolean

@@ -125,7 +125,7 @@ tdm_window_export_chosen (TdmWindow       *self,
       return;
     }
   if (target == NULL)
-    ok = tdm_session_export_metrics (self->session, path, &error);
+    ok = tdm_dashboard_export_metrics (self->dashboard, path, &error);
   else if (g_str_equal (target, "scaling:csv"))
     ok = tdm_scaling_page_write_csv (self->scaling_page, path, &error);
   else if (g_str_equal (target, "scaling:svg"))

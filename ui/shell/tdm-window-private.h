@@ -181,11 +181,6 @@ void            tdm_window_runs_class_init  (GtkWidgetClass       *widget_class)
 void            tdm_window_runs_init        (TdmWindow            *self);
 void            tdm_window_runs_done        (TdmWindow            *self,
                                              TdmRun               *run);
-void            tdm_window_limit_weights    (TdmWindow            *self,
-                                             const char           *keep);
-void            tdm_window_ask_resume       (TdmWindow            *self,
-                                             const char           *checkpoint,
-                                             const char           *title);
 
 /* tdm-window-experiments.c: the actions win.compare-one-device and
  * win.compare-strategies; whether either is under way; the settings changed (a
@@ -196,7 +191,6 @@ void            tdm_window_compare_one_device (GtkWidget          *widget,
 void            tdm_window_compare_strategies (GtkWidget          *widget,
                                                const char         *action_name,
                                                GVariant           *parameter);
-gboolean        tdm_window_get_experimenting (TdmWindow           *self);
 void            tdm_window_experiments_settings_changed (TdmWindow *self);
 void            tdm_window_experiments_init (TdmWindow            *self);
 void            tdm_window_experiments_dispose (TdmWindow         *self);

@@ -56,7 +56,7 @@ tdm_window_kept_weights (TdmWindow  *self,
 
 /* Keeping ------------------------------------------------------------------- */
 
-void
+static void
 tdm_window_limit_weights (TdmWindow  *self,
                           const char *keep)
 {
@@ -245,7 +245,7 @@ tdm_window_resume_response (AdwMessageDialog *dialog,
 }
 
 /* Asks how far to go on (the saved run's epochs, or more), then resumes. */
-void
+static void
 tdm_window_ask_resume (TdmWindow  *self,
                        const char *checkpoint,
                        const char *title)

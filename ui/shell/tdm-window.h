@@ -43,15 +43,12 @@ void       tdm_window_set_max_steps (TdmWindow     *self,
 
 /* Presentation mode (F11, the menu; Escape leaves it): fullscreen, larger text, the
  * loss chart enlarged, high-contrast phase colours, the pace control shown. */
-void       tdm_window_set_presentation (TdmWindow  *self,
-                                        gboolean    presentation);
 gboolean   tdm_window_get_presentation (TdmWindow  *self);
 
 /* The views' pages: "charts", "devices", "predictions", "scaling", "history". */
 gboolean   tdm_window_has_page      (const char    *name);
 void       tdm_window_set_page      (TdmWindow     *self,
                                      const char    *name);
-const char *tdm_window_get_page     (TdmWindow     *self);
 
 /* Shows a short notice at the bottom of the window that goes away by itself. */
 void       tdm_window_toast         (TdmWindow     *self,
