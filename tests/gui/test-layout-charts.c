@@ -186,9 +186,9 @@ check_width(int width)
 
     tdm_run_item_set_overlay(item, TRUE);
   }
-  for (int i = 0; i < 200 && gtk_widget_get_width(GTK_WIDGET(window)) < width - 12; i++)
+  for (int i = 0; i < 2000 && gtk_widget_get_width(GTK_WIDGET(window)) < width - 12; i++)
     settle(1);
-  settle(20);
+  wait_for_rest(GTK_WIDGET(window), 2);
   g_assert_cmpint(gtk_widget_get_width(GTK_WIDGET(window)), <=, width);
   /* Every run is in the loss chart's legend, by name or among "+N more". */
   {

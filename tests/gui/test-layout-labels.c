@@ -143,7 +143,7 @@ window_at(int width)
   gtk_window_present(GTK_WINDOW(window));
   tdm_window_set_devices(window, devices);
   adw_flap_set_reveal_flap(window_child(window, "flap"), TRUE);
-  settle(40);
+  wait_for_rest(GTK_WIDGET(window), 2);
   return window;
 }
 
@@ -179,7 +179,7 @@ check_settings_at(int window_width)
   assert_spin_text_fits(window_child(window, "lr_spin"), "the learning rate");
   /* The largest rate it takes, too. */
   gtk_spin_button_set_value(window_child(window, "lr_spin"), 10);
-  settle(10);
+  wait_for_rest(GTK_WIDGET(window), 2);
   assert_spin_text_fits(window_child(window, "lr_spin"), "the learning rate at 10");
   destroy_window(window);
 }
@@ -271,7 +271,7 @@ check_sweep(void)
   sweep = tdm_history_sweep_new(NULL, store, tdm_history_store_find(store, tdm_run_recorder_get_id(rec)));
   gtk_window_set_default_size(GTK_WINDOW(sweep), 360, 900);
   gtk_window_present(GTK_WINDOW(sweep));
-  settle(40);
+  wait_for_rest(sweep, 2);
   g_test_message("sweep window %d px wide", gtk_widget_get_width(sweep));
   table = tdm_history_sweep_get_table(TDM_HISTORY_SWEEP(sweep));
   assert_labels_whole(table, "the sweep's table");
@@ -425,7 +425,7 @@ check_scaling_table(void)
   /* As a run fills it, a point at a time. */
   for (guint n = 1; n <= 3; n++) {
     tdm_scaling_table_set_points(table, points, n);
-    settle(20);
+    wait_for_rest(GTK_WIDGET(window), 2);
   }
   scroller = gtk_widget_get_ancestor(table, GTK_TYPE_SCROLLED_WINDOW);
   g_test_message("window %d px, table's scroller %d px", gtk_widget_get_width(GTK_WIDGET(window)),
@@ -480,7 +480,7 @@ check_devices_tables_at(int width)
   }
   tdm_window_set_page(window, "devices");
   page = window_child(window, "devices_page");
-  for (int i = 0; i < 200 && gtk_widget_get_width(GTK_WIDGET(window)) < width - 12; i++)
+  for (int i = 0; i < 2000 && gtk_widget_get_width(GTK_WIDGET(window)) < width - 12; i++)
     settle(1);
   /* Shown, and the window done with what it reads on its own (the history, the
    * dataset for the estimate), before the run's events come. */
@@ -533,7 +533,7 @@ check_devices_tables_at(int width)
     }
     tdm_dashboard_handle_event(window_child(window, "dashboard"), &e);
   }
-  settle(20);
+  wait_for_rest(GTK_WIDGET(window), 2);
   g_test_message("%d px: window %d px, page %d px", width, gtk_widget_get_width(GTK_WIDGET(window)),
                  gtk_widget_get_width(GTK_WIDGET(page)));
   g_assert_cmpint(gtk_widget_get_width(GTK_WIDGET(window)), <=, width);
@@ -544,7 +544,7 @@ check_devices_tables_at(int width)
     if (!wait_for(is_mapped, tdm_table_scroller_get_child(tables->pdata[i]), 30))
       g_error("%d px: the %s table is not shown (%d timed steps)", width, i == 0 ? "phase" : "memory",
               tdm_devices_page_get_phase_spans(page, 0, TDM_PHASE_FORWARD));
-  settle(10);
+  wait_for_rest(GTK_WIDGET(window), 2);
   for (guint i = 0; i < tables->len; i++) {
     GtkWidget *table = tdm_table_scroller_get_child(tables->pdata[i]);
     GtkWidget *scroller = tdm_table_scroller_get_viewport(tables->pdata[i]);
@@ -705,13 +705,13 @@ test_dropdown_tooltips(void)
   window = g_object_ref(tdm_window_new(NULL));
   gtk_window_set_default_size(GTK_WINDOW(window), 1200, 900);
   gtk_window_present(GTK_WINDOW(window));
-  settle(20);
+  wait_for_rest(GTK_WIDGET(window), 2);
   /* A combo row of the settings, and the dataset's drop-down. */
   check_dropdown(window_child(window, "strategy_dropdown"), "the strategy");
   check_dropdown(dropdown_under(window_child(window, "dataset_chooser")), "the dataset");
   /* The Scaling page's mode. */
   tdm_window_set_page(window, "scaling");
-  settle(20);
+  wait_for_rest(GTK_WIDGET(window), 2);
   check_dropdown(dropdown_under(window_child(window, "scaling_page")), "the scaling mode");
   destroy_window(window);
 }

@@ -22,9 +22,9 @@ window_at(int width)
   window = g_object_ref(tdm_window_new(NULL));
   gtk_window_set_default_size(GTK_WINDOW(window), width, 700);
   gtk_window_present(GTK_WINDOW(window));
-  for (int i = 0; i < 200 && gtk_widget_get_width(GTK_WIDGET(window)) < width - 12; i++)
+  for (int i = 0; i < 2000 && gtk_widget_get_width(GTK_WIDGET(window)) < width - 12; i++)
     settle(1);
-  settle(20);
+  wait_for_rest(GTK_WIDGET(window), 2);
   return window;
 }
 
@@ -56,27 +56,26 @@ see_through(TdmWindow *window, GtkWidget *widget)
   return (double)clear / ((double)width * height);
 }
 
-/* Reveals the settings where the flap folds and waits, counting main-loop turns, until
- * their pane has stayed mapped and at rest for five turns in a row. On a loaded machine
- * the flap may fold or unfold a turn after the window reaches its width: the pane is
- * then unmapped, and a paintable made of it paints nothing. */
+/* Reveals the settings where the flap folds, until their pane is shown and at rest,
+ * then has the pane drawn at rest. Counted in frames, not main-loop turns: on a
+ * loaded machine the flap folded a frame after the window reached its width, and
+ * turns went by with no frame at all (the pane was then unmapped, or mapped but
+ * never drawn: a paintable made of it painted nothing). */
 static void
-show_settings(AdwFlap *flap, GtkWidget *pane)
+show_settings(TdmWindow *window, AdwFlap *flap, GtkWidget *pane)
 {
-  int steady = 0;
-
-  for (int i = 0; i < 4000 && steady < 5; i++) {
+  for (int tries = 0;; tries++) {
     gboolean folded = adw_flap_get_folded(flap);
 
+    g_assert_cmpint(tries, <, 100);
     if (folded && !adw_flap_get_reveal_flap(flap))
       adw_flap_set_reveal_flap(flap, TRUE);
-    if (gtk_widget_get_mapped(pane) && (!folded || adw_flap_get_reveal_progress(flap) >= 1))
-      steady++;
-    else
-      steady = 0;
-    settle(1);
+    wait_for_rest(GTK_WIDGET(window), 2);
+    if (adw_flap_get_folded(flap) == folded && gtk_widget_get_mapped(pane) &&
+        (!folded || adw_flap_get_reveal_progress(flap) >= 1))
+      break;
   }
-  g_assert_cmpint(steady, ==, 5);
+  wait_for_rest(pane, 2);
 }
 
 /* folded: whether the settings must fold at this width (-1: either). */
@@ -91,7 +90,7 @@ check_settings_ground(int width, int folded)
 
   if (folded >= 0)
     g_assert_cmpint(adw_flap_get_folded(flap), ==, folded);
-  show_settings(flap, pane);
+  show_settings(window, flap, pane);
   share = see_through(window, pane);
   g_test_message("%d px: %.1f %% of the settings' pane lets the page through", width,
                  100 * share);

@@ -50,9 +50,10 @@ window_at(int width, int height)
   tdm_dashboard_set_status(window_child(window, "dashboard"),
                            "Epoch 10 of 20 · Step 6,000 of 12,000 · 12,345 samples/s · "
                            "1:02:03 elapsed · 1:02:03 left");
-  for (int i = 0; i < 200 && gtk_widget_get_width(GTK_WIDGET(window)) < width - 12; i++)
+  for (int i = 0; i < 2000 && gtk_widget_get_width(GTK_WIDGET(window)) < width - 12; i++)
     settle(1);
-  settle(20);
+  /* Laid out at that width (the flap folded or not, the cards in their columns). */
+  wait_for_rest(GTK_WIDGET(window), 2);
   if (g_getenv("TDM_DEBUG_MIN")) {
     const char *names[] = {"flap", "sidebar", "dashboard", "start_button", NULL};
     GtkWidget *hb = gtk_widget_get_ancestor(window_child(window, "pause_button"), ADW_TYPE_HEADER_BAR);
@@ -133,11 +134,12 @@ check_width(int width, gboolean folded, guint columns)
   /* Folded, the settings are one click (or F9) away and then fit the window. */
   if (folded) {
     gtk_widget_activate_action(GTK_WIDGET(window), "win.toggle-sidebar", NULL);
-    /* Until the slide has finished; counted in iterations, not time. */
-    for (int i = 0; i < 2000 && adw_flap_get_reveal_progress(flap) < 1; i++)
-      settle(1);
-    settle(5);
     g_assert_true(adw_flap_get_reveal_flap(flap));
+    /* Until the slide has finished; counted in frames, not time. */
+    for (int tries = 0; adw_flap_get_reveal_progress(flap) < 1; tries++) {
+      g_assert_cmpint(tries, <, 100);
+      wait_for_rest(GTK_WIDGET(window), 2);
+    }
   }
   /* The settings scroll up and down inside their pane, never sideways. */
   {
@@ -246,12 +248,12 @@ test_style_dark(void)
 
   g_assert_null(g_getenv("GTK_THEME"));
   adw_style_manager_set_color_scheme(style, ADW_COLOR_SCHEME_FORCE_LIGHT);
-  settle(10);
+  wait_for_rest(GTK_WIDGET(window), 2);
   g_assert_false(adw_style_manager_get_dark(style));
   g_assert_cmpfloat(chart_text_luminance(window), <, 0.5);
 
   adw_style_manager_set_color_scheme(style, ADW_COLOR_SCHEME_FORCE_DARK);
-  settle(10);
+  wait_for_rest(GTK_WIDGET(window), 2);
   g_assert_true(adw_style_manager_get_dark(style));
   g_assert_cmpfloat(chart_text_luminance(window), >, 0.5);
 
@@ -488,14 +490,14 @@ test_status_line_relayout(void)
   gtk_window_set_default_size(window, 900, 100);
   tdm_status_line_set_text(line, one);
   gtk_window_present(window);
-  settle(30);
+  wait_for_rest(GTK_WIDGET(window), 2);
   g_assert_cmpint(tdm_status_line_get_lines(line, gtk_widget_get_width(GTK_WIDGET(line))), ==, 1);
   height = gtk_widget_get_height(GTK_WIDGET(line));
 
   /* The same number of lines: redrawn, not measured again. */
   before = box->measured;
   tdm_status_line_set_text(line, same);
-  settle(10);
+  wait_for_rest(GTK_WIDGET(window), 2);
   g_assert_cmpuint(box->measured, ==, before);
   g_assert_cmpstr(tdm_status_line_get_text(line), ==, same);
 
@@ -505,7 +507,7 @@ test_status_line_relayout(void)
 
     g_assert_cmpint(tdm_status_line_get_lines(line, gtk_widget_get_width(GTK_WIDGET(line))), ==, 1);
     tdm_status_line_set_text(line, long_text);
-    settle(10);
+    wait_for_rest(GTK_WIDGET(window), 2);
     g_assert_cmpuint(box->measured, >, before);
     g_assert_cmpint(tdm_status_line_get_lines(line, gtk_widget_get_width(GTK_WIDGET(line))), >, 1);
     g_assert_cmpint(gtk_widget_get_height(GTK_WIDGET(line)), >, height);
@@ -550,7 +552,7 @@ test_quit_saves_size(void)
   window = g_object_ref(tdm_window_new(app));
   gtk_window_set_default_size(GTK_WINDOW(window), 1111, 666);
   gtk_window_present(GTK_WINDOW(window));
-  settle(20);
+  wait_for_rest(GTK_WIDGET(window), 2);
   g_action_group_activate_action(G_ACTION_GROUP(app), "quit", NULL);
   settle(5);
   g_assert_cmpint(g_settings_get_int(settings, "window-width"), ==, 1111);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frame-test-util.h"
 #include "tdm-draw.h"
 #include "tdm-timeline.h"
 #include "tdm-trainer.h"
@@ -137,10 +138,8 @@ test_realized (void)
   gtk_window_set_child (GTK_WINDOW (window), timeline);
   train_into (TDM_TIMELINE (timeline), TDM_STRATEGY_MAIN);
   gtk_window_present (GTK_WINDOW (window));
-  for (int i = 0; i < 1000 && gtk_widget_get_width (timeline) <= 0; i++)
-    g_main_context_iteration (NULL, FALSE);
-  for (int i = 0; i < 20; i++)
-    g_main_context_iteration (NULL, FALSE);
+  /* Drawn at its size: a paintable of it paints that drawing. */
+  wait_for_rest (timeline, 2);
 
   g_assert_true (gtk_widget_get_mapped (timeline));
   width = gtk_widget_get_width (timeline);

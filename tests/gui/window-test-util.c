@@ -36,8 +36,9 @@ gboolean
 wait_for(gboolean (*cond)(gpointer), gpointer data, double seconds)
 {
   gint64 end = g_get_monotonic_time() + (gint64)(seconds * G_USEC_PER_SEC);
-  /* A timer keeps the loop from blocking when nothing else is due. */
-  guint source = g_timeout_add(5, tick, NULL);
+  /* A timer keeps the loop from blocking when nothing else is due; below GTK's redraw
+   * in priority, so that a turn never runs it in a frame's place. */
+  guint source = g_timeout_add_full(G_PRIORITY_LOW, 5, tick, NULL, NULL);
   gboolean ok;
 
   while (!(ok = cond(data)) && g_get_monotonic_time() < end)
@@ -56,7 +57,7 @@ drain(void)
 void
 settle(guint iterations)
 {
-  guint source = g_timeout_add(5, tick, NULL);
+  guint source = g_timeout_add_full(G_PRIORITY_LOW, 5, tick, NULL, NULL);
 
   for (guint i = 0; i < iterations; i++)
     g_main_context_iteration(NULL, TRUE);

@@ -9,6 +9,7 @@
 
 #include "tdm-window.h"
 #include "tdm-device-row.h"
+#include "frame-test-util.h"
 
 G_BEGIN_DECLS
 
@@ -22,8 +23,9 @@ void     window_test_init (int *argc, char ***argv);
 gboolean wait_for       (gboolean (*cond) (gpointer), gpointer data, double seconds);
 /* Runs whatever the main loop has ready, without blocking. */
 void     drain          (void);
-/* Turns the main loop `iterations` times with a timer running, so layout and the
- * frame clock catch up; no assertion depends on how long that takes. */
+/* Turns the main loop `iterations` times with a timer running (below GTK's redraw in
+ * priority), so what is queued runs. It promises no frame: a test that then reads
+ * sizes, folds or pixels waits with wait_for_rest() (frame-test-util.h). */
 void     settle         (guint iterations);
 /* A new window, shown, its form loaded (wait_for_form); the caller holds a reference
  * (see destroy_window). */
