@@ -403,6 +403,105 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
   }
 }
 
+/* The gradient a block's end hands on, from dy (of dy_type) into dx (of dx_type; dx may
+ * be dy where the types agree): through its ReLU when relu, the mask read from its
+ * output y (of y_type), else converted as it is. */
+static void
+block_end_grad(TdmReplica *r, void *dx, TdmDtype dx_type, const void *dy, TdmDtype dy_type,
+               const void *y, TdmDtype y_type, size_t count, bool relu)
+{
+  TdmBackend *b = r->backend;
+  if (relu && y_type == TDM_DTYPE_BF16) {
+    tdm_backend_relu_backward_bf16(b, dx, dx_type, dy, dy_type, y, count);
+  } else if (relu) {
+    g_assert(dx_type == TDM_DTYPE_F32 && dy_type == TDM_DTYPE_F32); /* block_grad_bf16() */
+    tdm_backend_relu_backward(b, dx, dy, y, count);
+  } else if (dx_type != dy_type) {
+    if (dx_type == TDM_DTYPE_BF16)
+      tdm_backend_to_bf16(b, dx, dy, count);
+    else
+      tdm_backend_from_bf16(b, dx, dy, count);
+  } else if (dx != dy) {
+    tdm_backend_copy(b, dx, dy, count * tdm_dtype_size(dx_type));
+  }
+}
+
+/* The backward of residual block end i (RES_END): the gradient after its ReLU goes on
+ * to the block's layers in *dy (with *dy_type), and the skip path's share waits in
+ * skip_grad for the block's start: a copy of it, or a projection's input gradient
+ * (its bn's backward, then its conv's). Where the block's gradients are kept as bf16
+ * (block_grad_bf16()), the gradient is written as bf16, into the skip buffer itself
+ * for a block without a projection (*dy then points there), and a projection's input
+ * gradient is kept compact in float32: its weight gradient from its conv's backward
+ * (the free gradient buffer as its spare), its input gradient a product of its own. */
+static void
+block_end_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype *dy_type)
+{
+  TdmBackend *b = r->backend;
+  const TdmNetwork *net = r->net;
+  const TdmLayer *l = &net->layers[i], *begin = &net->layers[l->partner];
+  gboolean g16 = block_grad_bf16(net, i, r->stores_bf16);
+  TdmDtype type = g16 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+  size_t out = (size_t)n * layer_out_floats(l);
+  float *skip = r->skip_grad[i];
+  float *target = g16 && !l->projection ? skip : type == *dy_type ? *dy : *dx;
+  block_end_grad(r, target, type, *dy, *dy_type, r->acts[i + 1], act_type(r, i + 1), out,
+                 l->fused_relu);
+  if (target == *dx) {
+    *dx = *dy;
+    *dy = target;
+  } else if (target != *dy) {
+    *dy = target; /* both gradient buffers are free */
+  }
+  *dy_type = type;
+  const float *w = r->params + l->weight_offset;
+  float *dw = r->grads + l->weight_offset;
+  if (!l->projection) {
+    if (!g16)
+      tdm_backend_copy(b, skip, *dy, out * sizeof(float));
+    return;
+  }
+  float *dconv = r->proj_bn[i]; /* the bn's output is spent */
+  int pixels = l->out_h * l->out_w;
+  bn_backward(r, dconv, NULL, *dy, type, r->proj_conv[i], projection_type(r), n, pixels,
+              l->out_c, r->params + l->bias_offset, r->params + l->bias_offset + l->out_c,
+              false, r->grads + l->bias_offset, r->bn_work[i]);
+  tdm_replica_conv_backward(r, g16 ? *dx : skip, FALSE, dw, dconv, FALSE, r->acts[l->partner],
+                            act_type(r, l->partner), NULL, r->cols[i], NULL, w, n, begin->in_h,
+                            begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride, l->out_h,
+                            l->out_w, !g16);
+  if (g16)
+    tdm_backend_gemm(b, false, false, n * pixels, begin->in_c, l->out_c, 1.0f, dconv, l->out_c,
+                     w, begin->in_c, 0.0f, skip, begin->in_c);
+}
+
+/* The backward of residual block start i (RES_BEGIN): its first layer's input gradient
+ * dy (float32) plus the skip path's share, in place; where the block's gradients are
+ * kept as bf16, summed in float32 and rounded once into dx (then *dy), for the layer
+ * before the block. */
+static void
+block_begin_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype *dy_type)
+{
+  TdmBackend *b = r->backend;
+  const TdmNetwork *net = r->net;
+  const TdmLayer *l = &net->layers[i], *end = &net->layers[l->partner];
+  const float *skip = r->skip_grad[l->partner];
+  g_assert(*dy_type == TDM_DTYPE_F32);
+  if (!block_grad_bf16(net, l->partner, r->stores_bf16)) {
+    tdm_backend_add(b, *dy, skip, (size_t)n * block_in_floats(net, end));
+    return;
+  }
+  uint16_t *sum = (uint16_t *)*dx;
+  if (end->projection)
+    tdm_backend_add_strided_bf16(b, sum, *dy, skip, n, l->in_h, l->in_w, l->in_c, end->stride);
+  else
+    tdm_backend_add_out_bf16(b, sum, *dy, skip, TDM_DTYPE_BF16,
+                             (size_t)n * block_in_floats(net, end), false);
+  *dx = *dy;
+  *dy = (float *)sum;
+  *dy_type = TDM_DTYPE_BF16;
+}
+
 static void
 announce(TdmReplica *r, const TdmLayer *l)
 {
@@ -448,7 +547,9 @@ tdm_replica_backward(TdmReplica *r, int n)
     int pixels = l->out_h * l->out_w;
     uint16_t *dx16 = NULL; /* a bn's input gradient, written as bf16 for the conv below */
     TdmDtype dx_type = TDM_DTYPE_F32;
-    g_assert(dy_type == TDM_DTYPE_F32 || l->kind == TDM_LAYER_BN); /* conv_dx_as_bf16() */
+    /* conv_dx_as_bf16(), block_grad_bf16() */
+    g_assert(dy_type == TDM_DTYPE_F32 || l->kind == TDM_LAYER_BN ||
+             l->kind == TDM_LAYER_RES_END);
 
     switch (l->kind) {
     case TDM_LAYER_LINEAR: {
@@ -545,46 +646,24 @@ tdm_replica_backward(TdmReplica *r, int n)
         tdm_backend_scale(b, dx, l->factor, out);
       }
       break;
-    case TDM_LAYER_RES_END: {
-      /* dy goes on to the block's layers unchanged; the skip path's share waits in
-       * skip_grad for the block's start. */
-      if (l->fused_relu && act_type(r, i + 1) == TDM_DTYPE_BF16)
-        tdm_backend_relu_backward_bf16(b, dy, dy, (const uint16_t *)y, out);
-      else if (l->fused_relu)
-        tdm_backend_relu_backward(b, dy, dy, y, out);
-      float *skip = r->skip_grad[i];
-      if (l->projection) {
-        const TdmLayer *begin = &net->layers[l->partner];
-        float *dconv = r->proj_bn[i]; /* the bn's output is spent */
-        bn_backward(r, dconv, NULL, dy, TDM_DTYPE_F32, r->proj_conv[i], projection_type(r), n,
-                    pixels, l->out_c, r->params + l->bias_offset,
-                    r->params + l->bias_offset + l->out_c, false, r->grads + l->bias_offset,
-                    r->bn_work[i]);
-        tdm_replica_conv_backward(r, skip, FALSE, dw, dconv, FALSE, r->acts[l->partner],
-                                  act_type(r, l->partner), NULL, r->cols[i], NULL, w, n,
-                                  begin->in_h, begin->in_w, begin->in_c, l->out_c, 1, 0,
-                                  l->stride, l->out_h, l->out_w, TRUE);
-      } else {
-        tdm_backend_copy(b, skip, dy, out * sizeof(float));
-      }
+    case TDM_LAYER_RES_END:
+      block_end_backward(r, i, n, &dy, &dx, &dy_type);
       announce(r, l);
       if (tdm_replica_aborted(r))
         return;
       continue;
-    }
-    case TDM_LAYER_RES_BEGIN: {
-      const TdmLayer *end = &net->layers[l->partner];
-      tdm_backend_add(b, dy, r->skip_grad[l->partner], (size_t)n * block_in_floats(net, end));
+    case TDM_LAYER_RES_BEGIN:
+      block_begin_backward(r, i, n, &dy, &dx, &dy_type);
       continue;
-    }
     }
 
     announce(r, l);
     dy16_ready = dx16 != NULL;
     dy_type = dx_type;
-    float *swap = dy;
+    /* dx holds the gradient now; the next goes to the other gradient buffer (dy may
+     * have been a block's skip buffer, block_end_backward()). */
     dy = dx;
-    dx = swap;
+    dx = dy == r->grad_a ? r->grad_b : r->grad_a;
     if (tdm_replica_aborted(r))
       return;
   }

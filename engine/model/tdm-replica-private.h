@@ -224,6 +224,53 @@ block_output_bf16(const TdmNetwork *net, int i, gboolean stores16)
   return reads_bf16_block(net, j);
 }
 
+/* Whether residual block `end`'s gradients are kept as bf16 in training (stores16): the
+ * gradient its end hands on after its ReLU (whose mask it reads from its bf16 output,
+ * block_output_bf16()), read by the block's last layer, a bn (of either type), and by
+ * the block's start as the skip path's share; and the gradient its start writes, the
+ * two shares meeting there summed in float32 and rounded once (add_out_bf16, or
+ * add_strided_bf16 for a projection's), for the layer before the block, which reads
+ * bf16: a bn, or a block's end that reads its ReLU's mask from a bf16 output too. The
+ * block's first layer writes its input gradient in float32 (nothing is rounded before
+ * the sum). The skip's share waits in the level's skip buffer: the block's bf16 output
+ * gradient itself (no copy), or a projection's input gradient in float32, compact (the
+ * pixels its 1×1 conv of no padding reads, 1/stride² of them; col2im would put zeros
+ * around them). Not a block nested at its start, nor an empty one. */
+static inline gboolean
+block_grad_bf16(const TdmNetwork *net, int end, gboolean stores16)
+{
+  const TdmLayer *l = &net->layers[end];
+  if (!stores16 || l->kind != TDM_LAYER_RES_END)
+    return FALSE;
+  int begin = l->partner;
+  if (begin < 1 || end - begin < 2 || net->layers[end - 1].kind != TDM_LAYER_BN ||
+      (l->fused_relu && !block_output_bf16(net, end, stores16)))
+    return FALSE;
+  const TdmLayer *before = &net->layers[begin - 1];
+  if (before->kind == TDM_LAYER_BN)
+    return TRUE;
+  return before->kind == TDM_LAYER_RES_END &&
+         (!before->fused_relu || block_output_bf16(net, begin - 1, stores16));
+}
+
+/* The skip gradient of residual block `end` as kept: *count elements of *type per
+ * sample (block_grad_bf16()). */
+static inline void
+skip_grad_of(const TdmNetwork *net, int end, gboolean stores16, size_t *count,
+             TdmDtype *type)
+{
+  const TdmLayer *l = &net->layers[end];
+  const TdmLayer *begin = &net->layers[l->partner];
+  *count = (size_t)begin->in_h * begin->in_w * begin->in_c;
+  *type = TDM_DTYPE_F32;
+  if (!block_grad_bf16(net, end, stores16))
+    return;
+  if (l->projection)
+    *count = (size_t)l->out_h * l->out_w * begin->in_c;
+  else
+    *type = TDM_DTYPE_BF16;
+}
+
 /* Whether layer i's output is stored as bf16 in training (stores16). */
 static inline gboolean
 output_bf16(const TdmNetwork *net, int i, gboolean stores16)

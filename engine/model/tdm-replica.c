@@ -42,7 +42,7 @@ buffers_of(const TdmNetwork *net, int i, TdmBackendKind kind, TdmPrecision preci
   if (bn_channels(l) > 0)
     buf.bn_work = 4 * (size_t)bn_channels(l) + TDM_BN_SLOT_FLOATS(bn_channels(l));
   if (l->kind == TDM_LAYER_RES_END) {
-    buf.skip = block_in_floats(net, l);
+    skip_grad_of(net, i, stores16, &buf.skip, &buf.skip_type);
     if (l->projection) {
       buf.projection = out;
       buf.projection_type = stores16 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
@@ -91,10 +91,11 @@ widest_scratch(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precisio
 }
 
 /* A block's skip gradient lives from the walk back reaching its end to reaching its
- * start, so blocks at one level of nesting take turns in one buffer (the widest of
- * that level's): widths[level − 1]; *skips their sum. A projection's bn output is
- * read by its block's add only (backward reads the conv's output), then serves as the
- * conv's gradient in backward: one buffer, the widest, *proj_bn. Floats per sample. */
+ * start, so blocks at one level of nesting take turns in one buffer (the largest of
+ * that level's, in bytes as kept): widths[level − 1]; *skips their sum. A projection's
+ * bn output is read by its block's add only (backward reads the conv's output), then
+ * serves as the conv's gradient in backward: one buffer, the widest, *proj_bn (floats).
+ * Per sample. */
 static void
 shared_block_buffers(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
                      gboolean stores16, size_t *widths, size_t *skips, size_t *proj_bn)
@@ -107,7 +108,7 @@ shared_block_buffers(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision pr
     if (buf.skip > 0) {
       int level = net->layers[i].depth;
       g_assert(level >= 1 && level <= levels);
-      w[level - 1] = MAX(w[level - 1], buf.skip);
+      w[level - 1] = MAX(w[level - 1], buf.skip * tdm_dtype_size(buf.skip_type));
     }
     *proj_bn = MAX(*proj_bn, buf.projection);
   }
@@ -147,7 +148,7 @@ tdm_replica_plan(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precis
   }
   size_t skips = 0, proj_bn = 0;
   shared_block_buffers(net, kind, precision, stores16, NULL, &skips, &proj_bn);
-  p.workspace += cap * (skips + proj_bn) * sizeof(float);
+  p.workspace += cap * (skips + proj_bn * sizeof(float));
   /* The two activation-gradient buffers, the chunk's labels and indices, the metrics. */
   p.workspace += 2 * cap * tdm_replica_gradient_floats(net) * sizeof(float);
   p.workspace += 2 * most * sizeof(int32_t) + sizeof(TdmMetrics);
@@ -285,7 +286,7 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
                          &proj_bn);
     for (int k = 0; k < tdm_replica_infer_count(net) - 2; k++)
       if (widths[k] > 0)
-        ALLOC(r->skip_levels[k], (size_t)capacity * widths[k] * sizeof(float));
+        ALLOC(r->skip_levels[k], (size_t)capacity * widths[k]);
     if (proj_bn > 0)
       ALLOC(r->proj_bn_shared, (size_t)capacity * proj_bn * sizeof(float));
   }

@@ -117,7 +117,8 @@ struct _TdmReplica {
                                  * BN, shared by the layers in turn */
   float **proj_conv, **proj_bn; /* [layer_count]: a projection's conv and bn outputs */
   float **skip_grad;            /* [layer_count]: RES_END: the gradient of the skip path,
-                                 * in its nesting level's buffer of skip_levels */
+                                 * in its nesting level's buffer of skip_levels, of the
+                                 * type and count tdm_replica_layer_buffers() says */
   float **skip_levels;          /* one skip-gradient buffer per level of nesting */
   float *proj_bn_shared;        /* every projection's bn output (proj_bn[i]) */
   float *tta_logits;            /* test-time flip averaging */
@@ -252,8 +253,11 @@ typedef struct {
   size_t columns;     /* floats: a convolution's im2col columns, built in the one column
                        * workspace (the largest layer's, not a sum) */
   size_t bn_work;     /* floats, not per sample: a BN's batch statistics and sums */
-  size_t skip;        /* floats: a residual block's skip gradient, in one buffer per
-                       * level of nesting (the level's widest) */
+  size_t skip;        /* elements of skip_type: a residual block's skip gradient, in one
+                       * buffer per level of nesting (the level's largest in bytes) */
+  TdmDtype skip_type; /* bf16 where the block's gradients are kept so in a run that
+                       * stores activations as bf16: its output gradient itself; a
+                       * projection's then float32, only the pixels its stride reads */
   size_t projection;  /* elements of projection_type: a projection's conv output, kept;
                        * and its BN's, floats, in one buffer for all projections (the
                        * widest) */

@@ -123,6 +123,25 @@ bf16_block_outputs(const TdmNetwork *net)
   return sum;
 }
 
+/* Bytes per sample of the skip-gradient buffers a replica keeps: one per level of
+ * nesting, the level's largest skip gradient as kept (tdm_replica_layer_buffers()). */
+static size_t
+skip_bytes(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision)
+{
+  size_t level[8] = {0}, sum = 0;
+  for (int i = 0; i < net->layer_count; i++) {
+    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind, precision);
+    if (buf.skip == 0)
+      continue;
+    int d = net->layers[i].depth;
+    g_assert(d >= 1 && d <= (int)G_N_ELEMENTS(level));
+    level[d - 1] = MAX(level[d - 1], buf.skip * tdm_dtype_size(buf.skip_type));
+  }
+  for (guint d = 0; d < G_N_ELEMENTS(level); d++)
+    sum += level[d];
+  return sum;
+}
+
 /* Every buffer a replica and its optimizer allocate is in the estimate, byte for byte. */
 static void
 test_replica_exact(void)
@@ -165,7 +184,9 @@ test_replica_exact(void)
       }
       /* A GPU under bf16 keeps the parameters as bf16 too, a conv's output that only
        * the bn after it reads (a projection's too) and the blocks' inputs and outputs
-       * in half the bytes, and no output for a bn whose conv normalizes as it reads. */
+       * in half the bytes, no output for a bn whose conv normalizes as it reads, and
+       * blocks' skip gradients as bf16 (or a projection's compact) where their
+       * gradients are kept so. */
       TdmReplicaBytes gpu32 = tdm_memory_replica(net, TDM_BACKEND_CUDA, TDM_PRECISION_FP32,
                                                  capacity, eval, 200, 90);
       TdmReplicaBytes gpu16 = tdm_memory_replica(net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16,
@@ -175,7 +196,10 @@ test_replica_exact(void)
                        bf16_block_outputs(net)) *
                       sizeof(uint16_t);
       size_t elided = (size_t)capacity * bf16_bn_outputs_to_conv(net) * sizeof(float);
-      g_assert_cmpuint(gpu16.total + halves + elided - gpu32.total, ==,
+      size_t skips = (size_t)capacity *
+                     (skip_bytes(net, TDM_BACKEND_CUDA, TDM_PRECISION_FP32) -
+                      skip_bytes(net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16));
+      g_assert_cmpuint(gpu16.total + halves + elided + skips - gpu32.total, ==,
                        MAX(1, net->parameter_count) * sizeof(uint16_t));
       g_assert_cmpuint(gpu32.activations - gpu16.activations, ==, halves + elided);
       /* A CPU replica reads the host's datasets; a GPU keeps a copy. */
@@ -252,6 +276,45 @@ test_bf16_activations(void)
     g_assert_cmpint(stored, ==, 17 + 9);
     g_assert_cmpint(folded, ==, 8);
     g_assert_cmpint(elided, ==, 8);
+  }
+  /* The skip gradients: one buffer for the one level of blocks, the largest block's.
+   * Float32 (as TANDEM_BF16_ACTIVATIONS=0 keeps them): the widest block input,
+   * 32×32×64 = 65,536 floats, 262,144 bytes a sample. In bf16 every block keeps its
+   * gradients as bf16 (each ends in a bn; before block 1 the stem's bn, before the
+   * others a block's end with a bf16 output): the five blocks without a projection keep
+   * their output gradient (32×32×64 twice, 16×16×128, 8×8×256, 4×4×512) as bf16, at
+   * most 131,072 bytes; the three projections their input gradient at the pixels
+   * their stride 2 reads, float32: 16×16×64, 8×8×128, 4×4×256 (65,536, 32,768 and
+   * 16,384 bytes). So 131,072 bytes a sample: 67,108,864 fewer at batch 512. */
+  for (int kind = TDM_BACKEND_CPU; kind <= TDM_BACKEND_CUDA; kind++) {
+    int bf16_skips = 0, compact = 0;
+    for (int i = 0; i < net->layer_count; i++) {
+      TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind, TDM_PRECISION_BF16);
+      const TdmLayer *l = &net->layers[i];
+      if (l->kind != TDM_LAYER_RES_END)
+        continue;
+      const TdmLayer *begin = &net->layers[l->partner];
+      if (l->projection) {
+        g_assert_cmpint(buf.skip_type, ==, TDM_DTYPE_F32);
+        g_assert_cmpuint(buf.skip, ==, (size_t)(begin->in_h / 2) * (begin->in_w / 2) *
+                                           begin->in_c);
+        compact++;
+      } else {
+        g_assert_cmpint(buf.skip_type, ==, TDM_DTYPE_BF16);
+        g_assert_cmpuint(buf.skip, ==, (size_t)begin->in_h * begin->in_w * begin->in_c);
+        bf16_skips++;
+      }
+    }
+    g_assert_cmpint(bf16_skips, ==, 5);
+    g_assert_cmpint(compact, ==, 3);
+    g_assert_cmpuint(skip_bytes(net, kind, TDM_PRECISION_BF16), ==, 131072);
+    g_assert_cmpuint(skip_bytes(net, kind, TDM_PRECISION_FP32), ==, 262144);
+    TdmReplicaPlan with = tdm_replica_plan(net, kind, TDM_PRECISION_BF16, 512, 100);
+    g_assert_true(g_setenv("TANDEM_BF16_ACTIVATIONS", "0", TRUE));
+    g_assert_cmpuint(skip_bytes(net, kind, TDM_PRECISION_BF16), ==, 262144);
+    TdmReplicaPlan without = tdm_replica_plan(net, kind, TDM_PRECISION_BF16, 512, 100);
+    g_unsetenv("TANDEM_BF16_ACTIVATIONS");
+    g_assert_cmpuint(without.workspace - with.workspace, ==, 67108864);
   }
   /* Allocated as planned, at a small batch. */
   g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 20, 10);
