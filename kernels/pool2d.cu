@@ -73,9 +73,9 @@ maxpool2d_forward_kernel(float *y, int32_t *argmax, const float *x, Pool2d g, si
   }
 }
 
-template <bool MAX>
+template <bool MAX, typename DY>
 __global__ void
-pool2d_backward_kernel(float *dx, const float *dy, const int32_t *argmax, Pool2d g,
+pool2d_backward_kernel(float *dx, const DY *dy, const int32_t *argmax, Pool2d g,
                        size_t total)
 {
   const float area = window_area(g.k);
@@ -92,8 +92,11 @@ pool2d_backward_kernel(float *dx, const float *dy, const int32_t *argmax, Pool2d
     for (int oy = y0; oy <= y1; oy++)
       for (int ox = x0; ox <= x1; ox++) {
         size_t o = ((im * g.oh + oy) * g.ow + ox) * g.c + ch;
-        if (!MAX || argmax[o] == idx)
-          sum += dy[o];
+        if (!MAX || argmax[o] == idx) {
+          float v;
+          tdm_k_vec<1>::load(&v, dy + o);
+          sum += v;
+        }
       }
     dx[e] = MAX ? sum : sum / area;
   }
@@ -147,8 +150,8 @@ tdm_k_maxpool2d_forward(float *y, int32_t *argmax, const float *x, int n, int h,
 }
 
 extern "C" cudaError_t
-tdm_k_maxpool2d_backward(float *dx, const float *dy, const int32_t *argmax, int n, int h,
-                         int w, int c, int k, int s, int p, int oh, int ow,
+tdm_k_maxpool2d_backward(float *dx, const void *dy, bool dy16, const int32_t *argmax, int n,
+                         int h, int w, int c, int k, int s, int p, int oh, int ow,
                          cudaStream_t stream)
 {
   Pool2d g;
@@ -157,8 +160,13 @@ tdm_k_maxpool2d_backward(float *dx, const float *dy, const int32_t *argmax, int 
   size_t total = (size_t)n * h * w * c;
   if (total == 0)
     return cudaSuccess;
-  pool2d_backward_kernel<true><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
-                                 stream>>>(dx, dy, argmax, g, total);
+  if (dy16)
+    pool2d_backward_kernel<true, uint16_t><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS,
+                                             0, stream>>>(dx, (const uint16_t *)dy, argmax, g,
+                                                          total);
+  else
+    pool2d_backward_kernel<true, float><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                          stream>>>(dx, (const float *)dy, argmax, g, total);
   return tdm_k_launched();
 }
 
@@ -187,7 +195,7 @@ tdm_k_avgpool2d_backward(float *dx, const float *dy, int n, int h, int w, int c,
   size_t total = (size_t)n * h * w * c;
   if (total == 0)
     return cudaSuccess;
-  pool2d_backward_kernel<false><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
+  pool2d_backward_kernel<false, float><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
                                   stream>>>(dx, dy, NULL, g, total);
   return tdm_k_launched();
 }

@@ -549,7 +549,8 @@ tdm_replica_backward(TdmReplica *r, int n)
     TdmDtype dx_type = TDM_DTYPE_F32;
     /* conv_dx_as_bf16(), block_grad_bf16() */
     g_assert(dy_type == TDM_DTYPE_F32 || l->kind == TDM_LAYER_BN ||
-             l->kind == TDM_LAYER_RES_END);
+             l->kind == TDM_LAYER_RES_END ||
+             (l->kind == TDM_LAYER_POOL && !tdm_layer_pool_tiles(l)));
 
     switch (l->kind) {
     case TDM_LAYER_LINEAR: {
@@ -596,7 +597,7 @@ tdm_replica_backward(TdmReplica *r, int n)
         return;
       }
       if (need_dx && !tdm_layer_pool_tiles(l)) {
-        tdm_backend_maxpool2d_backward(b, dx, dy, r->argmax[i], pool2d_of(l, n));
+        tdm_backend_maxpool2d_backward(b, dx, dy, dy_type, r->argmax[i], pool2d_of(l, n));
       } else if (need_dx) {
         /* The conv below handed this pool its bias (and ReLU): their gradients too. */
         const TdmLayer *c = bias_in_pool(net, i - 1) ? l - 1 : NULL;

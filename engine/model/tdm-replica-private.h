@@ -230,7 +230,8 @@ block_output_bf16(const TdmNetwork *net, int i, gboolean stores16)
  * the block's start as the skip path's share; and the gradient its start writes, the
  * two shares meeting there summed in float32 and rounded once (add_out_bf16, or
  * add_strided_bf16 for a projection's), for the layer before the block, which reads
- * bf16: a bn, or a block's end that reads its ReLU's mask from a bf16 output too. The
+ * bf16: a bn, a max pool that is not a tiling one (maxpool2d_backward), or a block's
+ * end that reads its ReLU's mask from a bf16 output too. The
  * block's first layer writes its input gradient in float32 (nothing is rounded before
  * the sum). The skip's share waits in the level's skip buffer: the block's bf16 output
  * gradient itself (no copy), or a projection's input gradient in float32, compact (the
@@ -247,7 +248,8 @@ block_grad_bf16(const TdmNetwork *net, int end, gboolean stores16)
       (l->fused_relu && !block_output_bf16(net, end, stores16)))
     return FALSE;
   const TdmLayer *before = &net->layers[begin - 1];
-  if (before->kind == TDM_LAYER_BN)
+  if (before->kind == TDM_LAYER_BN ||
+      (before->kind == TDM_LAYER_POOL && !tdm_layer_pool_tiles(before)))
     return TRUE;
   return before->kind == TDM_LAYER_RES_END &&
          (!before->fused_relu || block_output_bf16(net, begin - 1, stores16));

@@ -574,6 +574,21 @@ test_block_gradients(void)
     for (guint i = 0; i < G_N_ELEMENTS(bufs); i++)
       tdm_backend_release(b, bufs[i]);
   }
+  /* The stem's 3×3 stride-2 max pool of padding 1 under a block whose gradient is kept
+   * as bf16: maxpool2d_backward reading it gives the bits of reading it widened. */
+  {
+    TdmPool2d g = {n, h, w, c, 3, 2, 1, (h + 2 - 3) / 2 + 1, (w + 2 - 3) / 2 + 1};
+    const size_t ny = (size_t)n * g.oh * g.ow * c;
+    float *py = dev_floats(b, ny), *pdx = dev_floats(b, count), *pdx16 = dev_floats(b, count);
+    int32_t *argmax = dev_alloc(b, ny * sizeof(int32_t));
+    tdm_backend_maxpool2d_forward(b, py, argmax, a, g);
+    tdm_backend_maxpool2d_backward(b, pdx, dy_wide, TDM_DTYPE_F32, argmax, g);
+    tdm_backend_maxpool2d_backward(b, pdx16, dy16, TDM_DTYPE_BF16, argmax, g);
+    g_assert_cmpmem(pdx16, count * 4, pdx, count * 4);
+    void *pool[] = {py, pdx, pdx16, argmax};
+    for (guint i = 0; i < G_N_ELEMENTS(pool); i++)
+      tdm_backend_release(b, pool[i]);
+  }
   g_assert_true(tdm_backend_check(b, NULL));
   void *all[] = {y, dy, a, y16, dy16, dy_wide, want, got, got16};
   for (guint i = 0; i < G_N_ELEMENTS(all); i++)

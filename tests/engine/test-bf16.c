@@ -154,12 +154,16 @@ stored_outputs_case(const char *net, int block_tensors, int grad_blocks)
   g_assert_cmpuint(n, ==, m);
 
   g_autoptr(TdmNetwork) network = tdm_network_new(net, 28, 28, 1, 10, NULL);
-  /* Every conv here has a bn after it: the plan stores them all. */
+  /* Every conv here has a bn after it: the plan stores them all, but where a pool
+   * follows the bn. */
   int blocks = 0;
   for (int i = 0; i < network->layer_count; i++) {
     TdmDtype type =
         tdm_replica_layer_buffers(network, i, TDM_BACKEND_CPU, TDM_PRECISION_BF16).output_type;
-    if (network->layers[i].kind == TDM_LAYER_CONV)
+    if (network->layers[i].kind == TDM_LAYER_CONV && i + 2 < network->layer_count &&
+        network->layers[i + 2].kind == TDM_LAYER_POOL)
+      g_assert_cmpint(type, ==, TDM_DTYPE_F32);
+    else if (network->layers[i].kind == TDM_LAYER_CONV)
       g_assert_cmpint(type, ==, TDM_DTYPE_BF16);
     else
       blocks += type == TDM_DTYPE_BF16;
@@ -216,6 +220,11 @@ test_stored_outputs(void)
   stored_outputs_case("conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"
                       "res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10",
                       3, 2);
+  /* A stem max pool of stride 2 and padding 1 before a block (torchvision's ResNets):
+   * its backward reads the block's bf16 input gradient. */
+  stored_outputs_case("conv8k3p1,bn,relu,pool3s2p1,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"
+                      "gap,fc10",
+                      1, 1);
 }
 
 /* Frozen layers below the trained ones: a frozen bn normalizes with its running

@@ -277,6 +277,31 @@ test_bf16_activations(void)
     g_assert_cmpint(folded, ==, 8);
     g_assert_cmpint(elided, ==, 8);
   }
+  /* Allocated as planned, at a small batch. */
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 20, 10);
+  g_autoptr(TdmNetwork) small = tdm_network_new(resnet18, 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  TdmBackend *b = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
+  g_assert_no_error(error);
+  TdmReplica *r = tdm_replica_new_sized(b, small, 4, 3, data->train, data->test, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(b->bytes_in_use, ==,
+                   tdm_memory_replica(small, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 4, 3, 20, 10)
+                       .total);
+  tdm_replica_free(r);
+  tdm_backend_free(b);
+}
+
+/* A bf16 run keeps residual blocks' gradients as bf16 (tdm-replica-private.h's
+ * block_grad_bf16()): the skip-gradient buffer shrinks, counted here from the layers,
+ * and the estimate with it; a CPU replica allocates what is planned (test_replica_exact
+ * and test_bf16_activations). */
+static void
+test_bf16_block_gradients(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new(resnet18, 32, 32, 3, 10, &error);
+  g_assert_no_error(error);
   /* The skip gradients: one buffer for the one level of blocks, the largest block's.
    * Float32 (as TANDEM_BF16_ACTIVATIONS=0 keeps them): the widest block input,
    * 32×32×64 = 65,536 floats, 262,144 bytes a sample. In bf16 every block keeps its
@@ -316,19 +341,39 @@ test_bf16_activations(void)
     g_unsetenv("TANDEM_BF16_ACTIVATIONS");
     g_assert_cmpuint(without.workspace - with.workspace, ==, 67108864);
   }
-  /* Allocated as planned, at a small batch. */
-  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 20, 10);
-  g_autoptr(TdmNetwork) small = tdm_network_new(resnet18, 28, 28, 1, 10, &error);
+  /* torchvision's ResNet-18 at 224 px, batch 128: the blocks start after the stem's
+   * 3×3 max pool of stride 2 (its backward reads bf16 too). Float32: the widest block
+   * input, 56×56×64 = 200,704 floats, 802,816 bytes a sample. In bf16 the identity
+   * blocks' largest output gradient, 56×56×64 as bf16, 401,408 bytes; the projections'
+   * compact ones 28×28×64, 14×14×128, 7×7×256 as float32 (200,704, 100,352 and
+   * 50,176 bytes). So 401,408 bytes a sample: 51,380,224 fewer at batch 128. */
+  g_autoptr(TdmNetwork) tv = tdm_network_new("resnet18", 224, 224, 3, 1000, &error);
   g_assert_no_error(error);
-  TdmBackend *b = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
-  g_assert_no_error(error);
-  TdmReplica *r = tdm_replica_new_sized(b, small, 4, 3, data->train, data->test, &error);
-  g_assert_no_error(error);
-  g_assert_cmpuint(b->bytes_in_use, ==,
-                   tdm_memory_replica(small, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 4, 3, 20, 10)
-                       .total);
-  tdm_replica_free(r);
-  tdm_backend_free(b);
+  for (int kind = TDM_BACKEND_CPU; kind <= TDM_BACKEND_CUDA; kind++) {
+    g_assert_cmpuint(skip_bytes(tv, kind, TDM_PRECISION_FP32), ==, 802816);
+    g_assert_cmpuint(skip_bytes(tv, kind, TDM_PRECISION_BF16), ==, 401408);
+    TdmReplicaPlan with = tdm_replica_plan(tv, kind, TDM_PRECISION_BF16, 128, 100);
+    g_assert_true(g_setenv("TANDEM_BF16_ACTIVATIONS", "0", TRUE));
+    TdmReplicaPlan without = tdm_replica_plan(tv, kind, TDM_PRECISION_BF16, 128, 100);
+    g_unsetenv("TANDEM_BF16_ACTIVATIONS");
+    g_assert_cmpuint(without.workspace - with.workspace, ==, 51380224);
+  }
+  /* The estimates of bench/NOTES.md (a GPU, the evaluation chunk as a run picks it). */
+  const struct {
+    TdmNetwork *net;
+    int batch;
+    const char *name;
+  } rows[] = {{net, 512, "CIFAR ResNet-18, 32 px, batch 512"},
+              {tv, 128, "resnet18, 224 px, batch 128"}};
+  for (guint k = 0; k < G_N_ELEMENTS(rows); k++) {
+    int eval = tdm_replica_eval_capacity(rows[k].net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16,
+                                         rows[k].batch, 1000);
+    TdmReplicaBytes rb = tdm_memory_replica(rows[k].net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16,
+                                            rows[k].batch, eval, 0, 0);
+    g_test_message("%s on a GPU, bf16: %zu bytes (workspace %zu, activations %zu, "
+                   "inference %zu at chunks of %d)", rows[k].name, (size_t)rb.total,
+                   (size_t)rb.workspace, (size_t)rb.activations, (size_t)rb.inference, eval);
+  }
 }
 
 /* The inference pass keeps three buffers of the widest activation for a network of
@@ -764,6 +809,7 @@ main(int argc, char **argv)
   g_test_add_func("/memory/replica-exact", test_replica_exact);
   g_test_add_func("/memory/inference-buffers", test_inference_buffers);
   g_test_add_func("/memory/bf16-activations", test_bf16_activations);
+  g_test_add_func("/memory/bf16-block-gradients", test_bf16_block_gradients);
   g_test_add_func("/memory/inference-matches-training-buffers",
                   test_inference_matches_training_buffers);
   g_test_add_func("/memory/fits", test_fits);
