@@ -9,7 +9,10 @@
  * bn after it reads is stored as bf16 in a bf16 run (conv_output_bf16()), and the bn
  * reads it so; a block's last bn is computed by the block's end as it adds
  * (bn_forward_add); a block's input and output are stored as bf16 where their readers
- * take it (block_output_bf16()). A conv layer's own forward and backward are
+ * take it (block_output_bf16()), and its gradients kept so (block_grad_bf16(): the skip
+ * buffer holds the block's bf16 output gradient, or a projection's compact one, and
+ * the block's start sums the two shares in float32, rounded once). A conv layer's own
+ * forward and backward are
  * tdm-replica-conv.c's. Not the buffers, the gather or the step's shape
  * (tdm-replica.c). */
 #include "tdm-replica-private.h"
