@@ -432,11 +432,13 @@ block_end_grad(TdmReplica *r, void *dx, TdmDtype dx_type, const void *dy, TdmDty
 /* The backward of residual block end i (RES_END): the gradient after its ReLU goes on
  * to the block's layers in *dy (with *dy_type), and the skip path's share waits in
  * skip_grad for the block's start: a copy of it, or a projection's input gradient
- * (its bn's backward, then its conv's). Where the block's gradients are kept as bf16
- * (block_grad_bf16()), the gradient is written as bf16, into the skip buffer itself
- * for a block without a projection (*dy then points there), and a projection's input
- * gradient is kept compact in float32: its weight gradient from its conv's backward
- * (the free gradient buffer as its spare), its input gradient a product of its own. */
+ * (its bn's backward into the free gradient buffer *dx, then its conv's). Where the
+ * block's gradients are kept as bf16 (block_grad_bf16()), the gradient is written as
+ * bf16, into the skip buffer itself for a block without a projection (*dy then points
+ * there), and a projection's input gradient is kept compact in float32: its bn's
+ * gradient goes to the skip buffer (skip_grad_of() sizes it for that), its conv's
+ * backward gives the weight gradient (*dx its spare), its input gradient is a product
+ * of its own into *dx, then copied to the skip buffer. */
 static void
 block_end_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype *dy_type)
 {
@@ -464,7 +466,7 @@ block_end_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype
       tdm_backend_copy(b, skip, *dy, out * sizeof(float));
     return;
   }
-  float *dconv = r->proj_bn[i]; /* the bn's output is spent */
+  float *dconv = g16 ? skip : *dx;
   int pixels = l->out_h * l->out_w;
   bn_backward(r, dconv, NULL, *dy, type, r->proj_conv[i], projection_type(r), n, pixels,
               l->out_c, r->params + l->bias_offset, r->params + l->bias_offset + l->out_c,
@@ -473,9 +475,12 @@ block_end_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype
                             act_type(r, l->partner), NULL, r->cols[i], NULL, w, n, begin->in_h,
                             begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride, l->out_h,
                             l->out_w, !g16);
-  if (g16)
+  if (g16) {
+    size_t compact = (size_t)n * pixels * begin->in_c;
     tdm_backend_gemm(b, false, false, n * pixels, begin->in_c, l->out_c, 1.0f, dconv, l->out_c,
-                     w, begin->in_c, 0.0f, skip, begin->in_c);
+                     w, begin->in_c, 0.0f, *dx, begin->in_c);
+    tdm_backend_copy(b, skip, *dx, compact * sizeof(float));
+  }
 }
 
 /* The backward of residual block start i (RES_BEGIN): its first layer's input gradient

@@ -236,7 +236,8 @@ block_output_bf16(const TdmNetwork *net, int i, gboolean stores16)
  * the sum). The skip's share waits in the level's skip buffer: the block's bf16 output
  * gradient itself (no copy), or a projection's input gradient in float32, compact (the
  * pixels its 1×1 conv of no padding reads, 1/stride² of them; col2im would put zeros
- * around them). Not a block nested at its start, nor an empty one. */
+ * around them), the buffer holding the projection's bn gradient (float32, its output's
+ * size) first. Not a block nested at its start, nor an empty one. */
 static inline gboolean
 block_grad_bf16(const TdmNetwork *net, int end, gboolean stores16)
 {
@@ -268,7 +269,7 @@ skip_grad_of(const TdmNetwork *net, int end, gboolean stores16, size_t *count,
   if (!block_grad_bf16(net, end, stores16))
     return;
   if (l->projection)
-    *count = (size_t)l->out_h * l->out_w * begin->in_c;
+    *count = (size_t)l->out_h * l->out_w * MAX(begin->in_c, l->out_c);
   else
     *type = TDM_DTYPE_BF16;
 }

@@ -92,17 +92,17 @@ widest_scratch(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precisio
 
 /* A block's skip gradient lives from the walk back reaching its end to reaching its
  * start, so blocks at one level of nesting take turns in one buffer (the largest of
- * that level's, in bytes as kept): widths[level − 1]; *skips their sum. A projection's
- * bn output is read by its block's add only (backward reads the conv's output), then
- * serves as the conv's gradient in backward: one buffer, the widest, *proj_bn (floats).
- * Per sample. */
+ * that level's, in bytes as kept): widths[level − 1]; *skips their sum. Bytes per
+ * sample. (A projection's bn output has no buffer of its own: the training's forward
+ * writes it into the second gradient buffer, free until backward, which the block's
+ * add reads; tdm-replica-pass.c's block_end_backward() finds its conv's gradient
+ * room.) */
 static void
 shared_block_buffers(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
-                     gboolean stores16, size_t *widths, size_t *skips, size_t *proj_bn)
+                     gboolean stores16, size_t *widths, size_t *skips)
 {
   int levels = tdm_replica_infer_count(net) - 2;
   g_autofree size_t *w = g_new0(size_t, MAX(levels, 1));
-  *proj_bn = 0;
   for (int i = 0; i < net->layer_count; i++) {
     TdmLayerBuffers buf = buffers_of(net, i, kind, precision, stores16);
     if (buf.skip > 0) {
@@ -110,7 +110,6 @@ shared_block_buffers(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision pr
       g_assert(level >= 1 && level <= levels);
       w[level - 1] = MAX(w[level - 1], buf.skip * tdm_dtype_size(buf.skip_type));
     }
-    *proj_bn = MAX(*proj_bn, buf.projection);
   }
   *skips = 0;
   for (int k = 0; k < levels; k++) {
@@ -146,9 +145,9 @@ tdm_replica_plan(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precis
     p.activations += cap * buf.argmax * sizeof(int32_t);
     p.workspace += buf.bn_work * sizeof(float);
   }
-  size_t skips = 0, proj_bn = 0;
-  shared_block_buffers(net, kind, precision, stores16, NULL, &skips, &proj_bn);
-  p.workspace += cap * (skips + proj_bn * sizeof(float));
+  size_t skips = 0;
+  shared_block_buffers(net, kind, precision, stores16, NULL, &skips);
+  p.workspace += cap * skips;
   /* The two activation-gradient buffers, the chunk's labels and indices, the metrics. */
   p.workspace += 2 * cap * tdm_replica_gradient_floats(net) * sizeof(float);
   p.workspace += 2 * most * sizeof(int32_t) + sizeof(TdmMetrics);
@@ -281,14 +280,11 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   r->skip_levels = g_new0(float *, MAX(tdm_replica_infer_count(net) - 2, 1));
   {
     g_autofree size_t *widths = g_new0(size_t, MAX(tdm_replica_infer_count(net) - 2, 1));
-    size_t skips, proj_bn;
-    shared_block_buffers(net, b->kind, b->precision, r->stores_bf16, widths, &skips,
-                         &proj_bn);
+    size_t skips;
+    shared_block_buffers(net, b->kind, b->precision, r->stores_bf16, widths, &skips);
     for (int k = 0; k < tdm_replica_infer_count(net) - 2; k++)
       if (widths[k] > 0)
         ALLOC(r->skip_levels[k], (size_t)capacity * widths[k]);
-    if (proj_bn > 0)
-      ALLOC(r->proj_bn_shared, (size_t)capacity * proj_bn * sizeof(float));
   }
   for (int i = 0; i < n; i++) {
     const TdmLayer *l = &net->layers[i];
@@ -307,15 +303,22 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
       ALLOC(r->bn_work[i], buf.bn_work * sizeof(float));
     if (buf.skip > 0)
       r->skip_grad[i] = r->skip_levels[l->depth - 1];
-    if (buf.projection > 0) {
+    if (buf.projection > 0)
       ALLOC(r->proj_conv[i],
             (size_t)capacity * buf.projection * tdm_dtype_size(buf.projection_type));
-      r->proj_bn[i] = r->proj_bn_shared;
-    }
   }
   size_t grad_floats = tdm_replica_gradient_floats(net);
   ALLOC(r->grad_a, (size_t)capacity * grad_floats * sizeof(float));
   ALLOC(r->grad_b, (size_t)capacity * grad_floats * sizeof(float));
+  /* A projection's bn output, read by its block's add alone, into the second gradient
+   * buffer: the forward leaves it free there (its block's conv is done with it as a
+   * spare; the block's end uses the first), and the block's output, which a layer
+   * after it reads, is no wider than the buffer. */
+  for (int i = 0; i < n; i++)
+    if (r->proj_conv[i] != NULL) {
+      g_assert(layer_out_floats(&net->layers[i]) <= grad_floats);
+      r->proj_bn[i] = r->grad_b;
+    }
   size_t params16 = tdm_replica_params16_bytes(net, b->kind, b->precision);
   if (params16 > 0)
     ALLOC(r->params16, params16);
@@ -448,7 +451,6 @@ tdm_replica_free(TdmReplica *r)
   for (int k = 0; r->skip_levels != NULL && k < tdm_replica_infer_count(net) - 2; k++)
     tdm_backend_release(b, r->skip_levels[k]);
   g_free(r->skip_levels);
-  tdm_backend_release(b, r->proj_bn_shared);
   tdm_backend_release(b, r->columns); /* conv_scratch too */
   tdm_replica_infer_free(r);
   tdm_backend_release(b, r->bn_slots);

@@ -309,8 +309,10 @@ test_bf16_block_gradients(void)
    * others a block's end with a bf16 output): the five blocks without a projection keep
    * their output gradient (32×32×64 twice, 16×16×128, 8×8×256, 4×4×512) as bf16, at
    * most 131,072 bytes; the three projections their input gradient at the pixels
-   * their stride 2 reads, float32: 16×16×64, 8×8×128, 4×4×256 (65,536, 32,768 and
-   * 16,384 bytes). So 131,072 bytes a sample: 67,108,864 fewer at batch 512. */
+   * their stride 2 reads, float32 (16×16×64, 8×8×128, 4×4×256), after their bn's
+   * gradient in the same buffer, float32 and larger (16×16×128, 8×8×256, 4×4×512:
+   * 131,072, 65,536 and 32,768 bytes). So 131,072 bytes a sample: 67,108,864 fewer at
+   * batch 512. */
   for (int kind = TDM_BACKEND_CPU; kind <= TDM_BACKEND_CUDA; kind++) {
     int bf16_skips = 0, compact = 0;
     for (int i = 0; i < net->layer_count; i++) {
@@ -322,7 +324,7 @@ test_bf16_block_gradients(void)
       if (l->projection) {
         g_assert_cmpint(buf.skip_type, ==, TDM_DTYPE_F32);
         g_assert_cmpuint(buf.skip, ==, (size_t)(begin->in_h / 2) * (begin->in_w / 2) *
-                                           begin->in_c);
+                                           l->out_c);
         compact++;
       } else {
         g_assert_cmpint(buf.skip_type, ==, TDM_DTYPE_BF16);
@@ -340,13 +342,26 @@ test_bf16_block_gradients(void)
     TdmReplicaPlan without = tdm_replica_plan(net, kind, TDM_PRECISION_BF16, 512, 100);
     g_unsetenv("TANDEM_BF16_ACTIVATIONS");
     g_assert_cmpuint(without.workspace - with.workspace, ==, 67108864);
+    /* The whole workspace, from the layers: the column workspace, the bns' small
+     * buffers, the skip buffer, the two gradient buffers (the widest gradient,
+     * 32×32×64 floats, each), the labels and indices, the metrics; no buffer for the
+     * projections' bn outputs (the forward writes them into the second gradient
+     * buffer). */
+    size_t bn_work = 0;
+    for (int i = 0; i < net->layer_count; i++)
+      bn_work += tdm_replica_layer_buffers(net, i, kind, TDM_PRECISION_BF16).bn_work;
+    g_assert_cmpuint(with.workspace, ==,
+                     with.columns + bn_work * sizeof(float) + 512 * (size_t)131072 +
+                         2 * 512 * (size_t)65536 * sizeof(float) + 2 * 512 * sizeof(int32_t) +
+                         sizeof(TdmMetrics));
   }
   /* torchvision's ResNet-18 at 224 px, batch 128: the blocks start after the stem's
    * 3×3 max pool of stride 2 (its backward reads bf16 too). Float32: the widest block
    * input, 56×56×64 = 200,704 floats, 802,816 bytes a sample. In bf16 the identity
    * blocks' largest output gradient, 56×56×64 as bf16, 401,408 bytes; the projections'
-   * compact ones 28×28×64, 14×14×128, 7×7×256 as float32 (200,704, 100,352 and
-   * 50,176 bytes). So 401,408 bytes a sample: 51,380,224 fewer at batch 128. */
+   * bn gradients, then their compact input gradients, float32: 28×28×128, 14×14×256,
+   * 7×7×512 (401,408, 200,704 and 100,352 bytes). So 401,408 bytes a sample:
+   * 51,380,224 fewer at batch 128. */
   g_autoptr(TdmNetwork) tv = tdm_network_new("resnet18", 224, 224, 3, 1000, &error);
   g_assert_no_error(error);
   for (int kind = TDM_BACKEND_CPU; kind <= TDM_BACKEND_CUDA; kind++) {
