@@ -161,7 +161,7 @@ cudaError_t tdm_k_global_maxpool_backward(float *dx, const float *dy, const int3
 cudaError_t tdm_k_maxpool2d_forward(float *y, int32_t *argmax, const float *x, int n, int h,
                                     int w, int c, int k, int s, int p, int oh, int ow,
                                     cudaStream_t stream);
-cudaError_t tdm_k_maxpool2d_backward(float *dx, const void *dy, bool dy16,
+cudaError_t tdm_k_maxpool2d_backward(void *dx, bool dx16, const void *dy, bool dy16,
                                      const int32_t *argmax, int n, int h, int w, int c, int k,
                                      int s, int p, int oh, int ow, cudaStream_t stream);
 cudaError_t tdm_k_avgpool2d_forward(float *y, const float *x, int n, int h, int w, int c,

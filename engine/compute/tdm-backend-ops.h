@@ -134,8 +134,8 @@ struct _TdmBackendOps {
                             int w, int c, int k);
   void (*maxpool2d_forward) (TdmBackend *b, float *y, int32_t *argmax, const float *x,
                              TdmPool2d g);
-  void (*maxpool2d_backward) (TdmBackend *b, float *dx, const void *dy, TdmDtype dy_type,
-                              const int32_t *argmax, TdmPool2d g);
+  void (*maxpool2d_backward) (TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
+                              TdmDtype dy_type, const int32_t *argmax, TdmPool2d g);
   void (*avgpool2d_forward) (TdmBackend *b, float *y, const float *x, TdmPool2d g);
   void (*avgpool2d_backward) (TdmBackend *b, float *dx, const float *dy, TdmPool2d g);
   void (*global_avgpool_forward) (TdmBackend *b, float *y, const float *x, int n,

@@ -505,16 +505,18 @@ void tdm_backend_avgpool_backward (TdmBackend *b, float *dx, const float *dy, in
  * AvgPool2d (floor mode). Max: padding counts as −∞; argmax holds, per output, the
  * index within its sample (h·w·c) of the first maximum, windows scanned row by row.
  * Its backward gathers: dx at each input is the sum, over the outputs whose window
- * covers it (rows then columns in order), of dy where argmax chose it; written (dy
- * float32, or bf16 where the backend reads it, each value widened: a bf16 run's block
- * gradient, tdm-replica-private.h's block_grad_bf16()).
+ * covers it (rows then columns in order), of dy where argmax chose it; written (dy and
+ * dx each float32, or bf16 where the backend takes it: each value read widened, each
+ * sum rounded once; a bf16 run's block gradient in, tdm-replica-private.h's
+ * block_grad_bf16(), and the stem bn's gradient out).
  * Average: padding counts as zeros and every window divides by k·k (PyTorch's
  * count_include_pad=True, its default); backward dx = Σ dy / (k·k) over the covering
  * outputs, written. */
 void tdm_backend_maxpool2d_forward (TdmBackend *b, float *y, int32_t *argmax, const float *x,
                                     TdmPool2d g);
-void tdm_backend_maxpool2d_backward (TdmBackend *b, float *dx, const void *dy,
-                                     TdmDtype dy_type, const int32_t *argmax, TdmPool2d g);
+void tdm_backend_maxpool2d_backward (TdmBackend *b, void *dx, TdmDtype dx_type,
+                                     const void *dy, TdmDtype dy_type, const int32_t *argmax,
+                                     TdmPool2d g);
 void tdm_backend_avgpool2d_forward (TdmBackend *b, float *y, const float *x, TdmPool2d g);
 void tdm_backend_avgpool2d_backward (TdmBackend *b, float *dx, const float *dy, TdmPool2d g);
 /* Per-channel input normalization after a gather: x[r, ch] = x[r, ch] · a.mul[ch] +

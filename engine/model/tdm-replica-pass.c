@@ -19,6 +19,12 @@
 #include "tdm-counter-rng.h"
 
 gboolean
+tdm_replica_bn16(TdmBackend *b)
+{
+  return b->precision == TDM_PRECISION_BF16 && tdm_backend_has_bn_backward_dx_bf16(b);
+}
+
+gboolean
 tdm_replica_aborted(TdmReplica *r)
 {
   return r->reduce_failed || (r->abort_flag != NULL && g_atomic_int_get(r->abort_flag));
@@ -131,21 +137,18 @@ dropout_key(const TdmReplica *r, int layer)
 static uint16_t *
 bn_dx_as_conv_dy16(TdmReplica *r, int i, int n)
 {
+  if (!bn_dx_to_conv(r->net, i, tdm_replica_bn16(r->backend)) || r->conv_work[i - 1] != NULL)
+    return NULL;
   /* At the workspace's start, where the conv's backward reads it whatever way it was
-   * chosen; a shape the workspace was not sized for goes the float32 way. */
-  if (i < 1 || !tdm_backend_has_bn_backward_dx_bf16(r->backend))
-    return NULL;
+   * chosen; the workspace grows where it holds less (a shape it was not sized for), so
+   * that the gradient buffers never need to hold it (tdm_replica_gradient_bytes()).
+   * Where it cannot grow (a step being captured, which runs again eagerly; no memory,
+   * which stops the run), the float32 way issues what is never run. */
   const TdmLayer *conv = &r->net->layers[i - 1];
-  if (conv->kind != TDM_LAYER_CONV || r->conv_work[i - 1] != NULL || conv->bias_count > 0 ||
-      conv->fused_relu)
+  size_t bytes = (size_t)n * conv->out_h * conv->out_w * conv->out_c * sizeof(uint16_t);
+  if (!tdm_replica_workspace_holds(r, bytes, 0))
     return NULL;
-  int rows = n * conv->out_h * conv->out_w;
-  int k = conv->in_c * conv->kernel * conv->kernel;
-  if (!tdm_replica_conv_bf16(r, r->cols[i - 1], rows, k, conv->out_c) ||
-      (i - 1 > 0 && !tdm_replica_conv_bf16_dx(r, rows, k, conv->out_c)) ||
-      (size_t)rows * conv->out_c * sizeof(uint16_t) > r->columns_bytes)
-    return NULL;
-  return (uint16_t *)r->cols[i - 1];
+  return (uint16_t *)r->columns;
 }
 
 /* Whether conv layer i writes its input gradient as bf16 for the bn before it, whose
@@ -605,7 +608,10 @@ tdm_replica_backward(TdmReplica *r, int n)
         return;
       }
       if (need_dx && !tdm_layer_pool_tiles(l)) {
-        tdm_backend_maxpool2d_backward(b, dx, dy, dy_type, r->argmax[i], pool2d_of(l, n));
+        /* As bf16 for the bn before it where it keeps gradients so (pool_dx_bf16()). */
+        dx_type = pool_dx_bf16(net, i, r->stores_bf16) ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+        tdm_backend_maxpool2d_backward(b, dx, dx_type, dy, dy_type, r->argmax[i],
+                                       pool2d_of(l, n));
       } else if (need_dx) {
         /* The conv below handed this pool its bias (and ReLU): their gradients too. */
         const TdmLayer *c = bias_in_pool(net, i - 1) ? l - 1 : NULL;

@@ -20,6 +20,9 @@ void tdm_replica_backward (TdmReplica *r, int n);
 /* The per-channel normalization of the count samples gathered into acts[0], where the
  * replica normalizes. */
 void tdm_replica_normalize_input (TdmReplica *r, int count);
+/* Whether a bn's input gradient may go to the conv before it as bf16 on this backend
+ * (bn_dx_to_conv()'s bn16): a bf16 run where it has bn_backward_dx_bf16. */
+gboolean tdm_replica_bn16 (TdmBackend *b);
 /* A stop was asked for, or a synchronized BN all-reduce failed. */
 gboolean tdm_replica_aborted (TdmReplica *r);
 /* Synchronized BN's all-reduce through the hook; FALSE (and sticky) on failure. */
@@ -152,6 +155,34 @@ bn_output_to_conv(const TdmNetwork *net, int i, gboolean stores16)
   return stores16 && next->kind == TDM_LAYER_CONV &&
          col_floats_per_sample(net, next) > 0 &&
          next->out_c <= next->in_c * next->kernel * next->kernel;
+}
+
+/* Whether bn layer i writes its input gradient as the bf16 output gradient of the conv
+ * before it, at the workspace's start (tdm-replica-pass.c's bn_dx_as_conv_dy16(), which
+ * grows the workspace where it holds less), so that no gradient buffer holds it: a
+ * bf16 run on a backend with bn_backward_dx_bf16 (bn16; every conv composed there, the
+ * parameters' bf16 copy kept), a conv with bf16 columns both ways (columns, out_c ≤
+ * its reduction) and no bias or ReLU of its own, whose products read the gradient as
+ * bf16 anyway. */
+static inline gboolean
+bn_dx_to_conv(const TdmNetwork *net, int i, gboolean bn16)
+{
+  if (!bn16 || i < 1 || net->layers[i].kind != TDM_LAYER_BN)
+    return FALSE;
+  const TdmLayer *conv = &net->layers[i - 1];
+  return conv->kind == TDM_LAYER_CONV && conv->bias_count == 0 && !conv->fused_relu &&
+         col_floats_per_sample(net, conv) > 0 &&
+         conv->out_c <= conv->in_c * conv->kernel * conv->kernel;
+}
+
+/* Whether max pool layer i (one that does not tile) writes its input gradient as bf16
+ * (stores16): its reader, the bn before it, reads either type (torchvision's stem). */
+static inline gboolean
+pool_dx_bf16(const TdmNetwork *net, int i, gboolean stores16)
+{
+  const TdmLayer *l = &net->layers[i];
+  return stores16 && l->kind == TDM_LAYER_POOL && !tdm_layer_pool_tiles(l) && i >= 1 &&
+         net->layers[i - 1].kind == TDM_LAYER_BN;
 }
 
 /* Whether conv layer i's output is stored as bf16 in training: in a run that stores

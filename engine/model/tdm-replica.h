@@ -273,10 +273,12 @@ typedef struct {
 TdmLayerBuffers tdm_replica_layer_buffers (const TdmNetwork *net, int i, TdmBackendKind kind,
                                            TdmPrecision precision);
 
-/* Per sample, in floats, each of the two buffers backward passes gradients through:
- * the largest gradient it writes (not max_activation: a fused first conv's output
- * has no gradient). */
-size_t tdm_replica_gradient_floats (const TdmNetwork *net);
+/* Per sample, in bytes, each of the two buffers backward passes gradients through:
+ * the largest gradient it writes, as written (bf16 where a bf16 run's reader takes it;
+ * not max_activation: a fused first conv's output has no gradient), or the largest
+ * float32 scratch the passes keep there, whichever is more. */
+size_t tdm_replica_gradient_bytes (const TdmNetwork *net, TdmBackendKind kind,
+                                   TdmPrecision precision);
 
 /* Forward and backward over the training samples `indices[0, count)` (host memory),
  * writing gradients of (sum of losses) · grad_scale into replica->grads and adding

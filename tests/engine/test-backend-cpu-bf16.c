@@ -575,17 +575,25 @@ test_block_gradients(void)
       tdm_backend_release(b, bufs[i]);
   }
   /* The stem's 3×3 stride-2 max pool of padding 1 under a block whose gradient is kept
-   * as bf16: maxpool2d_backward reading it gives the bits of reading it widened. */
+   * as bf16: maxpool2d_backward reading it gives the bits of reading it widened, and
+   * writing its gradient as bf16 for the stem's bn the bits of to_bf16 after. */
   {
     TdmPool2d g = {n, h, w, c, 3, 2, 1, (h + 2 - 3) / 2 + 1, (w + 2 - 3) / 2 + 1};
     const size_t ny = (size_t)n * g.oh * g.ow * c;
     float *py = dev_floats(b, ny), *pdx = dev_floats(b, count), *pdx16 = dev_floats(b, count);
+    uint16_t *pout16 = dev_alloc(b, count * 2);
     int32_t *argmax = dev_alloc(b, ny * sizeof(int32_t));
     tdm_backend_maxpool2d_forward(b, py, argmax, a, g);
-    tdm_backend_maxpool2d_backward(b, pdx, dy_wide, TDM_DTYPE_F32, argmax, g);
-    tdm_backend_maxpool2d_backward(b, pdx16, dy16, TDM_DTYPE_BF16, argmax, g);
+    tdm_backend_maxpool2d_backward(b, pdx, TDM_DTYPE_F32, dy_wide, TDM_DTYPE_F32, argmax, g);
+    tdm_backend_maxpool2d_backward(b, pdx16, TDM_DTYPE_F32, dy16, TDM_DTYPE_BF16, argmax, g);
     g_assert_cmpmem(pdx16, count * 4, pdx, count * 4);
-    void *pool[] = {py, pdx, pdx16, argmax};
+    g_autofree uint16_t *rounded = to_bf16_host(pdx, count);
+    for (int in16 = 0; in16 < 2; in16++) {
+      tdm_backend_maxpool2d_backward(b, pout16, TDM_DTYPE_BF16, in16 ? (void *)dy16 : dy_wide,
+                                     in16 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32, argmax, g);
+      g_assert_cmpmem(pout16, count * 2, rounded, count * 2);
+    }
+    void *pool[] = {py, pdx, pdx16, pout16, argmax};
     for (guint i = 0; i < G_N_ELEMENTS(pool); i++)
       tdm_backend_release(b, pool[i]);
   }

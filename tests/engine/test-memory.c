@@ -184,9 +184,10 @@ test_replica_exact(void)
       }
       /* A GPU under bf16 keeps the parameters as bf16 too, a conv's output that only
        * the bn after it reads (a projection's too) and the blocks' inputs and outputs
-       * in half the bytes, no output for a bn whose conv normalizes as it reads, and
+       * in half the bytes, no output for a bn whose conv normalizes as it reads,
        * blocks' skip gradients as bf16 (or a projection's compact) where their
-       * gradients are kept so. */
+       * gradients are kept so, and gradient buffers as wide as the widest gradient as
+       * written (tdm_replica_gradient_bytes()). */
       TdmReplicaBytes gpu32 = tdm_memory_replica(net, TDM_BACKEND_CUDA, TDM_PRECISION_FP32,
                                                  capacity, eval, 200, 90);
       TdmReplicaBytes gpu16 = tdm_memory_replica(net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16,
@@ -199,7 +200,10 @@ test_replica_exact(void)
       size_t skips = (size_t)capacity *
                      (skip_bytes(net, TDM_BACKEND_CUDA, TDM_PRECISION_FP32) -
                       skip_bytes(net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16));
-      g_assert_cmpuint(gpu16.total + halves + elided + skips - gpu32.total, ==,
+      size_t grads = 2 * (size_t)capacity *
+                     (tdm_replica_gradient_bytes(net, TDM_BACKEND_CUDA, TDM_PRECISION_FP32) -
+                      tdm_replica_gradient_bytes(net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16));
+      g_assert_cmpuint(gpu16.total + halves + elided + skips + grads - gpu32.total, ==,
                        MAX(1, net->parameter_count) * sizeof(uint16_t));
       g_assert_cmpuint(gpu32.activations - gpu16.activations, ==, halves + elided);
       /* A CPU replica reads the host's datasets; a GPU keeps a copy. */
@@ -361,17 +365,26 @@ test_bf16_block_gradients(void)
    * blocks' largest output gradient, 56×56×64 as bf16, 401,408 bytes; the projections'
    * bn gradients, then their compact input gradients, float32: 28×28×128, 14×14×256,
    * 7×7×512 (401,408, 200,704 and 100,352 bytes). So 401,408 bytes a sample:
-   * 51,380,224 fewer at batch 128. */
+   * 51,380,224 fewer at batch 128. And the two gradient buffers: the widest gradient
+   * is the stem pool's input's, 112×112×64 = 802,816 values, which the pool writes as
+   * bf16 for the stem's bn (1,605,632 bytes; float32: 3,211,264), the bn's own goes to
+   * its conv's workspace as bf16, and the rest is no wider than 56×56×64 in float32
+   * (802,816 bytes): 2 × 128 × 1,605,632 = 411,041,792 bytes fewer. At 32 px the
+   * widest stays the stem bn's input gradient in float32 (its conv, 27 taps for 64
+   * outputs, has no bf16 columns): 65,536 floats, 262,144 bytes, either way. */
   g_autoptr(TdmNetwork) tv = tdm_network_new("resnet18", 224, 224, 3, 1000, &error);
   g_assert_no_error(error);
   for (int kind = TDM_BACKEND_CPU; kind <= TDM_BACKEND_CUDA; kind++) {
+    g_assert_cmpuint(tdm_replica_gradient_bytes(net, kind, TDM_PRECISION_BF16), ==, 262144);
+    g_assert_cmpuint(tdm_replica_gradient_bytes(tv, kind, TDM_PRECISION_FP32), ==, 3211264);
     g_assert_cmpuint(skip_bytes(tv, kind, TDM_PRECISION_FP32), ==, 802816);
     g_assert_cmpuint(skip_bytes(tv, kind, TDM_PRECISION_BF16), ==, 401408);
     TdmReplicaPlan with = tdm_replica_plan(tv, kind, TDM_PRECISION_BF16, 128, 100);
     g_assert_true(g_setenv("TANDEM_BF16_ACTIVATIONS", "0", TRUE));
     TdmReplicaPlan without = tdm_replica_plan(tv, kind, TDM_PRECISION_BF16, 128, 100);
     g_unsetenv("TANDEM_BF16_ACTIVATIONS");
-    g_assert_cmpuint(without.workspace - with.workspace, ==, 51380224);
+    g_assert_cmpuint(tdm_replica_gradient_bytes(tv, kind, TDM_PRECISION_BF16), ==, 1605632);
+    g_assert_cmpuint(without.workspace - with.workspace, ==, 51380224 + 411041792);
   }
   /* The estimates of bench/NOTES.md (a GPU, the evaluation chunk as a run picks it). */
   const struct {

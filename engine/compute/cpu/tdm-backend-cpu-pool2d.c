@@ -70,9 +70,11 @@ tdm_cpu_maxpool2d_forward(TdmBackend *b, float *y, int32_t *argmax, const float 
 }
 
 void
-tdm_cpu_maxpool2d_backward(TdmBackend *b, float *dx, const void *dy, TdmDtype dy_type,
-                           const int32_t *argmax, TdmPool2d g)
+tdm_cpu_maxpool2d_backward(TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
+                           TdmDtype dy_type, const int32_t *argmax, TdmPool2d g)
 {
+  float *dxf = dx_type == TDM_DTYPE_F32 ? dx : NULL;
+  uint16_t *dxh = dx_type == TDM_DTYPE_BF16 ? dx : NULL;
   const float *dyf = dy_type == TDM_DTYPE_F32 ? dy : NULL;
   const uint16_t *dyh = dy_type == TDM_DTYPE_BF16 ? dy : NULL;
   for (int im = 0; im < g.n; im++)
@@ -91,7 +93,11 @@ tdm_cpu_maxpool2d_backward(TdmBackend *b, float *dx, const void *dy, TdmDtype dy
               if (argmax[o] == idx)
                 sum += dyf != NULL ? dyf[o] : tdm_bf16_value(dyh[o]);
             }
-          dx[(size_t)im * g.h * g.w * g.c + idx] = sum;
+          size_t at = (size_t)im * g.h * g.w * g.c + idx;
+          if (dxf != NULL)
+            dxf[at] = sum;
+          else
+            dxh[at] = tdm_bf16_round(sum);
         }
       }
     }

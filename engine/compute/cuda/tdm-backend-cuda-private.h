@@ -180,8 +180,8 @@ void tdm_cuda_global_maxpool_backward(TdmBackend *b, float *dx, const float *dy,
 /* tdm-backend-cuda-pool2d.c */
 void tdm_cuda_maxpool2d_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
                                 TdmPool2d g);
-void tdm_cuda_maxpool2d_backward(TdmBackend *b, float *dx, const void *dy, TdmDtype dy_type,
-                                 const int32_t *argmax, TdmPool2d g);
+void tdm_cuda_maxpool2d_backward(TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
+                                 TdmDtype dy_type, const int32_t *argmax, TdmPool2d g);
 void tdm_cuda_avgpool2d_forward(TdmBackend *b, float *y, const float *x, TdmPool2d g);
 void tdm_cuda_avgpool2d_backward(TdmBackend *b, float *dx, const float *dy, TdmPool2d g);
 
