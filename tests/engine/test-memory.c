@@ -31,6 +31,9 @@ static const char *const specs[] = {
   "conv40k3p1,pool2,fc10",                       /* too many outputs to fuse, no relu */
   "resnet",                                      /* BN, residual blocks, projections */
   "conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv16k3s2p1,bn),avg2,drop0.5,gmp,fc10",
+  /* torchvision's stem and blocks in small: bf16 gradients through the pool */
+  "conv8k3s2p1,bn,relu,pool3s2p1,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"
+  "res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10",
 };
 
 /* Elements per sample of the conv outputs a bf16 run stores as bf16: each conv without

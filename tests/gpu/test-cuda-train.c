@@ -35,6 +35,12 @@
 #define BLOCKS16_NETWORK                                                        \
   "conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"                 \
   "res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10"
+/* torchvision's stem in small: a strided conv, its bn, a 3×3 max pool of stride 2 whose
+ * input gradient goes to the bn as bf16 (and the bn's to the conv's workspace), then the
+ * blocks above: gradient buffers half as wide in bf16. */
+#define TV_STEM_NETWORK                                                         \
+  "conv8k3s2p1,bn,relu,pool3s2p1,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"     \
+  "res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10"
 /* The resnet preset's shape in small: pool after bn, a block without projection, a
  * biasless fc scaled by 1/8. */
 #define MYRTLE_SMALL                                                            \
@@ -262,7 +268,7 @@ test_bn_network_matches_cpu(void)
    * orders can round a stored value to the neighbouring bf16, a part of what storing it
    * at all changes (test-bf16's stored-outputs: within 1/16 of the step), so the steps
    * agree within that. */
-  const char *const stored_nets[] = {BN_NETWORK_GAP, BLOCKS16_NETWORK};
+  const char *const stored_nets[] = {BN_NETWORK_GAP, BLOCKS16_NETWORK, TV_STEM_NETWORK};
   for (guint k = 0; k < G_N_ELEMENTS(stored_nets); k++) {
     size_t n16, n16_gpu;
     g_autofree float *cpu16 = train("cpu", stored_nets[k], TDM_STRATEGY_ALLREDUCE, 1,
@@ -562,6 +568,8 @@ test_memory_estimate(void)
       check_memory_estimate(BN_NETWORK, devices[d], TDM_STRATEGY_ALLREDUCE, TDM_PRECISION_BF16,
                             again);
       check_memory_estimate(BLOCKS16_NETWORK, devices[d], TDM_STRATEGY_ALLREDUCE,
+                            TDM_PRECISION_BF16, again);
+      check_memory_estimate(TV_STEM_NETWORK, devices[d], TDM_STRATEGY_ALLREDUCE,
                             TDM_PRECISION_BF16, again);
       check_memory_estimate(NETWORK, devices[d], TDM_STRATEGY_ALLREDUCE, TDM_PRECISION_BF16,
                             again);
