@@ -86,6 +86,15 @@ col_floats_per_sample(const TdmNetwork *net, const TdmLayer *l)
   return 0;
 }
 
+/* Whether conv layer l takes bf16 columns both ways in a bf16 run: it has columns, and
+ * its outputs are no more than its reduction (tdm_replica_conv_bf16()'s layout). */
+static inline gboolean
+conv_bf16_columns(const TdmNetwork *net, const TdmLayer *l)
+{
+  return l->kind == TDM_LAYER_CONV && col_floats_per_sample(net, l) > 0 &&
+         l->out_c <= l->in_c * l->kernel * l->kernel;
+}
+
 /* The channels a layer normalizes (bn, or a projection's bn), else 0. */
 static inline int
 bn_channels(const TdmLayer *l)
@@ -151,10 +160,7 @@ bn_output_to_conv(const TdmNetwork *net, int i, gboolean stores16)
 {
   if (net->layers[i].kind != TDM_LAYER_BN || i + 1 >= net->layer_count)
     return FALSE;
-  const TdmLayer *next = &net->layers[i + 1];
-  return stores16 && next->kind == TDM_LAYER_CONV &&
-         col_floats_per_sample(net, next) > 0 &&
-         next->out_c <= next->in_c * next->kernel * next->kernel;
+  return stores16 && conv_bf16_columns(net, &net->layers[i + 1]);
 }
 
 /* Whether bn layer i writes its input gradient as the bf16 output gradient of the conv
@@ -170,9 +176,7 @@ bn_dx_to_conv(const TdmNetwork *net, int i, gboolean bn16)
   if (!bn16 || i < 1 || net->layers[i].kind != TDM_LAYER_BN)
     return FALSE;
   const TdmLayer *conv = &net->layers[i - 1];
-  return conv->kind == TDM_LAYER_CONV && conv->bias_count == 0 && !conv->fused_relu &&
-         col_floats_per_sample(net, conv) > 0 &&
-         conv->out_c <= conv->in_c * conv->kernel * conv->kernel;
+  return conv_bf16_columns(net, conv) && conv->bias_count == 0 && !conv->fused_relu;
 }
 
 /* Whether max pool layer i (one that does not tile) writes its input gradient as bf16
@@ -219,7 +223,7 @@ reads_bf16_block(const TdmNetwork *net, int j)
   case TDM_LAYER_GLOBAL_AVG:
     return TRUE;
   case TDM_LAYER_CONV:
-    return col_floats_per_sample(net, l) > 0 && l->out_c <= l->in_c * l->kernel * l->kernel;
+    return conv_bf16_columns(net, l);
   default:
     return FALSE;
   }

@@ -75,9 +75,7 @@ input_grad_size(const TdmNetwork *net, int i, gboolean stores16, gboolean bn16)
   case TDM_LAYER_POOL:
     return pool_dx_bf16(net, i, stores16) ? sizeof(uint16_t) : sizeof(float);
   case TDM_LAYER_CONV:
-    return stores16 && net->layers[i - 1].kind == TDM_LAYER_BN &&
-                   col_floats_per_sample(net, l) > 0 &&
-                   l->out_c <= l->in_c * l->kernel * l->kernel
+    return stores16 && net->layers[i - 1].kind == TDM_LAYER_BN && conv_bf16_columns(net, l)
                ? sizeof(uint16_t)
                : sizeof(float);
   case TDM_LAYER_RES_BEGIN:
@@ -103,8 +101,7 @@ layer_scratch_bytes(const TdmNetwork *net, int i, gboolean stores16)
   size_t in = (size_t)l->in_h * l->in_w * l->in_c, out = layer_out_floats(l), most = 0;
   switch (l->kind) {
   case TDM_LAYER_CONV:
-    if (stores16 && !(col_floats_per_sample(net, l) > 0 &&
-                      l->out_c <= l->in_c * l->kernel * l->kernel))
+    if (stores16 && !conv_bf16_columns(net, l))
       most = MAX(in, out);
     if (i >= 1 && bn_output_to_conv(net, i - 1, stores16))
       most = MAX(most, in);
