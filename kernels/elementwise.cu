@@ -272,9 +272,12 @@ add_out_bf16_kernel(uint16_t *y, const float *a, const X *x, size_t n, bool relu
   }
 }
 
-template <int V>
+/* dx = y > 0 ? dy : 0 with y bf16, dy and dx each float32 or bf16 (DX, DY): a
+ * residual block's end in backward, its gradient read and written in the type it is
+ * kept in (dx may be dy where the types agree: each thread reads its values first). */
+template <int V, typename DX, typename DY>
 __global__ void
-relu_backward_bf16_kernel(float *dx, const float *dy, const uint16_t *y, size_t n)
+relu_backward_bf16_kernel(DX *dx, const DY *dy, const uint16_t *y, size_t n)
 {
   size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n / V; i += stride) {
@@ -287,12 +290,30 @@ relu_backward_bf16_kernel(float *dx, const float *dy, const uint16_t *y, size_t 
   }
 }
 
-/* Whether the V = 4 body applies: 16-byte float and 8-byte bf16 accesses. */
-static bool
-quads_aligned(const void *f32a, const void *f32b, const void *b16a, const void *b16b)
+/* y = a + x at the pixels a 1×1 convolution of this stride reads (x compact: one value
+ * per such pixel and channel), a + 0 elsewhere, rounded to bf16: a residual block's
+ * start summing its first layer's float32 input gradient and a projection's. */
+template <typename I>
+__global__ void
+add_strided_bf16_kernel(uint16_t *y, const float *a, const float *x, I total, int h, int w,
+                        int c, int stride)
 {
-  return tdm_k_aligned16(f32a) && tdm_k_aligned16(f32b) && ((uintptr_t)b16a & 7u) == 0 &&
-         ((uintptr_t)b16b & 7u) == 0;
+  int oh = (h - 1) / stride + 1, ow = (w - 1) / stride + 1;
+  for (I e = tdm_k_grid_start<I>(); e < total; e += tdm_k_grid_stride<I>()) {
+    TdmKNhwc<I> at = tdm_k_nhwc<I>(e, c, w, h);
+    float add = 0.0f;
+    if (at.y % stride == 0 && at.x % stride == 0)
+      add = x[((at.img * oh + at.y / stride) * ow + at.x / stride) * c + at.ch];
+    y[e] = tdm_k_bf16_bits(a[e] + add);
+  }
+}
+
+/* Whether p allows the V = 4 body for elements of `size` bytes: 16-byte float and
+ * 8-byte bf16 accesses. */
+static bool
+quad_ok(const void *p, size_t size)
+{
+  return ((uintptr_t)p & (4 * size - 1)) == 0;
 }
 
 template <typename X>
@@ -300,8 +321,7 @@ static cudaError_t
 add_out_bf16_launch(uint16_t *y, const float *a, const X *x, size_t n, bool relu,
                     cudaStream_t stream)
 {
-  bool x_wide = sizeof(X) == sizeof(float);
-  bool vec = quads_aligned(a, x_wide ? (const void *)x : NULL, y, x_wide ? NULL : (const void *)x);
+  bool vec = quad_ok(a, sizeof(*a)) && quad_ok(x, sizeof(X)) && quad_ok(y, sizeof(*y));
   size_t body = vec ? n / 4 * 4 : 0;
   if (body > 0)
     add_out_bf16_kernel<4, X><<<tdm_k_blocks(body / 4, TDM_K_THREADS), TDM_K_THREADS, 0,
@@ -323,19 +343,52 @@ tdm_k_add_out_bf16(uint16_t *y, const float *a, const void *x, bool x16, size_t 
   return add_out_bf16_launch(y, a, (const float *)x, n, relu, stream);
 }
 
+template <typename DX, typename DY>
+static cudaError_t
+relu_backward_bf16_launch(DX *dx, const DY *dy, const uint16_t *y, size_t n,
+                          cudaStream_t stream)
+{
+  bool vec = quad_ok(dx, sizeof(DX)) && quad_ok(dy, sizeof(DY)) && quad_ok(y, sizeof(*y));
+  size_t body = vec ? n / 4 * 4 : 0;
+  if (body > 0)
+    relu_backward_bf16_kernel<4, DX, DY><<<tdm_k_blocks(body / 4, TDM_K_THREADS),
+                                           TDM_K_THREADS, 0, stream>>>(dx, dy, y, body);
+  if (n > body)
+    relu_backward_bf16_kernel<1, DX, DY><<<tdm_k_blocks(n - body, TDM_K_THREADS),
+                                           TDM_K_THREADS, 0, stream>>>(dx + body, dy + body,
+                                                                       y + body, n - body);
+  return tdm_k_launched();
+}
+
 extern "C" cudaError_t
-tdm_k_relu_backward_bf16(float *dx, const float *dy, const uint16_t *y, size_t n,
-                         cudaStream_t stream)
+tdm_k_relu_backward_bf16(void *dx, bool dx16, const void *dy, bool dy16, const uint16_t *y,
+                         size_t n, cudaStream_t stream)
 {
   if (n == 0)
     return cudaSuccess;
-  size_t body = quads_aligned(dx, dy, y, NULL) ? n / 4 * 4 : 0;
-  if (body > 0)
-    relu_backward_bf16_kernel<4><<<tdm_k_blocks(body / 4, TDM_K_THREADS), TDM_K_THREADS, 0,
-                                   stream>>>(dx, dy, y, body);
-  if (n > body)
-    relu_backward_bf16_kernel<1><<<tdm_k_blocks(n - body, TDM_K_THREADS), TDM_K_THREADS, 0,
-                                   stream>>>(dx + body, dy + body, y + body, n - body);
+  if (dx16 && dy16)
+    return relu_backward_bf16_launch((uint16_t *)dx, (const uint16_t *)dy, y, n, stream);
+  if (dx16)
+    return relu_backward_bf16_launch((uint16_t *)dx, (const float *)dy, y, n, stream);
+  if (dy16)
+    return relu_backward_bf16_launch((float *)dx, (const uint16_t *)dy, y, n, stream);
+  return relu_backward_bf16_launch((float *)dx, (const float *)dy, y, n, stream);
+}
+
+extern "C" cudaError_t
+tdm_k_add_strided_bf16(uint16_t *y, const float *a, const float *x, int n, int h, int w, int c,
+                       int stride, cudaStream_t stream)
+{
+  size_t total = (size_t)n * h * w * c;
+  if (total == 0)
+    return cudaSuccess;
+  unsigned blocks = tdm_k_blocks(total, TDM_K_THREADS);
+  if (total <= INT32_MAX)
+    add_strided_bf16_kernel<int32_t><<<blocks, TDM_K_THREADS, 0, stream>>>(
+        y, a, x, (int32_t)total, h, w, c, stride);
+  else
+    add_strided_bf16_kernel<int64_t><<<blocks, TDM_K_THREADS, 0, stream>>>(
+        y, a, x, (int64_t)total, h, w, c, stride);
   return tdm_k_launched();
 }
 

@@ -73,9 +73,9 @@ maxpool2d_forward_kernel(float *y, int32_t *argmax, const float *x, Pool2d g, si
   }
 }
 
-template <bool MAX>
+template <bool MAX, typename DX, typename DY>
 __global__ void
-pool2d_backward_kernel(float *dx, const float *dy, const int32_t *argmax, Pool2d g,
+pool2d_backward_kernel(DX *dx, const DY *dy, const int32_t *argmax, Pool2d g,
                        size_t total)
 {
   const float area = window_area(g.k);
@@ -92,10 +92,14 @@ pool2d_backward_kernel(float *dx, const float *dy, const int32_t *argmax, Pool2d
     for (int oy = y0; oy <= y1; oy++)
       for (int ox = x0; ox <= x1; ox++) {
         size_t o = ((im * g.oh + oy) * g.ow + ox) * g.c + ch;
-        if (!MAX || argmax[o] == idx)
-          sum += dy[o];
+        if (!MAX || argmax[o] == idx) {
+          float v;
+          tdm_k_vec<1>::load(&v, dy + o);
+          sum += v;
+        }
       }
-    dx[e] = MAX ? sum : sum / area;
+    float v = MAX ? sum : sum / area;
+    tdm_k_vec<1>::store(dx + e, &v);
   }
 }
 
@@ -147,9 +151,9 @@ tdm_k_maxpool2d_forward(float *y, int32_t *argmax, const float *x, int n, int h,
 }
 
 extern "C" cudaError_t
-tdm_k_maxpool2d_backward(float *dx, const float *dy, const int32_t *argmax, int n, int h,
-                         int w, int c, int k, int s, int p, int oh, int ow,
-                         cudaStream_t stream)
+tdm_k_maxpool2d_backward(void *dx, bool dx16, const void *dy, bool dy16,
+                         const int32_t *argmax, int n, int h, int w, int c, int k, int s, int p,
+                         int oh, int ow, cudaStream_t stream)
 {
   Pool2d g;
   if (!geometry(&g, n, h, w, c, k, s, p, oh, ow))
@@ -157,8 +161,19 @@ tdm_k_maxpool2d_backward(float *dx, const float *dy, const int32_t *argmax, int 
   size_t total = (size_t)n * h * w * c;
   if (total == 0)
     return cudaSuccess;
-  pool2d_backward_kernel<true><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
-                                 stream>>>(dx, dy, argmax, g, total);
+  unsigned blocks = tdm_k_blocks(total, TDM_K_THREADS);
+  if (dx16 && dy16)
+    pool2d_backward_kernel<true, uint16_t, uint16_t><<<blocks, TDM_K_THREADS, 0, stream>>>(
+        (uint16_t *)dx, (const uint16_t *)dy, argmax, g, total);
+  else if (dx16)
+    pool2d_backward_kernel<true, uint16_t, float><<<blocks, TDM_K_THREADS, 0, stream>>>(
+        (uint16_t *)dx, (const float *)dy, argmax, g, total);
+  else if (dy16)
+    pool2d_backward_kernel<true, float, uint16_t><<<blocks, TDM_K_THREADS, 0, stream>>>(
+        (float *)dx, (const uint16_t *)dy, argmax, g, total);
+  else
+    pool2d_backward_kernel<true, float, float><<<blocks, TDM_K_THREADS, 0, stream>>>(
+        (float *)dx, (const float *)dy, argmax, g, total);
   return tdm_k_launched();
 }
 
@@ -187,7 +202,7 @@ tdm_k_avgpool2d_backward(float *dx, const float *dy, int n, int h, int w, int c,
   size_t total = (size_t)n * h * w * c;
   if (total == 0)
     return cudaSuccess;
-  pool2d_backward_kernel<false><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
+  pool2d_backward_kernel<false, float, float><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
                                   stream>>>(dx, dy, NULL, g, total);
   return tdm_k_launched();
 }

@@ -188,11 +188,13 @@ tdm_backend_maxpool2d_forward(TdmBackend *b, float *y, int32_t *argmax, const fl
 }
 
 void
-tdm_backend_maxpool2d_backward(TdmBackend *b, float *dx, const float *dy, const int32_t *argmax,
-                               TdmPool2d g)
+tdm_backend_maxpool2d_backward(TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
+                               TdmDtype dy_type, const int32_t *argmax, TdmPool2d g)
 {
-  if (tdm_backend_enter(b) && pool2d_ok(b, "maxpool2d_backward", g))
-    b->ops->maxpool2d_backward(b, dx, dy, argmax, g);
+  if (tdm_backend_enter(b) && pool2d_ok(b, "maxpool2d_backward", g) &&
+      tdm_backend_input_ok(b, "maxpool2d_backward", dy_type) &&
+      tdm_backend_input_ok(b, "maxpool2d_backward", dx_type))
+    b->ops->maxpool2d_backward(b, dx, dx_type, dy, dy_type, argmax, g);
 }
 
 void

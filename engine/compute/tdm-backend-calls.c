@@ -496,11 +496,26 @@ tdm_backend_from_bf16(TdmBackend *b, float *out, const uint16_t *in, size_t n)
 }
 
 void
-tdm_backend_relu_backward_bf16(TdmBackend *b, float *dx, const float *dy, const uint16_t *y,
-                               size_t n)
+tdm_backend_relu_backward_bf16(TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
+                               TdmDtype dy_type, const uint16_t *y, size_t n)
 {
-  if (tdm_backend_enter(b) && TDM_HAS_OP(b, relu_backward_bf16))
-    b->ops->relu_backward_bf16(b, dx, dy, y, n);
+  if (tdm_backend_enter(b) && TDM_HAS_OP(b, relu_backward_bf16) &&
+      tdm_backend_input_ok(b, "relu_backward_bf16", dx_type) &&
+      tdm_backend_input_ok(b, "relu_backward_bf16", dy_type) &&
+      TDM_ARGS_OK(b, dx != dy || dx_type == dy_type,
+                  _("relu_backward_bf16: dx is dy but of another type")))
+    b->ops->relu_backward_bf16(b, dx, dx_type, dy, dy_type, y, n);
+}
+
+void
+tdm_backend_add_strided_bf16(TdmBackend *b, uint16_t *y, const float *a, const float *x, int n,
+                             int h, int w, int c, int stride)
+{
+  if (tdm_backend_enter(b) && TDM_HAS_OP(b, add_strided_bf16) &&
+      TDM_ARGS_OK(b, n >= 0 && h > 0 && w > 0 && c > 0 && stride > 0,
+                  _("add_strided_bf16: %d×%d×%d×%d, stride %d: not a shape"), n, h, w, c,
+                  stride))
+    b->ops->add_strided_bf16(b, y, a, x, n, h, w, c, stride);
 }
 
 void
@@ -572,6 +587,7 @@ tdm_backend_has_bf16_blocks(TdmBackend *b)
 {
   return tdm_backend_kind_has_bn_bf16_input(b->kind) && b->ops->from_bf16 != NULL &&
          b->ops->relu_backward_bf16 != NULL && b->ops->add_out_bf16 != NULL &&
+         b->ops->add_strided_bf16 != NULL &&
          b->ops->bn_forward_bf16 != NULL;
 }
 

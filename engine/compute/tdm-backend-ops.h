@@ -134,8 +134,8 @@ struct _TdmBackendOps {
                             int w, int c, int k);
   void (*maxpool2d_forward) (TdmBackend *b, float *y, int32_t *argmax, const float *x,
                              TdmPool2d g);
-  void (*maxpool2d_backward) (TdmBackend *b, float *dx, const float *dy,
-                              const int32_t *argmax, TdmPool2d g);
+  void (*maxpool2d_backward) (TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
+                              TdmDtype dy_type, const int32_t *argmax, TdmPool2d g);
   void (*avgpool2d_forward) (TdmBackend *b, float *y, const float *x, TdmPool2d g);
   void (*avgpool2d_backward) (TdmBackend *b, float *dx, const float *dy, TdmPool2d g);
   void (*global_avgpool_forward) (TdmBackend *b, float *y, const float *x, int n,
@@ -196,13 +196,15 @@ struct _TdmBackendOps {
   /* Optional. */
   void (*add_out) (TdmBackend *b, float *y, const float *a, const float *x, size_t n,
                    bool relu);
-  /* Optional, all four or none (tdm_backend_has_bf16_blocks()): a residual block's
-   * input and output stored as bf16. */
+  /* Optional, all five or none (tdm_backend_has_bf16_blocks()): a residual block's
+   * input and output, and their gradients, stored as bf16. */
   void (*from_bf16) (TdmBackend *b, float *out, const uint16_t *in, size_t n);
-  void (*relu_backward_bf16) (TdmBackend *b, float *dx, const float *dy, const uint16_t *y,
-                              size_t n);
+  void (*relu_backward_bf16) (TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
+                              TdmDtype dy_type, const uint16_t *y, size_t n);
   void (*add_out_bf16) (TdmBackend *b, uint16_t *y, const float *a, const void *x,
                         TdmDtype x_type, size_t n, bool relu);
+  void (*add_strided_bf16) (TdmBackend *b, uint16_t *y, const float *a, const float *x, int n,
+                            int h, int w, int c, int stride);
   void (*bn_forward_bf16) (TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
                            const float *mean, const float *invstd, const float *gamma,
                            const float *beta, const void *a, TdmDtype a_type, int rows,

@@ -126,7 +126,7 @@ tdm_backend_kind_has_bn_bf16_input(TdmBackendKind kind)
 gboolean
 tdm_backend_kind_has_bf16_blocks(TdmBackendKind kind)
 {
-  /* The CPU's elementwise and bn files and kernels/ have all four. */
+  /* The CPU's elementwise and bn files and kernels/ have all five. */
   return kind == TDM_BACKEND_CPU || kind == TDM_BACKEND_CUDA;
 }
 

@@ -505,14 +505,18 @@ void tdm_backend_avgpool_backward (TdmBackend *b, float *dx, const float *dy, in
  * AvgPool2d (floor mode). Max: padding counts as −∞; argmax holds, per output, the
  * index within its sample (h·w·c) of the first maximum, windows scanned row by row.
  * Its backward gathers: dx at each input is the sum, over the outputs whose window
- * covers it (rows then columns in order), of dy where argmax chose it; written.
+ * covers it (rows then columns in order), of dy where argmax chose it; written (dy and
+ * dx each float32, or bf16 where the backend takes it: each value read widened, each
+ * sum rounded once; a bf16 run's block gradient in, tdm-replica-private.h's
+ * block_grad_bf16(), and the stem bn's gradient out).
  * Average: padding counts as zeros and every window divides by k·k (PyTorch's
  * count_include_pad=True, its default); backward dx = Σ dy / (k·k) over the covering
  * outputs, written. */
 void tdm_backend_maxpool2d_forward (TdmBackend *b, float *y, int32_t *argmax, const float *x,
                                     TdmPool2d g);
-void tdm_backend_maxpool2d_backward (TdmBackend *b, float *dx, const float *dy,
-                                     const int32_t *argmax, TdmPool2d g);
+void tdm_backend_maxpool2d_backward (TdmBackend *b, void *dx, TdmDtype dx_type,
+                                     const void *dy, TdmDtype dy_type, const int32_t *argmax,
+                                     TdmPool2d g);
 void tdm_backend_avgpool2d_forward (TdmBackend *b, float *y, const float *x, TdmPool2d g);
 void tdm_backend_avgpool2d_backward (TdmBackend *b, float *dx, const float *dy, TdmPool2d g);
 /* Per-channel input normalization after a gather: x[r, ch] = x[r, ch] · a.mul[ch] +
@@ -645,14 +649,23 @@ void tdm_backend_add_out (TdmBackend *b, float *y, const float *a, const float *
  * tdm_backend_has_bf16_blocks(); elsewhere they fail. Each value written is the float32
  * result rounded once as to_bf16 rounds; each bf16 value read is widened exactly.
  * from_bf16: out[i] = in[i] as float. relu_backward_bf16: relu_backward with the ReLU's
- * output y stored as bf16 (y > 0 as the rounded value says). add_out_bf16: add_out's y
- * = a + x (then max(·, 0) when relu) rounded into y, x float32 or bf16.
+ * output y stored as bf16 (y > 0 as the rounded value says), the gradients dy and dx
+ * each float32 or bf16 (dx may be dy where their types agree). add_out_bf16: add_out's
+ * y = a + x (then max(·, 0) when relu) rounded into y, x float32 or bf16 (y may be x
+ * where x is bf16). add_strided_bf16: y = a + x (n × h × w × c, NHWC) at the pixels a
+ * 1×1 convolution of this stride and no padding reads, a + 0 elsewhere, rounded; x
+ * compact, n × ((h − 1) / stride + 1) × ((w − 1) / stride + 1) × c: a residual block's
+ * input gradient, its first layer's float32 one and its projection's summed in
+ * float32 and rounded once.
  * bn_forward_bf16: bn_forward's training output rounded into y, the bits of bn_forward
  * then to_bf16; when a is not NULL (float32 or bf16), bn_forward_add's y instead
  * (bn_forward without its own ReLU, + a, then max(·, 0) when relu), rounded. */
 void tdm_backend_from_bf16 (TdmBackend *b, float *out, const uint16_t *in, size_t n);
-void tdm_backend_relu_backward_bf16 (TdmBackend *b, float *dx, const float *dy,
-                                     const uint16_t *y, size_t n);
+void tdm_backend_relu_backward_bf16 (TdmBackend *b, void *dx, TdmDtype dx_type,
+                                     const void *dy, TdmDtype dy_type, const uint16_t *y,
+                                     size_t n);
+void tdm_backend_add_strided_bf16 (TdmBackend *b, uint16_t *y, const float *a, const float *x,
+                                   int n, int h, int w, int c, int stride);
 void tdm_backend_add_out_bf16 (TdmBackend *b, uint16_t *y, const float *a, const void *x,
                                TdmDtype x_type, size_t n, bool relu);
 void tdm_backend_bn_forward_bf16 (TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,

@@ -9,11 +9,20 @@
  * bn after it reads is stored as bf16 in a bf16 run (conv_output_bf16()), and the bn
  * reads it so; a block's last bn is computed by the block's end as it adds
  * (bn_forward_add); a block's input and output are stored as bf16 where their readers
- * take it (block_output_bf16()). A conv layer's own forward and backward are
+ * take it (block_output_bf16()), and its gradients kept so (block_grad_bf16(): the skip
+ * buffer holds the block's bf16 output gradient, or a projection's compact one, and
+ * the block's start sums the two shares in float32, rounded once). A conv layer's own
+ * forward and backward are
  * tdm-replica-conv.c's. Not the buffers, the gather or the step's shape
  * (tdm-replica.c). */
 #include "tdm-replica-private.h"
 #include "tdm-counter-rng.h"
+
+gboolean
+tdm_replica_bn16(TdmBackend *b)
+{
+  return b->precision == TDM_PRECISION_BF16 && tdm_backend_has_bn_backward_dx_bf16(b);
+}
 
 gboolean
 tdm_replica_aborted(TdmReplica *r)
@@ -128,21 +137,18 @@ dropout_key(const TdmReplica *r, int layer)
 static uint16_t *
 bn_dx_as_conv_dy16(TdmReplica *r, int i, int n)
 {
+  if (!bn_dx_to_conv(r->net, i, tdm_replica_bn16(r->backend)) || r->conv_work[i - 1] != NULL)
+    return NULL;
   /* At the workspace's start, where the conv's backward reads it whatever way it was
-   * chosen; a shape the workspace was not sized for goes the float32 way. */
-  if (i < 1 || !tdm_backend_has_bn_backward_dx_bf16(r->backend))
-    return NULL;
+   * chosen; the workspace grows where it holds less (a shape it was not sized for), so
+   * that the gradient buffers never need to hold it (tdm_replica_gradient_bytes()).
+   * Where it cannot grow (a step being captured, which runs again eagerly; no memory,
+   * which stops the run), the float32 way issues what is never run. */
   const TdmLayer *conv = &r->net->layers[i - 1];
-  if (conv->kind != TDM_LAYER_CONV || r->conv_work[i - 1] != NULL || conv->bias_count > 0 ||
-      conv->fused_relu)
+  size_t bytes = (size_t)n * conv->out_h * conv->out_w * conv->out_c * sizeof(uint16_t);
+  if (!tdm_replica_workspace_holds(r, bytes, 0))
     return NULL;
-  int rows = n * conv->out_h * conv->out_w;
-  int k = conv->in_c * conv->kernel * conv->kernel;
-  if (!tdm_replica_conv_bf16(r, r->cols[i - 1], rows, k, conv->out_c) ||
-      (i - 1 > 0 && !tdm_replica_conv_bf16_dx(r, rows, k, conv->out_c)) ||
-      (size_t)rows * conv->out_c * sizeof(uint16_t) > r->columns_bytes)
-    return NULL;
-  return (uint16_t *)r->cols[i - 1];
+  return (uint16_t *)r->columns;
 }
 
 /* Whether conv layer i writes its input gradient as bf16 for the bn before it, whose
@@ -403,6 +409,110 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
   }
 }
 
+/* The gradient a block's end hands on, from dy (of dy_type) into dx (of dx_type; dx may
+ * be dy where the types agree): through its ReLU when relu, the mask read from its
+ * output y (of y_type), else converted as it is. */
+static void
+block_end_grad(TdmReplica *r, void *dx, TdmDtype dx_type, const void *dy, TdmDtype dy_type,
+               const void *y, TdmDtype y_type, size_t count, bool relu)
+{
+  TdmBackend *b = r->backend;
+  if (relu && y_type == TDM_DTYPE_BF16) {
+    tdm_backend_relu_backward_bf16(b, dx, dx_type, dy, dy_type, y, count);
+  } else if (relu) {
+    g_assert(dx_type == TDM_DTYPE_F32 && dy_type == TDM_DTYPE_F32); /* block_grad_bf16() */
+    tdm_backend_relu_backward(b, dx, dy, y, count);
+  } else if (dx_type != dy_type) {
+    if (dx_type == TDM_DTYPE_BF16)
+      tdm_backend_to_bf16(b, dx, dy, count);
+    else
+      tdm_backend_from_bf16(b, dx, dy, count);
+  } else if (dx != dy) {
+    tdm_backend_copy(b, dx, dy, count * tdm_dtype_size(dx_type));
+  }
+}
+
+/* The backward of residual block end i (RES_END): the gradient after its ReLU goes on
+ * to the block's layers in *dy (with *dy_type), and the skip path's share waits in
+ * skip_grad for the block's start: a copy of it, or a projection's input gradient
+ * (its bn's backward into the free gradient buffer *dx, then its conv's). Where the
+ * block's gradients are kept as bf16 (block_grad_bf16()), the gradient is written as
+ * bf16, into the skip buffer itself for a block without a projection (*dy then points
+ * there), and a projection's input gradient is kept compact in float32: its bn's
+ * gradient goes to the skip buffer (skip_grad_of() sizes it for that), its conv's
+ * backward gives the weight gradient (*dx its spare), its input gradient is a product
+ * of its own into *dx, then copied to the skip buffer. */
+static void
+block_end_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype *dy_type)
+{
+  TdmBackend *b = r->backend;
+  const TdmNetwork *net = r->net;
+  const TdmLayer *l = &net->layers[i], *begin = &net->layers[l->partner];
+  gboolean g16 = block_grad_bf16(net, i, r->stores_bf16);
+  TdmDtype type = g16 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+  size_t out = (size_t)n * layer_out_floats(l);
+  float *skip = r->skip_grad[i];
+  float *target = g16 && !l->projection ? skip : type == *dy_type ? *dy : *dx;
+  block_end_grad(r, target, type, *dy, *dy_type, r->acts[i + 1], act_type(r, i + 1), out,
+                 l->fused_relu);
+  if (target == *dx) {
+    *dx = *dy;
+    *dy = target;
+  } else if (target != *dy) {
+    *dy = target; /* both gradient buffers are free */
+  }
+  *dy_type = type;
+  const float *w = r->params + l->weight_offset;
+  float *dw = r->grads + l->weight_offset;
+  if (!l->projection) {
+    if (!g16)
+      tdm_backend_copy(b, skip, *dy, out * sizeof(float));
+    return;
+  }
+  float *dconv = g16 ? skip : *dx;
+  int pixels = l->out_h * l->out_w;
+  bn_backward(r, dconv, NULL, *dy, type, r->proj_conv[i], projection_type(r), n, pixels,
+              l->out_c, r->params + l->bias_offset, r->params + l->bias_offset + l->out_c,
+              false, r->grads + l->bias_offset, r->bn_work[i]);
+  tdm_replica_conv_backward(r, g16 ? *dx : skip, FALSE, dw, dconv, FALSE, r->acts[l->partner],
+                            act_type(r, l->partner), NULL, r->cols[i], NULL, w, n, begin->in_h,
+                            begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride, l->out_h,
+                            l->out_w, !g16);
+  if (g16) {
+    size_t compact = (size_t)n * pixels * begin->in_c;
+    tdm_backend_gemm(b, false, false, n * pixels, begin->in_c, l->out_c, 1.0f, dconv, l->out_c,
+                     w, begin->in_c, 0.0f, *dx, begin->in_c);
+    tdm_backend_copy(b, skip, *dx, compact * sizeof(float));
+  }
+}
+
+/* The backward of residual block start i (RES_BEGIN): its first layer's input gradient
+ * dy (float32) plus the skip path's share, in place; where the block's gradients are
+ * kept as bf16, summed in float32 and rounded once into dx (then *dy), for the layer
+ * before the block. */
+static void
+block_begin_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype *dy_type)
+{
+  TdmBackend *b = r->backend;
+  const TdmNetwork *net = r->net;
+  const TdmLayer *l = &net->layers[i], *end = &net->layers[l->partner];
+  const float *skip = r->skip_grad[l->partner];
+  g_assert(*dy_type == TDM_DTYPE_F32);
+  if (!block_grad_bf16(net, l->partner, r->stores_bf16)) {
+    tdm_backend_add(b, *dy, skip, (size_t)n * block_in_floats(net, end));
+    return;
+  }
+  uint16_t *sum = (uint16_t *)*dx;
+  if (end->projection)
+    tdm_backend_add_strided_bf16(b, sum, *dy, skip, n, l->in_h, l->in_w, l->in_c, end->stride);
+  else
+    tdm_backend_add_out_bf16(b, sum, *dy, skip, TDM_DTYPE_BF16,
+                             (size_t)n * block_in_floats(net, end), false);
+  *dx = *dy;
+  *dy = (float *)sum;
+  *dy_type = TDM_DTYPE_BF16;
+}
+
 static void
 announce(TdmReplica *r, const TdmLayer *l)
 {
@@ -448,7 +558,10 @@ tdm_replica_backward(TdmReplica *r, int n)
     int pixels = l->out_h * l->out_w;
     uint16_t *dx16 = NULL; /* a bn's input gradient, written as bf16 for the conv below */
     TdmDtype dx_type = TDM_DTYPE_F32;
-    g_assert(dy_type == TDM_DTYPE_F32 || l->kind == TDM_LAYER_BN); /* conv_dx_as_bf16() */
+    /* conv_dx_as_bf16(), block_grad_bf16() */
+    g_assert(dy_type == TDM_DTYPE_F32 || l->kind == TDM_LAYER_BN ||
+             l->kind == TDM_LAYER_RES_END ||
+             (l->kind == TDM_LAYER_POOL && !tdm_layer_pool_tiles(l)));
 
     switch (l->kind) {
     case TDM_LAYER_LINEAR: {
@@ -495,7 +608,10 @@ tdm_replica_backward(TdmReplica *r, int n)
         return;
       }
       if (need_dx && !tdm_layer_pool_tiles(l)) {
-        tdm_backend_maxpool2d_backward(b, dx, dy, r->argmax[i], pool2d_of(l, n));
+        /* As bf16 for the bn before it where it keeps gradients so (pool_dx_bf16()). */
+        dx_type = pool_dx_bf16(net, i, r->stores_bf16) ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+        tdm_backend_maxpool2d_backward(b, dx, dx_type, dy, dy_type, r->argmax[i],
+                                       pool2d_of(l, n));
       } else if (need_dx) {
         /* The conv below handed this pool its bias (and ReLU): their gradients too. */
         const TdmLayer *c = bias_in_pool(net, i - 1) ? l - 1 : NULL;
@@ -545,46 +661,24 @@ tdm_replica_backward(TdmReplica *r, int n)
         tdm_backend_scale(b, dx, l->factor, out);
       }
       break;
-    case TDM_LAYER_RES_END: {
-      /* dy goes on to the block's layers unchanged; the skip path's share waits in
-       * skip_grad for the block's start. */
-      if (l->fused_relu && act_type(r, i + 1) == TDM_DTYPE_BF16)
-        tdm_backend_relu_backward_bf16(b, dy, dy, (const uint16_t *)y, out);
-      else if (l->fused_relu)
-        tdm_backend_relu_backward(b, dy, dy, y, out);
-      float *skip = r->skip_grad[i];
-      if (l->projection) {
-        const TdmLayer *begin = &net->layers[l->partner];
-        float *dconv = r->proj_bn[i]; /* the bn's output is spent */
-        bn_backward(r, dconv, NULL, dy, TDM_DTYPE_F32, r->proj_conv[i], projection_type(r), n,
-                    pixels, l->out_c, r->params + l->bias_offset,
-                    r->params + l->bias_offset + l->out_c, false, r->grads + l->bias_offset,
-                    r->bn_work[i]);
-        tdm_replica_conv_backward(r, skip, FALSE, dw, dconv, FALSE, r->acts[l->partner],
-                                  act_type(r, l->partner), NULL, r->cols[i], NULL, w, n,
-                                  begin->in_h, begin->in_w, begin->in_c, l->out_c, 1, 0,
-                                  l->stride, l->out_h, l->out_w, TRUE);
-      } else {
-        tdm_backend_copy(b, skip, dy, out * sizeof(float));
-      }
+    case TDM_LAYER_RES_END:
+      block_end_backward(r, i, n, &dy, &dx, &dy_type);
       announce(r, l);
       if (tdm_replica_aborted(r))
         return;
       continue;
-    }
-    case TDM_LAYER_RES_BEGIN: {
-      const TdmLayer *end = &net->layers[l->partner];
-      tdm_backend_add(b, dy, r->skip_grad[l->partner], (size_t)n * block_in_floats(net, end));
+    case TDM_LAYER_RES_BEGIN:
+      block_begin_backward(r, i, n, &dy, &dx, &dy_type);
       continue;
-    }
     }
 
     announce(r, l);
     dy16_ready = dx16 != NULL;
     dy_type = dx_type;
-    float *swap = dy;
+    /* dx holds the gradient now; the next goes to the other gradient buffer (dy may
+     * have been a block's skip buffer, block_end_backward()). */
     dy = dx;
-    dx = swap;
+    dx = dy == r->grad_a ? r->grad_b : r->grad_a;
     if (tdm_replica_aborted(r))
       return;
   }

@@ -20,6 +20,9 @@ void tdm_replica_backward (TdmReplica *r, int n);
 /* The per-channel normalization of the count samples gathered into acts[0], where the
  * replica normalizes. */
 void tdm_replica_normalize_input (TdmReplica *r, int count);
+/* Whether a bn's input gradient may go to the conv before it as bf16 on this backend
+ * (bn_dx_to_conv()'s bn16): a bf16 run where it has bn_backward_dx_bf16. */
+gboolean tdm_replica_bn16 (TdmBackend *b);
 /* A stop was asked for, or a synchronized BN all-reduce failed. */
 gboolean tdm_replica_aborted (TdmReplica *r);
 /* Synchronized BN's all-reduce through the hook; FALSE (and sticky) on failure. */
@@ -81,6 +84,15 @@ col_floats_per_sample(const TdmNetwork *net, const TdmLayer *l)
   if (l->kind == TDM_LAYER_RES_END && l->projection && l->stride > 1)
     return (size_t)l->out_h * l->out_w * net->layers[l->partner].in_c;
   return 0;
+}
+
+/* Whether conv layer l takes bf16 columns both ways in a bf16 run: it has columns, and
+ * its outputs are no more than its reduction (tdm_replica_conv_bf16()'s layout). */
+static inline gboolean
+conv_bf16_columns(const TdmNetwork *net, const TdmLayer *l)
+{
+  return l->kind == TDM_LAYER_CONV && col_floats_per_sample(net, l) > 0 &&
+         l->out_c <= l->in_c * l->kernel * l->kernel;
 }
 
 /* The channels a layer normalizes (bn, or a projection's bn), else 0. */
@@ -148,10 +160,33 @@ bn_output_to_conv(const TdmNetwork *net, int i, gboolean stores16)
 {
   if (net->layers[i].kind != TDM_LAYER_BN || i + 1 >= net->layer_count)
     return FALSE;
-  const TdmLayer *next = &net->layers[i + 1];
-  return stores16 && next->kind == TDM_LAYER_CONV &&
-         col_floats_per_sample(net, next) > 0 &&
-         next->out_c <= next->in_c * next->kernel * next->kernel;
+  return stores16 && conv_bf16_columns(net, &net->layers[i + 1]);
+}
+
+/* Whether bn layer i writes its input gradient as the bf16 output gradient of the conv
+ * before it, at the workspace's start (tdm-replica-pass.c's bn_dx_as_conv_dy16(), which
+ * grows the workspace where it holds less), so that no gradient buffer holds it: a
+ * bf16 run on a backend with bn_backward_dx_bf16 (bn16; every conv composed there, the
+ * parameters' bf16 copy kept), a conv with bf16 columns both ways (columns, out_c ≤
+ * its reduction) and no bias or ReLU of its own, whose products read the gradient as
+ * bf16 anyway. */
+static inline gboolean
+bn_dx_to_conv(const TdmNetwork *net, int i, gboolean bn16)
+{
+  if (!bn16 || i < 1 || net->layers[i].kind != TDM_LAYER_BN)
+    return FALSE;
+  const TdmLayer *conv = &net->layers[i - 1];
+  return conv_bf16_columns(net, conv) && conv->bias_count == 0 && !conv->fused_relu;
+}
+
+/* Whether max pool layer i (one that does not tile) writes its input gradient as bf16
+ * (stores16): its reader, the bn before it, reads either type (torchvision's stem). */
+static inline gboolean
+pool_dx_bf16(const TdmNetwork *net, int i, gboolean stores16)
+{
+  const TdmLayer *l = &net->layers[i];
+  return stores16 && l->kind == TDM_LAYER_POOL && !tdm_layer_pool_tiles(l) && i >= 1 &&
+         net->layers[i - 1].kind == TDM_LAYER_BN;
 }
 
 /* Whether conv layer i's output is stored as bf16 in training: in a run that stores
@@ -188,7 +223,7 @@ reads_bf16_block(const TdmNetwork *net, int j)
   case TDM_LAYER_GLOBAL_AVG:
     return TRUE;
   case TDM_LAYER_CONV:
-    return col_floats_per_sample(net, l) > 0 && l->out_c <= l->in_c * l->kernel * l->kernel;
+    return conv_bf16_columns(net, l);
   default:
     return FALSE;
   }
@@ -222,6 +257,56 @@ block_output_bf16(const TdmNetwork *net, int i, gboolean stores16)
       return FALSE;
   }
   return reads_bf16_block(net, j);
+}
+
+/* Whether residual block `end`'s gradients are kept as bf16 in training (stores16): the
+ * gradient its end hands on after its ReLU (whose mask it reads from its bf16 output,
+ * block_output_bf16()), read by the block's last layer, a bn (of either type), and by
+ * the block's start as the skip path's share; and the gradient its start writes, the
+ * two shares meeting there summed in float32 and rounded once (add_out_bf16, or
+ * add_strided_bf16 for a projection's), for the layer before the block, which reads
+ * bf16: a bn, a max pool that is not a tiling one (maxpool2d_backward), or a block's
+ * end that reads its ReLU's mask from a bf16 output too. The
+ * block's first layer writes its input gradient in float32 (nothing is rounded before
+ * the sum). The skip's share waits in the level's skip buffer: the block's bf16 output
+ * gradient itself (no copy), or a projection's input gradient in float32, compact (the
+ * pixels its 1×1 conv of no padding reads, 1/stride² of them; col2im would put zeros
+ * around them), the buffer holding the projection's bn gradient (float32, its output's
+ * size) first. Not a block nested at its start, nor an empty one. */
+static inline gboolean
+block_grad_bf16(const TdmNetwork *net, int end, gboolean stores16)
+{
+  const TdmLayer *l = &net->layers[end];
+  if (!stores16 || l->kind != TDM_LAYER_RES_END)
+    return FALSE;
+  int begin = l->partner;
+  if (begin < 1 || end - begin < 2 || net->layers[end - 1].kind != TDM_LAYER_BN ||
+      (l->fused_relu && !block_output_bf16(net, end, stores16)))
+    return FALSE;
+  const TdmLayer *before = &net->layers[begin - 1];
+  if (before->kind == TDM_LAYER_BN ||
+      (before->kind == TDM_LAYER_POOL && !tdm_layer_pool_tiles(before)))
+    return TRUE;
+  return before->kind == TDM_LAYER_RES_END &&
+         (!before->fused_relu || block_output_bf16(net, begin - 1, stores16));
+}
+
+/* The skip gradient of residual block `end` as kept: *count elements of *type per
+ * sample (block_grad_bf16()). */
+static inline void
+skip_grad_of(const TdmNetwork *net, int end, gboolean stores16, size_t *count,
+             TdmDtype *type)
+{
+  const TdmLayer *l = &net->layers[end];
+  const TdmLayer *begin = &net->layers[l->partner];
+  *count = (size_t)begin->in_h * begin->in_w * begin->in_c;
+  *type = TDM_DTYPE_F32;
+  if (!block_grad_bf16(net, end, stores16))
+    return;
+  if (l->projection)
+    *count = (size_t)l->out_h * l->out_w * MAX(begin->in_c, l->out_c);
+  else
+    *type = TDM_DTYPE_BF16;
 }
 
 /* Whether layer i's output is stored as bf16 in training (stores16). */

@@ -42,7 +42,7 @@ buffers_of(const TdmNetwork *net, int i, TdmBackendKind kind, TdmPrecision preci
   if (bn_channels(l) > 0)
     buf.bn_work = 4 * (size_t)bn_channels(l) + TDM_BN_SLOT_FLOATS(bn_channels(l));
   if (l->kind == TDM_LAYER_RES_END) {
-    buf.skip = block_in_floats(net, l);
+    skip_grad_of(net, i, stores16, &buf.skip, &buf.skip_type);
     if (l->projection) {
       buf.projection = out;
       buf.projection_type = stores16 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
@@ -58,20 +58,95 @@ tdm_replica_layer_buffers(const TdmNetwork *net, int i, TdmBackendKind kind,
   return buffers_of(net, i, kind, precision, tdm_replica_stores_bf16(kind, precision));
 }
 
-size_t
-tdm_replica_gradient_floats(const TdmNetwork *net)
+/* Bytes per sample of each element of the gradient layer i > 0 writes for its input in
+ * backward, as written: bf16 where its reader takes it (a conv's for the bn before it
+ * where its composed way writes bf16, conv_dx_as_bf16(); a block's start where the
+ * block's gradients are kept so, block_grad_bf16(); a max pool's for the bn before it,
+ * pool_dx_bf16()), none where a bn writes it into its conv's workspace
+ * (bn_dx_to_conv()), float32 otherwise. A block's end writes its ReLU's gradient in
+ * the type the block keeps. */
+static size_t
+input_grad_size(const TdmNetwork *net, int i, gboolean stores16, gboolean bn16)
+{
+  const TdmLayer *l = &net->layers[i];
+  switch (l->kind) {
+  case TDM_LAYER_BN:
+    return bn_dx_to_conv(net, i, bn16) ? 0 : sizeof(float);
+  case TDM_LAYER_POOL:
+    return pool_dx_bf16(net, i, stores16) ? sizeof(uint16_t) : sizeof(float);
+  case TDM_LAYER_CONV:
+    return stores16 && net->layers[i - 1].kind == TDM_LAYER_BN && conv_bf16_columns(net, l)
+               ? sizeof(uint16_t)
+               : sizeof(float);
+  case TDM_LAYER_RES_BEGIN:
+    return block_grad_bf16(net, l->partner, stores16) ? sizeof(uint16_t) : sizeof(float);
+  case TDM_LAYER_RES_END:
+    return block_grad_bf16(net, i, stores16) ? sizeof(uint16_t) : sizeof(float);
+  default:
+    return sizeof(float);
+  }
+}
+
+/* Bytes per sample of what layer i keeps in a gradient buffer besides its input's
+ * gradient, float32 all: in the forward (which leaves both free), a bf16 input widened
+ * for a float32 reader and a float32 product rounded into a bf16 output (a conv
+ * without bf16 columns; the global pool), a bn's output computed for a frozen bn or
+ * rounded into bf16 after, a projection's bn output and its conv's widened input, a
+ * block's end's frozen bn; in backward, a frozen bn's output again for the conv after
+ * it and a projection's bn gradient and widened input. */
+static size_t
+layer_scratch_bytes(const TdmNetwork *net, int i, gboolean stores16)
+{
+  const TdmLayer *l = &net->layers[i];
+  size_t in = (size_t)l->in_h * l->in_w * l->in_c, out = layer_out_floats(l), most = 0;
+  switch (l->kind) {
+  case TDM_LAYER_CONV:
+    if (stores16 && !conv_bf16_columns(net, l))
+      most = MAX(in, out);
+    if (i >= 1 && bn_output_to_conv(net, i - 1, stores16))
+      most = MAX(most, in);
+    break;
+  case TDM_LAYER_BN:
+    if (output_bf16(net, i, stores16) || bn_output_to_conv(net, i, stores16))
+      most = out;
+    break;
+  case TDM_LAYER_GLOBAL_AVG:
+    most = stores16 ? in : 0;
+    break;
+  case TDM_LAYER_RES_END:
+    most = l->projection ? MAX(out, block_in_floats(net, l)) : out;
+    break;
+  default:
+    break;
+  }
+  return most * sizeof(float);
+}
+
+/* tdm_replica_gradient_bytes() with the storage decided (stores16) and bn16
+ * (tdm_replica_bn16()). */
+static size_t
+gradient_bytes(const TdmNetwork *net, gboolean stores16, gboolean bn16)
 {
   /* Backward writes the loss's gradient (the logits'), then each layer i > 0 its
    * input's; the pool of a fused first conv stops there and writes none, so the
    * conv's output, often the largest activation, needs no gradient buffer. */
-  size_t most = (size_t)net->classes;
-  for (int i = 1; i < net->layer_count; i++) {
+  size_t most = (size_t)net->classes * sizeof(float);
+  for (int i = 0; i < net->layer_count; i++) {
     const TdmLayer *l = &net->layers[i];
-    if (i == 1 && conv_pool_first(net))
-      continue;
-    most = MAX(most, (size_t)l->in_h * l->in_w * l->in_c);
+    if (i >= 1 && !(i == 1 && conv_pool_first(net)))
+      most = MAX(most, (size_t)l->in_h * l->in_w * l->in_c *
+                           input_grad_size(net, i, stores16, bn16));
+    most = MAX(most, layer_scratch_bytes(net, i, stores16));
   }
   return most;
+}
+
+size_t
+tdm_replica_gradient_bytes(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision)
+{
+  /* Both kinds of backend have bn_backward_dx_bf16. */
+  return gradient_bytes(net, tdm_replica_stores_bf16(kind, precision),
+                        precision == TDM_PRECISION_BF16);
 }
 
 /* The widest columns and the largest whole-convolution scratch over the layers: the
@@ -91,25 +166,25 @@ widest_scratch(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precisio
 }
 
 /* A block's skip gradient lives from the walk back reaching its end to reaching its
- * start, so blocks at one level of nesting take turns in one buffer (the widest of
- * that level's): widths[level − 1]; *skips their sum. A projection's bn output is
- * read by its block's add only (backward reads the conv's output), then serves as the
- * conv's gradient in backward: one buffer, the widest, *proj_bn. Floats per sample. */
+ * start, so blocks at one level of nesting take turns in one buffer (the largest of
+ * that level's, in bytes as kept): widths[level − 1]; *skips their sum. Bytes per
+ * sample. (A projection's bn output has no buffer of its own: the training's forward
+ * writes it into the second gradient buffer, free until backward, which the block's
+ * add reads; tdm-replica-pass.c's block_end_backward() finds its conv's gradient
+ * room.) */
 static void
 shared_block_buffers(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
-                     gboolean stores16, size_t *widths, size_t *skips, size_t *proj_bn)
+                     gboolean stores16, size_t *widths, size_t *skips)
 {
   int levels = tdm_replica_infer_count(net) - 2;
   g_autofree size_t *w = g_new0(size_t, MAX(levels, 1));
-  *proj_bn = 0;
   for (int i = 0; i < net->layer_count; i++) {
     TdmLayerBuffers buf = buffers_of(net, i, kind, precision, stores16);
     if (buf.skip > 0) {
       int level = net->layers[i].depth;
       g_assert(level >= 1 && level <= levels);
-      w[level - 1] = MAX(w[level - 1], buf.skip);
+      w[level - 1] = MAX(w[level - 1], buf.skip * tdm_dtype_size(buf.skip_type));
     }
-    *proj_bn = MAX(*proj_bn, buf.projection);
   }
   *skips = 0;
   for (int k = 0; k < levels; k++) {
@@ -145,11 +220,11 @@ tdm_replica_plan(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precis
     p.activations += cap * buf.argmax * sizeof(int32_t);
     p.workspace += buf.bn_work * sizeof(float);
   }
-  size_t skips = 0, proj_bn = 0;
-  shared_block_buffers(net, kind, precision, stores16, NULL, &skips, &proj_bn);
-  p.workspace += cap * (skips + proj_bn) * sizeof(float);
+  size_t skips = 0;
+  shared_block_buffers(net, kind, precision, stores16, NULL, &skips);
+  p.workspace += cap * skips;
   /* The two activation-gradient buffers, the chunk's labels and indices, the metrics. */
-  p.workspace += 2 * cap * tdm_replica_gradient_floats(net) * sizeof(float);
+  p.workspace += 2 * cap * tdm_replica_gradient_bytes(net, kind, precision);
   p.workspace += 2 * most * sizeof(int32_t) + sizeof(TdmMetrics);
   /* The inference pass's rotating buffers, its pools' argmax, the views' logits. */
   p.inference = (size_t)tdm_replica_infer_count(net) * ecap * tdm_replica_infer_floats(net) *
@@ -280,14 +355,11 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   r->skip_levels = g_new0(float *, MAX(tdm_replica_infer_count(net) - 2, 1));
   {
     g_autofree size_t *widths = g_new0(size_t, MAX(tdm_replica_infer_count(net) - 2, 1));
-    size_t skips, proj_bn;
-    shared_block_buffers(net, b->kind, b->precision, r->stores_bf16, widths, &skips,
-                         &proj_bn);
+    size_t skips;
+    shared_block_buffers(net, b->kind, b->precision, r->stores_bf16, widths, &skips);
     for (int k = 0; k < tdm_replica_infer_count(net) - 2; k++)
       if (widths[k] > 0)
-        ALLOC(r->skip_levels[k], (size_t)capacity * widths[k] * sizeof(float));
-    if (proj_bn > 0)
-      ALLOC(r->proj_bn_shared, (size_t)capacity * proj_bn * sizeof(float));
+        ALLOC(r->skip_levels[k], (size_t)capacity * widths[k]);
   }
   for (int i = 0; i < n; i++) {
     const TdmLayer *l = &net->layers[i];
@@ -306,15 +378,22 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
       ALLOC(r->bn_work[i], buf.bn_work * sizeof(float));
     if (buf.skip > 0)
       r->skip_grad[i] = r->skip_levels[l->depth - 1];
-    if (buf.projection > 0) {
+    if (buf.projection > 0)
       ALLOC(r->proj_conv[i],
             (size_t)capacity * buf.projection * tdm_dtype_size(buf.projection_type));
-      r->proj_bn[i] = r->proj_bn_shared;
-    }
   }
-  size_t grad_floats = tdm_replica_gradient_floats(net);
-  ALLOC(r->grad_a, (size_t)capacity * grad_floats * sizeof(float));
-  ALLOC(r->grad_b, (size_t)capacity * grad_floats * sizeof(float));
+  size_t grad_bytes = gradient_bytes(net, r->stores_bf16, tdm_replica_bn16(b));
+  ALLOC(r->grad_a, (size_t)capacity * grad_bytes);
+  ALLOC(r->grad_b, (size_t)capacity * grad_bytes);
+  /* A projection's bn output, read by its block's add alone, into the second gradient
+   * buffer: the forward leaves it free there (its block's conv is done with it as a
+   * spare; the block's end uses the first), and the block's output, which a layer
+   * after it reads, is no wider than the buffer. */
+  for (int i = 0; i < n; i++)
+    if (r->proj_conv[i] != NULL) {
+      g_assert(layer_out_floats(&net->layers[i]) * sizeof(float) <= grad_bytes);
+      r->proj_bn[i] = r->grad_b;
+    }
   size_t params16 = tdm_replica_params16_bytes(net, b->kind, b->precision);
   if (params16 > 0)
     ALLOC(r->params16, params16);
@@ -447,7 +526,6 @@ tdm_replica_free(TdmReplica *r)
   for (int k = 0; r->skip_levels != NULL && k < tdm_replica_infer_count(net) - 2; k++)
     tdm_backend_release(b, r->skip_levels[k]);
   g_free(r->skip_levels);
-  tdm_backend_release(b, r->proj_bn_shared);
   tdm_backend_release(b, r->columns); /* conv_scratch too */
   tdm_replica_infer_free(r);
   tdm_backend_release(b, r->bn_slots);

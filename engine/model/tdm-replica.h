@@ -115,11 +115,12 @@ struct _TdmReplica {
                                  * slot (TDM_BN_SLOT_FLOATS) */
   float *bn_slots;              /* synchronized BN: bn_slot_count slots for the widest
                                  * BN, shared by the layers in turn */
-  float **proj_conv, **proj_bn; /* [layer_count]: a projection's conv and bn outputs */
+  float **proj_conv, **proj_bn; /* [layer_count]: a projection's conv and bn outputs (the
+                                 * latter grad_b in training) */
   float **skip_grad;            /* [layer_count]: RES_END: the gradient of the skip path,
-                                 * in its nesting level's buffer of skip_levels */
+                                 * in its nesting level's buffer of skip_levels, of the
+                                 * type and count tdm_replica_layer_buffers() says */
   float **skip_levels;          /* one skip-gradient buffer per level of nesting */
-  float *proj_bn_shared;        /* every projection's bn output (proj_bn[i]) */
   float *tta_logits;            /* test-time flip averaging */
   gboolean stores_bf16;         /* activations stored as bf16 where their readers take
                                  * it (tdm_replica_stores_bf16(), decided when made) */
@@ -252,11 +253,14 @@ typedef struct {
   size_t columns;     /* floats: a convolution's im2col columns, built in the one column
                        * workspace (the largest layer's, not a sum) */
   size_t bn_work;     /* floats, not per sample: a BN's batch statistics and sums */
-  size_t skip;        /* floats: a residual block's skip gradient, in one buffer per
-                       * level of nesting (the level's widest) */
-  size_t projection;  /* elements of projection_type: a projection's conv output, kept;
-                       * and its BN's, floats, in one buffer for all projections (the
-                       * widest) */
+  size_t skip;        /* elements of skip_type: a residual block's skip gradient, in one
+                       * buffer per level of nesting (the level's largest in bytes) */
+  TdmDtype skip_type; /* bf16 where the block's gradients are kept so in a run that
+                       * stores activations as bf16: its output gradient itself; a
+                       * projection's then float32, only the pixels its stride reads */
+  size_t projection;  /* elements of projection_type: a projection's conv output, kept
+                       * (its BN's output needs no buffer: the forward writes it into
+                       * the second gradient buffer for the block's add) */
   TdmDtype projection_type; /* the conv output's: bf16 where output_type would be */
   size_t conv_work;   /* floats, not per sample: the scratch of a convolution that a
                        * backend of this kind runs whole (tdm_backend_conv_work_floats()),
@@ -269,10 +273,12 @@ typedef struct {
 TdmLayerBuffers tdm_replica_layer_buffers (const TdmNetwork *net, int i, TdmBackendKind kind,
                                            TdmPrecision precision);
 
-/* Per sample, in floats, each of the two buffers backward passes gradients through:
- * the largest gradient it writes (not max_activation: a fused first conv's output
- * has no gradient). */
-size_t tdm_replica_gradient_floats (const TdmNetwork *net);
+/* Per sample, in bytes, each of the two buffers backward passes gradients through:
+ * the largest gradient it writes, as written (bf16 where a bf16 run's reader takes it;
+ * not max_activation: a fused first conv's output has no gradient), or the largest
+ * float32 scratch the passes keep there, whichever is more. */
+size_t tdm_replica_gradient_bytes (const TdmNetwork *net, TdmBackendKind kind,
+                                   TdmPrecision precision);
 
 /* Forward and backward over the training samples `indices[0, count)` (host memory),
  * writing gradients of (sum of losses) · grad_scale into replica->grads and adding

@@ -15,7 +15,9 @@
  * give the bits their float32 forms give on the input widened: widening is exact. The
  * operations of a residual block stored as bf16 (from_bf16, im2col_bf16 of a bf16
  * input, add_out_bf16, bn_forward_bf16, relu_backward_bf16) give the bits of their
- * float32 forms on the widened inputs, then to_bf16 where they write bf16.
+ * float32 forms on the widened inputs, then to_bf16 where they write bf16; so do the
+ * block's gradients kept as bf16 (relu_backward_bf16 of either type into either, in
+ * place too; add_strided_bf16 against col2im's dense tensor added then rounded).
  */
 #include "test-backend-cpu.h"
 #include "tdm-bf16.h"
@@ -469,7 +471,7 @@ test_block_ops(void)
   tdm_backend_im2col_bf16(b, col_want, x, TDM_DTYPE_F32, n, h, w, c, 3, 3, 1, 2);
   g_assert_cmpmem(col, cols * 2, col_want, cols * 2);
   for (int relu = 0; relu < 2; relu++) {
-    tdm_backend_relu_backward_bf16(b, got, dy, x16, count);
+    tdm_backend_relu_backward_bf16(b, got, TDM_DTYPE_F32, dy, TDM_DTYPE_F32, x16, count);
     tdm_backend_relu_backward(b, want, dy, x, count);
     g_assert_cmpmem(got, count * 4, want, count * 4);
     for (int t = 0; t < 2; t++) {
@@ -501,6 +503,118 @@ test_block_ops(void)
   free_backend(b);
 }
 
+/* A residual block's gradients kept as bf16: relu_backward_bf16 reading and writing
+ * either type (in place where they agree) gives relu_backward's bits on the widened
+ * gradient, rounded where it writes bf16; add_strided_bf16 (a block's first layer's
+ * float32 input gradient plus a projection's compact one) gives the bits of col2im's
+ * dense tensor of the compact one (a 1×1 conv's columns: one value a pixel it reads,
+ * zeros elsewhere) added by add_out, then rounded: summed in float32, rounded once.
+ * Odd sizes, strides 1, 2 and 3. */
+static void
+test_block_gradients(void)
+{
+  TdmBackend *b = new_backend();
+  const int n = 3, h = 13, w = 11, c = 7;
+  const size_t count = (size_t)n * h * w * c;
+  float *y = dev_floats(b, count), *dy = dev_floats(b, count), *a = dev_floats(b, count);
+  uint16_t *y16 = dev_alloc(b, count * 2), *dy16 = dev_alloc(b, count * 2);
+  fill_random(y, count, -2, 2);
+  fill_random(dy, count, -1, 1);
+  fill_random(a, count, -1, 1);
+  for (size_t i = 0; i < count; i += 5)
+    y[i] = 0.0f;
+  for (size_t i = 0; i < count; i++) {
+    y16[i] = tdm_bf16_round(y[i]);
+    y[i] = tdm_bf16_value(y16[i]);
+    dy16[i] = tdm_bf16_round(dy[i]);
+  }
+  float *dy_wide = dev_floats(b, count), *want = dev_floats(b, count);
+  float *got = dev_floats(b, count);
+  uint16_t *got16 = dev_alloc(b, count * 2);
+  tdm_backend_from_bf16(b, dy_wide, dy16, count);
+  for (int in16 = 0; in16 < 2; in16++) {
+    TdmDtype dy_type = in16 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+    const void *d = in16 ? (const void *)dy16 : (const void *)dy;
+    tdm_backend_relu_backward(b, want, in16 ? dy_wide : dy, y, count);
+    tdm_backend_relu_backward_bf16(b, got, TDM_DTYPE_F32, d, dy_type, y16, count);
+    g_assert_cmpmem(got, count * 4, want, count * 4);
+    tdm_backend_relu_backward_bf16(b, got16, TDM_DTYPE_BF16, d, dy_type, y16, count);
+    g_autofree uint16_t *want16 = to_bf16_host(want, count);
+    g_assert_cmpmem(got16, count * 2, want16, count * 2);
+    /* In place, of one type. */
+    float *inplace = dev_floats(b, count);
+    uint16_t *inplace16 = dev_alloc(b, count * 2);
+    memcpy(inplace, dy, count * 4);
+    memcpy(inplace16, dy16, count * 2);
+    if (in16) {
+      tdm_backend_relu_backward_bf16(b, inplace16, TDM_DTYPE_BF16, inplace16, TDM_DTYPE_BF16,
+                                     y16, count);
+      g_assert_cmpmem(inplace16, count * 2, want16, count * 2);
+    } else {
+      tdm_backend_relu_backward_bf16(b, inplace, TDM_DTYPE_F32, inplace, TDM_DTYPE_F32, y16,
+                                     count);
+      g_assert_cmpmem(inplace, count * 4, want, count * 4);
+    }
+    tdm_backend_release(b, inplace);
+    tdm_backend_release(b, inplace16);
+  }
+  for (int stride = 1; stride <= 3; stride++) {
+    const int oh = (h - 1) / stride + 1, ow = (w - 1) / stride + 1;
+    const size_t compact = (size_t)n * oh * ow * c;
+    float *x = dev_floats(b, compact), *dense = dev_floats(b, count);
+    float *sum = dev_floats(b, count);
+    uint16_t *out16 = dev_alloc(b, count * 2);
+    fill_random(x, compact, -1, 1);
+    tdm_backend_col2im(b, dense, x, n, h, w, c, 1, 1, 0, stride);
+    tdm_backend_add_out(b, sum, a, dense, count, false);
+    g_autofree uint16_t *want16 = to_bf16_host(sum, count);
+    tdm_backend_add_strided_bf16(b, out16, a, x, n, h, w, c, stride);
+    g_assert_cmpmem(out16, count * 2, want16, count * 2);
+    void *bufs[] = {x, dense, sum, out16};
+    for (guint i = 0; i < G_N_ELEMENTS(bufs); i++)
+      tdm_backend_release(b, bufs[i]);
+  }
+  /* The stem's 3×3 stride-2 max pool of padding 1 under a block whose gradient is kept
+   * as bf16: maxpool2d_backward reading it gives the bits of reading it widened, and
+   * writing its gradient as bf16 for the stem's bn the bits of to_bf16 after. */
+  {
+    TdmPool2d g = {n, h, w, c, 3, 2, 1, (h + 2 - 3) / 2 + 1, (w + 2 - 3) / 2 + 1};
+    const size_t ny = (size_t)n * g.oh * g.ow * c;
+    float *py = dev_floats(b, ny), *pdx = dev_floats(b, count), *pdx16 = dev_floats(b, count);
+    uint16_t *pout16 = dev_alloc(b, count * 2);
+    int32_t *argmax = dev_alloc(b, ny * sizeof(int32_t));
+    tdm_backend_maxpool2d_forward(b, py, argmax, a, g);
+    tdm_backend_maxpool2d_backward(b, pdx, TDM_DTYPE_F32, dy_wide, TDM_DTYPE_F32, argmax, g);
+    tdm_backend_maxpool2d_backward(b, pdx16, TDM_DTYPE_F32, dy16, TDM_DTYPE_BF16, argmax, g);
+    g_assert_cmpmem(pdx16, count * 4, pdx, count * 4);
+    g_autofree uint16_t *rounded = to_bf16_host(pdx, count);
+    for (int in16 = 0; in16 < 2; in16++) {
+      tdm_backend_maxpool2d_backward(b, pout16, TDM_DTYPE_BF16, in16 ? (void *)dy16 : dy_wide,
+                                     in16 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32, argmax, g);
+      g_assert_cmpmem(pout16, count * 2, rounded, count * 2);
+    }
+    void *pool[] = {py, pdx, pdx16, pout16, argmax};
+    for (guint i = 0; i < G_N_ELEMENTS(pool); i++)
+      tdm_backend_release(b, pool[i]);
+  }
+  g_assert_true(tdm_backend_check(b, NULL));
+  void *all[] = {y, dy, a, y16, dy16, dy_wide, want, got, got16};
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++)
+    tdm_backend_release(b, all[i]);
+  free_backend(b);
+  /* dx is dy but of another type: one failure that names the operation. */
+  b = new_backend();
+  float *one = dev_floats(b, 4);
+  uint16_t *mask = dev_alloc(b, 8);
+  tdm_backend_relu_backward_bf16(b, one, TDM_DTYPE_BF16, one, TDM_DTYPE_F32, mask, 4);
+  g_autoptr(GError) error = NULL;
+  g_assert_false(tdm_backend_check(b, &error));
+  g_assert_nonnull(strstr(error->message, "relu_backward_bf16"));
+  tdm_backend_release(b, one);
+  tdm_backend_release(b, mask);
+  tdm_backend_free(b);
+}
+
 void
 test_backend_cpu_add_bf16(void)
 {
@@ -510,4 +624,5 @@ test_backend_cpu_add_bf16(void)
   g_test_add_func("/backend-cpu/bf16/bn-dx", test_bn_dx);
   g_test_add_func("/backend-cpu/bf16/bn-input", test_bn_bf16_input);
   g_test_add_func("/backend-cpu/bf16/block-ops", test_block_ops);
+  g_test_add_func("/backend-cpu/bf16/block-gradients", test_block_gradients);
 }

@@ -134,10 +134,16 @@ static const char bn_net[] = "conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,
  * less: the convs that read them round them to bf16 for their columns anyway, and the
  * block's add reads its skip rounded once (2⁻⁸ of a value a ReLU keeps). 1/16,
  * test_path()'s bound for rounding every operand, holds it with room and catches a bn,
- * an add or a mask reading the wrong bits (a change of order one). block_tensors: how
- * many of the block tensors the plan stores as bf16. */
+ * an add or a mask reading the wrong bits (a change of order one). The blocks'
+ * gradients are kept as bf16 with them (block_grad_bf16()): rounded once after the
+ * block's ReLU and once where the block's start sums its two shares in float32, each
+ * a relative change of at most 2⁻⁹ of a value that the backward then carries linearly,
+ * as the forward carries the stored outputs' rounding: within the same bound, and a
+ * share lost or added twice (a change of order one) is not. block_tensors: how many of
+ * the block tensors the plan stores as bf16; grad_blocks: how many blocks keep their
+ * gradients as bf16 (a skip buffer of bf16, or a projection's compact float32 one). */
 static void
-stored_outputs_case(const char *net, int block_tensors)
+stored_outputs_case(const char *net, int block_tensors, int grad_blocks)
 {
   Run run = {net, "cpu", TDM_PRECISION_BF16, TDM_OPTIMIZER_SGD, 64, 1, FALSE};
   size_t n = 0, m = 0;
@@ -148,17 +154,33 @@ stored_outputs_case(const char *net, int block_tensors)
   g_assert_cmpuint(n, ==, m);
 
   g_autoptr(TdmNetwork) network = tdm_network_new(net, 28, 28, 1, 10, NULL);
-  /* Every conv here has a bn after it: the plan stores them all. */
+  /* Every conv here has a bn after it: the plan stores them all, but where a pool
+   * follows the bn. */
   int blocks = 0;
   for (int i = 0; i < network->layer_count; i++) {
     TdmDtype type =
         tdm_replica_layer_buffers(network, i, TDM_BACKEND_CPU, TDM_PRECISION_BF16).output_type;
-    if (network->layers[i].kind == TDM_LAYER_CONV)
+    if (network->layers[i].kind == TDM_LAYER_CONV && i + 2 < network->layer_count &&
+        network->layers[i + 2].kind == TDM_LAYER_POOL)
+      g_assert_cmpint(type, ==, TDM_DTYPE_F32);
+    else if (network->layers[i].kind == TDM_LAYER_CONV)
       g_assert_cmpint(type, ==, TDM_DTYPE_BF16);
     else
       blocks += type == TDM_DTYPE_BF16;
   }
   g_assert_cmpint(blocks, ==, block_tensors);
+  int kept16 = 0;
+  for (int i = 0; i < network->layer_count; i++) {
+    const TdmLayer *l = &network->layers[i];
+    if (l->kind != TDM_LAYER_RES_END)
+      continue;
+    TdmLayerBuffers buf = tdm_replica_layer_buffers(network, i, TDM_BACKEND_CPU,
+                                                    TDM_PRECISION_BF16);
+    const TdmLayer *begin = &network->layers[l->partner];
+    size_t in = (size_t)begin->in_h * begin->in_w * begin->in_c;
+    kept16 += buf.skip_type == TDM_DTYPE_BF16 || buf.skip < in;
+  }
+  g_assert_cmpint(kept16, ==, grad_blocks);
   g_autofree float *initial = g_new(float, network->parameter_count);
   tdm_network_init_parameters(network, 7, initial);
   g_autofree float *step_kept = g_new(float, n), *step_stored = g_new(float, n);
@@ -180,18 +202,29 @@ static void
 test_stored_outputs(void)
 {
   /* The stem bn's output and the block's: a strided conv reads the latter. */
-  stored_outputs_case(bn_net, 2);
+  stored_outputs_case(bn_net, 2, 1);
   /* Convs that store their output through a float32 product rounded after: a stem of
    * more outputs than taps (16 > 9) and a 1×1 conv of stride 1, which has no columns. */
-  stored_outputs_case("conv16k3p1,bn,relu,conv24k1,bn,relu,gap,fc10", 0);
+  stored_outputs_case("conv16k3p1,bn,relu,conv24k1,bn,relu,gap,fc10", 0, 0);
   /* A block with a projection, whose conv output is stored as bf16 too; its conv
    * (more outputs than its input's channels) reads the block's input widened to float32,
    * and the global pool the block's output. */
   stored_outputs_case("conv8k3p1,bn,relu,res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10",
-                      2);
+                      2, 1);
   /* Two identity blocks, the first one's output the second's input and skip. */
   stored_outputs_case("conv8k3p1,bn,relu,2*(res(conv8k3p1,bn,relu,conv8k3p1,bn),relu),gap,fc10",
-                      3);
+                      3, 2);
+  /* Both: an identity block, then a projection of stride 2 (its compact gradient at the
+   * pixels it reads) whose start sums it with its first conv's, rounded once, for the
+   * first block's end. */
+  stored_outputs_case("conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"
+                      "res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10",
+                      3, 2);
+  /* A stem max pool of stride 2 and padding 1 before a block (torchvision's ResNets):
+   * its backward reads the block's bf16 input gradient. */
+  stored_outputs_case("conv8k3p1,bn,relu,pool3s2p1,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"
+                      "gap,fc10",
+                      1, 1);
 }
 
 /* Frozen layers below the trained ones: a frozen bn normalizes with its running
@@ -333,24 +366,29 @@ test_decided_once(void)
 }
 
 /* Exact mode: a chunk's pass is the same operations wherever it runs, bf16 ones
- * included, so 1 and 3 workers end with the same bits (BN, a residual block). */
+ * included, so 1 and 3 workers end with the same bits (BN, a residual block; then
+ * blocks whose gradients are kept as bf16, one with a projection). */
 static void
 test_exact(void)
 {
-  Run run = {"conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,pool2,"
-             "conv16k3s2p1,bn,relu,gap,fc10",
-             "cpu", TDM_PRECISION_BF16, TDM_OPTIMIZER_ADAM, 64, 3, TRUE};
-  size_t n = 0, m = 0;
-  g_autofree float *one = train(&run, &n);
-  run.devices = "cpu:3";
-  g_autofree float *three = train(&run, &m);
-  g_assert_cmpuint(m, ==, n);
-  size_t differ = 0;
-  for (size_t i = 0; i < n; i++)
-    differ += memcmp(&one[i], &three[i], sizeof(float)) != 0;
-  g_test_message("bf16, exact mode: %zu of %zu parameters differ between 1 and 3 workers",
-                 differ, n);
-  g_assert_cmpuint(differ, ==, 0);
+  const char *nets[] = {"conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,pool2,"
+                        "conv16k3s2p1,bn,relu,gap,fc10",
+                        "conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"
+                        "res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10"};
+  for (guint k = 0; k < G_N_ELEMENTS(nets); k++) {
+    Run run = {nets[k], "cpu", TDM_PRECISION_BF16, TDM_OPTIMIZER_ADAM, 64, 3, TRUE};
+    size_t n = 0, m = 0;
+    g_autofree float *one = train(&run, &n);
+    run.devices = "cpu:3";
+    g_autofree float *three = train(&run, &m);
+    g_assert_cmpuint(m, ==, n);
+    size_t differ = 0;
+    for (size_t i = 0; i < n; i++)
+      differ += memcmp(&one[i], &three[i], sizeof(float)) != 0;
+    g_test_message("bf16, exact mode, %s: %zu of %zu parameters differ between 1 and 3 "
+                   "workers", nets[k], differ, n);
+    g_assert_cmpuint(differ, ==, 0);
+  }
 }
 
 int

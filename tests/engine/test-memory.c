@@ -31,6 +31,9 @@ static const char *const specs[] = {
   "conv40k3p1,pool2,fc10",                       /* too many outputs to fuse, no relu */
   "resnet",                                      /* BN, residual blocks, projections */
   "conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv16k3s2p1,bn),avg2,drop0.5,gmp,fc10",
+  /* torchvision's stem and blocks in small: bf16 gradients through the pool */
+  "conv8k3s2p1,bn,relu,pool3s2p1,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"
+  "res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10",
 };
 
 /* Elements per sample of the conv outputs a bf16 run stores as bf16: each conv without
@@ -123,6 +126,25 @@ bf16_block_outputs(const TdmNetwork *net)
   return sum;
 }
 
+/* Bytes per sample of the skip-gradient buffers a replica keeps: one per level of
+ * nesting, the level's largest skip gradient as kept (tdm_replica_layer_buffers()). */
+static size_t
+skip_bytes(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision)
+{
+  size_t level[8] = {0}, sum = 0;
+  for (int i = 0; i < net->layer_count; i++) {
+    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind, precision);
+    if (buf.skip == 0)
+      continue;
+    int d = net->layers[i].depth;
+    g_assert(d >= 1 && d <= (int)G_N_ELEMENTS(level));
+    level[d - 1] = MAX(level[d - 1], buf.skip * tdm_dtype_size(buf.skip_type));
+  }
+  for (guint d = 0; d < G_N_ELEMENTS(level); d++)
+    sum += level[d];
+  return sum;
+}
+
 /* Every buffer a replica and its optimizer allocate is in the estimate, byte for byte. */
 static void
 test_replica_exact(void)
@@ -165,7 +187,10 @@ test_replica_exact(void)
       }
       /* A GPU under bf16 keeps the parameters as bf16 too, a conv's output that only
        * the bn after it reads (a projection's too) and the blocks' inputs and outputs
-       * in half the bytes, and no output for a bn whose conv normalizes as it reads. */
+       * in half the bytes, no output for a bn whose conv normalizes as it reads,
+       * blocks' skip gradients as bf16 (or a projection's compact) where their
+       * gradients are kept so, and gradient buffers as wide as the widest gradient as
+       * written (tdm_replica_gradient_bytes()). */
       TdmReplicaBytes gpu32 = tdm_memory_replica(net, TDM_BACKEND_CUDA, TDM_PRECISION_FP32,
                                                  capacity, eval, 200, 90);
       TdmReplicaBytes gpu16 = tdm_memory_replica(net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16,
@@ -175,7 +200,13 @@ test_replica_exact(void)
                        bf16_block_outputs(net)) *
                       sizeof(uint16_t);
       size_t elided = (size_t)capacity * bf16_bn_outputs_to_conv(net) * sizeof(float);
-      g_assert_cmpuint(gpu16.total + halves + elided - gpu32.total, ==,
+      size_t skips = (size_t)capacity *
+                     (skip_bytes(net, TDM_BACKEND_CUDA, TDM_PRECISION_FP32) -
+                      skip_bytes(net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16));
+      size_t grads = 2 * (size_t)capacity *
+                     (tdm_replica_gradient_bytes(net, TDM_BACKEND_CUDA, TDM_PRECISION_FP32) -
+                      tdm_replica_gradient_bytes(net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16));
+      g_assert_cmpuint(gpu16.total + halves + elided + skips + grads - gpu32.total, ==,
                        MAX(1, net->parameter_count) * sizeof(uint16_t));
       g_assert_cmpuint(gpu32.activations - gpu16.activations, ==, halves + elided);
       /* A CPU replica reads the host's datasets; a GPU keeps a copy. */
@@ -266,6 +297,114 @@ test_bf16_activations(void)
                        .total);
   tdm_replica_free(r);
   tdm_backend_free(b);
+}
+
+/* A bf16 run keeps residual blocks' gradients as bf16 (tdm-replica-private.h's
+ * block_grad_bf16()): the skip-gradient buffer shrinks, counted here from the layers,
+ * and the estimate with it; a CPU replica allocates what is planned (test_replica_exact
+ * and test_bf16_activations). */
+static void
+test_bf16_block_gradients(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new(resnet18, 32, 32, 3, 10, &error);
+  g_assert_no_error(error);
+  /* The skip gradients: one buffer for the one level of blocks, the largest block's.
+   * Float32 (as TANDEM_BF16_ACTIVATIONS=0 keeps them): the widest block input,
+   * 32×32×64 = 65,536 floats, 262,144 bytes a sample. In bf16 every block keeps its
+   * gradients as bf16 (each ends in a bn; before block 1 the stem's bn, before the
+   * others a block's end with a bf16 output): the five blocks without a projection keep
+   * their output gradient (32×32×64 twice, 16×16×128, 8×8×256, 4×4×512) as bf16, at
+   * most 131,072 bytes; the three projections their input gradient at the pixels
+   * their stride 2 reads, float32 (16×16×64, 8×8×128, 4×4×256), after their bn's
+   * gradient in the same buffer, float32 and larger (16×16×128, 8×8×256, 4×4×512:
+   * 131,072, 65,536 and 32,768 bytes). So 131,072 bytes a sample: 67,108,864 fewer at
+   * batch 512. */
+  for (int kind = TDM_BACKEND_CPU; kind <= TDM_BACKEND_CUDA; kind++) {
+    int bf16_skips = 0, compact = 0;
+    for (int i = 0; i < net->layer_count; i++) {
+      TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind, TDM_PRECISION_BF16);
+      const TdmLayer *l = &net->layers[i];
+      if (l->kind != TDM_LAYER_RES_END)
+        continue;
+      const TdmLayer *begin = &net->layers[l->partner];
+      if (l->projection) {
+        g_assert_cmpint(buf.skip_type, ==, TDM_DTYPE_F32);
+        g_assert_cmpuint(buf.skip, ==, (size_t)(begin->in_h / 2) * (begin->in_w / 2) *
+                                           l->out_c);
+        compact++;
+      } else {
+        g_assert_cmpint(buf.skip_type, ==, TDM_DTYPE_BF16);
+        g_assert_cmpuint(buf.skip, ==, (size_t)begin->in_h * begin->in_w * begin->in_c);
+        bf16_skips++;
+      }
+    }
+    g_assert_cmpint(bf16_skips, ==, 5);
+    g_assert_cmpint(compact, ==, 3);
+    g_assert_cmpuint(skip_bytes(net, kind, TDM_PRECISION_BF16), ==, 131072);
+    g_assert_cmpuint(skip_bytes(net, kind, TDM_PRECISION_FP32), ==, 262144);
+    TdmReplicaPlan with = tdm_replica_plan(net, kind, TDM_PRECISION_BF16, 512, 100);
+    g_assert_true(g_setenv("TANDEM_BF16_ACTIVATIONS", "0", TRUE));
+    g_assert_cmpuint(skip_bytes(net, kind, TDM_PRECISION_BF16), ==, 262144);
+    TdmReplicaPlan without = tdm_replica_plan(net, kind, TDM_PRECISION_BF16, 512, 100);
+    g_unsetenv("TANDEM_BF16_ACTIVATIONS");
+    g_assert_cmpuint(without.workspace - with.workspace, ==, 67108864);
+    /* The whole workspace, from the layers: the column workspace, the bns' small
+     * buffers, the skip buffer, the two gradient buffers (the widest gradient,
+     * 32×32×64 floats, each), the labels and indices, the metrics; no buffer for the
+     * projections' bn outputs (the forward writes them into the second gradient
+     * buffer). */
+    size_t bn_work = 0;
+    for (int i = 0; i < net->layer_count; i++)
+      bn_work += tdm_replica_layer_buffers(net, i, kind, TDM_PRECISION_BF16).bn_work;
+    g_assert_cmpuint(with.workspace, ==,
+                     with.columns + bn_work * sizeof(float) + 512 * (size_t)131072 +
+                         2 * 512 * (size_t)65536 * sizeof(float) + 2 * 512 * sizeof(int32_t) +
+                         sizeof(TdmMetrics));
+  }
+  /* torchvision's ResNet-18 at 224 px, batch 128: the blocks start after the stem's
+   * 3×3 max pool of stride 2 (its backward reads bf16 too). Float32: the widest block
+   * input, 56×56×64 = 200,704 floats, 802,816 bytes a sample. In bf16 the identity
+   * blocks' largest output gradient, 56×56×64 as bf16, 401,408 bytes; the projections'
+   * bn gradients, then their compact input gradients, float32: 28×28×128, 14×14×256,
+   * 7×7×512 (401,408, 200,704 and 100,352 bytes). So 401,408 bytes a sample:
+   * 51,380,224 fewer at batch 128. And the two gradient buffers: the widest gradient
+   * is the stem pool's input's, 112×112×64 = 802,816 values, which the pool writes as
+   * bf16 for the stem's bn (1,605,632 bytes; float32: 3,211,264), the bn's own goes to
+   * its conv's workspace as bf16, and the rest is no wider than 56×56×64 in float32
+   * (802,816 bytes): 2 × 128 × 1,605,632 = 411,041,792 bytes fewer. At 32 px the
+   * widest stays the stem bn's input gradient in float32 (its conv, 27 taps for 64
+   * outputs, has no bf16 columns): 65,536 floats, 262,144 bytes, either way. */
+  g_autoptr(TdmNetwork) tv = tdm_network_new("resnet18", 224, 224, 3, 1000, &error);
+  g_assert_no_error(error);
+  for (int kind = TDM_BACKEND_CPU; kind <= TDM_BACKEND_CUDA; kind++) {
+    g_assert_cmpuint(tdm_replica_gradient_bytes(net, kind, TDM_PRECISION_BF16), ==, 262144);
+    g_assert_cmpuint(tdm_replica_gradient_bytes(tv, kind, TDM_PRECISION_FP32), ==, 3211264);
+    g_assert_cmpuint(skip_bytes(tv, kind, TDM_PRECISION_FP32), ==, 802816);
+    g_assert_cmpuint(skip_bytes(tv, kind, TDM_PRECISION_BF16), ==, 401408);
+    TdmReplicaPlan with = tdm_replica_plan(tv, kind, TDM_PRECISION_BF16, 128, 100);
+    g_assert_true(g_setenv("TANDEM_BF16_ACTIVATIONS", "0", TRUE));
+    TdmReplicaPlan without = tdm_replica_plan(tv, kind, TDM_PRECISION_BF16, 128, 100);
+    g_unsetenv("TANDEM_BF16_ACTIVATIONS");
+    g_assert_cmpuint(tdm_replica_gradient_bytes(tv, kind, TDM_PRECISION_BF16), ==, 1605632);
+    g_assert_cmpuint(without.workspace - with.workspace, ==, 51380224 + 411041792);
+  }
+  /* The estimates of bench/NOTES.md (a GPU, the evaluation chunk as a run picks it). */
+  const struct {
+    TdmNetwork *net;
+    int batch;
+    const char *name;
+  } rows[] = {{net, 512, "CIFAR ResNet-18, 32 px, batch 512"},
+              {tv, 128, "resnet18, 224 px, batch 128"}};
+  for (guint k = 0; k < G_N_ELEMENTS(rows); k++) {
+    int eval = tdm_replica_eval_capacity(rows[k].net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16,
+                                         rows[k].batch, 1000);
+    TdmReplicaBytes rb = tdm_memory_replica(rows[k].net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16,
+                                            rows[k].batch, eval, 0, 0);
+    g_test_message("%s on a GPU, bf16: %zu bytes (workspace %zu, activations %zu, "
+                   "inference %zu at chunks of %d)", rows[k].name, (size_t)rb.total,
+                   (size_t)rb.workspace, (size_t)rb.activations, (size_t)rb.inference, eval);
+  }
 }
 
 /* The inference pass keeps three buffers of the widest activation for a network of
@@ -701,6 +840,7 @@ main(int argc, char **argv)
   g_test_add_func("/memory/replica-exact", test_replica_exact);
   g_test_add_func("/memory/inference-buffers", test_inference_buffers);
   g_test_add_func("/memory/bf16-activations", test_bf16_activations);
+  g_test_add_func("/memory/bf16-block-gradients", test_bf16_block_gradients);
   g_test_add_func("/memory/inference-matches-training-buffers",
                   test_inference_matches_training_buffers);
   g_test_add_func("/memory/fits", test_fits);

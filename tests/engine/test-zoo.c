@@ -164,7 +164,7 @@ test_pools(void)
     g_autofree int32_t *argmax = g_new(int32_t, ny);
     if (g_str_equal(kind, "max")) {
       tdm_backend_maxpool2d_forward(b, my, argmax, x, g);
-      tdm_backend_maxpool2d_backward(b, mdx, dy, argmax, g);
+      tdm_backend_maxpool2d_backward(b, mdx, TDM_DTYPE_F32, dy, TDM_DTYPE_F32, argmax, g);
     } else {
       tdm_backend_avgpool2d_forward(b, my, x, g);
       tdm_backend_avgpool2d_backward(b, mdx, dy, g);

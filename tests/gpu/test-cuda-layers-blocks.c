@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-cuda-layers-blocks.c — part of test-cuda-layers: the CUDA backend's operations of
- * a residual block stored as bf16 (a bf16 run's block inputs and outputs): from_bf16,
- * im2col_bf16 of a bf16 input, relu_backward_bf16, add_out_bf16 and bn_forward_bf16.
+ * a residual block stored as bf16 (a bf16 run's block inputs and outputs, and their
+ * gradients): from_bf16, im2col_bf16 of a bf16 input, relu_backward_bf16 (float32 or
+ * bf16 gradients), add_out_bf16, add_strided_bf16 and bn_forward_bf16.
  * Each against the GPU's float32 operation on the widened input (then to_bf16 where
  * it writes bf16), bit for bit, and against the CPU's bf16 operation, the reference:
  * the elementwise ones bit for bit; the bn ones, whose float32 values the GPU computes
@@ -99,11 +100,59 @@ elementwise_case(size_t n, size_t offset, bool relu)
   check_close(what, got + offset, x + offset, n, 0.0);
   g_clear_pointer(&what, g_free);
 
-  tdm_backend_relu_backward_bf16(gpu, got + offset, ddy + offset, dx16 + offset, n);
-  tdm_backend_relu_backward(gpu, want + offset, ddy + offset, dx + offset, n);
-  what = g_strdup_printf("relu_backward_bf16 %zu+%zu", n, offset);
-  same_bits_gpu(what, got + offset, want + offset, n * 4);
+  /* The block's gradient in either type, into either (dy16 holds dy rounded; in place
+   * where the types agree): the bits of relu_backward on the widened gradient, rounded
+   * where bf16 is written, and the CPU's. */
+  g_autofree uint16_t *dyh16 = g_new(uint16_t, all);
+  for (size_t i = 0; i < all; i++)
+    dyh16[i] = bf16_bits(dyh[i]);
+  uint16_t *ddy16 = on(dyh16, all * 2);
+  float *ddy_wide = poisoned(all);
+  tdm_backend_from_bf16(gpu, ddy_wide, ddy16, all);
+  for (int t = 0; t < 4; t++) {
+    gboolean in16 = t & 1, out16 = t >> 1;
+    TdmDtype dy_type = in16 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+    TdmDtype dx_type = out16 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+    const void *d = in16 ? (const void *)(ddy16 + offset) : (const void *)(ddy + offset);
+    void *out = out16 ? (void *)(got16 + offset) : (void *)(got + offset);
+    tdm_backend_relu_backward_bf16(gpu, out, dx_type, d, dy_type, dx16 + offset, n);
+    tdm_backend_relu_backward(gpu, want + offset, (in16 ? ddy_wide : ddy) + offset,
+                              dx + offset, n);
+    what = g_strdup_printf("relu_backward_bf16 %zu+%zu dy %s dx %s", n, offset,
+                           in16 ? "bf16" : "f32", out16 ? "bf16" : "f32");
+    if (out16) {
+      tdm_backend_to_bf16(gpu, want16 + offset, want + offset, n);
+      same_bits_gpu(what, got16 + offset, want16 + offset, n * 2);
+    } else {
+      same_bits_gpu(what, got + offset, want + offset, n * 4);
+    }
+    g_autofree char *ref = g_malloc(all * 4);
+    const void *host_dy = in16 ? (const void *)(dyh16 + offset) : (const void *)(dyh + offset);
+    size_t size = out16 ? 2 : 4;
+    tdm_backend_relu_backward_bf16(cpu, ref + offset * size, dx_type, host_dy, dy_type,
+                                   x16 + offset, n);
+    assert_ok(cpu);
+    g_autofree char *back = g_malloc(all * 4);
+    tdm_backend_download(gpu, back, out16 ? (void *)got16 : (void *)got, all * size);
+    assert_ok(gpu);
+    gboolean same = memcmp(back + offset * size, ref + offset * size, n * size) == 0;
+    g_test_message("%s against the CPU: %s", what, same ? "same bits" : "differs");
+    if (!same) {
+      g_test_message("FAILED %s against the CPU", what);
+      g_test_fail();
+    }
+    g_clear_pointer(&what, g_free);
+  }
+  /* In place, bf16. */
+  tdm_backend_relu_backward_bf16(gpu, ddy16 + offset, TDM_DTYPE_BF16, ddy16 + offset,
+                                 TDM_DTYPE_BF16, dx16 + offset, n);
+  tdm_backend_relu_backward(gpu, want + offset, ddy_wide + offset, dx + offset, n);
+  tdm_backend_to_bf16(gpu, want16 + offset, want + offset, n);
+  what = g_strdup_printf("relu_backward_bf16 %zu+%zu in place", n, offset);
+  same_bits_gpu(what, ddy16 + offset, want16 + offset, n * 2);
   g_clear_pointer(&what, g_free);
+  release(ddy16);
+  release(ddy_wide);
 
   for (int t = 0; t < 2; t++) {
     TdmDtype type = t == 0 ? TDM_DTYPE_F32 : TDM_DTYPE_BF16;
@@ -122,6 +171,36 @@ elementwise_case(size_t n, size_t offset, bool relu)
     g_clear_pointer(&what, g_free);
   }
   void *bufs[] = {dx, da, ddy, dx16, got16, want16, got, want};
+  for (guint i = 0; i < G_N_ELEMENTS(bufs); i++)
+    release(bufs[i]);
+}
+
+/* add_strided_bf16: a block's first layer's float32 input gradient plus its
+ * projection's compact one (stride 1, 2 or 3 over odd sizes), against the GPU's col2im
+ * of the compact one (a 1×1 conv's columns), add_out and to_bf16, and against the CPU's,
+ * bit for bit. */
+static void
+strided_case(int n, int h, int w, int c, int stride)
+{
+  size_t count = (size_t)n * h * w * c;
+  int oh = (h - 1) / stride + 1, ow = (w - 1) / stride + 1;
+  size_t compact = (size_t)n * oh * ow * c;
+  g_autofree float *a = random_floats(count, -1, 1), *x = random_floats(compact, -1, 1);
+  float *da = on(a, count * 4), *dxc = on(x, compact * 4), *dense = poisoned(count);
+  float *sum = poisoned(count);
+  uint16_t *got = on(NULL, count * 2), *want = on(NULL, count * 2);
+  tdm_backend_add_strided_bf16(gpu, got, da, dxc, n, h, w, c, stride);
+  tdm_backend_col2im(gpu, dense, dxc, n, h, w, c, 1, 1, 0, stride);
+  tdm_backend_add_out(gpu, sum, da, dense, count, false);
+  tdm_backend_to_bf16(gpu, want, sum, count);
+  g_autofree char *what =
+      g_strdup_printf("add_strided_bf16 %d×%d×%d×%d s%d", n, h, w, c, stride);
+  same_bits_gpu(what, got, want, count * 2);
+  g_autofree uint16_t *ref = g_new(uint16_t, count);
+  tdm_backend_add_strided_bf16(cpu, ref, a, x, n, h, w, c, stride);
+  assert_ok(cpu);
+  same_bits_cpu(what, got, ref, count);
+  void *bufs[] = {da, dxc, dense, sum, got, want};
   for (guint i = 0; i < G_N_ELEMENTS(bufs); i++)
     release(bufs[i]);
 }
@@ -211,6 +290,10 @@ test_blocks_bf16(void)
   elementwise_case(512 * 32 * 32 * 64, 0, true); /* ResNet-18's first blocks at 32 px */
   elementwise_case(1001, 0, false);
   elementwise_case(1003, 1, true);
+  strided_case(512, 32, 32, 64, 2); /* ResNet-18's first projection at 32 px */
+  strided_case(3, 13, 11, 7, 1);
+  strided_case(3, 13, 11, 7, 2);
+  strided_case(2, 9, 10, 17, 3);
   im2col_case(64, 32, 32, 64, 3, 1, 1);
   im2col_case(64, 16, 16, 128, 3, 1, 2);
   im2col_case(3, 9, 7, 17, 3, 1, 2);

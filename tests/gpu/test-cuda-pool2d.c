@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-cuda-pool2d.c — the CUDA backend's pools with any window, stride and padding and
  * its per-channel input normalization, against the CPU backend (suite gpu): max pools
- * (forward, the argmax indices exactly, backward through them), average pools counting
+ * (forward, the argmax indices exactly, backward through them, from a float32 or a
+ * bf16 output gradient), average pools counting
  * the padding, on ResNet's 3×3 stride-2 padding-1 stem pool and odd shapes whose
  * windows overlap and leave edges; and channel_affine over 1 and 3 channels. Inputs
  * are fresh random numbers (g_test_rand_*); GPU outputs are poisoned with NaN first,
@@ -13,6 +14,7 @@
  * either. Skips without a CUDA GPU.
  */
 #include "tdm-backend.h"
+#include "tdm-bf16.h"
 #include "tdm-build-config.h"
 #include "tdm-checkpoint.h"
 #include "tdm-config.h"
@@ -124,18 +126,45 @@ test_maxpool2d(void)
     g_autofree float *y = g_new(float, ny), *dx = g_new(float, nx);
     g_autofree int32_t *argmax = g_new(int32_t, ny), *gargmax = g_new(int32_t, ny);
     tdm_backend_maxpool2d_forward(cpu, y, argmax, x, g);
-    tdm_backend_maxpool2d_backward(cpu, dx, dy, argmax, g);
+    tdm_backend_maxpool2d_backward(cpu, dx, TDM_DTYPE_F32, dy, TDM_DTYPE_F32, argmax, g);
     assert_ok(cpu);
     float *d_x = on_gpu(x, nx * sizeof(float)), *d_dy = on_gpu(dy, ny * sizeof(float));
     float *d_y = poisoned(ny), *d_dx = poisoned(nx);
     int32_t *d_argmax = on_gpu(NULL, ny * sizeof(int32_t));
     tdm_backend_maxpool2d_forward(gpu, d_y, d_argmax, d_x, g);
-    tdm_backend_maxpool2d_backward(gpu, d_dx, d_dy, d_argmax, g);
+    tdm_backend_maxpool2d_backward(gpu, d_dx, TDM_DTYPE_F32, d_dy, TDM_DTYPE_F32, d_argmax, g);
     check_close("maxpool2d forward", d_y, y, ny);
     tdm_backend_download(gpu, gargmax, d_argmax, ny * sizeof(int32_t));
     assert_ok(gpu);
     g_assert_cmpmem(gargmax, ny * sizeof(int32_t), argmax, ny * sizeof(int32_t));
     check_close("maxpool2d backward", d_dx, dx, nx);
+    /* A bf16 run's block gradient: dy as bf16 (the CPU's float32 backward of the
+     * widened values, the same sums). */
+    g_autofree uint16_t *dy16 = g_new(uint16_t, ny);
+    g_autofree float *dy_wide = g_new(float, ny), *dx16_ref = g_new(float, nx);
+    for (size_t i = 0; i < ny; i++) {
+      dy16[i] = tdm_bf16_round(dy[i]);
+      dy_wide[i] = tdm_bf16_value(dy16[i]);
+    }
+    tdm_backend_maxpool2d_backward(cpu, dx16_ref, TDM_DTYPE_F32, dy_wide, TDM_DTYPE_F32, argmax,
+                                   g);
+    assert_ok(cpu);
+    uint16_t *d_dy16 = on_gpu(dy16, ny * sizeof(uint16_t));
+    tdm_backend_maxpool2d_backward(gpu, d_dx, TDM_DTYPE_F32, d_dy16, TDM_DTYPE_BF16, d_argmax,
+                                   g);
+    check_close("maxpool2d backward, bf16 dy", d_dx, dx16_ref, nx);
+    /* And written as bf16 for the stem's bn: the CPU's bits (the same sums, rounded once). */
+    g_autofree uint16_t *out16 = g_new(uint16_t, nx), *ref16 = g_new(uint16_t, nx);
+    tdm_backend_maxpool2d_backward(cpu, ref16, TDM_DTYPE_BF16, dy16, TDM_DTYPE_BF16, argmax, g);
+    assert_ok(cpu);
+    uint16_t *d_out16 = on_gpu(NULL, nx * sizeof(uint16_t));
+    tdm_backend_maxpool2d_backward(gpu, d_out16, TDM_DTYPE_BF16, d_dy16, TDM_DTYPE_BF16,
+                                   d_argmax, g);
+    tdm_backend_download(gpu, out16, d_out16, nx * sizeof(uint16_t));
+    assert_ok(gpu);
+    g_assert_cmpmem(out16, nx * sizeof(uint16_t), ref16, nx * sizeof(uint16_t));
+    tdm_backend_release(gpu, d_out16);
+    tdm_backend_release(gpu, d_dy16);
     tdm_backend_release(gpu, d_x);
     tdm_backend_release(gpu, d_dy);
     tdm_backend_release(gpu, d_y);

@@ -93,14 +93,42 @@ tdm_cpu_from_bf16(TdmBackend *b, float *out, const uint16_t *in, size_t n)
     o[i] = tdm_bf16_value(h[i]);
 }
 
+/* The gradient, float32 or bf16, each value read widened and written rounded; dx may
+ * be dy where the types agree (each value is read before it is written). */
 void
-tdm_cpu_relu_backward_bf16(TdmBackend *b, float *dx, const float *dy, const uint16_t *y,
-                           size_t n)
+tdm_cpu_relu_backward_bf16(TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
+                           TdmDtype dy_type, const uint16_t *y, size_t n)
 {
+  const float *dyf = dy_type == TDM_DTYPE_F32 ? dy : NULL;
+  const uint16_t *dyh = dy_type == TDM_DTYPE_BF16 ? dy : NULL;
+  float *dxf = dx_type == TDM_DTYPE_F32 ? dx : NULL;
+  uint16_t *dxh = dx_type == TDM_DTYPE_BF16 ? dx : NULL;
   for (size_t i = 0; i < n; i++) {
-    const float d = dy[i];
-    dx[i] = tdm_bf16_value(y[i]) > 0.0f ? d : 0.0f;
+    const float d = dyf != NULL ? dyf[i] : tdm_bf16_value(dyh[i]);
+    const float v = tdm_bf16_value(y[i]) > 0.0f ? d : 0.0f;
+    if (dxf != NULL)
+      dxf[i] = v;
+    else
+      dxh[i] = tdm_bf16_round(v);
   }
+}
+
+/* y = a + x where a 1×1 convolution of this stride reads the pixel (x compact), a + 0
+ * elsewhere: the float32 sum that col2im's zeros then add would give, rounded once. */
+void
+tdm_cpu_add_strided_bf16(TdmBackend *b, uint16_t *y, const float *a, const float *x, int n,
+                         int h, int w, int c, int stride)
+{
+  const int oh = (h - 1) / stride + 1, ow = (w - 1) / stride + 1;
+  size_t e = 0;
+  for (int s = 0; s < n; s++)
+    for (int yy = 0; yy < h; yy++)
+      for (int xx = 0; xx < w; xx++) {
+        const gboolean hit = yy % stride == 0 && xx % stride == 0;
+        const float *xs = hit ? x + (((size_t)s * oh + yy / stride) * ow + xx / stride) * c : NULL;
+        for (int ch = 0; ch < c; ch++, e++)
+          y[e] = tdm_bf16_round(a[e] + (xs != NULL ? xs[ch] : 0.0f));
+      }
 }
 
 /* add_out's sum and ReLU (relu_forward's: NaN passes), then rounded. */

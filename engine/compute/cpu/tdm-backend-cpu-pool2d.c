@@ -5,6 +5,7 @@
  * than scatter, as the CUDA kernels do, so both give the same sums.
  */
 #include "tdm-backend-cpu-private.h"
+#include "tdm-bf16.h"
 
 #include <math.h>
 
@@ -69,9 +70,13 @@ tdm_cpu_maxpool2d_forward(TdmBackend *b, float *y, int32_t *argmax, const float 
 }
 
 void
-tdm_cpu_maxpool2d_backward(TdmBackend *b, float *dx, const float *dy, const int32_t *argmax,
-                           TdmPool2d g)
+tdm_cpu_maxpool2d_backward(TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
+                           TdmDtype dy_type, const int32_t *argmax, TdmPool2d g)
 {
+  float *dxf = dx_type == TDM_DTYPE_F32 ? dx : NULL;
+  uint16_t *dxh = dx_type == TDM_DTYPE_BF16 ? dx : NULL;
+  const float *dyf = dy_type == TDM_DTYPE_F32 ? dy : NULL;
+  const uint16_t *dyh = dy_type == TDM_DTYPE_BF16 ? dy : NULL;
   for (int im = 0; im < g.n; im++)
     for (int iy = 0; iy < g.h; iy++) {
       int y0, y1;
@@ -86,9 +91,13 @@ tdm_cpu_maxpool2d_backward(TdmBackend *b, float *dx, const float *dy, const int3
             for (int ox = x0; ox <= x1; ox++) {
               size_t o = (((size_t)im * g.oh + oy) * g.ow + ox) * g.c + ch;
               if (argmax[o] == idx)
-                sum += dy[o];
+                sum += dyf != NULL ? dyf[o] : tdm_bf16_value(dyh[o]);
             }
-          dx[(size_t)im * g.h * g.w * g.c + idx] = sum;
+          size_t at = (size_t)im * g.h * g.w * g.c + idx;
+          if (dxf != NULL)
+            dxf[at] = sum;
+          else
+            dxh[at] = tdm_bf16_round(sum);
         }
       }
     }

@@ -266,6 +266,7 @@ static const TdmBackendOps tdm_backend_cpu_ops = {
   .from_bf16 = tdm_cpu_from_bf16,
   .relu_backward_bf16 = tdm_cpu_relu_backward_bf16,
   .add_out_bf16 = tdm_cpu_add_out_bf16,
+  .add_strided_bf16 = tdm_cpu_add_strided_bf16,
   .bn_forward_bf16 = tdm_cpu_bn_forward_bf16,
   .im2col_bf16 = tdm_cpu_im2col_bf16,
   .im2col_bf16_bn = tdm_cpu_im2col_bf16_bn,

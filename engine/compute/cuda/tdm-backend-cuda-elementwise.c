@@ -78,11 +78,21 @@ tdm_cuda_from_bf16(TdmBackend *b, float *out, const uint16_t *in, size_t n)
 }
 
 void
-tdm_cuda_relu_backward_bf16(TdmBackend *b, float *dx, const float *dy, const uint16_t *y,
-                            size_t n)
+tdm_cuda_relu_backward_bf16(TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
+                            TdmDtype dy_type, const uint16_t *y, size_t n)
 {
   if (tdm_cuda_begin(b))
-    TDM_CUDA_OK(b, tdm_k_relu_backward_bf16(dx, dy, y, n, CUDA_B(b)->stream));
+    TDM_CUDA_OK(b, tdm_k_relu_backward_bf16(dx, dx_type == TDM_DTYPE_BF16, dy,
+                                            dy_type == TDM_DTYPE_BF16, y, n,
+                                            CUDA_B(b)->stream));
+}
+
+void
+tdm_cuda_add_strided_bf16(TdmBackend *b, uint16_t *y, const float *a, const float *x, int n,
+                          int h, int w, int c, int stride)
+{
+  if (tdm_cuda_begin(b))
+    TDM_CUDA_OK(b, tdm_k_add_strided_bf16(y, a, x, n, h, w, c, stride, CUDA_B(b)->stream));
 }
 
 void

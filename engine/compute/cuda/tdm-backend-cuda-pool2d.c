@@ -21,13 +21,14 @@ tdm_cuda_maxpool2d_forward(TdmBackend *b, float *y, int32_t *argmax, const float
 }
 
 void
-tdm_cuda_maxpool2d_backward(TdmBackend *b, float *dx, const float *dy, const int32_t *argmax,
-                            TdmPool2d g)
+tdm_cuda_maxpool2d_backward(TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
+                            TdmDtype dy_type, const int32_t *argmax, TdmPool2d g)
 {
   if (!tdm_cuda_begin(b))
     return;
-  TDM_CUDA_OK(b, tdm_k_maxpool2d_backward(dx, dy, argmax, g.n, g.h, g.w, g.c, g.k, g.s, g.p,
-                                          g.oh, g.ow, STREAM(b)));
+  TDM_CUDA_OK(b, tdm_k_maxpool2d_backward(dx, dx_type == TDM_DTYPE_BF16, dy,
+                                          dy_type == TDM_DTYPE_BF16, argmax, g.n, g.h, g.w, g.c,
+                                          g.k, g.s, g.p, g.oh, g.ow, STREAM(b)));
 }
 
 void

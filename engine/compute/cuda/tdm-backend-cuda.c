@@ -469,6 +469,7 @@ static const TdmBackendOps tdm_backend_cuda_ops = {
     .from_bf16 = tdm_cuda_from_bf16,
     .relu_backward_bf16 = tdm_cuda_relu_backward_bf16,
     .add_out_bf16 = tdm_cuda_add_out_bf16,
+    .add_strided_bf16 = tdm_cuda_add_strided_bf16,
     .bn_forward_bf16 = tdm_cuda_bn_forward_bf16,
     .im2col_bf16 = tdm_cuda_im2col_bf16,
     .im2col_bf16_bn = tdm_cuda_im2col_bf16_bn,
