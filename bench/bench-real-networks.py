@@ -14,8 +14,8 @@ layers for it through tools/torch_module.py).
 
 Per row, on random pixels (bench/bench_data.py: CIFAR binaries at 32 px, PNG folders
 otherwise), bf16:
-- Tandem: tandem-train --max-steps 2×STEPS (Nesterov, lr 0.05), samples/s over the
-  second half from its step events (training seconds, evaluation excluded); its own
+- Tandem: tandem-train --max-steps 2×STEPS (Nesterov, lr 0.05, --record: a step event
+  every 10 steps), samples/s over the second half from its step events (training seconds, evaluation excluded); its own
   count of device memory: the `memory` event (the plan) and the `devices` events'
   peak_bytes (the backend's peak), less parameters and dataset: "above the data";
   the convolution engine's choice per shape and direction with its time and TFLOP/s
@@ -160,7 +160,9 @@ def tandem_row(a, clock, row, folder):
     cmd = [a.tandem, "--devices", "cuda:0" if a.device == "cuda" else "cpu", "--dataset", folder,
            "--network", row["spec"], "--batch", str(row["batch"]), "--precision", "bf16",
            "--optimizer", "nesterov", "--lr", "0.05", "--max-steps", str(2 * row["steps"]),
-           "--json", "--quiet"]
+           "--json", "--quiet", "--record", "--history", os.path.join(a.work, "runs")]
+    # Recorded: the step events fall on the history's grid of 10 steps (and the epoch
+    # ends), the same points on any machine, not every 50 ms of the clock.
     if row["side"] != 32:  # a folder of PNG files: read at their size
         cmd += ["--image-size", str(row["side"])]
     rc, out, err, driver = launch(a, clock, 300, cmd, f"{row['name']}-tandem",
