@@ -104,6 +104,21 @@ can_reset_peak(void)
   return ok && status_kib("VmHWM:") > 0;
 }
 
+/* Runs cfg; with rss, returns how many bytes the process's peak RSS grew by during
+ * the run (0 without). */
+static double
+run_measured(const TdmConfig *cfg, gboolean rss, Seen *seen)
+{
+  /* What earlier runs freed but malloc kept would be reused unseen. */
+  malloc_trim(0);
+  gint64 before = rss ? status_kib("VmRSS:") : 0;
+  if (rss)
+    g_assert_true(can_reset_peak());
+  run(cfg, seen);
+  g_assert_true(seen->have_estimate && seen->have_devices);
+  return rss ? (status_kib("VmHWM:") - before) * 1024.0 : 0;
+}
+
 /* The estimate against the CPU backend's counters (exact by construction) and the
  * process's peak RSS growth during the run (within 10 %). */
 static void
@@ -142,14 +157,7 @@ test_runs_measured(void)
             continue; /* one worker: the strategies are the same run */
           g_autoptr(TdmConfig) cfg = run_config(networks[n], devices[d], batches[bi], strategy);
           Seen seen = {0};
-          /* What earlier runs freed but malloc kept would be reused unseen. */
-          malloc_trim(0);
-          gint64 before = rss ? status_kib("VmRSS:") : 0;
-          if (rss)
-            g_assert_true(can_reset_peak());
-          run(cfg, &seen);
-          gint64 peak = rss ? status_kib("VmHWM:") : 0;
-          g_assert_true(seen.have_estimate && seen.have_devices);
+          double grown = run_measured(cfg, rss, &seen);
           const TdmMemoryEvent *m = &seen.estimate;
           g_assert_cmpint(m->replicas, ==, seen.replicas);
           /* What the plan counts is what is held, and never more at once: the event's
@@ -165,7 +173,6 @@ test_runs_measured(void)
                              m->device[0].gradients * 2 + TDM_OPTIMIZER_RATES_BYTES(0));
           if (!rss)
             continue;
-          double grown = (peak - before) * 1024.0;
           double ratio = grown / (double)m->host_total;
           g_test_message("%s %s batch %d %s: estimate %.1f MiB, peak RSS grew %.1f MiB "
                          "(%.3f)", networks[n], devices[d], batches[bi],
@@ -199,13 +206,7 @@ test_deep_runs_measured(void)
     cfg->max_steps = 1;
     cfg->optimizer = TDM_OPTIMIZER_NESTEROV;
     Seen seen = {0};
-    malloc_trim(0);
-    gint64 before = rss ? status_kib("VmRSS:") : 0;
-    if (rss)
-      g_assert_true(can_reset_peak());
-    run(cfg, &seen);
-    gint64 peak = rss ? status_kib("VmHWM:") : 0;
-    g_assert_true(seen.have_estimate && seen.have_devices);
+    double grown = run_measured(cfg, rss, &seen);
     const TdmMemoryEvent *m = &seen.estimate;
     g_assert_cmpuint(m->device[0].total, ==, (guint64)seen.tandem_bytes[0]);
     g_assert_cmpint(m->capacity, ==, runs[k].batch);
@@ -213,7 +214,6 @@ test_deep_runs_measured(void)
     g_assert_cmpint(m->eval_capacity, <=, 1000);
     if (!rss)
       continue;
-    double grown = (peak - before) * 1024.0;
     double ratio = grown / (double)m->host_total;
     g_test_message("%.40s... batch %d, evaluation chunk %d: estimate %.1f MiB, peak RSS grew "
                    "%.1f MiB (%.3f)", runs[k].network, runs[k].batch, m->eval_capacity,
