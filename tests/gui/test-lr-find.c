@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-lr-find.c — the window's learning-rate range test: the view plots every point
- * the engine measures, names the engine's suggestion and hands it on with "Use This
- * Rate"; a stopped test keeps its points; the window's action takes the form's
- * choices and the rate taken becomes the form's setting; the test is kept in the run
- * history and the History page lists it as an experiment, marked, whose row opens its
- * curve again. Under Xvfb; no assertion depends on how long anything takes. */
+ * of the runner it is handed, names the engine's suggestion and hands it on with
+ * "Use This Rate"; a stopped test keeps its points; the window's action takes the
+ * form's choices, starts the test with its own runner and the rate taken becomes the
+ * form's setting; the test is kept in the window's run history and the History page
+ * lists it as an experiment, marked, whose row opens its curve again. Under Xvfb; no
+ * assertion depends on how long anything takes. */
 #include <adwaita.h>
 #include <math.h>
 #include <string.h>
 
 #include "tdm-dataset-chooser.h"
+#include "tdm-experiment-runner.h"
 #include "tdm-history-store.h"
 #include "tdm-history-view.h"
 #include "tdm-lr-find-view.h"
@@ -48,6 +50,24 @@ small_config (void)
   return c;
 }
 
+/* What the window does for a test (tdm-window-experiments.c) but the history: the
+ * engine's test of `config` with a runner of its own, started, handed to `view`. */
+static TdmExperimentRunner *
+start_test (TdmLrFindView   *view,
+            const TdmConfig *config)
+{
+  g_autoptr(GError) error = NULL;
+  TdmExperiment *experiment = tdm_experiment_new_lr_find (config, NULL, &error);
+  TdmExperimentRunner *runner;
+
+  g_assert_no_error (error);
+  runner = tdm_experiment_runner_new (experiment);
+  g_assert_true (tdm_experiment_runner_start (runner, &error));
+  g_assert_no_error (error);
+  tdm_lr_find_view_show_runner (view, runner);
+  return runner;
+}
+
 static void
 test_view (void)
 {
@@ -55,10 +75,12 @@ test_view (void)
   TdmLrFindView *view;
   GtkWindow *window = tdm_lr_find_view_window_new (NULL, &view);
   double taken = NAN;
+  g_autoptr(TdmExperimentRunner) runner = NULL;
+  g_autoptr(TdmExperimentRunner) replaced = NULL;
 
   g_signal_connect (view, "use-rate", G_CALLBACK (on_use_rate), &taken);
   gtk_window_present (window);
-  tdm_lr_find_view_start (view, config);
+  runner = start_test (view, config);
   g_assert_true (tdm_lr_find_view_get_running (view));
   g_assert_true (wait_for (finished, view, 300));
   g_assert_cmpuint (tdm_lr_find_view_get_n_points (view), >=, 10);
@@ -69,8 +91,9 @@ test_view (void)
   g_signal_emit_by_name (view, "use-rate", suggestion);
   g_assert_cmpfloat (taken, ==, suggestion);
 
-  /* Stopped after a few points: they stay, the test ends. */
-  tdm_lr_find_view_start (view, config);
+  /* Stopped after a few points (its Stop button): they stay, the test ends. */
+  g_clear_object (&runner);
+  runner = start_test (view, config);
   g_assert_true (wait_for (has_points, view, 300));
   tdm_lr_find_view_stop (view);
   g_assert_true (wait_for (finished, view, 300));
@@ -78,16 +101,21 @@ test_view (void)
 
   /* Replaced while it runs: the first test's points and end are dropped, the second
    * runs to its suggestion, and nothing of the first is left behind (the sanitizer
-   * pass's leak check: the view held the first test's cancellable for ever). */
-  tdm_lr_find_view_start (view, config);
+   * pass's leak check: the view held the first test's cancellable for ever). Its
+   * owner stops the first. */
+  g_clear_object (&runner);
+  replaced = start_test (view, config);
   g_assert_true (wait_for (has_points, view, 300));
-  tdm_lr_find_view_start (view, config);
+  runner = start_test (view, config);
+  tdm_experiment_runner_stop (replaced);
+  g_clear_object (&replaced);
   g_assert_cmpuint (tdm_lr_find_view_get_n_points (view), ==, 0);
   g_assert_true (tdm_lr_find_view_get_running (view));
   g_assert_true (wait_for (finished, view, 300));
   g_assert_true (isfinite (tdm_lr_find_view_get_suggestion (view)));
   g_assert_nonnull (strstr (tdm_lr_find_view_get_status (view), "Suggested learning rate"));
   gtk_window_destroy (window);
+  g_clear_object (&runner);
   drain ();
 }
 

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-lr-find-view.c: the finder's points on a chart, live or from the history.
  *
- * A test is the engine's experiment run by a TdmExperimentRunner, as the window's
- * other experiments are: its one training is a TdmRun of its own, its points come on
- * the main loop ("lr-point"), and the runner keeps the experiment in the run history
- * where the view was told to. At the end the chart is drawn again from the
- * experiment's own points, so none that came late is missing. A kept test is drawn
- * from its record the same way.
+ * A test is the engine's experiment, run by a TdmExperimentRunner that the window
+ * makes, starts and keeps in its run history, as it does its other experiments; the
+ * view is handed the runner and only shows it: its points as they come on the main
+ * loop ("lr-point"), and at the end the chart drawn again from the experiment's own
+ * points, so none that came late is missing. A kept test is drawn from its record the
+ * same way.
  */
 
 #include <glib/gi18n.h>
@@ -26,8 +26,7 @@ struct _TdmLrFindView
   GtkButton           *stop_button;
   guint                loss_series, smoothed_series;
 
-  TdmExperimentRunner *runner;       /* the test under way or last run, or NULL */
-  char                *history_folder;
+  TdmExperimentRunner *runner;       /* the test shown (the window's), or NULL */
   guint                n_points;
   double               suggestion;
   char                *status;
@@ -122,56 +121,54 @@ on_finished (TdmLrFindView *self,
   g_signal_emit (self, signals[FINISHED], 0, error);
 }
 
+/* The test shown is no longer followed (what it drew stays); it is its owner's to
+ * stop. */
 static void
 drop_runner (TdmLrFindView *self)
 {
   if (self->runner == NULL)
     return;
   g_signal_handlers_disconnect_by_data (self->runner, self);
-  tdm_experiment_runner_stop (self->runner);
   g_clear_object (&self->runner);
 }
 
 void
-tdm_lr_find_view_start (TdmLrFindView   *self,
-                        const TdmConfig *config)
+tdm_lr_find_view_show_runner (TdmLrFindView       *self,
+                              TdmExperimentRunner *runner)
 {
-  g_autoptr(GError) error = NULL;
-  g_autoptr(TdmHistory) history = NULL;
   TdmExperiment *experiment;
 
   g_return_if_fail (TDM_IS_LR_FIND_VIEW (self));
-  g_return_if_fail (config != NULL);
+  g_return_if_fail (TDM_IS_EXPERIMENT_RUNNER (runner));
+  experiment = tdm_experiment_runner_get_experiment (runner);
+  g_return_if_fail (tdm_experiment_get_kind (experiment) == TDM_EXPERIMENT_LR_FIND);
+  g_return_if_fail (tdm_experiment_runner_get_running (runner) &&
+                    tdm_experiment_runner_get_n_done (runner) == 0);
 
-  /* A test under way ends, and says nothing more. */
+  /* A test shown before says nothing more here. */
   drop_runner (self);
   self->suggestion = NAN;
   draw_points (self, NULL, 0);
   gtk_widget_set_sensitive (GTK_WIDGET (self->use_button), FALSE);
-  experiment = tdm_experiment_new_lr_find (config, NULL, &error);
-  if (experiment == NULL)
-    {
-      show_end (self, NAN, FALSE, FALSE, error->message);
-      return;
-    }
-  self->runner = tdm_experiment_runner_new (experiment);
-  if (self->history_folder != NULL)
-    {
-      history = tdm_history_new (self->history_folder);
-      tdm_experiment_runner_set_history (self->runner, history);
-    }
+  self->runner = g_object_ref (runner);
   g_signal_connect_object (self->runner, "lr-point", G_CALLBACK (on_lr_point), self,
                            G_CONNECT_SWAPPED);
   g_signal_connect_object (self->runner, "finished", G_CALLBACK (on_finished), self,
                            G_CONNECT_SWAPPED);
-  if (!tdm_experiment_runner_start (self->runner, &error))
-    {
-      drop_runner (self);
-      show_end (self, NAN, FALSE, FALSE, error->message);
-      return;
-    }
   gtk_widget_set_sensitive (GTK_WIDGET (self->stop_button), TRUE);
   set_status (self, g_strdup (tdm_experiment_get_training (experiment)->status));
+}
+
+void
+tdm_lr_find_view_show_error (TdmLrFindView *self,
+                             const char    *message)
+{
+  g_return_if_fail (TDM_IS_LR_FIND_VIEW (self));
+  g_return_if_fail (message != NULL);
+
+  drop_runner (self);
+  draw_points (self, NULL, 0);
+  show_end (self, NAN, FALSE, FALSE, message);
 }
 
 void
@@ -192,16 +189,6 @@ tdm_lr_find_view_show_record (TdmLrFindView      *self,
   else
     show_end (self, x->lr_suggestion, x->lr_diverged,
               record->finished && record->final.stopped, NULL);
-}
-
-void
-tdm_lr_find_view_set_history_folder (TdmLrFindView *self,
-                                     const char    *folder)
-{
-  g_return_if_fail (TDM_IS_LR_FIND_VIEW (self));
-
-  g_free (self->history_folder);
-  self->history_folder = g_strdup (folder);
 }
 
 const char *
@@ -279,7 +266,6 @@ static void
 tdm_lr_find_view_finalize (GObject *object)
 {
   g_free (TDM_LR_FIND_VIEW (object)->status);
-  g_free (TDM_LR_FIND_VIEW (object)->history_folder);
   G_OBJECT_CLASS (tdm_lr_find_view_parent_class)->finalize (object);
 }
 
@@ -294,8 +280,7 @@ tdm_lr_find_view_class_init (TdmLrFindViewClass *klass)
   /* "use-rate" (double rate): the person took the suggestion. */
   signals[USE_RATE] = g_signal_new ("use-rate", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
                                     0, NULL, NULL, NULL, G_TYPE_NONE, 1, G_TYPE_DOUBLE);
-  /* "finished" (GError *, NULL when the test completed): a test is over, kept in the
-   * history (tdm_lr_find_view_get_record_id) when the view has a history folder. */
+  /* "finished" (GError *, NULL when the test completed): the test shown is over. */
   signals[FINISHED] = g_signal_new ("finished", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
                                     0, NULL, NULL, g_cclosure_marshal_VOID__POINTER,
                                     G_TYPE_NONE, 1, G_TYPE_POINTER);

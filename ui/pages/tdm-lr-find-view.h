@@ -1,21 +1,20 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-lr-find-view.h: the learning-rate range test of the next run's settings, plotted.
  *
- * Runs the engine's learning-rate finder (tdm_experiment_new_lr_find) through a
- * TdmExperimentRunner, as the window runs every experiment, and draws each step's
- * loss and its smoothed curve against log₁₀ of the rate as they arrive; at the end it
- * names the engine's suggestion, which "Use This Rate" hands to whoever listens
- * ("use-rate"), and the test is kept in the run history. A kept test is drawn again
- * from its record. Closing or starting again stops a test under way. Not the
- * training window, and no rule of its own: the rates, the smoothing and the
- * suggestion are the engine's.
+ * A view of the engine's learning-rate finder (tdm_experiment_new_lr_find) that the
+ * window runs through a TdmExperimentRunner, as it runs every experiment, and keeps
+ * in its run history: it draws each step's loss and its smoothed curve against
+ * log₁₀ of the rate as they arrive; at the end it names the engine's suggestion,
+ * which "Use This Rate" hands to whoever listens ("use-rate"). A kept test is drawn
+ * again from its record. Not the training window, and no rule of its own: the rates,
+ * the smoothing and the suggestion are the engine's; it starts nothing.
  */
 
 #pragma once
 
 #include <gtk/gtk.h>
 
-#include "tdm-config.h"
+#include "tdm-experiment-runner.h"
 #include "tdm-history.h"
 
 G_BEGIN_DECLS
@@ -24,19 +23,22 @@ G_BEGIN_DECLS
 
 G_DECLARE_FINAL_TYPE (TdmLrFindView, tdm_lr_find_view, TDM, LR_FIND_VIEW, GtkWidget)
 
-/* Starts the test of `config` (copied), the default range and steps. */
-void       tdm_lr_find_view_start      (TdmLrFindView   *self,
-                                        const TdmConfig *config);
-/* Stops a test under way (its points stay, and their suggestion). */
+/* Shows the test `runner` drives from now on (a learning-rate experiment just
+ * started by its owner, the window): its points as they come, and how it ended. The
+ * view holds a reference, and never starts anything; a test shown before is no
+ * longer followed (its owner stops it). */
+void       tdm_lr_find_view_show_runner (TdmLrFindView       *self,
+                                         TdmExperimentRunner *runner);
+/* A test that could not start: `message` says why. */
+void       tdm_lr_find_view_show_error  (TdmLrFindView   *self,
+                                         const char      *message);
+/* Stops the test shown (its Stop button; its points stay, and their suggestion). */
 void       tdm_lr_find_view_stop       (TdmLrFindView   *self);
 /* Draws a kept test (a record of kind lr-find) and its suggestion. */
 void       tdm_lr_find_view_show_record (TdmLrFindView      *self,
                                          const TdmRunRecord *record);
-/* Where tests are kept (a run history's folder); NULL, the default: not kept. */
-void       tdm_lr_find_view_set_history_folder (TdmLrFindView *self,
-                                                const char    *folder);
-/* Once a test is over: its record's id when it was kept, and why the history could
- * not be written in full (NULL when it could). */
+/* Once the test shown is over: its record's id when its runner kept it, and why the
+ * history could not be written in full (NULL when it could). */
 const char   *tdm_lr_find_view_get_record_id    (TdmLrFindView *self);
 const GError *tdm_lr_find_view_get_record_error (TdmLrFindView *self);
 
@@ -47,8 +49,8 @@ double     tdm_lr_find_view_get_suggestion (TdmLrFindView *self);
 /* The status line's text (what runs, the suggestion, or why it failed). */
 const char *tdm_lr_find_view_get_status    (TdmLrFindView *self);
 
-/* A window holding a view, transient for `parent`, destroyed on close (which stops
- * the test). */
+/* A window holding a view, transient for `parent`, destroyed on close (the window
+ * that started its test stops it then). */
 GtkWindow *tdm_lr_find_view_window_new (GtkWindow       *parent,
                                         TdmLrFindView  **view);
 

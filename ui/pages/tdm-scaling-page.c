@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-scaling-page.c: the "Scaling" page and the worker thread of a scaling run.
+/* tdm-scaling-page.c: the "Scaling" page, a view of a scaling sweep.
  *
- * The sweep is the engine's scaling experiment, driven by a TdmExperimentRunner: each
- * of its trainings runs on a thread of its own, the points are reduced on the main
- * loop, and the runner keeps the sweep in the history as a sweep record, as
- * tandem-train scaling --record keeps it. The page only shows: each point as it comes,
- * the status, the cores note at the end. A history that cannot be written costs the
- * record, never the run.
+ * The sweep is the engine's scaling experiment; the page makes it of its mode and
+ * steps, and the window drives it with its one TdmExperimentRunner, which keeps the
+ * sweep in the window's run history as a sweep record, as tandem-train scaling
+ * --record keeps it. The page only shows the runner it is given: each point as it
+ * comes, the status, the cores note at the end, the record's id (or why there is
+ * none). A history that cannot be written costs the record, never the run.
  *
  * The page is a template (tdm-scaling-page.ui): a row of controls, a status line,
  * the chart and a table of the points (tdm-scaling-table.h, which the History page
@@ -22,7 +22,6 @@
 #include "tdm-error.h"
 #include "tdm-experiment-runner.h"
 #include "tdm-export-info.h"
-#include "tdm-history.h"
 #include "tdm-run-export-info.h"
 #include "tdm-scaling-chart.h"
 #include "tdm-scaling-table.h"
@@ -45,27 +44,11 @@ struct _TdmScalingPage
   GtkWidget     *table;
   GtkWidget     *table_scroller;
 
-  TdmExperimentRunner *runner;    /* of the run going or last run, or NULL */
-  TdmConfig     *config;          /* of the run going or last run */
+  TdmExperimentRunner *runner;    /* the sweep shown (the window's), or NULL */
   TdmExportInfo *info;            /* its settings and start, for the exports */
-  char          *history_folder;  /* NULL: the user's */
   char          *record_id;       /* of the last run, when it was kept */
   GError        *record_error;    /* why the last run was not kept in full */
 };
-
-enum {
-  PROP_0,
-  PROP_RUNNING,
-  N_PROPS
-};
-
-enum {
-  FINISHED,
-  N_SIGNALS
-};
-
-static GParamSpec *properties[N_PROPS];
-static guint signals[N_SIGNALS];
 
 G_DEFINE_FINAL_TYPE (TdmScalingPage, tdm_scaling_page, GTK_TYPE_WIDGET)
 
@@ -181,73 +164,62 @@ tdm_scaling_page_done (TdmScalingPage *self,
 
   gtk_widget_set_sensitive (self->mode_dropdown, TRUE);
   gtk_widget_set_sensitive (self->steps_spin, TRUE);
-  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_RUNNING]);
-  g_signal_emit (self, signals[FINISHED], 0, error);
 }
 
+/* The sweep shown is no longer followed (what it drew stays). */
 static void
 tdm_scaling_page_drop_runner (TdmScalingPage *self)
 {
   if (self->runner == NULL)
     return;
   g_signal_handlers_disconnect_by_data (self->runner, self);
-  /* Dropping it stops a training under way; its thread winds down by itself. */
   g_clear_object (&self->runner);
 }
 
-gboolean
-tdm_scaling_page_start (TdmScalingPage   *self,
-                        const TdmConfig  *config,
-                        GError          **error)
+TdmExperiment *
+tdm_scaling_page_new_experiment (TdmScalingPage   *self,
+                                 const TdmConfig  *config,
+                                 GError          **error)
 {
-  g_autoptr(TdmHistory) history = NULL;
-  TdmExperiment *experiment;
-  TdmScalingMode mode;
-  long steps;
+  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), NULL);
+  g_return_val_if_fail (config != NULL, NULL);
 
-  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), FALSE);
-  g_return_val_if_fail (config != NULL, FALSE);
-
-  if (tdm_scaling_page_get_running (self))
-    {
-      g_set_error_literal (error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
-                           _("A scaling run is already going."));
-      return FALSE;
-    }
   if (!tdm_config_validate (config, error))
-    return FALSE;
+    return NULL;
   if (tdm_config_replica_count (config) < 2)
     {
       g_set_error_literal (error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
                            _("A scaling run needs two devices or more: tick more GPUs, or give the CPU more workers."));
-      return FALSE;
+      return NULL;
     }
-  mode = tdm_scaling_page_get_mode (self);
-  steps = tdm_scaling_page_get_steps (self);
-  experiment = tdm_experiment_new_scaling (config, mode, steps, error);
-  if (experiment == NULL)
-    return FALSE;
+  return tdm_experiment_new_scaling (config, tdm_scaling_page_get_mode (self),
+                                     tdm_scaling_page_get_steps (self), error);
+}
+
+void
+tdm_scaling_page_show_runner (TdmScalingPage      *self,
+                              TdmExperimentRunner *runner)
+{
+  const TdmConfig *config;
+
+  g_return_if_fail (TDM_IS_SCALING_PAGE (self));
+  g_return_if_fail (TDM_IS_EXPERIMENT_RUNNER (runner));
+  g_return_if_fail (tdm_experiment_get_kind (tdm_experiment_runner_get_experiment (runner)) ==
+                    TDM_EXPERIMENT_SCALING);
+  g_return_if_fail (tdm_experiment_runner_get_running (runner) &&
+                    tdm_experiment_runner_get_n_done (runner) == 0);
 
   tdm_scaling_page_drop_runner (self);
-  g_clear_pointer (&self->config, tdm_config_free);
-  self->config = tdm_config_copy (config);
+  config = tdm_experiment_get_config (tdm_experiment_runner_get_experiment (runner));
   g_clear_pointer (&self->info, tdm_export_info_free);
   self->info = tdm_run_export_info_new (config, NULL);
   g_clear_pointer (&self->record_id, g_free);
   g_clear_error (&self->record_error);
-  self->runner = tdm_experiment_runner_new (experiment);
-  /* Kept where the training runs are, named by its date as they are. */
-  history = tdm_history_new (self->history_folder);
-  tdm_experiment_runner_set_history (self->runner, history);
+  self->runner = g_object_ref (runner);
   g_signal_connect_object (self->runner, "point", G_CALLBACK (tdm_scaling_page_point), self,
                            G_CONNECT_SWAPPED);
   g_signal_connect_object (self->runner, "finished", G_CALLBACK (tdm_scaling_page_done), self,
                            G_CONNECT_SWAPPED);
-  if (!tdm_experiment_runner_start (self->runner, error))
-    {
-      tdm_scaling_page_drop_runner (self);
-      return FALSE;
-    }
 
   tdm_scaling_chart_clear (TDM_SCALING_CHART (self->chart));
   tdm_scaling_page_fill_table (self);
@@ -255,8 +227,6 @@ tdm_scaling_page_start (TdmScalingPage   *self,
   gtk_widget_set_visible (self->cores_label, FALSE);
   gtk_widget_set_sensitive (self->mode_dropdown, FALSE);
   gtk_widget_set_sensitive (self->steps_spin, FALSE);
-  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_RUNNING]);
-  return TRUE;
 }
 
 void
@@ -329,16 +299,6 @@ tdm_scaling_page_get_table (TdmScalingPage *self)
   g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), NULL);
 
   return self->table;
-}
-
-void
-tdm_scaling_page_set_history_folder (TdmScalingPage *self,
-                                     const char     *folder)
-{
-  g_return_if_fail (TDM_IS_SCALING_PAGE (self));
-
-  g_free (self->history_folder);
-  self->history_folder = g_strdup (folder);
 }
 
 const char *
@@ -478,32 +438,11 @@ tdm_scaling_page_dispose (GObject *object)
 
   tdm_scaling_page_drop_runner (self);
   gtk_widget_dispose_template (GTK_WIDGET (self), TDM_TYPE_SCALING_PAGE);
-  g_clear_pointer (&self->config, tdm_config_free);
   g_clear_pointer (&self->info, tdm_export_info_free);
-  g_clear_pointer (&self->history_folder, g_free);
   g_clear_pointer (&self->record_id, g_free);
   g_clear_error (&self->record_error);
 
   G_OBJECT_CLASS (tdm_scaling_page_parent_class)->dispose (object);
-}
-
-static void
-tdm_scaling_page_get_property (GObject    *object,
-                               guint       prop_id,
-                               GValue     *value,
-                               GParamSpec *pspec)
-{
-  TdmScalingPage *self = TDM_SCALING_PAGE (object);
-
-  switch (prop_id)
-    {
-    case PROP_RUNNING:
-      g_value_set_boolean (value, tdm_scaling_page_get_running (self));
-      break;
-
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-    }
 }
 
 static void
@@ -513,24 +452,6 @@ tdm_scaling_page_class_init (TdmScalingPageClass *klass)
   GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
 
   object_class->dispose = tdm_scaling_page_dispose;
-  object_class->get_property = tdm_scaling_page_get_property;
-
-  properties[PROP_RUNNING] =
-    g_param_spec_boolean ("running", NULL, NULL, FALSE,
-                          G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
-  g_object_class_install_properties (object_class, N_PROPS, properties);
-
-  /**
-   * TdmScalingPage::finished:
-   * @error: (type gpointer) (nullable): why it did not complete, or %NULL
-   */
-  signals[FINISHED] =
-    g_signal_new ("finished",
-                  G_TYPE_FROM_CLASS (klass),
-                  G_SIGNAL_RUN_LAST,
-                  0, NULL, NULL,
-                  g_cclosure_marshal_VOID__POINTER,
-                  G_TYPE_NONE, 1, G_TYPE_POINTER);
 
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
   gtk_widget_class_set_css_name (widget_class, "scalingpage");

@@ -3,13 +3,14 @@
  *
  * A scaling run trains the configuration on its first 1, 2, … N devices (strong:
  * the same global batch at every N; weak: the same batch per device) for a few
- * hundred steps each, as the engine's scaling experiment driven by a
- * TdmExperimentRunner (each training on a thread of its own), and plots each point as
- * it arrives: samples/s, speed-up and efficiency
- * against the ideal line, each point's compute / communication / wait. It can be
- * cancelled, is kept in the run history as a sweep record (tdm-history.h) as it goes,
- * and exports as CSV and SVG. The page does not decide the devices: the window hands it
- * the configuration from the run form.
+ * hundred steps each, as the engine's scaling experiment, and the page plots each
+ * point as it arrives: samples/s, speed-up and efficiency against the ideal line,
+ * each point's compute / communication / wait. The page is a view: it makes the
+ * experiment of its mode and steps, but the window runs it (its one
+ * TdmExperimentRunner, which keeps it in the window's run history as a sweep
+ * record) and hands the page the runner to show. It exports as CSV and SVG. The page
+ * does not decide the devices: the window hands it the configuration from the run
+ * form.
  */
 
 #pragma once
@@ -17,6 +18,7 @@
 #include <gtk/gtk.h>
 
 #include "tdm-config.h"
+#include "tdm-experiment-runner.h"
 #include "tdm-export-info.h"
 #include "tdm-scaling-chart.h"
 #include "tdm-scaling.h"
@@ -28,14 +30,20 @@ G_BEGIN_DECLS
 G_DECLARE_FINAL_TYPE (TdmScalingPage, tdm_scaling_page, TDM, SCALING_PAGE, GtkWidget)
 
 
-/* Starts a scaling run of `config` over 1 … its device count with the page's mode
- * and steps; FALSE with the error (one device only, a run already going). The
- * property "running" follows it; "finished" is emitted with the error (NULL when
- * it completed, TDM_ENGINE_ERROR_CANCELLED when cancelled). */
-gboolean       tdm_scaling_page_start        (TdmScalingPage   *self,
-                                              const TdmConfig  *config,
-                                              GError          **error);
+/* The scaling experiment of `config` over 1 … its device count with the page's mode
+ * and steps, for the window to run; NULL with the error (settings the engine
+ * refuses, one device only). */
+TdmExperiment *tdm_scaling_page_new_experiment (TdmScalingPage     *self,
+                                                const TdmConfig    *config,
+                                                GError            **error);
+/* Shows the sweep `runner` drives from now on (a scaling experiment just started):
+ * the chart and table emptied, then each point as it comes, and how it ended. The
+ * page holds a reference, and never starts anything. */
+void           tdm_scaling_page_show_runner  (TdmScalingPage      *self,
+                                              TdmExperimentRunner *runner);
+/* Stops the sweep shown (its Cancel button), saying so until it ends. */
 void           tdm_scaling_page_cancel       (TdmScalingPage   *self);
+/* Whether the sweep shown still runs. */
 gboolean       tdm_scaling_page_get_running  (TdmScalingPage   *self);
 
 void           tdm_scaling_page_set_mode     (TdmScalingPage   *self,
@@ -48,12 +56,9 @@ long           tdm_scaling_page_get_steps    (TdmScalingPage   *self);
 GtkWidget     *tdm_scaling_page_get_chart    (TdmScalingPage   *self);
 /* The table of the points (a GtkGrid, tdm-scaling-table.h) inside its scroller. */
 GtkWidget     *tdm_scaling_page_get_table    (TdmScalingPage   *self);
-/* The run history the runs are kept in; NULL (the default): the user's. */
-void           tdm_scaling_page_set_history_folder (TdmScalingPage *self,
-                                                    const char     *folder);
-/* The history's id of the last run, once it is over, when it was kept (a run
- * cancelled before its first point is not); else NULL, and when the history could
- * not be written, why: */
+/* The history's id of the sweep shown, once it is over, when its runner kept it (a
+ * sweep cancelled before its first point is not); else NULL, and when the history
+ * could not be written, why: */
 const char    *tdm_scaling_page_get_record_id     (TdmScalingPage *self);
 const GError  *tdm_scaling_page_get_record_error  (TdmScalingPage *self);
 

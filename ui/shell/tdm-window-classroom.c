@@ -3,8 +3,9 @@
  *
  * What the window does beyond running and charting one run: the memory estimate on
  * the Devices page before Start (asked of the engine through TdmRunForm), the pace
- * control and single steps, presentation mode, the scaling run on the Scaling page,
- * and which page shows. The pages themselves are their own widgets; this file only
+ * control and single steps, presentation mode, the Scaling page's exports, and which
+ * page shows (the sweep itself is one of the window's experiments,
+ * tdm-window-experiments.c). The pages themselves are their own widgets; this file only
  * wires them to the window's actions and state (tdm-window-private.h).
  */
 
@@ -12,7 +13,6 @@
 
 #include "tdm-chart.h"
 #include "tdm-format.h"
-#include "tdm-lr-find-view.h"
 #include "tdm-scaling-chart.h"
 #include "tdm-window-private.h"
 
@@ -194,56 +194,6 @@ tdm_window_leave_presentation (GtkWidget  *widget,
   tdm_window_set_presentation (TDM_WINDOW (widget), FALSE);
 }
 
-/* Scaling run ------------------------------------------------------------- */
-
-void
-tdm_window_scaling_run (GtkWidget  *widget,
-                        const char *action_name,
-                        GVariant   *parameter)
-{
-  TdmWindow *self = TDM_WINDOW (widget);
-  g_autoptr(TdmConfig) config = NULL;
-  g_autoptr(GError) error = NULL;
-
-  if (self->run != NULL || tdm_scaling_page_get_running (self->scaling_page))
-    return;
-
-  config = tdm_run_form_build_config (self->sidebar, &error);
-  /* A scaling run measures speed: it keeps no checkpoint. */
-  if (config != NULL)
-    g_clear_pointer (&config->save_path, g_free);
-  if (config == NULL || !tdm_scaling_page_start (self->scaling_page, config, &error))
-    {
-      tdm_window_show_error (self, _("The scaling run cannot start."), error->message);
-      return;
-    }
-  gtk_revealer_set_reveal_child (self->error_revealer, FALSE);
-  adw_view_stack_set_visible_child_name (self->view_stack, "scaling");
-  if (adw_flap_get_folded (self->flap))
-    adw_flap_set_reveal_flap (self->flap, FALSE);
-  tdm_window_update_state (self);
-}
-
-void
-tdm_window_scaling_cancel (GtkWidget  *widget,
-                           const char *action_name,
-                           GVariant   *parameter)
-{
-  TdmWindow *self = TDM_WINDOW (widget);
-
-  tdm_scaling_page_cancel (self->scaling_page);
-}
-
-void
-tdm_window_scaling_finished (TdmWindow      *self,
-                             const GError   *error,
-                             TdmScalingPage *page)
-{
-  /* The History page lists it now (tdm-window-history.c). */
-  tdm_window_history_sweep_done (self, error, page);
-  tdm_window_update_state (self);
-}
-
 /* Pages ------------------------------------------------------------------- */
 
 static const char *const page_names[] = {
@@ -293,46 +243,4 @@ tdm_window_scaling_export (GtkWidget  *widget,
   g_signal_connect_object (chooser, "response", G_CALLBACK (tdm_window_export_chosen),
                            self, G_CONNECT_SWAPPED);
   gtk_native_dialog_show (self->chooser);
-}
-
-/* "Find a Learning Rate…": the range test of the form's choices, in a window of its
- * own. The suggestion, taken, becomes the form's rate through the setting the form
- * is bound to. */
-static void
-tdm_window_use_rate (TdmWindow     *self,
-                     double         rate,
-                     TdmLrFindView *view)
-{
-  g_autofree char *text = g_strdup_printf (_("Learning rate set to %.3g"), rate);
-
-  g_settings_set_double (self->settings, "learning-rate", rate);
-  adw_toast_overlay_add_toast (self->toast_overlay, adw_toast_new (text));
-  gtk_window_close (GTK_WINDOW (gtk_widget_get_root (GTK_WIDGET (view))));
-}
-
-void
-tdm_window_lr_find (GtkWidget  *widget,
-                    const char *action_name,
-                    GVariant   *parameter)
-{
-  TdmWindow *self = TDM_WINDOW (widget);
-  g_autoptr(GError) error = NULL;
-  g_autoptr(TdmConfig) config = tdm_run_form_build_config (self->sidebar, &error);
-  TdmLrFindView *view;
-  GtkWindow *window;
-
-  if (config == NULL)
-    {
-      tdm_window_show_error (self, _("Cannot test learning rates"), error->message);
-      return;
-    }
-  window = tdm_lr_find_view_window_new (GTK_WINDOW (self), &view);
-  g_signal_connect_object (view, "use-rate", G_CALLBACK (tdm_window_use_rate), self,
-                           G_CONNECT_SWAPPED);
-  /* Kept where the training runs are, listed on the History page once over. */
-  tdm_lr_find_view_set_history_folder (view, tdm_history_get_folder (tdm_history_store_get_history (self->history)));
-  g_signal_connect_object (view, "finished", G_CALLBACK (tdm_window_history_lr_find_done), self,
-                           G_CONNECT_SWAPPED);
-  tdm_lr_find_view_start (view, config);
-  gtk_window_present (window);
 }

@@ -1,16 +1,24 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-window-experiments.c: the window's comparisons.
+/* tdm-window-experiments.c: the window's experiments.
  *
- * "Compare with one device" and "compare strategies" are the engine's experiments
- * (tdm-experiment.h), driven by a TdmExperimentRunner through the window's own run
- * path (tdm_window_launch): each training is the window's run, drawn live, kept in the
- * run history under the name the experiment gives it, stopped by Stop; tandem-train
- * compare and compare-strategies run the same experiments. What is here is what each
- * one shows: its progress and result on the History page, the N-device curve kept
- * drawn under the one-device run, and the two strategies' mean steps one above the
- * other on the Devices page, each device with how much of its communication ran
- * hidden under its backward pass. Not the order of the runs (the experiment's), the
- * timeline (TdmTimeline draws what it is given) nor the history (TdmHistoryStore).
+ * Every run of several trainings the window starts is the engine's experiment
+ * (tdm-experiment.h), made, started and owned here, driven by a TdmExperimentRunner
+ * that keeps its record in the window's run history (the store's folder); the record
+ * is read into the History page as the experiment ends, and the pages only show the
+ * runner they are handed. One at a time, and never beside a training run, since each
+ * measures the devices: "compare with one device" and "compare strategies", through
+ * the window's own run path (tdm_window_launch: each training is the window's run,
+ * drawn live, kept in the run history under the name the experiment gives it, stopped
+ * by Stop), and the Scaling page's sweep (bare runs that only the page draws);
+ * tandem-train compare, compare-strategies and scaling run the same experiments.
+ * Beside them, the learning-rate tests (win.lr-find), each shown in a window of its
+ * own and kept in the history the same way: a test measures no speed, so it may run
+ * beside a training or another test. What is here besides is what each comparison
+ * shows: its progress and result on the History page, the N-device curve kept drawn
+ * under the one-device run, and the two strategies' mean steps one above the other on
+ * the Devices page, each device with how much of its communication ran hidden under
+ * its backward pass. Not the order of the runs (the experiment's), the timeline
+ * (TdmTimeline draws what it is given) nor the history (TdmHistoryStore).
  */
 
 #include <glib/gi18n.h>
@@ -60,7 +68,9 @@ tdm_window_training_started (TdmWindow *self,
 {
   TdmExperiment *experiment = tdm_experiment_runner_get_experiment (self->experiment);
 
-  tdm_window_experiment_say (self, tdm_experiment_get_training (experiment)->status);
+  /* A sweep's progress is the Scaling page's. */
+  if (tdm_window_experiment_kind (self) != TDM_EXPERIMENT_SCALING)
+    tdm_window_experiment_say (self, tdm_experiment_get_training (experiment)->status);
 }
 
 static void
@@ -192,8 +202,17 @@ static void
 tdm_window_experiment_finished (TdmWindow    *self,
                                 const GError *error)
 {
+  TdmExperimentKind kind = tdm_window_experiment_kind (self);
+
+  if (kind == TDM_EXPERIMENT_SCALING)
+    {
+      /* Its end is the Scaling page's to show; the History page lists it. */
+      tdm_window_history_sweep_done (self, self->experiment, error);
+      tdm_window_update_state (self);
+      return;
+    }
   tdm_window_experiment_keep (self);
-  if (error == NULL && tdm_window_experiment_kind (self) == TDM_EXPERIMENT_COMPARE)
+  if (error == NULL && kind == TDM_EXPERIMENT_COMPARE)
     tdm_window_compare_show (self);
   else if (error == NULL)
     tdm_window_strategies_show (self);
@@ -210,19 +229,22 @@ tdm_window_experiment_finished (TdmWindow    *self,
   tdm_window_update_state (self);
 }
 
-/* Starts `experiment` (taken) through the window's run path, showing `page`. */
-static void
-tdm_window_start_experiment (TdmWindow     *self,
-                             TdmExperiment *experiment,
-                             const char    *page)
+/* Starts `experiment` (taken) as the window's one experiment, its record kept in the
+ * window's run history: a comparison's trainings through the window's run path, a
+ * sweep's as bare runs. FALSE with the error when its first training could not
+ * start (through the run path, tdm_window_launch has said why). */
+static gboolean
+tdm_window_start_experiment (TdmWindow      *self,
+                             TdmExperiment  *experiment,
+                             GError        **error)
 {
-  g_autoptr(GError) error = NULL;
-
   if (self->experiment != NULL)
     g_signal_handlers_disconnect_by_data (self->experiment, self);
   g_clear_object (&self->experiment);
   self->experiment = tdm_experiment_runner_new (experiment);
-  tdm_experiment_runner_set_launch (self->experiment, tdm_window_launch_training, self);
+  /* A sweep measures speed with trainings the dashboard does not draw. */
+  if (tdm_window_experiment_kind (self) != TDM_EXPERIMENT_SCALING)
+    tdm_experiment_runner_set_launch (self->experiment, tdm_window_launch_training, self);
   tdm_experiment_runner_set_history (self->experiment,
                                      tdm_history_store_get_history (self->history));
   g_signal_connect_object (self->experiment, "training-started",
@@ -231,12 +253,10 @@ tdm_window_start_experiment (TdmWindow     *self,
                            G_CALLBACK (tdm_window_training_done), self, G_CONNECT_SWAPPED);
   g_signal_connect_object (self->experiment, "finished",
                            G_CALLBACK (tdm_window_experiment_finished), self, G_CONNECT_SWAPPED);
-  /* A training that cannot start has said why (tdm_window_launch). */
-  if (tdm_experiment_runner_start (self->experiment, &error))
-    tdm_window_set_page (self, page);
+  return tdm_experiment_runner_start (self->experiment, error);
 }
 
-/* Whether a comparison is under way. */
+/* Whether the window's experiment (a comparison or a sweep) is under way. */
 static gboolean
 tdm_window_get_experimenting (TdmWindow *self)
 {
@@ -278,7 +298,9 @@ tdm_window_compare (TdmWindow         *self,
           tdm_run_item_set_overlay (item, FALSE);
         }
     }
-  tdm_window_start_experiment (self, experiment, page);
+  /* A training that cannot start has said why (tdm_window_launch). */
+  if (tdm_window_start_experiment (self, experiment, NULL))
+    tdm_window_set_page (self, page);
 }
 
 void
@@ -297,6 +319,145 @@ tdm_window_compare_strategies (GtkWidget  *widget,
 {
   /* The timeline is the point: show it. */
   tdm_window_compare (TDM_WINDOW (widget), TDM_EXPERIMENT_STRATEGIES, "devices");
+}
+
+/* Scaling sweep ------------------------------------------------------------ */
+
+/* win.scaling-run: the Scaling page's sweep of the settings as they stand. */
+void
+tdm_window_scaling_run (GtkWidget  *widget,
+                        const char *action_name,
+                        GVariant   *parameter)
+{
+  TdmWindow *self = TDM_WINDOW (widget);
+  g_autoptr(TdmConfig) config = NULL;
+  g_autoptr(GError) error = NULL;
+  TdmExperiment *experiment = NULL;
+
+  /* A sweep and a training would measure each other: one at a time. */
+  if (self->run != NULL || tdm_window_get_experimenting (self))
+    return;
+
+  config = tdm_run_form_build_config (self->sidebar, &error);
+  /* A scaling run measures speed: it keeps no checkpoint. */
+  if (config != NULL)
+    {
+      g_clear_pointer (&config->save_path, g_free);
+      experiment = tdm_scaling_page_new_experiment (self->scaling_page, config, &error);
+    }
+  if (experiment == NULL || !tdm_window_start_experiment (self, experiment, &error))
+    {
+      tdm_window_show_error (self, _("The scaling run cannot start."), error->message);
+      return;
+    }
+  tdm_scaling_page_show_runner (self->scaling_page, self->experiment);
+  gtk_revealer_set_reveal_child (self->error_revealer, FALSE);
+  tdm_window_set_page (self, "scaling");
+  if (adw_flap_get_folded (self->flap))
+    adw_flap_set_reveal_flap (self->flap, FALSE);
+  tdm_window_update_state (self);
+}
+
+/* win.scaling-cancel: the sweep stops; the page says so until it ends. */
+void
+tdm_window_scaling_cancel (GtkWidget  *widget,
+                           const char *action_name,
+                           GVariant   *parameter)
+{
+  TdmWindow *self = TDM_WINDOW (widget);
+
+  if (tdm_window_get_scaling (self))
+    tdm_scaling_page_cancel (self->scaling_page);
+}
+
+gboolean
+tdm_window_get_scaling (TdmWindow *self)
+{
+  return tdm_window_get_experimenting (self) &&
+         tdm_window_experiment_kind (self) == TDM_EXPERIMENT_SCALING;
+}
+
+/* Learning-rate tests -------------------------------------------------------- */
+
+/* A test is over: the History page lists it (its own window says how it ended). */
+static void
+tdm_window_lr_find_finished (TdmExperimentRunner *runner,
+                             const GError        *error,
+                             TdmWindow           *self)
+{
+  tdm_window_history_lr_find_done (self, runner);
+}
+
+/* The suggestion, taken, becomes the form's rate through the setting the form is
+ * bound to; the test's window closes. */
+static void
+tdm_window_use_rate (TdmWindow     *self,
+                     double         rate,
+                     TdmLrFindView *view)
+{
+  g_autofree char *text = g_strdup_printf (_("Learning rate set to %.3g"), rate);
+
+  g_settings_set_double (self->settings, "learning-rate", rate);
+  adw_toast_overlay_add_toast (self->toast_overlay, adw_toast_new (text));
+  gtk_window_close (GTK_WINDOW (gtk_widget_get_root (GTK_WIDGET (view))));
+}
+
+/* Starts the test `experiment` (taken) for the window, kept in its run history, shown
+ * by `view` (closing the view's window stops it); FALSE with the error when it could
+ * not start. */
+static gboolean
+tdm_window_start_lr_find (TdmWindow      *self,
+                          TdmExperiment  *experiment,
+                          TdmLrFindView  *view,
+                          GError        **error)
+{
+  g_autoptr(TdmExperimentRunner) runner = tdm_experiment_runner_new (experiment);
+
+  /* The tests that are over have been listed: only those under way are held. */
+  for (guint i = self->lr_finds->len; i-- > 0;)
+    if (!tdm_experiment_runner_get_running (g_ptr_array_index (self->lr_finds, i)))
+      g_ptr_array_remove_index (self->lr_finds, i);
+  tdm_experiment_runner_set_history (runner, tdm_history_store_get_history (self->history));
+  g_signal_connect_object (runner, "finished", G_CALLBACK (tdm_window_lr_find_finished), self,
+                           0);
+  if (!tdm_experiment_runner_start (runner, error))
+    {
+      g_signal_handlers_disconnect_by_data (runner, self);
+      return FALSE;
+    }
+  tdm_lr_find_view_show_runner (view, runner);
+  g_signal_connect_object (view, "destroy", G_CALLBACK (tdm_experiment_runner_stop), runner,
+                           G_CONNECT_SWAPPED);
+  g_ptr_array_add (self->lr_finds, g_steal_pointer (&runner));
+  return TRUE;
+}
+
+/* win.lr-find, "Find a Learning Rate…": the range test of the form's choices, in a
+ * window of its own. */
+void
+tdm_window_lr_find (GtkWidget  *widget,
+                    const char *action_name,
+                    GVariant   *parameter)
+{
+  TdmWindow *self = TDM_WINDOW (widget);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmConfig) config = tdm_run_form_build_config (self->sidebar, &error);
+  TdmExperiment *experiment;
+  TdmLrFindView *view;
+  GtkWindow *window;
+
+  if (config == NULL)
+    {
+      tdm_window_show_error (self, _("Cannot test learning rates"), error->message);
+      return;
+    }
+  window = tdm_lr_find_view_window_new (GTK_WINDOW (self), &view);
+  g_signal_connect_object (view, "use-rate", G_CALLBACK (tdm_window_use_rate), self,
+                           G_CONNECT_SWAPPED);
+  experiment = tdm_experiment_new_lr_find (config, NULL, &error);
+  if (experiment == NULL || !tdm_window_start_lr_find (self, experiment, view, &error))
+    tdm_lr_find_view_show_error (view, error->message);
+  gtk_window_present (window);
 }
 
 /* The settings changed: a comparison of another network than the one chosen now is
@@ -350,14 +511,24 @@ void
 tdm_window_experiments_init (TdmWindow *self)
 {
   self->compare_difference = NAN;
+  self->lr_finds = g_ptr_array_new_with_free_func (g_object_unref);
 }
 
 void
 tdm_window_experiments_dispose (TdmWindow *self)
 {
+  /* Dropping a runner stops its training; its thread winds down by itself. */
   if (self->experiment != NULL)
     g_signal_handlers_disconnect_by_data (self->experiment, self);
   g_clear_object (&self->experiment);
+  for (guint i = 0; self->lr_finds != NULL && i < self->lr_finds->len; i++)
+    {
+      TdmExperimentRunner *runner = g_ptr_array_index (self->lr_finds, i);
+
+      g_signal_handlers_disconnect_by_data (runner, self);
+      tdm_experiment_runner_stop (runner);
+    }
+  g_clear_pointer (&self->lr_finds, g_ptr_array_unref);
 }
 
 void

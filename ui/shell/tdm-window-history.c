@@ -4,8 +4,9 @@
  * Every run the window starts is recorded (tdm_window_launch hands TdmRun a recorder
  * from the store); when it ends the run is read into the History page's list, and the
  * runs ticked there are drawn on the charts (and remembered in GSettings). Scaling
- * runs are kept in the same history as sweep records (the Scaling page's runner writes
- * them); when one ends it is read into the list too. Not the page itself
+ * runs and learning-rate tests are kept in the same history as experiment records
+ * (the runner of tdm-window-experiments.c writes them); when one ends it is read into
+ * the list too. Not the page itself
  * (TdmHistoryView), the list (TdmHistoryStore) nor the comparisons
  * (tdm-window-experiments.c).
  */
@@ -157,15 +158,16 @@ tdm_window_history_run_done (TdmWindow *self,
 }
 
 /* An experiment the window ran outside its run path is over: the History page lists
- * its record `id` (NULL: not kept), a toast says why the history could not be written
- * in full, or, once it completed, `kept` (a format of the record's name). */
+ * `runner`'s record (when it kept one), a toast says why the history could not be
+ * written in full, or, once it completed, `kept` (a format of the record's name). */
 static void
-tdm_window_history_keep (TdmWindow    *self,
-                         const char   *id,
-                         const GError *record_error,
-                         gboolean      completed,
-                         const char   *kept)
+tdm_window_history_keep (TdmWindow           *self,
+                         TdmExperimentRunner *runner,
+                         gboolean             completed,
+                         const char          *kept)
 {
+  const char *id = tdm_experiment_runner_get_history_id (runner);
+  const GError *record_error = tdm_experiment_runner_get_history_error (runner);
   g_autoptr(GError) load_error = NULL;
   TdmRunItem *item;
 
@@ -197,25 +199,22 @@ tdm_window_history_keep (TdmWindow    *self,
 }
 
 void
-tdm_window_history_sweep_done (TdmWindow      *self,
-                               const GError   *error,
-                               TdmScalingPage *page)
+tdm_window_history_sweep_done (TdmWindow           *self,
+                               TdmExperimentRunner *runner,
+                               const GError        *error)
 {
-  tdm_window_history_keep (self, tdm_scaling_page_get_record_id (page),
-                           tdm_scaling_page_get_record_error (page), error == NULL,
+  tdm_window_history_keep (self, runner, error == NULL,
                            /* Translators: a toast after a scaling run; %s is its name in
                             * the run history */
                            _("Scaling run kept in the history as “%s”"));
 }
 
 void
-tdm_window_history_lr_find_done (TdmWindow     *self,
-                                 const GError  *error,
-                                 TdmLrFindView *view)
+tdm_window_history_lr_find_done (TdmWindow           *self,
+                                 TdmExperimentRunner *runner)
 {
   /* The finder's own window says its end: only a history that failed is told. */
-  tdm_window_history_keep (self, tdm_lr_find_view_get_record_id (view),
-                           tdm_lr_find_view_get_record_error (view), FALSE, NULL);
+  tdm_window_history_keep (self, runner, FALSE, NULL);
 }
 
 TdmHistoryStore *
@@ -251,9 +250,6 @@ tdm_window_history_init (TdmWindow *self)
   /* The history is read on a thread: a long one must not hold the window up. */
   self->history = tdm_history_store_new (NULL);
   self->history_view = tdm_history_view_new (self->history);
-  /* Sweeps go where the training runs go. */
-  tdm_scaling_page_set_history_folder (self->scaling_page,
-                                       tdm_history_get_folder (tdm_history_store_get_history (self->history)));
   g_signal_connect_object (self->history, "loaded",
                            G_CALLBACK (tdm_window_restore_overlays), self, G_CONNECT_SWAPPED);
   tdm_history_store_reload_async (self->history);

@@ -2,9 +2,11 @@
 /* tdm-window-private.h: TdmWindow's fields and the helpers its source files share.
  *
  * tdm-window.c holds the run's life cycle, errors, files and the GObject; the
- * classroom side (memory estimate, pace, presentation mode, the scaling run, the
- * pages) is tdm-window-classroom.c; the run history, tdm-window-history.c; "compare
- * with one device" and "compare strategies", tdm-window-experiments.c; the runs kept
+ * classroom side (memory estimate, pace, presentation mode, the Scaling page's
+ * exports, the pages) is tdm-window-classroom.c; the run history,
+ * tdm-window-history.c; the experiments ("compare with one device", "compare
+ * strategies", the scaling sweep, the learning-rate tests),
+ * tdm-window-experiments.c; the runs kept
  * (save, open and resume, each run's network), tdm-window-runs.c. Nothing outside ui/tdm-window*.c includes this.
  */
 
@@ -90,10 +92,13 @@ struct _TdmWindow
   TdmHistoryStore      *history;
   GtkWidget            *history_view;
 
-  /* The comparison going or last gone (tdm-window-experiments.c): "compare with one
-   * device" or "compare strategies"; the last "compare with one device"'s difference
-   * and words, and the network it measured. A scaling sweep is the Scaling page's. */
+  /* The window's one experiment going or last gone (tdm-window-experiments.c):
+   * "compare with one device", "compare strategies" or the scaling sweep the Scaling
+   * page shows; the learning-rate tests under way, each shown in a window of its own;
+   * the last "compare with one device"'s difference and words, and the network it
+   * measured. */
   TdmExperimentRunner  *experiment;
+  GPtrArray            *lr_finds;           /* TdmExperimentRunner * */
   double                compare_difference;
   char                 *compare_result;
   char                 *compare_network;
@@ -159,14 +164,14 @@ void            tdm_window_export_onnx_chooser (GtkWidget         *widget,
 void            tdm_window_history_class_init (GtkWidgetClass     *widget_class);
 void            tdm_window_history_init     (TdmWindow            *self);
 void            tdm_window_history_dispose  (TdmWindow            *self);
-/* A scaling run is over: the History page lists it, and a toast says so. */
+/* `runner`'s scaling sweep is over (`error`: why it did not complete): the History
+ * page lists its record, and a toast says so. */
 void            tdm_window_history_sweep_done (TdmWindow          *self,
-                                               const GError       *error,
-                                               TdmScalingPage     *page);
-/* A learning-rate test is over: the History page lists it. */
+                                               TdmExperimentRunner *runner,
+                                               const GError       *error);
+/* `runner`'s learning-rate test is over: the History page lists its record. */
 void            tdm_window_history_lr_find_done (TdmWindow        *self,
-                                                 const GError     *error,
-                                                 TdmLrFindView    *view);
+                                                 TdmExperimentRunner *runner);
 /* `trained`: it took a step (a run that took none is not kept: its record is gone). */
 void            tdm_window_history_run_done (TdmWindow            *self,
                                              TdmRun               *run,
@@ -182,15 +187,26 @@ void            tdm_window_runs_init        (TdmWindow            *self);
 void            tdm_window_runs_done        (TdmWindow            *self,
                                              TdmRun               *run);
 
-/* tdm-window-experiments.c: the actions win.compare-one-device and
- * win.compare-strategies; whether either is under way; the settings changed (a
- * result of another network says so). */
+/* tdm-window-experiments.c: the actions win.compare-one-device,
+ * win.compare-strategies, win.scaling-run, win.scaling-cancel and win.lr-find;
+ * whether a sweep is under way; the settings changed (a result of another network
+ * says so). */
 void            tdm_window_compare_one_device (GtkWidget          *widget,
                                                const char         *action_name,
                                                GVariant           *parameter);
 void            tdm_window_compare_strategies (GtkWidget          *widget,
                                                const char         *action_name,
                                                GVariant           *parameter);
+void            tdm_window_scaling_run      (GtkWidget            *widget,
+                                             const char           *action_name,
+                                             GVariant             *parameter);
+void            tdm_window_scaling_cancel   (GtkWidget            *widget,
+                                             const char           *action_name,
+                                             GVariant             *parameter);
+void            tdm_window_lr_find          (GtkWidget            *widget,
+                                             const char           *action_name,
+                                             GVariant             *parameter);
+gboolean        tdm_window_get_scaling      (TdmWindow            *self);
 void            tdm_window_experiments_settings_changed (TdmWindow *self);
 void            tdm_window_experiments_init (TdmWindow            *self);
 void            tdm_window_experiments_dispose (TdmWindow         *self);
@@ -213,21 +229,8 @@ void            tdm_window_toggle_presentation (GtkWidget         *widget,
 void            tdm_window_leave_presentation (GtkWidget          *widget,
                                                const char         *action_name,
                                                GVariant           *parameter);
-/* win.lr-find: the learning-rate range test of the form's choices. */
-void            tdm_window_lr_find          (GtkWidget            *widget,
-                                             const char           *action_name,
-                                             GVariant             *parameter);
-void            tdm_window_scaling_run      (GtkWidget            *widget,
-                                             const char           *action_name,
-                                             GVariant             *parameter);
-void            tdm_window_scaling_cancel   (GtkWidget            *widget,
-                                             const char           *action_name,
-                                             GVariant             *parameter);
 void            tdm_window_scaling_export   (GtkWidget            *widget,
                                              const char           *action_name,
                                              GVariant             *parameter);
-void            tdm_window_scaling_finished (TdmWindow            *self,
-                                             const GError         *error,
-                                             TdmScalingPage       *page);
 
 G_END_DECLS

@@ -226,7 +226,7 @@ tdm_window_update_state (TdmWindow *self)
   gboolean running = self->run != NULL;
   gboolean stopping = running && tdm_run_is_stopping (self->run);
   gboolean paused = running && tdm_run_get_paused (self->run);
-  gboolean scaling = tdm_scaling_page_get_running (self->scaling_page);
+  gboolean scaling = tdm_window_get_scaling (self);
   gboolean can_start = !running && !scaling && tdm_run_form_get_ready (self->sidebar);
 
   /* A Start while the last run stops is taken, and waits for it (tdm_window_start). */
@@ -852,12 +852,6 @@ tdm_window_init (TdmWindow *self)
                            G_CALLBACK (tdm_window_pace_changed), self,
                            G_CONNECT_SWAPPED);
   tdm_window_pace_changed (self);
-  g_signal_connect_object (self->scaling_page, "finished",
-                           G_CALLBACK (tdm_window_scaling_finished), self,
-                           G_CONNECT_SWAPPED);
-  g_signal_connect_object (self->scaling_page, "notify::running",
-                           G_CALLBACK (tdm_window_update_state), self,
-                           G_CONNECT_SWAPPED);
   /* The switcher moves to the bottom when the header bar has no room for it. */
   g_object_bind_property (self->window_title, "title-visible",
                           self->switcher_bar, "reveal", G_BINDING_SYNC_CREATE);
