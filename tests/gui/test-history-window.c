@@ -230,6 +230,10 @@ test_history_compare(void)
   g_assert_true(isnan(tdm_window_get_compare_difference(window)));
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.compare-one-device", NULL));
   g_assert_true(tdm_window_get_comparing(window));
+  /* One experiment at a time: a sweep asked for now does not start. */
+  gtk_widget_activate_action(GTK_WIDGET(window), "win.scaling-run", NULL);
+  g_assert_false(tdm_scaling_page_get_running(window_child(window, "scaling_page")));
+  g_assert_true(tdm_window_get_comparing(window));
   g_assert_true(wait_for(not_comparing, window, 180));
   g_assert_false(gtk_revealer_get_reveal_child(window_child(window, "error_revealer")));
 
@@ -344,8 +348,14 @@ test_history_window_sweep(void)
   tdm_scaling_page_set_steps(page, 20);
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.scaling-run", NULL));
   g_assert_true(tdm_scaling_page_get_running(page));
+  /* One experiment at a time: a comparison asked for now does not start. */
+  gtk_widget_activate_action(GTK_WIDGET(window), "win.compare-one-device", NULL);
+  g_assert_false(tdm_window_get_comparing(window));
+  g_assert_true(tdm_scaling_page_get_running(page));
   g_assert_true(wait_for(scaling_done, page, 300));
   g_assert_false(gtk_revealer_get_reveal_child(window_child(window, "error_revealer")));
+  /* Listed on the History page as it ended, without a reload. */
+  g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 1);
   /* Beside the result, the machine's cores and what two workers need (the engine's
    * rule), whatever this machine has. */
   {
