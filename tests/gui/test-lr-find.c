@@ -154,6 +154,48 @@ newest_lr_find_view (void)
   return view;
 }
 
+/* The learning-rate tests the History page lists, but those in `known` (may be
+ * NULL): a new reference, or NULL when there is none; how many there are in `n`. */
+static TdmRunItem *
+lr_find_listed (TdmHistoryStore *store,
+                GHashTable      *known,
+                guint           *n)
+{
+  TdmRunItem *found = NULL;
+
+  *n = 0;
+  for (guint i = 0; i < g_list_model_get_n_items (G_LIST_MODEL (store)); i++)
+    {
+      g_autoptr (TdmRunItem) item = g_list_model_get_item (G_LIST_MODEL (store), i);
+
+      if (!tdm_run_item_is_lr_find (item) ||
+          (known != NULL && g_hash_table_contains (known, tdm_run_item_get_id (item))))
+        continue;
+      (*n)++;
+      g_clear_object (&found);
+      found = g_steal_pointer (&item);
+    }
+  return found;
+}
+
+static guint
+lr_finds_listed (TdmHistoryStore *store)
+{
+  guint n;
+  g_autoptr (TdmRunItem) item = lr_find_listed (store, NULL, &n);
+
+  return n;
+}
+
+/* What lr_finds_listed() waits for. */
+static guint lr_finds_wanted;
+
+static gboolean
+lr_finds_listed_as_wanted (gpointer store)
+{
+  return lr_finds_listed (store) == lr_finds_wanted;
+}
+
 static gboolean
 rate_set (gpointer settings)
 {
@@ -215,6 +257,38 @@ test_window_action (void)
   g_assert_cmpuint (tdm_lr_find_view_get_n_points (kept), ==, n_points);
   g_assert_nonnull (strstr (tdm_lr_find_view_get_status (kept), "stopped"));
   gtk_window_destroy (GTK_WINDOW (gtk_widget_get_root (GTK_WIDGET (kept))));
+
+  /* A test's window closed while it runs: the window that started it stops it, and
+   * lists it on the History page with what it measured. */
+  {
+    g_autoptr (GHashTable) known = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+    TdmHistoryStore *store = tdm_window_get_history (window);
+    g_autoptr (TdmRunItem) closed = NULL;
+    guint n;
+
+    for (guint i = 0; i < g_list_model_get_n_items (G_LIST_MODEL (store)); i++)
+      {
+        g_autoptr (TdmRunItem) item = g_list_model_get_item (G_LIST_MODEL (store), i);
+
+        g_hash_table_add (known, g_strdup (tdm_run_item_get_id (item)));
+      }
+    lr_finds_wanted = lr_finds_listed (store) + 1;
+    g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.lr-find", NULL));
+    view = newest_lr_find_view ();
+    g_assert_nonnull (view);
+    g_assert_true (wait_for (has_points, view, 300));
+    gtk_window_destroy (GTK_WINDOW (gtk_widget_get_root (GTK_WIDGET (view))));
+    drain ();
+    g_assert_null (newest_lr_find_view ());
+    g_assert_true (wait_for (lr_finds_listed_as_wanted, store, 300));
+    closed = lr_find_listed (store, known, &n);
+    g_assert_cmpuint (n, ==, 1);
+    g_assert_cmpuint (tdm_run_item_get_record (closed)->experiment.lr_points->len, >=, 3);
+    g_assert_true (tdm_run_item_get_record (closed)->finished);
+    g_assert_true (tdm_run_item_get_record (closed)->final.stopped);
+    g_assert_true (tdm_history_delete (tdm_history_store_get_history (store),
+                                       tdm_run_item_get_id (closed), NULL));
+  }
   gtk_window_destroy (GTK_WINDOW (window));
   drain ();
 }
