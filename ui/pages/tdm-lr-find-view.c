@@ -32,7 +32,7 @@ struct _TdmLrFindView
   char                *status;
 };
 
-enum { USE_RATE, FINISHED, N_SIGNALS };
+enum { USE_RATE, N_SIGNALS };
 static guint signals[N_SIGNALS];
 
 G_DEFINE_FINAL_TYPE (TdmLrFindView, tdm_lr_find_view, GTK_TYPE_WIDGET)
@@ -118,7 +118,6 @@ on_finished (TdmLrFindView *self,
   show_end (self, tdm_experiment_get_lr_suggestion (experiment),
             tdm_experiment_get_lr_diverged (experiment), tdm_experiment_get_stopped (experiment),
             error != NULL ? error->message : NULL);
-  g_signal_emit (self, signals[FINISHED], 0, error);
 }
 
 /* The test shown is no longer followed (what it drew stays); it is its owner's to
@@ -280,10 +279,6 @@ tdm_lr_find_view_class_init (TdmLrFindViewClass *klass)
   /* "use-rate" (double rate): the person took the suggestion. */
   signals[USE_RATE] = g_signal_new ("use-rate", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
                                     0, NULL, NULL, NULL, G_TYPE_NONE, 1, G_TYPE_DOUBLE);
-  /* "finished" (GError *, NULL when the test completed): the test shown is over. */
-  signals[FINISHED] = g_signal_new ("finished", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
-                                    0, NULL, NULL, g_cclosure_marshal_VOID__POINTER,
-                                    G_TYPE_NONE, 1, G_TYPE_POINTER);
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BOX_LAYOUT);
   gtk_widget_class_set_accessible_role (widget_class, GTK_ACCESSIBLE_ROLE_GROUP);
 }

@@ -413,7 +413,7 @@ tdm_window_start_lr_find (TdmWindow      *self,
 {
   g_autoptr(TdmExperimentRunner) runner = tdm_experiment_runner_new (experiment);
 
-  /* The tests that are over have been listed: only those under way are held. */
+  /* The tests that are over have been listed: let go of them. */
   for (guint i = self->lr_finds->len; i-- > 0;)
     if (!tdm_experiment_runner_get_running (g_ptr_array_index (self->lr_finds, i)))
       g_ptr_array_remove_index (self->lr_finds, i);
