@@ -415,7 +415,8 @@ test_history_window_sweep(void)
   store = tdm_window_get_history(window);
   item = item_at(store, 0);
   g_assert_cmpstr(tdm_run_item_get_name(item), ==, "1 and 2 workers");
-  tdm_history_view_delete(TDM_HISTORY_VIEW(tdm_window_get_history_view(window)), item);
+  g_assert_true(gtk_widget_activate_action(history_row(tdm_window_get_history_view(window), item),
+                                          "run.delete", NULL));
   g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 0);
   g_assert_cmpuint(files_in(runs), ==, 1);   /* until the undo is gone */
   destroy_window(window);

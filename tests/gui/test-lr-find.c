@@ -119,23 +119,6 @@ test_view (void)
   drain ();
 }
 
-/* The History page's row of `item`: the list box row holding it. */
-static GtkWidget *
-row_of (GtkWidget  *widget,
-        TdmRunItem *item)
-{
-  for (GtkWidget *c = gtk_widget_get_first_child (widget); c != NULL; c = gtk_widget_get_next_sibling (c))
-    {
-      GtkWidget *found;
-
-      if (GTK_IS_LIST_BOX_ROW (c) && g_object_get_data (G_OBJECT (c), "item") == item)
-        return c;
-      if ((found = row_of (c, item)) != NULL)
-        return found;
-    }
-  return NULL;
-}
-
 /* The open windows whose child is a TdmLrFindView, the newest last. */
 static TdmLrFindView *
 newest_lr_find_view (void)
@@ -240,7 +223,7 @@ test_window_action (void)
     g_assert_nonnull (strstr (what, "stopped"));
   }
   GtkWidget *history_view = tdm_window_get_history_view (window);
-  GtkWidget *row = row_of (history_view, item);
+  GtkWidget *row = history_row (history_view, item);
   g_assert_nonnull (row);
   g_assert_true (gtk_widget_has_css_class (row, "lr-find"));
   g_signal_emit_by_name (view, "use-rate", 0.00123);

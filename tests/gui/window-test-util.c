@@ -129,6 +129,21 @@ template_child(gpointer widget, const char *name)
   return object;
 }
 
+GtkWidget *
+history_row(gpointer widget, TdmRunItem *item)
+{
+  for (GtkWidget *c = gtk_widget_get_first_child(GTK_WIDGET(widget)); c != NULL;
+       c = gtk_widget_get_next_sibling(c)) {
+    GtkWidget *found;
+
+    if (GTK_IS_LIST_BOX_ROW(c) && g_object_get_data(G_OBJECT(c), "item") == item)
+      return c;
+    if ((found = history_row(c, item)) != NULL)
+      return found;
+  }
+  return NULL;
+}
+
 void
 reset_settings(void)
 {

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* window-test-util.h — what the window's GUI tests share: starting GTK and the
  * application's translations, turning the main loop until something holds, a window
- * made and destroyed, finding a part of the window by its template id, the run form
- * set for a small run, the History page's order checked against a reload, and
- * starting every test from the default settings. Not for
- * widget tests that build no window. */
+ * made and destroyed, finding a part of the window by its template id or a row of
+ * its History page, the run form set for a small run, the History page's order
+ * checked against a reload, and starting every test from the default settings. Not
+ * for widget tests that build no window. */
 #pragma once
 
 #include "tdm-window.h"
+#include "tdm-run-item.h"
 #include "tdm-device-row.h"
 #include "frame-test-util.h"
 
@@ -44,6 +45,9 @@ gpointer window_child   (TdmWindow *window, const char *name);
 /* A part of a page of the window by its id in the page's own template (the devices
  * page's "timeline", the predictions page's "gallery"). */
 gpointer template_child (gpointer widget, const char *name);
+/* The History page's row (below `widget`) that shows `item`, with its actions as the
+ * row's menu gives them ("run.open", "run.delete"…); NULL where none does. */
+GtkWidget *history_row  (gpointer widget, TdmRunItem *item);
 /* The network drop-down's "Custom" entry: after the engine's built-in networks. */
 guint    window_custom_network (void);
 /* Every GSettings key back to its default. */
