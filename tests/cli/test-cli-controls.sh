@@ -17,7 +17,7 @@ completion=${3:?usage: test-cli-controls.sh TANDEM-TRAIN IMAGE-HELPER COMPLETION
 cli_scratch cli-controls
 unset OMPI_COMM_WORLD_SIZE PMI_SIZE PMIX_SIZE MV2_COMM_WORLD_SIZE
 
-echo "1..27"
+echo "1..28"
 small=(--dataset synthetic --network fc16,relu,fc10 --batch 500 --seed 3)
 
 # --- mistakes, answered with the way out ----------------------------------------------
@@ -213,4 +213,24 @@ if [ -z "$words" ]; then
   ok "completion offers files after every option that takes one, folders after --history"
 else
   not_ok "completion of file names" "$words"
+fi
+# The first word completes to the program's commands, as its --help lists them (also
+# when the person's language is Japanese: the completion reads the untranslated list).
+got=$(cd "$tmp" && LANGUAGE=ja bash -c '
+  compopt() { :; }
+  source "$1"
+  COMP_WORDS=("$2" "comp"); COMP_CWORD=1
+  _tandem_train
+  printf "%s " "${COMPREPLY[@]}"' _ "$completion" "$train")
+all=$(cd "$tmp" && bash -c '
+  compopt() { :; }
+  source "$1"
+  COMP_WORDS=("$2" ""); COMP_CWORD=1
+  _tandem_train
+  printf "%s " "${COMPREPLY[@]}"' _ "$completion" "$train")
+if [ "$got" = "compare compare-strategies " ] &&
+   [ "$all" = "train classify runs export scaling compare compare-strategies lr-find devices " ]; then
+  ok "completion offers the commands of --help as the first word"
+else
+  not_ok "completion of commands" "comp: [$got]" "all: [$all]"
 fi
