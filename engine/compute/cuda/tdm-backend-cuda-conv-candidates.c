@@ -14,6 +14,7 @@
  * buffers lie), and the caller keeps the most it has seen.
  */
 #include "tdm-backend-cuda-conv-engine.h"
+#include "tdm-conv-columns.h"
 #include "tdm-i18n.h"
 
 #include <stdio.h>
@@ -172,46 +173,79 @@ dx_type(const TdmConvArgs *a)
   return a->dx16 != NULL ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
 }
 
-/* im2col and a GEMM, as the replica composes them (tdm-replica-pass.c): the same
- * operations, so the same bits. bf16 columns in a bf16 run, float32 ones otherwise. */
+/* p advanced by `count` elements of type t. */
+static const void *
+advanced(const void *p, TdmDtype t, size_t count)
+{
+  return (const char *)p + count * tdm_dtype_size(t);
+}
+
+/* The bf16 columns of samples [first, first + m) of the call's input (normalized as they
+ * are gathered where a bn left its output to the conv). */
+static void
+columns16(TdmBackend *b, const TdmConvArgs *a, uint16_t *col16, int first, int m)
+{
+  const TdmConvShape *s = &a->shape;
+  const void *x = advanced(a->x, a->x_type, (size_t)first * s->h * s->w * s->c);
+  if (a->bn_mean != NULL)
+    tdm_cuda_im2col_bf16_bn(b, col16, x, a->x_type, a->bn_mean, a->bn_invstd, a->bn_gamma,
+                            a->bn_beta, a->bn_relu, m, s->h, s->w, s->c, s->kernel, s->kernel,
+                            s->pad, s->stride);
+  else
+    tdm_cuda_im2col_bf16(b, col16, x, a->x_type, m, s->h, s->w, s->c, s->kernel, s->kernel,
+                         s->pad, s->stride);
+}
+
+/* im2col and a GEMM, as the replica composes them (tdm-replica-conv.c): the same
+ * operations in the same chunks of samples (tdm-conv-columns.h), so the same bits. bf16
+ * columns in a bf16 run, float32 ones otherwise; a chunk's columns at most
+ * TDM_CONV_CHUNK_BYTES (one sample's where they are more): the forward and the input
+ * gradient chunk by chunk, the weight gradient the first chunk's product and each
+ * next one's added in float32 (beta = 1), in the chunks' order. */
 static gboolean
 run_im2col(TdmBackend *b, const TdmConvLayout *l, Arena *arena)
 {
   const TdmConvArgs *a = l->a;
   const TdmConvShape *s = &a->shape;
-  int rows = (int)l->rows, k = (int)l->k, out_c = s->out_c;
+  int k = (int)l->k, out_c = s->out_c, n = s->n;
+  size_t pixels = l->rows / (size_t)n, x_sample = (size_t)s->h * s->w * s->c;
   Mode mode = arena->mode;
   if (l->rows > INT32_MAX || l->k > INT32_MAX)
     return FALSE;
   if (l->bf16) {
-    uint16_t *col16 = take(arena, l->rows * l->k * 2);
+    int chunk = tdm_conv_chunk_samples(n, pixels * l->k * 2, TDM_CONV_CHUNK_BYTES);
+    uint16_t *col16 = take(arena, (size_t)chunk * pixels * l->k * 2);
     if (col16 == NULL)
       return FALSE;
     if (mode != RUN)
       return TRUE;
-    if (l->dir == TDM_CONV_DGRAD) {
-      tdm_cuda_gemm_bf16_out(b, false, false, rows, k, out_c, l->dy16, out_c, l->w16, k, col16,
-                             k);
-      tdm_cuda_col2im_bf16(b, dx_target(a), dx_type(a), col16, s->n, s->h, s->w, s->c,
-                           s->kernel, s->kernel, s->pad, s->stride);
-      return TRUE;
+    for (int first = 0; first < n; first += chunk) {
+      int m = MIN(chunk, n - first), rows = m * (int)pixels;
+      size_t out_at = (size_t)first * pixels * out_c;
+      switch (l->dir) {
+      case TDM_CONV_DGRAD:
+        tdm_cuda_gemm_bf16_out(b, false, false, rows, k, out_c, l->dy16 + out_at, out_c, l->w16,
+                               k, col16, k);
+        tdm_cuda_col2im_bf16(b, (void *)advanced(dx_target(a), dx_type(a), first * x_sample),
+                             dx_type(a), col16, m, s->h, s->w, s->c, s->kernel, s->kernel,
+                             s->pad, s->stride);
+        break;
+      case TDM_CONV_FORWARD:
+        columns16(b, a, col16, first, m);
+        if (a->y16 != NULL)
+          tdm_cuda_gemm_bf16_out(b, false, true, rows, out_c, k, col16, k, l->w16, k,
+                                 a->y16 + out_at, out_c);
+        else
+          tdm_cuda_gemm_bf16(b, false, true, rows, out_c, k, 1.0f, col16, k, l->w16, k, 0.0f,
+                             a->y + out_at, out_c);
+        break;
+      case TDM_CONV_WGRAD:
+        columns16(b, a, col16, first, m);
+        tdm_cuda_gemm_bf16(b, true, false, out_c, k, rows, 1.0f, l->dy16 + out_at, out_c, col16,
+                           k, first == 0 ? 0.0f : 1.0f, a->dw, k);
+        break;
+      }
     }
-    if (a->bn_mean != NULL)
-      tdm_cuda_im2col_bf16_bn(b, col16, a->x, a->x_type, a->bn_mean, a->bn_invstd, a->bn_gamma,
-                              a->bn_beta, a->bn_relu, s->n, s->h, s->w, s->c, s->kernel,
-                              s->kernel, s->pad, s->stride);
-    else
-      tdm_cuda_im2col_bf16(b, col16, a->x, a->x_type, s->n, s->h, s->w, s->c, s->kernel,
-                           s->kernel, s->pad, s->stride);
-    if (l->dir == TDM_CONV_FORWARD && a->y16 != NULL)
-      tdm_cuda_gemm_bf16_out(b, false, true, rows, out_c, k, col16, k, l->w16, k, a->y16,
-                             out_c);
-    else if (l->dir == TDM_CONV_FORWARD)
-      tdm_cuda_gemm_bf16(b, false, true, rows, out_c, k, 1.0f, col16, k, l->w16, k, 0.0f, a->y,
-                         out_c);
-    else
-      tdm_cuda_gemm_bf16(b, true, false, out_c, k, rows, 1.0f, l->dy16, out_c, col16, k, 0.0f,
-                         a->dw, k);
     return TRUE;
   }
   /* Float32 columns read x and dy as float32, which a normalized-on-read input or a
@@ -219,42 +253,54 @@ run_im2col(TdmBackend *b, const TdmConvLayout *l, Arena *arena)
   if (a->bn_mean != NULL || a->x_type != TDM_DTYPE_F32 ||
       (l->dir != TDM_CONV_FORWARD && a->dy16 != NULL) || a->dx16 != NULL)
     return FALSE;
-  float *col = NULL, *y = a->y;
-  if (!one_by_one(s)) {
-    col = take(arena, l->rows * l->k * sizeof(float));
+  /* A bf16 output: the float32 product of the chunk, then rounded once. */
+  gboolean staged = l->dir == TDM_CONV_FORWARD && a->y16 != NULL;
+  size_t col_sample = one_by_one(s) ? 0 : pixels * l->k * sizeof(float);
+  size_t stage_sample = staged ? pixels * out_c * sizeof(float) : 0;
+  int chunk = tdm_conv_chunk_samples(n, col_sample + stage_sample, TDM_CONV_CHUNK_BYTES);
+  float *col = NULL, *stage = NULL;
+  if (col_sample > 0) {
+    col = take(arena, (size_t)chunk * col_sample);
     if (col == NULL)
       return FALSE;
   }
-  /* A bf16 output: the float32 product, then rounded once. */
-  if (l->dir == TDM_CONV_FORWARD && a->y16 != NULL) {
-    y = take(arena, l->rows * out_c * sizeof(float));
-    if (y == NULL)
+  if (staged) {
+    stage = take(arena, (size_t)chunk * stage_sample);
+    if (stage == NULL)
       return FALSE;
   }
   if (mode != RUN)
     return TRUE;
-  if (l->dir == TDM_CONV_DGRAD) {
-    if (col == NULL) {
-      tdm_cuda_gemm(b, false, false, rows, k, out_c, 1.0f, a->dy, out_c, a->w, k, 0.0f, a->dx, k);
-      return TRUE;
+  for (int first = 0; first < n; first += chunk) {
+    int m = MIN(chunk, n - first), rows = m * (int)pixels;
+    size_t out_at = (size_t)first * pixels * out_c, x_at = (size_t)first * x_sample;
+    if (l->dir == TDM_CONV_DGRAD) {
+      float *dx = a->dx + x_at;
+      if (col == NULL) {
+        tdm_cuda_gemm(b, false, false, rows, k, out_c, 1.0f, a->dy + out_at, out_c, a->w, k,
+                      0.0f, dx, k);
+        continue;
+      }
+      tdm_cuda_gemm(b, false, false, rows, k, out_c, 1.0f, a->dy + out_at, out_c, a->w, k, 0.0f,
+                    col, k);
+      tdm_cuda_col2im(b, dx, col, m, s->h, s->w, s->c, s->kernel, s->kernel, s->pad, s->stride);
+      continue;
     }
-    tdm_cuda_gemm(b, false, false, rows, k, out_c, 1.0f, a->dy, out_c, a->w, k, 0.0f, col, k);
-    tdm_cuda_col2im(b, a->dx, col, s->n, s->h, s->w, s->c, s->kernel, s->kernel, s->pad,
-                    s->stride);
-    return TRUE;
+    const float *cols = a->x + x_at;
+    if (col != NULL) {
+      tdm_cuda_im2col(b, col, cols, m, s->h, s->w, s->c, s->kernel, s->kernel, s->pad,
+                      s->stride);
+      cols = col;
+    }
+    if (l->dir == TDM_CONV_FORWARD) {
+      float *y = staged ? stage : a->y + out_at;
+      tdm_cuda_gemm(b, false, true, rows, out_c, k, 1.0f, cols, k, a->w, k, 0.0f, y, out_c);
+      if (staged)
+        tdm_cuda_to_bf16(b, a->y16 + out_at, y, (size_t)rows * out_c);
+    } else
+      tdm_cuda_gemm(b, true, false, out_c, k, rows, 1.0f, a->dy + out_at, out_c, cols, k,
+                    first == 0 ? 0.0f : 1.0f, a->dw, k);
   }
-  const float *cols = a->x;
-  if (col != NULL) {
-    tdm_cuda_im2col(b, col, a->x, s->n, s->h, s->w, s->c, s->kernel, s->kernel, s->pad,
-                    s->stride);
-    cols = col;
-  }
-  if (l->dir == TDM_CONV_FORWARD) {
-    tdm_cuda_gemm(b, false, true, rows, out_c, k, 1.0f, cols, k, a->w, k, 0.0f, y, out_c);
-    if (a->y16 != NULL)
-      tdm_cuda_to_bf16(b, a->y16, y, l->rows * out_c);
-  } else
-    tdm_cuda_gemm(b, true, false, out_c, k, rows, 1.0f, a->dy, out_c, cols, k, 0.0f, a->dw, k);
   return TRUE;
 }
 
