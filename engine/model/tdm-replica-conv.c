@@ -144,6 +144,18 @@ advanced(const void *p, TdmDtype t, size_t count)
   return (const char *)p + count * tdm_dtype_size(t);
 }
 
+/* The workspace as a whole convolution's scratch, grown to hold what this one needs
+ * where it holds less (a replica made with a small workspace). */
+static float *
+whole_scratch(TdmReplica *r, int in_h, int in_w, int in_c, int out_c, int kernel, int pad,
+              int stride)
+{
+  size_t floats = tdm_backend_conv_work_floats(r->backend->kind, in_h, in_w, in_c, out_c,
+                                               kernel, pad, stride);
+  tdm_replica_workspace_holds(r, floats * sizeof(float), 0);
+  return r->conv_scratch;
+}
+
 /* A conv's product: the backend's whole convolution where the layer has its scratch
  * (work: tdm_replica_layer_buffers() gave it one because the backend takes the shape),
  * else out = cols(x) · Wᵀ, the columns kept in col (or x itself for a 1×1 conv of
@@ -165,6 +177,7 @@ tdm_replica_conv_forward(TdmReplica *r, float *y, uint16_t *y16, const void *x, 
   int k = in_c * kernel * kernel;
   if (work != NULL) {
     g_assert(y16 == NULL && x_type == TDM_DTYPE_F32); /* a bf16 run composes every conv */
+    work = whole_scratch(r, in_h, in_w, in_c, out_c, kernel, pad, stride);
     tdm_backend_conv_forward(b, y, x, w, work, n, in_h, in_w, in_c, out_c, kernel, pad, stride);
     return;
   }
@@ -244,6 +257,7 @@ tdm_replica_conv_backward(TdmReplica *r, float *dx, gboolean dx_bf16, float *dw,
   int k = in_c * kernel * kernel;
   if (work != NULL) {
     g_assert(x_type == TDM_DTYPE_F32);
+    work = whole_scratch(r, in_h, in_w, in_c, out_c, kernel, pad, stride);
     tdm_backend_conv_backward(b, need_dx ? dx : NULL, dw, dy, x, w, work, n, in_h, in_w, in_c,
                               out_c, kernel, pad, stride);
     return TDM_DTYPE_F32;
