@@ -13,6 +13,16 @@ up(size_t v, size_t to)
   return (v + to - 1) / to * to;
 }
 
+#define BUDGET_SLACK ((guint64)64 << 20)
+
+guint64
+tdm_conv_budget(guint64 least)
+{
+  guint64 twice = least > G_MAXUINT64 / 2 ? G_MAXUINT64 : 2 * least;
+  guint64 slack = least > G_MAXUINT64 - BUDGET_SLACK ? G_MAXUINT64 : least + BUDGET_SLACK;
+  return MAX(twice, slack);
+}
+
 size_t
 tdm_conv_columns_bound(TdmBackendKind kind)
 {

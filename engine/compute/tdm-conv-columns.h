@@ -42,6 +42,13 @@ int tdm_conv_chunk_samples (int n, size_t sample_bytes, size_t bound);
 size_t tdm_conv_engine_im2col_bytes (const TdmConvShape *s, TdmConvDirection dir,
                                      gboolean bf16, gboolean y16);
 
+/* The most a convolution engine's candidate may need of the workspace when the least
+ * any candidate of the call needs is `least` (tdm-backend-cuda-conv-budget.h): twice
+ * that, or that and 64 MiB, whichever is more (cuDNN's plans differ by their own
+ * workspace; columns are many times the operands). The memory plan's column workspace
+ * is this of the most any call's column way needs, which is at least the call's least. */
+guint64 tdm_conv_budget (guint64 least);
+
 /* How the replica composes a conv itself (tdm-replica-conv.c), for
  * tdm_conv_replica_bytes(). */
 typedef struct {

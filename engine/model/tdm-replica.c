@@ -220,12 +220,13 @@ chunked_call_bytes(const TdmConvShape *s, gboolean columns, TdmBackendKind kind,
  * evaluating `eval_capacity` a chunk: 0 where no layer has columns or a whole
  * convolution's scratch. On a backend that builds whole columns (the CPU), the widest
  * layer's at the larger capacity, or the largest whole-convolution scratch. On one that
- * builds them in chunks (a GPU, tdm-conv-columns.h), the most any layer's column way
- * takes: forward at the larger capacity, backward (the output gradient as bf16 kept
- * whole beside a chunk of columns) at the training's; the convolution engine chooses no
- * candidate that needs more (the replica's columns_limit is its work_limit), and the
- * column way is its least-needing candidate or near it. Float32 outputs in a float32
- * run: no bf16 output is staged. */
+ * builds them in chunks (a GPU, tdm-conv-columns.h), the convolution engine's budget
+ * (tdm_conv_budget()) of the most any layer's column way takes, forward at the larger
+ * capacity, backward (the output gradient as bf16 kept whole beside a chunk of columns)
+ * at the training's: every call's least-needing candidate needs no more than its column
+ * way, so no candidate the engine may choose needs more (the replica's columns_limit is
+ * the engine's work_limit, and the replica's own composition is the column way).
+ * Float32 outputs in a float32 run: no bf16 output is staged. */
 static size_t
 column_workspace(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
                  gboolean stores16, size_t capacity, size_t eval_capacity)
@@ -247,7 +248,7 @@ column_workspace(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precis
     if (capacity > 0 && conv_call_of(net, i, &buf, (int)capacity, &s))
       need = MAX(need, chunked_call_bytes(&s, buf.columns > 0, kind, precision, TRUE, i > 0));
   }
-  return need;
+  return (size_t)tdm_conv_budget(need);
 }
 
 /* A block's skip gradient lives from the walk back reaching its end to reaching its
