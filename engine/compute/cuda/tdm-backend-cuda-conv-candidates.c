@@ -324,6 +324,33 @@ run_own(TdmBackend *b, const TdmConvLayout *l, Arena *arena)
   return TRUE;
 }
 
+/* The most bf16 values widen_in_place() stages at its end; a result of at least four
+ * times as many is widened in place instead of staged whole. */
+#define IN_PLACE_TAIL ((size_t)1 << 21)
+
+/* Widens the n bf16 values that fill the upper half of y's n floats (n a multiple of 8,
+ * y 16-byte aligned) into y, without a staging buffer of their size: in rounds, each
+ * widening values [a, b) with b ≤ (n + a) / 2, so that its floats (bytes [4a, 4b)) end
+ * before its bf16 values begin (byte 2n + 2a) and overwrite only values an earlier round
+ * read; each round halves what is left (multiples of 8 values, for aligned vectors);
+ * the last IN_PLACE_TAIL values or fewer go through `tail`. */
+static void
+widen_in_place(TdmBackend *b, float *y, size_t n, uint16_t *tail)
+{
+  cudaStream_t stream = CUDA_B(b)->stream;
+  const uint16_t *halves = (const uint16_t *)y + n;
+  size_t a = 0;
+  while (n - a > IN_PLACE_TAIL) {
+    size_t next = a + (n - a) / 16 * 8;
+    if (!TDM_CUDA_OK(b, tdm_k_from_bf16(y + a, halves + a, next - a, stream)))
+      return;
+    a = next;
+  }
+  if (TDM_CUDA_OK(b, cudaMemcpyAsync(tail, halves + a, (n - a) * sizeof(uint16_t),
+                                     cudaMemcpyDeviceToDevice, stream)))
+    TDM_CUDA_OK(b, tdm_k_from_bf16(y + a, tail, n - a, stream));
+}
+
 /* A cuDNN plan, its operands staged where they are not aligned or not of its type. */
 static gboolean
 run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Arena *arena,
@@ -397,12 +424,20 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Aren
   gboolean wide = !l->bf16 || c->float_out;
   gboolean same_type = wide != target16;
   gboolean unpad = pad_c > 0 && l->dir == TDM_CONV_WGRAD;
+  gboolean in_place = !unpad && !wide && !target16 && aligned16(target) &&
+                      result_count % 8 == 0 && result_count >= 4 * IN_PLACE_TAIL;
+  uint16_t *tail = NULL;
   if (unpad) {
     result = take(arena, taps * pad_c * sizeof(float));
     dest = target;
   } else if (same_type && aligned16(target))
     result = target;
-  else {
+  else if (in_place) {
+    /* A large bf16 result for a float32 destination: written into the destination's
+     * upper half, then widened where it lies (widen_in_place()), with a small tail. */
+    result = (char *)target + result_count * sizeof(uint16_t);
+    tail = take(arena, IN_PLACE_TAIL * sizeof(uint16_t));
+  } else {
     result = take(arena, result_count * (wide ? 4 : 2));
     dest = target;
   }
@@ -411,7 +446,7 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Aren
     workspace = take(arena, (size_t)c->plan->workspace);
   if ((l->dir != TDM_CONV_DGRAD && image == NULL) || (l->dir != TDM_CONV_WGRAD && filter == NULL) ||
       (l->dir != TDM_CONV_FORWARD && out == NULL) || result == NULL ||
-      (c->plan->workspace > 0 && workspace == NULL))
+      (in_place && tail == NULL) || (c->plan->workspace > 0 && workspace == NULL))
     return FALSE;
   if (mode != RUN)
     return TRUE;
@@ -431,7 +466,9 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Aren
   if (!tdm_cudnn_plan_run(CUDA_B(b)->cudnn_api, CUDA_B(b)->cudnn, c->plan, image, filter, out,
                           workspace, error))
     return FALSE;
-  if (unpad) {
+  if (in_place) {
+    widen_in_place(b, target, result_count, tail);
+  } else if (unpad) {
     TDM_CUDA_OK(b, cudaMemcpy2DAsync(dest, (size_t)s->c * sizeof(float), result,
                                      (size_t)pad_c * sizeof(float), (size_t)s->c * sizeof(float),
                                      taps, cudaMemcpyDeviceToDevice, CUDA_B(b)->stream));
