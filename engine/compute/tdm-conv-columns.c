@@ -54,8 +54,7 @@ tdm_conv_engine_im2col_bytes(const TdmConvShape *s, TdmConvDirection dir, gboole
   gboolean staged = dir == TDM_CONV_FORWARD && y16;
   size_t col_sample = direct ? 0 : pixels * k * sizeof(float);
   size_t stage_sample = staged ? pixels * out_c * sizeof(float) : 0;
-  int chunk =
-      tdm_conv_chunk_samples(s->n, col_sample + stage_sample, TDM_CONV_CHUNK_BYTES);
+  int chunk = tdm_conv_chunk_samples(s->n, col_sample + stage_sample, TDM_CONV_CHUNK_BYTES);
   size_t need = (size_t)chunk * col_sample;
   if (staged)
     need = up(need, ENGINE_ALIGN) + (size_t)chunk * stage_sample;
@@ -63,8 +62,8 @@ tdm_conv_engine_im2col_bytes(const TdmConvShape *s, TdmConvDirection dir, gboole
 }
 
 size_t
-tdm_conv_replica_bytes(const TdmConvShape *s, const TdmConvComposition *how,
-                       gboolean backward, gboolean need_dx, size_t bound)
+tdm_conv_replica_bytes(const TdmConvShape *s, const TdmConvComposition *how, gboolean backward,
+                       gboolean need_dx, size_t bound)
 {
   if (!how->columns)
     return 0;

@@ -33,6 +33,13 @@ size_t tdm_conv_columns_bound (TdmBackendKind kind);
  * least one. */
 int tdm_conv_chunk_samples (int n, size_t sample_bytes, size_t bound);
 
+/* p advanced by `count` elements of type t: a chunk's first sample. */
+static inline const void *
+tdm_conv_advanced (const void *p, TdmDtype t, size_t count)
+{
+  return (const char *)p + count * tdm_dtype_size (t);
+}
+
 /* The bytes of the workspace the convolution engine's "im2col" candidate takes for a
  * call of shape s and direction dir (its need, from the workspace's start, the
  * workspace aligned to 256 bytes as the device's allocations are), in a bf16 run (bf16

@@ -3,11 +3,13 @@
  * (tdm-replica-pass.c's walks call them): the backend's whole convolution where the
  * layer has its scratch, else the convolution engine where the backend has one, else
  * composed here from im2col and GEMMs, on bf16 columns in a bf16 run (the weights from
- * params16, the output gradient as bf16 at the workspace's start) or float32 ones; an
+ * params16, the output gradient as bf16 at the workspace's start) or float32 ones, a
+ * chunk of samples at a time on a GPU (tdm-conv-columns.h: the engine's "im2col" does
+ * the same in the same chunks); an
  * input a bn left unwritten normalized as the columns are built; an input stored as
  * bf16 gathered as it is, or widened for float32 columns. */
-#include "tdm-replica-private.h"
 #include "tdm-conv-columns.h"
+#include "tdm-replica-private.h"
 
 /* x (count values of type x_type) as float32, for a reader that takes float32 only: x
  * itself, or its bf16 values widened into spare, a buffer free until the reader is done
@@ -137,13 +139,6 @@ own_columns_bytes(TdmReplica *r, const TdmConvShape *s, gboolean backward, gbool
   return tdm_conv_replica_bytes(s, &how, backward, need_dx, r->columns_bound);
 }
 
-/* p advanced by `count` elements of type t. */
-static const void *
-advanced(const void *p, TdmDtype t, size_t count)
-{
-  return (const char *)p + count * tdm_dtype_size(t);
-}
-
 /* The workspace as a whole convolution's scratch, grown to hold what this one needs
  * where it holds less (a replica made with a small workspace). */
 static float *
@@ -205,12 +200,12 @@ tdm_replica_conv_forward(TdmReplica *r, float *y, uint16_t *y16, const void *x, 
       int m = MIN(chunk, n - first), m_rows = m * (int)pixels;
       size_t at = (size_t)first * x_sample, out_at = (size_t)first * pixels * out_c;
       if (bn != NULL)
-        tdm_backend_im2col_bf16_bn(b, col16, advanced(bn->x, bn->x_type, at), bn->x_type,
-                                   bn->saved, bn->saved + in_c, bn->gamma, bn->beta, bn->relu,
-                                   m, in_h, in_w, in_c, kernel, kernel, pad, stride);
+        tdm_backend_im2col_bf16_bn(b, col16, tdm_conv_advanced(bn->x, bn->x_type, at),
+                                   bn->x_type, bn->saved, bn->saved + in_c, bn->gamma, bn->beta,
+                                   bn->relu, m, in_h, in_w, in_c, kernel, kernel, pad, stride);
       else
-        tdm_backend_im2col_bf16(b, col16, advanced(x, x_type, at), x_type, m, in_h, in_w, in_c,
-                                kernel, kernel, pad, stride);
+        tdm_backend_im2col_bf16(b, col16, tdm_conv_advanced(x, x_type, at), x_type, m, in_h,
+                                in_w, in_c, kernel, kernel, pad, stride);
       if (y16 != NULL)
         tdm_backend_gemm_bf16_out(b, false, true, m_rows, out_c, k, col16, k, w16, k,
                                   y16 + out_at, out_c);
@@ -292,12 +287,12 @@ tdm_replica_conv_backward(TdmReplica *r, float *dx, gboolean dx_bf16, float *dw,
       int m = MIN(chunk, n - first);
       size_t at = (size_t)first * x_sample;
       if (bn != NULL)
-        tdm_backend_im2col_bf16_bn(b, col16, advanced(bn->x, bn->x_type, at), bn->x_type,
-                                   bn->saved, bn->saved + in_c, bn->gamma, bn->beta, bn->relu,
-                                   m, in_h, in_w, in_c, kernel, kernel, pad, stride);
+        tdm_backend_im2col_bf16_bn(b, col16, tdm_conv_advanced(bn->x, bn->x_type, at),
+                                   bn->x_type, bn->saved, bn->saved + in_c, bn->gamma, bn->beta,
+                                   bn->relu, m, in_h, in_w, in_c, kernel, kernel, pad, stride);
       else
-        tdm_backend_im2col_bf16(b, col16, advanced(x, x_type, at), x_type, m, in_h, in_w, in_c,
-                                kernel, kernel, pad, stride);
+        tdm_backend_im2col_bf16(b, col16, tdm_conv_advanced(x, x_type, at), x_type, m, in_h,
+                                in_w, in_c, kernel, kernel, pad, stride);
       tdm_backend_gemm_bf16(b, true, false, out_c, k, m * (int)pixels, 1.0f,
                             dy16 + (size_t)first * pixels * out_c, out_c, col16, k,
                             first == 0 ? 0.0f : 1.0f, dw, k);
@@ -307,7 +302,7 @@ tdm_replica_conv_backward(TdmReplica *r, float *dx, gboolean dx_bf16, float *dw,
           conv_weights16(r, w, (size_t)out_c * k, col16 + (size_t)chunk * pixels * k);
       for (int first = 0; first < n; first += chunk)
         tdm_backend_conv_dgrad_bf16(
-            b, (void *)advanced(dx, dx_type, (size_t)first * x_sample), dx_type,
+            b, (void *)tdm_conv_advanced(dx, dx_type, (size_t)first * x_sample), dx_type,
             dy16 + (size_t)first * pixels * out_c, w16, col16, MIN(chunk, n - first), in_h,
             in_w, in_c, out_c, kernel, kernel, pad, stride);
       return dx_type;

@@ -207,7 +207,8 @@ chunked_call_bytes(const TdmConvShape *s, gboolean columns, TdmBackendKind kind,
       .bf16_dx = rows * out_c + (params16 ? 0 : out_c * k) <= rows * k,
       .params16 = params16,
   };
-  size_t most = tdm_conv_replica_bytes(s, &how, backward, need_dx, tdm_conv_columns_bound(kind));
+  size_t most =
+      tdm_conv_replica_bytes(s, &how, backward, need_dx, tdm_conv_columns_bound(kind));
   if (!backward)
     return MAX(most, tdm_conv_engine_im2col_bytes(s, TDM_CONV_FORWARD, bf16, FALSE));
   most = MAX(most, tdm_conv_engine_im2col_bytes(s, TDM_CONV_WGRAD, bf16, FALSE));

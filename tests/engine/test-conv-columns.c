@@ -16,8 +16,8 @@
 #include "tdm-conv-columns.h"
 #include "tdm-dataset.h"
 #include "tdm-network.h"
-#include "tdm-replica.h"
 #include "tdm-replica-private.h"
+#include "tdm-replica.h"
 
 #include <math.h>
 #include <string.h>
@@ -85,7 +85,8 @@ test_bytes(void)
   g_assert_cmpuint(tdm_conv_replica_bytes(&direct, &none, TRUE, TRUE, 64 * MIB), ==, 0);
   g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&direct, TDM_CONV_FORWARD, TRUE, FALSE), ==,
                    32768 + 128 * (size_t)401408);
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&direct, TDM_CONV_FORWARD, FALSE, FALSE), ==, 0);
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&direct, TDM_CONV_FORWARD, FALSE, FALSE), ==,
+                   0);
   TdmConvShape wide = {3, 256, 256, 64, 64, 3, 1, 1};
   g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&wide, TDM_CONV_FORWARD, TRUE, FALSE), ==,
                    73728 + (size_t)65536 * 576 * 2);
@@ -118,12 +119,14 @@ test_plan(void)
   /* The evaluation chunk costs the GPU's columns nothing more. */
   g_assert_cmpuint(tdm_replica_plan(tv, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 128, 137).columns,
                    ==, gpu.columns);
-  TdmReplicaPlan small = tdm_replica_plan(cifar, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 512, 512);
+  TdmReplicaPlan small =
+      tdm_replica_plan(cifar, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 512, 512);
   g_assert_cmpuint(small.columns, ==, 2 * (size_t)133242880);
-  g_test_message("column workspace on a GPU, bf16: 224 px b128 %zu bytes (whole float32 "
-                 "columns %zu), 32 px b512 %zu bytes (%zu)", gpu.columns, cpu.columns,
-                 small.columns,
-                 tdm_replica_plan(cifar, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 512, 512).columns);
+  g_test_message(
+      "column workspace on a GPU, bf16: 224 px b128 %zu bytes (whole float32 "
+      "columns %zu), 32 px b512 %zu bytes (%zu)",
+      gpu.columns, cpu.columns, small.columns,
+      tdm_replica_plan(cifar, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 512, 512).columns);
   /* A float32 run: float32 chunks, no reservations. The most at 224 px: the 3×3 conv of
    * stride 2 from 128 to 256 channels, 74 samples of 14 × 14 × 1,152 × 4 = 903,168
    * bytes (the stem's 9 of 7,375,872 take 66,382,848); 64 MiB more with the budget
@@ -134,7 +137,8 @@ test_plan(void)
   g_assert_cmpint(tdm_replica_eval_capacity(tv, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 128, 500),
                   ==, 128);
   g_assert_cmpint(
-      tdm_replica_eval_capacity(cifar, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 512, 10000), ==, 512);
+      tdm_replica_eval_capacity(cifar, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 512, 10000), ==,
+      512);
 }
 
 /* A network with a 7×7 stem of stride 2, bns normalized as the next conv reads (bf16), a
@@ -163,8 +167,8 @@ step(TdmPrecision precision, size_t bound, const TdmDatasetPair *data, size_t *w
   g_assert_no_error(error);
   g_autofree float *params = g_new(float, net->parameter_count);
   tdm_network_init_parameters(net, 5, params);
-  TdmReplica *r = tdm_replica_new_planned(b, net, BATCH, BATCH, 256, data->train, data->test,
-                                          &error);
+  TdmReplica *r =
+      tdm_replica_new_planned(b, net, BATCH, BATCH, 256, data->train, data->test, &error);
   g_assert_no_error(error);
   g_assert_cmpuint(r->columns_bound, ==, 0);
   r->columns_bound = bound;
@@ -203,8 +207,8 @@ chunked_bytes(const TdmNetwork *net, TdmPrecision precision, size_t bound)
     size_t out = (size_t)l->out_c, pixels = (size_t)l->out_h * l->out_w;
     gboolean bf16 = precision == TDM_PRECISION_BF16 && out <= taps;
     size_t size = bf16 ? 2 : 4;
-    size_t chunk = bound == 0 ? BATCH
-                              : MIN((size_t)BATCH, MAX(bound / (pixels * taps * size), (size_t)1));
+    size_t chunk =
+        bound == 0 ? BATCH : MIN((size_t)BATCH, MAX(bound / (pixels * taps * size), (size_t)1));
     size_t bytes = chunk * pixels * taps * size;
     if (bf16)
       bytes += (size_t)BATCH * pixels * out * 2;
@@ -242,8 +246,8 @@ test_replica_chunks(void)
     g_autofree float *again = step(prec, SMALL_BOUND, data, &again_bytes, &count);
     double distance = relative_distance(chunks, whole, count);
     g_test_message("%s: gradients in chunks of %zu bytes %.3g from the whole batch's; "
-                   "workspace %zu bytes (whole: %zu)", tdm_precision_name(prec), SMALL_BOUND,
-                   distance, chunked, whole_bytes);
+                   "workspace %zu bytes (whole: %zu)",
+                   tdm_precision_name(prec), SMALL_BOUND, distance, chunked, whole_bytes);
     g_assert_cmpfloat(distance, <=, 3136 * 0x1p-24);
     g_assert_cmpmem(chunks, count * sizeof(float), again, count * sizeof(float));
     g_assert_cmpuint(whole_bytes, ==, chunked_bytes(net, prec, 0));

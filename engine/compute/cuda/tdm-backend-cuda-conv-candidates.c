@@ -173,20 +173,13 @@ dx_type(const TdmConvArgs *a)
   return a->dx16 != NULL ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
 }
 
-/* p advanced by `count` elements of type t. */
-static const void *
-advanced(const void *p, TdmDtype t, size_t count)
-{
-  return (const char *)p + count * tdm_dtype_size(t);
-}
-
 /* The bf16 columns of samples [first, first + m) of the call's input (normalized as they
  * are gathered where a bn left its output to the conv). */
 static void
 columns16(TdmBackend *b, const TdmConvArgs *a, uint16_t *col16, int first, int m)
 {
   const TdmConvShape *s = &a->shape;
-  const void *x = advanced(a->x, a->x_type, (size_t)first * s->h * s->w * s->c);
+  const void *x = tdm_conv_advanced(a->x, a->x_type, (size_t)first * s->h * s->w * s->c);
   if (a->bn_mean != NULL)
     tdm_cuda_im2col_bf16_bn(b, col16, x, a->x_type, a->bn_mean, a->bn_invstd, a->bn_gamma,
                             a->bn_beta, a->bn_relu, m, s->h, s->w, s->c, s->kernel, s->kernel,
@@ -226,9 +219,9 @@ run_im2col(TdmBackend *b, const TdmConvLayout *l, Arena *arena)
       case TDM_CONV_DGRAD:
         tdm_cuda_gemm_bf16_out(b, false, false, rows, k, out_c, l->dy16 + out_at, out_c, l->w16,
                                k, col16, k);
-        tdm_cuda_col2im_bf16(b, (void *)advanced(dx_target(a), dx_type(a), first * x_sample),
-                             dx_type(a), col16, m, s->h, s->w, s->c, s->kernel, s->kernel,
-                             s->pad, s->stride);
+        tdm_cuda_col2im_bf16(
+            b, (void *)tdm_conv_advanced(dx_target(a), dx_type(a), first * x_sample),
+            dx_type(a), col16, m, s->h, s->w, s->c, s->kernel, s->kernel, s->pad, s->stride);
         break;
       case TDM_CONV_FORWARD:
         columns16(b, a, col16, first, m);
