@@ -753,6 +753,35 @@ test_chunked(void)
       problem_clear(&p);
     }
   }
+  /* --exact on the stem's chunked shape: the rule's choice, the same bits twice, and
+   * within the bound of the CPU's. */
+  g_autoptr(GError) error = NULL;
+  TdmBackend *exact = tdm_backend_new(TDM_DEVICE_GPU(0), TDM_PRECISION_BF16, &error);
+  g_assert_no_error(error);
+  exact->deterministic = true;
+  Problem p;
+  problem_init(&p, &chunked_cases[0], NULL);
+  Device d;
+  device_init(&d, exact, &p, TRUE);
+  d.a.dx = NULL; /* a first layer */
+  g_test_message("exact, chunked stem: wgrad %s",
+                 tdm_cuda_conv_chosen(exact, &d.a, TDM_CONV_WGRAD));
+  g_autofree float *first = g_new(float, p.weights), *second = g_new(float, p.weights);
+  for (int run = 0; run < 2; run++) {
+    /* Declined for im2col (the replica's own composition, in the same chunks): the
+     * engine's im2col, the same operations. */
+    if (!tdm_backend_conv_engine_backward(exact, &d.a))
+      g_assert_true(tdm_cuda_conv_run_named(exact, &d.a, TDM_CONV_WGRAD, "im2col"));
+    tdm_backend_download(exact, run == 0 ? first : second, d.dw, p.weights * 4);
+    assert_ok(exact);
+    if (run == 1)
+      g_assert_cmpmem(first, p.weights * 4, second, p.weights * 4);
+  }
+  check_close_b(exact, "exact chunked stem wgrad", d.dw, p.dw_ref, p.weights,
+                bound(exact, &p, TDM_CONV_WGRAD));
+  device_clear(&d);
+  problem_clear(&p);
+  tdm_backend_free(exact);
 }
 
 /* --exact: the rule, not a timing, so two backends agree; the result is the same bits
