@@ -141,6 +141,23 @@ own_columns_bytes(TdmReplica *r, const TdmConvShape *s, gboolean backward, gbool
 
 /* The workspace as a whole convolution's scratch, grown to hold what this one needs
  * where it holds less (a replica made with a small workspace). */
+/* The bf16 columns of samples first … first + m − 1, from x or, with bn, from the bn's
+ * input normalized while loaded (as the forward built them). */
+static void
+chunk_columns16(TdmBackend *b, uint16_t *col16, const void *x, TdmDtype x_type,
+                const BnGather *bn, int first, int m, int in_h, int in_w, int in_c, int kernel,
+                int pad, int stride)
+{
+  size_t at = (size_t)first * in_h * in_w * in_c;
+  if (bn != NULL)
+    tdm_backend_im2col_bf16_bn(b, col16, tdm_conv_advanced(bn->x, bn->x_type, at), bn->x_type,
+                               bn->saved, bn->saved + in_c, bn->gamma, bn->beta, bn->relu, m,
+                               in_h, in_w, in_c, kernel, kernel, pad, stride);
+  else
+    tdm_backend_im2col_bf16(b, col16, tdm_conv_advanced(x, x_type, at), x_type, m, in_h, in_w,
+                            in_c, kernel, kernel, pad, stride);
+}
+
 static float *
 whole_scratch(TdmReplica *r, int in_h, int in_w, int in_c, int out_c, int kernel, int pad,
               int stride)
@@ -198,14 +215,8 @@ tdm_replica_conv_forward(TdmReplica *r, float *y, uint16_t *y16, const void *x, 
         conv_weights16(r, w, (size_t)out_c * k, col16 + (size_t)chunk * pixels * k);
     for (int first = 0; first < n; first += chunk) {
       int m = MIN(chunk, n - first), m_rows = m * (int)pixels;
-      size_t at = (size_t)first * x_sample, out_at = (size_t)first * pixels * out_c;
-      if (bn != NULL)
-        tdm_backend_im2col_bf16_bn(b, col16, tdm_conv_advanced(bn->x, bn->x_type, at),
-                                   bn->x_type, bn->saved, bn->saved + in_c, bn->gamma, bn->beta,
-                                   bn->relu, m, in_h, in_w, in_c, kernel, kernel, pad, stride);
-      else
-        tdm_backend_im2col_bf16(b, col16, tdm_conv_advanced(x, x_type, at), x_type, m, in_h,
-                                in_w, in_c, kernel, kernel, pad, stride);
+      size_t out_at = (size_t)first * pixels * out_c;
+      chunk_columns16(b, col16, x, x_type, bn, first, m, in_h, in_w, in_c, kernel, pad, stride);
       if (y16 != NULL)
         tdm_backend_gemm_bf16_out(b, false, true, m_rows, out_c, k, col16, k, w16, k,
                                   y16 + out_at, out_c);
@@ -285,14 +296,7 @@ tdm_replica_conv_backward(TdmReplica *r, float *dx, gboolean dx_bf16, float *dw,
     int chunk = tdm_conv_chunk_samples(n, pixels * k * sizeof(uint16_t), bound);
     for (int first = 0; first < n; first += chunk) {
       int m = MIN(chunk, n - first);
-      size_t at = (size_t)first * x_sample;
-      if (bn != NULL)
-        tdm_backend_im2col_bf16_bn(b, col16, tdm_conv_advanced(bn->x, bn->x_type, at),
-                                   bn->x_type, bn->saved, bn->saved + in_c, bn->gamma, bn->beta,
-                                   bn->relu, m, in_h, in_w, in_c, kernel, kernel, pad, stride);
-      else
-        tdm_backend_im2col_bf16(b, col16, tdm_conv_advanced(x, x_type, at), x_type, m, in_h,
-                                in_w, in_c, kernel, kernel, pad, stride);
+      chunk_columns16(b, col16, x, x_type, bn, first, m, in_h, in_w, in_c, kernel, pad, stride);
       tdm_backend_gemm_bf16(b, true, false, out_c, k, m * (int)pixels, 1.0f,
                             dy16 + (size_t)first * pixels * out_c, out_c, col16, k,
                             first == 0 ? 0.0f : 1.0f, dw, k);
