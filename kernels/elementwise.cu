@@ -291,12 +291,14 @@ relu_backward_bf16_kernel(DX *dx, const DY *dy, const uint16_t *y, size_t n)
 }
 
 /* y = a + x at the pixels a 1×1 convolution of this stride reads (x compact: one value
- * per such pixel and channel), a + 0 elsewhere, rounded to bf16: a residual block's
- * start summing its first layer's float32 input gradient and a projection's. */
-template <typename I>
+ * per such pixel and channel), a + 0 elsewhere, rounded to bf16 (Y uint16_t) or stored
+ * float32 (Y float; y may be a: each element read, then written, by one thread): a
+ * residual block's start summing its first layer's float32 input gradient and a
+ * projection's. */
+template <typename Y, typename I>
 __global__ void
-add_strided_bf16_kernel(uint16_t *y, const float *a, const float *x, I total, int h, int w,
-                        int c, int stride)
+add_strided_bf16_kernel(Y *y, const float *a, const float *x, I total, int h, int w, int c,
+                        int stride)
 {
   int oh = (h - 1) / stride + 1, ow = (w - 1) / stride + 1;
   for (I e = tdm_k_grid_start<I>(); e < total; e += tdm_k_grid_stride<I>()) {
@@ -304,7 +306,7 @@ add_strided_bf16_kernel(uint16_t *y, const float *a, const float *x, I total, in
     float add = 0.0f;
     if (at.y % stride == 0 && at.x % stride == 0)
       add = x[((at.img * oh + at.y / stride) * ow + at.x / stride) * c + at.ch];
-    y[e] = tdm_k_bf16_bits(a[e] + add);
+    tdm_k_store1(y + e, a[e] + add);
   }
 }
 
@@ -375,21 +377,31 @@ tdm_k_relu_backward_bf16(void *dx, bool dx16, const void *dy, bool dy16, const u
   return relu_backward_bf16_launch((float *)dx, (const float *)dy, y, n, stream);
 }
 
+template <typename Y>
+static cudaError_t
+add_strided_launch(Y *y, const float *a, const float *x, size_t total, int h, int w, int c,
+                   int stride, cudaStream_t stream)
+{
+  unsigned blocks = tdm_k_blocks(total, TDM_K_THREADS);
+  if (total <= INT32_MAX)
+    add_strided_bf16_kernel<Y, int32_t><<<blocks, TDM_K_THREADS, 0, stream>>>(
+        y, a, x, (int32_t)total, h, w, c, stride);
+  else
+    add_strided_bf16_kernel<Y, int64_t><<<blocks, TDM_K_THREADS, 0, stream>>>(
+        y, a, x, (int64_t)total, h, w, c, stride);
+  return tdm_k_launched();
+}
+
 extern "C" cudaError_t
-tdm_k_add_strided_bf16(uint16_t *y, const float *a, const float *x, int n, int h, int w, int c,
-                       int stride, cudaStream_t stream)
+tdm_k_add_strided_bf16(void *y, bool y16, const float *a, const float *x, int n, int h, int w,
+                       int c, int stride, cudaStream_t stream)
 {
   size_t total = (size_t)n * h * w * c;
   if (total == 0)
     return cudaSuccess;
-  unsigned blocks = tdm_k_blocks(total, TDM_K_THREADS);
-  if (total <= INT32_MAX)
-    add_strided_bf16_kernel<int32_t><<<blocks, TDM_K_THREADS, 0, stream>>>(
-        y, a, x, (int32_t)total, h, w, c, stride);
-  else
-    add_strided_bf16_kernel<int64_t><<<blocks, TDM_K_THREADS, 0, stream>>>(
-        y, a, x, (int64_t)total, h, w, c, stride);
-  return tdm_k_launched();
+  if (y16)
+    return add_strided_launch((uint16_t *)y, a, x, total, h, w, c, stride, stream);
+  return add_strided_launch((float *)y, a, x, total, h, w, c, stride, stream);
 }
 
 /* out[i] = in[i] rounded to bfloat16, nearest even. */

@@ -508,14 +508,17 @@ tdm_backend_relu_backward_bf16(TdmBackend *b, void *dx, TdmDtype dx_type, const 
 }
 
 void
-tdm_backend_add_strided_bf16(TdmBackend *b, uint16_t *y, const float *a, const float *x, int n,
-                             int h, int w, int c, int stride)
+tdm_backend_add_strided_bf16(TdmBackend *b, void *y, TdmDtype y_type, const float *a,
+                             const float *x, int n, int h, int w, int c, int stride)
 {
   if (tdm_backend_enter(b) && TDM_HAS_OP(b, add_strided_bf16) &&
+      tdm_backend_input_ok(b, "add_strided_bf16", y_type) &&
       TDM_ARGS_OK(b, n >= 0 && h > 0 && w > 0 && c > 0 && stride > 0,
                   _("add_strided_bf16: %d×%d×%d×%d, stride %d: not a shape"), n, h, w, c,
-                  stride))
-    b->ops->add_strided_bf16(b, y, a, x, n, h, w, c, stride);
+                  stride) &&
+      TDM_ARGS_OK(b, (const void *)y != (const void *)a || y_type == TDM_DTYPE_F32,
+                  _("add_strided_bf16: y is a but bf16")))
+    b->ops->add_strided_bf16(b, y, y_type, a, x, n, h, w, c, stride);
 }
 
 void

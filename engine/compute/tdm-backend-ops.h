@@ -203,8 +203,8 @@ struct _TdmBackendOps {
                               TdmDtype dy_type, const uint16_t *y, size_t n);
   void (*add_out_bf16) (TdmBackend *b, uint16_t *y, const float *a, const void *x,
                         TdmDtype x_type, size_t n, bool relu);
-  void (*add_strided_bf16) (TdmBackend *b, uint16_t *y, const float *a, const float *x, int n,
-                            int h, int w, int c, int stride);
+  void (*add_strided_bf16) (TdmBackend *b, void *y, TdmDtype y_type, const float *a,
+                            const float *x, int n, int h, int w, int c, int stride);
   void (*bn_forward_bf16) (TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
                            const float *mean, const float *invstd, const float *gamma,
                            const float *beta, const void *a, TdmDtype a_type, int rows,

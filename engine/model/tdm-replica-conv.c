@@ -23,6 +23,33 @@ tdm_replica_as_f32(TdmReplica *r, const void *x, TdmDtype x_type, size_t count, 
   return spare;
 }
 
+/* A bf16 input x read by float32 columns, where the columns are fewer values than x (a
+ * strided 1×1 conv: a projection reads a quarter of its input): the whole batch's
+ * float32 columns in spare, a gradient buffer free until the products are done, each
+ * chunk of samples (tdm-conv-columns.h) gathered as bf16 into col, then widened: the
+ * values of x widened, then its columns, exactly, in fewer bytes than x widened. NULL
+ * elsewhere (the caller widens x, where it is bf16, and builds its columns). */
+static const float *
+widened_columns(TdmReplica *r, float *col, const void *x, TdmDtype x_type, float *spare, int n,
+                int in_h, int in_w, int in_c, int kernel, int pad, int stride, size_t pixels,
+                int k)
+{
+  TdmBackend *b = r->backend;
+  size_t x_sample = (size_t)in_h * in_w * in_c, sample_cols = pixels * (size_t)k;
+  if (x_type != TDM_DTYPE_BF16 || col == NULL || sample_cols >= x_sample)
+    return NULL;
+  int chunk = tdm_conv_chunk_samples(n, sample_cols * sizeof(float), r->columns_bound);
+  for (int first = 0; first < n; first += chunk) {
+    int m = MIN(chunk, n - first);
+    tdm_backend_im2col_bf16(b, (uint16_t *)col,
+                            tdm_conv_advanced(x, x_type, (size_t)first * x_sample), x_type, m,
+                            in_h, in_w, in_c, kernel, kernel, pad, stride);
+    tdm_backend_from_bf16(b, spare + (size_t)first * sample_cols, (const uint16_t *)col,
+                          (size_t)m * sample_cols);
+  }
+  return spare;
+}
+
 /* Whether a conv with columns runs its forward and weight-gradient products on
  * bfloat16 operands (--precision bf16 on a backend that has them). In the forward the
  * columns, as bf16, take the first half of the layer's float32 column buffer (the
@@ -174,10 +201,10 @@ whole_scratch(TdmReplica *r, int in_h, int in_w, int in_c, int out_c, int kernel
  * stride 1). With bn, x was never written: the columns normalize bn->x. With y16, the
  * output is stored as bf16 there instead of y (conv_output_bf16()): each value the
  * float32 sum rounded once, by the bf16 product itself where the conv has bf16 columns,
- * else after a float32 product into the gradient buffer, which the forward leaves
- * unused. x is of type x_type (bf16: a block's input, block_output_bf16()), which bf16
- * columns gather as it is and float32 ones read widened into the other gradient
- * buffer. */
+ * else after a float32 product into the gradient region, which the forward leaves
+ * unused: at grad_a (the whole region) where x is float32, at grad_b where x is bf16
+ * (a block's input, block_output_bf16()), which float32 columns read widened at grad_a
+ * (widened_columns()); bf16 columns gather it as it is. */
 void
 tdm_replica_conv_forward(TdmReplica *r, float *y, uint16_t *y16, const void *x, TdmDtype x_type,
                          const BnGather *bn, float *col, float *work, const float *w, int n,
@@ -227,17 +254,24 @@ tdm_replica_conv_forward(TdmReplica *r, float *y, uint16_t *y16, const void *x, 
     return;
   }
   g_assert(bn == NULL); /* a bn's output is left only to a conv with bf16 columns */
-  float *out = y16 != NULL ? r->grad_b : y;
-  const float *a = tdm_replica_as_f32(r, x, x_type, (size_t)n * in_h * in_w * in_c, r->grad_a);
-  if (col == NULL)
-    tdm_backend_gemm(b, false, true, rows, out_c, k, 1.0f, a, k, w, k, 0.0f, out, out_c);
-  int chunk = tdm_conv_chunk_samples(n, pixels * k * sizeof(float), bound);
-  for (int first = 0; col != NULL && first < n; first += chunk) {
-    int m = MIN(chunk, n - first);
-    tdm_backend_im2col(b, col, a + (size_t)first * x_sample, m, in_h, in_w, in_c, kernel,
-                       kernel, pad, stride);
-    tdm_backend_gemm(b, false, true, m * (int)pixels, out_c, k, 1.0f, col, k, w, k, 0.0f,
-                     out + (size_t)first * pixels * out_c, out_c);
+  g_assert(x_type == TDM_DTYPE_BF16 || !in_gradient_region(r, x));
+  float *out = y16 == NULL ? y : x_type == TDM_DTYPE_F32 ? r->grad_a : r->grad_b;
+  const float *cols32 = widened_columns(r, col, x, x_type, r->grad_a, n, in_h, in_w, in_c,
+                                        kernel, pad, stride, pixels, k);
+  if (cols32 != NULL) {
+    tdm_backend_gemm(b, false, true, rows, out_c, k, 1.0f, cols32, k, w, k, 0.0f, out, out_c);
+  } else {
+    const float *a = tdm_replica_as_f32(r, x, x_type, (size_t)n * x_sample, r->grad_a);
+    if (col == NULL)
+      tdm_backend_gemm(b, false, true, rows, out_c, k, 1.0f, a, k, w, k, 0.0f, out, out_c);
+    int chunk = tdm_conv_chunk_samples(n, pixels * k * sizeof(float), bound);
+    for (int first = 0; col != NULL && first < n; first += chunk) {
+      int m = MIN(chunk, n - first);
+      tdm_backend_im2col(b, col, a + (size_t)first * x_sample, m, in_h, in_w, in_c, kernel,
+                         kernel, pad, stride);
+      tdm_backend_gemm(b, false, true, m * (int)pixels, out_c, k, 1.0f, col, k, w, k, 0.0f,
+                       out + (size_t)first * pixels * out_c, out_c);
+    }
   }
   if (y16 != NULL)
     tdm_backend_to_bf16(b, y16, out, (size_t)rows * out_c);
@@ -312,18 +346,25 @@ tdm_replica_conv_backward(TdmReplica *r, float *dx, gboolean dx_bf16, float *dw,
       return dx_type;
     }
   } else {
-    /* A bf16 x widened into dx, which is written only after x is read. */
-    const float *xf = tdm_replica_as_f32(r, x, x_type, (size_t)n * in_h * in_w * in_c, dx);
-    if (col == NULL)
-      tdm_backend_gemm(b, true, false, out_c, k, rows, 1.0f, dy, out_c, xf, k, 0.0f, dw, k);
-    int chunk = tdm_conv_chunk_samples(n, pixels * k * sizeof(float), bound);
-    for (int first = 0; col != NULL && first < n; first += chunk) {
-      int m = MIN(chunk, n - first);
-      tdm_backend_im2col(b, col, xf + (size_t)first * x_sample, m, in_h, in_w, in_c, kernel,
-                         kernel, pad, stride);
-      tdm_backend_gemm(b, true, false, out_c, k, m * (int)pixels, 1.0f,
-                       dy + (size_t)first * pixels * out_c, out_c, col, k,
-                       first == 0 ? 0.0f : 1.0f, dw, k);
+    /* A bf16 x widened into dx (its columns, or itself), which is written only after it
+     * is read. */
+    const float *cols32 = widened_columns(r, col, x, x_type, dx, n, in_h, in_w, in_c, kernel,
+                                          pad, stride, pixels, k);
+    if (cols32 != NULL) {
+      tdm_backend_gemm(b, true, false, out_c, k, rows, 1.0f, dy, out_c, cols32, k, 0.0f, dw, k);
+    } else {
+      const float *xf = tdm_replica_as_f32(r, x, x_type, (size_t)n * x_sample, dx);
+      if (col == NULL)
+        tdm_backend_gemm(b, true, false, out_c, k, rows, 1.0f, dy, out_c, xf, k, 0.0f, dw, k);
+      int chunk = tdm_conv_chunk_samples(n, pixels * k * sizeof(float), bound);
+      for (int first = 0; col != NULL && first < n; first += chunk) {
+        int m = MIN(chunk, n - first);
+        tdm_backend_im2col(b, col, xf + (size_t)first * x_sample, m, in_h, in_w, in_c, kernel,
+                           kernel, pad, stride);
+        tdm_backend_gemm(b, true, false, out_c, k, m * (int)pixels, 1.0f,
+                         dy + (size_t)first * pixels * out_c, out_c, col, k,
+                         first == 0 ? 0.0f : 1.0f, dw, k);
+      }
     }
   }
   if (!need_dx)

@@ -432,16 +432,26 @@ block_end_grad(TdmReplica *r, void *dx, TdmDtype dx_type, const void *dy, TdmDty
   }
 }
 
+/* The other half of the gradient region from p (grad_a or grad_b). */
+static float *
+other_half(TdmReplica *r, const float *p)
+{
+  return p == r->grad_a ? r->grad_b : r->grad_a;
+}
+
 /* The backward of residual block end i (RES_END): the gradient after its ReLU goes on
  * to the block's layers in *dy (with *dy_type), and the skip path's share waits in
  * skip_grad for the block's start: a copy of it, or a projection's input gradient
  * (its bn's backward into the free gradient buffer *dx, then its conv's). Where the
  * block's gradients are kept as bf16 (block_grad_bf16()), the gradient is written as
  * bf16, into the skip buffer itself for a block without a projection (*dy then points
- * there), and a projection's input gradient is kept compact in float32: its bn's
- * gradient goes to the skip buffer (skip_grad_of() sizes it for that), its conv's
- * backward gives the weight gradient (*dx its spare), its input gradient is a product
- * of its own into *dx, then copied to the skip buffer. */
+ * there; in place where the block after it left its input's gradient there), and a
+ * projection's input gradient is kept compact in float32: its bn's gradient goes to the
+ * skip buffer (skip_grad_of() sizes it for that), its conv's backward gives the weight
+ * gradient (*dx its spare), its input gradient is a product of its own into *dx, then
+ * copied to the skip buffer. The ReLU's gradient goes to a half of the gradient region
+ * where it is not the skip buffer's: in place in *dy where *dy is there and of its
+ * type, else into *dx (grad_a where *dy is outside the region), the other half free. */
 static void
 block_end_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype *dy_type)
 {
@@ -452,14 +462,16 @@ block_end_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype
   TdmDtype type = g16 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
   size_t out = (size_t)n * layer_out_floats(l);
   float *skip = r->skip_grad[i];
-  float *target = g16 && !l->projection ? skip : type == *dy_type ? *dy : *dx;
+  float *target = g16 && !l->projection                             ? skip
+                  : type == *dy_type && in_gradient_region(r, *dy) ? *dy
+                                                                   : *dx;
   block_end_grad(r, target, type, *dy, *dy_type, r->acts[i + 1], act_type(r, i + 1), out,
                  l->fused_relu);
   if (target == *dx) {
-    *dx = *dy;
     *dy = target;
+    *dx = other_half(r, target);
   } else if (target != *dy) {
-    *dy = target; /* both gradient buffers are free */
+    *dy = target; /* both halves of the gradient region are free */
   }
   *dy_type = type;
   const float *w = r->params + l->weight_offset;
@@ -488,8 +500,11 @@ block_end_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype
 
 /* The backward of residual block start i (RES_BEGIN): its first layer's input gradient
  * dy (float32) plus the skip path's share, in place; where the block's gradients are
- * kept as bf16, summed in float32 and rounded once into dx (then *dy), for the layer
- * before the block. */
+ * kept as bf16, summed in float32 and rounded once into the skip buffer (then *dy), for
+ * the layer before the block: in place over the block's bf16 output gradient, or for a
+ * projection, its compact share added into dy in float32, then rounded. The float32 dy
+ * may fill the whole gradient region (tdm-replica.c's gradient_bytes()): the skip buffer
+ * holds the sum, and the region is free for the layer before. */
 static void
 block_begin_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype *dy_type)
 {
@@ -502,14 +517,17 @@ block_begin_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDty
     tdm_backend_add(b, *dy, skip, (size_t)n * block_in_floats(net, end));
     return;
   }
-  uint16_t *sum = (uint16_t *)*dx;
-  if (end->projection)
-    tdm_backend_add_strided_bf16(b, sum, *dy, skip, n, l->in_h, l->in_w, l->in_c, end->stride);
-  else
-    tdm_backend_add_out_bf16(b, sum, *dy, skip, TDM_DTYPE_BF16,
-                             (size_t)n * block_in_floats(net, end), false);
+  float *sum = r->skip_grad[l->partner];
+  size_t count = (size_t)n * block_in_floats(net, end);
+  if (end->projection) {
+    tdm_backend_add_strided_bf16(b, *dy, TDM_DTYPE_F32, *dy, skip, n, l->in_h, l->in_w,
+                                 l->in_c, end->stride);
+    tdm_backend_to_bf16(b, (uint16_t *)sum, *dy, count);
+  } else {
+    tdm_backend_add_out_bf16(b, (uint16_t *)sum, *dy, skip, TDM_DTYPE_BF16, count, false);
+  }
   *dx = *dy;
-  *dy = (float *)sum;
+  *dy = sum;
   *dy_type = TDM_DTYPE_BF16;
 }
 
@@ -562,6 +580,11 @@ tdm_replica_backward(TdmReplica *r, int n)
     g_assert(dy_type == TDM_DTYPE_F32 || l->kind == TDM_LAYER_BN ||
              l->kind == TDM_LAYER_RES_END ||
              (l->kind == TDM_LAYER_POOL && !tdm_layer_pool_tiles(l)));
+    /* dy outside the gradient region (a block's skip buffer, or as bf16 in the conv's
+     * workspace): the region is free, and what this layer writes goes at its start,
+     * where the plan gives it the whole region (tdm-replica.c's gradient_bytes()). */
+    if (dy16_ready || !in_gradient_region(r, dy))
+      dx = r->grad_a;
 
     switch (l->kind) {
     case TDM_LAYER_LINEAR: {
@@ -675,10 +698,9 @@ tdm_replica_backward(TdmReplica *r, int n)
     announce(r, l);
     dy16_ready = dx16 != NULL;
     dy_type = dx_type;
-    /* dx holds the gradient now; the next goes to the other gradient buffer (dy may
-     * have been a block's skip buffer, block_end_backward()). */
+    /* dx holds the gradient now; the next goes to the other half of the region. */
     dy = dx;
-    dx = dy == r->grad_a ? r->grad_b : r->grad_a;
+    dx = other_half(r, dy);
     if (tdm_replica_aborted(r))
       return;
   }

@@ -292,7 +292,9 @@ block_grad_bf16(const TdmNetwork *net, int end, gboolean stores16)
 }
 
 /* The skip gradient of residual block `end` as kept: *count elements of *type per
- * sample (block_grad_bf16()). */
+ * sample (block_grad_bf16()). A projection's buffer holds its bn's gradient, then its
+ * compact input gradient (float32), then the block's start's sum, the block's input
+ * gradient as bf16 (the first layer's float32 one fills the gradient region then). */
 static inline void
 skip_grad_of(const TdmNetwork *net, int end, gboolean stores16, size_t *count,
              TdmDtype *type)
@@ -304,9 +306,19 @@ skip_grad_of(const TdmNetwork *net, int end, gboolean stores16, size_t *count,
   if (!block_grad_bf16(net, end, stores16))
     return;
   if (l->projection)
-    *count = (size_t)l->out_h * l->out_w * MAX(begin->in_c, l->out_c);
+    *count = MAX((size_t)l->out_h * l->out_w * MAX(begin->in_c, l->out_c),
+                 (*count + 1) / 2);
   else
     *type = TDM_DTYPE_BF16;
+}
+
+/* Whether p is in the replica's gradient region (grad_a, grad_b), not in a skip buffer
+ * or the workspace. */
+static inline gboolean
+in_gradient_region(const TdmReplica *r, const void *p)
+{
+  const char *c = p, *start = (const char *)r->grad_a;
+  return c >= start && c < start + 2 * r->grad_half_bytes;
 }
 
 /* Whether layer i's output is stored as bf16 in training (stores16). */

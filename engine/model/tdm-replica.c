@@ -88,58 +88,165 @@ input_grad_size(const TdmNetwork *net, int i, gboolean stores16, gboolean bn16)
   }
 }
 
-/* Bytes per sample of what layer i keeps in a gradient buffer besides its input's
- * gradient, float32 all: in the forward (which leaves both free), a bf16 input widened
- * for a float32 reader and a float32 product rounded into a bf16 output (a conv
- * without bf16 columns; the global pool), a bn's output computed for a frozen bn or
- * rounded into bf16 after, a projection's bn output and its conv's widened input, a
- * block's end's frozen bn; in backward, a frozen bn's output again for the conv after
- * it and a projection's bn gradient and widened input. */
+/* What the gradient region must hold per sample: `narrow` bytes at either half's start
+ * (grad_a or grad_b, while the other half may hold something live), `wide` bytes from
+ * the region's start (grad_a) while nothing else lives in it. */
+typedef struct {
+  size_t narrow, wide;
+} RegionNeed;
+
+static void
+need_narrow(RegionNeed *need, size_t bytes)
+{
+  need->narrow = MAX(need->narrow, bytes);
+}
+
+static void
+need_wide(RegionNeed *need, size_t bytes)
+{
+  need->wide = MAX(need->wide, bytes);
+}
+
+/* Whether layer i's input is stored as bf16 in training (act_type()'s rule, without a
+ * replica: a block's start and a flatten rename the tensor before them). */
+static gboolean
+input_bf16(const TdmNetwork *net, int i, gboolean stores16)
+{
+  while (i >= 1 && (net->layers[i - 1].kind == TDM_LAYER_RES_BEGIN ||
+                    net->layers[i - 1].kind == TDM_LAYER_FLATTEN))
+    i--;
+  return i >= 1 && output_bf16(net, i - 1, stores16);
+}
+
+/* Floats per sample a conv's float32 columns path keeps of its bf16 input x, widened,
+ * in a gradient buffer (tdm-replica-conv.c's widened_columns()): its float32 columns where they
+ * are fewer than its input (a strided 1×1 conv, a projection), else the input. */
 static size_t
-layer_scratch_bytes(const TdmNetwork *net, int i, gboolean stores16)
+widened_input_floats(size_t in, size_t columns)
+{
+  return columns > 0 && columns < in ? columns : in;
+}
+
+/* The forward's use of the gradient region by layer i, float32 all (the forward leaves
+ * the region free but for these; tdm-replica-pass.c and tdm-replica-conv.c place them):
+ * a frozen bn's output for the conv after it (bn_output_to_conv()) or rounded into its
+ * bf16 output, at grad_a; a conv without bf16 columns: the float32 product rounded into
+ * its bf16 output, at grad_a where its input is float32, else at grad_b beside its input
+ * widened at grad_a; the global pool's input widened, at grad_a; a block's end's frozen
+ * last bn at grad_a, beside a projection's bn output at grad_b (and that projection's
+ * conv as a conv's). */
+static void
+forward_region(const TdmNetwork *net, int i, gboolean stores16, RegionNeed *need)
 {
   const TdmLayer *l = &net->layers[i];
-  size_t in = (size_t)l->in_h * l->in_w * l->in_c, out = layer_out_floats(l), most = 0;
+  size_t in = (size_t)l->in_h * l->in_w * l->in_c, out = layer_out_floats(l);
   switch (l->kind) {
   case TDM_LAYER_CONV:
-    if (stores16 && !conv_bf16_columns(net, l))
-      most = MAX(in, out);
-    if (i >= 1 && bn_output_to_conv(net, i - 1, stores16))
-      most = MAX(most, in);
+    if (!stores16 || conv_bf16_columns(net, l))
+      break;
+    if (input_bf16(net, i, stores16))
+      need_narrow(need, MAX(widened_input_floats(in, col_floats_per_sample(net, l)), out) *
+                            sizeof(float));
+    else if (conv_output_bf16(net, i, stores16))
+      need_wide(need, out * sizeof(float));
     break;
   case TDM_LAYER_BN:
     if (output_bf16(net, i, stores16) || bn_output_to_conv(net, i, stores16))
-      most = out;
+      need_wide(need, out * sizeof(float));
     break;
   case TDM_LAYER_GLOBAL_AVG:
-    most = stores16 ? in : 0;
+    if (input_bf16(net, i, stores16))
+      need_wide(need, in * sizeof(float));
     break;
   case TDM_LAYER_RES_END:
-    most = l->projection ? MAX(out, block_in_floats(net, l)) : out;
+    if (!l->projection) {
+      need_wide(need, out * sizeof(float));
+    } else {
+      size_t x = block_in_floats(net, l), spare = 0;
+      if (input_bf16(net, l->partner + 1, stores16))
+        spare = widened_input_floats(x, col_floats_per_sample(net, l));
+      need_narrow(need, MAX(out, spare) * sizeof(float));
+    }
     break;
   default:
     break;
   }
-  return most * sizeof(float);
+}
+
+/* The backward's use of the gradient region by layer i, whose output gradient dy lives
+ * outside the region (dy_out: in the skip buffer or the workspace; the pass then puts
+ * what layer i writes at grad_a, tdm_replica_backward()) or in it: its input gradient
+ * as written (input_grad_size()), and the float32 scratch it keeps with it in the same
+ * half (a frozen bn's output for the first trained conv, a bf16 input widened); a
+ * block's end with a projection whose gradients are kept bf16 writes its ReLU's gradient
+ * in one half and its projection's input gradient, compact, in the other. Returns
+ * whether layer i's input gradient lives outside the region. */
+static gboolean
+backward_region(const TdmNetwork *net, int i, gboolean stores16, gboolean bn16,
+                gboolean dy_out, RegionNeed *need)
+{
+  const TdmLayer *l = &net->layers[i];
+  size_t in = (size_t)l->in_h * l->in_w * l->in_c;
+  size_t bytes = in * input_grad_size(net, i, stores16, bn16);
+  switch (l->kind) {
+  case TDM_LAYER_FLATTEN:
+    return dy_out; /* renames dy */
+  case TDM_LAYER_RES_BEGIN:
+    /* The sum goes into the skip buffer where the block keeps bf16 gradients. */
+    return block_grad_bf16(net, l->partner, stores16);
+  case TDM_LAYER_RES_END:
+    if (!block_grad_bf16(net, i, stores16)) {
+      need_narrow(need, layer_out_floats(l) * sizeof(float));
+      return FALSE;
+    }
+    if (!l->projection)
+      return TRUE; /* the ReLU's gradient into the skip buffer */
+    {
+      const TdmLayer *begin = &net->layers[l->partner];
+      size_t compact = (size_t)l->out_h * l->out_w * begin->in_c;
+      size_t spare = 0;
+      if (input_bf16(net, l->partner + 1, stores16))
+        spare = widened_input_floats(block_in_floats(net, l), col_floats_per_sample(net, l));
+      need_narrow(need, bytes);
+      need_narrow(need, MAX(compact, spare) * sizeof(float));
+    }
+    return FALSE;
+  case TDM_LAYER_CONV:
+    if (i >= 1 && bn_output_to_conv(net, i - 1, stores16))
+      bytes = MAX(bytes, in * sizeof(float));
+    if (stores16 && !conv_bf16_columns(net, l) && input_bf16(net, i, stores16))
+      bytes = MAX(bytes, widened_input_floats(in, col_floats_per_sample(net, l)) *
+                             sizeof(float));
+    break;
+  default:
+    break;
+  }
+  if (dy_out)
+    need_wide(need, bytes);
+  else
+    need_narrow(need, bytes);
+  return l->kind == TDM_LAYER_BN && bn_dx_to_conv(net, i, bn16);
 }
 
 /* tdm_replica_gradient_bytes() with the storage decided (stores16) and bn16
- * (tdm_replica_bn16()). */
+ * (tdm_replica_bn16()): the half of the gradient region, grad_a and grad_b, each as
+ * wide as what is written there beside something live, and the two together as wide
+ * as what is written there alone; a multiple of 64 bytes, so that grad_b starts
+ * aligned. */
 static size_t
 gradient_bytes(const TdmNetwork *net, gboolean stores16, gboolean bn16)
 {
-  /* Backward writes the loss's gradient (the logits'), then each layer i > 0 its
-   * input's; the pool of a fused first conv stops there and writes none, so the
+  /* Backward writes the loss's gradient (the logits') at grad_a, then each layer i > 0
+   * its input's; the pool of a fused first conv stops there and writes none, so the
    * conv's output, often the largest activation, needs no gradient buffer. */
-  size_t most = (size_t)net->classes * sizeof(float);
-  for (int i = 0; i < net->layer_count; i++) {
-    const TdmLayer *l = &net->layers[i];
-    if (i >= 1 && !(i == 1 && conv_pool_first(net)))
-      most = MAX(most, (size_t)l->in_h * l->in_w * l->in_c *
-                           input_grad_size(net, i, stores16, bn16));
-    most = MAX(most, layer_scratch_bytes(net, i, stores16));
-  }
-  return most;
+  RegionNeed need = {(size_t)net->classes * sizeof(float), 0};
+  for (int i = 0; i < net->layer_count; i++)
+    forward_region(net, i, stores16, &need);
+  gboolean dy_out = FALSE;
+  for (int i = net->layer_count - 1; i >= 1 && !(i == 1 && conv_pool_first(net)); i--)
+    dy_out = backward_region(net, i, stores16, bn16, dy_out, &need);
+  size_t half = MAX(need.narrow, (need.wide + 1) / 2);
+  return (half + 63) / 64 * 64;
 }
 
 size_t
@@ -490,8 +597,11 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
             (size_t)capacity * buf.projection * tdm_dtype_size(buf.projection_type));
   }
   size_t grad_bytes = gradient_bytes(net, r->stores_bf16, tdm_replica_bn16(b));
-  ALLOC(r->grad_a, (size_t)capacity * grad_bytes);
-  ALLOC(r->grad_b, (size_t)capacity * grad_bytes);
+  /* One region, its halves the two gradient buffers: a write wider than a half goes
+   * at its start when nothing else lives in it (gradient_bytes()). */
+  ALLOC(r->grad_a, 2 * (size_t)capacity * grad_bytes);
+  r->grad_b = (float *)((char *)r->grad_a + (size_t)capacity * grad_bytes);
+  r->grad_half_bytes = (size_t)capacity * grad_bytes;
   /* A projection's bn output, read by its block's add alone, into the second gradient
    * buffer: the forward leaves it free there (its block's conv is done with it as a
    * spare; the block's end uses the first), and the block's output, which a layer
@@ -636,8 +746,7 @@ tdm_replica_free(TdmReplica *r)
   tdm_backend_release(b, r->columns); /* conv_scratch too */
   tdm_replica_infer_free(r);
   tdm_backend_release(b, r->bn_slots);
-  tdm_backend_release(b, r->grad_a);
-  tdm_backend_release(b, r->grad_b);
+  tdm_backend_release(b, r->grad_a); /* grad_b is its second half */
   tdm_backend_release(b, r->params16);
   tdm_backend_release(b, r->labels);
   tdm_backend_release(b, r->indices);

@@ -131,7 +131,10 @@ struct _TdmReplica {
                                  * once per forward pass for every conv's products
                                  * (NULL without bf16) */
   gboolean reduce_failed;
-  float *grad_a, *grad_b;       /* ping-pong buffers for activation gradients */
+  float *grad_a, *grad_b;       /* ping-pong buffers for activation gradients: the two
+                                 * halves of one region, a write wider than a half at
+                                 * grad_a while nothing else lives there */
+  size_t grad_half_bytes;       /* bytes of each half */
   int32_t *labels;              /* device: the shard's labels */
   int32_t *indices;             /* device: the shard's sample indices */
   uint8_t *train_images, *train_labels;   /* device copies of the datasets (on the CPU,

@@ -508,8 +508,9 @@ test_block_ops(void)
  * gradient, rounded where it writes bf16; add_strided_bf16 (a block's first layer's
  * float32 input gradient plus a projection's compact one) gives the bits of col2im's
  * dense tensor of the compact one (a 1×1 conv's columns: one value a pixel it reads,
- * zeros elsewhere) added by add_out, then rounded: summed in float32, rounded once.
- * Odd sizes, strides 1, 2 and 3. */
+ * zeros elsewhere) added by add_out, then rounded: summed in float32, rounded once;
+ * written float32 in place, the float32 sum itself, which to_bf16 rounds to the same
+ * bits. Odd sizes, strides 1, 2 and 3. */
 static void
 test_block_gradients(void)
 {
@@ -568,8 +569,17 @@ test_block_gradients(void)
     tdm_backend_col2im(b, dense, x, n, h, w, c, 1, 1, 0, stride);
     tdm_backend_add_out(b, sum, a, dense, count, false);
     g_autofree uint16_t *want16 = to_bf16_host(sum, count);
-    tdm_backend_add_strided_bf16(b, out16, a, x, n, h, w, c, stride);
+    tdm_backend_add_strided_bf16(b, out16, TDM_DTYPE_BF16, a, x, n, h, w, c, stride);
     g_assert_cmpmem(out16, count * 2, want16, count * 2);
+    /* Float32 in place (a block's start whose first layer's gradient fills the
+     * gradient region): the float32 sum itself, and to_bf16 after it the bits above. */
+    float *inplace = dev_floats(b, count);
+    memcpy(inplace, a, count * 4);
+    tdm_backend_add_strided_bf16(b, inplace, TDM_DTYPE_F32, inplace, x, n, h, w, c, stride);
+    g_assert_cmpmem(inplace, count * 4, sum, count * 4);
+    tdm_backend_to_bf16(b, out16, inplace, count);
+    g_assert_cmpmem(out16, count * 2, want16, count * 2);
+    tdm_backend_release(b, inplace);
     void *bufs[] = {x, dense, sum, out16};
     for (guint i = 0; i < G_N_ELEMENTS(bufs); i++)
       tdm_backend_release(b, bufs[i]);
@@ -612,6 +622,16 @@ test_block_gradients(void)
   g_assert_nonnull(strstr(error->message, "relu_backward_bf16"));
   tdm_backend_release(b, one);
   tdm_backend_release(b, mask);
+  tdm_backend_free(b);
+  /* add_strided_bf16 in place but rounding into bf16: refused the same way. */
+  b = new_backend();
+  float *sum = dev_floats(b, 4), *share = dev_floats(b, 4);
+  tdm_backend_add_strided_bf16(b, sum, TDM_DTYPE_BF16, sum, share, 1, 2, 2, 1, 1);
+  g_clear_error(&error);
+  g_assert_false(tdm_backend_check(b, &error));
+  g_assert_nonnull(strstr(error->message, "add_strided_bf16"));
+  tdm_backend_release(b, sum);
+  tdm_backend_release(b, share);
   tdm_backend_free(b);
 }
 

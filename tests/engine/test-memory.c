@@ -833,6 +833,72 @@ test_workspace_basis(void)
   }
 }
 
+/* Where a replica's bytes go, by category, for the issue's two rows on a GPU in bf16
+ * (bench/NOTES.md's table): parameters, their gradients, the activations backward reads
+ * by the kind of layer that writes them, the workspace's parts (the column workspace at
+ * its upper bound, the bns' small buffers, the skip buffer, the two gradient buffers,
+ * the labels, indices and metrics), the inference buffers. The parts sum to the plan. */
+static void
+test_plan_breakdown(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) cifar = tdm_network_new(resnet18, 32, 32, 3, 10, &error);
+  g_assert_no_error(error);
+  g_autoptr(TdmNetwork) tv = tdm_network_new("resnet18", 224, 224, 3, 1000, &error);
+  g_assert_no_error(error);
+  const struct {
+    TdmNetwork *net;
+    int batch;
+    const char *name;
+  } rows[] = {{cifar, 512, "CIFAR ResNet-18, 32 px, batch 512"},
+              {tv, 128, "resnet18, 224 px, batch 128"}};
+  static const char *const kinds[] = {"linear", "conv",  "max pool", "relu",    "flatten",
+                                      "bn",     "avg pool", "global avg", "global max",
+                                      "dropout", "scale", "block start", "block end"};
+  for (guint k = 0; k < G_N_ELEMENTS(rows); k++) {
+    const TdmNetwork *net = rows[k].net;
+    size_t cap = (size_t)rows[k].batch;
+    int eval = tdm_replica_eval_capacity(net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16,
+                                         rows[k].batch, 1000);
+    TdmReplicaPlan p = tdm_replica_plan(net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16,
+                                        rows[k].batch, eval);
+    size_t by_kind[G_N_ELEMENTS(kinds)] = {0}, projections = 0, argmax = 0, bn_work = 0;
+    for (int i = 0; i < net->layer_count; i++) {
+      TdmLayerBuffers buf =
+          tdm_replica_layer_buffers(net, i, TDM_BACKEND_CUDA, TDM_PRECISION_BF16);
+      by_kind[net->layers[i].kind] += cap * buf.output * tdm_dtype_size(buf.output_type);
+      projections += cap * buf.projection * tdm_dtype_size(buf.projection_type);
+      argmax += cap * buf.argmax * sizeof(int32_t);
+      bn_work += buf.bn_work * sizeof(float);
+    }
+    size_t input = cap * net->in_h * net->in_w * net->in_c * sizeof(float);
+    size_t acts = input + projections + argmax;
+    g_test_message("%s, GPU, bf16, evaluation chunk %d: total %zu", rows[k].name, eval,
+                   (size_t)(p.parameters + p.gradients + p.activations + p.workspace +
+                            p.inference));
+    g_test_message("  parameters (+ state, bf16 copy) %zu, their gradients %zu", p.parameters,
+                   p.gradients);
+    g_test_message("  activations %zu: input %zu, projections' conv outputs %zu, pools' "
+                   "argmax %zu", p.activations, input, projections, argmax);
+    for (guint j = 0; j < G_N_ELEMENTS(kinds); j++) {
+      acts += by_kind[j];
+      if (by_kind[j] > 0)
+        g_test_message("    outputs of %s layers: %zu", kinds[j], by_kind[j]);
+    }
+    g_assert_cmpuint(acts, ==, p.activations);
+    size_t skips = skip_bytes(net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16) * cap;
+    size_t grads = 2 * cap * tdm_replica_gradient_bytes(net, TDM_BACKEND_CUDA,
+                                                        TDM_PRECISION_BF16);
+    size_t rest = 2 * MAX(cap, (size_t)eval) * sizeof(int32_t) + sizeof(TdmMetrics);
+    g_test_message("  workspace %zu: columns (upper bound) %zu, bn buffers %zu, skip "
+                   "buffer %zu, gradient buffers %zu (2 x %zu a sample), labels/indices/"
+                   "metrics %zu", p.workspace, p.columns, bn_work, skips, grads,
+                   grads / cap / 2, rest);
+    g_assert_cmpuint(p.columns + bn_work + skips + grads + rest, ==, p.workspace);
+    g_test_message("  inference %zu", p.inference);
+  }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -849,5 +915,6 @@ main(int argc, char **argv)
   g_test_add_func("/memory/largest-batch", test_largest_batch);
   g_test_add_func("/memory/check-host", test_check_host);
   g_test_add_func("/memory/workspace-basis", test_workspace_basis);
+  g_test_add_func("/memory/plan-breakdown", test_plan_breakdown);
   return g_test_run();
 }

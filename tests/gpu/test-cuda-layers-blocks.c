@@ -189,7 +189,7 @@ strided_case(int n, int h, int w, int c, int stride)
   float *da = on(a, count * 4), *dxc = on(x, compact * 4), *dense = poisoned(count);
   float *sum = poisoned(count);
   uint16_t *got = on(NULL, count * 2), *want = on(NULL, count * 2);
-  tdm_backend_add_strided_bf16(gpu, got, da, dxc, n, h, w, c, stride);
+  tdm_backend_add_strided_bf16(gpu, got, TDM_DTYPE_BF16, da, dxc, n, h, w, c, stride);
   tdm_backend_col2im(gpu, dense, dxc, n, h, w, c, 1, 1, 0, stride);
   tdm_backend_add_out(gpu, sum, da, dense, count, false);
   tdm_backend_to_bf16(gpu, want, sum, count);
@@ -197,7 +197,7 @@ strided_case(int n, int h, int w, int c, int stride)
       g_strdup_printf("add_strided_bf16 %d×%d×%d×%d s%d", n, h, w, c, stride);
   same_bits_gpu(what, got, want, count * 2);
   g_autofree uint16_t *ref = g_new(uint16_t, count);
-  tdm_backend_add_strided_bf16(cpu, ref, a, x, n, h, w, c, stride);
+  tdm_backend_add_strided_bf16(cpu, ref, TDM_DTYPE_BF16, a, x, n, h, w, c, stride);
   assert_ok(cpu);
   same_bits_cpu(what, got, ref, count);
   void *bufs[] = {da, dxc, dense, sum, got, want};

@@ -114,11 +114,15 @@ tdm_cpu_relu_backward_bf16(TdmBackend *b, void *dx, TdmDtype dx_type, const void
 }
 
 /* y = a + x where a 1×1 convolution of this stride reads the pixel (x compact), a + 0
- * elsewhere: the float32 sum that col2im's zeros then add would give, rounded once. */
+ * elsewhere: the float32 sum that col2im's zeros then add would give, rounded once into
+ * bf16 y, or stored into float32 y (y may be a: each element is read before it is
+ * written). */
 void
-tdm_cpu_add_strided_bf16(TdmBackend *b, uint16_t *y, const float *a, const float *x, int n,
-                         int h, int w, int c, int stride)
+tdm_cpu_add_strided_bf16(TdmBackend *b, void *y, TdmDtype y_type, const float *a,
+                         const float *x, int n, int h, int w, int c, int stride)
 {
+  float *yf = y_type == TDM_DTYPE_F32 ? y : NULL;
+  uint16_t *yh = y_type == TDM_DTYPE_BF16 ? y : NULL;
   const int oh = (h - 1) / stride + 1, ow = (w - 1) / stride + 1;
   size_t e = 0;
   for (int s = 0; s < n; s++)
@@ -126,8 +130,13 @@ tdm_cpu_add_strided_bf16(TdmBackend *b, uint16_t *y, const float *a, const float
       for (int xx = 0; xx < w; xx++) {
         const gboolean hit = yy % stride == 0 && xx % stride == 0;
         const float *xs = hit ? x + (((size_t)s * oh + yy / stride) * ow + xx / stride) * c : NULL;
-        for (int ch = 0; ch < c; ch++, e++)
-          y[e] = tdm_bf16_round(a[e] + (xs != NULL ? xs[ch] : 0.0f));
+        for (int ch = 0; ch < c; ch++, e++) {
+          const float v = a[e] + (xs != NULL ? xs[ch] : 0.0f);
+          if (yf != NULL)
+            yf[e] = v;
+          else
+            yh[e] = tdm_bf16_round(v);
+        }
       }
 }
 
