@@ -365,16 +365,60 @@ test_decided_once(void)
   tdm_backend_free(b16);
 }
 
+/* CIFAR ResNet-18's layout in small: a stem of more outputs than taps (16 > 9: float32
+ * columns, so the stem bn's input gradient is float32), identity blocks whose first
+ * conv's input gradient is float32 (summed with the skip's share, rounded once), a
+ * projection of stride 2. Those gradients, 28×28×16 floats, are the widest; each is
+ * written while the gradient it comes from lives outside the gradient region (in the
+ * skip buffer, or as bf16 in the conv's workspace), so the region's halves are half
+ * their size (tdm-replica.c's gradient_bytes()). */
+static const char region_net[] =
+    "conv16k3p1,bn,relu,2*(res(conv16k3p1,bn,relu,conv16k3p1,bn),relu),"
+    "res(conv32k3s2p1,bn,relu,conv32k3p1,bn),relu,gap,fc10";
+
+/* The region's size for region_net (28×28×16 bf16 values a half in bf16; the float32
+ * gradients a half in float32), and one SGD step and six steps on 3 workers against the
+ * float32 storage's and 1 worker's, with the bounds of stored_outputs_case() and
+ * test_stored_replicas(): a write that overran a half, or a gradient read after
+ * something overwrote it, changes a step by order one. */
+static void
+test_gradient_region(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new(region_net, 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  const size_t widest = 28 * 28 * 16 * sizeof(float);
+  for (int kind = TDM_BACKEND_CPU; kind <= TDM_BACKEND_CUDA; kind++) {
+    g_assert_cmpuint(tdm_replica_gradient_bytes(net, kind, TDM_PRECISION_BF16), ==,
+                     widest / 2);
+    g_assert_cmpuint(tdm_replica_gradient_bytes(net, kind, TDM_PRECISION_FP32), ==, widest);
+  }
+  /* The stem bn's output and the three blocks' outputs stored as bf16; the three blocks'
+   * gradients kept so. */
+  stored_outputs_case(region_net, 4, 3);
+  Run run = {region_net, "cpu", TDM_PRECISION_BF16, TDM_OPTIMIZER_SGD, 48, 6, FALSE};
+  size_t n = 0, m = 0;
+  g_autofree float *one = train(&run, &n);
+  run.devices = "cpu:3";
+  g_autofree float *three = train(&run, &m);
+  g_assert_cmpuint(m, ==, n);
+  double rel = relative_difference(three, one, n);
+  g_test_message("%s, bf16, cpu:3 against cpu: relative difference %.3g", region_net, rel);
+  g_assert_cmpfloat(rel, <=, U16);
+}
+
 /* Exact mode: a chunk's pass is the same operations wherever it runs, bf16 ones
  * included, so 1 and 3 workers end with the same bits (BN, a residual block; then
- * blocks whose gradients are kept as bf16, one with a projection). */
+ * blocks whose gradients are kept as bf16, one with a projection; then region_net, whose
+ * widest gradients take the whole gradient region). */
 static void
 test_exact(void)
 {
   const char *nets[] = {"conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,pool2,"
                         "conv16k3s2p1,bn,relu,gap,fc10",
                         "conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"
-                        "res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10"};
+                        "res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10",
+                        region_net};
   for (guint k = 0; k < G_N_ELEMENTS(nets); k++) {
     Run run = {nets[k], "cpu", TDM_PRECISION_BF16, TDM_OPTIMIZER_ADAM, 64, 3, TRUE};
     size_t n = 0, m = 0;
@@ -402,6 +446,7 @@ main(int argc, char **argv)
   g_test_add_func("/bf16/stored-replicas", test_stored_replicas);
   g_test_add_func("/bf16/stored-frozen", test_stored_frozen);
   g_test_add_func("/bf16/decided-once", test_decided_once);
+  g_test_add_func("/bf16/gradient-region", test_gradient_region);
   dataset = test_synthetic_idx_new(0, 1000, 200);
   int status = g_test_run();
   test_remove_synthetic_idx(dataset);

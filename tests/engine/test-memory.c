@@ -350,18 +350,26 @@ test_bf16_block_gradients(void)
     g_assert_cmpuint(skip_bytes(net, kind, TDM_PRECISION_BF16), ==, 262144);
     TdmReplicaPlan without = tdm_replica_plan(net, kind, TDM_PRECISION_BF16, 512, 100);
     g_unsetenv("TANDEM_BF16_ACTIVATIONS");
-    g_assert_cmpuint(without.workspace - with.workspace, ==, 67108864);
+    /* Kept float32, the skip buffer doubles, and so does the gradient region: the
+     * stem bn's input gradient (32×32×64 floats, 262,144 bytes) is written while the
+     * gradient it comes from is in the gradient region, so a half must hold it. */
+    g_assert_cmpuint(without.workspace - with.workspace, ==,
+                     67108864 + 2 * 512 * (size_t)(262144 - 131072));
     /* The whole workspace, from the layers: the column workspace, the bns' small
-     * buffers, the skip buffer, the two gradient buffers (the widest gradient,
-     * 32×32×64 floats, each), the labels and indices, the metrics; no buffer for the
-     * projections' bn outputs (the forward writes them into the second gradient
-     * buffer). */
+     * buffers, the skip buffer, the gradient region (two halves of 32×32×64 bf16
+     * values: the widest gradients, the stem bn's and the first blocks' first convs'
+     * input gradients, 32×32×64 floats, are each written while the gradient they come
+     * from is in the skip buffer or the workspace, so they take the whole region; the
+     * widest written beside something live is a projection's bn output, 16×16×128
+     * floats, beside its block's frozen last bn, also 131,072 bytes), the labels and
+     * indices, the metrics; no buffer for the projections' bn outputs (the forward
+     * writes them into the region's second half). */
     size_t bn_work = 0;
     for (int i = 0; i < net->layer_count; i++)
       bn_work += tdm_replica_layer_buffers(net, i, kind, TDM_PRECISION_BF16).bn_work;
     g_assert_cmpuint(with.workspace, ==,
                      with.columns + bn_work * sizeof(float) + 512 * (size_t)131072 +
-                         2 * 512 * (size_t)65536 * sizeof(float) + 2 * 512 * sizeof(int32_t) +
+                         2 * 512 * (size_t)65536 * sizeof(uint16_t) + 2 * 512 * sizeof(int32_t) +
                          sizeof(TdmMetrics));
   }
   /* torchvision's ResNet-18 at 224 px, batch 128: the blocks start after the stem's
@@ -370,17 +378,23 @@ test_bf16_block_gradients(void)
    * blocks' largest output gradient, 56×56×64 as bf16, 401,408 bytes; the projections'
    * bn gradients, then their compact input gradients, float32: 28×28×128, 14×14×256,
    * 7×7×512 (401,408, 200,704 and 100,352 bytes). So 401,408 bytes a sample:
-   * 51,380,224 fewer at batch 128. And the two gradient buffers: the widest gradient
-   * is the stem pool's input's, 112×112×64 = 802,816 values, which the pool writes as
-   * bf16 for the stem's bn (1,605,632 bytes; float32: 3,211,264), the bn's own goes to
-   * its conv's workspace as bf16, and the rest is no wider than 56×56×64 in float32
-   * (802,816 bytes): 2 × 128 × 1,605,632 = 411,041,792 bytes fewer. At 32 px the
-   * widest stays the stem bn's input gradient in float32 (its conv, 27 taps for 64
-   * outputs, has no bf16 columns): 65,536 floats, 262,144 bytes, either way. */
+   * 51,380,224 fewer at batch 128. And the gradient region: the widest gradient is the
+   * stem pool's input's, 112×112×64 = 802,816 values, which the pool writes as bf16 for
+   * the stem's bn (1,605,632 bytes; float32: 3,211,264, beside its output gradient in
+   * the region), the bn's own goes to its conv's workspace as bf16. The pool reads its
+   * output gradient from the first block's skip buffer, so its bf16 input gradient
+   * takes the whole region: halves of 802,816 bytes, which also hold the layer1
+   * blocks' first convs' float32 input gradients (56×56×64 floats, written while the
+   * gradient they come from is in the workspace) across the whole region, and the
+   * projections' bn outputs (28×28×128 floats, 401,408 bytes) beside something live:
+   * 2 × 128 × (3,211,264 − 802,816) = 616,562,688 bytes fewer than float32. At 32 px
+   * the stem bn's input gradient stays float32 (its conv, 27 taps for 64 outputs, has no
+   * bf16 columns), 262,144 bytes, but it takes the whole region (it reads the first
+   * block's sum from the skip buffer): halves of 131,072 bytes. */
   g_autoptr(TdmNetwork) tv = tdm_network_new("resnet18", 224, 224, 3, 1000, &error);
   g_assert_no_error(error);
   for (int kind = TDM_BACKEND_CPU; kind <= TDM_BACKEND_CUDA; kind++) {
-    g_assert_cmpuint(tdm_replica_gradient_bytes(net, kind, TDM_PRECISION_BF16), ==, 262144);
+    g_assert_cmpuint(tdm_replica_gradient_bytes(net, kind, TDM_PRECISION_BF16), ==, 131072);
     g_assert_cmpuint(tdm_replica_gradient_bytes(tv, kind, TDM_PRECISION_FP32), ==, 3211264);
     g_assert_cmpuint(skip_bytes(tv, kind, TDM_PRECISION_FP32), ==, 802816);
     g_assert_cmpuint(skip_bytes(tv, kind, TDM_PRECISION_BF16), ==, 401408);
@@ -388,8 +402,8 @@ test_bf16_block_gradients(void)
     g_assert_true(g_setenv("TANDEM_BF16_ACTIVATIONS", "0", TRUE));
     TdmReplicaPlan without = tdm_replica_plan(tv, kind, TDM_PRECISION_BF16, 128, 100);
     g_unsetenv("TANDEM_BF16_ACTIVATIONS");
-    g_assert_cmpuint(tdm_replica_gradient_bytes(tv, kind, TDM_PRECISION_BF16), ==, 1605632);
-    g_assert_cmpuint(without.workspace - with.workspace, ==, 51380224 + 411041792);
+    g_assert_cmpuint(tdm_replica_gradient_bytes(tv, kind, TDM_PRECISION_BF16), ==, 802816);
+    g_assert_cmpuint(without.workspace - with.workspace, ==, 51380224 + 616562688);
   }
   /* The estimates of bench/NOTES.md (a GPU, the evaluation chunk as a run picks it). */
   const struct {
@@ -406,6 +420,10 @@ test_bf16_block_gradients(void)
     g_test_message("%s on a GPU, bf16: %zu bytes (workspace %zu, activations %zu, "
                    "inference %zu at chunks of %d)", rows[k].name, (size_t)rb.total,
                    (size_t)rb.workspace, (size_t)rb.activations, (size_t)rb.inference, eval);
+    /* bench/NOTES.md's totals: 3,101,449,172 and 4,748,783,144 bytes before the
+     * gradient region, 2 × 512 × 131,072 and 2 × 128 × 802,816 bytes fewer now. */
+    static const size_t totals[] = {2967231444, 4543262248};
+    g_assert_cmpuint(rb.total, ==, totals[k]);
   }
 }
 
