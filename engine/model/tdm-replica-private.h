@@ -264,7 +264,8 @@ block_output_bf16(const TdmNetwork *net, int i, gboolean stores16)
  * block_output_bf16()), read by the block's last layer, a bn (of either type), and by
  * the block's start as the skip path's share; and the gradient its start writes, the
  * two shares meeting there summed in float32 and rounded once (add_out_bf16, or
- * add_strided_bf16 for a projection's), for the layer before the block, which reads
+ * add_strided_bf16 for a projection's) into the skip buffer, for the layer before the
+ * block, which reads
  * bf16: a bn, a max pool that is not a tiling one (maxpool2d_backward), or a block's
  * end that reads its ReLU's mask from a bf16 output too. The
  * block's first layer writes its input gradient in float32 (nothing is rounded before

@@ -178,7 +178,9 @@ elementwise_case(size_t n, size_t offset, bool relu)
 /* add_strided_bf16: a block's first layer's float32 input gradient plus its
  * projection's compact one (stride 1, 2 or 3 over odd sizes), against the GPU's col2im
  * of the compact one (a 1×1 conv's columns), add_out and to_bf16, and against the CPU's,
- * bit for bit. */
+ * bit for bit; then written float32 in place over the first one (the block's start when
+ * that gradient fills the gradient region): add_out's float32 sum, bit for bit, and
+ * to_bf16 of it the bits above. */
 static void
 strided_case(int n, int h, int w, int c, int stride)
 {
@@ -200,7 +202,15 @@ strided_case(int n, int h, int w, int c, int stride)
   tdm_backend_add_strided_bf16(cpu, ref, TDM_DTYPE_BF16, a, x, n, h, w, c, stride);
   assert_ok(cpu);
   same_bits_cpu(what, got, ref, count);
-  void *bufs[] = {da, dxc, dense, sum, got, want};
+  float *inplace = on(a, count * 4);
+  tdm_backend_add_strided_bf16(gpu, inplace, TDM_DTYPE_F32, inplace, dxc, n, h, w, c, stride);
+  g_autofree char *what32 =
+      g_strdup_printf("add_strided_bf16 %d×%d×%d×%d s%d, float32 in place", n, h, w, c,
+                      stride);
+  same_bits_gpu(what32, inplace, sum, count * 4);
+  tdm_backend_to_bf16(gpu, got, inplace, count);
+  same_bits_cpu(what32, got, ref, count);
+  void *bufs[] = {da, dxc, dense, sum, got, want, inplace};
   for (guint i = 0; i < G_N_ELEMENTS(bufs); i++)
     release(bufs[i]);
 }
