@@ -194,8 +194,9 @@ pool_dx_bf16(const TdmNetwork *net, int i, gboolean stores16)
  * one reader (its statistics, its normalization, its backward; or the conv after the
  * bn, which normalizes it as it reads it, bn_output_left_to_next()). Not where the conv
  * has a bias or a ReLU of its own (they read and write its output in float32), nor
- * where a pool follows the bn (the pool's normalize-on-read takes float32 only). The
- * inference pass's buffers stay float32. */
+ * where a tiling pool follows the bn (the pool's normalize-on-read, maxpool_forward_bn,
+ * takes float32 only); a pool that does not tile (torchvision's stem, 3×3 of stride 2)
+ * reads the bn's own output. The inference pass's buffers stay float32. */
 static inline gboolean
 conv_output_bf16(const TdmNetwork *net, int i, gboolean stores16)
 {
@@ -203,7 +204,8 @@ conv_output_bf16(const TdmNetwork *net, int i, gboolean stores16)
   return stores16 && l->kind == TDM_LAYER_CONV && owns_output(net, i) && l->bias_count == 0 &&
          !l->fused_relu && i + 1 < net->layer_count &&
          net->layers[i + 1].kind == TDM_LAYER_BN &&
-         !(i + 2 < net->layer_count && net->layers[i + 2].kind == TDM_LAYER_POOL);
+         !(i + 2 < net->layer_count && net->layers[i + 2].kind == TDM_LAYER_POOL &&
+           tdm_layer_pool_tiles(&net->layers[i + 2]));
 }
 
 /* Whether layer j, reading a residual block's input or output, reads it as bf16: a bn
