@@ -5,8 +5,9 @@
  * one more held for each residual block whose input waits for the block's end. The
  * forward walk itself is tdm-replica-pass.c's, the same for training and inference:
  * here only the pointers it reads and writes are laid out, and swapped in while an
- * evaluation runs. Not the column workspace or the convolution scratch (one each,
- * shared with training: tdm-replica.c). */
+ * evaluation runs. The buffers lie in the activation arena, over the training's
+ * activations, which no evaluation needs (tdm-replica-private.h). Not the column
+ * workspace or the convolution scratch (one each, shared with training: tdm-replica.c). */
 #include "tdm-replica-private.h"
 #include "tdm-error.h"
 
@@ -102,19 +103,30 @@ lay_out(TdmReplica *r)
   }
 }
 
-#define ALLOC(ptr, bytes)                                                               \
-  do {                                                                                  \
-    (ptr) = tdm_backend_alloc(b, (bytes), error);                                       \
-    if ((ptr) == NULL)                                                                  \
-      return FALSE;                                                                     \
-  } while (0)
-
-gboolean
-tdm_replica_infer_alloc(TdmReplica *r, GError **error)
+size_t
+tdm_replica_infer_bytes(const TdmNetwork *net, size_t eval_capacity)
 {
-  TdmBackend *b = r->backend;
+  size_t argmax = tdm_replica_infer_argmax(net);
+  return (size_t)tdm_replica_infer_count(net) *
+             arena_piece(eval_capacity * tdm_replica_infer_floats(net) * sizeof(float)) +
+         (argmax > 0 ? arena_piece(eval_capacity * argmax * sizeof(int32_t)) : 0) +
+         arena_piece(eval_capacity * net->classes * sizeof(float));
+}
+
+/* The next piece of `bytes` of the arena from *at. */
+static void *
+take_piece(TdmReplica *r, size_t *at, size_t bytes)
+{
+  void *p = (char *)r->arena + *at;
+  *at += arena_piece(bytes);
+  return p;
+}
+
+void
+tdm_replica_infer_alloc(TdmReplica *r)
+{
   const TdmNetwork *net = r->net;
-  size_t ecap = (size_t)r->eval_capacity;
+  size_t ecap = (size_t)r->eval_capacity, at = 0;
   int n = net->layer_count;
   r->infer_count = tdm_replica_infer_count(net);
   r->infer = g_new0(float *, r->infer_count);
@@ -122,27 +134,23 @@ tdm_replica_infer_alloc(TdmReplica *r, GError **error)
   r->infer_argmax = g_new0(int32_t *, n);
   r->infer_proj_conv = g_new0(float *, n);
   r->infer_proj_bn = g_new0(float *, n);
-  /* Sized as tdm_replica_plan()'s `inference` counts them. */
+  /* In the arena from its start, as tdm_replica_infer_bytes() counts them. */
   size_t floats = tdm_replica_infer_floats(net);
   for (int k = 0; k < r->infer_count; k++)
-    ALLOC(r->infer[k], ecap * floats * sizeof(float));
+    r->infer[k] = take_piece(r, &at, ecap * floats * sizeof(float));
   size_t argmax = tdm_replica_infer_argmax(net);
   if (argmax > 0)
-    ALLOC(r->infer_pool, ecap * argmax * sizeof(int32_t));
-  ALLOC(r->tta_logits, ecap * net->classes * sizeof(float));
+    r->infer_pool = take_piece(r, &at, ecap * argmax * sizeof(int32_t));
+  r->tta_logits = take_piece(r, &at, ecap * net->classes * sizeof(float));
+  g_assert(at == tdm_replica_infer_bytes(net, ecap));
   lay_out(r);
-  return TRUE;
 }
 
 void
 tdm_replica_infer_free(TdmReplica *r)
 {
-  TdmBackend *b = r->backend;
   g_assert(!r->inferring);
-  for (int k = 0; r->infer != NULL && k < r->infer_count; k++)
-    tdm_backend_release(b, r->infer[k]);
-  tdm_backend_release(b, r->infer_pool);
-  tdm_backend_release(b, r->tta_logits);
+  /* The buffers are the arena's (tdm_replica_free() releases it). */
   g_free(r->infer);
   g_free(r->infer_acts);
   g_free(r->infer_argmax);

@@ -395,6 +395,23 @@ layer_out_floats(const TdmLayer *l)
  * outputs pointing into a few buffers that rotate layer to layer instead of into the
  * training's: their memory follows the widest layer times the chunk, not the sum over
  * layers. */
+/* The activation arena: the training's activations (the input, each layer's output,
+ * its argmax, a projection's conv output) and the inference pass's buffers share one
+ * allocation, each piece at an offset of a multiple of TDM_ARENA_ALIGN bytes: an
+ * evaluation runs between steps, when no activation is waiting for a backward pass, and
+ * a step writes every activation before it reads it. */
+#define TDM_ARENA_ALIGN ((size_t)16)
+
+static inline size_t
+arena_piece(size_t bytes)
+{
+  return (bytes + TDM_ARENA_ALIGN - 1) / TDM_ARENA_ALIGN * TDM_ARENA_ALIGN;
+}
+
+/* Bytes of the inference pass's pieces of the arena for eval_capacity samples: the
+ * rotating buffers, the pools' argmax, the test-time views' logits. */
+size_t tdm_replica_infer_bytes (const TdmNetwork *net, size_t eval_capacity);
+
 /* Floats per sample of each rotating buffer: the widest activation, input included. */
 size_t tdm_replica_infer_floats (const TdmNetwork *net);
 /* How many rotate: two, and one more for each level of residual blocks whose input
@@ -402,9 +419,10 @@ size_t tdm_replica_infer_floats (const TdmNetwork *net);
 int tdm_replica_infer_count (const TdmNetwork *net);
 /* Int32 per sample of the argmax scratch the inference pass's max pools write. */
 size_t tdm_replica_infer_argmax (const TdmNetwork *net);
-/* Allocates the buffers above for eval_capacity samples, and the views' logits, then
- * lays out the pass over them; FALSE with error (the replica frees what was made). */
-gboolean tdm_replica_infer_alloc (TdmReplica *r, GError **error);
+/* Places the buffers above for eval_capacity samples, and the views' logits, in the
+ * activation arena (r->arena, which holds tdm_replica_infer_bytes()), then lays out the
+ * pass over them. */
+void tdm_replica_infer_alloc (TdmReplica *r);
 void tdm_replica_infer_free (TdmReplica *r);
 /* Puts the inference layout in place of the training's, and back. */
 void tdm_replica_infer_begin (TdmReplica *r);

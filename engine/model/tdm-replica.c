@@ -388,6 +388,21 @@ shared_block_buffers(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision pr
   }
 }
 
+/* Bytes of layer i's pieces of the activation arena for cap samples (buf: its buffers):
+ * its output, its projection's conv output, its argmax. */
+static size_t
+training_pieces(const TdmLayerBuffers *buf, size_t cap)
+{
+  size_t bytes = 0;
+  if (buf->output > 0)
+    bytes += arena_piece(cap * buf->output * tdm_dtype_size(buf->output_type));
+  if (buf->projection > 0)
+    bytes += arena_piece(cap * buf->projection * tdm_dtype_size(buf->projection_type));
+  if (buf->argmax > 0)
+    bytes += arena_piece(cap * buf->argmax * sizeof(int32_t));
+  return bytes;
+}
+
 TdmReplicaPlan
 tdm_replica_plan(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
                  int capacity, int eval_capacity)
@@ -402,14 +417,12 @@ tdm_replica_plan(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precis
                  MAX(1, net->state_count) * sizeof(float) +
                  tdm_replica_params16_bytes(net, kind, precision);
   p.gradients = MAX(1, net->parameter_count) * sizeof(float);
-  p.activations = cap * sample * sizeof(float);
+  p.activations = arena_piece(cap * sample * sizeof(float));
   p.columns = column_workspace(net, kind, precision, stores16, cap, ecap);
   p.workspace = p.columns;
   for (int i = 0; i < net->layer_count; i++) {
     TdmLayerBuffers buf = buffers_of(net, i, kind, precision, stores16);
-    p.activations += cap * (buf.output * tdm_dtype_size(buf.output_type) +
-                            buf.projection * tdm_dtype_size(buf.projection_type));
-    p.activations += cap * buf.argmax * sizeof(int32_t);
+    p.activations += training_pieces(&buf, cap);
     p.workspace += buf.bn_work * sizeof(float);
   }
   size_t skips = 0;
@@ -418,11 +431,11 @@ tdm_replica_plan(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precis
   /* The two activation-gradient buffers, the chunk's labels and indices, the metrics. */
   p.workspace += 2 * cap * tdm_replica_gradient_bytes(net, kind, precision);
   p.workspace += 2 * most * sizeof(int32_t) + sizeof(TdmMetrics);
-  /* The inference pass's rotating buffers, its pools' argmax, the views' logits. */
-  p.inference = (size_t)tdm_replica_infer_count(net) * ecap * tdm_replica_infer_floats(net) *
-                    sizeof(float) +
-                ecap * tdm_replica_infer_argmax(net) * sizeof(int32_t) +
-                ecap * net->classes * sizeof(float);
+  /* The inference pass's rotating buffers, its pools' argmax, the views' logits: in
+   * the activation arena, over the training's activations, beyond them where they
+   * need more. */
+  size_t infer = tdm_replica_infer_bytes(net, ecap);
+  p.inference = infer > p.activations ? infer - p.activations : 0;
   return p;
 }
 
@@ -438,13 +451,15 @@ tdm_replica_eval_capacity(const TdmNetwork *net, TdmBackendKind kind, TdmPrecisi
   size_t columns, conv_work;
   widest_scratch(net, kind, precision, tdm_replica_stores_bf16(kind, precision), &columns,
                  &conv_work);
-  size_t per = MAX(tdm_replica_plan(net, kind, precision, capacity, 1).inference, 1);
+  size_t per = (size_t)tdm_replica_infer_count(net) * tdm_replica_infer_floats(net) *
+                   sizeof(float) +
+               tdm_replica_infer_argmax(net) * sizeof(int32_t) + net->classes * sizeof(float);
   if (tdm_conv_columns_bound(kind) > 0) {
     /* Columns in chunks no longer grow with the evaluation's chunk, which then stays
-     * the training's shard (its inference buffers, allocated beside the training's,
-     * are what a larger chunk costs) unless its buffers take no more than the floor;
-     * and it widens the column workspace (only by the forward's bounded chunk, where
-     * the training's shard is small) by no more than the floor. */
+     * the training's shard (its inference buffers, beyond the training's activations
+     * they lie over, are what a larger chunk costs) unless they take no more than the
+     * floor; and it widens the column workspace (only by the forward's bounded chunk,
+     * where the training's shard is small) by no more than the floor. */
     gboolean stores16 = tdm_replica_stores_bf16(kind, precision);
     size_t cap = (size_t)MAX(capacity, 0);
     size_t held = column_workspace(net, kind, precision, stores16, cap, 0);
@@ -515,6 +530,16 @@ tdm_replica_new_sized(TdmBackend *b, const TdmNetwork *net, int capacity, int ev
   return tdm_replica_new_planned(b, net, capacity, eval_capacity, 0, train, test, error);
 }
 
+/* The next piece of `bytes` of the activation arena from *at (tdm_replica_plan()'s
+ * order: the input, then each layer's training_pieces()). */
+static void *
+arena_take(TdmReplica *r, size_t *at, size_t bytes)
+{
+  void *p = (char *)r->arena + *at;
+  *at += arena_piece(bytes);
+  return p;
+}
+
 TdmReplica *
 tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int eval_capacity,
                         size_t columns_bytes, const TdmDataset *train, const TdmDataset *test,
@@ -555,7 +580,18 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
     tdm_backend_upload(b, r->state, state, net->state_count * sizeof(float));
     tdm_backend_synchronize(b);
   }
-  ALLOC(r->acts[0], (size_t)capacity * net->in_h * net->in_w * net->in_c * sizeof(float));
+  /* The activation arena: the training's activations, as tdm_replica_plan() counts
+   * them, or the inference pass's buffers where they need more. */
+  size_t arena = tdm_replica_infer_bytes(net, (size_t)eval_capacity);
+  {
+    TdmReplicaPlan p = tdm_replica_plan(net, b->kind, b->precision, capacity, eval_capacity);
+    g_assert(p.activations + p.inference == MAX(arena, p.activations));
+    arena = p.activations + p.inference;
+  }
+  ALLOC(r->arena, arena);
+  size_t at = 0;
+  r->acts[0] = arena_take(r, &at,
+                          (size_t)capacity * net->in_h * net->in_w * net->in_c * sizeof(float));
   /* Sized by tdm_replica_layer_buffers(), as tdm_replica_plan() sums them for the
    * memory estimate: columns and whole-convolution scratch are one workspace each. */
   r->columns_bound = tdm_conv_columns_bound(b->kind);
@@ -578,12 +614,17 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   for (int i = 0; i < n; i++) {
     const TdmLayer *l = &net->layers[i];
     TdmLayerBuffers buf = buffers_of(net, i, b->kind, b->precision, r->stores_bf16);
+    /* In the arena in training_pieces()'s order. */
     if (buf.output > 0)
-      ALLOC(r->acts[i + 1], (size_t)capacity * buf.output * tdm_dtype_size(buf.output_type));
+      r->acts[i + 1] =
+          arena_take(r, &at, (size_t)capacity * buf.output * tdm_dtype_size(buf.output_type));
     else if (l->kind == TDM_LAYER_FLATTEN || l->kind == TDM_LAYER_RES_BEGIN)
       r->acts[i + 1] = r->acts[i];
+    if (buf.projection > 0)
+      r->proj_conv[i] = arena_take(
+          r, &at, (size_t)capacity * buf.projection * tdm_dtype_size(buf.projection_type));
     if (buf.argmax > 0)
-      ALLOC(r->argmax[i], (size_t)capacity * buf.argmax * sizeof(int32_t));
+      r->argmax[i] = arena_take(r, &at, (size_t)capacity * buf.argmax * sizeof(int32_t));
     if (buf.columns > 0)
       r->cols[i] = r->columns;
     if (buf.conv_work > 0)
@@ -592,10 +633,8 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
       ALLOC(r->bn_work[i], buf.bn_work * sizeof(float));
     if (buf.skip > 0)
       r->skip_grad[i] = r->skip_levels[l->depth - 1];
-    if (buf.projection > 0)
-      ALLOC(r->proj_conv[i],
-            (size_t)capacity * buf.projection * tdm_dtype_size(buf.projection_type));
   }
+  g_assert(at <= arena);
   size_t grad_bytes = gradient_bytes(net, r->stores_bf16, tdm_replica_bn16(b));
   /* One region, its halves the two gradient buffers: a write wider than a half goes
    * at its start when nothing else lives in it (gradient_bytes()). */
@@ -616,8 +655,7 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
     ALLOC(r->params16, params16);
   ALLOC(r->labels, most * sizeof(int32_t));
   ALLOC(r->indices, most * sizeof(int32_t));
-  if (!tdm_replica_infer_alloc(r, error))
-    goto fail;
+  tdm_replica_infer_alloc(r);
 
   size_t train_bytes = (size_t)train->count * r->sample_size;
   size_t test_bytes = (size_t)test->count * r->sample_size;
@@ -732,14 +770,9 @@ tdm_replica_free(TdmReplica *r)
   tdm_backend_release(b, r->grads);
   tdm_backend_release(b, r->state);
   tdm_backend_release(b, r->metrics);
-  tdm_backend_release(b, r->acts[0]);
-  for (int i = 0; i < net->layer_count; i++) {
-    if (owns_output(net, i))
-      tdm_backend_release(b, r->acts[i + 1]);
-    tdm_backend_release(b, r->argmax[i]);
+  tdm_backend_release(b, r->arena); /* acts, argmax, proj_conv, the inference's buffers */
+  for (int i = 0; i < net->layer_count; i++)
     tdm_backend_release(b, r->bn_work[i]);
-    tdm_backend_release(b, r->proj_conv[i]);
-  }
   for (int k = 0; r->skip_levels != NULL && k < tdm_replica_infer_count(net) - 2; k++)
     tdm_backend_release(b, r->skip_levels[k]);
   g_free(r->skip_levels);

@@ -211,10 +211,16 @@ test_replica_exact(void)
       size_t grads = 2 * (size_t)capacity *
                      (tdm_replica_gradient_bytes(net, TDM_BACKEND_CUDA, TDM_PRECISION_FP32) -
                       tdm_replica_gradient_bytes(net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16));
-      g_assert_cmpuint((gpu16.total - gpu16.columns) + halves + elided + skips + grads -
-                           (gpu32.total - gpu32.columns),
+      g_assert_cmpuint((gpu16.total - gpu16.columns - gpu16.inference) + halves + elided +
+                           skips + grads - (gpu32.total - gpu32.columns - gpu32.inference),
                        ==, MAX(1, net->parameter_count) * sizeof(uint16_t));
       g_assert_cmpuint(gpu32.activations - gpu16.activations, ==, halves + elided);
+      /* The inference pass's buffers lie over the training's activations (one arena),
+       * counted only where they need more. */
+      TdmReplicaBytes all[] = {rb, gpu32, gpu16};
+      for (guint k = 0; k < G_N_ELEMENTS(all); k++)
+        g_assert_cmpuint(all[k].activations + all[k].inference, ==,
+                         MAX(all[k].activations, tdm_replica_infer_bytes(net, eval)));
       /* A CPU replica reads the host's datasets; a GPU keeps a copy. */
       g_assert_cmpuint(rb.dataset, ==, 0);
       g_assert_cmpuint(gpu32.dataset, ==, 200 * 785 + 90 * 785);
@@ -433,8 +439,14 @@ test_bf16_block_gradients(void)
     /* bench/NOTES.md's totals: 3,101,449,172 and 4,748,783,144 bytes before the
      * gradient region, 2 × 512 × 131,072 and 2 × 128 × 802,816 bytes fewer with it; at
      * 224 px the stem conv's output (112×112×64, read by its bn alone, whose output the
-     * stem's 3×3 pool of stride 2 reads) stored as bf16 too: 128 × 802,816 × 2 fewer. */
-    static const size_t totals[] = {2967231444, 4543262248 - 205520896};
+     * stem's 3×3 pool of stride 2 reads) stored as bf16 too: 128 × 802,816 × 2 fewer;
+     * and the inference pass's buffers over the training's activations, which hold
+     * them: 3 × 540 × 32×32×64 floats and the views' logits (424,694,880 bytes) and
+     * 3 × 137 × 112×112×64 floats, the pool's argmax and the logits (1,430,363,296
+     * bytes) fewer. */
+    static const size_t totals[] = {2967231444 - 424694880,
+                                    4543262248 - 205520896 - 1430363296};
+    g_assert_cmpuint(rb.inference, ==, 0);
     g_assert_cmpuint(rb.total, ==, totals[k]);
   }
 }
@@ -442,7 +454,8 @@ test_bf16_block_gradients(void)
 /* The inference pass keeps three buffers of the widest activation for a network of
  * single-level blocks, four for blocks in blocks; none of the training's. Its memory
  * grows with the widest layer, never with the depth: ResNet-18 needs no more than a
- * plain conv of the same width. */
+ * plain conv of the same width. They lie over the training's activations (one arena):
+ * the plan counts what they need beyond them. */
 static void
 test_inference_buffers(void)
 {
@@ -463,7 +476,10 @@ test_inference_buffers(void)
   for (int kind = TDM_BACKEND_CPU; kind <= TDM_BACKEND_CUDA; kind++) {
     TdmReplicaPlan deep = tdm_replica_plan(net, kind, TDM_PRECISION_FP32, 8, 100);
     TdmReplicaPlan flat = tdm_replica_plan(plain, kind, TDM_PRECISION_FP32, 8, 100);
-    g_assert_cmpuint(deep.inference, ==, flat.inference + 100 * 32 * 32 * 64 * sizeof(float));
+    g_assert_cmpuint(tdm_replica_infer_bytes(net, 100), ==,
+                     tdm_replica_infer_bytes(plain, 100) + 100 * 32 * 32 * 64 * sizeof(float));
+    g_assert_cmpuint(deep.inference, ==, tdm_replica_infer_bytes(net, 100) - deep.activations);
+    g_assert_cmpuint(flat.inference, ==, tdm_replica_infer_bytes(plain, 100) - flat.activations);
   }
   /* The chunk: the configured one where it fits, smaller where the budget says so. */
   g_assert_cmpint(tdm_replica_eval_capacity(plain, TDM_BACKEND_CPU, TDM_PRECISION_FP32, 8, 100),
@@ -477,9 +493,11 @@ test_inference_buffers(void)
   TdmReplicaPlan over = tdm_replica_plan(net, TDM_BACKEND_CPU, TDM_PRECISION_FP32, 8, chunk + 1);
   g_test_message("resnet18 on cpu, batch 8: evaluation chunk %d (budget %.1f MiB)", chunk,
                  budget / 1048576.0);
-  g_assert_cmpuint(at.inference + at.workspace - train.workspace, <=, budget);
+  g_assert_cmpuint(tdm_replica_infer_bytes(net, chunk) + at.workspace - train.workspace, <=,
+                   budget);
   g_assert_cmpuint(at.workspace - train.workspace, <=, TDM_EVAL_BUDGET_FLOOR);
-  g_assert_true(over.inference + over.workspace - train.workspace > budget ||
+  g_assert_true(tdm_replica_infer_bytes(net, chunk + 1) + over.workspace - train.workspace >
+                    budget ||
                 over.workspace - train.workspace > TDM_EVAL_BUDGET_FLOOR);
 
   /* The issue's GPU sizes in bf16 (its old figures: 24.9 GB at 32 px, 99 GB at 64 px,
