@@ -947,6 +947,79 @@ test_plan_breakdown(void)
   }
 }
 
+/* One training step of replica r from params over samples 0…count−1: its gradients. */
+static float *
+gradients_of_step(TdmReplica *r, const float *params, int count)
+{
+  size_t n = r->net->parameter_count;
+  g_autofree int32_t *indices = g_new(int32_t, count);
+  for (int i = 0; i < count; i++)
+    indices[i] = i;
+  tdm_backend_upload(r->backend, r->params, params, n * sizeof(float));
+  tdm_replica_train_step(r, indices, count, 1.0f / count);
+  float *grads = g_new(float, n);
+  tdm_backend_download(r->backend, grads, r->grads, n * sizeof(float));
+  g_assert_true(tdm_backend_check(r->backend, NULL));
+  return grads;
+}
+
+/* The activation arena: the inference pass's buffers lie over the training's
+ * activations. An evaluation between two steps changes neither the next step (its
+ * gradients the bits of a step after a step) nor an evaluation's logits (the bits of an
+ * evaluation before any step), fp32 and bf16, with an evaluation chunk larger than the
+ * training shard (the arena then the inference's size) and smaller (the training's). */
+static void
+test_arena_evaluation_between_steps(void)
+{
+  static const char *const nets[] = {
+    "conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"
+    "res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10",
+    "conv8k3s2p1,bn,relu,pool3s2p1,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,pool2,flatten,"
+    "fc10",
+  };
+  static const int shapes[][2] = {{8, 40}, {16, 5}}; /* capacity, evaluation chunk */
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 64, 40);
+  for (guint k = 0; k < G_N_ELEMENTS(nets); k++)
+    for (int prec = TDM_PRECISION_FP32; prec <= TDM_PRECISION_BF16; prec += 2)
+      for (guint s = 0; s < G_N_ELEMENTS(shapes); s++) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(TdmNetwork) net = tdm_network_new(nets[k], 28, 28, 1, 10, &error);
+        g_assert_no_error(error);
+        TdmBackend *b = tdm_backend_new(TDM_DEVICE_CPU, prec, &error);
+        g_assert_no_error(error);
+        int cap = shapes[s][0], chunk = shapes[s][1];
+        TdmReplica *r = tdm_replica_new_sized(b, net, cap, chunk, data->train, data->test,
+                                              &error);
+        g_assert_no_error(error);
+        TdmReplicaPlan p = tdm_replica_plan(net, TDM_BACKEND_CPU, prec, cap, chunk);
+        g_assert_cmpuint(p.activations + p.inference, ==,
+                         MAX(p.activations, tdm_replica_infer_bytes(net, chunk)));
+        size_t n = net->parameter_count, out = (size_t)chunk * net->classes;
+        g_autofree float *params = g_new(float, n);
+        tdm_network_init_parameters(net, 3, params);
+        g_autofree float *first_logits = g_new(float, out);
+        g_autofree float *again_logits = g_new(float, out);
+        size_t ns = MAX(1, net->state_count);
+        g_autofree float *state = g_new(float, ns);
+        tdm_backend_upload(b, r->params, params, n * sizeof(float));
+        tdm_backend_download(b, state, r->state, ns * sizeof(float));
+        tdm_replica_predict(r, 0, chunk, first_logits);
+        g_autofree float *first = gradients_of_step(r, params, cap);
+        g_autofree float *second = gradients_of_step(r, params, cap);
+        /* The steps moved the running statistics, which an evaluation reads: back to
+         * where the first evaluation found them. */
+        tdm_backend_upload(b, r->state, state, ns * sizeof(float));
+        tdm_replica_predict(r, 0, chunk, again_logits);
+        g_autofree float *after = gradients_of_step(r, params, cap);
+        g_assert_cmpmem(first_logits, out * sizeof(float), again_logits, out * sizeof(float));
+        g_assert_cmpmem(first, n * sizeof(float), second, n * sizeof(float));
+        g_assert_cmpmem(second, n * sizeof(float), after, n * sizeof(float));
+        tdm_replica_free(r);
+        g_assert_cmpuint(b->bytes_in_use, ==, 0);
+        tdm_backend_free(b);
+      }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -964,5 +1037,7 @@ main(int argc, char **argv)
   g_test_add_func("/memory/check-host", test_check_host);
   g_test_add_func("/memory/workspace-basis", test_workspace_basis);
   g_test_add_func("/memory/plan-breakdown", test_plan_breakdown);
+  g_test_add_func("/memory/arena-evaluation-between-steps",
+                  test_arena_evaluation_between_steps);
   return g_test_run();
 }

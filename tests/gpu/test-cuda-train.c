@@ -977,6 +977,82 @@ test_inference_matches_cpu(void)
   tdm_backend_free(cpu);
 }
 
+/* One training step of replica r from params over samples 0…count−1: its gradients. */
+static float *
+step_gradients(TdmReplica *r, const float *params, int count)
+{
+  size_t n = r->net->parameter_count;
+  g_autofree int32_t *indices = g_new(int32_t, count);
+  for (int i = 0; i < count; i++)
+    indices[i] = i;
+  tdm_backend_upload(r->backend, r->params, params, n * sizeof(float));
+  tdm_replica_train_step(r, indices, count, 1.0f / count);
+  float *grads = g_new(float, n);
+  tdm_backend_download(r->backend, grads, r->grads, n * sizeof(float));
+  g_assert_true(tdm_backend_check(r->backend, NULL));
+  return grads;
+}
+
+/* The activation arena on a GPU: the inference pass's buffers lie over the training's
+ * activations (test-memory's arena-evaluation-between-steps on the CPU). After a step
+ * and an evaluation that let the convolution engine choose, an evaluation between two
+ * steps leaves the next step's gradients the bits of a step after a step, and a step
+ * between two evaluations (the running statistics put back) leaves the logits the same
+ * bits; fp32 and bf16, an evaluation chunk larger than the shard and smaller; the
+ * device's counter equals the plan. */
+static void
+test_arena_evaluation_between_steps(void)
+{
+  if (!have_gpu())
+    return;
+  static const char *const nets[] = {BLOCKS16_NETWORK, TV_STEM_NETWORK, REGION_NETWORK};
+  static const int shapes[][2] = {{8, 40}, {16, 5}}; /* capacity, evaluation chunk */
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 64, 40);
+  for (guint k = 0; k < G_N_ELEMENTS(nets); k++)
+    for (int prec = TDM_PRECISION_FP32; prec <= TDM_PRECISION_BF16; prec += 2)
+      for (guint s = 0; s < G_N_ELEMENTS(shapes); s++) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(TdmNetwork) net = tdm_network_new(nets[k], 28, 28, 1, 10, &error);
+        g_assert_no_error(error);
+        TdmBackend *b = tdm_backend_new(TDM_DEVICE_GPU(0), prec, &error);
+        g_assert_no_error(error);
+        int cap = shapes[s][0], chunk = shapes[s][1];
+        TdmReplica *r = tdm_replica_new_sized(b, net, cap, chunk, data->train, data->test,
+                                              &error);
+        g_assert_no_error(error);
+        g_assert_cmpuint(b->bytes_in_use, ==,
+                         tdm_memory_replica(net, TDM_BACKEND_CUDA, prec, cap, chunk, 64, 40)
+                             .total);
+        size_t n = net->parameter_count, out = (size_t)chunk * net->classes;
+        size_t ns = MAX(1, net->state_count);
+        g_autofree float *params = g_new(float, n);
+        g_autofree float *state = g_new(float, ns);
+        tdm_network_init_parameters(net, 3, params);
+        g_autofree float *warm_logits = g_new(float, out);
+        g_autofree float *before = g_new(float, out), *after = g_new(float, out);
+        tdm_backend_upload(b, r->params, params, n * sizeof(float));
+        tdm_backend_download(b, state, r->state, ns * sizeof(float));
+        tdm_replica_predict(r, 0, chunk, warm_logits);
+        g_autofree float *warm = step_gradients(r, params, cap);
+        tdm_backend_upload(b, r->state, state, ns * sizeof(float));
+        tdm_replica_predict(r, 0, chunk, before);
+        g_autofree float *first = step_gradients(r, params, cap);
+        tdm_backend_upload(b, r->state, state, ns * sizeof(float));
+        tdm_replica_predict(r, 0, chunk, after);
+        g_autofree float *second = step_gradients(r, params, cap);
+        gboolean logits_same = memcmp(before, after, out * sizeof(float)) == 0;
+        gboolean grads_same = memcmp(first, second, n * sizeof(float)) == 0;
+        g_test_message("%.40s..., %s, shard %d, chunk %d: logits %s, gradients %s",
+                       nets[k], tdm_precision_name(prec), cap, chunk,
+                       logits_same ? "same bits" : "DIFFER", grads_same ? "same bits" : "DIFFER");
+        g_assert_true(logits_same);
+        g_assert_true(grads_same);
+        tdm_replica_free(r);
+        g_assert_cmpuint(b->bytes_in_use, ==, 0);
+        tdm_backend_free(b);
+      }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -998,6 +1074,8 @@ main(int argc, char **argv)
   g_test_add_func("/cuda-train/inference-matches-cpu", test_inference_matches_cpu);
   g_test_add_func("/cuda-train/out-of-memory", test_out_of_memory_is_reported);
   g_test_add_func("/cuda-train/memory-estimate", test_memory_estimate);
+  g_test_add_func("/cuda-train/arena-evaluation-between-steps",
+                  test_arena_evaluation_between_steps);
   test_cuda_train_workspace_add();
   g_test_add_func("/cuda-train/cudnn-hidden-same-accuracy", test_cudnn_hidden_same_accuracy);
   g_test_add_func("/cuda-train/mlp-accuracy", test_mlp_accuracy);
