@@ -142,7 +142,7 @@ tdm_replica_infer_alloc(TdmReplica *r)
   if (argmax > 0)
     r->infer_pool = take_piece(r, &at, ecap * argmax * sizeof(int32_t));
   r->tta_logits = take_piece(r, &at, ecap * net->classes * sizeof(float));
-  g_assert(at == tdm_replica_infer_bytes(net, ecap));
+  g_assert(at == tdm_replica_infer_bytes(net, ecap) && at <= r->arena_bytes);
   lay_out(r);
 }
 

@@ -582,12 +582,13 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   }
   /* The activation arena: the training's activations, as tdm_replica_plan() counts
    * them, or the inference pass's buffers where they need more. */
-  size_t arena = tdm_replica_infer_bytes(net, (size_t)eval_capacity);
-  {
-    TdmReplicaPlan p = tdm_replica_plan(net, b->kind, b->precision, capacity, eval_capacity);
-    g_assert(p.activations + p.inference == MAX(arena, p.activations));
-    arena = p.activations + p.inference;
+  size_t arena = arena_piece((size_t)capacity * net->in_h * net->in_w * net->in_c *
+                             sizeof(float));
+  for (int i = 0; i < n; i++) {
+    TdmLayerBuffers buf = buffers_of(net, i, b->kind, b->precision, r->stores_bf16);
+    arena += training_pieces(&buf, (size_t)capacity);
   }
+  arena = MAX(arena, tdm_replica_infer_bytes(net, (size_t)eval_capacity));
   ALLOC(r->arena, arena);
   size_t at = 0;
   r->acts[0] = arena_take(r, &at,
@@ -635,6 +636,7 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
       r->skip_grad[i] = r->skip_levels[l->depth - 1];
   }
   g_assert(at <= arena);
+  r->arena_bytes = arena;
   size_t grad_bytes = gradient_bytes(net, r->stores_bf16, tdm_replica_bn16(b));
   /* One region, its halves the two gradient buffers: a write wider than a half goes
    * at its start when nothing else lives in it (gradient_bytes()). */

@@ -127,6 +127,7 @@ struct _TdmReplica {
   float *tta_logits;            /* test-time flip averaging */
   void *arena;                  /* the activation arena: every buffer above from acts to
                                  * tta_logits lives in it (tdm-replica-private.h) */
+  size_t arena_bytes;           /* its size */
   gboolean stores_bf16;         /* activations stored as bf16 where their readers take
                                  * it (tdm_replica_stores_bf16(), decided when made) */
   uint16_t *params16;           /* --precision bf16: the parameters as bf16, rounded
