@@ -42,15 +42,16 @@ covering(int i, int k, int s, int p, int outs, int *first, int *last)
   *last = min(hi, outs - 1);
 }
 
+template <typename Y, typename X>
 __global__ void
-maxpool2d_forward_kernel(float *y, int32_t *argmax, const float *x, Pool2d g, size_t total)
+maxpool2d_forward_kernel(Y *y, int32_t *argmax, const X *x, Pool2d g, size_t total)
 {
   for (size_t o = blockIdx.x * (size_t)blockDim.x + threadIdx.x; o < total;
        o += (size_t)gridDim.x * blockDim.x) {
     TdmKNhwc<size_t> out = tdm_k_nhwc(o, g.c, g.ow, g.oh);
     int ch = out.ch, ox = out.x, oy = out.y;
     size_t im = out.img;
-    const float *xs = x + im * (size_t)g.h * g.w * g.c;
+    const X *xs = x + im * (size_t)g.h * g.w * g.c;
     float best = -INFINITY;
     int32_t at = -1;
     int ky0, ky1, kx0, kx1;
@@ -61,14 +62,14 @@ maxpool2d_forward_kernel(float *y, int32_t *argmax, const float *x, Pool2d g, si
       for (int kx = kx0; kx < kx1; kx++) {
         int ix = ox * g.s - g.p + kx;
         int32_t idx = (int32_t)(((size_t)iy * g.w + ix) * g.c + ch);
-        float v = xs[idx];
+        float v = tdm_k_load1(xs + idx);
         if (at < 0 || v > best) {
           best = v;
           at = idx;
         }
       }
     }
-    y[o] = best;
+    tdm_k_store1(y + o, best);
     argmax[o] = at;
   }
 }
@@ -136,8 +137,9 @@ geometry(Pool2d *g, int n, int h, int w, int c, int k, int s, int p, int oh, int
 }
 
 extern "C" cudaError_t
-tdm_k_maxpool2d_forward(float *y, int32_t *argmax, const float *x, int n, int h, int w, int c,
-                        int k, int s, int p, int oh, int ow, cudaStream_t stream)
+tdm_k_maxpool2d_forward(void *y, bool y16, int32_t *argmax, const void *x, bool x16, int n,
+                        int h, int w, int c, int k, int s, int p, int oh, int ow,
+                        cudaStream_t stream)
 {
   Pool2d g;
   if (!geometry(&g, n, h, w, c, k, s, p, oh, ow))
@@ -145,8 +147,19 @@ tdm_k_maxpool2d_forward(float *y, int32_t *argmax, const float *x, int n, int h,
   size_t total = (size_t)n * oh * ow * c;
   if (total == 0)
     return cudaSuccess;
-  maxpool2d_forward_kernel<<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
-      y, argmax, x, g, total);
+  unsigned blocks = tdm_k_blocks(total, TDM_K_THREADS);
+  if (y16 && x16)
+    maxpool2d_forward_kernel<<<blocks, TDM_K_THREADS, 0, stream>>>(
+        (uint16_t *)y, argmax, (const uint16_t *)x, g, total);
+  else if (y16)
+    maxpool2d_forward_kernel<<<blocks, TDM_K_THREADS, 0, stream>>>(
+        (uint16_t *)y, argmax, (const float *)x, g, total);
+  else if (x16)
+    maxpool2d_forward_kernel<<<blocks, TDM_K_THREADS, 0, stream>>>(
+        (float *)y, argmax, (const uint16_t *)x, g, total);
+  else
+    maxpool2d_forward_kernel<<<blocks, TDM_K_THREADS, 0, stream>>>(
+        (float *)y, argmax, (const float *)x, g, total);
   return tdm_k_launched();
 }
 

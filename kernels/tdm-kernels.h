@@ -157,10 +157,11 @@ cudaError_t tdm_k_global_maxpool_backward(float *dx, const float *dy, const int3
                                           int n, int pixels, int c, cudaStream_t stream);
 
 /* pool2d.cu: pools with any window k, stride s and padding p (oh, ow: the floor
- * mode's output size). */
-cudaError_t tdm_k_maxpool2d_forward(float *y, int32_t *argmax, const float *x, int n, int h,
-                                    int w, int c, int k, int s, int p, int oh, int ow,
-                                    cudaStream_t stream);
+ * mode's output size). maxpool2d_forward reads x as float32 or (x16) bf16, widened, and
+ * writes the maximum as float32 or (y16) rounded to bf16. */
+cudaError_t tdm_k_maxpool2d_forward(void *y, bool y16, int32_t *argmax, const void *x,
+                                    bool x16, int n, int h, int w, int c, int k, int s, int p,
+                                    int oh, int ow, cudaStream_t stream);
 cudaError_t tdm_k_maxpool2d_backward(void *dx, bool dx16, const void *dy, bool dy16,
                                      const int32_t *argmax, int n, int h, int w, int c, int k,
                                      int s, int p, int oh, int ow, cudaStream_t stream);

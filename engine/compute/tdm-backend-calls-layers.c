@@ -180,11 +180,13 @@ pool2d_ok(TdmBackend *b, const char *op, TdmPool2d g)
 }
 
 void
-tdm_backend_maxpool2d_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
-                              TdmPool2d g)
+tdm_backend_maxpool2d_forward(TdmBackend *b, void *y, TdmDtype y_type, int32_t *argmax,
+                              const void *x, TdmDtype x_type, TdmPool2d g)
 {
-  if (tdm_backend_enter(b) && pool2d_ok(b, "maxpool2d_forward", g))
-    b->ops->maxpool2d_forward(b, y, argmax, x, g);
+  if (tdm_backend_enter(b) && pool2d_ok(b, "maxpool2d_forward", g) &&
+      tdm_backend_input_ok(b, "maxpool2d_forward", x_type) &&
+      tdm_backend_input_ok(b, "maxpool2d_forward", y_type))
+    b->ops->maxpool2d_forward(b, y, y_type, argmax, x, x_type, g);
 }
 
 void

@@ -132,8 +132,8 @@ struct _TdmBackendOps {
                            int c, int k);
   void (*avgpool_backward) (TdmBackend *b, float *dx, const float *dy, int n, int h,
                             int w, int c, int k);
-  void (*maxpool2d_forward) (TdmBackend *b, float *y, int32_t *argmax, const float *x,
-                             TdmPool2d g);
+  void (*maxpool2d_forward) (TdmBackend *b, void *y, TdmDtype y_type, int32_t *argmax,
+                             const void *x, TdmDtype x_type, TdmPool2d g);
   void (*maxpool2d_backward) (TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
                               TdmDtype dy_type, const int32_t *argmax, TdmPool2d g);
   void (*avgpool2d_forward) (TdmBackend *b, float *y, const float *x, TdmPool2d g);

@@ -511,9 +511,11 @@ void tdm_backend_avgpool_backward (TdmBackend *b, float *dx, const float *dy, in
  * block_grad_bf16(), and the stem bn's gradient out).
  * Average: padding counts as zeros and every window divides by k·k (PyTorch's
  * count_include_pad=True, its default); backward dx = Σ dy / (k·k) over the covering
- * outputs, written. */
-void tdm_backend_maxpool2d_forward (TdmBackend *b, float *y, int32_t *argmax, const float *x,
-                                    TdmPool2d g);
+ * outputs, written. maxpool2d_forward reads x and writes y each as float32 or bf16
+ * (y_type, x_type; bf16 where the backend takes it): the maximum of the widened values,
+ * rounded once where y is bf16 (a bf16 x's maximum is one of its values, exact). */
+void tdm_backend_maxpool2d_forward (TdmBackend *b, void *y, TdmDtype y_type, int32_t *argmax,
+                                    const void *x, TdmDtype x_type, TdmPool2d g);
 void tdm_backend_maxpool2d_backward (TdmBackend *b, void *dx, TdmDtype dx_type,
                                      const void *dy, TdmDtype dy_type, const int32_t *argmax,
                                      TdmPool2d g);

@@ -62,12 +62,22 @@ bn_forward(TdmReplica *r, TdmPassMode mode, float *y, uint16_t *y16, const void 
 {
   TdmBackend *b = r->backend;
   int rows = n * pixels;
-  if (mode == MODE_EVAL) {
-    float *out = y16 != NULL ? r->grad_a : y;
-    tdm_backend_bn_forward_eval(b, out, x, x_type, running, running + c, gamma, beta,
+  if (mode == MODE_EVAL && y16 == NULL) {
+    tdm_backend_bn_forward_eval(b, y, x, x_type, running, running + c, gamma, beta,
                                 TDM_BN_EPS, rows, c, relu);
-    if (y16 != NULL)
-      tdm_backend_to_bf16(b, y16, out, (size_t)rows * c);
+    return;
+  }
+  if (mode == MODE_EVAL) {
+    /* Rounded into y16 through the gradient region, which the forward leaves free, in
+     * chunks of the rows it holds (at least one: tdm-replica.c's gradient_bytes()). */
+    size_t per = MAX(2 * r->grad_half_bytes / ((size_t)c * sizeof(float)), 1);
+    for (size_t done = 0; done < (size_t)rows; done += per) {
+      int m = (int)MIN(per, (size_t)rows - done);
+      const void *xs = (const char *)x + done * c * tdm_dtype_size(x_type);
+      tdm_backend_bn_forward_eval(b, r->grad_a, xs, x_type, running, running + c, gamma, beta,
+                                  TDM_BN_EPS, m, c, relu);
+      tdm_backend_to_bf16(b, y16 + done * c, r->grad_a, (size_t)m * c);
+    }
     return;
   }
   float *saved = work + 2 * c;
@@ -317,7 +327,8 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       break;
     case TDM_LAYER_POOL: {
       if (!tdm_layer_pool_tiles(l)) {
-        tdm_backend_maxpool2d_forward(b, y, r->argmax[i], x, pool2d_of(l, n));
+        tdm_backend_maxpool2d_forward(b, y, act_type(r, i + 1), r->argmax[i], x, act_type(r, i),
+                                      pool2d_of(l, n));
         break;
       }
       if (from_bn != NULL) {

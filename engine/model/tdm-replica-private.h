@@ -231,9 +231,21 @@ reads_bf16_block(const TdmNetwork *net, int j)
   }
 }
 
+/* Whether bn layer i's output is stored as bf16 in training (stores16) for the max pool
+ * after it, its one reader, a pool that does not tile (torchvision's stem): its
+ * maxpool2d_forward reads bf16; its backward goes by argmax, the bn's reads its input.
+ * A frozen bn writes it through the free gradient region, in chunks of rows. */
+static inline gboolean
+bn_output_to_pool_bf16(const TdmNetwork *net, int i, gboolean stores16)
+{
+  return stores16 && net->layers[i].kind == TDM_LAYER_BN && i + 1 < net->layer_count &&
+         net->layers[i + 1].kind == TDM_LAYER_POOL &&
+         !tdm_layer_pool_tiles(&net->layers[i + 1]);
+}
+
 /* Whether layer i's output, a residual block's output (RES_END) or the input of the
- * blocks after it (a bn just before RES_BEGIN: the stem's), is stored as bf16 in
- * training (stores16): where every reader takes it so. Its readers: the layer after
+ * blocks after it (a bn, or a max pool that does not tile, just before RES_BEGIN: the
+ * stem's), is stored as bf16 in training (stores16): where every reader takes it so. Its readers: the layer after
  * the blocks that start there (reads_bf16_block()); each such block's end, which adds
  * it (add_out_bf16, bn_forward_bf16: only where that block's own output is bf16 too,
  * so that the add writes bf16) or projects it (its conv widens it, or reads it through
@@ -249,6 +261,10 @@ block_output_bf16(const TdmNetwork *net, int i, gboolean stores16)
   if (l->kind == TDM_LAYER_BN) {
     if (bn_output_to_block_end(net, i) || bn_output_to_conv(net, i, stores16) ||
         net->layers[j].kind != TDM_LAYER_RES_BEGIN)
+      return FALSE;
+  } else if (l->kind == TDM_LAYER_POOL) {
+    /* maxpool2d_forward writes bf16; a tiling pool's fused ways write float32. */
+    if (tdm_layer_pool_tiles(l) || net->layers[j].kind != TDM_LAYER_RES_BEGIN)
       return FALSE;
   } else if (l->kind != TDM_LAYER_RES_END) {
     return FALSE;
@@ -328,7 +344,8 @@ in_gradient_region(const TdmReplica *r, const void *p)
 static inline gboolean
 output_bf16(const TdmNetwork *net, int i, gboolean stores16)
 {
-  return conv_output_bf16(net, i, stores16) || block_output_bf16(net, i, stores16);
+  return conv_output_bf16(net, i, stores16) || block_output_bf16(net, i, stores16) ||
+         bn_output_to_pool_bf16(net, i, stores16);
 }
 
 /* The element type of acts[i] as the pass in progress holds it (a block's start and

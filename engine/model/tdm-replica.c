@@ -129,8 +129,8 @@ widened_input_floats(size_t in, size_t columns)
 
 /* The forward's use of the gradient region by layer i, float32 all (the forward leaves
  * the region free but for these; tdm-replica-pass.c and tdm-replica-conv.c place them):
- * a frozen bn's output for the conv after it (bn_output_to_conv()) or rounded into its
- * bf16 output, at grad_a; a conv without bf16 columns: the float32 product rounded into
+ * a frozen bn's output for the conv after it (bn_output_to_conv()), at grad_a, or
+ * rounded into its bf16 output through grad_a in chunks of rows; a conv without bf16 columns: the float32 product rounded into
  * its bf16 output, at grad_a where its input is float32, else at grad_b beside its input
  * widened at grad_a; the global pool's input widened, at grad_a; a block's end's frozen
  * last bn at grad_a, beside a projection's bn output at grad_b (and that projection's
@@ -151,7 +151,10 @@ forward_region(const TdmNetwork *net, int i, gboolean stores16, RegionNeed *need
       need_wide(need, out * sizeof(float));
     break;
   case TDM_LAYER_BN:
-    if (output_bf16(net, i, stores16) || bn_output_to_conv(net, i, stores16))
+    /* A frozen bn rounding into its bf16 output: a row at least, in chunks. */
+    if (output_bf16(net, i, stores16))
+      need_wide(need, (size_t)l->out_c * sizeof(float));
+    if (bn_output_to_conv(net, i, stores16))
       need_wide(need, out * sizeof(float));
     break;
   case TDM_LAYER_GLOBAL_AVG:

@@ -593,7 +593,33 @@ test_block_gradients(void)
     float *py = dev_floats(b, ny), *pdx = dev_floats(b, count), *pdx16 = dev_floats(b, count);
     uint16_t *pout16 = dev_alloc(b, count * 2);
     int32_t *argmax = dev_alloc(b, ny * sizeof(int32_t));
-    tdm_backend_maxpool2d_forward(b, py, argmax, a, g);
+    tdm_backend_maxpool2d_forward(b, py, TDM_DTYPE_F32, argmax, a, TDM_DTYPE_F32, g);
+    /* From a bf16 input, into a bf16 output (the stem bn's output stored bf16, the
+     * pool's for the blocks): the maximum of the widened values and its index, rounded
+     * once into bf16, the bits of to_bf16 of the float32 pool's output. */
+    {
+      g_autofree uint16_t *a16h = to_bf16_host(a, count);
+      uint16_t *a16 = dev_alloc(b, count * 2), *py16 = dev_alloc(b, ny * 2);
+      float *a_wide = dev_floats(b, count), *py_wide = dev_floats(b, ny), *pyf = dev_floats(b, ny);
+      int32_t *argmax16 = dev_alloc(b, ny * sizeof(int32_t));
+      int32_t *argmax_wide = dev_alloc(b, ny * sizeof(int32_t));
+      memcpy(a16, a16h, count * 2);
+      tdm_backend_from_bf16(b, a_wide, a16, count);
+      tdm_backend_maxpool2d_forward(b, py_wide, TDM_DTYPE_F32, argmax_wide, a_wide,
+                                    TDM_DTYPE_F32, g);
+      tdm_backend_maxpool2d_forward(b, pyf, TDM_DTYPE_F32, argmax16, a16, TDM_DTYPE_BF16, g);
+      g_assert_cmpmem(pyf, ny * 4, py_wide, ny * 4);
+      g_assert_cmpmem(argmax16, ny * 4, argmax_wide, ny * 4);
+      tdm_backend_maxpool2d_forward(b, py16, TDM_DTYPE_BF16, argmax16, a16, TDM_DTYPE_BF16, g);
+      g_autofree uint16_t *want16 = to_bf16_host(py_wide, ny);
+      g_assert_cmpmem(py16, ny * 2, want16, ny * 2);
+      tdm_backend_maxpool2d_forward(b, py16, TDM_DTYPE_BF16, argmax16, a, TDM_DTYPE_F32, g);
+      g_autofree uint16_t *rounded_max = to_bf16_host(py, ny);
+      g_assert_cmpmem(py16, ny * 2, rounded_max, ny * 2);
+      void *more[] = {a16, py16, a_wide, py_wide, pyf, argmax16, argmax_wide};
+      for (guint i = 0; i < G_N_ELEMENTS(more); i++)
+        tdm_backend_release(b, more[i]);
+    }
     tdm_backend_maxpool2d_backward(b, pdx, TDM_DTYPE_F32, dy_wide, TDM_DTYPE_F32, argmax, g);
     tdm_backend_maxpool2d_backward(b, pdx16, TDM_DTYPE_F32, dy16, TDM_DTYPE_BF16, argmax, g);
     g_assert_cmpmem(pdx16, count * 4, pdx, count * 4);

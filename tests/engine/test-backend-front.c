@@ -153,7 +153,7 @@ static void
 bad_pool2d(TdmBackend *b, float *out)
 {
   TdmPool2d g = {1, 4, 4, 1, 3, 2, 1, 3, 3}; /* the floor gives 2×2 */
-  tdm_backend_maxpool2d_forward(b, out, (int32_t *)out, out, g);
+  tdm_backend_maxpool2d_forward(b, out, TDM_DTYPE_F32, (int32_t *)out, out, TDM_DTYPE_F32, g);
 }
 
 static void

@@ -222,10 +222,11 @@ test_stored_outputs(void)
                       "res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10",
                       3, 2);
   /* A stem max pool of stride 2 and padding 1 before a block (torchvision's ResNets):
-   * its backward reads the block's bf16 input gradient. */
+   * it reads its bn's bf16 output and writes the block's input as bf16; its backward
+   * reads the block's bf16 input gradient. */
   stored_outputs_case("conv8k3p1,bn,relu,pool3s2p1,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"
                       "gap,fc10",
-                      1, 1);
+                      3, 1);
 }
 
 /* Frozen layers below the trained ones: a frozen bn normalizes with its running
@@ -236,12 +237,15 @@ test_stored_outputs(void)
  * kept float32 (TANDEM_BF16_ACTIVATIONS=0), which store those outputs: the frozen
  * parameters stay as they were in both, and the trained ones move alike, within
  * stored_outputs_case()'s 1/16 (a conv's weight gradient from wrongly normalized
- * inputs would be off by order one). */
+ * inputs would be off by order one). A frozen bn whose output is stored bf16 (for a
+ * pool) rounds it through the gradient region in chunks of rows. */
+static const char frozen_net[] =
+    "conv8k3p1,bn,relu,conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"
+    "conv16k3s2p1,bn,relu,gap,fc10";
+
 static void
-frozen_case(const char *const *freeze, const char *first_trained)
+frozen_case(const char *net, const char *const *freeze, const char *first_trained)
 {
-  const char *net = "conv8k3p1,bn,relu,conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,bn),"
-                    "relu,conv16k3s2p1,bn,relu,gap,fc10";
   Run run = {net, "cpu", TDM_PRECISION_BF16, TDM_OPTIMIZER_SGD, 64, 3, FALSE, freeze};
   size_t n = 0, m = 0;
   g_assert_true(g_setenv("TANDEM_BF16_ACTIVATIONS", "0", TRUE));
@@ -285,10 +289,19 @@ test_stored_frozen(void)
 {
   /* The first trained conv reads a frozen bn's output, which has no buffer. */
   const char *const stem[] = {"conv1", "bn1", NULL};
-  frozen_case(stem, "conv2");
+  frozen_case(frozen_net, stem, "conv2");
   /* A frozen block whose last bn the block's end adds, and the stem. */
   const char *const block[] = {"conv1", "bn1", "conv2", "bn2", "layer1", NULL};
-  frozen_case(block, "conv3");
+  frozen_case(frozen_net, block, "conv3");
+  /* torchvision's stem frozen: its bn's bf16 output for the 3×3 pool of stride 2,
+   * 28×28×8 values a sample, rounded through a gradient region that holds less than
+   * its float32 values: in more than one chunk. */
+  const char *pooled = "conv8k3p1,bn,relu,pool3s2p1,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"
+                       "gap,fc10";
+  g_autoptr(TdmNetwork) net = tdm_network_new(pooled, 28, 28, 1, 10, NULL);
+  g_assert_cmpuint(2 * tdm_replica_gradient_bytes(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16), <,
+                   28 * 28 * 8 * sizeof(float));
+  frozen_case(pooled, stem, "layer1.0.conv1");
 }
 
 /* N workers (synchronized bn) train as one with the conv outputs stored as bf16, within

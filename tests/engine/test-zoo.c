@@ -163,7 +163,7 @@ test_pools(void)
     g_autofree float *my = g_new(float, ny), *mdx = g_new(float, nx);
     g_autofree int32_t *argmax = g_new(int32_t, ny);
     if (g_str_equal(kind, "max")) {
-      tdm_backend_maxpool2d_forward(b, my, argmax, x, g);
+      tdm_backend_maxpool2d_forward(b, my, TDM_DTYPE_F32, argmax, x, TDM_DTYPE_F32, g);
       tdm_backend_maxpool2d_backward(b, mdx, TDM_DTYPE_F32, dy, TDM_DTYPE_F32, argmax, g);
     } else {
       tdm_backend_avgpool2d_forward(b, my, x, g);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-cuda-pool2d.c — the CUDA backend's pools with any window, stride and padding and
  * its per-channel input normalization, against the CPU backend (suite gpu): max pools
- * (forward, the argmax indices exactly, backward through them, from a float32 or a
- * bf16 output gradient), average pools counting
+ * (forward, the argmax indices exactly, from a float32 or a bf16 input into a float32
+ * or a bf16 output, backward through them, from a float32 or a bf16 output gradient), average pools counting
  * the padding, on ResNet's 3×3 stride-2 padding-1 stem pool and odd shapes whose
  * windows overlap and leave edges; and channel_affine over 1 and 3 channels. Inputs
  * are fresh random numbers (g_test_rand_*); GPU outputs are poisoned with NaN first,
@@ -125,13 +125,13 @@ test_maxpool2d(void)
     g_autofree float *x = random_floats(nx), *dy = random_floats(ny);
     g_autofree float *y = g_new(float, ny), *dx = g_new(float, nx);
     g_autofree int32_t *argmax = g_new(int32_t, ny), *gargmax = g_new(int32_t, ny);
-    tdm_backend_maxpool2d_forward(cpu, y, argmax, x, g);
+    tdm_backend_maxpool2d_forward(cpu, y, TDM_DTYPE_F32, argmax, x, TDM_DTYPE_F32, g);
     tdm_backend_maxpool2d_backward(cpu, dx, TDM_DTYPE_F32, dy, TDM_DTYPE_F32, argmax, g);
     assert_ok(cpu);
     float *d_x = on_gpu(x, nx * sizeof(float)), *d_dy = on_gpu(dy, ny * sizeof(float));
     float *d_y = poisoned(ny), *d_dx = poisoned(nx);
     int32_t *d_argmax = on_gpu(NULL, ny * sizeof(int32_t));
-    tdm_backend_maxpool2d_forward(gpu, d_y, d_argmax, d_x, g);
+    tdm_backend_maxpool2d_forward(gpu, d_y, TDM_DTYPE_F32, d_argmax, d_x, TDM_DTYPE_F32, g);
     tdm_backend_maxpool2d_backward(gpu, d_dx, TDM_DTYPE_F32, d_dy, TDM_DTYPE_F32, d_argmax, g);
     check_close("maxpool2d forward", d_y, y, ny);
     tdm_backend_download(gpu, gargmax, d_argmax, ny * sizeof(int32_t));
@@ -163,6 +163,33 @@ test_maxpool2d(void)
     tdm_backend_download(gpu, out16, d_out16, nx * sizeof(uint16_t));
     assert_ok(gpu);
     g_assert_cmpmem(out16, nx * sizeof(uint16_t), ref16, nx * sizeof(uint16_t));
+    /* The forward from a bf16 input (a bf16 run's stem bn output), into float32 and into
+     * bf16 (the blocks' input): the CPU's bits and argmax. */
+    g_autofree uint16_t *x16 = g_new(uint16_t, nx);
+    for (size_t i = 0; i < nx; i++)
+      x16[i] = tdm_bf16_round(x[i]);
+    g_autofree float *yw_ref = g_new(float, ny), *yw = g_new(float, ny);
+    g_autofree uint16_t *y16_ref = g_new(uint16_t, ny), *y16 = g_new(uint16_t, ny);
+    g_autofree int32_t *argmax16 = g_new(int32_t, ny);
+    tdm_backend_maxpool2d_forward(cpu, yw_ref, TDM_DTYPE_F32, argmax16, x16, TDM_DTYPE_BF16, g);
+    tdm_backend_maxpool2d_forward(cpu, y16_ref, TDM_DTYPE_BF16, argmax16, x16, TDM_DTYPE_BF16,
+                                  g);
+    assert_ok(cpu);
+    uint16_t *d_x16 = on_gpu(x16, nx * sizeof(uint16_t)), *d_y16 = on_gpu(NULL, ny * 2);
+    tdm_backend_maxpool2d_forward(gpu, d_y, TDM_DTYPE_F32, d_argmax, d_x16, TDM_DTYPE_BF16, g);
+    tdm_backend_download(gpu, yw, d_y, ny * sizeof(float));
+    tdm_backend_download(gpu, gargmax, d_argmax, ny * sizeof(int32_t));
+    assert_ok(gpu);
+    g_assert_cmpmem(yw, ny * sizeof(float), yw_ref, ny * sizeof(float));
+    g_assert_cmpmem(gargmax, ny * sizeof(int32_t), argmax16, ny * sizeof(int32_t));
+    tdm_backend_maxpool2d_forward(gpu, d_y16, TDM_DTYPE_BF16, d_argmax, d_x16, TDM_DTYPE_BF16,
+                                  g);
+    tdm_backend_download(gpu, y16, d_y16, ny * sizeof(uint16_t));
+    assert_ok(gpu);
+    g_assert_cmpmem(y16, ny * sizeof(uint16_t), y16_ref, ny * sizeof(uint16_t));
+    g_test_message("maxpool2d forward from bf16, float32 and bf16 out: the CPU's bits");
+    tdm_backend_release(gpu, d_x16);
+    tdm_backend_release(gpu, d_y16);
     tdm_backend_release(gpu, d_out16);
     tdm_backend_release(gpu, d_dy16);
     tdm_backend_release(gpu, d_x);

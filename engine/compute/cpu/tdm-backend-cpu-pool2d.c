@@ -38,11 +38,15 @@ covering(int i, int k, int s, int p, int outs, int *first, int *last)
 }
 
 void
-tdm_cpu_maxpool2d_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x, TdmPool2d g)
+tdm_cpu_maxpool2d_forward(TdmBackend *b, void *y, TdmDtype y_type, int32_t *argmax,
+                          const void *x, TdmDtype x_type, TdmPool2d g)
 {
   const size_t sample = (size_t)g.h * g.w * g.c;
+  float *yf = y_type == TDM_DTYPE_F32 ? y : NULL;
+  uint16_t *yh = y_type == TDM_DTYPE_BF16 ? y : NULL;
+  const float *xf = x_type == TDM_DTYPE_F32 ? x : NULL;
+  const uint16_t *xh = x_type == TDM_DTYPE_BF16 ? x : NULL;
   for (int im = 0; im < g.n; im++) {
-    const float *xs = x + im * sample;
     for (int oy = 0; oy < g.oh; oy++)
       for (int ox = 0; ox < g.ow; ox++)
         for (int ch = 0; ch < g.c; ch++) {
@@ -56,14 +60,19 @@ tdm_cpu_maxpool2d_forward(TdmBackend *b, float *y, int32_t *argmax, const float 
             for (int kx = kx0; kx < kx1; kx++) {
               int ix = ox * g.s - g.p + kx;
               int32_t idx = (int32_t)(((size_t)iy * g.w + ix) * g.c + ch);
-              if (at < 0 || xs[idx] > best) {
-                best = xs[idx];
+              size_t e = im * sample + (size_t)idx;
+              const float v = xf != NULL ? xf[e] : tdm_bf16_value(xh[e]);
+              if (at < 0 || v > best) {
+                best = v;
                 at = idx;
               }
             }
           }
           size_t o = (((size_t)im * g.oh + oy) * g.ow + ox) * g.c + ch;
-          y[o] = best;
+          if (yf != NULL)
+            yf[o] = best;
+          else
+            yh[o] = tdm_bf16_round(best);
           argmax[o] = at;
         }
   }

@@ -11,13 +11,14 @@
 #define STREAM(b) tdm_backend_cuda_stream(b)
 
 void
-tdm_cuda_maxpool2d_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,
-                           TdmPool2d g)
+tdm_cuda_maxpool2d_forward(TdmBackend *b, void *y, TdmDtype y_type, int32_t *argmax,
+                           const void *x, TdmDtype x_type, TdmPool2d g)
 {
   if (!tdm_cuda_begin(b))
     return;
-  TDM_CUDA_OK(b, tdm_k_maxpool2d_forward(y, argmax, x, g.n, g.h, g.w, g.c, g.k, g.s, g.p,
-                                         g.oh, g.ow, STREAM(b)));
+  TDM_CUDA_OK(b, tdm_k_maxpool2d_forward(y, y_type == TDM_DTYPE_BF16, argmax, x,
+                                         x_type == TDM_DTYPE_BF16, g.n, g.h, g.w, g.c, g.k, g.s,
+                                         g.p, g.oh, g.ow, STREAM(b)));
 }
 
 void
