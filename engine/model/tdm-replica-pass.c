@@ -596,6 +596,14 @@ tdm_replica_backward(TdmReplica *r, int n)
      * where the plan gives it the whole region (tdm-replica.c's gradient_bytes()). */
     if (dy16_ready || !in_gradient_region(r, dy))
       dx = r->grad_a;
+    /* The plan's promise: the input gradient fits where it goes (a half, or the whole
+     * region from its start). */
+    g_assert(l->kind == TDM_LAYER_RES_END || l->kind == TDM_LAYER_RES_BEGIN ||
+             l->kind == TDM_LAYER_FLATTEN || !need_dx || (i == 1 && conv_pool_first(net)) ||
+             (size_t)n * l->in_h * l->in_w * l->in_c *
+                     tdm_replica_input_grad_size(net, i, r->stores_bf16,
+                                                 tdm_replica_bn16(b)) <=
+                 (dx == r->grad_a ? 2 : 1) * r->grad_half_bytes);
 
     switch (l->kind) {
     case TDM_LAYER_LINEAR: {

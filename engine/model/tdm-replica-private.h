@@ -331,6 +331,12 @@ skip_grad_of(const TdmNetwork *net, int end, gboolean stores16, size_t *count,
     *type = TDM_DTYPE_BF16;
 }
 
+/* Bytes per element of the gradient layer i > 0 writes for its input in backward, as
+ * written (0 where a bn writes it into its conv's workspace): tdm-replica.c's plan of
+ * the gradient region, and the backward walk's check that each write has its room. */
+size_t tdm_replica_input_grad_size (const TdmNetwork *net, int i, gboolean stores16,
+                                    gboolean bn16);
+
 /* Whether p is in the replica's gradient region (grad_a, grad_b), not in a skip buffer
  * or the workspace. */
 static inline gboolean

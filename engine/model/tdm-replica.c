@@ -66,8 +66,8 @@ tdm_replica_layer_buffers(const TdmNetwork *net, int i, TdmBackendKind kind,
  * pool_dx_bf16()), none where a bn writes it into its conv's workspace
  * (bn_dx_to_conv()), float32 otherwise. A block's end writes its ReLU's gradient in
  * the type the block keeps. */
-static size_t
-input_grad_size(const TdmNetwork *net, int i, gboolean stores16, gboolean bn16)
+size_t
+tdm_replica_input_grad_size(const TdmNetwork *net, int i, gboolean stores16, gboolean bn16)
 {
   const TdmLayer *l = &net->layers[i];
   switch (l->kind) {
@@ -190,7 +190,7 @@ backward_region(const TdmNetwork *net, int i, gboolean stores16, gboolean bn16,
 {
   const TdmLayer *l = &net->layers[i];
   size_t in = (size_t)l->in_h * l->in_w * l->in_c;
-  size_t bytes = in * input_grad_size(net, i, stores16, bn16);
+  size_t bytes = in * tdm_replica_input_grad_size(net, i, stores16, bn16);
   switch (l->kind) {
   case TDM_LAYER_FLATTEN:
     return dy_out; /* renames dy */
