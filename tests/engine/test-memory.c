@@ -462,24 +462,18 @@ test_bf16_block_gradients(void)
     g_test_message("%s on a GPU, bf16: %zu bytes (workspace %zu, activations %zu, "
                    "inference %zu at chunks of %d)", rows[k].name, (size_t)rb.total,
                    (size_t)rb.workspace, (size_t)rb.activations, (size_t)rb.inference, eval);
-    /* bench/NOTES.md's totals: 3,101,449,172 and 4,748,783,144 bytes before the
-     * gradient region, 2 × 512 × 131,072 and 2 × 128 × 802,816 bytes fewer with it; at
-     * 224 px the stem conv's output (112×112×64, read by its bn alone, whose output the
-     * stem's 3×3 pool of stride 2 reads) stored as bf16 too: 128 × 802,816 × 2 fewer;
-     * and the inference pass's buffers over the training's activations, which hold
-     * them: 3 × 540 × 32×32×64 floats and the views' logits (424,694,880 bytes) and
-     * 3 × 137 × 112×112×64 floats, the pool's argmax and the logits (1,430,363,296
-     * bytes) fewer. */
-    static const size_t totals[] = {2967231444 - 424694880,
-                                    4543262248 - 205520896 - 1430363296 -
-                                        /* the stem bn's output (112×112×64) and the
-                                         * stem pool's (56×56×64) as bf16 */
-                                        128 * (802816 + 200704) * sizeof(uint16_t) -
-                                        /* so the evaluation chunk, sized by the
-                                         * activations, falls from 137 to 121, below
-                                         * the batch: the column workspace's bound and
-                                         * the labels and indices at 128, not 137 */
-                                        9 * (1010494464 / 137) - 2 * 9 * sizeof(int32_t)};
+    /* bench/NOTES.md's totals: 2,071,893,652 and 4,188,168,512 bytes before this (the
+     * columns in chunks, h-ws2); the gradient region 2 × 512 × 131,072 and 2 × 128 ×
+     * 802,816 bytes fewer; the inference pass's buffers over the training's
+     * activations, which hold them: 3 × 512 × 32×32×64 floats and the views' logits
+     * (402,673,664 bytes) and 3 × 128 × 112×112×64 floats, the pool's argmax and the
+     * logits (1,336,397,824 bytes) fewer; at 224 px the stem conv's output, its bn's
+     * (112×112×64 each) and its pool's (56×56×64) as bf16: 128 × (2 × 802,816 +
+     * 200,704) × 2 bytes fewer. */
+    static const size_t totals[] = {
+        2071893652 - 2 * 512 * (size_t)131072 - 402673664,
+        4188168512 - 2 * 128 * (size_t)802816 - 1336397824 -
+            128 * (2 * 802816 + 200704) * sizeof(uint16_t)};
     g_assert_cmpuint(rb.inference, ==, 0);
     g_assert_cmpuint(rb.total, ==, totals[k]);
   }
