@@ -143,6 +143,17 @@ cudaError_t tdm_k_maxpool_backward(float *dx, float *dbias, const float *dy,
                                    const int32_t *argmax, const float *y, int n, int h,
                                    int w, int c, int k, float *partials,
                                    size_t partials_count, cudaStream_t stream);
+/* pool-bf16.cu: the tiling max pool of a bf16 run's stored tensors. Forward: x float32
+ * or (x16) bf16, optionally normalized as it is read (mean NULL: no bn), each value
+ * rounded to bf16 before the max; y bf16, argmax into x. Backward: dx and dy each
+ * float32 or bf16, each value rounded once. x has at most 2³¹ elements. */
+cudaError_t tdm_k_maxpool_forward_bf16(uint16_t *y, int32_t *argmax, const void *x, bool x16,
+                                       const float *mean, const float *invstd,
+                                       const float *gamma, const float *beta, bool relu, int n,
+                                       int h, int w, int c, int k, cudaStream_t stream);
+cudaError_t tdm_k_maxpool_backward_bf16(void *dx, bool dx16, const void *dy, bool dy16,
+                                        const int32_t *argmax, int n, int h, int w, int c,
+                                        int k, cudaStream_t stream);
 cudaError_t tdm_k_avgpool_forward(float *y, const float *x, int n, int h, int w, int c, int k,
                                   cudaStream_t stream);
 cudaError_t tdm_k_avgpool_backward(float *dx, const float *dy, int n, int h, int w, int c,
