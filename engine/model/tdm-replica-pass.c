@@ -183,6 +183,8 @@ bn_output_left_to_next(TdmReplica *r, int i, int n, TdmPassMode mode)
   if (mode == MODE_EVAL || i + 1 >= net->layer_count)
     return FALSE;
   const TdmLayer *next = &net->layers[i + 1];
+  if (next->kind == TDM_LAYER_POOL && !r->inferring && pool_bf16(net, i + 1, r->stores_bf16))
+    return TRUE; /* maxpool_forward_bf16 */
   if (next->kind == TDM_LAYER_POOL)
     return tdm_layer_pool_tiles(next) && tdm_backend_has_maxpool_forward_bn(r->backend);
   if (next->kind != TDM_LAYER_CONV || !tdm_backend_has_im2col_bf16_bn(r->backend) ||
@@ -262,6 +264,25 @@ block_end_bn_add(TdmReplica *r, int i, TdmPassMode mode, const BnGather *from_bn
                 end->fused_relu);
 }
 
+/* Max pool layer i of the bf16 way (pool_bf16()) into y16: from the bn's input as it
+ * normalizes it where the bn left its output to the pool (from_bn), else from x, the
+ * output a frozen bn wrote into the free gradient buffer (float32). */
+static void
+pool_forward_bf16(TdmReplica *r, int i, uint16_t *y16, const float *x, const BnGather *from_bn,
+                  int n)
+{
+  const TdmLayer *l = &r->net->layers[i];
+  if (from_bn != NULL)
+    tdm_backend_maxpool_forward_bf16(r->backend, y16, r->argmax[i], from_bn->x, from_bn->x_type,
+                                     from_bn->saved, from_bn->saved + l->in_c, from_bn->gamma,
+                                     from_bn->beta, from_bn->relu, n, l->in_h, l->in_w, l->in_c,
+                                     l->kernel);
+  else
+    tdm_backend_maxpool_forward_bf16(r->backend, y16, r->argmax[i], x, act_type(r, i), NULL,
+                                     NULL, NULL, NULL, false, n, l->in_h, l->in_w, l->in_c,
+                                     l->kernel);
+}
+
 void
 tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
 {
@@ -320,6 +341,10 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
         tdm_backend_maxpool2d_forward(b, y, r->argmax[i], x, pool2d_of(l, n));
         break;
       }
+      if (y16 != NULL) {
+        pool_forward_bf16(r, i, y16, x, from_bn, n);
+        break;
+      }
       if (from_bn != NULL) {
         g_assert(from_bn->x_type == TDM_DTYPE_F32); /* conv_output_bf16() */
         tdm_backend_maxpool_forward_bn(b, y, r->argmax[i], from_bn->x, from_bn->saved,
@@ -367,9 +392,13 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
           l->in_c);
       break;
     }
-    case TDM_LAYER_GLOBAL_MAX:
-      tdm_backend_global_maxpool_forward(b, y, r->argmax[i], x, n, l->in_h * l->in_w, l->in_c);
+    case TDM_LAYER_GLOBAL_MAX: {
+      size_t in = (size_t)n * l->in_h * l->in_w * l->in_c;
+      tdm_backend_global_maxpool_forward(
+          b, y, r->argmax[i], tdm_replica_as_f32(r, x, act_type(r, i), in, r->grad_a), n,
+          l->in_h * l->in_w, l->in_c);
       break;
+    }
     case TDM_LAYER_DROPOUT:
       if (mode == MODE_EVAL || l->rate == 0.0f)
         tdm_backend_copy(b, y, x, out * sizeof(float));
@@ -561,7 +590,8 @@ tdm_replica_backward(TdmReplica *r, int n)
     /* conv_dx_as_bf16(), block_grad_bf16() */
     g_assert(dy_type == TDM_DTYPE_F32 || l->kind == TDM_LAYER_BN ||
              l->kind == TDM_LAYER_RES_END ||
-             (l->kind == TDM_LAYER_POOL && !tdm_layer_pool_tiles(l)));
+             (l->kind == TDM_LAYER_POOL &&
+              (!tdm_layer_pool_tiles(l) || pool_bf16(net, i, r->stores_bf16))));
 
     switch (l->kind) {
     case TDM_LAYER_LINEAR: {
@@ -607,7 +637,12 @@ tdm_replica_backward(TdmReplica *r, int n)
         announce(r, c);
         return;
       }
-      if (need_dx && !tdm_layer_pool_tiles(l)) {
+      if (need_dx && pool_bf16(net, i, r->stores_bf16)) {
+        /* As bf16 for the bn before it (pool_dx_bf16()). */
+        dx_type = TDM_DTYPE_BF16;
+        tdm_backend_maxpool_backward_bf16(b, dx, dx_type, dy, dy_type, r->argmax[i], n, l->in_h,
+                                          l->in_w, l->in_c, l->kernel);
+      } else if (need_dx && !tdm_layer_pool_tiles(l)) {
         /* As bf16 for the bn before it where it keeps gradients so (pool_dx_bf16()). */
         dx_type = pool_dx_bf16(net, i, r->stores_bf16) ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
         tdm_backend_maxpool2d_backward(b, dx, dx_type, dy, dy_type, r->argmax[i],

@@ -24,7 +24,7 @@ buffers_of(const TdmNetwork *net, int i, TdmBackendKind kind, TdmPrecision preci
   size_t out = layer_out_floats(l);
   TdmLayerBuffers buf = {0};
   if (owns_output(net, i) && !bn_output_to_block_end(net, i) &&
-      !bn_output_to_conv(net, i, stores16)) {
+      !bn_output_to_conv(net, i, stores16) && !bn_output_to_pool(net, i, stores16)) {
     buf.output = out;
     buf.output_type = output_bf16(net, i, stores16) ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
   }
@@ -87,10 +87,21 @@ input_grad_size(const TdmNetwork *net, int i, gboolean stores16, gboolean bn16)
   }
 }
 
+/* Whether layer i's input is stored as bf16 in training (act_type()'s rule, without a
+ * replica at hand). */
+static gboolean
+input_bf16(const TdmNetwork *net, int i, gboolean stores16)
+{
+  while (i >= 1 && (net->layers[i - 1].kind == TDM_LAYER_RES_BEGIN ||
+                    net->layers[i - 1].kind == TDM_LAYER_FLATTEN))
+    i--;
+  return i >= 1 && output_bf16(net, i - 1, stores16);
+}
+
 /* Bytes per sample of what layer i keeps in a gradient buffer besides its input's
  * gradient, float32 all: in the forward (which leaves both free), a bf16 input widened
  * for a float32 reader and a float32 product rounded into a bf16 output (a conv
- * without bf16 columns; the global pool), a bn's output computed for a frozen bn or
+ * without bf16 columns; the global pools), a bn's output computed for a frozen bn or
  * rounded into bf16 after, a projection's bn output and its conv's widened input, a
  * block's end's frozen bn; in backward, a frozen bn's output again for the conv after
  * it and a projection's bn gradient and widened input. */
@@ -107,11 +118,15 @@ layer_scratch_bytes(const TdmNetwork *net, int i, gboolean stores16)
       most = MAX(most, in);
     break;
   case TDM_LAYER_BN:
-    if (output_bf16(net, i, stores16) || bn_output_to_conv(net, i, stores16))
+    if (output_bf16(net, i, stores16) || bn_output_to_conv(net, i, stores16) ||
+        bn_output_to_pool(net, i, stores16))
       most = out;
     break;
   case TDM_LAYER_GLOBAL_AVG:
     most = stores16 ? in : 0;
+    break;
+  case TDM_LAYER_GLOBAL_MAX:
+    most = input_bf16(net, i, stores16) ? in : 0;
     break;
   case TDM_LAYER_RES_END:
     most = l->projection ? MAX(out, block_in_floats(net, l)) : out;

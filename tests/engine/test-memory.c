@@ -36,9 +36,12 @@ static const char *const specs[] = {
   "res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10",
 };
 
+static gboolean pool_tensor_bf16 (const TdmNetwork *net, int i);
+
 /* Elements per sample of the conv outputs a bf16 run stores as bf16: each conv without
  * a bias or ReLU of its own whose next layer is a bn and whose bn is not followed by a
- * pool (tdm-replica-private.h's rule, spelt out here from the layers). */
+ * pool other than a bf16 one (tdm-replica-private.h's rule, spelt out here from the
+ * layers). */
 static size_t
 bf16_conv_outputs(const TdmNetwork *net)
 {
@@ -47,7 +50,8 @@ bf16_conv_outputs(const TdmNetwork *net)
     const TdmLayer *l = &net->layers[i];
     if (l->kind == TDM_LAYER_CONV && l->bias_count == 0 && !l->fused_relu &&
         net->layers[i + 1].kind == TDM_LAYER_BN &&
-        !(i + 2 < net->layer_count && net->layers[i + 2].kind == TDM_LAYER_POOL))
+        !(i + 2 < net->layer_count && net->layers[i + 2].kind == TDM_LAYER_POOL &&
+          !pool_tensor_bf16(net, i + 2)))
       sum += (size_t)l->out_h * l->out_w * l->out_c;
   }
   return sum;
@@ -85,19 +89,17 @@ bf16_bn_outputs_to_conv(const TdmNetwork *net)
   return sum;
 }
 
-/* Whether layer i's output, a residual block's end or a bn just before a block's start,
- * is stored as bf16 in a bf16 run: the layer after the blocks that start there reads
- * bf16 (a bn not followed by a pool, a global average pool, or a conv with columns
- * whose outputs are no more than its reduction), and each of those blocks projects
- * its input or ends in bf16 itself (tdm-replica-private.h's rule, spelt out here). */
+static gboolean block_tensor_bf16 (const TdmNetwork *net, int i);
+
+/* Whether every reader of layer i's output reads it as bf16 in a bf16 run: the layer
+ * after the blocks that start there reads bf16 (a bn not followed by a pool other than
+ * a bf16 one, a global pool, or a conv with columns whose outputs are no more than its
+ * reduction), and each of those blocks projects its input or ends in bf16 itself
+ * (tdm-replica-private.h's rule, spelt out here). */
 static gboolean
-block_tensor_bf16(const TdmNetwork *net, int i)
+readers_bf16(const TdmNetwork *net, int i)
 {
-  const TdmLayer *l = &net->layers[i];
   int j = i + 1, count = net->layer_count;
-  if (j >= count || !(l->kind == TDM_LAYER_RES_END ||
-                      (l->kind == TDM_LAYER_BN && net->layers[j].kind == TDM_LAYER_RES_BEGIN)))
-    return FALSE;
   for (; j < count && net->layers[j].kind == TDM_LAYER_RES_BEGIN; j++) {
     int end = net->layers[j].partner;
     if (!net->layers[end].projection && !block_tensor_bf16(net, end))
@@ -107,12 +109,59 @@ block_tensor_bf16(const TdmNetwork *net, int i)
     return FALSE;
   const TdmLayer *reader = &net->layers[j];
   if (reader->kind == TDM_LAYER_BN)
-    return !(j + 1 < count && net->layers[j + 1].kind == TDM_LAYER_POOL);
-  if (reader->kind == TDM_LAYER_GLOBAL_AVG)
+    return !(j + 1 < count && net->layers[j + 1].kind == TDM_LAYER_POOL &&
+             !pool_tensor_bf16(net, j + 1));
+  if (reader->kind == TDM_LAYER_GLOBAL_AVG || reader->kind == TDM_LAYER_GLOBAL_MAX)
     return TRUE;
   return reader->kind == TDM_LAYER_CONV &&
          !(reader->kernel == 1 && reader->stride == 1 && reader->pad == 0) &&
          reader->out_c <= reader->in_c * reader->kernel * reader->kernel;
+}
+
+/* Whether layer i's output, a residual block's end or a bn just before a block's start,
+ * is stored as bf16 in a bf16 run: where its readers take bf16. */
+static gboolean
+block_tensor_bf16(const TdmNetwork *net, int i)
+{
+  const TdmLayer *l = &net->layers[i];
+  int j = i + 1, count = net->layer_count;
+  if (j >= count || !(l->kind == TDM_LAYER_RES_END ||
+                      (l->kind == TDM_LAYER_BN && net->layers[j].kind == TDM_LAYER_RES_BEGIN)))
+    return FALSE;
+  return readers_bf16(net, i);
+}
+
+/* Whether max pool layer i is a bf16 one in a bf16 run: its windows tile (stride =
+ * window, no padding), a bn comes before it (normalized as the pool reads it, the bn
+ * keeping no output), and its readers take bf16; its output is then stored as bf16. */
+static gboolean
+pool_tensor_bf16(const TdmNetwork *net, int i)
+{
+  const TdmLayer *l = &net->layers[i];
+  return l->kind == TDM_LAYER_POOL && l->stride == l->kernel && l->pad == 0 && i >= 1 &&
+         net->layers[i - 1].kind == TDM_LAYER_BN && readers_bf16(net, i);
+}
+
+/* Elements per sample of the bf16 pools' outputs (stored as bf16), and of their bns'
+ * outputs (no buffer). */
+static size_t
+bf16_pool_outputs(const TdmNetwork *net)
+{
+  size_t sum = 0;
+  for (int i = 0; i < net->layer_count; i++)
+    if (pool_tensor_bf16(net, i))
+      sum += (size_t)net->layers[i].out_h * net->layers[i].out_w * net->layers[i].out_c;
+  return sum;
+}
+
+static size_t
+bf16_bn_outputs_to_pool(const TdmNetwork *net)
+{
+  size_t sum = 0;
+  for (int i = 1; i < net->layer_count; i++)
+    if (pool_tensor_bf16(net, i))
+      sum += (size_t)net->layers[i].in_h * net->layers[i].in_w * net->layers[i].in_c;
+  return sum;
 }
 
 /* Elements per sample of those block tensors. */
@@ -197,9 +246,11 @@ test_replica_exact(void)
                                                  capacity, eval, 200, 90);
       size_t halves = (size_t)capacity *
                       (bf16_conv_outputs(net) + bf16_projection_outputs(net) +
-                       bf16_block_outputs(net)) *
+                       bf16_block_outputs(net) + bf16_pool_outputs(net)) *
                       sizeof(uint16_t);
-      size_t elided = (size_t)capacity * bf16_bn_outputs_to_conv(net) * sizeof(float);
+      size_t elided = (size_t)capacity *
+                      (bf16_bn_outputs_to_conv(net) + bf16_bn_outputs_to_pool(net)) *
+                      sizeof(float);
       size_t skips = (size_t)capacity *
                      (skip_bytes(net, TDM_BACKEND_CUDA, TDM_PRECISION_FP32) -
                       skip_bytes(net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16));
