@@ -391,6 +391,19 @@ tdm_k_bn_forward_eval(float *y, const void *x, bool x16, const float *running_me
                                  eps, rows, channels, relu, stream);
 }
 
+/* bn_forward_eval's kernel with a bf16 output (Y = uint16_t), rounded as it is stored. */
+extern "C" cudaError_t
+tdm_k_bn_forward_eval_bf16(uint16_t *y, const void *x, bool x16, const float *running_mean,
+                           const float *running_var, const float *gamma, const float *beta,
+                           float eps, int rows, int channels, bool relu, cudaStream_t stream)
+{
+  if (x16)
+    return bn_forward_launch<true>(y, (const uint16_t *)x, running_mean, running_var, gamma,
+                                   beta, eps, rows, channels, relu, stream);
+  return bn_forward_launch<true>(y, (const float *)x, running_mean, running_var, gamma, beta,
+                                 eps, rows, channels, relu, stream);
+}
+
 /* dx = k·dy + a·x + c per channel, the CPU reference's expansion of
  * γ·invstd·(dy − Σdβ/M − xhat·Σdγ/M), dy taken as 0 where a fused ReLU (RELU)
  * stopped the forward's value; V and I as in the forward. */

@@ -209,6 +209,11 @@ cudaError_t tdm_k_bn_forward_eval(float *y, const void *x, bool x16, const float
                                   const float *running_var, const float *gamma,
                                   const float *beta, float eps, int rows, int channels,
                                   bool relu, cudaStream_t stream);
+/* The same rounded into y as bf16: the bits of tdm_k_bn_forward_eval then tdm_k_to_bf16. */
+cudaError_t tdm_k_bn_forward_eval_bf16(uint16_t *y, const void *x, bool x16,
+                                       const float *running_mean, const float *running_var,
+                                       const float *gamma, const float *beta, float eps,
+                                       int rows, int channels, bool relu, cudaStream_t stream);
 /* The backward's two steps; with relu, dy counts as 0 where the forward's fused ReLU
  * stopped the value (recomputed from x, gamma and beta as the forward computed it). */
 cudaError_t tdm_k_bn_backward_sums(float *dgamma, float *dbeta, const void *dy, bool dy16,

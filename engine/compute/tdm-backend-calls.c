@@ -618,7 +618,8 @@ tdm_backend_has_bf16_blocks(TdmBackend *b)
   return tdm_backend_kind_has_bn_bf16_input(b->kind) && b->ops->from_bf16 != NULL &&
          b->ops->relu_backward_bf16 != NULL && b->ops->add_out_bf16 != NULL &&
          b->ops->add_strided_bf16 != NULL && b->ops->bn_forward_bf16 != NULL &&
-         b->ops->maxpool_forward_bf16 != NULL && b->ops->maxpool_backward_bf16 != NULL;
+         b->ops->maxpool_forward_bf16 != NULL && b->ops->maxpool_backward_bf16 != NULL &&
+         b->ops->bn_forward_eval_bf16 != NULL;
 }
 
 gboolean

@@ -196,8 +196,9 @@ struct _TdmBackendOps {
   /* Optional. */
   void (*add_out) (TdmBackend *b, float *y, const float *a, const float *x, size_t n,
                    bool relu);
-  /* Optional, all seven or none (tdm_backend_has_bf16_blocks()): a residual block's
-   * input and output, a max pool's, and their gradients, stored as bf16. */
+  /* Optional, all eight or none (tdm_backend_has_bf16_blocks()): a residual block's
+   * input and output, a max pool's, an evaluating bn's, and their gradients, stored as
+   * bf16. */
   void (*from_bf16) (TdmBackend *b, float *out, const uint16_t *in, size_t n);
   void (*relu_backward_bf16) (TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
                               TdmDtype dy_type, const uint16_t *y, size_t n);
@@ -216,6 +217,10 @@ struct _TdmBackendOps {
   void (*maxpool_backward_bf16) (TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
                                  TdmDtype dy_type, const int32_t *argmax, int n, int h, int w,
                                  int c, int k);
+  void (*bn_forward_eval_bf16) (TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
+                                const float *running_mean, const float *running_var,
+                                const float *gamma, const float *beta, float eps, int rows,
+                                int channels, bool relu);
   /* Optional. */
   void (*exact_add) (TdmBackend *b, int64_t *acc, const float *x, size_t n, int64_t *bad);
 

@@ -691,6 +691,14 @@ void tdm_backend_bn_forward_bf16 (TdmBackend *b, uint16_t *y, const void *x, Tdm
                                   const float *mean, const float *invstd, const float *gamma,
                                   const float *beta, const void *a, TdmDtype a_type, int rows,
                                   int channels, bool relu);
+/* bn_forward_eval's output rounded into y as bf16, the bits of bn_forward_eval then
+ * to_bf16, in one pass (a bf16 run's evaluation, its outputs stored as bf16 where the
+ * next layer reads them so). */
+void tdm_backend_bn_forward_eval_bf16 (TdmBackend *b, uint16_t *y, const void *x,
+                                       TdmDtype x_type, const float *running_mean,
+                                       const float *running_var, const float *gamma,
+                                       const float *beta, float eps, int rows, int channels,
+                                       bool relu);
 
 /* Where tdm_backend_has_graphs() (a GPU): record the operations issued between begin
  * and end into a graph that launch replays; key tells graphs of different shapes

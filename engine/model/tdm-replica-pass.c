@@ -51,8 +51,8 @@ bn_count(TdmReplica *r, int n, int pixels)
 
 /* y = BN(x) (then ReLU) over rows × C, in the given mode, x of type x_type; work is
  * the layer's bn_work. With y16, y is stored there as bf16 instead (block_output_bf16():
- * the stem's output; in evaluation mode, a frozen bn's, through the free gradient
- * buffer). The statistics: one pass into this replica's slot, one all-reduce of
+ * the stem's output; in evaluation mode, a frozen bn's, or the inference pass's where
+ * the next layer reads bf16, infer_output_bf16()). The statistics: one pass into this replica's slot, one all-reduce of
  * every replica's slots when synchronized, merged in slot order (tdm-bn-moments.h).
  * statistics_only: y is left unwritten (bn_output_left_to_next()). */
 static void
@@ -62,12 +62,14 @@ bn_forward(TdmReplica *r, TdmPassMode mode, float *y, uint16_t *y16, const void 
 {
   TdmBackend *b = r->backend;
   int rows = n * pixels;
+  if (mode == MODE_EVAL && y16 != NULL) {
+    tdm_backend_bn_forward_eval_bf16(b, y16, x, x_type, running, running + c, gamma, beta,
+                                     TDM_BN_EPS, rows, c, relu);
+    return;
+  }
   if (mode == MODE_EVAL) {
-    float *out = y16 != NULL ? r->grad_a : y;
-    tdm_backend_bn_forward_eval(b, out, x, x_type, running, running + c, gamma, beta,
-                                TDM_BN_EPS, rows, c, relu);
-    if (y16 != NULL)
-      tdm_backend_to_bf16(b, y16, out, (size_t)rows * c);
+    tdm_backend_bn_forward_eval(b, y, x, x_type, running, running + c, gamma, beta, TDM_BN_EPS,
+                                rows, c, relu);
     return;
   }
   float *saved = work + 2 * c;

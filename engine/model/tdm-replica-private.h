@@ -369,16 +369,79 @@ output_bf16(const TdmNetwork *net, int i, gboolean stores16)
   return conv_output_bf16(net, i, stores16) || block_output_bf16(net, i, stores16);
 }
 
+static inline gboolean infer_output_bf16(const TdmNetwork *net, int i, gboolean stores16);
+
+/* Whether every reader of layer i's output reads it as bf16 in the inference pass: each
+ * block that starts there ends in bf16 (not a projection: its 1×1 conv, of more outputs
+ * than its reduction, would widen it), and the layer after them is a conv with bf16 columns (conv_bf16_columns(): the
+ * engine and the columns gather bf16 as it is) or a bn (bn_forward_eval and
+ * bn_forward_eval_bf16 read either type). Not a reader that would widen it first: the
+ * gradient buffers, its room in training, are sized for the training batch, and an
+ * evaluation chunk may be larger; so the inference pass never writes there. */
+static inline gboolean
+infer_readers_bf16(const TdmNetwork *net, int i)
+{
+  int j = i + 1;
+  for (; j < net->layer_count && net->layers[j].kind == TDM_LAYER_RES_BEGIN; j++) {
+    int end = net->layers[j].partner;
+    if (net->layers[end].projection || !infer_output_bf16(net, end, TRUE))
+      return FALSE;
+  }
+  if (j >= net->layer_count)
+    return FALSE;
+  const TdmLayer *reader = &net->layers[j];
+  return reader->kind == TDM_LAYER_BN || conv_bf16_columns(net, reader);
+}
+
+/* Whether layer i's output is stored as bf16 in the inference pass (evaluation and
+ * prediction) of a replica that stores activations so (stores16): in the rotating
+ * buffers, half their room. A conv's (no bias or ReLU of its own, bf16 columns: its
+ * product writes bf16 itself, with no float32 scratch) that a bn reads; a bn's that
+ * such a conv reads, or a max pool that tiles and whose output is bf16 too
+ * (maxpool_forward_bf16 rounds each value before the max, as in training); such a
+ * pool's where its readers take bf16 (infer_readers_bf16()); a block end's where its
+ * readers take bf16 and its body's last output, which add_out_bf16 adds in float32, is
+ * not bf16 itself. Each is written rounded once (the conv's product, bn_forward_eval_bf16,
+ * add_out_bf16) and read widened: the bits of the float32 pass rounded where it is
+ * stored. */
+static inline gboolean
+infer_output_bf16(const TdmNetwork *net, int i, gboolean stores16)
+{
+  const TdmLayer *l = &net->layers[i];
+  int j = i + 1;
+  if (!stores16 || j >= net->layer_count || !owns_output(net, i))
+    return FALSE;
+  const TdmLayer *next = &net->layers[j];
+  switch (l->kind) {
+  case TDM_LAYER_CONV:
+    return l->bias_count == 0 && !l->fused_relu && conv_bf16_columns(net, l) &&
+           next->kind == TDM_LAYER_BN;
+  case TDM_LAYER_BN:
+    return conv_bf16_columns(net, next) ||
+           (next->kind == TDM_LAYER_POOL && infer_output_bf16(net, j, stores16));
+  case TDM_LAYER_POOL:
+    return tdm_layer_pool_tiles(l) && i >= 1 && net->layers[i - 1].kind == TDM_LAYER_BN &&
+           infer_readers_bf16(net, i);
+  case TDM_LAYER_RES_END:
+    return l->partner < i - 1 && !infer_output_bf16(net, i - 1, stores16) &&
+           infer_readers_bf16(net, i);
+  default:
+    return FALSE;
+  }
+}
+
 /* The element type of acts[i] as the pass in progress holds it (a block's start and
- * a flatten rename the tensor before them). */
+ * a flatten rename the tensor before them): training's storage (output_bf16()), or the
+ * inference pass's (infer_output_bf16()). */
 static inline TdmDtype
 act_type(const TdmReplica *r, int i)
 {
-  if (r->inferring)
-    return TDM_DTYPE_F32;
   while (i >= 1 && (r->net->layers[i - 1].kind == TDM_LAYER_RES_BEGIN ||
                     r->net->layers[i - 1].kind == TDM_LAYER_FLATTEN))
     i--;
+  if (r->inferring)
+    return i >= 1 && infer_output_bf16(r->net, i - 1, r->stores_bf16) ? TDM_DTYPE_BF16
+                                                                      : TDM_DTYPE_F32;
   return i >= 1 && output_bf16(r->net, i - 1, r->stores_bf16) ? TDM_DTYPE_BF16
                                                                : TDM_DTYPE_F32;
 }

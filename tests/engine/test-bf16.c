@@ -14,6 +14,7 @@
 #include "tdm-error.h"
 #include "tdm-network.h"
 #include "tdm-replica.h"
+#include "tdm-replica-private.h"
 #include "relative-difference.h"
 #include "synthetic-idx.h"
 
@@ -486,6 +487,80 @@ test_decided_once(void)
   tdm_backend_free(b16);
 }
 
+/* The inference pass of a bf16 run stores what its readers take as bf16 too
+ * (infer_output_bf16()): on the preset's layers, every conv's output, the bns' that a
+ * conv or a bf16 pool reads, the first two pools' and the first block's end; not the
+ * last stage's pool, block end and the bns that end a block (add_out_bf16 adds them in
+ * float32): 16 of 26 layers. Its logits against the same replica made with float32
+ * storage (TANDEM_BF16_ACTIVATIONS=0), from the same parameters and running statistics:
+ * they differ, by what rounding each stored value once explains. A max pool's output
+ * moves by no more than its inputs do (the max of values each within a relative 2⁻⁹
+ * is within it), a conv's and a bn's carry an input's relative error linearly, so each
+ * of the 16 stored tensors adds at most a few 2⁻⁹ to the logits' relative difference:
+ * 1/16 is above that and far below an order-one mistake. */
+static void
+test_inference(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new(plain_net, 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  int stored = 0;
+  g_autoptr(GString) which = g_string_new(NULL);
+  for (int i = 0; i < net->layer_count; i++)
+    if (infer_output_bf16(net, i, TRUE)) {
+      stored++;
+      g_string_append_printf(which, " %d", i);
+    }
+  g_test_message("inference, %s: outputs stored bf16:%s", plain_net, which->str);
+  g_assert_cmpint(stored, ==, 16);
+  g_assert_true(infer_output_bf16(net, 1, TRUE));   /* the stem bn, for a conv */
+  g_assert_false(infer_output_bf16(net, 9, TRUE));  /* a bn that ends a block */
+  g_assert_true(infer_output_bf16(net, 4, TRUE));   /* the first pool */
+  g_assert_true(infer_output_bf16(net, 10, TRUE));  /* the first block's end */
+  g_assert_false(infer_output_bf16(net, 22, TRUE)); /* the last, read by the global pool */
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 64, 48);
+  size_t n = net->parameter_count;
+  g_autofree float *initial = g_new(float, n);
+  tdm_network_init_parameters(net, 7, initial);
+  TdmBackend *b16 = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
+  TdmBackend *b32 = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
+  g_assert_no_error(error);
+  TdmReplica *r16 = tdm_replica_new_sized(b16, net, 16, 48, data->train, data->test, &error);
+  g_assert_no_error(error);
+  g_assert_true(g_setenv("TANDEM_BF16_ACTIVATIONS", "0", TRUE));
+  TdmReplica *r32 = tdm_replica_new_sized(b32, net, 16, 48, data->train, data->test, &error);
+  g_unsetenv("TANDEM_BF16_ACTIVATIONS");
+  g_assert_no_error(error);
+  g_assert_true(r16->stores_bf16);
+  g_assert_false(r32->stores_bf16);
+  /* One step each (the same bits up to the storage) moves the running statistics off
+   * their start, so that the evaluation's bns normalize. */
+  g_autofree float *g16 = replica_step(r16, initial, n, 16);
+  g_autofree float *g32 = replica_step(r32, initial, n, 16);
+  g_autofree float *state = g_new(float, net->state_count);
+  tdm_backend_download(b32, state, r32->state, net->state_count * sizeof(float));
+  tdm_backend_upload(b16, r16->state, state, net->state_count * sizeof(float));
+  tdm_backend_upload(b16, r16->params, initial, n * sizeof(float));
+  tdm_backend_upload(b32, r32->params, initial, n * sizeof(float));
+  /* An evaluation chunk three times the training batch: the inference pass keeps to its
+   * own buffers. */
+  size_t logits = (size_t)48 * net->classes;
+  g_autofree float *y16 = g_new(float, logits), *y32 = g_new(float, logits);
+  tdm_replica_predict(r16, 0, 48, y16);
+  tdm_replica_predict(r32, 0, 48, y32);
+  g_assert_true(tdm_backend_check(b16, NULL));
+  g_assert_true(tdm_backend_check(b32, NULL));
+  double rel = relative_difference(y16, y32, logits);
+  g_test_message("inference, %s: logits with bf16 storage against float32 storage: %.3g "
+                 "relative", plain_net, rel);
+  g_assert_cmpfloat(rel, >, 0);
+  g_assert_cmpfloat(rel, <=, 1.0 / 16);
+  tdm_replica_free(r32);
+  tdm_replica_free(r16);
+  tdm_backend_free(b32);
+  tdm_backend_free(b16);
+}
+
 /* Exact mode: a chunk's pass is the same operations wherever it runs, bf16 ones
  * included, so 1 and 3 workers end with the same bits (BN, a residual block; then
  * blocks whose gradients are kept as bf16, one with a projection; then the preset's
@@ -525,6 +600,7 @@ main(int argc, char **argv)
   g_test_add_func("/bf16/stored-replicas", test_stored_replicas);
   g_test_add_func("/bf16/stored-frozen", test_stored_frozen);
   g_test_add_func("/bf16/decided-once", test_decided_once);
+  g_test_add_func("/bf16/inference", test_inference);
   dataset = test_synthetic_idx_new(0, 1000, 200);
   int status = g_test_run();
   test_remove_synthetic_idx(dataset);
