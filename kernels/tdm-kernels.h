@@ -209,6 +209,12 @@ cudaError_t tdm_k_bn_forward_eval(float *y, const void *x, bool x16, const float
                                   const float *running_var, const float *gamma,
                                   const float *beta, float eps, int rows, int channels,
                                   bool relu, cudaStream_t stream);
+/* tdm_k_bn_forward with its ReLU, then + a (float32 or, a16, bf16), rounded into y as
+ * bf16: the bits of tdm_k_bn_forward, tdm_k_add_out (no ReLU) then tdm_k_to_bf16. */
+cudaError_t tdm_k_bn_relu_add_bf16(uint16_t *y, const void *x, bool x16, const float *mean,
+                                   const float *invstd, const float *gamma, const float *beta,
+                                   const void *a, bool a16, int rows, int channels,
+                                   cudaStream_t stream);
 /* The same rounded into y as bf16: the bits of tdm_k_bn_forward_eval then tdm_k_to_bf16. */
 cudaError_t tdm_k_bn_forward_eval_bf16(uint16_t *y, const void *x, bool x16,
                                        const float *running_mean, const float *running_var,

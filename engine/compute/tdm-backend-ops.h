@@ -196,7 +196,7 @@ struct _TdmBackendOps {
   /* Optional. */
   void (*add_out) (TdmBackend *b, float *y, const float *a, const float *x, size_t n,
                    bool relu);
-  /* Optional, all eight or none (tdm_backend_has_bf16_blocks()): a residual block's
+  /* Optional, all nine or none (tdm_backend_has_bf16_blocks()): a residual block's
    * input and output, a max pool's, an evaluating bn's, and their gradients, stored as
    * bf16. */
   void (*from_bf16) (TdmBackend *b, float *out, const uint16_t *in, size_t n);
@@ -221,6 +221,10 @@ struct _TdmBackendOps {
                                 const float *running_mean, const float *running_var,
                                 const float *gamma, const float *beta, float eps, int rows,
                                 int channels, bool relu);
+  void (*bn_relu_add_bf16) (TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
+                            const float *mean, const float *invstd, const float *gamma,
+                            const float *beta, const void *a, TdmDtype a_type, int rows,
+                            int channels);
   /* Optional. */
   void (*exact_add) (TdmBackend *b, int64_t *acc, const float *x, size_t n, int64_t *bad);
 

@@ -694,6 +694,14 @@ void tdm_backend_bn_forward_bf16 (TdmBackend *b, uint16_t *y, const void *x, Tdm
 /* bn_forward_eval's output rounded into y as bf16, the bits of bn_forward_eval then
  * to_bf16, in one pass (a bf16 run's evaluation, its outputs stored as bf16 where the
  * next layer reads them so). */
+/* bn_forward's training output with its own ReLU, then + a (float32 or bf16), rounded
+ * into y as bf16: the bits of bn_forward (relu) then add_out (no ReLU) then to_bf16, in
+ * one pass. A residual block whose body ends with bn, relu (the resnet preset's) and
+ * whose end adds it into a bf16 output: the bn's output is never stored. */
+void tdm_backend_bn_relu_add_bf16 (TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
+                                   const float *mean, const float *invstd, const float *gamma,
+                                   const float *beta, const void *a, TdmDtype a_type, int rows,
+                                   int channels);
 void tdm_backend_bn_forward_eval_bf16 (TdmBackend *b, uint16_t *y, const void *x,
                                        TdmDtype x_type, const float *running_mean,
                                        const float *running_var, const float *gamma,

@@ -285,6 +285,30 @@ pool_forward_bf16(TdmReplica *r, int i, uint16_t *y16, const float *x, const BnG
                                      l->kernel);
 }
 
+/* Whether bn layer i, with its ReLU, leaves its output to the block's end after it in
+ * the pass in progress (bn_relu_output_to_block_end(): training's buffers, batch
+ * statistics; a frozen bn writes it into the free gradient buffer). */
+static gboolean
+bn_relu_folded_into_end(const TdmReplica *r, int i, TdmPassMode mode)
+{
+  return mode != MODE_EVAL && !r->inferring && !layer_frozen(r, i) &&
+         bn_relu_output_to_block_end(r->net, i, r->stores_bf16);
+}
+
+/* The end of a block, layer i, whose last bn (with its ReLU, layer i − 1) left its output
+ * to it: y16 = relu(bn(x)) + skip rounded once, from the bn's input and the statistics
+ * its forward saved (from_bn). */
+static void
+block_end_bn_relu_add(TdmReplica *r, int i, const BnGather *from_bn, uint16_t *y16,
+                      const void *skip, TdmDtype skip_type, int n)
+{
+  const TdmLayer *end = &r->net->layers[i], *bn = end - 1;
+  g_assert(y16 != NULL && from_bn->relu); /* bn_relu_output_to_block_end() */
+  tdm_backend_bn_relu_add_bf16(r->backend, y16, from_bn->x, from_bn->x_type, from_bn->saved,
+                               from_bn->saved + bn->out_c, from_bn->gamma, from_bn->beta, skip,
+                               skip_type, n * end->out_h * end->out_w, bn->out_c);
+}
+
 void
 tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
 {
@@ -370,8 +394,8 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       TdmPassMode bn_mode = layer_frozen(r, i) ? MODE_EVAL : mode;
       if (bn_mode == MODE_EVAL && bn_folded_into_end(r, i))
         break; /* the block's end normalizes with the running statistics */
-      gboolean gathered =
-          bn_folded_into_end(r, i) || bn_output_left_to_next(r, i, n, bn_mode);
+      gboolean gathered = bn_folded_into_end(r, i) || bn_relu_folded_into_end(r, i, bn_mode) ||
+                          bn_output_left_to_next(r, i, n, bn_mode);
       bn_forward(r, bn_mode, y, y16, x, act_type(r, i), n, pixels, l->out_c, w, bias,
                  r->bn_work[i], r->state + l->state_offset, l->fused_relu, gathered);
       if (gathered) {
@@ -430,6 +454,8 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       }
       if (bn_folded_into_end(r, i - 1))
         block_end_bn_add(r, i, mode, from_bn, y, y16, skip, skip_type, n);
+      else if (from_bn != NULL && bn_relu_folded_into_end(r, i - 1, mode))
+        block_end_bn_relu_add(r, i, from_bn, y16, skip, skip_type, n);
       else
         block_end_add(r, y, y16, x, skip, skip_type, out, l->fused_relu);
       break;

@@ -185,6 +185,24 @@ bn_dx_to_conv(const TdmNetwork *net, int i, gboolean bn16)
   return conv_bf16_columns(net, conv) && conv->bias_count == 0 && !conv->fused_relu;
 }
 
+/* Whether bn layer i, with a ReLU of its own, has no buffer in training because the
+ * block's end after it (no ReLU of its own), its one reader, computes it as it adds it
+ * into the block's bf16 output (bn_relu_add_bf16, from the bn's input and the
+ * statistics its forward saved; block_output_bf16()): the resnet preset's bodies, which
+ * end with bn, relu inside the block (stores16). Its backward reads its input, the
+ * block's end no output, so nothing is lost. A frozen bn writes its output into the
+ * free gradient buffer, and the end adds it from there. */
+static inline gboolean
+bn_relu_output_to_block_end(const TdmNetwork *net, int i, gboolean stores16)
+{
+  const TdmLayer *l = &net->layers[i];
+  if (l->kind != TDM_LAYER_BN || !l->fused_relu || i + 1 >= net->layer_count)
+    return FALSE;
+  const TdmLayer *end = &net->layers[i + 1];
+  return end->kind == TDM_LAYER_RES_END && !end->fused_relu && end->partner < i &&
+         block_output_bf16(net, i + 1, stores16);
+}
+
 /* Whether max pool layer i writes its input gradient as bf16 (stores16): a bf16 pool
  * (pool_bf16()), or one that does not tile after a bn: its reader, the bn before it,
  * reads either type (torchvision's stem). */

@@ -24,7 +24,8 @@ buffers_of(const TdmNetwork *net, int i, TdmBackendKind kind, TdmPrecision preci
   size_t out = layer_out_floats(l);
   TdmLayerBuffers buf = {0};
   if (owns_output(net, i) && !bn_output_to_block_end(net, i) &&
-      !bn_output_to_conv(net, i, stores16) && !bn_output_to_pool(net, i, stores16)) {
+      !bn_output_to_conv(net, i, stores16) && !bn_output_to_pool(net, i, stores16) &&
+      !bn_relu_output_to_block_end(net, i, stores16)) {
     buf.output = out;
     buf.output_type = output_bf16(net, i, stores16) ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
   }
@@ -119,7 +120,7 @@ layer_scratch_bytes(const TdmNetwork *net, int i, gboolean stores16)
     break;
   case TDM_LAYER_BN:
     if (output_bf16(net, i, stores16) || bn_output_to_conv(net, i, stores16) ||
-        bn_output_to_pool(net, i, stores16))
+        bn_output_to_pool(net, i, stores16) || bn_relu_output_to_block_end(net, i, stores16))
       most = out;
     break;
   case TDM_LAYER_GLOBAL_AVG:

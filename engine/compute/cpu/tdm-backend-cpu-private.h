@@ -160,6 +160,10 @@ void tdm_cpu_bn_forward_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtype
 void tdm_cpu_bn_forward(TdmBackend *b, float *y, const void *x, TdmDtype x_type,
                         const float *mean, const float *invstd, const float *gamma,
                         const float *beta, int rows, int channels, bool relu);
+void tdm_cpu_bn_relu_add_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
+                              const float *mean, const float *invstd, const float *gamma,
+                              const float *beta, const void *a, TdmDtype a_type, int rows,
+                              int channels);
 void tdm_cpu_bn_forward_eval_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
                                   const float *running_mean, const float *running_var,
                                   const float *gamma, const float *beta, float eps, int rows,

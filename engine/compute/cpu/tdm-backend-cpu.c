@@ -271,6 +271,7 @@ static const TdmBackendOps tdm_backend_cpu_ops = {
   .maxpool_backward_bf16 = tdm_cpu_maxpool_backward_bf16,
   .bn_forward_bf16 = tdm_cpu_bn_forward_bf16,
   .bn_forward_eval_bf16 = tdm_cpu_bn_forward_eval_bf16,
+  .bn_relu_add_bf16 = tdm_cpu_bn_relu_add_bf16,
   .im2col_bf16 = tdm_cpu_im2col_bf16,
   .im2col_bf16_bn = tdm_cpu_im2col_bf16_bn,
   .gemm_bf16 = tdm_cpu_gemm_bf16,

@@ -209,6 +209,10 @@ void tdm_cuda_bn_forward_add(TdmBackend *b, float *y, const void *x, TdmDtype x_
                              const float *mean, const float *invstd, const float *gamma,
                              const float *beta, const float *a, int rows, int channels,
                              bool relu);
+void tdm_cuda_bn_relu_add_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
+                               const float *mean, const float *invstd, const float *gamma,
+                               const float *beta, const void *a, TdmDtype a_type, int rows,
+                               int channels);
 void tdm_cuda_bn_forward_eval_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
                                    const float *running_mean, const float *running_var,
                                    const float *gamma, const float *beta, float eps, int rows,

@@ -474,6 +474,7 @@ static const TdmBackendOps tdm_backend_cuda_ops = {
     .maxpool_backward_bf16 = tdm_cuda_maxpool_backward_bf16,
     .bn_forward_bf16 = tdm_cuda_bn_forward_bf16,
     .bn_forward_eval_bf16 = tdm_cuda_bn_forward_eval_bf16,
+    .bn_relu_add_bf16 = tdm_cuda_bn_relu_add_bf16,
     .im2col_bf16 = tdm_cuda_im2col_bf16,
     .im2col_bf16_bn = tdm_cuda_im2col_bf16_bn,
     .gemm_bf16 = tdm_cuda_gemm_bf16,
