@@ -266,23 +266,32 @@ block_end_bn_add(TdmReplica *r, int i, TdmPassMode mode, const BnGather *from_bn
                 end->fused_relu);
 }
 
+/* Whether bn layer i is a frozen one whose output a bf16 pool reads in training
+ * (bn_output_to_pool()): it writes it into the free gradient buffer as bf16 (with
+ * bn_forward_eval_bf16), half the room. */
+static gboolean
+frozen_bn_to_pool(const TdmReplica *r, int i)
+{
+  return !r->inferring && layer_frozen(r, i) && bn_output_to_pool(r->net, i, r->stores_bf16);
+}
+
 /* Max pool layer i of the bf16 way (pool_bf16()) into y16: from the bn's input as it
  * normalizes it where the bn left its output to the pool (from_bn), else from x, the
- * output a frozen bn wrote into the free gradient buffer (float32). */
+ * output a frozen bn wrote as bf16 into the free gradient buffer (frozen_bn_to_pool()). */
 static void
 pool_forward_bf16(TdmReplica *r, int i, uint16_t *y16, const float *x, const BnGather *from_bn,
                   int n)
 {
   const TdmLayer *l = &r->net->layers[i];
+  TdmDtype x_type = frozen_bn_to_pool(r, i - 1) ? TDM_DTYPE_BF16 : act_type(r, i);
   if (from_bn != NULL)
     tdm_backend_maxpool_forward_bf16(r->backend, y16, r->argmax[i], from_bn->x, from_bn->x_type,
                                      from_bn->saved, from_bn->saved + l->in_c, from_bn->gamma,
                                      from_bn->beta, from_bn->relu, n, l->in_h, l->in_w, l->in_c,
                                      l->kernel);
   else
-    tdm_backend_maxpool_forward_bf16(r->backend, y16, r->argmax[i], x, act_type(r, i), NULL,
-                                     NULL, NULL, NULL, false, n, l->in_h, l->in_w, l->in_c,
-                                     l->kernel);
+    tdm_backend_maxpool_forward_bf16(r->backend, y16, r->argmax[i], x, x_type, NULL, NULL, NULL,
+                                     NULL, false, n, l->in_h, l->in_w, l->in_c, l->kernel);
 }
 
 /* Whether bn layer i, with its ReLU, leaves its output to the block's end after it in
@@ -337,8 +346,11 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
     const float *bias = r->params + l->bias_offset;
     size_t out = (size_t)n * layer_out_floats(l);
     int pixels = l->out_h * l->out_w;
-    /* y as bf16, where this layer's output is stored so (output_bf16()). */
-    uint16_t *y16 = act_type(r, i + 1) == TDM_DTYPE_BF16 ? (uint16_t *)y : NULL;
+    /* y as bf16, where this layer's output is stored so (output_bf16()), or where a
+     * frozen bn writes it into the gradient buffer for its bf16 pool. */
+    uint16_t *y16 = act_type(r, i + 1) == TDM_DTYPE_BF16 || frozen_bn_to_pool(r, i)
+                        ? (uint16_t *)y
+                        : NULL;
     const BnGather *from_bn = pending;
     pending = NULL;
     switch (l->kind) {

@@ -120,8 +120,10 @@ layer_scratch_bytes(const TdmNetwork *net, int i, gboolean stores16)
     break;
   case TDM_LAYER_BN:
     if (output_bf16(net, i, stores16) || bn_output_to_conv(net, i, stores16) ||
-        bn_output_to_pool(net, i, stores16) || bn_relu_output_to_block_end(net, i, stores16))
+        bn_relu_output_to_block_end(net, i, stores16))
       most = out;
+    else if (bn_output_to_pool(net, i, stores16))
+      return out * sizeof(uint16_t); /* a frozen one's, as bf16 for its bf16 pool */
     break;
   case TDM_LAYER_GLOBAL_AVG:
     most = stores16 ? in : 0;

@@ -370,6 +370,85 @@ test_bf16_activations(void)
  * block_grad_bf16()): the skip-gradient buffer shrinks, counted here from the layers,
  * and the estimate with it; a CPU replica allocates what is planned (test_replica_exact
  * and test_bf16_activations). */
+/* The resnet preset in a bf16 run, on Fashion-MNIST's 28×28×1, both kinds of backend:
+ * every conv's, pool's and block end's output stored bf16, no bn keeps an output (the
+ * conv or the bf16 pool after it normalizes as it reads, the block's end adds its last
+ * bn as it computes it), the blocks' skip gradients bf16, and the gradient buffers as
+ * wide as the first pool's bf16 input gradient (28×28×64 × 2 bytes, which is also the
+ * stem's float32 28×28×32 scratch). The activations, counted here from the layers:
+ * the input, those bf16 outputs, the pools' argmax, the global pool's output and argmax,
+ * the logits twice (fc, scale). Before this storage (float32 for the pools, their bns
+ * and convs, and the bodies' last bns) the plan said 552,935,424 bytes at batch 512;
+ * with every activation float32 (TANDEM_BF16_ACTIVATIONS=0) 703,668,224. And a CPU
+ * replica allocates what is planned. */
+static void
+test_bf16_resnet_preset(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new("resnet", 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  size_t halves = 0, argmax = 0, convs = 0, pools = 0, ends = 0;
+  for (int kind = TDM_BACKEND_CPU; kind <= TDM_BACKEND_CUDA; kind++) {
+    halves = argmax = convs = pools = ends = 0;
+    for (int i = 0; i < net->layer_count; i++) {
+      const TdmLayer *l = &net->layers[i];
+      TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind, TDM_PRECISION_BF16);
+      size_t out = (size_t)l->out_h * l->out_w * l->out_c;
+      switch (l->kind) {
+      case TDM_LAYER_CONV:
+      case TDM_LAYER_POOL:
+      case TDM_LAYER_RES_END:
+        g_assert_cmpuint(buf.output, ==, out);
+        g_assert_cmpint(buf.output_type, ==, TDM_DTYPE_BF16);
+        halves += out;
+        convs += l->kind == TDM_LAYER_CONV;
+        pools += l->kind == TDM_LAYER_POOL;
+        if (l->kind == TDM_LAYER_RES_END) {
+          ends++;
+          g_assert_cmpint(buf.skip_type, ==, TDM_DTYPE_BF16);
+          g_assert_cmpuint(buf.skip, ==, out);
+        }
+        break;
+      case TDM_LAYER_BN:
+        g_assert_cmpuint(buf.output, ==, 0);
+        break;
+      default:
+        break;
+      }
+      argmax += buf.argmax;
+    }
+    g_assert_cmpuint(convs, ==, 8);
+    g_assert_cmpuint(pools, ==, 3);
+    g_assert_cmpuint(ends, ==, 2);
+    g_assert_cmpuint(tdm_replica_gradient_bytes(net, kind, TDM_PRECISION_BF16), ==,
+                     28 * 28 * 64 * sizeof(uint16_t));
+    size_t sample = 784 * sizeof(float) + halves * sizeof(uint16_t) + argmax * sizeof(int32_t) +
+                    (256 + 10 + 10) * sizeof(float);
+    g_assert_cmpuint(sample, ==, 446864);
+    TdmReplicaPlan p = tdm_replica_plan(net, kind, TDM_PRECISION_BF16, 512, 512);
+    g_assert_cmpuint(p.activations, ==, 512 * sample);
+    g_assert_true(g_setenv("TANDEM_BF16_ACTIVATIONS", "0", TRUE));
+    TdmReplicaPlan wide = tdm_replica_plan(net, kind, TDM_PRECISION_BF16, 512, 512);
+    g_unsetenv("TANDEM_BF16_ACTIVATIONS");
+    g_assert_cmpuint(wide.activations, ==, 703668224);
+    g_test_message("resnet preset, bf16, %s: activations %zu bytes at batch 512 (every one "
+                   "float32: %zu), gradient buffers 2 × %zu bytes a sample",
+                   kind == TDM_BACKEND_CPU ? "cpu" : "cuda", p.activations, wide.activations,
+                   tdm_replica_gradient_bytes(net, kind, TDM_PRECISION_BF16));
+  }
+  /* A CPU replica allocates what the plan and the estimate say. */
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 40, 20);
+  TdmBackend *b = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
+  g_assert_no_error(error);
+  TdmReplica *r = tdm_replica_new_sized(b, net, 16, 20, data->train, data->test, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(b->bytes_in_use, ==,
+                   tdm_memory_replica(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 16, 20, 40, 20)
+                       .total);
+  tdm_replica_free(r);
+  tdm_backend_free(b);
+}
+
 static void
 test_bf16_block_gradients(void)
 {
@@ -908,6 +987,7 @@ main(int argc, char **argv)
   g_test_add_func("/memory/inference-buffers", test_inference_buffers);
   g_test_add_func("/memory/bf16-activations", test_bf16_activations);
   g_test_add_func("/memory/bf16-block-gradients", test_bf16_block_gradients);
+  g_test_add_func("/memory/bf16-resnet-preset", test_bf16_resnet_preset);
   g_test_add_func("/memory/inference-matches-training-buffers",
                   test_inference_matches_training_buffers);
   g_test_add_func("/memory/fits", test_fits);
