@@ -88,6 +88,8 @@ main(int argc, char **argv)
   printf("plan at batch %d: activations %zu, workspace %zu (columns %zu), inference %zu, "
          "parameters %zu, gradients %zu bytes\n",
          batch, p.activations, p.workspace, p.columns, p.inference, p.parameters, p.gradients);
+  printf("evaluation chunk for --eval-batch 1000: %d samples\n",
+         tdm_replica_eval_capacity(net, kind, precision, batch, 1000));
   tdm_network_free(net);
   return 0;
 }

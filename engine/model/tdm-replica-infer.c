@@ -19,6 +19,21 @@ tdm_replica_infer_floats(const TdmNetwork *net)
   return most;
 }
 
+size_t
+tdm_replica_infer_bytes(const TdmNetwork *net, gboolean stores16)
+{
+  size_t most = (size_t)net->in_h * net->in_w * net->in_c * sizeof(float);
+  for (int i = 0; i < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i];
+    /* A projection's conv and bn outputs go to these buffers as float32, whatever its
+     * block's end stores. */
+    gboolean half = owns_output(net, i) && infer_output_bf16(net, i, stores16) &&
+                    !(l->kind == TDM_LAYER_RES_END && l->projection);
+    most = MAX(most, layer_out_floats(l) * (half ? sizeof(uint16_t) : sizeof(float)));
+  }
+  return most;
+}
+
 int
 tdm_replica_infer_count(const TdmNetwork *net)
 {
@@ -123,9 +138,9 @@ tdm_replica_infer_alloc(TdmReplica *r, GError **error)
   r->infer_proj_conv = g_new0(float *, n);
   r->infer_proj_bn = g_new0(float *, n);
   /* Sized as tdm_replica_plan()'s `inference` counts them. */
-  size_t floats = tdm_replica_infer_floats(net);
+  size_t bytes = tdm_replica_infer_bytes(net, r->stores_bf16);
   for (int k = 0; k < r->infer_count; k++)
-    ALLOC(r->infer[k], ecap * floats * sizeof(float));
+    ALLOC(r->infer[k], ecap * bytes);
   size_t argmax = tdm_replica_infer_argmax(net);
   if (argmax > 0)
     ALLOC(r->infer_pool, ecap * argmax * sizeof(int32_t));

@@ -514,8 +514,11 @@ layer_out_floats(const TdmLayer *l)
  * outputs pointing into a few buffers that rotate layer to layer instead of into the
  * training's: their memory follows the widest layer times the chunk, not the sum over
  * layers. */
-/* Floats per sample of each rotating buffer: the widest activation, input included. */
+/* Floats per sample of the widest activation, input included. */
 size_t tdm_replica_infer_floats (const TdmNetwork *net);
+/* Bytes per sample of each rotating buffer: the widest activation as the inference pass
+ * stores it (infer_output_bf16(), stores16: a replica that stores bf16), input included. */
+size_t tdm_replica_infer_bytes (const TdmNetwork *net, gboolean stores16);
 /* How many rotate: two, and one more for each level of residual blocks whose input
  * waits for its end. */
 int tdm_replica_infer_count (const TdmNetwork *net);

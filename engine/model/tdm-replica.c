@@ -245,8 +245,8 @@ tdm_replica_plan(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precis
   p.workspace += 2 * cap * tdm_replica_gradient_bytes(net, kind, precision);
   p.workspace += 2 * most * sizeof(int32_t) + sizeof(TdmMetrics);
   /* The inference pass's rotating buffers, its pools' argmax, the views' logits. */
-  p.inference = (size_t)tdm_replica_infer_count(net) * ecap * tdm_replica_infer_floats(net) *
-                    sizeof(float) +
+  p.inference = (size_t)tdm_replica_infer_count(net) * ecap *
+                    tdm_replica_infer_bytes(net, stores16) +
                 ecap * tdm_replica_infer_argmax(net) * sizeof(int32_t) +
                 ecap * net->classes * sizeof(float);
   return p;

@@ -273,7 +273,13 @@ test_replica_exact(void)
       size_t grads = 2 * (size_t)capacity *
                      (tdm_replica_gradient_bytes(net, TDM_BACKEND_CUDA, TDM_PRECISION_FP32) -
                       tdm_replica_gradient_bytes(net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16));
-      g_assert_cmpuint(gpu16.total + halves + elided + skips + grads - gpu32.total, ==,
+      /* The inference pass's rotating buffers as wide as its widest output as stored
+       * (tdm_replica_infer_bytes()). */
+      size_t infer = (size_t)tdm_replica_infer_count(net) * eval *
+                     (tdm_replica_infer_floats(net) * sizeof(float) -
+                      tdm_replica_infer_bytes(net, TRUE));
+      g_assert_cmpuint(gpu32.inference - gpu16.inference, ==, infer);
+      g_assert_cmpuint(gpu16.total + halves + elided + skips + grads + infer - gpu32.total, ==,
                        MAX(1, net->parameter_count) * sizeof(uint16_t));
       g_assert_cmpuint(gpu32.activations - gpu16.activations, ==, halves + elided);
       /* A CPU replica reads the host's datasets; a GPU keeps a copy. */
@@ -422,6 +428,10 @@ test_bf16_resnet_preset(void)
     g_assert_cmpuint(ends, ==, 2);
     g_assert_cmpuint(tdm_replica_gradient_bytes(net, kind, TDM_PRECISION_BF16), ==,
                      28 * 28 * 64 * sizeof(uint16_t));
+    /* The inference pass's widest output as stored: the second conv's, bf16 (the stem
+     * conv's float32 output, 28×28×32, is as wide), half the float32 buffers'. */
+    g_assert_cmpuint(tdm_replica_infer_bytes(net, TRUE), ==, 28 * 28 * 64 * sizeof(uint16_t));
+    g_assert_cmpuint(tdm_replica_infer_floats(net), ==, 28 * 28 * 64);
     size_t sample = 784 * sizeof(float) + halves * sizeof(uint16_t) + argmax * sizeof(int32_t) +
                     (256 + 10 + 10) * sizeof(float);
     g_assert_cmpuint(sample, ==, 446864);
