@@ -2,13 +2,14 @@
 /* test-cuda-layers-pools-bf16.c — part of test-cuda-layers: the CUDA backend's
  * operations of the resnet preset's plain layers in a bf16 run: maxpool_forward_bf16 (a
  * float32 or bf16 input, a bn normalized as it is read or none), maxpool_backward_bf16
- * (gradients of either type) and bn_forward_eval_bf16 (the evaluation's bn output for a
- * conv). Each against the GPU's float32 operations composed (bn_forward_bf16 or to_bf16,
+ * (gradients of either type), bn_forward_eval_bf16 (the evaluation's bn output for a
+ * conv) and bn_relu_add_bf16 (a body's last bn with its ReLU, added at the block's end).
+ * Each against the GPU's float32 operations composed (bn_forward_bf16 or to_bf16,
  * from_bf16, maxpool_forward; maxpool_backward then to_bf16; bn_forward_eval then
- * to_bf16), bit for bit, and against the CPU's bf16 operation, the reference, bit for
+ * to_bf16; bn_forward, add_out, to_bf16), bit for bit, and against the CPU's bf16 operation, the reference, bit for
  * bit (the pools: the bn's value is computed as the CPU does, kernels/bn-value.cuh) or,
- * for the evaluation's bn, within the rounding of the result to bf16 of the CPU's
- * float32 bn_forward_eval.
+ * for the two bn outputs, within the rounding of the result to bf16 of the CPU's float32
+ * operations.
  */
 #include "tdm-build-config.h"
 
@@ -210,6 +211,62 @@ eval_case(int rows, int c, TdmDtype x_type, bool relu)
     release(bufs[i]);
 }
 
+/* bn_relu_add_bf16: x of x_type, the addend a of a_type, rows × c. */
+static void
+relu_add_case(int rows, int c, TdmDtype x_type, TdmDtype a_type)
+{
+  size_t count = (size_t)rows * c;
+  g_autofree float *x = random_floats(count, -3, 5), *a = random_floats(count, -2, 2);
+  g_autofree uint16_t *x16 = g_new(uint16_t, count), *a16 = g_new(uint16_t, count);
+  for (size_t i = 0; i < count; i++) {
+    x16[i] = bf16_bits(x[i]);
+    a16[i] = bf16_bits(a[i]);
+    if (x_type == TDM_DTYPE_BF16)
+      x[i] = bf16_value(x16[i]);
+    if (a_type == TDM_DTYPE_BF16)
+      a[i] = bf16_value(a16[i]);
+  }
+  g_autofree float *p = random_floats(4 * (size_t)c, -1, 1); /* mean, invstd, γ, β */
+  for (int ch = 0; ch < c; ch++)
+    p[c + ch] = 0.5f + fabsf(p[c + ch]);
+  const void *hx = x_type == TDM_DTYPE_BF16 ? (const void *)x16 : (const void *)x;
+  const void *ha = a_type == TDM_DTYPE_BF16 ? (const void *)a16 : (const void *)a;
+  void *dx = on(hx, count * tdm_dtype_size(x_type)), *da = on(ha, count * tdm_dtype_size(a_type));
+  float *dxf = on(x, count * 4), *daf = on(a, count * 4), *dp = on(p, 4 * (size_t)c * 4);
+  float *want = poisoned(count);
+  uint16_t *got = on(NULL, count * 2), *want16 = on(NULL, count * 2);
+  tdm_backend_bn_relu_add_bf16(gpu, got, dx, x_type, dp, dp + c, dp + 2 * c, dp + 3 * c, da,
+                               a_type, rows, c);
+  tdm_backend_bn_forward(gpu, want, dxf, TDM_DTYPE_F32, dp, dp + c, dp + 2 * c, dp + 3 * c,
+                         rows, c, true);
+  tdm_backend_add_out(gpu, want, want, daf, count, false);
+  tdm_backend_to_bf16(gpu, want16, want, count);
+  g_autofree char *what = g_strdup_printf("bn_relu_add_bf16 %d×%d x %s a %s", rows, c,
+                                          x_type == TDM_DTYPE_BF16 ? "bf16" : "f32",
+                                          a_type == TDM_DTYPE_BF16 ? "bf16" : "f32");
+  same_bytes(what, got, want16, count * 2, FALSE);
+  g_autofree float *ref = g_new(float, count);
+  tdm_backend_bn_forward(cpu, ref, x, TDM_DTYPE_F32, p, p + c, p + 2 * c, p + 3 * c, rows, c,
+                         true);
+  tdm_backend_add_out(cpu, ref, ref, a, count, false);
+  assert_ok(cpu);
+  g_autofree uint16_t *out = g_new(uint16_t, count);
+  g_autofree float *widened = g_new(float, count);
+  tdm_backend_download(gpu, out, got, count * 2);
+  assert_ok(gpu);
+  for (size_t i = 0; i < count; i++)
+    widened[i] = bf16_value(out[i]);
+  double err = rel_error(widened, ref, count);
+  g_test_message("%s against the CPU's float32: relative error %.3g", what, err);
+  if (!(err <= HALF_U16 + TOL)) {
+    g_test_message("FAILED %s against the CPU", what);
+    g_test_fail();
+  }
+  void *bufs[] = {dx, da, dxf, daf, dp, want, got, want16};
+  for (guint i = 0; i < G_N_ELEMENTS(bufs); i++)
+    release(bufs[i]);
+}
+
 static void
 test_pools_bf16(void)
 {
@@ -237,6 +294,12 @@ test_pools_bf16(void)
     eval_case(586 * 28 * 28, 32, TDM_DTYPE_BF16, relu); /* the preset's stem bn, evaluating */
     eval_case(586 * 14 * 14, 128, TDM_DTYPE_F32, relu);
     eval_case(37, 17, TDM_DTYPE_BF16, relu);
+  }
+  for (int t = 0; t < 4; t++) {
+    TdmDtype x_type = t & 1 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+    TdmDtype a_type = t & 2 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+    relu_add_case(512 * 14 * 14, 64, x_type, a_type); /* the preset's first block's end */
+    relu_add_case(37, 17, x_type, a_type);
   }
 }
 
