@@ -190,22 +190,6 @@ tdm_lr_find_view_show_record (TdmLrFindView      *self,
               record->finished && record->final.stopped, NULL);
 }
 
-const char *
-tdm_lr_find_view_get_record_id (TdmLrFindView *self)
-{
-  g_return_val_if_fail (TDM_IS_LR_FIND_VIEW (self), NULL);
-
-  return self->runner != NULL ? tdm_experiment_runner_get_history_id (self->runner) : NULL;
-}
-
-const GError *
-tdm_lr_find_view_get_record_error (TdmLrFindView *self)
-{
-  g_return_val_if_fail (TDM_IS_LR_FIND_VIEW (self), NULL);
-
-  return self->runner != NULL ? tdm_experiment_runner_get_history_error (self->runner) : NULL;
-}
-
 void
 tdm_lr_find_view_stop (TdmLrFindView *self)
 {

@@ -37,11 +37,6 @@ void       tdm_lr_find_view_stop       (TdmLrFindView   *self);
 /* Draws a kept test (a record of kind lr-find) and its suggestion. */
 void       tdm_lr_find_view_show_record (TdmLrFindView      *self,
                                          const TdmRunRecord *record);
-/* Once the test shown is over: its record's id when its runner kept it, and why the
- * history could not be written in full (NULL when it could). */
-const char   *tdm_lr_find_view_get_record_id    (TdmLrFindView *self);
-const GError *tdm_lr_find_view_get_record_error (TdmLrFindView *self);
-
 /* Whether a test runs; the points drawn; the suggestion (NaN: none yet). */
 gboolean   tdm_lr_find_view_get_running    (TdmLrFindView *self);
 guint      tdm_lr_find_view_get_n_points   (TdmLrFindView *self);
