@@ -255,14 +255,6 @@ tdm_scaling_page_get_chart (TdmScalingPage *self)
   return self->chart;
 }
 
-GtkWidget *
-tdm_scaling_page_get_table (TdmScalingPage *self)
-{
-  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), NULL);
-
-  return self->table;
-}
-
 /* Export ------------------------------------------------------------------ */
 
 gboolean

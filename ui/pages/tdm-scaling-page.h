@@ -45,8 +45,6 @@ void           tdm_scaling_page_show_runner  (TdmScalingPage      *self,
 void           tdm_scaling_page_cancel       (TdmScalingPage   *self);
 
 GtkWidget     *tdm_scaling_page_get_chart    (TdmScalingPage   *self);
-/* The table of the points (a GtkGrid, tdm-scaling-table.h) inside its scroller. */
-GtkWidget     *tdm_scaling_page_get_table    (TdmScalingPage   *self);
 
 /* The sweep's settings as `# key: value` lines, then the points so far as
  * tdm_scaling_points_to_csv() writes them (the engine's one scaling table); written
