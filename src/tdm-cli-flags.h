@@ -5,7 +5,7 @@
  *
  * Flags are kept as text until applied, so a bad number gets a message that names its
  * flag and an absent flag leaves a value from a file or a checkpoint alone. Not which
- * flags a command takes (tdm-cli-commands.c) nor the rules between them.
+ * flags a command takes (the command table in tdm-cli.c) nor the rules between them.
  */
 #pragma once
 

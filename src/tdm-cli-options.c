@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-cli-options.c — the rows of tandem-train's own options (tdm-cli-options.h). A
  * new option of the program is a member of TdmCliSettings and a row here, then the
- * command that takes it (tdm-cli-commands.c).
+ * command that takes it (the command table in tdm-cli.c).
  */
 #include "tdm-build-config.h"
 #include <glib/gi18n.h>

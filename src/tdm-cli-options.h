@@ -2,7 +2,7 @@
 /* tdm-cli-options.h — tandem-train's own options, beside the run's (the engine's field
  * table, tdm_config_fields()): how to run and print, and each command's settings, as
  * one struct described by rows of the same kind, so their flags, defaults, checks and
- * help come from the same code. Not which command takes which (tdm-cli-commands.c).
+ * help come from the same code. Not which command takes which (the command table in tdm-cli.c).
  */
 #pragma once
 

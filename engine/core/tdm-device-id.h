@@ -38,9 +38,9 @@ typedef struct {
 #define TDM_DEVICE_CPU ((TdmDeviceId){TDM_BACKEND_CPU, 0})
 #define TDM_DEVICE_GPU(n) ((TdmDeviceId){TDM_BACKEND_CUDA, (n)})
 
-/* One replica's device as a name gives it: exactly "cpu" or "cuda:N" (no sign, no
- * spaces, N up to TDM_DEVICE_ORDINAL_MAX; "cuda:01" is cuda:1). FALSE for anything
- * else, *id untouched. */
+/* One replica's device as a name gives it: exactly "cpu", "cuda:N" (no sign, no
+ * spaces, N up to TDM_DEVICE_ORDINAL_MAX; "cuda:01" is cuda:1) or "cuda" (cuda:0).
+ * FALSE for anything else, *id untouched. */
 gboolean tdm_device_id_parse (const char *name, TdmDeviceId *id);
 
 /* A list as --devices takes it ("cpu:4", "cuda:0,cuda:1", "cpu,cuda:0": cpu:N is N CPU

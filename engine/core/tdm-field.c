@@ -333,8 +333,9 @@ in_range(const TdmField *f, double v)
   return above && below;
 }
 
-gboolean
-tdm_field_check(const TdmField *f, gconstpointer target, GError **error)
+/* The range, the choice and the string checks of one row. */
+static gboolean
+field_check(const TdmField *f, gconstpointer target, GError **error)
 {
   g_autofree char *name = label(f);
   double v;
@@ -379,7 +380,7 @@ gboolean
 tdm_fields_check(const TdmField *fields, guint n, gconstpointer target, GError **error)
 {
   for (guint i = 0; i < n; i++)
-    if (!tdm_field_check(&fields[i], target, error))
+    if (!field_check(&fields[i], target, error))
       return FALSE;
   return TRUE;
 }

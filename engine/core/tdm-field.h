@@ -105,9 +105,8 @@ gboolean tdm_field_parse (const TdmField *field, gpointer target, const char *te
 /* A LIST's value given as "a,b", once or repeated: one list. */
 gboolean tdm_field_set_list (const TdmField *field, gpointer target,
                              const char *const *given);
-/* The range, the choice and the string checks: "--crop 70: give the padding in
- * pixels, 0 (off) to 64". */
-gboolean tdm_field_check (const TdmField *field, gconstpointer target, GError **error);
+/* Each row's range, choice and string checks, in the table's order; the first that
+ * fails sets its error: "--crop 70: give the padding in pixels, 0 (off) to 64". */
 gboolean tdm_fields_check (const TdmField *fields, guint n, gconstpointer target,
                            GError **error);
 

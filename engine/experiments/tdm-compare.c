@@ -47,8 +47,9 @@ tdm_compare_parameters(const float *a, const float *reference, size_t n)
   return largest > 0 ? diff / largest : INFINITY;
 }
 
-char *
-tdm_compare_describe(double difference)
+/* "largest difference 2.1 × 10⁻⁷: the same up to rounding", for a label. */
+static char *
+describe_difference(double difference)
 {
   if (difference == 0)
     return g_strdup("no difference: bit for bit the same");
@@ -91,6 +92,6 @@ tdm_compare_describe_values(const float *a, const float *reference, size_t n)
   size_t differing = tdm_compare_count_differing(a, reference, n);
   if (differing == 0)
     return g_strdup_printf("identical: 0 of %zu values differ", n);
-  g_autofree char *words = tdm_compare_describe(tdm_compare_parameters(a, reference, n));
+  g_autofree char *words = describe_difference(tdm_compare_parameters(a, reference, n));
   return g_strdup_printf("%zu of %zu values differ; %s", differing, n, words);
 }

@@ -33,10 +33,9 @@ double tdm_compare_parameters (const float *a, const float *reference, size_t n)
 size_t tdm_compare_count_differing (const float *a, const float *reference, size_t n);
 
 /* The result for a label: "identical: 0 of 421642 values differ" when every bit
- * agrees, else "37 of 421642 values differ; " and tdm_compare_describe()'s words. */
+ * agrees, else "37 of 421642 values differ; " and the largest difference
+ * (tdm_compare_parameters()) in words: "largest difference 2.1 × 10⁻⁷: the same up
+ * to rounding", or more than rounding. */
 char *tdm_compare_describe_values (const float *a, const float *reference, size_t n);
-
-/* "largest difference 2.1 × 10⁻⁷: the same up to rounding", for a label. */
-char *tdm_compare_describe (double difference);
 
 G_END_DECLS

@@ -3,9 +3,12 @@
  * (tdm-replica-pass.c's walks call them): the backend's whole convolution where the
  * layer has its scratch, else the convolution engine where the backend has one, else
  * composed here from im2col and GEMMs, on bf16 columns in a bf16 run (the weights from
- * params16, the output gradient as bf16 at the workspace's start) or float32 ones; an
+ * params16, the output gradient as bf16 at the workspace's start) or float32 ones, a
+ * chunk of samples at a time on a GPU (tdm-conv-columns.h: the engine's "im2col" does
+ * the same in the same chunks); an
  * input a bn left unwritten normalized as the columns are built; an input stored as
  * bf16 gathered as it is, or widened for float32 columns. */
+#include "tdm-conv-columns.h"
 #include "tdm-replica-private.h"
 
 /* x (count values of type x_type) as float32, for a reader that takes float32 only: x
@@ -119,26 +122,50 @@ engine_runs(TdmReplica *r, TdmConvArgs *args, size_t *need, gboolean forward,
   }
 }
 
-/* The workspace a conv composed here uses (its columns): bf16 columns, after the bf16
- * output gradient in backward, and the bf16 weights after them where the replica keeps
- * no params16; float32 columns otherwise. */
+/* The workspace a conv composed here uses (tdm_conv_replica_bytes()): a chunk of bf16
+ * columns, after the bf16 output gradient in backward, and the bf16 weights after them
+ * where the replica keeps no params16; a chunk of float32 columns otherwise. */
 static size_t
-own_columns_bytes(TdmReplica *r, int rows, int k, int out_c, gboolean backward,
-                  gboolean need_dx)
+own_columns_bytes(TdmReplica *r, const TdmConvShape *s, gboolean backward, gboolean need_dx)
 {
-  size_t cols = (size_t)rows * k;
-  if (!tdm_replica_conv_bf16(r, r->columns, rows, k, out_c))
-    return cols * sizeof(float);
-  size_t halves = cols;
-  if (backward)
-    halves += (size_t)rows * out_c;
-  gboolean dx16 = need_dx && tdm_replica_conv_bf16_dx(r, rows, k, out_c);
-  if (r->params16 == NULL && (!backward || dx16))
-    halves += (size_t)out_c * k;
-  /* An input gradient that does not fit the bf16 way goes through float32 columns. */
-  if (backward && need_dx && !dx16)
-    return MAX(halves * sizeof(uint16_t), cols * sizeof(float));
-  return halves * sizeof(uint16_t);
+  int rows = s->n * tdm_conv_out_h(s) * tdm_conv_out_w(s);
+  int k = s->c * s->kernel * s->kernel;
+  TdmConvComposition how = {
+      .columns = r->columns != NULL,
+      .bf16 = tdm_replica_conv_bf16(r, r->columns, rows, k, s->out_c),
+      .bf16_dx = tdm_replica_conv_bf16_dx(r, rows, k, s->out_c),
+      .params16 = r->params16 != NULL,
+  };
+  return tdm_conv_replica_bytes(s, &how, backward, need_dx, r->columns_bound);
+}
+
+/* The workspace as a whole convolution's scratch, grown to hold what this one needs
+ * where it holds less (a replica made with a small workspace). */
+/* The bf16 columns of samples first … first + m − 1, from x or, with bn, from the bn's
+ * input normalized while loaded (as the forward built them). */
+static void
+chunk_columns16(TdmBackend *b, uint16_t *col16, const void *x, TdmDtype x_type,
+                const BnGather *bn, int first, int m, int in_h, int in_w, int in_c, int kernel,
+                int pad, int stride)
+{
+  size_t at = (size_t)first * in_h * in_w * in_c;
+  if (bn != NULL)
+    tdm_backend_im2col_bf16_bn(b, col16, tdm_conv_advanced(bn->x, bn->x_type, at), bn->x_type,
+                               bn->saved, bn->saved + in_c, bn->gamma, bn->beta, bn->relu, m,
+                               in_h, in_w, in_c, kernel, kernel, pad, stride);
+  else
+    tdm_backend_im2col_bf16(b, col16, tdm_conv_advanced(x, x_type, at), x_type, m, in_h, in_w,
+                            in_c, kernel, kernel, pad, stride);
+}
+
+static float *
+whole_scratch(TdmReplica *r, int in_h, int in_w, int in_c, int out_c, int kernel, int pad,
+              int stride)
+{
+  size_t floats = tdm_backend_conv_work_floats(r->backend->kind, in_h, in_w, in_c, out_c,
+                                               kernel, pad, stride);
+  tdm_replica_workspace_holds(r, floats * sizeof(float), 0);
+  return r->conv_scratch;
 }
 
 /* A conv's product: the backend's whole convolution where the layer has its scratch
@@ -162,6 +189,7 @@ tdm_replica_conv_forward(TdmReplica *r, float *y, uint16_t *y16, const void *x, 
   int k = in_c * kernel * kernel;
   if (work != NULL) {
     g_assert(y16 == NULL && x_type == TDM_DTYPE_F32); /* a bf16 run composes every conv */
+    work = whole_scratch(r, in_h, in_w, in_c, out_c, kernel, pad, stride);
     tdm_backend_conv_forward(b, y, x, w, work, n, in_h, in_w, in_c, out_c, kernel, pad, stride);
     return;
   }
@@ -173,35 +201,44 @@ tdm_replica_conv_forward(TdmReplica *r, float *y, uint16_t *y16, const void *x, 
   if (engine_runs(r, &args, &need, TRUE, FALSE))
     return;
   if (col != NULL) {
-    tdm_replica_workspace_holds(r, own_columns_bytes(r, rows, k, out_c, FALSE, FALSE), 0);
+    tdm_replica_workspace_holds(r, own_columns_bytes(r, &args.shape, FALSE, FALSE), 0);
     col = r->columns;
   }
+  /* The columns a chunk of samples at a time (tdm-conv-columns.h): each chunk's rows of
+   * the output from its own columns. */
+  size_t bound = r->columns_bound;
+  size_t pixels = (size_t)out_h * out_w, x_sample = (size_t)in_h * in_w * in_c;
   if (tdm_replica_conv_bf16(r, col, rows, k, out_c)) {
     uint16_t *col16 = (uint16_t *)col;
-    const uint16_t *w16 = conv_weights16(r, w, (size_t)out_c * k, col16 + (size_t)rows * k);
-    if (bn != NULL)
-      tdm_backend_im2col_bf16_bn(b, col16, bn->x, bn->x_type, bn->saved, bn->saved + in_c,
-                                 bn->gamma, bn->beta, bn->relu, n, in_h, in_w, in_c, kernel,
-                                 kernel, pad, stride);
-    else
-      tdm_backend_im2col_bf16(b, col16, x, x_type, n, in_h, in_w, in_c, kernel, kernel, pad,
-                              stride);
-    if (y16 != NULL)
-      tdm_backend_gemm_bf16_out(b, false, true, rows, out_c, k, col16, k, w16, k, y16, out_c);
-    else
-      tdm_backend_gemm_bf16(b, false, true, rows, out_c, k, 1.0f, col16, k, w16, k, 0.0f, y,
-                            out_c);
+    int chunk = tdm_conv_chunk_samples(n, pixels * k * sizeof(uint16_t), bound);
+    const uint16_t *w16 =
+        conv_weights16(r, w, (size_t)out_c * k, col16 + (size_t)chunk * pixels * k);
+    for (int first = 0; first < n; first += chunk) {
+      int m = MIN(chunk, n - first), m_rows = m * (int)pixels;
+      size_t out_at = (size_t)first * pixels * out_c;
+      chunk_columns16(b, col16, x, x_type, bn, first, m, in_h, in_w, in_c, kernel, pad, stride);
+      if (y16 != NULL)
+        tdm_backend_gemm_bf16_out(b, false, true, m_rows, out_c, k, col16, k, w16, k,
+                                  y16 + out_at, out_c);
+      else
+        tdm_backend_gemm_bf16(b, false, true, m_rows, out_c, k, 1.0f, col16, k, w16, k, 0.0f,
+                              y + out_at, out_c);
+    }
     return;
   }
   g_assert(bn == NULL); /* a bn's output is left only to a conv with bf16 columns */
   float *out = y16 != NULL ? r->grad_b : y;
   const float *a = tdm_replica_as_f32(r, x, x_type, (size_t)n * in_h * in_w * in_c, r->grad_a);
-  x = a;
-  if (col != NULL) {
-    tdm_backend_im2col(b, col, x, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
-    a = col;
+  if (col == NULL)
+    tdm_backend_gemm(b, false, true, rows, out_c, k, 1.0f, a, k, w, k, 0.0f, out, out_c);
+  int chunk = tdm_conv_chunk_samples(n, pixels * k * sizeof(float), bound);
+  for (int first = 0; col != NULL && first < n; first += chunk) {
+    int m = MIN(chunk, n - first);
+    tdm_backend_im2col(b, col, a + (size_t)first * x_sample, m, in_h, in_w, in_c, kernel,
+                       kernel, pad, stride);
+    tdm_backend_gemm(b, false, true, m * (int)pixels, out_c, k, 1.0f, col, k, w, k, 0.0f,
+                     out + (size_t)first * pixels * out_c, out_c);
   }
-  tdm_backend_gemm(b, false, true, rows, out_c, k, 1.0f, a, k, w, k, 0.0f, out, out_c);
   if (y16 != NULL)
     tdm_backend_to_bf16(b, y16, out, (size_t)rows * out_c);
 }
@@ -226,6 +263,7 @@ tdm_replica_conv_backward(TdmReplica *r, float *dx, gboolean dx_bf16, float *dw,
   int k = in_c * kernel * kernel;
   if (work != NULL) {
     g_assert(x_type == TDM_DTYPE_F32);
+    work = whole_scratch(r, in_h, in_w, in_c, out_c, kernel, pad, stride);
     tdm_backend_conv_backward(b, need_dx ? dx : NULL, dw, dy, x, w, work, n, in_h, in_w, in_c,
                               out_c, kernel, pad, stride);
     return TDM_DTYPE_F32;
@@ -243,35 +281,50 @@ tdm_replica_conv_backward(TdmReplica *r, float *dx, gboolean dx_bf16, float *dw,
     return dx_type;
   if (col != NULL) {
     size_t keep = dy16_ready ? (size_t)rows * out_c * sizeof(uint16_t) : 0;
-    tdm_replica_workspace_holds(r, own_columns_bytes(r, rows, k, out_c, TRUE, need_dx), keep);
+    tdm_replica_workspace_holds(r, own_columns_bytes(r, &args.shape, TRUE, need_dx), keep);
     col = r->columns;
   }
+  /* The columns a chunk of samples at a time (tdm-conv-columns.h): the weight gradient
+   * the first chunk's product, each next one's added to it in float32 (beta = 1), in
+   * the chunks' order; the input gradient chunk by chunk. */
+  size_t bound = r->columns_bound;
+  size_t pixels = (size_t)out_h * out_w, x_sample = (size_t)in_h * in_w * in_c;
   if (tdm_replica_conv_bf16(r, col, rows, k, out_c)) {
     uint16_t *dy16 = (uint16_t *)col, *col16 = dy16 + (size_t)rows * out_c;
     if (!dy16_ready)
       tdm_backend_to_bf16(b, dy16, dy, (size_t)rows * out_c);
-    if (bn != NULL)
-      tdm_backend_im2col_bf16_bn(b, col16, bn->x, bn->x_type, bn->saved, bn->saved + in_c,
-                                 bn->gamma, bn->beta, bn->relu, n, in_h, in_w, in_c, kernel,
-                                 kernel, pad, stride);
-    else
-      tdm_backend_im2col_bf16(b, col16, x, x_type, n, in_h, in_w, in_c, kernel, kernel, pad,
-                              stride);
-    tdm_backend_gemm_bf16(b, true, false, out_c, k, rows, 1.0f, dy16, out_c, col16, k, 0.0f, dw,
-                          k);
+    int chunk = tdm_conv_chunk_samples(n, pixels * k * sizeof(uint16_t), bound);
+    for (int first = 0; first < n; first += chunk) {
+      int m = MIN(chunk, n - first);
+      chunk_columns16(b, col16, x, x_type, bn, first, m, in_h, in_w, in_c, kernel, pad, stride);
+      tdm_backend_gemm_bf16(b, true, false, out_c, k, m * (int)pixels, 1.0f,
+                            dy16 + (size_t)first * pixels * out_c, out_c, col16, k,
+                            first == 0 ? 0.0f : 1.0f, dw, k);
+    }
     if (need_dx && tdm_replica_conv_bf16_dx(r, rows, k, out_c)) {
-      const uint16_t *w16 = conv_weights16(r, w, (size_t)out_c * k, col16 + (size_t)rows * k);
-      tdm_backend_conv_dgrad_bf16(b, dx, dx_type, dy16, w16, col16, n, in_h, in_w, in_c, out_c,
-                                  kernel, kernel, pad, stride);
+      const uint16_t *w16 =
+          conv_weights16(r, w, (size_t)out_c * k, col16 + (size_t)chunk * pixels * k);
+      for (int first = 0; first < n; first += chunk)
+        tdm_backend_conv_dgrad_bf16(
+            b, (void *)tdm_conv_advanced(dx, dx_type, (size_t)first * x_sample), dx_type,
+            dy16 + (size_t)first * pixels * out_c, w16, col16, MIN(chunk, n - first), in_h,
+            in_w, in_c, out_c, kernel, kernel, pad, stride);
       return dx_type;
     }
   } else {
     /* A bf16 x widened into dx, which is written only after x is read. */
     const float *xf = tdm_replica_as_f32(r, x, x_type, (size_t)n * in_h * in_w * in_c, dx);
-    if (col != NULL)
-      tdm_backend_im2col(b, col, xf, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
-    tdm_backend_gemm(b, true, false, out_c, k, rows, 1.0f, dy, out_c, col ? col : xf, k, 0.0f,
-                     dw, k);
+    if (col == NULL)
+      tdm_backend_gemm(b, true, false, out_c, k, rows, 1.0f, dy, out_c, xf, k, 0.0f, dw, k);
+    int chunk = tdm_conv_chunk_samples(n, pixels * k * sizeof(float), bound);
+    for (int first = 0; col != NULL && first < n; first += chunk) {
+      int m = MIN(chunk, n - first);
+      tdm_backend_im2col(b, col, xf + (size_t)first * x_sample, m, in_h, in_w, in_c, kernel,
+                         kernel, pad, stride);
+      tdm_backend_gemm(b, true, false, out_c, k, m * (int)pixels, 1.0f,
+                       dy + (size_t)first * pixels * out_c, out_c, col, k,
+                       first == 0 ? 0.0f : 1.0f, dw, k);
+    }
   }
   if (!need_dx)
     return TDM_DTYPE_F32;
@@ -279,7 +332,13 @@ tdm_replica_conv_backward(TdmReplica *r, float *dx, gboolean dx_bf16, float *dw,
     tdm_backend_gemm(b, false, false, rows, k, out_c, 1.0f, dy, out_c, w, k, 0.0f, dx, k);
     return TDM_DTYPE_F32;
   }
-  tdm_backend_gemm(b, false, false, rows, k, out_c, 1.0f, dy, out_c, w, k, 0.0f, col, k);
-  tdm_backend_col2im(b, dx, col, n, in_h, in_w, in_c, kernel, kernel, pad, stride);
+  int chunk = tdm_conv_chunk_samples(n, pixels * k * sizeof(float), bound);
+  for (int first = 0; first < n; first += chunk) {
+    int m = MIN(chunk, n - first);
+    tdm_backend_gemm(b, false, false, m * (int)pixels, k, out_c, 1.0f,
+                     dy + (size_t)first * pixels * out_c, out_c, w, k, 0.0f, col, k);
+    tdm_backend_col2im(b, dx + (size_t)first * x_sample, col, m, in_h, in_w, in_c, kernel,
+                       kernel, pad, stride);
+  }
   return TDM_DTYPE_F32;
 }

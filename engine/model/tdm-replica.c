@@ -5,6 +5,7 @@
  * layers tdm-replica-pass.c's. No communication here; no optimizer. */
 #include "tdm-replica-private.h"
 #include "tdm-error.h"
+#include "tdm-conv-columns.h"
 
 #include <string.h>
 
@@ -183,6 +184,92 @@ widest_scratch(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precisio
   }
 }
 
+/* Layer i's convolution at n samples, as the replica calls it: a conv's (not the first
+ * conv that runs fused with its pool, nor one a backend runs whole), or a block end's
+ * projection, a 1×1 conv of the block's input. FALSE for any other layer. */
+static gboolean
+conv_call_of(const TdmNetwork *net, int i, const TdmLayerBuffers *buf, int n, TdmConvShape *s)
+{
+  const TdmLayer *l = &net->layers[i];
+  if (buf->conv_work > 0)
+    return FALSE;
+  if (l->kind == TDM_LAYER_CONV && !(i == 0 && conv_pool_first(net))) {
+    *s = (TdmConvShape){n, l->in_h, l->in_w, l->in_c, l->out_c, l->kernel, l->pad, l->stride};
+    return TRUE;
+  }
+  if (l->kind == TDM_LAYER_RES_END && l->projection) {
+    const TdmLayer *begin = &net->layers[l->partner];
+    *s = (TdmConvShape){n, begin->in_h, begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride};
+    return TRUE;
+  }
+  return FALSE;
+}
+
+/* What the column way of convolution s (of a layer with columns or not) takes of the
+ * workspace on a backend that builds its columns in chunks, forward or backward (with
+ * the input gradient where need_dx): the convolution engine's "im2col" candidate's need
+ * or the replica's own composition's, whichever is more. */
+static size_t
+chunked_call_bytes(const TdmConvShape *s, gboolean columns, TdmBackendKind kind,
+                   TdmPrecision precision, gboolean backward, gboolean need_dx)
+{
+  gboolean bf16 = precision == TDM_PRECISION_BF16;
+  size_t rows = (size_t)s->n * tdm_conv_out_h(s) * tdm_conv_out_w(s);
+  size_t k = (size_t)s->kernel * s->kernel * s->c, out_c = (size_t)s->out_c;
+  /* tdm_replica_conv_bf16() and _bf16_dx() for this replica: a bf16 one keeps params16
+   * (tdm_replica_params16_bytes()). */
+  gboolean params16 = bf16;
+  TdmConvComposition how = {
+      .columns = columns,
+      .bf16 = bf16 && columns && out_c <= k && (params16 || out_c <= rows),
+      .bf16_dx = rows * out_c + (params16 ? 0 : out_c * k) <= rows * k,
+      .params16 = params16,
+  };
+  size_t most =
+      tdm_conv_replica_bytes(s, &how, backward, need_dx, tdm_conv_columns_bound(kind));
+  if (!backward)
+    return MAX(most, tdm_conv_engine_im2col_bytes(s, TDM_CONV_FORWARD, bf16, FALSE));
+  most = MAX(most, tdm_conv_engine_im2col_bytes(s, TDM_CONV_WGRAD, bf16, FALSE));
+  if (need_dx)
+    most = MAX(most, tdm_conv_engine_im2col_bytes(s, TDM_CONV_DGRAD, bf16, FALSE));
+  return most;
+}
+
+/* The column workspace (bytes) of a replica training `capacity` samples a step and
+ * evaluating `eval_capacity` a chunk: 0 where no layer has columns or a whole
+ * convolution's scratch. On a backend that builds whole columns (the CPU), the widest
+ * layer's at the larger capacity, or the largest whole-convolution scratch. On one that
+ * builds them in chunks (a GPU, tdm-conv-columns.h), the convolution engine's budget
+ * (tdm_conv_budget()) of the most any layer's column way takes, forward at the larger
+ * capacity, backward (the output gradient as bf16 kept whole beside a chunk of columns)
+ * at the training's: every call's least-needing candidate needs no more than its column
+ * way, so no candidate the engine may choose needs more (the replica's columns_limit is
+ * the engine's work_limit, and the replica's own composition is the column way).
+ * Float32 outputs in a float32 run: no bf16 output is staged. */
+static size_t
+column_workspace(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
+                 gboolean stores16, size_t capacity, size_t eval_capacity)
+{
+  size_t columns, conv_work;
+  widest_scratch(net, kind, precision, stores16, &columns, &conv_work);
+  if (columns == 0 && conv_work == 0)
+    return 0;
+  size_t most = MAX(capacity, eval_capacity);
+  if (tdm_conv_columns_bound(kind) == 0)
+    return MAX(most * columns, conv_work) * sizeof(float);
+  size_t need = conv_work * sizeof(float);
+  for (int i = 0; i < net->layer_count; i++) {
+    TdmLayerBuffers buf = buffers_of(net, i, kind, precision, stores16);
+    TdmConvShape s;
+    if (most > 0 && conv_call_of(net, i, &buf, (int)most, &s))
+      need = MAX(need, chunked_call_bytes(&s, buf.columns > 0, kind, precision, FALSE, FALSE));
+    /* The network's first layer passes no gradient on. */
+    if (capacity > 0 && conv_call_of(net, i, &buf, (int)capacity, &s))
+      need = MAX(need, chunked_call_bytes(&s, buf.columns > 0, kind, precision, TRUE, i > 0));
+  }
+  return (size_t)tdm_conv_budget(need);
+}
+
 /* A block's skip gradient lives from the walk back reaching its end to reaching its
  * start, so blocks at one level of nesting take turns in one buffer (the largest of
  * that level's, in bytes as kept): widths[level − 1]; *skips their sum. Bytes per
@@ -227,9 +314,7 @@ tdm_replica_plan(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precis
                  tdm_replica_params16_bytes(net, kind, precision);
   p.gradients = MAX(1, net->parameter_count) * sizeof(float);
   p.activations = cap * sample * sizeof(float);
-  size_t columns, conv_work;
-  widest_scratch(net, kind, precision, stores16, &columns, &conv_work);
-  p.columns = MAX(most * columns, conv_work) * sizeof(float);
+  p.columns = column_workspace(net, kind, precision, stores16, cap, ecap);
   p.workspace = p.columns;
   for (int i = 0; i < net->layer_count; i++) {
     TdmLayerBuffers buf = buffers_of(net, i, kind, precision, stores16);
@@ -265,6 +350,28 @@ tdm_replica_eval_capacity(const TdmNetwork *net, TdmBackendKind kind, TdmPrecisi
   widest_scratch(net, kind, precision, tdm_replica_stores_bf16(kind, precision), &columns,
                  &conv_work);
   size_t per = MAX(tdm_replica_plan(net, kind, precision, capacity, 1).inference, 1);
+  if (tdm_conv_columns_bound(kind) > 0) {
+    /* Columns in chunks no longer grow with the evaluation's chunk, which then stays
+     * the training's shard (its inference buffers, allocated beside the training's,
+     * are what a larger chunk costs) unless its buffers take no more than the floor;
+     * and it widens the column workspace (only by the forward's bounded chunk, where
+     * the training's shard is small) by no more than the floor. */
+    gboolean stores16 = tdm_replica_stores_bf16(kind, precision);
+    size_t cap = (size_t)MAX(capacity, 0);
+    size_t held = column_workspace(net, kind, precision, stores16, cap, 0);
+    size_t low = 1,
+           high = CLAMP(MIN(budget / per, MAX(cap, TDM_EVAL_BUDGET_FLOOR / per)), (size_t)1,
+                        (size_t)wanted);
+    while (low < high) {
+      size_t mid = low + (high - low + 1) / 2;
+      if (column_workspace(net, kind, precision, stores16, cap, mid) - held <=
+          TDM_EVAL_BUDGET_FLOOR)
+        low = mid;
+      else
+        high = mid - 1;
+    }
+    return (int)CLAMP(low, 1, (size_t)wanted);
+  }
   size_t col = columns * sizeof(float);
   size_t base = MAX((size_t)MAX(capacity, 0) * col, conv_work * sizeof(float));
   size_t fits = budget / per;
@@ -362,10 +469,10 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   ALLOC(r->acts[0], (size_t)capacity * net->in_h * net->in_w * net->in_c * sizeof(float));
   /* Sized by tdm_replica_layer_buffers(), as tdm_replica_plan() sums them for the
    * memory estimate: columns and whole-convolution scratch are one workspace each. */
-  size_t columns, conv_work;
-  widest_scratch(net, b->kind, b->precision, r->stores_bf16, &columns, &conv_work);
-  if (columns > 0 || conv_work > 0) {
-    r->columns_limit = MAX(most * columns, conv_work) * sizeof(float);
+  r->columns_bound = tdm_conv_columns_bound(b->kind);
+  r->columns_limit = column_workspace(net, b->kind, b->precision, r->stores_bf16,
+                                     (size_t)capacity, (size_t)eval_capacity);
+  if (r->columns_limit > 0) {
     r->columns_bytes = columns_bytes > 0 ? columns_bytes : r->columns_limit;
     ALLOC(r->columns, r->columns_bytes);
   }

@@ -102,6 +102,9 @@ struct _TdmReplica {
   size_t columns_needed;        /* the most of it any convolution needed so far */
   size_t columns_limit;         /* its upper bound (the plan's), which the convolution
                                  * engine's choices keep within */
+  size_t columns_bound;         /* the most bytes of columns a chunk of samples holds
+                                 * where the replica composes a conv itself
+                                 * (tdm_conv_columns_bound() of its backend's kind) */
   float **infer_acts;           /* [layer_count + 1]: the inference pass's acts, each one
                                  * of the rotating `infer` buffers (tdm-replica-infer.c) */
   int32_t **infer_argmax;       /* [layer_count]: the inference pass's argmax scratch */
@@ -195,7 +198,8 @@ typedef struct {
   size_t inference;    /* the inference pass's rotating buffers, its pools' argmax and
                         * the test-time views' logits */
   size_t columns;      /* of workspace: the column workspace alone, at its upper bound
-                        * (the widest layer's columns at the larger capacity) */
+                        * (the widest layer's columns at the larger capacity; in chunks on
+                        * a GPU: tdm-replica.c's column_workspace()) */
 } TdmReplicaPlan;
 TdmReplicaPlan tdm_replica_plan (const TdmNetwork *net, TdmBackendKind kind,
                                  TdmPrecision precision, int capacity, int eval_capacity);
@@ -207,7 +211,9 @@ TdmReplicaPlan tdm_replica_plan (const TdmNetwork *net, TdmBackendKind kind,
  * TDM_EVAL_BUDGET_FLOOR bytes when that is more, and widens the column workspace by
  * no more than that floor: a GPU training a large batch evaluates in chunks about its
  * shard, a CPU at batch 8 in a few dozen samples (the same throughput there), and
- * evaluation never holds more than training does. At least 1. */
+ * evaluation never holds more than training does. Where columns are built in chunks
+ * (a GPU, tdm-conv-columns.h) no larger than the training's shard, unless the chunk's
+ * inference buffers take no more than the floor. At least 1. */
 #define TDM_EVAL_BUDGET_FLOOR ((size_t)64 << 20)
 int tdm_replica_eval_capacity (const TdmNetwork *net, TdmBackendKind kind,
                                TdmPrecision precision, int capacity, int wanted);

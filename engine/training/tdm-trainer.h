@@ -81,8 +81,8 @@ typedef enum {
 } TdmPrewarm;
 
 /* How a trainer reports and prepares a run, besides the run's configuration (what it
- * computes). Each member is a row of tdm_trainer_option_fields()
- * (tdm-trainer-options.c: its default and range): a trainer starts from the rows'
+ * computes). Each member is a row of the table in
+ * tdm-trainer-options.c (its default and range): a trainer starts from the rows'
  * defaults, a caller changes what it needs through tdm_trainer_options() before run,
  * and tdm_trainer_run() checks every row first, failing with the name of the one out
  * of range. A new option is a member here, its row, and its meaning where the

@@ -4,13 +4,14 @@
  * lists must all agree with it, and the schema's defaults with the field table's
  * (tdm-config-fields.c, which tdm_config_new() starts from): every row that names a
  * GSettings key is checked against the schema, every choice with a flag against the
- * completion, so a second table drifting, or a value added to one place only, fails
- * here. */
+ * completion (and --network's words against the catalogue's built-in networks), so a
+ * second table drifting, or a value added to one place only, fails here. */
 #include "tdm-base-recipe.h"
 #include "tdm-choice.h"
 #include "tdm-config.h"
 #include "tdm-experiments-enum-types.h"
 #include "tdm-error.h"
+#include "tdm-network-catalogue.h"
 #include "tdm-scaling.h"
 #include "tdm-trainer.h"
 #include "tdm-training-enum-types.h"
@@ -212,7 +213,30 @@ test_schema(void)
   remove_schema_dir(dir);
 }
 
-/* data/completions/tandem-train completes each choice's flag with its names. */
+/* The words data/completions/tandem-train offers after `flag`: the first line naming
+ * the flag before ')' or '|' ("    --optimizer) COMPREPLY=($(compgen -W 'sgd momentum
+ * adam nesterov' …" or "--flip|--prewarm) …"). */
+static char **
+completion_words(const char *text, const char *flag)
+{
+  g_autofree char *start = g_strdup_printf("    %s", flag);
+  const char *line = strstr(text, start);
+  while (line != NULL) {
+    char after = line[strlen(start)];
+    if (after == ')' || after == '|')
+      break;
+    line = strstr(line + 1, start);
+  }
+  g_assert_nonnull(line);
+  const char *words = strstr(line, "-W '");
+  g_assert_nonnull(words);
+  words += 4;
+  g_autofree char *listed = g_strndup(words, strcspn(words, "'"));
+  return g_strsplit(listed, " ", -1);
+}
+
+/* data/completions/tandem-train completes each choice's flag with its names, and
+ * --network with the catalogue's built-in networks. */
 static void
 test_completion(void)
 {
@@ -224,28 +248,21 @@ test_completion(void)
   for (guint c = 0; c < G_N_ELEMENTS(choices); c++) {
     if (choices[c].flag == NULL)
       continue;
-    /* "    --optimizer) COMPREPLY=($(compgen -W 'sgd momentum adam nesterov' …" or
-     * "--flip|--prewarm) …": the first line naming the flag before ')' or '|'. */
-    g_autofree char *start = g_strdup_printf("    %s", choices[c].flag);
-    const char *line = strstr(text, start);
-    while (line != NULL) {
-      char after = line[strlen(start)];
-      if (after == ')' || after == '|')
-        break;
-      line = strstr(line + 1, start);
-    }
-    g_assert_nonnull(line);
-    const char *words = strstr(line, "-W '");
-    g_assert_nonnull(words);
-    words += 4;
-    g_autofree char *listed = g_strndup(words, strcspn(words, "'"));
-    g_auto(GStrv) got = g_strsplit(listed, " ", -1);
+    g_auto(GStrv) got = completion_words(text, choices[c].flag);
     g_autofree char *want = nicks(choices[c].type);
     g_auto(GStrv) wanted = g_strsplit(want, " ", -1);
     /* The same set; the completion may order them by use. */
     g_assert_cmpuint(g_strv_length(got), ==, g_strv_length(wanted));
     for (guint i = 0; wanted[i] != NULL; i++)
       g_assert_true(g_strv_contains((const char *const *)got, wanted[i]));
+  }
+  {
+    int count = 0;
+    const TdmNetworkPreset *presets = tdm_network_presets(&count);
+    g_auto(GStrv) got = completion_words(text, "--network");
+    g_assert_cmpuint(g_strv_length(got), ==, (guint)count);
+    for (int i = 0; i < count; i++)
+      g_assert_true(g_strv_contains((const char *const *)got, presets[i].name));
   }
   /* Every option of a run given by name is one of the choices above, so a new one is
    * checked here too. */

@@ -2,7 +2,8 @@
 /* test-conv-budget.c — which convolution candidates the engine may choose by what they
  * need of the workspace (tdm-backend-cuda-conv-budget.h), on any machine: the needs are
  * the engine's layout of each candidate for real ResNet shapes (bf16 operands, 2 bytes
- * an element), the columns of a 7×7 stem and of 3×3 layers against cuDNN's input copy,
+ * an element), the columns of a 7×7 stem and of 3×3 layers (in chunks of the batch, and
+ * the stem's whole batch's as they were) against cuDNN's input copy,
  * a 1×1 stride-2 projection's strided gather against cuDNN's whole-input copy, and a
  * plan that asks cuDNN for a gigabyte of its own. */
 #include "tdm-backend-cuda-conv-budget.h"
@@ -33,11 +34,15 @@ reserved(const Shape *s, gboolean backward)
   return (backward ? rows_of(s) * s->out_c * 2 : 0) + weights;
 }
 
-/* "im2col": bf16 columns after the reservations. */
+/* "im2col": bf16 columns after the reservations, built a chunk of samples at a time,
+ * each chunk's columns at most 64 MiB (one sample's where they are more:
+ * tdm-conv-columns.h). */
 static guint64
 im2col_need(const Shape *s, gboolean backward)
 {
-  return reserved(s, backward) + rows_of(s) * s->kernel * s->kernel * s->c * 2;
+  guint64 sample = rows_of(s) / s->n * s->kernel * s->kernel * s->c * 2;
+  guint64 chunk = MIN(s->n, MAX(64 * MIB / sample, 1));
+  return reserved(s, backward) + chunk * sample;
 }
 
 /* A cuDNN plan reading the whole input as bf16, with `workspace` bytes of its own. */
@@ -58,25 +63,29 @@ select_needs(const guint64 *needs, guint count, gboolean *eligible)
 }
 
 /* torchvision's stem at 224 px, batch 128: its columns (147 taps a pixel) are 49/4 the
- * three-channel input; cuDNN reads the input itself. */
+ * three-channel input, 472 MB the batch, built 18 samples at a time (66 MB); cuDNN reads
+ * the input itself (38.5 MB as bf16). In chunks the columns stay within the budget
+ * beside it: both kinds are timed. Whole, they were left out. */
 static void
 test_stem(void)
 {
   Shape stem = {128, 224, 224, 3, 64, 7, 3, 2};
   guint64 needs[] = {im2col_need(&stem, FALSE), cudnn_need(&stem, FALSE, 0),
                      cudnn_need(&stem, FALSE, 4 * MIB)};
+  g_assert_cmpuint(needs[0], <, 68 * MIB);
   gboolean eligible[3];
-  g_assert_cmpuint(select_needs(needs, 3, eligible), ==, 2);
+  g_assert_cmpuint(select_needs(needs, 3, eligible), ==, 3);
+  guint64 whole[] = {reserved(&stem, FALSE) + rows_of(&stem) * 147 * 2, needs[1]};
+  g_assert_cmpuint(select_needs(whole, 2, eligible), ==, 1);
   g_assert_false(eligible[0]);
-  g_assert_true(eligible[1] && eligible[2]);
-  /* The weight gradient too (x and dy both read). */
+  /* The weight gradient too (x and dy both read, dy as bf16 first in either). */
   guint64 wgrad[] = {im2col_need(&stem, TRUE), cudnn_need(&stem, TRUE, 0)};
-  g_assert_cmpuint(select_needs(wgrad, 2, eligible), ==, 1);
-  g_assert_false(eligible[0]);
+  g_assert_cmpuint(select_needs(wgrad, 2, eligible), ==, 2);
 }
 
-/* A 3×3 layer's backward at 56 px, 64 channels: the columns are nine times the input;
- * cuDNN's plans differ by their own workspace, which the budget lets differ. */
+/* A 3×3 layer's backward at 56 px, 64 channels: the columns are nine times the input,
+ * built 18 samples at a time; cuDNN's plans differ by their own workspace, which the
+ * budget lets differ, up to twice the least. */
 static void
 test_three_by_three(void)
 {
@@ -84,9 +93,8 @@ test_three_by_three(void)
   guint64 needs[] = {im2col_need(&layer, TRUE), cudnn_need(&layer, TRUE, 0),
                      cudnn_need(&layer, TRUE, 48 * MIB), cudnn_need(&layer, TRUE, 1024 * MIB)};
   gboolean eligible[4];
-  g_assert_cmpuint(select_needs(needs, 4, eligible), ==, 2);
-  g_assert_false(eligible[0]);
-  g_assert_true(eligible[1] && eligible[2]);
+  g_assert_cmpuint(select_needs(needs, 4, eligible), ==, 3);
+  g_assert_true(eligible[0] && eligible[1] && eligible[2]);
   g_assert_false(eligible[3]);
 }
 

@@ -344,9 +344,9 @@ test_compare_one_device(void)
   double difference = tdm_compare_parameters(a, b, n);
   g_test_message("2 workers vs one device: %g", difference);
   g_assert_cmpfloat(difference, <=, 1e-5);
-  g_autofree char *text = tdm_compare_describe(difference);
+  g_autofree char *text = tdm_compare_describe_values(a, b, n);
   g_assert_true(g_str_has_suffix(text, "the same up to rounding") ||
-                g_str_has_suffix(text, "bit for bit the same"));
+                g_str_has_prefix(text, "identical: "));
 
   /* The measure sees a real difference: the trained parameters against the start. */
   g_autoptr(TdmNetwork) net = tdm_network_new(cfg->network, 28, 28, 1, 10, NULL);
@@ -397,11 +397,16 @@ test_compare_describe(void)
   g_assert_cmpfloat(tdm_compare_parameters(a, b, 3), ==, 0);
   a[1] = -2.5f;   /* 0.5 off, largest magnitude 4 */
   g_assert_cmpfloat(fabs(tdm_compare_parameters(a, b, 3) - 0.125), <, 1e-12);
-  g_autofree char *small = tdm_compare_describe(2.1e-7);
-  g_assert_cmpstr(small, ==, "largest difference 2.1 × 10⁻⁷: the same up to rounding");
-  g_autofree char *large = tdm_compare_describe(0.125);
-  g_assert_cmpstr(large, ==, "largest difference 1.2 × 10⁻¹: more than rounding at once; rounding grows"
-                  " over many steps (most with Adam): compare fewer steps");
+  g_autofree char *large = tdm_compare_describe_values(a, b, 3);
+  g_assert_cmpstr(large, ==, "1 of 3 values differ; largest difference 1.2 × 10⁻¹: more than "
+                  "rounding at once; rounding grows over many steps (most with Adam): compare "
+                  "fewer steps");
+  /* 1805 units in the last place of 2⁻¹⁰ (each 2⁻³³, exact in float) against a largest
+   * magnitude of 1: a difference of 2.1013 × 10⁻⁷. */
+  const float near[2] = {1.0f, 0x1p-10f + 1805 * 0x1p-33f}, reference[2] = {1.0f, 0x1p-10f};
+  g_autofree char *small = tdm_compare_describe_values(near, reference, 2);
+  g_assert_cmpstr(small, ==, "1 of 2 values differ; largest difference 2.1 × 10⁻⁷: the same up to "
+                  "rounding");
 }
 
 typedef struct {

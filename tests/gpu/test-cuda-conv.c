@@ -10,7 +10,7 @@
  * found there by another backend; --exact's rule (the same choice on two backends,
  * the same bits twice); the choice within the workspace budget, reached through a
  * workspace grown as the engine asks (the replica's first run), column-free for the
- * 224-px stem and a ResNet's 3×3 and 1×1 layers.
+ * 224-px stem and a ResNet's 3×3 and 1×1 layers; batches whose columns come in chunks.
  *
  * Bounds: ||gpu − cpu|| / ||cpu|| against the float32 reference. float32 runs (no TF32,
  * no Winograd: tdm-backend-cuda-conv-cudnn.c refuses them) differ only in the order of the sums:
@@ -26,6 +26,7 @@
 
 #include "tdm-backend-cuda.h"
 #include "tdm-backend-cuda-conv-cache.h"
+#include "tdm-conv-columns.h"
 #include "tdm-cudnn.h"
 #include "test-cuda-layers.h"
 
@@ -692,6 +693,97 @@ test_grown_workspace(void)
   }
 }
 
+/* Batches whose columns are more than a chunk holds (tdm-conv-columns.h: 64 MiB), odd
+ * sizes, so that the last chunk is short: every candidate against the CPU as
+ * test_candidates checks them (im2col's chunks among them), and im2col's own: its need
+ * is tdm_conv_engine_im2col_bytes()'s (what the memory plan counts), less than the
+ * whole batch's columns, and its weight gradient, summed over the chunks in their
+ * order, and its input gradient are the same bits twice. Their large outputs (the
+ * projection's, the input gradients of the last four) are where cuDNN's bf16 results
+ * for a float32 destination are widened in place (tdm-backend-cuda-conv-candidates.c's
+ * widen_in_place()), checked against the CPU with the rest. */
+static const Case chunked_cases[] = {
+  {21, 225, 223, 3, 16, 7, 3, 2}, /* a 7×7 stem: 18 bf16 samples a chunk, then 3 */
+  {17, 61, 59, 64, 24, 3, 1, 1},  /* 3×3, 64 channels: 16 then 1 (float32: 8, 8, 1) */
+  {15, 255, 253, 17, 8, 3, 1, 2}, /* 3×3 at stride 2, 17 channels: 13 then 2 */
+  {17, 361, 359, 64, 16, 1, 0, 2}, /* a projection, 1×1 at stride 2: 16 then 1 */
+  {17, 181, 179, 64, 16, 1, 0, 1}, /* 1×1 at stride 1: bf16 copies of x, 16 then 1 */
+  {3, 255, 257, 64, 8, 3, 1, 1},  /* one sample's columns more than a chunk: 1 each */
+};
+
+static void
+test_chunked(void)
+{
+  if (!have_gpu())
+    return;
+  TdmBackend *backends[2] = {gpu, gpu_bf16};
+  for (size_t i = 0; i < G_N_ELEMENTS(chunked_cases); i++) {
+    const Case *c = &chunked_cases[i];
+    for (int prec = 0; prec < 2; prec++) {
+      TdmBackend *b = backends[prec];
+      Problem p;
+      problem_init(&p, c, NULL);
+      Device d;
+      device_init(&d, b, &p, prec == 1);
+      g_autofree char *what = g_strdup_printf("chunked %s n%d %dx%dx%d→%d k%d p%d s%d",
+                                              prec ? "bf16" : "fp32", c->n, c->h, c->w, c->c,
+                                              c->out_c, c->kernel, c->pad, c->stride);
+      size_t whole = p.rows * p.k * (prec ? 2 : 4);
+      gboolean direct = c->kernel == 1 && c->stride == 1 && c->pad == 0;
+      if (prec == 1 || !direct)
+        g_assert_cmpuint(whole, >, TDM_CONV_CHUNK_BYTES);
+      check_candidates(&d, &p, what, p.y_ref);
+      for (int dir = TDM_CONV_FORWARD; dir <= TDM_CONV_WGRAD; dir++) {
+        size_t need = tdm_cuda_conv_need_named(b, &d.a, dir, "im2col");
+        g_assert_cmpuint(need, ==, tdm_conv_engine_im2col_bytes(&p.s, dir, prec == 1, FALSE));
+        g_assert_cmpuint(need, <, whole);
+        if (dir == TDM_CONV_FORWARD)
+          continue;
+        float *target = dir == TDM_CONV_DGRAD ? d.dx : d.dw;
+        size_t count = dir == TDM_CONV_DGRAD ? p.in : p.weights;
+        g_autofree float *first = g_new(float, count), *second = g_new(float, count);
+        for (int run = 0; run < 2; run++) {
+          g_assert_true(tdm_cuda_conv_run_named(b, &d.a, dir, "im2col"));
+          tdm_backend_download(b, run == 0 ? first : second, target, count * 4);
+          assert_ok(b);
+        }
+        g_assert_cmpmem(first, count * 4, second, count * 4);
+      }
+      device_clear(&d);
+      problem_clear(&p);
+    }
+  }
+  /* --exact on the stem's chunked shape: the rule's choice, the same bits twice, and
+   * within the bound of the CPU's. */
+  g_autoptr(GError) error = NULL;
+  TdmBackend *exact = tdm_backend_new(TDM_DEVICE_GPU(0), TDM_PRECISION_BF16, &error);
+  g_assert_no_error(error);
+  exact->deterministic = true;
+  Problem p;
+  problem_init(&p, &chunked_cases[0], NULL);
+  Device d;
+  device_init(&d, exact, &p, TRUE);
+  d.a.dx = NULL; /* a first layer */
+  g_test_message("exact, chunked stem: wgrad %s",
+                 tdm_cuda_conv_chosen(exact, &d.a, TDM_CONV_WGRAD));
+  g_autofree float *first = g_new(float, p.weights), *second = g_new(float, p.weights);
+  for (int run = 0; run < 2; run++) {
+    /* Declined for im2col (the replica's own composition, in the same chunks): the
+     * engine's im2col, the same operations. */
+    if (!tdm_backend_conv_engine_backward(exact, &d.a))
+      g_assert_true(tdm_cuda_conv_run_named(exact, &d.a, TDM_CONV_WGRAD, "im2col"));
+    tdm_backend_download(exact, run == 0 ? first : second, d.dw, p.weights * 4);
+    assert_ok(exact);
+    if (run == 1)
+      g_assert_cmpmem(first, p.weights * 4, second, p.weights * 4);
+  }
+  check_close_b(exact, "exact chunked stem wgrad", d.dw, p.dw_ref, p.weights,
+                bound(exact, &p, TDM_CONV_WGRAD));
+  device_clear(&d);
+  problem_clear(&p);
+  tdm_backend_free(exact);
+}
+
 /* --exact: the rule, not a timing, so two backends agree; the result is the same bits
  * every time; and the candidate is deterministic by cuDNN's notes (or ours). */
 static void
@@ -763,6 +855,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda-conv/choice-cached", test_choice_cached);
   g_test_add_func("/cuda-conv/exact", test_exact);
   g_test_add_func("/cuda-conv/grown-workspace", test_grown_workspace);
+  g_test_add_func("/cuda-conv/chunked", test_chunked);
   int status = g_test_run();
   if (gpu != NULL)
     tdm_backend_free(gpu);

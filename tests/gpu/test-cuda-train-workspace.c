@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-cuda-train-workspace.c — part of test-cuda-train: a GPU replica's column
  * workspace in its first run, started small and grown as the convolution engine asks,
- * then fitted to its choices. */
+ * then fitted to its choices; its own composition with the columns in chunks. */
 #include "tdm-backend.h"
 #include "tdm-config.h"
 #include "tdm-dataset.h"
 #include "tdm-network.h"
 #include "tdm-replica.h"
 #include "test-cuda-train.h"
+
+#include <math.h>
 
 /* A first run's workspace on a GPU: started small, grown only as the convolution
  * engine asks (room to time its candidates, then its choices), never two at once (the
@@ -82,8 +84,89 @@ test_workspace_grows(void)
   }
 }
 
+/* One training step of `spec` on a GPU replica that composes its convolutions itself
+ * (TANDEM_CONV=im2col) with its columns in chunks of at most `bound` bytes (0: whole):
+ * its gradients. */
+static float *
+chunked_step(const char *spec, TdmPrecision precision, size_t bound, TdmDataset *data,
+             int *count)
+{
+  g_autoptr(GError) error = NULL;
+  TdmBackend *b = tdm_backend_new(TDM_DEVICE_GPU(0), precision, &error);
+  g_assert_no_error(error);
+  g_autoptr(TdmNetwork) net = tdm_network_new(spec, 16, 16, 3, 10, &error);
+  g_assert_no_error(error);
+  TdmReplica *rep = tdm_replica_new(b, net, 32, data, data, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(rep->columns_bound, ==, (size_t)64 << 20);
+  rep->columns_bound = bound;
+  g_autofree float *params = g_new(float, net->parameter_count);
+  tdm_network_init_parameters(net, 9, params);
+  tdm_backend_upload(b, rep->params, params, net->parameter_count * sizeof(float));
+  int32_t indices[32];
+  for (int i = 0; i < 32; i++)
+    indices[i] = (5 * i + 2) % data->count;
+  tdm_replica_train_step(rep, indices, 29, 1.0f / 29);
+  float *grads = g_new(float, net->parameter_count);
+  tdm_backend_download(b, grads, rep->grads, net->parameter_count * sizeof(float));
+  g_assert_true(tdm_backend_check(b, NULL));
+  *count = net->parameter_count;
+  tdm_replica_free(rep);
+  tdm_backend_free(b);
+  return grads;
+}
+
+/* The replica's own composition with its columns in chunks on the GPU (the CUDA
+ * operations at each chunk's offsets: im2col, bf16 columns normalized as they are
+ * gathered, the input gradient through bf16 columns or the implicit kernel, col2im,
+ * the weight gradient summed over chunks with beta = 1): a step's gradients within the
+ * rounding of the whole batch's (cuBLAS may sum a chunk's rows in another order than
+ * the whole's: a float32 GEMM's sums of at most 1,152 terms, through the few layers
+ * here, stay within 2⁻¹⁰; bf16 stores each activation rounded, 2⁻⁹ at most, under 2⁻⁷
+ * in norm), and the same bits twice. */
+static void
+test_columns_in_chunks(void)
+{
+  if (!tdm_backend_cuda_available()) {
+    g_test_skip("no CUDA GPU");
+    return;
+  }
+  static const char spec[] =
+      "conv8k7s2p3,bn,relu,conv16k3p1,bn,relu,res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,"
+      "conv24k1,relu,gap,fc10";
+  g_autoptr(GRand) rng = g_rand_new_with_seed(11);
+  g_autoptr(TdmDataset) data = tdm_dataset_new("chunks", 64, 16, 16, 3, 10);
+  for (int i = 0; i < 64 * 16 * 16 * 3; i++)
+    data->images[i] = (uint8_t)g_rand_int_range(rng, 0, 256);
+  for (int i = 0; i < 64; i++)
+    data->labels[i] = (uint8_t)g_rand_int_range(rng, 0, 10);
+  g_setenv("TANDEM_CONV", "im2col", TRUE);
+  for (int prec = TDM_PRECISION_FP32; prec <= TDM_PRECISION_BF16; prec += 2) {
+    int count = 0;
+    /* 20,000 bytes: the stem's columns (8 × 8 pixels of 147 taps, 37,632 bytes a sample
+     * in float32, 18,816 in bf16) one sample at a time; the 3×3 conv after it two bf16
+     * samples at a time, the block's 3×3s four (two in float32): the last chunk of the
+     * 29 samples short. */
+    g_autofree float *whole = chunked_step(spec, prec, 0, data, &count);
+    g_autofree float *chunks = chunked_step(spec, prec, 20000, data, &count);
+    g_autofree float *again = chunked_step(spec, prec, 20000, data, &count);
+    double diff = 0, norm = 0;
+    for (int i = 0; i < count; i++) {
+      diff += ((double)chunks[i] - whole[i]) * ((double)chunks[i] - whole[i]);
+      norm += (double)whole[i] * whole[i];
+    }
+    double distance = sqrt(diff / MAX(norm, 1e-30));
+    g_test_message("%s: gradients with columns in chunks %.3g from the whole batch's",
+                   tdm_precision_name(prec), distance);
+    g_assert_cmpfloat(distance, <=, prec == TDM_PRECISION_BF16 ? 0x1p-7 : 0x1p-10);
+    g_assert_cmpmem(chunks, count * sizeof(float), again, count * sizeof(float));
+  }
+  g_unsetenv("TANDEM_CONV");
+}
+
 void
 test_cuda_train_workspace_add(void)
 {
   g_test_add_func("/cuda-train/workspace-grows", test_workspace_grows);
+  g_test_add_func("/cuda-train/columns-in-chunks", test_columns_in_chunks);
 }

@@ -383,7 +383,8 @@ test_history_view(void)
   g_assert_cmpint(tdm_history_view_get_compare_steps(TDM_HISTORY_VIEW(view)), >, 0);
   g_assert_null(tdm_history_view_get_compare_result(TDM_HISTORY_VIEW(view)));
 
-  tdm_history_view_delete(TDM_HISTORY_VIEW(view), tdm_history_store_find(store, first));
+  g_assert_true(gtk_widget_activate_action(history_row(view, tdm_history_store_find(store, first)),
+                                          "run.delete", NULL));
   g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 1);
   target = g_variant_ref_sink(g_variant_new_string(first));
   g_assert_true(gtk_widget_activate_action_variant(view, "history.undo-delete", target));
@@ -456,6 +457,22 @@ column_view_rows(GtkWidget *widget)
   return G_MAXUINT;
 }
 
+/* The open sweep window (TdmHistorySweep) listed last among the toplevels, or NULL. */
+static GtkWidget *
+newest_sweep_window(void)
+{
+  g_autoptr(GListModel) toplevels = g_object_ref(gtk_window_get_toplevels());
+  GtkWidget *newest = NULL;
+
+  for (guint i = 0; i < g_list_model_get_n_items(toplevels); i++) {
+    g_autoptr(GObject) window = g_list_model_get_item(toplevels, i);
+
+    if (TDM_IS_HISTORY_SWEEP(window))
+      newest = GTK_WIDGET(window);
+  }
+  return newest;
+}
+
 /* The open sweep windows (TdmHistorySweep), as toplevels. */
 static guint
 sweep_windows(void)
@@ -469,21 +486,6 @@ sweep_windows(void)
     n += TDM_IS_HISTORY_SWEEP(window);
   }
   return n;
-}
-
-/* The row of the page's list that shows `item`. */
-static GtkWidget *
-row_of(GtkWidget *widget, TdmRunItem *item)
-{
-  for (GtkWidget *c = gtk_widget_get_first_child(widget); c != NULL; c = gtk_widget_get_next_sibling(c)) {
-    GtkWidget *found;
-
-    if (ADW_IS_ACTION_ROW(c) && g_object_get_data(G_OBJECT(c), "item") == item)
-      return c;
-    if ((found = row_of(c, item)) != NULL)
-      return found;
-  }
-  return NULL;
 }
 
 /* A run that only started, then failed (`failed`) or ended at once (0 steps). */
@@ -662,10 +664,14 @@ test_history_sweeps(void)
   gtk_window_present(GTK_WINDOW(window));
   drain();
   g_assert_cmpuint(column_view_rows(view), ==, 1);
-  g_assert_null(tdm_history_view_open(TDM_HISTORY_VIEW(view), run));
-  opened = tdm_history_view_open(TDM_HISTORY_VIEW(view), sweep);
-  g_assert_true(TDM_IS_HISTORY_SWEEP(opened));
+  /* A training run's row opens no window of its own; the sweep's opens one. */
+  g_assert_true(gtk_widget_activate_action(history_row(view, run), "run.open", NULL));
   drain();
+  g_assert_cmpuint(sweep_windows(), ==, 0);
+  g_assert_true(gtk_widget_activate_action(history_row(view, sweep), "run.open", NULL));
+  drain();
+  opened = newest_sweep_window();
+  g_assert_true(TDM_IS_HISTORY_SWEEP(opened));
   {
     TdmScalingChart *chart = TDM_SCALING_CHART(tdm_history_sweep_get_chart(TDM_HISTORY_SWEEP(opened)));
     g_auto(GStrv) row = NULL;
@@ -711,11 +717,11 @@ test_history_sweeps(void)
 
   /* Activating the sweep's row opens it too; it is not made the baseline. */
   {
-    GtkWidget *row = row_of(view, sweep);
+    GtkWidget *row = history_row(view, sweep);
 
     g_assert_nonnull(row);
     g_assert_true(gtk_widget_has_css_class(row, "sweep"));
-    g_assert_false(gtk_widget_has_css_class(row_of(view, run), "sweep"));
+    g_assert_false(gtk_widget_has_css_class(history_row(view, run), "sweep"));
     g_assert_true(gtk_widget_activate_action(row, "run.open", NULL));
     drain();
     g_assert_cmpuint(sweep_windows(), ==, 1);
@@ -728,7 +734,7 @@ test_history_sweeps(void)
   }
 
   /* Deleted like a run, and undone. */
-  tdm_history_view_delete(TDM_HISTORY_VIEW(view), sweep);
+  g_assert_true(gtk_widget_activate_action(history_row(view, sweep), "run.delete", NULL));
   g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 1);
   g_assert_cmpuint(column_view_rows(view), ==, 1);
   g_assert_true(tdm_history_store_undo_delete(store, sweep_id));

@@ -12,6 +12,7 @@
 #include <adwaita.h>
 #include "tdm-application.h"
 #include "tdm-build-config.h"
+#include "tdm-choice.h"
 #include "tdm-classify-view.h"
 #include "tdm-history-store.h"
 #include "tdm-dataset-chooser.h"
@@ -138,6 +139,27 @@ test_not_weights(void)
   drop_window(window);
 }
 
+/* The schema's choices of `key` are the nicks of `type`, in the enum's order. */
+static void
+assert_schema_choices(GSettings *settings, const char *key, GType type)
+{
+  g_autoptr(GSettingsSchema) schema = NULL;
+  g_autoptr(GSettingsSchemaKey) schema_key = NULL;
+  g_autoptr(GVariant) range = NULL;
+  g_autoptr(GVariant) values = NULL;
+  g_autofree const char **names = NULL;
+  g_autofree const char **nicks = tdm_choice_names(type);
+  const char *kind;
+
+  g_object_get(settings, "settings-schema", &schema, NULL);
+  schema_key = g_settings_schema_get_key(schema, key);
+  range = g_settings_schema_key_get_range(schema_key);
+  g_variant_get(range, "(&sv)", &kind, &values);
+  g_assert_cmpstr(kind, ==, "enum");
+  names = g_variant_get_strv(values, NULL);
+  g_assert_cmpstrv(names, nicks);
+}
+
 static void
 test_choices(void)
 {
@@ -176,7 +198,18 @@ test_choices(void)
   tdm_config_free(config);
   drop_window(window);
 
-  /* Saved as they changed, and a new window starts with them. */
+  /* Saved as they changed, by the GEnums' names, which are the schema's choices. */
+  {
+    g_autoptr(GSettings) settings = g_settings_new(TDM_APP_ID);
+    g_autofree char *freeze = g_settings_get_string(settings, "freeze");
+    g_autofree char *normalize = g_settings_get_string(settings, "normalize");
+
+    g_assert_cmpstr(freeze, ==, "custom");
+    g_assert_cmpstr(normalize, ==, "imagenet");
+    assert_schema_choices(settings, "freeze", TDM_TYPE_FREEZE_CHOICE);
+    assert_schema_choices(settings, "normalize", TDM_TYPE_NORMALIZE_CHOICE);
+  }
+  /* A new window starts with them. */
   window = window_with_spec(SPEC);
   group = window_child(window, "finetune_group");
   g_assert_cmpstr(tdm_finetune_group_get_weights(group), ==, weights);

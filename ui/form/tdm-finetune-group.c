@@ -12,14 +12,11 @@
 #include <glib/gi18n.h>
 
 #include "tdm-build-config.h"
+#include "tdm-choice.h"
 
 #include "tdm-finetune.h"
 #include "tdm-finetune-group.h"
 #include "tdm-network.h"
-
-/* The settings' names of the choices, in the rows' order. */
-static const char *freeze_ids[] = { "none", "head", "custom", NULL };
-static const char *normalize_ids[] = { "auto", "none", "dataset", "imagenet", NULL };
 
 struct _TdmFinetuneGroup
 {
@@ -357,10 +354,11 @@ static void
 freeze_changed (TdmFinetuneGroup *self)
 {
   guint choice = adw_combo_row_get_selected (self->freeze_row);
+  const char *name = tdm_choice_name (TDM_TYPE_FREEZE_CHOICE, (int) choice);
 
   gtk_widget_set_visible (GTK_WIDGET (self->prefixes_row), choice == TDM_FREEZE_CHOICE_CUSTOM);
-  if (!self->restoring && choice < G_N_ELEMENTS (freeze_ids) - 1)
-    g_settings_set_string (self->settings, "freeze", freeze_ids[choice]);
+  if (!self->restoring && name != NULL)
+    g_settings_set_string (self->settings, "freeze", name);
 }
 
 static void
@@ -375,9 +373,10 @@ static void
 normalize_changed (TdmFinetuneGroup *self)
 {
   guint choice = adw_combo_row_get_selected (self->normalize_row);
+  const char *name = tdm_choice_name (TDM_TYPE_NORMALIZE_CHOICE, (int) choice);
 
-  if (!self->restoring && choice < G_N_ELEMENTS (normalize_ids) - 1)
-    g_settings_set_string (self->settings, "normalize", normalize_ids[choice]);
+  if (!self->restoring && name != NULL)
+    g_settings_set_string (self->settings, "normalize", name);
 }
 
 void
@@ -406,6 +405,7 @@ tdm_finetune_group_apply (TdmFinetuneGroup *self,
                           TdmConfig        *config)
 {
   guint freeze, normalize;
+  const char *name;
 
   g_return_if_fail (TDM_IS_FINETUNE_GROUP (self));
   g_return_if_fail (config != NULL);
@@ -433,23 +433,26 @@ tdm_finetune_group_apply (TdmFinetuneGroup *self,
     }
 
   normalize = adw_combo_row_get_selected (self->normalize_row);
-  if (normalize != TDM_NORMALIZE_CHOICE_AUTO && normalize < G_N_ELEMENTS (normalize_ids) - 1)
+  name = tdm_choice_name (TDM_TYPE_NORMALIZE_CHOICE, (int) normalize);
+  if (normalize != TDM_NORMALIZE_CHOICE_AUTO && name != NULL)
     {
       g_free (config->normalize);
-      config->normalize = g_strdup (normalize_ids[normalize]);
+      config->normalize = g_strdup (name);
     }
 }
 
 /* GObject ----------------------------------------------------------------- */
 
-static guint
-id_position (const char * const *ids,
-             const char         *id)
+/* The value the settings name `name` in the enum `type`; the first for a name it
+ * does not have. */
+static int
+setting_choice (GType       type,
+                const char *name)
 {
-  for (guint i = 0; ids[i] != NULL; i++)
-    if (g_str_equal (ids[i], id))
-      return i;
-  return 0;
+  int value = 0;
+
+  tdm_choice_from_name (type, name, &value);
+  return value;
 }
 
 static void
@@ -462,8 +465,8 @@ tdm_finetune_group_restore (TdmFinetuneGroup *self)
 
   self->restoring = TRUE;
   tdm_finetune_group_set_weights (self, weights);
-  tdm_finetune_group_set_freeze (self, id_position (freeze_ids, freeze), prefixes);
-  tdm_finetune_group_set_normalize (self, id_position (normalize_ids, normalize));
+  tdm_finetune_group_set_freeze (self, setting_choice (TDM_TYPE_FREEZE_CHOICE, freeze), prefixes);
+  tdm_finetune_group_set_normalize (self, setting_choice (TDM_TYPE_NORMALIZE_CHOICE, normalize));
   self->restoring = FALSE;
 }
 

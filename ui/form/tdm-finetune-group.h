@@ -10,6 +10,7 @@
 #include <adwaita.h>
 
 #include "tdm-config.h"
+#include "tdm-form-enum-types.h"
 
 G_BEGIN_DECLS
 
@@ -19,11 +20,12 @@ G_DECLARE_FINAL_TYPE (TdmFinetuneGroup, tdm_finetune_group, TDM, FINETUNE_GROUP,
                       AdwPreferencesGroup)
 
 /* What the choices are: the freeze modes and the normalizations, in the order the
- * rows list them (and as the settings "freeze" and "normalize" name them). */
+ * rows list them. GEnums (tdm-form-enum-types.h, glib-mkenums): their nicks are the
+ * settings' names, "freeze" and "normalize" (tdm-choice.h reads them). */
 typedef enum
 {
   TDM_FREEZE_CHOICE_NONE,
-  TDM_FREEZE_CHOICE_BACKBONE,  /* train the head only */
+  TDM_FREEZE_CHOICE_BACKBONE,  /*< nick=head >*/ /* train the head only */
   TDM_FREEZE_CHOICE_CUSTOM,    /* the prefixes typed */
 } TdmFreezeChoice;
 

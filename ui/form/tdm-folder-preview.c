@@ -366,20 +366,12 @@ start_scan (TdmFolderPreview *self)
   g_task_run_in_thread (task, scan_thread);
 }
 
-void
-tdm_folder_preview_cancel (TdmFolderPreview *self)
-{
-  g_return_if_fail (TDM_IS_FOLDER_PREVIEW (self));
-
-  if (self->decode_cancellable != NULL)
-    g_cancellable_cancel (self->decode_cancellable);
-}
-
+/* Cancel stops a decode under way; Decode, after a cancel, starts it again. */
 static void
 action_clicked (TdmFolderPreview *self)
 {
   if (self->decode_cancellable != NULL)
-    tdm_folder_preview_cancel (self);
+    g_cancellable_cancel (self->decode_cancellable);
   else
     start_decode (self);
 }

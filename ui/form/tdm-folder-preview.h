@@ -47,7 +47,4 @@ gboolean    tdm_folder_preview_get_facts   (TdmFolderPreview *self,
                                             int              *classes);
 const char *tdm_folder_preview_get_notice  (TdmFolderPreview *self);
 
-/* Stops a decode under way (as the Cancel button does). */
-void        tdm_folder_preview_cancel      (TdmFolderPreview *self);
-
 G_END_DECLS

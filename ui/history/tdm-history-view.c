@@ -81,7 +81,9 @@ tdm_history_view_toast_dismissed (TdmHistoryView *self,
     tdm_history_view_show_error (self, error);
 }
 
-void
+/* Takes the run off the list and offers to undo it in a toast (the action
+ * "history.undo-delete" with the run's id); the file goes when the toast does. */
+static void
 tdm_history_view_delete (TdmHistoryView *self,
                          TdmRunItem     *item)
 {
@@ -249,15 +251,15 @@ tdm_history_view_ask_export (TdmHistoryView *self,
 
 /* Opening a sweep or a learning-rate test --------------------------------------- */
 
-GtkWidget *
+/* Opens a scaling sweep's chart and table in a window of their own (TdmHistorySweep),
+ * or a learning-rate test's curve (TdmLrFindView's window); does nothing for a
+ * training run or a comparison. */
+static void
 tdm_history_view_open (TdmHistoryView *self,
                        TdmRunItem     *item)
 {
   GtkRoot *root;
   GtkWidget *window;
-
-  g_return_val_if_fail (TDM_IS_HISTORY_VIEW (self), NULL);
-  g_return_val_if_fail (TDM_IS_RUN_ITEM (item), NULL);
 
   root = gtk_widget_get_root (GTK_WIDGET (self));
   if (tdm_run_item_is_sweep (item))
@@ -275,9 +277,8 @@ tdm_history_view_open (TdmHistoryView *self,
       tdm_lr_find_view_show_record (view, tdm_run_item_get_record (item));
     }
   else
-    return NULL;
+    return;
   gtk_window_present (GTK_WINDOW (window));
-  return window;
 }
 
 static void

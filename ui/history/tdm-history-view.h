@@ -37,15 +37,6 @@ void             tdm_history_view_set_strategy_result (TdmHistoryView *self,
                                                        const char     *text);
 const char      *tdm_history_view_get_strategy_result (TdmHistoryView *self);
 
-/* Takes the run off the list and offers to undo it in a toast (the action
- * "history.undo-delete" with the run's id); the file goes when the toast does. */
-void             tdm_history_view_delete             (TdmHistoryView  *self,
-                                                      TdmRunItem      *item);
-/* Opens a scaling sweep's chart and table in a window of their own (TdmHistorySweep),
- * or a learning-rate test's curve (TdmLrFindView's window), and returns it; NULL,
- * doing nothing, for a training run or a comparison. */
-GtkWidget       *tdm_history_view_open               (TdmHistoryView  *self,
-                                                      TdmRunItem      *item);
 /* The size the runs' kept networks take now, said again (after a run or a limit). */
 void             tdm_history_view_update_kept        (TdmHistoryView  *self);
 

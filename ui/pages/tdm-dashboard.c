@@ -99,27 +99,17 @@ tdm_dashboard_set_step_replica (TdmDashboard *self,
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STEP_REPLICA]);
 }
 
-void
-tdm_dashboard_set_x_axis (TdmDashboard      *self,
-                          TdmDashboardXAxis  axis)
+/* The "x-axis" property: what the loss and accuracy charts are drawn against. */
+static void
+tdm_dashboard_set_x_axis (TdmDashboard    *self,
+                          TdmSessionXAxis  axis)
 {
-  g_return_if_fail (TDM_IS_DASHBOARD (self));
-  g_return_if_fail (axis == TDM_DASHBOARD_X_EPOCH || axis == TDM_DASHBOARD_X_STEP);
-
-  if (axis == tdm_dashboard_get_x_axis (self))
+  if (axis == tdm_session_get_x_axis (self->session))
     return;
 
   tdm_session_set_x_axis (self->session, axis);
   tdm_dashboard_replot (self);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_X_AXIS]);
-}
-
-TdmDashboardXAxis
-tdm_dashboard_get_x_axis (TdmDashboard *self)
-{
-  g_return_val_if_fail (TDM_IS_DASHBOARD (self), TDM_DASHBOARD_X_EPOCH);
-
-  return tdm_session_get_x_axis (self->session);
 }
 
 void
@@ -405,7 +395,7 @@ tdm_dashboard_get_property (GObject    *object,
       break;
 
     case PROP_X_AXIS:
-      g_value_set_string (value, tdm_dashboard_get_x_axis (self) == TDM_DASHBOARD_X_STEP
+      g_value_set_string (value, tdm_session_get_x_axis (self->session) == TDM_SESSION_X_STEP
                                  ? "step" : "epoch");
       break;
 
@@ -430,7 +420,7 @@ tdm_dashboard_set_property (GObject      *object,
 
     case PROP_X_AXIS:
       tdm_dashboard_set_x_axis (self, g_strcmp0 (g_value_get_string (value), "step") == 0
-                                        ? TDM_DASHBOARD_X_STEP : TDM_DASHBOARD_X_EPOCH);
+                                        ? TDM_SESSION_X_STEP : TDM_SESSION_X_EPOCH);
       break;
 
     default:

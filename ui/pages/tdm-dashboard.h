@@ -56,15 +56,9 @@ gboolean       tdm_dashboard_export_metrics (TdmDashboard *self,
 /* The settings of the run shown, which its exports carry. */
 const TdmExportInfo *tdm_dashboard_get_export_info (TdmDashboard *self);
 
-/* What the loss and accuracy charts are drawn against: the session's axis
- * (tdm-session.h), never the clock. */
-typedef TdmSessionXAxis TdmDashboardXAxis;
-#define TDM_DASHBOARD_X_EPOCH TDM_SESSION_X_EPOCH
-#define TDM_DASHBOARD_X_STEP  TDM_SESSION_X_STEP
-
-void           tdm_dashboard_set_x_axis   (TdmDashboard      *self,
-                                           TdmDashboardXAxis  axis);
-TdmDashboardXAxis tdm_dashboard_get_x_axis (TdmDashboard     *self);
+/* What the loss and accuracy charts are drawn against is the property "x-axis",
+ * "epoch" or "step" (the session's axis, tdm-session.h, never the clock), which the
+ * action "dashboard.x-axis" of the charts' menu sets. */
 
 /* Earlier runs, drawn as faint curves under the current one on the loss and
  * accuracy charts: `records` holds TdmRunRecord pointers, read here and not kept

@@ -1,17 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cuda-conv-budget.c — the convolution engine's workspace budget per call
- * (tdm-backend-cuda-conv-budget.h). Compiled without CUDA too. */
+ * (tdm-backend-cuda-conv-budget.h; the budget itself is tdm-conv-columns.c's, which the
+ * memory plan reads too). Compiled without CUDA too. */
 #include "tdm-backend-cuda-conv-budget.h"
-
-#define SLACK ((guint64)64 << 20)
-
-guint64
-tdm_conv_budget(guint64 least)
-{
-  guint64 twice = least > G_MAXUINT64 / 2 ? G_MAXUINT64 : 2 * least;
-  guint64 slack = least > G_MAXUINT64 - SLACK ? G_MAXUINT64 : least + SLACK;
-  return MAX(twice, slack);
-}
 
 guint
 tdm_conv_budget_select(const guint64 *needs, guint count, gboolean *eligible)

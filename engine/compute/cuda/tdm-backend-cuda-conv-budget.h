@@ -10,13 +10,9 @@
 #pragma once
 
 #include <glib.h>
+#include "tdm-conv-columns.h" /* tdm_conv_budget() */
 
 G_BEGIN_DECLS
-
-/* The most a candidate may need of the workspace when the least any candidate of the
- * call needs is `least`: twice that, or that and 64 MiB, whichever is more (cuDNN's
- * plans differ by their own workspace; columns are many times the operands). */
-guint64 tdm_conv_budget (guint64 least);
 
 /* Marks eligible[i] for the count needs: those within tdm_conv_budget() of the least
  * (at least one when count > 0). Returns how many are. */

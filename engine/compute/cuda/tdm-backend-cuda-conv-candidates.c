@@ -14,6 +14,7 @@
  * buffers lie), and the caller keeps the most it has seen.
  */
 #include "tdm-backend-cuda-conv-engine.h"
+#include "tdm-conv-columns.h"
 #include "tdm-i18n.h"
 
 #include <stdio.h>
@@ -172,46 +173,72 @@ dx_type(const TdmConvArgs *a)
   return a->dx16 != NULL ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
 }
 
-/* im2col and a GEMM, as the replica composes them (tdm-replica-pass.c): the same
- * operations, so the same bits. bf16 columns in a bf16 run, float32 ones otherwise. */
+/* The bf16 columns of samples [first, first + m) of the call's input (normalized as they
+ * are gathered where a bn left its output to the conv). */
+static void
+columns16(TdmBackend *b, const TdmConvArgs *a, uint16_t *col16, int first, int m)
+{
+  const TdmConvShape *s = &a->shape;
+  const void *x = tdm_conv_advanced(a->x, a->x_type, (size_t)first * s->h * s->w * s->c);
+  if (a->bn_mean != NULL)
+    tdm_cuda_im2col_bf16_bn(b, col16, x, a->x_type, a->bn_mean, a->bn_invstd, a->bn_gamma,
+                            a->bn_beta, a->bn_relu, m, s->h, s->w, s->c, s->kernel, s->kernel,
+                            s->pad, s->stride);
+  else
+    tdm_cuda_im2col_bf16(b, col16, x, a->x_type, m, s->h, s->w, s->c, s->kernel, s->kernel,
+                         s->pad, s->stride);
+}
+
+/* im2col and a GEMM, as the replica composes them (tdm-replica-conv.c): the same
+ * operations in the same chunks of samples (tdm-conv-columns.h), so the same bits. bf16
+ * columns in a bf16 run, float32 ones otherwise; a chunk's columns at most
+ * TDM_CONV_CHUNK_BYTES (one sample's where they are more): the forward and the input
+ * gradient chunk by chunk, the weight gradient the first chunk's product and each
+ * next one's added in float32 (beta = 1), in the chunks' order. */
 static gboolean
 run_im2col(TdmBackend *b, const TdmConvLayout *l, Arena *arena)
 {
   const TdmConvArgs *a = l->a;
   const TdmConvShape *s = &a->shape;
-  int rows = (int)l->rows, k = (int)l->k, out_c = s->out_c;
+  int k = (int)l->k, out_c = s->out_c, n = s->n;
+  size_t pixels = l->rows / (size_t)n, x_sample = (size_t)s->h * s->w * s->c;
   Mode mode = arena->mode;
   if (l->rows > INT32_MAX || l->k > INT32_MAX)
     return FALSE;
   if (l->bf16) {
-    uint16_t *col16 = take(arena, l->rows * l->k * 2);
+    int chunk = tdm_conv_chunk_samples(n, pixels * l->k * 2, TDM_CONV_CHUNK_BYTES);
+    uint16_t *col16 = take(arena, (size_t)chunk * pixels * l->k * 2);
     if (col16 == NULL)
       return FALSE;
     if (mode != RUN)
       return TRUE;
-    if (l->dir == TDM_CONV_DGRAD) {
-      tdm_cuda_gemm_bf16_out(b, false, false, rows, k, out_c, l->dy16, out_c, l->w16, k, col16,
-                             k);
-      tdm_cuda_col2im_bf16(b, dx_target(a), dx_type(a), col16, s->n, s->h, s->w, s->c,
-                           s->kernel, s->kernel, s->pad, s->stride);
-      return TRUE;
+    for (int first = 0; first < n; first += chunk) {
+      int m = MIN(chunk, n - first), rows = m * (int)pixels;
+      size_t out_at = (size_t)first * pixels * out_c;
+      switch (l->dir) {
+      case TDM_CONV_DGRAD:
+        tdm_cuda_gemm_bf16_out(b, false, false, rows, k, out_c, l->dy16 + out_at, out_c, l->w16,
+                               k, col16, k);
+        tdm_cuda_col2im_bf16(
+            b, (void *)tdm_conv_advanced(dx_target(a), dx_type(a), first * x_sample),
+            dx_type(a), col16, m, s->h, s->w, s->c, s->kernel, s->kernel, s->pad, s->stride);
+        break;
+      case TDM_CONV_FORWARD:
+        columns16(b, a, col16, first, m);
+        if (a->y16 != NULL)
+          tdm_cuda_gemm_bf16_out(b, false, true, rows, out_c, k, col16, k, l->w16, k,
+                                 a->y16 + out_at, out_c);
+        else
+          tdm_cuda_gemm_bf16(b, false, true, rows, out_c, k, 1.0f, col16, k, l->w16, k, 0.0f,
+                             a->y + out_at, out_c);
+        break;
+      case TDM_CONV_WGRAD:
+        columns16(b, a, col16, first, m);
+        tdm_cuda_gemm_bf16(b, true, false, out_c, k, rows, 1.0f, l->dy16 + out_at, out_c, col16,
+                           k, first == 0 ? 0.0f : 1.0f, a->dw, k);
+        break;
+      }
     }
-    if (a->bn_mean != NULL)
-      tdm_cuda_im2col_bf16_bn(b, col16, a->x, a->x_type, a->bn_mean, a->bn_invstd, a->bn_gamma,
-                              a->bn_beta, a->bn_relu, s->n, s->h, s->w, s->c, s->kernel,
-                              s->kernel, s->pad, s->stride);
-    else
-      tdm_cuda_im2col_bf16(b, col16, a->x, a->x_type, s->n, s->h, s->w, s->c, s->kernel,
-                           s->kernel, s->pad, s->stride);
-    if (l->dir == TDM_CONV_FORWARD && a->y16 != NULL)
-      tdm_cuda_gemm_bf16_out(b, false, true, rows, out_c, k, col16, k, l->w16, k, a->y16,
-                             out_c);
-    else if (l->dir == TDM_CONV_FORWARD)
-      tdm_cuda_gemm_bf16(b, false, true, rows, out_c, k, 1.0f, col16, k, l->w16, k, 0.0f, a->y,
-                         out_c);
-    else
-      tdm_cuda_gemm_bf16(b, true, false, out_c, k, rows, 1.0f, l->dy16, out_c, col16, k, 0.0f,
-                         a->dw, k);
     return TRUE;
   }
   /* Float32 columns read x and dy as float32, which a normalized-on-read input or a
@@ -219,42 +246,54 @@ run_im2col(TdmBackend *b, const TdmConvLayout *l, Arena *arena)
   if (a->bn_mean != NULL || a->x_type != TDM_DTYPE_F32 ||
       (l->dir != TDM_CONV_FORWARD && a->dy16 != NULL) || a->dx16 != NULL)
     return FALSE;
-  float *col = NULL, *y = a->y;
-  if (!one_by_one(s)) {
-    col = take(arena, l->rows * l->k * sizeof(float));
+  /* A bf16 output: the float32 product of the chunk, then rounded once. */
+  gboolean staged = l->dir == TDM_CONV_FORWARD && a->y16 != NULL;
+  size_t col_sample = one_by_one(s) ? 0 : pixels * l->k * sizeof(float);
+  size_t stage_sample = staged ? pixels * out_c * sizeof(float) : 0;
+  int chunk = tdm_conv_chunk_samples(n, col_sample + stage_sample, TDM_CONV_CHUNK_BYTES);
+  float *col = NULL, *stage = NULL;
+  if (col_sample > 0) {
+    col = take(arena, (size_t)chunk * col_sample);
     if (col == NULL)
       return FALSE;
   }
-  /* A bf16 output: the float32 product, then rounded once. */
-  if (l->dir == TDM_CONV_FORWARD && a->y16 != NULL) {
-    y = take(arena, l->rows * out_c * sizeof(float));
-    if (y == NULL)
+  if (staged) {
+    stage = take(arena, (size_t)chunk * stage_sample);
+    if (stage == NULL)
       return FALSE;
   }
   if (mode != RUN)
     return TRUE;
-  if (l->dir == TDM_CONV_DGRAD) {
-    if (col == NULL) {
-      tdm_cuda_gemm(b, false, false, rows, k, out_c, 1.0f, a->dy, out_c, a->w, k, 0.0f, a->dx, k);
-      return TRUE;
+  for (int first = 0; first < n; first += chunk) {
+    int m = MIN(chunk, n - first), rows = m * (int)pixels;
+    size_t out_at = (size_t)first * pixels * out_c, x_at = (size_t)first * x_sample;
+    if (l->dir == TDM_CONV_DGRAD) {
+      float *dx = a->dx + x_at;
+      if (col == NULL) {
+        tdm_cuda_gemm(b, false, false, rows, k, out_c, 1.0f, a->dy + out_at, out_c, a->w, k,
+                      0.0f, dx, k);
+        continue;
+      }
+      tdm_cuda_gemm(b, false, false, rows, k, out_c, 1.0f, a->dy + out_at, out_c, a->w, k, 0.0f,
+                    col, k);
+      tdm_cuda_col2im(b, dx, col, m, s->h, s->w, s->c, s->kernel, s->kernel, s->pad, s->stride);
+      continue;
     }
-    tdm_cuda_gemm(b, false, false, rows, k, out_c, 1.0f, a->dy, out_c, a->w, k, 0.0f, col, k);
-    tdm_cuda_col2im(b, a->dx, col, s->n, s->h, s->w, s->c, s->kernel, s->kernel, s->pad,
-                    s->stride);
-    return TRUE;
+    const float *cols = a->x + x_at;
+    if (col != NULL) {
+      tdm_cuda_im2col(b, col, cols, m, s->h, s->w, s->c, s->kernel, s->kernel, s->pad,
+                      s->stride);
+      cols = col;
+    }
+    if (l->dir == TDM_CONV_FORWARD) {
+      float *y = staged ? stage : a->y + out_at;
+      tdm_cuda_gemm(b, false, true, rows, out_c, k, 1.0f, cols, k, a->w, k, 0.0f, y, out_c);
+      if (staged)
+        tdm_cuda_to_bf16(b, a->y16 + out_at, y, (size_t)rows * out_c);
+    } else
+      tdm_cuda_gemm(b, true, false, out_c, k, rows, 1.0f, a->dy + out_at, out_c, cols, k,
+                    first == 0 ? 0.0f : 1.0f, a->dw, k);
   }
-  const float *cols = a->x;
-  if (col != NULL) {
-    tdm_cuda_im2col(b, col, a->x, s->n, s->h, s->w, s->c, s->kernel, s->kernel, s->pad,
-                    s->stride);
-    cols = col;
-  }
-  if (l->dir == TDM_CONV_FORWARD) {
-    tdm_cuda_gemm(b, false, true, rows, out_c, k, 1.0f, cols, k, a->w, k, 0.0f, y, out_c);
-    if (a->y16 != NULL)
-      tdm_cuda_to_bf16(b, a->y16, y, l->rows * out_c);
-  } else
-    tdm_cuda_gemm(b, true, false, out_c, k, rows, 1.0f, a->dy, out_c, cols, k, 0.0f, a->dw, k);
   return TRUE;
 }
 
@@ -276,6 +315,33 @@ run_own(TdmBackend *b, const TdmConvLayout *l, Arena *arena)
                                          s->h, s->w, s->c, s->out_c, s->kernel, s->kernel,
                                          s->pad, CUDA_B(b)->stream));
   return TRUE;
+}
+
+/* The most bf16 values widen_in_place() stages at its end; a result of at least four
+ * times as many is widened in place instead of staged whole. */
+#define IN_PLACE_TAIL ((size_t)1 << 21)
+
+/* Widens the n bf16 values that fill the upper half of y's n floats (n a multiple of 8,
+ * y 16-byte aligned) into y, without a staging buffer of their size: in rounds, each
+ * widening values [a, b) with b ≤ (n + a) / 2, so that its floats (bytes [4a, 4b)) end
+ * before its bf16 values begin (byte 2n + 2a) and overwrite only values an earlier round
+ * read; each round halves what is left (multiples of 8 values, for aligned vectors);
+ * the last IN_PLACE_TAIL values or fewer go through `tail`. */
+static void
+widen_in_place(TdmBackend *b, float *y, size_t n, uint16_t *tail)
+{
+  cudaStream_t stream = CUDA_B(b)->stream;
+  const uint16_t *halves = (const uint16_t *)y + n;
+  size_t a = 0;
+  while (n - a > IN_PLACE_TAIL) {
+    size_t next = a + (n - a) / 16 * 8;
+    if (!TDM_CUDA_OK(b, tdm_k_from_bf16(y + a, halves + a, next - a, stream)))
+      return;
+    a = next;
+  }
+  if (TDM_CUDA_OK(b, cudaMemcpyAsync(tail, halves + a, (n - a) * sizeof(uint16_t),
+                                     cudaMemcpyDeviceToDevice, stream)))
+    TDM_CUDA_OK(b, tdm_k_from_bf16(y + a, tail, n - a, stream));
 }
 
 /* A cuDNN plan, its operands staged where they are not aligned or not of its type. */
@@ -351,12 +417,20 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Aren
   gboolean wide = !l->bf16 || c->float_out;
   gboolean same_type = wide != target16;
   gboolean unpad = pad_c > 0 && l->dir == TDM_CONV_WGRAD;
+  gboolean in_place = !unpad && !wide && !target16 && aligned16(target) &&
+                      result_count % 8 == 0 && result_count >= 4 * IN_PLACE_TAIL;
+  uint16_t *tail = NULL;
   if (unpad) {
     result = take(arena, taps * pad_c * sizeof(float));
     dest = target;
   } else if (same_type && aligned16(target))
     result = target;
-  else {
+  else if (in_place) {
+    /* A large bf16 result for a float32 destination: written into the destination's
+     * upper half, then widened where it lies (widen_in_place()), with a small tail. */
+    result = (char *)target + result_count * sizeof(uint16_t);
+    tail = take(arena, IN_PLACE_TAIL * sizeof(uint16_t));
+  } else {
     result = take(arena, result_count * (wide ? 4 : 2));
     dest = target;
   }
@@ -365,7 +439,7 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Aren
     workspace = take(arena, (size_t)c->plan->workspace);
   if ((l->dir != TDM_CONV_DGRAD && image == NULL) || (l->dir != TDM_CONV_WGRAD && filter == NULL) ||
       (l->dir != TDM_CONV_FORWARD && out == NULL) || result == NULL ||
-      (c->plan->workspace > 0 && workspace == NULL))
+      (in_place && tail == NULL) || (c->plan->workspace > 0 && workspace == NULL))
     return FALSE;
   if (mode != RUN)
     return TRUE;
@@ -385,7 +459,9 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Aren
   if (!tdm_cudnn_plan_run(CUDA_B(b)->cudnn_api, CUDA_B(b)->cudnn, c->plan, image, filter, out,
                           workspace, error))
     return FALSE;
-  if (unpad) {
+  if (in_place) {
+    widen_in_place(b, target, result_count, tail);
+  } else if (unpad) {
     TDM_CUDA_OK(b, cudaMemcpy2DAsync(dest, (size_t)s->c * sizeof(float), result,
                                      (size_t)pad_c * sizeof(float), (size_t)s->c * sizeof(float),
                                      taps, cudaMemcpyDeviceToDevice, CUDA_B(b)->stream));

@@ -196,6 +196,7 @@ fastest(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list)
     }
     g_free(error);
     c->ms = ms / TIMED_RUNS;
+    g_debug("%s: convolution candidate %s: %.3f ms", b->name, c->name, c->ms);
     if (best < 0 || c->ms < ((TdmConvCandidate *)g_ptr_array_index(list, best))->ms)
       best = (int)i;
   }

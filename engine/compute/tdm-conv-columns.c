@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* tdm-conv-columns.c — the column way's chunks and its workspace (tdm-conv-columns.h).
+ * The engine's layout mirrored here is tdm-backend-cuda-conv-candidates.c's
+ * (tdm_conv_layout(), run_im2col()); tests/gpu/test-cuda-conv.c compares the two. */
+#include "tdm-conv-columns.h"
+
+/* The engine's alignment of what it takes from the workspace. */
+#define ENGINE_ALIGN 256
+
+static size_t
+up(size_t v, size_t to)
+{
+  return (v + to - 1) / to * to;
+}
+
+#define BUDGET_SLACK ((guint64)64 << 20)
+
+guint64
+tdm_conv_budget(guint64 least)
+{
+  guint64 twice = least > G_MAXUINT64 / 2 ? G_MAXUINT64 : 2 * least;
+  guint64 slack = least > G_MAXUINT64 - BUDGET_SLACK ? G_MAXUINT64 : least + BUDGET_SLACK;
+  return MAX(twice, slack);
+}
+
+size_t
+tdm_conv_columns_bound(TdmBackendKind kind)
+{
+  return kind == TDM_BACKEND_CUDA ? TDM_CONV_CHUNK_BYTES : 0;
+}
+
+int
+tdm_conv_chunk_samples(int n, size_t sample_bytes, size_t bound)
+{
+  if (n <= 1 || bound == 0 || sample_bytes == 0 || (size_t)n * sample_bytes <= bound)
+    return MAX(n, 1);
+  return (int)MAX((size_t)1, bound / sample_bytes);
+}
+
+size_t
+tdm_conv_engine_im2col_bytes(const TdmConvShape *s, TdmConvDirection dir, gboolean bf16,
+                             gboolean y16)
+{
+  size_t pixels = (size_t)tdm_conv_out_h(s) * tdm_conv_out_w(s);
+  size_t k = (size_t)s->kernel * s->kernel * s->c, out_c = (size_t)s->out_c;
+  size_t rows = (size_t)s->n * pixels;
+  if (bf16) {
+    size_t w16_at = dir != TDM_CONV_FORWARD ? up(rows * out_c * 2, 16) : 0;
+    size_t scratch = up(w16_at + out_c * k * 2, ENGINE_ALIGN);
+    int chunk = tdm_conv_chunk_samples(s->n, pixels * k * 2, TDM_CONV_CHUNK_BYTES);
+    return scratch + (size_t)chunk * pixels * k * 2;
+  }
+  gboolean direct = s->kernel == 1 && s->stride == 1 && s->pad == 0;
+  gboolean staged = dir == TDM_CONV_FORWARD && y16;
+  size_t col_sample = direct ? 0 : pixels * k * sizeof(float);
+  size_t stage_sample = staged ? pixels * out_c * sizeof(float) : 0;
+  int chunk = tdm_conv_chunk_samples(s->n, col_sample + stage_sample, TDM_CONV_CHUNK_BYTES);
+  size_t need = (size_t)chunk * col_sample;
+  if (staged)
+    need = up(need, ENGINE_ALIGN) + (size_t)chunk * stage_sample;
+  return need;
+}
+
+size_t
+tdm_conv_replica_bytes(const TdmConvShape *s, const TdmConvComposition *how, gboolean backward,
+                       gboolean need_dx, size_t bound)
+{
+  if (!how->columns)
+    return 0;
+  size_t pixels = (size_t)tdm_conv_out_h(s) * tdm_conv_out_w(s);
+  size_t k = (size_t)s->kernel * s->kernel * s->c, out_c = (size_t)s->out_c;
+  size_t rows = (size_t)s->n * pixels;
+  int chunk32 = tdm_conv_chunk_samples(s->n, pixels * k * sizeof(float), bound);
+  size_t cols32 = (size_t)chunk32 * pixels * k * sizeof(float);
+  if (!how->bf16)
+    return cols32;
+  int chunk16 = tdm_conv_chunk_samples(s->n, pixels * k * sizeof(uint16_t), bound);
+  size_t halves = (size_t)chunk16 * pixels * k;
+  if (backward)
+    halves += rows * out_c;
+  gboolean dx16 = need_dx && how->bf16_dx;
+  if (!how->params16 && (!backward || dx16))
+    halves += out_c * k;
+  /* An input gradient that does not fit the bf16 way goes through float32 columns. */
+  if (backward && need_dx && !dx16)
+    return MAX(halves * sizeof(uint16_t), cols32);
+  return halves * sizeof(uint16_t);
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* tdm-conv-columns.h — a convolution's column way (im2col and a GEMM) in chunks of the
+ * batch, and the bytes of workspace it takes: the one rule that the convolution
+ * engine's "im2col" candidate (tdm-backend-cuda-conv-candidates.c), the replica's own
+ * composition (tdm-replica-conv.c) and the memory plan (tdm-replica.c) share, so the
+ * plan counts what the candidates allocate.
+ *
+ * A GPU builds a convolution's columns a few samples at a time, each chunk's columns no
+ * more than TDM_CONV_CHUNK_BYTES (or one sample's, where one sample's are more): the
+ * forward and the input gradient chunk by chunk (each sample's output depends on its
+ * own columns only), the weight gradient summed over the chunks in float32, in the
+ * chunks' order (the first product written, the next ones added with beta = 1), so two
+ * runs give the same bits. The CPU keeps the whole batch's columns in one piece (its
+ * bound is 0). Knows nothing of CUDA: tested on any machine.
+ */
+#pragma once
+
+#include <glib.h>
+#include "tdm-backend.h"
+
+G_BEGIN_DECLS
+
+/* The most bytes of columns (bf16 or float32, as the call builds them) a GPU's chunk
+ * holds. */
+#define TDM_CONV_CHUNK_BYTES ((size_t)64 << 20)
+
+/* The bound on a chunk's columns on a backend of this kind: TDM_CONV_CHUNK_BYTES on a
+ * GPU, 0 (the whole batch at once) on the CPU. */
+size_t tdm_conv_columns_bound (TdmBackendKind kind);
+
+/* The samples of a chunk of a call of n samples whose columns take `sample_bytes` a
+ * sample: n where bound is 0 or the whole batch fits it, else as many as fit it, at
+ * least one. */
+int tdm_conv_chunk_samples (int n, size_t sample_bytes, size_t bound);
+
+/* p advanced by `count` elements of type t: a chunk's first sample. */
+static inline const void *
+tdm_conv_advanced (const void *p, TdmDtype t, size_t count)
+{
+  return (const char *)p + count * tdm_dtype_size (t);
+}
+
+/* The bytes of the workspace the convolution engine's "im2col" candidate takes for a
+ * call of shape s and direction dir (its need, from the workspace's start, the
+ * workspace aligned to 256 bytes as the device's allocations are), in a bf16 run (bf16
+ * columns after the layout's reservations: the output gradient as bf16 in backward, the
+ * weights' room) or a float32 one (float32 columns, none for a 1×1 conv of stride 1,
+ * and the float32 product staged where a forward writes y16). */
+size_t tdm_conv_engine_im2col_bytes (const TdmConvShape *s, TdmConvDirection dir,
+                                     gboolean bf16, gboolean y16);
+
+/* The most a convolution engine's candidate may need of the workspace when the least
+ * any candidate of the call needs is `least` (tdm-backend-cuda-conv-budget.h): twice
+ * that, or that and 64 MiB, whichever is more (cuDNN's plans differ by their own
+ * workspace; columns are many times the operands). The memory plan's column workspace
+ * is this of the most any call's column way needs, which is at least the call's least. */
+guint64 tdm_conv_budget (guint64 least);
+
+/* How the replica composes a conv itself (tdm-replica-conv.c), for
+ * tdm_conv_replica_bytes(). */
+typedef struct {
+  gboolean columns;      /* the layer has columns (not a 1×1 conv of stride 1) */
+  gboolean bf16;         /* bf16 columns (tdm_replica_conv_bf16()), else float32 */
+  gboolean bf16_dx;      /* the input gradient through bf16 columns
+                          * (tdm_replica_conv_bf16_dx()) */
+  gboolean params16;     /* the replica keeps its weights as bf16 (no room for them) */
+} TdmConvComposition;
+
+/* The bytes of the workspace the replica's own composition takes for a call of shape s
+ * (forward, or backward with or without the input gradient) in chunks of `bound`
+ * bytes of columns: its chunk of columns (bf16 after the whole output gradient as bf16
+ * in backward, and the bf16 weights after them where the replica keeps none; float32
+ * otherwise, and for an input gradient that does not go the bf16 way). */
+size_t tdm_conv_replica_bytes (const TdmConvShape *s, const TdmConvComposition *how,
+                               gboolean backward, gboolean need_dx, size_t bound);
+
+G_END_DECLS

@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* test-conv-columns.c — convolution columns in chunks of the batch (tdm-conv-columns.h),
+ * on any machine: the chunk's samples; the bytes the engine's "im2col" candidate and the
+ * replica's own composition take, spelt out for torchvision's 224-px stem and a ResNet's
+ * 3×3 layer; the memory plan's column workspace on a GPU, the most any layer's column
+ * way takes (the 224-px and 32-px rows of issue 31, each far below the whole batch's
+ * columns, which the CPU's plan keeps); and a CPU replica told to build its columns in
+ * small chunks, whose training step gives the whole batch's gradients within the
+ * rounding of the weight gradients' sums, the same bits twice, in fp32 and bf16, its
+ * workspace grown to the chunks' bytes alone. The CUDA side (every candidate against
+ * the CPU, chunked) is tests/gpu/test-cuda-conv.c's. */
+#include "resnet18-cifar.h"
+#include "synthetic-idx.h"
+#include "tdm-backend.h"
+#include "tdm-config.h"
+#include "tdm-conv-columns.h"
+#include "tdm-dataset.h"
+#include "tdm-network.h"
+#include "tdm-replica-private.h"
+#include "tdm-replica.h"
+
+#include <math.h>
+#include <string.h>
+
+#define MIB ((size_t)1 << 20)
+
+static void
+test_chunk_samples(void)
+{
+  /* The whole batch where it fits, or where there is no bound. */
+  g_assert_cmpint(tdm_conv_chunk_samples(128, MIB, 0), ==, 128);
+  g_assert_cmpint(tdm_conv_chunk_samples(64, MIB, 64 * MIB), ==, 64);
+  g_assert_cmpint(tdm_conv_chunk_samples(65, MIB, 64 * MIB), ==, 64);
+  g_assert_cmpint(tdm_conv_chunk_samples(7, 0, 64 * MIB), ==, 7);
+  /* One sample where a sample's columns are more than the bound. */
+  g_assert_cmpint(tdm_conv_chunk_samples(3, 65 * MIB, 64 * MIB), ==, 1);
+  g_assert_cmpint(tdm_conv_chunk_samples(1, 65 * MIB, 64 * MIB), ==, 1);
+  g_assert_cmpint(tdm_conv_chunk_samples(0, MIB, 64 * MIB), ==, 1);
+  g_assert_cmpuint(tdm_conv_columns_bound(TDM_BACKEND_CUDA), ==, 64 * MIB);
+  g_assert_cmpuint(tdm_conv_columns_bound(TDM_BACKEND_CPU), ==, 0);
+}
+
+/* torchvision's stem at 224 px, batch 128: 112×112 output pixels of 147 taps, 3,687,936
+ * bytes of bf16 columns a sample (472 MB the batch), so chunks of 18 samples
+ * (66,382,848 bytes). The engine's forward: the weights' room (64 × 147 × 2 = 18,816
+ * bytes, to 256) before them; its weight gradient: the output gradient as bf16 first
+ * (128 × 12,544 × 64 × 2 = 205,520,896 bytes). Float32 columns: 9 samples a chunk. The
+ * replica's own composition: the chunk's columns after the output gradient. And a
+ * 3×3 layer at 56 px (64 → 64): 3,612,672 bytes of bf16 columns a sample, 18 a chunk;
+ * a sample larger than the bound (3×3, 64 channels at 256 × 256: 75.5 MB) alone. */
+static void
+test_bytes(void)
+{
+  TdmConvShape stem = {128, 224, 224, 3, 64, 7, 3, 2};
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, TRUE, FALSE), ==,
+                   18944 + 66382848);
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_WGRAD, TRUE, FALSE), ==,
+                   205539840 + 66382848);
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, FALSE, FALSE), ==,
+                   9 * (size_t)12544 * 147 * 4);
+  /* A float32 forward that writes bf16 stages the chunk's float32 product after the
+   * columns: 6 samples of 7,375,872 + 3,211,264 bytes. */
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, FALSE, TRUE), ==,
+                   6 * (size_t)7375872 + 6 * (size_t)3211264);
+  TdmConvComposition how = {.columns = TRUE, .bf16 = TRUE, .bf16_dx = TRUE, .params16 = TRUE};
+  g_assert_cmpuint(tdm_conv_replica_bytes(&stem, &how, FALSE, FALSE, 64 * MIB), ==, 66382848);
+  g_assert_cmpuint(tdm_conv_replica_bytes(&stem, &how, TRUE, FALSE, 64 * MIB), ==,
+                   205520896 + 66382848);
+  /* The whole batch without a bound: the columns of before. */
+  g_assert_cmpuint(tdm_conv_replica_bytes(&stem, &how, FALSE, FALSE, 0), ==,
+                   (size_t)128 * 12544 * 147 * 2);
+
+  TdmConvShape layer = {128, 56, 56, 64, 64, 3, 1, 1};
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&layer, TDM_CONV_DGRAD, TRUE, FALSE), ==,
+                   51380224 + 73728 + 18 * (size_t)3612672);
+  /* Float32 columns for an input gradient that is not bf16's way: the larger of the two
+   * layouts. */
+  how.bf16_dx = FALSE;
+  g_assert_cmpuint(tdm_conv_replica_bytes(&layer, &how, TRUE, TRUE, 64 * MIB), ==,
+                   MAX(51380224 + 18 * (size_t)3612672, 9 * (size_t)7225344));
+  /* A 1×1 conv of stride 1: the replica multiplies its input as it is, the engine
+   * converts it to bf16 in chunks. */
+  TdmConvShape direct = {128, 56, 56, 64, 256, 1, 0, 1};
+  TdmConvComposition none = {.columns = FALSE};
+  g_assert_cmpuint(tdm_conv_replica_bytes(&direct, &none, TRUE, TRUE, 64 * MIB), ==, 0);
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&direct, TDM_CONV_FORWARD, TRUE, FALSE), ==,
+                   32768 + 128 * (size_t)401408);
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&direct, TDM_CONV_FORWARD, FALSE, FALSE), ==,
+                   0);
+  TdmConvShape wide = {3, 256, 256, 64, 64, 3, 1, 1};
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&wide, TDM_CONV_FORWARD, TRUE, FALSE), ==,
+                   73728 + (size_t)65536 * 576 * 2);
+}
+
+/* The plan's column workspace on a GPU in bf16: the engine's budget (twice, or 64 MiB
+ * more) of the most any layer's column way takes, which every call's least-needing
+ * candidate needs no more than. 224 px, batch 128 (evaluation chunks of 128): the most
+ * is the stem's weight gradient, its output gradient as bf16 and 18 samples' columns
+ * (test_bytes): 271,922,688 bytes, 543,845,376 with the budget, where the whole batch's
+ * float32 columns at the larger capacity were 1,010,494,464 at chunks of 137. 32 px,
+ * batch 512: a 3×3 layer of 64 channels at 32 × 32 in backward, its output gradient as
+ * bf16 (67,108,864), the weights' room (73,728) and 56 samples' columns (1,179,648 bytes
+ * each): 133,242,880 bytes, 266,485,760 with the budget, where the whole columns were
+ * 1,274,019,840 at chunks of 540. The CPU keeps the whole batch's float32 columns. */
+static void
+test_plan(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) tv = tdm_network_new("resnet18", 224, 224, 3, 1000, &error);
+  g_assert_no_error(error);
+  g_autoptr(TdmNetwork) cifar = tdm_network_new(resnet18, 32, 32, 3, 10, &error);
+  g_assert_no_error(error);
+  TdmReplicaPlan gpu = tdm_replica_plan(tv, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 128, 128);
+  g_assert_cmpuint(gpu.columns, ==, 2 * (size_t)271922688);
+  g_assert_cmpuint(tdm_conv_budget(271922688), ==, 2 * (size_t)271922688);
+  TdmReplicaPlan cpu = tdm_replica_plan(tv, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 128, 128);
+  g_assert_cmpuint(cpu.columns, ==, (size_t)128 * 12544 * 147 * 4);
+  g_assert_cmpuint(cpu.workspace - cpu.columns, ==, gpu.workspace - gpu.columns);
+  /* The evaluation chunk costs the GPU's columns nothing more. */
+  g_assert_cmpuint(tdm_replica_plan(tv, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 128, 137).columns,
+                   ==, gpu.columns);
+  TdmReplicaPlan small =
+      tdm_replica_plan(cifar, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 512, 512);
+  g_assert_cmpuint(small.columns, ==, 2 * (size_t)133242880);
+  g_test_message(
+      "column workspace on a GPU, bf16: 224 px b128 %zu bytes (whole float32 "
+      "columns %zu), 32 px b512 %zu bytes (%zu)",
+      gpu.columns, cpu.columns, small.columns,
+      tdm_replica_plan(cifar, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 512, 512).columns);
+  /* A float32 run: float32 chunks, no reservations. The most at 224 px: the 3×3 conv of
+   * stride 2 from 128 to 256 channels, 74 samples of 14 × 14 × 1,152 × 4 = 903,168
+   * bytes (the stem's 9 of 7,375,872 take 66,382,848); 64 MiB more with the budget
+   * (more than twice that). */
+  TdmReplicaPlan fp32 = tdm_replica_plan(tv, TDM_BACKEND_CUDA, TDM_PRECISION_FP32, 128, 128);
+  g_assert_cmpuint(fp32.columns, ==, 74 * (size_t)903168 + 64 * MIB);
+  /* The evaluation chunk of those rows: the training's shard. */
+  g_assert_cmpint(tdm_replica_eval_capacity(tv, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 128, 500),
+                  ==, 128);
+  g_assert_cmpint(
+      tdm_replica_eval_capacity(cifar, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 512, 10000), ==,
+      512);
+}
+
+/* A network with a 7×7 stem of stride 2, bns normalized as the next conv reads (bf16), a
+ * block with a strided projection and a 1×1 conv of stride 1. */
+static const char net_spec[] =
+    "conv8k7s2p3,bn,relu,conv16k3p1,bn,relu,res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,"
+    "conv24k1,relu,gap,fc10";
+#define BATCH 16
+/* Small enough that the convs' columns come in several chunks, some of them short:
+ * the stem's one sample at a time in fp32 (14 × 14 pixels of 49 taps: 38,416 bytes of
+ * float32 columns a sample), two in bf16; the block's 3×3 of stride 2 (7 × 7 of 144
+ * taps) three bf16 samples at a time, the last chunk one; its projection's 14 float32
+ * ones, then 2. */
+#define SMALL_BOUND ((size_t)45000)
+
+/* One training step of batch 16 on a CPU replica building its columns in chunks of at
+ * most `bound` bytes (0: whole): the gradients, and the workspace grown from 256 bytes. */
+static float *
+step(TdmPrecision precision, size_t bound, const TdmDatasetPair *data, size_t *workspace,
+     int *count)
+{
+  g_autoptr(GError) error = NULL;
+  TdmBackend *b = tdm_backend_new(TDM_DEVICE_CPU, precision, &error);
+  g_assert_no_error(error);
+  g_autoptr(TdmNetwork) net = tdm_network_new(net_spec, 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  g_autofree float *params = g_new(float, net->parameter_count);
+  tdm_network_init_parameters(net, 5, params);
+  TdmReplica *r =
+      tdm_replica_new_planned(b, net, BATCH, BATCH, 256, data->train, data->test, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(r->columns_bound, ==, 0);
+  r->columns_bound = bound;
+  tdm_backend_upload(b, r->params, params, net->parameter_count * sizeof(float));
+  int32_t indices[BATCH];
+  for (int i = 0; i < BATCH; i++)
+    indices[i] = 3 * i + 1;
+  tdm_replica_train_step(r, indices, BATCH, 1.0f / BATCH);
+  float *grads = g_new(float, net->parameter_count);
+  tdm_backend_download(b, grads, r->grads, net->parameter_count * sizeof(float));
+  g_assert_true(tdm_backend_check(b, NULL));
+  *workspace = r->columns_bytes;
+  *count = net->parameter_count;
+  tdm_replica_free(r);
+  tdm_backend_free(b);
+  return grads;
+}
+
+/* The workspace of the step spelt out from the layers: each conv with columns (a
+ * projection's 1×1 of stride 2 among them) takes its chunk of columns (the whole batch's
+ * where bound is 0), bf16 after the whole output gradient as bf16 where its outputs are
+ * no more than its taps in bf16, else float32; a conv the CPU runs whole (Winograd, in
+ * fp32) its scratch. */
+static size_t
+chunked_bytes(const TdmNetwork *net, TdmPrecision precision, size_t bound)
+{
+  size_t most = 0;
+  for (int i = 0; i < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i];
+    TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, TDM_BACKEND_CPU, precision);
+    most = MAX(most, buf.conv_work * sizeof(float));
+    if (buf.columns == 0)
+      continue;
+    size_t taps = l->kind == TDM_LAYER_RES_END ? (size_t)net->layers[l->partner].in_c
+                                               : (size_t)l->kernel * l->kernel * l->in_c;
+    size_t out = (size_t)l->out_c, pixels = (size_t)l->out_h * l->out_w;
+    gboolean bf16 = precision == TDM_PRECISION_BF16 && out <= taps;
+    size_t size = bf16 ? 2 : 4;
+    size_t chunk =
+        bound == 0 ? BATCH : MIN((size_t)BATCH, MAX(bound / (pixels * taps * size), (size_t)1));
+    size_t bytes = chunk * pixels * taps * size;
+    if (bf16)
+      bytes += (size_t)BATCH * pixels * out * 2;
+    most = MAX(most, bytes);
+  }
+  return most;
+}
+
+static double
+relative_distance(const float *a, const float *b, int count)
+{
+  double diff = 0, norm = 0;
+  for (int i = 0; i < count; i++) {
+    diff += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+    norm += (double)b[i] * b[i];
+  }
+  return sqrt(diff / MAX(norm, 1e-30));
+}
+
+/* Chunks change only where each weight gradient's float32 sum over its rows (at most
+ * 16 × 14 × 14 = 3,136 of them here) is rounded: within rows · 2⁻²⁴ of the whole
+ * batch's, relative. Forward and input gradients are the same sums per sample. */
+static void
+test_replica_chunks(void)
+{
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 64, 16);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new(net_spec, 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  for (int prec = TDM_PRECISION_FP32; prec <= TDM_PRECISION_BF16; prec += 2) {
+    size_t whole_bytes, chunked, again_bytes;
+    int count;
+    g_autofree float *whole = step(prec, 0, data, &whole_bytes, &count);
+    g_autofree float *chunks = step(prec, SMALL_BOUND, data, &chunked, &count);
+    g_autofree float *again = step(prec, SMALL_BOUND, data, &again_bytes, &count);
+    double distance = relative_distance(chunks, whole, count);
+    g_test_message("%s: gradients in chunks of %zu bytes %.3g from the whole batch's; "
+                   "workspace %zu bytes (whole: %zu)",
+                   tdm_precision_name(prec), SMALL_BOUND, distance, chunked, whole_bytes);
+    g_assert_cmpfloat(distance, <=, 3136 * 0x1p-24);
+    g_assert_cmpmem(chunks, count * sizeof(float), again, count * sizeof(float));
+    g_assert_cmpuint(whole_bytes, ==, chunked_bytes(net, prec, 0));
+    g_assert_cmpuint(chunked, ==, chunked_bytes(net, prec, SMALL_BOUND));
+    /* In fp32 the CPU's Winograd scratch is the most either way. */
+    if (prec == TDM_PRECISION_BF16)
+      g_assert_cmpuint(chunked, <, whole_bytes);
+  }
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/conv-columns/chunk-samples", test_chunk_samples);
+  g_test_add_func("/conv-columns/bytes", test_bytes);
+  g_test_add_func("/conv-columns/plan", test_plan);
+  g_test_add_func("/conv-columns/replica-chunks", test_replica_chunks);
+  return g_test_run();
+}
