@@ -391,6 +391,49 @@ tdm_k_bn_forward_eval(float *y, const void *x, bool x16, const float *running_me
                                  eps, rows, channels, relu, stream);
 }
 
+/* The forward kernel with the bn's own ReLU and then the addend, no ReLU after it (a
+ * residual body that ends with bn, relu), a bf16 output. */
+template <typename X, typename A>
+static cudaError_t
+bn_relu_add_launch(uint16_t *y, const X *x, const float *mean, const float *invstd,
+                   const float *gamma, const float *beta, const A *a, int rows, int channels,
+                   cudaStream_t stream)
+{
+  return bn_forward_launch<false>(y, x, mean, invstd, gamma, beta, 0.0f, rows, channels, true,
+                                  stream, a, false);
+}
+
+extern "C" cudaError_t
+tdm_k_bn_relu_add_bf16(uint16_t *y, const void *x, bool x16, const float *mean,
+                       const float *invstd, const float *gamma, const float *beta, const void *a,
+                       bool a16, int rows, int channels, cudaStream_t stream)
+{
+  if (x16 && a16)
+    return bn_relu_add_launch(y, (const uint16_t *)x, mean, invstd, gamma, beta,
+                              (const uint16_t *)a, rows, channels, stream);
+  if (x16)
+    return bn_relu_add_launch(y, (const uint16_t *)x, mean, invstd, gamma, beta,
+                              (const float *)a, rows, channels, stream);
+  if (a16)
+    return bn_relu_add_launch(y, (const float *)x, mean, invstd, gamma, beta,
+                              (const uint16_t *)a, rows, channels, stream);
+  return bn_relu_add_launch(y, (const float *)x, mean, invstd, gamma, beta, (const float *)a,
+                            rows, channels, stream);
+}
+
+/* bn_forward_eval's kernel with a bf16 output (Y = uint16_t), rounded as it is stored. */
+extern "C" cudaError_t
+tdm_k_bn_forward_eval_bf16(uint16_t *y, const void *x, bool x16, const float *running_mean,
+                           const float *running_var, const float *gamma, const float *beta,
+                           float eps, int rows, int channels, bool relu, cudaStream_t stream)
+{
+  if (x16)
+    return bn_forward_launch<true>(y, (const uint16_t *)x, running_mean, running_var, gamma,
+                                   beta, eps, rows, channels, relu, stream);
+  return bn_forward_launch<true>(y, (const float *)x, running_mean, running_var, gamma, beta,
+                                 eps, rows, channels, relu, stream);
+}
+
 /* dx = k·dy + a·x + c per channel, the CPU reference's expansion of
  * γ·invstd·(dy − Σdβ/M − xhat·Σdγ/M), dy taken as 0 where a fused ReLU (RELU)
  * stopped the forward's value; V and I as in the forward. */

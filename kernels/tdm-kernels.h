@@ -143,6 +143,17 @@ cudaError_t tdm_k_maxpool_backward(float *dx, float *dbias, const float *dy,
                                    const int32_t *argmax, const float *y, int n, int h,
                                    int w, int c, int k, float *partials,
                                    size_t partials_count, cudaStream_t stream);
+/* pool-bf16.cu: the tiling max pool of a bf16 run's stored tensors. Forward: x float32
+ * or (x16) bf16, optionally normalized as it is read (mean NULL: no bn), each value
+ * rounded to bf16 before the max; y bf16, argmax into x. Backward: dx and dy each
+ * float32 or bf16, each value rounded once. x has at most 2³¹ elements. */
+cudaError_t tdm_k_maxpool_forward_bf16(uint16_t *y, int32_t *argmax, const void *x, bool x16,
+                                       const float *mean, const float *invstd,
+                                       const float *gamma, const float *beta, bool relu, int n,
+                                       int h, int w, int c, int k, cudaStream_t stream);
+cudaError_t tdm_k_maxpool_backward_bf16(void *dx, bool dx16, const void *dy, bool dy16,
+                                        const int32_t *argmax, int n, int h, int w, int c,
+                                        int k, cudaStream_t stream);
 cudaError_t tdm_k_avgpool_forward(float *y, const float *x, int n, int h, int w, int c, int k,
                                   cudaStream_t stream);
 cudaError_t tdm_k_avgpool_backward(float *dx, const float *dy, int n, int h, int w, int c,
@@ -199,6 +210,17 @@ cudaError_t tdm_k_bn_forward_eval(float *y, const void *x, bool x16, const float
                                   const float *running_var, const float *gamma,
                                   const float *beta, float eps, int rows, int channels,
                                   bool relu, cudaStream_t stream);
+/* tdm_k_bn_forward with its ReLU, then + a (float32 or, a16, bf16), rounded into y as
+ * bf16: the bits of tdm_k_bn_forward, tdm_k_add_out (no ReLU) then tdm_k_to_bf16. */
+cudaError_t tdm_k_bn_relu_add_bf16(uint16_t *y, const void *x, bool x16, const float *mean,
+                                   const float *invstd, const float *gamma, const float *beta,
+                                   const void *a, bool a16, int rows, int channels,
+                                   cudaStream_t stream);
+/* The same rounded into y as bf16: the bits of tdm_k_bn_forward_eval then tdm_k_to_bf16. */
+cudaError_t tdm_k_bn_forward_eval_bf16(uint16_t *y, const void *x, bool x16,
+                                       const float *running_mean, const float *running_var,
+                                       const float *gamma, const float *beta, float eps,
+                                       int rows, int channels, bool relu, cudaStream_t stream);
 /* The backward's two steps; with relu, dy counts as 0 where the forward's fused ReLU
  * stopped the value (recomputed from x, gamma and beta as the forward computed it). */
 cudaError_t tdm_k_bn_backward_sums(float *dgamma, float *dbeta, const void *dy, bool dy16,

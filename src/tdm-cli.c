@@ -11,20 +11,30 @@
 #include "tdm-cli-runs.h"
 #include "tdm-cli-train.h"
 #include "tdm-base-recipe.h"
+#include "tdm-choice.h"
 #include "tdm-dataset-folder.h"
 #include "tdm-distributed.h"
 #include "tdm-error.h"
 #include "tdm-file.h"
 #include "tdm-network-catalogue.h"
+#include "tdm-experiments-enum-types.h"
 #include "tdm-trainer.h"
 #include "tdm-suggest.h"
 
 #include <stdio.h>
 #include <string.h>
 
+/* A word a command takes before a value, standing for one of its options: `runs
+ * show ID` is --show-run ID. */
+typedef struct {
+  const char *word;
+  const char *flag;
+} TdmCliVerb;
+
 struct _TdmCliCommand {
   const char *name;
-  const char *words;                 /* what follows its name, for the usage line */
+  const char *words;                 /* what follows its name, for the usage line (after
+                                      * each verb's word, when it has verbs) */
   const char *summary;               /* N_() */
   const char *const *run_options;    /* the run's rows it takes ("*": all), or NULL */
   const char *const *options;        /* its own rows */
@@ -33,6 +43,9 @@ struct _TdmCliCommand {
   const char *outside;               /* N_(): the legacy form's refusal of one of its
                                       * options given without them (%s twice: the flag) */
   int (*run) (TdmCli *cli);
+  const TdmCliVerb *verbs;           /* or NULL; ends with a NULL word */
+  GType (*choices) (void);           /* or NULL: its one word is a name of this GEnum,
+                                      * the usage line lists them */
 };
 
 static int run_train (TdmCli *cli);
@@ -47,6 +60,12 @@ static int run_devices (TdmCli *cli);
 
 #define LIST(...) ((const char *const[]){__VA_ARGS__, NULL})
 
+static const TdmCliVerb runs_verbs[] = {
+  {"show", "show-run"},
+  {"export", "export-run"},
+  {NULL, NULL},
+};
+
 static const TdmCliCommand commands[] = {
   {"train", "", N_("Train a network (the command when none is named)"), LIST("*"),
    LIST("resume", "config", "print-config", "record", "run-name", "history", "tensorboard",
@@ -56,18 +75,19 @@ static const TdmCliCommand commands[] = {
    LIST("network", "init", "image-size", "color", "normalize"),
    LIST("resume", "top", "json", "quiet", "version"), LIST("classify"),
    N_("%s: only with --classify"), run_classify},
-  {"runs", "[show ID | export ID]", N_("List the run history, or print one run"), NULL,
+  {"runs", "ID", N_("List the run history, or print one run"), NULL,
    LIST("history", "export-tensorboard", "json", "quiet", "version"),
    LIST("list-runs", "show-run", "export-run"), N_("%s: goes with runs: tandem-train runs %s …"),
-   run_runs},
+   run_runs, runs_verbs},
   {"export", "FILE", N_("Write a network as an ONNX model: a checkpoint's, or weights'"),
    LIST("network", "init", "image-size", "color", "normalize"),
    LIST("resume", "quiet", "version"), LIST("export-onnx"), N_("%s: only with --export-onnx"),
    run_export},
-  {"scaling", "strong|weak", N_("Measure the speed-up over 1, 2, … of the devices"),
+  {"scaling", "", N_("Measure the speed-up over 1, 2, … of the devices"),
    LIST("*"),
    LIST("config", "print-config", "record", "run-name", "history", "scaling-steps", "json",
-        "quiet", "version"), LIST("scaling"), N_("%s: only with --scaling"), run_scaling},
+        "quiet", "version"), LIST("scaling"), N_("%s: only with --scaling"), run_scaling,
+   NULL, tdm_scaling_mode_get_type},
   {"compare", "", N_("Train on every device, then on the main one alone; compare the parameters"),
    LIST("*"),
    LIST("config", "print-config", "record", "history", "compare-steps", "json", "quiet",
@@ -134,6 +154,37 @@ find_command(const char *name)
   for (guint i = 0; i < G_N_ELEMENTS(commands); i++)
     if (g_str_equal(commands[i].name, name))
       return &commands[i];
+  return NULL;
+}
+
+/* What follows the command's name on its usage line (the shell completion reads its
+ * lower-case words there) and in its messages: "strong|weak", the engine's names, for
+ * a word that is a choice; "[show ID | export ID]" for verbs; else the table's words. */
+static char *
+command_words(const TdmCliCommand *command)
+{
+  if (command->choices != NULL) {
+    g_autofree const char **names = tdm_choice_names(command->choices());
+    return g_strjoinv("|", (char **)names);
+  }
+  if (command->verbs != NULL) {
+    GString *text = g_string_new("[");
+    for (const TdmCliVerb *verb = command->verbs; verb->word != NULL; verb++)
+      g_string_append_printf(text, "%s%s %s", verb == command->verbs ? "" : " | ", verb->word,
+                             command->words);
+    g_string_append_c(text, ']');
+    return g_string_free(text, FALSE);
+  }
+  return g_strdup(command->words);
+}
+
+/* The command's verb called `word`, or NULL. */
+static const TdmCliVerb *
+find_verb(const TdmCliCommand *command, const char *word)
+{
+  for (const TdmCliVerb *verb = command->verbs; verb != NULL && verb->word != NULL; verb++)
+    if (g_str_equal(verb->word, word))
+      return verb;
   return NULL;
 }
 
@@ -262,9 +313,8 @@ parse_context(TdmCli *cli, const TdmCliCommand *command, int *argc, char ***argv
               char ***classify, GError **error)
 {
   g_autoptr(GArray) entries = entries_for(cli, command, classify);
-  g_autofree char *usage = command != NULL && command->words[0] != '\0'
-                               ? g_strdup(command->words)
-                               : NULL;
+  g_autofree char *words = command != NULL ? command_words(command) : NULL;
+  const char *usage = words != NULL && words[0] != '\0' ? words : NULL;
   GOptionContext *context = g_option_context_new(command != NULL ? usage : "[COMMAND]");
   g_option_context_set_translation_domain(context, GETTEXT_PACKAGE);
   g_autofree char *summary = tdm_cli_help_summary(command != NULL ? command->summary : NULL);
@@ -302,25 +352,25 @@ take_words(TdmCli *cli, int argc, char **argv, char **classify, GError **error)
     g_strv_builder_add(words, argv[i]);
   cli->words = g_strv_builder_end(words);
   guint n = g_strv_length(cli->words);
+  const TdmCliVerb *verb = n > 0 ? find_verb(cli->command, cli->words[0]) : NULL;
   if (cli->chosen_by == NULL && g_str_equal(name, "export") && n == 1)
     return tdm_cli_flags_set(cli->flags, "export-onnx", cli->words[0]);
-  if (cli->chosen_by == NULL && g_str_equal(name, "scaling") && n == 1)
-    return tdm_cli_flags_set(cli->flags, "scaling", cli->words[0]);
-  if (cli->chosen_by == NULL && g_str_equal(name, "runs") && n == 2 &&
-      (g_str_equal(cli->words[0], "show") || g_str_equal(cli->words[0], "export")))
-    return tdm_cli_flags_set(cli->flags,
-                             g_str_equal(cli->words[0], "show") ? "show-run" : "export-run",
-                             cli->words[1]);
+  /* The word of a choice is its option's value, checked as the option's. */
+  if (cli->chosen_by == NULL && cli->command->choices != NULL && n == 1)
+    return tdm_cli_flags_set(cli->flags, name, cli->words[0]);
+  if (cli->chosen_by == NULL && verb != NULL && n == 2)
+    return tdm_cli_flags_set(cli->flags, verb->flag, cli->words[1]);
   if (g_str_equal(name, "classify") && n > 0)
     return TRUE;
   if (n == 0 && !(cli->chosen_by == NULL && (g_str_equal(name, "export") ||
-                                             g_str_equal(name, "scaling") ||
+                                             cli->command->choices != NULL ||
                                              g_str_equal(name, "classify"))))
     return TRUE;
-  if (n == 0 || (g_str_equal(name, "runs") && n == 1 &&
-                 (g_str_equal(cli->words[0], "show") || g_str_equal(cli->words[0], "export"))))
+  if (n == 0 || (verb != NULL && n == 1)) {
+    g_autofree char *wanted = command_words(cli->command);
     return tdm_cli_bad_option(error, _("%s: give %s (see tandem-train %s --help)"), name,
-                              cli->command->words, name);
+                              wanted, name);
+  }
   return tdm_cli_bad_option(error, _("unexpected argument “%s” (see --help)"), cli->words[0]);
 }
 

@@ -90,7 +90,6 @@ static gboolean
 collective(TdmCommunicator *c, Meeting *m, Collective kind, int replica, float *buffer,
            size_t offset, size_t count, int root)
 {
-  gint64 start = g_get_monotonic_time();
   m->buffers[replica] = buffer;
   if (!tdm_barrier_wait(&m->barrier))
     return FALSE;
@@ -102,9 +101,7 @@ collective(TdmCommunicator *c, Meeting *m, Collective kind, int replica, float *
     slice_of(count, c->replicas, replica, &begin, &end);
     sum_range(m->buffers, c->replicas, offset, begin, end, kind == SUM_TO_ROOT ? root : -1);
   }
-  gboolean ok = tdm_barrier_wait(&m->barrier);
-  c->comm_seconds[replica] += (g_get_monotonic_time() - start) / 1e6;
-  return ok;
+  return tdm_barrier_wait(&m->barrier);
 }
 
 /* ---- the lanes: buckets all-reduced beside backward ------------------------------ */
@@ -308,7 +305,6 @@ host_destroy(TdmCommunicator *c)
   g_free(h->lanes_meeting.buffers);
   g_free(h->lanes);
   g_free(h->doubles);
-  g_free(c->comm_seconds);
   g_free(c->bytes_sent);
   g_free(c->bytes_received);
   g_free(h);
@@ -338,7 +334,6 @@ tdm_communicator_host_new(TdmBackend **backends, int replicas)
   h->base.backends = backends;
   h->base.world_size = replicas;
   h->base.first_rank = 0;
-  h->base.comm_seconds = g_new0(double, replicas);
   h->base.bytes_sent = g_new0(guint64, replicas);
   h->base.bytes_received = g_new0(guint64, replicas);
   h->sync.buffers = g_new0(float *, replicas);

@@ -50,7 +50,6 @@ typedef struct {
   cudaStream_t stream;         /* communication */
   cudaEvent_t ready;           /* on the compute stream, at each call */
   cudaEvent_t done;            /* on the communication stream, after it */
-  TdmCudaTimer timer;
 #endif
 } MpiCommunicator;
 
@@ -104,12 +103,10 @@ static gboolean
 gpu_collective(MpiCommunicator *m, Op op, float *data, size_t count, int root, GError **error)
 {
   TdmBackend *b = m->backend;
-  m->base.comm_seconds[0] += tdm_cuda_timer_harvest(&m->timer);
   if (!CUDA_OK(m, error, cudaSetDevice(b->device_index)) ||
       !CUDA_OK(m, error, cudaEventRecord(m->ready, tdm_backend_cuda_stream(b))) ||
       !CUDA_OK(m, error, cudaStreamWaitEvent(m->stream, m->ready, 0)))
     return FALSE;
-  tdm_cuda_timer_begin(&m->timer, m->stream);
   gboolean ok = FALSE;
   switch (op) {
   case OP_ALLREDUCE:
@@ -126,7 +123,6 @@ gpu_collective(MpiCommunicator *m, Op op, float *data, size_t count, int root, G
                                          m->stream));
     break;
   }
-  tdm_cuda_timer_end(&m->timer, m->stream);
   return ok && CUDA_OK(m, error, cudaEventRecord(m->done, m->stream));
 }
 
@@ -141,7 +137,6 @@ gpu_wait(MpiCommunicator *m, GError **error)
       !CUDA_OK(m, error, cudaSetDevice(b->device_index)) ||
       !CUDA_OK(m, error, cudaStreamWaitEvent(tdm_backend_cuda_stream(b), m->done, 0)))
     return FALSE;
-  m->base.comm_seconds[0] += tdm_cuda_timer_harvest(&m->timer);
   return TRUE;
 }
 
@@ -165,8 +160,7 @@ gpu_init(MpiCommunicator *m, GError **error)
       !CUDA_OK(m, error, cudaStreamCreateWithPriority(&m->stream, cudaStreamNonBlocking,
                                                       highest)) ||
       !CUDA_OK(m, error, cudaEventCreateWithFlags(&m->ready, cudaEventDisableTiming)) ||
-      !CUDA_OK(m, error, cudaEventCreateWithFlags(&m->done, cudaEventDisableTiming)) ||
-      !tdm_cuda_timer_init(&m->timer, error))
+      !CUDA_OK(m, error, cudaEventCreateWithFlags(&m->done, cudaEventDisableTiming)))
     return FALSE;
   return TRUE;
 }
@@ -190,7 +184,6 @@ gpu_destroy(MpiCommunicator *m, gboolean aborted)
       (void)cudaEventDestroy(m->ready);
     if (m->done != NULL)
       (void)cudaEventDestroy(m->done);
-    tdm_cuda_timer_clear(&m->timer);
   }
   (void)cudaGetLastError();
 }
@@ -211,7 +204,6 @@ collective(TdmCommunicator *c, int replica, Op op, float *data, size_t count, in
   if (m->gpu)
     return gpu_collective(m, op, data, count, root, error);
 #endif
-  gint64 start = g_get_monotonic_time();
   gboolean ok = TRUE;
   for (size_t done = 0; ok && done < count; done += PIECE) {
     int n = (int)MIN(count - done, PIECE);
@@ -232,7 +224,6 @@ collective(TdmCommunicator *c, int replica, Op op, float *data, size_t count, in
       break;
     }
   }
-  c->comm_seconds[0] += (g_get_monotonic_time() - start) / 1e6;
   return ok;
 }
 
@@ -338,7 +329,6 @@ mpi_destroy(TdmCommunicator *c)
    * ranks never come, so the process's end frees it. */
   if (!aborted && m->comm != MPI_COMM_NULL)
     MPI_Comm_free(&m->comm);
-  g_free(c->comm_seconds);
   g_free(c->bytes_sent);
   g_free(c->bytes_received);
   g_free(m);
@@ -375,7 +365,6 @@ tdm_communicator_mpi_new(TdmBackend *backend, GError **error)
   c->backends = &m->backend;
   c->world_size = tdm_distributed_size();
   c->first_rank = m->rank = tdm_distributed_rank();
-  c->comm_seconds = g_new0(double, 1);
   c->bytes_sent = g_new0(guint64, 1);
   c->bytes_received = g_new0(guint64, 1);
   m->comm = MPI_COMM_NULL;

@@ -5,8 +5,7 @@
  * Each collective goes on the replica's communication stream once that stream has
  * waited for an event recorded on the compute stream at the call, so a gradient
  * bucket is all-reduced while backward still computes the next one; wait() makes
- * the compute stream wait for the communication stream. Time on the communication
- * stream is measured with events into comm_seconds. Not for replicas that share a
+ * the compute stream wait for the communication stream. Not for replicas that share a
  * GPU (NCCL refuses duplicate devices: the peer communicator serves them) and not
  * across processes (tdm-communicator-mpi.c).
  */
@@ -26,7 +25,6 @@ typedef struct {
   cudaStream_t *streams;       /* [replicas]: communication */
   cudaEvent_t *ready;          /* [replicas]: on the compute stream, at each call */
   cudaEvent_t *done;           /* [replicas]: on the communication stream */
-  TdmCudaTimer *timers;        /* [replicas] */
   TdmHostSum sum;
   TdmIntSum ints;
   /* Collectives hold it for reading while they enqueue; abort takes it for writing,
@@ -61,8 +59,8 @@ aborted_error(GError **error)
   return FALSE;
 }
 
-/* Everything a collective does around its one NCCL call: the device, the ordering
- * after the compute stream, the timing. Runs with the abort lock held for reading. */
+/* Everything a collective does around its one NCCL call: the device and the ordering
+ * after the compute stream. Runs with the abort lock held for reading. */
 static gboolean
 begin(NcclCommunicator *n, int r, GError **error)
 {
@@ -73,7 +71,6 @@ begin(NcclCommunicator *n, int r, GError **error)
     g_rw_lock_reader_unlock(&n->abort_lock);
     return aborted_error(error);
   }
-  c->comm_seconds[r] += tdm_cuda_timer_harvest(&n->timers[r]);
   if (!TDM_CUDA_TRY(error, TDM_ENGINE_ERROR_COMMUNICATION, b->name,
                     cudaSetDevice(b->device_index)) ||
       !TDM_CUDA_TRY(error, TDM_ENGINE_ERROR_COMMUNICATION, b->name,
@@ -83,7 +80,6 @@ begin(NcclCommunicator *n, int r, GError **error)
     g_rw_lock_reader_unlock(&n->abort_lock);
     return FALSE;
   }
-  tdm_cuda_timer_begin(&n->timers[r], n->streams[r]);
   return TRUE;
 }
 
@@ -91,7 +87,6 @@ static gboolean
 end(NcclCommunicator *n, int r, gboolean ok, GError **error)
 {
   TdmCommunicator *c = &n->base;
-  tdm_cuda_timer_end(&n->timers[r], n->streams[r]);
   if (ok)
     ok = TDM_CUDA_TRY(error, TDM_ENGINE_ERROR_COMMUNICATION, c->backends[r]->name,
                       cudaEventRecord(n->done[r], n->streams[r]));
@@ -161,8 +156,6 @@ nccl_wait(TdmCommunicator *c, int replica, GError **error)
                     cudaSetDevice(b->device_index)) &&
        TDM_CUDA_TRY(error, TDM_ENGINE_ERROR_COMMUNICATION, b->name,
                     cudaStreamWaitEvent(tdm_backend_cuda_stream(b), n->done[replica], 0));
-  if (ok)
-    c->comm_seconds[replica] += tdm_cuda_timer_harvest(&n->timers[replica]);
   g_rw_lock_reader_unlock(&n->abort_lock);
   return ok;
 }
@@ -216,7 +209,6 @@ nccl_destroy(TdmCommunicator *c)
       (void)cudaEventDestroy(n->ready[r]);
     if (n->done[r] != NULL)
       (void)cudaEventDestroy(n->done[r]);
-    tdm_cuda_timer_clear(&n->timers[r]);
   }
   (void)cudaGetLastError();
   tdm_host_sum_clear(&n->sum);
@@ -226,8 +218,6 @@ nccl_destroy(TdmCommunicator *c)
   g_free(n->streams);
   g_free(n->ready);
   g_free(n->done);
-  g_free(n->timers);
-  g_free(c->comm_seconds);
   g_free(c->bytes_sent);
   g_free(c->bytes_received);
   g_free(n);
@@ -275,14 +265,12 @@ tdm_communicator_nccl_new(TdmBackend **backends, int replicas, GError **error)
   c->backends = backends;
   c->world_size = replicas;
   c->first_rank = 0;
-  c->comm_seconds = g_new0(double, replicas);
   c->bytes_sent = g_new0(guint64, replicas);
   c->bytes_received = g_new0(guint64, replicas);
   n->comms = g_new0(ncclComm_t, replicas);
   n->streams = g_new0(cudaStream_t, replicas);
   n->ready = g_new0(cudaEvent_t, replicas);
   n->done = g_new0(cudaEvent_t, replicas);
-  n->timers = g_new0(TdmCudaTimer, replicas);
   tdm_host_sum_init(&n->sum, replicas);
   tdm_int_sum_init(&n->ints, replicas);
   g_rw_lock_init(&n->abort_lock);
@@ -301,8 +289,7 @@ tdm_communicator_nccl_new(TdmBackend **backends, int replicas, GError **error)
         !TDM_CUDA_TRY(error, TDM_ENGINE_ERROR_COMMUNICATION, who,
                       cudaEventCreateWithFlags(&n->ready[r], cudaEventDisableTiming)) ||
         !TDM_CUDA_TRY(error, TDM_ENGINE_ERROR_COMMUNICATION, who,
-                      cudaEventCreateWithFlags(&n->done[r], cudaEventDisableTiming)) ||
-        !tdm_cuda_timer_init(&n->timers[r], error))
+                      cudaEventCreateWithFlags(&n->done[r], cudaEventDisableTiming)))
       goto fail;
   }
   return c;

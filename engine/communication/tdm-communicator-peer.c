@@ -38,7 +38,6 @@ typedef struct {
   gboolean *direct;            /* [r · replicas + q]: r's kernels can read q's memory */
   float **staging;             /* [replicas]: NULL where every peer is direct */
   float **buffers;             /* [replicas]: registered for the current collective */
-  TdmCudaTimer *timers;        /* [replicas] */
 } PeerCommunicator;
 
 #define PEER(c) ((PeerCommunicator *)(c))
@@ -74,7 +73,6 @@ enter(PeerCommunicator *p, int r, float *buffer, GError **error)
                 _("peer communicator: replica %d (%s) has failed"), r, b->name);
     return FALSE;
   }
-  c->comm_seconds[r] += tdm_cuda_timer_harvest(&p->timers[r]);
   p->buffers[r] = buffer;
   if (!TDM_CUDA_TRY(error, TDM_ENGINE_ERROR_COMMUNICATION, b->name,
                     cudaSetDevice(ordinal_of(c, r))) ||
@@ -91,7 +89,6 @@ enter(PeerCommunicator *p, int r, float *buffer, GError **error)
       tdm_barrier_break(&p->barrier);
       return FALSE;
     }
-  tdm_cuda_timer_begin(&p->timers[r], p->streams[r]);
   return TRUE;
 }
 
@@ -100,7 +97,6 @@ static gboolean
 leave(PeerCommunicator *p, int r, gboolean ok, GError **error)
 {
   TdmCommunicator *c = &p->base;
-  tdm_cuda_timer_end(&p->timers[r], p->streams[r]);
   if (ok)
     ok = TDM_CUDA_TRY(error, TDM_ENGINE_ERROR_COMMUNICATION, c->backends[r]->name,
                       cudaEventRecord(p->done[r], p->streams[r]));
@@ -228,7 +224,6 @@ peer_wait(TdmCommunicator *c, int replica, GError **error)
     if (!TDM_CUDA_TRY(error, TDM_ENGINE_ERROR_COMMUNICATION, b->name,
                       cudaStreamWaitEvent(tdm_backend_cuda_stream(b), p->done[q], 0)))
       return FALSE;
-  c->comm_seconds[replica] += tdm_cuda_timer_harvest(&p->timers[replica]);
   return TRUE;
 }
 
@@ -269,7 +264,6 @@ peer_destroy(TdmCommunicator *c)
       (void)cudaEventDestroy(p->ready[r]);
     if (p->done[r] != NULL)
       (void)cudaEventDestroy(p->done[r]);
-    tdm_cuda_timer_clear(&p->timers[r]);
     tdm_backend_release(c->backends[r], p->staging[r]);
   }
   (void)cudaGetLastError();
@@ -282,8 +276,6 @@ peer_destroy(TdmCommunicator *c)
   g_free(p->direct);
   g_free(p->staging);
   g_free(p->buffers);
-  g_free(p->timers);
-  g_free(c->comm_seconds);
   g_free(c->bytes_sent);
   g_free(c->bytes_received);
   g_free(p);
@@ -372,7 +364,6 @@ tdm_communicator_peer_new(TdmBackend **backends, int replicas, GError **error)
   c->backends = backends;
   c->world_size = replicas;
   c->first_rank = 0;
-  c->comm_seconds = g_new0(double, replicas);
   c->bytes_sent = g_new0(guint64, replicas);
   c->bytes_received = g_new0(guint64, replicas);
   tdm_barrier_init(&p->barrier, replicas);
@@ -384,7 +375,6 @@ tdm_communicator_peer_new(TdmBackend **backends, int replicas, GError **error)
   p->direct = g_new0(gboolean, (size_t)replicas * replicas);
   p->staging = g_new0(float *, replicas);
   p->buffers = g_new0(float *, replicas);
-  p->timers = g_new0(TdmCudaTimer, replicas);
 
   for (int r = 0; r < replicas; r++) {
     const char *who = backends[r]->name;
@@ -402,7 +392,7 @@ tdm_communicator_peer_new(TdmBackend **backends, int replicas, GError **error)
                       cudaEventCreateWithFlags(&p->ready[r], cudaEventDisableTiming)) ||
         !TDM_CUDA_TRY(error, TDM_ENGINE_ERROR_COMMUNICATION, who,
                       cudaEventCreateWithFlags(&p->done[r], cudaEventDisableTiming)) ||
-        !tdm_cuda_timer_init(&p->timers[r], error) || !setup_access(p, r, error)) {
+        !setup_access(p, r, error)) {
       peer_destroy(c);
       return NULL;
     }

@@ -51,14 +51,6 @@ tdm_communicator_free(TdmCommunicator *c)
     c->ops->destroy(c);
 }
 
-double
-tdm_communicator_take_seconds(TdmCommunicator *c, int replica)
-{
-  double seconds = c->comm_seconds[replica];
-  c->comm_seconds[replica] = 0;
-  return seconds;
-}
-
 /* The bytes one collective moves out of and into one device, by the algorithm of the
  * communicator's kind, with S the buffer's bytes and N the devices:
  * - every kind's all-reduce sends and receives 2(N−1)/N × S per device: host and peer

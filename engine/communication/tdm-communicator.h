@@ -67,7 +67,6 @@ struct _TdmCommunicator {
   TdmBackend **backends;       /* [replicas], not owned */
   int world_size;              /* replicas over all processes */
   int first_rank;              /* global index of local replica 0 */
-  double *comm_seconds;        /* [replicas]: time spent communicating, accumulated */
   guint64 *bytes_sent;         /* [replicas]: by the kind's algorithm (see */
   guint64 *bytes_received;     /*   tdm_communicator_allreduce), accumulated */
 };
@@ -93,9 +92,6 @@ double tdm_communicator_take_in_flight (TdmCommunicator *c, int replica);
 
 /* Calls ops->abort where the communicator has one. */
 void tdm_communicator_abort (TdmCommunicator *c);
-
-/* Returns and clears replica's accumulated communication time, in seconds. */
-double tdm_communicator_take_seconds (TdmCommunicator *c, int replica);
 
 /* The collectives as the trainer calls them: ops->… plus the count of the bytes each
  * moves into and out of the replica's device, for the window and --json. The count

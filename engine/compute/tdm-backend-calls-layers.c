@@ -107,6 +107,31 @@ tdm_backend_bn_forward_eval(TdmBackend *b, float *y, const void *x, TdmDtype x_t
 }
 
 void
+tdm_backend_bn_forward_eval_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
+                                 const float *running_mean, const float *running_var,
+                                 const float *gamma, const float *beta, float eps, int rows,
+                                 int channels, bool relu)
+{
+  if (tdm_backend_enter(b) && TDM_HAS_OP(b, bn_forward_eval_bf16) &&
+      bn_input_ok(b, "bn_forward_eval_bf16", x_type, rows, channels))
+    b->ops->bn_forward_eval_bf16(b, y, x, x_type, running_mean, running_var, gamma, beta, eps,
+                                 rows, channels, relu);
+}
+
+void
+tdm_backend_bn_relu_add_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
+                             const float *mean, const float *invstd, const float *gamma,
+                             const float *beta, const void *a, TdmDtype a_type, int rows,
+                             int channels)
+{
+  if (tdm_backend_enter(b) && TDM_HAS_OP(b, bn_relu_add_bf16) &&
+      bn_input_ok(b, "bn_relu_add_bf16", x_type, rows, channels) &&
+      tdm_backend_input_ok(b, "bn_relu_add_bf16", a_type))
+    b->ops->bn_relu_add_bf16(b, y, x, x_type, mean, invstd, gamma, beta, a, a_type, rows,
+                             channels);
+}
+
+void
 tdm_backend_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const void *dy,
                              TdmDtype dy_type, const void *x, TdmDtype x_type,
                              const float *mean, const float *invstd, const float *gamma,

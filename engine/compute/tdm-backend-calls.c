@@ -296,6 +296,36 @@ tdm_backend_maxpool_backward(TdmBackend *b, float *dx, float *dbias, const float
     b->ops->maxpool_backward(b, dx, dbias, dy, argmax, y, n, h, w, c, k);
 }
 
+void
+tdm_backend_maxpool_forward_bf16(TdmBackend *b, uint16_t *y, int32_t *argmax, const void *x,
+                                 TdmDtype x_type, const float *mean, const float *invstd,
+                                 const float *gamma, const float *beta, bool relu, int n, int h,
+                                 int w, int c, int k)
+{
+  if (tdm_backend_enter(b) && TDM_HAS_OP(b, maxpool_forward_bf16) &&
+      maxpool_ok(b, "maxpool_forward_bf16", n, h, w, c, k) &&
+      tdm_backend_input_ok(b, "maxpool_forward_bf16", x_type) &&
+      TDM_ARGS_OK(b, (mean == NULL) == (invstd == NULL) && (mean == NULL) == (gamma == NULL) &&
+                         (mean == NULL) == (beta == NULL) && (mean != NULL || !relu),
+                  _("%s: give all four of the bn's mean, invstd, gamma and beta, or none (and "
+                    "then no ReLU)"),
+                  "maxpool_forward_bf16"))
+    b->ops->maxpool_forward_bf16(b, y, argmax, x, x_type, mean, invstd, gamma, beta, relu, n, h,
+                                 w, c, k);
+}
+
+void
+tdm_backend_maxpool_backward_bf16(TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
+                                  TdmDtype dy_type, const int32_t *argmax, int n, int h, int w,
+                                  int c, int k)
+{
+  if (tdm_backend_enter(b) && TDM_HAS_OP(b, maxpool_backward_bf16) &&
+      maxpool_ok(b, "maxpool_backward_bf16", n, h, w, c, k) &&
+      tdm_backend_input_ok(b, "maxpool_backward_bf16", dx_type) &&
+      tdm_backend_input_ok(b, "maxpool_backward_bf16", dy_type))
+    b->ops->maxpool_backward_bf16(b, dx, dx_type, dy, dy_type, argmax, n, h, w, c, k);
+}
+
 /* Loss and input */
 
 void
@@ -590,8 +620,9 @@ tdm_backend_has_bf16_blocks(TdmBackend *b)
 {
   return tdm_backend_kind_has_bn_bf16_input(b->kind) && b->ops->from_bf16 != NULL &&
          b->ops->relu_backward_bf16 != NULL && b->ops->add_out_bf16 != NULL &&
-         b->ops->add_strided_bf16 != NULL &&
-         b->ops->bn_forward_bf16 != NULL;
+         b->ops->add_strided_bf16 != NULL && b->ops->bn_forward_bf16 != NULL &&
+         b->ops->maxpool_forward_bf16 != NULL && b->ops->maxpool_backward_bf16 != NULL &&
+         b->ops->bn_forward_eval_bf16 != NULL && b->ops->bn_relu_add_bf16 != NULL;
 }
 
 gboolean

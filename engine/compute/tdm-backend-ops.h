@@ -196,8 +196,9 @@ struct _TdmBackendOps {
   /* Optional. */
   void (*add_out) (TdmBackend *b, float *y, const float *a, const float *x, size_t n,
                    bool relu);
-  /* Optional, all five or none (tdm_backend_has_bf16_blocks()): a residual block's
-   * input and output, and their gradients, stored as bf16. */
+  /* Optional, all nine or none (tdm_backend_has_bf16_blocks()): a residual block's
+   * input and output, a max pool's, an evaluating bn's, and their gradients, stored as
+   * bf16. */
   void (*from_bf16) (TdmBackend *b, float *out, const uint16_t *in, size_t n);
   void (*relu_backward_bf16) (TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
                               TdmDtype dy_type, const uint16_t *y, size_t n);
@@ -209,6 +210,21 @@ struct _TdmBackendOps {
                            const float *mean, const float *invstd, const float *gamma,
                            const float *beta, const void *a, TdmDtype a_type, int rows,
                            int channels, bool relu);
+  void (*maxpool_forward_bf16) (TdmBackend *b, uint16_t *y, int32_t *argmax, const void *x,
+                                TdmDtype x_type, const float *mean, const float *invstd,
+                                const float *gamma, const float *beta, bool relu, int n,
+                                int h, int w, int c, int k);
+  void (*maxpool_backward_bf16) (TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
+                                 TdmDtype dy_type, const int32_t *argmax, int n, int h, int w,
+                                 int c, int k);
+  void (*bn_forward_eval_bf16) (TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
+                                const float *running_mean, const float *running_var,
+                                const float *gamma, const float *beta, float eps, int rows,
+                                int channels, bool relu);
+  void (*bn_relu_add_bf16) (TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
+                            const float *mean, const float *invstd, const float *gamma,
+                            const float *beta, const void *a, TdmDtype a_type, int rows,
+                            int channels);
   /* Optional. */
   void (*exact_add) (TdmBackend *b, int64_t *acc, const float *x, size_t n, int64_t *bad);
 

@@ -354,6 +354,25 @@ void tdm_backend_maxpool_forward_bn (TdmBackend *b, float *y, int32_t *argmax, c
 void tdm_backend_maxpool_backward (TdmBackend *b, float *dx, float *dbias, const float *dy,
                                    const int32_t *argmax, const float *y, int n, int h, int w,
                                    int c, int k);
+/* The same pools of a bf16 run's stored tensors, where tdm_backend_has_bf16_blocks()
+ * (elsewhere they fail). maxpool_forward_bf16: y (bf16) and argmax are maxpool_forward's
+ * (no bias) of the bf16 tensor v = x rounded once as to_bf16 rounds, x float32 or bf16
+ * (widened exactly); with a bn (mean, invstd, gamma, beta, as bn_forward takes them, all
+ * four or none), v = bn_forward_bf16's output (then max(·, 0) when relu), computed from
+ * x as it is read: the pool of a training bn's output that is never written. The max
+ * and argmax are taken over the rounded values (the first maximum among them), so the
+ * bits are those of bn_forward_bf16 (or to_bf16) then the pool, and argmax indexes v,
+ * laid out as x. maxpool_backward_bf16: maxpool_backward's dx (no bias, no ReLU mask)
+ * with dy and dx each float32 or bf16, each value read widened and written rounded once
+ * (a bf16 run's gradient for the bn before the pool). */
+void tdm_backend_maxpool_forward_bf16 (TdmBackend *b, uint16_t *y, int32_t *argmax,
+                                       const void *x, TdmDtype x_type, const float *mean,
+                                       const float *invstd, const float *gamma,
+                                       const float *beta, bool relu, int n, int h, int w, int c,
+                                       int k);
+void tdm_backend_maxpool_backward_bf16 (TdmBackend *b, void *dx, TdmDtype dx_type,
+                                        const void *dy, TdmDtype dy_type, const int32_t *argmax,
+                                        int n, int h, int w, int c, int k);
 
 /* A network's first layer when it is a small convolution followed by a max pool:
  * the conv (stride 1, weights wt [out, kh, kw, c]), its bias, its ReLU when relu,
@@ -675,6 +694,22 @@ void tdm_backend_bn_forward_bf16 (TdmBackend *b, uint16_t *y, const void *x, Tdm
                                   const float *mean, const float *invstd, const float *gamma,
                                   const float *beta, const void *a, TdmDtype a_type, int rows,
                                   int channels, bool relu);
+/* bn_forward_eval's output rounded into y as bf16, the bits of bn_forward_eval then
+ * to_bf16, in one pass (a bf16 run's evaluation, its outputs stored as bf16 where the
+ * next layer reads them so). */
+/* bn_forward's training output with its own ReLU, then + a (float32 or bf16), rounded
+ * into y as bf16: the bits of bn_forward (relu) then add_out (no ReLU) then to_bf16, in
+ * one pass. A residual block whose body ends with bn, relu (the resnet preset's) and
+ * whose end adds it into a bf16 output: the bn's output is never stored. */
+void tdm_backend_bn_relu_add_bf16 (TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
+                                   const float *mean, const float *invstd, const float *gamma,
+                                   const float *beta, const void *a, TdmDtype a_type, int rows,
+                                   int channels);
+void tdm_backend_bn_forward_eval_bf16 (TdmBackend *b, uint16_t *y, const void *x,
+                                       TdmDtype x_type, const float *running_mean,
+                                       const float *running_var, const float *gamma,
+                                       const float *beta, float eps, int rows, int channels,
+                                       bool relu);
 
 /* Where tdm_backend_has_graphs() (a GPU): record the operations issued between begin
  * and end into a graph that launch replays; key tells graphs of different shapes
@@ -693,8 +728,8 @@ gboolean tdm_backend_has_bn_bf16_input (TdmBackend *b);
  * plan stores a conv's output as bf16 only where its kind reads it so
  * (tdm_replica_layer_buffers()); elsewhere every activation stays float32. */
 gboolean tdm_backend_kind_has_bn_bf16_input (TdmBackendKind kind);
-/* Whether the backend has the four operations of bf16 blocks above (and reads bf16
- * inputs); by kind, for the plan, without one at hand. */
+/* Whether the backend has the operations of bf16 blocks above, the bf16 max pools
+ * among them (and reads bf16 inputs); by kind, for the plan, without one at hand. */
 gboolean tdm_backend_has_bf16_blocks (TdmBackend *b);
 gboolean tdm_backend_kind_has_bf16_blocks (TdmBackendKind kind);
 gboolean tdm_backend_has_exact_add (TdmBackend *b);

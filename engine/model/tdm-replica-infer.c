@@ -20,6 +20,21 @@ tdm_replica_infer_floats(const TdmNetwork *net)
   return most;
 }
 
+size_t
+tdm_replica_infer_bytes(const TdmNetwork *net, gboolean stores16)
+{
+  size_t most = (size_t)net->in_h * net->in_w * net->in_c * sizeof(float);
+  for (int i = 0; i < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i];
+    /* A projection's conv and bn outputs go to these buffers as float32, whatever its
+     * block's end stores. */
+    gboolean half = owns_output(net, i) && infer_output_bf16(net, i, stores16) &&
+                    !(l->kind == TDM_LAYER_RES_END && l->projection);
+    most = MAX(most, layer_out_floats(l) * (half ? sizeof(uint16_t) : sizeof(float)));
+  }
+  return most;
+}
+
 int
 tdm_replica_infer_count(const TdmNetwork *net)
 {
@@ -104,11 +119,11 @@ lay_out(TdmReplica *r)
 }
 
 size_t
-tdm_replica_infer_bytes(const TdmNetwork *net, size_t eval_capacity)
+tdm_replica_infer_arena_bytes(const TdmNetwork *net, gboolean stores16, size_t eval_capacity)
 {
   size_t argmax = tdm_replica_infer_argmax(net);
   return (size_t)tdm_replica_infer_count(net) *
-             arena_piece(eval_capacity * tdm_replica_infer_floats(net) * sizeof(float)) +
+             arena_piece(eval_capacity * tdm_replica_infer_bytes(net, stores16)) +
          (argmax > 0 ? arena_piece(eval_capacity * argmax * sizeof(int32_t)) : 0) +
          arena_piece(eval_capacity * net->classes * sizeof(float));
 }
@@ -134,15 +149,16 @@ tdm_replica_infer_alloc(TdmReplica *r)
   r->infer_argmax = g_new0(int32_t *, n);
   r->infer_proj_conv = g_new0(float *, n);
   r->infer_proj_bn = g_new0(float *, n);
-  /* In the arena from its start, as tdm_replica_infer_bytes() counts them. */
-  size_t floats = tdm_replica_infer_floats(net);
+  /* In the arena from its start, as tdm_replica_infer_arena_bytes() counts them. */
+  size_t bytes = tdm_replica_infer_bytes(net, r->stores_bf16);
   for (int k = 0; k < r->infer_count; k++)
-    r->infer[k] = take_piece(r, &at, ecap * floats * sizeof(float));
+    r->infer[k] = take_piece(r, &at, ecap * bytes);
   size_t argmax = tdm_replica_infer_argmax(net);
   if (argmax > 0)
     r->infer_pool = take_piece(r, &at, ecap * argmax * sizeof(int32_t));
   r->tta_logits = take_piece(r, &at, ecap * net->classes * sizeof(float));
-  g_assert(at == tdm_replica_infer_bytes(net, ecap) && at <= r->arena_bytes);
+  g_assert(at == tdm_replica_infer_arena_bytes(net, r->stores_bf16, ecap) &&
+           at <= r->arena_bytes);
   lay_out(r);
 }
 

@@ -51,8 +51,8 @@ bn_count(TdmReplica *r, int n, int pixels)
 
 /* y = BN(x) (then ReLU) over rows × C, in the given mode, x of type x_type; work is
  * the layer's bn_work. With y16, y is stored there as bf16 instead (block_output_bf16():
- * the stem's output; in evaluation mode, a frozen bn's, through the free gradient
- * buffer). The statistics: one pass into this replica's slot, one all-reduce of
+ * the stem's output; in evaluation mode, a frozen bn's, or the inference pass's where
+ * the next layer reads bf16, infer_output_bf16()). The statistics: one pass into this replica's slot, one all-reduce of
  * every replica's slots when synchronized, merged in slot order (tdm-bn-moments.h).
  * statistics_only: y is left unwritten (bn_output_left_to_next()). */
 static void
@@ -62,22 +62,14 @@ bn_forward(TdmReplica *r, TdmPassMode mode, float *y, uint16_t *y16, const void 
 {
   TdmBackend *b = r->backend;
   int rows = n * pixels;
-  if (mode == MODE_EVAL && y16 == NULL) {
-    tdm_backend_bn_forward_eval(b, y, x, x_type, running, running + c, gamma, beta,
-                                TDM_BN_EPS, rows, c, relu);
+  if (mode == MODE_EVAL && y16 != NULL) {
+    tdm_backend_bn_forward_eval_bf16(b, y16, x, x_type, running, running + c, gamma, beta,
+                                     TDM_BN_EPS, rows, c, relu);
     return;
   }
   if (mode == MODE_EVAL) {
-    /* Rounded into y16 through the gradient region, which the forward leaves free, in
-     * chunks of the rows it holds (at least one: tdm-replica.c's gradient_bytes()). */
-    size_t per = MAX(2 * r->grad_half_bytes / ((size_t)c * sizeof(float)), 1);
-    for (size_t done = 0; done < (size_t)rows; done += per) {
-      int m = (int)MIN(per, (size_t)rows - done);
-      const void *xs = (const char *)x + done * c * tdm_dtype_size(x_type);
-      tdm_backend_bn_forward_eval(b, r->grad_a, xs, x_type, running, running + c, gamma, beta,
-                                  TDM_BN_EPS, m, c, relu);
-      tdm_backend_to_bf16(b, y16 + done * c, r->grad_a, (size_t)m * c);
-    }
+    tdm_backend_bn_forward_eval(b, y, x, x_type, running, running + c, gamma, beta, TDM_BN_EPS,
+                                rows, c, relu);
     return;
   }
   float *saved = work + 2 * c;
@@ -193,6 +185,8 @@ bn_output_left_to_next(TdmReplica *r, int i, int n, TdmPassMode mode)
   if (mode == MODE_EVAL || i + 1 >= net->layer_count)
     return FALSE;
   const TdmLayer *next = &net->layers[i + 1];
+  if (next->kind == TDM_LAYER_POOL && !r->inferring && pool_bf16(net, i + 1, r->stores_bf16))
+    return TRUE; /* maxpool_forward_bf16 */
   if (next->kind == TDM_LAYER_POOL)
     return tdm_layer_pool_tiles(next) && tdm_backend_has_maxpool_forward_bn(r->backend);
   if (next->kind != TDM_LAYER_CONV || !tdm_backend_has_im2col_bf16_bn(r->backend) ||
@@ -272,6 +266,58 @@ block_end_bn_add(TdmReplica *r, int i, TdmPassMode mode, const BnGather *from_bn
                 end->fused_relu);
 }
 
+/* Whether bn layer i is a frozen one whose output a bf16 pool reads in training
+ * (bn_output_to_pool()): it writes it into the free gradient buffer as bf16 (with
+ * bn_forward_eval_bf16), half the room. */
+static gboolean
+frozen_bn_to_pool(const TdmReplica *r, int i)
+{
+  return !r->inferring && layer_frozen(r, i) && bn_output_to_pool(r->net, i, r->stores_bf16);
+}
+
+/* Max pool layer i of the bf16 way (pool_bf16()) into y16: from the bn's input as it
+ * normalizes it where the bn left its output to the pool (from_bn), else from x, the
+ * output a frozen bn wrote as bf16 into the free gradient buffer (frozen_bn_to_pool()). */
+static void
+pool_forward_bf16(TdmReplica *r, int i, uint16_t *y16, const float *x, const BnGather *from_bn,
+                  int n)
+{
+  const TdmLayer *l = &r->net->layers[i];
+  TdmDtype x_type = frozen_bn_to_pool(r, i - 1) ? TDM_DTYPE_BF16 : act_type(r, i);
+  if (from_bn != NULL)
+    tdm_backend_maxpool_forward_bf16(r->backend, y16, r->argmax[i], from_bn->x, from_bn->x_type,
+                                     from_bn->saved, from_bn->saved + l->in_c, from_bn->gamma,
+                                     from_bn->beta, from_bn->relu, n, l->in_h, l->in_w, l->in_c,
+                                     l->kernel);
+  else
+    tdm_backend_maxpool_forward_bf16(r->backend, y16, r->argmax[i], x, x_type, NULL, NULL, NULL,
+                                     NULL, false, n, l->in_h, l->in_w, l->in_c, l->kernel);
+}
+
+/* Whether bn layer i, with its ReLU, leaves its output to the block's end after it in
+ * the pass in progress (bn_relu_output_to_block_end(): training's buffers, batch
+ * statistics; a frozen bn writes it into the free gradient buffer). */
+static gboolean
+bn_relu_folded_into_end(const TdmReplica *r, int i, TdmPassMode mode)
+{
+  return mode != MODE_EVAL && !r->inferring && !layer_frozen(r, i) &&
+         bn_relu_output_to_block_end(r->net, i, r->stores_bf16);
+}
+
+/* The end of a block, layer i, whose last bn (with its ReLU, layer i − 1) left its output
+ * to it: y16 = relu(bn(x)) + skip rounded once, from the bn's input and the statistics
+ * its forward saved (from_bn). */
+static void
+block_end_bn_relu_add(TdmReplica *r, int i, const BnGather *from_bn, uint16_t *y16,
+                      const void *skip, TdmDtype skip_type, int n)
+{
+  const TdmLayer *end = &r->net->layers[i], *bn = end - 1;
+  g_assert(y16 != NULL && from_bn->relu); /* bn_relu_output_to_block_end() */
+  tdm_backend_bn_relu_add_bf16(r->backend, y16, from_bn->x, from_bn->x_type, from_bn->saved,
+                               from_bn->saved + bn->out_c, from_bn->gamma, from_bn->beta, skip,
+                               skip_type, n * end->out_h * end->out_w, bn->out_c);
+}
+
 void
 tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
 {
@@ -300,8 +346,11 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
     const float *bias = r->params + l->bias_offset;
     size_t out = (size_t)n * layer_out_floats(l);
     int pixels = l->out_h * l->out_w;
-    /* y as bf16, where this layer's output is stored so (output_bf16()). */
-    uint16_t *y16 = act_type(r, i + 1) == TDM_DTYPE_BF16 ? (uint16_t *)y : NULL;
+    /* y as bf16, where this layer's output is stored so (output_bf16()), or where a
+     * frozen bn writes it into the gradient buffer for its bf16 pool. */
+    uint16_t *y16 = act_type(r, i + 1) == TDM_DTYPE_BF16 || frozen_bn_to_pool(r, i)
+                        ? (uint16_t *)y
+                        : NULL;
     const BnGather *from_bn = pending;
     pending = NULL;
     switch (l->kind) {
@@ -331,6 +380,10 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
                                       pool2d_of(l, n));
         break;
       }
+      if (y16 != NULL) {
+        pool_forward_bf16(r, i, y16, x, from_bn, n);
+        break;
+      }
       if (from_bn != NULL) {
         g_assert(from_bn->x_type == TDM_DTYPE_F32); /* conv_output_bf16() */
         tdm_backend_maxpool_forward_bn(b, y, r->argmax[i], from_bn->x, from_bn->saved,
@@ -354,8 +407,8 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       TdmPassMode bn_mode = layer_frozen(r, i) ? MODE_EVAL : mode;
       if (bn_mode == MODE_EVAL && bn_folded_into_end(r, i))
         break; /* the block's end normalizes with the running statistics */
-      gboolean gathered =
-          bn_folded_into_end(r, i) || bn_output_left_to_next(r, i, n, bn_mode);
+      gboolean gathered = bn_folded_into_end(r, i) || bn_relu_folded_into_end(r, i, bn_mode) ||
+                          bn_output_left_to_next(r, i, n, bn_mode);
       bn_forward(r, bn_mode, y, y16, x, act_type(r, i), n, pixels, l->out_c, w, bias,
                  r->bn_work[i], r->state + l->state_offset, l->fused_relu, gathered);
       if (gathered) {
@@ -378,9 +431,13 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
           l->in_c);
       break;
     }
-    case TDM_LAYER_GLOBAL_MAX:
-      tdm_backend_global_maxpool_forward(b, y, r->argmax[i], x, n, l->in_h * l->in_w, l->in_c);
+    case TDM_LAYER_GLOBAL_MAX: {
+      size_t in = (size_t)n * l->in_h * l->in_w * l->in_c;
+      tdm_backend_global_maxpool_forward(
+          b, y, r->argmax[i], tdm_replica_as_f32(r, x, act_type(r, i), in, r->grad_a), n,
+          l->in_h * l->in_w, l->in_c);
       break;
+    }
     case TDM_LAYER_DROPOUT:
       if (mode == MODE_EVAL || l->rate == 0.0f)
         tdm_backend_copy(b, y, x, out * sizeof(float));
@@ -410,6 +467,8 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       }
       if (bn_folded_into_end(r, i - 1))
         block_end_bn_add(r, i, mode, from_bn, y, y16, skip, skip_type, n);
+      else if (from_bn != NULL && bn_relu_folded_into_end(r, i - 1, mode))
+        block_end_bn_relu_add(r, i, from_bn, y16, skip, skip_type, n);
       else
         block_end_add(r, y, y16, x, skip, skip_type, out, l->fused_relu);
       break;
@@ -590,7 +649,8 @@ tdm_replica_backward(TdmReplica *r, int n)
     /* conv_dx_as_bf16(), block_grad_bf16() */
     g_assert(dy_type == TDM_DTYPE_F32 || l->kind == TDM_LAYER_BN ||
              l->kind == TDM_LAYER_RES_END ||
-             (l->kind == TDM_LAYER_POOL && !tdm_layer_pool_tiles(l)));
+             (l->kind == TDM_LAYER_POOL &&
+              (!tdm_layer_pool_tiles(l) || pool_bf16(net, i, r->stores_bf16))));
     /* dy outside the gradient region (a block's skip buffer, or as bf16 in the conv's
      * workspace): the region is free, and what this layer writes goes at its start,
      * where the plan gives it the whole region (tdm-replica.c's gradient_bytes()). */
@@ -649,7 +709,12 @@ tdm_replica_backward(TdmReplica *r, int n)
         announce(r, c);
         return;
       }
-      if (need_dx && !tdm_layer_pool_tiles(l)) {
+      if (need_dx && pool_bf16(net, i, r->stores_bf16)) {
+        /* As bf16 for the bn before it (pool_dx_bf16()). */
+        dx_type = TDM_DTYPE_BF16;
+        tdm_backend_maxpool_backward_bf16(b, dx, dx_type, dy, dy_type, r->argmax[i], n, l->in_h,
+                                          l->in_w, l->in_c, l->kernel);
+      } else if (need_dx && !tdm_layer_pool_tiles(l)) {
         /* As bf16 for the bn before it where it keeps gradients so (pool_dx_bf16()). */
         dx_type = pool_dx_bf16(net, i, r->stores_bf16) ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
         tdm_backend_maxpool2d_backward(b, dx, dx_type, dy, dy_type, r->argmax[i],

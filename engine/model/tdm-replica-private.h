@@ -66,6 +66,12 @@ gboolean tdm_replica_workspace_holds (TdmReplica *r, size_t bytes, size_t keep);
  * time its candidates, more than the one it then chooses may need. */
 gboolean tdm_replica_workspace_grow (TdmReplica *r, size_t bytes, size_t keep);
 
+/* The storage rules below call one another (a pool's output type follows its readers',
+ * a block's its own readers'): declared here, defined with their comments. */
+static inline gboolean pool_bf16(const TdmNetwork *net, int i, gboolean stores16);
+static inline gboolean readers_take_bf16(const TdmNetwork *net, int i, gboolean stores16);
+static inline gboolean block_output_bf16(const TdmNetwork *net, int i, gboolean stores16);
+
 /* Layer i's im2col columns, in floats per sample (0 for other layers). Each conv
  * layer keeps its own, so that backward reuses the forward's instead of rebuilding
  * them (a copy as large as the columns themselves, per layer and step). */
@@ -179,12 +185,33 @@ bn_dx_to_conv(const TdmNetwork *net, int i, gboolean bn16)
   return conv_bf16_columns(net, conv) && conv->bias_count == 0 && !conv->fused_relu;
 }
 
-/* Whether max pool layer i (one that does not tile) writes its input gradient as bf16
- * (stores16): its reader, the bn before it, reads either type (torchvision's stem). */
+/* Whether bn layer i, with a ReLU of its own, has no buffer in training because the
+ * block's end after it (no ReLU of its own), its one reader, computes it as it adds it
+ * into the block's bf16 output (bn_relu_add_bf16, from the bn's input and the
+ * statistics its forward saved; block_output_bf16()): the resnet preset's bodies, which
+ * end with bn, relu inside the block (stores16). Its backward reads its input, the
+ * block's end no output, so nothing is lost. A frozen bn writes its output into the
+ * free gradient buffer, and the end adds it from there. */
+static inline gboolean
+bn_relu_output_to_block_end(const TdmNetwork *net, int i, gboolean stores16)
+{
+  const TdmLayer *l = &net->layers[i];
+  if (l->kind != TDM_LAYER_BN || !l->fused_relu || i + 1 >= net->layer_count)
+    return FALSE;
+  const TdmLayer *end = &net->layers[i + 1];
+  return end->kind == TDM_LAYER_RES_END && !end->fused_relu && end->partner < i &&
+         block_output_bf16(net, i + 1, stores16);
+}
+
+/* Whether max pool layer i writes its input gradient as bf16 (stores16): a bf16 pool
+ * (pool_bf16()), or one that does not tile after a bn: its reader, the bn before it,
+ * reads either type (torchvision's stem). */
 static inline gboolean
 pool_dx_bf16(const TdmNetwork *net, int i, gboolean stores16)
 {
   const TdmLayer *l = &net->layers[i];
+  if (pool_bf16(net, i, stores16))
+    return TRUE;
   return stores16 && l->kind == TDM_LAYER_POOL && !tdm_layer_pool_tiles(l) && i >= 1 &&
          net->layers[i - 1].kind == TDM_LAYER_BN;
 }
@@ -194,9 +221,10 @@ pool_dx_bf16(const TdmNetwork *net, int i, gboolean stores16)
  * one reader (its statistics, its normalization, its backward; or the conv after the
  * bn, which normalizes it as it reads it, bn_output_left_to_next()). Not where the conv
  * has a bias or a ReLU of its own (they read and write its output in float32), nor
- * where a tiling pool follows the bn (the pool's normalize-on-read, maxpool_forward_bn,
- * takes float32 only); a pool that does not tile (torchvision's stem, 3×3 of stride 2)
- * reads the bn's own output. The inference pass's buffers stay float32. */
+ * where a tiling pool follows the bn that is not a bf16 one (pool_bf16(): the float32
+ * pool's normalize-on-read takes float32 only); a pool that does not tile (torchvision's
+ * stem, 3×3 of stride 2) reads the bn's own output. The inference pass's buffers stay
+ * float32. */
 static inline gboolean
 conv_output_bf16(const TdmNetwork *net, int i, gboolean stores16)
 {
@@ -205,12 +233,14 @@ conv_output_bf16(const TdmNetwork *net, int i, gboolean stores16)
          !l->fused_relu && i + 1 < net->layer_count &&
          net->layers[i + 1].kind == TDM_LAYER_BN &&
          !(i + 2 < net->layer_count && net->layers[i + 2].kind == TDM_LAYER_POOL &&
-           tdm_layer_pool_tiles(&net->layers[i + 2]));
+           tdm_layer_pool_tiles(&net->layers[i + 2]) && !pool_bf16(net, i + 2, stores16));
 }
 
-/* Whether layer j, reading a residual block's input or output, reads it as bf16: a bn
- * (its operations take the type; not one a pool follows, whose normalize-on-read takes
- * float32), a global average pool (the tensor widened first: a small one), or a conv
+/* Whether layer j, reading a residual block's input or output (or a bf16 pool's), reads
+ * it as bf16 in a run that stores activations so: a bn (its operations take the type;
+ * not one a float32 pool follows, whose normalize-on-read takes float32), a global
+ * pool (the tensor widened first: a small one; the max pool's backward goes by its
+ * argmax, never by the tensor), or a conv
  * whose bf16 columns both ways (out_c ≤ its reduction, tdm_replica_conv_bf16()) gather
  * it as it is. */
 static inline gboolean
@@ -221,8 +251,10 @@ reads_bf16_block(const TdmNetwork *net, int j)
   const TdmLayer *l = &net->layers[j];
   switch (l->kind) {
   case TDM_LAYER_BN:
-    return !(j + 1 < net->layer_count && net->layers[j + 1].kind == TDM_LAYER_POOL);
+    return !(j + 1 < net->layer_count && net->layers[j + 1].kind == TDM_LAYER_POOL &&
+             !pool_bf16(net, j + 1, TRUE));
   case TDM_LAYER_GLOBAL_AVG:
+  case TDM_LAYER_GLOBAL_MAX:
     return TRUE;
   case TDM_LAYER_CONV:
     return conv_bf16_columns(net, l);
@@ -258,17 +290,29 @@ block_output_bf16(const TdmNetwork *net, int i, gboolean stores16)
   int j = i + 1;
   if (!stores16 || j >= net->layer_count)
     return FALSE;
+  if (l->kind == TDM_LAYER_POOL && tdm_layer_pool_tiles(l))
+    return pool_bf16(net, i, stores16);
   if (l->kind == TDM_LAYER_BN) {
     if (bn_output_to_block_end(net, i) || bn_output_to_conv(net, i, stores16) ||
         net->layers[j].kind != TDM_LAYER_RES_BEGIN)
       return FALSE;
   } else if (l->kind == TDM_LAYER_POOL) {
-    /* maxpool2d_forward writes bf16; a tiling pool's fused ways write float32. */
-    if (tdm_layer_pool_tiles(l) || net->layers[j].kind != TDM_LAYER_RES_BEGIN)
+    /* A pool that does not tile: maxpool2d_forward writes bf16. */
+    if (net->layers[j].kind != TDM_LAYER_RES_BEGIN)
       return FALSE;
   } else if (l->kind != TDM_LAYER_RES_END) {
     return FALSE;
   }
+  return readers_take_bf16(net, i, stores16);
+}
+
+/* Whether every reader of layer i's output takes it as bf16 (stores16): the blocks
+ * that start there (each block's end adds it into a bf16 output, or projects it) and
+ * the layer after them (reads_bf16_block()). */
+static inline gboolean
+readers_take_bf16(const TdmNetwork *net, int i, gboolean stores16)
+{
+  int j = i + 1;
   for (; j < net->layer_count && net->layers[j].kind == TDM_LAYER_RES_BEGIN; j++) {
     int end = net->layers[j].partner;
     if (!net->layers[end].projection && !block_output_bf16(net, end, stores16))
@@ -277,14 +321,39 @@ block_output_bf16(const TdmNetwork *net, int i, gboolean stores16)
   return reads_bf16_block(net, j);
 }
 
+/* Whether max pool layer i takes the bf16 way in training (stores16): a pool whose
+ * windows tile, right after a bn (so no conv's bias is folded into it), whose readers
+ * take bf16 (readers_take_bf16()). Its forward, maxpool_forward_bf16, normalizes the
+ * bn's input as it reads it (the bn keeps no output: bn_output_to_pool()) and writes
+ * its output as bf16, each value rounded before the max; its backward,
+ * maxpool_backward_bf16, reads its output gradient of either type and writes its input
+ * gradient as bf16 for the bn (pool_dx_bf16()). */
+static inline gboolean
+pool_bf16(const TdmNetwork *net, int i, gboolean stores16)
+{
+  const TdmLayer *l = &net->layers[i];
+  return stores16 && l->kind == TDM_LAYER_POOL && tdm_layer_pool_tiles(l) && i >= 1 &&
+         net->layers[i - 1].kind == TDM_LAYER_BN && readers_take_bf16(net, i, stores16);
+}
+
+/* Whether bn layer i's output has no buffer in training because the bf16 pool after it
+ * (pool_bf16()), its one reader, normalizes the bn's input as it reads it. A frozen bn
+ * writes its output into the free gradient buffer instead, which the pool reads. */
+static inline gboolean
+bn_output_to_pool(const TdmNetwork *net, int i, gboolean stores16)
+{
+  return net->layers[i].kind == TDM_LAYER_BN && i + 1 < net->layer_count &&
+         pool_bf16(net, i + 1, stores16);
+}
+
 /* Whether residual block `end`'s gradients are kept as bf16 in training (stores16): the
  * gradient its end hands on after its ReLU (whose mask it reads from its bf16 output,
  * block_output_bf16()), read by the block's last layer, a bn (of either type), and by
  * the block's start as the skip path's share; and the gradient its start writes, the
  * two shares meeting there summed in float32 and rounded once (add_out_bf16, or
  * add_strided_bf16 for a projection's) into the skip buffer, for the layer before the
- * block, which reads
- * bf16: a bn, a max pool that is not a tiling one (maxpool2d_backward), or a block's
+ * block, which reads bf16: a bn, a max pool that is not a tiling one
+ * (maxpool2d_backward) or a bf16 one (pool_bf16(): maxpool_backward_bf16), or a block's
  * end that reads its ReLU's mask from a bf16 output too. The
  * block's first layer writes its input gradient in float32 (nothing is rounded before
  * the sum). The skip's share waits in the level's skip buffer: the block's bf16 output
@@ -304,7 +373,8 @@ block_grad_bf16(const TdmNetwork *net, int end, gboolean stores16)
     return FALSE;
   const TdmLayer *before = &net->layers[begin - 1];
   if (before->kind == TDM_LAYER_BN ||
-      (before->kind == TDM_LAYER_POOL && !tdm_layer_pool_tiles(before)))
+      (before->kind == TDM_LAYER_POOL && !tdm_layer_pool_tiles(before)) ||
+      pool_bf16(net, begin - 1, stores16))
     return TRUE;
   return before->kind == TDM_LAYER_RES_END &&
          (!before->fused_relu || block_output_bf16(net, begin - 1, stores16));
@@ -354,16 +424,79 @@ output_bf16(const TdmNetwork *net, int i, gboolean stores16)
          bn_output_to_pool_bf16(net, i, stores16);
 }
 
+static inline gboolean infer_output_bf16(const TdmNetwork *net, int i, gboolean stores16);
+
+/* Whether every reader of layer i's output reads it as bf16 in the inference pass: each
+ * block that starts there ends in bf16 (not a projection: its 1×1 conv, of more outputs
+ * than its reduction, would widen it), and the layer after them is a conv with bf16 columns (conv_bf16_columns(): the
+ * engine and the columns gather bf16 as it is) or a bn (bn_forward_eval and
+ * bn_forward_eval_bf16 read either type). Not a reader that would widen it first: the
+ * gradient buffers, its room in training, are sized for the training batch, and an
+ * evaluation chunk may be larger; so the inference pass never writes there. */
+static inline gboolean
+infer_readers_bf16(const TdmNetwork *net, int i)
+{
+  int j = i + 1;
+  for (; j < net->layer_count && net->layers[j].kind == TDM_LAYER_RES_BEGIN; j++) {
+    int end = net->layers[j].partner;
+    if (net->layers[end].projection || !infer_output_bf16(net, end, TRUE))
+      return FALSE;
+  }
+  if (j >= net->layer_count)
+    return FALSE;
+  const TdmLayer *reader = &net->layers[j];
+  return reader->kind == TDM_LAYER_BN || conv_bf16_columns(net, reader);
+}
+
+/* Whether layer i's output is stored as bf16 in the inference pass (evaluation and
+ * prediction) of a replica that stores activations so (stores16): in the rotating
+ * buffers, half their room. A conv's (no bias or ReLU of its own, bf16 columns: its
+ * product writes bf16 itself, with no float32 scratch) that a bn reads; a bn's that
+ * such a conv reads, or a max pool that tiles and whose output is bf16 too
+ * (maxpool_forward_bf16 rounds each value before the max, as in training); such a
+ * pool's where its readers take bf16 (infer_readers_bf16()); a block end's where its
+ * readers take bf16 and its body's last output, which add_out_bf16 adds in float32, is
+ * not bf16 itself. Each is written rounded once (the conv's product, bn_forward_eval_bf16,
+ * add_out_bf16) and read widened: the bits of the float32 pass rounded where it is
+ * stored. */
+static inline gboolean
+infer_output_bf16(const TdmNetwork *net, int i, gboolean stores16)
+{
+  const TdmLayer *l = &net->layers[i];
+  int j = i + 1;
+  if (!stores16 || j >= net->layer_count || !owns_output(net, i))
+    return FALSE;
+  const TdmLayer *next = &net->layers[j];
+  switch (l->kind) {
+  case TDM_LAYER_CONV:
+    return l->bias_count == 0 && !l->fused_relu && conv_bf16_columns(net, l) &&
+           next->kind == TDM_LAYER_BN;
+  case TDM_LAYER_BN:
+    return conv_bf16_columns(net, next) ||
+           (next->kind == TDM_LAYER_POOL && infer_output_bf16(net, j, stores16));
+  case TDM_LAYER_POOL:
+    return tdm_layer_pool_tiles(l) && i >= 1 && net->layers[i - 1].kind == TDM_LAYER_BN &&
+           infer_readers_bf16(net, i);
+  case TDM_LAYER_RES_END:
+    return l->partner < i - 1 && !infer_output_bf16(net, i - 1, stores16) &&
+           infer_readers_bf16(net, i);
+  default:
+    return FALSE;
+  }
+}
+
 /* The element type of acts[i] as the pass in progress holds it (a block's start and
- * a flatten rename the tensor before them). */
+ * a flatten rename the tensor before them): training's storage (output_bf16()), or the
+ * inference pass's (infer_output_bf16()). */
 static inline TdmDtype
 act_type(const TdmReplica *r, int i)
 {
-  if (r->inferring)
-    return TDM_DTYPE_F32;
   while (i >= 1 && (r->net->layers[i - 1].kind == TDM_LAYER_RES_BEGIN ||
                     r->net->layers[i - 1].kind == TDM_LAYER_FLATTEN))
     i--;
+  if (r->inferring)
+    return i >= 1 && infer_output_bf16(r->net, i - 1, r->stores_bf16) ? TDM_DTYPE_BF16
+                                                                      : TDM_DTYPE_F32;
   return i >= 1 && output_bf16(r->net, i - 1, r->stores_bf16) ? TDM_DTYPE_BF16
                                                                : TDM_DTYPE_F32;
 }
@@ -431,12 +564,17 @@ arena_piece(size_t bytes)
   return (bytes + TDM_ARENA_ALIGN - 1) / TDM_ARENA_ALIGN * TDM_ARENA_ALIGN;
 }
 
-/* Bytes of the inference pass's pieces of the arena for eval_capacity samples: the
- * rotating buffers, the pools' argmax, the test-time views' logits. */
-size_t tdm_replica_infer_bytes (const TdmNetwork *net, size_t eval_capacity);
+/* Bytes of the inference pass's pieces of the arena for eval_capacity samples (stores16:
+ * a replica that stores bf16): the rotating buffers, the pools' argmax, the test-time
+ * views' logits. */
+size_t tdm_replica_infer_arena_bytes (const TdmNetwork *net, gboolean stores16,
+                                      size_t eval_capacity);
 
-/* Floats per sample of each rotating buffer: the widest activation, input included. */
+/* Floats per sample of the widest activation, input included. */
 size_t tdm_replica_infer_floats (const TdmNetwork *net);
+/* Bytes per sample of each rotating buffer: the widest activation as the inference pass
+ * stores it (infer_output_bf16(), stores16: a replica that stores bf16), input included. */
+size_t tdm_replica_infer_bytes (const TdmNetwork *net, gboolean stores16);
 /* How many rotate: two, and one more for each level of residual blocks whose input
  * waits for its end. */
 int tdm_replica_infer_count (const TdmNetwork *net);

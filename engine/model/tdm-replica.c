@@ -25,7 +25,8 @@ buffers_of(const TdmNetwork *net, int i, TdmBackendKind kind, TdmPrecision preci
   size_t out = layer_out_floats(l);
   TdmLayerBuffers buf = {0};
   if (owns_output(net, i) && !bn_output_to_block_end(net, i) &&
-      !bn_output_to_conv(net, i, stores16)) {
+      !bn_output_to_conv(net, i, stores16) && !bn_output_to_pool(net, i, stores16) &&
+      !bn_relu_output_to_block_end(net, i, stores16)) {
     buf.output = out;
     buf.output_type = output_bf16(net, i, stores16) ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
   }
@@ -129,10 +130,10 @@ widened_input_floats(size_t in, size_t columns)
 
 /* The forward's use of the gradient region by layer i, float32 all (the forward leaves
  * the region free but for these; tdm-replica-pass.c and tdm-replica-conv.c place them):
- * a frozen bn's output for the conv after it (bn_output_to_conv()), at grad_a, or
- * rounded into its bf16 output through grad_a in chunks of rows; a conv without bf16 columns: the float32 product rounded into
- * its bf16 output, at grad_a where its input is float32, else at grad_b beside its input
- * widened at grad_a; the global pool's input widened, at grad_a; a block's end's frozen
+ * a frozen bn's output for the layer after it that has no buffer for it (below); a
+ * conv without bf16 columns: the float32 product rounded into its bf16 output, at grad_a
+ * where its input is float32, else at grad_b beside its input widened at grad_a; the
+ * global pools' input widened, at grad_a; a block's end's frozen
  * last bn at grad_a, beside a projection's bn output at grad_b (and that projection's
  * conv as a conv's). */
 static void
@@ -151,13 +152,22 @@ forward_region(const TdmNetwork *net, int i, gboolean stores16, RegionNeed *need
       need_wide(need, out * sizeof(float));
     break;
   case TDM_LAYER_BN:
-    /* A frozen bn rounding into its bf16 output: a row at least, in chunks. */
-    if (output_bf16(net, i, stores16))
-      need_wide(need, (size_t)l->out_c * sizeof(float));
+    /* A frozen bn writes a bf16 output straight (bn_forward_eval_bf16); its output for
+     * the conv after it (bn_output_to_conv()) at grad_a, float32; for the block's end
+     * that adds it (bn_relu_output_to_block_end()) at grad_a, float32, beside a
+     * projection's bn output; for its bf16 pool (bn_output_to_pool()) at grad_a, bf16. */
     if (bn_output_to_conv(net, i, stores16))
       need_wide(need, out * sizeof(float));
+    if (bn_relu_output_to_block_end(net, i, stores16))
+      need_narrow(need, out * sizeof(float));
+    if (bn_output_to_pool(net, i, stores16))
+      need_narrow(need, out * sizeof(uint16_t));
     break;
   case TDM_LAYER_GLOBAL_AVG:
+    if (input_bf16(net, i, stores16))
+      need_wide(need, in * sizeof(float));
+    break;
+  case TDM_LAYER_GLOBAL_MAX:
     if (input_bf16(net, i, stores16))
       need_wide(need, in * sizeof(float));
     break;
@@ -437,7 +447,7 @@ tdm_replica_plan(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precis
   /* The inference pass's rotating buffers, its pools' argmax, the views' logits: in
    * the activation arena, over the training's activations, beyond them where they
    * need more. */
-  size_t infer = tdm_replica_infer_bytes(net, ecap);
+  size_t infer = tdm_replica_infer_arena_bytes(net, stores16, ecap);
   p.inference = infer > p.activations ? infer - p.activations : 0;
   return p;
 }
@@ -591,7 +601,8 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
     TdmLayerBuffers buf = buffers_of(net, i, b->kind, b->precision, r->stores_bf16);
     arena += training_pieces(&buf, (size_t)capacity);
   }
-  arena = MAX(arena, tdm_replica_infer_bytes(net, (size_t)eval_capacity));
+  arena = MAX(arena,
+              tdm_replica_infer_arena_bytes(net, r->stores_bf16, (size_t)eval_capacity));
   ALLOC(r->arena, arena);
   size_t at = 0;
   r->acts[0] = arena_take(r, &at,

@@ -6,7 +6,7 @@
 # folder; the log's header and progress lines; --monitor with early stopping and the
 # summary, the run listing and --show-run; --accumulate, --clip-grad-norm and the
 # schedules in the settings and the JSON; --lr-find's CSV; the man page's examples and
-# the completion of file names. Every assertion follows from the options and step
+# the completion of file names, commands and the words after scaling and runs. Every assertion follows from the options and step
 # counts, none from the clock. TAP on stdout; meson passes tandem-train, image-helper
 # and the completion file.
 set -u
@@ -17,7 +17,7 @@ completion=${3:?usage: test-cli-controls.sh TANDEM-TRAIN IMAGE-HELPER COMPLETION
 cli_scratch cli-controls
 unset OMPI_COMM_WORLD_SIZE PMI_SIZE PMIX_SIZE MV2_COMM_WORLD_SIZE
 
-echo "1..28"
+echo "1..30"
 small=(--dataset synthetic --network fc16,relu,fc10 --batch 500 --seed 3)
 
 # --- mistakes, answered with the way out ----------------------------------------------
@@ -214,23 +214,67 @@ if [ -z "$words" ]; then
 else
   not_ok "completion of file names" "$words"
 fi
+# offers WORD…: what the completion offers for the command line tandem-train WORD…
+# (the last word the one being completed), run as bash would from $tmp, each offer
+# followed by a space.
+offers() {
+  (cd "$tmp" && bash -c '
+    compopt() { :; }
+    source "$1"
+    shift
+    COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
+    _tandem_train
+    printf "%s " "${COMPREPLY[@]}"' _ "$completion" "$train" "$@")
+}
 # The first word completes to the program's commands, as its --help lists them (also
 # when the person's language is Japanese: the completion reads the untranslated list).
-got=$(cd "$tmp" && LANGUAGE=ja bash -c '
-  compopt() { :; }
-  source "$1"
-  COMP_WORDS=("$2" "comp"); COMP_CWORD=1
-  _tandem_train
-  printf "%s " "${COMPREPLY[@]}"' _ "$completion" "$train")
-all=$(cd "$tmp" && bash -c '
-  compopt() { :; }
-  source "$1"
-  COMP_WORDS=("$2" ""); COMP_CWORD=1
-  _tandem_train
-  printf "%s " "${COMPREPLY[@]}"' _ "$completion" "$train")
+got=$(LANGUAGE=ja offers comp)
+all=$(offers "")
 if [ "$got" = "compare compare-strategies " ] &&
    [ "$all" = "train classify runs export scaling compare compare-strategies lr-find devices " ]; then
   ok "completion offers the commands of --help as the first word"
 else
   not_ok "completion of commands" "comp: [$got]" "all: [$all]"
+fi
+# usage_words COMMAND: the lower-case words of the command's usage line ("tandem-train
+# scaling [OPTION…] strong|weak"), each followed by a space.
+usage_words() {
+  LC_ALL=C LANGUAGE= "$train" "$1" --help | sed -n 's/^  tandem-train [a-z-]* \[OPTION[^]]*\]//p' |
+    grep -o '[a-z][a-z-]*' | tr '\n' ' '
+}
+# The word after scaling completes to the engine's modes, as the usage line of its
+# --help lists them (also in Japanese): each one the --scaling help names and the
+# command takes, and a word it does not offer is refused.
+got=$(LANGUAGE=ja offers scaling "")
+modes=$(LC_ALL=C LANGUAGE= "$train" --help | grep -- '--scaling=')
+bad=""
+for mode in $got; do
+  [[ $modes == *" $mode "* ]] || bad="$bad $mode:not-in-help"
+  "$train" scaling "$mode" --print-config >/dev/null 2>"$tmp/err" ||
+    bad="$bad $mode:refused($(cat "$tmp/err"))"
+done
+if [ "$got" = "strong weak " ] && [ "$got" = "$(usage_words scaling)" ] && [ -z "$bad" ] &&
+   ! "$train" scaling sideways --print-config >/dev/null 2>&1 &&
+   [ "$(offers scaling w)" = "weak " ]; then
+  ok "completion offers the modes of scaling's usage line, each one it takes"
+else
+  not_ok "completion after scaling" "got: [$got]" "usage: [$(usage_words scaling)]" "$bad"
+fi
+# The word after runs completes to its verbs, as its usage line lists them: each one
+# the command takes before a run's id (the id is then looked for), and a word it does
+# not offer is refused as unexpected.
+got=$(LANGUAGE=ja offers runs "")
+bad=""
+for verb in $got; do
+  "$train" runs "$verb" no-such-run --history "$tmp/no-runs" >/dev/null 2>"$tmp/err"
+  if grep -q "unexpected argument" "$tmp/err" || ! grep -q "no-such-run" "$tmp/err"; then
+    bad="$bad $verb:[$(cat "$tmp/err")]"
+  fi
+done
+"$train" runs sideways no-such-run --history "$tmp/no-runs" >/dev/null 2>"$tmp/err"
+if [ "$got" = "show export " ] && [ "$got" = "$(usage_words runs)" ] && [ -z "$bad" ] &&
+   grep -q "unexpected argument" "$tmp/err"; then
+  ok "completion offers the verbs of runs' usage line, each one it takes"
+else
+  not_ok "completion after runs" "got: [$got]" "usage: [$(usage_words runs)]" "$bad"
 fi

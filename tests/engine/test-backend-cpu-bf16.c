@@ -17,7 +17,12 @@
  * input, add_out_bf16, bn_forward_bf16, relu_backward_bf16) give the bits of their
  * float32 forms on the widened inputs, then to_bf16 where they write bf16; so do the
  * block's gradients kept as bf16 (relu_backward_bf16 of either type into either, in
- * place too; add_strided_bf16 against col2im's dense tensor added then rounded).
+ * place too; add_strided_bf16 against col2im's dense tensor added then rounded). The
+ * resnet preset's plain layers in bf16: maxpool_forward_bf16 gives the bits and argmax
+ * of bn_forward_bf16 (or to_bf16) then maxpool_forward on the widened values,
+ * maxpool_backward_bf16 those of maxpool_backward then to_bf16, bn_forward_eval_bf16
+ * those of bn_forward_eval then to_bf16, bn_relu_add_bf16 those of bn_forward (its ReLU)
+ * then add_out then to_bf16.
  */
 #include "test-backend-cpu.h"
 #include "tdm-bf16.h"
@@ -661,6 +666,113 @@ test_block_gradients(void)
   tdm_backend_free(b);
 }
 
+/* The plain layers' operations (n × h × w × c, window k, with a remainder), inputs with
+ * ties: every third value repeats the one before, every fifth is one float32 step from
+ * it (the same bf16). */
+static void
+test_plain_layers(void)
+{
+  TdmBackend *b = new_backend();
+  const int n = 3, h = 9, w = 11, c = 12, k = 2, oh = h / k, ow = w / k;
+  const size_t count = (size_t)n * h * w * c, outs = (size_t)n * oh * ow * c;
+  float *x = dev_floats(b, count), *a = dev_floats(b, count), *p = dev_floats(b, 4 * c);
+  fill_random(x, count, -3, 5);
+  fill_random(a, count, -2, 2);
+  fill_random(p, 4 * c, -1, 1);
+  for (int ch = 0; ch < c; ch++)
+    p[c + ch] = 0.5f + fabsf(p[c + ch]); /* invstd, or the running variance */
+  for (size_t i = 1; i < count; i++)
+    if (i % 3 == 0)
+      x[i] = x[i - 1];
+    else if (i % 5 == 0)
+      x[i] = nextafterf(x[i - 1], INFINITY);
+  uint16_t *x16 = dev_alloc(b, count * 2), *a16 = dev_alloc(b, count * 2);
+  for (size_t i = 0; i < count; i++) {
+    x16[i] = tdm_bf16_round(x[i]);
+    a16[i] = tdm_bf16_round(a[i]);
+  }
+  float *x_wide = dev_floats(b, count), *a_wide = dev_floats(b, count);
+  tdm_backend_from_bf16(b, x_wide, x16, count);
+  tdm_backend_from_bf16(b, a_wide, a16, count);
+  float *v = dev_floats(b, count), *y = dev_floats(b, outs);
+  uint16_t *v16 = dev_alloc(b, count * 2), *got = dev_alloc(b, outs * 2);
+  int32_t *arg = dev_alloc(b, outs * 4), *want_arg = dev_alloc(b, outs * 4);
+  for (int t = 0; t < 2; t++) {
+    TdmDtype x_type = t ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+    const void *xin = t ? (const void *)x16 : (const void *)x;
+    const float *xf = t ? x_wide : x;
+    for (int bn = 0; bn < 3; bn++) {
+      if (bn > 0)
+        tdm_backend_bn_forward_bf16(b, v16, xin, x_type, p, p + c, p + 2 * c, p + 3 * c, NULL,
+                                    TDM_DTYPE_F32, n * h * w, c, bn == 2);
+      else
+        tdm_backend_to_bf16(b, v16, xf, count);
+      tdm_backend_from_bf16(b, v, v16, count);
+      tdm_backend_maxpool_forward(b, y, want_arg, v, NULL, false, n, h, w, c, k);
+      g_autofree uint16_t *want = to_bf16_host(y, outs);
+      tdm_backend_maxpool_forward_bf16(b, got, arg, xin, x_type, bn ? p : NULL,
+                                       bn ? p + c : NULL, bn ? p + 2 * c : NULL,
+                                       bn ? p + 3 * c : NULL, bn == 2, n, h, w, c, k);
+      g_assert_cmpmem(got, outs * 2, want, outs * 2);
+      g_assert_cmpmem(arg, outs * 4, want_arg, outs * 4);
+    }
+    /* The evaluating bn, rounded; and a body's last bn with its ReLU plus the skip. */
+    for (int relu = 0; relu < 2; relu++) {
+      tdm_backend_bn_forward_eval(b, v, xin, x_type, p, p + c, p + 2 * c, p + 3 * c, 1e-5f,
+                                  n * h * w, c, relu);
+      g_autofree uint16_t *want = to_bf16_host(v, count);
+      tdm_backend_bn_forward_eval_bf16(b, v16, xin, x_type, p, p + c, p + 2 * c, p + 3 * c,
+                                       1e-5f, n * h * w, c, relu);
+      g_assert_cmpmem(v16, count * 2, want, count * 2);
+    }
+    for (int at = 0; at < 2; at++) {
+      TdmDtype a_type = at ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+      tdm_backend_bn_forward(b, v, xin, x_type, p, p + c, p + 2 * c, p + 3 * c, n * h * w, c,
+                             true);
+      tdm_backend_add_out(b, v, v, at ? a_wide : a, count, false);
+      g_autofree uint16_t *want = to_bf16_host(v, count);
+      tdm_backend_bn_relu_add_bf16(b, v16, xin, x_type, p, p + c, p + 2 * c, p + 3 * c,
+                                   at ? (const void *)a16 : (const void *)a, a_type, n * h * w,
+                                   c);
+      g_assert_cmpmem(v16, count * 2, want, count * 2);
+    }
+  }
+  /* The backward through the last argmax, every pair of types. */
+  float *dy = dev_floats(b, outs), *dy_wide = dev_floats(b, outs), *dx = dev_floats(b, count);
+  uint16_t *dy16 = dev_alloc(b, outs * 2);
+  char *out = dev_alloc(b, count * 4);
+  fill_random(dy, outs, -1, 1);
+  for (size_t i = 0; i < outs; i++)
+    dy16[i] = tdm_bf16_round(dy[i]);
+  tdm_backend_from_bf16(b, dy_wide, dy16, outs);
+  for (int t = 0; t < 4; t++) {
+    TdmDtype dy_type = t & 1 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+    TdmDtype dx_type = t & 2 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+    memset(out, 0x7f, count * 4);
+    tdm_backend_maxpool_backward(b, dx, NULL, t & 1 ? dy_wide : dy, arg, NULL, n, h, w, c, k);
+    tdm_backend_maxpool_backward_bf16(b, out, dx_type, t & 1 ? (const void *)dy16 : dy, dy_type,
+                                      arg, n, h, w, c, k);
+    if (t & 2) {
+      g_autofree uint16_t *want = to_bf16_host(dx, count);
+      g_assert_cmpmem(out, count * 2, want, count * 2);
+    } else {
+      g_assert_cmpmem(out, count * 4, dx, count * 4);
+    }
+  }
+  g_assert_true(tdm_backend_check(b, NULL));
+  /* A bn given in part is refused, with the operation's name. */
+  tdm_backend_maxpool_forward_bf16(b, got, arg, x, TDM_DTYPE_F32, p, NULL, NULL, NULL, false, n,
+                                   h, w, c, k);
+  g_autoptr(GError) error = NULL;
+  g_assert_false(tdm_backend_check(b, &error));
+  g_assert_nonnull(strstr(error->message, "maxpool_forward_bf16"));
+  void *bufs[] = {x, a, p, x16, a16, x_wide, a_wide, v, y, v16, got, arg, want_arg,
+                  dy, dy_wide, dx, dy16, out};
+  for (guint i = 0; i < G_N_ELEMENTS(bufs); i++)
+    tdm_backend_release(b, bufs[i]);
+  tdm_backend_free(b);
+}
+
 void
 test_backend_cpu_add_bf16(void)
 {
@@ -671,4 +783,5 @@ test_backend_cpu_add_bf16(void)
   g_test_add_func("/backend-cpu/bf16/bn-input", test_bn_bf16_input);
   g_test_add_func("/backend-cpu/bf16/block-ops", test_block_ops);
   g_test_add_func("/backend-cpu/bf16/block-gradients", test_block_gradients);
+  g_test_add_func("/backend-cpu/bf16/plain-layers", test_plain_layers);
 }

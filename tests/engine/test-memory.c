@@ -36,11 +36,13 @@ static const char *const specs[] = {
   "res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10",
 };
 
+static gboolean pool_tensor_bf16 (const TdmNetwork *net, int i);
+
 /* Elements per sample of the conv outputs a bf16 run stores as bf16: each conv without
  * a bias or ReLU of its own whose next layer is a bn and whose bn is not followed by a
- * pool that tiles (its kernel its stride, no padding: it would normalize the conv's
- * output as it reads it, in float32) (tdm-replica-private.h's rule, spelt out here from
- * the layers). */
+ * pool that tiles (its kernel its stride, no padding) other than a bf16 one: it would
+ * normalize the conv's output as it reads it, in float32 (tdm-replica-private.h's rule,
+ * spelt out here from the layers). */
 static size_t
 bf16_conv_outputs(const TdmNetwork *net)
 {
@@ -51,7 +53,7 @@ bf16_conv_outputs(const TdmNetwork *net)
         net->layers[i + 1].kind == TDM_LAYER_BN &&
         !(i + 2 < net->layer_count && net->layers[i + 2].kind == TDM_LAYER_POOL &&
           net->layers[i + 2].kernel == net->layers[i + 2].stride &&
-          net->layers[i + 2].pad == 0))
+          net->layers[i + 2].pad == 0 && !pool_tensor_bf16(net, i + 2)))
       sum += (size_t)l->out_h * l->out_w * l->out_c;
   }
   return sum;
@@ -99,7 +101,7 @@ pool_tiles(const TdmLayer *l)
 /* Elements per sample of the bn outputs a bf16 run stores as bf16 for a max pool after
  * them that does not tile (its one reader; torchvision's stem). */
 static size_t
-bf16_bn_outputs_to_pool(const TdmNetwork *net)
+bf16_bn_outputs_to_pool2d(const TdmNetwork *net)
 {
   size_t sum = 0;
   for (int i = 0; i + 1 < net->layer_count; i++)
@@ -109,11 +111,38 @@ bf16_bn_outputs_to_pool(const TdmNetwork *net)
   return sum;
 }
 
+static gboolean block_tensor_bf16 (const TdmNetwork *net, int i);
+
+/* Whether every reader of layer i's output reads it as bf16 in a bf16 run: the layer
+ * after the blocks that start there reads bf16 (a bn not followed by a pool other than
+ * a bf16 one, a global pool, or a conv with columns whose outputs are no more than its
+ * reduction), and each of those blocks projects its input or ends in bf16 itself
+ * (tdm-replica-private.h's rule, spelt out here). */
+static gboolean
+readers_bf16(const TdmNetwork *net, int i)
+{
+  int j = i + 1, count = net->layer_count;
+  for (; j < count && net->layers[j].kind == TDM_LAYER_RES_BEGIN; j++) {
+    int end = net->layers[j].partner;
+    if (!net->layers[end].projection && !block_tensor_bf16(net, end))
+      return FALSE;
+  }
+  if (j >= count)
+    return FALSE;
+  const TdmLayer *reader = &net->layers[j];
+  if (reader->kind == TDM_LAYER_BN)
+    return !(j + 1 < count && net->layers[j + 1].kind == TDM_LAYER_POOL &&
+             !pool_tensor_bf16(net, j + 1));
+  if (reader->kind == TDM_LAYER_GLOBAL_AVG || reader->kind == TDM_LAYER_GLOBAL_MAX)
+    return TRUE;
+  return reader->kind == TDM_LAYER_CONV &&
+         !(reader->kernel == 1 && reader->stride == 1 && reader->pad == 0) &&
+         reader->out_c <= reader->in_c * reader->kernel * reader->kernel;
+}
+
 /* Whether layer i's output, a residual block's end or a bn or a max pool that does not
- * tile just before a block's start, is stored as bf16 in a bf16 run: the layer after the blocks that start there reads
- * bf16 (a bn not followed by a pool, a global average pool, or a conv with columns
- * whose outputs are no more than its reduction), and each of those blocks projects
- * its input or ends in bf16 itself (tdm-replica-private.h's rule, spelt out here). */
+ * tile just before a block's start, is stored as bf16 in a bf16 run: where its readers
+ * take bf16. */
 static gboolean
 block_tensor_bf16(const TdmNetwork *net, int i)
 {
@@ -124,21 +153,55 @@ block_tensor_bf16(const TdmNetwork *net, int i)
         ((l->kind == TDM_LAYER_BN || (l->kind == TDM_LAYER_POOL && !pool_tiles(l))) &&
          net->layers[j].kind == TDM_LAYER_RES_BEGIN)))
     return FALSE;
-  for (; j < count && net->layers[j].kind == TDM_LAYER_RES_BEGIN; j++) {
-    int end = net->layers[j].partner;
-    if (!net->layers[end].projection && !block_tensor_bf16(net, end))
-      return FALSE;
+  return readers_bf16(net, i);
+}
+
+/* Whether max pool layer i is a bf16 one in a bf16 run: its windows tile (stride =
+ * window, no padding), a bn comes before it (normalized as the pool reads it, the bn
+ * keeping no output), and its readers take bf16; its output is then stored as bf16. */
+static gboolean
+pool_tensor_bf16(const TdmNetwork *net, int i)
+{
+  const TdmLayer *l = &net->layers[i];
+  return l->kind == TDM_LAYER_POOL && l->stride == l->kernel && l->pad == 0 && i >= 1 &&
+         net->layers[i - 1].kind == TDM_LAYER_BN && readers_bf16(net, i);
+}
+
+/* Elements per sample of the bf16 pools' outputs (stored as bf16), and of their bns'
+ * outputs (no buffer). */
+static size_t
+bf16_pool_outputs(const TdmNetwork *net)
+{
+  size_t sum = 0;
+  for (int i = 0; i < net->layer_count; i++)
+    if (pool_tensor_bf16(net, i))
+      sum += (size_t)net->layers[i].out_h * net->layers[i].out_w * net->layers[i].out_c;
+  return sum;
+}
+
+/* Elements per sample of the bn outputs (with their ReLU) that end a block whose end has
+ * no ReLU and is stored bf16: the end computes them as it adds (no buffer). */
+static size_t
+bf16_bn_outputs_to_block_end(const TdmNetwork *net)
+{
+  size_t sum = 0;
+  for (int i = 0; i + 1 < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i], *end = &net->layers[i + 1];
+    if (l->kind == TDM_LAYER_BN && l->fused_relu && end->kind == TDM_LAYER_RES_END &&
+        !end->fused_relu && end->partner < i && block_tensor_bf16(net, i + 1))
+      sum += (size_t)l->out_h * l->out_w * l->out_c;
   }
-  if (j >= count)
-    return FALSE;
-  const TdmLayer *reader = &net->layers[j];
-  if (reader->kind == TDM_LAYER_BN)
-    return !(j + 1 < count && net->layers[j + 1].kind == TDM_LAYER_POOL);
-  if (reader->kind == TDM_LAYER_GLOBAL_AVG)
-    return TRUE;
-  return reader->kind == TDM_LAYER_CONV &&
-         !(reader->kernel == 1 && reader->stride == 1 && reader->pad == 0) &&
-         reader->out_c <= reader->in_c * reader->kernel * reader->kernel;
+  return sum;
+}
+
+static size_t
+bf16_bn_outputs_to_pool(const TdmNetwork *net)
+{
+  size_t sum = 0;
+  for (int i = 1; i < net->layer_count; i++)
+    if (pool_tensor_bf16(net, i))
+      sum += (size_t)net->layers[i].in_h * net->layers[i].in_w * net->layers[i].in_c;
+  return sum;
 }
 
 /* Elements per sample of those block tensors. */
@@ -224,9 +287,13 @@ test_replica_exact(void)
                                                  capacity, eval, 200, 90);
       size_t halves = (size_t)capacity *
                       (bf16_conv_outputs(net) + bf16_projection_outputs(net) +
-                       bf16_block_outputs(net) + bf16_bn_outputs_to_pool(net)) *
+                       bf16_block_outputs(net) + bf16_pool_outputs(net) +
+                       bf16_bn_outputs_to_pool2d(net)) *
                       sizeof(uint16_t);
-      size_t elided = (size_t)capacity * bf16_bn_outputs_to_conv(net) * sizeof(float);
+      size_t elided = (size_t)capacity *
+                      (bf16_bn_outputs_to_conv(net) + bf16_bn_outputs_to_pool(net) +
+                       bf16_bn_outputs_to_block_end(net)) *
+                      sizeof(float);
       size_t skips = (size_t)capacity *
                      (skip_bytes(net, TDM_BACKEND_CUDA, TDM_PRECISION_FP32) -
                       skip_bytes(net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16));
@@ -240,9 +307,12 @@ test_replica_exact(void)
       /* The inference pass's buffers lie over the training's activations (one arena),
        * counted only where they need more. */
       TdmReplicaBytes all[] = {rb, gpu32, gpu16};
+      const gboolean stores16[] = {FALSE, FALSE,
+                                   tdm_replica_stores_bf16(TDM_BACKEND_CUDA, TDM_PRECISION_BF16)};
       for (guint k = 0; k < G_N_ELEMENTS(all); k++)
-        g_assert_cmpuint(all[k].activations + all[k].inference, ==,
-                         MAX(all[k].activations, tdm_replica_infer_bytes(net, eval)));
+        g_assert_cmpuint(
+            all[k].activations + all[k].inference, ==,
+            MAX(all[k].activations, tdm_replica_infer_arena_bytes(net, stores16[k], eval)));
       /* A CPU replica reads the host's datasets; a GPU keeps a copy. */
       g_assert_cmpuint(rb.dataset, ==, 0);
       g_assert_cmpuint(gpu32.dataset, ==, 200 * 785 + 90 * 785);
@@ -337,6 +407,89 @@ test_bf16_activations(void)
  * block_grad_bf16()): the skip-gradient buffer shrinks, counted here from the layers,
  * and the estimate with it; a CPU replica allocates what is planned (test_replica_exact
  * and test_bf16_activations). */
+/* The resnet preset in a bf16 run, on Fashion-MNIST's 28×28×1, both kinds of backend:
+ * every conv's, pool's and block end's output stored bf16, no bn keeps an output (the
+ * conv or the bf16 pool after it normalizes as it reads, the block's end adds its last
+ * bn as it computes it), the blocks' skip gradients bf16, and the gradient buffers as
+ * wide as the first pool's bf16 input gradient (28×28×64 × 2 bytes, which is also the
+ * stem's float32 28×28×32 scratch). The activations, counted here from the layers:
+ * the input, those bf16 outputs, the pools' argmax, the global pool's output and argmax,
+ * the logits twice (fc, scale). Before this storage (float32 for the pools, their bns
+ * and convs, and the bodies' last bns) the plan said 552,935,424 bytes at batch 512;
+ * with every activation float32 (TANDEM_BF16_ACTIVATIONS=0) 703,668,224. And a CPU
+ * replica allocates what is planned. */
+static void
+test_bf16_resnet_preset(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new("resnet", 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  size_t halves = 0, argmax = 0, convs = 0, pools = 0, ends = 0;
+  for (int kind = TDM_BACKEND_CPU; kind <= TDM_BACKEND_CUDA; kind++) {
+    halves = argmax = convs = pools = ends = 0;
+    for (int i = 0; i < net->layer_count; i++) {
+      const TdmLayer *l = &net->layers[i];
+      TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind, TDM_PRECISION_BF16);
+      size_t out = (size_t)l->out_h * l->out_w * l->out_c;
+      switch (l->kind) {
+      case TDM_LAYER_CONV:
+      case TDM_LAYER_POOL:
+      case TDM_LAYER_RES_END:
+        g_assert_cmpuint(buf.output, ==, out);
+        g_assert_cmpint(buf.output_type, ==, TDM_DTYPE_BF16);
+        halves += out;
+        convs += l->kind == TDM_LAYER_CONV;
+        pools += l->kind == TDM_LAYER_POOL;
+        if (l->kind == TDM_LAYER_RES_END) {
+          ends++;
+          g_assert_cmpint(buf.skip_type, ==, TDM_DTYPE_BF16);
+          g_assert_cmpuint(buf.skip, ==, out);
+        }
+        break;
+      case TDM_LAYER_BN:
+        g_assert_cmpuint(buf.output, ==, 0);
+        break;
+      default:
+        break;
+      }
+      argmax += buf.argmax;
+    }
+    g_assert_cmpuint(convs, ==, 8);
+    g_assert_cmpuint(pools, ==, 3);
+    g_assert_cmpuint(ends, ==, 2);
+    g_assert_cmpuint(tdm_replica_gradient_bytes(net, kind, TDM_PRECISION_BF16), ==,
+                     28 * 28 * 64 * sizeof(uint16_t));
+    /* The inference pass's widest output as stored: the second conv's, bf16 (the stem
+     * conv's float32 output, 28×28×32, is as wide), half the float32 buffers'. */
+    g_assert_cmpuint(tdm_replica_infer_bytes(net, TRUE), ==, 28 * 28 * 64 * sizeof(uint16_t));
+    g_assert_cmpuint(tdm_replica_infer_floats(net), ==, 28 * 28 * 64);
+    size_t sample = 784 * sizeof(float) + halves * sizeof(uint16_t) + argmax * sizeof(int32_t) +
+                    (256 + 10 + 10) * sizeof(float);
+    g_assert_cmpuint(sample, ==, 446864);
+    TdmReplicaPlan p = tdm_replica_plan(net, kind, TDM_PRECISION_BF16, 512, 512);
+    g_assert_cmpuint(p.activations, ==, 512 * sample);
+    g_assert_true(g_setenv("TANDEM_BF16_ACTIVATIONS", "0", TRUE));
+    TdmReplicaPlan wide = tdm_replica_plan(net, kind, TDM_PRECISION_BF16, 512, 512);
+    g_unsetenv("TANDEM_BF16_ACTIVATIONS");
+    g_assert_cmpuint(wide.activations, ==, 703668224);
+    g_test_message("resnet preset, bf16, %s: activations %zu bytes at batch 512 (every one "
+                   "float32: %zu), gradient buffers 2 × %zu bytes a sample",
+                   kind == TDM_BACKEND_CPU ? "cpu" : "cuda", p.activations, wide.activations,
+                   tdm_replica_gradient_bytes(net, kind, TDM_PRECISION_BF16));
+  }
+  /* A CPU replica allocates what the plan and the estimate say. */
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 40, 20);
+  TdmBackend *b = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
+  g_assert_no_error(error);
+  TdmReplica *r = tdm_replica_new_sized(b, net, 16, 20, data->train, data->test, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(b->bytes_in_use, ==,
+                   tdm_memory_replica(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 16, 20, 40, 20)
+                       .total);
+  tdm_replica_free(r);
+  tdm_backend_free(b);
+}
+
 static void
 test_bf16_block_gradients(void)
 {
@@ -504,10 +657,10 @@ test_inference_buffers(void)
   for (int kind = TDM_BACKEND_CPU; kind <= TDM_BACKEND_CUDA; kind++) {
     TdmReplicaPlan deep = tdm_replica_plan(net, kind, TDM_PRECISION_FP32, 8, 100);
     TdmReplicaPlan flat = tdm_replica_plan(plain, kind, TDM_PRECISION_FP32, 8, 100);
-    g_assert_cmpuint(tdm_replica_infer_bytes(net, 100), ==,
-                     tdm_replica_infer_bytes(plain, 100) + 100 * 32 * 32 * 64 * sizeof(float));
-    g_assert_cmpuint(deep.inference, ==, tdm_replica_infer_bytes(net, 100) - deep.activations);
-    g_assert_cmpuint(flat.inference, ==, tdm_replica_infer_bytes(plain, 100) - flat.activations);
+    g_assert_cmpuint(tdm_replica_infer_arena_bytes(net, FALSE, 100), ==,
+                     tdm_replica_infer_arena_bytes(plain, FALSE, 100) + 100 * 32 * 32 * 64 * sizeof(float));
+    g_assert_cmpuint(deep.inference, ==, tdm_replica_infer_arena_bytes(net, FALSE, 100) - deep.activations);
+    g_assert_cmpuint(flat.inference, ==, tdm_replica_infer_arena_bytes(plain, FALSE, 100) - flat.activations);
   }
   /* The chunk: the configured one where it fits, smaller where the budget says so. */
   g_assert_cmpint(tdm_replica_eval_capacity(plain, TDM_BACKEND_CPU, TDM_PRECISION_FP32, 8, 100),
@@ -521,10 +674,10 @@ test_inference_buffers(void)
   TdmReplicaPlan over = tdm_replica_plan(net, TDM_BACKEND_CPU, TDM_PRECISION_FP32, 8, chunk + 1);
   g_test_message("resnet18 on cpu, batch 8: evaluation chunk %d (budget %.1f MiB)", chunk,
                  budget / 1048576.0);
-  g_assert_cmpuint(tdm_replica_infer_bytes(net, chunk) + at.workspace - train.workspace, <=,
+  g_assert_cmpuint(tdm_replica_infer_arena_bytes(net, FALSE, chunk) + at.workspace - train.workspace, <=,
                    budget);
   g_assert_cmpuint(at.workspace - train.workspace, <=, TDM_EVAL_BUDGET_FLOOR);
-  g_assert_true(tdm_replica_infer_bytes(net, chunk + 1) + over.workspace - train.workspace >
+  g_assert_true(tdm_replica_infer_arena_bytes(net, FALSE, chunk + 1) + over.workspace - train.workspace >
                     budget ||
                 over.workspace - train.workspace > TDM_EVAL_BUDGET_FLOOR);
 
@@ -1021,7 +1174,8 @@ test_arena_evaluation_between_steps(void)
         g_assert_no_error(error);
         TdmReplicaPlan p = tdm_replica_plan(net, TDM_BACKEND_CPU, prec, cap, chunk);
         g_assert_cmpuint(p.activations + p.inference, ==,
-                         MAX(p.activations, tdm_replica_infer_bytes(net, chunk)));
+                         MAX(p.activations, tdm_replica_infer_arena_bytes(
+                                              net, tdm_replica_stores_bf16(TDM_BACKEND_CPU, prec), chunk)));
         size_t n = net->parameter_count, out = (size_t)chunk * net->classes;
         g_autofree float *params = g_new(float, n);
         tdm_network_init_parameters(net, 3, params);
@@ -1058,6 +1212,7 @@ main(int argc, char **argv)
   g_test_add_func("/memory/inference-buffers", test_inference_buffers);
   g_test_add_func("/memory/bf16-activations", test_bf16_activations);
   g_test_add_func("/memory/bf16-block-gradients", test_bf16_block_gradients);
+  g_test_add_func("/memory/bf16-resnet-preset", test_bf16_resnet_preset);
   g_test_add_func("/memory/inference-matches-training-buffers",
                   test_inference_matches_training_buffers);
   g_test_add_func("/memory/fits", test_fits);

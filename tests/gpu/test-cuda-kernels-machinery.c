@@ -374,7 +374,6 @@ comm_case(const char *kind, int replicas, size_t n, gboolean staging)
     g_assert_cmpmem(j->after_broadcast, n * 4, init[root_bcast], n * 4);
     g_assert_cmpfloat(j->sums[0], ==, replicas * (replicas - 1) / 2.0);
     g_assert_cmpfloat(j->sums[1], ==, 0.5 * replicas);
-    g_assert_cmpfloat(tdm_communicator_take_seconds(c, r), >=, 0.0);
     g_free(j->after_allreduce);
     g_free(j->after_buckets);
     g_free(j->after_reduce);

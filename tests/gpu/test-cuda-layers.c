@@ -602,6 +602,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda-layers/nesterov", test_nesterov);
   test_cuda_layers_add_bf16();
   test_cuda_layers_add_blocks();
+  test_cuda_layers_add_pools_bf16();
 
   int status = g_test_run();
   if (gpu != NULL) {

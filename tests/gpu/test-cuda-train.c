@@ -54,6 +54,15 @@
  * biasless fc scaled by 1/8. */
 #define MYRTLE_SMALL                                                            \
   "conv8k3p1,bn,relu,pool2,res(conv8k3p1,bn,relu,conv8k3p1,bn,relu),gap,fc10nb,scale0.125"
+/* The resnet preset's layers (TDM_NETWORK_RESNET) at a quarter of its widths: in a bf16
+ * run every conv's output, the three pools' (each normalizing its bn's input as it
+ * reads it: maxpool_forward_bf16) and the blocks' are stored bf16, the gradients
+ * through the pools and blocks too; the inference pass stores its convs', bns' and
+ * first pools' outputs as bf16. */
+#define PLAIN_NETWORK                                                           \
+  "conv8k3p1,bn,relu,conv16k3p1,bn,relu,pool2,res(conv16k3p1,bn,relu,conv16k3p1,bn,relu),"  \
+  "conv32k3p1,bn,relu,pool2,conv64k3p1,bn,relu,pool2,"                          \
+  "res(conv64k3p1,bn,relu,conv64k3p1,bn,relu),gmp,fc10nb,scale0.125"
 
 static gboolean
 have_gpu(void)
@@ -278,7 +287,7 @@ test_bn_network_matches_cpu(void)
    * at all changes (test-bf16's stored-outputs: within 1/16 of the step), so the steps
    * agree within that. */
   const char *const stored_nets[] = {BN_NETWORK_GAP, BLOCKS16_NETWORK, TV_STEM_NETWORK,
-                                     REGION_NETWORK};
+                                     MYRTLE_SMALL, PLAIN_NETWORK, REGION_NETWORK};
   for (guint k = 0; k < G_N_ELEMENTS(stored_nets); k++) {
     size_t n16, n16_gpu;
     g_autofree float *cpu16 = train("cpu", stored_nets[k], TDM_STRATEGY_ALLREDUCE, 1,
@@ -585,6 +594,8 @@ test_memory_estimate(void)
                             TDM_PRECISION_BF16, again);
       check_memory_estimate(NETWORK, devices[d], TDM_STRATEGY_ALLREDUCE, TDM_PRECISION_BF16,
                             again);
+      check_memory_estimate(PLAIN_NETWORK, devices[d], TDM_STRATEGY_ALLREDUCE,
+                            TDM_PRECISION_BF16, again);
     }
   }
 }
@@ -926,6 +937,7 @@ test_inference_matches_cpu(void)
     MYRTLE_SMALL,
     "conv8k3p1,relu,res(conv8k3p1,bn,res(conv8k3p1,relu,conv8k3p1),relu,"
     "res(conv16k1s2,bn)),pool2,flatten,fc10",
+    PLAIN_NETWORK,
   };
   g_autoptr(GError) error = NULL;
   g_autoptr(GRand) rng = g_rand_new_with_seed(12);
@@ -968,6 +980,20 @@ test_inference_matches_cpu(void)
       g_test_message("%.30s... inference, chunks of 7, cuda:0 %s vs cpu: relative "
                      "difference %.3g", nets[k], tdm_precision_name(prec), rel);
       g_assert_cmpfloat(rel, <=, prec == TDM_PRECISION_FP32 ? 1e-5 : 2e-2);
+      if (prec == TDM_PRECISION_BF16) {
+        /* Against the CPU's bf16 inference, which stores the same outputs as bf16
+         * (infer_output_bf16()): the same roundings, sums in other orders. */
+        TdmBackend *cpu16 = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
+        g_assert_no_error(error);
+        guint64 cpu16_bytes = 0;
+        g_autofree float *want16 =
+            inference_logits(cpu16, net, data, count, params, state, &cpu16_bytes);
+        double rel16 = relative_difference(got, want16, (size_t)count * net->classes);
+        g_test_message("%.30s... inference, chunks of 7, cuda:0 bf16 vs cpu bf16: relative "
+                       "difference %.3g", nets[k], rel16);
+        g_assert_cmpfloat(rel16, <=, 2e-2);
+        tdm_backend_free(cpu16);
+      }
       g_assert_cmpuint(gpu_bytes, ==,
                        tdm_memory_replica(net, TDM_BACKEND_CUDA, prec, 5, 7, count, count)
                            .total);

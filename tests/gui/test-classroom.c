@@ -457,20 +457,37 @@ test_memory_warning(void)
   destroy_window(window);
 }
 
-static gboolean
-scaling_done(gpointer data)
+/* The newest sweep the window's History page lists, or NULL. */
+static TdmRunItem *
+listed_sweep(TdmWindow *window)
 {
-  return !tdm_scaling_page_get_running(data);
+  GListModel *store = G_LIST_MODEL(tdm_window_get_history(window));
+  TdmRunItem *found = NULL;
+
+  g_assert_true(wait_for(not_loading, store, 30));
+  /* Listed by start, oldest first. */
+  for (guint i = 0; i < g_list_model_get_n_items(store); i++) {
+    g_autoptr(TdmRunItem) item = g_list_model_get_item(store, i);
+
+    if (tdm_run_item_is_sweep(item))
+      found = item;
+  }
+  return found;
 }
 
-/* The sweep a test kept, out of the history the other tests see. */
+/* The sweep a test kept, deleted from its row on the History page as a person does,
+ * out of the history the other tests see (for good once the window goes). */
 static void
-forget_sweep(TdmScalingPage *page)
+forget_sweep(TdmWindow *window)
 {
-  g_autoptr(TdmHistory) history = tdm_history_new(NULL);
+  TdmRunItem *item = listed_sweep(window);
+  GtkWidget *row;
 
-  g_assert_nonnull(tdm_scaling_page_get_record_id(page));
-  g_assert_true(tdm_history_delete(history, tdm_scaling_page_get_record_id(page), NULL));
+  g_assert_nonnull(item);
+  row = history_row(tdm_window_get_history_view(window), item);
+  g_assert_nonnull(row);
+  g_assert_true(gtk_widget_activate_action(row, "run.delete", NULL));
+  g_assert_null(listed_sweep(window));
 }
 
 /* A scaling run over 1 and 2 CPU workers: two points, kept and exported. */
@@ -487,16 +504,17 @@ test_scaling_run(void)
   g_autofree char *svg = NULL;
   g_auto(GStrv) lines = NULL;
   g_autoptr(GError) error = NULL;
+  TdmRunItem *sweep;
 
-  tdm_scaling_page_set_mode(page, TDM_SCALING_STRONG);
-  tdm_scaling_page_set_steps(page, 100);
+  g_assert_null(listed_sweep(window));
+  choose_sweep(window, TDM_SCALING_STRONG, 100);
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.scaling-run", NULL));
-  g_assert_true(tdm_scaling_page_get_running(page));
+  g_assert_true(sweep_running(window));
   /* One thing at a time: no training run while the scaling run measures. */
   g_assert_false(tdm_window_get_can_start(window));
   g_assert_cmpstr(adw_view_stack_get_visible_child_name(window_child(window, "view_stack")), ==, "scaling");
 
-  g_assert_true(wait_for(scaling_done, page, 300));
+  g_assert_true(wait_for(sweep_over, window, 300));
   g_assert_false(gtk_revealer_get_reveal_child(window_child(window, "error_revealer")));
   g_assert_cmpuint(tdm_scaling_chart_get_n_points(chart), ==, 2);
   for (guint i = 0; i < 2; i++) {
@@ -509,9 +527,18 @@ test_scaling_run(void)
   g_assert_cmpfloat(tdm_scaling_chart_get_point(chart, 0)->speedup, ==, 1.0);
   g_assert_true(tdm_window_get_can_start(window));
 
-  /* Kept in the run history (test-history.c checks the record), and exported. */
-  g_assert_nonnull(tdm_scaling_page_get_record_id(page));
-  g_assert_null(tdm_scaling_page_get_record_error(page));
+  /* Kept in the run history, listed on the History page under the name the toast
+   * gives (test-history.c checks the record), and exported. */
+  sweep = listed_sweep(window);
+  g_assert_nonnull(sweep);
+  {
+    g_autofree char *toast = toast_text(window);
+    g_autofree char *kept_as = g_strdup_printf("Scaling run kept in the history as “%s”",
+                                               tdm_run_item_get_name(sweep));
+
+    g_assert_nonnull(strstr(toast, kept_as));
+    g_assert_null(strstr(toast, "could not be written"));
+  }
   g_assert_true(tdm_scaling_page_write_csv(page, csv_path, &error));
   g_assert_no_error(error);
   g_assert_true(g_file_get_contents(csv_path, &kept, NULL, NULL));
@@ -533,7 +560,7 @@ test_scaling_run(void)
     g_autoptr(TdmHistory) history = tdm_history_new(NULL);
     g_autofree char *cli_path = g_build_filename(dir, "export-run.csv", NULL);
     g_autofree char *cli = NULL;
-    const char *id = tdm_scaling_page_get_record_id(page);
+    const char *id = tdm_run_item_get_id(sweep);
 
     g_assert_true(tdm_history_export_csv(history, id, cli_path, &error));
     g_assert_no_error(error);
@@ -564,7 +591,7 @@ test_scaling_run(void)
   g_assert_false(tdm_scaling_page_write_csv(page, "/nonexistent-folder/x.csv", &error));
   g_assert_nonnull(error);
 
-  forget_sweep(page);
+  forget_sweep(window);
   g_unlink(csv_path);
   g_unlink(svg_path);
   g_rmdir(dir);
@@ -579,15 +606,14 @@ test_scaling_weak(void)
   TdmScalingPage *page = window_child(window, "scaling_page");
   TdmScalingChart *chart = TDM_SCALING_CHART(tdm_scaling_page_get_chart(page));
 
-  tdm_scaling_page_set_mode(page, TDM_SCALING_WEAK);
-  tdm_scaling_page_set_steps(page, 100);
+  choose_sweep(window, TDM_SCALING_WEAK, 100);
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.scaling-run", NULL));
-  g_assert_true(wait_for(scaling_done, page, 300));
+  g_assert_true(wait_for(sweep_over, window, 300));
   g_assert_false(gtk_revealer_get_reveal_child(window_child(window, "error_revealer")));
   g_assert_cmpuint(tdm_scaling_chart_get_n_points(chart), ==, 2);
   g_assert_cmpint(tdm_scaling_chart_get_point(chart, 0)->batch, ==, 100);
   g_assert_cmpint(tdm_scaling_chart_get_point(chart, 1)->batch, ==, 200);
-  forget_sweep(page);
+  forget_sweep(window);
   destroy_window(window);
 }
 
@@ -596,14 +622,16 @@ static void
 test_scaling_cancel(void)
 {
   TdmWindow *window = window_for_run("fc32,relu,fc10", 200, 1);
-  TdmScalingPage *page = window_child(window, "scaling_page");
+  GtkLabel *status = template_child(window_child(window, "scaling_page"), "status_label");
 
-  tdm_scaling_page_set_steps(page, 5000);
+  choose_sweep(window, TDM_SCALING_STRONG, 5000);
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.scaling-run", NULL));
-  g_assert_true(tdm_scaling_page_get_running(page));
+  g_assert_true(sweep_running(window));
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.scaling-cancel", NULL));
-  g_assert_true(wait_for(scaling_done, page, 120));
-  g_assert_null(tdm_scaling_page_get_record_id(page));
+  g_assert_true(wait_for(sweep_over, window, 120));
+  g_assert_cmpstr(gtk_label_get_label(status), ==, "Cancelled.");
+  /* Nothing kept: the History page lists no sweep. */
+  g_assert_null(listed_sweep(window));
   g_assert_true(tdm_window_get_can_start(window));
   g_assert_false(gtk_revealer_get_reveal_child(window_child(window, "error_revealer")));
   destroy_window(window);
@@ -614,12 +642,11 @@ static void
 test_scaling_needs_two(void)
 {
   TdmWindow *window = window_for_run("fc32,relu,fc10", 200, 1);
-  TdmScalingPage *page = window_child(window, "scaling_page");
 
   tdm_device_row_set_workers(row_where(window, TRUE), 1);
   drain();
   gtk_widget_activate_action(GTK_WIDGET(window), "win.scaling-run", NULL);
-  g_assert_false(tdm_scaling_page_get_running(page));
+  g_assert_false(sweep_running(window));
   g_assert_true(gtk_revealer_get_reveal_child(window_child(window, "error_revealer")));
   g_assert_nonnull(strstr(gtk_label_get_label(window_child(window, "error_label")), "two devices"));
   destroy_window(window);

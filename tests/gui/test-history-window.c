@@ -238,7 +238,7 @@ test_history_compare(void)
   g_assert_true(tdm_window_get_comparing(window));
   /* One experiment at a time: a sweep asked for now does not start. */
   gtk_widget_activate_action(GTK_WIDGET(window), "win.scaling-run", NULL);
-  g_assert_false(tdm_scaling_page_get_running(window_child(window, "scaling_page")));
+  g_assert_false(sweep_running(window));
   g_assert_true(tdm_window_get_comparing(window));
   g_assert_true(wait_for(not_comparing, window, 180));
   g_assert_false(gtk_revealer_get_reveal_child(window_child(window, "error_revealer")));
@@ -328,12 +328,6 @@ test_history_compare(void)
   remove_folder(runs);
 }
 
-static gboolean
-scaling_done(gpointer page)
-{
-  return !tdm_scaling_page_get_running(page);
-}
-
 /* A scaling run of the window over 1 and 2 CPU workers: it completes, the History
  * page lists it (a sweep, two points), a restart lists it again, it is renamed and
  * deleted for good. */
@@ -344,21 +338,19 @@ test_history_window_sweep(void)
   TdmWindow *window = window_for_run(1);
   TdmHistoryStore *store = tdm_window_get_history(window);
   TdmScalingPage *page = window_child(window, "scaling_page");
-  g_autofree char *id = NULL;
   g_autoptr(GError) error = NULL;
   TdmRunItem *item;
   const TdmRunRecord *record;
 
   g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 0);
-  tdm_scaling_page_set_mode(page, TDM_SCALING_STRONG);
-  tdm_scaling_page_set_steps(page, 20);
+  choose_sweep(window, TDM_SCALING_STRONG, 20);
   g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.scaling-run", NULL));
-  g_assert_true(tdm_scaling_page_get_running(page));
+  g_assert_true(sweep_running(window));
   /* One experiment at a time: a comparison asked for now does not start. */
   gtk_widget_activate_action(GTK_WIDGET(window), "win.compare-one-device", NULL);
   g_assert_false(tdm_window_get_comparing(window));
-  g_assert_true(tdm_scaling_page_get_running(page));
-  g_assert_true(wait_for(scaling_done, page, 300));
+  g_assert_true(sweep_running(window));
+  g_assert_true(wait_for(sweep_over, window, 300));
   g_assert_false(gtk_revealer_get_reveal_child(window_child(window, "error_revealer")));
   /* Listed on the History page as it ended, without a reload. */
   g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 1);
@@ -379,12 +371,17 @@ test_history_window_sweep(void)
       g_assert_nonnull(strstr(note, "Enough for 2 CPU workers"));
   }
 
-  g_assert_nonnull(tdm_scaling_page_get_record_id(page));
-  id = g_strdup(tdm_scaling_page_get_record_id(page));
   g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(store)), ==, 1);
   item = item_at(store, 0);
-  g_assert_cmpstr(tdm_run_item_get_id(item), ==, id);
   g_assert_true(tdm_run_item_is_sweep(item));
+  /* The toast names the record listed. */
+  {
+    g_autofree char *toast = toast_text(window);
+    g_autofree char *kept_as = g_strdup_printf("Scaling run kept in the history as “%s”",
+                                               tdm_run_item_get_name(item));
+
+    g_assert_nonnull(strstr(toast, kept_as));
+  }
   record = tdm_run_item_get_record(item);
   g_assert_true(record->finished);
   g_assert_false(record->final.stopped);
@@ -451,19 +448,25 @@ test_history_unwritable(void)
   g_assert_true(g_str_has_prefix(adw_view_switcher_title_get_subtitle(window_child(window, "window_title")),
                                  "Finished"));
   g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(tdm_window_get_history(window))), ==, 0);
+  destroy_window(window);
 
-  /* A scaling run too: it measures both points, only it is not kept, and says why. */
+  /* A scaling run too, in a window whose toasts are its own: it measures both points,
+   * only it is not kept, and the toast says why, naming the folder. */
+  window = window_for_run(1);
   {
     TdmScalingPage *page = window_child(window, "scaling_page");
+    g_autofree char *toast = NULL;
 
-    tdm_scaling_page_set_steps(page, 20);
+    choose_sweep(window, TDM_SCALING_STRONG, 20);
     g_assert_true(gtk_widget_activate_action(GTK_WIDGET(window), "win.scaling-run", NULL));
-    g_assert_true(wait_for(scaling_done, page, 300));
+    g_assert_true(wait_for(sweep_over, window, 300));
     g_assert_cmpuint(tdm_scaling_chart_get_n_points(TDM_SCALING_CHART(tdm_scaling_page_get_chart(page))),
                      ==, 2);
-    g_assert_null(tdm_scaling_page_get_record_id(page));
-    g_assert_nonnull(tdm_scaling_page_get_record_error(page));
-    g_assert_nonnull(strstr(tdm_scaling_page_get_record_error(page)->message, runs));
+    toast = toast_text(window);
+    g_test_message("%s", toast);
+    g_assert_nonnull(strstr(toast, "The run history could not be written in full."));
+    g_assert_nonnull(strstr(toast, runs));
+    g_assert_null(strstr(toast, "kept in the history"));
     g_assert_cmpuint(g_list_model_get_n_items(G_LIST_MODEL(tdm_window_get_history(window))), ==, 0);
     g_assert_true(tdm_window_get_can_start(window));
   }

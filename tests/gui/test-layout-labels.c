@@ -409,7 +409,8 @@ check_scaling_table(void)
 {
   TdmWindow *window = window_at(360);
   TdmScalingPage *page = window_child(window, "scaling_page");
-  GtkWidget *table = tdm_scaling_page_get_table(page), *scroller;
+  GtkWidget *table = tdm_table_scroller_get_child(template_child(page, "table_scroller"));
+  GtkWidget *scroller;
   TdmScalingPoint points[3];
 
   adw_flap_set_reveal_flap(window_child(window, "flap"), FALSE);

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "tdm-chart.h"
 #include "tdm-dataset-chooser.h"
 #include "tdm-experiment-runner.h"
 #include "tdm-history-store.h"
@@ -18,22 +19,103 @@
 #include "tdm-spec-entry.h"
 #include "window-test-util.h"
 
+static void
+on_use_rate (TdmLrFindView *view, double rate, double *taken)
+{
+  *taken = rate;
+}
+
+/* The view's parts as a person meets them: the first widget under `widget` (itself
+ * included) of `type`, and with a button's `label` when one is given. */
+static GtkWidget *
+part (GtkWidget *widget, GType type, const char *label)
+{
+  if (G_TYPE_CHECK_INSTANCE_TYPE (widget, type) &&
+      (label == NULL || g_strcmp0 (gtk_button_get_label (GTK_BUTTON (widget)), label) == 0))
+    return widget;
+  for (GtkWidget *c = gtk_widget_get_first_child (widget); c != NULL; c = gtk_widget_get_next_sibling (c))
+    {
+      GtkWidget *found = part (c, type, label);
+
+      if (found != NULL)
+        return found;
+    }
+  return NULL;
+}
+
+static GtkWidget *
+stop_button (TdmLrFindView *view)
+{
+  GtkWidget *button = part (GTK_WIDGET (view), GTK_TYPE_BUTTON, "_Stop");
+
+  g_assert_nonnull (button);
+  return button;
+}
+
+static GtkWidget *
+use_button (TdmLrFindView *view)
+{
+  GtkWidget *button = part (GTK_WIDGET (view), GTK_TYPE_BUTTON, "_Use This Rate");
+
+  g_assert_nonnull (button);
+  return button;
+}
+
+/* The status line under the chart. */
+static const char *
+status (TdmLrFindView *view)
+{
+  GtkWidget *label = part (GTK_WIDGET (view), GTK_TYPE_LABEL, NULL);
+
+  g_assert_nonnull (label);
+  return gtk_label_get_text (GTK_LABEL (label));
+}
+
+/* The points on the chart: its loss series, one point a step. */
+static guint
+points_drawn (TdmLrFindView *view)
+{
+  GtkWidget *chart = part (GTK_WIDGET (view), TDM_TYPE_CHART, NULL);
+
+  g_assert_nonnull (chart);
+  return (guint) tdm_series_get_n_appended (tdm_chart_get_series (TDM_CHART (chart), 0));
+}
+
+/* Whether a test runs: it can be stopped. */
+static gboolean
+running (TdmLrFindView *view)
+{
+  return gtk_widget_get_sensitive (stop_button (view));
+}
+
 static gboolean
 finished (gpointer view)
 {
-  return !tdm_lr_find_view_get_running (view);
+  return !running (view);
 }
 
 static gboolean
 has_points (gpointer view)
 {
-  return tdm_lr_find_view_get_n_points (view) >= 3;
+  return points_drawn (view) >= 3;
 }
 
-static void
-on_use_rate (TdmLrFindView *view, double rate, double *taken)
+/* The suggestion as the view hands it on, its "Use This Rate" pressed; the button
+ * is there only for a suggestion, which the status line names. */
+static double
+use_suggestion (TdmLrFindView *view)
 {
-  *taken = rate;
+  double taken = NAN;
+  gulong handler = g_signal_connect (view, "use-rate", G_CALLBACK (on_use_rate), &taken);
+  g_autofree char *named = NULL;
+
+  g_assert_true (gtk_widget_get_sensitive (use_button (view)));
+  g_signal_emit_by_name (use_button (view), "clicked");
+  g_signal_handler_disconnect (view, handler);
+  g_assert_true (isfinite (taken));
+  named = g_strdup_printf ("Suggested learning rate: %.3g,", taken);
+  g_assert_nonnull (strstr (status (view), named));
+  return taken;
 }
 
 static TdmConfig *
@@ -74,30 +156,26 @@ test_view (void)
   g_autoptr(TdmConfig) config = small_config ();
   TdmLrFindView *view;
   GtkWindow *window = tdm_lr_find_view_window_new (NULL, &view);
-  double taken = NAN;
   g_autoptr(TdmExperimentRunner) runner = NULL;
   g_autoptr(TdmExperimentRunner) replaced = NULL;
 
-  g_signal_connect (view, "use-rate", G_CALLBACK (on_use_rate), &taken);
   gtk_window_present (window);
   runner = start_test (view, config);
-  g_assert_true (tdm_lr_find_view_get_running (view));
+  g_assert_true (running (view));
+  g_assert_false (gtk_widget_get_sensitive (use_button (view)));
   g_assert_true (wait_for (finished, view, 300));
-  g_assert_cmpuint (tdm_lr_find_view_get_n_points (view), >=, 10);
-  double suggestion = tdm_lr_find_view_get_suggestion (view);
-  g_assert_true (isfinite (suggestion));
-  g_assert_nonnull (strstr (tdm_lr_find_view_get_status (view), "Suggested learning rate"));
-  /* The button hands the engine's suggestion on. */
-  g_signal_emit_by_name (view, "use-rate", suggestion);
-  g_assert_cmpfloat (taken, ==, suggestion);
+  g_assert_cmpuint (points_drawn (view), >=, 10);
+  /* The button hands the engine's suggestion on, the one the status line names. */
+  g_assert_cmpfloat (use_suggestion (view), ==,
+                     tdm_experiment_get_lr_suggestion (tdm_experiment_runner_get_experiment (runner)));
 
   /* Stopped after a few points (its Stop button): they stay, the test ends. */
   g_clear_object (&runner);
   runner = start_test (view, config);
   g_assert_true (wait_for (has_points, view, 300));
-  tdm_lr_find_view_stop (view);
+  g_signal_emit_by_name (stop_button (view), "clicked");
   g_assert_true (wait_for (finished, view, 300));
-  g_assert_cmpuint (tdm_lr_find_view_get_n_points (view), >=, 3);
+  g_assert_cmpuint (points_drawn (view), >=, 3);
 
   /* Replaced while it runs: the first test's points and end are dropped, the second
    * runs to its suggestion, and nothing of the first is left behind (the sanitizer
@@ -109,11 +187,10 @@ test_view (void)
   runner = start_test (view, config);
   tdm_experiment_runner_stop (replaced);
   g_clear_object (&replaced);
-  g_assert_cmpuint (tdm_lr_find_view_get_n_points (view), ==, 0);
-  g_assert_true (tdm_lr_find_view_get_running (view));
+  g_assert_cmpuint (points_drawn (view), ==, 0);
+  g_assert_true (running (view));
   g_assert_true (wait_for (finished, view, 300));
-  g_assert_true (isfinite (tdm_lr_find_view_get_suggestion (view)));
-  g_assert_nonnull (strstr (tdm_lr_find_view_get_status (view), "Suggested learning rate"));
+  use_suggestion (view);
   gtk_window_destroy (window);
   g_clear_object (&runner);
   drain ();
@@ -161,6 +238,22 @@ lr_find_listed (TdmHistoryStore *store,
   return found;
 }
 
+/* The ids of every record the History page lists now, once it has read the history. */
+static GHashTable *
+listed_ids (TdmHistoryStore *store)
+{
+  GHashTable *ids = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+
+  g_assert_true (wait_for (not_loading, store, 30));
+  for (guint i = 0; i < g_list_model_get_n_items (G_LIST_MODEL (store)); i++)
+    {
+      g_autoptr (TdmRunItem) item = g_list_model_get_item (G_LIST_MODEL (store), i);
+
+      g_hash_table_add (ids, g_strdup (tdm_run_item_get_id (item)));
+    }
+  return ids;
+}
+
 static guint
 lr_finds_listed (TdmHistoryStore *store)
 {
@@ -197,21 +290,23 @@ test_window_action (void)
   adw_combo_row_set_selected (window_child (window, "network_dropdown"), window_custom_network ());
   tdm_spec_entry_set_text (window_child (window, "spec_entry"), "fc16,relu,fc10");
   g_assert_true (wait_for (can_start, window, 60));
+  g_autoptr (GHashTable) before = listed_ids (tdm_window_get_history (window));
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.lr-find", NULL));
   /* The test's window is the newest toplevel; taking a rate closes it and sets the
    * form's setting. */
   TdmLrFindView *view = newest_lr_find_view ();
   g_assert_nonnull (view);
   g_assert_true (wait_for (has_points, view, 300));
-  tdm_lr_find_view_stop (view);
+  g_signal_emit_by_name (stop_button (view), "clicked");
   g_assert_true (wait_for (finished, view, 300));
-  guint n_points = tdm_lr_find_view_get_n_points (view);
+  guint n_points = points_drawn (view);
   g_assert_cmpuint (n_points, >=, 3);
   /* Stopped, it is kept with its points, and the History page lists it. */
-  g_assert_nonnull (strstr (tdm_lr_find_view_get_status (view), "stopped"));
-  g_autofree char *id = g_strdup (tdm_lr_find_view_get_record_id (view));
-  g_assert_nonnull (id);
-  TdmRunItem *item = tdm_history_store_find (tdm_window_get_history (window), id);
+  g_assert_nonnull (strstr (status (view), "stopped"));
+  guint listed = 0;
+  g_autoptr (TdmRunItem) item = lr_find_listed (tdm_window_get_history (window), before,
+                                                &listed);
+  g_assert_cmpuint (listed, ==, 1);
   g_assert_nonnull (item);
   g_assert_true (tdm_run_item_is_experiment (item));
   g_assert_true (tdm_run_item_is_lr_find (item));
@@ -236,25 +331,19 @@ test_window_action (void)
   drain ();
   TdmLrFindView *kept = newest_lr_find_view ();
   g_assert_nonnull (kept);
-  g_assert_false (tdm_lr_find_view_get_running (kept));
-  g_assert_cmpuint (tdm_lr_find_view_get_n_points (kept), ==, n_points);
-  g_assert_nonnull (strstr (tdm_lr_find_view_get_status (kept), "stopped"));
+  g_assert_false (running (kept));
+  g_assert_cmpuint (points_drawn (kept), ==, n_points);
+  g_assert_nonnull (strstr (status (kept), "stopped"));
   gtk_window_destroy (GTK_WINDOW (gtk_widget_get_root (GTK_WIDGET (kept))));
 
   /* A test's window closed while it runs: the window that started it stops it, and
    * lists it on the History page with what it measured. */
   {
-    g_autoptr (GHashTable) known = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
     TdmHistoryStore *store = tdm_window_get_history (window);
+    g_autoptr (GHashTable) known = listed_ids (store);
     g_autoptr (TdmRunItem) closed = NULL;
     guint n;
 
-    for (guint i = 0; i < g_list_model_get_n_items (G_LIST_MODEL (store)); i++)
-      {
-        g_autoptr (TdmRunItem) item = g_list_model_get_item (G_LIST_MODEL (store), i);
-
-        g_hash_table_add (known, g_strdup (tdm_run_item_get_id (item)));
-      }
     lr_finds_wanted = lr_finds_listed (store) + 1;
     g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.lr-find", NULL));
     view = newest_lr_find_view ();

@@ -26,26 +26,6 @@ new_window(void)
   return window;
 }
 
-/* The text of every label under widget, joined by newlines. */
-static void
-collect_labels(GtkWidget *widget, GString *out)
-{
-  if (GTK_IS_LABEL(widget))
-    g_string_append_printf(out, "%s\n", gtk_label_get_text(GTK_LABEL(widget)));
-  for (GtkWidget *child = gtk_widget_get_first_child(widget); child != NULL;
-       child = gtk_widget_get_next_sibling(child))
-    collect_labels(child, out);
-}
-
-static char *
-toasts(TdmWindow *window)
-{
-  GString *out = g_string_new(NULL);
-
-  collect_labels(window_child(window, "toast_overlay"), out);
-  return g_string_free(out, FALSE);
-}
-
 /* Trains a small network for two steps with tandem-train into path. */
 static void
 train(const char *path, const char *extra)
@@ -105,7 +85,7 @@ test_nothing_yet(void)
 
   g_assert_null(tdm_window_get_run_checkpoint(window));
   g_assert_false(tdm_window_export_onnx(window, path));
-  text = toasts(window);
+  text = toast_text(window);
   g_assert_nonnull(strstr(text, "No network to export yet"));
   g_assert_false(g_file_test(path, G_FILE_TEST_EXISTS));
   drop_window(window);
@@ -133,7 +113,7 @@ test_last_run(void)
   checkpoint = tdm_window_get_run_checkpoint(window);
   g_assert_cmpstr(checkpoint, ==, last);
   g_assert_true(tdm_window_export_onnx(window, path));
-  text = toasts(window);
+  text = toast_text(window);
   g_assert_nonnull(strstr(text, "Exported “last.onnx”"));
   g_assert_true(g_file_test(path, G_FILE_TEST_IS_REGULAR));
   drop_window(window);
@@ -160,7 +140,7 @@ test_bad_folder(void)
   train(last, "");
   window = new_window();
   g_assert_false(tdm_window_export_onnx(window, nowhere));
-  text = toasts(window);
+  text = toast_text(window);
   g_assert_nonnull(strstr(text, "“m.onnx” was not exported: "));
   g_assert_nonnull(strstr(text, "does not exist"));
   g_assert_false(g_file_test(nowhere, G_FILE_TEST_EXISTS));

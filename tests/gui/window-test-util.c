@@ -129,6 +129,32 @@ template_child(gpointer widget, const char *name)
   return object;
 }
 
+/* The text of every label under widget, each followed by a newline. */
+static void
+collect_labels(GtkWidget *widget, GString *out)
+{
+  if (GTK_IS_LABEL(widget))
+    g_string_append_printf(out, "%s\n", gtk_label_get_text(GTK_LABEL(widget)));
+  for (GtkWidget *child = gtk_widget_get_first_child(widget); child != NULL;
+       child = gtk_widget_get_next_sibling(child))
+    collect_labels(child, out);
+}
+
+char *
+toast_text(TdmWindow *window)
+{
+  GtkWidget *overlay = window_child(window, "toast_overlay");
+  GtkWidget *content = adw_toast_overlay_get_child(ADW_TOAST_OVERLAY(overlay));
+  GString *out = g_string_new(NULL);
+
+  /* The overlay's children but the window's content are its toasts. */
+  for (GtkWidget *child = gtk_widget_get_first_child(overlay); child != NULL;
+       child = gtk_widget_get_next_sibling(child))
+    if (child != content)
+      collect_labels(child, out);
+  return g_string_free(out, FALSE);
+}
+
 GtkWidget *
 history_row(gpointer widget, TdmRunItem *item)
 {
@@ -221,6 +247,31 @@ gboolean
 not_running(gpointer window)
 {
   return !tdm_window_get_running(window);
+}
+
+void
+choose_sweep(TdmWindow *window, TdmScalingMode mode, int steps)
+{
+  GtkWidget *page = window_child(window, "scaling_page");
+
+  /* The drop-down lists strong, then weak. */
+  gtk_drop_down_set_selected(template_child(page, "mode_dropdown"),
+                             mode == TDM_SCALING_WEAK ? 1 : 0);
+  gtk_spin_button_set_value(template_child(page, "steps_spin"), steps);
+}
+
+gboolean
+sweep_running(gpointer window)
+{
+  GtkWidget *page = window_child(window, "scaling_page");
+
+  return gtk_widget_get_sensitive(template_child(page, "cancel_button"));
+}
+
+gboolean
+sweep_over(gpointer window)
+{
+  return !sweep_running(window);
 }
 
 gboolean

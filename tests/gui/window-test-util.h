@@ -2,7 +2,7 @@
 /* window-test-util.h — what the window's GUI tests share: starting GTK and the
  * application's translations, turning the main loop until something holds, a window
  * made and destroyed, finding a part of the window by its template id or a row of
- * its History page, the run form set for a small run, the History page's order
+ * its History page, the toast it shows, the run form set for a small run, the History page's order
  * checked against a reload, and starting every test from the default settings. Not
  * for widget tests that build no window. */
 #pragma once
@@ -10,6 +10,7 @@
 #include "tdm-window.h"
 #include "tdm-run-item.h"
 #include "tdm-device-row.h"
+#include "tdm-scaling.h"
 #include "frame-test-util.h"
 
 G_BEGIN_DECLS
@@ -45,6 +46,9 @@ gpointer window_child   (TdmWindow *window, const char *name);
 /* A part of a page of the window by its id in the page's own template (the devices
  * page's "timeline", the predictions page's "gallery"). */
 gpointer template_child (gpointer widget, const char *name);
+/* The text of the toast the window shows now, its labels one a line ("" when none
+ * shows; a toast added while another shows waits its turn, as on screen). */
+char    *toast_text     (TdmWindow *window);
 /* The History page's row (below `widget`) that shows `item`, with its actions as the
  * row's menu gives them ("run.open", "run.delete"…); NULL where none does. */
 GtkWidget *history_row  (gpointer widget, TdmRunItem *item);
@@ -69,6 +73,12 @@ void     choose_small_run (TdmWindow *window, int workers, const char *dataset, 
 gboolean can_start      (gpointer window);
 gboolean not_running    (gpointer window);
 gboolean not_loading    (gpointer store);
+/* The Scaling page's controls set as a person sets them: its mode and steps. */
+void     choose_sweep   (TdmWindow *window, TdmScalingMode mode, int steps);
+/* Whether the window's sweep runs, as the Scaling page shows it: its Cancel button
+ * (win.scaling-cancel) is enabled; and the opposite, for wait_for(). */
+gboolean sweep_running  (gpointer window);
+gboolean sweep_over     (gpointer window);
 /* The History page's reload, as its button does it: asserts that the folder read
  * again lists the same records in the same order as the window listed them live. */
 void     assert_reload_keeps_order (TdmWindow *window);

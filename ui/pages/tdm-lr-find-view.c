@@ -29,7 +29,6 @@ struct _TdmLrFindView
   TdmExperimentRunner *runner;       /* the test shown (the window's), or NULL */
   guint                n_points;
   double               suggestion;
-  char                *status;
 };
 
 enum { USE_RATE, N_SIGNALS };
@@ -37,13 +36,13 @@ static guint signals[N_SIGNALS];
 
 G_DEFINE_FINAL_TYPE (TdmLrFindView, tdm_lr_find_view, GTK_TYPE_WIDGET)
 
+/* Shows `text` (taken) on the status line. */
 static void
 set_status (TdmLrFindView *self,
             char          *text)
 {
-  g_free (self->status);
-  self->status = text;
   gtk_label_set_text (self->status_label, text);
+  g_free (text);
 }
 
 static void
@@ -190,56 +189,12 @@ tdm_lr_find_view_show_record (TdmLrFindView      *self,
               record->finished && record->final.stopped, NULL);
 }
 
-const char *
-tdm_lr_find_view_get_record_id (TdmLrFindView *self)
+/* Its Stop button: stops the test shown (its points stay, and their suggestion). */
+static void
+on_stop (TdmLrFindView *self)
 {
-  g_return_val_if_fail (TDM_IS_LR_FIND_VIEW (self), NULL);
-
-  return self->runner != NULL ? tdm_experiment_runner_get_history_id (self->runner) : NULL;
-}
-
-const GError *
-tdm_lr_find_view_get_record_error (TdmLrFindView *self)
-{
-  g_return_val_if_fail (TDM_IS_LR_FIND_VIEW (self), NULL);
-
-  return self->runner != NULL ? tdm_experiment_runner_get_history_error (self->runner) : NULL;
-}
-
-void
-tdm_lr_find_view_stop (TdmLrFindView *self)
-{
-  g_return_if_fail (TDM_IS_LR_FIND_VIEW (self));
   if (self->runner != NULL)
     tdm_experiment_runner_stop (self->runner);
-}
-
-gboolean
-tdm_lr_find_view_get_running (TdmLrFindView *self)
-{
-  g_return_val_if_fail (TDM_IS_LR_FIND_VIEW (self), FALSE);
-  return self->runner != NULL && tdm_experiment_runner_get_running (self->runner);
-}
-
-guint
-tdm_lr_find_view_get_n_points (TdmLrFindView *self)
-{
-  g_return_val_if_fail (TDM_IS_LR_FIND_VIEW (self), 0);
-  return self->n_points;
-}
-
-double
-tdm_lr_find_view_get_suggestion (TdmLrFindView *self)
-{
-  g_return_val_if_fail (TDM_IS_LR_FIND_VIEW (self), NAN);
-  return self->suggestion;
-}
-
-const char *
-tdm_lr_find_view_get_status (TdmLrFindView *self)
-{
-  g_return_val_if_fail (TDM_IS_LR_FIND_VIEW (self), NULL);
-  return self->status;
 }
 
 static void
@@ -262,20 +217,12 @@ tdm_lr_find_view_dispose (GObject *object)
 }
 
 static void
-tdm_lr_find_view_finalize (GObject *object)
-{
-  g_free (TDM_LR_FIND_VIEW (object)->status);
-  G_OBJECT_CLASS (tdm_lr_find_view_parent_class)->finalize (object);
-}
-
-static void
 tdm_lr_find_view_class_init (TdmLrFindViewClass *klass)
 {
   GObjectClass *object_class = G_OBJECT_CLASS (klass);
   GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
 
   object_class->dispose = tdm_lr_find_view_dispose;
-  object_class->finalize = tdm_lr_find_view_finalize;
   /* "use-rate" (double rate): the person took the suggestion. */
   signals[USE_RATE] = g_signal_new ("use-rate", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
                                     0, NULL, NULL, NULL, G_TYPE_NONE, 1, G_TYPE_DOUBLE);
@@ -317,7 +264,7 @@ tdm_lr_find_view_init (TdmLrFindView *self)
   gtk_widget_add_css_class (GTK_WIDGET (self->use_button), "suggested-action");
   gtk_widget_set_sensitive (GTK_WIDGET (self->use_button), FALSE);
   gtk_widget_set_sensitive (GTK_WIDGET (self->stop_button), FALSE);
-  g_signal_connect_swapped (self->stop_button, "clicked", G_CALLBACK (tdm_lr_find_view_stop),
+  g_signal_connect_swapped (self->stop_button, "clicked", G_CALLBACK (on_stop),
                             self);
   g_signal_connect_swapped (self->use_button, "clicked", G_CALLBACK (on_use), self);
   gtk_box_append (GTK_BOX (buttons), GTK_WIDGET (self->stop_button));

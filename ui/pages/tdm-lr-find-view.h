@@ -32,23 +32,9 @@ void       tdm_lr_find_view_show_runner (TdmLrFindView       *self,
 /* A test that could not start: `message` says why. */
 void       tdm_lr_find_view_show_error  (TdmLrFindView   *self,
                                          const char      *message);
-/* Stops the test shown (its Stop button; its points stay, and their suggestion). */
-void       tdm_lr_find_view_stop       (TdmLrFindView   *self);
 /* Draws a kept test (a record of kind lr-find) and its suggestion. */
 void       tdm_lr_find_view_show_record (TdmLrFindView      *self,
                                          const TdmRunRecord *record);
-/* Once the test shown is over: its record's id when its runner kept it, and why the
- * history could not be written in full (NULL when it could). */
-const char   *tdm_lr_find_view_get_record_id    (TdmLrFindView *self);
-const GError *tdm_lr_find_view_get_record_error (TdmLrFindView *self);
-
-/* Whether a test runs; the points drawn; the suggestion (NaN: none yet). */
-gboolean   tdm_lr_find_view_get_running    (TdmLrFindView *self);
-guint      tdm_lr_find_view_get_n_points   (TdmLrFindView *self);
-double     tdm_lr_find_view_get_suggestion (TdmLrFindView *self);
-/* The status line's text (what runs, the suggestion, or why it failed). */
-const char *tdm_lr_find_view_get_status    (TdmLrFindView *self);
-
 /* A window holding a view, transient for `parent`, destroyed on close (the window
  * that started its test stops it then). */
 GtkWindow *tdm_lr_find_view_window_new (GtkWindow       *parent,

@@ -4,9 +4,10 @@
  * The sweep is the engine's scaling experiment; the page makes it of its mode and
  * steps, and the window drives it with its one TdmExperimentRunner, which keeps the
  * sweep in the window's run history as a sweep record, as tandem-train scaling
- * --record keeps it. The page only shows the runner it is given: each point as it
- * comes, the status, the cores note at the end, the record's id (or why there is
- * none). A history that cannot be written costs the record, never the run.
+ * --record keeps it (the window lists the record on the History page, or says why
+ * there is none). The page only shows the runner it is given: each point as it
+ * comes, the status and the cores note at the end. A history that cannot be written
+ * costs the record, never the run.
  *
  * The page is a template (tdm-scaling-page.ui): a row of controls, a status line,
  * the chart and a table of the points (tdm-scaling-table.h, which the History page
@@ -46,8 +47,6 @@ struct _TdmScalingPage
 
   TdmExperimentRunner *runner;    /* the sweep shown (the window's), or NULL */
   TdmExportInfo *info;            /* its settings and start, for the exports */
-  char          *record_id;       /* of the last run, when it was kept */
-  GError        *record_error;    /* why the last run was not kept in full */
 };
 
 G_DEFINE_FINAL_TYPE (TdmScalingPage, tdm_scaling_page, GTK_TYPE_WIDGET)
@@ -136,11 +135,6 @@ static void
 tdm_scaling_page_done (TdmScalingPage *self,
                        const GError   *error)
 {
-  const GError *record_error = tdm_experiment_runner_get_history_error (self->runner);
-
-  if (record_error != NULL && self->record_error == NULL)
-    self->record_error = g_error_copy (record_error);
-  self->record_id = g_strdup (tdm_experiment_runner_get_history_id (self->runner));
   if (error == NULL)
     {
       g_autofree char *text = NULL;
@@ -174,6 +168,20 @@ tdm_scaling_page_drop_runner (TdmScalingPage *self)
     return;
   g_signal_handlers_disconnect_by_data (self->runner, self);
   g_clear_object (&self->runner);
+}
+
+/* The mode and steps chosen in the page's controls. */
+static TdmScalingMode
+tdm_scaling_page_get_mode (TdmScalingPage *self)
+{
+  return gtk_drop_down_get_selected (GTK_DROP_DOWN (self->mode_dropdown)) == 1
+           ? TDM_SCALING_WEAK : TDM_SCALING_STRONG;
+}
+
+static long
+tdm_scaling_page_get_steps (TdmScalingPage *self)
+{
+  return gtk_spin_button_get_value_as_int (GTK_SPIN_BUTTON (self->steps_spin));
 }
 
 TdmExperiment *
@@ -213,8 +221,6 @@ tdm_scaling_page_show_runner (TdmScalingPage      *self,
   config = tdm_experiment_get_config (tdm_experiment_runner_get_experiment (runner));
   g_clear_pointer (&self->info, tdm_export_info_free);
   self->info = tdm_run_export_info_new (config, NULL);
-  g_clear_pointer (&self->record_id, g_free);
-  g_clear_error (&self->record_error);
   self->runner = g_object_ref (runner);
   g_signal_connect_object (self->runner, "point", G_CALLBACK (tdm_scaling_page_point), self,
                            G_CONNECT_SWAPPED);
@@ -234,55 +240,11 @@ tdm_scaling_page_cancel (TdmScalingPage *self)
 {
   g_return_if_fail (TDM_IS_SCALING_PAGE (self));
 
-  if (tdm_scaling_page_get_running (self))
+  if (self->runner != NULL && tdm_experiment_runner_get_running (self->runner))
     {
       tdm_experiment_runner_stop (self->runner);
       tdm_scaling_page_set_status (self, _("Cancelling…"));
     }
-}
-
-gboolean
-tdm_scaling_page_get_running (TdmScalingPage *self)
-{
-  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), FALSE);
-
-  return self->runner != NULL && tdm_experiment_runner_get_running (self->runner);
-}
-
-void
-tdm_scaling_page_set_mode (TdmScalingPage *self,
-                           TdmScalingMode  mode)
-{
-  g_return_if_fail (TDM_IS_SCALING_PAGE (self));
-
-  gtk_drop_down_set_selected (GTK_DROP_DOWN (self->mode_dropdown),
-                              mode == TDM_SCALING_WEAK ? 1 : 0);
-}
-
-TdmScalingMode
-tdm_scaling_page_get_mode (TdmScalingPage *self)
-{
-  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), TDM_SCALING_STRONG);
-
-  return gtk_drop_down_get_selected (GTK_DROP_DOWN (self->mode_dropdown)) == 1
-           ? TDM_SCALING_WEAK : TDM_SCALING_STRONG;
-}
-
-void
-tdm_scaling_page_set_steps (TdmScalingPage *self,
-                            long            steps)
-{
-  g_return_if_fail (TDM_IS_SCALING_PAGE (self));
-
-  gtk_spin_button_set_value (GTK_SPIN_BUTTON (self->steps_spin), steps);
-}
-
-long
-tdm_scaling_page_get_steps (TdmScalingPage *self)
-{
-  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), DEFAULT_STEPS);
-
-  return gtk_spin_button_get_value_as_int (GTK_SPIN_BUTTON (self->steps_spin));
 }
 
 GtkWidget *
@@ -291,30 +253,6 @@ tdm_scaling_page_get_chart (TdmScalingPage *self)
   g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), NULL);
 
   return self->chart;
-}
-
-GtkWidget *
-tdm_scaling_page_get_table (TdmScalingPage *self)
-{
-  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), NULL);
-
-  return self->table;
-}
-
-const char *
-tdm_scaling_page_get_record_id (TdmScalingPage *self)
-{
-  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), NULL);
-
-  return self->record_id;
-}
-
-const GError *
-tdm_scaling_page_get_record_error (TdmScalingPage *self)
-{
-  g_return_val_if_fail (TDM_IS_SCALING_PAGE (self), NULL);
-
-  return self->record_error;
 }
 
 /* Export ------------------------------------------------------------------ */
@@ -439,8 +377,6 @@ tdm_scaling_page_dispose (GObject *object)
   tdm_scaling_page_drop_runner (self);
   gtk_widget_dispose_template (GTK_WIDGET (self), TDM_TYPE_SCALING_PAGE);
   g_clear_pointer (&self->info, tdm_export_info_free);
-  g_clear_pointer (&self->record_id, g_free);
-  g_clear_error (&self->record_error);
 
   G_OBJECT_CLASS (tdm_scaling_page_parent_class)->dispose (object);
 }

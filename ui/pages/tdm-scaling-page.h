@@ -43,24 +43,8 @@ void           tdm_scaling_page_show_runner  (TdmScalingPage      *self,
                                               TdmExperimentRunner *runner);
 /* Stops the sweep shown (its Cancel button), saying so until it ends. */
 void           tdm_scaling_page_cancel       (TdmScalingPage   *self);
-/* Whether the sweep shown still runs. */
-gboolean       tdm_scaling_page_get_running  (TdmScalingPage   *self);
-
-void           tdm_scaling_page_set_mode     (TdmScalingPage   *self,
-                                              TdmScalingMode    mode);
-TdmScalingMode tdm_scaling_page_get_mode     (TdmScalingPage   *self);
-void           tdm_scaling_page_set_steps    (TdmScalingPage   *self,
-                                              long              steps);
-long           tdm_scaling_page_get_steps    (TdmScalingPage   *self);
 
 GtkWidget     *tdm_scaling_page_get_chart    (TdmScalingPage   *self);
-/* The table of the points (a GtkGrid, tdm-scaling-table.h) inside its scroller. */
-GtkWidget     *tdm_scaling_page_get_table    (TdmScalingPage   *self);
-/* The history's id of the sweep shown, once it is over, when its runner kept it (a
- * sweep cancelled before its first point is not); else NULL, and when the history
- * could not be written, why: */
-const char    *tdm_scaling_page_get_record_id     (TdmScalingPage *self);
-const GError  *tdm_scaling_page_get_record_error  (TdmScalingPage *self);
 
 /* The sweep's settings as `# key: value` lines, then the points so far as
  * tdm_scaling_points_to_csv() writes them (the engine's one scaling table); written

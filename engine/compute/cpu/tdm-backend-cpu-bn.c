@@ -230,6 +230,62 @@ tdm_cpu_bn_forward_eval(TdmBackend *b, float *y, const void *x, TdmDtype x_type,
   g_free(scale);
 }
 
+/* bn_forward with its ReLU, + a, a block of rows at a time in float32, rounded into y. */
+void
+tdm_cpu_bn_relu_add_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
+                         const float *mean, const float *invstd, const float *gamma,
+                         const float *beta, const void *a, TdmDtype a_type, int rows,
+                         int channels)
+{
+  float *scale = g_new(float, 2 * (size_t)channels), *shift = scale + channels;
+  tdm_cpu_bn_affine(scale, shift, mean, invstd, gamma, beta, channels);
+  const int block = block_rows(TDM_DTYPE_BF16, rows, channels);
+  float *out = g_new(float, (size_t)block * channels);
+  float *x_tmp = g_new(float, (size_t)block * channels);
+  float *a_tmp = g_new(float, (size_t)block * channels);
+  for (int r = 0; r < rows; r += block) {
+    const int count = MIN(block, rows - r);
+    const size_t values = (size_t)count * channels, at = (size_t)r * channels;
+    bn_apply(out, rows_f32(x, x_type, r, count, channels, x_tmp), scale, shift, count,
+             channels, true);
+    const float *add = rows_f32(a, a_type, r, count, channels, a_tmp);
+    for (size_t i = 0; i < values; i++)
+      y[at + i] = tdm_bf16_round(out[i] + add[i]);
+  }
+  g_free(a_tmp);
+  g_free(x_tmp);
+  g_free(out);
+  g_free(scale);
+}
+
+/* bn_forward_eval a block of rows at a time into float32, rounded into y. */
+void
+tdm_cpu_bn_forward_eval_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
+                             const float *running_mean, const float *running_var,
+                             const float *gamma, const float *beta, float eps, int rows,
+                             int channels, bool relu)
+{
+  float *scale = g_new(float, 2 * (size_t)channels), *shift = scale + channels;
+  for (int ch = 0; ch < channels; ch++) {
+    scale[ch] = gamma[ch] / sqrtf(running_var[ch] + eps);
+    shift[ch] = beta[ch] - running_mean[ch] * scale[ch];
+  }
+  const int block = block_rows(TDM_DTYPE_BF16, rows, channels);
+  float *out = g_new(float, (size_t)block * channels);
+  float *x_tmp = g_new(float, (size_t)block * channels);
+  for (int r = 0; r < rows; r += block) {
+    const int count = MIN(block, rows - r);
+    const size_t values = (size_t)count * channels, at = (size_t)r * channels;
+    bn_apply(out, rows_f32(x, x_type, r, count, channels, x_tmp), scale, shift, count,
+             channels, relu);
+    for (size_t i = 0; i < values; i++)
+      y[at + i] = tdm_bf16_round(out[i]);
+  }
+  g_free(x_tmp);
+  g_free(out);
+  g_free(scale);
+}
+
 /* Per-channel constants of a BN backward, in one allocation: the channel loops read
  * them through restrict pointers, so that GCC vectorizes those loops. */
 typedef struct {

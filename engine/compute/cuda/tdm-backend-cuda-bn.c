@@ -93,6 +93,30 @@ tdm_cuda_bn_forward_eval(TdmBackend *b, float *y, const void *x, TdmDtype x_type
 }
 
 void
+tdm_cuda_bn_relu_add_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
+                          const float *mean, const float *invstd, const float *gamma,
+                          const float *beta, const void *a, TdmDtype a_type, int rows,
+                          int channels)
+{
+  if (tdm_cuda_begin(b))
+    TDM_CUDA_OK(b, tdm_k_bn_relu_add_bf16(y, x, x_type == TDM_DTYPE_BF16, mean, invstd, gamma,
+                                          beta, a, a_type == TDM_DTYPE_BF16, rows, channels,
+                                          STREAM(b)));
+}
+
+void
+tdm_cuda_bn_forward_eval_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
+                              const float *running_mean, const float *running_var,
+                              const float *gamma, const float *beta, float eps, int rows,
+                              int channels, bool relu)
+{
+  if (tdm_cuda_begin(b))
+    TDM_CUDA_OK(b, tdm_k_bn_forward_eval_bf16(y, x, x_type == TDM_DTYPE_BF16, running_mean,
+                                              running_var, gamma, beta, eps, rows, channels,
+                                              relu, STREAM(b)));
+}
+
+void
 tdm_cuda_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const void *dy,
                           TdmDtype dy_type, const void *x, TdmDtype x_type, const float *mean,
                           const float *invstd, const float *gamma, const float *beta, bool relu,

@@ -164,6 +164,13 @@ void tdm_cuda_maxpool_forward_bn(TdmBackend *b, float *y, int32_t *argmax, const
 void tdm_cuda_maxpool_backward(TdmBackend *b, float *dx, float *dbias, const float *dy,
                                const int32_t *argmax, const float *y, int n, int h, int w,
                                int c, int k);
+void tdm_cuda_maxpool_forward_bf16(TdmBackend *b, uint16_t *y, int32_t *argmax, const void *x,
+                                   TdmDtype x_type, const float *mean, const float *invstd,
+                                   const float *gamma, const float *beta, bool relu, int n,
+                                   int h, int w, int c, int k);
+void tdm_cuda_maxpool_backward_bf16(TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
+                                    TdmDtype dy_type, const int32_t *argmax, int n, int h,
+                                    int w, int c, int k);
 void tdm_cuda_avgpool_forward(TdmBackend *b, float *y, const float *x, int n, int h, int w,
                               int c, int k);
 void tdm_cuda_avgpool_backward(TdmBackend *b, float *dx, const float *dy, int n, int h, int w,
@@ -202,6 +209,14 @@ void tdm_cuda_bn_forward_add(TdmBackend *b, float *y, const void *x, TdmDtype x_
                              const float *mean, const float *invstd, const float *gamma,
                              const float *beta, const float *a, int rows, int channels,
                              bool relu);
+void tdm_cuda_bn_relu_add_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
+                               const float *mean, const float *invstd, const float *gamma,
+                               const float *beta, const void *a, TdmDtype a_type, int rows,
+                               int channels);
+void tdm_cuda_bn_forward_eval_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
+                                   const float *running_mean, const float *running_var,
+                                   const float *gamma, const float *beta, float eps, int rows,
+                                   int channels, bool relu);
 void tdm_cuda_bn_forward_eval(TdmBackend *b, float *y, const void *x, TdmDtype x_type,
                               const float *running_mean, const float *running_var,
                               const float *gamma, const float *beta, float eps, int rows,

@@ -60,24 +60,6 @@ gboolean tdm_cuda_set_error_at (GError **error, int code, const char *who, cudaE
 #define TDM_CUDA_TRY(error, code, who, call) \
   tdm_cuda_set_error_at ((error), (code), (who), (call), #call, __FILE__, __LINE__)
 
-/* Time spent by work on one stream, measured with pairs of timed events and read
- * without blocking once they have completed. One per replica, used by one thread. */
-#define TDM_CUDA_TIMER_PAIRS 64
-typedef struct {
-  cudaEvent_t start[TDM_CUDA_TIMER_PAIRS];
-  cudaEvent_t end[TDM_CUDA_TIMER_PAIRS];
-  guint64 head, tail;          /* pairs begun, pairs harvested */
-  gboolean open;
-} TdmCudaTimer;
-
-/* The current device must be the stream's. */
-gboolean tdm_cuda_timer_init (TdmCudaTimer *t, GError **error);
-void tdm_cuda_timer_clear (TdmCudaTimer *t);
-void tdm_cuda_timer_begin (TdmCudaTimer *t, cudaStream_t stream);
-void tdm_cuda_timer_end (TdmCudaTimer *t, cudaStream_t stream);
-/* Seconds of the pairs that have completed since the last call. */
-double tdm_cuda_timer_harvest (TdmCudaTimer *t);
-
 /* Sums n doubles over `parties` threads in party order, so every party gets the
  * same bits. Each party passes its own values and receives the sum in place. */
 #define TDM_HOST_SUM_MAX 64
