@@ -6,7 +6,8 @@
  * vector width (3, 17, 64, 512, 1000, a very wide layer), rows that make one group or
  * many sets of them; and bit for bit against itself — repeated (the arrival counters
  * left at zero), through misaligned pointers, and from float32 copies of bf16 values —
- * since exact mode and synchronized replicas need the same bits every time.
+ * since exact mode and synchronized replicas need the same bits every time. And the
+ * elementwise passes through misaligned pointers (their scalar accesses).
  * Registered by test-cuda-layers.c.
  */
 #include "test-cuda-layers.h"
@@ -134,6 +135,89 @@ sums_case(int rows, int c, bool bf16, bool relu)
     release(all[i]);
 }
 
+/* The elementwise passes (the training forward, with an addend and as bf16, the
+ * evaluation forward, the input gradient as float32 and bf16) through misaligned
+ * pointers give the aligned launch's bits, and the forward the CPU's values. */
+static void
+passes_case(int rows, int c, bool bf16)
+{
+  size_t n = (size_t)rows * c;
+  g_autofree float *x = random_floats(n, -2, 2), *dy = random_floats(n, -1, 1);
+  g_autofree float *add = random_floats(n, -1, 1);
+  g_autofree uint16_t *x16 = g_new(uint16_t, n), *dy16 = g_new(uint16_t, n);
+  for (size_t i = 0; i < n; i++) {
+    x[i] = bf16_value(x16[i] = bf16_bits(x[i]));
+    dy[i] = bf16_value(dy16[i] = bf16_bits(dy[i]));
+  }
+  const void *hx = bf16 ? (const void *)x16 : x, *hdy = bf16 ? (const void *)dy16 : dy;
+  TdmDtype type = bf16 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+  size_t size = bf16 ? 2 : 4;
+  /* mean, invstd, gamma, beta, Σdγ, Σdβ; the evaluation's variance (positive). */
+  g_autofree float *p = random_floats(6 * (size_t)c, -0.5, 0.5);
+  for (int ch = 0; ch < c; ch++) {
+    p[c + ch] += 1.0f;
+    p[2 * c + ch] += 1.0f;
+  }
+  g_autofree float *var = random_floats(c, 0.5, 1.5);
+  float *dp = on(p, 6 * (size_t)c * 4), *dvar = on(var, (size_t)c * 4);
+#define P(k) (dp + (size_t)(k) * c)
+  g_autofree char *tag = g_strdup_printf("%d×%d %s", rows, c, bf16 ? "bf16" : "float32");
+  void *bases[8];
+  void *out[2][6];
+  for (int shift = 0; shift < 2; shift++) {
+    const void *dx = placed(hx, n, size, shift, &bases[4 * shift]);
+    const void *ddy = placed(hdy, n, size, shift, &bases[4 * shift + 1]);
+    float *da = placed(add, n, 4, shift, &bases[4 * shift + 2]);
+    char *o = on(NULL, (n + 8) * 4 * 6);
+    bases[4 * shift + 3] = o;
+    for (int k = 0; k < 6; k++)
+      out[shift][k] = o + (size_t)k * (n + 8) * 4 + (size_t)shift * (k == 3 || k == 5 ? 2 : 4);
+    tdm_backend_bn_forward(gpu, out[shift][0], dx, type, P(0), P(1), P(2), P(3), rows, c, true);
+    tdm_backend_bn_forward_add(gpu, out[shift][1], dx, type, P(0), P(1), P(2), P(3), da, rows,
+                               c, true);
+    tdm_backend_bn_forward_eval(gpu, out[shift][2], dx, type, P(0), dvar, P(2), P(3), 1e-5f,
+                                rows, c, true);
+    tdm_backend_bn_forward_bf16(gpu, out[shift][3], dx, type, P(0), P(1), P(2), P(3), da,
+                                TDM_DTYPE_F32, rows, c, false);
+    tdm_backend_bn_backward_dx(gpu, out[shift][4], ddy, type, dx, type, P(0), P(1), P(2), P(3),
+                               true, P(4), P(5), 1.0f / rows, rows, c);
+    tdm_backend_bn_backward_dx_bf16(gpu, out[shift][5], ddy, type, dx, type, P(0), P(1), P(2),
+                                    P(3), false, P(4), P(5), 1.0f / rows, rows, c);
+  }
+  static const char *names[] = {"bn_forward", "bn_forward_add", "bn_forward_eval",
+                                "bn_forward_bf16", "bn_backward_dx", "bn_backward_dx_bf16"};
+  for (int k = 0; k < 6; k++) {
+    g_autofree char *what = g_strdup_printf("%s %s, misaligned", names[k], tag);
+    expect_same(what, out[0][k], out[1][k], n * (k == 3 || k == 5 ? 2 : 4));
+  }
+  g_autofree float *ref = g_new(float, n);
+  tdm_backend_bn_forward(cpu, ref, hx, type, p, p + c, p + 2 * (size_t)c, p + 3 * (size_t)c,
+                         rows, c, true);
+  assert_ok(cpu);
+  g_autofree char *what = g_strdup_printf("bn_forward %s against the CPU", tag);
+  check_close(what, out[0][0], ref, n, TOL);
+#undef P
+  for (int i = 0; i < 8; i++)
+    release(bases[i]);
+  release(dp);
+  release(dvar);
+}
+
+static void
+test_bn_passes(void)
+{
+  if (!have_gpu())
+    return;
+  for (int bf16 = 0; bf16 < 2; bf16++) {
+    passes_case(7, 3, bf16);
+    passes_case(301, 12, bf16);
+    passes_case(1000, 17, bf16);
+    passes_case(4099, 64, bf16);
+    passes_case(97, 512, bf16);
+    passes_case(50, 1000, bf16);
+  }
+}
+
 static void
 test_bn_sums(void)
 {
@@ -156,4 +240,5 @@ void
 test_cuda_layers_add_bn(void)
 {
   g_test_add_func("/cuda-layers/bn-sums", test_bn_sums);
+  g_test_add_func("/cuda-layers/bn-passes", test_bn_passes);
 }
