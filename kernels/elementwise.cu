@@ -486,9 +486,7 @@ tdm_k_to_bf16_padded(uint16_t *out, const float *in, size_t rows, int c, int c_p
 }
 
 /* The way back: a bfloat16's bits are the top half of the float's, so the value is
- * exact. Eight values a thread (a 16-byte load, two 16-byte stores) where both are
- * on 16 bytes, else two (a 4-byte load, an 8-byte store) where aligned for that.
- * (Two a thread read ~1.9 TB/s on an H100's activations, ncu 2026-12-06.) */
+ * exact. Two values a thread (a 4-byte load, an 8-byte store) where aligned. */
 __global__ void
 from_bf16_kernel(float *out, const uint16_t *in, size_t n)
 {
@@ -507,33 +505,11 @@ from_bf16_pair_kernel(float2 *out, const unsigned *in, size_t pairs)
   }
 }
 
-__global__ void
-from_bf16_octet_kernel(float4 *out, const uint4 *in, size_t octets)
-{
-  size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < octets; i += stride) {
-    uint4 v = in[i];
-    out[2 * i] = make_float4(__uint_as_float(v.x << 16), __uint_as_float(v.x & 0xffff0000u),
-                             __uint_as_float(v.y << 16), __uint_as_float(v.y & 0xffff0000u));
-    out[2 * i + 1] =
-        make_float4(__uint_as_float(v.z << 16), __uint_as_float(v.z & 0xffff0000u),
-                    __uint_as_float(v.w << 16), __uint_as_float(v.w & 0xffff0000u));
-  }
-}
-
 extern "C" cudaError_t
 tdm_k_from_bf16(float *out, const uint16_t *in, size_t n, cudaStream_t stream)
 {
   if (n == 0)
     return cudaSuccess;
-  size_t octets = n / 8;
-  if (tdm_k_aligned16(in) && tdm_k_aligned16(out) && octets > 0) {
-    from_bf16_octet_kernel<<<tdm_k_blocks(octets, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
-        (float4 *)out, (const uint4 *)in, octets);
-    if (n % 8 != 0)
-      from_bf16_kernel<<<1, 8, 0, stream>>>(out + octets * 8, in + octets * 8, n % 8);
-    return tdm_k_launched();
-  }
   size_t pairs = n / 2;
   if (((uintptr_t)in & 3u) == 0 && ((uintptr_t)out & 7u) == 0 && pairs > 0) {
     from_bf16_pair_kernel<<<tdm_k_blocks(pairs, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
