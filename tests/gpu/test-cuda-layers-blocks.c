@@ -300,6 +300,8 @@ test_blocks_bf16(void)
   elementwise_case(512 * 32 * 32 * 64, 0, true); /* ResNet-18's first blocks at 32 px */
   elementwise_case(1001, 0, false);
   elementwise_case(1003, 1, true);
+  elementwise_case(1005, 2, true);  /* from_bf16's pairs on 4 and 8 bytes */
+  elementwise_case(1027, 8, false); /* on 16 bytes, an odd count */
   strided_case(512, 32, 32, 64, 2); /* ResNet-18's first projection at 32 px */
   strided_case(3, 13, 11, 7, 1);
   strided_case(3, 13, 11, 7, 2);
