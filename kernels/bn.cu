@@ -45,6 +45,7 @@
 #define BN_THREADS 256
 #define BN_SET 32
 #define BN_TILE_CHANNELS 64
+static_assert(BN_TILE_CHANNELS <= 64, "bn_add_partials: a tile's values fit half a block");
 /* Rows a thread adds: BN_ROWS_PER_THREAD, or down to BN_MIN_ROWS_PER_THREAD where that
  * leaves fewer than BN_FILL_BLOCKS blocks (two an SM of a 132-SM Hopper); at most
  * BN_MAX_BLOCKS blocks. Long runs of rows a block keep its finish (the lanes' and the
@@ -140,53 +141,53 @@ struct BnRow<V, uint16_t> {
   }
 };
 
-/* Adds `count` rows of 2 · channels doubles, src[k · 2 · channels + i] for k in order,
- * for this tile's values into dst (the same layout, one row) and into sh[i] (i =
- * which · span + j · ct + cl, as the block's own sums). A thread has at most two of
- * the tile's values (v ≤ 8 ≤ row lanes); it issues eight rows' loads of both before it
- * adds them, so that eight rows cost about one trip to L2, not eight. */
+/* Adds `count` rows of 2 · channels doubles, src[k · 2 · channels + i], for this
+ * tile's values into dst (the same layout, one row) and into sh[i] (i = which · span +
+ * j · ct + cl, as the block's own sums). A tile has 2 · span ≤ 128 values and a block
+ * at least twice as many threads: the rows are cut into `parts` consecutive runs, one
+ * thread a value and run, each adding its run in order with eight rows' loads in
+ * flight, then the runs' sums are added in order: a fixed order, and half or less of
+ * the trips to L2 of one thread a value. */
 __device__ inline void
 bn_add_partials(double *dst, double *sh, const double *src, int count, int channels,
                 int ch0, const BnSumShape &s)
 {
   const int chunk = 8;
-  int i[2], c[2];
-  double acc[2] = {0.0, 0.0};
-  for (int q = 0; q < 2; q++) {
-    i[q] = threadIdx.x + q * blockDim.x;
-    int r = i[q] % s.span;
-    c[q] = i[q] < 2 * s.span ? ch0 + (r % s.ct) * s.v + r / s.ct : channels;
-    if (c[q] >= channels)
-      c[q] = -1;
-  }
+  int values = 2 * s.span, parts = (int)blockDim.x / values;
+  int i = threadIdx.x % values, part = threadIdx.x / values;
+  int r = i % s.span;
+  int c = ch0 + (r % s.ct) * s.v + r / s.ct;
+  bool mine = part < parts && c < channels;
+  int per = (count + parts - 1) / parts;
+  int k0 = part * per, k1 = min(count, k0 + per);
   size_t row = 2 * (size_t)channels;
-  const double *p[2];
-  for (int q = 0; q < 2; q++)
-    p[q] = src + (c[q] < 0 ? 0 : (size_t)(i[q] / s.span) * channels + c[q]);
-  int k = 0;
-  for (; k + chunk <= count; k += chunk) {
-    double t[2][chunk];
-#pragma unroll
-    for (int q = 0; q < 2; q++)
+  const double *p = src + (size_t)(i / s.span) * channels + (c < channels ? c : 0);
+  double acc = 0.0;
+  if (mine) {
+    int k = k0;
+    for (; k + chunk <= k1; k += chunk) {
+      double t[chunk];
 #pragma unroll
       for (int u = 0; u < chunk; u++)
-        t[q][u] = c[q] < 0 ? 0.0 : __ldcg(p[q] + (size_t)(k + u) * row);
-#pragma unroll
-    for (int q = 0; q < 2; q++)
+        t[u] = __ldcg(p + (size_t)(k + u) * row);
 #pragma unroll
       for (int u = 0; u < chunk; u++)
-        acc[q] += t[q][u];
+        acc += t[u];
+    }
+    for (; k < k1; k++)
+      acc += __ldcg(p + (size_t)k * row);
   }
-  for (; k < count; k++)
-    for (int q = 0; q < 2; q++)
-      if (c[q] >= 0)
-        acc[q] += __ldcg(p[q] + (size_t)k * row);
-  for (int q = 0; q < 2; q++) {
-    if (c[q] < 0)
-      continue;
+  double *runs = sh + BN_THREADS; /* past the values, sh holds 2 · BN_THREADS doubles */
+  if (part < parts)
+    runs[part * values + i] = acc;
+  __syncthreads();
+  if (part == 0 && c < channels) {
+    double t = 0.0;
+    for (int q = 0; q < parts; q++)
+      t += runs[q * values + i];
     if (dst != NULL)
-      dst[(size_t)(i[q] / s.span) * channels + c[q]] = acc[q];
-    sh[i[q]] = acc[q];
+      dst[(size_t)(i / s.span) * channels + c] = t;
+    sh[i] = t;
   }
 }
 
