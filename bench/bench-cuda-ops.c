@@ -1,16 +1,24 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* bench-cuda-ops.c — microseconds per CUDA backend operation at the sizes of a CNN
  * layer at batch 256 (upload, gather, im2col, GEMMs, bias, ReLU, pooling, softmax,
- * Adam), issued back to back so the launch cost is included. A table on stdout, run
- * by hand on a GPU machine (record numbers in NOTES.md); exits 77 without a GPU.
- * Not a test: test-cuda-kernels.c checks these operations' results.
+ * Adam), issued back to back so the launch cost is included; then the memory-bound
+ * passes of a bf16 CIFAR ResNet-18 step at batch 512 (batch norm's sums, forward and
+ * backward, the strided residual add, the bf16 → float32 widening) at each stage's
+ * size, timed with CUDA events on the backend's stream, with the bytes each moves
+ * and the rate (GB/s) against the memory's. `bench-cuda-ops bn` prints only the
+ * second table. A table on stdout, run by hand on a GPU machine (record numbers in
+ * NOTES.md); exits 77 without a GPU. Not a test: test-cuda-kernels.c and
+ * test-cuda-layers.c check these operations' results.
  */
 #include "tdm-backend.h"
+#include "tdm-backend-cuda.h"
 #include "tdm-build-config.h"
 #include "tdm-error.h"
 
+#include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 static TdmBackend *gpu;
 
@@ -151,8 +159,165 @@ run_bench(void)
     tdm_backend_release(gpu, all[i]);
 }
 
+/* The batch-norm table: µs per call by CUDA events around 200 calls back to back
+ * (after 20 of warm-up), the median of five such runs. */
+
+typedef struct {
+  int rows, c;
+  uint16_t *x16, *dy16, *out16;
+  float *a, *xs, *p, *sums, *slots, *wide;
+} BnBench;
+
+static double
+events_us(BenchFn fn, gpointer data)
+{
+  cudaStream_t stream = tdm_backend_cuda_stream(gpu);
+  cudaEvent_t e0, e1;
+  if (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)
+    g_error("cudaEventCreate failed");
+  for (int i = 0; i < 20; i++)
+    fn(data);
+  double runs[5];
+  for (int k = 0; k < 5; k++) {
+    cudaEventRecord(e0, stream);
+    for (int i = 0; i < 200; i++)
+      fn(data);
+    cudaEventRecord(e1, stream);
+    cudaEventSynchronize(e1);
+    float ms = 0.0f;
+    cudaEventElapsedTime(&ms, e0, e1);
+    runs[k] = ms * 1000.0 / 200.0;
+  }
+  assert_ok(gpu);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  for (int a = 0; a < 5; a++)
+    for (int b = a + 1; b < 5; b++)
+      if (runs[b] < runs[a]) {
+        double t = runs[a];
+        runs[a] = runs[b];
+        runs[b] = t;
+      }
+  return runs[2];
+}
+
+#define BN_P(s, k) ((s)->p + (size_t)(k) * (s)->c)
+
+static void
+bn_moments_op(gpointer d)
+{
+  BnBench *s = d;
+  tdm_backend_bn_moments(gpu, s->slots, s->x16, TDM_DTYPE_BF16, s->rows, s->c, 0, 1);
+}
+
+static void
+bn_stats_op(gpointer d)
+{
+  BnBench *s = d;
+  tdm_backend_bn_stats(gpu, s->sums, s->slots, 1, s->c, 1e-5f, 0.1f, BN_P(s, 4), BN_P(s, 5));
+}
+
+static void
+bn_forward_op(gpointer d)
+{
+  BnBench *s = d;
+  tdm_backend_bn_forward_bf16(gpu, s->out16, s->x16, TDM_DTYPE_BF16, BN_P(s, 0), BN_P(s, 1),
+                              BN_P(s, 2), BN_P(s, 3), NULL, TDM_DTYPE_F32, s->rows, s->c, true);
+}
+
+static void
+bn_sums_op(gpointer d)
+{
+  BnBench *s = d;
+  tdm_backend_bn_backward_sums(gpu, s->sums, s->sums + s->c, s->dy16, TDM_DTYPE_BF16, s->x16,
+                               TDM_DTYPE_BF16, BN_P(s, 0), BN_P(s, 1), BN_P(s, 2), BN_P(s, 3),
+                               true, s->rows, s->c);
+}
+
+static void
+bn_dx_op(gpointer d)
+{
+  BnBench *s = d;
+  tdm_backend_bn_backward_dx_bf16(gpu, s->out16, s->dy16, TDM_DTYPE_BF16, s->x16,
+                                  TDM_DTYPE_BF16, BN_P(s, 0), BN_P(s, 1), BN_P(s, 2),
+                                  BN_P(s, 3), true, BN_P(s, 4), BN_P(s, 5), 1.0f / s->rows,
+                                  s->rows, s->c);
+}
+
+/* A stride-2 block's input gradient: the first conv's (float32, full size) plus the
+ * projection's (float32, a quarter), rounded to bf16. Rows = n · h · w. */
+static void
+add_strided_op(gpointer d)
+{
+  BnBench *s = d;
+  tdm_backend_add_strided_bf16(gpu, s->out16, TDM_DTYPE_BF16, s->a, s->xs, s->rows / 1024, 32,
+                               32, s->c, 2);
+}
+
+static void
+from_bf16_op(gpointer d)
+{
+  BnBench *s = d;
+  tdm_backend_from_bf16(gpu, s->wide, s->x16, (size_t)s->rows * s->c);
+}
+
+static void
+run_bn_bench(void)
+{
+  /* CIFAR ResNet-18 at batch 512: each stage's rows (images × pixels) and channels. */
+  static const int stages[][2] = {{512 * 32 * 32, 64}, {512 * 16 * 16, 128},
+                                  {512 * 8 * 8, 256}, {512 * 4 * 4, 512}};
+  printf("\n%-34s %9s %9s %9s\n", "bf16 ResNet-18 b512 pass", "us", "MB", "GB/s");
+  for (guint k = 0; k < G_N_ELEMENTS(stages); k++) {
+    BnBench s = {.rows = stages[k][0], .c = stages[k][1]};
+    size_t n = (size_t)s.rows * s.c;
+    s.x16 = on(gpu, n * 2);
+    s.dy16 = on(gpu, n * 2);
+    s.out16 = on(gpu, n * 2);
+    s.a = on(gpu, n * 4);
+    s.xs = on(gpu, n);
+    s.wide = on(gpu, n * 4);
+    s.p = on(gpu, 6 * (size_t)s.c * 4);
+    s.sums = on(gpu, 2 * (size_t)s.c * 4);
+    s.slots = on(gpu, (3 * (size_t)s.c + 2) * 4);
+    g_autofree uint16_t *h16 = g_new(uint16_t, n);
+    for (size_t i = 0; i < n; i++)
+      h16[i] = (uint16_t)(0x3e00 + (i * 2654435761u >> 20) % 512); /* 0.125 … 2 */
+    tdm_backend_upload(gpu, s.x16, h16, n * 2);
+    tdm_backend_upload(gpu, s.dy16, h16, n * 2);
+    g_autofree float *hp = g_new(float, 6 * (size_t)s.c);
+    for (size_t i = 0; i < 6 * (size_t)s.c; i++)
+      hp[i] = i < (size_t)s.c ? 0.3f : 1.0f;
+    tdm_backend_upload(gpu, s.p, hp, 6 * (size_t)s.c * 4);
+    tdm_backend_zero(gpu, s.a, n * 4);
+    tdm_backend_zero(gpu, s.xs, n);
+    double mb = (double)n * 2 / 1e6;
+    struct {
+      const char *name;
+      BenchFn fn;
+      double mb;
+    } ops[] = {
+      {"bn_moments", bn_moments_op, mb},
+      {"bn_stats", bn_stats_op, 0.0},
+      {"bn_forward_bf16 relu", bn_forward_op, 2 * mb},
+      {"bn_backward_sums relu", bn_sums_op, 2 * mb},
+      {"bn_backward_dx_bf16 relu", bn_dx_op, 3 * mb},
+      {"add_strided_bf16 stride 2", add_strided_op, 3 * mb + mb / 2},
+      {"from_bf16", from_bf16_op, 3 * mb},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(ops); i++) {
+      double us = events_us(ops[i].fn, &s);
+      g_autofree char *what = g_strdup_printf("%s %d×%d", ops[i].name, s.rows, s.c);
+      printf("%-34s %9.2f %9.1f %9.0f\n", what, us, ops[i].mb, ops[i].mb * 1e6 / (us * 1e3));
+    }
+    void *all[] = {s.x16, s.dy16, s.out16, s.a, s.xs, s.wide, s.p, s.sums, s.slots};
+    for (guint i = 0; i < G_N_ELEMENTS(all); i++)
+      tdm_backend_release(gpu, all[i]);
+  }
+}
+
 int
-main(void)
+main(int argc, char **argv)
 {
   if (!tdm_backend_cuda_available()) {
     fprintf(stderr, "bench-cuda-ops: no CUDA GPU\n");
@@ -164,7 +329,10 @@ main(void)
     fprintf(stderr, "bench-cuda-ops: %s\n", error->message);
     return 1;
   }
-  run_bench();
+  gboolean bn_only = argc > 1 && strcmp(argv[1], "bn") == 0;
+  if (!bn_only)
+    run_bench();
+  run_bn_bench();
   tdm_backend_free(gpu);
   return 0;
 }

@@ -3,10 +3,11 @@
  * statistics and running averages, the forward in training and evaluation mode with
  * an optional ReLU, the backward (its input gradient also as bf16).
  *
- * Per-channel sums are the only reductions. They run in two deterministic launches in
- * double (each block sums a fixed slice of rows into partials, then one launch adds
- * the partials in order): no atomics, so the same inputs give the same bits, and the
- * precision matches the CPU reference, which also sums in double. The statistics take
+ * Per-channel sums are the only reductions. They run in one deterministic launch in
+ * double (each block sums a fixed slice of rows into partials, and the last blocks to
+ * finish add the partials in a fixed order): no float atomics, so the same inputs give
+ * the same bits, and the precision matches the CPU reference, which also sums in
+ * double. The statistics take
  * one read of x: shifted sums, finished and merged over replicas by
  * tdm-bn-moments.h's rule, the CPU's. Everything else is
  * one memory-bound elementwise pass. Every kernel reads x as float32 or as bfloat16
@@ -23,162 +24,434 @@
 #include <cuda_bf16.h>
 #include <math.h>
 
-/* Sums over rows: a block is 32 channels (threadIdx.x, so a warp reads 128
- * contiguous bytes of a row) × 8 row lanes (threadIdx.y); blockIdx.y picks the
- * channel tile, blockIdx.x the row group. Groups are many (up to BN_MAX_GROUPS, about
- * a thousand blocks in all): with a few hundred, an H200 had a quarter of its warps
- * busy and read at 0.9 TB/s (ncu, 2026-12-03). */
-#define BN_LANES 8
-#define BN_MAX_GROUPS 1024
-#define BN_TARGET_BLOCKS 1024
-/* The finish: 32 channels × 32 group lanes a block. */
-#define BN_FINISH_LANES 32
+/* Sums over rows, in one launch. The rows × channels tensor is cut into channel
+ * tiles of up to BN_TILE_CHANNELS (blockIdx.y) and row groups (blockIdx.x). In a
+ * block, each thread owns V consecutive channels (V = 8, 4 or 1: what the channel
+ * count allows, whatever the element type, so that bf16 and float32 inputs of the
+ * same values give the same bits) of every rl-th row: the ct threads of a tile's row
+ * read it contiguously, one 16-byte load for eight bf16 channels (two for float32),
+ * and a thread issues a batch of rows' loads before it adds them. Each thread adds
+ * its rows in order in double; the block then adds its row lanes in order into the
+ * group's partial. The finish is folded in: a group that has written its partial
+ * counts itself in its set of BN_SET groups (an atomic counter per tile and set,
+ * reset by the last); the last of a set adds the set's partials in group order, and
+ * the last set of a tile adds the sets' sums in order and finishes the tile's
+ * channels (one level where a tile has one set). Every addition's order is fixed by
+ * rows and channels alone: no float atomics, the same bits every run. Narrow tiles
+ * keep each finish short (a set of 32 partials of 64 channels is about a trip to L2
+ * and back) and give small tensors enough blocks. (The two-launch version before
+ * this, 32 channels × 8 row lanes of 2-byte loads and a separate finish over a
+ * thousand groups, read at 1.1 TB/s on an H100; bench/NOTES.md has both.) */
+#define BN_THREADS 256
+#define BN_SET 32
+#define BN_TILE_CHANNELS 64
+static_assert(BN_TILE_CHANNELS <= 64, "bn_add_partials: a tile's values fit half a block");
+/* Rows a thread adds: BN_ROWS_PER_THREAD, or down to BN_MIN_ROWS_PER_THREAD where that
+ * leaves fewer than BN_FILL_BLOCKS blocks (two an SM of a 132-SM Hopper); at most
+ * BN_MAX_BLOCKS blocks. Long runs of rows a block keep its finish (the lanes' and the
+ * groups' sums) small beside its reads. Fixed numbers, not the GPU's SM count, so
+ * that the sums' bits are the same on every GPU. (16-channel sets, 128- or 256-channel
+ * tiles, 16 rows a thread or a fill of 132 or 528 blocks were each slower on an H100.) */
+#define BN_ROWS_PER_THREAD 32
+#define BN_MIN_ROWS_PER_THREAD 8
+#define BN_FILL_BLOCKS 264
+#define BN_MAX_BLOCKS 528
 
 enum { SUM_SHIFTED = 0, SUM_BACKWARD = 2, SUM_BACKWARD_RELU = 3 };
 
-/* partials[(group · 2 + which) · channels + ch]: which 0 holds Σ(x − K) (K = the
- * channel's first row, tdm-bn-moments.h) or Σdy·xhat, which 1 holds Σ(x − K)² or
- * Σdy. */
-template <int MODE, typename X, typename D>
-__global__ void
-bn_partial_kernel(double *partials, const X *x, const D *dy, const float *mean,
-                  const float *invstd, const float *gamma, const float *beta, int rows,
-                  int channels)
+/* The launch's shape, computed once on the host. */
+struct BnSumShape {
+  int v;      /* channels a thread */
+  int ct;     /* threads across a tile's channels */
+  int rl;     /* row lanes: BN_THREADS / ct */
+  int span;   /* channels a tile: ct · v */
+  int tiles, groups, sets;
+};
+
+/* What the kernel reads and where it writes. partials: groups · 2 · channels doubles
+ * (the groups' sums), then sets · 2 · channels (the sets'); counters: tiles · sets for
+ * the sets, then tiles for the tiles, all zero between launches. */
+template <typename X, typename D>
+struct BnSumArgs {
+  const X *x;
+  const D *dy;
+  const float *mean, *invstd, *gamma, *beta;
+  int rows, channels;
+  double *partials;
+  unsigned *counters;
+  /* The finish: out0, out1 (backward), or this replica's slot of `slots` (moments). */
+  float *out0, *out1, *slots;
+  int slot, slot_count;
+  bool aligned; /* x and dy allow the vector loads */
+};
+
+/* V values of one row from p, as floats: one or two 16-byte loads where aligned. */
+template <int V, typename T>
+__device__ __forceinline__ void
+bn_load_row(float *v, const T *p, bool aligned)
 {
-  __shared__ double s0[BN_LANES][32];
-  __shared__ double s1[BN_LANES][32];
-  int ch = blockIdx.y * 32 + threadIdx.x;
-  double a0 = 0.0, a1 = 0.0;
-  if (ch < channels) {
-    float m = 0.0f, is = 0.0f;
-    double shift = 0.0;
-    if (MODE == SUM_SHIFTED)
-      shift = tdm_k_load1(x + ch);
-    if (MODE >= SUM_BACKWARD) {
-      m = mean[ch];
-      is = invstd[ch];
-    }
-    /* Unrolled so that four rows' loads are in flight before their adds. */
-#pragma unroll 4
-    for (int r = blockIdx.x * BN_LANES + threadIdx.y; r < rows; r += gridDim.x * BN_LANES) {
-      float v = tdm_k_load1(x + (size_t)r * channels + ch);
-      if (MODE == SUM_SHIFTED) {
-        double d = (double)v - shift;
-        a0 += d;
-        a1 += d * d;
-      } else {
-        float g = tdm_k_load1(dy + (size_t)r * channels + ch);
-        if (MODE == SUM_BACKWARD_RELU &&
-            !(bn_train_value(v, ch, mean, invstd, gamma, beta) > 0.0f))
-          g = 0.0f;
-        float xhat = (v - m) * is;
-        a0 += (double)g * xhat;
-        a1 += g;
-      }
-    }
-  }
-  s0[threadIdx.y][threadIdx.x] = a0;
-  s1[threadIdx.y][threadIdx.x] = a1;
-  __syncthreads();
-  if (threadIdx.y == 0 && ch < channels) {
-    for (int k = 1; k < BN_LANES; k++) {
-      a0 += s0[k][threadIdx.x];
-      a1 += s1[k][threadIdx.x];
-    }
-    partials[((size_t)blockIdx.x * 2) * channels + ch] = a0;
-    partials[((size_t)blockIdx.x * 2 + 1) * channels + ch] = a1;
+  if ((V == 4 || V == 8) && aligned) {
+    tdm_k_vec<V>::load(v, p);
+  } else {
+    for (int j = 0; j < V; j++)
+      v[j] = tdm_k_load1(p + j);
   }
 }
 
-/* The two sums of each channel over the groups' partials. A block is 32 channels ×
- * 32 lanes; lane y adds groups y, y + 32, … in order, then lane 0 adds the lanes in
- * order: a fixed order, so the same bits every run, and a chain of groups / 32 loads
- * instead of one of groups (one thread a channel took 22 µs a call, a tenth of the
- * step, ncu 2026-12-03). Then, for the statistics (MOMENTS), lane 0 finishes them
- * into this replica's slot of `slots` (mean, M2, count; zeros in the other slots,
- * tdm-bn-moments.h); for the backward, out0 and out1 get the sums. */
-template <bool MOMENTS, typename X>
-__global__ void
-bn_finish_kernel(float *out0, float *out1, const double *partials, int groups, int channels,
-                 float *slots, const X *x, int rows, int slot, int slot_count)
-{
-  __shared__ double s0[BN_FINISH_LANES][33];
-  __shared__ double s1[BN_FINISH_LANES][33];
-  int ch = blockIdx.x * 32 + threadIdx.x;
-  double a0 = 0.0, a1 = 0.0;
-  if (ch < channels) {
-#pragma unroll 4
-    for (int g = threadIdx.y; g < groups; g += BN_FINISH_LANES) {
-      a0 += partials[((size_t)g * 2) * channels + ch];
-      a1 += partials[((size_t)g * 2 + 1) * channels + ch];
-    }
+/* A row's V values as loaded, widened to float only when added: bf16 stays packed
+ * two to a register, so that a batch of rows in flight costs half the registers. */
+template <int V, typename T>
+struct BnRow {
+  float f[V];
+  __device__ __forceinline__ void load(const T *p, bool aligned) { bn_load_row<V>(f, p, aligned); }
+  __device__ __forceinline__ void get(float *v) const
+  {
+    for (int j = 0; j < V; j++)
+      v[j] = f[j];
   }
-  s0[threadIdx.y][threadIdx.x] = a0;
-  s1[threadIdx.y][threadIdx.x] = a1;
-  __syncthreads();
-  if (threadIdx.y != 0 || ch >= channels)
-    return;
-  for (int k = 1; k < BN_FINISH_LANES; k++) {
-    a0 += s0[k][threadIdx.x];
-    a1 += s1[k][threadIdx.x];
-  }
-  if (!MOMENTS) {
-    out0[ch] = (float)a0;
-    if (out1 != NULL)
-      out1[ch] = (float)a1;
-    return;
-  }
-  size_t size = TDM_BN_SLOT_FLOATS(channels);
-  for (int s = 0; s < slot_count; s++) {
-    float *dst = slots + size * s;
-    if (s == slot) {
-      double mean, m2;
-      tdm_bnm_finish(tdm_k_load1(x + ch), a0, a1, rows, &mean, &m2);
-      tdm_bnm_store(dst, channels, ch, mean, m2);
+};
+
+template <int V>
+struct BnRow<V, uint16_t> {
+  static constexpr int words = (V + 1) / 2;
+  unsigned w[words];
+  __device__ __forceinline__ void
+  load(const uint16_t *p, bool aligned)
+  {
+    if (V == 8 && aligned) {
+      uint4 t = *(const uint4 *)p;
+      w[0] = t.x;
+      w[1 % words] = t.y;
+      w[2 % words] = t.z;
+      w[3 % words] = t.w;
+    } else if (V == 4 && aligned) {
+      uint2 t = *(const uint2 *)p;
+      w[0] = t.x;
+      w[1 % words] = t.y;
     } else {
-      tdm_bnm_store(dst, channels, ch, 0.0, 0.0);
+      for (int j = 0; j < words; j++)
+        w[j] = p[2 * j] | (2 * j + 1 < V ? (unsigned)p[2 * j + 1] << 16 : 0u);
     }
-    if (ch == 0)
-      tdm_bnm_store_count(dst, channels, s == slot ? rows : 0);
   }
+  __device__ __forceinline__ void
+  get(float *v) const
+  {
+    for (int j = 0; j < V; j++)
+      v[j] = __uint_as_float(j % 2 == 0 ? w[j / 2] << 16 : w[j / 2] & 0xffff0000u);
+  }
+};
+
+/* Adds `count` rows of 2 · channels doubles, src[k · 2 · channels + i], for this
+ * tile's values into dst (the same layout, one row) and into sh[i] (i = which · span +
+ * j · ct + cl, as the block's own sums). A tile has 2 · span ≤ 128 values and a block
+ * at least twice as many threads: the rows are cut into `parts` consecutive runs, one
+ * thread a value and run, each adding its run in order with eight rows' loads in
+ * flight, then the runs' sums are added in order: a fixed order, and half or less of
+ * the trips to L2 of one thread a value. */
+__device__ inline void
+bn_add_partials(double *dst, double *sh, const double *src, int count, int channels,
+                int ch0, const BnSumShape &s)
+{
+  const int chunk = 8;
+  int values = 2 * s.span, parts = (int)blockDim.x / values;
+  int i = threadIdx.x % values, part = threadIdx.x / values;
+  int r = i % s.span;
+  int c = ch0 + (r % s.ct) * s.v + r / s.ct;
+  bool mine = part < parts && c < channels;
+  int per = (count + parts - 1) / parts;
+  int k0 = part * per, k1 = min(count, k0 + per);
+  size_t row = 2 * (size_t)channels;
+  const double *p = src + (size_t)(i / s.span) * channels + (c < channels ? c : 0);
+  double acc = 0.0;
+  if (mine) {
+    int k = k0;
+    for (; k + chunk <= k1; k += chunk) {
+      double t[chunk];
+#pragma unroll
+      for (int u = 0; u < chunk; u++)
+        t[u] = __ldcg(p + (size_t)(k + u) * row);
+#pragma unroll
+      for (int u = 0; u < chunk; u++)
+        acc += t[u];
+    }
+    for (; k < k1; k++)
+      acc += __ldcg(p + (size_t)k * row);
+  }
+  double *runs = sh + BN_THREADS; /* past the values, sh holds 2 · BN_THREADS doubles */
+  if (part < parts)
+    runs[part * values + i] = acc;
+  __syncthreads();
+  if (part == 0 && c < channels) {
+    double t = 0.0;
+    for (int q = 0; q < parts; q++)
+      t += runs[q * values + i];
+    if (dst != NULL)
+      dst[(size_t)(i / s.span) * channels + c] = t;
+    sh[i] = t;
+  }
+}
+
+/* Whether this block is the last of `expected` to arrive at *counter (which it then
+ * resets): the writes before it by every block are visible to the last one. */
+__device__ inline bool
+bn_arrive_last(unsigned *counter, unsigned expected)
+{
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned before = atomicAdd(counter, 1u);
+    last = before == expected - 1;
+    if (last)
+      *counter = 0;
+  }
+  __syncthreads();
+  if (last)
+    __threadfence();
+  return last;
+}
+
+/* One row's V values into the thread's sums (its order: rows ascending). */
+template <int MODE, int V>
+__device__ __forceinline__ void
+bn_sums_row(double *a0, double *a1, const float *v, float *g, const float *k, const float *m,
+            const float *is, const float *scale, const float *shift)
+{
+  for (int j = 0; j < V; j++) {
+    if (MODE == SUM_SHIFTED) {
+      double d = (double)v[j] - (double)k[j];
+      a0[j] += d;
+      a1[j] += d * d;
+    } else {
+      if (MODE == SUM_BACKWARD_RELU &&
+          !(bn_affine_output(v[j], scale[j], shift[j], false) > 0.0f))
+        g[j] = 0.0f;
+      float xhat = (v[j] - m[j]) * is[j];
+      a0[j] += (double)g[j] * xhat;
+      a1[j] += g[j];
+    }
+  }
+}
+
+/* Rows whose loads a thread issues before it adds any of them: about 64 bytes of x
+ * (32 of each of x and dy) in flight a thread, within the registers that let two
+ * blocks share an SM. The order of the additions does not depend on it. */
+template <int MODE, int V, typename X>
+struct BnBatch {
+  static constexpr int raw = (MODE == SUM_SHIFTED ? 64 : 32) / (V * (int)sizeof(X));
+  static constexpr int rows = raw < 1 ? 1 : raw > 8 ? 8 : raw;
+};
+
+template <int MODE, int V, typename X, typename D>
+__global__ void __launch_bounds__(BN_THREADS)
+bn_sums_kernel(BnSumArgs<X, D> a, BnSumShape s)
+{
+  __shared__ double sh[BN_THREADS * 2 * V];
+  int cl = threadIdx.x % s.ct, lane = threadIdx.x / s.ct;
+  int tile = blockIdx.y, group = blockIdx.x;
+  int ch0 = tile * s.span;
+  int ch = ch0 + cl * V; /* the thread's first channel; channels % V == 0 */
+  int C = a.channels;
+  double a0[V], a1[V];
+  for (int j = 0; j < V; j++)
+    a0[j] = a1[j] = 0.0;
+  if (ch < C && lane < s.rl) {
+    float k[V], m[V], is[V], scale[V], shift[V];
+    if (MODE == SUM_SHIFTED)
+      bn_load_row<V>(k, a.x + ch, false);
+    if (MODE >= SUM_BACKWARD)
+      for (int j = 0; j < V; j++) {
+        m[j] = a.mean[ch + j];
+        is[j] = a.invstd[ch + j];
+        if (MODE == SUM_BACKWARD_RELU)
+          bn_train_affine(ch + j, a.mean, a.invstd, a.gamma, a.beta, &scale[j], &shift[j]);
+      }
+    const int B = BnBatch<MODE, V, X>::rows;
+    size_t step = (size_t)gridDim.x * s.rl * C;
+    size_t at = ((size_t)group * s.rl + lane) * C + ch, end = (size_t)a.rows * C;
+    /* Whole batches: every load first, then the additions in row order. */
+    for (; at + (B - 1) * step < end; at += B * step) {
+      BnRow<V, X> xr[B];
+      BnRow<V, D> dr[B];
+#pragma unroll
+      for (int r = 0; r < B; r++) {
+        xr[r].load(a.x + at + r * step, a.aligned);
+        if (MODE != SUM_SHIFTED)
+          dr[r].load(a.dy + at + r * step, a.aligned);
+      }
+#pragma unroll
+      for (int r = 0; r < B; r++) {
+        float v[V], g[V];
+        xr[r].get(v);
+        if (MODE != SUM_SHIFTED)
+          dr[r].get(g);
+        bn_sums_row<MODE, V>(a0, a1, v, g, k, m, is, scale, shift);
+      }
+    }
+    for (; at < end; at += step) {
+      float v[V], g[V];
+      bn_load_row<V>(v, a.x + at, a.aligned);
+      if (MODE != SUM_SHIFTED)
+        bn_load_row<V>(g, a.dy + at, a.aligned);
+      bn_sums_row<MODE, V>(a0, a1, v, g, k, m, is, scale, shift);
+    }
+  }
+  /* The row lanes in order. sh[lane][i], i = which · span + j · ct + cl for the
+   * thread's channel j (so that a warp's stores fall in distinct banks). */
+  if (lane < s.rl)
+    for (int j = 0; j < V; j++) {
+      sh[(size_t)lane * 2 * s.span + j * s.ct + cl] = a0[j];
+      sh[(size_t)lane * 2 * s.span + s.span + j * s.ct + cl] = a1[j];
+    }
+  __syncthreads();
+  double *groups = a.partials;
+  double *sets = a.partials + (size_t)s.groups * 2 * C;
+  for (int i = threadIdx.x; i < 2 * s.span; i += blockDim.x) {
+    int which = i / s.span, r = i % s.span;
+    int c = ch0 + (r % s.ct) * V + r / s.ct;
+    if (c >= C)
+      continue;
+    double t = 0.0;
+    for (int l = 0; l < s.rl; l++)
+      t += sh[(size_t)l * 2 * s.span + i];
+    groups[((size_t)group * 2 + which) * C + c] = t;
+  }
+  /* The group's set, then the tile. */
+  int set = group / BN_SET, first = set * BN_SET;
+  int in_set = min(BN_SET, s.groups - first);
+  if (!bn_arrive_last(a.counters + (size_t)tile * s.sets + set, (unsigned)in_set))
+    return;
+  if (s.sets > 1) {
+    bn_add_partials(sets + (size_t)set * 2 * C, sh, groups + (size_t)first * 2 * C, in_set, C,
+                    ch0, s);
+    if (!bn_arrive_last(a.counters + (size_t)s.tiles * s.sets + tile, (unsigned)s.sets))
+      return;
+    bn_add_partials(NULL, sh, sets, s.sets, C, ch0, s);
+  } else {
+    bn_add_partials(NULL, sh, groups, in_set, C, ch0, s);
+  }
+  __syncthreads();
+  /* sh[i]: the tile's sum i (which · span + j · ct + cl). */
+  for (int i = threadIdx.x; i < s.span; i += blockDim.x) {
+    int c = ch0 + (i % s.ct) * V + i / s.ct;
+    if (c >= C)
+      continue;
+    double s0 = sh[i], s1 = sh[s.span + i];
+    if (MODE != SUM_SHIFTED) {
+      a.out0[c] = (float)s0;
+      if (a.out1 != NULL)
+        a.out1[c] = (float)s1;
+      continue;
+    }
+    size_t size = TDM_BN_SLOT_FLOATS(C);
+    for (int slot = 0; slot < a.slot_count; slot++) {
+      float *dst = a.slots + size * slot;
+      if (slot == a.slot) {
+        double mean, m2;
+        tdm_bnm_finish(tdm_k_load1(a.x + c), s0, s1, a.rows, &mean, &m2);
+        tdm_bnm_store(dst, C, c, mean, m2);
+      } else {
+        tdm_bnm_store(dst, C, c, 0.0, 0.0);
+      }
+      if (c == 0)
+        tdm_bnm_store_count(dst, C, slot == a.slot ? a.rows : 0);
+    }
+  }
+}
+
+/* Whether p allows tdm_k_vec<v>'s accesses of its type: 16 bytes, 8 for four bf16. */
+template <typename T>
+static bool
+bn_vec_aligned(const T *p, int v)
+{
+  size_t bytes = (size_t)v * sizeof(T) < 16 ? (size_t)v * sizeof(T) : 16;
+  return v == 1 || ((uintptr_t)p & (bytes - 1)) == 0;
+}
+
+/* The channel split shared by the sums and the elementwise passes: V channels a
+ * thread (8, 4 or 1, by the channel count alone), tiles of at most tile_channels
+ * (and 32 threads) across, the rest of a block's threads row lanes. */
+static void
+bn_channel_split(BnSumShape *s, int channels, int tile_channels)
+{
+  s->v = channels % 8 == 0 ? 8 : channels % 4 == 0 ? 4 : 1;
+  int vectors = channels / s->v;
+  int most_ct = tile_channels / s->v < 32 ? tile_channels / s->v : 32;
+  s->tiles = (vectors + most_ct - 1) / most_ct;
+  s->ct = (vectors + s->tiles - 1) / s->tiles;
+  s->rl = BN_THREADS / s->ct;
+  s->span = s->ct * s->v;
+}
+
+/* The launch's shape for rows × channels, within the scratch: partials_count doubles
+ * and counter_count counters. False when even one group a tile does not fit. */
+static bool
+bn_sum_shape(BnSumShape *s, int rows, int channels, size_t partials_count,
+             size_t counter_count)
+{
+  bn_channel_split(s, channels, BN_TILE_CHANNELS);
+  size_t per_block = (size_t)s->rl * BN_ROWS_PER_THREAD;
+  size_t groups = ((size_t)rows + per_block - 1) / per_block;
+  size_t fill = (BN_FILL_BLOCKS + (size_t)s->tiles - 1) / (size_t)s->tiles;
+  if (groups < fill) {
+    size_t short_block = (size_t)s->rl * BN_MIN_ROWS_PER_THREAD;
+    size_t short_groups = ((size_t)rows + short_block - 1) / short_block;
+    groups = short_groups < fill ? short_groups : fill;
+  }
+  /* The scratch: the groups' partials and, past one set, the sets' (2 · channels
+   * doubles each); tiles · sets counters and one a tile. */
+  size_t rows_fit = partials_count / (2 * (size_t)channels);
+  size_t sets_fit = counter_count / (size_t)s->tiles;
+  if (rows_fit < 1 || sets_fit < 2)
+    return false;
+  size_t most = BN_MAX_BLOCKS / (size_t)s->tiles;
+  size_t scratch_most = rows_fit <= BN_SET ? rows_fit : rows_fit * BN_SET / (BN_SET + 1);
+  if (most > scratch_most)
+    most = scratch_most;
+  if (most > (sets_fit - 1) * BN_SET)
+    most = (sets_fit - 1) * BN_SET;
+  if (groups > most)
+    groups = most;
+  if (groups < 1)
+    groups = 1;
+  while (groups > BN_SET && groups + (groups + BN_SET - 1) / BN_SET > rows_fit)
+    groups--;
+  s->groups = (int)groups;
+  s->sets = (int)((groups + BN_SET - 1) / BN_SET);
+  return true;
 }
 
 template <int MODE, typename X, typename D>
 static cudaError_t
 bn_reduce(float *out0, float *out1, const X *x, const D *dy, const float *mean,
           const float *invstd, const float *gamma, const float *beta, int rows, int channels,
-          double *partials, size_t partials_count, float *slots, int slot, int slot_count,
-          cudaStream_t stream)
+          double *partials, size_t partials_count, unsigned *counters, size_t counter_count,
+          float *slots, int slot, int slot_count, cudaStream_t stream)
 {
   if (channels <= 0)
     return cudaSuccess;
-  if (partials == NULL || partials_count < 2 * (size_t)channels)
+  BnSumShape s;
+  if (partials == NULL || counters == NULL ||
+      !bn_sum_shape(&s, rows, channels, partials_count, counter_count))
     return cudaErrorInvalidValue;
-  /* At least 16 rows a thread lane, about BN_TARGET_BLOCKS blocks over all channel
-   * tiles, as many groups as the scratch holds. */
-  size_t tiles = ((size_t)channels + 31) / 32;
-  size_t groups = ((size_t)(rows > 0 ? rows : 0) + 16 * BN_LANES - 1) / (16 * BN_LANES);
-  size_t wanted = BN_TARGET_BLOCKS / tiles;
-  if (groups > wanted)
-    groups = wanted;
-  if (groups > BN_MAX_GROUPS)
-    groups = BN_MAX_GROUPS;
-  if (groups > partials_count / (2 * (size_t)channels))
-    groups = partials_count / (2 * (size_t)channels);
-  if (groups < 1)
-    groups = 1;
-  dim3 grid((unsigned)groups, (unsigned)tiles);
-  bn_partial_kernel<MODE, X, D><<<grid, dim3(32, BN_LANES), 0, stream>>>(
-      partials, x, dy, mean, invstd, gamma, beta, rows, channels);
-  bn_finish_kernel<MODE == SUM_SHIFTED, X>
-      <<<(unsigned)tiles, dim3(32, BN_FINISH_LANES), 0, stream>>>(
-          out0, out1, partials, (int)groups, channels, slots, x, rows, slot, slot_count);
+  BnSumArgs<X, D> a = {x, dy, mean, invstd, gamma, beta, rows, channels, partials, counters,
+                       out0, out1, slots, slot, slot_count, true};
+  a.aligned = bn_vec_aligned(x, s.v) && (MODE == SUM_SHIFTED || bn_vec_aligned(dy, s.v));
+  dim3 grid((unsigned)s.groups, (unsigned)s.tiles);
+  unsigned threads = (unsigned)(s.ct * s.rl);
+  if (s.v == 8)
+    bn_sums_kernel<MODE, 8><<<grid, threads, 0, stream>>>(a, s);
+  else if (s.v == 4)
+    bn_sums_kernel<MODE, 4><<<grid, threads, 0, stream>>>(a, s);
+  else
+    bn_sums_kernel<MODE, 1><<<grid, threads, 0, stream>>>(a, s);
   return tdm_k_launched();
 }
 
 extern "C" cudaError_t
 tdm_k_bn_moments(float *slots, const void *x, bool x16, int rows, int channels, int slot,
-                 int slot_count, double *partials, size_t partials_count, cudaStream_t stream)
+                 int slot_count, double *partials, size_t partials_count, unsigned *counters,
+                 size_t counter_count, cudaStream_t stream)
 {
   if (channels <= 0 || slot < 0 || slot >= slot_count)
     return cudaErrorInvalidValue;
@@ -188,10 +461,10 @@ tdm_k_bn_moments(float *slots, const void *x, bool x16, int rows, int channels, 
   if (x16)
     return bn_reduce<SUM_SHIFTED>(NULL, NULL, (const uint16_t *)x, (const float *)NULL, NULL,
                                   NULL, NULL, NULL, rows, channels, partials, partials_count,
-                                  slots, slot, slot_count, stream);
+                                  counters, counter_count, slots, slot, slot_count, stream);
   return bn_reduce<SUM_SHIFTED>(NULL, NULL, (const float *)x, (const float *)NULL, NULL, NULL,
-                                NULL, NULL, rows, channels, partials, partials_count, slots,
-                                slot, slot_count, stream);
+                                NULL, NULL, rows, channels, partials, partials_count, counters,
+                                counter_count, slots, slot, slot_count, stream);
 }
 
 template <typename X, typename D>
@@ -199,25 +472,28 @@ static cudaError_t
 bn_backward_sums(float *dgamma, float *dbeta, const D *dy, const X *x, const float *mean,
                  const float *invstd, const float *gamma, const float *beta, bool relu,
                  int rows, int channels, double *partials, size_t partials_count,
-                 cudaStream_t stream)
+                 unsigned *counters, size_t counter_count, cudaStream_t stream)
 {
   if (relu)
     return bn_reduce<SUM_BACKWARD_RELU>(dgamma, dbeta, x, dy, mean, invstd, gamma, beta, rows,
-                                        channels, partials, partials_count, NULL, 0, 0,
-                                        stream);
+                                        channels, partials, partials_count, counters,
+                                        counter_count, NULL, 0, 0, stream);
   return bn_reduce<SUM_BACKWARD>(dgamma, dbeta, x, dy, mean, invstd, gamma, beta, rows,
-                                 channels, partials, partials_count, NULL, 0, 0, stream);
+                                 channels, partials, partials_count, counters, counter_count,
+                                 NULL, 0, 0, stream);
 }
 
 extern "C" cudaError_t
 tdm_k_bn_backward_sums(float *dgamma, float *dbeta, const void *dy, bool dy16, const void *x,
                        bool x16, const float *mean, const float *invstd, const float *gamma,
                        const float *beta, bool relu, int rows, int channels, double *partials,
-                       size_t partials_count, cudaStream_t stream)
+                       size_t partials_count, unsigned *counters, size_t counter_count,
+                       cudaStream_t stream)
 {
 #define BN_SUMS(D, X)                                                                          \
   bn_backward_sums(dgamma, dbeta, (const D *)dy, (const X *)x, mean, invstd, gamma, beta,      \
-                   relu, rows, channels, partials, partials_count, stream)
+                   relu, rows, channels, partials, partials_count, counters, counter_count,    \
+                   stream)
   if (dy16)
     return x16 ? BN_SUMS(uint16_t, uint16_t) : BN_SUMS(uint16_t, float);
   return x16 ? BN_SUMS(float, uint16_t) : BN_SUMS(float, float);
@@ -256,44 +532,97 @@ tdm_k_bn_stats(float *saved, const float *slots, int slot_count, int channels, f
   return tdm_k_launched();
 }
 
-/* The forward in both modes is y = x · scale + shift per channel (then the ReLU):
- * training mode's scale = invstd · γ, evaluation's γ / √(running_var + eps), each
- * thread computing its channel's pair as the CPU reference does. V = 4: four
- * channels of one row a thread through float4 (channels % 4 == 0, aligned); I, the
- * index type: 32-bit division where the tensor allows (a 64-bit modulo per element
- * held these passes to half the memory's rate). */
-template <bool EVAL>
-__device__ inline float
-bn_forward_one(float x, int ch, const float *mean, const float *spread, const float *gamma,
-               const float *beta, float eps, bool use_relu)
+/* The elementwise passes (forward, input gradient) own channels as the sums do: a
+ * thread keeps V channels' coefficients in registers and walks rows, so that no
+ * element divides its index by the channel count or reloads its channel's
+ * parameters, and a row is read and written contiguously in 16-byte accesses. A
+ * thread loads BN_PASS_BATCH rows before it writes any (y may be x: a thread reads
+ * and writes only its own elements). Grids of up to BN_PASS_BLOCKS blocks, rows
+ * grid-strided. (One element's channel from a 32-bit modulo and 8-byte accesses ran
+ * these passes at 1.4–1.7 TB/s past 64 channels on an H100, 2026-12-06.) */
+#define BN_PASS_BATCH 4
+#define BN_PASS_BLOCKS 2048
+
+/* The pass's shape: the channel split in tiles of up to 256 channels, groups of rows. */
+static BnSumShape
+bn_pass_shape(int rows, int channels)
 {
-  if (!EVAL)
-    return bn_train_output(x, ch, mean, spread, gamma, beta, use_relu);
-  float scale = gamma[ch] / sqrtf(spread[ch] + eps);
-  return bn_affine_output(x, scale, __fsub_rn(beta[ch], __fmul_rn(mean[ch], scale)), use_relu);
+  BnSumShape s;
+  bn_channel_split(&s, channels, 8 * 32);
+  size_t per_block = (size_t)s.rl * BN_PASS_BATCH;
+  size_t groups = ((size_t)rows + per_block - 1) / per_block;
+  size_t most = BN_PASS_BLOCKS / (size_t)s.tiles;
+  if (most < 1)
+    most = 1;
+  s.groups = (int)(groups < most ? (groups < 1 ? 1 : groups) : most);
+  s.sets = 0;
+  return s;
 }
 
-/* With a (not NULL): y = the bn's output (use_relu false) + a, then max(·, 0) when
- * add_relu, as add_out adds (a plain sum of two rounded values: nothing to contract). */
-template <bool EVAL, int V, typename I, typename X, typename Y, typename A>
-__global__ void
-bn_forward_kernel(Y *y, const X *x, const float *mean, const float *spread,
-                  const float *gamma, const float *beta, float eps, I total, I channels,
-                  bool use_relu, const A *a, bool add_relu)
+/* V values into memory of type T, in one or two 16-byte stores where aligned. */
+template <int V, typename T>
+__device__ __forceinline__ void
+bn_store_row(T *p, const float *v, bool aligned)
 {
-  I stride = (I)gridDim.x * blockDim.x;
-  for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total / V; i += stride) {
-    int ch = (int)((i * V) % channels);
-    float v[V], s[V];
-    tdm_k_vec<V>::load(v, x + (size_t)i * V);
+  if ((V == 4 || V == 8) && aligned) {
+    tdm_k_vec<V>::store(p, v);
+  } else {
     for (int j = 0; j < V; j++)
-      v[j] = bn_forward_one<EVAL>(v[j], ch + j, mean, spread, gamma, beta, eps, use_relu);
-    if (a != NULL) {
-      tdm_k_vec<V>::load(s, a + (size_t)i * V);
-      for (int j = 0; j < V; j++)
-        v[j] = add_relu ? tdm_k_relu_value(v[j] + s[j]) : v[j] + s[j];
+      tdm_k_store1(p + j, v[j]);
+  }
+}
+
+/* The forward in both modes is y = x · scale + shift per channel (then the ReLU):
+ * training mode's scale = invstd · γ, evaluation's γ / √(running_var + eps), each
+ * thread computing its channels' pairs once as the CPU reference computes them. With
+ * a (not NULL): y = the bn's output (use_relu false) + a, then max(·, 0) when
+ * add_relu, as add_out adds (a plain sum of two rounded values: nothing to contract). */
+template <bool EVAL, int V, typename X, typename Y, typename A>
+__global__ void __launch_bounds__(BN_THREADS)
+bn_forward_kernel(Y *y, const X *x, const float *mean, const float *spread,
+                  const float *gamma, const float *beta, float eps, int rows, int channels,
+                  BnSumShape s, bool use_relu, const A *a, bool add_relu, bool aligned)
+{
+  int cl = threadIdx.x % s.ct, lane = threadIdx.x / s.ct;
+  int ch = blockIdx.y * s.span + cl * V;
+  if (ch >= channels || lane >= s.rl)
+    return;
+  float scale[V], shift[V];
+  for (int j = 0; j < V; j++) {
+    if (EVAL) {
+      scale[j] = gamma[ch + j] / sqrtf(spread[ch + j] + eps);
+      shift[j] = __fsub_rn(beta[ch + j], __fmul_rn(mean[ch + j], scale[j]));
+    } else {
+      bn_train_affine(ch + j, mean, spread, gamma, beta, &scale[j], &shift[j]);
     }
-    tdm_k_vec<V>::store(y + (size_t)i * V, v);
+  }
+  size_t C = (size_t)channels, step = (size_t)gridDim.x * s.rl * C;
+  size_t at = ((size_t)blockIdx.x * s.rl + lane) * C + ch, end = (size_t)rows * C;
+  while (at < end) {
+    BnRow<V, X> xr[BN_PASS_BATCH];
+    BnRow<V, A> ar[BN_PASS_BATCH];
+#pragma unroll
+    for (int r = 0; r < BN_PASS_BATCH; r++)
+      if (at + r * step < end) {
+        xr[r].load(x + at + r * step, aligned);
+        if (a != NULL)
+          ar[r].load(a + at + r * step, aligned);
+      }
+#pragma unroll
+    for (int r = 0; r < BN_PASS_BATCH; r++)
+      if (at + r * step < end) {
+        float v[V], w[V];
+        xr[r].get(v);
+        if (a != NULL)
+          ar[r].get(w);
+        for (int j = 0; j < V; j++) {
+          v[j] = bn_affine_output(v[j], scale[j], shift[j], use_relu);
+          if (a != NULL)
+            v[j] = add_relu ? tdm_k_relu_value(v[j] + w[j]) : v[j] + w[j];
+        }
+        bn_store_row<V>(y + at + r * step, v, aligned);
+      }
+    at += BN_PASS_BATCH * step;
   }
 }
 
@@ -304,25 +633,21 @@ bn_forward_launch(Y *y, const X *x, const float *mean, const float *spread,
                   const float *gamma, const float *beta, float eps, int rows, int channels,
                   bool relu, cudaStream_t stream, const A *a = NULL, bool add_relu = false)
 {
-  size_t total = (size_t)(rows > 0 ? rows : 0) * (channels > 0 ? channels : 0);
-  if (total == 0)
+  if (rows <= 0 || channels <= 0)
     return cudaSuccess;
-  bool vec = channels % 4 == 0 && ((uintptr_t)x & (4 * sizeof(X) - 1)) == 0 &&
-             ((uintptr_t)y & (4 * sizeof(Y) - 1)) == 0 &&
-             (a == NULL || ((uintptr_t)a & (4 * sizeof(A) - 1)) == 0);
-  bool narrow = total < ((size_t)1 << 31);
-  unsigned blocks = tdm_k_blocks(vec ? total / 4 : total, TDM_K_THREADS);
-#define BN_FORWARD(V, I)                                                                       \
-  bn_forward_kernel<EVAL, V, I, X, Y, A><<<blocks, TDM_K_THREADS, 0, stream>>>(                \
-      y, x, mean, spread, gamma, beta, eps, (I)total, (I)channels, relu, a, add_relu)
-  if (vec && narrow)
-    BN_FORWARD(4, uint32_t);
-  else if (vec)
-    BN_FORWARD(4, size_t);
-  else if (narrow)
-    BN_FORWARD(1, uint32_t);
+  BnSumShape s = bn_pass_shape(rows, channels);
+  bool aligned = bn_vec_aligned(y, s.v) && bn_vec_aligned(x, s.v) && (a == NULL || bn_vec_aligned(a, s.v));
+  dim3 grid((unsigned)s.groups, (unsigned)s.tiles);
+  unsigned threads = (unsigned)(s.ct * s.rl);
+#define BN_FORWARD(V)                                                                          \
+  bn_forward_kernel<EVAL, V, X, Y, A><<<grid, threads, 0, stream>>>(                           \
+      y, x, mean, spread, gamma, beta, eps, rows, channels, s, relu, a, add_relu, aligned)
+  if (s.v == 8)
+    BN_FORWARD(8);
+  else if (s.v == 4)
+    BN_FORWARD(4);
   else
-    BN_FORWARD(1, size_t);
+    BN_FORWARD(1);
 #undef BN_FORWARD
   return tdm_k_launched();
 }
@@ -436,43 +761,77 @@ tdm_k_bn_forward_eval_bf16(uint16_t *y, const void *x, bool x16, const float *ru
 
 /* dx = k·dy + a·x + c per channel, the CPU reference's expansion of
  * γ·invstd·(dy − Σdβ/M − xhat·Σdγ/M), dy taken as 0 where a fused ReLU (RELU)
- * stopped the forward's value; V and I as in the forward. */
-template <bool RELU>
-__device__ inline float
-bn_backward_one(float dy, float x, int ch, const float *mean, const float *invstd,
-                const float *gamma, const float *beta, const float *sum_dgamma,
-                const float *sum_dbeta, float inv_count)
+ * stopped the forward's value; the coefficients once a thread and channel, rounded
+ * step by step as the CPU's plain C computes them. */
+__device__ inline void
+bn_backward_coefficients(int ch, const float *mean, const float *invstd, const float *gamma,
+                         const float *sum_dgamma, const float *sum_dbeta, float inv_count,
+                         float *k_out, float *a_out, float *c_out)
 {
-  if (RELU && !(bn_train_value(x, ch, mean, invstd, gamma, beta) > 0.0f))
-    dy = 0.0f;
-  float k = gamma[ch] * invstd[ch];
-  float a = -k * invstd[ch] * sum_dgamma[ch] * inv_count;
-  float c = -k * sum_dbeta[ch] * inv_count - a * mean[ch];
-  return k * dy + a * x + c;
+  float k = __fmul_rn(gamma[ch], invstd[ch]);
+  float a = __fmul_rn(__fmul_rn(__fmul_rn(-k, invstd[ch]), sum_dgamma[ch]), inv_count);
+  *k_out = k;
+  *a_out = a;
+  *c_out = __fsub_rn(__fmul_rn(__fmul_rn(-k, sum_dbeta[ch]), inv_count), __fmul_rn(a, mean[ch]));
 }
 
-template <bool RELU, int V, typename I, typename T, typename X, typename D>
-__global__ void
+/* Each product and sum rounded alone, never contracted, so that every instantiation
+ * (dy, x and dx each float32 or bf16) gives the same bits for the same values. */
+__device__ __forceinline__ float
+bn_backward_value(float dy, float x, float k, float a, float c)
+{
+  return __fadd_rn(__fadd_rn(__fmul_rn(k, dy), __fmul_rn(a, x)), c);
+}
+
+template <bool RELU, int V, typename T, typename X, typename D>
+__global__ void __launch_bounds__(BN_THREADS)
 bn_backward_dx_kernel(T *dx, const D *dy, const X *x, const float *mean, const float *invstd,
                       const float *gamma, const float *beta, const float *sum_dgamma,
-                      const float *sum_dbeta, float inv_count, I total, I channels)
+                      const float *sum_dbeta, float inv_count, int rows, int channels,
+                      BnSumShape s, bool aligned)
 {
-  I stride = (I)gridDim.x * blockDim.x;
-  for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total / V; i += stride) {
-    int ch = (int)((i * V) % channels);
-    float g[V], v[V];
-    tdm_k_vec<V>::load(g, dy + (size_t)i * V);
-    tdm_k_vec<V>::load(v, x + (size_t)i * V);
-    for (int j = 0; j < V; j++)
-      g[j] = bn_backward_one<RELU>(g[j], v[j], ch + j, mean, invstd, gamma, beta, sum_dgamma,
-                                   sum_dbeta, inv_count);
-    /* dx as float, or as bfloat16 rounded to nearest even (the bits to_bf16 gives the
-     * float): a convolution's output gradient that its GEMMs read as bf16. */
-    tdm_k_vec<V>::store(dx + (size_t)i * V, g);
+  int cl = threadIdx.x % s.ct, lane = threadIdx.x / s.ct;
+  int ch = blockIdx.y * s.span + cl * V;
+  if (ch >= channels || lane >= s.rl)
+    return;
+  float k[V], a[V], c[V], scale[V], shift[V];
+  for (int j = 0; j < V; j++) {
+    bn_backward_coefficients(ch + j, mean, invstd, gamma, sum_dgamma, sum_dbeta, inv_count,
+                             &k[j], &a[j], &c[j]);
+    if (RELU)
+      bn_train_affine(ch + j, mean, invstd, gamma, beta, &scale[j], &shift[j]);
+  }
+  size_t C = (size_t)channels, step = (size_t)gridDim.x * s.rl * C;
+  size_t at = ((size_t)blockIdx.x * s.rl + lane) * C + ch, end = (size_t)rows * C;
+  while (at < end) {
+    BnRow<V, D> gr[BN_PASS_BATCH];
+    BnRow<V, X> xr[BN_PASS_BATCH];
+#pragma unroll
+    for (int r = 0; r < BN_PASS_BATCH; r++)
+      if (at + r * step < end) {
+        gr[r].load(dy + at + r * step, aligned);
+        xr[r].load(x + at + r * step, aligned);
+      }
+#pragma unroll
+    for (int r = 0; r < BN_PASS_BATCH; r++)
+      if (at + r * step < end) {
+        float g[V], v[V];
+        gr[r].get(g);
+        xr[r].get(v);
+        for (int j = 0; j < V; j++) {
+          float d = g[j];
+          if (RELU && !(bn_affine_output(v[j], scale[j], shift[j], false) > 0.0f))
+            d = 0.0f;
+          g[j] = bn_backward_value(d, v[j], k[j], a[j], c[j]);
+        }
+        /* dx as float, or as bfloat16 rounded to nearest even (the bits to_bf16 gives
+         * the float): a convolution's output gradient that its GEMMs read as bf16. */
+        bn_store_row<V>(dx + at + r * step, g, aligned);
+      }
+    at += BN_PASS_BATCH * step;
   }
 }
 
-/* V = 4 needs dx, dy and x each on 16 bytes (float) or 8 (bf16). */
 template <typename T, typename X, typename D>
 static cudaError_t
 bn_backward_dx_launch(T *dx, const D *dy, const X *x, const float *mean, const float *invstd,
@@ -480,34 +839,28 @@ bn_backward_dx_launch(T *dx, const D *dy, const X *x, const float *mean, const f
                       const float *sum_dbeta, float inv_count, int rows, int channels,
                       cudaStream_t stream)
 {
-  size_t total = (size_t)(rows > 0 ? rows : 0) * (channels > 0 ? channels : 0);
-  if (total == 0)
+  if (rows <= 0 || channels <= 0)
     return cudaSuccess;
-  bool vec = channels % 4 == 0 && ((uintptr_t)dx & (4 * sizeof(T) - 1)) == 0 &&
-             ((uintptr_t)dy & (4 * sizeof(D) - 1)) == 0 &&
-             ((uintptr_t)x & (4 * sizeof(X) - 1)) == 0;
-  bool narrow = total < ((size_t)1 << 31);
-  unsigned blocks = tdm_k_blocks(vec ? total / 4 : total, TDM_K_THREADS);
-#define BN_BACKWARD(R, V, I)                                                                   \
-  bn_backward_dx_kernel<R, V, I, T, X, D>                                                      \
-      <<<blocks, TDM_K_THREADS, 0, stream>>>(dx, dy, x, mean, invstd, gamma, beta, sum_dgamma, \
-                                             sum_dbeta, inv_count, (I)total, (I)channels)
-  if (relu && vec && narrow)
-    BN_BACKWARD(true, 4, uint32_t);
-  else if (relu && vec)
-    BN_BACKWARD(true, 4, size_t);
-  else if (relu && narrow)
-    BN_BACKWARD(true, 1, uint32_t);
+  BnSumShape s = bn_pass_shape(rows, channels);
+  bool aligned = bn_vec_aligned(dx, s.v) && bn_vec_aligned(dy, s.v) && bn_vec_aligned(x, s.v);
+  dim3 grid((unsigned)s.groups, (unsigned)s.tiles);
+  unsigned threads = (unsigned)(s.ct * s.rl);
+#define BN_BACKWARD(R, V)                                                                      \
+  bn_backward_dx_kernel<R, V, T, X, D><<<grid, threads, 0, stream>>>(                          \
+      dx, dy, x, mean, invstd, gamma, beta, sum_dgamma, sum_dbeta, inv_count, rows, channels,  \
+      s, aligned)
+  if (relu && s.v == 8)
+    BN_BACKWARD(true, 8);
+  else if (relu && s.v == 4)
+    BN_BACKWARD(true, 4);
   else if (relu)
-    BN_BACKWARD(true, 1, size_t);
-  else if (vec && narrow)
-    BN_BACKWARD(false, 4, uint32_t);
-  else if (vec)
-    BN_BACKWARD(false, 4, size_t);
-  else if (narrow)
-    BN_BACKWARD(false, 1, uint32_t);
+    BN_BACKWARD(true, 1);
+  else if (s.v == 8)
+    BN_BACKWARD(false, 8);
+  else if (s.v == 4)
+    BN_BACKWARD(false, 4);
   else
-    BN_BACKWARD(false, 1, size_t);
+    BN_BACKWARD(false, 1);
 #undef BN_BACKWARD
   return tdm_k_launched();
 }

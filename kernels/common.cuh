@@ -98,8 +98,9 @@ tdm_k_relu_value(float v)
 }
 
 /* V consecutive elements moved between memory and registers: V = 4 is one 16-byte
- * access for float and int32 and one 8-byte access for bfloat16 (the caller checks
- * alignment); any other V is element by element. bfloat16 values are read as floats
+ * access for float and int32 and one 8-byte access for bfloat16, V = 8 two 16-byte
+ * accesses for float and one for bfloat16 (the caller checks alignment: 16 bytes, or 8
+ * for four bf16); any other V is element by element. bfloat16 values are read as floats
  * and written rounded to nearest even (tdm_k_bf16_bits). The one vector-access type of
  * kernels/: files do not write their own float4 helpers. */
 template <int V>
@@ -107,12 +108,14 @@ struct tdm_k_vec {
   static __device__ __forceinline__ void
   load(float *v, const float *p)
   {
-    if (V == 4) {
-      float4 t = *(const float4 *)p;
-      v[0] = t.x;
-      v[1] = t.y;
-      v[2] = t.z;
-      v[3] = t.w;
+    if (V == 4 || V == 8) {
+      for (int q = 0; q < V; q += 4) {
+        float4 t = *(const float4 *)(p + q);
+        v[q] = t.x;
+        v[q + 1] = t.y;
+        v[q + 2] = t.z;
+        v[q + 3] = t.w;
+      }
     } else {
       for (int j = 0; j < V; j++)
         v[j] = p[j];
@@ -122,8 +125,9 @@ struct tdm_k_vec {
   static __device__ __forceinline__ void
   store(float *p, const float *v)
   {
-    if (V == 4)
-      *(float4 *)p = make_float4(v[0], v[1], v[2], v[3]);
+    if (V == 4 || V == 8)
+      for (int q = 0; q < V; q += 4)
+        *(float4 *)(p + q) = make_float4(v[q], v[q + 1], v[q + 2], v[q + 3]);
     else
       for (int j = 0; j < V; j++)
         p[j] = v[j];
@@ -132,13 +136,20 @@ struct tdm_k_vec {
   static __device__ __forceinline__ void
   load(float *v, const uint16_t *p)
   {
-    uint16_t h[4];
+    uint16_t h[V > 4 ? V : 4];
     if (V == 4) {
       uint2 t = *(const uint2 *)p;
       h[0] = (uint16_t)t.x;
       h[1] = (uint16_t)(t.x >> 16);
       h[2] = (uint16_t)t.y;
       h[3] = (uint16_t)(t.y >> 16);
+    } else if (V == 8) {
+      uint4 t = *(const uint4 *)p;
+      unsigned w[4] = {t.x, t.y, t.z, t.w};
+      for (int q = 0; q < 4; q++) {
+        h[2 * q] = (uint16_t)w[q];
+        h[2 * q + 1] = (uint16_t)(w[q] >> 16);
+      }
     } else {
       for (int j = 0; j < V; j++)
         h[j] = p[j];
@@ -150,9 +161,13 @@ struct tdm_k_vec {
   static __device__ __forceinline__ void
   store(uint16_t *p, const float *v)
   {
-    if (V == 4)
+    if (V == 4) {
       *(uint2 *)p = tdm_k_bf16x4_bits(v[0], v[1], v[2], v[3]);
-    else
+    } else if (V == 8) {
+      uint2 lo = tdm_k_bf16x4_bits(v[0], v[1], v[2], v[3]);
+      uint2 hi = tdm_k_bf16x4_bits(v[4], v[5], v[6], v[7]);
+      *(uint4 *)p = make_uint4(lo.x, lo.y, hi.x, hi.y);
+    } else
       for (int j = 0; j < V; j++)
         p[j] = tdm_k_bf16_bits(v[j]);
   }

@@ -182,12 +182,15 @@ cudaError_t tdm_k_avgpool2d_backward(float *dx, const float *dy, int n, int h, i
                                      int k, int s, int p, int oh, int ow, cudaStream_t stream);
 
 /* bn.cu. The per-channel sums go through `partials`, device scratch of
- * partials_count doubles (at least 2 · channels). x is float32, or bfloat16 bits when
+ * partials_count doubles (at least 2 · channels), and `counters`, counter_count
+ * unsigned ints that are zero before the launch and that the launch leaves zero (one
+ * set a stream: two launches must not run at once on the same counters); 2 · ⌈channels
+ * / 32⌉ always do, more let the sums use more blocks. x is float32, or bfloat16 bits when
  * x16 (widened exactly as it is read), here and in tdm_k_im2col_bf16_bn. */
 /* bn_moments and bn_stats as the backend's (tdm-backend.h, tdm-bn-moments.h). */
 cudaError_t tdm_k_bn_moments(float *slots, const void *x, bool x16, int rows, int channels,
                              int slot, int slot_count, double *partials, size_t partials_count,
-                             cudaStream_t stream);
+                             unsigned *counters, size_t counter_count, cudaStream_t stream);
 cudaError_t tdm_k_bn_stats(float *saved, const float *slots, int slot_count, int channels,
                            float eps, float momentum, float *running_mean,
                            float *running_var, cudaStream_t stream);
@@ -227,7 +230,8 @@ cudaError_t tdm_k_bn_backward_sums(float *dgamma, float *dbeta, const void *dy, 
                                    const void *x, bool x16, const float *mean,
                                    const float *invstd, const float *gamma, const float *beta,
                                    bool relu, int rows, int channels, double *partials,
-                                   size_t partials_count, cudaStream_t stream);
+                                   size_t partials_count, unsigned *counters,
+                                   size_t counter_count, cudaStream_t stream);
 cudaError_t tdm_k_bn_backward_dx(float *dx, const void *dy, bool dy16, const void *x, bool x16,
                                  const float *mean, const float *invstd, const float *gamma,
                                  const float *beta, bool relu, const float *sum_dgamma,

@@ -180,39 +180,49 @@ elementwise_case(size_t n, size_t offset, bool relu)
  * of the compact one (a 1×1 conv's columns), add_out and to_bf16, and against the CPU's,
  * bit for bit; then written float32 in place over the first one (the block's start when
  * that gradient fills the gradient region): add_out's float32 sum, bit for bit, and
- * to_bf16 of it the bits above. */
+ * to_bf16 of it the bits above. shift: a and the outputs start that many elements into
+ * their buffers (1: off the vector paths' alignment). */
 static void
-strided_case(int n, int h, int w, int c, int stride)
+strided_case_at(int n, int h, int w, int c, int stride, int shift)
 {
   size_t count = (size_t)n * h * w * c;
   int oh = (h - 1) / stride + 1, ow = (w - 1) / stride + 1;
   size_t compact = (size_t)n * oh * ow * c;
   g_autofree float *a = random_floats(count, -1, 1), *x = random_floats(compact, -1, 1);
-  float *da = on(a, count * 4), *dxc = on(x, compact * 4), *dense = poisoned(count);
+  float *abuf = on(NULL, (count + 8) * 4), *dxc = on(x, compact * 4), *dense = poisoned(count);
+  float *da = abuf + shift;
+  tdm_backend_upload(gpu, da, a, count * 4);
   float *sum = poisoned(count);
-  uint16_t *got = on(NULL, count * 2), *want = on(NULL, count * 2);
+  uint16_t *gotbuf = on(NULL, (count + 8) * 2), *want = on(NULL, count * 2);
+  uint16_t *got = gotbuf + shift;
   tdm_backend_add_strided_bf16(gpu, got, TDM_DTYPE_BF16, da, dxc, n, h, w, c, stride);
   tdm_backend_col2im(gpu, dense, dxc, n, h, w, c, 1, 1, 0, stride);
   tdm_backend_add_out(gpu, sum, da, dense, count, false);
   tdm_backend_to_bf16(gpu, want, sum, count);
   g_autofree char *what =
-      g_strdup_printf("add_strided_bf16 %d×%d×%d×%d s%d", n, h, w, c, stride);
+      g_strdup_printf("add_strided_bf16 %d×%d×%d×%d s%d at %d", n, h, w, c, stride, shift);
   same_bits_gpu(what, got, want, count * 2);
   g_autofree uint16_t *ref = g_new(uint16_t, count);
   tdm_backend_add_strided_bf16(cpu, ref, TDM_DTYPE_BF16, a, x, n, h, w, c, stride);
   assert_ok(cpu);
   same_bits_cpu(what, got, ref, count);
-  float *inplace = on(a, count * 4);
+  float *inbuf = on(NULL, (count + 8) * 4), *inplace = inbuf + shift;
+  tdm_backend_upload(gpu, inplace, a, count * 4);
   tdm_backend_add_strided_bf16(gpu, inplace, TDM_DTYPE_F32, inplace, dxc, n, h, w, c, stride);
-  g_autofree char *what32 =
-      g_strdup_printf("add_strided_bf16 %d×%d×%d×%d s%d, float32 in place", n, h, w, c,
-                      stride);
+  g_autofree char *what32 = g_strdup_printf(
+      "add_strided_bf16 %d×%d×%d×%d s%d at %d, float32 in place", n, h, w, c, stride, shift);
   same_bits_gpu(what32, inplace, sum, count * 4);
   tdm_backend_to_bf16(gpu, got, inplace, count);
   same_bits_cpu(what32, got, ref, count);
-  void *bufs[] = {da, dxc, dense, sum, got, want, inplace};
+  void *bufs[] = {abuf, dxc, dense, sum, gotbuf, want, inbuf};
   for (guint i = 0; i < G_N_ELEMENTS(bufs); i++)
     release(bufs[i]);
+}
+
+static void
+strided_case(int n, int h, int w, int c, int stride)
+{
+  strided_case_at(n, h, w, c, stride, 0);
 }
 
 /* im2col_bf16 of a stored bf16 input: the columns of its widened values, bit for bit
@@ -300,10 +310,19 @@ test_blocks_bf16(void)
   elementwise_case(512 * 32 * 32 * 64, 0, true); /* ResNet-18's first blocks at 32 px */
   elementwise_case(1001, 0, false);
   elementwise_case(1003, 1, true);
+  elementwise_case(1005, 2, true);  /* from_bf16's pairs on 4 and 8 bytes */
+  elementwise_case(1027, 8, false); /* on 16 bytes, an odd count */
   strided_case(512, 32, 32, 64, 2); /* ResNet-18's first projection at 32 px */
   strided_case(3, 13, 11, 7, 1);
   strided_case(3, 13, 11, 7, 2);
   strided_case(2, 9, 10, 17, 3);
+  /* Each width of the kernel: 8 channels a thread (512, 64), 4 (12), 1 (3; or
+   * misaligned a and y). */
+  strided_case(64, 8, 8, 512, 2);
+  strided_case(3, 13, 11, 12, 2);
+  strided_case(5, 7, 9, 3, 2);
+  strided_case_at(3, 13, 11, 64, 2, 1);
+  strided_case_at(3, 13, 11, 64, 1, 4); /* y on 8 bytes: 4 a thread */
   im2col_case(64, 32, 32, 64, 3, 1, 1);
   im2col_case(64, 16, 16, 128, 3, 1, 2);
   im2col_case(3, 9, 7, 17, 3, 1, 2);

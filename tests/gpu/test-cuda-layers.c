@@ -220,8 +220,8 @@ test_batchnorm(void)
   bn_case(300, 100, false, TOL);          /* an fc layer's, channels not a multiple of 32 */
   bn_case(7, 3, true, TOL);               /* fewer rows than a block's lanes */
   bn_case(1, 5, false, 1e-3);             /* one row: count − 1 is 0, variance 0 */
-  /* The resnet preset's first and last stages: the most row groups (a thousand, the
-   * finish's 32 lanes each adding 32 of them) and eight channel tiles. */
+  /* The resnet preset's first and last stages: the most row groups (hundreds, in
+   * sets of 32) and four channel tiles. */
   bn_case(512 * 28 * 28, 32, true, TOL);
   bn_case(512 * 3 * 3, 256, false, TOL);
   bn_case(33, 6, true, TOL);              /* channels not a multiple of 4: no float4 */
@@ -603,6 +603,7 @@ main(int argc, char **argv)
   test_cuda_layers_add_bf16();
   test_cuda_layers_add_blocks();
   test_cuda_layers_add_pools_bf16();
+  test_cuda_layers_add_bn();
 
   int status = g_test_run();
   if (gpu != NULL) {

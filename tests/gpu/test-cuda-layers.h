@@ -174,8 +174,10 @@ check_bits(const char *what, const uint16_t *dev, const float *ref, size_t n)
   }
 }
 
-/* Registers test-cuda-layers-bf16.c's and test-cuda-layers-blocks.c's tests. */
+/* Registers test-cuda-layers-bf16.c's, test-cuda-layers-blocks.c's and
+ * test-cuda-layers-bn.c's tests. */
 void test_cuda_layers_add_bf16(void);
 void test_cuda_layers_add_blocks(void);
 /* test-cuda-layers-pools-bf16.c's: the preset's plain layers in bf16. */
 void test_cuda_layers_add_pools_bf16(void);
+void test_cuda_layers_add_bn(void);

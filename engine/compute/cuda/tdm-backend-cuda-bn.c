@@ -11,7 +11,7 @@
 #define STREAM(b) tdm_backend_cuda_stream(b)
 
 /* The backend's scratch for the per-channel sums (two doubles a channel, *count in
- * all), or NULL with the backend failed when channels are more than it holds. */
+ * all; its arrival counters beside it), or NULL with the backend failed when channels are more than it holds. */
 static double *
 sum_scratch(TdmBackend *b, const char *op, int channels, size_t *count)
 {
@@ -34,8 +34,11 @@ tdm_cuda_bn_moments(TdmBackend *b, float *slots, const void *x, TdmDtype x_type,
   double *partials = sum_scratch(b, "bn_moments", channels, &count);
   if (partials == NULL)
     return;
+  size_t counter_count = 0;
+  unsigned *counters = tdm_backend_cuda_sum_counters(b, &counter_count);
   TDM_CUDA_OK(b, tdm_k_bn_moments(slots, x, x_type == TDM_DTYPE_BF16, rows, channels, slot,
-                                  slot_count, partials, count, STREAM(b)));
+                                  slot_count, partials, count, counters, counter_count,
+                                  STREAM(b)));
 }
 
 void
@@ -128,9 +131,12 @@ tdm_cuda_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const void
   double *partials = sum_scratch(b, "bn_backward_sums", channels, &count);
   if (partials == NULL)
     return;
+  size_t counter_count = 0;
+  unsigned *counters = tdm_backend_cuda_sum_counters(b, &counter_count);
   TDM_CUDA_OK(b, tdm_k_bn_backward_sums(dgamma, dbeta, dy, dy_type == TDM_DTYPE_BF16, x,
                                         x_type == TDM_DTYPE_BF16, mean, invstd, gamma, beta,
-                                        relu, rows, channels, partials, count, STREAM(b)));
+                                        relu, rows, channels, partials, count, counters,
+                                        counter_count, STREAM(b)));
 }
 
 void

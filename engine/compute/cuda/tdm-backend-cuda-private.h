@@ -27,6 +27,10 @@
  * conv_pool_backward): up to 1024 row groups of 256 values, or of 320 for a first
  * layer's 32 × (9 + 1) weight and bias gradients. */
 #define TDM_PARTIALS_FLOATS ((size_t)1 << 20)
+/* Past them, in the same allocation, the batch-norm sums' arrival counters
+ * (tdm_k_bn_moments): zeroed once when the backend is made, left zero by every
+ * launch. 16,384 of them let any channel count that the partials hold use its sets. */
+#define TDM_BN_COUNTERS ((size_t)1 << 14)
 
 G_STATIC_ASSERT(TDM_K_CONV_POOL_TAPS == TDM_CONV_POOL_TAPS);
 G_STATIC_ASSERT(TDM_K_CONV_POOL_OUT == TDM_CONV_POOL_OUT);

@@ -100,6 +100,13 @@ tdm_backend_cuda_sum_scratch(TdmBackend *b, size_t *count)
   return (double *)CUDA_B(b)->partials;
 }
 
+unsigned *
+tdm_backend_cuda_sum_counters(TdmBackend *b, size_t *count)
+{
+  *count = TDM_BN_COUNTERS;
+  return (unsigned *)(CUDA_B(b)->partials + TDM_PARTIALS_FLOATS);
+}
+
 /* A workspace of our own, so cuBLAS never allocates while a graph is captured;
  * 32 MiB is what cuBLAS asks for on Hopper, 4 MiB before. Counted like any buffer. */
 static size_t
@@ -117,7 +124,8 @@ tdm_backend_cuda_own_bytes(int ordinal)
     (void)cudaGetLastError();
     major = 9;
   }
-  return cublas_workspace_bytes(major) + (TDM_PARTIALS_FLOATS + TDM_SPLIT_K_FLOATS) * sizeof(float);
+  return cublas_workspace_bytes(major) +
+         (TDM_PARTIALS_FLOATS + TDM_BN_COUNTERS + TDM_SPLIT_K_FLOATS) * sizeof(float);
 }
 
 /* Memory */
@@ -589,9 +597,16 @@ tdm_backend_cuda_new(int ordinal, TdmPrecision precision, GError **error)
   GError *local = NULL;
   if (ok) {
     cb->cublas_workspace = tdm_cuda_alloc(b, workspace, &local);
-    cb->partials = cb->cublas_workspace != NULL
-                       ? tdm_cuda_alloc(b, TDM_PARTIALS_FLOATS * sizeof(float), &local)
-                       : NULL;
+    cb->partials =
+        cb->cublas_workspace != NULL
+            ? tdm_cuda_alloc(b, (TDM_PARTIALS_FLOATS + TDM_BN_COUNTERS) * sizeof(float), &local)
+            : NULL;
+    if (cb->partials != NULL &&
+        !TDM_CUDA_OK(b, cudaMemset(cb->partials + TDM_PARTIALS_FLOATS, 0,
+                                   TDM_BN_COUNTERS * sizeof(unsigned)))) {
+      tdm_backend_release(b, cb->partials);
+      cb->partials = NULL;
+    }
     cb->split_parts = cb->partials != NULL
                           ? tdm_cuda_alloc(b, TDM_SPLIT_K_FLOATS * sizeof(float), &local)
                           : NULL;

@@ -26,6 +26,9 @@ gboolean tdm_cuda_begin (TdmBackend *b);
 /* The backend's scratch for the first pass of per-channel sums (batch normalization),
  * *count doubles; the stream orders its users. */
 double *tdm_backend_cuda_sum_scratch (TdmBackend *b, size_t *count);
+/* Beside it, *count arrival counters for the sums' single launch (tdm_k_bn_moments):
+ * zero between launches. */
+unsigned *tdm_backend_cuda_sum_counters (TdmBackend *b, size_t *count);
 
 /* The convolution engine (tdm-backend-cuda-conv-engine.h) for tests and benchmarks. The names of the
  * candidates one direction of a call has, laid out as conv_engine_forward and
