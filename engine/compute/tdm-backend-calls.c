@@ -547,7 +547,7 @@ tdm_backend_add_strided_bf16(TdmBackend *b, void *y, TdmDtype y_type, const floa
                   _("add_strided_bf16: %d×%d×%d×%d, stride %d: not a shape"), n, h, w, c,
                   stride) &&
       TDM_ARGS_OK(b, (const void *)y != (const void *)a || y_type == TDM_DTYPE_F32,
-                  _("add_strided_bf16: y is a but bf16")))
+                  _("add_strided_bf16: y is a, so it must be float32 (the sum is made in place)")))
     b->ops->add_strided_bf16(b, y, y_type, a, x, n, h, w, c, stride);
 }
 

@@ -10,6 +10,10 @@
  * elementwise passes through misaligned pointers (their scalar accesses).
  * Registered by test-cuda-layers.c.
  */
+#include "tdm-build-config.h"
+
+#if TDM_HAVE_CUDA
+
 #include "test-cuda-layers.h"
 
 #include "tdm-bn-moments.h"
@@ -242,3 +246,5 @@ test_cuda_layers_add_bn(void)
   g_test_add_func("/cuda-layers/bn-sums", test_bn_sums);
   g_test_add_func("/cuda-layers/bn-passes", test_bn_passes);
 }
+
+#endif /* TDM_HAVE_CUDA */
