@@ -704,16 +704,27 @@ tdm_k_bn_forward_bf16(uint16_t *y, const void *x, bool x16, const float *mean,
                                 channels, relu, stream);
 }
 
-extern "C" cudaError_t
-tdm_k_bn_forward_eval(float *y, const void *x, bool x16, const float *running_mean,
-                      const float *running_var, const float *gamma, const float *beta,
-                      float eps, int rows, int channels, bool relu, cudaStream_t stream)
+/* The evaluation's forward (running statistics) from either input type into Y. */
+template <typename Y>
+static cudaError_t
+bn_forward_eval_launch(Y *y, const void *x, bool x16, const float *running_mean,
+                       const float *running_var, const float *gamma, const float *beta,
+                       float eps, int rows, int channels, bool relu, cudaStream_t stream)
 {
   if (x16)
     return bn_forward_launch<true>(y, (const uint16_t *)x, running_mean, running_var, gamma,
                                    beta, eps, rows, channels, relu, stream);
   return bn_forward_launch<true>(y, (const float *)x, running_mean, running_var, gamma, beta,
                                  eps, rows, channels, relu, stream);
+}
+
+extern "C" cudaError_t
+tdm_k_bn_forward_eval(float *y, const void *x, bool x16, const float *running_mean,
+                      const float *running_var, const float *gamma, const float *beta,
+                      float eps, int rows, int channels, bool relu, cudaStream_t stream)
+{
+  return bn_forward_eval_launch(y, x, x16, running_mean, running_var, gamma, beta, eps, rows,
+                                channels, relu, stream);
 }
 
 /* The forward kernel with the bn's own ReLU and then the addend, no ReLU after it (a
@@ -752,11 +763,8 @@ tdm_k_bn_forward_eval_bf16(uint16_t *y, const void *x, bool x16, const float *ru
                            const float *running_var, const float *gamma, const float *beta,
                            float eps, int rows, int channels, bool relu, cudaStream_t stream)
 {
-  if (x16)
-    return bn_forward_launch<true>(y, (const uint16_t *)x, running_mean, running_var, gamma,
-                                   beta, eps, rows, channels, relu, stream);
-  return bn_forward_launch<true>(y, (const float *)x, running_mean, running_var, gamma, beta,
-                                 eps, rows, channels, relu, stream);
+  return bn_forward_eval_launch(y, x, x16, running_mean, running_var, gamma, beta, eps, rows,
+                                channels, relu, stream);
 }
 
 /* dx = k·dy + a·x + c per channel, the CPU reference's expansion of
