@@ -181,13 +181,12 @@ tdm_cpu_bn_forward(TdmBackend *b, float *y, const void *x, TdmDtype x_type, cons
   g_free(scale);
 }
 
-/* bn_forward, and then with a the add and ReLU of bn_forward_add (add_out's: NaN
- * passes), a block of rows at a time into float32, then rounded into y. */
-void
-tdm_cpu_bn_forward_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
-                        const float *mean, const float *invstd, const float *gamma,
-                        const float *beta, const void *a, TdmDtype a_type, int rows,
-                        int channels, bool relu)
+/* y = bn(x) (ReLU'd when relu_in), + a when given (then ReLU'd when relu_out), a block of
+ * rows at a time in float32, each value rounded once into y. */
+static void
+bn_add_rows_bf16(uint16_t *y, const void *x, TdmDtype x_type, const float *mean,
+                 const float *invstd, const float *gamma, const float *beta, const void *a,
+                 TdmDtype a_type, int rows, int channels, bool relu_in, bool relu_out)
 {
   float *scale = g_new(float, 2 * (size_t)channels), *shift = scale + channels;
   tdm_cpu_bn_affine(scale, shift, mean, invstd, gamma, beta, channels);
@@ -199,12 +198,12 @@ tdm_cpu_bn_forward_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_ty
     const int count = MIN(block, rows - r);
     const size_t values = (size_t)count * channels, at = (size_t)r * channels;
     bn_apply(out, rows_f32(x, x_type, r, count, channels, x_tmp), scale, shift, count,
-             channels, relu && a == NULL);
+             channels, relu_in);
     if (a != NULL) {
       const float *add = rows_f32(a, a_type, r, count, channels, a_tmp);
       for (size_t i = 0; i < values; i++) {
         const float v = out[i] + add[i];
-        out[i] = relu && v < 0.0f ? 0.0f : v;
+        out[i] = relu_out && v < 0.0f ? 0.0f : v;
       }
     }
     for (size_t i = 0; i < values; i++)
@@ -214,6 +213,18 @@ tdm_cpu_bn_forward_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_ty
   g_free(x_tmp);
   g_free(out);
   g_free(scale);
+}
+
+/* bn_forward, and then with a the add and ReLU of bn_forward_add (add_out's: NaN
+ * passes), a block of rows at a time into float32, then rounded into y. */
+void
+tdm_cpu_bn_forward_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
+                        const float *mean, const float *invstd, const float *gamma,
+                        const float *beta, const void *a, TdmDtype a_type, int rows,
+                        int channels, bool relu)
+{
+  bn_add_rows_bf16(y, x, x_type, mean, invstd, gamma, beta, a, a_type, rows, channels,
+                   relu && a == NULL, relu && a != NULL);
 }
 
 void
@@ -237,25 +248,8 @@ tdm_cpu_bn_relu_add_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_t
                          const float *beta, const void *a, TdmDtype a_type, int rows,
                          int channels)
 {
-  float *scale = g_new(float, 2 * (size_t)channels), *shift = scale + channels;
-  tdm_cpu_bn_affine(scale, shift, mean, invstd, gamma, beta, channels);
-  const int block = block_rows(TDM_DTYPE_BF16, rows, channels);
-  float *out = g_new(float, (size_t)block * channels);
-  float *x_tmp = g_new(float, (size_t)block * channels);
-  float *a_tmp = g_new(float, (size_t)block * channels);
-  for (int r = 0; r < rows; r += block) {
-    const int count = MIN(block, rows - r);
-    const size_t values = (size_t)count * channels, at = (size_t)r * channels;
-    bn_apply(out, rows_f32(x, x_type, r, count, channels, x_tmp), scale, shift, count,
-             channels, true);
-    const float *add = rows_f32(a, a_type, r, count, channels, a_tmp);
-    for (size_t i = 0; i < values; i++)
-      y[at + i] = tdm_bf16_round(out[i] + add[i]);
-  }
-  g_free(a_tmp);
-  g_free(x_tmp);
-  g_free(out);
-  g_free(scale);
+  bn_add_rows_bf16(y, x, x_type, mean, invstd, gamma, beta, a, a_type, rows, channels, true,
+                   false);
 }
 
 /* bn_forward_eval a block of rows at a time into float32, rounded into y. */
