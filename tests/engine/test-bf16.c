@@ -8,6 +8,7 @@
  * explains, and N workers still train as one; a replica keeps the storage it was made
  * with. The operations
  * themselves are test-backend-cpu-bf16.c's. */
+#include "replica-step.h"
 #include "tdm-trainer.h"
 #include "tdm-backend.h"
 #include "tdm-dataset.h"
@@ -437,21 +438,6 @@ test_stored_replicas(void)
   g_assert_cmpfloat(stored, <=, MAX(U16, 2 * kept));
 }
 
-/* A replica's gradients from one step (the initial parameters, samples 0…count−1). */
-static float *
-replica_step(TdmReplica *r, const float *params, size_t n, int count)
-{
-  g_autofree int32_t *indices = g_new(int32_t, count);
-  for (int i = 0; i < count; i++)
-    indices[i] = i;
-  tdm_backend_upload(r->backend, r->params, params, n * sizeof(float));
-  tdm_replica_train_step(r, indices, count, 1.0f / count);
-  float *grads = g_new(float, n);
-  tdm_backend_download(r->backend, grads, r->grads, n * sizeof(float));
-  g_assert_true(tdm_backend_check(r->backend, NULL));
-  return grads;
-}
-
 /* Whether a replica stores its activations as bf16 is decided when it is made
  * (TANDEM_BF16_ACTIVATIONS read then, never by the passes): a replica made with bf16
  * storage steps with the same bits while the environment says 0, and one made under 0
@@ -472,13 +458,13 @@ test_decided_once(void)
   g_assert_no_error(error);
   TdmReplica *stored = tdm_replica_new(b16, net, 32, data->train, data->test, &error);
   g_assert_no_error(error);
-  g_autofree float *reference = replica_step(stored, initial, n, 32);
+  g_autofree float *reference = replica_step_gradients(stored, initial, 32);
   g_assert_true(g_setenv("TANDEM_BF16_ACTIVATIONS", "0", TRUE));
   TdmReplica *kept = tdm_replica_new(b32, net, 32, data->train, data->test, &error);
   g_assert_no_error(error);
-  g_autofree float *again = replica_step(stored, initial, n, 32);
+  g_autofree float *again = replica_step_gradients(stored, initial, 32);
   g_unsetenv("TANDEM_BF16_ACTIVATIONS");
-  g_autofree float *wide = replica_step(kept, initial, n, 32);
+  g_autofree float *wide = replica_step_gradients(kept, initial, 32);
   g_assert_true(stored->stores_bf16);
   g_assert_false(kept->stores_bf16);
   g_assert_true(memcmp(reference, again, n * sizeof(float)) == 0);
@@ -583,8 +569,8 @@ test_inference(void)
   g_assert_false(r32->stores_bf16);
   /* One step each (the same bits up to the storage) moves the running statistics off
    * their start, so that the evaluation's bns normalize. */
-  g_autofree float *g16 = replica_step(r16, initial, n, 16);
-  g_autofree float *g32 = replica_step(r32, initial, n, 16);
+  g_autofree float *g16 = replica_step_gradients(r16, initial, 16);
+  g_autofree float *g32 = replica_step_gradients(r32, initial, 16);
   g_autofree float *state = g_new(float, net->state_count);
   tdm_backend_download(b32, state, r32->state, net->state_count * sizeof(float));
   tdm_backend_upload(b16, r16->state, state, net->state_count * sizeof(float));

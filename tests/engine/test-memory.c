@@ -3,6 +3,7 @@
  * replica's and an optimizer's bytes on the CPU backend's counter, exactly; the
  * largest batch that fits against the estimate; the column workspace by its basis; the
  * refusal's message. Whole runs against the counters and the RSS: test-memory-runs.c. */
+#include "replica-step.h"
 #include "resnet18-cifar.h"
 #include "synthetic-idx.h"
 #include "tdm-backend.h"
@@ -1128,22 +1129,6 @@ test_plan_breakdown(void)
   }
 }
 
-/* One training step of replica r from params over samples 0…count−1: its gradients. */
-static float *
-gradients_of_step(TdmReplica *r, const float *params, int count)
-{
-  size_t n = r->net->parameter_count;
-  g_autofree int32_t *indices = g_new(int32_t, count);
-  for (int i = 0; i < count; i++)
-    indices[i] = i;
-  tdm_backend_upload(r->backend, r->params, params, n * sizeof(float));
-  tdm_replica_train_step(r, indices, count, 1.0f / count);
-  float *grads = g_new(float, n);
-  tdm_backend_download(r->backend, grads, r->grads, n * sizeof(float));
-  g_assert_true(tdm_backend_check(r->backend, NULL));
-  return grads;
-}
-
 /* The activation arena: the inference pass's buffers lie over the training's
  * activations. An evaluation between two steps changes neither the next step (its
  * gradients the bits of a step after a step) nor an evaluation's logits (the bits of an
@@ -1186,13 +1171,13 @@ test_arena_evaluation_between_steps(void)
         tdm_backend_upload(b, r->params, params, n * sizeof(float));
         tdm_backend_download(b, state, r->state, ns * sizeof(float));
         tdm_replica_predict(r, 0, chunk, first_logits);
-        g_autofree float *first = gradients_of_step(r, params, cap);
-        g_autofree float *second = gradients_of_step(r, params, cap);
+        g_autofree float *first = replica_step_gradients(r, params, cap);
+        g_autofree float *second = replica_step_gradients(r, params, cap);
         /* The steps moved the running statistics, which an evaluation reads: back to
          * where the first evaluation found them. */
         tdm_backend_upload(b, r->state, state, ns * sizeof(float));
         tdm_replica_predict(r, 0, chunk, again_logits);
-        g_autofree float *after = gradients_of_step(r, params, cap);
+        g_autofree float *after = replica_step_gradients(r, params, cap);
         g_assert_cmpmem(first_logits, out * sizeof(float), again_logits, out * sizeof(float));
         g_assert_cmpmem(first, n * sizeof(float), second, n * sizeof(float));
         g_assert_cmpmem(second, n * sizeof(float), after, n * sizeof(float));

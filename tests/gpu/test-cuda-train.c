@@ -5,6 +5,7 @@
  * test-time flips and shifts score what they do on the CPU, the inference pass and
  * its allocation follow the CPU's and the memory plan, and the networks reach
  * their accuracy. Skips with a message where no CUDA GPU is present. */
+#include "replica-step.h"
 #include "tdm-backend.h"
 #include "tdm-choice.h"
 #include "tdm-dataset.h"
@@ -1003,22 +1004,6 @@ test_inference_matches_cpu(void)
   tdm_backend_free(cpu);
 }
 
-/* One training step of replica r from params over samples 0…count−1: its gradients. */
-static float *
-step_gradients(TdmReplica *r, const float *params, int count)
-{
-  size_t n = r->net->parameter_count;
-  g_autofree int32_t *indices = g_new(int32_t, count);
-  for (int i = 0; i < count; i++)
-    indices[i] = i;
-  tdm_backend_upload(r->backend, r->params, params, n * sizeof(float));
-  tdm_replica_train_step(r, indices, count, 1.0f / count);
-  float *grads = g_new(float, n);
-  tdm_backend_download(r->backend, grads, r->grads, n * sizeof(float));
-  g_assert_true(tdm_backend_check(r->backend, NULL));
-  return grads;
-}
-
 /* The activation arena on a GPU: the inference pass's buffers lie over the training's
  * activations (test-memory's arena-evaluation-between-steps on the CPU). After a step
  * and an evaluation that let the convolution engine choose, an evaluation between two
@@ -1059,13 +1044,13 @@ test_arena_evaluation_between_steps(void)
         tdm_backend_upload(b, r->params, params, n * sizeof(float));
         tdm_backend_download(b, state, r->state, ns * sizeof(float));
         tdm_replica_predict(r, 0, chunk, warm_logits);
-        g_autofree float *warm = step_gradients(r, params, cap);
+        g_autofree float *warm = replica_step_gradients(r, params, cap);
         tdm_backend_upload(b, r->state, state, ns * sizeof(float));
         tdm_replica_predict(r, 0, chunk, before);
-        g_autofree float *first = step_gradients(r, params, cap);
+        g_autofree float *first = replica_step_gradients(r, params, cap);
         tdm_backend_upload(b, r->state, state, ns * sizeof(float));
         tdm_replica_predict(r, 0, chunk, after);
-        g_autofree float *second = step_gradients(r, params, cap);
+        g_autofree float *second = replica_step_gradients(r, params, cap);
         gboolean logits_same = memcmp(before, after, out * sizeof(float)) == 0;
         gboolean grads_same = memcmp(first, second, n * sizeof(float)) == 0;
         g_test_message("%.40s..., %s, shard %d, chunk %d: logits %s, gradients %s",

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* replica-step.h — the gradients of one training step of a replica from given
+ * parameters over samples 0…count−1, read back to the host. The tests that compare a
+ * step under one storage, device or order with another's (test-memory, test-bf16,
+ * test-cuda-train) share it. Header-only, so every test program can. */
+#pragma once
+
+#include <glib.h>
+
+#include "tdm-backend.h"
+#include "tdm-replica.h"
+
+static inline float *
+replica_step_gradients(TdmReplica *r, const float *params, int count)
+{
+  size_t n = r->net->parameter_count;
+  g_autofree int32_t *indices = g_new(int32_t, count);
+  for (int i = 0; i < count; i++)
+    indices[i] = i;
+  tdm_backend_upload(r->backend, r->params, params, n * sizeof(float));
+  tdm_replica_train_step(r, indices, count, 1.0f / count);
+  float *grads = g_new(float, n);
+  tdm_backend_download(r->backend, grads, r->grads, n * sizeof(float));
+  g_assert_true(tdm_backend_check(r->backend, NULL));
+  return grads;
+}
