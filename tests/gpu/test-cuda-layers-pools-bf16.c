@@ -162,6 +162,25 @@ backward_case(int n, int h, int w, int c, int k, TdmDtype dy_type, TdmDtype dx_t
     release(bufs[i]);
 }
 
+/* The GPU's bf16 output got (count values) against the CPU's float32 ref: within
+ * half a bf16 unit (the one rounding of the output) and the tolerance. */
+static void
+against_cpu(const char *what, const uint16_t *got, const float *ref, size_t count)
+{
+  g_autofree uint16_t *out = g_new(uint16_t, count);
+  g_autofree float *widened = g_new(float, count);
+  tdm_backend_download(gpu, out, got, count * 2);
+  assert_ok(gpu);
+  for (size_t i = 0; i < count; i++)
+    widened[i] = bf16_value(out[i]);
+  double err = rel_error(widened, ref, count);
+  g_test_message("%s against the CPU's float32: relative error %.3g", what, err);
+  if (!(err <= HALF_U16 + TOL)) {
+    g_test_message("FAILED %s against the CPU", what);
+    g_test_fail();
+  }
+}
+
 /* bn_forward_eval_bf16: x of x_type, rows × c. */
 static void
 eval_case(int rows, int c, TdmDtype x_type, bool relu)
@@ -194,18 +213,7 @@ eval_case(int rows, int c, TdmDtype x_type, bool relu)
   tdm_backend_bn_forward_eval(cpu, ref, x, TDM_DTYPE_F32, p, p + c, p + 2 * c, p + 3 * c, 1e-5f,
                               rows, c, relu);
   assert_ok(cpu);
-  g_autofree uint16_t *out = g_new(uint16_t, count);
-  g_autofree float *widened = g_new(float, count);
-  tdm_backend_download(gpu, out, got, count * 2);
-  assert_ok(gpu);
-  for (size_t i = 0; i < count; i++)
-    widened[i] = bf16_value(out[i]);
-  double err = rel_error(widened, ref, count);
-  g_test_message("%s against the CPU's float32: relative error %.3g", what, err);
-  if (!(err <= HALF_U16 + TOL)) {
-    g_test_message("FAILED %s against the CPU", what);
-    g_test_fail();
-  }
+  against_cpu(what, got, ref, count);
   void *bufs[] = {dx, dxf, dp, want, got, want16};
   for (guint i = 0; i < G_N_ELEMENTS(bufs); i++)
     release(bufs[i]);
@@ -250,18 +258,7 @@ relu_add_case(int rows, int c, TdmDtype x_type, TdmDtype a_type)
                          true);
   tdm_backend_add_out(cpu, ref, ref, a, count, false);
   assert_ok(cpu);
-  g_autofree uint16_t *out = g_new(uint16_t, count);
-  g_autofree float *widened = g_new(float, count);
-  tdm_backend_download(gpu, out, got, count * 2);
-  assert_ok(gpu);
-  for (size_t i = 0; i < count; i++)
-    widened[i] = bf16_value(out[i]);
-  double err = rel_error(widened, ref, count);
-  g_test_message("%s against the CPU's float32: relative error %.3g", what, err);
-  if (!(err <= HALF_U16 + TOL)) {
-    g_test_message("FAILED %s against the CPU", what);
-    g_test_fail();
-  }
+  against_cpu(what, got, ref, count);
   void *bufs[] = {dx, da, dxf, daf, dp, want, got, want16};
   for (guint i = 0; i < G_N_ELEMENTS(bufs); i++)
     release(bufs[i]);
