@@ -191,7 +191,7 @@ tdm_history_read_experiment_settings(TdmRunRecord *r, JsonObject *o, gboolean ol
   x->mode = TDM_SCALING_STRONG;
   x->count = r->replicas;
   if (!old_sweep) {
-    const char *kind = o != NULL ? json_object_get_string_member_with_default(o, "kind", "")
+    const char *kind = o != NULL ? tdm_history_get_string(o, "kind", "")
                                  : "";
     if (!tdm_experiment_kind_from_name(kind, &x->kind)) {
       g_autofree char *shown = tdm_printable(kind);
@@ -212,7 +212,7 @@ tdm_history_read_experiment_settings(TdmRunRecord *r, JsonObject *o, gboolean ol
   }
   if (x->kind != TDM_EXPERIMENT_SCALING)
     return TRUE;
-  const char *mode = json_object_get_string_member_with_default(o, "mode", "strong");
+  const char *mode = tdm_history_get_string(o, "mode", "strong");
   if (!tdm_scaling_mode_from_name(mode, &x->mode))
     x->mode = TDM_SCALING_STRONG;
   JsonNode *counts = json_object_get_member(o, "device_counts");
@@ -295,14 +295,14 @@ tdm_history_read_experiment_line(TdmRunRecord *r, const char *type, JsonObject *
     return TRUE;
   }
   if (g_str_equal(type, "run")) {
-    const char *id = json_object_get_string_member_with_default(o, "id", NULL);
+    const char *id = tdm_history_get_string(o, "id", NULL);
     /* Only a name a run file could have: it is looked up as one. */
     if (id != NULL && x->runs->len < MAX_RUNS && tdm_history_valid_id(id, NULL))
       g_ptr_array_add(x->runs, g_strdup(id));
     return TRUE;
   }
   if (g_str_equal(type, "finished")) {
-    const char *result = json_object_get_string_member_with_default(o, "result", NULL);
+    const char *result = tdm_history_get_string(o, "result", NULL);
     g_free(x->result);
     x->result = g_strdup(result);
     x->lr_suggestion = tdm_history_get_double(o, "suggested_lr");

@@ -77,7 +77,7 @@ split_lines(const char *text, gsize length)
                                               NULL);
     if (root != NULL && JSON_NODE_HOLDS_OBJECT(root)) {
       JsonObject *o = json_node_get_object(root);
-      const char *type = json_object_get_string_member_with_default(o, "type", "");
+      const char *type = tdm_history_get_string(o, "type", "");
       double elapsed = tdm_history_get_double(o, "elapsed");
       if (g_str_equal(type, "step") && isfinite(elapsed))
         time = elapsed;

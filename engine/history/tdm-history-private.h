@@ -63,6 +63,9 @@ gboolean tdm_history_append_line (int fd, const char *path, JsonBuilder *builder
 /* A member as a number: NaN (double) or 0 (int) when missing or null. */
 double tdm_history_get_double (JsonObject *object, const char *name);
 gint64 tdm_history_get_int (JsonObject *object, const char *name);
+/* The member's text, or fallback where it is missing or not a string (null, a number,
+ * an object: a damaged or hostile file). */
+const char *tdm_history_get_string (JsonObject *object, const char *name, const char *fallback);
 /* ",value" in C notation, or a lone "," when not finite. */
 void tdm_history_csv_value (GString *text, double value);
 

@@ -74,6 +74,15 @@ tdm_history_get_double(JsonObject *o, const char *name)
   return json_node_get_double(n);
 }
 
+const char *
+tdm_history_get_string(JsonObject *o, const char *name, const char *fallback)
+{
+  JsonNode *n = json_object_get_member(o, name);
+  if (n == NULL || !JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_STRING)
+    return fallback;
+  return json_node_get_string(n);
+}
+
 gint64
 tdm_history_get_int(JsonObject *o, const char *name)
 {
@@ -86,7 +95,7 @@ tdm_history_get_int(JsonObject *o, const char *name)
 static gboolean
 read_settings(TdmRunRecord *r, JsonObject *o, const char *path, GError **error)
 {
-  const char *name = json_object_get_string_member_with_default(o, "name", NULL);
+  const char *name = tdm_history_get_string(o, "name", NULL);
   JsonNode *config = json_object_get_member(o, "config");
   if (config == NULL || !JSON_NODE_HOLDS_OBJECT(config)) {
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
@@ -105,7 +114,7 @@ read_settings(TdmRunRecord *r, JsonObject *o, const char *path, GError **error)
   r->name = g_strdup(name != NULL ? name : r->id);
   r->created = tdm_history_get_int(o, "created");
   r->replicas = tdm_config_replica_count(r->config);
-  const char *kind = json_object_get_string_member_with_default(o, "kind", "training");
+  const char *kind = tdm_history_get_string(o, "kind", "training");
   gboolean old_sweep = g_str_equal(kind, "scaling");
   if (old_sweep || g_str_equal(kind, "experiment")) {
     JsonNode *own = json_object_get_member(o, old_sweep ? "scaling" : "experiment");
@@ -244,7 +253,7 @@ read_record(Reader *reader, TdmRunRecord *r, const char *type, JsonObject *o)
         json_object_get_boolean_member_with_default(o, "early_stopped", FALSE);
     r->final.epochs_done = (int)CLAMP(tdm_history_get_int(o, "epochs_done"), 0, G_MAXINT);
     r->final.best_epoch = (int)CLAMP(tdm_history_get_int(o, "best_epoch"), 0, G_MAXINT);
-    const char *monitor = json_object_get_string_member_with_default(o, "monitor", NULL);
+    const char *monitor = tdm_history_get_string(o, "monitor", NULL);
     TdmMonitor m = TDM_MONITOR_VAL_ACCURACY;
     if (monitor != NULL)
       tdm_monitor_from_name(monitor, &m);
@@ -260,9 +269,9 @@ read_record(Reader *reader, TdmRunRecord *r, const char *type, JsonObject *o)
   } else if (g_str_equal(type, "failed")) {
     r->failed = TRUE;
     g_free(r->error);
-    r->error = g_strdup(json_object_get_string_member_with_default(o, "message", ""));
+    r->error = g_strdup(tdm_history_get_string(o, "message", ""));
   } else if (g_str_equal(type, "name")) {
-    const char *name = json_object_get_string_member_with_default(o, "name", NULL);
+    const char *name = tdm_history_get_string(o, "name", NULL);
     if (name != NULL) {
       g_free(r->name);
       r->name = g_strdup(name);
@@ -325,7 +334,7 @@ tdm_history_load_file(const char *path, const char *id, GError **error)
     }
     if (o == NULL)
       continue;
-    const char *type = json_object_get_string_member_with_default(o, "type", "");
+    const char *type = tdm_history_get_string(o, "type", "");
     if (r->config == NULL) {
       if (!g_str_equal(type, "settings")) {
         g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_HISTORY,
@@ -388,7 +397,7 @@ tdm_history_file_settings(const char *path, TdmConfig **config, GError **error)
                                             NULL);
   JsonObject *o = root != NULL && JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root)
                                                                : NULL;
-  if (o == NULL || !g_str_equal(json_object_get_string_member_with_default(o, "type", ""),
+  if (o == NULL || !g_str_equal(tdm_history_get_string(o, "type", ""),
                                 "settings"))
     return TRUE;
   g_autofree char *base = g_path_get_basename(path);
