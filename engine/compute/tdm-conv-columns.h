@@ -2,7 +2,7 @@
 /* tdm-conv-columns.h — a convolution's column way (im2col and a GEMM) in chunks of the
  * batch, and the bytes of workspace it takes: the one rule that the convolution
  * engine's "im2col" candidate (tdm-backend-cuda-conv-candidates.c), the replica's own
- * composition (tdm-replica-conv.c) and the memory plan (tdm-replica.c) share, so the
+ * composition (tdm-replica-conv.c) and the memory plan (tdm-replica-plan.c) share, so the
  * plan counts what the candidates allocate.
  *
  * A GPU builds a convolution's columns a few samples at a time, each chunk's columns no

@@ -573,8 +573,9 @@ block_end_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype
  * kept as bf16, summed in float32 and rounded once into the skip buffer (then *dy), for
  * the layer before the block: in place over the block's bf16 output gradient, or for a
  * projection, its compact share added into dy in float32, then rounded. The float32 dy
- * may fill the whole gradient region (tdm-replica.c's gradient_bytes()): the skip buffer
- * holds the sum, and the region is free for the layer before. */
+ * may fill the whole gradient region (tdm-replica-plan.c's
+ * tdm_replica_gradient_bytes_of()): the skip buffer holds the sum, and the region is
+ * free for the layer before. */
 static void
 block_begin_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype *dy_type)
 {
@@ -653,7 +654,8 @@ tdm_replica_backward(TdmReplica *r, int n)
               (!tdm_layer_pool_tiles(l) || pool_bf16(net, i, r->stores_bf16))));
     /* dy outside the gradient region (a block's skip buffer, or as bf16 in the conv's
      * workspace): the region is free, and what this layer writes goes at its start,
-     * where the plan gives it the whole region (tdm-replica.c's gradient_bytes()). */
+     * where the plan gives it the whole region (tdm-replica-plan.c's
+     * tdm_replica_gradient_bytes_of()). */
     if (dy16_ready || !in_gradient_region(r, dy))
       dx = r->grad_a;
     /* The plan's promise: the input gradient fits where it goes (a half, or the whole

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-replica-private.h — what tdm-replica.c (buffers, evaluation),
- * tdm-replica-train.c (the training step), tdm-replica-pass.c (the forward and
- * backward walks over the layers) and tdm-replica-conv.c (a conv layer's forward and
- * backward) share: the buffer layout rules and the passes. Not for anything else. */
+ * tdm-replica-plan.c (their sizes, the memory plan), tdm-replica-train.c (the training
+ * step), tdm-replica-pass.c (the forward and backward walks over the layers) and
+ * tdm-replica-conv.c (a conv layer's forward and backward) share: the buffer layout
+ * rules, the plan's sizing and the passes. Not for anything else. */
 #pragma once
 
 #include "tdm-replica.h"
@@ -402,7 +403,7 @@ skip_grad_of(const TdmNetwork *net, int end, gboolean stores16, size_t *count,
 }
 
 /* Bytes per element of the gradient layer i > 0 writes for its input in backward, as
- * written (0 where a bn writes it into its conv's workspace): tdm-replica.c's plan of
+ * written (0 where a bn writes it into its conv's workspace): tdm-replica-plan.c's plan of
  * the gradient region, and the backward walk's check that each write has its room. */
 size_t tdm_replica_input_grad_size (const TdmNetwork *net, int i, gboolean stores16,
                                     gboolean bn16);
@@ -563,6 +564,40 @@ arena_piece(size_t bytes)
 {
   return (bytes + TDM_ARENA_ALIGN - 1) / TDM_ARENA_ALIGN * TDM_ARENA_ALIGN;
 }
+
+/* Bytes of layer i's pieces of the activation arena for cap samples (buf: its buffers):
+ * its output, its projection's conv output, its argmax. */
+static inline size_t
+training_pieces(const TdmLayerBuffers *buf, size_t cap)
+{
+  size_t bytes = 0;
+  if (buf->output > 0)
+    bytes += arena_piece(cap * buf->output * tdm_dtype_size(buf->output_type));
+  if (buf->projection > 0)
+    bytes += arena_piece(cap * buf->projection * tdm_dtype_size(buf->projection_type));
+  if (buf->argmax > 0)
+    bytes += arena_piece(cap * buf->argmax * sizeof(int32_t));
+  return bytes;
+}
+
+/* tdm-replica-plan.c's sizing with the storage decided (stores16: a replica that stores
+ * bf16, tdm_replica_stores_bf16(); bn16: tdm_replica_bn16()), which the replica
+ * allocates by. Layer i's buffers (tdm_replica_layer_buffers()'s). */
+TdmLayerBuffers tdm_replica_buffers_of (const TdmNetwork *net, int i, TdmBackendKind kind,
+                                        TdmPrecision precision, gboolean stores16);
+/* The half of the gradient region, grad_a and grad_b (tdm_replica_gradient_bytes()'s). */
+size_t tdm_replica_gradient_bytes_of (const TdmNetwork *net, gboolean stores16,
+                                      gboolean bn16);
+/* The column workspace's upper bound for `capacity` samples a step and `eval_capacity`
+ * a chunk. */
+size_t tdm_replica_column_workspace (const TdmNetwork *net, TdmBackendKind kind,
+                                     TdmPrecision precision, gboolean stores16,
+                                     size_t capacity, size_t eval_capacity);
+/* The skip-gradient buffers: widths[level − 1] (NULL: not wanted) and their sum *skips,
+ * bytes per sample. */
+void tdm_replica_shared_block_buffers (const TdmNetwork *net, TdmBackendKind kind,
+                                       TdmPrecision precision, gboolean stores16,
+                                       size_t *widths, size_t *skips);
 
 /* Bytes of the inference pass's pieces of the arena for eval_capacity samples (stores16:
  * a replica that stores bf16): the rotating buffers, the pools' argmax, the test-time

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-replica.c — one replica's buffers, its memory plan and workspace, and its
- * evaluation and prediction, all as backend operations so the same code runs on the
- * CPU and on a GPU. The training step is tdm-replica-train.c's, the walks over the
- * layers tdm-replica-pass.c's. No communication here; no optimizer. */
+/* tdm-replica.c — one replica's buffers, as its memory plan (tdm-replica-plan.c) sizes
+ * them, and its workspace, and its evaluation and prediction, all as backend operations
+ * so the same code runs on the CPU and on a GPU. The training step is
+ * tdm-replica-train.c's, the walks over the layers tdm-replica-pass.c's. No
+ * communication here; no optimizer. */
 #include "tdm-replica-private.h"
 #include "tdm-error.h"
 #include "tdm-conv-columns.h"
@@ -16,517 +17,10 @@
       goto fail;                                                                        \
   } while (0)
 
-/* Layer i's buffers with the storage decided (stores16: tdm_replica_stores_bf16()). */
-static TdmLayerBuffers
-buffers_of(const TdmNetwork *net, int i, TdmBackendKind kind, TdmPrecision precision,
-           gboolean stores16)
-{
-  const TdmLayer *l = &net->layers[i];
-  size_t out = layer_out_floats(l);
-  TdmLayerBuffers buf = {0};
-  if (owns_output(net, i) && !bn_output_to_block_end(net, i) &&
-      !bn_output_to_conv(net, i, stores16) && !bn_output_to_pool(net, i, stores16) &&
-      !bn_relu_output_to_block_end(net, i, stores16)) {
-    buf.output = out;
-    buf.output_type = output_bf16(net, i, stores16) ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
-  }
-  if (has_argmax(l))
-    buf.argmax = out;
-  /* A whole convolution computes in float32: a bf16 run composes every one from
-   * bf16 columns (tdm-replica-pass.c). */
-  if (l->kind == TDM_LAYER_CONV && !(i == 0 && conv_pool_first(net)) &&
-      precision != TDM_PRECISION_BF16)
-    buf.conv_work = tdm_backend_conv_work_floats(kind, l->in_h, l->in_w, l->in_c, l->out_c,
-                                                 l->kernel, l->pad, l->stride);
-  if (!(i == 0 && conv_pool_first(net)) && buf.conv_work == 0)
-    buf.columns = col_floats_per_sample(net, l);
-  /* saved mean and invstd, the backward's sums, one slot of statistics. */
-  if (bn_channels(l) > 0)
-    buf.bn_work = 4 * (size_t)bn_channels(l) + TDM_BN_SLOT_FLOATS(bn_channels(l));
-  if (l->kind == TDM_LAYER_RES_END) {
-    skip_grad_of(net, i, stores16, &buf.skip, &buf.skip_type);
-    if (l->projection) {
-      buf.projection = out;
-      buf.projection_type = stores16 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
-    }
-  }
-  return buf;
-}
-
-TdmLayerBuffers
-tdm_replica_layer_buffers(const TdmNetwork *net, int i, TdmBackendKind kind,
-                          TdmPrecision precision)
-{
-  return buffers_of(net, i, kind, precision, tdm_replica_stores_bf16(kind, precision));
-}
-
-/* Bytes per sample of each element of the gradient layer i > 0 writes for its input in
- * backward, as written: bf16 where its reader takes it (a conv's for the bn before it
- * where its composed way writes bf16, conv_dx_as_bf16(); a block's start where the
- * block's gradients are kept so, block_grad_bf16(); a max pool's for the bn before it,
- * pool_dx_bf16()), none where a bn writes it into its conv's workspace
- * (bn_dx_to_conv()), float32 otherwise. A block's end writes its ReLU's gradient in
- * the type the block keeps. */
-size_t
-tdm_replica_input_grad_size(const TdmNetwork *net, int i, gboolean stores16, gboolean bn16)
-{
-  const TdmLayer *l = &net->layers[i];
-  switch (l->kind) {
-  case TDM_LAYER_BN:
-    return bn_dx_to_conv(net, i, bn16) ? 0 : sizeof(float);
-  case TDM_LAYER_POOL:
-    return pool_dx_bf16(net, i, stores16) ? sizeof(uint16_t) : sizeof(float);
-  case TDM_LAYER_CONV:
-    return stores16 && net->layers[i - 1].kind == TDM_LAYER_BN && conv_bf16_columns(net, l)
-               ? sizeof(uint16_t)
-               : sizeof(float);
-  case TDM_LAYER_RES_BEGIN:
-    return block_grad_bf16(net, l->partner, stores16) ? sizeof(uint16_t) : sizeof(float);
-  case TDM_LAYER_RES_END:
-    return block_grad_bf16(net, i, stores16) ? sizeof(uint16_t) : sizeof(float);
-  default:
-    return sizeof(float);
-  }
-}
-
-/* What the gradient region must hold per sample: `narrow` bytes at either half's start
- * (grad_a or grad_b, while the other half may hold something live), `wide` bytes from
- * the region's start (grad_a) while nothing else lives in it. */
-typedef struct {
-  size_t narrow, wide;
-} RegionNeed;
-
-static void
-need_narrow(RegionNeed *need, size_t bytes)
-{
-  need->narrow = MAX(need->narrow, bytes);
-}
-
-static void
-need_wide(RegionNeed *need, size_t bytes)
-{
-  need->wide = MAX(need->wide, bytes);
-}
-
-/* Whether layer i's input is stored as bf16 in training (act_type()'s rule, without a
- * replica: a block's start and a flatten rename the tensor before them). */
-static gboolean
-input_bf16(const TdmNetwork *net, int i, gboolean stores16)
-{
-  while (i >= 1 && (net->layers[i - 1].kind == TDM_LAYER_RES_BEGIN ||
-                    net->layers[i - 1].kind == TDM_LAYER_FLATTEN))
-    i--;
-  return i >= 1 && output_bf16(net, i - 1, stores16);
-}
-
-/* Floats per sample a conv's float32 columns path keeps of its bf16 input x, widened,
- * in a gradient buffer (tdm-replica-conv.c's widened_columns()): its float32 columns where they
- * are fewer than its input (a strided 1×1 conv, a projection), else the input. */
-static size_t
-widened_input_floats(size_t in, size_t columns)
-{
-  return columns > 0 && columns < in ? columns : in;
-}
-
-/* The forward's use of the gradient region by layer i, float32 all (the forward leaves
- * the region free but for these; tdm-replica-pass.c and tdm-replica-conv.c place them):
- * a frozen bn's output for the layer after it that has no buffer for it (below); a
- * conv without bf16 columns: the float32 product rounded into its bf16 output, at grad_a
- * where its input is float32, else at grad_b beside its input widened at grad_a; the
- * global pools' input widened, at grad_a; a block's end's frozen
- * last bn at grad_a, beside a projection's bn output at grad_b (and that projection's
- * conv as a conv's). */
-static void
-forward_region(const TdmNetwork *net, int i, gboolean stores16, RegionNeed *need)
-{
-  const TdmLayer *l = &net->layers[i];
-  size_t in = (size_t)l->in_h * l->in_w * l->in_c, out = layer_out_floats(l);
-  switch (l->kind) {
-  case TDM_LAYER_CONV:
-    if (!stores16 || conv_bf16_columns(net, l))
-      break;
-    if (input_bf16(net, i, stores16))
-      need_narrow(need, MAX(widened_input_floats(in, col_floats_per_sample(net, l)), out) *
-                            sizeof(float));
-    else if (conv_output_bf16(net, i, stores16))
-      need_wide(need, out * sizeof(float));
-    break;
-  case TDM_LAYER_BN:
-    /* A frozen bn writes a bf16 output straight (bn_forward_eval_bf16); its output for
-     * the conv after it (bn_output_to_conv()) at grad_a, float32; for the block's end
-     * that adds it (bn_relu_output_to_block_end()) at grad_a, float32, beside a
-     * projection's bn output; for its bf16 pool (bn_output_to_pool()) at grad_a, bf16. */
-    if (bn_output_to_conv(net, i, stores16))
-      need_wide(need, out * sizeof(float));
-    if (bn_relu_output_to_block_end(net, i, stores16))
-      need_narrow(need, out * sizeof(float));
-    if (bn_output_to_pool(net, i, stores16))
-      need_narrow(need, out * sizeof(uint16_t));
-    break;
-  case TDM_LAYER_GLOBAL_AVG:
-    if (input_bf16(net, i, stores16))
-      need_wide(need, in * sizeof(float));
-    break;
-  case TDM_LAYER_GLOBAL_MAX:
-    if (input_bf16(net, i, stores16))
-      need_wide(need, in * sizeof(float));
-    break;
-  case TDM_LAYER_RES_END:
-    if (!l->projection) {
-      need_wide(need, out * sizeof(float));
-    } else {
-      size_t x = block_in_floats(net, l), spare = 0;
-      if (input_bf16(net, l->partner + 1, stores16))
-        spare = widened_input_floats(x, col_floats_per_sample(net, l));
-      need_narrow(need, MAX(out, spare) * sizeof(float));
-    }
-    break;
-  default:
-    break;
-  }
-}
-
-/* The backward's use of the gradient region by layer i, whose output gradient dy lives
- * outside the region (dy_out: in the skip buffer or the workspace; the pass then puts
- * what layer i writes at grad_a, tdm_replica_backward()) or in it: its input gradient
- * as written (input_grad_size()), and the float32 scratch it keeps with it in the same
- * half (a frozen bn's output for the first trained conv, a bf16 input widened); a
- * block's end with a projection whose gradients are kept bf16 writes its ReLU's gradient
- * in one half and its projection's input gradient, compact, in the other. Returns
- * whether layer i's input gradient lives outside the region. */
-static gboolean
-backward_region(const TdmNetwork *net, int i, gboolean stores16, gboolean bn16,
-                gboolean dy_out, RegionNeed *need)
-{
-  const TdmLayer *l = &net->layers[i];
-  size_t in = (size_t)l->in_h * l->in_w * l->in_c;
-  size_t bytes = in * tdm_replica_input_grad_size(net, i, stores16, bn16);
-  switch (l->kind) {
-  case TDM_LAYER_FLATTEN:
-    return dy_out; /* renames dy */
-  case TDM_LAYER_RES_BEGIN:
-    /* The sum goes into the skip buffer where the block keeps bf16 gradients. */
-    return block_grad_bf16(net, l->partner, stores16);
-  case TDM_LAYER_RES_END:
-    if (!block_grad_bf16(net, i, stores16)) {
-      need_narrow(need, layer_out_floats(l) * sizeof(float));
-      return FALSE;
-    }
-    if (!l->projection)
-      return TRUE; /* the ReLU's gradient into the skip buffer */
-    {
-      const TdmLayer *begin = &net->layers[l->partner];
-      size_t compact = (size_t)l->out_h * l->out_w * begin->in_c;
-      size_t spare = 0;
-      if (input_bf16(net, l->partner + 1, stores16))
-        spare = widened_input_floats(block_in_floats(net, l), col_floats_per_sample(net, l));
-      need_narrow(need, bytes);
-      need_narrow(need, MAX(compact, spare) * sizeof(float));
-    }
-    return FALSE;
-  case TDM_LAYER_CONV:
-    if (i >= 1 && bn_output_to_conv(net, i - 1, stores16))
-      bytes = MAX(bytes, in * sizeof(float));
-    if (stores16 && !conv_bf16_columns(net, l) && input_bf16(net, i, stores16))
-      bytes = MAX(bytes, widened_input_floats(in, col_floats_per_sample(net, l)) *
-                             sizeof(float));
-    break;
-  default:
-    break;
-  }
-  if (dy_out)
-    need_wide(need, bytes);
-  else
-    need_narrow(need, bytes);
-  return l->kind == TDM_LAYER_BN && bn_dx_to_conv(net, i, bn16);
-}
-
-/* tdm_replica_gradient_bytes() with the storage decided (stores16) and bn16
- * (tdm_replica_bn16()): the half of the gradient region, grad_a and grad_b, each as
- * wide as what is written there beside something live, and the two together as wide
- * as what is written there alone; a multiple of 64 bytes, so that grad_b starts
- * aligned. */
-static size_t
-gradient_bytes(const TdmNetwork *net, gboolean stores16, gboolean bn16)
-{
-  /* Backward writes the loss's gradient (the logits') at grad_a, then each layer i > 0
-   * its input's; the pool of a fused first conv stops there and writes none, so the
-   * conv's output, often the largest activation, needs no gradient buffer. */
-  RegionNeed need = {(size_t)net->classes * sizeof(float), 0};
-  for (int i = 0; i < net->layer_count; i++)
-    forward_region(net, i, stores16, &need);
-  gboolean dy_out = FALSE;
-  for (int i = net->layer_count - 1; i >= 1 && !(i == 1 && conv_pool_first(net)); i--)
-    dy_out = backward_region(net, i, stores16, bn16, dy_out, &need);
-  size_t half = MAX(need.narrow, (need.wide + 1) / 2);
-  return (half + 63) / 64 * 64;
-}
-
-size_t
-tdm_replica_gradient_bytes(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision)
-{
-  /* Both kinds of backend have bn_backward_dx_bf16. */
-  return gradient_bytes(net, tdm_replica_stores_bf16(kind, precision),
-                        precision == TDM_PRECISION_BF16);
-}
-
-/* The widest columns and the largest whole-convolution scratch over the layers: the
- * one workspace holds any layer's (a layer uses one or the other, and nothing in it
- * outlives the layer: backward builds its columns again). */
-static void
-widest_scratch(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
-               gboolean stores16, size_t *columns, size_t *conv_work)
-{
-  *columns = 0;
-  *conv_work = 0;
-  for (int i = 0; i < net->layer_count; i++) {
-    TdmLayerBuffers buf = buffers_of(net, i, kind, precision, stores16);
-    *columns = MAX(*columns, buf.columns);
-    *conv_work = MAX(*conv_work, buf.conv_work);
-  }
-}
-
-/* Layer i's convolution at n samples, as the replica calls it: a conv's (not the first
- * conv that runs fused with its pool, nor one a backend runs whole), or a block end's
- * projection, a 1×1 conv of the block's input. FALSE for any other layer. */
-static gboolean
-conv_call_of(const TdmNetwork *net, int i, const TdmLayerBuffers *buf, int n, TdmConvShape *s)
-{
-  const TdmLayer *l = &net->layers[i];
-  if (buf->conv_work > 0)
-    return FALSE;
-  if (l->kind == TDM_LAYER_CONV && !(i == 0 && conv_pool_first(net))) {
-    *s = (TdmConvShape){n, l->in_h, l->in_w, l->in_c, l->out_c, l->kernel, l->pad, l->stride};
-    return TRUE;
-  }
-  if (l->kind == TDM_LAYER_RES_END && l->projection) {
-    const TdmLayer *begin = &net->layers[l->partner];
-    *s = (TdmConvShape){n, begin->in_h, begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride};
-    return TRUE;
-  }
-  return FALSE;
-}
-
-/* What the column way of convolution s (of a layer with columns or not) takes of the
- * workspace on a backend that builds its columns in chunks, forward or backward (with
- * the input gradient where need_dx): the convolution engine's "im2col" candidate's need
- * or the replica's own composition's, whichever is more. */
-static size_t
-chunked_call_bytes(const TdmConvShape *s, gboolean columns, TdmBackendKind kind,
-                   TdmPrecision precision, gboolean backward, gboolean need_dx)
-{
-  gboolean bf16 = precision == TDM_PRECISION_BF16;
-  size_t rows = (size_t)s->n * tdm_conv_out_h(s) * tdm_conv_out_w(s);
-  size_t k = (size_t)s->kernel * s->kernel * s->c, out_c = (size_t)s->out_c;
-  /* tdm_replica_conv_bf16() and _bf16_dx() for this replica: a bf16 one keeps params16
-   * (tdm_replica_params16_bytes()). */
-  gboolean params16 = bf16;
-  TdmConvComposition how = {
-      .columns = columns,
-      .bf16 = bf16 && columns && out_c <= k && (params16 || out_c <= rows),
-      .bf16_dx = rows * out_c + (params16 ? 0 : out_c * k) <= rows * k,
-      .params16 = params16,
-  };
-  size_t most =
-      tdm_conv_replica_bytes(s, &how, backward, need_dx, tdm_conv_columns_bound(kind));
-  if (!backward)
-    return MAX(most, tdm_conv_engine_im2col_bytes(s, TDM_CONV_FORWARD, bf16, FALSE));
-  most = MAX(most, tdm_conv_engine_im2col_bytes(s, TDM_CONV_WGRAD, bf16, FALSE));
-  if (need_dx)
-    most = MAX(most, tdm_conv_engine_im2col_bytes(s, TDM_CONV_DGRAD, bf16, FALSE));
-  return most;
-}
-
-/* The column workspace (bytes) of a replica training `capacity` samples a step and
- * evaluating `eval_capacity` a chunk: 0 where no layer has columns or a whole
- * convolution's scratch. On a backend that builds whole columns (the CPU), the widest
- * layer's at the larger capacity, or the largest whole-convolution scratch. On one that
- * builds them in chunks (a GPU, tdm-conv-columns.h), the convolution engine's budget
- * (tdm_conv_budget()) of the most any layer's column way takes, forward at the larger
- * capacity, backward (the output gradient as bf16 kept whole beside a chunk of columns)
- * at the training's: every call's least-needing candidate needs no more than its column
- * way, so no candidate the engine may choose needs more (the replica's columns_limit is
- * the engine's work_limit, and the replica's own composition is the column way).
- * Float32 outputs in a float32 run: no bf16 output is staged. */
-static size_t
-column_workspace(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
-                 gboolean stores16, size_t capacity, size_t eval_capacity)
-{
-  size_t columns, conv_work;
-  widest_scratch(net, kind, precision, stores16, &columns, &conv_work);
-  if (columns == 0 && conv_work == 0)
-    return 0;
-  size_t most = MAX(capacity, eval_capacity);
-  if (tdm_conv_columns_bound(kind) == 0)
-    return MAX(most * columns, conv_work) * sizeof(float);
-  size_t need = conv_work * sizeof(float);
-  for (int i = 0; i < net->layer_count; i++) {
-    TdmLayerBuffers buf = buffers_of(net, i, kind, precision, stores16);
-    TdmConvShape s;
-    if (most > 0 && conv_call_of(net, i, &buf, (int)most, &s))
-      need = MAX(need, chunked_call_bytes(&s, buf.columns > 0, kind, precision, FALSE, FALSE));
-    /* The network's first layer passes no gradient on. */
-    if (capacity > 0 && conv_call_of(net, i, &buf, (int)capacity, &s))
-      need = MAX(need, chunked_call_bytes(&s, buf.columns > 0, kind, precision, TRUE, i > 0));
-  }
-  return (size_t)tdm_conv_budget(need);
-}
-
-/* A block's skip gradient lives from the walk back reaching its end to reaching its
- * start, so blocks at one level of nesting take turns in one buffer (the largest of
- * that level's, in bytes as kept): widths[level − 1]; *skips their sum. Bytes per
- * sample. (A projection's bn output has no buffer of its own: the training's forward
- * writes it into the second gradient buffer, free until backward, which the block's
- * add reads; tdm-replica-pass.c's block_end_backward() finds its conv's gradient
- * room.) */
-static void
-shared_block_buffers(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
-                     gboolean stores16, size_t *widths, size_t *skips)
-{
-  int levels = tdm_replica_infer_count(net) - 2;
-  g_autofree size_t *w = g_new0(size_t, MAX(levels, 1));
-  for (int i = 0; i < net->layer_count; i++) {
-    TdmLayerBuffers buf = buffers_of(net, i, kind, precision, stores16);
-    if (buf.skip > 0) {
-      int level = net->layers[i].depth;
-      g_assert(level >= 1 && level <= levels);
-      w[level - 1] = MAX(w[level - 1], buf.skip * tdm_dtype_size(buf.skip_type));
-    }
-  }
-  *skips = 0;
-  for (int k = 0; k < levels; k++) {
-    *skips += w[k];
-    if (widths != NULL)
-      widths[k] = w[k];
-  }
-}
-
-/* Bytes of layer i's pieces of the activation arena for cap samples (buf: its buffers):
- * its output, its projection's conv output, its argmax. */
-static size_t
-training_pieces(const TdmLayerBuffers *buf, size_t cap)
-{
-  size_t bytes = 0;
-  if (buf->output > 0)
-    bytes += arena_piece(cap * buf->output * tdm_dtype_size(buf->output_type));
-  if (buf->projection > 0)
-    bytes += arena_piece(cap * buf->projection * tdm_dtype_size(buf->projection_type));
-  if (buf->argmax > 0)
-    bytes += arena_piece(cap * buf->argmax * sizeof(int32_t));
-  return bytes;
-}
-
-TdmReplicaPlan
-tdm_replica_plan(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
-                 int capacity, int eval_capacity)
-{
-  TdmReplicaPlan p = {0};
-  gboolean stores16 = tdm_replica_stores_bf16(kind, precision);
-  size_t cap = (size_t)MAX(capacity, 0), ecap = (size_t)MAX(eval_capacity, 0);
-  size_t most = MAX(cap, ecap);
-  size_t sample = (size_t)net->in_h * net->in_w * net->in_c;
-  /* Never an empty allocation: a network without parameters or state gets one float. */
-  p.parameters = MAX(1, net->parameter_count) * sizeof(float) +
-                 MAX(1, net->state_count) * sizeof(float) +
-                 tdm_replica_params16_bytes(net, kind, precision);
-  p.gradients = MAX(1, net->parameter_count) * sizeof(float);
-  p.activations = arena_piece(cap * sample * sizeof(float));
-  p.columns = column_workspace(net, kind, precision, stores16, cap, ecap);
-  p.workspace = p.columns;
-  for (int i = 0; i < net->layer_count; i++) {
-    TdmLayerBuffers buf = buffers_of(net, i, kind, precision, stores16);
-    p.activations += training_pieces(&buf, cap);
-    p.workspace += buf.bn_work * sizeof(float);
-  }
-  size_t skips = 0;
-  shared_block_buffers(net, kind, precision, stores16, NULL, &skips);
-  p.workspace += cap * skips;
-  /* The two activation-gradient buffers, the chunk's labels and indices, the metrics. */
-  p.workspace += 2 * cap * tdm_replica_gradient_bytes(net, kind, precision);
-  p.workspace += 2 * most * sizeof(int32_t) + sizeof(TdmMetrics);
-  /* The inference pass's rotating buffers, its pools' argmax, the views' logits: in
-   * the activation arena, over the training's activations, beyond them where they
-   * need more. */
-  size_t infer = tdm_replica_infer_arena_bytes(net, stores16, ecap);
-  p.inference = infer > p.activations ? infer - p.activations : 0;
-  return p;
-}
-
-int
-tdm_replica_eval_capacity(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
-                          int capacity, int wanted)
-{
-  wanted = MAX(wanted, 1);
-  TdmReplicaPlan train = tdm_replica_plan(net, kind, precision, capacity, 0);
-  size_t budget = MAX(train.activations, TDM_EVAL_BUDGET_FLOOR);
-  /* The inference buffers grow by `per` a sample; the workspace, once a chunk's
-   * columns pass what it holds for training (`base`), by `col` a sample. */
-  size_t columns, conv_work;
-  widest_scratch(net, kind, precision, tdm_replica_stores_bf16(kind, precision), &columns,
-                 &conv_work);
-  size_t per = (size_t)tdm_replica_infer_count(net) * tdm_replica_infer_floats(net) *
-                   sizeof(float) +
-               tdm_replica_infer_argmax(net) * sizeof(int32_t) + net->classes * sizeof(float);
-  if (tdm_conv_columns_bound(kind) > 0) {
-    /* Columns in chunks no longer grow with the evaluation's chunk, which then stays
-     * the training's shard (its inference buffers, beyond the training's activations
-     * they lie over, are what a larger chunk costs) unless they take no more than the
-     * floor; and it widens the column workspace (only by the forward's bounded chunk,
-     * where the training's shard is small) by no more than the floor. */
-    gboolean stores16 = tdm_replica_stores_bf16(kind, precision);
-    size_t cap = (size_t)MAX(capacity, 0);
-    size_t held = column_workspace(net, kind, precision, stores16, cap, 0);
-    size_t low = 1,
-           high = CLAMP(MIN(budget / per, MAX(cap, TDM_EVAL_BUDGET_FLOOR / per)), (size_t)1,
-                        (size_t)wanted);
-    while (low < high) {
-      size_t mid = low + (high - low + 1) / 2;
-      if (column_workspace(net, kind, precision, stores16, cap, mid) - held <=
-          TDM_EVAL_BUDGET_FLOOR)
-        low = mid;
-      else
-        high = mid - 1;
-    }
-    return (int)CLAMP(low, 1, (size_t)wanted);
-  }
-  size_t col = columns * sizeof(float);
-  size_t base = MAX((size_t)MAX(capacity, 0) * col, conv_work * sizeof(float));
-  size_t fits = budget / per;
-  if (col > 0 && fits * col > base) {
-    fits = MAX(base / col, (budget + base) / (per + col));
-    /* Columns are the widest scratch by far (k² times an activation): a chunk may
-     * widen the workspace by the floor's worth, no more. */
-    fits = MIN(fits, (base + TDM_EVAL_BUDGET_FLOOR) / col);
-  }
-  return (int)CLAMP(fits, 1, (size_t)wanted);
-}
-
 gboolean
 tdm_replica_shares_datasets(TdmBackendKind kind)
 {
   return kind == TDM_BACKEND_CPU;
-}
-
-gboolean
-tdm_replica_bf16_activations(void)
-{
-  const char *v = g_getenv("TANDEM_BF16_ACTIVATIONS");
-  return v == NULL || strcmp(v, "0") != 0;
-}
-
-gboolean
-tdm_replica_stores_bf16(TdmBackendKind kind, TdmPrecision precision)
-{
-  return precision == TDM_PRECISION_BF16 && tdm_backend_kind_has_bn_bf16_input(kind) &&
-         tdm_backend_kind_has_bf16_blocks(kind) && tdm_replica_bf16_activations();
-}
-
-size_t
-tdm_replica_params16_bytes(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision)
-{
-  if (precision != TDM_PRECISION_BF16)
-    return 0;
-  return MAX(1, net->parameter_count) * sizeof(uint16_t);
 }
 
 TdmReplica *
@@ -598,7 +92,7 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   size_t arena = arena_piece((size_t)capacity * net->in_h * net->in_w * net->in_c *
                              sizeof(float));
   for (int i = 0; i < n; i++) {
-    TdmLayerBuffers buf = buffers_of(net, i, b->kind, b->precision, r->stores_bf16);
+    TdmLayerBuffers buf = tdm_replica_buffers_of(net, i, b->kind, b->precision, r->stores_bf16);
     arena += training_pieces(&buf, (size_t)capacity);
   }
   arena = MAX(arena,
@@ -610,8 +104,9 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   /* Sized by tdm_replica_layer_buffers(), as tdm_replica_plan() sums them for the
    * memory estimate: columns and whole-convolution scratch are one workspace each. */
   r->columns_bound = tdm_conv_columns_bound(b->kind);
-  r->columns_limit = column_workspace(net, b->kind, b->precision, r->stores_bf16,
-                                     (size_t)capacity, (size_t)eval_capacity);
+  r->columns_limit = tdm_replica_column_workspace(net, b->kind, b->precision,
+                                                  r->stores_bf16, (size_t)capacity,
+                                                  (size_t)eval_capacity);
   if (r->columns_limit > 0) {
     r->columns_bytes = columns_bytes > 0 ? columns_bytes : r->columns_limit;
     ALLOC(r->columns, r->columns_bytes);
@@ -621,14 +116,14 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   {
     g_autofree size_t *widths = g_new0(size_t, MAX(tdm_replica_infer_count(net) - 2, 1));
     size_t skips;
-    shared_block_buffers(net, b->kind, b->precision, r->stores_bf16, widths, &skips);
+    tdm_replica_shared_block_buffers(net, b->kind, b->precision, r->stores_bf16, widths, &skips);
     for (int k = 0; k < tdm_replica_infer_count(net) - 2; k++)
       if (widths[k] > 0)
         ALLOC(r->skip_levels[k], (size_t)capacity * widths[k]);
   }
   for (int i = 0; i < n; i++) {
     const TdmLayer *l = &net->layers[i];
-    TdmLayerBuffers buf = buffers_of(net, i, b->kind, b->precision, r->stores_bf16);
+    TdmLayerBuffers buf = tdm_replica_buffers_of(net, i, b->kind, b->precision, r->stores_bf16);
     /* In the arena in training_pieces()'s order. */
     if (buf.output > 0)
       r->acts[i + 1] =
@@ -651,9 +146,9 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   }
   g_assert(at <= arena);
   r->arena_bytes = arena;
-  size_t grad_bytes = gradient_bytes(net, r->stores_bf16, tdm_replica_bn16(b));
+  size_t grad_bytes = tdm_replica_gradient_bytes_of(net, r->stores_bf16, tdm_replica_bn16(b));
   /* One region, its halves the two gradient buffers: a write wider than a half goes
-   * at its start when nothing else lives in it (gradient_bytes()). */
+   * at its start when nothing else lives in it (tdm_replica_gradient_bytes_of()). */
   ALLOC(r->grad_a, 2 * (size_t)capacity * grad_bytes);
   r->grad_b = (float *)((char *)r->grad_a + (size_t)capacity * grad_bytes);
   r->grad_half_bytes = (size_t)capacity * grad_bytes;

@@ -205,7 +205,7 @@ typedef struct {
                         * the test-time views' logits */
   size_t columns;      /* of workspace: the column workspace alone, at its upper bound
                         * (the widest layer's columns at the larger capacity; in chunks on
-                        * a GPU: tdm-replica.c's column_workspace()) */
+                        * a GPU: tdm-replica-plan.c's tdm_replica_column_workspace()) */
 } TdmReplicaPlan;
 TdmReplicaPlan tdm_replica_plan (const TdmNetwork *net, TdmBackendKind kind,
                                  TdmPrecision precision, int capacity, int eval_capacity);

@@ -485,7 +485,7 @@ test_decided_once(void)
  * projection of stride 2. Those gradients, 28×28×16 floats, are the widest; each is
  * written while the gradient it comes from lives outside the gradient region (in the
  * skip buffer, or as bf16 in the conv's workspace), so the region's halves are half
- * their size (tdm-replica.c's gradient_bytes()). */
+ * their size (tdm-replica-plan.c's tdm_replica_gradient_bytes_of()). */
 static const char region_net[] =
     "conv16k3p1,bn,relu,2*(res(conv16k3p1,bn,relu,conv16k3p1,bn),relu),"
     "res(conv32k3s2p1,bn,relu,conv32k3p1,bn),relu,gap,fc10";

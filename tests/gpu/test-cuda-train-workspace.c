@@ -165,7 +165,7 @@ test_columns_in_chunks(void)
 }
 
 void
-test_cuda_train_workspace_add(void)
+test_cuda_train_add_workspace(void)
 {
   g_test_add_func("/cuda-train/workspace-grows", test_workspace_grows);
   g_test_add_func("/cuda-train/columns-in-chunks", test_columns_in_chunks);

@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* test-memory-bf16.c — part of test-memory: what a bf16 run stores as bf16, against
+ * the plan. The convs', blocks', pools' and bns' outputs it keeps as bf16 halve their
+ * activations; ResNet-18 and the resnet preset at their sizes; residual blocks'
+ * gradients kept as bf16 shrink the skip-gradient buffer. Each counted here from the
+ * layers (test-memory.h), and a CPU replica allocates what is planned. */
+#include "resnet18-cifar.h"
+#include "tdm-backend.h"
+#include "tdm-dataset.h"
+#include "tdm-memory.h"
+#include "tdm-network.h"
+#include "tdm-replica.h"
+#include "tdm-replica-private.h"
+#include "test-memory.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A bf16 run stores the outputs of ResNet-18's seventeen 3×3 convs as bf16, each read
+ * only by its bn, those of its three 1×1 projections, the stem bn's output and the
+ * eight blocks' outputs (read by convs with bf16 columns, the blocks' adds, the
+ * projections and the global pool): the activations drop by exactly half those
+ * outputs' bytes, on both kinds of backend; an fp32 run stores none.
+ * The first bn of each block keeps no output in bf16 (the conv after it normalizes as
+ * it reads); in every precision the bn that ends a block keeps none (the block's end
+ * computes it as it adds). The totals, counted here from the layers. And a CPU
+ * replica allocates what is planned. */
+static void
+test_bf16_activations(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new(resnet18, 32, 32, 3, 10, &error);
+  g_assert_no_error(error);
+  /* Per sample: the stem and 4 convs at 32×32×64, 4 at 16×16×128, 4 at 8×8×256, 4 at
+   * 4×4×512. */
+  const size_t outputs = 5 * 65536 + 4 * 32768 + 4 * 16384 + 4 * 8192;
+  g_assert_cmpuint(bf16_conv_outputs(net), ==, outputs);
+  /* The projections at 16×16×128, 8×8×256, 4×4×512. */
+  const size_t projections = 32768 + 16384 + 8192;
+  g_assert_cmpuint(bf16_projection_outputs(net), ==, projections);
+  g_assert_cmpuint(bf16_bn_outputs_to_conv(net), ==, 245760);
+  /* The stem's bn (65,536) and each block's end (2 blocks at each of 64, 32, 16, 8 Ki
+   * elements: 245,760). */
+  const size_t blocks = 65536 + 245760;
+  g_assert_cmpuint(bf16_block_outputs(net), ==, blocks);
+  /* Stored float32 in either precision: the input (3,072), the pool and the logits
+   * (522); in fp32 each block's first bn (245,760) and the block tensors too. */
+  const size_t floats = 3072 + 522, first_bn = 245760;
+  for (int kind = TDM_BACKEND_CPU; kind <= TDM_BACKEND_CUDA; kind++) {
+    TdmReplicaPlan p32 = tdm_replica_plan(net, kind, TDM_PRECISION_FP32, 512, 100);
+    TdmReplicaPlan p16 = tdm_replica_plan(net, kind, TDM_PRECISION_BF16, 512, 100);
+    g_assert_cmpuint(p32.activations, ==,
+                     512 * (floats + first_bn + blocks + outputs + projections) * sizeof(float));
+    g_assert_cmpuint(p16.activations, ==,
+                     512 * (floats * sizeof(float) +
+                            (outputs + projections + blocks) * sizeof(uint16_t)));
+    /* The numbers of bench/NOTES.md: 1,274,040,320 bytes before, 955,273,216 after. */
+    g_assert_cmpuint(p16.activations, ==, 955273216);
+    g_test_message("resnet18 32 px, batch 512, %s: activations %.2f GiB in fp32, %.2f GiB in "
+                   "bf16", kind == TDM_BACKEND_CPU ? "cpu" : "gpu",
+                   p32.activations / 1073741824.0, p16.activations / 1073741824.0);
+    int stored = 0, folded = 0, elided = 0;
+    for (int i = 0; i < net->layer_count; i++) {
+      TdmLayerBuffers b32 = tdm_replica_layer_buffers(net, i, kind, TDM_PRECISION_FP32);
+      TdmLayerBuffers b16 = tdm_replica_layer_buffers(net, i, kind, TDM_PRECISION_BF16);
+      g_assert_cmpint(b32.output_type, ==, TDM_DTYPE_F32);
+      if (net->layers[i].kind != TDM_LAYER_BN)
+        g_assert_cmpuint(b32.output, ==, b16.output);
+      stored += b16.output_type == TDM_DTYPE_BF16;
+      folded += net->layers[i].kind == TDM_LAYER_BN && b32.output == 0 && b16.output == 0;
+      elided += net->layers[i].kind == TDM_LAYER_BN && b32.output > 0 && b16.output == 0;
+      if (b16.projection > 0)
+        g_assert_cmpint(b16.projection_type, ==, TDM_DTYPE_BF16);
+    }
+    g_assert_cmpint(stored, ==, 17 + 9);
+    g_assert_cmpint(folded, ==, 8);
+    g_assert_cmpint(elided, ==, 8);
+  }
+  /* Allocated as planned, at a small batch. */
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 20, 10);
+  g_autoptr(TdmNetwork) small = tdm_network_new(resnet18, 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  TdmBackend *b = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
+  g_assert_no_error(error);
+  TdmReplica *r = tdm_replica_new_sized(b, small, 4, 3, data->train, data->test, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(b->bytes_in_use, ==,
+                   tdm_memory_replica(small, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 4, 3, 20, 10)
+                       .total);
+  tdm_replica_free(r);
+  tdm_backend_free(b);
+}
+
+/* A bf16 run keeps residual blocks' gradients as bf16 (tdm-replica-private.h's
+ * block_grad_bf16()): the skip-gradient buffer shrinks, counted here from the layers,
+ * and the estimate with it; a CPU replica allocates what is planned (test_replica_exact
+ * and test_bf16_activations). */
+/* The resnet preset in a bf16 run, on Fashion-MNIST's 28×28×1, both kinds of backend:
+ * every conv's, pool's and block end's output stored bf16, no bn keeps an output (the
+ * conv or the bf16 pool after it normalizes as it reads, the block's end adds its last
+ * bn as it computes it), the blocks' skip gradients bf16, and the gradient buffers as
+ * wide as the first pool's bf16 input gradient (28×28×64 × 2 bytes, which is also the
+ * stem's float32 28×28×32 scratch). The activations, counted here from the layers:
+ * the input, those bf16 outputs, the pools' argmax, the global pool's output and argmax,
+ * the logits twice (fc, scale). Before this storage (float32 for the pools, their bns
+ * and convs, and the bodies' last bns) the plan said 552,935,424 bytes at batch 512;
+ * with every activation float32 (TANDEM_BF16_ACTIVATIONS=0) 703,668,224. And a CPU
+ * replica allocates what is planned. */
+static void
+test_bf16_resnet_preset(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new("resnet", 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  size_t halves = 0, argmax = 0, convs = 0, pools = 0, ends = 0;
+  for (int kind = TDM_BACKEND_CPU; kind <= TDM_BACKEND_CUDA; kind++) {
+    halves = argmax = convs = pools = ends = 0;
+    for (int i = 0; i < net->layer_count; i++) {
+      const TdmLayer *l = &net->layers[i];
+      TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind, TDM_PRECISION_BF16);
+      size_t out = (size_t)l->out_h * l->out_w * l->out_c;
+      switch (l->kind) {
+      case TDM_LAYER_CONV:
+      case TDM_LAYER_POOL:
+      case TDM_LAYER_RES_END:
+        g_assert_cmpuint(buf.output, ==, out);
+        g_assert_cmpint(buf.output_type, ==, TDM_DTYPE_BF16);
+        halves += out;
+        convs += l->kind == TDM_LAYER_CONV;
+        pools += l->kind == TDM_LAYER_POOL;
+        if (l->kind == TDM_LAYER_RES_END) {
+          ends++;
+          g_assert_cmpint(buf.skip_type, ==, TDM_DTYPE_BF16);
+          g_assert_cmpuint(buf.skip, ==, out);
+        }
+        break;
+      case TDM_LAYER_BN:
+        g_assert_cmpuint(buf.output, ==, 0);
+        break;
+      default:
+        break;
+      }
+      argmax += buf.argmax;
+    }
+    g_assert_cmpuint(convs, ==, 8);
+    g_assert_cmpuint(pools, ==, 3);
+    g_assert_cmpuint(ends, ==, 2);
+    g_assert_cmpuint(tdm_replica_gradient_bytes(net, kind, TDM_PRECISION_BF16), ==,
+                     28 * 28 * 64 * sizeof(uint16_t));
+    /* The inference pass's widest output as stored: the second conv's, bf16 (the stem
+     * conv's float32 output, 28×28×32, is as wide), half the float32 buffers'. */
+    g_assert_cmpuint(tdm_replica_infer_bytes(net, TRUE), ==, 28 * 28 * 64 * sizeof(uint16_t));
+    g_assert_cmpuint(tdm_replica_infer_floats(net), ==, 28 * 28 * 64);
+    size_t sample = 784 * sizeof(float) + halves * sizeof(uint16_t) + argmax * sizeof(int32_t) +
+                    (256 + 10 + 10) * sizeof(float);
+    g_assert_cmpuint(sample, ==, 446864);
+    TdmReplicaPlan p = tdm_replica_plan(net, kind, TDM_PRECISION_BF16, 512, 512);
+    g_assert_cmpuint(p.activations, ==, 512 * sample);
+    g_assert_true(g_setenv("TANDEM_BF16_ACTIVATIONS", "0", TRUE));
+    TdmReplicaPlan wide = tdm_replica_plan(net, kind, TDM_PRECISION_BF16, 512, 512);
+    g_unsetenv("TANDEM_BF16_ACTIVATIONS");
+    g_assert_cmpuint(wide.activations, ==, 703668224);
+    g_test_message("resnet preset, bf16, %s: activations %zu bytes at batch 512 (every one "
+                   "float32: %zu), gradient buffers 2 × %zu bytes a sample",
+                   kind == TDM_BACKEND_CPU ? "cpu" : "cuda", p.activations, wide.activations,
+                   tdm_replica_gradient_bytes(net, kind, TDM_PRECISION_BF16));
+  }
+  /* A CPU replica allocates what the plan and the estimate say. */
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 40, 20);
+  TdmBackend *b = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
+  g_assert_no_error(error);
+  TdmReplica *r = tdm_replica_new_sized(b, net, 16, 20, data->train, data->test, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(b->bytes_in_use, ==,
+                   tdm_memory_replica(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 16, 20, 40, 20)
+                       .total);
+  tdm_replica_free(r);
+  tdm_backend_free(b);
+}
+
+static void
+test_bf16_block_gradients(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new(resnet18, 32, 32, 3, 10, &error);
+  g_assert_no_error(error);
+  /* The skip gradients: one buffer for the one level of blocks, the largest block's.
+   * Float32 (as TANDEM_BF16_ACTIVATIONS=0 keeps them): the widest block input,
+   * 32×32×64 = 65,536 floats, 262,144 bytes a sample. In bf16 every block keeps its
+   * gradients as bf16 (each ends in a bn; before block 1 the stem's bn, before the
+   * others a block's end with a bf16 output): the five blocks without a projection keep
+   * their output gradient (32×32×64 twice, 16×16×128, 8×8×256, 4×4×512) as bf16, at
+   * most 131,072 bytes; the three projections their input gradient at the pixels
+   * their stride 2 reads, float32 (16×16×64, 8×8×128, 4×4×256), after their bn's
+   * gradient in the same buffer, float32 and larger (16×16×128, 8×8×256, 4×4×512:
+   * 131,072, 65,536 and 32,768 bytes). So 131,072 bytes a sample: 67,108,864 fewer at
+   * batch 512. */
+  for (int kind = TDM_BACKEND_CPU; kind <= TDM_BACKEND_CUDA; kind++) {
+    int bf16_skips = 0, compact = 0;
+    for (int i = 0; i < net->layer_count; i++) {
+      TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind, TDM_PRECISION_BF16);
+      const TdmLayer *l = &net->layers[i];
+      if (l->kind != TDM_LAYER_RES_END)
+        continue;
+      const TdmLayer *begin = &net->layers[l->partner];
+      if (l->projection) {
+        g_assert_cmpint(buf.skip_type, ==, TDM_DTYPE_F32);
+        g_assert_cmpuint(buf.skip, ==, (size_t)(begin->in_h / 2) * (begin->in_w / 2) *
+                                           l->out_c);
+        compact++;
+      } else {
+        g_assert_cmpint(buf.skip_type, ==, TDM_DTYPE_BF16);
+        g_assert_cmpuint(buf.skip, ==, (size_t)begin->in_h * begin->in_w * begin->in_c);
+        bf16_skips++;
+      }
+    }
+    g_assert_cmpint(bf16_skips, ==, 5);
+    g_assert_cmpint(compact, ==, 3);
+    g_assert_cmpuint(skip_bytes(net, kind, TDM_PRECISION_BF16), ==, 131072);
+    g_assert_cmpuint(skip_bytes(net, kind, TDM_PRECISION_FP32), ==, 262144);
+    TdmReplicaPlan with = tdm_replica_plan(net, kind, TDM_PRECISION_BF16, 512, 100);
+    g_assert_true(g_setenv("TANDEM_BF16_ACTIVATIONS", "0", TRUE));
+    g_assert_cmpuint(skip_bytes(net, kind, TDM_PRECISION_BF16), ==, 262144);
+    TdmReplicaPlan without = tdm_replica_plan(net, kind, TDM_PRECISION_BF16, 512, 100);
+    g_unsetenv("TANDEM_BF16_ACTIVATIONS");
+    /* Kept float32, the skip buffer doubles, and so does the gradient region: the
+     * stem bn's input gradient (32×32×64 floats, 262,144 bytes) is written while the
+     * gradient it comes from is in the gradient region, so a half must hold it. */
+    g_assert_cmpuint(without.workspace - with.workspace, ==,
+                     67108864 + 2 * 512 * (size_t)(262144 - 131072));
+    /* The whole workspace, from the layers: the column workspace, the bns' small
+     * buffers, the skip buffer, the gradient region (two halves of 32×32×64 bf16
+     * values: the widest gradients, the stem bn's and the first blocks' first convs'
+     * input gradients, 32×32×64 floats, are each written while the gradient they come
+     * from is in the skip buffer or the workspace, so they take the whole region; the
+     * widest written beside something live is a projection's bn output, 16×16×128
+     * floats, beside its block's frozen last bn, also 131,072 bytes), the labels and
+     * indices, the metrics; no buffer for the projections' bn outputs (the forward
+     * writes them into the region's second half). */
+    size_t bn_work = 0;
+    for (int i = 0; i < net->layer_count; i++)
+      bn_work += tdm_replica_layer_buffers(net, i, kind, TDM_PRECISION_BF16).bn_work;
+    g_assert_cmpuint(with.workspace, ==,
+                     with.columns + bn_work * sizeof(float) + 512 * (size_t)131072 +
+                         2 * 512 * (size_t)65536 * sizeof(uint16_t) + 2 * 512 * sizeof(int32_t) +
+                         sizeof(TdmMetrics));
+  }
+  /* torchvision's ResNet-18 at 224 px, batch 128: the blocks start after the stem's
+   * 3×3 max pool of stride 2 (its backward reads bf16 too). Float32: the widest block
+   * input, 56×56×64 = 200,704 floats, 802,816 bytes a sample. In bf16 the identity
+   * blocks' largest output gradient, 56×56×64 as bf16, 401,408 bytes; the projections'
+   * bn gradients, then their compact input gradients, float32: 28×28×128, 14×14×256,
+   * 7×7×512 (401,408, 200,704 and 100,352 bytes). So 401,408 bytes a sample:
+   * 51,380,224 fewer at batch 128. And the gradient region: the widest gradient is the
+   * stem pool's input's, 112×112×64 = 802,816 values, which the pool writes as bf16 for
+   * the stem's bn (1,605,632 bytes; float32: 3,211,264, beside its output gradient in
+   * the region), the bn's own goes to its conv's workspace as bf16. The pool reads its
+   * output gradient from the first block's skip buffer, so its bf16 input gradient
+   * takes the whole region: halves of 802,816 bytes, which also hold the layer1
+   * blocks' first convs' float32 input gradients (56×56×64 floats, written while the
+   * gradient they come from is in the workspace) across the whole region, and the
+   * projections' bn outputs (28×28×128 floats, 401,408 bytes) beside something live:
+   * 2 × 128 × (3,211,264 − 802,816) = 616,562,688 bytes fewer than float32. At 32 px
+   * the stem bn's input gradient stays float32 (its conv, 27 taps for 64 outputs, has no
+   * bf16 columns), 262,144 bytes, but it takes the whole region (it reads the first
+   * block's sum from the skip buffer): halves of 131,072 bytes. */
+  g_autoptr(TdmNetwork) tv = tdm_network_new("resnet18", 224, 224, 3, 1000, &error);
+  g_assert_no_error(error);
+  for (int kind = TDM_BACKEND_CPU; kind <= TDM_BACKEND_CUDA; kind++) {
+    /* The stem conv's output as bf16: the pool after its bn does not tile. */
+    g_assert_cmpint(tv->layers[0].kind, ==, TDM_LAYER_CONV);
+    g_assert_cmpint(tv->layers[2].kind, ==, TDM_LAYER_POOL);
+    TdmLayerBuffers stem = tdm_replica_layer_buffers(tv, 0, kind, TDM_PRECISION_BF16);
+    g_assert_cmpint(stem.output_type, ==, TDM_DTYPE_BF16);
+    g_assert_cmpuint(stem.output, ==, 112 * 112 * 64);
+    /* Its bn's output too, read by the pool alone, and the pool's, the blocks' input. */
+    for (int i = 1; i <= 2; i++)
+      g_assert_cmpint(tdm_replica_layer_buffers(tv, i, kind, TDM_PRECISION_BF16).output_type,
+                      ==, TDM_DTYPE_BF16);
+    g_assert_cmpuint(tdm_replica_gradient_bytes(net, kind, TDM_PRECISION_BF16), ==, 131072);
+    g_assert_cmpuint(tdm_replica_gradient_bytes(tv, kind, TDM_PRECISION_FP32), ==, 3211264);
+    g_assert_cmpuint(skip_bytes(tv, kind, TDM_PRECISION_FP32), ==, 802816);
+    g_assert_cmpuint(skip_bytes(tv, kind, TDM_PRECISION_BF16), ==, 401408);
+    TdmReplicaPlan with = tdm_replica_plan(tv, kind, TDM_PRECISION_BF16, 128, 100);
+    g_assert_true(g_setenv("TANDEM_BF16_ACTIVATIONS", "0", TRUE));
+    TdmReplicaPlan without = tdm_replica_plan(tv, kind, TDM_PRECISION_BF16, 128, 100);
+    g_unsetenv("TANDEM_BF16_ACTIVATIONS");
+    g_assert_cmpuint(tdm_replica_gradient_bytes(tv, kind, TDM_PRECISION_BF16), ==, 802816);
+    g_assert_cmpuint(without.workspace - with.workspace, ==, 51380224 + 616562688);
+  }
+  /* The estimates of bench/NOTES.md (a GPU, the evaluation chunk as a run picks it). */
+  const struct {
+    TdmNetwork *net;
+    int batch;
+    const char *name;
+  } rows[] = {{net, 512, "CIFAR ResNet-18, 32 px, batch 512"},
+              {tv, 128, "resnet18, 224 px, batch 128"}};
+  for (guint k = 0; k < G_N_ELEMENTS(rows); k++) {
+    int eval = tdm_replica_eval_capacity(rows[k].net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16,
+                                         rows[k].batch, 1000);
+    TdmReplicaBytes rb = tdm_memory_replica(rows[k].net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16,
+                                            rows[k].batch, eval, 0, 0);
+    g_test_message("%s on a GPU, bf16: %zu bytes (workspace %zu, activations %zu, "
+                   "inference %zu at chunks of %d)", rows[k].name, (size_t)rb.total,
+                   (size_t)rb.workspace, (size_t)rb.activations, (size_t)rb.inference, eval);
+    /* bench/NOTES.md's totals: 2,071,893,652 and 4,188,168,512 bytes before this (the
+     * columns in chunks, h-ws2); the gradient region 2 × 512 × 131,072 and 2 × 128 ×
+     * 802,816 bytes fewer; the inference pass's buffers over the training's
+     * activations, which hold them: 3 × 512 × 32×32×64 floats and the views' logits
+     * (402,673,664 bytes) and 3 × 128 × 112×112×64 floats, the pool's argmax and the
+     * logits (1,336,397,824 bytes) fewer; at 224 px the stem conv's output, its bn's
+     * (112×112×64 each) and its pool's (56×56×64) as bf16: 128 × (2 × 802,816 +
+     * 200,704) × 2 bytes fewer. */
+    static const size_t totals[] = {
+        2071893652 - 2 * 512 * (size_t)131072 - 402673664,
+        4188168512 - 2 * 128 * (size_t)802816 - 1336397824 -
+            128 * (2 * 802816 + 200704) * sizeof(uint16_t)};
+    g_assert_cmpuint(rb.inference, ==, 0);
+    g_assert_cmpuint(rb.total, ==, totals[k]);
+  }
+}
+
+void
+test_memory_add_bf16(void)
+{
+  g_test_add_func("/memory/bf16-activations", test_bf16_activations);
+  g_test_add_func("/memory/bf16-block-gradients", test_bf16_block_gradients);
+  g_test_add_func("/memory/bf16-resnet-preset", test_bf16_resnet_preset);
+}

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* test-cuda-train-memory.c — part of test-cuda-train: memory on a GPU. A run that
+ * cannot fit is refused with the device named and the GPU trains again; the memory
+ * estimate is each GPU's counter to the byte, before and after the pre-warm fits the
+ * column workspace; the activation arena lets an evaluation between two steps change
+ * neither. */
+#include "replica-step.h"
+#include "tdm-dataset.h"
+#include "tdm-device.h"
+#include "tdm-events.h"
+#include "tdm-memory.h"
+#include "tdm-network.h"
+#include "tdm-replica.h"
+#include "tdm-trainer.h"
+#include "test-cuda-train.h"
+
+#include <math.h>
+#include <string.h>
+
+static void
+test_out_of_memory_is_reported(void)
+{
+  if (!have_gpu())
+    return;
+  g_autoptr(TdmConfig) cfg = tdm_config_new();
+  g_free(cfg->dataset);
+  cfg->dataset = g_strdup("synthetic");
+  g_free(cfg->network);
+  /* Activations of 2²⁶ floats a sample at batch 60000 far exceed any GPU. */
+  cfg->network = g_strdup("conv4096k3p1,fc10");
+  cfg->batch = 60000;
+  g_assert_true(tdm_config_set_devices(cfg, "cuda:0", NULL));
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, NULL, NULL);
+  g_autoptr(GError) error = NULL;
+  g_assert_false(tdm_trainer_run(trainer, NULL, &error));
+  g_test_message("%s", error->message);
+  g_assert_nonnull(strstr(error->message, "cuda:0"));
+  /* The process survives and the GPU can train again. */
+  size_t n;
+  g_autofree float *params = train("cuda:0", "fc16,fc10", TDM_STRATEGY_ALLREDUCE, 3,
+                                   TDM_PRECISION_FP32, &n);
+  g_assert_cmpuint(n, >, 0);
+}
+
+typedef struct {
+  TdmMemoryEvent first, estimate;   /* before the run; the last one */
+  gint64 tandem_bytes[TDM_MAX_REPLICAS];
+  int replicas, estimates;
+} MemorySeen;
+
+static void
+on_memory_event(const TdmEvent *e, gpointer data)
+{
+  MemorySeen *seen = data;
+  if (e->kind == TDM_EVENT_MEMORY) {
+    if (seen->estimates == 0)
+      seen->first = e->memory;
+    seen->estimate = e->memory;
+    seen->estimates++;
+  } else if (e->kind == TDM_EVENT_DEVICES) {
+    seen->replicas = e->devices.replicas;
+    for (int r = 0; r < e->devices.replicas; r++)
+      seen->tandem_bytes[r] = e->devices.device[r].tandem_bytes;
+  }
+}
+
+/* The memory estimate is what each GPU's backend counter holds during the run, to the
+ * byte: replica, optimizer (on the main GPU only with `main`), cuBLAS's workspace. The
+ * first estimate sizes the column workspace by its upper bound; after the pre-warm the
+ * replicas shrink it to what the chosen convolutions need, and a second memory event
+ * says so ("chosen"), at most the first; the same configuration run again in the process
+ * starts from that figure (remembered beside the choices), its first estimate already
+ * "chosen" and equal to the counter. */
+static void
+check_memory_estimate(const char *network, const char *devices, TdmStrategy strategy,
+                      TdmPrecision precision, gboolean again)
+{
+  g_autoptr(TdmConfig) cfg = tdm_config_new();
+  g_free(cfg->dataset);
+  cfg->dataset = g_strdup("synthetic");
+  g_free(cfg->network);
+  cfg->network = g_strdup(network);
+  g_assert_true(tdm_config_set_devices(cfg, devices, NULL));
+  cfg->batch = 256;
+  cfg->strategy = strategy;
+  cfg->precision = precision;
+  cfg->max_steps = 3;
+  MemorySeen seen = {0};
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, on_memory_event, &seen);
+  g_autoptr(GError) error = NULL;
+  g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+  g_assert_no_error(error);
+  g_assert_cmpint(seen.estimates, ==, 2);
+  g_assert_cmpint(seen.replicas, ==, seen.estimate.replicas);
+  g_assert_cmpint(seen.estimate.workspace_basis, ==, TDM_WORKSPACE_CHOSEN);
+  if (again)
+    g_assert_cmpint(seen.first.workspace_basis, ==, TDM_WORKSPACE_CHOSEN);
+  for (int r = 0; r < seen.replicas; r++) {
+    g_test_message("%s on %s, %s, %s%s, replica %d: first estimate %" G_GUINT64_FORMAT
+                   " (%s), after the pre-warm %" G_GUINT64_FORMAT " (workspace %" G_GUINT64_FORMAT
+                   "), counter %" G_GINT64_FORMAT, network, devices, tdm_strategy_name(strategy),
+                   tdm_precision_name(precision), again ? ", again" : "", r,
+                   seen.first.device[r].total,
+                   tdm_workspace_basis_name(seen.first.workspace_basis),
+                   seen.estimate.device[r].total, seen.estimate.device[r].workspace,
+                   seen.tandem_bytes[r]);
+    g_assert_cmpuint(seen.estimate.device[r].total, ==, (guint64)seen.tandem_bytes[r]);
+    g_assert_cmpuint(seen.estimate.device[r].total, <=, seen.first.device[r].total);
+    if (again)
+      g_assert_cmpuint(seen.first.device[r].total, ==, seen.estimate.device[r].total);
+  }
+}
+
+static void
+test_memory_estimate(void)
+{
+  if (!have_gpu())
+    return;
+  static const char *const devices[] = {"cuda:0", "cuda:0,cuda:0"};
+  static const char *const networks[] = {NETWORK, "cnn", "mlp"};
+  for (guint d = 0; d < G_N_ELEMENTS(devices); d++) {
+    for (guint n = 0; n < G_N_ELEMENTS(networks); n++)
+      for (int strategy = TDM_STRATEGY_MAIN; strategy <= TDM_STRATEGY_ALLREDUCE; strategy++)
+        check_memory_estimate(networks[n], devices[d], strategy, TDM_PRECISION_FP32, FALSE);
+    /* bf16 with BN and residual blocks (the convolutions' bf16 layouts), each twice. */
+    for (int again = 0; again < 2; again++) {
+      check_memory_estimate(BN_NETWORK, devices[d], TDM_STRATEGY_ALLREDUCE, TDM_PRECISION_BF16,
+                            again);
+      check_memory_estimate(BLOCKS16_NETWORK, devices[d], TDM_STRATEGY_ALLREDUCE,
+                            TDM_PRECISION_BF16, again);
+      check_memory_estimate(TV_STEM_NETWORK, devices[d], TDM_STRATEGY_ALLREDUCE,
+                            TDM_PRECISION_BF16, again);
+      check_memory_estimate(REGION_NETWORK, devices[d], TDM_STRATEGY_ALLREDUCE,
+                            TDM_PRECISION_BF16, again);
+      check_memory_estimate(NETWORK, devices[d], TDM_STRATEGY_ALLREDUCE, TDM_PRECISION_BF16,
+                            again);
+      check_memory_estimate(PLAIN_NETWORK, devices[d], TDM_STRATEGY_ALLREDUCE,
+                            TDM_PRECISION_BF16, again);
+    }
+  }
+}
+
+/* The activation arena on a GPU: the inference pass's buffers lie over the training's
+ * activations (test-memory's arena-evaluation-between-steps on the CPU). After a step
+ * and an evaluation that let the convolution engine choose, an evaluation between two
+ * steps leaves the next step's gradients the bits of a step after a step, and a step
+ * between two evaluations (the running statistics put back) leaves the logits the same
+ * bits; fp32 and bf16, an evaluation chunk larger than the shard and smaller; the
+ * device's counter equals the plan. */
+static void
+test_arena_evaluation_between_steps(void)
+{
+  if (!have_gpu())
+    return;
+  static const char *const nets[] = {BLOCKS16_NETWORK, TV_STEM_NETWORK, REGION_NETWORK};
+  static const int shapes[][2] = {{8, 40}, {16, 5}}; /* capacity, evaluation chunk */
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 64, 40);
+  for (guint k = 0; k < G_N_ELEMENTS(nets); k++)
+    for (int prec = TDM_PRECISION_FP32; prec <= TDM_PRECISION_BF16; prec += 2)
+      for (guint s = 0; s < G_N_ELEMENTS(shapes); s++) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(TdmNetwork) net = tdm_network_new(nets[k], 28, 28, 1, 10, &error);
+        g_assert_no_error(error);
+        TdmBackend *b = tdm_backend_new(TDM_DEVICE_GPU(0), prec, &error);
+        g_assert_no_error(error);
+        int cap = shapes[s][0], chunk = shapes[s][1];
+        TdmReplica *r = tdm_replica_new_sized(b, net, cap, chunk, data->train, data->test,
+                                              &error);
+        g_assert_no_error(error);
+        g_assert_cmpuint(b->bytes_in_use, ==,
+                         tdm_memory_replica(net, TDM_BACKEND_CUDA, prec, cap, chunk, 64, 40)
+                             .total);
+        size_t n = net->parameter_count, out = (size_t)chunk * net->classes;
+        size_t ns = MAX(1, net->state_count);
+        g_autofree float *params = g_new(float, n);
+        g_autofree float *state = g_new(float, ns);
+        tdm_network_init_parameters(net, 3, params);
+        g_autofree float *warm_logits = g_new(float, out);
+        g_autofree float *before = g_new(float, out), *after = g_new(float, out);
+        tdm_backend_upload(b, r->params, params, n * sizeof(float));
+        tdm_backend_download(b, state, r->state, ns * sizeof(float));
+        tdm_replica_predict(r, 0, chunk, warm_logits);
+        g_autofree float *warm = replica_step_gradients(r, params, cap);
+        tdm_backend_upload(b, r->state, state, ns * sizeof(float));
+        tdm_replica_predict(r, 0, chunk, before);
+        g_autofree float *first = replica_step_gradients(r, params, cap);
+        tdm_backend_upload(b, r->state, state, ns * sizeof(float));
+        tdm_replica_predict(r, 0, chunk, after);
+        g_autofree float *second = replica_step_gradients(r, params, cap);
+        gboolean logits_same = memcmp(before, after, out * sizeof(float)) == 0;
+        gboolean grads_same = memcmp(first, second, n * sizeof(float)) == 0;
+        g_test_message("%.40s..., %s, shard %d, chunk %d: logits %s, gradients %s",
+                       nets[k], tdm_precision_name(prec), cap, chunk,
+                       logits_same ? "same bits" : "DIFFER", grads_same ? "same bits" : "DIFFER");
+        g_assert_true(logits_same);
+        g_assert_true(grads_same);
+        tdm_replica_free(r);
+        g_assert_cmpuint(b->bytes_in_use, ==, 0);
+        tdm_backend_free(b);
+      }
+}
+
+void
+test_cuda_train_add_memory(void)
+{
+  g_test_add_func("/cuda-train/out-of-memory", test_out_of_memory_is_reported);
+  g_test_add_func("/cuda-train/memory-estimate", test_memory_estimate);
+  g_test_add_func("/cuda-train/arena-evaluation-between-steps",
+                  test_arena_evaluation_between_steps);
+}
