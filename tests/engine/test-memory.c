@@ -6,7 +6,6 @@
  * the column workspace by its basis, the plan's breakdown and the activation arena
  * (test-memory-workspace.c). Whole runs against the counters and the RSS:
  * test-memory-runs.c. */
-#include "replica-step.h"
 #include "resnet18-cifar.h"
 #include "synthetic-idx.h"
 #include "tdm-backend.h"
