@@ -36,6 +36,18 @@ tta_logits(TdmBackend *b, const TdmNetwork *net, const TdmDataset *data, int cou
   return logits;
 }
 
+/* count random h × w × 3 images of 10 classes, drawn from rng (pixels, then labels). */
+static TdmDataset *
+random_images(const char *name, int count, int h, int w, GRand *rng)
+{
+  TdmDataset *data = tdm_dataset_new(name, count, h, w, 3, 10);
+  for (int i = 0; i < count * h * w * 3; i++)
+    data->images[i] = (uint8_t)g_rand_int_range(rng, 0, 256);
+  for (int i = 0; i < count; i++)
+    data->labels[i] = (uint8_t)g_rand_int_range(rng, 0, 10);
+  return data;
+}
+
 /* Test-time flips and shifts on the GPU (its flip gather, the host-built shifted
  * copies uploaded) against the CPU's, whose mean of views test-tta.c checks. */
 static void
@@ -46,11 +58,7 @@ test_tta_matches_cpu(void)
   g_autoptr(GError) error = NULL;
   g_autoptr(GRand) rng = g_rand_new_with_seed(8);
   const int count = 100;
-  g_autoptr(TdmDataset) data = tdm_dataset_new("tta", count, 12, 10, 3, 10);
-  for (int i = 0; i < count * 12 * 10 * 3; i++)
-    data->images[i] = (uint8_t)g_rand_int_range(rng, 0, 256);
-  for (int i = 0; i < count; i++)
-    data->labels[i] = (uint8_t)g_rand_int_range(rng, 0, 10);
+  g_autoptr(TdmDataset) data = random_images("tta", count, 12, 10, rng);
   g_autoptr(TdmNetwork) net = tdm_network_new(MYRTLE_SMALL, 12, 10, 3, 10, &error);
   g_assert_no_error(error);
   g_autofree float *params = g_new(float, net->parameter_count);
@@ -116,11 +124,7 @@ test_inference_matches_cpu(void)
   g_autoptr(GError) error = NULL;
   g_autoptr(GRand) rng = g_rand_new_with_seed(12);
   const int count = 30;
-  g_autoptr(TdmDataset) data = tdm_dataset_new("inference", count, 12, 12, 3, 10);
-  for (int i = 0; i < count * 12 * 12 * 3; i++)
-    data->images[i] = (uint8_t)g_rand_int_range(rng, 0, 256);
-  for (int i = 0; i < count; i++)
-    data->labels[i] = (uint8_t)g_rand_int_range(rng, 0, 10);
+  g_autoptr(TdmDataset) data = random_images("inference", count, 12, 12, rng);
   TdmBackend *cpu = tdm_backend_cpu_new(&error);
   g_assert_no_error(error);
   for (guint k = 0; k < G_N_ELEMENTS(nets); k++) {

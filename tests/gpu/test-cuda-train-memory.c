@@ -22,14 +22,9 @@ test_out_of_memory_is_reported(void)
 {
   if (!have_gpu())
     return;
-  g_autoptr(TdmConfig) cfg = tdm_config_new();
-  g_free(cfg->dataset);
-  cfg->dataset = g_strdup("synthetic");
-  g_free(cfg->network);
   /* Activations of 2²⁶ floats a sample at batch 60000 far exceed any GPU. */
-  cfg->network = g_strdup("conv4096k3p1,fc10");
+  g_autoptr(TdmConfig) cfg = synthetic_run("conv4096k3p1,fc10", "cuda:0");
   cfg->batch = 60000;
-  g_assert_true(tdm_config_set_devices(cfg, "cuda:0", NULL));
   g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, NULL, NULL);
   g_autoptr(GError) error = NULL;
   g_assert_false(tdm_trainer_run(trainer, NULL, &error));
@@ -75,12 +70,7 @@ static void
 check_memory_estimate(const char *network, const char *devices, TdmStrategy strategy,
                       TdmPrecision precision, gboolean again)
 {
-  g_autoptr(TdmConfig) cfg = tdm_config_new();
-  g_free(cfg->dataset);
-  cfg->dataset = g_strdup("synthetic");
-  g_free(cfg->network);
-  cfg->network = g_strdup(network);
-  g_assert_true(tdm_config_set_devices(cfg, devices, NULL));
+  g_autoptr(TdmConfig) cfg = synthetic_run(network, devices);
   cfg->batch = 256;
   cfg->strategy = strategy;
   cfg->precision = precision;

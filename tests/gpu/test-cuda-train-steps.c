@@ -26,26 +26,14 @@ static float *
 train_prewarm(const char *devices, TdmPrecision precision, TdmBatchNorm bn, TdmPrewarm mode,
               size_t *count, int *steps)
 {
-  g_autoptr(TdmConfig) cfg = tdm_config_new();
+  g_autoptr(TdmConfig) cfg = synthetic_run(BN_NETWORK, devices);
   g_autoptr(GError) error = NULL;
-  g_free(cfg->dataset);
-  cfg->dataset = g_strdup("synthetic");
-  g_free(cfg->network);
-  cfg->network = g_strdup(BN_NETWORK);
-  g_assert_true(tdm_config_set_devices(cfg, devices, &error));
   /* 60 000 % 56 = 24: a short last batch for the pre-warm. */
   cfg->batch = 56;
   cfg->precision = precision;
   cfg->max_steps = 20;
   cfg->seed = 5;
-  cfg->optimizer = TDM_OPTIMIZER_NESTEROV;
-  cfg->lr = 0.05;
-  cfg->weight_decay = 5e-4;
-  cfg->decay_scope = TDM_DECAY_WEIGHTS;
-  cfg->label_smoothing = 0.1;
-  cfg->crop_pad = 2;
-  cfg->flip = TDM_FLIP_ON;
-  cfg->batchnorm = bn;
+  use_recipe(cfg, bn);
   cfg->test_flip = TRUE;
   *steps = -1;
   g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, remember_prewarm, steps);
@@ -137,13 +125,8 @@ train_graphs(gboolean graphs, TdmPrecision precision, size_t *count, StepOps *op
     g_unsetenv("TDM_CUDA_GRAPHS");
   else
     g_setenv("TDM_CUDA_GRAPHS", "0", TRUE);
-  g_autoptr(TdmConfig) cfg = tdm_config_new();
+  g_autoptr(TdmConfig) cfg = synthetic_run(BN_NETWORK, "cuda:0");
   g_autoptr(GError) error = NULL;
-  g_free(cfg->dataset);
-  cfg->dataset = g_strdup("synthetic");
-  g_free(cfg->network);
-  cfg->network = g_strdup(BN_NETWORK);
-  g_assert_true(tdm_config_set_devices(cfg, "cuda:0", &error));
   cfg->batch = 56;
   cfg->precision = precision;
   cfg->max_steps = 24;

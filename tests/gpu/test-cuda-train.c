@@ -22,6 +22,33 @@
 
 static size_t bucket_bytes = 4 << 20;
 
+TdmConfig *
+synthetic_run(const char *network, const char *devices)
+{
+  TdmConfig *cfg = tdm_config_new();
+  g_autoptr(GError) error = NULL;
+  g_free(cfg->dataset);
+  cfg->dataset = g_strdup("synthetic");
+  g_free(cfg->network);
+  cfg->network = g_strdup(network);
+  g_assert_true(tdm_config_set_devices(cfg, devices, &error));
+  g_assert_no_error(error);
+  return cfg;
+}
+
+void
+use_recipe(TdmConfig *cfg, TdmBatchNorm bn)
+{
+  cfg->optimizer = TDM_OPTIMIZER_NESTEROV;
+  cfg->lr = 0.05;
+  cfg->weight_decay = 5e-4;
+  cfg->decay_scope = TDM_DECAY_WEIGHTS;
+  cfg->label_smoothing = 0.1;
+  cfg->crop_pad = 2;
+  cfg->flip = TDM_FLIP_ON;
+  cfg->batchnorm = bn;
+}
+
 /* The resnet recipe: Nesterov, decay on weights only, label smoothing, crops and
  * flips, on for the BN networks; batchnorm says how replicas normalize. */
 static gboolean recipe = FALSE;
@@ -33,13 +60,8 @@ float *
 train(const char *devices, const char *network, TdmStrategy strategy, long steps,
       TdmPrecision precision, size_t *count)
 {
-  g_autoptr(TdmConfig) cfg = tdm_config_new();
+  g_autoptr(TdmConfig) cfg = synthetic_run(network, devices);
   g_autoptr(GError) error = NULL;
-  g_free(cfg->dataset);
-  cfg->dataset = g_strdup("synthetic");
-  g_free(cfg->network);
-  cfg->network = g_strdup(network);
-  g_assert_true(tdm_config_set_devices(cfg, devices, &error));
   cfg->batch = 64;
   cfg->strategy = strategy;
   cfg->precision = precision;
@@ -49,14 +71,7 @@ train(const char *devices, const char *network, TdmStrategy strategy, long steps
   cfg->main_replica = strategy == TDM_STRATEGY_MAIN ? tdm_config_replica_count(cfg) - 1 : 0;
   if (recipe) {
     cfg->batch = 60;
-    cfg->optimizer = TDM_OPTIMIZER_NESTEROV;
-    cfg->lr = 0.05;
-    cfg->weight_decay = 5e-4;
-    cfg->decay_scope = TDM_DECAY_WEIGHTS;
-    cfg->label_smoothing = 0.1;
-    cfg->crop_pad = 2;
-    cfg->flip = TDM_FLIP_ON;
-    cfg->batchnorm = batchnorm;
+    use_recipe(cfg, batchnorm);
   }
   if (exact) {
     cfg->exact = TRUE;
@@ -138,17 +153,12 @@ test_overlap_reported(void)
   if (!have_gpu())
     return;
   for (int s = 0; s < 2; s++) {
-    g_autoptr(TdmConfig) cfg = tdm_config_new();
+    g_autoptr(TdmConfig) cfg = synthetic_run(NETWORK, "cuda:0,cuda:0");
     g_autoptr(GError) error = NULL;
     g_autoptr(GArray) phases = g_array_new(FALSE, FALSE, sizeof(TdmPhasesEvent));
-    g_free(cfg->dataset);
-    cfg->dataset = g_strdup("synthetic");
-    g_free(cfg->network);
-    cfg->network = g_strdup(NETWORK);
     cfg->max_steps = 12;
     cfg->bucket_bytes = 4096;
     cfg->strategy = s ? TDM_STRATEGY_MAIN : TDM_STRATEGY_ALLREDUCE;
-    g_assert_true(tdm_config_set_devices(cfg, "cuda:0,cuda:0", &error));
     g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, collect_phases, phases);
     tdm_trainer_options(trainer)->summary_steps = 1;
     g_assert_true(tdm_trainer_run(trainer, NULL, &error));

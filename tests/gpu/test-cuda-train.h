@@ -63,6 +63,13 @@ have_gpu(void)
   return FALSE;
 }
 
+/* A run's settings on the synthetic dataset: network on devices, the rest defaults
+ * (test-cuda-train.c). */
+TdmConfig *synthetic_run (const char *network, const char *devices);
+/* The resnet recipe on cfg: Nesterov, decay on weights only, label smoothing, crops and
+ * flips; bn says how replicas normalize. */
+void use_recipe (TdmConfig *cfg, TdmBatchNorm bn);
+
 /* Parameters after `steps` steps of `network` on `devices` (test-cuda-train.c: the
  * recipe, batch-norm mode and exact mode its tests set); *count gets their number. */
 float *train (const char *devices, const char *network, TdmStrategy strategy, long steps,
