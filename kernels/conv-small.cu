@@ -97,7 +97,9 @@ small_value(const uint16_t *x, size_t at, int ch, const float *scale, const floa
 
 /* Gathers rows [row0, row0 + count) of the columns, columns [k0, k0 + kc) (the table
  * holds those), into tile (row-major, leading dimension ld): a warp a row, its lanes
- * along the columns; zero outside the image, past K and past `rows`. */
+ * along the columns (two rows at once, 16 lanes each, where kc is 16: a 3×3 kernel of
+ * one channel); zero outside the image, past K and past `rows`. count is a multiple of
+ * 16. */
 template <bool BN, typename X>
 __device__ __forceinline__ void
 small_gather(uint16_t *tile, int ld, const X *x, const SmallShape &s, int row0, int count,
@@ -105,11 +107,13 @@ small_gather(uint16_t *tile, int ld, const X *x, const SmallShape &s, int row0, 
              const float *shift, bool relu)
 {
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  for (int r = warp; r < count; r += SC_WARPS) {
+  int lanes = kc < 32 ? kc : 32, together = 32 / lanes;
+  int first = lane % lanes;
+  for (int r = warp * together + lane / lanes; r < count; r += SC_WARPS * together) {
     int m = row0 + r;
     uint16_t *out = tile + (size_t)r * ld;
     if (m >= rows) {
-      for (int i = lane; i < kc; i += 32)
+      for (int i = first; i < kc; i += lanes)
         out[i] = 0;
       continue;
     }
@@ -118,7 +122,7 @@ small_gather(uint16_t *tile, int ld, const X *x, const SmallShape &s, int row0, 
     int iy0 = oy * s.stride - s.pad, ix0 = ox * s.stride - s.pad;
     /* The window's corner in the image, which may lie in the padding (negative). */
     long long corner = (((long long)img * s.h + iy0) * s.w + ix0) * s.c;
-    for (int i = lane; i < kc; i += 32) {
+    for (int i = first; i < kc; i += lanes) {
       int tap = taps[i];
       uint16_t v = 0;
       if (tap >= 0) {
