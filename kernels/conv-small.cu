@@ -122,6 +122,8 @@ small_gather(uint16_t *tile, int ld, const X *x, const SmallShape &s, int row0, 
     int iy0 = oy * s.stride - s.pad, ix0 = ox * s.stride - s.pad;
     /* The window's corner in the image, which may lie in the padding (negative). */
     long long corner = (((long long)img * s.h + iy0) * s.w + ix0) * s.c;
+    /* Unrolled so that a lane's loads are in flight together. */
+#pragma unroll 4
     for (int i = first; i < kc; i += lanes) {
       int tap = taps[i];
       uint16_t v = 0;

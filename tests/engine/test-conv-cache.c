@@ -91,6 +91,24 @@ test_written_beside(void)
   g_assert_cmpstr(name, ==, "cudnn:e7:r0:f");
 }
 
+/* The few-channel candidates' choices (the stem's keys, as the engine writes them)
+ * read back by the next process under their names. */
+static void
+test_own_names(void)
+{
+  fresh();
+  const char *fwd = "fwd n128 h224 w224 c3 o64 k7 p3 s2 bf16 y16";
+  const char *wgrad = "wgrad n128 h224 w224 c3 o64 k7 p3 s2 bf16";
+  tdm_conv_cache_store(MODEL, fwd, "own:fwd", 0.25);
+  tdm_conv_cache_store(MODEL, wgrad, "own:wgrad", 0.3);
+  tdm_conv_cache_reset();
+  g_autofree char *f = tdm_conv_cache_lookup(MODEL, fwd);
+  g_autofree char *w = tdm_conv_cache_lookup(MODEL, wgrad);
+  g_assert_cmpstr(f, ==, "own:fwd");
+  g_assert_cmpstr(w, ==, "own:wgrad");
+  g_assert_cmpuint(messages->len, ==, 0);
+}
+
 /* Two stores and the file's place as it was: the refusal said once, naming it. */
 static void
 assert_refused_once(const char *fragment)
@@ -210,6 +228,7 @@ main(int argc, char **argv)
   messages = g_ptr_array_new_with_free_func(g_free);
   g_log_set_handler("Tandem-Compute", G_LOG_LEVEL_MESSAGE, keep_message, NULL);
   g_test_add_func("/conv-cache/written-beside", test_written_beside);
+  g_test_add_func("/conv-cache/own-names", test_own_names);
   g_test_add_func("/conv-cache/dangling-link", test_dangling_link);
   g_test_add_func("/conv-cache/workspace-remembered", test_workspace_remembered);
   g_test_add_func("/conv-cache/link-to-a-file", test_link_to_a_file);
