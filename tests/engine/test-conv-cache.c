@@ -5,7 +5,8 @@
  * dangling symbolic link, a link to another file, a folder and a FIFO are neither
  * read, written through nor replaced, and that is said once. A replica's remembered
  * workspace read back from the file, and none from a damaged file, a partial one or a
- * line that is not a number of bytes. Reading and damaged files of choices are
+ * line that is not a number of bytes. Candidate names read back, and a file naming
+ * no candidate ignored. Reading and damaged files of choices are
  * tests/gpu/test-cudnn.c's /cudnn/conv-cache. */
 #include "tdm-backend-cuda-conv-cache.h"
 #include "remove-tree.h"
@@ -89,6 +90,40 @@ test_written_beside(void)
   tdm_conv_cache_reset();
   g_autofree char *name = tdm_conv_cache_lookup(MODEL, LINE);
   g_assert_cmpstr(name, ==, "cudnn:e7:r0:f");
+}
+
+/* A chunked cuDNN choice (tdm-backend-cuda-conv-name.h: ":n32") written and read back
+ * by the next process; a file naming something that is no candidate's name (damaged:
+ * a chunk of no samples, a leading zero, fields out of order, a kind that does not
+ * exist) is ignored whole, said once, and written anew at the next choice; a
+ * workspace line is bytes, not a name. */
+static void
+test_candidate_names(void)
+{
+  const char *key = "fwd n128 h128 w128 c64 o64 k3 p1 s1 bf16 bn x16 y16";
+  fresh();
+  tdm_conv_cache_store(MODEL, key, "cudnn:e62:r0:h:n32", 0.35);
+  tdm_conv_cache_reset();
+  g_autofree char *name = tdm_conv_cache_lookup(MODEL, key);
+  g_assert_cmpstr(name, ==, "cudnn:e62:r0:h:n32");
+  g_assert_cmpuint(messages->len, ==, 0);
+  const char *damaged[] = {"cudnn:e62:r0:h:n0", "cudnn:e62:r0:h:n032", "cudnn:e62:r0:h:n32:c8",
+                           "cudnn:e62:r0", "own:fwd", "im2col:n32"};
+  for (size_t i = 0; i < G_N_ELEMENTS(damaged); i++) {
+    fresh();
+    g_autofree char *text = g_strdup_printf("tandem-conv-choices 2\n"
+                                            "%s\tcudnn:e62:r0:h:n32\t0.35\n"
+                                            LINE "\t%s\t0.5\n", key, damaged[i]);
+    g_assert_true(g_file_set_contents(path, text, -1, NULL));
+    tdm_conv_cache_reset();
+    g_assert_null(tdm_conv_cache_lookup(MODEL, key));
+    g_assert_cmpuint(messages->len, ==, 1);
+    g_assert_nonnull(strstr(g_ptr_array_index(messages, 0), "damaged"));
+    g_assert_nonnull(strstr(g_ptr_array_index(messages, 0), "names no candidate"));
+    tdm_conv_cache_store(MODEL, LINE, "im2col", 1.0);
+    g_autofree char *rewritten = contents(path);
+    g_assert_cmpstr(rewritten, ==, "tandem-conv-choices 2\n" LINE "\tim2col\t1.000000\n");
+  }
 }
 
 /* Two stores and the file's place as it was: the refusal said once, naming it. */
@@ -212,6 +247,7 @@ main(int argc, char **argv)
   g_test_add_func("/conv-cache/written-beside", test_written_beside);
   g_test_add_func("/conv-cache/dangling-link", test_dangling_link);
   g_test_add_func("/conv-cache/workspace-remembered", test_workspace_remembered);
+  g_test_add_func("/conv-cache/candidate-names", test_candidate_names);
   g_test_add_func("/conv-cache/link-to-a-file", test_link_to_a_file);
   g_test_add_func("/conv-cache/not-a-file", test_not_a_file);
   int status = g_test_run();
