@@ -700,9 +700,11 @@ test_grown_workspace(void)
  * test_candidates checks them (im2col's chunks among them), and im2col's own: its need
  * is tdm_conv_engine_im2col_bytes()'s (what the memory plan counts), less than the
  * whole batch's columns, and its weight gradient, summed over the chunks in their
- * order, and its input gradient are the same bits twice. Their large outputs (the
- * projection's, the input gradients of the last four) are where cuDNN's bf16 results
- * for a float32 destination are widened in place (tdm-backend-cuda-conv-candidates.c's
+ * order, and its input gradient are the same bits twice. The float32 inputs of the
+ * projection and of the 1×1 at stride 1 are more than 64 MiB as bf16, so cuDNN's
+ * forwards and float32 weight gradients of them run in chunks of samples (two sizes:
+ * 4 and 3, 9 and 8). Their large input gradients (the last four's) are where cuDNN's
+ * bf16 results for a float32 destination are widened in place (tdm-backend-cuda-conv-candidates.c's
  * widen_in_place()), checked against the CPU with the rest. */
 static const Case chunked_cases[] = {
   {21, 225, 223, 3, 16, 7, 3, 2}, /* a 7×7 stem: 18 bf16 samples a chunk, then 3 */
