@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-conv-columns.c — convolution columns in chunks of the batch (tdm-conv-columns.h),
  * on any machine: the chunk's samples; even chunks of a batch; the bytes the engine's
- * "im2col" candidate and the replica's own composition take, spelt out for torchvision's 224-px stem and a ResNet's
- * 3×3 layer; the memory plan's column workspace on a GPU, the most any layer's column
- * way takes (the 224-px and 32-px rows of issue 31, each far below the whole batch's
- * columns, which the CPU's plan keeps); and a CPU replica told to build its columns in
- * small chunks, whose training step gives the whole batch's gradients within the
- * rounding of the weight gradients' sums, the same bits twice, in fp32 and bf16, its
- * workspace grown to the chunks' bytes alone. The CUDA side (every candidate against
- * the CPU, chunked) is tests/gpu/test-cuda-conv.c's. */
+ * "im2col" candidate and the replica's own composition take, spelt out for
+ * torchvision's 224-px stem and a ResNet's 3×3 layer; the memory plan's column
+ * workspace on a GPU, the most any layer's column way takes (the 224-px and 32-px rows
+ * of issue 31, each far below the whole batch's columns, which the CPU's plan keeps);
+ * and a CPU replica told to build its columns in small chunks, whose training step
+ * gives the whole batch's gradients within the rounding of the weight gradients' sums,
+ * the same bits twice, in fp32 and bf16, its workspace grown to the chunks' bytes
+ * alone. The CUDA side (every candidate against the CPU, chunked) is
+ * tests/gpu/test-cuda-conv.c's. */
 #include "resnet18-cifar.h"
 #include "synthetic-idx.h"
 #include "tdm-backend.h"

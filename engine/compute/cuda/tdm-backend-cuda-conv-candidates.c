@@ -506,10 +506,11 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Aren
   int64_t workspace_bytes = MAX(c->plan->workspace,
                                 c->rest_plan != NULL ? c->rest_plan->workspace : 0);
   void *workspace = workspace_bytes > 0 ? take(arena, (size_t)workspace_bytes) : NULL;
-  if ((l->dir != TDM_CONV_DGRAD && image == NULL) || (l->dir != TDM_CONV_WGRAD && filter == NULL) ||
+  if ((l->dir != TDM_CONV_DGRAD && image == NULL) ||
+      (l->dir != TDM_CONV_WGRAD && filter == NULL) ||
       (l->dir != TDM_CONV_FORWARD && out == NULL) || (staged_count > 0 && stage == NULL) ||
-      (summed && partial == NULL) ||
-      (any_in_place && tail == NULL) || (workspace_bytes > 0 && workspace == NULL))
+      (summed && partial == NULL) || (any_in_place && tail == NULL) ||
+      (workspace_bytes > 0 && workspace == NULL))
     return FALSE;
   if (mode != RUN)
     return TRUE;
@@ -703,8 +704,8 @@ plan_for_samples(TdmBackend *b, const TdmConvLayout *l, int n, int pad_c, int ou
  * same engine's plan for a chunk one sample shorter where the chunks have two sizes
  * (where that engine has none: no candidate). */
 static void
-add_cudnn_plans(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, const TdmCudnnName *only,
-                int pad_c, gboolean both)
+add_cudnn_plans(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list,
+                const TdmCudnnName *only, int pad_c, gboolean both)
 {
   int operand = l->bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
   int outputs[2] = {CUDNN_DATA_FLOAT, CUDNN_DATA_BFLOAT16};

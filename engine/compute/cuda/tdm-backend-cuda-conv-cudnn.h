@@ -35,8 +35,8 @@ typedef struct {
  * read; output: the type written (float32 output from bf16 operands is what some
  * engines take and others refuse). only_rank >= 0 finalizes that one rank (a cached
  * choice); only_engine >= 0 only the configurations of that engine (cuDNN's global
- * index: the same engine for another batch size). An empty array with *why_not set when the graph itself is refused. Free
- * each with tdm_cudnn_plan_free(). */
+ * index: the same engine for another batch size). An empty array with *why_not set
+ * when the graph itself is refused. Free each with tdm_cudnn_plan_free(). */
 GPtrArray *tdm_cudnn_conv_plans (const TdmCudnn *dnn, cudnnHandle_t handle,
                                  TdmConvDirection dir, const TdmConvShape *s, int operand,
                                  int output, TdmCudnnFilter filter, int most, int only_rank,
