@@ -703,7 +703,7 @@ test_grown_workspace(void)
  * order, and its input gradient are the same bits twice. The float32 inputs of the
  * projection and of the 1×1 at stride 1 are more than 64 MiB as bf16, so cuDNN's
  * forwards and float32 weight gradients of them run in chunks of samples (two sizes:
- * 4 and 3, 9 and 8). Their large input gradients (the last four's) are where cuDNN's
+ * 4 and 3, 9 and 8), as do the padded stem's of the last case (43 and 42). Their large input gradients (the last four's) are where cuDNN's
  * bf16 results for a float32 destination are widened in place (tdm-backend-cuda-conv-candidates.c's
  * widen_in_place()), checked against the CPU with the rest. */
 static const Case chunked_cases[] = {
@@ -713,6 +713,9 @@ static const Case chunked_cases[] = {
   {17, 361, 359, 64, 16, 1, 0, 2}, /* a projection, 1×1 at stride 2: 16 then 1 */
   {17, 181, 179, 64, 16, 1, 0, 1}, /* 1×1 at stride 1: bf16 copies of x, 16 then 1 */
   {3, 255, 257, 64, 8, 3, 1, 1},  /* one sample's columns more than a chunk: 1 each */
+  /* The stem at 224 px, its input padded to 8 channels (102 MB as bf16): cuDNN's ":c8"
+   * forward and float32 weight gradient in chunks of 43 and 42 samples. */
+  {85, 224, 224, 3, 16, 7, 3, 2},
 };
 
 static void
