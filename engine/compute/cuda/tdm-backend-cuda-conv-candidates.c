@@ -348,13 +348,17 @@ image_staged(const TdmConvLayout *l, int pad_c)
  * independent; the weight gradient is a sum over them, so only a plan writing float32
  * (float_out) runs in chunks, each chunk's sum added to the first's in float32 in the
  * chunks' order, where every chunk's output gradient (bf16, at the workspace's start)
- * is aligned for cuDNN. Any other call whole (one chunk). */
+ * is aligned for cuDNN. Any other call whole (one chunk), a bf16 input copied only
+ * because it is not aligned among them: the chunks follow from what the choice's key
+ * says (the shape, " bn", " x16"), never from where a call's buffers lie, so a choice
+ * runs alike in every call of its key. */
 static TdmConvChunks
 cudnn_chunks(const TdmConvLayout *l, int pad_c, gboolean float_out)
 {
   const TdmConvShape *s = &l->a->shape;
   size_t dy_sample = l->rows / (size_t)s->n * (size_t)s->out_c;
-  gboolean chunked = image_staged(l, pad_c) &&
+  gboolean written = l->bf16 && (pad_c > 0 || !input_is_bf16(l->a));
+  gboolean chunked = written &&
                      (l->dir == TDM_CONV_FORWARD ||
                       (l->dir == TDM_CONV_WGRAD && float_out && dy_sample % 8 == 0));
   if (!chunked)
