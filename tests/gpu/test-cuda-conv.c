@@ -627,8 +627,8 @@ engine_call_grown(Device *d, gboolean backward, size_t *need)
 
 /* The engine's choice within its workspace budget, reached as the replica reaches it
  * (a workspace grown on demand): the result against the CPU; where a candidate without
- * columns takes the shape (cuDNN's, for the stem and a ResNet's 3×3), the choice needs
- * less than the bf16 columns, which are many times the operands there. */
+ * columns takes the shape (cuDNN's, for the stem and a ResNet's 3×3), a column-free choice
+ * needs less than the bf16 columns, which are many times the operands there. */
 static void
 test_grown_workspace(void)
 {
@@ -679,7 +679,10 @@ test_grown_workspace(void)
           g_assert_cmpstr(chosen, ==, "im2col");
           continue;
         }
-        if (column_free && c->kernel > 1)
+        /* A column-free choice needs less than the columns. Which one wins is timed: at
+         * small n im2col may (0.012 against cuDNN's 0.016 ms on an H100), and then its
+         * columns are what it needs. */
+        if (column_free && c->kernel > 1 && chosen != NULL && !g_str_equal(chosen, "im2col"))
           g_assert_cmpuint(need, <, columns);
         if (backward) {
           check_close_b(b, what, d.dw, p.dw_ref, p.weights, bound(b, &p, TDM_CONV_WGRAD));
