@@ -8,7 +8,8 @@
  * float32 or bf16; the weights as the caller's bf16 or converted by the engine; each
  * run in a workspace of exactly the bytes it says it needs. Then the weight gradient's
  * bits twice the same (its partials summed in a fixed order); which calls are offered
- * the candidates; and TANDEM_CONV=own's engine choosing them.
+ * the candidates; TANDEM_CONV=own's engine choosing them; and --exact's rule taking them
+ * where cuDNN is hidden.
  *
  * Bounds: the reference convolves the operands as the GPU reads them (each rounded to
  * bf16: the bn's output, the weights, dy), in double, so the only errors left are the
@@ -479,6 +480,57 @@ test_small_forced(void)
   small_clear(&p);
 }
 
+/* --exact without cuDNN (TANDEM_CUDNN=0): the rule takes our own kernels over im2col
+ * (tdm-backend-cuda-conv-engine.c: cuDNN's first plan, else ours, else im2col), and the
+ * engine's backward gives the same bits twice. */
+static void
+test_small_exact(void)
+{
+  if (!have_gpu())
+    return;
+  const SmallCase c = {6, 40, 36, 3, 64, 7, 3, 2};
+  Small p;
+  small_init(&p, &c, FALSE, FALSE);
+  g_setenv("TANDEM_CUDNN", "0", TRUE);
+  g_autoptr(GError) error = NULL;
+  TdmBackend *b = tdm_backend_new(TDM_DEVICE_GPU(0), TDM_PRECISION_BF16, &error);
+  g_assert_no_error(error);
+  b->deterministic = true;
+  float *x = on_b(b, p.x, p.in * 4), *w = on_b(b, p.w, p.weights * 4);
+  float *dy = on_b(b, p.dy, p.out * 4), *dw = poisoned_b(b, p.weights);
+  float *y = poisoned_b(b, p.out);
+  TdmConvArgs a = {.shape = p.s, .x = x, .w = w, .y = y, .dy = dy, .dw = dw};
+  TdmConvArgs probe = a;
+  probe.work = on_b(b, NULL, 16);
+  probe.work_bytes = 16;
+  g_assert_cmpstr(tdm_cuda_conv_chosen(b, &probe, TDM_CONV_FORWARD), ==, "own:fwd");
+  g_assert_cmpstr(tdm_cuda_conv_chosen(b, &probe, TDM_CONV_WGRAD), ==, "own:wgrad");
+  tdm_backend_release(b, probe.work);
+  size_t need = MAX(tdm_cuda_conv_need_named(b, &a, TDM_CONV_FORWARD, "own:fwd"),
+                    tdm_cuda_conv_need_named(b, &a, TDM_CONV_WGRAD, "own:wgrad"));
+  a.work = on_b(b, NULL, need);
+  a.work_bytes = need;
+  g_assert_true(tdm_backend_conv_engine_forward(b, &a));
+  g_autofree float *out = g_new(float, MAX(p.out, p.weights));
+  tdm_backend_download(b, out, y, p.out * 4);
+  assert_ok(b);
+  check("--exact forward", out, p.y_ref, p.out, small_bound(p.k, FALSE));
+  g_autofree float *first = g_new(float, p.weights);
+  for (int run = 0; run < 2; run++) {
+    g_assert_true(tdm_backend_conv_engine_backward(b, &a));
+    tdm_backend_download(b, run == 0 ? first : out, dw, p.weights * 4);
+    assert_ok(b);
+  }
+  g_assert_cmpint(memcmp(first, out, p.weights * 4), ==, 0);
+  check("--exact weight gradient", first, p.dw_ref, p.weights, small_bound(p.rows, FALSE));
+  void *all[] = {x, w, dy, dw, y, a.work};
+  for (size_t i = 0; i < G_N_ELEMENTS(all); i++)
+    tdm_backend_release(b, all[i]);
+  tdm_backend_free(b);
+  g_unsetenv("TANDEM_CUDNN");
+  small_clear(&p);
+}
+
 void
 test_cuda_conv_add_small(void)
 {
@@ -486,6 +538,7 @@ test_cuda_conv_add_small(void)
   g_test_add_func("/cuda-conv/small/wgrad-bits", test_small_wgrad_bits);
   g_test_add_func("/cuda-conv/small/offered", test_small_offered);
   g_test_add_func("/cuda-conv/small/forced", test_small_forced);
+  g_test_add_func("/cuda-conv/small/exact", test_small_exact);
 }
 
 #endif
