@@ -142,12 +142,14 @@ affine_value(float v, float mul, float add)
   return __fmaf_rn(v, mul, add);
 }
 
+/* 32-bit indices below 2³¹ elements (a 64-bit remainder a value was most of the
+ * pass's cost). */
+template <typename I>
 __global__ void
-channel_affine_kernel(float *x, size_t total, int channels, TdmKAffine a)
+channel_affine_kernel(float *x, I total, int channels, TdmKAffine a)
 {
-  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total;
-       e += (size_t)gridDim.x * blockDim.x) {
-    int ch = (int)(e % channels);
+  for (I e = tdm_k_grid_start<I>(); e < total; e += tdm_k_grid_stride<I>()) {
+    int ch = (int)(e % (I)channels);
     x[e] = affine_value(x[e], a.mul[ch], a.add[ch]);
   }
 }
@@ -160,8 +162,12 @@ tdm_k_channel_affine(float *x, size_t rows, int channels, TdmKAffine a, cudaStre
   size_t total = rows * (size_t)channels;
   if (total == 0)
     return cudaSuccess;
-  channel_affine_kernel<<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
-      x, total, channels, a);
+  unsigned blocks = tdm_k_blocks(total, TDM_K_THREADS);
+  if (total <= INT32_MAX)
+    channel_affine_kernel<<<blocks, TDM_K_THREADS, 0, stream>>>(x, (uint32_t)total, channels,
+                                                                 a);
+  else
+    channel_affine_kernel<<<blocks, TDM_K_THREADS, 0, stream>>>(x, total, channels, a);
   return tdm_k_launched();
 }
 
