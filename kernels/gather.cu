@@ -228,10 +228,11 @@ gather_photo_kernel(float *x, int32_t *y, const uint8_t *images, const uint8_t *
     for (int p = first + threadIdx.x; p < end; p += blockDim.x) {
       float out[4];
       tdm_photo_pixel(&augment, &draw, src, h, w, c, p / w, p % w, mean, out);
-      if (augment.normalize)
+      if (augment.normalize) {
 #pragma unroll
         for (int ch = 0; ch < C; ch++)
           out[ch] = affine_value(out[ch], augment.mul[ch], augment.add[ch]);
+      }
 #pragma unroll
       for (int ch = 0; ch < C; ch++)
         dst[(size_t)p * c + ch] = out[ch];
