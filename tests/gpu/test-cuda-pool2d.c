@@ -14,8 +14,9 @@
  * CPU's two roundings). Then a whole small torchvision-style ResNet (7×7 stride-2 stem,
  * pool3s2p1, a basic and a bottleneck block) trained a few steps on the GPU and on the
  * CPU, with the inputs normalized, started from a state_dict with the stem frozen: the
- * parameters agree (1e-4) and the frozen ones did not move on either. Skips without a
- * CUDA GPU.
+ * parameters agree (1e-4) and the frozen ones did not move on either; again with photo
+ * augmentation (crop, jitter, erasing), the normalization then in the gather's pass.
+ * Skips without a CUDA GPU.
  */
 #include "tdm-backend.h"
 #include "tdm-bf16.h"
@@ -376,7 +377,7 @@ test_to_bf16_padded(void)
 #define ZOO_NET "conv16k7s2p3,bn,relu,pool3s2p1,basic16,bottleneck8s2,gap,fc10"
 
 static float *
-train_zoo(const char *device, const char *init, size_t *count)
+train_zoo(const char *device, const char *init, gboolean photo, size_t *count)
 {
   g_autoptr(TdmConfig) cfg = tdm_config_new();
   g_autoptr(GError) error = NULL;
@@ -394,6 +395,13 @@ train_zoo(const char *device, const char *init, size_t *count)
   cfg->init_path = g_strdup(init);
   const char *frozen[] = {"conv1", "bn1", NULL};
   cfg->freeze = g_strdupv((char **)frozen);
+  if (photo) {
+    /* Photo augmentation: the normalization rides in the gather's pass. */
+    cfg->crop_scale[0] = 0.35;
+    cfg->crop_scale[1] = 1.0;
+    cfg->jitter[0] = cfg->jitter[1] = cfg->jitter[2] = 0.2;
+    cfg->erase = 0.5;
+  }
   g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, NULL, NULL);
   g_assert_true(tdm_trainer_run(trainer, NULL, &error));
   g_assert_no_error(error);
@@ -402,10 +410,8 @@ train_zoo(const char *device, const char *init, size_t *count)
 }
 
 static void
-test_zoo_network(void)
+zoo_network(gboolean photo)
 {
-  if (!have_gpu())
-    return;
   g_autoptr(GError) error = NULL;
   g_autoptr(TdmNetwork) net = tdm_network_new(ZOO_NET, 28, 28, 1, 10, &error);
   g_assert_no_error(error);
@@ -423,16 +429,16 @@ test_zoo_network(void)
   g_assert_true(tdm_checkpoint_save(ckpt, init, &error));
 
   size_t n_cpu, n_gpu;
-  g_autofree float *on_cpu = train_zoo("cpu", init, &n_cpu);
-  g_autofree float *on_cuda = train_zoo("cuda:0", init, &n_gpu);
+  g_autofree float *on_cpu = train_zoo("cpu", init, photo, &n_cpu);
+  g_autofree float *on_cuda = train_zoo("cuda:0", init, photo, &n_gpu);
   g_assert_cmpuint(n_cpu, ==, n_gpu);
   double num = 0, den = 0;
   for (size_t i = 0; i < n_cpu; i++) {
     num += ((double)on_cuda[i] - on_cpu[i]) * ((double)on_cuda[i] - on_cpu[i]);
     den += (double)on_cpu[i] * on_cpu[i];
   }
-  g_test_message("6 steps of %s, cuda:0 vs cpu: relative difference %.3g", ZOO_NET,
-                 sqrt(num / den));
+  g_test_message("6 steps of %s%s, cuda:0 vs cpu: relative difference %.3g", ZOO_NET,
+                 photo ? " with photo augmentation" : "", sqrt(num / den));
   g_assert_cmpfloat(sqrt(num / den), <=, 1e-4);
   /* The frozen stem is the file's on both. */
   g_assert_cmpmem(on_cuda + conv1->weight_offset, conv1->weight_count * sizeof(float),
@@ -441,6 +447,20 @@ test_zoo_network(void)
                   start + conv1->weight_offset, conv1->weight_count * sizeof(float));
   g_unlink(init);
   g_rmdir(dir);
+}
+
+static void
+test_zoo_network(void)
+{
+  if (have_gpu())
+    zoo_network(FALSE);
+}
+
+static void
+test_zoo_network_photo(void)
+{
+  if (have_gpu())
+    zoo_network(TRUE);
 }
 
 int
@@ -460,6 +480,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda-pool2d/channel-affine", test_channel_affine);
   g_test_add_func("/cuda-pool2d/to-bf16-padded", test_to_bf16_padded);
   g_test_add_func("/cuda-pool2d/zoo-network", test_zoo_network);
+  g_test_add_func("/cuda-pool2d/zoo-network-photo", test_zoo_network_photo);
   int status = g_test_run();
   tdm_backend_free(gpu);
   tdm_backend_free(cpu);
