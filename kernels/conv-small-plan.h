@@ -21,7 +21,7 @@
 #define TDM_K_SMALL_MAX_STRIDE 2
 #define TDM_K_SMALL_THREADS 256   /* eight warps a block, both kernels */
 #define TDM_K_SMALL_BM 128        /* forward: output pixels a tile */
-#define TDM_K_SMALL_KC 160        /* the reduction columns (taps × channels) a pass gathers */
+#define TDM_K_SMALL_KC 160        /* weight gradient: the reduction columns (taps × channels) a chunk gathers */
 #define TDM_K_SMALL_RS 64         /* weight gradient: output pixels a step */
 /* Weight gradient: about this many blocks in all (splits × column chunks × channel
  * tiles): two to four a streaming multiprocessor on today's GPUs. */
@@ -46,9 +46,15 @@ typedef struct {
   int64_t rows;          /* n · oh · ow: the GEMM's M */
   int k;                 /* kernel² · c: the reduction */
   int kpad;              /* k rounded up to 16 (zero columns) */
-  int kc;                /* the columns a pass or a chunk holds: min(kpad, TDM_K_SMALL_KC) */
-  int kchunks;           /* passes (forward) or column chunks (weight gradient) over kpad */
-  /* Forward */
+  int kc;                /* weight gradient: the columns a chunk holds: min(kpad, TDM_K_SMALL_KC) */
+  int kchunks;           /* weight gradient: column chunks over kpad */
+  /* Forward: a tile is tr rows × tw columns of one image's output pixels (tr · tw =
+   * TDM_K_SMALL_BM), its input window (the halo: halo_h rows × halo_w columns × c
+   * channels) read once into shared memory as bf16. */
+  int tw, tr;            /* tw a power of two, 8 to 128 */
+  int tiles_x, tiles_y;  /* tiles across ow and down oh */
+  int64_t tiles;         /* n · tiles_y · tiles_x */
+  int halo_h, halo_w;    /* (tr − 1)·stride + kernel, (tw − 1)·stride + kernel */
   int bn;                /* output channels a block: 64, 32 or 16 */
   size_t fwd_smem;       /* its dynamic shared memory */
   /* Weight gradient */
@@ -64,18 +70,46 @@ tdm_k_small_up(size_t v, size_t to)
   return (v + to - 1) / to * to;
 }
 
-/* The forward's shared memory for `bn` output channels a block: the gathered tile
- * (bf16, padded by 8 a row), which the float32 output tile reuses; the block's weights
- * (bf16, a row per output channel); the column table (two ints a column); the bn's
- * scale and shift. */
-static inline size_t
-tdm_k_small_fwd_smem(int bn, int kc, int kpad)
+/* The forward's shared memory, as byte offsets (each a multiple of 16): the output tile
+ * (BM rows of bn + 8 floats, or bf16 in the same room: rows padded by 8 so a warp's
+ * stores of its fragments meet no bank twice); the block's weights (bf16, a row of
+ * kpad + 8 per output channel: ldmatrix's eight rows fall in distinct banks); the halo
+ * (bf16, halo_h · halo_w · c); the column table (an int a column); the bn's scale and
+ * shift. */
+typedef struct {
+  size_t stage, weights, halo, cols, bn, total;
+} TdmKSmallFwdLayout;
+
+TDM_K_SMALL_BOTH static inline TdmKSmallFwdLayout
+tdm_k_small_fwd_layout(int bn, int kpad, int halo_elems)
 {
-  size_t a = (size_t)TDM_K_SMALL_BM * (kc + 8) * 2;
-  size_t c = (size_t)TDM_K_SMALL_BM * (bn + 4) * 4;
-  size_t region = tdm_k_small_up(a > c ? a : c, 128);
-  size_t weights = tdm_k_small_up((size_t)bn * (kpad + 8) * 2, 128);
-  return region + weights + (size_t)kpad * 8 + 2 * TDM_K_SMALL_MAX_C * 4;
+  TdmKSmallFwdLayout l;
+  l.stage = 0;
+  l.weights = l.stage + (size_t)TDM_K_SMALL_BM * (bn + 8) * 4;
+  l.halo = l.weights + (size_t)bn * (kpad + 8) * 2;
+  l.cols = l.halo + tdm_k_small_up((size_t)halo_elems * 2, 16);
+  l.bn = l.cols + (size_t)kpad * 4;
+  l.total = l.bn + 2 * TDM_K_SMALL_MAX_C * 4;
+  return l;
+}
+
+/* Where the window of a tile's row r (its pixel r / tw down, r % tw across) has its
+ * corner in the halo, in elements. */
+TDM_K_SMALL_BOTH static inline int
+tdm_k_small_halo_row(int r, int tw, int stride, int c, int halo_w)
+{
+  return ((r / tw) * stride * halo_w + (r % tw) * stride) * c;
+}
+
+/* Column k of the reduction (im2col's order: ky, kx, channel) as an offset from a
+ * window's corner in the halo; −1 past K (a zero column). */
+TDM_K_SMALL_BOTH static inline int
+tdm_k_small_halo_col(int k, int kernel, int c, int halo_w)
+{
+  if (k >= kernel * kernel * c)
+    return -1;
+  int ch = k % c, tap = k / c;
+  return ((tap / kernel) * halo_w + tap % kernel) * c + ch;
 }
 
 /* The largest of 64, 32, 16 that divides out_c and is no more than `most`; 0 if none. */
@@ -109,13 +143,38 @@ tdm_k_small_plan(int n, int h, int w, int c, int out_c, int kernel, int pad, int
   p->kpad = (int)tdm_k_small_up((size_t)p->k, 16);
   p->kc = p->kpad < TDM_K_SMALL_KC ? p->kpad : TDM_K_SMALL_KC;
   p->kchunks = (p->kpad + TDM_K_SMALL_KC - 1) / TDM_K_SMALL_KC;
+  /* The forward's tile: the width whose tiles cover the fewest pixels (the padded ones
+   * are computed and not stored); of equals, the smaller halo, then the wider tile. */
+  p->tw = 0;
+  int64_t best_pixels = 0, best_halo = 0;
+  for (int tw = TDM_K_SMALL_BM; tw >= 8; tw /= 2) {
+    int tr = TDM_K_SMALL_BM / tw;
+    int64_t tx = (p->ow + tw - 1) / tw, ty = (p->oh + tr - 1) / tr;
+    int64_t pixels = tx * tw * ty * tr;
+    int64_t halo = (int64_t)((tr - 1) * stride + kernel) * ((tw - 1) * stride + kernel);
+    if (p->tw == 0 || pixels < best_pixels || (pixels == best_pixels && halo < best_halo)) {
+      p->tw = tw;
+      best_pixels = pixels;
+      best_halo = halo;
+    }
+  }
+  p->tr = TDM_K_SMALL_BM / p->tw;
+  p->tiles_x = (p->ow + p->tw - 1) / p->tw;
+  p->tiles_y = (p->oh + p->tr - 1) / p->tr;
+  p->tiles = (int64_t)n * p->tiles_x * p->tiles_y;
+  if (p->tiles > INT32_MAX)
+    return false;
+  p->halo_h = (p->tr - 1) * stride + kernel;
+  p->halo_w = (p->tw - 1) * stride + kernel;
   p->bn = 0;
   p->fwd_smem = 0;
   for (int most = 64; most >= 16 && p->bn == 0; most /= 2) {
     int bn = tdm_k_small_channel_tile(out_c, most);
-    if (bn != 0 && tdm_k_small_fwd_smem(bn, p->kc, p->kpad) <= TDM_K_SMALL_SMEM_MAX) {
+    size_t smem =
+        bn != 0 ? tdm_k_small_fwd_layout(bn, p->kpad, p->halo_h * p->halo_w * c).total : 0;
+    if (bn != 0 && smem <= TDM_K_SMALL_SMEM_MAX) {
       p->bn = bn;
-      p->fwd_smem = tdm_k_small_fwd_smem(bn, p->kc, p->kpad);
+      p->fwd_smem = smem;
     }
   }
   if (p->bn == 0)

@@ -2,20 +2,21 @@
 /* conv-small.cu — the forward and the weight gradient of a convolution with few input
  * channels (a network's first layer: 1 to 8 channels, kernel up to 7×7, stride 1 or 2,
  * padding 0 to 3; conv-small-plan.h says which shapes and how they are tiled) as
- * implicit GEMMs on bfloat16 tensor cores (WMMA 16×16×16, float32 sums), without
- * columns in global memory.
+ * implicit GEMMs on bfloat16 tensor cores (float32 sums), without columns in global
+ * memory.
  *
  * The reduction runs over K = kernel²·c columns in im2col's order (ky, kx, channel),
- * padded with zeros to a multiple of 16. Each block gathers its tile of columns straight
- * from the NHWC input (float32 or bf16; a bn before the conv applied as the value is
- * read, as im2col_bf16_bn computes it: the same bf16 bits) into shared memory, a warp
- * a row, its lanes along the row's columns: for one output pixel and one kernel row
- * the kernel's kx·c values are contiguous in x. A table of the columns' (ky, kx,
- * channel) and their offset in the image replaces divisions.
- * - Forward: rows are output pixels (tiles of 128), columns output channels (64, 32 or
- *   16 a block, their weights kept in shared memory for all the block's tiles);
- *   written as float32 or rounded once to bf16. Each output's sum has one order
- *   whatever the grid.
+ * padded with zeros to a multiple of 16. Values are read from the NHWC input (float32 or
+ * bf16; a bn before the conv applied as the value is read, as im2col_bf16_bn computes
+ * it: the same bf16 bits).
+ * - Forward: rows are output pixels, in tiles of tr × tw pixels of one image
+ *   (conv-small-plan.h: 8 × 16 for torchvision's stem), columns output channels (64, 32
+ *   or 16 a block, their weights kept in shared memory for all the block's tiles). A
+ *   tile reads its input window once (the halo, converted to bf16 once: the stem's
+ *   21 × 37 × 3 values for 128 pixels, where gathering the columns read 128 × 147) and
+ *   its warps build the MMA fragments (mma.sync m16n8k16) from it through a table of
+ *   the columns' offsets; written through shared memory in 16-byte stores as float32 or
+ *   rounded once to bf16. Each output's sum has one order whatever the grid.
  * - Weight gradient: dw (out_c × K) = dyᵀ · columns. The output pixels are split into
  *   conv-small-plan.h's fixed number of ranges; a block sums its range (its channels and
  *   a chunk of up to 160 columns) in steps of 64 pixels into fragments held by its
@@ -39,6 +40,8 @@ struct SmallShape {
   int h, w, c, out_c, kernel, pad, stride, oh, ow;
   int rows;      /* output pixels */
   int k, kpad;   /* reduction columns, and rounded up to 16 */
+  /* The forward's tiles (conv-small-plan.h) */
+  int tw, tiles_x, tiles_y, tiles, halo_h, halo_w;
 };
 
 /* Fills the column table for columns [k0, k0 + count) at tab[0..count): for each, its
@@ -137,40 +140,122 @@ small_gather(uint16_t *tile, int ld, const X *x, const SmallShape &s, int row0, 
   }
 }
 
-/* The forward: BN output channels a block (blockIdx.y), tiles of TDM_K_SMALL_BM output
- * pixels (blockIdx.x, then every gridDim.x-th). Shared memory (conv-small-plan.h's
- * tdm_k_small_fwd_smem): the gathered tile (kc columns a pass), reused by the float32
- * output tile; the block's weights for the whole of K; the table of K's columns; the
- * bn's scale and shift. Warps: 4 × 2 over a 128 × 64 tile (32 × 32 each), or 8 × 1
- * over 128 × 32 or 128 × 16. */
+/* Reads the input window of a forward tile (the halo: rows iy0 .. iy0 + halo_h,
+ * columns ix0 .. ix0 + halo_w of image img, all channels) into halo as bf16 (row-major:
+ * halo_w · c a row, the input's own order), zero outside the image: consecutive threads
+ * read consecutive elements of an input row (halo_w · c of them are contiguous in x). */
+template <bool BN, typename X>
+__device__ __forceinline__ void
+small_halo(uint16_t *halo, const X *x, const SmallShape &s, int img, int iy0, int ix0,
+           const float *scale, const float *shift, bool relu)
+{
+  const int hwc = s.halo_w * s.c, count = s.halo_h * hwc, wc = s.w * s.c;
+  const int xe0 = ix0 * s.c;
+  const size_t plane = (size_t)img * s.h;
+#pragma unroll 4
+  for (int i = threadIdx.x; i < count; i += blockDim.x) {
+    int hy = i / hwc, e = i - hy * hwc;
+    int iy = iy0 + hy, xe = xe0 + e;
+    uint16_t v = 0;
+    if ((unsigned)iy < (unsigned)s.h && (unsigned)xe < (unsigned)wc)
+      v = small_value<BN>(x, (plane + iy) * wc + xe, BN ? xe % s.c : 0, scale, shift, relu);
+    halo[i] = v;
+  }
+}
+
+/* Two bf16 in a register for an mma operand, the first in the low half. */
+__device__ __forceinline__ unsigned
+small_pair(uint16_t lo, uint16_t hi)
+{
+  return (unsigned)lo | (unsigned)hi << 16;
+}
+
+/* One element of A (a tile row's window corner in the halo, a column's offset; −1 past
+ * K reads nothing: a zero). */
+__device__ __forceinline__ uint16_t
+small_a(const uint16_t *halo, int row, int col)
+{
+  return col >= 0 ? halo[row + col] : (uint16_t)0;
+}
+
+/* Four 8×8 bf16 matrices from shared memory (each lane gives one row's address: lanes
+ * 8j .. 8j + 7 matrix j's rows), lane l receiving row l / 4, elements 2·(l % 4) and
+ * + 1 of each. */
+__device__ __forceinline__ void
+small_ldmatrix_x4(unsigned &r0, unsigned &r1, unsigned &r2, unsigned &r3, const uint16_t *p)
+{
+  unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(a));
+}
+
+/* d += a · b on bf16 tensor cores, m16n8k16, float32 sums (PTX's fragment layouts:
+ * lane l = 4g + t holds A's rows g and g + 8, columns 2t, 2t + 1, 2t + 8, 2t + 9; B's
+ * columns (n) g, rows (k) 2t, 2t + 1, 2t + 8, 2t + 9; D's rows g and g + 8, columns 2t
+ * and 2t + 1). */
+__device__ __forceinline__ void
+small_mma(float *d, const unsigned *a, unsigned b0, unsigned b1)
+{
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* Two sums of a D fragment into the output tile: float32 as they are, or rounded once to
+ * bf16. */
+__device__ __forceinline__ void
+small_stage(float *p, float a, float b)
+{
+  *(float2 *)p = make_float2(a, b);
+}
+
+__device__ __forceinline__ void
+small_stage(uint16_t *p, float a, float b)
+{
+  *(unsigned *)p = small_pair(tdm_k_bf16_bits(a), tdm_k_bf16_bits(b));
+}
+
+/* The forward: BN output channels a block (blockIdx.y), tiles of tr × tw output pixels
+ * of one image (conv-small-plan.h; blockIdx.x, then every gridDim.x-th, in the order
+ * image, tile row, tile column). Shared memory as tdm_k_small_fwd_layout lays it out:
+ * the output tile, the block's weights for the whole of K (kept for all its tiles), the
+ * halo, the column table, the bn's scale and shift. Per tile: the halo is read (each
+ * input value once, converted to bf16 once); the warps (4 × 2 over a 128 × 64 tile,
+ * 32 × 32 each, or 8 × 1 over 128 × 32 or 128 × 16) build A's fragments straight from
+ * the halo (row r, column k: halo[row(r) + col(k)], the row's offset computed once per
+ * kernel, the column's from the table) and B's with ldmatrix from the weights, and run
+ * m16n8k16 MMAs over K in order; the sums go through the output tile (float32, or bf16
+ * rounded once) to 16-byte stores, a pixel's BN channels contiguous in y. Each output's
+ * sum has one order whatever the grid. */
 template <int BN, bool BNORM, typename X, typename Y>
 __global__ void
 __launch_bounds__(TDM_K_SMALL_THREADS)
-    conv_small_forward_kernel(Y *y, const X *x, const uint16_t *wt, SmallShape s, int kc,
-                              BnGather bn)
+    conv_small_forward_kernel(Y *y, const X *x, const uint16_t *wt, SmallShape s, BnGather bn)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  using namespace nvcuda;
   constexpr int BM = TDM_K_SMALL_BM;
   constexpr int WARPS_N = BN == 64 ? 2 : 1, WARPS_M = SC_WARPS / WARPS_N;
   constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
-  constexpr int FM = WM / 16, FN = WN / 16;
-  constexpr int CS = BN + 4;
-  static_assert(FM >= 1 && FN >= 1 && WM % 16 == 0 && WN % 16 == 0, "warp tiles of 16");
+  constexpr int FM = WM / 16, FN = WN / 8;
+  constexpr int SS = BN + 8;              /* the output tile's row, in elements */
+  constexpr int V = 16 / (int)sizeof(Y);  /* elements a 16-byte store */
+  static_assert(FM >= 1 && FN % 2 == 0 && WM % 16 == 0, "warp tiles of 16 × 16");
   extern __shared__ __align__(128) unsigned char smem[];
-  const int AS = kc + 8, BS = s.kpad + 8;
-  size_t a_bytes = (size_t)BM * AS * 2, c_bytes = (size_t)BM * CS * 4;
-  size_t region = tdm_k_small_up(a_bytes > c_bytes ? a_bytes : c_bytes, 128);
-  uint16_t *a_tile = (uint16_t *)smem;
-  float *c_tile = (float *)smem;
-  uint16_t *b_tile = (uint16_t *)(smem + region);
-  int *taps = (int *)(smem + region + tdm_k_small_up((size_t)BN * BS * 2, 128));
-  int *offs = taps + s.kpad;
-  float *scale = (float *)(offs + s.kpad);
+  const TdmKSmallFwdLayout L =
+      tdm_k_small_fwd_layout(BN, s.kpad, s.halo_h * s.halo_w * s.c);
+  const int BS = s.kpad + 8;
+  Y *stage = (Y *)(smem + L.stage);
+  uint16_t *b_tile = (uint16_t *)(smem + L.weights);
+  uint16_t *halo = (uint16_t *)(smem + L.halo);
+  int *cols = (int *)(smem + L.cols);
+  float *scale = (float *)(smem + L.bn);
   float *shift = scale + TDM_K_SMALL_MAX_C;
 
-  int n0 = blockIdx.y * BN;
-  small_table(taps, offs, s, 0, s.kpad);
+  const int n0 = blockIdx.y * BN;
+  for (int i = threadIdx.x; i < s.kpad; i += blockDim.x)
+    cols[i] = tdm_k_small_halo_col(i, s.kernel, s.c, s.halo_w);
   small_bn<BNORM>(scale, shift, s.c, bn);
   /* The weights as B (K × BN, column-major: a row of b_tile per output channel), zero
    * past K. */
@@ -178,52 +263,75 @@ __launch_bounds__(TDM_K_SMALL_THREADS)
     int o = i / s.kpad, k = i % s.kpad;
     b_tile[o * BS + k] = k < s.k ? wt[(size_t)(n0 + o) * s.k + k] : (uint16_t)0;
   }
-  __syncthreads();
 
-  int warp = threadIdx.x / 32, wm = warp / WARPS_N, wn = warp % WARPS_N;
-  int tiles = (s.rows + BM - 1) / BM;
-  const __nv_bfloat16 *a16 = (const __nv_bfloat16 *)a_tile;
-  const __nv_bfloat16 *b16 = (const __nv_bfloat16 *)b_tile;
-  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    int m0 = tile * BM;
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[FM][FN];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+  const int g = lane >> 2, t = lane & 3;
+  /* This lane's A rows (g and g + 8 of each of its 16-row fragments), as window corners
+   * in the halo: the same for every tile. */
+  int arow[FM][2];
+  for (int i = 0; i < FM; i++)
+    for (int h = 0; h < 2; h++)
+      arow[i][h] =
+          tdm_k_small_halo_row(wm * WM + i * 16 + g + 8 * h, s.tw, s.stride, s.c, s.halo_w);
+  /* ldmatrix's row for this lane: channels wn·WN + 16p + (lane / 16)·8 + lane % 8, columns
+   * k0 + ((lane / 8) % 2)·8: matrices (n 0–7, k 0–7), (n 0–7, k 8–15), (n 8–15, k 0–7),
+   * (n 8–15, k 8–15), which are B's two registers for two 8-channel fragments. */
+  const uint16_t *b_lane =
+      b_tile + (wn * WN + ((lane >> 4) << 3) + (lane & 7)) * BS + ((lane >> 3) & 1) * 8;
+  int tw_shift = 0;
+  while ((1 << tw_shift) < s.tw)
+    tw_shift++;
+  const int tr = BM >> tw_shift;
+
+  for (int tile = blockIdx.x; tile < s.tiles; tile += gridDim.x) {
+    int tx = tile % s.tiles_x, rest = tile / s.tiles_x;
+    int ty = rest % s.tiles_y, img = rest / s.tiles_y;
+    int oy0 = ty * tr, ox0 = tx * s.tw;
+    /* The previous tile's MMAs are done (the barrier before its output), so the halo is
+     * free; its output tile is read before the barrier below. */
+    small_halo<BNORM>(halo, x, s, img, oy0 * s.stride - s.pad, ox0 * s.stride - s.pad, scale,
+                      shift, bn.relu);
+    __syncthreads();
+    float acc[FM][FN][4];
     for (int i = 0; i < FM; i++)
       for (int j = 0; j < FN; j++)
-        wmma::fill_fragment(acc[i][j], 0.0f);
-    for (int k0 = 0; k0 < s.kpad; k0 += kc) {
-      int width = min(kc, s.kpad - k0);
-      small_gather<BNORM>(a_tile, AS, x, s, m0, BM, s.rows, width, taps + k0, offs + k0, scale,
-                          shift, bn.relu);
-      __syncthreads();
-      for (int kk = 0; kk < width; kk += 16) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa[FM];
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> fb[FN];
-        for (int i = 0; i < FM; i++)
-          wmma::load_matrix_sync(fa[i], a16 + (wm * WM + i * 16) * AS + kk, AS);
-        for (int j = 0; j < FN; j++)
-          wmma::load_matrix_sync(fb[j], b16 + (wn * WN + j * 16) * BS + k0 + kk, BS);
-        for (int i = 0; i < FM; i++)
-          for (int j = 0; j < FN; j++)
-            wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+        for (int q = 0; q < 4; q++)
+          acc[i][j][q] = 0.0f;
+    for (int k0 = 0; k0 < s.kpad; k0 += 16) {
+      const int c0 = cols[k0 + 2 * t], c1 = cols[k0 + 2 * t + 1];
+      const int c8 = cols[k0 + 2 * t + 8], c9 = cols[k0 + 2 * t + 9];
+      unsigned a[FM][4];
+      for (int i = 0; i < FM; i++) {
+        a[i][0] = small_pair(small_a(halo, arow[i][0], c0), small_a(halo, arow[i][0], c1));
+        a[i][1] = small_pair(small_a(halo, arow[i][1], c0), small_a(halo, arow[i][1], c1));
+        a[i][2] = small_pair(small_a(halo, arow[i][0], c8), small_a(halo, arow[i][0], c9));
+        a[i][3] = small_pair(small_a(halo, arow[i][1], c8), small_a(halo, arow[i][1], c9));
       }
-      /* Every warp is done with the tile before the next pass (or the output tile)
-       * overwrites it. */
-      __syncthreads();
+      unsigned b[FN][2];
+      for (int p = 0; p < FN / 2; p++)
+        small_ldmatrix_x4(b[2 * p][0], b[2 * p][1], b[2 * p + 1][0], b[2 * p + 1][1],
+                          b_lane + p * 16 * BS + k0);
+      for (int i = 0; i < FM; i++)
+        for (int j = 0; j < FN; j++)
+          small_mma(acc[i][j], a[i], b[j][0], b[j][1]);
     }
     for (int i = 0; i < FM; i++)
-      for (int j = 0; j < FN; j++)
-        wmma::store_matrix_sync(c_tile + (wm * WM + i * 16) * CS + wn * WN + j * 16, acc[i][j],
-                                CS, wmma::mem_row_major);
+      for (int j = 0; j < FN; j++) {
+        int r = wm * WM + i * 16 + g, col = wn * WN + j * 8 + 2 * t;
+        small_stage(stage + r * SS + col, acc[i][j][0], acc[i][j][1]);
+        small_stage(stage + (r + 8) * SS + col, acc[i][j][2], acc[i][j][3]);
+      }
     __syncthreads();
-    /* Out four channels at a time (float32, or bf16 rounded once), a row's BN channels
-     * contiguous in y. */
-    for (int idx = threadIdx.x; idx < BM * BN / 4; idx += blockDim.x) {
-      int r = idx / (BN / 4), q = idx % (BN / 4);
-      int m = m0 + r;
-      if (m < s.rows)
-        tdm_k_vec<4>::store(y + (size_t)m * s.out_c + n0 + q * 4, c_tile + r * CS + q * 4);
+    /* Out 16 bytes at a time: a pixel's BN channels are contiguous in y, a tile row's
+     * pixels too where BN is all of out_c. */
+    for (int idx = threadIdx.x; idx < BM * (BN / V); idx += blockDim.x) {
+      int r = idx / (BN / V), q = idx % (BN / V);
+      int oy = oy0 + (r >> tw_shift), ox = ox0 + (r & (s.tw - 1));
+      if (oy < s.oh && ox < s.ow)
+        *(uint4 *)(y + (((size_t)img * s.oh + oy) * s.ow + ox) * s.out_c + n0 + q * V) =
+            *(const uint4 *)(stage + r * SS + q * V);
     }
-    __syncthreads();
   }
 #endif
 }
@@ -354,6 +462,12 @@ small_shape(int n, int h, int w, int c, int out_c, int kernel, int pad, int stri
   s->rows = (int)p->rows;
   s->k = p->k;
   s->kpad = p->kpad;
+  s->tw = p->tw;
+  s->tiles_x = p->tiles_x;
+  s->tiles_y = p->tiles_y;
+  s->tiles = (int)p->tiles;
+  s->halo_h = p->halo_h;
+  s->halo_w = p->halo_w;
   return true;
 }
 
@@ -365,7 +479,7 @@ static cudaError_t
 small_forward_launch(Y *y, const X *x, const uint16_t *w, const SmallShape &s,
                      const TdmKSmallPlan &p, BnGather bn, cudaStream_t stream)
 {
-  void (*kernel)(Y *, const X *, const uint16_t *, SmallShape, int, BnGather) =
+  void (*kernel)(Y *, const X *, const uint16_t *, SmallShape, BnGather) =
       conv_small_forward_kernel<BN, BNORM, X, Y>;
   cudaError_t err =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p.fwd_smem);
@@ -380,12 +494,12 @@ small_forward_launch(Y *y, const X *x, const uint16_t *w, const SmallShape &s,
   if (err != cudaSuccess)
     return err;
   unsigned channel_tiles = (unsigned)(s.out_c / BN);
-  long long tiles = (s.rows + TDM_K_SMALL_BM - 1) / TDM_K_SMALL_BM;
+  long long tiles = s.tiles;
   long long wave = ((long long)(sms > 0 ? sms : 1) * (per_sm > 0 ? per_sm : 1) +
                     channel_tiles - 1) / channel_tiles;
   unsigned blocks = (unsigned)(tiles < wave ? tiles : wave);
   kernel<<<dim3(blocks, channel_tiles), TDM_K_SMALL_THREADS, p.fwd_smem, stream>>>(y, x, w, s,
-                                                                                  p.kc, bn);
+                                                                                  bn);
   return tdm_k_launched();
 }
 

@@ -5,7 +5,8 @@
  * by hand; and over random shapes, that the weight gradient's splits cover the output
  * pixels exactly once in whole steps, within the block count, the partials' bytes
  * theirs, and the forward's tile a divisor of the output channels within the shared
- * memory every sm_80+ GPU grants.
+ * memory every sm_80+ GPU grants, the forward's tiles covering the output; and the
+ * forward's halo and tables giving im2col's columns.
  */
 #include "conv-small-plan.h"
 
@@ -23,10 +24,20 @@ test_stem(void)
   g_assert_cmpint(p.kpad, ==, 160);
   g_assert_cmpint(p.kc, ==, 160);
   g_assert_cmpint(p.kchunks, ==, 1);
+  /* 112 × 112 outputs: tiles of 8 × 16 and of 16 × 8 cover them exactly, their halos
+   * 21 × 37 and 37 × 21 pixels: the wider tile. 7 × 14 tiles an image. */
+  g_assert_cmpint(p.tw, ==, 16);
+  g_assert_cmpint(p.tr, ==, 8);
+  g_assert_cmpint(p.tiles_x, ==, 7);
+  g_assert_cmpint(p.tiles_y, ==, 14);
+  g_assert_cmpint(p.tiles, ==, 128 * 98);
+  g_assert_cmpint(p.halo_h, ==, 7 * 2 + 7);
+  g_assert_cmpint(p.halo_w, ==, 15 * 2 + 7);
   g_assert_cmpint(p.bn, ==, 64);
-  /* The gathered tile 128 × 168 bf16 (more than the 128 × 68 float32 output tile), the
-   * weights 64 × 168 bf16, the table 160 × 2 ints, the bn's 2 × 8 floats. */
-  g_assert_cmpuint(p.fwd_smem, ==, 43008 + 21504 + 1280 + 64);
+  /* The output tile 128 × 72 floats, the weights 64 × 168 bf16, the halo 21 × 37 × 3
+   * bf16 (4,662 bytes, to 4,672), the table 160 ints, the bn's 2 × 8 floats: 63,744
+   * bytes, three blocks an H100 SM. */
+  g_assert_cmpuint(p.fwd_smem, ==, 36864 + 21504 + 4672 + 640 + 64);
   g_assert_cmpint(p.ob, ==, 64);
   /* 25,088 steps of 64 pixels over 512 blocks: 49 steps a split. */
   g_assert_cmpint(p.split_rows, ==, 49 * 64);
@@ -43,7 +54,18 @@ test_resnet_preset(void)
   g_assert_cmpint(p.k, ==, 9);
   g_assert_cmpint(p.kpad, ==, 16);
   g_assert_cmpint(p.kc, ==, 16);
+  /* 28 × 28 outputs: tiles 4 × 32 cover 28 × 32 (896 pixels), 8 × 16 and 16 × 8 cover
+   * 32 × 32, 2 × 64 28 × 64: 4 × 32, one across, seven down; a halo of 6 × 34. */
+  g_assert_cmpint(p.tw, ==, 32);
+  g_assert_cmpint(p.tr, ==, 4);
+  g_assert_cmpint(p.tiles_x, ==, 1);
+  g_assert_cmpint(p.tiles_y, ==, 7);
+  g_assert_cmpint(p.tiles, ==, 512 * 7);
+  g_assert_cmpint(p.halo_h, ==, 6);
+  g_assert_cmpint(p.halo_w, ==, 34);
   g_assert_cmpint(p.bn, ==, 32);
+  /* 128 × 40 floats, 32 × 24 bf16, 204 bf16 (408 bytes, to 416), 16 ints, 16 floats. */
+  g_assert_cmpuint(p.fwd_smem, ==, 20480 + 1536 + 416 + 64 + 64);
   g_assert_cmpint(p.ob, ==, 32);
   /* 6,272 steps over 512 blocks: 13 a split, 483 splits (the last one shorter). */
   g_assert_cmpint(p.split_rows, ==, 13 * 64);
@@ -60,9 +82,16 @@ test_three_passes(void)
   g_assert_cmpint(p.kpad, ==, 400);
   g_assert_cmpint(p.kc, ==, 160);
   g_assert_cmpint(p.kchunks, ==, 3);
-  /* 43,008 + 64 × 408 × 2 + 400 × 8 + 64 = 98,496 bytes: within 99 KiB. */
+  /* 29 × 31 outputs: tiles of 4 × 32, 8 × 16 and 16 × 8 all cover 32 × 32; halos of
+   * 10 × 38, 14 × 22 and 22 × 14 pixels: 8 × 16, two across, four down. */
+  g_assert_cmpint(p.tw, ==, 16);
+  g_assert_cmpint(p.tiles, ==, 3 * 2 * 4);
+  g_assert_cmpint(p.halo_h, ==, 14);
+  g_assert_cmpint(p.halo_w, ==, 22);
+  /* 36,864 + 64 × 408 × 2 + 14 × 22 × 8 × 2 + 400 × 4 + 64 = 95,680 bytes: within
+   * 99 KiB. */
   g_assert_cmpint(p.bn, ==, 64);
-  g_assert_cmpuint(p.fwd_smem, ==, 98496);
+  g_assert_cmpuint(p.fwd_smem, ==, 95680);
   g_assert_cmpuint(p.fwd_smem, <=, TDM_K_SMALL_SMEM_MAX);
   /* 2,697 pixels, 43 steps; 3 chunks: 170 splits at most, one step each, but a split
    * takes at least 8 steps: 6 splits, the last one 3 steps. */
@@ -117,6 +146,14 @@ test_random_shapes(void)
     g_assert_true(p.bn == 64 || p.bn == 32 || p.bn == 16);
     g_assert_cmpint(out_c % p.bn, ==, 0);
     g_assert_cmpuint(p.fwd_smem, <=, TDM_K_SMALL_SMEM_MAX);
+    /* The forward's tiles: 128 pixels, covering the output, no tile wholly outside. */
+    g_assert_cmpint(p.tw * p.tr, ==, TDM_K_SMALL_BM);
+    g_assert_cmpint((p.tw & (p.tw - 1)), ==, 0);
+    g_assert_cmpint((int64_t)p.tiles_x * p.tw, >=, p.ow);
+    g_assert_cmpint((int64_t)(p.tiles_x - 1) * p.tw, <, p.ow);
+    g_assert_cmpint((int64_t)p.tiles_y * p.tr, >=, p.oh);
+    g_assert_cmpint((int64_t)(p.tiles_y - 1) * p.tr, <, p.oh);
+    g_assert_cmpint(p.tiles, ==, (int64_t)n * p.tiles_x * p.tiles_y);
     g_assert_true(p.ob == 64 || p.ob == 32 || p.ob == 16);
     g_assert_cmpint(out_c % p.ob, ==, 0);
     /* The splits: whole steps, every pixel in exactly one (none empty). */
@@ -131,6 +168,80 @@ test_random_shapes(void)
   }
 }
 
+/* The value column k of output pixel (img, oy, ox) takes, as im2col computes it: x at
+ * the tap's input pixel and channel, zero in the padding. */
+static int
+naive_column(const int *x, int h, int w, int c, int kernel, int pad, int stride, int img,
+             int oy, int ox, int k)
+{
+  int ch = k % c, tap = k / c;
+  int iy = oy * stride - pad + tap / kernel, ix = ox * stride - pad + tap % kernel;
+  if (iy < 0 || iy >= h || ix < 0 || ix >= w)
+    return 0;
+  return x[(((size_t)img * h + iy) * w + ix) * c + ch];
+}
+
+/* The forward's halo and its tables, as the kernel uses them, on random shapes: the halo
+ * of a tile read as its rows and columns (tdm_k_small_halo_row + tdm_k_small_halo_col,
+ * for every row of the tile, padded pixels too, and every column of kpad) stays inside
+ * the halo, a column past K is −1, and for every pixel in the image the value is
+ * im2col's. The input holds distinct values (its index + 1), so a wrong tap, channel or
+ * row shows. */
+static void
+test_halo_columns(void)
+{
+  for (int i = 0; i < 300; i++) {
+    int n = g_test_rand_int_range(1, 3), h = g_test_rand_int_range(1, 70);
+    int w = g_test_rand_int_range(1, 300), c = g_test_rand_int_range(1, 9);
+    int kernel = g_test_rand_int_range(1, 8), pad = g_test_rand_int_range(0, 4);
+    int stride = g_test_rand_int_range(1, 3);
+    TdmKSmallPlan p;
+    if (!tdm_k_small_plan(n, h, w, c, 16, kernel, pad, stride, &p))
+      continue;
+    size_t in = (size_t)n * h * w * c;
+    g_autofree int *x = g_new(int, in);
+    for (size_t e = 0; e < in; e++)
+      x[e] = (int)e + 1;
+    int halo_n = p.halo_h * p.halo_w * c;
+    g_autofree int *halo = g_new(int, halo_n);
+    g_autofree int *cols = g_new(int, p.kpad);
+    for (int k = 0; k < p.kpad; k++) {
+      cols[k] = tdm_k_small_halo_col(k, kernel, c, p.halo_w);
+      g_assert_cmpint(cols[k] < 0, ==, k >= p.k);
+    }
+    /* The first tile, the last (partial where the tiles overhang), and some between. */
+    for (int j = 0; j < 6; j++) {
+      int64_t tile = j == 0 ? 0 : j == 1 ? p.tiles - 1 : g_test_rand_int_range(0, (int)p.tiles);
+      int tx = (int)(tile % p.tiles_x), ty = (int)(tile / p.tiles_x % p.tiles_y);
+      int img = (int)(tile / p.tiles_x / p.tiles_y);
+      int oy0 = ty * p.tr, ox0 = tx * p.tw;
+      int iy0 = oy0 * stride - pad, ix0 = ox0 * stride - pad;
+      for (int hy = 0; hy < p.halo_h; hy++)
+        for (int hx = 0; hx < p.halo_w; hx++)
+          for (int ch = 0; ch < c; ch++) {
+            int iy = iy0 + hy, ix = ix0 + hx;
+            halo[(hy * p.halo_w + hx) * c + ch] =
+                iy >= 0 && iy < h && ix >= 0 && ix < w
+                    ? x[(((size_t)img * h + iy) * w + ix) * c + ch]
+                    : 0;
+          }
+      for (int r = 0; r < TDM_K_SMALL_BM; r++) {
+        int row = tdm_k_small_halo_row(r, p.tw, stride, c, p.halo_w);
+        int oy = oy0 + r / p.tw, ox = ox0 + r % p.tw;
+        for (int k = 0; k < p.kpad; k++) {
+          if (cols[k] < 0)
+            continue;
+          g_assert_cmpint(row + cols[k], >=, 0);
+          g_assert_cmpint(row + cols[k], <, halo_n);
+          if (oy < p.oh && ox < p.ow)
+            g_assert_cmpint(halo[row + cols[k]], ==,
+                            naive_column(x, h, w, c, kernel, pad, stride, img, oy, ox, k));
+        }
+      }
+    }
+  }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -140,5 +251,6 @@ main(int argc, char **argv)
   g_test_add_func("/conv-small-plan/three-passes", test_three_passes);
   g_test_add_func("/conv-small-plan/refused", test_refused);
   g_test_add_func("/conv-small-plan/random-shapes", test_random_shapes);
+  g_test_add_func("/conv-small-plan/halo-columns", test_halo_columns);
   return g_test_run();
 }
