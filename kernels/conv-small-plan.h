@@ -22,14 +22,13 @@
 #define TDM_K_SMALL_THREADS 256   /* eight warps a block, both kernels */
 #define TDM_K_SMALL_BM 128        /* forward: output pixels a tile */
 #define TDM_K_SMALL_KC 160        /* weight gradient: the reduction columns (taps × channels) a chunk gathers */
-#define TDM_K_SMALL_RS 64         /* weight gradient: output pixels a step */
 /* Weight gradient: about this many blocks in all (splits × column chunks × channel
  * tiles): two to four a streaming multiprocessor on today's GPUs. */
 #define TDM_K_SMALL_WGRAD_BLOCKS 512
-/* ... but at least this many steps a split: a small batch's partial sums (a split's are
- * out_c × kpad floats) stay fewer than its columns (at n2 the stem's 512 splits took
- * 19 MB, its columns 7 MB). */
-#define TDM_K_SMALL_SPLIT_STEPS 8
+/* ... but at least this many of the forward's tiles (128 pixels each) a split: a small
+ * batch's partial sums (a split's are out_c × kpad floats) stay fewer than its columns
+ * (at n2 the stem's 512 splits of 64 pixels took 19 MB, its columns 7 MB). */
+#define TDM_K_SMALL_SPLIT_TILES 4
 /* The forward's dynamic shared memory stays within the least that any sm_80+ GPU
  * lets a block opt into (sm_86 and sm_89: 99 KiB). */
 #define TDM_K_SMALL_SMEM_MAX 101376
@@ -59,9 +58,11 @@ typedef struct {
   size_t fwd_smem;       /* its dynamic shared memory */
   /* Weight gradient */
   int ob;                /* output channels a block: 64, 32 or 16 */
-  int split_rows;        /* output pixels a split: a multiple of TDM_K_SMALL_RS */
+  int split_tiles;       /* the forward's tiles a split (the last split may have fewer) */
   int splits;            /* partial sums, summed in their order by the second kernel */
   size_t partial_bytes;  /* splits · out_c · kpad floats */
+  int pixel_groups;      /* warps that share a tile's steps of 16 pixels: 1, 2 or 4 */
+  size_t wgrad_smem;     /* its dynamic shared memory */
 } TdmKSmallPlan;
 
 TDM_K_SMALL_BOTH static inline size_t
@@ -90,6 +91,29 @@ tdm_k_small_fwd_layout(int bn, int kpad, int halo_elems)
   l.cols = l.halo + tdm_k_small_up((size_t)halo_elems * 2, 16);
   l.bn = l.cols + (size_t)kpad * 4;
   l.total = l.bn + 2 * TDM_K_SMALL_MAX_C * 4;
+  return l;
+}
+
+/* The weight gradient's shared memory, as byte offsets (each a multiple of 16): dy's
+ * tile (128 pixels of ob + 8 bf16: ldmatrix's rows in distinct banks), the halo, the
+ * tile's rows as window corners (128 ints), the chunk's column table (kc ints), the
+ * bn's scale and shift, and where pixel groups share a tile, their sums (pixel_groups
+ * · ob · kc floats) to add in order. */
+typedef struct {
+  size_t dy, halo, rows, cols, bn, groups, total;
+} TdmKSmallWgradLayout;
+
+TDM_K_SMALL_BOTH static inline TdmKSmallWgradLayout
+tdm_k_small_wgrad_layout(int ob, int kc, int halo_elems, int pixel_groups)
+{
+  TdmKSmallWgradLayout l;
+  l.dy = 0;
+  l.halo = l.dy + (size_t)TDM_K_SMALL_BM * (ob + 8) * 2;
+  l.rows = l.halo + tdm_k_small_up((size_t)halo_elems * 2, 16);
+  l.cols = l.rows + (size_t)TDM_K_SMALL_BM * 4;
+  l.bn = l.cols + (size_t)kc * 4;
+  l.groups = l.bn + 2 * TDM_K_SMALL_MAX_C * 4;
+  l.total = l.groups + (pixel_groups > 1 ? (size_t)pixel_groups * ob * kc * 4 : 0);
   return l;
 }
 
@@ -179,15 +203,22 @@ tdm_k_small_plan(int n, int h, int w, int c, int out_c, int kernel, int pad, int
   }
   if (p->bn == 0)
     return false;
+  /* The weight gradient: splits of whole tiles, about TDM_K_SMALL_WGRAD_BLOCKS blocks in
+   * all, at least TDM_K_SMALL_SPLIT_TILES tiles a split. A chunk's kc columns are kc / 8
+   * fragments of 8 across the 8 warps; where they are fewer than 8, the warps share a
+   * tile's 8 steps of 16 pixels in groups. */
   p->ob = tdm_k_small_channel_tile(out_c, 64);
-  int64_t steps = (p->rows + TDM_K_SMALL_RS - 1) / TDM_K_SMALL_RS;
   int64_t others = (int64_t)p->kchunks * (out_c / p->ob);
   int64_t target = TDM_K_SMALL_WGRAD_BLOCKS / others > 0 ? TDM_K_SMALL_WGRAD_BLOCKS / others : 1;
-  int64_t per = (steps + target - 1) / target;
-  if (per < TDM_K_SMALL_SPLIT_STEPS)
-    per = TDM_K_SMALL_SPLIT_STEPS;
-  p->split_rows = (int)(per * TDM_K_SMALL_RS);
-  p->splits = (int)((p->rows + p->split_rows - 1) / p->split_rows);
+  int64_t per = (p->tiles + target - 1) / target;
+  if (per < TDM_K_SMALL_SPLIT_TILES)
+    per = TDM_K_SMALL_SPLIT_TILES;
+  p->split_tiles = (int)per;
+  p->splits = (int)((p->tiles + per - 1) / per);
   p->partial_bytes = (size_t)p->splits * out_c * p->kpad * sizeof(float);
+  int frags = p->kc / 8;
+  p->pixel_groups = frags >= 8 ? 1 : 8 / frags;
+  p->wgrad_smem =
+      tdm_k_small_wgrad_layout(p->ob, p->kc, p->halo_h * p->halo_w * c, p->pixel_groups).total;
   return true;
 }

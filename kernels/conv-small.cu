@@ -17,13 +17,14 @@
  *   its warps build the MMA fragments (mma.sync m16n8k16) from it through a table of
  *   the columns' offsets; written through shared memory in 16-byte stores as float32 or
  *   rounded once to bf16. Each output's sum has one order whatever the grid.
- * - Weight gradient: dw (out_c × K) = dyᵀ · columns. The output pixels are split into
+ * - Weight gradient: dw (out_c × K) = dyᵀ · columns. The forward's tiles are split into
  *   conv-small-plan.h's fixed number of ranges; a block sums its range (its channels and
- *   a chunk of up to 160 columns) in steps of 64 pixels into fragments held by its
- *   warps, writes them as one partial (float32, in the caller's scratch), and a second
- *   kernel sums the partials of each weight in a fixed order: the same inputs give the
- *   same bits, on any GPU of a kind.
- * Needs sm_80 or later (bf16 WMMA).
+ *   a chunk of up to 160 columns) a tile at a time: the tile's halo and dy's 128 × OB
+ *   tile in shared memory, A (dyᵀ) by ldmatrix.trans, B (the columns) from the halo as
+ *   the forward builds A, into fragments held by its warps; it writes them as one partial
+ *   (float32, in the caller's scratch), and a second kernel sums the partials of each
+ *   weight in a fixed order: the same inputs give the same bits, on any GPU of a kind.
+ * Needs sm_80 or later (bf16 mma.sync, ldmatrix).
  */
 #include "tdm-kernels.h"
 #include "conv-small-plan.h"
@@ -31,7 +32,6 @@
 #include "bn-value.cuh"
 
 #include <cuda_bf16.h>
-#include <mma.h>
 
 #define SC_WARPS (TDM_K_SMALL_THREADS / 32)
 
@@ -42,27 +42,8 @@ struct SmallShape {
   int k, kpad;   /* reduction columns, and rounded up to 16 */
   /* The forward's tiles (conv-small-plan.h) */
   int tw, tiles_x, tiles_y, tiles, halo_h, halo_w;
+  int kc;        /* the weight gradient's columns a chunk */
 };
-
-/* Fills the column table for columns [k0, k0 + count) at tab[0..count): for each, its
- * (ky, kx, channel) packed as ky << 16 | kx << 8 | channel and its offset in the image
- * from the window's corner ((ky·w + kx)·c + channel); −1 past K (zero columns). */
-__device__ __forceinline__ void
-small_table(int *taps, int *offs, const SmallShape &s, int k0, int count)
-{
-  for (int i = threadIdx.x; i < count; i += blockDim.x) {
-    int k = k0 + i;
-    if (k < s.k) {
-      int ch = k % s.c, tap = k / s.c;
-      int kx = tap % s.kernel, ky = tap / s.kernel;
-      taps[i] = ky << 16 | kx << 8 | ch;
-      offs[i] = (ky * s.w + kx) * s.c + ch;
-    } else {
-      taps[i] = -1;
-      offs[i] = 0;
-    }
-  }
-}
 
 /* The bn's per-channel scale and shift (bn_train_affine: the forward's bits). */
 template <bool BN>
@@ -96,48 +77,6 @@ small_value(const uint16_t *x, size_t at, int ch, const float *scale, const floa
     return bits;
   float v = __bfloat162float(__ushort_as_bfloat16(bits));
   return tdm_k_bf16_bits(bn_affine_output(v, scale[ch], shift[ch], relu));
-}
-
-/* Gathers rows [row0, row0 + count) of the columns, columns [k0, k0 + kc) (the table
- * holds those), into tile (row-major, leading dimension ld): a warp a row, its lanes
- * along the columns (two rows at once, 16 lanes each, where kc is 16: a 3×3 kernel of
- * one channel); zero outside the image, past K and past `rows`. count is a multiple of
- * 16. */
-template <bool BN, typename X>
-__device__ __forceinline__ void
-small_gather(uint16_t *tile, int ld, const X *x, const SmallShape &s, int row0, int count,
-             int rows, int kc, const int *taps, const int *offs, const float *scale,
-             const float *shift, bool relu)
-{
-  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  int lanes = kc < 32 ? kc : 32, together = 32 / lanes;
-  int first = lane % lanes;
-  for (int r = warp * together + lane / lanes; r < count; r += SC_WARPS * together) {
-    int m = row0 + r;
-    uint16_t *out = tile + (size_t)r * ld;
-    if (m >= rows) {
-      for (int i = first; i < kc; i += lanes)
-        out[i] = 0;
-      continue;
-    }
-    int ox = m % s.ow, t = m / s.ow;
-    int oy = t % s.oh, img = t / s.oh;
-    int iy0 = oy * s.stride - s.pad, ix0 = ox * s.stride - s.pad;
-    /* The window's corner in the image, which may lie in the padding (negative). */
-    long long corner = (((long long)img * s.h + iy0) * s.w + ix0) * s.c;
-    /* Unrolled so that a lane's loads are in flight together. */
-#pragma unroll 4
-    for (int i = first; i < kc; i += lanes) {
-      int tap = taps[i];
-      uint16_t v = 0;
-      if (tap >= 0) {
-        int iy = iy0 + (tap >> 16), ix = ix0 + ((tap >> 8) & 0xff);
-        if ((unsigned)iy < (unsigned)s.h && (unsigned)ix < (unsigned)s.w)
-          v = small_value<BN>(x, (size_t)(corner + offs[i]), tap & 0xff, scale, shift, relu);
-      }
-      out[i] = v;
-    }
-  }
 }
 
 /* Reads the input window of a forward tile (the halo: rows iy0 .. iy0 + halo_h,
@@ -336,79 +275,161 @@ __launch_bounds__(TDM_K_SMALL_THREADS)
 #endif
 }
 
-/* The weight gradient's partial sums: block (split, chunk, channel tile) sums output
- * pixels [split · split_rows, + split_rows) of dyᵀ (OB channels) times the columns
- * (chunk: up to TDM_K_SMALL_KC of them) in steps of TDM_K_SMALL_RS pixels, and writes
- * its OB × width sums to partials[split] (out_c × kpad, row-major). Warps: WO = OB / 16
- * over the channels, the rest over the columns' 16-wide fragments (a warp's are every
- * G-th, FPW at most). */
+/* Four 8×8 bf16 matrices from shared memory, transposed: lane l receives elements
+ * (2·(l % 4), l / 4) and (2·(l % 4) + 1, l / 4) of each (rows as stored). */
+__device__ __forceinline__ void
+small_ldmatrix_x4_trans(unsigned *r, const uint16_t *p)
+{
+  unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+
+/* One element of the columns for the weight gradient: zero for a pixel outside the
+ * output (row −1) or a column past K (col −1). */
+__device__ __forceinline__ uint16_t
+small_b(const uint16_t *halo, int row, int col)
+{
+  return row >= 0 && col >= 0 ? halo[row + col] : (uint16_t)0;
+}
+
+/* The weight gradient's partial sums: block (split, chunk, channel tile) sums the
+ * forward's tiles [split · split_tiles, + split_tiles) of dyᵀ (OB channels: M) times
+ * the columns (chunk: up to TDM_K_SMALL_KC of them: N) over the tile's pixels (K), and
+ * writes its OB × width sums to partials[split] (out_c × kpad, row-major). Per tile:
+ * the halo (as the forward reads it), dy's 128 × OB tile (16-byte loads; zero for
+ * pixels outside the output) and the rows' window corners (−1 outside) into shared
+ * memory; A's fragments from dy's tile by ldmatrix.trans, B's from the halo through the
+ * rows and the column table. The chunk's 8-column fragments go to the warps in turn (a
+ * warp's every NW-th, FPW at most); where they are fewer than the warps, groups of
+ * warps take every pixel_groups-th step of 16 pixels and their sums are added in the
+ * groups' order at the end: the same bits every run. */
 template <int OB, bool BNORM, typename X>
 __global__ void
 __launch_bounds__(TDM_K_SMALL_THREADS)
     conv_small_wgrad_kernel(float *partials, const uint16_t *dy, const X *x, SmallShape s,
-                            int split_rows, BnGather bn)
+                            int split_tiles, int pixel_groups, BnGather bn)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  using namespace nvcuda;
-  constexpr int RS = TDM_K_SMALL_RS, KC = TDM_K_SMALL_KC;
-  constexpr int WO = OB / 16, G = SC_WARPS / WO, FPW = (KC / 16 + G - 1) / G;
-  constexpr int DS = OB + 8, AS = KC + 8;
-  static_assert(OB % 16 == 0 && SC_WARPS % WO == 0, "channel tiles of 16");
-  __shared__ __align__(128) uint16_t dy_tile[RS * DS];
-  __shared__ __align__(128) uint16_t a_tile[RS * AS];
-  __shared__ int taps[KC], offs[KC];
-  __shared__ float scale[TDM_K_SMALL_MAX_C], shift[TDM_K_SMALL_MAX_C];
+  constexpr int BM = TDM_K_SMALL_BM, KC = TDM_K_SMALL_KC;
+  constexpr int FM = OB / 16, FPW = (KC / 8 + SC_WARPS - 1) / SC_WARPS, DS = OB + 8;
+  static_assert(OB % 16 == 0, "channel tiles of 16");
+  extern __shared__ __align__(128) unsigned char smem[];
+  const TdmKSmallWgradLayout L =
+      tdm_k_small_wgrad_layout(OB, s.kc, s.halo_h * s.halo_w * s.c, pixel_groups);
+  uint16_t *dy_tile = (uint16_t *)(smem + L.dy);
+  uint16_t *halo = (uint16_t *)(smem + L.halo);
+  int *prow = (int *)(smem + L.rows);
+  int *cols = (int *)(smem + L.cols);
+  float *scale = (float *)(smem + L.bn);
+  float *shift = scale + TDM_K_SMALL_MAX_C;
+  float *groups = (float *)(smem + L.groups);
 
-  int split = blockIdx.x, k0 = blockIdx.y * KC, o0 = blockIdx.z * OB;
-  int width = min(KC, s.kpad - k0), frags = width / 16;
-  int r_begin = split * split_rows;
-  int r_end = (int)min((long long)s.rows, (long long)r_begin + split_rows);
-  small_table(taps, offs, s, k0, width);
+  const int split = blockIdx.x, k0 = blockIdx.y * KC, o0 = blockIdx.z * OB;
+  const int width = min(KC, s.kpad - k0), frags = width / 8;
+  const int t_begin = split * split_tiles, t_end = min(s.tiles, t_begin + split_tiles);
+  for (int i = threadIdx.x; i < width; i += blockDim.x)
+    cols[i] = tdm_k_small_halo_col(k0 + i, s.kernel, s.c, s.halo_w);
   small_bn<BNORM>(scale, shift, s.c, bn);
 
-  int warp = threadIdx.x / 32, of = warp % WO, g = warp / WO;
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[FPW];
-  for (int i = 0; i < FPW; i++)
-    wmma::fill_fragment(acc[i], 0.0f);
-  const __nv_bfloat16 *d16 = (const __nv_bfloat16 *)dy_tile;
-  const __nv_bfloat16 *a16 = (const __nv_bfloat16 *)a_tile;
-  /* The table and the bn's scale before the first gather. */
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane >> 2, t = lane & 3;
+  const int nw_count = SC_WARPS / pixel_groups, nw = warp % nw_count, pg = warp / nw_count;
+  int tw_shift = 0;
+  while ((1 << tw_shift) < s.tw)
+    tw_shift++;
+  const int tr = BM >> tw_shift;
+  /* ldmatrix.trans's row for this lane: pixel ((lane / 16)·8 + lane % 8), channels
+   * ((lane / 8) % 2)·8 on: matrices (pixels 0–7, channels 0–7), (0–7, 8–15), (8–15,
+   * 0–7), (8–15, 8–15), transposed A's four registers (dyᵀ: channels × pixels). */
+  const uint16_t *a_lane = dy_tile + (((lane >> 4) << 3) + (lane & 7)) * DS + ((lane >> 3) & 1) * 8;
+  float acc[FM][FPW][4];
+  for (int m = 0; m < FM; m++)
+    for (int i = 0; i < FPW; i++)
+      for (int q = 0; q < 4; q++)
+        acc[m][i][q] = 0.0f;
+  /* The table before this lane's columns are read from it. */
   __syncthreads();
-  for (int r0 = r_begin; r0 < r_end; r0 += RS) {
-    int count = min(RS, r_end - r0);
-    /* dy's rows (bf16, out_c a row), OB channels from o0: 16 bytes a copy, zero past
-     * the split's end. */
-    for (int idx = threadIdx.x; idx < RS * OB / 8; idx += blockDim.x) {
-      int rr = idx / (OB / 8), sg = idx % (OB / 8);
+  int bcol[FPW];
+  for (int i = 0; i < FPW; i++) {
+    int j = nw + nw_count * i;
+    bcol[i] = j < frags ? cols[j * 8 + g] : -1;
+  }
+
+  for (int tile = t_begin; tile < t_end; tile++) {
+    int tx = tile % s.tiles_x, rest = tile / s.tiles_x;
+    int ty = rest % s.tiles_y, img = rest / s.tiles_y;
+    int oy0 = ty * tr, ox0 = tx * s.tw;
+    small_halo<BNORM>(halo, x, s, img, oy0 * s.stride - s.pad, ox0 * s.stride - s.pad, scale,
+                      shift, bn.relu);
+    for (int idx = threadIdx.x; idx < BM * (OB / 8); idx += blockDim.x) {
+      int r = idx / (OB / 8), q = idx % (OB / 8);
+      int oy = oy0 + (r >> tw_shift), ox = ox0 + (r & (s.tw - 1));
       uint4 v = make_uint4(0u, 0u, 0u, 0u);
-      if (rr < count)
-        v = __ldg((const uint4 *)(dy + (size_t)(r0 + rr) * s.out_c + o0 + sg * 8));
-      *(uint4 *)(dy_tile + rr * DS + sg * 8) = v;
+      if (oy < s.oh && ox < s.ow)
+        v = __ldg((const uint4 *)(dy + (((size_t)img * s.oh + oy) * s.ow + ox) * s.out_c + o0 +
+                                  q * 8));
+      *(uint4 *)(dy_tile + r * DS + q * 8) = v;
     }
-    small_gather<BNORM>(a_tile, AS, x, s, r0, RS, r_end, width, taps, offs, scale, shift,
-                        bn.relu);
+    for (int r = threadIdx.x; r < BM; r += blockDim.x) {
+      int oy = oy0 + (r >> tw_shift), ox = ox0 + (r & (s.tw - 1));
+      prow[r] = oy < s.oh && ox < s.ow
+                    ? tdm_k_small_halo_row(r, s.tw, s.stride, s.c, s.halo_w)
+                    : -1;
+    }
     __syncthreads();
-    for (int kk = 0; kk < RS; kk += 16) {
-      /* dyᵀ: channels × pixels, column-major in dy_tile (a pixel's channels contiguous). */
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::col_major> fa;
-      wmma::load_matrix_sync(fa, d16 + kk * DS + of * 16, DS);
+    for (int step = pg; step < BM / 16; step += pixel_groups) {
+      const int p0 = step * 16;
+      unsigned a[FM][4];
+      for (int m = 0; m < FM; m++)
+        small_ldmatrix_x4_trans(a[m], a_lane + p0 * DS + m * 16);
+      const int r0 = prow[p0 + 2 * t], r1 = prow[p0 + 2 * t + 1];
+      const int r8 = prow[p0 + 2 * t + 8], r9 = prow[p0 + 2 * t + 9];
       for (int i = 0; i < FPW; i++) {
-        int j = g + G * i;
-        if (j < frags) {
-          wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> fb;
-          wmma::load_matrix_sync(fb, a16 + kk * AS + j * 16, AS);
-          wmma::mma_sync(acc[i], fa, fb, acc[i]);
-        }
+        if (nw + nw_count * i >= frags)
+          break;
+        unsigned b0 = small_pair(small_b(halo, r0, bcol[i]), small_b(halo, r1, bcol[i]));
+        unsigned b1 = small_pair(small_b(halo, r8, bcol[i]), small_b(halo, r9, bcol[i]));
+        for (int m = 0; m < FM; m++)
+          small_mma(acc[m][i], a[m], b0, b1);
       }
     }
-    /* Every warp is done with both tiles before the next step overwrites them. */
+    /* Every warp is done with the tiles before the next one overwrites them. */
     __syncthreads();
   }
-  float *out = partials + ((size_t)split * s.out_c + o0 + of * 16) * s.kpad + k0;
+  /* D's rows are channels (m·16 + g, + 8), its columns the chunk's (j·8 + 2t, + 1). */
+  float *out = partials + ((size_t)split * s.out_c + o0) * s.kpad + k0;
+  if (pixel_groups == 1) {
+    for (int i = 0; i < FPW; i++) {
+      int j = nw + nw_count * i;
+      if (j >= frags)
+        break;
+      for (int m = 0; m < FM; m++) {
+        float *o = out + (size_t)(m * 16 + g) * s.kpad + j * 8 + 2 * t;
+        *(float2 *)o = make_float2(acc[m][i][0], acc[m][i][1]);
+        *(float2 *)(o + (size_t)8 * s.kpad) = make_float2(acc[m][i][2], acc[m][i][3]);
+      }
+    }
+    return;
+  }
   for (int i = 0; i < FPW; i++) {
-    int j = g + G * i;
-    if (j < frags)
-      wmma::store_matrix_sync(out + j * 16, acc[i], s.kpad, wmma::mem_row_major);
+    int j = nw + nw_count * i;
+    if (j >= frags)
+      break;
+    for (int m = 0; m < FM; m++) {
+      float *o = groups + ((size_t)pg * OB + m * 16 + g) * width + j * 8 + 2 * t;
+      *(float2 *)o = make_float2(acc[m][i][0], acc[m][i][1]);
+      *(float2 *)(o + 8 * width) = make_float2(acc[m][i][2], acc[m][i][3]);
+    }
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < OB * width; idx += blockDim.x) {
+    int ch = idx / width, col = idx % width;
+    float sum = groups[idx];
+    for (int gr = 1; gr < pixel_groups; gr++)
+      sum = __fadd_rn(sum, groups[(size_t)gr * OB * width + idx]);
+    out[(size_t)ch * s.kpad + col] = sum;
   }
 #endif
 }
@@ -468,6 +489,7 @@ small_shape(int n, int h, int w, int c, int out_c, int kernel, int pad, int stri
   s->tiles = (int)p->tiles;
   s->halo_h = p->halo_h;
   s->halo_w = p->halo_w;
+  s->kc = p->kc;
   return true;
 }
 
@@ -558,12 +580,24 @@ small_wgrad_launch(float *partials, const uint16_t *dy, const void *x, bool x16,
                    const SmallShape &s, const TdmKSmallPlan &p, BnGather bn, cudaStream_t stream)
 {
   dim3 grid((unsigned)p.splits, (unsigned)p.kchunks, (unsigned)(s.out_c / OB));
-  if (x16)
-    conv_small_wgrad_kernel<OB, BNORM, uint16_t><<<grid, TDM_K_SMALL_THREADS, 0, stream>>>(
-        partials, dy, (const uint16_t *)x, s, p.split_rows, bn);
-  else
-    conv_small_wgrad_kernel<OB, BNORM, float><<<grid, TDM_K_SMALL_THREADS, 0, stream>>>(
-        partials, dy, (const float *)x, s, p.split_rows, bn);
+  cudaError_t err;
+  if (x16) {
+    err = cudaFuncSetAttribute(conv_small_wgrad_kernel<OB, BNORM, uint16_t>,
+                               cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p.wgrad_smem);
+    if (err != cudaSuccess)
+      return err;
+    conv_small_wgrad_kernel<OB, BNORM, uint16_t><<<grid, TDM_K_SMALL_THREADS, p.wgrad_smem,
+                                                   stream>>>(
+        partials, dy, (const uint16_t *)x, s, p.split_tiles, p.pixel_groups, bn);
+  } else {
+    err = cudaFuncSetAttribute(conv_small_wgrad_kernel<OB, BNORM, float>,
+                               cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p.wgrad_smem);
+    if (err != cudaSuccess)
+      return err;
+    conv_small_wgrad_kernel<OB, BNORM, float><<<grid, TDM_K_SMALL_THREADS, p.wgrad_smem,
+                                                stream>>>(partials, dy, (const float *)x, s,
+                                                          p.split_tiles, p.pixel_groups, bn);
+  }
   return tdm_k_launched();
 }
 

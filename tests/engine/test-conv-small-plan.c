@@ -2,8 +2,8 @@
 /* test-conv-small-plan.c — conv-small-plan.h, the tiling of the engine's few-channel
  * convolution kernels (conv-small.cu), on any machine: the shapes it takes and refuses;
  * torchvision's stem, the resnet preset's first conv and an 8-channel 7×7 worked out
- * by hand; and over random shapes, that the weight gradient's splits cover the output
- * pixels exactly once in whole steps, within the block count, the partials' bytes
+ * by hand; and over random shapes, that the weight gradient's splits cover the forward's
+ * tiles exactly once, within the block count, the partials' bytes
  * theirs, and the forward's tile a divisor of the output channels within the shared
  * memory every sm_80+ GPU grants, the forward's tiles covering the output; and the
  * forward's halo and tables giving im2col's columns.
@@ -39,10 +39,14 @@ test_stem(void)
    * bytes, three blocks an H100 SM. */
   g_assert_cmpuint(p.fwd_smem, ==, 36864 + 21504 + 4672 + 640 + 64);
   g_assert_cmpint(p.ob, ==, 64);
-  /* 25,088 steps of 64 pixels over 512 blocks: 49 steps a split. */
-  g_assert_cmpint(p.split_rows, ==, 49 * 64);
-  g_assert_cmpint(p.splits, ==, 512);
-  g_assert_cmpuint(p.partial_bytes, ==, (size_t)512 * 64 * 160 * 4);
+  /* 12,544 tiles over 512 blocks: 25 tiles a split (24.5 rounded up), 502 splits. */
+  g_assert_cmpint(p.split_tiles, ==, 25);
+  g_assert_cmpint(p.splits, ==, 502);
+  g_assert_cmpuint(p.partial_bytes, ==, (size_t)502 * 64 * 160 * 4);
+  /* 20 fragments of 8 columns for 8 warps: no pixel groups. dy's tile 128 × 72 bf16,
+   * the halo 4,672 bytes, 128 rows and 160 columns as ints, the bn's 64 bytes. */
+  g_assert_cmpint(p.pixel_groups, ==, 1);
+  g_assert_cmpuint(p.wgrad_smem, ==, 18432 + 4672 + 512 + 640 + 64);
 }
 
 static void
@@ -67,10 +71,15 @@ test_resnet_preset(void)
   /* 128 × 40 floats, 32 × 24 bf16, 204 bf16 (408 bytes, to 416), 16 ints, 16 floats. */
   g_assert_cmpuint(p.fwd_smem, ==, 20480 + 1536 + 416 + 64 + 64);
   g_assert_cmpint(p.ob, ==, 32);
-  /* 6,272 steps over 512 blocks: 13 a split, 483 splits (the last one shorter). */
-  g_assert_cmpint(p.split_rows, ==, 13 * 64);
-  g_assert_cmpint(p.splits, ==, 483);
-  g_assert_cmpuint(p.partial_bytes, ==, (size_t)483 * 32 * 16 * 4);
+  /* 3,584 tiles over 512 blocks: 7 a split, 512 splits. */
+  g_assert_cmpint(p.split_tiles, ==, 7);
+  g_assert_cmpint(p.splits, ==, 512);
+  g_assert_cmpuint(p.partial_bytes, ==, (size_t)512 * 32 * 16 * 4);
+  /* K = 9: two fragments of 8 columns, so four groups of two warps share a tile's 8
+   * steps; dy's tile 128 × 40 bf16, the halo 416 bytes, 128 + 16 ints, 64 bytes of bn,
+   * the groups' sums 4 × 32 × 16 floats. */
+  g_assert_cmpint(p.pixel_groups, ==, 4);
+  g_assert_cmpuint(p.wgrad_smem, ==, 10240 + 416 + 512 + 64 + 64 + 8192);
 }
 
 static void
@@ -93,10 +102,11 @@ test_three_passes(void)
   g_assert_cmpint(p.bn, ==, 64);
   g_assert_cmpuint(p.fwd_smem, ==, 95680);
   g_assert_cmpuint(p.fwd_smem, <=, TDM_K_SMALL_SMEM_MAX);
-  /* 2,697 pixels, 43 steps; 3 chunks: 170 splits at most, one step each, but a split
-   * takes at least 8 steps: 6 splits, the last one 3 steps. */
-  g_assert_cmpint(p.split_rows, ==, 8 * 64);
+  /* 24 tiles; 3 chunks: 170 splits at most, one tile each, but a split takes at least
+   * 4 tiles: 6 splits. */
+  g_assert_cmpint(p.split_tiles, ==, 4);
   g_assert_cmpint(p.splits, ==, 6);
+  g_assert_cmpint(p.pixel_groups, ==, 1);
   g_assert_true(tdm_k_small_plan(2, 9, 9, 8, 48, 3, 1, 1, &p));
   g_assert_cmpint(p.bn, ==, 16);
   g_assert_cmpint(p.ob, ==, 16);
@@ -156,11 +166,15 @@ test_random_shapes(void)
     g_assert_cmpint(p.tiles, ==, (int64_t)n * p.tiles_x * p.tiles_y);
     g_assert_true(p.ob == 64 || p.ob == 32 || p.ob == 16);
     g_assert_cmpint(out_c % p.ob, ==, 0);
-    /* The splits: whole steps, every pixel in exactly one (none empty). */
-    g_assert_cmpint(p.split_rows % TDM_K_SMALL_RS, ==, 0);
-    g_assert_cmpint(p.split_rows, >=, TDM_K_SMALL_SPLIT_STEPS * TDM_K_SMALL_RS);
-    g_assert_cmpint((int64_t)(p.splits - 1) * p.split_rows, <, p.rows);
-    g_assert_cmpint((int64_t)p.splits * p.split_rows, >=, p.rows);
+    /* The splits: whole tiles, every tile in exactly one (none empty). */
+    g_assert_cmpint(p.split_tiles, >=, TDM_K_SMALL_SPLIT_TILES);
+    g_assert_cmpint((int64_t)(p.splits - 1) * p.split_tiles, <, p.tiles);
+    g_assert_cmpint((int64_t)p.splits * p.split_tiles, >=, p.tiles);
+    /* Pixel groups: the warps all busy where the columns are few, a tile's 8 steps of 16
+     * pixels shared evenly. */
+    g_assert_true(p.pixel_groups == 1 || p.pixel_groups == 2 || p.pixel_groups == 4);
+    g_assert_cmpint(p.pixel_groups * (p.kc / 8), <=, 8 > p.kc / 8 ? 8 : p.kc / 8);
+    g_assert_cmpuint(p.wgrad_smem, <=, TDM_K_SMALL_SMEM_MAX);
     int64_t blocks = (int64_t)p.splits * p.kchunks * (out_c / p.ob);
     int64_t others = (int64_t)p.kchunks * (out_c / p.ob);
     g_assert_cmpint(blocks, <=, MAX(TDM_K_SMALL_WGRAD_BLOCKS, others));
