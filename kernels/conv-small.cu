@@ -202,6 +202,9 @@ __launch_bounds__(TDM_K_SMALL_THREADS)
     int o = i / s.kpad, k = i % s.kpad;
     b_tile[o * BS + k] = k < s.k ? wt[(size_t)(n0 + o) * s.k + k] : (uint16_t)0;
   }
+  /* The bn's scale and shift before the first halo reads them (the table and the
+   * weights too, before the first MMAs). */
+  __syncthreads();
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int wm = warp / WARPS_N, wn = warp % WARPS_N;
