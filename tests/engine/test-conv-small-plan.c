@@ -15,7 +15,7 @@
 static void
 test_stem(void)
 {
-  TdmKSmallPlan p;
+  TdmKSmallPlan p = {0};
   g_assert_true(tdm_k_small_plan(128, 224, 224, 3, 64, 7, 3, 2, &p));
   g_assert_cmpint(p.oh, ==, 112);
   g_assert_cmpint(p.ow, ==, 112);
@@ -52,7 +52,7 @@ test_stem(void)
 static void
 test_resnet_preset(void)
 {
-  TdmKSmallPlan p;
+  TdmKSmallPlan p = {0};
   g_assert_true(tdm_k_small_plan(512, 28, 28, 1, 32, 3, 1, 1, &p));
   g_assert_cmpint(p.rows, ==, 512 * 28 * 28);
   g_assert_cmpint(p.k, ==, 9);
@@ -85,7 +85,7 @@ test_resnet_preset(void)
 static void
 test_three_passes(void)
 {
-  TdmKSmallPlan p;
+  TdmKSmallPlan p = {0};
   g_assert_true(tdm_k_small_plan(3, 29, 31, 8, 64, 7, 3, 1, &p));
   g_assert_cmpint(p.k, ==, 392);
   g_assert_cmpint(p.kpad, ==, 400);
@@ -118,7 +118,7 @@ test_three_passes(void)
 static void
 test_refused(void)
 {
-  TdmKSmallPlan p;
+  TdmKSmallPlan p = {0};
   g_assert_false(tdm_k_small_plan(2, 13, 11, 9, 32, 3, 1, 1, &p));     /* 9 channels */
   g_assert_false(tdm_k_small_plan(2, 13, 11, 0, 32, 3, 1, 1, &p));     /* none */
   g_assert_false(tdm_k_small_plan(2, 13, 11, 3, 24, 3, 1, 1, &p));     /* 24 out */
@@ -142,7 +142,7 @@ test_random_shapes(void)
     int w = g_test_rand_int_range(1, 300), c = g_test_rand_int_range(1, 9);
     int out_c = 16 * g_test_rand_int_range(1, 33), kernel = g_test_rand_int_range(1, 8);
     int pad = g_test_rand_int_range(0, 4), stride = g_test_rand_int_range(1, 3);
-    TdmKSmallPlan p;
+    TdmKSmallPlan p = {0};
     gboolean takes = tdm_k_small_plan(n, h, w, c, out_c, kernel, pad, stride, &p);
     g_assert_cmpint(takes, ==, h + 2 * pad >= kernel && w + 2 * pad >= kernel);
     if (!takes)
@@ -209,7 +209,7 @@ test_halo_columns(void)
     int w = g_test_rand_int_range(1, 300), c = g_test_rand_int_range(1, 9);
     int kernel = g_test_rand_int_range(1, 8), pad = g_test_rand_int_range(0, 4);
     int stride = g_test_rand_int_range(1, 3);
-    TdmKSmallPlan p;
+    TdmKSmallPlan p = {0};
     if (!tdm_k_small_plan(n, h, w, c, 16, kernel, pad, stride, &p))
       continue;
     size_t in = (size_t)n * h * w * c;
