@@ -21,7 +21,7 @@
 #define TDM_K_SMALL_MAX_STRIDE 2
 #define TDM_K_SMALL_THREADS 256   /* eight warps a block, both kernels */
 #define TDM_K_SMALL_BM 128        /* forward: output pixels a tile */
-#define TDM_K_SMALL_KC 160        /* weight gradient: the reduction columns (taps × channels) a chunk gathers */
+#define TDM_K_SMALL_KC 160        /* weight gradient: the columns (taps × channels) a chunk */
 /* Weight gradient: about this many blocks in all (splits × column chunks × channel
  * tiles): two to four a streaming multiprocessor on today's GPUs. */
 #define TDM_K_SMALL_WGRAD_BLOCKS 512
@@ -45,7 +45,7 @@ typedef struct {
   int64_t rows;          /* n · oh · ow: the GEMM's M */
   int k;                 /* kernel² · c: the reduction */
   int kpad;              /* k rounded up to 16 (zero columns) */
-  int kc;                /* weight gradient: the columns a chunk holds: min(kpad, TDM_K_SMALL_KC) */
+  int kc;                /* weight gradient: columns a chunk, min(kpad, TDM_K_SMALL_KC) */
   int kchunks;           /* weight gradient: column chunks over kpad */
   /* Forward: a tile is tr rows × tw columns of one image's output pixels (tr · tw =
    * TDM_K_SMALL_BM), its input window (the halo: halo_h rows × halo_w columns × c
@@ -71,9 +71,9 @@ tdm_k_small_up(size_t v, size_t to)
   return (v + to - 1) / to * to;
 }
 
-/* The forward's shared memory, as byte offsets (each a multiple of 16): the output tile
- * (BM rows of bn + 8 floats, or bf16 in the same room: rows padded by 8 so a warp's
- * stores of its fragments meet no bank twice); the block's weights (bf16, a row of
+/* The forward's shared memory, as byte offsets (each a multiple of 16): the bf16 output
+ * tile (BM rows of bn + 8: a warp's stores of its fragments meet no bank twice; a float32
+ * output goes out from the registers); the block's weights (bf16, a row of
  * kpad + 8 per output channel: ldmatrix's eight rows fall in distinct banks); the halo
  * (bf16, halo_h · halo_w · c); the column table (an int a column); the bn's scale and
  * shift. */
@@ -86,7 +86,7 @@ tdm_k_small_fwd_layout(int bn, int kpad, int halo_elems)
 {
   TdmKSmallFwdLayout l;
   l.stage = 0;
-  l.weights = l.stage + (size_t)TDM_K_SMALL_BM * (bn + 8) * 4;
+  l.weights = l.stage + (size_t)TDM_K_SMALL_BM * (bn + 8) * 2;
   l.halo = l.weights + (size_t)bn * (kpad + 8) * 2;
   l.cols = l.halo + tdm_k_small_up((size_t)halo_elems * 2, 16);
   l.bn = l.cols + (size_t)kpad * 4;

@@ -15,8 +15,9 @@
  *   tile reads its input window once (the halo, converted to bf16 once: the stem's
  *   21 × 37 × 3 values for 128 pixels, where gathering the columns read 128 × 147) and
  *   its warps build the MMA fragments (mma.sync m16n8k16) from it through a table of
- *   the columns' offsets; written through shared memory in 16-byte stores as float32 or
- *   rounded once to bf16. Each output's sum has one order whatever the grid.
+ *   the columns' offsets; written as float32 from the registers, or rounded once to
+ *   bf16 and through shared memory in 16-byte stores. Each output's sum has one order
+ *   whatever the grid.
  * - Weight gradient: dw (out_c × K) = dyᵀ · columns. The forward's tiles are split into
  *   conv-small-plan.h's fixed number of ranges; a block sums its range (its channels and
  *   a chunk of up to 160 columns) a tile at a time: the tile's halo and dy's 128 × OB
@@ -165,8 +166,9 @@ small_stage(uint16_t *p, float a, float b)
  * 32 × 32 each, or 8 × 1 over 128 × 32 or 128 × 16) build A's fragments straight from
  * the halo (row r, column k: halo[row(r) + col(k)], the row's offset computed once per
  * kernel, the column's from the table) and B's with ldmatrix from the weights, and run
- * m16n8k16 MMAs over K in order; the sums go through the output tile (float32, or bf16
- * rounded once) to 16-byte stores, a pixel's BN channels contiguous in y. Each output's
+ * m16n8k16 MMAs over K in order; the sums are written as float32 straight from the
+ * registers, or rounded once to bf16 and through the output tile in 16-byte stores, a
+ * pixel's BN channels contiguous in y. Each output's
  * sum has one order whatever the grid. */
 template <int BN, bool BNORM, typename X, typename Y>
 __global__ void
@@ -178,7 +180,7 @@ __launch_bounds__(TDM_K_SMALL_THREADS)
   constexpr int WARPS_N = BN == 64 ? 2 : 1, WARPS_M = SC_WARPS / WARPS_N;
   constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
   constexpr int FM = WM / 16, FN = WN / 8;
-  constexpr int SS = BN + 8;              /* the output tile's row, in elements */
+  constexpr int SS = BN + 8;              /* the bf16 output tile's row, in elements */
   constexpr int V = 16 / (int)sizeof(Y);  /* elements a 16-byte store */
   static_assert(FM >= 1 && FN % 2 == 0 && WM % 16 == 0, "warp tiles of 16 × 16");
   extern __shared__ __align__(128) unsigned char smem[];
@@ -216,9 +218,9 @@ __launch_bounds__(TDM_K_SMALL_THREADS)
     for (int h = 0; h < 2; h++)
       arow[i][h] =
           tdm_k_small_halo_row(wm * WM + i * 16 + g + 8 * h, s.tw, s.stride, s.c, s.halo_w);
-  /* ldmatrix's row for this lane: channels wn·WN + 16p + (lane / 16)·8 + lane % 8, columns
-   * k0 + ((lane / 8) % 2)·8: matrices (n 0–7, k 0–7), (n 0–7, k 8–15), (n 8–15, k 0–7),
-   * (n 8–15, k 8–15), which are B's two registers for two 8-channel fragments. */
+  /* ldmatrix's row for this lane: channels wn·WN + 16p + (lane / 16)·8 + lane % 8,
+   * columns k0 + ((lane / 8) % 2)·8: matrices (n 0–7, k 0–7), (n 0–7, k 8–15), (n 8–15,
+   * k 0–7), (n 8–15, k 8–15), which are B's two registers for two 8-channel fragments. */
   const uint16_t *b_lane =
       b_tile + (wn * WN + ((lane >> 4) << 3) + (lane & 7)) * BS + ((lane >> 3) & 1) * 8;
   int tw_shift = 0;
@@ -258,21 +260,39 @@ __launch_bounds__(TDM_K_SMALL_THREADS)
         for (int j = 0; j < FN; j++)
           small_mma(acc[i][j], a[i], b[j][0], b[j][1]);
     }
-    for (int i = 0; i < FM; i++)
-      for (int j = 0; j < FN; j++) {
-        int r = wm * WM + i * 16 + g, col = wn * WN + j * 8 + 2 * t;
-        small_stage(stage + r * SS + col, acc[i][j][0], acc[i][j][1]);
-        small_stage(stage + (r + 8) * SS + col, acc[i][j][2], acc[i][j][3]);
+    if constexpr (sizeof(Y) == 4) {
+      /* float32 straight from the registers: a quad of lanes writes 8 channels of a
+       * pixel, 32 contiguous bytes (a whole sector). */
+      for (int i = 0; i < FM; i++)
+        for (int h = 0; h < 2; h++) {
+          int r = wm * WM + i * 16 + g + 8 * h;
+          int oy = oy0 + (r >> tw_shift), ox = ox0 + (r & (s.tw - 1));
+          if (oy < s.oh && ox < s.ow) {
+            Y *out =
+                y + (((size_t)img * s.oh + oy) * s.ow + ox) * s.out_c + n0 + wn * WN + 2 * t;
+            for (int j = 0; j < FN; j++)
+              small_stage(out + j * 8, acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+          }
+        }
+      /* Every warp is done with the halo before the next tile's overwrites it. */
+      __syncthreads();
+    } else {
+      for (int i = 0; i < FM; i++)
+        for (int j = 0; j < FN; j++) {
+          int r = wm * WM + i * 16 + g, col = wn * WN + j * 8 + 2 * t;
+          small_stage(stage + r * SS + col, acc[i][j][0], acc[i][j][1]);
+          small_stage(stage + (r + 8) * SS + col, acc[i][j][2], acc[i][j][3]);
+        }
+      __syncthreads();
+      /* bf16 out 16 bytes at a time through the output tile: a pixel's BN channels are
+       * contiguous in y, a tile row's pixels too where BN is all of out_c. */
+      for (int idx = threadIdx.x; idx < BM * (BN / V); idx += blockDim.x) {
+        int r = idx / (BN / V), q = idx % (BN / V);
+        int oy = oy0 + (r >> tw_shift), ox = ox0 + (r & (s.tw - 1));
+        if (oy < s.oh && ox < s.ow)
+          *(uint4 *)(y + (((size_t)img * s.oh + oy) * s.ow + ox) * s.out_c + n0 + q * V) =
+              *(const uint4 *)(stage + r * SS + q * V);
       }
-    __syncthreads();
-    /* Out 16 bytes at a time: a pixel's BN channels are contiguous in y, a tile row's
-     * pixels too where BN is all of out_c. */
-    for (int idx = threadIdx.x; idx < BM * (BN / V); idx += blockDim.x) {
-      int r = idx / (BN / V), q = idx % (BN / V);
-      int oy = oy0 + (r >> tw_shift), ox = ox0 + (r & (s.tw - 1));
-      if (oy < s.oh && ox < s.ow)
-        *(uint4 *)(y + (((size_t)img * s.oh + oy) * s.ow + ox) * s.out_c + n0 + q * V) =
-            *(const uint4 *)(stage + r * SS + q * V);
     }
   }
 #endif
@@ -346,7 +366,8 @@ __launch_bounds__(TDM_K_SMALL_THREADS)
   /* ldmatrix.trans's row for this lane: pixel ((lane / 16)·8 + lane % 8), channels
    * ((lane / 8) % 2)·8 on: matrices (pixels 0–7, channels 0–7), (0–7, 8–15), (8–15,
    * 0–7), (8–15, 8–15), transposed A's four registers (dyᵀ: channels × pixels). */
-  const uint16_t *a_lane = dy_tile + (((lane >> 4) << 3) + (lane & 7)) * DS + ((lane >> 3) & 1) * 8;
+  const uint16_t *a_lane =
+      dy_tile + (((lane >> 4) << 3) + (lane & 7)) * DS + ((lane >> 3) & 1) * 8;
   float acc[FM][FPW][4];
   for (int m = 0; m < FM; m++)
     for (int i = 0; i < FPW; i++)
