@@ -25,10 +25,11 @@
 /* Weight gradient: about this many blocks in all (splits × column chunks × channel
  * tiles): two to four a streaming multiprocessor on today's GPUs. */
 #define TDM_K_SMALL_WGRAD_BLOCKS 512
-/* ... but at least this many of the forward's tiles (128 pixels each) a split: a small
- * batch's partial sums (a split's are out_c × kpad floats) stay fewer than its columns
- * (at n2 the stem's 512 splits of 64 pixels took 19 MB, its columns 7 MB). */
-#define TDM_K_SMALL_SPLIT_TILES 4
+/* ... but splits of at least this many output pixels on average (whole tiles, counting
+ * only the pixels inside the output): a small batch's partial sums (a split's are out_c
+ * × kpad floats) stay fewer than its columns (at n2 the stem's 512 splits of 64 pixels
+ * took 19 MB, its columns 7 MB). */
+#define TDM_K_SMALL_SPLIT_PIXELS 512
 /* The forward's dynamic shared memory stays within the least that any sm_80+ GPU
  * lets a block opt into (sm_86 and sm_89: 99 KiB). */
 #define TDM_K_SMALL_SMEM_MAX 101376
@@ -204,15 +205,17 @@ tdm_k_small_plan(int n, int h, int w, int c, int out_c, int kernel, int pad, int
   if (p->bn == 0)
     return false;
   /* The weight gradient: splits of whole tiles, about TDM_K_SMALL_WGRAD_BLOCKS blocks in
-   * all, at least TDM_K_SMALL_SPLIT_TILES tiles a split. A chunk's kc columns are kc / 8
+   * all, at least TDM_K_SMALL_SPLIT_PIXELS output pixels a split on average (tiles hold
+   * rows / tiles of them: 128 but where they overhang the output). A chunk's kc columns are kc / 8
    * fragments of 8 across the 8 warps; where they are fewer than 8, the warps share a
    * tile's 8 steps of 16 pixels in groups. */
   p->ob = tdm_k_small_channel_tile(out_c, 64);
   int64_t others = (int64_t)p->kchunks * (out_c / p->ob);
   int64_t target = TDM_K_SMALL_WGRAD_BLOCKS / others > 0 ? TDM_K_SMALL_WGRAD_BLOCKS / others : 1;
   int64_t per = (p->tiles + target - 1) / target;
-  if (per < TDM_K_SMALL_SPLIT_TILES)
-    per = TDM_K_SMALL_SPLIT_TILES;
+  int64_t least = (TDM_K_SMALL_SPLIT_PIXELS * p->tiles + p->rows - 1) / p->rows;
+  if (per < least)
+    per = least;
   p->split_tiles = (int)per;
   p->splits = (int)((p->tiles + per - 1) / per);
   p->partial_bytes = (size_t)p->splits * out_c * p->kpad * sizeof(float);
