@@ -55,6 +55,8 @@ typedef struct {
   int tiles_x, tiles_y;  /* tiles across ow and down oh */
   int64_t tiles;         /* n · tiles_y · tiles_x */
   int halo_h, halo_w;    /* (tr − 1)·stride + kernel, (tw − 1)·stride + kernel */
+  int fwd_rk;            /* a kernel row's kernel · c columns, rounded up to even */
+  int fwd_kpad;          /* the forward's reduction, kernel · fwd_rk, rounded up to 16 */
   int bn;                /* output channels a block: 64, 32 or 16 */
   size_t fwd_smem;       /* its dynamic shared memory */
   /* Weight gradient */
@@ -74,10 +76,11 @@ tdm_k_small_up(size_t v, size_t to)
 
 /* The forward's shared memory, as byte offsets (each a multiple of 16): the bf16 output
  * tile (BM rows of bn + 8: a warp's stores of its fragments meet no bank twice; a float32
- * output goes out from the registers); the block's weights (bf16, a row of
- * kpad + 8 per output channel: ldmatrix's eight rows fall in distinct banks); the halo
- * (bf16, halo_h · halo_w · c); the column table (an int a column); the bn's scale and
- * shift. */
+ * output goes out from the registers); the block's weights (bf16, a row of kpad + 8 per
+ * output channel, kpad the forward's fwd_kpad: ldmatrix's eight rows fall in distinct
+ * banks); the halo as pairs (a 32-bit word for each of its halo_h · halo_w · c values:
+ * the value and the next one); the pair table (an int and a mask for each two columns);
+ * the bn's scale and shift. */
 typedef struct {
   size_t stage, weights, halo, cols, bn, total;
 } TdmKSmallFwdLayout;
@@ -89,8 +92,8 @@ tdm_k_small_fwd_layout(int bn, int kpad, int halo_elems)
   l.stage = 0;
   l.weights = l.stage + (size_t)TDM_K_SMALL_BM * (bn + 8) * 2;
   l.halo = l.weights + (size_t)bn * (kpad + 8) * 2;
-  l.cols = l.halo + tdm_k_small_up((size_t)halo_elems * 2, 16);
-  l.bn = l.cols + (size_t)kpad * 4;
+  l.cols = l.halo + tdm_k_small_up((size_t)halo_elems * 4, 16);
+  l.bn = l.cols + (size_t)(kpad / 2) * 8;
   l.total = l.bn + 2 * TDM_K_SMALL_MAX_C * 4;
   return l;
 }
@@ -135,6 +138,25 @@ tdm_k_small_halo_col(int k, int kernel, int c, int halo_w)
     return -1;
   int ch = k % c, tap = k / c;
   return ((tap / kernel) * halo_w + tap % kernel) * c + ch;
+}
+
+/* The forward's reduction column k (of fwd_kpad): each kernel row's kernel · c columns
+ * (kx, channel) padded to fwd_rk, an even count, so that a pair of columns (2q, 2q + 1)
+ * never straddles two kernel rows and is two neighbours in the halo. Its im2col column
+ * (ky · kernel · c + kx · c + channel), or −1 for a padding column. */
+TDM_K_SMALL_BOTH static inline int
+tdm_k_small_fwd_column(int k, int kernel, int c, int rk)
+{
+  int ky = k / rk, e = k % rk;
+  return ky < kernel && e < kernel * c ? ky * kernel * c + e : -1;
+}
+
+/* ... and its offset from a window's corner in the halo, or −1. */
+TDM_K_SMALL_BOTH static inline int
+tdm_k_small_fwd_offset(int k, int kernel, int c, int rk, int halo_w)
+{
+  int ky = k / rk, e = k % rk;
+  return ky < kernel && e < kernel * c ? ky * halo_w * c + e : -1;
 }
 
 /* The largest of 64, 32, 16 that divides out_c and is no more than `most`; 0 if none. */
@@ -191,12 +213,15 @@ tdm_k_small_plan(int n, int h, int w, int c, int out_c, int kernel, int pad, int
     return false;
   p->halo_h = (p->tr - 1) * stride + kernel;
   p->halo_w = (p->tw - 1) * stride + kernel;
+  p->fwd_rk = (kernel * c + 1) / 2 * 2;
+  p->fwd_kpad = (int)tdm_k_small_up((size_t)kernel * p->fwd_rk, 16);
   p->bn = 0;
   p->fwd_smem = 0;
   for (int most = 64; most >= 16 && p->bn == 0; most /= 2) {
     int bn = tdm_k_small_channel_tile(out_c, most);
     size_t smem =
-        bn != 0 ? tdm_k_small_fwd_layout(bn, p->kpad, p->halo_h * p->halo_w * c).total : 0;
+        bn != 0 ? tdm_k_small_fwd_layout(bn, p->fwd_kpad, p->halo_h * p->halo_w * c).total
+                : 0;
     if (bn != 0 && smem <= TDM_K_SMALL_SMEM_MAX) {
       p->bn = bn;
       p->fwd_smem = smem;

@@ -44,6 +44,7 @@ struct SmallShape {
   /* The forward's tiles (conv-small-plan.h) */
   int tw, tiles_x, tiles_y, tiles, halo_h, halo_w;
   int kc;        /* the weight gradient's columns a chunk */
+  int fwd_rk, fwd_kpad;  /* the forward's columns a kernel row, and in all */
 };
 
 /* The bn's per-channel scale and shift (bn_train_affine: the forward's bits). */
@@ -80,26 +81,61 @@ small_value(const uint16_t *x, size_t at, int ch, const float *scale, const floa
   return tdm_k_bf16_bits(bn_affine_output(v, scale[ch], shift[ch], relu));
 }
 
-/* Reads the input window of a forward tile (the halo: rows iy0 .. iy0 + halo_h,
- * columns ix0 .. ix0 + halo_w of image img, all channels) into halo as bf16 (row-major:
- * halo_w · c a row, the input's own order), zero outside the image: consecutive threads
- * read consecutive elements of an input row (halo_w · c of them are contiguous in x). */
+/* Value i of a tile's input window (the halo: rows iy0 .. iy0 + halo_h, columns ix0 ..
+ * ix0 + halo_w of image img, all channels; row-major, halo_w · c a row, the input's own
+ * order) as bf16 bits: zero outside the image and past the halo's end (i ≥ count).
+ * Consecutive i are consecutive elements of an input row (halo_w · c of them are
+ * contiguous in x), so consecutive threads read consecutive addresses. */
+template <bool BN, typename X>
+__device__ __forceinline__ uint16_t
+small_halo_value(const X *x, const SmallShape &s, size_t plane, int iy0, int xe0, int hwc,
+                 int count, int i, const float *scale, const float *shift, bool relu)
+{
+  if (i >= count)
+    return 0;
+  int hy = i / hwc, e = i - hy * hwc;
+  int iy = iy0 + hy, xe = xe0 + e;
+  if ((unsigned)iy >= (unsigned)s.h || (unsigned)xe >= (unsigned)(s.w * s.c))
+    return 0;
+  return small_value<BN>(x, (plane + iy) * s.w * s.c + xe, BN ? xe % s.c : 0, scale, shift,
+                         relu);
+}
+
+/* The weight gradient's halo: value i at halo[i]. */
 template <bool BN, typename X>
 __device__ __forceinline__ void
 small_halo(uint16_t *halo, const X *x, const SmallShape &s, int img, int iy0, int ix0,
            const float *scale, const float *shift, bool relu)
 {
-  const int hwc = s.halo_w * s.c, count = s.halo_h * hwc, wc = s.w * s.c;
-  const int xe0 = ix0 * s.c;
+  const int hwc = s.halo_w * s.c, count = s.halo_h * hwc;
   const size_t plane = (size_t)img * s.h;
 #pragma unroll 4
-  for (int i = threadIdx.x; i < count; i += blockDim.x) {
-    int hy = i / hwc, e = i - hy * hwc;
-    int iy = iy0 + hy, xe = xe0 + e;
-    uint16_t v = 0;
-    if ((unsigned)iy < (unsigned)s.h && (unsigned)xe < (unsigned)wc)
-      v = small_value<BN>(x, (plane + iy) * wc + xe, BN ? xe % s.c : 0, scale, shift, relu);
-    halo[i] = v;
+  for (int i = threadIdx.x; i < count; i += blockDim.x)
+    halo[i] = small_halo_value<BN>(x, s, plane, iy0, ix0 * s.c, hwc, count, i, scale, shift,
+                                   relu);
+}
+
+/* The forward's halo as pairs: words[i] holds value i in its low half and value i + 1
+ * (zero past the end) in its high half, so that two neighbouring columns of A are one
+ * 32-bit load at any offset. A lane's value i + 1 is its right neighbour's value i
+ * (a shuffle), but for the warp's last lane, which reads it. */
+template <bool BN, typename X>
+__device__ __forceinline__ void
+small_halo_pairs(unsigned *words, const X *x, const SmallShape &s, int img, int iy0, int ix0,
+                 const float *scale, const float *shift, bool relu)
+{
+  const int hwc = s.halo_w * s.c, count = s.halo_h * hwc, xe0 = ix0 * s.c;
+  const size_t plane = (size_t)img * s.h;
+  const int lane = threadIdx.x % 32;
+  for (int i0 = 0; i0 < count; i0 += blockDim.x) {
+    int i = i0 + threadIdx.x;
+    unsigned v =
+        small_halo_value<BN>(x, s, plane, iy0, xe0, hwc, count, i, scale, shift, relu);
+    unsigned next = __shfl_down_sync(0xffffffffu, v, 1);
+    if (lane == 31)
+      next = small_halo_value<BN>(x, s, plane, iy0, xe0, hwc, count, i + 1, scale, shift, relu);
+    if (i < count)
+      words[i] = v | next << 16;
   }
 }
 
@@ -108,14 +144,6 @@ __device__ __forceinline__ unsigned
 small_pair(uint16_t lo, uint16_t hi)
 {
   return (unsigned)lo | (unsigned)hi << 16;
-}
-
-/* One element of A (a tile row's window corner in the halo, a column's offset; −1 past
- * K reads nothing: a zero). */
-__device__ __forceinline__ uint16_t
-small_a(const uint16_t *halo, int row, int col)
-{
-  return col >= 0 ? halo[row + col] : (uint16_t)0;
 }
 
 /* Four 8×8 bf16 matrices from shared memory (each lane gives one row's address: lanes
@@ -172,7 +200,7 @@ small_stage(uint16_t *p, float a, float b)
  * sum has one order whatever the grid. */
 template <int BN, bool BNORM, typename X, typename Y>
 __global__ void
-__launch_bounds__(TDM_K_SMALL_THREADS)
+__launch_bounds__(TDM_K_SMALL_THREADS, 4)
     conv_small_forward_kernel(Y *y, const X *x, const uint16_t *wt, SmallShape s, BnGather bn)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -185,24 +213,31 @@ __launch_bounds__(TDM_K_SMALL_THREADS)
   static_assert(FM >= 1 && FN % 2 == 0 && WM % 16 == 0, "warp tiles of 16 × 16");
   extern __shared__ __align__(128) unsigned char smem[];
   const TdmKSmallFwdLayout L =
-      tdm_k_small_fwd_layout(BN, s.kpad, s.halo_h * s.halo_w * s.c);
-  const int BS = s.kpad + 8;
+      tdm_k_small_fwd_layout(BN, s.fwd_kpad, s.halo_h * s.halo_w * s.c);
+  const int BS = s.fwd_kpad + 8;
   Y *stage = (Y *)(smem + L.stage);
   uint16_t *b_tile = (uint16_t *)(smem + L.weights);
-  uint16_t *halo = (uint16_t *)(smem + L.halo);
-  int *cols = (int *)(smem + L.cols);
+  unsigned *words = (unsigned *)(smem + L.halo);
+  int2 *pairs = (int2 *)(smem + L.cols);
   float *scale = (float *)(smem + L.bn);
   float *shift = scale + TDM_K_SMALL_MAX_C;
 
   const int n0 = blockIdx.y * BN;
-  for (int i = threadIdx.x; i < s.kpad; i += blockDim.x)
-    cols[i] = tdm_k_small_halo_col(i, s.kernel, s.c, s.halo_w);
+  /* The pair table: for columns 2q and 2q + 1 (conv-small-plan.h's forward order) the
+   * first one's offset in the halo and which halves of its pair word are columns (a
+   * padding column reads as zero). */
+  for (int q = threadIdx.x; q < s.fwd_kpad / 2; q += blockDim.x) {
+    int lo = tdm_k_small_fwd_offset(2 * q, s.kernel, s.c, s.fwd_rk, s.halo_w);
+    int hi = tdm_k_small_fwd_offset(2 * q + 1, s.kernel, s.c, s.fwd_rk, s.halo_w);
+    pairs[q] = make_int2(lo >= 0 ? lo : 0, (lo >= 0 ? 0xffff : 0) | (hi >= 0 ? 0xffff0000 : 0));
+  }
   small_bn<BNORM>(scale, shift, s.c, bn);
-  /* The weights as B (K × BN, column-major: a row of b_tile per output channel), zero
-   * past K. */
-  for (int i = threadIdx.x; i < BN * s.kpad; i += blockDim.x) {
-    int o = i / s.kpad, k = i % s.kpad;
-    b_tile[o * BS + k] = k < s.k ? wt[(size_t)(n0 + o) * s.k + k] : (uint16_t)0;
+  /* The weights as B (K × BN, column-major: a row of b_tile per output channel), in the
+   * forward's order, zero in the padding columns. */
+  for (int i = threadIdx.x; i < BN * s.fwd_kpad; i += blockDim.x) {
+    int o = i / s.fwd_kpad, k = i % s.fwd_kpad;
+    int col = tdm_k_small_fwd_column(k, s.kernel, s.c, s.fwd_rk);
+    b_tile[o * BS + k] = col >= 0 ? wt[(size_t)(n0 + o) * s.k + col] : (uint16_t)0;
   }
   /* The bn's scale and shift before the first halo reads them (the table and the
    * weights too, before the first MMAs). */
@@ -234,23 +269,23 @@ __launch_bounds__(TDM_K_SMALL_THREADS)
     int oy0 = ty * tr, ox0 = tx * s.tw;
     /* The previous tile's MMAs are done (the barrier before its output), so the halo is
      * free; its output tile is read before the barrier below. */
-    small_halo<BNORM>(halo, x, s, img, oy0 * s.stride - s.pad, ox0 * s.stride - s.pad, scale,
-                      shift, bn.relu);
+    small_halo_pairs<BNORM>(words, x, s, img, oy0 * s.stride - s.pad, ox0 * s.stride - s.pad,
+                            scale, shift, bn.relu);
     __syncthreads();
     float acc[FM][FN][4];
     for (int i = 0; i < FM; i++)
       for (int j = 0; j < FN; j++)
         for (int q = 0; q < 4; q++)
           acc[i][j][q] = 0.0f;
-    for (int k0 = 0; k0 < s.kpad; k0 += 16) {
-      const int c0 = cols[k0 + 2 * t], c1 = cols[k0 + 2 * t + 1];
-      const int c8 = cols[k0 + 2 * t + 8], c9 = cols[k0 + 2 * t + 9];
+    for (int k0 = 0; k0 < s.fwd_kpad; k0 += 16) {
+      /* Columns 2t, 2t + 1 and 2t + 8, 2t + 9 of this step: one pair word each. */
+      const int2 p0 = pairs[k0 / 2 + t], p8 = pairs[k0 / 2 + t + 4];
       unsigned a[FM][4];
       for (int i = 0; i < FM; i++) {
-        a[i][0] = small_pair(small_a(halo, arow[i][0], c0), small_a(halo, arow[i][0], c1));
-        a[i][1] = small_pair(small_a(halo, arow[i][1], c0), small_a(halo, arow[i][1], c1));
-        a[i][2] = small_pair(small_a(halo, arow[i][0], c8), small_a(halo, arow[i][0], c9));
-        a[i][3] = small_pair(small_a(halo, arow[i][1], c8), small_a(halo, arow[i][1], c9));
+        a[i][0] = words[arow[i][0] + p0.x] & (unsigned)p0.y;
+        a[i][1] = words[arow[i][1] + p0.x] & (unsigned)p0.y;
+        a[i][2] = words[arow[i][0] + p8.x] & (unsigned)p8.y;
+        a[i][3] = words[arow[i][1] + p8.x] & (unsigned)p8.y;
       }
       unsigned b[FN][2];
       for (int p = 0; p < FN / 2; p++)
@@ -514,6 +549,8 @@ small_shape(int n, int h, int w, int c, int out_c, int kernel, int pad, int stri
   s->halo_h = p->halo_h;
   s->halo_w = p->halo_w;
   s->kc = p->kc;
+  s->fwd_rk = p->fwd_rk;
+  s->fwd_kpad = p->fwd_kpad;
   return true;
 }
 

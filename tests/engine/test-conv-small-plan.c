@@ -34,10 +34,13 @@ test_stem(void)
   g_assert_cmpint(p.halo_h, ==, 7 * 2 + 7);
   g_assert_cmpint(p.halo_w, ==, 15 * 2 + 7);
   g_assert_cmpint(p.bn, ==, 64);
-  /* The bf16 output tile 128 × 72, the weights 64 × 168 bf16, the halo 21 × 37 × 3 bf16
-   * (4,662 bytes, to 4,672), the table 160 ints, the bn's 2 × 8 floats: 45,312 bytes,
-   * four blocks an H100 SM (as its 64 registers allow). */
-  g_assert_cmpuint(p.fwd_smem, ==, 18432 + 21504 + 4672 + 640 + 64);
+  /* The forward's columns: a kernel row's 21 padded to 22, 154 in all, padded to 160. */
+  g_assert_cmpint(p.fwd_rk, ==, 22);
+  g_assert_cmpint(p.fwd_kpad, ==, 160);
+  /* The bf16 output tile 128 × 72, the weights 64 × 168 bf16, the halo's 21 × 37 × 3
+   * pair words (9,324 bytes, to 9,328), the pair table 80 × 8 bytes, the bn's 2 × 8
+   * floats: 49,968 bytes, four blocks an H100 SM (as its 64 registers allow). */
+  g_assert_cmpuint(p.fwd_smem, ==, 18432 + 21504 + 9328 + 640 + 64);
   g_assert_cmpint(p.ob, ==, 64);
   /* 12,544 tiles over 512 blocks: 25 tiles a split (24.5 rounded up), 502 splits. */
   g_assert_cmpint(p.split_tiles, ==, 25);
@@ -68,8 +71,11 @@ test_resnet_preset(void)
   g_assert_cmpint(p.halo_h, ==, 6);
   g_assert_cmpint(p.halo_w, ==, 34);
   g_assert_cmpint(p.bn, ==, 32);
-  /* 128 × 40 bf16, 32 × 24 bf16, 204 bf16 (408 bytes, to 416), 16 ints, 16 floats. */
-  g_assert_cmpuint(p.fwd_smem, ==, 10240 + 1536 + 416 + 64 + 64);
+  /* A kernel row's 3 columns padded to 4: 12, padded to 16. 128 × 40 bf16, 32 × 24 bf16,
+   * 204 pair words, 8 pairs of 8 bytes, 16 floats. */
+  g_assert_cmpint(p.fwd_rk, ==, 4);
+  g_assert_cmpint(p.fwd_kpad, ==, 16);
+  g_assert_cmpuint(p.fwd_smem, ==, 10240 + 1536 + 816 + 64 + 64);
   g_assert_cmpint(p.ob, ==, 32);
   /* 3,584 tiles over 512 blocks: 7 a split (more than 512 pixels' 4.6 tiles), 512
    * splits. */
@@ -98,10 +104,12 @@ test_three_passes(void)
   g_assert_cmpint(p.tiles, ==, 3 * 2 * 4);
   g_assert_cmpint(p.halo_h, ==, 14);
   g_assert_cmpint(p.halo_w, ==, 22);
-  /* 18,432 + 64 × 408 × 2 + 14 × 22 × 8 × 2 + 400 × 4 + 64 = 77,248 bytes: within
-   * 99 KiB. */
+  /* A kernel row's 56 columns are even already: 392, padded to 400. 18,432 + 64 × 408 × 2
+   * + 14 × 22 × 8 × 4 + 200 × 8 + 64 = 82,176 bytes: within 99 KiB. */
+  g_assert_cmpint(p.fwd_rk, ==, 56);
+  g_assert_cmpint(p.fwd_kpad, ==, 400);
   g_assert_cmpint(p.bn, ==, 64);
-  g_assert_cmpuint(p.fwd_smem, ==, 77248);
+  g_assert_cmpuint(p.fwd_smem, ==, 82176);
   g_assert_cmpuint(p.fwd_smem, <=, TDM_K_SMALL_SMEM_MAX);
   /* 24 tiles; 3 chunks: 170 splits at most, one tile each, but a split takes at least
    * 512 pixels, here 2,697 / 24 = 112.4 a tile: 5 tiles, 5 splits. */
@@ -196,11 +204,12 @@ naive_column(const int *x, int h, int w, int c, int kernel, int pad, int stride,
   return x[(((size_t)img * h + iy) * w + ix) * c + ch];
 }
 
-/* The forward's halo and its tables, as the kernel uses them, on random shapes: the halo
- * of a tile read as its rows and columns (tdm_k_small_halo_row + tdm_k_small_halo_col,
- * for every row of the tile, padded pixels too, and every column of kpad) stays inside
- * the halo, a column past K is −1, and for every pixel in the image the value is
- * im2col's. The input holds distinct values (its index + 1), so a wrong tap, channel or
+/* The halo and its tables, as the kernels use them, on random shapes: the forward's
+ * column order holds each im2col column once, in pairs of neighbours in the halo, at the
+ * im2col column's offset; the halo of a tile read as its rows and columns
+ * (tdm_k_small_halo_row + tdm_k_small_halo_col, for every row of the tile, padded pixels
+ * too, and every column of kpad) stays inside the halo, a column past K is −1, and for
+ * every pixel in the image the value is im2col's. The input holds distinct values (its index + 1), so a wrong tap, channel or
  * row shows. */
 static void
 test_halo_columns(void)
@@ -224,6 +233,28 @@ test_halo_columns(void)
       cols[k] = tdm_k_small_halo_col(k, kernel, c, p.halo_w);
       g_assert_cmpint(cols[k] < 0, ==, k >= p.k);
     }
+    /* The forward's order: every im2col column once; a pair's two columns neighbours in
+     * the halo, or the second one padding, or both. */
+    g_assert_cmpint(p.fwd_rk % 2, ==, 0);
+    g_assert_cmpint(p.fwd_kpad % 16, ==, 0);
+    g_assert_cmpint(p.fwd_kpad, >=, kernel * p.fwd_rk);
+    g_autofree int *fcols = g_new(int, p.fwd_kpad);
+    g_autofree int *fofs = g_new(int, p.fwd_kpad);
+    g_autofree int *seen = g_new0(int, p.k);
+    for (int k = 0; k < p.fwd_kpad; k++) {
+      fcols[k] = tdm_k_small_fwd_column(k, kernel, c, p.fwd_rk);
+      fofs[k] = tdm_k_small_fwd_offset(k, kernel, c, p.fwd_rk, p.halo_w);
+      g_assert_cmpint(fcols[k] < 0, ==, fofs[k] < 0);
+      g_assert_cmpint(fcols[k], <, p.k);
+      if (fcols[k] >= 0) {
+        seen[fcols[k]]++;
+        g_assert_cmpint(fofs[k], ==, cols[fcols[k]]);
+      }
+      if (k % 2 == 1 && fofs[k] >= 0)
+        g_assert_cmpint(fofs[k], ==, fofs[k - 1] + 1);
+    }
+    for (int k = 0; k < p.k; k++)
+      g_assert_cmpint(seen[k], ==, 1);
     /* The first tile, the last (partial where the tiles overhang), and some between. */
     for (int j = 0; j < 6; j++) {
       int64_t tile = j == 0 ? 0 : j == 1 ? p.tiles - 1 : g_test_rand_int_range(0, (int)p.tiles);
