@@ -15,7 +15,9 @@
  *   tile reads its input window once (the halo, converted to bf16 once: the stem's
  *   21 × 37 × 3 values for 128 pixels, where gathering the columns read 128 × 147) and
  *   its warps build the MMA fragments (mma.sync m16n8k16) from it through a table of
- *   the columns' offsets; written as float32 from the registers, or rounded once to
+ *   the columns' offsets (the halo held as pair words, value i and i + 1, and the columns
+ *   ordered with each kernel row padded to an even count, so that two columns are one
+ *   32-bit load); written as float32 from the registers, or rounded once to
  *   bf16 and through shared memory in 16-byte stores. Each output's sum has one order
  *   whatever the grid.
  * - Weight gradient: dw (out_c × K) = dyᵀ · columns. The forward's tiles are split into
@@ -188,16 +190,16 @@ small_stage(uint16_t *p, float a, float b)
 /* The forward: BN output channels a block (blockIdx.y), tiles of tr × tw output pixels
  * of one image (conv-small-plan.h; blockIdx.x, then every gridDim.x-th, in the order
  * image, tile row, tile column). Shared memory as tdm_k_small_fwd_layout lays it out:
- * the output tile, the block's weights for the whole of K (kept for all its tiles), the
- * halo, the column table, the bn's scale and shift. Per tile: the halo is read (each
- * input value once, converted to bf16 once); the warps (4 × 2 over a 128 × 64 tile,
- * 32 × 32 each, or 8 × 1 over 128 × 32 or 128 × 16) build A's fragments straight from
- * the halo (row r, column k: halo[row(r) + col(k)], the row's offset computed once per
- * kernel, the column's from the table) and B's with ldmatrix from the weights, and run
- * m16n8k16 MMAs over K in order; the sums are written as float32 straight from the
- * registers, or rounded once to bf16 and through the output tile in 16-byte stores, a
- * pixel's BN channels contiguous in y. Each output's
- * sum has one order whatever the grid. */
+ * the bf16 output tile, the block's weights for the whole of K in the forward's column
+ * order (kept for all its tiles), the halo as pair words, the pair table, the bn's scale
+ * and shift. Per tile: the halo is read (each input value once, converted to bf16 once);
+ * the warps (4 × 2 over a 128 × 64 tile, 32 × 32 each, or 8 × 1 over 128 × 32 or
+ * 128 × 16) build A's fragments straight from it (row r, columns 2q and 2q + 1: the
+ * word at row(r) + off(q), masked: the row's offset computed once per kernel, the pair's
+ * from the table) and B's with ldmatrix from the weights, and run m16n8k16 MMAs over K
+ * in order; the sums are written as float32 straight from the registers, or rounded once
+ * to bf16 and through the output tile in 16-byte stores, a pixel's BN channels
+ * contiguous in y. Each output's sum has one order whatever the grid. */
 template <int BN, bool BNORM, typename X, typename Y>
 __global__ void
 __launch_bounds__(TDM_K_SMALL_THREADS, 4)
