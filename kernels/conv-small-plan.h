@@ -99,10 +99,10 @@ tdm_k_small_fwd_layout(int bn, int kpad, int halo_elems)
 }
 
 /* The weight gradient's shared memory, as byte offsets (each a multiple of 16): dy's
- * tile (128 pixels of ob + 8 bf16: ldmatrix's rows in distinct banks), the halo, the
- * tile's rows as window corners (128 ints), the chunk's column table (kc ints), the
- * bn's scale and shift, and where pixel groups share a tile, their sums (pixel_groups
- * · ob · kc floats) to add in order. */
+ * tile (128 pixels of ob + 8 bf16: ldmatrix's rows in distinct banks), the halo as pixel
+ * pairs (a 32-bit word a value), the tile's pixel pairs (64 × an int and a mask), the
+ * chunk's column table (kc ints), the bn's scale and shift, and where pixel groups share
+ * a tile, their sums (pixel_groups · ob · kc floats) to add in order. */
 typedef struct {
   size_t dy, halo, rows, cols, bn, groups, total;
 } TdmKSmallWgradLayout;
@@ -113,8 +113,8 @@ tdm_k_small_wgrad_layout(int ob, int kc, int halo_elems, int pixel_groups)
   TdmKSmallWgradLayout l;
   l.dy = 0;
   l.halo = l.dy + (size_t)TDM_K_SMALL_BM * (ob + 8) * 2;
-  l.rows = l.halo + tdm_k_small_up((size_t)halo_elems * 2, 16);
-  l.cols = l.rows + (size_t)TDM_K_SMALL_BM * 4;
+  l.rows = l.halo + tdm_k_small_up((size_t)halo_elems * 4, 16);
+  l.cols = l.rows + (size_t)TDM_K_SMALL_BM / 2 * 8;
   l.bn = l.cols + (size_t)kc * 4;
   l.groups = l.bn + 2 * TDM_K_SMALL_MAX_C * 4;
   l.total = l.groups + (pixel_groups > 1 ? (size_t)pixel_groups * ob * kc * 4 : 0);

@@ -23,8 +23,9 @@
  * - Weight gradient: dw (out_c × K) = dyᵀ · columns. The forward's tiles are split into
  *   conv-small-plan.h's fixed number of ranges; a block sums its range (its channels and
  *   a chunk of up to 160 columns) a tile at a time: the tile's halo and dy's 128 × OB
- *   tile in shared memory, A (dyᵀ) by ldmatrix.trans, B (the columns) from the halo as
- *   the forward builds A, into fragments held by its warps; it writes them as one partial
+ *   tile in shared memory, A (dyᵀ) by ldmatrix.trans, B (the columns) from the halo held
+ *   as pixel pairs (two pixels of a column one 32-bit load), into fragments held by its
+ *   warps; it writes them as one partial
  *   (float32, in the caller's scratch), and a second kernel sums the partials of each
  *   weight in a fixed order: the same inputs give the same bits, on any GPU of a kind.
  * Needs sm_80 or later (bf16 mma.sync, ldmatrix).
@@ -103,18 +104,24 @@ small_halo_value(const X *x, const SmallShape &s, size_t plane, int iy0, int xe0
                          relu);
 }
 
-/* The weight gradient's halo: value i at halo[i]. */
+/* The weight gradient's halo as pixel pairs: words[i] holds value i in its low half and
+ * value i + stride · c (the same tap of the pixel to the right; zero past the end) in its
+ * high half, so that two neighbouring pixels of B are one 32-bit load. */
 template <bool BN, typename X>
 __device__ __forceinline__ void
-small_halo(uint16_t *halo, const X *x, const SmallShape &s, int img, int iy0, int ix0,
-           const float *scale, const float *shift, bool relu)
+small_halo_pixel_pairs(unsigned *words, const X *x, const SmallShape &s, int img, int iy0,
+                       int ix0, const float *scale, const float *shift, bool relu)
 {
-  const int hwc = s.halo_w * s.c, count = s.halo_h * hwc;
+  const int hwc = s.halo_w * s.c, count = s.halo_h * hwc, xe0 = ix0 * s.c;
+  const int step = s.stride * s.c;
   const size_t plane = (size_t)img * s.h;
-#pragma unroll 4
-  for (int i = threadIdx.x; i < count; i += blockDim.x)
-    halo[i] = small_halo_value<BN>(x, s, plane, iy0, ix0 * s.c, hwc, count, i, scale, shift,
-                                   relu);
+#pragma unroll 2
+  for (int i = threadIdx.x; i < count; i += blockDim.x) {
+    unsigned lo = small_halo_value<BN>(x, s, plane, iy0, xe0, hwc, count, i, scale, shift, relu);
+    unsigned hi =
+        small_halo_value<BN>(x, s, plane, iy0, xe0, hwc, count, i + step, scale, shift, relu);
+    words[i] = lo | hi << 16;
+  }
 }
 
 /* The forward's halo as pairs: words[i] holds value i in its low half and value i + 1
@@ -346,22 +353,16 @@ small_ldmatrix_x4_trans(unsigned *r, const uint16_t *p)
                : "r"(a));
 }
 
-/* One element of the columns for the weight gradient: zero for a pixel outside the
- * output (row −1) or a column past K (col −1). */
-__device__ __forceinline__ uint16_t
-small_b(const uint16_t *halo, int row, int col)
-{
-  return row >= 0 && col >= 0 ? halo[row + col] : (uint16_t)0;
-}
-
 /* The weight gradient's partial sums: block (split, chunk, channel tile) sums the
  * forward's tiles [split · split_tiles, + split_tiles) of dyᵀ (OB channels: M) times
  * the columns (chunk: up to TDM_K_SMALL_KC of them: N) over the tile's pixels (K), and
  * writes its OB × width sums to partials[split] (out_c × kpad, row-major). Per tile:
- * the halo (as the forward reads it), dy's 128 × OB tile (16-byte loads; zero for
- * pixels outside the output) and the rows' window corners (−1 outside) into shared
- * memory; A's fragments from dy's tile by ldmatrix.trans, B's from the halo through the
- * rows and the column table. The chunk's 8-column fragments go to the warps in turn (a
+ * the halo as pixel pairs (a value and the same tap of the pixel to its right), dy's
+ * 128 × OB tile (16-byte loads; zero for pixels outside the output) and the tile's pixel
+ * pairs (the first one's window corner, a mask of those inside the output) into shared
+ * memory; A's fragments from dy's tile by ldmatrix.trans, B's from the halo (pixels 2u,
+ * 2u + 1 of a column: the word at corner(u) + col, masked) through the pixel pairs and
+ * the column table. The chunk's 8-column fragments go to the warps in turn (a
  * warp's every NW-th, FPW at most); where they are fewer than the warps, groups of
  * warps take every pixel_groups-th step of 16 pixels and their sums are added in the
  * groups' order at the end: the same bits every run. */
@@ -379,8 +380,8 @@ __launch_bounds__(TDM_K_SMALL_THREADS)
   const TdmKSmallWgradLayout L =
       tdm_k_small_wgrad_layout(OB, s.kc, s.halo_h * s.halo_w * s.c, pixel_groups);
   uint16_t *dy_tile = (uint16_t *)(smem + L.dy);
-  uint16_t *halo = (uint16_t *)(smem + L.halo);
-  int *prow = (int *)(smem + L.rows);
+  unsigned *words = (unsigned *)(smem + L.halo);
+  int2 *ppair = (int2 *)(smem + L.rows);
   int *cols = (int *)(smem + L.cols);
   float *scale = (float *)(smem + L.bn);
   float *shift = scale + TDM_K_SMALL_MAX_C;
@@ -412,18 +413,23 @@ __launch_bounds__(TDM_K_SMALL_THREADS)
         acc[m][i][q] = 0.0f;
   /* The table before this lane's columns are read from it. */
   __syncthreads();
+  /* This lane's column of each of its fragments (B's n = g): its offset in the halo and
+   * a mask, zero for a column past K. */
   int bcol[FPW];
+  unsigned bmask[FPW];
   for (int i = 0; i < FPW; i++) {
     int j = nw + nw_count * i;
-    bcol[i] = j < frags ? cols[j * 8 + g] : -1;
+    int col = j < frags ? cols[j * 8 + g] : -1;
+    bcol[i] = col >= 0 ? col : 0;
+    bmask[i] = col >= 0 ? 0xffffffffu : 0u;
   }
 
   for (int tile = t_begin; tile < t_end; tile++) {
     int tx = tile % s.tiles_x, rest = tile / s.tiles_x;
     int ty = rest % s.tiles_y, img = rest / s.tiles_y;
     int oy0 = ty * tr, ox0 = tx * s.tw;
-    small_halo<BNORM>(halo, x, s, img, oy0 * s.stride - s.pad, ox0 * s.stride - s.pad, scale,
-                      shift, bn.relu);
+    small_halo_pixel_pairs<BNORM>(words, x, s, img, oy0 * s.stride - s.pad,
+                                  ox0 * s.stride - s.pad, scale, shift, bn.relu);
     for (int idx = threadIdx.x; idx < BM * (OB / 8); idx += blockDim.x) {
       int r = idx / (OB / 8), q = idx % (OB / 8);
       int oy = oy0 + (r >> tw_shift), ox = ox0 + (r & (s.tw - 1));
@@ -433,11 +439,15 @@ __launch_bounds__(TDM_K_SMALL_THREADS)
                                   q * 8));
       *(uint4 *)(dy_tile + r * DS + q * 8) = v;
     }
-    for (int r = threadIdx.x; r < BM; r += blockDim.x) {
+    /* Pixels 2u and 2u + 1 (one tile row: tw is even): the first one's window corner
+     * and which halves of a pixel pair word are pixels inside the output (the second is
+     * outside if the first is). */
+    for (int u = threadIdx.x; u < BM / 2; u += blockDim.x) {
+      int r = 2 * u;
       int oy = oy0 + (r >> tw_shift), ox = ox0 + (r & (s.tw - 1));
-      prow[r] = oy < s.oh && ox < s.ow
-                    ? tdm_k_small_halo_row(r, s.tw, s.stride, s.c, s.halo_w)
-                    : -1;
+      bool first = oy < s.oh && ox < s.ow, second = first && ox + 1 < s.ow;
+      ppair[u] = make_int2(first ? tdm_k_small_halo_row(r, s.tw, s.stride, s.c, s.halo_w) : 0,
+                           (first ? 0xffff : 0) | (second ? 0xffff0000 : 0));
     }
     __syncthreads();
     for (int step = pg; step < BM / 16; step += pixel_groups) {
@@ -445,13 +455,13 @@ __launch_bounds__(TDM_K_SMALL_THREADS)
       unsigned a[FM][4];
       for (int m = 0; m < FM; m++)
         small_ldmatrix_x4_trans(a[m], a_lane + p0 * DS + m * 16);
-      const int r0 = prow[p0 + 2 * t], r1 = prow[p0 + 2 * t + 1];
-      const int r8 = prow[p0 + 2 * t + 8], r9 = prow[p0 + 2 * t + 9];
+      /* B's rows (pixels) 2t, 2t + 1 and 2t + 8, 2t + 9 of this step: a pixel pair each. */
+      const int2 q0 = ppair[p0 / 2 + t], q8 = ppair[p0 / 2 + t + 4];
       for (int i = 0; i < FPW; i++) {
         if (nw + nw_count * i >= frags)
           break;
-        unsigned b0 = small_pair(small_b(halo, r0, bcol[i]), small_b(halo, r1, bcol[i]));
-        unsigned b1 = small_pair(small_b(halo, r8, bcol[i]), small_b(halo, r9, bcol[i]));
+        unsigned b0 = words[q0.x + bcol[i]] & (unsigned)q0.y & bmask[i];
+        unsigned b1 = words[q8.x + bcol[i]] & (unsigned)q8.y & bmask[i];
         for (int m = 0; m < FM; m++)
           small_mma(acc[m][i], a[m], b0, b1);
       }

@@ -47,9 +47,10 @@ test_stem(void)
   g_assert_cmpint(p.splits, ==, 502);
   g_assert_cmpuint(p.partial_bytes, ==, (size_t)502 * 64 * 160 * 4);
   /* 20 fragments of 8 columns for 8 warps: no pixel groups. dy's tile 128 × 72 bf16,
-   * the halo 4,672 bytes, 128 rows and 160 columns as ints, the bn's 64 bytes. */
+   * the halo's pixel pair words 9,328 bytes, 64 pixel pairs of 8 bytes, 160 columns as
+   * ints, the bn's 64 bytes. */
   g_assert_cmpint(p.pixel_groups, ==, 1);
-  g_assert_cmpuint(p.wgrad_smem, ==, 18432 + 4672 + 512 + 640 + 64);
+  g_assert_cmpuint(p.wgrad_smem, ==, 18432 + 9328 + 512 + 640 + 64);
 }
 
 static void
@@ -83,10 +84,10 @@ test_resnet_preset(void)
   g_assert_cmpint(p.splits, ==, 512);
   g_assert_cmpuint(p.partial_bytes, ==, (size_t)512 * 32 * 16 * 4);
   /* K = 9: two fragments of 8 columns, so four groups of two warps share a tile's 8
-   * steps; dy's tile 128 × 40 bf16, the halo 416 bytes, 128 + 16 ints, 64 bytes of bn,
-   * the groups' sums 4 × 32 × 16 floats. */
+   * steps; dy's tile 128 × 40 bf16, the halo's 204 words, 64 pixel pairs of 8 bytes, 16
+   * ints, 64 bytes of bn, the groups' sums 4 × 32 × 16 floats. */
   g_assert_cmpint(p.pixel_groups, ==, 4);
-  g_assert_cmpuint(p.wgrad_smem, ==, 10240 + 416 + 512 + 64 + 64 + 8192);
+  g_assert_cmpuint(p.wgrad_smem, ==, 10240 + 816 + 512 + 64 + 64 + 8192);
 }
 
 static void
