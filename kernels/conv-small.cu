@@ -38,6 +38,8 @@
 #include <cuda_bf16.h>
 
 #define SC_WARPS (TDM_K_SMALL_THREADS / 32)
+/* Elements a thread loads from global memory before it stores them to shared memory. */
+#define SMALL_BATCH 4
 
 /* The shape as the kernels read it. */
 struct SmallShape {
@@ -106,7 +108,8 @@ small_halo_value(const X *x, const SmallShape &s, size_t plane, int iy0, int xe0
 
 /* The weight gradient's halo as pixel pairs: words[i] holds value i in its low half and
  * value i + stride · c (the same tap of the pixel to the right; zero past the end) in its
- * high half, so that two neighbouring pixels of B are one 32-bit load. */
+ * high half, so that two neighbouring pixels of B are one 32-bit load. A thread's loads
+ * for SMALL_BATCH elements are issued before it stores any. */
 template <bool BN, typename X>
 __device__ __forceinline__ void
 small_halo_pixel_pairs(unsigned *words, const X *x, const SmallShape &s, int img, int iy0,
@@ -115,19 +118,28 @@ small_halo_pixel_pairs(unsigned *words, const X *x, const SmallShape &s, int img
   const int hwc = s.halo_w * s.c, count = s.halo_h * hwc, xe0 = ix0 * s.c;
   const int step = s.stride * s.c;
   const size_t plane = (size_t)img * s.h;
-#pragma unroll 2
-  for (int i = threadIdx.x; i < count; i += blockDim.x) {
-    unsigned lo = small_halo_value<BN>(x, s, plane, iy0, xe0, hwc, count, i, scale, shift, relu);
-    unsigned hi =
-        small_halo_value<BN>(x, s, plane, iy0, xe0, hwc, count, i + step, scale, shift, relu);
-    words[i] = lo | hi << 16;
+  for (int i0 = threadIdx.x; i0 < count; i0 += SMALL_BATCH * blockDim.x) {
+    unsigned lo[SMALL_BATCH], hi[SMALL_BATCH];
+#pragma unroll
+    for (int j = 0; j < SMALL_BATCH; j++) {
+      int i = i0 + j * blockDim.x;
+      lo[j] = small_halo_value<BN>(x, s, plane, iy0, xe0, hwc, count, i, scale, shift, relu);
+      hi[j] =
+          small_halo_value<BN>(x, s, plane, iy0, xe0, hwc, count, i + step, scale, shift, relu);
+    }
+#pragma unroll
+    for (int j = 0; j < SMALL_BATCH; j++)
+      if (i0 + j * blockDim.x < count)
+        words[i0 + j * blockDim.x] = lo[j] | hi[j] << 16;
   }
 }
 
 /* The forward's halo as pairs: words[i] holds value i in its low half and value i + 1
  * (zero past the end) in its high half, so that two neighbouring columns of A are one
  * 32-bit load at any offset. A lane's value i + 1 is its right neighbour's value i
- * (a shuffle), but for the warp's last lane, which reads it. */
+ * (a shuffle), but for the warp's last lane, which reads it. A thread's loads for
+ * SMALL_BATCH elements are issued before it stores any; the loop is the same for every
+ * thread of the block (the shuffles need the whole warp). */
 template <bool BN, typename X>
 __device__ __forceinline__ void
 small_halo_pairs(unsigned *words, const X *x, const SmallShape &s, int img, int iy0, int ix0,
@@ -136,15 +148,25 @@ small_halo_pairs(unsigned *words, const X *x, const SmallShape &s, int img, int 
   const int hwc = s.halo_w * s.c, count = s.halo_h * hwc, xe0 = ix0 * s.c;
   const size_t plane = (size_t)img * s.h;
   const int lane = threadIdx.x % 32;
-  for (int i0 = 0; i0 < count; i0 += blockDim.x) {
-    int i = i0 + threadIdx.x;
-    unsigned v =
-        small_halo_value<BN>(x, s, plane, iy0, xe0, hwc, count, i, scale, shift, relu);
-    unsigned next = __shfl_down_sync(0xffffffffu, v, 1);
-    if (lane == 31)
-      next = small_halo_value<BN>(x, s, plane, iy0, xe0, hwc, count, i + 1, scale, shift, relu);
-    if (i < count)
-      words[i] = v | next << 16;
+  for (int i0 = 0; i0 < count; i0 += SMALL_BATCH * blockDim.x) {
+    unsigned v[SMALL_BATCH], edge[SMALL_BATCH];
+#pragma unroll
+    for (int j = 0; j < SMALL_BATCH; j++) {
+      int i = i0 + j * blockDim.x + threadIdx.x;
+      v[j] = small_halo_value<BN>(x, s, plane, iy0, xe0, hwc, count, i, scale, shift, relu);
+      edge[j] = lane == 31 ? small_halo_value<BN>(x, s, plane, iy0, xe0, hwc, count, i + 1,
+                                                  scale, shift, relu)
+                           : 0u;
+    }
+#pragma unroll
+    for (int j = 0; j < SMALL_BATCH; j++) {
+      int i = i0 + j * blockDim.x + threadIdx.x;
+      unsigned next = __shfl_down_sync(0xffffffffu, v[j], 1);
+      if (lane == 31)
+        next = edge[j];
+      if (i < count)
+        words[i] = v[j] | next << 16;
+    }
   }
 }
 
