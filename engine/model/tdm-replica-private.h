@@ -41,7 +41,8 @@ typedef struct {
 
 /* tdm-replica-conv.c: a conv layer's forward and backward (their comments there), the
  * rules of its bf16 columns, and a bf16 tensor widened for a float32 reader. */
-gboolean tdm_replica_conv_bf16 (TdmReplica *r, const float *col, int rows, int k, int out_c);
+gboolean tdm_replica_conv_bf16 (TdmReplica *r, const float *col, int kernel, int pad, int rows,
+                                int k, int out_c);
 gboolean tdm_replica_conv_bf16_dx (TdmReplica *r, int rows, int k, int out_c);
 const float *tdm_replica_as_f32 (TdmReplica *r, const void *x, TdmDtype x_type, size_t count,
                                  float *spare);
@@ -93,13 +94,22 @@ col_floats_per_sample(const TdmNetwork *net, const TdmLayer *l)
   return 0;
 }
 
-/* Whether conv layer l takes bf16 columns both ways in a bf16 run: it has columns, and
- * its outputs are no more than its reduction (tdm_replica_conv_bf16()'s layout). */
+/* Whether conv layer l takes bf16 operands both ways in a bf16 run
+ * (tdm_replica_conv_bf16()'s rule): a conv with columns whose outputs are no more than
+ * its reduction (the layout's), or any 1×1 conv of no padding, whose "columns" are its
+ * input itself (every stride-th pixel of it): read as it is where it is stored as bf16,
+ * else a bf16 copy a chunk at a time (normalized where a bn left its output to it), and
+ * whose output gradient as bf16 goes before that chunk in the workspace whatever its
+ * width (the replica keeps params16: no room for the weights). ResNet-50's bottlenecks
+ * are mostly such convs. */
 static inline gboolean
 conv_bf16_columns(const TdmNetwork *net, const TdmLayer *l)
 {
-  return l->kind == TDM_LAYER_CONV && col_floats_per_sample(net, l) > 0 &&
-         l->out_c <= l->in_c * l->kernel * l->kernel;
+  if (l->kind != TDM_LAYER_CONV)
+    return FALSE;
+  if (l->kernel == 1 && l->pad == 0)
+    return TRUE;
+  return col_floats_per_sample(net, l) > 0 && l->out_c <= l->in_c * l->kernel * l->kernel;
 }
 
 /* The channels a layer normalizes (bn, or a projection's bn), else 0. */
@@ -381,10 +391,22 @@ block_grad_bf16(const TdmNetwork *net, int end, gboolean stores16)
          (!before->fused_relu || block_output_bf16(net, begin - 1, stores16));
 }
 
+/* Whether the bn of residual block end i's projection writes its output, which the
+ * block's add alone reads (from the second gradient buffer), as bf16 in training: where
+ * the block's output is bf16 (block_output_bf16(), stores16), whose add reads its skip
+ * of either type. */
+static inline gboolean
+projection_bn_bf16(const TdmNetwork *net, int i, gboolean stores16)
+{
+  const TdmLayer *l = &net->layers[i];
+  return l->kind == TDM_LAYER_RES_END && l->projection && block_output_bf16(net, i, stores16);
+}
+
 /* The skip gradient of residual block `end` as kept: *count elements of *type per
- * sample (block_grad_bf16()). A projection's buffer holds its bn's gradient, then its
- * compact input gradient (float32), then the block's start's sum, the block's input
- * gradient as bf16 (the first layer's float32 one fills the gradient region then). */
+ * sample (block_grad_bf16()). A projection's buffer holds its compact input gradient
+ * (float32: its bn's gradient goes to its conv's workspace as bf16), then the block's
+ * start's sum, the block's input gradient as bf16 (the first layer's float32 one fills
+ * the gradient region then). */
 static inline void
 skip_grad_of(const TdmNetwork *net, int end, gboolean stores16, size_t *count,
              TdmDtype *type)
@@ -396,8 +418,7 @@ skip_grad_of(const TdmNetwork *net, int end, gboolean stores16, size_t *count,
   if (!block_grad_bf16(net, end, stores16))
     return;
   if (l->projection)
-    *count = MAX((size_t)l->out_h * l->out_w * MAX(begin->in_c, l->out_c),
-                 (*count + 1) / 2);
+    *count = MAX((size_t)l->out_h * l->out_w * begin->in_c, (*count + 1) / 2);
   else
     *type = TDM_DTYPE_BF16;
 }
