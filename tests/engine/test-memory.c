@@ -4,7 +4,7 @@
  * inference pass's buffers; the largest batch that fits against the estimate; the
  * refusal's message. Its parts: what a bf16 run stores as bf16 (test-memory-bf16.c);
  * the column workspace by its basis, the plan's breakdown and the activation arena
- * (test-memory-workspace.c). Whole runs against the counters and the RSS:
+ * (test-memory-workspace.c); ResNet-50's bottlenecks (test-memory-bottleneck.c). Whole runs against the counters and the RSS:
  * test-memory-runs.c. */
 #include "resnet18-cifar.h"
 #include "synthetic-idx.h"
@@ -37,6 +37,9 @@ static const char *const specs[] = {
   /* torchvision's stem and blocks in small: bf16 gradients through the pool */
   "conv8k3s2p1,bn,relu,pool3s2p1,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"
   "res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10",
+  /* torchvision's bottlenecks in small: 1×1 convs (the bns before them normalized as
+   * they read), projections of strides 1 and 2, bf16 block outputs and gradients */
+  "conv8k3p1,bn,relu,pool3s2p1,bottleneck4,bottleneck4,bottleneck8s2,gap,fc10",
 };
 
 /* Every buffer a replica and its optimizer allocate is in the estimate, byte for byte. */
@@ -422,5 +425,6 @@ main(int argc, char **argv)
   g_test_add_func("/memory/largest-batch", test_largest_batch);
   g_test_add_func("/memory/check-host", test_check_host);
   test_memory_add_workspace();
+  test_memory_add_bottleneck();
   return g_test_run();
 }
