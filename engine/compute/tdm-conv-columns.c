@@ -37,6 +37,26 @@ tdm_conv_chunk_samples(int n, size_t sample_bytes, size_t bound)
   return (int)MAX((size_t)1, bound / sample_bytes);
 }
 
+TdmConvChunks
+tdm_conv_even_chunks(int n, size_t sample_bytes, size_t bound)
+{
+  n = MAX(n, 1);
+  int most = tdm_conv_chunk_samples(n, sample_bytes, bound);
+  TdmConvChunks c;
+  c.count = (n + most - 1) / most;
+  c.size = (n + c.count - 1) / c.count;
+  /* large · size + (count − large) · (size − 1) = n */
+  c.large = n - (c.size - 1) * c.count;
+  return c;
+}
+
+int
+tdm_conv_chunk_first(const TdmConvChunks *c, int i, int *m)
+{
+  *m = i < c->large ? c->size : c->size - 1;
+  return i * c->size - MAX(0, i - c->large);
+}
+
 size_t
 tdm_conv_engine_im2col_bytes(const TdmConvShape *s, TdmConvDirection dir, gboolean bf16,
                              gboolean y16)

@@ -33,6 +33,25 @@ size_t tdm_conv_columns_bound (TdmBackendKind kind);
  * least one. */
 int tdm_conv_chunk_samples (int n, size_t sample_bytes, size_t bound);
 
+/* A batch of n samples in chunks of nearly equal size, for a call whose per-sample
+ * bytes (of an operand staged a chunk at a time) are more than a bound holds in all:
+ * as few chunks as tdm_conv_chunk_samples() allows, their sizes differing by one at
+ * most (97 samples of at most 32: 25, 24, 24, 24), so that no chunk is a small
+ * remainder and at most two sizes need their own set-up (a cuDNN plan is built for
+ * one batch size). The first `large` chunks have `size` samples, the others size − 1. */
+typedef struct {
+  int count;             /* chunks, at least 1 */
+  int size;              /* samples of the largest chunk */
+  int large;             /* chunks of `size` samples, 1 to count */
+} TdmConvChunks;
+
+/* The even chunks of n samples (n ≥ 1) of `sample_bytes` each, each chunk's bytes at
+ * most `bound` (or one sample, where one sample is more): one chunk of n where the
+ * whole batch fits or bound is 0. */
+TdmConvChunks tdm_conv_even_chunks (int n, size_t sample_bytes, size_t bound);
+/* Chunk i's first sample and its samples (*m). */
+int tdm_conv_chunk_first (const TdmConvChunks *c, int i, int *m);
+
 /* p advanced by `count` elements of type t: a chunk's first sample. */
 static inline const void *
 tdm_conv_advanced (const void *p, TdmDtype t, size_t count)

@@ -4,8 +4,9 @@
  * the engine's layout of each candidate for real ResNet shapes (bf16 operands, 2 bytes
  * an element), the columns of a 7×7 stem and of 3×3 layers (in chunks of the batch, and
  * the stem's whole batch's as they were) against cuDNN's input copy,
- * a 1×1 stride-2 projection's strided gather against cuDNN's whole-input copy, and a
- * plan that asks cuDNN for a gigabyte of its own. */
+ * a 1×1 stride-2 projection's strided gather against cuDNN's whole-input copy, a
+ * plan that asks cuDNN for a gigabyte of its own, and cuDNN's forward of a bn's output
+ * normalized in chunks of the batch at 64 and 128 px. */
 #include "tdm-backend-cuda-conv-budget.h"
 
 #define MIB ((guint64)1 << 20)
@@ -111,6 +112,56 @@ test_projection(void)
   g_assert_cmpuint(select_needs(needs, 2, eligible), ==, 2);
 }
 
+/* A cuDNN forward of a 3×3 layer whose input the engine writes itself (normalized by
+ * the bn before: the "bn" key), in even chunks whose bf16 input is at most 64 MiB
+ * (tdm_conv_even_chunks(); tdm-backend-cuda-conv-candidates.c's cudnn_chunks()), with
+ * `workspace` bytes of its own. */
+static guint64
+cudnn_chunked_need(const Shape *s, guint64 workspace, TdmConvChunks *chunks)
+{
+  guint64 sample = s->h * s->w * s->c * 2;
+  *chunks = tdm_conv_even_chunks((int)s->n, sample, 64 * MIB);
+  return reserved(s, FALSE) + (guint64)chunks->size * sample + workspace;
+}
+
+/* The forwards of issue 31's 64- and 128-px ResNet-18 rows whose input is the bn's
+ * un-normalized output, as the H100's cache had them (all "im2col", untimed): cuDNN's
+ * whole normalized copy of the input (268 MB at 128 px) was beyond the budget the
+ * chunked columns set; in chunks of at most 64 MiB of input it is within it, beside a
+ * workspace of up to 48 MiB of cuDNN's own, and both kinds are timed. So is an odd
+ * batch (97: chunks of 25, 24, 24, 24). */
+static void
+test_bn_prologue_chunks(void)
+{
+  const Shape layers[] = {
+    {128, 128, 128, 64, 64, 3, 1, 1},
+    {128, 64, 64, 128, 128, 3, 1, 1},
+    {256, 64, 64, 64, 64, 3, 1, 1},
+    {97, 128, 128, 64, 64, 3, 1, 1},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(layers); i++) {
+    const Shape *s = &layers[i];
+    TdmConvChunks chunks;
+    guint64 needs[] = {im2col_need(s, FALSE), cudnn_need(s, FALSE, 0),
+                       cudnn_chunked_need(s, 0, &chunks),
+                       cudnn_chunked_need(s, 48 * MIB, &chunks)};
+    g_test_message("n%" G_GUINT64_FORMAT " h%" G_GUINT64_FORMAT " c%" G_GUINT64_FORMAT
+                   ": %d chunks of at most %d samples",
+                   s->n, s->h, s->c, chunks.count, chunks.size);
+    g_assert_cmpuint((guint64)chunks.size * s->h * s->w * s->c * 2, <=, 64 * MIB);
+    g_assert_cmpint(chunks.count, >, 1);
+    gboolean eligible[4];
+    g_assert_cmpuint(select_needs(needs, 4, eligible), ==, 3);
+    g_assert_true(eligible[0] && eligible[2] && eligible[3]);
+    g_assert_false(eligible[1]);
+  }
+  TdmConvChunks odd;
+  cudnn_chunked_need(&layers[3], 0, &odd);
+  g_assert_cmpint(odd.count, ==, 4);
+  g_assert_cmpint(odd.size, ==, 25);
+  g_assert_cmpint(odd.large, ==, 1);
+}
+
 /* Whatever the needs, the least-needing candidate stays; none, none; no overflow. */
 static void
 test_edges(void)
@@ -135,6 +186,7 @@ main(int argc, char **argv)
   g_test_add_func("/conv-budget/stem", test_stem);
   g_test_add_func("/conv-budget/three-by-three", test_three_by_three);
   g_test_add_func("/conv-budget/projection", test_projection);
+  g_test_add_func("/conv-budget/bn-prologue-chunks", test_bn_prologue_chunks);
   g_test_add_func("/conv-budget/edges", test_edges);
   return g_test_run();
 }

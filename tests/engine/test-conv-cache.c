@@ -5,7 +5,8 @@
  * dangling symbolic link, a link to another file, a folder and a FIFO are neither
  * read, written through nor replaced, and that is said once. A replica's remembered
  * workspace read back from the file, and none from a damaged file, a partial one or a
- * line that is not a number of bytes. Reading and damaged files of choices are
+ * line that is not a number of bytes. Candidate names read back, and a file naming
+ * no candidate ignored. Reading and damaged files of choices are
  * tests/gpu/test-cudnn.c's /cudnn/conv-cache. */
 #include "tdm-backend-cuda-conv-cache.h"
 #include "remove-tree.h"
@@ -81,7 +82,7 @@ test_written_beside(void)
   tdm_conv_cache_store(MODEL, LINE, "cudnn:e7:r0:f", 0.012);
   tdm_conv_cache_store(MODEL, "wgrad n2", "own:dgrad", 0.5);
   g_autofree char *text = contents(path);
-  g_assert_cmpstr(text, ==, "tandem-conv-choices 2\n" LINE "\tcudnn:e7:r0:f\t0.012000\n"
+  g_assert_cmpstr(text, ==, "tandem-conv-choices 3\n" LINE "\tcudnn:e7:r0:f\t0.012000\n"
                             "wgrad n2\town:dgrad\t0.500000\n");
   g_assert_cmpuint(others_in_dir(NULL), ==, 0);
   g_assert_cmpuint(messages->len, ==, 0);
@@ -89,6 +90,40 @@ test_written_beside(void)
   tdm_conv_cache_reset();
   g_autofree char *name = tdm_conv_cache_lookup(MODEL, LINE);
   g_assert_cmpstr(name, ==, "cudnn:e7:r0:f");
+}
+
+/* A chunked cuDNN choice (tdm-backend-cuda-conv-name.h: ":n32") written and read back
+ * by the next process; a file naming something that is no candidate's name (damaged:
+ * a chunk of no samples, a leading zero, fields out of order, a kind that does not
+ * exist) is ignored whole, said once, and written anew at the next choice; a
+ * workspace line is bytes, not a name. */
+static void
+test_candidate_names(void)
+{
+  const char *key = "fwd n128 h128 w128 c64 o64 k3 p1 s1 bf16 bn x16 y16";
+  fresh();
+  tdm_conv_cache_store(MODEL, key, "cudnn:e62:r0:h:n32", 0.35);
+  tdm_conv_cache_reset();
+  g_autofree char *name = tdm_conv_cache_lookup(MODEL, key);
+  g_assert_cmpstr(name, ==, "cudnn:e62:r0:h:n32");
+  g_assert_cmpuint(messages->len, ==, 0);
+  const char *damaged[] = {"cudnn:e62:r0:h:n0", "cudnn:e62:r0:h:n032", "cudnn:e62:r0:h:n32:c8",
+                           "cudnn:e62:r0", "own:fwd", "im2col:n32"};
+  for (size_t i = 0; i < G_N_ELEMENTS(damaged); i++) {
+    fresh();
+    g_autofree char *text = g_strdup_printf("tandem-conv-choices 3\n"
+                                            "%s\tcudnn:e62:r0:h:n32\t0.35\n"
+                                            LINE "\t%s\t0.5\n", key, damaged[i]);
+    g_assert_true(g_file_set_contents(path, text, -1, NULL));
+    tdm_conv_cache_reset();
+    g_assert_null(tdm_conv_cache_lookup(MODEL, key));
+    g_assert_cmpuint(messages->len, ==, 1);
+    g_assert_nonnull(strstr(g_ptr_array_index(messages, 0), "damaged"));
+    g_assert_nonnull(strstr(g_ptr_array_index(messages, 0), "names no candidate"));
+    tdm_conv_cache_store(MODEL, LINE, "im2col", 1.0);
+    g_autofree char *rewritten = contents(path);
+    g_assert_cmpstr(rewritten, ==, "tandem-conv-choices 3\n" LINE "\tim2col\t1.000000\n");
+  }
 }
 
 /* Two stores and the file's place as it was: the refusal said once, naming it. */
@@ -130,7 +165,7 @@ test_workspace_remembered(void)
 
   /* A workspace line whose bytes are not a whole number: none remembered. */
   g_autofree char *digest = g_compute_checksum_for_string(G_CHECKSUM_SHA1, plan, -1);
-  g_autofree char *bad = g_strdup_printf("tandem-conv-choices 2\nworkspace %s\t12kB\t0\n",
+  g_autofree char *bad = g_strdup_printf("tandem-conv-choices 3\nworkspace %s\t12kB\t0\n",
                                          digest);
   g_assert_true(g_file_set_contents(path, bad, -1, NULL));
   tdm_conv_cache_reset();
@@ -138,7 +173,7 @@ test_workspace_remembered(void)
 
   /* A damaged file (a line of two fields) is ignored whole. */
   g_autofree char *damaged = g_strdup_printf(
-      "tandem-conv-choices 2\nworkspace %s\t4096\t0\n" LINE "\tcudnn:e7:r0:h\n", digest);
+      "tandem-conv-choices 3\nworkspace %s\t4096\t0\n" LINE "\tcudnn:e7:r0:h\n", digest);
   g_assert_true(g_file_set_contents(path, damaged, -1, NULL));
   tdm_conv_cache_reset();
   g_assert_false(tdm_conv_cache_lookup_workspace(MODEL, plan, &bytes));
@@ -146,7 +181,7 @@ test_workspace_remembered(void)
   g_assert_nonnull(strstr(g_ptr_array_index(messages, 0), "damaged"));
   /* The same lines, well formed: remembered. */
   g_autofree char *good = g_strdup_printf(
-      "tandem-conv-choices 2\nworkspace %s\t4096\t0\n" LINE "\tcudnn:e7:r0:h\t0.5\n",
+      "tandem-conv-choices 3\nworkspace %s\t4096\t0\n" LINE "\tcudnn:e7:r0:h\t0.5\n",
       digest);
   g_assert_true(g_file_set_contents(path, good, -1, NULL));
   tdm_conv_cache_reset();
@@ -172,7 +207,7 @@ test_link_to_a_file(void)
 {
   fresh();
   g_autofree char *target = g_build_filename(dir, "notes.txt", NULL);
-  const char *mine = "tandem-conv-choices 2\n" LINE "\town:fwd\t0.250000\n";
+  const char *mine = "tandem-conv-choices 3\n" LINE "\town:fwd\t0.250000\n";
   g_assert_true(g_file_set_contents(target, mine, -1, NULL));
   g_assert_cmpint(symlink(target, path), ==, 0);
   /* Neither read through the link… */
@@ -212,6 +247,7 @@ main(int argc, char **argv)
   g_test_add_func("/conv-cache/written-beside", test_written_beside);
   g_test_add_func("/conv-cache/dangling-link", test_dangling_link);
   g_test_add_func("/conv-cache/workspace-remembered", test_workspace_remembered);
+  g_test_add_func("/conv-cache/candidate-names", test_candidate_names);
   g_test_add_func("/conv-cache/link-to-a-file", test_link_to_a_file);
   g_test_add_func("/conv-cache/not-a-file", test_not_a_file);
   int status = g_test_run();

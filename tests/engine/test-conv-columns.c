@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-conv-columns.c — convolution columns in chunks of the batch (tdm-conv-columns.h),
- * on any machine: the chunk's samples; the bytes the engine's "im2col" candidate and the
- * replica's own composition take, spelt out for torchvision's 224-px stem and a ResNet's
- * 3×3 layer; the memory plan's column workspace on a GPU, the most any layer's column
- * way takes (the 224-px and 32-px rows of issue 31, each far below the whole batch's
- * columns, which the CPU's plan keeps); and a CPU replica told to build its columns in
- * small chunks, whose training step gives the whole batch's gradients within the
- * rounding of the weight gradients' sums, the same bits twice, in fp32 and bf16, its
- * workspace grown to the chunks' bytes alone. The CUDA side (every candidate against
- * the CPU, chunked) is tests/gpu/test-cuda-conv.c's. */
+ * on any machine: the chunk's samples; even chunks of a batch; the bytes the engine's
+ * "im2col" candidate and the replica's own composition take, spelt out for
+ * torchvision's 224-px stem and a ResNet's 3×3 layer; the memory plan's column
+ * workspace on a GPU, the most any layer's column way takes (the 224-px and 32-px rows
+ * of issue 31, each far below the whole batch's columns, which the CPU's plan keeps);
+ * and a CPU replica told to build its columns in small chunks, whose training step
+ * gives the whole batch's gradients within the rounding of the weight gradients' sums,
+ * the same bits twice, in fp32 and bf16, its workspace grown to the chunks' bytes
+ * alone. The CUDA side (every candidate against the CPU, chunked) is
+ * tests/gpu/test-cuda-conv.c's. */
 #include "resnet18-cifar.h"
 #include "synthetic-idx.h"
 #include "tdm-backend.h"
@@ -38,6 +39,68 @@ test_chunk_samples(void)
   g_assert_cmpint(tdm_conv_chunk_samples(0, MIB, 64 * MIB), ==, 1);
   g_assert_cmpuint(tdm_conv_columns_bound(TDM_BACKEND_CUDA), ==, 64 * MIB);
   g_assert_cmpuint(tdm_conv_columns_bound(TDM_BACKEND_CPU), ==, 0);
+}
+
+/* Even chunks (a cuDNN plan is built per batch size): the batch covered once, in order,
+ * by chunks whose sizes differ by one at most, each within the bound (or one sample),
+ * as few as tdm_conv_chunk_samples() allows; at most two sizes. Spelt out for the
+ * 128-px bn input of issue 31 (2 MiB a sample as bf16: 4 chunks of 32), an odd batch
+ * (97: 25, 24, 24, 24), a short last batch (80: 27, 27, 26), and the whole batch
+ * where it fits or there is no bound. */
+static void
+test_even_chunks(void)
+{
+  TdmConvChunks c = tdm_conv_even_chunks(128, 2 * MIB, 64 * MIB);
+  g_assert_cmpint(c.count, ==, 4);
+  g_assert_cmpint(c.size, ==, 32);
+  g_assert_cmpint(c.large, ==, 4);
+  c = tdm_conv_even_chunks(97, 2 * MIB, 64 * MIB);
+  g_assert_cmpint(c.count, ==, 4);
+  g_assert_cmpint(c.size, ==, 25);
+  g_assert_cmpint(c.large, ==, 1);
+  int m;
+  g_assert_cmpint(tdm_conv_chunk_first(&c, 0, &m), ==, 0);
+  g_assert_cmpint(m, ==, 25);
+  g_assert_cmpint(tdm_conv_chunk_first(&c, 1, &m), ==, 25);
+  g_assert_cmpint(m, ==, 24);
+  g_assert_cmpint(tdm_conv_chunk_first(&c, 3, &m), ==, 73);
+  g_assert_cmpint(m, ==, 24);
+  c = tdm_conv_even_chunks(80, 2 * MIB, 64 * MIB);
+  g_assert_cmpint(c.count, ==, 3);
+  g_assert_cmpint(c.size, ==, 27);
+  g_assert_cmpint(c.large, ==, 2);
+  c = tdm_conv_even_chunks(32, 2 * MIB, 64 * MIB);
+  g_assert_cmpint(c.count, ==, 1);
+  g_assert_cmpint(c.size, ==, 32);
+  c = tdm_conv_even_chunks(500, 2 * MIB, 0);
+  g_assert_cmpint(c.count, ==, 1);
+  g_assert_cmpint(c.size, ==, 500);
+  c = tdm_conv_even_chunks(3, 65 * MIB, 64 * MIB);
+  g_assert_cmpint(c.count, ==, 3);
+  g_assert_cmpint(c.size, ==, 1);
+  g_assert_cmpint(c.large, ==, 3);
+
+  const size_t samples[] = {1, 1000, MIB, 2 * MIB + 3, 5 * MIB, 64 * MIB, 65 * MIB};
+  for (size_t k = 0; k < G_N_ELEMENTS(samples); k++) {
+    for (int n = 1; n <= 300; n++) {
+      c = tdm_conv_even_chunks(n, samples[k], 64 * MIB);
+      int most = tdm_conv_chunk_samples(n, samples[k], 64 * MIB);
+      g_assert_cmpint(c.count, ==, (n + most - 1) / most);
+      g_assert_cmpint(c.size, <=, most);
+      g_assert_cmpint(c.large, >=, 1);
+      g_assert_cmpint(c.large, <=, c.count);
+      int next = 0;
+      for (int i = 0; i < c.count; i++) {
+        int first = tdm_conv_chunk_first(&c, i, &m);
+        g_assert_cmpint(first, ==, next);
+        g_assert_true(m == c.size || (m == c.size - 1 && i >= c.large));
+        g_assert_cmpint(m, >=, 1);
+        g_assert_true(m == 1 || (size_t)m * samples[k] <= 64 * MIB);
+        next = first + m;
+      }
+      g_assert_cmpint(next, ==, n);
+    }
+  }
 }
 
 /* torchvision's stem at 224 px, batch 128: 112×112 output pixels of 147 taps, 3,687,936
@@ -268,6 +331,7 @@ main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/conv-columns/chunk-samples", test_chunk_samples);
+  g_test_add_func("/conv-columns/even-chunks", test_even_chunks);
   g_test_add_func("/conv-columns/bytes", test_bytes);
   g_test_add_func("/conv-columns/plan", test_plan);
   g_test_add_func("/conv-columns/replica-chunks", test_replica_chunks);

@@ -2,11 +2,13 @@
 /* tdm-backend-cuda-conv-cache.c — the convolution engine's choices on disk (tdm-backend-cuda-conv-cache.h).
  *
  * The file:
- *   tandem-conv-choices 2
+ *   tandem-conv-choices 3
  *   <key>\t<candidate>\t<milliseconds>
- * with keys and names of printable ASCII without tabs (version 2: choices made within
- * the workspace budget, tdm-backend-cuda-conv-budget.h; a file of another version is
- * ignored and rebuilt). A replica's column workspace
+ * with keys of printable ASCII without tabs and the names of candidates
+ * (tdm-backend-cuda-conv-name.h: any other name is damage) (version 2: choices made within
+ * the workspace budget, tdm-backend-cuda-conv-budget.h; version 3: with cuDNN's plans in
+ * chunks of samples, which version 2's untimed "im2col" for a bn's large input would
+ * hide; a file of another version is ignored and rebuilt). A replica's column workspace
  * after its choices is a line of the same form, "workspace <SHA-1 of the replica's
  * configuration>" for the key and the bytes for the candidate: the next run of that
  * configuration, whose choices come from this file, sizes its memory by it. It is read whole, once per
@@ -18,15 +20,17 @@
  * in the cache folder cannot make a run overwrite another file. Compiled without CUDA
  * too, so its file code is tested on any machine. */
 #include "tdm-backend-cuda-conv-cache.h"
+#include "tdm-backend-cuda-conv-name.h"
 #include "tdm-file.h"
 
 #include <errno.h>
 #include <string.h>
 
-#define CACHE_HEADER "tandem-conv-choices 2"
+#define CACHE_HEADER "tandem-conv-choices 3"
 #define CACHE_MAX_BYTES ((gsize)4 << 20)
 #define CACHE_MAX_LINES 65536
 #define CACHE_MAX_FIELD 160
+#define WORKSPACE_PREFIX "workspace "
 
 typedef struct {
   char *path;
@@ -101,6 +105,12 @@ parse(const char *text, gsize length, char **why)
     if (g_strv_length(f) != 3 || !field_ok(f[0]) || !field_ok(f[1]) || end == f[2] ||
         end == NULL || *end != '\0' || errno != 0 || !(ms >= 0.0 && ms < 1e9)) {
       *why = g_strdup_printf("line %d is not “key, candidate, milliseconds”", i + 1);
+      g_hash_table_destroy(entries);
+      return NULL;
+    }
+    /* A choice names a candidate (tdm-backend-cuda-conv-name.h); a workspace line, bytes. */
+    if (!g_str_has_prefix(f[0], WORKSPACE_PREFIX) && !tdm_conv_candidate_name_valid(f[1])) {
+      *why = g_strdup_printf("line %d names no candidate", i + 1);
       g_hash_table_destroy(entries);
       return NULL;
     }
@@ -230,7 +240,7 @@ static char *
 workspace_key(const char *plan)
 {
   g_autofree char *digest = g_compute_checksum_for_string(G_CHECKSUM_SHA1, plan, -1);
-  return g_strdup_printf("workspace %s", digest);
+  return g_strdup_printf(WORKSPACE_PREFIX "%s", digest);
 }
 
 void

@@ -14,10 +14,9 @@
  * buffers lie), and the caller keeps the most it has seen.
  */
 #include "tdm-backend-cuda-conv-engine.h"
+#include "tdm-backend-cuda-conv-name.h"
 #include "tdm-conv-columns.h"
 #include "tdm-i18n.h"
-
-#include <stdio.h>
 
 #define ALIGN 256
 
@@ -137,19 +136,6 @@ aligned_or_stage(TdmBackend *b, Arena *arena, const void *p, size_t bytes, gbool
   if (stage != NULL && copy_in && arena->mode == RUN)
     tdm_backend_copy(b, stage, p, bytes);
   return stage;
-}
-
-/* The input as the convolution reads it, as bf16 (a 1×1 "im2col" is the conversion;
- * with the bn, its normalization as im2col_bf16_bn computes it: the same bits). */
-static void
-input16(TdmBackend *b, const TdmConvArgs *a, uint16_t *x16)
-{
-  const TdmConvShape *s = &a->shape;
-  if (a->bn_mean != NULL)
-    tdm_cuda_im2col_bf16_bn(b, x16, a->x, a->x_type, a->bn_mean, a->bn_invstd, a->bn_gamma,
-                            a->bn_beta, a->bn_relu, s->n, s->h, s->w, s->c, 1, 1, 0, 1);
-  else
-    tdm_cuda_im2col_bf16(b, x16, a->x, a->x_type, s->n, s->h, s->w, s->c, 1, 1, 0, 1);
 }
 
 /* Whether the input is already what a bf16 convolution reads: stored as bf16, not
@@ -344,7 +330,98 @@ widen_in_place(TdmBackend *b, float *y, size_t n, uint16_t *tail)
     TDM_CUDA_OK(b, tdm_k_from_bf16(y + a, tail, n - a, stream));
 }
 
-/* A cuDNN plan, its operands staged where they are not aligned or not of its type. */
+/* Whether a cuDNN candidate's plan reads a copy of the input that the engine writes
+ * (padded, normalized by the bn before, converted to bf16, or aligned) rather than the
+ * caller's x itself: a bf16 run's forward and weight gradient. */
+static gboolean
+image_staged(const TdmConvLayout *l, int pad_c)
+{
+  const TdmConvArgs *a = l->a;
+  return l->bf16 && l->dir != TDM_CONV_DGRAD &&
+         (pad_c > 0 || !input_is_bf16(a) || !aligned16(a->x));
+}
+
+/* The chunks a cuDNN candidate runs the call in where the engine writes the plan's input
+ * itself (a bf16 run's input normalized by the bn before, converted, padded): even
+ * chunks whose copy of the input is at most TDM_CONV_CHUNK_BYTES (one sample's where
+ * that is more), so the copy is never the whole batch's. The forward's samples are
+ * independent; the weight gradient is a sum over them, so only a plan writing float32
+ * (float_out) runs in chunks, each chunk's sum added to the first's in float32 in the
+ * chunks' order, where every chunk's output gradient (bf16, at the workspace's start)
+ * is aligned for cuDNN. Any other call whole (one chunk), a bf16 input copied only
+ * because it is not aligned among them: the chunks follow from what the choice's key
+ * says (the shape, " bn", " x16"), never from where a call's buffers lie, so a choice
+ * runs alike in every call of its key. */
+static TdmConvChunks
+cudnn_chunks(const TdmConvLayout *l, int pad_c, gboolean float_out)
+{
+  const TdmConvShape *s = &l->a->shape;
+  size_t dy_sample = l->rows / (size_t)s->n * (size_t)s->out_c;
+  gboolean written = l->bf16 && (pad_c > 0 || !input_is_bf16(l->a));
+  gboolean chunked = written &&
+                     (l->dir == TDM_CONV_FORWARD ||
+                      (l->dir == TDM_CONV_WGRAD && float_out && dy_sample % 8 == 0));
+  if (!chunked)
+    return tdm_conv_even_chunks(s->n, 0, 0);
+  size_t sample = (size_t)s->h * s->w * (pad_c > 0 ? pad_c : s->c) * sizeof(uint16_t);
+  return tdm_conv_even_chunks(s->n, sample, TDM_CONV_CHUNK_BYTES);
+}
+
+/* Writes samples [first, first + m) of the input as a bf16 plan reads them to image:
+ * padded to pad_c channels, normalized as im2col_bf16_bn computes it (the same bits as
+ * the columns' candidates read), converted, or copied (a misaligned bf16 input). */
+static void
+stage_image(TdmBackend *b, const TdmConvArgs *a, int pad_c, void *image, int first, int m)
+{
+  const TdmConvShape *s = &a->shape;
+  size_t pixels = (size_t)m * s->h * s->w;
+  const void *x = tdm_conv_advanced(a->x, a->x_type, (size_t)first * s->h * s->w * s->c);
+  if (pad_c > 0)
+    TDM_CUDA_OK(b, tdm_k_to_bf16_padded(image, x, pixels, s->c, pad_c, CUDA_B(b)->stream));
+  else if (input_is_bf16(a))
+    tdm_backend_copy(b, image, x, pixels * s->c * sizeof(uint16_t));
+  else if (a->bn_mean != NULL)
+    tdm_cuda_im2col_bf16_bn(b, image, x, a->x_type, a->bn_mean, a->bn_invstd, a->bn_gamma,
+                            a->bn_beta, a->bn_relu, m, s->h, s->w, s->c, 1, 1, 0, 1);
+  else
+    tdm_cuda_im2col_bf16(b, image, x, a->x_type, m, s->h, s->w, s->c, 1, 1, 0, 1);
+}
+
+/* How a chunk's result reaches its destination: written there by the plan; written as
+ * bf16 into a float32 destination's upper half and widened where it lies; staged and
+ * then copied, rounded or widened; staged with padded channels and copied out. */
+typedef enum {
+  ROUTE_DIRECT,
+  ROUTE_IN_PLACE,
+  ROUTE_STAGED,
+  ROUTE_UNPAD,
+} Route;
+
+/* The route of a result of `count` values for destination `target`. */
+static Route
+route_of(const TdmConvLayout *l, const TdmConvCandidate *c, const void *target, size_t count)
+{
+  const TdmConvArgs *a = l->a;
+  gboolean target16 = (l->dir == TDM_CONV_FORWARD && a->y16 != NULL) ||
+                      (l->dir == TDM_CONV_DGRAD && a->dx16 != NULL);
+  gboolean wide = !l->bf16 || c->float_out;
+  if (c->pad_c > 0 && l->dir == TDM_CONV_WGRAD)
+    return ROUTE_UNPAD;
+  if (wide != target16 && aligned16(target))
+    return ROUTE_DIRECT;
+  /* A large bf16 result for a float32 destination: widened in place (widen_in_place()),
+   * with a small tail staged. */
+  if (!wide && !target16 && aligned16(target) && count % 8 == 0 &&
+      count >= 4 * IN_PLACE_TAIL)
+    return ROUTE_IN_PLACE;
+  return ROUTE_STAGED;
+}
+
+/* A cuDNN plan, its operands staged where they are not aligned or not of its type; a
+ * call whose input the engine writes itself in the candidate's chunks of samples
+ * (cudnn_chunks()), each chunk's input written and convolved by the plan of its size
+ * through the same scratch: a forward's output put in place chunk by chunk, a weight
+ * gradient's chunks summed in float32 in their order (the same bits every run). */
 static gboolean
 run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Arena *arena,
           char **error)
@@ -362,33 +439,25 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Aren
                     a->x_type != TDM_DTYPE_F32 || s->c > pad_c ||
                     (l->dir == TDM_CONV_WGRAD && !c->float_out)))
     return FALSE;
+  /* The chunks are the shape's: a plan built for them, and for their two sizes. */
+  TdmConvChunks chunks = cudnn_chunks(l, pad_c, c->float_out);
+  if (chunks.count != c->chunks.count || chunks.size != c->chunks.size ||
+      chunks.large != c->chunks.large || (chunks.large < chunks.count && c->rest_plan == NULL))
+    return FALSE;
+  int m_most = chunks.size;
+  gboolean staged_image = image_staged(l, pad_c);
   void *image = NULL, *filter = NULL, *out = NULL;
-  /* The tensor written, as cuDNN writes it, and where it goes after. */
-  void *result = NULL, *dest = NULL;
-  size_t result_count = 0;
 
-  switch (l->dir) {
-  case TDM_CONV_FORWARD:
-  case TDM_CONV_WGRAD:
-    if (pad_c > 0) {
-      image = take(arena, pixels * pad_c * 2);
-      if (image != NULL && mode == RUN)
-        TDM_CUDA_OK(b, tdm_k_to_bf16_padded(image, a->x, pixels, s->c, pad_c,
-                                            CUDA_B(b)->stream));
-    } else if (l->bf16 && input_is_bf16(a)) {
-      image = aligned_or_stage(b, arena, a->x, in_count * 2, TRUE);
-    } else if (l->bf16) {
-      image = take(arena, in_count * 2);
-      if (image != NULL && mode == RUN)
-        input16(b, a, image);
-    } else {
+  if (l->dir != TDM_CONV_DGRAD) {
+    size_t sample_in = (size_t)s->h * s->w * (pad_c > 0 ? pad_c : s->c);
+    if (staged_image)
+      image = take(arena, (size_t)m_most * sample_in * sizeof(uint16_t));
+    else if (l->bf16)
+      image = (void *)a->x;
+    else
       image = a->bn_mean != NULL || a->x_type != TDM_DTYPE_F32
                   ? NULL
                   : aligned_or_stage(b, arena, a->x, in_count * 4, TRUE);
-    }
-    break;
-  case TDM_CONV_DGRAD:
-    break;
   }
   if (l->dir != TDM_CONV_WGRAD && pad_c > 0) {
     filter = take(arena, taps * pad_c * 2);
@@ -402,7 +471,7 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Aren
 
   /* The written tensor: straight where the plan writes the destination's type (bf16
    * for a forward's y16 or an input gradient's dx16, else float32) and the destination
-   * is aligned, else a staging buffer copied, widened or rounded after. */
+   * is aligned, else a staging buffer copied, widened or rounded after; per chunk. */
   gboolean target16 = (l->dir == TDM_CONV_FORWARD && a->y16 != NULL) ||
                       (l->dir == TDM_CONV_DGRAD && a->dx16 != NULL);
   void *target = l->dir == TDM_CONV_FORWARD && target16 ? (void *)a->y16
@@ -411,67 +480,102 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Aren
                                                         : (void *)a->dw;
   if (target == NULL)
     return FALSE;
-  result_count = l->dir == TDM_CONV_FORWARD ? out_count
-                 : l->dir == TDM_CONV_DGRAD ? in_count
-                                            : w_count;
+  size_t sample_result = l->dir == TDM_CONV_FORWARD ? out_count / s->n
+                         : l->dir == TDM_CONV_DGRAD ? in_count / s->n
+                                                    : 0;
   gboolean wide = !l->bf16 || c->float_out;
-  gboolean same_type = wide != target16;
-  gboolean unpad = pad_c > 0 && l->dir == TDM_CONV_WGRAD;
-  gboolean in_place = !unpad && !wide && !target16 && aligned16(target) &&
-                      result_count % 8 == 0 && result_count >= 4 * IN_PLACE_TAIL;
-  uint16_t *tail = NULL;
-  if (unpad) {
-    result = take(arena, taps * pad_c * sizeof(float));
-    dest = target;
-  } else if (same_type && aligned16(target))
-    result = target;
-  else if (in_place) {
-    /* A large bf16 result for a float32 destination: written into the destination's
-     * upper half, then widened where it lies (widen_in_place()), with a small tail. */
-    result = (char *)target + result_count * sizeof(uint16_t);
-    tail = take(arena, IN_PLACE_TAIL * sizeof(uint16_t));
-  } else {
-    result = take(arena, result_count * (wide ? 4 : 2));
-    dest = target;
+  size_t target_size = target16 ? 2 : 4, result_size = wide ? 4 : 2;
+  /* The scratch the chunks' routes take: the largest staged result, a tail. */
+  size_t staged_count = 0;
+  gboolean any_in_place = FALSE;
+  for (int i = 0; i < chunks.count; i++) {
+    int m;
+    int first = tdm_conv_chunk_first(&chunks, i, &m);
+    size_t count = l->dir == TDM_CONV_WGRAD ? w_count : (size_t)m * sample_result;
+    Route route = route_of(l, c, (char *)target + (size_t)first * sample_result * target_size,
+                           count);
+    if (route == ROUTE_STAGED)
+      staged_count = MAX(staged_count, count);
+    else if (route == ROUTE_UNPAD)
+      staged_count = MAX(staged_count, taps * pad_c);
+    any_in_place = any_in_place || route == ROUTE_IN_PLACE;
   }
-  void *workspace = NULL;
-  if (c->plan->workspace > 0)
-    workspace = take(arena, (size_t)c->plan->workspace);
-  if ((l->dir != TDM_CONV_DGRAD && image == NULL) || (l->dir != TDM_CONV_WGRAD && filter == NULL) ||
-      (l->dir != TDM_CONV_FORWARD && out == NULL) || result == NULL ||
-      (in_place && tail == NULL) || (c->plan->workspace > 0 && workspace == NULL))
+  void *stage = staged_count > 0 ? take(arena, staged_count * result_size) : NULL;
+  /* A weight gradient in chunks: each chunk's after the first written aside (float32),
+   * then added to the sum. */
+  size_t sum_count = c->pad_c > 0 && l->dir == TDM_CONV_WGRAD ? taps * pad_c : w_count;
+  gboolean summed = l->dir == TDM_CONV_WGRAD && chunks.count > 1;
+  float *partial = summed ? take(arena, sum_count * sizeof(float)) : NULL;
+  uint16_t *tail = any_in_place ? take(arena, IN_PLACE_TAIL * sizeof(uint16_t)) : NULL;
+  int64_t workspace_bytes = MAX(c->plan->workspace,
+                                c->rest_plan != NULL ? c->rest_plan->workspace : 0);
+  void *workspace = workspace_bytes > 0 ? take(arena, (size_t)workspace_bytes) : NULL;
+  if ((l->dir != TDM_CONV_DGRAD && image == NULL) ||
+      (l->dir != TDM_CONV_WGRAD && filter == NULL) ||
+      (l->dir != TDM_CONV_FORWARD && out == NULL) || (staged_count > 0 && stage == NULL) ||
+      (summed && partial == NULL) || (any_in_place && tail == NULL) ||
+      (workspace_bytes > 0 && workspace == NULL))
     return FALSE;
   if (mode != RUN)
     return TRUE;
-  switch (l->dir) {
-  case TDM_CONV_FORWARD:
-    out = result;
-    break;
-  case TDM_CONV_DGRAD:
-    image = result;
-    break;
-  case TDM_CONV_WGRAD:
-    filter = result;
-    break;
-  }
   if (!tdm_cuda_begin(b))
     return TRUE;
-  if (!tdm_cudnn_plan_run(CUDA_B(b)->cudnn_api, CUDA_B(b)->cudnn, c->plan, image, filter, out,
-                          workspace, error))
-    return FALSE;
-  if (in_place) {
-    widen_in_place(b, target, result_count, tail);
-  } else if (unpad) {
-    TDM_CUDA_OK(b, cudaMemcpy2DAsync(dest, (size_t)s->c * sizeof(float), result,
-                                     (size_t)pad_c * sizeof(float), (size_t)s->c * sizeof(float),
-                                     taps, cudaMemcpyDeviceToDevice, CUDA_B(b)->stream));
-  } else if (dest != NULL) {
-    if (same_type)
-      tdm_backend_copy(b, dest, result, result_count * (wide ? 4 : 2));
-    else if (wide)
-      tdm_cuda_to_bf16(b, dest, result, result_count);
-    else
-      TDM_CUDA_OK(b, tdm_k_from_bf16(dest, result, result_count, CUDA_B(b)->stream));
+  cudaStream_t stream = CUDA_B(b)->stream;
+  for (int i = 0; i < chunks.count; i++) {
+    int m;
+    int first = tdm_conv_chunk_first(&chunks, i, &m);
+    const TdmCudnnPlan *plan = m == chunks.size ? c->plan : c->rest_plan;
+    size_t count = l->dir == TDM_CONV_WGRAD ? w_count : (size_t)m * sample_result;
+    void *dest = (char *)target + (size_t)first * sample_result * target_size;
+    Route route = route_of(l, c, dest, count);
+    void *result = route == ROUTE_DIRECT     ? dest
+                   : route == ROUTE_IN_PLACE ? (char *)dest + count * sizeof(uint16_t)
+                                             : stage;
+    if (staged_image)
+      stage_image(b, a, pad_c, image, first, m);
+    /* The plan's tensors: the chunk's input (staged, or the caller's), the weights or
+     * their gradient (a later chunk's aside), the chunk's output or output gradient. */
+    void *x_t = image, *w_t = filter, *y_t = out;
+    switch (l->dir) {
+    case TDM_CONV_FORWARD:
+      y_t = result;
+      break;
+    case TDM_CONV_DGRAD:
+      x_t = result;
+      break;
+    case TDM_CONV_WGRAD:
+      w_t = i > 0 ? (void *)partial : result;
+      y_t = (char *)out + (size_t)first * (out_count / s->n) * (l->bf16 ? 2 : 4);
+      break;
+    }
+    if (!tdm_cudnn_plan_run(CUDA_B(b)->cudnn_api, CUDA_B(b)->cudnn, plan, x_t, w_t, y_t,
+                            workspace, error))
+      return FALSE;
+    if (l->dir == TDM_CONV_WGRAD && i > 0)
+      tdm_cuda_add(b, result, partial, sum_count);
+    if (l->dir == TDM_CONV_WGRAD && i + 1 < chunks.count)
+      continue; /* the sum is put in place after its last chunk */
+    switch (route) {
+    case ROUTE_DIRECT:
+      break;
+    case ROUTE_IN_PLACE:
+      widen_in_place(b, dest, count, tail);
+      break;
+    case ROUTE_UNPAD:
+      TDM_CUDA_OK(b, cudaMemcpy2DAsync(dest, (size_t)s->c * sizeof(float), result,
+                                       (size_t)pad_c * sizeof(float),
+                                       (size_t)s->c * sizeof(float), taps,
+                                       cudaMemcpyDeviceToDevice, stream));
+      break;
+    case ROUTE_STAGED:
+      if (wide != target16) /* the same type: a misaligned destination */
+        tdm_backend_copy(b, dest, result, count * result_size);
+      else if (wide)
+        tdm_cuda_to_bf16(b, dest, result, count);
+      else
+        TDM_CUDA_OK(b, tdm_k_from_bf16(dest, result, count, stream));
+      break;
+    }
   }
   return TRUE;
 }
@@ -525,6 +629,8 @@ tdm_conv_candidate_free(TdmConvCandidate *c)
     return;
   if (c->plan != NULL)
     tdm_cudnn_plan_free(c->plan);
+  if (c->rest_plan != NULL)
+    tdm_cudnn_plan_free(c->rest_plan);
   g_free(c);
 }
 
@@ -533,6 +639,7 @@ candidate(TdmConvKind kind, const char *name)
 {
   TdmConvCandidate *c = g_new0(TdmConvCandidate, 1);
   c->kind = kind;
+  c->chunks = tdm_conv_even_chunks(1, 0, 0);
   g_strlcpy(c->name, name, sizeof c->name);
   return c;
 }
@@ -571,46 +678,72 @@ tdm_conv_cudnn_handle(TdmBackend *b)
  * stem's three): the bf16 copy of the input and of the weights get zero channels. */
 #define PAD_CHANNELS 8
 
-/* What a cached candidate's name asks for: cuDNN's engine, rank, output, padding. */
-typedef struct {
-  gint64 engine;
-  int rank;
-  char out;
-  gboolean padded;
-} OnlyPlan;
+/* The first plan of engine `engine` cuDNN finalizes for the layout's shape with n
+ * samples (pad_c channels where > 0), or NULL. */
+static TdmCudnnPlan *
+plan_for_samples(TdmBackend *b, const TdmConvLayout *l, int n, int pad_c, int output,
+                 gint64 engine)
+{
+  TdmConvShape shape = l->a->shape;
+  shape.n = n;
+  if (pad_c > 0)
+    shape.c = pad_c;
+  int operand = l->bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+  TdmCudnnFilter filter = {b->precision};
+  g_autofree char *why = NULL;
+  GPtrArray *plans = tdm_cudnn_conv_plans(tdm_cudnn_get(), CUDA_B(b)->cudnn, l->dir, &shape,
+                                          operand, output, filter, 1, -1, engine, &why);
+  TdmCudnnPlan *p = plans->len > 0 ? g_ptr_array_index(plans, 0) : NULL;
+  g_ptr_array_free(plans, TRUE);
+  if (p == NULL)
+    g_debug("%s: cuDNN engine %" G_GINT64_FORMAT " for chunks of %d samples: %s", b->name,
+            engine, n, why != NULL ? why : "none");
+  return p;
+}
 
 /* cuDNN's plans for the layout's shape, or for it with the input's channels padded to
  * pad_c (pad_c > 0), as candidates (at most 6 of each output type): float32 and bf16
- * outputs where `both`, else float32 only; or only the one `only` names. */
+ * outputs where `both`, else float32 only; or only the one `only` names. A call run in
+ * chunks (cudnn_chunks()) gets the plans of its largest chunk's shape, each with the
+ * same engine's plan for a chunk one sample shorter where the chunks have two sizes
+ * (where that engine has none: no candidate). */
 static void
-add_cudnn_plans(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, const OnlyPlan *only,
-                int pad_c, gboolean both)
+add_cudnn_plans(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list,
+                const TdmCudnnName *only, int pad_c, gboolean both)
 {
-  const TdmConvArgs *a = l->a;
-  TdmConvShape shape = a->shape;
-  if (pad_c > 0)
-    shape.c = pad_c;
   int operand = l->bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
   int outputs[2] = {CUDNN_DATA_FLOAT, CUDNN_DATA_BFLOAT16};
   TdmCudnnFilter filter = {b->precision};
   for (int o = 0; o < (both ? 2 : 1); o++) {
     if (only != NULL && only->out != (o == 0 ? 'f' : 'h'))
       continue;
+    TdmConvChunks chunks = cudnn_chunks(l, pad_c, o == 0);
+    int chunk = chunks.count > 1 ? chunks.size : 0;
+    if (only != NULL && only->chunk != chunk)
+      continue; /* a cached name of other chunks: the choice is made again */
+    TdmConvShape shape = l->a->shape;
+    shape.n = chunks.size;
+    if (pad_c > 0)
+      shape.c = pad_c;
     g_autofree char *why = NULL;
     GPtrArray *plans = tdm_cudnn_conv_plans(tdm_cudnn_get(), CUDA_B(b)->cudnn, l->dir, &shape,
                                             operand, outputs[o], filter, 6,
-                                            only != NULL ? only->rank : -1, &why);
+                                            only != NULL ? only->rank : -1, -1, &why);
     for (guint i = 0; i < plans->len; i++) {
       TdmCudnnPlan *p = g_ptr_array_index(plans, i);
-      if (only != NULL && p->engine != only->engine)
-        continue; /* another library's list: the name means another engine now */
-      g_autofree char *name =
-          g_strdup_printf("cudnn:e%" G_GINT64_FORMAT ":r%d:%c%s", p->engine, p->rank,
-                          o == 0 ? 'f' : 'h', pad_c > 0 ? ":c8" : "");
+      if (only != NULL && p->engine != only->engine) {
+        tdm_cudnn_plan_free(p); /* another library's list: the name means another engine now */
+        continue;
+      }
+      TdmCudnnName spelt = {p->engine, p->rank, o == 0 ? 'f' : 'h', pad_c > 0, chunk};
+      g_autofree char *name = tdm_cudnn_name_format(&spelt);
       TdmConvCandidate *c = candidate(TDM_CONV_CUDNN, name);
       c->plan = p;
+      c->chunks = chunks;
       c->float_out = o == 0;
       c->pad_c = pad_c;
+      if (chunks.large < chunks.count)
+        c->rest_plan = plan_for_samples(b, l, chunks.size - 1, pad_c, outputs[o], p->engine);
       char *error = NULL;
       Arena arena = arena_of(l, MEASURE);
       if (run_cudnn(b, l, c, &arena, &error))
@@ -628,20 +761,16 @@ add_cudnn_plans(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, const On
 }
 
 /* cuDNN's plans for the layout, as candidates, or only the one named (engine, rank,
- * output, padding) when `only` names one. A bf16 input of fewer than PAD_CHANNELS
- * channels (an image) read as it is stored also gets the plans of its padded shape,
- * forward and weight gradient (a first layer has no input gradient), the latter with a
- * float32 output, which the real channels are copied out of. */
+ * output, padding, chunks) when `only` names one. A bf16 input of fewer than
+ * PAD_CHANNELS channels (an image) read as it is stored also gets the plans of its
+ * padded shape, forward and weight gradient (a first layer has no input gradient), the
+ * latter with a float32 output, which the real channels are copied out of. */
 static void
 add_cudnn(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, const char *only)
 {
-  OnlyPlan wanted = {-1, -1, 0, FALSE};
-  if (only != NULL &&
-      (sscanf(only, "cudnn:e%" G_GINT64_FORMAT ":r%d:%c", &wanted.engine, &wanted.rank,
-              &wanted.out) != 3 ||
-       wanted.rank < 0 || (wanted.out != 'f' && wanted.out != 'h')))
+  TdmCudnnName wanted;
+  if (only != NULL && !tdm_cudnn_name_parse(only, &wanted))
     return;
-  wanted.padded = only != NULL && g_str_has_suffix(only, ":c8");
   cudnnHandle_t handle = tdm_conv_cudnn_handle(b);
   if (handle == NULL || CUDA_B(b)->capturing)
     return;

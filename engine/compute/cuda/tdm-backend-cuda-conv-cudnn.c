@@ -223,11 +223,12 @@ tdm_cudnn_plan_free(TdmCudnnPlan *plan)
   g_free(plan);
 }
 
-/* Plan from configuration cfg (rank r), or NULL when the engine is refused or does not
- * finalize (an engine may decline a shape only at this point). */
+/* Plan from configuration cfg (rank r), or NULL when the engine is refused, is not
+ * only_engine (when that is >= 0) or does not finalize (an engine may decline a shape
+ * only at this point). */
 static TdmCudnnPlan *
 plan_of(const TdmCudnn *dnn, cudnnHandle_t handle, cudnnBackendDescriptor_t cfg, int rank,
-        TdmCudnnFilter filter, Keep *keep)
+        TdmCudnnFilter filter, gint64 only_engine, Keep *keep)
 {
   cudnnBackendDescriptor_t engine = NULL;
   if (dnn->create_descriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine) != CUDNN_STATUS_SUCCESS)
@@ -247,7 +248,8 @@ plan_of(const TdmCudnn *dnn, cudnnHandle_t handle, cudnnBackendDescriptor_t cfg,
   dnn->destroy_descriptor(engine);
   note_count = CLAMP(note_count, 0, TDM_CUDNN_NOTES_MAX);
   behavior_count = CLAMP(behavior_count, 0, TDM_CUDNN_NOTES_MAX);
-  if (!read || !accepted(notes, note_count, behavior, behavior_count, filter))
+  if (!read || (only_engine >= 0 && index != only_engine) ||
+      !accepted(notes, note_count, behavior, behavior_count, filter))
     return NULL;
 
   cudnnBackendDescriptor_t plan = NULL;
@@ -279,7 +281,7 @@ plan_of(const TdmCudnn *dnn, cudnnHandle_t handle, cudnnBackendDescriptor_t cfg,
 GPtrArray *
 tdm_cudnn_conv_plans(const TdmCudnn *dnn, cudnnHandle_t handle, TdmConvDirection dir,
                      const TdmConvShape *s, int operand, int output, TdmCudnnFilter filter,
-                     int most, int only_rank, char **why_not)
+                     int most, int only_rank, gint64 only_engine, char **why_not)
 {
   GPtrArray *plans = g_ptr_array_new();
   *why_not = NULL;
@@ -319,7 +321,7 @@ tdm_cudnn_conv_plans(const TdmCudnn *dnn, cudnnHandle_t handle, TdmConvDirection
   for (int64_t i = 0; i < MIN(got, count) && (int)plans->len < most; i++) {
     if (only_rank >= 0 && i != only_rank)
       continue;
-    TdmCudnnPlan *p = plan_of(dnn, handle, cfgs[i], (int)i, filter, keep);
+    TdmCudnnPlan *p = plan_of(dnn, handle, cfgs[i], (int)i, filter, only_engine, keep);
     if (p != NULL)
       g_ptr_array_add(plans, p);
   }

@@ -34,12 +34,13 @@ typedef struct {
  * refuses left out. operand: CUDNN_DATA_BFLOAT16 or _FLOAT, the type of the two tensors
  * read; output: the type written (float32 output from bf16 operands is what some
  * engines take and others refuse). only_rank >= 0 finalizes that one rank (a cached
- * choice). An empty array with *why_not set when the graph itself is refused. Free
- * each with tdm_cudnn_plan_free(). */
+ * choice); only_engine >= 0 only the configurations of that engine (cuDNN's global
+ * index: the same engine for another batch size). An empty array with *why_not set
+ * when the graph itself is refused. Free each with tdm_cudnn_plan_free(). */
 GPtrArray *tdm_cudnn_conv_plans (const TdmCudnn *dnn, cudnnHandle_t handle,
                                  TdmConvDirection dir, const TdmConvShape *s, int operand,
                                  int output, TdmCudnnFilter filter, int most, int only_rank,
-                                 char **why_not);
+                                 gint64 only_engine, char **why_not);
 void tdm_cudnn_plan_free (TdmCudnnPlan *plan);
 
 /* Runs plan on the handle's stream: image is x (forward, wgrad) or dx (dgrad), filter is

@@ -11,12 +11,18 @@
  * - "own:dgrad": conv-implicit.cu's column-free input gradient (stride 1, bf16);
  * - "cudnn:eE:rR:f" / ":h": cuDNN's engine E, the R-th of its heuristics' list, writing
  *   float32 (f) or bf16 then widened (h); with ":c8", run on the input's channels padded
- *   to 8 (a bf16 image of 3: forward and weight gradient).
+ *   to 8 (a bf16 image of 3: forward and weight gradient); with ":nM", a bf16 forward
+ *   whose input the engine writes itself (normalized by the bn before, converted to
+ *   bf16, padded) run in even chunks of at most M samples (tdm-conv-columns.h), each
+ *   chunk's copy of the input at most TDM_CONV_CHUNK_BYTES, by a plan built for M
+ *   samples and, where the chunks are of two sizes, one of the same engine for M − 1
+ *   (tdm-backend-cuda-conv-name.h spells the names).
  */
 #pragma once
 
 #include "tdm-backend-cuda-private.h"
 #include "tdm-backend-cuda-conv-cudnn.h"
+#include "tdm-conv-columns.h"
 
 G_BEGIN_DECLS
 
@@ -30,11 +36,13 @@ typedef enum {
 
 typedef struct {
   TdmConvKind kind;
-  TdmCudnnPlan *plan;          /* cuDNN's, or NULL */
+  TdmCudnnPlan *plan;          /* cuDNN's (for the chunks of chunks.size samples), or NULL */
+  TdmCudnnPlan *rest_plan;     /* cuDNN's for chunks of chunks.size − 1 samples, or NULL */
+  TdmConvChunks chunks;        /* cuDNN: the batch's chunks (one: the whole batch) */
   gboolean float_out;          /* cuDNN: writes float32 itself */
   int pad_c;                   /* cuDNN: the input's channels padded to this, or 0 */
   double ms;                   /* measured, or 0 */
-  char name[48];
+  char name[80];
 } TdmConvCandidate;
 
 /* A call's view of its workspace (tdm-backend-cuda-conv-candidates.c lays it out): the same
