@@ -251,9 +251,9 @@ conv_output_bf16(const TdmNetwork *net, int i, gboolean stores16)
  * it as bf16 in a run that stores activations so: a bn (its operations take the type;
  * not one a float32 pool follows, whose normalize-on-read takes float32), a global
  * pool (the tensor widened first: a small one; the max pool's backward goes by its
- * argmax, never by the tensor), or a conv
- * whose bf16 columns both ways (out_c ≤ its reduction, tdm_replica_conv_bf16()) gather
- * it as it is. */
+ * argmax, never by the tensor), or a conv that takes bf16 operands both ways
+ * (conv_bf16_columns(): bf16 columns of out_c ≤ its reduction, or a 1×1 conv of no
+ * padding), which gathers it as it is. */
 static inline gboolean
 reads_bf16_block(const TdmNetwork *net, int j)
 {
@@ -291,8 +291,8 @@ bn_output_to_pool_bf16(const TdmNetwork *net, int i, gboolean stores16)
  * stem's), is stored as bf16 in training (stores16): where every reader takes it so. Its readers: the layer after
  * the blocks that start there (reads_bf16_block()); each such block's end, which adds
  * it (add_out_bf16, bn_forward_bf16: only where that block's own output is bf16 too,
- * so that the add writes bf16) or projects it (its conv widens it, or reads it through
- * bf16 columns); and a block's end reads its own output again for its ReLU's mask
+ * so that the add writes bf16) or projects it (its 1×1 conv reads it as bf16 operands,
+ * conv_bf16_columns()); and a block's end reads its own output again for its ReLU's mask
  * (relu_backward_bf16). A bn's own backward reads its input, never its output. */
 static inline gboolean
 block_output_bf16(const TdmNetwork *net, int i, gboolean stores16)
@@ -449,9 +449,10 @@ output_bf16(const TdmNetwork *net, int i, gboolean stores16)
 static inline gboolean infer_output_bf16(const TdmNetwork *net, int i, gboolean stores16);
 
 /* Whether every reader of layer i's output reads it as bf16 in the inference pass: each
- * block that starts there ends in bf16 (not a projection: its 1×1 conv, of more outputs
- * than its reduction, would widen it), and the layer after them is a conv with bf16 columns (conv_bf16_columns(): the
- * engine and the columns gather bf16 as it is) or a bn (bn_forward_eval and
+ * block that starts there ends in bf16 (not one with a projection: a rule from when its
+ * 1×1 conv widened a bf16 input; it reads bf16 as it is now, conv_bf16_columns()), and the
+ * layer after them is a conv that takes bf16 operands (conv_bf16_columns(): the engine and
+ * the columns gather bf16 as it is) or a bn (bn_forward_eval and
  * bn_forward_eval_bf16 read either type). Not a reader that would widen it first: the
  * gradient buffers, its room in training, are sized for the training batch, and an
  * evaluation chunk may be larger; so the inference pass never writes there. */

@@ -4,8 +4,8 @@
  * inference pass's buffers; the largest batch that fits against the estimate; the
  * refusal's message. Its parts: what a bf16 run stores as bf16 (test-memory-bf16.c);
  * the column workspace by its basis, the plan's breakdown and the activation arena
- * (test-memory-workspace.c); ResNet-50's bottlenecks (test-memory-bottleneck.c). Whole runs against the counters and the RSS:
- * test-memory-runs.c. */
+ * (test-memory-workspace.c); ResNet-50's bottlenecks (test-memory-bottleneck.c). Whole
+ * runs against the counters and the RSS: test-memory-runs.c. */
 #include "resnet18-cifar.h"
 #include "synthetic-idx.h"
 #include "tdm-backend.h"

@@ -101,7 +101,8 @@ static inline gboolean block_tensor_bf16 (const TdmNetwork *net, int i);
 
 /* Whether every reader of layer i's output reads it as bf16 in a bf16 run: the layer
  * after the blocks that start there reads bf16 (a bn not followed by a pool other than
- * a bf16 one, a global pool, or a conv that takes bf16 operands), and each of those blocks projects its input or ends in bf16 itself
+ * a bf16 one, a global pool, or a conv that takes bf16 operands), and each of those
+ * blocks projects its input or ends in bf16 itself
  * (tdm-replica-private.h's rule, spelt out here). */
 static inline gboolean
 readers_bf16(const TdmNetwork *net, int i)
