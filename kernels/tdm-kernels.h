@@ -112,6 +112,25 @@ cudaError_t tdm_k_conv_dgrad_bf16(void *dx, bool dx16, const uint16_t *dy, const
                                   int n, int h, int wd, int c, int out_c, int kh, int kw,
                                   int pad, cudaStream_t stream);
 
+/* conv-small.cu: a convolution of few input channels (conv-small-plan.h's
+ * tdm_k_small_plan() says which shapes) on bf16 tensor cores, without columns; sm_80 or
+ * later. x (NHWC, float32 or with x16 bf16) is read as im2col_bf16 reads it (with
+ * bn_mean not NULL, normalized as im2col_bf16_bn does); w and dy are bf16 (w as
+ * [out_c, kernel, kernel, c], dy n·oh·ow × out_c, 16-byte aligned). The forward writes y
+ * (float32, or with y16 bf16 rounded once; 16-byte aligned). The weight gradient writes
+ * dw (float32, out_c × kernel²·c) through plan.partial_bytes of partials (32-byte
+ * aligned), summed in a fixed order. */
+cudaError_t tdm_k_conv_small_forward(void *y, bool y16, const void *x, bool x16,
+                                     const float *bn_mean, const float *bn_invstd,
+                                     const float *bn_gamma, const float *bn_beta, bool bn_relu,
+                                     const uint16_t *w, int n, int h, int wd, int c, int out_c,
+                                     int kernel, int pad, int stride, cudaStream_t stream);
+cudaError_t tdm_k_conv_small_wgrad(float *dw, float *partials, const uint16_t *dy, const void *x,
+                                   bool x16, const float *bn_mean, const float *bn_invstd,
+                                   const float *bn_gamma, const float *bn_beta, bool bn_relu,
+                                   int n, int h, int wd, int c, int out_c, int kernel, int pad,
+                                   int stride, cudaStream_t stream);
+
 /* conv-pool.cu. The limits of conv_pool_forward and conv_pool_backward
  * (TDM_CONV_POOL_TAPS and TDM_CONV_POOL_OUT of tdm-backend.h); larger shapes return
  * cudaErrorInvalidValue. The backward's sums go through `partials` as well. */

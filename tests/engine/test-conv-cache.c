@@ -92,6 +92,24 @@ test_written_beside(void)
   g_assert_cmpstr(name, ==, "cudnn:e7:r0:f");
 }
 
+/* The few-channel candidates' choices (the stem's keys, as the engine writes them)
+ * read back by the next process under their names. */
+static void
+test_own_names(void)
+{
+  fresh();
+  const char *fwd = "fwd n128 h224 w224 c3 o64 k7 p3 s2 bf16 y16";
+  const char *wgrad = "wgrad n128 h224 w224 c3 o64 k7 p3 s2 bf16";
+  tdm_conv_cache_store(MODEL, fwd, "own:fwd", 0.25);
+  tdm_conv_cache_store(MODEL, wgrad, "own:wgrad", 0.3);
+  tdm_conv_cache_reset();
+  g_autofree char *f = tdm_conv_cache_lookup(MODEL, fwd);
+  g_autofree char *w = tdm_conv_cache_lookup(MODEL, wgrad);
+  g_assert_cmpstr(f, ==, "own:fwd");
+  g_assert_cmpstr(w, ==, "own:wgrad");
+  g_assert_cmpuint(messages->len, ==, 0);
+}
+
 /* A chunked cuDNN choice (tdm-backend-cuda-conv-name.h: ":n32") written and read back
  * by the next process; a file naming something that is no candidate's name (damaged:
  * a chunk of no samples, a leading zero, fields out of order, a kind that does not
@@ -108,7 +126,7 @@ test_candidate_names(void)
   g_assert_cmpstr(name, ==, "cudnn:e62:r0:h:n32");
   g_assert_cmpuint(messages->len, ==, 0);
   const char *damaged[] = {"cudnn:e62:r0:h:n0", "cudnn:e62:r0:h:n032", "cudnn:e62:r0:h:n32:c8",
-                           "cudnn:e62:r0", "own:fwd", "im2col:n32"};
+                           "cudnn:e62:r0", "own:bwd", "im2col:n32"};
   for (size_t i = 0; i < G_N_ELEMENTS(damaged); i++) {
     fresh();
     g_autofree char *text = g_strdup_printf("tandem-conv-choices 3\n"
@@ -245,6 +263,7 @@ main(int argc, char **argv)
   messages = g_ptr_array_new_with_free_func(g_free);
   g_log_set_handler("Tandem-Compute", G_LOG_LEVEL_MESSAGE, keep_message, NULL);
   g_test_add_func("/conv-cache/written-beside", test_written_beside);
+  g_test_add_func("/conv-cache/own-names", test_own_names);
   g_test_add_func("/conv-cache/dangling-link", test_dangling_link);
   g_test_add_func("/conv-cache/workspace-remembered", test_workspace_remembered);
   g_test_add_func("/conv-cache/candidate-names", test_candidate_names);

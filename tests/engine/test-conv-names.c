@@ -100,7 +100,9 @@ test_damaged(void)
     "CUDNN:e62:r0:h",
     "cudnn:e62:r0:F",
     "im2col:n32",
-    "own:fwd",
+    "own:bwd",
+    "own:fwd ",
+    "own:wgrad:n32",
   };
   for (size_t i = 0; i < G_N_ELEMENTS(damaged); i++) {
     TdmCudnnName n;
@@ -111,6 +113,8 @@ test_damaged(void)
   g_assert_false(tdm_conv_candidate_name_valid(NULL));
   g_assert_true(tdm_conv_candidate_name_valid("im2col"));
   g_assert_true(tdm_conv_candidate_name_valid("own:dgrad"));
+  g_assert_true(tdm_conv_candidate_name_valid("own:fwd"));
+  g_assert_true(tdm_conv_candidate_name_valid("own:wgrad"));
 }
 
 int

@@ -30,6 +30,7 @@
 #include "tdm-backend-cuda-conv-cache.h"
 #include "tdm-conv-columns.h"
 #include "tdm-cudnn.h"
+#include "test-cuda-conv.h"
 #include "test-cuda-layers.h"
 
 #include <glib/gstdio.h>
@@ -1102,6 +1103,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda-conv/grown-workspace", test_grown_workspace);
   g_test_add_func("/cuda-conv/chunked", test_chunked);
   g_test_add_func("/cuda-conv/bn-input-chunks", test_bn_input_chunks);
+  test_cuda_conv_add_small();
   int status = g_test_run();
   if (gpu != NULL)
     tdm_backend_free(gpu);

@@ -15,6 +15,7 @@
  */
 #include "tdm-backend-cuda-conv-engine.h"
 #include "tdm-backend-cuda-conv-name.h"
+#include "tdm-backend-cuda-conv-small.h"
 #include "tdm-conv-columns.h"
 #include "tdm-i18n.h"
 
@@ -300,6 +301,22 @@ run_own(TdmBackend *b, const TdmConvLayout *l, Arena *arena)
     TDM_CUDA_OK(b, tdm_k_conv_dgrad_bf16(dx_target(a), a->dx16 != NULL, l->dy16, l->w16, s->n,
                                          s->h, s->w, s->c, s->out_c, s->kernel, s->kernel,
                                          s->pad, CUDA_B(b)->stream));
+  return TRUE;
+}
+
+/* conv-small.cu's few-channel forward or weight gradient (tdm-backend-cuda-conv-small.h):
+ * its partial sums, if any, in the arena. */
+static gboolean
+run_small(TdmBackend *b, const TdmConvLayout *l, Arena *arena)
+{
+  if (!tdm_conv_small_takes(b, l))
+    return FALSE;
+  size_t bytes = tdm_conv_small_scratch(l);
+  void *scratch = bytes > 0 ? take(arena, bytes) : NULL;
+  if (bytes > 0 && scratch == NULL)
+    return FALSE;
+  if (arena->mode == RUN)
+    tdm_conv_small_run(b, l, scratch);
   return TRUE;
 }
 
@@ -589,7 +606,7 @@ call(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Arena *ar
   case TDM_CONV_IM2COL:
     return run_im2col(b, l, arena);
   case TDM_CONV_OWN:
-    return run_own(b, l, arena);
+    return g_str_equal(c->name, "own:dgrad") ? run_own(b, l, arena) : run_small(b, l, arena);
   case TDM_CONV_CUDNN:
     return run_cudnn(b, l, c, arena, error);
   }
@@ -796,6 +813,10 @@ tdm_conv_candidates_for(TdmBackend *b, const TdmConvLayout *l, const char *only)
   arena = arena_of(l, MEASURE);
   if ((only == NULL || g_str_equal(only, "own:dgrad")) && run_own(b, l, &arena))
     g_ptr_array_add(list, candidate(TDM_CONV_OWN, "own:dgrad"));
+  arena = arena_of(l, MEASURE);
+  const char *small = tdm_conv_small_name(l->dir);
+  if (small != NULL && (only == NULL || g_str_equal(only, small)) && run_small(b, l, &arena))
+    g_ptr_array_add(list, candidate(TDM_CONV_OWN, small));
   if (only == NULL || g_str_has_prefix(only, "cudnn:"))
     add_cudnn(b, l, list, only);
   return list;

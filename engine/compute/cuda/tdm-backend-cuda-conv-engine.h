@@ -9,6 +9,9 @@
  * - "im2col": the columns and a cuBLAS GEMM, the replica's own way (bf16 columns in a
  *   bf16 run, float32 otherwise);
  * - "own:dgrad": conv-implicit.cu's column-free input gradient (stride 1, bf16);
+ * - "own:fwd", "own:wgrad": conv-small.cu's column-free forward and weight gradient of a
+ *   convolution of few input channels (a first layer: c ≤ 8, kernel ≤ 7, stride 1 or 2,
+ *   bf16; tdm-backend-cuda-conv-small.h);
  * - "cudnn:eE:rR:f" / ":h": cuDNN's engine E, the R-th of its heuristics' list, writing
  *   float32 (f) or bf16 then widened (h); with ":c8", run on the input's channels padded
  *   to 8 (a bf16 image of 3: forward and weight gradient); with ":nM", a bf16 forward

@@ -68,5 +68,6 @@ tdm_conv_candidate_name_valid(const char *name)
 {
   TdmCudnnName n;
   return name != NULL && (g_str_equal(name, "im2col") || g_str_equal(name, "own:dgrad") ||
+                          g_str_equal(name, "own:fwd") || g_str_equal(name, "own:wgrad") ||
                           tdm_cudnn_name_parse(name, &n));
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cuda-conv-name.h — the names of the convolution engine's candidates, as the
  * log, --json's report and the disk cache show them (tdm-backend-cuda-conv-engine.h lists
- * the kinds): "im2col", "own:dgrad", or a cuDNN plan's
+ * the kinds): "im2col", "own:dgrad", "own:fwd", "own:wgrad", or a cuDNN plan's
  *   cudnn:e<engine>:r<rank>:<f|h>[:c8][:n<samples>]
  * its engine's global index, its rank in the heuristics' list, its output type (float32 or
  * bf16), the input's channels padded to 8, and the samples of its largest chunk where the

@@ -32,8 +32,9 @@ unsigned *tdm_backend_cuda_sum_counters (TdmBackend *b, size_t *count);
 
 /* The convolution engine (tdm-backend-cuda-conv-engine.h) for tests and benchmarks. The names of the
  * candidates one direction of a call has, laid out as conv_engine_forward and
- * conv_engine_backward would: "im2col", "own:dgrad", "cudnn:eE:rR:f" (cuDNN's engine
- * E, the R-th of its heuristics' list, writing float32; ":h" writing bf16). */
+ * conv_engine_backward would: "im2col", "own:dgrad", "own:fwd", "own:wgrad",
+ * "cudnn:eE:rR:f" (cuDNN's engine E, the R-th of its heuristics' list, writing float32;
+ * ":h" writing bf16). */
 GPtrArray *tdm_cuda_conv_candidate_names (TdmBackend *b, const TdmConvArgs *a,
                                           TdmConvDirection dir);
 /* Runs the named candidate for one direction (the call's conversions included); FALSE
