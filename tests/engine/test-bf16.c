@@ -300,12 +300,13 @@ test_stored_outputs(void)
 {
   /* The stem bn's output and the block's: a strided conv reads the latter. */
   stored_outputs_case(bn_net, 2, 1);
-  /* Convs that store their output through a float32 product rounded after: a stem of
-   * more outputs than taps (16 > 9) and a 1×1 conv of stride 1, which has no columns. */
+  /* A stem of more outputs than taps (16 > 9), which stores its output through a float32
+   * product rounded after, and a 1×1 conv of stride 1, whose bf16 product over its input
+   * (its columns) writes bf16 itself, the bn before it normalized as it is copied. */
   stored_outputs_case("conv16k3p1,bn,relu,conv24k1,bn,relu,gap,fc10", 0, 0);
-  /* A block with a projection, whose conv output is stored as bf16 too; its conv
-   * (more outputs than its input's channels) reads the block's input widened to float32,
-   * and the global pool the block's output. */
+  /* A block with a projection, whose conv output is stored as bf16 too; its 1×1 conv
+   * (more outputs than its input's channels) reads the block's bf16 input as bf16
+   * operands, and the global pool the block's output. */
   stored_outputs_case("conv8k3p1,bn,relu,res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10",
                       2, 1);
   /* Two identity blocks, the first one's output the second's input and skip. */
