@@ -188,6 +188,8 @@ bn_output_left_to_next(TdmReplica *r, int i, int n, TdmPassMode mode)
   const TdmLayer *next = &net->layers[i + 1];
   if (next->kind == TDM_LAYER_POOL && !r->inferring && pool_bf16(net, i + 1, r->stores_bf16))
     return TRUE; /* maxpool_forward_bf16 */
+  if (next->kind == TDM_LAYER_POOL && !tdm_layer_pool_tiles(next))
+    return !r->inferring && bn_output_to_pool_bf16(net, i, r->stores_bf16); /* _forward_bn */
   if (next->kind == TDM_LAYER_POOL)
     return tdm_layer_pool_tiles(next) && tdm_backend_has_maxpool_forward_bn(r->backend);
   if (next->kind != TDM_LAYER_CONV || !tdm_backend_has_im2col_bf16_bn(r->backend) ||
@@ -400,6 +402,14 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
         tdm_backend_relu_forward(b, y, y, out);
       break;
     case TDM_LAYER_POOL: {
+      if (!tdm_layer_pool_tiles(l) && from_bn != NULL) {
+        /* The bn before it left its output unwritten (bn_output_to_pool_bf16()). */
+        tdm_backend_maxpool2d_forward_bn(b, y, act_type(r, i + 1), r->argmax[i], from_bn->x,
+                                         from_bn->x_type, from_bn->saved,
+                                         from_bn->saved + l->in_c, from_bn->gamma,
+                                         from_bn->beta, from_bn->relu, pool2d_of(l, n));
+        break;
+      }
       if (!tdm_layer_pool_tiles(l)) {
         tdm_backend_maxpool2d_forward(b, y, act_type(r, i + 1), r->argmax[i], x, act_type(r, i),
                                       pool2d_of(l, n));

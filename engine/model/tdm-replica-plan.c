@@ -20,6 +20,7 @@ tdm_replica_buffers_of(const TdmNetwork *net, int i, TdmBackendKind kind,
   TdmLayerBuffers buf = {0};
   if (owns_output(net, i) && !bn_output_to_block_end(net, i) &&
       !bn_output_to_conv(net, i, stores16) && !bn_output_to_pool(net, i, stores16) &&
+      !bn_output_to_pool_bf16(net, i, stores16) &&
       !bn_relu_output_to_block_end(net, i, stores16)) {
     buf.output = out;
     buf.output_type = output_bf16(net, i, stores16) ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
@@ -157,6 +158,10 @@ forward_region(const TdmNetwork *net, int i, gboolean stores16, RegionNeed *need
       need_narrow(need, out * sizeof(float));
     if (bn_output_to_pool(net, i, stores16))
       need_narrow(need, out * sizeof(uint16_t));
+    /* For the pool that does not tile after it (bn_output_to_pool_bf16()), at grad_a, bf16,
+     * the region free but for it (the stem). */
+    if (bn_output_to_pool_bf16(net, i, stores16))
+      need_wide(need, out * sizeof(uint16_t));
     break;
   case TDM_LAYER_GLOBAL_AVG:
     if (input_bf16(net, i, stores16))

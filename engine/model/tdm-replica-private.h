@@ -274,10 +274,12 @@ reads_bf16_block(const TdmNetwork *net, int j)
   }
 }
 
-/* Whether bn layer i's output is stored as bf16 in training (stores16) for the max pool
- * after it, its one reader, a pool that does not tile (torchvision's stem): its
- * maxpool2d_forward reads bf16; its backward goes by argmax, the bn's reads its input.
- * A frozen bn writes it through the free gradient region, in chunks of rows. */
+/* Whether bn layer i's output is bf16 in training (stores16) for the max pool after it,
+ * its one reader, a pool that does not tile (torchvision's stem): it has no buffer (the
+ * pool normalizes the bn's input as it reads it, maxpool2d_forward_bn, each value
+ * rounded to bf16 as the bn would store it; its backward goes by argmax, the bn's reads
+ * its input); a frozen bn writes it as bf16 into the free gradient region, which the
+ * pool reads. */
 static inline gboolean
 bn_output_to_pool_bf16(const TdmNetwork *net, int i, gboolean stores16)
 {

@@ -84,7 +84,7 @@ test_replica_exact(void)
       }
       /* A GPU under bf16 keeps the parameters as bf16 too, a conv's output that only
        * the bn after it reads (a projection's too) and the blocks' inputs and outputs
-       * in half the bytes, no output for a bn whose conv normalizes as it reads,
+       * in half the bytes, no output for a bn whose conv or pool normalizes as it reads,
        * blocks' skip gradients as bf16 (or a projection's compact) where their
        * gradients are kept so, and gradient buffers as wide as the widest gradient as
        * written (tdm_replica_gradient_bytes()). Its column workspace, in chunks
@@ -95,12 +95,11 @@ test_replica_exact(void)
                                                  capacity, eval, 200, 90);
       size_t halves = (size_t)capacity *
                       (bf16_conv_outputs(net) + bf16_projection_outputs(net) +
-                       bf16_block_outputs(net) + bf16_pool_outputs(net) +
-                       bf16_bn_outputs_to_pool2d(net)) *
+                       bf16_block_outputs(net) + bf16_pool_outputs(net)) *
                       sizeof(uint16_t);
       size_t elided = (size_t)capacity *
                       (bf16_bn_outputs_to_conv(net) + bf16_bn_outputs_to_pool(net) +
-                       bf16_bn_outputs_to_block_end(net)) *
+                       bf16_bn_outputs_to_pool2d(net) + bf16_bn_outputs_to_block_end(net)) *
                       sizeof(float);
       size_t skips = (size_t)capacity *
                      (skip_bytes(net, TDM_BACKEND_CUDA, TDM_PRECISION_FP32) -

@@ -84,8 +84,9 @@ pool_tiles(const TdmLayer *l)
   return l->kernel == l->stride && l->pad == 0;
 }
 
-/* Elements per sample of the bn outputs a bf16 run stores as bf16 for a max pool after
- * them that does not tile (its one reader; torchvision's stem). */
+/* Elements per sample of the bn outputs a bf16 run keeps no buffer for because the max
+ * pool after them, one that does not tile (their one reader; torchvision's stem),
+ * normalizes the bn's input as it reads it. */
 static inline size_t
 bf16_bn_outputs_to_pool2d(const TdmNetwork *net)
 {
