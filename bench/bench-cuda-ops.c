@@ -5,8 +5,10 @@
  * passes of a bf16 CIFAR ResNet-18 step at batch 512 (batch norm's sums, forward and
  * backward, the strided residual add, the bf16 → float32 widening) at each stage's
  * size, timed with CUDA events on the backend's stream, with the bytes each moves
- * and the rate (GB/s) against the memory's. `bench-cuda-ops bn` prints only the
- * second table. A table on stdout, run by hand on a GPU machine (record numbers in
+ * and the rate (GB/s) against the memory's; then a torchvision ResNet's stem at 224 px
+ * and batch 128 (the photo gather with its normalization, the bf16 copy padded to 8
+ * channels, the 3×3 stride-2 max pool both ways). `bench-cuda-ops bn` and
+ * `bench-cuda-ops stem` print only that table. A table on stdout, run by hand on a GPU machine (record numbers in
  * NOTES.md); exits 77 without a GPU. Not a test: test-cuda-kernels.c and
  * test-cuda-layers.c check these operations' results.
  */
@@ -14,6 +16,7 @@
 #include "tdm-backend-cuda.h"
 #include "tdm-build-config.h"
 #include "tdm-error.h"
+#include "tdm-kernels.h"
 
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -316,6 +319,144 @@ run_bn_bench(void)
   }
 }
 
+/* The stem of a torchvision ResNet at 224 px, batch 128, bf16: the photo batch's
+ * gather with its normalization (in the gather's pass, and as the two passes it was),
+ * the 8-channel bf16 copy cuDNN's stem plan reads, and the 3×3 stride-2 max pool over
+ * 112×112×64 both ways. */
+
+enum { STEM_N = 128, STEM_PX = 224, STEM_POOL_IN = 112, STEM_POOL_OUT = 56, STEM_C = 64 };
+
+typedef struct {
+  uint8_t *images, *labels;
+  int32_t *indices, *y;
+  float *x;
+  uint16_t *padded, *pool_x, *pool_y, *pool_dy, *pool_dx;
+  int32_t *argmax;
+  TdmPhotoAugment augment;
+  TdmChannelAffine affine;
+  TdmPool2d pool;
+} StemBench;
+
+static void
+photo_normalized_op(gpointer d)
+{
+  StemBench *s = d;
+  TdmPhotoAugment a = s->augment;
+  a.normalize = 1;
+  memcpy(a.mul, s->affine.mul, sizeof a.mul);
+  memcpy(a.add, s->affine.add, sizeof a.add);
+  tdm_backend_gather_photo(gpu, s->x, s->y, s->images, s->labels, s->indices, STEM_N,
+                           STEM_PX, STEM_PX, 3, &a, 7, 1);
+}
+
+static void
+photo_then_affine_op(gpointer d)
+{
+  StemBench *s = d;
+  tdm_backend_gather_photo(gpu, s->x, s->y, s->images, s->labels, s->indices, STEM_N,
+                           STEM_PX, STEM_PX, 3, &s->augment, 7, 1);
+  tdm_backend_channel_affine(gpu, s->x, (size_t)STEM_N * STEM_PX * STEM_PX, s->affine);
+}
+
+static void
+padded_op(gpointer d)
+{
+  StemBench *s = d;
+  if (tdm_k_to_bf16_padded(s->padded, s->x, (size_t)STEM_N * STEM_PX * STEM_PX, 3, 8,
+                           tdm_backend_cuda_stream(gpu)) != cudaSuccess)
+    g_error("to_bf16_padded failed");
+}
+
+static void
+pool_forward_op(gpointer d)
+{
+  StemBench *s = d;
+  tdm_backend_maxpool2d_forward(gpu, s->pool_y, TDM_DTYPE_BF16, s->argmax, s->pool_x,
+                                TDM_DTYPE_BF16, s->pool);
+}
+
+static void
+pool_backward_op(gpointer d)
+{
+  StemBench *s = d;
+  tdm_backend_maxpool2d_backward(gpu, s->pool_dx, TDM_DTYPE_BF16, s->pool_dy, TDM_DTYPE_BF16,
+                                 s->argmax, s->pool);
+}
+
+static void
+run_stem_bench(void)
+{
+  StemBench s = {
+    .pool = {STEM_N, STEM_POOL_IN, STEM_POOL_IN, STEM_C, 3, 2, 1, STEM_POOL_OUT, STEM_POOL_OUT},
+    .affine = {.channels = 3, .mul = {1 / 0.229f, 1 / 0.224f, 1 / 0.225f},
+               .add = {-0.485f / 0.229f, -0.456f / 0.224f, -0.406f / 0.225f}},
+  };
+  const int samples = 256;
+  size_t image = (size_t)STEM_PX * STEM_PX * 3, pixels = (size_t)STEM_N * STEM_PX * STEM_PX;
+  size_t pool_in = (size_t)STEM_N * STEM_POOL_IN * STEM_POOL_IN * STEM_C;
+  size_t pool_out = (size_t)STEM_N * STEM_POOL_OUT * STEM_POOL_OUT * STEM_C;
+  s.images = on(gpu, samples * image);
+  s.labels = on(gpu, samples);
+  s.indices = on(gpu, STEM_N * sizeof(int32_t));
+  s.y = on(gpu, STEM_N * sizeof(int32_t));
+  s.x = on(gpu, pixels * 3 * sizeof(float));
+  s.padded = on(gpu, pixels * 8 * 2);
+  s.pool_x = on(gpu, pool_in * 2);
+  s.pool_dx = on(gpu, pool_in * 2);
+  s.pool_y = on(gpu, pool_out * 2);
+  s.pool_dy = on(gpu, pool_out * 2);
+  s.argmax = on(gpu, pool_out * sizeof(int32_t));
+  g_autofree uint8_t *host = g_new(uint8_t, samples * image);
+  for (size_t i = 0; i < samples * image; i++)
+    host[i] = (uint8_t)(i * 2654435761u >> 24);
+  tdm_backend_upload(gpu, s.images, host, samples * image);
+  tdm_backend_zero(gpu, s.labels, samples);
+  int32_t idx[STEM_N];
+  for (int i = 0; i < STEM_N; i++)
+    idx[i] = (i * 37) % samples;
+  tdm_backend_upload(gpu, s.indices, idx, sizeof idx);
+  g_autofree uint16_t *h16 = g_new(uint16_t, pool_in);
+  for (size_t i = 0; i < pool_in; i++)
+    h16[i] = (uint16_t)(0x3e00 + (i * 2654435761u >> 20) % 512);
+  tdm_backend_upload(gpu, s.pool_x, h16, pool_in * 2);
+  tdm_backend_upload(gpu, s.pool_dy, h16, pool_out * 2);
+  /* The photo recipe's crop and flip; the jitter row adds contrast, whose box mean
+   * takes one block a sample. */
+  TdmPhotoAugment crop = {.scale_min = 0.08f, .scale_max = 1.0f, .ratio_min = 0.75f,
+                          .ratio_max = 4.0f / 3.0f, .flip = 1};
+  TdmPhotoAugment jitter = crop;
+  jitter.jitter[0] = jitter.jitter[1] = jitter.jitter[2] = 0.4f;
+  double batch_mb = pixels * 3 * 4 / 1e6, source_mb = STEM_N * image / 1e6;
+  double in_mb = pool_in * 2 / 1e6, out_mb = pool_out * 2 / 1e6;
+  struct {
+    const char *name;
+    BenchFn fn;
+    const TdmPhotoAugment *augment;
+    double mb;
+  } ops[] = {
+    {"gather_photo normalized, crop", photo_normalized_op, &crop, batch_mb + source_mb},
+    {"gather_photo + channel_affine, crop", photo_then_affine_op, &crop,
+     3 * batch_mb + source_mb},
+    {"gather_photo normalized, jitter", photo_normalized_op, &jitter, batch_mb + source_mb},
+    {"gather_photo + channel_affine, jitter", photo_then_affine_op, &jitter,
+     3 * batch_mb + source_mb},
+    {"to_bf16_padded 3 → 8", padded_op, &crop, batch_mb + pixels * 8 * 2 / 1e6},
+    {"maxpool2d_forward bf16", pool_forward_op, &crop, in_mb + 3 * out_mb},
+    {"maxpool2d_backward bf16", pool_backward_op, &crop, 3 * out_mb + in_mb},
+  };
+  printf("\n%-40s %9s %9s %9s\n", "ResNet stem, 224 px, batch 128", "us", "MB", "GB/s");
+  for (guint i = 0; i < G_N_ELEMENTS(ops); i++) {
+    s.augment = *ops[i].augment;
+    double us = events_us(ops[i].fn, &s);
+    printf("%-40s %9.2f %9.1f %9.0f\n", ops[i].name, us, ops[i].mb,
+           ops[i].mb * 1e6 / (us * 1e3));
+  }
+  void *all[] = {s.images, s.labels, s.indices, s.y, s.x, s.padded, s.pool_x, s.pool_dx,
+                 s.pool_y, s.pool_dy, s.argmax};
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++)
+    tdm_backend_release(gpu, all[i]);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -329,10 +470,13 @@ main(int argc, char **argv)
     fprintf(stderr, "bench-cuda-ops: %s\n", error->message);
     return 1;
   }
-  gboolean bn_only = argc > 1 && strcmp(argv[1], "bn") == 0;
-  if (!bn_only)
+  const char *only = argc > 1 ? argv[1] : "";
+  if (only[0] == '\0')
     run_bench();
-  run_bn_bench();
+  if (only[0] == '\0' || strcmp(only, "bn") == 0)
+    run_bn_bench();
+  if (only[0] == '\0' || strcmp(only, "stem") == 0)
+    run_stem_bench();
   tdm_backend_free(gpu);
   return 0;
 }

@@ -99,8 +99,8 @@ tdm_k_relu_value(float v)
 
 /* V consecutive elements moved between memory and registers: V = 4 is one 16-byte
  * access for float and int32 and one 8-byte access for bfloat16, V = 8 two 16-byte
- * accesses for float and one for bfloat16 (the caller checks alignment: 16 bytes, or 8
- * for four bf16); any other V is element by element. bfloat16 values are read as floats
+ * accesses for float and int32 and one for bfloat16 (the caller checks alignment: 16
+ * bytes, or 8 for four bf16); any other V is element by element. bfloat16 values are read as floats
  * and written rounded to nearest even (tdm_k_bf16_bits). The one vector-access type of
  * kernels/: files do not write their own float4 helpers. */
 template <int V>
@@ -175,12 +175,14 @@ struct tdm_k_vec {
   static __device__ __forceinline__ void
   load(int32_t *v, const int32_t *p)
   {
-    if (V == 4) {
-      int4 t = *(const int4 *)p;
-      v[0] = t.x;
-      v[1] = t.y;
-      v[2] = t.z;
-      v[3] = t.w;
+    if (V == 4 || V == 8) {
+      for (int q = 0; q < V; q += 4) {
+        int4 t = *(const int4 *)(p + q);
+        v[q] = t.x;
+        v[q + 1] = t.y;
+        v[q + 2] = t.z;
+        v[q + 3] = t.w;
+      }
     } else {
       for (int j = 0; j < V; j++)
         v[j] = p[j];
@@ -190,8 +192,9 @@ struct tdm_k_vec {
   static __device__ __forceinline__ void
   store(int32_t *p, const int32_t *v)
   {
-    if (V == 4)
-      *(int4 *)p = make_int4(v[0], v[1], v[2], v[3]);
+    if (V == 4 || V == 8)
+      for (int q = 0; q < V; q += 4)
+        *(int4 *)(p + q) = make_int4(v[q], v[q + 1], v[q + 2], v[q + 3]);
     else
       for (int j = 0; j < V; j++)
         p[j] = v[j];

@@ -26,6 +26,10 @@
 /* Weight gradient: about this many blocks in all (splits × column chunks × channel
  * tiles): two to four a streaming multiprocessor on today's GPUs. */
 #define TDM_K_SMALL_WGRAD_BLOCKS 512
+/* ... but at least this many steps a split: a small batch's partial sums (a split's are
+ * out_c × kpad floats) stay fewer than its columns (at n2 the stem's 512 splits took
+ * 19 MB, its columns 7 MB). */
+#define TDM_K_SMALL_SPLIT_STEPS 8
 /* The forward's dynamic shared memory stays within the least that any sm_80+ GPU
  * lets a block opt into (sm_86 and sm_89: 99 KiB). */
 #define TDM_K_SMALL_SMEM_MAX 101376
@@ -121,6 +125,8 @@ tdm_k_small_plan(int n, int h, int w, int c, int out_c, int kernel, int pad, int
   int64_t others = (int64_t)p->kchunks * (out_c / p->ob);
   int64_t target = TDM_K_SMALL_WGRAD_BLOCKS / others > 0 ? TDM_K_SMALL_WGRAD_BLOCKS / others : 1;
   int64_t per = (steps + target - 1) / target;
+  if (per < TDM_K_SMALL_SPLIT_STEPS)
+    per = TDM_K_SMALL_SPLIT_STEPS;
   p->split_rows = (int)(per * TDM_K_SMALL_RS);
   p->splits = (int)((p->rows + p->split_rows - 1) / p->split_rows);
   p->partial_bytes = (size_t)p->splits * out_c * p->kpad * sizeof(float);

@@ -473,17 +473,35 @@ tdm_k_to_bf16(uint16_t *out, const float *in, size_t n, cudaStream_t stream)
   return tdm_k_launched();
 }
 
-/* rows × c floats to rows × c_pad bfloat16 (nearest even), the channels past c zero. */
+/* rows × c floats to rows × c_pad bfloat16 (nearest even), the channels past c zero.
+ * A thread writes V consecutive padded channels of a row (V = 8: one 16-byte store, a
+ * whole pixel of cuDNN's 8-channel stem input) and reads those below c; indices 32-bit
+ * below 2³¹ elements. Each value is to_bf16's rounding of its own float. */
+template <int V, typename I>
 __global__ void
-to_bf16_padded_kernel(uint16_t *out, const float *in, size_t rows, int c, int c_pad)
+to_bf16_padded_kernel(uint16_t *out, const float *in, I groups, int c, int c_pad)
 {
-  size_t n = rows * (size_t)c_pad;
-  size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) {
-    size_t row = i / (size_t)c_pad;
-    int ch = (int)(i - row * (size_t)c_pad);
-    out[i] = ch < c ? tdm_k_bf16_bits(in[row * (size_t)c + ch]) : (uint16_t)0;
+  const I per_row = (I)(c_pad / V);
+  for (I q = tdm_k_grid_start<I>(); q < groups; q += tdm_k_grid_stride<I>()) {
+    I row = q / per_row;
+    int ch = (int)(q - row * per_row) * V;
+    const float *src = in + row * (I)c;
+    float v[V];
+#pragma unroll
+    for (int j = 0; j < V; j++)
+      v[j] = ch + j < c ? src[ch + j] : 0.0f;
+    tdm_k_vec<V>::store(out + q * V, v);
   }
+}
+
+template <int V, typename I>
+static void
+to_bf16_padded_run(uint16_t *out, const float *in, size_t n, int c, int c_pad,
+                   cudaStream_t stream)
+{
+  size_t groups = n / V;
+  to_bf16_padded_kernel<V, I><<<tdm_k_blocks(groups, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                 stream>>>(out, in, (I)groups, c, c_pad);
 }
 
 extern "C" cudaError_t
@@ -493,8 +511,14 @@ tdm_k_to_bf16_padded(uint16_t *out, const float *in, size_t rows, int c, int c_p
   if (rows == 0 || c <= 0 || c_pad < c)
     return cudaSuccess;
   size_t n = rows * (size_t)c_pad;
-  to_bf16_padded_kernel<<<tdm_k_blocks(n, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
-      out, in, rows, c, c_pad);
+  if (n > INT32_MAX)
+    to_bf16_padded_run<1, size_t>(out, in, n, c, c_pad, stream);
+  else if (c_pad % 8 == 0 && tdm_k_aligned16(out))
+    to_bf16_padded_run<8, uint32_t>(out, in, n, c, c_pad, stream);
+  else if (c_pad % 4 == 0 && ((uintptr_t)out & 7u) == 0)
+    to_bf16_padded_run<4, uint32_t>(out, in, n, c, c_pad, stream);
+  else
+    to_bf16_padded_run<1, uint32_t>(out, in, n, c, c_pad, stream);
   return tdm_k_launched();
 }
 

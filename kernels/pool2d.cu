@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* pool2d.cu — pooling with any window, stride and padding (ResNet's 3×3 stride-2 max
  * pool of padding 1; average pools counting the padding, PyTorch's default). One
- * thread per output (forward)
- * or per input (backward: it gathers the outputs whose windows cover it, in the CPU
- * reference's order, so the sums are the same and nothing is scattered with atomics).
- * With a training bn's output normalized as it is read, the stem's pool (its bn keeps no
- * output). Not the tiling pools with their fused bias and BN (pool.cu).
+ * thread per V channels of an output (forward) or of an input (backward: it gathers the
+ * outputs whose windows cover it, in the CPU reference's order, so the sums are the
+ * same and nothing is scattered with atomics). V = 8 where the channels and the
+ * pointers allow 16-byte accesses of bf16 (two of float32, two of the int32 argmax), 4
+ * where 8 do not fit, else 1; each lane computes what one thread did before, in the
+ * same order, so the bits do not depend on V. Indices are 32-bit where both tensors
+ * have fewer than 2³¹ elements (nearly always: divisions are these kernels' main
+ * cost), 64-bit otherwise. The max pool of a training bn's output normalized as it is
+ * read (the stem's: its bn keeps no output), one thread an output. Not the tiling pools
+ * with their fused bias and BN (pool.cu).
  */
 #include "tdm-kernels.h"
 #include "common.cuh"
@@ -46,35 +51,46 @@ covering(int i, int k, int s, int p, int outs, int *first, int *last)
   *last = min(hi, outs - 1);
 }
 
-template <typename Y, typename X>
+/* Thread o: output pixel o / (c / V), channels [ch, ch + V). An index within a sample
+ * fits int32 (the geometry's check), so only the sample's offset takes I. The first
+ * maximum wins (strict >), NaN kept once first, as the CPU's loop has it. */
+template <int V, typename I, typename Y, typename X>
 __global__ void
-maxpool2d_forward_kernel(Y *y, int32_t *argmax, const X *x, Pool2d g, size_t total)
+maxpool2d_forward_kernel(Y *y, int32_t *argmax, const X *x, Pool2d g, I groups)
 {
-  for (size_t o = blockIdx.x * (size_t)blockDim.x + threadIdx.x; o < total;
-       o += (size_t)gridDim.x * blockDim.x) {
-    TdmKNhwc<size_t> out = tdm_k_nhwc(o, g.c, g.ow, g.oh);
-    int ch = out.ch, ox = out.x, oy = out.y;
-    size_t im = out.img;
-    const X *xs = x + im * (size_t)g.h * g.w * g.c;
-    float best = -INFINITY;
-    int32_t at = -1;
+  const int cv = g.c / V;
+  const I sample = (I)g.h * (I)g.w * (I)g.c;
+  for (I o = tdm_k_grid_start<I>(); o < groups; o += tdm_k_grid_stride<I>()) {
+    TdmKNhwc<I> out = tdm_k_nhwc(o, cv, g.ow, g.oh);
+    const int ch = out.ch * V;
+    const X *xs = x + out.img * sample;
+    const int top = out.y * g.s - g.p, left = out.x * g.s - g.p;
     int ky0, ky1, kx0, kx1;
-    inside(oy * g.s - g.p, g.k, g.h, &ky0, &ky1);
-    inside(ox * g.s - g.p, g.k, g.w, &kx0, &kx1);
+    inside(top, g.k, g.h, &ky0, &ky1);
+    inside(left, g.k, g.w, &kx0, &kx1);
+    float best[V];
+    int32_t at[V];
+#pragma unroll
+    for (int j = 0; j < V; j++) {
+      best[j] = -INFINITY;
+      at[j] = -1;
+    }
     for (int ky = ky0; ky < ky1; ky++) {
-      int iy = oy * g.s - g.p + ky;
+      const int row = (top + ky) * g.w;
       for (int kx = kx0; kx < kx1; kx++) {
-        int ix = ox * g.s - g.p + kx;
-        int32_t idx = (int32_t)(((size_t)iy * g.w + ix) * g.c + ch);
-        float v = tdm_k_load1(xs + idx);
-        if (at < 0 || v > best) {
-          best = v;
-          at = idx;
-        }
+        const int32_t idx = (row + left + kx) * g.c + ch;
+        float v[V];
+        tdm_k_vec<V>::load(v, xs + idx);
+#pragma unroll
+        for (int j = 0; j < V; j++)
+          if (at[j] < 0 || v[j] > best[j]) {
+            best[j] = v[j];
+            at[j] = idx + j;
+          }
       }
     }
-    tdm_k_store1(y + o, best);
-    argmax[o] = at;
+    tdm_k_vec<V>::store(y + o * V, best);
+    tdm_k_vec<V>::store(argmax + o * V, at);
   }
 }
 
@@ -121,57 +137,96 @@ maxpool2d_forward_bn_kernel(Y *y, int32_t *argmax, const X *x, Pool2d g, size_t 
   }
 }
 
-template <bool MAX, typename DX, typename DY>
+/* Thread e: input pixel e / (c / V), channels [ch, ch + V): the sum over the outputs
+ * covering it, rows then columns (the CPU's order); a max pool's adds only where the
+ * output's argmax is this element, its gradient read only where a lane takes it. */
+template <bool MAX, int V, typename I, typename DX, typename DY>
 __global__ void
-pool2d_backward_kernel(DX *dx, const DY *dy, const int32_t *argmax, Pool2d g,
-                       size_t total)
+pool2d_backward_kernel(DX *dx, const DY *dy, const int32_t *argmax, Pool2d g, I groups)
 {
   const float area = window_area(g.k);
-  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total;
-       e += (size_t)gridDim.x * blockDim.x) {
-    TdmKNhwc<size_t> in = tdm_k_nhwc(e, g.c, g.w, g.h);
-    int ch = in.ch, ix = in.x, iy = in.y;
-    size_t im = in.img;
+  const int cv = g.c / V;
+  for (I e = tdm_k_grid_start<I>(); e < groups; e += tdm_k_grid_stride<I>()) {
+    TdmKNhwc<I> in = tdm_k_nhwc(e, cv, g.w, g.h);
+    const int ch = in.ch * V;
     int y0, y1, x0, x1;
-    covering(iy, g.k, g.s, g.p, g.oh, &y0, &y1);
-    covering(ix, g.k, g.s, g.p, g.ow, &x0, &x1);
-    int32_t idx = (int32_t)(((size_t)iy * g.w + ix) * g.c + ch);
-    float sum = 0.0f;
+    covering(in.y, g.k, g.s, g.p, g.oh, &y0, &y1);
+    covering(in.x, g.k, g.s, g.p, g.ow, &x0, &x1);
+    const int32_t idx = (in.y * g.w + in.x) * g.c + ch;
+    const I plane = in.img * (I)g.oh;
+    float sum[V];
+#pragma unroll
+    for (int j = 0; j < V; j++)
+      sum[j] = 0.0f;
     for (int oy = y0; oy <= y1; oy++)
       for (int ox = x0; ox <= x1; ox++) {
-        size_t o = ((im * g.oh + oy) * g.ow + ox) * g.c + ch;
-        if (!MAX || argmax[o] == idx) {
-          float v;
-          tdm_k_vec<1>::load(&v, dy + o);
-          sum += v;
+        const I o = ((plane + (I)oy) * (I)g.ow + (I)ox) * (I)g.c + (I)ch;
+        float v[V];
+        if (MAX) {
+          int32_t at[V];
+          tdm_k_vec<V>::load(at, argmax + o);
+          bool hit[V], any = false;
+#pragma unroll
+          for (int j = 0; j < V; j++) {
+            hit[j] = at[j] == idx + j;
+            any = any || hit[j];
+          }
+          if (!any)
+            continue;
+          tdm_k_vec<V>::load(v, dy + o);
+#pragma unroll
+          for (int j = 0; j < V; j++)
+            if (hit[j])
+              sum[j] += v[j];
+        } else {
+          tdm_k_vec<V>::load(v, dy + o);
+#pragma unroll
+          for (int j = 0; j < V; j++)
+            sum[j] += v[j];
         }
       }
-    float v = MAX ? sum : sum / area;
-    tdm_k_vec<1>::store(dx + e, &v);
+    if (!MAX) {
+#pragma unroll
+      for (int j = 0; j < V; j++)
+        sum[j] = sum[j] / area;
+    }
+    tdm_k_vec<V>::store(dx + e * V, sum);
   }
 }
 
+template <int V, typename I>
 __global__ void
-avgpool2d_forward_kernel(float *y, const float *x, Pool2d g, size_t total)
+avgpool2d_forward_kernel(float *y, const float *x, Pool2d g, I groups)
 {
   const float area = window_area(g.k);
-  for (size_t o = blockIdx.x * (size_t)blockDim.x + threadIdx.x; o < total;
-       o += (size_t)gridDim.x * blockDim.x) {
-    TdmKNhwc<size_t> out = tdm_k_nhwc(o, g.c, g.ow, g.oh);
-    int ch = out.ch, ox = out.x, oy = out.y;
-    size_t im = out.img;
-    float sum = 0.0f;
+  const int cv = g.c / V;
+  const I sample = (I)g.h * (I)g.w * (I)g.c;
+  for (I o = tdm_k_grid_start<I>(); o < groups; o += tdm_k_grid_stride<I>()) {
+    TdmKNhwc<I> out = tdm_k_nhwc(o, cv, g.ow, g.oh);
+    const int ch = out.ch * V;
+    const float *xs = x + out.img * sample;
+    const int top = out.y * g.s - g.p, left = out.x * g.s - g.p;
     int ky0, ky1, kx0, kx1;
-    inside(oy * g.s - g.p, g.k, g.h, &ky0, &ky1);
-    inside(ox * g.s - g.p, g.k, g.w, &kx0, &kx1);
+    inside(top, g.k, g.h, &ky0, &ky1);
+    inside(left, g.k, g.w, &kx0, &kx1);
+    float sum[V];
+#pragma unroll
+    for (int j = 0; j < V; j++)
+      sum[j] = 0.0f;
     for (int ky = ky0; ky < ky1; ky++) {
-      int iy = oy * g.s - g.p + ky;
+      const int row = (top + ky) * g.w;
       for (int kx = kx0; kx < kx1; kx++) {
-        int ix = ox * g.s - g.p + kx;
-        sum += x[((im * g.h + iy) * g.w + ix) * g.c + ch];
+        float v[V];
+        tdm_k_vec<V>::load(v, xs + (row + left + kx) * g.c + ch);
+#pragma unroll
+        for (int j = 0; j < V; j++)
+          sum[j] += v[j];
       }
     }
-    y[o] = sum / area;
+#pragma unroll
+    for (int j = 0; j < V; j++)
+      sum[j] = sum[j] / area;
+    tdm_k_vec<V>::store(y + o * V, sum);
   }
 }
 
@@ -180,7 +235,93 @@ geometry(Pool2d *g, int n, int h, int w, int c, int k, int s, int p, int oh, int
 {
   *g = Pool2d{n, h, w, c, k, s, p, oh, ow};
   return n >= 0 && h >= 1 && w >= 1 && c >= 1 && k >= 1 && s >= 1 && p >= 0 && 2 * p <= k &&
-         oh == (h + 2 * p - k) / s + 1 && ow == (w + 2 * p - k) / s + 1 && oh >= 1 && ow >= 1;
+         (size_t)h * w * c <= INT32_MAX && oh == (h + 2 * p - k) / s + 1 &&
+         ow == (w + 2 * p - k) / s + 1 && oh >= 1 && ow >= 1;
+}
+
+/* Whether V lanes of an element of `size` bytes can be read or written at p in
+ * tdm_k_vec<V>'s accesses (min(16, V · size) bytes each) from every channel group:
+ * c a multiple of V and p aligned to the access. */
+static bool
+lanes_fit(int v, int c, const void *p, size_t size)
+{
+  size_t access = (size_t)v * size < 16 ? (size_t)v * size : 16;
+  return c % v == 0 && ((uintptr_t)p & (access - 1)) == 0;
+}
+
+/* The widest lane count every tensor of a launch allows: 8, 4 or 1. */
+static int
+pool_lanes(int c, const void *a, size_t a_size, const void *b, size_t b_size,
+           const int32_t *argmax)
+{
+  for (int v = 8; v > 1; v /= 2)
+    if (lanes_fit(v, c, a, a_size) && lanes_fit(v, c, b, b_size) &&
+        (argmax == NULL || lanes_fit(v, c, argmax, sizeof(int32_t))))
+      return v;
+  return 1;
+}
+
+/* 32-bit indices where both the input's and the output's elements number < 2³¹: the
+ * grid-stride loop's index then stays below 2³² however far it steps. */
+static bool
+narrow(const Pool2d &g)
+{
+  return (size_t)g.n * g.h * g.w * g.c <= INT32_MAX &&
+         (size_t)g.n * g.oh * g.ow * g.c <= INT32_MAX;
+}
+
+template <int V, typename I, typename Y, typename X>
+static void
+maxpool2d_forward_run(Y *y, int32_t *argmax, const X *x, const Pool2d &g, size_t total,
+                      cudaStream_t stream)
+{
+  size_t groups = total / V;
+  maxpool2d_forward_kernel<V, I><<<tdm_k_blocks(groups, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                   stream>>>(y, argmax, x, g, (I)groups);
+}
+
+template <typename Y, typename X>
+static void
+maxpool2d_forward_launch(Y *y, int32_t *argmax, const X *x, const Pool2d &g,
+                         cudaStream_t stream)
+{
+  size_t total = (size_t)g.n * g.oh * g.ow * g.c;
+  int v = pool_lanes(g.c, y, sizeof(Y), x, sizeof(X), argmax);
+  if (!narrow(g))
+    maxpool2d_forward_run<1, size_t>(y, argmax, x, g, total, stream);
+  else if (v == 8)
+    maxpool2d_forward_run<8, uint32_t>(y, argmax, x, g, total, stream);
+  else if (v == 4)
+    maxpool2d_forward_run<4, uint32_t>(y, argmax, x, g, total, stream);
+  else
+    maxpool2d_forward_run<1, uint32_t>(y, argmax, x, g, total, stream);
+}
+
+template <bool MAX, int V, typename I, typename DX, typename DY>
+static void
+pool2d_backward_run(DX *dx, const DY *dy, const int32_t *argmax, const Pool2d &g, size_t total,
+                    cudaStream_t stream)
+{
+  size_t groups = total / V;
+  pool2d_backward_kernel<MAX, V, I><<<tdm_k_blocks(groups, TDM_K_THREADS), TDM_K_THREADS, 0,
+                                      stream>>>(dx, dy, argmax, g, (I)groups);
+}
+
+template <bool MAX, typename DX, typename DY>
+static void
+pool2d_backward_launch(DX *dx, const DY *dy, const int32_t *argmax, const Pool2d &g,
+                       cudaStream_t stream)
+{
+  size_t total = (size_t)g.n * g.h * g.w * g.c;
+  int v = pool_lanes(g.c, dx, sizeof(DX), dy, sizeof(DY), argmax);
+  if (!narrow(g))
+    pool2d_backward_run<MAX, 1, size_t>(dx, dy, argmax, g, total, stream);
+  else if (v == 8)
+    pool2d_backward_run<MAX, 8, uint32_t>(dx, dy, argmax, g, total, stream);
+  else if (v == 4)
+    pool2d_backward_run<MAX, 4, uint32_t>(dx, dy, argmax, g, total, stream);
+  else
+    pool2d_backward_run<MAX, 1, uint32_t>(dx, dy, argmax, g, total, stream);
 }
 
 extern "C" cudaError_t
@@ -191,22 +332,16 @@ tdm_k_maxpool2d_forward(void *y, bool y16, int32_t *argmax, const void *x, bool 
   Pool2d g;
   if (!geometry(&g, n, h, w, c, k, s, p, oh, ow))
     return cudaErrorInvalidValue;
-  size_t total = (size_t)n * oh * ow * c;
-  if (total == 0)
+  if (n == 0)
     return cudaSuccess;
-  unsigned blocks = tdm_k_blocks(total, TDM_K_THREADS);
   if (y16 && x16)
-    maxpool2d_forward_kernel<<<blocks, TDM_K_THREADS, 0, stream>>>(
-        (uint16_t *)y, argmax, (const uint16_t *)x, g, total);
+    maxpool2d_forward_launch((uint16_t *)y, argmax, (const uint16_t *)x, g, stream);
   else if (y16)
-    maxpool2d_forward_kernel<<<blocks, TDM_K_THREADS, 0, stream>>>(
-        (uint16_t *)y, argmax, (const float *)x, g, total);
+    maxpool2d_forward_launch((uint16_t *)y, argmax, (const float *)x, g, stream);
   else if (x16)
-    maxpool2d_forward_kernel<<<blocks, TDM_K_THREADS, 0, stream>>>(
-        (float *)y, argmax, (const uint16_t *)x, g, total);
+    maxpool2d_forward_launch((float *)y, argmax, (const uint16_t *)x, g, stream);
   else
-    maxpool2d_forward_kernel<<<blocks, TDM_K_THREADS, 0, stream>>>(
-        (float *)y, argmax, (const float *)x, g, total);
+    maxpool2d_forward_launch((float *)y, argmax, (const float *)x, g, stream);
   return tdm_k_launched();
 }
 
@@ -257,22 +392,16 @@ tdm_k_maxpool2d_backward(void *dx, bool dx16, const void *dy, bool dy16,
   Pool2d g;
   if (!geometry(&g, n, h, w, c, k, s, p, oh, ow))
     return cudaErrorInvalidValue;
-  size_t total = (size_t)n * h * w * c;
-  if (total == 0)
+  if (n == 0)
     return cudaSuccess;
-  unsigned blocks = tdm_k_blocks(total, TDM_K_THREADS);
   if (dx16 && dy16)
-    pool2d_backward_kernel<true, uint16_t, uint16_t><<<blocks, TDM_K_THREADS, 0, stream>>>(
-        (uint16_t *)dx, (const uint16_t *)dy, argmax, g, total);
+    pool2d_backward_launch<true>((uint16_t *)dx, (const uint16_t *)dy, argmax, g, stream);
   else if (dx16)
-    pool2d_backward_kernel<true, uint16_t, float><<<blocks, TDM_K_THREADS, 0, stream>>>(
-        (uint16_t *)dx, (const float *)dy, argmax, g, total);
+    pool2d_backward_launch<true>((uint16_t *)dx, (const float *)dy, argmax, g, stream);
   else if (dy16)
-    pool2d_backward_kernel<true, float, uint16_t><<<blocks, TDM_K_THREADS, 0, stream>>>(
-        (float *)dx, (const uint16_t *)dy, argmax, g, total);
+    pool2d_backward_launch<true>((float *)dx, (const uint16_t *)dy, argmax, g, stream);
   else
-    pool2d_backward_kernel<true, float, float><<<blocks, TDM_K_THREADS, 0, stream>>>(
-        (float *)dx, (const float *)dy, argmax, g, total);
+    pool2d_backward_launch<true>((float *)dx, (const float *)dy, argmax, g, stream);
   return tdm_k_launched();
 }
 
@@ -283,11 +412,22 @@ tdm_k_avgpool2d_forward(float *y, const float *x, int n, int h, int w, int c, in
   Pool2d g;
   if (!geometry(&g, n, h, w, c, k, s, p, oh, ow))
     return cudaErrorInvalidValue;
-  size_t total = (size_t)n * oh * ow * c;
-  if (total == 0)
+  if (n == 0)
     return cudaSuccess;
-  avgpool2d_forward_kernel<<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
-      y, x, g, total);
+  size_t total = (size_t)n * oh * ow * c;
+  /* float32 both ways: 4 lanes are one 16-byte access, 8 would be two. */
+  bool vec = narrow(g) && lanes_fit(4, c, y, sizeof(float)) && lanes_fit(4, c, x, sizeof(float));
+  if (!narrow(g))
+    avgpool2d_forward_kernel<1, size_t>
+        <<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(y, x, g, total);
+  else if (vec)
+    avgpool2d_forward_kernel<4, uint32_t>
+        <<<tdm_k_blocks(total / 4, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+            y, x, g, (uint32_t)(total / 4));
+  else
+    avgpool2d_forward_kernel<1, uint32_t>
+        <<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(y, x, g,
+                                                                             (uint32_t)total);
   return tdm_k_launched();
 }
 
@@ -298,10 +438,8 @@ tdm_k_avgpool2d_backward(float *dx, const float *dy, int n, int h, int w, int c,
   Pool2d g;
   if (!geometry(&g, n, h, w, c, k, s, p, oh, ow))
     return cudaErrorInvalidValue;
-  size_t total = (size_t)n * h * w * c;
-  if (total == 0)
+  if (n == 0)
     return cudaSuccess;
-  pool2d_backward_kernel<false, float, float><<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0,
-                                  stream>>>(dx, dy, NULL, g, total);
+  pool2d_backward_launch<false>(dx, dy, (const int32_t *)NULL, g, stream);
   return tdm_k_launched();
 }

@@ -427,8 +427,10 @@ void tdm_backend_gather_augment (TdmBackend *b, float *x, int32_t *y, const uint
  * its sample index s = indices[i]) alone by tdm-augment.h's rule: tdm_photo_draw()
  * its crop box, mirror, jitter factors and erased box; tdm_photo_mean() of the sum of
  * tdm_aug_luma_milli() over the crop box's source pixels; then x[i, r, q, :] =
- * tdm_photo_pixel() for every output pixel, in [0, 1]. key is tdm_crng_key (seed,
- * TDM_RNG_AUGMENT). Only where tdm_backend_has_gather_photo(); elsewhere it fails. */
+ * tdm_photo_pixel() for every output pixel, in [0, 1]; with augment->normalize, then
+ * x · mul + add per channel (c channels), the bits of channel_affine on the result but
+ * without its second pass over the batch. key is tdm_crng_key (seed, TDM_RNG_AUGMENT).
+ * Only where tdm_backend_has_gather_photo(); elsewhere it fails. */
 void tdm_backend_gather_photo (TdmBackend *b, float *x, int32_t *y, const uint8_t *images,
                                const uint8_t *labels, const int32_t *indices, int count,
                                int h, int w, int c, const TdmPhotoAugment *augment,

@@ -34,9 +34,18 @@ gather_train(TdmReplica *r, int count)
         a.fill[ch] = r->input_affine.mul[ch] != 0
                          ? CLAMP(-r->input_affine.add[ch] / r->input_affine.mul[ch], 0.0f, 1.0f)
                          : 0.0f;
+    /* The normalization in the gather's pass: one write of the batch instead of a
+     * write, a read and a write, the same bits. */
+    a.normalize = r->normalize && r->input_affine.channels == net->in_c;
+    for (int ch = 0; a.normalize && ch < net->in_c; ch++) {
+      a.mul[ch] = r->input_affine.mul[ch];
+      a.add[ch] = r->input_affine.add[ch];
+    }
     tdm_backend_gather_photo(b, r->acts[0], r->labels, r->train_images, r->train_labels,
                              r->indices, count, net->in_h, net->in_w, net->in_c, &a,
                              tdm_crng_key(r->seed, TDM_RNG_AUGMENT), r->epoch);
+    if (a.normalize)
+      return;
   } else if (augments(r))
     tdm_backend_gather_augment(b, r->acts[0], r->labels, r->train_images, r->train_labels,
                                r->indices, count, net->in_h, net->in_w, net->in_c,

@@ -43,6 +43,10 @@ typedef struct {
   float erase;                  /* probability of erasing a rectangle */
   float fill[4];                /* the erased value per channel, in [0, 1] */
   int flip;                     /* 0 never, 1 with probability ½, 2 always (TdmFlip) */
+  int normalize;                /* 1: then x · mul + add per channel, the input
+                                 * normalization in the same pass, with the bits of the
+                                 * backend's channel_affine after the gather */
+  float mul[4], add[4];
 } TdmPhotoAugment;
 
 /* One sample's draws. */

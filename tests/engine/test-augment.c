@@ -4,7 +4,8 @@
  * definition (a crop of the whole image is the image, a mirror is the gather's
  * mirror, brightness is a product, erasing a rectangle of the fill), the draws as
  * functions of (seed, epoch, sample) alone whatever the batch, torchvision's ranges
- * for the boxes, the options' checks, and a short training run with all of it. */
+ * for the boxes, the options' checks, the input normalization in the gather's pass
+ * (channel_affine's bits), and a short training run with all of it. */
 #include "tdm-backend.h"
 #include "tdm-config.h"
 #include "tdm-dataset.h"
@@ -151,6 +152,45 @@ test_jitter(Fixture *f, gconstpointer data)
       }
     }
   }
+}
+
+/* The input normalization in the gather's pass (what a training step asks for) is
+ * channel_affine after the gather: the same bits, every part of the augmentation on. */
+static void
+test_normalized(Fixture *f, gconstpointer data)
+{
+  const int32_t indices[] = {5, 0, 2, 2};
+  enum { COUNT = G_N_ELEMENTS(indices) };
+  float x[COUNT * H * W * C], ref[COUNT * H * W * C];
+  int32_t y[COUNT], y_ref[COUNT];
+  TdmPhotoAugment a = off();
+  a.scale_min = 0.3f;
+  a.scale_max = 1.0f;
+  a.jitter[0] = a.jitter[1] = a.jitter[2] = 0.4f;
+  a.erase = 1.0f;
+  a.flip = TDM_FLIP_RANDOM;
+  TdmChannelAffine affine = {.channels = C};
+  for (int ch = 0; ch < C; ch++) {
+    a.fill[ch] = 0.45f;
+    affine.mul[ch] = 1.0f / (0.22f + 0.01f * ch);
+    affine.add[ch] = -(0.4f + 0.05f * ch) * affine.mul[ch];
+  }
+  gather(f, &a, indices, COUNT, ref, y_ref, 2);
+  tdm_backend_channel_affine(f->b, ref, (size_t)COUNT * H * W, affine);
+  g_assert_false(tdm_backend_failed(f->b));
+  a.normalize = 1;
+  memcpy(a.mul, affine.mul, sizeof a.mul);
+  memcpy(a.add, affine.add, sizeof a.add);
+  gather(f, &a, indices, COUNT, x, y, 2);
+  g_assert_cmpmem(x, sizeof x, ref, sizeof ref);
+  g_assert_cmpmem(y, sizeof y, y_ref, sizeof y_ref);
+  /* Normalized indeed: the erased boxes hold the fill normalized. */
+  float fill[C] = {0.45f, 0.45f, 0.45f};
+  tdm_backend_channel_affine(f->b, fill, 1, affine);
+  int erased = 0;
+  for (size_t i = 0; i < G_N_ELEMENTS(x); i++)
+    erased += x[i] == fill[i % C];
+  g_assert_cmpint(erased, >, 0);
 }
 
 /* Erasing with probability 1 sets one rectangle of 2–33 % of the area at a ratio of
@@ -305,6 +345,8 @@ test_training(void)
     c->crop_scale[1] = 1;
     c->jitter[0] = c->jitter[1] = c->jitter[2] = 0.2;
     c->erase = 0.5;
+    /* The normalization goes into the gather's pass (the erased boxes' fill from it). */
+    c->normalize = g_strdup("dataset");
     g_autoptr(GError) error = NULL;
     g_assert_true(tdm_config_set_devices(c, k == 0 ? "cpu" : "cpu:2", &error));
     TdmDatasetPair *data = tdm_dataset_synthetic(3, 256, 32);
@@ -339,6 +381,8 @@ main(int argc, char **argv)
              test_split_independent, fixture_tear_down);
   g_test_add("/augment/jitter", Fixture, NULL, fixture_set_up, test_jitter, fixture_tear_down);
   g_test_add("/augment/erase", Fixture, NULL, fixture_set_up, test_erase, fixture_tear_down);
+  g_test_add("/augment/normalized", Fixture, NULL, fixture_set_up, test_normalized,
+             fixture_tear_down);
   g_test_add("/augment/resized-crop", Fixture, NULL, fixture_set_up, test_resized_crop,
              fixture_tear_down);
   g_test_add_func("/augment/options", test_options);

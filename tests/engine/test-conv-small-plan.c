@@ -64,9 +64,10 @@ test_three_passes(void)
   g_assert_cmpint(p.bn, ==, 64);
   g_assert_cmpuint(p.fwd_smem, ==, 98496);
   g_assert_cmpuint(p.fwd_smem, <=, TDM_K_SMALL_SMEM_MAX);
-  /* 2,697 pixels, 43 steps; 3 chunks: 170 splits at most, one step each. */
-  g_assert_cmpint(p.split_rows, ==, 64);
-  g_assert_cmpint(p.splits, ==, 43);
+  /* 2,697 pixels, 43 steps; 3 chunks: 170 splits at most, one step each, but a split
+   * takes at least 8 steps: 6 splits, the last one 3 steps. */
+  g_assert_cmpint(p.split_rows, ==, 8 * 64);
+  g_assert_cmpint(p.splits, ==, 6);
   g_assert_true(tdm_k_small_plan(2, 9, 9, 8, 48, 3, 1, 1, &p));
   g_assert_cmpint(p.bn, ==, 16);
   g_assert_cmpint(p.ob, ==, 16);
@@ -120,6 +121,7 @@ test_random_shapes(void)
     g_assert_cmpint(out_c % p.ob, ==, 0);
     /* The splits: whole steps, every pixel in exactly one (none empty). */
     g_assert_cmpint(p.split_rows % TDM_K_SMALL_RS, ==, 0);
+    g_assert_cmpint(p.split_rows, >=, TDM_K_SMALL_SPLIT_STEPS * TDM_K_SMALL_RS);
     g_assert_cmpint((int64_t)(p.splits - 1) * p.split_rows, <, p.rows);
     g_assert_cmpint((int64_t)p.splits * p.split_rows, >=, p.rows);
     int64_t blocks = (int64_t)p.splits * p.kchunks * (out_c / p.ob);

@@ -43,7 +43,7 @@ static const SmallCase small_cases[] = {
   {2, 13, 11, 8, 128, 3, 2, 2},  /* 128 out: two channel tiles */
   {2, 19, 23, 3, 48, 5, 0, 2},   /* 48 out: tiles of 16; padding 0 */
   {1, 9, 7, 1, 16, 7, 3, 1},     /* smaller than the kernel but for the padding */
-  {8, 56, 56, 3, 64, 7, 3, 2},   /* many tiles, 98 splits */
+  {8, 56, 56, 3, 64, 7, 3, 2},   /* many tiles, 13 splits */
   {16, 64, 64, 3, 32, 3, 1, 1},  /* 512 splits */
 };
 

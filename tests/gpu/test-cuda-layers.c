@@ -3,7 +3,7 @@
  * CPU backend (suite gpu): strided im2col/col2im, batch normalization in its three
  * training steps, evaluation mode and backward, average and global pooling, dropout
  * and the augmenting gather (the same numbers as the CPU, from the shared counter
- * RNG), label-smoothed softmax cross-entropy, PyTorch's SGD with Nesterov and a decay
+ * RNG; the photo gather also with the input normalization in its pass), label-smoothed softmax cross-entropy, PyTorch's SGD with Nesterov and a decay
  * mask, GEMMs in bf16, the column-free input gradient of a bf16 convolution, a bn
  * fused into its neighbours: a pool or bf16 conv after it (maxpool_forward_bn,
  * im2col_bf16_bn) and a bf16 conv before it (bn_backward_dx_bf16), and a residual
@@ -430,7 +430,32 @@ photo_case(int samples, int h, int w, int c, int count, const TdmPhotoAugment *a
   g_autofree char *what = g_strdup_printf("gather_photo %d of %dx%dx%d", count, h, w, c);
   check_close(what, dx, x_ref, xs, 0.0);
   check_ints(what, dy, y_ref, count);
-  void *all[] = {dimg, dlab, didx, dy, dx};
+  /* The input normalization (ImageNet's) in the gather's pass: on the GPU the bits of
+   * channel_affine after the gather; against the CPU's, which rounds the product and
+   * the sum apart where the GPU fuses them, within 1e-6 as channel_affine's test. */
+  static const float mean[4] = {0.485f, 0.456f, 0.406f, 0.5f};
+  static const float std[4] = {0.229f, 0.224f, 0.225f, 0.25f};
+  TdmPhotoAugment an = *a;
+  TdmChannelAffine affine = {.channels = c};
+  an.normalize = 1;
+  for (int ch = 0; ch < c; ch++) {
+    an.mul[ch] = affine.mul[ch] = 1.0f / std[ch];
+    an.add[ch] = affine.add[ch] = -mean[ch] / std[ch];
+  }
+  tdm_backend_channel_affine(gpu, dx, (size_t)count * h * w, affine);
+  float *dn = poisoned(xs);
+  tdm_backend_gather_photo(gpu, dn, dy, dimg, dlab, didx, count, h, w, c, &an, key, 3);
+  g_autofree float *separate = g_new(float, xs), *fused = g_new(float, xs);
+  tdm_backend_download(gpu, separate, dx, xs * sizeof(float));
+  tdm_backend_download(gpu, fused, dn, xs * sizeof(float));
+  assert_ok(gpu);
+  g_assert_cmpmem(fused, xs * sizeof(float), separate, xs * sizeof(float));
+  tdm_backend_gather_photo(cpu, x_ref, y_ref, images, labels, idx, count, h, w, c, &an, key, 3);
+  assert_ok(cpu);
+  g_autofree char *normalized = g_strdup_printf("%s, normalized", what);
+  check_close(normalized, dn, x_ref, xs, 1e-6);
+  check_ints(normalized, dy, y_ref, count);
+  void *all[] = {dimg, dlab, didx, dy, dx, dn};
   for (guint i = 0; i < G_N_ELEMENTS(all); i++)
     release(all[i]);
 }
@@ -448,6 +473,14 @@ test_gather_photo(void)
   TdmPhotoAugment crop = {.scale_min = 0.35f, .scale_max = 1.0f, .ratio_min = 0.5f,
                           .ratio_max = 2.0f};
   photo_case(50, 9, 13, 3, 40, &crop);
+  /* No contrast: the mean is never read, and images of more than 8192 pixels are
+   * written by several blocks a sample. */
+  photo_case(20, 100, 100, 3, 16, &crop);
+  TdmPhotoAugment no_contrast = a;
+  no_contrast.jitter[1] = 0.0f;
+  photo_case(20, 100, 100, 3, 16, &no_contrast);
+  photo_case(100, 28, 28, 1, 64, &no_contrast);
+  photo_case(20, 100, 100, 4, 16, &a);
 }
 
 /* Clipping: the same norm (a double sum in another order: within 1e-12 of it) and

@@ -37,4 +37,14 @@ tdm_cpu_gather_photo(TdmBackend *b, float *x, int32_t *y, const uint8_t *images,
     if (y != NULL)
       y[i] = labels[s];
   }
+  /* The normalization is channel_affine's own code, so the bits are those of the two
+   * operations one after the other. */
+  if (a->normalize) {
+    TdmChannelAffine affine = {.channels = c};
+    for (int ch = 0; ch < c; ch++) {
+      affine.mul[ch] = a->mul[ch];
+      affine.add[ch] = a->add[ch];
+    }
+    tdm_cpu_channel_affine(b, x, (size_t)count * h * w, affine);
+  }
 }
