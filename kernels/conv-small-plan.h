@@ -21,15 +21,15 @@
 #define TDM_K_SMALL_MAX_STRIDE 2
 #define TDM_K_SMALL_THREADS 256   /* eight warps a block, both kernels */
 #define TDM_K_SMALL_BM 128        /* forward: output pixels a tile */
-#define TDM_K_SMALL_KC 160        /* the reduction columns (taps × channels) a pass gathers */
-#define TDM_K_SMALL_RS 64         /* weight gradient: output pixels a step */
+#define TDM_K_SMALL_KC 160        /* weight gradient: the columns (taps × channels) a chunk */
 /* Weight gradient: about this many blocks in all (splits × column chunks × channel
  * tiles): two to four a streaming multiprocessor on today's GPUs. */
 #define TDM_K_SMALL_WGRAD_BLOCKS 512
-/* ... but at least this many steps a split: a small batch's partial sums (a split's are
- * out_c × kpad floats) stay fewer than its columns (at n2 the stem's 512 splits took
- * 19 MB, its columns 7 MB). */
-#define TDM_K_SMALL_SPLIT_STEPS 8
+/* ... but splits of at least this many output pixels on average (whole tiles, counting
+ * only the pixels inside the output): a small batch's partial sums (a split's are out_c
+ * × kpad floats) stay fewer than its columns (at n2 the stem's 512 splits of 64 pixels
+ * took 19 MB, its columns 7 MB). */
+#define TDM_K_SMALL_SPLIT_PIXELS 512
 /* The forward's dynamic shared memory stays within the least that any sm_80+ GPU
  * lets a block opt into (sm_86 and sm_89: 99 KiB). */
 #define TDM_K_SMALL_SMEM_MAX 101376
@@ -46,16 +46,26 @@ typedef struct {
   int64_t rows;          /* n · oh · ow: the GEMM's M */
   int k;                 /* kernel² · c: the reduction */
   int kpad;              /* k rounded up to 16 (zero columns) */
-  int kc;                /* the columns a pass or a chunk holds: min(kpad, TDM_K_SMALL_KC) */
-  int kchunks;           /* passes (forward) or column chunks (weight gradient) over kpad */
-  /* Forward */
+  int kc;                /* weight gradient: columns a chunk, min(kpad, TDM_K_SMALL_KC) */
+  int kchunks;           /* weight gradient: column chunks over kpad */
+  /* Forward: a tile is tr rows × tw columns of one image's output pixels (tr · tw =
+   * TDM_K_SMALL_BM), its input window (the halo: halo_h rows × halo_w columns × c
+   * channels) read once into shared memory as bf16. */
+  int tw, tr;            /* tw a power of two, 8 to 128 */
+  int tiles_x, tiles_y;  /* tiles across ow and down oh */
+  int64_t tiles;         /* n · tiles_y · tiles_x */
+  int halo_h, halo_w;    /* (tr − 1)·stride + kernel, (tw − 1)·stride + kernel */
+  int fwd_rk;            /* a kernel row's kernel · c columns, rounded up to even */
+  int fwd_kpad;          /* the forward's reduction, kernel · fwd_rk, rounded up to 16 */
   int bn;                /* output channels a block: 64, 32 or 16 */
   size_t fwd_smem;       /* its dynamic shared memory */
   /* Weight gradient */
   int ob;                /* output channels a block: 64, 32 or 16 */
-  int split_rows;        /* output pixels a split: a multiple of TDM_K_SMALL_RS */
+  int split_tiles;       /* the forward's tiles a split (the last split may have fewer) */
   int splits;            /* partial sums, summed in their order by the second kernel */
   size_t partial_bytes;  /* splits · out_c · kpad floats */
+  int pixel_groups;      /* warps that share a tile's steps of 16 pixels: 1, 2 or 4 */
+  size_t wgrad_smem;     /* its dynamic shared memory */
 } TdmKSmallPlan;
 
 TDM_K_SMALL_BOTH static inline size_t
@@ -64,18 +74,89 @@ tdm_k_small_up(size_t v, size_t to)
   return (v + to - 1) / to * to;
 }
 
-/* The forward's shared memory for `bn` output channels a block: the gathered tile
- * (bf16, padded by 8 a row), which the float32 output tile reuses; the block's weights
- * (bf16, a row per output channel); the column table (two ints a column); the bn's
- * scale and shift. */
-static inline size_t
-tdm_k_small_fwd_smem(int bn, int kc, int kpad)
+/* The forward's shared memory, as byte offsets (each a multiple of 16): the bf16 output
+ * tile (BM rows of bn + 8: a warp's stores of its fragments meet no bank twice; a float32
+ * output goes out from the registers); the block's weights (bf16, a row of kpad + 8 per
+ * output channel, kpad the forward's fwd_kpad: ldmatrix's eight rows fall in distinct
+ * banks); the halo as pairs (a 32-bit word for each of its halo_h · halo_w · c values:
+ * the value and the next one); the pair table (an int and a mask for each two columns);
+ * the bn's scale and shift. */
+typedef struct {
+  size_t stage, weights, halo, cols, bn, total;
+} TdmKSmallFwdLayout;
+
+TDM_K_SMALL_BOTH static inline TdmKSmallFwdLayout
+tdm_k_small_fwd_layout(int bn, int kpad, int halo_elems)
 {
-  size_t a = (size_t)TDM_K_SMALL_BM * (kc + 8) * 2;
-  size_t c = (size_t)TDM_K_SMALL_BM * (bn + 4) * 4;
-  size_t region = tdm_k_small_up(a > c ? a : c, 128);
-  size_t weights = tdm_k_small_up((size_t)bn * (kpad + 8) * 2, 128);
-  return region + weights + (size_t)kpad * 8 + 2 * TDM_K_SMALL_MAX_C * 4;
+  TdmKSmallFwdLayout l;
+  l.stage = 0;
+  l.weights = l.stage + (size_t)TDM_K_SMALL_BM * (bn + 8) * 2;
+  l.halo = l.weights + (size_t)bn * (kpad + 8) * 2;
+  l.cols = l.halo + tdm_k_small_up((size_t)halo_elems * 4, 16);
+  l.bn = l.cols + (size_t)(kpad / 2) * 8;
+  l.total = l.bn + 2 * TDM_K_SMALL_MAX_C * 4;
+  return l;
+}
+
+/* The weight gradient's shared memory, as byte offsets (each a multiple of 16): dy's
+ * tile (128 pixels of ob + 8 bf16: ldmatrix's rows in distinct banks), the halo as pixel
+ * pairs (a 32-bit word a value), the tile's pixel pairs (64 × an int and a mask), the
+ * chunk's column table (kc ints), the bn's scale and shift, and where pixel groups share
+ * a tile, their sums (pixel_groups · ob · kc floats) to add in order. */
+typedef struct {
+  size_t dy, halo, rows, cols, bn, groups, total;
+} TdmKSmallWgradLayout;
+
+TDM_K_SMALL_BOTH static inline TdmKSmallWgradLayout
+tdm_k_small_wgrad_layout(int ob, int kc, int halo_elems, int pixel_groups)
+{
+  TdmKSmallWgradLayout l;
+  l.dy = 0;
+  l.halo = l.dy + (size_t)TDM_K_SMALL_BM * (ob + 8) * 2;
+  l.rows = l.halo + tdm_k_small_up((size_t)halo_elems * 4, 16);
+  l.cols = l.rows + (size_t)TDM_K_SMALL_BM / 2 * 8;
+  l.bn = l.cols + (size_t)kc * 4;
+  l.groups = l.bn + 2 * TDM_K_SMALL_MAX_C * 4;
+  l.total = l.groups + (pixel_groups > 1 ? (size_t)pixel_groups * ob * kc * 4 : 0);
+  return l;
+}
+
+/* Where the window of a tile's row r (its pixel r / tw down, r % tw across) has its
+ * corner in the halo, in elements. */
+TDM_K_SMALL_BOTH static inline int
+tdm_k_small_halo_row(int r, int tw, int stride, int c, int halo_w)
+{
+  return ((r / tw) * stride * halo_w + (r % tw) * stride) * c;
+}
+
+/* Column k of the reduction (im2col's order: ky, kx, channel) as an offset from a
+ * window's corner in the halo; −1 past K (a zero column). */
+TDM_K_SMALL_BOTH static inline int
+tdm_k_small_halo_col(int k, int kernel, int c, int halo_w)
+{
+  if (k >= kernel * kernel * c)
+    return -1;
+  int ch = k % c, tap = k / c;
+  return ((tap / kernel) * halo_w + tap % kernel) * c + ch;
+}
+
+/* The forward's reduction column k (of fwd_kpad): each kernel row's kernel · c columns
+ * (kx, channel) padded to fwd_rk, an even count, so that a pair of columns (2q, 2q + 1)
+ * never straddles two kernel rows and is two neighbours in the halo. Its im2col column
+ * (ky · kernel · c + kx · c + channel), or −1 for a padding column. */
+TDM_K_SMALL_BOTH static inline int
+tdm_k_small_fwd_column(int k, int kernel, int c, int rk)
+{
+  int ky = k / rk, e = k % rk;
+  return ky < kernel && e < kernel * c ? ky * kernel * c + e : -1;
+}
+
+/* ... and its offset from a window's corner in the halo, or −1. */
+TDM_K_SMALL_BOTH static inline int
+tdm_k_small_fwd_offset(int k, int kernel, int c, int rk, int halo_w)
+{
+  int ky = k / rk, e = k % rk;
+  return ky < kernel && e < kernel * c ? ky * halo_w * c + e : -1;
 }
 
 /* The largest of 64, 32, 16 that divides out_c and is no more than `most`; 0 if none. */
@@ -109,26 +190,63 @@ tdm_k_small_plan(int n, int h, int w, int c, int out_c, int kernel, int pad, int
   p->kpad = (int)tdm_k_small_up((size_t)p->k, 16);
   p->kc = p->kpad < TDM_K_SMALL_KC ? p->kpad : TDM_K_SMALL_KC;
   p->kchunks = (p->kpad + TDM_K_SMALL_KC - 1) / TDM_K_SMALL_KC;
+  /* The forward's tile: the width whose tiles cover the fewest pixels (the padded ones
+   * are computed and not stored); of equals, the smaller halo, then the wider tile. */
+  p->tw = 0;
+  int64_t best_pixels = 0, best_halo = 0;
+  for (int tw = TDM_K_SMALL_BM; tw >= 8; tw /= 2) {
+    int tr = TDM_K_SMALL_BM / tw;
+    int64_t tx = (p->ow + tw - 1) / tw, ty = (p->oh + tr - 1) / tr;
+    int64_t pixels = tx * tw * ty * tr;
+    int64_t halo = (int64_t)((tr - 1) * stride + kernel) * ((tw - 1) * stride + kernel);
+    if (p->tw == 0 || pixels < best_pixels || (pixels == best_pixels && halo < best_halo)) {
+      p->tw = tw;
+      best_pixels = pixels;
+      best_halo = halo;
+    }
+  }
+  p->tr = TDM_K_SMALL_BM / p->tw;
+  p->tiles_x = (p->ow + p->tw - 1) / p->tw;
+  p->tiles_y = (p->oh + p->tr - 1) / p->tr;
+  p->tiles = (int64_t)n * p->tiles_x * p->tiles_y;
+  if (p->tiles > INT32_MAX)
+    return false;
+  p->halo_h = (p->tr - 1) * stride + kernel;
+  p->halo_w = (p->tw - 1) * stride + kernel;
+  p->fwd_rk = (kernel * c + 1) / 2 * 2;
+  p->fwd_kpad = (int)tdm_k_small_up((size_t)kernel * p->fwd_rk, 16);
   p->bn = 0;
   p->fwd_smem = 0;
   for (int most = 64; most >= 16 && p->bn == 0; most /= 2) {
     int bn = tdm_k_small_channel_tile(out_c, most);
-    if (bn != 0 && tdm_k_small_fwd_smem(bn, p->kc, p->kpad) <= TDM_K_SMALL_SMEM_MAX) {
+    size_t smem =
+        bn != 0 ? tdm_k_small_fwd_layout(bn, p->fwd_kpad, p->halo_h * p->halo_w * c).total
+                : 0;
+    if (bn != 0 && smem <= TDM_K_SMALL_SMEM_MAX) {
       p->bn = bn;
-      p->fwd_smem = tdm_k_small_fwd_smem(bn, p->kc, p->kpad);
+      p->fwd_smem = smem;
     }
   }
   if (p->bn == 0)
     return false;
+  /* The weight gradient: splits of whole tiles, about TDM_K_SMALL_WGRAD_BLOCKS blocks in
+   * all, at least TDM_K_SMALL_SPLIT_PIXELS output pixels a split on average (tiles hold
+   * rows / tiles of them: 128 but where they overhang the output). A chunk's kc columns are kc / 8
+   * fragments of 8 across the 8 warps; where they are fewer than 8, the warps share a
+   * tile's 8 steps of 16 pixels in groups. */
   p->ob = tdm_k_small_channel_tile(out_c, 64);
-  int64_t steps = (p->rows + TDM_K_SMALL_RS - 1) / TDM_K_SMALL_RS;
   int64_t others = (int64_t)p->kchunks * (out_c / p->ob);
   int64_t target = TDM_K_SMALL_WGRAD_BLOCKS / others > 0 ? TDM_K_SMALL_WGRAD_BLOCKS / others : 1;
-  int64_t per = (steps + target - 1) / target;
-  if (per < TDM_K_SMALL_SPLIT_STEPS)
-    per = TDM_K_SMALL_SPLIT_STEPS;
-  p->split_rows = (int)(per * TDM_K_SMALL_RS);
-  p->splits = (int)((p->rows + p->split_rows - 1) / p->split_rows);
+  int64_t per = (p->tiles + target - 1) / target;
+  int64_t least = (TDM_K_SMALL_SPLIT_PIXELS * p->tiles + p->rows - 1) / p->rows;
+  if (per < least)
+    per = least;
+  p->split_tiles = (int)per;
+  p->splits = (int)((p->tiles + per - 1) / per);
   p->partial_bytes = (size_t)p->splits * out_c * p->kpad * sizeof(float);
+  int frags = p->kc / 8;
+  p->pixel_groups = frags >= 8 ? 1 : 8 / frags;
+  p->wgrad_smem =
+      tdm_k_small_wgrad_layout(p->ob, p->kc, p->halo_h * p->halo_w * c, p->pixel_groups).total;
   return true;
 }

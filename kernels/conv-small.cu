@@ -2,27 +2,33 @@
 /* conv-small.cu — the forward and the weight gradient of a convolution with few input
  * channels (a network's first layer: 1 to 8 channels, kernel up to 7×7, stride 1 or 2,
  * padding 0 to 3; conv-small-plan.h says which shapes and how they are tiled) as
- * implicit GEMMs on bfloat16 tensor cores (WMMA 16×16×16, float32 sums), without
- * columns in global memory.
+ * implicit GEMMs on bfloat16 tensor cores (float32 sums), without columns in global
+ * memory.
  *
  * The reduction runs over K = kernel²·c columns in im2col's order (ky, kx, channel),
- * padded with zeros to a multiple of 16. Each block gathers its tile of columns straight
- * from the NHWC input (float32 or bf16; a bn before the conv applied as the value is
- * read, as im2col_bf16_bn computes it: the same bf16 bits) into shared memory, a warp
- * a row, its lanes along the row's columns: for one output pixel and one kernel row
- * the kernel's kx·c values are contiguous in x. A table of the columns' (ky, kx,
- * channel) and their offset in the image replaces divisions.
- * - Forward: rows are output pixels (tiles of 128), columns output channels (64, 32 or
- *   16 a block, their weights kept in shared memory for all the block's tiles);
- *   written as float32 or rounded once to bf16. Each output's sum has one order
+ * padded with zeros to a multiple of 16. Values are read from the NHWC input (float32 or
+ * bf16; a bn before the conv applied as the value is read, as im2col_bf16_bn computes
+ * it: the same bf16 bits).
+ * - Forward: rows are output pixels, in tiles of tr × tw pixels of one image
+ *   (conv-small-plan.h: 8 × 16 for torchvision's stem), columns output channels (64, 32
+ *   or 16 a block, their weights kept in shared memory for all the block's tiles). A
+ *   tile reads its input window once (the halo, converted to bf16 once: the stem's
+ *   21 × 37 × 3 values for 128 pixels, where gathering the columns read 128 × 147) and
+ *   its warps build the MMA fragments (mma.sync m16n8k16) from it through a table of
+ *   the columns' offsets (the halo held as pair words, value i and i + 1, and the columns
+ *   ordered with each kernel row padded to an even count, so that two columns are one
+ *   32-bit load); written as float32 from the registers, or rounded once to
+ *   bf16 and through shared memory in 16-byte stores. Each output's sum has one order
  *   whatever the grid.
- * - Weight gradient: dw (out_c × K) = dyᵀ · columns. The output pixels are split into
+ * - Weight gradient: dw (out_c × K) = dyᵀ · columns. The forward's tiles are split into
  *   conv-small-plan.h's fixed number of ranges; a block sums its range (its channels and
- *   a chunk of up to 160 columns) in steps of 64 pixels into fragments held by its
- *   warps, writes them as one partial (float32, in the caller's scratch), and a second
- *   kernel sums the partials of each weight in a fixed order: the same inputs give the
- *   same bits, on any GPU of a kind.
- * Needs sm_80 or later (bf16 WMMA).
+ *   a chunk of up to 160 columns) a tile at a time: the tile's halo and dy's 128 × OB
+ *   tile in shared memory, A (dyᵀ) by ldmatrix.trans, B (the columns) from the halo held
+ *   as pixel pairs (two pixels of a column one 32-bit load), into fragments held by its
+ *   warps; it writes them as one partial
+ *   (float32, in the caller's scratch), and a second kernel sums the partials of each
+ *   weight in a fixed order: the same inputs give the same bits, on any GPU of a kind.
+ * Needs sm_80 or later (bf16 mma.sync, ldmatrix).
  */
 #include "tdm-kernels.h"
 #include "conv-small-plan.h"
@@ -30,36 +36,21 @@
 #include "bn-value.cuh"
 
 #include <cuda_bf16.h>
-#include <mma.h>
 
 #define SC_WARPS (TDM_K_SMALL_THREADS / 32)
+/* Elements a thread loads from global memory before it stores them to shared memory. */
+#define SMALL_BATCH 4
 
 /* The shape as the kernels read it. */
 struct SmallShape {
   int h, w, c, out_c, kernel, pad, stride, oh, ow;
   int rows;      /* output pixels */
   int k, kpad;   /* reduction columns, and rounded up to 16 */
+  /* The forward's tiles (conv-small-plan.h) */
+  int tw, tiles_x, tiles_y, tiles, halo_h, halo_w;
+  int kc;        /* the weight gradient's columns a chunk */
+  int fwd_rk, fwd_kpad;  /* the forward's columns a kernel row, and in all */
 };
-
-/* Fills the column table for columns [k0, k0 + count) at tab[0..count): for each, its
- * (ky, kx, channel) packed as ky << 16 | kx << 8 | channel and its offset in the image
- * from the window's corner ((ky·w + kx)·c + channel); −1 past K (zero columns). */
-__device__ __forceinline__ void
-small_table(int *taps, int *offs, const SmallShape &s, int k0, int count)
-{
-  for (int i = threadIdx.x; i < count; i += blockDim.x) {
-    int k = k0 + i;
-    if (k < s.k) {
-      int ch = k % s.c, tap = k / s.c;
-      int kx = tap % s.kernel, ky = tap / s.kernel;
-      taps[i] = ky << 16 | kx << 8 | ch;
-      offs[i] = (ky * s.w + kx) * s.c + ch;
-    } else {
-      taps[i] = -1;
-      offs[i] = 0;
-    }
-  }
-}
 
 /* The bn's per-channel scale and shift (bn_train_affine: the forward's bits). */
 template <bool BN>
@@ -95,212 +86,443 @@ small_value(const uint16_t *x, size_t at, int ch, const float *scale, const floa
   return tdm_k_bf16_bits(bn_affine_output(v, scale[ch], shift[ch], relu));
 }
 
-/* Gathers rows [row0, row0 + count) of the columns, columns [k0, k0 + kc) (the table
- * holds those), into tile (row-major, leading dimension ld): a warp a row, its lanes
- * along the columns (two rows at once, 16 lanes each, where kc is 16: a 3×3 kernel of
- * one channel); zero outside the image, past K and past `rows`. count is a multiple of
- * 16. */
+/* Value i of a tile's input window (the halo: rows iy0 .. iy0 + halo_h, columns ix0 ..
+ * ix0 + halo_w of image img, all channels; row-major, halo_w · c a row, the input's own
+ * order) as bf16 bits: zero outside the image and past the halo's end (i ≥ count).
+ * Consecutive i are consecutive elements of an input row (halo_w · c of them are
+ * contiguous in x), so consecutive threads read consecutive addresses. */
+template <bool BN, typename X>
+__device__ __forceinline__ uint16_t
+small_halo_value(const X *x, const SmallShape &s, size_t plane, int iy0, int xe0, int hwc,
+                 int count, int i, const float *scale, const float *shift, bool relu)
+{
+  if (i >= count)
+    return 0;
+  int hy = i / hwc, e = i - hy * hwc;
+  int iy = iy0 + hy, xe = xe0 + e;
+  if ((unsigned)iy >= (unsigned)s.h || (unsigned)xe >= (unsigned)(s.w * s.c))
+    return 0;
+  return small_value<BN>(x, (plane + iy) * s.w * s.c + xe, BN ? xe % s.c : 0, scale, shift,
+                         relu);
+}
+
+/* The weight gradient's halo as pixel pairs: words[i] holds value i in its low half and
+ * value i + stride · c (the same tap of the pixel to the right; zero past the end) in its
+ * high half, so that two neighbouring pixels of B are one 32-bit load. A thread's loads
+ * for SMALL_BATCH elements are issued before it stores any. */
 template <bool BN, typename X>
 __device__ __forceinline__ void
-small_gather(uint16_t *tile, int ld, const X *x, const SmallShape &s, int row0, int count,
-             int rows, int kc, const int *taps, const int *offs, const float *scale,
-             const float *shift, bool relu)
+small_halo_pixel_pairs(unsigned *words, const X *x, const SmallShape &s, int img, int iy0,
+                       int ix0, const float *scale, const float *shift, bool relu)
 {
-  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  int lanes = kc < 32 ? kc : 32, together = 32 / lanes;
-  int first = lane % lanes;
-  for (int r = warp * together + lane / lanes; r < count; r += SC_WARPS * together) {
-    int m = row0 + r;
-    uint16_t *out = tile + (size_t)r * ld;
-    if (m >= rows) {
-      for (int i = first; i < kc; i += lanes)
-        out[i] = 0;
-      continue;
+  const int hwc = s.halo_w * s.c, count = s.halo_h * hwc, xe0 = ix0 * s.c;
+  const int step = s.stride * s.c;
+  const size_t plane = (size_t)img * s.h;
+  for (int i0 = threadIdx.x; i0 < count; i0 += SMALL_BATCH * blockDim.x) {
+    unsigned lo[SMALL_BATCH], hi[SMALL_BATCH];
+#pragma unroll
+    for (int j = 0; j < SMALL_BATCH; j++) {
+      int i = i0 + j * blockDim.x;
+      lo[j] = small_halo_value<BN>(x, s, plane, iy0, xe0, hwc, count, i, scale, shift, relu);
+      hi[j] =
+          small_halo_value<BN>(x, s, plane, iy0, xe0, hwc, count, i + step, scale, shift, relu);
     }
-    int ox = m % s.ow, t = m / s.ow;
-    int oy = t % s.oh, img = t / s.oh;
-    int iy0 = oy * s.stride - s.pad, ix0 = ox * s.stride - s.pad;
-    /* The window's corner in the image, which may lie in the padding (negative). */
-    long long corner = (((long long)img * s.h + iy0) * s.w + ix0) * s.c;
-    /* Unrolled so that a lane's loads are in flight together. */
-#pragma unroll 4
-    for (int i = first; i < kc; i += lanes) {
-      int tap = taps[i];
-      uint16_t v = 0;
-      if (tap >= 0) {
-        int iy = iy0 + (tap >> 16), ix = ix0 + ((tap >> 8) & 0xff);
-        if ((unsigned)iy < (unsigned)s.h && (unsigned)ix < (unsigned)s.w)
-          v = small_value<BN>(x, (size_t)(corner + offs[i]), tap & 0xff, scale, shift, relu);
-      }
-      out[i] = v;
+#pragma unroll
+    for (int j = 0; j < SMALL_BATCH; j++)
+      if (i0 + j * blockDim.x < count)
+        words[i0 + j * blockDim.x] = lo[j] | hi[j] << 16;
+  }
+}
+
+/* The forward's halo as pairs: words[i] holds value i in its low half and value i + 1
+ * (zero past the end) in its high half, so that two neighbouring columns of A are one
+ * 32-bit load at any offset. A lane's value i + 1 is its right neighbour's value i
+ * (a shuffle), but for the warp's last lane, which reads it. A thread's loads for
+ * SMALL_BATCH elements are issued before it stores any; the loop is the same for every
+ * thread of the block (the shuffles need the whole warp). */
+template <bool BN, typename X>
+__device__ __forceinline__ void
+small_halo_pairs(unsigned *words, const X *x, const SmallShape &s, int img, int iy0, int ix0,
+                 const float *scale, const float *shift, bool relu)
+{
+  const int hwc = s.halo_w * s.c, count = s.halo_h * hwc, xe0 = ix0 * s.c;
+  const size_t plane = (size_t)img * s.h;
+  const int lane = threadIdx.x % 32;
+  for (int i0 = 0; i0 < count; i0 += SMALL_BATCH * blockDim.x) {
+    unsigned v[SMALL_BATCH], edge[SMALL_BATCH];
+#pragma unroll
+    for (int j = 0; j < SMALL_BATCH; j++) {
+      int i = i0 + j * blockDim.x + threadIdx.x;
+      v[j] = small_halo_value<BN>(x, s, plane, iy0, xe0, hwc, count, i, scale, shift, relu);
+      edge[j] = lane == 31 ? small_halo_value<BN>(x, s, plane, iy0, xe0, hwc, count, i + 1,
+                                                  scale, shift, relu)
+                           : 0u;
+    }
+#pragma unroll
+    for (int j = 0; j < SMALL_BATCH; j++) {
+      int i = i0 + j * blockDim.x + threadIdx.x;
+      unsigned next = __shfl_down_sync(0xffffffffu, v[j], 1);
+      if (lane == 31)
+        next = edge[j];
+      if (i < count)
+        words[i] = v[j] | next << 16;
     }
   }
 }
 
-/* The forward: BN output channels a block (blockIdx.y), tiles of TDM_K_SMALL_BM output
- * pixels (blockIdx.x, then every gridDim.x-th). Shared memory (conv-small-plan.h's
- * tdm_k_small_fwd_smem): the gathered tile (kc columns a pass), reused by the float32
- * output tile; the block's weights for the whole of K; the table of K's columns; the
- * bn's scale and shift. Warps: 4 × 2 over a 128 × 64 tile (32 × 32 each), or 8 × 1
- * over 128 × 32 or 128 × 16. */
+/* Two bf16 in a register for an mma operand, the first in the low half. */
+__device__ __forceinline__ unsigned
+small_pair(uint16_t lo, uint16_t hi)
+{
+  return (unsigned)lo | (unsigned)hi << 16;
+}
+
+/* Four 8×8 bf16 matrices from shared memory (each lane gives one row's address: lanes
+ * 8j .. 8j + 7 matrix j's rows), lane l receiving row l / 4, elements 2·(l % 4) and
+ * + 1 of each. */
+__device__ __forceinline__ void
+small_ldmatrix_x4(unsigned &r0, unsigned &r1, unsigned &r2, unsigned &r3, const uint16_t *p)
+{
+  unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(a));
+}
+
+/* d += a · b on bf16 tensor cores, m16n8k16, float32 sums (PTX's fragment layouts:
+ * lane l = 4g + t holds A's rows g and g + 8, columns 2t, 2t + 1, 2t + 8, 2t + 9; B's
+ * columns (n) g, rows (k) 2t, 2t + 1, 2t + 8, 2t + 9; D's rows g and g + 8, columns 2t
+ * and 2t + 1). */
+__device__ __forceinline__ void
+small_mma(float *d, const unsigned *a, unsigned b0, unsigned b1)
+{
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* Two sums of a D fragment into the output tile: float32 as they are, or rounded once to
+ * bf16. */
+__device__ __forceinline__ void
+small_stage(float *p, float a, float b)
+{
+  *(float2 *)p = make_float2(a, b);
+}
+
+__device__ __forceinline__ void
+small_stage(uint16_t *p, float a, float b)
+{
+  *(unsigned *)p = small_pair(tdm_k_bf16_bits(a), tdm_k_bf16_bits(b));
+}
+
+/* The forward: BN output channels a block (blockIdx.y), tiles of tr × tw output pixels
+ * of one image (conv-small-plan.h; blockIdx.x, then every gridDim.x-th, in the order
+ * image, tile row, tile column). Shared memory as tdm_k_small_fwd_layout lays it out:
+ * the bf16 output tile, the block's weights for the whole of K in the forward's column
+ * order (kept for all its tiles), the halo as pair words, the pair table, the bn's scale
+ * and shift. Per tile: the halo is read (each input value once, converted to bf16 once);
+ * the warps (4 × 2 over a 128 × 64 tile, 32 × 32 each, or 8 × 1 over 128 × 32 or
+ * 128 × 16) build A's fragments straight from it (row r, columns 2q and 2q + 1: the
+ * word at row(r) + off(q), masked: the row's offset computed once per kernel, the pair's
+ * from the table) and B's with ldmatrix from the weights, and run m16n8k16 MMAs over K
+ * in order; the sums are written as float32 straight from the registers, or rounded once
+ * to bf16 and through the output tile in 16-byte stores, a pixel's BN channels
+ * contiguous in y. Each output's sum has one order whatever the grid. */
 template <int BN, bool BNORM, typename X, typename Y>
 __global__ void
-__launch_bounds__(TDM_K_SMALL_THREADS)
-    conv_small_forward_kernel(Y *y, const X *x, const uint16_t *wt, SmallShape s, int kc,
-                              BnGather bn)
+__launch_bounds__(TDM_K_SMALL_THREADS, 4)
+    conv_small_forward_kernel(Y *y, const X *x, const uint16_t *wt, SmallShape s, BnGather bn)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  using namespace nvcuda;
   constexpr int BM = TDM_K_SMALL_BM;
   constexpr int WARPS_N = BN == 64 ? 2 : 1, WARPS_M = SC_WARPS / WARPS_N;
   constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
-  constexpr int FM = WM / 16, FN = WN / 16;
-  constexpr int CS = BN + 4;
-  static_assert(FM >= 1 && FN >= 1 && WM % 16 == 0 && WN % 16 == 0, "warp tiles of 16");
+  constexpr int FM = WM / 16, FN = WN / 8;
+  constexpr int SS = BN + 8;              /* the bf16 output tile's row, in elements */
+  constexpr int V = 16 / (int)sizeof(Y);  /* elements a 16-byte store */
+  static_assert(FM >= 1 && FN % 2 == 0 && WM % 16 == 0, "warp tiles of 16 × 16");
   extern __shared__ __align__(128) unsigned char smem[];
-  const int AS = kc + 8, BS = s.kpad + 8;
-  size_t a_bytes = (size_t)BM * AS * 2, c_bytes = (size_t)BM * CS * 4;
-  size_t region = tdm_k_small_up(a_bytes > c_bytes ? a_bytes : c_bytes, 128);
-  uint16_t *a_tile = (uint16_t *)smem;
-  float *c_tile = (float *)smem;
-  uint16_t *b_tile = (uint16_t *)(smem + region);
-  int *taps = (int *)(smem + region + tdm_k_small_up((size_t)BN * BS * 2, 128));
-  int *offs = taps + s.kpad;
-  float *scale = (float *)(offs + s.kpad);
+  const TdmKSmallFwdLayout L =
+      tdm_k_small_fwd_layout(BN, s.fwd_kpad, s.halo_h * s.halo_w * s.c);
+  const int BS = s.fwd_kpad + 8;
+  Y *stage = (Y *)(smem + L.stage);
+  uint16_t *b_tile = (uint16_t *)(smem + L.weights);
+  unsigned *words = (unsigned *)(smem + L.halo);
+  int2 *pairs = (int2 *)(smem + L.cols);
+  float *scale = (float *)(smem + L.bn);
   float *shift = scale + TDM_K_SMALL_MAX_C;
 
-  int n0 = blockIdx.y * BN;
-  small_table(taps, offs, s, 0, s.kpad);
-  small_bn<BNORM>(scale, shift, s.c, bn);
-  /* The weights as B (K × BN, column-major: a row of b_tile per output channel), zero
-   * past K. */
-  for (int i = threadIdx.x; i < BN * s.kpad; i += blockDim.x) {
-    int o = i / s.kpad, k = i % s.kpad;
-    b_tile[o * BS + k] = k < s.k ? wt[(size_t)(n0 + o) * s.k + k] : (uint16_t)0;
+  const int n0 = blockIdx.y * BN;
+  /* The pair table: for columns 2q and 2q + 1 (conv-small-plan.h's forward order) the
+   * first one's offset in the halo and which halves of its pair word are columns (a
+   * padding column reads as zero). */
+  for (int q = threadIdx.x; q < s.fwd_kpad / 2; q += blockDim.x) {
+    int lo = tdm_k_small_fwd_offset(2 * q, s.kernel, s.c, s.fwd_rk, s.halo_w);
+    int hi = tdm_k_small_fwd_offset(2 * q + 1, s.kernel, s.c, s.fwd_rk, s.halo_w);
+    pairs[q] = make_int2(lo >= 0 ? lo : 0, (lo >= 0 ? 0xffff : 0) | (hi >= 0 ? 0xffff0000 : 0));
   }
+  small_bn<BNORM>(scale, shift, s.c, bn);
+  /* The weights as B (K × BN, column-major: a row of b_tile per output channel), in the
+   * forward's order, zero in the padding columns. */
+  for (int i = threadIdx.x; i < BN * s.fwd_kpad; i += blockDim.x) {
+    int o = i / s.fwd_kpad, k = i % s.fwd_kpad;
+    int col = tdm_k_small_fwd_column(k, s.kernel, s.c, s.fwd_rk);
+    b_tile[o * BS + k] = col >= 0 ? wt[(size_t)(n0 + o) * s.k + col] : (uint16_t)0;
+  }
+  /* The bn's scale and shift before the first halo reads them (the table and the
+   * weights too, before the first MMAs). */
   __syncthreads();
 
-  int warp = threadIdx.x / 32, wm = warp / WARPS_N, wn = warp % WARPS_N;
-  int tiles = (s.rows + BM - 1) / BM;
-  const __nv_bfloat16 *a16 = (const __nv_bfloat16 *)a_tile;
-  const __nv_bfloat16 *b16 = (const __nv_bfloat16 *)b_tile;
-  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    int m0 = tile * BM;
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[FM][FN];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+  const int g = lane >> 2, t = lane & 3;
+  /* This lane's A rows (g and g + 8 of each of its 16-row fragments), as window corners
+   * in the halo: the same for every tile. */
+  int arow[FM][2];
+  for (int i = 0; i < FM; i++)
+    for (int h = 0; h < 2; h++)
+      arow[i][h] =
+          tdm_k_small_halo_row(wm * WM + i * 16 + g + 8 * h, s.tw, s.stride, s.c, s.halo_w);
+  /* ldmatrix's row for this lane: channels wn·WN + 16p + (lane / 16)·8 + lane % 8,
+   * columns k0 + ((lane / 8) % 2)·8: matrices (n 0–7, k 0–7), (n 0–7, k 8–15), (n 8–15,
+   * k 0–7), (n 8–15, k 8–15), which are B's two registers for two 8-channel fragments. */
+  const uint16_t *b_lane =
+      b_tile + (wn * WN + ((lane >> 4) << 3) + (lane & 7)) * BS + ((lane >> 3) & 1) * 8;
+  int tw_shift = 0;
+  while ((1 << tw_shift) < s.tw)
+    tw_shift++;
+  const int tr = BM >> tw_shift;
+
+  for (int tile = blockIdx.x; tile < s.tiles; tile += gridDim.x) {
+    int tx = tile % s.tiles_x, rest = tile / s.tiles_x;
+    int ty = rest % s.tiles_y, img = rest / s.tiles_y;
+    int oy0 = ty * tr, ox0 = tx * s.tw;
+    /* The previous tile's MMAs are done (the barrier before its output), so the halo is
+     * free; its output tile is read before the barrier below. */
+    small_halo_pairs<BNORM>(words, x, s, img, oy0 * s.stride - s.pad, ox0 * s.stride - s.pad,
+                            scale, shift, bn.relu);
+    __syncthreads();
+    float acc[FM][FN][4];
     for (int i = 0; i < FM; i++)
       for (int j = 0; j < FN; j++)
-        wmma::fill_fragment(acc[i][j], 0.0f);
-    for (int k0 = 0; k0 < s.kpad; k0 += kc) {
-      int width = min(kc, s.kpad - k0);
-      small_gather<BNORM>(a_tile, AS, x, s, m0, BM, s.rows, width, taps + k0, offs + k0, scale,
-                          shift, bn.relu);
-      __syncthreads();
-      for (int kk = 0; kk < width; kk += 16) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa[FM];
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> fb[FN];
-        for (int i = 0; i < FM; i++)
-          wmma::load_matrix_sync(fa[i], a16 + (wm * WM + i * 16) * AS + kk, AS);
-        for (int j = 0; j < FN; j++)
-          wmma::load_matrix_sync(fb[j], b16 + (wn * WN + j * 16) * BS + k0 + kk, BS);
-        for (int i = 0; i < FM; i++)
-          for (int j = 0; j < FN; j++)
-            wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+        for (int q = 0; q < 4; q++)
+          acc[i][j][q] = 0.0f;
+    for (int k0 = 0; k0 < s.fwd_kpad; k0 += 16) {
+      /* Columns 2t, 2t + 1 and 2t + 8, 2t + 9 of this step: one pair word each. */
+      const int2 p0 = pairs[k0 / 2 + t], p8 = pairs[k0 / 2 + t + 4];
+      unsigned a[FM][4];
+      for (int i = 0; i < FM; i++) {
+        a[i][0] = words[arow[i][0] + p0.x] & (unsigned)p0.y;
+        a[i][1] = words[arow[i][1] + p0.x] & (unsigned)p0.y;
+        a[i][2] = words[arow[i][0] + p8.x] & (unsigned)p8.y;
+        a[i][3] = words[arow[i][1] + p8.x] & (unsigned)p8.y;
       }
-      /* Every warp is done with the tile before the next pass (or the output tile)
-       * overwrites it. */
+      unsigned b[FN][2];
+      for (int p = 0; p < FN / 2; p++)
+        small_ldmatrix_x4(b[2 * p][0], b[2 * p][1], b[2 * p + 1][0], b[2 * p + 1][1],
+                          b_lane + p * 16 * BS + k0);
+      for (int i = 0; i < FM; i++)
+        for (int j = 0; j < FN; j++)
+          small_mma(acc[i][j], a[i], b[j][0], b[j][1]);
+    }
+    if constexpr (sizeof(Y) == 4) {
+      /* float32 straight from the registers: a quad of lanes writes 8 channels of a
+       * pixel, 32 contiguous bytes (a whole sector). */
+      for (int i = 0; i < FM; i++)
+        for (int h = 0; h < 2; h++) {
+          int r = wm * WM + i * 16 + g + 8 * h;
+          int oy = oy0 + (r >> tw_shift), ox = ox0 + (r & (s.tw - 1));
+          if (oy < s.oh && ox < s.ow) {
+            Y *out =
+                y + (((size_t)img * s.oh + oy) * s.ow + ox) * s.out_c + n0 + wn * WN + 2 * t;
+            for (int j = 0; j < FN; j++)
+              small_stage(out + j * 8, acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+          }
+        }
+      /* Every warp is done with the halo before the next tile's overwrites it. */
       __syncthreads();
+    } else {
+      for (int i = 0; i < FM; i++)
+        for (int j = 0; j < FN; j++) {
+          int r = wm * WM + i * 16 + g, col = wn * WN + j * 8 + 2 * t;
+          small_stage(stage + r * SS + col, acc[i][j][0], acc[i][j][1]);
+          small_stage(stage + (r + 8) * SS + col, acc[i][j][2], acc[i][j][3]);
+        }
+      __syncthreads();
+      /* bf16 out 16 bytes at a time through the output tile: a pixel's BN channels are
+       * contiguous in y, a tile row's pixels too where BN is all of out_c. */
+      for (int idx = threadIdx.x; idx < BM * (BN / V); idx += blockDim.x) {
+        int r = idx / (BN / V), q = idx % (BN / V);
+        int oy = oy0 + (r >> tw_shift), ox = ox0 + (r & (s.tw - 1));
+        if (oy < s.oh && ox < s.ow)
+          *(uint4 *)(y + (((size_t)img * s.oh + oy) * s.ow + ox) * s.out_c + n0 + q * V) =
+              *(const uint4 *)(stage + r * SS + q * V);
+      }
     }
-    for (int i = 0; i < FM; i++)
-      for (int j = 0; j < FN; j++)
-        wmma::store_matrix_sync(c_tile + (wm * WM + i * 16) * CS + wn * WN + j * 16, acc[i][j],
-                                CS, wmma::mem_row_major);
-    __syncthreads();
-    /* Out four channels at a time (float32, or bf16 rounded once), a row's BN channels
-     * contiguous in y. */
-    for (int idx = threadIdx.x; idx < BM * BN / 4; idx += blockDim.x) {
-      int r = idx / (BN / 4), q = idx % (BN / 4);
-      int m = m0 + r;
-      if (m < s.rows)
-        tdm_k_vec<4>::store(y + (size_t)m * s.out_c + n0 + q * 4, c_tile + r * CS + q * 4);
-    }
-    __syncthreads();
   }
 #endif
 }
 
-/* The weight gradient's partial sums: block (split, chunk, channel tile) sums output
- * pixels [split · split_rows, + split_rows) of dyᵀ (OB channels) times the columns
- * (chunk: up to TDM_K_SMALL_KC of them) in steps of TDM_K_SMALL_RS pixels, and writes
- * its OB × width sums to partials[split] (out_c × kpad, row-major). Warps: WO = OB / 16
- * over the channels, the rest over the columns' 16-wide fragments (a warp's are every
- * G-th, FPW at most). */
+/* Four 8×8 bf16 matrices from shared memory, transposed: lane l receives elements
+ * (2·(l % 4), l / 4) and (2·(l % 4) + 1, l / 4) of each (rows as stored). */
+__device__ __forceinline__ void
+small_ldmatrix_x4_trans(unsigned *r, const uint16_t *p)
+{
+  unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+
+/* The weight gradient's partial sums: block (split, chunk, channel tile) sums the
+ * forward's tiles [split · split_tiles, + split_tiles) of dyᵀ (OB channels: M) times
+ * the columns (chunk: up to TDM_K_SMALL_KC of them: N) over the tile's pixels (K), and
+ * writes its OB × width sums to partials[split] (out_c × kpad, row-major). Per tile:
+ * the halo as pixel pairs (a value and the same tap of the pixel to its right), dy's
+ * 128 × OB tile (16-byte loads; zero for pixels outside the output) and the tile's pixel
+ * pairs (the first one's window corner, a mask of those inside the output) into shared
+ * memory; A's fragments from dy's tile by ldmatrix.trans, B's from the halo (pixels 2u,
+ * 2u + 1 of a column: the word at corner(u) + col, masked) through the pixel pairs and
+ * the column table. The chunk's 8-column fragments go to the warps in turn (a
+ * warp's every NW-th, FPW at most); where they are fewer than the warps, groups of
+ * warps take every pixel_groups-th step of 16 pixels and their sums are added in the
+ * groups' order at the end: the same bits every run. */
 template <int OB, bool BNORM, typename X>
 __global__ void
 __launch_bounds__(TDM_K_SMALL_THREADS)
     conv_small_wgrad_kernel(float *partials, const uint16_t *dy, const X *x, SmallShape s,
-                            int split_rows, BnGather bn)
+                            int split_tiles, int pixel_groups, BnGather bn)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  using namespace nvcuda;
-  constexpr int RS = TDM_K_SMALL_RS, KC = TDM_K_SMALL_KC;
-  constexpr int WO = OB / 16, G = SC_WARPS / WO, FPW = (KC / 16 + G - 1) / G;
-  constexpr int DS = OB + 8, AS = KC + 8;
-  static_assert(OB % 16 == 0 && SC_WARPS % WO == 0, "channel tiles of 16");
-  __shared__ __align__(128) uint16_t dy_tile[RS * DS];
-  __shared__ __align__(128) uint16_t a_tile[RS * AS];
-  __shared__ int taps[KC], offs[KC];
-  __shared__ float scale[TDM_K_SMALL_MAX_C], shift[TDM_K_SMALL_MAX_C];
+  constexpr int BM = TDM_K_SMALL_BM, KC = TDM_K_SMALL_KC;
+  constexpr int FM = OB / 16, FPW = (KC / 8 + SC_WARPS - 1) / SC_WARPS, DS = OB + 8;
+  static_assert(OB % 16 == 0, "channel tiles of 16");
+  extern __shared__ __align__(128) unsigned char smem[];
+  const TdmKSmallWgradLayout L =
+      tdm_k_small_wgrad_layout(OB, s.kc, s.halo_h * s.halo_w * s.c, pixel_groups);
+  uint16_t *dy_tile = (uint16_t *)(smem + L.dy);
+  unsigned *words = (unsigned *)(smem + L.halo);
+  int2 *ppair = (int2 *)(smem + L.rows);
+  int *cols = (int *)(smem + L.cols);
+  float *scale = (float *)(smem + L.bn);
+  float *shift = scale + TDM_K_SMALL_MAX_C;
+  float *groups = (float *)(smem + L.groups);
 
-  int split = blockIdx.x, k0 = blockIdx.y * KC, o0 = blockIdx.z * OB;
-  int width = min(KC, s.kpad - k0), frags = width / 16;
-  int r_begin = split * split_rows;
-  int r_end = (int)min((long long)s.rows, (long long)r_begin + split_rows);
-  small_table(taps, offs, s, k0, width);
+  const int split = blockIdx.x, k0 = blockIdx.y * KC, o0 = blockIdx.z * OB;
+  const int width = min(KC, s.kpad - k0), frags = width / 8;
+  const int t_begin = split * split_tiles, t_end = min(s.tiles, t_begin + split_tiles);
+  for (int i = threadIdx.x; i < width; i += blockDim.x)
+    cols[i] = tdm_k_small_halo_col(k0 + i, s.kernel, s.c, s.halo_w);
   small_bn<BNORM>(scale, shift, s.c, bn);
 
-  int warp = threadIdx.x / 32, of = warp % WO, g = warp / WO;
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[FPW];
-  for (int i = 0; i < FPW; i++)
-    wmma::fill_fragment(acc[i], 0.0f);
-  const __nv_bfloat16 *d16 = (const __nv_bfloat16 *)dy_tile;
-  const __nv_bfloat16 *a16 = (const __nv_bfloat16 *)a_tile;
-  /* The table and the bn's scale before the first gather. */
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane >> 2, t = lane & 3;
+  const int nw_count = SC_WARPS / pixel_groups, nw = warp % nw_count, pg = warp / nw_count;
+  int tw_shift = 0;
+  while ((1 << tw_shift) < s.tw)
+    tw_shift++;
+  const int tr = BM >> tw_shift;
+  /* ldmatrix.trans's row for this lane: pixel ((lane / 16)·8 + lane % 8), channels
+   * ((lane / 8) % 2)·8 on: matrices (pixels 0–7, channels 0–7), (0–7, 8–15), (8–15,
+   * 0–7), (8–15, 8–15), transposed A's four registers (dyᵀ: channels × pixels). */
+  const uint16_t *a_lane =
+      dy_tile + (((lane >> 4) << 3) + (lane & 7)) * DS + ((lane >> 3) & 1) * 8;
+  float acc[FM][FPW][4];
+  for (int m = 0; m < FM; m++)
+    for (int i = 0; i < FPW; i++)
+      for (int q = 0; q < 4; q++)
+        acc[m][i][q] = 0.0f;
+  /* The table before this lane's columns are read from it. */
   __syncthreads();
-  for (int r0 = r_begin; r0 < r_end; r0 += RS) {
-    int count = min(RS, r_end - r0);
-    /* dy's rows (bf16, out_c a row), OB channels from o0: 16 bytes a copy, zero past
-     * the split's end. */
-    for (int idx = threadIdx.x; idx < RS * OB / 8; idx += blockDim.x) {
-      int rr = idx / (OB / 8), sg = idx % (OB / 8);
+  /* This lane's column of each of its fragments (B's n = g): its offset in the halo and
+   * a mask, zero for a column past K. */
+  int bcol[FPW];
+  unsigned bmask[FPW];
+  for (int i = 0; i < FPW; i++) {
+    int j = nw + nw_count * i;
+    int col = j < frags ? cols[j * 8 + g] : -1;
+    bcol[i] = col >= 0 ? col : 0;
+    bmask[i] = col >= 0 ? 0xffffffffu : 0u;
+  }
+
+  for (int tile = t_begin; tile < t_end; tile++) {
+    int tx = tile % s.tiles_x, rest = tile / s.tiles_x;
+    int ty = rest % s.tiles_y, img = rest / s.tiles_y;
+    int oy0 = ty * tr, ox0 = tx * s.tw;
+    small_halo_pixel_pairs<BNORM>(words, x, s, img, oy0 * s.stride - s.pad,
+                                  ox0 * s.stride - s.pad, scale, shift, bn.relu);
+    for (int idx = threadIdx.x; idx < BM * (OB / 8); idx += blockDim.x) {
+      int r = idx / (OB / 8), q = idx % (OB / 8);
+      int oy = oy0 + (r >> tw_shift), ox = ox0 + (r & (s.tw - 1));
       uint4 v = make_uint4(0u, 0u, 0u, 0u);
-      if (rr < count)
-        v = __ldg((const uint4 *)(dy + (size_t)(r0 + rr) * s.out_c + o0 + sg * 8));
-      *(uint4 *)(dy_tile + rr * DS + sg * 8) = v;
+      if (oy < s.oh && ox < s.ow)
+        v = __ldg((const uint4 *)(dy + (((size_t)img * s.oh + oy) * s.ow + ox) * s.out_c + o0 +
+                                  q * 8));
+      *(uint4 *)(dy_tile + r * DS + q * 8) = v;
     }
-    small_gather<BNORM>(a_tile, AS, x, s, r0, RS, r_end, width, taps, offs, scale, shift,
-                        bn.relu);
+    /* Pixels 2u and 2u + 1 (one tile row: tw is even): the first one's window corner
+     * and which halves of a pixel pair word are pixels inside the output (the second is
+     * outside if the first is). */
+    for (int u = threadIdx.x; u < BM / 2; u += blockDim.x) {
+      int r = 2 * u;
+      int oy = oy0 + (r >> tw_shift), ox = ox0 + (r & (s.tw - 1));
+      bool first = oy < s.oh && ox < s.ow, second = first && ox + 1 < s.ow;
+      ppair[u] = make_int2(first ? tdm_k_small_halo_row(r, s.tw, s.stride, s.c, s.halo_w) : 0,
+                           (first ? 0xffff : 0) | (second ? 0xffff0000 : 0));
+    }
     __syncthreads();
-    for (int kk = 0; kk < RS; kk += 16) {
-      /* dyᵀ: channels × pixels, column-major in dy_tile (a pixel's channels contiguous). */
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::col_major> fa;
-      wmma::load_matrix_sync(fa, d16 + kk * DS + of * 16, DS);
+    for (int step = pg; step < BM / 16; step += pixel_groups) {
+      const int p0 = step * 16;
+      unsigned a[FM][4];
+      for (int m = 0; m < FM; m++)
+        small_ldmatrix_x4_trans(a[m], a_lane + p0 * DS + m * 16);
+      /* B's rows (pixels) 2t, 2t + 1 and 2t + 8, 2t + 9 of this step: a pixel pair each. */
+      const int2 q0 = ppair[p0 / 2 + t], q8 = ppair[p0 / 2 + t + 4];
       for (int i = 0; i < FPW; i++) {
-        int j = g + G * i;
-        if (j < frags) {
-          wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> fb;
-          wmma::load_matrix_sync(fb, a16 + kk * AS + j * 16, AS);
-          wmma::mma_sync(acc[i], fa, fb, acc[i]);
-        }
+        if (nw + nw_count * i >= frags)
+          break;
+        unsigned b0 = words[q0.x + bcol[i]] & (unsigned)q0.y & bmask[i];
+        unsigned b1 = words[q8.x + bcol[i]] & (unsigned)q8.y & bmask[i];
+        for (int m = 0; m < FM; m++)
+          small_mma(acc[m][i], a[m], b0, b1);
       }
     }
-    /* Every warp is done with both tiles before the next step overwrites them. */
+    /* Every warp is done with the tiles before the next one overwrites them. */
     __syncthreads();
   }
-  float *out = partials + ((size_t)split * s.out_c + o0 + of * 16) * s.kpad + k0;
+  /* D's rows are channels (m·16 + g, + 8), its columns the chunk's (j·8 + 2t, + 1). */
+  float *out = partials + ((size_t)split * s.out_c + o0) * s.kpad + k0;
+  if (pixel_groups == 1) {
+    for (int i = 0; i < FPW; i++) {
+      int j = nw + nw_count * i;
+      if (j >= frags)
+        break;
+      for (int m = 0; m < FM; m++) {
+        float *o = out + (size_t)(m * 16 + g) * s.kpad + j * 8 + 2 * t;
+        *(float2 *)o = make_float2(acc[m][i][0], acc[m][i][1]);
+        *(float2 *)(o + (size_t)8 * s.kpad) = make_float2(acc[m][i][2], acc[m][i][3]);
+      }
+    }
+    return;
+  }
   for (int i = 0; i < FPW; i++) {
-    int j = g + G * i;
-    if (j < frags)
-      wmma::store_matrix_sync(out + j * 16, acc[i], s.kpad, wmma::mem_row_major);
+    int j = nw + nw_count * i;
+    if (j >= frags)
+      break;
+    for (int m = 0; m < FM; m++) {
+      float *o = groups + ((size_t)pg * OB + m * 16 + g) * width + j * 8 + 2 * t;
+      *(float2 *)o = make_float2(acc[m][i][0], acc[m][i][1]);
+      *(float2 *)(o + 8 * width) = make_float2(acc[m][i][2], acc[m][i][3]);
+    }
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < OB * width; idx += blockDim.x) {
+    int ch = idx / width, col = idx % width;
+    float sum = groups[idx];
+    for (int gr = 1; gr < pixel_groups; gr++)
+      sum = __fadd_rn(sum, groups[(size_t)gr * OB * width + idx]);
+    out[(size_t)ch * s.kpad + col] = sum;
   }
 #endif
 }
@@ -354,6 +576,15 @@ small_shape(int n, int h, int w, int c, int out_c, int kernel, int pad, int stri
   s->rows = (int)p->rows;
   s->k = p->k;
   s->kpad = p->kpad;
+  s->tw = p->tw;
+  s->tiles_x = p->tiles_x;
+  s->tiles_y = p->tiles_y;
+  s->tiles = (int)p->tiles;
+  s->halo_h = p->halo_h;
+  s->halo_w = p->halo_w;
+  s->kc = p->kc;
+  s->fwd_rk = p->fwd_rk;
+  s->fwd_kpad = p->fwd_kpad;
   return true;
 }
 
@@ -365,7 +596,7 @@ static cudaError_t
 small_forward_launch(Y *y, const X *x, const uint16_t *w, const SmallShape &s,
                      const TdmKSmallPlan &p, BnGather bn, cudaStream_t stream)
 {
-  void (*kernel)(Y *, const X *, const uint16_t *, SmallShape, int, BnGather) =
+  void (*kernel)(Y *, const X *, const uint16_t *, SmallShape, BnGather) =
       conv_small_forward_kernel<BN, BNORM, X, Y>;
   cudaError_t err =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p.fwd_smem);
@@ -380,12 +611,12 @@ small_forward_launch(Y *y, const X *x, const uint16_t *w, const SmallShape &s,
   if (err != cudaSuccess)
     return err;
   unsigned channel_tiles = (unsigned)(s.out_c / BN);
-  long long tiles = (s.rows + TDM_K_SMALL_BM - 1) / TDM_K_SMALL_BM;
+  long long tiles = s.tiles;
   long long wave = ((long long)(sms > 0 ? sms : 1) * (per_sm > 0 ? per_sm : 1) +
                     channel_tiles - 1) / channel_tiles;
   unsigned blocks = (unsigned)(tiles < wave ? tiles : wave);
   kernel<<<dim3(blocks, channel_tiles), TDM_K_SMALL_THREADS, p.fwd_smem, stream>>>(y, x, w, s,
-                                                                                  p.kc, bn);
+                                                                                  bn);
   return tdm_k_launched();
 }
 
@@ -444,12 +675,24 @@ small_wgrad_launch(float *partials, const uint16_t *dy, const void *x, bool x16,
                    const SmallShape &s, const TdmKSmallPlan &p, BnGather bn, cudaStream_t stream)
 {
   dim3 grid((unsigned)p.splits, (unsigned)p.kchunks, (unsigned)(s.out_c / OB));
-  if (x16)
-    conv_small_wgrad_kernel<OB, BNORM, uint16_t><<<grid, TDM_K_SMALL_THREADS, 0, stream>>>(
-        partials, dy, (const uint16_t *)x, s, p.split_rows, bn);
-  else
-    conv_small_wgrad_kernel<OB, BNORM, float><<<grid, TDM_K_SMALL_THREADS, 0, stream>>>(
-        partials, dy, (const float *)x, s, p.split_rows, bn);
+  cudaError_t err;
+  if (x16) {
+    err = cudaFuncSetAttribute(conv_small_wgrad_kernel<OB, BNORM, uint16_t>,
+                               cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p.wgrad_smem);
+    if (err != cudaSuccess)
+      return err;
+    conv_small_wgrad_kernel<OB, BNORM, uint16_t><<<grid, TDM_K_SMALL_THREADS, p.wgrad_smem,
+                                                   stream>>>(
+        partials, dy, (const uint16_t *)x, s, p.split_tiles, p.pixel_groups, bn);
+  } else {
+    err = cudaFuncSetAttribute(conv_small_wgrad_kernel<OB, BNORM, float>,
+                               cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p.wgrad_smem);
+    if (err != cudaSuccess)
+      return err;
+    conv_small_wgrad_kernel<OB, BNORM, float><<<grid, TDM_K_SMALL_THREADS, p.wgrad_smem,
+                                                stream>>>(partials, dy, (const float *)x, s,
+                                                          p.split_tiles, p.pixel_groups, bn);
+  }
   return tdm_k_launched();
 }
 

@@ -3,7 +3,9 @@
  * and "own:wgrad" (conv-small.cu), each forced by name against a double-precision CPU
  * reference on fresh random inputs: 1, 3, 4 and 8 input channels; 1×1, 3×3, 5×5 and 7×7
  * kernels; strides 1 and 2; padding 0 to 3; odd sizes; 16 to 128 output channels
- * (channel tiles of 64, 32 and 16, the reduction in one pass or in three); inputs stored
+ * (channel tiles of 64, 32 and 16, the weight gradient's reduction in one chunk or in
+ * three; the forward's tiles of 8 × 16, 16 × 8, 4 × 32 and 1 × 128 pixels, whole and
+ * partial, their input halos inside the image and past its edges); inputs stored
  * as float32 or bf16, with and without a bn normalized as they are read; outputs as
  * float32 or bf16; the weights as the caller's bf16 or converted by the engine; each
  * run in a workspace of exactly the bytes it says it needs. Then the weight gradient's
@@ -39,12 +41,19 @@ static const SmallCase small_cases[] = {
   {3, 29, 31, 3, 64, 3, 1, 1},   /* CIFAR's ResNet-18 stem */
   {2, 17, 15, 4, 16, 1, 0, 1},   /* 1×1, 4 channels, 16 out */
   {2, 17, 15, 4, 48, 1, 3, 2},   /* 1×1 with padding 3 at stride 2: border pixels of zeros */
-  {3, 29, 31, 8, 64, 7, 3, 1},   /* 8 channels, 7×7: the reduction in three passes */
+  {3, 29, 31, 8, 64, 7, 3, 1},   /* 8 channels, 7×7: K 392, three weight-gradient chunks */
   {2, 13, 11, 8, 128, 3, 2, 2},  /* 128 out: two channel tiles */
   {2, 19, 23, 3, 48, 5, 0, 2},   /* 48 out: tiles of 16; padding 0 */
   {1, 9, 7, 1, 16, 7, 3, 1},     /* smaller than the kernel but for the padding */
-  {8, 56, 56, 3, 64, 7, 3, 2},   /* many tiles, 13 splits */
-  {16, 64, 64, 3, 32, 3, 1, 1},  /* 512 splits */
+  {8, 56, 56, 3, 64, 7, 3, 2},   /* many tiles; 56 of 4 × 32, 12 splits */
+  {16, 64, 64, 3, 32, 3, 1, 1},  /* 128 splits, two pixel groups */
+  /* The forward's tiles of tr × tw pixels and their halos (conv-small-plan.h): */
+  {2, 224, 224, 3, 64, 7, 3, 2}, /* the stem itself: tiles of 8 × 16 covering 112 × 112 */
+  {2, 37, 129, 3, 64, 7, 3, 2},  /* 19 × 65 out: tiles of 8 × 16, the last partial both ways */
+  {2, 1, 256, 3, 16, 1, 0, 2},   /* 1 × 128 out: a tile of 1 × 128, its halo 255 wide */
+  {3, 3, 5, 8, 32, 7, 3, 1},     /* 3 × 5 out: the halo past the image on every side */
+  {2, 40, 7, 1, 16, 5, 2, 1},    /* 40 × 7 out: tiles of 16 × 8, partial both ways */
+  {1, 7, 300, 4, 32, 3, 0, 2},   /* 3 × 149 out: tiles of 4 × 32, the last 3 × 21 */
 };
 
 /* The host side of a case: operands as the GPU reads them, and the references. */

@@ -62,6 +62,30 @@ static const Case cases[] = {
   {2, 9, 9, 64, 32, 3, 0, 2},     /* padding 0 at stride 2 */
 };
 
+/* count random values rounded to bf16: their bits in *bits, the values returned. */
+static float *
+random_bf16_input(size_t count, uint16_t **bits)
+{
+  float *x = random_floats(count, -2, 3);
+  *bits = g_new(uint16_t, count);
+  for (size_t e = 0; e < count; e++) {
+    (*bits)[e] = bf16_bits(x[e]);
+    x[e] = bf16_value((*bits)[e]);
+  }
+  return x;
+}
+
+/* A bn's mean, invstd, gamma and beta for c channels, one after the other: the invstd
+ * between 0.5 and 1.5. */
+static float *
+random_bn(int c)
+{
+  float *bn = random_floats(4 * (size_t)c, -0.5, 0.5);
+  for (int ch = 0; ch < c; ch++)
+    bn[c + ch] = 0.5f + fabsf(bn[c + ch]) * 2;
+  return bn;
+}
+
 /* A case's host data and CPU reference. */
 typedef struct {
   TdmConvShape s;
@@ -367,15 +391,9 @@ test_stored_bf16(void)
     const Case *c = &cases16[i];
     for (int with_bn = 0; with_bn < 2; with_bn++) {
       size_t in = (size_t)c->n * c->h * c->w * c->c;
-      g_autofree float *x = random_floats(in, -2, 3);
-      g_autofree uint16_t *x16 = g_new(uint16_t, in);
-      for (size_t e = 0; e < in; e++) {
-        x16[e] = bf16_bits(x[e]);
-        x[e] = bf16_value(x16[e]);
-      }
-      g_autofree float *bn = random_floats(4 * (size_t)c->c, -0.5, 0.5);
-      for (int ch = 0; ch < c->c; ch++)
-        bn[c->c + ch] = 0.5f + fabsf(bn[c->c + ch]) * 2;
+      g_autofree uint16_t *x16 = NULL;
+      g_autofree float *x = random_bf16_input(in, &x16);
+      g_autofree float *bn = random_bn(c->c);
       g_autofree float *xn = g_new(float, in);
       if (with_bn)
         tdm_backend_bn_forward(cpu, xn, x, TDM_DTYPE_F32, bn, bn + c->c, bn + 2 * c->c,
@@ -522,12 +540,8 @@ test_block_input16(void)
   for (guint i = 0; i < G_N_ELEMENTS(cases16); i++) {
     const Case *c = &cases16[i];
     size_t in = (size_t)c->n * c->h * c->w * c->c;
-    g_autofree float *x = random_floats(in, -2, 3);
-    g_autofree uint16_t *x16 = g_new(uint16_t, in);
-    for (size_t e = 0; e < in; e++) {
-      x16[e] = bf16_bits(x[e]);
-      x[e] = bf16_value(x16[e]);
-    }
+    g_autofree uint16_t *x16 = NULL;
+    g_autofree float *x = random_bf16_input(in, &x16);
     Problem p;
     problem_init(&p, c, x);
     Device d;
@@ -891,15 +905,9 @@ test_bn_input_chunks(void)
     TdmConvChunks chunks =
         tdm_conv_even_chunks(c->n, (size_t)c->h * c->w * c->c * 2, TDM_CONV_CHUNK_BYTES);
     g_autofree char *suffix = g_strdup_printf(":n%d", chunks.size);
-    g_autofree float *x = random_floats(in, -2, 3);
-    g_autofree uint16_t *x16 = g_new(uint16_t, in);
-    for (size_t e = 0; e < in; e++) {
-      x16[e] = bf16_bits(x[e]);
-      x[e] = bf16_value(x16[e]);
-    }
-    g_autofree float *bn = random_floats(4 * (size_t)c->c, -0.5, 0.5);
-    for (int ch = 0; ch < c->c; ch++)
-      bn[c->c + ch] = 0.5f + fabsf(bn[c->c + ch]) * 2;
+    g_autofree uint16_t *x16 = NULL;
+    g_autofree float *x = random_bf16_input(in, &x16);
+    g_autofree float *bn = random_bn(c->c);
     g_autofree float *xn = g_new(float, in);
     tdm_backend_bn_forward(cpu, xn, x, TDM_DTYPE_F32, bn, bn + c->c, bn + 2 * c->c,
                            bn + 3 * c->c, (int)(in / c->c), c->c, true);
