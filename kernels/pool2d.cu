@@ -8,10 +8,15 @@
  * where 8 do not fit, else 1; each lane computes what one thread did before, in the
  * same order, so the bits do not depend on V. Indices are 32-bit where both tensors
  * have fewer than 2³¹ elements (nearly always: divisions are these kernels' main
- * cost), 64-bit otherwise. Not the tiling pools with their fused bias and BN (pool.cu).
+ * cost), 64-bit otherwise. The max pool of a training bn's output normalized as it is
+ * read (the stem's: its bn keeps no output), one thread an output. Not the tiling pools
+ * with their fused bias and BN (pool.cu).
  */
 #include "tdm-kernels.h"
 #include "common.cuh"
+#include "bn-value.cuh"
+
+#include <cuda_bf16.h>
 
 #include <math.h>
 
@@ -86,6 +91,49 @@ maxpool2d_forward_kernel(Y *y, int32_t *argmax, const X *x, Pool2d g, I groups)
     }
     tdm_k_vec<V>::store(y + o * V, best);
     tdm_k_vec<V>::store(argmax + o * V, at);
+  }
+}
+
+/* The max of a training bn's output computed as x is read (BN; else x itself), each
+ * value rounded to bf16 before the comparison, the first maximum of the rounded values
+ * kept: the bits of bn_forward_bf16 then maxpool2d_forward. */
+template <bool BN, typename Y, typename X>
+__global__ void
+maxpool2d_forward_bn_kernel(Y *y, int32_t *argmax, const X *x, Pool2d g, size_t total,
+                            BnGather bn)
+{
+  for (size_t o = blockIdx.x * (size_t)blockDim.x + threadIdx.x; o < total;
+       o += (size_t)gridDim.x * blockDim.x) {
+    TdmKNhwc<size_t> out = tdm_k_nhwc(o, g.c, g.ow, g.oh);
+    int ch = out.ch, ox = out.x, oy = out.y;
+    size_t im = out.img;
+    const X *xs = x + im * (size_t)g.h * g.w * g.c;
+    float scale = 1.0f, shift = 0.0f;
+    if (BN)
+      bn_train_affine(ch, bn.mean, bn.invstd, bn.gamma, bn.beta, &scale, &shift);
+    float best = -INFINITY;
+    int32_t at = -1;
+    int ky0, ky1, kx0, kx1;
+    inside(oy * g.s - g.p, g.k, g.h, &ky0, &ky1);
+    inside(ox * g.s - g.p, g.k, g.w, &kx0, &kx1);
+    for (int ky = ky0; ky < ky1; ky++) {
+      int iy = oy * g.s - g.p + ky;
+      for (int kx = kx0; kx < kx1; kx++) {
+        int ix = ox * g.s - g.p + kx;
+        int32_t idx = (int32_t)(((size_t)iy * g.w + ix) * g.c + ch);
+        float v = tdm_k_load1(xs + idx);
+        if (BN)
+          v = bn_affine_output(v, scale, shift, bn.relu);
+        v = __bfloat162float(__float2bfloat16_rn(v));
+        if (at < 0 || v > best) {
+          best = v;
+          at = idx;
+        }
+      }
+    }
+    /* best is a bf16 value: either type's store keeps it. */
+    tdm_k_store1(y + o, best);
+    argmax[o] = at;
   }
 }
 
@@ -294,6 +342,45 @@ tdm_k_maxpool2d_forward(void *y, bool y16, int32_t *argmax, const void *x, bool 
     maxpool2d_forward_launch((float *)y, argmax, (const uint16_t *)x, g, stream);
   else
     maxpool2d_forward_launch((float *)y, argmax, (const float *)x, g, stream);
+  return tdm_k_launched();
+}
+
+template <bool BN, typename X>
+static void
+maxpool2d_forward_bn_launch(void *y, bool y16, int32_t *argmax, const X *x, Pool2d g,
+                            size_t total, BnGather bn, cudaStream_t stream)
+{
+  unsigned blocks = tdm_k_blocks(total, TDM_K_THREADS);
+  if (y16)
+    maxpool2d_forward_bn_kernel<BN><<<blocks, TDM_K_THREADS, 0, stream>>>(
+        (uint16_t *)y, argmax, x, g, total, bn);
+  else
+    maxpool2d_forward_bn_kernel<BN><<<blocks, TDM_K_THREADS, 0, stream>>>(
+        (float *)y, argmax, x, g, total, bn);
+}
+
+extern "C" cudaError_t
+tdm_k_maxpool2d_forward_bn(void *y, bool y16, int32_t *argmax, const void *x, bool x16,
+                           const float *mean, const float *invstd, const float *gamma,
+                           const float *beta, bool relu, int n, int h, int w, int c, int k,
+                           int s, int p, int oh, int ow, cudaStream_t stream)
+{
+  Pool2d g;
+  if (!geometry(&g, n, h, w, c, k, s, p, oh, ow))
+    return cudaErrorInvalidValue;
+  size_t total = (size_t)n * oh * ow * c;
+  if (total == 0)
+    return cudaSuccess;
+  BnGather bn = {mean, invstd, gamma, beta, relu};
+  if (x16 && mean != NULL)
+    maxpool2d_forward_bn_launch<true>(y, y16, argmax, (const uint16_t *)x, g, total, bn, stream);
+  else if (x16)
+    maxpool2d_forward_bn_launch<false>(y, y16, argmax, (const uint16_t *)x, g, total, bn,
+                                       stream);
+  else if (mean != NULL)
+    maxpool2d_forward_bn_launch<true>(y, y16, argmax, (const float *)x, g, total, bn, stream);
+  else
+    maxpool2d_forward_bn_launch<false>(y, y16, argmax, (const float *)x, g, total, bn, stream);
   return tdm_k_launched();
 }
 

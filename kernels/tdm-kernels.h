@@ -192,6 +192,14 @@ cudaError_t tdm_k_global_maxpool_backward(float *dx, const float *dy, const int3
 cudaError_t tdm_k_maxpool2d_forward(void *y, bool y16, int32_t *argmax, const void *x,
                                     bool x16, int n, int h, int w, int c, int k, int s, int p,
                                     int oh, int ow, cudaStream_t stream);
+/* maxpool2d_forward of a training bn's output computed as x is read (mean NULL: no bn, x
+ * itself), each value rounded to bf16 before the max (the first maximum of the rounded
+ * values), as bn-value.cuh and the CPU reference compute it. */
+cudaError_t tdm_k_maxpool2d_forward_bn(void *y, bool y16, int32_t *argmax, const void *x,
+                                       bool x16, const float *mean, const float *invstd,
+                                       const float *gamma, const float *beta, bool relu, int n,
+                                       int h, int w, int c, int k, int s, int p, int oh, int ow,
+                                       cudaStream_t stream);
 cudaError_t tdm_k_maxpool2d_backward(void *dx, bool dx16, const void *dy, bool dy16,
                                      const int32_t *argmax, int n, int h, int w, int c, int k,
                                      int s, int p, int oh, int ow, cudaStream_t stream);

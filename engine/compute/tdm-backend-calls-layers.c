@@ -215,6 +215,25 @@ tdm_backend_maxpool2d_forward(TdmBackend *b, void *y, TdmDtype y_type, int32_t *
 }
 
 void
+tdm_backend_maxpool2d_forward_bn(TdmBackend *b, void *y, TdmDtype y_type, int32_t *argmax,
+                                 const void *x, TdmDtype x_type, const float *mean,
+                                 const float *invstd, const float *gamma, const float *beta,
+                                 bool relu, TdmPool2d g)
+{
+  if (tdm_backend_enter(b) && TDM_HAS_OP(b, maxpool2d_forward_bn) &&
+      pool2d_ok(b, "maxpool2d_forward_bn", g) &&
+      TDM_ARGS_OK(b, (mean == NULL) == (invstd == NULL) && (mean == NULL) == (gamma == NULL) &&
+                         (mean == NULL) == (beta == NULL) && (mean != NULL || !relu),
+                  _("%s: give all four of the bn's mean, invstd, gamma and beta, or none (and "
+                    "then no ReLU)"),
+                  "maxpool2d_forward_bn") &&
+      tdm_backend_input_ok(b, "maxpool2d_forward_bn", x_type) &&
+      tdm_backend_input_ok(b, "maxpool2d_forward_bn", y_type))
+    b->ops->maxpool2d_forward_bn(b, y, y_type, argmax, x, x_type, mean, invstd, gamma, beta,
+                                 relu, g);
+}
+
+void
 tdm_backend_maxpool2d_backward(TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
                                TdmDtype dy_type, const int32_t *argmax, TdmPool2d g)
 {

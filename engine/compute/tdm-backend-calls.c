@@ -622,7 +622,8 @@ tdm_backend_has_bf16_blocks(TdmBackend *b)
          b->ops->relu_backward_bf16 != NULL && b->ops->add_out_bf16 != NULL &&
          b->ops->add_strided_bf16 != NULL && b->ops->bn_forward_bf16 != NULL &&
          b->ops->maxpool_forward_bf16 != NULL && b->ops->maxpool_backward_bf16 != NULL &&
-         b->ops->bn_forward_eval_bf16 != NULL && b->ops->bn_relu_add_bf16 != NULL;
+         b->ops->bn_forward_eval_bf16 != NULL && b->ops->bn_relu_add_bf16 != NULL &&
+         b->ops->maxpool2d_forward_bn != NULL;
 }
 
 gboolean

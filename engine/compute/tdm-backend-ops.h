@@ -196,9 +196,9 @@ struct _TdmBackendOps {
   /* Optional. */
   void (*add_out) (TdmBackend *b, float *y, const float *a, const float *x, size_t n,
                    bool relu);
-  /* Optional, all nine or none (tdm_backend_has_bf16_blocks()): a residual block's
+  /* Optional, all ten or none (tdm_backend_has_bf16_blocks()): a residual block's
    * input and output, a max pool's, an evaluating bn's, and their gradients, stored as
-   * bf16. */
+   * bf16; a max pool of any window reading a training bn's output it normalizes. */
   void (*from_bf16) (TdmBackend *b, float *out, const uint16_t *in, size_t n);
   void (*relu_backward_bf16) (TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
                               TdmDtype dy_type, const uint16_t *y, size_t n);
@@ -225,6 +225,10 @@ struct _TdmBackendOps {
                             const float *mean, const float *invstd, const float *gamma,
                             const float *beta, const void *a, TdmDtype a_type, int rows,
                             int channels);
+  void (*maxpool2d_forward_bn) (TdmBackend *b, void *y, TdmDtype y_type, int32_t *argmax,
+                                const void *x, TdmDtype x_type, const float *mean,
+                                const float *invstd, const float *gamma, const float *beta,
+                                bool relu, TdmPool2d g);
   /* Optional. */
   void (*exact_add) (TdmBackend *b, int64_t *acc, const float *x, size_t n, int64_t *bad);
 

@@ -540,6 +540,18 @@ void tdm_backend_maxpool2d_forward (TdmBackend *b, void *y, TdmDtype y_type, int
 void tdm_backend_maxpool2d_backward (TdmBackend *b, void *dx, TdmDtype dx_type,
                                      const void *dy, TdmDtype dy_type, const int32_t *argmax,
                                      TdmPool2d g);
+/* maxpool2d_forward of v, a training bn's output computed from x (float32 or bf16) as it
+ * is read, where tdm_backend_has_bf16_blocks() (elsewhere it fails): v = bn_forward_bf16's
+ * output (mean, invstd, gamma, beta as bn_forward takes them, all four or none: then v is
+ * x; then max(·, 0) when relu), each value rounded to bf16 before the max, which takes the first maximum of the
+ * rounded values; y (float32 or bf16) holds it exactly, argmax as maxpool2d_forward's.
+ * The bits of bn_forward_bf16 then maxpool2d_forward, with no bn output written (the
+ * stem of torchvision's ResNets: its bn, then a 3×3 pool of stride 2). */
+void tdm_backend_maxpool2d_forward_bn (TdmBackend *b, void *y, TdmDtype y_type,
+                                       int32_t *argmax, const void *x, TdmDtype x_type,
+                                       const float *mean, const float *invstd,
+                                       const float *gamma, const float *beta, bool relu,
+                                       TdmPool2d g);
 void tdm_backend_avgpool2d_forward (TdmBackend *b, float *y, const float *x, TdmPool2d g);
 void tdm_backend_avgpool2d_backward (TdmBackend *b, float *dx, const float *dy, TdmPool2d g);
 /* Per-channel input normalization after a gather: x[r, ch] = x[r, ch] · a.mul[ch] +

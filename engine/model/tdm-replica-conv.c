@@ -50,29 +50,35 @@ widened_columns(TdmReplica *r, float *col, const void *x, TdmDtype x_type, float
   return spare;
 }
 
-/* Whether a conv with columns runs its forward and weight-gradient products on
- * bfloat16 operands (--precision bf16 on a backend that has them). In the forward the
- * columns, as bf16, take the first half of the layer's float32 column buffer (the
- * weights as bf16 come from params16, which every bf16 replica keeps). In the backward
- * the output gradient as bf16 (rows · out_c) starts the workspace, where the
+/* Whether a conv runs its forward and weight-gradient products on bfloat16 operands
+ * (--precision bf16 on a backend that has them): one with columns (col) whose outputs
+ * are no more than its reduction, or a 1×1 conv of no padding (conv_bf16_columns()'s
+ * rule, which the memory plan sizes the workspace by), whose columns are its input
+ * itself, or every stride-th pixel of it. In the forward the columns, as bf16, take
+ * the workspace's start (a 1×1 conv of stride 1 reads a bf16 input as it is: no copy;
+ * the weights as bf16 come from params16, which every bf16 replica keeps). In the
+ * backward the output gradient as bf16 (rows · out_c) starts the workspace, where the
  * convolution engine's layout has it too (the bn after the conv writes it there,
- * bn_dx_as_conv_dy16()), and the bf16 columns follow: both fit when out_c <= k.
- * Else (a first layer of few input channels) the float32 path. The data gradient goes
- * through bf16 columns too when the weights (without params16) fit after them
- * (conv_bf16_dx): its product writes them where the columns were, after the weight
- * gradient has read them, and col2im sums them in float32. */
+ * bn_dx_as_conv_dy16()), and a chunk of bf16 columns follows. Else (a first layer of few
+ * input channels) the float32 path. The data gradient goes through bf16 columns too
+ * (conv_bf16_dx) where the replica keeps params16, or where the weights fit after the
+ * columns: its product writes them where the columns were, after the weight gradient
+ * has read them, and col2im sums them in float32. */
 gboolean
-tdm_replica_conv_bf16(TdmReplica *r, const float *col, int rows, int k, int out_c)
+tdm_replica_conv_bf16(TdmReplica *r, const float *col, int kernel, int pad, int rows, int k,
+                      int out_c)
 {
-  return r->backend->precision == TDM_PRECISION_BF16 && col != NULL && out_c <= k &&
-         (r->params16 != NULL || out_c <= rows);
+  if (r->backend->precision != TDM_PRECISION_BF16)
+    return FALSE;
+  if (kernel == 1 && pad == 0)
+    return r->params16 != NULL && r->columns != NULL;
+  return col != NULL && out_c <= k && (r->params16 != NULL || out_c <= rows);
 }
 
 gboolean
 tdm_replica_conv_bf16_dx(TdmReplica *r, int rows, int k, int out_c)
 {
-  size_t weights = r->params16 != NULL ? 0 : (size_t)out_c * k;
-  return (size_t)rows * out_c + weights <= (size_t)rows * k;
+  return r->params16 != NULL || (size_t)rows * out_c + (size_t)out_c * k <= (size_t)rows * k;
 }
 
 /* A conv's weights w (out_c·k values) as bf16: in params16, which the forward pass
@@ -159,7 +165,7 @@ own_columns_bytes(TdmReplica *r, const TdmConvShape *s, gboolean backward, gbool
   int k = s->c * s->kernel * s->kernel;
   TdmConvComposition how = {
       .columns = r->columns != NULL,
-      .bf16 = tdm_replica_conv_bf16(r, r->columns, rows, k, s->out_c),
+      .bf16 = tdm_replica_conv_bf16(r, r->columns, s->kernel, s->pad, rows, k, s->out_c),
       .bf16_dx = tdm_replica_conv_bf16_dx(r, rows, k, s->out_c),
       .params16 = r->params16 != NULL,
   };
@@ -183,6 +189,19 @@ chunk_columns16(TdmBackend *b, uint16_t *col16, const void *x, TdmDtype x_type,
   else
     tdm_backend_im2col_bf16(b, col16, tdm_conv_advanced(x, x_type, at), x_type, m, in_h, in_w,
                             in_c, kernel, kernel, pad, stride);
+}
+
+/* The bf16 columns of samples first … of a 1×1 conv of stride 1 and no padding whose
+ * input is stored as bf16 and not normalized on the way: the input itself, from the
+ * chunk's first sample (the same values im2col_bf16 would copy). NULL for any other
+ * conv, whose columns are built (chunk_columns16()). */
+static const uint16_t *
+input_as_columns16(const void *x, TdmDtype x_type, const BnGather *bn, int first, int kernel,
+                   int pad, int stride, int in_h, int in_w, int in_c)
+{
+  if (kernel != 1 || pad != 0 || stride != 1 || bn != NULL || x_type != TDM_DTYPE_BF16)
+    return NULL;
+  return (const uint16_t *)x + (size_t)first * in_h * in_w * in_c;
 }
 
 static float *
@@ -227,7 +246,8 @@ tdm_replica_conv_forward(TdmReplica *r, float *y, uint16_t *y16, const void *x, 
   args.y16 = y16;
   if (engine_runs(r, &args, &need, TRUE, FALSE))
     return;
-  if (col != NULL) {
+  gboolean bf16 = tdm_replica_conv_bf16(r, col, kernel, pad, rows, k, out_c);
+  if (col != NULL || bf16) {
     tdm_replica_workspace_holds(r, own_columns_bytes(r, &args.shape, FALSE, FALSE), 0);
     col = r->columns;
   }
@@ -235,7 +255,7 @@ tdm_replica_conv_forward(TdmReplica *r, float *y, uint16_t *y16, const void *x, 
    * the output from its own columns. */
   size_t bound = r->columns_bound;
   size_t pixels = (size_t)out_h * out_w, x_sample = (size_t)in_h * in_w * in_c;
-  if (tdm_replica_conv_bf16(r, col, rows, k, out_c)) {
+  if (bf16) {
     uint16_t *col16 = (uint16_t *)col;
     int chunk = tdm_conv_chunk_samples(n, pixels * k * sizeof(uint16_t), bound);
     const uint16_t *w16 =
@@ -243,12 +263,18 @@ tdm_replica_conv_forward(TdmReplica *r, float *y, uint16_t *y16, const void *x, 
     for (int first = 0; first < n; first += chunk) {
       int m = MIN(chunk, n - first), m_rows = m * (int)pixels;
       size_t out_at = (size_t)first * pixels * out_c;
-      chunk_columns16(b, col16, x, x_type, bn, first, m, in_h, in_w, in_c, kernel, pad, stride);
+      const uint16_t *a = input_as_columns16(x, x_type, bn, first, kernel, pad, stride, in_h,
+                                             in_w, in_c);
+      if (a == NULL) {
+        chunk_columns16(b, col16, x, x_type, bn, first, m, in_h, in_w, in_c, kernel, pad,
+                        stride);
+        a = col16;
+      }
       if (y16 != NULL)
-        tdm_backend_gemm_bf16_out(b, false, true, m_rows, out_c, k, col16, k, w16, k,
-                                  y16 + out_at, out_c);
+        tdm_backend_gemm_bf16_out(b, false, true, m_rows, out_c, k, a, k, w16, k, y16 + out_at,
+                                  out_c);
       else
-        tdm_backend_gemm_bf16(b, false, true, m_rows, out_c, k, 1.0f, col16, k, w16, k, 0.0f,
+        tdm_backend_gemm_bf16(b, false, true, m_rows, out_c, k, 1.0f, a, k, w16, k, 0.0f,
                               y + out_at, out_c);
     }
     return;
@@ -313,7 +339,8 @@ tdm_replica_conv_backward(TdmReplica *r, float *dx, gboolean dx_bf16, float *dw,
   args.dw = dw;
   if (engine_runs(r, &args, &need, FALSE, dy16_ready))
     return dx_type;
-  if (col != NULL) {
+  gboolean bf16 = tdm_replica_conv_bf16(r, col, kernel, pad, rows, k, out_c);
+  if (col != NULL || bf16) {
     size_t keep = dy16_ready ? (size_t)rows * out_c * sizeof(uint16_t) : 0;
     tdm_replica_workspace_holds(r, own_columns_bytes(r, &args.shape, TRUE, need_dx), keep);
     col = r->columns;
@@ -323,16 +350,22 @@ tdm_replica_conv_backward(TdmReplica *r, float *dx, gboolean dx_bf16, float *dw,
    * the chunks' order; the input gradient chunk by chunk. */
   size_t bound = r->columns_bound;
   size_t pixels = (size_t)out_h * out_w, x_sample = (size_t)in_h * in_w * in_c;
-  if (tdm_replica_conv_bf16(r, col, rows, k, out_c)) {
+  if (bf16) {
     uint16_t *dy16 = (uint16_t *)col, *col16 = dy16 + (size_t)rows * out_c;
     if (!dy16_ready)
       tdm_backend_to_bf16(b, dy16, dy, (size_t)rows * out_c);
     int chunk = tdm_conv_chunk_samples(n, pixels * k * sizeof(uint16_t), bound);
     for (int first = 0; first < n; first += chunk) {
       int m = MIN(chunk, n - first);
-      chunk_columns16(b, col16, x, x_type, bn, first, m, in_h, in_w, in_c, kernel, pad, stride);
+      const uint16_t *a = input_as_columns16(x, x_type, bn, first, kernel, pad, stride, in_h,
+                                             in_w, in_c);
+      if (a == NULL) {
+        chunk_columns16(b, col16, x, x_type, bn, first, m, in_h, in_w, in_c, kernel, pad,
+                        stride);
+        a = col16;
+      }
       tdm_backend_gemm_bf16(b, true, false, out_c, k, m * (int)pixels, 1.0f,
-                            dy16 + (size_t)first * pixels * out_c, out_c, col16, k,
+                            dy16 + (size_t)first * pixels * out_c, out_c, a, k,
                             first == 0 ? 0.0f : 1.0f, dw, k);
     }
     if (need_dx && tdm_replica_conv_bf16_dx(r, rows, k, out_c)) {

@@ -16,6 +16,7 @@
  * tdm-replica-conv.c's. Not the buffers, the gather or the step's shape
  * (tdm-replica.c). */
 #include "tdm-replica-private.h"
+#include "tdm-conv-columns.h"
 #include "tdm-counter-rng.h"
 
 gboolean
@@ -187,14 +188,16 @@ bn_output_left_to_next(TdmReplica *r, int i, int n, TdmPassMode mode)
   const TdmLayer *next = &net->layers[i + 1];
   if (next->kind == TDM_LAYER_POOL && !r->inferring && pool_bf16(net, i + 1, r->stores_bf16))
     return TRUE; /* maxpool_forward_bf16 */
+  if (next->kind == TDM_LAYER_POOL && !tdm_layer_pool_tiles(next))
+    return !r->inferring && bn_output_to_pool_bf16(net, i, r->stores_bf16); /* _forward_bn */
   if (next->kind == TDM_LAYER_POOL)
     return tdm_layer_pool_tiles(next) && tdm_backend_has_maxpool_forward_bn(r->backend);
   if (next->kind != TDM_LAYER_CONV || !tdm_backend_has_im2col_bf16_bn(r->backend) ||
       r->conv_work[i + 1] != NULL)
     return FALSE;
   int rows = n * next->out_h * next->out_w;
-  return tdm_replica_conv_bf16(r, r->cols[i + 1], rows, next->in_c * next->kernel * next->kernel,
-                   next->out_c);
+  return tdm_replica_conv_bf16(r, r->cols[i + 1], next->kernel, next->pad, rows,
+                               next->in_c * next->kernel * next->kernel, next->out_c);
 }
 
 /* For conv layer i in training, the bn before it whose output the forward left to it
@@ -257,13 +260,37 @@ block_end_bn_add(TdmReplica *r, int i, TdmPassMode mode, const BnGather *from_bn
     return;
   }
   g_assert(mode == MODE_EVAL || layer_frozen(r, i - 1));
-  float *normalized = y16 != NULL ? r->grad_a : y;
-  bn_forward(r, MODE_EVAL, normalized, NULL, r->acts[i - 1], act_type(r, i - 1), n,
-             end->out_h * end->out_w, bn->out_c, r->params + bn->weight_offset,
-             r->params + bn->bias_offset, r->bn_work[i - 1], r->state + bn->state_offset, false,
-             FALSE);
-  block_end_add(r, y, y16, normalized, skip, skip_type, (size_t)rows * bn->out_c,
-                end->fused_relu);
+  const float *gamma = r->params + bn->weight_offset, *beta = r->params + bn->bias_offset;
+  const float *running = r->state + bn->state_offset;
+  int c = bn->out_c;
+  if (y16 == NULL) {
+    tdm_backend_bn_forward_eval(b, y, r->acts[i - 1], act_type(r, i - 1), running, running + c,
+                                gamma, beta, TDM_BN_EPS, rows, c, false);
+    block_end_add(r, y, NULL, y, skip, skip_type, (size_t)rows * c, end->fused_relu);
+    return;
+  }
+  /* A bf16 output: the bn's output in float32 at grad_a, as many rows at a time as a half
+   * of the gradient region holds (grad_b may hold a projection's bn output), each chunk
+   * added into its rows of y16. */
+  int chunk = (int)MIN((size_t)rows, MAX(r->grad_half_bytes / ((size_t)c * sizeof(float)), 1));
+  for (int first = 0; first < rows; first += chunk) {
+    int m = MIN(chunk, rows - first);
+    size_t at = (size_t)first * c;
+    tdm_backend_bn_forward_eval(b, r->grad_a,
+                                tdm_conv_advanced(r->acts[i - 1], act_type(r, i - 1), at),
+                                act_type(r, i - 1), running, running + c, gamma, beta,
+                                TDM_BN_EPS, m, c, false);
+    block_end_add(r, NULL, y16 + at, r->grad_a, tdm_conv_advanced(skip, skip_type, at),
+                  skip_type, (size_t)m * c, end->fused_relu);
+  }
+}
+
+/* Whether the bn of block end i's projection writes its output as bf16 in the pass in
+ * progress: training's, where the block's output is bf16 (projection_bn_bf16()). */
+static gboolean
+projection_bn16(const TdmReplica *r, int i)
+{
+  return !r->inferring && projection_bn_bf16(r->net, i, r->stores_bf16);
 }
 
 /* Whether bn layer i is a frozen one whose output a bf16 pool reads in training
@@ -375,6 +402,14 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
         tdm_backend_relu_forward(b, y, y, out);
       break;
     case TDM_LAYER_POOL: {
+      if (!tdm_layer_pool_tiles(l) && from_bn != NULL) {
+        /* The bn before it left its output unwritten (bn_output_to_pool_bf16()). */
+        tdm_backend_maxpool2d_forward_bn(b, y, act_type(r, i + 1), r->argmax[i], from_bn->x,
+                                         from_bn->x_type, from_bn->saved,
+                                         from_bn->saved + l->in_c, from_bn->gamma,
+                                         from_bn->beta, from_bn->relu, pool2d_of(l, n));
+        break;
+      }
       if (!tdm_layer_pool_tiles(l)) {
         tdm_backend_maxpool2d_forward(b, y, act_type(r, i + 1), r->argmax[i], x, act_type(r, i),
                                       pool2d_of(l, n));
@@ -459,11 +494,15 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
             r, r->proj_conv[i], pt == TDM_DTYPE_BF16 ? (uint16_t *)r->proj_conv[i] : NULL, skip,
             skip_type, NULL, r->cols[i], NULL, w, n, begin->in_h, begin->in_w, begin->in_c,
             l->out_c, 1, 0, l->stride, l->out_h, l->out_w);
-        bn_forward(r, layer_frozen(r, i) ? MODE_EVAL : mode, r->proj_bn[i], NULL,
+        /* Its bn's output, which the add alone reads, as bf16 where the add writes the
+         * block's output so (the add reads its skip of either type): half the room in
+         * the gradient buffer, rounded once as autocast's bn output is. */
+        uint16_t *skip16 = projection_bn16(r, i) ? (uint16_t *)r->proj_bn[i] : NULL;
+        bn_forward(r, layer_frozen(r, i) ? MODE_EVAL : mode, r->proj_bn[i], skip16,
                    r->proj_conv[i], pt, n, pixels, l->out_c, bias, bias + l->out_c,
                    r->bn_work[i], r->state + l->state_offset, false, FALSE);
         skip = r->proj_bn[i];
-        skip_type = TDM_DTYPE_F32;
+        skip_type = skip16 != NULL ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
       }
       if (bn_folded_into_end(r, i - 1))
         block_end_bn_add(r, i, mode, from_bn, y, y16, skip, skip_type, n);
@@ -551,21 +590,39 @@ block_end_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype
       tdm_backend_copy(b, skip, *dy, out * sizeof(float));
     return;
   }
-  float *dconv = g16 ? skip : *dx;
   int pixels = l->out_h * l->out_w;
-  bn_backward(r, dconv, NULL, *dy, type, r->proj_conv[i], projection_type(r), n, pixels,
-              l->out_c, r->params + l->bias_offset, r->params + l->bias_offset + l->out_c,
-              false, r->grads + l->bias_offset, r->bn_work[i]);
-  tdm_replica_conv_backward(r, g16 ? *dx : skip, FALSE, dw, dconv, FALSE, r->acts[l->partner],
+  const float *gamma = r->params + l->bias_offset, *beta = gamma + l->out_c;
+  if (!g16) {
+    bn_backward(r, *dx, NULL, *dy, type, r->proj_conv[i], projection_type(r), n, pixels,
+                l->out_c, gamma, beta, false, r->grads + l->bias_offset, r->bn_work[i]);
+    tdm_replica_conv_backward(r, skip, FALSE, dw, *dx, FALSE, r->acts[l->partner],
+                              act_type(r, l->partner), NULL, r->cols[i], NULL, w, n,
+                              begin->in_h, begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride,
+                              l->out_h, l->out_w, TRUE);
+    return;
+  }
+  /* Its bn's input gradient as its conv's bf16 output gradient at the workspace's start
+   * (as bn_dx_as_conv_dy16() for a conv before a bn; both kinds of backend have
+   * bn_backward_dx_bf16: tdm_replica_gradient_bytes()); where the workspace cannot grow
+   * to hold it (a step being captured, which runs again eagerly; no memory, which stops
+   * the run), nothing that follows would count. */
+  g_assert(tdm_replica_bn16(b));
+  size_t rows = (size_t)n * pixels;
+  if (!tdm_replica_workspace_holds(r, rows * l->out_c * sizeof(uint16_t), 0))
+    return;
+  bn_backward(r, NULL, (uint16_t *)r->columns, *dy, type, r->proj_conv[i], projection_type(r),
+              n, pixels, l->out_c, gamma, beta, false, r->grads + l->bias_offset,
+              r->bn_work[i]);
+  tdm_replica_conv_backward(r, *dx, FALSE, dw, NULL, TRUE, r->acts[l->partner],
                             act_type(r, l->partner), NULL, r->cols[i], NULL, w, n, begin->in_h,
                             begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride, l->out_h,
-                            l->out_w, !g16);
-  if (g16) {
-    size_t compact = (size_t)n * pixels * begin->in_c;
-    tdm_backend_gemm(b, false, false, n * pixels, begin->in_c, l->out_c, 1.0f, dconv, l->out_c,
-                     w, begin->in_c, 0.0f, *dx, begin->in_c);
-    tdm_backend_copy(b, skip, *dx, compact * sizeof(float));
-  }
+                            l->out_w, FALSE);
+  /* The compact input gradient, the pixels its 1×1 conv of no padding reads: that bf16
+   * gradient times the bf16 weights, summed in float32, straight into the skip buffer
+   * (the workspace may have moved as the conv grew it; the gradient with it). */
+  tdm_backend_gemm_bf16(b, false, false, (int)rows, begin->in_c, l->out_c, 1.0f,
+                        (const uint16_t *)r->columns, l->out_c,
+                        r->params16 + (w - r->params), begin->in_c, 0.0f, skip, begin->in_c);
 }
 
 /* The backward of residual block start i (RES_BEGIN): its first layer's input gradient

@@ -20,6 +20,7 @@ tdm_replica_buffers_of(const TdmNetwork *net, int i, TdmBackendKind kind,
   TdmLayerBuffers buf = {0};
   if (owns_output(net, i) && !bn_output_to_block_end(net, i) &&
       !bn_output_to_conv(net, i, stores16) && !bn_output_to_pool(net, i, stores16) &&
+      !bn_output_to_pool_bf16(net, i, stores16) &&
       !bn_relu_output_to_block_end(net, i, stores16)) {
     buf.output = out;
     buf.output_type = output_bf16(net, i, stores16) ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
@@ -157,6 +158,10 @@ forward_region(const TdmNetwork *net, int i, gboolean stores16, RegionNeed *need
       need_narrow(need, out * sizeof(float));
     if (bn_output_to_pool(net, i, stores16))
       need_narrow(need, out * sizeof(uint16_t));
+    /* For the pool that does not tile after it (bn_output_to_pool_bf16()), at grad_a, bf16,
+     * the region free but for it (the stem). */
+    if (bn_output_to_pool_bf16(net, i, stores16))
+      need_wide(need, out * sizeof(uint16_t));
     break;
   case TDM_LAYER_GLOBAL_AVG:
     if (input_bf16(net, i, stores16))
@@ -167,14 +172,16 @@ forward_region(const TdmNetwork *net, int i, gboolean stores16, RegionNeed *need
       need_wide(need, in * sizeof(float));
     break;
   case TDM_LAYER_RES_END:
-    if (!l->projection) {
-      need_wide(need, out * sizeof(float));
-    } else {
-      size_t x = block_in_floats(net, l), spare = 0;
-      if (input_bf16(net, l->partner + 1, stores16))
-        spare = widened_input_floats(x, col_floats_per_sample(net, l));
-      need_narrow(need, MAX(out, spare) * sizeof(float));
-    }
+    /* A projection's bn output at grad_b, bf16 where the block's output is
+     * (projection_bn_bf16()); its conv, a 1×1 one, takes bf16 operands in a bf16 run (a
+     * bf16 input is read as it is, never widened here). A frozen last bn's output at
+     * grad_a: into a bf16 output a chunk of rows at a time that fits a half (one row
+     * at least), else into the block's float32 output itself. */
+    if (l->projection)
+      need_narrow(need, out * (projection_bn_bf16(net, i, stores16) ? sizeof(uint16_t)
+                                                                   : sizeof(float)));
+    if (block_output_bf16(net, i, stores16))
+      need_narrow(need, (size_t)l->out_c * sizeof(float));
     break;
   default:
     break;
@@ -209,15 +216,9 @@ backward_region(const TdmNetwork *net, int i, gboolean stores16, gboolean bn16,
     }
     if (!l->projection)
       return TRUE; /* the ReLU's gradient into the skip buffer */
-    {
-      const TdmLayer *begin = &net->layers[l->partner];
-      size_t compact = (size_t)l->out_h * l->out_w * begin->in_c;
-      size_t spare = 0;
-      if (input_bf16(net, l->partner + 1, stores16))
-        spare = widened_input_floats(block_in_floats(net, l), col_floats_per_sample(net, l));
-      need_narrow(need, bytes);
-      need_narrow(need, MAX(compact, spare) * sizeof(float));
-    }
+    /* The ReLU's gradient in a half; its bn's gradient goes to the workspace as bf16,
+     * its compact input gradient straight into the skip buffer. */
+    need_narrow(need, bytes);
     return FALSE;
   case TDM_LAYER_CONV:
     if (i >= 1 && bn_output_to_conv(net, i - 1, stores16))
@@ -302,6 +303,25 @@ conv_call_of(const TdmNetwork *net, int i, const TdmLayerBuffers *buf, int n, Td
   return FALSE;
 }
 
+/* How the replica composes convolution s (tdm-replica-conv.c's tdm_replica_conv_bf16()
+ * and _bf16_dx(); columns: the layer has columns) in a run of that precision (bf16)
+ * whose replica keeps params16 or not: a 1×1 conv of no padding on bf16 operands in a
+ * bf16 run, its columns its input (conv_bf16_columns()). */
+static TdmConvComposition
+composition_of(const TdmConvShape *s, gboolean columns, gboolean bf16, gboolean params16)
+{
+  size_t rows = (size_t)s->n * tdm_conv_out_h(s) * tdm_conv_out_w(s);
+  size_t k = (size_t)s->kernel * s->kernel * s->c, out_c = (size_t)s->out_c;
+  gboolean one = s->kernel == 1 && s->pad == 0 && params16;
+  TdmConvComposition how = {
+      .columns = columns || (bf16 && one),
+      .bf16 = bf16 && (one || (columns && out_c <= k && (params16 || out_c <= rows))),
+      .bf16_dx = params16 || rows * out_c + out_c * k <= rows * k,
+      .params16 = params16,
+  };
+  return how;
+}
+
 /* What the column way of convolution s (of a layer with columns or not) takes of the
  * workspace on a backend that builds its columns in chunks, forward or backward (with
  * the input gradient where need_dx): the convolution engine's "im2col" candidate's need
@@ -311,17 +331,10 @@ chunked_call_bytes(const TdmConvShape *s, gboolean columns, TdmBackendKind kind,
                    TdmPrecision precision, gboolean backward, gboolean need_dx)
 {
   gboolean bf16 = precision == TDM_PRECISION_BF16;
-  size_t rows = (size_t)s->n * tdm_conv_out_h(s) * tdm_conv_out_w(s);
-  size_t k = (size_t)s->kernel * s->kernel * s->c, out_c = (size_t)s->out_c;
   /* tdm_replica_conv_bf16() and _bf16_dx() for this replica: a bf16 one keeps params16
    * (tdm_replica_params16_bytes()). */
   gboolean params16 = bf16;
-  TdmConvComposition how = {
-      .columns = columns,
-      .bf16 = bf16 && columns && out_c <= k && (params16 || out_c <= rows),
-      .bf16_dx = rows * out_c + (params16 ? 0 : out_c * k) <= rows * k,
-      .params16 = params16,
-  };
+  TdmConvComposition how = composition_of(s, columns, bf16, params16);
   size_t most =
       tdm_conv_replica_bytes(s, &how, backward, need_dx, tdm_conv_columns_bound(kind));
   if (!backward)
@@ -330,6 +343,17 @@ chunked_call_bytes(const TdmConvShape *s, gboolean columns, TdmBackendKind kind,
   if (need_dx)
     most = MAX(most, tdm_conv_engine_im2col_bytes(s, TDM_CONV_DGRAD, bf16, FALSE));
   return most;
+}
+
+/* What the bf16 composition of a 1×1 conv of no padding takes of a CPU's workspace
+ * (the whole batch's columns at once), forward or backward: 0 for any other conv. */
+static size_t
+one_by_one_bytes(const TdmConvShape *s, gboolean columns, gboolean backward, gboolean need_dx)
+{
+  if (s->kernel != 1 || s->pad != 0)
+    return 0;
+  TdmConvComposition how = composition_of(s, columns, TRUE, TRUE);
+  return tdm_conv_replica_bytes(s, &how, backward, need_dx, 0);
 }
 
 /* The column workspace (bytes) of a replica training `capacity` samples a step and
@@ -350,11 +374,22 @@ tdm_replica_column_workspace(const TdmNetwork *net, TdmBackendKind kind,
 {
   size_t columns, conv_work;
   widest_scratch(net, kind, precision, stores16, &columns, &conv_work);
-  if (columns == 0 && conv_work == 0)
-    return 0;
   size_t most = MAX(capacity, eval_capacity);
-  if (tdm_conv_columns_bound(kind) == 0)
-    return MAX(most * columns, conv_work) * sizeof(float);
+  if (tdm_conv_columns_bound(kind) == 0) {
+    /* The whole batch's columns at once; a bf16 1×1 conv's composition beside them
+     * (its bf16 output gradient before its bf16 columns: more than its float32 columns
+     * where its outputs are more than its inputs). */
+    size_t need = MAX(most * columns, conv_work) * sizeof(float);
+    for (int i = 0; precision == TDM_PRECISION_BF16 && i < net->layer_count; i++) {
+      TdmLayerBuffers buf = tdm_replica_buffers_of(net, i, kind, precision, stores16);
+      TdmConvShape s;
+      if (most > 0 && conv_call_of(net, i, &buf, (int)most, &s))
+        need = MAX(need, one_by_one_bytes(&s, buf.columns > 0, FALSE, FALSE));
+      if (capacity > 0 && conv_call_of(net, i, &buf, (int)capacity, &s))
+        need = MAX(need, one_by_one_bytes(&s, buf.columns > 0, TRUE, i > 0));
+    }
+    return need;
+  }
   size_t need = conv_work * sizeof(float);
   for (int i = 0; i < net->layer_count; i++) {
     TdmLayerBuffers buf = tdm_replica_buffers_of(net, i, kind, precision, stores16);
@@ -365,6 +400,9 @@ tdm_replica_column_workspace(const TdmNetwork *net, TdmBackendKind kind,
     if (capacity > 0 && conv_call_of(net, i, &buf, (int)capacity, &s))
       need = MAX(need, chunked_call_bytes(&s, buf.columns > 0, kind, precision, TRUE, i > 0));
   }
+  /* No layer with columns, a whole convolution's scratch or a bf16 1×1 conv: none. */
+  if (need == 0)
+    return 0;
   return (size_t)tdm_conv_budget(need);
 }
 

@@ -41,7 +41,8 @@ typedef struct {
 
 /* tdm-replica-conv.c: a conv layer's forward and backward (their comments there), the
  * rules of its bf16 columns, and a bf16 tensor widened for a float32 reader. */
-gboolean tdm_replica_conv_bf16 (TdmReplica *r, const float *col, int rows, int k, int out_c);
+gboolean tdm_replica_conv_bf16 (TdmReplica *r, const float *col, int kernel, int pad, int rows,
+                                int k, int out_c);
 gboolean tdm_replica_conv_bf16_dx (TdmReplica *r, int rows, int k, int out_c);
 const float *tdm_replica_as_f32 (TdmReplica *r, const void *x, TdmDtype x_type, size_t count,
                                  float *spare);
@@ -93,13 +94,22 @@ col_floats_per_sample(const TdmNetwork *net, const TdmLayer *l)
   return 0;
 }
 
-/* Whether conv layer l takes bf16 columns both ways in a bf16 run: it has columns, and
- * its outputs are no more than its reduction (tdm_replica_conv_bf16()'s layout). */
+/* Whether conv layer l takes bf16 operands both ways in a bf16 run
+ * (tdm_replica_conv_bf16()'s rule): a conv with columns whose outputs are no more than
+ * its reduction (the layout's), or any 1×1 conv of no padding, whose "columns" are its
+ * input itself (every stride-th pixel of it): read as it is where it is stored as bf16,
+ * else a bf16 copy a chunk at a time (normalized where a bn left its output to it), and
+ * whose output gradient as bf16 goes before that chunk in the workspace whatever its
+ * width (the replica keeps params16: no room for the weights). ResNet-50's bottlenecks
+ * are mostly such convs. */
 static inline gboolean
 conv_bf16_columns(const TdmNetwork *net, const TdmLayer *l)
 {
-  return l->kind == TDM_LAYER_CONV && col_floats_per_sample(net, l) > 0 &&
-         l->out_c <= l->in_c * l->kernel * l->kernel;
+  if (l->kind != TDM_LAYER_CONV)
+    return FALSE;
+  if (l->kernel == 1 && l->pad == 0)
+    return TRUE;
+  return col_floats_per_sample(net, l) > 0 && l->out_c <= l->in_c * l->kernel * l->kernel;
 }
 
 /* The channels a layer normalizes (bn, or a projection's bn), else 0. */
@@ -241,9 +251,9 @@ conv_output_bf16(const TdmNetwork *net, int i, gboolean stores16)
  * it as bf16 in a run that stores activations so: a bn (its operations take the type;
  * not one a float32 pool follows, whose normalize-on-read takes float32), a global
  * pool (the tensor widened first: a small one; the max pool's backward goes by its
- * argmax, never by the tensor), or a conv
- * whose bf16 columns both ways (out_c ≤ its reduction, tdm_replica_conv_bf16()) gather
- * it as it is. */
+ * argmax, never by the tensor), or a conv that takes bf16 operands both ways
+ * (conv_bf16_columns(): bf16 columns of out_c ≤ its reduction, or a 1×1 conv of no
+ * padding), which gathers it as it is. */
 static inline gboolean
 reads_bf16_block(const TdmNetwork *net, int j)
 {
@@ -264,10 +274,12 @@ reads_bf16_block(const TdmNetwork *net, int j)
   }
 }
 
-/* Whether bn layer i's output is stored as bf16 in training (stores16) for the max pool
- * after it, its one reader, a pool that does not tile (torchvision's stem): its
- * maxpool2d_forward reads bf16; its backward goes by argmax, the bn's reads its input.
- * A frozen bn writes it through the free gradient region, in chunks of rows. */
+/* Whether bn layer i's output is bf16 in training (stores16) for the max pool after it,
+ * its one reader, a pool that does not tile (torchvision's stem): it has no buffer (the
+ * pool normalizes the bn's input as it reads it, maxpool2d_forward_bn, each value
+ * rounded to bf16 as the bn would store it; its backward goes by argmax, the bn's reads
+ * its input); a frozen bn writes it as bf16 into the free gradient region, which the
+ * pool reads. */
 static inline gboolean
 bn_output_to_pool_bf16(const TdmNetwork *net, int i, gboolean stores16)
 {
@@ -281,8 +293,8 @@ bn_output_to_pool_bf16(const TdmNetwork *net, int i, gboolean stores16)
  * stem's), is stored as bf16 in training (stores16): where every reader takes it so. Its readers: the layer after
  * the blocks that start there (reads_bf16_block()); each such block's end, which adds
  * it (add_out_bf16, bn_forward_bf16: only where that block's own output is bf16 too,
- * so that the add writes bf16) or projects it (its conv widens it, or reads it through
- * bf16 columns); and a block's end reads its own output again for its ReLU's mask
+ * so that the add writes bf16) or projects it (its 1×1 conv reads it as bf16 operands,
+ * conv_bf16_columns()); and a block's end reads its own output again for its ReLU's mask
  * (relu_backward_bf16). A bn's own backward reads its input, never its output. */
 static inline gboolean
 block_output_bf16(const TdmNetwork *net, int i, gboolean stores16)
@@ -381,10 +393,22 @@ block_grad_bf16(const TdmNetwork *net, int end, gboolean stores16)
          (!before->fused_relu || block_output_bf16(net, begin - 1, stores16));
 }
 
+/* Whether the bn of residual block end i's projection writes its output, which the
+ * block's add alone reads (from the second gradient buffer), as bf16 in training: where
+ * the block's output is bf16 (block_output_bf16(), stores16), whose add reads its skip
+ * of either type. */
+static inline gboolean
+projection_bn_bf16(const TdmNetwork *net, int i, gboolean stores16)
+{
+  const TdmLayer *l = &net->layers[i];
+  return l->kind == TDM_LAYER_RES_END && l->projection && block_output_bf16(net, i, stores16);
+}
+
 /* The skip gradient of residual block `end` as kept: *count elements of *type per
- * sample (block_grad_bf16()). A projection's buffer holds its bn's gradient, then its
- * compact input gradient (float32), then the block's start's sum, the block's input
- * gradient as bf16 (the first layer's float32 one fills the gradient region then). */
+ * sample (block_grad_bf16()). A projection's buffer holds its compact input gradient
+ * (float32: its bn's gradient goes to its conv's workspace as bf16), then the block's
+ * start's sum, the block's input gradient as bf16 (the first layer's float32 one fills
+ * the gradient region then). */
 static inline void
 skip_grad_of(const TdmNetwork *net, int end, gboolean stores16, size_t *count,
              TdmDtype *type)
@@ -396,8 +420,7 @@ skip_grad_of(const TdmNetwork *net, int end, gboolean stores16, size_t *count,
   if (!block_grad_bf16(net, end, stores16))
     return;
   if (l->projection)
-    *count = MAX((size_t)l->out_h * l->out_w * MAX(begin->in_c, l->out_c),
-                 (*count + 1) / 2);
+    *count = MAX((size_t)l->out_h * l->out_w * begin->in_c, (*count + 1) / 2);
   else
     *type = TDM_DTYPE_BF16;
 }
@@ -428,9 +451,10 @@ output_bf16(const TdmNetwork *net, int i, gboolean stores16)
 static inline gboolean infer_output_bf16(const TdmNetwork *net, int i, gboolean stores16);
 
 /* Whether every reader of layer i's output reads it as bf16 in the inference pass: each
- * block that starts there ends in bf16 (not a projection: its 1×1 conv, of more outputs
- * than its reduction, would widen it), and the layer after them is a conv with bf16 columns (conv_bf16_columns(): the
- * engine and the columns gather bf16 as it is) or a bn (bn_forward_eval and
+ * block that starts there ends in bf16 (not one with a projection: a rule from when its
+ * 1×1 conv widened a bf16 input; it reads bf16 as it is now, conv_bf16_columns()), and the
+ * layer after them is a conv that takes bf16 operands (conv_bf16_columns(): the engine and
+ * the columns gather bf16 as it is) or a bn (bn_forward_eval and
  * bn_forward_eval_bf16 read either type). Not a reader that would widen it first: the
  * gradient buffers, its room in training, are sized for the training batch, and an
  * evaluation chunk may be larger; so the inference pass never writes there. */

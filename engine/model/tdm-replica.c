@@ -153,12 +153,15 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   r->grad_b = (float *)((char *)r->grad_a + (size_t)capacity * grad_bytes);
   r->grad_half_bytes = (size_t)capacity * grad_bytes;
   /* A projection's bn output, read by its block's add alone, into the second gradient
-   * buffer: the forward leaves it free there (its block's conv is done with it as a
-   * spare; the block's end uses the first), and the block's output, which a layer
-   * after it reads, is no wider than the buffer. */
+   * buffer: the forward leaves it free there (the block's end uses the first), and the
+   * block's output, which a layer after it reads, is no wider than the buffer (as bf16
+   * where the block's output is bf16, projection_bn_bf16()). */
   for (int i = 0; i < n; i++)
     if (r->proj_conv[i] != NULL) {
-      g_assert(layer_out_floats(&net->layers[i]) * sizeof(float) <= grad_bytes);
+      g_assert(layer_out_floats(&net->layers[i]) *
+                   (projection_bn_bf16(net, i, r->stores_bf16) ? sizeof(uint16_t)
+                                                               : sizeof(float)) <=
+               grad_bytes);
       r->proj_bn[i] = r->grad_b;
     }
   size_t params16 = tdm_replica_params16_bytes(net, b->kind, b->precision);

@@ -625,6 +625,53 @@ test_block_gradients(void)
       for (guint i = 0; i < G_N_ELEMENTS(more); i++)
         tdm_backend_release(b, more[i]);
     }
+    /* The same pool of a training bn's output that is never written (the stem's bn keeps
+     * none): maxpool2d_forward_bn from the bn's input, float32 or bf16, with and without
+     * the bn's ReLU (a negative gamma in the channels, so the max is not the input's),
+     * into either type, gives the bits and argmax of bn_forward_bf16's stored output then
+     * maxpool2d_forward; without a bn, those of x rounded to bf16 then the pool. */
+    {
+      g_autofree uint16_t *a16h = to_bf16_host(a, count);
+      uint16_t *a16 = dev_alloc(b, count * 2), *v16 = dev_alloc(b, count * 2);
+      float *stats = dev_floats(b, 4 * (size_t)c);
+      float *mean = stats, *invstd = stats + c, *gamma = stats + 2 * c, *beta = stats + 3 * c;
+      for (int ch = 0; ch < c; ch++) {
+        mean[ch] = 0.1f * (float)(ch - 3);
+        invstd[ch] = 0.5f + 0.25f * (float)ch;
+        gamma[ch] = ch % 3 == 1 ? -0.75f : 1.0f + 0.125f * (float)ch;
+        beta[ch] = 0.05f * (float)(ch % 4) - 0.1f;
+      }
+      memcpy(a16, a16h, count * 2);
+      float *want_y = dev_floats(b, ny), *got_y = dev_floats(b, ny);
+      int32_t *want_at = dev_alloc(b, ny * sizeof(int32_t));
+      int32_t *got_at = dev_alloc(b, ny * sizeof(int32_t));
+      const void *xs[] = {a, a16};
+      const TdmDtype types[] = {TDM_DTYPE_F32, TDM_DTYPE_BF16};
+      for (int xi = 0; xi < 2; xi++)
+        for (int bn = 0; bn < 3; bn++)
+          for (int yi = 0; yi < 2; yi++) {
+            gboolean relu = bn == 2;
+            if (bn > 0)
+              tdm_backend_bn_forward_bf16(b, v16, xs[xi], types[xi], mean, invstd, gamma, beta,
+                                          NULL, TDM_DTYPE_F32, n * h * w, c, relu);
+            else if (xi == 0)
+              tdm_backend_to_bf16(b, v16, a, count);
+            else
+              memcpy(v16, a16, count * 2);
+            tdm_backend_maxpool2d_forward(b, want_y, types[yi], want_at, v16, TDM_DTYPE_BF16, g);
+            tdm_backend_maxpool2d_forward_bn(b, got_y, types[yi], got_at, xs[xi], types[xi],
+                                             bn > 0 ? mean : NULL, bn > 0 ? invstd : NULL,
+                                             bn > 0 ? gamma : NULL, bn > 0 ? beta : NULL, relu,
+                                             g);
+            g_assert_true(tdm_backend_check(b, NULL));
+            size_t bytes = ny * tdm_dtype_size(types[yi]);
+            g_assert_cmpmem(got_y, bytes, want_y, bytes);
+            g_assert_cmpmem(got_at, ny * 4, want_at, ny * 4);
+          }
+      void *more[] = {a16, v16, stats, want_y, got_y, want_at, got_at};
+      for (guint i = 0; i < G_N_ELEMENTS(more); i++)
+        tdm_backend_release(b, more[i]);
+    }
     tdm_backend_maxpool2d_backward(b, pdx, TDM_DTYPE_F32, dy_wide, TDM_DTYPE_F32, argmax, g);
     tdm_backend_maxpool2d_backward(b, pdx16, TDM_DTYPE_F32, dy16, TDM_DTYPE_BF16, argmax, g);
     g_assert_cmpmem(pdx16, count * 4, pdx, count * 4);

@@ -4,8 +4,8 @@
  * inference pass's buffers; the largest batch that fits against the estimate; the
  * refusal's message. Its parts: what a bf16 run stores as bf16 (test-memory-bf16.c);
  * the column workspace by its basis, the plan's breakdown and the activation arena
- * (test-memory-workspace.c). Whole runs against the counters and the RSS:
- * test-memory-runs.c. */
+ * (test-memory-workspace.c); ResNet-50's bottlenecks (test-memory-bottleneck.c). Whole
+ * runs against the counters and the RSS: test-memory-runs.c. */
 #include "resnet18-cifar.h"
 #include "synthetic-idx.h"
 #include "tdm-backend.h"
@@ -37,6 +37,9 @@ static const char *const specs[] = {
   /* torchvision's stem and blocks in small: bf16 gradients through the pool */
   "conv8k3s2p1,bn,relu,pool3s2p1,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"
   "res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10",
+  /* torchvision's bottlenecks in small: 1×1 convs (the bns before them normalized as
+   * they read), projections of strides 1 and 2, bf16 block outputs and gradients */
+  "conv8k3p1,bn,relu,pool3s2p1,bottleneck4,bottleneck4,bottleneck8s2,gap,fc10",
 };
 
 /* Every buffer a replica and its optimizer allocate is in the estimate, byte for byte. */
@@ -81,7 +84,7 @@ test_replica_exact(void)
       }
       /* A GPU under bf16 keeps the parameters as bf16 too, a conv's output that only
        * the bn after it reads (a projection's too) and the blocks' inputs and outputs
-       * in half the bytes, no output for a bn whose conv normalizes as it reads,
+       * in half the bytes, no output for a bn whose conv or pool normalizes as it reads,
        * blocks' skip gradients as bf16 (or a projection's compact) where their
        * gradients are kept so, and gradient buffers as wide as the widest gradient as
        * written (tdm_replica_gradient_bytes()). Its column workspace, in chunks
@@ -92,12 +95,11 @@ test_replica_exact(void)
                                                  capacity, eval, 200, 90);
       size_t halves = (size_t)capacity *
                       (bf16_conv_outputs(net) + bf16_projection_outputs(net) +
-                       bf16_block_outputs(net) + bf16_pool_outputs(net) +
-                       bf16_bn_outputs_to_pool2d(net)) *
+                       bf16_block_outputs(net) + bf16_pool_outputs(net)) *
                       sizeof(uint16_t);
       size_t elided = (size_t)capacity *
                       (bf16_bn_outputs_to_conv(net) + bf16_bn_outputs_to_pool(net) +
-                       bf16_bn_outputs_to_block_end(net)) *
+                       bf16_bn_outputs_to_pool2d(net) + bf16_bn_outputs_to_block_end(net)) *
                       sizeof(float);
       size_t skips = (size_t)capacity *
                      (skip_bytes(net, TDM_BACKEND_CUDA, TDM_PRECISION_FP32) -
@@ -422,5 +424,6 @@ main(int argc, char **argv)
   g_test_add_func("/memory/largest-batch", test_largest_batch);
   g_test_add_func("/memory/check-host", test_check_host);
   test_memory_add_workspace();
+  test_memory_add_bottleneck();
   return g_test_run();
 }

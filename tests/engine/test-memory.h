@@ -48,19 +48,30 @@ bf16_projection_outputs(const TdmNetwork *net)
   return sum;
 }
 
+/* Whether conv layer c takes bf16 operands both ways in a bf16 run: a 1×1 conv of no
+ * padding (of any stride and width: its input is its columns), or one with columns (not
+ * 1×1 of stride 1 and no padding) whose outputs are no more than its reduction. */
+static inline gboolean
+conv_reads_bf16(const TdmLayer *c)
+{
+  if (c->kind != TDM_LAYER_CONV)
+    return FALSE;
+  if (c->kernel == 1 && c->pad == 0)
+    return TRUE;
+  return c->out_c <= c->in_c * c->kernel * c->kernel;
+}
+
 /* Elements per sample of the bn outputs a bf16 run keeps no buffer for: each bn whose
- * next layer is a conv with columns (not 1×1 of stride 1 and no padding) whose outputs
- * are no more than its reduction; that conv normalizes the bn's input as it builds its
- * columns. */
+ * next layer is a conv that takes bf16 operands (conv_reads_bf16()); that conv
+ * normalizes the bn's input as it builds its columns (or its bf16 copy of a 1×1 conv's
+ * input). */
 static inline size_t
 bf16_bn_outputs_to_conv(const TdmNetwork *net)
 {
   size_t sum = 0;
   for (int i = 0; i + 1 < net->layer_count; i++) {
     const TdmLayer *l = &net->layers[i], *c = &net->layers[i + 1];
-    if (l->kind == TDM_LAYER_BN && c->kind == TDM_LAYER_CONV &&
-        !(c->kernel == 1 && c->stride == 1 && c->pad == 0) &&
-        c->out_c <= c->in_c * c->kernel * c->kernel)
+    if (l->kind == TDM_LAYER_BN && conv_reads_bf16(c))
       sum += (size_t)l->out_h * l->out_w * l->out_c;
   }
   return sum;
@@ -73,8 +84,9 @@ pool_tiles(const TdmLayer *l)
   return l->kernel == l->stride && l->pad == 0;
 }
 
-/* Elements per sample of the bn outputs a bf16 run stores as bf16 for a max pool after
- * them that does not tile (its one reader; torchvision's stem). */
+/* Elements per sample of the bn outputs a bf16 run keeps no buffer for because the max
+ * pool after them, one that does not tile (their one reader; torchvision's stem),
+ * normalizes the bn's input as it reads it. */
 static inline size_t
 bf16_bn_outputs_to_pool2d(const TdmNetwork *net)
 {
@@ -90,8 +102,8 @@ static inline gboolean block_tensor_bf16 (const TdmNetwork *net, int i);
 
 /* Whether every reader of layer i's output reads it as bf16 in a bf16 run: the layer
  * after the blocks that start there reads bf16 (a bn not followed by a pool other than
- * a bf16 one, a global pool, or a conv with columns whose outputs are no more than its
- * reduction), and each of those blocks projects its input or ends in bf16 itself
+ * a bf16 one, a global pool, or a conv that takes bf16 operands), and each of those
+ * blocks projects its input or ends in bf16 itself
  * (tdm-replica-private.h's rule, spelt out here). */
 static inline gboolean
 readers_bf16(const TdmNetwork *net, int i)
@@ -110,9 +122,7 @@ readers_bf16(const TdmNetwork *net, int i)
              !pool_tensor_bf16(net, j + 1));
   if (reader->kind == TDM_LAYER_GLOBAL_AVG || reader->kind == TDM_LAYER_GLOBAL_MAX)
     return TRUE;
-  return reader->kind == TDM_LAYER_CONV &&
-         !(reader->kernel == 1 && reader->stride == 1 && reader->pad == 0) &&
-         reader->out_c <= reader->in_c * reader->kernel * reader->kernel;
+  return conv_reads_bf16(reader);
 }
 
 /* Whether layer i's output, a residual block's end or a bn or a max pool that does not
@@ -209,6 +219,8 @@ skip_bytes(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision)
   return sum;
 }
 
-/* Registers test-memory-bf16.c's tests, and test-memory-workspace.c's. */
+/* Registers test-memory-bf16.c's tests, test-memory-workspace.c's and
+ * test-memory-bottleneck.c's. */
 void test_memory_add_bf16 (void);
 void test_memory_add_workspace (void);
+void test_memory_add_bottleneck (void);

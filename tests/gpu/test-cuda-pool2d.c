@@ -6,7 +6,8 @@
  * pools counting the padding, on ResNet's 3×3 stride-2 padding-1 stem pool and odd
  * shapes whose windows overlap and leave edges, with channel counts that take 8, 4 or
  * 1 channels a thread and buffers that start off the vectors' boundaries; channel_affine
- * over 1 and 3 channels; to_bf16_padded, the stem's input for cuDNN's 8-channel plan.
+ * over 1 and 3 channels; to_bf16_padded, the stem's input for cuDNN's 8-channel plan;
+ * the max pool of a bn's output normalized as it is read (the CPU's bits).
  * Inputs are fresh random numbers (g_test_rand_*); GPU outputs are poisoned with NaN
  * first, so an element left unwritten fails. Pools give the CPU's bits (the maximum of
  * the same values, the same sums in the same order), also checked by ||gpu − cpu|| /
@@ -258,6 +259,68 @@ test_maxpool2d(void)
   }
 }
 
+/* The max pool of a training bn's output that is never written (the stem's bn, in a bf16
+ * run): maxpool2d_forward_bn from the bn's input (float32 or bf16), its statistics and
+ * parameters (a negative gamma in some channels), with and without the bn's ReLU and
+ * without a bn, into float32 and bf16: the CPU's bits and argmax (bn-value.cuh computes
+ * each normalized value as the CPU does, each rounded to bf16 before the max). */
+static void
+test_maxpool2d_bn(void)
+{
+  if (!have_gpu())
+    return;
+  for (guint t = 0; t < G_N_ELEMENTS(cases); t++) {
+    const int *k = cases[t];
+    TdmPool2d g = geometry(k[0], k[1], k[2], k[3], k[4], k[5], k[6]);
+    int c = g.c;
+    size_t nx = (size_t)g.n * g.h * g.w * c, ny = (size_t)g.n * g.oh * g.ow * c;
+    g_autofree float *x = random_floats(nx), *stats = g_new(float, 4 * (size_t)c);
+    g_autofree uint16_t *x16 = g_new(uint16_t, nx);
+    for (size_t i = 0; i < nx; i++)
+      x16[i] = tdm_bf16_round(x[i]);
+    for (int ch = 0; ch < c; ch++) {
+      stats[ch] = (float)g_test_rand_double_range(-0.5, 0.5);                 /* mean */
+      stats[c + ch] = (float)g_test_rand_double_range(0.5, 2.0);              /* invstd */
+      stats[2 * c + ch] = (float)g_test_rand_double_range(-1.5, 1.5);         /* gamma */
+      stats[3 * c + ch] = (float)g_test_rand_double_range(-0.5, 0.5);         /* beta */
+    }
+    float *d_x = on_gpu(x, nx * sizeof(float));
+    uint16_t *d_x16 = on_gpu(x16, nx * sizeof(uint16_t));
+    float *d_stats = on_gpu(stats, 4 * (size_t)c * sizeof(float));
+    void *d_y = on_gpu(NULL, ny * sizeof(float));
+    int32_t *d_argmax = on_gpu(NULL, ny * sizeof(int32_t));
+    g_autofree float *y_ref = g_new(float, ny), *y = g_new(float, ny);
+    g_autofree int32_t *at_ref = g_new(int32_t, ny), *at = g_new(int32_t, ny);
+    for (int x_bf16 = 0; x_bf16 < 2; x_bf16++)
+      for (int bn = 0; bn < 3; bn++)
+        for (int y_bf16 = 0; y_bf16 < 2; y_bf16++) {
+          TdmDtype xt = x_bf16 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+          TdmDtype yt = y_bf16 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+          const float *s = bn > 0 ? stats : NULL;
+          const float *ds = bn > 0 ? d_stats : NULL;
+          tdm_backend_maxpool2d_forward_bn(cpu, y_ref, yt, at_ref, x_bf16 ? (void *)x16 : x, xt,
+                                           s, s ? s + c : NULL, s ? s + 2 * c : NULL,
+                                           s ? s + 3 * c : NULL, bn == 2, g);
+          assert_ok(cpu);
+          tdm_backend_maxpool2d_forward_bn(gpu, d_y, yt, d_argmax,
+                                           x_bf16 ? (void *)d_x16 : (void *)d_x, xt, ds,
+                                           ds ? ds + c : NULL, ds ? ds + 2 * c : NULL,
+                                           ds ? ds + 3 * c : NULL, bn == 2, g);
+          size_t bytes = ny * tdm_dtype_size(yt);
+          tdm_backend_download(gpu, y, d_y, bytes);
+          tdm_backend_download(gpu, at, d_argmax, ny * sizeof(int32_t));
+          assert_ok(gpu);
+          g_assert_cmpmem(y, bytes, y_ref, bytes);
+          g_assert_cmpmem(at, ny * sizeof(int32_t), at_ref, ny * sizeof(int32_t));
+        }
+    g_test_message("maxpool2d_forward_bn %d×%d×%d k%d s%d p%d: the CPU's bits and argmax", g.h,
+                   g.w, c, g.k, g.s, g.p);
+    void *bufs[] = {d_x, d_x16, d_stats, d_y, d_argmax};
+    for (guint i = 0; i < G_N_ELEMENTS(bufs); i++)
+      tdm_backend_release(gpu, bufs[i]);
+  }
+}
+
 /* The vector paths' fallbacks: the same results wherever the buffers start. */
 static void
 test_maxpool2d_unaligned(void)
@@ -475,6 +538,7 @@ main(int argc, char **argv)
     g_assert_no_error(error);
   }
   g_test_add_func("/cuda-pool2d/maxpool2d", test_maxpool2d);
+  g_test_add_func("/cuda-pool2d/maxpool2d-bn", test_maxpool2d_bn);
   g_test_add_func("/cuda-pool2d/maxpool2d-unaligned", test_maxpool2d_unaligned);
   g_test_add_func("/cuda-pool2d/avgpool2d", test_avgpool2d);
   g_test_add_func("/cuda-pool2d/channel-affine", test_channel_affine);

@@ -126,6 +126,8 @@ test_memory_estimate(void)
                             again);
       check_memory_estimate(PLAIN_NETWORK, devices[d], TDM_STRATEGY_ALLREDUCE,
                             TDM_PRECISION_BF16, again);
+      check_memory_estimate(BOTTLENECK_NETWORK, devices[d], TDM_STRATEGY_ALLREDUCE,
+                            TDM_PRECISION_BF16, again);
     }
   }
 }

@@ -22,11 +22,14 @@ test_workspace_grows(void)
     g_test_skip("no CUDA GPU");
     return;
   }
-  /* A residual block with a strided projection, and the resnet preset's shape in small
-   * (pool after bn, a block without projection). */
+  /* A residual block with a strided projection, the resnet preset's shape in small
+   * (pool after bn, a block without projection), and bottleneck blocks (1×1 convs on
+   * bf16 operands, a bn normalized as a 1×1 conv reads it, a projection's bn gradient as
+   * its conv's bf16 output gradient at the workspace's start). */
   static const char *const nets[] = {
     "conv8k3p1,bn,relu,res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10",
     "conv8k3p1,bn,relu,pool2,res(conv8k3p1,bn,relu,conv8k3p1,bn,relu),gap,fc10nb,scale0.125",
+    BOTTLENECK_NETWORK,
   };
   const int count = 96, batch = 64, eval = 80;
   g_autoptr(GRand) rng = g_rand_new_with_seed(4);

@@ -265,6 +265,50 @@ test_bn_network_matches_cpu(void)
                    "the step by %.3g relative", stored_nets[k], rel_step);
     g_assert_cmpfloat(rel_step, <=, 1.0 / 16);
   }
+
+  /* Bottleneck blocks, with the convolution engine and with the replica's own
+   * composition (TANDEM_CONV=im2col: the 1×1 convs' bf16 operands, a bn normalized as a
+   * 1×1 conv's input is copied, a projection's bn gradient as its conv's bf16 output
+   * gradient), one step against the CPU's. Their chains of narrow bns scale each
+   * rounding (test-bf16's stored-outputs: a step moves by 0.1 between bf16 and float32
+   * storage on the CPU), and a sum in another order rounds a stored value to its
+   * neighbour now and then, a part of what storing changes: within twice what storing
+   * moves the CPU's step, or 1/16. */
+  {
+    size_t n, n_kept, n_gpu;
+    g_autofree float *cpu16 = train("cpu", BOTTLENECK_NETWORK, TDM_STRATEGY_ALLREDUCE, 1,
+                                    TDM_PRECISION_BF16, &n);
+    g_assert_true(g_setenv("TANDEM_BF16_ACTIVATIONS", "0", TRUE));
+    g_autofree float *kept = train("cpu", BOTTLENECK_NETWORK, TDM_STRATEGY_ALLREDUCE, 1,
+                                   TDM_PRECISION_BF16, &n_kept);
+    g_unsetenv("TANDEM_BF16_ACTIVATIONS");
+    g_assert_cmpuint(n_kept, ==, n);
+    g_autoptr(TdmNetwork) net = tdm_network_new(BOTTLENECK_NETWORK, 28, 28, 1, 10, NULL);
+    g_autofree float *initial = g_new(float, n);
+    tdm_network_init_parameters(net, 5, initial);
+    for (size_t i = 0; i < n; i++) {
+      cpu16[i] -= initial[i];
+      kept[i] -= initial[i];
+    }
+    double storing = relative_difference(kept, cpu16, n);
+    double bound = MAX(1.0 / 16, 2 * storing);
+    g_assert_cmpfloat(storing, <, 0.5);
+    for (int own = 0; own <= 1; own++) {
+      if (own)
+        g_assert_true(g_setenv("TANDEM_CONV", "im2col", TRUE));
+      g_autofree float *gpu16 = train("cuda:0", BOTTLENECK_NETWORK, TDM_STRATEGY_ALLREDUCE, 1,
+                                      TDM_PRECISION_BF16, &n_gpu);
+      g_unsetenv("TANDEM_CONV");
+      g_assert_cmpuint(n_gpu, ==, n);
+      for (size_t i = 0; i < n; i++)
+        gpu16[i] -= initial[i];
+      double rel_step = relative_difference(gpu16, cpu16, n);
+      g_test_message("%s, one step, cuda:0 bf16 (%s) vs cpu bf16: the step by %.3g relative "
+                     "(storing moves the cpu's by %.3g)", BOTTLENECK_NETWORK,
+                     own ? "own composition" : "convolution engine", rel_step, storing);
+      g_assert_cmpfloat(rel_step, <=, bound);
+    }
+  }
   recipe = FALSE;
 }
 

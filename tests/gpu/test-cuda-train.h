@@ -25,6 +25,13 @@
 #define BLOCKS16_NETWORK                                                        \
   "conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"                 \
   "res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10"
+/* torchvision's ResNet-50 in small: its stem, then bottleneck blocks (1×1, 3×3, 1×1 of
+ * four times the width) whose 1×1 convs take bf16 operands in a bf16 run (the bn before
+ * the last one normalized as it reads, their input gradients bf16), a projection of
+ * stride 1 and one of stride 2 (its bn's output bf16, its bn's gradient the conv's bf16
+ * output gradient in the workspace), the blocks' outputs and gradients bf16. */
+#define BOTTLENECK_NETWORK                                                      \
+  "conv8k3p1,bn,relu,pool3s2p1,bottleneck4,bottleneck4,bottleneck8s2,gap,fc10"
 /* CIFAR ResNet-18's layout in small: a stem of more outputs than taps (its bn's input
  * gradient float32), identity blocks whose first conv's input gradient is float32, a
  * projection of stride 2. Those gradients, the widest, are written while the gradient

@@ -22,6 +22,20 @@ tdm_cuda_maxpool2d_forward(TdmBackend *b, void *y, TdmDtype y_type, int32_t *arg
 }
 
 void
+tdm_cuda_maxpool2d_forward_bn(TdmBackend *b, void *y, TdmDtype y_type, int32_t *argmax,
+                              const void *x, TdmDtype x_type, const float *mean,
+                              const float *invstd, const float *gamma, const float *beta,
+                              bool relu, TdmPool2d g)
+{
+  if (!tdm_cuda_begin(b))
+    return;
+  TDM_CUDA_OK(b, tdm_k_maxpool2d_forward_bn(y, y_type == TDM_DTYPE_BF16, argmax, x,
+                                            x_type == TDM_DTYPE_BF16, mean, invstd, gamma,
+                                            beta, relu, g.n, g.h, g.w, g.c, g.k, g.s, g.p,
+                                            g.oh, g.ow, STREAM(b)));
+}
+
+void
 tdm_cuda_maxpool2d_backward(TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
                             TdmDtype dy_type, const int32_t *argmax, TdmPool2d g)
 {
