@@ -37,63 +37,16 @@ covering(int i, int k, int s, int p, int outs, int *first, int *last)
   *last = MIN(hi, outs - 1);
 }
 
-void
-tdm_cpu_maxpool2d_forward(TdmBackend *b, void *y, TdmDtype y_type, int32_t *argmax,
-                          const void *x, TdmDtype x_type, TdmPool2d g)
-{
-  const size_t sample = (size_t)g.h * g.w * g.c;
-  float *yf = y_type == TDM_DTYPE_F32 ? y : NULL;
-  uint16_t *yh = y_type == TDM_DTYPE_BF16 ? y : NULL;
-  const float *xf = x_type == TDM_DTYPE_F32 ? x : NULL;
-  const uint16_t *xh = x_type == TDM_DTYPE_BF16 ? x : NULL;
-  for (int im = 0; im < g.n; im++) {
-    for (int oy = 0; oy < g.oh; oy++)
-      for (int ox = 0; ox < g.ow; ox++)
-        for (int ch = 0; ch < g.c; ch++) {
-          float best = -INFINITY;
-          int32_t at = -1;
-          int ky0, ky1, kx0, kx1;
-          inside(oy * g.s - g.p, g.k, g.h, &ky0, &ky1);
-          inside(ox * g.s - g.p, g.k, g.w, &kx0, &kx1);
-          for (int ky = ky0; ky < ky1; ky++) {
-            int iy = oy * g.s - g.p + ky;
-            for (int kx = kx0; kx < kx1; kx++) {
-              int ix = ox * g.s - g.p + kx;
-              int32_t idx = (int32_t)(((size_t)iy * g.w + ix) * g.c + ch);
-              size_t e = im * sample + (size_t)idx;
-              const float v = xf != NULL ? xf[e] : tdm_bf16_value(xh[e]);
-              if (at < 0 || v > best) {
-                best = v;
-                at = idx;
-              }
-            }
-          }
-          size_t o = (((size_t)im * g.oh + oy) * g.ow + ox) * g.c + ch;
-          if (yf != NULL)
-            yf[o] = best;
-          else
-            yh[o] = tdm_bf16_round(best);
-          argmax[o] = at;
-        }
-  }
-}
-
-void
-tdm_cpu_maxpool2d_forward_bn(TdmBackend *b, void *y, TdmDtype y_type, int32_t *argmax,
-                             const void *x, TdmDtype x_type, const float *mean,
-                             const float *invstd, const float *gamma, const float *beta,
-                             bool relu, TdmPool2d g)
+/* The max pool of x (normalized by scale and shift, then ReLU'd where relu, when scale
+ * is given; each value rounded to bf16 before the comparison where round) into y and
+ * argmax, the first of equal values winning. */
+static void
+maxpool2d_forward(void *y, TdmDtype y_type, int32_t *argmax, const void *x, TdmDtype x_type,
+                  const float *scale, const float *shift, bool relu, bool round, TdmPool2d g)
 {
   const size_t sample = (size_t)g.h * g.w * g.c;
   const float *xf = x_type == TDM_DTYPE_F32 ? x : NULL;
   const uint16_t *xh = x_type == TDM_DTYPE_BF16 ? x : NULL;
-  /* bn_forward_bf16's per-channel scale and shift (tdm_cpu_bn_affine(): its bits). */
-  float *scale = NULL, *shift = NULL;
-  if (mean != NULL) {
-    scale = g_new(float, 2 * (size_t)g.c);
-    shift = scale + g.c;
-    tdm_cpu_bn_affine(scale, shift, mean, invstd, gamma, beta, g.c);
-  }
   for (int im = 0; im < g.n; im++)
     for (int oy = 0; oy < g.oh; oy++)
       for (int ox = 0; ox < g.ow; ox++)
@@ -114,21 +67,46 @@ tdm_cpu_maxpool2d_forward_bn(TdmBackend *b, void *y, TdmDtype y_type, int32_t *a
                 v = v * scale[ch] + shift[ch];
                 v = relu && v < 0.0f ? 0.0f : v;
               }
-              const float r = tdm_bf16_value(tdm_bf16_round(v));
-              if (at < 0 || r > best) {
-                best = r;
+              if (round)
+                v = tdm_bf16_value(tdm_bf16_round(v));
+              if (at < 0 || v > best) {
+                best = v;
                 at = idx;
               }
             }
           }
           size_t o = (((size_t)im * g.oh + oy) * g.ow + ox) * g.c + ch;
-          /* best is a bf16 value: either type holds it exactly. */
           if (y_type == TDM_DTYPE_F32)
             ((float *)y)[o] = best;
           else
             ((uint16_t *)y)[o] = tdm_bf16_round(best);
           argmax[o] = at;
         }
+}
+
+void
+tdm_cpu_maxpool2d_forward(TdmBackend *b, void *y, TdmDtype y_type, int32_t *argmax,
+                          const void *x, TdmDtype x_type, TdmPool2d g)
+{
+  maxpool2d_forward(y, y_type, argmax, x, x_type, NULL, NULL, false, false, g);
+}
+
+void
+tdm_cpu_maxpool2d_forward_bn(TdmBackend *b, void *y, TdmDtype y_type, int32_t *argmax,
+                             const void *x, TdmDtype x_type, const float *mean,
+                             const float *invstd, const float *gamma, const float *beta,
+                             bool relu, TdmPool2d g)
+{
+  /* bn_forward_bf16's per-channel scale and shift (tdm_cpu_bn_affine(): its bits), each
+   * value rounded to bf16 as bn_forward_bf16 stores it (a bf16 value: either output
+   * type holds the maximum exactly). */
+  float *scale = NULL, *shift = NULL;
+  if (mean != NULL) {
+    scale = g_new(float, 2 * (size_t)g.c);
+    shift = scale + g.c;
+    tdm_cpu_bn_affine(scale, shift, mean, invstd, gamma, beta, g.c);
+  }
+  maxpool2d_forward(y, y_type, argmax, x, x_type, scale, shift, relu, true, g);
   g_free(scale);
 }
 
