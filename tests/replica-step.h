@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* replica-step.h — the gradients of one training step of a replica from given
- * parameters over samples 0…count−1, read back to the host. The tests that compare a
- * step under one storage, device or order with another's (test-memory, test-bf16,
- * test-cuda-train) share it. Header-only, so every test program can. */
+ * parameters over samples 0…count−1, read back to the host, and the logits of two
+ * replicas evaluated alike. The tests that compare a step under one storage, device or
+ * order with another's (test-memory, test-bf16, test-cuda-train) share it. Header-only,
+ * so every test program can. */
 #pragma once
 
 #include <glib.h>
@@ -23,4 +24,22 @@ replica_step_gradients(TdmReplica *r, const float *params, int count)
   tdm_backend_download(r->backend, grads, r->grads, n * sizeof(float));
   g_assert_true(tdm_backend_check(r->backend, NULL));
   return grads;
+}
+
+/* The logits of samples 0…count−1 from a and from b, both with params and with a's
+ * running statistics (copied to b), into ya and yb (count × classes each). */
+static inline void
+replicas_predict_alike(TdmReplica *a, TdmReplica *b, const float *params, int count, float *ya,
+                       float *yb)
+{
+  const TdmNetwork *net = a->net;
+  g_autofree float *state = g_new(float, MAX(net->state_count, 1));
+  tdm_backend_download(a->backend, state, a->state, net->state_count * sizeof(float));
+  tdm_backend_upload(b->backend, b->state, state, net->state_count * sizeof(float));
+  tdm_backend_upload(a->backend, a->params, params, net->parameter_count * sizeof(float));
+  tdm_backend_upload(b->backend, b->params, params, net->parameter_count * sizeof(float));
+  tdm_replica_predict(a, 0, count, ya);
+  tdm_replica_predict(b, 0, count, yb);
+  g_assert_true(tdm_backend_check(a->backend, NULL));
+  g_assert_true(tdm_backend_check(b->backend, NULL));
 }

@@ -632,19 +632,11 @@ test_inference(void)
    * their start, so that the evaluation's bns normalize. */
   g_autofree float *g16 = replica_step_gradients(r16, initial, 16);
   g_autofree float *g32 = replica_step_gradients(r32, initial, 16);
-  g_autofree float *state = g_new(float, net->state_count);
-  tdm_backend_download(b32, state, r32->state, net->state_count * sizeof(float));
-  tdm_backend_upload(b16, r16->state, state, net->state_count * sizeof(float));
-  tdm_backend_upload(b16, r16->params, initial, n * sizeof(float));
-  tdm_backend_upload(b32, r32->params, initial, n * sizeof(float));
   /* An evaluation chunk three times the training batch: the inference pass keeps to its
    * own buffers. */
   size_t logits = (size_t)48 * net->classes;
   g_autofree float *y16 = g_new(float, logits), *y32 = g_new(float, logits);
-  tdm_replica_predict(r16, 0, 48, y16);
-  tdm_replica_predict(r32, 0, 48, y32);
-  g_assert_true(tdm_backend_check(b16, NULL));
-  g_assert_true(tdm_backend_check(b32, NULL));
+  replicas_predict_alike(r32, r16, initial, 48, y32, y16);
   double rel = relative_difference(y16, y32, logits);
   g_test_message("inference, %s: logits with bf16 storage against float32 storage: %.3g "
                  "relative", plain_net, rel);
