@@ -1,8 +1,59 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* test-cuda-conv.h — what test-cuda-conv.c's family shares: the registration of
+/* test-cuda-conv.h — what test-cuda-conv.c's family shares: its cases, problems (host
+ * data and CPU reference) and device sides, and the helpers test-cuda-conv.c defines
+ * for them (random inputs, the bounds, every candidate checked against a reference);
+ * the registration of test-cuda-conv-bf16.c's, test-cuda-conv-workspace.c's and
  * test-cuda-conv-small.c's tests (the backends are test-cuda-layers.h's, set up by
  * test-cuda-conv.c's main()). Only with TDM_HAVE_CUDA. */
 #pragma once
 
+#include "tdm-backend.h"
+
+#include <glib.h>
+#include <stdint.h>
+
+typedef struct {
+  int n, h, w, c, out_c, kernel, pad, stride;
+} Case;
+
+/* A case's host data and CPU reference. */
+typedef struct {
+  TdmConvShape s;
+  size_t in, out, weights, rows, k;
+  float *x, *w, *dy;
+  float *y_ref, *dx_ref, *dw_ref;
+} Problem;
+
+/* The device side of a problem on backend b: its buffers and the engine's call. */
+typedef struct {
+  TdmBackend *b;
+  TdmConvArgs a;
+  float *x, *w, *dy, *y, *dx, *dw;
+  uint16_t *w16;
+  void *work;
+} Device;
+
+/* count random values rounded to bf16: their bits in *bits, the values returned. */
+float *random_bf16_input (size_t count, uint16_t **bits);
+/* A bn's mean, invstd, gamma and beta for c channels, one after the other. */
+float *random_bn (int c);
+/* p's host data for case c and its CPU reference (of x_override's input where given). */
+void problem_init (Problem *p, const Case *c, const float *x_override);
+void problem_clear (Problem *p);
+/* The bound for a direction: its reduction length L and the backend's precision. */
+double bound (TdmBackend *b, const Problem *p, TdmConvDirection dir);
+/* d's buffers on backend b for p (with the weights' bf16 copy where with_w16). */
+void device_init (Device *d, TdmBackend *b, const Problem *p, gboolean with_w16);
+void device_clear (Device *d);
+/* The names of TdmConvDirection's values, for messages. */
+extern const char *const direction_names[];
+/* Every candidate of every direction against the reference (y_ref the forward's); the
+ * number of cuDNN's. */
+int check_candidates (Device *d, const Problem *p, const char *what, const float *y_ref);
+
+/* Registers test-cuda-conv-bf16.c's tests (operands stored as bf16, a bn's input). */
+void test_cuda_conv_add_bf16 (void);
+/* Registers test-cuda-conv-workspace.c's tests (the budget, columns in chunks). */
+void test_cuda_conv_add_workspace (void);
 /* Registers test-cuda-conv-small.c's tests (the few-channel candidates). */
 void test_cuda_conv_add_small (void);
