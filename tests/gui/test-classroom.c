@@ -528,7 +528,7 @@ test_scaling_run(void)
   g_assert_true(tdm_window_get_can_start(window));
 
   /* Kept in the run history, listed on the History page under the name the toast
-   * gives (test-history.c checks the record), and exported. */
+   * gives (tests/engine/test-history-experiments.c checks the record), and exported. */
   sweep = listed_sweep(window);
   g_assert_nonnull(sweep);
   {
