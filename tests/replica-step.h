@@ -9,6 +9,7 @@
 #include <glib.h>
 
 #include "tdm-backend.h"
+#include "tdm-dataset.h"
 #include "tdm-replica.h"
 
 static inline float *
@@ -42,4 +43,25 @@ replicas_predict_alike(TdmReplica *a, TdmReplica *b, const float *params, int co
   tdm_replica_predict(b, 0, count, yb);
   g_assert_true(tdm_backend_check(a->backend, NULL));
   g_assert_true(tdm_backend_check(b->backend, NULL));
+}
+
+/* Two CPU bf16 replicas of net (capacity samples a step, eval_capacity an evaluation
+ * chunk) over data: *stored keeps its activations as bf16, *wide as float32
+ * (TANDEM_BF16_ACTIVATIONS=0 while it is made), each on a backend of its own. */
+static inline void
+replicas_by_storage(const TdmNetwork *net, const TdmDatasetPair *data, int capacity,
+                    int eval_capacity, TdmReplica **stored, TdmReplica **wide)
+{
+  g_autoptr(GError) error = NULL;
+  TdmBackend *b16 = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
+  TdmBackend *b32 = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
+  g_assert_no_error(error);
+  *stored = tdm_replica_new_sized(b16, net, capacity, eval_capacity, data->train, data->test,
+                                  &error);
+  g_assert_no_error(error);
+  g_assert_true(g_setenv("TANDEM_BF16_ACTIVATIONS", "0", TRUE));
+  *wide = tdm_replica_new_sized(b32, net, capacity, eval_capacity, data->train, data->test,
+                                &error);
+  g_unsetenv("TANDEM_BF16_ACTIVATIONS");
+  g_assert_no_error(error);
 }

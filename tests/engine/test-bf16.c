@@ -617,15 +617,9 @@ test_inference(void)
   size_t n = net->parameter_count;
   g_autofree float *initial = g_new(float, n);
   tdm_network_init_parameters(net, 7, initial);
-  TdmBackend *b16 = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
-  TdmBackend *b32 = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
-  g_assert_no_error(error);
-  TdmReplica *r16 = tdm_replica_new_sized(b16, net, 16, 48, data->train, data->test, &error);
-  g_assert_no_error(error);
-  g_assert_true(g_setenv("TANDEM_BF16_ACTIVATIONS", "0", TRUE));
-  TdmReplica *r32 = tdm_replica_new_sized(b32, net, 16, 48, data->train, data->test, &error);
-  g_unsetenv("TANDEM_BF16_ACTIVATIONS");
-  g_assert_no_error(error);
+  TdmReplica *r16, *r32;
+  replicas_by_storage(net, data, 16, 48, &r16, &r32);
+  TdmBackend *b16 = r16->backend, *b32 = r32->backend;
   g_assert_true(r16->stores_bf16);
   g_assert_false(r32->stores_bf16);
   /* One step each (the same bits up to the storage) moves the running statistics off
