@@ -253,8 +253,8 @@ static void
 add_strided_op(gpointer d)
 {
   BnBench *s = d;
-  tdm_backend_add_strided_bf16(gpu, s->out16, TDM_DTYPE_BF16, s->a, s->xs, s->rows / 1024, 32,
-                               32, s->c, 2);
+  tdm_backend_add_strided_bf16(gpu, s->out16, TDM_DTYPE_BF16, s->a, TDM_DTYPE_F32, s->xs,
+                               s->rows / 1024, 32, 32, s->c, 2);
 }
 
 static void

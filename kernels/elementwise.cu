@@ -290,17 +290,43 @@ relu_backward_bf16_kernel(DX *dx, const DY *dy, const uint16_t *y, size_t n)
   }
 }
 
+/* dx = y > 0 ? a + x : 0 (y NULL: no ReLU) with a and x float32 or bf16 (A, X), the sum
+ * in float32 rounded to bf16 once: a residual block's start in backward, its first
+ * layer's input gradient and the skip's share summed and the ReLU of the layer before
+ * applied in one pass (dx may be a or x where that one is bf16: each thread reads its
+ * values first). */
+template <int V, typename A, typename X>
+__global__ void
+add_relu_backward_bf16_kernel(uint16_t *dx, const A *a, const X *x, const uint16_t *y,
+                              size_t n)
+{
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n / V; i += stride) {
+    float va[V], vx[V], vy[V];
+    tdm_k_vec<V>::load(va, a + i * V);
+    tdm_k_vec<V>::load(vx, x + i * V);
+    if (y != NULL)
+      tdm_k_vec<V>::load(vy, y + i * V);
+    else
+      for (int j = 0; j < V; j++)
+        vy[j] = 1.0f; /* no ReLU: every value kept */
+    for (int j = 0; j < V; j++)
+      va[j] = vy[j] > 0.0f ? va[j] + vx[j] : 0.0f;
+    tdm_k_vec<V>::store(dx + i * V, va);
+  }
+}
+
 /* y = a + x at the pixels a 1×1 convolution of this stride reads (x compact: one value
- * per such pixel and channel), a + 0 elsewhere, rounded to bf16 (Y uint16_t) or stored
- * float32 (Y float; y may be a: a thread reads its V values of a before it writes them):
- * a residual block's start summing its first layer's float32 input gradient and a
- * projection's. V channels a thread (c % V == 0): V = 8 reads a and x in two 16-byte
+ * per such pixel and channel), a + 0 elsewhere, a float32 or bf16 (A), rounded to bf16
+ * (Y uint16_t) or stored float32 (Y float; y may be a where their types agree: a thread
+ * reads its V values of a before it writes them): a residual block's start summing its
+ * first layer's input gradient and a projection's. V channels a thread (c % V == 0): V = 8 reads a and x in two 16-byte
  * accesses and writes bf16 y in one, and splits its index once for eight values (one
  * value a thread, three divisions each and a 2-byte store, ran at 0.96 TB/s on an H100,
  * ncu 2026-12-06). */
-template <int V, typename Y, typename I>
+template <int V, typename Y, typename A, typename I>
 __global__ void
-add_strided_bf16_kernel(Y *y, const float *a, const float *x, I vectors, int h, int w, int c,
+add_strided_bf16_kernel(Y *y, const A *a, const float *x, I vectors, int h, int w, int c,
                         int stride)
 {
   int oh = (h - 1) / stride + 1, ow = (w - 1) / stride + 1;
@@ -387,9 +413,9 @@ tdm_k_relu_backward_bf16(void *dx, bool dx16, const void *dy, bool dy16, const u
   return relu_backward_bf16_launch((float *)dx, (const float *)dy, y, n, stream);
 }
 
-template <typename Y>
+template <typename Y, typename A>
 static cudaError_t
-add_strided_launch(Y *y, const float *a, const float *x, size_t total, int h, int w, int c,
+add_strided_launch(Y *y, const A *a, const float *x, size_t total, int h, int w, int c,
                    int stride, cudaStream_t stream)
 {
   bool wide = tdm_k_aligned16(a) && tdm_k_aligned16(x);
@@ -399,7 +425,7 @@ add_strided_launch(Y *y, const float *a, const float *x, size_t total, int h, in
   size_t vectors = total / v;
   unsigned blocks = tdm_k_blocks(vectors, TDM_K_THREADS);
 #define ADD_STRIDED(V, I)                                                                      \
-  add_strided_bf16_kernel<V, Y, I>                                                             \
+  add_strided_bf16_kernel<V, Y, A, I>                                                          \
       <<<blocks, TDM_K_THREADS, 0, stream>>>(y, a, x, (I)vectors, h, w, c, stride)
   if (v == 8 && total <= INT32_MAX)
     ADD_STRIDED(8, int32_t);
@@ -418,15 +444,65 @@ add_strided_launch(Y *y, const float *a, const float *x, size_t total, int h, in
 }
 
 extern "C" cudaError_t
-tdm_k_add_strided_bf16(void *y, bool y16, const float *a, const float *x, int n, int h, int w,
-                       int c, int stride, cudaStream_t stream)
+tdm_k_add_strided_bf16(void *y, bool y16, const void *a, bool a16, const float *x, int n, int h,
+                       int w, int c, int stride, cudaStream_t stream)
 {
   size_t total = (size_t)n * h * w * c;
   if (total == 0)
     return cudaSuccess;
+  if (y16 && a16)
+    return add_strided_launch((uint16_t *)y, (const uint16_t *)a, x, total, h, w, c, stride,
+                              stream);
   if (y16)
-    return add_strided_launch((uint16_t *)y, a, x, total, h, w, c, stride, stream);
-  return add_strided_launch((float *)y, a, x, total, h, w, c, stride, stream);
+    return add_strided_launch((uint16_t *)y, (const float *)a, x, total, h, w, c, stride,
+                              stream);
+  if (a16)
+    return add_strided_launch((float *)y, (const uint16_t *)a, x, total, h, w, c, stride,
+                              stream);
+  return add_strided_launch((float *)y, (const float *)a, x, total, h, w, c, stride, stream);
+}
+
+/* V = 8 where every pointer is 16-byte aligned (one 16-byte access for each bf16
+ * operand, two for a float32 one), 4 where each allows quad_ok's, the tail one by one. */
+template <typename A, typename X>
+static cudaError_t
+add_relu_backward_bf16_launch(uint16_t *dx, const A *a, const X *x, const uint16_t *y, size_t n,
+                              cudaStream_t stream)
+{
+  bool octo = tdm_k_aligned16(dx) && tdm_k_aligned16(a) && tdm_k_aligned16(x) &&
+              (y == NULL || tdm_k_aligned16(y));
+  bool quad = quad_ok(dx, sizeof(*dx)) && quad_ok(a, sizeof(A)) && quad_ok(x, sizeof(X)) &&
+              (y == NULL || quad_ok(y, sizeof(*y)));
+  size_t body = octo ? n / 8 * 8 : quad ? n / 4 * 4 : 0;
+  if (body > 0 && octo)
+    add_relu_backward_bf16_kernel<8, A, X><<<tdm_k_blocks(body / 8, TDM_K_THREADS),
+                                             TDM_K_THREADS, 0, stream>>>(dx, a, x, y, body);
+  else if (body > 0)
+    add_relu_backward_bf16_kernel<4, A, X><<<tdm_k_blocks(body / 4, TDM_K_THREADS),
+                                             TDM_K_THREADS, 0, stream>>>(dx, a, x, y, body);
+  if (n > body)
+    add_relu_backward_bf16_kernel<1, A, X><<<tdm_k_blocks(n - body, TDM_K_THREADS),
+                                             TDM_K_THREADS, 0, stream>>>(
+        dx + body, a + body, x + body, y != NULL ? y + body : NULL, n - body);
+  return tdm_k_launched();
+}
+
+extern "C" cudaError_t
+tdm_k_add_relu_backward_bf16(uint16_t *dx, const void *a, bool a16, const void *x, bool x16,
+                             const uint16_t *y, size_t n, cudaStream_t stream)
+{
+  if (n == 0)
+    return cudaSuccess;
+  if (a16 && x16)
+    return add_relu_backward_bf16_launch(dx, (const uint16_t *)a, (const uint16_t *)x, y, n,
+                                         stream);
+  if (a16)
+    return add_relu_backward_bf16_launch(dx, (const uint16_t *)a, (const float *)x, y, n,
+                                         stream);
+  if (x16)
+    return add_relu_backward_bf16_launch(dx, (const float *)a, (const uint16_t *)x, y, n,
+                                         stream);
+  return add_relu_backward_bf16_launch(dx, (const float *)a, (const float *)x, y, n, stream);
 }
 
 /* out[i] = in[i] rounded to bfloat16, nearest even. */

@@ -52,14 +52,21 @@ cudaError_t tdm_k_from_bf16(float *out, const uint16_t *in, size_t n, cudaStream
  * y = a + x (x float32 or, x16, bf16; then max(·, 0) when relu) rounded: the bits of
  * tdm_k_add_out then tdm_k_to_bf16 (y may be x where x is bf16); add_strided_bf16:
  * y = a + x (n·h·w·c, NHWC) at the pixels a 1×1 convolution of this stride and no
- * padding reads, a + 0 elsewhere, rounded into bf16 y (y16) or stored into float32 y
- * (y may be a), x compact (n · ((h−1)/stride+1) · ((w−1)/stride+1) · c). */
+ * padding reads, a + 0 elsewhere, a float32 or (a16) bf16, rounded into bf16 y (y16) or
+ * stored into float32 y (y may be a where their types agree), x compact
+ * (n · ((h−1)/stride+1) · ((w−1)/stride+1) · c); add_relu_backward_bf16: dx = y > 0 ?
+ * a + x : 0 (y NULL: a + x) rounded once, a and x float32 or (a16, x16) bf16, the bits
+ * of tdm_k_add_out_bf16 then tdm_k_relu_backward_bf16 (dx may be a or x where that
+ * one is bf16). */
 cudaError_t tdm_k_relu_backward_bf16(void *dx, bool dx16, const void *dy, bool dy16,
                                      const uint16_t *y, size_t n, cudaStream_t stream);
 cudaError_t tdm_k_add_out_bf16(uint16_t *y, const float *a, const void *x, bool x16, size_t n,
                                bool relu, cudaStream_t stream);
-cudaError_t tdm_k_add_strided_bf16(void *y, bool y16, const float *a, const float *x, int n,
-                                   int h, int w, int c, int stride, cudaStream_t stream);
+cudaError_t tdm_k_add_strided_bf16(void *y, bool y16, const void *a, bool a16, const float *x,
+                                   int n, int h, int w, int c, int stride, cudaStream_t stream);
+cudaError_t tdm_k_add_relu_backward_bf16(uint16_t *dx, const void *a, bool a16, const void *x,
+                                         bool x16, const uint16_t *y, size_t n,
+                                         cudaStream_t stream);
 /* Forward and backward alike (y == x allowed): x masked and scaled by 1 / (1 − p). */
 cudaError_t tdm_k_dropout(float *y, const float *x, const int32_t *indices, int n,
                           int per_sample, float p, uint64_t key, uint32_t epoch,

@@ -538,17 +538,32 @@ tdm_backend_relu_backward_bf16(TdmBackend *b, void *dx, TdmDtype dx_type, const 
 }
 
 void
-tdm_backend_add_strided_bf16(TdmBackend *b, void *y, TdmDtype y_type, const float *a,
-                             const float *x, int n, int h, int w, int c, int stride)
+tdm_backend_add_strided_bf16(TdmBackend *b, void *y, TdmDtype y_type, const void *a,
+                             TdmDtype a_type, const float *x, int n, int h, int w, int c,
+                             int stride)
 {
   if (tdm_backend_enter(b) && TDM_HAS_OP(b, add_strided_bf16) &&
       tdm_backend_input_ok(b, "add_strided_bf16", y_type) &&
+      tdm_backend_input_ok(b, "add_strided_bf16", a_type) &&
       TDM_ARGS_OK(b, n >= 0 && h > 0 && w > 0 && c > 0 && stride > 0,
                   _("add_strided_bf16: %d×%d×%d×%d, stride %d: not a shape"), n, h, w, c,
                   stride) &&
-      TDM_ARGS_OK(b, (const void *)y != (const void *)a || y_type == TDM_DTYPE_F32,
-                  _("add_strided_bf16: y is a, so it must be float32 (the sum is made in place)")))
-    b->ops->add_strided_bf16(b, y, y_type, a, x, n, h, w, c, stride);
+      TDM_ARGS_OK(b, (const void *)y != a || y_type == a_type,
+                  _("add_strided_bf16: y is a but of another type (the sum is made in place)")))
+    b->ops->add_strided_bf16(b, y, y_type, a, a_type, x, n, h, w, c, stride);
+}
+
+void
+tdm_backend_add_relu_backward_bf16(TdmBackend *b, uint16_t *dx, const void *a, TdmDtype a_type,
+                                   const void *x, TdmDtype x_type, const uint16_t *y, size_t n)
+{
+  if (tdm_backend_enter(b) && TDM_HAS_OP(b, add_relu_backward_bf16) &&
+      tdm_backend_input_ok(b, "add_relu_backward_bf16", a_type) &&
+      tdm_backend_input_ok(b, "add_relu_backward_bf16", x_type) &&
+      TDM_ARGS_OK(b, ((const void *)dx != a || a_type == TDM_DTYPE_BF16) &&
+                         ((const void *)dx != x || x_type == TDM_DTYPE_BF16),
+                  _("add_relu_backward_bf16: dx is an operand of another type")))
+    b->ops->add_relu_backward_bf16(b, dx, a, a_type, x, x_type, y, n);
 }
 
 void
@@ -620,7 +635,8 @@ tdm_backend_has_bf16_blocks(TdmBackend *b)
 {
   return tdm_backend_kind_has_bn_bf16_input(b->kind) && b->ops->from_bf16 != NULL &&
          b->ops->relu_backward_bf16 != NULL && b->ops->add_out_bf16 != NULL &&
-         b->ops->add_strided_bf16 != NULL && b->ops->bn_forward_bf16 != NULL &&
+         b->ops->add_strided_bf16 != NULL && b->ops->add_relu_backward_bf16 != NULL &&
+         b->ops->bn_forward_bf16 != NULL &&
          b->ops->maxpool_forward_bf16 != NULL && b->ops->maxpool_backward_bf16 != NULL &&
          b->ops->bn_forward_eval_bf16 != NULL && b->ops->bn_relu_add_bf16 != NULL &&
          b->ops->maxpool2d_forward_bn != NULL;

@@ -196,7 +196,7 @@ struct _TdmBackendOps {
   /* Optional. */
   void (*add_out) (TdmBackend *b, float *y, const float *a, const float *x, size_t n,
                    bool relu);
-  /* Optional, all ten or none (tdm_backend_has_bf16_blocks()): a residual block's
+  /* Optional, all eleven or none (tdm_backend_has_bf16_blocks()): a residual block's
    * input and output, a max pool's, an evaluating bn's, and their gradients, stored as
    * bf16; a max pool of any window reading a training bn's output it normalizes. */
   void (*from_bf16) (TdmBackend *b, float *out, const uint16_t *in, size_t n);
@@ -204,8 +204,11 @@ struct _TdmBackendOps {
                               TdmDtype dy_type, const uint16_t *y, size_t n);
   void (*add_out_bf16) (TdmBackend *b, uint16_t *y, const float *a, const void *x,
                         TdmDtype x_type, size_t n, bool relu);
-  void (*add_strided_bf16) (TdmBackend *b, void *y, TdmDtype y_type, const float *a,
-                            const float *x, int n, int h, int w, int c, int stride);
+  void (*add_strided_bf16) (TdmBackend *b, void *y, TdmDtype y_type, const void *a,
+                            TdmDtype a_type, const float *x, int n, int h, int w, int c,
+                            int stride);
+  void (*add_relu_backward_bf16) (TdmBackend *b, uint16_t *dx, const void *a, TdmDtype a_type,
+                                  const void *x, TdmDtype x_type, const uint16_t *y, size_t n);
   void (*bn_forward_bf16) (TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
                            const float *mean, const float *invstd, const float *gamma,
                            const float *beta, const void *a, TdmDtype a_type, int rows,

@@ -690,9 +690,16 @@ void tdm_backend_add_out (TdmBackend *b, float *y, const float *a, const float *
  * where x is bf16). add_strided_bf16: y = a + x (n × h × w × c, NHWC) at the pixels a
  * 1×1 convolution of this stride and no padding reads, a + 0 elsewhere, rounded; x
  * compact, n × ((h − 1) / stride + 1) × ((w − 1) / stride + 1) × c: a residual block's
- * input gradient, its first layer's float32 one and its projection's summed in
- * float32 and rounded once; y is bf16, or float32 (y_type; y may be a there: the sum in
- * place, to be rounded later by to_bf16 with the same bits).
+ * input gradient, its first layer's one (a, float32 or bf16: a_type) and its
+ * projection's summed in float32 and rounded once; y is bf16, or float32 (y_type; y
+ * may be a where their types agree: the sum in place, a float32 one to be rounded
+ * later by to_bf16 with the same bits). add_relu_backward_bf16: a residual block's
+ * start in backward, its two shares summed and the ReLU of the layer before it
+ * applied in one pass: dx = y > 0 ? a + x : 0, the sum in float32 rounded once, a and
+ * x each float32 or bf16, y (bf16) the ReLU's output, or NULL for no ReLU (then
+ * add_out_bf16's sum with a of either type); the bits of add_out_bf16 then
+ * relu_backward_bf16 (masking commutes with rounding: the rounded sum where y > 0, the
+ * rounded 0 elsewhere); dx may be a or x where that one is bf16.
  * bn_forward_bf16: bn_forward's training output rounded into y, the bits of bn_forward
  * then to_bf16; when a is not NULL (float32 or bf16), bn_forward_add's y instead
  * (bn_forward without its own ReLU, + a, then max(·, 0) when relu), rounded. */
@@ -700,8 +707,12 @@ void tdm_backend_from_bf16 (TdmBackend *b, float *out, const uint16_t *in, size_
 void tdm_backend_relu_backward_bf16 (TdmBackend *b, void *dx, TdmDtype dx_type,
                                      const void *dy, TdmDtype dy_type, const uint16_t *y,
                                      size_t n);
-void tdm_backend_add_strided_bf16 (TdmBackend *b, void *y, TdmDtype y_type, const float *a,
-                                   const float *x, int n, int h, int w, int c, int stride);
+void tdm_backend_add_strided_bf16 (TdmBackend *b, void *y, TdmDtype y_type, const void *a,
+                                   TdmDtype a_type, const float *x, int n, int h, int w, int c,
+                                   int stride);
+void tdm_backend_add_relu_backward_bf16 (TdmBackend *b, uint16_t *dx, const void *a,
+                                         TdmDtype a_type, const void *x, TdmDtype x_type,
+                                         const uint16_t *y, size_t n);
 void tdm_backend_add_out_bf16 (TdmBackend *b, uint16_t *y, const float *a, const void *x,
                                TdmDtype x_type, size_t n, bool relu);
 void tdm_backend_bn_forward_bf16 (TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,

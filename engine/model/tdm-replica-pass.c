@@ -154,16 +154,23 @@ bn_dx_as_conv_dy16(TdmReplica *r, int i, int n)
   return (uint16_t *)r->columns;
 }
 
-/* Whether conv layer i writes its input gradient as bf16 for the bn before it, whose
- * backward (its sums and its dx) reads it widened, in a run that stores activations as
- * bf16: half the bytes written and read, and no float32 copy of a gradient the conv
- * computed from bf16 operands. The conv writes it so where its way allows
- * (tdm_replica_conv_backward() says which it wrote). */
+/* Whether conv layer i writes its input gradient as bf16, in a run that stores
+ * activations as bf16: for the bn before it, whose backward (its sums and its dx) reads
+ * it widened; or as the first layer of a block that keeps its gradients as bf16
+ * (block_grad_bf16()), for the block's start, which sums it with the skip's share in
+ * float32 (block_begin_backward()). Half the bytes written and read, and no float32 copy
+ * of a gradient the conv computed from bf16 operands (cuDNN writes bf16 itself). The
+ * conv writes it so where its way allows (tdm_replica_conv_backward() says which it
+ * wrote). */
 static gboolean
 conv_dx_as_bf16(TdmReplica *r, int i)
 {
-  return r->stores_bf16 && i >= 1 && r->net->layers[i - 1].kind == TDM_LAYER_BN &&
-         tdm_backend_has_bn_bf16_input(r->backend);
+  if (!r->stores_bf16 || i < 1)
+    return FALSE;
+  const TdmLayer *before = &r->net->layers[i - 1];
+  if (before->kind == TDM_LAYER_RES_BEGIN)
+    return block_grad_bf16(r->net, before->partner, r->stores_bf16);
+  return before->kind == TDM_LAYER_BN && tdm_backend_has_bn_bf16_input(r->backend);
 }
 
 /* Whether layer i is frozen: its BN normalizes with the running statistics and leaves
@@ -520,7 +527,8 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
 
 /* The gradient a block's end hands on, from dy (of dy_type) into dx (of dx_type; dx may
  * be dy where the types agree): through its ReLU when relu, the mask read from its
- * output y (of y_type), else converted as it is. */
+ * output y (of y_type), else converted as it is (also where the block's start after it
+ * applied the ReLU already, relu_mask_before()). */
 static void
 block_end_grad(TdmReplica *r, void *dx, TdmDtype dx_type, const void *dy, TdmDtype dy_type,
                const void *y, TdmDtype y_type, size_t count, bool relu)
@@ -560,9 +568,12 @@ other_half(TdmReplica *r, const float *p)
  * gradient (*dx its spare), its input gradient is a product of its own into *dx, then
  * copied to the skip buffer. The ReLU's gradient goes to a half of the gradient region
  * where it is not the skip buffer's: in place in *dy where *dy is there and of its
- * type, else into *dx (grad_a where *dy is outside the region), the other half free. */
+ * type, else into *dx (grad_a where *dy is outside the region), the other half free.
+ * masked: the block's start after it applied the ReLU to *dy already
+ * (relu_mask_before()), so the gradient is only moved or converted. */
 static void
-block_end_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype *dy_type)
+block_end_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype *dy_type,
+                   gboolean masked)
 {
   TdmBackend *b = r->backend;
   const TdmNetwork *net = r->net;
@@ -575,7 +586,7 @@ block_end_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype
                   : type == *dy_type && in_gradient_region(r, *dy) ? *dy
                                                                    : *dx;
   block_end_grad(r, target, type, *dy, *dy_type, r->acts[i + 1], act_type(r, i + 1), out,
-                 l->fused_relu);
+                 l->fused_relu && !masked);
   if (target == *dx) {
     *dy = target;
     *dx = other_half(r, target);
@@ -625,37 +636,69 @@ block_end_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype
                         r->params16 + (w - r->params), begin->in_c, 0.0f, skip, begin->in_c);
 }
 
+/* The mask of the ReLU of the layer before residual block start i, where its start may
+ * apply it as it sums (block_begin_backward()): a block's end with a ReLU whose output,
+ * the block's input, is stored as bf16 (relu_backward_bf16 reads it so); NULL
+ * elsewhere (a bn, a pool, or an end without a ReLU, hand their gradient on as they
+ * do). */
+static const uint16_t *
+relu_mask_before(const TdmReplica *r, int i)
+{
+  const TdmLayer *before = &r->net->layers[i - 1];
+  if (before->kind != TDM_LAYER_RES_END || !before->fused_relu ||
+      act_type(r, i) != TDM_DTYPE_BF16)
+    return NULL;
+  return (const uint16_t *)r->acts[i];
+}
+
 /* The backward of residual block start i (RES_BEGIN): its first layer's input gradient
- * dy (float32) plus the skip path's share, in place; where the block's gradients are
- * kept as bf16, summed in float32 and rounded once into the skip buffer (then *dy), for
- * the layer before the block: in place over the block's bf16 output gradient, or for a
- * projection, its compact share added into dy in float32, then rounded. The float32 dy
- * may fill the whole gradient region (tdm-replica-plan.c's
- * tdm_replica_gradient_bytes_of()): the skip buffer holds the sum, and the region is
- * free for the layer before. */
+ * dy plus the skip path's share. Where the block's gradients are kept as float32, dy is
+ * float32 and the share is added in place. Where they are kept as bf16, dy is bf16 where
+ * the first layer wrote it so (conv_dx_as_bf16(): the conv's float32 sum rounded once),
+ * else float32, and the two are summed in float32 and rounded once into the skip buffer
+ * (then *dy), for the layer before the block, with that layer's ReLU applied in the same
+ * pass where it is a block's end that reads its mask from a bf16 output
+ * (relu_mask_before(); *masked then says so, and that end only hands the gradient on):
+ * in place over the block's bf16 output gradient (add_relu_backward_bf16), or for a
+ * projection, its compact share added into dy in place at the pixels its conv reads
+ * (add_strided_bf16, in dy's type), then the whole moved into the skip buffer, masked
+ * and rounded (relu_backward_bf16), or rounded or copied. The bits are those of the sum
+ * rounded, then masked: masking commutes with rounding. dy may fill the whole gradient
+ * region (tdm-replica-plan.c's tdm_replica_gradient_bytes_of()): the skip buffer holds
+ * the sum, and the region is free for the layer before. */
 static void
-block_begin_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype *dy_type)
+block_begin_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype *dy_type,
+                     gboolean *masked)
 {
   TdmBackend *b = r->backend;
   const TdmNetwork *net = r->net;
   const TdmLayer *l = &net->layers[i], *end = &net->layers[l->partner];
   const float *skip = r->skip_grad[l->partner];
-  g_assert(*dy_type == TDM_DTYPE_F32);
+  size_t count = (size_t)n * block_in_floats(net, end);
+  *masked = FALSE;
   if (!block_grad_bf16(net, l->partner, r->stores_bf16)) {
-    tdm_backend_add(b, *dy, skip, (size_t)n * block_in_floats(net, end));
+    g_assert(*dy_type == TDM_DTYPE_F32); /* conv_dx_as_bf16() */
+    tdm_backend_add(b, *dy, skip, count);
     return;
   }
-  float *sum = r->skip_grad[l->partner];
-  size_t count = (size_t)n * block_in_floats(net, end);
+  uint16_t *sum = (uint16_t *)r->skip_grad[l->partner];
+  const uint16_t *mask = relu_mask_before(r, i);
   if (end->projection) {
-    tdm_backend_add_strided_bf16(b, *dy, TDM_DTYPE_F32, *dy, skip, n, l->in_h, l->in_w,
+    tdm_backend_add_strided_bf16(b, *dy, *dy_type, *dy, *dy_type, skip, n, l->in_h, l->in_w,
                                  l->in_c, end->stride);
-    tdm_backend_to_bf16(b, (uint16_t *)sum, *dy, count);
+    if (mask != NULL)
+      tdm_backend_relu_backward_bf16(b, sum, TDM_DTYPE_BF16, *dy, *dy_type, mask, count);
+    else if (*dy_type == TDM_DTYPE_F32)
+      tdm_backend_to_bf16(b, sum, *dy, count);
+    else
+      tdm_backend_copy(b, sum, *dy, count * sizeof(uint16_t));
   } else {
-    tdm_backend_add_out_bf16(b, (uint16_t *)sum, *dy, skip, TDM_DTYPE_BF16, count, false);
+    tdm_backend_add_relu_backward_bf16(b, sum, *dy, *dy_type, skip, TDM_DTYPE_BF16, mask,
+                                       count);
   }
+  *masked = mask != NULL;
   *dx = *dy;
-  *dy = sum;
+  *dy = (float *)sum;
   *dy_type = TDM_DTYPE_BF16;
 }
 
@@ -688,6 +731,7 @@ tdm_replica_backward(TdmReplica *r, int n)
   const TdmNetwork *net = r->net;
   float *dy = r->grad_a, *dx = r->grad_b;
   gboolean dy16_ready = FALSE; /* dy is in the conv's columns as bf16, not in dy */
+  gboolean dy_masked = FALSE;  /* a block's start applied the ReLU of the end below it */
   TdmDtype dy_type = TDM_DTYPE_F32; /* a conv's input gradient for the bn below it */
   BnGather gather;             /* a conv's input left to it by the bn before it */
 
@@ -706,7 +750,7 @@ tdm_replica_backward(TdmReplica *r, int n)
     TdmDtype dx_type = TDM_DTYPE_F32;
     /* conv_dx_as_bf16(), block_grad_bf16() */
     g_assert(dy_type == TDM_DTYPE_F32 || l->kind == TDM_LAYER_BN ||
-             l->kind == TDM_LAYER_RES_END ||
+             l->kind == TDM_LAYER_RES_END || l->kind == TDM_LAYER_RES_BEGIN ||
              (l->kind == TDM_LAYER_POOL &&
               (!tdm_layer_pool_tiles(l) || pool_bf16(net, i, r->stores_bf16))));
     /* dy outside the gradient region (a block's skip buffer, or as bf16 in the conv's
@@ -828,13 +872,14 @@ tdm_replica_backward(TdmReplica *r, int n)
       }
       break;
     case TDM_LAYER_RES_END:
-      block_end_backward(r, i, n, &dy, &dx, &dy_type);
+      block_end_backward(r, i, n, &dy, &dx, &dy_type, dy_masked);
+      dy_masked = FALSE;
       announce(r, l);
       if (tdm_replica_aborted(r))
         return;
       continue;
     case TDM_LAYER_RES_BEGIN:
-      block_begin_backward(r, i, n, &dy, &dx, &dy_type);
+      block_begin_backward(r, i, n, &dy, &dx, &dy_type, &dy_masked);
       continue;
     }
 

@@ -57,8 +57,9 @@ tdm_replica_layer_buffers(const TdmNetwork *net, int i, TdmBackendKind kind,
 }
 
 /* Bytes per sample of each element of the gradient layer i > 0 writes for its input in
- * backward, as written: bf16 where its reader takes it (a conv's for the bn before it
- * where its composed way writes bf16, conv_dx_as_bf16(); a block's start where the
+ * backward, as written: bf16 where its reader takes it (a conv's with bf16 columns for
+ * the bn before it, or for its block's start where it is a block's first layer and the
+ * block keeps its gradients as bf16: conv_dx_as_bf16(); a block's start where the
  * block's gradients are kept so, block_grad_bf16(); a max pool's for the bn before it,
  * pool_dx_bf16()), none where a bn writes it into its conv's workspace
  * (bn_dx_to_conv()), float32 otherwise. A block's end writes its ReLU's gradient in
@@ -72,10 +73,14 @@ tdm_replica_input_grad_size(const TdmNetwork *net, int i, gboolean stores16, gbo
     return bn_dx_to_conv(net, i, bn16) ? 0 : sizeof(float);
   case TDM_LAYER_POOL:
     return pool_dx_bf16(net, i, stores16) ? sizeof(uint16_t) : sizeof(float);
-  case TDM_LAYER_CONV:
-    return stores16 && net->layers[i - 1].kind == TDM_LAYER_BN && conv_bf16_columns(net, l)
-               ? sizeof(uint16_t)
-               : sizeof(float);
+  case TDM_LAYER_CONV: {
+    const TdmLayer *before = &net->layers[i - 1];
+    gboolean reader16 = before->kind == TDM_LAYER_BN ||
+                        (before->kind == TDM_LAYER_RES_BEGIN &&
+                         block_grad_bf16(net, before->partner, stores16));
+    return stores16 && reader16 && conv_bf16_columns(net, l) ? sizeof(uint16_t)
+                                                             : sizeof(float);
+  }
   case TDM_LAYER_RES_BEGIN:
     return block_grad_bf16(net, l->partner, stores16) ? sizeof(uint16_t) : sizeof(float);
   case TDM_LAYER_RES_END:

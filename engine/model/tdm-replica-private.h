@@ -363,13 +363,15 @@ bn_output_to_pool(const TdmNetwork *net, int i, gboolean stores16)
  * gradient its end hands on after its ReLU (whose mask it reads from its bf16 output,
  * block_output_bf16()), read by the block's last layer, a bn (of either type), and by
  * the block's start as the skip path's share; and the gradient its start writes, the
- * two shares meeting there summed in float32 and rounded once (add_out_bf16, or
+ * two shares meeting there summed in float32 and rounded once (add_relu_backward_bf16, or
  * add_strided_bf16 for a projection's) into the skip buffer, for the layer before the
  * block, which reads bf16: a bn, a max pool that is not a tiling one
  * (maxpool2d_backward) or a bf16 one (pool_bf16(): maxpool_backward_bf16), or a block's
- * end that reads its ReLU's mask from a bf16 output too. The
- * block's first layer writes its input gradient in float32 (nothing is rounded before
- * the sum). The skip's share waits in the level's skip buffer: the block's bf16 output
+ * end that reads its ReLU's mask from a bf16 output too (the start applies that mask
+ * as it sums: add_relu_backward_bf16). The block's first layer, a conv with bf16
+ * columns, writes its input gradient as bf16 (its float32 sum rounded once, as cuDNN
+ * writes it anyway: tdm-replica-pass.c's conv_dx_as_bf16()), any other in float32. The
+ * skip's share waits in the level's skip buffer: the block's bf16 output
  * gradient itself (no copy), or a projection's input gradient in float32, compact (the
  * pixels its 1×1 conv of no padding reads, 1/stride² of them; col2im would put zeros
  * around them), the buffer holding the projection's bn gradient (float32, its output's

@@ -574,13 +574,15 @@ test_block_gradients(void)
     tdm_backend_col2im(b, dense, x, n, h, w, c, 1, 1, 0, stride);
     tdm_backend_add_out(b, sum, a, dense, count, false);
     g_autofree uint16_t *want16 = to_bf16_host(sum, count);
-    tdm_backend_add_strided_bf16(b, out16, TDM_DTYPE_BF16, a, x, n, h, w, c, stride);
+    tdm_backend_add_strided_bf16(b, out16, TDM_DTYPE_BF16, a, TDM_DTYPE_F32, x, n, h, w, c,
+                                 stride);
     g_assert_cmpmem(out16, count * 2, want16, count * 2);
     /* Float32 in place (a block's start whose first layer's gradient fills the
      * gradient region): the float32 sum itself, and to_bf16 after it the bits above. */
     float *inplace = dev_floats(b, count);
     memcpy(inplace, a, count * 4);
-    tdm_backend_add_strided_bf16(b, inplace, TDM_DTYPE_F32, inplace, x, n, h, w, c, stride);
+    tdm_backend_add_strided_bf16(b, inplace, TDM_DTYPE_F32, inplace, TDM_DTYPE_F32, x, n, h, w,
+                                 c, stride);
     g_assert_cmpmem(inplace, count * 4, sum, count * 4);
     tdm_backend_to_bf16(b, out16, inplace, count);
     g_assert_cmpmem(out16, count * 2, want16, count * 2);
@@ -701,10 +703,11 @@ test_block_gradients(void)
   tdm_backend_release(b, one);
   tdm_backend_release(b, mask);
   tdm_backend_free(b);
-  /* add_strided_bf16 in place but rounding into bf16: refused the same way. */
+  /* add_strided_bf16 in place but rounding a float32 a into bf16: refused the same way. */
   b = new_backend();
   float *sum = dev_floats(b, 4), *share = dev_floats(b, 4);
-  tdm_backend_add_strided_bf16(b, sum, TDM_DTYPE_BF16, sum, share, 1, 2, 2, 1, 1);
+  tdm_backend_add_strided_bf16(b, sum, TDM_DTYPE_BF16, sum, TDM_DTYPE_F32, share, 1, 2, 2, 1,
+                               1);
   g_clear_error(&error);
   g_assert_false(tdm_backend_check(b, &error));
   g_assert_nonnull(strstr(error->message, "add_strided_bf16"));

@@ -195,7 +195,8 @@ strided_case_at(int n, int h, int w, int c, int stride, int shift)
   float *sum = poisoned(count);
   uint16_t *gotbuf = on(NULL, (count + 8) * 2), *want = on(NULL, count * 2);
   uint16_t *got = gotbuf + shift;
-  tdm_backend_add_strided_bf16(gpu, got, TDM_DTYPE_BF16, da, dxc, n, h, w, c, stride);
+  tdm_backend_add_strided_bf16(gpu, got, TDM_DTYPE_BF16, da, TDM_DTYPE_F32, dxc, n, h, w, c,
+                               stride);
   tdm_backend_col2im(gpu, dense, dxc, n, h, w, c, 1, 1, 0, stride);
   tdm_backend_add_out(gpu, sum, da, dense, count, false);
   tdm_backend_to_bf16(gpu, want, sum, count);
@@ -203,12 +204,14 @@ strided_case_at(int n, int h, int w, int c, int stride, int shift)
       g_strdup_printf("add_strided_bf16 %d×%d×%d×%d s%d at %d", n, h, w, c, stride, shift);
   same_bits_gpu(what, got, want, count * 2);
   g_autofree uint16_t *ref = g_new(uint16_t, count);
-  tdm_backend_add_strided_bf16(cpu, ref, TDM_DTYPE_BF16, a, x, n, h, w, c, stride);
+  tdm_backend_add_strided_bf16(cpu, ref, TDM_DTYPE_BF16, a, TDM_DTYPE_F32, x, n, h, w, c,
+                               stride);
   assert_ok(cpu);
   same_bits_cpu(what, got, ref, count);
   float *inbuf = on(NULL, (count + 8) * 4), *inplace = inbuf + shift;
   tdm_backend_upload(gpu, inplace, a, count * 4);
-  tdm_backend_add_strided_bf16(gpu, inplace, TDM_DTYPE_F32, inplace, dxc, n, h, w, c, stride);
+  tdm_backend_add_strided_bf16(gpu, inplace, TDM_DTYPE_F32, inplace, TDM_DTYPE_F32, dxc, n, h,
+                               w, c, stride);
   g_autofree char *what32 = g_strdup_printf(
       "add_strided_bf16 %d×%d×%d×%d s%d at %d, float32 in place", n, h, w, c, stride, shift);
   same_bits_gpu(what32, inplace, sum, count * 4);

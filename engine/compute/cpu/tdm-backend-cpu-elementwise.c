@@ -113,16 +113,26 @@ tdm_cpu_relu_backward_bf16(TdmBackend *b, void *dx, TdmDtype dx_type, const void
   }
 }
 
+/* One value of a tensor of either type, read as float32 (a bf16 one widened). */
+static inline float
+value_of(const float *f, const uint16_t *h, size_t i)
+{
+  return f != NULL ? f[i] : tdm_bf16_value(h[i]);
+}
+
 /* y = a + x where a 1×1 convolution of this stride reads the pixel (x compact), a + 0
- * elsewhere: the float32 sum that col2im's zeros then add would give, rounded once into
- * bf16 y, or stored into float32 y (y may be a: each element is read before it is
- * written). */
+ * elsewhere: the float32 sum that col2im's zeros then add would give, a float32 or
+ * bf16 (widened), rounded once into bf16 y, or stored into float32 y (y may be a where
+ * their types agree: each element is read before it is written). */
 void
-tdm_cpu_add_strided_bf16(TdmBackend *b, void *y, TdmDtype y_type, const float *a,
-                         const float *x, int n, int h, int w, int c, int stride)
+tdm_cpu_add_strided_bf16(TdmBackend *b, void *y, TdmDtype y_type, const void *a,
+                         TdmDtype a_type, const float *x, int n, int h, int w, int c,
+                         int stride)
 {
   float *yf = y_type == TDM_DTYPE_F32 ? y : NULL;
   uint16_t *yh = y_type == TDM_DTYPE_BF16 ? y : NULL;
+  const float *af = a_type == TDM_DTYPE_F32 ? a : NULL;
+  const uint16_t *ah = a_type == TDM_DTYPE_BF16 ? a : NULL;
   const int oh = (h - 1) / stride + 1, ow = (w - 1) / stride + 1;
   size_t e = 0;
   for (int s = 0; s < n; s++)
@@ -131,7 +141,7 @@ tdm_cpu_add_strided_bf16(TdmBackend *b, void *y, TdmDtype y_type, const float *a
         const gboolean hit = yy % stride == 0 && xx % stride == 0;
         const float *xs = hit ? x + (((size_t)s * oh + yy / stride) * ow + xx / stride) * c : NULL;
         for (int ch = 0; ch < c; ch++, e++) {
-          const float v = a[e] + (xs != NULL ? xs[ch] : 0.0f);
+          const float v = value_of(af, ah, e) + (xs != NULL ? xs[ch] : 0.0f);
           if (yf != NULL)
             yf[e] = v;
           else
@@ -150,5 +160,23 @@ tdm_cpu_add_out_bf16(TdmBackend *b, uint16_t *y, const float *a, const void *x,
   for (size_t i = 0; i < n; i++) {
     const float v = a[i] + (xf != NULL ? xf[i] : tdm_bf16_value(xh[i]));
     y[i] = tdm_bf16_round(relu && v < 0.0f ? 0.0f : v);
+  }
+}
+
+/* A block's start in backward: the two shares summed in float32, rounded once, and the
+ * ReLU of the layer before applied as relu_backward_bf16 applies it (the rounded 0 where
+ * its output y is not positive); no ReLU where y is NULL. dx may be a or x where that one
+ * is bf16: each element is read before it is written. */
+void
+tdm_cpu_add_relu_backward_bf16(TdmBackend *b, uint16_t *dx, const void *a, TdmDtype a_type,
+                               const void *x, TdmDtype x_type, const uint16_t *y, size_t n)
+{
+  const float *af = a_type == TDM_DTYPE_F32 ? a : NULL;
+  const uint16_t *ah = a_type == TDM_DTYPE_BF16 ? a : NULL;
+  const float *xf = x_type == TDM_DTYPE_F32 ? x : NULL;
+  const uint16_t *xh = x_type == TDM_DTYPE_BF16 ? x : NULL;
+  for (size_t i = 0; i < n; i++) {
+    const float v = value_of(af, ah, i) + value_of(xf, xh, i);
+    dx[i] = tdm_bf16_round(y == NULL || tdm_bf16_value(y[i]) > 0.0f ? v : 0.0f);
   }
 }

@@ -88,12 +88,24 @@ tdm_cuda_relu_backward_bf16(TdmBackend *b, void *dx, TdmDtype dx_type, const voi
 }
 
 void
-tdm_cuda_add_strided_bf16(TdmBackend *b, void *y, TdmDtype y_type, const float *a,
-                          const float *x, int n, int h, int w, int c, int stride)
+tdm_cuda_add_strided_bf16(TdmBackend *b, void *y, TdmDtype y_type, const void *a,
+                          TdmDtype a_type, const float *x, int n, int h, int w, int c,
+                          int stride)
 {
   if (tdm_cuda_begin(b))
-    TDM_CUDA_OK(b, tdm_k_add_strided_bf16(y, y_type == TDM_DTYPE_BF16, a, x, n, h, w, c, stride,
+    TDM_CUDA_OK(b, tdm_k_add_strided_bf16(y, y_type == TDM_DTYPE_BF16, a,
+                                          a_type == TDM_DTYPE_BF16, x, n, h, w, c, stride,
                                           CUDA_B(b)->stream));
+}
+
+void
+tdm_cuda_add_relu_backward_bf16(TdmBackend *b, uint16_t *dx, const void *a, TdmDtype a_type,
+                                const void *x, TdmDtype x_type, const uint16_t *y, size_t n)
+{
+  if (tdm_cuda_begin(b))
+    TDM_CUDA_OK(b, tdm_k_add_relu_backward_bf16(dx, a, a_type == TDM_DTYPE_BF16, x,
+                                                x_type == TDM_DTYPE_BF16, y, n,
+                                                CUDA_B(b)->stream));
 }
 
 void
