@@ -17,7 +17,10 @@
  * input, add_out_bf16, bn_forward_bf16, relu_backward_bf16) give the bits of their
  * float32 forms on the widened inputs, then to_bf16 where they write bf16; so do the
  * block's gradients kept as bf16 (relu_backward_bf16 of either type into either, in
- * place too; add_strided_bf16 against col2im's dense tensor added then rounded). The
+ * place too; add_strided_bf16 against col2im's dense tensor added then rounded; the
+ * block's start fused, add_relu_backward_bf16, against add_out_bf16 then
+ * relu_backward_bf16, and a projection's start from a bf16 gradient against the float32
+ * way). The
  * resnet preset's plain layers in bf16: maxpool_forward_bf16 gives the bits and argmax
  * of bn_forward_bf16 (or to_bf16) then maxpool_forward on the widened values,
  * maxpool_backward_bf16 those of maxpool_backward then to_bf16, bn_forward_eval_bf16
@@ -719,6 +722,111 @@ test_block_gradients(void)
 /* The plain layers' operations (n × h × w × c, window k, with a remainder), inputs with
  * ties: every third value repeats the one before, every fifth is one float32 step from
  * it (the same bf16). */
+/* A residual block's start in backward, fused: add_relu_backward_bf16 (the first
+ * layer's input gradient a, float32 or bf16, plus the skip's share x, float32 or bf16,
+ * summed in float32, rounded once, and the ReLU of the block's end below applied by
+ * its bf16 output y, or none where y is NULL) gives the bits of the unfused ops: a
+ * widened, add_out_bf16, then relu_backward_bf16 in place; in place over x too. A
+ * projection's start (add_strided_bf16 in place in a's type, then relu_backward_bf16 or
+ * to_bf16 into the skip buffer) gives the bits of the float32 way (a widened, summed in
+ * place in float32, to_bf16, relu_backward_bf16 in place): where a is bf16 (the conv
+ * wrote it so, as cuDNN always does) the same sum rounded once. The mask has zeros of
+ * both signs, negatives and a NaN (none passes); odd sizes, strides 1 to 3. */
+static void
+test_block_start(void)
+{
+  TdmBackend *b = new_backend();
+  const int n = 3, h = 13, w = 11, c = 7;
+  const size_t count = (size_t)n * h * w * c;
+  float *a = dev_floats(b, count), *a_wide = dev_floats(b, count), *xf = dev_floats(b, count);
+  float *yf = dev_floats(b, count);
+  uint16_t *a16 = dev_alloc(b, count * 2), *x16 = dev_alloc(b, count * 2);
+  uint16_t *y16 = dev_alloc(b, count * 2), *got = dev_alloc(b, count * 2);
+  uint16_t *want = dev_alloc(b, count * 2), *inplace = dev_alloc(b, count * 2);
+  fill_random(a, count, -1, 1);
+  fill_random(xf, count, -1, 1);
+  fill_random(yf, count, -2, 2);
+  for (size_t i = 0; i < count; i += 5)
+    yf[i] = i % 10 == 0 ? 0.0f : -0.0f;
+  yf[7] = NAN;
+  for (size_t i = 0; i < count; i++) {
+    a16[i] = tdm_bf16_round(a[i]);
+    x16[i] = tdm_bf16_round(xf[i]);
+    y16[i] = tdm_bf16_round(yf[i]);
+  }
+  tdm_backend_from_bf16(b, a_wide, a16, count);
+  for (int with_mask = 0; with_mask < 2; with_mask++) {
+    const uint16_t *mask = with_mask ? y16 : NULL;
+    for (int ab = 0; ab < 2; ab++) {
+      TdmDtype a_type = ab ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+      const void *av = ab ? (const void *)a16 : (const void *)a;
+      for (int xb = 0; xb < 2; xb++) {
+        TdmDtype x_type = xb ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+        const void *xv = xb ? (const void *)x16 : (const void *)xf;
+        tdm_backend_add_out_bf16(b, want, ab ? a_wide : a, xv, x_type, count, false);
+        if (mask != NULL)
+          tdm_backend_relu_backward_bf16(b, want, TDM_DTYPE_BF16, want, TDM_DTYPE_BF16, mask,
+                                         count);
+        tdm_backend_add_relu_backward_bf16(b, got, av, a_type, xv, x_type, mask, count);
+        g_assert_cmpmem(got, count * 2, want, count * 2);
+        if (xb) {
+          memcpy(inplace, x16, count * 2);
+          tdm_backend_add_relu_backward_bf16(b, inplace, av, a_type, inplace, x_type, mask,
+                                             count);
+          g_assert_cmpmem(inplace, count * 2, want, count * 2);
+        }
+      }
+    }
+  }
+  for (int stride = 1; stride <= 3; stride++) {
+    const int oh = (h - 1) / stride + 1, ow = (w - 1) / stride + 1;
+    const size_t compact = (size_t)n * oh * ow * c;
+    float *x = dev_floats(b, compact), *sum = dev_floats(b, count);
+    fill_random(x, compact, -1, 1);
+    for (int with_mask = 0; with_mask < 2; with_mask++) {
+      const uint16_t *mask = with_mask ? y16 : NULL;
+      for (int ab = 0; ab < 2; ab++) {
+        /* The float32 way, from a as float32 (a bf16 a widened). */
+        memcpy(sum, ab ? a_wide : a, count * 4);
+        tdm_backend_add_strided_bf16(b, sum, TDM_DTYPE_F32, sum, TDM_DTYPE_F32, x, n, h, w, c,
+                                     stride);
+        tdm_backend_to_bf16(b, want, sum, count);
+        if (mask != NULL)
+          tdm_backend_relu_backward_bf16(b, want, TDM_DTYPE_BF16, want, TDM_DTYPE_BF16, mask,
+                                         count);
+        /* The fused way: in place in a's type, then into the skip buffer. */
+        TdmDtype a_type = ab ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+        void *dy = ab ? (void *)inplace : (void *)a_wide;
+        if (ab)
+          memcpy(inplace, a16, count * 2);
+        else
+          memcpy(a_wide, a, count * 4);
+        tdm_backend_add_strided_bf16(b, dy, a_type, dy, a_type, x, n, h, w, c, stride);
+        if (mask != NULL)
+          tdm_backend_relu_backward_bf16(b, got, TDM_DTYPE_BF16, dy, a_type, mask, count);
+        else if (!ab)
+          tdm_backend_to_bf16(b, got, dy, count);
+        else
+          memcpy(got, dy, count * 2);
+        g_assert_cmpmem(got, count * 2, want, count * 2);
+        tdm_backend_from_bf16(b, a_wide, a16, count);
+      }
+    }
+    tdm_backend_release(b, x);
+    tdm_backend_release(b, sum);
+  }
+  /* dx over an operand of another type: refused, as relu_backward_bf16 refuses. */
+  tdm_backend_add_relu_backward_bf16(b, (uint16_t *)a, a, TDM_DTYPE_F32, x16, TDM_DTYPE_BF16,
+                                     NULL, 4);
+  g_autoptr(GError) error = NULL;
+  g_assert_false(tdm_backend_check(b, &error));
+  g_assert_nonnull(strstr(error->message, "add_relu_backward_bf16"));
+  void *bufs[] = {a, a_wide, xf, yf, a16, x16, y16, got, want, inplace};
+  for (guint i = 0; i < G_N_ELEMENTS(bufs); i++)
+    tdm_backend_release(b, bufs[i]);
+  tdm_backend_free(b);
+}
+
 static void
 test_plain_layers(void)
 {
@@ -833,5 +941,6 @@ test_backend_cpu_add_bf16(void)
   g_test_add_func("/backend-cpu/bf16/bn-input", test_bn_bf16_input);
   g_test_add_func("/backend-cpu/bf16/block-ops", test_block_ops);
   g_test_add_func("/backend-cpu/bf16/block-gradients", test_block_gradients);
+  g_test_add_func("/backend-cpu/bf16/block-start", test_block_start);
   g_test_add_func("/backend-cpu/bf16/plain-layers", test_plain_layers);
 }

@@ -2,7 +2,8 @@
 /* test-cuda-layers-blocks.c — part of test-cuda-layers: the CUDA backend's operations of
  * a residual block stored as bf16 (a bf16 run's block inputs and outputs, and their
  * gradients): from_bf16, im2col_bf16 of a bf16 input, relu_backward_bf16 (float32 or
- * bf16 gradients), add_out_bf16, add_strided_bf16 and bn_forward_bf16.
+ * bf16 gradients), add_out_bf16, add_strided_bf16 (a float32 or bf16 a),
+ * add_relu_backward_bf16 (a block's start in backward) and bn_forward_bf16.
  * Each against the GPU's float32 operation on the widened input (then to_bf16 where
  * it writes bf16), bit for bit, and against the CPU's bf16 operation, the reference:
  * the elementwise ones bit for bit; the bn ones, whose float32 values the GPU computes
@@ -228,6 +229,99 @@ strided_case(int n, int h, int w, int c, int stride)
   strided_case_at(n, h, w, c, stride, 0);
 }
 
+/* add_relu_backward_bf16, a block's start in backward (its first layer's input gradient
+ * a plus the skip's share x, each float32 or bf16, rounded once, and the ReLU of the
+ * block's end below applied by its bf16 output, or none): the bits of the GPU's unfused
+ * ops (a widened, add_out_bf16, relu_backward_bf16 in place) and of the CPU's
+ * add_relu_backward_bf16; in place over a bf16 x too. The mask has zeros of both signs,
+ * negatives and a NaN. offset misaligns every pointer by that many elements (0: eight
+ * a thread where n allows, 4: four, 1: one). */
+static void
+block_start_case(size_t n, size_t offset)
+{
+  size_t all = n + offset;
+  g_autofree float *a = random_floats(all, -1, 1), *x = random_floats(all, -1, 1);
+  g_autofree float *y = random_floats(all, -2, 2);
+  for (size_t i = 0; i < all; i += 5)
+    y[i] = i % 10 == 0 ? 0.0f : -0.0f;
+  y[all / 2] = NAN;
+  g_autofree uint16_t *a16 = g_new(uint16_t, all), *x16 = g_new(uint16_t, all);
+  for (size_t i = 0; i < all; i++) {
+    a16[i] = bf16_bits(a[i]);
+    x16[i] = bf16_bits(x[i]);
+  }
+  g_autofree uint16_t *y16 = round_in_place(y, all);
+  float *da = on(a, all * 4), *dxf = on(x, all * 4), *da_wide = poisoned(all);
+  uint16_t *da16 = on(a16, all * 2), *dx16 = on(x16, all * 2), *dy16 = on(y16, all * 2);
+  uint16_t *got = on(NULL, all * 2), *want = on(NULL, all * 2), *inplace = on(NULL, all * 2);
+  tdm_backend_from_bf16(gpu, da_wide, da16, all);
+  g_autofree uint16_t *ref = g_new(uint16_t, all);
+  for (int t = 0; t < 8; t++) {
+    gboolean a_bf16 = t & 1, x_bf16 = (t >> 1) & 1, masked = t >> 2;
+    TdmDtype a_type = a_bf16 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+    TdmDtype x_type = x_bf16 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+    const void *av = a_bf16 ? (const void *)(da16 + offset) : (const void *)(da + offset);
+    const void *xv = x_bf16 ? (const void *)(dx16 + offset) : (const void *)(dxf + offset);
+    const uint16_t *mask = masked ? dy16 + offset : NULL;
+    g_autofree char *what = g_strdup_printf("add_relu_backward_bf16 %zu+%zu a %s x %s%s", n,
+                                            offset, a_bf16 ? "bf16" : "f32",
+                                            x_bf16 ? "bf16" : "f32", masked ? ", masked" : "");
+    tdm_backend_add_relu_backward_bf16(gpu, got + offset, av, a_type, xv, x_type, mask, n);
+    tdm_backend_add_out_bf16(gpu, want + offset, (a_bf16 ? da_wide : da) + offset, xv, x_type,
+                             n, false);
+    if (masked)
+      tdm_backend_relu_backward_bf16(gpu, want + offset, TDM_DTYPE_BF16, want + offset,
+                                     TDM_DTYPE_BF16, mask, n);
+    same_bits_gpu(what, got + offset, want + offset, n * 2);
+    const void *ha = a_bf16 ? (const void *)(a16 + offset) : (const void *)(a + offset);
+    const void *hx = x_bf16 ? (const void *)(x16 + offset) : (const void *)(x + offset);
+    tdm_backend_add_relu_backward_bf16(cpu, ref, ha, a_type, hx, x_type,
+                                       masked ? y16 + offset : NULL, n);
+    assert_ok(cpu);
+    same_bits_cpu(what, got + offset, ref, n);
+    if (x_bf16) {
+      tdm_backend_upload(gpu, inplace, x16, all * 2);
+      tdm_backend_add_relu_backward_bf16(gpu, inplace + offset, av, a_type, inplace + offset,
+                                         x_type, mask, n);
+      g_autofree char *in_place = g_strdup_printf("%s, in place over x", what);
+      same_bits_gpu(in_place, inplace + offset, want + offset, n * 2);
+    }
+  }
+  void *bufs[] = {da, dxf, da_wide, da16, dx16, dy16, got, want, inplace};
+  for (guint i = 0; i < G_N_ELEMENTS(bufs); i++)
+    release(bufs[i]);
+}
+
+/* add_strided_bf16 from a bf16 gradient a (the block's first conv wrote it so), in place
+ * (a projection's start): the bits of the float32 way on a widened (summed in place,
+ * then to_bf16), and of the CPU's. */
+static void
+strided_bf16_case(int n, int h, int w, int c, int stride)
+{
+  size_t count = (size_t)n * h * w * c;
+  int oh = (h - 1) / stride + 1, ow = (w - 1) / stride + 1;
+  size_t compact = (size_t)n * oh * ow * c;
+  g_autofree float *a = random_floats(count, -1, 1), *x = random_floats(compact, -1, 1);
+  g_autofree uint16_t *a16 = round_in_place(a, count);
+  float *dxc = on(x, compact * 4), *sum = on(a, count * 4);
+  uint16_t *got = on(a16, count * 2), *want = on(NULL, count * 2);
+  tdm_backend_add_strided_bf16(gpu, got, TDM_DTYPE_BF16, got, TDM_DTYPE_BF16, dxc, n, h, w, c,
+                               stride);
+  tdm_backend_add_strided_bf16(gpu, sum, TDM_DTYPE_F32, sum, TDM_DTYPE_F32, dxc, n, h, w, c,
+                               stride);
+  tdm_backend_to_bf16(gpu, want, sum, count);
+  g_autofree char *what = g_strdup_printf("add_strided_bf16 %d×%d×%d×%d s%d, bf16 a in place",
+                                          n, h, w, c, stride);
+  same_bits_gpu(what, got, want, count * 2);
+  tdm_backend_add_strided_bf16(cpu, a16, TDM_DTYPE_BF16, a16, TDM_DTYPE_BF16, x, n, h, w, c,
+                               stride);
+  assert_ok(cpu);
+  same_bits_cpu(what, got, a16, count);
+  void *bufs[] = {dxc, sum, got, want};
+  for (guint i = 0; i < G_N_ELEMENTS(bufs); i++)
+    release(bufs[i]);
+}
+
 /* im2col_bf16 of a stored bf16 input: the columns of its widened values, bit for bit
  * (the block's first conv, a strided one, 17 channels for the scalar gather). */
 static void
@@ -326,6 +420,16 @@ test_blocks_bf16(void)
   strided_case(5, 7, 9, 3, 2);
   strided_case_at(3, 13, 11, 64, 2, 1);
   strided_case_at(3, 13, 11, 64, 1, 4); /* y on 8 bytes: 4 a thread */
+  /* A block's start: the first layer's bf16 gradient (ResNet-18's first blocks at 32 px,
+   * batch 512, and odd sizes), fused with the ReLU of the end below. */
+  block_start_case((size_t)512 * 32 * 32 * 64, 0);
+  block_start_case(1003, 0);
+  block_start_case(1027, 4);
+  block_start_case(1001, 1);
+  strided_bf16_case(512, 32, 32, 64, 2); /* ResNet-18's first projection at 32 px */
+  strided_bf16_case(3, 13, 11, 7, 2);
+  strided_bf16_case(3, 13, 11, 12, 2);
+  strided_bf16_case(2, 9, 10, 16, 3);
   im2col_case(64, 32, 32, 64, 3, 1, 1);
   im2col_case(64, 16, 16, 128, 3, 1, 2);
   im2col_case(3, 9, 7, 17, 3, 1, 2);
