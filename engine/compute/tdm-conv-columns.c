@@ -92,6 +92,9 @@ tdm_conv_replica_bytes(const TdmConvShape *s, const TdmConvComposition *how, gbo
   size_t rows = (size_t)s->n * pixels;
   int chunk32 = tdm_conv_chunk_samples(s->n, pixels * k * sizeof(float), bound);
   size_t cols32 = (size_t)chunk32 * pixels * k * sizeof(float);
+  if (!how->bf16 && ((!backward && how->y16) || (backward && how->dy16)))
+    return tdm_conv_staged_stage_at(s, backward, bound) +
+           (size_t)tdm_conv_staged_chunk(s, bound) * pixels * out_c * sizeof(float);
   if (!how->bf16)
     return cols32;
   int chunk16 = tdm_conv_chunk_samples(s->n, pixels * k * sizeof(uint16_t), bound);
@@ -105,4 +108,28 @@ tdm_conv_replica_bytes(const TdmConvShape *s, const TdmConvComposition *how, gbo
   if (backward && need_dx && !dx16)
     return MAX(halves * sizeof(uint16_t), cols32);
   return halves * sizeof(uint16_t);
+}
+
+int
+tdm_conv_staged_chunk(const TdmConvShape *s, size_t bound)
+{
+  size_t pixels = (size_t)tdm_conv_out_h(s) * tdm_conv_out_w(s);
+  size_t k = (size_t)s->kernel * s->kernel * s->c;
+  return tdm_conv_chunk_samples(s->n, pixels * (k + (size_t)s->out_c) * sizeof(float), bound);
+}
+
+size_t
+tdm_conv_staged_columns_at(const TdmConvShape *s, gboolean backward)
+{
+  size_t rows = (size_t)s->n * tdm_conv_out_h(s) * tdm_conv_out_w(s);
+  return backward ? up(rows * s->out_c * sizeof(uint16_t), 64) : 0;
+}
+
+size_t
+tdm_conv_staged_stage_at(const TdmConvShape *s, gboolean backward, size_t bound)
+{
+  size_t pixels = (size_t)tdm_conv_out_h(s) * tdm_conv_out_w(s);
+  size_t k = (size_t)s->kernel * s->kernel * s->c;
+  size_t columns = (size_t)tdm_conv_staged_chunk(s, bound) * pixels * k * sizeof(float);
+  return tdm_conv_staged_columns_at(s, backward) + up(columns, 64);
 }

@@ -83,14 +83,30 @@ typedef struct {
   gboolean bf16_dx;      /* the input gradient through bf16 columns
                           * (tdm_replica_conv_bf16_dx()) */
   gboolean params16;     /* the replica keeps its weights as bf16 (no room for them) */
+  gboolean y16;          /* float32 columns, forward: the output is stored as bf16, each
+                          * chunk's float32 product staged after its columns, then rounded */
+  gboolean dy16;         /* float32 columns, backward: the output gradient comes as bf16
+                          * at the workspace's start (the bn after the network's first
+                          * layer wrote it: bn_dx_to_conv()), each chunk's widened into a
+                          * stage after its columns; no input gradient */
 } TdmConvComposition;
 
 /* The bytes of the workspace the replica's own composition takes for a call of shape s
  * (forward, or backward with or without the input gradient) in chunks of `bound`
  * bytes of columns: its chunk of columns (bf16 after the whole output gradient as bf16
  * in backward, and the bf16 weights after them where the replica keeps none; float32
- * otherwise, and for an input gradient that does not go the bf16 way). */
+ * otherwise, and for an input gradient that does not go the bf16 way; float32 ones with
+ * a float32 stage of the chunk's output or output gradient after them, 64-byte aligned,
+ * where y16 or dy16 says, after the whole output gradient as bf16 in backward;
+ * tdm_conv_staged_chunk() samples a chunk then). */
 size_t tdm_conv_replica_bytes (const TdmConvShape *s, const TdmConvComposition *how,
                                gboolean backward, gboolean need_dx, size_t bound);
+/* The samples of a chunk of the staged float32 way (TdmConvComposition's y16, dy16) of
+ * a call of shape s: its float32 columns and its stage together within `bound`. */
+int tdm_conv_staged_chunk (const TdmConvShape *s, size_t bound);
+/* Where that way's float32 columns start in the workspace (bytes: after the whole output
+ * gradient as bf16 in backward) and where the stage starts after a chunk's columns. */
+size_t tdm_conv_staged_columns_at (const TdmConvShape *s, gboolean backward);
+size_t tdm_conv_staged_stage_at (const TdmConvShape *s, gboolean backward, size_t bound);
 
 G_END_DECLS

@@ -157,9 +157,12 @@ engine_runs(TdmReplica *r, TdmConvArgs *args, size_t *need, gboolean forward,
 
 /* The workspace a conv composed here uses (tdm_conv_replica_bytes()): a chunk of bf16
  * columns, after the bf16 output gradient in backward, and the bf16 weights after them
- * where the replica keeps no params16; a chunk of float32 columns otherwise. */
+ * where the replica keeps no params16; a chunk of float32 columns otherwise, with a
+ * float32 stage after them where the forward writes a bf16 output (staged) or the
+ * backward reads a bf16 output gradient (dy16). */
 static size_t
-own_columns_bytes(TdmReplica *r, const TdmConvShape *s, gboolean backward, gboolean need_dx)
+own_columns_bytes(TdmReplica *r, const TdmConvShape *s, gboolean backward, gboolean need_dx,
+                  gboolean staged, gboolean dy16)
 {
   int rows = s->n * tdm_conv_out_h(s) * tdm_conv_out_w(s);
   int k = s->c * s->kernel * s->kernel;
@@ -168,6 +171,8 @@ own_columns_bytes(TdmReplica *r, const TdmConvShape *s, gboolean backward, gbool
       .bf16 = tdm_replica_conv_bf16(r, r->columns, s->kernel, s->pad, rows, k, s->out_c),
       .bf16_dx = tdm_replica_conv_bf16_dx(r, rows, k, s->out_c),
       .params16 = r->params16 != NULL,
+      .y16 = staged,
+      .dy16 = dy16,
   };
   return tdm_conv_replica_bytes(s, &how, backward, need_dx, r->columns_bound);
 }
@@ -247,8 +252,13 @@ tdm_replica_conv_forward(TdmReplica *r, float *y, uint16_t *y16, const void *x, 
   if (engine_runs(r, &args, &need, TRUE, FALSE))
     return;
   gboolean bf16 = tdm_replica_conv_bf16(r, col, kernel, pad, rows, k, out_c);
+  /* A bf16 output of float32 columns built from a float32 input: each chunk's product
+   * staged after its columns, then rounded into its rows of y16 (to_bf16's bits, in
+   * chunks: no float32 copy of the whole output in the gradient region). */
+  gboolean staged = !bf16 && col != NULL && y16 != NULL && x_type == TDM_DTYPE_F32;
   if (col != NULL || bf16) {
-    tdm_replica_workspace_holds(r, own_columns_bytes(r, &args.shape, FALSE, FALSE), 0);
+    tdm_replica_workspace_holds(r, own_columns_bytes(r, &args.shape, FALSE, FALSE, staged, FALSE),
+                                0);
     col = r->columns;
   }
   /* The columns a chunk of samples at a time (tdm-conv-columns.h): each chunk's rows of
@@ -281,6 +291,20 @@ tdm_replica_conv_forward(TdmReplica *r, float *y, uint16_t *y16, const void *x, 
   }
   g_assert(bn == NULL); /* a bn's output is left only to a conv with bf16 columns */
   g_assert(x_type == TDM_DTYPE_BF16 || !in_gradient_region(r, x));
+  if (staged) {
+    int chunk = tdm_conv_staged_chunk(&args.shape, bound);
+    float *stage = (float *)((char *)col + tdm_conv_staged_stage_at(&args.shape, FALSE, bound));
+    for (int first = 0; first < n; first += chunk) {
+      int m = MIN(chunk, n - first);
+      tdm_backend_im2col(b, col, (const float *)x + (size_t)first * x_sample, m, in_h, in_w,
+                         in_c, kernel, kernel, pad, stride);
+      tdm_backend_gemm(b, false, true, m * (int)pixels, out_c, k, 1.0f, col, k, w, k, 0.0f,
+                       stage, out_c);
+      tdm_backend_to_bf16(b, y16 + (size_t)first * pixels * out_c, stage,
+                          (size_t)m * pixels * out_c);
+    }
+    return;
+  }
   float *out = y16 == NULL ? y : x_type == TDM_DTYPE_F32 ? r->grad_a : r->grad_b;
   const float *cols32 = widened_columns(r, col, x, x_type, r->grad_a, n, in_h, in_w, in_c,
                                         kernel, pad, stride, pixels, k);
@@ -340,9 +364,13 @@ tdm_replica_conv_backward(TdmReplica *r, float *dx, gboolean dx_bf16, float *dw,
   if (engine_runs(r, &args, &need, FALSE, dy16_ready))
     return dx_type;
   gboolean bf16 = tdm_replica_conv_bf16(r, col, kernel, pad, rows, k, out_c);
+  /* A bf16 output gradient for float32 columns (bn_dx_to_conv(): the network's first
+   * layer, no input gradient). */
+  gboolean widened = !bf16 && dy16_ready;
   if (col != NULL || bf16) {
     size_t keep = dy16_ready ? (size_t)rows * out_c * sizeof(uint16_t) : 0;
-    tdm_replica_workspace_holds(r, own_columns_bytes(r, &args.shape, TRUE, need_dx), keep);
+    tdm_replica_workspace_holds(
+        r, own_columns_bytes(r, &args.shape, TRUE, need_dx, FALSE, widened), keep);
     col = r->columns;
   }
   /* The columns a chunk of samples at a time (tdm-conv-columns.h): the weight gradient
@@ -378,6 +406,25 @@ tdm_replica_conv_backward(TdmReplica *r, float *dx, gboolean dx_bf16, float *dw,
             in_w, in_c, out_c, kernel, kernel, pad, stride);
       return dx_type;
     }
+  } else if (widened) {
+    /* Each chunk's float32 columns after the bf16 output gradient, and that gradient's
+     * rows of the chunk widened after them: the same product as from float32 dy, on the
+     * bf16 values the bn wrote (its gradient rounded once, as the engine reads it). */
+    g_assert(col != NULL && !need_dx && x_type == TDM_DTYPE_F32);
+    const uint16_t *dy16 = (const uint16_t *)r->columns;
+    float *cols32 = (float *)((char *)r->columns + tdm_conv_staged_columns_at(&args.shape, TRUE));
+    float *stage = (float *)((char *)r->columns + tdm_conv_staged_stage_at(&args.shape, TRUE, bound));
+    int chunk = tdm_conv_staged_chunk(&args.shape, bound);
+    for (int first = 0; first < n; first += chunk) {
+      int m = MIN(chunk, n - first);
+      size_t out_at = (size_t)first * pixels * out_c;
+      tdm_backend_im2col(b, cols32, (const float *)x + (size_t)first * x_sample, m, in_h, in_w,
+                         in_c, kernel, kernel, pad, stride);
+      tdm_backend_from_bf16(b, stage, dy16 + out_at, (size_t)m * pixels * out_c);
+      tdm_backend_gemm(b, true, false, out_c, k, m * (int)pixels, 1.0f, stage, out_c, cols32, k,
+                       first == 0 ? 0.0f : 1.0f, dw, k);
+    }
+    return TDM_DTYPE_F32;
   } else {
     /* A bf16 x widened into dx (its columns, or itself), which is written only after it
      * is read. */

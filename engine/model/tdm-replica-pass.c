@@ -309,6 +309,17 @@ frozen_bn_to_pool(const TdmReplica *r, int i)
   return !r->inferring && layer_frozen(r, i) && bn_output_to_pool(r->net, i, r->stores_bf16);
 }
 
+/* Whether bn layer i is a frozen one whose output the conv after it, which takes bf16
+ * operands, reads in training (bn_output_to_conv()): it writes it into the free gradient
+ * buffer as bf16 (bn_forward_eval_bf16: the bits its float32 output would have where the
+ * conv rounds it for its bf16 columns or the engine's bf16 input), half the room; and
+ * again so in backward (frozen_bn_again()). */
+static gboolean
+frozen_bn_to_conv(const TdmReplica *r, int i)
+{
+  return !r->inferring && layer_frozen(r, i) && bn_output_to_conv(r->net, i, r->stores_bf16);
+}
+
 /* Max pool layer i of the bf16 way (pool_bf16()) into y16: from the bn's input as it
  * normalizes it where the bn left its output to the pool (from_bn), else from x, the
  * output a frozen bn wrote as bf16 into the free gradient buffer (frozen_bn_to_pool()). */
@@ -382,7 +393,8 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
     int pixels = l->out_h * l->out_w;
     /* y as bf16, where this layer's output is stored so (output_bf16()), or where a
      * frozen bn writes it into the gradient buffer for its bf16 pool. */
-    uint16_t *y16 = act_type(r, i + 1) == TDM_DTYPE_BF16 || frozen_bn_to_pool(r, i)
+    uint16_t *y16 = act_type(r, i + 1) == TDM_DTYPE_BF16 || frozen_bn_to_pool(r, i) ||
+                            frozen_bn_to_conv(r, i)
                         ? (uint16_t *)y
                         : NULL;
     const BnGather *from_bn = pending;
@@ -398,7 +410,10 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       break;
     }
     case TDM_LAYER_CONV:
-      tdm_replica_conv_forward(r, y, y16, x, act_type(r, i), from_bn, r->cols[i],
+      tdm_replica_conv_forward(r, y, y16, x,
+                               i >= 1 && frozen_bn_to_conv(r, i - 1) ? TDM_DTYPE_BF16
+                                                                     : act_type(r, i),
+                               from_bn, r->cols[i],
                                r->conv_work[i], w, n, l->in_h, l->in_w, l->in_c, l->out_c,
                                l->kernel, l->pad, l->stride, l->out_h, l->out_w);
       if (bias_in_pool(net, i))
@@ -710,15 +725,17 @@ announce(TdmReplica *r, const TdmLayer *l)
 }
 
 /* The output of frozen bn layer i, which has no buffer (bn_output_to_conv()), computed
- * again into spare for the conv after it: the first trained layer, which passes no
- * gradient on, so its input gradient's buffer is free. */
+ * again into spare for the conv after it, as bf16 as the forward wrote it
+ * (frozen_bn_to_conv(); *type says): the first trained layer, which passes no gradient
+ * on, so its input gradient's buffer is free. */
 static const float *
-frozen_bn_again(TdmReplica *r, int i, int n, float *spare, gboolean need_dx)
+frozen_bn_again(TdmReplica *r, int i, int n, float *spare, gboolean need_dx, TdmDtype *type)
 {
   const TdmLayer *l = &r->net->layers[i];
   g_assert(l->kind == TDM_LAYER_BN && layer_frozen(r, i) && !need_dx);
-  bn_forward(r, MODE_EVAL, spare, NULL, r->acts[i], act_type(r, i), n, l->out_h * l->out_w,
-             l->out_c,
+  *type = frozen_bn_to_conv(r, i) ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+  bn_forward(r, MODE_EVAL, spare, *type == TDM_DTYPE_BF16 ? (uint16_t *)spare : NULL,
+             r->acts[i], act_type(r, i), n, l->out_h * l->out_w, l->out_c,
              r->params + l->weight_offset, r->params + l->bias_offset, r->bn_work[i],
              r->state + l->state_offset, l->fused_relu, FALSE);
   return spare;
@@ -792,10 +809,8 @@ tdm_replica_backward(TdmReplica *r, int n)
       }
       const BnGather *from_bn = bn_input_of(r, i, n, &gather);
       TdmDtype x_type = act_type(r, i);
-      if (from_bn == NULL && x == NULL) {
-        x = frozen_bn_again(r, i - 1, n, dx, need_dx);
-        x_type = TDM_DTYPE_F32;
-      }
+      if (from_bn == NULL && x == NULL)
+        x = frozen_bn_again(r, i - 1, n, dx, need_dx, &x_type);
       dx_type = tdm_replica_conv_backward(r, dx, conv_dx_as_bf16(r, i), dw, dy, dy16_ready, x,
                                           x_type, from_bn, r->cols[i], r->conv_work[i], w, n,
                                           l->in_h, l->in_w, l->in_c, l->out_c, l->kernel,

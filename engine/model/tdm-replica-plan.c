@@ -133,7 +133,9 @@ widened_input_floats(size_t in, size_t columns)
  * the region free but for these; tdm-replica-pass.c and tdm-replica-conv.c place them):
  * a frozen bn's output for the layer after it that has no buffer for it (below); a
  * conv without bf16 columns: the float32 product rounded into its bf16 output, at grad_a
- * where its input is float32, else at grad_b beside its input widened at grad_a; the
+ * where its input is float32 and it has no columns (with columns, each chunk's product
+ * is staged after the chunk's columns in the workspace: TdmConvComposition's y16), else
+ * at grad_b beside its input widened at grad_a; the
  * global pools' input widened, at grad_a; a block's end's frozen
  * last bn at grad_a, beside a projection's bn output at grad_b (and that projection's
  * conv as a conv's). */
@@ -149,16 +151,17 @@ forward_region(const TdmNetwork *net, int i, gboolean stores16, RegionNeed *need
     if (input_bf16(net, i, stores16))
       need_narrow(need, MAX(widened_input_floats(in, col_floats_per_sample(net, l)), out) *
                             sizeof(float));
-    else if (conv_output_bf16(net, i, stores16))
+    else if (conv_output_bf16(net, i, stores16) && col_floats_per_sample(net, l) == 0)
       need_wide(need, out * sizeof(float));
     break;
   case TDM_LAYER_BN:
     /* A frozen bn writes a bf16 output straight (bn_forward_eval_bf16); its output for
-     * the conv after it (bn_output_to_conv()) at grad_a, float32; for the block's end
+     * the conv after it (bn_output_to_conv(): a conv that takes bf16 operands) at grad_a,
+     * bf16 (tdm-replica-pass.c's frozen_bn_to_conv()); for the block's end
      * that adds it (bn_relu_output_to_block_end()) at grad_a, float32, beside a
      * projection's bn output; for its bf16 pool (bn_output_to_pool()) at grad_a, bf16. */
     if (bn_output_to_conv(net, i, stores16))
-      need_wide(need, out * sizeof(float));
+      need_wide(need, out * sizeof(uint16_t));
     if (bn_relu_output_to_block_end(net, i, stores16))
       need_narrow(need, out * sizeof(float));
     if (bn_output_to_pool(net, i, stores16))
@@ -197,7 +200,7 @@ forward_region(const TdmNetwork *net, int i, gboolean stores16, RegionNeed *need
  * outside the region (dy_out: in the skip buffer or the workspace; the pass then puts
  * what layer i writes at grad_a, tdm_replica_backward()) or in it: its input gradient
  * as written (input_grad_size()), and the float32 scratch it keeps with it in the same
- * half (a frozen bn's output for the first trained conv, a bf16 input widened); a
+ * half (a frozen bn's output for the first trained conv, as bf16; a bf16 input widened); a
  * block's end with a projection whose gradients are kept bf16 writes its ReLU's gradient
  * in one half and its projection's input gradient, compact, in the other. Returns
  * whether layer i's input gradient lives outside the region. */
@@ -227,7 +230,7 @@ backward_region(const TdmNetwork *net, int i, gboolean stores16, gboolean bn16,
     return FALSE;
   case TDM_LAYER_CONV:
     if (i >= 1 && bn_output_to_conv(net, i - 1, stores16))
-      bytes = MAX(bytes, in * sizeof(float));
+      bytes = MAX(bytes, in * sizeof(uint16_t)); /* frozen_bn_again(), bf16 */
     if (stores16 && !conv_bf16_columns(net, l) && input_bf16(net, i, stores16))
       bytes = MAX(bytes, widened_input_floats(in, col_floats_per_sample(net, l)) *
                              sizeof(float));
@@ -313,7 +316,8 @@ conv_call_of(const TdmNetwork *net, int i, const TdmLayerBuffers *buf, int n, Td
  * whose replica keeps params16 or not: a 1×1 conv of no padding on bf16 operands in a
  * bf16 run, its columns its input (conv_bf16_columns()). */
 static TdmConvComposition
-composition_of(const TdmConvShape *s, gboolean columns, gboolean bf16, gboolean params16)
+composition_of(const TdmConvShape *s, gboolean columns, gboolean bf16, gboolean params16,
+               gboolean y16, gboolean dy16)
 {
   size_t rows = (size_t)s->n * tdm_conv_out_h(s) * tdm_conv_out_w(s);
   size_t k = (size_t)s->kernel * s->kernel * s->c, out_c = (size_t)s->out_c;
@@ -324,6 +328,10 @@ composition_of(const TdmConvShape *s, gboolean columns, gboolean bf16, gboolean 
       .bf16_dx = params16 || rows * out_c + out_c * k <= rows * k,
       .params16 = params16,
   };
+  /* Float32 columns (tdm-replica-conv.c): a bf16 output staged a chunk at a time, a bf16
+   * output gradient widened so. */
+  how.y16 = y16 && how.columns && !how.bf16;
+  how.dy16 = dy16 && how.columns && !how.bf16;
   return how;
 }
 
@@ -333,13 +341,14 @@ composition_of(const TdmConvShape *s, gboolean columns, gboolean bf16, gboolean 
  * or the replica's own composition's, whichever is more. */
 static size_t
 chunked_call_bytes(const TdmConvShape *s, gboolean columns, TdmBackendKind kind,
-                   TdmPrecision precision, gboolean backward, gboolean need_dx)
+                   TdmPrecision precision, gboolean backward, gboolean need_dx, gboolean y16,
+                   gboolean dy16)
 {
   gboolean bf16 = precision == TDM_PRECISION_BF16;
   /* tdm_replica_conv_bf16() and _bf16_dx() for this replica: a bf16 one keeps params16
    * (tdm_replica_params16_bytes()). */
   gboolean params16 = bf16;
-  TdmConvComposition how = composition_of(s, columns, bf16, params16);
+  TdmConvComposition how = composition_of(s, columns, bf16, params16, y16, dy16);
   size_t most =
       tdm_conv_replica_bytes(s, &how, backward, need_dx, tdm_conv_columns_bound(kind));
   if (!backward)
@@ -357,8 +366,34 @@ one_by_one_bytes(const TdmConvShape *s, gboolean columns, gboolean backward, gbo
 {
   if (s->kernel != 1 || s->pad != 0)
     return 0;
-  TdmConvComposition how = composition_of(s, columns, TRUE, TRUE);
+  TdmConvComposition how = composition_of(s, columns, TRUE, TRUE, FALSE, FALSE);
   return tdm_conv_replica_bytes(s, &how, backward, need_dx, 0);
+}
+
+/* Whether conv call i of a training step stages a float32 chunk beside its float32
+ * columns (TdmConvComposition's y16 and dy16: tdm-replica-conv.c), forward (its output
+ * stored as bf16, conv_output_bf16(), from a float32 input) or backward (its output
+ * gradient written as bf16 by the bn after it, bn_dx_to_conv(): the first layer). */
+static void
+staged_of(const TdmNetwork *net, int i, TdmPrecision precision, gboolean stores16,
+          gboolean *y16, gboolean *dy16)
+{
+  gboolean conv = net->layers[i].kind == TDM_LAYER_CONV;
+  *y16 = conv && conv_output_bf16(net, i, stores16) && !input_bf16(net, i, stores16);
+  *dy16 = conv && i + 1 < net->layer_count &&
+          bn_dx_to_conv(net, i + 1, precision == TDM_PRECISION_BF16);
+}
+
+/* What the staged float32 way of conv call s takes of a CPU's workspace (the whole batch
+ * at once) where it stages (staged_of()): 0 elsewhere. */
+static size_t
+staged_bytes(const TdmConvShape *s, gboolean columns, gboolean backward, gboolean y16,
+             gboolean dy16)
+{
+  TdmConvComposition how = composition_of(s, columns, TRUE, TRUE, y16, dy16);
+  if ((backward && !how.dy16) || (!backward && !how.y16))
+    return 0;
+  return tdm_conv_replica_bytes(s, &how, backward, FALSE, 0);
 }
 
 /* The column workspace (bytes) of a replica training `capacity` samples a step and
@@ -388,10 +423,15 @@ tdm_replica_column_workspace(const TdmNetwork *net, TdmBackendKind kind,
     for (int i = 0; precision == TDM_PRECISION_BF16 && i < net->layer_count; i++) {
       TdmLayerBuffers buf = tdm_replica_buffers_of(net, i, kind, precision, stores16);
       TdmConvShape s;
+      gboolean y16, dy16;
+      staged_of(net, i, precision, stores16, &y16, &dy16);
       if (most > 0 && conv_call_of(net, i, &buf, (int)most, &s))
         need = MAX(need, one_by_one_bytes(&s, buf.columns > 0, FALSE, FALSE));
-      if (capacity > 0 && conv_call_of(net, i, &buf, (int)capacity, &s))
+      if (capacity > 0 && conv_call_of(net, i, &buf, (int)capacity, &s)) {
         need = MAX(need, one_by_one_bytes(&s, buf.columns > 0, TRUE, i > 0));
+        need = MAX(need, staged_bytes(&s, buf.columns > 0, FALSE, y16, dy16));
+        need = MAX(need, staged_bytes(&s, buf.columns > 0, TRUE, y16, dy16));
+      }
     }
     return need;
   }
@@ -399,11 +439,19 @@ tdm_replica_column_workspace(const TdmNetwork *net, TdmBackendKind kind,
   for (int i = 0; i < net->layer_count; i++) {
     TdmLayerBuffers buf = tdm_replica_buffers_of(net, i, kind, precision, stores16);
     TdmConvShape s;
+    gboolean y16, dy16;
+    staged_of(net, i, precision, stores16, &y16, &dy16);
     if (most > 0 && conv_call_of(net, i, &buf, (int)most, &s))
-      need = MAX(need, chunked_call_bytes(&s, buf.columns > 0, kind, precision, FALSE, FALSE));
-    /* The network's first layer passes no gradient on. */
-    if (capacity > 0 && conv_call_of(net, i, &buf, (int)capacity, &s))
-      need = MAX(need, chunked_call_bytes(&s, buf.columns > 0, kind, precision, TRUE, i > 0));
+      need = MAX(need, chunked_call_bytes(&s, buf.columns > 0, kind, precision, FALSE, FALSE,
+                                          FALSE, FALSE));
+    /* The training's forward, which may stage its bf16 output; the network's first layer
+     * passes no gradient on. */
+    if (capacity > 0 && conv_call_of(net, i, &buf, (int)capacity, &s)) {
+      need = MAX(need, chunked_call_bytes(&s, buf.columns > 0, kind, precision, FALSE, FALSE,
+                                          y16, FALSE));
+      need = MAX(need, chunked_call_bytes(&s, buf.columns > 0, kind, precision, TRUE, i > 0,
+                                          FALSE, dy16));
+    }
   }
   /* No layer with columns, a whole convolution's scratch or a bf16 1×1 conv: none. */
   if (need == 0)

@@ -184,16 +184,21 @@ bn_output_to_conv(const TdmNetwork *net, int i, gboolean stores16)
  * before it, at the workspace's start (tdm-replica-pass.c's bn_dx_as_conv_dy16(), which
  * grows the workspace where it holds less), so that no gradient buffer holds it: a
  * bf16 run on a backend with bn_backward_dx_bf16 (bn16; every conv composed there, the
- * parameters' bf16 copy kept), a conv with bf16 columns both ways (columns, out_c ≤
- * its reduction) and no bias or ReLU of its own, whose products read the gradient as
- * bf16 anyway. */
+ * parameters' bf16 copy kept), a conv with no bias or ReLU of its own, and either bf16
+ * columns both ways (columns, out_c ≤ its reduction), whose products read the gradient
+ * as bf16 anyway, or the network's first layer with columns (a stem of few input
+ * channels, float32 columns): it passes no gradient on, and its weight gradient reads
+ * the bf16 gradient widened a chunk at a time (TdmConvComposition's dy16; the
+ * convolution engine reads it as bf16, as it would round it). */
 static inline gboolean
 bn_dx_to_conv(const TdmNetwork *net, int i, gboolean bn16)
 {
   if (!bn16 || i < 1 || net->layers[i].kind != TDM_LAYER_BN)
     return FALSE;
   const TdmLayer *conv = &net->layers[i - 1];
-  return conv_bf16_columns(net, conv) && conv->bias_count == 0 && !conv->fused_relu;
+  if (conv->kind != TDM_LAYER_CONV || conv->bias_count != 0 || conv->fused_relu)
+    return FALSE;
+  return conv_bf16_columns(net, conv) || (i == 1 && col_floats_per_sample(net, conv) > 0);
 }
 
 /* Whether bn layer i, with a ReLU of its own, has no buffer in training because the

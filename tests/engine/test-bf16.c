@@ -188,7 +188,8 @@ deep_bn_chains(const char *net)
  * test_path()'s bound for rounding every operand, holds it with room and catches a bn,
  * an add or a mask reading the wrong bits (a change of order one). The blocks'
  * gradients are kept as bf16 with them (block_grad_bf16()): rounded once after the
- * block's ReLU and once where the block's start sums its two shares in float32, each
+ * block's ReLU, once where the block's first conv writes its input gradient (as cuDNN
+ * does) and once where the block's start sums its two shares in float32, each
  * a relative change of at most 2⁻⁹ of a value that the backward then carries linearly,
  * as the forward carries the stored outputs' rounding: within the same bound, and a
  * share lost or added twice (a change of order one) is not. block_tensors: how many of
@@ -541,18 +542,21 @@ test_decided_once(void)
 }
 
 /* CIFAR ResNet-18's layout in small: a stem of more outputs than taps (16 > 9: float32
- * columns, so the stem bn's input gradient is float32), identity blocks whose first
- * conv's input gradient is float32 (summed with the skip's share, rounded once), a
- * projection of stride 2. Those gradients, 28×28×16 floats, are the widest; each is
- * written while the gradient it comes from lives outside the gradient region (in the
- * skip buffer, or as bf16 in the conv's workspace), so the region's halves are half
- * their size (tdm-replica-plan.c's tdm_replica_gradient_bytes_of()). */
+ * columns; its bn's input gradient goes to its workspace as bf16, which its weight
+ * gradient reads widened), identity blocks whose first conv's input gradient is bf16
+ * (summed with the skip's share in float32, rounded once), a projection of stride 2.
+ * Those gradients, 28×28×16 bf16 values, are each written while the gradient they come
+ * from lives outside the gradient region (in the skip buffer, or as bf16 in the conv's
+ * workspace), so they take the whole region; the widest written beside something live is
+ * the global pool's float32 input gradient, 14×14×32 floats (tdm-replica-plan.c's
+ * tdm_replica_gradient_bytes_of()): 25,088 bytes a half, where float32 storage's halves
+ * hold the 28×28×16 floats. */
 static const char region_net[] =
     "conv16k3p1,bn,relu,2*(res(conv16k3p1,bn,relu,conv16k3p1,bn),relu),"
     "res(conv32k3s2p1,bn,relu,conv32k3p1,bn),relu,gap,fc10";
 
-/* The region's size for region_net (28×28×16 bf16 values a half in bf16; the float32
- * gradients a half in float32), and one SGD step and six steps on 3 workers against the
+/* The region's size for region_net (14×14×32 floats a half in bf16, the 28×28×16 floats
+ * in float32), and one SGD step and six steps on 3 workers against the
  * float32 storage's and 1 worker's, with the bounds of stored_outputs_case() and
  * test_stored_replicas(): a write that overran a half, or a gradient read after
  * something overwrote it, changes a step by order one. */
@@ -565,7 +569,7 @@ test_gradient_region(void)
   const size_t widest = 28 * 28 * 16 * sizeof(float);
   for (int kind = TDM_BACKEND_CPU; kind <= TDM_BACKEND_CUDA; kind++) {
     g_assert_cmpuint(tdm_replica_gradient_bytes(net, kind, TDM_PRECISION_BF16), ==,
-                     widest / 2);
+                     14 * 14 * 32 * sizeof(float));
     g_assert_cmpuint(tdm_replica_gradient_bytes(net, kind, TDM_PRECISION_FP32), ==, widest);
   }
   /* The stem bn's output and the three blocks' outputs stored as bf16; the three blocks'

@@ -161,10 +161,14 @@ test_bytes(void)
  * is the stem's weight gradient, its output gradient as bf16 and 18 samples' columns
  * (test_bytes): 271,922,688 bytes, 543,845,376 with the budget, where the whole batch's
  * float32 columns at the larger capacity were 1,010,494,464 at chunks of 137. 32 px,
- * batch 512: a 3×3 layer of 64 channels at 32 × 32 in backward, its output gradient as
- * bf16 (67,108,864), the weights' room (73,728) and 56 samples' columns (1,179,648 bytes
- * each): 133,242,880 bytes, 266,485,760 with the budget, where the whole columns were
- * 1,274,019,840 at chunks of 540. The CPU keeps the whole batch's float32 columns. */
+ * batch 512: the stem's weight gradient composed from its bn's bf16 gradient
+ * (bn_dx_to_conv(): 27 taps for 64 outputs, float32 columns), that gradient as bf16
+ * (67,108,864) and 180 samples' float32 columns and widened output gradient (180 ×
+ * 1,024 × (27 + 64) × 4 = 67,092,480 bytes): 134,201,344 bytes, 268,402,688 with the
+ * budget (a 3×3 layer of 64 channels at 32 × 32 in backward, its output gradient as bf16,
+ * the weights' room (73,728) and 56 samples' bf16 columns (1,179,648 bytes each), takes
+ * 133,242,880), where the whole columns were 1,274,019,840 at chunks of 540. The CPU
+ * keeps the whole batch's float32 columns. */
 static void
 test_plan(void)
 {
@@ -184,7 +188,7 @@ test_plan(void)
                    ==, gpu.columns);
   TdmReplicaPlan small =
       tdm_replica_plan(cifar, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 512, 512);
-  g_assert_cmpuint(small.columns, ==, 2 * (size_t)133242880);
+  g_assert_cmpuint(small.columns, ==, 2 * (size_t)(67108864 + 180 * 1024 * (27 + 64) * 4));
   g_test_message(
       "column workspace on a GPU, bf16: 224 px b128 %zu bytes (whole float32 "
       "columns %zu), 32 px b512 %zu bytes (%zu)",
