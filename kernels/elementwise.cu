@@ -297,8 +297,7 @@ relu_backward_bf16_kernel(DX *dx, const DY *dy, const uint16_t *y, size_t n)
  * values first). */
 template <int V, typename A, typename X>
 __global__ void
-add_relu_backward_bf16_kernel(uint16_t *dx, const A *a, const X *x, const uint16_t *y,
-                              size_t n)
+add_relu_backward_bf16_kernel(uint16_t *dx, const A *a, const X *x, const uint16_t *y, size_t n)
 {
   size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n / V; i += stride) {
@@ -320,10 +319,10 @@ add_relu_backward_bf16_kernel(uint16_t *dx, const A *a, const X *x, const uint16
  * per such pixel and channel), a + 0 elsewhere, a float32 or bf16 (A), rounded to bf16
  * (Y uint16_t) or stored float32 (Y float; y may be a where their types agree: a thread
  * reads its V values of a before it writes them): a residual block's start summing its
- * first layer's input gradient and a projection's. V channels a thread (c % V == 0): V = 8 reads a and x in two 16-byte
- * accesses and writes bf16 y in one, and splits its index once for eight values (one
- * value a thread, three divisions each and a 2-byte store, ran at 0.96 TB/s on an H100,
- * ncu 2026-12-06). */
+ * first layer's input gradient and a projection's. V channels a thread (c % V == 0): V = 8
+ * reads a and x in two 16-byte accesses and writes bf16 y in one, and splits its index once for
+ * eight values (one value a thread, three divisions each and a 2-byte store, ran at 0.96 TB/s
+ * on an H100, ncu 2026-12-06). */
 template <int V, typename Y, typename A, typename I>
 __global__ void
 add_strided_bf16_kernel(Y *y, const A *a, const float *x, I vectors, int h, int w, int c,
@@ -475,15 +474,17 @@ add_relu_backward_bf16_launch(uint16_t *dx, const A *a, const X *x, const uint16
               (y == NULL || quad_ok(y, sizeof(*y)));
   size_t body = octo ? n / 8 * 8 : quad ? n / 4 * 4 : 0;
   if (body > 0 && octo)
-    add_relu_backward_bf16_kernel<8, A, X><<<tdm_k_blocks(body / 8, TDM_K_THREADS),
-                                             TDM_K_THREADS, 0, stream>>>(dx, a, x, y, body);
+    add_relu_backward_bf16_kernel<8, A, X>
+        <<<tdm_k_blocks(body / 8, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(dx, a, x, y,
+                                                                              body);
   else if (body > 0)
-    add_relu_backward_bf16_kernel<4, A, X><<<tdm_k_blocks(body / 4, TDM_K_THREADS),
-                                             TDM_K_THREADS, 0, stream>>>(dx, a, x, y, body);
+    add_relu_backward_bf16_kernel<4, A, X>
+        <<<tdm_k_blocks(body / 4, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(dx, a, x, y,
+                                                                              body);
   if (n > body)
-    add_relu_backward_bf16_kernel<1, A, X><<<tdm_k_blocks(n - body, TDM_K_THREADS),
-                                             TDM_K_THREADS, 0, stream>>>(
-        dx + body, a + body, x + body, y != NULL ? y + body : NULL, n - body);
+    add_relu_backward_bf16_kernel<1, A, X>
+        <<<tdm_k_blocks(n - body, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+            dx + body, a + body, x + body, y != NULL ? y + body : NULL, n - body);
   return tdm_k_launched();
 }
 

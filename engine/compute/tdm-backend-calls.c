@@ -560,8 +560,9 @@ tdm_backend_add_relu_backward_bf16(TdmBackend *b, uint16_t *dx, const void *a, T
   if (tdm_backend_enter(b) && TDM_HAS_OP(b, add_relu_backward_bf16) &&
       tdm_backend_input_ok(b, "add_relu_backward_bf16", a_type) &&
       tdm_backend_input_ok(b, "add_relu_backward_bf16", x_type) &&
-      TDM_ARGS_OK(b, ((const void *)dx != a || a_type == TDM_DTYPE_BF16) &&
-                         ((const void *)dx != x || x_type == TDM_DTYPE_BF16),
+      TDM_ARGS_OK(b,
+                  ((const void *)dx != a || a_type == TDM_DTYPE_BF16) &&
+                      ((const void *)dx != x || x_type == TDM_DTYPE_BF16),
                   _("add_relu_backward_bf16: dx is an operand of another type")))
     b->ops->add_relu_backward_bf16(b, dx, a, a_type, x, x_type, y, n);
 }
@@ -636,10 +637,9 @@ tdm_backend_has_bf16_blocks(TdmBackend *b)
   return tdm_backend_kind_has_bn_bf16_input(b->kind) && b->ops->from_bf16 != NULL &&
          b->ops->relu_backward_bf16 != NULL && b->ops->add_out_bf16 != NULL &&
          b->ops->add_strided_bf16 != NULL && b->ops->add_relu_backward_bf16 != NULL &&
-         b->ops->bn_forward_bf16 != NULL &&
-         b->ops->maxpool_forward_bf16 != NULL && b->ops->maxpool_backward_bf16 != NULL &&
-         b->ops->bn_forward_eval_bf16 != NULL && b->ops->bn_relu_add_bf16 != NULL &&
-         b->ops->maxpool2d_forward_bn != NULL;
+         b->ops->bn_forward_bf16 != NULL && b->ops->maxpool_forward_bf16 != NULL &&
+         b->ops->maxpool_backward_bf16 != NULL && b->ops->bn_forward_eval_bf16 != NULL &&
+         b->ops->bn_relu_add_bf16 != NULL && b->ops->maxpool2d_forward_bn != NULL;
 }
 
 gboolean

@@ -257,8 +257,8 @@ tdm_replica_conv_forward(TdmReplica *r, float *y, uint16_t *y16, const void *x, 
    * chunks: no float32 copy of the whole output in the gradient region). */
   gboolean staged = !bf16 && col != NULL && y16 != NULL && x_type == TDM_DTYPE_F32;
   if (col != NULL || bf16) {
-    tdm_replica_workspace_holds(r, own_columns_bytes(r, &args.shape, FALSE, FALSE, staged, FALSE),
-                                0);
+    tdm_replica_workspace_holds(
+        r, own_columns_bytes(r, &args.shape, FALSE, FALSE, staged, FALSE), 0);
     col = r->columns;
   }
   /* The columns a chunk of samples at a time (tdm-conv-columns.h): each chunk's rows of
@@ -412,8 +412,10 @@ tdm_replica_conv_backward(TdmReplica *r, float *dx, gboolean dx_bf16, float *dw,
      * bf16 values the bn wrote (its gradient rounded once, as the engine reads it). */
     g_assert(col != NULL && !need_dx && x_type == TDM_DTYPE_F32);
     const uint16_t *dy16 = (const uint16_t *)r->columns;
-    float *cols32 = (float *)((char *)r->columns + tdm_conv_staged_columns_at(&args.shape, TRUE));
-    float *stage = (float *)((char *)r->columns + tdm_conv_staged_stage_at(&args.shape, TRUE, bound));
+    float *cols32 =
+        (float *)((char *)r->columns + tdm_conv_staged_columns_at(&args.shape, TRUE));
+    float *stage =
+        (float *)((char *)r->columns + tdm_conv_staged_stage_at(&args.shape, TRUE, bound));
     int chunk = tdm_conv_staged_chunk(&args.shape, bound);
     for (int first = 0; first < n; first += chunk) {
       int m = MIN(chunk, n - first);

@@ -410,12 +410,10 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       break;
     }
     case TDM_LAYER_CONV:
-      tdm_replica_conv_forward(r, y, y16, x,
-                               i >= 1 && frozen_bn_to_conv(r, i - 1) ? TDM_DTYPE_BF16
-                                                                     : act_type(r, i),
-                               from_bn, r->cols[i],
-                               r->conv_work[i], w, n, l->in_h, l->in_w, l->in_c, l->out_c,
-                               l->kernel, l->pad, l->stride, l->out_h, l->out_w);
+      tdm_replica_conv_forward(
+          r, y, y16, x, i >= 1 && frozen_bn_to_conv(r, i - 1) ? TDM_DTYPE_BF16 : act_type(r, i),
+          from_bn, r->cols[i], r->conv_work[i], w, n, l->in_h, l->in_w, l->in_c, l->out_c,
+          l->kernel, l->pad, l->stride, l->out_h, l->out_w);
       if (bias_in_pool(net, i))
         break;
       if (l->bias_count > 0)

@@ -75,11 +75,10 @@ tdm_replica_input_grad_size(const TdmNetwork *net, int i, gboolean stores16, gbo
     return pool_dx_bf16(net, i, stores16) ? sizeof(uint16_t) : sizeof(float);
   case TDM_LAYER_CONV: {
     const TdmLayer *before = &net->layers[i - 1];
-    gboolean reader16 = before->kind == TDM_LAYER_BN ||
-                        (before->kind == TDM_LAYER_RES_BEGIN &&
-                         block_grad_bf16(net, before->partner, stores16));
-    return stores16 && reader16 && conv_bf16_columns(net, l) ? sizeof(uint16_t)
-                                                             : sizeof(float);
+    gboolean reader16 =
+        before->kind == TDM_LAYER_BN || (before->kind == TDM_LAYER_RES_BEGIN &&
+                                         block_grad_bf16(net, before->partner, stores16));
+    return stores16 && reader16 && conv_bf16_columns(net, l) ? sizeof(uint16_t) : sizeof(float);
   }
   case TDM_LAYER_RES_BEGIN:
     return block_grad_bf16(net, l->partner, stores16) ? sizeof(uint16_t) : sizeof(float);

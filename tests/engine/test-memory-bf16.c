@@ -247,8 +247,8 @@ test_bf16_block_gradients(void)
       bn_work += tdm_replica_layer_buffers(net, i, kind, TDM_PRECISION_BF16).bn_work;
     g_assert_cmpuint(with.workspace, ==,
                      with.columns + bn_work * sizeof(float) + 512 * (size_t)131072 +
-                         2 * 512 * (size_t)32768 * sizeof(uint16_t) + 2 * 512 * sizeof(int32_t) +
-                         sizeof(TdmMetrics));
+                         2 * 512 * (size_t)32768 * sizeof(uint16_t) +
+                         2 * 512 * sizeof(int32_t) + sizeof(TdmMetrics));
   }
   /* torchvision's ResNet-18 at 224 px, batch 128: the blocks start after the stem's
    * 3×3 max pool of stride 2 (its backward reads bf16 too). Float32: the widest block
@@ -323,12 +323,12 @@ test_bf16_block_gradients(void)
      * and the column workspace's budget twice the stem's weight gradient's widened way
      * (test-conv-columns' /conv-columns/plan: 134,201,344 where the most was 133,242,880):
      * 2 × 958,464 bytes more. */
-    static const size_t totals[] = {
-        2071893652 - 2 * 512 * (size_t)131072 - 402673664 - 2 * 512 * (size_t)65536 +
-            2 * (size_t)(134201344 - 133242880),
-        4188168512 - 2 * 128 * (size_t)802816 - 1336397824 -
-            128 * (2 * 802816 + 200704) * sizeof(uint16_t) -
-            128 * (size_t)802816 * sizeof(uint16_t)};
+    static const size_t totals[] = {2071893652 - 2 * 512 * (size_t)131072 - 402673664 -
+                                        2 * 512 * (size_t)65536 +
+                                        2 * (size_t)(134201344 - 133242880),
+                                    4188168512 - 2 * 128 * (size_t)802816 - 1336397824 -
+                                        128 * (2 * 802816 + 200704) * sizeof(uint16_t) -
+                                        128 * (size_t)802816 * sizeof(uint16_t)};
     g_assert_cmpuint(rb.inference, ==, 0);
     g_assert_cmpuint(rb.total, ==, totals[k]);
   }

@@ -310,8 +310,8 @@ strided_bf16_case(int n, int h, int w, int c, int stride)
   tdm_backend_add_strided_bf16(gpu, sum, TDM_DTYPE_F32, sum, TDM_DTYPE_F32, dxc, n, h, w, c,
                                stride);
   tdm_backend_to_bf16(gpu, want, sum, count);
-  g_autofree char *what = g_strdup_printf("add_strided_bf16 %d×%d×%d×%d s%d, bf16 a in place",
-                                          n, h, w, c, stride);
+  g_autofree char *what =
+      g_strdup_printf("add_strided_bf16 %d×%d×%d×%d s%d, bf16 a in place", n, h, w, c, stride);
   same_bits_gpu(what, got, want, count * 2);
   tdm_backend_add_strided_bf16(cpu, a16, TDM_DTYPE_BF16, a16, TDM_DTYPE_BF16, x, n, h, w, c,
                                stride);

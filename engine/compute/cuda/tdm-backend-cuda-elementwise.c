@@ -93,9 +93,9 @@ tdm_cuda_add_strided_bf16(TdmBackend *b, void *y, TdmDtype y_type, const void *a
                           int stride)
 {
   if (tdm_cuda_begin(b))
-    TDM_CUDA_OK(b, tdm_k_add_strided_bf16(y, y_type == TDM_DTYPE_BF16, a,
-                                          a_type == TDM_DTYPE_BF16, x, n, h, w, c, stride,
-                                          CUDA_B(b)->stream));
+    TDM_CUDA_OK(b,
+                tdm_k_add_strided_bf16(y, y_type == TDM_DTYPE_BF16, a, a_type == TDM_DTYPE_BF16,
+                                       x, n, h, w, c, stride, CUDA_B(b)->stream));
 }
 
 void
