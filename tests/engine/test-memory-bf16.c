@@ -2,8 +2,10 @@
 /* test-memory-bf16.c — part of test-memory: what a bf16 run stores as bf16, against
  * the plan. The convs', blocks', pools' and bns' outputs it keeps as bf16 halve their
  * activations; ResNet-18 and the resnet preset at their sizes; residual blocks'
- * gradients kept as bf16 shrink the skip-gradient buffer. Each counted here from the
- * layers (test-memory.h), and a CPU replica allocates what is planned. */
+ * gradients kept as bf16 shrink the skip-gradient buffer; a stem of few channels keeps
+ * its float32 scratch in its workspace. Each counted here from the layers
+ * (test-memory.h), and a CPU replica allocates what is planned. */
+#include "replica-step.h"
 #include "resnet18-cifar.h"
 #include "tdm-backend.h"
 #include "tdm-dataset.h"
@@ -334,10 +336,55 @@ test_bf16_block_gradients(void)
   }
 }
 
+/* A stem of few input channels on float32 columns in bf16 (9 taps for 64 outputs: no
+ * bf16 product): its forward stages each chunk's float32 product beside its columns
+ * before rounding it into its bf16 output, and its bn hands it its gradient as bf16 at
+ * the workspace's start, which its weight gradient widens a chunk at a time beside its
+ * columns (TdmConvComposition's y16, dy16): neither takes the gradient region. On the
+ * CPU (the whole batch one chunk) at capacity 8: the backward's gradient as bf16 (8 ×
+ * 784 × 64 × 2 = 802,816 bytes), float32 columns (8 × 784 × 9 × 4 = 225,792) and the
+ * widened gradient (8 × 784 × 64 × 4 = 1,605,632): 2,634,240 bytes, more than the
+ * forward's columns and product (1,831,424) or the columns alone. A replica allocates
+ * what the estimate says, and a training step holds no more at any time (the workspace
+ * never grew), its gradients finite and the stem's not zero. */
+static void
+test_bf16_stem(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net =
+      tdm_network_new("conv64k3p1,bn,relu,gap,fc10", 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  TdmReplicaPlan p = tdm_replica_plan(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 8, 8);
+  g_assert_cmpuint(p.columns, ==, 802816 + 225792 + 1605632);
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 40, 20);
+  TdmBackend *b = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
+  g_assert_no_error(error);
+  TdmReplica *r = tdm_replica_new_sized(b, net, 8, 8, data->train, data->test, &error);
+  g_assert_no_error(error);
+  size_t planned =
+      tdm_memory_replica(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 8, 8, 40, 20).total;
+  g_assert_cmpuint(b->bytes_in_use, ==, planned);
+  g_autofree float *params = g_new(float, net->parameter_count);
+  tdm_network_init_parameters(net, 7, params);
+  g_autofree float *grads = replica_step_gradients(r, params, 8);
+  g_assert_cmpuint(b->bytes_peak, ==, planned);
+  double stem = 0.0;
+  for (size_t i = 0; i < net->parameter_count; i++) {
+    g_assert_true(isfinite(grads[i]));
+    if (i >= net->layers[0].weight_offset &&
+        i < net->layers[0].weight_offset + net->layers[0].param_count)
+      stem += fabs(grads[i]);
+  }
+  g_assert_cmpfloat(stem, >, 0.0);
+  tdm_replica_free(r);
+  tdm_backend_free(b);
+}
+
 void
 test_memory_add_bf16(void)
 {
   g_test_add_func("/memory/bf16-activations", test_bf16_activations);
   g_test_add_func("/memory/bf16-block-gradients", test_bf16_block_gradients);
   g_test_add_func("/memory/bf16-resnet-preset", test_bf16_resnet_preset);
+  g_test_add_func("/memory/bf16-stem", test_bf16_stem);
 }
