@@ -33,10 +33,11 @@
 #define BOTTLENECK_NETWORK                                                      \
   "conv8k3p1,bn,relu,pool3s2p1,bottleneck4,bottleneck4,bottleneck8s2,gap,fc10"
 /* CIFAR ResNet-18's layout in small: a stem of more outputs than taps (its bn's input
- * gradient float32), identity blocks whose first conv's input gradient is float32, a
- * projection of stride 2. Those gradients, the widest, are written while the gradient
- * they come from is in the skip buffer or the workspace: each takes the whole gradient
- * region, whose halves are half their size (test-bf16's gradient-region). */
+ * gradient handed to it as bf16 in its workspace), identity blocks whose first conv
+ * writes its input gradient as bf16 and whose start sums the two shares and applies the
+ * ReLU of the block's end below in one pass, a projection of stride 2. Those gradients,
+ * the widest, are written while the gradient they come from is in the skip buffer or the
+ * workspace: each takes the whole gradient region (test-bf16's gradient-region). */
 #define REGION_NETWORK                                                          \
   "conv16k3p1,bn,relu,2*(res(conv16k3p1,bn,relu,conv16k3p1,bn),relu),"         \
   "res(conv32k3s2p1,bn,relu,conv32k3p1,bn),relu,gap,fc10"
