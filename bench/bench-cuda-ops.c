@@ -257,6 +257,27 @@ add_strided_op(gpointer d)
                                s->rows / 1024, 32, 32, s->c, 2);
 }
 
+/* A block's start in backward as it was: the first conv's float32 input gradient plus
+ * the bf16 skip share rounded into the skip buffer, then the ReLU mask of the end below
+ * in place; and as it is: the conv's bf16 gradient summed and masked in one pass. */
+static void
+block_start_unfused_op(gpointer d)
+{
+  BnBench *s = d;
+  size_t n = (size_t)s->rows * s->c;
+  tdm_backend_add_out_bf16(gpu, s->out16, s->a, s->dy16, TDM_DTYPE_BF16, n, false);
+  tdm_backend_relu_backward_bf16(gpu, s->out16, TDM_DTYPE_BF16, s->out16, TDM_DTYPE_BF16,
+                                 s->x16, n);
+}
+
+static void
+block_start_fused_op(gpointer d)
+{
+  BnBench *s = d;
+  tdm_backend_add_relu_backward_bf16(gpu, s->out16, s->dy16, TDM_DTYPE_BF16, s->out16,
+                                     TDM_DTYPE_BF16, s->x16, (size_t)s->rows * s->c);
+}
+
 static void
 from_bf16_op(gpointer d)
 {
@@ -306,6 +327,8 @@ run_bn_bench(void)
       {"bn_backward_sums relu", bn_sums_op, 2 * mb},
       {"bn_backward_dx_bf16 relu", bn_dx_op, 3 * mb},
       {"add_strided_bf16 stride 2", add_strided_op, 3 * mb + mb / 2},
+      {"block start, unfused", block_start_unfused_op, 7 * mb},
+      {"add_relu_backward_bf16", block_start_fused_op, 4 * mb},
       {"from_bf16", from_bf16_op, 3 * mb},
     };
     for (guint i = 0; i < G_N_ELEMENTS(ops); i++) {
