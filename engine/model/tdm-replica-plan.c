@@ -404,8 +404,9 @@ staged_bytes(const TdmConvShape *s, gboolean columns, gboolean backward, gboolea
  * capacity, backward (the output gradient as bf16 kept whole beside a chunk of columns)
  * at the training's: every call's least-needing candidate needs no more than its column
  * way, so no candidate the engine may choose needs more (the replica's columns_limit is
- * the engine's work_limit, and the replica's own composition is the column way).
- * Float32 outputs in a float32 run: no bf16 output is staged. */
+ * the engine's work_limit, and the replica's own composition is the column way), and
+ * the training's forward at its capacity too where the composition stages a bf16 output
+ * (staged_of()). Float32 outputs in a float32 run: no bf16 output is staged. */
 size_t
 tdm_replica_column_workspace(const TdmNetwork *net, TdmBackendKind kind,
                              TdmPrecision precision, gboolean stores16, size_t capacity,
@@ -417,7 +418,9 @@ tdm_replica_column_workspace(const TdmNetwork *net, TdmBackendKind kind,
   if (tdm_conv_columns_bound(kind) == 0) {
     /* The whole batch's columns at once; a bf16 1×1 conv's composition beside them
      * (its bf16 output gradient before its bf16 columns: more than its float32 columns
-     * where its outputs are more than its inputs). */
+     * where its outputs are more than its inputs); a stem's staged float32 way
+     * (staged_of(): its product, or its widened output gradient after that gradient as
+     * bf16, beside its float32 columns). */
     size_t need = MAX(most * columns, conv_work) * sizeof(float);
     for (int i = 0; precision == TDM_PRECISION_BF16 && i < net->layer_count; i++) {
       TdmLayerBuffers buf = tdm_replica_buffers_of(net, i, kind, precision, stores16);
