@@ -14,6 +14,7 @@
  * buffers lie), and the caller keeps the most it has seen.
  */
 #include "tdm-backend-cuda-conv-engine.h"
+#include "tdm-backend-cuda-conv-chunks.h"
 #include "tdm-backend-cuda-conv-name.h"
 #include "tdm-backend-cuda-conv-small.h"
 #include "tdm-conv-columns.h"
@@ -358,30 +359,17 @@ image_staged(const TdmConvLayout *l, int pad_c)
          (pad_c > 0 || !input_is_bf16(a) || !aligned16(a->x));
 }
 
-/* The chunks a cuDNN candidate runs the call in where the engine writes the plan's input
- * itself (a bf16 run's input normalized by the bn before, converted, padded): even
- * chunks whose copy of the input is at most TDM_CONV_CHUNK_BYTES (one sample's where
- * that is more), so the copy is never the whole batch's. The forward's samples are
- * independent; the weight gradient is a sum over them, so only a plan writing float32
- * (float_out) runs in chunks, each chunk's sum added to the first's in float32 in the
- * chunks' order, where every chunk's output gradient (bf16, at the workspace's start)
- * is aligned for cuDNN. Any other call whole (one chunk), a bf16 input copied only
- * because it is not aligned among them: the chunks follow from what the choice's key
- * says (the shape, " bn", " x16"), never from where a call's buffers lie, so a choice
- * runs alike in every call of its key. */
+/* The chunks a cuDNN candidate runs the call in (tdm-backend-cuda-conv-chunks.h): even
+ * chunks of samples where the engine writes the plan's input itself (a bf16 run's input
+ * normalized by the bn before, converted, padded) and the call is a forward or a weight
+ * gradient (its chunks' sums added in float32 in the chunks' order, whether the plan
+ * writes float32 or bf16); any other call whole, a bf16 input copied only because it is
+ * not aligned among them. */
 static TdmConvChunks
-cudnn_chunks(const TdmConvLayout *l, int pad_c, gboolean float_out)
+cudnn_chunks(const TdmConvLayout *l, int pad_c)
 {
-  const TdmConvShape *s = &l->a->shape;
-  size_t dy_sample = l->rows / (size_t)s->n * (size_t)s->out_c;
   gboolean written = l->bf16 && (pad_c > 0 || !input_is_bf16(l->a));
-  gboolean chunked = written &&
-                     (l->dir == TDM_CONV_FORWARD ||
-                      (l->dir == TDM_CONV_WGRAD && float_out && dy_sample % 8 == 0));
-  if (!chunked)
-    return tdm_conv_even_chunks(s->n, 0, 0);
-  size_t sample = (size_t)s->h * s->w * (pad_c > 0 ? pad_c : s->c) * sizeof(uint16_t);
-  return tdm_conv_even_chunks(s->n, sample, TDM_CONV_CHUNK_BYTES);
+  return tdm_conv_cudnn_chunks(&l->a->shape, l->dir, written, pad_c);
 }
 
 /* Writes samples [first, first + m) of the input as a bf16 plan reads them to image:
@@ -424,6 +412,10 @@ route_of(const TdmConvLayout *l, const TdmConvCandidate *c, const void *target, 
   gboolean wide = !l->bf16 || c->float_out;
   if (c->pad_c > 0 && l->dir == TDM_CONV_WGRAD)
     return ROUTE_UNPAD;
+  /* A bf16 weight gradient in chunks: each chunk's sum staged, then widened into the
+   * float32 sum (run_cudnn()). */
+  if (l->dir == TDM_CONV_WGRAD && !wide && c->chunks.count > 1)
+    return ROUTE_STAGED;
   if (wide != target16 && aligned16(target))
     return ROUTE_DIRECT;
   /* A large bf16 result for a float32 destination: widened in place (widen_in_place()),
@@ -457,7 +449,7 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Aren
                     (l->dir == TDM_CONV_WGRAD && !c->float_out)))
     return FALSE;
   /* The chunks are the shape's: a plan built for them, and for their two sizes. */
-  TdmConvChunks chunks = cudnn_chunks(l, pad_c, c->float_out);
+  TdmConvChunks chunks = cudnn_chunks(l, pad_c);
   if (chunks.count != c->chunks.count || chunks.size != c->chunks.size ||
       chunks.large != c->chunks.large || (chunks.large < chunks.count && c->rest_plan == NULL))
     return FALSE;
@@ -518,8 +510,9 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Aren
     any_in_place = any_in_place || route == ROUTE_IN_PLACE;
   }
   void *stage = staged_count > 0 ? take(arena, staged_count * result_size) : NULL;
-  /* A weight gradient in chunks: each chunk's after the first written aside (float32),
-   * then added to the sum. */
+  /* A weight gradient in chunks: each chunk's after the first written aside (a float32
+   * plan's) or widened there (a bf16 plan's, whose every chunk is staged), then added to
+   * the sum. */
   size_t sum_count = c->pad_c > 0 && l->dir == TDM_CONV_WGRAD ? taps * pad_c : w_count;
   gboolean summed = l->dir == TDM_CONV_WGRAD && chunks.count > 1;
   float *partial = summed ? take(arena, sum_count * sizeof(float)) : NULL;
@@ -561,13 +554,36 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Aren
       x_t = result;
       break;
     case TDM_CONV_WGRAD:
-      w_t = i > 0 ? (void *)partial : result;
+      w_t = i > 0 && wide ? (void *)partial : result;
       y_t = (char *)out + (size_t)first * (out_count / s->n) * (l->bf16 ? 2 : 4);
       break;
     }
     if (!tdm_cudnn_plan_run(CUDA_B(b)->cudnn_api, CUDA_B(b)->cudnn, plan, x_t, w_t, y_t,
                             workspace, error))
       return FALSE;
+    if (summed && !wide) {
+      /* A bf16 plan's chunk: its bf16 sum widened (exactly) into dw, the first, or aside
+       * and added to dw in float32, in the chunks' order: the same bits every run.
+       * What the chunks cost in accuracy: bf16 keeps 8 significant bits, so a rounding
+       * errs by at most 2⁻⁸ of what it rounds. One bf16 result of the batch's sum S
+       * errs by ≤ 2⁻⁸ |S| a weight; k chunk sums S_i, each rounded once, by
+       * ≤ 2⁻⁸ Σ|S_i| (and k − 1 float32 additions, 2⁻²⁴ each, nothing beside it): the
+       * partial roundings' share is relative to Σ|S_i| instead of |S|. Where the
+       * chunks' sums agree in sign that is |S|, nothing lost; where they cancel it is
+       * more: for independent samples, with |S_i| ~ |S| / √k and independent
+       * roundings, the k roundings add in quadrature to what one rounding of S gives,
+       * and at worst (all in one direction) to ||Σ|S_i||| / ||S|| times it in the
+       * norm the tests measure (√(1 + (2/π)(k − 1)) for random signs: 1.28 for two
+       * chunks, 1.71 for four). tests/gpu/test-cuda-conv.c allows exactly that ratio
+       * from the CPU's own chunk sums for these candidates (chunk_rounding_share());
+       * a float32 plan's chunks keep the whole batch's bound (2⁻²⁴ a chunk) and are
+       * offered and timed beside these. Rounding inside the plan is no worse than the
+       * whole batch's: each chunk's reduction is k times shorter. */
+      TDM_CUDA_OK(b, tdm_k_from_bf16(i == 0 ? (float *)dest : partial, result, count, stream));
+      if (i > 0)
+        tdm_cuda_add(b, dest, partial, count);
+      continue;
+    }
     if (l->dir == TDM_CONV_WGRAD && i > 0)
       tdm_cuda_add(b, result, partial, sum_count);
     if (l->dir == TDM_CONV_WGRAD && i + 1 < chunks.count)
@@ -734,7 +750,7 @@ add_cudnn_plans(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list,
   for (int o = 0; o < (both ? 2 : 1); o++) {
     if (only != NULL && only->out != (o == 0 ? 'f' : 'h'))
       continue;
-    TdmConvChunks chunks = cudnn_chunks(l, pad_c, o == 0);
+    TdmConvChunks chunks = cudnn_chunks(l, pad_c);
     int chunk = chunks.count > 1 ? chunks.size : 0;
     if (only != NULL && only->chunk != chunk)
       continue; /* a cached name of other chunks: the choice is made again */

@@ -493,6 +493,21 @@ tdm_cuda_conv_need_named(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection d
   return i < 0 ? 0 : tdm_conv_candidate_need(b, &l, g_ptr_array_index(list, i));
 }
 
+size_t
+tdm_cuda_conv_cudnn_workspace_named(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir,
+                                    const char *name)
+{
+  TdmConvLayout l;
+  if (!tdm_cuda_begin(b) || !tdm_conv_layout(b, a, dir, &l))
+    return 0;
+  g_autoptr(GPtrArray) list = tdm_conv_candidates_for(b, &l, name);
+  int i = named(list, name);
+  const TdmConvCandidate *c = i < 0 ? NULL : g_ptr_array_index(list, i);
+  if (c == NULL || c->plan == NULL)
+    return 0;
+  return (size_t)MAX(c->plan->workspace, c->rest_plan != NULL ? c->rest_plan->workspace : 0);
+}
+
 const char *
 tdm_cuda_conv_chosen(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir)
 {
